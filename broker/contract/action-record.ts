@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import type { ClosedSet } from './closed-set.js';
+import { errorCodeSchema } from './classification.js';
+import {
+  CallerDisposition,
+  Channel,
+  DispatchEvidence,
+  Effect,
+  EvidenceSource,
+  Outcome,
+  Phase,
+  RetryDisposition,
+} from './outcome.js';
+
+/** The furthest lifecycle step an action reached, in order. */
+export const ActionStage = {
+  accepted: 'accepted',
+  validated: 'validated',
+  card_shown: 'card_shown',
+  approved: 'approved',
+  credential_authorized: 'credential_authorized',
+  dispatch_started: 'dispatch_started',
+  request_sent: 'request_sent',
+  response_started: 'response_started',
+  response_complete: 'response_complete',
+  result_committed: 'result_committed',
+  result_delivered: 'result_delivered',
+} as const satisfies ClosedSet<string>;
+export type ActionStage = keyof typeof ActionStage;
+export const actionStageOrder: readonly ActionStage[] = Object.keys(ActionStage) as ActionStage[];
+
+export const Decision = {
+  approved: 'approved',
+  rejected: 'rejected',
+  expired: 'expired',
+  cancelled: 'cancelled',
+} as const satisfies ClosedSet<string>;
+export type Decision = keyof typeof Decision;
+
+export const attemptStateSchema = z.object({
+  n: z.number().int().positive(),
+  /** setup_failed: the fresh connection failed before the application channel existed. */
+  state: z.enum(['setup_failed', 'dispatched']),
+  setup_stage: z.string().nullable(),
+  connection: z.enum(['fresh', 'reused']).nullable(),
+  connection_id: z.string().nullable(),
+  dispatch_seq: z.number().int().nullable(),
+  request_complete: z.boolean(),
+  response_started: z.boolean(),
+  response_complete: z.boolean(),
+  response_status: z.number().int().nullable(),
+  connection_lost: z.boolean(),
+  exit_status: z.number().int().nullable(),
+  exit_signal: z.string().nullable(),
+  channel_closed: z.boolean(),
+  output_bytes: z.object({ stdout: z.number(), stderr: z.number(), body: z.number() }),
+});
+export type AttemptState = z.infer<typeof attemptStateSchema>;
+
+/** The current state of one action: a pure fold of its events (broker/core project). */
+export const actionStateSchema = z.object({
+  action_id: z.string(),
+  session_id: z.string().nullable(),
+  ticket: z.number().int().nullable(),
+  lane: z.string().nullable(),
+  channel: z.enum(Channel),
+  target: z.string(),
+  request_fingerprint: z.string(),
+  approval: z.enum(['none', 'session', 'per_call']),
+  idempotent: z.boolean(),
+  stage: z.enum(ActionStage),
+  decision: z.enum(Decision).nullable(),
+  dispatch_evidence: z.enum(DispatchEvidence),
+  /** Append position of the first DISPATCH_STARTED, or null if the boundary was never crossed. */
+  dispatch_seq: z.number().int().nullable(),
+  attempts: z.array(attemptStateSchema),
+  /** null while the action is before dispatch and nothing has closed it. */
+  outcome: z.enum(Outcome).nullable(),
+  phase: z.enum(Phase).nullable(),
+  retry: z.enum(RetryDisposition).nullable(),
+  code: errorCodeSchema.nullable(),
+  effect: z.enum(Effect).nullable(),
+  outcome_basis: z.string().nullable(),
+  source: z.enum(EvidenceSource).nullable(),
+  retry_after_ms: z.number().int().nullable(),
+  caller_disposition: z.enum(CallerDisposition).nullable(),
+  /** True once the broker recorded a classification after the latest dispatch or closure. */
+  recorded: z.boolean(),
+  result_id: z.string().nullable(),
+  result_digest: z.string().nullable(),
+  first_seq: z.number().int(),
+  last_seq: z.number().int(),
+  accepted_at_ms: z.number().int(),
+  updated_at_ms: z.number().int(),
+});
+export type ActionState = z.infer<typeof actionStateSchema>;

@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import type { ClosedSet } from './closed-set.js';
+import { classificationSchema } from './classification.js';
+import { Channel } from './outcome.js';
+
+/** Durable event kinds in DESIGN.md §2 order, then observations. Meanings never change. */
+export const EventKind = {
+  ACTION_ACCEPTED: 'ACTION_ACCEPTED',
+  PREFLIGHT_VALIDATED: 'PREFLIGHT_VALIDATED',
+  PREFLIGHT_FAILED: 'PREFLIGHT_FAILED',
+  CARD_SHOWN: 'CARD_SHOWN',
+  APPROVED: 'APPROVED',
+  REJECTED: 'REJECTED',
+  EXPIRED: 'EXPIRED',
+  CANCELLED: 'CANCELLED',
+  CREDENTIAL_AUTHORIZED: 'CREDENTIAL_AUTHORIZED',
+  SETUP_ATTEMPT_FAILED: 'SETUP_ATTEMPT_FAILED',
+  DISPATCH_STARTED: 'DISPATCH_STARTED',
+  REQUEST_SENT: 'REQUEST_SENT',
+  REMOTE_RESPONSE_STARTED: 'REMOTE_RESPONSE_STARTED',
+  REMOTE_RESPONSE_COMPLETE: 'REMOTE_RESPONSE_COMPLETE',
+  RESULT_COMMITTED: 'RESULT_COMMITTED',
+  RESULT_DELIVERED: 'RESULT_DELIVERED',
+  OUTCOME_RECORDED: 'OUTCOME_RECORDED',
+  CALLER_CANCELLED: 'CALLER_CANCELLED',
+  CALLER_DEADLINE_EXCEEDED: 'CALLER_DEADLINE_EXCEEDED',
+  CALLER_DISCONNECTED: 'CALLER_DISCONNECTED',
+  CONNECTION_LOST: 'CONNECTION_LOST',
+  OUTPUT_RECEIVED: 'OUTPUT_RECEIVED',
+  EXIT_STATUS: 'EXIT_STATUS',
+  EXIT_SIGNAL: 'EXIT_SIGNAL',
+  CHANNEL_CLOSED: 'CHANNEL_CLOSED',
+  RECONCILIATION_RESULT: 'RECONCILIATION_RESULT',
+  OPERATOR_ATTESTED: 'OPERATOR_ATTESTED',
+} as const satisfies ClosedSet<string>;
+export type EventKind = keyof typeof EventKind;
+
+/** One line per kind; docs/events.md and the Activity view use these. */
+export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
+  ACTION_ACCEPTED: 'Ticket issued, lane chosen, request fingerprint bound.',
+  PREFLIGHT_VALIDATED: 'Validation passed; only now may a card be shown.',
+  PREFLIGHT_FAILED: 'Validation refused the request before any secret or host was touched.',
+  CARD_SHOWN: 'An approval card became visible to a person.',
+  APPROVED: 'A person or policy approved the bound fingerprint (a waiting decision).',
+  REJECTED: 'A person rejected the ticket (terminal).',
+  EXPIRED: 'The approval window closed without a decision (terminal).',
+  CANCELLED: 'The ticket was cancelled before dispatch (terminal).',
+  CREDENTIAL_AUTHORIZED: 'Credential id, version tag and injection mode chosen; fingerprint re-checked.',
+  SETUP_ATTEMPT_FAILED: 'A fresh connection failed before the application channel existed.',
+  DISPATCH_STARTED: 'Durable before the first application byte reaches the transport.',
+  REQUEST_SENT: 'The request was handed to the transport (headers/body written, or SSH exec sent).',
+  REMOTE_RESPONSE_STARTED: 'The remote began answering (status line, or exec reply).',
+  REMOTE_RESPONSE_COMPLETE: 'The remote answer is complete by its framing (or exit status + close).',
+  RESULT_COMMITTED: 'Settled outcome, result digest and retrievable result are durable.',
+  RESULT_DELIVERED: 'The caller acknowledged a complete handoff.',
+  OUTCOME_RECORDED: 'The broker recorded its classification of what is known so far.',
+  CALLER_CANCELLED: 'The caller cancelled (a caller event; it decides the effect only before dispatch).',
+  CALLER_DEADLINE_EXCEEDED: "The caller's deadline passed (a caller event).",
+  CALLER_DISCONNECTED: 'The caller disconnected (a caller event).',
+  CONNECTION_LOST: 'The transport connection closed or broke.',
+  OUTPUT_RECEIVED: 'Output bytes were received (counts only).',
+  EXIT_STATUS: 'The remote command reported an exit status.',
+  EXIT_SIGNAL: 'The remote command reported it was killed by a signal.',
+  CHANNEL_CLOSED: 'The SSH channel closed.',
+  RECONCILIATION_RESULT: 'A later lookup learned the remote outcome (source remote_query).',
+  OPERATOR_ATTESTED: 'A person settled the outcome with a written basis (source operator_attested).',
+};
+
+export const Actor = z.object({
+  kind: z.enum(['person', 'policy', 'agent', 'broker']),
+  id: z.string().max(200),
+});
+export type Actor = z.infer<typeof Actor>;
+
+const sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+const attempt = z.number().int().positive();
+
+/** Payload schemas per kind. Payloads never hold secrets: ids, version tags, digests only. */
+export const eventPayloadSchemas = {
+  ACTION_ACCEPTED: z.object({
+    channel: z.enum(Channel),
+    /** Sanitized target: route/host entry name and method + path template or command digest. */
+    target: z.string().max(2048),
+    request_fingerprint: sha256,
+    approval: z.enum(['none', 'session', 'per_call']),
+    /** Whether the operation is known to be idempotent (method semantics or declared contract). */
+    idempotent: z.boolean(),
+  }),
+  PREFLIGHT_VALIDATED: z.object({}),
+  PREFLIGHT_FAILED: z.object({ field: z.string().max(256).optional() }),
+  CARD_SHOWN: z.object({ expires_at_ms: z.number().int().nonnegative() }),
+  APPROVED: z.object({ actor: Actor, request_fingerprint: sha256 }),
+  REJECTED: z.object({ actor: Actor, reason: z.string().max(2000) }),
+  EXPIRED: z.object({}),
+  CANCELLED: z.object({ actor: Actor, reason: z.string().max(2000) }),
+  CREDENTIAL_AUTHORIZED: z.object({
+    credential_id: z.string().max(200),
+    version_tag: z.string().max(200),
+    injection_mode: z.string().max(64),
+    request_fingerprint: sha256,
+  }),
+  SETUP_ATTEMPT_FAILED: z.object({ attempt, stage: z.string().max(64), detail: z.string().max(500).optional() }),
+  DISPATCH_STARTED: z.object({
+    attempt,
+    connection: z.enum(['fresh', 'reused']),
+    connection_id: z.string().max(128).optional(),
+  }),
+  REQUEST_SENT: z.object({ attempt, request_complete: z.boolean() }),
+  REMOTE_RESPONSE_STARTED: z.object({ attempt, status: z.number().int().optional() }),
+  REMOTE_RESPONSE_COMPLETE: z.object({ attempt, digest: sha256.optional() }),
+  RESULT_COMMITTED: z.object({ attempt, result_id: z.string().max(128), result_digest: sha256 }),
+  RESULT_DELIVERED: z.object({}),
+  OUTCOME_RECORDED: z.object({ attempt: attempt.optional() }),
+  CALLER_CANCELLED: z.object({ stage: z.string().max(64) }),
+  CALLER_DEADLINE_EXCEEDED: z.object({ stage: z.string().max(64) }),
+  CALLER_DISCONNECTED: z.object({ stage: z.string().max(64) }),
+  CONNECTION_LOST: z.object({ attempt }),
+  OUTPUT_RECEIVED: z.object({ attempt, stream: z.enum(['stdout', 'stderr', 'body']), bytes: z.number().int().nonnegative() }),
+  EXIT_STATUS: z.object({ attempt, exit_status: z.number().int() }),
+  EXIT_SIGNAL: z.object({ attempt, signal: z.string().max(32) }),
+  CHANNEL_CLOSED: z.object({ attempt }),
+  RECONCILIATION_RESULT: z.object({
+    correlation: z.enum(['idempotency_token', 'operation_id', 'provider_request_id', 'bounded_read_back']),
+    lookup_action_id: z.string().max(64),
+  }),
+  OPERATOR_ATTESTED: z.object({ actor: Actor, basis: z.string().min(1).max(4000) }),
+} as const satisfies { [K in EventKind]: z.ZodType };
+
+export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;
+
+/** Kinds whose event must carry a classification (they settle or close something). */
+export const kindsRequiringClassification: ReadonlySet<EventKind> = new Set<EventKind>([
+  'PREFLIGHT_FAILED',
+  'REJECTED',
+  'EXPIRED',
+  'CANCELLED',
+  'RESULT_COMMITTED',
+  'OUTCOME_RECORDED',
+  'RECONCILIATION_RESULT',
+  'OPERATOR_ATTESTED',
+]);
+
+/** An event as the broker asks to append it; the journal assigns seq and wall time. */
+export type NewEvent = {
+  [K in EventKind]: {
+    kind: K;
+    action_id: string;
+    session_id?: string | null;
+    /** Assigned by the journal on ACTION_ACCEPTED; copied from the action afterwards. */
+    ticket?: number | null;
+    lane?: string | null;
+    payload: EventPayload<K>;
+    classification?: z.infer<typeof classificationSchema>;
+  };
+}[EventKind];
+
+/** A durable event: append position (seq) and wall time added by the journal. */
+export type JournalEvent = NewEvent & {
+  seq: number;
+  at_ms: number;
+  session_id: string | null;
+  ticket: number | null;
+  lane: string | null;
+};
+
+export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
+export const newEventSchema = z.object({
+  kind: z.enum(EventKind),
+  action_id: actionIdSchema,
+  session_id: z.string().max(64).nullable().optional(),
+  ticket: z.number().int().positive().nullable().optional(),
+  lane: z.string().max(200).nullable().optional(),
+  payload: z.unknown(),
+  classification: classificationSchema.optional(),
+});

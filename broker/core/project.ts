@@ -1,0 +1,360 @@
+import {
+  actionStageOrder,
+  CodedError,
+  dispatchEvidenceRank,
+  kindsRequiringClassification,
+  type ActionStage,
+  type ActionState,
+  type AttemptState,
+  type Classification,
+  type DispatchEvidence,
+  type JournalEvent,
+} from '../contract/index.js';
+
+/**
+ * The projection: current action state as a pure fold of its events in append order. Anything that
+ * would contradict the recorded history (not_attempted after DISPATCH_STARTED, committed → unknown,
+ * two terminal decisions) is a bug upstream and throws IMPOSSIBLE_TRANSITION; the journal refuses to
+ * append such an event, so the stored log never holds one.
+ */
+export function applyEvent(state: ActionState | undefined, event: JournalEvent): ActionState {
+  if (state === undefined) {
+    if (event.kind !== 'ACTION_ACCEPTED') {
+      return impossible(event, 'the first event of an action must be ACTION_ACCEPTED');
+    }
+    const p = event.payload;
+    return {
+      action_id: event.action_id,
+      session_id: event.session_id,
+      ticket: event.ticket,
+      lane: event.lane,
+      channel: p.channel,
+      target: p.target,
+      request_fingerprint: p.request_fingerprint,
+      approval: p.approval,
+      idempotent: p.idempotent,
+      stage: 'accepted',
+      decision: null,
+      dispatch_evidence: 'never_started',
+      dispatch_seq: null,
+      attempts: [],
+      outcome: null,
+      phase: null,
+      retry: null,
+      code: null,
+      effect: null,
+      outcome_basis: null,
+      source: null,
+      retry_after_ms: null,
+      caller_disposition: null,
+      recorded: false,
+      result_id: null,
+      result_digest: null,
+      first_seq: event.seq,
+      last_seq: event.seq,
+      accepted_at_ms: event.at_ms,
+      updated_at_ms: event.at_ms,
+    };
+  }
+  if (event.action_id !== state.action_id) {
+    return impossible(event, `event for ${event.action_id} folded into ${state.action_id}`);
+  }
+  if (event.seq <= state.last_seq) {
+    return impossible(event, `seq ${event.seq} is not after ${state.last_seq}: events must fold in append order`);
+  }
+  if (kindsRequiringClassification.has(event.kind) && event.classification === undefined) {
+    return impossible(event, `${event.kind} must carry a classification`);
+  }
+
+  const next: ActionState = { ...state, attempts: state.attempts, last_seq: event.seq, updated_at_ms: event.at_ms };
+  const closedByGate = state.decision === 'rejected' || state.decision === 'expired' || state.decision === 'cancelled';
+
+  switch (event.kind) {
+    case 'ACTION_ACCEPTED':
+      return impossible(event, 'an action is accepted once');
+    case 'PREFLIGHT_VALIDATED':
+      requireStage(event, state, ['accepted'], 'PREFLIGHT_VALIDATED follows ACTION_ACCEPTED');
+      next.stage = 'validated';
+      break;
+    case 'PREFLIGHT_FAILED':
+      requireStage(event, state, ['accepted'], 'PREFLIGHT_FAILED follows ACTION_ACCEPTED');
+      break;
+    case 'CARD_SHOWN':
+      requireOpenBeforeDispatch(event, state, closedByGate);
+      requireStage(event, state, ['validated'], 'a card is shown only for a validated action');
+      next.stage = 'card_shown';
+      break;
+    case 'APPROVED':
+      if (state.decision !== null) return impossible(event, `a second decision after ${state.decision}`);
+      requireOpenBeforeDispatch(event, state, closedByGate);
+      requireStage(event, state, ['validated', 'card_shown'], 'approval needs a validated action');
+      if (event.payload.request_fingerprint !== state.request_fingerprint) {
+        return impossible(event, 'the approval names a different fingerprint than the one bound at admission');
+      }
+      next.decision = 'approved';
+      next.stage = 'approved';
+      break;
+    case 'REJECTED':
+    case 'EXPIRED':
+      if (state.decision !== null) return impossible(event, `a second terminal decision after ${state.decision}`);
+      requireOpenBeforeDispatch(event, state, closedByGate);
+      next.decision = event.kind === 'REJECTED' ? 'rejected' : 'expired';
+      break;
+    case 'CANCELLED':
+      if (state.decision !== null && state.decision !== 'approved') {
+        return impossible(event, `a second terminal decision after ${state.decision}`);
+      }
+      requireOpenBeforeDispatch(event, state, closedByGate);
+      next.decision = 'cancelled';
+      break;
+    case 'CREDENTIAL_AUTHORIZED':
+      requireDispatchable(event, state, closedByGate);
+      if (state.approval !== 'none' && state.decision !== 'approved') {
+        return impossible(event, 'a credential is authorized only after approval');
+      }
+      if (stageIndex(state.stage) < stageIndex('validated')) {
+        return impossible(event, 'a credential is authorized only for a validated action');
+      }
+      if (event.payload.request_fingerprint !== state.request_fingerprint) {
+        return impossible(event, 'the authorized fingerprint differs from the approved one');
+      }
+      if (state.dispatch_seq === null) next.stage = 'credential_authorized';
+      break;
+    case 'SETUP_ATTEMPT_FAILED':
+      requireDispatchable(event, state, closedByGate);
+      requireAuthorized(event, state);
+      requireNextAttempt(event, state, event.payload.attempt);
+      next.attempts = [...state.attempts, newAttempt(event.payload.attempt, 'setup_failed', event.payload.stage)];
+      break;
+    case 'DISPATCH_STARTED': {
+      requireDispatchable(event, state, closedByGate);
+      requireAuthorized(event, state);
+      requireNextAttempt(event, state, event.payload.attempt);
+      const attempt = newAttempt(event.payload.attempt, 'dispatched', null);
+      attempt.connection = event.payload.connection;
+      attempt.connection_id = event.payload.connection_id ?? null;
+      attempt.dispatch_seq = event.seq;
+      next.attempts = [...state.attempts, attempt];
+      next.dispatch_seq = state.dispatch_seq ?? event.seq;
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'started_locally');
+      next.stage = 'dispatch_started';
+      // From here on the default is unknown until an authoritative result is recorded.
+      next.outcome = 'unknown';
+      next.phase = 'remote_execution';
+      next.effect = 'unknown_effect';
+      next.retry = null;
+      next.code = null;
+      next.outcome_basis = 'dispatch_started_no_result_recorded';
+      next.source = null;
+      next.retry_after_ms = null;
+      next.recorded = false;
+      break;
+    }
+    case 'REQUEST_SENT':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        a.request_complete = a.request_complete || event.payload.request_complete;
+      });
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'handed_to_transport');
+      advanceStage(next, 'request_sent');
+      break;
+    case 'REMOTE_RESPONSE_STARTED':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        a.response_started = true;
+        a.response_status = event.payload.status ?? a.response_status;
+      });
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+      advanceStage(next, 'response_started');
+      break;
+    case 'REMOTE_RESPONSE_COMPLETE':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        a.response_started = true;
+        a.response_complete = true;
+      });
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+      advanceStage(next, 'response_complete');
+      break;
+    case 'RESULT_COMMITTED':
+      updateAttempt(event, next, event.payload.attempt, () => undefined);
+      if (event.classification?.outcome !== 'committed' && event.classification?.outcome !== 'rejected') {
+        return impossible(event, 'RESULT_COMMITTED settles committed or rejected only');
+      }
+      if (state.result_id !== null) return impossible(event, 'a result is committed once');
+      next.result_id = event.payload.result_id;
+      next.result_digest = event.payload.result_digest;
+      advanceStage(next, 'result_committed');
+      break;
+    case 'RESULT_DELIVERED':
+      if (state.result_id === null) return impossible(event, 'RESULT_DELIVERED needs a committed result');
+      next.caller_disposition = state.caller_disposition ?? 'completed';
+      advanceStage(next, 'result_delivered');
+      break;
+    case 'OUTCOME_RECORDED':
+      break;
+    case 'CALLER_CANCELLED':
+      next.caller_disposition = state.caller_disposition ?? 'canceled';
+      break;
+    case 'CALLER_DEADLINE_EXCEEDED':
+      next.caller_disposition = state.caller_disposition ?? 'timed_out';
+      break;
+    case 'CALLER_DISCONNECTED':
+      next.caller_disposition = state.caller_disposition ?? 'disconnected';
+      break;
+    case 'CONNECTION_LOST':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        a.connection_lost = true;
+      });
+      break;
+    case 'OUTPUT_RECEIVED':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        a.output_bytes = { ...a.output_bytes, [event.payload.stream]: a.output_bytes[event.payload.stream] + event.payload.bytes };
+      });
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+      break;
+    case 'EXIT_STATUS':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        if (a.exit_status !== null || a.exit_signal !== null) impossible(event, 'a command exits once');
+        a.exit_status = event.payload.exit_status;
+      });
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+      break;
+    case 'EXIT_SIGNAL':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        if (a.exit_status !== null || a.exit_signal !== null) impossible(event, 'a command exits once');
+        a.exit_signal = event.payload.signal;
+      });
+      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+      break;
+    case 'CHANNEL_CLOSED':
+      updateAttempt(event, next, event.payload.attempt, (a) => {
+        a.channel_closed = true;
+      });
+      break;
+    case 'RECONCILIATION_RESULT':
+    case 'OPERATOR_ATTESTED':
+      if (state.dispatch_seq === null) return impossible(event, `${event.kind} settles only a dispatched action`);
+      break;
+    default:
+      return assertNever(event);
+  }
+
+  if (event.classification !== undefined) applyClassification(event, state, next, event.classification);
+  return next;
+}
+
+/** Folds events (any number of actions) in append order into their current states. */
+export function project(events: Iterable<JournalEvent>): Map<string, ActionState> {
+  const states = new Map<string, ActionState>();
+  let lastSeq = 0;
+  for (const event of events) {
+    if (event.seq <= lastSeq) impossible(event, `seq ${event.seq} follows ${lastSeq}: events must be in append order`);
+    lastSeq = event.seq;
+    states.set(event.action_id, applyEvent(states.get(event.action_id), event));
+  }
+  return states;
+}
+
+function applyClassification(event: JournalEvent, before: ActionState, next: ActionState, c: Classification): void {
+  if (before.dispatch_seq !== null && c.outcome === 'not_attempted') {
+    impossible(event, 'not_attempted after DISPATCH_STARTED');
+  }
+  if (before.dispatch_seq === null && c.outcome !== 'not_attempted') {
+    impossible(event, `${c.outcome} without DISPATCH_STARTED`);
+  }
+  const settled = before.outcome === 'committed' || before.outcome === 'rejected';
+  if (settled && before.recorded) {
+    const deliveryNote = c.phase === 'result_delivery' && c.outcome === before.outcome && c.effect === before.effect;
+    if (!deliveryNote) impossible(event, `${before.outcome} → ${c.outcome}: the action was already settled`);
+  }
+  next.outcome = c.outcome;
+  next.phase = c.phase;
+  next.retry = c.retry;
+  next.code = c.code;
+  next.effect = c.effect;
+  next.outcome_basis = c.outcome_basis;
+  next.source = c.source;
+  next.retry_after_ms = c.retry_after_ms ?? null;
+  next.recorded = true;
+}
+
+function newAttempt(n: number, state: AttemptState['state'], setupStage: string | null): AttemptState {
+  return {
+    n,
+    state,
+    setup_stage: setupStage,
+    connection: null,
+    connection_id: null,
+    dispatch_seq: null,
+    request_complete: false,
+    response_started: false,
+    response_complete: false,
+    response_status: null,
+    connection_lost: false,
+    exit_status: null,
+    exit_signal: null,
+    channel_closed: false,
+    output_bytes: { stdout: 0, stderr: 0, body: 0 },
+  };
+}
+
+function updateAttempt(event: JournalEvent, next: ActionState, n: number, change: (a: AttemptState) => void): void {
+  const index = next.attempts.findIndex((a) => a.n === n);
+  const found = next.attempts[index];
+  if (found === undefined || found.state !== 'dispatched') {
+    impossible(event, `${event.kind} names attempt ${n}, which never crossed DISPATCH_STARTED`);
+  }
+  const copy: AttemptState = { ...found, output_bytes: { ...found.output_bytes } };
+  change(copy);
+  next.attempts = next.attempts.map((a, i) => (i === index ? copy : a));
+}
+
+function requireStage(event: JournalEvent, state: ActionState, allowed: readonly ActionStage[], why: string): void {
+  if (!allowed.includes(state.stage) || state.outcome !== null) impossible(event, `${why} (stage ${state.stage})`);
+}
+
+function requireOpenBeforeDispatch(event: JournalEvent, state: ActionState, closedByGate: boolean): void {
+  if (state.dispatch_seq !== null) impossible(event, `${event.kind} after DISPATCH_STARTED`);
+  if (closedByGate) impossible(event, `${event.kind} after the ticket was ${state.decision}`);
+  if (state.phase === 'validation') impossible(event, `${event.kind} after preflight failed`);
+}
+
+function requireDispatchable(event: JournalEvent, state: ActionState, closedByGate: boolean): void {
+  if (closedByGate) impossible(event, `${event.kind} after the ticket was ${state.decision}`);
+  if (state.phase === 'validation') impossible(event, `${event.kind} after a validation failure`);
+  if (state.outcome === 'committed') impossible(event, `${event.kind} after a committed result`);
+  if ((state.outcome === 'rejected' || state.outcome === 'not_attempted') && state.retry !== 'backoff') {
+    impossible(event, `${event.kind} after ${state.outcome} without a backoff disposition`);
+  }
+  if (state.outcome === 'unknown' && !state.recorded) {
+    impossible(event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
+  }
+}
+
+function requireAuthorized(event: JournalEvent, state: ActionState): void {
+  if (stageIndex(state.stage) < stageIndex('credential_authorized')) {
+    impossible(event, `${event.kind} before CREDENTIAL_AUTHORIZED`);
+  }
+}
+
+function requireNextAttempt(event: JournalEvent, state: ActionState, n: number): void {
+  if (n !== state.attempts.length + 1) impossible(event, `attempt ${n} after ${state.attempts.length} attempts`);
+}
+
+function advanceStage(next: ActionState, stage: ActionStage): void {
+  if (stageIndex(stage) > stageIndex(next.stage)) next.stage = stage;
+}
+
+function stageIndex(stage: ActionStage): number {
+  return actionStageOrder.indexOf(stage);
+}
+
+function strongest(a: DispatchEvidence, b: DispatchEvidence): DispatchEvidence {
+  return dispatchEvidenceRank[a] >= dispatchEvidenceRank[b] ? a : b;
+}
+
+function impossible(event: JournalEvent, why: string): never {
+  throw new CodedError('IMPOSSIBLE_TRANSITION', `seq ${event.seq} ${event.kind} on ${event.action_id}: ${why}`);
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled event ${JSON.stringify(value)}`);
+}
