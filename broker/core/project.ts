@@ -254,10 +254,11 @@ export function project(events: Iterable<JournalEvent>): Map<string, ActionState
 }
 
 function applyClassification(event: JournalEvent, before: ActionState, next: ActionState, c: Classification): void {
-  if (before.dispatch_seq !== null && c.outcome === 'not_attempted') {
+  // Judge against the state including this event: a DISPATCH_STARTED cannot carry not_attempted.
+  if (next.dispatch_seq !== null && c.outcome === 'not_attempted') {
     impossible(event, 'not_attempted after DISPATCH_STARTED');
   }
-  if (before.dispatch_seq === null && c.outcome !== 'not_attempted') {
+  if (next.dispatch_seq === null && c.outcome !== 'not_attempted') {
     impossible(event, `${c.outcome} without DISPATCH_STARTED`);
   }
   const settled = before.outcome === 'committed' || before.outcome === 'rejected';

@@ -1,0 +1,250 @@
+import type { Classification, ErrorCode, RetryDisposition } from '../contract/index.js';
+import type { LocalGate, OutcomeEvidence, SetupFailure } from './outcome-evidence.js';
+
+/**
+ * Classifies what is known about an action from plain evidence (DESIGN.md §3 phase rules).
+ * Pure: the same evidence always gives the same classification. The order of the checks is the
+ * order of the dispatch boundary: before it only not_attempted is possible, after it only an
+ * authoritative complete result can leave unknown.
+ */
+export function classifyOutcome(e: OutcomeEvidence): Classification {
+  if (!e.dispatchStarted) return beforeDispatch(e);
+  const settled = afterDispatch(e);
+  if (e.deliveryFailed === true && (settled.outcome === 'committed' || settled.outcome === 'rejected')) {
+    // The remote result stands; only the handoff failed. Fetching it is a read, never a re-run.
+    return {
+      ...settled,
+      phase: 'result_delivery',
+      retry: 'fetch_result',
+      code: 'RESULT_DELIVERY_FAILED',
+      outcome_basis: 'result_recorded_delivery_failed',
+    };
+  }
+  return settled;
+}
+
+function beforeDispatch(e: OutcomeEvidence): Classification {
+  if (e.gate !== undefined) return gateClassification(e.gate);
+  if (e.setup !== undefined) {
+    const { failure, attempts, attemptsMax } = e.setup;
+    const transient = transientSetupFailures.has(failure);
+    return {
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: transient && attempts < attemptsMax ? 'backoff' : 'after_correction',
+      code: setupCodes[failure],
+      effect: 'no_effect',
+      outcome_basis: 'connection_setup_failed_before_dispatch',
+      source: 'transport_observed',
+    };
+  }
+  if (e.caller !== undefined) {
+    const caller = callerBeforeDispatch[e.caller];
+    return {
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      retry: caller.retry,
+      code: caller.code,
+      effect: 'no_effect',
+      outcome_basis: caller.basis,
+      source: 'local_gate',
+    };
+  }
+  throw new Error('classifyOutcome: no gate, setup failure or caller event explains an undispatched action');
+}
+
+function gateClassification(gate: LocalGate): Classification {
+  const local = (
+    phase: Classification['phase'],
+    code: ErrorCode,
+    retry: RetryDisposition,
+    basis: string,
+  ): Classification => ({ phase, outcome: 'not_attempted', retry, code, effect: 'no_effect', outcome_basis: basis, source: 'local_gate' });
+  switch (gate.kind) {
+    case 'validation':
+      return local('validation', gate.code, 'after_correction', 'rejected_by_preflight_validation');
+    case 'fingerprint_mismatch':
+      return local('validation', 'FINGERPRINT_MISMATCH', 'after_correction', 'fingerprint_changed_after_approval');
+    case 'idempotency_mismatch':
+      return local('validation', 'IDEMPOTENCY_MISMATCH', 'after_correction', 'idempotency_key_reused_with_other_fingerprint');
+    case 'vault_locked':
+      return local('credential_injection', 'VAULT_LOCKED', 'after_correction', 'vault_locked_before_dispatch');
+    case 'credential_missing':
+      return local('credential_injection', 'CREDENTIAL_MISSING', 'after_correction', 'credential_missing_before_dispatch');
+    case 'approval_denied':
+      return local('credential_injection', 'APPROVAL_DENIED', 'never', 'approval_denied_before_dispatch');
+    case 'approval_expired':
+      return local('credential_injection', 'APPROVAL_EXPIRED', 'never', 'approval_expired_before_dispatch');
+    case 'session_revoked':
+      return local('credential_injection', 'SESSION_REVOKED', 'never', 'session_revoked_before_dispatch');
+  }
+}
+
+function afterDispatch(e: OutcomeEvidence): Classification {
+  return e.channel === 'ssh' ? sshAfterDispatch(e) : httpAfterDispatch(e);
+}
+
+function httpAfterDispatch(e: OutcomeEvidence): Classification {
+  const http = e.http;
+  const status = http?.status;
+  if (http !== undefined && status !== undefined && status >= 200) {
+    if (!http.framingComplete) {
+      return unknown(e, 'REMOTE_RESULT_INCOMPLETE', 'response_framing_incomplete');
+    }
+    return completeHttpResponse(e, status, http);
+  }
+  if (http?.informationalOnly === true && e.caller === undefined && e.transportBroken !== true) {
+    // 1xx never settles: the invocation is still in progress.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'informational_response_only');
+  }
+  return noResultAfterDispatch(e);
+}
+
+function completeHttpResponse(
+  e: OutcomeEvidence,
+  status: number,
+  http: NonNullable<OutcomeEvidence['http']>,
+): Classification {
+  const remote = (
+    outcome: 'committed' | 'rejected',
+    effect: Classification['effect'],
+    code: ErrorCode | null,
+    retry: RetryDisposition,
+    basis: string,
+  ): Classification => {
+    const c: Classification = { phase: 'remote_execution', outcome, retry, code, effect, outcome_basis: basis, source: 'remote_response' };
+    if (retry === 'backoff' && http.retryAfterMs !== undefined) c.retry_after_ms = http.retryAfterMs;
+    return c;
+  };
+  if (http.fromProxy === true || status === 502 || status === 504) {
+    // Evidence from a hop, not from the origin: the origin may have acted on what it received.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'intermediary_response_not_origin_result');
+  }
+  if (status === 408) {
+    // 408 describes one observer's wait, not proof that nothing acted on the bytes received.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'request_timeout_status_not_proof_of_no_effect');
+  }
+  if (status === 202) return remote('committed', 'succeeded', null, 'never', 'submission_accepted_track_job_separately');
+  if (status < 300) return remote('committed', 'succeeded', null, 'never', 'complete_response');
+  if (status < 400) {
+    if (http.redirectBlocked === true) return remote('committed', 'failed', 'REDIRECT_BLOCKED', 'after_correction', 'redirect_not_followed');
+    return remote('committed', 'succeeded', null, 'never', 'complete_response');
+  }
+  if (status === 401) return remote('rejected', 'rejected', 'REMOTE_AUTH_REJECTED', 'never', 'credential_rejected_by_remote');
+  if (status === 429 || (status === 503 && e.idempotent)) {
+    return e.idempotent
+      ? remote('rejected', 'rejected', 'REMOTE_THROTTLED', 'backoff', 'remote_asked_to_slow_down')
+      : remote('rejected', 'rejected', 'REMOTE_THROTTLED', 'never', 'remote_asked_to_slow_down_not_idempotent');
+  }
+  if (status < 500) return remote('rejected', 'rejected', 'REMOTE_REJECTED', 'after_correction', 'complete_refusal');
+  // A complete 5xx is a known result: the remote may have changed state before failing.
+  return remote('committed', 'failed', 'REMOTE_ERROR_STATUS', e.idempotent ? 'backoff' : 'never', 'complete_error_response');
+}
+
+function sshAfterDispatch(e: OutcomeEvidence): Classification {
+  const ssh = e.ssh;
+  const remote = (effect: Classification['effect'], code: ErrorCode | null, basis: string): Classification => ({
+    phase: 'remote_execution',
+    outcome: 'committed',
+    retry: 'never',
+    code,
+    effect,
+    outcome_basis: basis,
+    source: 'remote_response',
+  });
+  if (ssh?.exitStatus !== undefined) {
+    // The exit status settles the command; a stream broken afterwards only marks output incomplete.
+    const basis = ssh.channelClosed ? 'exit_status_and_channel_close' : 'exit_status_received_stream_incomplete';
+    return ssh.exitStatus === 0 ? remote('succeeded', null, basis) : remote('failed', 'COMMAND_FAILED', basis);
+  }
+  if (ssh?.exitSignal !== undefined) {
+    const basis = ssh.channelClosed ? 'exit_signal_and_channel_close' : 'exit_signal_received_stream_incomplete';
+    return remote('failed', 'COMMAND_FAILED', basis);
+  }
+  if (ssh?.execReply === 'failure') {
+    return {
+      phase: 'remote_execution',
+      outcome: 'rejected',
+      retry: 'after_correction',
+      code: 'REMOTE_REJECTED',
+      effect: 'rejected',
+      outcome_basis: 'exec_refused_by_server',
+      source: 'remote_response',
+    };
+  }
+  if (e.caller === undefined && (ssh?.channelClosed === true || e.transportBroken === true)) {
+    return unknown(e, 'REMOTE_RESULT_INCOMPLETE', 'no_exit_status_or_remote_process_identity');
+  }
+  return noResultAfterDispatch(e);
+}
+
+/** Dispatched and no deciding result: the caller's event is the cause, the effect stays unknown. */
+function noResultAfterDispatch(e: OutcomeEvidence): Classification {
+  if (e.caller === 'cancelled') {
+    return unknown(e, 'CALLER_CANCELLED', e.handedToTransport ? 'cancellation_after_transport_write_no_remote_receipt' : 'cancellation_after_dispatch_started');
+  }
+  if (e.caller === 'deadline') {
+    return unknown(e, 'CALLER_DEADLINE_EXCEEDED', e.handedToTransport ? 'deadline_after_transport_write_no_remote_receipt' : 'deadline_after_dispatch_started');
+  }
+  if (e.caller === 'disconnected') {
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'caller_disconnected_after_dispatch');
+  }
+  if (e.connection === 'reused' && e.transportBroken === true) {
+    // A broken pipe on a pooled connection says little about what the peer already read.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'reused_connection_broke_after_handoff');
+  }
+  return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'response_not_observed_after_dispatch');
+}
+
+function unknown(e: OutcomeEvidence, code: ErrorCode, basis: string): Classification {
+  return {
+    phase: 'remote_execution',
+    outcome: 'unknown',
+    retry: unknownRetry(e),
+    code,
+    effect: 'unknown_effect',
+    outcome_basis: basis,
+    source: 'transport_observed',
+  };
+}
+
+/** The only automatic ways out of unknown: an idempotent repeat or a same-key retry; else reconcile. */
+function unknownRetry(e: OutcomeEvidence): RetryDisposition {
+  if (e.idempotent) return 'backoff';
+  if (e.idempotencyContract?.withinRetention === true) return 'same_idempotency_key';
+  return 'reconcile';
+}
+
+const transientSetupFailures: ReadonlySet<SetupFailure> = new Set<SetupFailure>([
+  'dns_temporary',
+  'connect_refused',
+  'connect_timeout',
+  'network_unreachable',
+  'tls_handshake',
+  'proxy_tunnel',
+  'ssh_transport',
+  'ssh_channel',
+]);
+
+const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
+  dns_not_found: 'DNS_FAILED',
+  dns_temporary: 'DNS_FAILED',
+  connect_refused: 'CONNECT_REFUSED',
+  connect_timeout: 'CONNECT_TIMEOUT',
+  network_unreachable: 'NETWORK_UNREACHABLE',
+  tls_certificate: 'TLS_FAILED',
+  tls_handshake: 'TLS_FAILED',
+  proxy_tunnel: 'PROXY_FAILED',
+  ssh_transport: 'SSH_TRANSPORT_FAILED',
+  ssh_host_key: 'SSH_HOST_KEY_REJECTED',
+  ssh_auth: 'SSH_AUTH_FAILED',
+  ssh_channel: 'SSH_CHANNEL_FAILED',
+};
+
+const callerBeforeDispatch: Readonly<
+  Record<NonNullable<OutcomeEvidence['caller']>, { code: ErrorCode; retry: RetryDisposition; basis: string }>
+> = {
+  cancelled: { code: 'CALLER_CANCELLED', retry: 'never', basis: 'cancellation_observed_before_dispatch' },
+  disconnected: { code: 'CALLER_CANCELLED', retry: 'never', basis: 'caller_disconnected_before_dispatch' },
+  deadline: { code: 'CALLER_DEADLINE_EXCEEDED', retry: 'backoff', basis: 'deadline_observed_before_dispatch' },
+};
