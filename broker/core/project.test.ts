@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { Classification, JournalEvent, NewEvent } from '../contract/index.js';
+import { actionStateSchema, type Classification, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { applyEvent, project } from './project.js';
 import { classifyOutcome } from './classify-outcome.js';
 
@@ -65,6 +65,7 @@ describe('project', () => {
       result_id: 'res_1',
       last_seq: 11,
     });
+    expect(actionStateSchema.parse(state)).toEqual(state);
     expect(state?.attempts).toEqual([
       expect.objectContaining({ n: 1, state: 'dispatched', request_complete: true, response_complete: true, response_status: 201, dispatch_seq: 6 }),
     ]);
