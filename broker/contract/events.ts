@@ -75,9 +75,12 @@ export type Actor = z.infer<typeof Actor>;
 const sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 const attempt = z.number().int().positive();
 
-/** Payload schemas per kind. Payloads never hold secrets: ids, version tags, digests only. */
+/**
+ * Payload schemas per kind. Payloads never hold secrets: ids, version tags, digests only. They are
+ * strict: a field the schema does not name is refused, so nothing can ride along into the journal.
+ */
 export const eventPayloadSchemas = {
-  ACTION_ACCEPTED: z.object({
+  ACTION_ACCEPTED: z.strictObject({
     channel: z.enum(Channel),
     /** Sanitized target: route/host entry name and method + path template or command digest. */
     target: z.string().max(2048),
@@ -86,44 +89,44 @@ export const eventPayloadSchemas = {
     /** Whether the operation is known to be idempotent (method semantics or declared contract). */
     idempotent: z.boolean(),
   }),
-  PREFLIGHT_VALIDATED: z.object({}),
-  PREFLIGHT_FAILED: z.object({ field: z.string().max(256).optional() }),
-  CARD_SHOWN: z.object({ expires_at_ms: z.number().int().nonnegative() }),
-  APPROVED: z.object({ actor: Actor, request_fingerprint: sha256 }),
-  REJECTED: z.object({ actor: Actor, reason: z.string().max(2000) }),
-  EXPIRED: z.object({}),
-  CANCELLED: z.object({ actor: Actor, reason: z.string().max(2000) }),
-  CREDENTIAL_AUTHORIZED: z.object({
+  PREFLIGHT_VALIDATED: z.strictObject({}),
+  PREFLIGHT_FAILED: z.strictObject({ field: z.string().max(256).optional() }),
+  CARD_SHOWN: z.strictObject({ expires_at_ms: z.number().int().nonnegative() }),
+  APPROVED: z.strictObject({ actor: Actor, request_fingerprint: sha256 }),
+  REJECTED: z.strictObject({ actor: Actor, reason: z.string().max(2000) }),
+  EXPIRED: z.strictObject({}),
+  CANCELLED: z.strictObject({ actor: Actor, reason: z.string().max(2000) }),
+  CREDENTIAL_AUTHORIZED: z.strictObject({
     credential_id: z.string().max(200),
     version_tag: z.string().max(200),
     injection_mode: z.string().max(64),
     request_fingerprint: sha256,
   }),
-  SETUP_ATTEMPT_FAILED: z.object({ attempt, stage: z.string().max(64), detail: z.string().max(500).optional() }),
-  DISPATCH_STARTED: z.object({
+  SETUP_ATTEMPT_FAILED: z.strictObject({ attempt, stage: z.string().max(64), detail: z.string().max(500).optional() }),
+  DISPATCH_STARTED: z.strictObject({
     attempt,
     connection: z.enum(['fresh', 'reused']),
     connection_id: z.string().max(128).optional(),
   }),
-  REQUEST_SENT: z.object({ attempt, request_complete: z.boolean() }),
-  REMOTE_RESPONSE_STARTED: z.object({ attempt, status: z.number().int().optional() }),
-  REMOTE_RESPONSE_COMPLETE: z.object({ attempt, digest: sha256.optional() }),
-  RESULT_COMMITTED: z.object({ attempt, result_id: z.string().max(128), result_digest: sha256 }),
-  RESULT_DELIVERED: z.object({}),
-  OUTCOME_RECORDED: z.object({ attempt: attempt.optional() }),
-  CALLER_CANCELLED: z.object({ stage: z.string().max(64) }),
-  CALLER_DEADLINE_EXCEEDED: z.object({ stage: z.string().max(64) }),
-  CALLER_DISCONNECTED: z.object({ stage: z.string().max(64) }),
-  CONNECTION_LOST: z.object({ attempt }),
-  OUTPUT_RECEIVED: z.object({ attempt, stream: z.enum(['stdout', 'stderr', 'body']), bytes: z.number().int().nonnegative() }),
-  EXIT_STATUS: z.object({ attempt, exit_status: z.number().int() }),
-  EXIT_SIGNAL: z.object({ attempt, signal: z.string().max(32) }),
-  CHANNEL_CLOSED: z.object({ attempt }),
-  RECONCILIATION_RESULT: z.object({
+  REQUEST_SENT: z.strictObject({ attempt, request_complete: z.boolean() }),
+  REMOTE_RESPONSE_STARTED: z.strictObject({ attempt, status: z.number().int().optional() }),
+  REMOTE_RESPONSE_COMPLETE: z.strictObject({ attempt, digest: sha256.optional() }),
+  RESULT_COMMITTED: z.strictObject({ attempt, result_id: z.string().max(128), result_digest: sha256 }),
+  RESULT_DELIVERED: z.strictObject({}),
+  OUTCOME_RECORDED: z.strictObject({ attempt: attempt.optional() }),
+  CALLER_CANCELLED: z.strictObject({ stage: z.string().max(64) }),
+  CALLER_DEADLINE_EXCEEDED: z.strictObject({ stage: z.string().max(64) }),
+  CALLER_DISCONNECTED: z.strictObject({ stage: z.string().max(64) }),
+  CONNECTION_LOST: z.strictObject({ attempt }),
+  OUTPUT_RECEIVED: z.strictObject({ attempt, stream: z.enum(['stdout', 'stderr', 'body']), bytes: z.number().int().nonnegative() }),
+  EXIT_STATUS: z.strictObject({ attempt, exit_status: z.number().int() }),
+  EXIT_SIGNAL: z.strictObject({ attempt, signal: z.string().max(32) }),
+  CHANNEL_CLOSED: z.strictObject({ attempt }),
+  RECONCILIATION_RESULT: z.strictObject({
     correlation: z.enum(['idempotency_token', 'operation_id', 'provider_request_id', 'bounded_read_back']),
     lookup_action_id: z.string().max(64),
   }),
-  OPERATOR_ATTESTED: z.object({ actor: Actor, basis: z.string().min(1).max(4000) }),
+  OPERATOR_ATTESTED: z.strictObject({ actor: Actor, basis: z.string().min(1).max(4000) }),
 } as const satisfies { [K in EventKind]: z.ZodType };
 
 export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;
