@@ -149,3 +149,17 @@ describe('the public envelope', () => {
     expect(envelopeSchema.safeParse(mutate(first)).success).toBe(false);
   });
 });
+
+describe('event payloads', () => {
+  it('when a payload carries a field its schema does not name (say, a rendered header), it is refused', () => {
+    const payload = {
+      channel: 'http',
+      target: 'payments POST /v1/charges',
+      request_fingerprint: fingerprint,
+      approval: 'per_call',
+      idempotent: false,
+    };
+    expect(eventPayloadSchemas.ACTION_ACCEPTED.safeParse(payload).success).toBe(true);
+    expect(eventPayloadSchemas.ACTION_ACCEPTED.safeParse({ ...payload, authorization: 'Bearer CANARY-not-a-secret' }).success).toBe(false);
+  });
+});
