@@ -1,0 +1,117 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { actionPaths } from '../testing/action-paths.js';
+import { crashActionId } from '../testing/crash-ids.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { replayJournal } from '../testing/replay-journal.js';
+import { readStateTables } from '../testing/state-tables.js';
+import { createTempDir, type TempDir } from '../testing/temp-dir.js';
+import { Journal } from './journal.js';
+
+const driverPath = fileURLToPath(new URL('../testing/crash-driver.ts', import.meta.url));
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const transitions = actionPaths.httpApproved(crashActionId).map((e) => e.kind);
+const dispatchAt = transitions.indexOf('DISPATCH_STARTED') + 1;
+const committedAt = transitions.indexOf('RESULT_COMMITTED') + 1;
+
+let dir: TempDir;
+beforeEach(() => {
+  dir = createTempDir('postern-crash-');
+});
+afterEach(() => dir.remove());
+
+/**
+ * Runs the driver in a child process until it reports `cut <k>` (it has made transition k durable
+ * and blocks), then SIGKILLs it: no close, no flush, no exit handlers. Waits on the child's own
+ * output and exit, never on a timer.
+ */
+function runUntilCut(dbPath: string, cut: number): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', driverPath, dbPath, String(cut)], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let stderr = '';
+    let killed = false;
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(line);
+      if (line === `cut ${cut}`) {
+        killed = true;
+        child.kill('SIGKILL');
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (killed && signal === 'SIGKILL') resolve(lines);
+      else reject(new Error(`driver exited (${code ?? signal}) before cut ${cut}: ${stderr}`));
+    });
+  });
+}
+
+describe('when the broker is killed between two durable transitions', () => {
+  it.each(transitions.map((kind, i) => [i + 1, kind] as const))(
+    'after transition %i (%s) recovery tells the truth about the action',
+    async (cut, kind) => {
+      const dbPath = join(dir.path, 'journal.sqlite');
+      const lines = await runUntilCut(dbPath, cut);
+      expect(lines.at(-2)).toMatch(new RegExp(`^appended ${cut} ${kind} ${cut}$`));
+
+      const clock = new FakeClock();
+      const journal = await Journal.open({ path: dbPath, clock });
+      const state = journal.getAction(crashActionId);
+      const events = [...journal.events()];
+      // Every transition the child reported durable survived the kill.
+      expect(events.slice(0, cut).map((e) => e.kind)).toEqual(transitions.slice(0, cut));
+
+      if (cut < dispatchAt) {
+        expect(state).toMatchObject({
+          outcome: 'not_attempted',
+          effect: 'no_effect',
+          code: 'BROKER_RESTARTED',
+          outcome_basis: 'broker_restart_before_dispatch',
+          phase: cut === 1 ? 'validation' : 'credential_injection',
+          dispatch_seq: null,
+        });
+        expect(journal.stats().recovered_at_open).toBe(1);
+      } else if (cut < committedAt) {
+        expect(state).toMatchObject({
+          outcome: 'unknown',
+          effect: 'unknown_effect',
+          code: 'BROKER_RESTARTED',
+          outcome_basis: 'broker_restart_after_dispatch',
+          phase: 'remote_execution',
+          retry: 'reconcile',
+          dispatch_seq: dispatchAt,
+        });
+        expect(journal.stats().recovered_at_open).toBe(1);
+      } else {
+        expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded', outcome_basis: 'complete_response' });
+        expect(journal.stats().recovered_at_open).toBe(0);
+        expect(events.some((e) => e.kind === 'OUTCOME_RECORDED')).toBe(false);
+      }
+      expect(events).toHaveLength(journal.stats().recovered_at_open === 1 ? cut + 1 : cut);
+
+      // Recovery happens once: a second restart finds nothing left to classify.
+      await journal.close();
+      const again = await Journal.open({ path: dbPath, clock });
+      expect(again.stats().recovered_at_open).toBe(0);
+      expect(again.getAction(crashActionId)).toEqual(state);
+
+      // And the recovered record is still a pure replay of its log.
+      const replayPath = join(dir.path, 'replay.sqlite');
+      const replayClock = new FakeClock();
+      const replay = await Journal.open({ path: replayPath, clock: replayClock });
+      await replayJournal(again.events(), replay, replayClock);
+      expect(readStateTables(replayPath)).toEqual(readStateTables(dbPath));
+      await replay.close();
+      await again.close();
+    },
+  );
+});

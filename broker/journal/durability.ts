@@ -1,0 +1,61 @@
+import type { Database } from 'better-sqlite3';
+import { CodedError } from '../contract/index.js';
+
+/** What the connection reports after the durability pragmas were set. */
+export interface DurabilityReadBack {
+  journal_mode: string;
+  /** 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
+  synchronous: number;
+  /** Only meaningful on macOS, where fsync() does not flush the drive cache. */
+  fullfsync: number;
+  checkpoint_fullfsync: number;
+}
+
+const synchronousFull = 2;
+
+/**
+ * Sets WAL + synchronous=FULL on this connection (better-sqlite3's bundled build defaults WAL
+ * connections to NORMAL, which may lose the last commits on power loss — exactly the
+ * DISPATCH_STARTED rows we must never lose), plus F_FULLFSYNC on macOS, then reads every setting
+ * back: a pragma that is silently ignored (an in-memory database, a read-only file system, an old
+ * SQLite) must stop the broker rather than let it dispatch on a promise it cannot keep.
+ */
+export function requireDurableConnection(db: Database, platform: NodeJS.Platform): DurabilityReadBack {
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  if (platform === 'darwin') {
+    db.pragma('fullfsync = ON');
+    db.pragma('checkpoint_fullfsync = ON');
+  }
+  const readBack = readDurability(db);
+  assertDurable(readBack, platform);
+  return readBack;
+}
+
+export function readDurability(db: Database): DurabilityReadBack {
+  return {
+    journal_mode: String(db.pragma('journal_mode', { simple: true })).toLowerCase(),
+    synchronous: Number(db.pragma('synchronous', { simple: true })),
+    fullfsync: Number(db.pragma('fullfsync', { simple: true })),
+    checkpoint_fullfsync: Number(db.pragma('checkpoint_fullfsync', { simple: true })),
+  };
+}
+
+/** Throws JOURNAL_NOT_DURABLE naming the first setting that is not in force. */
+export function assertDurable(readBack: DurabilityReadBack, platform: NodeJS.Platform): void {
+  if (readBack.journal_mode !== 'wal') {
+    refuse(`journal_mode is ${readBack.journal_mode}, not wal`);
+  }
+  // EXTRA (3) is stronger than FULL and also acceptable.
+  if (readBack.synchronous < synchronousFull) {
+    refuse(`synchronous is ${readBack.synchronous}, not FULL (${synchronousFull})`);
+  }
+  if (platform === 'darwin') {
+    if (readBack.fullfsync !== 1) refuse(`fullfsync is ${readBack.fullfsync}, not ON`);
+    if (readBack.checkpoint_fullfsync !== 1) refuse(`checkpoint_fullfsync is ${readBack.checkpoint_fullfsync}, not ON`);
+  }
+}
+
+function refuse(what: string): never {
+  throw new CodedError('JOURNAL_NOT_DURABLE', `the journal database refused a durability setting: ${what}`);
+}

@@ -1,0 +1,18 @@
+export {
+  Journal,
+  journalFileName,
+  batchEventsMaxDefault,
+  pendingEventsMaxDefault,
+  journalBytesMaxDefault,
+  busyTimeoutMsDefault,
+  type DispatchConnection,
+  type JournalOpenOptions,
+  type JournalState,
+  type JournalStats,
+} from './journal.js';
+export type { Appended } from './plan-unit.js';
+export { assertDurable, readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
+export { migrate, schemaVersion } from './migrate.js';
+export type { Migration } from './migration.js';
+export { journalMigrations } from './migrations/index.js';
+export { recoveryEvent } from './recovery.js';

@@ -1,0 +1,259 @@
+import type { Database, Statement } from 'better-sqlite3';
+import type { ActionState, Classification, JournalEvent } from '../contract/index.js';
+
+interface EventRow {
+  seq: number;
+  at_ms: number;
+  action_id: string;
+  session_id: string | null;
+  ticket: number | null;
+  lane: string | null;
+  kind: string;
+  payload: string;
+  classification: string | null;
+}
+
+/**
+ * The SQL of the journal over one connection: prepared once, no decisions. Every write here runs
+ * inside the journal's transaction; the caller owns BEGIN/COMMIT.
+ */
+export class JournalStore {
+  private readonly sql: {
+    lastSeq: Statement<[], { seq: number }>;
+    lastTicket: Statement<[], { value: number }>;
+    setLastTicket: Statement<[number]>;
+    countEvents: Statement<[], { n: number }>;
+    insertEvent: Statement<[EventRow]>;
+    readEvents: Statement<[number, number], EventRow>;
+    loadState: Statement<[string], { state: string }>;
+    listStates: Statement<[number, number], { state: string }>;
+    unrecordedIds: Statement<[], { action_id: string }>;
+    upsertAction: Statement<[Record<string, unknown>]>;
+    upsertAttempt: Statement<[Record<string, unknown>]>;
+    upsertTicket: Statement<[Record<string, unknown>]>;
+  };
+
+  constructor(db: Database) {
+    this.sql = {
+      lastSeq: db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`),
+      lastTicket: db.prepare(`SELECT value FROM meta WHERE key = 'last_ticket'`),
+      setLastTicket: db.prepare(`UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
+      countEvents: db.prepare(`SELECT count(*) AS n FROM events`),
+      insertEvent: db.prepare(`
+        INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, payload, classification)
+        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @payload, @classification)`),
+      readEvents: db.prepare(`SELECT * FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`),
+      loadState: db.prepare(`SELECT state FROM actions WHERE action_id = ?`),
+      listStates: db.prepare(`SELECT state FROM actions WHERE ticket >= ? ORDER BY ticket LIMIT ?`),
+      // Unrecorded covers both recovery cases: dispatched without a classification, and open
+      // before dispatch (outcome is null exactly while nothing has classified the action).
+      unrecordedIds: db.prepare(`
+        SELECT action_id FROM actions
+        WHERE recorded = 0 AND (dispatch_seq IS NOT NULL OR outcome IS NULL)
+        ORDER BY first_seq`),
+      upsertAction: db.prepare(`
+        INSERT INTO actions (action_id, session_id, ticket, lane, channel, target, request_fingerprint,
+          approval, idempotent, stage, decision, dispatch_evidence, dispatch_seq, outcome, phase, retry,
+          code, effect, outcome_basis, source, retry_after_ms, caller_disposition, recorded, result_id,
+          result_digest, first_seq, last_seq, accepted_at_ms, updated_at_ms, state)
+        VALUES (@action_id, @session_id, @ticket, @lane, @channel, @target, @request_fingerprint,
+          @approval, @idempotent, @stage, @decision, @dispatch_evidence, @dispatch_seq, @outcome, @phase,
+          @retry, @code, @effect, @outcome_basis, @source, @retry_after_ms, @caller_disposition, @recorded,
+          @result_id, @result_digest, @first_seq, @last_seq, @accepted_at_ms, @updated_at_ms, @state)
+        ON CONFLICT (action_id) DO UPDATE SET
+          session_id = excluded.session_id, ticket = excluded.ticket, lane = excluded.lane,
+          channel = excluded.channel, target = excluded.target,
+          request_fingerprint = excluded.request_fingerprint, approval = excluded.approval,
+          idempotent = excluded.idempotent, stage = excluded.stage, decision = excluded.decision,
+          dispatch_evidence = excluded.dispatch_evidence, dispatch_seq = excluded.dispatch_seq,
+          outcome = excluded.outcome, phase = excluded.phase, retry = excluded.retry, code = excluded.code,
+          effect = excluded.effect, outcome_basis = excluded.outcome_basis, source = excluded.source,
+          retry_after_ms = excluded.retry_after_ms, caller_disposition = excluded.caller_disposition,
+          recorded = excluded.recorded, result_id = excluded.result_id,
+          result_digest = excluded.result_digest, first_seq = excluded.first_seq,
+          last_seq = excluded.last_seq, accepted_at_ms = excluded.accepted_at_ms,
+          updated_at_ms = excluded.updated_at_ms, state = excluded.state`),
+      upsertAttempt: db.prepare(`
+        INSERT INTO attempts (action_id, n, state, setup_stage, connection, connection_id, dispatch_seq,
+          request_complete, response_started, response_complete, response_status, connection_lost,
+          exit_status, exit_signal, channel_closed, stdout_bytes, stderr_bytes, body_bytes)
+        VALUES (@action_id, @n, @state, @setup_stage, @connection, @connection_id, @dispatch_seq,
+          @request_complete, @response_started, @response_complete, @response_status, @connection_lost,
+          @exit_status, @exit_signal, @channel_closed, @stdout_bytes, @stderr_bytes, @body_bytes)
+        ON CONFLICT (action_id, n) DO UPDATE SET
+          state = excluded.state, setup_stage = excluded.setup_stage, connection = excluded.connection,
+          connection_id = excluded.connection_id, dispatch_seq = excluded.dispatch_seq,
+          request_complete = excluded.request_complete, response_started = excluded.response_started,
+          response_complete = excluded.response_complete, response_status = excluded.response_status,
+          connection_lost = excluded.connection_lost, exit_status = excluded.exit_status,
+          exit_signal = excluded.exit_signal, channel_closed = excluded.channel_closed,
+          stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes,
+          body_bytes = excluded.body_bytes`),
+      upsertTicket: db.prepare(`
+        INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
+          accepted_seq, accepted_at_ms)
+        VALUES (@ticket, @action_id, @session_id, @lane, @decision, @outcome, @dispatch_seq,
+          @accepted_seq, @accepted_at_ms)
+        ON CONFLICT (ticket) DO UPDATE SET
+          session_id = excluded.session_id, lane = excluded.lane, decision = excluded.decision,
+          outcome = excluded.outcome, dispatch_seq = excluded.dispatch_seq`),
+    };
+  }
+
+  /** The last append position ever used (0 for an empty log); AUTOINCREMENT never reuses one. */
+  lastSeq(): number {
+    return this.sql.lastSeq.get()?.seq ?? 0;
+  }
+
+  lastTicket(): number {
+    const row = this.sql.lastTicket.get();
+    if (row === undefined) throw new Error('meta.last_ticket is missing: the schema is not migrated');
+    return row.value;
+  }
+
+  setLastTicket(ticket: number): void {
+    this.sql.setLastTicket.run(ticket);
+  }
+
+  countEvents(): number {
+    return this.sql.countEvents.get()?.n ?? 0;
+  }
+
+  insertEvent(event: JournalEvent): void {
+    this.sql.insertEvent.run({
+      seq: event.seq,
+      at_ms: event.at_ms,
+      action_id: event.action_id,
+      session_id: event.session_id,
+      ticket: event.ticket,
+      lane: event.lane,
+      kind: event.kind,
+      payload: JSON.stringify(event.payload),
+      classification: event.classification === undefined ? null : JSON.stringify(event.classification),
+    });
+  }
+
+  readEvents(fromSeq: number, limit: number): JournalEvent[] {
+    return this.sql.readEvents.all(fromSeq, limit).map(eventFromRow);
+  }
+
+  /** The stored state is written only by this class from a projected ActionState, so it is trusted. */
+  loadState(actionId: string): ActionState | undefined {
+    const row = this.sql.loadState.get(actionId);
+    return row === undefined ? undefined : (JSON.parse(row.state) as ActionState);
+  }
+
+  listStates(fromTicket: number, limit: number): ActionState[] {
+    return this.sql.listStates.all(fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+  }
+
+  unrecordedActionIds(): string[] {
+    return this.sql.unrecordedIds.all().map((row) => row.action_id);
+  }
+
+  /**
+   * Writes one action's current state into actions, attempts and tickets. Given the state as it
+   * was stored before this transaction, skips attempt and ticket rows that did not change (the
+   * projection keeps an unchanged attempt's object), which is most of them on a busy commit.
+   */
+  writeState(state: ActionState, stored: ActionState | undefined): void {
+    this.sql.upsertAction.run({
+      action_id: state.action_id,
+      session_id: state.session_id,
+      ticket: state.ticket,
+      lane: state.lane,
+      channel: state.channel,
+      target: state.target,
+      request_fingerprint: state.request_fingerprint,
+      approval: state.approval,
+      idempotent: flag(state.idempotent),
+      stage: state.stage,
+      decision: state.decision,
+      dispatch_evidence: state.dispatch_evidence,
+      dispatch_seq: state.dispatch_seq,
+      outcome: state.outcome,
+      phase: state.phase,
+      retry: state.retry,
+      code: state.code,
+      effect: state.effect,
+      outcome_basis: state.outcome_basis,
+      source: state.source,
+      retry_after_ms: state.retry_after_ms,
+      caller_disposition: state.caller_disposition,
+      recorded: flag(state.recorded),
+      result_id: state.result_id,
+      result_digest: state.result_digest,
+      first_seq: state.first_seq,
+      last_seq: state.last_seq,
+      accepted_at_ms: state.accepted_at_ms,
+      updated_at_ms: state.updated_at_ms,
+      state: JSON.stringify(state),
+    });
+    for (const [i, a] of state.attempts.entries()) {
+      if (stored?.attempts[i] === a) continue;
+      this.sql.upsertAttempt.run({
+        action_id: state.action_id,
+        n: a.n,
+        state: a.state,
+        setup_stage: a.setup_stage,
+        connection: a.connection,
+        connection_id: a.connection_id,
+        dispatch_seq: a.dispatch_seq,
+        request_complete: flag(a.request_complete),
+        response_started: flag(a.response_started),
+        response_complete: flag(a.response_complete),
+        response_status: a.response_status,
+        connection_lost: flag(a.connection_lost),
+        exit_status: a.exit_status,
+        exit_signal: a.exit_signal,
+        channel_closed: flag(a.channel_closed),
+        stdout_bytes: a.output_bytes.stdout,
+        stderr_bytes: a.output_bytes.stderr,
+        body_bytes: a.output_bytes.body,
+      });
+    }
+    if (state.ticket !== null && ticketChanged(state, stored)) {
+      this.sql.upsertTicket.run({
+        ticket: state.ticket,
+        action_id: state.action_id,
+        session_id: state.session_id,
+        lane: state.lane,
+        decision: state.decision,
+        outcome: state.outcome,
+        dispatch_seq: state.dispatch_seq,
+        accepted_seq: state.first_seq,
+        accepted_at_ms: state.accepted_at_ms,
+      });
+    }
+  }
+}
+
+function ticketChanged(state: ActionState, stored: ActionState | undefined): boolean {
+  return (
+    stored === undefined ||
+    stored.session_id !== state.session_id ||
+    stored.lane !== state.lane ||
+    stored.decision !== state.decision ||
+    stored.outcome !== state.outcome ||
+    stored.dispatch_seq !== state.dispatch_seq
+  );
+}
+
+function flag(value: boolean): number {
+  return value ? 1 : 0;
+}
+
+function eventFromRow(row: EventRow): JournalEvent {
+  const event = {
+    seq: row.seq,
+    at_ms: row.at_ms,
+    kind: row.kind,
+    action_id: row.action_id,
+    session_id: row.session_id,
+    ticket: row.ticket,
+    lane: row.lane,
+    payload: JSON.parse(row.payload) as unknown,
+  };
+  if (row.classification === null) return event as JournalEvent;
+  return { ...event, classification: JSON.parse(row.classification) as Classification } as JournalEvent;
+}

@@ -1,0 +1,426 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  CodedError,
+  isCodedError,
+  type ActionState,
+  type JournalEvent,
+  type NewEvent,
+} from '../contract/index.js';
+import type { Clock } from '../ports/clock.js';
+import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
+import { JournalStore } from './journal-store.js';
+import { migrate } from './migrate.js';
+import type { Migration } from './migration.js';
+import { planUnit, type Appended, type PlannedUnit } from './plan-unit.js';
+import { recoveryEvent } from './recovery.js';
+import { validateNewEvent } from './validate-new-event.js';
+
+export const journalFileName = 'journal.sqlite';
+/** Events in one transaction: bounds how long one commit holds the event loop. */
+export const batchEventsMaxDefault = 256;
+/** Events waiting for a commit; beyond this appends are refused instead of queueing without end. */
+export const pendingEventsMaxDefault = 16_384;
+/** The database may not grow past this (PRAGMA max_page_count); a full journal fails closed. */
+export const journalBytesMaxDefault = 64 * 2 ** 30;
+/** The journal is the only writer; a lock held longer than this means something is wrong. */
+export const busyTimeoutMsDefault = 2_000;
+const eventsPageMax = 512;
+const listActionsMax = 1_000;
+
+export interface JournalOpenOptions {
+  /** The database file; or `dataDir`, in which the journal is `journal.sqlite`. */
+  readonly path?: string;
+  readonly dataDir?: string;
+  readonly clock: Clock;
+  /** false: one transaction per append (or per batch), for the benchmark's comparison. */
+  readonly groupCommit?: boolean;
+  readonly batchEventsMax?: number;
+  readonly pendingEventsMax?: number;
+  readonly journalBytesMax?: number;
+  readonly busyTimeoutMs?: number;
+  /** Which platform's durability rules to apply; defaults to process.platform. */
+  readonly platform?: NodeJS.Platform;
+  /** Defaults to the numbered files in ./migrations; tests pass their own list. */
+  readonly migrations?: readonly Migration[];
+}
+
+export type JournalState = 'open' | 'failed' | 'closed';
+
+export interface JournalStats {
+  readonly state: JournalState;
+  readonly events: number;
+  readonly last_seq: number;
+  readonly schema_version: number;
+  /** Actions that recovery at open classified (DESIGN.md §2 restart rules). */
+  readonly recovered_at_open: number;
+  /** Transactions that made at least one event durable. */
+  readonly commits: number;
+  readonly pending_events: number;
+}
+
+export interface DispatchConnection {
+  readonly connection: 'fresh' | 'reused';
+  readonly connection_id?: string;
+}
+
+interface Unit {
+  readonly events: readonly NewEvent[];
+  resolve(appended: Appended[]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The write-ahead journal: the append-only event log and the current-state tables, written in one
+ * transaction per commit on a WAL database with synchronous=FULL.
+ *
+ * Group commit: appends are queued and flushed on setImmediate, so every append requested in the
+ * same turn of the event loop (typically all dispatchers woken by the previous commit) shares one
+ * transaction and one fsync. A promise settles only after COMMIT has returned, i.e. after its row
+ * is durable. Events are folded through broker/core applyEvent against an overlay of the states
+ * planned so far in the transaction; an event the projection or the contract refuses is rejected
+ * on its own (its unit, for appendBatch) and the rest of the batch commits.
+ *
+ * Fail closed: if SQLite fails a write or the commit (disk full, I/O error, lock timeout), the
+ * journal becomes `failed` and every pending and later append rejects with JOURNAL_UNAVAILABLE. It
+ * never retries and carries on: a dispatcher must not send on a record it could not keep.
+ *
+ * Secrets never reach this layer: events hold ids, version tags, injection modes, sanitized
+ * targets, fingerprints and digests. The contract's strict payload schemas refuse anything else,
+ * and only the parsed event is stored.
+ */
+export class Journal {
+  private readonly store: JournalStore;
+  private readonly groupCommit: boolean;
+  private readonly batchEventsMax: number;
+  private readonly pendingEventsMax: number;
+  private queue: Unit[] = [];
+  private pendingEvents = 0;
+  private flushScheduled = false;
+  private state: JournalState = 'open';
+  private failure: unknown = undefined;
+  private eventCount: number;
+  private lastSeq: number;
+  private commits = 0;
+  private recoveredAtOpen = 0;
+
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly clock: Clock,
+    private readonly schemaVersion: number,
+    options: JournalOpenOptions,
+  ) {
+    this.store = new JournalStore(db);
+    this.groupCommit = options.groupCommit ?? true;
+    this.batchEventsMax = positive(options.batchEventsMax ?? batchEventsMaxDefault, 'batchEventsMax');
+    this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
+    this.eventCount = this.store.countEvents();
+    this.lastSeq = this.store.lastSeq();
+  }
+
+  /**
+   * Opens (creating if needed) the journal, refuses a connection without WAL + synchronous=FULL,
+   * migrates the schema, then runs recovery before any new append can be made.
+   */
+  static open(options: JournalOpenOptions): Promise<Journal> {
+    try {
+      return Promise.resolve(Journal.openNow(options));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  private static openNow(options: JournalOpenOptions): Journal {
+    const db = new Database(journalPath(options));
+    try {
+      requireDurableConnection(db, options.platform ?? process.platform);
+      db.pragma(`busy_timeout = ${positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs')}`);
+      const pageBytes = Number(db.pragma('page_size', { simple: true }));
+      const journalBytesMax = positive(options.journalBytesMax ?? journalBytesMaxDefault, 'journalBytesMax');
+      db.pragma(`max_page_count = ${Math.max(1, Math.floor(journalBytesMax / pageBytes))}`);
+      const version = migrate(db, options.migrations);
+      const journal = new Journal(db, options.clock, version, options);
+      journal.recover();
+      return journal;
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /** Resolves once the event is durable, with its append position and the action's new state. */
+  async append(event: NewEvent): Promise<Appended> {
+    const [appended] = await this.enqueue([event]);
+    if (appended === undefined) throw new Error('a one-event unit resolved without its event');
+    return appended;
+  }
+
+  /** All the events land in one transaction, in order, or none does. */
+  appendBatch(events: readonly NewEvent[]): Promise<Appended[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return this.enqueue(events);
+  }
+
+  /**
+   * Records DISPATCH_STARTED for the next attempt and resolves only once that row is durable: the
+   * caller may hand the first application byte to the transport only after this resolves.
+   */
+  beginDispatch(actionId: string, attempt: number, connection: DispatchConnection): Promise<Appended> {
+    const payload =
+      connection.connection_id === undefined
+        ? { attempt, connection: connection.connection }
+        : { attempt, connection: connection.connection, connection_id: connection.connection_id };
+    return this.append({ kind: 'DISPATCH_STARTED', action_id: actionId, payload });
+  }
+
+  getAction(actionId: string): ActionState | undefined {
+    this.requireReadable();
+    return this.store.loadState(actionId);
+  }
+
+  /** Actions in ticket order, one bounded page at a time. */
+  listActions(options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
+    this.requireReadable();
+    const limit = Math.min(options.limit ?? listActionsMax, listActionsMax);
+    return this.store.listStates(options.fromTicket ?? 1, limit);
+  }
+
+  /**
+   * Durable events in append order. Reads page by page so no cursor stays open on the connection
+   * across a yield (a commit in between would otherwise find the connection busy).
+   */
+  *events(fromSeq = 1): Generator<JournalEvent, void, undefined> {
+    let next = fromSeq;
+    for (;;) {
+      this.requireReadable();
+      const page = this.store.readEvents(next, eventsPageMax);
+      yield* page;
+      const last = page.at(-1);
+      if (page.length < eventsPageMax || last === undefined) return;
+      next = last.seq + 1;
+    }
+  }
+
+  stats(): JournalStats {
+    return {
+      state: this.state,
+      events: this.eventCount,
+      last_seq: this.lastSeq,
+      schema_version: this.schemaVersion,
+      recovered_at_open: this.recoveredAtOpen,
+      commits: this.commits,
+      pending_events: this.pendingEvents,
+    };
+  }
+
+  /** The durability settings as the connection reports them now. */
+  durability(): DurabilityReadBack {
+    this.requireReadable();
+    return readDurability(this.db);
+  }
+
+  /** Commits what is queued (unless failed), then closes the connection. */
+  close(): Promise<void> {
+    if (this.state === 'open') {
+      while (this.queue.length > 0 && this.state === 'open') this.flushOnce();
+    }
+    if (this.state !== 'closed') {
+      this.rejectQueued(this.unavailable());
+      this.db.close();
+      this.state = 'closed';
+    }
+    return Promise.resolve();
+  }
+
+  private enqueue(input: readonly NewEvent[]): Promise<Appended[]> {
+    if (this.state !== 'open') return Promise.reject(this.unavailable());
+    let events: NewEvent[];
+    try {
+      if (input.length > this.batchEventsMax) {
+        throw new CodedError('INVALID_ARGUMENT', `a batch holds at most ${this.batchEventsMax} events`, { field: 'events' });
+      }
+      events = input.map((event) => validateNewEvent(event));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.pendingEvents + events.length > this.pendingEventsMax) {
+      return Promise.reject(
+        new CodedError('JOURNAL_UNAVAILABLE', `the append queue is full (${this.pendingEventsMax} events waiting)`),
+      );
+    }
+    return new Promise<Appended[]>((resolve, reject) => {
+      this.queue.push({ events, resolve, reject });
+      this.pendingEvents += events.length;
+      this.scheduleFlush();
+    });
+  }
+
+  /**
+   * setImmediate, not a microtask: it runs after the callers woken by the previous commit (their
+   * continuations are microtasks) and after pending I/O callbacks, so they all join this batch.
+   */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flushOnce();
+      if (this.queue.length > 0 && this.state === 'open') this.scheduleFlush();
+    });
+  }
+
+  /** One transaction: the queued units that fit in batchEventsMax (one unit without group commit). */
+  private flushOnce(): void {
+    if (this.state !== 'open' || this.queue.length === 0) return;
+    let taken = 0;
+    let events = 0;
+    for (const unit of this.queue) {
+      if (taken > 0 && (!this.groupCommit || events + unit.events.length > this.batchEventsMax)) break;
+      taken += 1;
+      events += unit.events.length;
+    }
+    const units = this.queue.splice(0, taken);
+    this.pendingEvents -= events;
+    this.commitUnits(units);
+  }
+
+  /** Plans and writes every unit in one transaction; settles each unit only after COMMIT. */
+  private commitUnits(units: readonly Unit[]): void {
+    const accepted: Array<{ unit: Unit; appended: readonly Appended[] }> = [];
+    const refused: Array<{ unit: Unit; error: unknown }> = [];
+    let lastSeq = this.lastSeq;
+    let appendedCount = 0;
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      // Read under the write lock: the database, not memory, says where the log ends.
+      lastSeq = this.store.lastSeq();
+      const ticketBefore = this.store.lastTicket();
+      let lastTicket = ticketBefore;
+      // stored: as loaded from the database at first touch; overlay: as planned so far.
+      const stored = new Map<string, ActionState | undefined>();
+      const overlay = new Map<string, ActionState>();
+      const stateOf = (id: string): ActionState | undefined => {
+        const planned = overlay.get(id);
+        if (planned !== undefined) return planned;
+        if (!stored.has(id)) stored.set(id, this.store.loadState(id));
+        return stored.get(id);
+      };
+      for (const unit of units) {
+        let plan: PlannedUnit;
+        try {
+          plan = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf });
+        } catch (error) {
+          if (!isRefusal(error)) throw error;
+          refused.push({ unit, error });
+          continue;
+        }
+        for (const { event } of plan.appended) this.store.insertEvent(event);
+        for (const [id, state] of plan.states) overlay.set(id, state);
+        lastSeq += plan.appended.length;
+        appendedCount += plan.appended.length;
+        lastTicket = plan.lastTicket;
+        accepted.push({ unit, appended: plan.appended });
+      }
+      // Current state goes into the same transaction as the events that changed it.
+      for (const [id, state] of overlay) this.store.writeState(state, stored.get(id));
+      if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
+      this.db.exec(accepted.length > 0 ? 'COMMIT' : 'ROLLBACK');
+    } catch (cause) {
+      this.fail(cause, units);
+      return;
+    }
+    if (accepted.length > 0) {
+      this.commits += 1;
+      this.eventCount += appendedCount;
+      this.lastSeq = lastSeq;
+    }
+    for (const { unit, error } of refused) unit.reject(error);
+    for (const { unit, appended } of accepted) unit.resolve([...appended]);
+  }
+
+  private fail(cause: unknown, batch: readonly Unit[]): void {
+    if (this.db.inTransaction) {
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // SQLite may already have rolled back (SQLITE_FULL, SQLITE_IOERR); failed is failed either way.
+      }
+    }
+    this.state = 'failed';
+    this.failure = cause;
+    const error = this.unavailable();
+    for (const unit of batch) unit.reject(error);
+    this.rejectQueued(error);
+  }
+
+  private rejectQueued(error: unknown): void {
+    const queued = this.queue;
+    this.queue = [];
+    this.pendingEvents = 0;
+    for (const unit of queued) unit.reject(error);
+  }
+
+  private unavailable(): CodedError {
+    if (this.state === 'failed') {
+      return new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed to make a record durable; dispatching stopped', {
+        cause: this.failure,
+      });
+    }
+    return new CodedError('JOURNAL_UNAVAILABLE', `the journal is ${this.state}`);
+  }
+
+  private requireReadable(): void {
+    if (this.state === 'closed') throw this.unavailable();
+  }
+
+  /**
+   * Runs once at open, before any append: classifies every action a previous run left in flight
+   * (recovery.ts says how) through the normal commit path, so applyEvent still guards each record.
+   */
+  private recover(): void {
+    const events: NewEvent[] = [];
+    for (const id of this.store.unrecordedActionIds()) {
+      const state = this.store.loadState(id);
+      const event = state === undefined ? undefined : recoveryEvent(state);
+      if (event !== undefined) events.push(validateNewEvent(event));
+    }
+    for (let i = 0; i < events.length; i += this.batchEventsMax) {
+      const refusals: unknown[] = [];
+      const units = events.slice(i, i + this.batchEventsMax).map(
+        (event): Unit => ({
+          events: [event],
+          resolve: () => {
+            this.recoveredAtOpen += 1;
+          },
+          reject: (error) => refusals.push(error),
+        }),
+      );
+      this.commitUnits(units);
+      if (this.state === 'failed') throw this.unavailable();
+      if (refusals.length > 0) {
+        throw new CodedError('INTERNAL', `recovery at open produced ${refusals.length} refused record(s)`, {
+          cause: refusals[0],
+        });
+      }
+    }
+  }
+}
+
+function journalPath(options: JournalOpenOptions): string {
+  if (options.path !== undefined) return options.path;
+  if (options.dataDir === undefined) throw new Error('Journal.open needs a path or a dataDir');
+  // 0700: the journal holds no secrets, but it does hold who asked for what.
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  return join(options.dataDir, journalFileName);
+}
+
+/** Refusals are about one event; anything else (a SQLite error, a bug) is fatal for the batch. */
+function isRefusal(error: unknown): boolean {
+  return isCodedError(error) && (error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT');
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
+}

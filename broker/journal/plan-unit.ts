@@ -1,0 +1,83 @@
+import { applyEvent } from '../core/index.js';
+import { CodedError, type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
+
+/** Where the unit lands: the next append position, the last issued ticket, the wall time. */
+export interface PlanContext {
+  readonly nextSeq: number;
+  readonly lastTicket: number;
+  readonly atMs: number;
+  /** The state as of everything planned so far in this transaction, then as stored. */
+  stateOf(actionId: string): ActionState | undefined;
+}
+
+/** One durable event and the action's state right after it. */
+export interface Appended {
+  readonly event: JournalEvent;
+  readonly state: ActionState;
+}
+
+export interface PlannedUnit {
+  readonly appended: readonly Appended[];
+  /** Each touched action's state after the unit, in first-touched order. */
+  readonly states: ReadonlyMap<string, ActionState>;
+  readonly lastTicket: number;
+}
+
+/**
+ * Turns validated new events into durable events (seq, wall time, ticket, session and lane filled
+ * in) and folds each through broker/core applyEvent, the single source of transition rules. Throws
+ * CodedError (IMPOSSIBLE_TRANSITION, INVALID_ARGUMENT) without side effects when any event of the
+ * unit is refused, so the caller can drop the whole unit and keep the rest of the batch.
+ */
+export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): PlannedUnit {
+  const states = new Map<string, ActionState>();
+  const appended: Appended[] = [];
+  let lastTicket = ctx.lastTicket;
+  for (const [i, input] of newEvents.entries()) {
+    const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);
+    const stamped = stamp(input, before, ctx.nextSeq + i, ctx.atMs, lastTicket);
+    if (input.kind === 'ACTION_ACCEPTED' && stamped.ticket !== null) lastTicket = stamped.ticket;
+    const after = applyEvent(before, stamped);
+    states.set(input.action_id, after);
+    appended.push({ event: stamped, state: after });
+  }
+  return { appended, states, lastTicket };
+}
+
+/**
+ * Issues the ticket on acceptance, and copies session, ticket and lane from the action afterwards.
+ * A caller-supplied ticket (a replay) must still be above every ticket issued: tickets increase
+ * and are never reused. Later events may omit the copied fields but never contradict them.
+ */
+function stamp(input: NewEvent, before: ActionState | undefined, seq: number, atMs: number, lastTicket: number): JournalEvent {
+  if (input.kind === 'ACTION_ACCEPTED') {
+    const ticket = input.ticket ?? lastTicket + 1;
+    if (ticket <= lastTicket) {
+      throw new CodedError('INVALID_ARGUMENT', `ticket ${ticket} is not above the last issued ticket ${lastTicket}`, {
+        field: 'ticket',
+      });
+    }
+    return { ...input, seq, at_ms: atMs, ticket, session_id: input.session_id ?? null, lane: input.lane ?? null };
+  }
+  if (before === undefined) {
+    // applyEvent refuses it: the first event of an action must be ACTION_ACCEPTED.
+    return { ...input, seq, at_ms: atMs, session_id: input.session_id ?? null, ticket: input.ticket ?? null, lane: input.lane ?? null };
+  }
+  const session_id = copied(input, 'session_id', before.session_id);
+  const ticket = copied(input, 'ticket', before.ticket);
+  const lane = copied(input, 'lane', before.lane);
+  return { ...input, seq, at_ms: atMs, session_id, ticket, lane };
+}
+
+function copied<K extends 'session_id' | 'ticket' | 'lane'>(
+  input: NewEvent,
+  field: K,
+  recorded: NonNullable<NewEvent[K]> | null,
+): NonNullable<NewEvent[K]> | null {
+  const given = input[field];
+  if (given === undefined || given === null) return recorded;
+  if (given !== recorded) {
+    throw new CodedError('INVALID_ARGUMENT', `${field} differs from the one recorded for ${input.action_id}`, { field });
+  }
+  return given;
+}

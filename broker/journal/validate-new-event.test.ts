@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { validateNewEvent } from './validate-new-event.js';
+
+const good = { kind: 'PREFLIGHT_VALIDATED', action_id: 'act_valid_0001', payload: {} };
+
+describe('when an event does not match the contract', () => {
+  it.each([
+    ['an unknown kind', { ...good, kind: 'LAUNCHED' }, 'kind'],
+    ['a malformed action id', { ...good, action_id: 'nope' }, 'action_id'],
+    ['a negative ticket', { ...good, ticket: -1 }, 'ticket'],
+    ['a payload field of the wrong type', { kind: 'REQUEST_SENT', action_id: 'act_valid_0001', payload: { attempt: 1, request_complete: 'yes' } }, 'payload.request_complete'],
+    ['a fingerprint that is not a sha256 digest', { kind: 'APPROVED', action_id: 'act_valid_0001', payload: { actor: { kind: 'person', id: 'p' }, request_fingerprint: 'Bearer abc' } }, 'payload.request_fingerprint'],
+    ['a classification with an unknown outcome', { ...good, classification: { phase: 'validation', outcome: 'failed', retry: 'never', code: null, effect: 'no_effect', outcome_basis: 'x', source: 'local_gate' } }, 'classification.outcome'],
+  ])('refuses %s with INVALID_ARGUMENT naming the field, not the value', (_name, input, field) => {
+    expect(() => validateNewEvent(input)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field }));
+    expect(() => validateNewEvent(input)).not.toThrow(/Bearer abc/);
+  });
+});
+
+describe('when an event carries fields the contract does not name', () => {
+  it('refuses an unnamed payload field, so nothing (such as a secret) rides along into the journal', () => {
+    const input = {
+      kind: 'CREDENTIAL_AUTHORIZED',
+      action_id: 'act_valid_0001',
+      payload: { credential_id: 'cred_1', version_tag: 'v1', injection_mode: 'bearer', request_fingerprint: `sha256:${'a'.repeat(64)}`, token: 'hunter2' },
+    };
+    expect(() => validateNewEvent(input)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'payload' }));
+    expect(() => validateNewEvent(input)).not.toThrow(/hunter2/);
+  });
+
+  it('drops an unnamed top-level field instead of storing it', () => {
+    const parsed = validateNewEvent({ ...good, secret: 'hunter2' });
+    expect(JSON.stringify(parsed)).not.toContain('hunter2');
+    expect(parsed).toEqual(good);
+  });
+});

@@ -1,0 +1,6 @@
+import type { Clock } from './clock.js';
+
+/** The real wall clock. */
+export const systemClock: Clock = {
+  nowMs: () => Date.now(),
+};

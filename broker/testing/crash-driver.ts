@@ -1,0 +1,43 @@
+/**
+ * Child process for the crash test: `node --import tsx broker/testing/crash-driver.ts <db> <cut>`.
+ * Drives one action through every durable transition of DESIGN.md §2, printing `appended k KIND
+ * seq` once transition k is durable. After transition <cut> it prints `cut <cut>` and blocks, so the
+ * parent can SIGKILL it exactly between two transitions. A cut past the last transition closes
+ * cleanly and prints `done`.
+ */
+import { Journal } from '../journal/journal.js';
+import { systemClock } from '../ports/system-clock.js';
+import { actionPaths } from './action-paths.js';
+import { crashActionId } from './crash-ids.js';
+
+/** The parent kills us long before this; the bound only stops an orphan from living forever. */
+const blockMsMax = 120_000;
+
+async function main(): Promise<void> {
+  const [dbPath, cutArg] = process.argv.slice(2);
+  const cut = Number(cutArg);
+  if (dbPath === undefined || !Number.isInteger(cut)) throw new Error('usage: crash-driver.ts <db path> <cut point>');
+  const journal = await Journal.open({ path: dbPath, clock: systemClock });
+  const path = actionPaths.httpApproved(crashActionId);
+  for (const [i, event] of path.entries()) {
+    const k = i + 1;
+    // The real dispatcher's call for this boundary; the rest are plain appends.
+    const appended =
+      event.kind === 'DISPATCH_STARTED'
+        ? await journal.beginDispatch(event.action_id, event.payload.attempt, event.payload)
+        : await journal.append(event);
+    process.stdout.write(`appended ${k} ${appended.event.kind} ${appended.event.seq}\n`);
+    if (k === cut) {
+      process.stdout.write(`cut ${k}\n`);
+      setTimeout(() => process.exit(3), blockMsMax);
+      return;
+    }
+  }
+  await journal.close();
+  process.stdout.write('done\n');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`crash-driver failed: ${String(error)}\n`);
+  process.exit(2);
+});

@@ -1,0 +1,24 @@
+import Database from 'better-sqlite3';
+
+export interface StateTables {
+  actions: unknown[];
+  attempts: unknown[];
+  tickets: unknown[];
+}
+
+/**
+ * Reads the current-state tables through a separate read-only connection, in key order, so two
+ * journals can be compared row for row.
+ */
+export function readStateTables(dbPath: string): StateTables {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return {
+      actions: db.prepare('SELECT * FROM actions ORDER BY action_id').all(),
+      attempts: db.prepare('SELECT * FROM attempts ORDER BY action_id, n').all(),
+      tickets: db.prepare('SELECT * FROM tickets ORDER BY ticket').all(),
+    };
+  } finally {
+    db.close();
+  }
+}
