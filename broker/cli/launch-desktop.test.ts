@@ -1,0 +1,51 @@
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import type { CliIo } from './cli-io.js';
+import { launchDesktop } from './launch-desktop.js';
+
+/**
+ * The Electron binary cannot run here, so a stand-in executable records what it was started with
+ * and exits with a chosen code: the launch contract (argv, env, exit code) is what is tested.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-desktop-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const errors: string[] = [];
+const io: CliIo = { out: () => undefined, err: (line) => errors.push(line), event: () => undefined };
+
+function fakeElectron(exitCode: number): { binary: string; record: string } {
+  const record = path.join(scratch, `record-${exitCode}.json`);
+  const binary = path.join(scratch, `electron-${exitCode}`);
+  writeFileSync(
+    binary,
+    `#!${process.execPath}\nrequire('node:fs').writeFileSync(${JSON.stringify(record)}, JSON.stringify({ argv: process.argv.slice(2), dataDir: process.env.POSTERN_DATA_DIR, runAsNode: process.env.ELECTRON_RUN_AS_NODE ?? null }));\nprocess.exit(${exitCode});\n`,
+  );
+  chmodSync(binary, 0o755);
+  return { binary, record };
+}
+
+describe('launchDesktop', () => {
+  beforeEach((ctx) => {
+    if (process.platform === 'win32') ctx.skip('the stand-in binary is a POSIX script');
+  });
+
+  it('runs Electron on the package root with the data directory in POSTERN_DATA_DIR, and mirrors its exit code', async () => {
+    const { binary, record } = fakeElectron(3);
+    process.env['ELECTRON_RUN_AS_NODE'] = '1';
+    try {
+      const code = await launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/data/postern', io });
+      expect(code).toBe(3);
+    } finally {
+      delete process.env['ELECTRON_RUN_AS_NODE'];
+    }
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toEqual({ argv: ['/repo'], dataDir: '/data/postern', runAsNode: null });
+  });
+
+  it('reports a binary that cannot be started and exits 1', async () => {
+    const code = await launchDesktop({ electronPath: path.join(scratch, 'missing'), packageRoot: '/repo', dataDir: '/d', io });
+    expect(code).toBe(1);
+    expect(errors.at(-1)).toMatch(/could not start Electron at .*missing/);
+  });
+});

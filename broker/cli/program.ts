@@ -1,0 +1,187 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { CodedError, isCodedError } from '../contract/index.js';
+import { ensureDataDir, readDataDirStatus, resolveDataDir } from '../host/index.js';
+import type { CliIo } from './cli-io.js';
+import { probeDesktop } from './desktop-probe.js';
+import { launchDesktop } from './launch-desktop.js';
+import { packageRoot, packageVersion } from './package-root.js';
+import { runHeadless } from './run-headless.js';
+import { waitForStopSignal } from './stop-signal.js';
+
+/** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
+export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+interface CommonOptions {
+  dataDir?: string;
+}
+interface ServeOptions extends CommonOptions {
+  port: string;
+}
+interface StatusOptions extends CommonOptions {
+  json?: boolean;
+}
+
+/** Parses argv (without node and the script), runs the command, returns the process exit code. */
+export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
+  const version = packageVersion();
+  let result: number = exitCode.ok;
+  const program = new Command('postern')
+    .description('Postern: an action broker that lets AI agents act on real systems without holding the keys.')
+    .version(version)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => process.stdout.write(text),
+      writeErr: (text) => process.stderr.write(text),
+      // Parse errors are reported once, as coded errors, by reportError below.
+      outputError: () => undefined,
+    });
+
+  withServeOptions(
+    program.command('start').description('Open the desktop app if Electron and a display are available; otherwise run headless.'),
+  ).action(async (options: ServeOptions) => {
+    const port = parsePort(options.port);
+    const dataDir = prepareDataDir(options, env);
+    const probe = probeDesktop({
+      packageRoot,
+      electronDir: resolveElectronDir(),
+      env,
+      platform: process.platform,
+      exists: existsSync,
+      readText: readTextOrUndefined,
+    });
+    if (probe.usable) {
+      result = await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io });
+      return;
+    }
+    io.out(`Electron not used: ${probe.reason}. Running headless.`);
+    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io) });
+  });
+
+  withServeOptions(
+    program.command('daemon').description('Run the broker headless with the operator web UI on 127.0.0.1.'),
+  ).action(async (options: ServeOptions) => {
+    const port = parsePort(options.port);
+    const dataDir = prepareDataDir(options, env);
+    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io) });
+  });
+
+  withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
+    .option('--json', 'print one JSON object instead of text')
+    .action(async (options: StatusOptions) => {
+      result = await printStatus(resolveFromOptions(options, env), options.json === true, io);
+    });
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return result;
+  } catch (error) {
+    return reportError(error, io);
+  }
+}
+
+function withDataDir(command: Command): Command {
+  return command.addOption(
+    new Option('--data-dir <dir>', 'where the journal and vault live (default: POSTERN_DATA_DIR or the per-user app data folder)'),
+  );
+}
+
+function withServeOptions(command: Command): Command {
+  return withDataDir(command).option('--port <port>', 'operator UI port on 127.0.0.1 (0 picks a free one)', '0');
+}
+
+const portMax = 65_535;
+
+function parsePort(raw: string): number {
+  const port = /^\d{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(port) || port > portMax) {
+    throw new CodedError('INVALID_ARGUMENT', `must be an integer from 0 to ${portMax} (got ${JSON.stringify(raw)})`, { field: '--port' });
+  }
+  return port;
+}
+
+function resolveFromOptions(options: CommonOptions, env: Env): string {
+  return resolveDataDir({ flag: options.dataDir, env, platform: process.platform, home: os.homedir(), cwd: process.cwd() });
+}
+
+function prepareDataDir(options: CommonOptions, env: Env): string {
+  const dataDir = resolveFromOptions(options, env);
+  ensureDataDir(dataDir);
+  return dataDir;
+}
+
+async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<number> {
+  if (!isDirectory(dataDir)) {
+    if (json) io.out(JSON.stringify({ data_dir: dataDir, exists: false }));
+    else io.out(`Data directory: ${dataDir} (does not exist: nothing has run here yet)`);
+    return exitCode.ok;
+  }
+  const status = await readDataDirStatus(dataDir);
+  if (json) {
+    io.out(JSON.stringify({ ...status, exists: true }));
+    return exitCode.ok;
+  }
+  const { journal, actions } = status;
+  io.out(`Data directory: ${status.data_dir}`);
+  io.out(`Journal: ${journal.state} (${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version})`);
+  io.out(`Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown`);
+  return exitCode.ok;
+}
+
+/** Resolving package.json never runs electron's index.js, which would start a download. */
+function resolveElectronDir(): string | undefined {
+  try {
+    return path.dirname(createRequire(import.meta.url).resolve('electron/package.json'));
+  } catch {
+    return undefined;
+  }
+}
+
+function readTextOrUndefined(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function isDirectory(target: string): boolean {
+  try {
+    return statSync(target).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** One line, `postern: CODE FIELD: message`, then the exit code: 2 for usage, 1 otherwise. */
+function reportError(error: unknown, io: CliIo): number {
+  if (error instanceof CommanderError) {
+    if (error.exitCode === 0) return exitCode.ok; // --help, --version
+    // Commander prints the help to stderr when no command is given; add the coded line.
+    const message = error.code === 'commander.help' ? 'a command is required: start, daemon or status' : error.message.replace(/^error:\s*/, '');
+    io.err(`postern: INVALID_ARGUMENT ${commanderField(error)}: ${message}`);
+    io.err("Run 'postern --help' for usage.");
+    return exitCode.usage;
+  }
+  if (isCodedError(error)) {
+    const field = error.field === undefined ? '' : ` ${error.field}`;
+    io.err(`postern: ${error.code}${field}: ${error.message}`);
+    return error.code === 'INVALID_ARGUMENT' ? exitCode.usage : exitCode.failure;
+  }
+  io.err(`postern: INTERNAL: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  return exitCode.failure;
+}
+
+/** Names what was wrong on the command line: the option if the message quotes one, else what kind of thing. */
+function commanderField(error: CommanderError): string {
+  const quoted = /'(-[^' ]+)/.exec(error.message)?.[1];
+  if (quoted !== undefined) return quoted;
+  if (error.code === 'commander.unknownCommand' || error.code === 'commander.help') return 'command';
+  if (error.code === 'commander.excessArguments') return 'arguments';
+  return 'arguments';
+}

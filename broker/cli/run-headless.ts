@@ -1,0 +1,56 @@
+import path from 'node:path';
+import { CodedError } from '../contract/index.js';
+import { createBrokerRuntime, createOperatorHandlers, startOperatorHttpHost, type OperatorHttpHost } from '../host/index.js';
+import { systemClock } from '../ports/index.js';
+import type { CliIo } from './cli-io.js';
+import { packageRoot } from './package-root.js';
+import type { StopSignal } from './stop-signal.js';
+
+export interface HeadlessOptions {
+  dataDir: string;
+  port: number;
+  version: string;
+  io: CliIo;
+  stopSignal: Promise<StopSignal>;
+}
+
+/**
+ * The headless broker: the runtime for the data directory and the operator host in front of it,
+ * until SIGINT/SIGTERM. Shutdown order: stop intake (close the listener, finish in-flight requests,
+ * bounded), then close the runtime, then exit 0.
+ */
+export async function runHeadless(options: HeadlessOptions): Promise<number> {
+  const { io, dataDir } = options;
+  const runtime = await createBrokerRuntime({ dataDir, mode: 'headless', version: options.version, startedAtMs: systemClock.nowMs() });
+  let host: OperatorHttpHost;
+  try {
+    host = await startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      rendererDir: path.join(packageRoot, 'dist', 'renderer'),
+      port: options.port,
+    });
+  } catch (error) {
+    await runtime.close();
+    throw listenError(error, options.port);
+  }
+  io.out(`Postern ${options.version} is running headless. Data directory: ${dataDir}`);
+  if (!host.rendererBuilt) io.err('warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.');
+  // The only place the token is ever printed: the operator's own terminal.
+  io.out(`Operator UI: ${host.operatorUrl}`);
+  io.event({ event: 'ready', mode: 'headless', origin: host.origin, port: host.port, data_dir: dataDir });
+
+  const signal = await options.stopSignal;
+  io.err(`Received ${signal}; stopping.`);
+  io.event({ event: 'stopping', signal });
+  await host.close();
+  await runtime.close();
+  io.event({ event: 'stopped' });
+  return 0;
+}
+
+function listenError(error: unknown, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE') return new CodedError('INVALID_ARGUMENT', `port ${port} is already in use on 127.0.0.1`, { field: '--port', cause: error });
+  if (code === 'EACCES') return new CodedError('INVALID_ARGUMENT', `not allowed to listen on port ${port}`, { field: '--port', cause: error });
+  return error;
+}

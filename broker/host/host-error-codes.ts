@@ -1,0 +1,14 @@
+/**
+ * Codes the operator host answers with before a request reaches a handler. They live beside the
+ * host because only it produces them; handler errors use the contract's codes.
+ */
+export const hostErrorMeanings = {
+  UNAUTHENTICATED: 'No valid session cookie, bearer token or one-run token; open the URL the daemon printed.',
+  HOST_NOT_ALLOWED: 'The Host header is not 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence).',
+  NOT_FOUND: 'No asset or API method at this path.',
+  METHOD_NOT_ALLOWED: 'This path does not accept the HTTP method used.',
+  INTERNAL: 'The host failed while answering; a bug, see the daemon log.',
+  RENDERER_NOT_BUILT: 'The operator UI bundle is missing; run `npm run build:renderer`.',
+} as const;
+
+export type HostErrorCode = keyof typeof hostErrorMeanings;

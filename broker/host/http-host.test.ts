@@ -1,0 +1,320 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { brokerStatusSchema, CodedError, type BrokerStatus } from '../contract/index.js';
+import { createBrokerRuntime } from './broker-runtime.js';
+import { closeGraceMs, headersTimeoutMs, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
+import { createOperatorHandlers } from './operator-handlers.js';
+import type { OperatorBroker } from './operator-broker.js';
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A real request on loopback with full control of the Host header (fetch would not allow it). */
+function send(port: number, pathname: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: pathname, method, headers: { Host: `127.0.0.1:${port}`, ...headers }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** HTTP/1.0 without a Host header, which node:http's client cannot send. */
+function sendWithoutHost(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end('GET / HTTP/1.0\r\n\r\n'));
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-host-'));
+const rendererDir = path.join(scratch, 'renderer');
+mkdirSync(path.join(rendererDir, 'assets'), { recursive: true });
+writeFileSync(path.join(rendererDir, 'index.html'), '<!doctype html><title>Postern</title><div id="root"></div>');
+writeFileSync(path.join(rendererDir, 'assets', 'app.js'), 'console.log(1);');
+writeFileSync(path.join(rendererDir, '.secret'), 'dotfiles are never served');
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('the operator HTTP host', () => {
+  let host: OperatorHttpHost;
+  let bearer: Record<string, string>;
+
+  beforeAll(async () => {
+    const runtime = await createBrokerRuntime({ dataDir: '/data/postern', mode: 'headless', version: '9.9.9', startedAtMs: 1_700_000_000_000 });
+    host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+    bearer = { Authorization: `Bearer ${host.token}` };
+  });
+  afterAll(() => host.close());
+
+  it('listens on 127.0.0.1 on an ephemeral port and hands out a tokened URL', () => {
+    expect(host.port).toBeGreaterThan(0);
+    expect(host.origin).toBe(`http://127.0.0.1:${host.port}`);
+    expect(host.operatorUrl).toBe(`${host.origin}/?token=${host.token}`);
+    expect(host.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(host.rendererBuilt).toBe(true);
+  });
+
+  describe('when a request carries no credentials', () => {
+    it.each(['/', '/index.html', '/assets/app.js'])('refuses %s with 401', async (pathname) => {
+      const answer = await send(host.port, pathname);
+      expect(answer.status).toBe(401);
+      expect(answer.body).toContain('UNAUTHENTICATED');
+      expect(answer.body).not.toContain('<div id="root">');
+    });
+
+    it('refuses the API with a coded JSON reply', async () => {
+      const answer = await send(host.port, '/api/status');
+      expect(answer.status).toBe(401);
+      expect(answer.headers['content-type']).toContain('application/json');
+      expect(JSON.parse(answer.body)).toEqual({ ok: false, error: { code: 'UNAUTHENTICATED', message: expect.any(String) } });
+    });
+  });
+
+  describe('when the credentials are wrong', () => {
+    it('refuses a wrong one-run token and sets no cookie', async () => {
+      const answer = await send(host.port, `/?token=${'A'.repeat(43)}`);
+      expect(answer.status).toBe(401);
+      expect(answer.headers['set-cookie']).toBeUndefined();
+    });
+
+    it('refuses a wrong cookie', async () => {
+      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_${host.port}=${'A'.repeat(43)}` });
+      expect(answer.status).toBe(401);
+    });
+
+    it('refuses the right token under another port’s cookie name', async () => {
+      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_1=${host.token}` });
+      expect(answer.status).toBe(401);
+    });
+
+    it('refuses a wrong bearer token', async () => {
+      const answer = await send(host.port, '/api/status', { Authorization: `Bearer ${host.token}x` });
+      expect(answer.status).toBe(401);
+    });
+  });
+
+  describe('when the one-run token is right', () => {
+    it('sets an HttpOnly SameSite=Strict session cookie and redirects the token out of the address bar', async () => {
+      const answer = await send(host.port, `/?token=${host.token}`);
+      expect(answer.status).toBe(303);
+      expect(answer.headers.location).toBe('/');
+      const [cookie] = answer.headers['set-cookie'] ?? [];
+      expect(cookie).toBe(`postern_session_${host.port}=${host.token}; HttpOnly; SameSite=Strict; Path=/`);
+    });
+
+    it('keeps the rest of the query and the path in the redirect', async () => {
+      const answer = await send(host.port, `/index.html?view=status&token=${host.token}`);
+      expect(answer.status).toBe(303);
+      expect(answer.headers.location).toBe('/index.html?view=status');
+    });
+
+    it('then serves the UI and its assets to that cookie', async () => {
+      const cookie = { Cookie: `other=1; postern_session_${host.port}=${host.token}` };
+      const page = await send(host.port, '/', cookie);
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(page.body).toContain('<div id="root">');
+      const script = await send(host.port, '/assets/app.js', cookie);
+      expect(script.status).toBe(200);
+      expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    });
+
+    it('refuses a non-GET token exchange', async () => {
+      const answer = await send(host.port, `/?token=${host.token}`, {}, 'POST');
+      expect(answer.status).toBe(401);
+      expect(answer.headers['set-cookie']).toBeUndefined();
+    });
+  });
+
+  describe('when the Host header is not this host (DNS rebinding)', () => {
+    it.each([
+      ['another name', (port: number) => `evil.example:${port}`],
+      ['the right address on another port', (port: number) => `127.0.0.1:${port + 1}`],
+      ['no port', () => '127.0.0.1'],
+      ['a suffix', (port: number) => `127.0.0.1:${port}.evil.example`],
+    ])('refuses %s with 421, even with a valid token', async (_when, hostHeader) => {
+      const answer = await send(host.port, '/api/status', { Host: hostHeader(host.port), Authorization: `Bearer ${host.token}` });
+      expect(answer.status).toBe(421);
+      expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'HOST_NOT_ALLOWED' } });
+      const exchange = await send(host.port, `/?token=${host.token}`, { Host: hostHeader(host.port) });
+      expect(exchange.status).toBe(421);
+      expect(exchange.headers['set-cookie']).toBeUndefined();
+    });
+
+    it('refuses a request with no Host header at all', async () => {
+      expect(await sendWithoutHost(host.port)).toMatch(/^HTTP\/1\.1 421 /);
+    });
+
+    it('accepts localhost:PORT', async () => {
+      const answer = await send(host.port, '/api/status', { Host: `localhost:${host.port}`, ...bearer });
+      expect(answer.status).toBe(200);
+    });
+  });
+
+  describe('the operator API', () => {
+    it('answers GET /api/status with a Reply holding a schema-valid status', async () => {
+      const answer = await send(host.port, '/api/status', bearer);
+      expect(answer.status).toBe(200);
+      expect(answer.headers['cache-control']).toBe('no-store');
+      const reply = JSON.parse(answer.body) as { ok: boolean; value: unknown };
+      expect(reply.ok).toBe(true);
+      const status = brokerStatusSchema.parse(reply.value);
+      expect(status).toMatchObject({ version: '9.9.9', mode: 'headless', data_dir: '/data/postern', started_at_ms: 1_700_000_000_000 });
+    });
+
+    it('answers the session cookie as well as the bearer token', async () => {
+      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_${host.port}=${host.token}` });
+      expect(answer.status).toBe(200);
+    });
+
+    it.each(['/api/nope', '/api/__proto__', '/api/constructor', '/api/'])('answers %s with 404 NOT_FOUND', async (pathname) => {
+      const answer = await send(host.port, pathname, bearer);
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+    });
+
+    it('answers the wrong verb with 405 and says which one to use', async () => {
+      const answer = await send(host.port, '/api/status', bearer, 'POST');
+      expect(answer.status).toBe(405);
+      expect(answer.headers.allow).toBe('GET');
+      expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'METHOD_NOT_ALLOWED' } });
+    });
+  });
+
+  describe('assets', () => {
+    it.each(['/.secret', '/../renderer/index.html', '/%2e%2e/renderer/index.html', '/nope.js'])('does not serve %s', async (pathname) => {
+      const answer = await send(host.port, pathname, bearer);
+      expect(answer.status).toBe(404);
+      expect(answer.body).not.toContain('dotfiles');
+    });
+
+    it('refuses writes to assets with 405', async () => {
+      const answer = await send(host.port, '/index.html', bearer, 'PUT');
+      expect(answer.status).toBe(405);
+    });
+  });
+
+  it.each([
+    ['a 401', '/', {}],
+    ['a 200 page', '/', { Authorization: 'Bearer TOKEN' }],
+    ['a 200 API reply', '/api/status', { Authorization: 'Bearer TOKEN' }],
+    ['a 404', '/nope', { Authorization: 'Bearer TOKEN' }],
+  ])('sends the security headers on %s', async (_when, pathname, headers: Record<string, string>) => {
+    const withToken = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace('TOKEN', host.token)]));
+    const answer = await send(host.port, pathname, withToken);
+    expect(answer.headers['content-security-policy']).toContain("default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'");
+    expect(answer.headers['x-content-type-options']).toBe('nosniff');
+    expect(answer.headers['referrer-policy']).toBe('no-referrer');
+    expect(answer.headers['cache-control']).toBe('no-store');
+  });
+});
+
+describe('when the handlers fail', () => {
+  let host: OperatorHttpHost | undefined;
+  afterEach(async () => {
+    await host?.close();
+    host = undefined;
+  });
+
+  async function hostFor(broker: OperatorBroker): Promise<OperatorHttpHost> {
+    host = await startOperatorHttpHost({ handlers: createOperatorHandlers(broker), rendererDir, port: 0 });
+    return host;
+  }
+
+  it('reports a bug as INTERNAL without its message', async () => {
+    const h = await hostFor({ status: () => { throw new Error('secret detail'); } });
+    const answer = await send(h.port, '/api/status', { Authorization: `Bearer ${h.token}` });
+    expect(answer.status).toBe(500);
+    expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'INTERNAL' } });
+    expect(answer.body).not.toContain('secret detail');
+  });
+
+  it('passes a coded operating error through with its code and field', async () => {
+    const h = await hostFor({ status: (): BrokerStatus => { throw new CodedError('JOURNAL_UNAVAILABLE', 'journal failed', { field: 'journal' }); } });
+    const answer = await send(h.port, '/api/status', { Authorization: `Bearer ${h.token}` });
+    expect(answer.status).toBe(409);
+    expect(JSON.parse(answer.body)).toEqual({ ok: false, error: { code: 'JOURNAL_UNAVAILABLE', message: 'journal failed', field: 'journal' } });
+  });
+});
+
+describe('when the renderer is not built', () => {
+  it('says so on the page with 503 and still serves the API', async () => {
+    const runtime = await createBrokerRuntime({ dataDir: '/d', mode: 'headless', version: '1', startedAtMs: 0 });
+    const host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir: path.join(scratch, 'missing'), port: 0 });
+    try {
+      expect(host.rendererBuilt).toBe(false);
+      const auth = { Authorization: `Bearer ${host.token}` };
+      const page = await send(host.port, '/', auth);
+      expect(page.status).toBe(503);
+      expect(page.body).toContain('RENDERER_NOT_BUILT');
+      expect((await send(host.port, '/api/status', auth)).status).toBe(200);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('when the host closes', () => {
+  async function startHost(): Promise<OperatorHttpHost> {
+    const runtime = await createBrokerRuntime({ dataDir: '/d', mode: 'headless', version: '1', startedAtMs: 0 });
+    return startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+  }
+  const elapsedMs = (since: bigint): number => Number(process.hrtime.bigint() - since) / 1e6;
+
+  it('closes idle keep-alive connections at once and refuses new ones', async () => {
+    const host = await startHost();
+    const agent = new Agent({ keepAlive: true });
+    const answer = await new Promise<number>((resolve, reject) => {
+      request({ host: '127.0.0.1', port: host.port, path: '/api/status', agent, headers: { Host: `127.0.0.1:${host.port}` } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      }).on('error', reject).end();
+    });
+    expect(answer).toBe(401);
+    const closing = process.hrtime.bigint();
+    await host.close();
+    expect(elapsedMs(closing)).toBeLessThan(closeGraceMs);
+    await expect(send(host.port, '/')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    agent.destroy();
+  });
+
+  it('does not let a connection that never sends a request hold the close beyond its grace period', async () => {
+    const host = await startHost();
+    const silent = connect(host.port, '127.0.0.1');
+    await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
+    const closed = new Promise<void>((resolve) => silent.once('close', () => resolve()));
+    const closing = process.hrtime.bigint();
+    await host.close();
+    await closed;
+    // Bounded by closeGraceMs, far below the 10 s headers timeout that would otherwise end it.
+    expect(elapsedMs(closing)).toBeGreaterThanOrEqual(closeGraceMs - 50);
+    expect(elapsedMs(closing)).toBeLessThan(headersTimeoutMs);
+  });
+
+  it('refuses to start on a port that is taken, with the listen error', async () => {
+    const runtime = await createBrokerRuntime({ dataDir: '/d', mode: 'headless', version: '1', startedAtMs: 0 });
+    const first = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+    try {
+      await expect(startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: first.port })).rejects.toMatchObject({
+        code: 'EADDRINUSE',
+      });
+    } finally {
+      await first.close();
+    }
+  });
+});

@@ -1,0 +1,17 @@
+/**
+ * The broker's public entry: everything a composition root (broker/cli, app/main) needs to run a
+ * broker for a data directory and put an operator surface in front of it. app/ may import only
+ * this file and broker/contract (eslint.config.js enforces it).
+ */
+export {
+  createBrokerRuntime,
+  readDataDirStatus,
+  type BrokerRuntime,
+  type BrokerRuntimeOptions,
+  type DataDirStatus,
+} from './broker-runtime.js';
+export { createOperatorHandlers, type OperatorHandlers } from './operator-handlers.js';
+export type { OperatorBroker } from './operator-broker.js';
+export { resolveDataDir, ensureDataDir, type DataDirInputs } from './data-dir.js';
+export { startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpHostOptions } from './http-host.js';
+export { contentSecurityPolicy } from './http-host.js';

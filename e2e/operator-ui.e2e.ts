@@ -1,0 +1,113 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { brokerStatusSchema, type BrokerStatus } from '../broker/contract/index.js';
+import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { assertRendererBuilt, launchChromium } from './fixtures/browser.js';
+
+/**
+ * The operator's first minute: run `postern daemon`, open the URL it printed, see the broker's
+ * real status. Every wait is on a line, an event or a selector; none is a sleep.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-e2e-'));
+const dataDir = path.join(scratch, 'data');
+const screenshots = path.join(repoRoot, 'test-results', 'e2e');
+
+let daemon: RunningDaemon;
+let browser: Browser;
+
+beforeAll(async () => {
+  assertRendererBuilt(repoRoot);
+  mkdirSync(screenshots, { recursive: true });
+  [daemon, browser] = await Promise.all([startDaemon(dataDir), launchChromium()]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await daemon?.process.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+async function statusFromApi(): Promise<BrokerStatus> {
+  const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } });
+  const reply = (await answer.json()) as { value: unknown };
+  return brokerStatusSchema.parse(reply.value);
+}
+
+describe('the operator UI on the headless daemon', () => {
+  it('signs in with the printed URL, drops the token from the address bar and shows the real status', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const pageProblems: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') pageProblems.push(`console ${message.type()}: ${message.text()}`);
+    });
+    page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
+
+    const response = await page.goto(daemon.operatorUrl);
+    expect(response?.status()).toBe(200);
+    expect(page.url()).toBe(`${daemon.origin}/`);
+    expect(page.url()).not.toContain(daemon.token);
+
+    const dataDirCell = page.getByTestId('status-data-dir');
+    await dataDirCell.waitFor();
+    const expected = await statusFromApi();
+    expect(await dataDirCell.textContent()).toBe(dataDir);
+    expect(await page.getByTestId('status-mode').textContent()).toBe('headless');
+    expect(await page.getByTestId('status-journal-state').textContent()).toBe(expected.journal.state);
+    expect(await page.getByTestId('status-journal-events').textContent()).toBe(String(expected.journal.events));
+    expect(await page.getByTestId('status-journal-last-seq').textContent()).toBe(String(expected.journal.last_seq));
+    expect(await page.getByTestId('status-actions-in-flight').textContent()).toBe(String(expected.actions.in_flight));
+    expect(await page.getByTestId('status-actions-unknown').textContent()).toBe(String(expected.actions.unknown));
+    expect(await page.getByTestId('status-error').count()).toBe(0);
+
+    const [cookie, ...others] = await context.cookies();
+    expect(others).toEqual([]);
+    expect(cookie).toMatchObject({ name: `postern_session_${daemon.port}`, httpOnly: true, sameSite: 'Strict', path: '/' });
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+    // Any CSP violation or script error would show up here.
+    expect(pageProblems).toEqual([]);
+    await page.screenshot({ path: path.join(screenshots, 'operator-status.png'), fullPage: true });
+    await context.close();
+  });
+
+  it('refuses a fresh browser context that has no token with 401, for the page and the API', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const pageResponse = await page.goto(`${daemon.origin}/`);
+    expect(pageResponse?.status()).toBe(401);
+    expect(await page.locator('body').textContent()).toContain('UNAUTHENTICATED');
+    const apiResponse = await page.goto(`${daemon.origin}/api/status`);
+    expect(apiResponse?.status()).toBe(401);
+    expect(await context.cookies()).toEqual([]);
+    await context.close();
+  });
+
+  it('refuses a context that brings a wrong token, and sets no cookie', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const response = await page.goto(`${daemon.origin}/?token=${'x'.repeat(43)}`);
+    expect(response?.status()).toBe(401);
+    expect(await context.cookies()).toEqual([]);
+    await context.close();
+  });
+
+  it('shows a clear error, keeping the last status, when the broker stops answering', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(daemon.operatorUrl);
+    await page.getByTestId('status-data-dir').waitFor();
+
+    expect((await daemon.process.stop()).code).toBe(0);
+    await page.getByTestId('status-refresh').click();
+    const banner = page.getByTestId('status-error');
+    await banner.waitFor();
+    expect(await page.getByTestId('status-error-code').textContent()).toBe('BROKER_UNREACHABLE');
+    expect(await banner.textContent()).toContain('Showing the last status received.');
+    expect(await page.getByTestId('status-data-dir').textContent()).toBe(dataDir);
+    await page.screenshot({ path: path.join(screenshots, 'operator-status-error.png'), fullPage: true });
+    await context.close();
+  });
+});

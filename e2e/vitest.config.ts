@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// End-to-end: the real headless daemon (node bin/postern.mjs daemon) driven through Debian's
+// chromium with playwright-core. Needs the built renderer (dist/renderer); `npm run test:e2e` and
+// `npm test` build it first.
+export default defineConfig({
+  test: {
+    include: ['e2e/**/*.e2e.ts'],
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import type { BrokerStatus } from '../../../broker/contract/index.js';
+import { initialStatusView, statusReducer, type StatusView } from './status-reducer.js';
+
+const status: BrokerStatus = {
+  version: '0.1.0',
+  mode: 'headless',
+  started_at_ms: 1_700_000_000_000,
+  data_dir: '/data',
+  journal: { state: 'open', events: 12, last_seq: 12, schema_version: 2, recovered_at_open: 0 },
+  actions: { total: 3, in_flight: 1, unknown: 1 },
+};
+const failure = { ok: false as const, error: { code: 'BROKER_UNREACHABLE', message: 'down' } };
+
+describe('statusReducer', () => {
+  it('when a refresh is requested, it is loading and keeps what it had', () => {
+    const ready: StatusView = { phase: 'ready', status, error: null, replies: 1 };
+    expect(statusReducer(ready, { type: 'requested' })).toEqual({ ...ready, phase: 'loading' });
+  });
+
+  it('when a status arrives, it is ready and clears an earlier error', () => {
+    const failed: StatusView = { phase: 'error', status: null, error: failure.error, replies: 1 };
+    expect(statusReducer(failed, { type: 'received', reply: { ok: true, value: status } })).toEqual({
+      phase: 'ready',
+      status,
+      error: null,
+      replies: 2,
+    });
+  });
+
+  it('when a refresh fails after a success, it shows the error and keeps the last status as stale', () => {
+    const ready: StatusView = { phase: 'ready', status, error: null, replies: 1 };
+    expect(statusReducer(ready, { type: 'received', reply: failure })).toEqual({ phase: 'error', status, error: failure.error, replies: 2 });
+  });
+
+  it('when the first refresh fails, there is an error and no status', () => {
+    const next = statusReducer(statusReducer(initialStatusView, { type: 'requested' }), { type: 'received', reply: failure });
+    expect(next).toEqual({ phase: 'error', status: null, error: failure.error, replies: 1 });
+  });
+
+  it('never mutates the view it was given', () => {
+    const before: StatusView = Object.freeze({ ...initialStatusView });
+    statusReducer(before, { type: 'requested' });
+    statusReducer(before, { type: 'received', reply: { ok: true, value: status } });
+    expect(before).toEqual(initialStatusView);
+  });
+});

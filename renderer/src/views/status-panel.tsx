@@ -1,0 +1,81 @@
+import { useEffect } from 'react';
+import type { BrokerStatus } from '../../../broker/contract/index.js';
+import { useAppStore } from '../store/app-store.js';
+
+/** How often the shell re-reads the status while it is open. */
+export const statusRefreshMs = 5_000;
+
+export function StatusPanel() {
+  const view = useAppStore((state) => state.statusView);
+  const refresh = useAppStore((state) => state.refreshStatus);
+
+  useEffect(() => {
+    void refresh();
+    const timer = window.setInterval(() => void refresh(), statusRefreshMs);
+    return () => window.clearInterval(timer);
+  }, [refresh]);
+
+  return (
+    <section className="panel" aria-labelledby="status-heading" aria-busy={view.phase === 'loading'}>
+      <header className="panel-header">
+        <h2 id="status-heading">Broker status</h2>
+        <button type="button" onClick={() => void refresh()} disabled={view.phase === 'loading'} data-testid="status-refresh">
+          Refresh
+        </button>
+      </header>
+      {view.error !== null && (
+        <div className="error" role="alert" data-testid="status-error">
+          <strong data-testid="status-error-code">{view.error.code}</strong>
+          <span>{view.error.message}</span>
+          {view.status !== null && <span className="muted">Showing the last status received.</span>}
+        </div>
+      )}
+      {view.status === null ? (
+        view.error === null && <p className="muted">Loading…</p>
+      ) : (
+        <StatusDetails status={view.status} stale={view.error !== null} />
+      )}
+    </section>
+  );
+}
+
+function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean }) {
+  const { journal, actions } = status;
+  return (
+    <dl className={stale ? 'facts stale' : 'facts'} data-testid="status-details">
+      <dt>Mode</dt>
+      <dd>
+        <span className="badge" data-testid="status-mode">
+          {status.mode}
+        </span>
+      </dd>
+      <dt>Version</dt>
+      <dd data-testid="status-version">{status.version}</dd>
+      <dt>Started</dt>
+      <dd>
+        <time dateTime={new Date(status.started_at_ms).toISOString()}>{new Date(status.started_at_ms).toLocaleString()}</time>
+      </dd>
+      <dt>Data directory</dt>
+      <dd>
+        <code data-testid="status-data-dir">{status.data_dir}</code>
+      </dd>
+      <dt>Journal</dt>
+      <dd>
+        <span className={`badge journal-${journal.state}`} data-testid="status-journal-state">
+          {journal.state}
+        </span>{' '}
+        <span data-testid="status-journal-events">{journal.events}</span> events, last seq{' '}
+        <span data-testid="status-journal-last-seq">{journal.last_seq}</span>, schema v{journal.schema_version}
+        {journal.recovered_at_open > 0 && <>, {journal.recovered_at_open} recovered at open</>}
+      </dd>
+      <dt>Actions</dt>
+      <dd>
+        {actions.total} total, <span data-testid="status-actions-in-flight">{actions.in_flight}</span> in flight,{' '}
+        <span className={actions.unknown > 0 ? 'attention' : undefined} data-testid="status-actions-unknown">
+          {actions.unknown}
+        </span>{' '}
+        unknown
+      </dd>
+    </dl>
+  );
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// @ts-check
+// `npm test`: lint → typecheck → unit/integration → renderer build → e2e, in that order, each
+// streaming its own output. Every step runs even if an earlier one failed (one run shows every
+// problem), except e2e, which needs the renderer that was just built. The last line is exactly
+//   tests: N passed, M failed[, K skipped]
+// where a failed step that is not a test run (lint, typecheck, build), or a test run that failed
+// without a failing test (crash, a file that does not load), counts as one failure. Exit code 0
+// only when nothing failed. Skipped tests are listed with the reason they gave (ctx.skip('why')).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const require = createRequire(import.meta.url);
+const stepTimeoutMs = 15 * 60 * 1000;
+const summaryDir = mkdtempSync(path.join(os.tmpdir(), 'postern-test-'));
+const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts', 'vitest-summary-reporter.mjs')}`];
+
+/**
+ * @typedef {{ name: string; bin: [string, string]; args: string[]; summary?: string; needs?: string }} Step
+ * @typedef {{ passed: number; failed: number; skipped: { name: string; reason?: string }[]; otherFailures: string[] }} Summary
+ */
+
+/** @type {Step[]} */
+const steps = [
+  { name: 'lint', bin: ['eslint', 'eslint'], args: ['.', '--max-warnings', '0'] },
+  { name: 'typecheck', bin: ['typescript', 'tsc'], args: ['-b'] },
+  { name: 'unit', bin: ['vitest', 'vitest'], args: ['run', ...reporters], summary: path.join(summaryDir, 'unit.json') },
+  { name: 'renderer build', bin: ['vite', 'vite'], args: ['build', '--config', 'renderer/vite.config.ts', '--logLevel', 'warn'] },
+  {
+    name: 'e2e',
+    bin: ['vitest', 'vitest'],
+    args: ['run', '--config', 'e2e/vitest.config.ts', ...reporters],
+    summary: path.join(summaryDir, 'e2e.json'),
+    needs: 'renderer build',
+  },
+];
+
+/** The JS file behind a package's bin, run with this node: no shell, no .cmd shims. */
+function binPath(/** @type {[string, string]} */ [pkg, name]) {
+  const manifestPath = require.resolve(`${pkg}/package.json`);
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  const bin = typeof manifest.bin === 'string' ? manifest.bin : manifest.bin[name];
+  return path.join(path.dirname(manifestPath), bin);
+}
+
+/** @returns {Promise<number>} the exit code (or 1 on a timeout or spawn error) */
+function run(/** @type {Step} */ step) {
+  return new Promise((resolve) => {
+    const env = { ...process.env };
+    if (step.summary !== undefined) env['POSTERN_VITEST_SUMMARY'] = step.summary;
+    const child = spawn(process.execPath, [binPath(step.bin), ...step.args], { cwd: root, env, stdio: 'inherit' });
+    const timer = setTimeout(() => {
+      process.stderr.write(`\n${step.name}: no result after ${stepTimeoutMs / 60000} minutes; stopping it.\n`);
+      child.kill('SIGKILL');
+    }, stepTimeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      process.stderr.write(`${step.name}: could not start: ${error.message}\n`);
+      resolve(1);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code ?? 1);
+    });
+  });
+}
+
+/** @returns {Summary | undefined} */
+function readSummary(/** @type {string} */ file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+const totals = { passed: 0, failed: 0, skipped: 0 };
+/** @type {string[]} */
+const failedSteps = [];
+/** @type {string[]} */
+const skippedLines = [];
+/** @type {string[]} */
+const table = [];
+
+for (const step of steps) {
+  const started = Date.now();
+  if (step.needs !== undefined && failedSteps.includes(step.needs)) {
+    process.stdout.write(`\n=== ${step.name}: not run, because ${step.needs} failed\n`);
+    failedSteps.push(step.name);
+    totals.failed += 1;
+    table.push(`${step.name.padEnd(16)} NOT RUN (${step.needs} failed)`);
+    continue;
+  }
+  process.stdout.write(`\n=== ${step.name}\n`);
+  const code = await run(step);
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  let detail = '';
+  let failedHere = 0;
+  if (step.summary !== undefined) {
+    const summary = readSummary(step.summary);
+    if (summary !== undefined) {
+      totals.passed += summary.passed;
+      totals.skipped += summary.skipped.length;
+      failedHere = summary.failed + summary.otherFailures.length;
+      for (const skip of summary.skipped) skippedLines.push(`skipped: ${skip.name} — ${skip.reason ?? "no reason given (skip with ctx.skip('why'))"}`);
+      for (const failure of summary.otherFailures) process.stderr.write(`${step.name}: ${failure}\n`);
+      detail = `${summary.passed} passed, ${summary.failed} failed, ${summary.skipped.length} skipped`;
+    }
+  }
+  // A failing step with no failing test to show for it (lint, typecheck, a build, a crash) is one failure.
+  if (code !== 0 && failedHere === 0) failedHere = 1;
+  if (code !== 0 || failedHere > 0) failedSteps.push(step.name);
+  totals.failed += failedHere;
+  table.push(`${step.name.padEnd(16)} ${code === 0 && failedHere === 0 ? 'ok    ' : 'FAILED'} ${seconds.padStart(6)} s  ${detail}`);
+}
+
+rmSync(summaryDir, { recursive: true, force: true });
+process.stdout.write('\n=== summary\n');
+for (const line of table) process.stdout.write(`${line}\n`);
+for (const line of skippedLines) process.stdout.write(`${line}\n`);
+if (failedSteps.length > 0) process.stdout.write(`failed steps: ${failedSteps.join(', ')}\n`);
+const skippedPart = totals.skipped > 0 ? `, ${totals.skipped} skipped` : '';
+process.stdout.write(`tests: ${totals.passed} passed, ${totals.failed} failed${skippedPart}\n`);
+process.exitCode = totals.failed > 0 ? 1 : 0;

@@ -1,0 +1,153 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
+export const posternBin = path.join(repoRoot, 'bin', 'postern.mjs');
+
+/** Bound on waiting for a line: a real daemon is ready in well under a second. */
+export const lineWaitMs = 20_000;
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/**
+ * `node bin/postern.mjs …` as a real child process, with its output as lines. Waits are on lines
+ * and events, bounded by a deadline that fails the test, never on sleeps.
+ */
+export class PosternProcess {
+  readonly child: ChildProcess;
+  readonly stdoutLines: string[] = [];
+  stderr = '';
+  readonly exited: Promise<Exit>;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(args: readonly string[], env: Readonly<Record<string, string | undefined>> = {}) {
+    this.child = spawn(process.execPath, [posternBin, ...args], {
+      cwd: repoRoot,
+      env: { ...process.env, POSTERN_TEST_EVENTS: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const stdout = this.child.stdout;
+    const stderr = this.child.stderr;
+    if (stdout === null || stderr === null) throw new Error('child has no stdout/stderr pipes');
+    createInterface({ input: stdout }).on('line', (line) => {
+      this.stdoutLines.push(line);
+      this.notify();
+    });
+    stderr.setEncoding('utf8');
+    stderr.on('data', (chunk: string) => {
+      this.stderr += chunk;
+      this.notify();
+    });
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        // Let readline deliver the last lines before waiters see the exit.
+        stdout.once('close', () => {
+          this.notify();
+          resolve({ code, signal });
+        });
+        if (stdout.closed) resolve({ code, signal });
+      });
+    });
+  }
+
+  get stdout(): string {
+    return this.stdoutLines.join('\n');
+  }
+
+  /** The first stdout line matching, waiting for it; fails on exit or after the deadline. */
+  waitForLine(match: (line: string) => boolean, what: string, timeoutMs = lineWaitMs): Promise<string> {
+    return new Promise((resolve, reject) => {
+      let exited = false;
+      const check = (): void => {
+        const found = this.stdoutLines.find(match);
+        if (found !== undefined) finish(() => resolve(found));
+        else if (exited) finish(() => reject(new Error(`postern exited before ${what}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)));
+      };
+      const deadline = setTimeout(() => finish(() => reject(new Error(`no ${what} within ${timeoutMs} ms.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`))), timeoutMs);
+      const finish = (settle: () => void): void => {
+        clearTimeout(deadline);
+        this.listeners.delete(check);
+        settle();
+      };
+      void this.exited.then(() => {
+        exited = true;
+        check();
+      });
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  /** The first `{"event": name, …}` line (POSTERN_TEST_EVENTS=1). */
+  async waitForEvent(name: string): Promise<Record<string, unknown>> {
+    const line = await this.waitForLine((l) => parseEvent(l)?.['event'] === name, `a "${name}" event`);
+    return parseEvent(line) as Record<string, unknown>;
+  }
+
+  /** Sends the signal and waits for the exit, bounded. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = lineWaitMs): Promise<Exit> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exitWithin(timeoutMs);
+  }
+
+  async exitWithin(timeoutMs = lineWaitMs): Promise<Exit> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        this.child.kill('SIGKILL');
+        reject(new Error(`postern did not exit within ${timeoutMs} ms.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([this.exited, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+function parseEvent(line: string): Record<string, unknown> | undefined {
+  if (!line.startsWith('{"event":')) return undefined;
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface RunningDaemon {
+  process: PosternProcess;
+  /** http://127.0.0.1:PORT */
+  origin: string;
+  port: number;
+  /** The tokened operator URL, read from the one stdout line that carries it. */
+  operatorUrl: string;
+  token: string;
+  ready: Record<string, unknown>;
+}
+
+/** Starts `postern <command> --data-dir DIR --port 0` and waits for its ready event. */
+export async function startDaemon(dataDir: string, options: { command?: 'daemon' | 'start'; env?: Record<string, string | undefined> } = {}): Promise<RunningDaemon> {
+  const proc = new PosternProcess([options.command ?? 'daemon', '--data-dir', dataDir, '--port', '0'], options.env);
+  try {
+    const ready = await proc.waitForEvent('ready');
+    const urlLine = proc.stdoutLines.find((line) => line.startsWith('Operator UI: '));
+    if (urlLine === undefined) throw new Error(`no "Operator UI:" line before the ready event:\n${proc.stdout}`);
+    const operatorUrl = urlLine.slice('Operator UI: '.length);
+    const url = new URL(operatorUrl);
+    const token = url.searchParams.get('token');
+    if (token === null) throw new Error(`the operator URL has no token: ${operatorUrl}`);
+    return { process: proc, origin: url.origin, port: Number(url.port), operatorUrl, token, ready };
+  } catch (error) {
+    await proc.stop('SIGKILL');
+    throw error;
+  }
+}
