@@ -4,6 +4,9 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { brokerStatusSchema, type BrokerStatus } from '../broker/contract/index.js';
+import { Journal } from '../broker/journal/index.js';
+import { systemClock } from '../broker/ports/index.js';
+import { actionPaths } from '../broker/testing/action-paths.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import { assertRendererBuilt, launchChromium } from './fixtures/browser.js';
 
@@ -18,8 +21,20 @@ const screenshots = path.join(repoRoot, 'test-results', 'e2e');
 let daemon: RunningDaemon;
 let browser: Browser;
 
+/** A previous run that stopped right after DISPATCH_STARTED: the daemon must recover it as unknown. */
+async function seedInterruptedDispatch(): Promise<number> {
+  const journal = await Journal.open({ dataDir, clock: systemClock });
+  const script = actionPaths.httpApproved('act_e2eseed00000001');
+  const cut = script.findIndex((event) => event.kind === 'DISPATCH_STARTED') + 1;
+  for (const event of script.slice(0, cut)) await journal.append(event);
+  await journal.close();
+  return cut;
+}
+let seededEvents = 0;
+
 beforeAll(async () => {
   assertRendererBuilt(repoRoot);
+  seededEvents = await seedInterruptedDispatch();
   mkdirSync(screenshots, { recursive: true });
   [daemon, browser] = await Promise.all([startDaemon(dataDir), launchChromium()]);
 });
@@ -54,6 +69,9 @@ describe('the operator UI on the headless daemon', () => {
     const dataDirCell = page.getByTestId('status-data-dir');
     await dataDirCell.waitFor();
     const expected = await statusFromApi();
+    // The daemon holds a real journal and recovered the interrupted dispatch as unknown.
+    expect(expected.journal).toMatchObject({ state: 'open', events: seededEvents + 1, recovered_at_open: 1 });
+    expect(expected.actions).toEqual({ total: 1, in_flight: 0, unknown: 1 });
     expect(await dataDirCell.textContent()).toBe(dataDir);
     expect(await page.getByTestId('status-mode').textContent()).toBe('headless');
     expect(await page.getByTestId('status-journal-state').textContent()).toBe(expected.journal.state);

@@ -1,4 +1,6 @@
 import type { BrokerStatus } from '../contract/index.js';
+import { Journal, readJournalSnapshot } from '../journal/index.js';
+import { systemClock, type Clock } from '../ports/index.js';
 import type { OperatorBroker } from './operator-broker.js';
 
 export interface BrokerRuntimeOptions {
@@ -6,52 +8,64 @@ export interface BrokerRuntimeOptions {
   mode: BrokerStatus['mode'];
   version: string;
   startedAtMs: number;
+  clock?: Clock;
 }
 
 /** The running broker as its hosts (CLI daemon, Electron main) see it. */
 export interface BrokerRuntime {
   readonly broker: OperatorBroker;
+  readonly journal: Journal;
   close(): Promise<void>;
 }
 
 /**
  * THE seam where the broker's parts are composed for a data directory. Both composition roots
- * (`postern daemon` / `postern start` in broker/cli, and app/main) call only this.
- *
- * TODO(owner: broker core lead): open the journal here (broker/journal, in `dataDir`) and report
- * its real state, event count, last seq, schema version and recovery count plus the action counts
- * from its projection; close it in `close()`. Until then the journal section honestly says
- * `closed` with zero counts, which is NOT acceptable once the journal lands.
+ * (`postern daemon` / `postern start` in broker/cli, and app/main) call only this. Opening the
+ * journal runs its migrations and recovery before anything else can append.
  */
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
+  const journal = await Journal.open({ dataDir: options.dataDir, clock: options.clock ?? systemClock });
   const broker: OperatorBroker = {
-    status: () => ({
-      version: options.version,
-      mode: options.mode,
-      started_at_ms: options.startedAtMs,
-      data_dir: options.dataDir,
-      journal: { state: 'closed', events: 0, last_seq: 0, schema_version: 0, recovered_at_open: 0 },
-      actions: { total: 0, in_flight: 0, unknown: 0 },
-    }),
+    status: () => {
+      const stats = journal.stats();
+      const counts = stats.state === 'closed' ? { total: 0, in_flight: 0, unknown: 0 } : journal.actionCounts();
+      return {
+        version: options.version,
+        mode: options.mode,
+        started_at_ms: options.startedAtMs,
+        data_dir: options.dataDir,
+        journal: {
+          state: stats.state,
+          events: stats.events,
+          last_seq: stats.last_seq,
+          schema_version: stats.schema_version,
+          recovered_at_open: stats.recovered_at_open,
+        },
+        actions: { ...counts },
+      };
+    },
   };
-  return {
-    broker,
-    close: () => Promise.resolve(),
-  };
+  return { broker, journal, close: () => journal.close() };
 }
 
 /** What `postern status` reports about a data directory without running a broker in it. */
 export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'>;
 
 /**
- * TODO(owner: broker core lead): open the journal in `dataDir` read-only (it may be held by a
- * running daemon; never migrate or recover from here) and report its real numbers. Until then this
- * says `closed` with zero counts, like createBrokerRuntime above.
+ * Reads the data directory's journal read-only: a running daemon may hold it, and only the writer
+ * migrates or recovers. `closed` means "not open in this process", which is true here.
  */
 export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
-  return {
+  const snapshot = readJournalSnapshot(dataDir);
+  return Promise.resolve({
     data_dir: dataDir,
-    journal: { state: 'closed', events: 0, last_seq: 0, schema_version: 0, recovered_at_open: 0 },
-    actions: { total: 0, in_flight: 0, unknown: 0 },
-  };
+    journal: {
+      state: 'closed',
+      events: snapshot.events,
+      last_seq: snapshot.last_seq,
+      schema_version: snapshot.schema_version,
+      recovered_at_open: 0,
+    },
+    actions: { ...snapshot.actions },
+  });
 }

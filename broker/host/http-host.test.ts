@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { brokerStatusSchema, CodedError, type BrokerStatus } from '../contract/index.js';
-import { createBrokerRuntime } from './broker-runtime.js';
+import { createBrokerRuntime, type BrokerRuntime, type BrokerRuntimeOptions } from './broker-runtime.js';
 import { closeGraceMs, headersTimeoutMs, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import type { OperatorBroker } from './operator-broker.js';
@@ -48,14 +48,26 @@ writeFileSync(path.join(rendererDir, 'index.html'), '<!doctype html><title>Poste
 writeFileSync(path.join(rendererDir, 'assets', 'app.js'), 'console.log(1);');
 writeFileSync(path.join(rendererDir, '.secret'), 'dotfiles are never served');
 
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const runtimes: BrokerRuntime[] = [];
+/** A real runtime (real journal) in its own data directory under the scratch folder. */
+async function runtimeFor(options: Omit<BrokerRuntimeOptions, 'dataDir'> & { dataDir?: string }): Promise<BrokerRuntime> {
+  const runtime = await createBrokerRuntime({ dataDir: options.dataDir ?? mkdtempSync(path.join(scratch, 'data-')), ...options });
+  runtimes.push(runtime);
+  return runtime;
+}
+const primaryDataDir = path.join(scratch, 'data-primary');
+
+afterAll(async () => {
+  for (const runtime of runtimes) await runtime.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 describe('the operator HTTP host', () => {
   let host: OperatorHttpHost;
   let bearer: Record<string, string>;
 
   beforeAll(async () => {
-    const runtime = await createBrokerRuntime({ dataDir: '/data/postern', mode: 'headless', version: '9.9.9', startedAtMs: 1_700_000_000_000 });
+    const runtime = await runtimeFor({ dataDir: primaryDataDir, mode: 'headless', version: '9.9.9', startedAtMs: 1_700_000_000_000 });
     host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
     bearer = { Authorization: `Bearer ${host.token}` };
   });
@@ -174,7 +186,9 @@ describe('the operator HTTP host', () => {
       const reply = JSON.parse(answer.body) as { ok: boolean; value: unknown };
       expect(reply.ok).toBe(true);
       const status = brokerStatusSchema.parse(reply.value);
-      expect(status).toMatchObject({ version: '9.9.9', mode: 'headless', data_dir: '/data/postern', started_at_ms: 1_700_000_000_000 });
+      expect(status).toMatchObject({ version: '9.9.9', mode: 'headless', data_dir: primaryDataDir, started_at_ms: 1_700_000_000_000 });
+      expect(status.journal).toMatchObject({ state: 'open', events: 0 });
+      expect(status.journal.schema_version).toBeGreaterThanOrEqual(1);
     });
 
     it('answers the session cookie as well as the bearer token', async () => {
@@ -254,7 +268,7 @@ describe('when the handlers fail', () => {
 
 describe('when the renderer is not built', () => {
   it('says so on the page with 503 and still serves the API', async () => {
-    const runtime = await createBrokerRuntime({ dataDir: '/d', mode: 'headless', version: '1', startedAtMs: 0 });
+    const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     const host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir: path.join(scratch, 'missing'), port: 0 });
     try {
       expect(host.rendererBuilt).toBe(false);
@@ -271,7 +285,7 @@ describe('when the renderer is not built', () => {
 
 describe('when the host closes', () => {
   async function startHost(): Promise<OperatorHttpHost> {
-    const runtime = await createBrokerRuntime({ dataDir: '/d', mode: 'headless', version: '1', startedAtMs: 0 });
+    const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     return startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
   }
   const elapsedMs = (since: bigint): number => Number(process.hrtime.bigint() - since) / 1e6;
@@ -307,7 +321,7 @@ describe('when the host closes', () => {
   });
 
   it('refuses to start on a port that is taken, with the listen error', async () => {
-    const runtime = await createBrokerRuntime({ dataDir: '/d', mode: 'headless', version: '1', startedAtMs: 0 });
+    const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
     const first = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
     try {
       await expect(startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: first.port })).rejects.toMatchObject({

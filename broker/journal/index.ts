@@ -16,3 +16,5 @@ export { migrate, schemaVersion } from './migrate.js';
 export type { Migration } from './migration.js';
 export { journalMigrations } from './migrations/index.js';
 export { recoveryEvent } from './recovery.js';
+export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
+export type { ActionCounts } from './journal-store.js';

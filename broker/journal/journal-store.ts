@@ -23,6 +23,7 @@ export class JournalStore {
     lastTicket: Statement<[], { value: number }>;
     setLastTicket: Statement<[number]>;
     countEvents: Statement<[], { n: number }>;
+    actionCounts: Statement<[], { total: number; in_flight: number | null; unknown: number | null }>;
     insertEvent: Statement<[EventRow]>;
     readEvents: Statement<[number, number], EventRow>;
     loadState: Statement<[string], { state: string }>;
@@ -39,6 +40,12 @@ export class JournalStore {
       lastTicket: db.prepare(`SELECT value FROM meta WHERE key = 'last_ticket'`),
       setLastTicket: db.prepare(`UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
       countEvents: db.prepare(`SELECT count(*) AS n FROM events`),
+      // in_flight: not yet closed before dispatch, or dispatched with no classification recorded.
+      actionCounts: db.prepare(`
+        SELECT count(*) AS total,
+          sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
+          sum(outcome = 'unknown') AS unknown
+        FROM actions`),
       insertEvent: db.prepare(`
         INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, payload, classification)
         VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @payload, @classification)`),
@@ -117,6 +124,11 @@ export class JournalStore {
 
   countEvents(): number {
     return this.sql.countEvents.get()?.n ?? 0;
+  }
+
+  actionCounts(): ActionCounts {
+    const row = this.sql.actionCounts.get();
+    return { total: row?.total ?? 0, in_flight: row?.in_flight ?? 0, unknown: row?.unknown ?? 0 };
   }
 
   insertEvent(event: JournalEvent): void {
@@ -256,4 +268,11 @@ function eventFromRow(row: EventRow): JournalEvent {
   };
   if (row.classification === null) return event as JournalEvent;
   return { ...event, classification: JSON.parse(row.classification) as Classification } as JournalEvent;
+}
+
+/** How many actions the current-state table holds, and how many are in flight or unknown. */
+export interface ActionCounts {
+  readonly total: number;
+  readonly in_flight: number;
+  readonly unknown: number;
 }

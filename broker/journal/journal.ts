@@ -10,7 +10,7 @@ import {
 } from '../contract/index.js';
 import type { Clock } from '../ports/clock.js';
 import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
-import { JournalStore } from './journal-store.js';
+import { JournalStore, type ActionCounts } from './journal-store.js';
 import { migrate } from './migrate.js';
 import type { Migration } from './migration.js';
 import { planUnit, type Appended, type PlannedUnit } from './plan-unit.js';
@@ -212,6 +212,12 @@ export class Journal {
       commits: this.commits,
       pending_events: this.pendingEvents,
     };
+  }
+
+  /** Action totals from the current-state table (for status views). */
+  actionCounts(): ActionCounts {
+    this.requireReadable();
+    return this.store.actionCounts();
   }
 
   /** The durability settings as the connection reports them now. */

@@ -6,8 +6,8 @@ import type { Migration } from '../migration.js';
  * What may be stored: events hold action ids, session ids, tickets, lanes, sanitized targets,
  * credential ids with non-secret version tags and injection modes, request fingerprints and result
  * digests — never a secret, a header value or a body. The zod payload schemas in broker/contract
- * constrain every payload to that shape, and the journal stores the parsed (unknown-keys-stripped)
- * payload, so an extra field cannot smuggle a secret in.
+ * constrain every payload to that shape and are strict (an unnamed field is refused), so an extra
+ * field cannot smuggle a secret in.
  *
  * seq is AUTOINCREMENT so an append position is never reused, even after a rolled-back commit;
  * triggers make the log append-only at the database level, not just by convention. Current state

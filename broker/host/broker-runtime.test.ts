@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { brokerStatusSchema } from '../contract/index.js';
+import { actionPaths } from '../testing/action-paths.js';
+import { createTempDir, type TempDir } from '../testing/temp-dir.js';
+import { createBrokerRuntime, readDataDirStatus } from './broker-runtime.js';
+
+let dir: TempDir;
+afterEach(() => dir.remove());
+
+const options = { mode: 'headless' as const, version: '0.0.0-test', startedAtMs: 1 };
+
+describe('the broker runtime', () => {
+  it('when it opens a data directory, status reports the real journal and its actions', async () => {
+    dir = createTempDir();
+    const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const script = actionPaths.httpApproved('act_runtime0000001');
+    // Stop just after DISPATCH_STARTED: the action is in flight and unknown.
+    const cut = script.findIndex((e) => e.kind === 'DISPATCH_STARTED') + 1;
+    for (const event of script.slice(0, cut)) await runtime.journal.append(event);
+    const status = brokerStatusSchema.parse(runtime.broker.status());
+    expect(status.journal).toMatchObject({ state: 'open', events: cut, last_seq: cut, recovered_at_open: 0 });
+    expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 1 });
+    await runtime.close();
+    expect(runtime.broker.status().journal.state).toBe('closed');
+  });
+
+  it('when reopened after a stop mid-dispatch, recovery is counted and the action stays unknown, no longer in flight', async () => {
+    dir = createTempDir();
+    const first = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const script = actionPaths.httpApproved('act_runtime0000002');
+    const cut = script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1;
+    for (const event of script.slice(0, cut)) await first.journal.append(event);
+    await first.close();
+
+    const second = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const status = second.broker.status();
+    expect(status.journal).toMatchObject({ recovered_at_open: 1, events: cut + 1 });
+    expect(status.actions).toEqual({ total: 1, in_flight: 0, unknown: 1 });
+    expect(second.journal.getAction('act_runtime0000002')).toMatchObject({ outcome: 'unknown', outcome_basis: 'broker_restart_after_dispatch' });
+    await second.close();
+  });
+
+  it('postern status reads a data directory read-only, without migrating or recovering it', async () => {
+    dir = createTempDir();
+    expect(await readDataDirStatus(dir.path)).toMatchObject({ journal: { events: 0, schema_version: 0 }, actions: { total: 0 } });
+    const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const script = actionPaths.httpApproved('act_runtime0000003');
+    for (const event of script.slice(0, 3)) await runtime.journal.append(event);
+    // The daemon still holds the journal: the reader must not disturb it.
+    const read = await readDataDirStatus(dir.path);
+    expect(read).toMatchObject({ journal: { state: 'closed', events: 3, last_seq: 3, recovered_at_open: 0 }, actions: { total: 1, in_flight: 1, unknown: 0 } });
+    expect(read.journal.schema_version).toBeGreaterThanOrEqual(1);
+    await runtime.journal.append(script[3] as (typeof script)[number]);
+    expect(runtime.broker.status().journal.events).toBe(4);
+    await runtime.close();
+  });
+});
