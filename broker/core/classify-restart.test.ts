@@ -7,9 +7,10 @@ const fp = `sha256:${'c'.repeat(64)}`;
 const id = 'act_restart000001';
 
 function stateAfter(events: NewEvent[], idempotent = false): ActionState {
-  const withSeq = events.map((e, i) => ({ session_id: null, ticket: 1, lane: null, ...e, seq: i + 1, at_ms: i } as JournalEvent));
-  const first = withSeq[0];
-  if (first?.kind === 'ACTION_ACCEPTED') first.payload.idempotent = idempotent;
+  const withSeq = events.map((e, i) => {
+    const payload = e.kind === 'ACTION_ACCEPTED' ? { ...e.payload, idempotent } : e.payload;
+    return { session_id: null, ticket: 1, lane: null, ...e, payload, seq: i + 1, at_ms: i } as JournalEvent;
+  });
   const state = project(withSeq).get(id);
   if (state === undefined) throw new Error('fixture');
   return state;
