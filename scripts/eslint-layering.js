@@ -7,8 +7,8 @@ import path from 'node:path';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
-/** Folders of broker/ that compose the others (the CLI, the host/runtime seam, test helpers). */
-const compositionFolders = new Set(['cli', 'host', 'testing']);
+/** Folders of broker/ that compose the others (the CLI, the host/runtime seam, the dispatcher, test helpers). */
+const compositionFolders = new Set(['cli', 'host', 'testing', 'queue']);
 /** What any other broker/ folder (an "I/O folder": journal, channels, vault…) may import. */
 const ioFolderMayImport = new Set(['contract', 'core', 'ports']);
 const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);

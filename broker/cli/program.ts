@@ -1,11 +1,11 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError } from '../contract/index.js';
-import { ensureDataDir, readDataDirStatus, resolveDataDir } from '../host/index.js';
+import { readDataDirStatus } from '../host/index.js';
 import type { CliIo } from './cli-io.js';
+import { prepareDataDir, resolveFromOptions, withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
 import { launchDesktop } from './launch-desktop.js';
 import { packageRoot, packageVersion } from './package-root.js';
@@ -15,11 +15,6 @@ import { waitForStopSignal } from './stop-signal.js';
 /** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
 export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
-interface CommonOptions {
-  dataDir?: string;
-}
 interface ServeOptions extends CommonOptions {
   port: string;
 }
@@ -77,18 +72,16 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
       result = await printStatus(resolveFromOptions(options, env), options.json === true, io);
     });
 
+  // Command groups register themselves here, one line each.
+  const context: CommandContext = { env, io, version, setResult: (code) => (result = code) };
+  void context;
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return result;
   } catch (error) {
     return reportError(error, io);
   }
-}
-
-function withDataDir(command: Command): Command {
-  return command.addOption(
-    new Option('--data-dir <dir>', 'where the journal and vault live (default: POSTERN_DATA_DIR or the per-user app data folder)'),
-  );
 }
 
 function withServeOptions(command: Command): Command {
@@ -103,16 +96,6 @@ function parsePort(raw: string): number {
     throw new CodedError('INVALID_ARGUMENT', `must be an integer from 0 to ${portMax} (got ${JSON.stringify(raw)})`, { field: '--port' });
   }
   return port;
-}
-
-function resolveFromOptions(options: CommonOptions, env: Env): string {
-  return resolveDataDir({ flag: options.dataDir, env, platform: process.platform, home: os.homedir(), cwd: process.cwd() });
-}
-
-function prepareDataDir(options: CommonOptions, env: Env): string {
-  const dataDir = resolveFromOptions(options, env);
-  ensureDataDir(dataDir);
-  return dataDir;
 }
 
 async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<number> {

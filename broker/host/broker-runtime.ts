@@ -1,6 +1,6 @@
 import type { BrokerStatus } from '../contract/index.js';
 import { Journal, readJournalSnapshot } from '../journal/index.js';
-import { systemClock, type Clock } from '../ports/index.js';
+import { systemClock, type Clock, type DispatchGate } from '../ports/index.js';
 import type { OperatorBroker } from './operator-broker.js';
 
 export interface BrokerRuntimeOptions {
@@ -15,6 +15,8 @@ export interface BrokerRuntimeOptions {
 export interface BrokerRuntime {
   readonly broker: OperatorBroker;
   readonly journal: Journal;
+  /** The journal as channels see it: observations and the durable dispatch boundary. */
+  readonly gate: DispatchGate;
   close(): Promise<void>;
 }
 
@@ -45,7 +47,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       };
     },
   };
-  return { broker, journal, close: () => journal.close() };
+  return { broker, journal, gate: journal, close: () => journal.close() };
 }
 
 /** What `postern status` reports about a data directory without running a broker in it. */

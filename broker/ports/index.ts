@@ -2,3 +2,5 @@ export type { Clock } from './clock.js';
 export type { IdSource } from './id-source.js';
 export { systemClock } from './system-clock.js';
 export { createRandomIdSource } from './random-id-source.js';
+export { credentialKinds, type CredentialInfo, type CredentialKind, type CredentialVault, type SecretMaterial, type VaultState } from './credential-vault.js';
+export type { DispatchGate } from './dispatch-gate.js';

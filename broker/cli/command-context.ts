@@ -1,0 +1,41 @@
+import os from 'node:os';
+import { Option, type Command } from 'commander';
+import { ensureDataDir, resolveDataDir } from '../host/index.js';
+import type { CliIo } from './cli-io.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface CommonOptions {
+  dataDir?: string;
+}
+
+/**
+ * What a group of commands (vault, audit, …) gets to register itself on the program: each group
+ * lives in its own file and exports `registerXCommands(program, context)`.
+ */
+export interface CommandContext {
+  readonly env: Env;
+  readonly io: CliIo;
+  readonly version: string;
+  /** The process exit code the running command wants (0 unless set). */
+  setResult(code: number): void;
+}
+
+/** Every command takes --data-dir. */
+export function withDataDir(command: Command): Command {
+  return command.addOption(
+    new Option('--data-dir <dir>', 'where the journal and vault live (default: POSTERN_DATA_DIR or the per-user app data folder)'),
+  );
+}
+
+/** --data-dir, else POSTERN_DATA_DIR, else the per-user application data folder. */
+export function resolveFromOptions(options: CommonOptions, env: Env): string {
+  return resolveDataDir({ flag: options.dataDir, env, platform: process.platform, home: os.homedir(), cwd: process.cwd() });
+}
+
+/** Resolves the data directory and creates it (0700) if needed; refuses one others can read. */
+export function prepareDataDir(options: CommonOptions, env: Env): string {
+  const dataDir = resolveFromOptions(options, env);
+  ensureDataDir(dataDir);
+  return dataDir;
+}

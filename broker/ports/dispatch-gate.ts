@@ -1,0 +1,16 @@
+import type { JournalEvent, NewEvent } from '../contract/index.js';
+
+/**
+ * What a channel may do with the journal: record observations, and cross the dispatch boundary.
+ * Implemented by broker/journal's Journal; channels depend on this port, never on the journal.
+ */
+export interface DispatchGate {
+  /**
+   * Records DISPATCH_STARTED for `attempt` and resolves only when it is durable. The channel hands
+   * the first application byte to the transport only after this resolves; if it rejects, nothing
+   * may be sent.
+   */
+  beginDispatch(actionId: string, attempt: number, connection: { connection: 'fresh' | 'reused'; connection_id?: string }): Promise<{ event: JournalEvent }>;
+  /** Appends an observation or settlement; resolves when durable. */
+  append(event: NewEvent): Promise<{ event: JournalEvent }>;
+}
