@@ -1,3 +1,4 @@
+import { journalMigrations } from './migrations/index.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -190,7 +191,7 @@ describe('when the journal is read', () => {
     const seqs = [...t.journal.events()].map((e) => e.seq);
     expect(seqs).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
     expect([...t.journal.events(590)].map((e) => e.seq)).toEqual([590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600]);
-    expect(t.journal.stats()).toMatchObject({ events: 600, last_seq: 600, schema_version: 2, state: 'open' });
+    expect(t.journal.stats()).toMatchObject({ events: 600, last_seq: 600, schema_version: journalMigrations.length, state: 'open' });
   });
 });
 

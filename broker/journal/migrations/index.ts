@@ -1,6 +1,7 @@
 import type { Migration } from '../migration.js';
 import { migration001Initial } from './001-initial.js';
 import { migration002ReadIndexes } from './002-read-indexes.js';
+import { migration003Results } from './003-results.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
-export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes];
+export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results];
