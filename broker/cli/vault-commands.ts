@@ -1,0 +1,257 @@
+import { Option, type Command } from 'commander';
+import { CodedError, ErrorCode, isCodedError, isMember } from '../contract/index.js';
+import { controlSocketPath, sendControlRequest, type ControlReply, type ControlRequest } from '../host/index.js';
+import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
+import { openVault, type Vault } from '../vault/index.js';
+import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { passphraseFromFile, readPassphrase, readSecretFromStdin } from './secret-input.js';
+
+interface PassphraseOptions extends CommonOptions {
+  passphraseFile?: string;
+}
+interface AddOptions extends PassphraseOptions {
+  kind: string;
+  header?: string;
+  template?: string;
+  param?: string;
+  bind: string[];
+  fromStdin?: boolean;
+  keyPassphraseFile?: string;
+}
+interface RotateOptions extends PassphraseOptions {
+  fromStdin?: boolean;
+  keyPassphraseFile?: string;
+}
+interface ListOptions extends CommonOptions {
+  json?: boolean;
+}
+
+/**
+ * `postern vault init|unlock|lock|add|rotate|list|remove`. Secrets come from stdin or the
+ * terminal, passphrases from a file or the terminal; no option ever takes a secret value, and
+ * nothing printed ever contains one. add/rotate/list/remove work on vault.sqlite directly (SQLite
+ * serializes them with a running daemon, which re-reads metadata on every use); unlock/lock reach
+ * the daemon's in-memory vault through its control socket.
+ */
+export function registerVaultCommands(program: Command, context: CommandContext): void {
+  const { env, io } = context;
+  const vault = program.command('vault').description('The encrypted credential vault: create, unlock, lock, add, rotate, list, remove.');
+
+  withPassphraseFile(withDataDir(vault.command('init').description('Create the vault (asks for a new passphrase).'))).action(async (options: PassphraseOptions) => {
+    const dataDir = prepareDataDir(options, env);
+    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'New vault passphrase', { confirm: true });
+    try {
+      await withVault(dataDir, (v) => v.init(passphrase));
+    } finally {
+      passphrase.fill(0);
+    }
+    io.out(`Vault created: ${dataDir}/vault.sqlite. It stays locked except inside a running broker (postern vault unlock).`);
+  });
+
+  withPassphraseFile(withDataDir(vault.command('unlock').description("Unlock the running daemon's vault (or check the passphrase when none runs)."))).action(
+    async (options: PassphraseOptions) => {
+      const dataDir = prepareDataDir(options, env);
+      const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+      try {
+        const reply = await askDaemon(dataDir, { op: 'unlock', passphrase: passphrase.toString('utf8') });
+        if (reply !== undefined) {
+          valueOf(reply);
+          io.out('Vault unlocked in the running broker.');
+          return;
+        }
+        await withVault(dataDir, (v) => v.unlock(passphrase));
+        io.out('The passphrase is correct. No broker is running for this data directory, so nothing stays unlocked.');
+      } finally {
+        passphrase.fill(0);
+      }
+    },
+  );
+
+  withDataDir(vault.command('lock').description("Lock the running daemon's vault now (drops its keys).")).action(async (options: CommonOptions) => {
+    const dataDir = prepareDataDir(options, env);
+    const reply = await askDaemon(dataDir, { op: 'lock' });
+    if (reply === undefined) {
+      io.out('No broker is running for this data directory; the vault is locked (it is only ever unlocked inside a running broker).');
+      return;
+    }
+    valueOf(reply);
+    io.out('Vault locked in the running broker.');
+  });
+
+  withPassphraseFile(
+    withDataDir(
+      vault
+        .command('add')
+        .description('Add a credential; the secret is read from stdin (--from-stdin), never from the command line.')
+        .argument('<name>', 'credential name (letters, digits, . _ -)')
+        .addOption(new Option('--kind <kind>', 'what the secret is and how it is injected').choices([...credentialKinds]).makeOptionMandatory())
+        .option('--header <name>', 'kind header: the header to set')
+        .option('--template <template>', 'kind header: the value, containing {secret} once (default {secret})')
+        .option('--param <name>', 'kind query: the query parameter to set')
+        .option('--bind <host>', 'a host (or route / host entry) this credential may be sent to; repeatable', collect, [])
+        .option('--from-stdin', 'read the secret from stdin (required: secrets never travel in argv)')
+        .option('--key-passphrase-file <file>', 'kind ssh_key: a file holding the passphrase of an encrypted key (used once, not stored)'),
+    ),
+  ).action(async (name: string, options: AddOptions) => {
+    const dataDir = prepareDataDir(options, env);
+    requireStdin(options.fromStdin);
+    const kind = options.kind as CredentialKind;
+    const held: (Buffer | undefined)[] = [];
+    try {
+      const secret = await readSecretFromStdin({ keepNewline: kind === 'ssh_key' });
+      held.push(secret);
+      const keyPassphrase = passphraseFromFile({ file: options.keyPassphraseFile, env: {} }, '--key-passphrase-file');
+      held.push(keyPassphrase);
+      const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+      held.push(passphrase);
+      const info = await withUnlockedVault(dataDir, passphrase, (v) =>
+        v.add({
+          name,
+          kind,
+          secret,
+          bindings: options.bind,
+          ...(options.header === undefined ? {} : { header: options.header }),
+          ...(options.template === undefined ? {} : { template: options.template }),
+          ...(options.param === undefined ? {} : { param: options.param }),
+          ...(keyPassphrase === undefined ? {} : { sshKeyPassphrase: keyPassphrase }),
+        }),
+      );
+      io.out(`Added ${describeLine(info)}`);
+    } finally {
+      for (const bytes of held) bytes?.fill(0);
+    }
+  });
+
+  withPassphraseFile(
+    withDataDir(
+      vault
+        .command('rotate')
+        .description("Replace a credential's secret (read from stdin); its version tag changes.")
+        .argument('<name>', 'credential name')
+        .option('--from-stdin', 'read the new secret from stdin (required)')
+        .option('--key-passphrase-file <file>', 'kind ssh_key: a file holding the passphrase of an encrypted key'),
+    ),
+  ).action(async (name: string, options: RotateOptions) => {
+    const dataDir = prepareDataDir(options, env);
+    requireStdin(options.fromStdin);
+    const keepNewline = (await describeKind(dataDir, name)) === 'ssh_key';
+    const held: (Buffer | undefined)[] = [];
+    try {
+      const secret = await readSecretFromStdin({ keepNewline });
+      held.push(secret);
+      const keyPassphrase = passphraseFromFile({ file: options.keyPassphraseFile, env: {} }, '--key-passphrase-file');
+      held.push(keyPassphrase);
+      const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+      held.push(passphrase);
+      const info = await withUnlockedVault(dataDir, passphrase, (v) => v.rotate(name, secret, keyPassphrase === undefined ? {} : { sshKeyPassphrase: keyPassphrase }));
+      io.out(`Rotated ${describeLine(info)}`);
+    } finally {
+      for (const bytes of held) bytes?.fill(0);
+    }
+  });
+
+  withDataDir(vault.command('list').description('List credentials: names, kinds, versions, bindings (never a secret).'))
+    .option('--json', 'print one JSON object instead of text')
+    .action(async (options: ListOptions) => {
+      const dataDir = prepareDataDir(options, env);
+      const { state, credentials } = await withVault(dataDir, (v) => Promise.resolve({ state: v.state(), credentials: v.list() }));
+      if (options.json === true) {
+        io.out(JSON.stringify({ state, credentials }));
+        return;
+      }
+      io.out(`Vault: ${state}, ${credentials.length} credential${credentials.length === 1 ? '' : 's'}`);
+      for (const info of credentials) io.out(`  ${describeLine(info)}`);
+    });
+
+  withDataDir(
+    vault
+      .command('remove')
+      .description('Remove a credential (needs no passphrase: it only takes capability away).')
+      .argument('<name>', 'credential name'),
+  ).action(async (name: string, options: CommonOptions) => {
+    const dataDir = prepareDataDir(options, env);
+    await withVault(dataDir, (v) => v.remove(name));
+    io.out(`Removed ${name}.`);
+  });
+}
+
+function withPassphraseFile(command: Command): Command {
+  return command.option('--passphrase-file <file>', 'read the vault passphrase from this file (trailing newline dropped); else POSTERN_PASSPHRASE_FILE; else ask on the terminal');
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function requireStdin(fromStdin: boolean | undefined): void {
+  if (fromStdin !== true) {
+    throw new CodedError('INVALID_ARGUMENT', 'the secret is read only from stdin: pass --from-stdin and pipe it in (never as an argument)', { field: '--from-stdin' });
+  }
+}
+
+/** Metadata only: `name (kind, version v2-…, id cred_…) → host, host`. */
+function describeLine(info: CredentialInfo): string {
+  const extra = [info.header === undefined ? '' : `header ${info.header}`, info.param === undefined ? '' : `param ${info.param}`].filter((s) => s !== '');
+  const bindings = info.bindings.length === 0 ? 'no bindings' : info.bindings.join(', ');
+  return `${info.name} (${[info.kind, ...extra, `version ${info.version_tag}`, info.id].join(', ')}) → ${bindings}`;
+}
+
+/** Opens vault.sqlite for one command, maps field names to this command line's, and always closes it. */
+async function withVault<T>(dataDir: string, use: (vault: Vault) => Promise<T>): Promise<T> {
+  const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
+  try {
+    return await use(vault);
+  } catch (error) {
+    throw withCliField(error);
+  } finally {
+    await vault.close();
+  }
+}
+
+function withUnlockedVault<T>(dataDir: string, passphrase: Uint8Array, use: (vault: Vault) => Promise<T>): Promise<T> {
+  return withVault(dataDir, async (vault) => {
+    await vault.unlock(passphrase);
+    return use(vault);
+  });
+}
+
+async function describeKind(dataDir: string, name: string): Promise<CredentialKind | undefined> {
+  return withVault(dataDir, (vault) => Promise.resolve(vault.describe(name)?.kind));
+}
+
+const cliFields: Record<string, string> = {
+  passphrase: '--passphrase-file',
+  secret: 'stdin',
+  sshKeyPassphrase: '--key-passphrase-file',
+  name: 'NAME',
+  kind: '--kind',
+  header: '--header',
+  template: '--template',
+  param: '--param',
+  bindings: '--bind',
+};
+
+/** The vault names API fields (`sshKeyPassphrase`); the operator needs the flag to fix. No cause is kept. */
+function withCliField(error: unknown): unknown {
+  if (!isCodedError(error) || error.field === undefined) return error;
+  const base = error.field.replace(/\[\d+\]$/, '');
+  const field = cliFields[base];
+  return field === undefined ? error : new CodedError(error.code, error.message, { field });
+}
+
+/** The daemon's reply, or undefined when no daemon listens on this data directory's control socket. */
+async function askDaemon(dataDir: string, request: ControlRequest): Promise<ControlReply | undefined> {
+  try {
+    return await sendControlRequest(controlSocketPath(dataDir), request);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ECONNREFUSED') return undefined;
+    throw error;
+  }
+}
+
+function valueOf(reply: ControlReply): void {
+  if (reply.ok) return;
+  const code = isMember(ErrorCode, reply.error.code) ? reply.error.code : 'INTERNAL';
+  throw withCliField(new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field }));
+}

@@ -1,0 +1,54 @@
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../ports/index.js';
+import { createTempDir, type TempDir } from '../testing/temp-dir.js';
+import { openVault } from '../vault/index.js';
+import { createBrokerRuntime } from './broker-runtime.js';
+import { controlSocketPath, sendControlRequest } from './control-socket.js';
+
+let dir: TempDir;
+afterEach(() => dir.remove());
+
+const options = { mode: 'headless' as const, version: '0.0.0-test', startedAtMs: 1 };
+const passphrase = 'runtime vault passphrase';
+
+async function initializedDir(): Promise<string> {
+  dir = createTempDir('prv-');
+  const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min' });
+  await vault.init(Buffer.from(passphrase));
+  await vault.close();
+  return dir.path;
+}
+
+describe('the broker runtime and its vault', () => {
+  it('opens the vault beside the journal, unlocks it at start with the passphrase, serves control.sock, and removes it on close', async () => {
+    const dataDir = await initializedDir();
+    const runtime = await createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from(passphrase) });
+    expect(runtime.broker.status().vault).toEqual({ state: 'unlocked' });
+    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toEqual({ ok: true, value: { state: 'locked' } });
+    expect(runtime.vault.state()).toBe('locked');
+    await runtime.close();
+    expect(existsSync(controlSocketPath(dataDir))).toBe(false);
+  });
+
+  it('when the start passphrase is wrong, it fails with VAULT_PASSPHRASE_INVALID and leaves nothing open (a new runtime starts)', async () => {
+    const dataDir = await initializedDir();
+    await expect(createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from('wrong passphrase') })).rejects.toMatchObject({
+      code: 'VAULT_PASSPHRASE_INVALID',
+    });
+    expect(existsSync(controlSocketPath(dataDir))).toBe(false);
+    const runtime = await createBrokerRuntime({ dataDir, ...options });
+    expect(runtime.broker.status().vault).toEqual({ state: 'locked' });
+    await runtime.close();
+  });
+
+  it('when a broker already runs on the data dir, a second refuses before opening the journal', async () => {
+    const dataDir = await initializedDir();
+    const runtime = await createBrokerRuntime({ dataDir, ...options });
+    try {
+      await expect(createBrokerRuntime({ dataDir, ...options })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: '--data-dir' });
+    } finally {
+      await runtime.close();
+    }
+  });
+});

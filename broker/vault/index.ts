@@ -1,0 +1,30 @@
+import type { Clock } from '../ports/index.js';
+import { sodiumReady, type KdfStrength } from './vault-crypto.js';
+import { VaultStore } from './vault-store.js';
+import { idleLockMsDefault, Vault } from './vault.js';
+
+export { Vault, idleLockMsDefault, passphraseBytesMin, passphraseBytesMax, type AddOptions } from './vault.js';
+export { vaultFileName } from './vault-store.js';
+export { credentialNamePattern, secretBytesMax, type CredentialInput } from './credential-input.js';
+export { sshKeyPassphraseBytesMax } from './ssh-key-import.js';
+export { chooseKeyProtector, keyProtectorBackend, type KeyProtectorDecision } from './choose-key-protector.js';
+export type { KdfStrength } from './vault-crypto.js';
+
+export interface OpenVaultOptions {
+  dataDir: string;
+  clock: Clock;
+  /** Lock after this long without operator activity; default 15 min; 0 = never. */
+  idleLockMs?: number;
+  /** Argon2id cost for a new vault. 'min' is for tests only (still real Argon2id). Default 'moderate'. */
+  kdf?: KdfStrength;
+}
+
+/**
+ * Opens (creating if needed) `vault.sqlite` in the data directory. The vault starts locked, or
+ * uninitialized when no key was ever set; nothing is decrypted until `unlock`.
+ */
+export async function openVault(options: OpenVaultOptions): Promise<Vault> {
+  await sodiumReady();
+  const store = VaultStore.open(options.dataDir);
+  return new Vault({ store, clock: options.clock, idleLockMs: options.idleLockMs ?? idleLockMsDefault, kdf: options.kdf ?? 'moderate' });
+}
