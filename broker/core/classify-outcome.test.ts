@@ -46,6 +46,8 @@ const rows: Row[] = [
     { phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction', code: 'CONNECT_REFUSED' }],
   ['the TLS certificate has expired', { ...base, setup: { failure: 'tls_certificate', stage: 'tls_handshake', attempts: 1, attemptsMax: 3 } },
     { phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction', code: 'TLS_FAILED' }],
+  ['the network guard refuses the resolved address', { ...base, setup: { failure: 'address_forbidden', stage: 'dns', attempts: 1, attemptsMax: 3 } },
+    { phase: 'connection_setup', outcome: 'not_attempted', code: 'INVALID_TARGET', retry: 'after_correction', effect: 'no_effect' }],
   ['the host name does not exist', { ...base, setup: { failure: 'dns_not_found', stage: 'dns', attempts: 1, attemptsMax: 3 } },
     { phase: 'connection_setup', code: 'DNS_FAILED', retry: 'after_correction' }],
   ['DNS fails temporarily', { ...base, setup: { failure: 'dns_temporary', stage: 'dns', attempts: 1, attemptsMax: 3 } },

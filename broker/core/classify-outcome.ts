@@ -234,6 +234,7 @@ const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
   network_unreachable: 'NETWORK_UNREACHABLE',
   tls_certificate: 'TLS_FAILED',
   tls_handshake: 'TLS_FAILED',
+  address_forbidden: 'INVALID_TARGET',
   proxy_tunnel: 'PROXY_FAILED',
   ssh_transport: 'SSH_TRANSPORT_FAILED',
   ssh_host_key: 'SSH_HOST_KEY_REJECTED',

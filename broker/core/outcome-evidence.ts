@@ -20,6 +20,8 @@ export type SetupFailure =
   | 'network_unreachable'
   | 'tls_certificate'
   | 'tls_handshake'
+  /** The network guard refused every resolved address (link-local, metadata, a private range the route does not name). */
+  | 'address_forbidden'
   | 'proxy_tunnel'
   | 'ssh_transport'
   | 'ssh_host_key'

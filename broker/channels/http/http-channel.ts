@@ -1,0 +1,344 @@
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import type { NewEvent } from '../../contract/index.js';
+import { classifyOutcome, type SetupFailure } from '../../core/index.js';
+import type { DispatchGate } from '../../ports/index.js';
+import { HttpConnection } from './http-connection.js';
+import { HttpConnectionPool } from './http-connection-pool.js';
+import { defaultHttpLimits, type HttpLimits } from './http-limits.js';
+import { openPinnedSocket, SetupFailed, type ConnectionTarget, type LookupAll, type SetupStage } from './open-pinned-socket.js';
+import { keptResponseHeaders } from './response-headers.js';
+import { forgetSocket, observeSocket } from './undici-observer.js';
+
+/** One request as it will go on the wire, credential already injected. Never logged or journaled. */
+export interface HttpWireRequest {
+  readonly actionId: string;
+  readonly target: ConnectionTarget & { readonly origin: string; readonly poolKey: string };
+  readonly method: string;
+  /** Path and query as sent (kind query: it carries the secret). */
+  readonly path: string;
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly body: Uint8Array | undefined;
+  /** The caller's whole wait; when it passes, before dispatch nothing is sent, after it the effect is unknown. */
+  readonly timeoutMs: number;
+  /** Aborts the action only while it is before dispatch (e.g. the vault locked). */
+  readonly beforeDispatch: AbortSignal;
+}
+
+/** One attempt as the envelope and the executor see it. */
+export interface AttemptReport {
+  readonly n: number;
+  readonly stage: string;
+  readonly dispatched: boolean;
+  readonly failure?: SetupFailure;
+  readonly detail?: string;
+  readonly connection?: 'fresh' | 'reused';
+  readonly connection_id?: string;
+}
+
+export interface HttpResponseReport {
+  readonly status: number;
+  /** Allow-listed, non-secret response headers only. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly framingComplete: boolean;
+  /** Bytes kept (at most resultBodyBytesMax for a complete response, diagnosticBytesMax otherwise). */
+  readonly body: Buffer;
+  readonly truncated: boolean;
+  readonly totalBytes: number;
+  /** sha256 of every body byte received (not only the kept ones). */
+  readonly digest: string;
+}
+
+/** What the channel observed. It decides nothing about the outcome: broker/core does. */
+export interface HttpChannelReport {
+  readonly attempts: readonly AttemptReport[];
+  /** Setup failed on every fresh attempt (provably nothing sent). */
+  readonly setup?: { failure: SetupFailure; stage: SetupStage; attempts: number; attemptsMax: number };
+  /** Stopped before dispatch by the beforeDispatch signal or the caller's deadline. */
+  readonly stoppedBeforeDispatch?: 'signal' | 'deadline';
+  readonly dispatchStarted: boolean;
+  readonly dispatchSeq?: number;
+  readonly connection?: 'fresh' | 'reused';
+  readonly connectionId?: string;
+  readonly handedToTransport: boolean;
+  readonly requestComplete: boolean;
+  readonly transportBroken: boolean;
+  readonly callerDeadline: boolean;
+  /** An informational (1xx) response arrived: remote receipt, never a result. */
+  readonly informationalSeen?: boolean;
+  readonly response?: HttpResponseReport;
+  readonly peerFingerprint?: string;
+  /** A journal append failed: the record is not trustworthy beyond what was durable. */
+  readonly journalFailed?: unknown;
+}
+
+export interface HttpChannelOptions {
+  readonly gate: DispatchGate;
+  readonly limits?: Partial<HttpLimits>;
+  /** DNS resolution (all addresses); tests inject answers to exercise the network guard. */
+  readonly lookup?: LookupAll;
+}
+
+/**
+ * The HTTP channel (undici 7). The dispatch boundary, on both paths, is a single line: `dispatch()`
+ * is only ever called after `await gate.beginDispatch(...)` resolved for this attempt —
+ *  - fresh: DNS (pinned), TCP and TLS are done here first (openPinnedSocket), each stage recorded;
+ *    a failure is SETUP_ATTEMPT_FAILED and, while no attempt crossed dispatch and the failure is
+ *    transient, a bounded retry;
+ *  - reused: the idle connection is taken exclusively from the pool, then beginDispatch, then the
+ *    request is handed to it.
+ * The connection's undici Client can obtain no socket but the one handed to it (http-connection.ts).
+ */
+export class HttpChannel {
+  readonly limits: HttpLimits;
+  private readonly pool: HttpConnectionPool;
+
+  constructor(private readonly options: HttpChannelOptions) {
+    this.limits = { ...defaultHttpLimits, ...options.limits };
+    this.pool = new HttpConnectionPool(this.limits.idleConnectionsMax);
+  }
+
+  async perform(request: HttpWireRequest): Promise<HttpChannelReport> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), request.timeoutMs);
+    const beforeDispatch = AbortSignal.any([request.beforeDispatch, deadline.signal]);
+    const journal = new PendingAppends(this.options.gate);
+    try {
+      const report = await this.attempts(request, beforeDispatch, deadline.signal, journal);
+      const journalFailed = await journal.settle();
+      return journalFailed === undefined ? report : { ...report, journalFailed };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Closes idle connections (shutdown, tests). */
+  close(): void {
+    this.pool.closeAll();
+  }
+
+  idleConnections(poolKey: string): number {
+    return this.pool.idleCount(poolKey);
+  }
+
+  private async attempts(
+    request: HttpWireRequest,
+    beforeDispatch: AbortSignal,
+    deadline: AbortSignal,
+    journal: PendingAppends,
+  ): Promise<HttpChannelReport> {
+    const attempts: AttemptReport[] = [];
+    const notDispatched = { dispatchStarted: false, handedToTransport: false, requestComplete: false, transportBroken: false, callerDeadline: false };
+    const stopped = (): HttpChannelReport => ({
+      attempts,
+      ...notDispatched,
+      stoppedBeforeDispatch: deadline.aborted ? 'deadline' : 'signal',
+    });
+    for (let n = 1; ; n += 1) {
+      let connection = this.pool.take(request.target.poolKey);
+      const reused = connection !== undefined;
+      if (connection === undefined) {
+        try {
+          const opened = await openPinnedSocket(request.target, {
+            signal: beforeDispatch,
+            connectTimeoutMs: this.limits.connectTimeoutMs,
+            dnsAddressesMax: this.limits.dnsAddressesMax,
+            ...(this.options.lookup === undefined ? {} : { lookup: this.options.lookup }),
+          });
+          connection = new HttpConnection(opened, request.target.origin, this.limits);
+        } catch (error) {
+          if (!(error instanceof SetupFailed)) throw error;
+          if (error.failure === 'cancelled') return stopped();
+          const failure = error.failure;
+          attempts.push({ n, stage: error.stage, dispatched: false, failure, detail: error.detail });
+          await this.options.gate.append({ kind: 'SETUP_ATTEMPT_FAILED', action_id: request.actionId, payload: { attempt: n, stage: error.stage, detail: error.detail } });
+          const setup = { failure, stage: error.stage, attempts: n, attemptsMax: this.limits.setupAttemptsMax };
+          // The retry decision is the core's: transient and attempts left → backoff.
+          const verdict = classifyOutcome({ channel: 'http', setup, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+          if (verdict.retry !== 'backoff') return { attempts, ...notDispatched, setup };
+          const backoffMs = Math.min(this.limits.setupBackoffMsBase * 2 ** (n - 1), this.limits.setupBackoffMsMax);
+          try {
+            await sleep(backoffMs, undefined, { signal: beforeDispatch });
+          } catch {
+            return stopped();
+          }
+          continue;
+        }
+      }
+      if (beforeDispatch.aborted) {
+        if (reused) this.pool.release(request.target.poolKey, connection);
+        else connection.close();
+        return stopped();
+      }
+      const kind = reused ? 'reused' : 'fresh';
+      let dispatchSeq: number;
+      try {
+        // THE BOUNDARY: nothing below runs until DISPATCH_STARTED is durable.
+        const { event } = await this.options.gate.beginDispatch(request.actionId, n, { connection: kind, connection_id: connection.id });
+        dispatchSeq = event.seq;
+      } catch (journalFailed) {
+        // Not durable → not sent. The connection never saw this request.
+        if (reused) this.pool.release(request.target.poolKey, connection);
+        else connection.close();
+        return { attempts, ...notDispatched, journalFailed };
+      }
+      attempts.push({ n, stage: 'dispatch_started', dispatched: true, connection: kind, connection_id: connection.id });
+      const exchange = await this.exchange(request, connection, n, deadline, journal);
+      const reusable = exchange.response?.framingComplete === true && !exchange.transportBroken && connection.alive();
+      if (reusable) this.pool.release(request.target.poolKey, connection);
+      else connection.close();
+      return {
+        attempts,
+        dispatchStarted: true,
+        dispatchSeq,
+        connection: kind,
+        connectionId: connection.id,
+        ...exchange,
+        ...(connection.opened.peerFingerprint === undefined ? {} : { peerFingerprint: connection.opened.peerFingerprint }),
+      };
+    }
+  }
+
+  /** Hands the request to undici on `connection` and observes until the response ends or breaks. */
+  private exchange(
+    request: HttpWireRequest,
+    connection: HttpConnection,
+    attempt: number,
+    deadline: AbortSignal,
+    journal: PendingAppends,
+  ): Promise<Pick<HttpChannelReport, 'handedToTransport' | 'requestComplete' | 'transportBroken' | 'callerDeadline' | 'informationalSeen' | 'response'>> {
+    const limits = this.limits;
+    const actionId = request.actionId;
+    const facts = { handedToTransport: false, requestComplete: false, transportBroken: false, callerDeadline: false, informationalSeen: false };
+    let status: number | undefined;
+    let headers: Record<string, string> = {};
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let totalBytes = 0;
+    let overLimit = false;
+    const hash = createHash('sha256');
+    connection.requests += 1;
+    observeSocket(connection.socket, {
+      headersSent: () => {
+        facts.handedToTransport = true;
+      },
+      bodySent: () => {
+        facts.requestComplete = true;
+        journal.add({ kind: 'REQUEST_SENT', action_id: actionId, payload: { attempt, request_complete: true } });
+      },
+    });
+    return new Promise((resolve) => {
+      let controller: Dispatcher.DispatchController | undefined;
+      const onDeadline = (): void => {
+        facts.callerDeadline = true;
+        controller?.abort(new DeadlineError());
+      };
+      deadline.addEventListener('abort', onDeadline, { once: true });
+      const finish = (framingComplete: boolean): void => {
+        deadline.removeEventListener('abort', onDeadline);
+        forgetSocket(connection.socket);
+        if (facts.handedToTransport && !facts.requestComplete) {
+          journal.add({ kind: 'REQUEST_SENT', action_id: actionId, payload: { attempt, request_complete: false } });
+        }
+        const digest = `sha256:${hash.digest('hex')}`;
+        if (framingComplete) journal.add({ kind: 'REMOTE_RESPONSE_COMPLETE', action_id: actionId, payload: { attempt, digest } });
+        else if (facts.transportBroken) journal.add({ kind: 'CONNECTION_LOST', action_id: actionId, payload: { attempt } });
+        const keepMax = framingComplete ? limits.resultBodyBytesMax : limits.diagnosticBytesMax;
+        const body = Buffer.concat(kept).subarray(0, keepMax);
+        resolve({
+          ...facts,
+          ...(status === undefined
+            ? {}
+            : { response: { status, headers, framingComplete, body, truncated: body.length < totalBytes, totalBytes, digest } }),
+        });
+      };
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(c) {
+          controller = c;
+          if (deadline.aborted) onDeadline();
+        },
+        onResponseStart(_c, statusCode, responseHeaders: IncomingHttpHeaders) {
+          journal.add({ kind: 'REMOTE_RESPONSE_STARTED', action_id: actionId, payload: { attempt, status: statusCode } });
+          if (statusCode < 200) {
+            // 1xx (undici passes e.g. 103 through; it refuses an unexpected 100) proves receipt, never settles.
+            facts.informationalSeen = true;
+            return;
+          }
+          status = statusCode;
+          headers = keptResponseHeaders(responseHeaders);
+        },
+        onResponseData(c, chunk: Buffer) {
+          totalBytes += chunk.length;
+          hash.update(chunk);
+          if (totalBytes > limits.responseBytesMax) {
+            overLimit = true;
+            c.abort(new ResponseTooLargeError());
+            return;
+          }
+          if (keptBytes < limits.resultBodyBytesMax) {
+            kept.push(chunk);
+            keptBytes += chunk.length;
+          }
+        },
+        onResponseEnd() {
+          finish(true);
+        },
+        onResponseError(_c, _error) {
+          // The error object is never kept: undici errors can describe the request. Only facts.
+          if (!facts.callerDeadline && !overLimit) facts.transportBroken = true;
+          finish(false);
+        },
+      };
+      const body = request.body === undefined ? null : Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+      connection.client.dispatch(
+        {
+          path: request.path,
+          method: request.method as Dispatcher.HttpMethod,
+          headers: request.headers.flatMap(([name, value]) => [name, value]),
+          body,
+          // undici must not decide anything about retrying or resetting on its own.
+          idempotent: false,
+          reset: false,
+        },
+        handler,
+      );
+    });
+  }
+}
+
+/** Observation appends fired from undici callbacks (in order, FIFO in the journal), awaited at the end. */
+class PendingAppends {
+  private readonly pending: Promise<unknown>[] = [];
+  private failure: unknown = undefined;
+
+  constructor(private readonly gate: DispatchGate) {}
+
+  add(event: NewEvent): void {
+    this.pending.push(
+      this.gate.append(event).catch((error: unknown) => {
+        this.failure ??= error;
+      }),
+    );
+  }
+
+  async settle(): Promise<unknown> {
+    await Promise.all(this.pending);
+    return this.failure;
+  }
+}
+
+class DeadlineError extends Error {
+  constructor() {
+    super('the caller deadline passed');
+    this.name = 'DeadlineError';
+  }
+}
+
+class ResponseTooLargeError extends Error {
+  constructor() {
+    super('the response exceeded the read limit');
+    this.name = 'ResponseTooLargeError';
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Every bound of the HTTP channel, named with its unit last. Defaults here; the executor and tests
+ * may pass smaller ones.
+ */
+export interface HttpLimits {
+  /** Request body the agent may send. */
+  readonly bodyBytesMax: number;
+  readonly urlBytesMax: number;
+  readonly headerBytesMax: number;
+  readonly headersCountMax: number;
+  readonly idempotencyKeyCharsMax: number;
+  /** Response body kept in the result store; beyond it the result says truncated (never silently). */
+  readonly resultBodyBytesMax: number;
+  /** Response bytes read at all; beyond it the read is aborted and the response is incomplete. */
+  readonly responseBytesMax: number;
+  /** Partial body of an incomplete response kept as a marked diagnostic. */
+  readonly diagnosticBytesMax: number;
+  /** Each setup stage (DNS, TCP, TLS) separately. */
+  readonly connectTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  /** The caller's whole wait when it names none (timeout_ms), and the most it may name. */
+  readonly callTimeoutMsDefault: number;
+  readonly callTimeoutMsMax: number;
+  /** Connection setup attempts per action while no attempt crossed dispatch. */
+  readonly setupAttemptsMax: number;
+  /** Backoff between setup attempts: base × 2^(n-1), capped. */
+  readonly setupBackoffMsBase: number;
+  readonly setupBackoffMsMax: number;
+  readonly retryAfterMsMax: number;
+  /** Idle pooled connections kept per route, and how long undici keeps one alive. */
+  readonly idleConnectionsMax: number;
+  readonly keepAliveMs: number;
+  /** Addresses from one DNS answer that are checked (all of them must pass). */
+  readonly dnsAddressesMax: number;
+}
+
+export const defaultHttpLimits: HttpLimits = {
+  bodyBytesMax: 1024 * 1024,
+  urlBytesMax: 8 * 1024,
+  headerBytesMax: 16 * 1024,
+  headersCountMax: 64,
+  idempotencyKeyCharsMax: 255,
+  resultBodyBytesMax: 1024 * 1024,
+  responseBytesMax: 64 * 1024 * 1024,
+  diagnosticBytesMax: 4 * 1024,
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 60_000,
+  bodyTimeoutMs: 60_000,
+  callTimeoutMsDefault: 120_000,
+  callTimeoutMsMax: 600_000,
+  setupAttemptsMax: 3,
+  setupBackoffMsBase: 50,
+  setupBackoffMsMax: 1_000,
+  retryAfterMsMax: 3_600_000,
+  idleConnectionsMax: 4,
+  keepAliveMs: 4_000,
+  dnsAddressesMax: 16,
+};

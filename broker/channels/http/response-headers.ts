@@ -1,0 +1,36 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * Response headers kept in the result: an allow-list of non-secret ones. Set-Cookie,
+ * WWW-Authenticate, Authentication-Info and anything unknown are dropped — a remote may put session
+ * material in them and the agent must never receive credentials through the broker.
+ */
+export const keptResponseHeaderNames: ReadonlySet<string> = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'location',
+  'retry-after',
+  'etag',
+  'last-modified',
+  'date',
+  'cache-control',
+  'x-request-id',
+  'request-id',
+  'x-correlation-id',
+  'idempotency-key',
+  'idempotent-replayed',
+  'operation-location',
+  'proxy-status',
+]);
+const headerValueCharsMax = 2048;
+
+export function keptResponseHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (!keptResponseHeaderNames.has(lower) || value === undefined) continue;
+    kept[lower] = (Array.isArray(value) ? value.join(', ') : value).slice(0, headerValueCharsMax);
+  }
+  return kept;
+}

@@ -1,0 +1,11 @@
+export {
+  configSchema,
+  routeSchema,
+  configJsonSchema,
+  httpMethods,
+  defaultIdempotentMethods,
+  requestParts,
+  type PosternConfigInput,
+  type RouteSettings,
+} from './config-schema.js';
+export { loadConfig, parseConfig, fieldPath, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';

@@ -1,0 +1,123 @@
+import Database from 'better-sqlite3';
+import { CodedError } from '../contract/index.js';
+import { requireDurableConnection } from './durability.js';
+
+/** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
+export const resultChunkBytes = 64 * 1024;
+/** A stored result's summary (status, kept headers, ids) stays small; the body goes in chunks. */
+export const resultSummaryBytesMax = 64 * 1024;
+const busyTimeoutMs = 2_000;
+
+export interface ResultInput {
+  readonly result_id: string;
+  readonly action_id: string;
+  readonly attempt: number;
+  /** Non-secret facts (status, allow-listed headers, submission ids…), stored as JSON. */
+  readonly summary: Readonly<Record<string, unknown>>;
+  /** The kept body bytes (at most the configured cap). */
+  readonly body: Uint8Array;
+  /** Bytes received, including any beyond the cap. */
+  readonly total_bytes: number;
+  readonly truncated: boolean;
+  /** sha256 over everything received. */
+  readonly digest: string;
+  readonly created_at_ms: number;
+}
+
+export interface StoredResult {
+  readonly result_id: string;
+  readonly action_id: string;
+  readonly attempt: number;
+  readonly summary: Record<string, unknown>;
+  readonly body: Buffer;
+  readonly total_bytes: number;
+  readonly stored_bytes: number;
+  readonly truncated: boolean;
+  readonly digest: string;
+  readonly created_at_ms: number;
+}
+
+/**
+ * The retrievable result under an invocation id (migration 003: results + result_chunks). Its own
+ * connection to the journal file, with the same durability pragmas read back, because the journal's
+ * connection is private to its group commit. Order of writes (article 000): the executor commits
+ * the result here — summary, every chunk and the completeness marker in ONE transaction, fsynced —
+ * and only then appends RESULT_COMMITTED naming it, so a RESULT_COMMITTED never points at a result
+ * that is not durable; a crash in between leaves an unreferenced complete result and an action that
+ * recovery classifies from its own events. Fetching a result is a read, never a second execution.
+ */
+export class ResultStore {
+  private constructor(private readonly db: Database.Database) {}
+
+  /** Opens the journal's database file (already migrated by Journal.open). */
+  static open(path: string, platform: NodeJS.Platform = process.platform): ResultStore {
+    const db = new Database(path, { fileMustExist: true });
+    try {
+      requireDurableConnection(db, platform);
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'results'`).get();
+      if (table === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results table (schema older than 3)');
+      return new ResultStore(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  commit(input: ResultInput): void {
+    const summary = JSON.stringify(input.summary);
+    if (Buffer.byteLength(summary) > resultSummaryBytesMax) {
+      throw new CodedError('PAYLOAD_LIMIT', `a result summary is at most ${resultSummaryBytesMax} bytes`, { field: 'summary' });
+    }
+    const body = Buffer.from(input.body.buffer, input.body.byteOffset, input.body.byteLength);
+    const chunks = Math.ceil(body.length / resultChunkBytes);
+    const insertResult = this.db.prepare(
+      `INSERT INTO results (result_id, action_id, attempt, summary, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+    );
+    const insertChunk = this.db.prepare(`INSERT INTO result_chunks (result_id, n, bytes) VALUES (?, ?, ?)`);
+    this.db.transaction(() => {
+      insertResult.run(input.result_id, input.action_id, input.attempt, summary, input.total_bytes, body.length, input.truncated ? 1 : 0, input.digest, chunks, input.created_at_ms);
+      for (let n = 0; n < chunks; n += 1) insertChunk.run(input.result_id, n, body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes));
+    }).immediate();
+  }
+
+  /** The complete result, or undefined (absent, or not marked complete: chunks are not trusted). */
+  read(resultId: string): StoredResult | undefined {
+    const row = this.db
+      .prepare(`SELECT * FROM results WHERE result_id = ? AND complete = 1`)
+      .get(resultId) as
+      | { result_id: string; action_id: string; attempt: number; summary: string; total_bytes: number; stored_bytes: number; truncated: number; digest: string; chunks: number; created_at_ms: number }
+      | undefined;
+    if (row === undefined) return undefined;
+    const parts = this.db.prepare(`SELECT n, bytes FROM result_chunks WHERE result_id = ? ORDER BY n`).all(resultId) as { n: number; bytes: Buffer }[];
+    if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i)) {
+      throw new CodedError('INTERNAL', `result ${resultId} is marked complete but its chunks are not in sequence`);
+    }
+    const body = Buffer.concat(parts.map((p) => p.bytes));
+    if (body.length !== row.stored_bytes) throw new CodedError('INTERNAL', `result ${resultId} has ${body.length} stored bytes, expected ${row.stored_bytes}`);
+    return {
+      result_id: row.result_id,
+      action_id: row.action_id,
+      attempt: row.attempt,
+      summary: JSON.parse(row.summary) as Record<string, unknown>,
+      body,
+      total_bytes: row.total_bytes,
+      stored_bytes: row.stored_bytes,
+      truncated: row.truncated === 1,
+      digest: row.digest,
+      created_at_ms: row.created_at_ms,
+    };
+  }
+
+  readForAction(actionId: string): StoredResult | undefined {
+    const row = this.db.prepare(`SELECT result_id FROM results WHERE action_id = ? AND complete = 1 ORDER BY attempt DESC LIMIT 1`).get(actionId) as
+      | { result_id: string }
+      | undefined;
+    return row === undefined ? undefined : this.read(row.result_id);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

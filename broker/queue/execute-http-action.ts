@@ -1,0 +1,427 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HttpChannel, HttpChannelReport } from '../channels/http/index.js';
+import type { PosternConfig, Route } from '../config/index.js';
+import {
+  CodedError,
+  errorCodeMeanings,
+  isCodedError,
+  type ActionState,
+  type Classification,
+  type Envelope,
+  type NewEvent,
+} from '../contract/index.js';
+import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveLane, type LocalGate, type OutcomeEvidence } from '../core/index.js';
+import type { Journal, ResultStore } from '../journal/index.js';
+import type { Clock, CredentialInfo, CredentialVault, IdSource, SecretMaterial } from '../ports/index.js';
+import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
+import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
+import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
+
+export interface HttpActionDeps {
+  readonly ids: IdSource;
+  readonly clock: Clock;
+  readonly journal: Journal;
+  readonly results: ResultStore;
+  readonly vault: CredentialVault;
+  readonly config: PosternConfig;
+  readonly channel: HttpChannel;
+  readonly logger?: Logger;
+  readonly sessionId?: string;
+}
+
+/** The body as the caller receives it: scrubbed of any echoed secret, capped, flagged. */
+export interface HttpActionResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer;
+  readonly truncated: boolean;
+  readonly total_bytes: number;
+  readonly digest: string;
+  readonly redacted: boolean;
+}
+
+export interface HttpActionResult {
+  readonly envelope: Envelope;
+  /** A complete, settled response (also stored under envelope.evidence.result_id). */
+  readonly response?: HttpActionResponse;
+  /** An incomplete response's first bytes: a marked diagnostic, never a result. */
+  readonly diagnostic?: { readonly kind: 'incomplete_response_partial_body'; readonly status: number; readonly body: Buffer; readonly total_bytes: number };
+}
+
+/**
+ * Drives one HTTP action with approval `none` from admission to a recorded outcome (DESIGN §2):
+ * ACTION_ACCEPTED → PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → CREDENTIAL_AUTHORIZED → the channel's
+ * attempts (SETUP_ATTEMPT_FAILED… / DISPATCH_STARTED, REQUEST_SENT, REMOTE_RESPONSE_*) → the result
+ * rows, then RESULT_COMMITTED; or OUTCOME_RECORDED. Every classification comes from broker/core
+ * classifyOutcome. Returns only after the record is durable (article 000's order).
+ */
+export async function executeHttpAction(deps: HttpActionDeps, input: unknown): Promise<HttpActionResult> {
+  const actionId = deps.ids.newActionId();
+  const parsed = httpActionRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue === undefined ? '' : issue.path.map(String).join('.');
+    await accept(deps, actionId, { target: 'route:(invalid)', fingerprint: unparsedFingerprint(input), lane: null, approval: 'none', idempotent: false });
+    return refuse(deps, actionId, unparsedFingerprint(input), { kind: 'validation', code: 'INVALID_ARGUMENT', field }, 'the request is malformed');
+  }
+  const request = normalizeHttpRequest(parsed.data);
+  const fingerprint = requestFingerprint(request);
+  const route = deps.config.routes.get(request.route);
+  if (route === undefined) {
+    await accept(deps, actionId, { target: 'route:(unknown)', fingerprint, lane: null, approval: 'none', idempotent: false });
+    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'route' }, 'no such route');
+  }
+  const lane = resolveLane(route, request.method, request.path);
+  const idempotent = route.idempotent_methods.includes(request.method as never);
+  const admission: Admission = {
+    target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
+    fingerprint,
+    lane: lane.kind === 'lane' ? lane.lane : null,
+    approval: route.approval,
+    idempotent,
+  };
+  // Validation is pure and touches no secret, so it runs before admission is written: a passing
+  // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
+  const preflight = validate(deps, route, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
+  if (!preflight.ok) {
+    await accept(deps, actionId, admission);
+    return refuse(deps, actionId, fingerprint, preflight.gate, preflight.message);
+  }
+  if (route.approval !== 'none') {
+    await accept(deps, actionId, admission);
+    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'UNSUPPORTED_ACTION', field: 'route' }, 'routes that need approval are not supported yet');
+  }
+  await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  return authorizeAndSend(deps, { actionId, route, request, fingerprint, idempotent, path: preflight.path, key: parsed.data.idempotency_key, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true });
+}
+
+interface Admission {
+  target: string;
+  fingerprint: string;
+  lane: string | null;
+  approval: 'none' | 'session' | 'per_call';
+  idempotent: boolean;
+}
+
+async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
+  await append(deps, acceptedEvent(deps, actionId, a));
+}
+
+function acceptedEvent(deps: HttpActionDeps, actionId: string, a: Admission): NewEvent {
+  return {
+    kind: 'ACTION_ACCEPTED',
+    action_id: actionId,
+    session_id: deps.sessionId ?? null,
+    lane: a.lane,
+    payload: { channel: 'http', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: a.idempotent },
+  };
+}
+
+type Preflight = { ok: true; path: string; timeoutMs: number } | { ok: false; gate: LocalGate; message: string };
+
+/** Validation before any secret is touched or any host resolved (the vault is only described). */
+function validate(deps: HttpActionDeps, route: Route, request: NormalizedHttpRequest, key: string | undefined, timeoutMs: number | undefined): Preflight {
+  const limits = deps.channel.limits;
+  const info = deps.vault.state() === 'uninitialized' ? undefined : deps.vault.describe(route.credential);
+  if (deps.vault.state() !== 'uninitialized' && info === undefined) {
+    // The credential name comes from configuration and may itself be sensitive: never echoed.
+    return { ok: false, gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'route' }, message: 'the route names a credential the vault does not hold' };
+  }
+  const owned = [info?.kind === 'header' && info.header !== undefined ? info.header.toLowerCase() : undefined, route.idempotency?.header.toLowerCase()].filter(
+    (h): h is string => h !== undefined,
+  );
+  const check = checkHttpRequest(
+    { method: request.method, path: request.path, query: request.query, headers: request.headers, bodyBytes: request.body.length, idempotencyKey: key },
+    { methods: route.methods, ownedHeaders: owned, ownedQueryParam: info?.kind === 'query' ? info.param : undefined, hasIdempotencyContract: route.idempotency !== undefined },
+    limits,
+  );
+  if (!check.ok) return { ok: false, gate: { kind: 'validation', code: check.code, field: check.field }, message: check.message };
+  if (timeoutMs !== undefined && timeoutMs > limits.callTimeoutMsMax) {
+    return { ok: false, gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'timeout_ms' }, message: `timeout_ms is at most ${limits.callTimeoutMsMax}` };
+  }
+  return { ok: true, path: joinBasePath(route.base_path, check.path), timeoutMs: timeoutMs ?? limits.callTimeoutMsDefault };
+}
+
+interface Bound {
+  actionId: string;
+  route: Route;
+  request: NormalizedHttpRequest;
+  fingerprint: string;
+  idempotent: boolean;
+  /** base path + normalized request path. */
+  path: string;
+  key: string | undefined;
+  timeoutMs: number;
+  followRedirects: boolean;
+}
+
+async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpActionResult> {
+  if (deps.vault.state() !== 'unlocked') return refuse(deps, b.actionId, b.fingerprint, { kind: 'vault_locked' }, 'the vault is locked');
+  const locked = new AbortController();
+  const unsubscribe = deps.vault.onLock(() => locked.abort());
+  try {
+    return await deps.vault.withSecret(b.route.credential, async (secret, info) => {
+      const unusable = credentialProblem(b.route, info, secret);
+      if (unusable !== undefined) return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, unusable);
+      // The bound fingerprint is recomputed from what will be sent, right before the write.
+      if (requestFingerprint(b.request) !== b.fingerprint) return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
+      // Not awaited on its own: the journal commits in FIFO order, so the DISPATCH_STARTED the
+      // channel awaits is durable only with this row before it (often in the same commit), and a
+      // refusal of this row makes DISPATCH_STARTED impossible too (projection: authorized first).
+      const authorized = append(deps, {
+        kind: 'CREDENTIAL_AUTHORIZED',
+        action_id: b.actionId,
+        payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: b.route.injection, request_fingerprint: b.fingerprint },
+      });
+      authorized.catch(() => undefined);
+      const report = await deps.channel.perform({
+        actionId: b.actionId,
+        target: {
+          protocol: b.route.protocol,
+          hostname: b.route.hostname,
+          port: b.route.port,
+          caPem: b.route.ca_pem,
+          pins: b.route.tls?.pins,
+          origin: b.route.origin,
+          poolKey: poolKey(b.route),
+        },
+        method: b.request.method,
+        path: wirePath(b, secret),
+        headers: wireHeaders(b, secret),
+        body: b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body,
+        timeoutMs: b.timeoutMs,
+        beforeDispatch: locked.signal,
+      });
+      await authorized;
+      return settle(deps, b, report, secretForms(secret));
+    });
+  } catch (error) {
+    if (isCodedError(error) && (error.code === 'VAULT_LOCKED' || error.code === 'UNKNOWN_CREDENTIAL' || error.code === 'CREDENTIAL_MISSING')) {
+      const gate: LocalGate =
+        error.code === 'VAULT_LOCKED' ? { kind: 'vault_locked' } : error.code === 'CREDENTIAL_MISSING' ? { kind: 'credential_missing' } : { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'route' };
+      return refuse(deps, b.actionId, b.fingerprint, gate, errorCodeMeanings[error.code]);
+    }
+    throw error;
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** Why this credential cannot be used on this route (kind, binding), or undefined. Never names it. */
+function credentialProblem(route: Route, info: CredentialInfo, secret: SecretMaterial): string | undefined {
+  if (info.kind !== route.injection || secret.kind !== route.injection) return `the route injects ${route.injection} but the credential is of another kind`;
+  const host = route.hostname.toLowerCase();
+  const bound = info.bindings.some((binding) => {
+    const b = binding.toLowerCase();
+    if (b === route.name || b === host || b === `${host}:${route.port}` || b === `[${host}]:${route.port}`) return true;
+    return b.startsWith('*.') && host.endsWith(b.slice(1)) && host.length > b.length - 1;
+  });
+  return bound ? undefined : "the route's credential is not bound to this route or its host";
+}
+
+function wirePath(b: Bound, secret: SecretMaterial): string {
+  const pairs = b.request.query.map(([n, v]) => `${encodeURIComponent(n)}=${encodeURIComponent(v)}`);
+  if (secret.kind === 'query') pairs.push(`${encodeURIComponent(secret.param)}=${encodeURIComponent(secret.value)}`);
+  return pairs.length === 0 ? b.path : `${b.path}?${pairs.join('&')}`;
+}
+
+function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> {
+  const headers: Array<[string, string]> = b.request.headers.map(([n, v]) => [n, v]);
+  if (b.key !== undefined && b.route.idempotency !== undefined) headers.push([b.route.idempotency.header, b.key]);
+  switch (secret.kind) {
+    case 'bearer':
+      headers.push(['authorization', `Bearer ${secret.token}`]);
+      break;
+    case 'basic':
+      headers.push(['authorization', `Basic ${Buffer.from(`${secret.user}:${secret.password}`).toString('base64')}`]);
+      break;
+    case 'header':
+      headers.push([secret.header, secret.value]);
+      break;
+    default:
+      break;
+  }
+  return headers;
+}
+
+/** Classifies what the channel observed, makes the result durable, then answers. */
+async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, forms: readonly string[]): Promise<HttpActionResult> {
+  if (report.journalFailed !== undefined) {
+    throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal could not make a record durable; the action stopped', { field: 'journal' });
+  }
+  const nowMs = deps.clock.nowMs();
+  const contract = b.route.idempotency;
+  const expiryMs = contract === undefined || b.key === undefined ? undefined : acceptedAtMs(deps, b.actionId) + contract.retention_seconds * 1000;
+  const response = report.response;
+  const location = response?.headers.location;
+  const crossOrigin = location === undefined ? false : otherOrigin(location, b.route);
+  const evidence: OutcomeEvidence = {
+    channel: 'http',
+    dispatchStarted: report.dispatchStarted,
+    handedToTransport: report.handedToTransport,
+    requestComplete: report.requestComplete,
+    transportBroken: report.transportBroken,
+    idempotent: b.idempotent,
+    ...(report.connection === undefined ? {} : { connection: report.connection }),
+    ...(report.setup === undefined ? {} : { setup: report.setup }),
+    ...(report.stoppedBeforeDispatch === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
+    ...(report.stoppedBeforeDispatch === 'deadline' || report.callerDeadline ? { caller: 'deadline' as const } : {}),
+    ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: nowMs < expiryMs } }),
+    ...(response === undefined
+      ? report.informationalSeen === true
+        ? { http: { informationalOnly: true, framingComplete: false } }
+        : {}
+      : {
+          http: {
+            status: response.status,
+            framingComplete: response.framingComplete,
+            fromProxy: response.headers['proxy-status'] !== undefined,
+            redirectBlocked: response.status >= 300 && response.status < 400 && b.followRedirects && crossOrigin,
+            ...retryAfter(response.headers['retry-after'], nowMs, deps.channel.limits.retryAfterMsMax),
+          },
+        }),
+  };
+  const classification = classifyOutcome(evidence);
+  const lastAttempt = report.attempts.at(-1)?.n;
+  if (report.callerDeadline || report.stoppedBeforeDispatch === 'deadline') {
+    await append(deps, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage: report.dispatchStarted ? 'remote_execution' : 'connection_setup' } });
+  }
+  const settled = response !== undefined && response.framingComplete && (classification.outcome === 'committed' || classification.outcome === 'rejected');
+  let result: HttpActionResponse | undefined;
+  let resultId: string | undefined;
+  let state: ActionState;
+  if (settled && lastAttempt !== undefined) {
+    const body = scrubBytes(response.body, forms);
+    const headers: Record<string, string> = {};
+    let redacted = body.redacted;
+    for (const [name, value] of Object.entries(response.headers)) {
+      const scrubbed = scrubText(value, forms);
+      headers[name] = scrubbed.text;
+      redacted ||= scrubbed.redacted;
+    }
+    result = { status: response.status, headers, body: body.bytes, truncated: response.truncated, total_bytes: response.totalBytes, digest: response.digest, redacted };
+    resultId = `res_${b.actionId.slice(4)}_${lastAttempt}`;
+    // Article 000's order: the retrievable result is durable first, then RESULT_COMMITTED names it.
+    deps.results.commit({
+      result_id: resultId,
+      action_id: b.actionId,
+      attempt: lastAttempt,
+      summary: resultSummary(result, b, crossOrigin, report.peerFingerprint),
+      body: result.body,
+      total_bytes: result.total_bytes,
+      truncated: result.truncated,
+      digest: result.digest,
+      created_at_ms: nowMs,
+    });
+    state = await append(deps, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest }, classification });
+  } else {
+    state = await append(deps, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: lastAttempt === undefined ? {} : { attempt: lastAttempt }, classification });
+  }
+  log(deps, b.actionId, b.route.name, classification);
+  const facts: EnvelopeFacts = {
+    state,
+    classification,
+    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
+    report,
+    ...(resultId === undefined ? {} : { resultId }),
+    ...(contract === undefined || b.key === undefined
+      ? {}
+      : { idempotency: { key: b.key, scope: contract.scope, fingerprint: requestFingerprint(b.request, contract.fingerprint), remote_contract: 'configured' as const, ...(expiryMs === undefined ? {} : { earliest_safe_expiry_ms: expiryMs }) } }),
+  };
+  const envelope = buildHttpEnvelope(facts);
+  const diagnostic =
+    response !== undefined && !settled
+      ? { kind: 'incomplete_response_partial_body' as const, status: response.status, body: scrubBytes(response.body, forms).bytes, total_bytes: response.totalBytes }
+      : undefined;
+  return { envelope, ...(result === undefined ? {} : { response: result }), ...(diagnostic === undefined ? {} : { diagnostic }) };
+}
+
+function resultSummary(r: HttpActionResponse, b: Bound, crossOrigin: boolean, peer: string | undefined): Record<string, unknown> {
+  const summary: Record<string, unknown> = {
+    status: r.status,
+    headers: r.headers,
+    body_bytes: r.total_bytes,
+    stored_bytes: r.body.length,
+    truncated: r.truncated,
+    digest: r.digest,
+    redacted: r.redacted,
+  };
+  if (peer !== undefined) summary.peer_identity = peer;
+  if (r.status === 202) summary.submission = submissionIds(r);
+  if (r.status >= 300 && r.status < 400 && r.headers.location !== undefined) {
+    summary.redirect = { location: r.headers.location, cross_origin: crossOrigin, followed: false, follow_requested: b.followRedirects };
+  }
+  return summary;
+}
+
+/** 202: the job the submission created, to be tracked as a separate operation. */
+function submissionIds(r: HttpActionResponse): Record<string, string> {
+  const ids: Record<string, string> = {};
+  if (r.headers.location !== undefined) ids.location = r.headers.location;
+  if (r.headers['operation-location'] !== undefined) ids.operation_location = r.headers['operation-location'];
+  if (!r.truncated && r.body.length <= 64 * 1024 && /json/i.test(r.headers['content-type'] ?? '')) {
+    try {
+      const parsed = JSON.parse(r.body.toString('utf8')) as Record<string, unknown>;
+      for (const k of ['job_id', 'jobId', 'operation_id', 'id']) {
+        const v = parsed[k];
+        if (typeof v === 'string' && v.length <= 200) {
+          ids.job_id = v;
+          break;
+        }
+      }
+    } catch {
+      // Not JSON after all: the Location is the handle.
+    }
+  }
+  return ids;
+}
+
+/** A pre-dispatch refusal: PREFLIGHT_FAILED while still at admission, else OUTCOME_RECORDED. */
+async function refuse(deps: HttpActionDeps, actionId: string, fingerprint: string, gate: LocalGate, message: string): Promise<HttpActionResult> {
+  const classification = classifyOutcome({ channel: 'http', gate, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  const stage = deps.journal.getAction(actionId)?.stage;
+  const field = gate.kind === 'validation' ? gate.field : undefined;
+  const state =
+    stage === 'accepted' && gate.kind === 'validation'
+      ? await append(deps, { kind: 'PREFLIGHT_FAILED', action_id: actionId, payload: field === undefined ? {} : { field: field.slice(0, 256) }, classification })
+      : await append(deps, { kind: 'OUTCOME_RECORDED', action_id: actionId, payload: {}, classification });
+  log(deps, actionId, undefined, classification);
+  return { envelope: buildHttpEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
+}
+
+async function append(deps: HttpActionDeps, event: NewEvent): Promise<ActionState> {
+  return (await deps.journal.append(event)).state;
+}
+
+function acceptedAtMs(deps: HttpActionDeps, actionId: string): number {
+  return deps.journal.getAction(actionId)?.accepted_at_ms ?? deps.clock.nowMs();
+}
+
+function retryAfter(value: string | undefined, nowMs: number, maxMs: number): { retryAfterMs?: number } {
+  const ms = parseRetryAfterMs(value, nowMs, maxMs);
+  return ms === undefined ? {} : { retryAfterMs: ms };
+}
+
+function otherOrigin(location: string, route: Route): boolean {
+  try {
+    return new URL(location, route.origin).origin !== route.origin;
+  } catch {
+    return true;
+  }
+}
+
+function poolKey(route: Route): string {
+  const ca = route.ca_pem === undefined ? '' : createHash('sha256').update(route.ca_pem).digest('hex');
+  return [route.name, route.origin, (route.tls?.pins ?? []).join(','), ca].join('|');
+}
+
+function truncate(text: string, charsMax: number): string {
+  return text.length <= charsMax ? text : `${text.slice(0, charsMax)}…`;
+}
+
+function log(deps: HttpActionDeps, actionId: string, route: string | undefined, c: Classification): void {
+  // Only ids and closed-set values: never paths, headers, bodies or credential names.
+  deps.logger?.info({ action_id: actionId, route, phase: c.phase, outcome: c.outcome, retry: c.retry, code: c.code, effect: c.effect, basis: c.outcome_basis }, 'http action recorded');
+}
+

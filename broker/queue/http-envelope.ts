@@ -1,0 +1,75 @@
+import type { HttpChannelReport } from '../channels/http/index.js';
+import { classifyOutcome } from '../core/index.js';
+import { envelopeSchema, type ActionState, type Classification, type Envelope } from '../contract/index.js';
+
+export interface EnvelopeFacts {
+  /** The action's state after the closing event (its seq is the journal_seq the envelope cites). */
+  readonly state: ActionState;
+  readonly classification: Classification;
+  readonly message: string;
+  readonly field?: string;
+  readonly report?: HttpChannelReport;
+  readonly resultId?: string;
+  readonly fingerprint?: string;
+  readonly idempotency?: Envelope['evidence']['idempotency'];
+}
+
+/**
+ * The DESIGN §3 public envelope, built only from recorded facts: the classification the journal
+ * holds and the channel's observations. `error` is present whenever the classification has a code
+ * (a committed 500 carries both the error and the result facts). Parsed through envelopeSchema so
+ * a shape drift fails here, not in a caller.
+ */
+export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
+  const c = f.classification;
+  const r = f.report;
+  const attempts = (r?.attempts ?? []).map((a) => ({
+    n: a.n,
+    stage: a.stage,
+    outcome: a.dispatched ? c.outcome : ('not_attempted' as const),
+    ...(a.dispatched ? (c.code === null ? {} : { code: c.code }) : a.failure === undefined ? {} : { code: setupCode(a.failure) }),
+    ...(a.connection_id === undefined ? {} : { connection_id: a.connection_id }),
+  }));
+  const response = r?.response;
+  const envelope: Envelope = {
+    invocation_id: f.state.action_id,
+    caller_disposition: c.code === 'CALLER_DEADLINE_EXCEEDED' ? 'timed_out' : 'completed',
+    effect: c.effect,
+    outcome_basis: c.outcome_basis,
+    ...(c.code === null
+      ? {}
+      : {
+          error: {
+            code: c.code,
+            phase: c.phase,
+            outcome: c.outcome,
+            retry: c.retry,
+            message: f.message.slice(0, 1000),
+            ...(f.field === undefined ? {} : { field: f.field }),
+            ...(c.retry_after_ms === undefined ? {} : { retry_after_ms: c.retry_after_ms }),
+          },
+        }),
+    evidence: {
+      dispatch_started: f.state.dispatch_seq !== null,
+      dispatch_evidence: f.state.dispatch_evidence,
+      request_complete: r?.requestComplete ?? false,
+      response_headers_received: response !== undefined,
+      response_complete: response?.framingComplete ?? false,
+      attempts,
+      journal_seq: f.state.last_seq,
+      request_fingerprint: f.fingerprint ?? f.state.request_fingerprint,
+      source: c.source,
+      ...(f.idempotency === undefined ? {} : { idempotency: f.idempotency }),
+      ...(response === undefined ? {} : { response_status: response.status }),
+      ...(f.resultId === undefined ? {} : { result_id: f.resultId, result_digest: response?.digest ?? '' }),
+      ...(r?.peerFingerprint === undefined ? {} : { peer_identity: r.peerFingerprint }),
+    },
+  };
+  return envelopeSchema.parse(envelope);
+}
+
+/** A setup attempt's code is the core's, from that attempt's own evidence. */
+function setupCode(failure: NonNullable<HttpChannelReport['attempts'][number]['failure']>): NonNullable<Classification['code']> {
+  const c = classifyOutcome({ channel: 'http', setup: { failure, stage: '', attempts: 1, attemptsMax: 1 }, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  return c.code ?? 'INTERNAL';
+}
