@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { actionPaths } from '../testing/action-paths.js';
-import { crashActionId } from '../testing/crash-ids.js';
+import { crashActionId, crashVaultKey } from '../testing/crash-ids.js';
+import { createMemoryVault } from '../testing/memory-vault.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
@@ -64,7 +65,9 @@ describe('when the broker is killed between two durable transitions', () => {
       expect(lines.at(-2)).toMatch(new RegExp(`^appended ${cut} ${kind} ${cut}$`));
 
       const clock = new FakeClock();
-      const journal = await Journal.open({ path: dbPath, clock });
+      // The driver's vault: reading the killed run's events needs the audit key it wrapped.
+      const vault = await createMemoryVault('unlocked', crashVaultKey);
+      const journal = await Journal.open({ path: dbPath, clock, vault });
       const state = journal.getAction(crashActionId);
       const events = [...journal.events()];
       // Every transition the child reported durable survived the kill.
@@ -100,7 +103,7 @@ describe('when the broker is killed between two durable transitions', () => {
 
       // Recovery happens once: a second restart finds nothing left to classify.
       await journal.close();
-      const again = await Journal.open({ path: dbPath, clock });
+      const again = await Journal.open({ path: dbPath, clock, vault });
       expect(again.stats().recovered_at_open).toBe(0);
       expect(again.getAction(crashActionId)).toEqual(state);
 

@@ -20,7 +20,7 @@ function idOf(n: number): string {
 }
 
 /** Opens a journal with `count` actions authorized and ready to dispatch, plus a second connection. */
-async function readyToDispatch(count: number, options: Partial<JournalOpenOptions> = {}): Promise<{ t: TempJournal; reader: Database.Database }> {
+async function readyToDispatch(count: number, options: Partial<Omit<JournalOpenOptions, 'vault'>> = {}): Promise<{ t: TempJournal; reader: Database.Database }> {
   t = await openTempJournal(options);
   for (let n = 0; n < count; n += 1) {
     // Through CREDENTIAL_AUTHORIZED: the next durable step is DISPATCH_STARTED.

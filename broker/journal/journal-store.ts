@@ -1,7 +1,8 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { ActionState, Classification, JournalEvent } from '../contract/index.js';
+import type { ActionState } from '../contract/index.js';
 
-interface EventRow {
+/** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
+export interface EventRow {
   seq: number;
   at_ms: number;
   action_id: string;
@@ -9,56 +10,114 @@ interface EventRow {
   ticket: number | null;
   lane: string | null;
   kind: string;
-  payload: string;
-  classification: string | null;
+  /** audit_runs.run whose key sealed the body; 0 = plaintext rows from before schema 4. */
+  run: number;
+  nonce: Uint8Array;
+  ciphertext: Uint8Array;
+  leaf_hash: Uint8Array;
+}
+
+export interface AuditKeysRow {
+  box_public: Uint8Array;
+  sign_public: Uint8Array;
+  box_secret_wrapped: Uint8Array;
+  sign_secret_wrapped: Uint8Array;
+  created_at_ms: number;
+}
+
+export interface CheckpointRow {
+  size: number;
+  root: Uint8Array;
+  at_ms: number;
+  reason: string;
+  signature: Uint8Array;
+}
+
+/** The audit tables as the AuditWriter uses them (schema 4). */
+export interface AuditStore {
+  countEvents(): number;
+  readTree(): { size: number; frontier: Uint8Array } | undefined;
+  writeTree(size: number, frontier: Uint8Array): void;
+  readKeys(): AuditKeysRow | undefined;
+  insertKeys(keys: AuditKeysRow): void;
+  insertRun(startedAtMs: number, sealedKey: Uint8Array | null): number;
+  setRunSealedKey(run: number, sealedKey: Uint8Array): void;
+  readRunSealedKey(run: number): Uint8Array | undefined;
+  endRun(run: number, atMs: number, reason: string): void;
+  lastCheckpointSize(): number;
+  insertCheckpoint(checkpoint: CheckpointRow): void;
 }
 
 /**
  * The SQL of the journal over one connection: prepared once, no decisions. Every write here runs
  * inside the journal's transaction; the caller owns BEGIN/COMMIT.
  */
-export class JournalStore {
+export class JournalStore implements AuditStore {
   private readonly sql: {
-    lastSeq: Statement<[], { seq: number }>;
-    lastTicket: Statement<[], { value: number }>;
-    setLastTicket: Statement<[number]>;
-    countEvents: Statement<[], { n: number }>;
-    actionCounts: Statement<[], { total: number; in_flight: number | null; unknown: number | null }>;
-    insertEvent: Statement<[EventRow]>;
-    readEvents: Statement<[number, number], EventRow>;
-    loadState: Statement<[string], { state: string }>;
-    listStates: Statement<[number, number], { state: string }>;
-    unrecordedIds: Statement<[], { action_id: string }>;
-    upsertAction: Statement<[Record<string, unknown>]>;
-    upsertAttempt: Statement<[Record<string, unknown>]>;
-    upsertTicket: Statement<[Record<string, unknown>]>;
+    lastSeq: () => Statement<[], { seq: number }>;
+    lastTicket: () => Statement<[], { value: number }>;
+    setLastTicket: () => Statement<[number]>;
+    countEvents: () => Statement<[], { n: number }>;
+    actionCounts: () => Statement<[], { total: number; in_flight: number | null; unknown: number | null }>;
+    insertEvent: () => Statement<[EventRow]>;
+    readTree: () => Statement<[], { size: number; frontier: Uint8Array }>;
+    writeTree: () => Statement<[number, Uint8Array]>;
+    readKeys: () => Statement<[], AuditKeysRow>;
+    insertKeys: () => Statement<[AuditKeysRow]>;
+    insertRun: () => Statement<[number, Uint8Array | null]>;
+    setRunSealedKey: () => Statement<[Uint8Array, number]>;
+    readRunSealedKey: () => Statement<[number], { sealed_key: Uint8Array | null }>;
+    endRun: () => Statement<[number, string, number]>;
+    lastCheckpointSize: () => Statement<[], { size: number | null }>;
+    insertCheckpoint: () => Statement<[CheckpointRow]>;
+    readEvents: () => Statement<[number, number], EventRow>;
+    loadState: () => Statement<[string], { state: string }>;
+    listStates: () => Statement<[number, number], { state: string }>;
+    unrecordedIds: () => Statement<[], { action_id: string }>;
+    upsertAction: () => Statement<[Record<string, unknown>]>;
+    upsertAttempt: () => Statement<[Record<string, unknown>]>;
+    upsertTicket: () => Statement<[Record<string, unknown>]>;
   };
 
   constructor(db: Database) {
     this.sql = {
-      lastSeq: db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`),
-      lastTicket: db.prepare(`SELECT value FROM meta WHERE key = 'last_ticket'`),
-      setLastTicket: db.prepare(`UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
-      countEvents: db.prepare(`SELECT count(*) AS n FROM events`),
+      lastSeq: lazy(db, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`),
+      lastTicket: lazy(db, `SELECT value FROM meta WHERE key = 'last_ticket'`),
+      setLastTicket: lazy(db, `UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
+      countEvents: lazy(db, `SELECT count(*) AS n FROM events`),
       // in_flight: not yet closed before dispatch, or dispatched with no classification recorded.
-      actionCounts: db.prepare(`
+      actionCounts: lazy(db, `
         SELECT count(*) AS total,
           sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
           sum(outcome = 'unknown') AS unknown
         FROM actions`),
-      insertEvent: db.prepare(`
-        INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, payload, classification)
-        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @payload, @classification)`),
-      readEvents: db.prepare(`SELECT * FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`),
-      loadState: db.prepare(`SELECT state FROM actions WHERE action_id = ?`),
-      listStates: db.prepare(`SELECT state FROM actions WHERE ticket >= ? ORDER BY ticket LIMIT ?`),
+      insertEvent: lazy(db, `
+        INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
+        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`),
+      readTree: lazy(db, `SELECT size, frontier FROM audit_tree WHERE id = 1`),
+      writeTree: lazy(db, `UPDATE audit_tree SET size = ?, frontier = ? WHERE id = 1`),
+      readKeys: lazy(db, `SELECT box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms FROM audit_keys WHERE id = 1`),
+      insertKeys: lazy(db, `
+        INSERT INTO audit_keys (id, box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms)
+        VALUES (1, @box_public, @sign_public, @box_secret_wrapped, @sign_secret_wrapped, @created_at_ms)`),
+      insertRun: lazy(db, `INSERT INTO audit_runs (run, started_at_ms, sealed_key) VALUES ((SELECT max(run) + 1 FROM audit_runs), ?, ?)`),
+      setRunSealedKey: lazy(db, `UPDATE audit_runs SET sealed_key = ? WHERE run = ? AND sealed_key IS NULL`),
+      readRunSealedKey: lazy(db, `SELECT sealed_key FROM audit_runs WHERE run = ?`),
+      endRun: lazy(db, `UPDATE audit_runs SET ended_at_ms = ?, end_reason = ? WHERE run = ?`),
+      lastCheckpointSize: lazy(db, `SELECT max(size) AS size FROM checkpoints`),
+      insertCheckpoint: lazy(db, `
+        INSERT OR IGNORE INTO checkpoints (size, root, at_ms, reason, signature)
+        VALUES (@size, @root, @at_ms, @reason, @signature)`),
+      readEvents: lazy(db, `SELECT * FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`),
+      loadState: lazy(db, `SELECT state FROM actions WHERE action_id = ?`),
+      listStates: lazy(db, `SELECT state FROM actions WHERE ticket >= ? ORDER BY ticket LIMIT ?`),
       // Unrecorded covers both recovery cases: dispatched without a classification, and open
       // before dispatch (outcome is null exactly while nothing has classified the action).
-      unrecordedIds: db.prepare(`
+      unrecordedIds: lazy(db, `
         SELECT action_id FROM actions
         WHERE recorded = 0 AND (dispatch_seq IS NOT NULL OR outcome IS NULL)
         ORDER BY first_seq`),
-      upsertAction: db.prepare(`
+      upsertAction: lazy(db, `
         INSERT INTO actions (action_id, session_id, ticket, lane, channel, target, request_fingerprint,
           approval, idempotent, stage, decision, dispatch_evidence, dispatch_seq, outcome, phase, retry,
           code, effect, outcome_basis, source, retry_after_ms, caller_disposition, recorded, result_id,
@@ -80,7 +139,7 @@ export class JournalStore {
           result_digest = excluded.result_digest, first_seq = excluded.first_seq,
           last_seq = excluded.last_seq, accepted_at_ms = excluded.accepted_at_ms,
           updated_at_ms = excluded.updated_at_ms, state = excluded.state`),
-      upsertAttempt: db.prepare(`
+      upsertAttempt: lazy(db, `
         INSERT INTO attempts (action_id, n, state, setup_stage, connection, connection_id, dispatch_seq,
           request_complete, response_started, response_complete, response_status, connection_lost,
           exit_status, exit_signal, channel_closed, stdout_bytes, stderr_bytes, body_bytes)
@@ -96,7 +155,7 @@ export class JournalStore {
           exit_signal = excluded.exit_signal, channel_closed = excluded.channel_closed,
           stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes,
           body_bytes = excluded.body_bytes`),
-      upsertTicket: db.prepare(`
+      upsertTicket: lazy(db, `
         INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
           accepted_seq, accepted_at_ms)
         VALUES (@ticket, @action_id, @session_id, @lane, @decision, @outcome, @dispatch_seq,
@@ -109,58 +168,90 @@ export class JournalStore {
 
   /** The last append position ever used (0 for an empty log); AUTOINCREMENT never reuses one. */
   lastSeq(): number {
-    return this.sql.lastSeq.get()?.seq ?? 0;
+    return this.sql.lastSeq().get()?.seq ?? 0;
   }
 
   lastTicket(): number {
-    const row = this.sql.lastTicket.get();
+    const row = this.sql.lastTicket().get();
     if (row === undefined) throw new Error('meta.last_ticket is missing: the schema is not migrated');
     return row.value;
   }
 
   setLastTicket(ticket: number): void {
-    this.sql.setLastTicket.run(ticket);
+    this.sql.setLastTicket().run(ticket);
   }
 
   countEvents(): number {
-    return this.sql.countEvents.get()?.n ?? 0;
+    return this.sql.countEvents().get()?.n ?? 0;
   }
 
   actionCounts(): ActionCounts {
-    const row = this.sql.actionCounts.get();
+    const row = this.sql.actionCounts().get();
     return { total: row?.total ?? 0, in_flight: row?.in_flight ?? 0, unknown: row?.unknown ?? 0 };
   }
 
-  insertEvent(event: JournalEvent): void {
-    this.sql.insertEvent.run({
-      seq: event.seq,
-      at_ms: event.at_ms,
-      action_id: event.action_id,
-      session_id: event.session_id,
-      ticket: event.ticket,
-      lane: event.lane,
-      kind: event.kind,
-      payload: JSON.stringify(event.payload),
-      classification: event.classification === undefined ? null : JSON.stringify(event.classification),
-    });
+  insertEvent(row: EventRow): void {
+    this.sql.insertEvent().run(row);
   }
 
-  readEvents(fromSeq: number, limit: number): JournalEvent[] {
-    return this.sql.readEvents.all(fromSeq, limit).map(eventFromRow);
+  /** Raw rows: the journal opens them (decryption needs this run's or the vault's keys). */
+  readEvents(fromSeq: number, limit: number): EventRow[] {
+    return this.sql.readEvents().all(fromSeq, limit);
+  }
+
+  readTree(): { size: number; frontier: Uint8Array } | undefined {
+    return this.sql.readTree().get();
+  }
+
+  writeTree(size: number, frontier: Uint8Array): void {
+    this.sql.writeTree().run(size, frontier);
+  }
+
+  readKeys(): AuditKeysRow | undefined {
+    return this.sql.readKeys().get();
+  }
+
+  insertKeys(keys: AuditKeysRow): void {
+    this.sql.insertKeys().run(keys);
+  }
+
+  /** A new run number, one above every earlier one (run 0 is the pre-schema-4 plaintext). */
+  insertRun(startedAtMs: number, sealedKey: Uint8Array | null): number {
+    return Number(this.sql.insertRun().run(startedAtMs, sealedKey).lastInsertRowid);
+  }
+
+  setRunSealedKey(run: number, sealedKey: Uint8Array): void {
+    this.sql.setRunSealedKey().run(sealedKey, run);
+  }
+
+  readRunSealedKey(run: number): Uint8Array | undefined {
+    return this.sql.readRunSealedKey().get(run)?.sealed_key ?? undefined;
+  }
+
+  endRun(run: number, atMs: number, reason: string): void {
+    this.sql.endRun().run(atMs, reason, run);
+  }
+
+  lastCheckpointSize(): number {
+    return this.sql.lastCheckpointSize().get()?.size ?? 0;
+  }
+
+  insertCheckpoint(checkpoint: CheckpointRow): void {
+    this.sql.insertCheckpoint().run(checkpoint);
   }
 
   /** The stored state is written only by this class from a projected ActionState, so it is trusted. */
   loadState(actionId: string): ActionState | undefined {
-    const row = this.sql.loadState.get(actionId);
+    const row = this.sql.loadState().get(actionId);
     return row === undefined ? undefined : (JSON.parse(row.state) as ActionState);
   }
 
   listStates(fromTicket: number, limit: number): ActionState[] {
-    return this.sql.listStates.all(fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+    return this.sql.listStates().all(fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
   }
 
   unrecordedActionIds(): string[] {
-    return this.sql.unrecordedIds.all().map((row) => row.action_id);
+    return this.sql.unrecordedIds().all().map((row) => row.action_id);
   }
 
   /**
@@ -169,7 +260,7 @@ export class JournalStore {
    * projection keeps an unchanged attempt's object), which is most of them on a busy commit.
    */
   writeState(state: ActionState, stored: ActionState | undefined): void {
-    this.sql.upsertAction.run({
+    this.sql.upsertAction().run({
       action_id: state.action_id,
       session_id: state.session_id,
       ticket: state.ticket,
@@ -203,7 +294,7 @@ export class JournalStore {
     });
     for (const [i, a] of state.attempts.entries()) {
       if (stored?.attempts[i] === a) continue;
-      this.sql.upsertAttempt.run({
+      this.sql.upsertAttempt().run({
         action_id: state.action_id,
         n: a.n,
         state: a.state,
@@ -225,7 +316,7 @@ export class JournalStore {
       });
     }
     if (state.ticket !== null && ticketChanged(state, stored)) {
-      this.sql.upsertTicket.run({
+      this.sql.upsertTicket().run({
         ticket: state.ticket,
         action_id: state.action_id,
         session_id: state.session_id,
@@ -238,6 +329,15 @@ export class JournalStore {
       });
     }
   }
+}
+
+/**
+ * Prepared on first use: a read-only reader (postern status) may open a database an older broker
+ * wrote, whose tables lack the columns the write statements name.
+ */
+function lazy<S>(db: Database, sql: string): () => S {
+  let statement: S | undefined;
+  return () => (statement ??= db.prepare(sql) as S);
 }
 
 function ticketChanged(state: ActionState, stored: ActionState | undefined): boolean {
@@ -255,20 +355,6 @@ function flag(value: boolean): number {
   return value ? 1 : 0;
 }
 
-function eventFromRow(row: EventRow): JournalEvent {
-  const event = {
-    seq: row.seq,
-    at_ms: row.at_ms,
-    kind: row.kind,
-    action_id: row.action_id,
-    session_id: row.session_id,
-    ticket: row.ticket,
-    lane: row.lane,
-    payload: JSON.parse(row.payload) as unknown,
-  };
-  if (row.classification === null) return event as JournalEvent;
-  return { ...event, classification: JSON.parse(row.classification) as Classification } as JournalEvent;
-}
 
 /** How many actions the current-state table holds, and how many are in flight or unknown. */
 export interface ActionCounts {

@@ -56,7 +56,7 @@ describe('when many actions went through varied paths, a restart and late eviden
     expect(new Set(driven.refused)).toEqual(new Set(['IMPOSSIBLE_TRANSITION']));
     await live.journal.close();
 
-    const reopened = await Journal.open({ path: live.path, clock: live.clock });
+    const reopened = await Journal.open({ path: live.path, clock: live.clock, vault: live.vault });
     const recovered = reopened.stats().recovered_at_open;
     // Cuts 1..9 of the approved path (all before RESULT_COMMITTED), deadlineInFlight twice, and
     // the two interrupted retries; every other script ended classified.
@@ -100,7 +100,7 @@ describe('when generated mixes of paths are interrupted by a restart at any wave
           await drivePaths(live.journal, live.clock, scripts.map((s) => s.slice(0, restartWave)), extra);
           await live.journal.close();
 
-          const reopened = await Journal.open({ path: live.path, clock: live.clock });
+          const reopened = await Journal.open({ path: live.path, clock: live.clock, vault: live.vault });
           // The old dispatchers' continuations arrive late; the projection decides what still fits.
           await drivePaths(reopened, live.clock, scripts.map((s) => s.slice(restartWave)));
           for (const state of reopened.listActions()) {

@@ -8,7 +8,8 @@
 import { Journal } from '../journal/journal.js';
 import { systemClock } from '../ports/system-clock.js';
 import { actionPaths } from './action-paths.js';
-import { crashActionId } from './crash-ids.js';
+import { crashActionId, crashVaultKey } from './crash-ids.js';
+import { createMemoryVault } from './memory-vault.js';
 
 /** The parent kills us long before this; the bound only stops an orphan from living forever. */
 const blockMsMax = 120_000;
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   const [dbPath, cutArg] = process.argv.slice(2);
   const cut = Number(cutArg);
   if (dbPath === undefined || !Number.isInteger(cut)) throw new Error('usage: crash-driver.ts <db path> <cut point>');
-  const journal = await Journal.open({ path: dbPath, clock: systemClock });
+  const journal = await Journal.open({ path: dbPath, clock: systemClock, vault: await createMemoryVault('unlocked', crashVaultKey) });
   const path = actionPaths.httpApproved(crashActionId);
   for (const [i, event] of path.entries()) {
     const k = i + 1;

@@ -1,11 +1,14 @@
 import { join } from 'node:path';
 import { Journal, type JournalOpenOptions } from '../journal/journal.js';
 import { FakeClock } from './fake-clock.js';
+import { createMemoryVault, type MemoryVault } from './memory-vault.js';
 import { createTempDir, type TempDir } from './temp-dir.js';
 
 export interface TempJournal {
   readonly journal: Journal;
   readonly clock: FakeClock;
+  /** The vault the journal wraps its audit secrets with (unlocked unless the options gave one). */
+  readonly vault: MemoryVault;
   readonly dir: TempDir;
   /** The database file, for second connections and reopening. */
   readonly path: string;
@@ -13,16 +16,22 @@ export interface TempJournal {
   dispose(): Promise<void>;
 }
 
-/** A journal on a real SQLite file in a fresh temp directory, with a manual clock. */
-export async function openTempJournal(options: Partial<JournalOpenOptions> = {}): Promise<TempJournal> {
+/**
+ * A journal on a real SQLite file in a fresh temp directory, with a manual clock and an unlocked
+ * in-memory vault (pass `vault` to start locked). Reopen with `{ path, clock, vault }` to keep
+ * reading earlier runs' events.
+ */
+export async function openTempJournal(options: Partial<Omit<JournalOpenOptions, 'vault'>> & { vault?: MemoryVault } = {}): Promise<TempJournal> {
   const dir = createTempDir('postern-journal-');
   const clock = new FakeClock();
   const path = join(dir.path, 'journal.sqlite');
   try {
-    const journal = await Journal.open({ ...options, path, clock });
+    const vault = options.vault ?? (await createMemoryVault());
+    const journal = await Journal.open({ ...options, path, clock, vault });
     return {
       journal,
       clock,
+      vault,
       dir,
       path,
       dispose: async () => {

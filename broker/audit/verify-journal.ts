@@ -1,0 +1,281 @@
+import { hash } from 'node:crypto';
+import Database from 'better-sqlite3';
+import sodium from 'libsodium-wrappers-sumo';
+import {
+  appendLeaf,
+  auditHeaderText,
+  checkpointDomain,
+  decodeFrontier,
+  emptyFrontier,
+  encodeCheckpointMessage,
+  encodeLeaf,
+  frontierRoot,
+  leafHash,
+  type Hash,
+  type MerkleFrontier,
+} from '../core/index.js';
+import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
+import { VerifyFailure, type VerifyCode } from './verify-codes.js';
+
+/** The schema that introduced the audit log, and the newest this verifier knows. */
+export const auditSchemaVersion = 4;
+export const auditSchemaVersionMax = 4;
+/** Hostile-input bounds per cell (the journal writes far less). */
+const ciphertextBytesMax = 1024 * 1024;
+const textCellCharsMax = 4096;
+const nonceBytes = 24;
+const hashBytes = 32;
+const signatureBytes = 64;
+const publicKeyBytes = 32;
+/** More checkpoints than this is not a journal (one per 1,000 events is the default policy). */
+const checkpointsMax = 10_000_000;
+/** How often (rows) the verifier reports progress; the CLI throttles further by time. */
+export const verifyProgressEveryRows = 16_384;
+
+export interface VerifyOptions {
+  readonly dbPath: string;
+  /** From `--checkpoint FILE`: its key is the trust anchor; its size must still be in the log. */
+  readonly anchor?: TrustedCheckpoint;
+  readonly onProgress?: (rows: number, total: number) => void;
+}
+
+export type VerifyReport =
+  | {
+      readonly ok: true;
+      readonly events: number;
+      readonly root: string;
+      readonly checkpoints: number;
+      readonly last_checkpoint_size: number;
+      /** Events after the last signed checkpoint: covered by the tree, not yet by a signature. */
+      readonly unsigned_tail: number;
+      readonly anchor_size: number | null;
+    }
+  | { readonly ok: false; readonly code: VerifyCode; readonly seq: number | null; readonly message: string };
+
+const sha256: Hash = (data) => hash('sha256', data, 'buffer');
+const domain = Buffer.from(checkpointDomain, 'utf8');
+
+/**
+ * Verifies a journal offline, over ciphertext, with no vault key: read-only, never migrates or
+ * recovers, treats every byte as hostile. The steps, in order; the first that fails names its
+ * code and the first bad append position.
+ */
+export async function verifyJournal(options: VerifyOptions): Promise<VerifyReport> {
+  await sodium.ready;
+  let db: Database.Database | undefined;
+  try {
+    db = openReadOnly(options.dbPath);
+    requireAuditSchema(db);
+    const signPublic = readCheckpointKey(db, options.anchor);
+    const checkpoints = readCheckpoints(db);
+    const tree = recomputeTree(db, interestingSizes(checkpoints, options.anchor), options.onProgress);
+    checkSignatures(checkpoints, signPublic);
+    checkCheckpointRoots(checkpoints, tree);
+    const lossEvidence = findLossEvidence(db, tree.frontier.size);
+    if (options.anchor !== undefined) checkAnchor(options.anchor, tree, checkpoints, lossEvidence);
+    checkTreeHead(db, tree.frontier, lossEvidence);
+    const last = checkpoints.at(-1)?.size ?? 0;
+    return {
+      ok: true,
+      events: tree.frontier.size,
+      root: Buffer.from(frontierRoot(sha256, tree.frontier)).toString('hex'),
+      checkpoints: checkpoints.length,
+      last_checkpoint_size: last,
+      unsigned_tail: tree.frontier.size - last,
+      anchor_size: options.anchor?.size ?? null,
+    };
+  } catch (error) {
+    if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
+    // Anything else came from reading garbage (SQLITE_NOTADB, SQLITE_CORRUPT, a missing table).
+    return { ok: false, code: 'DB_UNREADABLE', seq: null, message: `cannot read the journal: ${(error as Error).message}` };
+  } finally {
+    db?.close();
+  }
+}
+
+/** Read-only and query-only: a running broker may hold the file; nothing here may write it. */
+function openReadOnly(path: string): Database.Database {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.pragma('query_only = 1');
+  db.defaultSafeIntegers(true);
+  // One read transaction: every step sees the same snapshot even while the broker appends.
+  db.exec('BEGIN');
+  return db;
+}
+
+function requireAuditSchema(db: Database.Database): void {
+  const version = Number(db.pragma('user_version', { simple: true }) as bigint);
+  if (version < auditSchemaVersion || version > auditSchemaVersionMax) {
+    throw new VerifyFailure('SCHEMA_UNSUPPORTED', null, `schema version ${version}; this verifier reads ${auditSchemaVersion}..${auditSchemaVersionMax}`);
+  }
+}
+
+/** The anchor's key when given (and the journal must agree); otherwise the journal's own. */
+function readCheckpointKey(db: Database.Database, anchor: TrustedCheckpoint | undefined): Uint8Array | undefined {
+  const row = db.prepare(`SELECT sign_public FROM audit_keys WHERE id = 1`).get() as { sign_public: unknown } | undefined;
+  const stored = row === undefined ? undefined : blob(row.sign_public, publicKeyBytes, publicKeyBytes, 'ROW_MALFORMED', null, 'audit_keys.sign_public');
+  if (anchor === undefined) return stored;
+  if (stored === undefined || !Buffer.from(stored).equals(Buffer.from(anchor.signPublic))) {
+    throw new VerifyFailure('KEY_MISMATCH', null, "the journal's checkpoint key is not the key in the trusted checkpoint file");
+  }
+  return anchor.signPublic;
+}
+
+function readCheckpoints(db: Database.Database): Checkpoint[] {
+  const out: Checkpoint[] = [];
+  for (const raw of db.prepare(`SELECT size, root, at_ms, signature FROM checkpoints ORDER BY size`).iterate() as IterableIterator<Record<string, unknown>>) {
+    if (out.length >= checkpointsMax) throw new VerifyFailure('ROW_MALFORMED', null, `more than ${checkpointsMax} checkpoints`);
+    const size = int(raw['size'], 'checkpoints.size', null);
+    out.push({
+      size,
+      root: blob(raw['root'], hashBytes, hashBytes, 'ROW_MALFORMED', size, 'checkpoints.root'),
+      at_ms: int(raw['at_ms'], 'checkpoints.at_ms', size),
+      signature: blob(raw['signature'], signatureBytes, signatureBytes, 'ROW_MALFORMED', size, 'checkpoints.signature'),
+    });
+  }
+  return out;
+}
+
+function interestingSizes(checkpoints: readonly Checkpoint[], anchor: TrustedCheckpoint | undefined): Set<number> {
+  const sizes = new Set(checkpoints.map((c) => c.size));
+  if (anchor !== undefined) sizes.add(anchor.size);
+  return sizes;
+}
+
+interface RecomputedTree {
+  readonly frontier: MerkleFrontier;
+  /** The tree head at each checkpoint's (and the anchor's) size, where the log reached it. */
+  readonly rootAt: ReadonlyMap<number, Uint8Array>;
+}
+
+/** Every row, in append order: well-formed, contiguous, and hashing to its stored leaf. */
+function recomputeTree(db: Database.Database, sizes: ReadonlySet<number>, onProgress: VerifyOptions['onProgress']): RecomputedTree {
+  const total = Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
+  const rootAt = new Map<number, Uint8Array>();
+  if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
+  let frontier = emptyFrontier;
+  const rows = db.prepare(`SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events ORDER BY seq`);
+  for (const raw of rows.iterate() as IterableIterator<Record<string, unknown>>) {
+    const expected = frontier.size + 1;
+    const seq = int(raw['seq'], 'events.seq', expected);
+    if (seq !== expected) throw new VerifyFailure('ROW_MISSING', expected, `append position ${expected} is missing (next row is ${seq})`);
+    const leaf = leafOfRow(raw, seq);
+    const stored = blob(raw['leaf_hash'], hashBytes, hashBytes, 'ROW_MALFORMED', seq, 'events.leaf_hash');
+    if (!Buffer.from(stored).equals(Buffer.from(leaf))) throw new VerifyFailure('ROW_MODIFIED', seq, `row ${seq} does not hash to its leaf`);
+    frontier = appendLeaf(sha256, frontier, leaf);
+    if (sizes.has(seq)) rootAt.set(seq, frontierRoot(sha256, frontier));
+    if (seq % verifyProgressEveryRows === 0) onProgress?.(seq, total);
+  }
+  onProgress?.(frontier.size, total);
+  return { frontier, rootAt };
+}
+
+function leafOfRow(raw: Record<string, unknown>, seq: number): Uint8Array {
+  const run = int(raw['run'], 'events.run', seq);
+  const header = Buffer.from(
+    auditHeaderText({
+      at_ms: int(raw['at_ms'], 'events.at_ms', seq),
+      action_id: text(raw['action_id'], 'events.action_id', seq),
+      session_id: raw['session_id'] === null ? null : text(raw['session_id'], 'events.session_id', seq),
+      ticket: raw['ticket'] === null ? null : int(raw['ticket'], 'events.ticket', seq),
+      lane: raw['lane'] === null ? null : text(raw['lane'], 'events.lane', seq),
+      kind: text(raw['kind'], 'events.kind', seq),
+      run,
+    }),
+    'utf8',
+  );
+  const nonceLength = run === 0 ? 0 : nonceBytes;
+  const nonce = blob(raw['nonce'], nonceLength, nonceLength, 'ROW_MALFORMED', seq, 'events.nonce');
+  const ciphertext = blob(raw['ciphertext'], 0, ciphertextBytesMax, 'ROW_MALFORMED', seq, 'events.ciphertext');
+  return leafHash(sha256, encodeLeaf(seq, header, nonce, ciphertext));
+}
+
+/** Every checkpoint in the journal is signed by the checkpoint key (the anchor's, when given). */
+function checkSignatures(checkpoints: readonly Checkpoint[], signPublic: Uint8Array | undefined): void {
+  for (const c of checkpoints) {
+    if (signPublic === undefined) throw new VerifyFailure('SIGNATURE_INVALID', c.size, `checkpoint ${c.size} exists but the journal has no checkpoint key`);
+    if (!signatureValid(c, signPublic)) throw new VerifyFailure('SIGNATURE_INVALID', c.size, `the signature of checkpoint ${c.size} does not verify`);
+  }
+}
+
+/** Each signed tree head is the head of the rows as they are now. */
+function checkCheckpointRoots(checkpoints: readonly Checkpoint[], tree: RecomputedTree): void {
+  let lastGood = 0;
+  for (const c of checkpoints) {
+    const root = tree.rootAt.get(c.size);
+    if (root === undefined) throw new VerifyFailure('TRUNCATED', tree.frontier.size + 1, `checkpoint ${c.size} was signed but the log ends at ${tree.frontier.size}`);
+    if (!Buffer.from(root).equals(Buffer.from(c.root))) {
+      throw new VerifyFailure('FORKED', lastGood + 1, `the rows up to ${c.size} differ from the signed checkpoint; the change is in ${lastGood + 1}..${c.size}`);
+    }
+    lastGood = c.size;
+  }
+}
+
+/** Signs that rows were lost from the end: a high-water mark above the last row. */
+function findLossEvidence(db: Database.Database, size: number): string | undefined {
+  const sequence = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: unknown } | undefined;
+  const highWater = sequence === undefined ? 0 : int(sequence.seq, 'sqlite_sequence.seq', null);
+  if (highWater > size) return `append positions were issued up to ${highWater}`;
+  const head = db.prepare(`SELECT size FROM audit_tree WHERE id = 1`).get() as { size: unknown } | undefined;
+  const headSize = head === undefined ? 0 : int(head.size, 'audit_tree.size', null);
+  if (headSize > size) return `the stored tree head covers ${headSize} events`;
+  return undefined;
+}
+
+/** The trusted checkpoint is signed by its own key and is a prefix of this log. */
+function checkAnchor(anchor: TrustedCheckpoint, tree: RecomputedTree, checkpoints: readonly Checkpoint[], lossEvidence: string | undefined): void {
+  if (!signatureValid(anchor, anchor.signPublic)) throw new VerifyFailure('SIGNATURE_INVALID', anchor.size, 'the trusted checkpoint file is not signed by its own key');
+  const size = tree.frontier.size;
+  if (anchor.size > size) {
+    if (lossEvidence !== undefined) throw new VerifyFailure('TRUNCATED', size + 1, `the log ends at ${size}, before the trusted checkpoint at ${anchor.size} (${lossEvidence})`);
+    throw new VerifyFailure('ROLLED_BACK', size + 1, `the log ends at ${size}, before the trusted checkpoint at ${anchor.size}: this is an older copy`);
+  }
+  const root = tree.rootAt.get(anchor.size);
+  if (root === undefined || !Buffer.from(root).equals(Buffer.from(anchor.root))) {
+    const lastGood = checkpoints.filter((c) => c.size < anchor.size).at(-1)?.size ?? 0;
+    throw new VerifyFailure('FORKED', lastGood + 1, `the rows up to ${anchor.size} differ from the trusted checkpoint; the change is in ${lastGood + 1}..${anchor.size}`);
+  }
+}
+
+/** The writer's stored tree state agrees with the rows (nothing appended or lost behind its back). */
+function checkTreeHead(db: Database.Database, frontier: MerkleFrontier, lossEvidence: string | undefined): void {
+  if (lossEvidence !== undefined) throw new VerifyFailure('TRUNCATED', frontier.size + 1, `the log ends at ${frontier.size} but ${lossEvidence}`);
+  const head = db.prepare(`SELECT size, frontier FROM audit_tree WHERE id = 1`).get() as { size: unknown; frontier: unknown } | undefined;
+  if (head === undefined) throw new VerifyFailure('CHAIN_BROKEN', null, 'the stored tree head is missing');
+  const size = int(head.size, 'audit_tree.size', null);
+  const stored = decodeFrontier(size, blob(head.frontier, 0, 64 * hashBytes, 'CHAIN_BROKEN', null, 'audit_tree.frontier'));
+  if (stored === undefined) throw new VerifyFailure('CHAIN_BROKEN', null, 'the stored tree head is malformed');
+  if (size < frontier.size) throw new VerifyFailure('CHAIN_BROKEN', size + 1, `rows after ${size} were added outside the journal`);
+  if (!sameRoots(stored, frontier)) {
+    throw new VerifyFailure('CHAIN_BROKEN', null, 'the stored tree head does not match the rows');
+  }
+}
+
+function sameRoots(a: MerkleFrontier, b: MerkleFrontier): boolean {
+  return a.roots.length === b.roots.length && a.roots.every((r, i) => Buffer.from(r).equals(Buffer.from(b.roots[i] as Uint8Array)));
+}
+
+function signatureValid(c: Checkpoint, signPublic: Uint8Array): boolean {
+  try {
+    return sodium.crypto_sign_verify_detached(c.signature, encodeCheckpointMessage(domain, c.size, c.root, c.at_ms), signPublic);
+  } catch {
+    return false;
+  }
+}
+
+function int(value: unknown, field: string, seq: number | null): number {
+  if (typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value);
+  // A column without a type (sqlite_sequence.seq) may hold an integral REAL.
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new VerifyFailure('ROW_MALFORMED', seq, `${field} is not a non-negative integer`);
+}
+
+function text(value: unknown, field: string, seq: number): string {
+  if (typeof value === 'string' && value.length <= textCellCharsMax) return value;
+  throw new VerifyFailure('ROW_MALFORMED', seq, `${field} is not text of at most ${textCellCharsMax} characters`);
+}
+
+function blob(value: unknown, min: number, max: number, code: VerifyCode, seq: number | null, field: string): Uint8Array {
+  if (value instanceof Uint8Array && value.length >= min && value.length <= max) return value;
+  throw new VerifyFailure(code, seq, `${field} is not a blob of ${min === max ? `${min}` : `${min}..${max}`} bytes`);
+}

@@ -1,0 +1,156 @@
+import { existsSync, openSync, readSync, closeSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { verifyJournal, type VerifyReport } from '../audit/verify-journal.js';
+import { checkpointFileBytesMax, formatCheckpointFile, parseCheckpointFile, type TrustedCheckpoint } from '../audit/checkpoint-file.js';
+import { latestCheckpoint } from '../audit/latest-checkpoint.js';
+import { VerifyFailure } from '../audit/verify-codes.js';
+import { CodedError } from '../contract/index.js';
+import { journalFileName, readDecryptedEvents, signCheckpointNow } from '../journal/index.js';
+import { systemClock } from '../ports/index.js';
+import { openVault, type Vault } from '../vault/index.js';
+import { resolveFromOptions, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { readPassphrase } from './secret-input.js';
+
+/** Progress on stderr at most this often while verifying a long journal. */
+export const verifyProgressIntervalMs = 1_000;
+const seqMax = Number.MAX_SAFE_INTEGER;
+
+interface VerifyOptions extends CommonOptions {
+  checkpoint?: string;
+  json?: boolean;
+}
+interface CheckpointOptions extends CommonOptions {
+  export: string;
+  passphraseFile?: string;
+}
+interface ExportOptions extends CommonOptions {
+  from?: string;
+  to?: string;
+  passphraseFile?: string;
+}
+
+/**
+ * `postern audit verify | checkpoint --export | export`. verify needs no key and never writes;
+ * checkpoint needs the passphrase only when it must sign a fresh checkpoint; export always does.
+ */
+export function registerAuditCommands(program: Command, context: CommandContext): void {
+  const { env, io } = context;
+  const audit = program.command('audit').description('Check and read the encrypted, Merkle-hashed journal.');
+
+  withDataDir(audit.command('verify').description('Verify the journal offline, over ciphertext, without the vault key.'))
+    .option('--checkpoint <file>', 'a checkpoint exported earlier: its key is the trust anchor, and the log must still extend it')
+    .option('--json', 'print one JSON object instead of text')
+    .action(async (options: VerifyOptions) => {
+      const dbPath = join(resolveFromOptions(options, env), journalFileName);
+      const report = await runVerify(dbPath, options.checkpoint, io.err);
+      if (options.json === true) io.out(JSON.stringify(report));
+      else io.out(describeReport(report));
+      context.setResult(report.ok ? 0 : 1);
+    });
+
+  withPassphraseFile(
+    withDataDir(audit.command('checkpoint').description('Write the checkpoint public key and the latest signed checkpoint to a file to keep elsewhere.')),
+  )
+    .requiredOption('--export <file>', 'where to write the checkpoint (JSON)')
+    .action(async (options: CheckpointOptions) => {
+      const dbPath = existingJournal(resolveFromOptions(options, env));
+      let latest = latestCheckpoint(dbPath);
+      if (latest === undefined || latest.size < latest.treeSize) {
+        // Events after the last signature: only the vault's signing key can cover them.
+        await withUnlockedVault(resolveFromOptions(options, env), options.passphraseFile, context, (vault) => signCheckpointNow(dbPath, vault, systemClock));
+        latest = latestCheckpoint(dbPath);
+      }
+      if (latest === undefined) throw new CodedError('INVALID_ARGUMENT', 'the journal is empty: there is nothing to checkpoint yet', { field: '--data-dir' });
+      writeFileSync(options.export, formatCheckpointFile(latest, systemClock.nowMs()), { mode: 0o644 });
+      io.out(`Checkpoint of ${latest.size} events written to ${options.export}`);
+    });
+
+  withPassphraseFile(withDataDir(audit.command('export').description('Print decrypted events as JSON lines (needs the vault passphrase).')))
+    .option('--from <seq>', 'first append position', '1')
+    .option('--to <seq>', 'last append position (default: the end)')
+    .action(async (options: ExportOptions) => {
+      const from = parseSeq(options.from ?? '1', '--from');
+      const to = options.to === undefined ? seqMax : parseSeq(options.to, '--to');
+      if (to < from) throw new CodedError('INVALID_ARGUMENT', `--to (${to}) is before --from (${from})`, { field: '--to' });
+      const dataDir = resolveFromOptions(options, env);
+      const dbPath = existingJournal(dataDir);
+      await withUnlockedVault(dataDir, options.passphraseFile, context, async (vault) => {
+        for await (const event of readDecryptedEvents(dbPath, vault, from, to)) io.out(JSON.stringify(event));
+      });
+    });
+}
+
+async function runVerify(dbPath: string, checkpointFile: string | undefined, err: (line: string) => void): Promise<VerifyReport> {
+  let anchor: TrustedCheckpoint | undefined;
+  try {
+    if (checkpointFile !== undefined) anchor = parseCheckpointFile(readBounded(checkpointFile, checkpointFileBytesMax));
+  } catch (error) {
+    if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
+    throw error;
+  }
+  if (!existsSync(dbPath)) return { ok: false, code: 'DB_UNREADABLE', seq: null, message: `${dbPath} does not exist` };
+  let lastReportMs = Date.now();
+  return verifyJournal({
+    dbPath,
+    ...(anchor === undefined ? {} : { anchor }),
+    onProgress: (rows, total) => {
+      const now = Date.now();
+      if (now - lastReportMs < verifyProgressIntervalMs) return;
+      lastReportMs = now;
+      err(`verify: ${rows}/${total} rows (${Math.floor((rows / Math.max(total, 1)) * 100)}%)`);
+    },
+  });
+}
+
+function describeReport(report: VerifyReport): string {
+  if (!report.ok) return `FAILED ${report.code}${report.seq === null ? '' : ` at seq ${report.seq}`}: ${report.message}`;
+  const anchor = report.anchor_size === null ? '' : `; extends the trusted checkpoint at ${report.anchor_size}`;
+  return `OK: ${report.events} events, root ${report.root}, ${report.checkpoints} signed checkpoints (last at ${report.last_checkpoint_size}; ${report.unsigned_tail} events after it)${anchor}`;
+}
+
+/** Reads at most `max` bytes (+1 to notice more) so a huge or endless file cannot exhaust memory. */
+function readBounded(path: string, max: number): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    throw new VerifyFailure('CHECKPOINT_FILE_INVALID', null, `cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const buffer = Buffer.alloc(max + 1);
+    let length = 0;
+    for (let n = -1; n !== 0 && length < buffer.length; length += n) n = readSync(fd, buffer, length, buffer.length - length, null);
+    return buffer.subarray(0, length);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function existingJournal(dataDir: string): string {
+  const path = join(dataDir, journalFileName);
+  if (!existsSync(path)) throw new CodedError('INVALID_ARGUMENT', `no journal in ${dataDir}`, { field: '--data-dir' });
+  return path;
+}
+
+function parseSeq(raw: string, field: string): number {
+  const seq = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(seq) || seq < 1) throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
+  return seq;
+}
+
+function withPassphraseFile(command: Command): Command {
+  return command.option('--passphrase-file <file>', 'read the vault passphrase from this file; else POSTERN_PASSPHRASE_FILE; else ask on the terminal');
+}
+
+async function withUnlockedVault<T>(dataDir: string, passphraseFile: string | undefined, context: CommandContext, use: (vault: Vault) => Promise<T>): Promise<T> {
+  const passphrase = await readPassphrase({ file: passphraseFile, env: context.env }, 'Vault passphrase');
+  const vault = await openVault({ dataDir, clock: systemClock });
+  try {
+    await vault.unlock(passphrase);
+    return await use(vault);
+  } finally {
+    passphrase.fill(0);
+    await vault.close();
+  }
+}

@@ -1,0 +1,254 @@
+import {
+  CodedError,
+  type Classification,
+  type JournalEvent,
+} from '../contract/index.js';
+import {
+  appendLeaf,
+  auditHeaderText,
+  checkpointDomain,
+  decodeFrontier,
+  encodeAssociatedData,
+  encodeCheckpointMessage,
+  encodeFrontier,
+  encodeLeaf,
+  frontierRoot,
+  leafHash,
+  type MerkleFrontier,
+} from '../core/index.js';
+import type { Clock, CredentialVault } from '../ports/index.js';
+import {
+  decryptPayload,
+  encryptPayload,
+  newAuditKeyPairs,
+  newRunKey,
+  NoncePool,
+  openRunKey,
+  sealRunKey,
+  sha256,
+  signDetached,
+  wipe,
+} from './event-cipher.js';
+import type { AuditStore, EventRow } from './journal-store.js';
+
+/** What the journal needs of the vault: wrapping its audit secrets, and knowing when it locks. */
+export type AuditVault = Pick<CredentialVault, 'state' | 'wrap' | 'unwrap' | 'onLock' | 'onUnlock'>;
+
+/** Vault purposes (associated data) under which the audit secrets are wrapped. */
+export const auditDecryptPurpose = 'audit_decrypt';
+export const auditSignPurpose = 'audit_sign';
+/** A checkpoint at least this often (events), besides lock and shutdown. */
+export const checkpointEveryEventsDefault = 1_000;
+/** A decrypted event body larger than this is refused as hostile before JSON.parse. */
+const eventBodyBytesMax = 256 * 1024;
+
+export type CheckpointReason = 'interval' | 'lock' | 'unlock' | 'shutdown' | 'export';
+
+export interface SealedEvent {
+  readonly row: EventRow;
+  readonly leaf: Uint8Array;
+}
+
+const domain = Buffer.from(checkpointDomain, 'utf8');
+
+/**
+ * The journal's audit side: seals each event under this run's key, hashes it into the Merkle
+ * tree, and signs tree heads. Write-blind: sealing needs only the audit public key, so the broker
+ * appends while the vault is locked; signing needs the Ed25519 secret, which exists in memory only
+ * while the vault is unlocked, so a checkpoint that falls due while locked is signed at the next
+ * unlock. Reading this run's events needs only the run key in memory; reading earlier runs needs
+ * the X25519 secret, i.e. the unlocked vault.
+ */
+export class AuditWriter {
+  private committed: MerkleFrontier;
+  private pending: MerkleFrontier;
+  private readonly run: number;
+  private readonly runKey: Uint8Array;
+  private runKeySealed: boolean;
+  private readonly nonces = new NoncePool();
+  private readonly runKeys = new Map<number, Uint8Array>();
+  private boxPublic: Uint8Array | undefined;
+  private boxSecret: Uint8Array | undefined;
+  private signSecret: Uint8Array | undefined;
+  private lastCheckpointSize: number;
+
+  constructor(
+    private readonly store: AuditStore,
+    private readonly clock: Clock,
+    private readonly checkpointEveryEvents: number,
+  ) {
+    const tree = store.readTree();
+    const frontier = tree === undefined ? undefined : decodeFrontier(tree.size, tree.frontier);
+    if (frontier === undefined) throw new CodedError('JOURNAL_UNAVAILABLE', 'the audit tree state is missing or damaged; run `postern audit verify`');
+    if (frontier.size !== store.countEvents()) {
+      throw new CodedError('JOURNAL_UNAVAILABLE', `the audit tree covers ${frontier.size} events but the log holds ${store.countEvents()}; run \`postern audit verify\``);
+    }
+    this.committed = frontier;
+    this.pending = frontier;
+    this.lastCheckpointSize = store.lastCheckpointSize();
+    this.boxPublic = store.readKeys()?.box_public;
+    this.runKey = newRunKey();
+    this.runKeySealed = this.boxPublic !== undefined;
+    this.run = store.insertRun(clock.nowMs(), this.boxPublic === undefined ? null : sealRunKey(this.runKey, this.boxPublic));
+    this.runKeys.set(this.run, this.runKey);
+  }
+
+  /** Encrypts one planned event and adds its leaf to the pending tree (inside the commit). */
+  seal(event: JournalEvent): SealedEvent {
+    if (event.seq !== this.pending.size + 1) {
+      throw new Error(`event seq ${event.seq} does not extend an audit tree of ${this.pending.size} leaves`);
+    }
+    const headerFields = { ...event, run: this.run };
+    const header = Buffer.from(auditHeaderText(headerFields), 'utf8');
+    const body = event.classification === undefined ? { payload: event.payload } : { payload: event.payload, classification: event.classification };
+    const nonce = this.nonces.next();
+    const ciphertext = encryptPayload(this.runKey, nonce, encodeAssociatedData(event.seq, header), Buffer.from(JSON.stringify(body), 'utf8'));
+    const leaf = leafHash(sha256, encodeLeaf(event.seq, header, nonce, ciphertext));
+    this.pending = appendLeaf(sha256, this.pending, leaf);
+    return {
+      row: {
+        seq: event.seq,
+        at_ms: event.at_ms,
+        action_id: event.action_id,
+        session_id: event.session_id,
+        ticket: event.ticket,
+        lane: event.lane,
+        kind: event.kind,
+        run: this.run,
+        nonce,
+        ciphertext,
+        leaf_hash: leaf,
+      },
+      leaf,
+    };
+  }
+
+  /** Inside the commit's transaction, after its events: the tree head moves with them. */
+  writeTree(): void {
+    this.store.writeTree(this.pending.size, encodeFrontier(this.pending));
+  }
+
+  commitSucceeded(): void {
+    this.committed = this.pending;
+  }
+
+  commitAbandoned(): void {
+    this.pending = this.committed;
+  }
+
+  /** The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now. */
+  openRow(row: EventRow): JournalEvent {
+    const body = row.run === 0 ? row.ciphertext : this.decrypt(row);
+    if (body.length > eventBodyBytesMax) throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
+    const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as { payload: unknown; classification?: Classification };
+    const event = { seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane, payload };
+    return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+  }
+
+  intervalCheckpointDue(): boolean {
+    return this.signSecret !== undefined && this.committed.size - this.lastCheckpointSize >= this.checkpointEveryEvents;
+  }
+
+  /** Signs the current tree head if it moved since the last checkpoint and a signing key is here. */
+  checkpointIfDue(reason: CheckpointReason): boolean {
+    const size = this.committed.size;
+    if (this.signSecret === undefined || size === 0 || size <= this.lastCheckpointSize) return false;
+    if (reason === 'interval' && size - this.lastCheckpointSize < this.checkpointEveryEvents) return false;
+    const root = frontierRoot(sha256, this.committed);
+    const atMs = this.clock.nowMs();
+    const signature = signDetached(encodeCheckpointMessage(domain, size, root, atMs), this.signSecret);
+    this.store.insertCheckpoint({ size, root, at_ms: atMs, reason, signature });
+    this.lastCheckpointSize = size;
+    return true;
+  }
+
+  /**
+   * At unlock: unwrap the audit secrets (creating the key pairs on the very first unlock), seal
+   * this run's key if it waited for a public key, then sign what fell due while locked.
+   */
+  unlocked(vault: AuditVault): void {
+    const stored = this.store.readKeys();
+    if (stored === undefined) {
+      const keys = newAuditKeyPairs();
+      this.store.insertKeys({
+        box_public: keys.boxPublic,
+        sign_public: keys.signPublic,
+        box_secret_wrapped: vault.wrap(auditDecryptPurpose, keys.boxSecret),
+        sign_secret_wrapped: vault.wrap(auditSignPurpose, keys.signSecret),
+        created_at_ms: this.clock.nowMs(),
+      });
+      this.boxPublic = keys.boxPublic;
+      this.boxSecret = keys.boxSecret;
+      this.signSecret = keys.signSecret;
+    } else {
+      this.boxPublic = stored.box_public;
+      this.boxSecret = vault.unwrap(auditDecryptPurpose, stored.box_secret_wrapped);
+      this.signSecret = vault.unwrap(auditSignPurpose, stored.sign_secret_wrapped);
+    }
+    if (!this.runKeySealed) {
+      this.store.setRunSealedKey(this.run, sealRunKey(this.runKey, this.boxPublic));
+      this.runKeySealed = true;
+    }
+    this.checkpointIfDue('unlock');
+  }
+
+  /** At lock: one last checkpoint while the key is still in memory, then forget the secrets. */
+  locked(): void {
+    this.checkpointIfDue('lock');
+    this.forgetSecrets();
+  }
+
+  /** At close: a shutdown checkpoint and the run's end, both best left in the file. */
+  closing(reason: string): void {
+    this.checkpointIfDue('shutdown');
+    this.store.endRun(this.run, this.clock.nowMs(), reason);
+    this.forgetSecrets();
+  }
+
+  /** Best effort after a failure: the database may refuse this too (disk full). */
+  recordFailure(code: string): void {
+    try {
+      this.store.endRun(this.run, this.clock.nowMs(), `failed: ${code}`);
+    } catch {
+      // The failure is still surfaced (journal state failed) and recovery runs at the next open.
+    }
+    this.forgetSecrets();
+  }
+
+  private forgetSecrets(): void {
+    wipe(this.boxSecret);
+    wipe(this.signSecret);
+    this.boxSecret = undefined;
+    this.signSecret = undefined;
+    for (const [run, key] of this.runKeys) {
+      if (run !== this.run) wipe(key);
+    }
+    this.runKeys.clear();
+    this.runKeys.set(this.run, this.runKey);
+  }
+
+  private decrypt(row: EventRow): Uint8Array {
+    const key = this.keyOfRun(row.run);
+    const header = Buffer.from(auditHeaderText(row), 'utf8');
+    try {
+      return decryptPayload(key, row.nonce, encodeAssociatedData(row.seq, header), row.ciphertext);
+    } catch (cause) {
+      throw new CodedError('INTERNAL', `event ${row.seq} failed authentication; run \`postern audit verify\``, { cause });
+    }
+  }
+
+  private keyOfRun(run: number): Uint8Array {
+    const known = this.runKeys.get(run);
+    if (known !== undefined) return known;
+    const sealed = this.store.readRunSealedKey(run);
+    if (this.boxSecret === undefined || this.boxPublic === undefined) {
+      throw new CodedError('AUDIT_KEY_UNAVAILABLE', `events of run ${run} (an earlier broker run) need the unlocked vault`);
+    }
+    if (sealed === undefined) {
+      throw new CodedError('AUDIT_KEY_UNAVAILABLE', `run ${run} ended before any audit key existed; its events cannot be decrypted`);
+    }
+    const key = openRunKey(sealed, this.boxPublic, this.boxSecret);
+    this.runKeys.set(run, key);
+    return key;
+  }
+}

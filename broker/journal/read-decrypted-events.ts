@@ -1,0 +1,62 @@
+import Database from 'better-sqlite3';
+import { CodedError, type Classification, type JournalEvent } from '../contract/index.js';
+import { auditHeaderText, encodeAssociatedData } from '../core/index.js';
+import { auditDecryptPurpose, type AuditVault } from './audit-writer.js';
+import { decryptPayload, openRunKey, sodiumReady, wipe } from './event-cipher.js';
+import type { EventRow } from './journal-store.js';
+
+/** A decrypted body larger than this is refused before JSON.parse. */
+const eventBodyBytesMax = 256 * 1024;
+
+/**
+ * Decrypted events in append order from `fromSeq` to `toSeq`, for `postern audit export`: a
+ * read-only connection (a broker may be running), the X25519 secret unwrapped by the unlocked
+ * vault, each run's key opened once. A row that fails authentication stops the export with
+ * INTERNAL (verify says where and why).
+ */
+export async function* readDecryptedEvents(dbPath: string, vault: AuditVault, fromSeq: number, toSeq: number): AsyncGenerator<JournalEvent> {
+  await sodiumReady();
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const runKeys = new Map<number, Uint8Array>();
+  let boxSecret: Uint8Array | undefined;
+  try {
+    const keys = db.prepare(`SELECT box_public, box_secret_wrapped FROM audit_keys WHERE id = 1`).get() as
+      | { box_public: Uint8Array; box_secret_wrapped: Uint8Array }
+      | undefined;
+    if (keys !== undefined) boxSecret = vault.unwrap(auditDecryptPurpose, keys.box_secret_wrapped);
+    const sealedOf = db.prepare(`SELECT sealed_key FROM audit_runs WHERE run = ?`);
+    const keyOf = (run: number): Uint8Array => {
+      const known = runKeys.get(run);
+      if (known !== undefined) return known;
+      const sealed = (sealedOf.get(run) as { sealed_key: Uint8Array | null } | undefined)?.sealed_key ?? null;
+      if (keys === undefined || boxSecret === undefined || sealed === null) {
+        throw new CodedError('AUDIT_KEY_UNAVAILABLE', `run ${run} ended before any audit key existed; its events cannot be decrypted`);
+      }
+      const key = openRunKey(sealed, keys.box_public, boxSecret);
+      runKeys.set(run, key);
+      return key;
+    };
+    const rows = db.prepare(`SELECT * FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`).iterate(fromSeq, toSeq) as IterableIterator<EventRow>;
+    for (const row of rows) yield openRow(row, row.run === 0 ? undefined : keyOf(row.run));
+  } finally {
+    wipe(boxSecret);
+    for (const key of runKeys.values()) wipe(key);
+    db.close();
+  }
+}
+
+function openRow(row: EventRow, key: Uint8Array | undefined): JournalEvent {
+  let body: Uint8Array = row.ciphertext;
+  if (key !== undefined) {
+    const ad = encodeAssociatedData(row.seq, Buffer.from(auditHeaderText(row), 'utf8'));
+    try {
+      body = decryptPayload(key, row.nonce, ad, row.ciphertext);
+    } catch (cause) {
+      throw new CodedError('INTERNAL', `event ${row.seq} failed authentication; run \`postern audit verify\``, { cause });
+    }
+  }
+  if (body.length > eventBodyBytesMax) throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
+  const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as { payload: unknown; classification?: Classification };
+  const event = { seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane, payload };
+  return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+}
