@@ -11,12 +11,16 @@ import { launchDesktop } from './launch-desktop.js';
 import { packageRoot, packageVersion } from './package-root.js';
 import { runHeadless } from './run-headless.js';
 import { waitForStopSignal } from './stop-signal.js';
+import { registerVaultCommands } from './vault-commands.js';
+import { registerAuditCommands } from './audit-commands.js';
+import { passphraseFromFile } from './secret-input.js';
 
 /** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
 export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
 
 interface ServeOptions extends CommonOptions {
   port: string;
+  passphraseFile?: string;
 }
 interface StatusOptions extends CommonOptions {
   json?: boolean;
@@ -55,7 +59,8 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
       return;
     }
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
-    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io) });
+    const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
+    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase });
   });
 
   withServeOptions(
@@ -63,7 +68,8 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   ).action(async (options: ServeOptions) => {
     const port = parsePort(options.port);
     const dataDir = prepareDataDir(options, env);
-    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io) });
+    const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
+    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase });
   });
 
   withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
@@ -74,7 +80,8 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
 
   // Command groups register themselves here, one line each.
   const context: CommandContext = { env, io, version, setResult: (code) => (result = code) };
-  void context;
+  registerVaultCommands(program, context);
+  registerAuditCommands(program, context);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -85,7 +92,9 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
 }
 
 function withServeOptions(command: Command): Command {
-  return withDataDir(command).option('--port <port>', 'operator UI port on 127.0.0.1 (0 picks a free one)', '0');
+  return withDataDir(command)
+    .option('--port <port>', 'operator UI port on 127.0.0.1 (0 picks a free one)', '0')
+    .option('--passphrase-file <file>', 'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)');
 }
 
 const portMax = 65_535;

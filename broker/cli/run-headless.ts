@@ -12,6 +12,8 @@ export interface HeadlessOptions {
   version: string;
   io: CliIo;
   stopSignal: Promise<StopSignal>;
+  /** Unlocks the vault at start; zeroed here once used. */
+  vaultPassphrase?: Buffer;
 }
 
 /**
@@ -21,7 +23,13 @@ export interface HeadlessOptions {
  */
 export async function runHeadless(options: HeadlessOptions): Promise<number> {
   const { io, dataDir } = options;
-  const runtime = await createBrokerRuntime({ dataDir, mode: 'headless', version: options.version, startedAtMs: systemClock.nowMs() });
+  const runtime = await createBrokerRuntime({
+    dataDir,
+    mode: 'headless',
+    version: options.version,
+    startedAtMs: systemClock.nowMs(),
+    ...(options.vaultPassphrase === undefined ? {} : { vaultPassphrase: options.vaultPassphrase }),
+  }).finally(() => options.vaultPassphrase?.fill(0));
   let host: OperatorHttpHost;
   try {
     host = await startOperatorHttpHost({
@@ -34,6 +42,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
     throw listenError(error, options.port);
   }
   io.out(`Postern ${options.version} is running headless. Data directory: ${dataDir}`);
+  io.out(`Vault: ${runtime.vault.state()}${runtime.vault.state() === 'locked' ? ' (postern vault unlock)' : ''}`);
   if (!host.rendererBuilt) io.err('warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.');
   // The only place the token is ever printed: the operator's own terminal.
   io.out(`Operator UI: ${host.operatorUrl}`);

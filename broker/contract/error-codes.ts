@@ -14,9 +14,16 @@ export const errorCodeMeanings = {
   UNKNOWN_CREDENTIAL: 'The referenced credential does not exist; its name is never echoed.',
   FINGERPRINT_MISMATCH: 'The request no longer matches the fingerprint that was approved; nothing was sent.',
   IDEMPOTENCY_MISMATCH: 'An idempotency key was reused with a different request fingerprint; nothing was sent.',
+  CONFIG_INVALID: 'The configuration file is malformed or breaks a rule; the field path says which.',
   // credential_injection: local gates before dispatch
   VAULT_LOCKED: 'The vault is locked; retry after it is unlocked.',
   CREDENTIAL_MISSING: 'The credential exists in configuration but has no usable secret; correct it first.',
+  // vault: the encrypted credential store (broker/vault)
+  VAULT_NOT_INITIALIZED: 'The vault has not been created yet; run `postern vault init` first.',
+  VAULT_ALREADY_INITIALIZED: 'The vault already exists; it is never re-created over an existing one.',
+  VAULT_PASSPHRASE_INVALID: 'The vault passphrase is wrong; nothing was unlocked or changed.',
+  VAULT_CORRUPT: 'The vault file is damaged, newer than this Postern, or a sealed value failed its integrity check; nothing was decrypted.',
+  CREDENTIAL_EXISTS: 'A credential with this name already exists; rotate it or remove it first.',
   APPROVAL_DENIED: 'A person rejected this invocation; it will never be sent.',
   APPROVAL_EXPIRED: 'The approval window closed before a decision; nothing was sent.',
   SESSION_REVOKED: 'The agent session was revoked or ended before dispatch; nothing was sent.',
@@ -54,6 +61,7 @@ export const errorCodeMeanings = {
   JOURNAL_NOT_DURABLE: 'The journal database refused the durability settings the broker requires.',
   IMPOSSIBLE_TRANSITION: 'An event would contradict the recorded history (for example not_attempted after dispatch).',
   MIGRATION_FAILED: 'A journal schema migration failed; the database was left at its previous version.',
+  AUDIT_KEY_UNAVAILABLE: 'The key that encrypted these journal events is not available now (vault locked, or the run ended before any audit key existed).',
   INTERNAL: 'A broker bug; the record keeps what is known and the action is treated as unknown if dispatched.',
 } as const;
 

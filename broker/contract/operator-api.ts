@@ -18,6 +18,10 @@ export const brokerStatusSchema = z.object({
     in_flight: z.number().int().nonnegative(),
     unknown: z.number().int().nonnegative(),
   }),
+  /** The credential vault's state (broker/vault); never anything secret. */
+  vault: z.object({
+    state: z.enum(['uninitialized', 'locked', 'unlocked']),
+  }),
 });
 export type BrokerStatus = z.infer<typeof brokerStatusSchema>;
 

@@ -20,8 +20,10 @@ describe('the broker runtime', () => {
     const status = brokerStatusSchema.parse(runtime.broker.status());
     expect(status.journal).toMatchObject({ state: 'open', events: cut, last_seq: cut, recovered_at_open: 0 });
     expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 1 });
+    expect(status.vault).toEqual({ state: 'uninitialized' });
     await runtime.close();
     expect(runtime.broker.status().journal.state).toBe('closed');
+    expect(runtime.broker.status().vault).toEqual({ state: 'locked' });
   });
 
   it('when reopened after a stop mid-dispatch, recovery is counted and the action stays unknown, no longer in flight', async () => {

@@ -1,6 +1,8 @@
 import type { BrokerStatus } from '../contract/index.js';
 import { Journal, readJournalSnapshot } from '../journal/index.js';
 import { systemClock, type Clock, type DispatchGate } from '../ports/index.js';
+import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
+import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
 import type { OperatorBroker } from './operator-broker.js';
 
 export interface BrokerRuntimeOptions {
@@ -9,6 +11,11 @@ export interface BrokerRuntimeOptions {
   version: string;
   startedAtMs: number;
   clock?: Clock;
+  /** Unlock the vault at start (`--passphrase-file`); a wrong passphrase fails the start. The caller zeroes it. */
+  vaultPassphrase?: Uint8Array;
+  /** Vault idle lock (default 15 min, 0 = never) and Argon2id cost for a new vault ('min' in tests only). */
+  vaultIdleLockMs?: number;
+  vaultKdf?: KdfStrength;
 }
 
 /** The running broker as its hosts (CLI daemon, Electron main) see it. */
@@ -17,6 +24,8 @@ export interface BrokerRuntime {
   readonly journal: Journal;
   /** The journal as channels see it: observations and the durable dispatch boundary. */
   readonly gate: DispatchGate;
+  /** The credential vault (vault.sqlite beside the journal); `postern vault unlock` reaches it through control.sock. */
+  readonly vault: Vault;
   close(): Promise<void>;
 }
 
@@ -26,7 +35,10 @@ export interface BrokerRuntime {
  * journal runs its migrations and recovery before anything else can append.
  */
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
+  // Before the journal: opening it runs recovery, which must never happen under a live broker.
+  await refuseIfBrokerRunning(options.dataDir);
   const journal = await Journal.open({ dataDir: options.dataDir, clock: options.clock ?? systemClock });
+  const { vault, closeVault } = await openRuntimeVault(options, journal);
   const broker: OperatorBroker = {
     status: () => {
       const stats = journal.stats();
@@ -44,10 +56,32 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
           recovered_at_open: stats.recovered_at_open,
         },
         actions: { ...counts },
+        vault: { state: vault.state() },
       };
     },
   };
-  return { broker, journal, gate: journal, close: () => journal.close() };
+  return { broker, journal, gate: journal, vault, close: () => closeVault().finally(() => journal.close()) };
+}
+
+/**
+ * The vault and its control socket, opened after the journal. If any step fails, what was opened
+ * is closed again (the journal included) before the error goes up.
+ */
+async function openRuntimeVault(options: BrokerRuntimeOptions, journal: Journal): Promise<{ vault: Vault; closeVault: () => Promise<void> }> {
+  let vault: Vault | undefined;
+  try {
+    vault = await openVault({ dataDir: options.dataDir, clock: options.clock ?? systemClock, idleLockMs: options.vaultIdleLockMs, kdf: options.vaultKdf });
+    // Before unlock: the journal signs checkpoints while unlocked and one last one at each lock.
+    journal.attachVault(vault);
+    if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
+    const control = await startControlSocket({ dataDir: options.dataDir, vault });
+    const opened = vault;
+    return { vault: opened, closeVault: () => control.close().finally(() => opened.close()) };
+  } catch (error) {
+    await vault?.close();
+    await journal.close();
+    throw error;
+  }
 }
 
 /** What `postern status` reports about a data directory without running a broker in it. */

@@ -15,3 +15,12 @@ export type { OperatorBroker } from './operator-broker.js';
 export { resolveDataDir, ensureDataDir, type DataDirInputs } from './data-dir.js';
 export { startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpHostOptions } from './http-host.js';
 export { contentSecurityPolicy } from './http-host.js';
+export {
+  controlSocketFileName,
+  controlSocketPath,
+  sendControlRequest,
+  startControlSocket,
+  type ControlReply,
+  type ControlRequest,
+  type ControlSocket,
+} from './control-socket.js';

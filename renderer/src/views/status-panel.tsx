@@ -76,6 +76,12 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
         </span>{' '}
         unknown
       </dd>
+      <dt>Vault</dt>
+      <dd>
+        <span className={`badge vault-${status.vault.state}`} data-testid="status-vault-state">
+          {status.vault.state}
+        </span>
+      </dd>
     </dl>
   );
 }
