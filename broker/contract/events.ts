@@ -21,6 +21,7 @@ export const EventKind = {
   REMOTE_RESPONSE_COMPLETE: 'REMOTE_RESPONSE_COMPLETE',
   RESULT_COMMITTED: 'RESULT_COMMITTED',
   RESULT_DELIVERED: 'RESULT_DELIVERED',
+  OPERATION_SUBMITTED: 'OPERATION_SUBMITTED',
   OUTCOME_RECORDED: 'OUTCOME_RECORDED',
   CALLER_CANCELLED: 'CALLER_CANCELLED',
   CALLER_DEADLINE_EXCEEDED: 'CALLER_DEADLINE_EXCEEDED',
@@ -53,6 +54,7 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   REMOTE_RESPONSE_COMPLETE: 'The remote answer is complete by its framing (or exit status + close).',
   RESULT_COMMITTED: 'Settled outcome, result digest and retrievable result are durable.',
   RESULT_DELIVERED: 'The caller acknowledged a complete handoff.',
+  OPERATION_SUBMITTED: 'A 202 created a remote job: its id and status location, tracked as a separate operation.',
   OUTCOME_RECORDED: 'The broker recorded its classification of what is known so far.',
   CALLER_CANCELLED: 'The caller cancelled (a caller event; it decides the effect only before dispatch).',
   CALLER_DEADLINE_EXCEEDED: "The caller's deadline passed (a caller event).",
@@ -113,6 +115,14 @@ export const eventPayloadSchemas = {
   REMOTE_RESPONSE_COMPLETE: z.strictObject({ attempt, digest: sha256.optional() }),
   RESULT_COMMITTED: z.strictObject({ attempt, result_id: z.string().max(128), result_digest: sha256 }),
   RESULT_DELIVERED: z.strictObject({}),
+  OPERATION_SUBMITTED: z.strictObject({
+    attempt,
+    result_id: z.string().max(128),
+    /** The job or operation id the remote returned, if it named one. */
+    job_id: z.string().min(1).max(200).optional(),
+    /** Where the remote says the job's status can be read (Location / Operation-Location). */
+    status_location: z.string().min(1).max(2048).optional(),
+  }),
   OUTCOME_RECORDED: z.strictObject({ attempt: attempt.optional() }),
   CALLER_CANCELLED: z.strictObject({ stage: z.string().max(64) }),
   CALLER_DEADLINE_EXCEEDED: z.strictObject({ stage: z.string().max(64) }),

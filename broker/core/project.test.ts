@@ -140,6 +140,11 @@ describe('project', () => {
         add({ kind: 'SETUP_ATTEMPT_FAILED', action_id: 'act_000000001', payload: { attempt: 1, stage: 'tcp_connect' } });
         add({ kind: 'EXIT_STATUS', action_id: 'act_000000001', payload: { attempt: 1, exit_status: 0 } });
       }],
+      ['a tracked operation before its submission result is committed', (add) => {
+        toAuthorized(add);
+        add({ kind: 'DISPATCH_STARTED', action_id: 'act_000000001', payload: { attempt: 1, connection: 'fresh' } });
+        add({ kind: 'OPERATION_SUBMITTED', action_id: 'act_000000001', payload: { attempt: 1, result_id: 'res_1', job_id: 'job-1' } });
+      }],
       ['a first event that is not ACTION_ACCEPTED', (add) => {
         add({ kind: 'PREFLIGHT_VALIDATED', action_id: 'act_000000001', payload: {} });
       }],

@@ -188,6 +188,12 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       next.caller_disposition = state.caller_disposition ?? 'completed';
       advanceStage(next, 'result_delivered');
       break;
+    case 'OPERATION_SUBMITTED':
+      // The submission itself is the committed result; the job is tracked by this record.
+      if (state.result_id !== event.payload.result_id) {
+        return impossible(event, 'OPERATION_SUBMITTED names the committed result of its submission');
+      }
+      break;
     case 'OUTCOME_RECORDED':
       break;
     case 'CALLER_CANCELLED':

@@ -114,6 +114,10 @@ describe('when the remote answers completely', () => {
     const { envelope } = await h.run(localRouteConfig(s.port), post);
     expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'submission_accepted_track_job_separately' });
     expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).toEqual({ location: '/api/jobs/job-42', job_id: 'job-42' });
+    const kinds = [...h.temp.journal.events()].filter((e) => e.action_id === envelope.invocation_id).map((e) => e.kind);
+    expect(kinds.slice(-2)).toEqual(['RESULT_COMMITTED', 'OPERATION_SUBMITTED']);
+    const submitted = [...h.temp.journal.events()].find((e) => e.action_id === envelope.invocation_id && e.kind === 'OPERATION_SUBMITTED');
+    expect(submitted?.payload).toEqual({ attempt: 1, result_id: envelope.evidence.result_id, job_id: 'job-42', status_location: '/api/jobs/job-42' });
   });
 
   it('a 307 to another origin is returned as the result and never followed; asked to follow, it is REDIRECT_BLOCKED', async () => {

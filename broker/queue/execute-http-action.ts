@@ -315,6 +315,23 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
       created_at_ms: nowMs,
     });
     state = await append(deps, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest }, classification });
+    if (result.status === 202) {
+      // A 202 settles the submission only; the job it created is tracked as its own operation.
+      const ids = submissionIds(result);
+      const statusLocation = ids.operation_location ?? ids.location;
+      if (ids.job_id !== undefined || statusLocation !== undefined) {
+        state = await append(deps, {
+          kind: 'OPERATION_SUBMITTED',
+          action_id: b.actionId,
+          payload: {
+            attempt: lastAttempt,
+            result_id: resultId,
+            ...(ids.job_id === undefined ? {} : { job_id: ids.job_id }),
+            ...(statusLocation === undefined ? {} : { status_location: statusLocation.slice(0, 2048) }),
+          },
+        });
+      }
+    }
   } else {
     state = await append(deps, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: lastAttempt === undefined ? {} : { attempt: lastAttempt }, classification });
   }
