@@ -1,3 +1,5 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { brokerStatusSchema } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
@@ -54,6 +56,23 @@ describe('the broker runtime', () => {
     expect(read.journal.schema_version).toBeGreaterThanOrEqual(1);
     await runtime.journal.append(script[3] as (typeof script)[number]);
     expect(runtime.broker.status().journal.events).toBe(4);
+    await runtime.close();
+  });
+});
+
+describe('the broker runtime and postern.yaml', () => {
+  it('when the routes file is bad, refuses to start naming the field, and opens nothing', async () => {
+    dir = createTempDir();
+    writeFileSync(path.join(dir.path, 'postern.yaml'), 'version: 1\nroutes:\n  - name: docs\n    base_url: not a url\n    credential: docs-token\n    injection: bearer\n');
+    await expect(createBrokerRuntime({ dataDir: dir.path, ...options })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: expect.stringMatching(/^routes\[0\]\.base_url/) });
+    expect(existsSync(path.join(dir.path, 'journal.sqlite'))).toBe(false);
+  });
+
+  it('when the routes file is good, the runtime carries its routes', async () => {
+    dir = createTempDir();
+    writeFileSync(path.join(dir.path, 'postern.yaml'), 'version: 1\nroutes:\n  - name: docs\n    base_url: https://docs.example.com/api\n    credential: docs-token\n    injection: bearer\n    approval: none\n');
+    const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    expect([...runtime.config.routes.keys()]).toEqual(['docs']);
     await runtime.close();
   });
 });

@@ -1,4 +1,5 @@
 import type { BrokerStatus } from '../contract/index.js';
+import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, readJournalSnapshot } from '../journal/index.js';
 import { systemClock, type Clock, type DispatchGate } from '../ports/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
@@ -26,6 +27,8 @@ export interface BrokerRuntime {
   readonly gate: DispatchGate;
   /** The credential vault (vault.sqlite beside the journal); `postern vault unlock` reaches it through control.sock. */
   readonly vault: Vault;
+  /** The routes from `postern.yaml` in the data directory, checked at start (none if the file is absent). */
+  readonly config: PosternConfig;
   close(): Promise<void>;
 }
 
@@ -37,6 +40,8 @@ export interface BrokerRuntime {
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
   // Before the journal: opening it runs recovery, which must never happen under a live broker.
   await refuseIfBrokerRunning(options.dataDir);
+  // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
+  const config = loadConfig({ dataDir: options.dataDir });
   const journal = await Journal.open({ dataDir: options.dataDir, clock: options.clock ?? systemClock });
   const { vault, closeVault } = await openRuntimeVault(options, journal);
   const broker: OperatorBroker = {
@@ -60,7 +65,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       };
     },
   };
-  return { broker, journal, gate: journal, vault, close: () => closeVault().finally(() => journal.close()) };
+  return { broker, journal, gate: journal, vault, config, close: () => closeVault().finally(() => journal.close()) };
 }
 
 /**
