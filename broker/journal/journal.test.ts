@@ -1,5 +1,4 @@
-import { journalMigrations } from './migrations/index.js';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir } from '../testing/temp-dir.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal, journalFileName } from './journal.js';
+import { journalMigrations } from './migrations/index.js';
 
 let t: TempJournal;
 beforeEach(async () => {
@@ -214,5 +214,23 @@ describe('when opened with a data directory', () => {
     expect(existsSync(join(dataDir, journalFileName))).toBe(true);
     await journal.close();
     dir.remove();
+  });
+});
+
+describe('when the journal creates its files in a data directory', () => {
+  it('makes the database, -wal and -shm readable by the owner only', async () => {
+    const dir = createTempDir();
+    const previous = process.umask(0o022);
+    try {
+      const journal = await Journal.open({ dataDir: join(dir.path, 'data'), clock: new FakeClock() });
+      await journal.append(actionPaths.httpNoApproval('act_modes00000001')[0] as NewEvent);
+      for (const name of ['journal.sqlite', 'journal.sqlite-wal', 'journal.sqlite-shm']) {
+        expect((statSync(join(dir.path, 'data', name)).mode & 0o777).toString(8)).toBe('600');
+      }
+      await journal.close();
+    } finally {
+      process.umask(previous);
+      dir.remove();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import {
@@ -470,7 +470,10 @@ function journalPath(options: JournalOpenOptions): string {
   if (options.dataDir === undefined) throw new Error('Journal.open needs a path or a dataDir');
   // 0700: the journal holds no secrets, but it does hold who asked for what.
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-  return join(options.dataDir, journalFileName);
+  const path = join(options.dataDir, journalFileName);
+  // Created 0600 before SQLite opens it: SQLite gives -wal and -shm the main file's mode.
+  closeSync(openSync(path, 'a', 0o600));
+  return path;
 }
 
 /** Refusals are about one event; anything else (a SQLite error, a bug) is fatal for the batch. */
