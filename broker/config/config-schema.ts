@@ -66,12 +66,44 @@ export const routeSchema = z.strictObject({
   tls: tls.optional(),
 });
 
+const sshFingerprint = z
+  .string()
+  .regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'a host key fingerprint as ssh-keygen -lf prints it: SHA256: then 43 base64 characters')
+  .describe('SHA-256 of the host key blob, base64 without padding (ssh-keygen -lf).');
+
+const sshCommandRule = z.strictObject({
+  command: z.string().min(1).max(1024).describe('A glob over the whole command: * matches any run of characters.'),
+  lane: z.string().min(1).max(200).optional(),
+  approval: z.enum(['none', 'session', 'per_call']).optional(),
+});
+
+export const sshHostSchema = z.strictObject({
+  name,
+  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:_-]+$/, 'a host name or IP address').describe('Host name or IP address; never chosen by the agent.'),
+  port: z.number().int().min(1).max(65_535).default(22),
+  user: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, 'a user name'),
+  credential: z.string().min(1).max(200).describe('Name of a vault ssh_key credential; the agent never chooses it.'),
+  host_key: z
+    .union([z.strictObject({ pinned: z.array(sshFingerprint).min(1).max(8) }), z.literal('accept_new')])
+    .describe('Pinned fingerprint(s), or accept_new: trust on first use, stored after user authentication succeeds.'),
+  approval: z.enum(['none', 'session', 'per_call']).default('per_call'),
+  lane: z.string().min(1).max(200).optional().describe('Lane of every command on this host (default host:<name>).'),
+  commands: z.array(sshCommandRule).max(256).default([]).describe('Per-command lane/approval; first match wins.'),
+  output_bytes_max: z.number().int().min(1).max(16 * 1024 * 1024).default(1024 * 1024).describe('Bytes of stdout+stderr kept; beyond it the result is marked truncated.'),
+});
+
 export const configSchema = z
   .strictObject({
     version: z.literal(1),
     routes: z.array(routeSchema).max(1024).default([]),
+    ssh_hosts: z.array(sshHostSchema).max(1024).default([]),
   })
   .superRefine((config, ctx) => {
+    const hostNames = new Set<string>();
+    for (const [i, host] of config.ssh_hosts.entries()) {
+      if (hostNames.has(host.name)) ctx.addIssue({ code: 'custom', path: ['ssh_hosts', i, 'name'], message: `ssh host name "${host.name}" is used twice` });
+      hostNames.add(host.name);
+    }
     const names = new Set<string>();
     for (const [i, route] of config.routes.entries()) {
       const at = (...path: (string | number)[]): (string | number)[] => ['routes', i, ...path];
@@ -109,6 +141,7 @@ export const configSchema = z
 
 export type PosternConfigInput = z.input<typeof configSchema>;
 export type RouteSettings = z.output<typeof routeSchema>;
+export type SshHostSettings = z.output<typeof sshHostSchema>;
 
 function baseUrlProblem(value: string): string | undefined {
   let url: URL;

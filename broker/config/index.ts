@@ -1,11 +1,13 @@
 export {
   configSchema,
   routeSchema,
+  sshHostSchema,
   configJsonSchema,
   httpMethods,
   defaultIdempotentMethods,
   requestParts,
   type PosternConfigInput,
   type RouteSettings,
+  type SshHostSettings,
 } from './config-schema.js';
 export { loadConfig, parseConfig, fieldPath, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';

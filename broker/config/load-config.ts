@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { CodedError } from '../contract/index.js';
-import { configSchema, type RouteSettings } from './config-schema.js';
+import { configSchema, type RouteSettings, type SshHostSettings } from './config-schema.js';
 
 export const configFileName = 'postern.yaml';
 /** The config file is small by nature; a huge one is a mistake or an attack on the parser. */
@@ -23,6 +23,8 @@ export interface Route extends RouteSettings {
 export interface PosternConfig {
   readonly version: 1;
   readonly routes: ReadonlyMap<string, Route>;
+  /** SSH host entries by name: what an agent names instead of an address or a key. */
+  readonly sshHosts: ReadonlyMap<string, SshHostSettings>;
   /** Where it came from; undefined when no file existed (no routes). */
   readonly file: string | undefined;
 }
@@ -45,7 +47,7 @@ export function loadConfig(options: LoadConfigOptions): PosternConfig {
     text = readBounded(file, configBytesMax);
   } catch (error) {
     if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { version: 1, routes: new Map(), file: undefined };
+      return { version: 1, routes: new Map(), sshHosts: new Map(), file: undefined };
     }
     if (error instanceof CodedError) throw error;
     throw new CodedError('CONFIG_INVALID', `cannot read the configuration file (${errnoCode(error)})`, { field: '' });
@@ -71,7 +73,8 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   }
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
-  return { version: 1, routes, file };
+  const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
+  return { version: 1, routes, sshHosts, file };
 }
 
 /** `['routes', 2, 'lanes', 0, 'path']` → `routes[2].lanes[0].path`. */

@@ -109,6 +109,10 @@ export const eventPayloadSchemas = {
     attempt,
     connection: z.enum(['fresh', 'reused']),
     connection_id: z.string().max(128).optional(),
+    /** The verified peer: TLS certificate SHA-256 or SSH host key `SHA256:…` fingerprint. */
+    peer_identity: z.string().max(128).optional(),
+    /** Why the peer was trusted: a pin, a CA chain, a stored known host, or first use (accept_new). */
+    peer_trust: z.enum(['pinned', 'ca_verified', 'known_host', 'accepted_new']).optional(),
   }),
   REQUEST_SENT: z.strictObject({ attempt, request_complete: z.boolean() }),
   REMOTE_RESPONSE_STARTED: z.strictObject({ attempt, status: z.number().int().optional() }),

@@ -74,6 +74,8 @@ export interface JournalStats {
 export interface DispatchConnection {
   readonly connection: 'fresh' | 'reused';
   readonly connection_id?: string;
+  readonly peer_identity?: string;
+  readonly peer_trust?: 'pinned' | 'ca_verified' | 'known_host' | 'accepted_new';
 }
 
 interface Unit {
@@ -181,10 +183,13 @@ export class Journal {
    * caller may hand the first application byte to the transport only after this resolves.
    */
   beginDispatch(actionId: string, attempt: number, connection: DispatchConnection): Promise<Appended> {
-    const payload =
-      connection.connection_id === undefined
-        ? { attempt, connection: connection.connection }
-        : { attempt, connection: connection.connection, connection_id: connection.connection_id };
+    const payload = {
+      attempt,
+      connection: connection.connection,
+      ...(connection.connection_id === undefined ? {} : { connection_id: connection.connection_id }),
+      ...(connection.peer_identity === undefined ? {} : { peer_identity: connection.peer_identity }),
+      ...(connection.peer_trust === undefined ? {} : { peer_trust: connection.peer_trust }),
+    };
     return this.append({ kind: 'DISPATCH_STARTED', action_id: actionId, payload });
   }
 

@@ -10,7 +10,17 @@ export interface DispatchGate {
    * the first application byte to the transport only after this resolves; if it rejects, nothing
    * may be sent.
    */
-  beginDispatch(actionId: string, attempt: number, connection: { connection: 'fresh' | 'reused'; connection_id?: string }): Promise<{ event: JournalEvent }>;
+  beginDispatch(
+    actionId: string,
+    attempt: number,
+    connection: {
+      connection: 'fresh' | 'reused';
+      connection_id?: string;
+      /** The verified peer (TLS certificate SHA-256, SSH host key fingerprint), made durable with the boundary. */
+      peer_identity?: string;
+      peer_trust?: 'pinned' | 'ca_verified' | 'known_host' | 'accepted_new';
+    },
+  ): Promise<{ event: JournalEvent }>;
   /** Appends an observation or settlement; resolves when durable. */
   append(event: NewEvent): Promise<{ event: JournalEvent }>;
 }

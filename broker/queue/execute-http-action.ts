@@ -5,7 +5,6 @@ import type { PosternConfig, Route } from '../config/index.js';
 import {
   CodedError,
   errorCodeMeanings,
-  isCodedError,
   type ActionState,
   type Classification,
   type Envelope,
@@ -16,6 +15,7 @@ import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource, SecretMaterial } from '../ports/index.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
+import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
 
 export interface HttpActionDeps {
@@ -197,11 +197,8 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpAct
       return settle(deps, b, report, secretForms(secret));
     });
   } catch (error) {
-    if (isCodedError(error) && (error.code === 'VAULT_LOCKED' || error.code === 'UNKNOWN_CREDENTIAL' || error.code === 'CREDENTIAL_MISSING')) {
-      const gate: LocalGate =
-        error.code === 'VAULT_LOCKED' ? { kind: 'vault_locked' } : error.code === 'CREDENTIAL_MISSING' ? { kind: 'credential_missing' } : { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'route' };
-      return refuse(deps, b.actionId, b.fingerprint, gate, errorCodeMeanings[error.code]);
-    }
+    const refusal = vaultRefusal(error, 'route');
+    if (refusal !== undefined) return refuse(deps, b.actionId, b.fingerprint, refusal.gate, refusal.message);
     throw error;
   } finally {
     unsubscribe();
@@ -394,21 +391,15 @@ function submissionIds(r: HttpActionResponse): Record<string, string> {
   return ids;
 }
 
-/** A pre-dispatch refusal: PREFLIGHT_FAILED while still at admission, else OUTCOME_RECORDED. */
+/** A pre-dispatch refusal (record-refusal.ts), answered with its envelope. */
 async function refuse(deps: HttpActionDeps, actionId: string, fingerprint: string, gate: LocalGate, message: string): Promise<HttpActionResult> {
-  const classification = classifyOutcome({ channel: 'http', gate, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
-  const stage = deps.journal.getAction(actionId)?.stage;
-  const field = gate.kind === 'validation' ? gate.field : undefined;
-  const state =
-    stage === 'accepted' && gate.kind === 'validation'
-      ? await append(deps, { kind: 'PREFLIGHT_FAILED', action_id: actionId, payload: field === undefined ? {} : { field: field.slice(0, 256) }, classification })
-      : await append(deps, { kind: 'OUTCOME_RECORDED', action_id: actionId, payload: {}, classification });
+  const { state, classification, field } = await recordRefusal(deps.journal, 'http', actionId, gate);
   log(deps, actionId, undefined, classification);
   return { envelope: buildHttpEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
 }
 
-async function append(deps: HttpActionDeps, event: NewEvent): Promise<ActionState> {
-  return (await deps.journal.append(event)).state;
+function append(deps: HttpActionDeps, event: NewEvent): Promise<ActionState> {
+  return appendState(deps.journal, event);
 }
 
 function acceptedAtMs(deps: HttpActionDeps, actionId: string): number {
@@ -439,6 +430,6 @@ function truncate(text: string, charsMax: number): string {
 
 function log(deps: HttpActionDeps, actionId: string, route: string | undefined, c: Classification): void {
   // Only ids and closed-set values: never paths, headers, bodies or credential names.
-  deps.logger?.info({ action_id: actionId, route, phase: c.phase, outcome: c.outcome, retry: c.retry, code: c.code, effect: c.effect, basis: c.outcome_basis }, 'http action recorded');
+  logRecorded(deps.logger, { action_id: actionId, route }, c, 'http action recorded');
 }
 

@@ -1,5 +1,5 @@
 import type { HttpChannelReport } from '../channels/http/index.js';
-import { classifyOutcome } from '../core/index.js';
+import { envelopeAttempts } from './envelope-attempts.js';
 import { envelopeSchema, type ActionState, type Classification, type Envelope } from '../contract/index.js';
 
 export interface EnvelopeFacts {
@@ -23,13 +23,7 @@ export interface EnvelopeFacts {
 export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
   const c = f.classification;
   const r = f.report;
-  const attempts = (r?.attempts ?? []).map((a) => ({
-    n: a.n,
-    stage: a.stage,
-    outcome: a.dispatched ? c.outcome : ('not_attempted' as const),
-    ...(a.dispatched ? (c.code === null ? {} : { code: c.code }) : a.failure === undefined ? {} : { code: setupCode(a.failure) }),
-    ...(a.connection_id === undefined ? {} : { connection_id: a.connection_id }),
-  }));
+  const attempts = envelopeAttempts('http', r?.attempts ?? [], c);
   const response = r?.response;
   const envelope: Envelope = {
     invocation_id: f.state.action_id,
@@ -66,10 +60,4 @@ export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
     },
   };
   return envelopeSchema.parse(envelope);
-}
-
-/** A setup attempt's code is the core's, from that attempt's own evidence. */
-function setupCode(failure: NonNullable<HttpChannelReport['attempts'][number]['failure']>): NonNullable<Classification['code']> {
-  const c = classifyOutcome({ channel: 'http', setup: { failure, stage: '', attempts: 1, attemptsMax: 1 }, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
-  return c.code ?? 'INTERNAL';
 }

@@ -1,7 +1,5 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { HttpChannel, type HttpLimits, type LookupAll } from '../channels/http/index.js';
 import { parseConfig, type PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
@@ -10,6 +8,7 @@ import type { CredentialVault, DispatchGate } from '../ports/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { executeHttpAction, type HttpActionResult } from '../queue/execute-http-action.js';
 import { openVault, type Vault } from '../vault/index.js';
+import { createCapturedLogger } from './captured-logger.js';
 import { openTempJournal, type TempJournal } from './temp-journal.js';
 
 /**
@@ -49,16 +48,7 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
   await vault.add({ name: 'docs-basic', kind: 'basic', secret: Buffer.from(`${canaryUser}:${canary}`), bindings });
   await vault.add({ name: 'unbound-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['elsewhere.example'] });
   const results = ResultStore.open(temp.path);
-  const logLines: string[] = [];
-  const logger = pino(
-    { level: 'debug' },
-    new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        logLines.push(chunk.toString('utf8'));
-        callback();
-      },
-    }),
-  );
+  const { logger, lines: logLines } = createCapturedLogger();
   const secretUses = { count: 0 };
   const countingVault: CredentialVault = {
     state: () => vault.state(),

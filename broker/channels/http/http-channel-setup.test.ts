@@ -84,6 +84,10 @@ describe('when TLS verifies through the route’s private CA', () => {
     expect(pinned.envelope.error).toBeUndefined();
     expect(pinned.envelope.evidence.peer_identity).toBe(peer);
     expect(s.requests).toHaveLength(2);
+    // The verified peer is durable with the boundary: trusted by the CA chain, then by the pin.
+    const boundary = (id: string): unknown => h.events(id).find((e) => e.kind === 'DISPATCH_STARTED')?.payload;
+    expect(boundary(first.envelope.invocation_id)).toMatchObject({ peer_identity: peer, peer_trust: 'ca_verified' });
+    expect(boundary(pinned.envelope.invocation_id)).toMatchObject({ peer_identity: peer, peer_trust: 'pinned' });
   });
 
   it('without the CA the same server is refused (system roots do not vouch for it)', async () => {

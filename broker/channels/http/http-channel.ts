@@ -176,7 +176,13 @@ export class HttpChannel {
       let dispatchSeq: number;
       try {
         // THE BOUNDARY: nothing below runs until DISPATCH_STARTED is durable.
-        const { event } = await this.options.gate.beginDispatch(request.actionId, n, { connection: kind, connection_id: connection.id });
+        const peer = connection.opened.peerFingerprint;
+        const { event } = await this.options.gate.beginDispatch(request.actionId, n, {
+          connection: kind,
+          connection_id: connection.id,
+          // The verified TLS peer is part of the durable boundary record (a pin, else the CA chain).
+          ...(peer === undefined ? {} : { peer_identity: peer, peer_trust: request.target.pins === undefined ? 'ca_verified' : 'pinned' }),
+        });
         dispatchSeq = event.seq;
       } catch (journalFailed) {
         // Not durable → not sent. The connection never saw this request.

@@ -1,0 +1,597 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { connect as netConnect, type Socket } from 'node:net';
+import ssh2 from 'ssh2';
+import type { NewEvent } from '../../contract/index.js';
+import type { SetupFailure } from '../../core/index.js';
+import type { Clock, DispatchGate } from '../../ports/index.js';
+import { installDeferredExec } from './install-deferred-exec.js';
+import { hostKeyFingerprint } from './host-key-fingerprint.js';
+import { KnownHostsStore } from './known-hosts-store.js';
+import { defaultSshLimits, type SshLimits } from './ssh-limits.js';
+
+export type SshSetupStage = 'dns' | 'tcp_connect' | 'ssh_transport' | 'host_key_verified' | 'user_auth' | 'session_channel';
+export type HostKeyPolicy = { readonly pinned: readonly string[] } | 'accept_new';
+
+/** One command as it will run, key already taken from the vault. Never logged or journaled. */
+export interface SshWireRequest {
+  readonly actionId: string;
+  readonly host: { readonly name: string; readonly host: string; readonly port: number; readonly user: string; readonly hostKey: HostKeyPolicy };
+  /** OpenSSH private key; only read during this call (the vault zeroes it afterwards). */
+  readonly privateKey: Buffer;
+  readonly command: string;
+  /** The caller's whole wait; before dispatch it stops setup, after it the effect is unknown. */
+  readonly timeoutMs: number;
+  /** stdout + stderr bytes kept; counting continues beyond it. */
+  readonly outputBytesMax: number;
+  /** Stops the action only while it is before dispatch (the vault locked). */
+  readonly beforeDispatch: AbortSignal;
+  /** The caller cancelled. */
+  readonly cancel?: AbortSignal;
+}
+
+export interface SshAttemptReport {
+  readonly n: number;
+  readonly stage: string;
+  readonly dispatched: boolean;
+  readonly failure?: SetupFailure;
+  readonly detail?: string;
+  readonly connection_id?: string;
+}
+
+export interface SshOutput {
+  /** Kept bytes (stdout first, then stderr, together at most outputBytesMax). */
+  readonly stdout: Buffer;
+  readonly stderr: Buffer;
+  readonly stdoutBytes: number;
+  readonly stderrBytes: number;
+  readonly truncated: boolean;
+  /** sha256 over stdout bytes then stderr bytes as received (all of them, not only the kept ones). */
+  readonly digest: string;
+}
+
+/** What the channel observed. It decides nothing: broker/core classifyOutcome does. */
+export interface SshChannelReport {
+  readonly attempts: readonly SshAttemptReport[];
+  readonly stages: readonly string[];
+  readonly setup?: { failure: SetupFailure; stage: SshSetupStage; attempts: number; attemptsMax: number };
+  readonly stoppedBeforeDispatch?: 'signal' | 'deadline' | 'cancelled';
+  readonly dispatchStarted: boolean;
+  readonly handedToTransport: boolean;
+  readonly requestComplete: boolean;
+  readonly execReply?: 'success' | 'failure';
+  readonly exitStatus?: number;
+  readonly exitSignal?: string;
+  readonly channelClosed: boolean;
+  readonly eof: boolean;
+  readonly transportBroken: boolean;
+  readonly caller?: 'deadline' | 'cancelled';
+  readonly output: SshOutput;
+  /** EOF and close both seen after the exit report: every output byte arrived. */
+  readonly outputComplete: boolean;
+  readonly hostKey?: { readonly fingerprint: string; readonly trust: 'pinned' | 'known' | 'accepted_new' };
+  readonly connectionId?: string;
+  readonly journalFailed?: unknown;
+}
+
+export interface SshChannelOptions {
+  readonly gate: DispatchGate;
+  readonly clock: Clock;
+  /** Directory of known_hosts.json (the data dir). */
+  readonly knownHostsDir: string;
+  readonly limits?: Partial<SshLimits>;
+}
+
+class SetupFailed extends Error {
+  constructor(
+    readonly failure: SetupFailure | 'cancelled',
+    readonly stage: SshSetupStage,
+    readonly detail: string,
+  ) {
+    super(`${stage}: ${failure}`);
+  }
+}
+
+/** One attempt per action, one connection per attempt: no pooling and no internal setup retry yet. */
+const setupAttemptsMax = 1;
+
+/**
+ * The SSH channel (ssh2 Client). Setup — DNS, TCP, transport, host key, user auth, session channel —
+ * is done first, each stage recorded; a failure is SETUP_ATTEMPT_FAILED with that stage and nothing
+ * was sent. Then, with the session channel open and the exec request held back (install-deferred-exec.ts),
+ * `await gate.beginDispatch(...)`; only then is the exec request written. Observations are appended
+ * as they happen (output counts once per stream at the end). See docs/ssh-channel.md.
+ */
+export class SshChannel {
+  readonly limits: SshLimits;
+  readonly knownHosts: KnownHostsStore;
+
+  constructor(private readonly options: SshChannelOptions) {
+    this.limits = { ...defaultSshLimits, ...options.limits };
+    this.knownHosts = new KnownHostsStore(options.knownHostsDir);
+  }
+
+  async perform(request: SshWireRequest): Promise<SshChannelReport> {
+    const run = new SshRun(request, this.options.gate, this.limits, this.knownHosts, this.options.clock);
+    return run.perform();
+  }
+}
+
+/** One action's connection: state of what was seen, and the waits, each with its own deadline. */
+class SshRun {
+  private readonly stages: string[] = [];
+  private readonly attempts: SshAttemptReport[] = [];
+  private readonly pending: Promise<unknown>[] = [];
+  private journalFailed: unknown = undefined;
+  private client: ssh2.Client | undefined;
+  private socket: Socket | undefined;
+  private closed = false;
+  private readonly connectionId = `ssh_${randomBytes(6).toString('hex')}`;
+  private hostKey: SshChannelReport['hostKey'];
+  private stagedKey: string | undefined;
+  private hostKeyRejected = false;
+  private readonly callerDeadline = new AbortController();
+
+  constructor(
+    private readonly request: SshWireRequest,
+    private readonly gate: DispatchGate,
+    private readonly limits: SshLimits,
+    private readonly knownHosts: KnownHostsStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async perform(): Promise<SshChannelReport> {
+    const timer = setTimeout(() => this.callerDeadline.abort(), this.request.timeoutMs);
+    try {
+      return await this.run();
+    } finally {
+      clearTimeout(timer);
+      this.client?.end();
+      this.client?.destroy();
+      this.socket?.destroy();
+    }
+  }
+
+  private stopSignal(): AbortSignal {
+    const signals = [this.request.beforeDispatch, this.callerDeadline.signal];
+    if (this.request.cancel !== undefined) signals.push(this.request.cancel);
+    return AbortSignal.any(signals);
+  }
+
+  private stoppedReason(): 'signal' | 'deadline' | 'cancelled' {
+    if (this.request.cancel?.aborted === true) return 'cancelled';
+    return this.callerDeadline.signal.aborted ? 'deadline' : 'signal';
+  }
+
+  private async run(): Promise<SshChannelReport> {
+    const stop = this.stopSignal();
+    let send: () => void;
+    let execDone: Promise<ExecAnswer>;
+    try {
+      const address = await this.resolve(stop);
+      this.socket = await this.connectTcp(address, stop);
+      await this.handshake(stop);
+      ({ send, execDone } = await this.openSession(stop));
+    } catch (error) {
+      if (!(error instanceof SetupFailed)) throw error;
+      return this.setupFailed(error);
+    }
+    if (stop.aborted) return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
+    try {
+      // THE BOUNDARY: the exec request is written only after DISPATCH_STARTED is durable.
+      await this.gate.beginDispatch(this.request.actionId, 1, {
+        connection: 'fresh',
+        connection_id: this.connectionId,
+        // The verified host key is part of the durable boundary record, not only of the result.
+        ...(this.hostKey === undefined ? {} : { peer_identity: this.hostKey.fingerprint, peer_trust: sshTrust[this.hostKey.trust] }),
+      });
+    } catch (journalFailed) {
+      return this.notDispatched({ journalFailed });
+    }
+    this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
+    send();
+    this.stages.push('exec_requested');
+    this.record({ kind: 'REQUEST_SENT', action_id: this.request.actionId, payload: { attempt: 1, request_complete: true } });
+    return this.exchange(execDone);
+  }
+
+  private async resolve(stop: AbortSignal): Promise<string> {
+    this.stages.push('dns');
+    try {
+      const answer = await bounded(dnsLookup(this.request.host.host), this.limits.dnsTimeoutMs, stop, 'dns');
+      return answer.address;
+    } catch (error) {
+      if (error instanceof SetupFailed) throw error;
+      const code = errnoCode(error);
+      throw new SetupFailed(code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary', 'dns', code);
+    }
+  }
+
+  private async connectTcp(address: string, stop: AbortSignal): Promise<Socket> {
+    this.stages.push('tcp_connect');
+    const socket = netConnect({ host: address, port: this.request.host.port });
+    this.socket = socket;
+    const connected = new Promise<Socket>((resolve, reject) => {
+      socket.once('connect', () => resolve(socket));
+      socket.once('error', (error) => {
+        const code = errnoCode(error);
+        const failure: SetupFailure = code === 'ECONNREFUSED' ? 'connect_refused' : code === 'ENETUNREACH' || code === 'EHOSTUNREACH' ? 'network_unreachable' : 'connect_timeout';
+        reject(new SetupFailed(failure, 'tcp_connect', code));
+      });
+    });
+    return bounded(connected, this.limits.connectTimeoutMs, stop, 'tcp_connect');
+  }
+
+  /** Transport, host key, user auth: resolves at ssh2's `ready`. */
+  private async handshake(stop: AbortSignal): Promise<void> {
+    this.stages.push('ssh_transport');
+    const client = new ssh2.Client();
+    this.client = client;
+    let verified = false;
+    let stageTimer: NodeJS.Timeout | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      const fail = (failure: SetupFailure, stage: SshSetupStage, detail: string): void => {
+        clearTimeout(stageTimer);
+        reject(new SetupFailed(failure, stage, detail));
+      };
+      stageTimer = setTimeout(() => fail('ssh_transport', 'ssh_transport', 'handshake_timeout'), this.limits.handshakeTimeoutMs);
+      client.on('ready', () => {
+        clearTimeout(stageTimer);
+        resolve();
+      });
+      client.on('error', (error: Error & { level?: string }) => {
+        // ssh2 errors can quote key material: only our own codes and fixed words are kept.
+        if (this.hostKeyRejected) fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
+        else if (!verified) fail('ssh_transport', 'ssh_transport', error.level === 'client-socket' ? 'socket_error' : 'handshake_failed');
+        else if (error.level === 'client-authentication') fail('ssh_auth', 'user_auth', 'all_methods_failed');
+        else fail('ssh_transport', 'user_auth', error.level === 'client-socket' ? 'socket_error' : 'transport_failed');
+      });
+      client.on('close', () => {
+        this.closed = true;
+        if (this.hostKeyRejected) fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
+        else fail(verified ? 'ssh_auth' : 'ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
+      });
+      client.connect({
+        sock: this.socket,
+        username: this.request.host.user,
+        privateKey: this.request.privateKey,
+        // Our own stage timers decide; ssh2's covers everything only as a backstop.
+        readyTimeout: this.limits.handshakeTimeoutMs + this.limits.authTimeoutMs + 1_000,
+        keepaliveInterval: 0,
+        hostVerifier: (key: Buffer) => {
+          const ok = this.verifyHostKey(key);
+          if (ok) {
+            verified = true;
+            this.stages.push('host_key_verified', 'user_auth');
+            clearTimeout(stageTimer);
+            stageTimer = setTimeout(() => fail('ssh_auth', 'user_auth', 'auth_timeout'), this.limits.authTimeoutMs);
+          }
+          return ok;
+        },
+      });
+    });
+    try {
+      await bounded(ready, this.limits.handshakeTimeoutMs + this.limits.authTimeoutMs, stop, 'ssh_transport');
+    } finally {
+      clearTimeout(stageTimer);
+    }
+    if (this.stagedKey !== undefined) {
+      // accept_new: stored only now, after the server proved it holds the key AND let us in.
+      try {
+        this.knownHosts.store(this.request.host.name, this.endpoint(), this.stagedKey, this.clock.nowMs());
+      } catch {
+        throw new SetupFailed('ssh_host_key', 'host_key_verified', 'known_hosts_not_writable');
+      }
+      this.hostKey = { fingerprint: this.stagedKey, trust: 'accepted_new' };
+    }
+  }
+
+  private verifyHostKey(key: Buffer): boolean {
+    const fingerprint = hostKeyFingerprint(key);
+    const policy = this.request.host.hostKey;
+    if (policy !== 'accept_new') {
+      this.hostKey = { fingerprint, trust: 'pinned' };
+      this.hostKeyRejected = !policy.pinned.includes(fingerprint);
+      return !this.hostKeyRejected;
+    }
+    let known: string | undefined;
+    try {
+      known = this.knownHosts.lookup(this.request.host.name, this.endpoint());
+    } catch {
+      this.hostKey = { fingerprint, trust: 'known' };
+      this.hostKeyRejected = true;
+      return false;
+    }
+    this.hostKey = { fingerprint, trust: known === undefined ? 'accepted_new' : 'known' };
+    if (known === undefined) {
+      this.stagedKey = fingerprint;
+      return true;
+    }
+    this.hostKeyRejected = known !== fingerprint;
+    return !this.hostKeyRejected;
+  }
+
+  private endpoint(): string {
+    return `${this.request.host.user}@${this.request.host.host}:${this.request.host.port}`;
+  }
+
+  /** Opens the session channel; resolves with the held-back exec write and the exec reply. */
+  private async openSession(stop: AbortSignal): Promise<{ send: () => void; execDone: Promise<ExecAnswer> }> {
+    this.stages.push('session_channel');
+    const client = this.client as ssh2.Client;
+    let deferred;
+    try {
+      deferred = installDeferredExec(client);
+    } catch {
+      throw new SetupFailed('ssh_channel', 'session_channel', 'ssh2_seam_unavailable');
+    }
+    let openFailed: (error: SetupFailed) => void = () => undefined;
+    const failedOpen = new Promise<never>((_resolve, reject) => {
+      openFailed = reject;
+    });
+    failedOpen.catch(() => undefined);
+    let channelIsOpen = false;
+    const execDone = new Promise<ExecAnswer>((resolve) => {
+      client.on('close', () => {
+        this.closed = true;
+        if (!channelIsOpen) openFailed(new SetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
+        resolve({ kind: 'closed' });
+      });
+      client.exec(this.request.command, (error, stream) => {
+        if (error === undefined) {
+          // Listeners go on in this same tick: ssh2 may deliver data, exit-status and close in the
+          // same TCP read as CHANNEL_SUCCESS, and an 'exit' emitted with no listener is lost.
+          resolve({ kind: 'accepted', watch: this.watchStream(stream) });
+          return;
+        }
+        // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After: with the connection up,
+        // the only way ssh2 fails exec's callback is CHANNEL_FAILURE — the server refused exec.
+        if (!channelIsOpen) openFailed(new SetupFailed('ssh_channel', 'session_channel', 'open_refused'));
+        else if (!this.closed) resolve({ kind: 'refused' });
+        else resolve({ kind: 'closed' });
+      });
+    });
+    const opened = deferred.channelOpen.then((value) => {
+      channelIsOpen = true;
+      return value;
+    });
+    const { send } = await bounded(Promise.race([opened, failedOpen]), this.limits.channelOpenTimeoutMs, stop, 'session_channel');
+    return { send, execDone };
+  }
+
+  /** After the exec request: reply, output, exit, EOF, close — each wait bounded. */
+  private async exchange(execDone: Promise<ExecAnswer>): Promise<SshChannelReport> {
+    const caller = this.request.cancel === undefined ? this.callerDeadline.signal : AbortSignal.any([this.callerDeadline.signal, this.request.cancel]);
+    const callerStop = new Promise<'caller'>((resolve) => {
+      if (caller.aborted) resolve('caller');
+      caller.addEventListener('abort', () => resolve('caller'), { once: true });
+    });
+    let execReply: 'success' | 'failure' | undefined;
+    let exitStatus: number | undefined;
+    let exitSignal: string | undefined;
+    let eof = false;
+    let channelClosed = false;
+    let transportBroken = false;
+    let callerEvent: 'deadline' | 'cancelled' | undefined;
+    const n = 1;
+    const id = this.request.actionId;
+    const replyTimeout = delay(this.limits.execReplyTimeoutMs, 'reply_timeout' as const);
+    const first = await Promise.race([execDone, callerStop, replyTimeout.promise]);
+    replyTimeout.cancel();
+    if (first === 'caller') callerEvent = this.callerReason();
+    else if (first === 'reply_timeout') transportBroken = true;
+    else if (first.kind === 'closed') transportBroken = true;
+    else if (first.kind === 'refused') execReply = 'failure';
+    else {
+      execReply = 'success';
+      const watch = first.watch;
+      const ended = watch.ended;
+      const afterExit = (): Promise<'closed' | 'lost' | 'close_timeout'> => {
+        const wait = delay(this.limits.closeAfterExitTimeoutMs, 'close_timeout' as const);
+        return Promise.race([ended, wait.promise]).finally(() => wait.cancel());
+      };
+      const end = await Promise.race([ended, callerStop]);
+      if (end === 'caller') {
+        // The remote command is not assumed stopped; the exit status may still arrive, but the
+        // caller no longer waits for it.
+        callerEvent = this.callerReason();
+      } else if (end === 'lost') transportBroken = true;
+      if (end !== 'caller' && !watch.channelClosed && (watch.exitStatus !== undefined || watch.exitSignal !== undefined)) {
+        const late = await afterExit();
+        if (late !== 'closed') transportBroken = true;
+      }
+      ({ exitStatus, exitSignal, eof, channelClosed } = watch);
+      if (exitStatus !== undefined) this.stages.push('exit_status');
+      if (exitSignal !== undefined) this.stages.push('exit_signal');
+    }
+    if (eof) this.stages.push('eof');
+    if (channelClosed) this.stages.push('channel_close');
+    const kept = (first !== 'caller' && first !== 'reply_timeout' && first.kind === 'accepted' ? first.watch.output : new OutputCollector(0)).result();
+    if (execReply === 'success') {
+      this.record({ kind: 'OUTPUT_RECEIVED', action_id: id, payload: { attempt: n, stream: 'stdout', bytes: kept.stdoutBytes } });
+      this.record({ kind: 'OUTPUT_RECEIVED', action_id: id, payload: { attempt: n, stream: 'stderr', bytes: kept.stderrBytes } });
+    }
+    if (channelClosed) this.record({ kind: 'CHANNEL_CLOSED', action_id: id, payload: { attempt: n } });
+    if (transportBroken) this.record({ kind: 'CONNECTION_LOST', action_id: id, payload: { attempt: n } });
+    await Promise.all(this.pending);
+    return {
+      attempts: this.attempts,
+      stages: this.stages,
+      dispatchStarted: true,
+      handedToTransport: true,
+      requestComplete: true,
+      ...(execReply === undefined ? {} : { execReply }),
+      ...(exitStatus === undefined ? {} : { exitStatus }),
+      ...(exitSignal === undefined ? {} : { exitSignal }),
+      channelClosed,
+      eof,
+      transportBroken,
+      ...(callerEvent === undefined ? {} : { caller: callerEvent }),
+      output: kept,
+      outputComplete: channelClosed && eof && !transportBroken,
+      ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
+      connectionId: this.connectionId,
+      ...(this.journalFailed === undefined ? {} : { journalFailed: this.journalFailed }),
+    };
+  }
+
+  /** Everything the exec stream says, recorded as it happens; `ended` says how it ended. */
+  private watchStream(stream: ssh2.ClientChannel): StreamWatch {
+    const id = this.request.actionId;
+    const n = 1;
+    // Recorded here, in ssh2's callback, so it is appended before anything the stream reports.
+    this.stages.push('exec_accepted');
+    this.record({ kind: 'REMOTE_RESPONSE_STARTED', action_id: id, payload: { attempt: n } });
+    const watch: StreamWatch = { output: new OutputCollector(this.request.outputBytesMax), eof: false, channelClosed: false, ended: Promise.resolve('closed') };
+    watch.ended = new Promise<'closed' | 'lost'>((resolve) => {
+      stream.on('data', (chunk: Buffer) => watch.output.add('stdout', chunk));
+      stream.stderr.on('data', (chunk: Buffer) => watch.output.add('stderr', chunk));
+      stream.on('exit', (code: number | null, signal?: string) => {
+        // A command exits once: a server repeating exit-status gets its first report kept.
+        if (watch.exitStatus !== undefined || watch.exitSignal !== undefined) return;
+        if (typeof code === 'number') {
+          watch.exitStatus = code;
+          this.record({ kind: 'EXIT_STATUS', action_id: id, payload: { attempt: n, exit_status: code } });
+        } else if (typeof signal === 'string') {
+          watch.exitSignal = signal.slice(0, 32);
+          this.record({ kind: 'EXIT_SIGNAL', action_id: id, payload: { attempt: n, signal: watch.exitSignal } });
+        }
+      });
+      stream.on('end', () => {
+        watch.eof = true;
+      });
+      stream.on('close', () => {
+        // ssh2 closes the stream itself when the connection dies (cleanup): that is not the
+        // server's CHANNEL_CLOSE, so a close after the connection's own close is a loss.
+        if (this.closed) resolve('lost');
+        else {
+          watch.channelClosed = true;
+          resolve('closed');
+        }
+      });
+      // A connection `close` ends every channel on it, whether or not ssh2 closes the stream.
+      this.client?.on('close', () => resolve('lost'));
+      stream.resume();
+    });
+    return watch;
+  }
+
+  private callerReason(): 'deadline' | 'cancelled' {
+    return this.request.cancel?.aborted === true ? 'cancelled' : 'deadline';
+  }
+
+  /** Observations are appended in the order seen, without holding up the stream. */
+  private record(event: NewEvent): void {
+    this.pending.push(
+      this.gate.append(event).catch((error: unknown) => {
+        this.journalFailed ??= error;
+      }),
+    );
+  }
+
+  private async setupFailed(error: SetupFailed): Promise<SshChannelReport> {
+    if (error.failure === 'cancelled') return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
+    const detail = error.detail.slice(0, 500);
+    this.attempts.push({ n: 1, stage: error.stage, dispatched: false, failure: error.failure, detail });
+    try {
+      await this.gate.append({ kind: 'SETUP_ATTEMPT_FAILED', action_id: this.request.actionId, payload: { attempt: 1, stage: error.stage, detail } });
+    } catch (journalFailed) {
+      return this.notDispatched({ journalFailed });
+    }
+    return this.notDispatched({ setup: { failure: error.failure, stage: error.stage, attempts: 1, attemptsMax: setupAttemptsMax } });
+  }
+
+  private notDispatched(extra: Partial<SshChannelReport>): SshChannelReport {
+    return {
+      attempts: this.attempts,
+      stages: this.stages,
+      dispatchStarted: false,
+      handedToTransport: false,
+      requestComplete: false,
+      channelClosed: false,
+      eof: false,
+      transportBroken: false,
+      output: new OutputCollector(0).result(),
+      outputComplete: false,
+      ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
+      ...extra,
+    };
+  }
+}
+
+type ExecAnswer = { kind: 'accepted'; watch: StreamWatch } | { kind: 'refused' } | { kind: 'closed' };
+
+interface StreamWatch {
+  readonly output: OutputCollector;
+  exitStatus?: number;
+  exitSignal?: string;
+  eof: boolean;
+  channelClosed: boolean;
+  ended: Promise<'closed' | 'lost'>;
+}
+
+/** Keeps up to `bytesMax` of stdout+stderr, counts and hashes everything. */
+class OutputCollector {
+  private readonly kept: Record<'stdout' | 'stderr', Buffer[]> = { stdout: [], stderr: [] };
+  private readonly counts = { stdout: 0, stderr: 0 };
+  private keptBytes = 0;
+  private readonly hashes = { stdout: createHash('sha256'), stderr: createHash('sha256') };
+
+  constructor(private readonly bytesMax: number) {}
+
+  add(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    this.counts[stream] += chunk.length;
+    this.hashes[stream].update(chunk);
+    const room = this.bytesMax - this.keptBytes;
+    if (room <= 0) return;
+    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    this.kept[stream].push(Buffer.from(part));
+    this.keptBytes += part.length;
+  }
+
+  result(): SshOutput {
+    const digest = createHash('sha256').update(this.hashes.stdout.digest()).update(this.hashes.stderr.digest()).digest('hex');
+    return {
+      stdout: Buffer.concat(this.kept.stdout),
+      stderr: Buffer.concat(this.kept.stderr),
+      stdoutBytes: this.counts.stdout,
+      stderrBytes: this.counts.stderr,
+      truncated: this.counts.stdout + this.counts.stderr > this.keptBytes,
+      digest: `sha256:${digest}`,
+    };
+  }
+}
+
+/** Races `work` against its own deadline and the stop signal; both become SetupFailed for `stage`. */
+async function bounded<T>(work: Promise<T>, timeoutMs: number, stop: AbortSignal, stage: SshSetupStage): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const timeoutFailure: SetupFailure = stage === 'dns' ? 'dns_temporary' : stage === 'tcp_connect' ? 'connect_timeout' : stage === 'session_channel' ? 'ssh_channel' : stage === 'user_auth' ? 'ssh_auth' : 'ssh_transport';
+  const guard = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new SetupFailed(timeoutFailure, stage, 'timeout')), timeoutMs);
+    onAbort = () => reject(new SetupFailed('cancelled', stage, 'stopped'));
+    if (stop.aborted) onAbort();
+    else stop.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, guard]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort !== undefined) stop.removeEventListener('abort', onAbort);
+  }
+}
+
+function delay<T>(ms: number, value: T): { promise: Promise<T>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(value), ms);
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
+}
+
+function errnoCode(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? code : 'unknown';
+}
+
+const sshTrust = { pinned: 'pinned', known: 'known_host', accepted_new: 'accepted_new' } as const;

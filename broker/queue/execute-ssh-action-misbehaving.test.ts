@@ -1,0 +1,186 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
+import type { JournalEvent } from '../contract/index.js';
+import type { DispatchGate } from '../ports/index.js';
+import { MisbehavingSshServer, type SshBehavior } from '../testing/misbehaving-ssh-server.js';
+import { openSshActionHarness, sshHostsConfig, type SshActionHarness } from '../testing/ssh-action-harness.js';
+import { createTempDir, type TempDir } from '../testing/temp-dir.js';
+import { generateKey } from '../testing/test-sshd.js';
+
+let h: SshActionHarness;
+let keyDir: TempDir;
+const servers: MisbehavingSshServer[] = [];
+
+beforeAll(async () => {
+  keyDir = createTempDir('postern-ssh-keys-');
+  const key = generateKey(keyDir.path, 'agent', 'misbehaving-test-key');
+  h = await openSshActionHarness({ 'lab-key': { privateKey: key.privateKey, bindings: ['lab'] } });
+});
+afterEach(async () => {
+  h.channel = h.newChannel();
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
+afterAll(async () => {
+  await h.dispose();
+  keyDir.remove();
+});
+
+async function server(behavior: SshBehavior): Promise<MisbehavingSshServer> {
+  const s = await MisbehavingSshServer.start(behavior, { journalPath: h.temp.path });
+  servers.push(s);
+  return s;
+}
+
+function configFor(s: MisbehavingSshServer) {
+  return sshHostsConfig([{ port: s.port, user: 'agent', credential: 'lab-key', hostKey: [s.hostKeyFingerprint] }]);
+}
+
+const kinds = (events: JournalEvent[]) => events.map((e) => e.kind);
+const dispatched = ['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED', 'REQUEST_SENT'];
+
+/** The server received the exec request only after DISPATCH_STARTED was visible to its own connection. */
+function expectDispatchDurableBeforeExec(s: MisbehavingSshServer): void {
+  const exec = s.log.find((e) => e.event === 'exec_received');
+  expect(exec?.dispatchRowsVisible).toBeGreaterThanOrEqual(1);
+}
+
+describe('when the server misbehaves after dispatch', () => {
+  it('exec accepted, then the channel closes without exit-status: REMOTE_RESULT_INCOMPLETE / unknown', async () => {
+    const s = await server('close_without_exit');
+    const { envelope, output } = await h.run(configFor(s), { host: 'lab', command: 'deploy --now' });
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted', 'stdout_written', 'channel_closed']);
+    expectDispatchDurableBeforeExec(s);
+    expect(envelope.error).toMatchObject({ code: 'REMOTE_RESULT_INCOMPLETE', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
+    expect(envelope).toMatchObject({ effect: 'unknown_effect', outcome_basis: 'no_exit_status_or_remote_process_identity', caller_disposition: 'completed' });
+    expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: true, response_headers_received: true, response_complete: false, dispatch_evidence: 'remote_receipt' });
+    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'dispatch_started', outcome: 'unknown', code: 'REMOTE_RESULT_INCOMPLETE', connection_id: expect.any(String) }]);
+    expect(output).toBeUndefined();
+    const events = h.events(envelope.invocation_id);
+    expect(kinds(events)).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CHANNEL_CLOSED', 'OUTCOME_RECORDED']);
+    expect(events.find((e) => e.kind === 'OUTPUT_RECEIVED')?.payload).toEqual({ attempt: 1, stream: 'stdout', bytes: 'partial\n'.length });
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown', result_id: null });
+  });
+
+  it('exit-status 7, then the socket is destroyed: committed / failed, output marked incomplete', async () => {
+    const s = await server('exit_then_destroy');
+    const { envelope, output } = await h.run(configFor(s), { host: 'lab', command: 'migrate' });
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted', 'stdout_written', 'exit_status_sent', 'socket_destroyed']);
+    expectDispatchDurableBeforeExec(s);
+    expect(envelope.error).toMatchObject({ code: 'COMMAND_FAILED', outcome: 'committed', retry: 'never' });
+    expect(envelope).toMatchObject({ effect: 'failed', outcome_basis: 'exit_status_received_stream_incomplete' });
+    expect(envelope.evidence).toMatchObject({ exit_status: 7, response_complete: false });
+    expect(output).toMatchObject({ exit_status: 7, output_complete: false });
+    const events = h.events(envelope.invocation_id);
+    expect(kinds(events)).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'EXIT_STATUS', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CONNECTION_LOST', 'RESULT_COMMITTED']);
+    const stored = h.results.read(envelope.evidence.result_id ?? '');
+    expect(stored?.summary).toMatchObject({ exit_status: 7, output_complete: false });
+  });
+
+  it('half the output, then the socket is destroyed: REMOTE_RESULT_INCOMPLETE / unknown with the bytes counted', async () => {
+    const s = await server('half_output_then_destroy');
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'backup' });
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted', 'stdout_written', 'socket_destroyed']);
+    expect(envelope.error).toMatchObject({ code: 'REMOTE_RESULT_INCOMPLETE', outcome: 'unknown', retry: 'reconcile' });
+    expect(envelope.outcome_basis).toBe('no_exit_status_or_remote_process_identity');
+    const events = h.events(envelope.invocation_id);
+    expect(kinds(events)).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CONNECTION_LOST', 'OUTCOME_RECORDED']);
+    const written = s.log.find((e) => e.event === 'stdout_written')?.bytes;
+    expect(events.find((e) => e.kind === 'OUTPUT_RECEIVED')?.payload).toEqual({ attempt: 1, stream: 'stdout', bytes: written });
+  });
+
+  it('the exec request is never answered: the exec-reply deadline ends it as unknown, the broker does not hang', async () => {
+    const s = await server('no_exec_reply');
+    h.channel = h.newChannel({ execReplyTimeoutMs: 200 });
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'sleep-forever' });
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received']);
+    expectDispatchDurableBeforeExec(s);
+    expect(envelope.error).toMatchObject({ code: 'REMOTE_RESULT_INCOMPLETE', outcome: 'unknown' });
+    expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: true, response_headers_received: false });
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'CONNECTION_LOST', 'OUTCOME_RECORDED']);
+  });
+
+  it('exec accepted, then silence past the caller deadline: timed_out, effect unknown, never assumed stopped', async () => {
+    const s = await server('silent_after_exec');
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'long-job', timeout_ms: 300 });
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted']);
+    expect(envelope.error).toMatchObject({ code: 'CALLER_DEADLINE_EXCEEDED', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
+    expect(envelope).toMatchObject({ caller_disposition: 'timed_out', effect: 'unknown_effect', outcome_basis: 'deadline_after_transport_write_no_remote_receipt' });
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CALLER_DEADLINE_EXCEEDED', 'OUTCOME_RECORDED']);
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ caller_disposition: 'timed_out', outcome: 'unknown' });
+  });
+
+  it('the caller cancels after exec was accepted: canceled, effect unknown (a caller event only)', async () => {
+    const s = await server('silent_after_exec');
+    const cancel = new AbortController();
+    void s.waitFor('exec_accepted').then(() => cancel.abort());
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'long-job' }, cancel.signal);
+    expect(envelope.error).toMatchObject({ code: 'CALLER_CANCELLED', outcome: 'unknown' });
+    expect(envelope).toMatchObject({ caller_disposition: 'canceled', effect: 'unknown_effect' });
+    expect(kinds(h.events(envelope.invocation_id))).toContain('CALLER_CANCELLED');
+  });
+});
+
+describe('when the journal is slow to make DISPATCH_STARTED durable', () => {
+  it('the exec request still reaches the server only after the row is visible to another connection', async () => {
+    const s = await server('exit_0');
+    // Holds each DISPATCH_STARTED back for a loopback round trip (a fresh TCP connection to the
+    // server and its SSH banner): a channel that wrote exec without awaiting the gate would be seen.
+    const slowGate: DispatchGate = {
+      append: (event) => h.temp.journal.append(event),
+      beginDispatch: async (actionId, attempt, connection) => {
+        await bannerRoundTrip(s.port);
+        return h.temp.journal.beginDispatch(actionId, attempt, connection);
+      },
+    };
+    h.channel = h.newChannel({}, slowGate);
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'true' });
+    expect(envelope.error).toBeUndefined();
+    expectDispatchDurableBeforeExec(s);
+  });
+});
+
+function bannerRoundTrip(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('data', () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', reject);
+  });
+}
+
+describe('when the server refuses', () => {
+  it('the session channel: connection_setup / not_attempted at stage session_channel, nothing dispatched', async () => {
+    const s = await server('refuse_session');
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'deploy' });
+    expect(s.log.map((e) => e.event)).toEqual(['session_refused']);
+    expect(envelope.error).toMatchObject({ code: 'SSH_CHANNEL_FAILED', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
+    expect(envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'connection_setup_failed_before_dispatch' });
+    expect(envelope.evidence).toMatchObject({ dispatch_started: false, dispatch_evidence: 'never_started', peer_identity: s.hostKeyFingerprint });
+    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'session_channel', outcome: 'not_attempted', code: 'SSH_CHANNEL_FAILED' }]);
+    const events = h.events(envelope.invocation_id);
+    expect(kinds(events)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'SETUP_ATTEMPT_FAILED', 'OUTCOME_RECORDED']);
+    expect(events[3]?.payload).toEqual({ attempt: 1, stage: 'session_channel', detail: 'open_refused' });
+  });
+
+  it('the exec request (CHANNEL_FAILURE): rejected, with a result row before RESULT_COMMITTED', async () => {
+    const s = await server('refuse_exec');
+    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'forbidden' });
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_refused']);
+    expectDispatchDurableBeforeExec(s);
+    expect(envelope.error).toMatchObject({ code: 'REMOTE_REJECTED', phase: 'remote_execution', outcome: 'rejected', retry: 'after_correction' });
+    expect(envelope).toMatchObject({ effect: 'rejected', outcome_basis: 'exec_refused_by_server' });
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'RESULT_COMMITTED']);
+    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary).toMatchObject({ exec_reply: 'failure' });
+  });
+
+  it('nothing is wrong: exit 0 with output is committed / succeeded', async () => {
+    const s = await server('exit_0');
+    const { envelope, output } = await h.run(configFor(s), { host: 'lab', command: 'true' });
+    expect(envelope.error).toBeUndefined();
+    expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'exit_status_and_channel_close' });
+    expect(output?.stdout.toString()).toBe('hello\n');
+    expect(s.log.find((e) => e.event === 'exec_received')?.command).toBe('true');
+  });
+});

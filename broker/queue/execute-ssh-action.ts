@@ -1,0 +1,288 @@
+import type { Logger } from 'pino';
+import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
+import type { PosternConfig, SshHostSettings } from '../config/index.js';
+import { CodedError, errorCodeMeanings, type ActionState, type Classification, type NewEvent } from '../contract/index.js';
+import { classifyOutcome, type LocalGate, type OutcomeEvidence } from '../core/index.js';
+import type { Journal, ResultStore } from '../journal/index.js';
+import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
+import { unparsedFingerprint } from './http-action-request.js';
+import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
+import { sshCommandPolicy } from './ssh-command-policy.js';
+import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
+import { buildSshEnvelope } from './ssh-envelope.js';
+
+export interface SshActionDeps {
+  readonly ids: IdSource;
+  readonly clock: Clock;
+  readonly journal: Journal;
+  readonly results: ResultStore;
+  readonly vault: CredentialVault;
+  readonly config: PosternConfig;
+  readonly channel: SshChannel;
+  readonly logger?: Logger;
+  readonly sessionId?: string;
+}
+
+/** The command's output as the caller receives it: capped, flagged, with total counts. */
+export interface SshActionOutput {
+  readonly exit_status?: number;
+  readonly exit_signal?: string;
+  readonly stdout: Buffer;
+  readonly stderr: Buffer;
+  readonly stdout_bytes: number;
+  readonly stderr_bytes: number;
+  readonly truncated: boolean;
+  /** False when the stream broke after the exit report: some output may be missing. */
+  readonly output_complete: boolean;
+  readonly digest: string;
+}
+
+export interface SshActionResult {
+  readonly envelope: ReturnType<typeof buildSshEnvelope>;
+  readonly output?: SshActionOutput;
+}
+
+/**
+ * Drives one SSH command with approval `none` from admission to a recorded outcome:
+ * ACTION_ACCEPTED → PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → CREDENTIAL_AUTHORIZED → the channel
+ * (SETUP_ATTEMPT_FAILED / DISPATCH_STARTED, REQUEST_SENT, REMOTE_RESPONSE_STARTED, EXIT_*,
+ * OUTPUT_RECEIVED, CHANNEL_CLOSED, CONNECTION_LOST) → result rows then RESULT_COMMITTED, or
+ * OUTCOME_RECORDED. Classification is broker/core's. `cancel` is the caller's cancellation.
+ */
+export async function executeSshAction(deps: SshActionDeps, input: unknown, cancel?: AbortSignal): Promise<SshActionResult> {
+  const actionId = deps.ids.newActionId();
+  const parsed = sshActionRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue === undefined ? '' : issue.path.map(String).join('.');
+    const fingerprint = unparsedFingerprint(input);
+    await append(deps, acceptedEvent(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' }));
+    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_ARGUMENT', field }, 'the request is malformed');
+  }
+  const request = parsed.data;
+  const fingerprint = sshRequestFingerprint(request);
+  const host = deps.config.sshHosts.get(request.host);
+  if (host === undefined) {
+    await append(deps, acceptedEvent(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' }));
+    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'host' }, 'no such host entry');
+  }
+  const policy = sshCommandPolicy(host, request.command);
+  // The command itself may hold anything; the target names only the entry and the command's digest.
+  const admission: Admission = { target: `host:${host.name} exec ${fingerprint}`, fingerprint, lane: policy.lane, approval: policy.approval };
+  const limits = deps.channel.limits;
+  const problem = validate(deps, host, request.command, request.timeout_ms, limits);
+  if (problem !== undefined) {
+    await append(deps, acceptedEvent(deps, actionId, admission));
+    return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
+  }
+  if (policy.approval !== 'none') {
+    await append(deps, acceptedEvent(deps, actionId, admission));
+    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'UNSUPPORTED_ACTION', field: 'host' }, 'hosts or commands that need approval are not supported yet');
+  }
+  await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  return authorizeAndRun(deps, { actionId, host, command: request.command, fingerprint, timeoutMs: request.timeout_ms ?? limits.callTimeoutMsDefault, cancel });
+}
+
+interface Admission {
+  target: string;
+  fingerprint: string;
+  lane: string | null;
+  approval: 'none' | 'session' | 'per_call';
+}
+
+function acceptedEvent(deps: SshActionDeps, actionId: string, a: Admission): NewEvent {
+  return {
+    kind: 'ACTION_ACCEPTED',
+    action_id: actionId,
+    session_id: deps.sessionId ?? null,
+    lane: a.lane,
+    // A command is never assumed idempotent (no declared command contract yet).
+    payload: { channel: 'ssh', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: false },
+  };
+}
+
+/** Validation before any secret is touched or any host resolved. */
+function validate(
+  deps: SshActionDeps,
+  host: SshHostSettings,
+  command: string,
+  timeoutMs: number | undefined,
+  limits: SshChannel['limits'],
+): { gate: LocalGate; message: string } | undefined {
+  if (deps.vault.state() !== 'uninitialized' && deps.vault.describe(host.credential) === undefined) {
+    // The credential name comes from configuration and may itself be sensitive: never echoed.
+    return { gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'host' }, message: 'the host entry names a credential the vault does not hold' };
+  }
+  if (Buffer.byteLength(command, 'utf8') > limits.commandBytesMax) {
+    return { gate: { kind: 'validation', code: 'PAYLOAD_LIMIT', field: 'command' }, message: `a command is at most ${limits.commandBytesMax} bytes` };
+  }
+  if (command.includes('\0')) return { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'command' }, message: 'a command cannot contain NUL' };
+  if (timeoutMs !== undefined && timeoutMs > limits.callTimeoutMsMax) {
+    return { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'timeout_ms' }, message: `timeout_ms is at most ${limits.callTimeoutMsMax}` };
+  }
+  return undefined;
+}
+
+interface Bound {
+  actionId: string;
+  host: SshHostSettings;
+  command: string;
+  fingerprint: string;
+  timeoutMs: number;
+  cancel: AbortSignal | undefined;
+}
+
+async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshActionResult> {
+  if (deps.vault.state() !== 'unlocked') return refuse(deps, b.actionId, b.fingerprint, { kind: 'vault_locked' }, 'the vault is locked');
+  const locked = new AbortController();
+  const unsubscribe = deps.vault.onLock(() => locked.abort());
+  try {
+    return await deps.vault.withSecret(b.host.credential, async (secret, info) => {
+      if (secret.kind !== 'ssh_key' || info.kind !== 'ssh_key') return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, 'the host entry needs an ssh_key credential');
+      if (!boundTo(info, b.host)) return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, "the host's credential is not bound to this host entry or its host");
+      if (sshRequestFingerprint({ host: b.host.name, command: b.command }) !== b.fingerprint) {
+        return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
+      }
+      // Not awaited alone: FIFO commits make DISPATCH_STARTED durable only after this row.
+      const authorized = append(deps, {
+        kind: 'CREDENTIAL_AUTHORIZED',
+        action_id: b.actionId,
+        payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: 'ssh_publickey', request_fingerprint: b.fingerprint },
+      });
+      authorized.catch(() => undefined);
+      const report = await deps.channel.perform({
+        actionId: b.actionId,
+        host: { name: b.host.name, host: b.host.host, port: b.host.port, user: b.host.user, hostKey: b.host.host_key },
+        privateKey: secret.privateKey,
+        command: b.command,
+        timeoutMs: b.timeoutMs,
+        outputBytesMax: b.host.output_bytes_max,
+        beforeDispatch: locked.signal,
+        ...(b.cancel === undefined ? {} : { cancel: b.cancel }),
+      });
+      await authorized;
+      return settle(deps, b, report);
+    });
+  } catch (error) {
+    const refusal = vaultRefusal(error, 'host');
+    if (refusal !== undefined) return refuse(deps, b.actionId, b.fingerprint, refusal.gate, refusal.message);
+    throw error;
+  } finally {
+    unsubscribe();
+  }
+}
+
+function boundTo(info: CredentialInfo, host: SshHostSettings): boolean {
+  const names = [host.name, host.host, `${host.host}:${host.port}`, `[${host.host}]:${host.port}`].map((n) => n.toLowerCase());
+  return info.bindings.some((b) => names.includes(b.toLowerCase()));
+}
+
+/** Classifies what the channel observed, makes the result durable, then answers. */
+async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): Promise<SshActionResult> {
+  if (report.journalFailed !== undefined) {
+    throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal could not make a record durable; the action stopped', { field: 'journal' });
+  }
+  const stopped = report.stoppedBeforeDispatch;
+  const caller = report.caller ?? (stopped === 'deadline' ? 'deadline' : stopped === 'cancelled' ? 'cancelled' : undefined);
+  const evidence: OutcomeEvidence = {
+    channel: 'ssh',
+    dispatchStarted: report.dispatchStarted,
+    connection: 'fresh',
+    handedToTransport: report.handedToTransport,
+    requestComplete: report.requestComplete,
+    transportBroken: report.transportBroken,
+    idempotent: false,
+    ...(report.setup === undefined ? {} : { setup: report.setup }),
+    ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
+    ...(caller === undefined ? {} : { caller }),
+    ...(report.dispatchStarted
+      ? {
+          ssh: {
+            channelClosed: report.channelClosed,
+            ...(report.execReply === undefined ? {} : { execReply: report.execReply }),
+            ...(report.exitStatus === undefined ? {} : { exitStatus: report.exitStatus }),
+            ...(report.exitSignal === undefined ? {} : { exitSignal: report.exitSignal }),
+          },
+        }
+      : {}),
+  };
+  const classification = classifyOutcome(evidence);
+  const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
+  // Caller events are recorded as caller events: they never decide the remote effect.
+  if (caller === 'deadline') await append(deps, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage } });
+  if (caller === 'cancelled') await append(deps, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
+  const nowMs = deps.clock.nowMs();
+  let state: ActionState;
+  let resultId: string | undefined;
+  let output: SshActionOutput | undefined;
+  if (report.dispatchStarted && (classification.outcome === 'committed' || classification.outcome === 'rejected')) {
+    const o = report.output;
+    output = {
+      ...(report.exitStatus === undefined ? {} : { exit_status: report.exitStatus }),
+      ...(report.exitSignal === undefined ? {} : { exit_signal: report.exitSignal }),
+      stdout: o.stdout,
+      stderr: o.stderr,
+      stdout_bytes: o.stdoutBytes,
+      stderr_bytes: o.stderrBytes,
+      truncated: o.truncated,
+      output_complete: report.outputComplete,
+      digest: o.digest,
+    };
+    resultId = `res_${b.actionId.slice(4)}_1`;
+    // Article 000's order: the retrievable result is durable first, then RESULT_COMMITTED names it.
+    deps.results.commit({
+      result_id: resultId,
+      action_id: b.actionId,
+      attempt: 1,
+      summary: {
+        host: b.host.name,
+        ...(report.exitStatus === undefined ? {} : { exit_status: report.exitStatus }),
+        ...(report.exitSignal === undefined ? {} : { exit_signal: report.exitSignal }),
+        exec_reply: report.execReply ?? null,
+        stdout_bytes: o.stdoutBytes,
+        stderr_bytes: o.stderrBytes,
+        // The body is the kept stdout followed by the kept stderr; this splits it.
+        stdout_stored_bytes: o.stdout.length,
+        stderr_stored_bytes: o.stderr.length,
+        truncated: o.truncated,
+        output_complete: report.outputComplete,
+        stages: report.stages,
+        ...(report.hostKey === undefined ? {} : { host_key: report.hostKey }),
+      },
+      body: Buffer.concat([o.stdout, o.stderr]),
+      total_bytes: o.stdoutBytes + o.stderrBytes,
+      truncated: o.truncated,
+      digest: o.digest,
+      created_at_ms: nowMs,
+    });
+    state = await append(deps, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: 1, result_id: resultId, result_digest: o.digest }, classification });
+  } else {
+    state = await append(deps, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: report.attempts.length === 0 ? {} : { attempt: 1 }, classification });
+  }
+  log(deps, b.actionId, b.host.name, classification);
+  const envelope = buildSshEnvelope({
+    state,
+    classification,
+    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
+    report,
+    ...(resultId === undefined ? {} : { resultId }),
+    fingerprint: b.fingerprint,
+  });
+  return { envelope, ...(output === undefined ? {} : { output }) };
+}
+
+/** A pre-dispatch refusal (record-refusal.ts), answered with its envelope. */
+async function refuse(deps: SshActionDeps, actionId: string, fingerprint: string, gate: LocalGate, message: string): Promise<SshActionResult> {
+  const { state, classification, field } = await recordRefusal(deps.journal, 'ssh', actionId, gate);
+  log(deps, actionId, undefined, classification);
+  return { envelope: buildSshEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
+}
+
+function append(deps: SshActionDeps, event: NewEvent): Promise<ActionState> {
+  return appendState(deps.journal, event);
+}
+
+function log(deps: SshActionDeps, actionId: string, host: string | undefined, c: Classification): void {
+  // Only ids and closed-set values: never commands, output or credential names.
+  logRecorded(deps.logger, { action_id: actionId, host }, c, 'ssh action recorded');
+}

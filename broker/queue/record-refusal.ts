@@ -1,0 +1,44 @@
+import type { Logger } from 'pino';
+import { errorCodeMeanings, isCodedError, type ActionState, type Channel, type Classification, type NewEvent } from '../contract/index.js';
+import { classifyOutcome, type LocalGate } from '../core/index.js';
+import type { Journal } from '../journal/index.js';
+
+/** Appends one event and returns the action's state after it (its seq is the envelope's journal_seq). */
+export async function appendState(journal: Journal, event: NewEvent): Promise<ActionState> {
+  return (await journal.append(event)).state;
+}
+
+/**
+ * Records a pre-dispatch refusal, the same for every channel: PREFLIGHT_FAILED while the action is
+ * still at admission and the gate is validation, else OUTCOME_RECORDED. The classification is the
+ * core's for that gate (always not_attempted).
+ */
+export async function recordRefusal(
+  journal: Journal,
+  channel: Channel,
+  actionId: string,
+  gate: LocalGate,
+): Promise<{ state: ActionState; classification: Classification; field: string | undefined }> {
+  const classification = classifyOutcome({ channel, gate, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  const stage = journal.getAction(actionId)?.stage;
+  const field = gate.kind === 'validation' ? gate.field : undefined;
+  const state =
+    stage === 'accepted' && gate.kind === 'validation'
+      ? await appendState(journal, { kind: 'PREFLIGHT_FAILED', action_id: actionId, payload: field === undefined ? {} : { field: field.slice(0, 256) }, classification })
+      : await appendState(journal, { kind: 'OUTCOME_RECORDED', action_id: actionId, payload: {}, classification });
+  return { state, classification, field };
+}
+
+/** The vault's own refusals (locked, unknown name, missing secret) as a gate; undefined for anything else. */
+export function vaultRefusal(error: unknown, field: string): { gate: LocalGate; message: string } | undefined {
+  if (!isCodedError(error)) return undefined;
+  if (error.code === 'VAULT_LOCKED') return { gate: { kind: 'vault_locked' }, message: errorCodeMeanings[error.code] };
+  if (error.code === 'CREDENTIAL_MISSING') return { gate: { kind: 'credential_missing' }, message: errorCodeMeanings[error.code] };
+  if (error.code === 'UNKNOWN_CREDENTIAL') return { gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field }, message: errorCodeMeanings[error.code] };
+  return undefined;
+}
+
+/** One log line per recorded classification: only ids and closed-set values, never targets or secrets. */
+export function logRecorded(logger: Logger | undefined, fields: Record<string, string | undefined>, c: Classification, message: string): void {
+  logger?.info({ ...fields, phase: c.phase, outcome: c.outcome, retry: c.retry, code: c.code, effect: c.effect, basis: c.outcome_basis }, message);
+}

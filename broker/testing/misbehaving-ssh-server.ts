@@ -1,0 +1,191 @@
+import Database from 'better-sqlite3';
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
+import ssh2 from 'ssh2';
+import { hostKeyFingerprint } from '../channels/ssh/index.js';
+import { createTempDir } from './temp-dir.js';
+import { generateKey } from './test-sshd.js';
+
+/** What the server does with the one session it gets. */
+export type SshBehavior =
+  | 'exit_0'
+  /** Accepts exec, writes some stdout, closes the channel without any exit-status. */
+  | 'close_without_exit'
+  /** Sends exit-status 7, then destroys the TCP socket (no EOF, no CHANNEL_CLOSE). */
+  | 'exit_then_destroy'
+  /** Writes half of its output, then destroys the socket: no exit-status. */
+  | 'half_output_then_destroy'
+  /** Accepts exec (CHANNEL_SUCCESS) and then never says anything again. */
+  | 'silent_after_exec'
+  /** Receives the exec request and never replies to it (no success, no failure). */
+  | 'no_exec_reply'
+  /** Refuses the session channel (CHANNEL_OPEN_FAILURE). */
+  | 'refuse_session'
+  /** Refuses the exec request (CHANNEL_FAILURE). */
+  | 'refuse_exec';
+
+export interface SshServerLogEntry {
+  readonly event: 'session_refused' | 'session_opened' | 'exec_received' | 'exec_accepted' | 'exec_refused' | 'stdout_written' | 'exit_status_sent' | 'channel_closed' | 'socket_destroyed';
+  readonly command?: string;
+  readonly bytes?: number;
+  readonly exitStatus?: number;
+  /** New DISPATCH_STARTED rows (since the server started) visible through its own SQLite connection at exec receipt. */
+  readonly dispatchRowsVisible?: number;
+}
+
+/**
+ * An in-process ssh2 Server that misbehaves on purpose, one behavior per instance. It holds the
+ * raw TCP socket (`injectSocket`) so it can destroy it at exact points, accepts any public key, and
+ * logs what it really did so tests compare the broker's record with the truth.
+ */
+export class MisbehavingSshServer {
+  readonly log: SshServerLogEntry[] = [];
+  private readonly waiters: Array<{ event: SshServerLogEntry['event']; resolve: () => void }> = [];
+  readonly hostKeyFingerprint: string;
+  private readonly net: NetServer;
+  private readonly ssh: ssh2.Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly db: Database.Database | undefined;
+  /** DISPATCH_STARTED rows already in the journal when the server started (earlier tests' actions). */
+  private readonly dispatchRowsAtStart: number;
+  port = 0;
+
+  private constructor(
+    private readonly behavior: SshBehavior,
+    journalPath: string | undefined,
+  ) {
+    // ssh2 does not read PKCS#8 ed25519 keys: the host key comes from ssh-keygen (OpenSSH format).
+    const dir = createTempDir('postern-misbehaving-ssh-');
+    let pem: Buffer;
+    try {
+      pem = generateKey(dir.path, 'host', 'misbehaving-host').privateKey;
+    } finally {
+      dir.remove();
+    }
+    const parsed = ssh2.utils.parseKey(pem);
+    if (parsed instanceof Error) throw new Error('host key unreadable');
+    this.hostKeyFingerprint = hostKeyFingerprint(parsed.getPublicSSH());
+    this.db = journalPath === undefined ? undefined : new Database(journalPath, { readonly: true, fileMustExist: true });
+    this.dispatchRowsAtStart = this.countDispatchRows() ?? 0;
+    this.ssh = new ssh2.Server({ hostKeys: [pem] }, (client) => this.onClient(client));
+    this.net = createServer((socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+      this.ssh.injectSocket(socket);
+    });
+  }
+
+  static async start(behavior: SshBehavior, options: { journalPath?: string } = {}): Promise<MisbehavingSshServer> {
+    const server = new MisbehavingSshServer(behavior, options.journalPath);
+    await new Promise<void>((resolve) => server.net.listen(0, '127.0.0.1', resolve));
+    const address = server.net.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    server.port = address.port;
+    return server;
+  }
+
+  private onClient(client: ssh2.Connection): void {
+    client.on('error', () => undefined);
+    client.on('authentication', (ctx) => (ctx.method === 'publickey' ? ctx.accept() : ctx.reject(['publickey'])));
+    client.on('ready', () => {
+      client.on('session', (accept, reject) => {
+        if (this.behavior === 'refuse_session') {
+          this.note({ event: 'session_refused' });
+          reject();
+          return;
+        }
+        const session = accept();
+        this.note({ event: 'session_opened' });
+        session.on('exec', (acceptExec, rejectExec, info) => {
+          this.note({ event: 'exec_received', command: info.command, dispatchRowsVisible: this.dispatchRows() });
+          this.onExec(acceptExec, rejectExec);
+        });
+      });
+    });
+  }
+
+  private onExec(acceptExec: () => ssh2.ServerChannel, rejectExec: () => void): void {
+    switch (this.behavior) {
+      case 'refuse_exec':
+        rejectExec();
+        this.note({ event: 'exec_refused' });
+        return;
+      case 'no_exec_reply':
+        return;
+      default:
+        break;
+    }
+    const channel = acceptExec();
+    this.note({ event: 'exec_accepted' });
+    const write = (text: string): void => {
+      channel.write(text);
+      this.note({ event: 'stdout_written', bytes: Buffer.byteLength(text) });
+    };
+    switch (this.behavior) {
+      case 'exit_0':
+        write('hello\n');
+        channel.exit(0);
+        this.note({ event: 'exit_status_sent', exitStatus: 0 });
+        channel.end();
+        this.note({ event: 'channel_closed' });
+        return;
+      case 'close_without_exit':
+        write('partial\n');
+        channel.close();
+        this.note({ event: 'channel_closed' });
+        return;
+      case 'exit_then_destroy':
+        write('done\n');
+        channel.exit(7);
+        this.note({ event: 'exit_status_sent', exitStatus: 7 });
+        this.destroyAfterFlush();
+        return;
+      case 'half_output_then_destroy':
+        write('first half of the output\n');
+        this.destroyAfterFlush();
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Destroys the raw socket once what was written has gone out (setImmediate after the write). */
+  private destroyAfterFlush(): void {
+    setImmediate(() => {
+      for (const socket of this.sockets) {
+        if (socket.writableLength === 0) socket.destroy();
+        else socket.once('drain', () => socket.destroy());
+      }
+      this.note({ event: 'socket_destroyed' });
+    });
+  }
+
+  /** Resolves when the server has logged `event` (now or later): tests wait on facts, not time. */
+  waitFor(event: SshServerLogEntry['event']): Promise<void> {
+    if (this.log.some((e) => e.event === event)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ event, resolve }));
+  }
+
+  private note(entry: SshServerLogEntry): void {
+    this.log.push(entry);
+    for (const w of this.waiters.splice(0)) {
+      if (w.event === entry.event) w.resolve();
+      else this.waiters.push(w);
+    }
+  }
+
+  private dispatchRows(): number | undefined {
+    const n = this.countDispatchRows();
+    return n === undefined ? undefined : n - this.dispatchRowsAtStart;
+  }
+
+  private countDispatchRows(): number | undefined {
+    const row = this.db?.prepare(`SELECT count(*) AS n FROM events WHERE kind = 'DISPATCH_STARTED'`).get() as { n: number } | undefined;
+    return row?.n;
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    this.db?.close();
+    await new Promise<void>((resolve) => this.net.close(() => resolve()));
+  }
+}

@@ -1,0 +1,126 @@
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { SshChannel, type SshLimits } from '../channels/ssh/index.js';
+import { parseConfig, type PosternConfig } from '../config/index.js';
+import type { JournalEvent } from '../contract/index.js';
+import { ResultStore } from '../journal/index.js';
+import { createRandomIdSource, type DispatchGate } from '../ports/index.js';
+import { executeSshAction, type SshActionResult } from '../queue/execute-ssh-action.js';
+import { openVault, type Vault } from '../vault/index.js';
+import { createCapturedLogger } from './captured-logger.js';
+import { openTempJournal, type TempJournal } from './temp-journal.js';
+
+const passphrase = Buffer.from('correct horse battery staple');
+
+export interface SshActionHarness {
+  readonly temp: TempJournal;
+  readonly vault: Vault;
+  readonly results: ResultStore;
+  readonly logLines: string[];
+  /** Every envelope and output returned, as JSON-able values (for the secret search). */
+  readonly returned: unknown[];
+  channel: SshChannel;
+  run(config: PosternConfig, request: unknown, cancel?: AbortSignal): Promise<SshActionResult>;
+  events(actionId: string): JournalEvent[];
+  newChannel(limits?: Partial<SshLimits>, gate?: DispatchGate): SshChannel;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Everything an SSH action needs, real: a temp journal and result store, a real vault (Argon2id
+ * 'min') holding the given OpenSSH private keys as ssh_key credentials, a channel whose
+ * known_hosts.json lives in the temp data dir, and a pino logger whose lines are kept.
+ */
+export async function openSshActionHarness(keys: Readonly<Record<string, { privateKey: Buffer; bindings: string[] }>>): Promise<SshActionHarness> {
+  const temp = await openTempJournal();
+  const vaultDir = join(temp.dir.path, 'vault');
+  mkdirSync(vaultDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir: vaultDir, clock: temp.clock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(passphrase);
+  for (const [name, key] of Object.entries(keys)) await vault.add({ name, kind: 'ssh_key', secret: Buffer.from(key.privateKey), bindings: key.bindings });
+  const results = ResultStore.open(temp.path);
+  const { logger, lines: logLines } = createCapturedLogger();
+  const ids = createRandomIdSource(temp.clock);
+  const returned: unknown[] = [];
+  const newChannel = (limits: Partial<SshLimits> = {}, gate: DispatchGate = temp.journal): SshChannel => new SshChannel({ gate, clock: temp.clock, knownHostsDir: temp.dir.path, limits });
+  const harness: SshActionHarness = {
+    temp,
+    vault,
+    results,
+    logLines,
+    returned,
+    channel: newChannel(),
+    async run(config, request, cancel) {
+      const result = await executeSshAction({ ids, clock: temp.clock, journal: temp.journal, results, vault, config, channel: harness.channel, logger }, request, cancel);
+      returned.push(result.envelope);
+      if (result.output !== undefined) returned.push({ ...result.output, stdout: result.output.stdout.toString('latin1'), stderr: result.output.stderr.toString('latin1') });
+      return result;
+    },
+    events(actionId) {
+      return [...temp.journal.events()].filter((e) => e.action_id === actionId);
+    },
+    newChannel,
+    async dispose() {
+      results.close();
+      await vault.close();
+      await temp.dispose();
+    },
+  };
+  return harness;
+}
+
+export interface SshHostYaml {
+  readonly name?: string;
+  readonly host?: string;
+  readonly port: number;
+  readonly user: string;
+  readonly credential: string;
+  /** `accept_new` or a list of pins. */
+  readonly hostKey: 'accept_new' | readonly string[];
+  readonly extra?: string;
+}
+
+/** A config with the given SSH host entries (approval none unless `extra` says otherwise). */
+export function sshHostsConfig(hosts: readonly SshHostYaml[]): PosternConfig {
+  const lines = ['version: 1', 'ssh_hosts:'];
+  for (const h of hosts) {
+    lines.push(
+      `  - name: ${h.name ?? 'lab'}`,
+      `    host: ${h.host ?? '127.0.0.1'}`,
+      `    port: ${h.port}`,
+      `    user: ${h.user}`,
+      `    credential: ${h.credential}`,
+      h.hostKey === 'accept_new' ? '    host_key: accept_new' : `    host_key: {pinned: [${h.hostKey.join(', ')}]}`,
+      h.extra ?? '    approval: none',
+    );
+  }
+  return parseConfig(`${lines.join('\n')}\n`);
+}
+
+/**
+ * Every place a secret could leak, searched as bytes for each needle: every file under the data
+ * dir (journal.sqlite with -wal/-shm, known_hosts.json, the vault files), the log lines, and every
+ * returned envelope and output. Call after closing the journal.
+ */
+export function secretLeaks(harness: SshActionHarness, needles: readonly string[], searched: string[] = []): string[] {
+  const leaks: string[] = [];
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else {
+        searched.push(path);
+        const bytes = readFileSync(path);
+        for (const needle of needles) if (bytes.includes(Buffer.from(needle))) leaks.push(`${path}: ${needle.slice(0, 12)}…`);
+      }
+    }
+  };
+  walk(harness.temp.dir.path);
+  const logs = harness.logLines.join('');
+  const json = JSON.stringify(harness.returned);
+  for (const needle of needles) {
+    if (logs.includes(needle)) leaks.push('log');
+    if (json.includes(needle)) leaks.push('returned');
+  }
+  return leaks;
+}
