@@ -162,10 +162,11 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
   it('list shows names, kinds, versions and bindings without a passphrase, in text and JSON', async () => {
     const text = await run(vault('list'));
     expect(text.code).toBe(0);
-    expect(text.stdout).toContain('Vault: locked, 5 credentials');
+    expect(text.stdout).toContain('Vault: locked (no broker running), 5 credentials');
     expect(text.stdout).toMatch(/dd \(header, header DD-API-KEY, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → api\.datadoghq\.com/);
-    const json = JSON.parse((await run(vault('list', '--json'))).stdout) as { state: string; credentials: { name: string; kind: string; bindings: string[] }[] };
+    const json = JSON.parse((await run(vault('list', '--json'))).stdout) as { state: string; broker_running: boolean; credentials: { name: string; kind: string; bindings: string[] }[] };
     expect(json.state).toBe('locked');
+    expect(json.broker_running).toBe(false);
     expect(json.credentials.map((c) => [c.name, c.kind, c.bindings])).toEqual([
       ['api', 'bearer', ['api.example.com']],
       ['dd', 'header', ['api.datadoghq.com']],
@@ -210,6 +211,8 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       expect(added.code).toBe(0);
       // Asked through the control socket, so this is the daemon's own (in-memory) vault answering.
       expect(await sendControlRequest(path.join(dataDir, 'control.sock'), { op: 'vault_status' })).toEqual({ ok: true, value: { state: 'unlocked', credentials: 6 } });
+      // list reports the running broker's state, not the CLI process's own (always locked) view.
+      expect((await run(vault('list'))).stdout).toContain('Vault: unlocked (in the running broker), 6 credentials');
 
       const lock = await run(vault('lock'));
       expect(lock).toMatchObject({ code: 0, stdout: 'Vault locked in the running broker.\n' });

@@ -154,12 +154,16 @@ export function registerVaultCommands(program: Command, context: CommandContext)
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: ListOptions) => {
       const dataDir = prepareDataDir(options, env);
-      const { state, credentials } = await withVault(dataDir, (v) => Promise.resolve({ state: v.state(), credentials: v.list() }));
+      const { state: fileState, credentials } = await withVault(dataDir, (v) => Promise.resolve({ state: v.state(), credentials: v.list() }));
+      // This process never unlocks the file; what matters is whether a running broker holds it unlocked.
+      const daemon = await askDaemon(dataDir, { op: 'vault_status' });
+      const state = daemon?.ok === true ? daemon.value.state : fileState;
+      const where = daemon?.ok === true ? 'in the running broker' : 'no broker running';
       if (options.json === true) {
-        io.out(JSON.stringify({ state, credentials }));
+        io.out(JSON.stringify({ state, broker_running: daemon?.ok === true, credentials }));
         return;
       }
-      io.out(`Vault: ${state}, ${credentials.length} credential${credentials.length === 1 ? '' : 's'}`);
+      io.out(`Vault: ${state} (${where}), ${credentials.length} credential${credentials.length === 1 ? '' : 's'}`);
       for (const info of credentials) io.out(`  ${describeLine(info)}`);
     });
 
