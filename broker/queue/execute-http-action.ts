@@ -105,7 +105,7 @@ interface Admission {
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
-  await append(deps, acceptedEvent(deps, actionId, a));
+  await appendState(deps.journal, acceptedEvent(deps, actionId, a));
 }
 
 function acceptedEvent(deps: HttpActionDeps, actionId: string, a: Admission): NewEvent {
@@ -169,7 +169,7 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpAct
       // Not awaited on its own: the journal commits in FIFO order, so the DISPATCH_STARTED the
       // channel awaits is durable only with this row before it (often in the same commit), and a
       // refusal of this row makes DISPATCH_STARTED impossible too (projection: authorized first).
-      const authorized = append(deps, {
+      const authorized = appendState(deps.journal, {
         kind: 'CREDENTIAL_AUTHORIZED',
         action_id: b.actionId,
         payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: b.route.injection, request_fingerprint: b.fingerprint },
@@ -282,7 +282,7 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   const classification = classifyOutcome(evidence);
   const lastAttempt = report.attempts.at(-1)?.n;
   if (report.callerDeadline || report.stoppedBeforeDispatch === 'deadline') {
-    await append(deps, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage: report.dispatchStarted ? 'remote_execution' : 'connection_setup' } });
+    await appendState(deps.journal, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage: report.dispatchStarted ? 'remote_execution' : 'connection_setup' } });
   }
   const settled = response !== undefined && response.framingComplete && (classification.outcome === 'committed' || classification.outcome === 'rejected');
   let result: HttpActionResponse | undefined;
@@ -311,13 +311,13 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
       digest: result.digest,
       created_at_ms: nowMs,
     });
-    state = await append(deps, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest }, classification });
+    state = await appendState(deps.journal, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest }, classification });
     if (result.status === 202) {
       // A 202 settles the submission only; the job it created is tracked as its own operation.
       const ids = submissionIds(result);
       const statusLocation = ids.operation_location ?? ids.location;
       if (ids.job_id !== undefined || statusLocation !== undefined) {
-        state = await append(deps, {
+        state = await appendState(deps.journal, {
           kind: 'OPERATION_SUBMITTED',
           action_id: b.actionId,
           payload: {
@@ -330,7 +330,7 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
       }
     }
   } else {
-    state = await append(deps, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: lastAttempt === undefined ? {} : { attempt: lastAttempt }, classification });
+    state = await appendState(deps.journal, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: lastAttempt === undefined ? {} : { attempt: lastAttempt }, classification });
   }
   log(deps, b.actionId, b.route.name, classification);
   const facts: EnvelopeFacts = {
@@ -396,10 +396,6 @@ async function refuse(deps: HttpActionDeps, actionId: string, fingerprint: strin
   const { state, classification, field } = await recordRefusal(deps.journal, 'http', actionId, gate);
   log(deps, actionId, undefined, classification);
   return { envelope: buildHttpEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
-}
-
-function append(deps: HttpActionDeps, event: NewEvent): Promise<ActionState> {
-  return appendState(deps.journal, event);
 }
 
 function acceptedAtMs(deps: HttpActionDeps, actionId: string): number {

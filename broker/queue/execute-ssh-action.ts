@@ -56,14 +56,14 @@ export async function executeSshAction(deps: SshActionDeps, input: unknown, canc
     const issue = parsed.error.issues[0];
     const field = issue === undefined ? '' : issue.path.map(String).join('.');
     const fingerprint = unparsedFingerprint(input);
-    await append(deps, acceptedEvent(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' }));
+    await appendState(deps.journal, acceptedEvent(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' }));
     return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_ARGUMENT', field }, 'the request is malformed');
   }
   const request = parsed.data;
   const fingerprint = sshRequestFingerprint(request);
   const host = deps.config.sshHosts.get(request.host);
   if (host === undefined) {
-    await append(deps, acceptedEvent(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' }));
+    await appendState(deps.journal, acceptedEvent(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' }));
     return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'host' }, 'no such host entry');
   }
   const policy = sshCommandPolicy(host, request.command);
@@ -72,11 +72,11 @@ export async function executeSshAction(deps: SshActionDeps, input: unknown, canc
   const limits = deps.channel.limits;
   const problem = validate(deps, host, request.command, request.timeout_ms, limits);
   if (problem !== undefined) {
-    await append(deps, acceptedEvent(deps, actionId, admission));
+    await appendState(deps.journal, acceptedEvent(deps, actionId, admission));
     return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
   }
   if (policy.approval !== 'none') {
-    await append(deps, acceptedEvent(deps, actionId, admission));
+    await appendState(deps.journal, acceptedEvent(deps, actionId, admission));
     return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'UNSUPPORTED_ACTION', field: 'host' }, 'hosts or commands that need approval are not supported yet');
   }
   await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
@@ -144,7 +144,7 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
         return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
       }
       // Not awaited alone: FIFO commits make DISPATCH_STARTED durable only after this row.
-      const authorized = append(deps, {
+      const authorized = appendState(deps.journal, {
         kind: 'CREDENTIAL_AUTHORIZED',
         action_id: b.actionId,
         payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: 'ssh_publickey', request_fingerprint: b.fingerprint },
@@ -209,8 +209,8 @@ async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): 
   const classification = classifyOutcome(evidence);
   const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
   // Caller events are recorded as caller events: they never decide the remote effect.
-  if (caller === 'deadline') await append(deps, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage } });
-  if (caller === 'cancelled') await append(deps, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
+  if (caller === 'deadline') await appendState(deps.journal, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage } });
+  if (caller === 'cancelled') await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
   const nowMs = deps.clock.nowMs();
   let state: ActionState;
   let resultId: string | undefined;
@@ -255,9 +255,9 @@ async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): 
       digest: o.digest,
       created_at_ms: nowMs,
     });
-    state = await append(deps, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: 1, result_id: resultId, result_digest: o.digest }, classification });
+    state = await appendState(deps.journal, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: 1, result_id: resultId, result_digest: o.digest }, classification });
   } else {
-    state = await append(deps, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: report.attempts.length === 0 ? {} : { attempt: 1 }, classification });
+    state = await appendState(deps.journal, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: report.attempts.length === 0 ? {} : { attempt: 1 }, classification });
   }
   log(deps, b.actionId, b.host.name, classification);
   const envelope = buildSshEnvelope({
@@ -276,10 +276,6 @@ async function refuse(deps: SshActionDeps, actionId: string, fingerprint: string
   const { state, classification, field } = await recordRefusal(deps.journal, 'ssh', actionId, gate);
   log(deps, actionId, undefined, classification);
   return { envelope: buildSshEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
-}
-
-function append(deps: SshActionDeps, event: NewEvent): Promise<ActionState> {
-  return appendState(deps.journal, event);
 }
 
 function log(deps: SshActionDeps, actionId: string, host: string | undefined, c: Classification): void {
