@@ -88,9 +88,51 @@ export const actionStateSchema = z.object({
   recorded: z.boolean(),
   result_id: z.string().nullable(),
   result_digest: z.string().nullable(),
+  /**
+   * A person released the lane behind this unknown head (ABANDONED, with a reason). The outcome
+   * stays what it was; only the lane moves on. Absent in states stored before schema 5: read as false.
+   */
+  abandoned: z.boolean(),
   first_seq: z.number().int(),
   last_seq: z.number().int(),
   accepted_at_ms: z.number().int(),
   updated_at_ms: z.number().int(),
 });
 export type ActionState = z.infer<typeof actionStateSchema>;
+
+export const SessionStatus = {
+  /** Connected, waiting for a person to approve the process once. */
+  pending: 'pending',
+  approved: 'approved',
+  /** A person revoked it: new calls are refused. */
+  revoked: 'revoked',
+  /** The process exited. */
+  ended: 'ended',
+} as const satisfies ClosedSet<string>;
+export type SessionStatus = keyof typeof SessionStatus;
+
+/** One agent process (pid + start time) as a pure fold of its SESSION_* events. */
+export const sessionStateSchema = z.object({
+  session_id: z.string(),
+  status: z.enum(SessionStatus),
+  pid: z.number().int(),
+  uid: z.number().int(),
+  start_time: z.string(),
+  ppid: z.number().int().nullable(),
+  exe: z.string().nullable(),
+  cwd: z.string().nullable(),
+  parent_exe: z.string().nullable(),
+  client_name: z.string().nullable(),
+  client_version: z.string().nullable(),
+  /** Who approved it: a person's id, or `observe` policy. */
+  approved_by: z.string().nullable(),
+  revoked_by: z.string().nullable(),
+  revoke_reason: z.string().nullable(),
+  end_reason: z.string().nullable(),
+  first_seq: z.number().int(),
+  last_seq: z.number().int(),
+  started_at_ms: z.number().int(),
+  ended_at_ms: z.number().int().nullable(),
+  updated_at_ms: z.number().int(),
+});
+export type SessionState = z.infer<typeof sessionStateSchema>;

@@ -54,6 +54,13 @@ export const errorCodeMeanings = {
   RESULT_EXPIRED: 'The stored result passed its retention; it is never re-executed to recreate it.',
   // queue and retry engine
   LANE_BLOCKED: 'An older action in the same lane has an unknown outcome; this one waits.',
+  DECISION_CONFLICT: 'The ticket already holds a terminal decision or was dispatched; the late decision changed nothing.',
+  NOT_FOUND: 'No action, ticket or session with that id is visible to this caller.',
+  // agent interface: the local socket (broker/agent)
+  UNKNOWN_TOOL: 'The MCP tool name is not one Postern offers; list the tools first.',
+  OPERATOR_ONLY: 'Approving, rejecting, abandoning and revoking are operator capabilities; agents can never call them.',
+  PEER_REFUSED: 'The connecting process runs as another user or its identity could not be read from the kernel.',
+  RATE_LIMITED: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.',
   RETRY_BUDGET_EXHAUSTED: 'The recorded retry budget is spent; the last evidence stands, reconcile next.',
   // broker integrity
   BROKER_RESTARTED: 'The broker restarted while the action was in flight; the record says how far it got.',

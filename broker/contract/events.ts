@@ -33,6 +33,11 @@ export const EventKind = {
   CHANNEL_CLOSED: 'CHANNEL_CLOSED',
   RECONCILIATION_RESULT: 'RECONCILIATION_RESULT',
   OPERATOR_ATTESTED: 'OPERATOR_ATTESTED',
+  ABANDONED: 'ABANDONED',
+  SESSION_STARTED: 'SESSION_STARTED',
+  SESSION_APPROVED: 'SESSION_APPROVED',
+  SESSION_REVOKED: 'SESSION_REVOKED',
+  SESSION_ENDED: 'SESSION_ENDED',
 } as const satisfies ClosedSet<string>;
 export type EventKind = keyof typeof EventKind;
 
@@ -66,7 +71,18 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   CHANNEL_CLOSED: 'The SSH channel closed.',
   RECONCILIATION_RESULT: 'A later lookup learned the remote outcome (source remote_query).',
   OPERATOR_ATTESTED: 'A person settled the outcome with a written basis (source operator_attested).',
+  ABANDONED: 'A person released the lane behind this unknown head, with a reason; the outcome stays unknown.',
+  SESSION_STARTED: 'A new agent process connected: its kernel-reported identity (pid, uid, start time, executable, cwd).',
+  SESSION_APPROVED: 'A person (or observe-mode policy) approved the agent process once; session-approval calls may proceed.',
+  SESSION_REVOKED: "A person revoked the session: its new calls are refused and its undispatched tickets cancelled.",
+  SESSION_ENDED: 'The agent process exited (or the broker found it gone); its undispatched tickets were cancelled.',
 };
+
+/** Kinds that describe an agent session; their subject id (the action_id column) is a `ses_` id. */
+export const sessionEventKinds: ReadonlySet<EventKind> = new Set<EventKind>(['SESSION_STARTED', 'SESSION_APPROVED', 'SESSION_REVOKED', 'SESSION_ENDED']);
+export function isSessionEventKind(kind: EventKind): boolean {
+  return sessionEventKinds.has(kind);
+}
 
 export const Actor = z.object({
   kind: z.enum(['person', 'policy', 'agent', 'broker']),
@@ -141,6 +157,24 @@ export const eventPayloadSchemas = {
     lookup_action_id: z.string().max(64),
   }),
   OPERATOR_ATTESTED: z.strictObject({ actor: Actor, basis: z.string().min(1).max(4000) }),
+  ABANDONED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),
+  SESSION_STARTED: z.strictObject({
+    pid: z.number().int().positive(),
+    uid: z.number().int().nonnegative(),
+    /** Process start time as the kernel reports it (Linux: clock ticks since boot, /proc/<pid>/stat field 22). */
+    start_time: z.string().max(64),
+    ppid: z.number().int().nonnegative().nullable(),
+    exe: z.string().max(4096).nullable(),
+    cwd: z.string().max(4096).nullable(),
+    /** The parent's executable: for `postern mcp`, the MCP client that launched the shim. */
+    parent_exe: z.string().max(4096).nullable(),
+    /** MCP clientInfo: a label the client chose, never identity. */
+    client_name: z.string().max(200).nullable(),
+    client_version: z.string().max(100).nullable(),
+  }),
+  SESSION_APPROVED: z.strictObject({ actor: Actor }),
+  SESSION_REVOKED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),
+  SESSION_ENDED: z.strictObject({ reason: z.enum(['process_exited', 'broker_found_gone']) }),
 } as const satisfies { [K in EventKind]: z.ZodType };
 
 export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;
@@ -181,9 +215,14 @@ export type JournalEvent = NewEvent & {
 };
 
 export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
+export const sessionIdSchema = z.string().regex(/^ses_[0-9A-Za-z_-]{6,60}$/);
+/**
+ * An event's subject: an action (`act_…`) or, for SESSION_* kinds, an agent session (`ses_…`).
+ * Both live in the events table's action_id column so one hash chain covers them.
+ */
 export const newEventSchema = z.object({
   kind: z.enum(EventKind),
-  action_id: actionIdSchema,
+  action_id: z.union([actionIdSchema, sessionIdSchema]),
   session_id: z.string().max(64).nullable().optional(),
   ticket: z.number().int().positive().nullable().optional(),
   lane: z.string().max(200).nullable().optional(),

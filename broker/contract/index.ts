@@ -7,3 +7,4 @@ export * from './events.js';
 export * from './action-record.js';
 export * from './envelope.js';
 export * from './operator-api.js';
+export * from './agent-api.js';

@@ -1,4 +1,5 @@
 export * from './project.js';
+export * from './project-session.js';
 export * from './classify-outcome.js';
 export * from './outcome-evidence.js';
 export * from './decide-retry.js';

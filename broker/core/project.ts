@@ -50,6 +50,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       recorded: false,
       result_id: null,
       result_digest: null,
+      abandoned: false,
       first_seq: event.seq,
       last_seq: event.seq,
       accepted_at_ms: event.at_ms,
@@ -239,6 +240,19 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'OPERATOR_ATTESTED':
       if (state.dispatch_seq === null) return impossible(event, `${event.kind} settles only a dispatched action`);
       break;
+    case 'ABANDONED':
+      // Only a blocked head: dispatched, its attempt classified, and still unknown.
+      if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
+        return impossible(event, 'only a dispatched action whose recorded outcome is unknown can be abandoned');
+      }
+      if (state.abandoned === true) return impossible(event, 'the action was already abandoned');
+      next.abandoned = true;
+      break;
+    case 'SESSION_STARTED':
+    case 'SESSION_APPROVED':
+    case 'SESSION_REVOKED':
+    case 'SESSION_ENDED':
+      return impossible(event, 'a session event folds into a session, not an action');
     default:
       return assertNever(event);
   }
@@ -247,13 +261,15 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
   return next;
 }
 
-/** Folds events (any number of actions) in append order into their current states. */
+/** Folds events (any number of actions) in append order into their current states; session events are skipped. */
 export function project(events: Iterable<JournalEvent>): Map<string, ActionState> {
   const states = new Map<string, ActionState>();
   let lastSeq = 0;
   for (const event of events) {
     if (event.seq <= lastSeq) impossible(event, `seq ${event.seq} follows ${lastSeq}: events must be in append order`);
     lastSeq = event.seq;
+    // Session events share the log (and its seq) but fold into sessions: project-session.ts.
+    if (event.action_id.startsWith('ses_')) continue;
     states.set(event.action_id, applyEvent(states.get(event.action_id), event));
   }
   return states;

@@ -10,7 +10,7 @@ export {
   type JournalState,
   type JournalStats,
 } from './journal.js';
-export type { Appended } from './plan-unit.js';
+export type { Appended, AppendedSession } from './plan-unit.js';
 export { assertDurable, readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
 export { migrate, schemaVersion } from './migrate.js';
 export type { Migration } from './migration.js';

@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { ActionState } from '../contract/index.js';
+import type { ActionState, SessionState } from '../contract/index.js';
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
 export interface EventRow {
@@ -77,6 +77,12 @@ export class JournalStore implements AuditStore {
     upsertAction: () => Statement<[Record<string, unknown>]>;
     upsertAttempt: () => Statement<[Record<string, unknown>]>;
     upsertTicket: () => Statement<[Record<string, unknown>]>;
+    loadSession: () => Statement<[string], { state: string }>;
+    listSessions: () => Statement<[number], { state: string }>;
+    findSession: () => Statement<[number, string], { state: string }>;
+    upsertSession: () => Statement<[Record<string, unknown>]>;
+    listLane: () => Statement<[string, number, number], { state: string }>;
+    listSessionActions: () => Statement<[string, number], { state: string }>;
   };
 
   constructor(db: Database) {
@@ -155,6 +161,16 @@ export class JournalStore implements AuditStore {
           exit_signal = excluded.exit_signal, channel_closed = excluded.channel_closed,
           stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes,
           body_bytes = excluded.body_bytes`),
+      loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
+      listSessions: lazy(db, `SELECT state FROM sessions ORDER BY first_seq LIMIT ?`),
+      findSession: lazy(db, `SELECT state FROM sessions WHERE pid = ? AND start_time = ? ORDER BY first_seq DESC LIMIT 1`),
+      upsertSession: lazy(db, `
+        INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state)
+        VALUES (@session_id, @status, @pid, @start_time, @first_seq, @last_seq, @state)
+        ON CONFLICT (session_id) DO UPDATE SET
+          status = excluded.status, last_seq = excluded.last_seq, state = excluded.state`),
+      listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
+      listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       upsertTicket: lazy(db, `
         INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
           accepted_seq, accepted_at_ms)
@@ -248,6 +264,40 @@ export class JournalStore implements AuditStore {
 
   listStates(fromTicket: number, limit: number): ActionState[] {
     return this.sql.listStates().all(fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+  }
+
+  loadSession(sessionId: string): SessionState | undefined {
+    const row = this.sql.loadSession().get(sessionId);
+    return row === undefined ? undefined : (JSON.parse(row.state) as SessionState);
+  }
+
+  listSessions(limit: number): SessionState[] {
+    return this.sql.listSessions().all(limit).map((row) => JSON.parse(row.state) as SessionState);
+  }
+
+  findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
+    const row = this.sql.findSession().get(pid, startTime);
+    return row === undefined ? undefined : (JSON.parse(row.state) as SessionState);
+  }
+
+  writeSession(session: SessionState): void {
+    this.sql.upsertSession().run({
+      session_id: session.session_id,
+      status: session.status,
+      pid: session.pid,
+      start_time: session.start_time,
+      first_seq: session.first_seq,
+      last_seq: session.last_seq,
+      state: JSON.stringify(session),
+    });
+  }
+
+  listLane(lane: string, fromTicket: number, limit: number): ActionState[] {
+    return this.sql.listLane().all(lane, fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+  }
+
+  listSessionActions(sessionId: string, limit: number): ActionState[] {
+    return this.sql.listSessionActions().all(sessionId, limit).map((row) => JSON.parse(row.state) as ActionState);
   }
 
   unrecordedActionIds(): string[] {

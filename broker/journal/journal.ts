@@ -7,6 +7,7 @@ import {
   type ActionState,
   type JournalEvent,
   type NewEvent,
+  type SessionState,
 } from '../contract/index.js';
 import type { Clock } from '../ports/clock.js';
 import { AuditWriter, checkpointEveryEventsDefault, type AuditVault } from './audit-writer.js';
@@ -15,7 +16,7 @@ import { JournalStore, type ActionCounts } from './journal-store.js';
 import { sodiumReady } from './event-cipher.js';
 import { migrate } from './migrate.js';
 import type { Migration } from './migration.js';
-import { planUnit, type Appended, type PlannedUnit } from './plan-unit.js';
+import { planUnit, type Appended, type AppendedSession, type PlannedUnit } from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 
@@ -78,9 +79,11 @@ export interface DispatchConnection {
   readonly peer_trust?: 'pinned' | 'ca_verified' | 'known_host' | 'accepted_new';
 }
 
+type AnyAppended = Appended | AppendedSession;
+
 interface Unit {
   readonly events: readonly NewEvent[];
-  resolve(appended: Appended[]): void;
+  resolve(appended: AnyAppended[]): void;
   reject(error: unknown): void;
 }
 
@@ -167,15 +170,55 @@ export class Journal {
 
   /** Resolves once the event is durable, with its append position and the action's new state. */
   async append(event: NewEvent): Promise<Appended> {
-    const [appended] = await this.enqueue([event]);
-    if (appended === undefined) throw new Error('a one-event unit resolved without its event');
+    const [appended] = await this.enqueue([event], 'action');
+    if (appended === undefined || !('state' in appended)) throw new Error('a one-event unit resolved without its event');
     return appended;
   }
 
   /** All the events land in one transaction, in order, or none does. */
-  appendBatch(events: readonly NewEvent[]): Promise<Appended[]> {
-    if (events.length === 0) return Promise.resolve([]);
-    return this.enqueue(events);
+  async appendBatch(events: readonly NewEvent[]): Promise<Appended[]> {
+    if (events.length === 0) return [];
+    return (await this.enqueue(events, 'action')).filter((a): a is Appended => 'state' in a);
+  }
+
+  /**
+   * Appends one SESSION_* event (subject `ses_…`), folded through broker/core applySessionEvent in
+   * the same commit path as actions: the same hash chain, the same group commit, the same refusals.
+   */
+  async appendSession(event: NewEvent): Promise<AppendedSession> {
+    const [appended] = await this.enqueue([event], 'session');
+    if (appended === undefined || !('session' in appended)) throw new Error('a session unit resolved without its event');
+    return appended;
+  }
+
+  getSession(sessionId: string): SessionState | undefined {
+    this.requireReadable();
+    return this.store.loadSession(sessionId);
+  }
+
+  /** Sessions in order of their first event, newest last; `status` filters. */
+  listSessions(options: { status?: SessionState['status'][]; limit?: number } = {}): SessionState[] {
+    this.requireReadable();
+    const all = this.store.listSessions(Math.min(options.limit ?? listActionsMax, listActionsMax));
+    return options.status === undefined ? all : all.filter((s) => options.status?.includes(s.status) === true);
+  }
+
+  /** The session of a live process, if one was recorded (pid + kernel start time). */
+  findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
+    this.requireReadable();
+    return this.store.findSessionByProcess(pid, startTime);
+  }
+
+  /** Actions of one lane from a ticket on, in ticket order (the dispatcher's view of a lane). */
+  listLane(lane: string, options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
+    this.requireReadable();
+    return this.store.listLane(lane, options.fromTicket ?? 1, Math.min(options.limit ?? listActionsMax, listActionsMax));
+  }
+
+  /** Actions of one session in ticket order. */
+  listSessionActions(sessionId: string, options: { limit?: number } = {}): ActionState[] {
+    this.requireReadable();
+    return this.store.listSessionActions(sessionId, Math.min(options.limit ?? listActionsMax, listActionsMax));
   }
 
   /**
@@ -260,7 +303,7 @@ export class Journal {
     return Promise.resolve();
   }
 
-  private enqueue(input: readonly NewEvent[]): Promise<Appended[]> {
+  private enqueue(input: readonly NewEvent[], subject: 'action' | 'session'): Promise<AnyAppended[]> {
     if (this.state !== 'open') return Promise.reject(this.unavailable());
     let events: NewEvent[];
     try {
@@ -268,6 +311,9 @@ export class Journal {
         throw new CodedError('INVALID_ARGUMENT', `a batch holds at most ${this.batchEventsMax} events`, { field: 'events' });
       }
       events = input.map((event) => validateNewEvent(event));
+      if (events.some((event) => event.action_id.startsWith('ses_') !== (subject === 'session'))) {
+        throw new CodedError('INVALID_ARGUMENT', `${subject === 'session' ? 'appendSession takes SESSION_* events only' : 'session events go through appendSession'}`, { field: 'kind' });
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -276,7 +322,7 @@ export class Journal {
         new CodedError('JOURNAL_UNAVAILABLE', `the append queue is full (${this.pendingEventsMax} events waiting)`),
       );
     }
-    return new Promise<Appended[]>((resolve, reject) => {
+    return new Promise<AnyAppended[]>((resolve, reject) => {
       this.queue.push({ events, resolve, reject });
       this.pendingEvents += events.length;
       this.scheduleFlush();
@@ -314,7 +360,7 @@ export class Journal {
 
   /** Plans and writes every unit in one transaction; settles each unit only after COMMIT. */
   private commitUnits(units: readonly Unit[]): void {
-    const accepted: Array<{ unit: Unit; appended: readonly Appended[] }> = [];
+    const accepted: Array<{ unit: Unit; appended: readonly AnyAppended[] }> = [];
     const refused: Array<{ unit: Unit; error: unknown }> = [];
     let lastSeq = this.lastSeq;
     let appendedCount = 0;
@@ -333,10 +379,12 @@ export class Journal {
         if (!stored.has(id)) stored.set(id, this.store.loadState(id));
         return stored.get(id);
       };
+      const sessionOverlay = new Map<string, SessionState>();
+      const sessionOf = (id: string): SessionState | undefined => sessionOverlay.get(id) ?? this.store.loadSession(id);
       for (const unit of units) {
         let plan: PlannedUnit;
         try {
-          plan = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf });
+          plan = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf, sessionOf });
         } catch (error) {
           if (!isRefusal(error)) throw error;
           refused.push({ unit, error });
@@ -347,6 +395,7 @@ export class Journal {
           this.store.insertEvent(this.audit.seal(event).row);
         }
         for (const [id, state] of plan.states) overlay.set(id, state);
+        for (const [id, session] of plan.sessions) sessionOverlay.set(id, session);
         lastSeq += plan.appended.length;
         appendedCount += plan.appended.length;
         lastTicket = plan.lastTicket;
@@ -354,6 +403,7 @@ export class Journal {
       }
       // Current state goes into the same transaction as the events that changed it.
       for (const [id, state] of overlay) this.store.writeState(state, stored.get(id));
+      for (const session of sessionOverlay.values()) this.store.writeSession(session);
       if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
       // The tree head moves in the same transaction as the rows it covers.
       if (accepted.length > 0) this.audit.writeTree();

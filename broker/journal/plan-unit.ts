@@ -1,5 +1,5 @@
-import { applyEvent } from '../core/index.js';
-import { CodedError, type ActionState, type JournalEvent, type NewEvent } from '../contract/index.js';
+import { applyEvent, applySessionEvent } from '../core/index.js';
+import { CodedError, type ActionState, type JournalEvent, type NewEvent, type SessionState } from '../contract/index.js';
 
 /** Where the unit lands: the next append position, the last issued ticket, the wall time. */
 export interface PlanContext {
@@ -8,6 +8,8 @@ export interface PlanContext {
   readonly atMs: number;
   /** The state as of everything planned so far in this transaction, then as stored. */
   stateOf(actionId: string): ActionState | undefined;
+  /** The same for sessions (SESSION_* events, `ses_` subjects). */
+  sessionOf(sessionId: string): SessionState | undefined;
 }
 
 /** One durable event and the action's state right after it. */
@@ -16,10 +18,17 @@ export interface Appended {
   readonly state: ActionState;
 }
 
+/** One durable session event and the session's state right after it. */
+export interface AppendedSession {
+  readonly event: JournalEvent;
+  readonly session: SessionState;
+}
+
 export interface PlannedUnit {
-  readonly appended: readonly Appended[];
+  readonly appended: ReadonlyArray<Appended | AppendedSession>;
   /** Each touched action's state after the unit, in first-touched order. */
   readonly states: ReadonlyMap<string, ActionState>;
+  readonly sessions: ReadonlyMap<string, SessionState>;
   readonly lastTicket: number;
 }
 
@@ -31,9 +40,18 @@ export interface PlannedUnit {
  */
 export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): PlannedUnit {
   const states = new Map<string, ActionState>();
-  const appended: Appended[] = [];
+  const sessions = new Map<string, SessionState>();
+  const appended: Array<Appended | AppendedSession> = [];
   let lastTicket = ctx.lastTicket;
   for (const [i, input] of newEvents.entries()) {
+    if (input.action_id.startsWith('ses_')) {
+      // A session event: its own subject, stamped with itself as the session.
+      const event: JournalEvent = { ...input, seq: ctx.nextSeq + i, at_ms: ctx.atMs, session_id: input.action_id, ticket: null, lane: null };
+      const session = applySessionEvent(sessions.get(input.action_id) ?? ctx.sessionOf(input.action_id), event);
+      sessions.set(input.action_id, session);
+      appended.push({ event, session });
+      continue;
+    }
     const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);
     const stamped = stamp(input, before, ctx.nextSeq + i, ctx.atMs, lastTicket);
     if (input.kind === 'ACTION_ACCEPTED' && stamped.ticket !== null) lastTicket = stamped.ticket;
@@ -41,7 +59,7 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     states.set(input.action_id, after);
     appended.push({ event: stamped, state: after });
   }
-  return { appended, states, lastTicket };
+  return { appended, states, sessions, lastTicket };
 }
 
 /**

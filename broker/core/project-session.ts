@@ -1,0 +1,77 @@
+import { CodedError, type JournalEvent, type SessionState } from '../contract/index.js';
+
+/**
+ * A session's current state as a pure fold of its SESSION_* events in append order. Rules: a
+ * session starts once; approval happens once and only while pending; a revoked or ended session
+ * never comes back (a new process is a new session); ending is recorded once.
+ */
+export function applySessionEvent(state: SessionState | undefined, event: JournalEvent): SessionState {
+  if (state === undefined) {
+    if (event.kind !== 'SESSION_STARTED') return impossible(event, 'the first event of a session must be SESSION_STARTED');
+    const p = event.payload;
+    return {
+      session_id: event.action_id,
+      status: 'pending',
+      pid: p.pid,
+      uid: p.uid,
+      start_time: p.start_time,
+      ppid: p.ppid,
+      exe: p.exe,
+      cwd: p.cwd,
+      parent_exe: p.parent_exe,
+      client_name: p.client_name,
+      client_version: p.client_version,
+      approved_by: null,
+      revoked_by: null,
+      revoke_reason: null,
+      end_reason: null,
+      first_seq: event.seq,
+      last_seq: event.seq,
+      started_at_ms: event.at_ms,
+      ended_at_ms: null,
+      updated_at_ms: event.at_ms,
+    };
+  }
+  if (event.action_id !== state.session_id) return impossible(event, `event for ${event.action_id} folded into ${state.session_id}`);
+  if (event.seq <= state.last_seq) return impossible(event, `seq ${event.seq} is not after ${state.last_seq}`);
+  const next: SessionState = { ...state, last_seq: event.seq, updated_at_ms: event.at_ms };
+  switch (event.kind) {
+    case 'SESSION_STARTED':
+      return impossible(event, 'a session starts once');
+    case 'SESSION_APPROVED':
+      if (state.status !== 'pending') return impossible(event, `approval of a session that is ${state.status}`);
+      next.status = 'approved';
+      next.approved_by = `${event.payload.actor.kind}:${event.payload.actor.id}`;
+      break;
+    case 'SESSION_REVOKED':
+      if (state.status !== 'pending' && state.status !== 'approved') return impossible(event, `revocation of a session that is ${state.status}`);
+      next.status = 'revoked';
+      next.revoked_by = `${event.payload.actor.kind}:${event.payload.actor.id}`;
+      next.revoke_reason = event.payload.reason;
+      break;
+    case 'SESSION_ENDED':
+      if (state.ended_at_ms !== null) return impossible(event, 'a session ends once');
+      // A revoked session stays revoked in status; its end is still recorded.
+      if (state.status !== 'revoked') next.status = 'ended';
+      next.end_reason = event.payload.reason;
+      next.ended_at_ms = event.at_ms;
+      break;
+    default:
+      return impossible(event, `${event.kind} is an action event, not a session event`);
+  }
+  return next;
+}
+
+/** Folds session events (any number of sessions) in append order; other kinds are skipped. */
+export function projectSessions(events: Iterable<JournalEvent>): Map<string, SessionState> {
+  const states = new Map<string, SessionState>();
+  for (const event of events) {
+    if (!event.action_id.startsWith('ses_')) continue;
+    states.set(event.action_id, applySessionEvent(states.get(event.action_id), event));
+  }
+  return states;
+}
+
+function impossible(event: JournalEvent, why: string): never {
+  throw new CodedError('IMPOSSIBLE_TRANSITION', `seq ${event.seq} ${event.kind} on ${event.action_id}: ${why}`);
+}
