@@ -264,3 +264,35 @@ describe('project', () => {
     );
   });
 });
+
+describe('ABANDONED: a person releases the lane behind an unknown head', () => {
+  it('is allowed once, only on a dispatched action whose recorded outcome is unknown, and keeps the outcome', () => {
+    const { events, add } = journal();
+    toAuthorized(add);
+    add({ kind: 'DISPATCH_STARTED', action_id: 'act_000000001', payload: { attempt: 1, connection: 'fresh' } });
+    const abandon = (): NewEvent => ({ kind: 'ABANDONED', action_id: 'act_000000001', payload: { actor: person, reason: 'checked by hand' } });
+    // Not yet recorded: the attempt is still in flight.
+    expect(() => project([...events, { ...abandon(), seq: 99, at_ms: 99, session_id: null, ticket: 1, lane: 'lane-a' } as JournalEvent])).toThrow(/abandoned/);
+    add({ kind: 'OUTCOME_RECORDED', action_id: 'act_000000001', payload: { attempt: 1 }, classification: c({}) });
+    add(abandon());
+    const state = project(events).get('act_000000001');
+    expect(state).toMatchObject({ abandoned: true, outcome: 'unknown', effect: 'unknown_effect' });
+    add(abandon());
+    expect(() => project(events)).toThrow(/already abandoned/);
+  });
+
+  it('refuses a head that was never dispatched or is settled', () => {
+    const { events, add } = journal();
+    toAuthorized(add);
+    add({ kind: 'ABANDONED', action_id: 'act_000000001', payload: { actor: person, reason: 'x' } });
+    expect(() => project(events)).toThrow(/IMPOSSIBLE|abandoned/);
+  });
+
+  it('a session event never folds into an action, and project() skips session subjects', () => {
+    const { events, add } = journal();
+    toAuthorized(add);
+    const session = { kind: 'SESSION_APPROVED', action_id: 'ses_000001', session_id: 'ses_000001', ticket: null, lane: null, seq: 50, at_ms: 50, payload: { actor: person } } as JournalEvent;
+    expect(project([...events, session]).size).toBe(1);
+    expect(() => applyEvent(project(events).get('act_000000001'), { ...session, action_id: 'act_000000001' })).toThrow(/session event/);
+  });
+});

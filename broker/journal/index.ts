@@ -9,6 +9,7 @@ export {
   type JournalOpenOptions,
   type JournalState,
   type JournalStats,
+  type SealedEventHeader,
 } from './journal.js';
 export type { Appended, AppendedSession } from './plan-unit.js';
 export { assertDurable, readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';

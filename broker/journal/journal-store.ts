@@ -83,6 +83,7 @@ export class JournalStore implements AuditStore {
     upsertSession: () => Statement<[Record<string, unknown>]>;
     listLane: () => Statement<[string, number, number], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
+    readSubjectEvents: () => Statement<[string, number], EventRow>;
   };
 
   constructor(db: Database) {
@@ -171,6 +172,7 @@ export class JournalStore implements AuditStore {
           status = excluded.status, last_seq = excluded.last_seq, state = excluded.state`),
       listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
+      readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       upsertTicket: lazy(db, `
         INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
           accepted_seq, accepted_at_ms)
@@ -294,6 +296,10 @@ export class JournalStore implements AuditStore {
 
   listLane(lane: string, fromTicket: number, limit: number): ActionState[] {
     return this.sql.listLane().all(lane, fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+  }
+
+  readSubjectEvents(subjectId: string, limit: number): EventRow[] {
+    return this.sql.readSubjectEvents().all(subjectId, limit);
   }
 
   listSessionActions(sessionId: string, limit: number): ActionState[] {

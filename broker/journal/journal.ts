@@ -60,6 +60,18 @@ export interface JournalOpenOptions {
 
 export type JournalState = 'open' | 'failed' | 'closed';
 
+/** A row the journal cannot open now (an earlier run's key while the vault is locked). */
+export interface SealedEventHeader {
+  readonly sealed: true;
+  readonly seq: number;
+  readonly at_ms: number;
+  readonly kind: string;
+  readonly action_id: string;
+  readonly session_id: string | null;
+  readonly ticket: number | null;
+  readonly lane: string | null;
+}
+
 export interface JournalStats {
   readonly state: JournalState;
   readonly events: number;
@@ -262,6 +274,29 @@ export class Journal {
       if (page.length < eventsPageMax || last === undefined) return;
       next = last.seq + 1;
     }
+  }
+
+  /**
+   * One bounded page of the log for views: each row opened if this run (or the unlocked vault) has
+   * its key, else only its plaintext header with `sealed: true` (the Activity view still shows the
+   * position, kind, action, session, ticket and lane of a row it cannot read).
+   */
+  eventsPage(fromSeq: number, limit: number): Array<JournalEvent | SealedEventHeader> {
+    this.requireReadable();
+    return this.store.readEvents(fromSeq, Math.min(Math.max(1, limit), eventsPageMax)).map((row) => {
+      try {
+        return this.audit.openRow(row);
+      } catch (error) {
+        if (!isCodedError(error) || error.code !== 'AUDIT_KEY_UNAVAILABLE') throw error;
+        return { sealed: true as const, seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane };
+      }
+    });
+  }
+
+  /** Events of one action (or session) in append order, bounded. */
+  subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
+    this.requireReadable();
+    return this.store.readSubjectEvents(subjectId, Math.min(limit, eventsPageMax)).map((row) => this.audit.openRow(row));
   }
 
   stats(): JournalStats {

@@ -11,7 +11,8 @@ export async function replayJournal(events: Iterable<JournalEvent>, into: Journa
   let count = 0;
   for (const event of events) {
     clock.set(event.at_ms);
-    const appended = await into.append(asNewEvent(event));
+    // Session events share the log (and its seq) but go through their own append.
+    const appended = event.action_id.startsWith('ses_') ? await into.appendSession(asNewEvent(event)) : await into.append(asNewEvent(event));
     if (appended.event.seq !== event.seq) {
       throw new Error(`replay put seq ${event.seq} at ${appended.event.seq}: the log has a gap or the target was not empty`);
     }

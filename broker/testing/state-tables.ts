@@ -4,6 +4,7 @@ export interface StateTables {
   actions: unknown[];
   attempts: unknown[];
   tickets: unknown[];
+  sessions: unknown[];
 }
 
 /**
@@ -17,6 +18,7 @@ export function readStateTables(dbPath: string): StateTables {
       actions: db.prepare('SELECT * FROM actions ORDER BY action_id').all(),
       attempts: db.prepare('SELECT * FROM attempts ORDER BY action_id, n').all(),
       tickets: db.prepare('SELECT * FROM tickets ORDER BY ticket').all(),
+      sessions: db.prepare('SELECT * FROM sessions ORDER BY session_id').all(),
     };
   } finally {
     db.close();

@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { NewEvent } from '../contract/index.js';
+import { projectSessions } from '../core/index.js';
+import { replayJournal } from '../testing/replay-journal.js';
+import { readStateTables } from '../testing/state-tables.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { Journal } from './journal.js';
+
+const opened: TempJournal[] = [];
+afterEach(async () => {
+  for (const t of opened.splice(0)) await t.dispose();
+});
+async function temp(): Promise<TempJournal> {
+  const t = await openTempJournal();
+  opened.push(t);
+  return t;
+}
+
+const person = { kind: 'person' as const, id: 'ann' };
+function started(id: string, pid: number): NewEvent {
+  return {
+    kind: 'SESSION_STARTED',
+    action_id: id,
+    payload: { pid, uid: 1000, start_time: `${pid}00`, ppid: 1, exe: '/usr/bin/node', cwd: '/home/ann', parent_exe: null, client_name: 'claude', client_version: '1' },
+  };
+}
+
+describe('agent sessions in the journal', () => {
+  it('folds SESSION_* events into the sessions table in the same commit path, found by process', async () => {
+    const t = await temp();
+    await t.journal.appendSession(started('ses_alpha_1', 4242));
+    const approved = await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_alpha_1', payload: { actor: person } });
+    expect(approved.session).toMatchObject({ status: 'approved', approved_by: 'person:ann', pid: 4242 });
+    expect(approved.event.session_id).toBe('ses_alpha_1');
+    expect(t.journal.getSession('ses_alpha_1')).toEqual(approved.session);
+    expect(t.journal.findSessionByProcess(4242, '424200')?.session_id).toBe('ses_alpha_1');
+    expect(t.journal.findSessionByProcess(4242, '1')).toBeUndefined();
+    const revoked = await t.journal.appendSession({ kind: 'SESSION_REVOKED', action_id: 'ses_alpha_1', payload: { actor: person, reason: 'done' } });
+    expect(revoked.session.status).toBe('revoked');
+    const ended = await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: 'ses_alpha_1', payload: { reason: 'process_exited' } });
+    // A revoked session stays revoked in status; its end is still recorded.
+    expect(ended.session).toMatchObject({ status: 'revoked', end_reason: 'process_exited' });
+  });
+
+  it('refuses what the session projection forbids and writes nothing for it', async () => {
+    const t = await temp();
+    await t.journal.appendSession(started('ses_beta_01', 7));
+    await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_beta_01', payload: { actor: person } });
+    const before = t.journal.stats().events;
+    await expect(t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_beta_01', payload: { actor: person } })).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    await expect(t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_never_1', payload: { actor: person } })).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    expect(t.journal.stats().events).toBe(before);
+  });
+
+  it('keeps action and session subjects apart: wrong prefixes and wrong entry points are INVALID_ARGUMENT', async () => {
+    const t = await temp();
+    await expect(t.journal.append(started('ses_gamma_1', 9))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'kind' });
+    await expect(t.journal.appendSession(started('act_gamma_1', 9))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'action_id' });
+    await expect(
+      t.journal.appendSession({ kind: 'ACTION_ACCEPTED', action_id: 'ses_gamma_1', payload: { channel: 'http', target: 'x', request_fingerprint: `sha256:${'0'.repeat(64)}`, approval: 'none', idempotent: false } }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'action_id' });
+  });
+
+  it('the sessions table equals a replay of the log and the pure fold of it', async () => {
+    const live = await temp();
+    await live.journal.appendSession(started('ses_one_001', 11));
+    await live.journal.append({
+      kind: 'ACTION_ACCEPTED',
+      action_id: 'act_from_session_1',
+      session_id: 'ses_one_001',
+      payload: { channel: 'http', target: 'route:r POST /x', request_fingerprint: `sha256:${'1'.repeat(64)}`, approval: 'session', idempotent: false },
+    });
+    await live.journal.appendSession(started('ses_two_002', 12));
+    await live.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_one_001', payload: { actor: { kind: 'policy', id: 'observe' } } });
+    await live.journal.appendSession({ kind: 'SESSION_ENDED', action_id: 'ses_two_002', payload: { reason: 'broker_found_gone' } });
+    const target = await temp();
+    await replayJournal(live.journal.events(), target.journal, target.clock);
+    expect(readStateTables(target.path)).toEqual(readStateTables(live.path));
+    const folded = projectSessions(live.journal.events());
+    expect([...folded.values()]).toEqual(live.journal.listSessions());
+    expect(live.journal.listSessionActions('ses_one_001').map((a) => a.action_id)).toEqual(['act_from_session_1']);
+  });
+
+  it('reopens with its sessions (schema 5) and a view page shows sealed rows of an earlier run while locked', async () => {
+    const t = await temp();
+    await t.journal.appendSession(started('ses_keep_01', 21));
+    await t.journal.close();
+    t.vault.lock();
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      expect(reopened.getSession('ses_keep_01')?.status).toBe('pending');
+      const [row] = reopened.eventsPage(1, 10);
+      expect(row).toMatchObject({ sealed: true, kind: 'SESSION_STARTED', action_id: 'ses_keep_01' });
+    } finally {
+      await reopened.close();
+    }
+  });
+});
