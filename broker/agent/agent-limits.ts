@@ -1,0 +1,39 @@
+/**
+ * The bounds of the agent socket (STYLE habit 3). Every one is overridable per socket (tests use
+ * small values); the defaults are what a real broker runs with.
+ */
+export interface AgentLimits {
+  /** Open connections per uid; the next one is refused with RATE_LIMITED. */
+  readonly connectionsPerUidMax: number;
+  /** One JSON-RPC message line, in bytes; a longer one gets PAYLOAD_LIMIT and the connection closes. */
+  readonly frameBytesMax: number;
+  /** Nesting depth of one message's JSON; deeper is refused (and never reaches a parser's stack). */
+  readonly frameDepthMax: number;
+  /** Tool calls waiting at once per session; the next gets an isError RATE_LIMITED answer. */
+  readonly inFlightCallsPerSessionMax: number;
+  /** A connection that has not sent `initialize` by then is closed. */
+  readonly handshakeMs: number;
+  /** Consecutive unparseable or invalid frames after which the connection is closed. */
+  readonly garbageFramesMax: number;
+  /** Bytes queued for a client that does not read; beyond this the connection is dropped. */
+  readonly outboundBytesMax: number;
+}
+
+export const agentLimitsDefault: AgentLimits = {
+  connectionsPerUidMax: 32,
+  frameBytesMax: 8 * 1024 * 1024,
+  frameDepthMax: 64,
+  inFlightCallsPerSessionMax: 16,
+  handshakeMs: 10_000,
+  garbageFramesMax: 100,
+  outboundBytesMax: 64 * 1024 * 1024,
+};
+
+export function resolveAgentLimits(overrides: Partial<AgentLimits> | undefined): AgentLimits {
+  const limits = { ...agentLimitsDefault, ...overrides };
+  for (const [name, value] of Object.entries(limits)) {
+    // A programmer error (STYLE habit 4): limits come from code, never from an agent.
+    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`agent limit ${name} must be a positive integer (got ${String(value)})`);
+  }
+  return limits;
+}

@@ -1,0 +1,124 @@
+import { createServer, type Socket } from 'node:net';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { CodedError, isCodedError, type AgentPeer, type ErrorCode } from '../contract/index.js';
+import type { AgentBackend } from '../ports/index.js';
+import { admitPeer } from './admit-peer.js';
+import { resolveAgentLimits, type AgentLimits } from './agent-limits.js';
+import { jsonRpcCode, jsonRpcErrorLine } from './jsonrpc-error.js';
+import { serveMcpConnection } from './mcp-connection.js';
+import { readPeerIdentity } from './peer-identity.js';
+import { ensurePrivateDir, listenPrivately, replaceStaleSocket, socketPathBytesMax, unlinkIfSocket } from './private-socket.js';
+import { SessionRegistry } from './session-registry.js';
+
+export const agentSocketDirName = 'agent';
+export const agentSocketFileName = 'postern.sock';
+
+export interface AgentSocketOptions {
+  readonly dataDir: string;
+  readonly backend: AgentBackend;
+  readonly logger?: Logger;
+  readonly limits?: Partial<AgentLimits>;
+  /** serverInfo.version in the MCP handshake. */
+  readonly version?: string;
+  /** Who may connect; the broker's own uid unless a test says otherwise. */
+  readonly ownUid?: number;
+  /** How a peer is identified (tests substitute one to play another uid); defaults to the kernel's answer. */
+  readonly identify?: (socket: Socket) => AgentPeer;
+}
+
+export interface AgentSocket {
+  readonly path: string;
+  close(): Promise<void>;
+}
+
+/** `<dataDir>/agent/postern.sock`: its own 0700 directory, so its mode never depends on the data dir's. */
+export function agentSocketPath(dataDir: string): string {
+  return path.join(dataDir, agentSocketDirName, agentSocketFileName);
+}
+
+/**
+ * The agents' door: a Unix socket, mode 0600 in a 0700 directory, speaking MCP one message per
+ * line. Every connection is identified by the kernel (SO_PEERCRED + /proc) before a byte of it is
+ * read; another uid, an unreadable identity or too many connections get one JSON-RPC error line and
+ * are closed. Nothing a client sends may throw out of here: every socket has an error handler and
+ * every per-connection failure ends only that connection.
+ */
+export async function startAgentSocket(options: AgentSocketOptions): Promise<AgentSocket> {
+  const limits = resolveAgentLimits(options.limits);
+  const socketPath = agentSocketPath(options.dataDir);
+  if (Buffer.byteLength(socketPath) > socketPathBytesMax) {
+    throw new CodedError('INVALID_ARGUMENT', `the data directory path is too long for the agent socket (max ${socketPathBytesMax} bytes for the socket path)`, {
+      field: '--data-dir',
+    });
+  }
+  ensurePrivateDir(path.dirname(socketPath));
+  await replaceStaleSocket(socketPath);
+
+  const { backend, logger } = options;
+  const ownUid = options.ownUid ?? process.getuid?.() ?? -1;
+  const identify = options.identify ?? readPeerIdentity;
+  const connections = new Set<Socket>();
+  const perUid = new Map<number, number>();
+  const sessions = new SessionRegistry(limits.inFlightCallsPerSessionMax, (sessionId) => {
+    try {
+      backend.sessionDisconnected(sessionId);
+    } catch (error) {
+      logger?.error({ err: error, session_id: sessionId }, 'sessionDisconnected threw');
+    }
+  });
+
+  const server = createServer({ allowHalfOpen: false, pauseOnConnect: true }, (socket) => {
+    socket.on('error', (error) => logger?.debug({ err: error }, 'agent socket error'));
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+    try {
+      accept(socket);
+    } catch (error) {
+      logger?.error({ err: error }, 'agent connection setup failed');
+      socket.destroy();
+    }
+  });
+  server.on('error', (error) => logger?.error({ err: error }, 'agent socket server error'));
+
+  const accept = (socket: Socket): void => {
+    let peer: AgentPeer;
+    try {
+      peer = identify(socket);
+    } catch (error) {
+      refuse(socket, 'PEER_REFUSED', isCodedError(error) ? error.message : 'the peer could not be identified');
+      return;
+    }
+    const decision = admitPeer({ peerUid: peer.uid, ownUid, openForUid: perUid.get(peer.uid) ?? 0, connectionsPerUidMax: limits.connectionsPerUidMax });
+    if (!decision.admit) {
+      logger?.info({ pid: peer.pid, uid: peer.uid, code: decision.code }, 'agent connection refused');
+      refuse(socket, decision.code, decision.message);
+      return;
+    }
+    perUid.set(peer.uid, (perUid.get(peer.uid) ?? 0) + 1);
+    socket.once('close', () => {
+      const left = (perUid.get(peer.uid) ?? 1) - 1;
+      if (left > 0) perUid.set(peer.uid, left);
+      else perUid.delete(peer.uid);
+    });
+    logger?.info({ pid: peer.pid, exe: peer.exe }, 'agent connected');
+    serveMcpConnection({ socket, peer, backend, limits, sessions, serverVersion: options.version ?? '0.0.0', logger });
+    socket.resume();
+  };
+
+  await listenPrivately(server, socketPath);
+  return {
+    path: socketPath,
+    close: async () => {
+      for (const socket of connections) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      unlinkIfSocket(socketPath);
+    },
+  };
+}
+
+/** One JSON-RPC error line (id null: nothing was read yet), then the connection ends. */
+function refuse(socket: Socket, code: ErrorCode, message: string): void {
+  socket.end(jsonRpcErrorLine(null, jsonRpcCode.refused, message, code));
+  socket.destroySoon();
+}

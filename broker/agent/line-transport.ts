@@ -1,0 +1,154 @@
+import type { Socket } from 'node:net';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { AgentLimits } from './agent-limits.js';
+import { jsonDepthExceeds } from './json-depth.js';
+import { jsonRpcCode, jsonRpcErrorLine, type JsonRpcId } from './jsonrpc-error.js';
+
+export interface LineTransportHooks {
+  /** Sees every valid message before the MCP server does (the connection watches for initialize). */
+  observe?(message: JSONRPCMessage): void;
+  /** Runs when the socket closes, before the server hears of it (so in-flight calls learn "disconnected" first). */
+  closing?(): void;
+}
+
+/**
+ * The server side of MCP over the agent socket: one JSON-RPC message per line (the MCP stdio
+ * framing), written by us instead of the SDK's StdioServerTransport so every bound is ours. What a
+ * client can do wrong, and what it gets:
+ * - a line longer than frameBytesMax: one PAYLOAD_LIMIT error, then the connection closes (we will
+ *   not buffer without end);
+ * - nesting deeper than frameDepthMax: an invalid-request error (PAYLOAD_LIMIT), the connection goes on;
+ * - not JSON: a parse error (-32700, id null), the connection goes on;
+ * - JSON but not a JSON-RPC 2.0 message: invalid request (-32600), the connection goes on;
+ * - garbageFramesMax of those in a row: the connection closes.
+ */
+export class LineTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private garbageInARow = 0;
+  /** No more frames are read (closing, or refused). */
+  private closed = false;
+  private closeHandled = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly limits: AgentLimits,
+    private readonly hooks: LineTransportHooks = {},
+  ) {}
+
+  async start(): Promise<void> {
+    this.socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    this.socket.once('close', () => this.handleClose());
+    if (this.socket.destroyed) this.handleClose();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    this.writeLine(`${JSON.stringify(message)}\n`);
+  }
+
+  async close(): Promise<void> {
+    this.socket.destroy();
+  }
+
+  /** Writes one line; a client that stops reading is dropped once outboundBytesMax is queued. */
+  writeLine(line: string): void {
+    if (this.closed || this.socket.destroyed || !this.socket.writable) return;
+    this.socket.write(line);
+    if (this.socket.writableLength > this.limits.outboundBytesMax) this.socket.destroy();
+  }
+
+  private receive(chunk: Buffer): void {
+    let start = 0;
+    while (!this.closed && start <= chunk.length) {
+      const newline = chunk.indexOf(0x0a, start);
+      if (newline < 0) {
+        if (start < chunk.length) {
+          this.pending.push(chunk.subarray(start));
+          this.pendingBytes += chunk.length - start;
+        }
+        if (this.pendingBytes > this.limits.frameBytesMax) this.refuseOversized();
+        return;
+      }
+      const tail = chunk.subarray(start, newline);
+      const length = this.pendingBytes + tail.length;
+      const line = this.pending.length === 0 ? tail : Buffer.concat([...this.pending, tail], length);
+      this.pending = [];
+      this.pendingBytes = 0;
+      if (length > this.limits.frameBytesMax) {
+        this.refuseOversized();
+        return;
+      }
+      this.handleLine(line);
+      start = newline + 1;
+    }
+  }
+
+  private refuseOversized(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    const line = jsonRpcErrorLine(null, jsonRpcCode.invalidRequest, `a message line is at most ${this.limits.frameBytesMax} bytes; closing`, 'PAYLOAD_LIMIT');
+    if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);
+    this.closed = true;
+    // end() lets the error line drain; a client that never reads it is cut off anyway.
+    this.socket.destroySoon();
+  }
+
+  private handleLine(raw: Buffer): void {
+    const line = raw.length > 0 && raw[raw.length - 1] === 0x0d ? raw.subarray(0, raw.length - 1) : raw;
+    if (line.length === 0) return;
+    if (jsonDepthExceeds(line, this.limits.frameDepthMax)) {
+      this.garbage(jsonRpcErrorLine(null, jsonRpcCode.invalidRequest, `a message nests at most ${this.limits.frameDepthMax} levels deep`, 'PAYLOAD_LIMIT'));
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line.toString('utf8'));
+    } catch {
+      this.garbage(jsonRpcErrorLine(null, jsonRpcCode.parseError, 'Parse error: one JSON-RPC message per line'));
+      return;
+    }
+    const message = JSONRPCMessageSchema.safeParse(parsed);
+    if (!message.success) {
+      this.garbage(jsonRpcErrorLine(idOf(parsed), jsonRpcCode.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', 'INVALID_ARGUMENT'));
+      return;
+    }
+    this.garbageInARow = 0;
+    try {
+      this.hooks.observe?.(message.data);
+      this.onmessage?.(message.data);
+    } catch (error) {
+      // The SDK dispatches asynchronously; a synchronous throw here is a bug, never the client's doing.
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  private garbage(replyLine: string): void {
+    this.garbageInARow += 1;
+    this.writeLine(replyLine);
+    if (this.garbageInARow >= this.limits.garbageFramesMax) {
+      this.closed = true;
+      this.socket.destroySoon();
+    }
+  }
+
+  private handleClose(): void {
+    if (this.closeHandled) return;
+    this.closeHandled = true;
+    this.closed = true;
+    this.pending = [];
+    this.hooks.closing?.();
+    this.onclose?.();
+  }
+}
+
+/** The id of a message we refuse, echoed only when it is a valid JSON-RPC id. */
+function idOf(value: unknown): JsonRpcId {
+  if (typeof value !== 'object' || value === null || !('id' in value)) return null;
+  const id = (value as { id: unknown }).id;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
+}

@@ -1,0 +1,166 @@
+import type { Socket } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode as McpErrorCode,
+  InitializeRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { isCodedError, type AgentPeer } from '../contract/index.js';
+import type { AgentBackend, CallerStop, ToolAnswer } from '../ports/index.js';
+import type { AgentLimits } from './agent-limits.js';
+import { refusalAnswer } from './agent-refusal.js';
+import { isAgentToolName, listedTools } from './agent-tools.js';
+import { jsonRpcCode, jsonRpcError } from './jsonrpc-error.js';
+import { LineTransport } from './line-transport.js';
+import { isOperatorName } from './operator-names.js';
+import type { SessionRegistry } from './session-registry.js';
+
+export const serverName = 'postern';
+/** clientInfo name/version are labels the client chose; kept short. */
+const clientLabelCharsMax = 200;
+
+export interface McpConnectionOptions {
+  readonly socket: Socket;
+  readonly peer: AgentPeer;
+  readonly backend: AgentBackend;
+  readonly limits: AgentLimits;
+  readonly sessions: SessionRegistry;
+  readonly serverVersion: string;
+  readonly logger?: Logger | undefined;
+}
+
+/**
+ * One MCP server for one accepted, identified connection. The session is opened when the client
+ * sends `initialize` (kernel identity + the client's self-chosen label) and shared by every call on
+ * the connection; each call gets its own AbortController whose reason we set ourselves —
+ * 'cancelled' for MCP notifications/cancelled, 'disconnected' when the socket goes — because the
+ * SDK aborts with whatever reason the client wrote in its cancel notification (or none on close).
+ */
+export function serveMcpConnection(options: McpConnectionOptions): void {
+  const { socket, peer, backend, limits, sessions, logger } = options;
+  const calls = new Set<AbortController>();
+  let session: Promise<string> | undefined;
+  let attachedSessionId: string | undefined;
+  let closed = false;
+
+  const handshakeTimer = setTimeout(() => socket.destroy(), limits.handshakeMs);
+  handshakeTimer.unref();
+
+  const openSession = (message: JSONRPCMessage): void => {
+    if (session !== undefined) return;
+    const init = InitializeRequestSchema.safeParse(message);
+    if (!init.success) return;
+    clearTimeout(handshakeTimer);
+    const { name, version } = init.data.params.clientInfo;
+    const client = { name: name.slice(0, clientLabelCharsMax), version: version.slice(0, clientLabelCharsMax) };
+    session = Promise.resolve()
+      .then(() => backend.openSession(peer, client))
+      .then(({ session_id: sessionId }) => {
+        if (typeof sessionId !== 'string' || sessionId.length === 0) throw new Error('the backend opened a session without an id');
+        sessions.attach(sessionId);
+        attachedSessionId = sessionId;
+        if (closed) release();
+        return sessionId;
+      });
+    // Every call awaits `session` and answers its failure; this only keeps an unused rejection quiet.
+    session.catch((error: unknown) => logger?.info({ pid: peer.pid, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'agent session refused'));
+  };
+
+  const release = (): void => {
+    if (attachedSessionId === undefined) return;
+    const sessionId = attachedSessionId;
+    attachedSessionId = undefined;
+    try {
+      sessions.detach(sessionId);
+    } catch (error) {
+      logger?.error({ err: error, session_id: sessionId }, 'sessionDisconnected failed');
+    }
+  };
+
+  const transport = new LineTransport(socket, limits, {
+    observe: (message) => {
+      if ('method' in message && message.method === 'initialize' && 'id' in message) openSession(message);
+    },
+    closing: () => {
+      closed = true;
+      clearTimeout(handshakeTimer);
+      for (const controller of calls) controller.abort('disconnected' satisfies CallerStop);
+      calls.clear();
+      release();
+    },
+  });
+
+  const server = new Server({ name: serverName, version: options.serverVersion }, { capabilities: { tools: {} } });
+  server.onerror = (error) => logger?.debug({ err: error, pid: peer.pid }, 'agent connection protocol error');
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools.map((tool) => ({ ...tool })) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (session === undefined) throw jsonRpcError(McpErrorCode.InvalidRequest, 'send initialize before tools/call');
+    const answer = await answerCall(request.params.name, request.params.arguments ?? {}, extra.signal);
+    return toResult(answer);
+  });
+  server.fallbackRequestHandler = async (request) => {
+    if (isOperatorName(request.method)) {
+      throw jsonRpcError(jsonRpcCode.methodNotFound, `${request.method} is an operator capability; agents can never call it`, 'OPERATOR_ONLY');
+    }
+    throw jsonRpcError(jsonRpcCode.methodNotFound, 'Method not found');
+  };
+
+  const answerCall = async (name: string, args: unknown, sdkSignal: AbortSignal): Promise<ToolAnswer> => {
+    if (!isAgentToolName(name)) {
+      return isOperatorName(name)
+        ? refusalAnswer('OPERATOR_ONLY', `${name} is an operator capability; agents can never call it`, 'never', 'name')
+        : refusalAnswer('UNKNOWN_TOOL', 'not a Postern tool; list the tools first', 'after_correction', 'name');
+    }
+    let sessionId: string;
+    try {
+      sessionId = await (session as Promise<string>);
+    } catch (error) {
+      return isCodedError(error)
+        ? refusalAnswer(error.code, error.message, 'never')
+        : refusalAnswer('INTERNAL', 'the session could not be opened', 'never');
+    }
+    if (closed || sdkSignal.aborted) return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never');
+    if (!sessions.tryBeginCall(sessionId)) {
+      return refusalAnswer('RATE_LIMITED', `at most ${limits.inFlightCallsPerSessionMax} calls may wait at once per session`, 'backoff');
+    }
+    const controller = new AbortController();
+    calls.add(controller);
+    const onSdkAbort = (): void => controller.abort((closed ? 'disconnected' : 'cancelled') satisfies CallerStop);
+    sdkSignal.addEventListener('abort', onSdkAbort, { once: true });
+    try {
+      return checkedAnswer(await backend.call(sessionId, name, args, controller.signal));
+    } catch (error) {
+      logger?.error({ err: error, session_id: sessionId, tool: name }, 'agent backend call threw');
+      return refusalAnswer('INTERNAL', 'the broker failed to answer this call; its record says how far it got', 'never');
+    } finally {
+      sdkSignal.removeEventListener('abort', onSdkAbort);
+      calls.delete(controller);
+      sessions.endCall(sessionId);
+    }
+  };
+
+  server.connect(transport).catch((error: unknown) => {
+    logger?.error({ err: error }, 'agent connection failed to start');
+    socket.destroy();
+  });
+}
+
+/** A backend answer that is not an object would make the SDK throw a protocol error; it is a bug. */
+function checkedAnswer(answer: ToolAnswer): ToolAnswer {
+  if (typeof answer !== 'object' || answer === null || typeof answer.structured !== 'object' || answer.structured === null) {
+    return refusalAnswer('INTERNAL', 'the broker produced a malformed answer', 'never');
+  }
+  return answer;
+}
+
+function toResult(answer: ToolAnswer): CallToolResult {
+  return {
+    content: [{ type: 'text', text: typeof answer.text === 'string' ? answer.text : '' }],
+    structuredContent: answer.structured as Record<string, unknown>,
+    isError: answer.isError === true,
+  };
+}

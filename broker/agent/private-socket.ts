@@ -1,0 +1,81 @@
+import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { createConnection, type Server } from 'node:net';
+import { CodedError } from '../contract/index.js';
+
+/**
+ * Private Unix sockets, for the agent socket and the daemon's control socket
+ * (broker/host/control-socket.ts imports these): a 0700 directory, a 0600 socket created under
+ * umask (no window where it is wider), a stale socket replaced and a live one refused.
+ */
+
+/** Unix socket paths are limited to ~108 bytes (sun_path); refuse early with a clear message. */
+export const socketPathBytesMax = 100;
+/** How long a probe of an existing socket waits for the other side to accept. */
+export const liveProbeMs = 2_000;
+
+/** mkdir's mode is masked by the umask, so the mode is set explicitly after. */
+export function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stat = lstatSync(dir);
+  if (!stat.isDirectory()) throw new CodedError('INVALID_ARGUMENT', `${dir} exists and is not a directory`, { field: '--data-dir' });
+  chmodSync(dir, 0o700);
+}
+
+/** umask 0o177 around listen: the socket file is created 0600. */
+export async function listenPrivately(server: Server, socketPath: string): Promise<void> {
+  const previous = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } finally {
+    process.umask(previous);
+  }
+}
+
+/**
+ * A socket file nobody accepts on (a crashed broker's) is removed; one that accepts a connection
+ * belongs to a live broker and we refuse to start a second on the same data directory.
+ */
+export async function replaceStaleSocket(socketPath: string): Promise<void> {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(socketPath).isSocket();
+  } catch {
+    return;
+  }
+  if (!isSocket) throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, { field: '--data-dir' });
+  if (await acceptsConnections(socketPath)) {
+    throw new CodedError('INVALID_ARGUMENT', 'another Postern broker is already serving agents on this data directory', { field: '--data-dir' });
+  }
+  unlinkIfSocket(socketPath);
+}
+
+export function unlinkIfSocket(socketPath: string): void {
+  try {
+    if (lstatSync(socketPath).isSocket()) unlinkSync(socketPath);
+  } catch {
+    // Already gone.
+  }
+}
+
+function acceptsConnections(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createConnection(socketPath);
+    const done = (live: boolean): void => {
+      clearTimeout(timer);
+      probe.destroy();
+      resolve(live);
+    };
+    // A listener that never accepts within the probe time is treated as live: refusing to start is
+    // the safe mistake, deleting a live broker's socket is not.
+    const timer = setTimeout(() => done(true), liveProbeMs);
+    probe.once('connect', () => done(true));
+    // Only "nobody listens" means stale; any other error (EACCES…) is not proof, so refuse.
+    probe.once('error', (error: NodeJS.ErrnoException) => done(!(error.code === 'ECONNREFUSED' || error.code === 'ENOENT')));
+  });
+}

@@ -1,0 +1,131 @@
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  agentRouteListSchema,
+  agentToolReplySchema,
+  callWaitMsDefault,
+  type AgentRouteList,
+  type AgentToolInput,
+  type AgentToolName,
+  type AgentToolReply,
+} from '../contract/index.js';
+import { PosternActionError, PosternConnectionError } from './postern-error.js';
+import { nextRetry, type RetryOptions } from './retry-policy.js';
+import { SocketClientTransport } from './socket-client-transport.js';
+
+/** Where the broker's agent socket lives under a data directory (broker/agent/agent-socket.ts says the same). */
+export const agentSocketRelativePath = path.join('agent', 'postern.sock');
+/** How long past the call's own wait the SDK waits for the broker's answer before giving up. */
+export const answerGraceMs = 30_000;
+/** Reads (status, fetch, cancel, routes) answer at once; this only bounds a stuck broker. */
+export const readTimeoutMs = 60_000;
+
+export interface ConnectOptions {
+  /** The broker's data directory (else POSTERN_DATA_DIR); the socket is `<dataDir>/agent/postern.sock`. */
+  readonly dataDir?: string;
+  /** The socket itself, overriding dataDir. */
+  readonly socketPath?: string;
+  /** A label the broker records with the session (identity comes from the kernel, not from this). */
+  readonly clientName?: string;
+  readonly clientVersion?: string;
+  /** Opt-in automatic retry; without it nothing is ever retried. */
+  readonly retry?: RetryOptions;
+}
+
+export interface CallOptions {
+  /** Aborting sends MCP notifications/cancelled: the broker cancels the action if it was not dispatched. */
+  readonly signal?: AbortSignal;
+}
+
+/** An action's answer: the envelope plus what it carries (ticket, queue position, response, output). */
+export type ActionReply = Exclude<AgentToolReply, { invocation_id: null }>;
+
+export interface PosternClient {
+  httpRequest(input: AgentToolInput<'http_request'>, options?: CallOptions): Promise<ActionReply>;
+  sshExec(input: AgentToolInput<'ssh_exec'>, options?: CallOptions): Promise<ActionReply>;
+  actionStatus(actionId: string, options?: CallOptions): Promise<ActionReply>;
+  fetchResult(actionId: string, options?: CallOptions): Promise<ActionReply>;
+  cancelAction(actionId: string, options?: CallOptions): Promise<ActionReply>;
+  listRoutes(options?: CallOptions): Promise<AgentRouteList>;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects straight to the broker's agent socket (no shim) and speaks MCP over it. Each method's
+ * input type is the contract's tool schema; answers are parsed with the contract's reply schemas,
+ * and an answer flagged isError is thrown as a PosternActionError carrying the whole envelope.
+ */
+export async function connectPostern(options: ConnectOptions = {}): Promise<PosternClient> {
+  const socketPath = resolveSocketPath(options);
+  const transport = new SocketClientTransport(socketPath);
+  const client = new Client({ name: options.clientName ?? 'postern-sdk', version: options.clientVersion ?? '0' });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw connectionError(error, transport, socketPath);
+  }
+
+  const call = async (tool: AgentToolName, args: Record<string, unknown>, callOptions: CallOptions | undefined, timeout: number): Promise<unknown> => {
+    for (let attempt = 1; ; attempt += 1) {
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, { timeout, ...(callOptions?.signal ? { signal: callOptions.signal } : {}) });
+      if (result.isError !== true) return result.structuredContent;
+      const reply = parseReply(result.structuredContent);
+      const step = nextRetry({
+        options: options.retry,
+        attempt,
+        disposition: reply.error?.retry,
+        retryAfterMs: reply.error !== undefined && 'retry_after_ms' in reply.error ? reply.error.retry_after_ms : undefined,
+        hasIdempotencyKey: typeof args['idempotency_key'] === 'string',
+      });
+      if (!step.retry) throw new PosternActionError(reply);
+      await sleep(step.delayMs, undefined, callOptions?.signal ? { signal: callOptions.signal } : undefined);
+    }
+  };
+  const action = async (tool: AgentToolName, args: Record<string, unknown>, callOptions: CallOptions | undefined, timeout: number): Promise<ActionReply> => {
+    const reply = parseReply(await call(tool, args, callOptions, timeout));
+    if (reply.invocation_id === null) throw new PosternActionError(reply);
+    return reply as ActionReply;
+  };
+  const waitTimeout = (timeoutMs: number | undefined): number => (timeoutMs ?? callWaitMsDefault) + answerGraceMs;
+
+  return {
+    httpRequest: (input, callOptions) => action('http_request', { ...input }, callOptions, waitTimeout(input.timeout_ms)),
+    sshExec: (input, callOptions) => action('ssh_exec', { ...input }, callOptions, waitTimeout(input.timeout_ms)),
+    actionStatus: (actionId, callOptions) => action('action_status', { action_id: actionId }, callOptions, readTimeoutMs),
+    fetchResult: (actionId, callOptions) => action('fetch_result', { action_id: actionId }, callOptions, readTimeoutMs),
+    cancelAction: (actionId, callOptions) => action('cancel_action', { action_id: actionId }, callOptions, readTimeoutMs),
+    listRoutes: async (callOptions) => {
+      const structured = await call('list_routes', {}, callOptions, readTimeoutMs);
+      const routes = agentRouteListSchema.safeParse(structured);
+      if (!routes.success) throw new PosternConnectionError('PROTOCOL', 'the broker answered list_routes with an unexpected shape');
+      return routes.data;
+    },
+    close: () => client.close(),
+  };
+}
+
+function resolveSocketPath(options: ConnectOptions): string {
+  if (options.socketPath !== undefined) return options.socketPath;
+  const dataDir = options.dataDir ?? process.env['POSTERN_DATA_DIR'];
+  if (dataDir === undefined || dataDir === '') {
+    throw new PosternConnectionError('INVALID_ARGUMENT', 'connectPostern needs dataDir or socketPath (or POSTERN_DATA_DIR)');
+  }
+  return path.join(dataDir, agentSocketRelativePath);
+}
+
+function parseReply(structured: unknown): AgentToolReply {
+  const reply = agentToolReplySchema.safeParse(structured);
+  if (!reply.success) throw new PosternConnectionError('PROTOCOL', 'the broker answered with an unexpected shape');
+  return reply.data;
+}
+
+function connectionError(error: unknown, transport: SocketClientTransport, socketPath: string): PosternConnectionError {
+  if (transport.refusal !== undefined) return new PosternConnectionError(transport.refusal.code, transport.refusal.message, { cause: error });
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ENOENT' || code === 'ECONNREFUSED') {
+    return new PosternConnectionError('BROKER_NOT_RUNNING', `no Postern broker is listening on ${socketPath} (start one with \`postern daemon --data-dir DIR\`)`, { cause: error });
+  }
+  return new PosternConnectionError('CONNECTION_FAILED', `could not open an MCP session on ${socketPath}`, { cause: error });
+}

@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
+import { initializeFrame } from '../broker/testing/malformed-mcp.js';
+import { holdUntilAborted, ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
+import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
+import { posternBin, repoRoot } from './support/postern-process.js';
+
+/**
+ * `postern mcp` end to end: the MCP SDK's own StdioClientTransport launches the real shim
+ * (`node bin/postern.mjs mcp --data-dir X`), which pipes to a socket started here with the
+ * scripted backend.
+ */
+let dir: TempDir;
+let backend: ScriptedAgentBackend;
+let socket: AgentSocket | undefined;
+
+beforeEach(async () => {
+  dir = createTempDir('postern-shim-');
+  backend = new ScriptedAgentBackend();
+  socket = await startAgentSocket({ dataDir: dir.path, backend });
+});
+afterEach(async () => {
+  await socket?.close();
+  dir.remove();
+});
+
+function shimTransport(dataDir: string): StdioClientTransport {
+  return new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', dataDir], cwd: repoRoot, stderr: 'pipe' });
+}
+
+/** The shim as a plain child with its exit code, for the cases an MCP client cannot show. */
+function spawnShim(dataDir: string) {
+  const child = spawn(process.execPath, [posternBin, 'mcp', '--data-dir', dataDir], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  const lines = createInterface({ input: child.stdout });
+  const firstLine = new Promise<string>((resolve) => lines.once('line', resolve));
+  lines.on('line', (line) => (stdout += `${line}\n`));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, firstLine, exited, stderr: () => stderr, stdout: () => stdout };
+}
+
+describe('when an MCP client launches postern mcp', () => {
+  it('lists and calls tools through the shim, and the broker identifies the shim process', async () => {
+    const client = new Client({ name: 'shim-test', version: '1' });
+    const transport = shimTransport(dir.path);
+    await client.connect(transport);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(['http_request', 'ssh_exec', 'action_status', 'fetch_result', 'cancel_action', 'list_routes']);
+      const result = await client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'GET', path: '/' } });
+      expect(result.isError).toBe(false);
+      expect(result.structuredContent).toMatchObject({ invocation_id: expect.stringMatching(/^act_/), response: { status: 200 } });
+      const refused = await client.callTool({ name: 'approve', arguments: { ticket: 1 } });
+      expect(refused.structuredContent).toMatchObject({ error: { code: 'OPERATOR_ONLY' } });
+      const peer = backend.sessionsOpened[0]?.peer;
+      // The connecting process is the shim (a child of this test process), as the kernel says.
+      expect(peer?.pid).toBe(transport.pid);
+      expect(peer?.ppid).toBe(process.pid);
+      expect(peer?.exe).toBe(process.execPath);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('carries a cancellation through to the backend as "cancelled"', async () => {
+    backend.respond = holdUntilAborted;
+    const client = new Client({ name: 'shim-cancel', version: '1' });
+    await client.connect(shimTransport(dir.path));
+    try {
+      const controller = new AbortController();
+      const pending = client.callTool({ name: 'ssh_exec', arguments: { host: 'h', command: 'true' } }, undefined, { signal: controller.signal }).catch(() => 'rejected');
+      const call = await backend.nextCall();
+      controller.abort();
+      expect(await call.aborted).toBe('cancelled');
+      expect(await pending).toBe('rejected');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('exits 0 when the client closes stdin, and the session is reported disconnected', async () => {
+    const shim = spawnShim(dir.path);
+    shim.child.stdin.write(`${initializeFrame(1, 'raw-stdio')}\n`);
+    expect(JSON.parse(await shim.firstLine)).toMatchObject({ id: 1, result: { serverInfo: { name: 'postern' } } });
+    shim.child.stdin.end();
+    expect(await shim.exited).toBe(0);
+    expect(await backend.nextDisconnect()).toBe(backend.sessionsOpened[0]?.session_id);
+    expect(shim.stderr()).toBe('');
+  });
+
+  it('exits 0 when the broker goes away, with nothing but socket bytes on stdout', async () => {
+    const shim = spawnShim(dir.path);
+    shim.child.stdin.write(`${initializeFrame(1)}\n`);
+    await shim.firstLine;
+    await socket?.close();
+    socket = undefined;
+    expect(await shim.exited).toBe(0);
+    for (const line of shim.stdout().trim().split('\n')) expect(JSON.parse(line)).toMatchObject({ jsonrpc: '2.0' });
+  });
+});
+
+describe('when no broker listens', () => {
+  it('says so in one stderr line naming the data directory and how to start the broker, and exits 1', async () => {
+    const empty = createTempDir('postern-shim-empty-');
+    try {
+      const shim = spawnShim(empty.path);
+      expect(await shim.exited).toBe(1);
+      expect(shim.stdout()).toBe('');
+      const lines = shim.stderr().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(empty.path);
+      expect(lines[0]).toContain(`postern daemon --data-dir ${empty.path}`);
+    } finally {
+      empty.remove();
+    }
+  });
+});
