@@ -20,6 +20,7 @@ import { HttpChannel } from '../broker/channels/http/index.js';
 import { parseConfig } from '../broker/config/index.js';
 import { ResultStore, type Journal } from '../broker/journal/index.js';
 import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
+import { ApprovalQueue } from '../broker/queue/approval-queue.js';
 import { executeHttpAction } from '../broker/queue/execute-http-action.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { openVault } from '../broker/vault/index.js';
@@ -66,6 +67,8 @@ async function main(): Promise<void> {
   const timed = timeJournal(temp.journal, (actionId, ms) => currentWaits.set(actionId, (currentWaits.get(actionId) ?? 0) + ms));
   const channel = new HttpChannel({ gate: timed, limits: { idleConnectionsMax: 64 } });
   const ids = createRandomIdSource(systemClock);
+  // Every request below shares one lane (route:bench), so the queue serializes them in ticket order.
+  const queue = ApprovalQueue.open({ journal: temp.journal, clock: systemClock, config });
   const agent = new Agent({ connections: 64, pipelining: 1 });
   const url = `http://127.0.0.1:${port}/api/documents/7`;
 
@@ -76,7 +79,7 @@ async function main(): Promise<void> {
   };
   const broker = async (): Promise<string> => {
     const r = await executeHttpAction(
-      { ids, clock: systemClock, journal: timed, results, vault, config, channel },
+      { ids, clock: systemClock, journal: timed, results, vault, config, channel, queue },
       { route: 'bench', method: 'POST', path: '/documents/7', body, headers: { 'content-type': 'application/json' } },
     );
     if (r.envelope.error !== undefined) throw new Error(`broker: ${r.envelope.error.code}`);

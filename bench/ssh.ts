@@ -18,6 +18,7 @@ import ssh2 from 'ssh2';
 import { SshChannel } from '../broker/channels/ssh/index.js';
 import { ResultStore } from '../broker/journal/index.js';
 import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
+import { ApprovalQueue } from '../broker/queue/approval-queue.js';
 import { executeSshAction } from '../broker/queue/execute-ssh-action.js';
 import { sshHostsConfig } from '../broker/testing/ssh-action-harness.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
@@ -45,7 +46,8 @@ async function main(): Promise<void> {
     const results = ResultStore.open(temp.path);
     const channel = new SshChannel({ gate: temp.journal, clock: systemClock, knownHostsDir: temp.dir.path });
     const config = sshHostsConfig([{ port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] }]);
-    const deps = { ids: createRandomIdSource(systemClock), clock: systemClock, journal: temp.journal, results, vault, config, channel };
+    const queue = ApprovalQueue.open({ journal: temp.journal, clock: systemClock, config });
+    const deps = { ids: createRandomIdSource(systemClock), clock: systemClock, journal: temp.journal, results, vault, config, channel, queue };
     const viaBroker = async (): Promise<void> => {
       const { envelope } = await executeSshAction(deps, { host: 'lab', command });
       if (envelope.error !== undefined) throw new Error(`broker run failed: ${envelope.error.code}`);

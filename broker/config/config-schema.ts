@@ -92,9 +92,38 @@ export const sshHostSchema = z.strictObject({
   output_bytes_max: z.number().int().min(1).max(16 * 1024 * 1024).default(1024 * 1024).describe('Bytes of stdout+stderr kept; beyond it the result is marked truncated.'),
 });
 
+/** How long an approval request waits for a person by default (the request's own clock). */
+export const approvalTtlSecondsDefault = 300;
+
+/**
+ * How agent sessions and approvals behave (docs/queue.md). `session_approval: required` shows each
+ * new agent process to a person once; `observe` approves it by policy (journaled as actor policy
+ * `observe`) and shows no session card. The request TTL and the session grant are separate clocks.
+ */
+export const agentsSchema = z
+  .strictObject({
+    session_approval: z.enum(['required', 'observe']).default('required').describe('required: a person approves each new agent process once; observe: approved by policy and journaled.'),
+    approval_ttl_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(approvalTtlSecondsDefault)
+      .describe('How long a per-call card (or a call waiting for its session approval) waits for a decision before it expires.'),
+    session_grant_ttl_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(31_536_000)
+      .optional()
+      .describe("How long a session approval lasts; after it, the session's session-mode calls need a per-call approval. Absent: for the life of the process."),
+  })
+  .describe('Agent sessions and approval timing.');
+
 export const configSchema = z
   .strictObject({
     version: z.literal(1),
+    agents: agentsSchema.default({ session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault }),
     routes: z.array(routeSchema).max(1024).default([]),
     ssh_hosts: z.array(sshHostSchema).max(1024).default([]),
   })
@@ -142,6 +171,7 @@ export const configSchema = z
 export type PosternConfigInput = z.input<typeof configSchema>;
 export type RouteSettings = z.output<typeof routeSchema>;
 export type SshHostSettings = z.output<typeof sshHostSchema>;
+export type AgentSettings = z.output<typeof agentsSchema>;
 
 function baseUrlProblem(value: string): string | undefined {
   let url: URL;

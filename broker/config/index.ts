@@ -2,6 +2,9 @@ export {
   configSchema,
   routeSchema,
   sshHostSchema,
+  agentsSchema,
+  approvalTtlSecondsDefault,
+  type AgentSettings,
   configJsonSchema,
   httpMethods,
   defaultIdempotentMethods,
@@ -10,4 +13,4 @@ export {
   type RouteSettings,
   type SshHostSettings,
 } from './config-schema.js';
-export { loadConfig, parseConfig, fieldPath, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';
+export { loadConfig, parseConfig, fieldPath, agentSettingsDefault, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';

@@ -47,6 +47,18 @@ describe('when the documented example is loaded', () => {
   });
 });
 
+describe('when the agents section is absent or partial', () => {
+  it('defaults to required session approval, a 300 s request TTL and a grant for the life of the process', () => {
+    expect(parseConfig(minimal).agents).toEqual({ session_approval: 'required', approval_ttl_seconds: 300 });
+    expect(parseConfig(minimal.replace('version: 1\n', 'version: 1\nagents:\n  session_approval: observe\n')).agents).toEqual({ session_approval: 'observe', approval_ttl_seconds: 300 });
+  });
+
+  it('keeps the two clocks apart', () => {
+    const agents = parseConfig(minimal.replace('version: 1\n', 'version: 1\nagents:\n  approval_ttl_seconds: 30\n  session_grant_ttl_seconds: 3600\n')).agents;
+    expect(agents).toEqual({ session_approval: 'required', approval_ttl_seconds: 30, session_grant_ttl_seconds: 3600 });
+  });
+});
+
 describe('when the configuration is bad it is refused naming the field', () => {
   const route = (extra: string) => `${minimal}${extra}`;
   it.each([
@@ -62,6 +74,10 @@ describe('when the configuration is bad it is refused naming the field', () => {
     ['a duplicate route name', `${minimal}${minimal.split('routes:\n')[1]}`, 'routes[1].name'],
     ['a lookup using the key without a contract', route('    lookup:\n      method: GET\n      path: /ops/{idempotency_key}\n'), 'routes[0].lookup.path'],
     ['a wrong version', minimal.replace('version: 1', 'version: 2'), 'version'],
+    ['an unknown session approval mode', minimal.replace('version: 1\n', 'version: 1\nagents:\n  session_approval: sometimes\n'), 'agents.session_approval'],
+    ['a zero approval TTL', minimal.replace('version: 1\n', 'version: 1\nagents:\n  approval_ttl_seconds: 0\n'), 'agents.approval_ttl_seconds'],
+    ['a fractional grant TTL', minimal.replace('version: 1\n', 'version: 1\nagents:\n  session_grant_ttl_seconds: 1.5\n'), 'agents.session_grant_ttl_seconds'],
+    ['an unknown agents field', minimal.replace('version: 1\n', 'version: 1\nagents:\n  auto_approve: true\n'), 'agents'],
   ])('%s', (_when, text, field) => {
     const r = refusal(() => parseConfig(text));
     expect(r.code).toBe('CONFIG_INVALID');
@@ -84,6 +100,7 @@ describe('when loading from the data directory', () => {
 
   it('reads <dataDir>/postern.yaml, and a missing default file means no routes', () => {
     expect(loadConfig({ dataDir: dir.path }).routes.size).toBe(0);
+    expect(loadConfig({ dataDir: dir.path }).agents).toEqual({ session_approval: 'required', approval_ttl_seconds: 300 });
     writeFileSync(join(dir.path, 'postern.yaml'), minimal);
     expect(loadConfig({ dataDir: dir.path }).routes.has('docs')).toBe(true);
   });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { CodedError } from '../contract/index.js';
-import { configSchema, type RouteSettings, type SshHostSettings } from './config-schema.js';
+import { approvalTtlSecondsDefault, configSchema, type AgentSettings, type RouteSettings, type SshHostSettings } from './config-schema.js';
 
 export const configFileName = 'postern.yaml';
 /** The config file is small by nature; a huge one is a mistake or an attack on the parser. */
@@ -25,9 +25,14 @@ export interface PosternConfig {
   readonly routes: ReadonlyMap<string, Route>;
   /** SSH host entries by name: what an agent names instead of an address or a key. */
   readonly sshHosts: ReadonlyMap<string, SshHostSettings>;
+  /** Session approval mode and approval clocks (the `agents` section, defaults filled in). */
+  readonly agents: AgentSettings;
   /** Where it came from; undefined when no file existed (no routes). */
   readonly file: string | undefined;
 }
+
+/** The `agents` section when the file omits it (or there is no file). */
+export const agentSettingsDefault: AgentSettings = { session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault };
 
 export interface LoadConfigOptions {
   readonly dataDir: string;
@@ -47,7 +52,7 @@ export function loadConfig(options: LoadConfigOptions): PosternConfig {
     text = readBounded(file, configBytesMax);
   } catch (error) {
     if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { version: 1, routes: new Map(), sshHosts: new Map(), file: undefined };
+      return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, file: undefined };
     }
     if (error instanceof CodedError) throw error;
     throw new CodedError('CONFIG_INVALID', `cannot read the configuration file (${errnoCode(error)})`, { field: '' });
@@ -74,7 +79,7 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
   const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
-  return { version: 1, routes, sshHosts, file };
+  return { version: 1, routes, sshHosts, agents: parsed.data.agents, file };
 }
 
 /** `['routes', 2, 'lanes', 0, 'path']` → `routes[2].lanes[0].path`. */

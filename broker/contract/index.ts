@@ -6,5 +6,6 @@ export * from './classification.js';
 export * from './events.js';
 export * from './action-record.js';
 export * from './envelope.js';
+export * from './operator-methods.js';
 export * from './operator-api.js';
 export * from './agent-api.js';

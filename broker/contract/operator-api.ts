@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { actionStateSchema, sessionStateSchema } from './action-record.js';
+import { queuePositionSchema } from './agent-api.js';
+import { EventKind } from './events.js';
+import type { BrokerApiMethod } from './operator-methods.js';
 
 /** The broker's health as the operator API reports it. */
 export const brokerStatusSchema = z.object({
@@ -31,13 +35,114 @@ export type BrokerStatus = z.infer<typeof brokerStatusSchema>;
  */
 export type Reply<T> = { ok: true; value: T } | { ok: false; error: { code: string; message: string; field?: string } };
 
+/** What a person sees on one approval card (DESIGN §4). Built before injection; never a secret. */
+export const approvalCardSchema = z.object({
+  ticket: z.number().int().positive(),
+  action_id: z.string(),
+  lane: z.string().nullable(),
+  channel: z.enum(['http', 'ssh']),
+  approval: z.enum(['none', 'session', 'per_call']),
+  /** pending: needs a decision; approved_waiting: approved, behind an unresolved older ticket;
+   *  awaiting_session: the agent process is not approved yet; blocked_head: dispatched, outcome
+   *  unknown, blocking its lane; dispatching: on its way or in flight. */
+  state: z.enum(['pending', 'awaiting_session', 'approved_waiting', 'blocked_head', 'dispatching']),
+  /** The ticket this one waits behind, or for a blocked head null. */
+  waiting_for_ticket: z.number().int().positive().nullable(),
+  /** One line for people, e.g. "approved, waiting for #42". */
+  text: z.string(),
+  session: z
+    .object({
+      session_id: z.string(),
+      status: z.string(),
+      pid: z.number().int(),
+      exe: z.string().nullable(),
+      cwd: z.string().nullable(),
+      parent_exe: z.string().nullable(),
+      client_name: z.string().nullable(),
+    })
+    .nullable(),
+  /** route:<name> or host:<name>. */
+  target: z.string(),
+  method: z.string().nullable(),
+  path: z.string().nullable(),
+  /** SSH: the command as the agent sent it (bounded). */
+  command: z.string().nullable(),
+  /** The first bytes of the body as the agent sent it, before any injection (bounded, UTF-8 or a note). */
+  body_preview: z.string().nullable(),
+  body_bytes: z.number().int().nonnegative(),
+  /** The credential's name from configuration; never its value. */
+  credential: z.string(),
+  request_fingerprint: z.string(),
+  accepted_at_ms: z.number().int(),
+  /** When a pending decision expires (null once decided). */
+  expires_at_ms: z.number().int().nullable(),
+  /** A retry of an indeterminate action needs a fresh decision and is labelled so. */
+  retry_of: z.string().nullable(),
+});
+export type ApprovalCard = z.infer<typeof approvalCardSchema>;
+
+export const sessionSummarySchema = sessionStateSchema.extend({
+  calls: z.number().int().nonnegative(),
+  pending: z.number().int().nonnegative(),
+  connected: z.boolean(),
+});
+export type SessionSummary = z.infer<typeof sessionSummarySchema>;
+
+/** One Activity row: header facts of a journal event plus a short non-secret summary. */
+export const activityEventSchema = z.object({
+  seq: z.number().int().positive(),
+  at_ms: z.number().int(),
+  kind: z.enum(EventKind),
+  action_id: z.string(),
+  session_id: z.string().nullable(),
+  ticket: z.number().int().nullable(),
+  lane: z.string().nullable(),
+  outcome: z.string().nullable(),
+  code: z.string().nullable(),
+  summary: z.string(),
+});
+export type ActivityEvent = z.infer<typeof activityEventSchema>;
+
+const ticketInput = z.strictObject({ ticket: z.number().int().positive() });
+const reason = z.string().trim().min(1).max(2000);
+const decisionOutput = z.object({ ticket: z.number().int().positive(), action_id: z.string(), decision: z.string(), journal_seq: z.number().int() });
+
+/** Input and output schemas per operator method: the handlers parse input with them. */
+export const brokerApiSchemas = {
+  status: { input: z.strictObject({}), output: brokerStatusSchema },
+  'approvals.list': { input: z.strictObject({}), output: z.object({ cards: z.array(approvalCardSchema) }) },
+  'approvals.approve': { input: ticketInput, output: decisionOutput },
+  'approvals.reject': { input: ticketInput.extend({ reason }), output: decisionOutput },
+  'approvals.cancel': { input: ticketInput.extend({ reason: reason.optional() }), output: decisionOutput },
+  'approvals.abandon': { input: ticketInput.extend({ reason }), output: decisionOutput },
+  'actions.show': {
+    input: z.strictObject({ action_id: z.string().min(1).max(80) }),
+    output: z.object({ state: actionStateSchema, queue: queuePositionSchema.nullable(), events: z.array(activityEventSchema) }),
+  },
+  'sessions.list': { input: z.strictObject({}), output: z.object({ sessions: z.array(sessionSummarySchema) }) },
+  'sessions.approve': { input: z.strictObject({ session_id: z.string().min(1).max(80) }), output: sessionStateSchema },
+  'sessions.revoke': { input: z.strictObject({ session_id: z.string().min(1).max(80), reason }), output: sessionStateSchema },
+  'activity.list': {
+    input: z.strictObject({
+      from_seq: z.number().int().positive().optional(),
+      limit: z.number().int().positive().max(1000).optional(),
+      session_id: z.string().max(80).optional(),
+      lane: z.string().max(200).optional(),
+      action_id: z.string().max(80).optional(),
+    }),
+    output: z.object({ events: z.array(activityEventSchema), next_seq: z.number().int().nullable() }),
+  },
+} as const satisfies Record<BrokerApiMethod, { input: z.ZodType; output: z.ZodType }>;
+
 /**
- * The operator API, typed once. The headless HTTP host, the Electron IPC handlers, the preload
- * allow-list and the renderer client are all driven by this map, so a missing handler fails to
- * compile. Approving is an operator capability; agents can never reach this surface.
+ * The operator API, typed once. The headless HTTP host, the control socket (CLI), the Electron IPC
+ * handlers, the preload allow-list and the renderer client are all driven by this map, so a missing
+ * handler fails to compile. Approving is an operator capability; agents can never reach this surface.
  */
-export interface BrokerApi {
-  status: { input: Record<string, never>; output: BrokerStatus };
-}
-export type BrokerApiMethod = keyof BrokerApi;
-export const brokerApiMethods = ['status'] as const satisfies readonly BrokerApiMethod[];
+export type BrokerApi = {
+  [M in keyof typeof brokerApiSchemas]: {
+    input: z.input<(typeof brokerApiSchemas)[M]['input']>;
+    output: z.infer<(typeof brokerApiSchemas)[M]['output']>;
+  };
+};
+export type OperatorInput<M extends BrokerApiMethod> = z.output<(typeof brokerApiSchemas)[M]['input']>;

@@ -35,6 +35,8 @@ const rows: Row[] = [
     { phase: 'credential_injection', code: 'APPROVAL_EXPIRED', retry: 'never' }],
   ['the session is revoked before dispatch', { ...base, gate: { kind: 'session_revoked' } },
     { code: 'SESSION_REVOKED', outcome: 'not_attempted', retry: 'never' }],
+  ['a person cancels the ticket before dispatch (approved or not)', { ...base, gate: { kind: 'operator_cancelled' } },
+    { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', retry: 'never', effect: 'no_effect', outcome_basis: 'cancelled_by_operator_before_dispatch' }],
   ['the caller cancels while awaiting approval', { ...base, caller: 'cancelled' },
     { outcome: 'not_attempted', effect: 'no_effect', outcome_basis: 'cancellation_observed_before_dispatch', code: 'CALLER_CANCELLED' }],
   ['the caller disconnects before dispatch', { ...base, caller: 'disconnected' },

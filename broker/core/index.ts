@@ -6,6 +6,7 @@ export * from './decide-retry.js';
 export * from './classify-restart.js';
 export * from './path-template.js';
 export * from './resolve-lane.js';
+export * from './lane-schedule.js';
 export * from './normalize-request-path.js';
 export * from './check-http-request.js';
 export * from './parse-retry-after.js';

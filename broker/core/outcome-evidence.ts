@@ -9,7 +9,9 @@ export type LocalGate =
   | { kind: 'credential_missing' }
   | { kind: 'approval_denied' }
   | { kind: 'approval_expired' }
-  | { kind: 'session_revoked' };
+  | { kind: 'session_revoked' }
+  /** A person cancelled the ticket before dispatch (a withdrawn approval: not a caller event). */
+  | { kind: 'operator_cancelled' };
 
 /** Why a fresh connection failed before the application channel existed. */
 export type SetupFailure =

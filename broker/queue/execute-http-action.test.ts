@@ -5,6 +5,7 @@ import type { JournalEvent } from '../contract/index.js';
 import type { DispatchGate } from '../ports/index.js';
 import { AdversarialHttpServer, type AdversarialServerOptions, type Behavior } from '../testing/adversarial-http-server.js';
 import { canary, canaryLeaks, localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { abandonBlockedHeads, waitForCardCount } from '../testing/queue-waits.js';
 
 let h: HttpActionHarness;
 const servers: AdversarialHttpServer[] = [];
@@ -13,6 +14,8 @@ beforeAll(async () => {
   h = await openHttpActionHarness();
 });
 afterEach(async () => {
+  // An unknown outcome blocks lane route:docs (by design); the next case needs it released.
+  await abandonBlockedHeads(h.queue);
   h.channel.close();
   h.channel = h.newChannel();
   await Promise.all(servers.splice(0).map((s) => s.stop()));
@@ -178,6 +181,8 @@ describe('when the remote breaks after dispatch', () => {
     const contract = '    idempotency:\n      header: Idempotency-Key\n      scope: docs.account\n      retention_seconds: 3600\n      fingerprint: [method, path, body]';
     const put = await h.run(localRouteConfig(s.port), { ...post, method: 'PUT' });
     expect(put.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'backoff' });
+    // The unknown PUT blocks lane route:docs until a person abandons it (DESIGN §4).
+    expect(await abandonBlockedHeads(h.queue)).toBe(1);
     const keyed = await h.run(localRouteConfig(s.port, contract), { ...post, idempotency_key: 'key-1' });
     expect(keyed.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
     expect(keyed.envelope.evidence.idempotency).toMatchObject({ key: 'key-1', scope: 'docs.account', remote_contract: 'configured' });
@@ -333,14 +338,18 @@ describe('when preflight refuses (before any secret or host is touched)', () => 
     expect(envelope.error).toMatchObject({ code: 'FORBIDDEN_HEADER', field: 'headers.x-api-key' });
   });
 
-  it('a route that needs approval is UNSUPPORTED_ACTION for now, and nothing is sent', async () => {
+  it('a route that needs approval waits for a decision: rejected, nothing is sent', async () => {
     const s = await server({ kind: 'respond', status: 200 });
     const config = localRouteConfig(s.port);
     const route = config.routes.get('docs');
     if (route === undefined) throw new Error('no route');
     const perCall = { ...config, routes: new Map([['docs', { ...route, approval: 'per_call' as const }]]) };
-    const { envelope } = await h.run(perCall, post);
-    expect(envelope.error).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'route', outcome: 'not_attempted' });
+    const run = h.run(perCall, post);
+    const [card] = await waitForCardCount(h.queue, 1);
+    expect(card).toMatchObject({ state: 'pending', approval: 'per_call', method: 'POST', credential: 'docs-token' });
+    await h.queue.reject(card?.ticket ?? 0, { kind: 'person', id: 'tester' }, 'not now');
+    const { envelope } = await run;
+    expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted', retry: 'never' });
     expect(s.log).toHaveLength(0);
   });
 });

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { HttpChannel, HttpChannelReport } from '../channels/http/index.js';
 import type { PosternConfig, Route } from '../config/index.js';
 import {
-  CodedError,
   errorCodeMeanings,
+  isCodedError,
   type ActionState,
   type Classification,
   type Envelope,
@@ -13,7 +13,11 @@ import {
 import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveLane, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource, SecretMaterial } from '../ports/index.js';
+import type { DispatchQueue } from './approval-queue.js';
+import { httpCardPreview } from './card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
+import { dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
+import { stateClassification } from './state-envelope.js';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
 import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
@@ -28,6 +32,10 @@ export interface HttpActionDeps {
   readonly channel: HttpChannel;
   readonly logger?: Logger;
   readonly sessionId?: string;
+  /** Lanes and approvals: every admitted action waits here for its turn (approval none included). */
+  readonly queue: DispatchQueue;
+  /** Called once ACTION_ACCEPTED is durable (the agent backend needs the id to stop waiting). */
+  readonly onAdmitted?: (actionId: string) => void;
 }
 
 /** The body as the caller receives it: scrubbed of any echoed secret, capped, flagged. */
@@ -50,14 +58,24 @@ export interface HttpActionResult {
 }
 
 /**
- * Drives one HTTP action with approval `none` from admission to a recorded outcome (DESIGN §2):
- * ACTION_ACCEPTED → PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → CREDENTIAL_AUTHORIZED → the channel's
+ * Drives one HTTP action from admission to a recorded outcome (DESIGN §2): ACTION_ACCEPTED →
+ * PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → its turn in the queue (card, decision, lane order; a
+ * closure ends it here) → CREDENTIAL_AUTHORIZED → the channel's
  * attempts (SETUP_ATTEMPT_FAILED… / DISPATCH_STARTED, REQUEST_SENT, REMOTE_RESPONSE_*) → the result
  * rows, then RESULT_COMMITTED; or OUTCOME_RECORDED. Every classification comes from broker/core
  * classifyOutcome. Returns only after the record is durable (article 000's order).
  */
 export async function executeHttpAction(deps: HttpActionDeps, input: unknown): Promise<HttpActionResult> {
   const actionId = deps.ids.newActionId();
+  try {
+    return await admitAndRun(deps, actionId, input);
+  } finally {
+    // Recorded (or given up): the lane may move on, or stays blocked if the outcome is unknown.
+    deps.queue.settled(actionId);
+  }
+}
+
+async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown): Promise<HttpActionResult> {
   const parsed = httpActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -88,11 +106,11 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown): P
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, preflight.gate, preflight.message);
   }
-  if (route.approval !== 'none') {
-    await accept(deps, actionId, admission);
-    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'UNSUPPORTED_ACTION', field: 'route' }, 'routes that need approval are not supported yet');
-  }
   await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  deps.onAdmitted?.(actionId);
+  // The card preview is the agent's own request, taken before any injection.
+  const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request.method, request.path, request.body));
+  if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
   return authorizeAndSend(deps, { actionId, route, request, fingerprint, idempotent, path: preflight.path, key: parsed.data.idempotency_key, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true });
 }
 
@@ -106,6 +124,7 @@ interface Admission {
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
   await appendState(deps.journal, acceptedEvent(deps, actionId, a));
+  deps.onAdmitted?.(actionId);
 }
 
 function acceptedEvent(deps: HttpActionDeps, actionId: string, a: Admission): NewEvent {
@@ -245,8 +264,19 @@ function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> 
 /** Classifies what the channel observed, makes the result durable, then answers. */
 async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, forms: readonly string[]): Promise<HttpActionResult> {
   if (report.journalFailed !== undefined) {
-    throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal could not make a record durable; the action stopped', { field: 'journal' });
+    const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
+    return { envelope: failure.kind === 'closed' ? closedEnvelope(failure.state, b.fingerprint) : buildHttpEnvelope({ ...failure, report, fingerprint: b.fingerprint }) };
   }
+  try {
+    return await record(deps, b, report, forms);
+  } catch (error) {
+    // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
+    if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
+    return { envelope: buildHttpEnvelope({ ...journalFailedFacts(deps.journal, b.actionId), report, fingerprint: b.fingerprint }) };
+  }
+}
+
+async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, forms: readonly string[]): Promise<HttpActionResult> {
   const nowMs = deps.clock.nowMs();
   const contract = b.route.idempotency;
   const expiryMs = contract === undefined || b.key === undefined ? undefined : acceptedAtMs(deps, b.actionId) + contract.retention_seconds * 1000;
@@ -396,6 +426,13 @@ async function refuse(deps: HttpActionDeps, actionId: string, fingerprint: strin
   const { state, classification, field } = await recordRefusal(deps.journal, 'http', actionId, gate);
   log(deps, actionId, undefined, classification);
   return { envelope: buildHttpEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
+}
+
+/** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
+function closedEnvelope(state: ActionState, fingerprint: string): HttpActionResult['envelope'] {
+  const classification = stateClassification(state);
+  if (classification === undefined) throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
+  return buildHttpEnvelope({ state, classification, message: classification.code === null ? '' : errorCodeMeanings[classification.code], fingerprint });
 }
 
 function acceptedAtMs(deps: HttpActionDeps, actionId: string): number {

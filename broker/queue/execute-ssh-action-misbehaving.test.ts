@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import type { JournalEvent } from '../contract/index.js';
 import type { DispatchGate } from '../ports/index.js';
 import { MisbehavingSshServer, type SshBehavior } from '../testing/misbehaving-ssh-server.js';
+import { abandonBlockedHeads } from '../testing/queue-waits.js';
 import { openSshActionHarness, sshHostsConfig, type SshActionHarness } from '../testing/ssh-action-harness.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { generateKey } from '../testing/test-sshd.js';
@@ -17,6 +18,8 @@ beforeAll(async () => {
   h = await openSshActionHarness({ 'lab-key': { privateKey: key.privateKey, bindings: ['lab'] } });
 });
 afterEach(async () => {
+  // An unknown outcome blocks lane host:lab (by design); the next case needs it released.
+  await abandonBlockedHeads(h.queue);
   h.channel = h.newChannel();
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
 import { openSshActionHarness, secretLeaks, sshHostsConfig, type SshActionHarness, type SshHostYaml } from '../testing/ssh-action-harness.js';
+import { waitForCardCount } from '../testing/queue-waits.js';
 import { freePort, TestSshd } from '../testing/test-sshd.js';
 
 /** In the user key's comment (which is inside the private key file): must never come out. */
@@ -143,10 +144,16 @@ describe('when the request is refused before any secret is touched', () => {
     expect(kinds(h.events(envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_FAILED']);
   });
 
-  it('a host that needs approval: UNSUPPORTED_ACTION (issue 5); an unbound key: CREDENTIAL_MISSING', async (ctx) => {
+  it('a host that needs approval waits for a decision (cancelled: nothing runs); an unbound key: CREDENTIAL_MISSING', async (ctx) => {
     need(ctx);
     const perCall = sshHostsConfig([{ port: 22, user: 'u', credential: 'lab-key', hostKey: 'accept_new', extra: '    approval: per_call' }]);
-    expect((await h.run(perCall, { host: 'lab', command: 'ls' })).envelope.error).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'host' });
+    const run = h.run(perCall, { host: 'lab', command: 'ls' });
+    const [card] = await waitForCardCount(h.queue, 1);
+    expect(card).toMatchObject({ state: 'pending', command: 'ls', target: 'host:lab', credential: 'lab-key' });
+    await h.queue.cancel(card?.ticket ?? 0, { kind: 'person', id: 'tester' }, 'not this one');
+    const cancelled = await run;
+    expect(cancelled.envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
+    expect(kinds(h.events(cancelled.envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'CANCELLED']);
     const unbound = sshHostsConfig([{ host: '127.0.0.2', port: 22, user: 'u', credential: 'unbound-key', hostKey: 'accept_new' }]);
     const { envelope } = await h.run(unbound, { host: 'lab', command: 'ls' });
     expect(envelope.error).toMatchObject({ code: 'CREDENTIAL_MISSING', phase: 'credential_injection', outcome: 'not_attempted' });

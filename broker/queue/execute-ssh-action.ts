@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
 import type { PosternConfig, SshHostSettings } from '../config/index.js';
-import { CodedError, errorCodeMeanings, type ActionState, type Classification, type NewEvent } from '../contract/index.js';
+import { errorCodeMeanings, isCodedError, type ActionState, type Classification, type NewEvent } from '../contract/index.js';
 import { classifyOutcome, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
@@ -10,6 +10,10 @@ import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-requ
 import { sshCommandPolicy } from './ssh-command-policy.js';
 import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
+import type { DispatchQueue } from './approval-queue.js';
+import { sshCardPreview } from './card-preview.js';
+import { dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
+import { stateClassification } from './state-envelope.js';
 
 export interface SshActionDeps {
   readonly ids: IdSource;
@@ -21,6 +25,10 @@ export interface SshActionDeps {
   readonly channel: SshChannel;
   readonly logger?: Logger;
   readonly sessionId?: string;
+  /** Lanes and approvals: every admitted command waits here for its turn (approval none included). */
+  readonly queue: DispatchQueue;
+  /** Called once ACTION_ACCEPTED is durable (the agent backend needs the id to stop waiting). */
+  readonly onAdmitted?: (actionId: string) => void;
 }
 
 /** The command's output as the caller receives it: capped, flagged, with total counts. */
@@ -43,27 +51,37 @@ export interface SshActionResult {
 }
 
 /**
- * Drives one SSH command with approval `none` from admission to a recorded outcome:
- * ACTION_ACCEPTED → PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → CREDENTIAL_AUTHORIZED → the channel
+ * Drives one SSH command from admission to a recorded outcome: ACTION_ACCEPTED →
+ * PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → its turn in the queue (card, decision, lane order) →
+ * CREDENTIAL_AUTHORIZED → the channel
  * (SETUP_ATTEMPT_FAILED / DISPATCH_STARTED, REQUEST_SENT, REMOTE_RESPONSE_STARTED, EXIT_*,
  * OUTPUT_RECEIVED, CHANNEL_CLOSED, CONNECTION_LOST) → result rows then RESULT_COMMITTED, or
  * OUTCOME_RECORDED. Classification is broker/core's. `cancel` is the caller's cancellation.
  */
 export async function executeSshAction(deps: SshActionDeps, input: unknown, cancel?: AbortSignal): Promise<SshActionResult> {
   const actionId = deps.ids.newActionId();
+  try {
+    return await admitAndRun(deps, actionId, input, cancel);
+  } finally {
+    // Recorded (or given up): the lane may move on, or stays blocked if the outcome is unknown.
+    deps.queue.settled(actionId);
+  }
+}
+
+async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown, cancel: AbortSignal | undefined): Promise<SshActionResult> {
   const parsed = sshActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue === undefined ? '' : issue.path.map(String).join('.');
     const fingerprint = unparsedFingerprint(input);
-    await appendState(deps.journal, acceptedEvent(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' }));
+    await accept(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' });
     return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_ARGUMENT', field }, 'the request is malformed');
   }
   const request = parsed.data;
   const fingerprint = sshRequestFingerprint(request);
   const host = deps.config.sshHosts.get(request.host);
   if (host === undefined) {
-    await appendState(deps.journal, acceptedEvent(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' }));
+    await accept(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' });
     return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'host' }, 'no such host entry');
   }
   const policy = sshCommandPolicy(host, request.command);
@@ -72,14 +90,13 @@ export async function executeSshAction(deps: SshActionDeps, input: unknown, canc
   const limits = deps.channel.limits;
   const problem = validate(deps, host, request.command, request.timeout_ms, limits);
   if (problem !== undefined) {
-    await appendState(deps.journal, acceptedEvent(deps, actionId, admission));
+    await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
   }
-  if (policy.approval !== 'none') {
-    await appendState(deps.journal, acceptedEvent(deps, actionId, admission));
-    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'UNSUPPORTED_ACTION', field: 'host' }, 'hosts or commands that need approval are not supported yet');
-  }
   await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  deps.onAdmitted?.(actionId);
+  const turn = await deps.queue.awaitTurn(actionId, sshCardPreview(host, request.command));
+  if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
   return authorizeAndRun(deps, { actionId, host, command: request.command, fingerprint, timeoutMs: request.timeout_ms ?? limits.callTimeoutMsDefault, cancel });
 }
 
@@ -88,6 +105,11 @@ interface Admission {
   fingerprint: string;
   lane: string | null;
   approval: 'none' | 'session' | 'per_call';
+}
+
+async function accept(deps: SshActionDeps, actionId: string, a: Admission): Promise<void> {
+  await appendState(deps.journal, acceptedEvent(deps, actionId, a));
+  deps.onAdmitted?.(actionId);
 }
 
 function acceptedEvent(deps: SshActionDeps, actionId: string, a: Admission): NewEvent {
@@ -180,8 +202,19 @@ function boundTo(info: CredentialInfo, host: SshHostSettings): boolean {
 /** Classifies what the channel observed, makes the result durable, then answers. */
 async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): Promise<SshActionResult> {
   if (report.journalFailed !== undefined) {
-    throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal could not make a record durable; the action stopped', { field: 'journal' });
+    const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
+    return { envelope: failure.kind === 'closed' ? closedEnvelope(failure.state, b.fingerprint) : buildSshEnvelope({ ...failure, report, fingerprint: b.fingerprint }) };
   }
+  try {
+    return await record(deps, b, report);
+  } catch (error) {
+    // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
+    if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
+    return { envelope: buildSshEnvelope({ ...journalFailedFacts(deps.journal, b.actionId), report, fingerprint: b.fingerprint }) };
+  }
+}
+
+async function record(deps: SshActionDeps, b: Bound, report: SshChannelReport): Promise<SshActionResult> {
   const stopped = report.stoppedBeforeDispatch;
   const caller = report.caller ?? (stopped === 'deadline' ? 'deadline' : stopped === 'cancelled' ? 'cancelled' : undefined);
   const evidence: OutcomeEvidence = {
@@ -269,6 +302,13 @@ async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): 
     fingerprint: b.fingerprint,
   });
   return { envelope, ...(output === undefined ? {} : { output }) };
+}
+
+/** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
+function closedEnvelope(state: ActionState, fingerprint: string): SshActionResult['envelope'] {
+  const classification = stateClassification(state);
+  if (classification === undefined) throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
+  return buildSshEnvelope({ state, classification, message: classification.code === null ? '' : errorCodeMeanings[classification.code], fingerprint });
 }
 
 /** A pre-dispatch refusal (record-refusal.ts), answered with its envelope. */

@@ -6,6 +6,7 @@ import type { JournalEvent } from '../contract/index.js';
 import { ResultStore } from '../journal/index.js';
 import type { CredentialVault, DispatchGate } from '../ports/index.js';
 import { createRandomIdSource } from '../ports/index.js';
+import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeHttpAction, type HttpActionResult } from '../queue/execute-http-action.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
@@ -29,6 +30,8 @@ export interface HttpActionHarness {
   readonly envelopes: unknown[];
   readonly secretUses: { count: number };
   channel: HttpChannel;
+  /** The approval queue every run waits in (approval none runs straight through, in lane order). */
+  queue: ApprovalQueue;
   run(config: PosternConfig, request: unknown): Promise<HttpActionResult>;
   events(actionId: string): JournalEvent[];
   newChannel(options?: { limits?: Partial<HttpLimits>; lookup?: LookupAll; gate?: DispatchGate }): HttpChannel;
@@ -75,8 +78,9 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
     envelopes,
     secretUses,
     channel: newChannel(),
+    queue: ApprovalQueue.open({ journal: temp.journal, clock: temp.clock, config: parseConfig('version: 1\n') }),
     async run(config, request) {
-      const result = await executeHttpAction({ ids, clock: temp.clock, journal: temp.journal, results, vault: countingVault, config, channel: harness.channel, logger }, request);
+      const result = await executeHttpAction({ ids, clock: temp.clock, journal: temp.journal, results, vault: countingVault, config, channel: harness.channel, logger, queue: harness.queue }, request);
       envelopes.push(result.envelope, result.response === undefined ? null : { ...result.response, body: result.response.body.toString('latin1') });
       if (result.diagnostic !== undefined) envelopes.push({ ...result.diagnostic, body: result.diagnostic.body.toString('latin1') });
       return result;
@@ -86,6 +90,7 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
     },
     newChannel,
     async dispose() {
+      harness.queue.close();
       harness.channel.close();
       results.close();
       await vault.close();

@@ -5,6 +5,7 @@ import { parseConfig, type PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
 import { ResultStore } from '../journal/index.js';
 import { createRandomIdSource, type DispatchGate } from '../ports/index.js';
+import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeSshAction, type SshActionResult } from '../queue/execute-ssh-action.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
@@ -20,6 +21,8 @@ export interface SshActionHarness {
   /** Every envelope and output returned, as JSON-able values (for the secret search). */
   readonly returned: unknown[];
   channel: SshChannel;
+  /** The approval queue every run waits in (approval none runs straight through, in lane order). */
+  queue: ApprovalQueue;
   run(config: PosternConfig, request: unknown, cancel?: AbortSignal): Promise<SshActionResult>;
   events(actionId: string): JournalEvent[];
   newChannel(limits?: Partial<SshLimits>, gate?: DispatchGate): SshChannel;
@@ -50,8 +53,9 @@ export async function openSshActionHarness(keys: Readonly<Record<string, { priva
     logLines,
     returned,
     channel: newChannel(),
+    queue: ApprovalQueue.open({ journal: temp.journal, clock: temp.clock, config: parseConfig('version: 1\n') }),
     async run(config, request, cancel) {
-      const result = await executeSshAction({ ids, clock: temp.clock, journal: temp.journal, results, vault, config, channel: harness.channel, logger }, request, cancel);
+      const result = await executeSshAction({ ids, clock: temp.clock, journal: temp.journal, results, vault, config, channel: harness.channel, logger, queue: harness.queue }, request, cancel);
       returned.push(result.envelope);
       if (result.output !== undefined) returned.push({ ...result.output, stdout: result.output.stdout.toString('latin1'), stderr: result.output.stderr.toString('latin1') });
       return result;
@@ -61,6 +65,7 @@ export async function openSshActionHarness(keys: Readonly<Record<string, { priva
     },
     newChannel,
     async dispose() {
+      harness.queue.close();
       results.close();
       await vault.close();
       await temp.dispose();

@@ -1,0 +1,21 @@
+/**
+ * The operator API's method names, with no runtime dependency (the sandboxed preload bundles this
+ * file alone). broker/contract/operator-api.ts holds their schemas and must name exactly these.
+ */
+export const brokerApiMethods = [
+  'status',
+  'approvals.list',
+  'approvals.approve',
+  'approvals.reject',
+  'approvals.cancel',
+  'approvals.abandon',
+  'actions.show',
+  'sessions.list',
+  'sessions.approve',
+  'sessions.revoke',
+  'activity.list',
+] as const;
+export type BrokerApiMethod = (typeof brokerApiMethods)[number];
+
+/** Methods that only read: the HTTP host also answers them on GET with an empty input. */
+export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>(['status', 'approvals.list', 'sessions.list']);

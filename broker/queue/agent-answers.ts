@@ -1,0 +1,95 @@
+import {
+  agentToolReplySchema,
+  type ActionState,
+  type AgentRefusal,
+  type AgentToolReply,
+  type Envelope,
+  type ErrorCode,
+  type QueuePosition,
+} from '../contract/index.js';
+import type { ToolAnswer } from '../ports/index.js';
+import type { HttpActionResponse } from './execute-http-action.js';
+import type { SshActionOutput } from './execute-ssh-action.js';
+
+/** A refusal that belongs to no action (bad read-tool arguments, a revoked session, a bad wait). */
+export function refusal(code: ErrorCode, message: string, retry: AgentRefusal['error']['retry'], field?: string): ToolAnswer {
+  const structured: AgentRefusal = {
+    invocation_id: null,
+    error: { code, phase: 'validation', outcome: 'not_attempted', retry, message: message.slice(0, 1000), ...(field === undefined ? {} : { field }) },
+  };
+  return { isError: true, structured: agentToolReplySchema.parse(structured), text: `${code}: ${message}` };
+}
+
+export interface ActionAnswerParts {
+  readonly envelope: Envelope;
+  readonly state: ActionState | undefined;
+  readonly queue?: QueuePosition | null;
+  readonly response?: HttpActionResponse | { status: number; headers: Record<string, string>; body: Buffer; truncated: boolean; total_bytes: number; redacted: boolean };
+  readonly output?: SshActionOutput | { exit_status?: number; exit_signal?: string; stdout: Buffer; stderr: Buffer; stdout_bytes: number; stderr_bytes: number; truncated: boolean; output_complete: boolean };
+  /** Replaces the generated text's tail, e.g. "(timed out after 5000 ms; …)". */
+  readonly note?: string;
+}
+
+/** An action's answer: the envelope plus ticket, lane, queue position and the result it carries. */
+export function actionAnswer(p: ActionAnswerParts): ToolAnswer {
+  const reply: AgentToolReply = {
+    ...p.envelope,
+    ticket: p.state?.ticket ?? null,
+    lane: p.state?.lane ?? null,
+    ...(p.queue === undefined || p.queue === null ? {} : { queue: p.queue }),
+    ...(p.response === undefined ? {} : { response: httpResponse(p.response) }),
+    ...(p.output === undefined ? {} : { output: sshOutput(p.output) }),
+  };
+  const structured = agentToolReplySchema.parse(reply);
+  const isError = p.envelope.error !== undefined || (p.envelope.effect === null && p.queue === undefined);
+  return { isError, structured, text: answerText(p) };
+}
+
+/** One short line: "ticket #12 committed: HTTP 201", "ticket #13 waiting for approval (timed out …)". */
+function answerText(p: ActionAnswerParts): string {
+  const t = `ticket #${p.state?.ticket ?? '?'}`;
+  const e = p.envelope;
+  let head: string;
+  if (p.queue !== undefined && p.queue !== null) head = `${t} ${p.queue.text}`;
+  else if (e.error !== undefined) head = `${t} ${e.error.outcome}: ${e.error.code}${e.evidence.response_status === undefined ? '' : ` (HTTP ${e.evidence.response_status})`}`;
+  else if (p.state?.outcome === 'committed' || p.state?.outcome === 'rejected') {
+    const detail = e.evidence.response_status !== undefined ? `HTTP ${e.evidence.response_status}` : e.evidence.exit_status !== undefined ? `exit ${e.evidence.exit_status}` : (e.effect ?? '');
+    head = `${t} ${p.state.outcome}: ${detail}`;
+  } else if (p.state?.dispatch_seq !== null && p.state !== undefined) head = `${t} dispatched, outcome not recorded yet`;
+  else head = `${t} ${p.state?.outcome ?? 'waiting'}`;
+  return p.note === undefined ? head : `${head} ${p.note}`;
+}
+
+function httpResponse(r: NonNullable<ActionAnswerParts['response']>): { status: number; headers: Record<string, string>; body: string; body_encoding: 'utf8' | 'base64'; truncated: boolean; total_bytes: number; redacted: boolean } {
+  const text = utf8OrUndefined(r.body);
+  return {
+    status: r.status,
+    headers: { ...r.headers },
+    body: text ?? r.body.toString('base64'),
+    body_encoding: text === undefined ? 'base64' : 'utf8',
+    truncated: r.truncated,
+    total_bytes: r.total_bytes,
+    redacted: r.redacted,
+  };
+}
+
+function sshOutput(o: NonNullable<ActionAnswerParts['output']>): { exit_status?: number; exit_signal?: string; stdout: string; stderr: string; stdout_bytes: number; stderr_bytes: number; truncated: boolean; output_complete: boolean } {
+  return {
+    ...(o.exit_status === undefined ? {} : { exit_status: o.exit_status }),
+    ...(o.exit_signal === undefined ? {} : { exit_signal: o.exit_signal }),
+    stdout: o.stdout.toString('utf8'),
+    stderr: o.stderr.toString('utf8'),
+    stdout_bytes: o.stdout_bytes,
+    stderr_bytes: o.stderr_bytes,
+    truncated: o.truncated,
+    output_complete: o.output_complete,
+  };
+}
+
+function utf8OrUndefined(bytes: Buffer): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}

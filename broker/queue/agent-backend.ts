@@ -1,0 +1,277 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { HttpChannel } from '../channels/http/index.js';
+import type { SshChannel } from '../channels/ssh/index.js';
+import type { PosternConfig } from '../config/index.js';
+import {
+  agentToolInputSchemas,
+  callWaitMsDefault,
+  CodedError,
+  isCodedError,
+  type ActionState,
+  type AgentPeer,
+  type AgentRouteList,
+  type AgentToolName,
+} from '../contract/index.js';
+import type { Journal, ResultStore } from '../journal/index.js';
+import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ToolAnswer } from '../ports/index.js';
+import { actionAnswer, refusal } from './agent-answers.js';
+import type { ApprovalQueue } from './approval-queue.js';
+import { observePolicyActor } from './decision-events.js';
+import { executeHttpAction } from './execute-http-action.js';
+import { executeSshAction } from './execute-ssh-action.js';
+import { stateEnvelope } from './state-envelope.js';
+import { storedAnswerParts } from './stored-result.js';
+
+/** How often the sweeper looks for sessions whose process is gone. */
+export const sessionSweepMsDefault = 5_000;
+
+export interface AgentBackendDeps {
+  readonly journal: Journal;
+  readonly results: ResultStore;
+  readonly queue: ApprovalQueue;
+  readonly config: PosternConfig;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly vault: CredentialVault;
+  readonly httpChannel: HttpChannel;
+  /** Absent: ssh_exec is refused (UNSUPPORTED_ACTION). */
+  readonly sshChannel?: SshChannel;
+  readonly logger?: Logger;
+  /** Whether the process (pid + kernel start time) still lives; the lead wires broker/agent's processAlive. */
+  readonly processAlive: (pid: number, startTime: string) => boolean;
+  readonly sweepMs?: number;
+  /** This boot's id (Linux /proc/sys/kernel/random/boot_id); tests pass one. */
+  readonly bootId?: string;
+}
+
+export interface RunningAgentBackend extends AgentBackend {
+  /** Ends sessions whose process is gone and cancels their undispatched tickets; returns how many. */
+  sweep(reason?: 'process_exited' | 'broker_found_gone'): Promise<number>;
+  /** Stops the sweeper. */
+  close(): void;
+}
+
+/**
+ * The broker side of the agent socket (ports/agent-backend.ts): sessions per agent process, the six
+ * tools, and the caller's wait. A call's `timeout_ms` is how long the CALLER waits, never the
+ * channel's timeout: when it passes, the action keeps its place and stays queryable
+ * (action_status / fetch_result). Refusals are answers, never throws.
+ */
+export async function createAgentBackend(deps: AgentBackendDeps): Promise<RunningAgentBackend> {
+  const bootId = deps.bootId ?? readBootId();
+  const log = deps.logger;
+
+  const sweep = async (reason: 'process_exited' | 'broker_found_gone' = 'process_exited'): Promise<number> => {
+    let ended = 0;
+    for (const s of deps.journal.listSessions({ status: ['pending', 'approved', 'revoked'] })) {
+      if (s.ended_at_ms !== null || deps.processAlive(s.pid, s.start_time)) continue;
+      await deps.queue.endSession(s.session_id, reason);
+      ended += 1;
+    }
+    return ended;
+  };
+  // Sessions a previous run left open whose process is gone: ended before anything else runs.
+  await sweep('broker_found_gone');
+  const timer = setInterval(() => {
+    sweep().catch((error: unknown) => log?.error({ err: error }, 'session sweep failed'));
+  }, deps.sweepMs ?? sessionSweepMsDefault);
+  timer.unref();
+
+  return {
+    sweep,
+    close: () => clearInterval(timer),
+
+    async openSession(peer: AgentPeer, client: { name?: string; version?: string }): Promise<{ session_id: string }> {
+      const existing = deps.journal.findSessionByProcess(peer.pid, peer.start_time);
+      if (existing !== undefined) {
+        if (existing.status === 'revoked' || existing.status === 'ended') throw new CodedError('SESSION_REVOKED', `this process's session was ${existing.status}; a new process gets a new session`);
+        deps.queue.sessionConnected(existing.session_id);
+        return { session_id: existing.session_id };
+      }
+      const sessionId = sessionIdFor(bootId, peer);
+      try {
+        await deps.journal.appendSession({
+          kind: 'SESSION_STARTED',
+          action_id: sessionId,
+          payload: {
+            pid: peer.pid,
+            uid: peer.uid,
+            start_time: peer.start_time.slice(0, 64),
+            ppid: peer.ppid,
+            exe: clip(peer.exe, 4096),
+            cwd: clip(peer.cwd, 4096),
+            parent_exe: clip(peer.parent_exe, 4096),
+            client_name: clip(client.name ?? null, 200),
+            client_version: clip(client.version ?? null, 100),
+          },
+        });
+        if (deps.config.agents.session_approval === 'observe') {
+          await deps.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor: observePolicyActor } });
+        }
+      } catch (error) {
+        // The same process under the same boot maps to the same id: an earlier record decides.
+        const recorded = isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION' ? deps.journal.getSession(sessionId) : undefined;
+        if (recorded === undefined) throw error;
+        if (recorded.status === 'revoked' || recorded.status === 'ended') throw new CodedError('SESSION_REVOKED', `this process's session was ${recorded.status}`);
+      }
+      deps.queue.sessionConnected(sessionId);
+      log?.info({ session_id: sessionId, pid: peer.pid }, 'agent session opened');
+      return { session_id: sessionId };
+    },
+
+    sessionDisconnected(sessionId: string): void {
+      deps.queue.sessionDisconnected(sessionId);
+    },
+
+    async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+      try {
+        switch (tool) {
+          case 'http_request':
+          case 'ssh_exec':
+            return await actionCall(deps, sessionId, tool, args, signal);
+          case 'action_status':
+          case 'fetch_result':
+          case 'cancel_action':
+            return await readCall(deps, sessionId, tool, args);
+          case 'list_routes':
+            return listRoutes(deps.config);
+        }
+      } catch (error) {
+        if (isCodedError(error)) return refusal(error.code, error.message, error.code === 'JOURNAL_UNAVAILABLE' ? 'never' : 'after_correction', error.field);
+        throw error;
+      }
+    },
+  };
+}
+
+type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
+
+/** Starts the executor, then waits for it, the caller's deadline or the caller's stop — whichever first. */
+async function actionCall(deps: AgentBackendDeps, sessionId: string, tool: 'http_request' | 'ssh_exec', args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+  const session = deps.journal.getSession(sessionId);
+  if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
+  if (session.status === 'revoked' || session.status === 'ended') return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
+  const { waitMs, rest, problem } = splitWait(tool, args);
+  if (problem !== undefined) return problem;
+  if (tool === 'ssh_exec' && deps.sshChannel === undefined) return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
+
+  let actionId: string | undefined;
+  let markAdmitted = (): void => undefined;
+  const admitted = new Promise<void>((resolve) => {
+    markAdmitted = resolve;
+  });
+  const ids: IdSource = {
+    newActionId: () => {
+      actionId = deps.ids.newActionId();
+      return actionId;
+    },
+  };
+  const common = { ids, clock: deps.clock, journal: deps.journal, results: deps.results, vault: deps.vault, config: deps.config, sessionId, queue: deps.queue, onAdmitted: markAdmitted, ...(deps.logger === undefined ? {} : { logger: deps.logger }) };
+  const run: Promise<ToolAnswer> =
+    tool === 'http_request'
+      ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) => actionAnswer({ envelope: r.envelope, state: deps.journal.getAction(r.envelope.invocation_id), ...(r.response === undefined ? {} : { response: r.response }) }))
+      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) => actionAnswer({ envelope: r.envelope, state: deps.journal.getAction(r.envelope.invocation_id), ...(r.output === undefined ? {} : { output: r.output }) }));
+  run.catch((error: unknown) => deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed'));
+
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort = (): void => undefined;
+  const ended = await Promise.race<Ended>([
+    run.then((answer): Ended => ({ kind: 'done', answer })),
+    new Promise<Ended>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), waitMs);
+      timer.unref();
+    }),
+    new Promise<Ended>((resolve) => {
+      onAbort = () => resolve({ kind: 'stopped', stop: signal.reason === 'disconnected' ? 'disconnected' : 'cancelled' });
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }),
+  ]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+  });
+  if (ended.kind === 'done') return ended.answer;
+  // Admission is one commit away at most; if the executor finished meanwhile, its answer stands.
+  const first = await Promise.race([admitted.then(() => undefined), run.then((answer) => answer, () => undefined)]);
+  if (first !== undefined) return first;
+  const id = actionId;
+  const state = id === undefined ? undefined : deps.journal.getAction(id);
+  if (id === undefined || state === undefined) return run;
+  if (ended.kind === 'timeout') {
+    const stage = state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution';
+    // A caller event: it neither closes nor cancels the action, which keeps its place.
+    const after = (await deps.journal.append({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage } })).state;
+    const position = deps.queue.position(id);
+    return actionAnswer({ envelope: stateEnvelope(after, 'timed_out'), state: after, queue: position, note: `(timed out after ${waitMs} ms; action ${id} keeps its place)` });
+  }
+  const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
+  return actionAnswer({ envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'), state: after, note: after.dispatch_seq === null ? '(cancelled before dispatch: nothing was sent)' : '(the caller stopped waiting after dispatch; the effect is as recorded)' });
+}
+
+/** `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees. */
+function splitWait(tool: 'http_request' | 'ssh_exec', args: unknown): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args)) return { waitMs: callWaitMsDefault, rest: args };
+  const { timeout_ms: raw, ...rest } = args as Record<string, unknown>;
+  const parsed = agentToolInputSchemas[tool].shape.timeout_ms.safeParse(raw);
+  if (!parsed.success || parsed.data === undefined) {
+    return { waitMs: callWaitMsDefault, rest, problem: refusal('INVALID_ARGUMENT', 'timeout_ms is a whole number of milliseconds from 1 to 900000 (how long this call waits)', 'after_correction', 'timeout_ms') };
+  }
+  return { waitMs: parsed.data, rest };
+}
+
+/** action_status, fetch_result, cancel_action: only this session's actions (another's id is NOT_FOUND). */
+async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action_status' | 'fetch_result' | 'cancel_action', args: unknown): Promise<ToolAnswer> {
+  const parsed = agentToolInputSchemas[tool].safeParse(args);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return refusal('INVALID_ARGUMENT', issue?.message ?? 'malformed arguments', 'after_correction', issue === undefined ? '' : issue.path.map(String).join('.'));
+  }
+  const state = ownAction(deps.journal, sessionId, parsed.data.action_id);
+  if (state === undefined) return refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id');
+  if (tool === 'cancel_action') {
+    const after = (await deps.queue.callerStopped(state.action_id, 'cancelled')) ?? state;
+    return actionAnswer({ envelope: stateEnvelope(after), state: after, queue: deps.queue.position(after.action_id) });
+  }
+  if (tool === 'action_status') return actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) });
+  // fetch_result: a read of the result store; it can never cause a remote call.
+  const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
+  if (stored === undefined) {
+    return { ...actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) }), isError: true };
+  }
+  let after: ActionState = state;
+  if (state.stage !== 'result_delivered') after = (await deps.journal.append({ kind: 'RESULT_DELIVERED', action_id: state.action_id, payload: {} })).state;
+  return actionAnswer({ envelope: stateEnvelope(after), state: after, ...storedAnswerParts(state.channel, stored) });
+}
+
+function ownAction(journal: Journal, sessionId: string, actionId: string): ActionState | undefined {
+  if (!actionId.startsWith('act_')) return undefined;
+  const state = journal.getAction(actionId);
+  return state?.session_id === sessionId ? state : undefined;
+}
+
+function listRoutes(config: PosternConfig): ToolAnswer {
+  const structured: AgentRouteList = {
+    routes: [...config.routes.values()].map((r) => ({ name: r.name, methods: [...r.methods], approval: r.approval, idempotency_contract: r.idempotency !== undefined, base_path: r.base_path })),
+    ssh_hosts: [...config.sshHosts.values()].map((h) => ({ name: h.name, approval: h.approval })),
+  };
+  return { isError: false, structured, text: `${structured.routes.length} route(s), ${structured.ssh_hosts.length} SSH host entr${structured.ssh_hosts.length === 1 ? 'y' : 'ies'}` };
+}
+
+/** `ses_` + a digest of (boot id, pid, start time): the same process maps to the same session. */
+export function sessionIdFor(bootId: string, peer: Pick<AgentPeer, 'pid' | 'start_time'>): string {
+  return `ses_${createHash('sha256').update(`${bootId}\n${peer.pid}\n${peer.start_time}`).digest('hex').slice(0, 32)}`;
+}
+
+function readBootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().slice(0, 64);
+  } catch {
+    return 'no-boot-id';
+  }
+}
+
+function clip(value: string | null, charsMax: number): string | null {
+  return value === null ? null : value.slice(0, charsMax);
+}

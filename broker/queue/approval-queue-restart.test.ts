@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../config/index.js';
+import type { NewEvent } from '../contract/index.js';
+import { Journal } from '../journal/index.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { ApprovalQueue, type Turn } from './approval-queue.js';
+import { httpCardPreview } from './card-preview.js';
+
+const fp = `sha256:${'c'.repeat(64)}`;
+const person = { kind: 'person' as const, id: 'reviewer' };
+const config = parseConfig('version: 1\n');
+const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, 'POST', '/documents/7', Buffer.from('{}'));
+
+let temp: TempJournal;
+afterEach(async () => {
+  await temp.dispose();
+});
+
+const admit = (id: string, approval: 'none' | 'per_call'): NewEvent[] => [
+  { kind: 'ACTION_ACCEPTED', action_id: id, lane: 'document-7', payload: { channel: 'http', target: 'route:docs POST /documents/7', request_fingerprint: fp, approval, idempotent: false } },
+  { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
+];
+
+describe('when the broker restarts', () => {
+  it('an unknown head left by the previous run still blocks its lane until a person abandons it', async () => {
+    temp = await openTempJournal();
+    const a = 'act_restartA0001';
+    await temp.journal.appendBatch([
+      ...admit(a, 'none'),
+      { kind: 'CREDENTIAL_AUTHORIZED', action_id: a, payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp } },
+    ]);
+    await temp.journal.beginDispatch(a, 1, { connection: 'fresh' });
+    // A pending per-call ticket of the old run: recovery closes it (not_attempted, BROKER_RESTARTED).
+    const old = 'act_restartO0001';
+    await temp.journal.appendBatch(admit(old, 'per_call'));
+    await temp.journal.close();
+
+    const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
+    temp = { ...temp, journal, dispose: async () => { await journal.close(); temp.dir.remove(); } };
+    expect(journal.getAction(a)).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', recorded: true });
+    expect(journal.getAction(old)).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
+
+    const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
+    const ticketA = journal.getAction(a)?.ticket ?? 0;
+    expect(queue.cards().map((c) => [c.ticket, c.state, c.target, c.credential])).toEqual([[ticketA, 'blocked_head', 'route:docs', '(unknown)']]);
+
+    const b = 'act_restartB0001';
+    await journal.appendBatch(admit(b, 'none'));
+    let turn: Turn | undefined;
+    const waiting = queue.awaitTurn(b, preview).then((t) => {
+      turn = t;
+      return t;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(turn).toBeUndefined();
+    expect(queue.position(b)).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: ticketA, text: `blocked by #${ticketA} (outcome unknown)` });
+    await queue.abandon(ticketA, person, 'checked by hand after the restart');
+    expect(await waiting).toEqual({ kind: 'go' });
+    queue.close();
+  });
+});

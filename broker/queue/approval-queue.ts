@@ -1,0 +1,515 @@
+import type { Logger } from 'pino';
+import type { PosternConfig } from '../config/index.js';
+import { CodedError, isCodedError, type ActionState, type Actor, type ApprovalCard, type NewEvent, type QueuePosition, type SessionState } from '../contract/index.js';
+import { scheduleLane, ticketStanding, type TicketWait } from '../core/index.js';
+import type { Appended, Journal } from '../journal/index.js';
+import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
+import { buildCard } from './build-card.js';
+import type { CardPreview } from './card-preview.js';
+import { brokerActor, callerClassification, gateClassification, sessionPolicyActor } from './decision-events.js';
+import { conflictMessage, sessionConflictMessage } from './decision-conflict.js';
+import { systemQueueTimers, type QueueTimer, type QueueTimers } from './queue-timers.js';
+
+/** What the dispatcher tells a waiting executor: send now, or the ticket was closed (recorded). */
+export type Turn = { readonly kind: 'go' } | { readonly kind: 'closed'; readonly state: ActionState };
+
+/** What an executor needs of the queue: wait for its turn, then say when its outcome is recorded. */
+export interface DispatchQueue {
+  awaitTurn(actionId: string, preview: CardPreview): Promise<Turn>;
+  settled(actionId: string): void;
+}
+
+export interface ApprovalQueueOptions {
+  readonly journal: Journal;
+  readonly clock: Clock;
+  /** Approval clocks and session mode (config.agents), credential names for cards after a restart. */
+  readonly config: PosternConfig;
+  readonly timers?: QueueTimers;
+  readonly logger?: Logger;
+}
+
+/** One bounded page when the queue reads the journal (the journal caps pages at 1000 too). */
+const pageMax = 1_000;
+
+interface Waiter {
+  readonly resolve: (turn: Turn) => void;
+}
+
+/**
+ * The approval queue and dispatcher (DESIGN §4). The journal is the truth: every decision is an
+ * event the projection accepts or refuses (the compare-and-swap), and every scheduling decision
+ * re-reads the lane's states from the journal and asks broker/core scheduleLane. In memory only
+ * small lane state: each lane's lowest possibly-unresolved ticket, the executors waiting for their
+ * turn, expiry timers and card previews. No lock is held across a remote wait: the released head is
+ * simply "dispatching" until its executor records an outcome and calls settled().
+ */
+export class ApprovalQueue implements OperatorQueue, DispatchQueue {
+  private readonly journal: Journal;
+  private readonly clock: Clock;
+  private readonly config: PosternConfig;
+  private readonly timers: QueueTimers;
+  private readonly logger: Logger | undefined;
+  /** lane → lowest ticket that may still be unresolved. */
+  private readonly floors = new Map<string, number>();
+  /** Lanes that may hold unresolved tickets. */
+  private readonly activeLanes = new Set<string>();
+  /** Registered actions with lane null (reads that bypass lanes): each is its own lane. */
+  private readonly bypass = new Set<string>();
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly previews = new Map<string, CardPreview>();
+  private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
+  private readonly connections = new Map<string, number>();
+  private readonly listeners = new Set<() => void>();
+  /** Tickets above every ticket seen at open: a lane first seen later starts here. */
+  private floorStart = 1;
+
+  private constructor(options: ApprovalQueueOptions) {
+    this.journal = options.journal;
+    this.clock = options.clock;
+    this.config = options.config;
+    this.timers = options.timers ?? systemQueueTimers;
+    this.logger = options.logger;
+  }
+
+  /**
+   * Rebuilds lane state from the journal. Recovery already closed pre-dispatch tickets of an
+   * earlier run (not_attempted, BROKER_RESTARTED) and marked dispatched ones unknown: those unknown
+   * heads are unresolved, so their lanes stay blocked after a restart.
+   */
+  static open(options: ApprovalQueueOptions): ApprovalQueue {
+    const queue = new ApprovalQueue(options);
+    let from = 1;
+    for (;;) {
+      const page = queue.journal.listActions({ fromTicket: from, limit: pageMax });
+      for (const s of page) {
+        const ticket = s.ticket ?? 0;
+        queue.floorStart = Math.max(queue.floorStart, ticket + 1);
+        if (s.lane === null || ticketStanding(s) === 'resolved') continue;
+        queue.floors.set(s.lane, Math.min(queue.floors.get(s.lane) ?? ticket, ticket));
+        queue.activeLanes.add(s.lane);
+      }
+      const last = page.at(-1);
+      if (page.length < pageMax || last === undefined) break;
+      from = (last.ticket ?? from) + 1;
+    }
+    return queue;
+  }
+
+  // ── the executor side ──────────────────────────────────────────────────────────────────────
+
+  /**
+   * Called by an executor after admission (ACTION_ACCEPTED + PREFLIGHT_VALIDATED durable). Shows a
+   * card where one is needed (CARD_SHOWN + expiry timer), applies session policy, then resolves
+   * `go` when the dispatcher releases this ticket, or `closed` once a closure is recorded.
+   */
+  async awaitTurn(actionId: string, preview: CardPreview): Promise<Turn> {
+    const state = this.requireAction(actionId);
+    this.previews.set(actionId, preview);
+    this.track(state);
+    const turn = new Promise<Turn>((resolve) => this.waiters.set(actionId, { resolve }));
+    try {
+      await this.gate(state);
+    } catch (error) {
+      this.forget(actionId);
+      throw error;
+    }
+    this.pumpFor(state);
+    return turn;
+  }
+
+  /** The executor recorded this action's outcome (or gave up): the lane may move on. */
+  settled(actionId: string): void {
+    const state = this.journal.getAction(actionId);
+    this.forget(actionId);
+    if (state !== undefined) this.pumpFor(state);
+  }
+
+  /**
+   * The caller stopped waiting (cancelled, disconnected, or cancel_action). Before dispatch the
+   * caller event and CANCELLED land in one commit, so nothing will be sent; if DISPATCH_STARTED won
+   * the race the CANCELLED is refused and only the caller event is recorded (the effect is what
+   * the record says).
+   */
+  async callerStopped(actionId: string, stop: 'cancelled' | 'disconnected'): Promise<ActionState | undefined> {
+    const state = this.journal.getAction(actionId);
+    if (state === undefined) return undefined;
+    const kind = stop === 'disconnected' ? 'CALLER_DISCONNECTED' : 'CALLER_CANCELLED';
+    const callerEvent = (stage: string): NewEvent => ({ kind, action_id: actionId, payload: { stage } });
+    let after: ActionState;
+    if (state.dispatch_seq === null && state.outcome === null) {
+      const cancelled: NewEvent = {
+        kind: 'CANCELLED',
+        action_id: actionId,
+        payload: { actor: { kind: 'agent', id: state.session_id ?? 'agent' }, reason: stop === 'disconnected' ? 'caller disconnected' : 'caller cancelled' },
+        classification: callerClassification(stop),
+      };
+      try {
+        after = (await this.journal.appendBatch([callerEvent('before_dispatch'), cancelled])).at(-1)?.state ?? state;
+      } catch (error) {
+        if (!isRefusal(error)) throw error;
+        // Another event won (DISPATCH_STARTED, or a person's decision): only the caller event.
+        const now = this.journal.getAction(actionId) ?? state;
+        after = (await this.journal.append(callerEvent(now.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))).state;
+      }
+    } else {
+      after = (await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))).state;
+    }
+    this.clearExpiry(actionId);
+    this.pumpFor(after);
+    return after;
+  }
+
+  // ── the operator side (OperatorQueue) ─────────────────────────────────────────────────────
+
+  cards(): ApprovalCard[] {
+    const cards: ApprovalCard[] = [];
+    const byLane = [...this.activeLanes].sort();
+    for (const lane of byLane) {
+      const tickets = this.laneTickets(lane);
+      for (const wait of scheduleLane(tickets, this.awaitsSession).open) this.pushCard(cards, tickets, wait);
+    }
+    const reads = [...this.bypass].map((id) => this.journal.getAction(id)).filter((s): s is ActionState => s !== undefined);
+    for (const state of reads.sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0))) {
+      for (const wait of scheduleLane([state], this.awaitsSession).open) this.pushCard(cards, [state], wait);
+    }
+    return cards;
+  }
+
+  async approve(ticket: number, actor: OperatorActor): Promise<DecisionResult> {
+    const state = this.requireTicket(ticket);
+    if (state.approval === 'none') throw new CodedError('DECISION_CONFLICT', `ticket #${ticket} needs no approval`, { field: 'ticket' });
+    const appended = await this.decide(state, 'approve', { kind: 'APPROVED', action_id: state.action_id, payload: { actor, request_fingerprint: state.request_fingerprint } });
+    return this.decided(appended, 'approved');
+  }
+
+  async reject(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult> {
+    const state = this.requireTicket(ticket);
+    const appended = await this.decide(state, 'reject', {
+      kind: 'REJECTED',
+      action_id: state.action_id,
+      payload: { actor, reason: reason.slice(0, 2000) },
+      classification: gateClassification('approval_denied'),
+    });
+    return this.decided(appended, 'rejected');
+  }
+
+  async cancel(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult> {
+    const state = this.requireTicket(ticket);
+    const appended = await this.decide(state, 'cancel', {
+      kind: 'CANCELLED',
+      action_id: state.action_id,
+      payload: { actor, reason: (reason.trim() === '' ? 'cancelled by operator' : reason).slice(0, 2000) },
+      classification: gateClassification('operator_cancelled'),
+    });
+    return this.decided(appended, 'cancelled');
+  }
+
+  async abandon(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult> {
+    const state = this.requireTicket(ticket);
+    const appended = await this.decide(state, 'abandon', { kind: 'ABANDONED', action_id: state.action_id, payload: { actor, reason: reason.slice(0, 2000) } });
+    return this.decided(appended, 'abandoned');
+  }
+
+  async approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState> {
+    const session = this.requireSession(sessionId);
+    const appended = await this.decideSession(session, { kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor } });
+    await this.approveWaitingSessionTickets(sessionId);
+    return appended;
+  }
+
+  async revokeSession(sessionId: string, actor: OperatorActor, reason: string): Promise<SessionState> {
+    const session = this.requireSession(sessionId);
+    const appended = await this.decideSession(session, { kind: 'SESSION_REVOKED', action_id: sessionId, payload: { actor, reason: reason.slice(0, 2000) } });
+    await this.cancelSessionTickets(sessionId, actor, 'session revoked');
+    return appended;
+  }
+
+  position(actionId: string): QueuePosition | null {
+    const state = this.journal.getAction(actionId);
+    if (state === undefined || state.ticket === null || state.dispatch_seq !== null || state.outcome !== null) return null;
+    const tickets = state.lane === null ? [state] : this.laneTickets(state.lane);
+    const wait = scheduleLane(tickets, this.awaitsSession).open.find((w) => w.action_id === actionId);
+    if (wait === undefined) return null;
+    const waiting = wait.waiting === 'blocked_head' ? 'lane_blocked' : wait.waiting;
+    return { ticket: wait.ticket, lane: state.lane, waiting, waiting_for_ticket: wait.waiting_for_ticket, text: wait.text.slice(0, 200) };
+  }
+
+  isConnected(sessionId: string): boolean {
+    return (this.connections.get(sessionId) ?? 0) > 0;
+  }
+
+  // ── sessions (called by the agent backend) ────────────────────────────────────────────────
+
+  sessionConnected(sessionId: string): void {
+    this.connections.set(sessionId, (this.connections.get(sessionId) ?? 0) + 1);
+  }
+
+  sessionDisconnected(sessionId: string): void {
+    const left = (this.connections.get(sessionId) ?? 0) - 1;
+    if (left > 0) this.connections.set(sessionId, left);
+    else this.connections.delete(sessionId);
+  }
+
+  /**
+   * The session's process is gone: SESSION_ENDED, then CANCELLED ("session ended") for each of its
+   * undispatched tickets. An already ended session changes nothing.
+   */
+  async endSession(sessionId: string, reason: 'process_exited' | 'broker_found_gone'): Promise<void> {
+    try {
+      await this.journal.appendSession({ kind: 'SESSION_ENDED', action_id: sessionId, payload: { reason } });
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      return;
+    }
+    this.connections.delete(sessionId);
+    await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended');
+  }
+
+  /**
+   * Called after anything that may change the cards or a position (a card shown, a decision, a
+   * ticket released or settled): the UI can refresh, tests can wait for an event instead of sleeping.
+   */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Stops every expiry timer (shutdown). Waiting executors keep waiting; recovery closes them. */
+  close(): void {
+    for (const { timer } of this.expiries.values()) timer.cancel();
+    this.expiries.clear();
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Card and session policy at registration; every append here is a CAS like any other. A ticket
+   * of a revoked or ended session is cancelled whatever its mode (a call admitted in a race with
+   * the revocation must not run, approval none included).
+   */
+  private async gate(state: ActionState): Promise<void> {
+    if (state.decision !== null || state.outcome !== null) return;
+    const session = state.session_id === null ? undefined : this.journal.getSession(state.session_id);
+    if (session !== undefined && (session.status === 'revoked' || session.status === 'ended')) {
+      await this.tryAppend({
+        kind: 'CANCELLED',
+        action_id: state.action_id,
+        payload: { actor: brokerActor('session'), reason: `session ${session.status}` },
+        classification: gateClassification('session_revoked'),
+      });
+      return;
+    }
+    if (state.approval === 'none') return;
+    if (state.approval === 'session' && session?.status === 'approved' && this.grantValid(session)) {
+      await this.tryAppend({ kind: 'APPROVED', action_id: state.action_id, payload: { actor: sessionPolicyActor(session.session_id), request_fingerprint: state.request_fingerprint } });
+      return;
+    }
+    // per_call, a session-mode call of a pending session, or one whose grant ran out: a card.
+    await this.showCard(state);
+  }
+
+  /** Whether an undecided session-mode ticket still waits for its session (pending, or unknown). */
+  private readonly awaitsSession = (s: ActionState): boolean => {
+    if (s.session_id === null) return false;
+    const session = this.journal.getSession(s.session_id);
+    return session === undefined || session.status === 'pending';
+  };
+
+  /** Observe mode approves by policy every time; otherwise the grant lasts session_grant_ttl_seconds. */
+  private grantValid(session: SessionState): boolean {
+    const agents = this.config.agents;
+    if (agents.session_approval === 'observe' || agents.session_grant_ttl_seconds === undefined) return true;
+    // An approved session's last event is its SESSION_APPROVED: updated_at_ms is the grant's start.
+    return this.clock.nowMs() < session.updated_at_ms + agents.session_grant_ttl_seconds * 1000;
+  }
+
+  private async showCard(state: ActionState): Promise<void> {
+    const ttlMs = this.config.agents.approval_ttl_seconds * 1000;
+    const atMs = this.clock.nowMs() + ttlMs;
+    const shown = await this.tryAppend({ kind: 'CARD_SHOWN', action_id: state.action_id, payload: { expires_at_ms: atMs } });
+    if (!shown) return;
+    const timer = this.timers.set(() => void this.expire(state.action_id), ttlMs);
+    this.expiries.set(state.action_id, { atMs, timer });
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.logger?.error({ err: error }, 'a queue listener threw');
+      }
+    }
+  }
+
+  /** The approval window closed: EXPIRED unless another decision won (then nothing changes). */
+  private async expire(actionId: string): Promise<void> {
+    this.expiries.delete(actionId);
+    try {
+      await this.tryAppend({ kind: 'EXPIRED', action_id: actionId, payload: {}, classification: gateClassification('approval_expired') });
+    } catch (error) {
+      this.logger?.error({ err: error, action_id: actionId }, 'recording an expiry failed');
+      return;
+    }
+    const state = this.journal.getAction(actionId);
+    if (state !== undefined) this.pumpFor(state);
+  }
+
+  private async approveWaitingSessionTickets(sessionId: string): Promise<void> {
+    for (const s of this.openSessionTickets(sessionId)) {
+      if (s.approval !== 'session' || s.decision !== null) continue;
+      if (await this.tryAppend({ kind: 'APPROVED', action_id: s.action_id, payload: { actor: sessionPolicyActor(sessionId), request_fingerprint: s.request_fingerprint } })) this.clearExpiry(s.action_id);
+      this.pumpFor(s);
+    }
+  }
+
+  private async cancelSessionTickets(sessionId: string, actor: Actor, reason: string): Promise<void> {
+    for (const s of this.openSessionTickets(sessionId)) {
+      await this.tryAppend({ kind: 'CANCELLED', action_id: s.action_id, payload: { actor, reason }, classification: gateClassification('session_revoked') });
+      this.clearExpiry(s.action_id);
+      this.pumpFor(s);
+    }
+  }
+
+  private openSessionTickets(sessionId: string): ActionState[] {
+    return this.journal.listSessionActions(sessionId).filter((s) => s.dispatch_seq === null && s.outcome === null);
+  }
+
+  /** The dispatcher: re-read the lane, ask core, wake whom it names. Synchronous: no lock, no await. */
+  private pumpFor(state: ActionState): void {
+    if (state.lane === null) {
+      const current = this.journal.getAction(state.action_id);
+      if (current !== undefined) this.wake([current]);
+      this.notify();
+      return;
+    }
+    this.track(state);
+    const tickets = this.laneTickets(state.lane);
+    const schedule = this.wake(tickets);
+    const last = tickets.at(-1)?.ticket;
+    this.floors.set(state.lane, schedule.headTicket ?? (last === undefined || last === null ? (this.floors.get(state.lane) ?? this.floorStart) : last + 1));
+    if (schedule.headTicket === null) this.activeLanes.delete(state.lane);
+    this.notify();
+  }
+
+  private wake(tickets: readonly ActionState[]): ReturnType<typeof scheduleLane> {
+    const schedule = scheduleLane(tickets, this.awaitsSession);
+    for (const s of tickets) {
+      const waiter = this.waiters.get(s.action_id);
+      if (waiter === undefined) continue;
+      if (s.dispatch_seq === null && s.outcome !== null) {
+        this.waiters.delete(s.action_id);
+        this.clearExpiry(s.action_id);
+        waiter.resolve({ kind: 'closed', state: s });
+      } else if (schedule.release?.action_id === s.action_id) {
+        this.waiters.delete(s.action_id);
+        this.clearExpiry(s.action_id);
+        waiter.resolve({ kind: 'go' });
+      }
+    }
+    return schedule;
+  }
+
+  private laneTickets(lane: string): ActionState[] {
+    return this.journal.listLane(lane, { fromTicket: this.floors.get(lane) ?? this.floorStart, limit: pageMax });
+  }
+
+  private track(state: ActionState): void {
+    if (state.lane === null) {
+      this.bypass.add(state.action_id);
+      return;
+    }
+    if (!this.floors.has(state.lane)) this.floors.set(state.lane, Math.min(this.floorStart, state.ticket ?? this.floorStart));
+    this.activeLanes.add(state.lane);
+  }
+
+  private forget(actionId: string): void {
+    this.waiters.delete(actionId);
+    this.previews.delete(actionId);
+    this.bypass.delete(actionId);
+    this.clearExpiry(actionId);
+  }
+
+  private clearExpiry(actionId: string): void {
+    this.expiries.get(actionId)?.timer.cancel();
+    this.expiries.delete(actionId);
+  }
+
+  private pushCard(cards: ApprovalCard[], tickets: readonly ActionState[], wait: TicketWait): void {
+    const state = tickets.find((s) => s.action_id === wait.action_id);
+    if (state === undefined) return;
+    const expiry = this.expiries.get(state.action_id);
+    // A ticket that needs a decision is shown only once its CARD_SHOWN is durable.
+    if (!wait.allowed && state.dispatch_seq === null && expiry === undefined && state.stage !== 'card_shown') return;
+    const session = state.session_id === null ? undefined : this.journal.getSession(state.session_id);
+    cards.push(buildCard({ state, wait, preview: this.previews.get(state.action_id), session, expiresAtMs: wait.allowed ? null : (expiry?.atMs ?? null), credentialOf: (target) => this.credentialOf(target) }));
+  }
+
+  private credentialOf(target: string): string {
+    if (target.startsWith('route:')) return this.config.routes.get(target.slice(6))?.credential ?? '(unknown)';
+    if (target.startsWith('host:')) return this.config.sshHosts.get(target.slice(5))?.credential ?? '(unknown)';
+    return '(unknown)';
+  }
+
+  private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon', event: NewEvent): Promise<Appended> {
+    let appended: Appended;
+    try {
+      appended = await this.journal.append(event);
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      throw new CodedError('DECISION_CONFLICT', conflictMessage(this.journal.getAction(state.action_id) ?? state, verb), { field: 'ticket', cause: error });
+    }
+    this.clearExpiry(state.action_id);
+    this.pumpFor(appended.state);
+    return appended;
+  }
+
+  private decided(appended: Appended, decision: string): DecisionResult {
+    this.logger?.info({ action_id: appended.state.action_id, ticket: appended.state.ticket, decision }, 'ticket decision recorded');
+    return { ticket: appended.state.ticket ?? 0, action_id: appended.state.action_id, decision, journal_seq: appended.event.seq };
+  }
+
+  private async decideSession(session: SessionState, event: NewEvent): Promise<SessionState> {
+    try {
+      return (await this.journal.appendSession(event)).session;
+    } catch (error) {
+      if (!isRefusal(error)) throw error;
+      throw new CodedError('DECISION_CONFLICT', sessionConflictMessage(this.journal.getSession(session.session_id) ?? session), { field: 'session_id', cause: error });
+    }
+  }
+
+  /** Appends; false when the projection refused it (another decision won), rethrows anything else. */
+  private async tryAppend(event: NewEvent): Promise<boolean> {
+    try {
+      await this.journal.append(event);
+      return true;
+    } catch (error) {
+      if (isRefusal(error)) return false;
+      throw error;
+    }
+  }
+
+  private requireAction(actionId: string): ActionState {
+    const state = this.journal.getAction(actionId);
+    // A programmer error: executors register only admitted actions.
+    if (state === undefined) throw new Error(`awaitTurn: ${actionId} was never admitted`);
+    return state;
+  }
+
+  private requireTicket(ticket: number): ActionState {
+    const state = this.journal.listActions({ fromTicket: ticket, limit: 1 })[0];
+    if (state === undefined || state.ticket !== ticket) throw new CodedError('NOT_FOUND', `no ticket #${ticket}`, { field: 'ticket' });
+    return state;
+  }
+
+  private requireSession(sessionId: string): SessionState {
+    const session = this.journal.getSession(sessionId);
+    if (session === undefined) throw new CodedError('NOT_FOUND', 'no such session', { field: 'session_id' });
+    return session;
+  }
+}
+
+function isRefusal(error: unknown): boolean {
+  return isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION';
+}

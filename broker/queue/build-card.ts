@@ -1,0 +1,52 @@
+import { approvalCardSchema, type ActionState, type ApprovalCard, type SessionState } from '../contract/index.js';
+import type { TicketWait } from '../core/index.js';
+import { previewFromTarget, type CardPreview } from './card-preview.js';
+
+export interface CardFacts {
+  readonly state: ActionState;
+  readonly wait: TicketWait;
+  /** The in-memory preview; absent after a restart (then the journaled target is shown). */
+  readonly preview: CardPreview | undefined;
+  readonly session: SessionState | undefined;
+  readonly expiresAtMs: number | null;
+  readonly credentialOf: (target: string) => string;
+}
+
+/** One approval card (DESIGN §4): journaled facts, the lane schedule's words, the preview. Never a secret. */
+export function buildCard(f: CardFacts): ApprovalCard {
+  const { state, wait } = f;
+  const preview = f.preview ?? previewFromTarget(state.target, f.credentialOf);
+  const card: ApprovalCard = {
+    ticket: wait.ticket,
+    action_id: state.action_id,
+    lane: state.lane,
+    channel: state.channel,
+    approval: state.approval,
+    state: cardState(state, wait),
+    waiting_for_ticket: wait.waiting === 'blocked_head' ? null : wait.waiting_for_ticket,
+    text: wait.text,
+    session:
+      f.session === undefined
+        ? null
+        : { session_id: f.session.session_id, status: f.session.status, pid: f.session.pid, exe: f.session.exe, cwd: f.session.cwd, parent_exe: f.session.parent_exe, client_name: f.session.client_name },
+    target: preview.target,
+    method: preview.method,
+    path: preview.path,
+    command: preview.command,
+    body_preview: preview.body_preview,
+    body_bytes: preview.body_bytes,
+    credential: preview.credential,
+    request_fingerprint: state.request_fingerprint,
+    accepted_at_ms: state.accepted_at_ms,
+    expires_at_ms: f.expiresAtMs,
+    retry_of: preview.retry_of,
+  };
+  return approvalCardSchema.parse(card);
+}
+
+function cardState(state: ActionState, wait: TicketWait): ApprovalCard['state'] {
+  if (wait.waiting === 'blocked_head') return 'blocked_head';
+  if (wait.waiting === 'dispatching') return 'dispatching';
+  if (wait.allowed) return 'approved_waiting';
+  return state.approval === 'session' && wait.waiting !== 'approval' ? 'awaiting_session' : 'pending';
+}

@@ -1,0 +1,52 @@
+import { CodedError, errorCodeMeanings, isCodedError, type ActionState, type Classification } from '../contract/index.js';
+import type { Journal } from '../journal/index.js';
+
+/**
+ * What the agent hears when the journal failed at or after the dispatch boundary. If
+ * DISPATCH_STARTED may have become durable (the journal failed while or after writing it), the
+ * honest answer is unknown — a restart's recovery would say the same — never not_attempted. The
+ * broker stopped dispatching; reconciling is the way out.
+ */
+export const journalFailedClassification: Classification = {
+  phase: 'remote_execution',
+  outcome: 'unknown',
+  retry: 'reconcile',
+  code: 'JOURNAL_UNAVAILABLE',
+  effect: 'unknown_effect',
+  outcome_basis: 'journal_failed_at_or_after_dispatch_boundary',
+  source: 'transport_observed',
+};
+
+export interface JournalFailedFacts {
+  readonly state: ActionState;
+  readonly classification: Classification;
+  readonly message: string;
+}
+
+export type DispatchJournalFailure = { readonly kind: 'closed'; readonly state: ActionState } | ({ readonly kind: 'unknown' } & JournalFailedFacts);
+
+/**
+ * DISPATCH_STARTED (or the CREDENTIAL_AUTHORIZED before it) was not accepted. A refusal because a
+ * CANCELLED won the race just before is a closure: nothing was sent, answer the cancellation. A
+ * failed journal is unknown (the row may be durable). Any other refusal is a bug and rethrows.
+ */
+export function dispatchJournalFailure(journal: Journal, actionId: string, error: unknown): DispatchJournalFailure {
+  if (isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION') {
+    const state = journal.getAction(actionId);
+    if (state !== undefined && state.dispatch_seq === null && state.outcome !== null) return { kind: 'closed', state };
+    throw error;
+  }
+  return { kind: 'unknown', ...journalFailedFacts(journal, actionId) };
+}
+
+/** The last durable state with the unknown/JOURNAL_UNAVAILABLE classification for the answer (not journaled: it cannot be). */
+export function journalFailedFacts(journal: Journal, actionId: string): JournalFailedFacts {
+  let state: ActionState | undefined;
+  try {
+    state = journal.getAction(actionId);
+  } catch (cause) {
+    throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal is closed; the action record cannot be read', { cause });
+  }
+  if (state === undefined) throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed before the action was admitted');
+  return { state, classification: journalFailedClassification, message: errorCodeMeanings.JOURNAL_UNAVAILABLE };
+}

@@ -1,0 +1,57 @@
+import { envelopeSchema, errorCodeMeanings, type ActionState, type CallerDisposition, type Classification, type Envelope } from '../contract/index.js';
+
+/**
+ * The public envelope of an action as its journaled state says it is now: for action_status, a
+ * caller that stopped waiting, and closures the queue recorded (rejected, expired, cancelled).
+ * Built only from recorded facts; an action nothing has classified yet carries no error and a null
+ * effect (it is still waiting or in flight).
+ */
+export function stateEnvelope(state: ActionState, disposition?: CallerDisposition): Envelope {
+  const c = stateClassification(state);
+  const last = state.attempts.at(-1);
+  const envelope: Envelope = {
+    invocation_id: state.action_id,
+    caller_disposition: disposition ?? state.caller_disposition ?? 'completed',
+    effect: state.effect,
+    outcome_basis: state.outcome_basis,
+    ...(c === undefined || c.code === null
+      ? {}
+      : { error: { code: c.code, phase: c.phase, outcome: c.outcome, retry: c.retry, message: errorCodeMeanings[c.code].slice(0, 1000), ...(c.retry_after_ms === undefined ? {} : { retry_after_ms: c.retry_after_ms }) } }),
+    evidence: {
+      dispatch_started: state.dispatch_seq !== null,
+      dispatch_evidence: state.dispatch_evidence,
+      request_complete: last?.request_complete ?? false,
+      response_headers_received: last?.response_started ?? false,
+      response_complete: last?.response_complete ?? false,
+      attempts: state.attempts.map((a) => ({
+        n: a.n,
+        stage: a.state === 'dispatched' ? 'dispatch_started' : (a.setup_stage ?? 'setup'),
+        outcome: a.state === 'dispatched' ? (state.outcome ?? 'unknown') : ('not_attempted' as const),
+        ...(a.connection_id === null ? {} : { connection_id: a.connection_id }),
+      })),
+      journal_seq: state.last_seq,
+      request_fingerprint: state.request_fingerprint,
+      ...(state.source === null ? {} : { source: state.source }),
+      ...(last?.response_status === null || last === undefined || state.channel !== 'http' ? {} : { response_status: last.response_status }),
+      ...(last?.exit_status === null || last === undefined ? {} : { exit_status: last.exit_status }),
+      ...(last?.exit_signal === null || last === undefined ? {} : { exit_signal: last.exit_signal }),
+      ...(state.result_id === null ? {} : { result_id: state.result_id, result_digest: state.result_digest ?? '' }),
+    },
+  };
+  return envelopeSchema.parse(envelope);
+}
+
+/** The recorded classification, or undefined while nothing has classified the action. */
+export function stateClassification(state: ActionState): Classification | undefined {
+  if (state.outcome === null || state.phase === null || state.retry === null || state.effect === null || state.outcome_basis === null || state.source === null) return undefined;
+  return {
+    phase: state.phase,
+    outcome: state.outcome,
+    retry: state.retry,
+    code: state.code,
+    effect: state.effect,
+    outcome_basis: state.outcome_basis,
+    source: state.source,
+    ...(state.retry_after_ms === null ? {} : { retry_after_ms: state.retry_after_ms }),
+  };
+}

@@ -1,0 +1,95 @@
+import { parseConfig, type PosternConfig } from '../config/index.js';
+import type { JournalEvent } from '../contract/index.js';
+import { createRandomIdSource, type OperatorActor } from '../ports/index.js';
+import { ApprovalQueue } from '../queue/approval-queue.js';
+import { executeHttpAction, type HttpActionResult } from '../queue/execute-http-action.js';
+import { ArrivalLogServer, type ArrivalLogServerOptions } from './arrival-log-server.js';
+import { createCapturedLogger } from './captured-logger.js';
+import { openHttpActionHarness, type HttpActionHarness } from './http-action-harness.js';
+import { ManualTimers } from './manual-timers.js';
+
+/**
+ * The approval queue with everything real around it: a temp journal, the real vault holding the
+ * canary credential, the HTTP channel, an arrival-log server on 127.0.0.1 and manual expiry timers
+ * driven by the FakeClock. Routes (all to the arrival server, credential docs-token):
+ * - `docs` (per_call): lane `document-{id}` for /documents/{id}, else `route:docs`; reads bypass lanes;
+ * - `plain` (none): lane `document-{id}` too, so it conflicts with docs' documents;
+ * - `sess` (session): lane `route:sess`.
+ */
+export const approvalTtlSeconds = 30;
+export const person: OperatorActor = { kind: 'person', id: 'reviewer' };
+
+export interface QueueFixture {
+  readonly h: HttpActionHarness;
+  readonly server: ArrivalLogServer;
+  readonly queue: ApprovalQueue;
+  readonly timers: ManualTimers;
+  readonly config: PosternConfig;
+  readonly logLines: string[];
+  /** Starts one POST carrying `marker` (not awaited: it may wait for a person). */
+  submit(marker: string, options?: { route?: string; path?: string; method?: string; sessionId?: string }): Promise<HttpActionResult>;
+  events(actionId: string): JournalEvent[];
+  /** The ticket of the n-th action submitted (1-based), once admitted. */
+  ticketOf(result: HttpActionResult): number;
+  dispose(): Promise<void>;
+}
+
+export function queueFixtureConfig(port: number, agentsYaml = ''): PosternConfig {
+  const route = (name: string, approval: string, lanes: boolean): string[] => [
+    `  - name: ${name}`,
+    `    base_url: http://127.0.0.1:${port}/api`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    `    approval: ${approval}`,
+    '    reads_bypass_lanes: true',
+    ...(lanes ? ['    lanes:', "      - methods: ['*']", '        path: /documents/{id}', '        lane: document-{id}'] : []),
+  ];
+  return parseConfig(
+    ['version: 1', 'agents:', `  approval_ttl_seconds: ${approvalTtlSeconds}`, agentsYaml, 'routes:', ...route('docs', 'per_call', true), ...route('plain', 'none', true), ...route('sess', 'session', false), ''].join('\n'),
+  );
+}
+
+export async function openQueueFixture(options: { agentsYaml?: string; server?: ArrivalLogServerOptions } = {}): Promise<QueueFixture> {
+  const h = await openHttpActionHarness();
+  const server = await ArrivalLogServer.start(options.server);
+  const config = queueFixtureConfig(server.port, options.agentsYaml);
+  const timers = new ManualTimers(h.temp.clock);
+  h.queue.close();
+  const { logger, lines: logLines } = createCapturedLogger();
+  const queue = ApprovalQueue.open({ journal: h.temp.journal, clock: h.temp.clock, config, timers, logger });
+  h.queue = queue;
+  const ids = createRandomIdSource(h.temp.clock);
+  return {
+    h,
+    server,
+    queue,
+    timers,
+    config,
+    logLines,
+    submit(marker, o = {}) {
+      const run = executeHttpAction(
+        { ids, clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, logger, queue, ...(o.sessionId === undefined ? {} : { sessionId: o.sessionId }) },
+        {
+          route: o.route ?? 'docs',
+          method: o.method ?? 'POST',
+          path: o.path ?? '/documents/7',
+          // A read carries its marker in the query instead (a GET has no body).
+          ...(o.method === 'GET' ? { query: { marker } } : { body: JSON.stringify({ marker }), headers: { 'content-type': 'application/json' } }),
+        },
+      );
+      run.then((r) => h.envelopes.push(r.envelope), () => undefined);
+      return run;
+    },
+    events(actionId) {
+      return [...h.temp.journal.events()].filter((e) => e.action_id === actionId);
+    },
+    ticketOf(result) {
+      return h.temp.journal.getAction(result.envelope.invocation_id)?.ticket ?? 0;
+    },
+    async dispose() {
+      queue.close();
+      await server.stop();
+      await h.dispose();
+    },
+  };
+}
