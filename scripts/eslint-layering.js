@@ -12,6 +12,8 @@ const compositionFolders = new Set(['cli', 'host', 'testing', 'queue']);
 /** What any other broker/ folder (an "I/O folder": journal, channels, vault…) may import. */
 const ioFolderMayImport = new Set(['contract', 'core', 'ports']);
 const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
+/** Contract files with no imports at all, which the renderer may load at runtime (a constant list). */
+const rendererRuntimeContract = new Set(['broker/contract/operator-methods.ts', 'broker/contract/operator-methods.js']);
 
 /** Layer of a repo-relative path: 'broker/<folder>', 'renderer', 'app', or 'other'. */
 function layerOf(relative) {
@@ -31,7 +33,8 @@ function violation(from, to, typeOnly) {
   if (source === 'broker/core') return target === 'broker/contract' ? undefined : 'broker/core may import only broker/contract';
   if (source === 'renderer') {
     if (target !== 'broker/contract') return 'renderer/ may import only types from broker/contract';
-    return typeOnly ? undefined : 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page)';
+    if (typeOnly || rendererRuntimeContract.has(to)) return undefined;
+    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts';
   }
   if (source === 'app') {
     if (target === 'broker/contract' || publicEntries.has(to)) return undefined;

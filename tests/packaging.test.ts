@@ -34,7 +34,9 @@ describe('the Electron bundles (scripts/build-app.mjs)', () => {
     const imported = new Set([...main.matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1] as string));
     expect(imported.size).toBeGreaterThan(0);
     for (const specifier of imported) {
-      const allowed = specifier.startsWith('node:') || specifier === 'electron' || Object.hasOwn(manifest.dependencies, specifier.split('/')[0] as string);
+      // The package name: the first path segment, or the first two for a scoped package (@scope/name).
+      const name = specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+      const allowed = specifier.startsWith('node:') || specifier === 'electron' || Object.hasOwn(manifest.dependencies, name);
       expect(allowed, specifier).toBe(true);
     }
   });

@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { app, BrowserWindow, dialog, ipcMain, session, type IpcMainInvokeEvent } from 'electron';
-import { brokerApiMethods, type BrokerApiMethod, type Reply } from '../../broker/contract/index.js';
+import { brokerApiMethods, type Reply } from '../../broker/contract/index.js';
 import {
   contentSecurityPolicy,
   createBrokerRuntime,
@@ -91,19 +91,17 @@ function hardenSession(): void {
 }
 
 /**
- * One ipcMain handler per BrokerApi method (exhaustive: a new method fails to compile until it is
- * bound here), answering only frames showing our bundled page.
+ * One ipcMain handler per BrokerApi method (from the contract's method list), answering only
+ * frames showing our bundled page.
  */
 function registerApiHandlers(handlers: OperatorHandlers): void {
-  const calls: { [M in BrokerApiMethod]: () => Promise<Reply<unknown>> } = {
-    status: () => handlers.status({}),
-  };
   for (const method of brokerApiMethods) {
-    ipcMain.handle(apiChannel(method), (event: IpcMainInvokeEvent): Promise<Reply<unknown>> => {
+    ipcMain.handle(apiChannel(method), (event: IpcMainInvokeEvent, input: unknown): Promise<Reply<unknown>> => {
       if (!fromOurPage(event)) {
         return Promise.resolve({ ok: false, error: { code: 'UNAUTHENTICATED', message: 'IPC from a page that is not the Postern UI.' } });
       }
-      return calls[method]();
+      // The handler parses `input` with the method's contract schema before the broker sees it.
+      return handlers[method](input);
     });
   }
 }

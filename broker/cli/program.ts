@@ -13,6 +13,8 @@ import { runHeadless } from './run-headless.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { registerVaultCommands } from './vault-commands.js';
 import { registerAuditCommands } from './audit-commands.js';
+import { registerMcpCommand } from './mcp-command.js';
+import { registerOperatorCommands } from './operator-commands.js';
 import { passphraseFromFile } from './secret-input.js';
 
 /** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
@@ -21,6 +23,7 @@ export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
 interface ServeOptions extends CommonOptions {
   port: string;
   passphraseFile?: string;
+  config?: string;
 }
 interface StatusOptions extends CommonOptions {
   json?: boolean;
@@ -60,7 +63,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     }
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
     const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
-    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase });
+    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase, ...configFile(options) });
   });
 
   withServeOptions(
@@ -69,7 +72,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     const port = parsePort(options.port);
     const dataDir = prepareDataDir(options, env);
     const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
-    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase });
+    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase, ...configFile(options) });
   });
 
   withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
@@ -82,6 +85,8 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   const context: CommandContext = { env, io, version, setResult: (code) => (result = code) };
   registerVaultCommands(program, context);
   registerAuditCommands(program, context);
+  registerMcpCommand(program, context);
+  registerOperatorCommands(program, context);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -94,7 +99,13 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
 function withServeOptions(command: Command): Command {
   return withDataDir(command)
     .option('--port <port>', 'operator UI port on 127.0.0.1 (0 picks a free one)', '0')
-    .option('--passphrase-file <file>', 'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)');
+    .option('--passphrase-file <file>', 'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)')
+    .option('--config <file>', 'routes and SSH hosts (default: <data dir>/postern.yaml)');
+}
+
+/** --config as an absolute path (the daemon may not share the CLI's working directory forever). */
+function configFile(options: ServeOptions): { configFile?: string } {
+  return options.config === undefined ? {} : { configFile: path.resolve(options.config) };
 }
 
 const portMax = 65_535;

@@ -14,6 +14,8 @@ export interface HeadlessOptions {
   stopSignal: Promise<StopSignal>;
   /** Unlocks the vault at start; zeroed here once used. */
   vaultPassphrase?: Buffer;
+  /** `--config FILE` (else <dataDir>/postern.yaml). */
+  configFile?: string;
 }
 
 /**
@@ -29,6 +31,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
     version: options.version,
     startedAtMs: systemClock.nowMs(),
     ...(options.vaultPassphrase === undefined ? {} : { vaultPassphrase: options.vaultPassphrase }),
+    ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
   }).finally(() => options.vaultPassphrase?.fill(0));
   let host: OperatorHttpHost;
   try {

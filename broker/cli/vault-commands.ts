@@ -244,7 +244,7 @@ function withCliField(error: unknown): unknown {
 }
 
 /** The daemon's reply, or undefined when no daemon listens on this data directory's control socket. */
-async function askDaemon(dataDir: string, request: ControlRequest): Promise<ControlReply | undefined> {
+async function askDaemon(dataDir: string, request: Exclude<ControlRequest, { op: 'api' }>): Promise<ControlReply | undefined> {
   try {
     return await sendControlRequest(controlSocketPath(dataDir), request);
   } catch (error) {

@@ -24,7 +24,7 @@ describe('the broker runtime and its vault', () => {
   it('opens the vault beside the journal, unlocks it at start with the passphrase, serves control.sock, and removes it on close', async () => {
     const dataDir = await initializedDir();
     const runtime = await createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from(passphrase) });
-    expect(runtime.broker.status().vault).toEqual({ state: 'unlocked' });
+    expect(runtime.status().vault).toEqual({ state: 'unlocked' });
     expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toEqual({ ok: true, value: { state: 'locked' } });
     expect(runtime.vault.state()).toBe('locked');
     await runtime.close();
@@ -38,7 +38,7 @@ describe('the broker runtime and its vault', () => {
     });
     expect(existsSync(controlSocketPath(dataDir))).toBe(false);
     const runtime = await createBrokerRuntime({ dataDir, ...options });
-    expect(runtime.broker.status().vault).toEqual({ state: 'locked' });
+    expect(runtime.status().vault).toEqual({ state: 'locked' });
     await runtime.close();
   });
 

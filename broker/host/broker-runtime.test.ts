@@ -19,13 +19,13 @@ describe('the broker runtime', () => {
     // Stop just after DISPATCH_STARTED: the action is in flight and unknown.
     const cut = script.findIndex((e) => e.kind === 'DISPATCH_STARTED') + 1;
     for (const event of script.slice(0, cut)) await runtime.journal.append(event);
-    const status = brokerStatusSchema.parse(runtime.broker.status());
+    const status = brokerStatusSchema.parse(runtime.status());
     expect(status.journal).toMatchObject({ state: 'open', events: cut, last_seq: cut, recovered_at_open: 0 });
     expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 1 });
     expect(status.vault).toEqual({ state: 'uninitialized' });
     await runtime.close();
-    expect(runtime.broker.status().journal.state).toBe('closed');
-    expect(runtime.broker.status().vault).toEqual({ state: 'locked' });
+    expect(runtime.status().journal.state).toBe('closed');
+    expect(runtime.status().vault).toEqual({ state: 'locked' });
   });
 
   it('when reopened after a stop mid-dispatch, recovery is counted and the action stays unknown, no longer in flight', async () => {
@@ -37,7 +37,7 @@ describe('the broker runtime', () => {
     await first.close();
 
     const second = await createBrokerRuntime({ dataDir: dir.path, ...options });
-    const status = second.broker.status();
+    const status = second.status();
     expect(status.journal).toMatchObject({ recovered_at_open: 1, events: cut + 1 });
     expect(status.actions).toEqual({ total: 1, in_flight: 0, unknown: 1 });
     expect(second.journal.getAction('act_runtime0000002')).toMatchObject({ outcome: 'unknown', outcome_basis: 'broker_restart_after_dispatch' });
@@ -55,7 +55,7 @@ describe('the broker runtime', () => {
     expect(read).toMatchObject({ journal: { state: 'closed', events: 3, last_seq: 3, recovered_at_open: 0 }, actions: { total: 1, in_flight: 1, unknown: 0 } });
     expect(read.journal.schema_version).toBeGreaterThanOrEqual(1);
     await runtime.journal.append(script[3] as (typeof script)[number]);
-    expect(runtime.broker.status().journal.events).toBe(4);
+    expect(runtime.status().journal.events).toBe(4);
     await runtime.close();
   });
 });

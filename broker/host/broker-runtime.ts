@@ -1,10 +1,20 @@
+import os from 'node:os';
+import path from 'node:path';
+import pino, { type Logger } from 'pino';
+import { processAlive, startAgentSocket } from '../agent/index.js';
+import { HttpChannel } from '../channels/http/index.js';
+import { SshChannel } from '../channels/ssh/index.js';
 import type { BrokerStatus } from '../contract/index.js';
 import { loadConfig, type PosternConfig } from '../config/index.js';
-import { Journal, readJournalSnapshot } from '../journal/index.js';
-import { systemClock, type Clock, type DispatchGate } from '../ports/index.js';
+import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
+import { createRandomIdSource, systemClock, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
+import { ApprovalQueue, createAgentBackend } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
+import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
 import type { OperatorBroker } from './operator-broker.js';
+import { createOperatorHandlers } from './operator-handlers.js';
+import { createOperatorReads } from './operator-reads.js';
 
 export interface BrokerRuntimeOptions {
   dataDir: string;
@@ -17,11 +27,17 @@ export interface BrokerRuntimeOptions {
   /** Vault idle lock (default 15 min, 0 = never) and Argon2id cost for a new vault ('min' in tests only). */
   vaultIdleLockMs?: number;
   vaultKdf?: KdfStrength;
+  /** `--config FILE`; defaults to <dataDir>/postern.yaml (absent file: no routes). */
+  configFile?: string;
+  /** Structured log sink (default: pino on stderr at POSTERN_LOG_LEVEL, else warn). */
+  logger?: Logger;
 }
 
 /** The running broker as its hosts (CLI daemon, Electron main) see it. */
 export interface BrokerRuntime {
   readonly broker: OperatorBroker;
+  /** The broker's health now (the operator API's `status`, synchronously). */
+  status(): BrokerStatus;
   readonly journal: Journal;
   /** The journal as channels see it: observations and the durable dispatch boundary. */
   readonly gate: DispatchGate;
@@ -29,23 +45,62 @@ export interface BrokerRuntime {
   readonly vault: Vault;
   /** The routes from `postern.yaml` in the data directory, checked at start (none if the file is absent). */
   readonly config: PosternConfig;
+  /** Where agents connect (MCP over a 0600 Unix socket in a 0700 directory). */
+  readonly agentSocketPath: string;
+  /** Stops intake (agent socket, control socket), then closes the queue, vault and journal. */
   close(): Promise<void>;
 }
 
 /**
  * THE seam where the broker's parts are composed for a data directory. Both composition roots
  * (`postern daemon` / `postern start` in broker/cli, and app/main) call only this. Opening the
- * journal runs its migrations and recovery before anything else can append.
+ * journal runs its migrations and recovery before anything else can append; the agent socket opens
+ * only after the queue has rebuilt its lanes from the journal, and the control socket last.
  */
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
   // Before the journal: opening it runs recovery, which must never happen under a live broker.
   await refuseIfBrokerRunning(options.dataDir);
   // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
-  const config = loadConfig({ dataDir: options.dataDir });
-  const journal = await Journal.open({ dataDir: options.dataDir, clock: options.clock ?? systemClock });
-  const { vault, closeVault } = await openRuntimeVault(options, journal);
-  const broker: OperatorBroker = {
-    status: () => {
+  const config = loadConfig({ dataDir: options.dataDir, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? brokerLogger();
+  const journal = await Journal.open({ dataDir: options.dataDir, clock });
+  const closers: Array<() => Promise<void> | void> = [() => journal.close()];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.splice(0).reverse()) await close();
+  };
+  try {
+    const vault = await openVault({ dataDir: options.dataDir, clock, idleLockMs: options.vaultIdleLockMs, kdf: options.vaultKdf });
+    closers.push(() => vault.close());
+    // Before unlock: the journal signs checkpoints while unlocked and one last one at each lock.
+    journal.attachVault(vault);
+    if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
+
+    const results = ResultStore.open(path.join(options.dataDir, journalFileName));
+    closers.push(() => results.close());
+    const httpChannel = new HttpChannel({ gate: journal });
+    closers.push(() => httpChannel.close());
+    const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir });
+    const queue = ApprovalQueue.open({ journal, clock, config, logger });
+    closers.push(() => queue.close());
+    const backend = await createAgentBackend({
+      journal,
+      results,
+      queue,
+      config,
+      clock,
+      ids: createRandomIdSource(clock),
+      vault,
+      httpChannel,
+      sshChannel,
+      logger,
+      processAlive,
+    });
+    closers.push(() => backend.close());
+    const agentSocket = await startAgentSocket({ dataDir: options.dataDir, backend, logger, version: options.version });
+    closers.push(() => agentSocket.close());
+
+    const status = (): BrokerStatus => {
       const stats = journal.stats();
       const counts = stats.state === 'closed' ? { total: 0, in_flight: 0, unknown: 0 } : journal.actionCounts();
       return {
@@ -63,29 +118,53 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         actions: { ...counts },
         vault: { state: vault.state() },
       };
-    },
-  };
-  return { broker, journal, gate: journal, vault, config, close: () => closeVault().finally(() => journal.close()) };
+    };
+    // Operator decisions are a person's: the operator surfaces are the broker user's own.
+    const actor: OperatorActor = { kind: 'person', id: operatorName() };
+    const broker: OperatorBroker = {
+      status,
+      'approvals.list': () => ({ cards: queue.cards() }),
+      'approvals.approve': (input) => queue.approve(input.ticket, actor),
+      'approvals.reject': (input) => queue.reject(input.ticket, actor, input.reason),
+      'approvals.cancel': (input) => queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
+      'approvals.abandon': (input) => queue.abandon(input.ticket, actor, input.reason),
+      'sessions.approve': (input) => queue.approveSession(input.session_id, actor),
+      'sessions.revoke': (input) => queue.revokeSession(input.session_id, actor, input.reason),
+      ...createOperatorReads(journal, queue),
+    };
+    const control = await startControlSocket({
+      dataDir: options.dataDir,
+      vault,
+      handlers: createOperatorHandlers(broker),
+      refuseApiPeer: createAgentDescendantGuard({ liveSessions: () => journal.listSessions({ status: ['pending', 'approved'] }) }),
+    });
+    closers.push(() => control.close());
+    return {
+      broker,
+      status,
+      journal,
+      gate: journal,
+      vault,
+      config,
+      agentSocketPath: agentSocket.path,
+      close: closeAll,
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
 }
 
-/**
- * The vault and its control socket, opened after the journal. If any step fails, what was opened
- * is closed again (the journal included) before the error goes up.
- */
-async function openRuntimeVault(options: BrokerRuntimeOptions, journal: Journal): Promise<{ vault: Vault; closeVault: () => Promise<void> }> {
-  let vault: Vault | undefined;
+/** Structured logs on stderr: ids and closed-set values only (the executors never log targets or secrets). */
+function brokerLogger(): Logger {
+  return pino({ name: 'postern', level: process.env['POSTERN_LOG_LEVEL'] ?? 'warn' }, pino.destination(2));
+}
+
+function operatorName(): string {
   try {
-    vault = await openVault({ dataDir: options.dataDir, clock: options.clock ?? systemClock, idleLockMs: options.vaultIdleLockMs, kdf: options.vaultKdf });
-    // Before unlock: the journal signs checkpoints while unlocked and one last one at each lock.
-    journal.attachVault(vault);
-    if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
-    const control = await startControlSocket({ dataDir: options.dataDir, vault });
-    const opened = vault;
-    return { vault: opened, closeVault: () => control.close().finally(() => opened.close()) };
-  } catch (error) {
-    await vault?.close();
-    await journal.close();
-    throw error;
+    return os.userInfo().username.slice(0, 200) || 'operator';
+  } catch {
+    return 'operator';
   }
 }
 

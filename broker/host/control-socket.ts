@@ -1,10 +1,12 @@
-import { lstatSync, unlinkSync } from 'node:fs';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { lstatSync } from 'node:fs';
+import { createConnection, createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { CodedError, isCodedError, type ErrorCode } from '../contract/index.js';
+import { brokerApiMethods, CodedError, isCodedError, type ErrorCode, type Reply } from '../contract/index.js';
 import type { VaultState } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
+import { listenPrivately, unlinkIfSocket } from '../agent/private-socket.js';
+import type { OperatorHandlers } from './operator-handlers.js';
 
 /**
  * The daemon's local control socket: how `postern vault unlock` / `lock` reach the vault that lives
@@ -25,6 +27,8 @@ const requestSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('unlock'), passphrase: z.string().min(1).max(1_024) }),
   z.strictObject({ op: z.literal('lock') }),
   z.strictObject({ op: z.literal('vault_status') }),
+  // The operator API (approvals, sessions, actions, activity) for the CLI; the handler parses input.
+  z.strictObject({ op: z.literal('api'), method: z.enum(brokerApiMethods), input: z.unknown().optional() }),
 ]);
 export type ControlRequest = z.infer<typeof requestSchema>;
 
@@ -33,6 +37,8 @@ export interface ControlValue {
   credentials?: number;
 }
 export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: { code: string; message: string; field?: string } };
+/** What an `api` request answers: the operator method's own Reply. */
+export type ControlApiReply = Reply<unknown>;
 
 export interface ControlSocket {
   readonly path: string;
@@ -47,7 +53,16 @@ export function controlSocketPath(dataDir: string): string {
  * Listens on `<dataDir>/control.sock`. A socket file left by a crashed daemon is replaced; one a
  * live daemon answers on means this data directory is in use, and we refuse to start a second.
  */
-export async function startControlSocket(options: { dataDir: string; vault: Vault }): Promise<ControlSocket> {
+export interface ControlSocketOptions {
+  dataDir: string;
+  vault: Vault;
+  /** The operator API for `op: "api"` requests (the CLI's approvals, sessions, actions, activity). */
+  handlers?: OperatorHandlers;
+  /** Refuses an operator API caller (e.g. a process descended from an agent); undefined admits it. */
+  refuseApiPeer?: (socket: Socket) => CodedError | undefined;
+}
+
+export async function startControlSocket(options: ControlSocketOptions): Promise<ControlSocket> {
   const socketPath = controlSocketPath(options.dataDir);
   if (Buffer.byteLength(socketPath) > socketPathBytesMax) {
     throw new CodedError('INVALID_ARGUMENT', `the data directory path is too long for its control socket (max ${socketPathBytesMax} bytes for ${controlSocketFileName})`, {
@@ -63,7 +78,7 @@ export async function startControlSocket(options: { dataDir: string; vault: Vaul
     }
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
-    serveConnection(socket, options.vault);
+    serveConnection(socket, options);
   });
   await listenPrivately(server, socketPath);
   return {
@@ -75,22 +90,6 @@ export async function startControlSocket(options: { dataDir: string; vault: Vaul
       unlinkIfSocket(socketPath);
     },
   };
-}
-
-/** umask 0o177 around listen: the socket is created 0600 with no window where it is wider. */
-async function listenPrivately(server: Server, socketPath: string): Promise<void> {
-  const previous = process.umask(0o177);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  } finally {
-    process.umask(previous);
-  }
 }
 
 /**
@@ -117,16 +116,8 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
   unlinkIfSocket(socketPath);
 }
 
-function unlinkIfSocket(socketPath: string): void {
-  try {
-    if (lstatSync(socketPath).isSocket()) unlinkSync(socketPath);
-  } catch {
-    // Already gone.
-  }
-}
-
 /** One request at a time: the next line is read only after the previous reply was written. */
-function serveConnection(socket: Socket, vault: Vault): void {
+function serveConnection(socket: Socket, options: ControlSocketOptions): void {
   socket.setTimeout(controlIdleMs, () => socket.destroy());
   let buffered = Buffer.alloc(0);
   let busy = false;
@@ -138,7 +129,7 @@ function serveConnection(socket: Socket, vault: Vault): void {
       for (;;) {
         const newline = buffered.indexOf(0x0a);
         if (newline < 0) break;
-        const reply = await handleLine(buffered.subarray(0, newline), vault);
+        const reply = await handleLine(buffered.subarray(0, newline), socket, options);
         // Data that arrived meanwhile was appended after the line; keep it, and overwrite the line
         // (it may have held a passphrase) before dropping it.
         const rest = Buffer.from(buffered.subarray(newline + 1));
@@ -169,7 +160,8 @@ function serveConnection(socket: Socket, vault: Vault): void {
   socket.on('close', () => buffered.fill(0));
 }
 
-async function handleLine(line: Buffer, vault: Vault): Promise<ControlReply> {
+async function handleLine(line: Buffer, socket: Socket, options: ControlSocketOptions): Promise<ControlReply | ControlApiReply> {
+  const { vault, handlers } = options;
   if (line.length > controlLineBytesMax) return errorReply(new CodedError('PAYLOAD_LIMIT', `a request line is at most ${controlLineBytesMax} bytes`));
   let parsed: unknown;
   try {
@@ -181,7 +173,13 @@ async function handleLine(line: Buffer, vault: Vault): Promise<ControlReply> {
   if (!request.success) {
     // zod issues can quote input values (a passphrase); name only the path.
     const field = request.error.issues[0]?.path.join('.') || 'op';
-    return errorReply(new CodedError('INVALID_ARGUMENT', 'not a valid control request (ops: unlock, lock, vault_status)', { field }));
+    return errorReply(new CodedError('INVALID_ARGUMENT', 'not a valid control request (ops: unlock, lock, vault_status, api)', { field }));
+  }
+  if (request.data.op === 'api') {
+    if (handlers === undefined) return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
+    const refused = options.refuseApiPeer?.(socket);
+    if (refused !== undefined) return errorReply(refused);
+    return handlers[request.data.method](request.data.input ?? {});
   }
   try {
     return { ok: true, value: await perform(request.data, vault) };
@@ -190,7 +188,7 @@ async function handleLine(line: Buffer, vault: Vault): Promise<ControlReply> {
   }
 }
 
-async function perform(request: ControlRequest, vault: Vault): Promise<ControlValue> {
+async function perform(request: Exclude<ControlRequest, { op: 'api' }>, vault: Vault): Promise<ControlValue> {
   switch (request.op) {
     case 'unlock': {
       const passphrase = Buffer.from(request.passphrase, 'utf8');
@@ -218,8 +216,8 @@ function errorReply(error: unknown): ControlReply {
   return { ok: false, error: { code, message: 'the control request failed unexpectedly' } };
 }
 
-/** Replies are small; a reply longer than this is not ours. */
-const replyBytesMax = 4 * 1024;
+/** Vault replies are small; operator API replies (cards, activity pages) are bounded pages. */
+const replyBytesMax = 32 * 1024 * 1024;
 /** A local daemon answers within milliseconds; an unlock waits for Argon2id (~1 s at moderate). */
 export const controlRequestTimeoutMs = 15_000;
 
@@ -227,7 +225,9 @@ export const controlRequestTimeoutMs = 15_000;
  * The client side (used by `postern vault unlock|lock`): one request, one reply. Rejects with the
  * socket error (ENOENT / ECONNREFUSED mean "no daemon is running here").
  */
-export function sendControlRequest(socketPath: string, request: ControlRequest, timeoutMs = controlRequestTimeoutMs): Promise<ControlReply> {
+export function sendControlRequest(socketPath: string, request: Exclude<ControlRequest, { op: 'api' }>, timeoutMs?: number): Promise<ControlReply>;
+export function sendControlRequest(socketPath: string, request: Extract<ControlRequest, { op: 'api' }>, timeoutMs?: number): Promise<ControlApiReply>;
+export function sendControlRequest(socketPath: string, request: ControlRequest, timeoutMs = controlRequestTimeoutMs): Promise<ControlReply | ControlApiReply> {
   return new Promise((resolve, reject) => {
     const socket = createConnection(socketPath);
     let received = Buffer.alloc(0);
@@ -246,7 +246,7 @@ export function sendControlRequest(socketPath: string, request: ControlRequest, 
         const text = received.subarray(0, newline).toString('utf8');
         finish(() => {
           try {
-            resolve(JSON.parse(text) as ControlReply);
+            resolve(JSON.parse(text) as ControlReply | ControlApiReply);
           } catch {
             reject(new CodedError('INTERNAL', 'the daemon sent a malformed reply'));
           }

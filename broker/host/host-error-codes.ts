@@ -7,6 +7,8 @@ export const hostErrorMeanings = {
   HOST_NOT_ALLOWED: 'The Host header is not 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence).',
   NOT_FOUND: 'No asset or API method at this path.',
   METHOD_NOT_ALLOWED: 'This path does not accept the HTTP method used.',
+  INVALID_ARGUMENT: 'The API request body is not JSON.',
+  PAYLOAD_LIMIT: 'The API request body is larger than the host accepts.',
   INTERNAL: 'The host failed while answering; a bug, see the daemon log.',
   RENDERER_NOT_BUILT: 'The operator UI bundle is missing; run `npm run build:renderer`.',
 } as const;

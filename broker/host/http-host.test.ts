@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { brokerStatusSchema, CodedError, type BrokerStatus } from '../contract/index.js';
+import { brokerApiMethods, brokerStatusSchema, CodedError, type BrokerStatus } from '../contract/index.js';
 import { createBrokerRuntime, type BrokerRuntime, type BrokerRuntimeOptions } from './broker-runtime.js';
 import { closeGraceMs, headersTimeoutMs, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
 import { createOperatorHandlers } from './operator-handlers.js';
@@ -203,9 +203,9 @@ describe('the operator HTTP host', () => {
     });
 
     it('answers the wrong verb with 405 and says which one to use', async () => {
-      const answer = await send(host.port, '/api/status', bearer, 'POST');
+      const answer = await send(host.port, '/api/approvals.approve', bearer, 'GET');
       expect(answer.status).toBe(405);
-      expect(answer.headers.allow).toBe('GET');
+      expect(answer.headers.allow).toBe('POST');
       expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'METHOD_NOT_ALLOWED' } });
     });
   });
@@ -245,8 +245,10 @@ describe('when the handlers fail', () => {
     host = undefined;
   });
 
-  async function hostFor(broker: OperatorBroker): Promise<OperatorHttpHost> {
-    host = await startOperatorHttpHost({ handlers: createOperatorHandlers(broker), rendererDir, port: 0 });
+  /** A broker whose status is scripted; every other method would be a test bug, so it throws. */
+  async function hostFor(scripted: Pick<OperatorBroker, 'status'>): Promise<OperatorHttpHost> {
+    const broker = Object.fromEntries(brokerApiMethods.map((m) => [m, () => { throw new Error(`unexpected ${m}`); }]));
+    host = await startOperatorHttpHost({ handlers: createOperatorHandlers({ ...broker, ...scripted } as OperatorBroker), rendererDir, port: 0 });
     return host;
   }
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BrokerApiMethod, Reply } from '../contract/index.js';
+import { brokerApiMethods, brokerApiReadMethods, type BrokerApiMethod, type Reply } from '../contract/index.js';
 import { bearerToken, mintAccessToken, parseCookies, tokensEqual } from './access-token.js';
 import type { HostErrorCode } from './host-error-codes.js';
 import type { OperatorHandlers } from './operator-handlers.js';
@@ -48,15 +48,8 @@ const securityHeaders: Readonly<Record<string, string>> = {
   'Cache-Control': 'no-store',
 };
 
-/**
- * How each BrokerApi method is reached over HTTP. Exhaustive over the contract's map, so a new
- * method fails to compile until it has a binding here. Every method so far takes no input and is
- * a GET; a method with input will need a POST binding that validates its body against the
- * contract's schema before calling the handler.
- */
-const apiRoutes: { [M in BrokerApiMethod]: { verb: 'GET'; call: (h: OperatorHandlers) => Promise<Reply<unknown>> } } = {
-  status: { verb: 'GET', call: (h) => h.status({}) },
-};
+/** An operator API request body is small JSON (a ticket and a reason at most). */
+const apiBodyBytesMax = 64 * 1024;
 
 /**
  * The headless operator host: the built renderer and the operator API on 127.0.0.1, behind a
@@ -160,24 +153,57 @@ function authenticated(req: IncomingMessage, port: number, token: string): boole
   return fromHeader !== undefined && tokensEqual(token, fromHeader);
 }
 
+/**
+ * /api/<method> for every operator method in the contract's list: POST with a JSON body (the
+ * input), or GET with an empty input for the read-only methods. The handler parses the input.
+ */
 async function serveApi(ctx: RequestContext, name: string): Promise<void> {
   const { req, res } = ctx;
-  if (!Object.hasOwn(apiRoutes, name)) {
+  if (!(brokerApiMethods as readonly string[]).includes(name)) {
     sendError(res, 404, 'NOT_FOUND', `No operator API method "${name}".`, '/api/');
     return;
   }
-  const route = apiRoutes[name as BrokerApiMethod];
-  if (req.method !== route.verb) {
-    res.setHeader('Allow', route.verb);
-    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use ${route.verb} for /api/${name}.`, '/api/');
+  const method = name as BrokerApiMethod;
+  const allowed = brokerApiReadMethods.has(method) ? 'GET, POST' : 'POST';
+  if (req.method !== 'POST' && !(req.method === 'GET' && brokerApiReadMethods.has(method))) {
+    res.setHeader('Allow', allowed);
+    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use ${allowed} for /api/${name}.`, '/api/');
     return;
   }
-  const reply = await route.call(ctx.handlers);
+  let input: unknown = {};
+  if (req.method === 'POST') {
+    const body = await readBody(req, apiBodyBytesMax);
+    if (body === undefined) {
+      sendError(res, 413, 'PAYLOAD_LIMIT', `The request body is over ${apiBodyBytesMax} bytes.`, '/api/');
+      return;
+    }
+    try {
+      input = body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as unknown);
+    } catch {
+      sendError(res, 400, 'INVALID_ARGUMENT', 'The request body is not JSON.', '/api/');
+      return;
+    }
+  }
+  const reply = await ctx.handlers[method](input);
   sendJson(res, reply.ok ? 200 : replyErrorStatus(reply.error.code), reply);
+}
+
+/** The body, or undefined once it passes the limit (the rest is not read). */
+async function readBody(req: IncomingMessage, bytesMax: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    total += buffer.length;
+    if (total > bytesMax) return undefined;
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks);
 }
 
 function replyErrorStatus(code: string): number {
   if (code === 'INVALID_ARGUMENT') return 400;
+  if (code === 'NOT_FOUND') return 404;
   if (code === 'INTERNAL') return 500;
   return 409;
 }

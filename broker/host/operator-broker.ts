@@ -1,10 +1,10 @@
-import type { BrokerStatus } from '../contract/index.js';
+import type { BrokerApi, BrokerApiMethod, OperatorInput } from '../contract/index.js';
 
 /**
- * What the operator surfaces (HTTP host, Electron IPC) need from the broker. Kept this small on
- * purpose: the host depends on this seam, never on the journal or the queue directly, so either can
- * change without touching the transport code.
+ * What the operator surfaces (HTTP host, control socket, Electron IPC) need from the broker: one
+ * function per operator method, given input the handlers already parsed with the contract's
+ * schema. The host depends on this seam, never on the journal or the queue directly.
  */
-export interface OperatorBroker {
-  status(): BrokerStatus;
-}
+export type OperatorBroker = {
+  [M in BrokerApiMethod]: (input: OperatorInput<M>) => BrokerApi[M]['output'] | Promise<BrokerApi[M]['output']>;
+};

@@ -12,11 +12,11 @@ function fetchAnswering(answer: () => Response | Promise<Response>) {
 }
 
 describe('the HTTP operator API', () => {
-  it('GETs /api/status with the session cookie and returns the Reply', async () => {
+  it('POSTs the input to /api/status with the session cookie and returns the Reply', async () => {
     const reply = { ok: true, value: { mode: 'headless' } };
     const { fetchFn, requests } = fetchAnswering(() => Response.json(reply));
     expect(await createHttpOperatorApi(fetchFn).status({})).toEqual(reply);
-    expect(requests).toEqual([{ url: '/api/status', init: expect.objectContaining({ method: 'GET', credentials: 'same-origin' }) }]);
+    expect(requests).toEqual([{ url: '/api/status', init: expect.objectContaining({ method: 'POST', credentials: 'same-origin', body: '{}' }) }]);
   });
 
   it('passes a coded error Reply from the host through, whatever the HTTP status', async () => {

@@ -1,26 +1,26 @@
-import type { BrokerApiMethod, BrokerStatus, Reply } from '../../../broker/contract/index.js';
+import type { BrokerApiMethod, Reply } from '../../../broker/contract/index.js';
+import { brokerApiMethods } from '../../../broker/contract/operator-methods.js';
 import { clientError, type OperatorApi } from './operator-api.js';
 
-/** Where each method lives on the headless host (broker/host/http-host.ts mirrors this table). */
-const routes = {
-  status: { verb: 'GET', path: '/api/status' },
-} as const satisfies Record<BrokerApiMethod, { verb: 'GET'; path: string }>;
-
 /**
- * The operator API over HTTP for the headless host. Authentication is the HttpOnly session cookie
- * the host set when the tokened URL was opened; this code never sees the token.
+ * The operator API over HTTP for the headless host: POST /api/<method> with the input as JSON (the
+ * host's table in broker/host/http-host.ts is derived from the same method list). Authentication is
+ * the HttpOnly session cookie the host set when the tokened URL was opened; this code never sees
+ * the token.
  */
 export function createHttpOperatorApi(fetchFn: typeof fetch): OperatorApi {
-  return {
-    status: () => call<BrokerStatus>(fetchFn, 'status'),
-  };
+  return Object.fromEntries(brokerApiMethods.map((method) => [method, (input: unknown) => call(fetchFn, method, input)])) as OperatorApi;
 }
 
-async function call<T>(fetchFn: typeof fetch, method: BrokerApiMethod): Promise<Reply<T>> {
-  const route = routes[method];
+async function call(fetchFn: typeof fetch, method: BrokerApiMethod, input: unknown): Promise<Reply<unknown>> {
   let response: Response;
   try {
-    response = await fetchFn(route.path, { method: route.verb, credentials: 'same-origin', headers: { Accept: 'application/json' } });
+    response = await fetchFn(`/api/${method}`, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: JSON.stringify(input ?? {}),
+    });
   } catch {
     return clientError('BROKER_UNREACHABLE', 'The broker did not answer. Is the daemon still running?');
   }
@@ -31,7 +31,7 @@ async function call<T>(fetchFn: typeof fetch, method: BrokerApiMethod): Promise<
     return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} without a JSON reply.`);
   }
   if (!isReply(body)) return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} with an unexpected body.`);
-  return body as Reply<T>;
+  return body;
 }
 
 function isReply(value: unknown): value is Reply<unknown> {

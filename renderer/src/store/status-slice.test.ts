@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BrokerStatus, Reply } from '../../../broker/contract/index.js';
+import { brokerApiMethods } from '../../../broker/contract/operator-methods.js';
 import type { OperatorApi } from '../api/operator-api.js';
 import { createAppStore } from './app-store.js';
 
@@ -17,12 +18,10 @@ const status: BrokerStatus = {
 function controllableApi() {
   const pending: Array<(reply: Reply<BrokerStatus>) => void> = [];
   let calls = 0;
-  const api: OperatorApi = {
-    status: () => {
-      calls += 1;
-      return new Promise((resolve) => pending.push(resolve));
-    },
-  };
+  const api = onlyStatus(() => {
+    calls += 1;
+    return new Promise((resolve) => pending.push(resolve));
+  });
   return { api, pending, calls: () => calls };
 }
 
@@ -48,8 +47,14 @@ describe('the status slice', () => {
   });
 
   it('when the bridge rejects instead of replying, it shows BROKER_UNREACHABLE', async () => {
-    const store = createAppStore({ status: () => Promise.reject(new Error('ipc gone')) });
+    const store = createAppStore(onlyStatus(() => Promise.reject(new Error('ipc gone'))));
     await store.getState().refreshStatus();
     expect(store.getState().statusView).toMatchObject({ phase: 'error', error: { code: 'BROKER_UNREACHABLE' } });
   });
 });
+
+/** An api whose status is scripted; every other method rejects (this slice must never call them). */
+function onlyStatus(status: OperatorApi['status']): OperatorApi {
+  const rest = Object.fromEntries(brokerApiMethods.map((m) => [m, () => Promise.reject(new Error(`status slice called ${m}`))]));
+  return { ...rest, status } as OperatorApi;
+}

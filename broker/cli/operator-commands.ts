@@ -1,0 +1,161 @@
+import type { Command } from 'commander';
+import { CodedError, ErrorCode, isMember, type ApprovalCard, type BrokerApi, type BrokerApiMethod } from '../contract/index.js';
+import { controlSocketPath, sendControlRequest } from '../host/index.js';
+import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+
+interface JsonOptions extends CommonOptions {
+  json?: boolean;
+}
+interface ReasonOptions extends CommonOptions {
+  reason?: string;
+}
+interface ActivityOptions extends JsonOptions {
+  from?: string;
+  limit?: string;
+  session?: string;
+  lane?: string;
+  action?: string;
+}
+
+/**
+ * The operator CLI: `postern approvals list|approve|reject|cancel|abandon`, `postern actions show`,
+ * `postern sessions [approve|revoke]`, `postern activity`. Every command is one operator API call
+ * over the running daemon's control socket (0600 in the 0700 data directory) — the same API the
+ * desktop UI uses. Agents never reach it: their socket speaks only the six MCP tools.
+ */
+export function registerOperatorCommands(program: Command, context: CommandContext): void {
+  const { env, io } = context;
+  const call = async <M extends BrokerApiMethod>(options: CommonOptions, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
+    callOperator(prepareDataDir(options, env), method, input);
+
+  const approvals = program.command('approvals').description('Approval cards in ticket order, and the decisions a person makes on them.');
+  withDataDir(approvals.command('list').description('Open cards, grouped by lane, in ticket order.'))
+    .option('--json', 'print one JSON object')
+    .action(async (options: JsonOptions) => {
+      const { cards } = await call(options, 'approvals.list', {});
+      if (options.json === true) return io.out(JSON.stringify({ cards }));
+      if (cards.length === 0) return io.out('No open approval cards.');
+      for (const card of cards) io.out(cardLine(card));
+    });
+  withDataDir(approvals.command('approve').argument('<ticket>', 'ticket number').description('Approve a ticket (it is sent when it reaches the head of its lane).')).action(
+    async (ticket: string, options: CommonOptions) => {
+      const result = await call(options, 'approvals.approve', { ticket: ticketNumber(ticket) });
+      io.out(`Ticket #${result.ticket} approved (journal seq ${result.journal_seq}).`);
+    },
+  );
+  withDataDir(approvals.command('reject').argument('<ticket>', 'ticket number').description('Reject a ticket with a reason; it is never sent.'))
+    .requiredOption('--reason <text>', 'why (recorded in the journal)')
+    .action(async (ticket: string, options: ReasonOptions) => {
+      const result = await call(options, 'approvals.reject', { ticket: ticketNumber(ticket), reason: options.reason ?? '' });
+      io.out(`Ticket #${result.ticket} rejected (journal seq ${result.journal_seq}).`);
+    });
+  withDataDir(approvals.command('cancel').argument('<ticket>', 'ticket number').description('Cancel a ticket that has not been sent (even an approved one).'))
+    .option('--reason <text>', 'why (recorded in the journal)')
+    .action(async (ticket: string, options: ReasonOptions) => {
+      const result = await call(options, 'approvals.cancel', { ticket: ticketNumber(ticket), ...(options.reason === undefined ? {} : { reason: options.reason }) });
+      io.out(`Ticket #${result.ticket} cancelled (journal seq ${result.journal_seq}).`);
+    });
+  withDataDir(approvals.command('abandon').argument('<ticket>', 'ticket number').description('Release the lane behind a blocked head whose outcome is unknown. The outcome stays unknown.'))
+    .requiredOption('--reason <text>', 'why (recorded in the journal)')
+    .action(async (ticket: string, options: ReasonOptions) => {
+      const result = await call(options, 'approvals.abandon', { ticket: ticketNumber(ticket), reason: options.reason ?? '' });
+      io.out(`Ticket #${result.ticket} abandoned; its lane moves on. Its outcome stays unknown (journal seq ${result.journal_seq}).`);
+    });
+
+  const actions = program.command('actions').description('Actions as the journal records them.');
+  withDataDir(actions.command('show').argument('<action_id>', 'the action (invocation) id').description("One action's state, queue position and events."))
+    .option('--json', 'print one JSON object')
+    .action(async (actionId: string, options: JsonOptions) => {
+      const shown = await call(options, 'actions.show', { action_id: actionId });
+      if (options.json === true) return io.out(JSON.stringify(shown));
+      const s = shown.state;
+      io.out(`${s.action_id}  ticket #${s.ticket ?? '-'}  lane ${s.lane ?? '(none)'}  ${s.target}`);
+      io.out(`  stage ${s.stage}  decision ${s.decision ?? '-'}  outcome ${s.outcome ?? '-'}  phase ${s.phase ?? '-'}  retry ${s.retry ?? '-'}  code ${s.code ?? '-'}`);
+      io.out(`  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`);
+      if (shown.queue !== null) io.out(`  queue: ${shown.queue.text}`);
+      for (const e of shown.events) io.out(`  #${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind}${e.summary === '' ? '' : `  ${e.summary}`}`);
+    });
+
+  const sessions = program.command('sessions').description('Agent sessions: one per agent process.');
+  withDataDir(sessions.command('list', { isDefault: true }).description('Every session with status and call counts.'))
+    .option('--json', 'print one JSON object')
+    .action(async (options: JsonOptions) => {
+      const { sessions: list } = await call(options, 'sessions.list', {});
+      if (options.json === true) return io.out(JSON.stringify({ sessions: list }));
+      if (list.length === 0) return io.out('No agent sessions yet.');
+      for (const s of list) {
+        io.out(`${s.session_id}  ${s.status}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}`);
+      }
+    });
+  withDataDir(sessions.command('approve').argument('<session_id>').description('Approve an agent process once; its session-approval calls may proceed.')).action(
+    async (sessionId: string, options: CommonOptions) => {
+      const s = await call(options, 'sessions.approve', { session_id: sessionId });
+      io.out(`Session ${s.session_id} approved (pid ${s.pid}).`);
+    },
+  );
+  withDataDir(sessions.command('revoke').argument('<session_id>').description('Revoke a session: new calls are refused, undispatched tickets cancelled.'))
+    .requiredOption('--reason <text>', 'why (recorded in the journal)')
+    .action(async (sessionId: string, options: ReasonOptions) => {
+      const s = await call(options, 'sessions.revoke', { session_id: sessionId, reason: options.reason ?? '' });
+      io.out(`Session ${s.session_id} revoked.`);
+    });
+
+  withDataDir(program.command('activity').description('The journal in append order (filters keep the original positions).'))
+    .option('--json', 'print one JSON object')
+    .option('--from <seq>', 'start at this journal position')
+    .option('--limit <n>', 'rows (at most 500)')
+    .option('--session <id>', 'only this session')
+    .option('--lane <lane>', 'only this lane')
+    .option('--action <id>', 'only this action')
+    .action(async (options: ActivityOptions) => {
+      const page = await call(options, 'activity.list', {
+        ...(options.from === undefined ? {} : { from_seq: positive(options.from, '--from') }),
+        ...(options.limit === undefined ? {} : { limit: positive(options.limit, '--limit') }),
+        ...(options.session === undefined ? {} : { session_id: options.session }),
+        ...(options.lane === undefined ? {} : { lane: options.lane }),
+        ...(options.action === undefined ? {} : { action_id: options.action }),
+      });
+      if (options.json === true) return io.out(JSON.stringify(page));
+      for (const e of page.events) {
+        io.out(`#${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind} ${e.action_id}${e.ticket === null ? '' : ` #${e.ticket}`}${e.lane === null ? '' : ` [${e.lane}]`}${e.summary === '' ? '' : `  ${e.summary}`}`);
+      }
+      if (page.next_seq !== null) io.out(`(more: --from ${page.next_seq})`);
+    });
+}
+
+/** One operator call over the daemon's control socket; a coded error comes back as a throw. */
+export async function callOperator<M extends BrokerApiMethod>(dataDir: string, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+  let reply;
+  try {
+    reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ECONNREFUSED') {
+      throw new CodedError('NOT_FOUND', `no broker is running for ${dataDir} (start one with: postern daemon --data-dir ${dataDir})`, { field: '--data-dir' });
+    }
+    throw error;
+  }
+  if (!reply.ok) {
+    // The daemon answers with contract codes; anything else (a newer daemon's code) is shown as INTERNAL.
+    const code = isMember(ErrorCode, reply.error.code) ? reply.error.code : 'INTERNAL';
+    throw new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field });
+  }
+  return reply.value as BrokerApi[M]['output'];
+}
+
+function cardLine(card: ApprovalCard): string {
+  const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : `$ ${card.command ?? ''}`;
+  const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
+  const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
+  return `#${card.ticket} [${card.lane ?? 'no lane'}] ${card.text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
+}
+
+function ticketNumber(raw: string): number {
+  return positive(raw.replace(/^#/, ''), 'ticket');
+}
+
+function positive(raw: string, field: string): number {
+  const n = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n <= 0) throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
+  return n;
+}

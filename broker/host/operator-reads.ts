@@ -1,0 +1,103 @@
+import { CodedError, type ActivityEvent, type BrokerApi, type JournalEvent, type OperatorInput } from '../contract/index.js';
+import type { Journal, SealedEventHeader } from '../journal/index.js';
+import type { OperatorQueue } from '../ports/index.js';
+
+/** Activity pages are bounded; the view pages on by `next_seq` (keyset paging on the journal position). */
+export const activityPageMax = 500;
+const scanRowsMax = 20_000;
+
+/**
+ * The read-only operator methods, projected from the journal: an action's state and its events,
+ * the Sessions list, and Activity pages. Positions are the journal's append positions (seq), so a
+ * filtered page keeps the original numbers.
+ */
+export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue, 'position' | 'isConnected'>) {
+  return {
+    'actions.show': (input: OperatorInput<'actions.show'>): BrokerApi['actions.show']['output'] => {
+      const state = input.action_id.startsWith('act_') ? journal.getAction(input.action_id) : undefined;
+      if (state === undefined) throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
+      return { state, queue: queue.position(input.action_id), events: journal.subjectEvents(input.action_id).map(activityRow) };
+    },
+    'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
+      sessions: journal.listSessions().map((session) => {
+        const actions = journal.listSessionActions(session.session_id);
+        return {
+          ...session,
+          calls: actions.length,
+          pending: actions.filter((a) => a.outcome === null && a.dispatch_seq === null).length,
+          connected: queue.isConnected(session.session_id),
+        };
+      }),
+    }),
+    'activity.list': (input: OperatorInput<'activity.list'>): BrokerApi['activity.list']['output'] => {
+      const limit = Math.min(input.limit ?? 100, activityPageMax);
+      const events: ActivityEvent[] = [];
+      let next = input.from_seq ?? 1;
+      let scanned = 0;
+      // Scan forward page by page until the filtered page is full, the log ends, or the scan bound.
+      for (;;) {
+        const page = journal.eventsPage(next, 512);
+        for (const row of page) {
+          scanned += 1;
+          next = row.seq + 1;
+          if (input.session_id !== undefined && row.session_id !== input.session_id) continue;
+          if (input.lane !== undefined && row.lane !== input.lane) continue;
+          if (input.action_id !== undefined && row.action_id !== input.action_id) continue;
+          events.push(activityRow(row));
+          if (events.length >= limit) return { events, next_seq: next };
+        }
+        if (page.length < 512) return { events, next_seq: null };
+        if (scanned >= scanRowsMax) return { events, next_seq: next };
+      }
+    },
+  };
+}
+
+/** One event as a row people can read: closed-set values and ids only, never payload text. */
+export function activityRow(event: JournalEvent | SealedEventHeader): ActivityEvent {
+  const base = {
+    seq: event.seq,
+    at_ms: event.at_ms,
+    kind: event.kind as ActivityEvent['kind'],
+    action_id: event.action_id,
+    session_id: event.session_id,
+    ticket: event.ticket,
+    lane: event.lane,
+  };
+  if ('sealed' in event) return { ...base, outcome: null, code: null, summary: 'sealed: unlock the vault to read this earlier run' };
+  const c = event.classification;
+  return { ...base, outcome: c?.outcome ?? null, code: c?.code ?? null, summary: summarize(event) };
+}
+
+function summarize(event: JournalEvent): string {
+  switch (event.kind) {
+    case 'ACTION_ACCEPTED':
+      return `${event.payload.channel} ${event.payload.target} (approval ${event.payload.approval})`;
+    case 'APPROVED':
+    case 'SESSION_APPROVED':
+      return `by ${event.payload.actor.kind}:${event.payload.actor.id}`;
+    case 'REJECTED':
+    case 'CANCELLED':
+    case 'ABANDONED':
+    case 'SESSION_REVOKED':
+      return `by ${event.payload.actor.kind}:${event.payload.actor.id}: ${event.payload.reason}`;
+    case 'CARD_SHOWN':
+      return `expires at ${new Date(event.payload.expires_at_ms).toISOString()}`;
+    case 'DISPATCH_STARTED':
+      return `attempt ${event.payload.attempt} on a ${event.payload.connection} connection`;
+    case 'REMOTE_RESPONSE_STARTED':
+      return event.payload.status === undefined ? `attempt ${event.payload.attempt}` : `HTTP ${event.payload.status}`;
+    case 'EXIT_STATUS':
+      return `exit status ${event.payload.exit_status}`;
+    case 'SESSION_STARTED':
+      return `pid ${event.payload.pid} ${event.payload.exe ?? '(exe unknown)'}${event.payload.client_name === null ? '' : ` (${event.payload.client_name})`}`;
+    case 'SESSION_ENDED':
+      return event.payload.reason;
+    case 'OPERATOR_ATTESTED':
+      return `by ${event.payload.actor.kind}:${event.payload.actor.id}: ${event.payload.basis}`;
+    default: {
+      const c = event.classification;
+      return c === undefined ? '' : `${c.phase} / ${c.outcome}${c.code === null ? '' : ` (${c.code})`}`;
+    }
+  }
+}

@@ -1,0 +1,95 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ApprovalCard, BrokerApi, BrokerApiMethod } from '../../broker/contract/index.js';
+import { callOperator } from '../../broker/cli/operator-commands.js';
+import { systemClock } from '../../broker/ports/index.js';
+import { ArrivalLogServer } from '../../broker/testing/arrival-log-server.js';
+import { openVault } from '../../broker/vault/index.js';
+import { DrillAgent } from './drill-agent.js';
+import { startDaemon, type RunningDaemon } from './postern-process.js';
+
+const conditionWaitMs = 15_000;
+
+/** A running daemon with one per-call route, its arrival-log endpoint, and two approved agent processes. */
+export interface Drill {
+  dataDir: string;
+  daemon: RunningDaemon;
+  log: ArrivalLogServer;
+  /** Markers whose request applies its effect and then loses its response (the unknown case). */
+  drops: Set<string>;
+  p1: DrillAgent;
+  p2: DrillAgent;
+}
+
+/**
+ * Sets up article 001's drill in `<scratch>/<name>`: a vault (fast KDF, test only) holding the
+ * route's bearer credential, postern.yaml with route `docs` (per-call approval, one lane per
+ * /docs/{doc}), `postern daemon` started unlocked, two agent processes connected through `postern
+ * mcp`, and both sessions approved by a person (the operator API).
+ */
+export async function openDrill(scratch: string, name: string, ttlSeconds: number): Promise<Drill> {
+  const dataDir = path.join(scratch, name);
+  mkdirSync(dataDir, { mode: 0o700 });
+  const passphrase = 'drill passphrase (test only)';
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  await vault.add({ name: 'drill-token', kind: 'bearer', secret: Buffer.from('CANARY-drill-token-never-shown'), bindings: ['docs', '127.0.0.1'] });
+  await vault.close();
+  const passphraseFile = path.join(scratch, `${name}.pass`);
+  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+  const drops = new Set<string>();
+  const log = await ArrivalLogServer.start({ behave: ({ marker }) => (drops.has(marker) ? 'apply_then_drop' : 'respond') });
+  writeFileSync(
+    path.join(dataDir, 'postern.yaml'),
+    [
+      'version: 1',
+      'agents:',
+      '  session_approval: required',
+      `  approval_ttl_seconds: ${ttlSeconds}`,
+      'routes:',
+      '  - name: docs',
+      `    base_url: http://127.0.0.1:${log.port}`,
+      '    credential: drill-token',
+      '    injection: bearer',
+      '    approval: per_call',
+      '    methods: [POST]',
+      '    lanes:',
+      "      - { methods: ['*'], path: '/docs/{doc}', lane: 'doc-{doc}' }",
+      '',
+    ].join('\n'),
+  );
+  const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  const [p1, p2] = await Promise.all([DrillAgent.start(dataDir, 'drill-p1'), DrillAgent.start(dataDir, 'drill-p2')]);
+  // Session approval: each new agent process is approved once, by a person, before its calls.
+  const sessions = await waitFor(() => op(dataDir, 'sessions.list', {}), (r) => r.sessions.filter((s) => s.status === 'pending' && s.connected).length >= 2, 'two pending agent sessions');
+  for (const s of sessions.sessions.filter((x) => x.status === 'pending')) await op(dataDir, 'sessions.approve', { session_id: s.session_id });
+  return { dataDir, daemon, log, drops, p1, p2 };
+}
+
+export async function closeDrill(drill: Drill | undefined): Promise<void> {
+  if (drill === undefined) return;
+  await Promise.allSettled([drill.p1.stop(), drill.p2.stop()]);
+  await drill.daemon.process.stop('SIGTERM');
+  await drill.log.stop();
+}
+
+/** One operator API call over the daemon's control socket, as the CLI makes it. */
+export function op<M extends BrokerApiMethod>(dataDir: string, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+  return callOperator(dataDir, method, input);
+}
+
+/** Re-reads until the condition holds (bounded); the broker's state is the event we wait on. */
+export async function waitFor<T>(read: () => Promise<T>, holds: (value: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + conditionWaitMs;
+  for (;;) {
+    const value = await read();
+    if (holds(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 15));
+  }
+}
+
+/** The open cards of one lane, in ticket order. */
+export async function laneCards(dataDir: string, lane: string): Promise<ApprovalCard[]> {
+  return (await op(dataDir, 'approvals.list', {})).cards.filter((c) => c.lane === lane).sort((a, b) => a.ticket - b.ticket);
+}
