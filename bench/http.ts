@@ -59,7 +59,19 @@ async function main(): Promise<void> {
   await vault.add({ name: 'bench-token', kind: 'bearer', secret: Buffer.from('bench-secret-token'), bindings: ['bench'] });
   const results = ResultStore.open(temp.path);
   const config = parseConfig(
-    ['version: 1', 'routes:', '  - name: bench', `    base_url: http://127.0.0.1:${port}/api`, '    credential: bench-token', '    injection: bearer', '    approval: none', ''].join('\n'),
+    [
+      'version: 1',
+      'routes:',
+      '  - name: bench',
+      `    base_url: http://127.0.0.1:${port}/api`,
+      '    credential: bench-token',
+      '    injection: bearer',
+      '    approval: none',
+      // One lane per document: the bench measures the broker, not the serialization of one lane.
+      '    lanes:',
+      "      - { methods: ['*'], path: '/documents/{id}', lane: 'doc-{id}' }",
+      '',
+    ].join('\n'),
   );
 
   // Every durable wait of an action, summed per action: the journal is the only place that fsyncs.
@@ -67,7 +79,8 @@ async function main(): Promise<void> {
   const timed = timeJournal(temp.journal, (actionId, ms) => currentWaits.set(actionId, (currentWaits.get(actionId) ?? 0) + ms));
   const channel = new HttpChannel({ gate: timed, limits: { idleConnectionsMax: 64 } });
   const ids = createRandomIdSource(systemClock);
-  // Every request below shares one lane (route:bench), so the queue serializes them in ticket order.
+  // Each request writes its own document (its own lane); the queue still admits, schedules and releases each.
+  let documents = 0;
   const queue = ApprovalQueue.open({ journal: temp.journal, clock: systemClock, config });
   const agent = new Agent({ connections: 64, pipelining: 1 });
   const url = `http://127.0.0.1:${port}/api/documents/7`;
@@ -80,7 +93,7 @@ async function main(): Promise<void> {
   const broker = async (): Promise<string> => {
     const r = await executeHttpAction(
       { ids, clock: systemClock, journal: timed, results, vault, config, channel, queue },
-      { route: 'bench', method: 'POST', path: '/documents/7', body, headers: { 'content-type': 'application/json' } },
+      { route: 'bench', method: 'POST', path: `/documents/${(documents += 1)}`, body, headers: { 'content-type': 'application/json' } },
     );
     if (r.envelope.error !== undefined) throw new Error(`broker: ${r.envelope.error.code}`);
     return r.envelope.invocation_id;

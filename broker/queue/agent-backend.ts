@@ -39,7 +39,7 @@ export interface AgentBackendDeps {
   /** Absent: ssh_exec is refused (UNSUPPORTED_ACTION). */
   readonly sshChannel?: SshChannel;
   readonly logger?: Logger;
-  /** Whether the process (pid + kernel start time) still lives; the lead wires broker/agent's processAlive. */
+  /** Whether the process (pid + kernel start time) still lives; the runtime passes broker/agent's processAlive. */
   readonly processAlive: (pid: number, startTime: string) => boolean;
   readonly sweepMs?: number;
   /** This boot's id (Linux /proc/sys/kernel/random/boot_id); tests pass one. */

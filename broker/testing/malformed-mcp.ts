@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { agentToolNames } from '../contract/index.js';
 
 /**
- * Hostile and malformed MCP traffic for the agent socket (and, reused by the lead, for the whole
+ * Hostile and malformed MCP traffic for the agent socket (and, in tests/agent-fuzz.test.ts, for the whole
  * daemon): fast-check arbitraries of frames a broken or malicious client might send, and a raw
  * line client to send them and read what comes back. A frame is the bytes of one line, without
  * the newline (the sender adds it), except `garbageBytes` which may contain newlines itself.
