@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -24,6 +24,7 @@ import { startDaemon } from './support/postern-process.js';
  * The seed is printed so a failure can be replayed.
  */
 const frames = 3_000;
+const canary = 'CANARY-fuzz-token-7d1e';
 const seed = Number(process.env['POSTERN_FUZZ_SEED'] ?? Date.now() % 2 ** 31);
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pfuzz-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -36,11 +37,12 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
     const passphrase = 'fuzz passphrase (test only)';
     const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from(passphrase));
-    await vault.add({ name: 'fuzz-token', kind: 'bearer', secret: Buffer.from('CANARY-fuzz-token'), bindings: ['open', '127.0.0.1'] });
+    await vault.add({ name: 'fuzz-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['open', '127.0.0.1'] });
     await vault.close();
     const passphraseFile = path.join(scratch, 'pass');
     writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
-    const target: Server = createServer((_req, res) => res.end('ok'));
+    // The target echoes the injected Authorization header: the broker must scrub it everywhere.
+    const target: Server = createServer((req, res) => res.end(`echo: ${req.headers.authorization ?? '(none)'}`));
     await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
     const port = (target.address() as AddressInfo).port;
     writeFileSync(
@@ -77,6 +79,7 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
         return reply;
       };
       let answered = 0;
+      const answers: string[] = [];
       for (const [i, frame] of hostile.entries()) {
         if (client.socket.destroyed) client = await fresh();
         client.send(frame);
@@ -86,12 +89,16 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
           if (call?.extra === true) args['credential'] = 'fuzz-token';
           const reply = await ask(args);
           expect(reply.result).toBeDefined();
+          answers.push(JSON.stringify(reply));
           answered += 1;
         }
         // Let the server breathe now and then so the flood interleaves with its answers.
         if (i % 200 === 0) await new Promise((resolve) => setImmediate(resolve));
       }
       expect(answered).toBe(frames / 50);
+      // Some calls really went out and came back with the echo, scrubbed.
+      expect(answers.some((a) => a.includes('echo: '))).toBe(true);
+      for (const a of answers) expect(a).not.toContain(canary);
       steady.destroy();
       // Still answering: a clean connection lists the six tools.
       const probe = await fresh();
@@ -120,6 +127,7 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
       const exit = await daemon.process.stop('SIGTERM');
       stopped = true;
       expect(exit.code).toBe(0);
+      expect(daemon.process.stdout + daemon.process.stderr).not.toContain(canary);
     } finally {
       if (!stopped) await daemon.process.stop('SIGKILL');
       await new Promise<void>((resolve) => target.close(() => resolve()));
@@ -133,6 +141,8 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
     try {
       const events = [...journal.events()];
       expect(events.length).toBeGreaterThan(0);
+      expect(JSON.stringify(events)).not.toContain(canary);
+      expect(readFileSync(journalPath).includes(canary)).toBe(false);
       const folded = project(events);
       const stored = journal.listActions();
       console.log(`agent fuzz: ${events.length} events, ${stored.length} actions, ${stored.filter((a) => a.dispatch_seq !== null).length} dispatched, ${journal.listSessions().length} sessions`);

@@ -24,7 +24,9 @@ interface ActivityOptions extends JsonOptions {
  * desktop UI uses. Agents never reach it: their socket speaks only the six MCP tools.
  */
 export function registerOperatorCommands(program: Command, context: CommandContext): void {
-  const { env, io } = context;
+  const { env } = context;
+  // Text output carries agent-chosen strings (commands, paths, executable names): never raw.
+  const io = { out: (line: string) => context.io.out(printable(line)) };
   const call = async <M extends BrokerApiMethod>(options: CommonOptions, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
     callOperator(prepareDataDir(options, env), method, input);
 
@@ -158,4 +160,15 @@ function positive(raw: string, field: string): number {
   const n = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n <= 0) throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
   return n;
+}
+
+/**
+ * A line safe to print on an operator's terminal: C0/C1 control characters (escape sequences,
+ * carriage returns that overwrite what was printed) and Unicode bidirectional overrides become
+ * visible \uXXXX escapes. Agents choose commands, paths and executable names; none of that may
+ * repaint the operator's screen.
+ */
+export function printable(line: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point here
+  return line.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

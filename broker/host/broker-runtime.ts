@@ -7,7 +7,7 @@ import { SshChannel } from '../channels/ssh/index.js';
 import type { BrokerStatus } from '../contract/index.js';
 import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
-import { createRandomIdSource, systemClock, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
+import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
 import { ApprovalQueue, createAgentBackend } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
@@ -97,7 +97,17 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       processAlive,
     });
     closers.push(() => backend.close());
-    const agentSocket = await startAgentSocket({ dataDir: options.dataDir, backend, logger, version: options.version });
+    // Agents can never approve: the control socket refuses operator calls from their process trees.
+    const guard = createAgentDescendantGuard({ sessions: () => journal.listSessions({ status: ['pending', 'approved', 'revoked'] }) });
+    const agentBackend: AgentBackend = {
+      ...backend,
+      openSession: async (peer, client) => {
+        const opened = await backend.openSession(peer, client);
+        guard.remember(opened.session_id, peer.pid, peer.start_time);
+        return opened;
+      },
+    };
+    const agentSocket = await startAgentSocket({ dataDir: options.dataDir, backend: agentBackend, logger, version: options.version });
     closers.push(() => agentSocket.close());
 
     const status = (): BrokerStatus => {
@@ -136,7 +146,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       dataDir: options.dataDir,
       vault,
       handlers: createOperatorHandlers(broker),
-      refuseApiPeer: createAgentDescendantGuard({ liveSessions: () => journal.listSessions({ status: ['pending', 'approved'] }) }),
+      refuseApiPeer: guard.refuse,
     });
     closers.push(() => control.close());
     return {
