@@ -146,7 +146,9 @@ export async function callOperator<M extends BrokerApiMethod>(dataDir: string, m
 }
 
 function cardLine(card: ApprovalCard): string {
-  const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : `$ ${card.command ?? ''}`;
+  const query = card.query.length === 0 ? '' : `?${card.query.map(([k, v]) => `${k}=${v}`).join('&')}`;
+  const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}]`;
+  const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}${query}${headers}` : `$ ${card.command ?? ''}`;
   const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
   const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
   return `#${card.ticket} [${card.lane ?? 'no lane'}] ${card.text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;

@@ -65,6 +65,10 @@ export const approvalCardSchema = z.object({
   target: z.string(),
   method: z.string().nullable(),
   path: z.string().nullable(),
+  /** HTTP: the query pairs as the agent sent them (bounded; a last pair "…" says how many more). Empty for SSH. */
+  query: z.array(z.tuple([z.string(), z.string()])),
+  /** HTTP: the headers the agent set, name and bounded value; never the injected credential header. Empty for SSH. */
+  headers: z.array(z.tuple([z.string(), z.string()])),
   /** SSH: the command as the agent sent it (bounded). */
   command: z.string().nullable(),
   /** The first bytes of the body as the agent sent it, before any injection (bounded, UTF-8 or a note). */

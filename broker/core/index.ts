@@ -4,6 +4,7 @@ export * from './classify-outcome.js';
 export * from './outcome-evidence.js';
 export * from './decide-retry.js';
 export * from './classify-restart.js';
+export * from './classify-broker-error.js';
 export * from './path-template.js';
 export * from './resolve-lane.js';
 export * from './lane-schedule.js';

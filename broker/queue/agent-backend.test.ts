@@ -1,10 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { agentRouteListSchema, agentToolReplySchema, isCodedError, type AgentPeer, type AgentToolReply } from '../contract/index.js';
-import { createRandomIdSource, type ToolAnswer } from '../ports/index.js';
-import { canary } from '../testing/http-action-harness.js';
+import { agentRouteListSchema, agentToolReplySchema, CodedError, isCodedError, type AgentPeer, type AgentToolReply } from '../contract/index.js';
+import { SessionRegistry } from '../agent/session-registry.js';
+import { createRandomIdSource, type CredentialVault, type ToolAnswer } from '../ports/index.js';
+import type { PosternConfig } from '../config/index.js';
+import type { ResultStore } from '../journal/index.js';
+import { AdversarialHttpServer, type Behavior } from '../testing/adversarial-http-server.js';
+import { canary, localRouteConfig } from '../testing/http-action-harness.js';
 import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
-import { waitForCardCount } from '../testing/queue-waits.js';
+import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
 import { createAgentBackend, sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
+import { openActionsPerSessionMax } from './open-actions.js';
 
 let f: QueueFixture;
 let backend: RunningAgentBackend;
@@ -12,20 +17,21 @@ const alive = new Set<number>();
 
 const peer = (pid: number): AgentPeer => ({ pid, uid: 1000, gid: 1000, start_time: String(pid * 7), ppid: 1, exe: '/usr/bin/agent', cwd: '/work', parent_exe: '/usr/bin/editor' });
 
-async function open(agentsYaml?: string): Promise<void> {
+async function open(agentsYaml?: string, over: { config?: PosternConfig; results?: (real: ResultStore) => ResultStore; vault?: (real: CredentialVault) => CredentialVault; openActionsMax?: number } = {}): Promise<void> {
   f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
   backend = await createAgentBackend({
     journal: f.h.temp.journal,
-    results: f.h.results,
+    results: over.results === undefined ? f.h.results : over.results(f.h.results),
     queue: f.queue,
-    config: f.config,
+    config: over.config ?? f.config,
     clock: f.h.temp.clock,
     ids: createRandomIdSource(f.h.temp.clock),
-    vault: f.h.vault,
+    vault: over.vault === undefined ? f.h.vault : over.vault(f.h.vault),
     httpChannel: f.h.channel,
     processAlive: (pid) => alive.has(pid),
     sweepMs: 3_600_000,
     bootId: 'boot-test',
+    ...(over.openActionsMax === undefined ? {} : { openActionsPerSessionMax: over.openActionsMax }),
   });
 }
 
@@ -33,7 +39,17 @@ afterEach(async () => {
   backend.close();
   await f.dispose();
   alive.clear();
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
 });
+
+const servers: AdversarialHttpServer[] = [];
+/** A backend whose one route (docs, approval none, lane route:docs) goes to a scripted remote. */
+async function openWithRemote(behavior: Behavior, results?: (real: ResultStore) => ResultStore): Promise<AdversarialHttpServer> {
+  const remote = await AdversarialHttpServer.start({ script: () => behavior });
+  servers.push(remote);
+  await open(undefined, { config: localRouteConfig(remote.port), ...(results === undefined ? {} : { results }) });
+  return remote;
+}
 
 type ActionReply = Extract<AgentToolReply, { invocation_id: string }>;
 const reply = (answer: ToolAnswer): AgentToolReply => agentToolReplySchema.parse(answer.structured);
@@ -64,10 +80,29 @@ describe('when an agent process connects', () => {
     expect((await backend.openSession(peer(501), { name: 'other label' })).session_id).toBe(first.session_id);
     expect(f.h.temp.journal.getSession(first.session_id)).toMatchObject({ status: 'pending', pid: 501, exe: '/usr/bin/agent', client_name: 'claude' });
     expect(f.queue.isConnected(first.session_id)).toBe(true);
-    backend.sessionDisconnected(first.session_id);
-    expect(f.queue.isConnected(first.session_id)).toBe(true);
-    backend.sessionDisconnected(first.session_id);
-    expect(f.queue.isConnected(first.session_id)).toBe(false);
+  });
+
+  it('two connections of one process: connected until the last one closes, then not (the socket reports only the last close)', async () => {
+    alive.add(504);
+    // The agent socket's own bookkeeping: openSession per connection, sessionDisconnected on the last detach.
+    const registry = new SessionRegistry(4, (sessionId) => backend.sessionDisconnected(sessionId));
+    const connect = async (): Promise<string> => {
+      const { session_id } = await backend.openSession(peer(504), { name: 'agent' });
+      registry.attach(session_id);
+      return session_id;
+    };
+    const sessionId = await connect();
+    expect(await connect()).toBe(sessionId);
+    expect(f.queue.isConnected(sessionId)).toBe(true);
+    registry.detach(sessionId);
+    expect(f.queue.isConnected(sessionId)).toBe(true);
+    registry.detach(sessionId);
+    expect(f.queue.isConnected(sessionId)).toBe(false);
+    // A new connection later: connected again, and one close disconnects it.
+    await connect();
+    expect(f.queue.isConnected(sessionId)).toBe(true);
+    registry.detach(sessionId);
+    expect(f.queue.isConnected(sessionId)).toBe(false);
   });
 
   it('a revoked session is refused: its process cannot reconnect and its calls are SESSION_REVOKED', async () => {
@@ -230,5 +265,102 @@ describe('when an agent process is gone', () => {
     expect(r.error).toMatchObject({ code: 'SESSION_REVOKED', outcome: 'not_attempted' });
     expect(f.events(r.invocation_id as string).find((e) => e.kind === 'CANCELLED')?.payload).toMatchObject({ reason: 'session ended' });
     expect(await backend.sweep()).toBe(0);
+  });
+});
+
+describe('when the executor throws after the action was admitted', () => {
+  it.each([
+    ['a job id that is an empty string', { 'content-type': 'application/json' }, '{"id":""}'],
+    ['an empty Location header', { location: '' }, 'queued'],
+  ])('a 202 with %s is answered committed (never "not_attempted, fix and resend"), and no empty job is tracked', async (_what, headers, body) => {
+    const remote = await openWithRemote({ kind: 'respond', status: 202, headers, body, applyEffect: true });
+    const sessionId = await approvedSession(801);
+    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/jobs', body: '{"run":1}' }, never);
+    const r = actionReply(answer);
+    expect(r).toMatchObject({ effect: 'succeeded', outcome_basis: 'submission_accepted_track_job_separately', response: { status: 202 } });
+    expect(r.error).toBeUndefined();
+    expect(f.events(r.invocation_id).map((e) => e.kind)).not.toContain('OPERATION_SUBMITTED');
+    expect(remote.requests).toHaveLength(1);
+  });
+
+  it('after DISPATCH_STARTED: OUTCOME_RECORDED unknown (INTERNAL, reconcile), the agent hears that envelope, the lane is blocked and a person can abandon it', async () => {
+    const failingCommit = (real: ResultStore): ResultStore =>
+      new Proxy(real, {
+        get(target, key) {
+          if (key === 'commit') return () => {
+            throw new CodedError('INTERNAL', 'the result store failed');
+          };
+          const value = Reflect.get(target, key) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    const remote = await openWithRemote({ kind: 'respond', status: 201, body: 'made', applyEffect: true }, failingCommit);
+    const sessionId = await approvedSession(802);
+    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/5', body: '{"a":1}' }, never);
+    const r = actionReply(answer);
+    expect(answer.isError).toBe(true);
+    expect(r.error).toMatchObject({ code: 'INTERNAL', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
+    expect(r).toMatchObject({ effect: 'unknown_effect', outcome_basis: 'broker_error_after_dispatch', evidence: { dispatch_started: true } });
+    expect(f.events(r.invocation_id).map((e) => e.kind).at(-1)).toBe('OUTCOME_RECORDED');
+    expect(remote.requests).toHaveLength(1);
+    // Recorded, so the lane holds a blocked head (not a head "dispatching" forever) that a person can abandon.
+    const [card] = await waitForCards(f.queue, (cards) => cards.some((c) => c.state === 'blocked_head'), 'a blocked head');
+    expect(card).toMatchObject({ action_id: r.invocation_id, state: 'blocked_head' });
+    await f.queue.abandon(card?.ticket ?? 0, person, 'checked the remote by hand');
+    expect(f.queue.cards()).toEqual([]);
+  });
+});
+
+describe('when the broker fails before dispatch, after admission', () => {
+  it('the action is recorded not_attempted (INTERNAL, never), the agent hears its envelope, and the lane is not wedged', async () => {
+    let failing = true;
+    const flaky = (real: CredentialVault): CredentialVault => ({
+      state: () => real.state(),
+      list: () => real.list(),
+      describe: (name) => real.describe(name),
+      withSecret: (name, use) => (failing ? Promise.reject(new CodedError('INTERNAL', 'the vault failed unexpectedly')) : real.withSecret(name, use)),
+      wrap: (purpose, plaintext) => real.wrap(purpose, plaintext),
+      unwrap: (purpose, sealed) => real.unwrap(purpose, sealed),
+      onLock: (listener) => real.onLock(listener),
+      onUnlock: (listener) => real.onUnlock(listener),
+    });
+    await open(undefined, { vault: flaky });
+    const sessionId = await approvedSession(851);
+    const first = actionReply(await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/6', body: '{"marker":"f"}' }, never));
+    expect(first.error).toMatchObject({ code: 'INTERNAL', outcome: 'not_attempted', retry: 'never', phase: 'credential_injection' });
+    expect(first.outcome_basis).toBe('broker_error_before_dispatch');
+    failing = false;
+    // Same lane (document-6): the failed head is resolved, so the next write is released.
+    const second = actionReply(await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/6', body: '{"marker":"g"}', timeout_ms: 5_000 }, never));
+    expect(second).toMatchObject({ caller_disposition: 'completed', effect: 'succeeded' });
+    expect(f.server.markers()).toEqual(['g']);
+  });
+});
+
+describe('when one session keeps many actions open', () => {
+  it('beyond the bound a call is RATE_LIMITED before admission (nothing journaled); a closed or dispatched one frees a place', async () => {
+    await open(undefined, { openActionsMax: 3 });
+    const sessionId = await approvedSession(901);
+    // Each call's wait ends at once; its action keeps waiting for approval (open, undispatched).
+    const call = (n: number) => backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"m${n}"}`, timeout_ms: 1 }, never);
+    const waiting = [actionReply(await call(1)), actionReply(await call(2)), actionReply(await call(3))];
+    expect(waiting.map((r) => r.caller_disposition)).toEqual(['timed_out', 'timed_out', 'timed_out']);
+    const before = f.h.temp.journal.stats().events;
+    const refused = reply(await call(4));
+    expect(refused).toMatchObject({ invocation_id: null, error: { code: 'RATE_LIMITED', retry: 'backoff', outcome: 'not_attempted' } });
+    expect(f.h.temp.journal.stats().events).toBe(before);
+    // Other sessions are not affected.
+    const other = await approvedSession(902);
+    expect(actionReply(await backend.call(other, 'http_request', { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"o"}', timeout_ms: 1 }, never)).caller_disposition).toBe('timed_out');
+    // Cancelling one closes it: a place is free again.
+    await backend.call(sessionId, 'cancel_action', { action_id: waiting[0]?.invocation_id }, never);
+    expect(actionReply(await call(5)).caller_disposition).toBe('timed_out');
+    expect(reply(await call(6))).toMatchObject({ error: { code: 'RATE_LIMITED' } });
+    // Approving one lets it dispatch and settle: another place.
+    const card = (await waitForCards(f.queue, (cards) => cards.some((c) => c.action_id === waiting[1]?.invocation_id), 'the second card')).find((c) => c.action_id === waiting[1]?.invocation_id);
+    await f.queue.approve(card?.ticket ?? 0, person);
+    await f.server.waitForArrivals(1);
+    expect(actionReply(await call(7)).caller_disposition).toBe('timed_out');
+    expect(openActionsPerSessionMax).toBe(256);
   });
 });

@@ -19,6 +19,7 @@ import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ToolAn
 import { actionAnswer, refusal } from './agent-answers.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { observePolicyActor } from './decision-events.js';
+import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
 import { stateEnvelope } from './state-envelope.js';
@@ -44,6 +45,8 @@ export interface AgentBackendDeps {
   readonly sweepMs?: number;
   /** This boot's id (Linux /proc/sys/kernel/random/boot_id); tests pass one. */
   readonly bootId?: string;
+  /** Open (undispatched, unclosed) actions per session; default openActionsPerSessionMax. */
+  readonly openActionsPerSessionMax?: number;
 }
 
 export interface RunningAgentBackend extends AgentBackend {
@@ -62,6 +65,10 @@ export interface RunningAgentBackend extends AgentBackend {
 export async function createAgentBackend(deps: AgentBackendDeps): Promise<RunningAgentBackend> {
   const bootId = deps.bootId ?? readBootId();
   const log = deps.logger;
+  const open = new OpenActions(deps.openActionsPerSessionMax ?? openActionsPerSessionMax, (actionId) => {
+    const state = deps.journal.getAction(actionId);
+    return state === undefined || (state.dispatch_seq === null && state.outcome === null);
+  });
 
   const sweep = async (reason: 'process_exited' | 'broker_found_gone' = 'process_exited'): Promise<number> => {
     let ended = 0;
@@ -130,7 +137,7 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
         switch (tool) {
           case 'http_request':
           case 'ssh_exec':
-            return await actionCall(deps, sessionId, tool, args, signal);
+            return await actionCall(deps, open, sessionId, tool, args, signal);
           case 'action_status':
           case 'fetch_result':
           case 'cancel_action':
@@ -149,7 +156,7 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
 type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
 
 /** Starts the executor, then waits for it, the caller's deadline or the caller's stop — whichever first. */
-async function actionCall(deps: AgentBackendDeps, sessionId: string, tool: 'http_request' | 'ssh_exec', args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: string, tool: 'http_request' | 'ssh_exec', args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
   if (session.status === 'revoked' || session.status === 'ended') return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
@@ -157,6 +164,12 @@ async function actionCall(deps: AgentBackendDeps, sessionId: string, tool: 'http
   if (problem !== undefined) return problem;
   if (tool === 'ssh_exec' && deps.sshChannel === undefined) return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
 
+  // Refused before admission: nothing is journaled for a call over the bound.
+  const running = open.tryBegin(sessionId);
+  if (running === undefined) {
+    const max = deps.openActionsPerSessionMax ?? openActionsPerSessionMax;
+    return refusal('RATE_LIMITED', `at most ${max} actions of one session may wait undispatched at once; cancel some or wait for them (action_status)`, 'backoff');
+  }
   let actionId: string | undefined;
   let markAdmitted = (): void => undefined;
   const admitted = new Promise<void>((resolve) => {
@@ -165,15 +178,26 @@ async function actionCall(deps: AgentBackendDeps, sessionId: string, tool: 'http
   const ids: IdSource = {
     newActionId: () => {
       actionId = deps.ids.newActionId();
+      running.actionId = actionId;
       return actionId;
     },
   };
   const common = { ids, clock: deps.clock, journal: deps.journal, results: deps.results, vault: deps.vault, config: deps.config, sessionId, queue: deps.queue, onAdmitted: markAdmitted, ...(deps.logger === undefined ? {} : { logger: deps.logger }) };
-  const run: Promise<ToolAnswer> =
+  const executed: Promise<ToolAnswer> =
     tool === 'http_request'
       ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) => actionAnswer({ envelope: r.envelope, state: deps.journal.getAction(r.envelope.invocation_id), ...(r.response === undefined ? {} : { response: r.response }) }))
       : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) => actionAnswer({ envelope: r.envelope, state: deps.journal.getAction(r.envelope.invocation_id), ...(r.output === undefined ? {} : { output: r.output }) }));
-  run.catch((error: unknown) => deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed'));
+  // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
+  // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
+  const run = executed.catch((error: unknown) => {
+    deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
+    return recordedAnswer(deps, actionId, error);
+  });
+  // The executor outlives a caller that stopped waiting: its action counts until it returns.
+  run.then(
+    () => open.end(sessionId, running),
+    () => open.end(sessionId, running),
+  );
 
   let timer: NodeJS.Timeout | undefined;
   let onAbort = (): void => undefined;
@@ -199,6 +223,16 @@ async function actionCall(deps: AgentBackendDeps, sessionId: string, tool: 'http
   const id = actionId;
   const state = id === undefined ? undefined : deps.journal.getAction(id);
   if (id === undefined || state === undefined) return run;
+  try {
+    return await callerEnded(deps, id, state, ended, waitMs);
+  } catch (error) {
+    deps.logger?.error({ err: error, action_id: id }, 'recording the caller event failed');
+    return recordedAnswer(deps, id, error);
+  }
+}
+
+/** The caller's deadline passed or it stopped waiting: a caller event is recorded; the action stands. */
+async function callerEnded(deps: AgentBackendDeps, id: string, state: ActionState, ended: Exclude<Ended, { kind: 'done' }>, waitMs: number): Promise<ToolAnswer> {
   if (ended.kind === 'timeout') {
     const stage = state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution';
     // A caller event: it neither closes nor cancels the action, which keeps its place.
@@ -208,6 +242,26 @@ async function actionCall(deps: AgentBackendDeps, sessionId: string, tool: 'http
   }
   const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
   return actionAnswer({ envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'), state: after, note: after.dispatch_seq === null ? '(cancelled before dispatch: nothing was sent)' : '(the caller stopped waiting after dispatch; the effect is as recorded)' });
+}
+
+/**
+ * The answer for an admitted action whose executor (or caller-event append) threw: its envelope as
+ * the journal records it — unknown once DISPATCH_STARTED is durable, committed with the stored
+ * result if it was committed — with isError unless a success is recorded. Only an error before
+ * admission (nothing journaled, or the journal unreadable) is rethrown, for call() to refuse.
+ */
+function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, error: unknown): ToolAnswer {
+  let state: ActionState | undefined;
+  try {
+    state = actionId === undefined ? undefined : deps.journal.getAction(actionId);
+  } catch {
+    state = undefined;
+  }
+  if (state === undefined) throw error;
+  const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
+  const answer = actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id), ...(stored === undefined ? {} : storedAnswerParts(state.channel, stored)) });
+  const succeeded = state.recorded && state.code === null && (state.outcome === 'committed' || state.outcome === 'rejected');
+  return { ...answer, isError: !succeeded };
 }
 
 /** `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees. */

@@ -9,7 +9,7 @@ import { httpCardPreview } from './card-preview.js';
 const fp = `sha256:${'c'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'reviewer' };
 const config = parseConfig('version: 1\n');
-const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, 'POST', '/documents/7', Buffer.from('{}'));
+const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') });
 
 let temp: TempJournal;
 afterEach(async () => {

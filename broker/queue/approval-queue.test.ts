@@ -60,6 +60,18 @@ describe('when a per-call card is decided', () => {
     expect(f.queue.cards()).toEqual([]);
   });
 
+  it('the card shows the query and the agent-set headers, so a person sees ?action=purge and a method override', async () => {
+    const run = f.submit('Q', { query: { action: 'purge', confirm: 'yes' }, headers: { 'X-HTTP-Method-Override': 'DELETE' } });
+    const card = await cardOf('Q', 'pending');
+    expect(approvalCardSchema.parse(card)).toEqual(card);
+    expect(card.query).toEqual([['action', 'purge'], ['confirm', 'yes']]);
+    expect(card.headers).toEqual([['content-type', 'application/json'], ['x-http-method-override', 'DELETE']]);
+    // The injected credential is never on a card.
+    expect(JSON.stringify(card)).not.toContain(canary);
+    await f.queue.reject(card.ticket, person, 'not a purge');
+    expect((await run).envelope.error?.code).toBe('APPROVAL_DENIED');
+  });
+
   it('a rejection closes it (APPROVAL_DENIED, nothing sent); a late approval is a DECISION_CONFLICT', async () => {
     const run = f.submit('A');
     const card = await cardOf('A');

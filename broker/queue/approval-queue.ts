@@ -58,7 +58,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly waiters = new Map<string, Waiter>();
   private readonly previews = new Map<string, CardPreview>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
-  private readonly connections = new Map<string, number>();
+  /** Sessions with at least one open agent connection (see sessionConnected). */
+  private readonly connected = new Set<string>();
   private readonly listeners = new Set<() => void>();
   /** Tickets above every ticket seen at open: a lane first seen later starts here. */
   private floorStart = 1;
@@ -165,7 +166,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     const cards: ApprovalCard[] = [];
     const byLane = [...this.activeLanes].sort();
     for (const lane of byLane) {
-      const tickets = this.laneTickets(lane);
+      const tickets = this.readLane(lane).open;
       for (const wait of scheduleLane(tickets, this.awaitsSession).open) this.pushCard(cards, tickets, wait);
     }
     const reads = [...this.bypass].map((id) => this.journal.getAction(id)).filter((s): s is ActionState => s !== undefined);
@@ -227,7 +228,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   position(actionId: string): QueuePosition | null {
     const state = this.journal.getAction(actionId);
     if (state === undefined || state.ticket === null || state.dispatch_seq !== null || state.outcome !== null) return null;
-    const tickets = state.lane === null ? [state] : this.laneTickets(state.lane);
+    const tickets = state.lane === null ? [state] : this.readLane(state.lane).open;
     const wait = scheduleLane(tickets, this.awaitsSession).open.find((w) => w.action_id === actionId);
     if (wait === undefined) return null;
     const waiting = wait.waiting === 'blocked_head' ? 'lane_blocked' : wait.waiting;
@@ -235,19 +236,24 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   isConnected(sessionId: string): boolean {
-    return (this.connections.get(sessionId) ?? 0) > 0;
+    return this.connected.has(sessionId);
   }
 
   // ── sessions (called by the agent backend) ────────────────────────────────────────────────
 
+  /**
+   * A connection of this session opened. A flag, not a count, because the two calls are not
+   * symmetric: the socket layer opens the session once PER CONNECTION (each MCP initialize), but
+   * reports the disconnect once, when the LAST connection of the session closes (broker/agent
+   * SessionRegistry counts the connections). Counting here would never return to zero.
+   */
   sessionConnected(sessionId: string): void {
-    this.connections.set(sessionId, (this.connections.get(sessionId) ?? 0) + 1);
+    this.connected.add(sessionId);
   }
 
+  /** The session's last connection closed (the process may still live). */
   sessionDisconnected(sessionId: string): void {
-    const left = (this.connections.get(sessionId) ?? 0) - 1;
-    if (left > 0) this.connections.set(sessionId, left);
-    else this.connections.delete(sessionId);
+    this.connected.delete(sessionId);
   }
 
   /**
@@ -261,7 +267,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       if (!isRefusal(error)) throw error;
       return;
     }
-    this.connections.delete(sessionId);
+    this.connected.delete(sessionId);
     await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended');
   }
 
@@ -372,8 +378,21 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     }
   }
 
+  /**
+   * The session's undispatched, unclosed tickets. The journal lists a session's first page only
+   * (its oldest actions), so the waiting executors of this run are added from memory: a long-lived
+   * session's newest tickets are cancelled on revocation too. (After a restart recovery has closed
+   * every undispatched ticket of the earlier run.)
+   */
   private openSessionTickets(sessionId: string): ActionState[] {
-    return this.journal.listSessionActions(sessionId).filter((s) => s.dispatch_seq === null && s.outcome === null);
+    const byId = new Map<string, ActionState>();
+    for (const s of this.journal.listSessionActions(sessionId)) byId.set(s.action_id, s);
+    for (const actionId of this.waiters.keys()) {
+      if (byId.has(actionId)) continue;
+      const s = this.journal.getAction(actionId);
+      if (s?.session_id === sessionId) byId.set(actionId, s);
+    }
+    return [...byId.values()].filter((s) => s.dispatch_seq === null && s.outcome === null).sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0));
   }
 
   /** The dispatcher: re-read the lane, ask core, wake whom it names. Synchronous: no lock, no await. */
@@ -385,10 +404,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       return;
     }
     this.track(state);
-    const tickets = this.laneTickets(state.lane);
-    const schedule = this.wake(tickets);
-    const last = tickets.at(-1)?.ticket;
-    this.floors.set(state.lane, schedule.headTicket ?? (last === undefined || last === null ? (this.floors.get(state.lane) ?? this.floorStart) : last + 1));
+    // Closed tickets anywhere in the lane are answered while it is read, not only in its first page.
+    const lane = this.readLane(state.lane, (s) => this.closeWaiter(s));
+    const schedule = this.wake(lane.open);
+    this.floors.set(state.lane, schedule.headTicket ?? (lane.last === null ? (this.floors.get(state.lane) ?? this.floorStart) : lane.last + 1));
     if (schedule.headTicket === null) this.activeLanes.delete(state.lane);
     this.notify();
   }
@@ -396,23 +415,49 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private wake(tickets: readonly ActionState[]): ReturnType<typeof scheduleLane> {
     const schedule = scheduleLane(tickets, this.awaitsSession);
     for (const s of tickets) {
+      this.closeWaiter(s);
       const waiter = this.waiters.get(s.action_id);
-      if (waiter === undefined) continue;
-      if (s.dispatch_seq === null && s.outcome !== null) {
-        this.waiters.delete(s.action_id);
-        this.clearExpiry(s.action_id);
-        waiter.resolve({ kind: 'closed', state: s });
-      } else if (schedule.release?.action_id === s.action_id) {
-        this.waiters.delete(s.action_id);
-        this.clearExpiry(s.action_id);
-        waiter.resolve({ kind: 'go' });
-      }
+      if (waiter === undefined || schedule.release?.action_id !== s.action_id) continue;
+      this.waiters.delete(s.action_id);
+      this.clearExpiry(s.action_id);
+      waiter.resolve({ kind: 'go' });
     }
     return schedule;
   }
 
-  private laneTickets(lane: string): ActionState[] {
-    return this.journal.listLane(lane, { fromTicket: this.floors.get(lane) ?? this.floorStart, limit: pageMax });
+  /** A ticket closed before dispatch whose executor still waits: it hears `closed` with the record. */
+  private closeWaiter(s: ActionState): void {
+    if (s.dispatch_seq !== null || s.outcome === null) return;
+    const waiter = this.waiters.get(s.action_id);
+    if (waiter === undefined) return;
+    this.waiters.delete(s.action_id);
+    this.clearExpiry(s.action_id);
+    waiter.resolve({ kind: 'closed', state: s });
+  }
+
+  /**
+   * The lane's unresolved tickets from its floor (its head) to its end, read page by page: tickets
+   * closed behind an unresolved head stay in the range, so the lane can span more than one page of
+   * the journal's bounded reads, and a waiter or a head beyond the first page must still be seen.
+   * Resolved tickets are handed to `onResolved` and left out (scheduleLane skips them anyway).
+   * The open ones are bounded by the agent backend's open-actions bound per session.
+   */
+  private readLane(lane: string, onResolved?: (s: ActionState) => void): { open: ActionState[]; last: number | null } {
+    const open: ActionState[] = [];
+    let last: number | null = null;
+    let from = this.floors.get(lane) ?? this.floorStart;
+    for (;;) {
+      const page = this.journal.listLane(lane, { fromTicket: from, limit: pageMax });
+      for (const s of page) {
+        if (ticketStanding(s) === 'resolved') onResolved?.(s);
+        else open.push(s);
+      }
+      const tail = page.at(-1)?.ticket ?? null;
+      if (tail !== null) last = tail;
+      if (page.length < pageMax || tail === null) break;
+      from = tail + 1;
+    }
+    return { open, last };
   }
 
   private track(state: ActionState): void {

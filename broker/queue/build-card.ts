@@ -32,6 +32,8 @@ export function buildCard(f: CardFacts): ApprovalCard {
     target: preview.target,
     method: preview.method,
     path: preview.path,
+    query: preview.query.map(([n, v]) => [n, v]),
+    headers: preview.headers.map(([n, v]) => [n, v]),
     command: preview.command,
     body_preview: preview.body_preview,
     body_bytes: preview.body_bytes,

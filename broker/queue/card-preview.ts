@@ -2,6 +2,10 @@
 export const bodyPreviewBytesMax = 2048;
 /** A command or path is shown up to this many characters. */
 export const cardTextCharsMax = 4096;
+/** Query parameters and agent-set headers shown per card; more are summarized in one last pair. */
+export const cardPairsMax = 32;
+/** A query or header name or value is shown up to this many characters. */
+export const cardPairCharsMax = 512;
 
 /**
  * What a card shows beyond the journaled state. Held in memory only, never journaled: the body and
@@ -12,6 +16,13 @@ export interface CardPreview {
   readonly target: string;
   readonly method: string | null;
   readonly path: string | null;
+  /** HTTP: the query as the agent sent it (the credential's query parameter is added later, never here). */
+  readonly query: ReadonlyArray<readonly [string, string]>;
+  /**
+   * HTTP: the headers the agent set (e.g. X-HTTP-Method-Override), names and bounded values. The
+   * agent can never set the credential's header (FORBIDDEN_HEADER), so no secret is here.
+   */
+  readonly headers: ReadonlyArray<readonly [string, string]>;
   readonly command: string | null;
   readonly body_preview: string | null;
   readonly body_bytes: number;
@@ -20,11 +31,23 @@ export interface CardPreview {
   readonly retry_of: string | null;
 }
 
-export function httpCardPreview(route: { name: string; credential: string }, method: string, path: string, body: Uint8Array): CardPreview {
+/** The request as the agent sent it, taken before injection: what a person approves. */
+export interface HttpPreviewRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: ReadonlyArray<readonly [string, string]>;
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly body: Uint8Array;
+}
+
+export function httpCardPreview(route: { name: string; credential: string }, request: HttpPreviewRequest): CardPreview {
+  const { method, path, body } = request;
   return {
     target: `route:${route.name}`,
     method,
     path: bounded(path),
+    query: boundedPairs(request.query),
+    headers: boundedPairs(request.headers),
     command: null,
     body_preview: bodyPreview(body),
     body_bytes: body.length,
@@ -34,7 +57,7 @@ export function httpCardPreview(route: { name: string; credential: string }, met
 }
 
 export function sshCardPreview(host: { name: string; credential: string }, command: string): CardPreview {
-  return { target: `host:${host.name}`, method: null, path: null, command: bounded(command), body_preview: null, body_bytes: 0, credential: host.credential, retry_of: null };
+  return { target: `host:${host.name}`, method: null, path: null, query: [], headers: [], command: bounded(command), body_preview: null, body_bytes: 0, credential: host.credential, retry_of: null };
 }
 
 /**
@@ -56,8 +79,19 @@ export function bodyPreview(body: Uint8Array): string | null {
   return `${body.length} bytes of binary`;
 }
 
-function bounded(text: string): string {
-  return text.length <= cardTextCharsMax ? text : `${text.slice(0, cardTextCharsMax)}…`;
+function bounded(text: string, charsMax = cardTextCharsMax): string {
+  return text.length <= charsMax ? text : `${text.slice(0, charsMax)}…`;
+}
+
+/**
+ * At most cardPairsMax pairs, each side at most cardPairCharsMax characters. Hidden pairs are never
+ * dropped silently: the last pair says how many more there are, so a person knows the card is cut.
+ */
+export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
+  const shown = pairs.length <= cardPairsMax ? pairs : pairs.slice(0, cardPairsMax - 1);
+  const out = shown.map(([name, value]): [string, string] => [bounded(name, cardPairCharsMax), bounded(value, cardPairCharsMax)]);
+  if (shown.length < pairs.length) out.push(['…', `${pairs.length - shown.length} more not shown`]);
+  return out;
 }
 
 /**
@@ -71,6 +105,8 @@ export function previewFromTarget(target: string, credentialOf: (targetName: str
     target: name,
     method: isHttp ? verb : null,
     path: isHttp && rest.length > 0 ? rest.join(' ') : null,
+    query: [],
+    headers: [],
     command: null,
     body_preview: null,
     body_bytes: 0,

@@ -123,6 +123,20 @@ describe('when the remote answers completely', () => {
     expect(submitted?.payload).toEqual({ attempt: 1, result_id: envelope.evidence.result_id, job_id: 'job-42', status_location: '/api/jobs/job-42' });
   });
 
+  it.each([
+    ['an empty job id', { 'content-type': 'application/json' }, '{"id":""}', null],
+    ['an empty Location', { location: '', 'content-type': 'application/json' }, '{"job_id":"job-9"}', 'job-9'],
+    ['a blank job id and an empty Location', { location: '', 'content-type': 'application/json' }, '{"job_id":"  "}', null],
+  ])('a 202 with %s records the submission and skips the empty handle (its OPERATION_SUBMITTED would be refused)', async (_what, headers, body, jobId) => {
+    const s = await server({ kind: 'respond', status: 202, body, headers, applyEffect: true });
+    const { envelope } = await h.run(localRouteConfig(s.port), post);
+    expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'submission_accepted_track_job_separately' });
+    const submitted = h.events(envelope.invocation_id).filter((e) => e.kind === 'OPERATION_SUBMITTED');
+    expect(submitted.map((e) => e.payload)).toEqual(jobId === null ? [] : [expect.objectContaining({ job_id: jobId })]);
+    expect(submitted.map((e) => e.payload)).not.toContainEqual(expect.objectContaining({ status_location: expect.anything() }));
+    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).not.toHaveProperty('location');
+  });
+
   it('a 307 to another origin is returned as the result and never followed; asked to follow, it is REDIRECT_BLOCKED', async () => {
     const other = await server({ kind: 'respond', status: 200, applyEffect: true });
     const s = await server({ kind: 'respond', status: 307, headers: { location: `http://127.0.0.1:${other.port}/steal` } });

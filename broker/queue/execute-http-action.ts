@@ -16,9 +16,10 @@ import type { Clock, CredentialInfo, CredentialVault, IdSource, SecretMaterial }
 import type { DispatchQueue } from './approval-queue.js';
 import { httpCardPreview } from './card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
-import { dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
+import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
+import { recordBrokerError } from './record-broker-error.js';
 import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
 
@@ -69,6 +70,11 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown): P
   const actionId = deps.ids.newActionId();
   try {
     return await admitAndRun(deps, actionId, input);
+  } catch (error) {
+    // A broker bug after admission: record what is known (unknown once dispatched), then rethrow;
+    // the agent backend answers from the record, never with a bare refusal.
+    await recordBrokerError(deps.journal, actionId, deps.logger);
+    throw error;
   } finally {
     // Recorded (or given up): the lane may move on, or stays blocked if the outcome is unknown.
     deps.queue.settled(actionId);
@@ -109,7 +115,7 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
   await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
   deps.onAdmitted?.(actionId);
   // The card preview is the agent's own request, taken before any injection.
-  const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request.method, request.path, request.body));
+  const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
   return authorizeAndSend(deps, { actionId, route, request, fingerprint, idempotent, path: preflight.path, key: parsed.data.idempotency_key, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true });
 }
@@ -185,6 +191,9 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpAct
       if (unusable !== undefined) return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, unusable);
       // The bound fingerprint is recomputed from what will be sent, right before the write.
       if (requestFingerprint(b.request) !== b.fingerprint) return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
+      // A person may have cancelled between the queue's release and here: nothing is even set up.
+      const closed = closedBeforeDispatch(deps.journal, b.actionId);
+      if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
       // Not awaited on its own: the journal commits in FIFO order, so the DISPATCH_STARTED the
       // channel awaits is durable only with this row before it (often in the same commit), and a
       // refusal of this row makes DISPATCH_STARTED impossible too (projection: authorized first).
@@ -212,7 +221,10 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpAct
         timeoutMs: b.timeoutMs,
         beforeDispatch: locked.signal,
       });
-      await authorized;
+      // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too:
+      // nothing was sent, and the answer is the recorded closure.
+      const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
+      if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
       return settle(deps, b, report, secretForms(secret));
     });
   } catch (error) {
@@ -401,15 +413,18 @@ function resultSummary(r: HttpActionResponse, b: Bound, crossOrigin: boolean, pe
 
 /** 202: the job the submission created, to be tracked as a separate operation. */
 function submissionIds(r: HttpActionResponse): Record<string, string> {
+  // An empty id or location is no handle (and OPERATION_SUBMITTED's schema refuses it): skipped.
   const ids: Record<string, string> = {};
-  if (r.headers.location !== undefined) ids.location = r.headers.location;
-  if (r.headers['operation-location'] !== undefined) ids.operation_location = r.headers['operation-location'];
+  const location = r.headers.location?.trim();
+  const operationLocation = r.headers['operation-location']?.trim();
+  if (location !== undefined && location !== '') ids.location = location;
+  if (operationLocation !== undefined && operationLocation !== '') ids.operation_location = operationLocation;
   if (!r.truncated && r.body.length <= 64 * 1024 && /json/i.test(r.headers['content-type'] ?? '')) {
     try {
       const parsed = JSON.parse(r.body.toString('utf8')) as Record<string, unknown>;
       for (const k of ['job_id', 'jobId', 'operation_id', 'id']) {
         const v = parsed[k];
-        if (typeof v === 'string' && v.length <= 200) {
+        if (typeof v === 'string' && v.trim() !== '' && v.length <= 200) {
           ids.job_id = v;
           break;
         }

@@ -64,3 +64,31 @@ describe('when the journal fails at or after the dispatch boundary', () => {
     expect(f.events(envelope.invocation_id).map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
   });
 });
+
+describe('when a person cancels right after approving, before CREDENTIAL_AUTHORIZED is written', () => {
+  it('the executor answers the recorded cancellation (not IMPOSSIBLE_TRANSITION) and nothing is sent', async () => {
+    const journal = f.h.temp.journal;
+    const run = f.submit('A');
+    const [card] = await waitForCardCount(f.queue, 1);
+    const actionId = card?.action_id ?? '';
+    let cancelled: Promise<unknown> | undefined;
+    // The listener runs inside the approval's release, before the executor resumes.
+    const stop = f.queue.onChange(() => {
+      if (cancelled !== undefined || journal.getAction(actionId)?.decision !== 'approved') return;
+      cancelled = f.queue.cancel(card?.ticket ?? 0, person, 'changed my mind');
+    });
+    await f.queue.approve(card?.ticket ?? 0, person);
+    const { envelope } = await run;
+    stop();
+    await cancelled;
+    expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
+    expect(envelope.evidence.dispatch_started).toBe(false);
+    expect(journal.getAction(actionId)).toMatchObject({ decision: 'cancelled', dispatch_seq: null, outcome: 'not_attempted' });
+    expect(f.events(actionId).map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
+    expect(f.server.arrivals).toHaveLength(0);
+    // The lane moved on: a later write to the same document goes through.
+    const next = await f.submit('B', { route: 'plain' });
+    expect(next.envelope.error).toBeUndefined();
+    expect(f.server.markers()).toEqual(['B']);
+  });
+});

@@ -161,6 +161,27 @@ describe('when the request is refused before any secret is touched', () => {
   });
 });
 
+describe('when a person cancels right after approving, before CREDENTIAL_AUTHORIZED is written', () => {
+  it('the executor answers the recorded cancellation and the command never runs', async (ctx) => {
+    const s = need(ctx);
+    const perCall = sshHostsConfig([{ ...host(s), extra: '    approval: per_call' }]);
+    const run = h.run(perCall, { host: 'lab', command: 'echo ran' });
+    const [card] = await waitForCardCount(h.queue, 1);
+    const actionId = card?.action_id ?? '';
+    let cancelled: Promise<unknown> | undefined;
+    const stop = h.queue.onChange(() => {
+      if (cancelled !== undefined || h.temp.journal.getAction(actionId)?.decision !== 'approved') return;
+      cancelled = h.queue.cancel(card?.ticket ?? 0, { kind: 'person', id: 'tester' }, 'changed my mind');
+    });
+    await h.queue.approve(card?.ticket ?? 0, { kind: 'person', id: 'tester' });
+    const { envelope } = await run;
+    stop();
+    await cancelled;
+    expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
+    expect(kinds(h.events(actionId))).not.toContain('DISPATCH_STARTED');
+  });
+});
+
 describe('when the host key policy is accept_new', () => {
   it('stores the first key after auth, trusts it next time, and refuses a changed key ever after', async (ctx) => {
     const s = need(ctx);

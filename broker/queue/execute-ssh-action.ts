@@ -8,11 +8,12 @@ import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/
 import { unparsedFingerprint } from './http-action-request.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
+import { recordBrokerError } from './record-broker-error.js';
 import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
 import type { DispatchQueue } from './approval-queue.js';
 import { sshCardPreview } from './card-preview.js';
-import { dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
+import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 
 export interface SshActionDeps {
@@ -62,6 +63,11 @@ export async function executeSshAction(deps: SshActionDeps, input: unknown, canc
   const actionId = deps.ids.newActionId();
   try {
     return await admitAndRun(deps, actionId, input, cancel);
+  } catch (error) {
+    // A broker bug after admission: record what is known (unknown once dispatched), then rethrow;
+    // the agent backend answers from the record, never with a bare refusal.
+    await recordBrokerError(deps.journal, actionId, deps.logger);
+    throw error;
   } finally {
     // Recorded (or given up): the lane may move on, or stays blocked if the outcome is unknown.
     deps.queue.settled(actionId);
@@ -165,6 +171,9 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       if (sshRequestFingerprint({ host: b.host.name, command: b.command }) !== b.fingerprint) {
         return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
       }
+      // A person may have cancelled between the queue's release and here: nothing is even set up.
+      const closed = closedBeforeDispatch(deps.journal, b.actionId);
+      if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
       // Not awaited alone: FIFO commits make DISPATCH_STARTED durable only after this row.
       const authorized = appendState(deps.journal, {
         kind: 'CREDENTIAL_AUTHORIZED',
@@ -182,7 +191,9 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
         beforeDispatch: locked.signal,
         ...(b.cancel === undefined ? {} : { cancel: b.cancel }),
       });
-      await authorized;
+      // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
+      const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
+      if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
       return settle(deps, b, report);
     });
   } catch (error) {

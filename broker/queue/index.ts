@@ -5,3 +5,4 @@ export { executeSshAction, type SshActionDeps, type SshActionResult } from './ex
 export { stateEnvelope } from './state-envelope.js';
 export { systemQueueTimers, type QueueTimer, type QueueTimers } from './queue-timers.js';
 export { bodyPreviewBytesMax, type CardPreview } from './card-preview.js';
+export { openActionsPerSessionMax } from './open-actions.js';

@@ -50,3 +50,25 @@ export function journalFailedFacts(journal: Journal, actionId: string): JournalF
   if (state === undefined) throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed before the action was admitted');
   return { state, classification: journalFailedClassification, message: errorCodeMeanings.JOURNAL_UNAVAILABLE };
 }
+
+/** The action's state when it was closed before dispatch (rejected, expired, cancelled, refused), else undefined. */
+export function closedBeforeDispatch(journal: Journal, actionId: string): ActionState | undefined {
+  const state = journal.getAction(actionId);
+  return state !== undefined && state.dispatch_seq === null && state.outcome !== null ? state : undefined;
+}
+
+/**
+ * Awaits the CREDENTIAL_AUTHORIZED append. Refused because a closure (an operator's CANCELLED, a
+ * session revocation) landed between the queue's release and the append: the closed state — the
+ * projection then refused DISPATCH_STARTED too, so nothing was sent. Any other failure rethrows.
+ */
+export async function authorizationRefusal(journal: Journal, actionId: string, authorized: Promise<unknown>): Promise<ActionState | undefined> {
+  try {
+    await authorized;
+    return undefined;
+  } catch (error) {
+    const closed = isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION' ? closedBeforeDispatch(journal, actionId) : undefined;
+    if (closed === undefined) throw error;
+    return closed;
+  }
+}

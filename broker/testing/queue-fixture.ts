@@ -27,7 +27,7 @@ export interface QueueFixture {
   readonly config: PosternConfig;
   readonly logLines: string[];
   /** Starts one POST carrying `marker` (not awaited: it may wait for a person). */
-  submit(marker: string, options?: { route?: string; path?: string; method?: string; sessionId?: string }): Promise<HttpActionResult>;
+  submit(marker: string, options?: { route?: string; path?: string; method?: string; sessionId?: string; query?: Record<string, string>; headers?: Record<string, string> }): Promise<HttpActionResult>;
   events(actionId: string): JournalEvent[];
   /** The ticket of the n-th action submitted (1-based), once admitted. */
   ticketOf(result: HttpActionResult): number;
@@ -74,7 +74,7 @@ export async function openQueueFixture(options: { agentsYaml?: string; server?: 
           method: o.method ?? 'POST',
           path: o.path ?? '/documents/7',
           // A read carries its marker in the query instead (a GET has no body).
-          ...(o.method === 'GET' ? { query: { marker } } : { body: JSON.stringify({ marker }), headers: { 'content-type': 'application/json' } }),
+          ...(o.method === 'GET' ? { query: { marker, ...o.query } } : { body: JSON.stringify({ marker }), headers: { 'content-type': 'application/json', ...o.headers }, ...(o.query === undefined ? {} : { query: o.query }) }),
         },
       );
       run.then((r) => h.envelopes.push(r.envelope), () => undefined);

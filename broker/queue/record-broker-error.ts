@@ -1,0 +1,31 @@
+import type { Logger } from 'pino';
+import { isCodedError, type ActionState } from '../contract/index.js';
+import { classifyBrokerError } from '../core/index.js';
+import type { Journal } from '../journal/index.js';
+
+/**
+ * An executor threw while its admitted action was still open. Best effort, so the record says what
+ * is known instead of leaving the lane's head "dispatching" forever: OUTCOME_RECORDED with broker/
+ * core's classifyBrokerError (unknown after DISPATCH_STARTED — abandonable by a person — else
+ * not_attempted). A refusal means another event won meanwhile (a DISPATCH_STARTED still in the
+ * commit queue, a closure): the state is read again once. Never throws; the executor rethrows its
+ * own error and the backend answers from the record.
+ */
+export async function recordBrokerError(journal: Journal, actionId: string, logger: Logger | undefined): Promise<ActionState | undefined> {
+  for (let tries = 0; tries < 2; tries += 1) {
+    try {
+      const state = journal.getAction(actionId);
+      const classification = state === undefined ? undefined : classifyBrokerError(state);
+      if (state === undefined || classification === undefined) return state;
+      const attempt = state.attempts.at(-1)?.n;
+      const after = (await journal.append({ kind: 'OUTCOME_RECORDED', action_id: actionId, payload: attempt === undefined ? {} : { attempt }, classification })).state;
+      logger?.error({ action_id: actionId, outcome: classification.outcome, basis: classification.outcome_basis }, 'broker error recorded for an open action');
+      return after;
+    } catch (error) {
+      if (isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION') continue;
+      logger?.error({ err: error, action_id: actionId }, 'recording a broker error failed');
+      return undefined;
+    }
+  }
+  return undefined;
+}
