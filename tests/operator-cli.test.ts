@@ -88,6 +88,32 @@ describe('the operator CLI against a running daemon', () => {
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
     expect(page.events.map((e) => e.kind)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'REJECTED']);
   }, 90_000);
+
+  it('settles an unknown head by attestation (never not_attempted) and counts it in metrics', async () => {
+    if (drill === undefined) throw new Error('the drill did not start');
+    const dir = ['--data-dir', drill.dataDir];
+    drill.drops.add('cli-unknown');
+    const reply = drill.p2.call('http_request', { route: 'docs', method: 'POST', path: '/docs/cli-attest', body: JSON.stringify({ marker: 'cli-unknown' }), timeout_ms: 60_000 }).reply;
+    const [card] = await waitFor(() => laneCards(drill?.dataDir ?? '', 'doc-cli-attest'), (cards) => cards.length === 1, 'the card');
+    if (card === undefined) throw new Error('no card');
+    expect((await cli(['approvals', 'approve', String(card.ticket), ...dir])).code).toBe(0);
+    expect((await reply).structuredContent?.error?.outcome).toBe('unknown');
+
+    const never = await cli(['actions', 'attest', card.action_id, '--outcome', 'not_attempted', '--effect', 'no_effect', '--basis', 'x', ...dir]);
+    expect(never.code).toBe(2);
+    expect(never.stderr).toContain('INVALID_ARGUMENT --outcome');
+    const attested = await cli(['actions', 'attest', card.action_id, '--outcome', 'committed', '--effect', 'succeeded', '--basis', 'seen in the remote audit log', ...dir]);
+    expect(attested.code).toBe(0);
+    expect(attested.stdout).toContain('settled by your attestation: committed');
+    const shown = await cli(['actions', 'show', card.action_id, ...dir]);
+    expect(shown.stdout).toContain('source operator_attested');
+    expect(shown.stdout).toContain('seen in the remote audit log');
+
+    const metrics = JSON.parse((await cli(['metrics', '--json', ...dir])).stdout) as { by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>; by_code: Array<{ code: string }> };
+    expect(metrics.by_phase_outcome).toEqual(expect.arrayContaining([expect.objectContaining({ phase: 'remote_execution', outcome: 'committed' })]));
+    expect(metrics.by_code.map((c) => c.code)).toContain('APPROVAL_DENIED');
+    expect((await cli(['metrics', ...dir])).stdout).toMatch(/remote_execution\s+committed\s+\d+/);
+  }, 90_000);
 });
 
 describe('the operator CLI with no daemon', () => {

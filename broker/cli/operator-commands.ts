@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CodedError, ErrorCode, isMember, type ApprovalCard, type BrokerApi, type BrokerApiMethod } from '../contract/index.js';
+import { CodedError, Effect, ErrorCode, isMember, type ApprovalCard, type BrokerApi, type BrokerApiMethod } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest } from '../host/index.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
@@ -8,6 +8,11 @@ interface JsonOptions extends CommonOptions {
 }
 interface ReasonOptions extends CommonOptions {
   reason?: string;
+}
+interface AttestOptions extends CommonOptions {
+  outcome: string;
+  effect: string;
+  basis: string;
 }
 interface ActivityOptions extends JsonOptions {
   from?: string;
@@ -76,6 +81,28 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(`  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`);
       if (shown.queue !== null) io.out(`  queue: ${shown.queue.text}`);
       for (const e of shown.events) io.out(`  #${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind}${e.summary === '' ? '' : `  ${e.summary}`}`);
+    });
+
+  withDataDir(actions.command('attest').argument('<action_id>', 'a dispatched action whose outcome is unknown').description("Settle an unknown outcome with your written basis (recorded as operator_attested; its lane moves on)."))
+    .requiredOption('--outcome <outcome>', 'committed or rejected (never not_attempted: it was dispatched)')
+    .requiredOption('--effect <effect>', 'committed: succeeded, failed or partial_effect; rejected: rejected or no_effect')
+    .requiredOption('--basis <text>', 'how you know (recorded in the journal and shown everywhere)')
+    .action(async (actionId: string, options: AttestOptions) => {
+      const outcome = options.outcome === 'committed' || options.outcome === 'rejected' ? options.outcome : undefined;
+      if (outcome === undefined) throw new CodedError('INVALID_ARGUMENT', 'must be committed or rejected', { field: '--outcome' });
+      if (!isMember(Effect, options.effect)) throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Effect).join(', ')}`, { field: '--effect' });
+      const result = await call(options, 'actions.attest', { action_id: actionId, outcome, effect: options.effect, basis: options.basis });
+      io.out(`${actionId} (ticket #${result.ticket}) settled by your attestation: ${outcome} (journal seq ${result.journal_seq}).`);
+    });
+
+  withDataDir(program.command('metrics').description('Actions by phase × outcome and by code (never one "failures" number).'))
+    .option('--json', 'print one JSON object')
+    .action(async (options: JsonOptions) => {
+      const m = await call(options, 'metrics', {});
+      if (options.json === true) return io.out(JSON.stringify(m));
+      io.out(`${m.total} actions, ${m.open} open`);
+      for (const p of m.by_phase_outcome) io.out(`  ${p.phase.padEnd(22)} ${p.outcome.padEnd(14)} ${String(p.count).padStart(8)}`);
+      for (const c of m.by_code) io.out(`  ${c.code.padEnd(37)} ${String(c.count).padStart(8)}`);
     });
 
   const sessions = program.command('sessions').description('Agent sessions: one per agent process.');

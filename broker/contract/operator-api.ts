@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
 import { EventKind } from './events.js';
+import { Effect, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 
 /** The broker's health as the operator API reports it. */
@@ -123,9 +124,28 @@ export const brokerApiSchemas = {
     input: z.strictObject({ action_id: z.string().min(1).max(80) }),
     output: z.object({ state: actionStateSchema, queue: queuePositionSchema.nullable(), events: z.array(activityEventSchema) }),
   },
+  'actions.attest': {
+    input: z.strictObject({
+      action_id: z.string().min(1).max(80),
+      /** A person may attest committed or rejected — never not_attempted after dispatch. */
+      outcome: z.enum(['committed', 'rejected']),
+      effect: z.enum(Effect),
+      basis: z.string().trim().min(1).max(4000),
+    }),
+    output: decisionOutput,
+  },
   'sessions.list': { input: z.strictObject({}), output: z.object({ sessions: z.array(sessionSummarySchema) }) },
   'sessions.approve': { input: z.strictObject({ session_id: z.string().min(1).max(80) }), output: sessionStateSchema },
   'sessions.revoke': { input: z.strictObject({ session_id: z.string().min(1).max(80), reason }), output: sessionStateSchema },
+  metrics: {
+    input: z.strictObject({}),
+    output: z.object({
+      by_phase_outcome: z.array(z.object({ phase: z.enum(Phase), outcome: z.enum(Outcome), count: z.number().int() })),
+      by_code: z.array(z.object({ code: z.string(), count: z.number().int() })),
+      open: z.number().int(),
+      total: z.number().int(),
+    }),
+  },
   'activity.list': {
     input: z.strictObject({
       from_seq: z.number().int().positive().optional(),

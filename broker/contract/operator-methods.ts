@@ -10,12 +10,14 @@ export const brokerApiMethods = [
   'approvals.cancel',
   'approvals.abandon',
   'actions.show',
+  'actions.attest',
   'sessions.list',
   'sessions.approve',
   'sessions.revoke',
   'activity.list',
+  'metrics',
 ] as const;
 export type BrokerApiMethod = (typeof brokerApiMethods)[number];
 
 /** Methods that only read: the HTTP host also answers them on GET with an empty input. */
-export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>(['status', 'approvals.list', 'sessions.list']);
+export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>(['status', 'approvals.list', 'sessions.list', 'metrics']);

@@ -15,3 +15,5 @@ export * from './merkle-tree.js';
 export * from './audit-record.js';
 export * from './activity.js';
 export * from './chronology.js';
+export * from './attest-outcome.js';
+export * from './metrics.js';

@@ -8,6 +8,7 @@ import type { BrokerStatus } from '../contract/index.js';
 import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
+import { foldMetrics } from '../core/index.js';
 import { ApprovalQueue, createAgentBackend } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
@@ -138,6 +139,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'approvals.reject': (input) => queue.reject(input.ticket, actor, input.reason),
       'approvals.cancel': (input) => queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
       'approvals.abandon': (input) => queue.abandon(input.ticket, actor, input.reason),
+      'actions.attest': (input) => queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
+      metrics: () => foldMetrics(journal.outcomeCounts()),
       'sessions.approve': (input) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),

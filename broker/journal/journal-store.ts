@@ -84,6 +84,7 @@ export class JournalStore implements AuditStore {
     listLane: () => Statement<[string, number, number], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
+    outcomeCounts: () => Statement<[], { phase: string | null; outcome: string | null; code: string | null; n: number }>;
   };
 
   constructor(db: Database) {
@@ -173,6 +174,7 @@ export class JournalStore implements AuditStore {
       listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
+      outcomeCounts: lazy(db, `SELECT phase, outcome, code, count(*) AS n FROM actions GROUP BY phase, outcome, code`),
       upsertTicket: lazy(db, `
         INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
           accepted_seq, accepted_at_ms)
@@ -296,6 +298,11 @@ export class JournalStore implements AuditStore {
 
   listLane(lane: string, fromTicket: number, limit: number): ActionState[] {
     return this.sql.listLane().all(lane, fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+  }
+
+  /** Actions grouped by their current (phase, outcome, code); null outcome = still open before dispatch. */
+  outcomeCounts(): Array<{ phase: string | null; outcome: string | null; code: string | null; n: number }> {
+    return this.sql.outcomeCounts().all();
   }
 
   readSubjectEvents(subjectId: string, limit: number): EventRow[] {

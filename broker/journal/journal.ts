@@ -311,6 +311,12 @@ export class Journal {
     };
   }
 
+  /** Actions by current (phase, outcome, code), from the current-state table (the metrics view). */
+  outcomeCounts(): Array<{ phase: string | null; outcome: string | null; code: string | null; n: number }> {
+    this.requireReadable();
+    return this.store.outcomeCounts();
+  }
+
   /** Action totals from the current-state table (for status views). */
   actionCounts(): ActionCounts {
     this.requireReadable();

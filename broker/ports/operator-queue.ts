@@ -1,4 +1,4 @@
-import type { ApprovalCard, QueuePosition, SessionState } from '../contract/index.js';
+import type { ApprovalCard, Effect, QueuePosition, SessionState } from '../contract/index.js';
 
 /** Who decided: the operator CLI, the desktop UI or the web UI (a person), named for the record. */
 export interface OperatorActor {
@@ -28,6 +28,8 @@ export interface OperatorQueue {
   cancel(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult>;
   /** Releases the lane behind a blocked (unknown) head; the outcome stays unknown. */
   abandon(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult>;
+  /** A person settles a dispatched, recorded-unknown action with a written basis (source operator_attested). */
+  attest(actionId: string, actor: OperatorActor, outcome: 'committed' | 'rejected', effect: Effect, basis: string): Promise<DecisionResult>;
   approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState>;
   revokeSession(sessionId: string, actor: OperatorActor, reason: string): Promise<SessionState>;
   /** Where an action waits now, or null once it is dispatched/closed or unknown to the queue. */

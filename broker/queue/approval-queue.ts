@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { PosternConfig } from '../config/index.js';
-import { CodedError, isCodedError, type ActionState, type Actor, type ApprovalCard, type NewEvent, type QueuePosition, type SessionState } from '../contract/index.js';
-import { scheduleLane, ticketStanding, type TicketWait } from '../core/index.js';
+import { CodedError, isCodedError, type ActionState, type Actor, type ApprovalCard, type Effect, type NewEvent, type QueuePosition, type SessionState } from '../contract/index.js';
+import { attestClassification, scheduleLane, ticketStanding, type AttestedOutcome, type TicketWait } from '../core/index.js';
 import type { Appended, Journal } from '../journal/index.js';
 import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
 import { buildCard } from './build-card.js';
@@ -209,6 +209,28 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     const state = this.requireTicket(ticket);
     const appended = await this.decide(state, 'abandon', { kind: 'ABANDONED', action_id: state.action_id, payload: { actor, reason: reason.slice(0, 2000) } });
     return this.decided(appended, 'abandoned');
+  }
+
+  /**
+   * A person settles a dispatched action whose recorded outcome is unknown, with a written basis
+   * (OPERATOR_ATTESTED, source operator_attested; never not_attempted). Its lane then moves on: a
+   * settled head no longer blocks. Anything else (in flight, already settled, never dispatched) is
+   * DECISION_CONFLICT naming the state.
+   */
+  async attest(actionId: string, actor: OperatorActor, outcome: AttestedOutcome, effect: Effect, basis: string): Promise<DecisionResult> {
+    const state = this.journal.getAction(actionId);
+    if (state === undefined || !actionId.startsWith('act_')) throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
+    const classification = attestClassification(outcome, effect);
+    if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
+      throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'attest'), { field: 'action_id' });
+    }
+    const appended = await this.decide(state, 'attest', {
+      kind: 'OPERATOR_ATTESTED',
+      action_id: actionId,
+      payload: { actor, basis: basis.slice(0, 4000) },
+      classification,
+    });
+    return this.decided(appended, `attested ${outcome}`);
   }
 
   async approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState> {
@@ -497,7 +519,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return '(unknown)';
   }
 
-  private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon', event: NewEvent): Promise<Appended> {
+  private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest', event: NewEvent): Promise<Appended> {
     let appended: Appended;
     try {
       appended = await this.journal.append(event);
