@@ -94,6 +94,23 @@ const sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 const attempt = z.number().int().positive();
 
 /**
+ * An agent-chosen idempotency key and what it is bound to. The key is an identifier, not a
+ * secret, but it is bounded: visible ASCII, at most 1024 characters (the request schema's cap).
+ */
+export const idempotencyKeyBindingSchema = z.strictObject({
+  /** The route name: keys are bound per route and scope. */
+  route: z.string().min(1).max(64),
+  /** The contract's scope (what the remote scopes keys to). */
+  scope: z.string().min(1).max(200),
+  key: z.string().regex(/^[\x21-\x7e]{1,1024}$/),
+  /** sha256 over the request parts the contract names (what the remote compares for a repeated key). */
+  fingerprint: sha256,
+  /** Earliest safe expiry: taken before dispatch, so never later than the remote's own window ends. */
+  expires_at_ms: z.number().int().nonnegative(),
+});
+export type IdempotencyKeyBinding = z.infer<typeof idempotencyKeyBindingSchema>;
+
+/**
  * Payload schemas per kind. Payloads never hold secrets: ids, version tags, digests only. They are
  * strict: a field the schema does not name is refused, so nothing can ride along into the journal.
  */
@@ -107,7 +124,14 @@ export const eventPayloadSchemas = {
     /** Whether the operation is known to be idempotent (method semantics or declared contract). */
     idempotent: z.boolean(),
   }),
-  PREFLIGHT_VALIDATED: z.strictObject({}),
+  PREFLIGHT_VALIDATED: z.strictObject({
+    /**
+     * The idempotency key bound at admission, on a route that declares a contract and a call that
+     * passed a key (DESIGN §3: key, fingerprint, scope and earliest safe expiry stored before
+     * dispatch). Optional: events written before it and calls without a key stay valid.
+     */
+    idempotency: idempotencyKeyBindingSchema.optional(),
+  }),
   PREFLIGHT_FAILED: z.strictObject({ field: z.string().max(256).optional() }),
   CARD_SHOWN: z.strictObject({ expires_at_ms: z.number().int().nonnegative() }),
   APPROVED: z.strictObject({ actor: Actor, request_fingerprint: sha256 }),

@@ -17,3 +17,4 @@ export * from './activity.js';
 export * from './chronology.js';
 export * from './attest-outcome.js';
 export * from './metrics.js';
+export * from './bind-idempotency-key.js';

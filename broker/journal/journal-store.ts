@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ActionState, SessionState } from '../contract/index.js';
+import type { BoundIdempotencyKey } from '../core/index.js';
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
 export interface EventRow {
@@ -85,6 +86,8 @@ export class JournalStore implements AuditStore {
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
     outcomeCounts: () => Statement<[], { phase: string | null; outcome: string | null; code: string | null; n: number }>;
+    loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
+    upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
   };
 
   constructor(db: Database) {
@@ -175,6 +178,16 @@ export class JournalStore implements AuditStore {
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       outcomeCounts: lazy(db, `SELECT phase, outcome, code, count(*) AS n FROM actions GROUP BY phase, outcome, code`),
+      loadIdempotencyKey: lazy(db, `
+        SELECT route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq
+        FROM idempotency_keys WHERE route = ? AND scope = ? AND key = ?`),
+      upsertIdempotencyKey: lazy(db, `
+        INSERT INTO idempotency_keys (route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq)
+        VALUES (@route, @scope, @key, @fingerprint, @action_id, @first_seen_ms, @expires_at_ms, @bound_seq)
+        ON CONFLICT (route, scope, key) DO UPDATE SET
+          fingerprint = excluded.fingerprint, action_id = excluded.action_id,
+          first_seen_ms = excluded.first_seen_ms, expires_at_ms = excluded.expires_at_ms,
+          bound_seq = excluded.bound_seq`),
       upsertTicket: lazy(db, `
         INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
           accepted_seq, accepted_at_ms)
@@ -311,6 +324,16 @@ export class JournalStore implements AuditStore {
 
   listSessionActions(sessionId: string, limit: number): ActionState[] {
     return this.sql.listSessionActions().all(sessionId, limit).map((row) => JSON.parse(row.state) as ActionState);
+  }
+
+  /** The binding of a key on a route and scope, expired or not (the caller compares times). */
+  loadIdempotencyKey(route: string, scope: string, key: string): BoundIdempotencyKey | undefined {
+    return this.sql.loadIdempotencyKey().get(route, scope, key);
+  }
+
+  /** A new binding, or a rebinding of a key whose earlier binding expired. */
+  writeIdempotencyKey(row: BoundIdempotencyKey): void {
+    this.sql.upsertIdempotencyKey().run({ ...row });
   }
 
   unrecordedActionIds(): string[] {

@@ -9,6 +9,7 @@ import {
   type NewEvent,
   type SessionState,
 } from '../contract/index.js';
+import { idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import { AuditWriter, checkpointEveryEventsDefault, type AuditVault } from './audit-writer.js';
 import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
@@ -253,6 +254,12 @@ export class Journal {
     return this.store.loadState(actionId);
   }
 
+  /** The binding of an idempotency key on a route and scope (expired ones too: compare expires_at_ms). */
+  getIdempotencyKey(route: string, scope: string, key: string): BoundIdempotencyKey | undefined {
+    this.requireReadable();
+    return this.store.loadIdempotencyKey(route, scope, key);
+  }
+
   /** Actions in ticket order, one bounded page at a time. */
   listActions(options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
     this.requireReadable();
@@ -422,10 +429,15 @@ export class Journal {
       };
       const sessionOverlay = new Map<string, SessionState>();
       const sessionOf = (id: string): SessionState | undefined => sessionOverlay.get(id) ?? this.store.loadSession(id);
+      // Idempotency keys bound so far in this transaction: the check and the write happen under
+      // the same write lock (BEGIN IMMEDIATE), so the projection is the compare-and-swap.
+      const keyOverlay = new Map<string, BoundIdempotencyKey>();
+      const idempotencyKeyOf = (route: string, scope: string, key: string): BoundIdempotencyKey | undefined =>
+        keyOverlay.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key);
       for (const unit of units) {
         let plan: PlannedUnit;
         try {
-          plan = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf, sessionOf });
+          plan = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf, sessionOf, idempotencyKeyOf });
         } catch (error) {
           if (!isRefusal(error)) throw error;
           refused.push({ unit, error });
@@ -437,6 +449,7 @@ export class Journal {
         }
         for (const [id, state] of plan.states) overlay.set(id, state);
         for (const [id, session] of plan.sessions) sessionOverlay.set(id, session);
+        for (const [id, bound] of plan.idempotencyKeys) keyOverlay.set(id, bound);
         lastSeq += plan.appended.length;
         appendedCount += plan.appended.length;
         lastTicket = plan.lastTicket;
@@ -445,6 +458,7 @@ export class Journal {
       // Current state goes into the same transaction as the events that changed it.
       for (const [id, state] of overlay) this.store.writeState(state, stored.get(id));
       for (const session of sessionOverlay.values()) this.store.writeSession(session);
+      for (const bound of keyOverlay.values()) this.store.writeIdempotencyKey(bound);
       if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
       // The tree head moves in the same transaction as the rows it covers.
       if (accepted.length > 0) this.audit.writeTree();
@@ -572,9 +586,12 @@ function journalPath(options: JournalOpenOptions): string {
   return path;
 }
 
-/** Refusals are about one event; anything else (a SQLite error, a bug) is fatal for the batch. */
+/**
+ * Refusals are about one event (an impossible transition, a malformed event, an idempotency key
+ * bound to another fingerprint); anything else (a SQLite error, a bug) is fatal for the batch.
+ */
 function isRefusal(error: unknown): boolean {
-  return isCodedError(error) && (error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT');
+  return isCodedError(error) && (error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH');
 }
 
 function positive(value: number, name: string): number {

@@ -1,4 +1,4 @@
-import { applyEvent, applySessionEvent } from '../core/index.js';
+import { applyEvent, applySessionEvent, bindIdempotencyKey, idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
 import { CodedError, type ActionState, type JournalEvent, type NewEvent, type SessionState } from '../contract/index.js';
 
 /** Where the unit lands: the next append position, the last issued ticket, the wall time. */
@@ -10,6 +10,8 @@ export interface PlanContext {
   stateOf(actionId: string): ActionState | undefined;
   /** The same for sessions (SESSION_* events, `ses_` subjects). */
   sessionOf(sessionId: string): SessionState | undefined;
+  /** The same for idempotency keys (by idempotencyKeyId): planned in this transaction, then stored. */
+  idempotencyKeyOf(route: string, scope: string, key: string): BoundIdempotencyKey | undefined;
 }
 
 /** One durable event and the action's state right after it. */
@@ -29,6 +31,8 @@ export interface PlannedUnit {
   /** Each touched action's state after the unit, in first-touched order. */
   readonly states: ReadonlyMap<string, ActionState>;
   readonly sessions: ReadonlyMap<string, SessionState>;
+  /** Keys this unit bound (new, or rebound after expiry), by idempotencyKeyId. */
+  readonly idempotencyKeys: ReadonlyMap<string, BoundIdempotencyKey>;
   readonly lastTicket: number;
 }
 
@@ -41,6 +45,7 @@ export interface PlannedUnit {
 export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): PlannedUnit {
   const states = new Map<string, ActionState>();
   const sessions = new Map<string, SessionState>();
+  const idempotencyKeys = new Map<string, BoundIdempotencyKey>();
   const appended: Array<Appended | AppendedSession> = [];
   let lastTicket = ctx.lastTicket;
   for (const [i, input] of newEvents.entries()) {
@@ -56,10 +61,26 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     const stamped = stamp(input, before, ctx.nextSeq + i, ctx.atMs, lastTicket);
     if (input.kind === 'ACTION_ACCEPTED' && stamped.ticket !== null) lastTicket = stamped.ticket;
     const after = applyEvent(before, stamped);
+    bindKey(stamped, idempotencyKeys, ctx);
     states.set(input.action_id, after);
     appended.push({ event: stamped, state: after });
   }
-  return { appended, states, sessions, lastTicket };
+  return { appended, states, sessions, idempotencyKeys, lastTicket };
+}
+
+/**
+ * The idempotency-key compare-and-swap: a PREFLIGHT_VALIDATED that names a key is checked against
+ * the key's binding as of everything before it (this unit, this transaction, then the table, all
+ * under the journal's write lock). A mismatch throws, which refuses the whole unit, so a refused
+ * binding never reaches the log and two concurrent admissions cannot both bind one key.
+ */
+function bindKey(event: JournalEvent, planned: Map<string, BoundIdempotencyKey>, ctx: PlanContext): void {
+  if (event.kind !== 'PREFLIGHT_VALIDATED' || event.payload.idempotency === undefined) return;
+  const binding = event.payload.idempotency;
+  const id = idempotencyKeyId(binding.route, binding.scope, binding.key);
+  const existing = planned.get(id) ?? ctx.idempotencyKeyOf(binding.route, binding.scope, binding.key);
+  const decision = bindIdempotencyKey(existing, { binding, action_id: event.action_id, seq: event.seq, at_ms: event.at_ms });
+  if (decision.kind === 'bound') planned.set(id, decision.row);
 }
 
 /**

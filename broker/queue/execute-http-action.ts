@@ -8,6 +8,7 @@ import {
   type ActionState,
   type Classification,
   type Envelope,
+  type IdempotencyKeyBinding,
   type NewEvent,
 } from '../contract/index.js';
 import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveLane, type LocalGate, type OutcomeEvidence } from '../core/index.js';
@@ -112,12 +113,20 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, preflight.gate, preflight.message);
   }
-  await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  const binding = idempotencyBinding(deps, route, request, parsed.data.idempotency_key);
+  try {
+    await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: binding === undefined ? {} : { idempotency: binding } }]);
+  } catch (error) {
+    // The journal refused the key's binding (the whole unit, so nothing of it was written).
+    if (binding === undefined || !isCodedError(error) || error.code !== 'IDEMPOTENCY_MISMATCH') throw error;
+    await accept(deps, actionId, admission);
+    return refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []);
+  }
   deps.onAdmitted?.(actionId);
   // The card preview is the agent's own request, taken before any injection.
   const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-  return authorizeAndSend(deps, { actionId, route, request, fingerprint, idempotent, path: preflight.path, key: parsed.data.idempotency_key, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true });
+  return authorizeAndSend(deps, { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true });
 }
 
 interface Admission {
@@ -140,6 +149,51 @@ function acceptedEvent(deps: HttpActionDeps, actionId: string, a: Admission): Ne
     session_id: deps.sessionId ?? null,
     lane: a.lane,
     payload: { channel: 'http', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: a.idempotent },
+  };
+}
+
+/**
+ * The key, its fingerprint (sha256 over the parts the route's contract names), scope and earliest
+ * safe expiry, journaled with PREFLIGHT_VALIDATED — before any card, secret or byte (DESIGN §3,
+ * article 000: the four facts stored before dispatch). Undefined without a key (a key on a route
+ * without a contract never gets here: validation refused it).
+ *
+ * Why the check is the journal's and not a look-up here: reading the key table and then appending
+ * would let two concurrent calls with one key and different bodies both read "free" and both
+ * pass. The binding event is folded under the journal's write lock against the table and the
+ * bindings planned earlier in the same transaction (plan-unit.ts), so exactly one of them binds
+ * and the other's unit is refused with IDEMPOTENCY_MISMATCH: the projection is the compare-and-swap.
+ *
+ * The expiry is counted from now, before admission: the remote's own window starts only when it
+ * first sees the key (at dispatch, later), so this is never later than the remote's.
+ */
+function idempotencyBinding(deps: HttpActionDeps, route: Route, request: NormalizedHttpRequest, key: string | undefined): IdempotencyKeyBinding | undefined {
+  const contract = route.idempotency;
+  if (contract === undefined || key === undefined) return undefined;
+  return {
+    route: route.name,
+    scope: contract.scope,
+    key,
+    fingerprint: requestFingerprint(request, contract.fingerprint),
+    expires_at_ms: deps.clock.nowMs() + contract.retention_seconds * 1000,
+  };
+}
+
+/** IDEMPOTENCY_MISMATCH: validation refused it, so PREFLIGHT_FAILED; no card, no secret, no byte. */
+async function refuseKeyReuse(deps: HttpActionDeps, actionId: string, fingerprint: string, binding: IdempotencyKeyBinding, parts: readonly string[]): Promise<HttpActionResult> {
+  const classification = classifyOutcome({ channel: 'http', gate: { kind: 'idempotency_mismatch' }, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  const field = 'idempotency_key';
+  const state = await appendState(deps.journal, { kind: 'PREFLIGHT_FAILED', action_id: actionId, payload: { field }, classification });
+  log(deps, actionId, binding.route, classification);
+  return {
+    envelope: buildHttpEnvelope({
+      state,
+      classification,
+      message: `the idempotency key is already bound to a different request on this route and scope (compared: ${parts.join(', ')}); a new request needs a new key`,
+      field,
+      fingerprint,
+      idempotency: { key: binding.key, scope: binding.scope, fingerprint: binding.fingerprint, remote_contract: 'configured' },
+    }),
   };
 }
 
@@ -176,7 +230,8 @@ interface Bound {
   idempotent: boolean;
   /** base path + normalized request path. */
   path: string;
-  key: string | undefined;
+  /** The idempotency key as journaled before dispatch (a declared contract and a key only). */
+  binding: IdempotencyKeyBinding | undefined;
   timeoutMs: number;
   followRedirects: boolean;
 }
@@ -256,7 +311,8 @@ function wirePath(b: Bound, secret: SecretMaterial): string {
 
 function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> {
   const headers: Array<[string, string]> = b.request.headers.map(([n, v]) => [n, v]);
-  if (b.key !== undefined && b.route.idempotency !== undefined) headers.push([b.route.idempotency.header, b.key]);
+  // Only under a declared contract (a binding exists only then): never added silently.
+  if (b.binding !== undefined && b.route.idempotency !== undefined) headers.push([b.route.idempotency.header, b.binding.key]);
   switch (secret.kind) {
     case 'bearer':
       headers.push(['authorization', `Bearer ${secret.token}`]);
@@ -290,8 +346,8 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
 
 async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, forms: readonly string[]): Promise<HttpActionResult> {
   const nowMs = deps.clock.nowMs();
-  const contract = b.route.idempotency;
-  const expiryMs = contract === undefined || b.key === undefined ? undefined : acceptedAtMs(deps, b.actionId) + contract.retention_seconds * 1000;
+  // The expiry the journal holds for this key (PREFLIGHT_VALIDATED), not a recomputed one.
+  const expiryMs = b.binding?.expires_at_ms;
   const response = report.response;
   const location = response?.headers.location;
   const crossOrigin = location === undefined ? false : otherOrigin(location, b.route);
@@ -381,9 +437,9 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     message: classification.code === null ? '' : errorCodeMeanings[classification.code],
     report,
     ...(resultId === undefined ? {} : { resultId }),
-    ...(contract === undefined || b.key === undefined
+    ...(b.binding === undefined
       ? {}
-      : { idempotency: { key: b.key, scope: contract.scope, fingerprint: requestFingerprint(b.request, contract.fingerprint), remote_contract: 'configured' as const, ...(expiryMs === undefined ? {} : { earliest_safe_expiry_ms: expiryMs }) } }),
+      : { idempotency: { key: b.binding.key, scope: b.binding.scope, fingerprint: b.binding.fingerprint, remote_contract: 'configured' as const, earliest_safe_expiry_ms: b.binding.expires_at_ms } }),
   };
   const envelope = buildHttpEnvelope(facts);
   const diagnostic =
@@ -448,10 +504,6 @@ function closedEnvelope(state: ActionState, fingerprint: string): HttpActionResu
   const classification = stateClassification(state);
   if (classification === undefined) throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
   return buildHttpEnvelope({ state, classification, message: classification.code === null ? '' : errorCodeMeanings[classification.code], fingerprint });
-}
-
-function acceptedAtMs(deps: HttpActionDeps, actionId: string): number {
-  return deps.journal.getAction(actionId)?.accepted_at_ms ?? deps.clock.nowMs();
 }
 
 function retryAfter(value: string | undefined, nowMs: number, maxMs: number): { retryAfterMs?: number } {

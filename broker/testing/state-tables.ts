@@ -5,6 +5,7 @@ export interface StateTables {
   attempts: unknown[];
   tickets: unknown[];
   sessions: unknown[];
+  idempotency_keys: unknown[];
 }
 
 /**
@@ -19,6 +20,7 @@ export function readStateTables(dbPath: string): StateTables {
       attempts: db.prepare('SELECT * FROM attempts ORDER BY action_id, n').all(),
       tickets: db.prepare('SELECT * FROM tickets ORDER BY ticket').all(),
       sessions: db.prepare('SELECT * FROM sessions ORDER BY session_id').all(),
+      idempotency_keys: db.prepare('SELECT * FROM idempotency_keys ORDER BY route, scope, key').all(),
     };
   } finally {
     db.close();
