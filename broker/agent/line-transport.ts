@@ -10,6 +10,11 @@ export interface LineTransportHooks {
   observe?(message: JSONRPCMessage): void;
   /** Runs when the socket closes, before the server hears of it (so in-flight calls learn "disconnected" first). */
   closing?(): void;
+  /**
+   * Sees every message the server sends; a returned callback hears whether its line was written
+   * completely (true), was not (false), or cannot be told (undefined): see writeLine.
+   */
+  sending?(message: JSONRPCMessage): ((written: boolean | undefined) => void) | undefined;
 }
 
 /**
@@ -48,18 +53,36 @@ export class LineTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    this.writeLine(`${JSON.stringify(message)}\n`);
+    this.writeLine(`${JSON.stringify(message)}\n`, this.hooks.sending?.(message));
   }
 
   async close(): Promise<void> {
     this.socket.destroy();
   }
 
-  /** Writes one line; a client that stops reading is dropped once outboundBytesMax is queued. */
-  writeLine(line: string): void {
-    if (this.closed || this.socket.destroyed || !this.socket.writable) return;
-    this.socket.write(line);
-    if (this.socket.writableLength > this.limits.outboundBytesMax) this.socket.destroy();
+  /**
+   * Writes one line; a client that stops reading is dropped once outboundBytesMax is queued.
+   * `done` hears once how the write ended: true once the whole line was handed to the socket, false
+   * if it never will be (closed first, a write error, or dropped with the line still queued),
+   * undefined when Node cannot tell — it calls back without an error for a write that was in flight
+   * when the socket was destroyed, so a callback on a destroyed socket proves nothing either way.
+   */
+  writeLine(line: string, done?: (written: boolean | undefined) => void): void {
+    if (this.closed || this.socket.destroyed || !this.socket.writable) {
+      done?.(false);
+      return;
+    }
+    let told = false;
+    const tell = (written: boolean | undefined): void => {
+      if (told) return;
+      told = true;
+      done?.(written);
+    };
+    this.socket.write(line, done === undefined ? undefined : (error) => tell(error !== undefined && error !== null ? false : this.socket.destroyed ? undefined : true));
+    if (this.socket.writableLength > this.limits.outboundBytesMax) {
+      tell(false);
+      this.socket.destroy();
+    }
   }
 
   private receive(chunk: Buffer): void {

@@ -7,10 +7,11 @@ import {
   ListToolsRequestSchema,
   type CallToolResult,
   type JSONRPCMessage,
+  type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isCodedError, type AgentPeer } from '../contract/index.js';
-import type { AgentBackend, CallerStop, ToolAnswer } from '../ports/index.js';
+import type { AgentBackend, CallerStop, ResultHandoff, ToolAnswer } from '../ports/index.js';
 import type { AgentLimits } from './agent-limits.js';
 import { refusalAnswer } from './agent-refusal.js';
 import { isAgentToolName, listedTools } from './agent-tools.js';
@@ -43,6 +44,8 @@ export interface McpConnectionOptions {
 export function serveMcpConnection(options: McpConnectionOptions): void {
   const { socket, peer, backend, limits, sessions, logger } = options;
   const calls = new Set<AbortController>();
+  /** Answers carrying a committed result, by request id, until their line is written or the connection goes. */
+  const handoffs = new Map<RequestId, Handoff>();
   let session: Promise<string> | undefined;
   let attachedSessionId: string | undefined;
   let closed = false;
@@ -90,16 +93,52 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
       clearTimeout(handshakeTimer);
       for (const controller of calls) controller.abort('disconnected' satisfies CallerStop);
       calls.clear();
+      // Answers the server had not written yet never will be: the caller is gone.
+      for (const entry of handoffs.values()) reportHandoff(entry, false);
+      handoffs.clear();
       release();
     },
+    sending: (message) => {
+      if (!('id' in message) || message.id === undefined || !('result' in message || 'error' in message)) return undefined;
+      const entry = handoffs.get(message.id);
+      if (entry === undefined) return undefined;
+      handoffs.delete(message.id);
+      return (written) => {
+        // A write Node cannot vouch for either way is not reported: neither delivered nor failed.
+        if (written === undefined) logger?.debug({ action_id: entry.handoff.action_id }, 'result handoff ended with the connection; not known whether it was written');
+        else reportHandoff(entry, written && 'result' in message);
+      };
+    },
   });
+
+  /** Tells the backend how a result's handoff ended; its failure is logged, never the connection's. */
+  const reportHandoff = (entry: Handoff, written: boolean): void => {
+    Promise.resolve()
+      .then(() => (written ? backend.resultDelivered?.(entry.sessionId, entry.handoff) : backend.resultNotDelivered?.(entry.sessionId, entry.handoff)))
+      .catch((error: unknown) => logger?.error({ err: error, action_id: entry.handoff.action_id, written }, 'recording a result handoff failed'));
+  };
+
+  /**
+   * Watches for the write of an answer that carries a committed result. A call the caller cancelled
+   * gets no answer (MCP), so nothing is reported for it; a connection already gone is a failed handoff.
+   */
+  const expectHandoff = (requestId: RequestId, entry: Handoff, sdkSignal: AbortSignal): void => {
+    if (sdkSignal.aborted) {
+      if (closed) reportHandoff(entry, false);
+      return;
+    }
+    handoffs.set(requestId, entry);
+    sdkSignal.addEventListener('abort', () => {
+      if (!closed && handoffs.get(requestId) === entry) handoffs.delete(requestId);
+    }, { once: true });
+  };
 
   const server = new Server({ name: serverName, version: options.serverVersion }, { capabilities: { tools: {} } });
   server.onerror = (error) => logger?.debug({ err: error, pid: peer.pid }, 'agent connection protocol error');
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools.map((tool) => ({ ...tool })) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (session === undefined) throw jsonRpcError(McpErrorCode.InvalidRequest, 'send initialize before tools/call');
-    const answer = await answerCall(request.params.name, request.params.arguments ?? {}, extra.signal);
+    const answer = await answerCall(request.params.name, request.params.arguments ?? {}, extra.signal, extra.requestId);
     return toResult(answer);
   });
   server.fallbackRequestHandler = async (request) => {
@@ -109,7 +148,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     throw jsonRpcError(jsonRpcCode.methodNotFound, 'Method not found');
   };
 
-  const answerCall = async (name: string, args: unknown, sdkSignal: AbortSignal): Promise<ToolAnswer> => {
+  const answerCall = async (name: string, args: unknown, sdkSignal: AbortSignal, requestId: RequestId): Promise<ToolAnswer> => {
     if (!isAgentToolName(name)) {
       return isOperatorName(name)
         ? refusalAnswer('OPERATOR_ONLY', `${name} is an operator capability; agents can never call it`, 'never', 'name')
@@ -132,7 +171,9 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     const onSdkAbort = (): void => controller.abort((closed ? 'disconnected' : 'cancelled') satisfies CallerStop);
     sdkSignal.addEventListener('abort', onSdkAbort, { once: true });
     try {
-      return checkedAnswer(await backend.call(sessionId, name, args, controller.signal));
+      const answer = checkedAnswer(await backend.call(sessionId, name, args, controller.signal));
+      if (answer.handoff !== undefined) expectHandoff(requestId, { sessionId, handoff: answer.handoff }, sdkSignal);
+      return answer;
     } catch (error) {
       logger?.error({ err: error, session_id: sessionId, tool: name }, 'agent backend call threw');
       return refusalAnswer('INTERNAL', 'the broker failed to answer this call; its record says how far it got', 'never');
@@ -147,6 +188,11 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     logger?.error({ err: error }, 'agent connection failed to start');
     socket.destroy();
   });
+}
+
+interface Handoff {
+  readonly sessionId: string;
+  readonly handoff: ResultHandoff;
 }
 
 /** A backend answer that is not an object would make the SDK throw a protocol error; it is a bug. */

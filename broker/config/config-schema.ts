@@ -120,10 +120,31 @@ export const agentsSchema = z
   })
   .describe('Agent sessions and approval timing.');
 
+/** How long a committed result stays fetchable by default: a week (article 000: kept until retention ends). */
+export const resultRetentionSecondsDefault = 604_800;
+
+/**
+ * How long a stored result stays fetchable (article 000, result delivery). Until then `fetch_result`
+ * re-reads it, acknowledged or not; after it the answer is RESULT_EXPIRED, never a re-execution.
+ * The journal's events are never affected: only the stored response bytes age out.
+ */
+export const resultsSchema = z
+  .strictObject({
+    retention_seconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(31_536_000)
+      .default(resultRetentionSecondsDefault)
+      .describe('How long a committed result can be fetched again (fetch_result); after it RESULT_EXPIRED, never a re-execution.'),
+  })
+  .describe('Stored results: how long they stay fetchable.');
+
 export const configSchema = z
   .strictObject({
     version: z.literal(1),
     agents: agentsSchema.default({ session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault }),
+    results: resultsSchema.default({ retention_seconds: resultRetentionSecondsDefault }),
     routes: z.array(routeSchema).max(1024).default([]),
     ssh_hosts: z.array(sshHostSchema).max(1024).default([]),
   })
@@ -172,6 +193,7 @@ export type PosternConfigInput = z.input<typeof configSchema>;
 export type RouteSettings = z.output<typeof routeSchema>;
 export type SshHostSettings = z.output<typeof sshHostSchema>;
 export type AgentSettings = z.output<typeof agentsSchema>;
+export type ResultSettings = z.output<typeof resultsSchema>;
 
 function baseUrlProblem(value: string): string | undefined {
   let url: URL;

@@ -4,6 +4,9 @@ export {
   sshHostSchema,
   agentsSchema,
   approvalTtlSecondsDefault,
+  resultsSchema,
+  resultRetentionSecondsDefault,
+  type ResultSettings,
   type AgentSettings,
   configJsonSchema,
   httpMethods,
@@ -13,4 +16,4 @@ export {
   type RouteSettings,
   type SshHostSettings,
 } from './config-schema.js';
-export { loadConfig, parseConfig, fieldPath, agentSettingsDefault, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';
+export { loadConfig, parseConfig, fieldPath, agentSettingsDefault, resultSettingsDefault, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';

@@ -59,6 +59,13 @@ describe('when the agents section is absent or partial', () => {
   });
 });
 
+describe('when the results section is absent or set', () => {
+  it('keeps results fetchable for 7 days by default, or for the configured time', () => {
+    expect(parseConfig(minimal).results).toEqual({ retention_seconds: 604_800 });
+    expect(parseConfig(minimal.replace('version: 1\n', 'version: 1\nresults:\n  retention_seconds: 3600\n')).results).toEqual({ retention_seconds: 3600 });
+  });
+});
+
 describe('when the configuration is bad it is refused naming the field', () => {
   const route = (extra: string) => `${minimal}${extra}`;
   it.each([
@@ -78,6 +85,8 @@ describe('when the configuration is bad it is refused naming the field', () => {
     ['a zero approval TTL', minimal.replace('version: 1\n', 'version: 1\nagents:\n  approval_ttl_seconds: 0\n'), 'agents.approval_ttl_seconds'],
     ['a fractional grant TTL', minimal.replace('version: 1\n', 'version: 1\nagents:\n  session_grant_ttl_seconds: 1.5\n'), 'agents.session_grant_ttl_seconds'],
     ['an unknown agents field', minimal.replace('version: 1\n', 'version: 1\nagents:\n  auto_approve: true\n'), 'agents'],
+    ['a retention under a minute', minimal.replace('version: 1\n', 'version: 1\nresults:\n  retention_seconds: 5\n'), 'results.retention_seconds'],
+    ['an unknown results field', minimal.replace('version: 1\n', 'version: 1\nresults:\n  keep: forever\n'), 'results'],
   ])('%s', (_when, text, field) => {
     const r = refusal(() => parseConfig(text));
     expect(r.code).toBe('CONFIG_INVALID');
@@ -101,6 +110,7 @@ describe('when loading from the data directory', () => {
   it('reads <dataDir>/postern.yaml, and a missing default file means no routes', () => {
     expect(loadConfig({ dataDir: dir.path }).routes.size).toBe(0);
     expect(loadConfig({ dataDir: dir.path }).agents).toEqual({ session_approval: 'required', approval_ttl_seconds: 300 });
+    expect(loadConfig({ dataDir: dir.path }).results).toEqual({ retention_seconds: 604_800 });
     writeFileSync(join(dir.path, 'postern.yaml'), minimal);
     expect(loadConfig({ dataDir: dir.path }).routes.has('docs')).toBe(true);
   });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { CodedError } from '../contract/index.js';
-import { approvalTtlSecondsDefault, configSchema, type AgentSettings, type RouteSettings, type SshHostSettings } from './config-schema.js';
+import { approvalTtlSecondsDefault, configSchema, resultRetentionSecondsDefault, type AgentSettings, type ResultSettings, type RouteSettings, type SshHostSettings } from './config-schema.js';
 
 export const configFileName = 'postern.yaml';
 /** The config file is small by nature; a huge one is a mistake or an attack on the parser. */
@@ -27,12 +27,16 @@ export interface PosternConfig {
   readonly sshHosts: ReadonlyMap<string, SshHostSettings>;
   /** Session approval mode and approval clocks (the `agents` section, defaults filled in). */
   readonly agents: AgentSettings;
+  /** How long stored results stay fetchable (the `results` section, defaults filled in). */
+  readonly results: ResultSettings;
   /** Where it came from; undefined when no file existed (no routes). */
   readonly file: string | undefined;
 }
 
 /** The `agents` section when the file omits it (or there is no file). */
 export const agentSettingsDefault: AgentSettings = { session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault };
+/** The `results` section when the file omits it (or there is no file). */
+export const resultSettingsDefault: ResultSettings = { retention_seconds: resultRetentionSecondsDefault };
 
 export interface LoadConfigOptions {
   readonly dataDir: string;
@@ -52,7 +56,7 @@ export function loadConfig(options: LoadConfigOptions): PosternConfig {
     text = readBounded(file, configBytesMax);
   } catch (error) {
     if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, file: undefined };
+      return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, results: resultSettingsDefault, file: undefined };
     }
     if (error instanceof CodedError) throw error;
     throw new CodedError('CONFIG_INVALID', `cannot read the configuration file (${errnoCode(error)})`, { field: '' });
@@ -79,7 +83,7 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
   const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
-  return { version: 1, routes, sshHosts, agents: parsed.data.agents, file };
+  return { version: 1, routes, sshHosts, agents: parsed.data.agents, results: parsed.data.results, file };
 }
 
 /** `['routes', 2, 'lanes', 0, 'path']` → `routes[2].lanes[0].path`. */

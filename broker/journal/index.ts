@@ -19,7 +19,7 @@ export { journalMigrations } from './migrations/index.js';
 export { recoveryEvent } from './recovery.js';
 export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
 export type { ActionCounts } from './journal-store.js';
-export { ResultStore, resultChunkBytes, resultSummaryBytesMax, type ResultInput, type StoredResult } from './result-store.js';
+export { ResultStore, resultChunkBytes, resultSummaryBytesMax, type ResultInput, type StoredResult, type StoredResultHead, type ResultPart } from './result-store.js';
 export { AuditWriter, auditDecryptPurpose, auditSignPurpose, checkpointEveryEventsDefault, type AuditVault } from './audit-writer.js';
 export { signCheckpointNow } from './sign-checkpoint.js';
 export { readDecryptedEvents } from './read-decrypted-events.js';

@@ -72,4 +72,50 @@ describe('the result store', () => {
       expect(isCodedError(error) && error.code).toBe('PAYLOAD_LIMIT');
     }
   });
+
+  it('a reader resumes from a chunk offset: the bytes after the last chunk it verified, with the sequence facts', () => {
+    const body = Buffer.concat([Buffer.alloc(resultChunkBytes, 1), Buffer.alloc(resultChunkBytes, 2), Buffer.from('tail')]);
+    store.commit(input(body));
+    const rest = store.readFrom('res_act_000001_1', 1);
+    expect(rest).toMatchObject({ from_chunk: 1, chunks: 3, stored_bytes: body.length, digest: input(body).digest });
+    expect(rest?.body.equals(body.subarray(resultChunkBytes))).toBe(true);
+    expect(store.readFrom('res_act_000001_1', 3)?.body.length).toBe(0);
+    expect(store.head('res_act_000001_1')).toMatchObject({ created_at_ms: 5, stored_bytes: body.length });
+    expect(store.head('res_act_000001_1')).not.toHaveProperty('body');
+  });
+
+  it('an offset outside the sequence is refused with its field', () => {
+    store.commit(input(Buffer.from('one chunk')));
+    for (const bad of [-1, 2, 0.5]) {
+      try {
+        store.readFrom('res_act_000001_1', bad);
+        expect.unreachable();
+      } catch (error) {
+        expect(isCodedError(error) && { code: error.code, field: error.field }).toEqual({ code: 'INVALID_ARGUMENT', field: 'from_chunk' });
+      }
+    }
+  });
+
+  it('chunks without a completeness marker are never read, from any offset', () => {
+    const raw = new Database(temp.path);
+    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1)`).run();
+    raw.prepare(`INSERT INTO result_chunks VALUES ('res_x', 0, x'414243')`).run();
+    raw.close();
+    expect(store.head('res_x')).toBeUndefined();
+    expect(store.readFrom('res_x', 0)).toBeUndefined();
+  });
+
+  it('a marked result whose chunk sequence has a gap or a wrong length is not handed over (INTERNAL)', () => {
+    const body = Buffer.alloc(resultChunkBytes * 2 + 1, 3);
+    store.commit(input(body));
+    const raw = new Database(temp.path);
+    raw.prepare(`DELETE FROM result_chunks WHERE result_id = 'res_act_000001_1' AND n = 1`).run();
+    raw.close();
+    expect(() => store.readFrom('res_act_000001_1', 2)).toThrow(/not in sequence/);
+    expect(() => store.read('res_act_000001_1')).toThrow(/not in sequence/);
+    const again = new Database(temp.path);
+    again.prepare(`INSERT INTO result_chunks VALUES ('res_act_000001_1', 1, x'00')`).run();
+    again.close();
+    expect(() => store.readFrom('res_act_000001_1', 0)).toThrow(/stored bytes/);
+  });
 });

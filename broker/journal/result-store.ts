@@ -24,6 +24,15 @@ export interface ResultInput {
   readonly created_at_ms: number;
 }
 
+/** A complete result's facts without its bytes. */
+export type StoredResultHead = Omit<StoredResult, 'body'>;
+
+/** Part of a complete result's body: the chunks from `from_chunk` to the last of `chunks`. */
+export interface ResultPart extends StoredResult {
+  readonly from_chunk: number;
+  readonly chunks: number;
+}
+
 export interface StoredResult {
   readonly result_id: string;
   readonly action_id: string;
@@ -82,32 +91,28 @@ export class ResultStore {
     }).immediate();
   }
 
+  /**
+   * The facts of a complete result without its bytes (for a retention check before reading chunks),
+   * or undefined: absent, or not marked complete.
+   */
+  head(resultId: string): StoredResultHead | undefined {
+    const row = this.completeRow(resultId);
+    return row === undefined ? undefined : headOf(row);
+  }
+
   /** The complete result, or undefined (absent, or not marked complete: chunks are not trusted). */
   read(resultId: string): StoredResult | undefined {
-    const row = this.db
-      .prepare(`SELECT * FROM results WHERE result_id = ? AND complete = 1`)
-      .get(resultId) as
-      | { result_id: string; action_id: string; attempt: number; summary: string; total_bytes: number; stored_bytes: number; truncated: number; digest: string; chunks: number; created_at_ms: number }
-      | undefined;
-    if (row === undefined) return undefined;
-    const parts = this.db.prepare(`SELECT n, bytes FROM result_chunks WHERE result_id = ? ORDER BY n`).all(resultId) as { n: number; bytes: Buffer }[];
-    if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i)) {
-      throw new CodedError('INTERNAL', `result ${resultId} is marked complete but its chunks are not in sequence`);
-    }
-    const body = Buffer.concat(parts.map((p) => p.bytes));
-    if (body.length !== row.stored_bytes) throw new CodedError('INTERNAL', `result ${resultId} has ${body.length} stored bytes, expected ${row.stored_bytes}`);
-    return {
-      result_id: row.result_id,
-      action_id: row.action_id,
-      attempt: row.attempt,
-      summary: JSON.parse(row.summary) as Record<string, unknown>,
-      body,
-      total_bytes: row.total_bytes,
-      stored_bytes: row.stored_bytes,
-      truncated: row.truncated === 1,
-      digest: row.digest,
-      created_at_ms: row.created_at_ms,
-    };
+    const found = this.verifiedChunks(resultId, 0);
+    return found === undefined ? undefined : { ...headOf(found.row), body: found.body };
+  }
+
+  /**
+   * The body from chunk `fromChunk` on (article 000: a caller resumes from the last chunk it
+   * verified), or undefined like read().
+   */
+  readFrom(resultId: string, fromChunk: number): ResultPart | undefined {
+    const found = this.verifiedChunks(resultId, fromChunk);
+    return found === undefined ? undefined : { ...headOf(found.row), body: found.body, from_chunk: fromChunk, chunks: found.row.chunks };
   }
 
   readForAction(actionId: string): StoredResult | undefined {
@@ -120,4 +125,55 @@ export class ResultStore {
   close(): void {
     if (this.db.open) this.db.close();
   }
+
+  /**
+   * Chunks are trusted only under a completeness marker and only as the unbroken sequence
+   * 0..chunks-1 the marker names: a gap, a missing or extra chunk or a wrong stored length throws
+   * INTERNAL rather than hand over bytes the store cannot vouch for.
+   */
+  private verifiedChunks(resultId: string, fromChunk: number): { row: ResultRow; body: Buffer } | undefined {
+    const row = this.completeRow(resultId);
+    if (row === undefined) return undefined;
+    if (!Number.isInteger(fromChunk) || fromChunk < 0 || fromChunk > row.chunks) {
+      throw new CodedError('INVALID_ARGUMENT', `a chunk offset is a whole number from 0 to ${row.chunks}`, { field: 'from_chunk' });
+    }
+    const parts = this.db.prepare(`SELECT n, bytes FROM result_chunks WHERE result_id = ? ORDER BY n`).all(resultId) as { n: number; bytes: Buffer }[];
+    if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i)) {
+      throw new CodedError('INTERNAL', `result ${resultId} is marked complete but its chunks are not in sequence`);
+    }
+    const stored = parts.reduce((n, p) => n + p.bytes.length, 0);
+    if (stored !== row.stored_bytes) throw new CodedError('INTERNAL', `result ${resultId} has ${stored} stored bytes, expected ${row.stored_bytes}`);
+    return { row, body: Buffer.concat(parts.slice(fromChunk).map((p) => p.bytes)) };
+  }
+
+  private completeRow(resultId: string): ResultRow | undefined {
+    return this.db.prepare(`SELECT * FROM results WHERE result_id = ? AND complete = 1`).get(resultId) as ResultRow | undefined;
+  }
+}
+
+interface ResultRow {
+  result_id: string;
+  action_id: string;
+  attempt: number;
+  summary: string;
+  total_bytes: number;
+  stored_bytes: number;
+  truncated: number;
+  digest: string;
+  chunks: number;
+  created_at_ms: number;
+}
+
+function headOf(row: ResultRow): StoredResultHead {
+  return {
+    result_id: row.result_id,
+    action_id: row.action_id,
+    attempt: row.attempt,
+    summary: JSON.parse(row.summary) as Record<string, unknown>,
+    total_bytes: row.total_bytes,
+    stored_bytes: row.stored_bytes,
+    truncated: row.truncated === 1,
+    digest: row.digest,
+    created_at_ms: row.created_at_ms,
+  };
 }

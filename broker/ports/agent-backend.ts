@@ -3,11 +3,22 @@ import type { AgentPeer, AgentRouteList, AgentToolName, AgentToolReply } from '.
 /** Why a waiting call's signal fired: MCP notifications/cancelled, or the connection went away. */
 export type CallerStop = 'cancelled' | 'disconnected';
 
+/** The committed result an answer carries: what the socket reports back once it tried to hand it over. */
+export interface ResultHandoff {
+  readonly action_id: string;
+  readonly result_id: string;
+}
+
 /** One tool answer: structuredContent plus whether MCP should flag it isError, and a short text. */
 export interface ToolAnswer {
   readonly isError: boolean;
   readonly structured: AgentToolReply | AgentRouteList;
   readonly text: string;
+  /**
+   * Present when the answer carries an action's committed result. The socket reports the handoff's
+   * end through resultDelivered / resultNotDelivered; the answer on the wire is the same either way.
+   */
+  readonly handoff?: ResultHandoff;
 }
 
 /**
@@ -28,4 +39,17 @@ export interface AgentBackend {
    * waiting; its reason is a CallerStop. Never rejects for a refusal: refusals are answers.
    */
   call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal): Promise<ToolAnswer>;
+  /**
+   * The answer carrying `handoff` was written completely to the caller's connection (the socket
+   * write's callback succeeded): MCP has no acknowledgement of a response, so this is the strongest
+   * evidence of a complete handoff the broker can have. It does not prove the agent read it.
+   */
+  resultDelivered?(sessionId: string, handoff: ResultHandoff): Promise<void>;
+  /**
+   * The answer carrying `handoff` was never completely written: the connection went away (or was
+   * dropped for not reading) before its write finished. Not called when the caller cancelled the
+   * call (MCP then expects no answer), nor when the socket cannot tell (a write in flight when the
+   * connection went): then neither method is called.
+   */
+  resultNotDelivered?(sessionId: string, handoff: ResultHandoff): Promise<void>;
 }

@@ -4,5 +4,5 @@ export { systemClock } from './system-clock.js';
 export { createRandomIdSource } from './random-id-source.js';
 export { credentialKinds, type CredentialInfo, type CredentialKind, type CredentialVault, type SecretMaterial, type VaultState } from './credential-vault.js';
 export type { DispatchGate } from './dispatch-gate.js';
-export type { AgentBackend, CallerStop, ToolAnswer } from './agent-backend.js';
+export type { AgentBackend, CallerStop, ResultHandoff, ToolAnswer } from './agent-backend.js';
 export type { DecisionResult, OperatorActor, OperatorQueue } from './operator-queue.js';

@@ -167,7 +167,13 @@ describe('when an agent calls a tool', () => {
     expect((await status()).effect).toBe('succeeded');
     const fetched = await backend.call(sessionId, 'fetch_result', { action_id: actionId }, never);
     expect(reply(fetched)).toMatchObject({ response: { status: 200, body: '{"received":"late"}' }, caller_disposition: 'timed_out' });
+    // A fetch is a read: it journals nothing; RESULT_DELIVERED follows the socket's report that the answer was written.
+    const handoff = fetched.handoff ?? expect.unreachable('a fetched result names its handoff');
+    expect(handoff).toEqual({ action_id: actionId, result_id: f.h.temp.journal.getAction(actionId)?.result_id });
     await backend.call(sessionId, 'fetch_result', { action_id: actionId }, never);
+    expect(f.events(actionId).filter((e) => e.kind === 'RESULT_DELIVERED')).toHaveLength(0);
+    await backend.resultDelivered?.(sessionId, handoff);
+    await backend.resultDelivered?.(sessionId, handoff);
     expect(f.events(actionId).filter((e) => e.kind === 'RESULT_DELIVERED')).toHaveLength(1);
     expect(f.server.markers()).toEqual(['late']);
   });

@@ -13,17 +13,18 @@ import {
   type AgentPeer,
   type AgentRouteList,
   type AgentToolName,
+  type Envelope,
 } from '../contract/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
-import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ToolAnswer } from '../ports/index.js';
-import { actionAnswer, refusal } from './agent-answers.js';
+import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { observePolicyActor } from './decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
-import { stateEnvelope } from './state-envelope.js';
-import { storedAnswerParts } from './stored-result.js';
+import { stateClassification, stateEnvelope } from './state-envelope.js';
+import { committedView, expiredEnvelope, handoffOf, resultExpired, resultKeptUntilMs, storedAnswerParts } from './stored-result.js';
 
 /** How often the sweeper looks for sessions whose process is gone. */
 export const sessionSweepMsDefault = 5_000;
@@ -79,6 +80,20 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
     }
     return ended;
   };
+  /**
+   * Handoff reports per action, one after another: two connections' reports (a fetch written on one
+   * while the other failed) each decide on the state the previous one left, so neither is lost or doubled.
+   */
+  const handoffs = new Map<string, Promise<void>>();
+  const inTurn = (actionId: string, record: () => Promise<void>): Promise<void> => {
+    const turn = (handoffs.get(actionId) ?? Promise.resolve()).then(record);
+    const settled = turn.catch(() => undefined);
+    handoffs.set(actionId, settled);
+    void settled.then(() => {
+      if (handoffs.get(actionId) === settled) handoffs.delete(actionId);
+    });
+    return turn;
+  };
   // Sessions a previous run left open whose process is gone: ended before anything else runs.
   await sweep('broker_found_gone');
   const timer = setInterval(() => {
@@ -131,6 +146,9 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
     sessionDisconnected(sessionId: string): void {
       deps.queue.sessionDisconnected(sessionId);
     },
+
+    resultDelivered: (sessionId: string, handoff: ResultHandoff) => inTurn(handoff.action_id, () => markDelivered(deps, sessionId, handoff)),
+    resultNotDelivered: (sessionId: string, handoff: ResultHandoff) => inTurn(handoff.action_id, () => noteDeliveryFailed(deps, sessionId, handoff)),
 
     async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
       try {
@@ -185,8 +203,8 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
   const common = { ids, clock: deps.clock, journal: deps.journal, results: deps.results, vault: deps.vault, config: deps.config, sessionId, queue: deps.queue, onAdmitted: markAdmitted, ...(deps.logger === undefined ? {} : { logger: deps.logger }) };
   const executed: Promise<ToolAnswer> =
     tool === 'http_request'
-      ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) => actionAnswer({ envelope: r.envelope, state: deps.journal.getAction(r.envelope.invocation_id), ...(r.response === undefined ? {} : { response: r.response }) }))
-      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) => actionAnswer({ envelope: r.envelope, state: deps.journal.getAction(r.envelope.invocation_id), ...(r.output === undefined ? {} : { output: r.output }) }));
+      ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) => executedAnswer(deps, r.envelope, r.response === undefined ? {} : { response: r.response }))
+      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) => executedAnswer(deps, r.envelope, r.output === undefined ? {} : { output: r.output }));
   // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
   // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
   const run = executed.catch((error: unknown) => {
@@ -231,6 +249,17 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
   }
 }
 
+/**
+ * The executor's own answer. When it carries the response (or output) of a committed result it
+ * names that result as its handoff, so the socket can report whether the answer reached the caller.
+ */
+function executedAnswer(deps: AgentBackendDeps, envelope: Envelope, carried: Pick<ActionAnswerParts, 'response' | 'output'>): ToolAnswer {
+  const state = deps.journal.getAction(envelope.invocation_id);
+  const answer = actionAnswer({ envelope, state, ...carried });
+  const handoff = carried.response === undefined && carried.output === undefined ? undefined : handoffOf(state);
+  return handoff === undefined ? answer : { ...answer, handoff };
+}
+
 /** The caller's deadline passed or it stopped waiting: a caller event is recorded; the action stands. */
 async function callerEnded(deps: AgentBackendDeps, id: string, state: ActionState, ended: Exclude<Ended, { kind: 'done' }>, waitMs: number): Promise<ToolAnswer> {
   if (ended.kind === 'timeout') {
@@ -261,7 +290,8 @@ function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, er
   const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
   const answer = actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id), ...(stored === undefined ? {} : storedAnswerParts(state.channel, stored)) });
   const succeeded = state.recorded && state.code === null && (state.outcome === 'committed' || state.outcome === 'rejected');
-  return { ...answer, isError: !succeeded };
+  const handoff = stored === undefined ? undefined : handoffOf(state);
+  return { ...answer, isError: !succeeded, ...(handoff === undefined ? {} : { handoff }) };
 }
 
 /** `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees. */
@@ -288,15 +318,72 @@ async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action
     const after = (await deps.queue.callerStopped(state.action_id, 'cancelled')) ?? state;
     return actionAnswer({ envelope: stateEnvelope(after), state: after, queue: deps.queue.position(after.action_id) });
   }
-  if (tool === 'action_status') return actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) });
-  // fetch_result: a read of the result store; it can never cause a remote call.
-  const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
-  if (stored === undefined) {
+  if (tool === 'action_status') {
+    // Once the result was handed over, an earlier failed handoff is history: the status is the result's.
+    const view = state.stage === 'result_delivered' ? committedView(state, () => deps.journal.subjectEvents(state.action_id)) : state;
+    return actionAnswer({ envelope: stateEnvelope(view), state: view, queue: deps.queue.position(state.action_id) });
+  }
+  return fetchResult(deps, state);
+}
+
+/**
+ * fetch_result: a read of the result store; it can never cause a remote call, and it journals
+ * nothing itself — RESULT_DELIVERED follows when the socket reports the answer written
+ * (resultDelivered). A result past its retention is RESULT_EXPIRED, checked before its bytes are
+ * read; the action is never run again to recreate it.
+ */
+function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
+  const head = state.result_id === null ? undefined : deps.results.head(state.result_id);
+  if (head === undefined) {
     return { ...actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) }), isError: true };
   }
-  let after: ActionState = state;
-  if (state.stage !== 'result_delivered') after = (await deps.journal.append({ kind: 'RESULT_DELIVERED', action_id: state.action_id, payload: {} })).state;
-  return actionAnswer({ envelope: stateEnvelope(after), state: after, ...storedAnswerParts(state.channel, stored) });
+  const retention = deps.config.results.retention_seconds;
+  if (resultExpired(head, retention, deps.clock.nowMs())) {
+    const keptUntil = new Date(resultKeptUntilMs(head, retention)).toISOString();
+    return { ...actionAnswer({ envelope: expiredEnvelope(stateEnvelope(state), state), state, note: `(result kept until ${keptUntil}; never re-executed)` }), isError: true };
+  }
+  const stored = deps.results.read(head.result_id);
+  if (stored === undefined) return { ...actionAnswer({ envelope: stateEnvelope(state), state }), isError: true };
+  const view = committedView(state, () => deps.journal.subjectEvents(state.action_id));
+  const handoff = handoffOf(state);
+  return { ...actionAnswer({ envelope: stateEnvelope(view), state: view, ...storedAnswerParts(state.channel, stored) }), ...(handoff === undefined ? {} : { handoff }) };
+}
+
+/**
+ * The answer carrying a committed result was written completely to the caller's connection (the
+ * strongest acknowledgement MCP allows): RESULT_DELIVERED, once per action. A handoff of a result
+ * that is not the action's committed one (cannot happen today) or of another session's action is ignored.
+ */
+async function markDelivered(deps: AgentBackendDeps, sessionId: string, handoff: ResultHandoff): Promise<void> {
+  const state = ownAction(deps.journal, sessionId, handoff.action_id);
+  if (state === undefined || state.result_id !== handoff.result_id || state.stage === 'result_delivered') return;
+  await deps.journal.append({ kind: 'RESULT_DELIVERED', action_id: state.action_id, payload: {} });
+}
+
+/**
+ * The answer carrying a committed result never reached the caller's connection: the outcome stays
+ * what the remote said (committed or rejected, same effect) and a delivery note says so — phase
+ * result_delivery, RESULT_DELIVERY_FAILED, retry fetch_result — beside CALLER_DISCONNECTED, in one
+ * commit. Once per action, and never after the result was delivered on another connection.
+ */
+async function noteDeliveryFailed(deps: AgentBackendDeps, sessionId: string, handoff: ResultHandoff): Promise<void> {
+  const state = ownAction(deps.journal, sessionId, handoff.action_id);
+  if (state === undefined || state.result_id !== handoff.result_id) return;
+  if (state.stage === 'result_delivered' || state.phase === 'result_delivery' || !state.recorded) return;
+  const recorded = stateClassification(state);
+  if (recorded === undefined || (recorded.outcome !== 'committed' && recorded.outcome !== 'rejected')) return;
+  // A backoff delay belongs to the remote's answer, not to fetching it again.
+  const { retry_after_ms: _delay, ...c } = recorded;
+  await deps.journal.appendBatch([
+    { kind: 'CALLER_DISCONNECTED', action_id: state.action_id, payload: { stage: 'result_delivery' } },
+    {
+      kind: 'OUTCOME_RECORDED',
+      action_id: state.action_id,
+      payload: {},
+      // As classifyOutcome words a delivery failure: the remote's outcome, effect and source stand.
+      classification: { ...c, phase: 'result_delivery', retry: 'fetch_result', code: 'RESULT_DELIVERY_FAILED', outcome_basis: 'result_recorded_delivery_failed' },
+    },
+  ]);
 }
 
 function ownAction(journal: Journal, sessionId: string, actionId: string): ActionState | undefined {

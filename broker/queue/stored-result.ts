@@ -1,5 +1,6 @@
-import type { Channel } from '../contract/index.js';
-import type { StoredResult } from '../journal/index.js';
+import { errorCodeMeanings, type ActionState, type Channel, type Envelope, type JournalEvent } from '../contract/index.js';
+import type { StoredResult, StoredResultHead } from '../journal/index.js';
+import type { ResultHandoff } from '../ports/index.js';
 import type { ActionAnswerParts } from './agent-answers.js';
 
 /**
@@ -46,4 +47,50 @@ function strings(value: unknown): Record<string, string> {
   if (typeof value !== 'object' || value === null) return out;
   for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v;
   return out;
+}
+
+/** Whether a stored result passed its retention (created_at_ms + retention ≤ now): a read-time check. */
+export function resultExpired(head: Pick<StoredResultHead, 'created_at_ms'>, retentionSeconds: number, nowMs: number): boolean {
+  return nowMs - head.created_at_ms >= retentionSeconds * 1000;
+}
+
+/** When a stored result stops being fetchable. */
+export function resultKeptUntilMs(head: Pick<StoredResultHead, 'created_at_ms'>, retentionSeconds: number): number {
+  return head.created_at_ms + retentionSeconds * 1000;
+}
+
+/**
+ * The envelope of a settled action whose stored result passed its retention: the recorded outcome
+ * stands (committed or rejected), the bytes are gone, and nothing will run the action again to
+ * recreate them — hence retry `never`, not `fetch_result`.
+ */
+export function expiredEnvelope(envelope: Envelope, state: ActionState): Envelope {
+  const outcome = state.outcome ?? 'unknown';
+  return { ...envelope, error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome, retry: 'never', message: errorCodeMeanings.RESULT_EXPIRED } };
+}
+
+/** The handoff an answer carries when it hands over the action's committed result. */
+export function handoffOf(state: ActionState | undefined): ResultHandoff | undefined {
+  return state === undefined || state.result_id === null ? undefined : { action_id: state.action_id, result_id: state.result_id };
+}
+
+/**
+ * The action as its committed result says, for an answer that hands that result over. A delivery
+ * note (phase result_delivery, RESULT_DELIVERY_FAILED, retry fetch_result) records that an earlier
+ * handoff failed; the projection keeps it as the action's last classification, but a fetch that
+ * hands the result over must carry the remote's classification (a success is not an error, a 401
+ * stays REMOTE_AUTH_REJECTED). Taken from the RESULT_COMMITTED event; when that is not readable
+ * (a sealed journal row) the state is answered as recorded.
+ */
+export function committedView(state: ActionState, events: () => readonly JournalEvent[]): ActionState {
+  if (state.phase !== 'result_delivery' || state.result_id === null) return state;
+  let committed: JournalEvent | undefined;
+  try {
+    committed = events().findLast((e) => e.kind === 'RESULT_COMMITTED' && e.payload.result_id === state.result_id);
+  } catch {
+    return state;
+  }
+  const c = committed?.classification;
+  if (c === undefined) return state;
+  return { ...state, phase: c.phase, retry: c.retry, code: c.code, outcome_basis: c.outcome_basis, source: c.source, retry_after_ms: c.retry_after_ms ?? null };
 }
