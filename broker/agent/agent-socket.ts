@@ -8,7 +8,7 @@ import { resolveAgentLimits, type AgentLimits } from './agent-limits.js';
 import { jsonRpcCode, jsonRpcErrorLine } from './jsonrpc-error.js';
 import { serveMcpConnection } from './mcp-connection.js';
 import { readPeerIdentity } from './peer-identity.js';
-import { ensurePrivateDir, listenPrivately, replaceStaleSocket, socketPathBytesMax, unlinkIfSocket } from './private-socket.js';
+import { ensurePrivateDir, replaceStaleSocket, servePrivately, socketPathBytesMax } from './private-socket.js';
 import { SessionRegistry } from './session-registry.js';
 
 export const agentSocketDirName = 'agent';
@@ -106,15 +106,8 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
     socket.resume();
   };
 
-  await listenPrivately(server, socketPath);
-  return {
-    path: socketPath,
-    close: async () => {
-      for (const socket of connections) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      unlinkIfSocket(socketPath);
-    },
-  };
+  const served = await servePrivately(server, socketPath, connections);
+  return { path: socketPath, close: served.close };
 }
 
 /** One JSON-RPC error line (id null: nothing was read yet), then the connection ends. */

@@ -1,5 +1,5 @@
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
-import { createConnection, type Server } from 'node:net';
+import { createConnection, type Server, type Socket } from 'node:net';
 import { CodedError } from '../contract/index.js';
 
 /**
@@ -38,10 +38,15 @@ export async function listenPrivately(server: Server, socketPath: string): Promi
 }
 
 /**
- * A socket file nobody accepts on (a crashed broker's) is removed; one that accepts a connection
- * belongs to a live broker and we refuse to start a second on the same data directory.
+ * A socket file nobody accepts on (a crashed broker's) is removed; one that `isLive` says a live
+ * broker answers on makes us refuse to start a second on the same data directory. The default probe
+ * is a plain connect; the control socket asks its own question (a `vault_status` round trip).
  */
-export async function replaceStaleSocket(socketPath: string): Promise<void> {
+export async function replaceStaleSocket(
+  socketPath: string,
+  isLive: (socketPath: string) => Promise<boolean> = acceptsConnections,
+  liveMessage = 'another Postern broker is already serving agents on this data directory',
+): Promise<void> {
   let isSocket: boolean;
   try {
     isSocket = lstatSync(socketPath).isSocket();
@@ -49,10 +54,24 @@ export async function replaceStaleSocket(socketPath: string): Promise<void> {
     return;
   }
   if (!isSocket) throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, { field: '--data-dir' });
-  if (await acceptsConnections(socketPath)) {
-    throw new CodedError('INVALID_ARGUMENT', 'another Postern broker is already serving agents on this data directory', { field: '--data-dir' });
-  }
+  if (await isLive(socketPath)) throw new CodedError('INVALID_ARGUMENT', liveMessage, { field: '--data-dir' });
   unlinkIfSocket(socketPath);
+}
+
+/**
+ * Listens 0600 on `socketPath` and returns how to stop: drop every live connection, stop
+ * accepting, and make sure the socket file is gone so a restart finds none (server.close unlinks it
+ * on Unix; this checks anyway).
+ */
+export async function servePrivately(server: Server, socketPath: string, connections: ReadonlySet<Socket>): Promise<{ close(): Promise<void> }> {
+  await listenPrivately(server, socketPath);
+  return {
+    close: async () => {
+      for (const socket of connections) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      unlinkIfSocket(socketPath);
+    },
+  };
 }
 
 export function unlinkIfSocket(socketPath: string): void {

@@ -1,11 +1,10 @@
-import { lstatSync } from 'node:fs';
 import { createConnection, createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { brokerApiMethods, CodedError, isCodedError, type ErrorCode, type Reply } from '../contract/index.js';
 import type { VaultState } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
-import { listenPrivately, unlinkIfSocket } from '../agent/private-socket.js';
+import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
 import type { OperatorHandlers } from './operator-handlers.js';
 
 /**
@@ -80,16 +79,8 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     socket.once('close', () => connections.delete(socket));
     serveConnection(socket, options);
   });
-  await listenPrivately(server, socketPath);
-  return {
-    path: socketPath,
-    close: async () => {
-      for (const socket of connections) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      // server.close unlinks the socket file on Unix; make sure anyway so a restart finds none.
-      unlinkIfSocket(socketPath);
-    },
-  };
+  const served = await servePrivately(server, socketPath, connections);
+  return { path: socketPath, close: served.close };
 }
 
 /**
@@ -101,19 +92,10 @@ export async function refuseIfBrokerRunning(dataDir: string): Promise<void> {
   await removeStaleSocket(controlSocketPath(dataDir));
 }
 
+/** A broker that answers `vault_status` on it is live: the data directory is in use. */
 async function removeStaleSocket(socketPath: string): Promise<void> {
-  let isSocket: boolean;
-  try {
-    isSocket = lstatSync(socketPath).isSocket();
-  } catch {
-    return;
-  }
-  if (!isSocket) throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, { field: '--data-dir' });
-  const reply = await sendControlRequest(socketPath, { op: 'vault_status' }).catch(() => undefined);
-  if (reply !== undefined) {
-    throw new CodedError('INVALID_ARGUMENT', 'another Postern broker is already running with this data directory', { field: '--data-dir' });
-  }
-  unlinkIfSocket(socketPath);
+  const answers = async (path: string): Promise<boolean> => (await sendControlRequest(path, { op: 'vault_status' }).catch(() => undefined)) !== undefined;
+  await replaceStaleSocket(socketPath, answers, 'another Postern broker is already running with this data directory');
 }
 
 /** One request at a time: the next line is read only after the previous reply was written. */
