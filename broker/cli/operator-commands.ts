@@ -23,7 +23,8 @@ interface ActivityOptions extends JsonOptions {
 }
 
 /**
- * The operator CLI: `postern approvals list|approve|reject|cancel|abandon`, `postern actions show`,
+ * The operator CLI: `postern approvals list|approve|reject|cancel|abandon`, `postern actions
+ * show|attest|reconcile`,
  * `postern sessions [approve|revoke]`, `postern activity`. Every command is one operator API call
  * over the running daemon's control socket (0600 in the 0700 data directory) — the same API the
  * desktop UI uses. Agents never reach it: their socket speaks only the six MCP tools.
@@ -93,6 +94,15 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (!isMember(Effect, options.effect)) throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Effect).join(', ')}`, { field: '--effect' });
       const result = await call(options, 'actions.attest', { action_id: actionId, outcome, effect: options.effect, basis: options.basis });
       io.out(`${actionId} (ticket #${result.ticket}) settled by your attestation: ${outcome} (journal seq ${result.journal_seq}).`);
+    });
+
+  withDataDir(actions.command('reconcile').argument('<action_id>', 'a dispatched action whose outcome is unknown').description("Ask the remote through the route's configured lookup (recorded as its own action); the answer is recorded as source remote_query."))
+    .option('--json', 'print one JSON object')
+    .action(async (actionId: string, options: JsonOptions) => {
+      const r = await call(options, 'actions.reconcile', { action_id: actionId });
+      if (options.json === true) return io.out(JSON.stringify(r));
+      const verdict = r.outcome === 'unknown' ? 'inconclusive, still unknown' : `${r.outcome} (${r.effect})`;
+      io.out(`${actionId} (ticket #${r.ticket}) reconciled by lookup ${r.lookup_action_id} via ${r.correlation}: ${verdict}, basis ${r.outcome_basis} (journal seq ${r.journal_seq}).`);
     });
 
   withDataDir(program.command('metrics').description('Actions by phase × outcome and by code (never one "failures" number).'))

@@ -91,6 +91,7 @@ export const Actor = z.object({
 export type Actor = z.infer<typeof Actor>;
 
 const sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
 const attempt = z.number().int().positive();
 
 /**
@@ -123,6 +124,12 @@ export const eventPayloadSchemas = {
     approval: z.enum(['none', 'session', 'per_call']),
     /** Whether the operation is known to be idempotent (method semantics or declared contract). */
     idempotent: z.boolean(),
+    /**
+     * Set on a reconciliation lookup only: the unknown action this lookup asks the remote about.
+     * Such an action needs no approval (the person who asked to reconcile is it) and takes no
+     * lane (it must not queue behind the head it settles). Optional: older events stay valid.
+     */
+    reconciles: actionIdSchema.optional(),
   }),
   PREFLIGHT_VALIDATED: z.strictObject({
     /**
@@ -179,6 +186,8 @@ export const eventPayloadSchemas = {
   RECONCILIATION_RESULT: z.strictObject({
     correlation: z.enum(['idempotency_token', 'operation_id', 'provider_request_id', 'bounded_read_back']),
     lookup_action_id: z.string().max(64),
+    /** Who asked for the lookup (a person); absent when automation asked. */
+    actor: Actor.optional(),
   }),
   OPERATOR_ATTESTED: z.strictObject({ actor: Actor, basis: z.string().min(1).max(4000) }),
   ABANDONED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),
@@ -238,7 +247,6 @@ export type JournalEvent = NewEvent & {
   lane: string | null;
 };
 
-export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
 export const sessionIdSchema = z.string().regex(/^ses_[0-9A-Za-z_-]{6,60}$/);
 /**
  * An event's subject: an action (`act_…`) or, for SESSION_* kinds, an agent session (`ses_…`).

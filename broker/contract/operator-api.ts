@@ -134,6 +134,22 @@ export const brokerApiSchemas = {
     }),
     output: decisionOutput,
   },
+  'actions.reconcile': {
+    input: z.strictObject({ action_id: z.string().min(1).max(80) }),
+    output: z.object({
+      /** The unknown action that was reconciled. */
+      action_id: z.string(),
+      ticket: z.number().int().positive(),
+      /** The lookup that asked the remote: its own recorded action (ACTION_ACCEPTED reconciles). */
+      lookup_action_id: z.string(),
+      correlation: z.enum(['idempotency_token', 'operation_id']),
+      /** The original's outcome after the RECONCILIATION_RESULT (unknown when inconclusive). */
+      outcome: z.enum(Outcome),
+      effect: z.enum(Effect),
+      outcome_basis: z.string(),
+      journal_seq: z.number().int(),
+    }),
+  },
   'sessions.list': { input: z.strictObject({}), output: z.object({ sessions: z.array(sessionSummarySchema) }) },
   'sessions.approve': { input: z.strictObject({ session_id: z.string().min(1).max(80) }), output: sessionStateSchema },
   'sessions.revoke': { input: z.strictObject({ session_id: z.string().min(1).max(80), reason }), output: sessionStateSchema },

@@ -11,6 +11,7 @@ export const brokerApiMethods = [
   'approvals.abandon',
   'actions.show',
   'actions.attest',
+  'actions.reconcile',
   'sessions.list',
   'sessions.approve',
   'sessions.revoke',

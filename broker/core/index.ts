@@ -18,3 +18,4 @@ export * from './chronology.js';
 export * from './attest-outcome.js';
 export * from './metrics.js';
 export * from './bind-idempotency-key.js';
+export * from './reconcile-outcome.js';

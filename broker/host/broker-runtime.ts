@@ -9,7 +9,7 @@ import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
-import { ApprovalQueue, createAgentBackend } from '../queue/index.js';
+import { ApprovalQueue, createAgentBackend, createReconciler } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
@@ -130,6 +130,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         vault: { state: vault.state() },
       };
     };
+    // A person's reconciliation runs the route's lookup as its own action (reconcile-action.ts).
+    const reconciler = createReconciler({ ids: createRandomIdSource(clock), clock, journal, results, vault, config, channel: httpChannel, queue, logger });
     // Operator decisions are a person's: the operator surfaces are the broker user's own.
     const actor: OperatorActor = { kind: 'person', id: operatorName() };
     const broker: OperatorBroker = {
@@ -140,6 +142,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'approvals.cancel': (input) => queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
       'approvals.abandon': (input) => queue.abandon(input.ticket, actor, input.reason),
       'actions.attest': (input) => queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
+      'actions.reconcile': (input) => reconciler.reconcile(input.action_id, actor),
       metrics: () => foldMetrics(journal.outcomeCounts()),
       'sessions.approve': (input) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input) => queue.revokeSession(input.session_id, actor, input.reason),

@@ -93,6 +93,10 @@ function summarize(event: JournalEvent): string {
       return `pid ${event.payload.pid} ${event.payload.exe ?? '(exe unknown)'}${event.payload.client_name === null ? '' : ` (${event.payload.client_name})`}`;
     case 'SESSION_ENDED':
       return event.payload.reason;
+    case 'RECONCILIATION_RESULT': {
+      const c = event.classification;
+      return `by lookup ${event.payload.lookup_action_id} (${event.payload.correlation})${c === undefined ? '' : `: ${c.outcome}, ${c.outcome_basis}`}`;
+    }
     case 'OPERATOR_ATTESTED':
       return `by ${event.payload.actor.kind}:${event.payload.actor.id}: ${event.payload.basis}`;
     default: {

@@ -5,4 +5,4 @@ export { createRandomIdSource } from './random-id-source.js';
 export { credentialKinds, type CredentialInfo, type CredentialKind, type CredentialVault, type SecretMaterial, type VaultState } from './credential-vault.js';
 export type { DispatchGate } from './dispatch-gate.js';
 export type { AgentBackend, CallerStop, ResultHandoff, ToolAnswer } from './agent-backend.js';
-export type { DecisionResult, OperatorActor, OperatorQueue } from './operator-queue.js';
+export type { DecisionResult, OperatorActor, OperatorQueue, OperatorReconciler, ReconcileResult } from './operator-queue.js';

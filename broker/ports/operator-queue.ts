@@ -1,4 +1,4 @@
-import type { ApprovalCard, Effect, QueuePosition, SessionState } from '../contract/index.js';
+import type { ApprovalCard, Effect, Outcome, QueuePosition, SessionState } from '../contract/index.js';
 
 /** Who decided: the operator CLI, the desktop UI or the web UI (a person), named for the record. */
 export interface OperatorActor {
@@ -36,4 +36,29 @@ export interface OperatorQueue {
   position(actionId: string): QueuePosition | null;
   /** Whether the session has a live connection now. */
   isConnected(sessionId: string): boolean;
+}
+
+/** What a reconciliation recorded on the original action (see OperatorReconciler). */
+export interface ReconcileResult {
+  readonly action_id: string;
+  readonly ticket: number;
+  /** The lookup's own recorded action (its ACTION_ACCEPTED names action_id in `reconciles`). */
+  readonly lookup_action_id: string;
+  readonly correlation: 'idempotency_token' | 'operation_id';
+  /** The original's outcome after the RECONCILIATION_RESULT: unknown when the lookup was inconclusive. */
+  readonly outcome: Outcome;
+  readonly effect: Effect;
+  readonly outcome_basis: string;
+  readonly journal_seq: number;
+}
+
+/**
+ * Reconciliation a person asks for (implemented in broker/queue): runs the route's configured
+ * lookup as its own recorded action and appends what it learned to the unknown action
+ * (RECONCILIATION_RESULT, source remote_query). Refusals: NOT_FOUND, DECISION_CONFLICT (not a
+ * dispatched, recorded-unknown action), UNSUPPORTED_ACTION field `lookup` (no lookup or no
+ * correlation).
+ */
+export interface OperatorReconciler {
+  reconcile(actionId: string, actor: OperatorActor): Promise<ReconcileResult>;
 }

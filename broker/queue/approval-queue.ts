@@ -233,6 +233,18 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return this.decided(appended, `attested ${outcome}`);
   }
 
+  /**
+   * Appends a reconciliation lookup's observation on the original action (RECONCILIATION_RESULT,
+   * built by reconcile-action.ts) like a person's decision: the projection is the compare-and-swap
+   * (refused if the action settled meanwhile — DECISION_CONFLICT naming its state), and a settling
+   * result wakes the lane, since a settled head no longer blocks.
+   */
+  async recordReconciliation(event: Extract<NewEvent, { kind: 'RECONCILIATION_RESULT' }>): Promise<Appended> {
+    const state = this.journal.getAction(event.action_id);
+    if (state === undefined) throw new CodedError('NOT_FOUND', `no action ${event.action_id}`, { field: 'action_id' });
+    return this.decide(state, 'reconcile', event);
+  }
+
   async approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState> {
     const session = this.requireSession(sessionId);
     const appended = await this.decideSession(session, { kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor } });
@@ -519,13 +531,14 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return '(unknown)';
   }
 
-  private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest', event: NewEvent): Promise<Appended> {
+  private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile', event: NewEvent): Promise<Appended> {
     let appended: Appended;
     try {
       appended = await this.journal.append(event);
     } catch (error) {
       if (!isRefusal(error)) throw error;
-      throw new CodedError('DECISION_CONFLICT', conflictMessage(this.journal.getAction(state.action_id) ?? state, verb), { field: 'ticket', cause: error });
+      const field = verb === 'attest' || verb === 'reconcile' ? 'action_id' : 'ticket';
+      throw new CodedError('DECISION_CONFLICT', conflictMessage(this.journal.getAction(state.action_id) ?? state, verb), { field, cause: error });
     }
     this.clearExpiry(state.action_id);
     this.pumpFor(appended.state);

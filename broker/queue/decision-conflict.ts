@@ -4,12 +4,14 @@ import type { ActionState, SessionState } from '../contract/index.js';
  * Why a decision lost its compare-and-swap, in words that name the ticket's current state, e.g.
  * "ticket #7 already expired". The journal's projection made the call; this only explains it.
  */
-export function conflictMessage(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest'): string {
+export function conflictMessage(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile'): string {
   const t = `ticket #${state.ticket ?? '?'}`;
-  if (verb === 'attest') {
-    if (state.dispatch_seq === null) return `${t} was never dispatched; there is no remote outcome to attest (it is ${state.outcome ?? 'still open'})`;
+  if (verb === 'attest' || verb === 'reconcile') {
+    const what = verb === 'attest' ? 'attest' : 'reconcile';
+    const done = verb === 'attest' ? 'attested' : 'reconciled';
+    if (state.dispatch_seq === null) return `${t} was never dispatched; there is no remote outcome to ${what} (it is ${state.outcome ?? 'still open'})`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
-    return `${t} already settled (${state.outcome ?? 'recorded'}, source ${state.source ?? 'unknown'}); only an unknown outcome can be attested`;
+    return `${t} already settled (${state.outcome ?? 'recorded'}, source ${state.source ?? 'unknown'}); only an unknown outcome can be ${done}`;
   }
   if (verb === 'abandon') {
     if (state.abandoned === true) return `${t} already abandoned`;

@@ -40,6 +40,19 @@ export interface HttpActionDeps {
   readonly onAdmitted?: (actionId: string) => void;
 }
 
+/**
+ * Narrow executor options, each a named exception rather than a general bypass.
+ * `reconciles`: this request is the configured lookup a person asked for to settle that unknown
+ * action. It is still a recorded action with its own ticket, events and credential injection, but
+ * it is admitted with approval `none` (the person's request is the approval) and lane null (it must
+ * not wait behind the very head it settles), and its ACTION_ACCEPTED names the action it
+ * reconciles. Its method (GET/HEAD) comes from configuration, so the route's agent method list does
+ * not apply to it.
+ */
+export interface HttpActionOptions {
+  readonly reconciles?: string;
+}
+
 /** The body as the caller receives it: scrubbed of any echoed secret, capped, flagged. */
 export interface HttpActionResponse {
   readonly status: number;
@@ -67,10 +80,10 @@ export interface HttpActionResult {
  * rows, then RESULT_COMMITTED; or OUTCOME_RECORDED. Every classification comes from broker/core
  * classifyOutcome. Returns only after the record is durable (article 000's order).
  */
-export async function executeHttpAction(deps: HttpActionDeps, input: unknown): Promise<HttpActionResult> {
+export async function executeHttpAction(deps: HttpActionDeps, input: unknown, options: HttpActionOptions = {}): Promise<HttpActionResult> {
   const actionId = deps.ids.newActionId();
   try {
-    return await admitAndRun(deps, actionId, input);
+    return await admitAndRun(deps, actionId, input, options);
   } catch (error) {
     // A broker bug after admission: record what is known (unknown once dispatched), then rethrow;
     // the agent backend answers from the record, never with a bare refusal.
@@ -82,7 +95,7 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown): P
   }
 }
 
-async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown): Promise<HttpActionResult> {
+async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown, options: HttpActionOptions): Promise<HttpActionResult> {
   const parsed = httpActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -102,13 +115,16 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
   const admission: Admission = {
     target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
     fingerprint,
-    lane: lane.kind === 'lane' ? lane.lane : null,
-    approval: route.approval,
+    lane: lane.kind === 'lane' && options.reconciles === undefined ? lane.lane : null,
+    approval: options.reconciles === undefined ? route.approval : 'none',
     idempotent,
+    ...(options.reconciles === undefined ? {} : { reconciles: options.reconciles }),
   };
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
-  const preflight = validate(deps, route, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
+  // A lookup's method comes from the route's `lookup`, not the agent's method list (only that one).
+  const methods = options.reconciles === undefined || route.lookup === undefined ? route.methods : [...route.methods, route.lookup.method];
+  const preflight = validate(deps, route, methods, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
   if (!preflight.ok) {
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, preflight.gate, preflight.message);
@@ -135,6 +151,7 @@ interface Admission {
   lane: string | null;
   approval: 'none' | 'session' | 'per_call';
   idempotent: boolean;
+  reconciles?: string;
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -148,7 +165,14 @@ function acceptedEvent(deps: HttpActionDeps, actionId: string, a: Admission): Ne
     action_id: actionId,
     session_id: deps.sessionId ?? null,
     lane: a.lane,
-    payload: { channel: 'http', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: a.idempotent },
+    payload: {
+      channel: 'http',
+      target: a.target,
+      request_fingerprint: a.fingerprint,
+      approval: a.approval,
+      idempotent: a.idempotent,
+      ...(a.reconciles === undefined ? {} : { reconciles: a.reconciles }),
+    },
   };
 }
 
@@ -200,7 +224,7 @@ async function refuseKeyReuse(deps: HttpActionDeps, actionId: string, fingerprin
 type Preflight = { ok: true; path: string; timeoutMs: number } | { ok: false; gate: LocalGate; message: string };
 
 /** Validation before any secret is touched or any host resolved (the vault is only described). */
-function validate(deps: HttpActionDeps, route: Route, request: NormalizedHttpRequest, key: string | undefined, timeoutMs: number | undefined): Preflight {
+function validate(deps: HttpActionDeps, route: Route, methods: readonly string[], request: NormalizedHttpRequest, key: string | undefined, timeoutMs: number | undefined): Preflight {
   const limits = deps.channel.limits;
   const info = deps.vault.state() === 'uninitialized' ? undefined : deps.vault.describe(route.credential);
   if (deps.vault.state() !== 'uninitialized' && info === undefined) {
@@ -212,7 +236,7 @@ function validate(deps: HttpActionDeps, route: Route, request: NormalizedHttpReq
   );
   const check = checkHttpRequest(
     { method: request.method, path: request.path, query: request.query, headers: request.headers, bodyBytes: request.body.length, idempotencyKey: key },
-    { methods: route.methods, ownedHeaders: owned, ownedQueryParam: info?.kind === 'query' ? info.param : undefined, hasIdempotencyContract: route.idempotency !== undefined },
+    { methods, ownedHeaders: owned, ownedQueryParam: info?.kind === 'query' ? info.param : undefined, hasIdempotencyContract: route.idempotency !== undefined },
     limits,
   );
   if (!check.ok) return { ok: false, gate: { kind: 'validation', code: check.code, field: check.field }, message: check.message };

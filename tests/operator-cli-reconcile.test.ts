@@ -1,0 +1,91 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../broker/ports/index.js';
+import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
+import { openVault } from '../broker/vault/index.js';
+import { DrillAgent } from './support/drill-agent.js';
+import { op } from './support/drill.js';
+import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
+
+/**
+ * `postern actions reconcile` end to end: a real daemon, a real agent process whose keyed POST
+ * takes effect and loses its connection (unknown), then the CLI asks the route's lookup. The
+ * original reads as source remote_query in `postern actions show`, the lookup is its own action.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'popreco-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+async function cli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = new PosternProcess(args);
+  const exit = await proc.exitWithin();
+  return { code: exit.code, stdout: proc.stdout, stderr: proc.stderr };
+}
+
+describe('postern actions reconcile against a running daemon', () => {
+  const dataDir = path.join(scratch, 'reco');
+  let target: ArrivalLogServer | undefined;
+  let daemon: RunningDaemon | undefined;
+  let agent: DrillAgent | undefined;
+  beforeAll(async () => {
+    mkdirSync(dataDir, { mode: 0o700 });
+    const passphrase = 'reconcile passphrase (test only)';
+    const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    await vault.init(Buffer.from(passphrase));
+    await vault.add({ name: 'reco-token', kind: 'bearer', secret: Buffer.from('CANARY-reco-token-never-shown'), bindings: ['docs', '127.0.0.1'] });
+    await vault.close();
+    const passphraseFile = path.join(scratch, 'reco.pass');
+    writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+    target = await ArrivalLogServer.start({ behave: ({ method, marker }) => (method === 'POST' && marker === 'cli-unknown' ? 'apply_then_drop' : 'respond') });
+    writeFileSync(
+      path.join(dataDir, 'postern.yaml'),
+      [
+        'version: 1',
+        'agents:',
+        '  session_approval: observe',
+        'routes:',
+        '  - name: docs',
+        `    base_url: http://127.0.0.1:${target.port}`,
+        '    credential: reco-token',
+        '    injection: bearer',
+        '    approval: none',
+        '    methods: [POST]',
+        '    idempotency: { header: Idempotency-Key, scope: docs.account, retention_seconds: 86400, fingerprint: [method, path, body] }',
+        "    lookup: { method: GET, path: '/operations/{idempotency_key}' }",
+        '',
+      ].join('\n'),
+    );
+    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    agent = await DrillAgent.start(dataDir, 'reco-agent');
+  }, 90_000);
+  afterAll(async () => {
+    await agent?.stop();
+    await daemon?.process.stop('SIGTERM');
+    await target?.stop();
+  }, 30_000);
+
+  it('settles the unknown action by the lookup and shows it as source remote_query', async () => {
+    if (agent === undefined || target === undefined) throw new Error('the setup did not start');
+    const dir = ['--data-dir', dataDir];
+    const reply = await agent.call('http_request', { route: 'docs', method: 'POST', path: '/docs/7', body: JSON.stringify({ marker: 'cli-unknown' }), idempotency_key: 'cli-key-1', timeout_ms: 60_000 }).reply;
+    expect(reply.structuredContent?.error?.outcome).toBe('unknown');
+    const actionId = reply.structuredContent?.invocation_id ?? '';
+
+    const reconciled = await cli(['actions', 'reconcile', actionId, '--json', ...dir]);
+    expect(reconciled.code).toBe(0);
+    const r = JSON.parse(reconciled.stdout) as { action_id: string; lookup_action_id: string; correlation: string; outcome: string; journal_seq: number };
+    expect(r).toMatchObject({ action_id: actionId, correlation: 'idempotency_token', outcome: 'committed' });
+    expect(target.arrivals.map((a) => `${a.method} ${a.path}`)).toEqual(['POST /docs/7', 'GET /operations/cli-key-1']);
+
+    const shown = await cli(['actions', 'show', actionId, ...dir]);
+    expect(shown.stdout).toContain('source remote_query');
+    expect(shown.stdout).toContain('RECONCILIATION_RESULT');
+    const lookup = await op(dataDir, 'actions.show', { action_id: r.lookup_action_id });
+    expect(lookup.state).toMatchObject({ lane: null, approval: 'none', outcome: 'committed' });
+
+    const again = await cli(['actions', 'reconcile', actionId, ...dir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/DECISION_CONFLICT .*already settled/);
+  }, 90_000);
+});
