@@ -20,7 +20,7 @@ import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
-import { recordBrokerError } from './record-broker-error.js';
+import { runRecorded } from './record-broker-error.js';
 import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
 
@@ -82,17 +82,7 @@ export interface HttpActionResult {
  */
 export async function executeHttpAction(deps: HttpActionDeps, input: unknown, options: HttpActionOptions = {}): Promise<HttpActionResult> {
   const actionId = deps.ids.newActionId();
-  try {
-    return await admitAndRun(deps, actionId, input, options);
-  } catch (error) {
-    // A broker bug after admission: record what is known (unknown once dispatched), then rethrow;
-    // the agent backend answers from the record, never with a bare refusal.
-    await recordBrokerError(deps.journal, actionId, deps.logger);
-    throw error;
-  } finally {
-    // Recorded (or given up): the lane may move on, or stays blocked if the outcome is unknown.
-    deps.queue.settled(actionId);
-  }
+  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options));
 }
 
 async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown, options: HttpActionOptions): Promise<HttpActionResult> {

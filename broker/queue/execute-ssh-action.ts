@@ -8,7 +8,7 @@ import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/
 import { unparsedFingerprint } from './http-action-request.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
-import { recordBrokerError } from './record-broker-error.js';
+import { runRecorded } from './record-broker-error.js';
 import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
 import type { DispatchQueue } from './approval-queue.js';
@@ -61,17 +61,7 @@ export interface SshActionResult {
  */
 export async function executeSshAction(deps: SshActionDeps, input: unknown, cancel?: AbortSignal): Promise<SshActionResult> {
   const actionId = deps.ids.newActionId();
-  try {
-    return await admitAndRun(deps, actionId, input, cancel);
-  } catch (error) {
-    // A broker bug after admission: record what is known (unknown once dispatched), then rethrow;
-    // the agent backend answers from the record, never with a bare refusal.
-    await recordBrokerError(deps.journal, actionId, deps.logger);
-    throw error;
-  } finally {
-    // Recorded (or given up): the lane may move on, or stays blocked if the outcome is unknown.
-    deps.queue.settled(actionId);
-  }
+  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, cancel));
 }
 
 async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown, cancel: AbortSignal | undefined): Promise<SshActionResult> {

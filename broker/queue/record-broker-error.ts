@@ -29,3 +29,24 @@ export async function recordBrokerError(journal: Journal, actionId: string, logg
   }
   return undefined;
 }
+
+/**
+ * Runs one action's executor body the same way for every channel: a broker bug after admission is
+ * recorded (unknown once dispatched) and rethrown — the agent backend answers from the record,
+ * never with a bare refusal — and, recorded or given up, the action's lane is told it may move on
+ * (or stays blocked if the outcome is unknown).
+ */
+export async function runRecorded<T>(
+  deps: { readonly journal: Journal; readonly logger?: Logger; readonly queue: { settled(actionId: string): void } },
+  actionId: string,
+  run: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    await recordBrokerError(deps.journal, actionId, deps.logger);
+    throw error;
+  } finally {
+    deps.queue.settled(actionId);
+  }
+}
