@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { approvalCardSchema, isCodedError, type ApprovalCard, type JournalEvent } from '../contract/index.js';
+import { approvalCardSchema, type ApprovalCard, type JournalEvent } from '../contract/index.js';
 import { canary, canaryLeaks } from '../testing/http-action-harness.js';
 import { approvalTtlSeconds, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
-import { waitForCard, waitForCards } from '../testing/queue-waits.js';
+import { codedRefusal, waitForCard, waitForCards } from '../testing/queue-waits.js';
 
 let f: QueueFixture;
 afterEach(async () => {
@@ -11,6 +11,12 @@ afterEach(async () => {
 
 const kinds = (events: JournalEvent[]) => events.map((e) => e.kind);
 
+/** A refused decision's code and message (the field is asserted elsewhere). */
+async function conflict(decision: Promise<unknown>): Promise<{ code: string; message: string }> {
+  const { code, message } = await codedRefusal(decision);
+  return { code, message };
+}
+
 /** The card whose body preview carries `marker` (the agent's own bytes), once it is visible. */
 async function cardOf(marker: string, state?: ApprovalCard['state']): Promise<ApprovalCard> {
   const match = (c: ApprovalCard) => c.body_preview?.includes(`"${marker}"`) === true && (state === undefined || c.state === state);
@@ -18,15 +24,6 @@ async function cardOf(marker: string, state?: ApprovalCard['state']): Promise<Ap
   return cards.find(match) as ApprovalCard;
 }
 
-async function conflict(decision: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await decision;
-  } catch (error) {
-    if (isCodedError(error)) return { code: error.code, message: error.message };
-    throw error;
-  }
-  throw new Error('expected a refused decision');
-}
 
 describe('when a per-call card is decided', () => {
   beforeEach(async () => {

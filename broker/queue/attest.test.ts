@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { foldMetrics } from '../core/index.js';
-import { isCodedError, type ApprovalCard } from '../contract/index.js';
+import type { ApprovalCard } from '../contract/index.js';
 import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
-import { waitForCards } from '../testing/queue-waits.js';
+import { codedRefusal, waitForCards } from '../testing/queue-waits.js';
 
 /**
  * A person settles an unknown head with a written basis (issue 7's operator attestation): the
@@ -19,15 +19,6 @@ async function cardOf(marker: string): Promise<ApprovalCard> {
   return (await waitForCards(f.queue, (cs) => cs.some(match), `the card of ${marker}`)).find(match) as ApprovalCard;
 }
 
-async function refused(p: Promise<unknown>): Promise<{ code: string; message: string; field?: string }> {
-  try {
-    await p;
-  } catch (error) {
-    if (isCodedError(error)) return { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) };
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('when a person attests the outcome of an unknown head', () => {
   it('settles it as operator_attested, releases the lane, and sends nothing itself', async () => {
@@ -42,9 +33,9 @@ describe('when a person attests the outcome of an unknown head', () => {
     await f.queue.approve(cardB.ticket, person);
     expect(f.queue.position(cardB.action_id)).toMatchObject({ waiting: 'lane_blocked' });
 
-    expect(await refused(f.queue.attest(idA, person, 'committed', 'no_effect', 'x'))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'effect' });
-    expect(await refused(f.queue.attest(cardB.action_id, person, 'committed', 'succeeded', 'x'))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('never dispatched') });
-    expect(await refused(f.queue.attest('act_nosuchaction', person, 'committed', 'succeeded', 'x'))).toMatchObject({ code: 'NOT_FOUND' });
+    expect(await codedRefusal(f.queue.attest(idA, person, 'committed', 'no_effect', 'x'))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'effect' });
+    expect(await codedRefusal(f.queue.attest(cardB.action_id, person, 'committed', 'succeeded', 'x'))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('never dispatched') });
+    expect(await codedRefusal(f.queue.attest('act_nosuchaction', person, 'committed', 'succeeded', 'x'))).toMatchObject({ code: 'NOT_FOUND' });
 
     const result = await f.queue.attest(idA, person, 'committed', 'succeeded', 'the document shows the change; checked in the admin UI');
     expect(result).toMatchObject({ action_id: idA, decision: 'attested committed' });
@@ -56,7 +47,7 @@ describe('when a person attests the outcome of an unknown head', () => {
     await b;
     expect(f.server.markers()).toEqual(['A', 'B']);
     // Settled now: a second attestation is refused and changes nothing.
-    expect(await refused(f.queue.attest(idA, person, 'rejected', 'no_effect', 'changed my mind'))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('already settled') });
+    expect(await codedRefusal(f.queue.attest(idA, person, 'rejected', 'no_effect', 'changed my mind'))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('already settled') });
     // Metrics count it under its phase and outcome, not as a failure.
     const m = foldMetrics(f.h.temp.journal.outcomeCounts());
     expect(m.by_phase_outcome).toEqual(expect.arrayContaining([{ phase: 'remote_execution', outcome: 'committed', count: 2 }]));

@@ -21,7 +21,7 @@ import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, jou
 import { stateClassification } from './state-envelope.js';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
 import { runRecorded } from './record-broker-error.js';
-import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
+import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
 
 export interface HttpActionDeps {
@@ -121,7 +121,7 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
   }
   const binding = idempotencyBinding(deps, route, request, parsed.data.idempotency_key);
   try {
-    await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: binding === undefined ? {} : { idempotency: binding } }]);
+    await deps.journal.appendBatch([httpAccepted(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: binding === undefined ? {} : { idempotency: binding } }]);
   } catch (error) {
     // The journal refused the key's binding (the whole unit, so nothing of it was written).
     if (binding === undefined || !isCodedError(error) || error.code !== 'IDEMPOTENCY_MISMATCH') throw error;
@@ -145,25 +145,18 @@ interface Admission {
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
-  await appendState(deps.journal, acceptedEvent(deps, actionId, a));
-  deps.onAdmitted?.(actionId);
+  await recordAccepted(deps, httpAccepted(deps, actionId, a));
 }
 
-function acceptedEvent(deps: HttpActionDeps, actionId: string, a: Admission): NewEvent {
-  return {
-    kind: 'ACTION_ACCEPTED',
-    action_id: actionId,
-    session_id: deps.sessionId ?? null,
-    lane: a.lane,
-    payload: {
-      channel: 'http',
-      target: a.target,
-      request_fingerprint: a.fingerprint,
-      approval: a.approval,
-      idempotent: a.idempotent,
-      ...(a.reconciles === undefined ? {} : { reconciles: a.reconciles }),
-    },
-  };
+function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): NewEvent {
+  return acceptedEvent(deps, actionId, a.lane, {
+    channel: 'http',
+    target: a.target,
+    request_fingerprint: a.fingerprint,
+    approval: a.approval,
+    idempotent: a.idempotent,
+    ...(a.reconciles === undefined ? {} : { reconciles: a.reconciles }),
+  });
 }
 
 /**

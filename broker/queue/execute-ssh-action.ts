@@ -9,7 +9,7 @@ import { unparsedFingerprint } from './http-action-request.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
 import { runRecorded } from './record-broker-error.js';
-import { appendState, logRecorded, recordRefusal, vaultRefusal } from './record-refusal.js';
+import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
 import type { DispatchQueue } from './approval-queue.js';
 import { sshCardPreview } from './card-preview.js';
@@ -89,7 +89,7 @@ async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
   }
-  await deps.journal.appendBatch([acceptedEvent(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  await deps.journal.appendBatch([sshAccepted(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
   deps.onAdmitted?.(actionId);
   const turn = await deps.queue.awaitTurn(actionId, sshCardPreview(host, request.command));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
@@ -104,19 +104,12 @@ interface Admission {
 }
 
 async function accept(deps: SshActionDeps, actionId: string, a: Admission): Promise<void> {
-  await appendState(deps.journal, acceptedEvent(deps, actionId, a));
-  deps.onAdmitted?.(actionId);
+  await recordAccepted(deps, sshAccepted(deps, actionId, a));
 }
 
-function acceptedEvent(deps: SshActionDeps, actionId: string, a: Admission): NewEvent {
-  return {
-    kind: 'ACTION_ACCEPTED',
-    action_id: actionId,
-    session_id: deps.sessionId ?? null,
-    lane: a.lane,
-    // A command is never assumed idempotent (no declared command contract yet).
-    payload: { channel: 'ssh', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: false },
-  };
+function sshAccepted(deps: SshActionDeps, actionId: string, a: Admission): NewEvent {
+  // A command is never assumed idempotent (no declared command contract yet).
+  return acceptedEvent(deps, actionId, a.lane, { channel: 'ssh', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: false });
 }
 
 /** Validation before any secret is touched or any host resolved. */

@@ -3,11 +3,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PosternConfig } from '../config/index.js';
-import { isCodedError } from '../contract/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { person } from '../testing/queue-fixture.js';
-import { waitForCards } from '../testing/queue-waits.js';
+import { codedRefusal, waitForCards } from '../testing/queue-waits.js';
 import { ApprovalQueue } from './approval-queue.js';
 import { executeHttpAction, type HttpActionResult } from './execute-http-action.js';
 import { reconcileAction, type ReconcileDeps } from './reconcile-action.js';
@@ -93,15 +92,6 @@ async function setUp(extra: readonly string[]): Promise<Setup> {
   };
 }
 
-async function refused(p: Promise<unknown>): Promise<{ code: string; message: string; field?: string }> {
-  try {
-    await p;
-  } catch (error) {
-    if (isCodedError(error)) return { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) };
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
 
 /** A (keyed) is unknown and heads the lane; B waits behind it. */
 async function unknownHeadWithB(s: Setup, key: string | undefined): Promise<{ idA: string; idB: string; b: Promise<HttpActionResult> }> {
@@ -141,7 +131,7 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     expect(target.arrivals.filter((a) => a.startsWith('GET'))).toHaveLength(1);
 
     // Settled now: a second reconciliation is refused and sends nothing.
-    expect(await refused(reconcileAction(s.deps, idA, person))).toMatchObject({ code: 'DECISION_CONFLICT', field: 'action_id', message: expect.stringContaining('already settled') });
+    expect(await codedRefusal(reconcileAction(s.deps, idA, person))).toMatchObject({ code: 'DECISION_CONFLICT', field: 'action_id', message: expect.stringContaining('already settled') });
     expect(target.arrivals.filter((a) => a.startsWith('GET'))).toHaveLength(1);
   });
 
@@ -185,17 +175,17 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     const noLookup = await setUp(contract);
     const a = (await noLookup.submit('A', 'K').run).envelope.invocation_id;
     const seq = h.temp.journal.stats().last_seq;
-    expect(await refused(reconcileAction(noLookup.deps, a, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('declares no lookup') });
-    expect(await refused(reconcileAction(noLookup.deps, 'act_nosuchaction', person))).toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
+    expect(await codedRefusal(reconcileAction(noLookup.deps, a, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('declares no lookup') });
+    expect(await codedRefusal(reconcileAction(noLookup.deps, 'act_nosuchaction', person))).toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
     expect(h.temp.journal.stats().last_seq).toBe(seq);
     await target.stop();
     await h.dispose();
 
     const noKey = await setUp([...contract, ...lookupGet]);
     const { idA, idB } = await unknownHeadWithB(noKey, undefined);
-    expect(await refused(reconcileAction(noKey.deps, idA, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('holds none') });
+    expect(await codedRefusal(reconcileAction(noKey.deps, idA, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('holds none') });
     // B was never dispatched: there is nothing to reconcile.
-    expect(await refused(reconcileAction(noKey.deps, idB, person))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('never dispatched') });
+    expect(await codedRefusal(reconcileAction(noKey.deps, idB, person))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('never dispatched') });
     expect(target.arrivals.filter((x) => x.startsWith('GET'))).toEqual([]);
   });
 });

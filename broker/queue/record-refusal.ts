@@ -1,11 +1,30 @@
 import type { Logger } from 'pino';
-import { errorCodeMeanings, isCodedError, type ActionState, type Channel, type Classification, type NewEvent } from '../contract/index.js';
+import { errorCodeMeanings, isCodedError, type ActionState, type Channel, type Classification, type EventPayload, type NewEvent } from '../contract/index.js';
 import { classifyOutcome, type LocalGate } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 
 /** Appends one event and returns the action's state after it (its seq is the envelope's journal_seq). */
 export async function appendState(journal: Journal, event: NewEvent): Promise<ActionState> {
   return (await journal.append(event)).state;
+}
+
+/** What admission knows of the caller, for every channel. */
+export interface AdmissionDeps {
+  readonly journal: Journal;
+  readonly sessionId?: string;
+  /** Told the action id once ACTION_ACCEPTED is durable (the agent backend answers from the record after that). */
+  readonly onAdmitted?: (actionId: string) => void;
+}
+
+/** The ACTION_ACCEPTED event of an action: ticket assigned by the journal, session and lane from the caller. */
+export function acceptedEvent(deps: AdmissionDeps, actionId: string, lane: string | null, payload: EventPayload<'ACTION_ACCEPTED'>): NewEvent {
+  return { kind: 'ACTION_ACCEPTED', action_id: actionId, session_id: deps.sessionId ?? null, lane, payload };
+}
+
+/** Makes the admission durable on its own (a refusal follows), then says the action exists. */
+export async function recordAccepted(deps: AdmissionDeps, event: NewEvent): Promise<void> {
+  await appendState(deps.journal, event);
+  deps.onAdmitted?.(event.action_id);
 }
 
 /**

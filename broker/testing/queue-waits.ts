@@ -1,4 +1,4 @@
-import type { ApprovalCard } from '../contract/index.js';
+import { isCodedError, type ApprovalCard } from '../contract/index.js';
 import type { ApprovalQueue } from '../queue/approval-queue.js';
 
 /** How long a test waits for the queue to reach a state before failing (not a sleep: an upper bound). */
@@ -51,4 +51,15 @@ export async function abandonBlockedHeads(queue: ApprovalQueue): Promise<number>
     n += 1;
   }
   return n;
+}
+
+/** The coded error a refused decision (or any call) rejects with; fails the test if it resolves. */
+export async function codedRefusal(p: Promise<unknown>): Promise<{ code: string; message: string; field?: string }> {
+  try {
+    await p;
+  } catch (error) {
+    if (isCodedError(error)) return { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) };
+    throw error;
+  }
+  throw new Error('expected a refusal');
 }
