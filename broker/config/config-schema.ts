@@ -43,6 +43,67 @@ const lookup = z
   })
   .describe('How to ask the remote what happened to an operation (reconciliation).');
 
+const retryPolicy = z
+  .strictObject({
+    attempts_max: z.number().int().min(0).max(10).default(2).describe('Retries allowed after the first attempt; bound into the record at admission.'),
+    automatic: z
+      .boolean()
+      .default(false)
+      .describe('The broker retries by itself when decideRetry allows it (idempotent repeat, same key under the contract, backoff).'),
+    lease_seconds: z.number().int().min(1).max(3600).default(30).describe('How long one retry lease lives; a worker past it is fenced before dispatch.'),
+    backoff_ms: z.number().int().min(0).max(60_000).default(250).describe('Base delay before a retry (doubled per generation), unless the remote named one (Retry-After).'),
+  })
+  .describe(
+    'Retry policy. Declaring it is the standing decision that a retry of an approved request under the same fingerprint needs no new card; without it an unknown outcome waits for reconciliation or a person.',
+  );
+
+const jsonPointer = z
+  .string()
+  .max(256)
+  .regex(/^(\/[^/]*)*$/, 'a JSON pointer: empty (the whole document) or /a/b')
+  .describe('RFC 6901 JSON pointer into a JSON body.');
+const fieldName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a field name: letters, digits, _ . -');
+
+const batch = z
+  .strictObject({
+    request: z.strictObject({
+      members: jsonPointer.describe('Where the member list is in the JSON request body, e.g. /changes.'),
+      id: fieldName.describe("Each request member's id field."),
+    }),
+    response: z.strictObject({
+      members: jsonPointer.describe('Where the member results are in the JSON response body, e.g. /results.'),
+      id: fieldName.describe("Each member result's id field (matches the request member's id)."),
+      status: fieldName.describe("Each member result's status field."),
+      succeeded: z.array(z.string().min(1).max(100)).min(1).max(32).describe('Status values meaning the member took effect.'),
+      rejected: z.array(z.string().min(1).max(100)).max(32).default([]).describe('Status values meaning the member was refused with no effect.'),
+    }),
+  })
+  .describe('A declared batch shape: the record keeps the parent result and one outcome per member.');
+
+const correlation = z
+  .strictObject({
+    provider_request_id_header: z
+      .string()
+      .regex(/^[A-Za-z0-9-]{1,64}$/)
+      .optional()
+      .describe("Response header with the provider's unique request id (e.g. x-request-id); recorded when response headers arrive."),
+    request_fields: z
+      .array(fieldName)
+      .max(8)
+      .default([])
+      .describe('Top-level string fields of the JSON request body that identify what it creates (e.g. external_ref); journaled at admission.'),
+    read_back: z
+      .strictObject({
+        path: pathTemplate.describe('A bounded read-back query path; {field} placeholders are request_fields.'),
+        query: z.record(fieldName, z.string().max(256)).default({}).describe('Query parameters; a value that is exactly {field} is filled from request_fields.'),
+        items: jsonPointer.describe('Where the candidate objects are in the JSON response.'),
+        match: z.array(fieldName).min(1).max(8).describe('Fields (from request_fields) a candidate must equal to match.'),
+        items_max: z.number().int().min(1).max(500).default(100).describe('More candidates than this is ambiguous, not a search.'),
+      })
+      .optional(),
+  })
+  .describe('Correlations for reconciliation beyond the idempotency key and operation id.');
+
 const tls = z.strictObject({
   pins: z.array(sha256Pin).min(1).max(8).optional(),
   ca_file: z.string().min(1).max(4096).optional().describe('PEM file with extra CA certificates (private CA), added to the system roots.'),
@@ -63,6 +124,9 @@ export const routeSchema = z.strictObject({
   lanes: z.array(laneRule).max(256).default([]),
   idempotency: idempotencyContract.optional(),
   lookup: lookup.optional(),
+  retry: retryPolicy.optional(),
+  batch: batch.optional(),
+  correlation: correlation.optional(),
   tls: tls.optional(),
 });
 
@@ -175,12 +239,27 @@ export const configSchema = z
         const problem = pathTemplateProblem(route.lookup.path);
         if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: problem });
         for (const p of pathTemplateParams(route.lookup.path)) {
-          if (p !== 'idempotency_key' && p !== 'operation_id') {
-            ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: `{${p}} is not a lookup parameter (idempotency_key, operation_id)` });
+          if (p !== 'idempotency_key' && p !== 'operation_id' && p !== 'provider_request_id') {
+            ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: `{${p}} is not a lookup parameter (idempotency_key, operation_id, provider_request_id)` });
+          }
+          if (p === 'provider_request_id' && route.correlation?.provider_request_id_header === undefined) {
+            ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: '{provider_request_id} needs correlation.provider_request_id_header on the route' });
           }
         }
         if (route.lookup.path.includes('{idempotency_key}') && route.idempotency === undefined) {
           ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: '{idempotency_key} needs an idempotency contract on the route' });
+        }
+      }
+      const readBack = route.correlation?.read_back;
+      if (readBack !== undefined) {
+        const fields = new Set(route.correlation?.request_fields ?? []);
+        const problem = pathTemplateProblem(readBack.path);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'path'), message: problem });
+        for (const p of pathTemplateParams(readBack.path)) {
+          if (!fields.has(p)) ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'path'), message: `{${p}} is not one of correlation.request_fields` });
+        }
+        for (const [j, f] of readBack.match.entries()) {
+          if (!fields.has(f)) ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'match', j), message: `${f} is not one of correlation.request_fields` });
         }
       }
       if (route.tls !== undefined && !route.base_url.startsWith('https://')) {

@@ -93,6 +93,15 @@ export const actionStateSchema = z.object({
    * stays what it was; only the lane moves on. Absent in states stored before schema 5: read as false.
    */
   abandoned: z.boolean(),
+  /**
+   * Retries this record allows after the first attempt (ACTION_ACCEPTED retry_budget) and the
+   * generation of the latest retry lease (RETRY_LEASED): counts live in the record, so a restart
+   * neither resets nor forgets them. Absent in states stored before them: read as 0.
+   */
+  retry_budget: z.number().int().optional(),
+  retry_generation: z.number().int().optional(),
+  /** The latest retry lease; `open` until a classification lands after it. */
+  lease: z.object({ generation: z.number().int(), holder: z.string(), expires_at_ms: z.number().int(), open: z.boolean() }).nullable().optional(),
   first_seq: z.number().int(),
   last_seq: z.number().int(),
   accepted_at_ms: z.number().int(),

@@ -61,6 +61,7 @@ export const errorCodeMeanings = {
   OPERATOR_ONLY: 'Approving, rejecting, abandoning and revoking are operator capabilities; agents can never call them.',
   PEER_REFUSED: 'The connecting process runs as another user or its identity could not be read from the kernel.',
   RATE_LIMITED: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.',
+  LEASE_LOST: "Another worker holds this invocation's retry lease, or this worker's lease expired; it was stopped before dispatch.",
   RETRY_BUDGET_EXHAUSTED: 'The recorded retry budget is spent; the last evidence stands, reconcile next.',
   // broker integrity
   BROKER_RESTARTED: 'The broker restarted while the action was in flight; the record says how far it got.',

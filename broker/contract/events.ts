@@ -33,6 +33,7 @@ export const EventKind = {
   CHANNEL_CLOSED: 'CHANNEL_CLOSED',
   RECONCILIATION_RESULT: 'RECONCILIATION_RESULT',
   OPERATOR_ATTESTED: 'OPERATOR_ATTESTED',
+  RETRY_LEASED: 'RETRY_LEASED',
   ABANDONED: 'ABANDONED',
   SESSION_STARTED: 'SESSION_STARTED',
   SESSION_APPROVED: 'SESSION_APPROVED',
@@ -71,6 +72,7 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   CHANNEL_CLOSED: 'The SSH channel closed.',
   RECONCILIATION_RESULT: 'A later lookup learned the remote outcome (source remote_query).',
   OPERATOR_ATTESTED: 'A person settled the outcome with a written basis (source operator_attested).',
+  RETRY_LEASED: 'A worker took the one retry lease on this invocation: the next retry generation, its holder and expiry (a stale generation is fenced before dispatch).',
   ABANDONED: 'A person released the lane behind this unknown head, with a reason; the outcome stays unknown.',
   SESSION_STARTED: 'A new agent process connected: its kernel-reported identity (pid, uid, start time, executable, cwd).',
   SESSION_APPROVED: 'A person (or observe-mode policy) approved the agent process once; session-approval calls may proceed.',
@@ -111,6 +113,23 @@ export const idempotencyKeyBindingSchema = z.strictObject({
 });
 export type IdempotencyKeyBinding = z.infer<typeof idempotencyKeyBindingSchema>;
 
+/** One member of a declared batch: its remote id and what is known about it alone. */
+export const batchMemberSchema = z.strictObject({
+  id: z.string().min(1).max(200),
+  outcome: z.enum(['committed', 'rejected', 'unknown']),
+  effect: z.enum(['succeeded', 'failed', 'rejected', 'unknown_effect']),
+  retry: z.enum(['never', 'after_correction', 'same_idempotency_key', 'reconcile']),
+  /** The member's own status value as the response gave it (bounded), when it gave one. */
+  status: z.string().max(100).optional(),
+});
+export const batchOutcomeSchema = z.strictObject({
+  members: z.array(batchMemberSchema).max(1000),
+  /** Ids of the members the remote reports complete (partial_effect's remote object ids). */
+  completed_ids: z.array(z.string().min(1).max(200)).max(1000),
+});
+export type BatchMember = z.infer<typeof batchMemberSchema>;
+export type BatchOutcome = z.infer<typeof batchOutcomeSchema>;
+
 /**
  * Payload schemas per kind. Payloads never hold secrets: ids, version tags, digests only. They are
  * strict: a field the schema does not name is refused, so nothing can ride along into the journal.
@@ -130,6 +149,11 @@ export const eventPayloadSchemas = {
      * lane (it must not queue behind the head it settles). Optional: older events stay valid.
      */
     reconciles: actionIdSchema.optional(),
+    /**
+     * Retries allowed after the first attempt, bound from the route's retry policy at admission
+     * (a configuration snapshot: a later config change does not widen it). Absent: 0.
+     */
+    retry_budget: z.number().int().min(0).max(10).optional(),
   }),
   PREFLIGHT_VALIDATED: z.strictObject({
     /**
@@ -138,6 +162,12 @@ export const eventPayloadSchemas = {
      * dispatch). Optional: events written before it and calls without a key stay valid.
      */
     idempotency: idempotencyKeyBindingSchema.optional(),
+    /**
+     * Values of the route's declared correlation fields (`correlation.request_fields`), taken from
+     * the JSON request body at admission, for a bounded read-back after an unknown outcome. They are
+     * identifiers the configuration names (an external reference), never credentials.
+     */
+    correlation_values: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/), z.string().max(200)).optional(),
   }),
   PREFLIGHT_FAILED: z.strictObject({ field: z.string().max(256).optional() }),
   CARD_SHOWN: z.strictObject({ expires_at_ms: z.number().int().nonnegative() }),
@@ -160,11 +190,28 @@ export const eventPayloadSchemas = {
     peer_identity: z.string().max(128).optional(),
     /** Why the peer was trusted: a pin, a CA chain, a stored known host, or first use (accept_new). */
     peer_trust: z.enum(['pinned', 'ca_verified', 'known_host', 'accepted_new']).optional(),
+    /**
+     * The retry generation of the lease this attempt runs under (RETRY_LEASED). Required once a
+     * lease exists: the journal refuses a DISPATCH_STARTED whose generation is not the current,
+     * unexpired lease's (LEASE_LOST), so a stale worker is stopped before its first byte.
+     */
+    generation: z.number().int().positive().optional(),
   }),
   REQUEST_SENT: z.strictObject({ attempt, request_complete: z.boolean() }),
-  REMOTE_RESPONSE_STARTED: z.strictObject({ attempt, status: z.number().int().optional() }),
+  REMOTE_RESPONSE_STARTED: z.strictObject({
+    attempt,
+    status: z.number().int().optional(),
+    /** The provider's own request id (the route's `correlation.provider_request_id_header`), a correlation for reconciliation. */
+    provider_request_id: z.string().min(1).max(200).optional(),
+  }),
   REMOTE_RESPONSE_COMPLETE: z.strictObject({ attempt, digest: sha256.optional() }),
-  RESULT_COMMITTED: z.strictObject({ attempt, result_id: z.string().max(128), result_digest: sha256 }),
+  RESULT_COMMITTED: z.strictObject({
+    attempt,
+    result_id: z.string().max(128),
+    result_digest: sha256,
+    /** A declared batch: the outcome of every member the request named (article 000: a parent result plus one per member). */
+    batch: batchOutcomeSchema.optional(),
+  }),
   RESULT_DELIVERED: z.strictObject({}),
   OPERATION_SUBMITTED: z.strictObject({
     attempt,
@@ -188,8 +235,24 @@ export const eventPayloadSchemas = {
     lookup_action_id: z.string().max(64),
     /** Who asked for the lookup (a person); absent when automation asked. */
     actor: Actor.optional(),
+    /** Why this correlation is enough, or why ambiguity remains (a bounded read-back says how many matched). */
+    note: z.string().max(500).optional(),
+    /** A bounded read-back: how many candidate objects matched every recorded field, of how many read. */
+    read_back: z.strictObject({ matched: z.number().int().nonnegative(), examined: z.number().int().nonnegative() }).optional(),
   }),
   OPERATOR_ATTESTED: z.strictObject({ actor: Actor, basis: z.string().min(1).max(4000) }),
+  RETRY_LEASED: z.strictObject({
+    /** 1 for the first retry; always the recorded generation + 1 (the journal's compare-and-swap). */
+    generation: z.number().int().positive(),
+    /** Which worker holds it (an opaque worker id), for the record. */
+    holder: z.string().min(1).max(200),
+    /** After this wall time the lease is dead: its worker's DISPATCH_STARTED is refused. */
+    expires_at_ms: z.number().int().nonnegative(),
+    /** decideRetry's verdict that licensed this retry. */
+    decision: z.enum(['RETRY_NEW_ATTEMPT', 'RETRY_SAME_KEY', 'RETRY_WHEN_ALLOWED']),
+    /** Who asked: automation (broker policy), the agent (retry_of), or a person. */
+    requested_by: Actor,
+  }),
   ABANDONED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),
   SESSION_STARTED: z.strictObject({
     pid: z.number().int().positive(),

@@ -51,6 +51,9 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       result_id: null,
       result_digest: null,
       abandoned: false,
+      retry_budget: p.retry_budget ?? 0,
+      retry_generation: 0,
+      lease: null,
       first_seq: event.seq,
       last_seq: event.seq,
       accepted_at_ms: event.at_ms,
@@ -131,6 +134,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       requireDispatchable(event, state, closedByGate);
       requireAuthorized(event, state);
       requireNextAttempt(event, state, event.payload.attempt);
+      requireLease(event, state, event.payload.generation);
       const attempt = newAttempt(event.payload.attempt, 'dispatched', null);
       attempt.connection = event.payload.connection;
       attempt.connection_id = event.payload.connection_id ?? null;
@@ -240,6 +244,31 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'OPERATOR_ATTESTED':
       if (state.dispatch_seq === null) return impossible(event, `${event.kind} settles only a dispatched action`);
       break;
+    case 'RETRY_LEASED': {
+      // One active attempt per invocation (DESIGN §3): a lease is taken only on a recorded outcome
+      // a retry may leave, only as the next generation, only within the recorded budget, and only
+      // when no other lease is still live. Two workers racing for it: the journal folds one first,
+      // and the other's generation is no longer next.
+      const generation = state.retry_generation ?? 0;
+      const retriable =
+        state.recorded &&
+        state.abandoned !== true &&
+        (state.outcome === 'unknown' || ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
+      if (!retriable) return impossible(event, `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`);
+      const lease = state.lease;
+      if (lease?.open === true && event.at_ms < lease.expires_at_ms) {
+        throw new CodedError('LEASE_LOST', `seq ${event.seq} RETRY_LEASED on ${event.action_id}: generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`);
+      }
+      if (event.payload.generation !== generation + 1) {
+        throw new CodedError('LEASE_LOST', `seq ${event.seq} RETRY_LEASED on ${event.action_id}: generation ${event.payload.generation} is not the next (${generation + 1})`);
+      }
+      if (event.payload.generation > (state.retry_budget ?? 0)) {
+        return impossible(event, `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget ?? 0}`);
+      }
+      next.retry_generation = event.payload.generation;
+      next.lease = { generation: event.payload.generation, holder: event.payload.holder, expires_at_ms: event.payload.expires_at_ms, open: true };
+      break;
+    }
     case 'ABANDONED':
       // Only a blocked head: dispatched, its attempt classified, and still unknown.
       if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
@@ -297,6 +326,8 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   next.source = c.source;
   next.retry_after_ms = c.retry_after_ms ?? null;
   next.recorded = true;
+  // A classification after a lease's attempt ends that lease (its worker is done).
+  if (next.lease?.open === true) next.lease = { ...next.lease, open: false };
 }
 
 function newAttempt(n: number, state: AttemptState['state'], setupStage: string | null): AttemptState {
@@ -349,6 +380,28 @@ function requireDispatchable(event: JournalEvent, state: ActionState, closedByGa
   }
   if (state.outcome === 'unknown' && !state.recorded) {
     impossible(event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
+  }
+}
+
+/**
+ * The fence: once any retry lease exists, a dispatch must name the current generation and land
+ * before that lease expires. The check runs inside the journal's commit (the projection is the
+ * compare-and-swap), and the channel hands nothing to the transport until DISPATCH_STARTED is
+ * durable, so a paused worker whose lease lapsed is stopped before its first byte.
+ */
+function requireLease(event: JournalEvent, state: ActionState, generation: number | undefined): void {
+  const lease = state.lease;
+  if (lease === null || lease === undefined) {
+    if (generation !== undefined) impossible(event, `DISPATCH_STARTED names generation ${generation} but no retry lease was taken`);
+    // A recorded outcome ends the first run; any later dispatch is a retry and needs the lease.
+    if (state.recorded && state.outcome !== null) impossible(event, 'a retry after a recorded outcome needs a retry lease (RETRY_LEASED)');
+    return;
+  }
+  if (generation !== lease.generation || !lease.open || event.at_ms >= lease.expires_at_ms) {
+    throw new CodedError(
+      'LEASE_LOST',
+      `seq ${event.seq} DISPATCH_STARTED on ${event.action_id}: generation ${generation ?? 'none'} is not the live lease (generation ${lease.generation}, ${lease.open ? `expires ${lease.expires_at_ms}` : 'its attempt is recorded'})`,
+    );
   }
 }
 

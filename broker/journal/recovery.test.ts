@@ -47,7 +47,7 @@ describe('when the broker restarts after DISPATCH_STARTED with nothing classifie
   it.each([
     ['just dispatched', prefix('httpApproved', 6)],
     ['response complete, result not committed', prefix('httpApproved', 9)],
-    ['a retry dispatched after a setup failure', prefix('setupFailedThenSent', 7)],
+    ['a retry dispatched after a setup failure', prefix('setupFailedThenSent', 8)],
   ])('records unknown, never not_attempted, when %s', (_name, events) => {
     const state = stateAfter(events);
     const event = recoveryEvent(state);

@@ -46,7 +46,7 @@ describe('when many actions went through varied paths, a restart and late eviden
     const approvedLength = actionPaths.httpApproved('act_x_000000').length;
     for (let cut = 1; cut < approvedLength - 1; cut += 1) scripts.push(actionPaths.httpApproved(idOf('inflight', cut)).slice(0, cut));
     scripts.push(actionPaths.setupFailedThenSent(idOf('retrying', 1)).slice(0, 4));
-    scripts.push(actionPaths.setupFailedThenSent(idOf('retrying', 2)).slice(0, 7));
+    scripts.push(actionPaths.setupFailedThenSent(idOf('retrying', 2)).slice(0, 8));
 
     const impossibleEvery = 3;
     const driven = await drivePaths(live.journal, live.clock, scripts, (wave) =>

@@ -14,7 +14,7 @@ export function sha256Of(n: number): string {
 const fingerprint = sha256Of(0xf1);
 const person = { kind: 'person', id: 'operator-1' } as const;
 
-function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: 'none' | 'session' | 'per_call'; idempotent?: boolean; lane?: string } = {}): NewEvent {
+function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: 'none' | 'session' | 'per_call'; idempotent?: boolean; lane?: string; retryBudget?: number } = {}): NewEvent {
   return {
     kind: 'ACTION_ACCEPTED',
     action_id: id,
@@ -26,6 +26,7 @@ function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: 'none
       request_fingerprint: fingerprint,
       approval: opts.approval ?? 'none',
       idempotent: opts.idempotent ?? false,
+      ...(opts.retryBudget === undefined ? {} : { retry_budget: opts.retryBudget }),
     },
   };
 }
@@ -39,10 +40,16 @@ const ev = {
     action_id: id,
     payload: { credential_id: 'cred_docs', version_tag: 'v3', injection_mode: 'bearer', request_fingerprint: fingerprint },
   }),
-  dispatch: (id: string, attempt = 1, connection: 'fresh' | 'reused' = 'fresh'): NewEvent => ({
+  dispatch: (id: string, attempt = 1, connection: 'fresh' | 'reused' = 'fresh', generation?: number): NewEvent => ({
     kind: 'DISPATCH_STARTED',
     action_id: id,
-    payload: { attempt, connection, connection_id: `conn-${attempt}` },
+    payload: { attempt, connection, connection_id: `conn-${attempt}`, ...(generation === undefined ? {} : { generation }) },
+  }),
+  /** A retry lease far in the future (these scripts are folded under any test clock). */
+  leased: (id: string, generation: number, decision: 'RETRY_NEW_ATTEMPT' | 'RETRY_SAME_KEY' | 'RETRY_WHEN_ALLOWED' = 'RETRY_NEW_ATTEMPT'): NewEvent => ({
+    kind: 'RETRY_LEASED',
+    action_id: id,
+    payload: { generation, holder: `worker-${generation}`, expires_at_ms: 4_000_000_000_000, decision, requested_by: { kind: 'broker', id: 'retry-engine' } },
   }),
   sent: (id: string, attempt = 1): NewEvent => ({ kind: 'REQUEST_SENT', action_id: id, payload: { attempt, request_complete: true } }),
   responseStarted: (id: string, status: number, attempt = 1): NewEvent => ({
@@ -184,12 +191,13 @@ export const actionPaths = {
     },
   ],
   setupFailedThenSent: (id: string): NewEvent[] => [
-    accepted(id, { idempotent: true }),
+    accepted(id, { idempotent: true, retryBudget: 1 }),
     ev.validated(id),
     ev.authorized(id),
     { kind: 'SETUP_ATTEMPT_FAILED', action_id: id, payload: { attempt: 1, stage: 'tcp_connect' } },
     ev.recorded(id, notAttempted('connection_setup', 'CONNECT_REFUSED', 'backoff', 'connect_refused'), 1),
-    ev.dispatch(id, 2),
+    ev.leased(id, 1),
+    ev.dispatch(id, 2, 'fresh', 1),
     ev.sent(id, 2),
     ev.responseStarted(id, 201, 2),
     ev.responseComplete(id, 2),
@@ -219,7 +227,7 @@ export const actionPaths = {
     },
   ],
   throttledThenRetried: (id: string): NewEvent[] => [
-    accepted(id, { idempotent: true, lane: 'lane-b' }),
+    accepted(id, { idempotent: true, lane: 'lane-b', retryBudget: 2 }),
     ev.validated(id),
     ev.authorized(id),
     ev.dispatch(id),
@@ -240,7 +248,8 @@ export const actionPaths = {
       },
       1,
     ),
-    ev.dispatch(id, 2, 'reused'),
+    ev.leased(id, 1, 'RETRY_WHEN_ALLOWED'),
+    ev.dispatch(id, 2, 'reused', 1),
     ev.sent(id, 2),
     ev.responseStarted(id, 200, 2),
     ev.responseComplete(id, 2),
