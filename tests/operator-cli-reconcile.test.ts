@@ -81,6 +81,9 @@ describe('postern actions reconcile against a running daemon', () => {
     const shown = await cli(['actions', 'show', actionId, ...dir]);
     expect(shown.stdout).toContain('source remote_query');
     expect(shown.stdout).toContain('RECONCILIATION_RESULT');
+    // The lane this unknown head blocked was released by the lookup, asked for by a person.
+    expect(shown.stdout).toMatch(new RegExp(`lane released by: reconciliation \\(remote_query\\) by person:\\S+ at seq ${r.journal_seq}; outcome committed`));
+    expect((await op(dataDir, 'actions.show', { action_id: actionId })).released_by).toMatchObject({ kind: 'reconciliation', seq: r.journal_seq, source: 'remote_query', outcome: 'committed' });
     const lookup = await op(dataDir, 'actions.show', { action_id: r.lookup_action_id });
     expect(lookup.state).toMatchObject({ lane: null, approval: 'none', outcome: 'committed' });
 

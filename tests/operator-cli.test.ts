@@ -108,6 +108,10 @@ describe('the operator CLI against a running daemon', () => {
     const shown = await cli(['actions', 'show', card.action_id, ...dir]);
     expect(shown.stdout).toContain('source operator_attested');
     expect(shown.stdout).toContain('seen in the remote audit log');
+    // The lane this unknown head blocked was released by the person's attestation, at its seq.
+    const attestedSeq = /journal seq (\d+)/.exec(attested.stdout)?.[1] ?? 'none';
+    expect(shown.stdout).toContain(`lane released by: operator_attested by person:`);
+    expect(shown.stdout).toContain(` at seq ${attestedSeq}: seen in the remote audit log; outcome committed`);
 
     const metrics = JSON.parse((await cli(['metrics', '--json', ...dir])).stdout) as { by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>; by_code: Array<{ code: string }> };
     expect(metrics.by_phase_outcome).toEqual(expect.arrayContaining([expect.objectContaining({ phase: 'remote_execution', outcome: 'committed' })]));

@@ -19,8 +19,9 @@ import { VerifyFailure, type VerifyCode } from './verify-codes.js';
 
 /** The schema that introduced the audit log, and the newest this verifier knows. */
 export const auditSchemaVersion = 4;
-// 6 (idempotency_keys) adds a current-state table only: the events, tree and checkpoints are unchanged.
-export const auditSchemaVersionMax = 6;
+// 6 (idempotency_keys) adds a current-state table only, 7 (results.purged_at_ms) a column of the
+// result store: the events, tree and checkpoints are unchanged.
+export const auditSchemaVersionMax = 7;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

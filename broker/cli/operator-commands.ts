@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CodedError, Effect, ErrorCode, isMember, type ApprovalCard, type BrokerApi, type BrokerApiMethod } from '../contract/index.js';
+import { CodedError, Effect, ErrorCode, isMember, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest } from '../host/index.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
@@ -80,6 +80,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(`${s.action_id}  ticket #${s.ticket ?? '-'}  lane ${s.lane ?? '(none)'}  ${s.target}`);
       io.out(`  stage ${s.stage}  decision ${s.decision ?? '-'}  outcome ${s.outcome ?? '-'}  phase ${s.phase ?? '-'}  retry ${s.retry ?? '-'}  code ${s.code ?? '-'}`);
       io.out(`  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`);
+      if (shown.released_by !== null) io.out(`  ${releaseLine(shown.released_by)}`);
       if (shown.queue !== null) io.out(`  queue: ${shown.queue.text}`);
       for (const e of shown.events) io.out(`  #${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind}${e.summary === '' ? '' : `  ${e.summary}`}`);
     });
@@ -180,6 +181,20 @@ export async function callOperator<M extends BrokerApiMethod>(dataDir: string, m
     throw new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field });
   }
   return reply.value as BrokerApi[M]['output'];
+}
+
+/**
+ * Which mechanism released the lane this action blocked as an unknown head, e.g. "lane released
+ * by: reconciliation (remote_query) at seq 42; outcome committed" or "lane released by: abandoned
+ * by person:alice at seq 57: the remote is gone; outcome stays unknown".
+ */
+export function releaseLine(r: LaneRelease): string {
+  const source = r.kind === 'reconciliation' && r.source !== undefined ? ` (${r.source})` : '';
+  const by = r.actor === undefined ? '' : ` by ${r.actor.kind}:${r.actor.id}`;
+  const lease = r.lease_seq === undefined ? '' : ` (retry lease at seq ${r.lease_seq})`;
+  const reason = r.reason === undefined ? '' : `: ${r.reason}`;
+  const outcome = r.kind === 'abandoned' ? 'outcome stays unknown' : `outcome ${r.outcome}`;
+  return `lane released by: ${r.kind}${source}${by} at seq ${r.seq}${lease}${reason}; ${outcome}`;
 }
 
 function cardLine(card: ApprovalCard): string {

@@ -28,6 +28,9 @@ export const agentToolInputSchemas = {
     body: z.string().optional().describe('Sent as UTF-8.'),
     idempotency_key: z.string().min(1).max(1024).optional().describe('Only on routes that declare an idempotency contract.'),
     timeout_ms: waitMs.optional(),
+    retry_of: actionId
+      .optional()
+      .describe('Retry that earlier action: send exactly the same request (and idempotency key) again as its next attempt. Allowed only where the route declares a retry policy and the record says a resend is safe.'),
   }),
   ssh_exec: z.strictObject({
     host: z.string().min(1).max(64).describe('A configured SSH host entry name (list_routes).'),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCodeSchema } from './classification.js';
+import { batchOutcomeSchema } from './events.js';
 import { CallerDisposition, DispatchEvidence, Effect, EvidenceSource, Outcome, Phase, RetryDisposition } from './outcome.js';
 
 /** One attempt as the public envelope shows it (setup failures included, never secrets). */
@@ -37,6 +38,8 @@ export const evidenceSchema = z.object({
   result_id: z.string().optional(),
   result_digest: z.string().optional(),
   peer_identity: z.string().optional(),
+  /** A declared batch: one outcome per member and the completed ids, as RESULT_COMMITTED records them. */
+  batch: batchOutcomeSchema.optional(),
 });
 
 export const envelopeErrorSchema = z.object({

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
-import { EventKind } from './events.js';
-import { Effect, Outcome, Phase } from './outcome.js';
+import type { ClosedSet } from './closed-set.js';
+import { Actor, EventKind } from './events.js';
+import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 
 /** The broker's health as the operator API reports it. */
@@ -108,6 +109,39 @@ export const activityEventSchema = z.object({
 });
 export type ActivityEvent = z.infer<typeof activityEventSchema>;
 
+/**
+ * What released a lane that this action blocked as its unknown head (broker/core/lane-release.ts):
+ * a retry under the same action id whose attempt settled (by the lease's decision: an idempotent
+ * repeat, a same-key retry, a retry after backoff), a reconciliation lookup, a person's
+ * attestation, or a person's abandonment (the outcome stays unknown).
+ */
+export const LaneReleaseKind = {
+  idempotent_repeat: 'idempotent_repeat',
+  same_key_retry: 'same_key_retry',
+  retry_after_backoff: 'retry_after_backoff',
+  reconciliation: 'reconciliation',
+  operator_attested: 'operator_attested',
+  abandoned: 'abandoned',
+} as const satisfies ClosedSet<string>;
+export type LaneReleaseKind = keyof typeof LaneReleaseKind;
+
+export const laneReleaseSchema = z.object({
+  kind: z.enum(LaneReleaseKind),
+  /** The event after which the lane moved on: the retry's settlement, RECONCILIATION_RESULT, OPERATOR_ATTESTED or ABANDONED. */
+  seq: z.number().int().positive(),
+  /** Who did it: the person who abandoned, attested or asked for the lookup; who asked for the retry. Absent when nobody was named. */
+  actor: Actor.optional(),
+  /** A retry: the RETRY_LEASED that licensed the attempt which settled. */
+  lease_seq: z.number().int().positive().optional(),
+  /** The outcome the release left (unknown after an abandonment). */
+  outcome: z.enum(Outcome),
+  /** The evidence source of the settling classification (remote_query for a reconciliation); absent for an abandonment. */
+  source: z.enum(EvidenceSource).optional(),
+  /** The abandonment's reason or the attestation's basis, as the person wrote it. */
+  reason: z.string().max(4000).optional(),
+});
+export type LaneRelease = z.infer<typeof laneReleaseSchema>;
+
 const ticketInput = z.strictObject({ ticket: z.number().int().positive() });
 const reason = z.string().trim().min(1).max(2000);
 const decisionOutput = z.object({ ticket: z.number().int().positive(), action_id: z.string(), decision: z.string(), journal_seq: z.number().int() });
@@ -122,7 +156,13 @@ export const brokerApiSchemas = {
   'approvals.abandon': { input: ticketInput.extend({ reason }), output: decisionOutput },
   'actions.show': {
     input: z.strictObject({ action_id: z.string().min(1).max(80) }),
-    output: z.object({ state: actionStateSchema, queue: queuePositionSchema.nullable(), events: z.array(activityEventSchema) }),
+    output: z.object({
+      state: actionStateSchema,
+      queue: queuePositionSchema.nullable(),
+      events: z.array(activityEventSchema),
+      /** What released the lane this action blocked as an unknown head; null if it never did, or still does. */
+      released_by: laneReleaseSchema.nullable(),
+    }),
   },
   'actions.attest': {
     input: z.strictObject({
@@ -142,7 +182,10 @@ export const brokerApiSchemas = {
       ticket: z.number().int().positive(),
       /** The lookup that asked the remote: its own recorded action (ACTION_ACCEPTED reconciles). */
       lookup_action_id: z.string(),
-      correlation: z.enum(['idempotency_token', 'operation_id']),
+      correlation: z.enum(['idempotency_token', 'operation_id', 'provider_request_id', 'bounded_read_back']),
+      /** A bounded read-back: why it is enough or why ambiguity remains. */
+      note: z.string().optional(),
+      read_back: z.object({ matched: z.number().int(), examined: z.number().int() }).optional(),
       /** The original's outcome after the RECONCILIATION_RESULT (unknown when inconclusive). */
       outcome: z.enum(Outcome),
       effect: z.enum(Effect),

@@ -19,3 +19,6 @@ export * from './attest-outcome.js';
 export * from './metrics.js';
 export * from './bind-idempotency-key.js';
 export * from './reconcile-outcome.js';
+export * from './plan-retry.js';
+export * from './batch-outcome.js';
+export * from './lane-release.js';

@@ -9,13 +9,14 @@ import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
-import { ApprovalQueue, createAgentBackend, createReconciler } from '../queue/index.js';
+import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
 import type { OperatorBroker } from './operator-broker.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
+import { startResultPurge } from './result-purge.js';
 
 export interface BrokerRuntimeOptions {
   dataDir: string;
@@ -79,12 +80,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
 
     const results = ResultStore.open(path.join(options.dataDir, journalFileName));
     closers.push(() => results.close());
+    closers.push(startResultPurge({ results, clock, retentionMs: config.results.retention_seconds * 1000, logger }).stop);
     const httpChannel = new HttpChannel({ gate: journal });
     closers.push(() => httpChannel.close());
     const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir });
     const queue = ApprovalQueue.open({ journal, clock, config, logger });
     closers.push(() => queue.close());
+    // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
+    // through the operator API; the retry engine asks once a key's window passed (no actor).
+    const reconcileDeps = { ids: createRandomIdSource(clock), clock, journal, results, vault, config, channel: httpChannel, queue, logger };
+    const reconciler = createReconciler(reconcileDeps);
     const backend = await createAgentBackend({
+      reconcile: createAutomaticReconcile(reconcileDeps),
       journal,
       results,
       queue,
@@ -130,8 +137,6 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         vault: { state: vault.state() },
       };
     };
-    // A person's reconciliation runs the route's lookup as its own action (reconcile-action.ts).
-    const reconciler = createReconciler({ ids: createRandomIdSource(clock), clock, journal, results, vault, config, channel: httpChannel, queue, logger });
     // Operator decisions are a person's: the operator surfaces are the broker user's own.
     const actor: OperatorActor = { kind: 'person', id: operatorName() };
     const broker: OperatorBroker = {

@@ -1,4 +1,5 @@
 import { CodedError, type ActivityEvent, type BrokerApi, type JournalEvent, type OperatorInput } from '../contract/index.js';
+import { laneRelease } from '../core/index.js';
 import type { Journal, SealedEventHeader } from '../journal/index.js';
 import type { OperatorQueue } from '../ports/index.js';
 
@@ -16,7 +17,8 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
     'actions.show': (input: OperatorInput<'actions.show'>): BrokerApi['actions.show']['output'] => {
       const state = input.action_id.startsWith('act_') ? journal.getAction(input.action_id) : undefined;
       if (state === undefined) throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
-      return { state, queue: queue.position(input.action_id), events: journal.subjectEvents(input.action_id).map(activityRow) };
+      const events = journal.subjectEvents(input.action_id);
+      return { state, queue: queue.position(input.action_id), events: events.map(activityRow), released_by: laneRelease(events) };
     },
     'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
       sessions: journal.listSessions().map((session) => {

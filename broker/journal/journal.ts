@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openDatabase } from './open-database.js';
 import {
   CodedError,
   isCodedError,
@@ -90,6 +91,8 @@ export interface DispatchConnection {
   readonly connection_id?: string;
   readonly peer_identity?: string;
   readonly peer_trust?: 'pinned' | 'ca_verified' | 'known_host' | 'accepted_new';
+  /** The retry lease generation (RETRY_LEASED) this attempt runs under. */
+  readonly generation?: number;
 }
 
 type AnyAppended = Appended | AppendedSession;
@@ -163,7 +166,7 @@ export class Journal {
   }
 
   private static openNow(options: JournalOpenOptions): Journal {
-    const db = new Database(journalPath(options));
+    const db = openDatabase(journalPath(options));
     try {
       requireDurableConnection(db, options.platform ?? process.platform);
       db.pragma(`busy_timeout = ${positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs')}`);
@@ -245,6 +248,7 @@ export class Journal {
       ...(connection.connection_id === undefined ? {} : { connection_id: connection.connection_id }),
       ...(connection.peer_identity === undefined ? {} : { peer_identity: connection.peer_identity }),
       ...(connection.peer_trust === undefined ? {} : { peer_trust: connection.peer_trust }),
+      ...(connection.generation === undefined ? {} : { generation: connection.generation }),
     };
     return this.append({ kind: 'DISPATCH_STARTED', action_id: actionId, payload });
   }
@@ -588,10 +592,10 @@ function journalPath(options: JournalOpenOptions): string {
 
 /**
  * Refusals are about one event (an impossible transition, a malformed event, an idempotency key
- * bound to another fingerprint); anything else (a SQLite error, a bug) is fatal for the batch.
+ * bound to another fingerprint, a retry lease another worker holds); anything else (a SQLite error, a bug) is fatal for the batch.
  */
 function isRefusal(error: unknown): boolean {
-  return isCodedError(error) && (error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH');
+  return isCodedError(error) && (error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH' || error.code === 'LEASE_LOST');
 }
 
 function positive(value: number, name: string): number {

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { openDatabase } from './open-database.js';
 import { CodedError, type Classification, type JournalEvent } from '../contract/index.js';
 import { auditHeaderText, encodeAssociatedData } from '../core/index.js';
 import { auditDecryptPurpose, type AuditVault } from './audit-writer.js';
@@ -16,7 +16,7 @@ const eventBodyBytesMax = 256 * 1024;
  */
 export async function* readDecryptedEvents(dbPath: string, vault: AuditVault, fromSeq: number, toSeq: number): AsyncGenerator<JournalEvent> {
   await sodiumReady();
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  const db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
   const runKeys = new Map<number, Uint8Array>();
   let boxSecret: Uint8Array | undefined;
   try {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openDatabase } from './open-database.js';
 import { journalFileName } from './journal.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';
@@ -22,7 +22,7 @@ export function readJournalSnapshot(dataDir: string): JournalSnapshot {
   if (!existsSync(path)) {
     return { exists: false, events: 0, last_seq: 0, schema_version: 0, actions: { total: 0, in_flight: 0, unknown: 0 } };
   }
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const db = openDatabase(path, { readonly: true, fileMustExist: true });
   try {
     const version = schemaVersion(db);
     if (version === 0) {

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isCodedError } from '../contract/index.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
-import { ResultStore, resultChunkBytes } from './result-store.js';
+import { ResultStore, resultChunkBytes, resultPurgeBatchMax } from './result-store.js';
 
 describe('the result store', () => {
   let temp: TempJournal;
@@ -54,7 +54,7 @@ describe('the result store', () => {
 
   it('when a result without a completeness marker exists, it is not returned', () => {
     const raw = new Database(temp.path);
-    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1)`).run();
+    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1, NULL)`).run();
     raw.close();
     expect(store.read('res_x')).toBeUndefined();
   });
@@ -98,7 +98,7 @@ describe('the result store', () => {
 
   it('chunks without a completeness marker are never read, from any offset', () => {
     const raw = new Database(temp.path);
-    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1)`).run();
+    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1, NULL)`).run();
     raw.prepare(`INSERT INTO result_chunks VALUES ('res_x', 0, x'414243')`).run();
     raw.close();
     expect(store.head('res_x')).toBeUndefined();
@@ -117,5 +117,81 @@ describe('the result store', () => {
     again.prepare(`INSERT INTO result_chunks VALUES ('res_act_000001_1', 1, x'00')`).run();
     again.close();
     expect(() => store.readFrom('res_act_000001_1', 0)).toThrow(/stored bytes/);
+  });
+
+  describe('when results pass their retention and are purged', () => {
+    const retentionMs = 1_000;
+    const commitAt = (n: number, createdAtMs: number, body = Buffer.alloc(resultChunkBytes + 5, n)): string => {
+      const id = `res_act_00000${n}_1`;
+      store.commit({ ...input(body), result_id: id, action_id: `act_00000${n}`, created_at_ms: createdAtMs });
+      return id;
+    };
+    const chunkRows = (id: string): number => {
+      const raw = new Database(temp.path, { readonly: true });
+      try {
+        return (raw.prepare(`SELECT count(*) AS n FROM result_chunks WHERE result_id = ?`).get(id) as { n: number }).n;
+      } finally {
+        raw.close();
+      }
+    };
+    const expiredCode = (read: () => unknown): unknown => {
+      try {
+        read();
+      } catch (error) {
+        return isCodedError(error) ? error.code : error;
+      }
+      return 'no error';
+    };
+
+    it('purges exactly the results at or past the boundary fetch_result calls expired, oldest first, and keeps the rest whole', () => {
+      const old = commitAt(1, 100);
+      const boundary = commitAt(2, 200);
+      const young = commitAt(3, 201);
+      expect(store.purgeExpired(1_200, retentionMs, 10)).toBe(2);
+      expect(chunkRows(old)).toBe(0);
+      expect(chunkRows(boundary)).toBe(0);
+      expect(chunkRows(young)).toBe(2);
+      expect(store.read(young)?.body.equals(Buffer.alloc(resultChunkBytes + 5, 3))).toBe(true);
+      // Nothing left to purge: a second sweep at the same time purges nothing.
+      expect(store.purgeExpired(1_200, retentionMs, 10)).toBe(0);
+    });
+
+    it('a purged result still has its facts, and every read of its bytes says RESULT_EXPIRED — never partial bytes, never absent', () => {
+      const id = commitAt(1, 100);
+      store.purgeExpired(5_000, retentionMs, 1);
+      expect(store.head(id)).toMatchObject({ result_id: id, action_id: 'act_000001', digest: `sha256:${'ab'.repeat(32)}`, created_at_ms: 100, purged_at_ms: 5_000 });
+      expect(expiredCode(() => store.read(id))).toBe('RESULT_EXPIRED');
+      expect(expiredCode(() => store.readFrom(id, 1))).toBe('RESULT_EXPIRED');
+      expect(expiredCode(() => store.readForAction('act_000001'))).toBe('RESULT_EXPIRED');
+      expect(() => store.read(id)).toThrow(/purged at 1970-01-01T00:00:05.000Z/);
+    });
+
+    it('is bounded per call: `limit` results at most, the oldest first; the next call continues', () => {
+      const ids = [commitAt(1, 30), commitAt(2, 10), commitAt(3, 20)];
+      expect(store.purgeExpired(10_000, retentionMs, 2)).toBe(2);
+      expect(ids.map((id) => store.head(id)?.purged_at_ms ?? null)).toEqual([null, 10_000, 10_000]);
+      expect(store.purgeExpired(10_001, retentionMs, 2)).toBe(1);
+      expect(store.head(ids[0] ?? '')?.purged_at_ms).toBe(10_001);
+    });
+
+    it('the chunks and the marks change in one transaction: a failure midway leaves every result whole and unmarked', () => {
+      const first = commitAt(1, 10);
+      const second = commitAt(2, 20);
+      const raw = new Database(temp.path);
+      // A trigger that refuses marking the second result, as a full disk would midway.
+      raw.exec(`CREATE TRIGGER refuse_mark BEFORE UPDATE OF purged_at_ms ON results WHEN NEW.result_id = '${second}' BEGIN SELECT RAISE(ABORT, 'disk full'); END;`);
+      raw.close();
+      expect(() => store.purgeExpired(10_000, retentionMs, 10)).toThrow(/disk full/);
+      expect([chunkRows(first), chunkRows(second)]).toEqual([2, 2]);
+      expect(store.head(first)?.purged_at_ms).toBeNull();
+      expect(store.read(first)?.body.length).toBe(resultChunkBytes + 5);
+    });
+
+    it('refuses a limit outside 1..resultPurgeBatchMax and a time that is not whole milliseconds (programmer errors)', () => {
+      expect(() => store.purgeExpired(1, retentionMs, 0)).toThrow(RangeError);
+      expect(() => store.purgeExpired(1, retentionMs, resultPurgeBatchMax + 1)).toThrow(RangeError);
+      expect(() => store.purgeExpired(1.5, retentionMs, 1)).toThrow(RangeError);
+      expect(() => store.purgeExpired(1, -1, 1)).toThrow(RangeError);
+    });
   });
 });

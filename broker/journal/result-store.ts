@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openDatabase } from './open-database.js';
 import { CodedError } from '../contract/index.js';
 import { requireDurableConnection } from './durability.js';
 
@@ -6,6 +7,8 @@ import { requireDurableConnection } from './durability.js';
 export const resultChunkBytes = 64 * 1024;
 /** A stored result's summary (status, kept headers, ids) stays small; the body goes in chunks. */
 export const resultSummaryBytesMax = 64 * 1024;
+/** Results one purgeExpired call may purge: one short write transaction, never a stall of the journal file. */
+export const resultPurgeBatchMax = 500;
 const busyTimeoutMs = 2_000;
 
 export interface ResultInput {
@@ -44,6 +47,8 @@ export interface StoredResult {
   readonly truncated: boolean;
   readonly digest: string;
   readonly created_at_ms: number;
+  /** When its bytes were deleted after retention (purgeExpired); null while they are kept. */
+  readonly purged_at_ms: number | null;
 }
 
 /**
@@ -54,18 +59,24 @@ export interface StoredResult {
  * and only then appends RESULT_COMMITTED naming it, so a RESULT_COMMITTED never points at a result
  * that is not durable; a crash in between leaves an unreferenced complete result and an action that
  * recovery classifies from its own events. Fetching a result is a read, never a second execution.
+ * After `results.retention_seconds` the bytes are purged (purgeExpired) but the row stays, marked:
+ * head() still answers, and a read of the bytes is RESULT_EXPIRED — never partial bytes, never
+ * "no such result".
  */
 export class ResultStore {
   private constructor(private readonly db: Database.Database) {}
 
   /** Opens the journal's database file (already migrated by Journal.open). */
   static open(path: string, platform: NodeJS.Platform = process.platform): ResultStore {
-    const db = new Database(path, { fileMustExist: true });
+    const db = openDatabase(path, { fileMustExist: true });
     try {
       requireDurableConnection(db, platform);
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'results'`).get();
       if (table === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results table (schema older than 3)');
+      // Without the purge mark a purged result could not be told from a kept one.
+      const purgeMark = db.prepare(`SELECT name FROM pragma_table_info('results') WHERE name = 'purged_at_ms'`).get();
+      if (purgeMark === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results.purged_at_ms column (schema older than 7)');
       return new ResultStore(db);
     } catch (error) {
       db.close();
@@ -93,14 +104,17 @@ export class ResultStore {
 
   /**
    * The facts of a complete result without its bytes (for a retention check before reading chunks),
-   * or undefined: absent, or not marked complete.
+   * or undefined: absent, or not marked complete. A purged result still has its facts (purged_at_ms set).
    */
   head(resultId: string): StoredResultHead | undefined {
     const row = this.completeRow(resultId);
     return row === undefined ? undefined : headOf(row);
   }
 
-  /** The complete result, or undefined (absent, or not marked complete: chunks are not trusted). */
+  /**
+   * The complete result, or undefined (absent, or not marked complete: chunks are not trusted).
+   * A purged result throws RESULT_EXPIRED: its bytes are gone, and saying "absent" would be a lie.
+   */
   read(resultId: string): StoredResult | undefined {
     const found = this.verifiedChunks(resultId, 0);
     return found === undefined ? undefined : { ...headOf(found.row), body: found.body };
@@ -113,6 +127,34 @@ export class ResultStore {
   readFrom(resultId: string, fromChunk: number): ResultPart | undefined {
     const found = this.verifiedChunks(resultId, fromChunk);
     return found === undefined ? undefined : { ...headOf(found.row), body: found.body, from_chunk: fromChunk, chunks: found.row.chunks };
+  }
+
+  /**
+   * Deletes the bytes of every result stored at least `retentionMs` before `nowMs` (the same
+   * boundary fetch_result's RESULT_EXPIRED uses), oldest first, at most `limit` of them, and marks
+   * each purged — chunks and marks in ONE transaction, so a reader sees a result whole or purged,
+   * never half. Returns how many it purged; fewer than `limit` means none is left to purge now.
+   * The journal's events (outcome, digest, RESULT_COMMITTED) are never touched.
+   */
+  purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
+    if (!Number.isSafeInteger(nowMs) || !Number.isSafeInteger(retentionMs) || retentionMs < 0) {
+      throw new RangeError(`purgeExpired needs whole milliseconds (now ${nowMs}, retention ${retentionMs})`);
+    }
+    if (!Number.isInteger(limit) || limit < 1 || limit > resultPurgeBatchMax) throw new RangeError(`purgeExpired purges 1..${resultPurgeBatchMax} results per call, not ${limit}`);
+    const cutoffMs = nowMs - retentionMs;
+    const due = this.db.prepare(`SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ? ORDER BY created_at_ms, result_id LIMIT ?`).pluck();
+    const deleteChunks = this.db.prepare(`DELETE FROM result_chunks WHERE result_id = ?`);
+    const mark = this.db.prepare(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
+    return this.db
+      .transaction(() => {
+        const ids = due.all(cutoffMs, limit) as string[];
+        for (const id of ids) {
+          deleteChunks.run(id);
+          mark.run(nowMs, id);
+        }
+        return ids.length;
+      })
+      .immediate();
   }
 
   readForAction(actionId: string): StoredResult | undefined {
@@ -134,6 +176,9 @@ export class ResultStore {
   private verifiedChunks(resultId: string, fromChunk: number): { row: ResultRow; body: Buffer } | undefined {
     const row = this.completeRow(resultId);
     if (row === undefined) return undefined;
+    if (row.purged_at_ms !== null) {
+      throw new CodedError('RESULT_EXPIRED', `result ${resultId} passed its retention and its bytes were purged at ${new Date(row.purged_at_ms).toISOString()}; it is never re-executed`);
+    }
     if (!Number.isInteger(fromChunk) || fromChunk < 0 || fromChunk > row.chunks) {
       throw new CodedError('INVALID_ARGUMENT', `a chunk offset is a whole number from 0 to ${row.chunks}`, { field: 'from_chunk' });
     }
@@ -162,6 +207,7 @@ interface ResultRow {
   digest: string;
   chunks: number;
   created_at_ms: number;
+  purged_at_ms: number | null;
 }
 
 function headOf(row: ResultRow): StoredResultHead {
@@ -175,5 +221,6 @@ function headOf(row: ResultRow): StoredResultHead {
     truncated: row.truncated === 1,
     digest: row.digest,
     created_at_ms: row.created_at_ms,
+    purged_at_ms: row.purged_at_ms,
   };
 }

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { openDatabase } from './open-database.js';
 import { CodedError } from '../contract/index.js';
 import { checkpointDomain, decodeFrontier, encodeCheckpointMessage, frontierRoot } from '../core/index.js';
 import type { Clock } from '../ports/index.js';
@@ -14,7 +14,7 @@ import { JournalStore, type CheckpointRow } from './journal-store.js';
  */
 export async function signCheckpointNow(dbPath: string, vault: AuditVault, clock: Clock): Promise<CheckpointRow | undefined> {
   await sodiumReady();
-  const db = new Database(dbPath, { fileMustExist: true });
+  const db = openDatabase(dbPath, { fileMustExist: true });
   try {
     db.pragma('busy_timeout = 2000');
     const store = new JournalStore(db);

@@ -19,6 +19,8 @@ export interface DispatchGate {
       /** The verified peer (TLS certificate SHA-256, SSH host key fingerprint), made durable with the boundary. */
       peer_identity?: string;
       peer_trust?: 'pinned' | 'ca_verified' | 'known_host' | 'accepted_new';
+      /** The retry lease this attempt runs under; the journal refuses a stale one (LEASE_LOST). */
+      generation?: number;
     },
   ): Promise<{ event: JournalEvent }>;
   /** Appends an observation or settlement; resolves when durable. */

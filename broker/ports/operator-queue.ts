@@ -44,7 +44,11 @@ export interface ReconcileResult {
   readonly ticket: number;
   /** The lookup's own recorded action (its ACTION_ACCEPTED names action_id in `reconciles`). */
   readonly lookup_action_id: string;
-  readonly correlation: 'idempotency_token' | 'operation_id';
+  /** What the lookup named the original by, strongest first; `bounded_read_back` when it had no id. */
+  readonly correlation: 'idempotency_token' | 'operation_id' | 'provider_request_id' | 'bounded_read_back';
+  /** A bounded read-back: why it is enough or why ambiguity remains, and how many candidates matched of how many read. */
+  readonly note?: string;
+  readonly read_back?: { readonly matched: number; readonly examined: number };
   /** The original's outcome after the RECONCILIATION_RESULT: unknown when the lookup was inconclusive. */
   readonly outcome: Outcome;
   readonly effect: Effect;

@@ -48,6 +48,8 @@ export interface AgentBackendDeps {
   readonly bootId?: string;
   /** Open (undispatched, unclosed) actions per session; default openActionsPerSessionMax. */
   readonly openActionsPerSessionMax?: number;
+  /** The route's lookup, asked by the retry engine once an idempotency key's window passed. */
+  readonly reconcile?: (actionId: string) => Promise<void>;
 }
 
 export interface RunningAgentBackend extends AgentBackend {
@@ -200,7 +202,25 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
       return actionId;
     },
   };
-  const common = { ids, clock: deps.clock, journal: deps.journal, results: deps.results, vault: deps.vault, config: deps.config, sessionId, queue: deps.queue, onAdmitted: markAdmitted, ...(deps.logger === undefined ? {} : { logger: deps.logger }) };
+  // A retry_of call mints no id: the executor names the original once it accepted the retry.
+  const onAdmitted = (id: string): void => {
+    actionId ??= id;
+    running.actionId ??= id;
+    markAdmitted();
+  };
+  const common = {
+    ids,
+    clock: deps.clock,
+    journal: deps.journal,
+    results: deps.results,
+    vault: deps.vault,
+    config: deps.config,
+    sessionId,
+    queue: deps.queue,
+    onAdmitted,
+    ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+    ...(deps.reconcile === undefined ? {} : { reconcile: deps.reconcile }),
+  };
   const executed: Promise<ToolAnswer> =
     tool === 'http_request'
       ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) => executedAnswer(deps, r.envelope, r.response === undefined ? {} : { response: r.response }))
@@ -208,6 +228,8 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
   // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
   // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
   const run = executed.catch((error: unknown) => {
+    // A retry_of the executor refused before it named the action: a coded refusal, nothing recorded.
+    if (actionId === undefined && isCodedError(error)) return retryRefusal(error);
     deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
     return recordedAnswer(deps, actionId, error);
   });
@@ -279,6 +301,12 @@ async function callerEnded(deps: AgentBackendDeps, id: string, state: ActionStat
  * result if it was committed — with isError unless a success is recorded. Only an error before
  * admission (nothing journaled, or the journal unreadable) is rethrown, for call() to refuse.
  */
+/** A refused retry_of: the request was wrong (after_correction) or no retry is open to it (never). */
+function retryRefusal(error: CodedError): ToolAnswer {
+  const correctable: readonly string[] = ['INVALID_ARGUMENT', 'INVALID_TARGET', 'IDEMPOTENCY_MISMATCH', 'FINGERPRINT_MISMATCH', 'FORBIDDEN_HEADER', 'PAYLOAD_LIMIT'];
+  return refusal(error.code, error.message, correctable.includes(error.code) ? 'after_correction' : 'never', error.field);
+}
+
 function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, error: unknown): ToolAnswer {
   let state: ActionState | undefined;
   try {

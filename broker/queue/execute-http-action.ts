@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { HttpChannel, HttpChannelReport } from '../channels/http/index.js';
 import type { PosternConfig, Route } from '../config/index.js';
 import {
+  CodedError,
   errorCodeMeanings,
   isCodedError,
   type ActionState,
@@ -20,11 +21,14 @@ import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
+import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
+import { retryWhileAllowed, type AttemptRun, type RetryEngineDeps, type RetrySubject } from './retry-engine.js';
 import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal, vaultRefusal } from './record-refusal.js';
 import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
+import { classifyBatch, type BatchVerdict } from '../core/index.js';
 
-export interface HttpActionDeps {
+export interface HttpActionDeps extends Omit<RetryEngineDeps, 'journal' | 'clock' | 'logger'> {
   readonly ids: IdSource;
   readonly clock: Clock;
   readonly journal: Journal;
@@ -38,6 +42,12 @@ export interface HttpActionDeps {
   readonly queue: DispatchQueue;
   /** Called once ACTION_ACCEPTED is durable (the agent backend needs the id to stop waiting). */
   readonly onAdmitted?: (actionId: string) => void;
+  /**
+   * The route's lookup for an action whose key window passed (automation, no person): the retry
+   * engine asks it instead of resending. Wired by the runtime to the reconciler; absent in tests
+   * that do not reconcile.
+   */
+  readonly reconcile?: (actionId: string) => Promise<void>;
 }
 
 /**
@@ -81,6 +91,8 @@ export interface HttpActionResult {
  * classifyOutcome. Returns only after the record is durable (article 000's order).
  */
 export async function executeHttpAction(deps: HttpActionDeps, input: unknown, options: HttpActionOptions = {}): Promise<HttpActionResult> {
+  const retryOf = retryOfField(input);
+  if (retryOf !== undefined && options.reconciles === undefined) return runRecorded(deps, retryOf, () => retryHttpAction(deps, retryOf, input));
   const actionId = deps.ids.newActionId();
   return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options));
 }
@@ -109,11 +121,14 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
     approval: options.reconciles === undefined ? route.approval : 'none',
     idempotent,
     ...(options.reconciles === undefined ? {} : { reconciles: options.reconciles }),
+    // The budget is bound now: a later configuration change neither widens nor resets it.
+    ...(options.reconciles === undefined && route.retry !== undefined ? { retryBudget: route.retry.attempts_max } : {}),
   };
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
-  // A lookup's method comes from the route's `lookup`, not the agent's method list (only that one).
-  const methods = options.reconciles === undefined || route.lookup === undefined ? route.methods : [...route.methods, route.lookup.method];
+  // A lookup's method comes from the route's `lookup` (a bounded read-back's is GET), not the agent's method list (only those).
+  const reconcileMethods = [...(route.lookup === undefined ? [] : [route.lookup.method]), ...(route.correlation?.read_back === undefined ? [] : (['GET'] as const))];
+  const methods = options.reconciles === undefined ? route.methods : [...route.methods, ...reconcileMethods];
   const preflight = validate(deps, route, methods, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
   if (!preflight.ok) {
     await accept(deps, actionId, admission);
@@ -121,7 +136,9 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
   }
   const binding = idempotencyBinding(deps, route, request, parsed.data.idempotency_key);
   try {
-    await deps.journal.appendBatch([httpAccepted(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: binding === undefined ? {} : { idempotency: binding } }]);
+    const correlation = correlationValues(route, request.body);
+    const validated = { ...(binding === undefined ? {} : { idempotency: binding }), ...(correlation === undefined ? {} : { correlation_values: correlation }) };
+    await deps.journal.appendBatch([httpAccepted(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: validated }]);
   } catch (error) {
     // The journal refused the key's binding (the whole unit, so nothing of it was written).
     if (binding === undefined || !isCodedError(error) || error.code !== 'IDEMPOTENCY_MISMATCH') throw error;
@@ -132,8 +149,103 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
   // The card preview is the agent's own request, taken before any injection.
   const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-  return authorizeAndSend(deps, { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true });
+  const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
+  const first = await authorizeAndSend(deps, bound);
+  // A lookup is never retried by the engine: it is asked again by whoever asked for it.
+  return options.reconciles === undefined ? retryWhileAllowed(deps, retrySubject(deps, bound), first) : first;
 }
+
+/** The action id an agent's `retry_of` names, read before parsing (the retry path parses the rest itself). */
+function retryOfField(input: unknown): string | undefined {
+  if (typeof input !== 'object' || input === null || !('retry_of' in input)) return undefined;
+  const value = (input as { retry_of?: unknown }).retry_of;
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * The agent asks to retry an earlier action (`retry_of`), resending the same request — same route,
+ * same fingerprint, same idempotency key. Retries keep the ticket's place (DESIGN §4): no new
+ * ticket, no new card; the retry is an attempt of the original action under a lease, allowed only
+ * where the route declares a retry policy (the standing decision) and planRetry says a resend is
+ * safe (an idempotent repeat, the same key within its window, or a throttled idempotent request).
+ * A request that does not match is refused with a coded error and nothing is recorded on the
+ * original.
+ */
+async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: unknown): Promise<HttpActionResult> {
+  const parsed = httpActionRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issue?.message ?? 'invalid'}`, { field: issue === undefined ? '' : issue.path.map(String).join('.') });
+  }
+  const state = actionId.startsWith('act_') ? deps.journal.getAction(actionId) : undefined;
+  if (state === undefined || state.channel !== 'http') throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
+  const request = normalizeHttpRequest(parsed.data);
+  const route = deps.config.routes.get(request.route);
+  if (route === undefined || !state.target.startsWith(`route:${route.name} `)) throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
+  if (route.retry === undefined) {
+    throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no retry policy: ${actionId} leaves unknown by reconciliation or a person`, { field: 'retry_of' });
+  }
+  const binding = preflightBinding(deps.journal, actionId);
+  if ((binding?.key ?? undefined) !== parsed.data.idempotency_key) {
+    throw new CodedError('IDEMPOTENCY_MISMATCH', 'a retry resends the same idempotency key as the original, never a new one', { field: 'idempotency_key' });
+  }
+  const fingerprint = requestFingerprint(request);
+  if (fingerprint !== state.request_fingerprint) {
+    const code = binding === undefined ? 'FINGERPRINT_MISMATCH' : 'IDEMPOTENCY_MISMATCH';
+    throw new CodedError(code, `the retried request differs from the one ${actionId} recorded; a different request is a new action`, { field: 'body' });
+  }
+  const preflight = validate(deps, route, route.methods, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
+  if (!preflight.ok) throw new CodedError(preflight.gate.kind === 'validation' ? preflight.gate.code : 'INVALID_ARGUMENT', preflight.message, { field: preflight.gate.kind === 'validation' ? (preflight.gate.field ?? '') : '' });
+  deps.onAdmitted?.(actionId);
+  const bound: Bound = { actionId, route, request, fingerprint, idempotent: state.idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
+  const subject = retrySubject(deps, bound);
+  const answer = subject.fromRecord(state);
+  return retryWhileAllowed(deps, subject, answer, { kind: 'agent', id: state.session_id ?? 'agent' });
+}
+
+/** The idempotency binding the original journaled with PREFLIGHT_VALIDATED (the key the remote saw). */
+function preflightBinding(journal: Journal, actionId: string): IdempotencyKeyBinding | undefined {
+  for (const e of journal.subjectEvents(actionId)) {
+    if (e.kind === 'PREFLIGHT_VALIDATED') return e.payload.idempotency;
+  }
+  return undefined;
+}
+
+/** The action as the retry engine drives it: resend this bound request, answer from the record otherwise. */
+function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionResult> {
+  const reconcile = deps.reconcile;
+  return {
+    actionId: b.actionId,
+    policy: b.route.retry,
+    idempotent: b.idempotent,
+    fingerprint: b.fingerprint,
+    ...(b.binding === undefined ? {} : { keyExpiresAtMs: b.binding.expires_at_ms }),
+    send: (run) => authorizeAndSend(deps, b, run),
+    fromRecord: (state) => recordedAnswer(state, b.fingerprint),
+    leaseHeld: (state) => ({ envelope: buildHttpEnvelope({ state, classification: leaseHeldClassification, message: errorCodeMeanings.LEASE_LOST, fingerprint: b.fingerprint }) }),
+    ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
+  };
+}
+
+/**
+ * The answer the record gives now. While another worker's attempt is in flight nothing is
+ * classified yet: the caller hears unknown / LEASE_LOST (not journaled: it is this caller's view,
+ * not a fact about the action) and reads the outcome later with action_status.
+ */
+function recordedAnswer(state: ActionState, fingerprint: string): HttpActionResult {
+  if (stateClassification(state) !== undefined && state.recorded) return { envelope: closedEnvelope(state, fingerprint) };
+  return { envelope: buildHttpEnvelope({ state, classification: leaseHeldClassification, message: errorCodeMeanings.LEASE_LOST, fingerprint }) };
+}
+
+const leaseHeldClassification: Classification = {
+  phase: 'remote_execution',
+  outcome: 'unknown',
+  retry: 'reconcile',
+  code: 'LEASE_LOST',
+  effect: 'unknown_effect',
+  outcome_basis: 'another_worker_holds_the_retry_lease',
+  source: 'transport_observed',
+};
 
 interface Admission {
   target: string;
@@ -142,6 +254,7 @@ interface Admission {
   approval: 'none' | 'session' | 'per_call';
   idempotent: boolean;
   reconciles?: string;
+  retryBudget?: number;
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -156,6 +269,7 @@ function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): New
     approval: a.approval,
     idempotent: a.idempotent,
     ...(a.reconciles === undefined ? {} : { reconciles: a.reconciles }),
+    ...(a.retryBudget === undefined ? {} : { retry_budget: a.retryBudget }),
   });
 }
 
@@ -243,18 +357,40 @@ interface Bound {
   followRedirects: boolean;
 }
 
-async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpActionResult> {
-  if (deps.vault.state() !== 'unlocked') return refuse(deps, b.actionId, b.fingerprint, { kind: 'vault_locked' }, 'the vault is locked');
+async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun = { firstAttempt: 1 }): Promise<HttpActionResult> {
+  if (run.generation === undefined) return authorizeAndSendOnce(deps, b, run);
+  // A retry run holds a lease on an action that already has a record: a gate that stops it (the
+  // vault locked, the request changed) or a refusal by the journal (the lease lapsed, another
+  // worker's attempt won) records nothing over it — the answer is the record as it stands.
+  try {
+    return await authorizeAndSendOnce(deps, b, run);
+  } catch (error) {
+    if (!isCodedError(error) || !['LEASE_LOST', 'IMPOSSIBLE_TRANSITION', 'VAULT_LOCKED'].includes(error.code)) throw error;
+    deps.logger?.info({ action_id: b.actionId, generation: run.generation, code: error.code }, 'retry stopped before dispatch');
+    const state = deps.journal.getAction(b.actionId);
+    if (state === undefined) throw error;
+    return recordedAnswer(state, b.fingerprint);
+  }
+}
+
+async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: AttemptRun): Promise<HttpActionResult> {
+  const retry = run.generation !== undefined;
+  if (deps.vault.state() !== 'unlocked') {
+    if (retry) throw new CodedError('VAULT_LOCKED', 'the vault is locked');
+    return refuse(deps, b.actionId, b.fingerprint, { kind: 'vault_locked' }, 'the vault is locked');
+  }
   const locked = new AbortController();
   const unsubscribe = deps.vault.onLock(() => locked.abort());
   try {
     return await deps.vault.withSecret(b.route.credential, async (secret, info) => {
       const unusable = credentialProblem(b.route, info, secret);
+      if (unusable !== undefined && retry) throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
       if (unusable !== undefined) return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, unusable);
       // The bound fingerprint is recomputed from what will be sent, right before the write.
       if (requestFingerprint(b.request) !== b.fingerprint) return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
       // A person may have cancelled between the queue's release and here: nothing is even set up.
-      const closed = closedBeforeDispatch(deps.journal, b.actionId);
+      // (A retry's record is already closed by its first run's outcome; its lease is its licence.)
+      const closed = retry ? undefined : closedBeforeDispatch(deps.journal, b.actionId);
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
       // Not awaited on its own: the journal commits in FIFO order, so the DISPATCH_STARTED the
       // channel awaits is durable only with this row before it (often in the same commit), and a
@@ -282,7 +418,14 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound): Promise<HttpAct
         body: b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body,
         timeoutMs: b.timeoutMs,
         beforeDispatch: locked.signal,
+        firstAttempt: run.firstAttempt,
+        ...(run.generation === undefined ? {} : { generation: run.generation }),
+        ...(b.route.correlation?.provider_request_id_header === undefined ? {} : { providerRequestIdHeader: b.route.correlation.provider_request_id_header }),
       });
+      // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
+      // took over) sent nothing: the caller above answers from the record.
+      if (retry && report.journalFailed !== undefined && isCodedError(report.journalFailed)) throw report.journalFailed;
+      if (retry) await authorized;
       // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too:
       // nothing was sent, and the answer is the recorded closure.
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
@@ -384,7 +527,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
           },
         }),
   };
-  const classification = classifyOutcome(evidence);
+  let classification = classifyOutcome(evidence);
   const lastAttempt = report.attempts.at(-1)?.n;
   if (report.callerDeadline || report.stoppedBeforeDispatch === 'deadline') {
     await appendState(deps.journal, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage: report.dispatchStarted ? 'remote_execution' : 'connection_setup' } });
@@ -392,6 +535,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   const settled = response !== undefined && response.framingComplete && (classification.outcome === 'committed' || classification.outcome === 'rejected');
   let result: HttpActionResponse | undefined;
   let resultId: string | undefined;
+  let batch: BatchVerdict['batch'] | undefined;
   let state: ActionState;
   if (settled && lastAttempt !== undefined) {
     const body = scrubBytes(response.body, forms);
@@ -416,7 +560,17 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
       digest: result.digest,
       created_at_ms: nowMs,
     });
-    state = await appendState(deps.journal, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest }, classification });
+    if (b.route.batch !== undefined) {
+      // A declared batch: the parent transport result plus one outcome per member (article 000).
+      const sameKeyRetryAllowed = b.binding !== undefined && b.route.idempotency !== undefined && expiryMs !== undefined && nowMs < expiryMs;
+      ({ batch, classification } = batchVerdict(b.route.batch, b.request.body, response, classification, sameKeyRetryAllowed, forms));
+    }
+    state = await appendState(deps.journal, {
+      kind: 'RESULT_COMMITTED',
+      action_id: b.actionId,
+      payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest, ...(batch === undefined ? {} : { batch }) },
+      classification,
+    });
     if (result.status === 202) {
       // A 202 settles the submission only; the job it created is tracked as its own operation.
       const ids = submissionIds(result);
@@ -444,6 +598,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     message: classification.code === null ? '' : errorCodeMeanings[classification.code],
     report,
     ...(resultId === undefined ? {} : { resultId }),
+    ...(batch === undefined ? {} : { batch }),
     ...(b.binding === undefined
       ? {}
       : { idempotency: { key: b.binding.key, scope: b.binding.scope, fingerprint: b.binding.fingerprint, remote_contract: 'configured' as const, earliest_safe_expiry_ms: b.binding.expires_at_ms } }),
@@ -540,3 +695,26 @@ function log(deps: HttpActionDeps, actionId: string, route: string | undefined, 
   logRecorded(deps.logger, { action_id: actionId, route }, c, 'http action recorded');
 }
 
+/**
+ * A declared batch's member outcomes and the parent classification to record (broker/core
+ * classifyBatch, over the bytes as sent and received). Member ids and statuses come from the
+ * request and the remote's body, so they are scrubbed of any echoed secret before they are recorded.
+ */
+function batchVerdict(
+  shape: NonNullable<Route['batch']>,
+  requestBody: Buffer,
+  response: NonNullable<HttpChannelReport['response']>,
+  parent: Classification,
+  sameKeyRetryAllowed: boolean,
+  forms: readonly string[],
+): BatchVerdict {
+  const verdict = classifyBatch({ shape, requestBody, response: { status: response.status, body: response.body, truncated: response.truncated }, parent, sameKeyRetryAllowed });
+  const clean = (text: string, charsMax: number): string => scrubText(text, forms).text.slice(0, charsMax);
+  return {
+    classification: verdict.classification,
+    batch: {
+      members: verdict.batch.members.map((m) => ({ ...m, id: clean(m.id, 200), ...(m.status === undefined ? {} : { status: clean(m.status, 100) }) })),
+      completed_ids: verdict.batch.completed_ids.map((id) => clean(id, 200)),
+    },
+  };
+}

@@ -14,6 +14,8 @@ export const httpActionRequestSchema = z.strictObject({
   timeout_ms: z.number().int().positive().optional(),
   /** Ask the broker to follow a redirect. It never does with credentials: a cross-origin one is REDIRECT_BLOCKED. */
   follow_redirects: z.boolean().optional(),
+  /** Resend this earlier action's request as its next attempt (same route, fingerprint and key); see retryHttpAction. */
+  retry_of: z.string().min(1).max(80).optional(),
 });
 export type HttpActionRequest = z.infer<typeof httpActionRequestSchema>;
 

@@ -1,6 +1,6 @@
 import type { HttpChannelReport } from '../channels/http/index.js';
-import { envelopeAttempts } from './envelope-attempts.js';
-import { envelopeSchema, type ActionState, type Classification, type Envelope } from '../contract/index.js';
+import { earlierAttempts, envelopeAttempts } from './envelope-attempts.js';
+import { envelopeSchema, type ActionState, type BatchOutcome, type Classification, type Envelope } from '../contract/index.js';
 
 export interface EnvelopeFacts {
   /** The action's state after the closing event (its seq is the journal_seq the envelope cites). */
@@ -12,6 +12,8 @@ export interface EnvelopeFacts {
   readonly resultId?: string;
   readonly fingerprint?: string;
   readonly idempotency?: Envelope['evidence']['idempotency'];
+  /** A declared batch's member outcomes, exactly as RESULT_COMMITTED recorded them. */
+  readonly batch?: BatchOutcome;
 }
 
 /**
@@ -23,7 +25,8 @@ export interface EnvelopeFacts {
 export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
   const c = f.classification;
   const r = f.report;
-  const attempts = envelopeAttempts('http', r?.attempts ?? [], c);
+  // A retry run reports only its own attempts; the record holds the earlier ones.
+  const attempts = [...earlierAttempts(f.state, r?.attempts ?? [], c), ...envelopeAttempts('http', r?.attempts ?? [], c)];
   const response = r?.response;
   const envelope: Envelope = {
     invocation_id: f.state.action_id,
@@ -57,6 +60,7 @@ export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
       ...(response === undefined ? {} : { response_status: response.status }),
       ...(f.resultId === undefined ? {} : { result_id: f.resultId, result_digest: response?.digest ?? '' }),
       ...(r?.peerFingerprint === undefined ? {} : { peer_identity: r.peerFingerprint }),
+      ...(f.batch === undefined ? {} : { batch: f.batch }),
     },
   };
   return envelopeSchema.parse(envelope);

@@ -6,4 +6,4 @@ export { stateEnvelope } from './state-envelope.js';
 export { systemQueueTimers, type QueueTimer, type QueueTimers } from './queue-timers.js';
 export { bodyPreviewBytesMax, type CardPreview } from './card-preview.js';
 export { openActionsPerSessionMax } from './open-actions.js';
-export { createReconciler, reconcileAction, type ReconcileDeps } from './reconcile-action.js';
+export { createAutomaticReconcile, createReconciler, reconcileAction, type ReconcileDeps } from './reconcile-action.js';

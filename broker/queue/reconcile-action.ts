@@ -1,28 +1,61 @@
 import type { Route } from '../config/index.js';
-import { CodedError, type ActionState, type JournalEvent } from '../contract/index.js';
-import { normalizeRequestPath, planLookup, reconcileClassification, type CorrelationFacts } from '../core/index.js';
+import { CodedError, isCodedError, type ActionState, type Classification, type JournalEvent } from '../contract/index.js';
+import {
+  classifyReadBack,
+  normalizeRequestPath,
+  planLookup,
+  planReadBack,
+  reconcileClassification,
+  type CorrelationFacts,
+  type ReadBackSpec,
+  type ReconcileCorrelation,
+} from '../core/index.js';
 import type { OperatorActor, OperatorReconciler, ReconcileResult } from '../ports/index.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { conflictMessage } from './decision-conflict.js';
-import { executeHttpAction, type HttpActionDeps } from './execute-http-action.js';
+import { executeHttpAction, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
 
 /** What a reconciliation needs: an HTTP executor's deps, with the approval queue itself as its queue. */
 export type ReconcileDeps = Omit<HttpActionDeps, 'queue' | 'sessionId' | 'onAdmitted'> & { readonly queue: ApprovalQueue };
 
 /**
- * Reconciliation by the route's lookup operation, asked for by a person (DESIGN §3: one of the
- * only ways out of unknown is querying the remote with a stable operation id or token). The lookup
- * runs as its own recorded action through the normal executor (own ticket, events and credential
- * injection), admitted with approval none and no lane (executor option `reconciles`); its answer is
- * then appended to the original as a new observation, RECONCILIATION_RESULT {correlation,
- * lookup_action_id}, classified by broker/core reconcileClassification (source remote_query, never
- * not_attempted). The original's caller_disposition is never touched.
+ * Reconciliation asked for by a person (DESIGN §3: one of the only ways out of unknown is querying
+ * the remote with a stable operation id or token). Two ways to ask, strongest first (article 003):
+ *
+ * - The route's `lookup`, filled with the strongest id the record holds: the idempotency token the
+ *   target accepted, the operation id it returned, or the provider's request id from the response
+ *   headers (broker/core planLookup).
+ * - Only when no lookup applies: the route's bounded read-back (`correlation.read_back`), filled
+ *   with the request fields journaled at admission; its answer is judged by broker/core
+ *   classifyReadBack, and the record says why it is enough or why ambiguity remains (`note`).
+ *
+ * Either runs as its own recorded action through the normal executor (own ticket, events and
+ * credential injection), admitted with approval none and no lane (executor option `reconciles`);
+ * its answer is then appended to the original as a new observation, RECONCILIATION_RESULT
+ * {correlation, lookup_action_id}, source remote_query, never not_attempted. The original's
+ * caller_disposition is never touched.
  */
 export function createReconciler(deps: ReconcileDeps): OperatorReconciler {
   return { reconcile: (actionId, actor) => reconcileAction(deps, actionId, actor) };
 }
 
-export async function reconcileAction(deps: ReconcileDeps, actionId: string, actor: OperatorActor): Promise<ReconcileResult> {
+/**
+ * The retry engine's way out once an idempotency key's window passed (DESIGN §3: stop retrying and
+ * reconcile): the same lookup a person would ask for, recorded without an actor (automation).
+ * A lookup that cannot run (no lookup, no correlation) leaves the action as it is, logged.
+ */
+export function createAutomaticReconcile(deps: ReconcileDeps): (actionId: string) => Promise<void> {
+  return async (actionId) => {
+    try {
+      await reconcileAction(deps, actionId, undefined);
+    } catch (error) {
+      deps.logger?.info({ action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'automatic reconciliation did not run');
+      if (!isCodedError(error)) throw error;
+    }
+  };
+}
+
+export async function reconcileAction(deps: ReconcileDeps, actionId: string, actor: OperatorActor | undefined): Promise<ReconcileResult> {
   const state = deps.journal.getAction(actionId);
   if (state === undefined || !actionId.startsWith('act_')) throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
   if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
@@ -30,36 +63,93 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
   }
   const route = lookupRoute(deps, state);
   const lookup = route.lookup;
-  if (lookup === undefined) throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no lookup operation; a person can attest the outcome instead`, { field: 'lookup' });
+  const readBack = route.correlation?.read_back;
+  if (lookup === undefined && readBack === undefined) {
+    throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no lookup operation and no bounded read-back; a person can attest the outcome instead`, { field: 'lookup' });
+  }
   const facts = correlationFacts(deps.journal.subjectEvents(actionId));
-  const plan = planLookup(lookup.path, facts);
-  if (!plan.ok) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${plan.why}`, { field: 'lookup' });
-  // The executor would refuse it too (recorded, not_attempted); refusing here records nothing.
-  const pathCheck = normalizeRequestPath(plan.path);
-  if (!pathCheck.ok) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: the filled lookup path is not sendable (${pathCheck.why})`, { field: 'lookup' });
+  const plan = lookup === undefined ? undefined : planLookup(lookup.path, facts);
+  if (lookup !== undefined && plan?.ok === true) {
+    const path = sendablePath(actionId, plan.path);
+    const lookupResult = await executeHttpAction(deps, { route: route.name, method: lookup.method, path }, { reconciles: actionId });
+    // The key's retention is read now, after the lookup answered: an answer inside it is within it.
+    const withinRetention = facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < facts.keyExpiresAtMs;
+    const classification = reconcileClassification(lookupResult.response?.status, plan.correlation, withinRetention);
+    return record(deps, actionId, actor, lookupResult, { correlation: plan.correlation, classification });
+  }
+  if (readBack === undefined) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${plan?.ok === false ? plan.why : 'no lookup applies'}`, { field: 'lookup' });
+  const values = facts.correlationValues ?? {};
+  const readPlan = planReadBack(readBack, values);
+  if (!readPlan.ok) {
+    const whys = [...(plan?.ok === false ? [plan.why] : []), readPlan.why];
+    throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${whys.join('; ')}`, { field: 'lookup' });
+  }
+  return readBackAndRecord(deps, actionId, actor, route, readBack, values, readPlan);
+}
 
-  const lookupResult = await executeHttpAction(deps, { route: route.name, method: lookup.method, path: plan.path }, { reconciles: actionId });
+/**
+ * The bounded read-back: a GET of the filled path and query, as its own recorded action, whose
+ * stored answer (scrubbed of any echoed secret, capped, flagged truncated) is judged in the core.
+ */
+async function readBackAndRecord(
+  deps: ReconcileDeps,
+  actionId: string,
+  actor: OperatorActor | undefined,
+  route: Route,
+  spec: ReadBackSpec,
+  values: Readonly<Record<string, string>>,
+  readPlan: { readonly path: string; readonly query: Readonly<Record<string, string>> },
+): Promise<ReconcileResult> {
+  const path = sendablePath(actionId, readPlan.path);
+  const input = { route: route.name, method: 'GET', path, ...(Object.keys(readPlan.query).length === 0 ? {} : { query: readPlan.query }) };
+  const lookupResult = await executeHttpAction(deps, input, { reconciles: actionId });
+  const response = lookupResult.response;
+  const verdict = classifyReadBack({ status: response?.status, body: response?.body.toString('utf8') ?? '', truncated: response?.truncated ?? false }, spec, values);
+  return record(deps, actionId, actor, lookupResult, {
+    correlation: 'bounded_read_back',
+    classification: verdict.classification,
+    note: verdict.note,
+    ...(verdict.readBack === undefined ? {} : { readBack: verdict.readBack }),
+  });
+}
+
+interface Learned {
+  readonly correlation: ReconcileCorrelation;
+  readonly classification: Classification;
+  readonly note?: string;
+  readonly readBack?: { readonly matched: number; readonly examined: number };
+}
+
+/** Appends what the lookup learned to the original (RECONCILIATION_RESULT) and answers the person. */
+async function record(deps: ReconcileDeps, actionId: string, actor: OperatorActor | undefined, lookupResult: HttpActionResult, learned: Learned): Promise<ReconcileResult> {
   const lookupActionId = lookupResult.envelope.invocation_id;
-  // The key's retention is read now, after the lookup answered: an answer inside it is within it.
-  const withinRetention = facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < facts.keyExpiresAtMs;
-  const classification = reconcileClassification(lookupResult.response?.status, plan.correlation, withinRetention);
+  const { correlation, classification, note, readBack } = learned;
+  const evidence = { ...(note === undefined ? {} : { note }), ...(readBack === undefined ? {} : { read_back: { matched: readBack.matched, examined: readBack.examined } }) };
   const appended = await deps.queue.recordReconciliation({
     kind: 'RECONCILIATION_RESULT',
     action_id: actionId,
-    payload: { correlation: plan.correlation, lookup_action_id: lookupActionId, actor },
+    payload: { correlation, lookup_action_id: lookupActionId, ...(actor === undefined ? {} : { actor }), ...evidence },
     classification,
   });
-  deps.logger?.info({ action_id: actionId, lookup_action_id: lookupActionId, correlation: plan.correlation, outcome: classification.outcome, outcome_basis: classification.outcome_basis }, 'reconciliation recorded');
+  deps.logger?.info({ action_id: actionId, lookup_action_id: lookupActionId, correlation, outcome: classification.outcome, outcome_basis: classification.outcome_basis }, 'reconciliation recorded');
   return {
     action_id: actionId,
     ticket: appended.state.ticket ?? 0,
     lookup_action_id: lookupActionId,
-    correlation: plan.correlation,
+    correlation,
     outcome: classification.outcome,
     effect: classification.effect,
     outcome_basis: classification.outcome_basis,
     journal_seq: appended.event.seq,
+    ...evidence,
   };
+}
+
+/** The executor would refuse an unsendable path too (recorded, not_attempted); refusing here records nothing. */
+function sendablePath(actionId: string, path: string): string {
+  const check = normalizeRequestPath(path);
+  if (!check.ok) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: the filled lookup path is not sendable (${check.why})`, { field: 'lookup' });
+  return path;
 }
 
 /** The configured HTTP route the action was sent on (its target names it: `route:NAME METHOD path`). */
@@ -73,7 +163,8 @@ function lookupRoute(deps: ReconcileDeps, state: ActionState): Route {
 /**
  * The correlations the original's own record holds: the idempotency key bound at admission
  * (PREFLIGHT_VALIDATED, journaled before any byte was sent, so it is the key the remote saw) and
- * any job id an OPERATION_SUBMITTED named.
+ * the request field values journaled with it, any job id an OPERATION_SUBMITTED named, and the
+ * provider request id of the latest response that carried one (a retry's response is the newest).
  */
 function correlationFacts(events: readonly JournalEvent[]): CorrelationFacts & { keyExpiresAtMs?: number } {
   let facts: CorrelationFacts & { keyExpiresAtMs?: number } = {};
@@ -81,7 +172,9 @@ function correlationFacts(events: readonly JournalEvent[]): CorrelationFacts & {
     if (e.kind === 'PREFLIGHT_VALIDATED' && e.payload.idempotency !== undefined) {
       facts = { ...facts, idempotencyKey: e.payload.idempotency.key, keyExpiresAtMs: e.payload.idempotency.expires_at_ms };
     }
+    if (e.kind === 'PREFLIGHT_VALIDATED' && e.payload.correlation_values !== undefined) facts = { ...facts, correlationValues: e.payload.correlation_values };
     if (e.kind === 'OPERATION_SUBMITTED' && e.payload.job_id !== undefined) facts = { ...facts, operationId: e.payload.job_id };
+    if (e.kind === 'REMOTE_RESPONSE_STARTED' && e.payload.provider_request_id !== undefined) facts = { ...facts, providerRequestId: e.payload.provider_request_id };
   }
   return facts;
 }

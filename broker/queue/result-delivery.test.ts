@@ -251,4 +251,22 @@ describe('when a stored result passes its retention', () => {
     // The record itself is untouched: action_status still says what happened.
     expect(await agent.actionStatus(actionId)).toMatchObject({ effect: 'succeeded', evidence: { result_id: expect.any(String) } });
   });
+
+  it('a result purged under a shorter retention than the one configured now is still RESULT_EXPIRED for its action, never bytes and never a bare refusal', async () => {
+    await start({ retentionSeconds });
+    const agent = await sdkAgent();
+    const first = await agent.httpRequest({ route: 'plain', method: 'POST', path: '/documents/3', body: '{"marker":"purged"}' });
+    const actionId = first.invocation_id;
+    await vi.waitFor(() => expect(count(actionId, 'RESULT_DELIVERED')).toBe(1));
+    f.h.temp.clock.advance(10);
+    // Purged by a sweep that ran with a 1 ms retention; the configured one (an hour) has not passed.
+    expect(f.h.results.purgeExpired(f.h.temp.clock.nowMs(), 1, 10)).toBe(1);
+    const expired = await agent.fetchResult(actionId).then(
+      () => expect.unreachable('a purged result is an error'),
+      (error: unknown) => error,
+    );
+    expect((expired as PosternActionError).envelope).toMatchObject({ invocation_id: actionId, error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed' } });
+    expect((expired as PosternActionError).envelope).not.toHaveProperty('response');
+    expect(f.server.markers()).toEqual(['purged']);
+  });
 });

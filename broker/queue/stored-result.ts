@@ -49,9 +49,13 @@ function strings(value: unknown): Record<string, string> {
   return out;
 }
 
-/** Whether a stored result passed its retention (created_at_ms + retention ≤ now): a read-time check. */
-export function resultExpired(head: Pick<StoredResultHead, 'created_at_ms'>, retentionSeconds: number, nowMs: number): boolean {
-  return nowMs - head.created_at_ms >= retentionSeconds * 1000;
+/**
+ * Whether a stored result passed its retention (created_at_ms + retention ≤ now): a read-time
+ * check. A purged result is expired whatever the retention says now (it may have been lengthened
+ * after the purge): its bytes are gone.
+ */
+export function resultExpired(head: Pick<StoredResultHead, 'created_at_ms' | 'purged_at_ms'>, retentionSeconds: number, nowMs: number): boolean {
+  return (head.purged_at_ms !== null && head.purged_at_ms !== undefined) || nowMs - head.created_at_ms >= retentionSeconds * 1000;
 }
 
 /** When a stored result stops being fetchable. */

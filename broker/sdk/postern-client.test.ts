@@ -175,6 +175,10 @@ describe('retry', () => {
     const client = await connect({ attemptsMax: 3, sameIdempotencyKey: true, delayMs: 1 });
     await expect(client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k-1' })).rejects.toMatchObject({ retry: 'same_idempotency_key' });
     expect(keysSeen()).toEqual(['k-1', 'k-1', 'k-1']);
+    // The retries are attempts of the same action (retry_of), not new actions with new tickets.
+    const retryOf = backend.calls.map((call) => (call.args as { retry_of?: string }).retry_of);
+    expect(retryOf[0]).toBeUndefined();
+    expect(retryOf.slice(1).every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
   });
 
   it('does not retry same_idempotency_key for a call that carried no key', async () => {

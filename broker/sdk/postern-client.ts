@@ -81,6 +81,8 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
       });
       if (!step.retry) throw new PosternActionError(reply);
       await sleep(step.delayMs, undefined, callOptions?.signal ? { signal: callOptions.signal } : undefined);
+      // A same-key retry is an attempt of the SAME action (it keeps its ticket and lease), never a new one.
+      if (tool === 'http_request' && reply.error?.retry === 'same_idempotency_key' && reply.invocation_id !== null) args = { ...args, retry_of: reply.invocation_id };
     }
   };
   const action = async (tool: AgentToolName, args: Record<string, unknown>, callOptions: CallOptions | undefined, timeout: number): Promise<ActionReply> => {

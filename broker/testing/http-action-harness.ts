@@ -7,7 +7,7 @@ import { ResultStore } from '../journal/index.js';
 import type { CredentialVault, DispatchGate } from '../ports/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
-import { executeHttpAction, type HttpActionResult } from '../queue/execute-http-action.js';
+import { executeHttpAction, type HttpActionDeps, type HttpActionResult } from '../queue/execute-http-action.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
 import { openTempJournal, type TempJournal } from './temp-journal.js';
@@ -32,7 +32,8 @@ export interface HttpActionHarness {
   channel: HttpChannel;
   /** The approval queue every run waits in (approval none runs straight through, in lane order). */
   queue: ApprovalQueue;
-  run(config: PosternConfig, request: unknown): Promise<HttpActionResult>;
+  /** `extra`: executor deps for one run (retry seams: retryTimers, workerId, onLeased, reconcile). */
+  run(config: PosternConfig, request: unknown, extra?: Partial<HttpActionDeps>): Promise<HttpActionResult>;
   events(actionId: string): JournalEvent[];
   newChannel(options?: { limits?: Partial<HttpLimits>; lookup?: LookupAll; gate?: DispatchGate }): HttpChannel;
   dispose(): Promise<void>;
@@ -79,8 +80,8 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
     secretUses,
     channel: newChannel(),
     queue: ApprovalQueue.open({ journal: temp.journal, clock: temp.clock, config: parseConfig('version: 1\n') }),
-    async run(config, request) {
-      const result = await executeHttpAction({ ids, clock: temp.clock, journal: temp.journal, results, vault: countingVault, config, channel: harness.channel, logger, queue: harness.queue }, request);
+    async run(config, request, extra = {}) {
+      const result = await executeHttpAction({ ids, clock: temp.clock, journal: temp.journal, results, vault: countingVault, config, channel: harness.channel, logger, queue: harness.queue, ...extra }, request);
       envelopes.push(result.envelope, result.response === undefined ? null : { ...result.response, body: result.response.body.toString('latin1') });
       if (result.diagnostic !== undefined) envelopes.push({ ...result.diagnostic, body: result.diagnostic.body.toString('latin1') });
       return result;

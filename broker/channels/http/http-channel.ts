@@ -9,6 +9,7 @@ import { HttpConnection } from './http-connection.js';
 import { HttpConnectionPool } from './http-connection-pool.js';
 import { defaultHttpLimits, type HttpLimits } from './http-limits.js';
 import { openPinnedSocket, SetupFailed, type ConnectionTarget, type LookupAll, type SetupStage } from './open-pinned-socket.js';
+import { providerRequestIdOf } from './provider-request-id.js';
 import { keptResponseHeaders } from './response-headers.js';
 import { forgetSocket, observeSocket } from './undici-observer.js';
 
@@ -25,6 +26,12 @@ export interface HttpWireRequest {
   readonly timeoutMs: number;
   /** Aborts the action only while it is before dispatch (e.g. the vault locked). */
   readonly beforeDispatch: AbortSignal;
+  /** The number of this call's first attempt (a retry continues the action's count); default 1. */
+  readonly firstAttempt?: number;
+  /** The retry lease generation the attempts run under (named on DISPATCH_STARTED, fenced by the journal). */
+  readonly generation?: number;
+  /** Response header holding the provider's request id, recorded on REMOTE_RESPONSE_STARTED. */
+  readonly providerRequestIdHeader?: string;
 }
 
 /** One attempt as the envelope and the executor see it. */
@@ -136,7 +143,8 @@ export class HttpChannel {
       ...notDispatched,
       stoppedBeforeDispatch: deadline.aborted ? 'deadline' : 'signal',
     });
-    for (let n = 1; ; n += 1) {
+    const first = request.firstAttempt ?? 1;
+    for (let n = first; ; n += 1) {
       let connection = this.pool.take(request.target.poolKey);
       const reused = connection !== undefined;
       if (connection === undefined) {
@@ -154,11 +162,11 @@ export class HttpChannel {
           const failure = error.failure;
           attempts.push({ n, stage: error.stage, dispatched: false, failure, detail: error.detail });
           await this.options.gate.append({ kind: 'SETUP_ATTEMPT_FAILED', action_id: request.actionId, payload: { attempt: n, stage: error.stage, detail: error.detail } });
-          const setup = { failure, stage: error.stage, attempts: n, attemptsMax: this.limits.setupAttemptsMax };
+          const setup = { failure, stage: error.stage, attempts: n - first + 1, attemptsMax: this.limits.setupAttemptsMax };
           // The retry decision is the core's: transient and attempts left → backoff.
           const verdict = classifyOutcome({ channel: 'http', setup, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
           if (verdict.retry !== 'backoff') return { attempts, ...notDispatched, setup };
-          const backoffMs = Math.min(this.limits.setupBackoffMsBase * 2 ** (n - 1), this.limits.setupBackoffMsMax);
+          const backoffMs = Math.min(this.limits.setupBackoffMsBase * 2 ** (n - first), this.limits.setupBackoffMsMax);
           try {
             await sleep(backoffMs, undefined, { signal: beforeDispatch });
           } catch {
@@ -182,6 +190,7 @@ export class HttpChannel {
           connection_id: connection.id,
           // The verified TLS peer is part of the durable boundary record (a pin, else the CA chain).
           ...(peer === undefined ? {} : { peer_identity: peer, peer_trust: request.target.pins === undefined ? 'ca_verified' : 'pinned' }),
+          ...(request.generation === undefined ? {} : { generation: request.generation }),
         });
         dispatchSeq = event.seq;
       } catch (journalFailed) {
@@ -266,7 +275,13 @@ export class HttpChannel {
           if (deadline.aborted) onDeadline();
         },
         onResponseStart(_c, statusCode, responseHeaders: IncomingHttpHeaders) {
-          journal.add({ kind: 'REMOTE_RESPONSE_STARTED', action_id: actionId, payload: { attempt, status: statusCode } });
+          // The provider's request id is a correlation for a later reconciliation (bounded, never an echo of the request).
+          const providerRequestId = providerRequestIdOf(request.providerRequestIdHeader, responseHeaders, request);
+          journal.add({
+            kind: 'REMOTE_RESPONSE_STARTED',
+            action_id: actionId,
+            payload: { attempt, status: statusCode, ...(providerRequestId === undefined ? {} : { provider_request_id: providerRequestId }) },
+          });
           if (statusCode < 200) {
             // 1xx (undici passes e.g. 103 through; it refuses an unexpected 100) proves receipt, never settles.
             facts.informationalSeen = true;

@@ -1,0 +1,30 @@
+import Database from 'better-sqlite3';
+
+/**
+ * Every SQLite connection the journal opens goes through here, so the one difference between Node
+ * and Electron lives in one place. Under Node (the CLI, the daemon, every test) nothing changes:
+ * better-sqlite3 loads the build in node_modules. Inside Electron (`process.versions.electron`)
+ * that build has the wrong ABI, so the connection names the Electron build that
+ * scripts/rebuild-electron-native.mjs made in its own folder; the Electron shell says where it is
+ * in POSTERN_SQLITE_NATIVE_BINDING (app/main/sqlite-binding.ts) before the broker starts.
+ */
+export const sqliteBindingEnv = 'POSTERN_SQLITE_NATIVE_BINDING';
+
+export interface SqliteRuntime {
+  readonly versions: Readonly<Record<string, string | undefined>>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** The `nativeBinding` option for this process: undefined under plain Node. */
+export function sqliteNativeBinding(runtime: SqliteRuntime = { versions: process.versions, env: process.env }): string | undefined {
+  if (runtime.versions['electron'] === undefined) return undefined;
+  const file = runtime.env[sqliteBindingEnv];
+  // A programmer error: the default loader would pick node_modules' Node build and fail with an ABI message.
+  if (file === undefined || file === '') throw new Error(`running inside Electron, but ${sqliteBindingEnv} does not name better-sqlite3's Electron build`);
+  return file;
+}
+
+export function openDatabase(file: string, options: Database.Options = {}): Database.Database {
+  const nativeBinding = sqliteNativeBinding();
+  return new Database(file, nativeBinding === undefined ? options : { ...options, nativeBinding });
+}

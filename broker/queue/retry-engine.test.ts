@@ -1,0 +1,288 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { JournalEvent } from '../contract/index.js';
+import { IdempotencyTarget, type IdempotencyBehaviour } from '../testing/idempotency-target.js';
+import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { createRandomIdSource } from '../ports/index.js';
+import { createAutomaticReconcile } from './reconcile-action.js';
+
+/**
+ * The retry engine end to end (issue 7): the real executor, journal, vault and channel against a
+ * scripted remote that applies the effect and loses the response, in each of the three idempotency
+ * behaviours; counts the remote's real effects and checks every recorded outcome; then budgets,
+ * the lease fence with a paused worker, and the agent's retry_of.
+ */
+let h: HttpActionHarness;
+let target: IdempotencyTarget;
+beforeEach(async () => {
+  h = await openHttpActionHarness();
+});
+afterEach(async () => {
+  await target.stop();
+  await h.dispose();
+});
+
+const retentionSeconds = 3600;
+function routeYaml(retry: { attempts_max: number; automatic: boolean; lease_seconds?: number }): string {
+  return [
+    '    idempotency:',
+    '      header: Idempotency-Key',
+    '      scope: docs.account',
+    `      retention_seconds: ${retentionSeconds}`,
+    '      fingerprint: [method, path, body]',
+    '    lookup:',
+    '      method: GET',
+    '      path: /operations/{idempotency_key}',
+    '    retry:',
+    `      attempts_max: ${retry.attempts_max}`,
+    `      automatic: ${retry.automatic}`,
+    '      backoff_ms: 0',
+    `      lease_seconds: ${retry.lease_seconds ?? 30}`,
+  ].join('\n');
+}
+const post = { route: 'docs', method: 'POST', path: '/releases', body: '{"release":"r-1"}', idempotency_key: 'key-r-1' };
+const kinds = (events: JournalEvent[]): string[] => events.map((e) => e.kind);
+const ofKind = <K extends JournalEvent['kind']>(events: JournalEvent[], kind: K): Array<Extract<JournalEvent, { kind: K }>> =>
+  events.filter((e): e is Extract<JournalEvent, { kind: K }> => e.kind === kind);
+
+async function start(behaviour: IdempotencyBehaviour, loseResponses: number): Promise<void> {
+  target = await IdempotencyTarget.start(behaviour, { loseResponses });
+}
+
+describe('when the response is lost after the effect and the route retries automatically under its key', () => {
+  it('honours: one real effect; the second attempt under the same key and lease returns the first result, committed', async () => {
+    await start('honours', 1);
+    const result = await h.run(localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: true })), post);
+    const id = result.envelope.invocation_id;
+    const events = h.events(id);
+
+    expect(target.effectsOf(post.body)).toBe(1);
+    expect(target.requests.map((r) => [r.key, r.body])).toEqual([
+      ['key-r-1', post.body],
+      ['key-r-1', post.body],
+    ]);
+    expect(result.envelope.error).toBeUndefined();
+    expect(result.envelope.effect).toBe('succeeded');
+    expect(result.response?.status).toBe(201);
+    // Attempt 1: unknown, recorded; the lease (generation 1, same key); attempt 2 names it and commits.
+    const recorded = ofKind(events, 'OUTCOME_RECORDED');
+    expect(recorded[0]?.classification).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
+    expect(ofKind(events, 'RETRY_LEASED').map((e) => e.payload)).toEqual([
+      expect.objectContaining({ generation: 1, decision: 'RETRY_SAME_KEY', requested_by: { kind: 'broker', id: 'retry-engine' } }),
+    ]);
+    expect(ofKind(events, 'DISPATCH_STARTED').map((e) => [e.payload.attempt, e.payload.generation])).toEqual([
+      [1, undefined],
+      [2, 1],
+    ]);
+    expect(ofKind(events, 'RESULT_COMMITTED')[0]?.classification).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+    const state = h.temp.journal.getAction(id);
+    expect(state).toMatchObject({ outcome: 'committed', retry_generation: 1, retry_budget: 2, lease: { generation: 1, open: false } });
+    expect(state?.attempts.map((a) => a.n)).toEqual([1, 2]);
+  });
+
+  it('ignores: the same-key retry applies the effect twice — the record shows both dispatched attempts under one key, so a person can see the contract was false', async () => {
+    await start('ignores', 1);
+    const result = await h.run(localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: true })), post);
+    const events = h.events(result.envelope.invocation_id);
+    expect(target.effectsOf(post.body)).toBe(2);
+    expect(result.envelope.error).toBeUndefined();
+    expect(ofKind(events, 'DISPATCH_STARTED')).toHaveLength(2);
+    expect(target.requests.every((r) => r.key === 'key-r-1')).toBe(true);
+    expect(kinds(events).filter((k) => k === 'RETRY_LEASED')).toHaveLength(1);
+  });
+
+  it('rejects_changed: the automatic retry resends the identical payload (one effect, committed); a changed payload under the key is refused locally, and the remote 422 is recorded as rejected when only the remote remembers the key', async () => {
+    await start('rejects_changed', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: true }));
+    const result = await h.run(config, post);
+    expect(result.envelope.error).toBeUndefined();
+    expect(target.effectsOf(post.body)).toBe(1);
+
+    // The agent asks to retry with a changed body: refused before anything is recorded or sent.
+    const before = h.events(result.envelope.invocation_id).length;
+    await expect(h.run(config, { ...post, body: '{"release":"r-2"}', retry_of: result.envelope.invocation_id })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    expect(h.events(result.envelope.invocation_id)).toHaveLength(before);
+    expect(target.requests).toHaveLength(2);
+
+    // Past the broker's own (earliest safe) window the key can be bound again locally; the remote
+    // still remembers it and answers 422: a complete refusal, nothing applied.
+    h.temp.clock.advance((retentionSeconds + 1) * 1000);
+    const changed = await h.run(config, { ...post, body: '{"release":"r-2"}' });
+    expect(changed.envelope.error).toMatchObject({ outcome: 'rejected', code: 'REMOTE_REJECTED' });
+    expect(changed.response?.status).toBe(422);
+    expect(target.effects).toHaveLength(1);
+  });
+});
+
+describe('when every response is lost', () => {
+  it('spends exactly the recorded budget, then records RETRY_BUDGET_EXHAUSTED with retry reconcile and the last evidence; the budget holds across a reopened journal', async () => {
+    await start('ignores', 10);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: true }));
+    const result = await h.run(config, post);
+    const id = result.envelope.invocation_id;
+    expect(target.requests).toHaveLength(3);
+    expect(result.envelope.error).toMatchObject({ code: 'RETRY_BUDGET_EXHAUSTED', outcome: 'unknown', retry: 'reconcile', phase: 'remote_execution' });
+    expect(result.envelope.evidence.attempts.map((a) => a.n)).toEqual([1, 2, 3]);
+    const events = h.events(id);
+    expect(ofKind(events, 'RETRY_LEASED').map((e) => e.payload.generation)).toEqual([1, 2]);
+    expect(events.at(-1)).toMatchObject({ kind: 'OUTCOME_RECORDED', classification: { code: 'RETRY_BUDGET_EXHAUSTED', outcome_basis: 'retry_budget_exhausted' } });
+
+    // Restart: the count lives in the record. An agent's retry_of now sends nothing.
+    await h.temp.journal.close();
+    const { Journal } = await import('../journal/index.js');
+    const reopened = await Journal.open({ path: h.temp.path, clock: h.temp.clock, vault: h.temp.vault });
+    try {
+      expect(reopened.getAction(id)).toMatchObject({ retry_generation: 2, retry_budget: 2, code: 'RETRY_BUDGET_EXHAUSTED' });
+      // The journal itself refuses a third lease: the budget is enforced by the record, not by memory.
+      await expect(
+        reopened.append({ kind: 'RETRY_LEASED', action_id: id, payload: { generation: 3, holder: 'w', expires_at_ms: h.temp.clock.nowMs() + 1000, decision: 'RETRY_SAME_KEY', requested_by: { kind: 'agent', id: 'a' } } }),
+      ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    } finally {
+      await reopened.close();
+    }
+    expect(target.requests).toHaveLength(3);
+  });
+
+  it('without `automatic`, nothing is resent by the broker; the agent may ask once with retry_of (same key, same body), and it keeps the ticket', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
+    const first = await h.run(config, post);
+    const id = first.envelope.invocation_id;
+    expect(first.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
+    expect(target.requests).toHaveLength(1);
+    const ticket = h.temp.journal.getAction(id)?.ticket;
+
+    const retried = await h.run(config, { ...post, retry_of: id });
+    expect(retried.envelope.invocation_id).toBe(id);
+    expect(retried.envelope.error).toBeUndefined();
+    expect(target.effectsOf(post.body)).toBe(1);
+    expect(target.requests).toHaveLength(2);
+    expect(h.temp.journal.getAction(id)).toMatchObject({ ticket, outcome: 'committed', retry_generation: 1 });
+    expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload.requested_by.kind).toBe('agent');
+    // Settled: a further retry_of resends nothing and answers the record.
+    const again = await h.run(config, { ...post, retry_of: id });
+    expect(again.envelope.error).toBeUndefined();
+    expect(target.requests).toHaveLength(2);
+  });
+
+  it('a retry_of on a route without a retry policy, or with another key, is a coded refusal that records nothing', async () => {
+    await start('honours', 1);
+    const plain = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0]);
+    const first = await h.run(plain, post);
+    const id = first.envelope.invocation_id;
+    const recorded = h.events(id).length;
+    await expect(h.run(plain, { ...post, retry_of: id })).rejects.toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'retry_of' });
+    const withPolicy = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
+    await expect(h.run(withPolicy, { ...post, idempotency_key: 'other-key', retry_of: id })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' });
+    await expect(h.run(withPolicy, { ...post, retry_of: 'act_nosuchaction1' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(h.events(id)).toHaveLength(recorded);
+    expect(target.requests).toHaveLength(1);
+  });
+});
+
+describe('when a worker pauses after taking its lease and the lease expires (competing workers)', () => {
+  it('a second worker takes the next generation and sends; the resumed first worker is fenced before dispatch: exactly one retry reaches the target', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 3, automatic: true, lease_seconds: 5 }));
+    let leasedFirst!: () => void;
+    const firstLeased = new Promise<void>((resolve) => {
+      leasedFirst = resolve;
+    });
+    let resumeFirst!: () => void;
+    const firstResumes = new Promise<void>((resolve) => {
+      resumeFirst = resolve;
+    });
+    let resumeSecond!: () => void;
+    const secondResumes = new Promise<void>((resolve) => {
+      resumeSecond = resolve;
+    });
+    let secondLeased!: () => void;
+    const secondHasLease = new Promise<void>((resolve) => {
+      secondLeased = resolve;
+    });
+
+    // Worker 1: the original call; its engine takes generation 1, then pauses.
+    const one = h.run(config, post, {
+      workerId: 'worker-1',
+      onLeased: async () => {
+        leasedFirst();
+        await firstResumes;
+      },
+    });
+    await firstLeased;
+    const id = [...h.temp.journal.events()].find((e) => e.kind === 'ACTION_ACCEPTED')?.action_id ?? '';
+    expect(target.requests).toHaveLength(1);
+
+    // A live lease cannot be taken over.
+    await expect(h.run(config, { ...post, retry_of: id }, { workerId: 'worker-early' })).resolves.toMatchObject({ envelope: { error: { code: 'LEASE_LOST' } } });
+
+    // The lease expires; worker 2 (the agent's retry_of) takes generation 2 and pauses too.
+    h.temp.clock.advance(6_000);
+    const two = h.run(config, { ...post, retry_of: id }, {
+      workerId: 'worker-2',
+      onLeased: async () => {
+        secondLeased();
+        await secondResumes;
+      },
+    });
+    await secondHasLease;
+
+    // Worker 1 resumes first: its DISPATCH_STARTED names generation 1 and is refused (LEASE_LOST).
+    resumeFirst();
+    const oneResult = await one;
+    expect(target.requests).toHaveLength(1);
+    expect(oneResult.envelope.invocation_id).toBe(id);
+
+    resumeSecond();
+    const twoResult = await two;
+    expect(twoResult.envelope.error).toBeUndefined();
+    expect(target.requests).toHaveLength(2);
+    expect(target.effectsOf(post.body)).toBe(1);
+
+    const events = h.events(id);
+    expect(ofKind(events, 'RETRY_LEASED').map((e) => [e.payload.generation, e.payload.holder])).toEqual([
+      [1, 'worker-1'],
+      [2, 'worker-2'],
+    ]);
+    expect(ofKind(events, 'DISPATCH_STARTED').map((e) => e.payload.generation)).toEqual([undefined, 2]);
+    expect(h.temp.journal.getAction(id)).toMatchObject({ outcome: 'committed', retry_generation: 2 });
+  });
+
+  it('a paused worker whose lease expired with nobody else around is fenced too: it never sends', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 3, automatic: true, lease_seconds: 5 }));
+    const result = await h.run(config, post, {
+      onLeased: () => {
+        h.temp.clock.advance(5_000);
+      },
+    });
+    expect(target.requests).toHaveLength(1);
+    expect(result.envelope.error).toMatchObject({ outcome: 'unknown' });
+    const events = h.events(result.envelope.invocation_id);
+    expect(ofKind(events, 'DISPATCH_STARTED')).toHaveLength(1);
+    expect(ofKind(events, 'RETRY_LEASED')).toHaveLength(1);
+  });
+});
+
+describe("when the key's window has passed", () => {
+  it('nothing is resent: the route lookup runs as automation (no actor) and settles the action from the remote', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: false }));
+    const first = await h.run(config, post);
+    const id = first.envelope.invocation_id;
+    expect(first.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
+
+    h.temp.clock.advance((retentionSeconds + 1) * 1000);
+    const reconcile = createAutomaticReconcile({ ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, queue: h.queue });
+    const answer = await h.run(config, { ...post, retry_of: id }, { reconcile });
+
+    expect(target.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
+    expect(target.effectsOf(post.body)).toBe(1);
+    const events = h.events(id);
+    expect(ofKind(events, 'RETRY_LEASED')).toHaveLength(0);
+    const reconciled = ofKind(events, 'RECONCILIATION_RESULT');
+    expect(reconciled).toHaveLength(1);
+    expect(reconciled[0]?.payload).not.toHaveProperty('actor');
+    expect(reconciled[0]?.classification).toMatchObject({ outcome: 'committed', source: 'remote_query' });
+    expect(answer.envelope).toMatchObject({ invocation_id: id, effect: 'succeeded' });
+  });
+});

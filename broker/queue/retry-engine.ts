@@ -1,0 +1,150 @@
+import type { Logger } from 'pino';
+import { isCodedError, type Actor, type ActionState } from '../contract/index.js';
+import { exhaustedClassification, planRetry, type RetryContext } from '../core/index.js';
+import type { Journal } from '../journal/index.js';
+import type { Clock } from '../ports/index.js';
+import { systemQueueTimers, type QueueTimers } from './queue-timers.js';
+import { stateClassification } from './state-envelope.js';
+
+/** Which run of an action this is: the first (attempt 1, no lease) or a retry under a lease. */
+export interface AttemptRun {
+  /** The number of this run's first attempt: the record's attempt count + 1. */
+  readonly firstAttempt: number;
+  /** The RETRY_LEASED generation this run holds; absent on the first run. */
+  readonly generation?: number;
+}
+
+export interface RetryEngineDeps {
+  readonly journal: Journal;
+  readonly clock: Clock;
+  readonly logger?: Logger;
+  /** Backoff waits (tests: broker/testing/manual-timers.ts on a FakeClock). */
+  readonly retryTimers?: QueueTimers;
+  /** This worker's id on its leases (the record names who held each generation). */
+  readonly workerId?: string;
+  /**
+   * Called right after this worker's lease is durable and before it sends: the seam the fencing
+   * test uses to pause a worker past its lease's expiry (broker/testing). Production leaves it unset.
+   */
+  readonly onLeased?: (actionId: string, generation: number) => Promise<void> | void;
+}
+
+/** The route's retry policy as configured (config-schema `retry`). */
+export interface RetryPolicy {
+  readonly automatic: boolean;
+  readonly lease_seconds: number;
+  readonly backoff_ms: number;
+}
+
+/** One action as the engine drives it; `R` is the channel's answer type. */
+export interface RetrySubject<R> {
+  readonly actionId: string;
+  readonly policy: RetryPolicy | undefined;
+  readonly idempotent: boolean;
+  /** The fingerprint the retry would send (automatic retries resend the recorded request). */
+  readonly fingerprint: string;
+  readonly keyExpiresAtMs?: number;
+  /** Sends one run (authorization, the channel's attempts, the record) under the given lease. */
+  send(run: AttemptRun): Promise<R>;
+  /** The answer the record gives now (budget spent, a reconciliation, a record that moved on). */
+  fromRecord(state: ActionState): R;
+  /** The answer while another worker holds the live lease (LEASE_LOST: this caller's view, not journaled). */
+  leaseHeld(state: ActionState): R;
+  /** The route's lookup, if any: asked once the key's window has passed (never a resend then). */
+  reconcile?: () => Promise<void>;
+}
+
+const automation: Actor = { kind: 'broker', id: 'retry-engine' };
+
+/**
+ * The retry engine (DESIGN §3, article 000): decideRetry, via planRetry over the recorded state,
+ * decides; the engine only waits, takes the lease and sends. One active attempt per invocation:
+ * RETRY_LEASED is the journal's compare-and-swap (next generation only, within the recorded
+ * budget, no live lease), and the channel's DISPATCH_STARTED names the generation, which the
+ * journal refuses once that lease expired or another took over — so a worker that paused past its
+ * lease is stopped before its first byte. `requestedBy` is who asked for the first retry (the
+ * agent's retry_of, or automation after a first run); later rounds are automation's and run only
+ * when the route's policy says `automatic`.
+ */
+export async function retryWhileAllowed<R>(deps: RetryEngineDeps, subject: RetrySubject<R>, last: R, requestedBy: Actor = automation): Promise<R> {
+  let result = last;
+  let requester = requestedBy;
+  const policy = subject.policy;
+  if (policy === undefined) return result;
+  for (;;) {
+    if (requester.kind === 'broker' && !policy.automatic) return result;
+    const state = deps.journal.getAction(subject.actionId);
+    if (state === undefined) return result;
+    const context: RetryContext = {
+      idempotent: subject.idempotent,
+      fingerprint: subject.fingerprint,
+      backoffMs: policy.backoff_ms,
+      nowMs: deps.clock.nowMs(),
+      ...(subject.keyExpiresAtMs === undefined ? {} : { keyExpiresAtMs: subject.keyExpiresAtMs }),
+    };
+    const plan = planRetry(state, context);
+    if (plan.kind === 'stop') return result;
+    if (plan.kind === 'exhausted') return exhausted(deps, subject, state, result);
+    if (plan.kind === 'reconcile') {
+      if (plan.why !== 'key_retention_passed' || subject.reconcile === undefined) return result;
+      await subject.reconcile();
+      const after = deps.journal.getAction(subject.actionId);
+      return after === undefined ? result : subject.fromRecord(after);
+    }
+    await wait(deps, plan.delayMs);
+    const refused = await takeLease(deps, subject.actionId, plan.generation, plan.decision, policy, requester);
+    if (refused !== undefined) return refused.held ? subject.leaseHeld(refused.state) : subject.fromRecord(refused.state);
+    await deps.onLeased?.(subject.actionId, plan.generation);
+    deps.logger?.info({ action_id: subject.actionId, generation: plan.generation, decision: plan.decision }, 'retry leased');
+    result = await subject.send({ firstAttempt: state.attempts.length + 1, generation: plan.generation });
+    requester = automation;
+    // Fenced or stopped before dispatch (nothing recorded under this lease), or another worker's
+    // generation is now the record's: this worker is done; whoever holds the record goes on.
+    const after = deps.journal.getAction(subject.actionId);
+    if (after === undefined || after.retry_generation !== plan.generation || after.lease?.open === true) return result;
+  }
+}
+
+/** Appends RETRY_LEASED; on LEASE_LOST (or a record that no longer allows it) returns the record. */
+async function takeLease(
+  deps: RetryEngineDeps,
+  actionId: string,
+  generation: number,
+  decision: 'RETRY_NEW_ATTEMPT' | 'RETRY_SAME_KEY' | 'RETRY_WHEN_ALLOWED',
+  policy: RetryPolicy,
+  requester: Actor,
+): Promise<{ state: ActionState; held: boolean } | undefined> {
+  try {
+    await deps.journal.append({
+      kind: 'RETRY_LEASED',
+      action_id: actionId,
+      payload: { generation, holder: deps.workerId ?? `worker-${process.pid}`, expires_at_ms: deps.clock.nowMs() + policy.lease_seconds * 1000, decision, requested_by: requester },
+    });
+    return undefined;
+  } catch (error) {
+    if (!isCodedError(error) || (error.code !== 'LEASE_LOST' && error.code !== 'IMPOSSIBLE_TRANSITION')) throw error;
+    deps.logger?.info({ action_id: actionId, generation, code: error.code }, 'retry lease not taken');
+    const state = deps.journal.getAction(actionId);
+    if (state === undefined) throw error;
+    return { state, held: error.code === 'LEASE_LOST' };
+  }
+}
+
+/** The budget is spent: an unknown outcome is re-recorded as RETRY_BUDGET_EXHAUSTED (last evidence kept). */
+async function exhausted<R>(deps: RetryEngineDeps, subject: RetrySubject<R>, state: ActionState, result: R): Promise<R> {
+  const last = stateClassification(state);
+  const classification = last === undefined ? undefined : exhaustedClassification(last);
+  if (classification === undefined || state.code === 'RETRY_BUDGET_EXHAUSTED') return result;
+  const attempt = state.attempts.at(-1)?.n;
+  const appended = await deps.journal.append({ kind: 'OUTCOME_RECORDED', action_id: subject.actionId, payload: attempt === undefined ? {} : { attempt }, classification });
+  deps.logger?.info({ action_id: subject.actionId, budget: state.retry_budget ?? 0 }, 'retry budget exhausted');
+  return subject.fromRecord(appended.state);
+}
+
+function wait(deps: RetryEngineDeps, delayMs: number): Promise<void> {
+  if (delayMs <= 0) return Promise.resolve();
+  const timers = deps.retryTimers ?? systemQueueTimers;
+  return new Promise((resolve) => {
+    timers.set(resolve, delayMs);
+  });
+}
