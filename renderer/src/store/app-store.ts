@@ -1,15 +1,19 @@
 import { createContext, useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
+import { createApprovalsSlice, type ApprovalsSlice } from './approvals-slice.js';
+import { createSessionsSlice, type SessionsSlice } from './sessions-slice.js';
 import { createStatusSlice, type StatusSlice } from './status-slice.js';
 
-/** The whole renderer state: one slice per concern (approvals, sessions, activity join later). */
-export type AppState = StatusSlice;
+/** The whole renderer state: one slice per concern (activity joins later). */
+export type AppState = StatusSlice & ApprovalsSlice & SessionsSlice;
 export type AppStore = StoreApi<AppState>;
 
 export function createAppStore(api: OperatorApi): AppStore {
   return createStore<AppState>()((...args) => ({
     ...createStatusSlice(api)(...args),
+    ...createApprovalsSlice(api)(...args),
+    ...createSessionsSlice(api)(...args),
   }));
 }
 

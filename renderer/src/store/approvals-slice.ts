@@ -1,0 +1,90 @@
+import type { StateCreator } from 'zustand';
+import type { Effect, Reply } from '../../../broker/contract/index.js';
+import { clientError, type OperatorApi } from '../api/operator-api.js';
+import { approvalsReducer, closuresToRead, initialApprovalsView, type ApprovalsEvent, type ApprovalsView } from './approvals-reducer.js';
+
+export interface ApprovalsSlice {
+  approvalsView: ApprovalsView;
+  /**
+   * Lists the cards once. A call while one is in flight asks for one more right after it, so a
+   * refresh requested after a decision never returns the list from before it.
+   */
+  refreshApprovals(): Promise<void>;
+  /** Each decision resolves true when the broker accepted it (its form may close). */
+  approve(ticket: number): Promise<boolean>;
+  reject(ticket: number, reason: string): Promise<boolean>;
+  cancel(ticket: number, reason: string): Promise<boolean>;
+  abandon(ticket: number, reason: string): Promise<boolean>;
+  attest(ticket: number, actionId: string, outcome: 'committed' | 'rejected', effect: Effect, basis: string): Promise<boolean>;
+  reconcile(ticket: number, actionId: string): Promise<boolean>;
+}
+
+const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
+
+export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSlice, [], [], ApprovalsSlice> {
+  return (set, get) => {
+    const dispatch = (event: ApprovalsEvent): void => set((state) => ({ approvalsView: approvalsReducer(state.approvalsView, event) }));
+    let inFlight: Promise<void> | null = null;
+    let again = false;
+    const reading = new Set<number>();
+
+    /** Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. */
+    const readClosures = (): void => {
+      for (const entry of closuresToRead(get().approvalsView)) {
+        const { ticket, action_id } = entry.card;
+        if (reading.has(ticket)) continue;
+        reading.add(ticket);
+        void api['actions.show']({ action_id })
+          .catch(bridgeFailed)
+          .then((reply) => dispatch({ type: 'closure_read', ticket, reply }))
+          .finally(() => reading.delete(ticket));
+      }
+    };
+
+    const listOnce = async (): Promise<void> => {
+      dispatch({ type: 'requested' });
+      const reply = await api['approvals.list']({}).catch(bridgeFailed);
+      dispatch({ type: 'received', reply });
+      readClosures();
+    };
+
+    const refreshApprovals = (): Promise<void> => {
+      if (inFlight !== null) {
+        again = true;
+        return inFlight;
+      }
+      inFlight = (async () => {
+        do {
+          again = false;
+          await listOnce();
+        } while (again);
+      })().finally(() => {
+        inFlight = null;
+      });
+      return inFlight;
+    };
+
+    /** One operator call on one card: busy while it runs, its result on the card, then a refresh. */
+    const decide = async <T>(ticket: number, call: string, send: () => Promise<Reply<T>>, message: (value: T) => string): Promise<boolean> => {
+      if (get().approvalsView.calls.busy[ticket] !== undefined) return false;
+      dispatch({ type: 'call_started', ticket, call });
+      const reply: Reply<T> = await send().catch(bridgeFailed);
+      dispatch({ type: 'call_finished', ticket, call, reply, message: reply.ok ? message(reply.value) : '' });
+      await refreshApprovals();
+      return reply.ok;
+    };
+
+    return {
+      approvalsView: initialApprovalsView,
+      refreshApprovals,
+      approve: (ticket) => decide(ticket, 'approve', () => api['approvals.approve']({ ticket }), () => `#${ticket} approved`),
+      reject: (ticket, reason) => decide(ticket, 'reject', () => api['approvals.reject']({ ticket, reason }), () => `#${ticket} rejected`),
+      cancel: (ticket, reason) => decide(ticket, 'cancel', () => api['approvals.cancel']({ ticket, reason }), () => `#${ticket} cancelled`),
+      abandon: (ticket, reason) => decide(ticket, 'abandon', () => api['approvals.abandon']({ ticket, reason }), () => `#${ticket} abandoned`),
+      attest: (ticket, actionId, outcome, effect, basis) =>
+        decide(ticket, 'attest', () => api['actions.attest']({ action_id: actionId, outcome, effect, basis }), () => `#${ticket} attested ${outcome} (${effect})`),
+      reconcile: (ticket, actionId) =>
+        decide(ticket, 'reconcile', () => api['actions.reconcile']({ action_id: actionId }), (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`),
+    };
+  };
+}

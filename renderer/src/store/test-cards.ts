@@ -1,0 +1,40 @@
+import type { ActionState, ActivityEvent, ApprovalCard, BrokerApi } from '../../../broker/contract/index.js';
+
+/** A plausible card for renderer tests; override what the case is about. */
+export function cardOf(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCard {
+  return {
+    ticket,
+    action_id: `act_test${String(ticket).padStart(8, '0')}`,
+    lane: 'doc-7',
+    channel: 'http',
+    approval: 'per_call',
+    state: 'pending',
+    waiting_for_ticket: null,
+    text: 'waiting for approval',
+    session: { session_id: 'ses_1', status: 'approved', pid: 4242, exe: '/usr/bin/node', cwd: '/home/ann/project', parent_exe: '/bin/bash', client_name: 'claude' },
+    target: 'route:docs',
+    method: 'POST',
+    path: '/docs/7',
+    query: [],
+    headers: [],
+    command: null,
+    body_preview: '{"marker":"x"}',
+    body_bytes: 14,
+    credential: 'docs-token',
+    request_fingerprint: `sha256:${'0'.repeat(64)}`,
+    accepted_at_ms: 1_700_000_000_000,
+    expires_at_ms: 1_700_000_300_000,
+    retry_of: null,
+    ...overrides,
+  };
+}
+
+type Shown = BrokerApi['actions.show']['output'];
+
+/**
+ * An actions.show answer with just what the closure reason reads (state fields, events). Cast, so
+ * the fixture does not have to follow every field the contract adds to the answer.
+ */
+export function shownAction(state: Partial<ActionState>, events: ActivityEvent[]): Shown {
+  return { state: { outcome: null, outcome_basis: null, code: null, stage: 'card_shown', ...state } as ActionState, queue: null, events } as Shown;
+}

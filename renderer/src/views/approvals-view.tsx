@@ -1,0 +1,100 @@
+import { useMemo } from 'react';
+import type { ClosedCard } from '../store/approvals-reducer.js';
+import { useAppStore } from '../store/app-store.js';
+import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
+import { ApprovalCardView, LinkedTickets } from './approval-card.js';
+
+/** The Approvals view: open cards grouped by lane in ticket order, then the cards that closed. */
+export function ApprovalsView() {
+  const view = useAppStore((state) => state.approvalsView);
+  const groups = useMemo(() => groupCardsByLane(view.cards), [view.cards]);
+  return (
+    <section className="panel" aria-labelledby="approvals-heading" data-testid="approvals-view">
+      <header className="panel-header">
+        <h2 id="approvals-heading">Approvals</h2>
+        <span className="muted" data-testid="approvals-count">
+          {view.replies === 0 ? 'loading…' : `${view.cards.length} open ${view.cards.length === 1 ? 'card' : 'cards'}`}
+        </span>
+      </header>
+      <p className="muted intro">
+        Cards wait in ticket order within their lane. Approving a later card never lets it overtake: it runs after the older tickets of its lane resolve.
+      </p>
+      {view.error !== null && (
+        <div className="error" role="alert" data-testid="approvals-error">
+          <strong>{view.error.code}</strong>
+          <span>{view.error.message}</span>
+          {view.replies > 1 && <span className="muted">Showing the last cards received.</span>}
+        </div>
+      )}
+      {view.replies > 0 && view.cards.length === 0 && view.error === null && (
+        <p className="empty" data-testid="approvals-empty">
+          Nothing waits for you. An agent's call that needs a decision shows up here.
+        </p>
+      )}
+      <div className={view.error !== null ? 'lanes stale' : 'lanes'}>
+        {groups.map((group) => (
+          <LaneSection key={group.lane ?? '(no lane)'} group={group} />
+        ))}
+      </div>
+      {view.closed.length > 0 && <ClosedCards closed={view.closed} />}
+    </section>
+  );
+}
+
+function LaneSection({ group }: { group: LaneGroup }) {
+  const name = group.lane ?? 'Reads outside lanes';
+  const headingId = `lane-${group.lane ?? 'none'}-heading`;
+  return (
+    <section className={group.blockedBy === null ? 'lane' : 'lane blocked'} aria-labelledby={headingId} data-testid={`lane-${group.lane ?? 'none'}`}>
+      <h3 id={headingId}>
+        {group.lane === null ? name : <>Lane {name}</>}
+        {group.blockedBy !== null && (
+          <span className="badge attention" data-testid={`lane-${group.lane ?? 'none'}-blocked`}>
+            blocked by #{group.blockedBy} (outcome unknown)
+          </span>
+        )}
+      </h3>
+      <ol className="cards">
+        {group.cards.map((card) => (
+          <li key={card.ticket}>
+            <ApprovalCardView card={card} blockedBy={group.blockedBy} />
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+/** A card never vanishes without its reason: closed cards stay listed here with what the journal says. */
+function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
+  return (
+    <section className="closed" aria-labelledby="closed-heading" data-testid="closed-cards">
+      <h3 id="closed-heading">Closed since this page opened</h3>
+      <ul>
+        {closed.map(({ card, reason, lookupError }) => (
+          <li key={card.ticket} data-testid={`closed-${card.ticket}`}>
+            <span className="closed-ticket">#{card.ticket}</span> <span className="muted">{card.lane ?? 'no lane'}</span>{' '}
+            <code>
+              {card.method ?? ''} {card.path ?? card.command ?? ''}
+            </code>{' '}
+            —{' '}
+            {reason === null ? (
+              <span className="muted">
+                closed; reading its recorded reason…{lookupError !== null && ` (last try: ${lookupError.code})`}
+              </span>
+            ) : (
+              <>
+                <strong data-testid={`closed-${card.ticket}-headline`}>{reason.headline}</strong>
+                {reason.detail !== '' && (
+                  <>
+                    : <LinkedTickets text={reason.detail} />
+                  </>
+                )}
+              </>
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

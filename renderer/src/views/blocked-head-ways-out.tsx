@@ -1,0 +1,116 @@
+import { useId, useState, type FormEvent } from 'react';
+import type { ApprovalCard, Effect } from '../../../broker/contract/index.js';
+import { useAppStore } from '../store/app-store.js';
+import { ReasonForm } from './reason-form.js';
+
+/** What a person may attest after a dispatch (never not_attempted: it was sent). */
+const effectsFor: Record<'committed' | 'rejected', Effect[]> = {
+  committed: ['succeeded', 'failed', 'partial_effect'],
+  rejected: ['rejected', 'no_effect'],
+};
+
+/** Why the retry button is there but off: the brief's first way out has no operator method yet. */
+export const retryUnavailable =
+  'Not available yet: the operator API has no method to retry an action with its idempotency key. Reconcile, attest what you know, or abandon it.';
+
+type OpenForm = 'abandon' | 'attest' | null;
+
+/**
+ * The ways out of a lane blocked by an unknown head (DESIGN §4): the next ticket is never released
+ * as if this one had failed, so a person settles it (reconcile, attest) or abandons it with a
+ * reason. Only what the operator API offers is enabled.
+ */
+export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: boolean }) {
+  const t = card.ticket;
+  const reconcile = useAppStore((state) => state.reconcile);
+  const abandon = useAppStore((state) => state.abandon);
+  const [open, setOpen] = useState<OpenForm>(null);
+  return (
+    <div className="ways-out" role="group" aria-label={`Ways out for blocked ticket #${t}`}>
+      <p className="ways-out-intro">
+        The outcome of #{t} is unknown, so its lane waits. Tickets behind it are not released as if it had failed.
+      </p>
+      {open === null && (
+        <div className="form-actions">
+          <button type="button" disabled title={retryUnavailable} aria-describedby={`retry-why-${t}`}>
+            Retry with the same key
+          </button>
+          <button type="button" disabled={busy} onClick={() => void reconcile(t, card.action_id)} title="Ask the remote what happened, through the route's lookup">
+            Reconcile
+          </button>
+          <button type="button" disabled={busy} onClick={() => setOpen('attest')} title="Record what you know happened, with your basis">
+            Attest…
+          </button>
+          <button type="button" className="danger" disabled={busy} onClick={() => setOpen('abandon')} title="Release the lane; the outcome stays unknown">
+            Abandon…
+          </button>
+          <span id={`retry-why-${t}`} className="visually-hidden">
+            {retryUnavailable}
+          </span>
+        </div>
+      )}
+      {open === 'abandon' && (
+        <ReasonForm
+          label={`Why abandon #${t}? The outcome stays unknown; the lane moves on.`}
+          submitLabel={`Abandon #${t}`}
+          busy={busy}
+          onSubmit={(reason) => abandon(t, reason)}
+          onClose={() => setOpen(null)}
+        />
+      )}
+      {open === 'attest' && <AttestForm card={card} busy={busy} onClose={() => setOpen(null)} />}
+    </div>
+  );
+}
+
+function AttestForm({ card, busy, onClose }: { card: ApprovalCard; busy: boolean; onClose(): void }) {
+  const attest = useAppStore((state) => state.attest);
+  const [outcome, setOutcome] = useState<'committed' | 'rejected'>('committed');
+  const [effect, setEffect] = useState<Effect>('succeeded');
+  const [basis, setBasis] = useState('');
+  const id = useId();
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (basis.trim() === '') return;
+    void attest(card.ticket, card.action_id, outcome, effect, basis.trim()).then((accepted) => {
+      if (accepted) onClose();
+    });
+  };
+  return (
+    <form className="reason-form" onSubmit={submit} aria-label={`Attest the outcome of #${card.ticket}`}>
+      <div className="inline-fields">
+        <label htmlFor={`${id}-outcome`}>Outcome</label>
+        <select
+          id={`${id}-outcome`}
+          value={outcome}
+          onChange={(event) => {
+            const next = event.target.value as 'committed' | 'rejected';
+            setOutcome(next);
+            setEffect(effectsFor[next][0] ?? 'no_effect');
+          }}
+        >
+          <option value="committed">committed (it happened)</option>
+          <option value="rejected">rejected (it did not)</option>
+        </select>
+        <label htmlFor={`${id}-effect`}>Effect</label>
+        <select id={`${id}-effect`} value={effect} onChange={(event) => setEffect(event.target.value as Effect)}>
+          {effectsFor[outcome].map((e) => (
+            <option key={e} value={e}>
+              {e}
+            </option>
+          ))}
+        </select>
+      </div>
+      <label htmlFor={`${id}-basis`}>How do you know? (recorded as your basis)</label>
+      <textarea id={`${id}-basis`} value={basis} maxLength={4000} rows={2} required onChange={(event) => setBasis(event.target.value)} />
+      <div className="form-actions">
+        <button type="submit" className="primary" disabled={busy || basis.trim() === ''}>
+          Attest #{card.ticket}
+        </button>
+        <button type="button" onClick={onClose} disabled={busy}>
+          Back
+        </button>
+      </div>
+    </form>
+  );
+}
