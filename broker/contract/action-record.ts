@@ -102,6 +102,8 @@ export const actionStateSchema = z.object({
   retry_generation: z.number().int().optional(),
   /** The latest retry lease; `open` until a classification lands after it. */
   lease: z.object({ generation: z.number().int(), holder: z.string(), expires_at_ms: z.number().int(), open: z.boolean() }).nullable().optional(),
+  /** The bound idempotency key's earliest safe expiry (PREFLIGHT_VALIDATED), so a restart can still say same_idempotency_key. */
+  key_expires_at_ms: z.number().int().nullable().optional(),
   first_seq: z.number().int(),
   last_seq: z.number().int(),
   accepted_at_ms: z.number().int(),

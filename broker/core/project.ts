@@ -79,6 +79,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'PREFLIGHT_VALIDATED':
       requireStage(event, state, ['accepted'], 'PREFLIGHT_VALIDATED follows ACTION_ACCEPTED');
       next.stage = 'validated';
+      if (event.payload.idempotency !== undefined) next.key_expires_at_ms = event.payload.idempotency.expires_at_ms;
       break;
     case 'PREFLIGHT_FAILED':
       requireStage(event, state, ['accepted'], 'PREFLIGHT_FAILED follows ACTION_ACCEPTED');

@@ -554,7 +554,7 @@ export class Journal {
     const events: NewEvent[] = [];
     for (const id of this.store.unrecordedActionIds()) {
       const state = this.store.loadState(id);
-      const event = state === undefined ? undefined : recoveryEvent(state);
+      const event = state === undefined ? undefined : recoveryEvent(state, this.clock.nowMs());
       if (event !== undefined) events.push(validateNewEvent(event));
     }
     for (let i = 0; i < events.length; i += this.batchEventsMax) {

@@ -68,6 +68,13 @@ describe('when the broker restarts after DISPATCH_STARTED with nothing classifie
     expect(recoveryEvent(stateAfter(prefix('httpApproved', 6)))?.classification?.retry).toBe('reconcile');
     expect(recoveryEvent(stateAfter(prefix('deadlineInFlight', 6)))?.classification?.retry).toBe('backoff');
   });
+
+  it('says same_idempotency_key while the bound key is within its earliest safe expiry at restart, reconcile once it passed or without a clock', () => {
+    const keyed = { ...stateAfter(prefix('httpApproved', 6)), key_expires_at_ms: 50_000 };
+    expect(recoveryEvent(keyed, 49_999)?.classification?.retry).toBe('same_idempotency_key');
+    expect(recoveryEvent(keyed, 50_000)?.classification?.retry).toBe('reconcile');
+    expect(recoveryEvent(keyed)?.classification?.retry).toBe('reconcile');
+  });
 });
 
 describe('when the action is already classified', () => {

@@ -6,8 +6,8 @@ import { classifyRestart } from '../core/index.js';
  * the record already says what is known. The decision is core's classifyRestart; the journal
  * appends the event through the normal commit path, so applyEvent still guards it.
  */
-export function recoveryEvent(state: ActionState): NewEvent | undefined {
-  const classification = classifyRestart(state);
+export function recoveryEvent(state: ActionState, nowMs?: number): NewEvent | undefined {
+  const classification = classifyRestart(state, nowMs);
   if (classification === undefined) return undefined;
   const latest = state.dispatch_seq === null ? undefined : state.attempts.at(-1);
   return {

@@ -178,7 +178,7 @@ async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: un
     throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issue?.message ?? 'invalid'}`, { field: issue === undefined ? '' : issue.path.map(String).join('.') });
   }
   const state = actionId.startsWith('act_') ? deps.journal.getAction(actionId) : undefined;
-  if (state === undefined || state.channel !== 'http') throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
+  if (state === undefined || state.channel !== 'http' || !retryVisible(deps, state)) throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
   const request = normalizeHttpRequest(parsed.data);
   const route = deps.config.routes.get(request.route);
   if (route === undefined || !state.target.startsWith(`route:${route.name} `)) throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
@@ -200,7 +200,18 @@ async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: un
   const bound: Bound = { actionId, route, request, fingerprint, idempotent: state.idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
   const subject = retrySubject(deps, bound);
   const answer = subject.fromRecord(state);
-  return retryWhileAllowed(deps, subject, answer, { kind: 'agent', id: state.session_id ?? 'agent' });
+  // Who asked is the calling session (after a restart, not the one that first sent it).
+  return retryWhileAllowed(deps, subject, answer, { kind: 'agent', id: deps.sessionId ?? state.session_id ?? 'agent' });
+}
+
+/**
+ * Whose action a session may retry: its own, or one whose session has ended (the same agent after
+ * a restart comes back as a new session). Never a live or revoked session's: another agent cannot
+ * resend what it did not send, even byte for byte.
+ */
+function retryVisible(deps: HttpActionDeps, state: ActionState): boolean {
+  if (deps.sessionId === undefined || state.session_id === null || state.session_id === deps.sessionId) return true;
+  return deps.journal.getSession(state.session_id)?.status === 'ended';
 }
 
 /** The idempotency binding the original journaled with PREFLIGHT_VALIDATED (the key the remote saw). */

@@ -179,6 +179,20 @@ describe('when every response is lost', () => {
   });
 });
 
+describe('when another session asks to retry an action', () => {
+  it('is NOT_FOUND while the owner session is not ended (another agent cannot resend what it did not send); the owner may', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
+    const first = await h.run(config, post, { sessionId: 'ses_owner_000001' });
+    const id = first.envelope.invocation_id;
+    await expect(h.run(config, { ...post, retry_of: id }, { sessionId: 'ses_other_000001' })).rejects.toMatchObject({ code: 'NOT_FOUND', field: 'retry_of' });
+    expect(target.requests).toHaveLength(1);
+    const own = await h.run(config, { ...post, retry_of: id }, { sessionId: 'ses_owner_000001' });
+    expect(own.envelope.error).toBeUndefined();
+    expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload.requested_by).toEqual({ kind: 'agent', id: 'ses_owner_000001' });
+  });
+});
+
 describe('when a worker pauses after taking its lease and the lease expires (competing workers)', () => {
   it('a second worker takes the next generation and sends; the resumed first worker is fenced before dispatch: exactly one retry reaches the target', async () => {
     await start('honours', 1);

@@ -1,0 +1,333 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { JournalEvent } from '../broker/contract/index.js';
+import { IdempotencyTarget, type IdempotencyBehaviour } from '../broker/testing/idempotency-target.js';
+import { DrillAgent, type ToolReply } from './support/drill-agent.js';
+import { laneCards, op, waitFor } from './support/drill.js';
+import { HoldingProxy } from './support/holding-proxy.js';
+import { PosternProcess } from './support/postern-process.js';
+import { RecoveryRig, waitForCount, within } from './support/recovery-rig.js';
+import { SdkAgent } from './support/sdk-agent.js';
+
+/**
+ * Issue 7, the release test for recovery across real restarts: a real `postern daemon`, real agent
+ * processes (MCP through `postern mcp`, and the SDK straight on the socket), the three scripted
+ * idempotency targets (broker/testing/idempotency-target.ts) each losing a response after the
+ * effect, and the daemon SIGKILLed while the target holds a request open — the automatic same-key
+ * retry, or a person's reconciliation lookup — then started again on the same data directory and
+ * unlocked again. Each case asserts the real effects at the target and every recorded outcome
+ * (the operator API's actions.show while it runs, the journal itself after a clean stop).
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'prestart-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const post = { route: 'docs', method: 'POST', path: '/releases', body: '{"release":"r-1"}', idempotency_key: 'key-r-1', timeout_ms: 60_000 };
+const target = 'route:docs POST /releases';
+
+const ofKind = <K extends JournalEvent['kind']>(events: JournalEvent[], kind: K): Array<Extract<JournalEvent, { kind: K }>> =>
+  events.filter((e): e is Extract<JournalEvent, { kind: K }> => e.kind === kind);
+
+/** Everything a case started, stopped in afterEach whatever happened. */
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => undefined);
+}, 60_000);
+
+async function openTarget(behaviour: IdempotencyBehaviour, options: { loseResponses?: number; hangLookups?: number }): Promise<IdempotencyTarget> {
+  const t = await IdempotencyTarget.start(behaviour, options);
+  cleanup.push(() => t.stop());
+  return t;
+}
+async function openRig(name: string, route: Parameters<typeof RecoveryRig.create>[2]): Promise<RecoveryRig> {
+  const rig = await RecoveryRig.create(scratch, name, route);
+  cleanup.push(() => rig.stop());
+  await rig.start();
+  return rig;
+}
+async function openAgent(rig: RecoveryRig, name: string): Promise<DrillAgent> {
+  const agent = await DrillAgent.start(rig.dataDir, name);
+  cleanup.push(() => agent.stop());
+  return agent;
+}
+
+/**
+ * Cases 1–3: the route retries automatically under the same key (budget 2, no backoff). The first
+ * response is lost after the effect; the automatic retry (generation 1) reaches the target and its
+ * answer is held; the daemon is killed with that retry in flight. After the restart the action must
+ * be unknown (BROKER_RESTARTED, never not_attempted) with generation 1 still recorded, and an
+ * agent's retry_of from a new agent process (same request, same key) takes generation 2 and commits.
+ */
+async function crashDuringSameKeyRetry(behaviour: IdempotencyBehaviour): Promise<{ rig: RecoveryRig; target: IdempotencyTarget; id: string }> {
+  const t = await openTarget(behaviour, { loseResponses: 1 });
+  const proxy = await HoldingProxy.start(t.port);
+  cleanup.push(() => proxy.stop());
+  proxy.holdNext = 1;
+  const rig = await openRig(`same-key-${behaviour}`, { port: proxy.port, retry: { attempts_max: 2, automatic: true, backoff_ms: 0 } });
+  const first = await openAgent(rig, `rr-${behaviour}-first`);
+
+  const call = first.call('http_request', post).reply;
+  await waitForCount(() => proxy.held.length, 1, 'the automatic retry, answered by the target and held');
+  const id = await rig.acceptedAction(target);
+
+  // In flight: attempt 1 recorded unknown, the lease of generation 1 live, attempt 2 dispatched.
+  const inFlight = await rig.show(id);
+  expect(inFlight.state).toMatchObject({ outcome: 'unknown', recorded: false, retry_generation: 1, retry_budget: 2, lease: { generation: 1, open: true } });
+  expect(inFlight.state.attempts.map((a) => a.n)).toEqual([1, 2]);
+  expect(inFlight.events.filter((e) => e.kind === 'OUTCOME_RECORDED').map((e) => e.outcome)).toEqual(['unknown']);
+  expect(t.requests.map((r) => [r.method, r.path, r.key, r.body])).toEqual([
+    ['POST', '/releases', 'key-r-1', post.body],
+    ['POST', '/releases', 'key-r-1', post.body],
+  ]);
+
+  const exit = await rig.crash();
+  expect(exit.signal).toBe('SIGKILL');
+  // The first agent's call ends with its connection (the shim exits with the socket): no answer.
+  await expect(within(call, 'the first agent call after the crash')).rejects.toThrow();
+  await first.stop();
+
+  await rig.start();
+  const recovered = await rig.show(id);
+  expect(recovered.state).toMatchObject({
+    outcome: 'unknown',
+    code: 'BROKER_RESTARTED',
+    phase: 'remote_execution',
+    effect: 'unknown_effect',
+    recorded: true,
+    retry_generation: 1,
+    retry_budget: 2,
+    lease: { generation: 1, open: false },
+  });
+  expect(recovered.events.map((e) => e.outcome)).not.toContain('not_attempted');
+  expect(recovered.events.filter((e) => e.kind === 'OUTCOME_RECORDED').map((e) => [e.outcome, e.code])).toEqual([
+    ['unknown', expect.any(String)],
+    ['unknown', 'BROKER_RESTARTED'],
+  ]);
+  // The evidence after the restart is what it was after the lost response: dispatched under a
+  // declared key within its retention, no answer. The disposition a resend depends on:
+  expect.soft(recovered.state.retry, 'the recovered retry disposition (classifyRestart)').toBe('same_idempotency_key');
+  return { rig, target: t, id };
+}
+
+/** The retry_of from a new agent process, and what the record and the target say afterwards. */
+async function retryOfCommits(rig: RecoveryRig, t: IdempotencyTarget, id: string, agentName: string, effects: number): Promise<void> {
+  const second = await openAgent(rig, agentName);
+  const reply: ToolReply = await within(second.call('http_request', { ...post, retry_of: id }).reply, 'the retry_of answer');
+  expect(reply.structuredContent?.error, JSON.stringify(reply.structuredContent)).toBeUndefined();
+  expect(reply.isError ?? false).toBe(false);
+  expect(reply.structuredContent).toMatchObject({ invocation_id: id, effect: 'succeeded', response: { status: 201 } });
+
+  const settled = await rig.show(id);
+  expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', retry_generation: 2, lease: { generation: 2, open: false } });
+  expect(settled.state.attempts.map((a) => a.n)).toEqual([1, 2, 3]);
+  expect(settled.released_by).toMatchObject({ kind: 'same_key_retry', outcome: 'committed', actor: { kind: 'agent' } });
+  expect(settled.events.filter((e) => e.kind === 'DISPATCH_STARTED')).toHaveLength(3);
+
+  // The real effects, and every request under the one key with the one body.
+  expect(t.effectsOf(post.body)).toBe(effects);
+  expect(t.requests).toHaveLength(3);
+  expect(t.requests.every((r) => r.key === 'key-r-1' && r.body === post.body)).toBe(true);
+
+  // Who asked for generation 2: the new agent process's own session.
+  const asking = (await op(rig.dataDir, 'sessions.list', {})).sessions.find((x) => x.client_name === agentName)?.session_id;
+  expect(asking).toBeDefined();
+
+  await second.stop();
+  await rig.stop();
+  const events = await rig.journalEvents(id);
+  expect(ofKind(events, 'DISPATCH_STARTED').map((e) => [e.payload.attempt, e.payload.generation])).toEqual([
+    [1, undefined],
+    [2, 1],
+    [3, 2],
+  ]);
+  expect(ofKind(events, 'RETRY_LEASED').map((e) => [e.payload.generation, e.payload.decision, e.payload.requested_by.kind])).toEqual([
+    [1, 'RETRY_SAME_KEY', 'broker'],
+    [2, 'RETRY_SAME_KEY', 'agent'],
+  ]);
+  const outcomes = [...ofKind(events, 'OUTCOME_RECORDED'), ...ofKind(events, 'RESULT_COMMITTED')].map((e) => [e.classification?.outcome, e.classification?.code ?? null]);
+  expect(outcomes).toEqual([
+    ['unknown', expect.any(String)],
+    ['unknown', 'BROKER_RESTARTED'],
+    ['committed', null],
+  ]);
+  expect(events.some((e) => e.classification?.outcome === 'not_attempted')).toBe(false);
+  // The record names the session that asked for the retry (docs/operator.md: `actor` — who asked),
+  // not the session that made the original call (whose process is gone by now).
+  expect(ofKind(events, 'RETRY_LEASED')[1]?.payload.requested_by, 'RETRY_LEASED generation 2 requested_by').toEqual({ kind: 'agent', id: asking });
+}
+
+describe('a restart in the middle of a same-key automatic retry', () => {
+  it('1. honouring target: unknown after the restart with generation 1 kept; the retry_of takes generation 2 and commits; one real effect, three dispatches', async () => {
+    const { rig, target: t, id } = await crashDuringSameKeyRetry('honours');
+    expect(t.effectsOf(post.body)).toBe(1);
+    await retryOfCommits(rig, t, id, 'rr-honours-second', 1);
+  }, 120_000);
+
+  it('2. ignoring target: every dispatched attempt under the one key applied its effect, and the record shows each of them', async () => {
+    const { rig, target: t, id } = await crashDuringSameKeyRetry('ignores');
+    // The lost first attempt and the in-flight retry: two effects before the restart.
+    expect(t.effectsOf(post.body)).toBe(2);
+    await retryOfCommits(rig, t, id, 'rr-ignores-second', 3);
+  }, 120_000);
+
+  it('3. 422 target: after the restart a retry_of with a changed body is refused locally and sends nothing; the same body commits; one real effect', async () => {
+    const { rig, target: t, id } = await crashDuringSameKeyRetry('rejects_changed');
+    const before = await rig.show(id);
+    const changed = await openAgent(rig, 'rr-rejects-changed');
+    const refused = await within(changed.call('http_request', { ...post, body: '{"release":"r-2"}', retry_of: id }).reply, 'the changed retry_of answer');
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({ invocation_id: null, error: { code: 'IDEMPOTENCY_MISMATCH', outcome: 'not_attempted', phase: 'validation' } });
+    expect(t.requests).toHaveLength(2);
+    expect((await rig.show(id)).events).toHaveLength(before.events.length);
+    await changed.stop();
+    await retryOfCommits(rig, t, id, 'rr-rejects-same', 1);
+  }, 120_000);
+});
+
+describe('a restart in the middle of a reconciliation lookup', () => {
+  it('4. the lookup is recorded unknown, the original stays unknown without a result; reconciling again commits it (remote_query) and releases its lane', async () => {
+    const t = await openTarget('honours', { loseResponses: 1, hangLookups: 1 });
+    const rig = await openRig('reconcile', { port: t.port });
+    const first = await openAgent(rig, 'rr-reco-first');
+    const lost = await within(first.call('http_request', post).reply, 'the lost-response answer');
+    expect(lost.structuredContent?.error).toMatchObject({ outcome: 'unknown', phase: 'remote_execution' });
+    const id = lost.structuredContent?.invocation_id ?? '';
+    const ticket = (await rig.show(id)).state.ticket ?? 0;
+    expect(ticket).toBeGreaterThan(0);
+    expect(t.effectsOf(post.body)).toBe(1);
+
+    // A person reconciles; the lookup reaches the target and hangs; the daemon is killed.
+    const cli = (args: string[]): PosternProcess => new PosternProcess([...args, '--data-dir', rig.dataDir]);
+    const asking = cli(['actions', 'reconcile', id, '--json']);
+    cleanup.push(() => asking.stop('SIGKILL'));
+    await waitForCount(() => t.requests.filter((r) => r.method === 'GET').length, 1, 'the lookup at the target');
+    expect(t.requests.at(-1)).toMatchObject({ method: 'GET', path: '/operations/key-r-1' });
+    const lookupId = await rig.acceptedAction('route:docs GET /operations/key-r-1');
+    expect((await rig.crash()).signal).toBe('SIGKILL');
+    const askingExit = await asking.exitWithin();
+    expect(askingExit.code, asking.stderr).not.toBe(0);
+    await first.stop();
+
+    await rig.start();
+    const lookup = await rig.show(lookupId);
+    expect(lookup.state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', lane: null, approval: 'none' });
+    expect(lookup.events.map((e) => e.outcome)).not.toContain('not_attempted');
+    const original = await rig.show(id);
+    expect(original.state).toMatchObject({ outcome: 'unknown', recorded: true });
+    expect(original.state.code).not.toBe('BROKER_RESTARTED');
+    expect(original.events.map((e) => e.kind)).not.toContain('RECONCILIATION_RESULT');
+    expect(original.released_by).toBeNull();
+
+    // A new write in the same lane waits behind the unknown head.
+    const second = await openAgent(rig, 'rr-reco-second');
+    const next = { ...post, body: '{"release":"r-2"}', idempotency_key: 'key-r-2' };
+    const behind = second.call('http_request', next).reply;
+    const cards = await waitFor(
+      () => laneCards(rig.dataDir, 'route:docs'),
+      (c) => c.some((x) => x.ticket > ticket && x.waiting_for_ticket === ticket),
+      'the new ticket waiting behind the unknown head',
+    );
+    expect(cards.find((c) => c.ticket === ticket)?.state).toBe('blocked_head');
+    expect(t.requests.filter((r) => r.body === next.body)).toHaveLength(0);
+
+    const again = cli(['actions', 'reconcile', id, '--json']);
+    const againExit = await again.exitWithin();
+    expect(againExit.code, again.stderr).toBe(0);
+    const result = JSON.parse(again.stdout) as { lookup_action_id: string; correlation: string; outcome: string; journal_seq: number };
+    expect(result).toMatchObject({ correlation: 'idempotency_token', outcome: 'committed' });
+    expect(result.lookup_action_id).not.toBe(lookupId);
+
+    const settled = await rig.show(id);
+    expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', source: 'remote_query' });
+    expect(settled.events.filter((e) => e.kind === 'RECONCILIATION_RESULT')).toHaveLength(1);
+    expect(settled.released_by).toMatchObject({ kind: 'reconciliation', source: 'remote_query', outcome: 'committed', seq: result.journal_seq });
+    expect((await rig.show(result.lookup_action_id)).state).toMatchObject({ outcome: 'committed', lane: null });
+
+    // The lane moved on: the waiting write was sent and committed.
+    const sent = await within(behind, 'the write behind the released head');
+    expect(sent.structuredContent?.error).toBeUndefined();
+    expect(sent.structuredContent).toMatchObject({ effect: 'succeeded', response: { status: 201 } });
+
+    expect(t.effectsOf(post.body)).toBe(1);
+    expect(t.effectsOf(next.body)).toBe(1);
+    expect(t.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /releases', 'GET /operations/key-r-1', 'GET /operations/key-r-1', 'POST /releases']);
+
+    await second.stop();
+    await rig.stop();
+    const events = await rig.journalEvents(id);
+    expect(ofKind(events, 'DISPATCH_STARTED')).toHaveLength(1);
+    expect(ofKind(events, 'RECONCILIATION_RESULT').map((e) => [e.payload.lookup_action_id, e.classification?.outcome, e.classification?.source])).toEqual([
+      [result.lookup_action_id, 'committed', 'remote_query'],
+    ]);
+    const lookupEvents = await rig.journalEvents(lookupId);
+    expect(ofKind(lookupEvents, 'ACTION_ACCEPTED')[0]?.payload.reconciles).toBe(id);
+    expect(ofKind(lookupEvents, 'OUTCOME_RECORDED').map((e) => [e.classification?.outcome, e.classification?.code])).toEqual([['unknown', 'BROKER_RESTARTED']]);
+  }, 120_000);
+});
+
+describe('a restart after a result was committed but never read', () => {
+  it('5. the caller stopped waiting before the answer; after a crash, fetch_result from the same agent process returns the stored result (same digest); the target saw one request', async () => {
+    const t = await openTarget('honours', {});
+    const proxy = await HoldingProxy.start(t.port);
+    cleanup.push(() => proxy.stop());
+    proxy.holdNext = 1;
+    const rig = await openRig('fetch-result', { port: proxy.port });
+    const agent = await SdkAgent.start(rig.dataDir, 'rr-sdk');
+    cleanup.push(() => agent.stop());
+    await agent.connect();
+
+    // The caller waits one second; the target's answer is held past it, so the call times out.
+    const call = agent.call('httpRequest', { ...post, timeout_ms: 1_000 });
+    await waitForCount(() => proxy.held.length, 1, 'the target answer, held');
+    const timedOut = await call;
+    // The wait's answer is the current envelope (dispatched, nothing recorded yet), error or not.
+    const envelope = 'error' in timedOut ? timedOut.error.envelope : timedOut.value;
+    expect(envelope).toMatchObject({ caller_disposition: 'timed_out', effect: 'unknown_effect', evidence: { dispatch_started: true } });
+    expect(envelope).not.toHaveProperty('response');
+    const id = String(envelope?.['invocation_id']);
+
+    // The answer arrives; the broker commits the result with nobody waiting for it.
+    proxy.release();
+    const committed = await waitFor(
+      () => rig.show(id),
+      (s) => s.state.outcome === 'committed' && s.state.result_digest !== null,
+      'the committed result',
+    );
+    expect(committed.events.map((e) => e.kind)).not.toContain('RESULT_DELIVERED');
+    const digest = committed.state.result_digest;
+
+    expect((await rig.crash()).signal).toBe('SIGKILL');
+    await rig.start();
+    const recovered = await rig.show(id);
+    expect(recovered.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', result_digest: digest, caller_disposition: 'timed_out' });
+    expect(recovered.events.map((e) => e.code)).not.toContain('BROKER_RESTARTED');
+
+    // The same agent process reconnects (its session is the process) and reads its result.
+    await agent.connect();
+    const fetched = await agent.call('fetchResult', id);
+    if ('error' in fetched) throw new Error(`fetch_result failed: ${fetched.error.code ?? ''} ${fetched.error.message}`);
+    expect(fetched.value).toMatchObject({ invocation_id: id, effect: 'succeeded', evidence: { result_digest: digest }, response: { status: 201, body: proxy.held[0]?.body } });
+    await waitFor(
+      () => rig.show(id),
+      (s) => s.events.some((e) => e.kind === 'RESULT_DELIVERED'),
+      'RESULT_DELIVERED after the fetch',
+    );
+    // Another agent process is another session: the action is not its to read.
+    const stranger = await SdkAgent.start(rig.dataDir, 'rr-sdk-stranger');
+    cleanup.push(() => stranger.stop());
+    await stranger.connect();
+    const foreign = await stranger.call('fetchResult', id);
+    expect('error' in foreign && foreign.error.code).toBe('NOT_FOUND');
+
+    expect(t.requests).toHaveLength(1);
+    expect(t.effectsOf(post.body)).toBe(1);
+    await agent.stop();
+    await stranger.stop();
+    await rig.stop();
+    const events = await rig.journalEvents(id);
+    expect(ofKind(events, 'DISPATCH_STARTED')).toHaveLength(1);
+    expect(ofKind(events, 'RESULT_COMMITTED').map((e) => e.payload.result_digest)).toEqual([digest]);
+    expect(ofKind(events, 'RESULT_DELIVERED')).toHaveLength(1);
+  }, 120_000);
+});
