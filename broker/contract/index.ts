@@ -8,4 +8,5 @@ export * from './action-record.js';
 export * from './envelope.js';
 export * from './operator-methods.js';
 export * from './operator-api.js';
+export * from './operator-vault-api.js';
 export * from './agent-api.js';

@@ -5,6 +5,7 @@ import type { ClosedSet } from './closed-set.js';
 import { Actor, EventKind } from './events.js';
 import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
+import { vaultApiSchemas } from './operator-vault-api.js';
 
 /** The broker's health as the operator API reports it. */
 export const brokerStatusSchema = z.object({
@@ -212,9 +213,16 @@ export const brokerApiSchemas = {
       session_id: z.string().max(80).optional(),
       lane: z.string().max(200).optional(),
       action_id: z.string().max(80).optional(),
+      /** Events whose own classification says this outcome (rows without one never match). */
+      outcome: z.enum(Outcome).optional(),
+      /** Events whose own classification carries this code. */
+      code: z.string().max(80).optional(),
+      /** Case-insensitive substring of the row as shown: kind, action, session, lane, ticket, outcome, code, summary. */
+      text: z.string().trim().min(1).max(200).optional(),
     }),
     output: z.object({ events: z.array(activityEventSchema), next_seq: z.number().int().nullable() }),
   },
+  ...vaultApiSchemas,
 } as const satisfies Record<BrokerApiMethod, { input: z.ZodType; output: z.ZodType }>;
 
 /**

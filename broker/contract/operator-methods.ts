@@ -17,8 +17,27 @@ export const brokerApiMethods = [
   'sessions.revoke',
   'activity.list',
   'metrics',
+  'vault.status',
+  'vault.unlock',
+  'vault.lock',
+  'credentials.list',
+  'credentials.add',
+  'credentials.remove',
+  'audit.verify',
+  'audit.last',
+  'config.show',
+  'config.edit',
 ] as const;
 export type BrokerApiMethod = (typeof brokerApiMethods)[number];
 
 /** Methods that only read: the HTTP host also answers them on GET with an empty input. */
-export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>(['status', 'approvals.list', 'sessions.list', 'metrics']);
+export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>([
+  'status',
+  'approvals.list',
+  'sessions.list',
+  'metrics',
+  'vault.status',
+  'credentials.list',
+  'audit.last',
+  'config.show',
+]);

@@ -1,10 +1,12 @@
 import { existsSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { brokerStatusSchema } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { createBrokerRuntime, readDataDirStatus } from './broker-runtime.js';
+import { controlSocketFileName } from './control-socket.js';
 
 let dir: TempDir;
 afterEach(() => dir.remove());
@@ -26,6 +28,31 @@ describe('the broker runtime', () => {
     await runtime.close();
     expect(runtime.status().journal.state).toBe('closed');
     expect(runtime.status().vault).toEqual({ state: 'locked' });
+  });
+
+  it('stopIntake closes the agent and control sockets (no new caller gets in) while the journal stays open for the drain; close still closes the rest', async () => {
+    dir = createTempDir();
+    const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const connects = (file: string): Promise<boolean> =>
+      new Promise((resolve) => {
+        const socket = createConnection(file);
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      });
+    expect(await connects(runtime.agentSocketPath)).toBe(true);
+    expect(existsSync(path.join(dir.path, controlSocketFileName))).toBe(true);
+    await runtime.stopIntake();
+    await runtime.stopIntake();
+    expect(await connects(runtime.agentSocketPath)).toBe(false);
+    expect(existsSync(path.join(dir.path, controlSocketFileName))).toBe(false);
+    expect(runtime.status().journal.state).toBe('open');
+    const script = actionPaths.httpApproved('act_runtime0000002');
+    await runtime.journal.append(script[0] as never);
+    await runtime.close();
+    expect(runtime.status().journal.state).toBe('closed');
   });
 
   it('when reopened after a stop mid-dispatch, recovery is counted and the action stays unknown, no longer in flight', async () => {

@@ -4,7 +4,7 @@ import pino, { type Logger } from 'pino';
 import { processAlive, startAgentSocket } from '../agent/index.js';
 import { HttpChannel } from '../channels/http/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
-import type { BrokerStatus } from '../contract/index.js';
+import { secretInputFields, type BrokerStatus } from '../contract/index.js';
 import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
@@ -16,6 +16,7 @@ import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
 import type { OperatorBroker } from './operator-broker.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
+import { createOperatorVault } from './operator-vault.js';
 import { startResultPurge } from './result-purge.js';
 
 export interface BrokerRuntimeOptions {
@@ -49,6 +50,11 @@ export interface BrokerRuntime {
   readonly config: PosternConfig;
   /** Where agents connect (MCP over a 0600 Unix socket in a 0700 directory). */
   readonly agentSocketPath: string;
+  /**
+   * Stops intake only: the control socket and the agent socket stop accepting and close their
+   * connections; actions already admitted run on (a host drains them before `close`). Idempotent.
+   */
+  stopIntake(): Promise<void>;
   /** Stops intake (agent socket, control socket), then closes the queue, vault and journal. */
   close(): Promise<void>;
 }
@@ -116,7 +122,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       },
     };
     const agentSocket = await startAgentSocket({ dataDir: options.dataDir, backend: agentBackend, logger, version: options.version });
-    closers.push(() => agentSocket.close());
+    const closeAgentSocket = once(() => agentSocket.close());
+    closers.push(closeAgentSocket);
 
     const status = (): BrokerStatus => {
       const stats = journal.stats();
@@ -152,6 +159,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'sessions.approve': (input) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),
+      ...createOperatorVault({ dataDir: options.dataDir, vault, config, clock, logger }),
     };
     const control = await startControlSocket({
       dataDir: options.dataDir,
@@ -159,8 +167,14 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       handlers: createOperatorHandlers(broker),
       refuseApiPeer: guard.refuse,
     });
-    closers.push(() => control.close());
+    const closeControl = once(() => control.close());
+    closers.push(closeControl);
+    const stopIntake = async (): Promise<void> => {
+      await closeControl();
+      await closeAgentSocket();
+    };
     return {
+      stopIntake,
       broker,
       status,
       journal,
@@ -176,10 +190,26 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   }
 }
 
+/** Runs `close` at most once; later calls wait for the first. */
+function once(close: () => Promise<void> | void): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => (closing ??= Promise.resolve().then(close));
+}
+
 /** Structured logs on stderr: ids and closed-set values only (the executors never log targets or secrets). */
 function brokerLogger(): Logger {
-  return pino({ name: 'postern', level: process.env['POSTERN_LOG_LEVEL'] ?? 'warn' }, pino.destination(2));
+  return pino({ name: 'postern', level: process.env['POSTERN_LOG_LEVEL'] ?? 'warn', redact: secretLogRedaction }, pino.destination(2));
 }
+
+/**
+ * Belt and braces: nothing logs an operator call's input, but if a line ever carried one, its
+ * secret fields (the contract's `secretInputFields`: a passphrase, a credential's value) are
+ * censored at any of the first three levels of the logged object.
+ */
+export const secretLogRedaction = {
+  paths: secretInputFields.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
+  censor: '[redacted]',
+};
 
 function operatorName(): string {
   try {

@@ -41,3 +41,78 @@ describe('actions.show: released_by', () => {
     expect(show('act_plain_00001').released_by).toBeNull();
   });
 });
+
+/** activity.list against a real journal file: every filter keeps the journal's own positions and pages on by seq. */
+describe('activity.list: filters by outcome, code and text keep the original seq', () => {
+  let temp: TempJournal;
+  let reads: ReturnType<typeof createOperatorReads>;
+  beforeEach(async () => {
+    temp = await openTempJournal();
+    reads = createOperatorReads(temp.journal, { position: () => null, isConnected: () => false });
+    // Four actions, interleaved in the log by whole paths: ok, 500, rejected, preflight failure.
+    await temp.journal.appendBatch(actionPaths.httpNoApproval('act_ok_00000001'));
+    await temp.journal.appendBatch(actionPaths.http500('act_500_0000001'));
+    await temp.journal.appendBatch(actionPaths.rejectedByPerson('act_rej_0000001'));
+    await temp.journal.appendBatch(actionPaths.preflightFailed('act_pre_0000001'));
+  });
+  afterEach(() => temp.dispose());
+
+  const list = (input: Parameters<(typeof reads)['activity.list']>[0]) =>
+    brokerApiSchemas['activity.list'].output.parse(reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)));
+  const allRows = () => list({ limit: 500 }).events;
+
+  it('when filtering by outcome, returns exactly the classified rows with that outcome, at their original seq', () => {
+    const expected = allRows().filter((e) => e.outcome === 'not_attempted');
+    const got = list({ outcome: 'not_attempted' });
+    expect(got.events.map((e) => e.kind)).toEqual(['REJECTED', 'PREFLIGHT_FAILED']);
+    expect(got.events.map((e) => e.seq)).toEqual(expected.map((e) => e.seq));
+    expect(got.next_seq).toBeNull();
+  });
+
+  it('when filtering by code, matches the row code only', () => {
+    const got = list({ code: 'REMOTE_ERROR_STATUS' }).events;
+    expect(got).toHaveLength(1);
+    expect(got[0]).toMatchObject({ kind: 'RESULT_COMMITTED', action_id: 'act_500_0000001', code: 'REMOTE_ERROR_STATUS' });
+    expect(list({ code: 'NO_SUCH_CODE' }).events).toEqual([]);
+  });
+
+  it('when filtering by text, matches case-insensitively across the shown fields', () => {
+    expect(list({ text: 'NOT THIS WEEK' }).events.map((e) => e.action_id)).toEqual(['act_rej_0000001']);
+    const byAction = list({ text: 'act_pre' }).events;
+    expect(byAction.map((e) => e.seq)).toEqual(allRows().filter((e) => e.action_id === 'act_pre_0000001').map((e) => e.seq));
+  });
+
+  it('when a filtered page is full, next_seq pages on by position and the pages join without gaps or repeats', () => {
+    const first = list({ text: 'act_', limit: 3 });
+    expect(first.events).toHaveLength(3);
+    expect(first.next_seq).toBe((first.events.at(-1)?.seq ?? 0) + 1);
+    const rest: number[] = [];
+    for (let from = first.next_seq; from !== null; ) {
+      const page = list({ text: 'act_', limit: 3, from_seq: from });
+      rest.push(...page.events.map((e) => e.seq));
+      from = page.next_seq;
+    }
+    expect([...first.events.map((e) => e.seq), ...rest]).toEqual(allRows().map((e) => e.seq));
+  });
+
+  it('when unfiltered, pages of any size join into the whole log in seq order, the last one saying the end', () => {
+    const all = allRows().map((e) => e.seq);
+    const joined: number[] = [];
+    let pages = 0;
+    for (let from: number | null = 1; from !== null; pages += 1) {
+      const page = list({ from_seq: from, limit: 7 });
+      expect(page.events.length).toBeLessThanOrEqual(7);
+      joined.push(...page.events.map((e) => e.seq));
+      from = page.next_seq;
+    }
+    expect(joined).toEqual(all);
+    expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
+    expect(pages).toBe(Math.ceil(all.length / 7) + (all.length % 7 === 0 ? 1 : 0));
+  });
+
+  it('combines filters (lane and outcome) and refuses an unknown outcome at the schema', () => {
+    expect(list({ lane: 'lane-a', outcome: 'committed' }).events.map((e) => e.action_id)).toEqual(['act_ok_00000001', 'act_500_0000001']);
+    expect(brokerApiSchemas['activity.list'].input.safeParse({ outcome: 'maybe' }).success).toBe(false);
+    expect(brokerApiSchemas['activity.list'].input.safeParse({ text: '   ' }).success).toBe(false);
+  });
+});

@@ -6,6 +6,8 @@ import type { OperatorQueue } from '../ports/index.js';
 /** Activity pages are bounded; the view pages on by `next_seq` (keyset paging on the journal position). */
 export const activityPageMax = 500;
 const scanRowsMax = 20_000;
+/** Rows read per step of a filtered scan (the journal's own page bound). */
+const scanPageRows = 512;
 
 /**
  * The read-only operator methods, projected from the journal: an action's state and its events,
@@ -36,23 +38,41 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
       const events: ActivityEvent[] = [];
       let next = input.from_seq ?? 1;
       let scanned = 0;
+      // Unfiltered, every row read is returned: read just the page asked for (each row is decrypted).
+      const filtered = [input.session_id, input.lane, input.action_id, input.outcome, input.code, input.text].some((f) => f !== undefined);
+      const readRows = filtered ? scanPageRows : limit;
       // Scan forward page by page until the filtered page is full, the log ends, or the scan bound.
       for (;;) {
-        const page = journal.eventsPage(next, 512);
+        const page = journal.eventsPage(next, readRows);
         for (const row of page) {
           scanned += 1;
           next = row.seq + 1;
           if (input.session_id !== undefined && row.session_id !== input.session_id) continue;
           if (input.lane !== undefined && row.lane !== input.lane) continue;
           if (input.action_id !== undefined && row.action_id !== input.action_id) continue;
-          events.push(activityRow(row));
+          const shown = activityRow(row);
+          if (!matchesShownRow(shown, input)) continue;
+          events.push(shown);
           if (events.length >= limit) return { events, next_seq: next };
         }
-        if (page.length < 512) return { events, next_seq: null };
+        if (page.length < readRows) return { events, next_seq: null };
         if (scanned >= scanRowsMax) return { events, next_seq: next };
       }
     },
   };
+}
+
+/**
+ * The filters that test the row as shown (outcome, code and text come from the decrypted event, so
+ * they apply after activityRow; a sealed row has neither outcome nor code and only its header text).
+ */
+function matchesShownRow(row: ActivityEvent, input: OperatorInput<'activity.list'>): boolean {
+  if (input.outcome !== undefined && row.outcome !== input.outcome) return false;
+  if (input.code !== undefined && row.code !== input.code) return false;
+  if (input.text === undefined) return true;
+  const needle = input.text.toLowerCase();
+  const haystack = [row.kind, row.action_id, row.session_id ?? '', row.lane ?? '', row.ticket === null ? '' : `#${row.ticket}`, row.outcome ?? '', row.code ?? '', row.summary];
+  return haystack.some((field) => field.toLowerCase().includes(needle));
 }
 
 /** One event as a row people can read: closed-set values and ids only, never payload text. */

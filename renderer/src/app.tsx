@@ -1,10 +1,19 @@
-import { useState, type KeyboardEvent } from 'react';
+import { useEffect, useState, type KeyboardEvent } from 'react';
 import { useAppStore } from './store/app-store.js';
 import { needsDecision } from './store/card-groups.js';
+import type { HashRoute } from './store/hash-route.js';
 import { pendingSessionCount } from './store/sessions-reducer.js';
+import { ActionDetailView } from './views/action-detail-view.js';
+import { ActivityView } from './views/activity-view.js';
 import { ApprovalsView } from './views/approvals-view.js';
+import { CredentialsView } from './views/credentials-view.js';
+import { IntegrityBanner } from './views/integrity-banner.js';
+import { RoutesView } from './views/routes-view.js';
+import { VaultLockedHint, VaultView } from './views/vault-view.js';
+import { MetricsView } from './views/metrics-view.js';
 import { SessionsView } from './views/sessions-view.js';
 import { StatusPanel } from './views/status-panel.js';
+import { useHashRoute } from './views/use-hash-route.js';
 import { usePolling } from './views/use-polling.js';
 
 /**
@@ -12,11 +21,18 @@ import { usePolling } from './views/use-polling.js';
  * app polls; half a second keeps "approved, waiting for #42" and a new card close to live.
  */
 export const queueRefreshMs = 500;
+/** How often the shell re-reads the vault's state. */
+export const vaultRefreshMs = 2_000;
 
 const tabs = [
   { id: 'approvals', label: 'Approvals' },
   { id: 'sessions', label: 'Sessions' },
+  { id: 'activity', label: 'Activity' },
+  { id: 'metrics', label: 'Metrics' },
   { id: 'status', label: 'Status' },
+  { id: 'vault', label: 'Vault' },
+  { id: 'credentials', label: 'Credentials' },
+  { id: 'routes', label: 'Routes & hosts' },
 ] as const;
 type TabId = (typeof tabs)[number]['id'];
 
@@ -28,15 +44,29 @@ type TabId = (typeof tabs)[number]['id'];
 const initialTab: TabId = 'status';
 
 export function App() {
-  const [tab, setTab] = useState<TabId>(initialTab);
+  const route = useHashRoute();
+  const [tab, setTabState] = useState<TabId>(() => routeTab(route) ?? initialTab);
+  // #/<tab> selects a tab; #/action/<id> shows one action's detail over the tab it was opened from.
+  useEffect(() => {
+    const named = routeTab(route);
+    if (named !== null) setTabState(named);
+  }, [route]);
+  const setTab = (id: TabId) => {
+    setTabState(id);
+    // Once the address names a view, it keeps naming the one shown (links, reload, back).
+    if (route.kind !== 'none') window.location.hash = `#/${id}`;
+  };
   const refreshApprovals = useAppStore((state) => state.refreshApprovals);
   const refreshSessions = useAppStore((state) => state.refreshSessions);
   // Both are polled whichever tab is shown, so the tabs' badges stay current.
   usePolling(refreshApprovals, queueRefreshMs);
   usePolling(refreshSessions, queueRefreshMs);
+  // The vault's state drives the Approvals hint and the Vault tab; it changes rarely (unlock, lock, idle).
+  const refreshVault = useAppStore((state) => state.refreshVault);
+  usePolling(refreshVault, vaultRefreshMs);
   const decisions = useAppStore((state) => state.approvalsView.cards.filter(needsDecision).length);
   const pendingSessions = useAppStore((state) => pendingSessionCount(state.sessionsView.sessions));
-  const badges: Record<TabId, number> = { approvals: decisions, sessions: pendingSessions, status: 0 };
+  const badges: Record<TabId, number> = { approvals: decisions, sessions: pendingSessions, status: 0, activity: 0, metrics: 0, vault: 0, credentials: 0, routes: 0 };
 
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
     const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
@@ -75,11 +105,24 @@ export function App() {
           ))}
         </div>
       </header>
+      <IntegrityBanner />
       <main id={`panel-${tab}`} role="tabpanel" aria-labelledby={`tab-${tab}`}>
-        {tab === 'approvals' && <ApprovalsView />}
-        {tab === 'sessions' && <SessionsView />}
-        {tab === 'status' && <StatusPanel />}
+        {route.kind === 'action' && <ActionDetailView actionId={route.actionId} backHref={`#/${tab}`} backLabel={tabs.find((t) => t.id === tab)?.label ?? 'Back'} />}
+        {route.kind !== 'action' && tab === 'approvals' && <VaultLockedHint />}
+        {route.kind !== 'action' && tab === 'approvals' && <ApprovalsView />}
+        {route.kind !== 'action' && tab === 'sessions' && <SessionsView />}
+        {route.kind !== 'action' && tab === 'status' && <StatusPanel />}
+        {route.kind !== 'action' && tab === 'activity' && <ActivityView />}
+        {route.kind !== 'action' && tab === 'metrics' && <MetricsView />}
+        {route.kind !== 'action' && tab === 'vault' && <VaultView />}
+        {route.kind !== 'action' && tab === 'credentials' && <CredentialsView />}
+        {route.kind !== 'action' && tab === 'routes' && <RoutesView />}
       </main>
     </div>
   );
+}
+
+function routeTab(route: HashRoute): TabId | null {
+  if (route.kind !== 'tab') return null;
+  return tabs.find((t) => t.id === route.tab)?.id ?? null;
 }

@@ -1,12 +1,19 @@
 import { createContext, useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
+import { createActionDetailSlice, type ActionDetailSlice } from './action-detail-slice.js';
+import { createActivitySlice, type ActivitySlice } from './activity-slice.js';
 import { createApprovalsSlice, type ApprovalsSlice } from './approvals-slice.js';
+import { createMetricsSlice, type MetricsSlice } from './metrics-slice.js';
 import { createSessionsSlice, type SessionsSlice } from './sessions-slice.js';
 import { createStatusSlice, type StatusSlice } from './status-slice.js';
+import { createConfigSlice, type ConfigSlice } from './config-slice.js';
+import { createCredentialsSlice, type CredentialsSlice } from './credentials-slice.js';
+import { createIntegritySlice, type IntegritySlice } from './integrity-slice.js';
+import { createVaultSlice, type VaultSlice } from './vault-slice.js';
 
-/** The whole renderer state: one slice per concern (activity joins later). */
-export type AppState = StatusSlice & ApprovalsSlice & SessionsSlice;
+/** The whole renderer state: one slice per concern. */
+export type AppState = StatusSlice & ApprovalsSlice & SessionsSlice & ActivitySlice & ActionDetailSlice & MetricsSlice & VaultSlice & CredentialsSlice & IntegritySlice & ConfigSlice;
 export type AppStore = StoreApi<AppState>;
 
 export function createAppStore(api: OperatorApi): AppStore {
@@ -14,6 +21,13 @@ export function createAppStore(api: OperatorApi): AppStore {
     ...createStatusSlice(api)(...args),
     ...createApprovalsSlice(api)(...args),
     ...createSessionsSlice(api)(...args),
+    ...createActivitySlice(api)(...args),
+    ...createActionDetailSlice(api)(...args),
+    ...createMetricsSlice(api)(...args),
+    ...createVaultSlice(api)(...args),
+    ...createCredentialsSlice(api)(...args),
+    ...createIntegritySlice(api)(...args),
+    ...createConfigSlice(api)(...args),
   }));
 }
 

@@ -3,6 +3,7 @@ import type { ApprovalCard } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
+import { actionHref } from '../store/hash-route.js';
 import type { CallResult } from '../store/operator-call.js';
 import { BlockedHeadWaysOut } from './blocked-head-ways-out.js';
 import { ReasonForm } from './reason-form.js';
@@ -214,7 +215,9 @@ function CardFacts({ card }: { card: ApprovalCard }) {
       </dd>
       <dt>Action</dt>
       <dd>
-        <code>{card.action_id}</code>
+        <a href={actionHref(card.action_id)} title="Open this action's detail: orders, chronology, evidence" data-testid={`card-${card.ticket}-detail`}>
+          <code>{card.action_id}</code>
+        </a>
         <span className="muted" title={card.request_fingerprint}>
           {' '}
           · fingerprint {card.request_fingerprint.slice(7, 19)}…

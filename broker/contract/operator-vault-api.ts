@@ -1,0 +1,172 @@
+import { z } from 'zod';
+
+/**
+ * The operator API's vault, credential, integrity and configuration methods (issue #8). Merged
+ * into `brokerApiSchemas` (operator-api.ts). Two fields carry secrets: `vault.unlock.passphrase`
+ * and `credentials.add.secret`. They are bounded here, go only into the vault (never returned,
+ * logged or journaled: `secretInputFields` names them for log redaction), and zod's messages for
+ * them never quote the value. Why they may travel over the loopback HTTP host: docs/operator.md.
+ */
+
+/** Mirrors broker/ports' credentialKinds (the contract imports nothing of ours; a test keeps them equal). */
+export const operatorCredentialKinds = ['bearer', 'header', 'basic', 'query', 'ssh_key'] as const;
+
+/** The vault's own bounds (broker/vault): a passphrase is at most 1 KiB. */
+export const passphraseCharsMax = 1_024;
+/**
+ * A secret through the operator API is at most 16 Ki characters (an SSH private key fits): the
+ * HTTP host reads at most 64 KiB of JSON, and a UTF-8, JSON-escaped secret must fit in it. Larger
+ * secrets (up to the vault's 64 KiB) go through `postern vault add --from-stdin`.
+ */
+export const operatorSecretCharsMax = 16 * 1_024;
+
+/** Input fields that hold secrets, by method: the logger redacts these paths, wherever they appear. */
+export const secretInputFields = ['passphrase', 'secret'] as const;
+
+const vaultStateSchema = z.enum(['uninitialized', 'locked', 'unlocked']);
+const credentialName = z.string().min(1).max(64);
+
+/** What anyone may know about a credential: never its secret. */
+export const credentialSummarySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.enum(operatorCredentialKinds),
+  version_tag: z.string(),
+  bindings: z.array(z.string()),
+  header: z.string().optional(),
+  param: z.string().optional(),
+  /** kind header: the value template around `{secret}` (the placeholder, never the value). */
+  template: z.string().optional(),
+});
+export type CredentialSummary = z.infer<typeof credentialSummarySchema>;
+
+/**
+ * One run of the offline verifier (`postern audit verify`, broker/audit/verify-journal.ts) over the
+ * live journal file, and when it ran. `ok: false` names the first bad append position (`seq`, null
+ * when the damage is not a row: a missing table, a bad key) and the verifier's code.
+ */
+export const auditVerifyResultSchema = z.discriminatedUnion('ok', [
+  z.object({
+    ok: z.literal(true),
+    checked_at_ms: z.number().int(),
+    events: z.number().int().nonnegative(),
+    root: z.string(),
+    checkpoints: z.number().int().nonnegative(),
+    last_checkpoint_size: z.number().int().nonnegative(),
+    unsigned_tail: z.number().int().nonnegative(),
+  }),
+  z.object({
+    ok: z.literal(false),
+    checked_at_ms: z.number().int(),
+    code: z.string(),
+    seq: z.number().int().nullable(),
+    message: z.string(),
+  }),
+]);
+export type AuditVerifyResult = z.infer<typeof auditVerifyResultSchema>;
+
+/** A route as loaded at start, for reading: its credential by name only. */
+export const routeSummarySchema = z.object({
+  name: z.string(),
+  base_url: z.string(),
+  credential: z.string(),
+  injection: z.string(),
+  approval: z.string(),
+  methods: z.array(z.string()),
+  lanes: z.array(z.object({ methods: z.array(z.string()), path: z.string(), lane: z.string() })),
+  idempotency_header: z.string().nullable(),
+  lookup: z.string().nullable(),
+  retry_automatic: z.boolean(),
+  tls_pinned: z.boolean(),
+});
+export type RouteSummary = z.infer<typeof routeSummarySchema>;
+
+export const sshHostSummarySchema = z.object({
+  name: z.string(),
+  host: z.string(),
+  port: z.number().int(),
+  user: z.string(),
+  credential: z.string(),
+  /** `accept_new`, or how many fingerprints are pinned. */
+  host_key: z.string(),
+  approval: z.string(),
+  lane: z.string().nullable(),
+  commands: z.number().int().nonnegative(),
+});
+export type SshHostSummary = z.infer<typeof sshHostSummarySchema>;
+
+const configName = z.string().min(1).max(64);
+const approvalMode = z.enum(['none', 'session', 'per_call']);
+
+/**
+ * One edit of postern.yaml: add or remove a route or an SSH host entry. The host applies it to the
+ * file through the `yaml` library (comments kept), checks the whole result with the configuration
+ * schema, and writes it atomically; the running broker keeps what it loaded at start. Only the basic
+ * fields are offered; lanes, idempotency, lookups and TLS stay in the file.
+ */
+export const configEditSchema = z.discriminatedUnion('op', [
+  z.strictObject({
+    op: z.literal('add_route'),
+    route: z.strictObject({
+      name: configName,
+      base_url: z.string().min(1).max(2048),
+      credential: z.string().min(1).max(200),
+      injection: z.enum(['bearer', 'header', 'basic', 'query']),
+      approval: approvalMode,
+      methods: z.array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])).min(1).max(7).optional(),
+    }),
+  }),
+  z.strictObject({ op: z.literal('remove_route'), name: configName }),
+  z.strictObject({
+    op: z.literal('add_ssh_host'),
+    host: z.strictObject({
+      name: configName,
+      host: z.string().min(1).max(253),
+      port: z.number().int().min(1).max(65_535).optional(),
+      user: z.string().min(1).max(64),
+      credential: z.string().min(1).max(200),
+      /** accept_new, or pinned fingerprints (SHA256:…). */
+      host_key: z.union([z.literal('accept_new'), z.strictObject({ pinned: z.array(z.string().min(1).max(100)).min(1).max(8) })]),
+      approval: approvalMode,
+    }),
+  }),
+  z.strictObject({ op: z.literal('remove_ssh_host'), name: configName }),
+]);
+export type ConfigEdit = z.infer<typeof configEditSchema>;
+
+export const vaultApiSchemas = {
+  'vault.status': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.number().int().nonnegative() }) },
+  'vault.unlock': {
+    input: z.strictObject({ passphrase: z.string().min(1).max(passphraseCharsMax) }),
+    output: z.object({ state: vaultStateSchema }),
+  },
+  'vault.lock': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema }) },
+  'credentials.list': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.array(credentialSummarySchema) }) },
+  'credentials.add': {
+    input: z.strictObject({
+      name: credentialName,
+      kind: z.enum(operatorCredentialKinds),
+      secret: z.string().min(1).max(operatorSecretCharsMax),
+      bindings: z.array(z.string().min(1).max(255)).max(32),
+      header: z.string().min(1).max(128).optional(),
+      template: z.string().min(1).max(1_024).optional(),
+      param: z.string().min(1).max(128).optional(),
+    }),
+    output: credentialSummarySchema,
+  },
+  'credentials.remove': { input: z.strictObject({ name: credentialName }), output: z.object({ name: z.string(), removed: z.literal(true) }) },
+  'audit.verify': { input: z.strictObject({}), output: auditVerifyResultSchema },
+  'audit.last': { input: z.strictObject({}), output: z.object({ last: auditVerifyResultSchema.nullable() }) },
+  'config.show': {
+    input: z.strictObject({}),
+    output: z.object({
+      /** The file read at start (null: none existed, so no routes); edits apply at the next start. */
+      file: z.string().nullable(),
+      routes: z.array(routeSummarySchema),
+      ssh_hosts: z.array(sshHostSummarySchema),
+      /** True once `config.edit` wrote the file: what it holds now applies at the next start, not to this broker. */
+      edited_since_start: z.boolean(),
+    }),
+  },
+  'config.edit': { input: configEditSchema, output: z.object({ file: z.string(), routes: z.array(z.string()), ssh_hosts: z.array(z.string()), applies: z.literal('next_start') }) },
+} as const;

@@ -1,0 +1,195 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { verifyJournal } from '../audit/verify-journal.js';
+import { CodedError, type AuditVerifyResult, type BrokerApi, type CredentialSummary, type RouteSummary, type SshHostSummary } from '../contract/index.js';
+import { configFileName, type PosternConfig } from '../config/index.js';
+import { journalFileName } from '../journal/index.js';
+import type { Clock, CredentialInfo } from '../ports/index.js';
+import type { Vault } from '../vault/index.js';
+import { editConfigFile } from './edit-config-file.js';
+import type { OperatorBroker } from './operator-broker.js';
+
+type VaultMethods =
+  | 'vault.status'
+  | 'vault.unlock'
+  | 'vault.lock'
+  | 'credentials.list'
+  | 'credentials.add'
+  | 'credentials.remove'
+  | 'audit.verify'
+  | 'audit.last'
+  | 'config.show'
+  | 'config.edit';
+
+export interface OperatorVaultDeps {
+  dataDir: string;
+  vault: Vault;
+  config: PosternConfig;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * The operator methods over the vault, the journal's integrity and the loaded configuration. The
+ * secret a person types (a passphrase, a credential's value) becomes bytes that go into the vault
+ * and are zeroed after; no reply, log line or journal event carries it (the JS string the request
+ * arrived as cannot be zeroed and lives until collected, as on the control socket).
+ */
+export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroker, VaultMethods> {
+  const { vault, clock, logger } = deps;
+  const dbPath = path.join(deps.dataDir, journalFileName);
+  let last: AuditVerifyResult | null = null;
+  let running: Promise<AuditVerifyResult> | undefined;
+  // The file the next start reads: the one loaded (or --config), else the data directory's default.
+  const configFile = deps.config.file ?? path.join(deps.dataDir, configFileName);
+  let editedSinceStart = false;
+
+  /** One verification at a time: a click while one runs gets that run's result. */
+  const verify = (): Promise<AuditVerifyResult> => {
+    running ??= (async () => {
+      try {
+        const report = await verifyJournal({ dbPath });
+        const checkedAtMs = clock.nowMs();
+        last = report.ok
+          ? {
+              ok: true,
+              checked_at_ms: checkedAtMs,
+              events: report.events,
+              root: report.root,
+              checkpoints: report.checkpoints,
+              last_checkpoint_size: report.last_checkpoint_size,
+              unsigned_tail: report.unsigned_tail,
+            }
+          : { ok: false, checked_at_ms: checkedAtMs, code: report.code, seq: report.seq, message: report.message };
+        // Closed-set values and positions only; the report carries no event content.
+        logger.info({ ok: report.ok, code: report.ok ? undefined : report.code, seq: report.ok ? undefined : report.seq }, 'audit verify (operator)');
+        return last;
+      } finally {
+        running = undefined;
+      }
+    })();
+    return running;
+  };
+
+  return {
+    'vault.status': () => ({ state: vault.state(), credentials: vault.list().length }),
+    'vault.unlock': async (input) => {
+      const passphrase = Buffer.from(input.passphrase, 'utf8');
+      try {
+        await vault.unlock(passphrase);
+      } finally {
+        passphrase.fill(0);
+      }
+      logger.info('vault unlocked (operator)');
+      return { state: vault.state() };
+    },
+    'vault.lock': () => {
+      vault.lock('operator');
+      logger.info('vault locked (operator)');
+      return { state: vault.state() };
+    },
+    'credentials.list': () => ({ state: vault.state(), credentials: vault.list().map(summary) }),
+    'credentials.add': async (input) => {
+      const secret = Buffer.from(input.secret, 'utf8');
+      try {
+        const info = await vault.add({
+          name: input.name,
+          kind: input.kind,
+          secret,
+          bindings: input.bindings,
+          ...(input.header === undefined ? {} : { header: input.header }),
+          ...(input.template === undefined ? {} : { template: input.template }),
+          ...(input.param === undefined ? {} : { param: input.param }),
+        });
+        vault.touch();
+        logger.info({ credential_id: info.id, kind: info.kind, version_tag: info.version_tag }, 'credential added (operator)');
+        return summary(info);
+      } finally {
+        secret.fill(0);
+      }
+    },
+    'credentials.remove': async (input) => {
+      await vault.remove(input.name);
+      logger.info('credential removed (operator)');
+      return { name: input.name, removed: true as const };
+    },
+    'audit.verify': () => verify(),
+    'audit.last': () => ({ last }),
+    'config.show': () => ({ ...showConfig(deps.config), edited_since_start: editedSinceStart }),
+    'config.edit': (input) => {
+      if (input.op === 'add_route') refuseNameOnlyBinding(input.route, vault.list());
+      const edited = editConfigFile(configFile, input);
+      editedSinceStart = true;
+      logger.info({ op: input.op }, 'configuration file edited (operator); applies at the next start');
+      return { ...edited, applies: 'next_start' as const };
+    },
+  };
+}
+
+/**
+ * A credential may be bound to a route by its name alone (broker/queue checks name or host). A new
+ * route under such a name would let that credential reach the new route's host, which the person
+ * who bound it never named: the API refuses it (bind the credential to the host too, or write the
+ * route in the file by hand, where the same user already decides everything).
+ */
+function refuseNameOnlyBinding(route: { name: string; base_url: string }, credentials: readonly CredentialInfo[]): void {
+  let url: URL;
+  try {
+    url = new URL(route.base_url);
+  } catch {
+    return; // The schema check that follows refuses it, naming the field.
+  }
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  const hostBound = (binding: string): boolean =>
+    binding === host || binding === `${host}:${port}` || binding === `[${host}]:${port}` || (binding.startsWith('*.') && host.endsWith(binding.slice(1)) && host.length > binding.length - 1);
+  const widened = credentials.find((info) => info.bindings.some((b) => b.toLowerCase() === route.name) && !info.bindings.some((b) => hostBound(b.toLowerCase())));
+  if (widened !== undefined) {
+    throw new CodedError('CONFIG_INVALID', `a credential is bound to the route name "${route.name}" but not to ${host}: bind it to that host first, or edit the file by hand`, {
+      field: 'route.name',
+    });
+  }
+}
+
+/** Metadata only, field by field (never a spread of whatever the vault returns). */
+function summary(info: CredentialInfo): CredentialSummary {
+  return {
+    id: info.id,
+    name: info.name,
+    kind: info.kind,
+    version_tag: info.version_tag,
+    bindings: [...info.bindings],
+    ...(info.header === undefined ? {} : { header: info.header }),
+    ...(info.param === undefined ? {} : { param: info.param }),
+    ...(info.template === undefined ? {} : { template: info.template }),
+  };
+}
+
+/** The configuration as loaded at start; credentials appear by name only (config never holds a secret). */
+export function showConfig(config: PosternConfig): Omit<BrokerApi['config.show']['output'], 'edited_since_start'> {
+  const routes: RouteSummary[] = [...config.routes.values()].map((route) => ({
+    name: route.name,
+    base_url: route.base_url,
+    credential: route.credential,
+    injection: route.injection,
+    approval: route.approval,
+    methods: [...route.methods],
+    lanes: route.lanes.map((rule) => ({ methods: [...rule.methods], path: rule.path, lane: rule.lane })),
+    idempotency_header: route.idempotency?.header ?? null,
+    lookup: route.lookup === undefined ? null : `${route.lookup.method} ${route.lookup.path}`,
+    retry_automatic: route.retry?.automatic ?? false,
+    tls_pinned: (route.tls?.pins?.length ?? 0) > 0,
+  }));
+  const sshHosts: SshHostSummary[] = [...config.sshHosts.values()].map((host) => ({
+    name: host.name,
+    host: host.host,
+    port: host.port,
+    user: host.user,
+    credential: host.credential,
+    host_key: host.host_key === 'accept_new' ? 'accept_new' : `pinned (${host.host_key.pinned.length})`,
+    approval: host.approval,
+    lane: host.lane ?? null,
+    commands: host.commands.length,
+  }));
+  return { file: config.file ?? null, routes, ssh_hosts: sshHosts };
+}

@@ -1,0 +1,192 @@
+import type { ActivityEvent, BrokerApi, BrokerStatus, Outcome, Reply } from '../../../broker/contract/index.js';
+import type { ReplyError } from '../api/operator-api.js';
+
+/**
+ * The Activity timeline: every journal event in append order (seq), never renumbered.
+ *
+ * Unfiltered, the list has one row per journal position 1..last_seq (from `status`), and a row's
+ * index IS its position minus one, so the view can jump anywhere (the end of 100,000 events) and
+ * fetch only the block of positions it shows: each block is one keyset page (`from_seq` = its first
+ * position). Filtered, the count is not known in advance: matches are read forward page by page
+ * (`next_seq`), as far as the person scrolls.
+ */
+
+/** Positions per unfiltered block (one activity.list page; the API allows up to 500). */
+export const activityBlockRows = 100;
+/** Blocks kept in memory; the farthest from the last one received are dropped first. */
+export const activityBlocksKeptMax = 40;
+/** Matches per filtered page. */
+export const activityPageRows = 200;
+/** Filtered rows kept in memory (the scan stops offering "more" beyond it; narrow the filter). */
+export const activityMatchesMax = 50_000;
+/** How close to the last loaded match the view may get before the next page is read. */
+export const activityPrefetchRows = 50;
+
+export interface ActivityFilter {
+  session: string;
+  lane: string;
+  outcome: Outcome | '';
+  code: string;
+  text: string;
+}
+
+export const emptyActivityFilter: ActivityFilter = { session: '', lane: '', outcome: '', code: '', text: '' };
+
+export interface ActivityBlock {
+  rows: ActivityEvent[];
+  /** False when the block was read at the log's end: positions after it did not exist yet. */
+  complete: boolean;
+}
+
+export interface ActivityView {
+  filter: ActivityFilter;
+  /** Bumped at every filter change, so a late reply for an older filter is dropped. */
+  generation: number;
+  /** The journal's last position as `status` last said; null until known. */
+  lastSeq: number | null;
+  /** The highest position a block returned (the list shows at least that many rows, even before status answers). */
+  seenSeq: number;
+  blocks: Record<number, ActivityBlock>;
+  /** Blocks with a request in flight. */
+  loading: Record<number, true>;
+  /** Filtered: matches so far, in seq order. */
+  matches: ActivityEvent[];
+  /** Filtered: where the next page starts; null once the scan reached the log's end. */
+  next: number | null;
+  scanning: boolean;
+  error: ReplyError | null;
+}
+
+export const initialActivityView: ActivityView = {
+  filter: emptyActivityFilter,
+  generation: 0,
+  lastSeq: null,
+  seenSeq: 0,
+  blocks: {},
+  loading: {},
+  matches: [],
+  next: 1,
+  scanning: false,
+  error: null,
+};
+
+type ListReply = Reply<BrokerApi['activity.list']['output']>;
+
+export type ActivityViewEvent =
+  | { type: 'head'; reply: Reply<BrokerStatus> }
+  | { type: 'block_requested'; block: number }
+  | { type: 'block_received'; block: number; reply: ListReply }
+  | { type: 'filter_changed'; filter: ActivityFilter }
+  | { type: 'page_requested' }
+  | { type: 'page_received'; generation: number; reply: ListReply };
+
+/** Pure: the next view from the current one and one event. */
+export function activityReducer(view: ActivityView, event: ActivityViewEvent): ActivityView {
+  switch (event.type) {
+    case 'head': {
+      if (!event.reply.ok) return { ...view, error: event.reply.error };
+      const lastSeq = event.reply.value.journal.last_seq;
+      // A block read at the log's end is stale once the log holds positions it lacks: read it again.
+      const current = ([key, b]: [string, ActivityBlock]) => b.complete || (b.rows.at(-1)?.seq ?? 0) >= Math.min(lastSeq, blockFirstSeq(Number(key)) + activityBlockRows - 1);
+      const entries = Object.entries(view.blocks);
+      const kept = entries.filter(current);
+      return { ...view, lastSeq, blocks: kept.length === entries.length ? view.blocks : Object.fromEntries(kept), error: null };
+    }
+    case 'block_requested':
+      return { ...view, loading: { ...view.loading, [event.block]: true } };
+    case 'block_received': {
+      const loading = { ...view.loading };
+      delete loading[event.block];
+      if (!event.reply.ok) return { ...view, loading, error: event.reply.error };
+      const first = blockFirstSeq(event.block);
+      const last = first + activityBlockRows - 1;
+      const rows = event.reply.value.events.filter((e) => e.seq >= first && e.seq <= last);
+      const complete = rows.at(-1)?.seq === last || (event.reply.value.next_seq !== null && event.reply.value.next_seq > last);
+      // The log is at least as long as the rows it returned: the first block need not wait for status.
+      const seenSeq = Math.max(view.seenSeq, rows.at(-1)?.seq ?? 0);
+      return { ...view, seenSeq, loading, blocks: keepNear({ ...view.blocks, [event.block]: { rows, complete } }, event.block), error: null };
+    }
+    case 'filter_changed':
+      return { ...view, filter: event.filter, generation: view.generation + 1, matches: [], next: 1, scanning: false, error: null };
+    case 'page_requested':
+      return { ...view, scanning: true };
+    case 'page_received': {
+      if (event.generation !== view.generation) return view;
+      if (!event.reply.ok) return { ...view, scanning: false, error: event.reply.error };
+      const after = view.matches.at(-1)?.seq ?? 0;
+      const fresh = event.reply.value.events.filter((e) => e.seq > after);
+      const matches = [...view.matches, ...fresh].slice(0, activityMatchesMax);
+      const next = matches.length >= activityMatchesMax ? null : event.reply.value.next_seq;
+      return { ...view, matches, next, scanning: false, error: null };
+    }
+  }
+}
+
+function keepNear(blocks: Record<number, ActivityBlock>, around: number): Record<number, ActivityBlock> {
+  const keys = Object.keys(blocks).map(Number);
+  if (keys.length <= activityBlocksKeptMax) return blocks;
+  const kept = keys.sort((a, b) => Math.abs(a - around) - Math.abs(b - around)).slice(0, activityBlocksKeptMax);
+  return Object.fromEntries(kept.map((k) => [k, blocks[k] as ActivityBlock]));
+}
+
+export function filterActive(filter: ActivityFilter): boolean {
+  return filter.session.trim() !== '' || filter.lane.trim() !== '' || filter.outcome !== '' || filter.code.trim() !== '' || filter.text.trim() !== '';
+}
+
+/** The activity.list input for one filtered page (only the fields a person filled in). */
+export function filterInput(filter: ActivityFilter, fromSeq: number, limit = activityPageRows): BrokerApi['activity.list']['input'] {
+  const input: BrokerApi['activity.list']['input'] = { from_seq: fromSeq, limit };
+  if (filter.session.trim() !== '') input.session_id = filter.session.trim();
+  if (filter.lane.trim() !== '') input.lane = filter.lane.trim();
+  if (filter.outcome !== '') input.outcome = filter.outcome;
+  if (filter.code.trim() !== '') input.code = filter.code.trim();
+  if (filter.text.trim() !== '') input.text = filter.text.trim();
+  return input;
+}
+
+export const blockOf = (index: number): number => Math.floor(index / activityBlockRows);
+export const blockFirstSeq = (block: number): number => block * activityBlockRows + 1;
+
+/** How many rows the list has: every position, or the matches so far plus one "reading more" row. */
+export function activityRowCount(view: ActivityView): number {
+  if (filterActive(view.filter)) return view.matches.length + (view.next === null ? 0 : 1);
+  return Math.max(view.lastSeq ?? 0, view.seenSeq);
+}
+
+export type ActivityRow = { kind: 'event'; event: ActivityEvent } | { kind: 'loading'; seq: number | null } | { kind: 'missing'; seq: number } | { kind: 'more' };
+
+/** What the list shows at `index` (pure; the view renders it, whatever it is). */
+export function activityRowAt(view: ActivityView, index: number): ActivityRow {
+  if (filterActive(view.filter)) {
+    const event = view.matches[index];
+    return event === undefined ? { kind: 'more' } : { kind: 'event', event };
+  }
+  const seq = index + 1;
+  const block = view.blocks[blockOf(index)];
+  if (block === undefined) return { kind: 'loading', seq };
+  // Positions are contiguous in the journal, so the row is usually at its offset; search otherwise.
+  const guess = block.rows[index % activityBlockRows];
+  const event = guess?.seq === seq ? guess : block.rows.find((e) => e.seq === seq);
+  if (event !== undefined) return { kind: 'event', event };
+  return block.complete ? { kind: 'missing', seq } : { kind: 'loading', seq };
+}
+
+/**
+ * Unfiltered: the blocks the rows firstIndex..lastIndex need that are neither loaded nor in flight.
+ * Before the log's length is known, the asked range is taken as is (the first paint reads block 0
+ * alongside `status` instead of after it).
+ */
+export function blocksToLoad(view: ActivityView, firstIndex: number, lastIndex: number): number[] {
+  if (filterActive(view.filter) || lastIndex < firstIndex || view.lastSeq === 0) return [];
+  const wanted: number[] = [];
+  const lastBlock = blockOf(view.lastSeq === null ? lastIndex : Math.min(lastIndex, view.lastSeq - 1));
+  for (let b = blockOf(Math.max(0, firstIndex)); b <= lastBlock; b += 1) {
+    if (view.blocks[b] === undefined && view.loading[b] === undefined) wanted.push(b);
+  }
+  return wanted;
+}
+
+/** Filtered: whether the view, showing up to `lastVisibleIndex`, needs the next page now. */
+export function needsNextPage(view: ActivityView, lastVisibleIndex: number): boolean {
+  return filterActive(view.filter) && view.next !== null && !view.scanning && lastVisibleIndex >= view.matches.length - activityPrefetchRows;
+}

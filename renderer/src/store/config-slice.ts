@@ -1,0 +1,39 @@
+import type { StateCreator } from 'zustand';
+import { clientError, type OperatorApi } from '../api/operator-api.js';
+import { configReducer, initialConfigView, type ConfigEdit, type ConfigEvent, type ConfigView } from './config-reducer.js';
+
+export interface ConfigSlice {
+  configView: ConfigView;
+  /** Reads the routes and SSH hosts as loaded at start. */
+  refreshConfig(): Promise<void>;
+  /** Edits postern.yaml (applies at the next start); resolves true when written. */
+  editConfig(edit: ConfigEdit): Promise<boolean>;
+  askRemoveConfigEntry(entry: string): void;
+  dismissRemoveConfigEntry(): void;
+}
+
+const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
+
+export function createConfigSlice(api: OperatorApi): StateCreator<ConfigSlice, [], [], ConfigSlice> {
+  return (set, get) => {
+    const dispatch = (event: ConfigEvent): void => set((state) => ({ configView: configReducer(state.configView, event) }));
+    const refreshConfig = async (): Promise<void> => {
+      dispatch({ type: 'requested' });
+      dispatch({ type: 'received', reply: await api['config.show']({}).catch(bridgeFailed) });
+    };
+    return {
+      configView: initialConfigView,
+      refreshConfig,
+      editConfig: async (edit) => {
+        if (get().configView.editing !== null) return false;
+        dispatch({ type: 'edit_started', op: edit.op });
+        const reply = await api['config.edit'](edit).catch(bridgeFailed);
+        dispatch({ type: 'edit_finished', op: edit.op, reply });
+        await refreshConfig();
+        return reply.ok;
+      },
+      askRemoveConfigEntry: (entry) => dispatch({ type: 'remove_asked', entry }),
+      dismissRemoveConfigEntry: () => dispatch({ type: 'remove_dismissed' }),
+    };
+  };
+}

@@ -1,0 +1,56 @@
+import type { AuditVerifyResult, BrokerApi, Reply } from '../../../broker/contract/index.js';
+import type { ReplyError } from '../api/operator-api.js';
+
+/** The integrity banner: the last `audit verify` the broker ran over its journal, and a run in flight. */
+export interface IntegrityView {
+  /** False until the broker said what its last result is (possibly none). */
+  loaded: boolean;
+  last: AuditVerifyResult | null;
+  verifying: boolean;
+  error: ReplyError | null;
+}
+
+export type IntegrityEvent =
+  | { type: 'last_received'; reply: Reply<BrokerApi['audit.last']['output']> }
+  | { type: 'verify_started' }
+  | { type: 'verify_finished'; reply: Reply<AuditVerifyResult> };
+
+export const initialIntegrityView: IntegrityView = { loaded: false, last: null, verifying: false, error: null };
+
+/** Pure: the next view from the current one and one event. A newer result is never replaced by an older one. */
+export function integrityReducer(view: IntegrityView, event: IntegrityEvent): IntegrityView {
+  switch (event.type) {
+    case 'last_received':
+      if (!event.reply.ok) return { ...view, error: event.reply.error };
+      return { ...view, loaded: true, error: null, last: newer(view.last, event.reply.value.last) };
+    case 'verify_started':
+      return { ...view, verifying: true, error: null };
+    case 'verify_finished':
+      return event.reply.ok
+        ? { ...view, loaded: true, verifying: false, last: newer(view.last, event.reply.value) }
+        : { ...view, verifying: false, error: event.reply.error };
+  }
+}
+
+function newer(current: AuditVerifyResult | null, next: AuditVerifyResult | null): AuditVerifyResult | null {
+  if (next === null) return current;
+  if (current === null) return next;
+  return next.checked_at_ms >= current.checked_at_ms ? next : current;
+}
+
+/** What the banner says, without the time (the view renders that as a <time>). */
+export type IntegrityLine = { tone: 'ok' | 'failed' | 'unverified'; headline: string; detail: string };
+
+export function integrityLine(last: AuditVerifyResult | null): IntegrityLine {
+  if (last === null) return { tone: 'unverified', headline: 'Journal not verified yet', detail: 'No audit verify has run since this broker started.' };
+  if (last.ok) {
+    const tail = last.unsigned_tail === 0 ? 'all signed' : `${last.unsigned_tail} after the last signed checkpoint`;
+    return {
+      tone: 'ok',
+      headline: 'Journal verified',
+      detail: `${last.events} ${last.events === 1 ? 'event' : 'events'} checked, ${last.checkpoints} signed ${last.checkpoints === 1 ? 'checkpoint' : 'checkpoints'} (${tail})`,
+    };
+  }
+  const where = last.seq === null ? 'outside the event rows' : `first bad position: seq ${last.seq}`;
+  return { tone: 'failed', headline: `Journal integrity FAILED (${last.code})`, detail: `${where} — ${last.message}` };
+}

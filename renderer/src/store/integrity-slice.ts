@@ -1,0 +1,30 @@
+import type { StateCreator } from 'zustand';
+import { clientError, type OperatorApi } from '../api/operator-api.js';
+import { initialIntegrityView, integrityReducer, type IntegrityEvent, type IntegrityView } from './integrity-reducer.js';
+
+export interface IntegritySlice {
+  integrityView: IntegrityView;
+  /** Reads the broker's last verification result (it may have none). */
+  loadIntegrity(): Promise<void>;
+  /** Runs `audit verify` over the live journal now (read-only); a click while one runs does nothing. */
+  verifyIntegrity(): Promise<void>;
+}
+
+const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
+
+export function createIntegritySlice(api: OperatorApi): StateCreator<IntegritySlice, [], [], IntegritySlice> {
+  return (set, get) => {
+    const dispatch = (event: IntegrityEvent): void => set((state) => ({ integrityView: integrityReducer(state.integrityView, event) }));
+    return {
+      integrityView: initialIntegrityView,
+      loadIntegrity: async () => {
+        dispatch({ type: 'last_received', reply: await api['audit.last']({}).catch(bridgeFailed) });
+      },
+      verifyIntegrity: async () => {
+        if (get().integrityView.verifying) return;
+        dispatch({ type: 'verify_started' });
+        dispatch({ type: 'verify_finished', reply: await api['audit.verify']({}).catch(bridgeFailed) });
+      },
+    };
+  };
+}

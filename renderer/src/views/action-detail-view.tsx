@@ -1,0 +1,198 @@
+import { useEffect, useMemo } from 'react';
+import type { ActionState, AttemptState } from '../../../broker/contract/index.js';
+import { chronologyOf, releaseLine, threeOrdersOf, type ActionDetail, type EntrySource } from '../store/action-detail.js';
+import { useAppStore } from '../store/app-store.js';
+import { usePolling } from './use-polling.js';
+
+/** While open, the detail is read again this often: later evidence (a reconciliation, an attestation) is appended. */
+export const actionDetailRefreshMs = 2_000;
+
+const sourceLabel: Record<EntrySource, string> = {
+  operator: 'operator',
+  reconciliation: 'reconciliation',
+  policy: 'policy',
+  agent: 'agent',
+  remote: 'remote',
+  transport: 'transport',
+  broker: 'broker',
+};
+
+/**
+ * One action: where it stood in the three orders (card, dispatch, completion), its classification,
+ * its attempts and its chronology in append order, with entries a person or a reconciliation made
+ * marked as such. Opened from an Activity row or an Approvals card (#/action/<id>).
+ */
+export function ActionDetailView({ actionId, backHref, backLabel }: { actionId: string; backHref: string; backLabel: string }) {
+  const view = useAppStore((state) => state.actionDetailView);
+  const open = useAppStore((state) => state.openActionDetail);
+  const refresh = useAppStore((state) => state.refreshActionDetail);
+  useEffect(() => {
+    void open(actionId);
+  }, [open, actionId]);
+  usePolling(refresh, actionDetailRefreshMs);
+  const detail = view.actionId === actionId ? view.detail : null;
+
+  return (
+    <section className="panel action-detail" aria-labelledby="action-heading" data-testid="action-detail">
+      <header className="panel-header">
+        <h2 id="action-heading">
+          Action <code data-testid="action-detail-id">{actionId}</code>
+        </h2>
+        <a href={backHref}>← {backLabel}</a>
+      </header>
+      {view.error !== null && view.actionId === actionId && (
+        <div className="error" role="alert" data-testid="action-detail-error">
+          <strong>{view.error.code}</strong>
+          <span>{view.error.message}</span>
+        </div>
+      )}
+      {detail === null && view.error === null && <p className="muted">loading…</p>}
+      {detail !== null && <DetailBody detail={detail} />}
+    </section>
+  );
+}
+
+function DetailBody({ detail }: { detail: ActionDetail }) {
+  const orders = useMemo(() => threeOrdersOf(detail), [detail]);
+  const chronology = useMemo(() => chronologyOf(detail), [detail]);
+  const s = detail.state;
+  return (
+    <>
+      <p className="muted">
+        {s.channel} <code>{s.target}</code> · lane {s.lane ?? '(none)'} · session {s.session_id ?? '(none)'} · approval {s.approval}
+        {s.idempotent ? ' · idempotent' : ''}
+      </p>
+      {detail.queue !== null && <p data-testid="action-detail-queue">{detail.queue.text}</p>}
+
+      <h3>Three orders</h3>
+      <dl className="facts orders" data-testid="action-orders">
+        <dt>Card order</dt>
+        <dd data-testid="order-card">
+          {orders.card.ticket === null ? 'no ticket' : `ticket #${orders.card.ticket}`} (accepted at seq {orders.card.acceptedSeq}
+          {orders.card.cardSeq === null ? '; no card was shown' : `; card shown at seq ${orders.card.cardSeq}`})
+        </dd>
+        <dt>Dispatch order</dt>
+        <dd data-testid="order-dispatch">{orders.dispatch.seqs.length === 0 ? 'never dispatched' : `DISPATCH_STARTED at seq ${orders.dispatch.seqs.join(', ')}`}</dd>
+        <dt>Completion order</dt>
+        <dd data-testid="order-completion">
+          {orders.completion.seq === null ? 'not complete' : `${orders.completion.outcome ?? ''} at seq ${orders.completion.seq} (${orders.completion.kind ?? ''})`}
+        </dd>
+      </dl>
+
+      <h3>Outcome</h3>
+      <Classification state={s} />
+      {detail.released_by !== null && (
+        <p className="release" data-testid="action-released-by">
+          {releaseLine(detail.released_by)}
+          {detail.released_by.reason !== undefined && <> “{detail.released_by.reason}”</>}
+        </p>
+      )}
+
+      <h3>Attempts</h3>
+      {s.attempts.length === 0 ? <p className="muted">No attempt: the action never reached the transport.</p> : <Attempts attempts={s.attempts} />}
+
+      <h3>Chronology</h3>
+      <p className="muted">In append order (seq). Entries a person or a reconciliation made are marked; the remote&apos;s own facts are marked remote.</p>
+      <table className="chronology" data-testid="action-chronology">
+        <thead>
+          <tr>
+            <th scope="col">Seq</th>
+            <th scope="col">Wall time (UTC)</th>
+            <th scope="col">Event</th>
+            <th scope="col">Evidence</th>
+            <th scope="col">Source</th>
+          </tr>
+        </thead>
+        <tbody>
+          {chronology.map((e) => (
+            <tr key={e.seq} data-testid="chronology-entry" data-seq={e.seq} data-source={e.source} className={`source-${e.source}`}>
+              <td className="seq">{e.seq}</td>
+              <td>
+                <time dateTime={new Date(e.at_ms).toISOString()}>{new Date(e.at_ms).toISOString().replace('T', ' ').slice(0, 23)}</time>
+              </td>
+              <td className="kind">{e.kind}</td>
+              <td>
+                {e.evidence}
+                {e.outcome !== null && !e.evidence.includes(e.outcome) && <span className="muted"> → {e.outcome}</span>}
+                {e.releasedLane && <span className="badge attention"> released the lane</span>}
+              </td>
+              <td>
+                <span className={`badge source source-${e.source}`}>{sourceLabel[e.source]}</span>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+function Classification({ state: s }: { state: ActionState }) {
+  const facts: Array<[string, string, string]> = [
+    ['phase', 'Phase', s.phase ?? '—'],
+    ['outcome', 'Outcome', s.outcome ?? 'open (not classified yet)'],
+    ['retry', 'Retry', s.retry ?? '—'],
+    ['effect', 'Effect', s.effect ?? '—'],
+    ['basis', 'Outcome basis', s.outcome_basis ?? '—'],
+    ['code', 'Code', s.code ?? '—'],
+    ['source', 'Evidence source', s.source ?? '—'],
+    ['stage', 'Furthest stage', s.stage],
+    ['dispatch-evidence', 'Dispatch evidence', s.dispatch_evidence],
+  ];
+  return (
+    <dl className="facts" data-testid="action-classification">
+      {facts.map(([id, label, value]) => (
+        <div key={id} className="fact">
+          <dt>{label}</dt>
+          <dd data-testid={`action-${id}`}>{value}</dd>
+        </div>
+      ))}
+      {s.abandoned && (
+        <div className="fact">
+          <dt>Abandoned</dt>
+          <dd>yes: a person released the lane; the outcome stays as recorded</dd>
+        </div>
+      )}
+    </dl>
+  );
+}
+
+function Attempts({ attempts }: { attempts: readonly AttemptState[] }) {
+  return (
+    <table className="attempts" data-testid="action-attempts">
+      <thead>
+        <tr>
+          <th scope="col">#</th>
+          <th scope="col">State</th>
+          <th scope="col">Connection</th>
+          <th scope="col">Dispatch seq</th>
+          <th scope="col">Observed</th>
+        </tr>
+      </thead>
+      <tbody>
+        {attempts.map((a) => (
+          <tr key={a.n} data-testid="attempt-row">
+            <td>{a.n}</td>
+            <td>{a.state === 'setup_failed' ? `setup failed${a.setup_stage === null ? '' : ` (${a.setup_stage})`}` : 'dispatched'}</td>
+            <td>{a.connection ?? '—'}</td>
+            <td>{a.dispatch_seq ?? '—'}</td>
+            <td>{observed(a)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function observed(a: AttemptState): string {
+  const facts = [
+    a.request_complete && 'request complete',
+    a.response_started && `response started${a.response_status === null ? '' : ` (${a.response_status})`}`,
+    a.response_complete && 'response complete',
+    a.connection_lost && 'connection lost',
+    a.exit_status !== null && `exit ${a.exit_status}`,
+    a.exit_signal !== null && `signal ${a.exit_signal}`,
+    a.channel_closed && 'channel closed',
+  ].filter((f): f is string => typeof f === 'string');
+  return facts.length === 0 ? 'nothing after dispatch' : facts.join(', ');
+}

@@ -1,0 +1,203 @@
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import type { ActivityEvent, Outcome } from '../../../broker/contract/index.js';
+import { activityBlockRows, activityRowAt, activityRowCount, emptyActivityFilter, filterActive, needsNextPage, type ActivityFilter, type ActivityRow } from '../store/activity-reducer.js';
+import { useAppStore } from '../store/app-store.js';
+import { actionHref } from '../store/hash-route.js';
+import { outcomeOrder } from '../store/metrics-reducer.js';
+import { usePolling } from './use-polling.js';
+
+/** Every row has one height, so the list's size is exact and a jump to any position is one step. */
+export const activityRowPx = 30;
+/** Rows rendered beyond the visible ones on each side (smooth scrolling without a DOM of 100,000). */
+const overscanRows = 12;
+/** How often the view re-reads the journal's last position, so new events join the end. */
+export const activityHeadRefreshMs = 2_000;
+
+/**
+ * Activity: the journal in append order, one row per event, virtualized (the DOM holds about the
+ * visible rows whatever the log's length) and keyset-paged by seq. A filter narrows the rows but
+ * never renumbers them: each keeps its journal position.
+ */
+export function ActivityView() {
+  const view = useAppStore((state) => state.activityView);
+  const refreshHead = useAppStore((state) => state.refreshActivityHead);
+  const loadRows = useAppStore((state) => state.loadActivityRows);
+  const loadPage = useAppStore((state) => state.loadActivityPage);
+  const setFilter = useAppStore((state) => state.setActivityFilter);
+  // The first block is asked for first (before the first status), so the first rows wait for nothing else.
+  useEffect(() => {
+    void loadRows(0, activityBlockRows - 1);
+  }, [loadRows]);
+  usePolling(refreshHead, activityHeadRefreshMs);
+
+  const scroller = useRef<HTMLDivElement>(null);
+  const count = activityRowCount(view);
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => activityRowPx, overscan: overscanRows });
+  const items = virtualizer.getVirtualItems();
+  const first = items[0]?.index ?? 0;
+  const last = items.at(-1)?.index ?? -1;
+
+  // Fetch what the visible rows need: their blocks (unfiltered) or the next page of matches.
+  useEffect(() => {
+    // After a failed read, wait for the next head refresh (which clears the error) before trying again.
+    if (last < 0 || view.error !== null) return;
+    if (!filterActive(view.filter)) void loadRows(first, last);
+    else if (needsNextPage(view, last)) void loadPage();
+  }, [first, last, view, loadRows, loadPage]);
+
+  const filtered = filterActive(view.filter);
+  return (
+    <section className="panel activity" aria-labelledby="activity-heading" data-testid="activity-view">
+      <header className="panel-header">
+        <h2 id="activity-heading">Activity</h2>
+        <span className="muted" data-testid="activity-count" data-total={count}>
+          {countText(view.lastSeq, filtered, view.matches.length, view.next !== null)}
+        </span>
+      </header>
+      <p className="muted intro">Every journal event in append order. Filtering keeps each event&apos;s original position (seq); wall time is shown, never used for order.</p>
+      <FilterForm applied={view.filter} onApply={setFilter} />
+      {view.error !== null && (
+        <div className="error" role="alert" data-testid="activity-error">
+          <strong>{view.error.code}</strong>
+          <span>{view.error.message}</span>
+        </div>
+      )}
+      <div className="activity-jump">
+        <button type="button" onClick={() => virtualizer.scrollToIndex(0, { align: 'start' })} disabled={count === 0}>
+          Oldest
+        </button>
+        <button type="button" onClick={() => virtualizer.scrollToIndex(count - 1, { align: 'end' })} disabled={count === 0} data-testid="activity-newest">
+          Newest
+        </button>
+      </div>
+      <div className="activity-table" role="table" aria-label="Journal events" aria-rowcount={count + 1}>
+        <div className="activity-row activity-head" role="row" aria-rowindex={1}>
+          {columns.map((c) => (
+            <span key={c} role="columnheader">
+              {c}
+            </span>
+          ))}
+        </div>
+        <div ref={scroller} className="activity-scroller" data-testid="activity-scroller" role="rowgroup">
+          <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+            {items.map((item) => (
+              <div key={item.key} className="activity-slot" style={{ transform: `translateY(${item.start}px)`, height: activityRowPx }}>
+                <RowView row={activityRowAt(view, item.index)} index={item.index} />
+              </div>
+            ))}
+          </div>
+        </div>
+      </div>
+    </section>
+  );
+}
+
+const columns = ['Seq', 'Time (UTC)', 'Event', 'Action', 'Ticket', 'Lane', 'Session', 'Outcome', 'Code', 'Evidence'] as const;
+
+function countText(lastSeq: number | null, filtered: boolean, matches: number, more: boolean): string {
+  if (filtered) return `${matches.toLocaleString('en-US')} matching ${matches === 1 ? 'event' : 'events'}${more ? ' so far (reading on as you scroll)' : ''}`;
+  if (lastSeq === null) return 'loading…';
+  return `${lastSeq.toLocaleString('en-US')} ${lastSeq === 1 ? 'event' : 'events'}`;
+}
+
+function RowView({ row, index }: { row: ActivityRow; index: number }) {
+  if (row.kind === 'event') return <EventRow event={row.event} index={index} />;
+  const text = row.kind === 'more' ? 'reading more…' : row.kind === 'missing' ? 'no event at this position' : 'loading…';
+  return (
+    <div className="activity-row placeholder" role="row" aria-rowindex={index + 2} data-testid="activity-placeholder">
+      <span role="cell">{row.kind === 'loading' || row.kind === 'missing' ? row.seq : ''}</span>
+      <span role="cell" className="muted">
+        {text}
+      </span>
+    </div>
+  );
+}
+
+function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
+  const time = new Date(event.at_ms).toISOString();
+  return (
+    <div className={`activity-row${event.outcome === null ? '' : ` outcome-${event.outcome}`}`} role="row" aria-rowindex={index + 2} data-testid="activity-row" data-seq={event.seq}>
+      <span role="cell" className="seq" data-testid="activity-seq">
+        {event.seq}
+      </span>
+      <span role="cell">
+        <time dateTime={time}>{time.slice(11, 23)}</time>
+      </span>
+      <span role="cell" className="kind" title={event.kind}>
+        {event.kind}
+      </span>
+      <span role="cell" className="ellipsis">
+        {event.action_id.startsWith('act_') ? (
+          <a href={actionHref(event.action_id)} title={`Open ${event.action_id}`}>
+            {event.action_id}
+          </a>
+        ) : (
+          event.action_id
+        )}
+      </span>
+      <span role="cell">{event.ticket === null ? '' : `#${event.ticket}`}</span>
+      <span role="cell" className="ellipsis" title={event.lane ?? ''}>
+        {event.lane ?? ''}
+      </span>
+      <span role="cell" className="ellipsis" title={event.session_id ?? ''}>
+        {event.session_id ?? ''}
+      </span>
+      <span role="cell">{event.outcome === null ? '' : <span className={`badge outcome-${event.outcome}`}>{event.outcome}</span>}</span>
+      <span role="cell" className="ellipsis" title={event.code ?? ''}>
+        {event.code ?? ''}
+      </span>
+      <span role="cell" className="ellipsis" title={event.summary}>
+        {event.summary}
+      </span>
+    </div>
+  );
+}
+
+/** The filter as typed; applied on submit, so each keystroke does not start a scan of the journal. */
+function FilterForm({ applied, onApply }: { applied: ActivityFilter; onApply: (filter: ActivityFilter) => void }) {
+  const [draft, setDraft] = useState<ActivityFilter>(applied);
+  const field = (name: Exclude<keyof ActivityFilter, 'outcome'>, label: string, placeholder: string) => (
+    <label>
+      {label}
+      <input type="text" value={draft[name]} placeholder={placeholder} maxLength={200} onChange={(e) => setDraft({ ...draft, [name]: e.target.value })} data-testid={`activity-filter-${name}`} />
+    </label>
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onApply(draft);
+  };
+  return (
+    <form className="activity-filter" onSubmit={submit} aria-label="Filter the activity" data-testid="activity-filter">
+      {field('session', 'Session', 'ses_…')}
+      {field('lane', 'Lane', 'lane name')}
+      <label>
+        Outcome
+        <select value={draft.outcome} onChange={(e) => setDraft({ ...draft, outcome: e.target.value as Outcome | '' })} data-testid="activity-filter-outcome">
+          <option value="">any</option>
+          {outcomeOrder.map((o) => (
+            <option key={o} value={o}>
+              {o}
+            </option>
+          ))}
+        </select>
+      </label>
+      {field('code', 'Code', 'e.g. CONNECT_REFUSED')}
+      {field('text', 'Text', 'kind, action, summary…')}
+      <div className="form-actions">
+        <button type="submit" className="primary">
+          Apply
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            setDraft(emptyActivityFilter);
+            onApply(emptyActivityFilter);
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,97 @@
+import { useId, useRef, type FormEvent } from 'react';
+import { useAppStore } from '../store/app-store.js';
+import { vaultBlocksCredentials } from '../store/vault-reducer.js';
+
+/** The vault's bound on a passphrase (broker/contract/operator-vault-api.ts). */
+const passphraseCharsMax = 1_024;
+
+/**
+ * The vault: locked → an unlock form (a password field whose value goes straight into the call and
+ * is cleared at once, never into the store or the page's state); unlocked → Lock.
+ */
+export function VaultView() {
+  const view = useAppStore((state) => state.vaultView);
+  const unlock = useAppStore((state) => state.unlockVault);
+  const lock = useAppStore((state) => state.lockVault);
+  const passphraseRef = useRef<HTMLInputElement>(null);
+  const id = useId();
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const field = passphraseRef.current;
+    if (field === null || field.value === '') return;
+    const passphrase = field.value;
+    field.value = '';
+    void unlock(passphrase);
+  };
+
+  return (
+    <section className="panel" aria-labelledby="vault-heading" data-testid="vault-view">
+      <header className="panel-header">
+        <h2 id="vault-heading">Vault</h2>
+        {view.state !== null && (
+          <span className={`badge vault-${view.state}`} data-testid="vault-state">
+            {view.state}
+          </span>
+        )}
+      </header>
+      <p className="muted intro">
+        Credentials are sealed in <code>vault.sqlite</code>; the broker can inject them only while the vault is unlocked. It locks itself after a while without operator
+        activity, and when the broker stops.
+      </p>
+      {view.error !== null && (
+        <div className="error" role="alert" data-testid="vault-status-error">
+          <strong>{view.error.code}</strong>
+          <span>{view.error.message}</span>
+        </div>
+      )}
+      {view.state === null && view.error === null && <p className="muted">Loading…</p>}
+      {view.state === 'uninitialized' && (
+        <p className="empty" data-testid="vault-uninitialized">
+          No vault yet. Create one with <code>postern vault init</code> (it asks for a new passphrase), then unlock it here.
+        </p>
+      )}
+      {view.state === 'locked' && (
+        <form className="unlock-form" onSubmit={submit} aria-label="Unlock the vault">
+          <label htmlFor={id}>Vault passphrase</label>
+          <input id={id} ref={passphraseRef} type="password" name="passphrase" autoComplete="off" maxLength={passphraseCharsMax} required data-testid="vault-passphrase" />
+          <button type="submit" className="primary" disabled={view.busy !== null}>
+            {view.busy === 'unlock' ? 'Unlocking…' : 'Unlock'}
+          </button>
+        </form>
+      )}
+      {view.state === 'unlocked' && (
+        <div className="form-actions">
+          <span>
+            Unlocked: {view.credentials} {view.credentials === 1 ? 'credential is' : 'credentials are'} available to approved actions.
+          </span>
+          <button type="button" className="danger" onClick={() => void lock()} disabled={view.busy !== null} data-testid="vault-lock">
+            {view.busy === 'lock' ? 'Locking…' : 'Lock now'}
+          </button>
+        </div>
+      )}
+      {view.last !== null &&
+        (view.last.ok ? (
+          <p className="call-result ok" role="status" data-testid="vault-result">
+            {view.last.call === 'unlock' ? 'Vault unlocked.' : 'Vault locked.'}
+          </p>
+        ) : (
+          <p className="call-result error" role="alert" data-testid="vault-result">
+            <strong>{view.last.error.code}</strong> {view.last.error.message}
+          </p>
+        ))}
+    </section>
+  );
+}
+
+/** Shown above the approval cards while no credential can be injected. */
+export function VaultLockedHint() {
+  const state = useAppStore((s) => s.vaultView.state);
+  if (!vaultBlocksCredentials(state)) return null;
+  return (
+    <p className="hint" role="note" data-testid="vault-locked-hint">
+      The vault is {state}: an approved action that needs a credential ends <code>VAULT_LOCKED</code> (not attempted). <a href="#/vault">Unlock the vault</a> before
+      approving.
+    </p>
+  );
+}
