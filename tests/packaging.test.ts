@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { sqliteBindingEnv } from '../broker/ports/open-database.js';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
 const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
@@ -56,6 +58,7 @@ describe('package.json and electron-builder.yml', () => {
     linux: { target: string[] };
     mac: { target: string[] };
     win: { target: string[] };
+    extraResources: Array<{ from: string; to: string; filter: string[] }>;
   };
 
   it('runs the bundled main process', () => {
@@ -78,4 +81,56 @@ describe('package.json and electron-builder.yml', () => {
     expect(config.mac.target).toEqual(['dmg']);
     expect(config.win.target).toEqual(['nsis']);
   });
+
+  it('ships better-sqlite3’s Electron build from its own folder, outside the asar', () => {
+    expect(config.extraResources).toEqual([
+      { from: 'dist/native-electron', to: 'native-electron', filter: ['better-sqlite3/build/Release/better_sqlite3.node', 'build-info.json'] },
+    ]);
+    expect(config.files).toContain('!dist/native-electron/**');
+  });
 });
+
+describe('better-sqlite3’s two builds', () => {
+  it('main and the journal agree on the variable that names the Electron build', () => {
+    // app/ may not import broker/journal, so the name is written twice; this keeps them equal.
+    const appSide = readFileSync(path.join(repoRoot, 'app', 'main', 'sqlite-binding.ts'), 'utf8');
+    expect(appSide).toContain(`export const sqliteBindingEnv = '${sqliteBindingEnv}';`);
+  });
+
+  describe('when Electron’s headers cannot be downloaded (as on this machine)', () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), 'postern-home-'));
+    const outdir = path.join(home, 'native-electron');
+    const nodeBuild = path.join(repoRoot, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+    const before = digest(nodeBuild);
+    const electronVersion = (JSON.parse(readFileSync(path.join(repoRoot, 'node_modules', 'electron', 'package.json'), 'utf8')) as { version: string }).version;
+    let result: { code: number; stderr: string } = { code: -1, stderr: '' };
+    beforeAll(async () => {
+      // A header URL nobody answers and an empty HOME (no cached headers): the same failure on every machine.
+      const script = path.join(repoRoot, 'scripts', 'rebuild-electron-native.mjs');
+      result = await new Promise((resolve) => {
+        execFile(
+          process.execPath,
+          [script, '--outdir', outdir, '--header-url', 'http://127.0.0.1:9'],
+          { cwd: repoRoot, timeout: 60_000, env: { ...process.env, HOME: home, USERPROFILE: home } },
+          (error, _stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stderr }),
+        );
+      });
+    }, 70_000);
+    afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+    it('the rebuild script fails with exit code 2 and says why, without faking a build', () => {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`Electron ${electronVersion}'s headers are not on this machine`);
+      expect(result.stderr).toContain('could not be downloaded from http://127.0.0.1:9');
+      expect(existsSync(outdir)).toBe(false);
+    });
+
+    it('leaves node_modules’ Node build as it was', () => {
+      expect(digest(nodeBuild)).toBe(before);
+    });
+  });
+});
+
+function digest(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}

@@ -1,28 +1,47 @@
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { app, BrowserWindow, dialog, ipcMain, session, type IpcMainInvokeEvent } from 'electron';
-import { brokerApiMethods, type Reply } from '../../broker/contract/index.js';
 import {
-  contentSecurityPolicy,
-  createBrokerRuntime,
-  createOperatorHandlers,
-  ensureDataDir,
-  resolveDataDir,
-  type BrokerRuntime,
-  type OperatorHandlers,
-} from '../../broker/host/index.js';
+  app,
+  BrowserWindow,
+  dialog,
+  ipcMain,
+  Menu,
+  nativeImage,
+  Notification,
+  session,
+  Tray,
+  type IpcMainInvokeEvent,
+  type WebContents,
+} from 'electron';
+import { brokerApiMethods } from '../../broker/contract/index.js';
+import { createBrokerRuntime, createOperatorHandlers, ensureDataDir, resolveDataDir, type BrokerRuntime, type OperatorHandlers } from '../../broker/host/index.js';
 import { apiChannel } from '../shared/api-channel.js';
+import { approvalPollMs, createApprovalWatcher, type CardNotice } from './approval-watcher.js';
+import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
+import { createQuitGate, runShutdown } from './shutdown-sequence.js';
+import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
+import { hardenContents, pageCspProblem, permissionAllowed, requestAllowed, windowWebPreferences } from './web-security.js';
 
 /**
- * The Electron composition root: one broker runtime for the data directory, one window showing
- * the renderer, IPC handlers generated from the contract's BrokerApi map. Bundled to
- * dist/app/main.mjs (scripts/build-app.mjs); `postern start` runs it when Electron is installed.
+ * The Electron composition root: one broker runtime for the data directory (the same core
+ * `postern daemon` runs), one sandboxed window showing the bundled renderer, one IPC channel per
+ * operator method, a tray with a notification per new approval card, and the quit sequence (stop
+ * intake → drain in flight, bounded → close the runtime and its journal). The rules themselves are
+ * pure modules beside this file, unit-tested without Electron; this file only wires them to hooks.
+ * Bundled to dist/app/main.mjs (scripts/build-app.mjs); `postern start` runs it when Electron is
+ * installed. docs/desktop.md is the checklist.
  */
 const bundleDir = path.dirname(fileURLToPath(import.meta.url));
-const rendererIndex = path.join(bundleDir, '..', 'renderer', 'index.html');
+const rendererDir = path.join(bundleDir, '..', 'renderer');
+const rendererIndex = path.join(rendererDir, 'index.html');
 const rendererUrl = pathToFileURL(rendererIndex).href;
 const preloadPath = path.join(bundleDir, 'preload.cjs');
+
+let mainWindow: BrowserWindow | undefined;
+let tray: Tray | undefined;
 
 app.setName('Postern');
 app.enableSandbox();
@@ -33,97 +52,184 @@ if (app.requestSingleInstanceLock()) {
     app.exit(1);
   });
 } else {
+  // Another Postern owns this user's app instance; it is told (second-instance) and shows its window.
   app.quit();
 }
 
 async function main(): Promise<void> {
-  hardenWebContents();
+  app.on('web-contents-created', (_event, contents) => hardenContents(asHardenable(contents)));
   await app.whenReady();
   // Same rule as the CLI (which passes its choice in POSTERN_DATA_DIR), not Electron's userData.
   const dataDir = resolveDataDir({ flag: undefined, env: process.env, platform: process.platform, home: os.homedir(), cwd: process.cwd() });
   ensureDataDir(dataDir);
-  const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now() });
-  closeRuntimeOnQuit(runtime);
+  pointSqliteAtElectronBuild();
+  const cspProblem = pageCspProblem(readFileSync(rendererIndex, 'utf8'));
+  if (cspProblem !== undefined) throw new Error(`The operator UI at ${rendererIndex} is not safe to show: ${cspProblem}.`);
   hardenSession();
-  registerApiHandlers(createOperatorHandlers(runtime.broker));
+
+  const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now() });
+  const handlers = createOperatorHandlers(runtime.broker);
+  const gate = createIpcGate({ pageUrl: rendererUrl, handlers });
+  registerApiChannels(gate);
+  const stopWatching = watchApprovals(handlers);
+  handleQuit(runtime, gate, stopWatching);
+
+  tray = createTray();
+  app.on('second-instance', showWindow);
+  // The broker keeps serving agents with the window closed while the tray can bring it back.
+  app.on('window-all-closed', () => {
+    if (tray === undefined) app.quit();
+  });
   await openWindow();
-  app.on('second-instance', () => BrowserWindow.getAllWindows()[0]?.focus());
-  app.on('window-all-closed', () => app.quit());
+}
+
+/** Inside Electron the journal must load better-sqlite3's Electron build, never node_modules' Node build. */
+function pointSqliteAtElectronBuild(): void {
+  const file = electronSqliteBinding({ isPackaged: app.isPackaged, resourcesPath: process.resourcesPath, appPath: app.getAppPath() });
+  if (!existsSync(file)) throw new Error(missingSqliteBuildMessage(file, app.isPackaged));
+  process.env[sqliteBindingEnv] = file;
 }
 
 async function openWindow(): Promise<void> {
-  const win = new BrowserWindow({
-    width: 1100,
-    height: 760,
-    title: 'Postern',
-    show: false,
-    webPreferences: {
-      preload: preloadPath,
-      contextIsolation: true,
-      sandbox: true,
-      nodeIntegration: false,
-      webSecurity: true,
-      allowRunningInsecureContent: false,
-      spellcheck: false,
-    },
+  const win = new BrowserWindow({ width: 1100, height: 760, title: 'Postern', show: false, webPreferences: windowWebPreferences(preloadPath) });
+  mainWindow = win;
+  win.on('closed', () => {
+    if (mainWindow === win) mainWindow = undefined;
   });
   win.once('ready-to-show', () => win.show());
   await win.loadFile(rendererIndex);
 }
 
-/** No new windows, no navigation away from the bundled page, no webviews, for every web contents. */
-function hardenWebContents(): void {
-  app.on('web-contents-created', (_event, contents) => {
-    contents.setWindowOpenHandler(() => ({ action: 'deny' }));
-    contents.on('will-navigate', (event) => event.preventDefault());
-    contents.on('will-redirect', (event) => event.preventDefault());
-    contents.on('will-attach-webview', (event) => event.preventDefault());
-  });
+function showWindow(): void {
+  if (mainWindow === undefined) {
+    void openWindow();
+    return;
+  }
+  if (mainWindow.isMinimized()) mainWindow.restore();
+  mainWindow.show();
+  mainWindow.focus();
 }
 
-/** Deny every permission; send the host's CSP on any HTTP response (the file:// page carries it as a meta tag). */
+/** Electron's overloaded `on` cannot be assigned to the one-signature shape the pure rule takes. */
+function asHardenable(contents: WebContents): Parameters<typeof hardenContents>[0] {
+  return {
+    setWindowOpenHandler: (handler) => contents.setWindowOpenHandler(handler),
+    on: (event, listener) => contents.on(event as 'will-navigate', listener),
+  };
+}
+
+/** Deny every permission; cancel every request that is not a file of the bundled renderer (no remote content). */
 function hardenSession(): void {
-  session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false));
-  session.defaultSession.setPermissionCheckHandler(() => false);
-  session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
-    callback({ responseHeaders: { ...details.responseHeaders, 'Content-Security-Policy': [contentSecurityPolicy] } });
-  });
+  const ses = session.defaultSession;
+  ses.setPermissionRequestHandler((_contents, permission, callback) => callback(permissionAllowed(permission)));
+  ses.setPermissionCheckHandler((_contents, permission) => permissionAllowed(permission));
+  ses.webRequest.onBeforeRequest((details, callback) => callback({ cancel: !requestAllowed(details.url, rendererDir) }));
 }
 
-/**
- * One ipcMain handler per BrokerApi method (from the contract's method list), answering only
- * frames showing our bundled page.
- */
-function registerApiHandlers(handlers: OperatorHandlers): void {
+/** One ipcMain handler per operator method (the contract's list); the gate checks sender and input. */
+function registerApiChannels(gate: IpcGate): void {
   for (const method of brokerApiMethods) {
-    ipcMain.handle(apiChannel(method), (event: IpcMainInvokeEvent, input: unknown): Promise<Reply<unknown>> => {
-      if (!fromOurPage(event)) {
-        return Promise.resolve({ ok: false, error: { code: 'UNAUTHENTICATED', message: 'IPC from a page that is not the Postern UI.' } });
-      }
-      // The handler parses `input` with the method's contract schema before the broker sees it.
-      return handlers[method](input);
-    });
+    ipcMain.handle(apiChannel(method), (event: IpcMainInvokeEvent, input: unknown) => gate.handle(method, senderFacts(event), input));
   }
 }
 
-function fromOurPage(event: IpcMainInvokeEvent): boolean {
-  const url = event.senderFrame?.url;
-  return url !== undefined && url.split('#')[0] === rendererUrl;
+function senderFacts(event: IpcMainInvokeEvent): IpcSenderFacts {
+  const frame = event.senderFrame;
+  return {
+    frameUrl: frame?.url,
+    isMainFrame: frame !== null && frame.parent === null,
+    fromOurWindow: mainWindow !== undefined && !mainWindow.isDestroyed() && event.sender === mainWindow.webContents,
+  };
 }
 
-/** The journal must close cleanly: hold the quit until the runtime has closed. */
-function closeRuntimeOnQuit(runtime: BrokerRuntime): void {
-  let closed = false;
-  let closing = false;
+/** Polls approvals.list; a card newly needing a person becomes a notification and the tray's count. */
+function watchApprovals(handlers: OperatorHandlers): () => void {
+  const watcher = createApprovalWatcher({
+    list: () => handlers['approvals.list']({}),
+    notify: showNotice,
+    onCount: (count) => tray?.setToolTip(count === 0 ? 'Postern' : `Postern — ${count} waiting for a decision`),
+  });
+  let polling = false;
+  const timer = setInterval(() => {
+    if (polling) return;
+    polling = true;
+    watcher
+      .poll()
+      .catch(() => undefined)
+      .finally(() => {
+        polling = false;
+      });
+  }, approvalPollMs);
+  return () => clearInterval(timer);
+}
+
+function showNotice(notice: CardNotice): void {
+  if (!Notification.isSupported()) return;
+  const note = new Notification({ title: notice.title, body: notice.body, silent: false });
+  note.on('click', showWindow);
+  note.show();
+}
+
+function createTray(): Tray | undefined {
+  try {
+    const created = new Tray(trayIcon());
+    created.setToolTip('Postern');
+    created.setContextMenu(
+      Menu.buildFromTemplate([
+        { label: 'Show Postern', click: showWindow },
+        { type: 'separator' },
+        { label: 'Quit Postern', click: () => app.quit() },
+      ]),
+    );
+    created.on('click', showWindow);
+    return created;
+  } catch {
+    // No system tray (some Linux desktops): closing the window then quits.
+    return undefined;
+  }
+}
+
+/** A 16×16 square in the UI's accent colour, drawn here so the package carries no icon file yet. */
+function trayIcon(): Electron.NativeImage {
+  const size = 16;
+  const pixels = Buffer.alloc(size * size * 4);
+  for (let i = 0; i < size * size; i += 1) pixels.set([0x8a, 0x5a, 0x2b, 0xff], i * 4); // BGRA
+  return nativeImage.createFromBitmap(pixels, { width: size, height: size });
+}
+
+/**
+ * Quit = stop intake (IPC answers SHUTTING_DOWN, the watcher stops) → wait, bounded, for the
+ * queue's dispatching cards to settle → close the runtime, which closes the agent and control
+ * sockets first and the journal last. Electron's will-quit is held until then.
+ */
+function handleQuit(runtime: BrokerRuntime, gate: IpcGate, stopWatching: () => void): void {
+  const quitGate = createQuitGate();
   app.on('will-quit', (event) => {
-    if (closed) return;
+    const decision = quitGate.onWillQuit();
+    if (decision === 'let-quit') return;
     event.preventDefault();
-    if (closing) return;
-    closing = true;
-    void runtime.close().finally(() => {
-      closed = true;
-      app.quit();
-    });
+    if (decision === 'hold') return;
+    void runShutdown({
+      stopIntake: async () => {
+        gate.close();
+        stopWatching();
+        // Agents and the CLI can no longer submit; what was admitted drains below.
+        await runtime.stopIntake();
+      },
+      inFlight: async () => (await runtime.broker['approvals.list']({})).cards.filter((card) => card.state === 'dispatching').length,
+      closeRuntime: () => runtime.close(),
+      nowMs: () => Date.now(),
+      sleep: (ms) => sleep(ms),
+    })
+      .then((report) => {
+        if (!report.drained) process.stderr.write(`postern: quit after ${report.waitedMs} ms with ${report.leftInFlight} action(s) still in flight; the journal records them at the next start\n`);
+      })
+      .catch((error: unknown) => process.stderr.write(`postern: closing the broker failed: ${error instanceof Error ? error.message : String(error)}\n`))
+      .finally(() => {
+        quitGate.finished();
+        tray?.destroy();
+        app.quit();
+      });
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => app.quit());
 }

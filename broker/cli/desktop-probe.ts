@@ -16,6 +16,12 @@ export type DesktopProbe = { usable: true; electronPath: string } | { usable: fa
 export const desktopBundle = path.join('dist', 'app', 'main.mjs');
 
 /**
+ * better-sqlite3 built for Electron's ABI (scripts/rebuild-electron-native.mjs; app/main/sqlite-binding.ts
+ * reads the same place in a development tree). Without it the app could not open its journal.
+ */
+export const electronSqliteBuild = path.join('dist', 'native-electron', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+
+/**
  * Can `postern start` open the desktop app? Decided from files only: the electron package
  * downloads its binary lazily the first time it is required (STACK-NOTES), which hangs or fails
  * offline, so this never loads it. It reads path.txt, the way electron's own index.js finds the
@@ -37,6 +43,9 @@ export function probeDesktop(inputs: DesktopProbeInputs): DesktopProbe {
   }
   if (!inputs.exists(path.join(inputs.packageRoot, desktopBundle))) {
     return { usable: false, reason: `the desktop bundle ${desktopBundle} is not built (run \`npm run build\`)` };
+  }
+  if (!inputs.exists(path.join(inputs.packageRoot, electronSqliteBuild))) {
+    return { usable: false, reason: `better-sqlite3 is not built for Electron (${electronSqliteBuild}; run \`npm run rebuild:electron-native\`)` };
   }
   return { usable: true, electronPath };
 }

@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { openDatabase } from './open-database.js';
+import { openDatabase } from '../ports/open-database.js';
 import {
   CodedError,
   isCodedError,

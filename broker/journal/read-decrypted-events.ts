@@ -1,4 +1,4 @@
-import { openDatabase } from './open-database.js';
+import { openDatabase } from '../ports/open-database.js';
 import { CodedError, type Classification, type JournalEvent } from '../contract/index.js';
 import { auditHeaderText, encodeAssociatedData } from '../core/index.js';
 import { auditDecryptPurpose, type AuditVault } from './audit-writer.js';

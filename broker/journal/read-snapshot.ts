@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { openDatabase } from './open-database.js';
+import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { openDatabase } from './open-database.js';
+import { openDatabase } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import { requireDurableConnection } from './durability.js';
 

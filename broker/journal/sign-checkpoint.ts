@@ -1,4 +1,4 @@
-import { openDatabase } from './open-database.js';
+import { openDatabase } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import { checkpointDomain, decodeFrontier, encodeCheckpointMessage, frontierRoot } from '../core/index.js';
 import type { Clock } from '../ports/index.js';

@@ -1,8 +1,9 @@
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { CodedError, type ErrorCode } from '../contract/index.js';
 import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/index.js';
+import { openDatabase } from '../ports/open-database.js';
 import type { KdfParams, Sealed } from './vault-crypto.js';
 
 /** The vault's own file: never the journal, so the journal can be shared for audit without it. */
@@ -76,7 +77,7 @@ export class VaultStore {
     // Create the file 0600 before SQLite does (SQLite would use 0644 minus the umask).
     closeSync(openSync(file, 'a', 0o600));
     if (process.platform !== 'win32') chmodSync(file, 0o600);
-    const db = new Database(file, { timeout: vaultBusyTimeoutMs });
+    const db = openDatabase(file, { timeout: vaultBusyTimeoutMs });
     try {
       db.pragma('journal_mode = WAL');
       // better-sqlite3's bundled build defaults WAL connections to NORMAL; a key or a rotation must

@@ -1,0 +1,88 @@
+import type { z } from 'zod';
+import { brokerApiMethods, brokerApiSchemas, type BrokerApiMethod, type Reply } from '../../broker/contract/index.js';
+
+/**
+ * What main checks before an IPC call reaches the broker, as a pure gate (no Electron import, so
+ * it is unit-tested with plain objects): the channel is one of the operator methods, the caller is
+ * the top frame of our own window showing our bundled page, the input parses with the method's
+ * contract schema, and the app is not shutting down. The operator handlers parse the input again;
+ * checking here too means a malformed call never reaches them at all.
+ */
+
+/** The two refusals only the desktop shell gives (the broker's own codes live in broker/contract). */
+export const IpcRefusal = {
+  /** The call came from a frame, window or page that is not the Postern UI (same code as the HTTP host's token check). */
+  UNAUTHENTICATED: 'IPC from a page that is not the Postern UI.',
+  /** The app is quitting: intake stopped, in-flight work is draining, the journal is about to close. */
+  SHUTTING_DOWN: 'Postern is shutting down; nothing new is accepted.',
+} as const;
+export type IpcRefusal = keyof typeof IpcRefusal;
+
+/** The facts about an IPC sender main reads from Electron's event (see senderFacts in main.ts). */
+export interface IpcSenderFacts {
+  /** event.senderFrame?.url; undefined once the frame is gone. */
+  readonly frameUrl: string | undefined;
+  /** The sending frame is its page's top frame (no iframe, which our page never has). */
+  readonly isMainFrame: boolean;
+  /** event.sender is the web contents of the window main opened (not a devtools or other contents). */
+  readonly fromOurWindow: boolean;
+}
+
+/** The one page allowed to call: our bundled renderer, compared without its fragment. */
+export function isOurPage(url: string | undefined, pageUrl: string): boolean {
+  if (url === undefined) return false;
+  const hash = url.indexOf('#');
+  return (hash === -1 ? url : url.slice(0, hash)) === pageUrl;
+}
+
+export function senderAllowed(facts: IpcSenderFacts, pageUrl: string): boolean {
+  return facts.fromOurWindow && facts.isMainFrame && isOurPage(facts.frameUrl, pageUrl);
+}
+
+/** One IPC channel name per operator method: main registers exactly these, the preload invokes them. */
+export function isOperatorMethod(name: string): name is BrokerApiMethod {
+  return (brokerApiMethods as readonly string[]).includes(name);
+}
+
+/** Parses `input` with the method's contract schema; INVALID_ARGUMENT names the field, as the handlers do. */
+export function parseIpcInput(method: BrokerApiMethod, input: unknown): { ok: true; value: unknown } | Reply<never> {
+  const parsed = (brokerApiSchemas[method].input as z.ZodType).safeParse(input ?? {});
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0];
+  const field = issue === undefined || issue.path.length === 0 ? 'input' : issue.path.map(String).join('.');
+  return { ok: false, error: { code: 'INVALID_ARGUMENT', message: `${field}: ${issue?.message ?? 'invalid'}`, field } };
+}
+
+export type IpcHandlers = { readonly [M in BrokerApiMethod]: (input: unknown) => Promise<Reply<unknown>> };
+
+export interface IpcGate {
+  /** Answers one call: a refusal, or what the method's handler answers for the parsed input. */
+  handle(method: string, sender: IpcSenderFacts, input: unknown): Promise<Reply<unknown>>;
+  /** Stops intake: every later call answers SHUTTING_DOWN. */
+  close(): void;
+  readonly accepting: boolean;
+}
+
+export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers }): IpcGate {
+  let accepting = true;
+  return {
+    get accepting() {
+      return accepting;
+    },
+    close() {
+      accepting = false;
+    },
+    handle(method, sender, input) {
+      if (!isOperatorMethod(method)) return Promise.resolve(refusal('UNAUTHENTICATED'));
+      if (!senderAllowed(sender, options.pageUrl)) return Promise.resolve(refusal('UNAUTHENTICATED'));
+      if (!accepting) return Promise.resolve(refusal('SHUTTING_DOWN'));
+      const parsed = parseIpcInput(method, input);
+      if (!parsed.ok) return Promise.resolve(parsed);
+      return options.handlers[method](parsed.value);
+    },
+  };
+}
+
+export function refusal(code: IpcRefusal): Reply<never> {
+  return { ok: false, error: { code, message: IpcRefusal[code] } };
+}
