@@ -229,10 +229,12 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
       await page.getByTestId(`lane-${lane}-blocked`).waitFor();
       await showing(statusOf(page, B), `approved, blocked by #${A.card.ticket} (outcome unknown)`);
       const waysOut = page.getByRole('group', { name: `Ways out for blocked ticket #${A.card.ticket}` });
-      // Only what the operator API offers is enabled; the retry says why it is not.
+      // This route declares no idempotency contract: nothing was kept to retry, the card says so
+      // and nothing is sent.
       const retry = waysOut.getByRole('button', { name: 'Retry with the same key' });
-      expect(await retry.isDisabled()).toBe(true);
-      expect(await retry.getAttribute('title')).toContain('no method to retry');
+      expect(await retry.getAttribute('title')).toContain('same idempotency key');
+      await retry.click();
+      await showing(cardOf(page, A).getByRole('alert'), 'NOT_FOUND');
       expect(arrivals(d, A, B)).toEqual([A.marker]);
       // This route declares no lookup: the broker refuses to reconcile, and the card says so.
       await waysOut.getByRole('button', { name: 'Reconcile' }).click();

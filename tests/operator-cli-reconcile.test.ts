@@ -37,7 +37,15 @@ describe('postern actions reconcile against a running daemon', () => {
     await vault.close();
     const passphraseFile = path.join(scratch, 'reco.pass');
     writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
-    target = await ArrivalLogServer.start({ behave: ({ method, marker }) => (method === 'POST' && marker === 'cli-unknown' ? 'apply_then_drop' : 'respond') });
+    let retryArrivals = 0;
+    target = await ArrivalLogServer.start({
+      behave: ({ method, marker }) => {
+        if (method === 'POST' && marker === 'cli-unknown') return 'apply_then_drop';
+        // The first send of the retried action loses its answer; the person's retry is answered.
+        if (method === 'POST' && marker === 'cli-retry') return (retryArrivals += 1) === 1 ? 'apply_then_drop' : 'respond';
+        return 'respond';
+      },
+    });
     writeFileSync(
       path.join(dataDir, 'postern.yaml'),
       [
@@ -53,6 +61,14 @@ describe('postern actions reconcile against a running daemon', () => {
         '    methods: [POST]',
         '    idempotency: { header: Idempotency-Key, scope: docs.account, retention_seconds: 86400, fingerprint: [method, path, body] }',
         "    lookup: { method: GET, path: '/operations/{idempotency_key}' }",
+        '  - name: docs-retry',
+        `    base_url: http://127.0.0.1:${target.port}`,
+        '    credential: reco-token',
+        '    injection: bearer',
+        '    approval: none',
+        '    methods: [POST]',
+        '    idempotency: { header: Idempotency-Key, scope: docs.account, retention_seconds: 86400, fingerprint: [method, path, body] }',
+        '    retry: { attempts_max: 1, automatic: false }',
         '',
       ].join('\n'),
     );
@@ -90,5 +106,28 @@ describe('postern actions reconcile against a running daemon', () => {
     const again = await cli(['actions', 'reconcile', actionId, ...dir]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/DECISION_CONFLICT .*already settled/);
+  }, 90_000);
+
+  it('postern actions retry resends the kept request with the same key under a lease; the lane is shown released by the same-key retry', async () => {
+    if (agent === undefined || target === undefined) throw new Error('the setup did not start');
+    const dir = ['--data-dir', dataDir];
+    const reply = await agent.call('http_request', { route: 'docs-retry', method: 'POST', path: '/docs/9', body: JSON.stringify({ marker: 'cli-retry' }), idempotency_key: 'cli-key-9', timeout_ms: 60_000 }).reply;
+    expect(reply.structuredContent?.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
+    const actionId = reply.structuredContent?.invocation_id ?? '';
+    const before = target.arrivals.length;
+
+    const retried = await cli(['actions', 'retry', actionId, ...dir]);
+    expect(retried.code).toBe(0);
+    expect(retried.stdout).toContain('retried under lease generation 1; now committed (succeeded)');
+    expect(target.arrivals.slice(before).map((a) => `${a.method} ${a.path}`)).toEqual(['POST /docs/9']);
+    const shown = await op(dataDir, 'actions.show', { action_id: actionId });
+    expect(shown.released_by).toMatchObject({ kind: 'same_key_retry', actor: { kind: 'person' } });
+    expect(shown.state).toMatchObject({ outcome: 'committed', retry_generation: 1 });
+
+    // Settled: nothing is kept any more, and nothing is sent.
+    const again = await cli(['actions', 'retry', actionId, ...dir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/NOT_FOUND/);
+    expect(target.arrivals.length).toBe(before + 1);
   }, 90_000);
 });

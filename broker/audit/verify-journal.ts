@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import sodium from 'libsodium-wrappers-sumo';
 import {
   appendLeaf,
@@ -16,12 +16,13 @@ import {
 } from '../core/index.js';
 import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
 import { VerifyFailure, type VerifyCode } from './verify-codes.js';
+import { openDatabase } from '../ports/open-database.js';
 
 /** The schema that introduced the audit log, and the newest this verifier knows. */
 export const auditSchemaVersion = 4;
 // 6 (idempotency_keys) adds a current-state table only, 7 (results.purged_at_ms) a column of the
 // result store: the events, tree and checkpoints are unchanged.
-export const auditSchemaVersionMax = 7;
+export const auditSchemaVersionMax = 8;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;
@@ -97,7 +98,7 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
 
 /** Read-only and query-only: a running broker may hold the file; nothing here may write it. */
 function openReadOnly(path: string): Database.Database {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const db = openDatabase(path, { readonly: true, fileMustExist: true });
   db.pragma('query_only = 1');
   db.defaultSafeIntegers(true);
   // One read transaction: every step sees the same snapshot even while the broker appends.

@@ -106,6 +106,15 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(`${actionId} (ticket #${r.ticket}) reconciled by lookup ${r.lookup_action_id} via ${r.correlation}: ${verdict}, basis ${r.outcome_basis} (journal seq ${r.journal_seq}).`);
     });
 
+  withDataDir(actions.command('retry').argument('<action_id>', 'an unknown action on a route with an idempotency contract and a retry policy').description('Retry it with the same idempotency key: the kept request is resent as its next attempt under a lease (your command is the fresh decision).'))
+    .option('--json', 'print one JSON object')
+    .action(async (actionId: string, options: JsonOptions) => {
+      const r = await call(options, 'actions.retry', { action_id: actionId });
+      if (options.json === true) return io.out(JSON.stringify(r));
+      const how = r.generation === null ? 'no retry was sent (the record answered)' : `retried under lease generation ${r.generation}`;
+      io.out(`${actionId} (ticket #${r.ticket}): ${how}; now ${r.outcome}${r.effect === null ? '' : ` (${r.effect})`}${r.code === null ? '' : `, ${r.code}`}${r.retry === null ? '' : `, retry ${r.retry}`} (journal seq ${r.journal_seq}).`);
+    });
+
   withDataDir(program.command('metrics').description('Actions by phase × outcome and by code (never one "failures" number).'))
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {

@@ -194,6 +194,21 @@ export const brokerApiSchemas = {
       journal_seq: z.number().int(),
     }),
   },
+  'actions.retry': {
+    /** A person retries an unknown action with the same idempotency key (its kept request, resent under the next lease). */
+    input: z.strictObject({ action_id: z.string().min(1).max(80) }),
+    output: z.object({
+      action_id: z.string(),
+      ticket: z.number().int().positive(),
+      /** The lease generation the retry ran under (null: no lease taken — the record answered). */
+      generation: z.number().int().nullable(),
+      outcome: z.enum(Outcome),
+      effect: z.enum(Effect).nullable(),
+      code: z.string().nullable(),
+      retry: z.string().nullable(),
+      journal_seq: z.number().int(),
+    }),
+  },
   'sessions.list': { input: z.strictObject({}), output: z.object({ sessions: z.array(sessionSummarySchema) }) },
   'sessions.approve': { input: z.strictObject({ session_id: z.string().min(1).max(80) }), output: sessionStateSchema },
   'sessions.revoke': { input: z.strictObject({ session_id: z.string().min(1).max(80), reason }), output: sessionStateSchema },

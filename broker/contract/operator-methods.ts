@@ -12,6 +12,7 @@ export const brokerApiMethods = [
   'actions.show',
   'actions.attest',
   'actions.reconcile',
+  'actions.retry',
   'sessions.list',
   'sessions.approve',
   'sessions.revoke',

@@ -4,12 +4,12 @@ import pino, { type Logger } from 'pino';
 import { processAlive, startAgentSocket } from '../agent/index.js';
 import { HttpChannel } from '../channels/http/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
-import { secretInputFields, type BrokerStatus } from '../contract/index.js';
+import { CodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
 import { loadConfig, type PosternConfig } from '../config/index.js';
-import { Journal, journalFileName, readJournalSnapshot, ResultStore } from '../journal/index.js';
+import { Journal, journalFileName, readJournalSnapshot, RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
-import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler } from '../queue/index.js';
+import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
@@ -86,7 +86,10 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
 
     const results = ResultStore.open(path.join(options.dataDir, journalFileName));
     closers.push(() => results.close());
-    closers.push(startResultPurge({ results, clock, retentionMs: config.results.retention_seconds * 1000, logger }).stop);
+    // Sealed copies of requests a person may retry with the same key (execute-http-action.ts).
+    const requests = RequestStore.open(path.join(options.dataDir, journalFileName));
+    closers.push(() => requests.close());
+    closers.push(startResultPurge({ results, requests, clock, retentionMs: config.results.retention_seconds * 1000, logger }).stop);
     const httpChannel = new HttpChannel({ gate: journal });
     closers.push(() => httpChannel.close());
     const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir });
@@ -96,8 +99,10 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // through the operator API; the retry engine asks once a key's window passed (no actor).
     const reconcileDeps = { ids: createRandomIdSource(clock), clock, journal, results, vault, config, channel: httpChannel, queue, logger };
     const reconciler = createReconciler(reconcileDeps);
+    const automaticReconcile = createAutomaticReconcile(reconcileDeps);
     const backend = await createAgentBackend({
-      reconcile: createAutomaticReconcile(reconcileDeps),
+      reconcile: automaticReconcile,
+      requests,
       journal,
       results,
       queue,
@@ -155,6 +160,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'approvals.abandon': (input) => queue.abandon(input.ticket, actor, input.reason),
       'actions.attest': (input) => queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
       'actions.reconcile': (input) => reconciler.reconcile(input.action_id, actor),
+      // A person's same-key retry: the kept request resent under the next lease (the click is the fresh decision).
+      'actions.retry': async (input) => {
+        const result = await retryKeptRequest({ ...reconcileDeps, requests, reconcile: automaticReconcile }, input.action_id, actor);
+        return retrySummary(journal, input.action_id, result.envelope.evidence.journal_seq);
+      },
       metrics: () => foldMetrics(journal.outcomeCounts()),
       'sessions.approve': (input) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input) => queue.revokeSession(input.session_id, actor, input.reason),
@@ -188,6 +198,14 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     await closeAll();
     throw error;
   }
+}
+
+/** What `actions.retry` answers: the action's record after the person's retry (or the record that refused it). */
+function retrySummary(journal: Journal, actionId: string, journalSeq: number): BrokerApi['actions.retry']['output'] {
+  const state = journal.getAction(actionId);
+  if (state === undefined || state.ticket === null || state.outcome === null) throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
+  const leased = state.lease?.open === false && state.lease.generation === state.retry_generation ? state.lease.generation : null;
+  return { action_id: actionId, ticket: state.ticket, generation: leased, outcome: state.outcome, effect: state.effect, code: state.code, retry: state.retry, journal_seq: Math.max(journalSeq, state.last_seq) };
 }
 
 /** Runs `close` at most once; later calls wait for the first. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgentSocket } from '../agent/index.js';
 import type { JournalEvent } from '../contract/index.js';
-import { ResultStore } from '../journal/index.js';
+import { RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { createAgentBackend } from '../queue/index.js';
 import { connectPostern, PosternActionError } from '../sdk/index.js';
@@ -49,6 +49,22 @@ describe('the result purge sweep', () => {
       store.commit({ result_id: id, action_id: `act_00000${n}`, attempt: 1, summary: { status: 200 }, body: Buffer.from(`body ${n}`), total_bytes: 6, truncated: false, digest: `sha256:${'cd'.repeat(32)}`, created_at_ms: createdAtMs });
       return id;
     };
+
+    it('drops kept requests past their key window in the same sweep, and keeps the live ones', async () => {
+      temp = await openTempJournal();
+      store = ResultStore.open(temp.path);
+      const requests = RequestStore.open(temp.path);
+      closers.push(() => temp.dispose(), () => store.close(), () => requests.close());
+      const timers = new ManualTimers(temp.clock);
+      const t0 = temp.clock.nowMs();
+      requests.keep({ action_id: 'act_kept_old_1', route: 'docs', sealed: new Uint8Array([1, 2, 3]), kept_at_ms: t0 - 10, expires_at_ms: t0 });
+      requests.keep({ action_id: 'act_kept_new_1', route: 'docs', sealed: new Uint8Array([4, 5, 6]), kept_at_ms: t0 - 10, expires_at_ms: t0 + hourMs + 1 });
+      started(startResultPurge({ results: store, requests, clock: temp.clock, retentionMs, timers }));
+      expect(requests.dropExpired(t0, 10)).toBe(0);
+      expect(requests.read('act_kept_new_1', t0)?.sealed).toEqual(new Uint8Array([4, 5, 6]));
+      timers.advance(hourMs + 1);
+      expect(requests.read('act_kept_new_1', t0)).toBeUndefined();
+    });
 
     it('purges once at start, then on every interval: only what passed its retention', async () => {
       temp = await openTempJournal();

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ResultStore } from '../journal/index.js';
+import type { RequestStore, ResultStore } from '../journal/index.js';
 import type { Clock } from '../ports/index.js';
 import { systemQueueTimers, type QueueTimer, type QueueTimers } from '../queue/index.js';
 
@@ -12,6 +12,8 @@ export const resultPurgeBatchesPerSweepMax = 50;
 
 export interface ResultPurgeOptions {
   readonly results: Pick<ResultStore, 'purgeExpired'>;
+  /** Kept requests past their key's window are dropped in the same sweep (one bounded batch). */
+  readonly requests?: Pick<RequestStore, 'dropExpired'>;
   readonly clock: Clock;
   /** `results.retention_seconds` in ms: the same boundary after which fetch_result answers RESULT_EXPIRED. */
   readonly retentionMs: number;
@@ -50,6 +52,12 @@ export function startResultPurge(options: ResultPurgeOptions): ResultPurge {
     if (!stopped) timer = timers.set(batch, delayMs);
   };
   const endSweep = (): void => {
+    try {
+      const dropped = options.requests?.dropExpired(clock.nowMs(), resultPurgeBatch) ?? 0;
+      if (dropped > 0) logger?.info({ dropped }, 'dropped kept requests past their key window');
+    } catch (error) {
+      logger?.error({ err: error }, 'dropping expired kept requests failed; the next sweep tries again');
+    }
     if (sweep.purged > 0) {
       const backlog = sweep.batches >= resultPurgeBatchesPerSweepMax;
       logger?.info({ purged: sweep.purged, batches: sweep.batches, backlog }, 'purged stored results past their retention');

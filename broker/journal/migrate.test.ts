@@ -30,7 +30,7 @@ describe('when the database is empty', () => {
   it('applies every numbered migration and reports the newest version', () => {
     expect(migrate(db)).toBe(journalMigrations.length);
     expect(schemaVersion(db)).toBe(journalMigrations.length);
-    expect(tableNames()).toEqual(['actions', 'attempts', 'audit_keys', 'audit_runs', 'audit_tree', 'checkpoints', 'events', 'idempotency_keys', 'meta', 'result_chunks', 'results', 'sessions', 'tickets']);
+    expect(tableNames()).toEqual(['actions', 'attempts', 'audit_keys', 'audit_runs', 'audit_tree', 'checkpoints', 'events', 'idempotency_keys', 'kept_requests', 'meta', 'result_chunks', 'results', 'sessions', 'tickets']);
   });
 
   it('does nothing the second time', () => {

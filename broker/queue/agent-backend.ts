@@ -15,7 +15,7 @@ import {
   type AgentToolName,
   type Envelope,
 } from '../contract/index.js';
-import type { Journal, ResultStore } from '../journal/index.js';
+import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
 import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import type { ApprovalQueue } from './approval-queue.js';
@@ -50,6 +50,8 @@ export interface AgentBackendDeps {
   readonly openActionsPerSessionMax?: number;
   /** The route's lookup, asked by the retry engine once an idempotency key's window passed. */
   readonly reconcile?: (actionId: string) => Promise<void>;
+  /** Sealed copies of requests a person may retry with the same key (execute-http-action.ts). */
+  readonly requests?: RequestStore;
 }
 
 export interface RunningAgentBackend extends AgentBackend {
@@ -220,6 +222,7 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
     onAdmitted,
     ...(deps.logger === undefined ? {} : { logger: deps.logger }),
     ...(deps.reconcile === undefined ? {} : { reconcile: deps.reconcile }),
+    ...(deps.requests === undefined ? {} : { requests: deps.requests }),
   };
   const executed: Promise<ToolAnswer> =
     tool === 'http_request'

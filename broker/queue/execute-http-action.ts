@@ -13,14 +13,14 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveLane, type LocalGate, type OutcomeEvidence } from '../core/index.js';
-import type { Journal, ResultStore } from '../journal/index.js';
+import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource, SecretMaterial } from '../ports/index.js';
 import type { DispatchQueue } from './approval-queue.js';
 import { httpCardPreview } from './card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
-import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type NormalizedHttpRequest } from './http-action-request.js';
+import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type HttpActionRequest, type NormalizedHttpRequest } from './http-action-request.js';
 import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
 import { retryWhileAllowed, type AttemptRun, type RetryEngineDeps, type RetrySubject } from './retry-engine.js';
@@ -48,6 +48,11 @@ export interface HttpActionDeps extends Omit<RetryEngineDeps, 'journal' | 'clock
    * that do not reconcile.
    */
   readonly reconcile?: (actionId: string) => Promise<void>;
+  /**
+   * Where the agent's request is kept, sealed by the vault, for a person's same-key retry (routes
+   * with an idempotency contract and a retry policy only). Absent: nothing is kept.
+   */
+  readonly requests?: RequestStore;
 }
 
 /**
@@ -94,7 +99,7 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown, op
   const retryOf = retryOfField(input);
   if (retryOf !== undefined && options.reconciles === undefined) return runRecorded(deps, retryOf, () => retryHttpAction(deps, retryOf, input));
   const actionId = deps.ids.newActionId();
-  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options));
+  return dropWhenSettled(deps, actionId, await runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options)));
 }
 
 async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown, options: HttpActionOptions): Promise<HttpActionResult> {
@@ -146,13 +151,71 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
     return refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []);
   }
   deps.onAdmitted?.(actionId);
+  if (binding !== undefined && route.retry !== undefined) keepRequest(deps, actionId, route, parsed.data, binding.expires_at_ms);
   // The card preview is the agent's own request, taken before any injection.
   const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
   const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
   const first = await authorizeAndSend(deps, bound);
   // A lookup is never retried by the engine: it is asked again by whoever asked for it.
-  return options.reconciles === undefined ? retryWhileAllowed(deps, retrySubject(deps, bound), first) : first;
+  if (options.reconciles !== undefined) return first;
+  return retryWhileAllowed(deps, retrySubject(deps, bound), first);
+}
+
+/** The purpose a kept request is sealed under: bound to its action, so a row cannot be replayed as another's. */
+function keptRequestPurpose(actionId: string): string {
+  return `postern.kept-request.v1:${actionId}`;
+}
+
+/**
+ * Keeps the agent's request (as it sent it: no credential is in it yet) sealed by the vault until
+ * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
+ * Best effort: a locked vault or a full disk loses only that convenience, never the action.
+ */
+function keepRequest(deps: HttpActionDeps, actionId: string, route: Route, request: HttpActionRequest, expiresAtMs: number): void {
+  if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return;
+  try {
+    const { body, timeout_ms: _wait, retry_of: _retryOf, ...rest } = request;
+    const plain = Buffer.from(JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }));
+    const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
+    plain.fill(0);
+    deps.requests.keep({ action_id: actionId, route: route.name, sealed, kept_at_ms: deps.clock.nowMs(), expires_at_ms: expiresAtMs });
+  } catch (error) {
+    deps.logger?.warn({ action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'request not kept for a person retry');
+  }
+}
+
+/** A settled action (or one that never left) needs no kept request any more. */
+function dropWhenSettled(deps: HttpActionDeps, actionId: string, result: HttpActionResult): HttpActionResult {
+  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown') deps.requests.drop(actionId);
+  return result;
+}
+
+/**
+ * A person retries an unknown action with the same key (the "retry with the same key" way out of
+ * a blocked lane): the kept request is unsealed and resent through the same path as an agent's
+ * retry_of — same fingerprint, same key, the next lease — with the person as `requested_by`. The
+ * click is the fresh decision a retry of an indeterminate action needs. NOT_FOUND when nothing was
+ * kept (no contract or retry policy on the route, the key's window passed, or already settled).
+ */
+export async function retryKeptRequest(deps: HttpActionDeps, actionId: string, actor: { readonly kind: 'person'; readonly id: string }): Promise<HttpActionResult> {
+  const kept = deps.requests?.read(actionId, deps.clock.nowMs());
+  if (kept === undefined) {
+    throw new CodedError(
+      'NOT_FOUND',
+      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person`,
+      { field: 'action_id' },
+    );
+  }
+  const plain = deps.vault.unwrap(keptRequestPurpose(actionId), kept.sealed);
+  let input: Record<string, unknown>;
+  try {
+    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Record<string, unknown>;
+    input = { ...rest, ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}), retry_of: actionId };
+  } finally {
+    plain.fill(0);
+  }
+  return runRecorded(deps, actionId, () => retryHttpAction(deps, actionId, input, actor));
 }
 
 /** The action id an agent's `retry_of` names, read before parsing (the retry path parses the rest itself). */
@@ -171,7 +234,7 @@ function retryOfField(input: unknown): string | undefined {
  * A request that does not match is refused with a coded error and nothing is recorded on the
  * original.
  */
-async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: unknown): Promise<HttpActionResult> {
+async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: unknown, person?: { readonly kind: 'person'; readonly id: string }): Promise<HttpActionResult> {
   const parsed = httpActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -201,7 +264,8 @@ async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: un
   const subject = retrySubject(deps, bound);
   const answer = subject.fromRecord(state);
   // Who asked is the calling session (after a restart, not the one that first sent it).
-  return retryWhileAllowed(deps, subject, answer, { kind: 'agent', id: deps.sessionId ?? state.session_id ?? 'agent' });
+  const requestedBy = person ?? { kind: 'agent' as const, id: deps.sessionId ?? state.session_id ?? 'agent' };
+  return dropWhenSettled(deps, actionId, await retryWhileAllowed(deps, subject, answer, requestedBy));
 }
 
 /**

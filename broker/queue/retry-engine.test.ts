@@ -3,6 +3,8 @@ import type { JournalEvent } from '../contract/index.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../testing/idempotency-target.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { createRandomIdSource } from '../ports/index.js';
+import { RequestStore } from '../journal/index.js';
+import { retryKeptRequest } from './execute-http-action.js';
 import { createAutomaticReconcile } from './reconcile-action.js';
 
 /**
@@ -298,5 +300,57 @@ describe("when the key's window has passed", () => {
     expect(reconciled[0]?.payload).not.toHaveProperty('actor');
     expect(reconciled[0]?.classification).toMatchObject({ outcome: 'committed', source: 'remote_query' });
     expect(answer.envelope).toMatchObject({ invocation_id: id, effect: 'succeeded' });
+  });
+});
+
+describe('when a person retries an unknown action with the same key (the kept request)', () => {
+  it('the request was kept sealed (no plaintext on disk), the retry resends it under the next lease with the person as requested_by, and settling drops it', async () => {
+    await start('honours', 1);
+    const requests = RequestStore.open(h.temp.path);
+    try {
+      const config = localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: false }));
+      const first = await h.run(config, post, { requests });
+      const id = first.envelope.invocation_id;
+      expect(first.envelope.error).toMatchObject({ outcome: 'unknown' });
+      const kept = requests.read(id, h.temp.clock.nowMs());
+      expect(kept?.route).toBe('docs');
+      expect(Buffer.from(kept?.sealed ?? []).includes(Buffer.from('release'))).toBe(false);
+
+      const deps = { ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, queue: h.queue, requests };
+      const retried = await retryKeptRequest(deps, id, { kind: 'person', id: 'ann' });
+      expect(retried.envelope).toMatchObject({ invocation_id: id, effect: 'succeeded' });
+      expect(target.requests.map((r) => [r.key, r.body])).toEqual([
+        ['key-r-1', post.body],
+        ['key-r-1', post.body],
+      ]);
+      expect(target.effectsOf(post.body)).toBe(1);
+      expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload).toMatchObject({ generation: 1, requested_by: { kind: 'person', id: 'ann' } });
+      expect(requests.read(id, h.temp.clock.nowMs())).toBeUndefined();
+      await expect(retryKeptRequest(deps, id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
+    } finally {
+      requests.close();
+    }
+  });
+
+  it('nothing is kept on a route without a retry policy, or once the key window passed: NOT_FOUND, nothing sent', async () => {
+    // The first action commits (an unknown one would block the lane the second one needs).
+    await start('honours', 0);
+    const requests = RequestStore.open(h.temp.path);
+    try {
+      const noPolicy = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0]);
+      const plain = await h.run(noPolicy, post, { requests });
+      const deps = { ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config: noPolicy, channel: h.channel, queue: h.queue, requests };
+      await expect(retryKeptRequest(deps, plain.envelope.invocation_id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+      target.loseResponses = 1;
+      const withPolicy = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
+      const second = await h.run(withPolicy, { ...post, idempotency_key: 'key-r-2', body: '{"release":"r-2"}' }, { requests });
+      h.temp.clock.advance((retentionSeconds + 1) * 1000);
+      await expect(retryKeptRequest({ ...deps, config: withPolicy }, second.envelope.invocation_id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect(requests.dropExpired(h.temp.clock.nowMs(), 10)).toBe(1);
+      expect(target.requests).toHaveLength(2);
+    } finally {
+      requests.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import { migration004AuditLog } from './004-audit-log.js';
 import { migration005Sessions } from './005-sessions.js';
 import { migration006IdempotencyKeys } from './006-idempotency-keys.js';
 import { migration007ResultPurge } from './007-result-purge.js';
+import { migration008KeptRequests } from './008-kept-requests.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
-export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge];
+export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge, migration008KeptRequests];

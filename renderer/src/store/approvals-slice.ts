@@ -17,6 +17,8 @@ export interface ApprovalsSlice {
   abandon(ticket: number, reason: string): Promise<boolean>;
   attest(ticket: number, actionId: string, outcome: 'committed' | 'rejected', effect: Effect, basis: string): Promise<boolean>;
   reconcile(ticket: number, actionId: string): Promise<boolean>;
+  /** A person's same-key retry of an unknown head (its kept request, resent under the next lease). */
+  retrySameKey(ticket: number, actionId: string): Promise<boolean>;
 }
 
 const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
@@ -85,6 +87,13 @@ export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSl
         decide(ticket, 'attest', () => api['actions.attest']({ action_id: actionId, outcome, effect, basis }), () => `#${ticket} attested ${outcome} (${effect})`),
       reconcile: (ticket, actionId) =>
         decide(ticket, 'reconcile', () => api['actions.reconcile']({ action_id: actionId }), (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`),
+      retrySameKey: (ticket, actionId) =>
+        decide(
+          ticket,
+          'retry',
+          () => api['actions.retry']({ action_id: actionId }),
+          (value) => (value.generation === null ? `#${ticket}: no retry sent (${value.outcome})` : `#${ticket} retried (lease generation ${value.generation}): ${value.outcome}`),
+        ),
     };
   };
 }

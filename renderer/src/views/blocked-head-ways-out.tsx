@@ -9,9 +9,9 @@ const effectsFor: Record<'committed' | 'rejected', Effect[]> = {
   rejected: ['rejected', 'no_effect'],
 };
 
-/** Why the retry button is there but off: the brief's first way out has no operator method yet. */
-export const retryUnavailable =
-  'Not available yet: the operator API has no method to retry an action with its idempotency key. Reconcile, attest what you know, or abandon it.';
+/** What the retry button does, and when the broker refuses it (it answers NOT_FOUND then, shown on the card). */
+export const retryExplained =
+  'Resend the very request this action sent, with the same idempotency key, as its next attempt under a lease. Only for a route with an idempotency contract and a retry policy, inside the key’s window; your click is the decision.';
 
 type OpenForm = 'abandon' | 'attest' | null;
 
@@ -23,6 +23,7 @@ type OpenForm = 'abandon' | 'attest' | null;
 export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: boolean }) {
   const t = card.ticket;
   const reconcile = useAppStore((state) => state.reconcile);
+  const retrySameKey = useAppStore((state) => state.retrySameKey);
   const abandon = useAppStore((state) => state.abandon);
   const [open, setOpen] = useState<OpenForm>(null);
   return (
@@ -32,7 +33,7 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
       </p>
       {open === null && (
         <div className="form-actions">
-          <button type="button" disabled title={retryUnavailable} aria-describedby={`retry-why-${t}`}>
+          <button type="button" disabled={busy} onClick={() => void retrySameKey(t, card.action_id)} title={retryExplained} aria-describedby={`retry-why-${t}`}>
             Retry with the same key
           </button>
           <button type="button" disabled={busy} onClick={() => void reconcile(t, card.action_id)} title="Ask the remote what happened, through the route's lookup">
@@ -45,7 +46,7 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
             Abandon…
           </button>
           <span id={`retry-why-${t}`} className="visually-hidden">
-            {retryUnavailable}
+            {retryExplained}
           </span>
         </div>
       )}
