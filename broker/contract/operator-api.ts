@@ -85,6 +85,11 @@ export const approvalCardSchema = z.object({
   expires_at_ms: z.number().int().nullable(),
   /** A retry of an indeterminate action needs a fresh decision and is labelled so. */
   retry_of: z.string().nullable(),
+  /**
+   * Retries of this same action so far (its RETRY_LEASED generation) and the budget recorded at
+   * admission: a card with retries > 0 is a retry of an indeterminate action and says so.
+   */
+  retries: z.object({ generation: z.number().int().nonnegative(), budget: z.number().int().nonnegative() }).optional(),
 });
 export type ApprovalCard = z.infer<typeof approvalCardSchema>;
 

@@ -42,6 +42,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
     accepted_at_ms: state.accepted_at_ms,
     expires_at_ms: f.expiresAtMs,
     retry_of: preview.retry_of,
+    retries: { generation: state.retry_generation ?? 0, budget: state.retry_budget ?? 0 },
   };
   return approvalCardSchema.parse(card);
 }

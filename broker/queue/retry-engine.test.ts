@@ -127,6 +127,8 @@ describe('when every response is lost', () => {
     const events = h.events(id);
     expect(ofKind(events, 'RETRY_LEASED').map((e) => e.payload.generation)).toEqual([1, 2]);
     expect(events.at(-1)).toMatchObject({ kind: 'OUTCOME_RECORDED', classification: { code: 'RETRY_BUDGET_EXHAUSTED', outcome_basis: 'retry_budget_exhausted' } });
+    // Its card (a blocked head now) says it is a retried action, and how far the budget went.
+    expect(h.queue.cards().find((c) => c.action_id === id)).toMatchObject({ state: 'blocked_head', retries: { generation: 2, budget: 2 } });
 
     // Restart: the count lives in the record. An agent's retry_of now sends nothing.
     await h.temp.journal.close();

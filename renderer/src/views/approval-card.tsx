@@ -38,6 +38,15 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
             retry of an indeterminate action
           </span>
         )}
+        {card.retries !== undefined && card.retries.generation > 0 && (
+          <span
+            className="badge attention"
+            data-testid={`card-${t}-retries`}
+            title={`This action's outcome was not known, so it was retried under the same key: retry ${card.retries.generation} of the ${card.retries.budget} its record allows, each a fresh decision (a person's click or the route's retry policy).`}
+          >
+            retry {card.retries.generation} of {card.retries.budget}
+          </span>
+        )}
         {card.expires_at_ms !== null && needsDecision(card) && <Countdown expiresAtMs={card.expires_at_ms} ticket={t} />}
       </header>
       <p className="card-status" data-testid={`card-${t}-status`}>
