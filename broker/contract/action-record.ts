@@ -101,7 +101,17 @@ export const actionStateSchema = z.object({
   retry_budget: z.number().int().optional(),
   retry_generation: z.number().int().optional(),
   /** The latest retry lease; `open` until a classification lands after it. */
-  lease: z.object({ generation: z.number().int(), holder: z.string(), expires_at_ms: z.number().int(), open: z.boolean() }).nullable().optional(),
+  lease: z
+    .object({
+      generation: z.number().int(),
+      holder: z.string(),
+      expires_at_ms: z.number().int(),
+      open: z.boolean(),
+      /** decideRetry's verdict that licensed it (a same-key lease also needs the key's window at dispatch). */
+      decision: z.enum(['RETRY_NEW_ATTEMPT', 'RETRY_SAME_KEY', 'RETRY_WHEN_ALLOWED']).optional(),
+    })
+    .nullable()
+    .optional(),
   /** The bound idempotency key's earliest safe expiry (PREFLIGHT_VALIDATED), so a restart can still say same_idempotency_key. */
   key_expires_at_ms: z.number().int().nullable().optional(),
   first_seq: z.number().int(),

@@ -237,6 +237,11 @@ export const eventPayloadSchemas = {
     actor: Actor.optional(),
     /** Why this correlation is enough, or why ambiguity remains (a bounded read-back says how many matched). */
     note: z.string().max(500).optional(),
+    /**
+     * How many attempts the action had when the lookup started; the journal refuses the result if a
+     * retry ran since (a lookup before an attempt says nothing about that attempt). Optional: older events.
+     */
+    attempts_seen: z.number().int().nonnegative().optional(),
     /** A bounded read-back: how many candidate objects matched every recorded field, of how many read. */
     read_back: z.strictObject({ matched: z.number().int().nonnegative(), examined: z.number().int().nonnegative() }).optional(),
   }),

@@ -51,7 +51,8 @@ const callerGaveUp: Step = () => [{ kind: 'CALLER_DEADLINE_EXCEEDED', action_id:
 function history(steps: readonly Step[], lane: string | null = 'lane-a'): JournalEvent[] {
   const out: NewEvent[] = [
     { kind: 'ACTION_ACCEPTED', action_id: id, payload: { channel: 'http', target: 'route:docs POST /documents/{id}', request_fingerprint: fp, approval: 'none', idempotent: true, retry_budget: 3 } },
-    { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
+    // A bound key (far expiry), so same-key leases are allowed as they would be under a contract.
+    { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: { idempotency: { route: 'docs', scope: 'docs.account', key: 'k-1', fingerprint: fp, expires_at_ms: 9_999_999 } } },
     { kind: 'CREDENTIAL_AUTHORIZED', action_id: id, payload: { credential_id: 'cred_1', version_tag: 'v1', injection_mode: 'bearer', request_fingerprint: fp } },
   ];
   let attempt = 0;

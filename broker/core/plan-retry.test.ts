@@ -47,6 +47,12 @@ describe('planRetry', () => {
     expect(planRetry(unknownHead({ retry: 'backoff' }), ctx({ idempotent: true, keyExpiresAtMs: undefined }))).toMatchObject({ kind: 'retry', decision: 'RETRY_NEW_ATTEMPT' });
   });
 
+  it('another worker’s live lease holds it: nothing is planned over it (not even "exhausted"); an expired one does not', () => {
+    const held = unknownHead({ retry_generation: 2, lease: { generation: 2, holder: 'w2', expires_at_ms: 6_000, open: true } });
+    expect(planRetry(held, ctx())).toEqual({ kind: 'held', generation: 2 });
+    expect(planRetry(held, ctx({ nowMs: 6_000 }))).toMatchObject({ kind: 'exhausted' });
+  });
+
   it('the budget in the record bounds it, whatever is in memory', () => {
     expect(planRetry(unknownHead({ retry_generation: 2 }), ctx())).toEqual({ kind: 'exhausted', decision: 'RETRY_SAME_KEY', budget: 2 });
     expect(planRetry(unknownHead({ retry_budget: 0 }), ctx())).toMatchObject({ kind: 'exhausted' });

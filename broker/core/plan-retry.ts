@@ -18,6 +18,8 @@ export interface RetryContext {
 }
 
 export type RetryPlan =
+  /** Another worker holds the live lease: its attempt decides; nothing is planned over it. */
+  | { readonly kind: 'held'; readonly generation: number }
   /** Nothing to do: settled, in flight, abandoned, or decideRetry says the record stands. */
   | { readonly kind: 'stop'; readonly decision: RetryDecision | null; readonly why: string }
   /** The record holds no more retries: the last evidence stands; reconcile next. */
@@ -36,6 +38,7 @@ export const retryDelayMsMax = 60_000;
  * forgets the window. Pure: the retry engine and the agent's retry_of both plan with it.
  */
 export function planRetry(state: ActionState, ctx: RetryContext): RetryPlan {
+  if (state.lease?.open === true && ctx.nowMs < state.lease.expires_at_ms) return { kind: 'held', generation: state.lease.generation };
   if (!state.recorded || state.outcome === null) return { kind: 'stop', decision: null, why: 'the current attempt has no recorded outcome yet' };
   if (state.abandoned === true) return { kind: 'stop', decision: null, why: 'a person abandoned it; its lane moved on' };
   if (state.outcome === 'not_attempted' && state.phase !== 'connection_setup') {

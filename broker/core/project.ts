@@ -184,7 +184,9 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       if (event.classification?.outcome !== 'committed' && event.classification?.outcome !== 'rejected') {
         return impossible(event, 'RESULT_COMMITTED settles committed or rejected only');
       }
-      if (state.result_id !== null) return impossible(event, 'a result is committed once');
+      // One result per run: a retry after a throttled (rejected, backoff) answer commits its own,
+      // but only while its attempt is in flight — never over a settled one.
+      if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown')) return impossible(event, 'a result is committed once');
       next.result_id = event.payload.result_id;
       next.result_digest = event.payload.result_digest;
       advanceStage(next, 'result_committed');
@@ -244,6 +246,13 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'RECONCILIATION_RESULT':
     case 'OPERATOR_ATTESTED':
       if (state.dispatch_seq === null) return impossible(event, `${event.kind} settles only a dispatched action`);
+      // Never over an attempt in flight, nor under another worker's live retry lease: that attempt's
+      // own answer decides, and a lookup that ran before it says nothing about it.
+      if (!state.recorded) return impossible(event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
+      if (leaseLive(state, event.at_ms)) return impossible(event, `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`);
+      if (event.kind === 'RECONCILIATION_RESULT' && event.payload.attempts_seen !== undefined && event.payload.attempts_seen !== state.attempts.length) {
+        return impossible(event, `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`);
+      }
       break;
     case 'RETRY_LEASED': {
       // One active attempt per invocation (DESIGN §3): a lease is taken only on a recorded outcome
@@ -257,6 +266,9 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
         (state.outcome === 'unknown' || ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
       if (!retriable) return impossible(event, `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`);
       const lease = state.lease;
+      if (event.payload.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || state.key_expires_at_ms === undefined || event.at_ms >= state.key_expires_at_ms)) {
+        return impossible(event, 'a same-key retry needs the bound key inside its earliest safe expiry');
+      }
       if (lease?.open === true && event.at_ms < lease.expires_at_ms) {
         throw new CodedError('LEASE_LOST', `seq ${event.seq} RETRY_LEASED on ${event.action_id}: generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`);
       }
@@ -267,7 +279,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
         return impossible(event, `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget ?? 0}`);
       }
       next.retry_generation = event.payload.generation;
-      next.lease = { generation: event.payload.generation, holder: event.payload.holder, expires_at_ms: event.payload.expires_at_ms, open: true };
+      next.lease = { generation: event.payload.generation, holder: event.payload.holder, expires_at_ms: event.payload.expires_at_ms, open: true, decision: event.payload.decision };
       break;
     }
     case 'ABANDONED':
@@ -277,6 +289,8 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       }
       if (state.abandoned === true) return impossible(event, 'the action was already abandoned');
       next.abandoned = true;
+      // An abandoned action is never sent again: a lease taken before the abandon dies with it.
+      if (state.lease?.open === true) next.lease = { ...state.lease, open: false };
       break;
     case 'SESSION_STARTED':
     case 'SESSION_APPROVED':
@@ -376,6 +390,7 @@ function requireDispatchable(event: JournalEvent, state: ActionState, closedByGa
   if (closedByGate) impossible(event, `${event.kind} after the ticket was ${state.decision}`);
   if (state.phase === 'validation') impossible(event, `${event.kind} after a validation failure`);
   if (state.outcome === 'committed') impossible(event, `${event.kind} after a committed result`);
+  if (state.abandoned === true) impossible(event, `${event.kind} after a person abandoned it`);
   if ((state.outcome === 'rejected' || state.outcome === 'not_attempted') && state.retry !== 'backoff') {
     impossible(event, `${event.kind} after ${state.outcome} without a backoff disposition`);
   }
@@ -398,12 +413,19 @@ function requireLease(event: JournalEvent, state: ActionState, generation: numbe
     if (state.recorded && state.outcome !== null) impossible(event, 'a retry after a recorded outcome needs a retry lease (RETRY_LEASED)');
     return;
   }
-  if (generation !== lease.generation || !lease.open || event.at_ms >= lease.expires_at_ms) {
+  // A same-key retry must also land inside the key's window: past it the remote may have forgotten the key.
+  const keyLapsed = lease.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || state.key_expires_at_ms === undefined || event.at_ms >= state.key_expires_at_ms);
+  if (generation !== lease.generation || !lease.open || event.at_ms >= lease.expires_at_ms || keyLapsed) {
     throw new CodedError(
       'LEASE_LOST',
       `seq ${event.seq} DISPATCH_STARTED on ${event.action_id}: generation ${generation ?? 'none'} is not the live lease (generation ${lease.generation}, ${lease.open ? `expires ${lease.expires_at_ms}` : 'its attempt is recorded'})`,
     );
   }
+}
+
+/** Whether a retry lease is held now: open (its attempt not yet recorded) and not expired. */
+export function leaseLive(state: ActionState, nowMs: number): boolean {
+  return state.lease?.open === true && nowMs < state.lease.expires_at_ms;
 }
 
 function requireAuthorized(event: JournalEvent, state: ActionState): void {

@@ -5,6 +5,7 @@
 export const hostErrorMeanings = {
   UNAUTHENTICATED: 'No valid session cookie, bearer token or one-run token; open the URL the daemon printed.',
   HOST_NOT_ALLOWED: 'The Host header is not 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence).',
+  CROSS_SITE_REFUSED: 'A state-changing API call that is not JSON from this very origin (a page on another local port shares the cookie’s site).',
   NOT_FOUND: 'No asset or API method at this path.',
   METHOD_NOT_ALLOWED: 'This path does not accept the HTTP method used.',
   INVALID_ARGUMENT: 'The API request body is not JSON.',

@@ -202,6 +202,27 @@ describe('the operator HTTP host', () => {
       expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
     });
 
+    it('refuses a state-changing call that is not JSON, or that a browser says came from another origin or site (403 CROSS_SITE_REFUSED); a same-origin JSON call reaches the handler', async () => {
+      const post = (headers: Record<string, string>): Promise<Answer> =>
+        new Promise((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: host.port, path: '/api/vault.lock', method: 'POST', headers: { Host: `127.0.0.1:${host.port}`, ...bearer, ...headers }, agent: false }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          });
+          req.on('error', reject);
+          req.end('{}');
+        });
+      for (const headers of [{ 'Content-Type': 'text/plain' }, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:8080' }, { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'same-site' }]) {
+        const answer = await post(headers);
+        expect(answer.status, JSON.stringify(headers)).toBe(403);
+        expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'CROSS_SITE_REFUSED' } });
+      }
+      const same = await post({ 'Content-Type': 'application/json; charset=utf-8', Origin: `http://127.0.0.1:${host.port}`, 'Sec-Fetch-Site': 'same-origin' });
+      expect(same.status).toBe(200);
+      expect(JSON.parse(same.body)).toMatchObject({ ok: true });
+    });
+
     it('answers the wrong verb with 405 and says which one to use', async () => {
       const answer = await send(host.port, '/api/approvals.approve', bearer, 'GET');
       expect(answer.status).toBe(405);

@@ -172,6 +172,11 @@ async function serveApi(ctx: RequestContext, name: string): Promise<void> {
   }
   let input: unknown = {};
   if (req.method === 'POST') {
+    const crossSite = crossSiteWrite(req);
+    if (crossSite !== undefined) {
+      sendError(res, 403, 'CROSS_SITE_REFUSED', crossSite, '/api/');
+      return;
+    }
     const body = await readBody(req, apiBodyBytesMax);
     if (body === undefined) {
       sendError(res, 413, 'PAYLOAD_LIMIT', `The request body is over ${apiBodyBytesMax} bytes.`, '/api/');
@@ -186,6 +191,24 @@ async function serveApi(ctx: RequestContext, name: string): Promise<void> {
   }
   const reply = await ctx.handlers[method](input);
   sendJson(res, reply.ok ? 200 : replyErrorStatus(reply.error.code), reply);
+}
+
+/**
+ * Why a state-changing call must be refused as cross-site, or undefined. The session cookie is
+ * SameSite=Strict, but every page on 127.0.0.1 — any port — is the same *site*, so a page an agent
+ * serves on another local port could otherwise POST a "simple" request (text/plain, no preflight)
+ * that carries the cookie. So a write must be JSON (a cross-origin JSON POST needs a CORS
+ * preflight this host never grants), and a browser's Origin / Sec-Fetch-Site must say it came from
+ * this very origin.
+ */
+export function crossSiteWrite(req: Pick<IncomingMessage, 'headers'>): string | undefined {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') return 'Operator API writes must be sent as application/json.';
+  const fetchSite = req.headers['sec-fetch-site'];
+  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return `A ${fetchSite} request cannot change the broker.`;
+  const origin = req.headers.origin;
+  if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) return 'A request from another origin cannot change the broker.';
+  return undefined;
 }
 
 /** The body, or undefined once it passes the limit (the rest is not read). */

@@ -255,6 +255,21 @@ describe('config.edit', () => {
     expect(value(await handlers['config.edit']({ op: 'add_route', route })).routes).toContain('ci');
   });
 
+  it('refuses an SSH host entry whose name a key is bound to when the key is not bound to its host (no silent redirection of an SSH key)', async () => {
+    const { handlers } = await lockedBroker();
+    value(await handlers['vault.unlock']({ passphrase }));
+    // A bearer credential stands in for the key: the guard reads bindings, not kinds.
+    value(await handlers['credentials.add']({ name: 'deploy-key', kind: 'bearer', secret: canary, bindings: ['prod-db'] }));
+    const file = path.join(dir.path, 'postern.yaml');
+    const before = readFileSync(file);
+    const host = { name: 'prod-db', host: 'attacker.example', user: 'ops', credential: 'deploy-key', host_key: 'accept_new' as const, approval: 'none' as const };
+    expect(await handlers['config.edit']({ op: 'add_ssh_host', host })).toMatchObject({ ok: false, error: { code: 'CONFIG_INVALID', field: 'host.name' } });
+    expect(readFileSync(file).equals(before)).toBe(true);
+    value(await handlers['credentials.remove']({ name: 'deploy-key' }));
+    value(await handlers['credentials.add']({ name: 'deploy-key', kind: 'bearer', secret: canary, bindings: ['prod-db', 'attacker.example:22'] }));
+    expect(value(await handlers['config.edit']({ op: 'add_ssh_host', host })).ssh_hosts).toContain('prod-db');
+  });
+
   it('when no file existed at start, the first edit creates postern.yaml in the data directory', async () => {
     await lockedBroker();
     await runtime?.close();

@@ -118,6 +118,7 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
     'config.show': () => ({ ...showConfig(deps.config), edited_since_start: editedSinceStart }),
     'config.edit': (input) => {
       if (input.op === 'add_route') refuseNameOnlyBinding(input.route, vault.list());
+      if (input.op === 'add_ssh_host') refuseNameOnlyHostBinding(input.host, vault.list());
       const edited = editConfigFile(configFile, input);
       editedSinceStart = true;
       logger.info({ op: input.op }, 'configuration file edited (operator); applies at the next start');
@@ -147,6 +148,23 @@ function refuseNameOnlyBinding(route: { name: string; base_url: string }, creden
   if (widened !== undefined) {
     throw new CodedError('CONFIG_INVALID', `a credential is bound to the route name "${route.name}" but not to ${host}: bind it to that host first, or edit the file by hand`, {
       field: 'route.name',
+    });
+  }
+}
+
+/**
+ * The same for an SSH host entry: an SSH key bound to the entry's name alone would authenticate to
+ * whatever host a new entry of that name points at (execute-ssh-action accepts the name as a
+ * binding). Refused unless the key is also bound to the new host.
+ */
+function refuseNameOnlyHostBinding(entry: { name: string; host: string; port?: number | undefined }, credentials: readonly CredentialInfo[]): void {
+  const host = entry.host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const port = entry.port ?? 22;
+  const names = [host, `${host}:${port}`, `[${host}]:${port}`];
+  const widened = credentials.find((info) => info.bindings.some((b) => b.toLowerCase() === entry.name) && !info.bindings.some((b) => names.includes(b.toLowerCase())));
+  if (widened !== undefined) {
+    throw new CodedError('CONFIG_INVALID', `a credential is bound to the SSH host name "${entry.name}" but not to ${host}: bind it to that host first, or edit the file by hand`, {
+      field: 'host.name',
     });
   }
 }

@@ -297,6 +297,7 @@ function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionRe
     ...(b.binding === undefined ? {} : { keyExpiresAtMs: b.binding.expires_at_ms }),
     send: (run) => authorizeAndSend(deps, b, run),
     fromRecord: (state) => recordedAnswer(state, b.fingerprint),
+    ready: () => deps.vault.state() === 'unlocked',
     leaseHeld: (state) => ({ envelope: buildHttpEnvelope({ state, classification: leaseHeldClassification, message: errorCodeMeanings.LEASE_LOST, fingerprint: b.fingerprint }) }),
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };
@@ -434,17 +435,39 @@ interface Bound {
 
 async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun = { firstAttempt: 1 }): Promise<HttpActionResult> {
   if (run.generation === undefined) return authorizeAndSendOnce(deps, b, run);
-  // A retry run holds a lease on an action that already has a record: a gate that stops it (the
-  // vault locked, the request changed) or a refusal by the journal (the lease lapsed, another
-  // worker's attempt won) records nothing over it — the answer is the record as it stands.
+  // A retry run holds a lease on an action that already has a record. Stopped before its
+  // DISPATCH_STARTED (a gate: the vault locked, the credential changed; the journal: the lease
+  // lapsed or another worker's attempt won; a connection that failed in setup), it closes its own
+  // lease by restating the record's outcome, and answers from the record. Once it crossed the
+  // boundary, a failure is the caller's to record (runRecorded: unknown), never swallowed.
   try {
     return await authorizeAndSendOnce(deps, b, run);
   } catch (error) {
     if (!isCodedError(error) || !['LEASE_LOST', 'IMPOSSIBLE_TRANSITION', 'VAULT_LOCKED'].includes(error.code)) throw error;
-    deps.logger?.info({ action_id: b.actionId, generation: run.generation, code: error.code }, 'retry stopped before dispatch');
     const state = deps.journal.getAction(b.actionId);
     if (state === undefined) throw error;
-    return recordedAnswer(state, b.fingerprint);
+    if (state.attempts.some((a) => a.n >= run.firstAttempt && a.state === 'dispatched')) throw error;
+    deps.logger?.info({ action_id: b.actionId, generation: run.generation, code: error.code }, 'retry stopped before dispatch');
+    return recordedAnswer(await closeUndispatchedRetry(deps, state, run.generation), b.fingerprint);
+  }
+}
+
+/**
+ * A retry that never crossed DISPATCH_STARTED changes nothing about the remote: the record's
+ * outcome is restated (basis retry_not_dispatched), which ends this worker's own lease at once
+ * instead of at its expiry. Another worker's lease is left alone; a settled record (a throttled
+ * answer) cannot be restated and its lease simply expires.
+ */
+async function closeUndispatchedRetry(deps: HttpActionDeps, state: ActionState, generation: number): Promise<ActionState> {
+  const c = stateClassification(state);
+  if (c === undefined || state.lease?.open !== true || state.lease.generation !== generation) return state;
+  const attempt = state.attempts.at(-1)?.n;
+  try {
+    const appended = await deps.journal.append({ kind: 'OUTCOME_RECORDED', action_id: state.action_id, payload: attempt === undefined ? {} : { attempt }, classification: { ...c, outcome_basis: 'retry_not_dispatched' } });
+    return appended.state;
+  } catch (error) {
+    if (!isCodedError(error) || error.code !== 'IMPOSSIBLE_TRANSITION') throw error;
+    return deps.journal.getAction(state.action_id) ?? state;
   }
 }
 

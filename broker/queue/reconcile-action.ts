@@ -2,6 +2,7 @@ import type { Route } from '../config/index.js';
 import { CodedError, isCodedError, type ActionState, type Classification, type JournalEvent } from '../contract/index.js';
 import {
   classifyReadBack,
+  leaseLive,
   normalizeRequestPath,
   planLookup,
   planReadBack,
@@ -61,6 +62,11 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
   if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
     throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'reconcile'), { field: 'action_id' });
   }
+  if (leaseLive(state, deps.clock.nowMs())) {
+    throw new CodedError('DECISION_CONFLICT', `${actionId} is being retried (lease generation ${state.lease?.generation ?? 0}); its attempt's own answer decides — reconcile after it`, { field: 'action_id' });
+  }
+  // A retry that starts while the lookup runs makes its answer stale: the journal compares this.
+  const attemptsSeen = state.attempts.length;
   const route = lookupRoute(deps, state);
   const lookup = route.lookup;
   const readBack = route.correlation?.read_back;
@@ -75,7 +81,7 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
     // The key's retention is read now, after the lookup answered: an answer inside it is within it.
     const withinRetention = facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < facts.keyExpiresAtMs;
     const classification = reconcileClassification(lookupResult.response?.status, plan.correlation, withinRetention);
-    return record(deps, actionId, actor, lookupResult, { correlation: plan.correlation, classification });
+    return record(deps, actionId, actor, lookupResult, { correlation: plan.correlation, classification, attemptsSeen });
   }
   if (readBack === undefined) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${plan?.ok === false ? plan.why : 'no lookup applies'}`, { field: 'lookup' });
   const values = facts.correlationValues ?? {};
@@ -84,7 +90,7 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
     const whys = [...(plan?.ok === false ? [plan.why] : []), readPlan.why];
     throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${whys.join('; ')}`, { field: 'lookup' });
   }
-  return readBackAndRecord(deps, actionId, actor, route, readBack, values, readPlan);
+  return readBackAndRecord(deps, actionId, actor, route, readBack, values, readPlan, attemptsSeen);
 }
 
 /**
@@ -99,6 +105,7 @@ async function readBackAndRecord(
   spec: ReadBackSpec,
   values: Readonly<Record<string, string>>,
   readPlan: { readonly path: string; readonly query: Readonly<Record<string, string>> },
+  attemptsSeen: number,
 ): Promise<ReconcileResult> {
   const path = sendablePath(actionId, readPlan.path);
   const input = { route: route.name, method: 'GET', path, ...(Object.keys(readPlan.query).length === 0 ? {} : { query: readPlan.query }) };
@@ -107,6 +114,7 @@ async function readBackAndRecord(
   const verdict = classifyReadBack({ status: response?.status, body: response?.body.toString('utf8') ?? '', truncated: response?.truncated ?? false }, spec, values);
   return record(deps, actionId, actor, lookupResult, {
     correlation: 'bounded_read_back',
+    attemptsSeen,
     classification: verdict.classification,
     note: verdict.note,
     ...(verdict.readBack === undefined ? {} : { readBack: verdict.readBack }),
@@ -115,6 +123,7 @@ async function readBackAndRecord(
 
 interface Learned {
   readonly correlation: ReconcileCorrelation;
+  readonly attemptsSeen: number;
   readonly classification: Classification;
   readonly note?: string;
   readonly readBack?: { readonly matched: number; readonly examined: number };
@@ -123,12 +132,12 @@ interface Learned {
 /** Appends what the lookup learned to the original (RECONCILIATION_RESULT) and answers the person. */
 async function record(deps: ReconcileDeps, actionId: string, actor: OperatorActor | undefined, lookupResult: HttpActionResult, learned: Learned): Promise<ReconcileResult> {
   const lookupActionId = lookupResult.envelope.invocation_id;
-  const { correlation, classification, note, readBack } = learned;
+  const { correlation, classification, note, readBack, attemptsSeen } = learned;
   const evidence = { ...(note === undefined ? {} : { note }), ...(readBack === undefined ? {} : { read_back: { matched: readBack.matched, examined: readBack.examined } }) };
   const appended = await deps.queue.recordReconciliation({
     kind: 'RECONCILIATION_RESULT',
     action_id: actionId,
-    payload: { correlation, lookup_action_id: lookupActionId, ...(actor === undefined ? {} : { actor }), ...evidence },
+    payload: { correlation, lookup_action_id: lookupActionId, attempts_seen: attemptsSeen, ...(actor === undefined ? {} : { actor }), ...evidence },
     classification,
   });
   deps.logger?.info({ action_id: actionId, lookup_action_id: lookupActionId, correlation, outcome: classification.outcome, outcome_basis: classification.outcome_basis }, 'reconciliation recorded');

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
+import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../testing/idempotency-target.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { createRandomIdSource } from '../ports/index.js';
@@ -278,6 +279,48 @@ describe('when a worker pauses after taking its lease and the lease expires (com
     const events = h.events(result.envelope.invocation_id);
     expect(ofKind(events, 'DISPATCH_STARTED')).toHaveLength(1);
     expect(ofKind(events, 'RETRY_LEASED')).toHaveLength(1);
+  });
+});
+
+describe('when an idempotent request is throttled (429, Retry-After) and the route retries automatically', () => {
+  it('the retry after the backoff commits its own result over the throttled one; the lane is not left wedged', async () => {
+    target = await IdempotencyTarget.start('honours');
+    let arrivals = 0;
+    const throttling = await AdversarialHttpServer.start({
+      journalPath: h.temp.path,
+      script: () => ((arrivals += 1) === 1 ? { kind: 'respond', status: 429, headers: { 'retry-after': '0' }, body: '{"slow":"down"}' } : { kind: 'respond', status: 200, body: '{"ok":true}', applyEffect: true }),
+    });
+    try {
+      const config = localRouteConfig(throttling.port, ['    retry:', '      attempts_max: 2', '      automatic: true', '      backoff_ms: 0'].join('\n'));
+      const result = await h.run(config, { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":1}' });
+      const id = result.envelope.invocation_id;
+      expect(result.envelope.error).toBeUndefined();
+      expect(result.response?.status).toBe(200);
+      expect(throttling.requests).toHaveLength(2);
+      const committedEvents = ofKind(h.events(id), 'RESULT_COMMITTED');
+      expect(committedEvents.map((e) => [e.payload.attempt, e.classification?.outcome])).toEqual([
+        [1, 'rejected'],
+        [2, 'committed'],
+      ]);
+      expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload.decision).toBe('RETRY_WHEN_ALLOWED');
+      expect(h.temp.journal.getAction(id)).toMatchObject({ outcome: 'committed', recorded: true, lease: { open: false } });
+    } finally {
+      await throttling.stop();
+    }
+  });
+});
+
+describe('when the vault is locked at retry time', () => {
+  it('no lease is taken and nothing is spent from the budget: the record stands', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
+    const first = await h.run(config, post);
+    const id = first.envelope.invocation_id;
+    h.vault.lock('test');
+    const answer = await h.run(config, { ...post, retry_of: id });
+    expect(answer.envelope.error).toMatchObject({ outcome: 'unknown' });
+    expect(ofKind(h.events(id), 'RETRY_LEASED')).toHaveLength(0);
+    expect(target.requests).toHaveLength(1);
   });
 });
 

@@ -52,6 +52,8 @@ export interface RetrySubject<R> {
   leaseHeld(state: ActionState): R;
   /** The route's lookup, if any: asked once the key's window has passed (never a resend then). */
   reconcile?: () => Promise<void>;
+  /** Whether a send could run now (the vault unlocked): no lease is taken for a retry that cannot. */
+  ready(): boolean;
 }
 
 const automation: Actor = { kind: 'broker', id: 'retry-engine' };
@@ -83,6 +85,7 @@ export async function retryWhileAllowed<R>(deps: RetryEngineDeps, subject: Retry
       ...(subject.keyExpiresAtMs === undefined ? {} : { keyExpiresAtMs: subject.keyExpiresAtMs }),
     };
     const plan = planRetry(state, context);
+    if (plan.kind === 'held') return subject.leaseHeld(state);
     if (plan.kind === 'stop') return result;
     if (plan.kind === 'exhausted') return exhausted(deps, subject, state, result);
     if (plan.kind === 'reconcile') {
@@ -91,17 +94,25 @@ export async function retryWhileAllowed<R>(deps: RetryEngineDeps, subject: Retry
       const after = deps.journal.getAction(subject.actionId);
       return after === undefined ? result : subject.fromRecord(after);
     }
-    await wait(deps, plan.delayMs);
+    if (!subject.ready()) return result;
+    if (plan.delayMs > 0) {
+      await wait(deps, plan.delayMs);
+      // The record (and the key's window) may have moved while waiting: plan again from it.
+      const now = deps.journal.getAction(subject.actionId);
+      const again = now === undefined ? undefined : planRetry(now, { ...context, nowMs: deps.clock.nowMs() });
+      if (again?.kind !== 'retry' || again.generation !== plan.generation || again.decision !== plan.decision || now?.attempts.length !== state.attempts.length) continue;
+    }
     const refused = await takeLease(deps, subject.actionId, plan.generation, plan.decision, policy, requester);
     if (refused !== undefined) return refused.held ? subject.leaseHeld(refused.state) : subject.fromRecord(refused.state);
     await deps.onLeased?.(subject.actionId, plan.generation);
     deps.logger?.info({ action_id: subject.actionId, generation: plan.generation, decision: plan.decision }, 'retry leased');
     result = await subject.send({ firstAttempt: state.attempts.length + 1, generation: plan.generation });
     requester = automation;
-    // Fenced or stopped before dispatch (nothing recorded under this lease), or another worker's
-    // generation is now the record's: this worker is done; whoever holds the record goes on.
+    // Fenced or stopped before dispatch (this round sent nothing), or another worker's generation
+    // is now the record's: this worker is done; whoever holds the record goes on.
     const after = deps.journal.getAction(subject.actionId);
     if (after === undefined || after.retry_generation !== plan.generation || after.lease?.open === true) return result;
+    if (!after.attempts.some((a) => a.n > state.attempts.length && a.state === 'dispatched')) return result;
   }
 }
 
