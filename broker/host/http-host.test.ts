@@ -213,7 +213,8 @@ describe('the operator HTTP host', () => {
           req.on('error', reject);
           req.end('{}');
         });
-      for (const headers of [{ 'Content-Type': 'text/plain' }, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:8080' }, { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'same-site' }]) {
+      const refused: Array<Record<string, string>> = [{ 'Content-Type': 'text/plain' }, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:8080' }, { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'same-site' }];
+      for (const headers of refused) {
         const answer = await post(headers);
         expect(answer.status, JSON.stringify(headers)).toBe(403);
         expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'CROSS_SITE_REFUSED' } });
