@@ -87,6 +87,12 @@ describe('the operator CLI against a running daemon', () => {
     const seqs = page.events.map((e) => e.seq);
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
     expect(page.events.map((e) => e.kind)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'REJECTED']);
+    // Filters keep the original positions: the rejection is found by its outcome and code, at its own seq.
+    const rejectedOnly = JSON.parse((await cli(['activity', '--json', '--outcome', 'not_attempted', '--code', 'APPROVAL_DENIED', '--action', a.action_id, ...dir])).stdout) as typeof page;
+    expect(rejectedOnly.events.map((e) => [e.seq, e.kind])).toEqual([[seqs.at(-1), 'REJECTED']]);
+    const bad = await cli(['activity', '--outcome', 'failed', ...dir]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/INVALID_ARGUMENT.*--outcome/);
   }, 90_000);
 
   it('settles an unknown head by attestation (never not_attempted) and counts it in metrics', async () => {

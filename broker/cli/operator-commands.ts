@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CodedError, Effect, ErrorCode, isMember, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease } from '../contract/index.js';
+import { CodedError, Effect, ErrorCode, isMember, Outcome, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest } from '../host/index.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
@@ -20,6 +20,9 @@ interface ActivityOptions extends JsonOptions {
   session?: string;
   lane?: string;
   action?: string;
+  outcome?: string;
+  code?: string;
+  text?: string;
 }
 
 /**
@@ -156,13 +159,22 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--session <id>', 'only this session')
     .option('--lane <lane>', 'only this lane')
     .option('--action <id>', 'only this action')
+    .option('--outcome <outcome>', 'only events whose own classification says this outcome (not_attempted, rejected, committed, unknown)')
+    .option('--code <code>', 'only events whose own classification carries this code')
+    .option('--text <text>', 'only rows containing this text (case-insensitive)')
     .action(async (options: ActivityOptions) => {
+      if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
+        throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, { field: '--outcome' });
+      }
       const page = await call(options, 'activity.list', {
         ...(options.from === undefined ? {} : { from_seq: positive(options.from, '--from') }),
         ...(options.limit === undefined ? {} : { limit: positive(options.limit, '--limit') }),
         ...(options.session === undefined ? {} : { session_id: options.session }),
         ...(options.lane === undefined ? {} : { lane: options.lane }),
         ...(options.action === undefined ? {} : { action_id: options.action }),
+        ...(options.outcome === undefined || !isMember(Outcome, options.outcome) ? {} : { outcome: options.outcome }),
+        ...(options.code === undefined ? {} : { code: options.code }),
+        ...(options.text === undefined ? {} : { text: options.text }),
       });
       if (options.json === true) return io.out(JSON.stringify(page));
       for (const e of page.events) {
