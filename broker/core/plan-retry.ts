@@ -1,5 +1,6 @@
 import type { ActionState, Classification } from '../contract/index.js';
 import { decideRetry, type RetryDecision } from './decide-retry.js';
+import { leaseLive } from './project.js';
 
 /** The retry decisions that send again (the others fetch, stop, reconcile or return the record). */
 export type SendingRetry = 'RETRY_NEW_ATTEMPT' | 'RETRY_SAME_KEY' | 'RETRY_WHEN_ALLOWED';
@@ -38,7 +39,7 @@ export const retryDelayMsMax = 60_000;
  * forgets the window. Pure: the retry engine and the agent's retry_of both plan with it.
  */
 export function planRetry(state: ActionState, ctx: RetryContext): RetryPlan {
-  if (state.lease?.open === true && ctx.nowMs < state.lease.expires_at_ms) return { kind: 'held', generation: state.lease.generation };
+  if (state.lease !== null && state.lease !== undefined && leaseLive(state, ctx.nowMs)) return { kind: 'held', generation: state.lease.generation };
   if (!state.recorded || state.outcome === null) return { kind: 'stop', decision: null, why: 'the current attempt has no recorded outcome yet' };
   if (state.abandoned === true) return { kind: 'stop', decision: null, why: 'a person abandoned it; its lane moved on' };
   if (state.outcome === 'not_attempted' && state.phase !== 'connection_setup') {

@@ -99,7 +99,7 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown, op
   const retryOf = retryOfField(input);
   if (retryOf !== undefined && options.reconciles === undefined) return runRecorded(deps, retryOf, () => retryHttpAction(deps, retryOf, input));
   const actionId = deps.ids.newActionId();
-  return dropWhenSettled(deps, actionId, await runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options)));
+  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options));
 }
 
 async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown, options: HttpActionOptions): Promise<HttpActionResult> {
@@ -151,15 +151,19 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
     return refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []);
   }
   deps.onAdmitted?.(actionId);
-  if (binding !== undefined && route.retry !== undefined) keepRequest(deps, actionId, route, parsed.data, binding.expires_at_ms);
-  // The card preview is the agent's own request, taken before any injection.
-  const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
-  if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-  const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
-  const first = await authorizeAndSend(deps, bound);
-  // A lookup is never retried by the engine: it is asked again by whoever asked for it.
-  if (options.reconciles !== undefined) return first;
-  return retryWhileAllowed(deps, retrySubject(deps, bound), first);
+  const kept = binding !== undefined && route.retry !== undefined && keepRequest(deps, actionId, route, parsed.data, binding.expires_at_ms);
+  const run = async (): Promise<HttpActionResult> => {
+    // The card preview is the agent's own request, taken before any injection.
+    const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
+    if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
+    const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
+    const first = await authorizeAndSend(deps, bound);
+    // A lookup is never retried by the engine: it is asked again by whoever asked for it.
+    if (options.reconciles !== undefined) return first;
+    return retryWhileAllowed(deps, retrySubject(deps, bound), first);
+  };
+  // Only an action whose request was kept reads its record again at the end (not the hot path).
+  return kept ? dropWhenSettled(deps, actionId, await run()) : run();
 }
 
 /** The purpose a kept request is sealed under: bound to its action, so a row cannot be replayed as another's. */
@@ -172,16 +176,18 @@ function keptRequestPurpose(actionId: string): string {
  * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
  * Best effort: a locked vault or a full disk loses only that convenience, never the action.
  */
-function keepRequest(deps: HttpActionDeps, actionId: string, route: Route, request: HttpActionRequest, expiresAtMs: number): void {
-  if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return;
+function keepRequest(deps: HttpActionDeps, actionId: string, route: Route, request: HttpActionRequest, expiresAtMs: number): boolean {
+  if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return false;
   try {
     const { body, timeout_ms: _wait, retry_of: _retryOf, ...rest } = request;
     const plain = Buffer.from(JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }));
     const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
     plain.fill(0);
     deps.requests.keep({ action_id: actionId, route: route.name, sealed, kept_at_ms: deps.clock.nowMs(), expires_at_ms: expiresAtMs });
+    return true;
   } catch (error) {
     deps.logger?.warn({ action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'request not kept for a person retry');
+    return false;
   }
 }
 
@@ -265,7 +271,9 @@ async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: un
   const answer = subject.fromRecord(state);
   // Who asked is the calling session (after a restart, not the one that first sent it).
   const requestedBy = person ?? { kind: 'agent' as const, id: deps.sessionId ?? state.session_id ?? 'agent' };
-  return dropWhenSettled(deps, actionId, await retryWhileAllowed(deps, subject, answer, requestedBy));
+  const result = await retryWhileAllowed(deps, subject, answer, requestedBy);
+  // A request is kept only under a contract (a binding) and a retry policy, which this route has.
+  return binding === undefined ? result : dropWhenSettled(deps, actionId, result);
 }
 
 /**
@@ -298,7 +306,7 @@ function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionRe
     send: (run) => authorizeAndSend(deps, b, run),
     fromRecord: (state) => recordedAnswer(state, b.fingerprint),
     ready: () => deps.vault.state() === 'unlocked',
-    leaseHeld: (state) => ({ envelope: buildHttpEnvelope({ state, classification: leaseHeldClassification, message: errorCodeMeanings.LEASE_LOST, fingerprint: b.fingerprint }) }),
+    leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };
 }
@@ -310,6 +318,11 @@ function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionRe
  */
 function recordedAnswer(state: ActionState, fingerprint: string): HttpActionResult {
   if (stateClassification(state) !== undefined && state.recorded) return { envelope: closedEnvelope(state, fingerprint) };
+  return leaseHeldAnswer(state, fingerprint);
+}
+
+/** Another worker's attempt is in flight under its lease: this caller's view (never journaled). */
+function leaseHeldAnswer(state: ActionState, fingerprint: string): HttpActionResult {
   return { envelope: buildHttpEnvelope({ state, classification: leaseHeldClassification, message: errorCodeMeanings.LEASE_LOST, fingerprint }) };
 }
 
