@@ -27,7 +27,8 @@ export interface CredentialInfo {
 /** Secret material for one use. Strings for HTTP injection; a Buffer for an SSH private key. */
 export type SecretMaterial =
   | { readonly kind: 'bearer'; readonly token: string }
-  | { readonly kind: 'header'; readonly header: string; readonly value: string }
+  /** `value` is what is injected (the template rendered); `secret` is the bare vault secret inside it. */
+  | { readonly kind: 'header'; readonly header: string; readonly value: string; readonly secret: string }
   | { readonly kind: 'basic'; readonly user: string; readonly password: string }
   | { readonly kind: 'query'; readonly param: string; readonly value: string }
   | { readonly kind: 'ssh_key'; readonly privateKey: Buffer };

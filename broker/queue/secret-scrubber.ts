@@ -1,58 +1,694 @@
 import type { SecretMaterial } from '../ports/index.js';
 
-const redacted = Buffer.from('[REDACTED]');
-const secretCharsMin = 4;
-
-/**
- * Every form in which an injected secret could come back from a remote that echoes its input
- * (a debugging endpoint, a redirect that repeats the query): the raw value, its header rendering,
- * base64 for basic, percent-encoded for query. What is returned or stored is scrubbed of all of
- * them; the digest still covers the bytes as received, and `redacted` says it happened.
+/*
+ * The scrubber stands between a remote that may reflect what it received (THREAT-MODEL.md: "echo headers and
+ * bodies, base64 them, pad headers") and the agent. It must find every secret *part* in every form a reflecting
+ * remote produces in practice, so it searches decoded "views" of the input, each byte of a view mapped back to the
+ * input bytes it came from, and redacts the input bytes behind every hit:
+ *
+ *   escape views   percent (%XX, either hex case, any subset of bytes encoded; plus a '+'-as-space variant when a
+ *                  part holds a space), JSON/JS string escapes (\uXXXX incl. surrogate pairs -> UTF-8,
+ *                  \" \\ \/ \b \f \n \r \t, \xHH), HTML character references (&#NN; &#xHH; &amp; &lt; &gt; &quot; &apos;).
+ *                  A hit maps back to exactly the escapes and bytes it came from.
+ *   run views      base64 and base64url (one alphabet: -_ read as +/) and hex (any case). A run is a maximal stretch
+ *                  of the alphabet; '=' and line breaks inside it are read past, so concatenated padded blobs and
+ *                  wrapped output (`base64 -w N`, `xxd -p`) decode whole. Every run is decoded at each symbol offset
+ *                  (4 for base64, 2 for hex), so a part at any byte alignment inside a larger blob is found. A hit
+ *                  redacts the whole run: over-redacting a blob that carries a secret is fine. Runs too short to
+ *                  hold the shortest part are skipped.
+ *
+ * Views nest up to `nestingMax` = 2 deep: every single form above, and every ordered pair (percent inside JSON,
+ * base64 inside percent, JSON inside JSON, hex inside base64, base64 with JSON-escaped slashes, ...). Matching is
+ * over the whole buffer given, so a match split across the caller's chunks is found once they are joined.
+ *
+ * What stays out, by design: three or more nested encodings; base64/hex split into groups shorter than the shortest
+ * part (`c2Vj cmV0`); compression (the HTTP channel decodes content codings before this runs); encryption or any
+ * keyed transform; UTF-16 or other non-UTF-8 text encodings; a secret dealt out in slices over several answers
+ * (Range is refused at validation). Parts shorter than `partBytesMin` are not searched: they would redact at random.
+ *
+ * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
+ * least one escape; in an escape view only runs that hold a decoded escape are decoded (the rest are the parent's).
+ * A 1 MiB body takes ~10-60 ms on one core.
  */
-export function secretForms(secret: SecretMaterial): string[] {
-  const forms: string[] = [];
+
+export const redactionMarker = '[REDACTED]';
+const markerBytes = Buffer.from(redactionMarker);
+const partBytesMin = 4;
+const sshKeyLineCharsMin = 16;
+const nestingMax = 2;
+/** Worst bytes per byte of one form: an HTML reference with leading zeros, `&#x000041;`. */
+const layerExpansionMax = 10;
+/** Scrubbing again the scrubbed output proves no new match formed at a seam; a match that survives this is failed closed. */
+const rescrubRoundsMax = 3;
+
+/** Every secret part of one credential: what must never come back in any form. */
+export function secretParts(secret: SecretMaterial): string[] {
+  const parts: string[] = [];
   switch (secret.kind) {
     case 'bearer':
-      forms.push(secret.token);
+      parts.push(secret.token, `Bearer ${secret.token}`);
       break;
     case 'header':
-      forms.push(secret.value);
+      parts.push(secret.secret, secret.value);
       break;
-    case 'basic':
-      forms.push(secret.password, Buffer.from(`${secret.user}:${secret.password}`).toString('base64'));
+    case 'basic': {
+      // The user name alone is not secret and would redact every greeting that names the account.
+      const userPass = `${secret.user}:${secret.password}`;
+      const encoded = Buffer.from(userPass).toString('base64');
+      parts.push(secret.password, userPass, encoded, `Basic ${encoded}`);
       break;
+    }
     case 'query':
-      forms.push(secret.value, encodeURIComponent(secret.value));
+      parts.push(secret.value, `${secret.param}=${secret.value}`);
       break;
     case 'ssh_key':
+      parts.push(...sshKeyBodyLines(secret.privateKey));
       break;
   }
-  return [...new Set(forms.filter((f) => f.length >= secretCharsMin))].sort((a, b) => b.length - a.length);
+  return [...new Set(parts.filter((p) => Buffer.byteLength(p) >= partBytesMin))];
 }
 
-export function scrubBytes(bytes: Buffer, forms: readonly string[]): { bytes: Buffer; redacted: boolean } {
-  let out = bytes;
-  let changed = false;
-  for (const form of forms) {
-    const needle = Buffer.from(form);
-    let at = out.indexOf(needle);
-    if (at < 0) continue;
-    const parts: Buffer[] = [];
-    let from = 0;
-    while (at >= 0) {
-      parts.push(out.subarray(from, at), redacted);
-      from = at + needle.length;
-      at = out.indexOf(needle, from);
+/** The base64 body lines of a PEM / OpenSSH key: each one is key material; the armour lines and headers are not. */
+function sshKeyBodyLines(privateKey: Buffer): string[] {
+  return privateKey
+    .toString('latin1')
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line.length >= sshKeyLineCharsMin && /^[A-Za-z0-9+/=]+$/.test(line));
+}
+
+export interface ScrubResult {
+  readonly bytes: Buffer;
+  readonly redacted: boolean;
+  /** Input bytes the output stands for: the cut, or past it when a redaction straddles the cut. */
+  readonly consumedBytes: number;
+}
+
+export interface SecretScrubber {
+  /** Bytes that must be examined past a cut so that a match starting before the cut is seen whole (max encoded length of any part). */
+  readonly lookaheadBytes: number;
+  /** Redaction ranges [start, end) in input coordinates, sorted and merged. */
+  ranges(input: Buffer): Array<readonly [number, number]>;
+  /**
+   * Scrub `input` and cut it at `limitBytes` input bytes (default: no cut). Every range that STARTS before the cut is replaced
+   * whole by the marker even if it extends past the cut (then output stops after the marker). The caller passes
+   * input that extends at least lookaheadBytes past the cut when it has that many bytes.
+   */
+  scrub(input: Buffer, limitBytes?: number): ScrubResult;
+  /** Same for text (UTF-8 round trip); charsMax cuts the result after scrubbing (never before). */
+  scrubText(text: string, charsMax?: number): { text: string; redacted: boolean };
+}
+
+interface Plan {
+  readonly needles: readonly Buffer[];
+  readonly needleBytesMin: number;
+  readonly needleBytesMax: number;
+  /** Shortest run that can hold the shortest part: shorter runs are not decoded. */
+  readonly base64SymbolsMin: number;
+  readonly hexSymbolsMin: number;
+  readonly spaceInPart: boolean;
+}
+
+export function secretScrubber(parts: readonly string[]): SecretScrubber {
+  const needles = searchedNeedles(parts);
+  const needleBytesMin = Math.min(...needles.map((b) => b.length));
+  const plan: Plan = {
+    needles,
+    needleBytesMin,
+    needleBytesMax: Math.max(0, ...needles.map((b) => b.length)),
+    base64SymbolsMin: Math.ceil((needleBytesMin * 8) / 6),
+    hexSymbolsMin: needleBytesMin * 2,
+    spaceInPart: needles.some((b) => b.includes(0x20)),
+  };
+  const ranges = (input: Buffer): Array<readonly [number, number]> => (needles.length === 0 ? [] : collectRanges(input, plan));
+  const scrub = (input: Buffer, limitBytes?: number): ScrubResult => {
+    const limit = Math.max(0, Math.min(limitBytes ?? input.length, input.length));
+    const first = replaceRanges(input, ranges(input), limit);
+    if (!first.redacted) return first;
+    let bytes = first.bytes;
+    for (let round = 0; round < rescrubRoundsMax; round++) {
+      const again = ranges(bytes);
+      if (again.length === 0) return { bytes, redacted: true, consumedBytes: first.consumedBytes };
+      bytes = replaceRanges(bytes, again, bytes.length).bytes;
     }
-    parts.push(out.subarray(from));
-    out = Buffer.concat(parts);
-    changed = true;
-  }
-  return { bytes: out, redacted: changed };
+    return { bytes: Buffer.from(markerBytes), redacted: true, consumedBytes: first.consumedBytes };
+  };
+  return {
+    lookaheadBytes: plan.needleBytesMax * layerExpansionMax * layerExpansionMax,
+    ranges,
+    scrub,
+    scrubText(text, charsMax) {
+      const out = scrub(Buffer.from(text));
+      const whole = out.redacted ? out.bytes.toString('utf8') : text;
+      return { text: charsMax === undefined ? whole : cutChars(whole, charsMax), redacted: out.redacted };
+    },
+  };
 }
 
+/**
+ * The parts worth searching: a part that holds another part (`Bearer TOKEN` holds `TOKEN`) is found wherever that one
+ * is, in every form, since every view decodes it to bytes that hold both; searching only the inner one halves the work.
+ */
+function searchedNeedles(parts: readonly string[]): Buffer[] {
+  const all = [...new Set(parts)].map((p) => Buffer.from(p)).filter((b) => b.length >= partBytesMin);
+  return all.filter((b, i) => !all.some((inner, j) => j !== i && inner.length < b.length && b.includes(inner)));
+}
+
+function cutChars(text: string, charsMax: number): string {
+  if (text.length <= charsMax) return text;
+  const last = text.charCodeAt(charsMax - 1);
+  // Never leave half a surrogate pair behind.
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? charsMax - 1 : charsMax);
+}
+
+function replaceRanges(input: Buffer, ranges: ReadonlyArray<readonly [number, number]>, limit: number): ScrubResult {
+  const pieces: Buffer[] = [];
+  let at = 0;
+  let redacted = false;
+  for (const [start, end] of ranges) {
+    if (start >= limit) break;
+    pieces.push(input.subarray(at, start), markerBytes);
+    redacted = true;
+    at = end;
+    if (end >= limit) return { bytes: Buffer.concat(pieces), redacted, consumedBytes: end };
+  }
+  if (!redacted) return { bytes: limit === input.length ? input : input.subarray(0, limit), redacted, consumedBytes: limit };
+  pieces.push(input.subarray(at, limit));
+  return { bytes: Buffer.concat(pieces), redacted, consumedBytes: limit };
+}
+
+// ---- Views: decoded bytes, each mapped back to the input bytes it came from ----
+
+interface View {
+  readonly bytes: Buffer;
+  readonly depth: number;
+  /** First input byte that view byte `i` came from. */
+  inputStart(i: number): number;
+  /** One past the last input byte that view byte `i` came from. */
+  inputEnd(i: number): number;
+}
+
+function identityView(input: Buffer): View {
+  return { bytes: input, depth: 0, inputStart: (i) => i, inputEnd: (i) => i + 1 };
+}
+
+/** Finds the last entry of a sorted array that is <= i. */
+function lastAtOrBefore(sorted: Int32Array, i: number): number {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (sorted[mid]! <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * An escape-decoded view, as pieces: a plain piece is parent bytes copied as they are (mapped one to one); an escape
+ * piece is the bytes one escape decoded to (each mapped to the whole escape). Copying plain stretches natively keeps
+ * a 1 MiB body with a few escapes cheap.
+ */
+class EscapeView implements View {
+  readonly depth: number;
+
+  constructor(
+    readonly bytes: Buffer,
+    private readonly parent: View,
+    /** Per piece: its first view byte, the parent span [from, to) and 1 for plain / 0 for an escape. */
+    readonly pieces: { readonly at: Int32Array; readonly from: Int32Array; readonly to: Int32Array; readonly plain: Uint8Array },
+  ) {
+    this.depth = parent.depth + 1;
+  }
+
+  inputStart(i: number): number {
+    const { at, from, plain } = this.pieces;
+    const p = lastAtOrBefore(at, i);
+    return this.parent.inputStart(plain[p] ? from[p]! + i - at[p]! : from[p]!);
+  }
+
+  inputEnd(i: number): number {
+    const { at, from, to, plain } = this.pieces;
+    const p = lastAtOrBefore(at, i);
+    return this.parent.inputEnd(plain[p] ? from[p]! + i - at[p]! : to[p]! - 1);
+  }
+}
+
+/** Decoded base64 / hex runs laid end to end: each byte maps to the whole run it came from. */
+class RunView implements View {
+  constructor(
+    readonly bytes: Buffer,
+    readonly depth: number,
+    private readonly segmentAt: Int32Array,
+    private readonly segmentStart: Int32Array,
+    private readonly segmentEnd: Int32Array,
+  ) {}
+
+  inputStart(i: number): number {
+    return this.segmentStart[lastAtOrBefore(this.segmentAt, i)]!;
+  }
+
+  inputEnd(i: number): number {
+    return this.segmentEnd[lastAtOrBefore(this.segmentAt, i)]!;
+  }
+}
+
+// ---- Escape decoders ----
+
+class EscapeSink {
+  readonly out: Buffer;
+  length = 0;
+  escapes = 0;
+  pieces = 0;
+  /** Per piece: its first view byte, the parent span [from, to) and 1 for plain / 0 for an escape. */
+  pieceAt = new Int32Array(64);
+  pieceFrom = new Int32Array(64);
+  pieceTo = new Int32Array(64);
+  piecePlain = new Uint8Array(64);
+
+  /** Plain bytes not yet copied: adjacent plain stretches (a trigger that starts no escape) are copied in one go. */
+  private pendingFrom = 0;
+  private pendingTo = 0;
+
+  /** Every escape decodes to at most as many bytes as it is long, so the view never outgrows its parent. */
+  constructor(private readonly src: Buffer) {
+    this.out = Buffer.allocUnsafe(src.length);
+  }
+
+  plain(from: number, to: number): void {
+    if (to <= from) return;
+    if (this.pendingTo !== from) this.flush();
+    if (this.pendingTo === this.pendingFrom) this.pendingFrom = from;
+    this.pendingTo = to;
+  }
+
+  escape(from: number, to: number, byte: number): void {
+    this.flush();
+    this.piece(from, to, 0);
+    this.out[this.length++] = byte;
+    this.escapes++;
+  }
+
+  /** UTF-8, as Buffer.from(string) would write it (a lone surrogate becomes U+FFFD). */
+  escapeCodePoint(from: number, to: number, cp: number): void {
+    const c = (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff ? 0xfffd : cp;
+    this.flush();
+    this.piece(from, to, 0);
+    this.escapes++;
+    const out = this.out;
+    if (c < 0x80) out[this.length++] = c;
+    else if (c < 0x800) {
+      out[this.length++] = 0xc0 | (c >> 6);
+      out[this.length++] = 0x80 | (c & 0x3f);
+    } else if (c < 0x10000) {
+      out[this.length++] = 0xe0 | (c >> 12);
+      out[this.length++] = 0x80 | ((c >> 6) & 0x3f);
+      out[this.length++] = 0x80 | (c & 0x3f);
+    } else {
+      out[this.length++] = 0xf0 | (c >> 18);
+      out[this.length++] = 0x80 | ((c >> 12) & 0x3f);
+      out[this.length++] = 0x80 | ((c >> 6) & 0x3f);
+      out[this.length++] = 0x80 | (c & 0x3f);
+    }
+  }
+
+  view(parent: View): EscapeView {
+    this.flush();
+    const n = this.pieces;
+    const pieces = {
+      at: this.pieceAt.subarray(0, n),
+      from: this.pieceFrom.subarray(0, n),
+      to: this.pieceTo.subarray(0, n),
+      plain: this.piecePlain.subarray(0, n),
+    };
+    return new EscapeView(this.out.subarray(0, this.length), parent, pieces);
+  }
+
+  private flush(): void {
+    const { pendingFrom: from, pendingTo: to } = this;
+    if (to <= from) return;
+    this.src.copy(this.out, this.length, from, to);
+    this.piece(from, to, 1);
+    this.length += to - from;
+    this.pendingFrom = this.pendingTo = to;
+  }
+
+  private piece(from: number, to: number, plain: number): void {
+    if (this.pieces === this.pieceAt.length) {
+      const grow = <T extends Int32Array | Uint8Array>(a: T, b: T): T => (b.set(a), b);
+      const size = this.pieces * 2;
+      this.pieceAt = grow(this.pieceAt, new Int32Array(size));
+      this.pieceFrom = grow(this.pieceFrom, new Int32Array(size));
+      this.pieceTo = grow(this.pieceTo, new Int32Array(size));
+      this.piecePlain = grow(this.piecePlain, new Uint8Array(size));
+    }
+    this.pieceAt[this.pieces] = this.length;
+    this.pieceFrom[this.pieces] = from;
+    this.pieceTo[this.pieces] = to;
+    this.piecePlain[this.pieces] = plain;
+    this.pieces++;
+  }
+}
+
+interface EscapeKind {
+  /** The bytes every escape of this kind starts with. */
+  readonly triggers: readonly number[];
+  /** Decodes the escape at `at` (a trigger byte) into the sink and returns where it ends, or -1 when there is none. */
+  decodeAt(src: Buffer, at: number, sink: EscapeSink): number;
+}
+
+function decodeEscapes(view: View, kind: EscapeKind): View | undefined {
+  const src = view.bytes;
+  const next = kind.triggers.map((t) => src.indexOf(t));
+  if (next.every((n) => n < 0)) return undefined;
+  const sink = new EscapeSink(src);
+  let at = 0;
+  for (;;) {
+    let p = -1;
+    for (const n of next) if (n >= 0 && (p < 0 || n < p)) p = n;
+    if (p < 0) break;
+    sink.plain(at, p);
+    const end = kind.decodeAt(src, p, sink);
+    if (end < 0) sink.plain(p, p + 1);
+    at = end < 0 ? p + 1 : end;
+    for (let k = 0; k < next.length; k++) if (next[k]! >= 0 && next[k]! < at) next[k] = src.indexOf(kind.triggers[k]!, at);
+  }
+  sink.plain(at, src.length);
+  return sink.escapes === 0 ? undefined : sink.view(view);
+}
+
+const none = 255;
+const hexValue = new Uint8Array(256).fill(none);
+for (let i = 0; i < 10; i++) hexValue[0x30 + i] = i;
+for (let i = 0; i < 6; i++) hexValue[0x41 + i] = hexValue[0x61 + i] = 10 + i;
+
+function hexAt(src: Buffer, at: number, digits: number): number {
+  if (at + digits > src.length) return -1;
+  let v = 0;
+  for (let i = at; i < at + digits; i++) {
+    const h = hexValue[src[i]!]!;
+    if (h === none) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+function percentAt(src: Buffer, at: number, sink: EscapeSink): number {
+  const v = hexAt(src, at + 1, 2);
+  if (v < 0) return -1;
+  sink.escape(at, at + 3, v);
+  return at + 3;
+}
+
+const jsonSimpleEscapes: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9 };
+
+function jsonAt(src: Buffer, at: number, sink: EscapeSink): number {
+  const next = src[at + 1];
+  const simple = next === undefined ? undefined : jsonSimpleEscapes[next];
+  if (simple !== undefined) {
+    sink.escape(at, at + 2, simple);
+    return at + 2;
+  }
+  if (next === 0x78) {
+    const byte = hexAt(src, at + 2, 2);
+    if (byte >= 0) sink.escape(at, at + 4, byte);
+    return byte < 0 ? -1 : at + 4;
+  }
+  const unit = next === 0x75 ? hexAt(src, at + 2, 4) : -1;
+  if (unit < 0) return -1;
+  let end = at + 6;
+  let cp = unit;
+  const low = unit >= 0xd800 && unit <= 0xdbff && src[end] === 0x5c && src[end + 1] === 0x75 ? hexAt(src, end + 2, 4) : -1;
+  if (low >= 0xdc00 && low <= 0xdfff) {
+    cp = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
+    end += 6;
+  }
+  sink.escapeCodePoint(at, end, cp);
+  return end;
+}
+
+const htmlNamed: ReadonlyArray<readonly [Buffer, number]> = (
+  [
+    ['amp;', 0x26],
+    ['lt;', 0x3c],
+    ['gt;', 0x3e],
+    ['quot;', 0x22],
+    ['apos;', 0x27],
+  ] as const
+).map(([name, byte]) => [Buffer.from(name), byte] as const);
+
+/** First bytes after '&' that can start a reference we decode: '#', 'a', 'l', 'g', 'q'. */
+const htmlStarts = new Set([0x23, 0x61, 0x6c, 0x67, 0x71]);
+
+function htmlAt(src: Buffer, at: number, sink: EscapeSink): number {
+  if (!htmlStarts.has(src[at + 1] ?? -1)) return -1;
+  if (src[at + 1] !== 0x23) {
+    const named = htmlNamed.find(([name]) => name.every((b, k) => src[at + 1 + k] === b));
+    if (named) sink.escape(at, at + 1 + named[0].length, named[1]);
+    return named ? at + 1 + named[0].length : -1;
+  }
+  const hex = src[at + 2] === 0x78 || src[at + 2] === 0x58;
+  const first = at + (hex ? 3 : 2);
+  // Bounded digits keep a reference short (and lookaheadBytes honest).
+  let i = first;
+  while (i < src.length && i - first < (hex ? 6 : 7) && (hex ? hexValue[src[i]!] !== none : src[i]! >= 0x30 && src[i]! <= 0x39)) i++;
+  if (i === first) return -1;
+  const end = src[i] === 0x3b ? i + 1 : i;
+  sink.escapeCodePoint(at, end, Number.parseInt(src.toString('latin1', first, i), hex ? 16 : 10));
+  return end;
+}
+
+const formKind: EscapeKind = {
+  triggers: [0x25, 0x2b],
+  decodeAt: (src, at, sink) => (src[at] === 0x2b ? (sink.escape(at, at + 1, 0x20), at + 1) : percentAt(src, at, sink)),
+};
+const escapeKinds: readonly EscapeKind[] = [
+  { triggers: [0x25], decodeAt: percentAt },
+  formKind,
+  { triggers: [0x5c], decodeAt: jsonAt },
+  { triggers: [0x26], decodeAt: htmlAt },
+];
+
+// ---- Run decoders: base64 / base64url and hex, at every symbol offset ----
+
+const pad = 64;
+const skip = 65;
+const base64Value = new Uint8Array(256).fill(none);
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((ch, i) => (base64Value[ch.charCodeAt(0)] = i));
+base64Value[0x2d] = 62; // '-' base64url
+base64Value[0x5f] = 63; // '_' base64url
+base64Value[0x3d] = pad;
+base64Value[0x0a] = base64Value[0x0d] = skip;
+const hexRunValue = Uint8Array.from(hexValue);
+hexRunValue[0x0a] = hexRunValue[0x0d] = skip;
+
+interface Alphabet {
+  readonly value: Uint8Array;
+  /** Values below this are symbols; `pad` and `skip` are read past. */
+  readonly symbols: number;
+  readonly offsets: number;
+  readonly encoding: 'base64' | 'hex';
+  /** Bytes that `group` decodes to for this many symbols. */
+  decodedBytes(symbolCount: number): number;
+  /** The text Node decodes for one run from one offset: whole groups, so runs laid end to end decode independently. */
+  group(symbols: string, offset: number): string;
+}
+
+const base64Alphabet: Alphabet = {
+  value: base64Value,
+  symbols: 64,
+  offsets: 4,
+  encoding: 'base64',
+  decodedBytes: (n) => Math.floor(n / 4) * 3 + (n % 4 >= 2 ? 3 : 0),
+  group(symbols, offset) {
+    const rest = (symbols.length - offset) % 4;
+    // 2 or 3 trailing symbols still carry 1 or 2 bytes: complete the group ('A' is zero bits) rather than lose them.
+    if (rest < 2) return symbols.slice(offset, symbols.length - rest);
+    return symbols.slice(offset) + (rest === 2 ? 'AA' : 'A');
+  },
+};
+
+const hexAlphabet: Alphabet = {
+  value: hexRunValue,
+  symbols: 16,
+  offsets: 2,
+  encoding: 'hex',
+  decodedBytes: (n) => Math.floor(n / 2),
+  group: (symbols, offset) => symbols.slice(offset, symbols.length - ((symbols.length - offset) % 2)),
+};
+
+/** Runs of each alphabet as flat [start, end, symbolCount] triples. */
+interface Runs {
+  readonly base64: number[];
+  readonly hex: number[];
+}
+
+/**
+ * Runs: maximal stretches of an alphabet, from the first symbol, without trailing line breaks, holding enough symbols
+ * for the shortest part. Hex runs lie inside base64 stretches (its alphabet is a subset), so one pass finds both. In an
+ * escape view only runs that hold a decoded escape are new (any other run is the parent's, decoded there already), so
+ * only the stretches around escapes are looked at.
+ */
+function findRuns(view: View, plan: Plan): Runs {
+  const src = view.bytes;
+  const runs: Runs = { base64: [], hex: [] };
+  const stretchEnd = (from: number): number => {
+    let j = from;
+    while (j < src.length && base64Value[src[j]!] !== none) j++;
+    return j;
+  };
+  if (view instanceof EscapeView) {
+    const { at, plain } = view.pieces;
+    let covered = 0;
+    for (let p = 0; p < at.length; p++) {
+      if (plain[p]) continue;
+      for (let i = Math.max(at[p]!, covered); i < (at[p + 1] ?? src.length); i++) {
+        if (base64Value[src[i]!] === none) continue;
+        let start = i;
+        while (start > covered && base64Value[src[start - 1]!] !== none) start--;
+        covered = stretchEnd(i);
+        stretchRuns(src, start, covered, plan, runs);
+      }
+    }
+    return runs;
+  }
+  for (let i = 0; i < src.length; i++) {
+    if (base64Value[src[i]!] === none) continue;
+    const end = stretchEnd(i);
+    stretchRuns(src, i, end, plan, runs);
+    i = end;
+  }
+  return runs;
+}
+
+function stretchRuns(src: Buffer, from: number, to: number, plan: Plan, runs: Runs): void {
+  pushRun(src, from, to, base64Alphabet, plan.base64SymbolsMin, runs.base64);
+  if (to - from < plan.hexSymbolsMin) return;
+  for (let i = from; i < to; i++) {
+    if (hexRunValue[src[i]!] === none) continue;
+    let end = i;
+    while (end < to && hexRunValue[src[end]!] !== none) end++;
+    pushRun(src, i, end, hexAlphabet, plan.hexSymbolsMin, runs.hex);
+    i = end;
+  }
+}
+
+/** Trims [from, to) (all of the alphabet) to start on a symbol and end without line breaks; keeps it if long enough. */
+function pushRun(src: Buffer, from: number, to: number, alphabet: Alphabet, minSymbols: number, into: number[]): void {
+  if (to - from < minSymbols) return;
+  const { value, symbols } = alphabet;
+  let start = from;
+  while (start < to && value[src[start]!]! >= symbols) start++;
+  let end = to;
+  while (end > start && value[src[end - 1]!] === skip) end--;
+  let count = 0;
+  for (let i = start; i < end; i++) if (value[src[i]!]! < symbols) count++;
+  if (count >= minSymbols) into.push(start, end, count);
+}
+
+/** Decodes every run at each symbol offset of the alphabet: one view per offset, the runs laid end to end. */
+function decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): View[] {
+  const count = runs.length / 3;
+  const whole = view.bytes.toString('latin1');
+  const symbols: string[] = [];
+  const inputStart = new Int32Array(count);
+  const inputEnd = new Int32Array(count);
+  for (let i = 0; i < count; i++) {
+    const [start, end, symbolCount] = [runs[3 * i]!, runs[3 * i + 1]!, runs[3 * i + 2]!];
+    const raw = whole.slice(start, end);
+    symbols.push(symbolCount === end - start ? raw : raw.replace(/[=\r\n]/g, ''));
+    inputStart[i] = view.inputStart(start);
+    inputEnd[i] = view.inputEnd(end - 1);
+  }
+  const views: View[] = [];
+  for (let offset = 0; offset < alphabet.offsets; offset++) {
+    const texts: string[] = [];
+    const segmentAt: number[] = [];
+    const segmentStart: number[] = [];
+    const segmentEnd: number[] = [];
+    let length = 0;
+    for (let i = 0; i < count; i++) {
+      const bytes = alphabet.decodedBytes(symbols[i]!.length - offset);
+      if (bytes <= 0) continue;
+      texts.push(alphabet.group(symbols[i]!, offset));
+      segmentAt.push(length);
+      segmentStart.push(inputStart[i]!);
+      segmentEnd.push(inputEnd[i]!);
+      length += bytes;
+    }
+    if (length === 0) continue;
+    const bytes = Buffer.from(texts.join(''), alphabet.encoding);
+    views.push(new RunView(bytes, view.depth + 1, Int32Array.from(segmentAt), Int32Array.from(segmentStart), Int32Array.from(segmentEnd)));
+  }
+  return views;
+}
+
+// ---- The search ----
+
+function collectRanges(input: Buffer, plan: Plan): Array<readonly [number, number]> {
+  const found: Array<readonly [number, number]> = [];
+  const queue: View[] = [identityView(input)];
+  for (let q = 0; q < queue.length; q++) {
+    const view = queue[q]!;
+    if (view.bytes.length < plan.needleBytesMin) continue;
+    for (const needle of plan.needles) {
+      for (let at = view.bytes.indexOf(needle); at >= 0; at = view.bytes.indexOf(needle, at + 1)) {
+        found.push([view.inputStart(at), view.inputEnd(at + needle.length - 1)]);
+      }
+    }
+    if (view.depth < nestingMax) queue.push(...childViews(view, plan));
+  }
+  return mergeRanges(found);
+}
+
+function childViews(view: View, plan: Plan): View[] {
+  const children: View[] = [];
+  for (const kind of escapeKinds) {
+    const child = kind === formKind && !plan.spaceInPart ? undefined : decodeEscapes(view, kind);
+    if (child) children.push(child);
+  }
+  const runs = findRuns(view, plan);
+  if (runs.base64.length > 0) children.push(...decodeRuns(view, runs.base64, base64Alphabet));
+  if (runs.hex.length > 0) children.push(...decodeRuns(view, runs.hex, hexAlphabet));
+  return children;
+}
+
+function mergeRanges(found: Array<readonly [number, number]>): Array<readonly [number, number]> {
+  found.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const merged: Array<[number, number]> = [];
+  for (const [start, end] of found) {
+    const last = merged.at(-1);
+    if (last && start <= last[1]) last[1] = Math.max(last[1], end);
+    else merged.push([start, end]);
+  }
+  return merged;
+}
+
+// ---- The first API, kept for callers not yet moved to secretScrubber() ----
+
+const scrubberOfForms = new WeakMap<readonly string[], SecretScrubber>();
+
+function scrubberFor(forms: readonly string[]): SecretScrubber {
+  let scrubber = scrubberOfForms.get(forms);
+  if (!scrubber) {
+    scrubber = secretScrubber(forms);
+    scrubberOfForms.set(forms, scrubber);
+  }
+  return scrubber;
+}
+
+/** @deprecated use secretParts(). */
+export function secretForms(secret: SecretMaterial): string[] {
+  return secretParts(secret);
+}
+
+/** @deprecated use secretScrubber(parts).scrub(). */
+export function scrubBytes(bytes: Buffer, forms: readonly string[]): { bytes: Buffer; redacted: boolean } {
+  const { bytes: out, redacted } = scrubberFor(forms).scrub(bytes);
+  return { bytes: out, redacted };
+}
+
+/** @deprecated use secretScrubber(parts).scrubText(). */
 export function scrubText(text: string, forms: readonly string[]): { text: string; redacted: boolean } {
-  let out = text;
-  for (const form of forms) out = out.split(form).join('[REDACTED]');
-  return { text: out, redacted: out !== text };
+  return scrubberFor(forms).scrubText(text);
 }

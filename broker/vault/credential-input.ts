@@ -75,8 +75,10 @@ export function materialFor(shape: Pick<CredentialShape, 'kind' | 'header' | 'te
   switch (shape.kind) {
     case 'bearer':
       return { kind: 'bearer', token: secretText(secret) };
-    case 'header':
-      return { kind: 'header', header: shape.header ?? '', value: (shape.template ?? secretPlaceholder).replace(secretPlaceholder, () => secretText(secret)) };
+    case 'header': {
+      const text = secretText(secret);
+      return { kind: 'header', header: shape.header ?? '', value: (shape.template ?? secretPlaceholder).replace(secretPlaceholder, () => text), secret: text };
+    }
     case 'basic': {
       const text = secretText(secret);
       const colon = text.indexOf(':');

@@ -176,7 +176,7 @@ const kinds: [string, Parameters<Vault['add']>[0], SecretMaterial][] = [
   [
     'header with a template',
     { name: 'dd', kind: 'header', secret: text('k3y'), bindings: ['api.datadoghq.com'], header: 'DD-API-KEY', template: 'Key {secret}' },
-    { kind: 'header', header: 'DD-API-KEY', value: 'Key k3y' },
+    { kind: 'header', header: 'DD-API-KEY', value: 'Key k3y', secret: 'k3y' },
   ],
   ['basic, split at the first colon', { name: 'reg', kind: 'basic', secret: text('ann:pa:ss'), bindings: ['registry.local'] }, { kind: 'basic', user: 'ann', password: 'pa:ss' }],
   ['query parameter', { name: 'maps', kind: 'query', secret: text('q-secret'), bindings: ['maps.example.com'], param: 'key' }, { kind: 'query', param: 'key', value: 'q-secret' }],
@@ -203,7 +203,7 @@ describe('each kind round-trips through withSecret', () => {
     const vault = await open();
     await vault.init(passphrase());
     await vault.add({ name: 'h', kind: 'header', secret: text('v'), bindings: [], header: 'X-Api-Key' });
-    expect(await vault.withSecret('h', (s) => s)).toEqual({ kind: 'header', header: 'X-Api-Key', value: 'v' });
+    expect(await vault.withSecret('h', (s) => s)).toEqual({ kind: 'header', header: 'X-Api-Key', value: 'v', secret: 'v' });
   });
 });
 

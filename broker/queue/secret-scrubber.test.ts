@@ -1,0 +1,257 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { redactionMarker, scrubBytes, scrubText, secretForms, secretParts, secretScrubber } from './secret-scrubber.js';
+
+// Canary values only: none of these is a real credential.
+const token = 'canary-Tok3n-7f2e9a';
+
+// ---- Encoders, as a reflecting remote would apply them ----
+
+const hex2 = (b: number) => b.toString(16).padStart(2, '0');
+const pctAll = (b: Buffer, upper = false) => [...b].map((x) => `%${upper ? hex2(x).toUpperCase() : hex2(x)}`).join('');
+const unitEscape = (s: string, i: number, upper = false) => {
+  const h = s.charCodeAt(i).toString(16).padStart(4, '0');
+  return `\\u${upper ? h.toUpperCase() : h}`;
+};
+const jsonAll = (s: string, upper = false) => [...Array(s.length).keys()].map((i) => unitEscape(s, i, upper)).join('');
+/** Every other UTF-16 unit \u-escaped, the rest as JSON.stringify writes it. */
+const jsonSome = (s: string) =>
+  [...Array(s.length).keys()].map((i) => (i % 2 === 0 ? unitEscape(s, i) : JSON.stringify(s[i]).slice(1, -1))).join('');
+
+/**
+ * Each form turns (prefix + part + suffix) into what the remote sends back. `glue` symbols of the same alphabet stuck
+ * to the front of an encoded blob shift it inside the run the scrubber sees (base64 by 0..3, hex by 0..1 symbols).
+ */
+const forms: ReadonlyArray<readonly [string, (whole: Buffer, text: string, glue: number) => string | Buffer]> = [
+  ['raw', (whole) => whole],
+  ['base64', (whole, _text, glue) => `dump: ${'Q'.repeat(glue)}${whole.toString('base64')};`],
+  ['base64url', (whole, _text, glue) => `dump: ${'_'.repeat(glue)}${whole.toString('base64url')};`],
+  ['base64, JSON-escaped slashes', (whole) => `{"dump":"${whole.toString('base64').replace(/\//g, '\\/')}"}`],
+  ['hex lower', (whole, _text, glue) => `<${'f'.repeat(glue % 2)}${whole.toString('hex')}>`],
+  ['hex upper', (whole, _text, glue) => `<${'F'.repeat(glue % 2)}${whole.toString('hex').toUpperCase()}>`],
+  ['percent, every byte', (whole) => `q=${pctAll(whole, true)}&`],
+  ['percent, some bytes', (_whole, text) => `q=${encodeURIComponent(text)}&`],
+  ['JSON, every char \\u-escaped', (_whole, text) => `{"echo":"${jsonAll(text)}"}`],
+  ['JSON, some chars escaped', (_whole, text) => `{"echo":"${jsonSome(text)}"}`],
+  ['percent inside JSON', (whole) => `{"url":"${jsonSome(pctAll(whole))}"}`],
+  ['JSON inside JSON', (_whole, text) => JSON.stringify({ body: JSON.stringify({ echo: text }) })],
+  ['base64 inside percent', (whole, _text, glue) => `q=${'A'.repeat(glue)}${encodeURIComponent(whole.toString('base64'))}`],
+  ['hex inside base64', (whole, _text, glue) => Buffer.from(`0x${'0'.repeat(glue % 2)}${whole.toString('hex')}`).toString('base64')],
+  ['HTML references', (_whole, text) => [...text].map((c) => `&#x${c.codePointAt(0)!.toString(16)};`).join('')],
+];
+
+/** The first form in which `part` can still be read from `out`, or undefined. Independent of the scrubber's code. */
+function leak(out: Buffer, part: string): string | undefined {
+  const p = Buffer.from(part);
+  const text = out.toString('latin1');
+  const utf8 = out.toString('utf8');
+  const lower = text.toLowerCase();
+  const strip = (s: string) => s.replace(/=+$/, '');
+  const runsOf = (s: string, re: RegExp) => [...s.matchAll(re)].map(([run]) => run);
+  const decodes = (run: string, encoding: 'base64' | 'hex' = 'base64') => Buffer.from(run, encoding).includes(p);
+  const fromHex = (h: string) => String.fromCharCode(parseInt(h, 16));
+  const checks: Array<[string, () => boolean]> = [
+    ['raw', () => out.includes(p)],
+    ['base64', () => text.includes(strip(p.toString('base64'))) || text.includes(p.toString('base64url'))],
+    ['hex', () => lower.includes(p.toString('hex'))],
+    ['percent', () => lower.includes(pctAll(p)) || utf8.includes(encodeURIComponent(part))],
+    ['JSON', () => utf8.includes(jsonAll(part)) || utf8.includes(jsonAll(part, true)) || utf8.includes(jsonSome(part))],
+    ['decoded base64 run', () => runsOf(text, /[A-Za-z0-9+/_-]{2,}/g).some((run) => [0, 1, 2, 3].some((k) => decodes(run.slice(k))))],
+    ['decoded hex run', () => runsOf(text, /[0-9a-fA-F]{2,}/g).some((run) => [0, 1].some((k) => decodes(run.slice(k), 'hex')))],
+    ['decoded percent', () => Buffer.from(text.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => fromHex(h)), 'latin1').includes(p)],
+    ['decoded JSON', () => Buffer.from(utf8.replace(/\\u([0-9a-fA-F]{4})/g, (_m, h: string) => fromHex(h))).includes(p)],
+  ];
+  return checks.find(([, found]) => found())?.[0];
+}
+
+const char = fc.oneof(
+  { weight: 12, arbitrary: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) },
+  { weight: 1, arbitrary: fc.constantFrom('é', 'ß', '€', '日', '😀') },
+);
+const partArb = fc.string({ unit: char, minLength: 4, maxLength: 64 });
+const aroundArb = fc.string({ unit: char, maxLength: 40 });
+const runs = { numRuns: 200 };
+
+describe('the secret parts of each credential kind', () => {
+  const basic64 = Buffer.from('ops:canary-pw-03').toString('base64');
+  const line = (c: string) => c.repeat(70);
+  const armour = (body: string) => `-----BEGIN OPENSSH PRIVATE KEY-----\n${body}\n-----END OPENSSH PRIVATE KEY-----\n`;
+  const pem = armour(`${line('A')}\n${line('b')}\r\n${line('+')}\nc2hvcnQ=`);
+  it.each([
+    ['bearer: the token and the header value', { kind: 'bearer', token }, [token, `Bearer ${token}`]],
+    [
+      'header: the bare secret and the rendered template',
+      { kind: 'header', header: 'Authorization', value: 'token canary-hdr-02', secret: 'canary-hdr-02' },
+      ['canary-hdr-02', 'token canary-hdr-02'],
+    ],
+    [
+      'basic: the password, user:password, its base64 and the header value',
+      { kind: 'basic', user: 'ops', password: 'canary-pw-03' },
+      ['canary-pw-03', 'ops:canary-pw-03', basic64, `Basic ${basic64}`],
+    ],
+    ['query: the value and param=value', { kind: 'query', param: 'key', value: 'canary-q-04' }, ['canary-q-04', 'key=canary-q-04']],
+    ['ssh_key: each base64 body line of 16+ chars', { kind: 'ssh_key', privateKey: Buffer.from(pem) }, [line('A'), line('b'), line('+')]],
+    ['parts under 4 bytes are dropped, duplicates once', { kind: 'header', header: 'X-K', value: 'abc', secret: 'abc' }, []],
+    ['4 bytes of UTF-8 are enough', { kind: 'header', header: 'X-K', value: 'éé', secret: 'éé' }, ['éé']],
+  ] as const)('%s', (_what, secret, parts) => {
+    expect(secretParts(secret)).toEqual(parts);
+  });
+
+  it('does not count the basic user name alone as a part', () => {
+    expect(secretParts({ kind: 'basic', user: 'operator', password: 'canary-pw-05' })).not.toContain('operator');
+  });
+});
+
+describe('when a remote reflects a part in some form', () => {
+  it.each(forms)('redacts it in form: %s, at every alignment, anywhere in the input', (_name, encode) => {
+    fc.assert(
+      fc.property(partArb, aroundArb, aroundArb, fc.nat(2), fc.nat(3), (part, prefix, suffix, align, glue) => {
+        // Pad the prefix so the part starts at byte offset `align` mod 3 of the encoded whole.
+        const padded = 'x'.repeat((align - (Buffer.byteLength(prefix) % 3) + 3) % 3) + prefix;
+        const text = padded + part + suffix;
+        const reflected = encode(Buffer.from(text), text, glue);
+        const out = secretScrubber([part]).scrub(Buffer.isBuffer(reflected) ? reflected : Buffer.from(reflected));
+        expect(out.redacted).toBe(true);
+        expect(leak(out.bytes, part)).toBeUndefined();
+      }),
+      runs,
+    );
+  });
+
+  it('redacts a base64-encoded request-header dump at each byte offset', () => {
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token }));
+    for (let offset = 0; offset < 3; offset++) {
+      const dump = `${'h'.repeat(offset)}GET / HTTP/1.1\r\nAuthorization: Bearer ${token}\r\nAccept: */*\r\n`;
+      const out = scrubber.scrub(Buffer.from(JSON.stringify({ headers: Buffer.from(dump).toString('base64') })));
+      expect(out.bytes.toString()).toBe(`{"headers":"${redactionMarker}"}`);
+    }
+  });
+
+  it('redacts base64 wrapped at any line length (base64 -w)', () => {
+    const body = Buffer.from(`x${token}y`).toString('base64');
+    const wrapped = body.match(/.{1,7}/g)!.join('\n');
+    const out = secretScrubber([token]).scrub(Buffer.from(`${wrapped}\n`));
+    expect(out.bytes.toString()).toBe(`${redactionMarker}\n`);
+  });
+
+  it('redacts the bare secret of a header template and an SSH key line in base64', () => {
+    const parts = secretParts({ kind: 'header', header: 'Authorization', value: 'token canary-hdr-06', secret: 'canary-hdr-06' });
+    expect(secretScrubber(parts).scrub(Buffer.from('got canary-hdr-06!')).bytes.toString()).toBe(`got ${redactionMarker}!`);
+    const keyLine = 'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW';
+    const pem = `-----BEGIN OPENSSH PRIVATE KEY-----\n${keyLine}\n-----END OPENSSH PRIVATE KEY-----\n`;
+    const sshParts = secretParts({ kind: 'ssh_key', privateKey: Buffer.from(pem) });
+    const out = secretScrubber(sshParts).scrub(Buffer.from(`stdout: ${Buffer.from(keyLine).toString('base64')}`));
+    expect(leak(out.bytes, keyLine)).toBeUndefined();
+  });
+
+  it('finds a match split across chunk boundaries once the chunks are joined', () => {
+    const body = Buffer.from(Buffer.from(`Authorization: Bearer ${token}`).toString('base64'));
+    const chunks = [body.subarray(0, 33), body.subarray(33, 37), body.subarray(37)];
+    expect(chunks.some((c) => leak(c, token) !== undefined)).toBe(false); // no chunk holds the token on its own
+    const out = secretScrubber([token]).scrub(Buffer.concat(chunks));
+    expect(out.bytes.toString()).toBe(redactionMarker);
+  });
+});
+
+describe('when the output is cut', () => {
+  const scrubber = secretScrubber([token]);
+
+  it('replaces a part that straddles the cut by the marker, never a prefix of it', () => {
+    for (let into = 1; into < token.length; into++) {
+      const out = scrubber.scrub(Buffer.from(`${'x'.repeat(100)}${token}${'y'.repeat(100)}`), 100 + into);
+      expect(out.bytes.toString()).toBe(`${'x'.repeat(100)}${redactionMarker}`);
+      expect(out).toMatchObject({ redacted: true, consumedBytes: 100 + token.length });
+    }
+  });
+
+  it('replaces a whole base64 run that starts before the cut', () => {
+    const input = Buffer.from(`id: ${Buffer.from(`....${token}....`).toString('base64')} end`);
+    const out = scrubber.scrub(input, 10);
+    expect(out.bytes.toString()).toBe(`id: ${redactionMarker}`);
+  });
+
+  it('cuts plainly when no range starts before the cut', () => {
+    const input = Buffer.from(`${'x'.repeat(50)} ${token}`);
+    expect(scrubber.scrub(input, 50)).toEqual({ bytes: Buffer.from('x'.repeat(50)), redacted: false, consumedBytes: 50 });
+  });
+
+  it('cuts text after scrubbing: a padded header never shows the secret minus its last char', () => {
+    const secret = 'canary-query-secret-42';
+    const query = secretScrubber(secretParts({ kind: 'query', param: 'key', value: secret }));
+    for (let missing = 1; missing < secret.length; missing++) {
+      const value = 'p'.repeat(2048 - (secret.length - missing)) + secret;
+      const out = query.scrubText(value, 2048);
+      expect(out.redacted).toBe(true);
+      expect(out.text.length).toBeLessThanOrEqual(2048);
+      expect(out.text).not.toContain(secret.slice(0, 4));
+    }
+  });
+});
+
+describe('when no part is present', () => {
+  it('returns the input itself and says nothing was redacted', () => {
+    const scrubber = secretScrubber([token, 'canary-pw-0007']);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 400 }), aroundArb, (bytes, text) => {
+        const input = Buffer.from(bytes);
+        const out = scrubber.scrub(input);
+        expect(out.bytes).toBe(input);
+        expect(out.redacted).toBe(false);
+        const t = scrubber.scrubText(text);
+        expect(t).toEqual({ text, redacted: false });
+      }),
+      runs,
+    );
+  });
+
+  it('ignores parts shorter than 4 bytes', () => {
+    const scrubber = secretScrubber(['abc', 'é', '']);
+    const input = Buffer.from('abc é YWJj 616263 %61bc');
+    expect(scrubber.scrub(input)).toEqual({ bytes: input, redacted: false, consumedBytes: input.length });
+    expect(scrubber.lookaheadBytes).toBe(0);
+  });
+});
+
+describe('the redaction ranges', () => {
+  it('are sorted and merged, in input coordinates', () => {
+    const scrubber = secretScrubber(['SECRET']);
+    expect(scrubber.ranges(Buffer.from('a SECRETSECRET b %53ECRET'))).toEqual([
+      [2, 14],
+      [17, 25],
+    ]);
+  });
+
+  it('cover enough lookahead for a part escaped twice', () => {
+    const scrubber = secretScrubber([token]);
+    const twice = JSON.stringify(JSON.stringify(jsonAll(token))).slice(1, -1);
+    expect(twice.length).toBeLessThanOrEqual(scrubber.lookaheadBytes);
+  });
+});
+
+describe('the first API (kept until callers move)', () => {
+  it('scrubs every form of a basic credential with secretForms / scrubBytes / scrubText', () => {
+    const parts = secretForms({ kind: 'basic', user: 'u', password: 'hunter22' });
+    const basic = Buffer.from('u:hunter22').toString('base64');
+    expect(scrubBytes(Buffer.from(`a hunter22 b ${basic} c ${encodeURIComponent('u:hunter22')}`), parts)).toEqual({
+      bytes: Buffer.from(`a ${redactionMarker} b ${redactionMarker} c u%3A${redactionMarker}`),
+      redacted: true,
+    });
+    expect(scrubText('x aHVudGVyMjI= y', parts)).toEqual({ text: `x ${redactionMarker} y`, redacted: true });
+  });
+});
+
+describe('on a 1 MiB body', () => {
+  it('scrubs mixed text, JSON escapes, percent and base64 in bounded time', () => {
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token }));
+    const filler = 'lorem "ipsum" dolor \\n sit %20 amet &amp; 0xdeadbeef aGVsbG8gd29ybGQ= a+b\n';
+    const hidden = `{"dump":"${Buffer.from(`Authorization: Bearer ${token}`).toString('base64')}"}`;
+    const body = Buffer.from(filler.repeat(Math.ceil((1 << 20) / filler.length)) + hidden);
+    const started = performance.now();
+    const out = scrubber.scrub(body);
+    const elapsedMs = performance.now() - started;
+    expect(out.redacted).toBe(true);
+    expect(leak(out.bytes.subarray(-200), token)).toBeUndefined();
+    // Typically ~30-60 ms; the bound catches a quadratic regression on a loaded CI box, not a slow one.
+    expect(elapsedMs).toBeLessThan(1500);
+  });
+});
