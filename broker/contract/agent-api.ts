@@ -77,7 +77,16 @@ export const agentHttpResponseSchema = z.object({
   truncated: z.boolean(),
   total_bytes: z.number().int().nonnegative(),
   redacted: z.boolean(),
+  /**
+   * Why the body is empty although the remote sent one: the broker could not read its plain bytes to scrub them
+   * (a coding it does not decode, a compressed body too large or cut short, corrupt compression).
+   */
+  body_withheld: z.enum(['unsupported_content_encoding', 'compressed_body_truncated', 'decoded_body_too_large', 'corrupt_compressed_body']).optional(),
+  /** Content codings the broker undid: the remote compressed although the broker asked for identity. */
+  content_decoded: z.array(z.string().max(32)).max(2).optional(),
 });
+
+export type AgentHttpResponse = z.infer<typeof agentHttpResponseSchema>;
 
 export const agentSshOutputSchema = z.object({
   exit_status: z.number().int().optional(),
@@ -100,7 +109,7 @@ export const agentRefusalSchema = z.object({
     code: errorCodeSchema,
     phase: z.literal('validation'),
     outcome: z.literal('not_attempted'),
-    retry: z.enum(['after_correction', 'backoff', 'never']),
+    retry: z.enum(['after_correction', 'backoff', 'never', 'fetch_result']),
     message: z.string().max(1000),
     field: z.string().optional(),
   }),

@@ -65,6 +65,27 @@ describe('checkHttpRequest', () => {
     ['an idempotency key with a space', { idempotencyKey: 'a b' }, { code: 'INVALID_ARGUMENT', field: 'idempotency_key' }],
     ['a key for a route without a contract', { idempotencyKey: 'k1' }, { code: 'INVALID_ARGUMENT', field: 'idempotency_key' }, { hasIdempotencyContract: false }],
     ['the credential query parameter', { query: [['api_key', 'guess']] }, { code: 'FORBIDDEN_HEADER', field: 'query.api_key' }, { ownedQueryParam: 'api_key' }],
+    ['a header value with a control character', { headers: [['x-a', 'a\u0001b']] }, { code: 'INVALID_ARGUMENT', field: 'headers.x-a' }],
+    ['a header value with DEL', { headers: [['x-a', 'a\u007fb']] }, { code: 'INVALID_ARGUMENT', field: 'headers.x-a' }],
+    ['a header value with obs-text', { headers: [['x-a', 'caf\u00e9']] }, { code: 'INVALID_ARGUMENT', field: 'headers.x-a' }],
+    ['a header value beyond Latin-1', { headers: [['x-a', '\u{1f600}']] }, { code: 'INVALID_ARGUMENT', field: 'headers.x-a' }],
+    ['a header value with leading whitespace', { headers: [['x-a', ' a']] }, { code: 'INVALID_ARGUMENT', field: 'headers.x-a' }],
+    ['a header value with trailing whitespace', { headers: [['x-a', 'a\t']] }, { code: 'INVALID_ARGUMENT', field: 'headers.x-a' }],
+    ['an empty header value', { headers: [['x-a', '']] }, null],
+    ['a header value with inner space and tab', { headers: [['x-a', 'a b\tc']] }, null],
+    ['an agent-set Accept-Encoding', { headers: [['accept-encoding', 'gzip']] }, { code: 'FORBIDDEN_HEADER', field: 'headers.accept-encoding' }],
+    ['an agent-set Accept-Encoding: identity', { headers: [['Accept-Encoding', 'identity']] }, { code: 'FORBIDDEN_HEADER', field: 'headers.accept-encoding' }],
+    ['an agent-set Range', { headers: [['range', 'bytes=0-7']] }, { code: 'FORBIDDEN_HEADER', field: 'headers.range' }],
+    ['an agent-set If-Range', { headers: [['If-Range', '"etag"']] }, { code: 'FORBIDDEN_HEADER', field: 'headers.if-range' }],
+    ['the credential query parameter in upper case', { query: [['API_KEY', 'guess']] }, { code: 'FORBIDDEN_HEADER', field: 'query.API_KEY' }, { ownedQueryParam: 'api_key' }],
+    ['the credential query parameter in mixed case', { query: [['Api_Key', 'guess']] }, { code: 'FORBIDDEN_HEADER', field: 'query.Api_Key' }, { ownedQueryParam: 'api_key' }],
+    ['a percent-encoded spelling of it', { query: [['api%5Fkey', 'guess']] }, { code: 'FORBIDDEN_HEADER', field: 'query.api%5Fkey' }, { ownedQueryParam: 'api_key' }],
+    ['a double-encoded upper-case spelling of it', { query: [['API%255FKEY', 'guess']] }, { code: 'FORBIDDEN_HEADER', field: 'query.API%255FKEY' }, { ownedQueryParam: 'api_key' }],
+    ['a spelling PHP reads as it', { query: [['api.key', 'guess']] }, { code: 'FORBIDDEN_HEADER', field: 'query.api.key' }, { ownedQueryParam: 'api_key' }],
+    ['another query parameter beside the credential', { query: [['api_keys', 'x']] }, null, { ownedQueryParam: 'api_key' }],
+    ['a query value with a lone surrogate', { query: [['q', 'a\ud800']] }, { code: 'INVALID_ARGUMENT', field: 'query.q' }],
+    ['a double-encoded path', { path: '/a/%252e%252e/b' }, { code: 'INVALID_TARGET', field: 'path' }],
+    ['an overlong UTF-8 path', { path: '/a/%c0%ae%c0%ae/b' }, { code: 'INVALID_TARGET', field: 'path' }],
   ];
   it.each(rows)('when %s', (_when, over, expected, routeOver) => {
     const result = checkHttpRequest({ ...ok, ...over }, { ...route, ...routeOver }, limits);
@@ -75,5 +96,20 @@ describe('checkHttpRequest', () => {
   it('never echoes a header value in its message', () => {
     const result = checkHttpRequest({ ...ok, headers: [['Authorization', 'Bearer CANARY']] }, route, limits);
     expect(JSON.stringify(result)).not.toContain('CANARY');
+    for (const value of ['CANARY\u0001', ' CANARY', 'CANARY\u00ff']) {
+      const refused = checkHttpRequest({ ...ok, headers: [['x-a', value]] }, route, limits);
+      expect(refused.ok).toBe(false);
+      expect(JSON.stringify(refused)).not.toContain('CANARY');
+    }
+  });
+
+  it.each([
+    ['accept-encoding', 'content coding'],
+    ['range', 'slices'],
+    ['if-range', 'slices'],
+  ])('says why %s is refused', (name, why) => {
+    const result = checkHttpRequest({ ...ok, headers: [[name, 'x']] }, route, limits);
+    expect(result).toMatchObject({ ok: false, code: 'FORBIDDEN_HEADER', field: `headers.${name}` });
+    if (!result.ok) expect(result.message).toContain(why);
   });
 });

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../contract/index.js';
+import { isFieldValue, isHttpToken } from './check-wire-request.js';
 import { normalizeRequestPath } from './normalize-request-path.js';
 
 /** The facts preflight validation needs, gathered by the caller without touching a secret or DNS. */
@@ -50,8 +51,20 @@ const brokerHeaders: ReadonlySet<string> = new Set([
   'upgrade',
   'expect',
 ]);
-const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$/;
-const unsafeValue = /[\r\n\0]/;
+/**
+ * Headers that would let the agent steer how the remote encodes or slices its answer. The broker
+ * decides content coding (it sends `accept-encoding: identity` and scrubs what it can read), and a
+ * reflected secret must never come back in pieces the scrubber cannot recognise: a gzip stream, or
+ * 8 bytes per Range request assembled over many calls. Every route carries a credential, so these
+ * are refused on every route.
+ */
+const steeringHeaders: ReadonlyMap<string, string> = new Map([
+  ['accept-encoding', 'the broker decides the content coding on credentialed routes (a compressed echo hides a secret from the scrubber)'],
+  ['range', 'ranges are refused: a reflected secret could be assembled from slices'],
+  ['if-range', 'ranges are refused: a reflected secret could be assembled from slices'],
+]);
+/** A lone UTF-16 surrogate cannot be percent-encoded (encodeURIComponent throws) nor sent. */
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Preflight validation of an HTTP action (DESIGN §3 validation rules). Pure: the caller supplies
@@ -65,10 +78,15 @@ export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, l
   if (!path.ok) return fail('INVALID_TARGET', 'path', path.why);
 
   let urlBytes = utf8Bytes(path.path);
+  const owned = route.ownedQueryParam === undefined ? undefined : queryNameKey(route.ownedQueryParam);
   for (const [i, [name, value]] of req.query.entries()) {
     if (name.length === 0) return fail('INVALID_ARGUMENT', `query[${i}]`, 'a query parameter needs a name');
-    if (route.ownedQueryParam !== undefined && name === route.ownedQueryParam) {
-      return fail('FORBIDDEN_HEADER', `query.${safeToken(name)}`, 'this query parameter carries the credential and is set by the broker');
+    if (loneSurrogate.test(name) || loneSurrogate.test(value)) {
+      return fail('INVALID_ARGUMENT', `query.${safeToken(name)}`, 'a query parameter is not well-formed Unicode (a lone surrogate)');
+    }
+    if (owned !== undefined && queryNameKey(name) === owned) {
+      const why = 'this query parameter carries the credential and is set by the broker (names are compared ignoring case and encoding)';
+      return fail('FORBIDDEN_HEADER', `query.${safeToken(name)}`, why);
     }
     // Encoded form is what goes on the wire; a percent-encoded byte is three.
     urlBytes += 2 + encodedBytes(name) + encodedBytes(value);
@@ -80,14 +98,19 @@ export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, l
   const seen = new Set<string>();
   for (const [name, value] of req.headers) {
     const lower = name.toLowerCase();
-    if (!token.test(name)) return fail('INVALID_ARGUMENT', 'headers', 'a header name is not a valid token');
+    if (!isHttpToken(name)) return fail('INVALID_ARGUMENT', 'headers', 'a header name is not a valid token');
     const field = `headers.${lower}`;
     if (brokerHeaders.has(lower) || lower.startsWith('proxy-') || route.ownedHeaders.includes(lower)) {
       return fail('FORBIDDEN_HEADER', field, 'this header is set by the broker, never by the agent');
     }
+    const steering = steeringHeaders.get(lower);
+    if (steering !== undefined) return fail('FORBIDDEN_HEADER', field, steering);
     if (seen.has(lower)) return fail('INVALID_ARGUMENT', field, 'a header is given twice');
     seen.add(lower);
-    if (unsafeValue.test(value)) return fail('INVALID_ARGUMENT', field, 'a header value contains CR, LF or NUL');
+    if (!isFieldValue(value)) {
+      const why = 'a header value may hold only visible ASCII, space and tab, with no leading or trailing whitespace';
+      return fail('INVALID_ARGUMENT', field, why);
+    }
     headerBytes += utf8Bytes(name) + utf8Bytes(value) + 4;
   }
   if (headerBytes > limits.headerBytesMax) return fail('PAYLOAD_LIMIT', 'headers', `headers exceed ${limits.headerBytesMax} bytes`);
@@ -110,7 +133,30 @@ export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, l
 }
 
 function safeToken(value: string): string {
-  return token.test(value) && value.length <= 32 ? value : '(invalid)';
+  return isHttpToken(value) && value.length <= 32 ? value : '(invalid)';
+}
+
+/**
+ * A query name as a lenient remote may read it: percent-decoded (until stable, bounded), case
+ * folded, and with PHP's mangling (leading spaces dropped; space, '.' and '[' read as '_'). Two
+ * names with the same key may reach the remote as the same parameter.
+ */
+function queryNameKey(name: string): string {
+  let key = name;
+  for (let round = 0; round < 3; round += 1) {
+    const decoded = percentDecoded(key);
+    if (decoded === key) break;
+    key = decoded;
+  }
+  return key.toLowerCase().replace(/^ +/, '').replace(/[ .[]/g, '_');
+}
+
+function percentDecoded(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return value;
+  }
 }
 
 function utf8Bytes(value: string): number {

@@ -10,6 +10,7 @@ export * from './resolve-lane.js';
 export * from './lane-schedule.js';
 export * from './normalize-request-path.js';
 export * from './check-http-request.js';
+export * from './check-wire-request.js';
 export * from './parse-retry-after.js';
 export * from './merkle-tree.js';
 export * from './audit-record.js';

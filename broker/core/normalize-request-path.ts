@@ -3,7 +3,10 @@
  * sent. The agent names a route and a path; it must never be able to name another host or climb
  * out of the route's base path, so anything that a server or proxy might decode into a different
  * location is refused instead of "fixed": dot segments (plain or percent-encoded), encoded slashes
- * and backslashes, backslashes, empty segments, absolute URLs and `//host` forms.
+ * and backslashes, backslashes, empty segments, absolute URLs and `//host` forms; and encodings a
+ * server or proxy may decode differently from us: double encoding (`%252e` becomes `%2e`, then `.`,
+ * in a server that decodes twice) and percent-encoded bytes that are not shortest-form UTF-8
+ * (overlong `%c0%ae` is `.` to a lenient decoder, invalid to a strict one).
  */
 export type PathCheck = { readonly ok: true; readonly path: string } | { readonly ok: false; readonly why: string };
 
@@ -30,14 +33,67 @@ export function normalizeRequestPath(path: string): PathCheck {
         if (forbiddenEncoded.has(code.toUpperCase())) {
           return { ok: false, why: 'the path has an encoded dot, slash, backslash or NUL' };
         }
+        if (code === '25' && hex.test(segment.slice(c + 3, c + 5))) {
+          return { ok: false, why: 'the path has a double percent-encoding (%25 followed by two hex digits)' };
+        }
         c += 2;
         continue;
       }
       if (ch === '\\') return { ok: false, why: 'the path has a backslash' };
       if (!pchar.test(ch)) return { ok: false, why: 'the path has a character that must be percent-encoded' };
     }
+    if (!isShortestFormUtf8(segmentBytes(segment))) {
+      return { ok: false, why: 'the path has percent-encoded bytes that are not valid shortest-form UTF-8' };
+    }
   }
   return { ok: true, path };
+}
+
+/** The bytes a server gets by percent-decoding `segment` (already checked: ASCII and well-formed %XX only). */
+function segmentBytes(segment: string): number[] {
+  const bytes: number[] = [];
+  for (let c = 0; c < segment.length; c += 1) {
+    if (segment.charAt(c) === '%') {
+      bytes.push(Number.parseInt(segment.slice(c + 1, c + 3), 16));
+      c += 2;
+    } else {
+      bytes.push(segment.charCodeAt(c));
+    }
+  }
+  return bytes;
+}
+
+/**
+ * RFC 3629 well-formed UTF-8 (its table 3-7): no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no stray continuation or truncated sequence. The second byte's range is what rules
+ * out overlongs (E0 needs A0.., F0 needs 90..), surrogates (ED stops at 9F) and > U+10FFFF (F4 stops at 8F).
+ */
+export function isShortestFormUtf8(bytes: readonly number[]): boolean {
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i] ?? 0;
+    let length: number;
+    let low = 0x80;
+    let high = 0xbf;
+    if (b < 0x80) length = 1;
+    else if (b >= 0xc2 && b <= 0xdf) length = 2;
+    else if (b >= 0xe0 && b <= 0xef) {
+      length = 3;
+      if (b === 0xe0) low = 0xa0;
+      if (b === 0xed) high = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      length = 4;
+      if (b === 0xf0) low = 0x90;
+      if (b === 0xf4) high = 0x8f;
+    } else return false;
+    if (i + length > bytes.length) return false;
+    for (let k = 1; k < length; k += 1) {
+      const next = bytes[i + k] ?? 0;
+      const [min, max] = k === 1 ? [low, high] : [0x80, 0xbf];
+      if (next < min || next > max) return false;
+    }
+    i += length;
+  }
+  return true;
 }
 
 /** Joins a base path ('/v1' or '/') and a normalized request path without doubling the slash. */

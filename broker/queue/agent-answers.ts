@@ -3,6 +3,7 @@ import {
   type ActionState,
   type AgentRefusal,
   type AgentToolReply,
+  type AgentHttpResponse,
   type Envelope,
   type ErrorCode,
   type QueuePosition,
@@ -10,6 +11,18 @@ import {
 import type { ToolAnswer } from '../ports/index.js';
 import type { HttpActionResponse } from './execute-http-action.js';
 import type { SshActionOutput } from './execute-ssh-action.js';
+
+/** A stored HTTP result as fetch_result reads it back (stored-result.ts). */
+export interface StoredHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  truncated: boolean;
+  total_bytes: number;
+  redacted: boolean;
+  body_withheld?: AgentHttpResponse['body_withheld'];
+  content_decoded?: readonly string[];
+}
 
 /** A refusal that belongs to no action (bad read-tool arguments, a revoked session, a bad wait). */
 export function refusal(code: ErrorCode, message: string, retry: AgentRefusal['error']['retry'], field?: string): ToolAnswer {
@@ -24,7 +37,7 @@ export interface ActionAnswerParts {
   readonly envelope: Envelope;
   readonly state: ActionState | undefined;
   readonly queue?: QueuePosition | null;
-  readonly response?: HttpActionResponse | { status: number; headers: Record<string, string>; body: Buffer; truncated: boolean; total_bytes: number; redacted: boolean };
+  readonly response?: HttpActionResponse | StoredHttpResponse;
   readonly output?: SshActionOutput | { exit_status?: number; exit_signal?: string; stdout: Buffer; stderr: Buffer; stdout_bytes: number; stderr_bytes: number; truncated: boolean; output_complete: boolean };
   /** Replaces the generated text's tail, e.g. "(timed out after 5000 ms; …)". */
   readonly note?: string;
@@ -60,7 +73,7 @@ function answerText(p: ActionAnswerParts): string {
   return p.note === undefined ? head : `${head} ${p.note}`;
 }
 
-function httpResponse(r: NonNullable<ActionAnswerParts['response']>): { status: number; headers: Record<string, string>; body: string; body_encoding: 'utf8' | 'base64'; truncated: boolean; total_bytes: number; redacted: boolean } {
+function httpResponse(r: NonNullable<ActionAnswerParts['response']>): AgentHttpResponse {
   const text = utf8OrUndefined(r.body);
   return {
     status: r.status,
@@ -70,6 +83,8 @@ function httpResponse(r: NonNullable<ActionAnswerParts['response']>): { status: 
     truncated: r.truncated,
     total_bytes: r.total_bytes,
     redacted: r.redacted,
+    ...(r.body_withheld === undefined ? {} : { body_withheld: r.body_withheld }),
+    ...(r.content_decoded === undefined ? {} : { content_decoded: [...r.content_decoded] }),
   };
 }
 

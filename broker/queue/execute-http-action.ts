@@ -25,7 +25,8 @@ import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
 import { retryWhileAllowed, type AttemptRun, type RetryEngineDeps, type RetrySubject } from './retry-engine.js';
 import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal, vaultRefusal } from './record-refusal.js';
-import { scrubBytes, scrubText, secretForms } from './secret-scrubber.js';
+import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
+import { deliveredResponse, diagnosticBody, type HttpActionResponse } from './delivered-response.js';
 import { classifyBatch, type BatchVerdict } from '../core/index.js';
 
 export interface HttpActionDeps extends Omit<RetryEngineDeps, 'journal' | 'clock' | 'logger'> {
@@ -68,23 +69,14 @@ export interface HttpActionOptions {
   readonly reconciles?: string;
 }
 
-/** The body as the caller receives it: scrubbed of any echoed secret, capped, flagged. */
-export interface HttpActionResponse {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: Buffer;
-  readonly truncated: boolean;
-  readonly total_bytes: number;
-  readonly digest: string;
-  readonly redacted: boolean;
-}
+export type { HttpActionResponse } from './delivered-response.js';
 
 export interface HttpActionResult {
   readonly envelope: Envelope;
   /** A complete, settled response (also stored under envelope.evidence.result_id). */
   readonly response?: HttpActionResponse;
   /** An incomplete response's first bytes: a marked diagnostic, never a result. */
-  readonly diagnostic?: { readonly kind: 'incomplete_response_partial_body'; readonly status: number; readonly body: Buffer; readonly total_bytes: number };
+  readonly diagnostic?: { readonly kind: 'incomplete_response_partial_body'; readonly status: number; readonly body: Buffer };
 }
 
 /**
@@ -512,6 +504,7 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
         payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: b.route.injection, request_fingerprint: b.fingerprint },
       });
       authorized.catch(() => undefined);
+      const scrubber = secretScrubber(secretParts(secret));
       const report = await deps.channel.perform({
         actionId: b.actionId,
         target: {
@@ -530,18 +523,22 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
         timeoutMs: b.timeoutMs,
         beforeDispatch: locked.signal,
         firstAttempt: run.firstAttempt,
+        scrubLookaheadBytes: scrubber.lookaheadBytes,
         ...(run.generation === undefined ? {} : { generation: run.generation }),
         ...(b.route.correlation?.provider_request_id_header === undefined ? {} : { providerRequestIdHeader: b.route.correlation.provider_request_id_header }),
       });
       // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
       // took over) sent nothing: the caller above answers from the record.
       if (retry && report.journalFailed !== undefined && isCodedError(report.journalFailed)) throw report.journalFailed;
+      // A retry whose final request the client would refuse (a credential changed to an unsendable value) sent
+      // nothing either: like a credential no longer usable, it closes its lease from the record.
+      if (retry && report.stoppedBeforeDispatch === 'request_refused') throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
       if (retry) await authorized;
       // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too:
       // nothing was sent, and the answer is the recorded closure.
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
       if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
-      return settle(deps, b, report, secretForms(secret));
+      return settle(deps, b, report, scrubber);
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'route');
@@ -572,6 +569,8 @@ function wirePath(b: Bound, secret: SecretMaterial): string {
 
 function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> {
   const headers: Array<[string, string]> = b.request.headers.map(([n, v]) => [n, v]);
+  // The broker decides content coding (the agent may not set it): plain bytes are what the scrubber can read.
+  headers.push(['accept-encoding', 'identity']);
   // Only under a declared contract (a binding exists only then): never added silently.
   if (b.binding !== undefined && b.route.idempotency !== undefined) headers.push([b.route.idempotency.header, b.binding.key]);
   switch (secret.kind) {
@@ -591,13 +590,13 @@ function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> 
 }
 
 /** Classifies what the channel observed, makes the result durable, then answers. */
-async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, forms: readonly string[]): Promise<HttpActionResult> {
+async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, scrubber: SecretScrubber): Promise<HttpActionResult> {
   if (report.journalFailed !== undefined) {
     const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
     return { envelope: failure.kind === 'closed' ? closedEnvelope(failure.state, b.fingerprint) : buildHttpEnvelope({ ...failure, report, fingerprint: b.fingerprint }) };
   }
   try {
-    return await record(deps, b, report, forms);
+    return await record(deps, b, report, scrubber);
   } catch (error) {
     // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
     if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
@@ -605,13 +604,14 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   }
 }
 
-async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, forms: readonly string[]): Promise<HttpActionResult> {
+async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, scrubber: SecretScrubber): Promise<HttpActionResult> {
   const nowMs = deps.clock.nowMs();
   // The expiry the journal holds for this key (PREFLIGHT_VALIDATED), not a recomputed one.
   const expiryMs = b.binding?.expires_at_ms;
   const response = report.response;
   const location = response?.headers.location;
   const crossOrigin = location === undefined ? false : otherOrigin(location, b.route);
+  const refusedField = report.requestRefused?.field ?? 'request';
   const evidence: OutcomeEvidence = {
     channel: 'http',
     dispatchStarted: report.dispatchStarted,
@@ -622,6 +622,8 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     ...(report.connection === undefined ? {} : { connection: report.connection }),
     ...(report.setup === undefined ? {} : { setup: report.setup }),
     ...(report.stoppedBeforeDispatch === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
+    // The final request (credential injected) is one the HTTP client would refuse: built, never sent.
+    ...(report.stoppedBeforeDispatch === 'request_refused' ? { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: refusedField } as const } : {}),
     ...(report.stoppedBeforeDispatch === 'deadline' || report.callerDeadline ? { caller: 'deadline' as const } : {}),
     ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: nowMs < expiryMs } }),
     ...(response === undefined
@@ -649,15 +651,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   let batch: BatchVerdict['batch'] | undefined;
   let state: ActionState;
   if (settled && lastAttempt !== undefined) {
-    const body = scrubBytes(response.body, forms);
-    const headers: Record<string, string> = {};
-    let redacted = body.redacted;
-    for (const [name, value] of Object.entries(response.headers)) {
-      const scrubbed = scrubText(value, forms);
-      headers[name] = scrubbed.text;
-      redacted ||= scrubbed.redacted;
-    }
-    result = { status: response.status, headers, body: body.bytes, truncated: response.truncated, total_bytes: response.totalBytes, digest: response.digest, redacted };
+    result = deliveredResponse(response, scrubber, deps.channel.limits);
     resultId = `res_${b.actionId.slice(4)}_${lastAttempt}`;
     // Article 000's order: the retrievable result is durable first, then RESULT_COMMITTED names it.
     deps.results.commit({
@@ -674,12 +668,13 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     if (b.route.batch !== undefined) {
       // A declared batch: the parent transport result plus one outcome per member (article 000).
       const sameKeyRetryAllowed = b.binding !== undefined && b.route.idempotency !== undefined && expiryMs !== undefined && nowMs < expiryMs;
-      ({ batch, classification } = batchVerdict(b.route.batch, b.request.body, response, classification, sameKeyRetryAllowed, forms));
+      ({ batch, classification } = batchVerdict(b.route.batch, b.request.body, result, classification, sameKeyRetryAllowed, scrubber));
     }
     state = await appendState(deps.journal, {
       kind: 'RESULT_COMMITTED',
       action_id: b.actionId,
-      payload: { attempt: lastAttempt, result_id: resultId, result_digest: response.digest, ...(batch === undefined ? {} : { batch }) },
+      // The digest of the result as stored and delivered (scrubbed); the wire digest is REMOTE_RESPONSE_COMPLETE's.
+      payload: { attempt: lastAttempt, result_id: resultId, result_digest: result.digest, ...(batch === undefined ? {} : { batch }) },
       classification,
     });
     if (result.status === 202) {
@@ -706,9 +701,15 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   const facts: EnvelopeFacts = {
     state,
     classification,
-    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
+    message:
+      report.requestRefused !== undefined
+        ? `the request as it would be sent (credential injected) is not valid HTTP, so nothing was sent: ${report.requestRefused.why}`
+        : classification.code === null
+          ? ''
+          : errorCodeMeanings[classification.code],
     report,
-    ...(resultId === undefined ? {} : { resultId }),
+    ...(report.stoppedBeforeDispatch === 'request_refused' ? { field: refusedField } : {}),
+    ...(resultId === undefined || result === undefined ? {} : { resultId, resultDigest: result.digest }),
     ...(batch === undefined ? {} : { batch }),
     ...(b.binding === undefined
       ? {}
@@ -717,7 +718,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   const envelope = buildHttpEnvelope(facts);
   const diagnostic =
     response !== undefined && !settled
-      ? { kind: 'incomplete_response_partial_body' as const, status: response.status, body: scrubBytes(response.body, forms).bytes, total_bytes: response.totalBytes }
+      ? { kind: 'incomplete_response_partial_body' as const, status: response.status, body: diagnosticBody(response, scrubber, deps.channel.limits.diagnosticBytesMax) }
       : undefined;
   return { envelope, ...(result === undefined ? {} : { response: result }), ...(diagnostic === undefined ? {} : { diagnostic }) };
 }
@@ -732,6 +733,8 @@ function resultSummary(r: HttpActionResponse, b: Bound, crossOrigin: boolean, pe
     digest: r.digest,
     redacted: r.redacted,
   };
+  if (r.body_withheld !== undefined) summary.body_withheld = r.body_withheld;
+  if (r.content_decoded !== undefined) summary.content_decoded = r.content_decoded;
   if (peer !== undefined) summary.peer_identity = peer;
   if (r.status === 202) summary.submission = submissionIds(r);
   if (r.status >= 300 && r.status < 400 && r.headers.location !== undefined) {
@@ -808,19 +811,20 @@ function log(deps: HttpActionDeps, actionId: string, route: string | undefined, 
 
 /**
  * A declared batch's member outcomes and the parent classification to record (broker/core
- * classifyBatch, over the bytes as sent and received). Member ids and statuses come from the
- * request and the remote's body, so they are scrubbed of any echoed secret before they are recorded.
+ * classifyBatch). Member ids and statuses come from the request too, so they are scrubbed of any
+ * echoed secret before they are recorded.
  */
 function batchVerdict(
   shape: NonNullable<Route['batch']>,
   requestBody: Buffer,
-  response: NonNullable<HttpChannelReport['response']>,
+  response: HttpActionResponse,
   parent: Classification,
   sameKeyRetryAllowed: boolean,
-  forms: readonly string[],
+  scrubber: SecretScrubber,
 ): BatchVerdict {
+  // Judged over the body as delivered (decoded, scrubbed): member ids then need no second pass over the raw bytes.
   const verdict = classifyBatch({ shape, requestBody, response: { status: response.status, body: response.body, truncated: response.truncated }, parent, sameKeyRetryAllowed });
-  const clean = (text: string, charsMax: number): string => scrubText(text, forms).text.slice(0, charsMax);
+  const clean = (text: string, charsMax: number): string => scrubber.scrubText(text, charsMax).text;
   return {
     classification: verdict.classification,
     batch: {

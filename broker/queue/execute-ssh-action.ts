@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
 import type { PosternConfig, SshHostSettings } from '../config/index.js';
@@ -13,6 +14,7 @@ import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal,
 import { buildSshEnvelope } from './ssh-envelope.js';
 import type { DispatchQueue } from './approval-queue.js';
 import { sshCardPreview } from './card-preview.js';
+import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
 import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 
@@ -177,7 +179,7 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
       if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
-      return settle(deps, b, report);
+      return settle(deps, b, report, secretScrubber(secretParts(secret)));
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'host');
@@ -194,13 +196,13 @@ function boundTo(info: CredentialInfo, host: SshHostSettings): boolean {
 }
 
 /** Classifies what the channel observed, makes the result durable, then answers. */
-async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): Promise<SshActionResult> {
+async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport, scrubber: SecretScrubber): Promise<SshActionResult> {
   if (report.journalFailed !== undefined) {
     const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
     return { envelope: failure.kind === 'closed' ? closedEnvelope(failure.state, b.fingerprint) : buildSshEnvelope({ ...failure, report, fingerprint: b.fingerprint }) };
   }
   try {
-    return await record(deps, b, report);
+    return await record(deps, b, report, scrubber);
   } catch (error) {
     // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
     if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
@@ -208,7 +210,9 @@ async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport): 
   }
 }
 
-async function record(deps: SshActionDeps, b: Bound, report: SshChannelReport): Promise<SshActionResult> {
+async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport, scrubber: SecretScrubber): Promise<SshActionResult> {
+  // Everything below — result rows, digest, envelope — sees only the scrubbed output.
+  const report: SshChannelReport = { ...observed, output: scrubbedOutput(observed.output, scrubber) };
   const stopped = report.stoppedBeforeDispatch;
   const caller = report.caller ?? (stopped === 'deadline' ? 'deadline' : stopped === 'cancelled' ? 'cancelled' : undefined);
   const evidence: OutcomeEvidence = {
@@ -315,4 +319,17 @@ async function refuse(deps: SshActionDeps, actionId: string, fingerprint: string
 function log(deps: SshActionDeps, actionId: string, host: string | undefined, c: Classification): void {
   // Only ids and closed-set values: never commands, output or credential names.
   logRecorded(deps.logger, { action_id: actionId, host }, c, 'ssh action recorded');
+}
+
+/**
+ * The output as the caller receives it: stdout and stderr scrubbed of every secret part (the remote never saw the
+ * private key, but a host may print key material it holds), and, when anything was redacted, the digest taken over
+ * the delivered bytes — a digest of the unscrubbed output would be a guessing oracle for what was redacted.
+ */
+function scrubbedOutput(o: SshChannelReport['output'], scrubber: SecretScrubber): SshChannelReport['output'] {
+  const stdout = scrubber.scrub(o.stdout);
+  const stderr = scrubber.scrub(o.stderr);
+  if (!stdout.redacted && !stderr.redacted) return o;
+  const digest = `sha256:${createHash('sha256').update(stdout.bytes).update(stderr.bytes).digest('hex')}`;
+  return { ...o, stdout: stdout.bytes, stderr: stderr.bytes, digest };
 }

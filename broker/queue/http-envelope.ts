@@ -10,6 +10,8 @@ export interface EnvelopeFacts {
   readonly field?: string;
   readonly report?: HttpChannelReport;
   readonly resultId?: string;
+  /** The digest of the result as stored and delivered (scrubbed), never the wire digest. */
+  readonly resultDigest?: string;
   readonly fingerprint?: string;
   readonly idempotency?: Envelope['evidence']['idempotency'];
   /** A declared batch's member outcomes, exactly as RESULT_COMMITTED recorded them. */
@@ -58,7 +60,7 @@ export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
       source: c.source,
       ...(f.idempotency === undefined ? {} : { idempotency: f.idempotency }),
       ...(response === undefined ? {} : { response_status: response.status }),
-      ...(f.resultId === undefined ? {} : { result_id: f.resultId, result_digest: response?.digest ?? '' }),
+      ...(f.resultId === undefined ? {} : { result_id: f.resultId, result_digest: f.resultDigest ?? '' }),
       ...(r?.peerFingerprint === undefined ? {} : { peer_identity: r.peerFingerprint }),
       ...(f.batch === undefined ? {} : { batch: f.batch }),
     },

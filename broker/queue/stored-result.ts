@@ -1,4 +1,5 @@
 import { errorCodeMeanings, type ActionState, type Channel, type Envelope, type JournalEvent } from '../contract/index.js';
+import { bodyWithheldReasons, type BodyWithheldReason } from '../channels/http/index.js';
 import type { StoredResult, StoredResultHead } from '../journal/index.js';
 import type { ResultHandoff } from '../ports/index.js';
 import type { ActionAnswerParts } from './agent-answers.js';
@@ -18,6 +19,8 @@ export function storedAnswerParts(channel: Channel, stored: StoredResult): Pick<
         truncated: stored.truncated,
         total_bytes: stored.total_bytes,
         redacted: s['redacted'] === true,
+        ...withheldOf(s['body_withheld']),
+        ...(Array.isArray(s['content_decoded']) ? { content_decoded: s['content_decoded'].filter((c): c is string => typeof c === 'string') } : {}),
       },
     };
   }
@@ -36,6 +39,10 @@ export function storedAnswerParts(channel: Channel, stored: StoredResult): Pick<
       output_complete: s['output_complete'] !== false,
     },
   };
+}
+
+function withheldOf(value: unknown): { body_withheld?: BodyWithheldReason } {
+  return typeof value === 'string' && (bodyWithheldReasons as readonly string[]).includes(value) ? { body_withheld: value as BodyWithheldReason } : {};
 }
 
 function num(value: unknown): number | undefined {

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { NewEvent } from '../../contract/index.js';
-import { classifyOutcome, type SetupFailure } from '../../core/index.js';
+import { checkWireRequest, classifyOutcome, type SetupFailure } from '../../core/index.js';
 import type { DispatchGate } from '../../ports/index.js';
 import { HttpConnection } from './http-connection.js';
 import { HttpConnectionPool } from './http-connection-pool.js';
@@ -30,6 +30,11 @@ export interface HttpWireRequest {
   readonly firstAttempt?: number;
   /** The retry lease generation the attempts run under (named on DISPATCH_STARTED, fenced by the journal). */
   readonly generation?: number;
+  /**
+   * Bytes to keep past the result cap for the scrubber (its lookaheadBytes for this credential's parts), at most
+   * scrubLookaheadBytesMax; default the channel's scrubLookaheadBytes.
+   */
+  readonly scrubLookaheadBytes?: number;
   /** Response header holding the provider's request id, recorded on REMOTE_RESPONSE_STARTED. */
   readonly providerRequestIdHeader?: string;
 }
@@ -50,11 +55,14 @@ export interface HttpResponseReport {
   /** Allow-listed, non-secret response headers only. */
   readonly headers: Readonly<Record<string, string>>;
   readonly framingComplete: boolean;
-  /** Bytes kept (at most resultBodyBytesMax for a complete response, diagnosticBytesMax otherwise). */
+  /**
+   * Bytes kept as received, unscrubbed: at most resultBodyBytesMax (diagnosticBytesMax for an incomplete response) plus
+   * scrubLookaheadBytes. Never delivered as is: the executor scrubs, then cuts at the cap.
+   */
   readonly body: Buffer;
   readonly truncated: boolean;
   readonly totalBytes: number;
-  /** sha256 of every body byte received (not only the kept ones). */
+  /** sha256 of every body byte received (not only the kept ones): for the journal's audit only, never an agent answer. */
   readonly digest: string;
 }
 
@@ -63,8 +71,13 @@ export interface HttpChannelReport {
   readonly attempts: readonly AttemptReport[];
   /** Setup failed on every fresh attempt (provably nothing sent). */
   readonly setup?: { failure: SetupFailure; stage: SetupStage; attempts: number; attemptsMax: number };
-  /** Stopped before dispatch by the beforeDispatch signal or the caller's deadline. */
-  readonly stoppedBeforeDispatch?: 'signal' | 'deadline';
+  /**
+   * Stopped before dispatch by the beforeDispatch signal, the caller's deadline, or a request the
+   * HTTP client would refuse (`request_refused`: see requestRefused; nothing was set up or sent).
+   */
+  readonly stoppedBeforeDispatch?: 'signal' | 'deadline' | 'request_refused';
+  /** Which part of the wire request would be refused and why; never its value (it may hold the secret). */
+  readonly requestRefused?: { readonly field: string; readonly why: string };
   readonly dispatchStarted: boolean;
   readonly dispatchSeq?: number;
   readonly connection?: 'fresh' | 'reused';
@@ -144,6 +157,14 @@ export class HttpChannel {
       stoppedBeforeDispatch: deadline.aborted ? 'deadline' : 'signal',
     });
     const first = request.firstAttempt ?? 1;
+    // undici validates inside dispatch(), after the boundary, where its refusal reads as a send that
+    // may have happened (unknown, lane blocked). Its rules run here instead, before any connection
+    // is set up on either path: the request is the same for every attempt, so once is enough.
+    const wire = checkWireRequest(request.method, request.path, request.headers);
+    if (!wire.ok) {
+      attempts.push({ n: first, stage: 'request_build', dispatched: false, detail: `${wire.field}: ${wire.why}` });
+      return { attempts, ...notDispatched, stoppedBeforeDispatch: 'request_refused', requestRefused: { field: wire.field, why: wire.why } };
+    }
     for (let n = first; ; n += 1) {
       let connection = this.pool.take(request.target.poolKey);
       const reused = connection !== undefined;
@@ -225,6 +246,7 @@ export class HttpChannel {
     journal: PendingAppends,
   ): Promise<Pick<HttpChannelReport, 'handedToTransport' | 'requestComplete' | 'transportBroken' | 'callerDeadline' | 'informationalSeen' | 'response'>> {
     const limits = this.limits;
+    const lookaheadBytes = Math.min(request.scrubLookaheadBytes ?? limits.scrubLookaheadBytes, limits.scrubLookaheadBytesMax);
     const actionId = request.actionId;
     const facts = { handedToTransport: false, requestComplete: false, transportBroken: false, callerDeadline: false, informationalSeen: false };
     let status: number | undefined;
@@ -260,7 +282,9 @@ export class HttpChannel {
         const digest = `sha256:${hash.digest('hex')}`;
         if (framingComplete) journal.add({ kind: 'REMOTE_RESPONSE_COMPLETE', action_id: actionId, payload: { attempt, digest } });
         else if (facts.transportBroken) journal.add({ kind: 'CONNECTION_LOST', action_id: actionId, payload: { attempt } });
-        const keepMax = framingComplete ? limits.resultBodyBytesMax : limits.diagnosticBytesMax;
+        // Bytes past the result cap are kept as the scrubber's lookahead: the executor scrubs, then cuts,
+        // so a secret that starts before the cut is redacted whole instead of shown minus its tail.
+        const keepMax = (framingComplete ? limits.resultBodyBytesMax : limits.diagnosticBytesMax) + lookaheadBytes;
         const body = Buffer.concat(kept).subarray(0, keepMax);
         resolve({
           ...facts,
@@ -298,7 +322,7 @@ export class HttpChannel {
             c.abort(new ResponseTooLargeError());
             return;
           }
-          if (keptBytes < limits.resultBodyBytesMax) {
+          if (keptBytes < limits.resultBodyBytesMax + lookaheadBytes) {
             kept.push(chunk);
             keptBytes += chunk.length;
           }

@@ -11,6 +11,15 @@ export interface HttpLimits {
   readonly idempotencyKeyCharsMax: number;
   /** Response body kept in the result store; beyond it the result says truncated (never silently). */
   readonly resultBodyBytesMax: number;
+  /**
+   * Bytes kept past a cap (result or diagnostic) so the scrubber sees whole any secret that starts before the cut:
+   * at least the longest encoded form of a secret part (a JSON \uXXXX escape is 6 bytes a byte).
+   */
+  readonly scrubLookaheadBytes: number;
+  /** The most a request may ask to keep past a cap for its scrubber (a bound on memory per response). */
+  readonly scrubLookaheadBytesMax: number;
+  /** A compressed body (a remote that ignored `Accept-Encoding: identity`) decodes to at most this; beyond it it is withheld. */
+  readonly decodedBodyBytesMax: number;
   /** Response bytes read at all; beyond it the read is aborted and the response is incomplete. */
   readonly responseBytesMax: number;
   /** Partial body of an incomplete response kept as a marked diagnostic. */
@@ -42,6 +51,9 @@ export const defaultHttpLimits: HttpLimits = {
   headersCountMax: 64,
   idempotencyKeyCharsMax: 255,
   resultBodyBytesMax: 1024 * 1024,
+  scrubLookaheadBytes: 64 * 1024,
+  scrubLookaheadBytesMax: 4 * 1024 * 1024,
+  decodedBodyBytesMax: 8 * 1024 * 1024,
   responseBytesMax: 64 * 1024 * 1024,
   diagnosticBytesMax: 4 * 1024,
   connectTimeoutMs: 10_000,

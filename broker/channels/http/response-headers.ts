@@ -23,14 +23,14 @@ export const keptResponseHeaderNames: ReadonlySet<string> = new Set([
   'operation-location',
   'proxy-status',
 ]);
-const headerValueCharsMax = 2048;
 
 export function keptResponseHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
     if (!keptResponseHeaderNames.has(lower) || value === undefined) continue;
-    kept[lower] = (Array.isArray(value) ? value.join(', ') : value).slice(0, headerValueCharsMax);
+    // Whole values (undici bounds the header block): the executor scrubs first and cuts after, never the other way round.
+    kept[lower] = Array.isArray(value) ? value.join(', ') : value;
   }
   return kept;
 }

@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import type { HttpResponseReport } from '../channels/http/index.js';
+import { deliveredResponse, diagnosticBody, headerValueCharsMax } from './delivered-response.js';
+import { secretParts, secretScrubber } from './secret-scrubber.js';
+
+const canary = 'canary-Secret-7f3a9c01d2';
+const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: canary }));
+const limits = { resultBodyBytesMax: 1024, decodedBodyBytesMax: 64 * 1024 };
+const lookaheadBytes = 512;
+
+/** What the channel reports: the bytes it kept (cap + lookahead at most) and how many arrived. */
+function report(body: Buffer, headers: Record<string, string> = {}, totalBytes = body.length): HttpResponseReport {
+  const kept = body.subarray(0, limits.resultBodyBytesMax + lookaheadBytes);
+  return { status: 200, headers, framingComplete: true, body: kept, truncated: kept.length < totalBytes, totalBytes, digest: 'sha256:wire' };
+}
+
+const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+describe('deliveredResponse', () => {
+  describe('when the remote compresses a reflection of the credential although the broker asked for identity', () => {
+    const dump = Buffer.from(JSON.stringify({ headers: { authorization: `Bearer ${canary}` } }));
+    it.each([
+      ['gzip', gzipSync(dump)],
+      ['deflate', deflateSync(dump)],
+      ['br', brotliCompressSync(dump)],
+    ])('%s is decoded and the plain bytes are scrubbed', (coding, body) => {
+      const r = deliveredResponse(report(body, { 'content-encoding': coding, 'content-length': String(body.length), 'content-type': 'application/json' }), scrubber, limits);
+      expect(r.body.toString()).not.toContain(canary);
+      expect(r.body.toString()).toContain('[REDACTED]');
+      expect(r.redacted).toBe(true);
+      expect(r.content_decoded).toEqual([coding]);
+      // The delivered body is plain: headers describing the compressed one would lie about it.
+      expect(r.headers['content-encoding']).toBeUndefined();
+      expect(r.headers['content-length']).toBeUndefined();
+      expect(r.headers['content-type']).toBe('application/json');
+    });
+
+    it('an encoding the broker cannot decode is withheld, never passed through', () => {
+      const r = deliveredResponse(report(gzipSync(dump), { 'content-encoding': 'zstd' }), scrubber, limits);
+      expect(r).toMatchObject({ body_withheld: 'unsupported_content_encoding', total_bytes: 0, truncated: false });
+      expect(r.body.length).toBe(0);
+      expect(r.digest).toBe(sha256(Buffer.alloc(0)));
+    });
+
+    it('a compressed body the channel kept only in part is withheld', () => {
+      const big = gzipSync(Buffer.from(`${canary}${'x'.repeat(10)}`.repeat(1)));
+      const r = deliveredResponse(report(big, { 'content-encoding': 'gzip' }, big.length + 5000), scrubber, limits);
+      expect(r.body_withheld).toBe('compressed_body_truncated');
+    });
+  });
+
+  describe('when a reflected secret straddles the result cap (truncate-then-scrub attack)', () => {
+    it('the secret is redacted whole, never shown minus its tail, and the digest is of what is delivered', () => {
+      for (let shift = 1; shift < canary.length; shift += 1) {
+        const body = Buffer.from(`${'p'.repeat(limits.resultBodyBytesMax - shift)}${canary}${'q'.repeat(200)}`);
+        const r = deliveredResponse(report(body), scrubber, limits);
+        const text = r.body.toString();
+        expect(text).not.toContain(canary.slice(0, canary.length - 1));
+        expect(text).not.toContain(canary.slice(0, 8));
+        expect(r.truncated).toBe(true);
+        expect(r.digest).toBe(sha256(r.body));
+      }
+    });
+
+    it('the digest never covers the unscrubbed bytes (no guessing oracle for a redacted tail)', () => {
+      const body = Buffer.from(`{"echo":"${canary}"}`);
+      const r = deliveredResponse(report(body), scrubber, limits);
+      expect(r.digest).not.toBe(sha256(body));
+      expect(r.digest).toBe(sha256(r.body));
+      expect(r.total_bytes).toBe(r.body.length);
+    });
+  });
+
+  describe('when a padded header reflects the secret past the header cap', () => {
+    it('the header is scrubbed whole first and cut after', () => {
+      for (const pad of [headerValueCharsMax - 1, headerValueCharsMax - 5, headerValueCharsMax - canary.length + 1]) {
+        const r = deliveredResponse(report(Buffer.from('ok'), { 'x-request-id': `${'a'.repeat(pad)}${canary}` }), scrubber, limits);
+        const value = r.headers['x-request-id'] ?? '';
+        expect(value.length).toBeLessThanOrEqual(headerValueCharsMax);
+        expect(value).not.toContain(canary.slice(0, 4));
+        expect(r.redacted).toBe(true);
+      }
+    });
+  });
+
+  describe('when nothing secret comes back', () => {
+    it('the body, headers and counts are the remote\'s own, and the digest equals the wire digest of the same bytes', () => {
+      const body = Buffer.from('{"id":42}');
+      const r = deliveredResponse(report(body, { etag: '"v1"' }), scrubber, limits);
+      expect(r.body.equals(body)).toBe(true);
+      expect(r.headers).toEqual({ etag: '"v1"' });
+      expect(r).toMatchObject({ truncated: false, total_bytes: body.length, redacted: false, digest: sha256(body) });
+      expect(r.body_withheld).toBeUndefined();
+    });
+
+    it('a body over the cap is cut at the cap and counted in full', () => {
+      const body = Buffer.alloc(limits.resultBodyBytesMax + 3000, 'z');
+      const r = deliveredResponse(report(body), scrubber, limits);
+      expect(r.body.length).toBe(limits.resultBodyBytesMax);
+      expect(r).toMatchObject({ truncated: true, total_bytes: body.length });
+    });
+  });
+});
+
+describe('diagnosticBody', () => {
+  it('scrubs the first bytes of an incomplete response before cutting them', () => {
+    const body = Buffer.from(`${'d'.repeat(90)}${canary}`);
+    const out = diagnosticBody({ ...report(body), framingComplete: false }, scrubber, 100);
+    expect(out.toString()).not.toContain(canary.slice(0, 8));
+  });
+});
