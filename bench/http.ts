@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const vault = await openVault({ dataDir: vaultDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from('bench passphrase'));
   await vault.add({ name: 'bench-token', kind: 'bearer', secret: Buffer.from('bench-secret-token'), bindings: ['bench'] });
-  const results = ResultStore.open(temp.path);
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const config = parseConfig(
     [
       'version: 1',

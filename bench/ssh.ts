@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     const vault = await openVault({ dataDir: vaultDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from('bench passphrase'));
     await vault.add({ name: 'lab-key', kind: 'ssh_key', secret: Buffer.from(sshd.userKey.privateKey), bindings: ['lab'] });
-    const results = ResultStore.open(temp.path);
+    const results = ResultStore.open(temp.path, temp.journal.rowCipher());
     const channel = new SshChannel({ gate: temp.journal, clock: systemClock, knownHostsDir: temp.dir.path });
     const config = sshHostsConfig([{ port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] }]);
     const queue = ApprovalQueue.open({ journal: temp.journal, clock: systemClock, config });

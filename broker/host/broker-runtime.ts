@@ -84,7 +84,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     journal.attachVault(vault);
     if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
 
-    const results = ResultStore.open(path.join(options.dataDir, journalFileName));
+    // Results are sealed at rest with the journal's run key (migration 009).
+    const results = ResultStore.open(path.join(options.dataDir, journalFileName), journal.rowCipher());
     closers.push(() => results.close());
     // Sealed copies of requests a person may retry with the same key (execute-http-action.ts).
     const requests = RequestStore.open(path.join(options.dataDir, journalFileName));

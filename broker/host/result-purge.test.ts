@@ -52,7 +52,7 @@ describe('the result purge sweep', () => {
 
     it('drops kept requests past their key window in the same sweep, and keeps the live ones', async () => {
       temp = await openTempJournal();
-      store = ResultStore.open(temp.path);
+      store = ResultStore.open(temp.path, temp.journal.rowCipher());
       const requests = RequestStore.open(temp.path);
       closers.push(() => temp.dispose(), () => store.close(), () => requests.close());
       const timers = new ManualTimers(temp.clock);
@@ -68,7 +68,7 @@ describe('the result purge sweep', () => {
 
     it('purges once at start, then on every interval: only what passed its retention', async () => {
       temp = await openTempJournal();
-      store = ResultStore.open(temp.path);
+      store = ResultStore.open(temp.path, temp.journal.rowCipher());
       closers.push(() => temp.dispose(), () => store.close());
       const timers = new ManualTimers(temp.clock);
       const t0 = temp.clock.nowMs();

@@ -51,6 +51,25 @@ export interface SealedEvent {
 
 const domain = Buffer.from(checkpointDomain, 'utf8');
 
+/** A row another store of the journal file keeps sealed under a run's key (results at rest). */
+export interface SealedRow {
+  /** audit_runs.run whose key sealed it. */
+  readonly run: number;
+  readonly nonce: Uint8Array;
+  readonly ciphertext: Uint8Array;
+}
+
+/**
+ * The journal's key as the other stores of its file use it: seal under this run's key, open under
+ * the key of the run that sealed (this run's from memory, an earlier run's only through the
+ * unlocked vault). `ad` names the row, so a ciphertext moved to another row fails to open.
+ */
+export interface RowCipher {
+  seal(ad: Uint8Array, plaintext: Uint8Array): SealedRow;
+  /** VAULT_LOCKED: an earlier run's key needs the unlocked vault; AUDIT_KEY_UNAVAILABLE: that run never had a sealed key; INTERNAL: tampered. */
+  open(row: SealedRow, ad: Uint8Array): Uint8Array;
+}
+
 /**
  * The journal's audit side: seals each event under this run's key, hashes it into the Merkle
  * tree, and signs tree heads. Write-blind: sealing needs only the audit public key, so the broker
@@ -143,6 +162,30 @@ export class AuditWriter {
     const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as { payload: unknown; classification?: Classification };
     const event = { seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane, payload };
     return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+  }
+
+  /** RowCipher.seal: the same AEAD and nonces as events, under this run's key. */
+  sealRow(ad: Uint8Array, plaintext: Uint8Array): SealedRow {
+    const nonce = this.nonces.next();
+    return { run: this.run, nonce, ciphertext: encryptPayload(this.runKey, nonce, ad, plaintext) };
+  }
+
+  /** RowCipher.open. The codes tell a caller whether unlocking would help (VAULT_LOCKED) or nothing will. */
+  openSealedRow(row: SealedRow, ad: Uint8Array): Uint8Array {
+    if (!this.runKeys.has(row.run)) {
+      if (this.store.readRunSealedKey(row.run) === undefined) {
+        throw new CodedError('AUDIT_KEY_UNAVAILABLE', `run ${row.run} ended before any audit key existed: what it sealed can never be opened`);
+      }
+      if (this.boxSecret === undefined) {
+        throw new CodedError('VAULT_LOCKED', `this was sealed by broker run ${row.run} (an earlier run); its key needs the unlocked vault`);
+      }
+    }
+    const key = this.keyOfRun(row.run);
+    try {
+      return decryptPayload(key, row.nonce, ad, row.ciphertext);
+    } catch (cause) {
+      throw new CodedError('INTERNAL', `a row sealed by run ${row.run} failed authentication (changed, or moved from another row)`, { cause });
+    }
   }
 
   intervalCheckpointDue(): boolean {

@@ -106,8 +106,8 @@ const canMountTmpfs =
 function runDiskFullDriver(dir: string): Promise<DiskFullReport> {
   const driver = fileURLToPath(new URL('../testing/disk-full-driver.ts', import.meta.url));
   const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-  // 384 KiB: room for the schema and a dozen wide actions, then ENOSPC while COMMIT writes the WAL.
-  const script = 'mount -t tmpfs -o size=384k tmpfs "$1" && exec "$2" --import tsx "$3" "$1"';
+  // 448 KiB: room for the schema (~270 KiB of WAL since migration 009) and a dozen wide actions, then ENOSPC while COMMIT writes the WAL.
+  const script = 'mount -t tmpfs -o size=448k tmpfs "$1" && exec "$2" --import tsx "$3" "$1"';
   return new Promise((resolve, reject) => {
     const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', dir, process.execPath, driver], {
       cwd: repoRoot,

@@ -12,11 +12,12 @@ import {
 } from '../contract/index.js';
 import { idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
-import { AuditWriter, checkpointEveryEventsDefault, type AuditVault } from './audit-writer.js';
+import { AuditWriter, checkpointEveryEventsDefault, type AuditVault, type RowCipher } from './audit-writer.js';
 import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
 import { sodiumReady } from './event-cipher.js';
-import { migrate } from './migrate.js';
+import { migrate, schemaVersion } from './migrate.js';
+import { migration009SealedResults, truncateWal } from './migrations/009-sealed-results.js';
 import type { Migration } from './migration.js';
 import { planUnit, type Appended, type AppendedSession, type PlannedUnit } from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
@@ -173,7 +174,10 @@ export class Journal {
       const pageBytes = Number(db.pragma('page_size', { simple: true }));
       const journalBytesMax = positive(options.journalBytesMax ?? journalBytesMaxDefault, 'journalBytesMax');
       db.pragma(`max_page_count = ${Math.max(1, Math.floor(journalBytesMax / pageBytes))}`);
+      const from = schemaVersion(db);
       const version = migrate(db, options.migrations);
+      // Migration 009 sealed an existing journal's plaintext results; their old page images stay in the WAL until it is truncated.
+      if (from > 0 && from < migration009SealedResults.version && version >= migration009SealedResults.version) truncateWal(db);
       const journal = new Journal(db, options.clock, version, options);
       journal.recover();
       if (options.vault !== undefined) journal.attachVault(options.vault);
@@ -308,6 +312,20 @@ export class Journal {
   subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
     this.requireReadable();
     return this.store.readSubjectEvents(subjectId, Math.min(limit, eventsPageMax)).map((row) => this.audit.openRow(row));
+  }
+
+  /**
+   * The journal's key for the other stores of its file (ResultStore seals results at rest with it):
+   * rows sealed under this run's key, opened under the key of the run that sealed them.
+   */
+  rowCipher(): RowCipher {
+    return {
+      seal: (ad, plaintext) => this.audit.sealRow(ad, plaintext),
+      open: (row, ad) => {
+        this.requireReadable();
+        return this.audit.openSealedRow(row, ad);
+      },
+    };
   }
 
   stats(): JournalStats {

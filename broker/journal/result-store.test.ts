@@ -1,7 +1,10 @@
+import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isCodedError } from '../contract/index.js';
+import { createMemoryVault, type MemoryVault } from '../testing/memory-vault.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { Journal } from './journal.js';
 import { ResultStore, resultChunkBytes, resultPurgeBatchMax } from './result-store.js';
 
 describe('the result store', () => {
@@ -9,7 +12,7 @@ describe('the result store', () => {
   let store: ResultStore;
   beforeEach(async () => {
     temp = await openTempJournal();
-    store = ResultStore.open(temp.path);
+    store = ResultStore.open(temp.path, temp.journal.rowCipher());
   });
   afterEach(async () => {
     store.close();
@@ -54,7 +57,7 @@ describe('the result store', () => {
 
   it('when a result without a completeness marker exists, it is not returned', () => {
     const raw = new Database(temp.path);
-    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1, NULL)`).run();
+    raw.prepare(`INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed) VALUES ('res_x', 'act_x', 1, 3, 3, 0, 'sha256:x', 1, 0, 1, 1, zeroblob(24), x'00')`).run();
     raw.close();
     expect(store.read('res_x')).toBeUndefined();
   });
@@ -98,8 +101,8 @@ describe('the result store', () => {
 
   it('chunks without a completeness marker are never read, from any offset', () => {
     const raw = new Database(temp.path);
-    raw.prepare(`INSERT INTO results VALUES ('res_x', 'act_x', 1, '{}', 3, 3, 0, 'sha256:x', 1, 0, 1, NULL)`).run();
-    raw.prepare(`INSERT INTO result_chunks VALUES ('res_x', 0, x'414243')`).run();
+    raw.prepare(`INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed) VALUES ('res_x', 'act_x', 1, 3, 3, 0, 'sha256:x', 1, 0, 1, 1, zeroblob(24), x'00')`).run();
+    raw.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES ('res_x', 0, x'414243', zeroblob(24))`).run();
     raw.close();
     expect(store.head('res_x')).toBeUndefined();
     expect(store.readFrom('res_x', 0)).toBeUndefined();
@@ -114,7 +117,7 @@ describe('the result store', () => {
     expect(() => store.readFrom('res_act_000001_1', 2)).toThrow(/not in sequence/);
     expect(() => store.read('res_act_000001_1')).toThrow(/not in sequence/);
     const again = new Database(temp.path);
-    again.prepare(`INSERT INTO result_chunks VALUES ('res_act_000001_1', 1, x'00')`).run();
+    again.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES ('res_act_000001_1', 1, x'00', zeroblob(24))`).run();
     again.close();
     expect(() => store.readFrom('res_act_000001_1', 0)).toThrow(/stored bytes/);
   });
@@ -193,5 +196,147 @@ describe('the result store', () => {
       expect(() => store.purgeExpired(1.5, retentionMs, 1)).toThrow(RangeError);
       expect(() => store.purgeExpired(1, -1, 1)).toThrow(RangeError);
     });
+  });
+});
+
+const canary = 'CANARY-4c1d8e2a-response-secret';
+
+/** Every byte of the journal's files as they are on disk now (the audit file and its WAL and index). */
+function journalFileBytes(path: string): Buffer {
+  return Buffer.concat(['', '-wal', '-shm'].map((suffix) => (existsSync(path + suffix) ? readFileSync(path + suffix) : Buffer.alloc(0))));
+}
+
+/** The canary's forms an attacker with the file would look for; each is a needle. */
+function canaryFormsIn(bytes: Buffer): string[] {
+  const raw = Buffer.from(canary);
+  const forms = { raw: raw.toString(), base64: raw.toString('base64'), base64url: raw.toString('base64url'), hex: raw.toString('hex') };
+  return Object.entries(forms).filter(([, form]) => bytes.includes(form)).map(([name]) => name);
+}
+
+function codeOf(read: () => unknown): unknown {
+  try {
+    read();
+  } catch (error) {
+    return isCodedError(error) ? error.code : error;
+  }
+  return 'no error';
+}
+
+describe('when a response is stored, it is sealed at rest', () => {
+  let temp: TempJournal;
+  let store: ResultStore;
+  const body = Buffer.concat([Buffer.from(`{"echo":"${canary}"}`), Buffer.alloc(resultChunkBytes, 0x20), Buffer.from(canary)]);
+  const committed = (resultId = 'res_act_000001_1', actionId = 'act_000001') => ({
+    result_id: resultId,
+    action_id: actionId,
+    attempt: 1,
+    summary: { status: 200, headers: { 'x-echo': canary, 'x-echo-b64': Buffer.from(canary).toString('base64') } },
+    body,
+    total_bytes: body.length,
+    truncated: false,
+    digest: `sha256:${'cd'.repeat(32)}`,
+    created_at_ms: 7,
+  });
+  beforeEach(async () => {
+    temp = await openTempJournal();
+    store = ResultStore.open(temp.path, temp.journal.rowCipher());
+  });
+  afterEach(async () => {
+    store.close();
+    await temp.dispose();
+  });
+
+  it('no byte of journal.sqlite, its -wal or -shm holds the body or a header, raw or encoded; reads return the same values', () => {
+    store.commit(committed());
+    expect(store.read('res_act_000001_1')).toMatchObject({ summary: committed().summary, stored_bytes: body.length, digest: committed().digest });
+    expect(store.read('res_act_000001_1')?.body.equals(body)).toBe(true);
+    expect(store.readFrom('res_act_000001_1', 1)?.body.equals(body.subarray(resultChunkBytes))).toBe(true);
+    expect(canaryFormsIn(journalFileBytes(temp.path))).toEqual([]);
+    // The search can fail: the same bytes written plainly into the file are found.
+    const raw = new Database(temp.path);
+    raw.exec(`CREATE TABLE control (v TEXT); INSERT INTO control VALUES ('${canary}')`);
+    raw.close();
+    expect(canaryFormsIn(journalFileBytes(temp.path))).toContain('raw');
+  });
+
+  it('a purge zeroes the sealed bytes it deletes (secure_delete on the store connection)', () => {
+    const raw = new Database(temp.path);
+    try {
+      store.commit(committed());
+      const sealed = (raw.prepare(`SELECT bytes FROM result_chunks WHERE n = 0`).pluck().get() as Buffer).subarray(0, 32);
+      expect(journalFileBytes(temp.path).includes(sealed)).toBe(true);
+      store.purgeExpired(10_000, 1_000, 1);
+      raw.pragma('wal_checkpoint(TRUNCATE)');
+      expect(journalFileBytes(temp.path).includes(sealed)).toBe(false);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('a ciphertext moved to another row (chunk, chunk number or summary) fails to open: INTERNAL, never the other bytes', () => {
+    store.commit(committed());
+    store.commit(committed('res_act_000002_1', 'act_000002'));
+    store.commit(committed('res_act_000003_1', 'act_000003'));
+    const raw = new Database(temp.path);
+    raw.exec(`
+      UPDATE result_chunks SET (bytes, nonce) = (SELECT bytes, nonce FROM result_chunks WHERE result_id = 'res_act_000001_1' AND n = 1)
+        WHERE result_id = 'res_act_000002_1' AND n = 1;
+      UPDATE results SET (summary_sealed, summary_nonce) = (SELECT summary_sealed, summary_nonce FROM results WHERE result_id = 'res_act_000002_1')
+        WHERE result_id = 'res_act_000001_1';
+      UPDATE result_chunks SET n = 5 WHERE result_id = 'res_act_000003_1' AND n = 0;
+      UPDATE result_chunks SET n = 0 WHERE result_id = 'res_act_000003_1' AND n = 1;
+      UPDATE result_chunks SET n = 1 WHERE result_id = 'res_act_000003_1' AND n = 5;
+    `);
+    raw.close();
+    expect(() => store.readFrom('res_act_000002_1', 1)).toThrow(/failed authentication/);
+    expect(codeOf(() => store.read('res_act_000002_1'))).toBe('INTERNAL');
+    expect(codeOf(() => store.read('res_act_000001_1'))).toBe('INTERNAL');
+    // Chunks of one result swapped in place are caught by their numbers too.
+    expect(() => store.read('res_act_000003_1')).toThrow(/failed authentication/);
+  });
+});
+
+describe('when a result was stored by an earlier broker run', () => {
+  let temp: TempJournal;
+  const stored = { result_id: 'res_act_000001_1', action_id: 'act_000001', attempt: 1, summary: { status: 201 }, body: Buffer.from(canary), total_bytes: canary.length, truncated: false, digest: 'sha256:x', created_at_ms: 3 };
+  afterEach(async () => temp.dispose());
+
+  /** Stores a result, closes the broker's journal (locking the vault if asked) and opens it again. */
+  async function storeThenRestart(vault: MemoryVault, lockAtRestart: boolean): Promise<{ journal: Journal; store: ResultStore }> {
+    temp = await openTempJournal({ vault });
+    const first = ResultStore.open(temp.path, temp.journal.rowCipher());
+    first.commit(stored);
+    first.close();
+    await temp.journal.close();
+    if (lockAtRestart) vault.lock();
+    const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault });
+    return { journal, store: ResultStore.open(temp.path, journal.rowCipher()) };
+  }
+
+  it('while the vault is locked its bytes answer VAULT_LOCKED (head still answers); unlocked, the same values', async () => {
+    const vault = await createMemoryVault();
+    const { journal, store } = await storeThenRestart(vault, true);
+    try {
+      expect(store.head(stored.result_id)).toMatchObject({ created_at_ms: 3, purged_at_ms: null, stored_bytes: canary.length });
+      expect(codeOf(() => store.read(stored.result_id))).toBe('VAULT_LOCKED');
+      expect(codeOf(() => store.readFrom(stored.result_id, 0))).toBe('VAULT_LOCKED');
+      vault.unlock();
+      expect(store.read(stored.result_id)).toMatchObject({ summary: { status: 201 }, body: Buffer.from(canary) });
+    } finally {
+      store.close();
+      await journal.close();
+    }
+  });
+
+  it('a run that ended before any audit key existed sealed to no one: AUDIT_KEY_UNAVAILABLE, even unlocked', async () => {
+    const vault = await createMemoryVault('locked');
+    const { journal, store } = await storeThenRestart(vault, false);
+    try {
+      vault.unlock();
+      expect(codeOf(() => store.read(stored.result_id))).toBe('AUDIT_KEY_UNAVAILABLE');
+    } finally {
+      store.close();
+      await journal.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
+import type { RowCipher } from './audit-writer.js';
 import { requireDurableConnection } from './durability.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
@@ -10,6 +11,21 @@ export const resultSummaryBytesMax = 64 * 1024;
 /** Results one purgeExpired call may purge: one short write transaction, never a stall of the journal file. */
 export const resultPurgeBatchMax = 500;
 const busyTimeoutMs = 2_000;
+/** XChaCha20-Poly1305's tag: a sealed chunk is this much longer than the bytes it holds. */
+const aeadTagBytes = 16;
+
+/*
+ * Associated data naming a sealed row: a result's summary, or chunk n of it. JSON arrays are
+ * unambiguous whatever the id holds, and begin with '[' where an event's begins with the zero high
+ * byte of its seq, so no row of the run's key opens as another kind of row.
+ */
+export function resultSummaryAd(resultId: string): Buffer {
+  return Buffer.from(JSON.stringify(['postern.result.summary.v1', resultId]), 'utf8');
+}
+
+export function resultChunkAd(resultId: string, n: number): Buffer {
+  return Buffer.from(JSON.stringify(['postern.result.chunk.v1', resultId, n]), 'utf8');
+}
 
 export interface ResultInput {
   readonly result_id: string;
@@ -27,8 +43,8 @@ export interface ResultInput {
   readonly created_at_ms: number;
 }
 
-/** A complete result's facts without its bytes. */
-export type StoredResultHead = Omit<StoredResult, 'body'>;
+/** A complete result's facts without its bytes or summary (both sealed: head() needs no key). */
+export type StoredResultHead = Omit<StoredResult, 'body' | 'summary'>;
 
 /** Part of a complete result's body: the chunks from `from_chunk` to the last of `chunks`. */
 export interface ResultPart extends StoredResult {
@@ -62,22 +78,34 @@ export interface StoredResult {
  * After `results.retention_seconds` the bytes are purged (purgeExpired) but the row stays, marked:
  * head() still answers, and a read of the bytes is RESULT_EXPIRED — never partial bytes, never
  * "no such result".
+ *
+ * Sealed at rest (migration 009): the summary (status, kept headers) and every chunk are AEAD
+ * ciphertext under the journal's run key (`cipher`, Journal.rowCipher()), the row's identity as
+ * associated data; ids, counts, digest and times stay plain (no content). A result of an earlier
+ * broker run opens only while the vault is unlocked (VAULT_LOCKED otherwise); head() never needs a key.
  */
 export class ResultStore {
-  private constructor(private readonly db: Database.Database) {}
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly cipher: RowCipher,
+  ) {}
 
-  /** Opens the journal's database file (already migrated by Journal.open). */
-  static open(path: string, platform: NodeJS.Platform = process.platform): ResultStore {
+  /** Opens the journal's database file (already migrated by Journal.open), sealing with the journal's key. */
+  static open(path: string, cipher: RowCipher, platform: NodeJS.Platform = process.platform): ResultStore {
     const db = openDatabase(path, { fileMustExist: true });
     try {
       requireDurableConnection(db, platform);
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      // A purge deletes sealed bytes; zeroed, the free pages never hand them to a later reader of the file.
+      db.pragma('secure_delete = ON');
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'results'`).get();
       if (table === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results table (schema older than 3)');
       // Without the purge mark a purged result could not be told from a kept one.
       const purgeMark = db.prepare(`SELECT name FROM pragma_table_info('results') WHERE name = 'purged_at_ms'`).get();
       if (purgeMark === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results.purged_at_ms column (schema older than 7)');
-      return new ResultStore(db);
+      const sealedColumn = db.prepare(`SELECT name FROM pragma_table_info('results') WHERE name = 'summary_sealed'`).get();
+      if (sealedColumn === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no sealed results (schema older than 9)');
+      return new ResultStore(db, cipher);
     } catch (error) {
       db.close();
       throw error;
@@ -91,20 +119,27 @@ export class ResultStore {
     }
     const body = Buffer.from(input.body.buffer, input.body.byteOffset, input.body.byteLength);
     const chunks = Math.ceil(body.length / resultChunkBytes);
+    // Sealed before the transaction: the write lock is held for the writes only.
+    const sealedSummary = this.cipher.seal(resultSummaryAd(input.result_id), Buffer.from(summary, 'utf8'));
+    const sealedChunks = Array.from({ length: chunks }, (_, n) => this.cipher.seal(resultChunkAd(input.result_id, n), body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes)));
     const insertResult = this.db.prepare(
-      `INSERT INTO results (result_id, action_id, attempt, summary, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+      `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
     );
-    const insertChunk = this.db.prepare(`INSERT INTO result_chunks (result_id, n, bytes) VALUES (?, ?, ?)`);
+    const insertChunk = this.db.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
     this.db.transaction(() => {
-      insertResult.run(input.result_id, input.action_id, input.attempt, summary, input.total_bytes, body.length, input.truncated ? 1 : 0, input.digest, chunks, input.created_at_ms);
-      for (let n = 0; n < chunks; n += 1) insertChunk.run(input.result_id, n, body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes));
+      insertResult.run(
+        input.result_id, input.action_id, input.attempt, input.total_bytes, body.length, input.truncated ? 1 : 0, input.digest, chunks,
+        input.created_at_ms, sealedSummary.run, sealedSummary.nonce, sealedSummary.ciphertext,
+      );
+      sealedChunks.forEach((chunk, n) => insertChunk.run(input.result_id, n, chunk.ciphertext, chunk.nonce));
     }).immediate();
   }
 
   /**
-   * The facts of a complete result without its bytes (for a retention check before reading chunks),
-   * or undefined: absent, or not marked complete. A purged result still has its facts (purged_at_ms set).
+   * The facts of a complete result without its bytes or summary (for a retention check before
+   * reading chunks: it needs no key), or undefined: absent, or not marked complete. A purged result
+   * still has its facts (purged_at_ms set).
    */
   head(resultId: string): StoredResultHead | undefined {
     const row = this.completeRow(resultId);
@@ -117,7 +152,7 @@ export class ResultStore {
    */
   read(resultId: string): StoredResult | undefined {
     const found = this.verifiedChunks(resultId, 0);
-    return found === undefined ? undefined : { ...headOf(found.row), body: found.body };
+    return found === undefined ? undefined : { ...headOf(found.row), summary: this.summaryOf(found.row), body: found.body };
   }
 
   /**
@@ -126,7 +161,7 @@ export class ResultStore {
    */
   readFrom(resultId: string, fromChunk: number): ResultPart | undefined {
     const found = this.verifiedChunks(resultId, fromChunk);
-    return found === undefined ? undefined : { ...headOf(found.row), body: found.body, from_chunk: fromChunk, chunks: found.row.chunks };
+    return found === undefined ? undefined : { ...headOf(found.row), summary: this.summaryOf(found.row), body: found.body, from_chunk: fromChunk, chunks: found.row.chunks };
   }
 
   /**
@@ -171,7 +206,8 @@ export class ResultStore {
   /**
    * Chunks are trusted only under a completeness marker and only as the unbroken sequence
    * 0..chunks-1 the marker names: a gap, a missing or extra chunk or a wrong stored length throws
-   * INTERNAL rather than hand over bytes the store cannot vouch for.
+   * INTERNAL rather than hand over bytes the store cannot vouch for. Only the chunks handed over
+   * are opened; a chunk changed or moved from another row fails authentication (INTERNAL).
    */
   private verifiedChunks(resultId: string, fromChunk: number): { row: ResultRow; body: Buffer } | undefined {
     const row = this.completeRow(resultId);
@@ -182,13 +218,21 @@ export class ResultStore {
     if (!Number.isInteger(fromChunk) || fromChunk < 0 || fromChunk > row.chunks) {
       throw new CodedError('INVALID_ARGUMENT', `a chunk offset is a whole number from 0 to ${row.chunks}`, { field: 'from_chunk' });
     }
-    const parts = this.db.prepare(`SELECT n, bytes FROM result_chunks WHERE result_id = ? ORDER BY n`).all(resultId) as { n: number; bytes: Buffer }[];
+    const parts = this.db.prepare(`SELECT n, bytes, nonce FROM result_chunks WHERE result_id = ? ORDER BY n`).all(resultId) as ChunkRow[];
     if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i)) {
       throw new CodedError('INTERNAL', `result ${resultId} is marked complete but its chunks are not in sequence`);
     }
-    const stored = parts.reduce((n, p) => n + p.bytes.length, 0);
+    const stored = parts.reduce((n, p) => n + p.bytes.length - aeadTagBytes, 0);
     if (stored !== row.stored_bytes) throw new CodedError('INTERNAL', `result ${resultId} has ${stored} stored bytes, expected ${row.stored_bytes}`);
-    return { row, body: Buffer.concat(parts.slice(fromChunk).map((p) => p.bytes)) };
+    const run = sealedRun(row);
+    const opened = parts.slice(fromChunk).map((p) => this.cipher.open({ run, nonce: p.nonce, ciphertext: p.bytes }, resultChunkAd(resultId, p.n)));
+    return { row, body: Buffer.concat(opened) };
+  }
+
+  private summaryOf(row: ResultRow): Record<string, unknown> {
+    if (row.summary_nonce === null || row.summary_sealed === null) throw new CodedError('INTERNAL', `result ${row.result_id} has no sealed summary`);
+    const plain = this.cipher.open({ run: sealedRun(row), nonce: row.summary_nonce, ciphertext: row.summary_sealed }, resultSummaryAd(row.result_id));
+    return JSON.parse(Buffer.from(plain).toString('utf8')) as Record<string, unknown>;
   }
 
   private completeRow(resultId: string): ResultRow | undefined {
@@ -200,7 +244,6 @@ interface ResultRow {
   result_id: string;
   action_id: string;
   attempt: number;
-  summary: string;
   total_bytes: number;
   stored_bytes: number;
   truncated: number;
@@ -208,6 +251,21 @@ interface ResultRow {
   chunks: number;
   created_at_ms: number;
   purged_at_ms: number | null;
+  /** The sealing run (migration 009); null only on a row purged because nothing could seal it. */
+  run: number | null;
+  summary_nonce: Buffer | null;
+  summary_sealed: Buffer | null;
+}
+
+interface ChunkRow {
+  n: number;
+  bytes: Buffer;
+  nonce: Buffer;
+}
+
+function sealedRun(row: ResultRow): number {
+  if (row.run === null) throw new CodedError('INTERNAL', `result ${row.result_id} is not sealed`);
+  return row.run;
 }
 
 function headOf(row: ResultRow): StoredResultHead {
@@ -215,7 +273,6 @@ function headOf(row: ResultRow): StoredResultHead {
     result_id: row.result_id,
     action_id: row.action_id,
     attempt: row.attempt,
-    summary: JSON.parse(row.summary) as Record<string, unknown>,
     total_bytes: row.total_bytes,
     stored_bytes: row.stored_bytes,
     truncated: row.truncated === 1,

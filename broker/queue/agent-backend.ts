@@ -14,6 +14,7 @@ import {
   type AgentRouteList,
   type AgentToolName,
   type Envelope,
+  type ErrorCode,
 } from '../contract/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
@@ -168,11 +169,21 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
             return listRoutes(deps.config);
         }
       } catch (error) {
-        if (isCodedError(error)) return refusal(error.code, error.message, error.code === 'JOURNAL_UNAVAILABLE' ? 'never' : 'after_correction', error.field);
+        if (isCodedError(error)) return refusal(error.code, error.message, readRefusalRetry(tool, error.code), error.field);
         throw error;
       }
     },
   };
+}
+
+/**
+ * What the agent may do after a coded refusal of a call. A stored result sealed under an earlier run opens only
+ * with the vault unlocked: fetching it again later is the way, not a corrected request.
+ */
+function readRefusalRetry(tool: AgentToolName, code: ErrorCode): 'never' | 'after_correction' | 'fetch_result' {
+  if (code === 'JOURNAL_UNAVAILABLE') return 'never';
+  if (tool === 'fetch_result' && code === 'VAULT_LOCKED') return 'fetch_result';
+  return 'after_correction';
 }
 
 type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };

@@ -51,7 +51,7 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
   await vault.add({ name: 'docs-query', kind: 'query', secret: Buffer.from(canary), bindings, param: 'api_key' });
   await vault.add({ name: 'docs-basic', kind: 'basic', secret: Buffer.from(`${canaryUser}:${canary}`), bindings });
   await vault.add({ name: 'unbound-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['elsewhere.example'] });
-  const results = ResultStore.open(temp.path);
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const { logger, lines: logLines } = createCapturedLogger();
   const secretUses = { count: 0 };
   const countingVault: CredentialVault = {

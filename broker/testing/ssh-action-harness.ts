@@ -41,7 +41,7 @@ export async function openSshActionHarness(keys: Readonly<Record<string, { priva
   const vault = await openVault({ dataDir: vaultDir, clock: temp.clock, kdf: 'min', idleLockMs: 0 });
   await vault.init(passphrase);
   for (const [name, key] of Object.entries(keys)) await vault.add({ name, kind: 'ssh_key', secret: Buffer.from(key.privateKey), bindings: key.bindings });
-  const results = ResultStore.open(temp.path);
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const { logger, lines: logLines } = createCapturedLogger();
   const ids = createRandomIdSource(temp.clock);
   const returned: unknown[] = [];

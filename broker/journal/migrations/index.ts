@@ -7,6 +7,7 @@ import { migration005Sessions } from './005-sessions.js';
 import { migration006IdempotencyKeys } from './006-idempotency-keys.js';
 import { migration007ResultPurge } from './007-result-purge.js';
 import { migration008KeptRequests } from './008-kept-requests.js';
+import { migration009SealedResults } from './009-sealed-results.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
-export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge, migration008KeptRequests];
+export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge, migration008KeptRequests, migration009SealedResults];
