@@ -17,7 +17,16 @@ import {
   type WebContents,
 } from 'electron';
 import { brokerApiMethods } from '../../broker/contract/index.js';
-import { createBrokerRuntime, createOperatorHandlers, ensureDataDir, resolveDataDir, type BrokerRuntime, type OperatorHandlers } from '../../broker/host/index.js';
+import {
+  createBrokerRuntime,
+  createOperatorHandlers,
+  describeHardening,
+  ensureDataDir,
+  hardenProcess,
+  resolveDataDir,
+  type BrokerRuntime,
+  type OperatorHandlers,
+} from '../../broker/host/index.js';
 import { apiChannel } from '../shared/api-channel.js';
 import { approvalPollMs, createApprovalWatcher, type CardNotice } from './approval-watcher.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
@@ -57,6 +66,10 @@ if (app.requestSingleInstanceLock()) {
 }
 
 async function main(): Promise<void> {
+  // First, before the vault can be unlocked: no decrypted credential ever sits in a readable process.
+  const hardening = hardenProcess();
+  if (hardening.hardened) console.info(describeHardening(hardening));
+  else console.warn(describeHardening(hardening));
   app.on('web-contents-created', (_event, contents) => hardenContents(asHardenable(contents)));
   await app.whenReady();
   // Same rule as the CLI (which passes its choice in POSTERN_DATA_DIR), not Electron's userData.

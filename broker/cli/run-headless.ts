@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { CodedError } from '../contract/index.js';
-import { createBrokerRuntime, createOperatorHandlers, startOperatorHttpHost, type OperatorHttpHost } from '../host/index.js';
+import { createBrokerRuntime, createOperatorHandlers, describeHardening, hardenProcess, startOperatorHttpHost, type OperatorHttpHost } from '../host/index.js';
 import { systemClock } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
 import { packageRoot } from './package-root.js';
@@ -25,6 +25,8 @@ export interface HeadlessOptions {
  */
 export async function runHeadless(options: HeadlessOptions): Promise<number> {
   const { io, dataDir } = options;
+  // First, before the vault can be unlocked: no decrypted credential ever sits in a readable process.
+  const hardening = hardenProcess();
   const runtime = await createBrokerRuntime({
     dataDir,
     mode: 'headless',
@@ -45,6 +47,8 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
     throw listenError(error, options.port);
   }
   io.out(`Postern ${options.version} is running headless. Data directory: ${dataDir}`);
+  if (hardening.hardened) io.out(describeHardening(hardening));
+  else io.err(describeHardening(hardening));
   io.out(`Vault: ${runtime.vault.state()}${runtime.vault.state() === 'locked' ? ' (postern vault unlock)' : ''}`);
   if (!host.rendererBuilt) io.err('warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.');
   // The only place the token is ever printed: the operator's own terminal.

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import tty from 'node:tty';
 import { CodedError } from '../contract/index.js';
+import { hardenProcess } from '../host/index.js';
 import { passphraseBytesMax, secretBytesMax } from '../vault/index.js';
 import type { Env } from './command-context.js';
 
@@ -31,6 +32,8 @@ export function passphraseFromFile(source: PassphraseSource, field = '--passphra
  * `confirm`). With neither a file nor a terminal: INVALID_ARGUMENT naming --passphrase-file.
  */
 export async function readPassphrase(source: PassphraseSource, prompt: string, options: { confirm?: boolean } = {}): Promise<Buffer> {
+  // This CLI process is about to hold a passphrase: no other process of the user may read its memory either.
+  hardenProcess();
   const fromFile = passphraseFromFile(source);
   if (fromFile !== undefined) return fromFile;
   const first = await promptHidden(`${prompt}: `, passphraseBytesMax, '--passphrase-file');
@@ -51,6 +54,7 @@ export async function readPassphrase(source: PassphraseSource, prompt: string, o
  * terminal: typed without echo, one line.
  */
 export async function readSecretFromStdin(options: { keepNewline: boolean }): Promise<Buffer> {
+  hardenProcess();
   if (process.stdin.isTTY) {
     if (options.keepNewline) {
       throw new CodedError('INVALID_ARGUMENT', 'pipe the key file in: --from-stdin < ~/.ssh/id_ed25519', { field: '--from-stdin' });

@@ -10,6 +10,7 @@ export {
   type BrokerRuntimeOptions,
   type DataDirStatus,
 } from './broker-runtime.js';
+export { describeHardening, hardenProcess, type ProcessHardening } from './harden-process.js';
 export { createOperatorHandlers, type OperatorHandlers } from './operator-handlers.js';
 export type { OperatorBroker } from './operator-broker.js';
 export { resolveDataDir, ensureDataDir, type DataDirInputs } from './data-dir.js';

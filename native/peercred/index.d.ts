@@ -12,3 +12,19 @@ export interface PeerCredentials {
  * PEERCRED_INTERNAL.
  */
 export function peerCredentials(fd: number): PeerCredentials;
+
+/** This process after hardening, read back from the kernel. */
+export interface ProcessHardening {
+  /** Linux: PR_GET_DUMPABLE != 0. macOS: false once PT_DENY_ATTACH succeeded (no read-back exists). */
+  readonly dumpable: boolean;
+  /** The soft RLIMIT_CORE in bytes (Infinity when unlimited). */
+  readonly coreLimit: number;
+}
+
+/**
+ * Makes this process unreadable by other processes of the same user and stops core dumps:
+ * prctl(PR_SET_DUMPABLE, 0) on Linux, ptrace(PT_DENY_ATTACH) on macOS, and RLIMIT_CORE 0 (soft
+ * and hard) on both. Throws an Error whose `code` is PEERCRED_SYSCALL_FAILED, PEERCRED_UNSUPPORTED
+ * (other platforms) or PEERCRED_INTERNAL.
+ */
+export function hardenProcess(): ProcessHardening;

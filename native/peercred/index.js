@@ -7,3 +7,4 @@ const path = require('node:path');
 const addon = require(path.join(__dirname, 'build', 'Release', 'peercred.node'));
 
 exports.peerCredentials = addon.peerCredentials;
+exports.hardenProcess = addon.hardenProcess;

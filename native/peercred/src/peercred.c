@@ -2,19 +2,32 @@
 // domain socket, as the kernel recorded it when that process called connect(). The broker uses it
 // to know who is asking without trusting anything the client says about itself.
 //
+// hardenProcess() -> { dumpable, coreLimit }: makes this process non-dumpable (Linux
+// PR_SET_DUMPABLE 0, macOS PT_DENY_ATTACH) and sets its core file limit to 0, so another process of
+// the same user can neither read its memory (/proc/<pid>/mem, ptrace, process_vm_readv) nor make
+// it write a core file holding a decrypted credential. The values are read back, not assumed.
+//
 // Plain C against node_api.h (no node-addon-api, no NAN): N-API is ABI-stable, so the same build
 // loads in Node and in Electron without a per-runtime rebuild.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <node_api.h>
 
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
 #if defined(__APPLE__)
 #include <sys/un.h>
+#include <sys/ptrace.h>
 #endif
 
 // Throws Error(message) with err.code = code; returns NULL so callers can `return throw_coded(...)`.
@@ -92,10 +105,61 @@ static napi_value peer_credentials(napi_env env, napi_callback_info info) {
 #endif
 }
 
-static napi_value init(napi_env env, napi_value exports) {
+#if defined(__linux__) || defined(__APPLE__)
+// The soft core limit as a JS number; RLIM_INFINITY becomes Infinity (it does not fit an int64).
+static int set_core_limit(napi_env env, napi_value object) {
+  struct rlimit now;
+  if (getrlimit(RLIMIT_CORE, &now) != 0) return 0;
+  double value = now.rlim_cur == RLIM_INFINITY ? INFINITY : (double)now.rlim_cur;
+  napi_value number;
+  if (napi_create_double(env, value, &number) != napi_ok) return 0;
+  return napi_set_named_property(env, object, "coreLimit", number) == napi_ok;
+}
+#endif
+
+static napi_value harden_process(napi_env env, napi_callback_info info) {
+  (void)info;
+#if defined(__linux__) || defined(__APPLE__)
+  // Lowering a limit (soft and hard) never needs a privilege; the hard limit too, so nothing in
+  // this process can raise it again later.
+  struct rlimit none = {0, 0};
+  if (setrlimit(RLIMIT_CORE, &none) != 0) return throw_errno(env, "setrlimit(RLIMIT_CORE)", errno);
+  bool dumpable;
+#if defined(__linux__)
+  // Non-dumpable: /proc/<pid>/mem, maps, environ and ptrace attach need CAP_SYS_PTRACE, and the
+  // kernel writes no core. Inherited by fork(), reset by execve() (children we exec start dumpable).
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return throw_errno(env, "prctl(PR_SET_DUMPABLE)", errno);
+  int state = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (state < 0) return throw_errno(env, "prctl(PR_GET_DUMPABLE)", errno);
+  dumpable = state != 0;
+#else
+  // macOS has no read-back for PT_DENY_ATTACH; success of the call is the answer. A process that is
+  // already being debugged is killed by it (that is the point: a debugger is another reader).
+  if (ptrace(PT_DENY_ATTACH, 0, 0, 0) != 0) return throw_errno(env, "ptrace(PT_DENY_ATTACH)", errno);
+  dumpable = false;
+#endif
+  napi_value result;
+  napi_value flag;
+  if (napi_create_object(env, &result) != napi_ok) return NULL;
+  if (napi_get_boolean(env, dumpable, &flag) != napi_ok || napi_set_named_property(env, result, "dumpable", flag) != napi_ok
+      || !set_core_limit(env, result)) {
+    return throw_coded(env, "PEERCRED_INTERNAL", "could not build the result object");
+  }
+  return result;
+#else
+  return throw_coded(env, "PEERCRED_UNSUPPORTED", "process hardening is not implemented on this platform");
+#endif
+}
+
+static int export_function(napi_env env, napi_value exports, const char* name, napi_callback callback) {
   napi_value fn;
-  if (napi_create_function(env, "peerCredentials", NAPI_AUTO_LENGTH, peer_credentials, NULL, &fn) != napi_ok) return NULL;
-  if (napi_set_named_property(env, exports, "peerCredentials", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, name, NAPI_AUTO_LENGTH, callback, NULL, &fn) != napi_ok) return 0;
+  return napi_set_named_property(env, exports, name, fn) == napi_ok;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  if (!export_function(env, exports, "peerCredentials", peer_credentials)) return NULL;
+  if (!export_function(env, exports, "hardenProcess", harden_process)) return NULL;
   return exports;
 }
 
