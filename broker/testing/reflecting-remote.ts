@@ -1,0 +1,213 @@
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+
+/**
+ * A hostile remote for the secret-reflection suite (issue 13): it reflects what it receives, in the
+ * forms a scrubber comparing plain bytes would miss. The agent steers it by path, as an agent that
+ * picked this remote would: `/reflect/<mode>[/<anything>]`. It is the ground truth: `received` keeps
+ * every request exactly as it arrived and the dump it reflected, so a test can prove the secret
+ * really reached it (and so the test could fail).
+ *
+ * The dump is JSON of {remote (the marker), method, headers, body, url}, with `url` last and the
+ * `range` header left out, so a secret carried in a header sits at the same offset in every request
+ * of a case (successive Range slices and the padding computed for a header cut depend on it). Modes:
+ *  - plain, gzip, deflate, br: the dump, compressed with Content-Encoding set whatever the request's
+ *    Accept-Encoding said;
+ *  - base64, base64url (`?prefix=N`, N in 0..2 bytes before the dump, so every alignment happens),
+ *    hex, percent (encodeURIComponent), json-escaped (every UTF-16 unit as \uXXXX);
+ *  - range: honours `Range: bytes=a-b` with a 206 slice of the dump, else 200 with all of it;
+ *  - pad-header: the dump, left-padded with `?pad=N` characters, in `x-request-id` (allow-listed);
+ *  - redirect: 302, Location `/landing?d=<dump percent-encoded>`;
+ *  - query-echo: only the raw query string, left-padded with `?pad=N`, in `x-request-id` and the body.
+ * Only 127.0.0.1.
+ */
+export const reflectModes = [
+  'plain',
+  'gzip',
+  'deflate',
+  'br',
+  'base64',
+  'base64url',
+  'hex',
+  'percent',
+  'json-escaped',
+  'range',
+  'pad-header',
+  'redirect',
+  'query-echo',
+] as const;
+export type ReflectMode = (typeof reflectModes)[number];
+
+/** A padding request larger than this is refused (a header block stays within what clients accept). */
+export const padCharsMax = 8_192;
+/** Request bodies larger than this are cut in the record and the dump (the suite sends none). */
+export const requestBodyBytesMax = 64 * 1024;
+
+export interface ReflectedRequest {
+  /** Arrival order, from 1. */
+  readonly seq: number;
+  readonly mode: ReflectMode | undefined;
+  /** The path segment after the mode (a test's case tag), or ''. */
+  readonly tag: string;
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+  /** The text this request's reflection was computed from (before compression or encoding). */
+  readonly dump: string;
+  /** What the remote answered, exactly: a test's control that its detector would see the raw reflection. */
+  readonly sent: { readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly body: Buffer };
+}
+
+export class ReflectingRemote {
+  readonly received: ReflectedRequest[] = [];
+  /**
+   * A random word in every dump and no request: found in plain text in a file, it shows response
+   * bytes were stored unsealed (the secret itself may be scrubbed and still the results readable).
+   */
+  readonly marker = `reflected-${randomBytes(12).toString('hex')}`;
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(): Promise<ReflectingRemote> {
+    const handlers: { handle?: (req: IncomingMessage, res: ServerResponse) => void } = {};
+    const server = createServer((req, res) => handlers.handle?.(req, res));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const remote = new ReflectingRemote(server, (server.address() as AddressInfo).port);
+    handlers.handle = (req, res) => remote.handle(req, res);
+    return remote;
+  }
+
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Requests whose path carried this tag, in arrival order. */
+  byTag(tag: string): ReflectedRequest[] {
+    return this.received.filter((r) => r.tag === tag);
+  }
+
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      if (bytes < requestBodyBytesMax) chunks.push(chunk);
+      bytes += chunk.length;
+    });
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).subarray(0, requestBodyBytesMax).toString('utf8');
+      const url = req.url ?? '/';
+      const [, first, mode, tag] = /^\/([^/?]*)\/?([^/?]*)\/?([^?]*)/.exec(url) ?? [];
+      const known = first === 'reflect' && (reflectModes as readonly string[]).includes(mode ?? '') ? (mode as ReflectMode) : undefined;
+      const dump = dumpOf(this.marker, req, body);
+      const answer = known === undefined ? { status: 404, headers: {}, body: Buffer.from('unknown mode\n') } : reflect(known, req, dump);
+      const headers = { 'content-length': String(answer.body.length), ...answer.headers };
+      const seq = this.received.length + 1;
+      const sent = { ...answer, headers };
+      const headersIn = { ...req.headers };
+      this.received.push({ seq, mode: known, tag: tag ?? '', method: req.method ?? '', url, headers: headersIn, body, dump, sent });
+      res.writeHead(answer.status, headers);
+      res.end(answer.body);
+    });
+  }
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** The marker, every request header but `range` (see the class comment), then the body, then the url. */
+function dumpOf(marker: string, req: IncomingMessage, body: string): string {
+  const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => name !== 'range'));
+  return JSON.stringify({ remote: marker, method: req.method, headers, body, url: req.url });
+}
+
+function reflect(mode: ReflectMode, req: IncomingMessage, dump: string): Answer {
+  const query = new URL(req.url ?? '/', 'http://remote.invalid').searchParams;
+  const text = (body: string, headers: Record<string, string> = {}): Answer => ({
+    status: 200,
+    headers: { 'content-type': 'text/plain; charset=utf-8', ...headers },
+    body: Buffer.from(body),
+  });
+  const coded = (coding: string, body: Buffer): Answer => ({
+    status: 200,
+    headers: { 'content-type': 'application/json', 'content-encoding': coding },
+    body,
+  });
+  switch (mode) {
+    case 'plain':
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from(dump) };
+    case 'gzip':
+      return coded('gzip', gzipSync(dump));
+    case 'deflate':
+      return coded('deflate', deflateSync(dump));
+    case 'br':
+      return coded('br', brotliCompressSync(dump));
+    case 'base64':
+    case 'base64url':
+      return text(Buffer.concat([Buffer.from('PP'.slice(0, prefixOf(query))), Buffer.from(dump)]).toString(mode));
+    case 'hex':
+      return text(Buffer.from(dump).toString('hex'));
+    case 'percent':
+      return text(encodeURIComponent(dump));
+    case 'json-escaped':
+      return text(unicodeEscaped(dump));
+    case 'range':
+      return ranged(req.headers.range, Buffer.from(dump));
+    case 'pad-header':
+      return text('reflected in x-request-id\n', { 'x-request-id': padOf(query) + dump });
+    case 'redirect':
+      return { status: 302, headers: { location: `/landing?d=${encodeURIComponent(dump)}` }, body: Buffer.from('moved\n') };
+    case 'query-echo': {
+      const raw = (req.url ?? '').split('?').slice(1).join('?');
+      const echoed = padOf(query) + raw;
+      return text(echoed, { 'x-request-id': echoed });
+    }
+  }
+}
+
+function prefixOf(query: URLSearchParams): number {
+  const n = Number(query.get('prefix') ?? '0');
+  return Number.isInteger(n) && n >= 0 && n <= 2 ? n : 0;
+}
+
+function padOf(query: URLSearchParams): string {
+  const n = Number(query.get('pad') ?? '0');
+  return 'x'.repeat(Number.isInteger(n) && n >= 0 && n <= padCharsMax ? n : 0);
+}
+
+/** Every UTF-16 unit as \uXXXX (lower-case hex), as a JSON encoder told to escape everything would. */
+export function unicodeEscaped(text: string): string {
+  let out = '';
+  for (let i = 0; i < text.length; i += 1) out += `\\u${text.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return out;
+}
+
+/** RFC 9110 single byte range (`bytes=a-b`, `bytes=a-`); anything else gets the whole dump with 200. */
+function ranged(header: string | undefined, dump: Buffer): Answer {
+  const match = /^bytes=(\d+)-(\d*)$/.exec(header ?? '');
+  if (match === null) return { status: 200, headers: { 'content-type': 'application/json', 'accept-ranges': 'bytes' }, body: dump };
+  const start = Number(match[1]);
+  const end = Math.min(match[2] === '' ? dump.length - 1 : Number(match[2]), dump.length - 1);
+  if (start > end) return { status: 416, headers: { 'content-range': `bytes */${dump.length}` }, body: Buffer.alloc(0) };
+  return {
+    status: 206,
+    headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${end}/${dump.length}` },
+    body: dump.subarray(start, end + 1),
+  };
+}
