@@ -5,7 +5,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+import { assertRendererBuilt, launchChromium, openOperatorPage, operatorAuthorization, type OperatorPage } from './fixtures/browser.js';
 import { seedActivityJournal, type SeededAction, type SeededJournal } from './fixtures/seed-activity.js';
 
 /**
@@ -42,11 +42,11 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
-/** One operator call as the page makes it (POST /api/<method>, bearer token). */
+/** One operator call as the page makes it (POST /api/<method>, the session secret as bearer). */
 async function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
   const answer = await fetch(`${daemon.origin}/api/${method}`, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${daemon.token}`, 'Content-Type': 'application/json' },
+    headers: { ...(await operatorAuthorization(daemon.operatorUrl)), 'Content-Type': 'application/json' },
     body: JSON.stringify(input),
   });
   const reply = (await answer.json()) as { ok: boolean; value: BrokerApi[M]['output'] };

@@ -8,7 +8,7 @@ import { Journal } from '../broker/journal/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { actionPaths } from '../broker/testing/action-paths.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium } from './fixtures/browser.js';
+import { assertRendererBuilt, launchChromium, openOperatorPage, operatorAuthorization, sessionSecretOf } from './fixtures/browser.js';
 
 /**
  * The operator's first minute: run `postern daemon`, open the URL it printed, see the broker's
@@ -46,23 +46,14 @@ afterAll(async () => {
 });
 
 async function statusFromApi(): Promise<BrokerStatus> {
-  const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } });
+  const answer = await fetch(`${daemon.origin}/api/status`, { headers: await operatorAuthorization(daemon.operatorUrl) });
   const reply = (await answer.json()) as { value: unknown };
   return brokerStatusSchema.parse(reply.value);
 }
 
 describe('the operator UI on the headless daemon', () => {
   it('signs in with the printed URL, drops the token from the address bar and shows the real status', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const pageProblems: string[] = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error' || message.type() === 'warning') pageProblems.push(`console ${message.type()}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
-
-    const response = await page.goto(daemon.operatorUrl);
-    expect(response?.status()).toBe(200);
+    const { context, page, problems: pageProblems } = await openOperatorPage(browser, daemon.operatorUrl);
     expect(page.url()).toBe(`${daemon.origin}/`);
     expect(page.url()).not.toContain(daemon.token);
 
@@ -83,9 +74,9 @@ describe('the operator UI on the headless daemon', () => {
     expect(await page.getByTestId('status-vault-state').textContent()).toBe(expected.vault.state);
     expect(await page.getByTestId('status-error').count()).toBe(0);
 
-    const [cookie, ...others] = await context.cookies();
-    expect(others).toEqual([]);
-    expect(cookie).toMatchObject({ name: `postern_session_${daemon.port}`, httpOnly: true, sameSite: 'Strict', path: '/' });
+    // The session lives in this origin's sessionStorage, never in a cookie (a cookie would go to every port).
+    expect(await context.cookies()).toEqual([]);
+    expect(await sessionSecretOf(page)).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await page.evaluate(() => document.cookie)).toBe('');
     // Any CSP violation or script error would show up here.
     expect(pageProblems).toEqual([]);
@@ -93,12 +84,14 @@ describe('the operator UI on the headless daemon', () => {
     await context.close();
   });
 
-  it('refuses a fresh browser context that has no token with 401, for the page and the API', async () => {
+  it('gives a fresh browser context without the session only the public page, which shows UNAUTHENTICATED; the API answers 401', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     const pageResponse = await page.goto(`${daemon.origin}/`);
-    expect(pageResponse?.status()).toBe(401);
-    expect(await page.locator('body').textContent()).toContain('UNAUTHENTICATED');
+    expect(pageResponse?.status()).toBe(200);
+    await page.getByTestId('status-error').waitFor();
+    expect(await page.getByTestId('status-error-code').textContent()).toBe('UNAUTHENTICATED');
+    expect(await page.getByTestId('status-data-dir').count()).toBe(0);
     const apiResponse = await page.goto(`${daemon.origin}/api/status`);
     expect(apiResponse?.status()).toBe(401);
     expect(await context.cookies()).toEqual([]);
@@ -115,9 +108,7 @@ describe('the operator UI on the headless daemon', () => {
   });
 
   it('shows a clear error, keeping the last status, when the broker stops answering', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await page.goto(daemon.operatorUrl);
+    const { context, page } = await openOperatorPage(browser, daemon.operatorUrl);
     await page.getByTestId('status-data-dir').waitFor();
 
     expect((await daemon.process.stop()).code).toBe(0);

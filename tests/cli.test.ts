@@ -117,7 +117,11 @@ describe.concurrent('postern daemon', () => {
 
     const denied = await fetch(`${daemon.origin}/api/status`);
     expect(denied.status).toBe(401);
-    const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } });
+    // The printed token signs in once, for a session secret; only that opens the API.
+    const signIn = await fetch(`${daemon.origin}/auth/session`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: daemon.token }) });
+    const { value } = (await signIn.json()) as { value: { session: string } };
+    expect((await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } })).status).toBe(401);
+    const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${value.session}` } });
     expect(answer.status).toBe(200);
     const reply = (await answer.json()) as { ok: boolean; value: unknown };
     expect(brokerStatusSchema.parse(reply.value)).toMatchObject({ mode: 'headless', data_dir: dir });

@@ -68,8 +68,20 @@ function run(args: string[], stdin = '', env: Record<string, string> = {}): Prom
 const vault = (...args: string[]): string[] => ['vault', ...args, '--data-dir', dataDir];
 const withPassphrase = (...args: string[]): string[] => [...vault(...args), '--passphrase-file', passphraseFile];
 
+/** The printed token signs in once (POST /auth/session); the session secret is kept per daemon. */
+const sessions = new WeakMap<RunningDaemon, Promise<string>>();
+function sessionOf(daemon: RunningDaemon): Promise<string> {
+  const known = sessions.get(daemon);
+  if (known !== undefined) return known;
+  const signIn = fetch(`${daemon.origin}/auth/session`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: daemon.token }) })
+    .then((answer) => answer.json() as Promise<{ value: { session: string } }>)
+    .then((reply) => reply.value.session);
+  sessions.set(daemon, signIn);
+  return signIn;
+}
+
 async function statusOf(daemon: RunningDaemon): Promise<BrokerStatus> {
-  const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } });
+  const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${await sessionOf(daemon)}` } });
   const reply = (await answer.json()) as { ok: true; value: unknown };
   return brokerStatusSchema.parse(reply.value);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearerToken, mintAccessToken, parseCookies, tokensEqual } from './access-token.js';
+import { bearerToken, mintAccessToken, OperatorSecrets, tokensEqual } from './access-token.js';
 
 describe('access tokens', () => {
   it('mints 32 random bytes as base64url, different every time', () => {
@@ -20,14 +20,6 @@ describe('access tokens', () => {
     expect(tokensEqual(expected, presented)).toBe(equal);
   });
 
-  it('parses cookies, keeping the first of a repeated name', () => {
-    const cookies = parseCookies('a=1; postern_session_80=tok; junk; a=2; =x');
-    expect(cookies.get('a')).toBe('1');
-    expect(cookies.get('postern_session_80')).toBe('tok');
-    expect(cookies.size).toBe(2);
-    expect(parseCookies(undefined).size).toBe(0);
-  });
-
   it.each([
     ['Bearer abc', 'abc'],
     ['bearer   abc ', 'abc'],
@@ -37,5 +29,30 @@ describe('access tokens', () => {
     [undefined, undefined],
   ])('reads the bearer token from %j', (header, token) => {
     expect(bearerToken(header)).toBe(token);
+  });
+});
+
+describe('the operator secrets of one run', () => {
+  const signIn = 'SIGN-IN-CANARY-0000000000000000000000000000';
+
+  it('exchanges the sign-in token once for a fresh session secret, and refuses it after that as used', () => {
+    const secrets = new OperatorSecrets(signIn);
+    const first = secrets.exchange(signIn);
+    expect(first).toEqual({ ok: true, session: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(first.ok && first.session).not.toBe(signIn);
+    expect(secrets.exchange(signIn)).toEqual({ ok: false, reason: 'used' });
+    expect(secrets.exchange(`${signIn}x`)).toEqual({ ok: false, reason: 'wrong' });
+  });
+
+  it('accepts only the session secret, never the sign-in token, before or after the exchange', () => {
+    const secrets = new OperatorSecrets(signIn);
+    expect(secrets.sessionValid(signIn)).toBe(false);
+    expect(secrets.sessionValid(`${signIn}\0unused`)).toBe(false);
+    expect(secrets.sessionValid(undefined)).toBe(false);
+    const exchanged = secrets.exchange(signIn);
+    if (!exchanged.ok) throw new Error('the first exchange must succeed');
+    expect(secrets.sessionValid(exchanged.session)).toBe(true);
+    expect(secrets.sessionValid(signIn)).toBe(false);
+    expect(secrets.sessionValid(`${exchanged.session}x`)).toBe(false);
   });
 });

@@ -3,9 +3,11 @@
  * host because only it produces them; handler errors use the contract's codes.
  */
 export const hostErrorMeanings = {
-  UNAUTHENTICATED: 'No valid session cookie, bearer token or one-run token; open the URL the daemon printed.',
+  UNAUTHENTICATED: 'No valid session secret (Authorization: Bearer) or sign-in token; open the URL the daemon printed.',
+  SIGN_IN_USED: 'The printed sign-in URL was already exchanged for a session; it works once. Restart the daemon for a new one.',
+  MALFORMED_PATH: 'The request target is not a path this host can parse.',
   HOST_NOT_ALLOWED: 'The Host header is not 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence).',
-  CROSS_SITE_REFUSED: 'A state-changing API call that is not JSON from this very origin (a page on another local port shares the cookie’s site).',
+  CROSS_SITE_REFUSED: 'A state-changing call that is not JSON from this very origin (a page on another local port is the same site).',
   NOT_FOUND: 'No asset or API method at this path.',
   METHOD_NOT_ALLOWED: 'This path does not accept the HTTP method used.',
   INVALID_ARGUMENT: 'The API request body is not JSON.',

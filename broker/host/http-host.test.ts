@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { brokerApiMethods, brokerStatusSchema, CodedError, type BrokerStatus } from '../contract/index.js';
 import { createBrokerRuntime, type BrokerRuntime, type BrokerRuntimeOptions } from './broker-runtime.js';
-import { closeGraceMs, headersTimeoutMs, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
+import { closeGraceMs, operatorHttpLimits, sessionPath, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import type { OperatorBroker } from './operator-broker.js';
 
@@ -41,6 +41,14 @@ function sendWithoutHost(port: number): Promise<string> {
   });
 }
 
+/** Spends the host's one-time sign-in token the way a program does, for the session secret. */
+async function signIn(host: OperatorHttpHost): Promise<Record<string, string>> {
+  const answer = await fetch(`${host.origin}${sessionPath}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: host.token }) });
+  const reply = (await answer.json()) as { ok: boolean; value: { session: string } };
+  if (!reply.ok) throw new Error(`sign-in refused: ${answer.status}`);
+  return { Authorization: `Bearer ${reply.value.session}` };
+}
+
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-host-'));
 const rendererDir = path.join(scratch, 'renderer');
 mkdirSync(path.join(rendererDir, 'assets'), { recursive: true });
@@ -69,7 +77,7 @@ describe('the operator HTTP host', () => {
   beforeAll(async () => {
     const runtime = await runtimeFor({ dataDir: primaryDataDir, mode: 'headless', version: '9.9.9', startedAtMs: 1_700_000_000_000 });
     host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
-    bearer = { Authorization: `Bearer ${host.token}` };
+    bearer = await signIn(host);
   });
   afterAll(() => host.close());
 
@@ -82,11 +90,10 @@ describe('the operator HTTP host', () => {
   });
 
   describe('when a request carries no credentials', () => {
-    it.each(['/', '/index.html', '/assets/app.js'])('refuses %s with 401', async (pathname) => {
+    it.each(['/', '/index.html', '/assets/app.js'])('serves %s: the renderer bundle is public code and holds no state', async (pathname) => {
       const answer = await send(host.port, pathname);
-      expect(answer.status).toBe(401);
-      expect(answer.body).toContain('UNAUTHENTICATED');
-      expect(answer.body).not.toContain('<div id="root">');
+      expect(answer.status).toBe(200);
+      expect(answer.headers['set-cookie']).toBeUndefined();
     });
 
     it('refuses the API with a coded JSON reply', async () => {
@@ -98,58 +105,20 @@ describe('the operator HTTP host', () => {
   });
 
   describe('when the credentials are wrong', () => {
-    it('refuses a wrong one-run token and sets no cookie', async () => {
-      const answer = await send(host.port, `/?token=${'A'.repeat(43)}`);
-      expect(answer.status).toBe(401);
-      expect(answer.headers['set-cookie']).toBeUndefined();
-    });
-
-    it('refuses a wrong cookie', async () => {
-      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_${host.port}=${'A'.repeat(43)}` });
+    it('refuses a wrong bearer secret', async () => {
+      const answer = await send(host.port, '/api/status', { Authorization: `${bearer['Authorization'] ?? ''}x` });
       expect(answer.status).toBe(401);
     });
 
-    it('refuses the right token under another port’s cookie name', async () => {
-      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_1=${host.token}` });
+    it('refuses the sign-in token itself as a bearer, once it has been exchanged', async () => {
+      const answer = await send(host.port, '/api/status', { Authorization: `Bearer ${host.token}` });
       expect(answer.status).toBe(401);
     });
 
-    it('refuses a wrong bearer token', async () => {
-      const answer = await send(host.port, '/api/status', { Authorization: `Bearer ${host.token}x` });
+    it('ignores cookies entirely, even one holding the session secret', async () => {
+      const session = (bearer['Authorization'] ?? '').slice('Bearer '.length);
+      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_${host.port}=${session}; session=${session}` });
       expect(answer.status).toBe(401);
-    });
-  });
-
-  describe('when the one-run token is right', () => {
-    it('sets an HttpOnly SameSite=Strict session cookie and redirects the token out of the address bar', async () => {
-      const answer = await send(host.port, `/?token=${host.token}`);
-      expect(answer.status).toBe(303);
-      expect(answer.headers.location).toBe('/');
-      const [cookie] = answer.headers['set-cookie'] ?? [];
-      expect(cookie).toBe(`postern_session_${host.port}=${host.token}; HttpOnly; SameSite=Strict; Path=/`);
-    });
-
-    it('keeps the rest of the query and the path in the redirect', async () => {
-      const answer = await send(host.port, `/index.html?view=status&token=${host.token}`);
-      expect(answer.status).toBe(303);
-      expect(answer.headers.location).toBe('/index.html?view=status');
-    });
-
-    it('then serves the UI and its assets to that cookie', async () => {
-      const cookie = { Cookie: `other=1; postern_session_${host.port}=${host.token}` };
-      const page = await send(host.port, '/', cookie);
-      expect(page.status).toBe(200);
-      expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
-      expect(page.body).toContain('<div id="root">');
-      const script = await send(host.port, '/assets/app.js', cookie);
-      expect(script.status).toBe(200);
-      expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
-    });
-
-    it('refuses a non-GET token exchange', async () => {
-      const answer = await send(host.port, `/?token=${host.token}`, {}, 'POST');
-      expect(answer.status).toBe(401);
-      expect(answer.headers['set-cookie']).toBeUndefined();
     });
   });
 
@@ -160,12 +129,12 @@ describe('the operator HTTP host', () => {
       ['no port', () => '127.0.0.1'],
       ['a suffix', (port: number) => `127.0.0.1:${port}.evil.example`],
     ])('refuses %s with 421, even with a valid token', async (_when, hostHeader) => {
-      const answer = await send(host.port, '/api/status', { Host: hostHeader(host.port), Authorization: `Bearer ${host.token}` });
+      const answer = await send(host.port, '/api/status', { Host: hostHeader(host.port), ...bearer });
       expect(answer.status).toBe(421);
       expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'HOST_NOT_ALLOWED' } });
       const exchange = await send(host.port, `/?token=${host.token}`, { Host: hostHeader(host.port) });
       expect(exchange.status).toBe(421);
-      expect(exchange.headers['set-cookie']).toBeUndefined();
+      expect(exchange.body).not.toContain('postern-session');
     });
 
     it('refuses a request with no Host header at all', async () => {
@@ -189,11 +158,6 @@ describe('the operator HTTP host', () => {
       expect(status).toMatchObject({ version: '9.9.9', mode: 'headless', data_dir: primaryDataDir, started_at_ms: 1_700_000_000_000 });
       expect(status.journal).toMatchObject({ state: 'open', events: 0 });
       expect(status.journal.schema_version).toBeGreaterThanOrEqual(1);
-    });
-
-    it('answers the session cookie as well as the bearer token', async () => {
-      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_${host.port}=${host.token}` });
-      expect(answer.status).toBe(200);
     });
 
     it.each(['/api/nope', '/api/__proto__', '/api/constructor', '/api/'])('answers %s with 404 NOT_FOUND', async (pathname) => {
@@ -246,13 +210,12 @@ describe('the operator HTTP host', () => {
   });
 
   it.each([
-    ['a 401', '/', {}],
-    ['a 200 page', '/', { Authorization: 'Bearer TOKEN' }],
-    ['a 200 API reply', '/api/status', { Authorization: 'Bearer TOKEN' }],
-    ['a 404', '/nope', { Authorization: 'Bearer TOKEN' }],
-  ])('sends the security headers on %s', async (_when, pathname, headers: Record<string, string>) => {
-    const withToken = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.replace('TOKEN', host.token)]));
-    const answer = await send(host.port, pathname, withToken);
+    ['a 401', '/api/status', false],
+    ['a 200 page', '/', false],
+    ['a 200 API reply', '/api/status', true],
+    ['a 404', '/nope', false],
+  ])('sends the security headers on %s', async (_when, pathname, signedIn) => {
+    const answer = await send(host.port, pathname, signedIn ? bearer : {});
     expect(answer.headers['content-security-policy']).toContain("default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'");
     expect(answer.headers['x-content-type-options']).toBe('nosniff');
     expect(answer.headers['referrer-policy']).toBe('no-referrer');
@@ -276,7 +239,7 @@ describe('when the handlers fail', () => {
 
   it('reports a bug as INTERNAL without its message', async () => {
     const h = await hostFor({ status: () => { throw new Error('secret detail'); } });
-    const answer = await send(h.port, '/api/status', { Authorization: `Bearer ${h.token}` });
+    const answer = await send(h.port, '/api/status', await signIn(h));
     expect(answer.status).toBe(500);
     expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'INTERNAL' } });
     expect(answer.body).not.toContain('secret detail');
@@ -284,7 +247,7 @@ describe('when the handlers fail', () => {
 
   it('passes a coded operating error through with its code and field', async () => {
     const h = await hostFor({ status: (): BrokerStatus => { throw new CodedError('JOURNAL_UNAVAILABLE', 'journal failed', { field: 'journal' }); } });
-    const answer = await send(h.port, '/api/status', { Authorization: `Bearer ${h.token}` });
+    const answer = await send(h.port, '/api/status', await signIn(h));
     expect(answer.status).toBe(409);
     expect(JSON.parse(answer.body)).toEqual({ ok: false, error: { code: 'JOURNAL_UNAVAILABLE', message: 'journal failed', field: 'journal' } });
   });
@@ -296,7 +259,7 @@ describe('when the renderer is not built', () => {
     const host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir: path.join(scratch, 'missing'), port: 0 });
     try {
       expect(host.rendererBuilt).toBe(false);
-      const auth = { Authorization: `Bearer ${host.token}` };
+      const auth = await signIn(host);
       const page = await send(host.port, '/', auth);
       expect(page.status).toBe(503);
       expect(page.body).toContain('RENDERER_NOT_BUILT');
@@ -318,12 +281,12 @@ describe('when the host closes', () => {
     const host = await startHost();
     const agent = new Agent({ keepAlive: true });
     const answer = await new Promise<number>((resolve, reject) => {
-      request({ host: '127.0.0.1', port: host.port, path: '/api/status', agent, headers: { Host: `127.0.0.1:${host.port}` } }, (res) => {
+      request({ host: '127.0.0.1', port: host.port, path: '/', agent, headers: { Host: `127.0.0.1:${host.port}` } }, (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
       }).on('error', reject).end();
     });
-    expect(answer).toBe(401);
+    expect(answer).toBe(200);
     const closing = process.hrtime.bigint();
     await host.close();
     expect(elapsedMs(closing)).toBeLessThan(closeGraceMs);
@@ -341,7 +304,7 @@ describe('when the host closes', () => {
     await closed;
     // Bounded by closeGraceMs, far below the 10 s headers timeout that would otherwise end it.
     expect(elapsedMs(closing)).toBeGreaterThanOrEqual(closeGraceMs - 50);
-    expect(elapsedMs(closing)).toBeLessThan(headersTimeoutMs);
+    expect(elapsedMs(closing)).toBeLessThan(operatorHttpLimits.headersTimeoutMs);
   });
 
   it('refuses to start on a port that is taken, with the listen error', async () => {

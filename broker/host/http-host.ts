@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brokerApiMethods, brokerApiReadMethods, type BrokerApiMethod, type Reply } from '../contract/index.js';
-import { bearerToken, mintAccessToken, parseCookies, tokensEqual } from './access-token.js';
+import { bearerToken, mintAccessToken, OperatorSecrets } from './access-token.js';
+import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
 import type { HostErrorCode } from './host-error-codes.js';
 import type { OperatorHandlers } from './operator-handlers.js';
+import { sameOriginPath, signInPage, signInScript, signInScriptPath } from './sign-in-page.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
 
 export interface OperatorHttpHostOptions {
@@ -12,27 +14,55 @@ export interface OperatorHttpHostOptions {
   rendererDir: string;
   /** 0 picks an ephemeral port. */
   port: number;
-  /** Tests may fix the token; the daemon always mints a fresh one. */
+  /** Tests may fix the sign-in token; the daemon always mints a fresh one. */
   token?: string;
+  /** Tests shorten the timeouts; the daemon uses operatorHttpLimits. */
+  limits?: Partial<OperatorHttpLimits>;
 }
 
 export interface OperatorHttpHost {
   readonly port: number;
   /** http://127.0.0.1:PORT */
   readonly origin: string;
-  /** The origin with `/?token=…`. A secret: print it once, to the operator, and nowhere else. */
+  /**
+   * The origin with `/?token=…`: signs in one browser tab, once. A secret until then: print it
+   * once, to the operator, and nowhere else.
+   */
   readonly operatorUrl: string;
+  /** The sign-in token; it grants nothing but one exchange (GET operatorUrl or POST /auth/session). */
   readonly token: string;
   readonly rendererBuilt: boolean;
+  /** What the connection cap has done so far. */
+  connections(): ConnectionCounts;
   /** Stops accepting connections, lets in-flight requests finish (bounded), then resolves. */
   close(): Promise<void>;
 }
 
 export const listenHost = '127.0.0.1';
-export const headersTimeoutMs = 10_000;
-export const requestTimeoutMs = 30_000;
-export const keepAliveTimeoutMs = 5_000;
 export const closeGraceMs = 2_000;
+
+export interface OperatorHttpLimits {
+  /** Connections held at once; one page and a few programs need a handful. */
+  connectionsMax: number;
+  /** From a connection's first byte (or its previous response) to a complete header block. */
+  headersTimeoutMs: number;
+  /** For a whole request, body included. */
+  requestTimeoutMs: number;
+  /** A socket with no traffic at all in either direction for this long is closed. */
+  idleTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  /** How often Node checks the two request timeouts; its default of 30 s would make them 30 s coarse. */
+  connectionsCheckingIntervalMs: number;
+}
+
+export const operatorHttpLimits: Readonly<OperatorHttpLimits> = {
+  connectionsMax: 64,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  connectionsCheckingIntervalMs: 500,
+};
 
 export const contentSecurityPolicy =
   "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
@@ -44,7 +74,7 @@ const securityHeaders: Readonly<Record<string, string>> = {
   'X-Frame-Options': 'DENY',
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Resource-Policy': 'same-origin',
-  // Everything here is behind the per-run token, so nothing may outlive the session in a cache.
+  // The sign-in page carries the session secret and API replies carry the broker's state: no cache keeps either.
   'Cache-Control': 'no-store',
 };
 
@@ -52,17 +82,28 @@ const securityHeaders: Readonly<Record<string, string>> = {
 const apiBodyBytesMax = 64 * 1024;
 
 /**
- * The headless operator host: the built renderer and the operator API on 127.0.0.1, behind a
- * per-run token. Checks run in this order for every request: Host header (DNS rebinding), one-run
- * token exchange, session cookie or bearer token, then routing.
+ * The headless operator host: the built renderer and the operator API on 127.0.0.1. Checks run in
+ * this order for every request: Host header (DNS rebinding), a parseable path, the one-time
+ * sign-in exchange, then the API behind `Authorization: Bearer <session secret>`; the renderer's
+ * files are public (they are the published bundle and hold no state or secret).
  */
 export async function startOperatorHttpHost(options: OperatorHttpHostOptions): Promise<OperatorHttpHost> {
   const token = options.token ?? mintAccessToken();
+  const secrets = new OperatorSecrets(token);
+  const limits = { ...operatorHttpLimits, ...options.limits };
   const assets = loadStaticAssets(options.rendererDir);
-  const server = createServer({ headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs });
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+  });
+  // Without a 'timeout' listener Node destroys the socket when it fires.
+  server.setTimeout(limits.idleTimeoutMs);
+  const guard = guardConnections(server, limits.connectionsMax);
   let port = 0;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    handleRequest({ req, res, port, token, assets, handlers: options.handlers }).catch(() => {
+    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers }).catch(() => {
       if (!res.headersSent) sendError(res, 500, 'INTERNAL', 'The host failed while answering.');
       else res.destroy();
     });
@@ -75,6 +116,7 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
     operatorUrl: `${origin}/?token=${token}`,
     token,
     rendererBuilt: assets.has('/index.html'),
+    connections: () => guard.counts(),
     close: () => closeServer(server),
   };
 }
@@ -83,37 +125,60 @@ interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   port: number;
-  token: string;
+  secrets: OperatorSecrets;
+  guard: ConnectionGuard;
   assets: ReadonlyMap<string, StaticAsset>;
   handlers: OperatorHandlers;
 }
 
 async function handleRequest(ctx: RequestContext): Promise<void> {
-  const { req, res, port, token } = ctx;
+  const { req, res, port, secrets } = ctx;
   const rawUrl = req.url ?? '';
   if (!hostAllowed(req.headers.host, port)) {
     sendError(res, 421, 'HOST_NOT_ALLOWED', 'Host header must be 127.0.0.1:PORT or localhost:PORT.', rawUrl);
     return;
   }
-  if (!rawUrl.startsWith('/')) {
-    sendError(res, 404, 'NOT_FOUND', 'Not found.');
+  const url = parseRequestTarget(rawUrl, port);
+  if (url === undefined) {
+    sendError(res, 400, 'MALFORMED_PATH', 'The request path is not a valid path on this host.');
     return;
   }
-  const url = new URL(rawUrl, `http://${listenHost}:${port}`);
+  if (url.pathname === sessionPath) {
+    await exchangeForProgram(ctx);
+    return;
+  }
   const presented = url.searchParams.get('token');
   if (presented !== null) {
-    exchangeToken(ctx, url, presented);
-    return;
-  }
-  if (!authenticated(req, port, token)) {
-    sendError(res, 401, 'UNAUTHENTICATED', 'Not signed in: open the URL that `postern daemon` printed.', url.pathname);
+    exchangeForBrowser(ctx, url, presented);
     return;
   }
   if (url.pathname.startsWith('/api/')) {
+    if (!secrets.sessionValid(bearerToken(req.headers.authorization))) {
+      sendError(res, 401, 'UNAUTHENTICATED', 'Not signed in: open the URL that `postern daemon` printed.', url.pathname);
+      return;
+    }
+    ctx.guard.hold(req.socket, res);
     await serveApi(ctx, url.pathname.slice('/api/'.length));
     return;
   }
   serveAsset(ctx, url.pathname);
+}
+
+/**
+ * Only origin-form targets ("/…") are paths here. The origin is put in front as text rather than
+ * passed as a base, so `//[` is parsed as a path and not a (malformed) host: a target the URL
+ * parser refuses is a 400, never a 500. A path that comes out starting with "//" (`//x`, `/.//x`,
+ * `/\\x`) names nothing here and would read as another host if it were ever echoed into a
+ * Location or a link, so it is refused too.
+ */
+function parseRequestTarget(rawUrl: string, port: number): URL | undefined {
+  if (!rawUrl.startsWith('/')) return undefined;
+  try {
+    const url = new URL(`http://${listenHost}:${port}${rawUrl}`);
+    return url.pathname.startsWith('//') ? undefined : url;
+  } catch {
+    return undefined;
+  }
 }
 
 /** DNS-rebinding defence: a page on evil.example resolved to 127.0.0.1 still sends its own Host. */
@@ -123,34 +188,53 @@ function hostAllowed(host: string | undefined, port: number): boolean {
   return normalized === `127.0.0.1:${port}` || normalized === `localhost:${port}`;
 }
 
-/** Cookies ignore ports, so the name carries it: two daemons on one machine never clobber each other. */
-function sessionCookieName(port: number): string {
-  return `postern_session_${port}`;
-}
+/** Programs sign in here: POST {"token": T} answers {ok, value: {session}} once. */
+export const sessionPath = '/auth/session';
 
-/** The one-run token becomes an HttpOnly cookie, and a redirect takes it out of the address bar. */
-function exchangeToken(ctx: RequestContext, url: URL, presented: string): void {
-  const { req, res, port, token } = ctx;
-  if (req.method !== 'GET' || !tokensEqual(token, presented)) {
-    sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', url.pathname);
+const usedMessage =
+  'This sign-in URL was already used: each printed URL signs in one browser tab, once. If that was not you, someone else ' +
+  'holds the URL: stop the daemon and start it again for a new one.';
+
+/**
+ * The printed URL in a browser. It is answered with a page holding the session secret, which
+ * the page's script moves into sessionStorage; the token is dead from here on. A GET that is not
+ * a browser's navigation (a prefetch) would spend it too; Chromium does not prefetch a URL it
+ * has never seen.
+ */
+function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): void {
+  const { req, res, secrets } = ctx;
+  if (req.method !== 'GET') {
+    sendError(res, 405, 'METHOD_NOT_ALLOWED', 'Open the sign-in URL with GET, in a browser.', url.pathname);
+    return;
+  }
+  const exchanged = secrets.exchange(presented);
+  if (!exchanged.ok) {
+    if (exchanged.reason === 'used') sendError(res, 401, 'SIGN_IN_USED', usedMessage, url.pathname);
+    else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', url.pathname);
     return;
   }
   url.searchParams.delete('token');
-  const location = url.pathname + url.search;
-  res.writeHead(303, {
-    ...securityHeaders,
-    'Set-Cookie': `${sessionCookieName(port)}=${token}; HttpOnly; SameSite=Strict; Path=/`,
-    Location: location,
-    'Content-Length': '0',
-  });
-  res.end();
+  sendBody(res, 'GET', 'text/html; charset=utf-8', Buffer.from(signInPage(exchanged.session, sameOriginPath(url.pathname, url.search))));
 }
 
-function authenticated(req: IncomingMessage, port: number, token: string): boolean {
-  const fromCookie = parseCookies(req.headers.cookie).get(sessionCookieName(port));
-  if (fromCookie !== undefined && tokensEqual(token, fromCookie)) return true;
-  const fromHeader = bearerToken(req.headers.authorization);
-  return fromHeader !== undefined && tokensEqual(token, fromHeader);
+async function exchangeForProgram(ctx: RequestContext): Promise<void> {
+  const { req, res, secrets } = ctx;
+  if (req.method !== 'POST') {
+    res.setHeader('Allow', 'POST');
+    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use POST for ${sessionPath}.`, sessionPath);
+    return;
+  }
+  const input = await readJsonWrite(req, res, sessionPath);
+  if (input === undefined) return;
+  const presented = (input as { token?: unknown } | null)?.token;
+  if (typeof presented !== 'string') {
+    sendError(res, 400, 'INVALID_ARGUMENT', 'The body must be {"token": "<the token from the printed URL>"}.', sessionPath);
+    return;
+  }
+  const exchanged = secrets.exchange(presented);
+  if (exchanged.ok) sendJson(res, 200, { ok: true, value: { session: exchanged.session } });
+  else if (exchanged.reason === 'used') sendError(res, 401, 'SIGN_IN_USED', usedMessage, sessionPath);
+  else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', sessionPath);
 }
 
 /**
@@ -172,34 +256,19 @@ async function serveApi(ctx: RequestContext, name: string): Promise<void> {
   }
   let input: unknown = {};
   if (req.method === 'POST') {
-    const crossSite = crossSiteWrite(req);
-    if (crossSite !== undefined) {
-      sendError(res, 403, 'CROSS_SITE_REFUSED', crossSite, '/api/');
-      return;
-    }
-    const body = await readBody(req, apiBodyBytesMax);
-    if (body === undefined) {
-      sendError(res, 413, 'PAYLOAD_LIMIT', `The request body is over ${apiBodyBytesMax} bytes.`, '/api/');
-      return;
-    }
-    try {
-      input = body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as unknown);
-    } catch {
-      sendError(res, 400, 'INVALID_ARGUMENT', 'The request body is not JSON.', '/api/');
-      return;
-    }
+    const read = await readJsonWrite(req, res, '/api/');
+    if (read === undefined) return;
+    input = read;
   }
   const reply = await ctx.handlers[method](input);
   sendJson(res, reply.ok ? 200 : replyErrorStatus(reply.error.code), reply);
 }
 
 /**
- * Why a state-changing call must be refused as cross-site, or undefined. The session cookie is
- * SameSite=Strict, but every page on 127.0.0.1 — any port — is the same *site*, so a page an agent
- * serves on another local port could otherwise POST a "simple" request (text/plain, no preflight)
- * that carries the cookie. So a write must be JSON (a cross-origin JSON POST needs a CORS
- * preflight this host never grants), and a browser's Origin / Sec-Fetch-Site must say it came from
- * this very origin.
+ * Why a state-changing call must be refused as cross-site, or undefined. There is no cookie to
+ * ride along any more, so this is a second wall: a write must be JSON (a cross-origin JSON POST
+ * needs a CORS preflight this host never grants), and a browser's Origin / Sec-Fetch-Site must say
+ * it came from this very origin. Every page on 127.0.0.1, whatever its port, is the same *site*.
  */
 export function crossSiteWrite(req: Pick<IncomingMessage, 'headers'>): string | undefined {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -209,6 +278,26 @@ export function crossSiteWrite(req: Pick<IncomingMessage, 'headers'>): string | 
   const origin = req.headers.origin;
   if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) return 'A request from another origin cannot change the broker.';
   return undefined;
+}
+
+/** A state-changing call's parsed JSON body, or undefined once a refusal has been sent. */
+async function readJsonWrite(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<unknown> {
+  const crossSite = crossSiteWrite(req);
+  if (crossSite !== undefined) {
+    sendError(res, 403, 'CROSS_SITE_REFUSED', crossSite, pathname);
+    return undefined;
+  }
+  const body = await readBody(req, apiBodyBytesMax);
+  if (body === undefined) {
+    sendError(res, 413, 'PAYLOAD_LIMIT', `The request body is over ${apiBodyBytesMax} bytes.`, pathname);
+    return undefined;
+  }
+  try {
+    return body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as unknown);
+  } catch {
+    sendError(res, 400, 'INVALID_ARGUMENT', 'The request body is not JSON.', pathname);
+    return undefined;
+  }
 }
 
 /** The body, or undefined once it passes the limit (the rest is not read). */
@@ -238,6 +327,10 @@ function serveAsset(ctx: RequestContext, pathname: string): void {
     sendError(res, 405, 'METHOD_NOT_ALLOWED', 'Assets are read-only.', pathname);
     return;
   }
+  if (pathname === signInScriptPath) {
+    sendBody(res, req.method, 'text/javascript; charset=utf-8', Buffer.from(signInScript));
+    return;
+  }
   if (assets.size === 0) {
     sendError(res, 503, 'RENDERER_NOT_BUILT', 'The operator UI is not built: run `npm run build:renderer`. The API works.', pathname);
     return;
@@ -247,13 +340,17 @@ function serveAsset(ctx: RequestContext, pathname: string): void {
     sendError(res, 404, 'NOT_FOUND', 'Not found.', pathname);
     return;
   }
-  res.writeHead(200, { ...securityHeaders, 'Content-Type': asset.contentType, 'Content-Length': String(asset.body.length) });
-  res.end(req.method === 'HEAD' ? undefined : asset.body);
+  sendBody(res, req.method, asset.contentType, asset.body);
 }
 
-/** API paths get a JSON Reply; everything else a short plain-text line a person can read. */
+function sendBody(res: ServerResponse, method: string | undefined, contentType: string, body: Buffer): void {
+  res.writeHead(200, { ...securityHeaders, 'Content-Type': contentType, 'Content-Length': String(body.length) });
+  res.end(method === 'HEAD' ? undefined : body);
+}
+
+/** API and program sign-in paths get a JSON Reply; everything else a short plain-text line a person can read. */
 function sendError(res: ServerResponse, status: number, code: HostErrorCode, message: string, pathname = '/'): void {
-  if (pathname.startsWith('/api/')) {
+  if (pathname.startsWith('/api/') || pathname === sessionPath) {
     sendJson(res, status, { ok: false, error: { code, message } } satisfies Reply<never>);
     return;
   }

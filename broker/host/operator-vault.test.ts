@@ -11,7 +11,7 @@ import { createCapturedLogger } from '../testing/captured-logger.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault } from '../vault/index.js';
 import { createBrokerRuntime, secretLogRedaction, type BrokerRuntime } from './broker-runtime.js';
-import { startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
+import { sessionPath, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
 import { createOperatorHandlers, type OperatorHandlers } from './operator-handlers.js';
 
 const passphrase = 'operator vault passphrase';
@@ -97,10 +97,12 @@ describe('the vault methods of the operator API', () => {
     // Some journal activity around the add, so the journal file is not trivially empty.
     for (const event of actionPaths.httpApproved('act_vaultapi000001').slice(0, 3)) await rt.journal.append(event);
     host = await startOperatorHttpHost({ handlers, rendererDir: path.join(dir.path, 'no-renderer'), port: 0 });
+    const signIn = await fetch(`${host.origin}${sessionPath}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: host.token }) });
+    const { session } = ((await signIn.json()) as { value: { session: string } }).value;
     const post = async (method: string, input: unknown): Promise<{ status: number; text: string }> => {
       const response = await fetch(`${host?.origin}/api/${method}`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${host?.token}`, 'Content-Type': 'application/json' },
+        headers: { Authorization: `Bearer ${session}`, 'Content-Type': 'application/json' },
         body: JSON.stringify(input),
       });
       return { status: response.status, text: await response.text() };

