@@ -304,6 +304,23 @@ describe('when an agent lists and calls tools', () => {
     expect(await client.nextMessage()).toMatchObject({ id: 9, error: { code: -32601, data: { code: 'OPERATOR_ONLY' } } });
   });
 
+  it.each([
+    ['arguments is not an object', { name: 'http_request', arguments: 'route=docs' }, 'params.arguments'],
+    ['arguments is an array', { name: 'list_routes', arguments: [1, 2] }, 'params.arguments'],
+    ['the tool name is not a string', { name: 42, arguments: {} }, 'params.name'],
+    ['params is missing', undefined, 'params'],
+  ])('answers a malformed tools/call (%s) with -32602 naming the field, no schema dump, and calls nothing', async (_when, params, field) => {
+    const socket = await start();
+    const client = await initializedRaw(socket.path);
+    client.send(JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/call', ...(params === undefined ? {} : { params }) }));
+    const answer = (await client.nextMessage()) as { id: number; error: { code: number; message: string; data?: unknown } };
+    expect(answer).toMatchObject({ id: 11, error: { code: -32602, data: { code: 'INVALID_ARGUMENT', field } } });
+    expect(answer.error.message).toContain(field);
+    expect(answer.error.message.length).toBeLessThan(200);
+    expect(answer.error.message).not.toMatch(/expected|"code"|invalid_type|\[/);
+    expect(backend.calls).toHaveLength(0);
+  });
+
   it('answers other unknown methods with method-not-found', async () => {
     const socket = await start();
     const client = await initializedRaw(socket.path);

@@ -9,6 +9,7 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import { isCodedError, type AgentPeer } from '../contract/index.js';
 import type { AgentBackend, CallerStop, ResultHandoff, ToolAnswer } from '../ports/index.js';
@@ -184,10 +185,47 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     }
   };
 
-  server.connect(transport).catch((error: unknown) => {
+  server.connect(refusingMalformedToolCalls(transport)).catch((error: unknown) => {
     logger?.error({ err: error }, 'agent connection failed to start');
     socket.destroy();
   });
+}
+
+/**
+ * The transport as the SDK sees it, minus malformed `tools/call` requests (params not an object,
+ * `name` not a string, `arguments` not an object), which are answered here with JSON-RPC -32602
+ * naming the field (docs/agent.md). The SDK would answer them -32603 with its schema parser's whole
+ * message; nothing of a malformed call reaches a handler or the backend.
+ */
+function refusingMalformedToolCalls(transport: LineTransport): Transport {
+  const guarded: Transport = {
+    start: () => transport.start(),
+    send: (message) => transport.send(message),
+    close: () => transport.close(),
+  };
+  transport.onclose = () => guarded.onclose?.();
+  transport.onerror = (error) => guarded.onerror?.(error);
+  transport.onmessage = (message) => {
+    const field = malformedToolCallField(message);
+    if (field === undefined) {
+      guarded.onmessage?.(message);
+      return;
+    }
+    const id = (message as { id: RequestId }).id;
+    const error = { code: McpErrorCode.InvalidParams, message: `invalid tools/call params: ${field}`, data: { code: 'INVALID_ARGUMENT', field } };
+    void transport.send({ jsonrpc: '2.0', id, error });
+  };
+  return guarded;
+}
+
+/** The first offending field of a tools/call request's params (e.g. `params.arguments`), or undefined when it is well formed. */
+function malformedToolCallField(message: JSONRPCMessage): string | undefined {
+  if (!('method' in message) || message.method !== 'tools/call' || !('id' in message)) return undefined;
+  const parsed = CallToolRequestSchema.safeParse(message);
+  if (parsed.success) return undefined;
+  // Only the path: a parser's message can quote the input (and the schema it expected).
+  const path = parsed.error.issues[0]?.path ?? [];
+  return path.length === 0 ? 'params' : path.map(String).join('.');
 }
 
 interface Handoff {

@@ -1,4 +1,4 @@
-import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, unlinkSync, type Stats } from 'node:fs';
 import { createConnection, type Server, type Socket } from 'node:net';
 import { CodedError } from '../contract/index.js';
 
@@ -38,24 +38,40 @@ export async function listenPrivately(server: Server, socketPath: string): Promi
 }
 
 /**
- * A socket file nobody accepts on (a crashed broker's) is removed; one that `isLive` says a live
- * broker answers on makes us refuse to start a second on the same data directory. The default probe
- * is a plain connect; the control socket asks its own question (a `vault_status` round trip).
+ * The stale-socket rule. Only the process holding the data directory's kernel lock
+ * (broker/host/data-dir-lock.ts, taken first in createBrokerRuntime) gets here, so a second broker
+ * never probes, let alone deletes, a live broker's socket: a stopped broker does not answer, and
+ * "does not answer" is not "dead". Under the lock a socket file is a dead broker's, or a listener
+ * that is not ours: one nobody accepts on is removed; one that `isLive` says answers makes us
+ * refuse rather than take it over. The default probe is a plain connect; the control socket asks
+ * its own question (a `vault_status` round trip). Only the very file that was probed is removed.
  */
 export async function replaceStaleSocket(
   socketPath: string,
   isLive: (socketPath: string) => Promise<boolean> = acceptsConnections,
   liveMessage = 'another Postern broker is already serving agents on this data directory',
 ): Promise<void> {
-  let isSocket: boolean;
+  let probed: Stats;
   try {
-    isSocket = lstatSync(socketPath).isSocket();
+    probed = lstatSync(socketPath);
   } catch {
     return;
   }
-  if (!isSocket) throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, { field: '--data-dir' });
+  if (!probed.isSocket()) throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, { field: '--data-dir' });
   if (await isLive(socketPath)) throw new CodedError('INVALID_ARGUMENT', liveMessage, { field: '--data-dir' });
+  // A socket bound at this path while we probed is not the one we judged stale: leave it.
+  const now = statOrUndefined(socketPath);
+  if (now === undefined) return;
+  if (now.ino !== probed.ino || now.dev !== probed.dev) throw new CodedError('INVALID_ARGUMENT', liveMessage, { field: '--data-dir' });
   unlinkIfSocket(socketPath);
+}
+
+function statOrUndefined(socketPath: string): Stats | undefined {
+  try {
+    return lstatSync(socketPath);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -61,10 +61,13 @@ export const errorCodeMeanings = {
   OPERATOR_ONLY: 'Approving, rejecting, abandoning and revoking are operator capabilities; agents can never call them.',
   PEER_REFUSED: 'The connecting process runs as another user or its identity could not be read from the kernel.',
   RATE_LIMITED: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.',
+  OPERATOR_PROOF_REQUIRED: "A decision reached the control socket without a person's proof: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI.",
+  PASSPHRASE_BACKOFF: 'Too many wrong vault passphrases from this user (or one is being checked); nothing was checked now, retry after retry_after_ms.',
   LEASE_LOST: "Another worker holds this invocation's retry lease, or this worker's lease expired; it was stopped before dispatch.",
   RETRY_BUDGET_EXHAUSTED: 'The recorded retry budget is spent; the last evidence stands, reconcile next.',
   // broker integrity
   BROKER_RESTARTED: 'The broker restarted while the action was in flight; the record says how far it got.',
+  BROKER_ALREADY_RUNNING: "Another broker holds this data directory's lock (a stopped one too); this one started nothing.",
   JOURNAL_UNAVAILABLE: 'The journal could not make a record durable; the broker stopped dispatching.',
   JOURNAL_NOT_DURABLE: 'The journal database refused the durability settings the broker requires.',
   IMPOSSIBLE_TRANSITION: 'An event would contradict the recorded history (for example not_attempted after dispatch).',

@@ -25,7 +25,10 @@ describe('the broker runtime and its vault', () => {
     const dataDir = await initializedDir();
     const runtime = await createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from(passphrase) });
     expect(runtime.status().vault).toEqual({ state: 'unlocked' });
-    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toEqual({ ok: true, value: { state: 'locked' } });
+    // Locking is a decision: refused without a person's proof, done with the passphrase as proof.
+    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED' } });
+    expect(runtime.vault.state()).toBe('unlocked');
+    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock', proof: { passphrase } })).toEqual({ ok: true, value: { state: 'locked' } });
     expect(runtime.vault.state()).toBe('locked');
     await runtime.close();
     expect(existsSync(controlSocketPath(dataDir))).toBe(false);
@@ -46,7 +49,11 @@ describe('the broker runtime and its vault', () => {
     const dataDir = await initializedDir();
     const runtime = await createBrokerRuntime({ dataDir, ...options });
     try {
-      await expect(createBrokerRuntime({ dataDir, ...options })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: '--data-dir' });
+      await expect(createBrokerRuntime({ dataDir, ...options })).rejects.toMatchObject({
+        code: 'BROKER_ALREADY_RUNNING',
+        field: '--data-dir',
+        message: expect.stringContaining(`pid ${process.pid}`),
+      });
     } finally {
       await runtime.close();
     }

@@ -1,18 +1,18 @@
-import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { processAlive, startAgentSocket } from '../agent/index.js';
 import { HttpChannel } from '../channels/http/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
-import { CodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
+import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
 import { loadConfig, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, RequestStore, ResultStore } from '../journal/index.js';
-import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type OperatorActor } from '../ports/index.js';
+import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
 import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
-import { refuseIfBrokerRunning, startControlSocket } from './control-socket.js';
+import { startControlSocket } from './control-socket.js';
+import { lockDataDir } from './data-dir-lock.js';
 import type { OperatorBroker } from './operator-broker.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
@@ -61,19 +61,29 @@ export interface BrokerRuntime {
 
 /**
  * THE seam where the broker's parts are composed for a data directory. Both composition roots
- * (`postern daemon` / `postern start` in broker/cli, and app/main) call only this. Opening the
- * journal runs its migrations and recovery before anything else can append; the agent socket opens
- * only after the queue has rebuilt its lanes from the journal, and the control socket last.
+ * (`postern daemon` / `postern start` in broker/cli, and app/main) call only this. The data
+ * directory's kernel lock comes first and is released last; opening the journal runs its
+ * migrations and recovery before anything else can append; the agent socket opens only after the
+ * queue has rebuilt its lanes from the journal, and the control socket last.
  */
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
-  // Before the journal: opening it runs recovery, which must never happen under a live broker.
-  await refuseIfBrokerRunning(options.dataDir);
-  // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
-  const config = loadConfig({ dataDir: options.dataDir, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+  // Before anything else touches the data directory: recovery, the vault and the sockets' stale-file
+  // rule are only safe in the one process that holds it (data-dir-lock.ts). A second broker stops here.
+  const lock = lockDataDir(options.dataDir);
+  let config: PosternConfig;
+  let journal: Journal;
   const clock = options.clock ?? systemClock;
+  try {
+    // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
+    config = loadConfig({ dataDir: options.dataDir, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+    journal = await openJournal(options.dataDir, clock);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   const logger = options.logger ?? brokerLogger();
-  const journal = await Journal.open({ dataDir: options.dataDir, clock });
-  const closers: Array<() => Promise<void> | void> = [() => journal.close()];
+  // Run in reverse: the lock is released after everything else has closed.
+  const closers: Array<() => Promise<void> | void> = [() => lock.release(), () => journal.close()];
   const closeAll = async (): Promise<void> => {
     for (const close of closers.splice(0).reverse()) await close();
   };
@@ -150,25 +160,25 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         vault: { state: vault.state() },
       };
     };
-    // Operator decisions are a person's: the operator surfaces are the broker user's own.
-    const actor: OperatorActor = { kind: 'person', id: operatorName() };
+    // Decisions record who made them: the operator handlers build the actor per call from the
+    // surface that received it (operator-handlers.ts), never a fixed "person".
     const broker: OperatorBroker = {
       status,
       'approvals.list': () => ({ cards: queue.cards() }),
-      'approvals.approve': (input) => queue.approve(input.ticket, actor),
-      'approvals.reject': (input) => queue.reject(input.ticket, actor, input.reason),
-      'approvals.cancel': (input) => queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
-      'approvals.abandon': (input) => queue.abandon(input.ticket, actor, input.reason),
-      'actions.attest': (input) => queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
-      'actions.reconcile': (input) => reconciler.reconcile(input.action_id, actor),
+      'approvals.approve': (input, actor) => queue.approve(input.ticket, actor),
+      'approvals.reject': (input, actor) => queue.reject(input.ticket, actor, input.reason),
+      'approvals.cancel': (input, actor) => queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
+      'approvals.abandon': (input, actor) => queue.abandon(input.ticket, actor, input.reason),
+      'actions.attest': (input, actor) => queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
+      'actions.reconcile': (input, actor) => reconciler.reconcile(input.action_id, actor),
       // A person's same-key retry: the kept request resent under the next lease (the click is the fresh decision).
-      'actions.retry': async (input) => {
+      'actions.retry': async (input, actor) => {
         const result = await retryKeptRequest({ ...reconcileDeps, requests, reconcile: automaticReconcile }, input.action_id, actor);
         return retrySummary(journal, input.action_id, result.envelope.evidence.journal_seq);
       },
       metrics: () => foldMetrics(journal.outcomeCounts()),
-      'sessions.approve': (input) => queue.approveSession(input.session_id, actor),
-      'sessions.revoke': (input) => queue.revokeSession(input.session_id, actor, input.reason),
+      'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),
+      'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),
       ...createOperatorVault({ dataDir: options.dataDir, vault, config, clock, logger }),
     };
@@ -177,6 +187,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       vault,
       handlers: createOperatorHandlers(broker),
       refuseApiPeer: guard.refuse,
+      // The CI opt-out: decisions without a person's proof, recorded as the calling process.
+      unattendedDecisions: config.operator?.unattended_decisions === true,
     });
     const closeControl = once(() => control.close());
     closers.push(closeControl);
@@ -198,6 +210,24 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   } catch (error) {
     await closeAll();
     throw error;
+  }
+}
+
+/**
+ * The journal, or one coded line: a start on a full disk (SQLITE_FULL, ENOSPC) or an unreadable
+ * file is JOURNAL_UNAVAILABLE naming the cause's code, never a stack trace. Coded errors
+ * (MIGRATION_FAILED, JOURNAL_NOT_DURABLE…) pass unchanged.
+ */
+async function openJournal(dataDir: string, clock: Clock): Promise<Journal> {
+  try {
+    return await Journal.open({ dataDir, clock });
+  } catch (error) {
+    if (isCodedError(error)) throw error;
+    const code = (error as { code?: unknown } | null)?.code;
+    const detail = error instanceof Error ? error.message.split('\n')[0]?.slice(0, 200) : undefined;
+    throw new CodedError('JOURNAL_UNAVAILABLE', `the journal could not be opened (${typeof code === 'string' ? code : 'no code'}${detail ? `: ${detail}` : ''})`, {
+      cause: error,
+    });
   }
 }
 
@@ -229,14 +259,6 @@ export const secretLogRedaction = {
   paths: secretInputFields.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
   censor: '[redacted]',
 };
-
-function operatorName(): string {
-  try {
-    return os.userInfo().username.slice(0, 200) || 'operator';
-  } catch {
-    return 'operator';
-  }
-}
 
 /** What `postern status` reports about a data directory without running a broker in it. */
 export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'>;

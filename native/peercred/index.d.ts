@@ -28,3 +28,12 @@ export interface ProcessHardening {
  * (other platforms) or PEERCRED_INTERNAL.
  */
 export function hardenProcess(): ProcessHardening;
+
+/**
+ * Takes the exclusive advisory lock on an open file without waiting: flock(fd, LOCK_EX | LOCK_NB)
+ * on Linux and macOS. true: this open file holds it until it is closed or the process dies (the
+ * kernel releases it then, however the process ended); false: another open file holds it (a
+ * stopped process still does). Throws an Error whose `code` is PEERCRED_BAD_ARGUMENT,
+ * PEERCRED_SYSCALL_FAILED (with `errno`) or PEERCRED_UNSUPPORTED (other platforms).
+ */
+export function lockFile(fd: number): boolean;

@@ -8,3 +8,4 @@ const addon = require(path.join(__dirname, 'build', 'Release', 'peercred.node'))
 
 exports.peerCredentials = addon.peerCredentials;
 exports.hardenProcess = addon.hardenProcess;
+exports.lockFile = addon.lockFile;

@@ -7,6 +7,11 @@
 // the same user can neither read its memory (/proc/<pid>/mem, ptrace, process_vm_readv) nor make
 // it write a core file holding a decrypted credential. The values are read back, not assumed.
 //
+// lockFile(fd) -> true | false: flock(fd, LOCK_EX | LOCK_NB), the broker's one-per-data-directory
+// lock. true: this open file now holds the exclusive lock until it is closed or the process dies
+// (the kernel releases it then, whatever killed the process); false: another open file holds it.
+// A SIGSTOPped holder still holds it: a stopped broker is not a dead one.
+//
 // Plain C against node_api.h (no node-addon-api, no NAN): N-API is ABI-stable, so the same build
 // loads in Node and in Electron without a per-runtime rebuild.
 #define _GNU_SOURCE
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -36,10 +42,36 @@ static napi_value throw_coded(napi_env env, const char* code, const char* messag
   return NULL;
 }
 
+// Error(message) with err.code = PEERCRED_SYSCALL_FAILED and err.errno = the (positive) errno.
 static napi_value throw_errno(napi_env env, const char* what, int error_number) {
   char message[256];
   snprintf(message, sizeof message, "%s failed: %s", what, strerror(error_number));
-  return throw_coded(env, "PEERCRED_SYSCALL_FAILED", message);
+  napi_value code, text, error, number;
+  if (napi_create_string_utf8(env, "PEERCRED_SYSCALL_FAILED", NAPI_AUTO_LENGTH, &code) != napi_ok
+      || napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &text) != napi_ok
+      || napi_create_error(env, code, text, &error) != napi_ok
+      || napi_create_int32(env, error_number, &number) != napi_ok
+      || napi_set_named_property(env, error, "errno", number) != napi_ok) {
+    return throw_coded(env, "PEERCRED_SYSCALL_FAILED", message);
+  }
+  napi_throw(env, error);
+  return NULL;
+}
+
+// Reads the one argument as a file descriptor into *fd; 0 after throwing PEERCRED_BAD_ARGUMENT.
+static int read_fd_argument(napi_env env, napi_callback_info info, const char* usage, int* fd) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_valuetype type;
+  int64_t fd64;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1
+      || napi_typeof(env, argv[0], &type) != napi_ok || type != napi_number
+      || napi_get_value_int64(env, argv[0], &fd64) != napi_ok || fd64 < 0 || fd64 > 0x7fffffff) {
+    throw_coded(env, "PEERCRED_BAD_ARGUMENT", usage);
+    return 0;
+  }
+  *fd = (int)fd64;
+  return 1;
 }
 
 static int set_int(napi_env env, napi_value object, const char* name, int64_t value) {
@@ -151,6 +183,24 @@ static napi_value harden_process(napi_env env, napi_callback_info info) {
 #endif
 }
 
+static napi_value lock_file(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!read_fd_argument(env, info, "lockFile(fd): fd must be a non-negative integer", &fd)) return NULL;
+#if defined(__linux__) || defined(__APPLE__)
+  int result;
+  do {
+    result = flock(fd, LOCK_EX | LOCK_NB);
+  } while (result != 0 && errno == EINTR);
+  if (result != 0 && errno != EWOULDBLOCK) return throw_errno(env, "flock(LOCK_EX | LOCK_NB)", errno);
+  napi_value answer;
+  if (napi_get_boolean(env, result == 0, &answer) != napi_ok) return NULL;
+  return answer;
+#else
+  (void)fd;
+  return throw_coded(env, "PEERCRED_UNSUPPORTED", "file locks are not implemented on this platform");
+#endif
+}
+
 static int export_function(napi_env env, napi_value exports, const char* name, napi_callback callback) {
   napi_value fn;
   if (napi_create_function(env, name, NAPI_AUTO_LENGTH, callback, NULL, &fn) != napi_ok) return 0;
@@ -160,6 +210,7 @@ static int export_function(napi_env env, napi_value exports, const char* name, n
 static napi_value init(napi_env env, napi_value exports) {
   if (!export_function(env, exports, "peerCredentials", peer_credentials)) return NULL;
   if (!export_function(env, exports, "hardenProcess", harden_process)) return NULL;
+  if (!export_function(env, exports, "lockFile", lock_file)) return NULL;
   return exports;
 }
 
