@@ -50,6 +50,9 @@ describe('postern actions reconcile against a running daemon', () => {
       path.join(dataDir, 'postern.yaml'),
       [
         'version: 1',
+        // Reconcile and retry are decisions; this test runs them without a terminal (the CI opt-out).
+        'operator:',
+        '  unattended_decisions: true',
         'agents:',
         '  session_approval: observe',
         'routes:',
@@ -97,8 +100,9 @@ describe('postern actions reconcile against a running daemon', () => {
     const shown = await cli(['actions', 'show', actionId, ...dir]);
     expect(shown.stdout).toContain('source remote_query');
     expect(shown.stdout).toContain('RECONCILIATION_RESULT');
-    // The lane this unknown head blocked was released by the lookup, asked for by a person.
-    expect(shown.stdout).toMatch(new RegExp(`lane released by: reconciliation \\(remote_query\\) by person:\\S+ at seq ${r.journal_seq}; outcome committed`));
+    // The lane this unknown head blocked was released by the lookup; this test asked without a terminal
+    // under the unattended opt-out, so the record names the CLI process, never a person.
+    expect(shown.stdout).toMatch(new RegExp(`lane released by: reconciliation \\(remote_query\\) by process:\\S+ pid \\d+ \\(cli, unattended\\) at seq ${r.journal_seq}; outcome committed`));
     expect((await op(dataDir, 'actions.show', { action_id: actionId })).released_by).toMatchObject({ kind: 'reconciliation', seq: r.journal_seq, source: 'remote_query', outcome: 'committed' });
     const lookup = await op(dataDir, 'actions.show', { action_id: r.lookup_action_id });
     expect(lookup.state).toMatchObject({ lane: null, approval: 'none', outcome: 'committed' });
@@ -121,7 +125,7 @@ describe('postern actions reconcile against a running daemon', () => {
     expect(retried.stdout).toContain('retried under lease generation 1; now committed (succeeded)');
     expect(target.arrivals.slice(before).map((a) => `${a.method} ${a.path}`)).toEqual(['POST /docs/9']);
     const shown = await op(dataDir, 'actions.show', { action_id: actionId });
-    expect(shown.released_by).toMatchObject({ kind: 'same_key_retry', actor: { kind: 'person' } });
+    expect(shown.released_by).toMatchObject({ kind: 'same_key_retry', actor: { kind: 'process', surface: 'cli', auth: 'unattended_opt_out' } });
     expect(shown.state).toMatchObject({ outcome: 'committed', retry_generation: 1 });
 
     // Settled: nothing is kept any more, and nothing is sent.

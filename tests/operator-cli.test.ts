@@ -116,7 +116,9 @@ describe('the operator CLI against a running daemon', () => {
     expect(shown.stdout).toContain('seen in the remote audit log');
     // The lane this unknown head blocked was released by the person's attestation, at its seq.
     const attestedSeq = /journal seq (\d+)/.exec(attested.stdout)?.[1] ?? 'none';
-    expect(shown.stdout).toContain(`lane released by: operator_attested by person:`);
+    // The drill opts out for unattended use: the record names this CLI process, never a person.
+    expect(shown.stdout).toMatch(/lane released by: operator_attested by process:\S+ pid \d+ \(cli, unattended\)/);
+    expect(shown.stdout).not.toContain('by person:');
     expect(shown.stdout).toContain(` at seq ${attestedSeq}: seen in the remote audit log; outcome committed`);
 
     const metrics = JSON.parse((await cli(['metrics', '--json', ...dir])).stdout) as { by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>; by_code: Array<{ code: string }> };

@@ -9,6 +9,7 @@ import { sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
 import { lineWaitMs, PosternProcess, posternBin, repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { runOnTerminal } from './support/operator-terminal.js';
 
 /**
  * The vault through real `postern` subprocesses and a real daemon: every command, the control
@@ -226,14 +227,21 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       // list reports the running broker's state, not the CLI process's own (always locked) view.
       expect((await run(vault('list'))).stdout).toContain('Vault: unlocked (in the running broker), 6 credentials');
 
-      const lock = await run(vault('lock'));
-      expect(lock).toMatchObject({ code: 0, stdout: 'Vault locked in the running broker.\n' });
+      // Locking is a decision: without a terminal to prove a person on, it is refused (issue 14).
+      const unproven = await run(vault('lock'));
+      expect(unproven.code).toBe(1);
+      expect(unproven.stderr).toContain('OPERATOR_PROOF_REQUIRED');
+      expect((await statusOf(daemon)).vault).toEqual({ state: 'unlocked' });
+      const lock = await runOnTerminal([...vault('lock')], readFileSync(passphraseFile, 'utf8').trim());
+      expect(lock.prompted).toBe(true);
+      expect(lock.code, lock.screen).toBe(0);
+      expect(lock.screen).toContain('Vault locked in the running broker.');
       expect((await statusOf(daemon)).vault).toEqual({ state: 'locked' });
 
       const second = new PosternProcess(['daemon', '--data-dir', dataDir, '--port', '0']);
       argvs.push(['daemon', '--data-dir', dataDir, '--port', '0']);
-      expect((await second.exitWithin()).code).toBe(2);
-      expect(second.stderr).toContain('another Postern broker is already running');
+      expect((await second.exitWithin()).code).toBe(1);
+      expect(second.stderr).toContain(`postern: BROKER_ALREADY_RUNNING --data-dir: another Postern broker (pid ${daemon.process.child.pid},`);
     } finally {
       await stopped(daemon);
     }

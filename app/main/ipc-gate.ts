@@ -53,7 +53,14 @@ export function parseIpcInput(method: BrokerApiMethod, input: unknown): { ok: tr
   return { ok: false, error: { code: 'INVALID_ARGUMENT', message: `${field}: ${issue?.message ?? 'invalid'}`, field } };
 }
 
-export type IpcHandlers = { readonly [M in BrokerApiMethod]: (input: unknown) => Promise<Reply<unknown>> };
+/**
+ * How every call through this gate is recorded: a person at the desktop window. The proof is the
+ * window itself: only our own top frame showing our bundled page reaches these handlers, and a
+ * same-user process cannot click in it (on X11 it can synthesise input: docs/operator.md says so).
+ */
+export const desktopCaller = { surface: 'desktop', auth: 'desktop_window' } as const;
+
+export type IpcHandlers = { readonly [M in BrokerApiMethod]: (input: unknown, caller: typeof desktopCaller) => Promise<Reply<unknown>> };
 
 export interface IpcGate {
   /** Answers one call: a refusal, or what the method's handler answers for the parsed input. */
@@ -78,7 +85,7 @@ export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers 
       if (!accepting) return Promise.resolve(refusal('SHUTTING_DOWN'));
       const parsed = parseIpcInput(method, input);
       if (!parsed.ok) return Promise.resolve(parsed);
-      return options.handlers[method](parsed.value);
+      return options.handlers[method](parsed.value, desktopCaller);
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { CodedError, Effect, ErrorCode, isMember, Outcome, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease } from '../contract/index.js';
-import { controlSocketPath, sendControlRequest } from '../host/index.js';
+import { actorLabel, CodedError, Effect, ErrorCode, isMember, Outcome, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease, type Reply, secretInputFields } from '../contract/index.js';
+import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/index.js';
+import { readProofFromTerminal } from './secret-input.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
 interface JsonOptions extends CommonOptions {
@@ -36,8 +37,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   const { env } = context;
   // Text output carries agent-chosen strings (commands, paths, executable names): never raw.
   const io = { out: (line: string) => context.io.out(printable(line)) };
+  // A decision refused for want of proof is asked again with the passphrase typed on this terminal.
   const call = async <M extends BrokerApiMethod>(options: CommonOptions, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
-    callOperator(prepareDataDir(options, env), method, input);
+    callOperator(prepareDataDir(options, env), method, input, { proveOnTerminal: true });
 
   const approvals = program.command('approvals').description('Approval cards in ticket order, and the decisions a person makes on them.');
   withDataDir(approvals.command('list').description('Open cards, grouped by lane, in ticket order.'))
@@ -184,11 +186,35 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     });
 }
 
-/** One operator call over the daemon's control socket; a coded error comes back as a throw. */
-export async function callOperator<M extends BrokerApiMethod>(dataDir: string, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
-  let reply;
+/**
+ * One operator call over the daemon's control socket; a coded error comes back as a throw. A
+ * decision goes first without proof (accepted only under `operator.unattended_decisions`, and then
+ * journaled as this process); refused with OPERATOR_PROOF_REQUIRED and `proveOnTerminal`, it is
+ * sent again with the vault passphrase typed on the controlling terminal (the person's proof).
+ */
+export async function callOperator<M extends BrokerApiMethod>(
+  dataDir: string,
+  method: M,
+  input: BrokerApi[M]['input'],
+  options: { proveOnTerminal?: boolean } = {},
+): Promise<BrokerApi[M]['output']> {
+  const first = await sendOperator(dataDir, { op: 'api', method, input });
+  if (first.ok || first.error.code !== 'OPERATOR_PROOF_REQUIRED' || options.proveOnTerminal !== true) return valueOfReply(first) as BrokerApi[M]['output'];
+  const refusal = first.error;
+  const passphrase = await readProofFromTerminal(
+    `Postern decision: ${printable(describeDecision(method, input))}\r\nType the vault passphrase to confirm it is you: `,
+    () => new CodedError('OPERATOR_PROOF_REQUIRED', `${refusal.message} (this process has no terminal to ask on)`, { field: 'proof' }),
+  );
   try {
-    reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input });
+    return valueOfReply(await sendOperator(dataDir, { op: 'api', method, input, proof: { passphrase: passphrase.toString('utf8') } })) as BrokerApi[M]['output'];
+  } finally {
+    passphrase.fill(0);
+  }
+}
+
+async function sendOperator(dataDir: string, request: Extract<ControlRequest, { op: 'api' }>): Promise<Reply<unknown>> {
+  try {
+    return await sendControlRequest(controlSocketPath(dataDir), request);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ECONNREFUSED') {
@@ -196,12 +222,21 @@ export async function callOperator<M extends BrokerApiMethod>(dataDir: string, m
     }
     throw error;
   }
-  if (!reply.ok) {
-    // The daemon answers with contract codes; anything else (a newer daemon's code) is shown as INTERNAL.
-    const code = isMember(ErrorCode, reply.error.code) ? reply.error.code : 'INTERNAL';
-    throw new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field });
-  }
-  return reply.value as BrokerApi[M]['output'];
+}
+
+function valueOfReply(reply: Reply<unknown>): unknown {
+  if (reply.ok) return reply.value;
+  // The daemon answers with contract codes; anything else (a newer daemon's code) is shown as INTERNAL.
+  const code = isMember(ErrorCode, reply.error.code) ? reply.error.code : 'INTERNAL';
+  throw new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field });
+}
+
+/** What the person is confirming, in one line: the method and its input's values (bounded). */
+export function describeDecision(method: BrokerApiMethod, input: unknown): string {
+  const parts = Object.entries((input ?? {}) as Record<string, unknown>)
+    .filter(([k]) => !(secretInputFields as readonly string[]).includes(k))
+    .map(([k, v]) => `${k} ${typeof v === 'string' ? JSON.stringify(v.slice(0, 80)) : JSON.stringify(v)}`);
+  return [method, ...parts].join(', ').slice(0, 400);
 }
 
 /**
@@ -211,7 +246,7 @@ export async function callOperator<M extends BrokerApiMethod>(dataDir: string, m
  */
 export function releaseLine(r: LaneRelease): string {
   const source = r.kind === 'reconciliation' && r.source !== undefined ? ` (${r.source})` : '';
-  const by = r.actor === undefined ? '' : ` by ${r.actor.kind}:${r.actor.id}`;
+  const by = r.actor === undefined ? '' : ` by ${actorLabel(r.actor)}`;
   const lease = r.lease_seq === undefined ? '' : ` (retry lease at seq ${r.lease_seq})`;
   const reason = r.reason === undefined ? '' : `: ${r.reason}`;
   const outcome = r.kind === 'abandoned' ? 'outcome stays unknown' : `outcome ${r.outcome}`;

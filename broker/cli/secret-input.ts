@@ -100,17 +100,29 @@ function readSmallFile(file: string, bytesMax: number, field: string): Buffer {
 }
 
 /**
+ * A person's proof for an operator decision: the vault passphrase typed on this process's
+ * controlling terminal, never a file, an argument or stdin (all of which a same-user agent can
+ * fill). A process without a controlling terminal (setsid, a double fork under setsid, nohup
+ * without one) cannot open /dev/tty and gets `noTerminal()`.
+ */
+export async function readProofFromTerminal(prompt: string, noTerminal: () => CodedError): Promise<Buffer> {
+  hardenProcess();
+  return promptHidden(prompt, passphraseBytesMax, 'proof', noTerminal);
+}
+
+/**
  * Reads one line from the controlling terminal in raw mode, echoing nothing. /dev/tty, not stdin:
  * stdin may be carrying the secret (`--from-stdin`). No terminal (a service, a pipe under setsid):
  * INVALID_ARGUMENT naming `field`, so a script learns to pass a file.
  */
-async function promptHidden(prompt: string, bytesMax: number, field: string): Promise<Buffer> {
+async function promptHidden(prompt: string, bytesMax: number, field: string, noTerminal?: () => CodedError): Promise<Buffer> {
   let inFd: number;
   let outFd: number;
   try {
     inFd = openSync('/dev/tty', 'r');
     outFd = openSync('/dev/tty', 'w');
   } catch {
+    if (noTerminal !== undefined) throw noTerminal();
     throw new CodedError('INVALID_ARGUMENT', 'no passphrase: pass --passphrase-file FILE or set POSTERN_PASSPHRASE_FILE (there is no terminal to ask on)', {
       field,
     });

@@ -4,7 +4,7 @@ import { controlSocketPath, sendControlRequest, type ControlReply, type ControlR
 import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
-import { passphraseFromFile, readPassphrase, readSecretFromStdin } from './secret-input.js';
+import { passphraseFromFile, readPassphrase, readProofFromTerminal, readSecretFromStdin } from './secret-input.js';
 
 interface PassphraseOptions extends CommonOptions {
   passphraseFile?: string;
@@ -69,10 +69,23 @@ export function registerVaultCommands(program: Command, context: CommandContext)
 
   withDataDir(vault.command('lock').description("Lock the running daemon's vault now (drops its keys).")).action(async (options: CommonOptions) => {
     const dataDir = prepareDataDir(options, env);
-    const reply = await askDaemon(dataDir, { op: 'lock' });
+    let reply = await askDaemon(dataDir, { op: 'lock' });
     if (reply === undefined) {
       io.out('No broker is running for this data directory; the vault is locked (it is only ever unlocked inside a running broker).');
       return;
+    }
+    // Locking is a decision (an agent must not stop every dispatch at will): prove it on the terminal.
+    if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED') {
+      const refusal = reply.error.message;
+      const passphrase = await readProofFromTerminal('Lock the running broker\'s vault. Vault passphrase: ', () =>
+        new CodedError('OPERATOR_PROOF_REQUIRED', `${refusal} (this process has no terminal to ask on)`, { field: 'proof' }),
+      );
+      try {
+        reply = await askDaemon(dataDir, { op: 'lock', proof: { passphrase: passphrase.toString('utf8') } });
+      } finally {
+        passphrase.fill(0);
+      }
+      if (reply === undefined) throw new CodedError('NOT_FOUND', 'the broker stopped before the vault was locked', { field: '--data-dir' });
     }
     valueOf(reply);
     io.out('Vault locked in the running broker.');

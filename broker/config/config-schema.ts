@@ -204,9 +204,24 @@ export const resultsSchema = z
   })
   .describe('Stored results: how long they stay fetchable.');
 
+/**
+ * The operator channel (docs/operator.md). `unattended_decisions: true` is the explicit opt-out
+ * for CI: the control socket then accepts decisions without a person's proof and the journal
+ * records them as `process:<exe> pid <pid>`, never a person.
+ */
+export const operatorSchema = z
+  .strictObject({
+    unattended_decisions: z
+      .boolean()
+      .default(false)
+      .describe("true: CLI decisions need no person's proof and are journaled as the calling process (for CI); false: a person proves each one."),
+  })
+  .describe('The operator channel.');
+
 export const configSchema = z
   .strictObject({
     version: z.literal(1),
+    operator: operatorSchema.default({ unattended_decisions: false }),
     agents: agentsSchema.default({ session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault }),
     results: resultsSchema.default({ retention_seconds: resultRetentionSecondsDefault }),
     routes: z.array(routeSchema).max(1024).default([]),
@@ -273,6 +288,7 @@ export type RouteSettings = z.output<typeof routeSchema>;
 export type SshHostSettings = z.output<typeof sshHostSchema>;
 export type AgentSettings = z.output<typeof agentsSchema>;
 export type ResultSettings = z.output<typeof resultsSchema>;
+export type OperatorSettings = z.output<typeof operatorSchema>;
 
 function baseUrlProblem(value: string): string | undefined {
   let url: URL;

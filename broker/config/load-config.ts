@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { CodedError } from '../contract/index.js';
-import { approvalTtlSecondsDefault, configSchema, resultRetentionSecondsDefault, type AgentSettings, type ResultSettings, type RouteSettings, type SshHostSettings } from './config-schema.js';
+import { approvalTtlSecondsDefault, configSchema, resultRetentionSecondsDefault, type AgentSettings, type OperatorSettings, type ResultSettings, type RouteSettings, type SshHostSettings } from './config-schema.js';
 
 export const configFileName = 'postern.yaml';
 /** The config file is small by nature; a huge one is a mistake or an attack on the parser. */
@@ -29,6 +29,8 @@ export interface PosternConfig {
   readonly agents: AgentSettings;
   /** How long stored results stay fetchable (the `results` section, defaults filled in). */
   readonly results: ResultSettings;
+  /** The `operator` section (absent: no file, or built by hand): unattended decisions off. */
+  readonly operator?: OperatorSettings;
   /** Where it came from; undefined when no file existed (no routes). */
   readonly file: string | undefined;
 }
@@ -83,7 +85,7 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
   const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
-  return { version: 1, routes, sshHosts, agents: parsed.data.agents, results: parsed.data.results, file };
+  return { version: 1, routes, sshHosts, agents: parsed.data.agents, results: parsed.data.results, operator: parsed.data.operator, file };
 }
 
 /** `['routes', 2, 'lanes', 0, 'path']` → `routes[2].lanes[0].path`. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ClosedSet } from './closed-set.js';
 import { classificationSchema } from './classification.js';
+import { OperatorAuth, OperatorSurface } from './operator-actor.js';
 import { Channel } from './outcome.js';
 
 /** Durable event kinds in DESIGN.md §2 order, then observations. Meanings never change. */
@@ -86,9 +87,17 @@ export function isSessionEventKind(kind: EventKind): boolean {
   return sessionEventKinds.has(kind);
 }
 
+/**
+ * Who made a decision. `process` is an operator call with no person's proof, accepted only under
+ * `operator.unattended_decisions` (its id: `<exe> pid <pid>` from the kernel). `surface` and `auth`
+ * say where a decision came from and how that surface proved a person; absent on events recorded
+ * before they existed, and on policy, agent and broker actors.
+ */
 export const Actor = z.object({
-  kind: z.enum(['person', 'policy', 'agent', 'broker']),
+  kind: z.enum(['person', 'policy', 'agent', 'broker', 'process']),
   id: z.string().max(200),
+  surface: z.enum(OperatorSurface).optional(),
+  auth: z.enum(OperatorAuth).optional(),
 });
 export type Actor = z.infer<typeof Actor>;
 

@@ -7,6 +7,7 @@ export * from './events.js';
 export * from './action-record.js';
 export * from './envelope.js';
 export * from './operator-methods.js';
+export * from './operator-actor.js';
 export * from './operator-api.js';
 export * from './operator-vault-api.js';
 export * from './agent-api.js';

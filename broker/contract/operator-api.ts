@@ -36,7 +36,7 @@ export type BrokerStatus = z.infer<typeof brokerStatusSchema>;
  * Replies cross every process boundary in one shape (Signal's channels habit): a value, or a coded
  * error the other side can branch on.
  */
-export type Reply<T> = { ok: true; value: T } | { ok: false; error: { code: string; message: string; field?: string } };
+export type Reply<T> = { ok: true; value: T } | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
 
 /** What a person sees on one approval card (DESIGN §4). Built before injection; never a secret. */
 export const approvalCardSchema = z.object({

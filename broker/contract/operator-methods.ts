@@ -42,3 +42,45 @@ export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<Broker
   'audit.last',
   'config.show',
 ]);
+
+/**
+ * Every operator method is a read or a decision, here and nowhere else (THREAT-MODEL "only a person
+ * decides"). A decision is accepted only from a surface that proves a person: the desktop window,
+ * the operator UI after sign-in, or the CLI with the vault passphrase typed on its terminal; the
+ * control socket refuses one without that proof unless `operator.unattended_decisions` is set, and
+ * then the journal names the process, never a person. Reads need no proof. A method added to the
+ * list above fails to compile until it is classified here.
+ */
+export const operatorMethodClass = {
+  status: 'read',
+  'approvals.list': 'read',
+  'approvals.approve': 'decision',
+  'approvals.reject': 'decision',
+  'approvals.cancel': 'decision',
+  'approvals.abandon': 'decision',
+  'actions.show': 'read',
+  'actions.attest': 'decision',
+  // Runs the route's lookup with the credential and records what it learned on the person's word.
+  'actions.reconcile': 'decision',
+  'actions.retry': 'decision',
+  'sessions.list': 'read',
+  'sessions.approve': 'decision',
+  'sessions.revoke': 'decision',
+  'activity.list': 'read',
+  metrics: 'read',
+  'vault.status': 'read',
+  'vault.unlock': 'decision',
+  // Locking takes capability away, but an agent that can lock at will stops every dispatch.
+  'vault.lock': 'decision',
+  'credentials.list': 'read',
+  'credentials.add': 'decision',
+  'credentials.remove': 'decision',
+  'audit.verify': 'read',
+  'audit.last': 'read',
+  'config.show': 'read',
+  'config.edit': 'decision',
+} as const satisfies Record<BrokerApiMethod, 'read' | 'decision'>;
+
+export function isDecisionMethod(method: BrokerApiMethod): boolean {
+  return operatorMethodClass[method] === 'decision';
+}

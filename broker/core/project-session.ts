@@ -1,4 +1,4 @@
-import { CodedError, type JournalEvent, type SessionState } from '../contract/index.js';
+import { actorLabel, CodedError, type JournalEvent, type SessionState } from '../contract/index.js';
 
 /**
  * A session's current state as a pure fold of its SESSION_* events in append order. Rules: a
@@ -41,12 +41,12 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
     case 'SESSION_APPROVED':
       if (state.status !== 'pending') return impossible(event, `approval of a session that is ${state.status}`);
       next.status = 'approved';
-      next.approved_by = `${event.payload.actor.kind}:${event.payload.actor.id}`;
+      next.approved_by = actorLabel(event.payload.actor);
       break;
     case 'SESSION_REVOKED':
       if (state.status !== 'pending' && state.status !== 'approved') return impossible(event, `revocation of a session that is ${state.status}`);
       next.status = 'revoked';
-      next.revoked_by = `${event.payload.actor.kind}:${event.payload.actor.id}`;
+      next.revoked_by = actorLabel(event.payload.actor);
       next.revoke_reason = event.payload.reason;
       break;
     case 'SESSION_ENDED':

@@ -36,11 +36,10 @@ export interface AgentDescendantGuard {
  * agent processes remembered at session start count for as long as they live, even after the
  * session's shim is gone. Processes are compared by (pid, start time).
  *
- * Known limits (docs/queue.md): a same-user process that detaches from its agent (double fork to
- * init) leaves no ancestry to find; a sibling of an SDK agent (its launching shell's other
- * children) is not refused, because that shell may be the person's own; a same-user process can
- * also read the data directory. Against a determined same-user program the boundary is a person's
- * confirmation in the desktop UI, not this check.
+ * This is a hint, not the boundary: a same-user process that detaches from its agent (double fork
+ * to init) leaves no ancestry to find, and a sibling of an SDK agent is not refused (its shell may
+ * be the person's own). What holds against those is the person's proof every decision needs on
+ * the control socket (control-proof.ts: the vault passphrase typed on a terminal).
  */
 export function createAgentDescendantGuard(options: { sessions: () => readonly SessionState[]; procRoot?: string }): AgentDescendantGuard {
   const procRoot = options.procRoot ?? '/proc';

@@ -5,20 +5,35 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, type Vault } from '../vault/index.js';
+import { brokerApiMethods } from '../contract/index.js';
 import { controlLineBytesMax, controlSocketPath, sendControlRequest, startControlSocket, type ControlSocket } from './control-socket.js';
+import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 
 const passphrase = 'control socket passphrase';
 let dir: TempDir;
 let vault: Vault;
 let control: ControlSocket;
+let clock: FakeClock;
 
 beforeEach(async () => {
   dir = createTempDir('pcs-');
-  vault = await openVault({ dataDir: dir.path, clock: new FakeClock(), idleLockMs: 0, kdf: 'min' });
+  clock = new FakeClock();
+  vault = await openVault({ dataDir: dir.path, clock, idleLockMs: 0, kdf: 'min' });
   await vault.init(Buffer.from(passphrase));
   vault.lock('test setup');
-  control = await startControlSocket({ dataDir: dir.path, vault });
+  control = await startControlSocket({ dataDir: dir.path, vault, clock });
 });
+
+/** Restarts the socket with an operator API that records the caller of every call it admits. */
+async function withRecordingApi(unattendedDecisions: boolean): Promise<Array<[string, OperatorCaller | undefined]>> {
+  await control.close();
+  const calls: Array<[string, OperatorCaller | undefined]> = [];
+  const handlers = Object.fromEntries(
+    brokerApiMethods.map((m) => [m, (_input: unknown, caller?: OperatorCaller) => (calls.push([m, caller]), Promise.resolve({ ok: true, value: { cards: [] } }))]),
+  ) as unknown as OperatorHandlers;
+  control = await startControlSocket({ dataDir: dir.path, vault, clock, handlers, unattendedDecisions });
+  return calls;
+}
 afterEach(async () => {
   await control.close();
   await vault.close();
@@ -60,12 +75,12 @@ describe('the control socket', () => {
     expect(vault.state()).toBe('unlocked');
     const reasons: string[] = [];
     vault.onLock((reason) => reasons.push(reason));
-    expect(await sendControlRequest(control.path, { op: 'lock' })).toEqual({ ok: true, value: { state: 'locked' } });
+    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase } })).toEqual({ ok: true, value: { state: 'locked' } });
     expect(reasons).toEqual(['operator']);
   });
 
   it('answers pipelined requests one at a time, in order', async () => {
-    const lines = await exchange(`${JSON.stringify({ op: 'unlock', passphrase })}\n{"op":"vault_status"}\n{"op":"lock"}\n`, 3);
+    const lines = await exchange(`${JSON.stringify({ op: 'unlock', passphrase })}\n{"op":"vault_status"}\n${JSON.stringify({ op: 'lock', proof: { passphrase } })}\n`, 3);
     expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
       { ok: true, value: { state: 'unlocked' } },
       { ok: true, value: { state: 'unlocked', credentials: 0 } },
@@ -113,5 +128,53 @@ describe('the control socket', () => {
     expect(statSync(controlSocketPath(dir.path)).isSocket()).toBe(true);
     control = await startControlSocket({ dataDir: dir.path, vault });
     expect(await sendControlRequest(control.path, { op: 'vault_status' })).toMatchObject({ ok: true });
+  });
+
+  it('refuses a lock without proof and one with a wrong proof; the state does not change', async () => {
+    await sendControlRequest(control.path, { op: 'unlock', passphrase });
+    expect(await sendControlRequest(control.path, { op: 'lock' })).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' } });
+    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase: 'CANARY-wrong' } })).toMatchObject({
+      ok: false,
+      error: { code: 'VAULT_PASSPHRASE_INVALID', field: 'proof' },
+    });
+    expect(vault.state()).toBe('unlocked');
+  });
+
+  it('backs off after three wrong passphrases (1 s, then doubling), answering at once with retry_after_ms; a right one after the wait resets it', async () => {
+    const wrong = { op: 'unlock', passphrase: 'wrong' } as const;
+    const codes = [];
+    for (let i = 0; i < 3; i += 1) codes.push(await sendControlRequest(control.path, wrong));
+    expect(codes.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID']);
+    expect(codes[2]).toMatchObject({ ok: false, error: { retry_after_ms: 1_000 } });
+    // Even the right passphrase is not checked while the gate is closed.
+    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toMatchObject({ ok: false, error: { code: 'PASSPHRASE_BACKOFF', retry_after_ms: 1_000 } });
+    expect(vault.state()).toBe('locked');
+    clock.advance(1_000);
+    expect(await sendControlRequest(control.path, wrong)).toMatchObject({ ok: false, error: { code: 'VAULT_PASSPHRASE_INVALID', retry_after_ms: 2_000 } });
+    clock.advance(2_000);
+    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toEqual({ ok: true, value: { state: 'unlocked' } });
+    expect(await sendControlRequest(control.path, wrong)).toMatchObject({ ok: false, error: { code: 'VAULT_PASSPHRASE_INVALID' } });
+    expect(await sendControlRequest(control.path, wrong)).not.toMatchObject({ error: { retry_after_ms: expect.any(Number) } });
+  });
+
+  it('passes reads with no caller, refuses a decision without proof, and names a person only after the passphrase proved one', async () => {
+    const calls = await withRecordingApi(false);
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.list' })).toMatchObject({ ok: true });
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } })).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED', message: expect.stringContaining('unattended_decisions') },
+    });
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 }, proof: { passphrase: 'nope' } })).toMatchObject({ ok: false });
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 }, proof: { passphrase } })).toMatchObject({ ok: true });
+    expect(calls).toEqual([
+      ['approvals.list', undefined],
+      ['approvals.approve', { surface: 'cli', auth: 'vault_passphrase_tty' }],
+    ]);
+  });
+
+  it('under the unattended opt-out, admits a decision without proof as the calling process (the kernel names it), never a person', async () => {
+    const calls = await withRecordingApi(true);
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'sessions.approve', input: { session_id: 'ses_x' } })).toMatchObject({ ok: true });
+    expect(calls).toEqual([['sessions.approve', { surface: 'cli', auth: 'unattended_opt_out', process: { exe: process.execPath, pid: process.pid } }]]);
   });
 });

@@ -1,17 +1,19 @@
 import { createConnection, createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { brokerApiMethods, CodedError, isCodedError, type ErrorCode, type Reply } from '../contract/index.js';
-import type { VaultState } from '../ports/index.js';
+import { brokerApiMethods, CodedError, type BrokerApiMethod, type Reply } from '../contract/index.js';
+import { systemClock, type Clock, type VaultState } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
-import type { OperatorHandlers } from './operator-handlers.js';
+import { createControlProof, errorReply, type ControlProof } from './control-proof.js';
+import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 
 /**
  * The daemon's local control socket: how `postern vault unlock` / `lock` reach the vault that lives
  * in the daemon's memory. A Unix domain socket `<dataDir>/control.sock`, mode 0600 inside the 0700
- * data directory, speaking one JSON object per line. Unlock is authorized by the passphrase itself;
- * lock needs nothing (it only takes capability away); status says nothing secret.
+ * data directory, speaking one JSON object per line. Every process of the user can reach it, an
+ * agent's detached children included, so decisions (lock and unlock among them) need a person's
+ * proof (control-proof.ts); status says nothing secret.
  */
 export const controlSocketFileName = 'control.sock';
 /** A request line (the largest is an unlock with a 1 KiB passphrase, JSON-escaped). */
@@ -22,12 +24,15 @@ export const controlIdleMs = 30_000;
 /** Unix socket paths are limited to ~108 bytes (sun_path); refuse early with a clear message. */
 export const socketPathBytesMax = 100;
 
+const proofSchema = z.strictObject({ passphrase: z.string().min(1).max(1_024) });
 const requestSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('unlock'), passphrase: z.string().min(1).max(1_024) }),
-  z.strictObject({ op: z.literal('lock') }),
+  // Locking is a decision too (an agent must not stop every dispatch at will): it carries a proof.
+  z.strictObject({ op: z.literal('lock'), proof: proofSchema.optional() }),
   z.strictObject({ op: z.literal('vault_status') }),
   // The operator API (approvals, sessions, actions, activity) for the CLI; the handler parses input.
-  z.strictObject({ op: z.literal('api'), method: z.enum(brokerApiMethods), input: z.unknown().optional() }),
+  // A decision (contract operatorMethodClass) carries the person's proof: the vault passphrase typed on a terminal.
+  z.strictObject({ op: z.literal('api'), method: z.enum(brokerApiMethods), input: z.unknown().optional(), proof: proofSchema.optional() }),
 ]);
 export type ControlRequest = z.infer<typeof requestSchema>;
 
@@ -35,7 +40,7 @@ export interface ControlValue {
   state: VaultState;
   credentials?: number;
 }
-export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: { code: string; message: string; field?: string } };
+export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
 /** What an `api` request answers: the operator method's own Reply. */
 export type ControlApiReply = Reply<unknown>;
 
@@ -57,8 +62,12 @@ export interface ControlSocketOptions {
   vault: Vault;
   /** The operator API for `op: "api"` requests (the CLI's approvals, sessions, actions, activity). */
   handlers?: OperatorHandlers;
-  /** Refuses an operator API caller (e.g. a process descended from an agent); undefined admits it. */
+  /** Refuses an operator caller (e.g. a process descended from an agent); undefined admits it. */
   refuseApiPeer?: (socket: Socket) => CodedError | undefined;
+  /** `operator.unattended_decisions`: decisions without a person's proof, journaled as the process (control-proof.ts). */
+  unattendedDecisions?: boolean;
+  /** The backoff's clock (tests); default the system clock. */
+  clock?: Clock;
 }
 
 export async function startControlSocket(options: ControlSocketOptions): Promise<ControlSocket> {
@@ -69,15 +78,28 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     });
   }
   await removeStaleSocket(socketPath);
+  const proof = createControlProof({ vault: options.vault, clock: options.clock ?? systemClock, unattendedDecisions: options.unattendedDecisions === true });
   const connections = new Set<Socket>();
+  const activity = new WeakMap<Socket, ConnectionActivity>();
+  let tick = 0;
   const server = createServer({ allowHalfOpen: false }, (socket) => {
+    // At the cap, the least recently active connection with no request in progress makes room: a
+    // same-user process holding every connection open (idle, or with half a line) cannot lock the
+    // person's CLI out. Only when every one is being answered is the newcomer refused.
     if (connections.size >= controlConnectionsMax) {
-      socket.destroy();
-      return;
+      const idle = [...connections].filter((c) => activity.get(c)?.busy !== true).sort((a, b) => (activity.get(a)?.last ?? 0) - (activity.get(b)?.last ?? 0))[0];
+      if (idle === undefined) {
+        socket.destroy();
+        return;
+      }
+      idle.destroy();
+      connections.delete(idle);
     }
+    const state: ConnectionActivity = { busy: false, last: (tick += 1), touch: () => (state.last = tick += 1) };
+    activity.set(socket, state);
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
-    serveConnection(socket, options);
+    serveConnection(socket, options, proof, state);
   });
   const served = await servePrivately(server, socketPath, connections);
   return { path: socketPath, close: served.close };
@@ -98,20 +120,27 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
   await replaceStaleSocket(socketPath, answers, 'another Postern broker is already running with this data directory');
 }
 
+/** Whether a connection has a request in progress, and when (in arrival order) it last had one. */
+interface ConnectionActivity {
+  busy: boolean;
+  last: number;
+  touch(): void;
+}
+
 /** One request at a time: the next line is read only after the previous reply was written. */
-function serveConnection(socket: Socket, options: ControlSocketOptions): void {
+function serveConnection(socket: Socket, options: ControlSocketOptions, proof: ControlProof, activity: ConnectionActivity): void {
   socket.setTimeout(controlIdleMs, () => socket.destroy());
   let buffered = Buffer.alloc(0);
-  let busy = false;
 
   const drain = async (): Promise<void> => {
-    if (busy) return;
-    busy = true;
+    if (activity.busy) return;
+    activity.busy = true;
+    activity.touch();
     try {
       for (;;) {
         const newline = buffered.indexOf(0x0a);
         if (newline < 0) break;
-        const reply = await handleLine(buffered.subarray(0, newline), socket, options);
+        const reply = await handleLine(buffered.subarray(0, newline), socket, options, proof);
         // Data that arrived meanwhile was appended after the line; keep it, and overwrite the line
         // (it may have held a passphrase) before dropping it.
         const rest = Buffer.from(buffered.subarray(newline + 1));
@@ -121,7 +150,7 @@ function serveConnection(socket: Socket, options: ControlSocketOptions): void {
         socket.write(`${JSON.stringify(reply)}\n`);
       }
     } finally {
-      busy = false;
+      activity.busy = false;
     }
   };
 
@@ -142,8 +171,7 @@ function serveConnection(socket: Socket, options: ControlSocketOptions): void {
   socket.on('close', () => buffered.fill(0));
 }
 
-async function handleLine(line: Buffer, socket: Socket, options: ControlSocketOptions): Promise<ControlReply | ControlApiReply> {
-  const { vault, handlers } = options;
+async function handleLine(line: Buffer, socket: Socket, options: ControlSocketOptions, proof: ControlProof): Promise<ControlReply | ControlApiReply> {
   if (line.length > controlLineBytesMax) return errorReply(new CodedError('PAYLOAD_LIMIT', `a request line is at most ${controlLineBytesMax} bytes`));
   let parsed: unknown;
   try {
@@ -157,45 +185,47 @@ async function handleLine(line: Buffer, socket: Socket, options: ControlSocketOp
     const field = request.error.issues[0]?.path.join('.') || 'op';
     return errorReply(new CodedError('INVALID_ARGUMENT', 'not a valid control request (ops: unlock, lock, vault_status, api)', { field }));
   }
-  if (request.data.op === 'api') {
-    if (handlers === undefined) return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
-    const refused = options.refuseApiPeer?.(socket);
-    if (refused !== undefined) return errorReply(refused);
-    return handlers[request.data.method](request.data.input ?? {});
+  const call = request.data;
+  // Liveness and lock state for anyone of this user (the stale-socket check and `vault list` ask it).
+  if (call.op === 'vault_status') return { ok: true, value: { state: options.vault.state(), credentials: options.vault.list().length } };
+  if (call.op === 'api' && options.handlers === undefined) {
+    return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
   }
-  try {
-    return { ok: true, value: await perform(request.data, vault) };
-  } catch (error) {
-    return errorReply(error);
-  }
+  // Agents never reach the operator side, not even unlock/lock: their process trees are refused first.
+  const refused = options.refuseApiPeer?.(socket);
+  if (refused !== undefined) return errorReply(refused);
+  // unlock and lock are the vault methods of the operator API under their older names.
+  const { method, input, passphrase } =
+    call.op === 'api'
+      ? { method: call.method, input: call.input ?? {}, passphrase: call.proof?.passphrase }
+      : call.op === 'unlock'
+        ? { method: 'vault.unlock' as const, input: { passphrase: call.passphrase }, passphrase: undefined }
+        : { method: 'vault.lock' as const, input: {}, passphrase: call.proof?.passphrase };
+  return proof.decide(socket, method, input, passphrase, (caller) => execute(options, method, input, caller));
 }
 
-async function perform(request: Exclude<ControlRequest, { op: 'api' }>, vault: Vault): Promise<ControlValue> {
-  switch (request.op) {
-    case 'unlock': {
-      const passphrase = Buffer.from(request.passphrase, 'utf8');
+/** The operator method, or with no operator API (a vault-only control socket) the vault's own two decisions. */
+async function execute(options: ControlSocketOptions, method: BrokerApiMethod, input: unknown, caller: OperatorCaller | undefined): Promise<ControlApiReply> {
+  if (options.handlers !== undefined) return options.handlers[method](input, caller);
+  const { vault } = options;
+  try {
+    if (method === 'vault.unlock') {
+      const passphrase = Buffer.from((input as { passphrase: string }).passphrase, 'utf8');
       try {
         await vault.unlock(passphrase);
       } finally {
         passphrase.fill(0);
       }
-      return { state: vault.state() };
+      return { ok: true, value: { state: vault.state() } };
     }
-    case 'lock':
+    if (method === 'vault.lock') {
       vault.lock('operator');
-      return { state: vault.state() };
-    case 'vault_status':
-      return { state: vault.state(), credentials: vault.list().length };
+      return { ok: true, value: { state: vault.state() } };
+    }
+  } catch (error) {
+    return errorReply(error);
   }
-}
-
-function errorReply(error: unknown): ControlReply {
-  if (isCodedError(error)) {
-    return { ok: false, error: { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) } };
-  }
-  // Not a coded error: a bug. Say so without passing on a message that could carry anything.
-  const code: ErrorCode = 'INTERNAL';
-  return { ok: false, error: { code, message: 'the control request failed unexpectedly' } };
+  return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
 }
 
 /** Vault replies are small; operator API replies (cards, activity pages) are bounded pages. */

@@ -260,7 +260,8 @@ async function serveApi(ctx: RequestContext, name: string): Promise<void> {
     if (read === undefined) return;
     input = read;
   }
-  const reply = await ctx.handlers[method](input);
+  // Reaching here took the session secret exchanged once for the printed token: the web UI's proof of a person.
+  const reply = await ctx.handlers[method](input, { surface: 'web', auth: 'operator_session' });
   sendJson(res, reply.ok ? 200 : replyErrorStatus(reply.error.code), reply);
 }
 

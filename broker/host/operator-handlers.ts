@@ -1,27 +1,77 @@
+import os from 'node:os';
 import type { z } from 'zod';
-import { brokerApiMethods, brokerApiSchemas, isCodedError, type BrokerApi, type BrokerApiMethod, type Reply } from '../contract/index.js';
+import {
+  brokerApiMethods,
+  brokerApiSchemas,
+  isCodedError,
+  isDecisionMethod,
+  type BrokerApi,
+  type BrokerApiMethod,
+  type OperatorAuth,
+  type OperatorSurface,
+  type Reply,
+} from '../contract/index.js';
+import type { OperatorActor } from '../ports/index.js';
 import type { OperatorBroker } from './operator-broker.js';
+
+/**
+ * Who is calling, as the surface that received the call established it. A person's surface says
+ * how it proved one; under the unattended opt-out the control socket names the process (its
+ * kernel-reported executable and pid) and no person is ever recorded.
+ */
+export type OperatorCaller =
+  | { readonly surface: OperatorSurface; readonly auth: Exclude<OperatorAuth, 'unattended_opt_out'> }
+  | { readonly surface: 'cli'; readonly auth: 'unattended_opt_out'; readonly process: { readonly exe: string | null; readonly pid: number } };
 
 /**
  * One handler per BrokerApi method, derived from the contract's method list: each parses its input
  * with the method's schema (INVALID_ARGUMENT names the field) and answers a Reply. The HTTP host,
- * the control socket and the Electron IPC handlers all call these; none has its own logic.
+ * the control socket and the Electron IPC handlers all call these; none has its own logic. A
+ * decision (contract `operatorMethodClass`) without a caller is refused: every surface must say
+ * who it is and how it knows.
  */
 export type OperatorHandlers = {
-  [M in BrokerApiMethod]: (input: unknown) => Promise<Reply<BrokerApi[M]['output']>>;
+  [M in BrokerApiMethod]: (input: unknown, caller?: OperatorCaller) => Promise<Reply<BrokerApi[M]['output']>>;
 };
 
-export function createOperatorHandlers(broker: OperatorBroker): OperatorHandlers {
-  const handlers: Partial<Record<BrokerApiMethod, (input: unknown) => Promise<Reply<unknown>>>> = {};
+export function createOperatorHandlers(broker: OperatorBroker, options: { personId?: string } = {}): OperatorHandlers {
+  const personId = options.personId ?? operatorName();
+  const handlers: Partial<Record<BrokerApiMethod, (input: unknown, caller?: OperatorCaller) => Promise<Reply<unknown>>>> = {};
   for (const method of brokerApiMethods) {
-    handlers[method] = (input) => {
+    handlers[method] = (input, caller) => {
       const parsed = (brokerApiSchemas[method].input as z.ZodType).safeParse(input ?? {});
       if (!parsed.success) return Promise.resolve(invalid(parsed.error));
-      const call = broker[method] as (value: unknown) => unknown;
-      return replyFrom(() => call(parsed.data));
+      if (caller === undefined && isDecisionMethod(method)) {
+        return Promise.resolve({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', message: `${method} is a decision: the surface must say who decides`, field: 'op' } });
+      }
+      const call = broker[method] as (value: unknown, actor: OperatorActor) => unknown;
+      const actor = caller === undefined ? readerActor(personId) : actorOf(caller, personId);
+      return replyFrom(() => call(parsed.data, actor));
     };
   }
   return handlers as OperatorHandlers;
+}
+
+/** The journal's actor for a caller: a person on a proving surface, else the process, never a person. */
+export function actorOf(caller: OperatorCaller, personId: string): OperatorActor {
+  if (caller.auth === 'unattended_opt_out') {
+    const exe = (caller.process.exe ?? 'unknown-exe').slice(0, 160);
+    return { kind: 'process', id: `${exe} pid ${caller.process.pid}`, surface: caller.surface, auth: caller.auth };
+  }
+  return { kind: 'person', id: personId, surface: caller.surface, auth: caller.auth };
+}
+
+/** Reads record nothing; a read with no caller (the desktop's own approval watcher) gets a placeholder. */
+function readerActor(personId: string): OperatorActor {
+  return { kind: 'person', id: personId };
+}
+
+function operatorName(): string {
+  try {
+    return os.userInfo().username.slice(0, 200) || 'operator';
+  } catch {
+    return 'operator';
+  }
 }
 
 function invalid(error: z.ZodError): Reply<never> {

@@ -1,4 +1,4 @@
-import { CodedError, type ActivityEvent, type BrokerApi, type JournalEvent, type OperatorInput } from '../contract/index.js';
+import { actorLabel, CodedError, type ActivityEvent, type BrokerApi, type JournalEvent, type OperatorInput } from '../contract/index.js';
 import { laneRelease } from '../core/index.js';
 import type { Journal, SealedEventHeader } from '../journal/index.js';
 import type { OperatorQueue } from '../ports/index.js';
@@ -97,12 +97,12 @@ function summarize(event: JournalEvent): string {
       return `${event.payload.channel} ${event.payload.target} (approval ${event.payload.approval})`;
     case 'APPROVED':
     case 'SESSION_APPROVED':
-      return `by ${event.payload.actor.kind}:${event.payload.actor.id}`;
+      return `by ${actorLabel(event.payload.actor)}`;
     case 'REJECTED':
     case 'CANCELLED':
     case 'ABANDONED':
     case 'SESSION_REVOKED':
-      return `by ${event.payload.actor.kind}:${event.payload.actor.id}: ${event.payload.reason}`;
+      return `by ${actorLabel(event.payload.actor)}: ${event.payload.reason}`;
     case 'CARD_SHOWN':
       return `expires at ${new Date(event.payload.expires_at_ms).toISOString()}`;
     case 'DISPATCH_STARTED':
@@ -120,7 +120,7 @@ function summarize(event: JournalEvent): string {
       return `by lookup ${event.payload.lookup_action_id} (${event.payload.correlation})${c === undefined ? '' : `: ${c.outcome}, ${c.outcome_basis}`}`;
     }
     case 'OPERATOR_ATTESTED':
-      return `by ${event.payload.actor.kind}:${event.payload.actor.id}: ${event.payload.basis}`;
+      return `by ${actorLabel(event.payload.actor)}: ${event.payload.basis}`;
     default: {
       const c = event.classification;
       return c === undefined ? '' : `${c.phase} / ${c.outcome}${c.code === null ? '' : ` (${c.code})`}`;

@@ -54,8 +54,13 @@ async function lockedBroker(): Promise<{ handlers: OperatorHandlers; lines: stri
   );
   const { logger, lines } = createCapturedLogger();
   runtime = await createBrokerRuntime({ dataDir: dir.path, ...options, logger });
-  return { handlers: createOperatorHandlers(runtime.broker), lines, runtime };
+  // These calls come from a person's surface (the desktop window); the control socket's proof is control-socket.test.ts's.
+  const raw = createOperatorHandlers(runtime.broker);
+  const handlers = Object.fromEntries(Object.entries(raw).map(([method, handle]) => [method, (input: unknown) => handle(input, desktopCaller)])) as OperatorHandlers;
+  return { handlers, lines, runtime };
 }
+
+const desktopCaller = { surface: 'desktop', auth: 'desktop_window' } as const;
 
 function value<T>(reply: Reply<T>): T {
   if (!reply.ok) throw new Error(`expected ok, got ${JSON.stringify(reply.error)}`);
@@ -279,7 +284,7 @@ describe('config.edit', () => {
     runtime = await createBrokerRuntime({ dataDir: dir.path, ...options, logger: createCapturedLogger().logger });
     const handlers = createOperatorHandlers(runtime.broker);
     expect(value(await handlers['config.show']({}))).toMatchObject({ file: null, routes: [] });
-    value(await handlers['config.edit']({ op: 'add_route', route: { name: 'docs', base_url: 'https://docs.example.com', credential: 'c', injection: 'bearer', approval: 'per_call' } }));
+    value(await handlers['config.edit']({ op: 'add_route', route: { name: 'docs', base_url: 'https://docs.example.com', credential: 'c', injection: 'bearer', approval: 'per_call' } }, desktopCaller));
     const file = path.join(dir.path, 'postern.yaml');
     expect(existsSync(file)).toBe(true);
     expect([...parseConfig(readFileSync(file, 'utf8'), file).routes.keys()]).toEqual(['docs']);

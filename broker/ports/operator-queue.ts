@@ -1,9 +1,15 @@
-import type { ApprovalCard, Effect, Outcome, QueuePosition, SessionState } from '../contract/index.js';
+import type { ApprovalCard, Effect, OperatorAuth, OperatorSurface, Outcome, QueuePosition, SessionState } from '../contract/index.js';
 
-/** Who decided: the operator CLI, the desktop UI or the web UI (a person), named for the record. */
+/**
+ * Who decided, named for the record: a person on a surface that proved one (desktop window, web
+ * session, passphrase on the CLI's terminal), or under the unattended opt-out the process that
+ * called (`<exe> pid <pid>`), never a person. The operator handlers build it per call.
+ */
 export interface OperatorActor {
-  readonly kind: 'person';
+  readonly kind: 'person' | 'process';
   readonly id: string;
+  readonly surface?: OperatorSurface;
+  readonly auth?: OperatorAuth;
 }
 
 export interface DecisionResult {

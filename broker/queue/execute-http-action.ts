@@ -14,7 +14,7 @@ import {
 } from '../contract/index.js';
 import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveLane, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
-import type { Clock, CredentialInfo, CredentialVault, IdSource, SecretMaterial } from '../ports/index.js';
+import type { Clock, CredentialInfo, CredentialVault, IdSource, OperatorActor, SecretMaterial } from '../ports/index.js';
 import type { DispatchQueue } from './approval-queue.js';
 import { httpCardPreview } from './card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
@@ -196,7 +196,7 @@ function dropWhenSettled(deps: HttpActionDeps, actionId: string, result: HttpAct
  * click is the fresh decision a retry of an indeterminate action needs. NOT_FOUND when nothing was
  * kept (no contract or retry policy on the route, the key's window passed, or already settled).
  */
-export async function retryKeptRequest(deps: HttpActionDeps, actionId: string, actor: { readonly kind: 'person'; readonly id: string }): Promise<HttpActionResult> {
+export async function retryKeptRequest(deps: HttpActionDeps, actionId: string, actor: OperatorActor): Promise<HttpActionResult> {
   const kept = deps.requests?.read(actionId, deps.clock.nowMs());
   if (kept === undefined) {
     throw new CodedError(
@@ -232,7 +232,7 @@ function retryOfField(input: unknown): string | undefined {
  * A request that does not match is refused with a coded error and nothing is recorded on the
  * original.
  */
-async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: unknown, person?: { readonly kind: 'person'; readonly id: string }): Promise<HttpActionResult> {
+async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: unknown, person?: OperatorActor): Promise<HttpActionResult> {
   const parsed = httpActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -28,3 +28,5 @@ export async function openVault(options: OpenVaultOptions): Promise<Vault> {
   const store = VaultStore.open(options.dataDir);
   return new Vault({ store, clock: options.clock, idleLockMs: options.idleLockMs ?? idleLockMsDefault, kdf: options.kdf ?? 'moderate' });
 }
+export { createPassphraseAttempts, passphraseAttemptLimits, type AttemptAdmission, type AttemptResult, type PassphraseAttempts } from './passphrase-attempts.js';
+export { deriveKekOffLoop } from './kdf-worker.js';

@@ -56,6 +56,12 @@ export function newKdfParams(strength: KdfStrength): KdfParams {
  * without limit or derive with trivial cost.
  */
 export function deriveKek(passphrase: Uint8Array, params: KdfParams): Uint8Array {
+  checkKdfParams(params);
+  return sodium.crypto_pwhash(keyBytes, passphrase, params.salt, params.opslimit, params.memlimit, sodium.crypto_pwhash_ALG_ARGON2ID13);
+}
+
+/** VAULT_CORRUPT for parameters outside libsodium's Argon2id bounds (shared with the worker-thread derivation). */
+export function checkKdfParams(params: KdfParams): void {
   if (
     params.alg !== 'argon2id13' ||
     params.salt.length !== saltBytes ||
@@ -66,7 +72,6 @@ export function deriveKek(passphrase: Uint8Array, params: KdfParams): Uint8Array
   ) {
     throw new CodedError('VAULT_CORRUPT', 'the vault key parameters are outside the allowed Argon2id bounds');
   }
-  return sodium.crypto_pwhash(keyBytes, passphrase, params.salt, params.opslimit, params.memlimit, sodium.crypto_pwhash_ALG_ARGON2ID13);
 }
 
 export interface Sealed {

@@ -3,7 +3,8 @@ import { CodedError } from '../contract/index.js';
 import type { Clock, CredentialInfo, CredentialVault, SecretMaterial, VaultState } from '../ports/index.js';
 import { checkSecretSize, materialFor, validateName, validateShape, type CredentialInput, type CredentialShape } from './credential-input.js';
 import { importSshKey } from './ssh-key-import.js';
-import { deriveKek, newKdfParams, open, randomKey, seal, wipe, type KdfStrength, type Sealed } from './vault-crypto.js';
+import { deriveKekOffLoop } from './kdf-worker.js';
+import { newKdfParams, open, randomKey, seal, wipe, type KdfStrength, type Sealed } from './vault-crypto.js';
 import type { CredentialRow, VaultStore } from './vault-store.js';
 
 /** Lock after 15 minutes without operator activity unless configured otherwise. */
@@ -75,7 +76,12 @@ export class Vault implements CredentialVault {
     }
     if (this.options.store.readWrappedKey() !== undefined) throw alreadyInitialized();
     const kdf = newKdfParams(this.options.kdf);
-    const kek = deriveKek(passphrase, kdf);
+    const kek = await deriveKekOffLoop(passphrase, kdf);
+    // Another init may have won while the worker derived.
+    if (this.options.store.readWrappedKey() !== undefined) {
+      wipe(kek);
+      throw alreadyInitialized();
+    }
     const dataKey = randomKey();
     try {
       const sealed = seal(kek, dataKey, dataKeyAd);
@@ -87,21 +93,40 @@ export class Vault implements CredentialVault {
       wipe(kek);
     }
     this.becomeUnlocked(dataKey);
-    return Promise.resolve();
   }
 
   async unlock(passphrase: Uint8Array): Promise<void> {
     this.assertOpen();
     checkPassphrase(passphrase, 1);
-    const dataKey = this.unwrapDataKey(passphrase);
+    const dataKey = await this.unwrapDataKey(passphrase);
+    if (this.closed) {
+      wipe(dataKey);
+      throw new CodedError('VAULT_LOCKED', 'the vault closed while the passphrase was checked');
+    }
     if (this.dataKey !== undefined) {
       // Already unlocked: the passphrase was checked; keep the key we have and count it as activity.
       wipe(dataKey);
       this.touch();
-      return Promise.resolve();
+      return;
     }
     this.becomeUnlocked(dataKey);
-    return Promise.resolve();
+  }
+
+  /**
+   * Whether `passphrase` opens this vault, by the same Argon2id check as unlock (off the event loop),
+   * without unlocking or touching anything: an operator's proof that a person is deciding.
+   * VAULT_NOT_INITIALIZED when there is no vault to check against.
+   */
+  async verifyPassphrase(passphrase: Uint8Array): Promise<boolean> {
+    this.assertOpen();
+    checkPassphrase(passphrase, 1);
+    try {
+      wipe(await this.unwrapDataKey(passphrase));
+      return true;
+    } catch (error) {
+      if (error instanceof CodedError && error.code === 'VAULT_PASSPHRASE_INVALID') return false;
+      throw error;
+    }
   }
 
   lock(reason: string): void {
@@ -260,10 +285,10 @@ export class Vault implements CredentialVault {
     for (const listener of [...this.unlockListeners]) listener();
   }
 
-  private unwrapDataKey(passphrase: Uint8Array): Uint8Array {
+  private async unwrapDataKey(passphrase: Uint8Array): Promise<Uint8Array> {
     const wrapped = this.options.store.readWrappedKey();
     if (wrapped === undefined) throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`');
-    const kek = deriveKek(passphrase, wrapped.kdf);
+    const kek = await deriveKekOffLoop(passphrase, wrapped.kdf);
     try {
       const dataKey = open(kek, wrapped.sealed, dataKeyAd);
       if (dataKey === undefined) throw new CodedError('VAULT_PASSPHRASE_INVALID', 'the passphrase does not open this vault', { field: 'passphrase' });

@@ -43,6 +43,9 @@ export async function openDrill(scratch: string, name: string, ttlSeconds: numbe
     path.join(dataDir, 'postern.yaml'),
     [
       'version: 1',
+      // The drill's person is this test process without a terminal: the CI opt-out, journaled as the process.
+      'operator:',
+      '  unattended_decisions: true',
       'agents:',
       '  session_approval: required',
       `  approval_ttl_seconds: ${ttlSeconds}`,

@@ -47,6 +47,9 @@ export class RecoveryRig {
       path.join(dataDir, 'postern.yaml'),
       [
         'version: 1',
+        // Reconcile and retry are decisions; the rig runs them without a terminal (the CI opt-out).
+        'operator:',
+        '  unattended_decisions: true',
         'agents:',
         '  session_approval: observe',
         'routes:',

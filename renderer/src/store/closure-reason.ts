@@ -62,10 +62,10 @@ export function closureReason(shown: ShownAction): ClosureReason | null {
   }
 }
 
-type ActorKind = 'person' | 'policy' | 'agent' | 'broker' | null;
+type ActorKind = 'person' | 'policy' | 'agent' | 'broker' | 'process' | null;
 
 function actorKindOf(summary: string): ActorKind {
-  const match = /^by (person|policy|agent|broker):/.exec(summary);
+  const match = /^by (person|policy|agent|broker|process):/.exec(summary);
   return (match?.[1] as ActorKind | undefined) ?? null;
 }
 
@@ -86,6 +86,8 @@ function actorName(kind: ActorKind): string {
       return 'policy';
     case 'broker':
       return 'the broker';
+    case 'process':
+      return 'a process (unattended, no person)';
     case null:
       return 'someone';
   }

@@ -1,0 +1,43 @@
+import type { ClosedSet } from './closed-set.js';
+
+/**
+ * Where an operator decision came from and how that surface proved a person (or, under the
+ * unattended opt-out, that none did). Recorded on every decision event beside the actor's id.
+ */
+export const OperatorSurface = {
+  /** The Electron window: IPC from our own top frame showing our bundled page. */
+  desktop: 'desktop',
+  /** The operator web UI after sign-in (a per-run session secret sent as Authorization: Bearer). */
+  web: 'web',
+  /** `postern …` over the data directory's control socket. */
+  cli: 'cli',
+} as const satisfies ClosedSet<string>;
+export type OperatorSurface = keyof typeof OperatorSurface;
+
+export const OperatorAuth = {
+  /** A click in the desktop window (a same-user process cannot reach that IPC). */
+  desktop_window: 'desktop_window',
+  /** The web UI's session secret, exchanged once for the printed URL token. */
+  operator_session: 'operator_session',
+  /** The vault passphrase typed on the CLI's controlling terminal, checked by Argon2id. */
+  vault_passphrase_tty: 'vault_passphrase_tty',
+  /** No proof: `operator.unattended_decisions: true`; the actor is the process, never a person. */
+  unattended_opt_out: 'unattended_opt_out',
+} as const satisfies ClosedSet<string>;
+export type OperatorAuth = keyof typeof OperatorAuth;
+
+const authWords: Readonly<Record<OperatorAuth, string>> = {
+  desktop_window: 'desktop window',
+  operator_session: 'web, operator session',
+  vault_passphrase_tty: 'cli, passphrase on tty',
+  unattended_opt_out: 'cli, unattended',
+};
+
+/**
+ * One line for people: `person:alice (cli, passphrase on tty)`, `process:/usr/bin/node pid 42 (cli,
+ * unattended)`, or `kind:id` for events recorded before surfaces were (and for policy and broker).
+ */
+export function actorLabel(actor: { readonly kind: string; readonly id: string; readonly auth?: OperatorAuth | undefined }): string {
+  const base = `${actor.kind}:${actor.id}`;
+  return actor.auth === undefined ? base : `${base} (${authWords[actor.auth]})`;
+}

@@ -1,0 +1,117 @@
+import { readlinkSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { readPeerCredentials } from '../agent/index.js';
+import { CodedError, isCodedError, isDecisionMethod, type BrokerApiMethod, type Reply } from '../contract/index.js';
+import type { Clock } from '../ports/index.js';
+import { createPassphraseAttempts, type AttemptResult, type PassphraseAttempts, type Vault } from '../vault/index.js';
+import type { OperatorCaller } from './operator-handlers.js';
+
+/**
+ * Who may decide through the control socket (THREAT-MODEL 3, "only a person decides"). The socket
+ * is reachable by every process of the user, the agent's detached children included (double fork,
+ * setsid: no ancestry to find), so a decision needs a person's proof: the vault passphrase, which
+ * the CLI reads only from its controlling terminal and which the daemon checks with the vault's own
+ * Argon2id, on a worker thread, behind a per-uid backoff. `vault.unlock` is its own proof. Reads
+ * need none. With `operator.unattended_decisions` a decision without proof is accepted and the
+ * caller is the process the kernel names, never a person.
+ */
+export interface ControlProof {
+  /** Runs `execute` for a read at once; for a decision, once the caller proved a person (or the opt-out names the process). */
+  decide(socket: Socket, method: BrokerApiMethod, input: unknown, proof: string | undefined, execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>): Promise<Reply<unknown>>;
+}
+
+const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tty' };
+
+export function createControlProof(options: { vault: Vault; clock: Clock; unattendedDecisions: boolean; attempts?: PassphraseAttempts }): ControlProof {
+  const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
+
+  /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
+  const gated = async (uid: number, check: () => Promise<{ result: AttemptResult; reply?: Reply<unknown> }>): Promise<Reply<unknown> | undefined> => {
+    const key = `uid:${uid}`;
+    const admission = attempts.admit(key);
+    if (!admission.ok) return backoffReply(admission.retryAfterMs);
+    let checked: { result: AttemptResult; reply?: Reply<unknown> };
+    try {
+      checked = await check();
+    } catch (error) {
+      attempts.settle(key, 'unchecked');
+      return errorReply(error);
+    }
+    const waitMs = attempts.settle(key, checked.result);
+    const reply = checked.reply;
+    if (reply !== undefined && !reply.ok && waitMs > 0) reply.error.retry_after_ms = waitMs;
+    return reply;
+  };
+
+  return {
+    async decide(socket, method, input, proof, execute) {
+      if (!isDecisionMethod(method)) return execute();
+      let peer: { uid: number; pid: number };
+      try {
+        peer = readPeerCredentials(socket);
+      } catch {
+        // Not knowing who asks is not a reason to trust them.
+        return errorReply(new CodedError('PEER_REFUSED', 'the control socket could not identify its peer'));
+      }
+      // The unlock's passphrase is its own proof; the unlock itself checks it (off the loop).
+      if (method === 'vault.unlock') {
+        const answered = await gated(peer.uid, async () => {
+          const reply = await execute(personOnCli);
+          return { result: resultOf(reply), reply };
+        });
+        return answered ?? errorReply(new CodedError('INTERNAL', 'the unlock gave no answer'));
+      }
+      if (proof !== undefined) {
+        const passphrase = Buffer.from(proof, 'utf8');
+        const refused = await gated(peer.uid, async () => {
+          try {
+            if (await options.vault.verifyPassphrase(passphrase)) return { result: 'correct' };
+          } finally {
+            passphrase.fill(0);
+          }
+          return { result: 'wrong', reply: errorReply(new CodedError('VAULT_PASSPHRASE_INVALID', 'the passphrase does not open this vault; nothing was decided', { field: 'proof' })) };
+        });
+        // Proven: the decision runs outside the gate (a retry may wait on a remote).
+        return refused ?? execute(personOnCli);
+      }
+      if (options.unattendedDecisions) return execute({ surface: 'cli', auth: 'unattended_opt_out', process: { exe: exeOf(peer.pid), pid: peer.pid } });
+      return errorReply(
+        new CodedError(
+          'OPERATOR_PROOF_REQUIRED',
+          `${method} is a decision and needs a person: run it in a terminal (it asks for the vault passphrase there), or decide in the desktop window or the operator UI. ` +
+            'For unattended use (CI) set `operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
+          { field: 'proof' },
+        ),
+      );
+    },
+  };
+}
+
+function resultOf(reply: Reply<unknown>): AttemptResult {
+  if (reply.ok) return 'correct';
+  return reply.error.code === 'VAULT_PASSPHRASE_INVALID' ? 'wrong' : 'unchecked';
+}
+
+function exeOf(pid: number): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return null;
+  }
+}
+
+function backoffReply(retryAfterMs: number): Reply<never> {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return {
+    ok: false,
+    error: { code: 'PASSPHRASE_BACKOFF', message: `too many wrong passphrases (or one is being checked); nothing was checked, retry in ${seconds} s`, field: 'proof', retry_after_ms: retryAfterMs },
+  };
+}
+
+export function errorReply(error: unknown): Reply<never> {
+  if (isCodedError(error)) {
+    return { ok: false, error: { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) } };
+  }
+  // Not a coded error: a bug. Say so without passing on a message that could carry anything.
+  return { ok: false, error: { code: 'INTERNAL', message: 'the control request failed unexpectedly' } };
+}

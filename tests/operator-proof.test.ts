@@ -1,0 +1,267 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callOperator } from '../broker/cli/operator-commands.js';
+import type { ApprovalCard } from '../broker/contract/index.js';
+import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
+import { systemClock } from '../broker/ports/index.js';
+import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
+import { openVault, type KdfStrength } from '../broker/vault/index.js';
+import { DrillAgent } from './support/drill-agent.js';
+import { runOnTerminal } from './support/operator-terminal.js';
+import { posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
+
+/**
+ * "Only a person decides" (issue 14), performed as the attacker would against a real daemon: a
+ * same-user process with no terminal — detached by setsid, or by a double fork so that it is no
+ * longer anyone's descendant — runs `postern approvals approve N` and `postern vault lock`; a flood
+ * of wrong unlocks runs beside `approvals list`. Then the person: the same approval on a
+ * pseudo-terminal with the vault passphrase typed, and with a wrong one. And the CI opt-out: the
+ * same detached approval is accepted and journaled as the process, never a person.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'poproof-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const passphrase = 'operator proof passphrase (test only)';
+/** Every `approvals list` during the unlock flood answers within this (it is ~5 ms when nothing blocks the loop). */
+const listP99BoundMs = 200;
+const settleWaitMs = 30_000;
+
+interface Rig {
+  dataDir: string;
+  daemon: RunningDaemon;
+  log: ArrivalLogServer;
+  agent: DrillAgent;
+  stop(): Promise<void>;
+}
+
+async function openRig(name: string, options: { unattended: boolean; kdf: KdfStrength }): Promise<Rig> {
+  const dataDir = path.join(scratch, name);
+  mkdirSync(dataDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: options.kdf, idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  await vault.add({ name: 'proof-token', kind: 'bearer', secret: Buffer.from('CANARY-proof-token'), bindings: ['docs', '127.0.0.1'] });
+  await vault.close();
+  const passphraseFile = path.join(scratch, `${name}.pass`);
+  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+  const log = await ArrivalLogServer.start();
+  writeFileSync(
+    path.join(dataDir, 'postern.yaml'),
+    [
+      'version: 1',
+      ...(options.unattended ? ['operator:', '  unattended_decisions: true'] : []),
+      'agents:',
+      '  session_approval: observe',
+      'routes:',
+      '  - name: docs',
+      `    base_url: http://127.0.0.1:${log.port}`,
+      '    credential: proof-token',
+      '    injection: bearer',
+      '    approval: per_call',
+      '    methods: [POST]',
+      '',
+    ].join('\n'),
+  );
+  const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  const agent = await DrillAgent.start(dataDir, `${name}-agent`);
+  return {
+    dataDir,
+    daemon,
+    log,
+    agent,
+    stop: async () => {
+      await agent.stop();
+      await daemon.process.stop('SIGTERM');
+      await log.stop();
+    },
+  };
+}
+
+/** The agent asks for a write that needs a per-call approval; resolves with its pending card. */
+async function pendingCard(rig: Rig, marker: string): Promise<ApprovalCard> {
+  void rig.agent.call('http_request', { route: 'docs', method: 'POST', path: `/docs/${marker}`, body: JSON.stringify({ marker }), timeout_ms: 120_000 }).reply.catch(() => undefined);
+  const deadline = Date.now() + settleWaitMs;
+  for (;;) {
+    const card = (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find((c) => c.body_preview?.includes(marker) === true);
+    if (card !== undefined && card.state === 'pending') return card;
+    if (Date.now() > deadline) throw new Error(`no pending card for ${marker}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Runs `script` in `sh` started in a new session (no controlling terminal, as a backgrounded agent
+ * tool is) and waits for the marker line that the detached `postern` writes when it is done.
+ */
+async function detached(shellScript: (postern: string, out: string) => string, name: string): Promise<{ code: number; output: string }> {
+  const out = path.join(scratch, `${name}.out`);
+  const postern = `'${process.execPath}' '${posternBin}'`;
+  const shell = spawn('sh', ['-c', shellScript(postern, out)], { detached: true, stdio: 'ignore' });
+  await new Promise<void>((resolve) => shell.once('exit', () => resolve()));
+  const deadline = Date.now() + settleWaitMs;
+  for (;;) {
+    const text = existsSync(out) ? readFileSync(out, 'utf8') : '';
+    const exit = /\nexit=(\d+)\n/.exec(`\n${text}`);
+    if (exit !== null) return { code: Number(exit[1]), output: text };
+    if (Date.now() > deadline) throw new Error(`the detached postern did not finish: ${text}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The APPROVED event's summary for the action, if any ("by <actor> …"). */
+async function approvedBy(dataDir: string, actionId: string): Promise<string[]> {
+  const shown = await callOperator(dataDir, 'actions.show', { action_id: actionId });
+  return shown.events.filter((e) => e.kind === 'APPROVED').map((e) => e.summary);
+}
+
+describe('when a same-user process without a terminal tries to decide (no opt-out)', () => {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    rig = await openRig('guarded', { unattended: false, kdf: 'interactive' });
+  }, 90_000);
+  afterAll(() => rig?.stop(), 30_000);
+
+  it('refuses the double fork and the setsid approval: the card stays pending and no APPROVED is recorded', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'self-approval');
+    const dir = `--data-dir '${rig.dataDir}'`;
+    const doubleFork = await detached((postern, out) => `(${postern} approvals approve ${card.ticket} ${dir} > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`, 'double-fork');
+    const setsid = await detached((postern, out) => `setsid sh -c "${postern} approvals approve ${card.ticket} ${dir} > '${out}' 2>&1; echo exit=\\$? >> '${out}'" </dev/null`, 'setsid');
+    for (const attempt of [doubleFork, setsid]) {
+      expect(attempt.code).toBe(1);
+      expect(attempt.output).toContain('OPERATOR_PROOF_REQUIRED');
+      expect(attempt.output).toContain('no terminal to ask on');
+      expect(attempt.output).not.toContain('approved');
+    }
+    const still = (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find((c) => c.ticket === card.ticket);
+    expect(still?.state).toBe('pending');
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+    // The raw socket without a proof is refused the same way (the CLI is not the defence).
+    const raw = await sendControlRequest(controlSocketPath(rig.dataDir), { op: 'api', method: 'approvals.approve', input: { ticket: card.ticket } });
+    expect(raw).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' } });
+  }, 90_000);
+
+  it('refuses `vault lock` from a detached process; the vault stays unlocked', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const lock = await detached((postern, out) => `(${postern} vault lock --data-dir '${rig?.dataDir}' > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`, 'lock');
+    expect(lock.code).toBe(1);
+    expect(lock.output).toContain('OPERATOR_PROOF_REQUIRED');
+    expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
+  }, 60_000);
+
+  it('keeps `approvals list` answering while another process floods wrong unlocks, and backs the flood off', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    // 30 parallel wrong unlocks from another process, each answer printed as one JSON line.
+    const flooder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const net = require('node:net');
+         const one = () => new Promise((resolve) => { const s = net.createConnection(process.argv[1]); let t = '';
+           s.on('connect', () => s.write(JSON.stringify({ op: 'unlock', passphrase: 'wrong guess ' + Math.random() }) + '\\n'));
+           s.on('data', (c) => { t += c; if (t.includes('\\n')) { s.destroy(); resolve(t.trim()); } });
+           s.on('close', () => resolve(t.trim() || JSON.stringify({ ok: false, error: { code: 'SOCKET_CLOSED' } })));
+           s.on('error', (e) => resolve(JSON.stringify({ ok: false, error: { code: 'SOCKET_' + e.code } }))); });
+         Promise.all(Array.from({ length: 30 }, one)).then((r) => { console.log(JSON.stringify(r)); });`,
+        controlSocketPath(rig.dataDir),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let flood = '';
+    flooder.stdout.on('data', (c: Buffer) => (flood += c.toString('utf8')));
+    const flooded = new Promise<void>((resolve) => flooder.once('exit', () => resolve()));
+    let done = false;
+    void flooded.then(() => (done = true));
+    const latencies: number[] = [];
+    while (!done || latencies.length < 30) {
+      const started = performance.now();
+      await callOperator(rig.dataDir, 'approvals.list', {});
+      latencies.push(performance.now() - started);
+    }
+    await flooded;
+    const answers = (JSON.parse(flood) as string[]).map((line) => JSON.parse(line) as { ok: boolean; error: { code: string; retry_after_ms?: number } });
+    expect(answers).toHaveLength(30);
+    expect(answers.every((a) => !a.ok)).toBe(true);
+    const codes = answers.map((a) => a.error.code);
+    // At most one check runs per uid at a time and the gate closes after three: the rest are refused at
+    // once with how long to wait, or (beyond the connection cap, while idle) their connection is dropped.
+    const checked = codes.filter((c) => c === 'VAULT_PASSPHRASE_INVALID').length;
+    expect(checked, codes.join(' ')).toBeGreaterThanOrEqual(1);
+    expect(checked, codes.join(' ')).toBeLessThanOrEqual(3);
+    expect(codes.filter((c) => c === 'PASSPHRASE_BACKOFF').length, codes.join(' ')).toBeGreaterThanOrEqual(10);
+    expect(codes.every((c) => c === 'VAULT_PASSPHRASE_INVALID' || c === 'PASSPHRASE_BACKOFF' || c.startsWith('SOCKET_')), codes.join(' ')).toBe(true);
+    expect(answers.filter((a) => a.error.code === 'PASSPHRASE_BACKOFF').every((a) => (a.error.retry_after_ms ?? 0) > 0)).toBe(true);
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? Infinity;
+    expect(p99, `approvals list latencies (ms): ${sorted.map((l) => l.toFixed(1)).join(' ')}`).toBeLessThan(listP99BoundMs);
+    expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
+  }, 90_000);
+
+  it("accepts a person's approval on a terminal with the passphrase, recorded as person/cli/passphrase on tty; refuses a wrong one, then backs off", async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    // The flood above closed this uid's gate; a person waits it out like anyone (bounded: 60 s at most).
+    await waitForGate(rig.dataDir);
+    const card = await pendingCard(rig, 'person-approval');
+    const wrong = await runOnTerminal(['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir], 'not the passphrase');
+    expect(wrong.prompted).toBe(true);
+    expect(wrong.code).toBe(1);
+    expect(wrong.screen).toContain('VAULT_PASSPHRASE_INVALID');
+    expect(wrong.screen).not.toContain('not the passphrase');
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+
+    const right = await runOnTerminal(['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir], passphrase);
+    expect(right.screen).toContain(`approvals.approve, ticket ${card.ticket}`);
+    expect(right.code, right.screen).toBe(0);
+    expect(right.screen).toContain(`Ticket #${card.ticket} approved`);
+    expect(right.screen).not.toContain(passphrase);
+    const [summary] = await approvedBy(rig.dataDir, card.action_id);
+    expect(summary).toBe(`by person:${os.userInfo().username} (cli, passphrase on tty)`);
+    const shown = await runOnTerminal(['actions', 'show', card.action_id, '--data-dir', rig.dataDir], '');
+    expect(shown.screen).toContain('APPROVED  by person:');
+    expect(shown.screen).toContain('(cli, passphrase on tty)');
+
+    // Three wrong proofs in a row close the gate: the fourth is refused at once with retry_after_ms.
+    const other = await pendingCard(rig, 'backoff');
+    const replies = [];
+    for (let i = 0; i < 4; i += 1) {
+      replies.push(await sendControlRequest(controlSocketPath(rig.dataDir), { op: 'api', method: 'approvals.approve', input: { ticket: other.ticket }, proof: { passphrase: `guess ${i}` } }));
+    }
+    expect(replies.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID', 'PASSPHRASE_BACKOFF']);
+    expect(replies[2]).toMatchObject({ ok: false, error: { retry_after_ms: 1_000 } });
+    expect(await approvedBy(rig.dataDir, other.action_id)).toEqual([]);
+  }, 120_000);
+});
+
+/** Waits until a correct proof is admitted again (the backoff from earlier attempts has passed). */
+async function waitForGate(dataDir: string): Promise<void> {
+  const deadline = Date.now() + 70_000;
+  for (;;) {
+    const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'unlock', passphrase });
+    if (reply.ok) return;
+    if (reply.error.code !== 'PASSPHRASE_BACKOFF' || Date.now() > deadline) throw new Error(`the gate did not open: ${JSON.stringify(reply)}`);
+    await new Promise((resolve) => setTimeout(resolve, reply.error.retry_after_ms ?? 1_000));
+  }
+}
+
+describe('when postern.yaml opts out for unattended use', () => {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    rig = await openRig('unattended', { unattended: true, kdf: 'min' });
+  }, 90_000);
+  afterAll(() => rig?.stop(), 30_000);
+
+  it('accepts the detached approval and journals the process (its executable and pid), never a person', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'unattended');
+    const run = await detached(
+      (postern, out) => `(${postern} approvals approve ${card.ticket} --data-dir '${rig?.dataDir}' > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`,
+      'unattended',
+    );
+    expect(run.code, run.output).toBe(0);
+    const [summary] = await approvedBy(rig.dataDir, card.action_id);
+    expect(summary).toMatch(/^by process:\S*node\S* pid \d+ \(cli, unattended\)$/);
+    expect(summary).not.toContain('person');
+  }, 90_000);
+});
