@@ -27,7 +27,16 @@ const packTimeoutMs = 60_000;
 const fuseSentinel = 'dL7pKGdnNz796PbbjQWNKmHXBZaB9tsX';
 const FuseState = { disable: 0x30, enable: 0x31 } as const;
 /** Positions on the V1 wire (@electron/fuses FuseV1Options). */
-const Fuse = { RunAsNode: 0, EnableCookieEncryption: 1, EnableNodeOptionsEnvironmentVariable: 2, EnableNodeCliInspectArguments: 3, EnableEmbeddedAsarIntegrityValidation: 4, OnlyLoadAppFromAsar: 5 } as const;
+const Fuse = {
+  RunAsNode: 0,
+  EnableCookieEncryption: 1,
+  EnableNodeOptionsEnvironmentVariable: 2,
+  EnableNodeCliInspectArguments: 3,
+  EnableEmbeddedAsarIntegrityValidation: 4,
+  OnlyLoadAppFromAsar: 5,
+  LoadBrowserProcessSpecificV8Snapshot: 6,
+  GrantFileProtocolExtraPrivileges: 7,
+} as const;
 
 const config = parse(readFileSync(path.join(repoRoot, 'electron-builder.yml'), 'utf8')) as Record<string, unknown>;
 
@@ -45,14 +54,23 @@ describe('electron-builder.yml against electron-builder’s own schema', () => {
     await expect(validateConfiguration(broken, new DebugLogger(false))).rejects.toThrow(/Invalid configuration object[\s\S]*electronFuses/);
   });
 
-  it('turns off RunAsNode, NODE_OPTIONS and --inspect and loads only a validated app.asar', () => {
+  it('turns off RunAsNode, NODE_OPTIONS, --inspect and file://’s extra privileges, encrypts cookies, loads only a validated app.asar', () => {
     expect(config['electronFuses']).toEqual({
       runAsNode: false,
       enableNodeOptionsEnvironmentVariable: false,
       enableNodeCliInspectArguments: false,
       onlyLoadAppFromAsar: true,
       enableEmbeddedAsarIntegrityValidation: true,
+      grantFileProtocolExtraPrivileges: false,
+      enableCookieEncryption: true,
     });
+  });
+
+  it('would be refused if the file-protocol or cookie fuse were misspelled (the names are the ones electron-builder 26 knows)', async () => {
+    for (const fuse of ['grantFileProtocolExtraPrivilege', 'enableCookiesEncryption']) {
+      const broken = { ...structuredClone(config), electronFuses: { [fuse]: false } };
+      await expect(validateConfiguration(broken, new DebugLogger(false)), fuse).rejects.toThrow(/electronFuses/);
+    }
   });
 });
 
@@ -143,8 +161,11 @@ describe('electron-builder --linux dir with a stand-in Electron distribution', (
     expect(wire[Fuse.EnableNodeCliInspectArguments]).toBe(FuseState.disable);
     expect(wire[Fuse.EnableEmbeddedAsarIntegrityValidation]).toBe(FuseState.enable);
     expect(wire[Fuse.OnlyLoadAppFromAsar]).toBe(FuseState.enable);
+    // The stand-in starts with Electron's defaults for these two (cookies plain, file:// privileged).
+    expect(wire[Fuse.GrantFileProtocolExtraPrivileges]).toBe(FuseState.disable);
+    expect(wire[Fuse.EnableCookieEncryption]).toBe(FuseState.enable);
     // Not configured: left as the binary had it.
-    expect(wire[Fuse.EnableCookieEncryption]).toBe(FuseState.disable);
+    expect(wire[Fuse.LoadBrowserProcessSpecificV8Snapshot]).toBe(FuseState.disable);
   });
 });
 

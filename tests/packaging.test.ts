@@ -49,6 +49,16 @@ describe('the Electron bundles (scripts/build-app.mjs)', () => {
     expect(main).toContain('nodeIntegration: false');
     expect(main).toContain('setWindowOpenHandler(() => ({ action: "deny" }))');
   });
+
+  it('serves the page from app://postern, never file://, and replaces the default menu', () => {
+    expect(main).toContain('protocol.registerSchemesAsPrivileged([appSchemePrivileges])');
+    expect(main).toContain('bypassCSP: false');
+    expect(main).toContain('ses.protocol.handle(appScheme,');
+    expect(main).toContain('win.loadURL(appPageUrl)');
+    expect(main).not.toContain('loadFile(');
+    expect(main).toContain('Menu.setApplicationMenu(');
+    expect(main).toContain('devTools: options.devTools');
+  });
 });
 
 describe('package.json and electron-builder.yml', () => {

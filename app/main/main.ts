@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import {
   app,
   BrowserWindow,
@@ -11,9 +11,12 @@ import {
   Menu,
   nativeImage,
   Notification,
+  protocol,
+  safeStorage,
   session,
   Tray,
   type IpcMainInvokeEvent,
+  type MenuItemConstructorOptions,
   type WebContents,
 } from 'electron';
 import { brokerApiMethods } from '../../broker/contract/index.js';
@@ -28,10 +31,13 @@ import {
   type OperatorHandlers,
 } from '../../broker/host/index.js';
 import { apiChannel } from '../shared/api-channel.js';
+import { appPageUrl, appScheme, appSchemePrivileges, handleAppRequest } from './app-protocol.js';
 import { approvalPollMs, createApprovalWatcher, type CardNotice } from './approval-watcher.js';
+import { developerSurface, launchSwitchProblem, type MenuEntry } from './developer-surface.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
 import { createQuitGate, runShutdown } from './shutdown-sequence.js';
 import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
+import { chooseVaultKeyProtector, describeKeyProtectorChoice } from './vault-key-protector.js';
 import { hardenContents, pageCspProblem, permissionAllowed, requestAllowed, windowWebPreferences } from './web-security.js';
 
 /**
@@ -46,16 +52,24 @@ import { hardenContents, pageCspProblem, permissionAllowed, requestAllowed, wind
 const bundleDir = path.dirname(fileURLToPath(import.meta.url));
 const rendererDir = path.join(bundleDir, '..', 'renderer');
 const rendererIndex = path.join(rendererDir, 'index.html');
-const rendererUrl = pathToFileURL(rendererIndex).href;
 const preloadPath = path.join(bundleDir, 'preload.cjs');
 
 let mainWindow: BrowserWindow | undefined;
 let tray: Tray | undefined;
+/** DevTools, the reload / DevTools menu entries and debugging switches: a developer build only. */
+const surface = developerSurface({ isPackaged: app.isPackaged, platform: process.platform });
 
 app.setName('Postern');
 app.enableSandbox();
+// Before ready, or Chromium will not treat app:// as a standard, secure origin.
+protocol.registerSchemesAsPrivileged([appSchemePrivileges]);
 
-if (app.requestSingleInstanceLock()) {
+const switchProblem = launchSwitchProblem({ isPackaged: app.isPackaged, hasSwitch: (name) => app.commandLine.hasSwitch(name) });
+if (switchProblem !== undefined) {
+  // Before the lock, the broker and any window: nothing exists for a debugger to drive.
+  process.stderr.write(`postern: ${switchProblem}\n`);
+  app.exit(2);
+} else if (app.requestSingleInstanceLock()) {
   main().catch((error: unknown) => {
     dialog.showErrorBox('Postern could not start', error instanceof Error ? error.message : String(error));
     app.exit(1);
@@ -78,14 +92,18 @@ async function main(): Promise<void> {
   pointSqliteAtElectronBuild();
   const cspProblem = pageCspProblem(readFileSync(rendererIndex, 'utf8'));
   if (cspProblem !== undefined) throw new Error(`The operator UI at ${rendererIndex} is not safe to show: ${cspProblem}.`);
+  Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate(surface.menu)));
   hardenSession();
 
+  // The runtime has no option to take it yet (docs/desktop.md, "safeStorage"): chosen and logged, not applied.
+  const keyProtector = await chooseVaultKeyProtector(process.platform, safeStorage);
+  console.info(describeKeyProtectorChoice(keyProtector));
   const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now() });
   const handlers = createOperatorHandlers(runtime.broker);
-  const gate = createIpcGate({ pageUrl: rendererUrl, handlers });
+  const gate = createIpcGate({ pageUrl: appPageUrl, handlers });
   registerApiChannels(gate);
   const stopWatching = watchApprovals(handlers);
-  handleQuit(runtime, gate, stopWatching);
+  handleQuit(runtime, handlers, gate, stopWatching);
 
   tray = createTray();
   app.on('second-instance', showWindow);
@@ -104,13 +122,14 @@ function pointSqliteAtElectronBuild(): void {
 }
 
 async function openWindow(): Promise<void> {
-  const win = new BrowserWindow({ width: 1100, height: 760, title: 'Postern', show: false, webPreferences: windowWebPreferences(preloadPath) });
+  const webPreferences = windowWebPreferences(preloadPath, { devTools: surface.devTools });
+  const win = new BrowserWindow({ width: 1100, height: 760, title: 'Postern', show: false, webPreferences });
   mainWindow = win;
   win.on('closed', () => {
     if (mainWindow === win) mainWindow = undefined;
   });
   win.once('ready-to-show', () => win.show());
-  await win.loadFile(rendererIndex);
+  await win.loadURL(appPageUrl);
 }
 
 function showWindow(): void {
@@ -131,12 +150,21 @@ function asHardenable(contents: WebContents): Parameters<typeof hardenContents>[
   };
 }
 
-/** Deny every permission; cancel every request that is not a file of the bundled renderer (no remote content). */
+/**
+ * Serve the renderer from app://postern (files of the bundled renderer only, CSP header on every
+ * answer); deny every permission; cancel every request to anything but that origin (no remote content).
+ */
 function hardenSession(): void {
   const ses = session.defaultSession;
+  ses.protocol.handle(appScheme, (request) => handleAppRequest(request, rendererDir));
   ses.setPermissionRequestHandler((_contents, permission, callback) => callback(permissionAllowed(permission)));
   ses.setPermissionCheckHandler((_contents, permission) => permissionAllowed(permission));
-  ses.webRequest.onBeforeRequest((details, callback) => callback({ cancel: !requestAllowed(details.url, rendererDir) }));
+  ses.webRequest.onBeforeRequest((details, callback) => callback({ cancel: !requestAllowed(details.url, { devTools: surface.devTools }) }));
+}
+
+/** The pure menu (readonly data) as the mutable template Electron's builder takes. */
+function menuTemplate(entries: readonly MenuEntry[]): MenuItemConstructorOptions[] {
+  return entries.map(({ submenu, ...entry }) => (submenu === undefined ? { ...entry } : { ...entry, submenu: menuTemplate(submenu) }));
 }
 
 /** One ipcMain handler per operator method (the contract's list); the gate checks sender and input. */
@@ -215,7 +243,7 @@ function trayIcon(): Electron.NativeImage {
  * queue's dispatching cards to settle → close the runtime, which closes the agent and control
  * sockets first and the journal last. Electron's will-quit is held until then.
  */
-function handleQuit(runtime: BrokerRuntime, gate: IpcGate, stopWatching: () => void): void {
+function handleQuit(runtime: BrokerRuntime, handlers: OperatorHandlers, gate: IpcGate, stopWatching: () => void): void {
   const quitGate = createQuitGate();
   app.on('will-quit', (event) => {
     const decision = quitGate.onWillQuit();
@@ -229,7 +257,12 @@ function handleQuit(runtime: BrokerRuntime, gate: IpcGate, stopWatching: () => v
         // Agents and the CLI can no longer submit; what was admitted drains below.
         await runtime.stopIntake();
       },
-      inFlight: async () => (await runtime.broker['approvals.list']({})).cards.filter((card) => card.state === 'dispatching').length,
+      inFlight: async () => {
+        // A read through the handlers: it records nothing and needs no caller.
+        const listed = await handlers['approvals.list']({});
+        if (!listed.ok) throw new Error(listed.error.message);
+        return listed.value.cards.filter((card) => card.state === 'dispatching').length;
+      },
       closeRuntime: () => runtime.close(),
       nowMs: () => Date.now(),
       sleep: (ms) => sleep(ms),

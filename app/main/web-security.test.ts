@@ -1,11 +1,20 @@
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { blockedContentsEvents, hardenContents, pageCspProblem, permissionAllowed, requestAllowed, windowWebPreferences, type HardenableContents } from './web-security.js';
+import {
+  blockedContentsEvents,
+  hardenContents,
+  navigationAllowed,
+  navigationEvents,
+  pageCspProblem,
+  permissionAllowed,
+  requestAllowed,
+  windowWebPreferences,
+  type HardenableContents,
+  type NavigationEvent,
+} from './web-security.js';
 
 /** A plain object shaped like a WebContents: records the open handler and the listeners. */
 function fakeContents() {
-  const listeners = new Map<string, (event: { preventDefault(): void }) => void>();
+  const listeners = new Map<string, (event: NavigationEvent, url?: string) => void>();
   let openHandler: ((details: { url: string }) => { action: 'deny' }) | undefined;
   const contents: HardenableContents = {
     setWindowOpenHandler: (handler) => {
@@ -13,10 +22,10 @@ function fakeContents() {
     },
     on: (event, listener) => listeners.set(event, listener),
   };
-  /** Emits one event the way Electron does; answers whether its default was prevented. */
-  const emit = (name: string): boolean => {
+  /** Emits one event the way Electron does (the URL on the event and as the legacy argument); answers whether its default was prevented. */
+  const emit = (name: string, url?: string): boolean => {
     let prevented = false;
-    listeners.get(name)?.({ preventDefault: () => (prevented = true) });
+    listeners.get(name)?.({ preventDefault: () => (prevented = true), url }, url);
     return prevented;
   };
   return { contents, emit, open: (url: string) => openHandler?.({ url }) };
@@ -24,8 +33,9 @@ function fakeContents() {
 
 describe('the window', () => {
   it('is isolated and sandboxed, without Node, with web security on', () => {
-    expect(windowWebPreferences('/app/preload.cjs')).toMatchObject({
+    expect(windowWebPreferences('/app/preload.cjs', { devTools: false })).toMatchObject({
       preload: '/app/preload.cjs',
+      devTools: false,
       contextIsolation: true,
       sandbox: true,
       nodeIntegration: false,
@@ -35,6 +45,10 @@ describe('the window', () => {
       allowRunningInsecureContent: false,
       webviewTag: false,
     });
+  });
+
+  it('has DevTools only when asked (developer builds)', () => {
+    expect(windowWebPreferences('/app/preload.cjs', { devTools: true }).devTools).toBe(true);
   });
 });
 
@@ -46,10 +60,36 @@ describe('every web contents', () => {
     expect(fake.open('file:///etc/passwd')).toEqual({ action: 'deny' });
   });
 
-  it.each(blockedContentsEvents)('prevents %s', (name) => {
+  it.each(blockedContentsEvents)('prevents %s, even to our own page', (name) => {
     const fake = fakeContents();
     hardenContents(fake.contents);
-    expect(fake.emit(name)).toBe(true);
+    expect(fake.emit(name, 'app://postern/index.html')).toBe(true);
+  });
+
+  describe.each(navigationEvents)('%s', (name) => {
+    it.each([
+      ['our page (a reload)', 'app://postern/index.html', false],
+      ['our page with a hash route', 'app://postern/index.html#/activity', false],
+      ['another file of our origin', 'app://postern/assets/index.js', true],
+      ['our origin with a query', 'app://postern/index.html?x=1', true],
+      ['another app:// host', 'app://evil/index.html', true],
+      ['a file:// page', 'file:///tmp/index.html', true],
+      ['the web', 'https://example.com/', true],
+      ['no URL at all', undefined, true],
+    ])('to %s: prevented %s', (_what, url, prevented) => {
+      const fake = fakeContents();
+      hardenContents(fake.contents);
+      expect(fake.emit(name, url)).toBe(prevented);
+    });
+  });
+
+  it('reads the URL from the legacy argument when the event has none', () => {
+    expect(navigationAllowed('app://postern/index.html')).toBe(true);
+    const listeners: Array<(event: NavigationEvent, url?: string) => void> = [];
+    hardenContents({ setWindowOpenHandler: () => undefined, on: (_name, listener) => listeners.push(listener) });
+    let prevented = false;
+    listeners[0]?.({ preventDefault: () => (prevented = true) }, 'https://example.com/');
+    expect(prevented).toBe(true);
   });
 });
 
@@ -60,24 +100,27 @@ describe('permissions', () => {
 });
 
 describe('no remote content', () => {
-  const rendererDir = path.resolve('/opt/Postern/resources/app.asar/dist/renderer');
-  const inside = (file: string) => pathToFileURL(path.join(rendererDir, file)).href;
-
   it.each([
-    ['the page', inside('index.html'), true],
-    ['a bundled script', inside('assets/index-abc.js'), true],
-    ['devtools', 'devtools://devtools/bundled/inspector.html', true],
+    ['the page', 'app://postern/index.html', true],
+    ['a bundled script', 'app://postern/assets/index-abc.js', true],
+    ['a traversal attempt (the protocol handler refuses it)', 'app://postern/%2e%2e/secret', true],
+    ['another app:// host', 'app://evil/x.js', false],
+    ['our host on a port', 'app://postern:8080/x.js', false],
+    ['our host with credentials', 'app://u:p@postern/x.js', false],
     ['an https page', 'https://example.com/x.js', false],
     ['plain http on loopback', 'http://127.0.0.1:8080/', false],
     ['a websocket', 'ws://127.0.0.1:1/', false],
     ['a data URL', 'data:text/javascript,alert(1)', false],
-    ['a file outside the renderer', 'file:///etc/passwd', false],
-    ['a sibling folder with the same prefix', pathToFileURL(`${rendererDir}-evil/x.js`).href, false],
-    ['an escape through ..', `${pathToFileURL(rendererDir).href}/../../secret`, false],
-    ['the folder itself', pathToFileURL(rendererDir).href, false],
+    ['a blob URL', 'blob:app://postern/0b1c', false],
+    ['any file', 'file:///etc/passwd', false],
     ['garbage', 'not a url', false],
   ])('%s: allowed %s', (_name, url, allowed) => {
-    expect(requestAllowed(url, rendererDir)).toBe(allowed);
+    expect(requestAllowed(url, { devTools: false })).toBe(allowed);
+  });
+
+  it('lets devtools’ own pages load only in a developer build', () => {
+    expect(requestAllowed('devtools://devtools/bundled/inspector.html', { devTools: true })).toBe(true);
+    expect(requestAllowed('devtools://devtools/bundled/inspector.html', { devTools: false })).toBe(false);
   });
 });
 
