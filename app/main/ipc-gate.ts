@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { brokerApiMethods, brokerApiSchemas, type BrokerApiMethod, type Reply } from '../../broker/contract/index.js';
+import { brokerApiMethods, brokerApiSchemas, isDecisionMethod, type BrokerApiMethod, type Reply } from '../../broker/contract/index.js';
 
 /**
  * What main checks before an IPC call reaches the broker, as a pure gate (no Electron import, so
@@ -15,6 +15,8 @@ export const IpcRefusal = {
   UNAUTHENTICATED: 'IPC from a page that is not the Postern UI.',
   /** The app is quitting: intake stopped, in-flight work is draining, the journal is about to close. */
   SHUTTING_DOWN: 'Postern is shutting down; nothing new is accepted.',
+  /** A decision the person did not confirm in main's own dialog (cancelled, or the dialog could not be shown). */
+  NOT_CONFIRMED: 'The decision was not confirmed in the Postern dialog; nothing was decided.',
 } as const;
 export type IpcRefusal = keyof typeof IpcRefusal;
 
@@ -60,7 +62,26 @@ export function parseIpcInput(method: BrokerApiMethod, input: unknown): { ok: tr
  */
 export const desktopCaller = { surface: 'desktop', auth: 'desktop_window' } as const;
 
-export type IpcHandlers = { readonly [M in BrokerApiMethod]: (input: unknown, caller: typeof desktopCaller) => Promise<Reply<unknown>> };
+/** How a decision confirmed in main's dialog is recorded: the renderer asked, a person answered main. */
+export const confirmedDesktopCaller = { surface: 'desktop', auth: 'desktop_confirmed' } as const;
+
+export type DesktopCaller = typeof desktopCaller | typeof confirmedDesktopCaller;
+
+export type IpcHandlers = { readonly [M in BrokerApiMethod]: (input: unknown, caller: DesktopCaller) => Promise<Reply<unknown>> };
+
+/**
+ * Asks the person, in a dialog main owns (not the renderer's page), whether to make this decision. Resolves
+ * true only on an explicit confirmation; a dialog that cannot be shown resolves false.
+ */
+export type ConfirmDecision = (method: BrokerApiMethod, input: unknown) => Promise<boolean>;
+
+/**
+ * Which decisions need main's confirmation: every decision but the unlock, whose passphrase is its own proof
+ * (a renderer that does not know it cannot unlock).
+ */
+export function needsConfirmation(method: BrokerApiMethod): boolean {
+  return isDecisionMethod(method) && method !== 'vault.unlock';
+}
 
 export interface IpcGate {
   /** Answers one call: a refusal, or what the method's handler answers for the parsed input. */
@@ -70,7 +91,7 @@ export interface IpcGate {
   readonly accepting: boolean;
 }
 
-export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers }): IpcGate {
+export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers; confirm: ConfirmDecision }): IpcGate {
   let accepting = true;
   return {
     get accepting() {
@@ -85,9 +106,25 @@ export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers 
       if (!accepting) return Promise.resolve(refusal('SHUTTING_DOWN'));
       const parsed = parseIpcInput(method, input);
       if (!parsed.ok) return Promise.resolve(parsed);
-      return options.handlers[method](parsed.value, desktopCaller);
+      if (!needsConfirmation(method)) return options.handlers[method](parsed.value, desktopCaller);
+      return confirmThenDecide(options, method, parsed.value);
     },
   };
+}
+
+/**
+ * A compromised renderer holds every operator method's channel; what it cannot do is answer a dialog main
+ * shows. So a decision from the window runs only after the person confirmed it there.
+ */
+async function confirmThenDecide(options: { handlers: IpcHandlers; confirm: ConfirmDecision }, method: BrokerApiMethod, input: unknown): Promise<Reply<unknown>> {
+  let confirmed = false;
+  try {
+    confirmed = (await options.confirm(method, input)) === true;
+  } catch {
+    confirmed = false;
+  }
+  if (!confirmed) return refusal('NOT_CONFIRMED');
+  return options.handlers[method](input, confirmedDesktopCaller);
 }
 
 export function refusal(code: IpcRefusal): Reply<never> {

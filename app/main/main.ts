@@ -19,7 +19,7 @@ import {
   type MenuItemConstructorOptions,
   type WebContents,
 } from 'electron';
-import { brokerApiMethods } from '../../broker/contract/index.js';
+import { brokerApiMethods, type BrokerApiMethod } from '../../broker/contract/index.js';
 import {
   createBrokerRuntime,
   createOperatorHandlers,
@@ -34,6 +34,7 @@ import { apiChannel } from '../shared/api-channel.js';
 import { appPageUrl, appScheme, appSchemePrivileges, handleAppRequest } from './app-protocol.js';
 import { approvalPollMs, createApprovalWatcher, type CardNotice } from './approval-watcher.js';
 import { developerSurface, launchSwitchProblem, type MenuEntry } from './developer-surface.js';
+import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
 import { createQuitGate, runShutdown } from './shutdown-sequence.js';
 import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
   console.info(describeKeyProtectorChoice(keyProtector));
   const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now() });
   const handlers = createOperatorHandlers(runtime.broker);
-  const gate = createIpcGate({ pageUrl: appPageUrl, handlers });
+  const gate = createIpcGate({ pageUrl: appPageUrl, handlers, confirm: (method, input) => confirmInMain(handlers, method, input) });
   registerApiChannels(gate);
   const stopWatching = watchApprovals(handlers);
   handleQuit(runtime, handlers, gate, stopWatching);
@@ -278,4 +279,22 @@ function handleQuit(runtime: BrokerRuntime, handlers: OperatorHandlers, gate: Ip
       });
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => app.quit());
+}
+
+/**
+ * The person's confirmation of a decision, in a native dialog main owns and words from its own read of the
+ * queue: the renderer can ask for a decision but cannot answer this (docs/desktop.md). Cancel is the default.
+ */
+async function confirmInMain(handlers: OperatorHandlers, method: BrokerApiMethod, input: unknown): Promise<boolean> {
+  const ticket = typeof input === 'object' && input !== null ? (input as { ticket?: unknown }).ticket : undefined;
+  let card;
+  if (typeof ticket === 'number') {
+    const listed = await handlers['approvals.list']({});
+    card = listed.ok ? listed.value.cards.find((c) => c.ticket === ticket) : undefined;
+  }
+  const words = describeDecision(method, input, card);
+  const options = { type: 'question' as const, buttons: ['Cancel', words.confirmLabel], defaultId: 0, cancelId: 0, noLink: true, message: words.message, detail: words.detail };
+  const win = mainWindow;
+  const { response } = win === undefined || win.isDestroyed() ? await dialog.showMessageBox(options) : await dialog.showMessageBox(win, options);
+  return response === 1;
 }

@@ -17,6 +17,12 @@ export type OperatorSurface = keyof typeof OperatorSurface;
 export const OperatorAuth = {
   /** A click in the desktop window (a same-user process cannot reach that IPC). */
   desktop_window: 'desktop_window',
+  /**
+   * A decision the person confirmed in a dialog the Electron main process owns and words from its own
+   * data: the renderer can ask for a decision but cannot answer the dialog, so a compromised renderer
+   * still needs a person.
+   */
+  desktop_confirmed: 'desktop_confirmed',
   /** The web UI's session secret, exchanged once for the printed URL token. */
   operator_session: 'operator_session',
   /** The vault passphrase typed on the CLI's controlling terminal, checked by Argon2id. */
@@ -28,6 +34,7 @@ export type OperatorAuth = keyof typeof OperatorAuth;
 
 const authWords: Readonly<Record<OperatorAuth, string>> = {
   desktop_window: 'desktop window',
+  desktop_confirmed: 'desktop, confirmed in a dialog',
   operator_session: 'web, operator session',
   vault_passphrase_tty: 'cli, passphrase on tty',
   unattended_opt_out: 'cli, unattended',
