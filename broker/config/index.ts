@@ -16,4 +16,5 @@ export {
   type RouteSettings,
   type SshHostSettings,
 } from './config-schema.js';
-export { loadConfig, parseConfig, fieldPath, agentSettingsDefault, resultSettingsDefault, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';
+export { loadConfig, readConfigText, emptyConfig, parseConfig, fieldPath, agentSettingsDefault, resultSettingsDefault, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';
+export { diffConfigs, type ConfigChanges, type EntryChange, type FieldChange } from './config-diff.js';

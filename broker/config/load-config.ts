@@ -52,18 +52,29 @@ export interface LoadConfigOptions {
  * default file means "no routes yet"; a missing explicit --config file is an error.
  */
 export function loadConfig(options: LoadConfigOptions): PosternConfig {
+  const read = readConfigText(options);
+  return read.text === undefined ? emptyConfig() : parseConfig(read.text, read.file);
+}
+
+/** The configuration of "no file": no routes, no hosts, every section at its default. */
+export function emptyConfig(file: string | undefined = undefined): PosternConfig {
+  return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, results: resultSettingsDefault, file };
+}
+
+/**
+ * The configuration file's text, bounded; `text` undefined when the default file does not exist
+ * (a missing explicit --config file is CONFIG_INVALID). config-integrity.ts compares these bytes
+ * with the last accepted copy.
+ */
+export function readConfigText(options: LoadConfigOptions): { file: string; text: string | undefined } {
   const file = options.file ?? join(options.dataDir, configFileName);
-  let text: string;
   try {
-    text = readBounded(file, configBytesMax);
+    return { file, text: readBounded(file, configBytesMax) };
   } catch (error) {
-    if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, results: resultSettingsDefault, file: undefined };
-    }
+    if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return { file, text: undefined };
     if (error instanceof CodedError) throw error;
     throw new CodedError('CONFIG_INVALID', `cannot read the configuration file (${errnoCode(error)})`, { field: '' });
   }
-  return parseConfig(text, file);
 }
 
 /** Parses YAML text into a checked configuration; `file` is only for messages and resolving nothing else. */

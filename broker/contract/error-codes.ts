@@ -15,6 +15,8 @@ export const errorCodeMeanings = {
   FINGERPRINT_MISMATCH: 'The request no longer matches the fingerprint that was approved; nothing was sent.',
   IDEMPOTENCY_MISMATCH: 'An idempotency key was reused with a different request fingerprint; nothing was sent.',
   CONFIG_INVALID: 'The configuration file is malformed or breaks a rule; the field path says which.',
+  CONFIG_UNTRUSTED: 'The accepted configuration failed its integrity check; every route and host is refused until a person accepts a configuration again.',
+  CONFIG_PENDING: 'postern.yaml holds a change no person has accepted; a person reviews and accepts it (Routes & hosts, operator method config.accept) first.',
   // credential_injection: local gates before dispatch
   VAULT_LOCKED: 'The vault is locked; retry after it is unlocked.',
   CREDENTIAL_MISSING: 'The credential exists in configuration but has no usable secret; correct it first.',

@@ -28,6 +28,8 @@ export const brokerApiMethods = [
   'audit.last',
   'config.show',
   'config.edit',
+  'config.pending',
+  'config.accept',
 ] as const;
 export type BrokerApiMethod = (typeof brokerApiMethods)[number];
 
@@ -41,6 +43,7 @@ export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<Broker
   'credentials.list',
   'audit.last',
   'config.show',
+  'config.pending',
 ]);
 
 /**
@@ -79,6 +82,9 @@ export const operatorMethodClass = {
   'audit.last': 'read',
   'config.show': 'read',
   'config.edit': 'decision',
+  // What postern.yaml changed since a person last accepted it; accepting it is that person's decision.
+  'config.pending': 'read',
+  'config.accept': 'decision',
 } as const satisfies Record<BrokerApiMethod, 'read' | 'decision'>;
 
 export function isDecisionMethod(method: BrokerApiMethod): boolean {

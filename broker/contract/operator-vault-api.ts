@@ -134,6 +134,51 @@ export const configEditSchema = z.discriminatedUnion('op', [
 ]);
 export type ConfigEdit = z.infer<typeof configEditSchema>;
 
+/** One field of a route, SSH host or settings section that differs, as text (bounded; never a secret: config holds none). */
+export const configFieldChangeSchema = z.object({
+  field: z.string().max(64),
+  before: z.string().max(400).nullable(),
+  after: z.string().max(400).nullable(),
+});
+/** A route, an SSH host entry or a settings section (`agents`, `results`, `operator`) that differs. */
+export const configEntryChangeSchema = z.object({
+  name: z.string().max(64),
+  change: z.enum(['added', 'removed', 'changed']),
+  fields: z.array(configFieldChangeSchema).max(64),
+});
+export type ConfigEntryChange = z.infer<typeof configEntryChangeSchema>;
+
+/**
+ * Whether the configuration in force can be trusted (docs/config.md): `first_use` until the first
+ * unlock accepts it, `unverified` while the vault is locked (its MAC needs the vault's key),
+ * `verified`, or `untrusted` (the accepted copy failed its check: every route refused).
+ */
+export const configTrustSchema = z.enum(['first_use', 'unverified', 'verified', 'untrusted']);
+
+export const configPendingSchema = z.object({
+  trust: configTrustSchema,
+  /** Why the configuration is untrusted, when it is. */
+  untrusted_reason: z.string().max(400).nullable(),
+  /** The last acceptance: when, by whom, how (`first_use`, `accepted` on a card, `edited` through config.edit). */
+  accepted: z.object({ at_ms: z.number().int(), by: z.string().max(300), how: z.enum(['first_use', 'accepted', 'edited']), digest: z.string() }).nullable(),
+  /** True when an acceptance made during this run applies only at the next start. */
+  restart_needed: z.boolean(),
+  /** postern.yaml as it is now, against the last accepted configuration; null when they are the same (and trusted). */
+  change: z
+    .object({
+      file: z.string(),
+      /** sha256 of the file's bytes: `config.accept` names it, so a person accepts exactly what they saw. */
+      digest: z.string(),
+      routes: z.array(configEntryChangeSchema),
+      ssh_hosts: z.array(configEntryChangeSchema),
+      settings: z.array(configEntryChangeSchema),
+      /** The file as it is now does not load (it cannot be accepted until fixed). */
+      invalid: z.object({ code: z.string(), message: z.string().max(1000), field: z.string().nullable() }).nullable(),
+    })
+    .nullable(),
+});
+export type ConfigPending = z.infer<typeof configPendingSchema>;
+
 export const vaultApiSchemas = {
   'vault.status': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.number().int().nonnegative() }) },
   'vault.unlock': {
@@ -169,4 +214,9 @@ export const vaultApiSchemas = {
     }),
   },
   'config.edit': { input: configEditSchema, output: z.object({ file: z.string(), routes: z.array(z.string()), ssh_hosts: z.array(z.string()), applies: z.literal('next_start') }) },
+  'config.pending': { input: z.strictObject({}), output: configPendingSchema },
+  'config.accept': {
+    input: z.strictObject({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'the digest config.pending showed: sha256: and 64 hex digits') }),
+    output: z.object({ digest: z.string(), applies: z.literal('next_start') }),
+  },
 } as const;

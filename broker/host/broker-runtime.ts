@@ -4,13 +4,14 @@ import { processAlive, startAgentSocket } from '../agent/index.js';
 import { HttpChannel } from '../channels/http/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
 import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
-import { loadConfig, type PosternConfig } from '../config/index.js';
+import type { PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
 import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
+import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { OperatorBroker } from './operator-broker.js';
@@ -71,17 +72,20 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   // rule are only safe in the one process that holds it (data-dir-lock.ts). A second broker stops here.
   const lock = lockDataDir(options.dataDir);
   let config: PosternConfig;
+  let integrity: ConfigIntegrity;
   let journal: Journal;
   const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? brokerLogger();
   try {
     // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
-    config = loadConfig({ dataDir: options.dataDir, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+    // What is in force is the last configuration a person accepted, not whatever the file says now.
+    integrity = loadConfigIntegrity({ dataDir: options.dataDir, clock, logger, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+    config = integrity.config;
     journal = await openJournal(options.dataDir, clock);
   } catch (error) {
     lock.release();
     throw error;
   }
-  const logger = options.logger ?? brokerLogger();
   // Run in reverse: the lock is released after everything else has closed.
   const closers: Array<() => Promise<void> | void> = [() => lock.release(), () => journal.close()];
   const closeAll = async (): Promise<void> => {
@@ -90,6 +94,10 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   try {
     const vault = await openVault({ dataDir: options.dataDir, clock, idleLockMs: options.vaultIdleLockMs, kdf: options.vaultKdf });
     closers.push(() => vault.close());
+    // The accepted configuration's MAC is checked (or, on first use, sealed) at every unlock.
+    integrity.attach(vault);
+    // Executors see the vault as locked while the accepted configuration is untrusted.
+    const dispatchVault = integrity.guardVault(vault);
     // Before unlock: the journal signs checkpoints while unlocked and one last one at each lock.
     journal.attachVault(vault);
     if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
@@ -108,7 +116,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     closers.push(() => queue.close());
     // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
     // through the operator API; the retry engine asks once a key's window passed (no actor).
-    const reconcileDeps = { ids: createRandomIdSource(clock), clock, journal, results, vault, config, channel: httpChannel, queue, logger };
+    const reconcileDeps = { ids: createRandomIdSource(clock), clock, journal, results, vault: dispatchVault, config, channel: httpChannel, queue, logger };
     const reconciler = createReconciler(reconcileDeps);
     const automaticReconcile = createAutomaticReconcile(reconcileDeps);
     const backend = await createAgentBackend({
@@ -120,7 +128,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       config,
       clock,
       ids: createRandomIdSource(clock),
-      vault,
+      vault: dispatchVault,
       httpChannel,
       sshChannel,
       logger,
@@ -131,6 +139,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const guard = createAgentDescendantGuard({ sessions: () => journal.listSessions({ status: ['pending', 'approved', 'revoked'] }) });
     const agentBackend: AgentBackend = {
       ...backend,
+      // An untrusted configuration refuses every route and host before admission (CONFIG_UNTRUSTED).
+      call: (sessionId, tool, args, signal) => {
+        const refused = integrity.agentRefusal(tool);
+        return refused === undefined ? backend.call(sessionId, tool, args, signal) : Promise.resolve(refused);
+      },
       openSession: async (peer, client) => {
         const opened = await backend.openSession(peer, client);
         guard.remember(opened.session_id, peer.pid, peer.start_time);
@@ -180,15 +193,20 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),
-      ...createOperatorVault({ dataDir: options.dataDir, vault, config, clock, logger }),
+      ...createOperatorVault({ dataDir: options.dataDir, vault, config, integrity, clock, logger }),
     };
     const control = await startControlSocket({
       dataDir: options.dataDir,
       vault,
       handlers: createOperatorHandlers(broker),
       refuseApiPeer: guard.refuse,
-      // The CI opt-out: decisions without a person's proof, recorded as the calling process.
-      unattendedDecisions: config.operator?.unattended_decisions === true,
+      // The CI opt-out: decisions without a person's proof, recorded as the calling process — honoured only from a
+      // configuration a person accepted (or found on first use), never from one whose seal is not yet checked.
+      unattendedDecisions: () => {
+        if (config.operator?.unattended_decisions !== true) return 'off';
+        const trust = integrity.trust();
+        return trust === 'verified' || trust === 'first_use' ? 'on' : 'unverified';
+      },
     });
     const closeControl = once(() => control.close());
     closers.push(closeControl);

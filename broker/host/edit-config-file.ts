@@ -10,6 +10,17 @@ export interface EditedConfig {
   file: string;
   routes: string[];
   ssh_hosts: string[];
+  /** The whole text written: the caller records it as the accepted configuration (config-integrity.ts). */
+  text: string;
+}
+
+export interface EditConfigOptions {
+  /**
+   * Called with the file's text as read for this edit ('' when absent), before anything changes:
+   * throws (CONFIG_PENDING) when it holds a change no person accepted, which the edit would
+   * otherwise carry into the accepted configuration.
+   */
+  checkBase?: (text: string) => void;
 }
 
 /**
@@ -17,10 +28,13 @@ export interface EditedConfig {
  * comments and layout), checks the whole result with the same parser the broker loads it with
  * (schema and cross-field rules: a bad edit is CONFIG_INVALID naming the field, and nothing is
  * written), then replaces the file atomically (temp file, fsync, rename; 0600). The file is re-read
- * now, so an edit made by hand since the start is kept. The running broker is not changed.
+ * now, so an edit made by hand since the start is kept once a person accepted it (`checkBase`
+ * refuses one nobody accepted). The running broker is not changed.
  */
-export function editConfigFile(file: string, edit: ConfigEdit): EditedConfig {
-  const doc = parseDocument(readCurrent(file), { uniqueKeys: true });
+export function editConfigFile(file: string, edit: ConfigEdit, options: EditConfigOptions = {}): EditedConfig {
+  const current = readCurrent(file);
+  options.checkBase?.(current ?? '');
+  const doc = parseDocument(current ?? 'version: 1\n', { uniqueKeys: true });
   if (doc.errors.length > 0) throw new CodedError('CONFIG_INVALID', 'the configuration file is not valid YAML now; fix it by hand first', { field: '' });
   if (doc.contents === null) doc.contents = doc.createNode({ version: 1 }) as never;
   if (!isMap(doc.contents)) throw new CodedError('CONFIG_INVALID', 'the configuration file is not a mapping; fix it by hand first', { field: '' });
@@ -47,16 +61,17 @@ export function editConfigFile(file: string, edit: ConfigEdit): EditedConfig {
   // The whole file, as the next start will read it (CA files included): refused as a whole or written.
   const checked = parseConfig(text, file);
   writeAtomically(file, text);
-  return { file, routes: [...checked.routes.keys()], ssh_hosts: [...checked.sshHosts.keys()] };
+  return { file, routes: [...checked.routes.keys()], ssh_hosts: [...checked.sshHosts.keys()], text };
 }
 
-function readCurrent(file: string): string {
+/** The file's text; undefined when it does not exist yet. */
+function readCurrent(file: string): string | undefined {
   try {
     const bytes = readFileSync(file);
     if (bytes.length > configBytesMax) throw new CodedError('PAYLOAD_LIMIT', `the configuration file is over ${configBytesMax} bytes`, { field: '' });
     return bytes.toString('utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'version: 1\n';
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
 }

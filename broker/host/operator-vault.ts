@@ -6,6 +6,7 @@ import { configFileName, type PosternConfig } from '../config/index.js';
 import { journalFileName } from '../journal/index.js';
 import type { Clock, CredentialInfo } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
+import type { ConfigIntegrity } from './config-integrity.js';
 import { editConfigFile } from './edit-config-file.js';
 import type { OperatorBroker } from './operator-broker.js';
 
@@ -19,12 +20,16 @@ type VaultMethods =
   | 'audit.verify'
   | 'audit.last'
   | 'config.show'
-  | 'config.edit';
+  | 'config.edit'
+  | 'config.pending'
+  | 'config.accept';
 
 export interface OperatorVaultDeps {
   dataDir: string;
   vault: Vault;
   config: PosternConfig;
+  /** The gate on postern.yaml changes made outside Postern (config-integrity.ts); absent in tests that build a config by hand. */
+  integrity?: ConfigIntegrity;
   clock: Clock;
   logger: Logger;
 }
@@ -116,15 +121,26 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
     'audit.verify': () => verify(),
     'audit.last': () => ({ last }),
     'config.show': () => ({ ...showConfig(deps.config), edited_since_start: editedSinceStart }),
-    'config.edit': (input) => {
+    'config.edit': (input, actor) => {
       if (input.op === 'add_route') refuseNameOnlyBinding(input.route, vault.list());
       if (input.op === 'add_ssh_host') refuseNameOnlyHostBinding(input.host, vault.list());
-      const edited = editConfigFile(configFile, input);
+      const integrity = deps.integrity;
+      // The edit builds on the file as it is: a change no person accepted would ride along into the accepted copy.
+      const { text, ...edited } = editConfigFile(configFile, input, integrity === undefined ? {} : { checkBase: (base) => integrity.assertNothingPending(base) });
+      // A person's edit from an operator surface is that person's acceptance of the result.
+      integrity?.edited(text, actor);
       editedSinceStart = true;
       logger.info({ op: input.op }, 'configuration file edited (operator); applies at the next start');
       return { ...edited, applies: 'next_start' as const };
     },
+    'config.pending': () => requireIntegrity(deps).pending(),
+    'config.accept': (input, actor) => requireIntegrity(deps).accept(input.digest, actor),
   };
+}
+
+function requireIntegrity(deps: OperatorVaultDeps): ConfigIntegrity {
+  if (deps.integrity === undefined) throw new CodedError('UNSUPPORTED_ACTION', 'this broker was built without a configuration gate', { field: '' });
+  return deps.integrity;
 }
 
 /**

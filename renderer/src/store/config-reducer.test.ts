@@ -34,3 +34,29 @@ describe('the config reducer: edits of the file', () => {
     expect(parseMethods(text)).toEqual(methods);
   });
 });
+
+describe('the config reducer: a change of postern.yaml made outside Postern', () => {
+  const digest = `sha256:${'a'.repeat(64)}`;
+  const pending = {
+    trust: 'verified' as const,
+    untrusted_reason: null,
+    accepted: null,
+    restart_needed: false,
+    change: { file: '/d/postern.yaml', digest, routes: [{ name: 'docs', change: 'changed' as const, fields: [{ field: 'approval', before: 'per_call', after: 'none' }] }], ssh_hosts: [], settings: [], invalid: null },
+  };
+
+  it('holds the card, and keeps it when a later read fails', () => {
+    const shown = configReducer(initialConfigView, { type: 'pending_received', reply: { ok: true, value: pending } });
+    expect(shown.pending).toEqual(pending);
+    expect(configReducer(shown, { type: 'pending_received', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'm' } } }).pending).toEqual(pending);
+  });
+
+  it('an accept in flight, then accepted or refused with its code', () => {
+    const started = configReducer(initialConfigView, { type: 'accept_started', digest });
+    expect(started).toMatchObject({ accepting: digest, accepted: null });
+    const done = configReducer(started, { type: 'accept_finished', reply: { ok: true, value: { digest, applies: 'next_start' } } });
+    expect(done).toMatchObject({ accepting: null, accepted: { ok: true, value: { digest } } });
+    const refused = configReducer(started, { type: 'accept_finished', reply: { ok: false, error: { code: 'DECISION_CONFLICT', message: 'changed', field: 'digest' } } });
+    expect(refused.accepted).toMatchObject({ ok: false, error: { code: 'DECISION_CONFLICT' } });
+  });
+});

@@ -4,6 +4,8 @@ import type { ReplyError } from '../api/operator-api.js';
 export type ShownConfig = BrokerApi['config.show']['output'];
 export type ConfigEdit = BrokerApi['config.edit']['input'];
 export type EditedConfig = BrokerApi['config.edit']['output'];
+export type PendingConfig = BrokerApi['config.pending']['output'];
+export type AcceptedConfig = BrokerApi['config.accept']['output'];
 
 /**
  * Routes and SSH hosts as the broker loaded them at start, and the last edit of the file (which
@@ -18,6 +20,11 @@ export interface ConfigView {
   edited: { ok: true; op: ConfigEdit['op']; file: EditedConfig } | { ok: false; op: ConfigEdit['op']; error: ReplyError } | null;
   /** The entry whose removal from the file waits for a second click, e.g. "route:docs". */
   confirming: string | null;
+  /** postern.yaml against the last accepted configuration (the pending-change card), and its trust. */
+  pending: PendingConfig | null;
+  /** The digest of the change being accepted now. */
+  accepting: string | null;
+  accepted: { ok: true; value: AcceptedConfig } | { ok: false; error: ReplyError } | null;
 }
 
 export type ConfigEvent =
@@ -26,9 +33,12 @@ export type ConfigEvent =
   | { type: 'edit_started'; op: ConfigEdit['op'] }
   | { type: 'edit_finished'; op: ConfigEdit['op']; reply: Reply<EditedConfig> }
   | { type: 'remove_asked'; entry: string }
-  | { type: 'remove_dismissed' };
+  | { type: 'remove_dismissed' }
+  | { type: 'pending_received'; reply: Reply<PendingConfig> }
+  | { type: 'accept_started'; digest: string }
+  | { type: 'accept_finished'; reply: Reply<AcceptedConfig> };
 
-export const initialConfigView: ConfigView = { phase: 'idle', config: null, error: null, editing: null, edited: null, confirming: null };
+export const initialConfigView: ConfigView = { phase: 'idle', config: null, error: null, editing: null, edited: null, confirming: null, pending: null, accepting: null, accepted: null };
 
 /** Pure: the next view from the current one and one event. */
 export function configReducer(view: ConfigView, event: ConfigEvent): ConfigView {
@@ -49,6 +59,13 @@ export function configReducer(view: ConfigView, event: ConfigEvent): ConfigView 
       return { ...view, confirming: event.entry };
     case 'remove_dismissed':
       return { ...view, confirming: null };
+    // A failed read keeps the last card: an unreachable broker is the status panel's to report.
+    case 'pending_received':
+      return event.reply.ok ? { ...view, pending: event.reply.value } : view;
+    case 'accept_started':
+      return { ...view, accepting: event.digest, accepted: null };
+    case 'accept_finished':
+      return { ...view, accepting: null, accepted: event.reply.ok ? { ok: true, value: event.reply.value } : { ok: false, error: event.reply.error } };
   }
 }
 

@@ -8,6 +8,8 @@ export interface ConfigSlice {
   refreshConfig(): Promise<void>;
   /** Edits postern.yaml (applies at the next start); resolves true when written. */
   editConfig(edit: ConfigEdit): Promise<boolean>;
+  /** Accepts the pending change of postern.yaml whose digest the card shows (applies at the next start). */
+  acceptConfigChange(digest: string): Promise<boolean>;
   askRemoveConfigEntry(entry: string): void;
   dismissRemoveConfigEntry(): void;
 }
@@ -20,6 +22,7 @@ export function createConfigSlice(api: OperatorApi): StateCreator<ConfigSlice, [
     const refreshConfig = async (): Promise<void> => {
       dispatch({ type: 'requested' });
       dispatch({ type: 'received', reply: await api['config.show']({}).catch(bridgeFailed) });
+      dispatch({ type: 'pending_received', reply: await api['config.pending']({}).catch(bridgeFailed) });
     };
     return {
       configView: initialConfigView,
@@ -29,6 +32,14 @@ export function createConfigSlice(api: OperatorApi): StateCreator<ConfigSlice, [
         dispatch({ type: 'edit_started', op: edit.op });
         const reply = await api['config.edit'](edit).catch(bridgeFailed);
         dispatch({ type: 'edit_finished', op: edit.op, reply });
+        await refreshConfig();
+        return reply.ok;
+      },
+      acceptConfigChange: async (digest) => {
+        if (get().configView.accepting !== null) return false;
+        dispatch({ type: 'accept_started', digest });
+        const reply = await api['config.accept']({ digest }).catch(bridgeFailed);
+        dispatch({ type: 'accept_finished', reply });
         await refreshConfig();
         return reply.ok;
       },

@@ -1,6 +1,7 @@
 import { useEffect, useId, useState, type FormEvent, type ReactNode } from 'react';
 import { useAppStore } from '../store/app-store.js';
 import { parseMethods, type ConfigEdit } from '../store/config-reducer.js';
+import { PendingConfigCard } from './pending-config-card.js';
 
 /**
  * Routes and SSH hosts as the broker loaded them at start. The file is the source of truth and is
@@ -25,7 +26,7 @@ export function RoutesView() {
           ? 'Loading…'
           : config.file === null
             ? 'No configuration file was found at start, so there are no routes. Create postern.yaml in the data directory (see docs/config.md); it is read at the next start.'
-            : `As loaded at start from ${config.file}. Edits (here or in that file) apply at the next start.`}
+            : `As loaded at start from ${config.file}. Edits made here apply at the next start; a change made to the file by hand waits for your acceptance.`}
       </p>
       {config?.edited_since_start === true && (
         <p className="hint" role="note" data-testid="config-edited">
@@ -33,6 +34,7 @@ export function RoutesView() {
         </p>
       )}
       <EditResult />
+      <PendingConfigCard />
       {view.error !== null && (
         <div className="error" role="alert">
           <strong>{view.error.code}</strong>

@@ -1,0 +1,92 @@
+import type { PosternConfig } from './load-config.js';
+
+/** One field that differs, as bounded text (a configuration holds names and addresses, never a secret). */
+export interface FieldChange {
+  readonly field: string;
+  readonly before: string | null;
+  readonly after: string | null;
+}
+
+export interface EntryChange {
+  readonly name: string;
+  readonly change: 'added' | 'removed' | 'changed';
+  readonly fields: FieldChange[];
+}
+
+/** What a person reads on the pending-change card: every route, SSH host and settings section that differs. */
+export interface ConfigChanges {
+  readonly routes: EntryChange[];
+  readonly ssh_hosts: EntryChange[];
+  readonly settings: EntryChange[];
+}
+
+/** A field's value on the card is cut here; the card is a summary, the file is the whole truth. */
+export const changeValueCharsMax = 400;
+/** Fields loading derives from base_url and tls.ca_file: the card shows what the file says instead. */
+const derivedRouteFields = new Set(['origin', 'protocol', 'hostname', 'port', 'base_path', 'ca_pem']);
+/** The fields a person checks first lead the list, in this order; the rest follow by name. */
+const leadingFields = ['base_url', 'host', 'port', 'user', 'credential', 'injection', 'approval', 'host_key', 'methods', 'lanes'];
+
+/**
+ * The difference between the accepted configuration and another one (the file as it is now), entry
+ * by entry and field by field. Pure: both sides are already parsed, defaults filled in, so a field
+ * the file leaves out and one that spells out the default compare equal.
+ */
+export function diffConfigs(before: PosternConfig, after: PosternConfig): ConfigChanges {
+  const settings: EntryChange[] = [];
+  for (const section of ['operator', 'agents', 'results'] as const) {
+    const fields = diffFields(asRecord(before[section]), asRecord(after[section]));
+    if (fields.length > 0) settings.push({ name: section, change: 'changed', fields });
+  }
+  return {
+    routes: diffEntries(before.routes, after.routes, derivedRouteFields),
+    ssh_hosts: diffEntries(before.sshHosts, after.sshHosts, new Set()),
+    settings,
+  };
+}
+
+function diffEntries(before: ReadonlyMap<string, object>, after: ReadonlyMap<string, object>, skip: ReadonlySet<string>): EntryChange[] {
+  const changes: EntryChange[] = [];
+  const names = [...new Set([...before.keys(), ...after.keys()])];
+  for (const name of names) {
+    const a = before.get(name);
+    const b = after.get(name);
+    const fields = diffFields(a === undefined ? undefined : asRecord(a, skip), b === undefined ? undefined : asRecord(b, skip));
+    if (a === undefined) changes.push({ name, change: 'added', fields });
+    else if (b === undefined) changes.push({ name, change: 'removed', fields });
+    else if (fields.length > 0) changes.push({ name, change: 'changed', fields });
+  }
+  return changes;
+}
+
+function diffFields(before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined): FieldChange[] {
+  const keys = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])].filter((k) => k !== 'name');
+  keys.sort((x, y) => rank(x) - rank(y) || x.localeCompare(y));
+  const out: FieldChange[] = [];
+  for (const field of keys) {
+    const a = text(before?.[field]);
+    const b = text(after?.[field]);
+    // Compared whole; only what the card shows is cut.
+    if (a !== b) out.push({ field, before: cut(a), after: cut(b) });
+  }
+  return out;
+}
+
+function rank(field: string): number {
+  const i = leadingFields.indexOf(field);
+  return i < 0 ? leadingFields.length : i;
+}
+
+function asRecord(value: object | undefined, skip: ReadonlySet<string> = new Set()): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([k, v]) => !skip.has(k) && v !== undefined));
+}
+
+/** A value as text: strings as they are, the rest as JSON; absent is null. */
+function text(value: unknown): string | null {
+  if (value === undefined) return null;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function cut(value: string | null): string | null {
+  return value !== null && value.length > changeValueCharsMax ? `${value.slice(0, changeValueCharsMax - 1)}…` : value;
+}

@@ -1,0 +1,364 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { actorLabel, agentToolReplySchema, CodedError, isCodedError, type AgentToolName, type ConfigPending } from '../contract/index.js';
+import { configBytesMax, diffConfigs, emptyConfig, parseConfig, readConfigText, type PosternConfig } from '../config/index.js';
+import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
+
+/** The last accepted configuration lives here, beside the journal: `<dataDir>/config/accepted.json`. */
+export const acceptedConfigDirName = 'config';
+export const acceptedConfigFileName = 'accepted.json';
+/** JSON escapes can grow the text; anything far past the config bound is not ours. */
+const acceptedBytesMax = 8 * configBytesMax;
+/** The vault wraps each acceptance's MAC key under this purpose (associated data). */
+const macKeyPurpose = 'config-accepted-mac';
+const macDomain = 'postern-config-accepted:v1';
+const macKeyBytes = 32;
+
+export type ConfigTrust = ConfigPending['trust'];
+type AcceptedHow = 'first_use' | 'accepted' | 'edited';
+
+/** The accepted copy on disk: the exact text a person accepted, who and when, and its MAC. */
+interface AcceptedRecord {
+  readonly version: 1;
+  readonly text: string;
+  readonly accepted_at_ms: number;
+  readonly accepted_by: string;
+  readonly how: AcceptedHow;
+  /** A fresh HMAC key per acceptance, sealed by the vault (base64): only an unlocked vault can check or forge. */
+  readonly key: string;
+  /** HMAC-SHA256 (hex) over the domain, text, time, actor and how. */
+  readonly mac: string;
+}
+
+/** The last accepted configuration as this run knows it (possibly not yet sealed: the vault was locked). */
+interface Accepted {
+  readonly text: string;
+  readonly config: PosternConfig;
+  readonly meta: { at_ms: number; by: string; how: AcceptedHow } | null;
+}
+
+export interface ConfigIntegrityOptions {
+  readonly dataDir: string;
+  /** `--config FILE`; defaults to <dataDir>/postern.yaml. */
+  readonly file?: string;
+  readonly clock: Clock;
+  readonly logger?: Logger;
+}
+
+/**
+ * postern.yaml is a file the agent can write (THREAT-MODEL: same user). A change made outside
+ * Postern is never applied by itself: the broker runs on the last configuration a person accepted,
+ * kept in <dataDir>/config/accepted.json with a MAC under a key the vault wraps, and shows the
+ * difference as a card a person accepts (applied at the next start). Without an accepted copy the
+ * file is trusted on first use and sealed at the first unlock. An accepted copy that fails its MAC
+ * refuses every route and host (CONFIG_UNTRUSTED) until a person accepts a configuration again.
+ */
+export interface ConfigIntegrity {
+  /** The configuration in force for this run: the accepted copy, or the file on first use. */
+  readonly config: PosternConfig;
+  trust(): ConfigTrust;
+  /** Verifies (or, on first use, seals) at every unlock of `vault`, and now if it is already unlocked. */
+  attach(vault: CredentialVault): void;
+  /** The card: the file as it is now against the last accepted configuration. */
+  pending(): ConfigPending;
+  /** A person accepts the file whose digest the card showed; it applies at the next start. */
+  accept(digest: string, actor: OperatorActor): { digest: string; applies: 'next_start' };
+  /** For config.edit: throws CONFIG_PENDING when `text` (the file as read for the edit) holds an unaccepted change. */
+  assertNothingPending(text: string): void;
+  /** config.edit wrote `text`: a person's edit is that person's acceptance. */
+  edited(text: string, actor: OperatorActor): void;
+  /** The agent's answer while the configuration is untrusted (undefined: go on). */
+  agentRefusal(tool: AgentToolName): ToolAnswer | undefined;
+  /** The vault as the executors see it: locked while the configuration is untrusted. */
+  guardVault(vault: CredentialVault): CredentialVault;
+}
+
+/**
+ * Reads the file (a bad one refuses the start with CONFIG_INVALID, as before) and the accepted
+ * copy, and decides what is in force. No vault yet: the MAC is checked at `attach`/unlock, and
+ * nothing can be dispatched before that (every route and host needs a credential).
+ */
+export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigIntegrity {
+  const logger = options.logger;
+  const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };
+  const start = readConfigText(readOptions);
+  const fileConfig = start.text === undefined ? emptyConfig() : parseConfig(start.text, start.file);
+  const acceptedFile = path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName);
+  const stored = readAcceptedRecord(acceptedFile);
+
+  let trust: ConfigTrust;
+  let untrustedReason: string | null = null;
+  let inForce: PosternConfig;
+  let inForceText: string;
+  let latest: Accepted;
+  /** Accepted by a person (or on first use) while locked: sealed at the next unlock. */
+  let unsealed: { text: string; by: string; how: AcceptedHow } | undefined;
+  let acceptedThisRun = false;
+  let vault: CredentialVault | undefined;
+
+  if (stored.kind === 'none') {
+    trust = 'first_use';
+    inForce = fileConfig;
+    inForceText = start.text ?? '';
+    latest = { text: inForceText, config: fileConfig, meta: null };
+    unsealed = { text: inForceText, by: 'trust on first use', how: 'first_use' };
+  } else {
+    const parsed = stored.kind === 'record' ? parseAccepted(stored.record.text, start.file) : undefined;
+    if (stored.kind === 'record' && parsed !== undefined) {
+      trust = 'unverified';
+      inForce = parsed;
+      inForceText = stored.record.text;
+      latest = { text: inForceText, config: parsed, meta: { at_ms: stored.record.accepted_at_ms, by: stored.record.accepted_by, how: stored.record.how } };
+    } else {
+      trust = 'untrusted';
+      untrustedReason = stored.kind === 'bad' ? stored.reason : 'the accepted copy does not load as a configuration';
+      inForce = emptyConfig(start.file);
+      inForceText = '';
+      latest = { text: '', config: inForce, meta: null };
+      logger?.warn({ reason: untrustedReason }, 'the accepted configuration is damaged: every route is refused until a person accepts one');
+    }
+  }
+
+  const seal = (text: string, by: string, how: AcceptedHow): void => {
+    if (vault === undefined) throw new CodedError('VAULT_LOCKED', 'the vault is locked', { field: '' });
+    const record = sealRecord(vault, text, options.clock.nowMs(), by, how);
+    writeAtomically(acceptedFile, JSON.stringify(record));
+    latest = { text, config: text === '' ? emptyConfig(start.file) : parseConfig(text, start.file), meta: { at_ms: record.accepted_at_ms, by, how } };
+  };
+
+  const onUnlocked = (): void => {
+    if (vault === undefined) return;
+    if (trust === 'unverified' && stored.kind === 'record') {
+      if (macHolds(vault, stored.record)) {
+        trust = 'verified';
+      } else {
+        trust = 'untrusted';
+        untrustedReason = 'the accepted copy failed its MAC check (changed outside Postern, or sealed by another vault)';
+        // Whatever was accepted on top of an untrusted copy is not trusted either.
+        unsealed = undefined;
+        logger?.warn('the accepted configuration failed its MAC: every route is refused until a person accepts one');
+        return;
+      }
+    }
+    if (trust === 'first_use') trust = 'verified';
+    if (unsealed === undefined || (trust === 'untrusted' && !acceptedThisRun)) return;
+    const { text, by, how } = unsealed;
+    try {
+      seal(text, by, how);
+      unsealed = undefined;
+      logger?.info({ how }, 'configuration accepted and sealed');
+    } catch (error) {
+      // A full disk loses only the record: the next start asks again (first use, or a card).
+      logger?.error({ code: isCodedError(error) ? error.code : (error as NodeJS.ErrnoException).code }, 'the accepted configuration could not be written');
+    }
+  };
+
+  const changePending = (text: string): boolean => digestOf(text) !== digestOf(latest.text) || (trust === 'untrusted' && !acceptedThisRun);
+
+  return {
+    config: inForce,
+    trust: () => trust,
+    attach(v) {
+      vault = v;
+      v.onUnlock(onUnlocked);
+      if (v.state() === 'unlocked') onUnlocked();
+    },
+    pending() {
+      const now = readNow(readOptions);
+      const text = now.text ?? '';
+      const accepted = trust === 'untrusted' && !acceptedThisRun ? null : latest.meta;
+      const base = {
+        trust,
+        untrusted_reason: trust === 'untrusted' ? untrustedReason : null,
+        accepted: accepted === null ? null : { ...accepted, digest: digestOf(latest.text) },
+        // An untrusted run refuses everything until it restarts on the copy a person just accepted.
+        restart_needed: acceptedThisRun && (trust === 'untrusted' || digestOf(latest.text) !== digestOf(inForceText)),
+      };
+      if (now.problem === undefined && !changePending(text)) return { ...base, change: null };
+      const change = { file: start.file, digest: digestOf(text), routes: [], ssh_hosts: [], settings: [], invalid: now.problem ?? null };
+      if (now.problem !== undefined) return { ...base, change };
+      try {
+        const after = now.text === undefined ? emptyConfig() : parseConfig(now.text, start.file);
+        // Untrusted: the old copy proves nothing, so the card shows the whole file as new.
+        const before = trust === 'untrusted' && !acceptedThisRun ? emptyConfig() : latest.config;
+        return { ...base, change: { ...change, ...diffConfigs(before, after) } };
+      } catch (error) {
+        if (!isCodedError(error)) throw error;
+        return { ...base, change: { ...change, invalid: { code: error.code, message: error.message, field: error.field ?? null } } };
+      }
+    },
+    accept(digest, actor) {
+      if (vault?.state() !== 'unlocked') throw new CodedError('VAULT_LOCKED', 'unlock the vault first: the accepted configuration is sealed with its key', { field: '' });
+      // An opt-out read from a copy that failed its check is no opt-out a person made.
+      if (actor.auth === 'unattended_opt_out' && trust === 'untrusted') {
+        throw new CodedError('OPERATOR_PROOF_REQUIRED', 'the accepted configuration is untrusted: only a person can accept one now', { field: 'proof' });
+      }
+      const now = readConfigText(readOptions);
+      const text = now.text ?? '';
+      if (digestOf(text) !== digest) throw new CodedError('DECISION_CONFLICT', 'postern.yaml changed since that card was read; nothing was accepted, look again', { field: 'digest' });
+      if (now.text !== undefined) parseConfig(now.text, now.file);
+      seal(text, actorLabel(actor), 'accepted');
+      acceptedThisRun = true;
+      logger?.info({ digest }, 'configuration change accepted (operator); applies at the next start');
+      return { digest, applies: 'next_start' };
+    },
+    assertNothingPending(text) {
+      if (changePending(text)) {
+        throw new CodedError('CONFIG_PENDING', 'postern.yaml has a change no person accepted (or the accepted copy is untrusted): review it in Routes & hosts first', { field: '' });
+      }
+    },
+    edited(text, actor) {
+      acceptedThisRun = true;
+      const by = actorLabel(actor);
+      // Only reached with nothing pending (assertNothingPending): the edit stands on what a person accepted.
+      if (vault?.state() === 'unlocked') {
+        seal(text, by, 'edited');
+        return;
+      }
+      unsealed = { text, by, how: 'edited' };
+      latest = { text, config: parseConfig(text, start.file), meta: { at_ms: options.clock.nowMs(), by, how: 'edited' } };
+    },
+    agentRefusal(tool) {
+      if (trust !== 'untrusted' || (tool !== 'http_request' && tool !== 'ssh_exec')) return undefined;
+      return untrustedAnswer(tool === 'http_request' ? 'route' : 'host');
+    },
+    guardVault(v) {
+      const refused = (): boolean => trust === 'untrusted';
+      return {
+        state: () => (refused() ? 'locked' : v.state()),
+        list: () => v.list(),
+        describe: (name) => v.describe(name),
+        withSecret: (name, use) => (refused() ? Promise.reject(new CodedError('VAULT_LOCKED', 'the configuration is untrusted')) : v.withSecret(name, use)),
+        wrap: (purpose, plaintext) => v.wrap(purpose, plaintext),
+        unwrap: (purpose, sealed) => v.unwrap(purpose, sealed),
+        onLock: (listener) => v.onLock(listener),
+        onUnlock: (listener) => v.onUnlock(listener),
+      };
+    },
+  };
+}
+
+/** `sha256:<hex>` of the text (absent file: the empty text, which never loads, so it names "no file"). */
+export function digestOf(text: string): string {
+  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+}
+
+function macInput(r: Omit<AcceptedRecord, 'key' | 'mac'>): string {
+  return JSON.stringify([macDomain, r.version, r.text, r.accepted_at_ms, r.accepted_by, r.how]);
+}
+
+function sealRecord(vault: CredentialVault, text: string, atMs: number, by: string, how: AcceptedHow): AcceptedRecord {
+  const key = randomBytes(macKeyBytes);
+  try {
+    const body = { version: 1 as const, text, accepted_at_ms: atMs, accepted_by: by.slice(0, 300), how };
+    const wrapped = vault.wrap(macKeyPurpose, key);
+    return { ...body, key: Buffer.from(wrapped).toString('base64'), mac: createHmac('sha256', key).update(macInput(body)).digest('hex') };
+  } finally {
+    key.fill(0);
+  }
+}
+
+function macHolds(vault: CredentialVault, record: AcceptedRecord): boolean {
+  let key: Uint8Array;
+  try {
+    key = vault.unwrap(macKeyPurpose, Buffer.from(record.key, 'base64'));
+  } catch {
+    return false;
+  }
+  try {
+    const expected = createHmac('sha256', key).update(macInput(record)).digest();
+    const given = Buffer.from(record.mac, 'hex');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  } finally {
+    key.fill(0);
+  }
+}
+
+type StoredRecord = { kind: 'none' } | { kind: 'record'; record: AcceptedRecord } | { kind: 'bad'; reason: string };
+
+/** The accepted copy, shape-checked (its MAC waits for the vault). Absent is first use; anything else odd is untrusted. */
+function readAcceptedRecord(file: string): StoredRecord {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'none' };
+    return { kind: 'bad', reason: `the accepted copy cannot be read (${String((error as NodeJS.ErrnoException).code ?? 'unreadable').slice(0, 32)})` };
+  }
+  if (bytes.length > acceptedBytesMax) return { kind: 'bad', reason: 'the accepted copy is larger than any configuration' };
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return { kind: 'bad', reason: 'the accepted copy is not JSON' };
+  }
+  const r = value as Partial<AcceptedRecord> | null;
+  const shaped =
+    r !== null &&
+    typeof r === 'object' &&
+    r.version === 1 &&
+    typeof r.text === 'string' &&
+    Number.isSafeInteger(r.accepted_at_ms) &&
+    typeof r.accepted_by === 'string' &&
+    (r.how === 'first_use' || r.how === 'accepted' || r.how === 'edited') &&
+    typeof r.key === 'string' &&
+    typeof r.mac === 'string' &&
+    /^[0-9a-f]{64}$/.test(r.mac);
+  return shaped ? { kind: 'record', record: r as AcceptedRecord } : { kind: 'bad', reason: 'the accepted copy is not in the expected shape' };
+}
+
+/** The accepted text as a configuration ('' is "no file"); undefined when it does not load. */
+function parseAccepted(text: string, file: string): PosternConfig | undefined {
+  if (text === '') return emptyConfig(file);
+  try {
+    return parseConfig(text, file);
+  } catch (error) {
+    if (isCodedError(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The file now, for the card: a read or load problem is shown, not thrown. */
+function readNow(options: { dataDir: string; file?: string }): { text: string | undefined; problem?: { code: string; message: string; field: string | null } } {
+  try {
+    return readConfigText(options);
+  } catch (error) {
+    if (!isCodedError(error)) throw error;
+    return { text: undefined, problem: { code: error.code, message: error.message, field: error.field ?? null } };
+  }
+}
+
+function untrustedAnswer(field: string): ToolAnswer {
+  const message = 'the accepted configuration failed its integrity check; nothing is sent on any route until a person accepts a configuration';
+  const structured = agentToolReplySchema.parse({
+    invocation_id: null,
+    error: { code: 'CONFIG_UNTRUSTED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message, field },
+  });
+  return { isError: true, structured, text: `CONFIG_UNTRUSTED: ${message}` };
+}
+
+/** Temp file, fsync, rename, then fsync the directory: the copy is either the old one or the new one, whole. */
+function writeAtomically(file: string, text: string): void {
+  const dir = path.dirname(file);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  closeSync(fd);
+  renameSync(temp, file);
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+}

@@ -1,0 +1,89 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../broker/ports/index.js';
+import { openVault } from '../broker/vault/index.js';
+import { op } from '../tests/support/drill.js';
+import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
+
+/**
+ * Issue #14, config integrity, by clicks against the real headless daemon: postern.yaml accepted
+ * on first use, then rewritten outside Postern (a route re-pointed, its approval dropped). The
+ * Routes & hosts view shows the change as a card with the fields that differ; the broker keeps the
+ * accepted route; Accept (a person's decision on the signed-in operator UI) records it for the
+ * next start. Waits are on the page or the broker's state, never sleeps.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'pe2e-config-'));
+const screenshots = path.join(repoRoot, 'test-results', 'e2e');
+const passphrase = 'e2e config passphrase (test only)';
+const dataDir = path.join(scratch, 'data');
+const passphraseFile = path.join(scratch, 'pass');
+
+const routesYaml = (port: number, approval: string): string =>
+  ['version: 1', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}/api`, '    credential: docs-token', '    injection: bearer', `    approval: ${approval}`, ''].join('\n');
+
+let browser: Browser;
+let daemon: RunningDaemon | undefined;
+beforeAll(async () => {
+  assertRendererBuilt(repoRoot);
+  mkdirSync(screenshots, { recursive: true });
+  browser = await launchChromium();
+  mkdirSync(dataDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  await vault.close();
+  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+}, 30_000);
+afterAll(async () => {
+  await daemon?.process.stop('SIGTERM');
+  await browser?.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+async function shoot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(screenshots, name), fullPage: true });
+}
+
+describe('a change of postern.yaml made outside Postern, by clicks', () => {
+  it('shows the pending change with its diff, keeps the accepted route, and Accept records it for the next start', async () => {
+    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(9, 'per_call'));
+    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    expect(await op(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, accepted: { how: 'first_use' } });
+    await daemon.process.stop('SIGTERM');
+
+    // As an agent would: re-point the route and drop its approval, then wait for a restart.
+    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(19, 'none'));
+    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    const { page, problems } = await openOperatorPage(browser, daemon.operatorUrl);
+    await page.getByRole('tab', { name: /^Routes/ }).click();
+
+    const card = page.getByTestId('config-pending');
+    await card.waitFor();
+    const baseUrl = page.getByTestId('config-change-route-docs-base_url');
+    expect(await baseUrl.locator('del').textContent()).toBe('http://127.0.0.1:9/api');
+    expect(await baseUrl.locator('ins').textContent()).toBe('http://127.0.0.1:19/api');
+    const approval = page.getByTestId('config-change-route-docs-approval');
+    expect(await approval.locator('del').textContent()).toBe('per_call');
+    expect(await approval.locator('ins').textContent()).toBe('none');
+    // The running broker keeps what a person accepted.
+    await page.getByTestId('route-docs').filter({ hasText: 'http://127.0.0.1:9/api' }).waitFor();
+    expect(await page.getByTestId('route-docs').textContent()).toContain('per_call');
+    await shoot(page, 'config-pending.png');
+
+    await card.getByRole('button', { name: 'Accept change' }).click();
+    await page.getByTestId('config-restart-needed').waitFor();
+    await card.waitFor({ state: 'detached' });
+    const pending = await op(dataDir, 'config.pending', {});
+    expect(pending).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted', by: expect.stringContaining('(web, operator session)') } });
+    expect((await op(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ base_url: 'http://127.0.0.1:9/api', approval: 'per_call' })]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+    await daemon.process.stop('SIGTERM');
+
+    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    expect((await op(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' })]);
+  }, 90_000);
+});

@@ -1,0 +1,100 @@
+import type { ConfigEntryChange } from '../../../broker/contract/index.js';
+import { useAppStore } from '../store/app-store.js';
+
+/**
+ * postern.yaml changed outside Postern (by hand, or by an agent running as the same user): the
+ * broker keeps running on the last configuration a person accepted and shows the difference here.
+ * Accepting it is a decision; it applies at the next start. An untrusted accepted copy shows the
+ * whole file, because the old copy proves nothing.
+ */
+export function PendingConfigCard() {
+  const view = useAppStore((state) => state.configView);
+  const accept = useAppStore((state) => state.acceptConfigChange);
+  const pending = view.pending;
+  if (pending === null) return null;
+  const change = pending.change;
+  return (
+    <>
+      {pending.trust === 'untrusted' && (
+        <div className="error" role="alert" data-testid="config-untrusted">
+          <strong>CONFIG_UNTRUSTED</strong>
+          <span>
+            {pending.restart_needed
+              ? 'A configuration was accepted; restart the broker to use it. Until then every route and host is refused.'
+              : `${pending.untrusted_reason ?? 'The accepted configuration failed its check.'} Every route and host is refused until you accept a configuration below.`}
+          </span>
+        </div>
+      )}
+      {pending.restart_needed && pending.trust !== 'untrusted' && (
+        <p className="hint" role="note" data-testid="config-restart-needed">
+          The accepted change applies when the broker is restarted.
+        </p>
+      )}
+      {pending.accepted !== null && (
+        <p className="muted" data-testid="config-accepted">
+          Configuration last accepted {acceptedWords[pending.accepted.how]} by {pending.accepted.by}, {new Date(pending.accepted.at_ms).toLocaleString()}.
+        </p>
+      )}
+      {view.accepted?.ok === false && (
+        <div className="error" role="alert" data-testid="config-accept-error">
+          <strong>{view.accepted.error.code}</strong>
+          <span>{view.accepted.error.message}</span>
+        </div>
+      )}
+      {change !== null && (
+        <article className="card" aria-label="Pending configuration change" data-testid="config-pending">
+          <h3>postern.yaml changed outside Postern</h3>
+          <p className="muted">
+            {change.file} differs from the configuration a person last accepted. The broker keeps using the accepted one; the change applies at the next start only
+            if you accept it.
+          </p>
+          {change.invalid !== null ? (
+            <p className="error" data-testid="config-pending-invalid">
+              <strong>{change.invalid.code}</strong> {change.invalid.message} (fix the file first)
+            </p>
+          ) : (
+            <>
+              <ChangeList title="Routes" changes={change.routes} kind="route" />
+              <ChangeList title="SSH hosts" changes={change.ssh_hosts} kind="host" />
+              <ChangeList title="Settings" changes={change.settings} kind="section" />
+              {change.routes.length + change.ssh_hosts.length + change.settings.length === 0 && <p className="muted">No route, host or setting differs (only formatting or comments).</p>}
+              <div className="actions">
+                <button type="button" className="approve" disabled={view.accepting !== null} onClick={() => void accept(change.digest)}>
+                  Accept change
+                </button>
+              </div>
+            </>
+          )}
+        </article>
+      )}
+    </>
+  );
+}
+
+/** Deleting the accepted copy makes the next unlock a first use again: saying so lets a person notice one they did not expect. */
+const acceptedWords = { first_use: 'on first use (trusted as found)', accepted: 'on a change card', edited: 'by an edit from here' } as const;
+
+function ChangeList({ title, changes, kind }: { title: string; changes: readonly ConfigEntryChange[]; kind: string }) {
+  if (changes.length === 0) return null;
+  return (
+    <>
+      <h4>{title}</h4>
+      <ul className="config-changes">
+        {changes.map((entry) => (
+          <li key={entry.name} data-testid={`config-change-${kind}-${entry.name}`}>
+            <strong>{entry.name}</strong> <span className="muted">{entry.change}</span>
+            <ul>
+              {entry.fields.map((f) => (
+                <li key={f.field} data-testid={`config-change-${kind}-${entry.name}-${f.field}`}>
+                  <code>{f.field}</code>: {f.before === null ? '' : <del>{f.before}</del>}
+                  {f.before !== null && f.after !== null && ' → '}
+                  {f.after === null ? '' : <ins>{f.after}</ins>}
+                </li>
+              ))}
+            </ul>
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}

@@ -1,0 +1,156 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
+import { callOperator } from '../broker/cli/operator-commands.js';
+import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
+import { systemClock } from '../broker/ports/index.js';
+import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
+import { openVault } from '../broker/vault/index.js';
+import { waitFor } from './support/drill.js';
+import { DrillAgent } from './support/drill-agent.js';
+import { startDaemon, type RunningDaemon } from './support/postern-process.js';
+
+/**
+ * The config-edit attack (issue #14) against a real daemon: the agent rewrites postern.yaml so a
+ * route whose credential is bound by name alone points at its own server with no approval, and
+ * waits for the next start. The broker keeps the configuration a person accepted, shows the change
+ * as a card, and applies it only after a person accepts it; a tampered accepted copy refuses every
+ * route. The agent's server must never receive a byte.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'pocfg-'));
+const dataDir = path.join(scratch, 'data');
+const passphrase = 'config integrity passphrase (test only)';
+const canary = 'CANARY-config-integrity-token';
+let home: ArrivalLogServer;
+let evil: ArrivalLogServer;
+let daemon: RunningDaemon | undefined;
+let agent: DrillAgent | undefined;
+
+const routesYaml = (port: number, approval: string): string =>
+  [
+    'version: 1',
+    'agents:',
+    '  session_approval: observe',
+    'routes:',
+    '  - name: docs',
+    `    base_url: http://127.0.0.1:${port}`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    `    approval: ${approval}`,
+    '    methods: [POST]',
+    '',
+  ].join('\n');
+
+/** A decision with a person's proof (the passphrase the CLI reads from a terminal), over the real control socket. */
+async function decide<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input, proof: { passphrase } });
+  if (!reply.ok) throw Object.assign(new Error(reply.error.message), { code: reply.error.code });
+  return reply.value as BrokerApi[M]['output'];
+}
+
+/** Starts the daemon locked (as after a reboot), connects an agent, and a person unlocks. */
+async function startAndUnlock(): Promise<void> {
+  daemon = await startDaemon(dataDir);
+  agent = await DrillAgent.start(dataDir, 'cfg-agent');
+  await decide('vault.unlock', { passphrase });
+}
+
+async function stop(): Promise<void> {
+  await agent?.stop();
+  await daemon?.process.stop('SIGTERM');
+  agent = undefined;
+  daemon = undefined;
+}
+
+const send = (marker: string) =>
+  (agent as DrillAgent).call('http_request', { route: 'docs', method: 'POST', path: '/docs/cfg', body: JSON.stringify({ marker }), timeout_ms: 30_000 }).reply;
+
+beforeAll(async () => {
+  mkdirSync(dataDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  // Bound by the route's name alone: whatever host a route named docs points at would get it.
+  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs'] });
+  await vault.close();
+  home = await ArrivalLogServer.start();
+  evil = await ArrivalLogServer.start();
+  writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(home.port, 'per_call'));
+}, 60_000);
+
+afterAll(async () => {
+  await stop();
+  await home.stop();
+  await evil.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}, 30_000);
+
+describe('when the agent edits postern.yaml between two starts', () => {
+  it('the first start trusts the file on first use and seals it at the unlock', async () => {
+    await startAndUnlock();
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, accepted: { how: 'first_use' } });
+    await stop();
+  }, 60_000);
+
+  it('the next start keeps the accepted route (per_call, the old host), shows the change, and the agent server receives nothing', async () => {
+    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none'));
+    await startAndUnlock();
+    const pending = await callOperator(dataDir, 'config.pending', {});
+    expect(pending.trust).toBe('verified');
+    expect(pending.change?.routes).toEqual([
+      {
+        name: 'docs',
+        change: 'changed',
+        fields: [
+          { field: 'base_url', before: `http://127.0.0.1:${home.port}`, after: `http://127.0.0.1:${evil.port}` },
+          { field: 'approval', before: 'per_call', after: 'none' },
+        ],
+      },
+    ]);
+    expect((await callOperator(dataDir, 'config.show', {})).routes).toEqual([
+      expect.objectContaining({ name: 'docs', base_url: `http://127.0.0.1:${home.port}`, approval: 'per_call' }),
+    ]);
+
+    // Still per_call: a card waits for a person; approved, the request goes to the accepted host.
+    const reply = send('cfg-after-edit');
+    const [card] = (await waitFor(() => callOperator(dataDir, 'approvals.list', {}), (r) => r.cards.length === 1, 'the card')).cards;
+    if (card === undefined) throw new Error('no card');
+    await decide('approvals.approve', { ticket: card.ticket });
+    expect((await reply).structuredContent?.error).toBeUndefined();
+    expect(home.markers()).toContain('cfg-after-edit');
+    expect(evil.arrivals).toEqual([]);
+
+    // Building on an unaccepted change is refused; accepting needs a person and names what they saw.
+    await expect(decide('config.edit', { op: 'remove_route', name: 'docs' })).rejects.toMatchObject({ code: 'CONFIG_PENDING' });
+    const digest = pending.change?.digest ?? '';
+    await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
+    expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'next_start' });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted', by: expect.stringMatching(/^person:/) } });
+    await stop();
+  }, 90_000);
+
+  it('after a person accepted it, the next start applies it', async () => {
+    await startAndUnlock();
+    expect((await callOperator(dataDir, 'config.show', {})).routes).toEqual([
+      expect.objectContaining({ name: 'docs', base_url: `http://127.0.0.1:${evil.port}`, approval: 'none' }),
+    ]);
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, restart_needed: false });
+    await stop();
+  }, 60_000);
+
+  it('a tampered accepted copy refuses every route with CONFIG_UNTRUSTED, and nothing reaches either server', async () => {
+    const file = path.join(dataDir, 'config', 'accepted.json');
+    const record = JSON.parse(readFileSync(file, 'utf8')) as { text: string };
+    writeFileSync(file, JSON.stringify({ ...record, text: record.text.replace('approval: none', 'approval: none\n    reads_bypass_lanes: true') }));
+    const before = { home: home.arrivals.length, evil: evil.arrivals.length };
+    await startAndUnlock();
+    const reply = await send('cfg-untrusted');
+    expect(reply.structuredContent?.error).toMatchObject({ code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' });
+    expect({ home: home.arrivals.length, evil: evil.arrivals.length }).toEqual(before);
+    const pending = await callOperator(dataDir, 'config.pending', {});
+    expect(pending).toMatchObject({ trust: 'untrusted', untrusted_reason: expect.stringMatching(/MAC/) });
+    expect(pending.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
+    await stop();
+  }, 60_000);
+});
