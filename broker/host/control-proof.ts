@@ -22,7 +22,13 @@ export interface ControlProof {
 
 const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tty' };
 
-export function createControlProof(options: { vault: Vault; clock: Clock; unattendedDecisions: boolean; attempts?: PassphraseAttempts }): ControlProof {
+/**
+ * Whether the unattended opt-out holds now: `unverified` when postern.yaml asks for it but the configuration in force
+ * is not yet known to be one a person accepted (its seal is checked at unlock): a forged opt-out is not honoured.
+ */
+export type UnattendedDecisions = 'on' | 'off' | 'unverified';
+
+export function createControlProof(options: { vault: Vault; clock: Clock; unattendedDecisions: () => UnattendedDecisions; attempts?: PassphraseAttempts }): ControlProof {
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
   /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
@@ -74,7 +80,18 @@ export function createControlProof(options: { vault: Vault; clock: Clock; unatte
         // Proven: the decision runs outside the gate (a retry may wait on a remote).
         return refused ?? execute(personOnCli);
       }
-      if (options.unattendedDecisions) return execute({ surface: 'cli', auth: 'unattended_opt_out', process: { exe: exeOf(peer.pid), pid: peer.pid } });
+      const unattended = options.unattendedDecisions();
+      if (unattended === 'on') return execute({ surface: 'cli', auth: 'unattended_opt_out', process: { exe: exeOf(peer.pid), pid: peer.pid } });
+      if (unattended === 'unverified') {
+        return errorReply(
+          new CodedError(
+            'OPERATOR_PROOF_REQUIRED',
+            `${method} is a decision; postern.yaml asks for unattended decisions, but that holds only once the vault is unlocked and the ` +
+              'configuration is verified as the one a person accepted (docs/config.md). Unlock first, or decide with the passphrase in a terminal.',
+            { field: 'proof' },
+          ),
+        );
+      }
       return errorReply(
         new CodedError(
           'OPERATOR_PROOF_REQUIRED',

@@ -8,6 +8,7 @@ import { openVault, type Vault } from '../vault/index.js';
 import { brokerApiMethods } from '../contract/index.js';
 import { controlLineBytesMax, controlSocketPath, sendControlRequest, startControlSocket, type ControlSocket } from './control-socket.js';
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
+import type { UnattendedDecisions } from './control-proof.js';
 
 const passphrase = 'control socket passphrase';
 let dir: TempDir;
@@ -25,7 +26,7 @@ beforeEach(async () => {
 });
 
 /** Restarts the socket with an operator API that records the caller of every call it admits. */
-async function withRecordingApi(unattendedDecisions: boolean): Promise<Array<[string, OperatorCaller | undefined]>> {
+async function withRecordingApi(unattendedDecisions: boolean | (() => UnattendedDecisions)): Promise<Array<[string, OperatorCaller | undefined]>> {
   await control.close();
   const calls: Array<[string, OperatorCaller | undefined]> = [];
   const handlers = Object.fromEntries(
@@ -176,5 +177,18 @@ describe('the control socket', () => {
     const calls = await withRecordingApi(true);
     expect(await sendControlRequest(control.path, { op: 'api', method: 'sessions.approve', input: { session_id: 'ses_x' } })).toMatchObject({ ok: true });
     expect(calls).toEqual([['sessions.approve', { surface: 'cli', auth: 'unattended_opt_out', process: { exe: process.execPath, pid: process.pid } }]]);
+  });
+
+  it('does not honour an opt-out read from a configuration whose seal is not yet checked (a forged accepted copy), and honours it once verified', async () => {
+    let now: UnattendedDecisions = 'unverified';
+    const calls = await withRecordingApi(() => now);
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } })).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED', message: expect.stringContaining('verified') },
+    });
+    expect(calls).toEqual([]);
+    now = 'on';
+    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } })).toMatchObject({ ok: true });
+    expect(calls).toEqual([['approvals.approve', expect.objectContaining({ auth: 'unattended_opt_out' })]]);
   });
 });

@@ -5,7 +5,7 @@ import { brokerApiMethods, CodedError, type BrokerApiMethod, type Reply } from '
 import { systemClock, type Clock, type VaultState } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
-import { createControlProof, errorReply, type ControlProof } from './control-proof.js';
+import { createControlProof, type UnattendedDecisions, errorReply, type ControlProof } from './control-proof.js';
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 
 /**
@@ -64,8 +64,11 @@ export interface ControlSocketOptions {
   handlers?: OperatorHandlers;
   /** Refuses an operator caller (e.g. a process descended from an agent); undefined admits it. */
   refuseApiPeer?: (socket: Socket) => CodedError | undefined;
-  /** `operator.unattended_decisions`: decisions without a person's proof, journaled as the process (control-proof.ts). */
-  unattendedDecisions?: boolean;
+  /**
+   * `operator.unattended_decisions`: decisions without a person's proof, journaled as the process (control-proof.ts). A
+   * boolean is fixed; a function is asked per decision (the runtime's answer depends on the configuration's seal).
+   */
+  unattendedDecisions?: boolean | (() => UnattendedDecisions);
   /** The backoff's clock (tests); default the system clock. */
   clock?: Clock;
 }
@@ -78,7 +81,7 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     });
   }
   await removeStaleSocket(socketPath);
-  const proof = createControlProof({ vault: options.vault, clock: options.clock ?? systemClock, unattendedDecisions: options.unattendedDecisions === true });
+  const proof = createControlProof({ vault: options.vault, clock: options.clock ?? systemClock, unattendedDecisions: unattendedOf(options.unattendedDecisions) });
   const connections = new Set<Socket>();
   const activity = new WeakMap<Socket, ConnectionActivity>();
   let tick = 0;
@@ -269,4 +272,10 @@ export function sendControlRequest(socketPath: string, request: ControlRequest, 
     });
     socket.once('close', () => finish(() => reject(new CodedError('INTERNAL', 'the daemon closed the control connection without a reply'))));
   });
+}
+
+function unattendedOf(setting: boolean | (() => UnattendedDecisions) | undefined): () => UnattendedDecisions {
+  if (typeof setting === 'function') return setting;
+  const fixed: UnattendedDecisions = setting === true ? 'on' : 'off';
+  return () => fixed;
 }
