@@ -38,7 +38,7 @@ import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
 import { createQuitGate, runShutdown } from './shutdown-sequence.js';
 import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
-import { chooseVaultKeyProtector, describeKeyProtectorChoice } from './vault-key-protector.js';
+import { chooseVaultKeyProtector, describeKeyProtectorChoice, keyProtectionFromEnv, runtimeKeyProtectorOptions } from './vault-key-protector.js';
 import { hardenContents, pageCspProblem, permissionAllowed, requestAllowed, windowWebPreferences } from './web-security.js';
 
 /**
@@ -96,10 +96,12 @@ async function main(): Promise<void> {
   Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate(surface.menu)));
   hardenSession();
 
-  // The runtime has no option to take it yet (docs/desktop.md, "safeStorage"): chosen and logged, not applied.
+  // safeStorage as a second wrap around the vault key where it protects something (docs/vault.md).
+  const keyProtection = keyProtectionFromEnv(process.env);
   const keyProtector = await chooseVaultKeyProtector(process.platform, safeStorage);
-  console.info(describeKeyProtectorChoice(keyProtector));
-  const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now() });
+  console.info(describeKeyProtectorChoice(keyProtector, keyProtection));
+  const protectorOptions = runtimeKeyProtectorOptions(keyProtector, keyProtection);
+  const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now(), ...protectorOptions });
   const handlers = createOperatorHandlers(runtime.broker);
   const gate = createIpcGate({ pageUrl: appPageUrl, handlers, confirm: (method, input) => confirmInMain(handlers, method, input) });
   registerApiChannels(gate);

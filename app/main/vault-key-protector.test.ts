@@ -1,6 +1,17 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { chooseVaultKeyProtector, describeKeyProtectorChoice, protectedKeyBytesMax, type SafeStorageLike } from './vault-key-protector.js';
+import { createBrokerRuntime } from '../../broker/host/index.js';
+import {
+  chooseVaultKeyProtector,
+  describeKeyProtectorChoice,
+  keyProtectionFromEnv,
+  protectedKeyBytesMax,
+  runtimeKeyProtectorOptions,
+  type SafeStorageLike,
+} from './vault-key-protector.js';
 
 /**
  * Electron's binary cannot run here, so safeStorage is a stand-in that really encrypts
@@ -111,5 +122,59 @@ describe('when safeStorage would protect nothing or cannot work', () => {
     const { storage, asked } = standInSafeStorage({ backend: 'basic_text' });
     await chooseVaultKeyProtector('linux', storage);
     expect(asked).not.toContain('available');
+  });
+});
+
+describe('what main passes to the runtime', () => {
+  it.each([
+    [{}, 'apply'],
+    [{ POSTERN_VAULT_KEY_PROTECTION: '' }, 'apply'],
+    [{ POSTERN_VAULT_KEY_PROTECTION: 'apply' }, 'apply'],
+    [{ POSTERN_VAULT_KEY_PROTECTION: 'remove' }, 'remove'],
+  ])('POSTERN_VAULT_KEY_PROTECTION in %j → %s', (env, protection) => {
+    expect(keyProtectionFromEnv(env)).toBe(protection);
+  });
+
+  it('refuses any other value rather than guess', () => {
+    expect(() => keyProtectionFromEnv({ POSTERN_VAULT_KEY_PROTECTION: 'off' })).toThrow(/"apply" or "remove"/);
+  });
+
+  it('a protector only when the choice says to use it, and the log line says what happens', async () => {
+    const yes = await chooseVaultKeyProtector('darwin', standInSafeStorage().storage);
+    const no = await chooseVaultKeyProtector('linux', standInSafeStorage({ backend: 'basic_text' }).storage);
+    expect(runtimeKeyProtectorOptions(yes, 'apply')).toEqual({ vaultKeyProtector: yes.use ? yes.protector : undefined, vaultKeyProtection: 'apply' });
+    expect(runtimeKeyProtectorOptions(no, 'remove')).toEqual({});
+    expect(describeKeyProtectorChoice(yes)).toContain('safeStorage (keychain) protects the vault key');
+    expect(describeKeyProtectorChoice(yes, 'remove')).toContain('taken off the vault key at its next unlock');
+  });
+});
+
+describe('when the desktop runtime gets the protector (the same call main makes)', () => {
+  it('creates a protected vault that the desktop unlocks and a headless runtime refuses with VAULT_KEY_PROTECTED', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'postern-desktop-protect-'));
+    const base = { dataDir, version: '0.0.0-test', startedAtMs: 1, vaultKdf: 'min' as const };
+    const passphrase = 'desktop vault passphrase';
+    const safeStorage = standInSafeStorage().storage;
+    try {
+      const choice = await chooseVaultKeyProtector('darwin', safeStorage);
+      const desktop = await createBrokerRuntime({ ...base, mode: 'desktop', ...runtimeKeyProtectorOptions(choice, keyProtectionFromEnv({})) });
+      await desktop.vault.init(Buffer.from(passphrase));
+      await desktop.close();
+      const files = Buffer.concat(readdirSync(dataDir).filter((f) => f.startsWith('vault.sqlite')).map((f) => readFileSync(path.join(dataDir, f))));
+      expect(files.includes(Buffer.from('keychain'))).toBe(true);
+
+      await expect(createBrokerRuntime({ ...base, mode: 'headless', vaultPassphrase: Buffer.from(passphrase) })).rejects.toMatchObject({
+        code: 'VAULT_KEY_PROTECTED',
+      });
+      const again = await createBrokerRuntime({ ...base, mode: 'desktop', ...runtimeKeyProtectorOptions(await chooseVaultKeyProtector('darwin', safeStorage), 'apply') });
+      try {
+        await again.vault.unlock(Buffer.from(passphrase));
+        expect(again.vault.state()).toBe('unlocked');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

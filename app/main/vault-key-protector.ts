@@ -1,4 +1,6 @@
-import { chooseKeyProtector, keyProtectorBackend } from '../../broker/host/index.js';
+import { chooseKeyProtector, keyProtectorBackend, type VaultKeyProtection, type VaultKeyProtector } from '../../broker/host/index.js';
+
+export type { VaultKeyProtector } from '../../broker/host/index.js';
 
 /**
  * The desktop side of "safeStorage as the vault key protector where available": asks Electron's
@@ -21,15 +23,6 @@ export interface SafeStorageLike {
   getSelectedStorageBackend(): string;
   encryptStringAsync(plainText: string): Promise<Uint8Array>;
   decryptStringAsync(encrypted: Buffer): Promise<{ result: string; shouldReEncrypt: boolean }>;
-}
-
-/** What the vault would call around its wrapped data key (see docs/desktop.md for the runtime change it needs). */
-export interface VaultKeyProtector {
-  readonly backend: string;
-  /** The sealed (passphrase-wrapped) data key → the blob stored in vault.sqlite instead. */
-  protect(wrappedKey: Uint8Array): Promise<Uint8Array>;
-  /** The stored blob → the sealed data key; `reprotect` when the OS rotated its key and the blob should be rewritten. */
-  unprotect(blob: Uint8Array): Promise<{ wrappedKey: Uint8Array; reprotect: boolean }>;
 }
 
 export type VaultKeyProtectorChoice =
@@ -94,9 +87,36 @@ function checkSize(bytes: Uint8Array, field: string): void {
   if (bytes.byteLength === 0 || bytes.byteLength > protectedKeyBytesMax) throw new RangeError(`${field} must be 1..${protectedKeyBytesMax} bytes, not ${bytes.byteLength}`);
 }
 
-/** One line for the log: which protector the vault would get, never any key material. */
-export function describeKeyProtectorChoice(choice: VaultKeyProtectorChoice): string {
-  return choice.use
-    ? `postern: safeStorage (${choice.backend}) can protect the vault key`
-    : `postern: the vault key is protected by the passphrase alone: ${choice.reason}`;
+/**
+ * `POSTERN_VAULT_KEY_PROTECTION`: unset or `apply` protects the vault key; `remove` takes the
+ * protection off at the next unlock (to move the vault to another machine or to the headless
+ * daemon). Anything else refuses the start: a typo must not silently pick either.
+ */
+export const keyProtectionEnvName = 'POSTERN_VAULT_KEY_PROTECTION';
+
+export function keyProtectionFromEnv(env: Readonly<Record<string, string | undefined>>): VaultKeyProtection {
+  const value = env[keyProtectionEnvName];
+  if (value === undefined || value === '' || value === 'apply') return 'apply';
+  if (value === 'remove') return 'remove';
+  throw new Error(`${keyProtectionEnvName} is "apply" or "remove", not ${JSON.stringify(value.slice(0, 32))}`);
+}
+
+/** The runtime options for a choice: a protector only when safeStorage can protect something. */
+export function runtimeKeyProtectorOptions(
+  choice: VaultKeyProtectorChoice,
+  protection: VaultKeyProtection,
+): { vaultKeyProtector?: VaultKeyProtector; vaultKeyProtection?: VaultKeyProtection } {
+  return choice.use ? { vaultKeyProtector: choice.protector, vaultKeyProtection: protection } : {};
+}
+
+/** One line for the log: what happens to the vault key, never any key material. */
+export function describeKeyProtectorChoice(choice: VaultKeyProtectorChoice, protection: VaultKeyProtection = 'apply'): string {
+  if (!choice.use) {
+    // A vault protected earlier stays protected and refuses to unlock (VAULT_KEY_PROTECTED) until safeStorage works again.
+    const removal = protection === 'remove' ? `; ${keyProtectionEnvName}=remove cannot take effect` : '';
+    return `postern: the vault key is protected by the passphrase alone: ${choice.reason}${removal}`;
+  }
+  return protection === 'apply'
+    ? `postern: safeStorage (${choice.backend}) protects the vault key (an unprotected vault is protected at its next unlock)`
+    : `postern: ${keyProtectionEnvName}=remove: safeStorage (${choice.backend}) protection is taken off the vault key at its next unlock`;
 }

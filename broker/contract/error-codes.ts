@@ -25,6 +25,8 @@ export const errorCodeMeanings = {
   VAULT_ALREADY_INITIALIZED: 'The vault already exists; it is never re-created over an existing one.',
   VAULT_PASSPHRASE_INVALID: 'The vault passphrase is wrong; nothing was unlocked or changed.',
   VAULT_CORRUPT: 'The vault file is damaged, newer than this Postern, or a sealed value failed its integrity check; nothing was decrypted.',
+  VAULT_KEY_PROTECTED: "The vault key is also sealed by the desktop app's OS keyring (safeStorage); only the Postern desktop app, on the machine and login that protected it, can unlock it.",
+  VAULT_KEY_PROTECTOR_FAILED: 'The OS keyring protecting the vault key refused or failed (locked, another login or machine, or a damaged blob); nothing was unlocked or changed.',
   CREDENTIAL_EXISTS: 'A credential with this name already exists; rotate it or remove it first.',
   APPROVAL_DENIED: 'A person rejected this invocation; it will never be sent.',
   APPROVAL_EXPIRED: 'The approval window closed before a decision; nothing was sent.',
@@ -44,6 +46,7 @@ export const errorCodeMeanings = {
   SSH_CHANNEL_FAILED: 'The SSH session channel could not be opened; nothing was sent.',
   // remote_execution: dispatched; what the remote said (or did not)
   REMOTE_OUTCOME_UNKNOWN: 'Dispatch may have reached the remote and no deciding result was recorded.',
+  OPERATION_TIMEOUT: "The route's or SSH host's operation deadline (timeout_ms in postern.yaml) passed before a complete result; a broker-side limit, not a caller event.",
   REMOTE_RESULT_INCOMPLETE: 'The remote ended without a complete result (partial body, no exit status).',
   REMOTE_REJECTED: 'The remote returned a complete, authoritative refusal that claims no success.',
   REMOTE_AUTH_REJECTED: 'The remote rejected the injected credential (HTTP 401); never retried with it.',

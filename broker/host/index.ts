@@ -14,6 +14,7 @@ export { describeHardening, hardenProcess, type ProcessHardening } from './harde
 export { actorOf, createOperatorHandlers, type OperatorCaller, type OperatorHandlers } from './operator-handlers.js';
 // The desktop app's safeStorage policy (app/ may import only this entry).
 export { chooseKeyProtector, keyProtectorBackend, type KeyProtectorDecision } from '../vault/index.js';
+export type { VaultKeyProtection, VaultKeyProtector } from '../ports/index.js';
 export type { OperatorBroker } from './operator-broker.js';
 export { resolveDataDir, ensureDataDir, type DataDirInputs } from './data-dir.js';
 export { startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpHostOptions } from './http-host.js';

@@ -3,6 +3,16 @@ import type { AgentPeer, AgentRouteList, AgentToolName, AgentToolReply } from '.
 /** Why a waiting call's signal fired: MCP notifications/cancelled, or the connection went away. */
 export type CallerStop = 'cancelled' | 'disconnected';
 
+/**
+ * A state change of a waiting call, for MCP progress notifications (sent only when the client asked with a
+ * progressToken): monotonic `progress`, and a short line for people ("card shown", "approved, waiting for #42",
+ * "dispatched"). Never carries anything of the request's or the response's content.
+ */
+export interface CallProgress {
+  readonly progress: number;
+  readonly message: string;
+}
+
 /** The committed result an answer carries: what the socket reports back once it tried to hand it over. */
 export interface ResultHandoff {
   readonly action_id: string;
@@ -38,7 +48,7 @@ export interface AgentBackend {
    * Runs one tool call. `args` is as received (unvalidated). `signal` fires when the caller stops
    * waiting; its reason is a CallerStop. Never rejects for a refusal: refusals are answers.
    */
-  call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal): Promise<ToolAnswer>;
+  call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer>;
   /**
    * The answer carrying `handoff` was written completely to the caller's connection (the socket
    * write's callback succeeded): MCP has no acknowledgement of a response, so this is the strongest

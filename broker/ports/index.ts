@@ -4,5 +4,6 @@ export { systemClock } from './system-clock.js';
 export { createRandomIdSource } from './random-id-source.js';
 export { credentialKinds, type CredentialInfo, type CredentialKind, type CredentialVault, type SecretMaterial, type VaultState } from './credential-vault.js';
 export type { DispatchGate } from './dispatch-gate.js';
-export type { AgentBackend, CallerStop, ResultHandoff, ToolAnswer } from './agent-backend.js';
+export type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from './agent-backend.js';
 export type { DecisionResult, OperatorActor, OperatorQueue, OperatorReconciler, ReconcileResult } from './operator-queue.js';
+export type { VaultKeyProtection, VaultKeyProtector } from './vault-key-protector.js';

@@ -1,9 +1,9 @@
-import type { Clock } from '../ports/index.js';
+import type { Clock, VaultKeyProtection, VaultKeyProtector } from '../ports/index.js';
 import { sodiumReady, type KdfStrength } from './vault-crypto.js';
 import { VaultStore } from './vault-store.js';
 import { idleLockMsDefault, Vault } from './vault.js';
 
-export { Vault, idleLockMsDefault, passphraseBytesMin, passphraseBytesMax, type AddOptions } from './vault.js';
+export { Vault, idleLockMsDefault, passphraseBytesMin, passphraseBytesMax, protectedKeyBytesMax, type AddOptions } from './vault.js';
 export { vaultFileName } from './vault-store.js';
 export { credentialNamePattern, secretBytesMax, type CredentialInput } from './credential-input.js';
 export { sshKeyPassphraseBytesMax } from './ssh-key-import.js';
@@ -17,6 +17,13 @@ export interface OpenVaultOptions {
   idleLockMs?: number;
   /** Argon2id cost for a new vault. 'min' is for tests only (still real Argon2id). Default 'moderate'. */
   kdf?: KdfStrength;
+  /**
+   * The desktop's safeStorage protector: a new vault is stored protected, an unprotected one is
+   * protected at its next unlock (or, with keyProtection 'remove', a protected one unprotected).
+   * Without one, a protected vault refuses to unlock (VAULT_KEY_PROTECTED).
+   */
+  keyProtector?: VaultKeyProtector;
+  keyProtection?: VaultKeyProtection;
 }
 
 /**
@@ -26,7 +33,13 @@ export interface OpenVaultOptions {
 export async function openVault(options: OpenVaultOptions): Promise<Vault> {
   await sodiumReady();
   const store = VaultStore.open(options.dataDir);
-  return new Vault({ store, clock: options.clock, idleLockMs: options.idleLockMs ?? idleLockMsDefault, kdf: options.kdf ?? 'moderate' });
+  return new Vault({
+    store,
+    clock: options.clock,
+    idleLockMs: options.idleLockMs ?? idleLockMsDefault,
+    kdf: options.kdf ?? 'moderate',
+    ...(options.keyProtector === undefined ? {} : { keyProtector: options.keyProtector, keyProtection: options.keyProtection ?? 'apply' }),
+  });
 }
 export { createPassphraseAttempts, passphraseAttemptLimits, type AttemptAdmission, type AttemptResult, type PassphraseAttempts } from './passphrase-attempts.js';
 export { deriveKekOffLoop } from './kdf-worker.js';

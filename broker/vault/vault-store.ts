@@ -4,7 +4,8 @@ import type Database from 'better-sqlite3';
 import { CodedError, type ErrorCode } from '../contract/index.js';
 import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/index.js';
 import { openDatabase } from '../ports/open-database.js';
-import type { KdfParams, Sealed } from './vault-crypto.js';
+import { vaultMigrations } from './migrations/index.js';
+import { nonceBytes, type KdfParams, type Sealed } from './vault-crypto.js';
 
 /** The vault's own file: never the journal, so the journal can be shared for audit without it. */
 export const vaultFileName = 'vault.sqlite';
@@ -12,17 +13,35 @@ export const vaultFileName = 'vault.sqlite';
 export const vaultBusyTimeoutMs = 2_000;
 /** Credentials per vault: bounds every listing. */
 export const credentialsMax = 1_000;
-const schemaVersion = 1;
 const synchronousFull = 2;
 
 export interface WrappedKeyRow {
   readonly kdf: KdfParams;
-  readonly sealed: Sealed;
+  readonly sealed: StoredKey;
 }
+
+/**
+ * The data key as the file holds it: sealed under the passphrase's key, or that sealed key
+ * (nonce ‖ ciphertext) wrapped again by a key protector whose backend is named.
+ */
+export type StoredKey = Sealed | { readonly protectedBy: string; readonly blob: Uint8Array };
+
+/** Backend names are short labels (`keychain`, `gnome_libsecret`); bounds what the file may claim. */
+export const protectorBackendCharsMax = 64;
 
 export interface CredentialRow {
   readonly info: CredentialInfo;
   readonly sealed: Sealed;
+}
+
+interface KeyRecord {
+  kdf_alg: string;
+  salt: Buffer;
+  opslimit: number;
+  memlimit: number;
+  nonce: Buffer;
+  wrapped_key: Buffer;
+  protected_by: string | null;
 }
 
 interface CredentialRecord {
@@ -37,32 +56,6 @@ interface CredentialRecord {
   nonce: Buffer;
   sealed: Buffer;
 }
-
-const schema = `
-CREATE TABLE vault_key (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  kdf_alg TEXT NOT NULL,
-  salt BLOB NOT NULL,
-  opslimit INTEGER NOT NULL,
-  memlimit INTEGER NOT NULL,
-  nonce BLOB NOT NULL,
-  wrapped_key BLOB NOT NULL,
-  created_at_ms INTEGER NOT NULL
-);
-CREATE TABLE credentials (
-  id TEXT PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE,
-  kind TEXT NOT NULL,
-  version_tag TEXT NOT NULL,
-  bindings TEXT NOT NULL,
-  header TEXT,
-  param TEXT,
-  template TEXT,
-  nonce BLOB NOT NULL,
-  sealed BLOB NOT NULL,
-  updated_at_ms INTEGER NOT NULL
-);
-`;
 
 /**
  * The SQL of the vault: one wrapped data key and one sealed secret per credential, with the
@@ -96,26 +89,50 @@ export class VaultStore {
   }
 
   readWrappedKey(): WrappedKeyRow | undefined {
-    const row = this.db.prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key FROM vault_key WHERE id = 1').get() as
-      | { kdf_alg: string; salt: Buffer; opslimit: number; memlimit: number; nonce: Buffer; wrapped_key: Buffer }
-      | undefined;
+    const row = this.db
+      .prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by FROM vault_key WHERE id = 1')
+      .get() as KeyRecord | undefined;
     if (row === undefined) return undefined;
     if (row.kdf_alg !== 'argon2id13') throw corrupt('the vault key uses an unknown key derivation');
-    return {
-      kdf: { alg: 'argon2id13', salt: new Uint8Array(row.salt), opslimit: row.opslimit, memlimit: row.memlimit },
-      sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.wrapped_key) },
-    };
+    const kdf: KdfParams = { alg: 'argon2id13', salt: new Uint8Array(row.salt), opslimit: row.opslimit, memlimit: row.memlimit };
+    if (row.protected_by === null) {
+      return { kdf, sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.wrapped_key) } };
+    }
+    if (row.protected_by.length === 0 || row.protected_by.length > protectorBackendCharsMax || row.nonce.length !== 0) {
+      throw corrupt('the vault key names a malformed key protector');
+    }
+    return { kdf, sealed: { protectedBy: row.protected_by, blob: new Uint8Array(row.wrapped_key) } };
   }
 
   /** Inserts the wrapped key unless one exists; false if another process initialized first. */
   insertWrappedKey(key: WrappedKeyRow, nowMs: number): boolean {
+    const [nonce, wrapped, protectedBy] = columnsOf(key.sealed);
     const result = this.db
       .prepare(
-        `INSERT INTO vault_key (id, kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, created_at_ms)
-         VALUES (1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+        `INSERT INTO vault_key (id, kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by, created_at_ms)
+         VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
       )
-      .run(key.kdf.alg, key.kdf.salt, key.kdf.opslimit, key.kdf.memlimit, key.sealed.nonce, key.sealed.ciphertext, nowMs);
+      .run(key.kdf.alg, key.kdf.salt, key.kdf.opslimit, key.kdf.memlimit, nonce, wrapped, protectedBy, nowMs);
     return result.changes === 1;
+  }
+
+  /**
+   * Re-stores the same data key differently wrapped (protected, re-protected, or unprotected) if the
+   * row still holds `expected`; false if another process changed it first. The KDF parameters stay.
+   */
+  replaceStoredKey(expected: StoredKey, next: StoredKey): boolean {
+    const [oldNonce, oldWrapped, oldProtectedBy] = columnsOf(expected);
+    const [nonce, wrapped, protectedBy] = columnsOf(next);
+    const result = this.db
+      .prepare(
+        `UPDATE vault_key SET nonce = ?, wrapped_key = ?, protected_by = ?
+         WHERE id = 1 AND nonce = ? AND wrapped_key = ? AND protected_by IS ?`,
+      )
+      .run(nonce, wrapped, protectedBy, oldNonce, oldWrapped, oldProtectedBy);
+    if (result.changes !== 1) return false;
+    // Until a checkpoint the main file still holds the old page; the upgrade is only worth it once it is gone.
+    this.checkpoint();
+    return true;
   }
 
   list(): CredentialInfo[] {
@@ -165,25 +182,55 @@ export class VaultStore {
   close(): void {
     if (!this.db.open) return;
     // Fold the WAL back into the file so old sealed rows do not linger in vault.sqlite-wal.
+    this.checkpoint();
+    this.db.close();
+  }
+
+  private checkpoint(): void {
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       // Another connection may hold a read lock; its own close (or the next open) checkpoints.
     }
-    this.db.close();
   }
 }
 
+/** One step per transaction, guarded by user_version; a file from a newer Postern is refused, not guessed at. */
 function migrate(db: Database.Database): void {
+  vaultMigrations.forEach((m, i) => {
+    if (m.version !== i + 1) throw new Error(`vault migration ${m.name} has version ${m.version}, expected ${i + 1}`);
+  });
+  const known = vaultMigrations.length;
   const version = Number(db.pragma('user_version', { simple: true }));
-  if (version > schemaVersion) throw corrupt(`the vault file is schema v${version}, newer than this Postern (v${schemaVersion})`);
-  if (version === schemaVersion) return;
-  db.transaction(() => {
-    // Re-read under the write lock: a second process may have created the schema meanwhile.
-    if (Number(db.pragma('user_version', { simple: true })) === schemaVersion) return;
-    db.exec(schema);
-    db.pragma(`user_version = ${schemaVersion}`);
-  }).immediate();
+  if (version > known) throw corrupt(`the vault file is schema v${version}, newer than this Postern (v${known})`);
+  for (const step of vaultMigrations.slice(version)) {
+    db.transaction(() => {
+      // Re-read under the write lock: a second process may have applied this step meanwhile.
+      if (Number(db.pragma('user_version', { simple: true })) >= step.version) return;
+      step.up(db);
+      db.pragma(`user_version = ${step.version}`);
+    }).immediate();
+  }
+}
+
+function columnsOf(key: StoredKey): [Uint8Array, Uint8Array, string | null] {
+  if ('protectedBy' in key) return [new Uint8Array(0), key.blob, key.protectedBy];
+  return [key.nonce, key.ciphertext, null];
+}
+
+/** nonce ‖ ciphertext: what a key protector is given to wrap. */
+export function sealedKeyBytes(sealed: Sealed): Uint8Array {
+  const out = new Uint8Array(sealed.nonce.length + sealed.ciphertext.length);
+  out.set(sealed.nonce, 0);
+  out.set(sealed.ciphertext, sealed.nonce.length);
+  return out;
+}
+
+/** The inverse of sealedKeyBytes; undefined when the bytes cannot be a sealed 32-byte key. */
+export function sealedKeyFromBytes(bytes: Uint8Array): Sealed | undefined {
+  // A sealed 32-byte key: 24-byte nonce, 32 bytes of ciphertext and a 16-byte tag.
+  if (bytes.length !== nonceBytes + 32 + 16) return undefined;
+  return { nonce: bytes.slice(0, nonceBytes), ciphertext: bytes.slice(nonceBytes) };
 }
 
 function toInfo(row: CredentialRecord): CredentialInfo {

@@ -1,11 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import { CodedError } from '../contract/index.js';
-import type { Clock, CredentialInfo, CredentialVault, SecretMaterial, VaultState } from '../ports/index.js';
+import type {
+  Clock,
+  CredentialInfo,
+  CredentialVault,
+  SecretMaterial,
+  VaultKeyProtection,
+  VaultKeyProtector,
+  VaultState,
+} from '../ports/index.js';
 import { checkSecretSize, materialFor, validateName, validateShape, type CredentialInput, type CredentialShape } from './credential-input.js';
 import { importSshKey } from './ssh-key-import.js';
 import { deriveKekOffLoop } from './kdf-worker.js';
 import { newKdfParams, open, randomKey, seal, wipe, type KdfStrength, type Sealed } from './vault-crypto.js';
-import type { CredentialRow, VaultStore } from './vault-store.js';
+import {
+  protectorBackendCharsMax,
+  sealedKeyBytes,
+  sealedKeyFromBytes,
+  type CredentialRow,
+  type StoredKey,
+  type VaultStore,
+} from './vault-store.js';
 
 /** Lock after 15 minutes without operator activity unless configured otherwise. */
 export const idleLockMsDefault = 15 * 60 * 1_000;
@@ -17,6 +32,8 @@ export const wrapBytesMax = 64 * 1024;
 /** The data key's AD: ties the wrapped key to its role so it cannot be confused with a wrapped blob. */
 const dataKeyAd = 'postern-vault-data-key:v1';
 const wrapAdPrefix = 'postern-wrap:';
+/** What a key protector may hand back to be stored: a safeStorage blob of a sealed 32-byte key is ~200 bytes. */
+export const protectedKeyBytesMax = 4 * 1024;
 
 export interface VaultOptions {
   readonly store: VaultStore;
@@ -24,6 +41,19 @@ export interface VaultOptions {
   /** 0 = never. */
   readonly idleLockMs: number;
   readonly kdf: KdfStrength;
+  /** A second wrap of the stored key bound to the OS login (the desktop's safeStorage); see docs/vault.md. */
+  readonly keyProtector?: VaultKeyProtector;
+  /** What to do with `keyProtector` (default `apply`). */
+  readonly keyProtection?: VaultKeyProtection;
+}
+
+/** The data key and what the file held, from one successful passphrase check. */
+interface Unwrapped {
+  readonly dataKey: Uint8Array;
+  readonly stored: StoredKey;
+  readonly sealed: Sealed;
+  /** The protector asked for its blob to be rewritten (the OS rotated its key). */
+  readonly reprotect: boolean;
 }
 
 export interface AddOptions {
@@ -46,6 +76,10 @@ export class Vault implements CredentialVault {
 
   constructor(private readonly options: VaultOptions) {
     if (!Number.isInteger(options.idleLockMs) || options.idleLockMs < 0) throw new RangeError(`idleLockMs must be a whole number of ms >= 0, not ${options.idleLockMs}`);
+    const backend = options.keyProtector?.backend;
+    if (backend !== undefined && (typeof backend !== 'string' || backend.length === 0 || backend.length > protectorBackendCharsMax)) {
+      throw new RangeError(`a key protector's backend is a name of 1..${protectorBackendCharsMax} characters`);
+    }
   }
 
   state(): VaultState {
@@ -84,13 +118,18 @@ export class Vault implements CredentialVault {
     }
     const dataKey = randomKey();
     try {
-      const sealed = seal(kek, dataKey, dataKeyAd);
-      if (!this.options.store.insertWrappedKey({ kdf, sealed }, this.options.clock.nowMs())) throw alreadyInitialized();
+      let sealed: Sealed;
+      try {
+        sealed = seal(kek, dataKey, dataKeyAd);
+      } finally {
+        wipe(kek);
+      }
+      // A protector that fails stores nothing: no vault rather than one weaker than asked for.
+      const stored = this.protectionWanted() ? await this.protect(sealed) : sealed;
+      if (!this.options.store.insertWrappedKey({ kdf, sealed: stored }, this.options.clock.nowMs())) throw alreadyInitialized();
     } catch (error) {
       wipe(dataKey);
       throw error;
-    } finally {
-      wipe(kek);
     }
     this.becomeUnlocked(dataKey);
   }
@@ -98,11 +137,21 @@ export class Vault implements CredentialVault {
   async unlock(passphrase: Uint8Array): Promise<void> {
     this.assertOpen();
     checkPassphrase(passphrase, 1);
-    const dataKey = await this.unwrapDataKey(passphrase);
+    const unwrapped = await this.unwrapDataKey(passphrase);
+    const { dataKey } = unwrapped;
+    let restored: StoredKey | undefined;
+    try {
+      restored = await this.restoredKey(unwrapped);
+    } catch (error) {
+      wipe(dataKey);
+      throw error;
+    }
     if (this.closed) {
       wipe(dataKey);
       throw new CodedError('VAULT_LOCKED', 'the vault closed while the passphrase was checked');
     }
+    // Compare-and-swap: if another process re-stored the key meanwhile, its version stands.
+    if (restored !== undefined) this.options.store.replaceStoredKey(unwrapped.stored, restored);
     if (this.dataKey !== undefined) {
       // Already unlocked: the passphrase was checked; keep the key we have and count it as activity.
       wipe(dataKey);
@@ -121,7 +170,7 @@ export class Vault implements CredentialVault {
     this.assertOpen();
     checkPassphrase(passphrase, 1);
     try {
-      wipe(await this.unwrapDataKey(passphrase));
+      wipe((await this.unwrapDataKey(passphrase)).dataKey);
       return true;
     } catch (error) {
       if (error instanceof CodedError && error.code === 'VAULT_PASSPHRASE_INVALID') return false;
@@ -285,18 +334,72 @@ export class Vault implements CredentialVault {
     for (const listener of [...this.unlockListeners]) listener();
   }
 
-  private async unwrapDataKey(passphrase: Uint8Array): Promise<Uint8Array> {
+  private async unwrapDataKey(passphrase: Uint8Array): Promise<Unwrapped> {
     const wrapped = this.options.store.readWrappedKey();
     if (wrapped === undefined) throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`');
+    // The protector first: without the OS login a copied file offers nothing to run Argon2id guesses against.
+    const { sealed, reprotect } = await this.unprotect(wrapped.sealed);
     const kek = await deriveKekOffLoop(passphrase, wrapped.kdf);
     try {
-      const dataKey = open(kek, wrapped.sealed, dataKeyAd);
+      const dataKey = open(kek, sealed, dataKeyAd);
       if (dataKey === undefined) throw new CodedError('VAULT_PASSPHRASE_INVALID', 'the passphrase does not open this vault', { field: 'passphrase' });
       if (dataKey.length !== 32) throw new CodedError('VAULT_CORRUPT', 'the unwrapped data key has the wrong length');
-      return dataKey;
+      return { dataKey, stored: wrapped.sealed, sealed, reprotect };
     } finally {
       wipe(kek);
     }
+  }
+
+  /** The passphrase-sealed key from what the file holds; a protected key needs this vault's protector. */
+  private async unprotect(stored: StoredKey): Promise<{ sealed: Sealed; reprotect: boolean }> {
+    if (!('protectedBy' in stored)) return { sealed: stored, reprotect: false };
+    const protector = this.options.keyProtector;
+    if (protector === undefined) {
+      throw new CodedError(
+        'VAULT_KEY_PROTECTED',
+        `the vault key is also protected by the OS keyring (${stored.protectedBy}) through the Postern desktop app, and this process ` +
+          'has no keyring access: unlock it in the desktop app on the machine and login that protected it (docs/vault.md: moving a vault)',
+      );
+    }
+    let answer: { wrappedKey: Uint8Array; reprotect: boolean };
+    try {
+      answer = await protector.unprotect(stored.blob);
+    } catch {
+      // The keyring's own message may name paths or accounts; the code and backend say enough.
+      throw protectorFailed(protector.backend, 'could not unprotect the vault key (locked, another login or machine, or a damaged blob)');
+    }
+    const sealed = answer.wrappedKey instanceof Uint8Array ? sealedKeyFromBytes(answer.wrappedKey) : undefined;
+    if (sealed === undefined) throw new CodedError('VAULT_CORRUPT', 'the key protector gave back something that is not a sealed vault key');
+    return { sealed, reprotect: answer.reprotect === true };
+  }
+
+  /** How the key should be stored after this unlock, or undefined to leave the row as it is. */
+  private async restoredKey(unwrapped: Unwrapped): Promise<StoredKey | undefined> {
+    const protector = this.options.keyProtector;
+    if (protector === undefined) return undefined;
+    const isProtected = 'protectedBy' in unwrapped.stored;
+    if (!this.protectionWanted()) return isProtected ? unwrapped.sealed : undefined;
+    const current = isProtected && !unwrapped.reprotect && (unwrapped.stored as { protectedBy: string }).protectedBy === protector.backend;
+    return current ? undefined : this.protect(unwrapped.sealed);
+  }
+
+  private protectionWanted(): boolean {
+    return this.options.keyProtector !== undefined && (this.options.keyProtection ?? 'apply') === 'apply';
+  }
+
+  private async protect(sealed: Sealed): Promise<StoredKey> {
+    const protector = this.options.keyProtector;
+    if (protector === undefined) throw new Error('protect needs a key protector');
+    let blob: Uint8Array;
+    try {
+      blob = await protector.protect(sealedKeyBytes(sealed));
+    } catch {
+      throw protectorFailed(protector.backend, 'could not protect the vault key (keyring locked or unavailable)');
+    }
+    if (!(blob instanceof Uint8Array) || blob.length === 0 || blob.length > protectedKeyBytesMax) {
+      throw protectorFailed(protector.backend, `gave back a blob outside 1..${protectedKeyBytesMax} bytes`);
+    }
+    return { protectedBy: protector.backend, blob };
   }
 
   private requireKey(): Uint8Array {
@@ -364,6 +467,10 @@ function checkPurpose(purpose: string): void {
   if (typeof purpose !== 'string' || !/^[a-z0-9][a-z0-9_.:-]*$/i.test(purpose) || purpose.length > wrapPurposeCharsMax) {
     throw new CodedError('INVALID_ARGUMENT', `a wrap purpose is a label of at most ${wrapPurposeCharsMax} characters`, { field: 'purpose' });
   }
+}
+
+function protectorFailed(backend: string, what: string): CodedError {
+  return new CodedError('VAULT_KEY_PROTECTOR_FAILED', `the OS keyring (${backend}) ${what}; nothing was unlocked or changed`);
 }
 
 function alreadyInitialized(): CodedError {
