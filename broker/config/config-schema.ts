@@ -109,6 +109,22 @@ const tls = z.strictObject({
   ca_file: z.string().min(1).max(4096).optional().describe('PEM file with extra CA certificates (private CA), added to the system roots.'),
 });
 
+/**
+ * The operation deadline: how long one remote operation (an HTTP request and its response, an SSH command to its
+ * exit) may take once its turn came, per route or host entry. It is the broker's limit on the remote, never the
+ * caller's wait (the agent's timeout_ms): when it fires after dispatch the action is recorded OPERATION_TIMEOUT,
+ * outcome unknown. Default 120 s, at most one hour.
+ */
+export const operationTimeoutMsDefault = 120_000;
+export const operationTimeoutMsMax = 3_600_000;
+const operationTimeoutMs = z
+  .number()
+  .int()
+  .min(100)
+  .max(operationTimeoutMsMax)
+  .optional()
+  .describe("Operation deadline in ms (default 120000): how long the remote operation may take once dispatching starts; never the agent's wait.");
+
 export const routeSchema = z.strictObject({
   name,
   base_url: z.string().min(1).max(2048).describe('http(s)://host[:port][/base/path]; the agent can never leave it.'),
@@ -128,6 +144,7 @@ export const routeSchema = z.strictObject({
   batch: batch.optional(),
   correlation: correlation.optional(),
   tls: tls.optional(),
+  timeout_ms: operationTimeoutMs,
 });
 
 const sshFingerprint = z
@@ -154,6 +171,7 @@ export const sshHostSchema = z.strictObject({
   lane: z.string().min(1).max(200).optional().describe('Lane of every command on this host (default host:<name>).'),
   commands: z.array(sshCommandRule).max(256).default([]).describe('Per-command lane/approval; first match wins.'),
   output_bytes_max: z.number().int().min(1).max(16 * 1024 * 1024).default(1024 * 1024).describe('Bytes of stdout+stderr kept; beyond it the result is marked truncated.'),
+  timeout_ms: operationTimeoutMs,
 });
 
 /** How long an approval request waits for a person by default (the request's own clock). */
@@ -181,6 +199,13 @@ export const agentsSchema = z
       .max(31_536_000)
       .optional()
       .describe("How long a session approval lasts; after it, the session's session-mode calls need a per-call approval. Absent: for the life of the process."),
+    wait_ms_default: z
+      .number()
+      .int()
+      .min(100)
+      .max(600_000)
+      .optional()
+      .describe("How long an agent's call waits when it names no timeout_ms (default 45000: below the MCP SDK's 60 s request timeout). Lower it for clients with a shorter timeout."),
   })
   .describe('Agent sessions and approval timing.');
 

@@ -11,11 +11,22 @@ import { envelopeSchema } from './envelope.js';
 export const agentToolNames = ['http_request', 'ssh_exec', 'action_status', 'fetch_result', 'cancel_action', 'list_routes'] as const;
 export type AgentToolName = (typeof agentToolNames)[number];
 
-/** How long a call waits for its outcome by default, and at most. */
-export const callWaitMsDefault = 120_000;
-export const callWaitMsMax = 15 * 60_000;
+/**
+ * How long a call waits for its outcome by default, and at most. The default answers before the MCP TypeScript
+ * SDK's default request timeout (60 s), which many clients keep: a client that gives up first sends
+ * notifications/cancelled, and a cancel before dispatch cancels the action. 45 s leaves 15 s for the answer to
+ * travel and for slow hosts; a broker may lower it (postern.yaml `agents.wait_ms_default`). After it the call
+ * answers timed_out and the action keeps its place; the agent waits on in chunks with action_status `wait_ms`.
+ */
+export const callWaitMsDefault = 45_000;
+export const callWaitMsMax = 10 * 60_000;
 
-const waitMs = z.number().int().positive().max(callWaitMsMax).describe('How long this call waits for the outcome; the action keeps its place after that.');
+const waitMs = z
+  .number()
+  .int()
+  .positive()
+  .max(callWaitMsMax)
+  .describe("How long this call waits for the outcome (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). After it the action keeps its place; poll with action_status.");
 const actionId = z.string().min(1).max(80).describe('The invocation id (action_id) an earlier call returned.');
 
 export const agentToolInputSchemas = {
@@ -37,7 +48,16 @@ export const agentToolInputSchemas = {
     command: z.string().min(1).max(65_536),
     timeout_ms: waitMs.optional(),
   }),
-  action_status: z.strictObject({ action_id: actionId }),
+  action_status: z.strictObject({
+    action_id: actionId,
+    wait_ms: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(callWaitMsMax)
+      .optional()
+      .describe('Long-poll: wait up to this long for the action to settle (its outcome recorded) before answering; absent or 0 answers now. Keep it below your client\'s request timeout.'),
+  }),
   fetch_result: z.strictObject({ action_id: actionId }),
   cancel_action: z.strictObject({ action_id: actionId }),
   list_routes: z.strictObject({}),
@@ -48,7 +68,7 @@ export type AgentToolInput<K extends AgentToolName> = z.infer<(typeof agentToolI
 export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
   http_request: 'Ask Postern to send an HTTP request on a configured route. Postern injects the credential; a person may need to approve. Answers with the outcome envelope.',
   ssh_exec: 'Ask Postern to run a command on a configured SSH host entry with a vault key. A person may need to approve. Answers with the outcome envelope.',
-  action_status: 'What is known now about an earlier action (its envelope and queue position).',
+  action_status: 'What is known about an earlier action (its envelope and queue position); with wait_ms it first waits (bounded) for the action to settle.',
   fetch_result: 'Read the stored result of an earlier action again. A read: it never sends anything.',
   cancel_action: 'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
   list_routes: 'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials).',
@@ -108,7 +128,11 @@ export const agentRefusalSchema = z.object({
   error: z.object({
     code: errorCodeSchema,
     phase: z.literal('validation'),
-    outcome: z.literal('not_attempted'),
+    /**
+     * not_attempted for a refused action call (nothing was admitted). Absent when a read was refused (action_status,
+     * fetch_result, cancel_action, list_routes): a refusal to read says nothing about any action's outcome.
+     */
+    outcome: z.literal('not_attempted').optional(),
     retry: z.enum(['after_correction', 'backoff', 'never', 'fetch_result']),
     message: z.string().max(1000),
     field: z.string().optional(),
@@ -116,12 +140,26 @@ export const agentRefusalSchema = z.object({
 });
 export type AgentRefusal = z.infer<typeof agentRefusalSchema>;
 
+/**
+ * The decision on an action's ticket as the journal records it: who decided (a person, a policy, the broker's
+ * expiry), when, and a person's reason. `expires_at_ms` is the card's expiry while it waits for a person.
+ */
+export const agentDecisionSchema = z.object({
+  state: z.enum(['waiting', 'approved', 'rejected', 'expired', 'cancelled']),
+  by: z.object({ kind: z.enum(['person', 'policy', 'agent', 'broker', 'process']), id: z.string().max(200), surface: z.string().max(32).optional() }).nullable(),
+  reason: z.string().max(2000).nullable(),
+  decided_at_ms: z.number().int().nonnegative().nullable(),
+  expires_at_ms: z.number().int().nonnegative().nullable(),
+});
+export type AgentDecision = z.infer<typeof agentDecisionSchema>;
+
 /** Every tool answer's structuredContent: an action's envelope (plus what it carries), or a refusal. */
 export const agentToolReplySchema = z.union([
   envelopeSchema.extend({
     ticket: z.number().int().positive().nullable().optional(),
     lane: z.string().nullable().optional(),
     queue: queuePositionSchema.optional(),
+    decision: agentDecisionSchema.optional(),
     response: agentHttpResponseSchema.optional(),
     output: agentSshOutputSchema.optional(),
   }),

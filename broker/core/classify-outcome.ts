@@ -38,6 +38,17 @@ function beforeDispatch(e: OutcomeEvidence): Classification {
       source: 'transport_observed',
     };
   }
+  if (e.caller === undefined && e.operationDeadline === true) {
+    return {
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'backoff',
+      code: 'OPERATION_TIMEOUT',
+      effect: 'no_effect',
+      outcome_basis: 'operation_deadline_before_dispatch',
+      source: 'local_gate',
+    };
+  }
   if (e.caller !== undefined) {
     const caller = callerBeforeDispatch[e.caller];
     return {
@@ -95,7 +106,7 @@ function httpAfterDispatch(e: OutcomeEvidence): Classification {
     }
     return completeHttpResponse(e, status, http);
   }
-  if (http?.informationalOnly === true && e.caller === undefined && e.transportBroken !== true) {
+  if (http?.informationalOnly === true && e.caller === undefined && e.operationDeadline !== true && e.transportBroken !== true) {
     // 1xx never settles: the invocation is still in progress.
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'informational_response_only');
   }
@@ -174,7 +185,7 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
       source: 'remote_response',
     };
   }
-  if (e.caller === undefined && (ssh?.channelClosed === true || e.transportBroken === true)) {
+  if (e.caller === undefined && e.operationDeadline !== true && (ssh?.channelClosed === true || e.transportBroken === true)) {
     return unknown(e, 'REMOTE_RESULT_INCOMPLETE', 'no_exit_status_or_remote_process_identity');
   }
   return noResultAfterDispatch(e);
@@ -190,6 +201,9 @@ function noResultAfterDispatch(e: OutcomeEvidence): Classification {
   }
   if (e.caller === 'disconnected') {
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'caller_disconnected_after_dispatch');
+  }
+  if (e.operationDeadline === true) {
+    return unknown(e, 'OPERATION_TIMEOUT', e.handedToTransport ? 'operation_deadline_after_transport_write_no_remote_receipt' : 'operation_deadline_after_dispatch_started');
   }
   if (e.connection === 'reused' && e.transportBroken === true) {
     // A broken pipe on a pooled connection says little about what the peer already read.

@@ -73,6 +73,11 @@ export interface OutcomeEvidence {
   };
   /** The first caller event observed, if any. */
   caller?: CallerEvent;
+  /**
+   * The operation's own deadline (the route's or SSH host's timeout_ms) fired: a broker-side limit on the remote
+   * operation, never a caller event. A caller event observed first takes precedence.
+   */
+  operationDeadline?: boolean;
   /** The operation is known to be idempotent (method semantics or a declared route/command contract). */
   idempotent: boolean;
   /** A declared idempotency contract covers this attempt and its retention window has not passed. */

@@ -6,7 +6,9 @@ import type { SshChannel } from '../channels/ssh/index.js';
 import type { PosternConfig } from '../config/index.js';
 import {
   agentToolInputSchemas,
+  agentToolReplySchema,
   callWaitMsDefault,
+  callWaitMsMax,
   CodedError,
   isCodedError,
   type ActionState,
@@ -17,7 +19,8 @@ import {
   type ErrorCode,
 } from '../contract/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
-import type { AgentBackend, CallerStop, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import type { AgentBackend, CallerStop, CallProgress, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import { decisionFacts, waitForSettled, watchProgress } from './call-waits.js';
 import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { observePolicyActor } from './decision-events.js';
@@ -25,6 +28,7 @@ import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
 import { stateClassification, stateEnvelope } from './state-envelope.js';
+import { issueField, issueMessage } from './http-action-request.js';
 import { committedView, expiredEnvelope, handoffOf, resultExpired, resultKeptUntilMs, storedAnswerParts } from './stored-result.js';
 
 /** How often the sweeper looks for sessions whose process is gone. */
@@ -114,6 +118,12 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
       const existing = deps.journal.findSessionByProcess(peer.pid, peer.start_time);
       if (existing !== undefined) {
         if (existing.status === 'revoked' || existing.status === 'ended') throw new CodedError('SESSION_REVOKED', `this process's session was ${existing.status}; a new process gets a new session`);
+        // The session record shows each reconnection (a shim after a broker restart, or another connection).
+        await deps.journal.appendSession({
+          kind: 'SESSION_RECONNECTED',
+          action_id: existing.session_id,
+          payload: { client_name: clip(client.name ?? null, 200), client_version: clip(client.version ?? null, 100) },
+        });
         deps.queue.sessionConnected(existing.session_id);
         return { session_id: existing.session_id };
       }
@@ -155,22 +165,23 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
     resultDelivered: (sessionId: string, handoff: ResultHandoff) => inTurn(handoff.action_id, () => markDelivered(deps, sessionId, handoff)),
     resultNotDelivered: (sessionId: string, handoff: ResultHandoff) => inTurn(handoff.action_id, () => noteDeliveryFailed(deps, sessionId, handoff)),
 
-    async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+    async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer> {
       try {
         switch (tool) {
           case 'http_request':
           case 'ssh_exec':
-            return await actionCall(deps, open, sessionId, tool, args, signal);
+            return withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, onProgress));
           case 'action_status':
           case 'fetch_result':
           case 'cancel_action':
-            return await readCall(deps, sessionId, tool, args);
+            return withDecision(deps, await readCall(deps, sessionId, tool, args, signal));
           case 'list_routes':
             return listRoutes(deps.config);
         }
       } catch (error) {
-        if (isCodedError(error)) return refusal(error.code, error.message, readRefusalRetry(tool, error.code), error.field);
-        throw error;
+        if (!isCodedError(error)) throw error;
+        const answer = refusal(error.code, error.message, readRefusalRetry(tool, error.code), error.field);
+        return tool === 'http_request' || tool === 'ssh_exec' ? answer : readRefusal(answer);
       }
     },
   };
@@ -189,11 +200,19 @@ function readRefusalRetry(tool: AgentToolName, code: ErrorCode): 'never' | 'afte
 type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
 
 /** Starts the executor, then waits for it, the caller's deadline or the caller's stop — whichever first. */
-async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: string, tool: 'http_request' | 'ssh_exec', args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+async function actionCall(
+  deps: AgentBackendDeps,
+  open: OpenActions,
+  sessionId: string,
+  tool: 'http_request' | 'ssh_exec',
+  args: unknown,
+  signal: AbortSignal,
+  onProgress: ((p: CallProgress) => void) | undefined,
+): Promise<ToolAnswer> {
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
   if (session.status === 'revoked' || session.status === 'ended') return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
-  const { waitMs, rest, problem } = splitWait(tool, args);
+  const { waitMs, rest, problem } = splitWait(tool, args, deps.config.agents.wait_ms_default ?? callWaitMsDefault);
   if (problem !== undefined) return problem;
   if (tool === 'ssh_exec' && deps.sshChannel === undefined) return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
 
@@ -255,6 +274,7 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
 
   let timer: NodeJS.Timeout | undefined;
   let onAbort = (): void => undefined;
+  const stopProgress = onProgress === undefined ? undefined : watchProgress(waitSource(deps), () => actionId, onProgress);
   const ended = await Promise.race<Ended>([
     run.then((answer): Ended => ({ kind: 'done', answer })),
     new Promise<Ended>((resolve) => {
@@ -269,6 +289,7 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
   ]).finally(() => {
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);
+    stopProgress?.();
   });
   if (ended.kind === 'done') return ended.answer;
   // Admission is one commit away at most; if the executor finished meanwhile, its answer stands.
@@ -286,6 +307,61 @@ async function actionCall(deps: AgentBackendDeps, open: OpenActions, sessionId: 
 }
 
 /**
+ * The caller's wait passed (DESIGN §3 caller_disposition timed_out). A caller event: it neither closes nor cancels
+ * the action, and never cuts the remote operation (the route's or host's own deadline does that).
+ * - Before dispatch the answer is the action's place: ticket, lane position and what it waits for, and how to wait
+ *   on (action_status with wait_ms). Not an error: nothing failed.
+ * - After dispatch, with no recorded result yet, it is an error answer: CALLER_DEADLINE_EXCEEDED, phase
+ *   remote_execution, outcome unknown, retry fetch_result (read the result once it is recorded; never resend).
+ * - If the outcome was recorded meanwhile, the record answers.
+ */
+async function callerTimedOut(deps: AgentBackendDeps, id: string, state: ActionState, waitMs: number): Promise<ToolAnswer> {
+  const stage = state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution';
+  const after = (await deps.journal.append({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage } })).state;
+  const hint = `call action_status {"action_id":"${id}","wait_ms":…} to wait on, or fetch_result once it settled`;
+  if (after.outcome !== null && after.recorded) return recordedAnswer(deps, id, new Error('unreachable'));
+  if (after.dispatch_seq === null) {
+    const position = deps.queue.position(id);
+    const waiting = position === null ? 'its turn' : position.text;
+    return actionAnswer({ envelope: stateEnvelope(after, 'timed_out'), state: after, queue: position, note: `(stopped waiting after ${waitMs} ms, ${waiting}; action ${id} keeps its place: ${hint})` });
+  }
+  const envelope = stateEnvelope(after, 'timed_out');
+  const message = `the caller's wait (${waitMs} ms) passed after dispatch; the remote operation continues under its own deadline and its outcome is unknown until recorded: ${hint}`;
+  const timedOut = { ...envelope, effect: envelope.effect ?? 'unknown_effect', error: { code: 'CALLER_DEADLINE_EXCEEDED' as const, phase: 'remote_execution' as const, outcome: 'unknown' as const, retry: 'fetch_result' as const, message } };
+  return { ...actionAnswer({ envelope: timedOut, state: after, note: `(stopped waiting after ${waitMs} ms; dispatched, outcome unknown until recorded: ${hint})` }), isError: true };
+}
+
+/** The queue and the journal as the waits read them. */
+function waitSource(deps: AgentBackendDeps): Parameters<typeof watchProgress>[0] {
+  return { getAction: (id) => deps.journal.getAction(id), position: (id) => deps.queue.position(id), onChange: (listener) => deps.queue.onChange(listener) };
+}
+
+/**
+ * Adds the recorded decision (who decided, when, a person's reason, the card's expiry) to an action's answer. A
+ * rejection's reason is the person's own words to the agent; it is also named in the error's message.
+ */
+function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
+  const structured = answer.structured;
+  if ('routes' in structured || structured.invocation_id === null) return answer;
+  const decision = decisionFacts(deps.journal.subjectEvents(structured.invocation_id));
+  if (decision === undefined) return answer;
+  const error = structured.error;
+  const said = decision.reason !== null && decision.reason !== '' && error !== undefined && (decision.state === 'rejected' || decision.state === 'cancelled');
+  const who = decision.by === null ? '' : ` by ${decision.by.kind} ${decision.by.id}`;
+  const withReason = said ? { ...error, message: `${decision.state}${who}: ${decision.reason ?? ''}`.slice(0, 1000) } : error;
+  const reply = agentToolReplySchema.parse({ ...structured, ...(withReason === undefined ? {} : { error: withReason }), decision });
+  return { ...answer, structured: reply, text: said ? `${answer.text} (${decision.state}${who}: ${decision.reason ?? ''})` : answer.text };
+}
+
+/** A refused read names no outcome: it says nothing about any action, only that this read was refused. */
+function readRefusal(answer: ToolAnswer): ToolAnswer {
+  const structured = answer.structured;
+  if ('routes' in structured || structured.invocation_id !== null) return answer;
+  const { outcome: _none, ...error } = structured.error;
+  return { ...answer, structured: agentToolReplySchema.parse({ ...structured, error }) };
+}
+
+/**
  * The executor's own answer. When it carries the response (or output) of a committed result it
  * names that result as its handoff, so the socket can report whether the answer reached the caller.
  */
@@ -298,13 +374,7 @@ function executedAnswer(deps: AgentBackendDeps, envelope: Envelope, carried: Pic
 
 /** The caller's deadline passed or it stopped waiting: a caller event is recorded; the action stands. */
 async function callerEnded(deps: AgentBackendDeps, id: string, state: ActionState, ended: Exclude<Ended, { kind: 'done' }>, waitMs: number): Promise<ToolAnswer> {
-  if (ended.kind === 'timeout') {
-    const stage = state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution';
-    // A caller event: it neither closes nor cancels the action, which keeps its place.
-    const after = (await deps.journal.append({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage } })).state;
-    const position = deps.queue.position(id);
-    return actionAnswer({ envelope: stateEnvelope(after, 'timed_out'), state: after, queue: position, note: `(timed out after ${waitMs} ms; action ${id} keeps its place)` });
-  }
+  if (ended.kind === 'timeout') return callerTimedOut(deps, id, state, waitMs);
   const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
   return actionAnswer({ envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'), state: after, note: after.dispatch_seq === null ? '(cancelled before dispatch: nothing was sent)' : '(the caller stopped waiting after dispatch; the effect is as recorded)' });
 }
@@ -336,26 +406,37 @@ function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, er
   return { ...answer, isError: !succeeded, ...(handoff === undefined ? {} : { handoff }) };
 }
 
-/** `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees. */
-function splitWait(tool: 'http_request' | 'ssh_exec', args: unknown): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
-  if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args)) return { waitMs: callWaitMsDefault, rest: args };
+/**
+ * `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees
+ * (the executor parses the rest with the same tool schema; the operation's deadline is the route's or host's).
+ */
+function splitWait(tool: 'http_request' | 'ssh_exec', args: unknown, waitMsDefault: number): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args)) return { waitMs: waitMsDefault, rest: args };
   const { timeout_ms: raw, ...rest } = args as Record<string, unknown>;
   const parsed = agentToolInputSchemas[tool].shape.timeout_ms.safeParse(raw);
   if (!parsed.success || parsed.data === undefined) {
-    return { waitMs: callWaitMsDefault, rest, problem: refusal('INVALID_ARGUMENT', 'timeout_ms is a whole number of milliseconds from 1 to 900000 (how long this call waits)', 'after_correction', 'timeout_ms') };
+    const message = `timeout_ms is a whole number of milliseconds from 1 to ${callWaitMsMax} (how long this call waits; it never cuts the remote operation)`;
+    return { waitMs: waitMsDefault, rest, problem: refusal('INVALID_ARGUMENT', message, 'after_correction', 'timeout_ms') };
   }
   return { waitMs: parsed.data, rest };
 }
 
 /** action_status, fetch_result, cancel_action: only this session's actions (another's id is NOT_FOUND). */
-async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action_status' | 'fetch_result' | 'cancel_action', args: unknown): Promise<ToolAnswer> {
+async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action_status' | 'fetch_result' | 'cancel_action', args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
   const parsed = agentToolInputSchemas[tool].safeParse(args);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return refusal('INVALID_ARGUMENT', issue?.message ?? 'malformed arguments', 'after_correction', issue === undefined ? '' : issue.path.map(String).join('.'));
+    return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
   }
-  const state = ownAction(deps.journal, sessionId, parsed.data.action_id);
-  if (state === undefined) return refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id');
+  const found = ownAction(deps.journal, sessionId, parsed.data.action_id);
+  if (found === undefined) return readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
+  let state = found;
+  const waitMs = tool === 'action_status' ? agentToolInputSchemas.action_status.parse(args).wait_ms : undefined;
+  if (waitMs !== undefined && waitMs > 0) {
+    // The long-poll: an agent waits for the outcome in chunks shorter than its client's request timeout.
+    await waitForSettled(waitSource(deps), state.action_id, waitMs, signal);
+    state = deps.journal.getAction(state.action_id) ?? state;
+  }
   if (tool === 'cancel_action') {
     const after = (await deps.queue.callerStopped(state.action_id, 'cancelled')) ?? state;
     return actionAnswer({ envelope: stateEnvelope(after), state: after, queue: deps.queue.position(after.action_id) });

@@ -137,17 +137,36 @@ describe('when the remote answers completely', () => {
     expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).not.toHaveProperty('location');
   });
 
-  it('a 307 to another origin is returned as the result and never followed; asked to follow, it is REDIRECT_BLOCKED', async () => {
+  it('a 307 to another origin is never followed: REDIRECT_BLOCKED, never an effect that succeeded; follow_redirects is no field of the tool', async () => {
     const other = await server({ kind: 'respond', status: 200, applyEffect: true });
     const s = await server({ kind: 'respond', status: 307, headers: { location: `http://127.0.0.1:${other.port}/steal` } });
     const plain = await h.run(localRouteConfig(s.port), post);
-    expect(plain.envelope.error).toBeUndefined();
+    expect(plain.envelope.error).toMatchObject({ code: 'REDIRECT_BLOCKED', phase: 'remote_execution', outcome: 'committed', retry: 'after_correction' });
+    expect(plain.envelope.effect).not.toBe('succeeded');
     expect(plain.envelope.evidence.response_status).toBe(307);
     expect(h.results.read(plain.envelope.evidence.result_id ?? '')?.summary.redirect).toMatchObject({ cross_origin: true, followed: false });
     const follow = await h.run(localRouteConfig(s.port), { ...post, follow_redirects: true });
-    expect(follow.envelope.error).toMatchObject({ code: 'REDIRECT_BLOCKED', outcome: 'committed', retry: 'after_correction' });
+    expect(follow.envelope.error).toMatchObject({ code: 'INVALID_ARGUMENT', phase: 'validation', outcome: 'not_attempted', field: 'follow_redirects' });
     expect(other.log.filter((e) => e.event === 'accepted')).toHaveLength(0);
-    expect(s.requests).toHaveLength(2);
+    expect(s.requests).toHaveLength(1);
+  });
+
+  it('a same-origin 3xx is the remote answer, returned as it is and not followed', async () => {
+    const s = await server({ kind: 'respond', status: 303, headers: { location: '/api/elsewhere' } });
+    const { envelope } = await h.run(localRouteConfig(s.port), post);
+    expect(envelope.error).toBeUndefined();
+    expect(envelope.evidence.response_status).toBe(303);
+    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.redirect).toMatchObject({ cross_origin: false, followed: false });
+  });
+
+  it('bytes as a body and any other undocumented field are refused, named, before anything is sent', async () => {
+    const s = await server({ kind: 'respond', status: 200, applyEffect: true });
+    const bytes = await h.run(localRouteConfig(s.port), { ...post, body: new Uint8Array([1, 2, 3]) });
+    expect(bytes.envelope.error).toMatchObject({ code: 'INVALID_ARGUMENT', outcome: 'not_attempted', field: 'body' });
+    const extra = await h.run(localRouteConfig(s.port), { ...post, host: 'evil.example' });
+    expect(extra.envelope.error).toMatchObject({ code: 'INVALID_ARGUMENT', outcome: 'not_attempted', field: 'host' });
+    expect(extra.envelope.error?.message).toContain('host is not a field of this tool');
+    expect(s.requests).toHaveLength(0);
   });
 
   it('a response over the result cap is stored truncated, flagged, with the count of everything received and the digest of what is delivered', async () => {
@@ -221,13 +240,21 @@ describe('when the remote breaks after dispatch', () => {
     expect(diagnostic?.body.length).toBeLessThanOrEqual(10);
   });
 
-  it('when the caller deadline passes after dispatch: CALLER_DEADLINE_EXCEEDED, unknown, timed_out', async () => {
+  it("when the route's operation deadline passes after dispatch: OPERATION_TIMEOUT, unknown, never a caller event", async () => {
     const s = await server({ kind: 'apply_then_hang' });
-    const { envelope } = await h.run(localRouteConfig(s.port), { ...post, timeout_ms: 300 });
-    expect(envelope.error).toMatchObject({ code: 'CALLER_DEADLINE_EXCEEDED', outcome: 'unknown', phase: 'remote_execution' });
-    expect(envelope.caller_disposition).toBe('timed_out');
-    expect(kinds(h.events(envelope.invocation_id))).toContain('CALLER_DEADLINE_EXCEEDED');
+    const { envelope } = await h.run(localRouteConfig(s.port, '    timeout_ms: 300'), post);
+    expect(envelope.error).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown', phase: 'remote_execution', retry: 'reconcile' });
+    expect(envelope.caller_disposition).toBe('completed');
+    expect(kinds(h.events(envelope.invocation_id))).not.toContain('CALLER_DEADLINE_EXCEEDED');
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown', caller_disposition: null });
     expect(s.effects).toHaveLength(1);
+  });
+
+  it("an agent's timeout_ms is its wait, never the operation deadline: the executor never reads it", async () => {
+    const s = await server({ kind: 'respond', status: 200, applyEffect: true });
+    const { envelope } = await h.run(localRouteConfig(s.port), { ...post, timeout_ms: 1 });
+    expect(envelope.error).toBeUndefined();
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
   });
 });
 
@@ -428,7 +455,7 @@ describe('when the vault locks or the deadline passes around the boundary', () =
     await h.vault.unlock(Buffer.from('correct horse battery staple'));
   });
 
-  it('a deadline that passes during DNS: nothing sent, CALLER_DEADLINE_EXCEEDED, not_attempted', async () => {
+  it('an operation deadline that passes during DNS: nothing sent, OPERATION_TIMEOUT, not_attempted', async () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
     let release: (() => void) | undefined;
     h.channel = h.newChannel({
@@ -437,10 +464,10 @@ describe('when the vault locks or the deadline passes around the boundary', () =
           release = () => resolve([{ address: '127.0.0.1', family: 4 }]);
         }),
     });
-    const { envelope } = await h.run(localRouteConfig(s.port, '', { host: 'localhost' }), { ...post, timeout_ms: 50 });
+    const { envelope } = await h.run(localRouteConfig(s.port, '    timeout_ms: 100', { host: 'localhost' }), post);
     release?.();
-    expect(envelope.error).toMatchObject({ code: 'CALLER_DEADLINE_EXCEEDED', outcome: 'not_attempted' });
-    expect(envelope.caller_disposition).toBe('timed_out');
+    expect(envelope.error).toMatchObject({ code: 'OPERATION_TIMEOUT', phase: 'connection_setup', outcome: 'not_attempted', retry: 'backoff' });
+    expect(envelope.caller_disposition).toBe('completed');
     expect(h.temp.journal.getAction(envelope.invocation_id)?.dispatch_seq).toBeNull();
     expect(s.log).toHaveLength(0);
   });

@@ -20,7 +20,18 @@ import { httpCardPreview } from './card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
-import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint, unparsedFingerprint, type HttpActionRequest, type NormalizedHttpRequest } from './http-action-request.js';
+import {
+  httpActionRequestSchema,
+  internalRequestOf,
+  issueField,
+  issueMessage,
+  normalizeHttpRequest,
+  requestFingerprint,
+  unparsedFingerprint,
+  type InternalHttpRequest,
+  type NormalizedHttpRequest,
+} from './http-action-request.js';
+import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
 import { retryWhileAllowed, type AttemptRun, type RetryEngineDeps, type RetrySubject } from './retry-engine.js';
@@ -87,22 +98,38 @@ export interface HttpActionResult {
  * rows, then RESULT_COMMITTED; or OUTCOME_RECORDED. Every classification comes from broker/core
  * classifyOutcome. Returns only after the record is durable (article 000's order).
  */
-export async function executeHttpAction(deps: HttpActionDeps, input: unknown, options: HttpActionOptions = {}): Promise<HttpActionResult> {
+export async function executeHttpAction(deps: HttpActionDeps, input: unknown): Promise<HttpActionResult> {
   const retryOf = retryOfField(input);
-  if (retryOf !== undefined && options.reconciles === undefined) return runRecorded(deps, retryOf, () => retryHttpAction(deps, retryOf, input));
+  const parsed = httpActionRequestSchema.safeParse(input);
+  if (retryOf !== undefined) {
+    return runRecorded(deps, retryOf, () => {
+      if (parsed.success) return retryHttpAction(deps, retryOf, internalRequestOf(parsed.data));
+      const issue = parsed.error.issues[0];
+      throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issueMessage(issue)}`, { field: issueField(issue) });
+    });
+  }
   const actionId = deps.ids.newActionId();
-  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, options));
+  if (!parsed.success) return runRecorded(deps, actionId, () => refuseMalformed(deps, actionId, input, parsed.error.issues[0]));
+  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, internalRequestOf(parsed.data), {}));
 }
 
-async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknown, options: HttpActionOptions): Promise<HttpActionResult> {
-  const parsed = httpActionRequestSchema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue === undefined ? '' : issue.path.map(String).join('.');
-    await accept(deps, actionId, { target: 'route:(invalid)', fingerprint: unparsedFingerprint(input), lane: null, approval: 'none', idempotent: false });
-    return refuse(deps, actionId, unparsedFingerprint(input), { kind: 'validation', code: 'INVALID_ARGUMENT', field }, 'the request is malformed');
-  }
-  const request = normalizeHttpRequest(parsed.data);
+/**
+ * An in-process request (a reconciliation's lookup or read-back): typed, never an agent's input, run as its own
+ * recorded action under the `reconciles` exception (HttpActionOptions).
+ */
+export async function executeHttpLookup(deps: HttpActionDeps, request: InternalHttpRequest, reconciles: string): Promise<HttpActionResult> {
+  const actionId = deps.ids.newActionId();
+  return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, request, { reconciles }));
+}
+
+/** Input that is not the tool's schema: admitted and refused (INVALID_ARGUMENT naming the field), nothing sent. */
+async function refuseMalformed(deps: HttpActionDeps, actionId: string, input: unknown, issue: Parameters<typeof issueField>[0]): Promise<HttpActionResult> {
+  await accept(deps, actionId, { target: 'route:(invalid)', fingerprint: unparsedFingerprint(input), lane: null, approval: 'none', idempotent: false });
+  return refuse(deps, actionId, unparsedFingerprint(input), { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) }, `the request is malformed: ${issueMessage(issue)}`);
+}
+
+async function admitAndRun(deps: HttpActionDeps, actionId: string, input: InternalHttpRequest, options: HttpActionOptions): Promise<HttpActionResult> {
+  const request = normalizeHttpRequest(input);
   const fingerprint = requestFingerprint(request);
   const route = deps.config.routes.get(request.route);
   if (route === undefined) {
@@ -126,12 +153,12 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
   // A lookup's method comes from the route's `lookup` (a bounded read-back's is GET), not the agent's method list (only those).
   const reconcileMethods = [...(route.lookup === undefined ? [] : [route.lookup.method]), ...(route.correlation?.read_back === undefined ? [] : (['GET'] as const))];
   const methods = options.reconciles === undefined ? route.methods : [...route.methods, ...reconcileMethods];
-  const preflight = validate(deps, route, methods, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
+  const preflight = validate(deps, route, methods, request, input.idempotency_key);
   if (!preflight.ok) {
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, preflight.gate, preflight.message);
   }
-  const binding = idempotencyBinding(deps, route, request, parsed.data.idempotency_key);
+  const binding = idempotencyBinding(deps, route, request, input.idempotency_key);
   try {
     const correlation = correlationValues(route, request.body);
     const validated = { ...(binding === undefined ? {} : { idempotency: binding }), ...(correlation === undefined ? {} : { correlation_values: correlation }) };
@@ -143,12 +170,12 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: unknow
     return refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []);
   }
   deps.onAdmitted?.(actionId);
-  const kept = binding !== undefined && route.retry !== undefined && keepRequest(deps, actionId, route, parsed.data, binding.expires_at_ms);
+  const kept = binding !== undefined && route.retry !== undefined && keepRequest(deps, actionId, route, input, binding.expires_at_ms);
   const run = async (): Promise<HttpActionResult> => {
     // The card preview is the agent's own request, taken before any injection.
     const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
     if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-    const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
+    const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: operationTimeoutMs(route) };
     const first = await authorizeAndSend(deps, bound);
     // A lookup is never retried by the engine: it is asked again by whoever asked for it.
     if (options.reconciles !== undefined) return first;
@@ -168,10 +195,10 @@ function keptRequestPurpose(actionId: string): string {
  * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
  * Best effort: a locked vault or a full disk loses only that convenience, never the action.
  */
-function keepRequest(deps: HttpActionDeps, actionId: string, route: Route, request: HttpActionRequest, expiresAtMs: number): boolean {
+function keepRequest(deps: HttpActionDeps, actionId: string, route: Route, request: InternalHttpRequest, expiresAtMs: number): boolean {
   if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return false;
   try {
-    const { body, timeout_ms: _wait, retry_of: _retryOf, ...rest } = request;
+    const { body, ...rest } = request;
     const plain = Buffer.from(JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }));
     const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
     plain.fill(0);
@@ -206,10 +233,11 @@ export async function retryKeptRequest(deps: HttpActionDeps, actionId: string, a
     );
   }
   const plain = deps.vault.unwrap(keptRequestPurpose(actionId), kept.sealed);
-  let input: Record<string, unknown>;
+  let input: InternalHttpRequest;
   try {
-    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Record<string, unknown>;
-    input = { ...rest, ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}), retry_of: actionId };
+    // Written by keepRequest above from an InternalHttpRequest, sealed and bound to this action: read back as one.
+    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Omit<InternalHttpRequest, 'body'> & { body_base64?: string };
+    input = { ...rest, ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}) };
   } finally {
     plain.fill(0);
   }
@@ -232,22 +260,17 @@ function retryOfField(input: unknown): string | undefined {
  * A request that does not match is refused with a coded error and nothing is recorded on the
  * original.
  */
-async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: unknown, person?: OperatorActor): Promise<HttpActionResult> {
-  const parsed = httpActionRequestSchema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issue?.message ?? 'invalid'}`, { field: issue === undefined ? '' : issue.path.map(String).join('.') });
-  }
+async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: InternalHttpRequest, person?: OperatorActor): Promise<HttpActionResult> {
   const state = actionId.startsWith('act_') ? deps.journal.getAction(actionId) : undefined;
   if (state === undefined || state.channel !== 'http' || !retryVisible(deps, state)) throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
-  const request = normalizeHttpRequest(parsed.data);
+  const request = normalizeHttpRequest(input);
   const route = deps.config.routes.get(request.route);
   if (route === undefined || !state.target.startsWith(`route:${route.name} `)) throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
   if (route.retry === undefined) {
     throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no retry policy: ${actionId} leaves unknown by reconciliation or a person`, { field: 'retry_of' });
   }
   const binding = preflightBinding(deps.journal, actionId);
-  if ((binding?.key ?? undefined) !== parsed.data.idempotency_key) {
+  if ((binding?.key ?? undefined) !== input.idempotency_key) {
     throw new CodedError('IDEMPOTENCY_MISMATCH', 'a retry resends the same idempotency key as the original, never a new one', { field: 'idempotency_key' });
   }
   const fingerprint = requestFingerprint(request);
@@ -255,10 +278,10 @@ async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: un
     const code = binding === undefined ? 'FINGERPRINT_MISMATCH' : 'IDEMPOTENCY_MISMATCH';
     throw new CodedError(code, `the retried request differs from the one ${actionId} recorded; a different request is a new action`, { field: 'body' });
   }
-  const preflight = validate(deps, route, route.methods, request, parsed.data.idempotency_key, parsed.data.timeout_ms);
+  const preflight = validate(deps, route, route.methods, request, input.idempotency_key);
   if (!preflight.ok) throw new CodedError(preflight.gate.kind === 'validation' ? preflight.gate.code : 'INVALID_ARGUMENT', preflight.message, { field: preflight.gate.kind === 'validation' ? (preflight.gate.field ?? '') : '' });
   deps.onAdmitted?.(actionId);
-  const bound: Bound = { actionId, route, request, fingerprint, idempotent: state.idempotent, path: preflight.path, binding, timeoutMs: preflight.timeoutMs, followRedirects: parsed.data.follow_redirects === true };
+  const bound: Bound = { actionId, route, request, fingerprint, idempotent: state.idempotent, path: preflight.path, binding, timeoutMs: operationTimeoutMs(route) };
   const subject = retrySubject(deps, bound);
   const answer = subject.fromRecord(state);
   // Who asked is the calling session (after a restart, not the one that first sent it).
@@ -399,10 +422,15 @@ async function refuseKeyReuse(deps: HttpActionDeps, actionId: string, fingerprin
   };
 }
 
-type Preflight = { ok: true; path: string; timeoutMs: number } | { ok: false; gate: LocalGate; message: string };
+type Preflight = { ok: true; path: string } | { ok: false; gate: LocalGate; message: string };
+
+/** The route's operation deadline (postern.yaml timeout_ms): how long the remote may take, never the caller's wait. */
+function operationTimeoutMs(route: Route): number {
+  return route.timeout_ms ?? operationTimeoutMsDefault;
+}
 
 /** Validation before any secret is touched or any host resolved (the vault is only described). */
-function validate(deps: HttpActionDeps, route: Route, methods: readonly string[], request: NormalizedHttpRequest, key: string | undefined, timeoutMs: number | undefined): Preflight {
+function validate(deps: HttpActionDeps, route: Route, methods: readonly string[], request: NormalizedHttpRequest, key: string | undefined): Preflight {
   const limits = deps.channel.limits;
   const info = deps.vault.state() === 'uninitialized' ? undefined : deps.vault.describe(route.credential);
   if (deps.vault.state() !== 'uninitialized' && info === undefined) {
@@ -418,10 +446,7 @@ function validate(deps: HttpActionDeps, route: Route, methods: readonly string[]
     limits,
   );
   if (!check.ok) return { ok: false, gate: { kind: 'validation', code: check.code, field: check.field }, message: check.message };
-  if (timeoutMs !== undefined && timeoutMs > limits.callTimeoutMsMax) {
-    return { ok: false, gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'timeout_ms' }, message: `timeout_ms is at most ${limits.callTimeoutMsMax}` };
-  }
-  return { ok: true, path: joinBasePath(route.base_path, check.path), timeoutMs: timeoutMs ?? limits.callTimeoutMsDefault };
+  return { ok: true, path: joinBasePath(route.base_path, check.path) };
 }
 
 interface Bound {
@@ -434,8 +459,8 @@ interface Bound {
   path: string;
   /** The idempotency key as journaled before dispatch (a declared contract and a key only). */
   binding: IdempotencyKeyBinding | undefined;
+  /** The operation deadline the channel enforces (the route's timeout_ms). */
   timeoutMs: number;
-  followRedirects: boolean;
 }
 
 async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun = { firstAttempt: 1 }): Promise<HttpActionResult> {
@@ -624,7 +649,8 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     ...(report.stoppedBeforeDispatch === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
     // The final request (credential injected) is one the HTTP client would refuse: built, never sent.
     ...(report.stoppedBeforeDispatch === 'request_refused' ? { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: refusedField } as const } : {}),
-    ...(report.stoppedBeforeDispatch === 'deadline' || report.callerDeadline ? { caller: 'deadline' as const } : {}),
+    // The route's operation deadline: a broker-side limit (OPERATION_TIMEOUT), never a caller event.
+    ...(report.stoppedBeforeDispatch === 'deadline' || report.operationDeadline ? { operationDeadline: true } : {}),
     ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: nowMs < expiryMs } }),
     ...(response === undefined
       ? report.informationalSeen === true
@@ -635,16 +661,14 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
             status: response.status,
             framingComplete: response.framingComplete,
             fromProxy: response.headers['proxy-status'] !== undefined,
-            redirectBlocked: response.status >= 300 && response.status < 400 && b.followRedirects && crossOrigin,
+            // The broker never follows a redirect; one to another origin is refused as such, never an effect that succeeded.
+            redirectBlocked: response.status >= 300 && response.status < 400 && crossOrigin,
             ...retryAfter(response.headers['retry-after'], nowMs, deps.channel.limits.retryAfterMsMax),
           },
         }),
   };
   let classification = classifyOutcome(evidence);
   const lastAttempt = report.attempts.at(-1)?.n;
-  if (report.callerDeadline || report.stoppedBeforeDispatch === 'deadline') {
-    await appendState(deps.journal, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage: report.dispatchStarted ? 'remote_execution' : 'connection_setup' } });
-  }
   const settled = response !== undefined && response.framingComplete && (classification.outcome === 'committed' || classification.outcome === 'rejected');
   let result: HttpActionResponse | undefined;
   let resultId: string | undefined;
@@ -658,7 +682,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
       result_id: resultId,
       action_id: b.actionId,
       attempt: lastAttempt,
-      summary: resultSummary(result, b, crossOrigin, report.peerFingerprint),
+      summary: resultSummary(result, crossOrigin, report.peerFingerprint),
       body: result.body,
       total_bytes: result.total_bytes,
       truncated: result.truncated,
@@ -723,7 +747,7 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   return { envelope, ...(result === undefined ? {} : { response: result }), ...(diagnostic === undefined ? {} : { diagnostic }) };
 }
 
-function resultSummary(r: HttpActionResponse, b: Bound, crossOrigin: boolean, peer: string | undefined): Record<string, unknown> {
+function resultSummary(r: HttpActionResponse, crossOrigin: boolean, peer: string | undefined): Record<string, unknown> {
   const summary: Record<string, unknown> = {
     status: r.status,
     headers: r.headers,
@@ -738,7 +762,7 @@ function resultSummary(r: HttpActionResponse, b: Bound, crossOrigin: boolean, pe
   if (peer !== undefined) summary.peer_identity = peer;
   if (r.status === 202) summary.submission = submissionIds(r);
   if (r.status >= 300 && r.status < 400 && r.headers.location !== undefined) {
-    summary.redirect = { location: r.headers.location, cross_origin: crossOrigin, followed: false, follow_requested: b.followRedirects };
+    summary.redirect = { location: r.headers.location, cross_origin: crossOrigin, followed: false };
   }
   return summary;
 }

@@ -102,14 +102,15 @@ describe('when the server misbehaves after dispatch', () => {
     expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'CONNECTION_LOST', 'OUTCOME_RECORDED']);
   });
 
-  it('exec accepted, then silence past the caller deadline: timed_out, effect unknown, never assumed stopped', async () => {
+  it("exec accepted, then silence past the host's operation deadline: OPERATION_TIMEOUT, effect unknown, never a caller event", async () => {
     const s = await server('silent_after_exec');
-    const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'long-job', timeout_ms: 300 });
+    const config = sshHostsConfig([{ port: s.port, user: 'agent', credential: 'lab-key', hostKey: [s.hostKeyFingerprint], extra: '    approval: none\n    timeout_ms: 300' }]);
+    const { envelope } = await h.run(config, { host: 'lab', command: 'long-job' });
     expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted']);
-    expect(envelope.error).toMatchObject({ code: 'CALLER_DEADLINE_EXCEEDED', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
-    expect(envelope).toMatchObject({ caller_disposition: 'timed_out', effect: 'unknown_effect', outcome_basis: 'deadline_after_transport_write_no_remote_receipt' });
-    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CALLER_DEADLINE_EXCEEDED', 'OUTCOME_RECORDED']);
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ caller_disposition: 'timed_out', outcome: 'unknown' });
+    expect(envelope.error).toMatchObject({ code: 'OPERATION_TIMEOUT', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
+    expect(envelope).toMatchObject({ caller_disposition: 'completed', effect: 'unknown_effect', outcome_basis: 'operation_deadline_after_transport_write_no_remote_receipt' });
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'OUTCOME_RECORDED']);
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ caller_disposition: null, outcome: 'unknown', code: 'OPERATION_TIMEOUT' });
   });
 
   it('the caller cancels after exec was accepted: canceled, effect unknown (a caller event only)', async () => {

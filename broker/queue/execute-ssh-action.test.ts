@@ -135,8 +135,8 @@ describe('when the request is refused before any secret is touched', () => {
   it.for([
     ['an unknown host entry', { host: 'nope', command: 'ls' }, 'INVALID_TARGET', 'host'],
     ['a 40 000-byte command', { host: 'lab', command: 'x'.repeat(40_000) }, 'PAYLOAD_LIMIT', 'command'],
-    ['an agent-chosen user', { host: 'lab', command: 'ls', user: 'root' }, 'INVALID_ARGUMENT', ''],
-    ['a timeout above the maximum', { host: 'lab', command: 'ls', timeout_ms: 10_000_000 }, 'INVALID_ARGUMENT', 'timeout_ms'],
+    ['an agent-chosen user (a field the ssh_exec schema does not have)', { host: 'lab', command: 'ls', user: 'root' }, 'INVALID_ARGUMENT', 'user'],
+    ['a wait above the maximum', { host: 'lab', command: 'ls', timeout_ms: 10_000_000 }, 'INVALID_ARGUMENT', 'timeout_ms'],
   ] as const)('%s → %s (field %s), validation / not_attempted', async ([, request, code, field], ctx) => {
     if (h === undefined) ctx.skip(`real sshd unavailable: ${unavailable ?? 'not started'}`);
     const { envelope } = await h.run(sshHostsConfig([{ port: 22, user: 'u', credential: 'lab-key', hostKey: 'accept_new' }]), request);

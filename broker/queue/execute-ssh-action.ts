@@ -6,7 +6,8 @@ import { errorCodeMeanings, isCodedError, type ActionState, type Classification,
 import { classifyOutcome, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
-import { unparsedFingerprint } from './http-action-request.js';
+import { issueField, issueMessage, unparsedFingerprint } from './http-action-request.js';
+import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
 import { runRecorded } from './record-broker-error.js';
@@ -70,10 +71,9 @@ async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown
   const parsed = sshActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const field = issue === undefined ? '' : issue.path.map(String).join('.');
     const fingerprint = unparsedFingerprint(input);
     await accept(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' });
-    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_ARGUMENT', field }, 'the request is malformed');
+    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) }, `the request is malformed: ${issueMessage(issue)}`);
   }
   const request = parsed.data;
   const fingerprint = sshRequestFingerprint(request);
@@ -86,7 +86,7 @@ async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown
   // The command itself may hold anything; the target names only the entry and the command's digest.
   const admission: Admission = { target: `host:${host.name} exec ${fingerprint}`, fingerprint, lane: policy.lane, approval: policy.approval };
   const limits = deps.channel.limits;
-  const problem = validate(deps, host, request.command, request.timeout_ms, limits);
+  const problem = validate(deps, host, request.command, limits);
   if (problem !== undefined) {
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
@@ -95,7 +95,7 @@ async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown
   deps.onAdmitted?.(actionId);
   const turn = await deps.queue.awaitTurn(actionId, sshCardPreview(host, request.command));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-  return authorizeAndRun(deps, { actionId, host, command: request.command, fingerprint, timeoutMs: request.timeout_ms ?? limits.callTimeoutMsDefault, cancel });
+  return authorizeAndRun(deps, { actionId, host, command: request.command, fingerprint, timeoutMs: host.timeout_ms ?? operationTimeoutMsDefault, cancel });
 }
 
 interface Admission {
@@ -119,7 +119,6 @@ function validate(
   deps: SshActionDeps,
   host: SshHostSettings,
   command: string,
-  timeoutMs: number | undefined,
   limits: SshChannel['limits'],
 ): { gate: LocalGate; message: string } | undefined {
   if (deps.vault.state() !== 'uninitialized' && deps.vault.describe(host.credential) === undefined) {
@@ -130,9 +129,6 @@ function validate(
     return { gate: { kind: 'validation', code: 'PAYLOAD_LIMIT', field: 'command' }, message: `a command is at most ${limits.commandBytesMax} bytes` };
   }
   if (command.includes('\0')) return { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'command' }, message: 'a command cannot contain NUL' };
-  if (timeoutMs !== undefined && timeoutMs > limits.callTimeoutMsMax) {
-    return { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'timeout_ms' }, message: `timeout_ms is at most ${limits.callTimeoutMsMax}` };
-  }
   return undefined;
 }
 
@@ -214,7 +210,9 @@ async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport,
   // Everything below — result rows, digest, envelope — sees only the scrubbed output.
   const report: SshChannelReport = { ...observed, output: scrubbedOutput(observed.output, scrubber) };
   const stopped = report.stoppedBeforeDispatch;
-  const caller = report.caller ?? (stopped === 'deadline' ? 'deadline' : stopped === 'cancelled' ? 'cancelled' : undefined);
+  const caller = report.caller ?? (stopped === 'cancelled' ? 'cancelled' : undefined);
+  // The host entry's operation deadline: a broker-side limit, recorded as OPERATION_TIMEOUT, never a caller event.
+  const operationDeadline = report.operationDeadline === true || stopped === 'deadline';
   const evidence: OutcomeEvidence = {
     channel: 'ssh',
     dispatchStarted: report.dispatchStarted,
@@ -226,6 +224,7 @@ async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport,
     ...(report.setup === undefined ? {} : { setup: report.setup }),
     ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
     ...(caller === undefined ? {} : { caller }),
+    ...(operationDeadline ? { operationDeadline } : {}),
     ...(report.dispatchStarted
       ? {
           ssh: {
@@ -240,7 +239,6 @@ async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport,
   const classification = classifyOutcome(evidence);
   const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
   // Caller events are recorded as caller events: they never decide the remote effect.
-  if (caller === 'deadline') await appendState(deps.journal, { kind: 'CALLER_DEADLINE_EXCEEDED', action_id: b.actionId, payload: { stage } });
   if (caller === 'cancelled') await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
   const nowMs = deps.clock.nowMs();
   let state: ActionState;

@@ -1,23 +1,52 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { agentToolInputSchemas, type AgentToolInput } from '../contract/index.js';
 
-/** What an agent asks for. It names a route and a path; never a host, a port or a credential. */
-export const httpActionRequestSchema = z.strictObject({
-  route: z.string().min(1).max(64),
-  method: z.string().min(1).max(16),
-  path: z.string().min(1).max(65_536),
-  query: z.record(z.string().max(1024), z.union([z.string().max(65_536), z.array(z.string().max(65_536)).max(256)])).optional(),
-  headers: z.record(z.string().max(256), z.string().max(65_536)).optional(),
+/**
+ * What an agent may send is defined once, by the http_request tool's schema in broker/contract (strict: an
+ * undocumented field is refused, named). `timeout_ms` there is the caller's wait, which the executor never reads.
+ */
+export const httpActionRequestSchema = agentToolInputSchemas.http_request;
+export type HttpActionRequest = AgentToolInput<'http_request'>;
+
+/**
+ * What in-process callers (a reconciliation lookup or read-back, a person's retry of a kept request) hand the
+ * executor: typed, never parsed from an agent, and never wider than the agent's request except that a kept
+ * request's body comes back as the bytes it was.
+ */
+export interface InternalHttpRequest {
+  readonly route: string;
+  readonly method: string;
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | readonly string[]>>;
+  readonly headers?: Readonly<Record<string, string>>;
   /** A string is sent as UTF-8; bytes as they are. */
-  body: z.union([z.string(), z.instanceof(Uint8Array)]).optional(),
-  idempotency_key: z.string().max(1024).optional(),
-  timeout_ms: z.number().int().positive().optional(),
-  /** Ask the broker to follow a redirect. It never does with credentials: a cross-origin one is REDIRECT_BLOCKED. */
-  follow_redirects: z.boolean().optional(),
-  /** Resend this earlier action's request as its next attempt (same route, fingerprint and key); see retryHttpAction. */
-  retry_of: z.string().min(1).max(80).optional(),
-});
-export type HttpActionRequest = z.infer<typeof httpActionRequestSchema>;
+  readonly body?: string | Uint8Array;
+  readonly idempotency_key?: string;
+}
+
+/** The agent's request as the executor uses it: the caller's wait and the retry reference are not part of it. */
+export function internalRequestOf(request: HttpActionRequest): InternalHttpRequest {
+  const { timeout_ms: _wait, retry_of: _retryOf, ...rest } = request;
+  return rest;
+}
+
+/**
+ * The field a schema issue names: the path, or for an undocumented key the key itself (zod reports those at the
+ * object's path with the key in `keys`).
+ */
+export function issueField(issue: z.core.$ZodIssue | undefined): string {
+  if (issue === undefined) return '';
+  const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+  return [...issue.path.map(String), ...keys.slice(0, 1)].join('.');
+}
+
+/** The message for an issue: an undocumented field says the tool schema is the whole of what may be sent. */
+export function issueMessage(issue: z.core.$ZodIssue | undefined): string {
+  if (issue === undefined) return 'malformed arguments';
+  if (issue.code === 'unrecognized_keys') return `${issueField(issue)} is not a field of this tool (its input schema lists every field)`;
+  return issue.message;
+}
 
 /** The request parts in one normalized form: what the fingerprint covers and what goes on the wire. */
 export interface NormalizedHttpRequest {
@@ -30,7 +59,7 @@ export interface NormalizedHttpRequest {
   readonly body: Buffer;
 }
 
-export function normalizeHttpRequest(request: HttpActionRequest): NormalizedHttpRequest {
+export function normalizeHttpRequest(request: InternalHttpRequest): NormalizedHttpRequest {
   const query: [string, string][] = [];
   for (const [name, value] of Object.entries(request.query ?? {})) {
     for (const v of Array.isArray(value) ? value : [value]) query.push([name, v]);

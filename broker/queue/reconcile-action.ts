@@ -14,7 +14,8 @@ import {
 import type { OperatorActor, OperatorReconciler, ReconcileResult } from '../ports/index.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { conflictMessage } from './decision-conflict.js';
-import { executeHttpAction, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
+import { executeHttpLookup, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
+import type { InternalHttpRequest } from './http-action-request.js';
 
 /** What a reconciliation needs: an HTTP executor's deps, with the approval queue itself as its queue. */
 export type ReconcileDeps = Omit<HttpActionDeps, 'queue' | 'sessionId' | 'onAdmitted'> & { readonly queue: ApprovalQueue };
@@ -77,7 +78,7 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
   const plan = lookup === undefined ? undefined : planLookup(lookup.path, facts);
   if (lookup !== undefined && plan?.ok === true) {
     const path = sendablePath(actionId, plan.path);
-    const lookupResult = await executeHttpAction(deps, { route: route.name, method: lookup.method, path }, { reconciles: actionId });
+    const lookupResult = await executeHttpLookup(deps, { route: route.name, method: lookup.method, path }, actionId);
     // The key's retention is read now, after the lookup answered: an answer inside it is within it.
     const withinRetention = facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < facts.keyExpiresAtMs;
     const classification = reconcileClassification(lookupResult.response?.status, plan.correlation, withinRetention);
@@ -108,8 +109,8 @@ async function readBackAndRecord(
   attemptsSeen: number,
 ): Promise<ReconcileResult> {
   const path = sendablePath(actionId, readPlan.path);
-  const input = { route: route.name, method: 'GET', path, ...(Object.keys(readPlan.query).length === 0 ? {} : { query: readPlan.query }) };
-  const lookupResult = await executeHttpAction(deps, input, { reconciles: actionId });
+  const input: InternalHttpRequest = { route: route.name, method: 'GET', path, ...(Object.keys(readPlan.query).length === 0 ? {} : { query: readPlan.query }) };
+  const lookupResult = await executeHttpLookup(deps, input, actionId);
   const response = lookupResult.response;
   const verdict = classifyReadBack({ status: response?.status, body: response?.body.toString('utf8') ?? '', truncated: response?.truncated ?? false }, spec, values);
   return record(deps, actionId, actor, lookupResult, {

@@ -1,14 +1,12 @@
-import { z } from 'zod';
+import { agentToolInputSchemas, type AgentToolInput } from '../contract/index.js';
 import { sha256Hex } from './http-action-request.js';
 
-/** What an agent asks for: a host entry's name and a command. Never an address, a user or a key. */
-export const sshActionRequestSchema = z.strictObject({
-  host: z.string().min(1).max(64),
-  /** Bounded by the channel's commandBytesMax (PAYLOAD_LIMIT); this cap only stops absurd input early. */
-  command: z.string().min(1).max(1024 * 1024),
-  timeout_ms: z.number().int().positive().optional(),
-});
-export type SshActionRequest = z.infer<typeof sshActionRequestSchema>;
+/**
+ * What an agent may send is the ssh_exec tool's schema in broker/contract, nothing else (strict). Its `timeout_ms`
+ * is the caller's wait, which the executor never reads: the host entry's timeout_ms is the operation deadline.
+ */
+export const sshActionRequestSchema = agentToolInputSchemas.ssh_exec;
+export type SshActionRequest = AgentToolInput<'ssh_exec'>;
 
 /** sha256 over the host entry name and the command (canonical JSON) — never the key. */
 export function sshRequestFingerprint(request: Pick<SshActionRequest, 'host' | 'command'>): string {

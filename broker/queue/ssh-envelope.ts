@@ -22,10 +22,11 @@ export function buildSshEnvelope(f: SshEnvelopeFacts): Envelope {
   const c = f.classification;
   const r = f.report;
   const attempts = envelopeAttempts('ssh', r?.attempts ?? [], c);
-  const caller = r?.caller ?? (r?.stoppedBeforeDispatch === 'deadline' ? 'deadline' : r?.stoppedBeforeDispatch === 'cancelled' ? 'cancelled' : undefined);
+  // The operation deadline is the broker's limit on the remote, not the caller's: it never says timed_out.
+  const cancelled = r?.caller === 'cancelled' || r?.stoppedBeforeDispatch === 'cancelled';
   const envelope: Envelope = {
     invocation_id: f.state.action_id,
-    caller_disposition: caller === 'deadline' ? 'timed_out' : caller === 'cancelled' ? 'canceled' : 'completed',
+    caller_disposition: cancelled ? 'canceled' : 'completed',
     effect: c.effect,
     outcome_basis: c.outcome_basis,
     ...(c.code === null

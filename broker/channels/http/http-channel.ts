@@ -22,7 +22,10 @@ export interface HttpWireRequest {
   readonly path: string;
   readonly headers: ReadonlyArray<readonly [string, string]>;
   readonly body: Uint8Array | undefined;
-  /** The caller's whole wait; when it passes, before dispatch nothing is sent, after it the effect is unknown. */
+  /**
+   * The operation deadline (the route's timeout_ms): when it passes, before dispatch nothing is sent, after it the
+   * effect is unknown (OPERATION_TIMEOUT). Never the caller's wait: a caller that stops waiting does not cut it.
+   */
   readonly timeoutMs: number;
   /** Aborts the action only while it is before dispatch (e.g. the vault locked). */
   readonly beforeDispatch: AbortSignal;
@@ -85,7 +88,8 @@ export interface HttpChannelReport {
   readonly handedToTransport: boolean;
   readonly requestComplete: boolean;
   readonly transportBroken: boolean;
-  readonly callerDeadline: boolean;
+  /** The operation deadline (request.timeoutMs) fired after dispatch. */
+  readonly operationDeadline: boolean;
   /** An informational (1xx) response arrived: remote receipt, never a result. */
   readonly informationalSeen?: boolean;
   readonly response?: HttpResponseReport;
@@ -150,7 +154,7 @@ export class HttpChannel {
     journal: PendingAppends,
   ): Promise<HttpChannelReport> {
     const attempts: AttemptReport[] = [];
-    const notDispatched = { dispatchStarted: false, handedToTransport: false, requestComplete: false, transportBroken: false, callerDeadline: false };
+    const notDispatched = { dispatchStarted: false, handedToTransport: false, requestComplete: false, transportBroken: false, operationDeadline: false };
     const stopped = (): HttpChannelReport => ({
       attempts,
       ...notDispatched,
@@ -244,11 +248,11 @@ export class HttpChannel {
     attempt: number,
     deadline: AbortSignal,
     journal: PendingAppends,
-  ): Promise<Pick<HttpChannelReport, 'handedToTransport' | 'requestComplete' | 'transportBroken' | 'callerDeadline' | 'informationalSeen' | 'response'>> {
+  ): Promise<Pick<HttpChannelReport, 'handedToTransport' | 'requestComplete' | 'transportBroken' | 'operationDeadline' | 'informationalSeen' | 'response'>> {
     const limits = this.limits;
     const lookaheadBytes = Math.min(request.scrubLookaheadBytes ?? limits.scrubLookaheadBytes, limits.scrubLookaheadBytesMax);
     const actionId = request.actionId;
-    const facts = { handedToTransport: false, requestComplete: false, transportBroken: false, callerDeadline: false, informationalSeen: false };
+    const facts = { handedToTransport: false, requestComplete: false, transportBroken: false, operationDeadline: false, informationalSeen: false };
     let status: number | undefined;
     let headers: Record<string, string> = {};
     const kept: Buffer[] = [];
@@ -269,7 +273,7 @@ export class HttpChannel {
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       const onDeadline = (): void => {
-        facts.callerDeadline = true;
+        facts.operationDeadline = true;
         controller?.abort(new DeadlineError());
       };
       deadline.addEventListener('abort', onDeadline, { once: true });
@@ -332,7 +336,7 @@ export class HttpChannel {
         },
         onResponseError(_c, _error) {
           // The error object is never kept: undici errors can describe the request. Only facts.
-          if (!facts.callerDeadline && !overLimit) facts.transportBroken = true;
+          if (!facts.operationDeadline && !overLimit) facts.transportBroken = true;
           finish(false);
         },
       };
@@ -346,6 +350,9 @@ export class HttpChannel {
           // undici must not decide anything about retrying or resetting on its own.
           idempotent: false,
           reset: false,
+          // The operation deadline decides how long a slow remote may take: undici's own waits never end it first.
+          headersTimeout: Math.max(this.limits.headersTimeoutMs, request.timeoutMs + 1_000),
+          bodyTimeout: Math.max(this.limits.bodyTimeoutMs, request.timeoutMs + 1_000),
         },
         handler,
       );

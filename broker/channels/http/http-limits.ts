@@ -28,9 +28,6 @@ export interface HttpLimits {
   readonly connectTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
-  /** The caller's whole wait when it names none (timeout_ms), and the most it may name. */
-  readonly callTimeoutMsDefault: number;
-  readonly callTimeoutMsMax: number;
   /** Connection setup attempts per action while no attempt crossed dispatch. */
   readonly setupAttemptsMax: number;
   /** Backoff between setup attempts: base × 2^(n-1), capped. */
@@ -59,8 +56,6 @@ export const defaultHttpLimits: HttpLimits = {
   connectTimeoutMs: 10_000,
   headersTimeoutMs: 60_000,
   bodyTimeoutMs: 60_000,
-  callTimeoutMsDefault: 120_000,
-  callTimeoutMsMax: 600_000,
   setupAttemptsMax: 3,
   setupBackoffMsBase: 50,
   setupBackoffMsMax: 1_000,

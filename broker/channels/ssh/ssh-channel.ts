@@ -20,7 +20,10 @@ export interface SshWireRequest {
   /** OpenSSH private key; only read during this call (the vault zeroes it afterwards). */
   readonly privateKey: Buffer;
   readonly command: string;
-  /** The caller's whole wait; before dispatch it stops setup, after it the effect is unknown. */
+  /**
+   * The operation deadline (the host entry's timeout_ms): before dispatch it stops setup, after it the effect is
+   * unknown (OPERATION_TIMEOUT). Never the caller's wait: a caller that stops waiting neither cuts nor closes this.
+   */
   readonly timeoutMs: number;
   /** stdout + stderr bytes kept; counting continues beyond it. */
   readonly outputBytesMax: number;
@@ -65,7 +68,10 @@ export interface SshChannelReport {
   readonly channelClosed: boolean;
   readonly eof: boolean;
   readonly transportBroken: boolean;
-  readonly caller?: 'deadline' | 'cancelled';
+  /** The caller cancelled (the `cancel` signal) after dispatch. */
+  readonly caller?: 'cancelled';
+  /** The operation deadline (request.timeoutMs) fired after dispatch. */
+  readonly operationDeadline?: boolean;
   readonly output: SshOutput;
   /** EOF and close both seen after the exit report: every output byte arrived. */
   readonly outputComplete: boolean;
@@ -130,7 +136,7 @@ class SshRun {
   private hostKey: SshChannelReport['hostKey'];
   private stagedKey: string | undefined;
   private hostKeyRejected = false;
-  private readonly callerDeadline = new AbortController();
+  private readonly operationDeadline = new AbortController();
 
   constructor(
     private readonly request: SshWireRequest,
@@ -141,7 +147,7 @@ class SshRun {
   ) {}
 
   async perform(): Promise<SshChannelReport> {
-    const timer = setTimeout(() => this.callerDeadline.abort(), this.request.timeoutMs);
+    const timer = setTimeout(() => this.operationDeadline.abort(), this.request.timeoutMs);
     try {
       return await this.run();
     } finally {
@@ -153,14 +159,14 @@ class SshRun {
   }
 
   private stopSignal(): AbortSignal {
-    const signals = [this.request.beforeDispatch, this.callerDeadline.signal];
+    const signals = [this.request.beforeDispatch, this.operationDeadline.signal];
     if (this.request.cancel !== undefined) signals.push(this.request.cancel);
     return AbortSignal.any(signals);
   }
 
   private stoppedReason(): 'signal' | 'deadline' | 'cancelled' {
     if (this.request.cancel?.aborted === true) return 'cancelled';
-    return this.callerDeadline.signal.aborted ? 'deadline' : 'signal';
+    return this.operationDeadline.signal.aborted ? 'deadline' : 'signal';
   }
 
   private async run(): Promise<SshChannelReport> {
@@ -361,7 +367,7 @@ class SshRun {
 
   /** After the exec request: reply, output, exit, EOF, close — each wait bounded. */
   private async exchange(execDone: Promise<ExecAnswer>): Promise<SshChannelReport> {
-    const caller = this.request.cancel === undefined ? this.callerDeadline.signal : AbortSignal.any([this.callerDeadline.signal, this.request.cancel]);
+    const caller = this.request.cancel === undefined ? this.operationDeadline.signal : AbortSignal.any([this.operationDeadline.signal, this.request.cancel]);
     const callerStop = new Promise<'caller'>((resolve) => {
       if (caller.aborted) resolve('caller');
       caller.addEventListener('abort', () => resolve('caller'), { once: true });
@@ -426,7 +432,7 @@ class SshRun {
       channelClosed,
       eof,
       transportBroken,
-      ...(callerEvent === undefined ? {} : { caller: callerEvent }),
+      ...(callerEvent === 'cancelled' ? { caller: callerEvent } : callerEvent === 'deadline' ? { operationDeadline: true } : {}),
       output: kept,
       outputComplete: channelClosed && eof && !transportBroken,
       ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),

@@ -15,9 +15,6 @@ export interface SshLimits {
   readonly channelOpenTimeoutMs: number;
   /** Exec request (want-reply) → CHANNEL_SUCCESS / CHANNEL_FAILURE. */
   readonly execReplyTimeoutMs: number;
-  /** Caller's whole wait when the request gives none, and its maximum. */
-  readonly callTimeoutMsDefault: number;
-  readonly callTimeoutMsMax: number;
   /** After exit status/signal: how long to wait for EOF/close before calling the output incomplete. */
   readonly closeAfterExitTimeoutMs: number;
   /** Command bytes (UTF-8) the agent may send. */
@@ -31,8 +28,6 @@ export const defaultSshLimits: SshLimits = {
   authTimeoutMs: 10_000,
   channelOpenTimeoutMs: 10_000,
   execReplyTimeoutMs: 10_000,
-  callTimeoutMsDefault: 120_000,
-  callTimeoutMsMax: 600_000,
   closeAfterExitTimeoutMs: 2_000,
   commandBytesMax: 32 * 1024,
 };

@@ -1,0 +1,200 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { agentToolReplySchema, type AgentPeer, type AgentToolReply } from '../contract/index.js';
+import { createRandomIdSource, type CallProgress, type ToolAnswer } from '../ports/index.js';
+import type { PosternConfig } from '../config/index.js';
+import { localRouteConfig } from '../testing/http-action-harness.js';
+import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import { waitForCardCount } from '../testing/queue-waits.js';
+import { createAgentBackend, type RunningAgentBackend } from './agent-backend.js';
+
+let f: QueueFixture;
+let backend: RunningAgentBackend;
+const alive = new Set<number>();
+const held: HeldRemote[] = [];
+const never = new AbortController().signal;
+const peer = (pid: number): AgentPeer => ({ pid, uid: 1000, gid: 1000, start_time: String(pid * 11), ppid: 1, exe: '/usr/bin/agent', cwd: '/work', parent_exe: null });
+
+afterEach(async () => {
+  backend.close();
+  await Promise.all(held.splice(0).map((remote) => remote.stop()));
+  await f.dispose();
+  alive.clear();
+});
+
+async function open(agentsYaml?: string, config?: PosternConfig): Promise<void> {
+  f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
+  backend = await createAgentBackend({
+    journal: f.h.temp.journal,
+    results: f.h.results,
+    queue: f.queue,
+    config: config ?? f.config,
+    clock: f.h.temp.clock,
+    ids: createRandomIdSource(f.h.temp.clock),
+    vault: f.h.vault,
+    httpChannel: f.h.channel,
+    processAlive: (pid) => alive.has(pid),
+    sweepMs: 3_600_000,
+    bootId: 'boot-waits',
+  });
+}
+
+async function approvedSession(pid: number): Promise<string> {
+  alive.add(pid);
+  const { session_id } = await backend.openSession(peer(pid), { name: 'waits-agent' });
+  await f.queue.approveSession(session_id, person);
+  return session_id;
+}
+
+const reply = (answer: ToolAnswer): AgentToolReply => agentToolReplySchema.parse(answer.structured);
+function actionReply(answer: ToolAnswer): Extract<AgentToolReply, { invocation_id: string }> {
+  const r = reply(answer);
+  if (r.invocation_id === null) throw new Error(`expected an action's answer, got ${JSON.stringify(r)}`);
+  return r as Extract<AgentToolReply, { invocation_id: string }>;
+}
+
+/** A remote that takes each request and answers only when the test releases it (no sleeps: events). */
+interface HeldRemote {
+  readonly port: number;
+  /** Resolves when the next request has fully arrived. */
+  arrived(): Promise<void>;
+  /** Answers every held request 200 with `{"done":true}`. */
+  release(): void;
+  stop(): Promise<void>;
+}
+
+async function heldRemote(): Promise<HeldRemote> {
+  const waiting: ServerResponse[] = [];
+  const arrivals: Array<() => void> = [];
+  let arrivedCount = 0;
+  let seen = 0;
+  const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    request.resume();
+    request.on('end', () => {
+      waiting.push(response);
+      arrivedCount += 1;
+      for (const notify of arrivals.splice(0)) notify();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const remote: HeldRemote = {
+    port: (server.address() as AddressInfo).port,
+    arrived: () => {
+      const want = (seen += 1);
+      return new Promise<void>((resolve) => {
+        const check = (): void => (arrivedCount >= want ? resolve() : void arrivals.push(check));
+        check();
+      });
+    },
+    release: () => {
+      for (const response of waiting.splice(0)) response.writeHead(200, { 'content-type': 'application/json' }).end('{"done":true}');
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  held.push(remote);
+  return remote;
+}
+
+describe('when the caller waits less than the remote takes', () => {
+  it('after dispatch: an error answer (CALLER_DEADLINE_EXCEEDED, unknown, fetch_result); the action completes and fetch_result returns it', async () => {
+    const remote = await heldRemote();
+    await open(undefined, localRouteConfig(remote.port));
+    const sessionId = await approvedSession(701);
+    const arrived = remote.arrived();
+    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/slow', body: '{"n":1}', timeout_ms: 100 }, never);
+    await arrived;
+    const r = actionReply(answer);
+    expect(answer.isError).toBe(true);
+    expect(r).toMatchObject({
+      caller_disposition: 'timed_out',
+      error: { code: 'CALLER_DEADLINE_EXCEEDED', phase: 'remote_execution', outcome: 'unknown', retry: 'fetch_result' },
+      evidence: { dispatch_started: true },
+    });
+    expect(r.effect).not.toBe('succeeded');
+    expect(r.error?.message).toContain('action_status');
+    // The caller's wait never cut the remote: the request is still open, and the record is not settled.
+    expect(f.h.temp.journal.getAction(r.invocation_id)).toMatchObject({ outcome: 'unknown', recorded: false, code: null, caller_disposition: 'timed_out' });
+    remote.release();
+    const polled = actionReply(await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never));
+    expect(polled).toMatchObject({ effect: 'succeeded' });
+    expect(polled.error).toBeUndefined();
+    const fetched = actionReply(await backend.call(sessionId, 'fetch_result', { action_id: r.invocation_id }, never));
+    expect(fetched.response).toMatchObject({ status: 200, body: '{"done":true}' });
+  });
+
+  it("a route's operation deadline shorter than the remote: OPERATION_TIMEOUT, unknown, a broker-side fact (caller completed)", async () => {
+    const remote = await heldRemote();
+    await open(undefined, localRouteConfig(remote.port, '    timeout_ms: 200'));
+    const sessionId = await approvedSession(702);
+    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/slow', body: '{"n":2}', timeout_ms: 20_000 }, never);
+    const r = actionReply(answer);
+    expect(answer.isError).toBe(true);
+    expect(r).toMatchObject({ caller_disposition: 'completed', error: { code: 'OPERATION_TIMEOUT', phase: 'remote_execution', outcome: 'unknown' } });
+    const kinds = f.events(r.invocation_id).map((e) => e.kind);
+    expect(kinds).not.toContain('CALLER_DEADLINE_EXCEEDED');
+    expect(f.h.temp.journal.getAction(r.invocation_id)).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown', caller_disposition: null });
+  });
+});
+
+describe('when the default wait is configured (agents.wait_ms_default)', () => {
+  it('a call naming no timeout_ms answers timed_out at that wait, with its place, and polls to the committed result after approval', async () => {
+    await open('  wait_ms_default: 150');
+    const sessionId = await approvedSession(703);
+    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/5', body: '{"marker":"w"}' }, never);
+    const r = actionReply(answer);
+    expect(answer.isError).toBe(false);
+    expect(r).toMatchObject({ caller_disposition: 'timed_out', queue: { waiting: 'approval' } });
+    expect(f.queue.cards().map((c) => c.action_id)).toEqual([r.invocation_id]);
+    // A short poll before the decision answers with the place, still waiting.
+    const early = actionReply(await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 50 }, never));
+    expect(early.queue).toMatchObject({ waiting: 'approval' });
+    const [card] = await waitForCardCount(f.queue, 1);
+    await f.queue.approve(card?.ticket ?? 0, person);
+    const polled = actionReply(await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never));
+    expect(polled).toMatchObject({ effect: 'succeeded', decision: { state: 'approved', by: { kind: 'person', id: 'reviewer' } } });
+    expect(f.server.markers()).toEqual(['w']);
+  });
+});
+
+describe('when a person decides', () => {
+  it("the rejection's reason, who decided and the card's expiry reach the agent", async () => {
+    await open();
+    const sessionId = await approvedSession(704);
+    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/6', body: '{"marker":"r"}' }, never);
+    const [card] = await waitForCardCount(f.queue, 1);
+    await f.queue.reject(card?.ticket ?? 0, person, 'not on a Friday');
+    const answer = await call;
+    const r = actionReply(answer);
+    expect(answer.isError).toBe(true);
+    expect(r.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
+    expect(r.error?.message).toContain('not on a Friday');
+    expect(r.decision).toMatchObject({ state: 'rejected', by: { kind: 'person', id: 'reviewer' }, reason: 'not on a Friday' });
+    expect(r.decision?.expires_at_ms).toBeGreaterThan(0);
+    expect(f.server.arrivals).toHaveLength(0);
+  });
+});
+
+describe('when the client asked for progress', () => {
+  it('each state change is reported once, with increasing progress: card shown, approved, then the answer', async () => {
+    await open();
+    const sessionId = await approvedSession(705);
+    const progress: CallProgress[] = [];
+    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/8', body: '{"marker":"p"}' }, never, (p) => progress.push(p));
+    const [card] = await waitForCardCount(f.queue, 1);
+    expect(progress.map((p) => p.message)).toEqual([`card shown (ticket #${card?.ticket ?? 0}), waiting for a person`]);
+    await f.queue.approve(card?.ticket ?? 0, person);
+    expect(reply(await call).error).toBeUndefined();
+    const messages = progress.map((p) => p.message);
+    expect(messages[0]).toContain('card shown');
+    expect(messages.at(-1)).toBe('remote answered: committed');
+    expect(new Set(messages).size).toBe(messages.length);
+    expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1));
+    // Nothing of the request's content is in a progress line.
+    expect(JSON.stringify(progress)).not.toContain('marker');
+  });
+});

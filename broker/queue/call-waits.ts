@@ -1,0 +1,124 @@
+import type { ActionState, AgentDecision, JournalEvent, QueuePosition } from '../contract/index.js';
+import type { CallProgress } from '../ports/index.js';
+
+/** What the waits read: the journal's current state of an action, its queue position, and change notices. */
+export interface WaitSource {
+  getAction(actionId: string): ActionState | undefined;
+  position(actionId: string): QueuePosition | null;
+  /** Fires after anything that may change a position or a state (cards, decisions, releases, settlements). */
+  onChange(listener: () => void): () => void;
+}
+
+/**
+ * Settled for a waiting caller: an outcome is recorded and no retry lease is open, so the record will not change
+ * again on its own (a person may still reconcile an unknown one). A long-poll ends there.
+ */
+export function settledForCaller(state: ActionState): boolean {
+  return state.outcome !== null && state.recorded && state.lease?.open !== true;
+}
+
+/**
+ * action_status's long-poll: resolves once the action is settled for its caller, the wait passed, or the caller
+ * stopped (its signal). Woken by the queue's change notices, never by polling on a timer: the executor calls the
+ * queue's settled() after recording, which notifies.
+ */
+export function waitForSettled(source: WaitSource, actionId: string, waitMs: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      unsubscribe();
+      signal.removeEventListener('abort', finish);
+      resolve();
+    };
+    const check = (): void => {
+      const state = source.getAction(actionId);
+      if (state === undefined || settledForCaller(state)) finish();
+    };
+    const timer = setTimeout(finish, waitMs);
+    timer.unref();
+    const unsubscribe = source.onChange(check);
+    signal.addEventListener('abort', finish, { once: true });
+    if (signal.aborted) finish();
+    else check();
+  });
+}
+
+/**
+ * One line per state a waiting caller can be in, for MCP progress notifications: the queue's own text while the
+ * ticket waits ("card shown, waiting for a person", "approved, waiting for #42"), then dispatched, then answered.
+ * Never anything of the request's or the response's content.
+ */
+export function progressLine(state: ActionState, position: QueuePosition | null): string | undefined {
+  if (state.outcome !== null && state.recorded) return state.dispatch_seq === null ? `closed: ${state.code ?? state.outcome}` : `remote answered: ${state.outcome}`;
+  if (state.dispatch_seq !== null) return 'dispatched';
+  if (position === null) return undefined;
+  if (position.waiting === 'approval') return `card shown (ticket #${position.ticket}), waiting for a person`;
+  if (position.waiting === 'dispatching') return 'approved, dispatching';
+  return position.text;
+}
+
+/**
+ * Watches one action for its waiting caller and reports each new state line once, with a monotonic progress
+ * number. `actionId` is read lazily: the action has no id until it is admitted. Returns the stop function.
+ */
+export function watchProgress(source: WaitSource, actionId: () => string | undefined, onProgress: (p: CallProgress) => void): () => void {
+  let progress = 0;
+  let last: string | undefined;
+  const report = (): void => {
+    const id = actionId();
+    const state = id === undefined ? undefined : source.getAction(id);
+    if (id === undefined || state === undefined) return;
+    const line = progressLine(state, source.position(id));
+    if (line === undefined || line === last) return;
+    last = line;
+    progress += 1;
+    onProgress({ progress, message: line.slice(0, 200) });
+  };
+  const unsubscribe = source.onChange(report);
+  return () => {
+    report();
+    unsubscribe();
+  };
+}
+
+/**
+ * The decision on a ticket as recorded: who decided and when, a person's reason, and the card's expiry while it
+ * waits. Undefined for an action that needed no decision (approval none) and got none.
+ */
+export function decisionFacts(events: readonly JournalEvent[]): AgentDecision | undefined {
+  let decision: AgentDecision | undefined;
+  for (const e of events) {
+    switch (e.kind) {
+      case 'CARD_SHOWN':
+        decision = { state: 'waiting', by: null, reason: null, decided_at_ms: null, expires_at_ms: e.payload.expires_at_ms };
+        break;
+      case 'APPROVED':
+        decision = { state: 'approved', by: actorOf(e.payload.actor), reason: null, decided_at_ms: e.at_ms, expires_at_ms: decision?.expires_at_ms ?? null };
+        break;
+      case 'REJECTED':
+      case 'CANCELLED':
+        decision = {
+          state: e.kind === 'REJECTED' ? 'rejected' : 'cancelled',
+          by: actorOf(e.payload.actor),
+          reason: e.payload.reason,
+          decided_at_ms: e.at_ms,
+          expires_at_ms: decision?.expires_at_ms ?? null,
+        };
+        break;
+      case 'EXPIRED':
+        decision = { state: 'expired', by: { kind: 'broker', id: 'approval-expiry' }, reason: null, decided_at_ms: e.at_ms, expires_at_ms: decision?.expires_at_ms ?? null };
+        break;
+      default:
+        break;
+    }
+  }
+  return decision;
+}
+
+/** Who decided, as the agent may see it: kind, id and surface (never how the person authenticated). */
+function actorOf(actor: { kind: NonNullable<AgentDecision['by']>['kind']; id: string; surface?: string | undefined }): NonNullable<AgentDecision['by']> {
+  return { kind: actor.kind, id: actor.id, ...(actor.surface === undefined ? {} : { surface: actor.surface }) };
+}
