@@ -5,8 +5,12 @@
 export interface AgentLimits {
   /** Open connections per uid; the next one is refused with RATE_LIMITED. */
   readonly connectionsPerUidMax: number;
-  /** One JSON-RPC message line, in bytes; a longer one gets PAYLOAD_LIMIT and the connection closes. */
+  /** One JSON-RPC message line, in bytes; a longer one is answered PAYLOAD_LIMIT and skipped up to its newline. */
   readonly frameBytesMax: number;
+  /** Bytes of one oversized line the socket will read and drop while looking for its end; beyond this the connection closes. */
+  readonly oversizedFrameSkipBytesMax: number;
+  /** Oversized lines one connection may send; the last one is answered and the connection closes. */
+  readonly oversizedFramesMax: number;
   /** Nesting depth of one message's JSON; deeper is refused (and never reaches a parser's stack). */
   readonly frameDepthMax: number;
   /** Tool calls waiting at once per session; the next gets an isError RATE_LIMITED answer. */
@@ -22,6 +26,8 @@ export interface AgentLimits {
 export const agentLimitsDefault: AgentLimits = {
   connectionsPerUidMax: 32,
   frameBytesMax: 8 * 1024 * 1024,
+  oversizedFrameSkipBytesMax: 64 * 1024 * 1024,
+  oversizedFramesMax: 8,
   frameDepthMax: 64,
   inFlightCallsPerSessionMax: 16,
   handshakeMs: 10_000,

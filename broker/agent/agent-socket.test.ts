@@ -194,21 +194,61 @@ async function connectUntilAdmitted(socketPath: string): Promise<boolean> {
 }
 
 describe('when a client sends broken frames', () => {
-  it('answers a line over frameBytesMax with PAYLOAD_LIMIT and closes', async () => {
+  it('answers a line over frameBytesMax with PAYLOAD_LIMIT once its end arrives, and keeps serving', async () => {
     const socket = await start({ frameBytesMax: 1024 });
     const client = await initializedRaw(socket.path);
-    client.socket.write('x'.repeat(4096));
-    expect(await client.nextMessage()).toMatchObject({ id: null, error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } } });
+    // Sent in pieces, the id last (as the TypeScript SDK orders a request): found from the line's end.
+    client.socket.write(`{"method":"tools/call","params":{"name":"http_request","arguments":{"body":"${'b'.repeat(3000)}`);
+    client.socket.write(`${'b'.repeat(3000)}"}},"jsonrpc":"2.0","id":41}\n`);
+    expect(await client.nextMessage()).toMatchObject({ id: 41, error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } } });
+    client.send(JSON.stringify({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'list_routes', arguments: {} } }));
+    expect(await client.nextMessage()).toMatchObject({ id: 42, result: { isError: false } });
+    expect(backend.calls.map((c) => c.tool)).toEqual(['list_routes']);
+  });
+
+  it.each([
+    ['first', (pad: string) => `{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{"name":"http_request","arguments":{"body":"${pad}"}}}`, 'req-7'],
+    ['last', (pad: string) => `{"method":"tools/call","params":{"arguments":{"body":"${pad}"}},"jsonrpc":"2.0","id":7}`, 7],
+    ['absent', (pad: string) => `{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"${pad}"}}`, null],
+    ['only inside a nested value', (pad: string) => `{"jsonrpc":"2.0","method":"m","params":{"a":"${pad}","id":9}}`, null],
+  ])('answers an oversized line to its id when the id comes %s', async (_where, frame, id) => {
+    const socket = await start({ frameBytesMax: 1024 });
+    const client = await initializedRaw(socket.path);
+    client.send(frame('p'.repeat(5000)));
+    expect(await client.nextMessage()).toMatchObject({ jsonrpc: '2.0', id, error: { data: { code: 'PAYLOAD_LIMIT' } } });
+    client.send(JSON.stringify({ jsonrpc: '2.0', id: 'after', method: 'ping' }));
+    expect(await client.nextMessage()).toEqual({ jsonrpc: '2.0', id: 'after', result: {} });
+    expect(backend.calls).toHaveLength(0);
+  });
+
+  it('closes, coded, after oversizedFramesMax oversized lines', async () => {
+    const socket = await start({ frameBytesMax: 1024, oversizedFramesMax: 3 });
+    const client = await initializedRaw(socket.path);
+    for (let i = 1; i <= 3; i += 1) client.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'ping', params: { pad: 'x'.repeat(2000) } }));
+    expect(await client.nextMessage()).toMatchObject({ id: 1, error: { data: { code: 'PAYLOAD_LIMIT' } } });
+    expect(await client.nextMessage()).toMatchObject({ id: 2, error: { data: { code: 'PAYLOAD_LIMIT' } } });
+    const last = (await client.nextMessage()) as { id: unknown; error: { message: string; data: { code: string } } };
+    expect(last).toMatchObject({ id: 3, error: { data: { code: 'PAYLOAD_LIMIT' } } });
+    expect(last.error.message).toContain('closing');
     await client.closed;
   });
 
-  it('answers a complete oversized line the same way', async () => {
-    const socket = await start({ frameBytesMax: 1024 });
+  it('closes, coded, when an oversized line has no end within oversizedFrameSkipBytesMax', async () => {
+    const socket = await start({ frameBytesMax: 1024, oversizedFrameSkipBytesMax: 64 * 1024 });
     const client = await initializedRaw(socket.path);
-    client.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'http_request', arguments: { body: 'b'.repeat(2000) } } }));
-    expect(await client.nextMessage()).toMatchObject({ id: null, error: { data: { code: 'PAYLOAD_LIMIT' } } });
+    client.socket.write(`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"pad":"`);
+    // Written until the broker answers: it must give up on its own, without a newline ever coming.
+    const answered = client.nextMessage();
+    let more = true;
+    const stop = (): void => {
+      more = false;
+    };
+    answered.then(stop, stop);
+    while (more && !client.socket.destroyed) {
+      await new Promise<void>((resolve) => client.socket.write('y'.repeat(16 * 1024), () => resolve()));
+    }
+    expect(await answered).toMatchObject({ id: 5, error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } } });
     await client.closed;
-    expect(backend.calls).toHaveLength(0);
   });
 
   it('answers malformed JSON with a parse error and keeps serving', async () => {

@@ -1,24 +1,64 @@
 import { z } from 'zod';
-import { agentToolDescriptions, agentToolInputSchemas, agentToolNames, type AgentToolName } from '../contract/index.js';
+import {
+  agentRefusalSchema,
+  agentRouteListSchema,
+  agentToolDescriptions,
+  agentToolInputSchemas,
+  agentToolNames,
+  agentToolReplySchema,
+  type AgentToolName,
+} from '../contract/index.js';
+
+type ObjectJsonSchema = { type: 'object'; [key: string]: unknown };
 
 /** One entry of tools/list. */
 export interface ListedTool {
   readonly name: AgentToolName;
   readonly description: string;
-  readonly inputSchema: { type: 'object'; [key: string]: unknown };
+  readonly inputSchema: ObjectJsonSchema;
+  readonly outputSchema: ObjectJsonSchema;
 }
 
 /**
- * The six tools as MCP lists them, derived once from the contract's zod schemas. The schemas are
+ * What each tool's structuredContent is, as zod checks it before an answer is sent: an action's envelope
+ * (or a refusal) for the five action and read tools, the route list (or a refusal) for list_routes. The
+ * socket itself refuses any tool call (rate limit, unknown session, a backend bug), hence the refusal in each.
+ */
+export const agentToolReplySchemas: { readonly [K in AgentToolName]: z.ZodType } = {
+  http_request: agentToolReplySchema,
+  ssh_exec: agentToolReplySchema,
+  action_status: agentToolReplySchema,
+  fetch_result: agentToolReplySchema,
+  cancel_action: agentToolReplySchema,
+  list_routes: z.union([agentRouteListSchema, agentRefusalSchema]),
+};
+
+/**
+ * The six tools as MCP lists them, derived once from the contract's zod schemas. The input schemas are
  * published for the agent's benefit only: the server never validates arguments against them (the
  * backend does, and journals an invalid action call), so bad arguments are answers, not protocol
- * errors.
+ * errors. The output schemas are what clients validate structuredContent against (the MCP SDK
+ * client does, for every answer), and every answer is checked against the same zod schema first.
  */
 export const listedTools: readonly ListedTool[] = agentToolNames.map((name) => {
-  const schema = z.toJSONSchema(agentToolInputSchemas[name]) as Record<string, unknown>;
-  if (schema['type'] !== 'object') throw new Error(`the ${name} input schema must be a JSON object schema`);
-  return { name, description: agentToolDescriptions[name], inputSchema: schema as ListedTool['inputSchema'] };
+  const inputSchema = z.toJSONSchema(agentToolInputSchemas[name]) as Record<string, unknown>;
+  if (inputSchema['type'] !== 'object') throw new Error(`the ${name} input schema must be a JSON object schema`);
+  return { name, description: agentToolDescriptions[name], inputSchema: inputSchema as ObjectJsonSchema, outputSchema: outputJsonSchema(name) };
 });
+
+/**
+ * MCP requires an output schema whose top level is `type: object`; a union's JSON Schema is a bare `anyOf`
+ * of object schemas, so the type is stated beside it (every branch is an object, so it changes nothing).
+ */
+function outputJsonSchema(name: AgentToolName): ObjectJsonSchema {
+  const schema = z.toJSONSchema(agentToolReplySchemas[name]) as Record<string, unknown>;
+  const branches = schema['anyOf'];
+  if (schema['type'] === 'object') return schema as ObjectJsonSchema;
+  if (!Array.isArray(branches) || !branches.every((b) => (b as Record<string, unknown>)['type'] === 'object')) {
+    throw new Error(`the ${name} reply schema must be a JSON object schema or a union of them`);
+  }
+  return { ...schema, type: 'object' };
+}
 
 const toolNameSet: ReadonlySet<string> = new Set<string>(agentToolNames);
 

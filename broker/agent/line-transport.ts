@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentLimits } from './agent-limits.js';
+import { frameEdgeBytes, leadingFrameId, trailingFrameId } from './frame-id.js';
 import { jsonDepthExceeds } from './json-depth.js';
 import { jsonRpcCode, jsonRpcErrorLine, type JsonRpcId } from './jsonrpc-error.js';
 
@@ -21,8 +22,10 @@ export interface LineTransportHooks {
  * The server side of MCP over the agent socket: one JSON-RPC message per line (the MCP stdio
  * framing), written by us instead of the SDK's StdioServerTransport so every bound is ours. What a
  * client can do wrong, and what it gets:
- * - a line longer than frameBytesMax: one PAYLOAD_LIMIT error, then the connection closes (we will
- *   not buffer without end);
+ * - a line longer than frameBytesMax: a PAYLOAD_LIMIT error to the request's id where its edges show one
+ *   (else id null), the rest of the line is read and dropped (never buffered), and the connection goes on;
+ *   a line still going after oversizedFrameSkipBytesMax, or the oversizedFramesMax-th oversized line, is
+ *   answered and the connection closes;
  * - nesting deeper than frameDepthMax: an invalid-request error (PAYLOAD_LIMIT), the connection goes on;
  * - not JSON: a parse error (-32700, id null), the connection goes on;
  * - JSON but not a JSON-RPC 2.0 message: invalid request (-32600), the connection goes on;
@@ -36,6 +39,9 @@ export class LineTransport implements Transport {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private garbageInARow = 0;
+  /** The oversized line being dropped: its first and (so far) last bytes, for its id, and how long it is. */
+  private skipping: { head: Buffer; tail: Buffer; bytes: number } | undefined;
+  private oversizedFrames = 0;
   /** No more frames are read (closing, or refused). */
   private closed = false;
   private closeHandled = false;
@@ -87,34 +93,72 @@ export class LineTransport implements Transport {
 
   private receive(chunk: Buffer): void {
     let start = 0;
-    while (!this.closed && start <= chunk.length) {
+    while (!this.closed && start < chunk.length) {
       const newline = chunk.indexOf(0x0a, start);
-      if (newline < 0) {
-        if (start < chunk.length) {
-          this.pending.push(chunk.subarray(start));
-          this.pendingBytes += chunk.length - start;
-        }
-        if (this.pendingBytes > this.limits.frameBytesMax) this.refuseOversized();
-        return;
-      }
-      const tail = chunk.subarray(start, newline);
-      const length = this.pendingBytes + tail.length;
-      const line = this.pending.length === 0 ? tail : Buffer.concat([...this.pending, tail], length);
-      this.pending = [];
-      this.pendingBytes = 0;
-      if (length > this.limits.frameBytesMax) {
-        this.refuseOversized();
-        return;
-      }
-      this.handleLine(line);
+      const piece = chunk.subarray(start, newline < 0 ? chunk.length : newline);
+      if (this.skipping === undefined) this.collect(piece);
+      else this.skip(piece);
+      if (newline < 0 || this.closed) return;
+      this.endOfLine();
       start = newline + 1;
     }
   }
 
-  private refuseOversized(): void {
+  /** Buffers a piece of the current line; past frameBytesMax the line is dropped from here on. */
+  private collect(piece: Buffer): void {
+    if (piece.length > 0) {
+      this.pending.push(piece);
+      this.pendingBytes += piece.length;
+    }
+    if (this.pendingBytes <= this.limits.frameBytesMax) return;
+    const seen = Buffer.concat(this.pending, this.pendingBytes);
+    // Copies: a view would keep the whole buffered line alive.
+    this.skipping = { head: Buffer.from(seen.subarray(0, frameEdgeBytes)), tail: Buffer.from(seen.subarray(-frameEdgeBytes)), bytes: this.pendingBytes };
     this.pending = [];
     this.pendingBytes = 0;
-    const line = jsonRpcErrorLine(null, jsonRpcCode.invalidRequest, `a message line is at most ${this.limits.frameBytesMax} bytes; closing`, 'PAYLOAD_LIMIT');
+    this.checkSkipBound();
+  }
+
+  private skip(piece: Buffer): void {
+    const skipping = this.skipping as NonNullable<LineTransport['skipping']>;
+    skipping.bytes += piece.length;
+    const tail = piece.length >= frameEdgeBytes ? piece : Buffer.concat([skipping.tail, piece]);
+    skipping.tail = Buffer.from(tail.subarray(-frameEdgeBytes));
+    this.checkSkipBound();
+  }
+
+  private checkSkipBound(): void {
+    const skipping = this.skipping;
+    if (skipping === undefined || skipping.bytes <= this.limits.oversizedFrameSkipBytesMax) return;
+    const message = `a message line is at most ${this.limits.frameBytesMax} bytes, and this one has no end within ${this.limits.oversizedFrameSkipBytesMax}; closing`;
+    this.refuseAndClose(leadingFrameId(skipping.head) ?? null, message);
+  }
+
+  private endOfLine(): void {
+    const skipping = this.skipping;
+    if (skipping === undefined) {
+      const line = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending, this.pendingBytes);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.handleLine(line);
+      return;
+    }
+    this.skipping = undefined;
+    this.oversizedFrames += 1;
+    const id = leadingFrameId(skipping.head) ?? trailingFrameId(skipping.tail) ?? null;
+    const refused = `a message line is at most ${this.limits.frameBytesMax} bytes; this one (${skipping.bytes} bytes) was dropped unread`;
+    if (this.oversizedFrames >= this.limits.oversizedFramesMax) {
+      this.refuseAndClose(id, `${refused}; ${this.oversizedFrames} oversized lines on this connection, closing`);
+      return;
+    }
+    this.writeLine(jsonRpcErrorLine(id, jsonRpcCode.invalidRequest, refused, 'PAYLOAD_LIMIT'));
+  }
+
+  private refuseAndClose(id: JsonRpcId, message: string): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.skipping = undefined;
+    const line = jsonRpcErrorLine(id, jsonRpcCode.invalidRequest, message, 'PAYLOAD_LIMIT');
     if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);
     this.closed = true;
     // end() lets the error line drain; a client that never reads it is cut off anyway.
@@ -164,6 +208,7 @@ export class LineTransport implements Transport {
     this.closeHandled = true;
     this.closed = true;
     this.pending = [];
+    this.skipping = undefined;
     this.hooks.closing?.();
     this.onclose?.();
   }

@@ -7,15 +7,19 @@ import {
   ListToolsRequestSchema,
   type CallToolResult,
   type JSONRPCMessage,
+  type ProgressToken,
   type RequestId,
+  type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
-import { isCodedError, type AgentPeer } from '../contract/index.js';
-import type { AgentBackend, CallerStop, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import type { z } from 'zod';
+import { agentRefusalSchema, isCodedError, type AgentPeer, type AgentRouteList, type AgentToolReply } from '../contract/index.js';
+import type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from '../ports/index.js';
 import type { AgentLimits } from './agent-limits.js';
 import { refusalAnswer } from './agent-refusal.js';
-import { isAgentToolName, listedTools } from './agent-tools.js';
+import { agentToolReplySchemas, isAgentToolName, listedTools } from './agent-tools.js';
+import { answerText, withTargetNames } from './answer-text.js';
 import { jsonRpcCode, jsonRpcError } from './jsonrpc-error.js';
 import { LineTransport } from './line-transport.js';
 import { isOperatorName } from './operator-names.js';
@@ -24,6 +28,8 @@ import type { SessionRegistry } from './session-registry.js';
 export const serverName = 'postern';
 /** clientInfo name/version are labels the client chose; kept short. */
 const clientLabelCharsMax = 200;
+/** A progress line is a short state change ("card shown", "approved, waiting for #42"). */
+const progressMessageCharsMax = 200;
 
 export interface McpConnectionOptions {
   readonly socket: Socket;
@@ -139,8 +145,15 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools.map((tool) => ({ ...tool })) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (session === undefined) throw jsonRpcError(McpErrorCode.InvalidRequest, 'send initialize before tools/call');
-    const answer = await answerCall(request.params.name, request.params.arguments ?? {}, extra.signal, extra.requestId);
-    return toResult(answer);
+    const progress = progressSender(request.params._meta?.progressToken, extra.sendNotification, (error) => logger?.debug({ err: error }, 'a progress notification was not sent'));
+    try {
+      const { name } = request.params;
+      const answer = await answerCall(name, request.params.arguments ?? {}, extra.signal, extra.requestId, progress?.send);
+      return toResult(answer, isAgentToolName(name) ? agentToolReplySchemas[name] : agentRefusalSchema, logger);
+    } finally {
+      // Nothing about this call is sent after its answer: a late progress would name a request the client forgot.
+      progress?.stop();
+    }
   });
   server.fallbackRequestHandler = async (request) => {
     if (isOperatorName(request.method)) {
@@ -149,7 +162,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     throw jsonRpcError(jsonRpcCode.methodNotFound, 'Method not found');
   };
 
-  const answerCall = async (name: string, args: unknown, sdkSignal: AbortSignal, requestId: RequestId): Promise<ToolAnswer> => {
+  const answerCall = async (name: string, args: unknown, sdkSignal: AbortSignal, requestId: RequestId, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer> => {
     if (!isAgentToolName(name)) {
       return isOperatorName(name)
         ? refusalAnswer('OPERATOR_ONLY', `${name} is an operator capability; agents can never call it`, 'never', 'name')
@@ -172,9 +185,9 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     const onSdkAbort = (): void => controller.abort((closed ? 'disconnected' : 'cancelled') satisfies CallerStop);
     sdkSignal.addEventListener('abort', onSdkAbort, { once: true });
     try {
-      const answer = checkedAnswer(await backend.call(sessionId, name, args, controller.signal));
+      const answer = checkedAnswer(await backend.call(sessionId, name, args, controller.signal, onProgress));
       if (answer.handoff !== undefined) expectHandoff(requestId, { sessionId, handoff: answer.handoff }, sdkSignal);
-      return answer;
+      return await withTargetNames(answer, () => backend.call(sessionId, 'list_routes', {}, controller.signal));
     } catch (error) {
       logger?.error({ err: error, session_id: sessionId, tool: name }, 'agent backend call threw');
       return refusalAnswer('INTERNAL', 'the broker failed to answer this call; its record says how far it got', 'never');
@@ -241,10 +254,48 @@ function checkedAnswer(answer: ToolAnswer): ToolAnswer {
   return answer;
 }
 
-function toResult(answer: ToolAnswer): CallToolResult {
+/**
+ * The MCP result: structuredContent checked against the tool's reply schema (the one its outputSchema is
+ * derived from, so a client that validates never rejects our answer; an answer that fails is a bug, answered
+ * INTERNAL), and a text block built from exactly that structured content (answer-text.ts).
+ */
+function toResult(answer: ToolAnswer, schema: z.ZodType, logger: Logger | undefined): CallToolResult {
+  const parsed = schema.safeParse(answer.structured);
+  if (!parsed.success) {
+    logger?.error({ issues: parsed.error.issues.slice(0, 5).map((issue) => ({ path: issue.path.map(String).join('.'), code: issue.code })) }, 'a tool answer failed its reply schema');
+    const refusal = refusalAnswer('INTERNAL', 'the broker produced an answer outside its own schema; its record says how far the action got', 'never');
+    return toResult(refusal, agentRefusalSchema, logger);
+  }
+  const structured = parsed.data as AgentToolReply | AgentRouteList;
   return {
-    content: [{ type: 'text', text: typeof answer.text === 'string' ? answer.text : '' }],
-    structuredContent: answer.structured as Record<string, unknown>,
+    content: [{ type: 'text', text: answerText(typeof answer.text === 'string' ? answer.text : '', structured) }],
+    structuredContent: structured as Record<string, unknown>,
     isError: answer.isError === true,
+  };
+}
+
+/**
+ * MCP progress for one call whose request carried `_meta.progressToken`: each CallProgress from the backend
+ * becomes `notifications/progress` on this connection, strictly increasing (MCP requires it; a repeat is
+ * dropped), until stop(). The SDK's sendNotification sends nothing once the request was cancelled.
+ */
+function progressSender(
+  token: ProgressToken | undefined,
+  sendNotification: (notification: ServerNotification) => Promise<void>,
+  onError: (error: unknown) => void,
+): { send: (p: CallProgress) => void; stop: () => void } | undefined {
+  if (token === undefined) return undefined;
+  let last = Number.NEGATIVE_INFINITY;
+  let stopped = false;
+  return {
+    send: (p) => {
+      if (stopped || typeof p.progress !== 'number' || !Number.isFinite(p.progress) || p.progress <= last) return;
+      last = p.progress;
+      const message = String(p.message).replace(/\s+/g, ' ').slice(0, progressMessageCharsMax);
+      sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p.progress, message } }).catch(onError);
+    },
+    stop: () => {
+      stopped = true;
+    },
   };
 }

@@ -102,7 +102,8 @@ describe('when an answer carries a committed result', () => {
 
 describe('when the caller goes away in the middle of a large answer', () => {
   it('the handoff is never reported delivered (failed, or not known either way)', async () => {
-    backend.respond = () => ({ ...withResult(), text: 'x'.repeat(8 * 1024 * 1024) });
+    const big = { status: 200, headers: {}, body: 'x'.repeat(8 * 1024 * 1024), body_encoding: 'utf8', truncated: false, total_bytes: 8 * 1024 * 1024, redacted: false } as const;
+    backend.respond = () => ({ ...withResult(), structured: { ...scriptedEnvelope('act_1'), response: big } });
     const client = await agent();
     call(client, 6);
     // The first bytes prove the write started; the rest cannot fit in the socket's buffers.

@@ -58,13 +58,20 @@ export function actionAnswer(p: ActionAnswerParts): ToolAnswer {
   return { isError, structured, text: answerText(p) };
 }
 
-/** One short line: "ticket #12 committed: HTTP 201", "ticket #13 waiting for approval (timed out …)". */
+/**
+ * The answer's first line: "ticket #12 committed: HTTP 201", "ticket #13 waiting for approval (timed out …)",
+ * "ticket #14 not_attempted: INVALID_TARGET (field route)". The socket puts it above the readable summary and
+ * the reply as JSON in the text block (broker/agent/answer-text.ts), so it names only what the reply holds.
+ */
 function answerText(p: ActionAnswerParts): string {
   const t = `ticket #${p.state?.ticket ?? '?'}`;
   const e = p.envelope;
   let head: string;
   if (p.queue !== undefined && p.queue !== null) head = `${t} ${p.queue.text}`;
-  else if (e.error !== undefined) head = `${t} ${e.error.outcome}: ${e.error.code}${e.evidence.response_status === undefined ? '' : ` (HTTP ${e.evidence.response_status})`}`;
+  else if (e.error !== undefined) {
+    const field = e.error.field === undefined ? '' : ` (field ${e.error.field})`;
+    head = `${t} ${e.error.outcome}: ${e.error.code}${field}${e.evidence.response_status === undefined ? '' : ` (HTTP ${e.evidence.response_status})`}`;
+  }
   else if (p.state?.outcome === 'committed' || p.state?.outcome === 'rejected') {
     const detail = e.evidence.response_status !== undefined ? `HTTP ${e.evidence.response_status}` : e.evidence.exit_status !== undefined ? `exit ${e.evidence.exit_status}` : (e.effect ?? '');
     head = `${t} ${p.state.outcome}: ${detail}`;

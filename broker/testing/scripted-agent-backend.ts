@@ -1,5 +1,5 @@
 import type { AgentPeer, AgentRouteList, AgentToolName, AgentToolReply, Envelope, EnvelopeError } from '../contract/index.js';
-import type { AgentBackend, ToolAnswer } from '../ports/index.js';
+import type { AgentBackend, CallProgress, ToolAnswer } from '../ports/index.js';
 
 /** One call as the scripted backend received it. */
 export interface ScriptedCall {
@@ -9,6 +9,8 @@ export interface ScriptedCall {
   readonly signal: AbortSignal;
   /** Resolves with the signal's reason when the socket aborts this call. */
   readonly aborted: Promise<unknown>;
+  /** The socket's progress callback: present when the client's request carried a progressToken. */
+  readonly onProgress: ((p: CallProgress) => void) | undefined;
 }
 
 export type ScriptedResponder = (call: ScriptedCall) => ToolAnswer | Promise<ToolAnswer>;
@@ -55,12 +57,12 @@ export class ScriptedAgentBackend implements AgentBackend {
     this.disconnectWaiters.shift()?.(sessionId);
   }
 
-  async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+  async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer> {
     const aborted = new Promise<unknown>((resolve) => {
       if (signal.aborted) resolve(signal.reason);
       else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
     });
-    const call: ScriptedCall = { sessionId, tool, args, signal, aborted };
+    const call: ScriptedCall = { sessionId, tool, args, signal, aborted, onProgress };
     this.calls.push(call);
     const waiter = this.callWaiters.shift();
     if (waiter !== undefined) {

@@ -1,0 +1,103 @@
+import type { AgentRefusal, AgentRouteList, AgentToolReply, EnvelopeError } from '../contract/index.js';
+import type { ToolAnswer } from '../ports/index.js';
+
+/** The line that introduces the JSON; the JSON starts on the next line and runs to the end of the text. */
+export const answerJsonMarker = 'structuredContent as JSON (the same data; it starts on the next line and runs to the end):';
+/** The readable lines above the JSON are summaries; each is cut here (the JSON below is whole). */
+const summaryCharsMax = 600;
+/** The contract's bound on an error message (envelope.ts, agent-api.ts). */
+const errorMessageCharsMax = 1000;
+
+type Reply = AgentToolReply | AgentRouteList;
+type EnvelopeReply = Extract<AgentToolReply, { evidence: unknown }>;
+
+/**
+ * The text block of a tool answer, for clients that read only text (MCP asks a tool that returns
+ * structured content to return it serialized in a text block too): the backend's one-line headline,
+ * a few readable lines (action, error with its field, response status / truncation / withheld body,
+ * SSH exit and output sizes, queue position, route names), then `structured` itself as JSON. Built
+ * only from the headline and `structured` — the scrubbed reply the answer sends anyway — so the text
+ * can never carry more than structuredContent does.
+ */
+export function answerText(headline: string, structured: Reply): string {
+  const first = oneLine(headline) || 'postern answer';
+  const lines = [first, ...summaryLines(structured)].map(oneLine);
+  return `${lines.join('\n')}\n${answerJsonMarker}\n${JSON.stringify(structured, null, 2)}`;
+}
+
+function summaryLines(structured: Reply): string[] {
+  if ('routes' in structured) return routeLines(structured);
+  if (structured.invocation_id === null) return [errorLine(structured.error)];
+  const reply = structured as EnvelopeReply;
+  const lines = [actionLine(reply)];
+  if (reply.error !== undefined) lines.push(errorLine(reply.error));
+  if (reply.queue !== undefined) lines.push(`waiting: ${reply.queue.waiting}${reply.queue.waiting_for_ticket === null ? '' : ` (#${reply.queue.waiting_for_ticket})`}: ${reply.queue.text}`);
+  if (reply.response !== undefined) lines.push(responseLine(reply.response));
+  if (reply.output !== undefined) lines.push(outputLine(reply.output));
+  return lines;
+}
+
+function actionLine(r: EnvelopeReply): string {
+  const where = [r.ticket === undefined || r.ticket === null ? undefined : `ticket #${r.ticket}`, r.lane === undefined || r.lane === null ? undefined : `lane ${r.lane}`];
+  return [`action: ${r.invocation_id}`, ...where, `caller: ${r.caller_disposition}`, `effect: ${r.effect ?? 'none recorded'}`].filter((part) => part !== undefined).join(' · ');
+}
+
+function errorLine(e: EnvelopeError | AgentRefusal['error']): string {
+  const field = e.field === undefined ? '' : ` (field: ${e.field})`;
+  const after = 'retry_after_ms' in e && e.retry_after_ms !== undefined ? ` after ${e.retry_after_ms} ms` : '';
+  return `error: ${e.code}${field}: ${e.message} · retry: ${e.retry}${after} · phase: ${e.phase} · outcome: ${e.outcome}`;
+}
+
+function responseLine(r: NonNullable<EnvelopeReply['response']>): string {
+  const kept = Buffer.byteLength(r.body, r.body_encoding === 'base64' ? 'base64' : 'utf8');
+  let body: string;
+  if (r.body_withheld !== undefined) body = `body WITHHELD (${r.body_withheld}): the remote sent ${r.total_bytes} bytes, none shown`;
+  else if (r.truncated) body = `body TRUNCATED: ${kept} of ${r.total_bytes} bytes kept (${r.body_encoding}); the rest was not stored`;
+  else body = `body complete: ${r.total_bytes} bytes (${r.body_encoding})`;
+  const notes = [r.redacted ? 'secrets redacted' : undefined, r.content_decoded === undefined ? undefined : `decoded from ${r.content_decoded.join(', ')}`];
+  return [`response: HTTP ${r.status}`, body, `${Object.keys(r.headers).length} headers`, ...notes].filter((part) => part !== undefined).join(' · ');
+}
+
+function outputLine(o: NonNullable<EnvelopeReply['output']>): string {
+  const end = o.exit_status !== undefined ? `exit ${o.exit_status}` : o.exit_signal !== undefined ? `signal ${o.exit_signal}` : 'no exit status';
+  const complete = o.truncated ? 'output TRUNCATED (the rest was not stored)' : o.output_complete ? 'output complete' : 'output INCOMPLETE';
+  return `output: ${end} · stdout ${o.stdout_bytes} bytes · stderr ${o.stderr_bytes} bytes · ${complete}`;
+}
+
+function routeLines(list: AgentRouteList): string[] {
+  const routes = list.routes.map((r) => `${r.name} (${r.methods.join(', ')}; approval ${r.approval})`);
+  const hosts = list.ssh_hosts.map((h) => `${h.name} (approval ${h.approval})`);
+  return [`routes: ${routes.length === 0 ? 'none' : routes.join('; ')}`, `ssh hosts: ${hosts.length === 0 ? 'none' : hosts.join('; ')}`];
+}
+
+/** Newlines inside a summary would let a message pose as another line (or as the JSON marker). */
+function oneLine(text: string): string {
+  const flat = text.replace(/[\r\n\u2028\u2029]+/g, ' ').trim();
+  return flat.length <= summaryCharsMax ? flat : `${flat.slice(0, summaryCharsMax - 1)}…`;
+}
+
+/**
+ * An answer refusing an unknown route or SSH host entry, with the configured names added to its error
+ * message, so the agent can correct the call without another round trip. Names only: they are what
+ * list_routes gives any session (`listTargets` is that call), never a host, base URL or credential.
+ * Any other answer, or a list that cannot be had, leaves the answer as it was.
+ */
+export async function withTargetNames(answer: ToolAnswer, listTargets: () => Promise<ToolAnswer>): Promise<ToolAnswer> {
+  const structured = answer.structured;
+  if ('routes' in structured || structured.error?.code !== 'INVALID_TARGET') return answer;
+  const { error } = structured;
+  const kind = error.field === 'route' ? 'routes' : error.field === 'host' ? 'ssh_hosts' : undefined;
+  if (kind === undefined) return answer;
+  let names: string[];
+  try {
+    const listed = (await listTargets()).structured;
+    if (!('routes' in listed)) return answer;
+    names = listed[kind].map((entry) => entry.name);
+  } catch {
+    return answer;
+  }
+  const label = kind === 'routes' ? 'configured routes' : 'configured SSH host entries';
+  let message = `${error.message}; ${label}: ${names.length === 0 ? 'none' : names.join(', ')}`;
+  if (message.length > errorMessageCharsMax) message = `${message.slice(0, errorMessageCharsMax - 30)}… (list_routes has them all)`;
+  return { ...answer, structured: { ...structured, error: { ...error, message } } as AgentToolReply };
+}

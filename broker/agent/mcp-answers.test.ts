@@ -1,0 +1,246 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ToolAnswer } from '../ports/index.js';
+import { SocketClientTransport } from '../sdk/socket-client-transport.js';
+import { envelopeAnswer, ScriptedAgentBackend, scriptedEnvelope, type ScriptedCall } from '../testing/scripted-agent-backend.js';
+import { createTempDir, type TempDir } from '../testing/temp-dir.js';
+import type { AgentLimits } from './agent-limits.js';
+import { startAgentSocket, type AgentSocket } from './agent-socket.js';
+import { answerJsonMarker } from './answer-text.js';
+
+/**
+ * The MCP surface as a real client sees it: the SDK Client (which validates every structuredContent
+ * against the tool's outputSchema once it has listed the tools) over a real socket, with the scripted
+ * backend answering.
+ */
+let dir: TempDir;
+let backend: ScriptedAgentBackend;
+let socket: AgentSocket;
+let client: Client;
+
+async function connect(limits?: Partial<AgentLimits>): Promise<void> {
+  socket = await startAgentSocket({ dataDir: dir.path, backend, ...(limits === undefined ? {} : { limits }) });
+  client = new Client({ name: 'answers-test', version: '1' });
+  await client.connect(new SocketClientTransport(socket.path));
+  // Listing caches the output schemas: from here on every callTool validates what it gets.
+  await client.listTools();
+}
+
+beforeEach(() => {
+  dir = createTempDir('postern-answers-');
+  backend = new ScriptedAgentBackend();
+});
+afterEach(async () => {
+  await client?.close().catch(() => undefined);
+  await socket?.close();
+  dir.remove();
+});
+
+/** What a client that reads only `content[0].text` has: the first line and the JSON after the marker. */
+function readText(result: CallToolResult): { first: string; summary: string; json: unknown } {
+  const block = result.content[0];
+  if (block?.type !== 'text') throw new Error('the first content block is not text');
+  const lines = block.text.split('\n');
+  const marker = lines.indexOf(answerJsonMarker);
+  expect(marker).toBeGreaterThan(0);
+  return { first: lines[0] ?? '', summary: lines.slice(0, marker).join('\n'), json: JSON.parse(lines.slice(marker + 1).join('\n')) };
+}
+
+const held = (): { release: (a: ToolAnswer) => void; respond: (c: ScriptedCall) => Promise<ToolAnswer> } => {
+  let release: (a: ToolAnswer) => void = () => undefined;
+  const answer = new Promise<ToolAnswer>((resolve) => {
+    release = resolve;
+  });
+  return { release: (a) => release(a), respond: () => answer };
+};
+
+describe('when a client lists the tools', () => {
+  it('every tool declares an object outputSchema that admits a refusal', async () => {
+    await connect();
+    const { tools } = await client.listTools();
+    expect(tools).toHaveLength(6);
+    for (const tool of tools) {
+      expect(tool.outputSchema?.type, tool.name).toBe('object');
+      expect(JSON.stringify(tool.outputSchema), tool.name).toContain('"invocation_id":{"type":"null"}');
+    }
+    expect(JSON.stringify(tools.find((t) => t.name === 'list_routes')?.outputSchema)).toContain('"ssh_hosts"');
+  });
+});
+
+describe('when answers come back to a validating client', () => {
+  it('a committed HTTP answer validates, and its text carries the readable line and the whole reply as JSON', async () => {
+    await connect();
+    const body = '{"id":7,"note":"multi\nline"}';
+    backend.respond = () => ({
+      ...envelopeAnswer({ ...scriptedEnvelope('act_http'), ticket: 3, lane: 'issues', response: { status: 201, headers: { 'content-type': 'application/json' }, body, body_encoding: 'utf8', truncated: false, total_bytes: body.length, redacted: false } }),
+      text: 'ticket #3 committed: HTTP 201',
+    });
+    const result = (await client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'POST', path: '/x' } })) as CallToolResult;
+    const text = readText(result);
+    expect(text.first).toBe('ticket #3 committed: HTTP 201');
+    expect(text.summary).toContain('action: act_http · ticket #3 · lane issues');
+    expect(text.summary).toContain('response: HTTP 201 · body complete: 28 bytes (utf8) · 1 headers');
+    expect(text.json).toEqual(result.structuredContent);
+    expect((text.json as { response: { body: string } }).response.body).toBe(body);
+  });
+
+  it('marks a truncated body, a withheld body and SSH output in the readable lines', async () => {
+    await connect();
+    const response = { status: 200, headers: {}, body: 'abc', body_encoding: 'utf8', truncated: true, total_bytes: 5_000_000, redacted: true } as const;
+    backend.respond = () => envelopeAnswer({ ...scriptedEnvelope('act_t'), response });
+    const truncated = readText((await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult);
+    expect(truncated.summary).toContain('body TRUNCATED: 3 of 5000000 bytes kept (utf8); the rest was not stored · 0 headers · secrets redacted');
+    backend.respond = () => envelopeAnswer({ ...scriptedEnvelope('act_w'), response: { ...response, body: '', truncated: false, redacted: false, body_withheld: 'unsupported_content_encoding' } });
+    const withheld = readText((await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult);
+    expect(withheld.summary).toContain('body WITHHELD (unsupported_content_encoding)');
+    backend.respond = () => envelopeAnswer({ ...scriptedEnvelope('act_s'), output: { exit_status: 3, stdout: 'out\n', stderr: 'err\n', stdout_bytes: 4, stderr_bytes: 4, truncated: false, output_complete: true } });
+    const ssh = (await client.callTool({ name: 'ssh_exec', arguments: {} })) as CallToolResult;
+    const sshText = readText(ssh);
+    expect(sshText.summary).toContain('output: exit 3 · stdout 4 bytes · stderr 4 bytes · output complete');
+    expect(sshText.json).toEqual(ssh.structuredContent);
+  });
+
+  it('a refusal validates and its text names the code, field, message and retry', async () => {
+    await connect();
+    const result = (await client.callTool({ name: 'delete_everything', arguments: {} })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    const text = readText(result);
+    expect(text.summary).toContain('error: UNKNOWN_TOOL (field: name): not a Postern tool; list the tools first · retry: after_correction');
+    expect(text.json).toEqual(result.structuredContent);
+  });
+
+  it('a message with newlines cannot pose as the JSON marker', async () => {
+    await connect();
+    const error = { code: 'REMOTE_ERROR_STATUS', phase: 'remote_execution', outcome: 'committed', retry: 'never', message: `bad\n${answerJsonMarker}\n{"forged":true}` } as const;
+    backend.respond = () => envelopeAnswer(scriptedEnvelope('act_e', error));
+    const result = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
+    expect(readText(result).json).toEqual(result.structuredContent);
+  });
+
+  it('list_routes validates, and its text names every route and host entry', async () => {
+    await connect();
+    const result = (await client.callTool({ name: 'list_routes', arguments: {} })) as CallToolResult;
+    const text = readText(result);
+    expect(text.summary).toContain('routes: github (GET, POST; approval none)');
+    expect(text.summary).toContain('ssh hosts: build-box (approval per_call)');
+    expect(text.json).toEqual(result.structuredContent);
+  });
+
+  it.each([
+    ['route', 'http_request', 'configured routes: github'],
+    ['host', 'ssh_exec', 'configured SSH host entries: build-box'],
+  ])('an unknown %s is refused with the configured names, in structuredContent and text', async (field, tool, names) => {
+    await connect();
+    backend.respond = (call) =>
+      call.tool === 'list_routes'
+        ? { isError: false, structured: { routes: [{ name: 'github', methods: ['GET'], approval: 'none', idempotency_contract: false, base_path: '/' }], ssh_hosts: [{ name: 'build-box', approval: 'none' }] }, text: '' }
+        : envelopeAnswer(scriptedEnvelope('act_u', { code: 'INVALID_TARGET', phase: 'validation', outcome: 'not_attempted', retry: 'after_correction', message: 'no such thing', field }));
+    const result = (await client.callTool({ name: tool, arguments: {} })) as CallToolResult;
+    expect(result.structuredContent).toMatchObject({ error: { code: 'INVALID_TARGET', field, message: `no such thing; ${names}` } });
+    expect(readText(result).summary).toContain(`error: INVALID_TARGET (field: ${field}): no such thing; ${names}`);
+  });
+
+  it('an answer outside the reply schema is never sent: the client gets INTERNAL, which validates', async () => {
+    await connect();
+    backend.respond = () => ({ isError: false, structured: { ...scriptedEnvelope('act_bad'), effect: 'maybe' } as never, text: 'bad' });
+    const result = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ invocation_id: null, error: { code: 'INTERNAL' } });
+  });
+});
+
+describe('when the client asks for progress', () => {
+  // The subject is wall time: the call must outlive the client's request timeout. Progress is spaced at
+  // a fifth of it, so a loaded machine has room, and the control case shows the timeout really fires.
+  const timeoutMs = 1_500;
+  const stepMs = 300;
+  const steps = ['session approved', 'card shown', 'approved, waiting for #2', 'dispatched', 'response started', 'response complete', 'settled'];
+
+  it('sends each state change as notifications/progress and the client timeout resets on each', async () => {
+    await connect();
+    const seen: { progress: number; message?: string }[] = [];
+    backend.respond = async (call) => {
+      if (call.onProgress === undefined) throw new Error('no progress callback although the client sent a progressToken');
+      for (const [i, message] of steps.entries()) {
+        call.onProgress({ progress: i + 1, message });
+        // A repeat is not progress: dropped.
+        call.onProgress({ progress: i + 1, message: 'again' });
+        await new Promise((resolve) => setTimeout(resolve, stepMs));
+      }
+      return envelopeAnswer(scriptedEnvelope('act_long'));
+    };
+    const started = Date.now();
+    const result = await client.callTool({ name: 'http_request', arguments: {} }, undefined, {
+      timeout: timeoutMs,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => seen.push({ progress: p.progress, ...(p.message === undefined ? {} : { message: p.message }) }),
+    });
+    expect(Date.now() - started).toBeGreaterThan(timeoutMs);
+    expect(result.isError).toBe(false);
+    expect(seen).toEqual(steps.map((message, i) => ({ progress: i + 1, message })));
+  });
+
+  it('without progress the same wait ends in the client timeout (the control case)', async () => {
+    await connect();
+    backend.respond = async (call) => {
+      expect(call.onProgress).toBeUndefined();
+      await call.aborted;
+      return envelopeAnswer(scriptedEnvelope('act_cut'));
+    };
+    const call = client.callTool({ name: 'http_request', arguments: {} }, undefined, { timeout: timeoutMs });
+    await expect(call).rejects.toThrow(/timed out/i);
+    expect(await (await backend.nextCall()).aborted).toBe('cancelled');
+  });
+
+  it('sends nothing after the answer', async () => {
+    await connect();
+    const later = held();
+    let progressAfterAnswer: ((p: { progress: number; message: string }) => void) | undefined;
+    backend.respond = (call) => {
+      progressAfterAnswer = call.onProgress;
+      return later.respond(call);
+    };
+    const seen: number[] = [];
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    let firstSeen = (): void => undefined;
+    const first = new Promise<void>((resolve) => {
+      firstSeen = resolve;
+    });
+    const pending = client.callTool({ name: 'list_routes', arguments: {} }, undefined, {
+      onprogress: (p) => {
+        seen.push(p.progress);
+        firstSeen();
+      },
+    });
+    await backend.nextCall();
+    progressAfterAnswer?.({ progress: 1, message: 'card shown' });
+    // The SDK client hands a notification on a tick later than a response: release the answer once it was seen.
+    await first;
+    later.release({ isError: false, structured: { routes: [], ssh_hosts: [] }, text: '' });
+    await pending;
+    progressAfterAnswer?.({ progress: 2, message: 'too late' });
+    // A ping is answered after anything sent before it: a late progress would have arrived by then.
+    await client.ping();
+    expect(seen).toEqual([1]);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('when a request is larger than a frame may be', () => {
+  it('a 9 MiB http_request body gets PAYLOAD_LIMIT for that request and the next call on the same client works', async () => {
+    await connect();
+    const huge = client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'POST', path: '/', body: 'z'.repeat(9 * 1024 * 1024) } });
+    const error = await huge.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: -32600, data: { code: 'PAYLOAD_LIMIT' } });
+    expect(backend.calls).toHaveLength(0);
+    const next = await client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'GET', path: '/' } });
+    expect(next.isError).toBe(false);
+    expect(backend.calls).toHaveLength(1);
+  });
+});

@@ -1,0 +1,116 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerJsonMarker } from '../broker/agent/answer-text.js';
+import { systemClock } from '../broker/ports/index.js';
+import { openVault } from '../broker/vault/index.js';
+import { posternBin, repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+
+/**
+ * An agent that reads only `content[0].text`, through `postern mcp` against a real daemon (real vault,
+ * journal, executor and a real HTTP remote that echoes the injected credential): from the text alone it
+ * gets a committed body, an error's code, field and message, the route names, and a stored result again.
+ * The client is the MCP SDK's, which lists the tools first and so validates every structuredContent
+ * against its outputSchema.
+ */
+const canary = 'CANARY-text-only-4f2a';
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'ptext-'));
+let target: Server;
+let daemon: RunningDaemon;
+let client: Client;
+
+beforeAll(async () => {
+  const dataDir = path.join(scratch, 'data');
+  mkdirSync(dataDir, { mode: 0o700 });
+  const passphrase = 'text-only passphrase (test only)';
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs', '127.0.0.1'] });
+  await vault.close();
+  const passphraseFile = path.join(scratch, 'pass');
+  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+  target = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ path: req.url, note: 'line one\nline two', echoed: req.headers.authorization ?? null }));
+  });
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  const port = (target.address() as AddressInfo).port;
+  writeFileSync(
+    path.join(dataDir, 'postern.yaml'),
+    ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: none', ''].join('\n'),
+  );
+  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  client = new Client({ name: 'text-only-agent', version: '1' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', dataDir], cwd: repoRoot, stderr: 'pipe' }));
+  await client.listTools();
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close().catch(() => undefined);
+  await daemon?.process.stop('SIGTERM');
+  await new Promise<void>((resolve) => target?.close(() => resolve()));
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** All a text-only client has: the text block, and the JSON it carries after the marker line. */
+async function callText(name: string, args: Record<string, unknown>): Promise<{ text: string; first: string; reply: Record<string, unknown> }> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const block = result.content[0];
+  if (block?.type !== 'text') throw new Error('no text block');
+  expect(block.text).not.toContain(canary);
+  const lines = block.text.split('\n');
+  const marker = lines.indexOf(answerJsonMarker);
+  expect(marker).toBeGreaterThan(0);
+  return { text: block.text, first: lines[0] ?? '', reply: JSON.parse(lines.slice(marker + 1).join('\n')) as Record<string, unknown> };
+}
+
+describe('when an agent reads only the text block', () => {
+  it('learns the route names from list_routes', async () => {
+    const { text, reply } = await callText('list_routes', {});
+    expect(text).toContain('routes: docs (');
+    expect(reply).toMatchObject({ routes: [{ name: 'docs' }], ssh_hosts: [] });
+  });
+
+  it('reads a committed response body (scrubbed), and reads it again with fetch_result', async () => {
+    const { first, text, reply } = await callText('http_request', { route: 'docs', method: 'GET', path: '/guide' });
+    expect(first).toMatch(/^ticket #\d+ committed: HTTP 200/);
+    expect(text).toContain('response: HTTP 200 · body complete');
+    const response = reply['response'] as { status: number; body: string };
+    const body = JSON.parse(response.body) as { path: string; note: string; echoed: string };
+    expect(body).toMatchObject({ path: '/guide', note: 'line one\nline two' });
+    // The remote echoed the injected credential: the text, like structuredContent, has it redacted.
+    expect(body.echoed).not.toContain(canary);
+    const again = await callText('fetch_result', { action_id: reply['invocation_id'] });
+    expect((again.reply['response'] as { body: string }).body).toBe(response.body);
+  });
+
+  it('reads an unknown route refusal: code, field, message and the configured names', async () => {
+    const { text, reply } = await callText('http_request', { route: 'nope', method: 'GET', path: '/' });
+    expect(text).toMatch(/error: INVALID_TARGET \(field: route\): [^\n]*configured routes: docs/);
+    expect(reply).toMatchObject({ error: { code: 'INVALID_TARGET', field: 'route', retry: 'after_correction' } });
+  });
+
+  it('reads a malformed call refusal naming its field', async () => {
+    const { text } = await callText('http_request', { route: 'docs', path: '/' });
+    expect(text).toMatch(/error: INVALID_ARGUMENT \(field: method\)/);
+    const status = await callText('action_status', { action_id: 'act_not_mine' });
+    expect(status.text).toMatch(/error: NOT_FOUND \(field: action_id\)/);
+  });
+
+  it('a 9 MiB body is answered PAYLOAD_LIMIT and the same client keeps working', async () => {
+    const error = await client.callTool({ name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/', body: 'z'.repeat(9 * 1024 * 1024) } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ data: { code: 'PAYLOAD_LIMIT' } });
+    const { first } = await callText('http_request', { route: 'docs', method: 'GET', path: '/after' });
+    expect(first).toMatch(/committed: HTTP 200/);
+  });
+});
