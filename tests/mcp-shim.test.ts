@@ -33,8 +33,8 @@ function shimTransport(dataDir: string): StdioClientTransport {
 }
 
 /** The shim as a plain child with its exit code, for the cases an MCP client cannot show. */
-function spawnShim(dataDir: string) {
-  const child = spawn(process.execPath, [posternBin, 'mcp', '--data-dir', dataDir], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+function spawnShim(dataDir: string, extra: readonly string[] = []) {
+  const child = spawn(process.execPath, [posternBin, 'mcp', '--data-dir', dataDir, ...extra], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
@@ -46,7 +46,7 @@ function spawnShim(dataDir: string) {
 }
 
 describe('when an MCP client launches postern mcp', () => {
-  it('lists and calls tools through the shim, and the broker identifies the shim process', async () => {
+  it('lists and calls tools through the shim, and the broker identifies the agent behind the shim', async () => {
     const client = new Client({ name: 'shim-test', version: '1' });
     const transport = shimTransport(dir.path);
     await client.connect(transport);
@@ -59,9 +59,10 @@ describe('when an MCP client launches postern mcp', () => {
       const refused = await client.callTool({ name: 'approve', arguments: { ticket: 1 } });
       expect(refused.structuredContent).toMatchObject({ error: { code: 'OPERATOR_ONLY' } });
       const peer = backend.sessionsOpened[0]?.peer;
-      // The connecting process is the shim (a child of this test process), as the kernel says.
-      expect(peer?.pid).toBe(transport.pid);
-      expect(peer?.ppid).toBe(process.pid);
+      // The connecting process is the shim, a child of this test process: the session is this process (the MCP client).
+      expect(transport.pid).not.toBe(process.pid);
+      expect(peer?.pid).toBe(process.pid);
+      expect(peer?.ppid).toBe(process.ppid);
       expect(peer?.exe).toBe(process.execPath);
     } finally {
       await client.close();
@@ -94,8 +95,8 @@ describe('when an MCP client launches postern mcp', () => {
     expect(shim.stderr()).toBe('');
   });
 
-  it('exits 0 when the broker goes away, with nothing but socket bytes on stdout', async () => {
-    const shim = spawnShim(dir.path);
+  it('with --reconnect-for 0, exits 0 when the broker goes away, with nothing but socket bytes on stdout', async () => {
+    const shim = spawnShim(dir.path, ['--reconnect-for', '0']);
     shim.child.stdin.write(`${initializeFrame(1)}\n`);
     await shim.firstLine;
     await socket?.close();

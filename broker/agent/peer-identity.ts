@@ -1,4 +1,5 @@
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { Socket } from 'node:net';
 import type { AgentPeer } from '../contract/index.js';
 import { readPeerCredentials, type PeerCredentials } from './peer-credentials.js';
@@ -6,6 +7,11 @@ import { readPeerCredentials, type PeerCredentials } from './peer-credentials.js
 /**
  * Who is connecting, from the kernel and never from the client: pid/uid/gid from SO_PEERCRED,
  * then what /proc says about that pid. A field we cannot read is null, never guessed.
+ *
+ * A session is the AGENT process: when the connecting process is a `postern mcp` shim, the
+ * identity is the MCP client behind it (see agentBehindShim), so a shim that reconnects after a
+ * broker restart, or a new shim of the same agent, maps to the same session. uid and gid stay the
+ * connecting process's own (SO_PEERCRED): admission is decided by who holds the socket.
  *
  * There is a window between connect() and our /proc reads in which the peer could exit and its
  * pid be reused; the start time lets a later reader tell the two apart, which is why a session is
@@ -19,7 +25,8 @@ export function readPeerIdentity(socket: Socket): AgentPeer {
 export const startTimeUnavailable = 'unavailable';
 
 export function describePeer(credentials: PeerCredentials, procRoot = '/proc'): AgentPeer {
-  const { pid, uid, gid } = credentials;
+  const { uid, gid } = credentials;
+  const pid = agentBehindShim(credentials.pid, uid, procRoot) ?? credentials.pid;
   const stat = readProcStat(pid, procRoot);
   const ppid = stat?.ppid ?? null;
   return {
@@ -32,6 +39,59 @@ export function describePeer(credentials: PeerCredentials, procRoot = '/proc'): 
     cwd: readLinkOrNull(`${procRoot}/${pid}/cwd`),
     parent_exe: ppid === null || ppid === 0 ? null : readLinkOrNull(`${procRoot}/${ppid}/exe`),
   };
+}
+
+/** Launcher chains are short (npx → sh -c → node); a deeper or cyclic one is not followed. */
+const launcherHopsMax = 16;
+
+/**
+ * For a `postern mcp` shim: the first ancestor that is not a launcher (`npx` / `npm exec` and the
+ * `sh -c` they run), i.e. the MCP client that started it — pid 1 or another user's process never
+ * qualifies. undefined for anything else (an SDK agent connects itself and is its own session).
+ *
+ * argv is the process's own to rewrite, so this is a hint about WHICH ancestor, never a way to
+ * reach a process that is not an ancestor: a process that dresses up as a shim gets the session of
+ * its nearest non-launcher ancestor — which spawned it — and nothing else.
+ */
+export function agentBehindShim(pid: number, uid: number, procRoot = '/proc'): number | undefined {
+  if (!isShimArgv(argvOf(pid, procRoot))) return undefined;
+  let current = readProcStat(pid, procRoot)?.ppid;
+  for (let hop = 0; hop < launcherHopsMax && current !== undefined && current > 1; hop += 1) {
+    if (ownerUid(current, procRoot) !== uid) return undefined;
+    if (!isLauncherArgv(argvOf(current, procRoot))) return current;
+    current = readProcStat(current, procRoot)?.ppid;
+  }
+  return undefined;
+}
+
+/** `node …/postern[.mjs] mcp …`, however it was installed (checkout, npm link, -g, npx cache). */
+export function isShimArgv(argv: readonly string[]): boolean {
+  return argv.slice(2).includes('mcp') && argv.slice(0, 2).some((arg) => /(^|\/)postern(\.mjs)?$/.test(arg));
+}
+
+/** npx / `npm exec` (as themselves or as node running their CLI script), and the `sh -c` that runs the shim. */
+export function isLauncherArgv(argv: readonly string[]): boolean {
+  const names = argv.slice(0, 2).map((arg) => path.basename(arg));
+  if (names.some((n) => n === 'npx' || n === 'npm' || n === 'npx-cli.js' || n === 'npm-cli.js')) return true;
+  const shell = names[0];
+  return (shell === 'sh' || shell === 'dash' || shell === 'bash') && argv[1] === '-c' && /\bpostern\b.*\bmcp\b/.test(argv[2] ?? '');
+}
+
+function argvOf(pid: number, procRoot: string): string[] {
+  try {
+    return readFileSync(`${procRoot}/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  } catch {
+    return [];
+  }
+}
+
+/** The owner of /proc/<pid> (the process's effective uid; root for a non-dumpable one, which then does not qualify). */
+function ownerUid(pid: number, procRoot: string): number | undefined {
+  try {
+    return statSync(`${procRoot}/${pid}`).uid;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface ProcStat {

@@ -1,22 +1,37 @@
-import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { agentSocketPath } from '../agent/index.js';
+import { CodedError } from '../contract/index.js';
 import { resolveFromOptions, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { McpRelay, reconnectPolicyDefault, type ReconnectPolicy } from './mcp-relay.js';
+
+interface McpOptions extends CommonOptions {
+  reconnectFor: string;
+}
+
+/** The longest --reconnect-for: a day; a broker away longer than that is not coming back for this client. */
+const reconnectForSecondsMax = 86_400;
+const giveUpSecondsDefault = reconnectPolicyDefault.giveUpMs / 1000;
 
 /**
- * `postern mcp [--data-dir DIR]`: a byte pipe between stdio and the broker's agent socket, so any
- * MCP client that launches servers as processes works unchanged
- * (`claude mcp add postern -- npx postern mcp`). It adds nothing and reads nothing: framing,
- * limits and identity are the socket's (the broker identifies the shim's own process, the MCP
- * client's child, by the kernel). stdout carries socket bytes only; diagnostics go to stderr.
+ * `postern mcp [--data-dir DIR]`: a pipe between stdio and the broker's agent socket, so any MCP
+ * client that launches servers as processes works unchanged (`postern agent-config` prints the line).
+ * Framing, limits and identity are the socket's: the broker identifies the MCP client behind this
+ * shim by the kernel, so the session is the agent's, not the shim's. When the broker goes away the
+ * shim answers the client's unanswered requests with BROKER_RESTARTED, reconnects with backoff and
+ * replays the client's initialize (mcp-relay.ts). stdout carries socket bytes and those answers
+ * only; diagnostics go to stderr.
  */
 export function registerMcpCommand(program: Command, context: CommandContext): void {
-  withDataDir(program.command('mcp').description("Connect an MCP client on stdio to the running broker's agent socket.")).action(async (options: CommonOptions) => {
-    const dataDir = resolveFromOptions(options, context.env);
-    const code = await runMcpShim({ dataDir, socketPath: agentSocketPath(dataDir), stdin: process.stdin, stdout: process.stdout, err: context.io.err });
-    context.setResult(code);
-  });
+  withDataDir(program.command('mcp').description("Connect an MCP client on stdio to the running broker's agent socket."))
+    .option('--reconnect-for <seconds>', 'keep reconnecting this long after the broker goes away (0: exit at once)', String(giveUpSecondsDefault))
+    .action(async (options: McpOptions) => {
+      const dataDir = resolveFromOptions(options, context.env);
+      const reconnect = { ...reconnectPolicyDefault, giveUpMs: parseReconnectFor(options.reconnectFor) * 1000 };
+      const socketPath = agentSocketPath(dataDir);
+      const code = await runMcpShim({ dataDir, socketPath, stdin: process.stdin, stdout: process.stdout, err: context.io.err, reconnect });
+      context.setResult(code);
+    });
 }
 
 export interface McpShimOptions {
@@ -25,52 +40,19 @@ export interface McpShimOptions {
   readonly stdin: Readable;
   readonly stdout: Writable;
   readonly err: (line: string) => void;
+  readonly reconnect?: ReconnectPolicy;
 }
 
-/** Resolves 0 when either side ends (after the other was ended too), 1 when no broker listens. */
-export async function runMcpShim(options: McpShimOptions): Promise<number> {
-  const { stdin, stdout } = options;
-  let socket: Socket;
-  try {
-    socket = await connect(options.socketPath);
-  } catch (error) {
-    const reason = (error as { code?: unknown }).code;
-    options.err(
-      `postern mcp: no Postern broker is listening for data directory ${options.dataDir} (${options.socketPath}: ${typeof reason === 'string' ? reason : 'cannot connect'}). Start one with: postern daemon --data-dir ${options.dataDir}`,
-    );
-    return 1;
+/** Resolves 0 when the client ends, 1 when no broker listens (at start, or within the reconnect window). */
+export function runMcpShim(options: McpShimOptions): Promise<number> {
+  return new McpRelay({ ...options, reconnect: options.reconnect ?? reconnectPolicyDefault }).run();
+}
+
+function parseReconnectFor(raw: string): number {
+  const seconds = /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(seconds) || seconds > reconnectForSecondsMax) {
+    const message = `must be whole seconds from 0 to ${reconnectForSecondsMax} (got ${JSON.stringify(raw)})`;
+    throw new CodedError('INVALID_ARGUMENT', message, { field: '--reconnect-for' });
   }
-  return new Promise<number>((resolve) => {
-    let finished = false;
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      stdin.unpipe(socket);
-      // stdin would keep the process alive; the shim has nothing more to read.
-      stdin.pause();
-      stdin.destroy();
-      socket.destroy();
-      resolve(0);
-    };
-    socket.on('error', finish);
-    stdout.on('error', finish);
-    stdin.on('error', finish);
-    // Agent → broker. When the agent closes stdin, half-close the socket; the broker then closes.
-    stdin.pipe(socket, { end: true });
-    // Broker → agent. When the broker closes, end stdout and exit once it is flushed.
-    socket.pipe(stdout, { end: false });
-    socket.once('end', () => stdout.write('', () => finish()));
-    socket.once('close', () => stdout.write('', () => finish()));
-  });
-}
-
-function connect(socketPath: string): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = createConnection(socketPath);
-    socket.once('error', reject);
-    socket.once('connect', () => {
-      socket.off('error', reject);
-      resolve(socket);
-    });
-  });
+  return seconds;
 }

@@ -14,6 +14,7 @@ import { waitForStopSignal } from './stop-signal.js';
 import { registerVaultCommands } from './vault-commands.js';
 import { registerAuditCommands } from './audit-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
+import { registerAgentConfigCommand } from './agent-config.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { passphraseFromFile } from './secret-input.js';
 
@@ -86,6 +87,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   registerVaultCommands(program, context);
   registerAuditCommands(program, context);
   registerMcpCommand(program, context);
+  registerAgentConfigCommand(program, context);
   registerOperatorCommands(program, context);
 
   try {

@@ -155,5 +155,7 @@ export const sessionStateSchema = z.object({
   started_at_ms: z.number().int(),
   ended_at_ms: z.number().int().nullable(),
   updated_at_ms: z.number().int(),
+  /** SESSION_RECONNECTED events folded so far; absent until the first (and in rows written before it existed). */
+  reconnects: z.number().int().nonnegative().optional(),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;

@@ -40,6 +40,7 @@ export const EventKind = {
   SESSION_APPROVED: 'SESSION_APPROVED',
   SESSION_REVOKED: 'SESSION_REVOKED',
   SESSION_ENDED: 'SESSION_ENDED',
+  SESSION_RECONNECTED: 'SESSION_RECONNECTED',
 } as const satisfies ClosedSet<string>;
 export type EventKind = keyof typeof EventKind;
 
@@ -79,10 +80,18 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   SESSION_APPROVED: 'A person (or observe-mode policy) approved the agent process once; session-approval calls may proceed.',
   SESSION_REVOKED: "A person revoked the session: its new calls are refused and its undispatched tickets cancelled.",
   SESSION_ENDED: 'The agent process exited (or the broker found it gone); its undispatched tickets were cancelled.',
+  SESSION_RECONNECTED:
+    'The same agent process (pid + start time) opened its recorded session again: a shim reconnecting after a broker restart or a lost connection, or another connection of that process.',
 };
 
 /** Kinds that describe an agent session; their subject id (the action_id column) is a `ses_` id. */
-export const sessionEventKinds: ReadonlySet<EventKind> = new Set<EventKind>(['SESSION_STARTED', 'SESSION_APPROVED', 'SESSION_REVOKED', 'SESSION_ENDED']);
+export const sessionEventKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'SESSION_STARTED',
+  'SESSION_APPROVED',
+  'SESSION_REVOKED',
+  'SESSION_ENDED',
+  'SESSION_RECONNECTED',
+]);
 export function isSessionEventKind(kind: EventKind): boolean {
   return sessionEventKinds.has(kind);
 }
@@ -276,7 +285,7 @@ export const eventPayloadSchemas = {
     ppid: z.number().int().nonnegative().nullable(),
     exe: z.string().max(4096).nullable(),
     cwd: z.string().max(4096).nullable(),
-    /** The parent's executable: for `postern mcp`, the MCP client that launched the shim. */
+    /** The parent's executable. For `postern mcp` the session process is the MCP client behind the shim, so this is the client's parent. */
     parent_exe: z.string().max(4096).nullable(),
     /** MCP clientInfo: a label the client chose, never identity. */
     client_name: z.string().max(200).nullable(),
@@ -285,6 +294,8 @@ export const eventPayloadSchemas = {
   SESSION_APPROVED: z.strictObject({ actor: Actor }),
   SESSION_REVOKED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),
   SESSION_ENDED: z.strictObject({ reason: z.enum(['process_exited', 'broker_found_gone']) }),
+  /** MCP clientInfo of the new connection: a label, never identity (the identity is the session's). */
+  SESSION_RECONNECTED: z.strictObject({ client_name: z.string().max(200).nullable(), client_version: z.string().max(100).nullable() }),
 } as const satisfies { [K in EventKind]: z.ZodType };
 
 export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;

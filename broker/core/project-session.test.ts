@@ -34,6 +34,21 @@ describe('the session projection', () => {
     expect(() => applySessionEvent(s, { ...ev('SESSION_APPROVED', { actor: person }, 'ses_other_1'), seq: 1 })).toThrow(/not after/);
   });
 
+  it('counts each reconnection of a pending or approved session, and refuses one of a revoked or ended session', () => {
+    const reconnected = { client_name: 'claude-code', client_version: '2' };
+    let s = applySessionEvent(undefined, ev('SESSION_STARTED', startedPayload, 'ses_again_1'));
+    expect(s.reconnects).toBeUndefined();
+    s = applySessionEvent(s, ev('SESSION_RECONNECTED', reconnected, 'ses_again_1'));
+    expect(s).toMatchObject({ status: 'pending', reconnects: 1 });
+    s = applySessionEvent(s, ev('SESSION_APPROVED', { actor: person }, 'ses_again_1'));
+    s = applySessionEvent(s, ev('SESSION_RECONNECTED', reconnected, 'ses_again_1'));
+    expect(s).toMatchObject({ status: 'approved', reconnects: 2 });
+    const ended = applySessionEvent(s, ev('SESSION_ENDED', { reason: 'process_exited' }, 'ses_again_1'));
+    expect(() => applySessionEvent(ended, ev('SESSION_RECONNECTED', reconnected, 'ses_again_1'))).toThrow(/reconnection of a session that is ended/);
+    const revoked = applySessionEvent(s, ev('SESSION_REVOKED', { actor: person, reason: 'stop' }, 'ses_again_1'));
+    expect(() => applySessionEvent(revoked, ev('SESSION_RECONNECTED', reconnected, 'ses_again_1'))).toThrow(/that is revoked/);
+  });
+
   it('projectSessions folds only session subjects and keeps one state per session', () => {
     const events = [ev('SESSION_STARTED', startedPayload, 'ses_a_000001'), ev('SESSION_STARTED', startedPayload, 'ses_b_000001'), ev('SESSION_ENDED', { reason: 'broker_found_gone' }, 'ses_a_000001')];
     const action = { ...ev('PREFLIGHT_VALIDATED', {}, 'act_000000001') };

@@ -3,7 +3,8 @@ import { actorLabel, CodedError, type JournalEvent, type SessionState } from '..
 /**
  * A session's current state as a pure fold of its SESSION_* events in append order. Rules: a
  * session starts once; approval happens once and only while pending; a revoked or ended session
- * never comes back (a new process is a new session); ending is recorded once.
+ * never comes back (a new process is a new session); ending is recorded once; each reconnection of a
+ * pending or approved session is counted.
  */
 export function applySessionEvent(state: SessionState | undefined, event: JournalEvent): SessionState {
   if (state === undefined) {
@@ -55,6 +56,11 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       if (state.status !== 'revoked') next.status = 'ended';
       next.end_reason = event.payload.reason;
       next.ended_at_ms = event.at_ms;
+      break;
+    case 'SESSION_RECONNECTED':
+      // Only a live session is reopened: openSession refuses a revoked or ended one before appending.
+      if (state.status !== 'pending' && state.status !== 'approved') return impossible(event, `reconnection of a session that is ${state.status}`);
+      next.reconnects = (state.reconnects ?? 0) + 1;
       break;
     default:
       return impossible(event, `${event.kind} is an action event, not a session event`);

@@ -296,6 +296,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'SESSION_APPROVED':
     case 'SESSION_REVOKED':
     case 'SESSION_ENDED':
+    case 'SESSION_RECONNECTED':
       return impossible(event, 'a session event folds into a session, not an action');
     default:
       return assertNever(event);

@@ -6,7 +6,7 @@ import { SshChannel } from '../channels/ssh/index.js';
 import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
 import type { PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, RequestStore, ResultStore } from '../journal/index.js';
-import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate } from '../ports/index.js';
+import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type VaultKeyProtection, type VaultKeyProtector } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
 import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
@@ -31,6 +31,9 @@ export interface BrokerRuntimeOptions {
   /** Vault idle lock (default 15 min, 0 = never) and Argon2id cost for a new vault ('min' in tests only). */
   vaultIdleLockMs?: number;
   vaultKdf?: KdfStrength;
+  /** The desktop's safeStorage wrap around the vault key, and whether to apply or remove it (broker/vault, docs/vault.md). */
+  vaultKeyProtector?: VaultKeyProtector;
+  vaultKeyProtection?: VaultKeyProtection;
   /** `--config FILE`; defaults to <dataDir>/postern.yaml (absent file: no routes). */
   configFile?: string;
   /** Structured log sink (default: pino on stderr at POSTERN_LOG_LEVEL, else warn). */
@@ -92,7 +95,14 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
-    const vault = await openVault({ dataDir: options.dataDir, clock, idleLockMs: options.vaultIdleLockMs, kdf: options.vaultKdf });
+    const vault = await openVault({
+      dataDir: options.dataDir,
+      clock,
+      idleLockMs: options.vaultIdleLockMs,
+      kdf: options.vaultKdf,
+      keyProtector: options.vaultKeyProtector,
+      keyProtection: options.vaultKeyProtection,
+    });
     closers.push(() => vault.close());
     // The accepted configuration's MAC is checked (or, on first use, sealed) at every unlock.
     integrity.attach(vault);

@@ -1,0 +1,356 @@
+import { createConnection, type Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
+import { agentLimitsDefault } from '../agent/index.js';
+
+/** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
+export interface ReconnectPolicy {
+  readonly delayMsMin: number;
+  readonly delayMsMax: number;
+  /** 0: exit as soon as the broker goes away. */
+  readonly giveUpMs: number;
+}
+export const reconnectPolicyDefault: ReconnectPolicy = { delayMsMin: 100, delayMsMax: 5_000, giveUpMs: 10 * 60_000 };
+
+/** A client line longer than the broker's frame bound is streamed through untracked (the broker answers PAYLOAD_LIMIT). */
+const lineBytesMax = agentLimitsDefault.frameBytesMax + 1;
+/** What the client may send while the broker is away; beyond this its requests are answered at once. */
+const pendingLinesMax = 256;
+const pendingBytesMax = 16 * 1024 * 1024;
+/** The replayed initialize's id: a string no MCP client uses, so its answer is never mistaken for the client's. */
+const replayIdPrefix = 'postern-shim-replay-';
+/** JSON-RPC's "server error" range; data.code carries Postern's code (as the broker's own refusals do). */
+const lostAnswer =
+  'the connection to the Postern broker was lost before it answered (broker restarted or stopped); the shim is reconnecting. ' +
+  'An action may have been recorded: check action_status / fetch_result with its action id, or send a read again.';
+const shimErrorCode = -32_000;
+
+type JsonRpcId = string | number;
+interface Message {
+  readonly id?: unknown;
+  readonly method?: unknown;
+  readonly error?: { message?: unknown };
+}
+
+export interface McpRelayOptions {
+  readonly dataDir: string;
+  readonly socketPath: string;
+  readonly stdin: Readable;
+  readonly stdout: Writable;
+  readonly err: (line: string) => void;
+  readonly reconnect: ReconnectPolicy;
+}
+
+/**
+ * The shim's two byte streams, one JSON-RPC message per line each way. It reads only what it needs to
+ * outlive a broker restart: the client's `initialize` (replayed on a new connection, its answer kept
+ * from the client, which already has one), `notifications/initialized`, and which request ids are
+ * still unanswered — those are answered here with BROKER_RESTARTED when the connection drops, never
+ * dropped silently. Every other byte passes through unchanged.
+ */
+export class McpRelay {
+  private socket: Socket | undefined;
+  private state: 'live' | 'replaying' | 'down' | 'closed' = 'down';
+  private initRequest: Record<string, unknown> | undefined;
+  private initializedLine: string | undefined;
+  private readonly inFlight = new Map<string, JsonRpcId>();
+  private pending: string[] = [];
+  private pendingBytes = 0;
+  private clientTail: Buffer[] = [];
+  private clientTailBytes = 0;
+  /** The current client line is over lineBytesMax: 'stream' passes it on as it comes, 'drop' skips it. */
+  private oversized: 'no' | 'stream' | 'drop' = 'no';
+  private brokerTail: Buffer[] = [];
+  private clientEnded = false;
+  private replays = 0;
+  private awaitingDrain = false;
+  private resolveDone: (code: number) => void = () => undefined;
+
+  constructor(private readonly options: McpRelayOptions) {}
+
+  /** Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when no broker can be reached. */
+  async run(): Promise<number> {
+    const { options } = this;
+    let socket: Socket;
+    try {
+      socket = await connect(options.socketPath);
+    } catch (error) {
+      const where = `${options.socketPath}: ${errorCode(error)}`;
+      options.err(`postern mcp: no Postern broker is listening for data directory ${options.dataDir} (${where}). ${startHint(options.dataDir)}`);
+      return 1;
+    }
+    const done = new Promise<number>((resolve) => (this.resolveDone = resolve));
+    this.attach(socket);
+    this.state = 'live';
+    options.stdin.on('data', (chunk: Buffer) => this.fromClient(chunk));
+    options.stdin.once('end', () => this.clientGone());
+    options.stdin.once('error', () => this.clientGone());
+    options.stdout.once('error', () => this.finish(0));
+    return done;
+  }
+
+  private attach(socket: Socket): void {
+    this.socket = socket;
+    this.brokerTail = [];
+    socket.on('data', (chunk: Buffer) => this.fromBroker(chunk));
+    socket.on('drain', () => this.options.stdin.resume());
+    socket.once('close', () => {
+      if (this.socket === socket) this.brokerLost();
+    });
+    socket.on('error', () => undefined); // 'close' follows and decides
+  }
+
+  private fromClient(chunk: Buffer): void {
+    let rest = chunk;
+    for (let newline = rest.indexOf(0x0a); newline >= 0; newline = rest.indexOf(0x0a)) {
+      const head = rest.subarray(0, newline);
+      rest = rest.subarray(newline + 1);
+      if (this.oversized !== 'no') {
+        if (this.oversized === 'stream') this.toBroker(Buffer.concat([head, Buffer.from('\n')]));
+        this.oversized = 'no';
+        continue;
+      }
+      const line = Buffer.concat([...this.clientTail, head]);
+      this.clientTail = [];
+      this.clientTailBytes = 0;
+      this.clientLine(line);
+    }
+    if (rest.length === 0) return;
+    if (this.oversized === 'stream') this.toBroker(rest);
+    if (this.oversized !== 'no') return;
+    this.clientTail.push(rest);
+    this.clientTailBytes += rest.length;
+    if (this.clientTailBytes <= lineBytesMax) return;
+    // Too long to track: the broker refuses it with PAYLOAD_LIMIT where it can read the id.
+    if (this.state === 'live') {
+      this.oversized = 'stream';
+      this.toBroker(Buffer.concat(this.clientTail));
+    } else {
+      this.oversized = 'drop';
+      this.toClient(errorLine(null, 'PAYLOAD_LIMIT', 'a message longer than the broker accepts came while it was away; not sent'));
+    }
+    this.clientTail = [];
+    this.clientTailBytes = 0;
+  }
+
+  private clientLine(line: Buffer): void {
+    const text = line.toString('utf8');
+    const message = parseMessage(text);
+    const id = requestId(message);
+    if (message?.method === 'initialize' && id !== undefined) this.initRequest = message as Record<string, unknown>;
+    if (message?.method === 'notifications/initialized') this.initializedLine = text;
+    if (this.state === 'live') {
+      if (id !== undefined) this.inFlight.set(idKey(id), id);
+      this.toBroker(Buffer.concat([line, Buffer.from('\n')]));
+      return;
+    }
+    if (this.pending.length >= pendingLinesMax || this.pendingBytes + line.length > pendingBytesMax) {
+      const full = 'the Postern broker is restarting and too much is waiting; send it again shortly';
+      if (id !== undefined) this.toClient(errorLine(id, 'BROKER_RESTARTED', full));
+      return;
+    }
+    this.pending.push(text);
+    this.pendingBytes += line.length;
+  }
+
+  private fromBroker(chunk: Buffer): void {
+    let rest = chunk;
+    for (let newline = rest.indexOf(0x0a); newline >= 0; newline = rest.indexOf(0x0a)) {
+      const line = Buffer.concat([...this.brokerTail, rest.subarray(0, newline + 1)]);
+      rest = rest.subarray(newline + 1);
+      this.brokerTail = [];
+      this.brokerLine(line);
+    }
+    if (rest.length > 0) this.brokerTail.push(rest);
+  }
+
+  private brokerLine(line: Buffer): void {
+    const message = parseMessage(line.toString('utf8'));
+    const answeredId = typeof message?.id === 'string' || typeof message?.id === 'number';
+    const isResponse = message !== undefined && message.method === undefined && answeredId;
+    if (this.state === 'replaying' && isResponse && message.id === this.replayId()) {
+      this.replayAnswered(message);
+      return;
+    }
+    // A refusal of the connection itself (id null) while replaying is the shim's business, not the client's.
+    if (this.state === 'replaying' && message?.id === null) {
+      this.options.err(`postern mcp: the broker refused the reconnection: ${String(message.error?.message ?? 'no reason given')}`);
+      return;
+    }
+    if (isResponse) this.inFlight.delete(idKey(message.id as JsonRpcId));
+    this.toClient(line);
+  }
+
+  private replayAnswered(message: Message): void {
+    if (message.error !== undefined) {
+      const why = String(message.error.message ?? 'no reason given');
+      this.options.err(`postern mcp: the broker refused this agent's session after reconnecting: ${why}`);
+      this.failPending('BROKER_RESTARTED', `the Postern broker restarted and refused this agent's session: ${why}`);
+      this.finish(1);
+      return;
+    }
+    this.options.err('postern mcp: reconnected to the broker; the session continues');
+    this.goLive();
+  }
+
+  private goLive(): void {
+    this.state = 'live';
+    if (this.initializedLine !== undefined) this.toBroker(Buffer.from(`${this.initializedLine}\n`));
+    const queued = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    for (const text of queued) this.clientLine(Buffer.from(text, 'utf8'));
+  }
+
+  private brokerLost(): void {
+    if (this.state === 'closed') return;
+    this.socket = undefined;
+    this.state = 'down';
+    // Paused for the old connection's backpressure: what the client sends now waits in `pending`.
+    this.options.stdin.resume();
+    // A line half-written to the old connection cannot be finished on the next one.
+    if (this.oversized === 'stream') this.oversized = 'drop';
+    this.failInFlight();
+    if (this.clientEnded || this.options.reconnect.giveUpMs === 0) {
+      this.finish(0);
+      return;
+    }
+    const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
+    this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
+    void this.reconnect();
+  }
+
+  private async reconnect(): Promise<void> {
+    const policy = this.options.reconnect;
+    const giveUpAt = Date.now() + policy.giveUpMs;
+    let delayMs = policy.delayMsMin;
+    let lastError = 'cannot connect';
+    while (this.state === 'down') {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      if (this.state !== 'down') return;
+      try {
+        const socket = await connect(this.options.socketPath);
+        this.attach(socket);
+        if (this.awaitingDrain) socket.pause();
+        this.replay();
+        return;
+      } catch (error) {
+        lastError = errorCode(error);
+      }
+      if (Date.now() + delayMs > giveUpAt) break;
+      delayMs = Math.min(delayMs * 2, policy.delayMsMax);
+    }
+    if (this.state !== 'down') return;
+    const seconds = Math.round(policy.giveUpMs / 1000);
+    const { dataDir } = this.options;
+    this.options.err(`postern mcp: gave up reconnecting to the broker for ${dataDir} after ${seconds} s (${lastError}). ${startHint(dataDir)}`);
+    this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
+    this.finish(1);
+  }
+
+  /** On a new connection: the client's initialize again (same params, the shim's own id), unless it never sent one. */
+  private replay(): void {
+    if (this.initRequest === undefined || this.pending.some((text) => parseMessage(text)?.method === 'initialize')) {
+      this.goLive();
+      return;
+    }
+    this.replays += 1;
+    this.state = 'replaying';
+    this.toBroker(Buffer.from(`${JSON.stringify({ ...this.initRequest, id: this.replayId() })}\n`));
+  }
+
+  private replayId(): string {
+    return `${replayIdPrefix}${this.replays}`;
+  }
+
+  private failInFlight(): void {
+    for (const id of this.inFlight.values()) this.toClient(errorLine(id, 'BROKER_RESTARTED', lostAnswer));
+    this.inFlight.clear();
+  }
+
+  private failPending(code: string, message: string): void {
+    for (const text of this.pending) {
+      const id = requestId(parseMessage(text));
+      if (id !== undefined) this.toClient(errorLine(id, code, message));
+    }
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  private clientGone(): void {
+    this.clientEnded = true;
+    // Half-close: the broker finishes what it owes and closes; 'close' then ends the shim.
+    if (this.socket !== undefined && this.state !== 'closed') this.socket.end();
+    else this.finish(0);
+  }
+
+  private toBroker(bytes: Buffer): void {
+    if (this.socket === undefined || this.socket.destroyed) return;
+    if (!this.socket.write(bytes)) this.options.stdin.pause();
+  }
+
+  private toClient(bytes: Buffer | string): void {
+    if (this.state === 'closed') return;
+    if (this.options.stdout.write(bytes) || this.awaitingDrain) return;
+    this.awaitingDrain = true;
+    this.socket?.pause();
+    this.options.stdout.once('drain', () => {
+      this.awaitingDrain = false;
+      this.socket?.resume();
+    });
+  }
+
+  private finish(code: number): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    const { stdin, stdout } = this.options;
+    // stdin would keep the process alive; the shim has nothing more to read.
+    stdin.pause();
+    stdin.destroy();
+    this.socket?.destroy();
+    stdout.write('', () => this.resolveDone(code));
+  }
+}
+
+function connect(socketPath: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(socketPath);
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+  });
+}
+
+function parseMessage(text: string): Message | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Message) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The id of a request (a message with a method and a string or number id); undefined for notifications and answers. */
+function requestId(message: Message | undefined): JsonRpcId | undefined {
+  if (message === undefined || typeof message.method !== 'string') return undefined;
+  return typeof message.id === 'string' || typeof message.id === 'number' ? message.id : undefined;
+}
+
+/** 1 and "1" are different ids. */
+function idKey(id: JsonRpcId): string {
+  return JSON.stringify(id);
+}
+
+function errorLine(id: JsonRpcId | null, code: string, message: string): string {
+  return `${JSON.stringify({ jsonrpc: '2.0', id, error: { code: shimErrorCode, message, data: { code } } })}\n`;
+}
+
+function startHint(dataDir: string): string {
+  return `Start one with: postern daemon --data-dir ${dataDir}`;
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : 'cannot connect';
+}
