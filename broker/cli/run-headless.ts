@@ -41,6 +41,8 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
       handlers: createOperatorHandlers(runtime.broker),
       rendererDir: path.join(packageRoot, 'dist', 'renderer'),
       port: options.port,
+      // Each URL signs in once; the next one goes only to this terminal (the operator's own), never to a file or the UI.
+      onSignIn: (next) => io.out(`Operator UI (next sign-in): ${next}`),
     });
   } catch (error) {
     await runtime.close();

@@ -1,6 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const tokenBytes = 32;
+/** Browser tabs signed in at once in one run; a further sign-in signs the oldest out. */
+export const sessionsMax = 8;
+const spentTokensKept = 16;
 
 /** A fresh secret: 32 random bytes, base64url (43 characters). */
 export function mintAccessToken(): string {
@@ -35,26 +38,46 @@ export type SignInExchange = { ok: true; session: string } | { ok: false; reason
  * sessionStorage and sends it as `Authorization: Bearer`, so no other port ever receives it.
  */
 export class OperatorSecrets {
-  private session: string | undefined;
+  /** Sessions signed in this run, newest last; the oldest is signed out past sessionsMax. */
+  private readonly sessions: string[] = [];
+  /** Tokens already exchanged (the few most recent): presenting one again says "used", not "wrong". */
+  private readonly spent: string[] = [];
 
-  constructor(private readonly signInToken: string) {}
+  constructor(
+    private signInToken: string,
+    private readonly mint: () => string = mintAccessToken,
+  ) {}
 
-  /**
-   * A second exchange is refused even with the right token: the person who opened the URL first
-   * holds the only session, and one who comes second learns that someone else did.
-   */
-  exchange(presented: string): SignInExchange {
-    if (!tokensEqual(this.signInToken, presented)) return { ok: false, reason: 'wrong' };
-    if (this.session !== undefined) return { ok: false, reason: 'used' };
-    this.session = mintAccessToken();
-    return { ok: true, session: this.session };
+  /** The token the next sign-in must present (rotated by every exchange). */
+  get currentToken(): string {
+    return this.signInToken;
   }
 
-  /** True only for the session secret: never for the sign-in token, before or after its exchange. */
+  /**
+   * One exchange per token: the token is spent and a fresh one takes its place (the host prints it on the
+   * operator's own terminal), so a second tab or a new window signs in with the next printed URL and never
+   * with a URL that a browser history file, readable by a same-user agent, already holds. A spent token
+   * presented again is refused as used: the person whose URL was used first learns that someone did.
+   */
+  exchange(presented: string): SignInExchange {
+    if (!tokensEqual(this.signInToken, presented)) {
+      return { ok: false, reason: this.spent.some((t) => tokensEqual(t, presented)) ? 'used' : 'wrong' };
+    }
+    this.spent.push(this.signInToken);
+    if (this.spent.length > spentTokensKept) this.spent.shift();
+    this.signInToken = this.mint();
+    const session = this.mint();
+    this.sessions.push(session);
+    if (this.sessions.length > sessionsMax) this.sessions.shift();
+    return { ok: true, session };
+  }
+
+  /** True only for a session secret of this run: never for a sign-in token, before or after its exchange. */
   sessionValid(presented: string | undefined): boolean {
     if (presented === undefined) return false;
-    // Compared even before any exchange, against a throwaway, so timing says nothing about state.
-    const matched = tokensEqual(this.session ?? this.signInToken + '\0unused', presented);
-    return matched && this.session !== undefined;
+    // Every session is compared (constant time each), so timing says nothing about which one matched.
+    let matched = false;
+    for (const session of this.sessions) matched = tokensEqual(session, presented) || matched;
+    return matched;
   }
 }

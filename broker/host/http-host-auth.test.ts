@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createBrokerRuntime, type BrokerRuntime } from './broker-runtime.js';
 import { guardConnections } from './connection-guard.js';
 import { sessionPath, startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpLimits } from './http-host.js';
+import { sessionsMax } from './access-token.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { operatorSessionKey, sameOriginPath, signInScriptPath } from './sign-in-page.js';
 
@@ -60,10 +61,10 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-async function freshHost(limits: Partial<OperatorHttpLimits> = {}): Promise<OperatorHttpHost> {
+async function freshHost(limits: Partial<OperatorHttpLimits> = {}, onSignIn?: (next: string) => void): Promise<OperatorHttpHost> {
   if (runtimes.length === 0) runtimes.push(await createBrokerRuntime({ dataDir: path.join(scratch, 'data'), mode: 'headless', version: '1', startedAtMs: 0 }));
   const handlers = createOperatorHandlers((runtimes[0] as BrokerRuntime).broker);
-  const host = await startOperatorHttpHost({ handlers, rendererDir: path.join(scratch, 'no-renderer'), port: 0, limits });
+  const host = await startOperatorHttpHost({ handlers, rendererDir: path.join(scratch, 'no-renderer'), port: 0, limits, ...(onSignIn === undefined ? {} : { onSignIn }) });
   hosts.push(host);
   return host;
 }
@@ -94,11 +95,42 @@ describe('when the printed URL is opened', () => {
     expect(again.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(again.body).toContain('SIGN_IN_USED');
     expect(again.body).toContain('already used');
-    expect(again.body).toContain('start it again');
+    expect(again.body).toContain('printed a new URL');
     expect(sessionIn(again.body)).toBeUndefined();
     const program = await postSession(host.port, host.token);
     expect(program.status).toBe(401);
     expect(JSON.parse(program.body)).toMatchObject({ ok: false, error: { code: 'SIGN_IN_USED' } });
+  });
+
+  it('tells the operator the next URL after each sign-in: a second tab signs in with it, once, and both tabs stay signed in', async () => {
+    const told: string[] = [];
+    const host = await freshHost({}, (next) => told.push(next));
+    const first = sessionIn((await send(host.port, `/?token=${host.token}`)).body) ?? '';
+    expect(told).toHaveLength(1);
+    const next = new URL(told[0] ?? '');
+    expect(next.origin).toBe(host.origin);
+    const nextToken = next.searchParams.get('token') ?? '';
+    expect(nextToken).not.toBe(host.token);
+    expect(host.currentOperatorUrl()).toBe(told[0]);
+    const second = sessionIn((await send(host.port, `/?token=${nextToken}`)).body) ?? '';
+    expect(second).not.toBe(first);
+    expect((await send(host.port, `/?token=${nextToken}`)).status).toBe(401);
+    for (const session of [first, second]) {
+      expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } })).status).toBe(200);
+    }
+    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${nextToken}` } })).status).toBe(401);
+  });
+
+  it(`keeps at most ${sessionsMax} tabs signed in: one more signs the oldest out`, async () => {
+    const host = await freshHost();
+    const sessions: string[] = [];
+    for (let i = 0; i <= sessionsMax; i += 1) {
+      const token = new URL(host.currentOperatorUrl()).searchParams.get('token') ?? '';
+      sessions.push(sessionIn((await send(host.port, `/?token=${token}`)).body) ?? '');
+    }
+    const status = (session: string): Promise<number> => send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } }).then((r) => r.status);
+    expect(await status(sessions[0] ?? '')).toBe(401);
+    expect(await status(sessions.at(-1) ?? '')).toBe(200);
   });
 
   it('never accepts the sign-in token as an API credential, before or after its exchange', async () => {

@@ -16,6 +16,11 @@ export interface OperatorHttpHostOptions {
   port: number;
   /** Tests may fix the sign-in token; the daemon always mints a fresh one. */
   token?: string;
+  /**
+   * Told the next sign-in URL after every sign-in (each URL works once): the daemon prints it on the operator's own
+   * terminal, so another tab or window signs in without a restart.
+   */
+  onSignIn?: (nextOperatorUrl: string) => void;
   /** Tests shorten the timeouts; the daemon uses operatorHttpLimits. */
   limits?: Partial<OperatorHttpLimits>;
 }
@@ -31,6 +36,8 @@ export interface OperatorHttpHost {
   readonly operatorUrl: string;
   /** The sign-in token; it grants nothing but one exchange (GET operatorUrl or POST /auth/session). */
   readonly token: string;
+  /** The URL the next sign-in must use (the first one until it is used; then each sign-in rotates it). */
+  currentOperatorUrl(): string;
   readonly rendererBuilt: boolean;
   /** What the connection cap has done so far. */
   connections(): ConnectionCounts;
@@ -103,7 +110,8 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
   const guard = guardConnections(server, limits.connectionsMax);
   let port = 0;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers }).catch(() => {
+    const signedIn = (): void => options.onSignIn?.(`http://${listenHost}:${port}/?token=${secrets.currentToken}`);
+    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn }).catch(() => {
       if (!res.headersSent) sendError(res, 500, 'INTERNAL', 'The host failed while answering.');
       else res.destroy();
     });
@@ -115,6 +123,7 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
     origin,
     operatorUrl: `${origin}/?token=${token}`,
     token,
+    currentOperatorUrl: () => `${origin}/?token=${secrets.currentToken}`,
     rendererBuilt: assets.has('/index.html'),
     connections: () => guard.counts(),
     close: () => closeServer(server),
@@ -126,6 +135,8 @@ interface RequestContext {
   res: ServerResponse;
   port: number;
   secrets: OperatorSecrets;
+  /** A sign-in rotated the token: tell the operator the next URL. */
+  signedIn: () => void;
   guard: ConnectionGuard;
   assets: ReadonlyMap<string, StaticAsset>;
   handlers: OperatorHandlers;
@@ -192,8 +203,8 @@ function hostAllowed(host: string | undefined, port: number): boolean {
 export const sessionPath = '/auth/session';
 
 const usedMessage =
-  'This sign-in URL was already used: each printed URL signs in one browser tab, once. If that was not you, someone else ' +
-  'holds the URL: stop the daemon and start it again for a new one.';
+  'This sign-in URL was already used: each printed URL signs in one browser tab, once. The broker printed a new URL on its ' +
+  'terminal when it was used; if that was not you, someone else holds your URLs: stop the daemon and start it again.';
 
 /**
  * The printed URL in a browser. It is answered with a page holding the session secret, which
@@ -213,6 +224,7 @@ function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): v
     else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', url.pathname);
     return;
   }
+  ctx.signedIn();
   url.searchParams.delete('token');
   sendBody(res, 'GET', 'text/html; charset=utf-8', Buffer.from(signInPage(exchanged.session, sameOriginPath(url.pathname, url.search))));
 }
@@ -232,6 +244,7 @@ async function exchangeForProgram(ctx: RequestContext): Promise<void> {
     return;
   }
   const exchanged = secrets.exchange(presented);
+  if (exchanged.ok) ctx.signedIn();
   if (exchanged.ok) sendJson(res, 200, { ok: true, value: { session: exchanged.session } });
   else if (exchanged.reason === 'used') sendError(res, 401, 'SIGN_IN_USED', usedMessage, sessionPath);
   else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', sessionPath);
