@@ -21,8 +21,8 @@ let socket: AgentSocket;
 let client: Client;
 const sentCallIds: Array<string | number> = [];
 
-beforeEach(async () => {
-  f = await openQueueFixture({ agentsYaml: '  session_approval: observe\n  wait_ms_default: 1000' });
+async function connect(agentsYaml: string): Promise<void> {
+  f = await openQueueFixture({ agentsYaml });
   backend = await createAgentBackend({
     journal: f.h.temp.journal,
     results: f.h.results,
@@ -47,7 +47,7 @@ beforeEach(async () => {
     return send(message);
   };
   await client.connect(transport);
-});
+}
 
 afterEach(async () => {
   await client.close();
@@ -60,6 +60,8 @@ type Reply = { invocation_id: string; caller_disposition: string; effect: string
 const structured = (result: Awaited<ReturnType<Client['callTool']>>): Reply => result.structuredContent as Reply;
 
 describe('when a per-call card waits longer than the client request timeout', () => {
+  beforeEach(() => connect('  session_approval: observe\n  wait_ms_default: 1000'));
+
   it('the broker answers first (timed_out, with the place); the card survives; the agent polls with action_status wait_ms to the committed result', async () => {
     const first = await client.callTool(
       { name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/documents/3', body: '{"marker":"mcp"}' } },
@@ -98,5 +100,36 @@ describe('when a per-call card waits longer than the client request timeout', ()
     const refusal = result.structuredContent as { invocation_id: null; error: Record<string, unknown> };
     expect(refusal.error).toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
     expect(refusal.error).not.toHaveProperty('outcome');
+  });
+});
+
+describe('when the client asks for progress (a progressToken) and resets its timeout on it', () => {
+  beforeEach(() => connect('  session_approval: observe\n  wait_ms_default: 20000\n  progress_heartbeat_ms: 300'));
+
+  it('a call waiting on a person longer than the client timeout stays alive on progress and gets the committed result', async () => {
+    const messages: string[] = [];
+    const call = client.callTool({ name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/documents/4', body: '{"marker":"progress"}' } }, undefined, {
+      timeout: clientTimeoutMs,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => messages.push(p.message ?? ''),
+    });
+    const [card] = await waitForCardCount(f.queue, 1);
+    // The premise, not a wait for an event: the person takes longer than the client's 2 s timeout, with no state
+    // change meanwhile, so only the heartbeat can keep the request alive.
+    await new Promise((resolve) => setTimeout(resolve, clientTimeoutMs * 1.5));
+    await f.queue.approve(card?.ticket ?? 0, person);
+    const answer = structured(await call);
+    expect(answer).toMatchObject({ effect: 'succeeded', caller_disposition: 'completed' });
+    expect(messages.some((m) => m.startsWith('card shown'))).toBe(true);
+    expect(messages.some((m) => m.endsWith('(still waiting)'))).toBe(true);
+    expect(f.server.markers()).toEqual(['progress']);
+  });
+
+  it('without resetting on progress the same client gives up at its timeout (the control case)', async () => {
+    const call = client.callTool({ name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/documents/5', body: '{"marker":"control"}' } }, undefined, {
+      timeout: clientTimeoutMs,
+      onprogress: () => undefined,
+    });
+    await expect(call).rejects.toThrow(/timed out/i);
   });
 });

@@ -206,6 +206,13 @@ export const agentsSchema = z
       .max(600_000)
       .optional()
       .describe("How long an agent's call waits when it names no timeout_ms (default 45000: below the MCP SDK's 60 s request timeout). Lower it for clients with a shorter timeout."),
+    progress_heartbeat_ms: z
+      .number()
+      .int()
+      .min(100)
+      .max(60_000)
+      .optional()
+      .describe('For a client that sent a progressToken: how often a waiting call repeats its state as progress when nothing changed (default 15000), so a client that resets its timeout on progress keeps waiting.'),
   })
   .describe('Agent sessions and approval timing.');
 

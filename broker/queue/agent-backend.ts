@@ -20,7 +20,7 @@ import {
 } from '../contract/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { AgentBackend, CallerStop, CallProgress, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
-import { decisionFacts, waitForSettled, watchProgress } from './call-waits.js';
+import { decisionFacts, progressHeartbeatMsDefault, waitForSettled, watchProgress } from './call-waits.js';
 import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { observePolicyActor } from './decision-events.js';
@@ -274,7 +274,8 @@ async function actionCall(
 
   let timer: NodeJS.Timeout | undefined;
   let onAbort = (): void => undefined;
-  const stopProgress = onProgress === undefined ? undefined : watchProgress(waitSource(deps), () => actionId, onProgress);
+  const heartbeatMs = deps.config.agents.progress_heartbeat_ms ?? progressHeartbeatMsDefault;
+  const stopProgress = onProgress === undefined ? undefined : watchProgress(waitSource(deps), () => actionId, onProgress, heartbeatMs);
   const ended = await Promise.race<Ended>([
     run.then((answer): Ended => ({ kind: 'done', answer })),
     new Promise<Ended>((resolve) => {

@@ -64,9 +64,18 @@ export function progressLine(state: ActionState, position: QueuePosition | null)
  * Watches one action for its waiting caller and reports each new state line once, with a monotonic progress
  * number. `actionId` is read lazily: the action has no id until it is admitted. Returns the stop function.
  */
-export function watchProgress(source: WaitSource, actionId: () => string | undefined, onProgress: (p: CallProgress) => void): () => void {
+export function watchProgress(
+  source: WaitSource,
+  actionId: () => string | undefined,
+  onProgress: (p: CallProgress) => void,
+  heartbeatMs: number = progressHeartbeatMsDefault,
+): () => void {
   let progress = 0;
   let last: string | undefined;
+  const send = (message: string): void => {
+    progress += 1;
+    onProgress({ progress, message: message.slice(0, 200) });
+  };
   const report = (): void => {
     const id = actionId();
     const state = id === undefined ? undefined : source.getAction(id);
@@ -74,15 +83,25 @@ export function watchProgress(source: WaitSource, actionId: () => string | undef
     const line = progressLine(state, source.position(id));
     if (line === undefined || line === last) return;
     last = line;
-    progress += 1;
-    onProgress({ progress, message: line.slice(0, 200) });
+    send(line);
   };
   const unsubscribe = source.onChange(report);
+  // A person may take longer than a client's request timeout: while nothing changes, the state is repeated so a
+  // client that resets its timeout on progress (MCP resetTimeoutOnProgress) keeps waiting instead of cancelling.
+  const heartbeat = setInterval(() => {
+    report();
+    if (last !== undefined) send(`${last} (still waiting)`);
+  }, heartbeatMs);
+  heartbeat.unref();
   return () => {
+    clearInterval(heartbeat);
     report();
     unsubscribe();
   };
 }
+
+/** How often a waiting call repeats its state as progress when nothing changed (agents.progress_heartbeat_ms). */
+export const progressHeartbeatMsDefault = 15_000;
 
 /**
  * The decision on a ticket as recorded: who decided and when, a person's reason, and the card's expiry while it
