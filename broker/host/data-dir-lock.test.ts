@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, lstatSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -145,6 +145,15 @@ describe('when the data directory is free', () => {
       expect.objectContaining({ code: 'BROKER_ALREADY_RUNNING', field: '--data-dir', message: expect.stringContaining(`pid ${process.pid}`) }),
     );
     lock.release();
+    lock.release();
+    expect(() => take(dataDir)).not.toThrow();
+  });
+
+  it('still refuses a second broker after an agent deleted broker.lock (the directory itself is locked)', () => {
+    const dataDir = freshDir();
+    const lock = take(dataDir);
+    rmSync(lock.path);
+    expect(() => lockDataDir(dataDir)).toThrow(expect.objectContaining({ code: 'BROKER_ALREADY_RUNNING' }));
     lock.release();
     expect(() => take(dataDir)).not.toThrow();
   });

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { CodedError } from '../contract/index.js';
 
 /**
- * One broker per data directory, decided by the kernel. A broker takes an exclusive flock on
- * `<dataDir>/broker.lock` before it reads or writes anything else there (migrations, recovery, the
+ * One broker per data directory, decided by the kernel. A broker takes an exclusive flock on the data
+ * directory itself and on `<dataDir>/broker.lock` (which names the holder) before it reads or writes anything else there (migrations, recovery, the
  * vault, the sockets) and holds it for its whole life. The kernel drops the lock when the holder's
  * last descriptor closes, so when the process dies, however it died; a stopped (SIGSTOP) or busy
  * broker still holds it. That is the point: "its control socket does not answer" is not "it is
@@ -46,12 +46,17 @@ export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadAddo
   // 0700 like the journal's own mkdir; ensureDataDir (data-dir.ts) has already vetted an existing one.
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lockPath = path.join(dataDir, brokerLockFileName);
-  const fd = openLockFile(lockPath);
+  // The directory itself is locked first: a same-user agent can delete broker.lock, and a second broker would then
+  // lock a fresh file; it cannot delete the directory that holds the live journal (a renamed one is no longer the
+  // path the second broker opens).
+  const dirFd = openSync(dataDir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const fd = openLockFile(lockPath, dirFd);
   let locked: boolean;
   try {
-    locked = lockFile(fd);
+    locked = lockFile(dirFd) && lockFile(fd);
   } catch (error) {
     closeSync(fd);
+    closeSync(dirFd);
     throw new CodedError('INVALID_ARGUMENT', `could not lock ${lockPath} (${codeOf(error)}); use a data directory on a local file system`, {
       field: '--data-dir',
       cause: error,
@@ -60,6 +65,7 @@ export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadAddo
   if (!locked) {
     const holder = readHolder(fd);
     closeSync(fd);
+    closeSync(dirFd);
     throw new CodedError('BROKER_ALREADY_RUNNING', `${describeHolder(holder)} holds ${lockPath}; stop it first (a stopped or unresponsive broker still runs)`, {
       field: '--data-dir',
     });
@@ -72,6 +78,7 @@ export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadAddo
       if (!open) return;
       open = false;
       closeSync(fd);
+      closeSync(dirFd);
     },
   };
 }
@@ -80,16 +87,18 @@ export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadAddo
  * O_NOFOLLOW: a symlink planted at broker.lock is refused, not followed to some other file. Node
  * opens with O_CLOEXEC, so no child process inherits the descriptor and outlives us holding it.
  */
-function openLockFile(lockPath: string): number {
+function openLockFile(lockPath: string, dirFd: number): number {
   let fd: number;
   try {
     fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   } catch (error) {
+    closeSync(dirFd);
     throw new CodedError('INVALID_ARGUMENT', `could not open ${lockPath} (${codeOf(error)}); it must be a regular file`, { field: '--data-dir', cause: error });
   }
   const stat = fstatSync(fd);
   if (!stat.isFile()) {
     closeSync(fd);
+    closeSync(dirFd);
     throw new CodedError('INVALID_ARGUMENT', `${lockPath} exists and is not a regular file; remove it`, { field: '--data-dir' });
   }
   if ((stat.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
