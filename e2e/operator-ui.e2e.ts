@@ -70,7 +70,7 @@ describe('the operator UI on the headless daemon', () => {
     expect(await page.getByTestId('status-journal-last-seq').textContent()).toBe(String(expected.journal.last_seq));
     expect(await page.getByTestId('status-actions-in-flight').textContent()).toBe(String(expected.actions.in_flight));
     expect(await page.getByTestId('status-actions-unknown').textContent()).toBe(String(expected.actions.unknown));
-    expect(expected.vault).toEqual({ state: 'uninitialized' });
+    expect(expected.vault).toMatchObject({ state: 'uninitialized', auto_lock_minutes: 15, last_lock: null });
     expect(await page.getByTestId('status-vault-state').textContent()).toBe(expected.vault.state);
     expect(await page.getByTestId('status-error').count()).toBe(0);
 

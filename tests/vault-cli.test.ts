@@ -207,17 +207,17 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       const socket = statSync(path.join(dataDir, 'control.sock'));
       expect(socket.isSocket()).toBe(true);
       expect(socket.mode & 0o777).toBe(0o600);
-      expect((await statusOf(daemon)).vault).toEqual({ state: 'locked' });
+      expect((await statusOf(daemon)).vault).toMatchObject({ state: 'locked' });
 
       const wrong = await run([...vault('unlock'), '--passphrase-file', wrongPassphraseFile]);
       expect(wrong.code).toBe(1);
       expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID');
-      expect((await statusOf(daemon)).vault).toEqual({ state: 'locked' });
+      expect((await statusOf(daemon)).vault).toMatchObject({ state: 'locked' });
 
       const right = await run(vault('unlock'), '', { POSTERN_PASSPHRASE_FILE: passphraseFile });
       expect(right).toMatchObject({ code: 0, stderr: '' });
       expect(right.stdout).toContain('Vault unlocked in the running broker.');
-      expect((await statusOf(daemon)).vault).toEqual({ state: 'unlocked' });
+      expect((await statusOf(daemon)).vault).toMatchObject({ state: 'unlocked' });
 
       // The CLI writes vault.sqlite beside the running daemon; the daemon's listing sees it.
       const added = await run(withPassphrase('add', 'late', '--kind', 'bearer', '--from-stdin'), canary);
@@ -231,12 +231,12 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       const unproven = await run(vault('lock'));
       expect(unproven.code).toBe(1);
       expect(unproven.stderr).toContain('OPERATOR_PROOF_REQUIRED');
-      expect((await statusOf(daemon)).vault).toEqual({ state: 'unlocked' });
+      expect((await statusOf(daemon)).vault).toMatchObject({ state: 'unlocked' });
       const lock = await runOnTerminal([...vault('lock')], readFileSync(passphraseFile, 'utf8').trim());
       expect(lock.prompted).toBe(true);
       expect(lock.code, lock.screen).toBe(0);
       expect(lock.screen).toContain('Vault locked in the running broker.');
-      expect((await statusOf(daemon)).vault).toEqual({ state: 'locked' });
+      expect((await statusOf(daemon)).vault).toMatchObject({ state: 'locked' });
 
       const second = new PosternProcess(['daemon', '--data-dir', dataDir, '--port', '0']);
       argvs.push(['daemon', '--data-dir', dataDir, '--port', '0']);
@@ -251,7 +251,7 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     argvs.push(['daemon', '--passphrase-file', passphraseFile]);
     const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     try {
-      expect((await statusOf(daemon)).vault).toEqual({ state: 'unlocked' });
+      expect((await statusOf(daemon)).vault).toMatchObject({ state: 'unlocked' });
       expect(daemon.process.stdout).toContain('Vault: unlocked');
     } finally {
       await stopped(daemon);

@@ -1,7 +1,8 @@
 import path from 'node:path';
+import type { PosternConfig } from '../config/index.js';
 import { CodedError } from '../contract/index.js';
 import { createBrokerRuntime, createOperatorHandlers, describeHardening, hardenProcess, startOperatorHttpHost, type OperatorHttpHost } from '../host/index.js';
-import { systemClock } from '../ports/index.js';
+import { systemClock, type CredentialInfo } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
 import { packageRoot } from './package-root.js';
 import type { StopSignal } from './stop-signal.js';
@@ -52,6 +53,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   if (hardening.hardened) io.out(describeHardening(hardening));
   else io.err(describeHardening(hardening));
   io.out(`Vault: ${runtime.vault.state()}${runtime.vault.state() === 'locked' ? ' (postern vault unlock)' : ''}`);
+  io.out(startupSummary(runtime.config, runtime.vault.list()));
   if (!host.rendererBuilt) io.err('warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.');
   // The only place the token is ever printed: the operator's own terminal.
   io.out(`Operator UI: ${host.operatorUrl}`);
@@ -64,6 +66,17 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   await runtime.close();
   io.event({ event: 'stopped' });
   return 0;
+}
+
+/** One line: what was loaded, and which entries name a credential the vault does not hold (docs/operator.md). */
+export function startupSummary(config: PosternConfig, credentials: readonly CredentialInfo[]): string {
+  const held = new Set(credentials.map((info) => info.name));
+  const entries = [...config.routes.values(), ...config.sshHosts.values()];
+  const routes = [...config.routes.values()].map((route) => `${route.name} (${route.injection}, ${route.approval})`);
+  const hosts = [...config.sshHosts.values()].map((host) => `${host.name} (${host.approval})`);
+  const missing = entries.filter((entry) => !held.has(entry.credential)).map((entry) => entry.name);
+  const line = `Routes: ${routes.length === 0 ? 'none' : routes.join(', ')}; SSH hosts: ${hosts.length === 0 ? 'none' : hosts.join(', ')}`;
+  return missing.length === 0 ? line : `${line}; missing credential: ${missing.join(', ')}`;
 }
 
 function listenError(error: unknown, port: number): unknown {

@@ -34,7 +34,7 @@ const leadingFields = ['base_url', 'host', 'port', 'user', 'credential', 'inject
  */
 export function diffConfigs(before: PosternConfig, after: PosternConfig): ConfigChanges {
   const settings: EntryChange[] = [];
-  for (const section of ['operator', 'agents', 'results'] as const) {
+  for (const section of ['operator', 'vault', 'agents', 'results'] as const) {
     const fields = diffFields(asRecord(before[section]), asRecord(after[section]));
     if (fields.length > 0) settings.push({ name: section, change: 'changed', fields });
   }

@@ -250,10 +250,29 @@ export const operatorSchema = z
   })
   .describe('The operator channel.');
 
+/** Lock the vault after this many minutes without operator activity unless postern.yaml says otherwise. */
+export const vaultAutoLockMinutesDefault = 15;
+/** A week: a longer idle unlock is better written as 0 (never), which says what it means. */
+export const vaultAutoLockMinutesMax = 10_080;
+
+/** The credential vault (docs/vault.md): when it locks by itself. Every lock is announced (log, status, UI). */
+export const vaultSchema = z
+  .strictObject({
+    auto_lock_minutes: z
+      .number()
+      .int()
+      .min(0)
+      .max(vaultAutoLockMinutesMax)
+      .default(vaultAutoLockMinutesDefault)
+      .describe('Minutes without operator activity before the vault locks itself (default 15); 0 = never.'),
+  })
+  .describe('The credential vault.');
+
 export const configSchema = z
   .strictObject({
     version: z.literal(1),
     operator: operatorSchema.default({ unattended_decisions: false }),
+    vault: vaultSchema.default({ auto_lock_minutes: vaultAutoLockMinutesDefault }),
     agents: agentsSchema.default({ session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault }),
     results: resultsSchema.default({ retention_seconds: resultRetentionSecondsDefault }),
     routes: z.array(routeSchema).max(1024).default([]),
@@ -321,6 +340,7 @@ export type SshHostSettings = z.output<typeof sshHostSchema>;
 export type AgentSettings = z.output<typeof agentsSchema>;
 export type ResultSettings = z.output<typeof resultsSchema>;
 export type OperatorSettings = z.output<typeof operatorSchema>;
+export type VaultSettings = z.output<typeof vaultSchema>;
 
 function baseUrlProblem(value: string): string | undefined {
   let url: URL;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { CodedError } from '../contract/index.js';
-import { approvalTtlSecondsDefault, configSchema, resultRetentionSecondsDefault, type AgentSettings, type OperatorSettings, type ResultSettings, type RouteSettings, type SshHostSettings } from './config-schema.js';
+import { approvalTtlSecondsDefault, configSchema, resultRetentionSecondsDefault, type AgentSettings, type OperatorSettings, type ResultSettings, type RouteSettings, type SshHostSettings, type VaultSettings, vaultAutoLockMinutesDefault } from './config-schema.js';
 
 export const configFileName = 'postern.yaml';
 /** The config file is small by nature; a huge one is a mistake or an attack on the parser. */
@@ -31,6 +31,8 @@ export interface PosternConfig {
   readonly results: ResultSettings;
   /** The `operator` section (absent: no file, or built by hand): unattended decisions off. */
   readonly operator?: OperatorSettings;
+  /** The `vault` section (absent: no file, or built by hand): auto-lock after the default idle time. */
+  readonly vault?: VaultSettings;
   /** Where it came from; undefined when no file existed (no routes). */
   readonly file: string | undefined;
 }
@@ -58,7 +60,7 @@ export function loadConfig(options: LoadConfigOptions): PosternConfig {
 
 /** The configuration of "no file": no routes, no hosts, every section at its default. */
 export function emptyConfig(file: string | undefined = undefined): PosternConfig {
-  return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, results: resultSettingsDefault, file };
+  return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, results: resultSettingsDefault, vault: { auto_lock_minutes: vaultAutoLockMinutesDefault }, file };
 }
 
 /**
@@ -96,7 +98,7 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
   const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
-  return { version: 1, routes, sshHosts, agents: parsed.data.agents, results: parsed.data.results, operator: parsed.data.operator, file };
+  return { version: 1, routes, sshHosts, agents: parsed.data.agents, results: parsed.data.results, operator: parsed.data.operator, vault: parsed.data.vault, file };
 }
 
 /** `['routes', 2, 'lanes', 0, 'path']` → `routes[2].lanes[0].path`. */

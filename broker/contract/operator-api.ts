@@ -7,6 +7,10 @@ import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 import { vaultApiSchemas } from './operator-vault-api.js';
 
+/** Why the vault locked: a person asked, the idle time passed, the broker stopped (anything else: `other`). */
+export const vaultLockReasons = ['operator', 'idle', 'shutdown', 'other'] as const;
+export type VaultLockReason = (typeof vaultLockReasons)[number];
+
 /** The broker's health as the operator API reports it. */
 export const brokerStatusSchema = z.object({
   version: z.string(),
@@ -28,6 +32,10 @@ export const brokerStatusSchema = z.object({
   /** The credential vault's state (broker/vault); never anything secret. */
   vault: z.object({
     state: z.enum(['uninitialized', 'locked', 'unlocked']),
+    /** postern.yaml `vault.auto_lock_minutes` in force; 0 = never. */
+    auto_lock_minutes: z.number().int().nonnegative(),
+    /** The last time this broker locked the vault, and why; null until the first lock. Never silent. */
+    last_lock: z.object({ at_ms: z.number().int(), reason: z.enum(vaultLockReasons) }).nullable(),
   }),
 });
 export type BrokerStatus = z.infer<typeof brokerStatusSchema>;

@@ -78,6 +78,8 @@ export const routeSummarySchema = z.object({
   lookup: z.string().nullable(),
   retry_automatic: z.boolean(),
   tls_pinned: z.boolean(),
+  /** The vault holds no credential of that name (names are readable while locked): every call on the route will fail. */
+  credential_missing: z.boolean(),
 });
 export type RouteSummary = z.infer<typeof routeSummarySchema>;
 
@@ -92,6 +94,8 @@ export const sshHostSummarySchema = z.object({
   approval: z.string(),
   lane: z.string().nullable(),
   commands: z.number().int().nonnegative(),
+  /** The vault holds no credential of that name: every command on the host will fail. */
+  credential_missing: z.boolean(),
 });
 export type SshHostSummary = z.infer<typeof sshHostSummarySchema>;
 

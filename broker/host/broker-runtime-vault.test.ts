@@ -24,7 +24,7 @@ describe('the broker runtime and its vault', () => {
   it('opens the vault beside the journal, unlocks it at start with the passphrase, serves control.sock, and removes it on close', async () => {
     const dataDir = await initializedDir();
     const runtime = await createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from(passphrase) });
-    expect(runtime.status().vault).toEqual({ state: 'unlocked' });
+    expect(runtime.status().vault).toEqual({ state: 'unlocked', auto_lock_minutes: 15, last_lock: null });
     // Locking is a decision: refused without a person's proof, done with the passphrase as proof.
     expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED' } });
     expect(runtime.vault.state()).toBe('unlocked');
@@ -41,7 +41,7 @@ describe('the broker runtime and its vault', () => {
     });
     expect(existsSync(controlSocketPath(dataDir))).toBe(false);
     const runtime = await createBrokerRuntime({ dataDir, ...options });
-    expect(runtime.status().vault).toEqual({ state: 'locked' });
+    expect(runtime.status().vault).toEqual({ state: 'locked', auto_lock_minutes: 15, last_lock: null });
     await runtime.close();
   });
 

@@ -24,10 +24,10 @@ describe('the broker runtime', () => {
     const status = brokerStatusSchema.parse(runtime.status());
     expect(status.journal).toMatchObject({ state: 'open', events: cut, last_seq: cut, recovered_at_open: 0 });
     expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 1 });
-    expect(status.vault).toEqual({ state: 'uninitialized' });
+    expect(status.vault).toMatchObject({ state: 'uninitialized' });
     await runtime.close();
     expect(runtime.status().journal.state).toBe('closed');
-    expect(runtime.status().vault).toEqual({ state: 'locked' });
+    expect(runtime.status().vault).toMatchObject({ state: 'locked' });
   });
 
   it('stopIntake closes the agent and control sockets (no new caller gets in) while the journal stays open for the drain; close still closes the rest', async () => {

@@ -4,7 +4,7 @@ import { processAlive, startAgentSocket } from '../agent/index.js';
 import { HttpChannel } from '../channels/http/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
 import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
-import type { PosternConfig } from '../config/index.js';
+import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, readJournalSnapshot, RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type VaultKeyProtection, type VaultKeyProtector } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
@@ -19,6 +19,7 @@ import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
 import { createOperatorVault } from './operator-vault.js';
 import { startResultPurge } from './result-purge.js';
+import { announceVaultLocks, warnMissingCredentials } from './vault-announcements.js';
 
 export interface BrokerRuntimeOptions {
   dataDir: string;
@@ -28,7 +29,7 @@ export interface BrokerRuntimeOptions {
   clock?: Clock;
   /** Unlock the vault at start (`--passphrase-file`); a wrong passphrase fails the start. The caller zeroes it. */
   vaultPassphrase?: Uint8Array;
-  /** Vault idle lock (default 15 min, 0 = never) and Argon2id cost for a new vault ('min' in tests only). */
+  /** Vault idle lock overriding postern.yaml `vault.auto_lock_minutes` (default 15 min, 0 = never); Argon2id cost ('min' in tests only). */
   vaultIdleLockMs?: number;
   vaultKdf?: KdfStrength;
   /** The desktop's safeStorage wrap around the vault key, and whether to apply or remove it (broker/vault, docs/vault.md). */
@@ -95,15 +96,19 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
+    const idleLockMs = options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
     const vault = await openVault({
       dataDir: options.dataDir,
       clock,
-      idleLockMs: options.vaultIdleLockMs,
+      idleLockMs,
       kdf: options.vaultKdf,
       keyProtector: options.vaultKeyProtector,
       keyProtection: options.vaultKeyProtection,
     });
     closers.push(() => vault.close());
+    // Registered before anything else can lock it, so even a lock during start is announced.
+    const locks = announceVaultLocks(vault, clock, logger);
+    closers.push(warnMissingCredentials(config, vault, logger));
     // The accepted configuration's MAC is checked (or, on first use, sealed) at every unlock.
     integrity.attach(vault);
     // Executors see the vault as locked while the accepted configuration is untrusted.
@@ -180,7 +185,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
           recovered_at_open: stats.recovered_at_open,
         },
         actions: { ...counts },
-        vault: { state: vault.state() },
+        // state() first: it may lock an idle vault, and that lock belongs in this answer.
+        vault: { state: vault.state(), auto_lock_minutes: Math.ceil(idleLockMs / 60_000), last_lock: locks.lastLock() },
       };
     };
     // Decisions record who made them: the operator handlers build the actor per call from the
@@ -211,11 +217,12 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       handlers: createOperatorHandlers(broker),
       refuseApiPeer: guard.refuse,
       // The CI opt-out: decisions without a person's proof, recorded as the calling process — honoured only from a
-      // configuration a person accepted (or found on first use), never from one whose seal is not yet checked.
+      // configuration whose seal a person's unlock verified, never from one not yet checked.
       unattendedDecisions: () => {
         if (config.operator?.unattended_decisions !== true) return 'off';
-        const trust = integrity.trust();
-        return trust === 'verified' || trust === 'first_use' ? 'on' : 'unverified';
+        // Not under first use either: with no accepted copy, the file found at start is only the agent's word until a
+        // person's unlock seals it (an agent can delete the accepted copy; see docs/config.md).
+        return integrity.trust() === 'verified' ? 'on' : 'unverified';
       },
     });
     const closeControl = once(() => control.close());

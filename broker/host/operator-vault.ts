@@ -89,8 +89,8 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
       return { state: vault.state() };
     },
     'vault.lock': () => {
+      // Announced once, with its reason, by the runtime's lock listener (vault-announcements.ts).
       vault.lock('operator');
-      logger.info('vault locked (operator)');
       return { state: vault.state() };
     },
     'credentials.list': () => ({ state: vault.state(), credentials: vault.list().map(summary) }),
@@ -120,7 +120,7 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
     },
     'audit.verify': () => verify(),
     'audit.last': () => ({ last }),
-    'config.show': () => ({ ...showConfig(deps.config), edited_since_start: editedSinceStart }),
+    'config.show': () => ({ ...showConfig(deps.config, vault.list()), edited_since_start: editedSinceStart }),
     'config.edit': (input, actor) => {
       if (input.op === 'add_route') refuseNameOnlyBinding(input.route, vault.list());
       if (input.op === 'add_ssh_host') refuseNameOnlyHostBinding(input.host, vault.list());
@@ -199,8 +199,12 @@ function summary(info: CredentialInfo): CredentialSummary {
   };
 }
 
-/** The configuration as loaded at start; credentials appear by name only (config never holds a secret). */
-export function showConfig(config: PosternConfig): Omit<BrokerApi['config.show']['output'], 'edited_since_start'> {
+/**
+ * The configuration as loaded at start; credentials appear by name only (config never holds a secret),
+ * flagged when the vault holds none of that name (`credentials`: the vault's metadata, readable while locked).
+ */
+export function showConfig(config: PosternConfig, credentials: readonly CredentialInfo[]): Omit<BrokerApi['config.show']['output'], 'edited_since_start'> {
+  const held = new Set(credentials.map((info) => info.name));
   const routes: RouteSummary[] = [...config.routes.values()].map((route) => ({
     name: route.name,
     base_url: route.base_url,
@@ -213,6 +217,7 @@ export function showConfig(config: PosternConfig): Omit<BrokerApi['config.show']
     lookup: route.lookup === undefined ? null : `${route.lookup.method} ${route.lookup.path}`,
     retry_automatic: route.retry?.automatic ?? false,
     tls_pinned: (route.tls?.pins?.length ?? 0) > 0,
+    credential_missing: !held.has(route.credential),
   }));
   const sshHosts: SshHostSummary[] = [...config.sshHosts.values()].map((host) => ({
     name: host.name,
@@ -224,6 +229,7 @@ export function showConfig(config: PosternConfig): Omit<BrokerApi['config.show']
     approval: host.approval,
     lane: host.lane ?? null,
     commands: host.commands.length,
+    credential_missing: !held.has(host.credential),
   }));
   return { file: config.file ?? null, routes, ssh_hosts: sshHosts };
 }

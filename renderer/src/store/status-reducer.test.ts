@@ -9,7 +9,7 @@ const status: BrokerStatus = {
   data_dir: '/data',
   journal: { state: 'open', events: 12, last_seq: 12, schema_version: 2, recovered_at_open: 0 },
   actions: { total: 3, in_flight: 1, unknown: 1 },
-  vault: { state: 'locked' },
+  vault: { state: 'locked', auto_lock_minutes: 15, last_lock: null },
 };
 const failure = { ok: false as const, error: { code: 'BROKER_UNREACHABLE', message: 'down' } };
 

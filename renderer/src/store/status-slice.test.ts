@@ -11,7 +11,7 @@ const status: BrokerStatus = {
   data_dir: '/data',
   journal: { state: 'open', events: 1, last_seq: 1, schema_version: 1, recovered_at_open: 0 },
   actions: { total: 0, in_flight: 0, unknown: 0 },
-  vault: { state: 'locked' },
+  vault: { state: 'locked', auto_lock_minutes: 15, last_lock: null },
 };
 
 /** An API whose replies the test releases by hand, to observe the store in between. */

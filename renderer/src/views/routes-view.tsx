@@ -63,7 +63,7 @@ export function RoutesView() {
               </thead>
               <tbody>
                 {config.routes.map((route) => (
-                  <tr key={route.name} data-testid={`route-${route.name}`}>
+                  <tr key={route.name} data-testid={`route-${route.name}`} className={route.credential_missing ? 'attention' : undefined}>
                     <td>
                       <strong>{route.name}</strong>
                       {route.idempotency_header !== null && <div className="muted">idempotency: {route.idempotency_header}</div>}
@@ -76,6 +76,7 @@ export function RoutesView() {
                     </td>
                     <td>
                       {route.credential} <span className="muted">({route.injection})</span>
+                      <MissingCredential missing={route.credential_missing} testId={`route-${route.name}-credential-missing`} />
                     </td>
                     <td>{route.approval}</td>
                     <td>{route.methods.join(' ')}</td>
@@ -116,7 +117,7 @@ export function RoutesView() {
               </thead>
               <tbody>
                 {config.ssh_hosts.map((host) => (
-                  <tr key={host.name} data-testid={`ssh-host-${host.name}`}>
+                  <tr key={host.name} data-testid={`ssh-host-${host.name}`} className={host.credential_missing ? 'attention' : undefined}>
                     <td>
                       <strong>{host.name}</strong>
                       {host.commands > 0 && <div className="muted">{host.commands} command rules</div>}
@@ -126,7 +127,10 @@ export function RoutesView() {
                         {host.user}@{host.host}:{host.port}
                       </code>
                     </td>
-                    <td>{host.credential}</td>
+                    <td>
+                      {host.credential}
+                      <MissingCredential missing={host.credential_missing} testId={`ssh-host-${host.name}-credential-missing`} />
+                    </td>
                     <td>{host.host_key}</td>
                     <td>{host.approval}</td>
                     <td>{host.lane ?? `host:${host.name}`}</td>
@@ -143,6 +147,16 @@ export function RoutesView() {
         </>
       )}
     </section>
+  );
+}
+
+/** Why a row is red: every call on it would fail until the credential is added (Credentials tab or `postern credentials add`). */
+function MissingCredential({ missing, testId }: { missing: boolean; testId: string }) {
+  if (!missing) return null;
+  return (
+    <div role="note" data-testid={testId}>
+      not in the vault: add it under Credentials
+    </div>
   );
 }
 

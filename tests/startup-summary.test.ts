@@ -1,0 +1,57 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../broker/ports/index.js';
+import { openVault } from '../broker/vault/index.js';
+import { startDaemon } from './support/postern-process.js';
+
+/** A real `postern daemon` on a data directory whose postern.yaml names one credential the vault lacks. */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-summary-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const canary = 'CANARY-summary-61d2a7';
+
+describe('postern daemon at start', () => {
+  it('prints one summary line of routes and SSH hosts loaded, naming those whose credential the vault does not hold', async () => {
+    const dataDir = mkdtempSync(path.join(scratch, 'data-'));
+    const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    await vault.init(Buffer.from('summary vault passphrase'));
+    await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs.example.test'] });
+    await vault.add({ name: 'build-key', kind: 'bearer', secret: Buffer.from(canary), bindings: ['build'] });
+    await vault.close();
+    writeFileSync(
+      path.join(dataDir, 'postern.yaml'),
+      [
+        'version: 1',
+        'routes:',
+        '  - { name: docs, base_url: "https://docs.example.test", credential: docs-token, injection: bearer }',
+        '  - { name: api, base_url: "https://api.example.test", credential: api-token, injection: header, approval: none }',
+        'ssh_hosts:',
+        '  - { name: build, host: 10.0.0.5, user: deploy, credential: build-key, host_key: accept_new, approval: session }',
+        '',
+      ].join('\n'),
+    );
+
+    const daemon = await startDaemon(dataDir);
+    try {
+      // The summary is printed before the ready event startDaemon waited for.
+      expect(daemon.process.stdoutLines.filter((line) => line.startsWith('Routes:'))).toEqual([
+        'Routes: docs (bearer, per_call), api (header, none); SSH hosts: build (session); missing credential: api',
+      ]);
+      // The daemon's own warning for the same route, on stderr as a structured line (names only).
+      expect(daemon.process.stderr).toContain('"route":"api"');
+    } finally {
+      await daemon.process.stop();
+    }
+    expect(`${daemon.process.stdout}${daemon.process.stderr}`).not.toContain(canary);
+  });
+
+  it('says none when postern.yaml is absent', async () => {
+    const daemon = await startDaemon(mkdtempSync(path.join(scratch, 'data-')));
+    try {
+      expect(daemon.process.stdoutLines).toContain('Routes: none; SSH hosts: none');
+    } finally {
+      await daemon.process.stop();
+    }
+  });
+});
