@@ -1,5 +1,7 @@
+import { statSync } from 'node:fs';
 import os from 'node:os';
 import { Option, type Command } from 'commander';
+import { CodedError } from '../contract/index.js';
 import { ensureDataDir, resolveDataDir } from '../host/index.js';
 import type { CliIo } from './cli-io.js';
 
@@ -38,4 +40,24 @@ export function prepareDataDir(options: CommonOptions, env: Env): string {
   const dataDir = resolveFromOptions(options, env);
   ensureDataDir(dataDir);
   return dataDir;
+}
+
+/**
+ * The data directory of a command that only reads or changes what is already there (vault list,
+ * remove…): a missing one is a mistyped --data-dir, not a place to create an empty vault in.
+ */
+export function existingDataDir(options: CommonOptions, env: Env): string {
+  const dataDir = resolveFromOptions(options, env);
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(dataDir).isDirectory();
+  } catch {
+    // Missing or unreadable: both mean nothing of Postern's is there for this command.
+  }
+  if (!isDirectory) {
+    throw new CodedError('INVALID_ARGUMENT', `no data directory at ${dataDir} (create one with: postern vault init --data-dir ${dataDir})`, {
+      field: '--data-dir',
+    });
+  }
+  return prepareDataDir(options, env);
 }

@@ -1,6 +1,15 @@
 import { processIo } from './cli-io.js';
 import { runCli } from './program.js';
 
+// `postern … | head -1`: a reader that stops early is the operator's choice, not a failure worth a
+// stack trace. Later writes are dropped and the command finishes with its own exit code (a daemon
+// keeps serving; the MCP relay watches its stdout itself).
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') return;
+  process.stderr.write(`postern: INTERNAL stdout: ${error.message}\n`);
+  process.exitCode = 1;
+});
+
 // The `postern` entry (bin/postern.mjs loads this through tsx). The exit code is set, not forced,
 // so pending output is flushed; a daemon resolves only after its graceful shutdown.
 process.exitCode = await runCli(process.argv.slice(2), process.env, processIo(process.env));

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { actorLabel, CodedError, Effect, ErrorCode, isMember, Outcome, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease, type Reply, secretInputFields } from '../contract/index.js';
+import { actorLabel, brokerApiSchemas, CodedError, Effect, ErrorCode, isMember, Outcome, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease, type Reply, secretInputFields } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/index.js';
 import { readProofFromTerminal } from './secret-input.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
@@ -57,21 +57,21 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     },
   );
   withDataDir(approvals.command('reject').argument('<ticket>', 'ticket number').description('Reject a ticket with a reason; it is never sent.'))
-    .requiredOption('--reason <text>', 'why (recorded in the journal)')
+    .requiredOption('--reason <text>', reasonHelp(true))
     .action(async (ticket: string, options: ReasonOptions) => {
-      const result = await call(options, 'approvals.reject', { ticket: ticketNumber(ticket), reason: options.reason ?? '' });
+      const result = await call(options, 'approvals.reject', { ticket: ticketNumber(ticket), reason: reasonText(options.reason) });
       io.out(`Ticket #${result.ticket} rejected (journal seq ${result.journal_seq}).`);
     });
   withDataDir(approvals.command('cancel').argument('<ticket>', 'ticket number').description('Cancel a ticket that has not been sent (even an approved one).'))
-    .option('--reason <text>', 'why (recorded in the journal)')
+    .option('--reason <text>', reasonHelp(false))
     .action(async (ticket: string, options: ReasonOptions) => {
-      const result = await call(options, 'approvals.cancel', { ticket: ticketNumber(ticket), ...(options.reason === undefined ? {} : { reason: options.reason }) });
+      const result = await call(options, 'approvals.cancel', { ticket: ticketNumber(ticket), ...(options.reason === undefined ? {} : { reason: reasonText(options.reason) }) });
       io.out(`Ticket #${result.ticket} cancelled (journal seq ${result.journal_seq}).`);
     });
   withDataDir(approvals.command('abandon').argument('<ticket>', 'ticket number').description('Release the lane behind a blocked head whose outcome is unknown. The outcome stays unknown.'))
-    .requiredOption('--reason <text>', 'why (recorded in the journal)')
+    .requiredOption('--reason <text>', reasonHelp(true))
     .action(async (ticket: string, options: ReasonOptions) => {
-      const result = await call(options, 'approvals.abandon', { ticket: ticketNumber(ticket), reason: options.reason ?? '' });
+      const result = await call(options, 'approvals.abandon', { ticket: ticketNumber(ticket), reason: reasonText(options.reason) });
       io.out(`Ticket #${result.ticket} abandoned; its lane moves on. Its outcome stays unknown (journal seq ${result.journal_seq}).`);
     });
 
@@ -91,14 +91,14 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     });
 
   withDataDir(actions.command('attest').argument('<action_id>', 'a dispatched action whose outcome is unknown').description("Settle an unknown outcome with your written basis (recorded as operator_attested; its lane moves on)."))
-    .requiredOption('--outcome <outcome>', 'committed or rejected (never not_attempted: it was dispatched)')
-    .requiredOption('--effect <effect>', 'committed: succeeded, failed or partial_effect; rejected: rejected or no_effect')
-    .requiredOption('--basis <text>', 'how you know (recorded in the journal and shown everywhere)')
+    .requiredOption('--outcome <outcome>', '(required) committed or rejected (never not_attempted: it was dispatched)')
+    .requiredOption('--effect <effect>', '(required) committed: succeeded, failed or partial_effect; rejected: rejected or no_effect')
+    .requiredOption('--basis <text>', `(required) how you know, 1 to ${basisCharsMax} characters (recorded in the journal and shown everywhere)`)
     .action(async (actionId: string, options: AttestOptions) => {
       const outcome = options.outcome === 'committed' || options.outcome === 'rejected' ? options.outcome : undefined;
       if (outcome === undefined) throw new CodedError('INVALID_ARGUMENT', 'must be committed or rejected', { field: '--outcome' });
       if (!isMember(Effect, options.effect)) throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Effect).join(', ')}`, { field: '--effect' });
-      const result = await call(options, 'actions.attest', { action_id: actionId, outcome, effect: options.effect, basis: options.basis });
+      const result = await call(options, 'actions.attest', { action_id: actionId, outcome, effect: options.effect, basis: boundedText(options.basis, '--basis', basisCharsMax) });
       io.out(`${actionId} (ticket #${result.ticket}) settled by your attestation: ${outcome} (journal seq ${result.journal_seq}).`);
     });
 
@@ -148,9 +148,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     },
   );
   withDataDir(sessions.command('revoke').argument('<session_id>').description('Revoke a session: new calls are refused, undispatched tickets cancelled.'))
-    .requiredOption('--reason <text>', 'why (recorded in the journal)')
+    .requiredOption('--reason <text>', reasonHelp(true))
     .action(async (sessionId: string, options: ReasonOptions) => {
-      const s = await call(options, 'sessions.revoke', { session_id: sessionId, reason: options.reason ?? '' });
+      const s = await call(options, 'sessions.revoke', { session_id: sessionId, reason: reasonText(options.reason) });
       io.out(`Session ${s.session_id} revoked.`);
     });
 
@@ -260,6 +260,27 @@ function cardLine(card: ApprovalCard): string {
   const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
   const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
   return `#${card.ticket} [${card.lane ?? 'no lane'}] ${card.text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
+}
+
+// Help and the local check read the bounds from the schemas the daemon parses with, so they cannot drift.
+const reasonCharsMax = brokerApiSchemas['approvals.reject'].input.shape.reason.maxLength ?? 0;
+const basisCharsMax = brokerApiSchemas['actions.attest'].input.shape.basis.maxLength ?? 0;
+
+function reasonHelp(required: boolean): string {
+  return `${required ? '(required) ' : ''}why, 1 to ${reasonCharsMax} characters (recorded in the journal)`;
+}
+
+function reasonText(raw: string | undefined): string {
+  return boundedText(raw ?? '', '--reason', reasonCharsMax);
+}
+
+/** Checked here so the error names the option the person typed, not the API field behind it. */
+function boundedText(raw: string, field: string, max: number): string {
+  const text = raw.trim();
+  if (text.length === 0 || text.length > max) {
+    throw new CodedError('INVALID_ARGUMENT', `must be 1 to ${max} characters, not blank (got ${text.length})`, { field });
+  }
+  return text;
 }
 
 function ticketNumber(raw: string): number {

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError } from '../contract/index.js';
-import { readDataDirStatus } from '../host/index.js';
+import { controlSocketPath, readDataDirStatus } from '../host/index.js';
 import type { CliIo } from './cli-io.js';
 import { prepareDataDir, resolveFromOptions, withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
@@ -44,6 +45,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
       // Parse errors are reported once, as coded errors, by reportError below.
       outputError: () => undefined,
     });
+  acceptDataDirAnywhere(program);
 
   withServeOptions(
     program.command('start').description('Open the desktop app if Electron and a display are available; otherwise run headless.'),
@@ -98,6 +100,18 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   }
 }
 
+/**
+ * `postern --data-dir D vault list` and `postern vault list --data-dir D` mean the same. Without
+ * positional options commander gives the program's own options to the program wherever they appear,
+ * so the value is handed to the command that runs (whose action reads its own options).
+ */
+function acceptDataDirAnywhere(program: Command): void {
+  withDataDir(program).hook('preAction', (_program, actionCommand) => {
+    const dataDir = program.getOptionValue('dataDir') as string | undefined;
+    if (dataDir !== undefined && actionCommand !== program) actionCommand.setOptionValue('dataDir', dataDir);
+  });
+}
+
 function withServeOptions(command: Command): Command {
   return withDataDir(command)
     .option('--port <port>', 'operator UI port on 127.0.0.1 (0 picks a free one)', '0')
@@ -127,15 +141,33 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
     return exitCode.ok;
   }
   const status = await readDataDirStatus(dataDir);
+  const running = await brokerAnswers(dataDir);
   if (json) {
-    io.out(JSON.stringify({ ...status, exists: true }));
+    io.out(JSON.stringify({ ...status, exists: true, broker_running: running }));
     return exitCode.ok;
   }
   const { journal, actions } = status;
   io.out(`Data directory: ${status.data_dir}`);
+  io.out(running ? 'Broker: running for this data directory' : 'Broker: not running for this data directory');
   io.out(`Journal: ${journal.state} (${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version})`);
   io.out(`Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown`);
   return exitCode.ok;
+}
+
+/**
+ * Whether a broker serves this data directory: its control socket accepts a connection. The kernel
+ * lock (broker.lock) cannot be tested from Node without taking it, and taking it even briefly could
+ * make a starting daemon fail; a connection is harmless, and a socket file left by a crash refuses.
+ */
+function brokerAnswers(dataDir: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(controlSocketPath(dataDir));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /** Resolving package.json never runs electron's index.js, which would start a download. */
@@ -168,7 +200,7 @@ function reportError(error: unknown, io: CliIo): number {
   if (error instanceof CommanderError) {
     if (error.exitCode === 0) return exitCode.ok; // --help, --version
     // Commander prints the help to stderr when no command is given; add the coded line.
-    const message = error.code === 'commander.help' ? 'a command is required: start, daemon or status' : error.message.replace(/^error:\s*/, '');
+    const message = error.code === 'commander.help' ? 'a command is required (the commands are listed above)' : error.message.replace(/^error:\s*/, '');
     io.err(`postern: INVALID_ARGUMENT ${commanderField(error)}: ${message}`);
     io.err("Run 'postern --help' for usage.");
     return exitCode.usage;

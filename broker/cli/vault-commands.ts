@@ -3,7 +3,7 @@ import { CodedError, ErrorCode, isCodedError, isMember } from '../contract/index
 import { controlSocketPath, sendControlRequest, type ControlReply, type ControlRequest } from '../host/index.js';
 import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
 import { openVault, type Vault } from '../vault/index.js';
-import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { existingDataDir, prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { passphraseFromFile, readPassphrase, readProofFromTerminal, readSecretFromStdin } from './secret-input.js';
 
 interface PassphraseOptions extends CommonOptions {
@@ -106,7 +106,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         .option('--key-passphrase-file <file>', 'kind ssh_key: a file holding the passphrase of an encrypted key (used once, not stored)'),
     ),
   ).action(async (name: string, options: AddOptions) => {
-    const dataDir = prepareDataDir(options, env);
+    const dataDir = existingDataDir(options, env);
     requireStdin(options.fromStdin);
     const kind = options.kind as CredentialKind;
     const held: (Buffer | undefined)[] = [];
@@ -145,7 +145,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         .option('--key-passphrase-file <file>', 'kind ssh_key: a file holding the passphrase of an encrypted key'),
     ),
   ).action(async (name: string, options: RotateOptions) => {
-    const dataDir = prepareDataDir(options, env);
+    const dataDir = existingDataDir(options, env);
     requireStdin(options.fromStdin);
     const keepNewline = (await describeKind(dataDir, name)) === 'ssh_key';
     const held: (Buffer | undefined)[] = [];
@@ -166,7 +166,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
   withDataDir(vault.command('list').description('List credentials: names, kinds, versions, bindings (never a secret).'))
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: ListOptions) => {
-      const dataDir = prepareDataDir(options, env);
+      const dataDir = existingDataDir(options, env);
       const { state: fileState, credentials } = await withVault(dataDir, (v) => Promise.resolve({ state: v.state(), credentials: v.list() }));
       // This process never unlocks the file; what matters is whether a running broker holds it unlocked.
       const daemon = await askDaemon(dataDir, { op: 'vault_status' });
@@ -186,7 +186,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
       .description('Remove a credential (needs no passphrase: it only takes capability away).')
       .argument('<name>', 'credential name'),
   ).action(async (name: string, options: CommonOptions) => {
-    const dataDir = prepareDataDir(options, env);
+    const dataDir = existingDataDir(options, env);
     await withVault(dataDir, (v) => v.remove(name));
     io.out(`Removed ${name}.`);
   });

@@ -1,0 +1,160 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { brokerApiSchemas } from '../broker/contract/index.js';
+import { PosternProcess, posternBin, repoRoot, startDaemon } from './support/postern-process.js';
+
+/** The operator's everyday edges of `postern`, each run as a real subprocess. */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-cli-polish-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let dirs = 0;
+const freshDir = (): string => path.join(scratch, `data-${(dirs += 1)}`);
+const existingDir = (): string => {
+  const dir = freshDir();
+  mkdirSync(dir, { mode: 0o700 });
+  return dir;
+};
+
+async function run(args: readonly string[]) {
+  const proc = new PosternProcess(args);
+  const exit = await proc.exitWithin();
+  return { code: exit.code, stdout: proc.stdout, stderr: proc.stderr };
+}
+
+/** Help text with commander's column wrapping undone, so a phrase can be matched whole. */
+async function helpOf(args: readonly string[]): Promise<string> {
+  const result = await run([...args, '--help']);
+  expect(result.code).toBe(0);
+  return result.stdout.replace(/\s+/g, ' ');
+}
+
+const stackTrace = /\n\s+at .+:\d+:\d+/;
+
+describe.concurrent('stdout closed early (postern … | head -1)', () => {
+  it.each<[string, string[]]>([
+    ['help', ['--help']],
+    ['status', ['status', '--data-dir', path.join(scratch, 'never-made')]],
+  ])('exits 0 with nothing on stderr for %s', async (_what, args) => {
+    // The read end is closed before the child writes, so its first write fails with EPIPE every time.
+    const child = spawn(process.execPath, [posternBin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+});
+
+describe.concurrent('postern with no command', () => {
+  it('lists every command, then one coded line, and no stack trace', async () => {
+    const result = await run([]);
+    expect(result.code).toBe(2);
+    for (const command of ['start', 'daemon', 'status', 'vault', 'audit', 'mcp', 'approvals', 'actions', 'sessions', 'activity', 'metrics']) {
+      expect(result.stderr).toMatch(new RegExp(`^  ${command} `, 'm'));
+    }
+    expect(result.stderr).toContain('postern: INVALID_ARGUMENT command: a command is required (the commands are listed above)');
+    expect(result.stderr).not.toMatch(stackTrace);
+  });
+});
+
+describe.concurrent('--data-dir anywhere on the command line', () => {
+  it.each<[string, (dir: string) => string[]]>([
+    ['before the command', (dir) => ['--data-dir', dir, 'status', '--json']],
+    ['after the command', (dir) => ['status', '--json', '--data-dir', dir]],
+  ])('status reads the same directory with it %s', async (_where, args) => {
+    const dir = existingDir();
+    const result = await run(args(dir));
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ data_dir: dir, exists: true });
+  });
+
+  it.each<[string, (dir: string) => string[]]>([
+    ['before the group', (dir) => ['--data-dir', dir, 'vault', 'list']],
+    ['between the group and its command', (dir) => ['vault', '--data-dir', dir, 'list']],
+    ['after the command', (dir) => ['vault', 'list', '--data-dir', dir]],
+  ])('vault list uses it %s', async (_where, args) => {
+    const dir = freshDir();
+    const result = await run(args(dir));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --data-dir: no data directory at ${dir}`);
+  });
+});
+
+describe.concurrent('required texts: help and validation agree', () => {
+  const reasonMax = brokerApiSchemas['approvals.reject'].input.shape.reason.maxLength;
+  const basisMax = brokerApiSchemas['actions.attest'].input.shape.basis.maxLength;
+
+  it.each([['approvals', 'reject'], ['approvals', 'abandon'], ['sessions', 'revoke']])('%s %s marks --reason required with the schema limit', async (...command) => {
+    expect(await helpOf(command)).toContain(`--reason <text> (required) why, 1 to ${reasonMax} characters`);
+  });
+
+  it('approvals cancel offers --reason without marking it required', async () => {
+    const help = await helpOf(['approvals', 'cancel']);
+    expect(help).toContain(`--reason <text> why, 1 to ${reasonMax} characters`);
+  });
+
+  it('actions attest marks --outcome, --effect and --basis required, with the basis limit', async () => {
+    const help = await helpOf(['actions', 'attest']);
+    expect(help).toContain('--outcome <outcome> (required)');
+    expect(help).toContain('--effect <effect> (required)');
+    expect(help).toContain(`--basis <text> (required) how you know, 1 to ${basisMax} characters`);
+  });
+
+  it.each<[string, string[]]>([
+    ['a blank reason', ['approvals', 'reject', '1', '--reason', '   ']],
+    ['a reason one over the limit', ['sessions', 'revoke', 's-1', '--reason', 'r'.repeat((reasonMax ?? 0) + 1)]],
+  ])('refuses %s naming --reason, before asking any broker', async (_what, args) => {
+    const dir = freshDir();
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --reason: must be 1 to ${reasonMax} characters`);
+    expect(() => statSync(dir)).toThrow();
+  });
+
+  it('refuses a missing --reason naming it', async () => {
+    const result = await run(['approvals', 'abandon', '1']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('postern: INVALID_ARGUMENT --reason:');
+  });
+});
+
+describe.concurrent('postern status says whether a broker is running', () => {
+  it('says not running for a directory with no broker', async () => {
+    const dir = existingDir();
+    const text = await run(['status', '--data-dir', dir]);
+    expect(text.stdout).toContain('Broker: not running for this data directory');
+    const json = await run(['status', '--data-dir', dir, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false });
+  });
+
+  it('says running while a daemon serves the directory, and not running after it stops', async () => {
+    const dir = freshDir();
+    const daemon = await startDaemon(dir);
+    try {
+      const text = await run(['status', '--data-dir', dir]);
+      expect(text.stdout).toContain('Broker: running for this data directory');
+      const json = await run(['status', '--json', '--data-dir', dir]);
+      expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: true });
+    } finally {
+      expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
+    }
+    expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({ broker_running: false });
+  });
+});
+
+describe.concurrent('vault commands on a data directory that does not exist', () => {
+  it.each<[string, string[]]>([
+    ['list', ['vault', 'list']],
+    ['remove', ['vault', 'remove', 'github']],
+  ])('vault %s says so naming --data-dir and creates nothing', async (_what, args) => {
+    const dir = freshDir();
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --data-dir: no data directory at ${dir}`);
+    expect(result.stdout).toBe('');
+    expect(() => statSync(dir)).toThrow();
+  });
+});
