@@ -77,7 +77,8 @@ export function isLauncherArgv(argv: readonly string[]): boolean {
   return (shell === 'sh' || shell === 'dash' || shell === 'bash') && argv[1] === '-c' && /\bpostern\b.*\bmcp\b/.test(argv[2] ?? '');
 }
 
-function argvOf(pid: number, procRoot: string): string[] {
+/** A process's argv from /proc (empty when it is gone or unreadable). */
+export function argvOf(pid: number, procRoot: string): string[] {
   try {
     return readFileSync(`${procRoot}/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
   } catch {

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { Socket } from 'node:net';
-import { parseProcStat, readPeerCredentials } from '../agent/index.js';
+import { argvOf, isLauncherArgv, isShimArgv, parseProcStat, readPeerCredentials } from '../agent/index.js';
 import { CodedError, type SessionState } from '../contract/index.js';
 
 /** Ancestor chains are short; a cycle or a very deep tree stops here. */
@@ -110,35 +109,15 @@ export function ancestry(pid: number, procRoot = '/proc'): Set<ProcessKey> {
  */
 function agentsBehind(pid: number, startTime: string, procRoot: string): ProcessKey[] {
   const stat = readStat(pid, procRoot);
-  if (stat === undefined || stat.startTime !== startTime || !isShim(argvOf(pid, procRoot))) return [];
+  if (stat === undefined || stat.startTime !== startTime || !isShimArgv(argvOf(pid, procRoot))) return [];
   let current = stat.ppid;
   for (let i = 0; i < ancestorsMax && current > 1; i += 1) {
     const parent = readStat(current, procRoot);
     if (parent === undefined) return [];
-    if (!isLauncher(argvOf(current, procRoot))) return [`${current}:${parent.startTime}`];
+    if (!isLauncherArgv(argvOf(current, procRoot))) return [`${current}:${parent.startTime}`];
     current = parent.ppid;
   }
   return [];
-}
-
-function isShim(argv: readonly string[]): boolean {
-  return argv.includes('mcp') && argv.some((arg) => /(^|\/)postern(\.mjs)?$/.test(arg));
-}
-
-/** npx / `npm exec` (as themselves or as node running their CLI script), and the `sh -c` they run. */
-function isLauncher(argv: readonly string[]): boolean {
-  const names = argv.slice(0, 2).map((arg) => path.basename(arg));
-  if (names.some((n) => n === 'npx' || n === 'npm' || n === 'npx-cli.js' || n === 'npm-cli.js')) return true;
-  const shell = names[0];
-  return (shell === 'sh' || shell === 'dash' || shell === 'bash') && argv[1] === '-c' && /\bpostern\b.*\bmcp\b/.test(argv[2] ?? '');
-}
-
-function argvOf(pid: number, procRoot: string): string[] {
-  try {
-    return readFileSync(`${procRoot}/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
-  } catch {
-    return [];
-  }
 }
 
 function alive(key: ProcessKey, procRoot: string): boolean {

@@ -1,10 +1,11 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { actorLabel, agentToolReplySchema, CodedError, isCodedError, type AgentToolName, type ConfigPending } from '../contract/index.js';
 import { configBytesMax, diffConfigs, emptyConfig, parseConfig, readConfigText, type PosternConfig } from '../config/index.js';
 import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
+import { writeAtomically } from './write-atomically.js';
 
 /** The last accepted configuration lives here, beside the journal: `<dataDir>/config/accepted.json`. */
 export const acceptedConfigDirName = 'config';
@@ -337,28 +338,4 @@ function untrustedAnswer(field: string): ToolAnswer {
     error: { code: 'CONFIG_UNTRUSTED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message, field },
   });
   return { isError: true, structured, text: `CONFIG_UNTRUSTED: ${message}` };
-}
-
-/** Temp file, fsync, rename, then fsync the directory: the copy is either the old one or the new one, whole. */
-function writeAtomically(file: string, text: string): void {
-  const dir = path.dirname(file);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } catch (error) {
-    closeSync(fd);
-    rmSync(temp, { force: true });
-    throw error;
-  }
-  closeSync(fd);
-  renameSync(temp, file);
-  const dirFd = openSync(dir, 'r');
-  try {
-    fsyncSync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
 }

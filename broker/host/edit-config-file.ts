@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { isMap, isSeq, parseDocument, type Document } from 'yaml';
 import { CodedError, type ConfigEdit } from '../contract/index.js';
 import { configBytesMax, parseConfig } from '../config/index.js';
+import { writeAtomically } from './write-atomically.js';
 
 /** What the file says after an edit: the names that the next start will load. */
 export interface EditedConfig {
@@ -96,19 +95,4 @@ function remove(doc: Document, section: 'routes' | 'ssh_hosts', name: string): v
   const index = seq?.items.findIndex((item) => isMap(item) && item.get('name') === name) ?? -1;
   if (seq === undefined || index < 0) throw new CodedError('NOT_FOUND', `no ${section === 'routes' ? 'route' : 'SSH host'} named ${name} in the file`, { field: 'name' });
   seq.delete(index);
-}
-
-function writeAtomically(file: string, text: string): void {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } catch (error) {
-    closeSync(fd);
-    rmSync(temp, { force: true });
-    throw error;
-  }
-  closeSync(fd);
-  renameSync(temp, file);
 }
