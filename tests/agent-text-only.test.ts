@@ -1,16 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerJsonMarker } from '../broker/agent/answer-text.js';
-import { systemClock } from '../broker/ports/index.js';
-import { openVault } from '../broker/vault/index.js';
-import { posternBin, repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
+import { posternBin, repoRoot } from './support/postern-process.js';
 
 /**
  * An agent that reads only `content[0].text`, through `postern mcp` against a real daemon (real vault,
@@ -20,42 +14,26 @@ import { posternBin, repoRoot, startDaemon, type RunningDaemon } from './support
  * against its outputSchema.
  */
 const canary = 'CANARY-text-only-4f2a';
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'ptext-'));
-let target: Server;
-let daemon: RunningDaemon;
+let running: BearerRouteDaemon;
 let client: Client;
 
 beforeAll(async () => {
-  const dataDir = path.join(scratch, 'data');
-  mkdirSync(dataDir, { mode: 0o700 });
-  const passphrase = 'text-only passphrase (test only)';
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs', '127.0.0.1'] });
-  await vault.close();
-  const passphraseFile = path.join(scratch, 'pass');
-  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
-  target = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ path: req.url, note: 'line one\nline two', echoed: req.headers.authorization ?? null }));
+  running = await startBearerRouteDaemon({
+    prefix: 'ptext-',
+    canary,
+    respond: (req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ path: req.url, note: 'line one\nline two', echoed: req.headers.authorization ?? null }));
+    },
   });
-  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-  const port = (target.address() as AddressInfo).port;
-  writeFileSync(
-    path.join(dataDir, 'postern.yaml'),
-    ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: none', ''].join('\n'),
-  );
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
   client = new Client({ name: 'text-only-agent', version: '1' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', dataDir], cwd: repoRoot, stderr: 'pipe' }));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', running.dataDir], cwd: repoRoot, stderr: 'pipe' }));
   await client.listTools();
 }, 60_000);
 
 afterAll(async () => {
   await client?.close().catch(() => undefined);
-  await daemon?.process.stop('SIGTERM');
-  await new Promise<void>((resolve) => target?.close(() => resolve()));
-  rmSync(scratch, { recursive: true, force: true });
+  await running?.stop();
 });
 
 /** All a text-only client has: the text block, and the JSON it carries after the marker line. */

@@ -1,14 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
-import { openVault } from '../broker/vault/index.js';
-import { posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
+import { posternBin } from './support/postern-process.js';
 
 /**
  * The MCP inspector's CLI — a client nobody here wrote — lists and calls every tool through `postern mcp`
@@ -18,40 +14,27 @@ import { posternBin, startDaemon, type RunningDaemon } from './support/postern-p
 const require = createRequire(import.meta.url);
 const inspectorBin = path.join(path.dirname(require.resolve('@modelcontextprotocol/inspector/package.json')), 'cli', 'build', 'cli.js');
 const canary = 'CANARY-inspector-7d1e';
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'pinsp-'));
-const dataDir = path.join(scratch, 'data');
-const elsewhere = path.join(scratch, 'elsewhere');
 const inspectorWaitMs = 30_000;
-let target: Server;
-let daemon: RunningDaemon;
+let running: BearerRouteDaemon;
+let dataDir = '';
+let elsewhere = '';
 
 beforeAll(async () => {
-  mkdirSync(dataDir, { mode: 0o700 });
-  mkdirSync(elsewhere);
-  const passphrase = 'inspector passphrase (test only)';
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs', '127.0.0.1'] });
-  await vault.close();
-  const passphraseFile = path.join(scratch, 'pass');
-  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
-  target = createServer((req, res) => {
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ path: req.url, echoed: req.headers.authorization ?? null }));
+  running = await startBearerRouteDaemon({
+    prefix: 'pinsp-',
+    canary,
+    respond: (req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ path: req.url, echoed: req.headers.authorization ?? null }));
+    },
   });
-  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-  const port = (target.address() as AddressInfo).port;
-  writeFileSync(
-    path.join(dataDir, 'postern.yaml'),
-    ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: none', ''].join('\n'),
-  );
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  dataDir = running.dataDir;
+  elsewhere = path.join(running.scratch, 'elsewhere');
+  mkdirSync(elsewhere);
 }, 60_000);
 
 afterAll(async () => {
-  await daemon?.process.stop('SIGTERM');
-  await new Promise<void>((resolve) => target?.close(() => resolve()));
-  rmSync(scratch, { recursive: true, force: true });
+  await running?.stop();
 });
 
 /** One inspector run (`--cli`, stdio transport through the shim); its stdout is the method's JSON result. */

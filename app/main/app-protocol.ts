@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { contentSecurityPolicy, securityHeaders } from '../../broker/host/index.js';
 
 /**
  * The renderer is served from `app://postern/…`, a custom privileged scheme, not from `file://`:
@@ -37,20 +38,14 @@ export const appSchemePrivileges = {
   },
 } as const;
 
-/** The policy the built page's meta tag carries, plus frame-ancestors, which only a header can set. */
-export const appContentSecurityPolicy =
-  "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+/**
+ * The policy the built page's meta tag carries, plus frame-ancestors, which only a header can set: the same
+ * policy and headers the headless operator host sends, so the page runs under one policy wherever it is served.
+ */
+export const appContentSecurityPolicy = contentSecurityPolicy;
 
 /** Sent on every response, refusals included. */
-export const appSecurityHeaders: Readonly<Record<string, string>> = {
-  'Content-Security-Policy': appContentSecurityPolicy,
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-  'Cache-Control': 'no-store',
-};
+export const appSecurityHeaders: Readonly<Record<string, string>> = securityHeaders;
 
 /** A closed set: a file of any other kind (source maps, a stray binary) is not served. */
 export const appContentTypes: Readonly<Record<string, string>> = {

@@ -1,5 +1,5 @@
 import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { loadNativeAddon } from './native-addon.js';
 import path from 'node:path';
 import { CodedError } from '../contract/index.js';
 
@@ -41,7 +41,7 @@ export interface LockAddon {
  * Fails closed: without the addon there is no kernel lock, and a broker that cannot prove it is
  * alone must not recover anything.
  */
-export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadAddon()): DataDirLock {
+export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadNativeAddon()): DataDirLock {
   const lockFile = lockFunction(addon);
   // 0700 like the journal's own mkdir; ensureDataDir (data-dir.ts) has already vetted an existing one.
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -152,13 +152,6 @@ function lockFunction(addon: LockAddon | Error): (fd: number) => boolean {
   return (fd) => lockFile(fd) === true;
 }
 
-function loadAddon(): LockAddon | Error {
-  try {
-    return createRequire(import.meta.url)('postern-peercred') as LockAddon;
-  } catch (error) {
-    return error instanceof Error ? error : new Error(String(error));
-  }
-}
 
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;

@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { loadNativeAddon } from './native-addon.js';
 
 /**
  * What hardening left this process as, read back from the kernel. `hardened` is true only when the
@@ -28,7 +28,7 @@ let done: ProcessHardening | undefined;
  * the caller warns (`describeHardening`), because refusing to start would not make the secret safer.
  */
 export function hardenProcess(): ProcessHardening {
-  done ??= hardenWith(loadAddon());
+  done ??= hardenWith(loadNativeAddon());
   return done;
 }
 
@@ -58,13 +58,6 @@ export function describeHardening(result: ProcessHardening): string {
   );
 }
 
-function loadAddon(): HardeningAddon | Error {
-  try {
-    return createRequire(import.meta.url)('postern-peercred') as HardeningAddon;
-  } catch (error) {
-    return error instanceof Error ? error : new Error(String(error));
-  }
-}
 
 function notHardened(reason: string): ProcessHardening {
   return { hardened: false, dumpable: null, coreLimit: null, reason };

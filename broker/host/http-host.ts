@@ -74,7 +74,8 @@ export const operatorHttpLimits: Readonly<OperatorHttpLimits> = {
 export const contentSecurityPolicy =
   "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-const securityHeaders: Readonly<Record<string, string>> = {
+/** Every answer of an operator surface, refusals included (the desktop's app:// handler sends the same). */
+export const securityHeaders: Readonly<Record<string, string>> = {
   'Content-Security-Policy': contentSecurityPolicy,
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',

@@ -18,7 +18,7 @@ export type { VaultKeyProtection, VaultKeyProtector } from '../ports/index.js';
 export type { OperatorBroker } from './operator-broker.js';
 export { resolveDataDir, ensureDataDir, type DataDirInputs } from './data-dir.js';
 export { startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpHostOptions } from './http-host.js';
-export { contentSecurityPolicy } from './http-host.js';
+export { contentSecurityPolicy, securityHeaders } from './http-host.js';
 export {
   controlSocketFileName,
   controlSocketPath,
