@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,7 +13,7 @@ import { repoRoot } from './support/postern-process.js';
  * find it, so this test can fail) and the real `postern daemon` (the attack must be refused).
  *
  * Root has CAP_SYS_PTRACE, which ignores dumpable, so under root the attacker drops to nobody
- * (65534) with a data dir, HOME and TMPDIR (tsx's cache) of its own.
+ * (65534) with a data dir, HOME and TMPDIR (tsx's cache) of its own (see attackerCommand).
  */
 const linux = process.platform === 'linux';
 const runningAsRoot = process.getuid?.() === 0;
@@ -70,13 +70,29 @@ function attackerHome(uid: number): { home: string; dataDir: string; tmp: string
   return { home, dataDir: path.join(home, 'data'), tmp };
 }
 
+/**
+ * Under root the checkout may sit below a directory nobody cannot enter (a CI clone in a 0700 mktemp folder).
+ * So the attacker runs in a private mount namespace where the checkout is bind-mounted at a path under a 0755
+ * directory, and drops to nobody there (setpriv: uid and gid 65534, no groups, no capabilities). The same
+ * path is taken whether or not the checkout's own path is reachable, so what CI runs is what runs here.
+ */
+function attackerCommand(home: string, dataDir: string): { file: string; args: string[] } {
+  if (!runningAsRoot) return { file: process.execPath, args: [attackerScript, repoRoot, dataDir] };
+  const mountPoint = path.join(home, 'checkout');
+  mkdirSync(mountPoint, { mode: 0o755 });
+  const script = 'mount --bind "$1" "$2" && cd "$3" && exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$4" "$2/tests/support/memory-attacker.mjs" "$2" "$5"';
+  return { file: 'unshare', args: ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', repoRoot, mountPoint, home, process.execPath, dataDir] };
+}
+
 async function runAttacker(): Promise<AttackReport> {
   const uid = runningAsRoot ? nobody : (process.getuid?.() ?? nobody);
   const { home, dataDir, tmp } = attackerHome(uid);
-  const child = spawn(process.execPath, [attackerScript, repoRoot, dataDir], {
-    cwd: repoRoot,
+  // The attacker's home must be enterable by nobody wherever os.tmpdir() is.
+  if (runningAsRoot) chmodSync(home, 0o755);
+  const command = attackerCommand(home, dataDir);
+  const child = spawn(command.file, command.args, {
+    cwd: home,
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, TMPDIR: tmp },
-    ...(runningAsRoot ? { uid: nobody, gid: nobody } : {}),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
