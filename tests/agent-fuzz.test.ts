@@ -15,6 +15,7 @@ import { replayJournal } from '../broker/testing/replay-journal.js';
 import { readStateTables } from '../broker/testing/state-tables.js';
 import { openVault } from '../broker/vault/index.js';
 import { startDaemon } from './support/postern-process.js';
+import { acceptConfigAsPerson } from './support/accepted-config.js';
 
 /**
  * Thousands of malformed and hostile MCP messages against a running daemon (real process, real
@@ -49,6 +50,7 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
       path.join(dataDir, 'postern.yaml'),
       ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: open', `    base_url: http://127.0.0.1:${port}`, '    credential: fuzz-token', '    injection: bearer', '    approval: none', ''].join('\n'),
     );
+    await acceptConfigAsPerson(dataDir, passphraseFile);
     const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     const socketPath = path.join(dataDir, 'agent', 'postern.sock');
     let stopped = false;

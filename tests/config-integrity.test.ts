@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,9 +28,10 @@ let evil: ArrivalLogServer;
 let daemon: RunningDaemon | undefined;
 let agent: DrillAgent | undefined;
 
-const routesYaml = (port: number, approval: string): string =>
+const routesYaml = (port: number, approval: string, options: { unattended?: boolean } = {}): string =>
   [
     'version: 1',
+    ...(options.unattended === true ? ['operator:', '  unattended_decisions: true'] : []),
     'agents:',
     '  session_approval: observe',
     'routes:',
@@ -87,11 +88,28 @@ afterAll(async () => {
 }, 30_000);
 
 describe('when the agent edits postern.yaml between two starts', () => {
-  it('the first start trusts the file on first use and seals it at the unlock', async () => {
+  it('the first start, with credentials in the vault and no accepted copy, refuses every route until a person accepts the whole file; then it is in force at once', async () => {
     await startAndUnlock();
-    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, accepted: { how: 'first_use' } });
+    const refused = await send('cfg-before-acceptance');
+    expect(refused.structuredContent?.error).toMatchObject({ code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' });
+    expect(home.arrivals).toEqual([]);
+    const pending = await callOperator(dataDir, 'config.pending', {});
+    expect(pending).toMatchObject({ trust: 'untrusted', accepted: null, accept_applies: 'now', untrusted_reason: expect.stringMatching(/no accepted copy/) });
+    expect(pending.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
+    const digest = pending.change?.digest ?? '';
+    await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
+    expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'now' });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, restart_needed: false, accepted: { how: 'accepted' } });
+
+    // In force without a restart: per_call, so a card waits for a person; approved, it goes to the accepted host.
+    const reply = send('cfg-first-accepted');
+    const [card] = (await waitFor(() => callOperator(dataDir, 'approvals.list', {}), (r) => r.cards.length === 1, 'the card')).cards;
+    if (card === undefined) throw new Error('no card');
+    await decide('approvals.approve', { ticket: card.ticket });
+    expect((await reply).structuredContent?.error).toBeUndefined();
+    expect(home.markers()).toEqual(['cfg-first-accepted']);
     await stop();
-  }, 60_000);
+  }, 90_000);
 
   it('the next start keeps the accepted route (per_call, the old host), shows the change, and the agent server receives nothing', async () => {
     writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none'));
@@ -151,6 +169,26 @@ describe('when the agent edits postern.yaml between two starts', () => {
     const pending = await callOperator(dataDir, 'config.pending', {});
     expect(pending).toMatchObject({ trust: 'untrusted', untrusted_reason: expect.stringMatching(/MAC/) });
     expect(pending.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
+    await stop();
+  }, 60_000);
+
+  it('deleting the accepted copy does not bring first use back: the agent file waits for a person, its opt-out is not honoured, and nothing is sealed', async () => {
+    const file = path.join(dataDir, 'config', 'accepted.json');
+    rmSync(file);
+    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none', { unattended: true }));
+    const before = { home: home.arrivals.length, evil: evil.arrivals.length };
+    await startAndUnlock();
+    const reply = await send('cfg-deleted-copy');
+    expect(reply.structuredContent?.error).toMatchObject({ code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' });
+    expect({ home: home.arrivals.length, evil: evil.arrivals.length }).toEqual(before);
+    const pending = await callOperator(dataDir, 'config.pending', {});
+    expect(pending).toMatchObject({ trust: 'untrusted', accepted: null, accept_applies: 'now' });
+    expect(pending.change?.routes).toEqual([
+      expect.objectContaining({ name: 'docs', change: 'added', fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]) }),
+    ]);
+    // The file's own opt-out would let the agent accept it without a person: refused, and the unlock sealed nothing.
+    await expect(callOperator(dataDir, 'config.accept', { digest: pending.change?.digest ?? '' })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
+    expect(existsSync(file)).toBe(false);
     await stop();
   }, 60_000);
 });

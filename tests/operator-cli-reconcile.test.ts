@@ -8,6 +8,7 @@ import { openVault } from '../broker/vault/index.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { op } from './support/drill.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { acceptConfigAsPerson } from './support/accepted-config.js';
 
 /**
  * `postern actions reconcile` end to end: a real daemon, a real agent process whose keyed POST
@@ -75,6 +76,7 @@ describe('postern actions reconcile against a running daemon', () => {
         '',
       ].join('\n'),
     );
+    await acceptConfigAsPerson(dataDir, passphraseFile);
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     agent = await DrillAgent.start(dataDir, 'reco-agent');
   }, 90_000);

@@ -12,6 +12,7 @@ import { openVault, type KdfStrength } from '../broker/vault/index.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { runOnTerminal } from './support/operator-terminal.js';
 import { posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { acceptConfigAsPerson } from './support/accepted-config.js';
 
 /**
  * "Only a person decides" (issue 14), performed as the attacker would against a real daemon: a
@@ -64,6 +65,7 @@ async function openRig(name: string, options: { unattended: boolean; kdf: KdfStr
       '',
     ].join('\n'),
   );
+  await acceptConfigAsPerson(dataDir, passphraseFile);
   const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
   const agent = await DrillAgent.start(dataDir, `${name}-agent`);
   return {

@@ -21,6 +21,7 @@ import {
   windowsFound,
   type Needle,
 } from './support/secret-forms.js';
+import { acceptConfigAsPerson } from './support/accepted-config.js';
 
 /**
  * Issue 13, the attack suite: a hostile agent steers a reflecting remote (broker/testing/
@@ -421,6 +422,7 @@ function collectFiles(dir: string): void {
 async function runAll(): Promise<void> {
   remote = await ReflectingRemote.start();
   const passphraseFile = await prepareDataDir(remote.port);
+  await acceptConfigAsPerson(dataDir, passphraseFile);
   daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
   client = new Client({ name: 'secret-reflection', version: '1' });
   const args = [posternBin, 'mcp', '--data-dir', dataDir];

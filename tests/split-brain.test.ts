@@ -13,6 +13,7 @@ import { laneCards, op, waitFor } from './support/drill.js';
 import { HoldingProxy } from './support/holding-proxy.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
 import { waitForCount, within } from './support/recovery-rig.js';
+import { acceptConfigAsPerson } from './support/accepted-config.js';
 
 /**
  * Issue 14, "split brain": a live broker that does not answer (SIGSTOP here; a same-user process
@@ -57,6 +58,7 @@ async function prepare(logPort: number, proxyPort: number): Promise<void> {
   ];
   const yaml = ['version: 1', 'agents:', '  session_approval: observe', 'routes:', ...route('docs', logPort, 'per_call'), ...route('now', proxyPort, 'none'), ''];
   writeFileSync(path.join(dataDir, 'postern.yaml'), yaml.join('\n'));
+  await acceptConfigAsPerson(dataDir, passphraseFile);
 }
 
 async function daemon(): Promise<RunningDaemon> {

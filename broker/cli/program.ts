@@ -17,6 +17,7 @@ import { registerAuditCommands } from './audit-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
 import { registerAgentConfigCommand } from './agent-config.js';
 import { registerOperatorCommands } from './operator-commands.js';
+import { registerConfigCommands } from './config-commands.js';
 import { passphraseFromFile } from './secret-input.js';
 
 /** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
@@ -91,6 +92,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   registerMcpCommand(program, context);
   registerAgentConfigCommand(program, context);
   registerOperatorCommands(program, context);
+  registerConfigCommands(program, context);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

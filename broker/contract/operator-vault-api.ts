@@ -154,8 +154,9 @@ export type ConfigEntryChange = z.infer<typeof configEntryChangeSchema>;
 
 /**
  * Whether the configuration in force can be trusted (docs/config.md): `first_use` until the first
- * unlock accepts it, `unverified` while the vault is locked (its MAC needs the vault's key),
- * `verified`, or `untrusted` (the accepted copy failed its check: every route refused).
+ * unlock accepts it (only while the vault holds no credentials), `unverified` while the vault is
+ * locked (its MAC needs the vault's key), `verified`, or `untrusted` (the accepted copy failed its
+ * check, or there is none while the vault holds credentials: every route refused).
  */
 export const configTrustSchema = z.enum(['first_use', 'unverified', 'verified', 'untrusted']);
 
@@ -167,6 +168,11 @@ export const configPendingSchema = z.object({
   accepted: z.object({ at_ms: z.number().int(), by: z.string().max(300), how: z.enum(['first_use', 'accepted', 'edited']), digest: z.string() }).nullable(),
   /** True when an acceptance made during this run applies only at the next start. */
   restart_needed: z.boolean(),
+  /**
+   * What accepting the change shown would do: `now` when no configuration was ever accepted with credentials in the
+   * vault and the file is exactly the one this run loaded (it is already in force, only refused); else `next_start`.
+   */
+  accept_applies: z.enum(['now', 'next_start']),
   /** postern.yaml as it is now, against the last accepted configuration; null when they are the same (and trusted). */
   change: z
     .object({
@@ -221,6 +227,6 @@ export const vaultApiSchemas = {
   'config.pending': { input: z.strictObject({}), output: configPendingSchema },
   'config.accept': {
     input: z.strictObject({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'the digest config.pending showed: sha256: and 64 hex digits') }),
-    output: z.object({ digest: z.string(), applies: z.literal('next_start') }),
+    output: z.object({ digest: z.string(), applies: z.enum(['now', 'next_start']) }),
   },
 } as const;

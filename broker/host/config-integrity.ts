@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { actorLabel, agentToolReplySchema, CodedError, isCodedError, type AgentToolName, type ConfigPending } from '../contract/index.js';
-import { configBytesMax, diffConfigs, emptyConfig, parseConfig, readConfigText, type PosternConfig } from '../config/index.js';
+import { configBytesMax, configFileName, diffConfigs, emptyConfig, parseConfig, readConfigText, type PosternConfig } from '../config/index.js';
 import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
 import { writeAtomically } from './write-atomically.js';
 
@@ -53,7 +53,9 @@ export interface ConfigIntegrityOptions {
  * Postern is never applied by itself: the broker runs on the last configuration a person accepted,
  * kept in <dataDir>/config/accepted.json with a MAC under a key the vault wraps, and shows the
  * difference as a card a person accepts (applied at the next start). Without an accepted copy the
- * file is trusted on first use and sealed at the first unlock. An accepted copy that fails its MAC
+ * file is trusted on first use and sealed at the first unlock — only while the vault holds no
+ * credentials; with credentials, the whole file is a card and nothing is sent until a person accepts
+ * it (then it applies at once). An accepted copy that fails its MAC
  * refuses every route and host (CONFIG_UNTRUSTED) until a person accepts a configuration again.
  */
 export interface ConfigIntegrity {
@@ -64,8 +66,8 @@ export interface ConfigIntegrity {
   attach(vault: CredentialVault): void;
   /** The card: the file as it is now against the last accepted configuration. */
   pending(): ConfigPending;
-  /** A person accepts the file whose digest the card showed; it applies at the next start. */
-  accept(digest: string, actor: OperatorActor): { digest: string; applies: 'next_start' };
+  /** A person accepts the file whose digest the card showed; it applies at the next start (at once for a first acceptance of the file in force). */
+  accept(digest: string, actor: OperatorActor): { digest: string; applies: 'now' | 'next_start' };
   /** For config.edit: throws CONFIG_PENDING when `text` (the file as read for the edit) holds an unaccepted change. */
   assertNothingPending(text: string): void;
   /** config.edit wrote `text`: a person's edit is that person's acceptance. */
@@ -97,6 +99,12 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
   /** Accepted by a person (or on first use) while locked: sealed at the next unlock. */
   let unsealed: { text: string; by: string; how: AcceptedHow } | undefined;
   let acceptedThisRun = false;
+  /**
+   * No accepted copy, yet the vault holds credentials: the copy was deleted (or credentials came before the first
+   * start). First use would let whoever wrote the file decide where those secrets go, so nothing is sent until a
+   * person accepts the file as it was loaded; that acceptance applies at once (it is the configuration in force).
+   */
+  let awaitingFirstAcceptance = false;
   let vault: CredentialVault | undefined;
 
   if (stored.kind === 'none') {
@@ -129,8 +137,19 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     latest = { text, config: text === '' ? emptyConfig(start.file) : parseConfig(text, start.file), meta: { at_ms: record.accepted_at_ms, by, how } };
   };
 
+  /** First use is for a vault with nothing in it to steal; with credentials, the file waits for a person. */
+  const refuseFirstUseWithCredentials = (v: CredentialVault): void => {
+    if (trust !== 'first_use' || v.list().length === 0) return;
+    trust = 'untrusted';
+    awaitingFirstAcceptance = true;
+    untrustedReason = 'there is no accepted copy of postern.yaml while the vault holds credentials: a person accepts the file before anything is sent';
+    unsealed = undefined;
+    logger?.warn('no accepted configuration while the vault holds credentials: every route is refused until a person accepts postern.yaml');
+  };
+
   const onUnlocked = (): void => {
     if (vault === undefined) return;
+    refuseFirstUseWithCredentials(vault);
     if (trust === 'unverified' && stored.kind === 'record') {
       if (macHolds(vault, stored.record)) {
         trust = 'verified';
@@ -163,6 +182,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     trust: () => trust,
     attach(v) {
       vault = v;
+      refuseFirstUseWithCredentials(v);
       v.onUnlock(onUnlocked);
       if (v.state() === 'unlocked') onUnlocked();
     },
@@ -176,6 +196,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         accepted: accepted === null ? null : { ...accepted, digest: digestOf(latest.text) },
         // An untrusted run refuses everything until it restarts on the copy a person just accepted.
         restart_needed: acceptedThisRun && (trust === 'untrusted' || digestOf(latest.text) !== digestOf(inForceText)),
+        accept_applies: awaitingFirstAcceptance && digestOf(text) === digestOf(inForceText) ? ('now' as const) : ('next_start' as const),
       };
       if (now.problem === undefined && !changePending(text)) return { ...base, change: null };
       const change = { file: start.file, digest: digestOf(text), routes: [], ssh_hosts: [], settings: [], invalid: now.problem ?? null };
@@ -196,12 +217,17 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       if (actor.auth === 'unattended_opt_out' && trust === 'untrusted') {
         throw new CodedError('OPERATOR_PROOF_REQUIRED', 'the accepted configuration is untrusted: only a person can accept one now', { field: 'proof' });
       }
-      const now = readConfigText(readOptions);
-      const text = now.text ?? '';
-      if (digestOf(text) !== digest) throw new CodedError('DECISION_CONFLICT', 'postern.yaml changed since that card was read; nothing was accepted, look again', { field: 'digest' });
-      if (now.text !== undefined) parseConfig(now.text, now.file);
+      const text = fileToAccept(readOptions, digest);
       seal(text, actorLabel(actor), 'accepted');
       acceptedThisRun = true;
+      if (awaitingFirstAcceptance && digest === digestOf(inForceText)) {
+        // The person accepted exactly the configuration this run loaded: it is in force now, no restart.
+        awaitingFirstAcceptance = false;
+        trust = 'verified';
+        untrustedReason = null;
+        logger?.info({ digest }, 'configuration accepted (operator); in force now');
+        return { digest, applies: 'now' };
+      }
       logger?.info({ digest }, 'configuration change accepted (operator); applies at the next start');
       return { digest, applies: 'next_start' };
     },
@@ -239,6 +265,36 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       };
     },
   };
+}
+
+/**
+ * A person accepts postern.yaml with no broker running (`postern config accept` when none runs): the file as it is now,
+ * named by the digest they saw, sealed with the vault they unlocked. A running broker must not be bypassed: the CLI
+ * goes through it when one runs.
+ */
+export function acceptConfigFile(options: {
+  readonly dataDir: string;
+  readonly file?: string;
+  readonly vault: CredentialVault;
+  readonly clock: Clock;
+  readonly actor: OperatorActor;
+  readonly digest: string;
+}): { digest: string; file: string } {
+  if (options.vault.state() !== 'unlocked') throw new CodedError('VAULT_LOCKED', 'unlock the vault first: the accepted configuration is sealed with its key', { field: '' });
+  const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };
+  const text = fileToAccept(readOptions, options.digest);
+  const record = sealRecord(options.vault, text, options.clock.nowMs(), actorLabel(options.actor), 'accepted');
+  writeAtomically(path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName), JSON.stringify(record));
+  return { digest: options.digest, file: readOptions.file ?? path.join(options.dataDir, configFileName) };
+}
+
+/** postern.yaml as it is now, if it is the file whose digest the person saw and it loads; else a coded refusal. */
+function fileToAccept(readOptions: { dataDir: string; file?: string }, digest: string): string {
+  const now = readConfigText(readOptions);
+  const text = now.text ?? '';
+  if (digestOf(text) !== digest) throw new CodedError('DECISION_CONFLICT', 'postern.yaml changed since that card was read; nothing was accepted, look again', { field: 'digest' });
+  if (now.text !== undefined) parseConfig(now.text, now.file);
+  return text;
 }
 
 /** `sha256:<hex>` of the text (absent file: the empty text, which never loads, so it names "no file"). */

@@ -66,7 +66,8 @@ function readerActor(personId: string): OperatorActor {
   return { kind: 'person', id: personId };
 }
 
-function operatorName(): string {
+/** The person a proven decision names: the OS user running the broker (the proof says it is a person, not who). */
+export function operatorName(): string {
   try {
     return os.userInfo().username.slice(0, 200) || 'operator';
   } catch {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { systemClock } from '../../broker/ports/index.js';
 import { openVault } from '../../broker/vault/index.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
+import { acceptConfigAsPerson } from './accepted-config.js';
 
 /** A real daemon with one route `docs` (bearer, approval none) to a 127.0.0.1 target, its vault unlocked at start. */
 export interface BearerRouteDaemon {
@@ -38,6 +39,7 @@ export async function startBearerRouteDaemon(options: { prefix: string; canary: 
     path.join(dataDir, 'postern.yaml'),
     ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: none', ''].join('\n'),
   );
+  await acceptConfigAsPerson(dataDir, passphraseFile);
   const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
   return {
     scratch,

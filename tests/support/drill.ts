@@ -7,6 +7,7 @@ import { ArrivalLogServer } from '../../broker/testing/arrival-log-server.js';
 import { openVault } from '../../broker/vault/index.js';
 import { DrillAgent } from './drill-agent.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
+import { acceptConfigAsPerson } from './accepted-config.js';
 
 const conditionWaitMs = 15_000;
 
@@ -61,6 +62,7 @@ export async function openDrill(scratch: string, name: string, ttlSeconds: numbe
       '',
     ].join('\n'),
   );
+  await acceptConfigAsPerson(dataDir, passphraseFile);
   const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
   const [p1, p2] = await Promise.all([DrillAgent.start(dataDir, 'drill-p1'), DrillAgent.start(dataDir, 'drill-p2')]);
   // Session approval: each new agent process is approved once, by a person, before its calls.

@@ -6,6 +6,7 @@ import { systemClock } from '../../broker/ports/index.js';
 import { openVault } from '../../broker/vault/index.js';
 import { op, waitFor } from './drill.js';
 import { startDaemon, type Exit, type RunningDaemon } from './postern-process.js';
+import { acceptConfigAsPerson } from './accepted-config.js';
 
 /** Bound on waiting for something that is already on its way (an agent's answer after a crash, a CLI). */
 export const settleWaitMs = 30_000;
@@ -67,6 +68,7 @@ export class RecoveryRig {
         '',
       ].join('\n'),
     );
+    await acceptConfigAsPerson(dataDir, passphraseFile);
     return new RecoveryRig(dataDir, passphrase, passphraseFile);
   }
 

@@ -42,6 +42,7 @@ describe('the config reducer: a change of postern.yaml made outside Postern', ()
     untrusted_reason: null,
     accepted: null,
     restart_needed: false,
+    accept_applies: 'next_start' as const,
     change: { file: '/d/postern.yaml', digest, routes: [{ name: 'docs', change: 'changed' as const, fields: [{ field: 'approval', before: 'per_call', after: 'none' }] }], ssh_hosts: [], settings: [], invalid: null },
   };
 

@@ -4,8 +4,9 @@ import { useAppStore } from '../store/app-store.js';
 /**
  * postern.yaml changed outside Postern (by hand, or by an agent running as the same user): the
  * broker keeps running on the last configuration a person accepted and shows the difference here.
- * Accepting it is a decision; it applies at the next start. An untrusted accepted copy shows the
- * whole file, because the old copy proves nothing.
+ * Accepting it is a decision; it applies at the next start (at once when no configuration was ever
+ * accepted with credentials in the vault and the file is the one this run loaded). An untrusted
+ * accepted copy shows the whole file, because the old copy proves nothing.
  */
 export function PendingConfigCard() {
   const view = useAppStore((state) => state.configView);
@@ -43,11 +44,23 @@ export function PendingConfigCard() {
       )}
       {change !== null && (
         <article className="card" aria-label="Pending configuration change" data-testid="config-pending">
-          <h3>postern.yaml changed outside Postern</h3>
-          <p className="muted">
-            {change.file} differs from the configuration a person last accepted. The broker keeps using the accepted one; the change applies at the next start only
-            if you accept it.
-          </p>
+          {pending.accept_applies === 'now' ? (
+            <>
+              <h3>postern.yaml has not been accepted yet</h3>
+              <p className="muted" data-testid="config-first-acceptance">
+                No configuration was ever accepted while the vault holds credentials (a first start, or the accepted copy was deleted). Read every route and host
+                below: nothing is sent until you accept {change.file}, and then it is in force at once.
+              </p>
+            </>
+          ) : (
+            <>
+              <h3>postern.yaml changed outside Postern</h3>
+              <p className="muted">
+                {change.file} differs from the configuration a person last accepted. The broker keeps using the accepted one; the change applies at the next start
+                only if you accept it.
+              </p>
+            </>
+          )}
           {change.invalid !== null ? (
             <p className="error" data-testid="config-pending-invalid">
               <strong>{change.invalid.code}</strong> {change.invalid.message} (fix the file first)

@@ -1,0 +1,124 @@
+import type { Command } from 'commander';
+import { CodedError, isCodedError, type ConfigEntryChange, type ConfigPending } from '../contract/index.js';
+import { acceptConfigFile, loadConfigIntegrity, operatorName } from '../host/index.js';
+import { systemClock } from '../ports/index.js';
+import { openVault } from '../vault/index.js';
+import { existingDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { callOperator, printable } from './operator-commands.js';
+import { readProofFromTerminal } from './secret-input.js';
+
+interface JsonOptions extends CommonOptions {
+  json?: boolean;
+}
+
+/**
+ * `postern config pending|accept`: postern.yaml against the configuration a person last accepted
+ * (docs/config.md). With a broker running both go through its control socket (accept is a decision:
+ * the passphrase typed on this terminal); with none, pending is read from the files and accept seals
+ * the file with the vault unlocked by the passphrase typed here — never from a file or the
+ * environment, since the record names a person.
+ */
+export function registerConfigCommands(program: Command, context: CommandContext): void {
+  const { env } = context;
+  const io = { out: (line: string) => context.io.out(printable(line)) };
+  const config = program.command('config').description('postern.yaml against the configuration a person last accepted: see the change, accept it.');
+
+  withDataDir(config.command('pending').description('What postern.yaml changed since a person last accepted it, and the digest to accept.'))
+    .option('--json', 'print one JSON object')
+    .action(async (options: JsonOptions) => {
+      const dataDir = existingDataDir(options, env);
+      const running = await ifBrokerRuns(() => callOperator(dataDir, 'config.pending', {}));
+      const pending = running ?? (await pendingFromFiles(dataDir));
+      if (options.json === true) return io.out(JSON.stringify({ broker_running: running !== undefined, ...pending }));
+      for (const line of pendingLines(pending, running !== undefined)) io.out(line);
+    });
+
+  withDataDir(
+    config
+      .command('accept')
+      .argument('<digest>', 'the digest `postern config pending` showed (sha256: and 64 hex digits)')
+      .description('Accept postern.yaml as it is now (named by its digest): a decision, proven by the vault passphrase typed on this terminal.'),
+  ).action(async (digest: string, options: CommonOptions) => {
+    const dataDir = existingDataDir(options, env);
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) {
+      throw new CodedError('INVALID_ARGUMENT', 'must be the digest `postern config pending` showed: sha256: and 64 hex digits', { field: 'digest' });
+    }
+    const running = await ifBrokerRuns(() => callOperator(dataDir, 'config.accept', { digest }, { proveOnTerminal: true }));
+    if (running !== undefined) {
+      io.out(running.applies === 'now' ? `Accepted ${digest}; it is in force now.` : `Accepted ${digest}; it applies when the broker is restarted.`);
+      return;
+    }
+    const accepted = await acceptOffline(dataDir, digest);
+    io.out(`Accepted ${accepted.digest} (${accepted.file}); no broker is running, so it applies at the next start.`);
+  });
+}
+
+/** The running broker's answer, or undefined when none runs for the data directory. */
+async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (error) {
+    if (isCodedError(error) && error.code === 'NOT_FOUND' && error.field === '--data-dir') return undefined;
+    throw error;
+  }
+}
+
+/** No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified). */
+async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
+  const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
+  try {
+    const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
+    integrity.attach(vault);
+    return integrity.pending();
+  } finally {
+    await vault.close();
+  }
+}
+
+async function acceptOffline(dataDir: string, digest: string): Promise<{ digest: string; file: string }> {
+  const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
+  try {
+    const passphrase = await readProofFromTerminal(
+      `Postern decision: config.accept, digest ${digest} (no broker running)\r\nType the vault passphrase to confirm it is you: `,
+      () => new CodedError('OPERATOR_PROOF_REQUIRED', 'config.accept is a decision and needs a person: run it in a terminal (it asks for the vault passphrase there)', { field: 'proof' }),
+    );
+    try {
+      await vault.unlock(passphrase);
+    } finally {
+      passphrase.fill(0);
+    }
+    const actor = { kind: 'person', id: operatorName(), surface: 'cli', auth: 'vault_passphrase_tty' } as const;
+    return acceptConfigFile({ dataDir, vault, clock: systemClock, actor, digest });
+  } finally {
+    await vault.close();
+  }
+}
+
+function pendingLines(p: ConfigPending, running: boolean): string[] {
+  const lines = [`Configuration trust: ${p.trust}${running ? '' : ' (no broker running: the seal is checked when a broker unlocks the vault)'}`];
+  if (p.untrusted_reason !== null) lines.push(`  ${p.untrusted_reason}`);
+  if (p.accepted !== null) lines.push(`Last accepted ${new Date(p.accepted.at_ms).toISOString()} by ${p.accepted.by} (${p.accepted.how}), ${p.accepted.digest}`);
+  if (p.restart_needed) lines.push('An accepted change applies when the broker is restarted.');
+  const change = p.change;
+  if (change === null) {
+    lines.push('postern.yaml is the accepted configuration: nothing to accept.');
+    return lines;
+  }
+  lines.push(`${change.file} differs from the accepted configuration (digest ${change.digest}):`);
+  if (change.invalid !== null) {
+    lines.push(`  ${change.invalid.code}${change.invalid.field === null || change.invalid.field === '' ? '' : ` ${change.invalid.field}`}: ${change.invalid.message} (fix the file first)`);
+    return lines;
+  }
+  for (const [title, entries] of [['route', change.routes], ['ssh host', change.ssh_hosts], ['setting', change.settings]] as const) {
+    for (const entry of entries) lines.push(...entryLines(title, entry));
+  }
+  if (change.routes.length + change.ssh_hosts.length + change.settings.length === 0) lines.push('  no route, host or setting differs (only formatting or comments)');
+  const when = p.accept_applies === 'now' ? 'it is in force at once' : 'it applies at the next start';
+  lines.push(`Accept it with: postern config accept ${change.digest}  (${when})`);
+  return lines;
+}
+
+function entryLines(title: string, entry: ConfigEntryChange): string[] {
+  const head = `  ${entry.change} ${title} ${entry.name}`;
+  return [head, ...entry.fields.map((f) => `    ${f.field}: ${f.before ?? '-'} → ${f.after ?? '-'}`)];
+}

@@ -1,0 +1,104 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callOperator } from '../broker/cli/operator-commands.js';
+import { systemClock } from '../broker/ports/index.js';
+import { openVault } from '../broker/vault/index.js';
+import { runOnTerminal } from './support/operator-terminal.js';
+import { runPostern, startDaemon } from './support/postern-process.js';
+
+/**
+ * `postern config pending|accept` through real subprocesses: the CLI way for a person to accept
+ * postern.yaml when the vault holds credentials and no configuration was accepted yet (docs/config.md),
+ * with no broker running and with one. Accepting is a decision: the passphrase typed on a real
+ * pseudo-terminal; a process without a terminal (an agent's background tool) is refused.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'pocc-'));
+const dataDir = path.join(scratch, 'data');
+const passphrase = 'config cli passphrase (test only)';
+const passphraseFile = path.join(scratch, 'pass');
+const acceptedFile = path.join(dataDir, 'config', 'accepted.json');
+const yaml = (port: number): string =>
+  ['version: 1', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: per_call', ''].join('\n');
+
+beforeAll(async () => {
+  mkdirSync(dataDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from('CANARY-config-cli'), bindings: ['docs'] });
+  await vault.close();
+  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+  writeFileSync(path.join(dataDir, 'postern.yaml'), yaml(4001));
+}, 60_000);
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const pendingJson = async (): Promise<{ broker_running: boolean; trust: string; accept_applies: string; change: { digest: string } | null }> => {
+  const result = await runPostern(['config', 'pending', '--json', '--data-dir', dataDir]);
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout);
+};
+
+describe('postern config with no broker running', () => {
+  it('pending shows the whole file as a card and the command that accepts it', async () => {
+    const text = await runPostern(['config', 'pending', '--data-dir', dataDir]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain('Configuration trust: untrusted');
+    expect(text.stdout).toContain('added route docs');
+    expect(text.stdout).toContain('base_url: - → http://127.0.0.1:4001');
+    const json = await pendingJson();
+    expect(json).toMatchObject({ broker_running: false, trust: 'untrusted', accept_applies: 'now' });
+    expect(text.stdout).toContain(`Accept it with: postern config accept ${json.change?.digest}`);
+  });
+
+  it('accept is refused without a terminal (an agent) and for a malformed digest; nothing is written', async () => {
+    const digest = (await pendingJson()).change?.digest ?? '';
+    const agent = await runPostern(['config', 'accept', digest, '--data-dir', dataDir]);
+    expect(agent.code).toBe(1);
+    expect(agent.stderr).toContain('postern: OPERATOR_PROOF_REQUIRED proof:');
+    const malformed = await runPostern(['config', 'accept', 'sha256:nothex', '--data-dir', dataDir]);
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain('postern: INVALID_ARGUMENT digest:');
+    expect(existsSync(acceptedFile)).toBe(false);
+  });
+
+  it('a person accepts on a terminal; a digest that no longer names the file accepts nothing', async () => {
+    const stale = await runOnTerminal(['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', dataDir], passphrase);
+    expect(stale.prompted).toBe(true);
+    expect(stale.code, stale.screen).toBe(1);
+    expect(stale.screen).toContain('DECISION_CONFLICT');
+    expect(existsSync(acceptedFile)).toBe(false);
+
+    const digest = (await pendingJson()).change?.digest ?? '';
+    const accepted = await runOnTerminal(['config', 'accept', digest, '--data-dir', dataDir], passphrase);
+    expect(accepted.code, accepted.screen).toBe(0);
+    expect(accepted.screen).toContain(`Accepted ${digest}`);
+    expect(accepted.screen).not.toContain(passphrase);
+    expect(JSON.parse(readFileSync(acceptedFile, 'utf8'))).toMatchObject({ how: 'accepted', accepted_by: expect.stringMatching(/^person:.+ \(cli, passphrase on tty\)$/) });
+  }, 60_000);
+});
+
+describe('postern config with a broker running', () => {
+  it('the accepted file is in force; a later edit shows as a change that a person accepts for the next start', async () => {
+    const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    try {
+      expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null });
+      writeFileSync(path.join(dataDir, 'postern.yaml'), yaml(4002));
+      const pending = await pendingJson();
+      expect(pending).toMatchObject({ broker_running: true, trust: 'verified', accept_applies: 'next_start' });
+      const text = await runPostern(['config', 'pending', '--data-dir', dataDir]);
+      expect(text.stdout).toContain('changed route docs');
+      expect(text.stdout).toContain('base_url: http://127.0.0.1:4001 → http://127.0.0.1:4002');
+      const agent = await runPostern(['config', 'accept', pending.change?.digest ?? '', '--data-dir', dataDir]);
+      expect(agent.code).toBe(1);
+      expect(agent.stderr).toContain('OPERATOR_PROOF_REQUIRED');
+      const person = await runOnTerminal(['config', 'accept', pending.change?.digest ?? '', '--data-dir', dataDir], passphrase);
+      expect(person.code, person.screen).toBe(0);
+      expect(person.screen).toContain('it applies when the broker is restarted');
+      expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted' } });
+    } finally {
+      await daemon.process.stop('SIGTERM');
+    }
+  }, 90_000);
+});
