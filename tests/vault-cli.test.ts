@@ -8,7 +8,7 @@ import { brokerStatusSchema, type BrokerStatus } from '../broker/contract/index.
 import { sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
-import { lineWaitMs, PosternProcess, posternBin, repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { lineWaitMs, PosternProcess, posternBin, repoRoot, runPostern, startDaemon, type CommandRun, type RunningDaemon } from './support/postern-process.js';
 import { runOnTerminal } from './support/operator-terminal.js';
 
 /**
@@ -35,35 +35,12 @@ const keyFile = path.join(secretsDir, 'id_ed25519');
 const argvs: string[][] = [];
 const outputs: string[] = [];
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * `node bin/postern.mjs …` with `stdin` piped in, detached (setsid: no controlling terminal, so
- * "ask on the terminal" is deterministically unavailable), bounded by a deadline.
- */
-function run(args: string[], stdin = '', env: Record<string, string> = {}): Promise<Result> {
+/** Runs `postern …` detached (no controlling terminal), recording the argv and the output for the canary sweep. */
+async function run(args: string[], stdin = '', env: Record<string, string> = {}): Promise<CommandRun> {
   argvs.push(args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [posternBin, ...args], { cwd: repoRoot, env: { ...process.env, ...env }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const deadline = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`postern ${args.join(' ')} did not exit within ${lineWaitMs} ms\n${stdout}\n${stderr}`));
-    }, lineWaitMs);
-    child.on('close', (code) => {
-      clearTimeout(deadline);
-      outputs.push(stdout, stderr);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(stdin);
-  });
+  const result = await runPostern(args, { stdin, env });
+  outputs.push(result.stdout, result.stderr);
+  return result;
 }
 
 const vault = (...args: string[]): string[] => ['vault', ...args, '--data-dir', dataDir];
@@ -261,9 +238,18 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID');
   });
 
-  it('remove deletes a credential; an unknown name is a coded error that does not echo it', async () => {
-    expect((await run(vault('remove', 'late'))).code).toBe(0);
-    const unknown = await run(vault('remove', 'late'));
+  it('remove needs the passphrase, then deletes a credential; an unknown name is a coded error that does not echo it', async () => {
+    // An agent without the passphrase (no terminal, no file) cannot take a credential away.
+    const unproven = await run(vault('remove', 'late'));
+    expect(unproven.code).toBe(2);
+    expect(unproven.stderr).toContain('postern: INVALID_ARGUMENT --passphrase-file: no passphrase');
+    const wrong = await run([...vault('remove', 'late'), '--passphrase-file', wrongPassphraseFile]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID --passphrase-file:');
+    expect(JSON.parse((await run(vault('list', '--json'))).stdout).credentials.map((c: { name: string }) => c.name)).toContain('late');
+    expect((await run(withPassphrase('remove', 'late'))).code).toBe(0);
+    expect(JSON.parse((await run(vault('list', '--json'))).stdout).credentials.map((c: { name: string }) => c.name)).not.toContain('late');
+    const unknown = await run(withPassphrase('remove', 'late'));
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('postern: UNKNOWN_CREDENTIAL NAME: no credential by that name\n');
   });
@@ -298,7 +284,7 @@ const scriptBin = ['/usr/bin/script', '/bin/script'].find((candidate) => {
 });
 
 describe.skipIf(scriptBin === undefined)('postern vault unlock on a terminal', { timeout: 60_000 }, () => {
-  function typeAtPrompt(args: string[], typed: string): Promise<Result> {
+  function typeAtPrompt(args: string[], typed: string): Promise<CommandRun> {
     argvs.push(args);
     const command = [process.execPath, posternBin, ...args].map((part) => `'${part.replaceAll("'", "'\\''")}'`).join(' ');
     return new Promise((resolve, reject) => {

@@ -180,14 +180,23 @@ export function registerVaultCommands(program: Command, context: CommandContext)
       for (const info of credentials) io.out(`  ${describeLine(info)}`);
     });
 
-  withDataDir(
-    vault
-      .command('remove')
-      .description('Remove a credential (needs no passphrase: it only takes capability away).')
-      .argument('<name>', 'credential name'),
-  ).action(async (name: string, options: CommonOptions) => {
+  // Removing takes capability away, but a credential change is a person's decision (issue 14): an agent that could
+  // remove at will could stop every route, and the record would not say who did it.
+  withPassphraseFile(
+    withDataDir(
+      vault
+        .command('remove')
+        .description('Remove a credential (needs the passphrase: a credential change is a person\'s decision).')
+        .argument('<name>', 'credential name'),
+    ),
+  ).action(async (name: string, options: PassphraseOptions) => {
     const dataDir = existingDataDir(options, env);
-    await withVault(dataDir, (v) => v.remove(name));
+    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+    try {
+      await withUnlockedVault(dataDir, passphrase, (v) => v.remove(name));
+    } finally {
+      passphrase.fill(0);
+    }
     io.out(`Removed ${name}.`);
   });
 }

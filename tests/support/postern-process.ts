@@ -151,3 +151,33 @@ export async function startDaemon(dataDir: string, options: { command?: 'daemon'
     throw error;
   }
 }
+
+export interface CommandRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `node bin/postern.mjs …` to its exit, with `stdin` piped in, detached (setsid: no controlling
+ * terminal, so "ask on the terminal" is deterministically unavailable, as for a backgrounded agent
+ * tool), bounded by a deadline that fails the test.
+ */
+export function runPostern(args: readonly string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<CommandRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [posternBin, ...args], { cwd: repoRoot, env: { ...process.env, ...options.env }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const deadline = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`postern ${args.join(' ')} did not exit within ${lineWaitMs} ms\n${stdout}\n${stderr}`));
+    }, lineWaitMs);
+    child.on('close', (code) => {
+      clearTimeout(deadline);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.stdin ?? '');
+  });
+}
