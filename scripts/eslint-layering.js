@@ -12,8 +12,16 @@ const compositionFolders = new Set(['cli', 'host', 'testing', 'queue']);
 /** What any other broker/ folder (an "I/O folder": journal, channels, vault…) may import. */
 const ioFolderMayImport = new Set(['contract', 'core', 'ports']);
 const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
-/** Contract files with no imports at all, which the renderer may load at runtime (a constant list). */
-const rendererRuntimeContract = new Set(['broker/contract/operator-methods.ts', 'broker/contract/operator-methods.js']);
+/**
+ * Contract files with no runtime imports (type imports vanish), which the renderer may load at runtime: the method
+ * list, and how a decision's actor is worded (so every surface says "person:alice (cli, passphrase on tty)" alike).
+ */
+const rendererRuntimeContract = new Set([
+  'broker/contract/operator-methods.ts',
+  'broker/contract/operator-methods.js',
+  'broker/contract/operator-actor.ts',
+  'broker/contract/operator-actor.js',
+]);
 
 /** Layer of a repo-relative path: 'broker/<folder>', 'renderer', 'app', or 'other'. */
 function layerOf(relative) {
@@ -34,7 +42,7 @@ function violation(from, to, typeOnly) {
   if (source === 'renderer') {
     if (target !== 'broker/contract') return 'renderer/ may import only types from broker/contract';
     if (typeOnly || rendererRuntimeContract.has(to)) return undefined;
-    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts';
+    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts and operator-actor.ts';
   }
   if (source === 'app') {
     if (target === 'broker/contract' || publicEntries.has(to)) return undefined;

@@ -68,6 +68,15 @@ describe('the action detail', () => {
     );
   });
 
+  it('says how the person who released the lane was proven (issue 14: every decision shows its surface)', () => {
+    const actor = { kind: 'person', id: 'alice', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
+    expect(releaseLine({ kind: 'operator_attested', seq: 60, actor, outcome: 'committed' })).toBe(
+      'Lane released at seq 60: a person attested the outcome by person:alice (cli, passphrase on tty); outcome committed.',
+    );
+    const process = { kind: 'process', id: '/usr/bin/node pid 42', surface: 'cli', auth: 'unattended_opt_out' } as const;
+    expect(releaseLine({ kind: 'abandoned', seq: 61, actor: process, outcome: 'unknown' })).toContain('by process:/usr/bin/node pid 42 (cli, unattended);');
+  });
+
   it('drops a reply for an action no longer shown', () => {
     const a = actionDetailReducer(initialActionDetailView, { type: 'opened', actionId: 'act_a' });
     const b = actionDetailReducer(actionDetailReducer(a, { type: 'requested' }), { type: 'opened', actionId: 'act_b' });

@@ -1,4 +1,5 @@
 import type { ActivityEvent, BrokerApi, EventKind, LaneRelease, Reply } from '../../../broker/contract/index.js';
+import { actorLabel } from '../../../broker/contract/operator-actor.js';
 import type { ReplyError } from '../api/operator-api.js';
 
 export type ActionDetail = BrokerApi['actions.show']['output'];
@@ -118,8 +119,8 @@ const releaseText: Record<LaneRelease['kind'], string> = {
   abandoned: 'a person abandoned it (the outcome stays as it was)',
 };
 
-/** One line for people: what released the lane this action blocked as its unknown head. */
+/** One line for people: what released the lane this action blocked as its unknown head, by whom and how proven. */
 export function releaseLine(release: LaneRelease): string {
-  const who = release.actor === undefined ? '' : ` by ${release.actor.kind}:${release.actor.id}`;
+  const who = release.actor === undefined ? '' : ` by ${actorLabel(release.actor)}`;
   return `Lane released at seq ${release.seq}: ${releaseText[release.kind]}${who}; outcome ${release.outcome}${release.source === undefined ? '' : ` (source ${release.source})`}.`;
 }
