@@ -166,6 +166,25 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     ]);
   });
 
+  it('bind replaces the bindings with the passphrase; without one, with none named, or with a bad host nothing changes', async () => {
+    const bindingsOf = async (name: string): Promise<string[] | undefined> =>
+      (JSON.parse((await run(vault('list', '--json'))).stdout) as { credentials: { name: string; bindings: string[] }[] }).credentials.find((c) => c.name === name)?.bindings;
+    const unproven = await run(vault('bind', 'maps', '--bind', 'evil.example'));
+    expect(unproven.code).toBe(2);
+    expect(unproven.stderr).toContain('postern: INVALID_ARGUMENT --passphrase-file: no passphrase');
+    const none = await run(withPassphrase('bind', 'maps'));
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('postern: INVALID_ARGUMENT --bind:');
+    const bad = await run(withPassphrase('bind', 'maps', '--bind', 'maps.example.com', '--bind', 'not a host/'));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('postern: INVALID_ARGUMENT --bind:');
+    expect(await bindingsOf('maps')).toEqual(['maps.example.com']);
+    const rebound = await run(withPassphrase('bind', 'maps', '--bind', 'maps.example.com', '--bind', 'tiles.example.com'));
+    expect(rebound.code, rebound.stderr).toBe(0);
+    expect(rebound.stdout).toMatch(/^Rebound maps \(query, param key, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → maps\.example\.com, tiles\.example\.com$/m);
+    expect(await bindingsOf('maps')).toEqual(['maps.example.com', 'tiles.example.com']);
+  });
+
   it('unlock with no broker running checks the passphrase, says nothing stays unlocked, and exits 0; a wrong one fails', async () => {
     const right = await run(withPassphrase('unlock'));
     expect(right).toMatchObject({ code: 0, stderr: '' });

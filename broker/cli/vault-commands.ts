@@ -27,7 +27,7 @@ interface ListOptions extends CommonOptions {
 }
 
 /**
- * `postern vault init|unlock|lock|add|rotate|list|remove`. Secrets come from stdin or the
+ * `postern vault init|unlock|lock|add|rotate|bind|list|remove`. Secrets come from stdin or the
  * terminal, passphrases from a file or the terminal; no option ever takes a secret value, and
  * nothing printed ever contains one. add/rotate/list/remove work on vault.sqlite directly (SQLite
  * serializes them with a running daemon, which re-reads metadata on every use); unlock/lock reach
@@ -35,7 +35,7 @@ interface ListOptions extends CommonOptions {
  */
 export function registerVaultCommands(program: Command, context: CommandContext): void {
   const { env, io } = context;
-  const vault = program.command('vault').description('The encrypted credential vault: create, unlock, lock, add, rotate, list, remove.');
+  const vault = program.command('vault').description('The encrypted credential vault: create, unlock, lock, add, rotate, bind, list, remove.');
 
   withPassphraseFile(withDataDir(vault.command('init').description('Create the vault (asks for a new passphrase).'))).action(async (options: PassphraseOptions) => {
     const dataDir = prepareDataDir(options, env);
@@ -160,6 +160,28 @@ export function registerVaultCommands(program: Command, context: CommandContext)
       io.out(`Rotated ${describeLine(info)}`);
     } finally {
       for (const bytes of held) bytes?.fill(0);
+    }
+  });
+
+  withPassphraseFile(
+    withDataDir(
+      vault
+        .command('bind')
+        .description("Replace a credential's bindings (where it may be sent); the secret is sealed again under them.")
+        .argument('<name>', 'credential name')
+        .option('--bind <host>', 'a host (or route / host entry) this credential may be sent to; repeatable; the list replaces the old one', collect, []),
+    ),
+  ).action(async (name: string, options: PassphraseOptions & { bind: string[] }) => {
+    const dataDir = existingDataDir(options, env);
+    if (options.bind.length === 0) {
+      throw new CodedError('INVALID_ARGUMENT', 'name at least one host, route or SSH host entry with --bind (a credential bound to nothing is never sent)', { field: '--bind' });
+    }
+    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+    try {
+      const info = await withUnlockedVault(dataDir, passphrase, (v) => v.rebind(name, options.bind));
+      io.out(`Rebound ${describeLine(info)}`);
+    } finally {
+      passphrase.fill(0);
     }
   });
 

@@ -175,6 +175,14 @@ export class VaultStore {
     return result.changes === 1;
   }
 
+  /** Replaces version, bindings and sealed secret of the row that is still at `expectedVersion`; false if it moved. */
+  replaceRow(expectedVersion: string, info: CredentialInfo, sealed: Sealed, nowMs: number): boolean {
+    const result = this.db
+      .prepare('UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?')
+      .run(info.version_tag, JSON.stringify(info.bindings), sealed.nonce, sealed.ciphertext, nowMs, info.id, expectedVersion);
+    return result.changes === 1;
+  }
+
   remove(name: string): boolean {
     return this.db.prepare('DELETE FROM credentials WHERE name = ?').run(name).changes === 1;
   }

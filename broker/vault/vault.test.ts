@@ -289,6 +289,37 @@ describe('rotation', () => {
     expect((await codeOf((await open()).rotate('nope', text('x')))).code).toBe('VAULT_LOCKED');
   });
 
+  it('rebind replaces the bindings, seals the same secret under them, and changes the tag but not its rotation number', async () => {
+    const vault = await open();
+    await vault.init(passphrase());
+    const first = await vault.add({ name: 'svc', kind: 'bearer', secret: text('kept-token'), bindings: ['old.example'] });
+    const rebound = await vault.rebind('svc', ['new.example', 'svc-route', 'new.example']);
+    expect(rebound).toMatchObject({ id: first.id, bindings: ['new.example', 'svc-route'] });
+    expect(rebound.version_tag).not.toBe(first.version_tag);
+    expect(rebound.version_tag).toMatch(/^v1-/);
+    expect(vault.describe('svc')).toEqual(rebound);
+    expect(await vault.withSecret('svc', (s) => s)).toEqual({ kind: 'bearer', token: 'kept-token' });
+    expect(await codeOf(vault.rebind('svc', ['good.example', 'not a host/']))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'bindings[1]' });
+    expect((await codeOf(vault.rebind('nope', ['a.example']))).code).toBe('UNKNOWN_CREDENTIAL');
+    vault.lock('test');
+    expect((await codeOf(vault.rebind('svc', ['a.example']))).code).toBe('VAULT_LOCKED');
+    expect(vault.describe('svc')?.bindings).toEqual(['new.example', 'svc-route']);
+  });
+
+  it('a row rolled back to its old bindings after a rebind no longer decrypts', async () => {
+    const vault = await open();
+    await vault.init(passphrase());
+    await vault.add({ name: 'svc', kind: 'bearer', secret: text('t0'), bindings: ['evil.example'] });
+    const db = new Database(path.join(dir.path, vaultFileName));
+    const before = db.prepare("SELECT nonce, sealed FROM credentials WHERE name = 'svc'").get() as { nonce: Buffer; sealed: Buffer };
+    db.close();
+    await vault.rebind('svc', ['good.example']);
+    const restore = new Database(path.join(dir.path, vaultFileName));
+    restore.prepare(`UPDATE credentials SET bindings = '["evil.example"]', nonce = ?, sealed = ? WHERE name = 'svc'`).run(before.nonce, before.sealed);
+    restore.close();
+    expect((await codeOf(vault.withSecret('svc', () => 1))).code).toBe('VAULT_CORRUPT');
+  });
+
   it('remove deletes it; a removed name is unknown', async () => {
     const vault = await open();
     await vault.init(passphrase());

@@ -233,6 +233,29 @@ export class Vault implements CredentialVault {
     }
   }
 
+  /**
+   * Replaces a credential's bindings (where it may be sent). The bindings are part of the sealed row's associated
+   * data, so the secret is opened and sealed again under the new ones; the version tag keeps its rotation number but
+   * changes, so evidence recorded before and after tells the two apart.
+   */
+  async rebind(name: string, bindings: readonly string[]): Promise<CredentialInfo> {
+    validateName(name);
+    const key = this.requireKey();
+    const row = this.options.store.find(name);
+    if (row === undefined) throw unknownCredential();
+    const shape = validateShape({ ...row.info, bindings: [...bindings] });
+    const plaintext = openCredential(key, row);
+    try {
+      const info: CredentialInfo = { ...row.info, bindings: shape.bindings, version_tag: newVersionTag(versionNumber(row.info.version_tag)) };
+      if (!this.options.store.replaceRow(row.info.version_tag, info, seal(key, plaintext, associatedData(info)), this.options.clock.nowMs())) {
+        throw new CodedError('CREDENTIAL_EXISTS', 'the credential changed while rebinding; list it and try again', { field: 'name' });
+      }
+      return Promise.resolve(info);
+    } finally {
+      wipe(plaintext);
+    }
+  }
+
   async remove(name: string): Promise<void> {
     validateName(name);
     if (!this.options.store.remove(name)) throw unknownCredential();
