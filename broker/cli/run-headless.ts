@@ -9,7 +9,8 @@ import type { StopSignal } from './stop-signal.js';
 
 export interface HeadlessOptions {
   dataDir: string;
-  port: number;
+  /** `--port`; absent: the accepted configuration's `operator.port`, else 0 (any free port). */
+  port?: number;
   version: string;
   io: CliIo;
   stopSignal: Promise<StopSignal>;
@@ -36,18 +37,20 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
     ...(options.vaultPassphrase === undefined ? {} : { vaultPassphrase: options.vaultPassphrase }),
     ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
   }).finally(() => options.vaultPassphrase?.fill(0));
+  const port = operatorPort(options.port, runtime.config);
   let host: OperatorHttpHost;
   try {
     host = await startOperatorHttpHost({
       handlers: createOperatorHandlers(runtime.broker),
       rendererDir: path.join(packageRoot, 'dist', 'renderer'),
-      port: options.port,
+      port: port.value,
+      changes: runtime.changes,
       // Each URL signs in once; the next one goes only to this terminal (the operator's own), never to a file or the UI.
       onSignIn: (next) => io.out(`Operator UI (next sign-in): ${next}`),
     });
   } catch (error) {
     await runtime.close();
-    throw listenError(error, options.port);
+    throw listenError(error, port);
   }
   io.out(`Postern ${options.version} is running headless. Data directory: ${dataDir}`);
   if (hardening.hardened) io.out(describeHardening(hardening));
@@ -79,9 +82,30 @@ export function startupSummary(config: PosternConfig, credentials: readonly Cred
   return missing.length === 0 ? line : `${line}; missing credential: ${missing.join(', ')}`;
 }
 
-function listenError(error: unknown, port: number): unknown {
+interface ChosenPort {
+  readonly value: number;
+  /** Where it came from, named in a listen error so the person knows what to change. */
+  readonly field: '--port' | 'operator.port';
+}
+
+/**
+ * `--port` wins; else the configuration in force (the accepted one, so an edit nobody accepted
+ * cannot move the operator UI); else 0, any free port.
+ */
+function operatorPort(flag: number | undefined, config: PosternConfig): ChosenPort {
+  if (flag !== undefined) return { value: flag, field: '--port' };
+  const configured = config.operator?.port;
+  return configured === undefined ? { value: 0, field: '--port' } : { value: configured, field: 'operator.port' };
+}
+
+function listenError(error: unknown, port: ChosenPort): unknown {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'EADDRINUSE') return new CodedError('INVALID_ARGUMENT', `port ${port} is already in use on 127.0.0.1`, { field: '--port', cause: error });
-  if (code === 'EACCES') return new CodedError('INVALID_ARGUMENT', `not allowed to listen on port ${port}`, { field: '--port', cause: error });
+  const { value, field } = port;
+  // The CLI prints `postern: CODE field: message`, so the message does not repeat the field.
+  const hint = field === 'operator.port' ? ' (set in the configuration; --port overrides it)' : '';
+  if (code === 'EADDRINUSE') {
+    return new CodedError('INVALID_ARGUMENT', `port ${value} is already in use on 127.0.0.1${hint}`, { field, cause: error });
+  }
+  if (code === 'EACCES') return new CodedError('INVALID_ARGUMENT', `not allowed to listen on port ${value}${hint}`, { field, cause: error });
   return error;
 }

@@ -25,7 +25,9 @@ export const changeValueCharsMax = 400;
 /** Fields loading derives from base_url and tls.ca_file: the card shows what the file says instead. */
 const derivedRouteFields = new Set(['origin', 'protocol', 'hostname', 'port', 'base_path', 'ca_pem']);
 /** The fields a person checks first lead the list, in this order; the rest follow by name. */
-const leadingFields = ['base_url', 'host', 'port', 'user', 'credential', 'injection', 'approval', 'host_key', 'methods', 'lanes'];
+const leadingFields = ['base_url', 'host', 'port', 'user', 'credential', 'injection', 'approval', 'host_key', 'methods', 'rules', 'rules_may_loosen', 'lanes'];
+/** List fields shown one element per field (`rules[2]`), so a changed rule is its own line on the card, not the whole list. */
+const elementFields = new Set(['rules']);
 
 /**
  * The difference between the accepted configuration and another one (the file as it is now), entry
@@ -61,7 +63,7 @@ function diffEntries(before: ReadonlyMap<string, object>, after: ReadonlyMap<str
 
 function diffFields(before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined): FieldChange[] {
   const keys = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])].filter((k) => k !== 'name');
-  keys.sort((x, y) => rank(x) - rank(y) || x.localeCompare(y));
+  keys.sort((x, y) => rank(x) - rank(y) || x.localeCompare(y, 'en', { numeric: true }));
   const out: FieldChange[] = [];
   for (const field of keys) {
     const a = text(before?.[field]);
@@ -73,12 +75,16 @@ function diffFields(before: Record<string, unknown> | undefined, after: Record<s
 }
 
 function rank(field: string): number {
-  const i = leadingFields.indexOf(field);
+  const i = leadingFields.indexOf(field.replace(/\[\d+\]$/, ''));
   return i < 0 ? leadingFields.length : i;
 }
 
 function asRecord(value: object | undefined, skip: ReadonlySet<string> = new Set()): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(value ?? {}).filter(([k, v]) => !skip.has(k) && v !== undefined));
+  return Object.fromEntries(
+    Object.entries(value ?? {})
+      .filter(([k, v]) => !skip.has(k) && v !== undefined)
+      .flatMap(([k, v]) => (elementFields.has(k) && Array.isArray(v) ? v.map((item, i) => [`${k}[${i}]`, item] as const) : [[k, v] as const])),
+  );
 }
 
 /** A value as text: strings as they are, the rest as JSON; absent is null. */

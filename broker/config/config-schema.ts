@@ -27,6 +27,19 @@ const laneRule = z.strictObject({
   lane: z.string().min(1).max(200).describe('Lane name; {param} placeholders are filled from the path.'),
 });
 
+const approvalMode = z.enum(['none', 'session', 'per_call']);
+
+/**
+ * A route's method/path rule: approval (and optionally lane) for the calls it matches, so one base URL
+ * can be one route with reads unattended and writes on a card. First match wins; no match: the route's.
+ */
+const routeRule = z.strictObject({
+  methods: z.array(z.union([method, z.literal('*')])).min(1).describe("Methods this rule applies to; '*' for any of the route's methods."),
+  path: pathTemplate,
+  approval: approvalMode.describe('Approval for calls this rule matches; looser than the route only with rules_may_loosen: true.'),
+  lane: z.string().min(1).max(200).optional().describe('Lane for calls this rule matches ({param} from the path); absent: lanes decide.'),
+});
+
 const idempotencyContract = z
   .strictObject({
     header: z.string().regex(/^[A-Za-z0-9-]{1,64}$/).describe('Request header that carries the key, e.g. Idempotency-Key.'),
@@ -130,8 +143,13 @@ export const routeSchema = z.strictObject({
   base_url: z.string().min(1).max(2048).describe('http(s)://host[:port][/base/path]; the agent can never leave it.'),
   credential: z.string().min(1).max(200).describe('Name of a vault credential; the agent never chooses it.'),
   injection: z.enum(['bearer', 'header', 'basic', 'query']).describe("How the secret is injected; must agree with the credential's kind."),
-  approval: z.enum(['none', 'session', 'per_call']).default('per_call'),
+  approval: approvalMode.default('per_call').describe("Approval of a call no rule matches (and each rule's floor unless rules_may_loosen)."),
   methods: z.array(method).min(1).default([...httpMethods]).describe('Methods the agent may use on this route.'),
+  rules: z.array(routeRule).max(256).optional().describe('Approval and lane per method + path; first match wins, else the route approval.'),
+  rules_may_loosen: z
+    .boolean()
+    .optional()
+    .describe("true: a rule may ask less than the route's approval (GET none on a per_call route); default false: equal or stricter."),
   idempotent_methods: z
     .array(method)
     .default([...defaultIdempotentMethods])
@@ -247,6 +265,13 @@ export const operatorSchema = z
       .boolean()
       .default(false)
       .describe("true: CLI decisions need no person's proof and are journaled as the calling process (for CI); false: a person proves each one."),
+    port: z
+      .number()
+      .int()
+      .min(1)
+      .max(65_535)
+      .optional()
+      .describe('Fixed port of the operator UI on 127.0.0.1 for postern daemon/start (--port overrides it); absent: any free port.'),
   })
   .describe('The operator channel.');
 
@@ -291,16 +316,8 @@ export const configSchema = z
       names.add(route.name);
       const baseProblem = baseUrlProblem(route.base_url);
       if (baseProblem !== undefined) ctx.addIssue({ code: 'custom', path: at('base_url'), message: baseProblem });
-      for (const [j, rule] of route.lanes.entries()) {
-        const problem = pathTemplateProblem(rule.path);
-        if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('lanes', j, 'path'), message: problem });
-        const params = new Set(pathTemplateParams(rule.path));
-        for (const used of rule.lane.matchAll(/\{([^}]*)\}/g)) {
-          if (!params.has(used[1] ?? '')) {
-            ctx.addIssue({ code: 'custom', path: at('lanes', j, 'lane'), message: `{${used[1]}} is not a parameter of ${rule.path}` });
-          }
-        }
-      }
+      for (const [j, rule] of route.lanes.entries()) checkTemplatedLane(ctx, at('lanes', j), rule.path, rule.lane);
+      for (const [j, rule] of (route.rules ?? []).entries()) checkRouteRule(ctx, route, at('rules', j), rule);
       if (route.lookup !== undefined) {
         const problem = pathTemplateProblem(route.lookup.path);
         if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: problem });
@@ -336,11 +353,50 @@ export const configSchema = z
 
 export type PosternConfigInput = z.input<typeof configSchema>;
 export type RouteSettings = z.output<typeof routeSchema>;
+export type RouteRuleSettings = z.output<typeof routeRule>;
 export type SshHostSettings = z.output<typeof sshHostSchema>;
 export type AgentSettings = z.output<typeof agentsSchema>;
 export type ResultSettings = z.output<typeof resultsSchema>;
 export type OperatorSettings = z.output<typeof operatorSchema>;
 export type VaultSettings = z.output<typeof vaultSchema>;
+
+type Issues = z.core.$RefinementCtx;
+type ApprovalMode = z.output<typeof approvalMode>;
+
+/** Strictness order of approval modes: a rule may not rank below its route unless the route allows it. */
+const approvalRank: Readonly<Record<ApprovalMode, number>> = { none: 0, session: 1, per_call: 2 };
+
+/** A path template and a lane name whose {params} must all come from it (lanes[] and rules[]). */
+function checkTemplatedLane(ctx: Issues, at: (string | number)[], path: string, lane: string | undefined): void {
+  const problem = pathTemplateProblem(path);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', path: [...at, 'path'], message: problem });
+  if (lane === undefined) return;
+  const params = new Set(pathTemplateParams(path));
+  for (const used of lane.matchAll(/\{([^}]*)\}/g)) {
+    if (params.has(used[1] ?? '')) continue;
+    ctx.addIssue({ code: 'custom', path: [...at, 'lane'], message: `{${used[1]}} is not a parameter of ${path}` });
+  }
+}
+
+/**
+ * A rule must be able to match (its methods are the route's) and, unless the route says
+ * rules_may_loosen, may not ask less than the route: a typo in a broad rule then fails to load
+ * instead of silently turning a per_call route into an unattended one.
+ */
+function checkRouteRule(ctx: Issues, route: RouteSettings, at: (string | number)[], rule: z.output<typeof routeRule>): void {
+  checkTemplatedLane(ctx, at, rule.path, rule.lane);
+  for (const [k, m] of rule.methods.entries()) {
+    if (m === '*' || route.methods.includes(m)) continue;
+    ctx.addIssue({ code: 'custom', path: [...at, 'methods', k], message: `${m} is not one of the route's methods` });
+  }
+  if (route.rules_may_loosen !== true && approvalRank[rule.approval] < approvalRank[route.approval]) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [...at, 'approval'],
+      message: `${rule.approval} is looser than the route's approval ${route.approval}; set rules_may_loosen: true on the route to allow it`,
+    });
+  }
+}
 
 function baseUrlProblem(value: string): string | undefined {
   let url: URL;

@@ -34,8 +34,10 @@ describe('when the documented example is loaded', () => {
     expect(example).toBeDefined();
     const config = parseConfig(example ?? '');
     const docs = config.routes.get('docs');
-    expect(docs).toMatchObject({ origin: 'https://docs.example.com', base_path: '/api/v1', port: 443, approval: 'none' });
+    expect(docs).toMatchObject({ origin: 'https://docs.example.com', base_path: '/api/v1', port: 443, approval: 'per_call' });
     expect(docs?.lanes[0]?.lane).toBe('document-{id}');
+    expect(docs?.rules?.map((r) => r.approval)).toEqual(['none', 'per_call']);
+    expect(config.operator?.port).toBe(7777);
     expect(config.routes.get('metrics')).toMatchObject({ approval: 'none', port: 9090, hostname: '127.0.0.1' });
   });
 

@@ -99,6 +99,8 @@ export const actionStateSchema = z.object({
    * neither resets nor forgets them. Absent in states stored before them: read as 0.
    */
   retry_budget: z.number().int().optional(),
+  /** ACTION_ACCEPTED approval_rule: the route rule that set the approval; absent: the route's own. */
+  approval_rule: z.string().optional(),
   retry_generation: z.number().int().optional(),
   /** The latest retry lease; `open` until a classification lands after it. */
   lease: z

@@ -22,6 +22,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
     lane: state.lane,
     channel: state.channel,
     approval: state.approval,
+    approval_rule: state.approval_rule ?? null,
     state: cardState(state, wait),
     waiting_for_ticket: wait.waiting === 'blocked_head' ? null : wait.waiting_for_ticket,
     text: wait.text,

@@ -52,6 +52,11 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
       <p className="card-status" data-testid={`card-${t}-status`}>
         <LinkedTickets text={cardStatusLabel(card, blockedBy)} self={t} />
       </p>
+      {card.approval_rule !== undefined && card.approval_rule !== null && (
+        <p className="muted" data-testid={`card-${t}-rule`}>
+          Asked for by the route's {card.approval_rule}
+        </p>
+      )}
       <CardFacts card={card} />
       <div className="card-actions" role="group" aria-label={`Decisions for ticket #${t}`}>
         {needsDecision(card) && open === null && (
