@@ -121,10 +121,18 @@ describe('the operator CLI against a running daemon', () => {
     expect(shown.stdout).not.toContain('by person:');
     expect(shown.stdout).toContain(` at seq ${attestedSeq}: seen in the remote audit log; outcome committed`);
 
-    const metrics = JSON.parse((await cli(['metrics', '--json', ...dir])).stdout) as { by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>; by_code: Array<{ code: string }> };
+    const metrics = JSON.parse((await cli(['metrics', '--json', ...dir])).stdout) as {
+      by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>;
+      by_code: Array<{ code: string }>;
+      decisions: Array<{ decision: string; count: number }>;
+    };
     expect(metrics.by_phase_outcome).toEqual(expect.arrayContaining([expect.objectContaining({ phase: 'remote_execution', outcome: 'committed' })]));
-    expect(metrics.by_code.map((c) => c.code)).toContain('APPROVAL_DENIED');
-    expect((await cli(['metrics', ...dir])).stdout).toMatch(/remote_execution\s+committed\s+\d+/);
+    // The person's rejection earlier in this file is a decision, never a credential_injection failure.
+    expect(metrics.decisions).toEqual(expect.arrayContaining([expect.objectContaining({ decision: 'rejected' })]));
+    expect(metrics.by_code.map((c) => c.code)).not.toContain('APPROVAL_DENIED');
+    const text = (await cli(['metrics', ...dir])).stdout;
+    expect(text).toMatch(/remote_execution\s+committed\s+\d+/);
+    expect(text).toMatch(/closed before dispatch by a decision:\n(.*\n)*\s+rejected\s+\d+/);
   }, 90_000);
 });
 

@@ -21,9 +21,9 @@ import { openDatabase } from '../ports/open-database.js';
 /** The schema that introduced the audit log, and the newest this verifier knows. */
 export const auditSchemaVersion = 4;
 // 6 (idempotency_keys) adds a current-state table only, 7 (results.purged_at_ms) a column of the
-// result store, 9 seals the result store (and may add an audit_runs row with no events): the events,
-// tree and checkpoints are unchanged.
-export const auditSchemaVersionMax = 9;
+// result store, 9 seals the result store (and may add an audit_runs row with no events), 10 adds the
+// action list's columns to the current-state table: the events, tree and checkpoints are unchanged.
+export const auditSchemaVersionMax = 10;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { actorLabel, brokerApiSchemas, CodedError, Effect, ErrorCode, isMember, Outcome, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease, type Reply, secretInputFields } from '../contract/index.js';
-import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/index.js';
+import { actorLabel, brokerApiSchemas, CodedError, Effect, ErrorCode, isMember, Outcome, type ActionListRow, type ActionWait, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease, type Reply, secretInputFields } from '../contract/index.js';
+import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
@@ -24,11 +24,23 @@ interface ActivityOptions extends JsonOptions {
   outcome?: string;
   code?: string;
   text?: string;
+  newest?: boolean;
+}
+interface ActionListOptions extends JsonOptions {
+  limit?: string;
+  before?: string;
+  session?: string;
+  lane?: string;
+  target?: string;
+  outcome?: string;
+  code?: string;
+  open?: boolean;
+  text?: string;
 }
 
 /**
  * The operator CLI: `postern approvals list|approve|reject|cancel|abandon`, `postern actions
- * show|attest|reconcile`,
+ * list|show|attest|reconcile|retry`,
  * `postern sessions [approve|revoke]`, `postern activity`. Every command is one operator API call
  * over the running daemon's control socket (0600 in the 0700 data directory) — the same API the
  * desktop UI uses. Agents never reach it: their socket speaks only the six MCP tools.
@@ -87,7 +99,27 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(`  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`);
       if (shown.released_by !== null) io.out(`  ${releaseLine(shown.released_by)}`);
       if (shown.queue !== null) io.out(`  queue: ${shown.queue.text}`);
+      for (const w of shown.waited_for) io.out(`  ${waitLine(w)}`);
       for (const e of shown.events) io.out(`  #${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind}${e.summary === '' ? '' : `  ${e.summary}`}`);
+    });
+
+  withDataDir(actions.command('list').description('One line per action, newest first: time, ticket, agent, target, request, lane, who decided, outcome, duration.'))
+    .option('--json', 'print one JSON object (the page and next_before)')
+    .option('--limit <n>', `rows (default 100, at most ${actionListLimitMax})`)
+    .option('--before <seq>', 'only actions accepted before this journal position (the previous page\'s "more" line)')
+    .option('--session <id>', 'only this agent session')
+    .option('--lane <lane>', 'only this lane')
+    .option('--target <name>', 'only this route or SSH host (name, or route:name / host:name)')
+    .option('--outcome <outcome>', 'only this outcome (not_attempted, rejected, committed, unknown)')
+    .option('--code <code>', 'only this error code')
+    .option('--open', 'only actions not yet settled or closed')
+    .option('--text <text>', 'only rows whose target, request, lane, id, ticket, code or decider contain this (case-insensitive)')
+    .action(async (options: ActionListOptions) => {
+      const page = await call(options, 'actions.list', actionListInput(options));
+      if (options.json === true) return io.out(JSON.stringify(page));
+      if (page.actions.length === 0) io.out('No actions match.');
+      for (const row of page.actions) io.out(actionLine(row));
+      if (page.next_before !== null) io.out(`(more: --before ${page.next_before})`);
     });
 
   withDataDir(actions.command('attest').argument('<action_id>', 'a dispatched action whose outcome is unknown').description("Settle an unknown outcome with your written basis (recorded as operator_attested; its lane moves on)."))
@@ -120,7 +152,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(`${actionId} (ticket #${r.ticket}): ${how}; now ${r.outcome}${r.effect === null ? '' : ` (${r.effect})`}${r.code === null ? '' : `, ${r.code}`}${r.retry === null ? '' : `, retry ${r.retry}`} (journal seq ${r.journal_seq}).`);
     });
 
-  withDataDir(program.command('metrics').description('Actions by phase × outcome and by code (never one "failures" number).'))
+  withDataDir(program.command('metrics').description('Actions by phase × outcome, by code, and closed before dispatch by a decision (never one "failures" number).'))
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
       const m = await call(options, 'metrics', {});
@@ -128,6 +160,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(`${m.total} actions, ${m.open} open`);
       for (const p of m.by_phase_outcome) io.out(`  ${p.phase.padEnd(22)} ${p.outcome.padEnd(14)} ${String(p.count).padStart(8)}`);
       for (const c of m.by_code) io.out(`  ${c.code.padEnd(37)} ${String(c.count).padStart(8)}`);
+      // A rejection, an expiry, a cancel or the caller withdrawing is a decision, not a failed phase.
+      if (m.decisions.length > 0) io.out('closed before dispatch by a decision:');
+      for (const d of m.decisions) io.out(`  ${d.decision.padEnd(37)} ${String(d.count).padStart(8)}`);
     });
 
   const sessions = program.command('sessions').description('Agent sessions: one per agent process.');
@@ -157,6 +192,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   withDataDir(program.command('activity').description('The journal in append order (filters keep the original positions).'))
     .option('--json', 'print one JSON object')
     .option('--from <seq>', 'start at this journal position')
+    .option('--newest', 'the last page of the journal (the newest --limit events, default 100), newest last; filters apply within it')
     .option('--limit <n>', 'rows (at most 500)')
     .option('--session <id>', 'only this session')
     .option('--lane <lane>', 'only this lane')
@@ -168,9 +204,12 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
         throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, { field: '--outcome' });
       }
+      if (options.newest === true && options.from !== undefined) throw new CodedError('INVALID_ARGUMENT', '--newest and --from choose the page two ways: give one', { field: '--newest' });
+      const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
+      const from = options.newest === true ? await newestFrom(options, limit ?? 100) : options.from === undefined ? undefined : positive(options.from, '--from');
       const page = await call(options, 'activity.list', {
-        ...(options.from === undefined ? {} : { from_seq: positive(options.from, '--from') }),
-        ...(options.limit === undefined ? {} : { limit: positive(options.limit, '--limit') }),
+        ...(from === undefined ? {} : { from_seq: from }),
+        ...(limit === undefined ? {} : { limit }),
         ...(options.session === undefined ? {} : { session_id: options.session }),
         ...(options.lane === undefined ? {} : { lane: options.lane }),
         ...(options.action === undefined ? {} : { action_id: options.action }),
@@ -184,6 +223,54 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       }
       if (page.next_seq !== null) io.out(`(more: --from ${page.next_seq})`);
     });
+  // The last page starts `limit` positions before the journal's end, as the daemon reports it now.
+  const newestFrom = async (options: CommonOptions, limit: number): Promise<number> => {
+    const { journal } = await call(options, 'status', {});
+    return Math.max(1, journal.last_seq - limit + 1);
+  };
+}
+
+const actionListLimitMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;
+
+function actionListInput(options: ActionListOptions): BrokerApi['actions.list']['input'] {
+  if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
+    throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, { field: '--outcome' });
+  }
+  const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
+  if (limit !== undefined && limit > actionListLimitMax) throw new CodedError('INVALID_ARGUMENT', `must be at most ${actionListLimitMax}`, { field: '--limit' });
+  return {
+    ...(limit === undefined ? {} : { limit }),
+    ...(options.before === undefined ? {} : { before_seq: positive(options.before, '--before') }),
+    ...(options.session === undefined ? {} : { session_id: options.session }),
+    ...(options.lane === undefined ? {} : { lane: options.lane }),
+    ...(options.target === undefined ? {} : { target: options.target }),
+    ...(options.outcome === undefined || !isMember(Outcome, options.outcome) ? {} : { outcome: options.outcome }),
+    ...(options.code === undefined ? {} : { code: options.code }),
+    ...(options.open === true ? { open: true } : {}),
+    ...(options.text === undefined ? {} : { text: options.text }),
+  };
+}
+
+/** One action on one line: when, ticket, agent, target, request, lane, who decided, outcome, how long. */
+export function actionLine(a: ActionListRow): string {
+  const agent = a.agent === null ? 'broker' : `${a.agent.name ?? '(unnamed)'} pid ${a.agent.pid ?? '?'}`;
+  const request = a.method === null ? a.request : `${a.method} ${a.request}`;
+  const decided = a.decided_by === null ? (a.decision === null ? 'undecided' : a.decision) : `${a.decision ?? 'decided'} by ${a.decided_by}`;
+  const outcome = a.outcome === null ? a.stage : `${a.outcome}${a.effect === null ? '' : `/${a.effect}`}${a.code === null ? '' : ` (${a.code})`}`;
+  const took = a.duration_ms === null ? 'open' : formatMs(a.duration_ms);
+  return `${new Date(a.accepted_at_ms).toISOString()}  #${a.ticket ?? '-'}  ${agent}  ${a.target}  ${request}  [${a.lane ?? 'no lane'}]  ${decided}  ${outcome}  ${took}`;
+}
+
+/** "#5 waited 41 s for #4": the wait's own words, from the journal's recorded times. */
+export function waitLine(w: ActionWait): string {
+  return w.ongoing ? `waiting for #${w.ticket} (${w.action_id}) for ${formatMs(w.waited_ms)} so far` : `waited ${formatMs(w.waited_ms)} for #${w.ticket} (${w.action_id})`;
+}
+
+export function formatMs(ms: number): string {
+  if (ms < 1_000) return `${ms} ms`;
+  if (ms < 10_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)} s`;
+  if (ms < 60_000) return `${Math.floor(ms / 1_000)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.floor((ms % 60_000) / 1_000)} s`;
 }
 
 /**

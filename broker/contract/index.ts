@@ -11,3 +11,4 @@ export * from './operator-actor.js';
 export * from './operator-api.js';
 export * from './operator-vault-api.js';
 export * from './agent-api.js';
+export * from './action-list-api.js';

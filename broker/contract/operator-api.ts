@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { actionListSchemas, actionWaitSchema } from './action-list-api.js';
 import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
 import type { ClosedSet } from './closed-set.js';
@@ -53,6 +54,8 @@ export const approvalCardSchema = z.object({
   lane: z.string().nullable(),
   channel: z.enum(['http', 'ssh']),
   approval: z.enum(['none', 'session', 'per_call']),
+  /** The route rule that set `approval` (`rules[1]: POST /documents/** → per_call`); null: the route's own. */
+  approval_rule: z.string().nullable().optional(),
   /** pending: needs a decision; approved_waiting: approved, behind an unresolved older ticket;
    *  awaiting_session: the agent process is not approved yet; blocked_head: dispatched, outcome
    *  unknown, blocking its lane; dispatching: on its way or in flight. */
@@ -176,8 +179,11 @@ export const brokerApiSchemas = {
       events: z.array(activityEventSchema),
       /** What released the lane this action blocked as an unknown head; null if it never did, or still does. */
       released_by: laneReleaseSchema.nullable(),
+      /** Each earlier unresolved ticket of its lane it waited behind once allowed (actionWaitSchema); empty without a lane. */
+      waited_for: z.array(actionWaitSchema),
     }),
   },
+  'actions.list': actionListSchemas,
   'actions.attest': {
     input: z.strictObject({
       action_id: z.string().min(1).max(80),
@@ -230,8 +236,17 @@ export const brokerApiSchemas = {
     output: z.object({
       by_phase_outcome: z.array(z.object({ phase: z.enum(Phase), outcome: z.enum(Outcome), count: z.number().int() })),
       by_code: z.array(z.object({ code: z.string(), count: z.number().int() })),
+      /** Closed before dispatch by a decision (a person's rejection or cancel, an expiry, the caller withdrawing): not a failure of a phase. */
+      decisions: z.array(z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), count: z.number().int() })),
       open: z.number().int(),
       total: z.number().int(),
+      /** Per-minute counts for the hour up to the newest classified action (event times): one series per outcome and per decision. */
+      rate: z.object({
+        until_ms: z.number().int().nullable(),
+        bucket_ms: z.number().int().positive(),
+        by_outcome: z.array(z.object({ outcome: z.enum(Outcome), counts: z.array(z.number().int()) })),
+        by_decision: z.array(z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), counts: z.array(z.number().int()) })),
+      }),
     }),
   },
   'activity.list': {

@@ -10,6 +10,7 @@ export const brokerApiMethods = [
   'approvals.cancel',
   'approvals.abandon',
   'actions.show',
+  'actions.list',
   'actions.attest',
   'actions.reconcile',
   'actions.retry',
@@ -19,8 +20,10 @@ export const brokerApiMethods = [
   'activity.list',
   'metrics',
   'vault.status',
+  'vault.init',
   'vault.unlock',
   'vault.lock',
+  'agent.hookup',
   'credentials.list',
   'credentials.add',
   'credentials.remove',
@@ -37,9 +40,11 @@ export type BrokerApiMethod = (typeof brokerApiMethods)[number];
 export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>([
   'status',
   'approvals.list',
+  'actions.list',
   'sessions.list',
   'metrics',
   'vault.status',
+  'agent.hookup',
   'credentials.list',
   'audit.last',
   'config.show',
@@ -62,6 +67,7 @@ export const operatorMethodClass = {
   'approvals.cancel': 'decision',
   'approvals.abandon': 'decision',
   'actions.show': 'read',
+  'actions.list': 'read',
   'actions.attest': 'decision',
   // Runs the route's lookup with the credential and records what it learned on the person's word.
   'actions.reconcile': 'decision',
@@ -72,9 +78,13 @@ export const operatorMethodClass = {
   'activity.list': 'read',
   metrics: 'read',
   'vault.status': 'read',
+  // Creating the vault chooses the passphrase every later unlock and proof is checked against.
+  'vault.init': 'decision',
   'vault.unlock': 'decision',
   // Locking takes capability away, but an agent that can lock at will stops every dispatch.
   'vault.lock': 'decision',
+  // Paths only (node, bin, data directory): what `postern agent-config` prints.
+  'agent.hookup': 'read',
   'credentials.list': 'read',
   'credentials.add': 'decision',
   'credentials.remove': 'decision',
@@ -86,6 +96,16 @@ export const operatorMethodClass = {
   'config.pending': 'read',
   'config.accept': 'decision',
 } as const satisfies Record<BrokerApiMethod, 'read' | 'decision'>;
+
+/**
+ * Decisions the control socket refuses whatever proof or opt-out comes with them. `vault.init` has no
+ * passphrase to prove yet, and inside the running broker it leaves the vault unlocked and seals the
+ * first-use configuration (config-integrity.ts): over a socket every process of the user reaches, an agent
+ * would create, unlock and seal with a passphrase it knows, and no person would be asked. A vault made
+ * outside the broker (`postern vault init` at a terminal) stays locked in it until someone who knows the
+ * passphrase unlocks it. The desktop window and the signed-in operator UI offer it (docs/vault.md).
+ */
+export const controlSocketRefusedMethods: ReadonlySet<BrokerApiMethod> = new Set<BrokerApiMethod>(['vault.init']);
 
 export function isDecisionMethod(method: BrokerApiMethod): boolean {
   return operatorMethodClass[method] === 'decision';

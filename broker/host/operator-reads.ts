@@ -2,6 +2,7 @@ import { actorLabel, CodedError, type ActivityEvent, type BrokerApi, type Journa
 import { laneRelease } from '../core/index.js';
 import type { Journal, SealedEventHeader } from '../journal/index.js';
 import type { OperatorQueue } from '../ports/index.js';
+import { listActions, waitedFor } from './action-list.js';
 
 /** Activity pages are bounded; the view pages on by `next_seq` (keyset paging on the journal position). */
 export const activityPageMax = 500;
@@ -20,8 +21,15 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
       const state = input.action_id.startsWith('act_') ? journal.getAction(input.action_id) : undefined;
       if (state === undefined) throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
       const events = journal.subjectEvents(input.action_id);
-      return { state, queue: queue.position(input.action_id), events: events.map(activityRow), released_by: laneRelease(events) };
+      return {
+        state,
+        queue: queue.position(input.action_id),
+        events: events.map(activityRow),
+        released_by: laneRelease(events),
+        waited_for: waitedFor(journal, state, events),
+      };
     },
+    'actions.list': (input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] => listActions(journal, input),
     'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
       sessions: journal.listSessions().map((session) => {
         const actions = journal.listSessionActions(session.session_id);
@@ -93,8 +101,11 @@ export function activityRow(event: JournalEvent | SealedEventHeader): ActivityEv
 
 function summarize(event: JournalEvent): string {
   switch (event.kind) {
-    case 'ACTION_ACCEPTED':
-      return `${event.payload.channel} ${event.payload.target} (approval ${event.payload.approval})`;
+    case 'ACTION_ACCEPTED': {
+      // The rule that set the approval, so the log says why a write waited for a card (docs/config.md, Rules).
+      const rule = event.payload.approval_rule === undefined ? '' : ` by ${event.payload.approval_rule}`;
+      return `${event.payload.channel} ${event.payload.target} (approval ${event.payload.approval}${rule})`;
+    }
     case 'APPROVED':
     case 'SESSION_APPROVED':
       return `by ${actorLabel(event.payload.actor)}`;
@@ -115,6 +126,10 @@ function summarize(event: JournalEvent): string {
       return `pid ${event.payload.pid} ${event.payload.exe ?? '(exe unknown)'}${event.payload.client_name === null ? '' : ` (${event.payload.client_name})`}`;
     case 'SESSION_ENDED':
       return event.payload.reason;
+    case 'CONFIG_APPLIED': {
+      const { how, by, digest, restart_needed_for: waiting } = event.payload;
+      return `${how} by ${by}: ${digest}${waiting.length === 0 ? '' : `; at the next start: ${waiting.join(', ')}`}`;
+    }
     case 'RECONCILIATION_RESULT': {
       const c = event.classification;
       return `by lookup ${event.payload.lookup_action_id} (${event.payload.correlation})${c === undefined ? '' : `: ${c.outcome}, ${c.outcome_basis}`}`;

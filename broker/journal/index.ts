@@ -6,12 +6,13 @@ export {
   journalBytesMaxDefault,
   busyTimeoutMsDefault,
   type DispatchConnection,
+  type JournalCommit,
   type JournalOpenOptions,
   type JournalState,
   type JournalStats,
   type SealedEventHeader,
 } from './journal.js';
-export type { Appended, AppendedSession } from './plan-unit.js';
+export type { Appended, AppendedConfig, AppendedSession } from './plan-unit.js';
 export { assertDurable, readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
 export { migrate, schemaVersion } from './migrate.js';
 export type { Migration } from './migration.js';
@@ -19,6 +20,7 @@ export { journalMigrations } from './migrations/index.js';
 export { recoveryEvent } from './recovery.js';
 export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
 export type { ActionCounts } from './journal-store.js';
+export type { ActionListDbRow, ActionListFilter, LaneTicketRow } from './action-list-query.js';
 export { ResultStore, resultChunkBytes, resultSummaryBytesMax, type ResultInput, type StoredResult, type StoredResultHead, type ResultPart } from './result-store.js';
 export { RequestStore, keptRequestBytesMax, type KeptRequest } from './request-store.js';
 export { AuditWriter, auditDecryptPurpose, auditSignPurpose, checkpointEveryEventsDefault, type AuditVault } from './audit-writer.js';

@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ActionState, SessionState } from '../contract/index.js';
-import type { BoundIdempotencyKey } from '../core/index.js';
+import { splitActionTarget, type ActionTimeline, type BoundIdempotencyKey, type OutcomeCountRow } from '../core/index.js';
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
 export interface EventRow {
@@ -85,9 +85,10 @@ export class JournalStore implements AuditStore {
     listLane: () => Statement<[string, number, number], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
-    outcomeCounts: () => Statement<[], { phase: string | null; outcome: string | null; code: string | null; n: number }>;
+    outcomeCounts: () => Statement<[], OutcomeCountRow>;
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
+    loadTimeline: () => Statement<[string], ActionTimeline>;
   };
 
   constructor(db: Database) {
@@ -132,11 +133,13 @@ export class JournalStore implements AuditStore {
         INSERT INTO actions (action_id, session_id, ticket, lane, channel, target, request_fingerprint,
           approval, idempotent, stage, decision, dispatch_evidence, dispatch_seq, outcome, phase, retry,
           code, effect, outcome_basis, source, retry_after_ms, caller_disposition, recorded, result_id,
-          result_digest, first_seq, last_seq, accepted_at_ms, updated_at_ms, state)
+          result_digest, first_seq, last_seq, accepted_at_ms, updated_at_ms, state, target_name, decided_by,
+          decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms)
         VALUES (@action_id, @session_id, @ticket, @lane, @channel, @target, @request_fingerprint,
           @approval, @idempotent, @stage, @decision, @dispatch_evidence, @dispatch_seq, @outcome, @phase,
           @retry, @code, @effect, @outcome_basis, @source, @retry_after_ms, @caller_disposition, @recorded,
-          @result_id, @result_digest, @first_seq, @last_seq, @accepted_at_ms, @updated_at_ms, @state)
+          @result_id, @result_digest, @first_seq, @last_seq, @accepted_at_ms, @updated_at_ms, @state, @target_name,
+          @decided_by, @decided_at_ms, @decided_seq, @dispatched_at_ms, @settled_at_ms, @resolved_at_ms)
         ON CONFLICT (action_id) DO UPDATE SET
           session_id = excluded.session_id, ticket = excluded.ticket, lane = excluded.lane,
           channel = excluded.channel, target = excluded.target,
@@ -149,7 +152,13 @@ export class JournalStore implements AuditStore {
           recorded = excluded.recorded, result_id = excluded.result_id,
           result_digest = excluded.result_digest, first_seq = excluded.first_seq,
           last_seq = excluded.last_seq, accepted_at_ms = excluded.accepted_at_ms,
-          updated_at_ms = excluded.updated_at_ms, state = excluded.state`),
+          updated_at_ms = excluded.updated_at_ms, state = excluded.state, target_name = excluded.target_name,
+          decided_by = excluded.decided_by, decided_at_ms = excluded.decided_at_ms, decided_seq = excluded.decided_seq,
+          dispatched_at_ms = excluded.dispatched_at_ms, settled_at_ms = excluded.settled_at_ms,
+          resolved_at_ms = excluded.resolved_at_ms`),
+      loadTimeline: lazy(db, `
+        SELECT decided_by, decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms
+        FROM actions WHERE action_id = ?`),
       upsertAttempt: lazy(db, `
         INSERT INTO attempts (action_id, n, state, setup_stage, connection, connection_id, dispatch_seq,
           request_complete, response_started, response_complete, response_status, connection_lost,
@@ -177,7 +186,14 @@ export class JournalStore implements AuditStore {
       listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
-      outcomeCounts: lazy(db, `SELECT phase, outcome, code, count(*) AS n FROM actions GROUP BY phase, outcome, code`),
+      // decision and dispatched tell a closing decision from a failed phase; minute buckets the last
+      // hour up to the newest classified action (event time) for the metrics' rate (broker/core/metrics.ts).
+      outcomeCounts: lazy(db, `
+        SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
+          CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
+            THEN updated_at_ms / 60000 END AS minute,
+          count(*) AS n
+        FROM actions GROUP BY phase, outcome, code, decision, dispatched, minute`),
       loadIdempotencyKey: lazy(db, `
         SELECT route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq
         FROM idempotency_keys WHERE route = ? AND scope = ? AND key = ?`),
@@ -314,7 +330,7 @@ export class JournalStore implements AuditStore {
   }
 
   /** Actions grouped by their current (phase, outcome, code); null outcome = still open before dispatch. */
-  outcomeCounts(): Array<{ phase: string | null; outcome: string | null; code: string | null; n: number }> {
+  outcomeCounts(): OutcomeCountRow[] {
     return this.sql.outcomeCounts().all();
   }
 
@@ -336,17 +352,24 @@ export class JournalStore implements AuditStore {
     this.sql.upsertIdempotencyKey().run({ ...row });
   }
 
+  /** The action list's moments of one action as stored (schema 10); an action not stored yet has none. */
+  loadTimeline(actionId: string): ActionTimeline | undefined {
+    return this.sql.loadTimeline().get(actionId);
+  }
+
   unrecordedActionIds(): string[] {
     return this.sql.unrecordedIds().all().map((row) => row.action_id);
   }
 
   /**
-   * Writes one action's current state into actions, attempts and tickets. Given the state as it
+   * Writes one action's current state (and its timeline columns) into actions, attempts and tickets. Given the state as it
    * was stored before this transaction, skips attempt and ticket rows that did not change (the
    * projection keeps an unchanged attempt's object), which is most of them on a busy commit.
    */
-  writeState(state: ActionState, stored: ActionState | undefined): void {
+  writeState(state: ActionState, stored: ActionState | undefined, timeline: ActionTimeline): void {
     this.sql.upsertAction().run({
+      ...timeline,
+      target_name: splitActionTarget(state.target).name,
       action_id: state.action_id,
       session_id: state.session_id,
       ticket: state.ticket,

@@ -6,20 +6,29 @@ import {
   CodedError,
   isCodedError,
   type ActionState,
+  type EventKind,
   type JournalEvent,
   type NewEvent,
   type SessionState,
 } from '../contract/index.js';
-import { idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
+import {
+  advanceActionTimeline,
+  emptyActionTimeline,
+  idempotencyKeyId,
+  type ActionTimeline,
+  type BoundIdempotencyKey,
+  type OutcomeCountRow,
+} from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import { AuditWriter, checkpointEveryEventsDefault, type AuditVault, type RowCipher } from './audit-writer.js';
 import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
+import { ActionListQuery, type ActionListDbRow, type ActionListFilter, type LaneTicketRow } from './action-list-query.js';
 import { sodiumReady } from './event-cipher.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { migration009SealedResults, truncateWal } from './migrations/009-sealed-results.js';
 import type { Migration } from './migration.js';
-import { planUnit, type Appended, type AppendedSession, type PlannedUnit } from './plan-unit.js';
+import { planUnit, type Appended, type AppendedConfig, type AppendedSession, type PlannedUnit } from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 
@@ -96,7 +105,21 @@ export interface DispatchConnection {
   readonly generation?: number;
 }
 
-type AnyAppended = Appended | AppendedSession;
+type AnyAppended = Appended | AppendedSession | AppendedConfig;
+/** Which append path a unit came through; each takes only its own kind of subject id. */
+type Subject = 'action' | 'session' | 'config';
+const subjectPrefixes: Readonly<Record<Subject, string>> = { action: 'act_', session: 'ses_', config: 'cfg_' };
+const wrongPath: Readonly<Record<Subject, string>> = {
+  action: 'session and configuration events go through appendSession / appendConfig',
+  session: 'appendSession takes SESSION_* events only',
+  config: 'appendConfig takes CONFIG_* events only',
+};
+
+/** What a commit made durable, as the change feed needs it: no payload, no subject. */
+export interface JournalCommit {
+  readonly last_seq: number;
+  readonly kinds: readonly EventKind[];
+}
 
 interface Unit {
   readonly events: readonly NewEvent[];
@@ -125,6 +148,7 @@ interface Unit {
  */
 export class Journal {
   private readonly store: JournalStore;
+  private readonly listQuery: ActionListQuery;
   private readonly groupCommit: boolean;
   private readonly batchEventsMax: number;
   private readonly pendingEventsMax: number;
@@ -140,6 +164,7 @@ export class Journal {
   private readonly audit: AuditWriter;
   private readonly sealFault: ((event: JournalEvent) => void) | undefined;
   private readonly unsubscribe: Array<() => void> = [];
+  private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
 
   private constructor(
     private readonly db: Database.Database,
@@ -148,6 +173,7 @@ export class Journal {
     options: JournalOpenOptions,
   ) {
     this.store = new JournalStore(db);
+    this.listQuery = new ActionListQuery(db);
     this.groupCommit = options.groupCommit ?? true;
     this.batchEventsMax = positive(options.batchEventsMax ?? batchEventsMaxDefault, 'batchEventsMax');
     this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
@@ -211,6 +237,26 @@ export class Journal {
     return appended;
   }
 
+  /**
+   * Appends one configuration event (CONFIG_APPLIED, subject `cfg_…`): the same hash chain and commit path as actions,
+   * folded into no state (the action and session projections skip it).
+   */
+  async appendConfig(event: NewEvent): Promise<AppendedConfig> {
+    const [appended] = await this.enqueue([event], 'config');
+    if (appended === undefined) throw new Error('a configuration unit resolved without its event');
+    return appended;
+  }
+
+  /**
+   * Told after every commit that made events durable (kinds and the last position, never a payload): the operator
+   * UI's change feed (broker/host/change-feed.ts) pushes from here instead of the UI polling. A listener that
+   * throws is ignored: a view's refresh must never undo or delay a commit.
+   */
+  onCommit(listener: (commit: JournalCommit) => void): () => void {
+    this.commitListeners.add(listener);
+    return () => this.commitListeners.delete(listener);
+  }
+
   getSession(sessionId: string): SessionState | undefined {
     this.requireReadable();
     return this.store.loadSession(sessionId);
@@ -239,6 +285,30 @@ export class Journal {
   listSessionActions(sessionId: string, options: { limit?: number } = {}): ActionState[] {
     this.requireReadable();
     return this.store.listSessionActions(sessionId, Math.min(options.limit ?? listActionsMax, listActionsMax));
+  }
+
+  /** One page of the action list, newest first (`limit + 1` rows: the extra one says another page follows). */
+  actionListPage(filter: ActionListFilter): ActionListDbRow[] {
+    this.requireReadable();
+    return this.listQuery.page({ ...filter, limit: Math.min(Math.max(1, filter.limit), listActionsMax) });
+  }
+
+  /** A lane's tickets below `ticket`, newest first, bounded: what a ticket may have waited behind. */
+  laneTicketsBefore(lane: string, ticket: number, limit = listActionsMax): LaneTicketRow[] {
+    this.requireReadable();
+    return this.listQuery.laneTicketsBefore(lane, ticket, Math.min(limit, listActionsMax));
+  }
+
+  /** The action list's moments of one action (decided, dispatched, settled, resolved), as stored. */
+  getActionTimeline(actionId: string): ActionTimeline | undefined {
+    this.requireReadable();
+    return this.store.loadTimeline(actionId);
+  }
+
+  /** The wall time the newest event recorded (null for an empty log). */
+  lastEventAtMs(): number | null {
+    this.requireReadable();
+    return this.listQuery.lastEventAtMs();
   }
 
   /**
@@ -341,7 +411,7 @@ export class Journal {
   }
 
   /** Actions by current (phase, outcome, code), from the current-state table (the metrics view). */
-  outcomeCounts(): Array<{ phase: string | null; outcome: string | null; code: string | null; n: number }> {
+  outcomeCounts(): OutcomeCountRow[] {
     this.requireReadable();
     return this.store.outcomeCounts();
   }
@@ -373,7 +443,7 @@ export class Journal {
     return Promise.resolve();
   }
 
-  private enqueue(input: readonly NewEvent[], subject: 'action' | 'session'): Promise<AnyAppended[]> {
+  private enqueue(input: readonly NewEvent[], subject: Subject): Promise<AnyAppended[]> {
     if (this.state !== 'open') return Promise.reject(this.unavailable());
     let events: NewEvent[];
     try {
@@ -381,8 +451,8 @@ export class Journal {
         throw new CodedError('INVALID_ARGUMENT', `a batch holds at most ${this.batchEventsMax} events`, { field: 'events' });
       }
       events = input.map((event) => validateNewEvent(event));
-      if (events.some((event) => event.action_id.startsWith('ses_') !== (subject === 'session'))) {
-        throw new CodedError('INVALID_ARGUMENT', `${subject === 'session' ? 'appendSession takes SESSION_* events only' : 'session events go through appendSession'}`, { field: 'kind' });
+      if (events.some((event) => !event.action_id.startsWith(subjectPrefixes[subject]))) {
+        throw new CodedError('INVALID_ARGUMENT', wrongPath[subject], { field: 'kind' });
       }
     } catch (error) {
       return Promise.reject(error);
@@ -456,6 +526,9 @@ export class Journal {
       const keyOverlay = new Map<string, BoundIdempotencyKey>();
       const idempotencyKeyOf = (route: string, scope: string, key: string): BoundIdempotencyKey | undefined =>
         keyOverlay.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key);
+      // The action list's moments (decided, dispatched, settled), folded from the same events at their own at_ms.
+      const timelines = new Map<string, ActionTimeline>();
+      const timelineOf = (id: string): ActionTimeline => timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
       for (const unit of units) {
         let plan: PlannedUnit;
         try {
@@ -469,6 +542,9 @@ export class Journal {
           this.sealFault?.(event);
           this.store.insertEvent(this.audit.seal(event).row);
         }
+        for (const a of plan.appended) {
+          if ('state' in a) timelines.set(a.event.action_id, advanceActionTimeline(timelineOf(a.event.action_id), a.event, a.state));
+        }
         for (const [id, state] of plan.states) overlay.set(id, state);
         for (const [id, session] of plan.sessions) sessionOverlay.set(id, session);
         for (const [id, bound] of plan.idempotencyKeys) keyOverlay.set(id, bound);
@@ -478,7 +554,7 @@ export class Journal {
         accepted.push({ unit, appended: plan.appended });
       }
       // Current state goes into the same transaction as the events that changed it.
-      for (const [id, state] of overlay) this.store.writeState(state, stored.get(id));
+      for (const [id, state] of overlay) this.store.writeState(state, stored.get(id), timelineOf(id));
       for (const session of sessionOverlay.values()) this.store.writeSession(session);
       for (const bound of keyOverlay.values()) this.store.writeIdempotencyKey(bound);
       if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
@@ -499,8 +575,19 @@ export class Journal {
     }
     for (const { unit, error } of refused) unit.reject(error);
     for (const { unit, appended } of accepted) unit.resolve([...appended]);
+    if (accepted.length > 0) this.tellCommit({ last_seq: lastSeq, kinds: accepted.flatMap(({ appended }) => appended.map(({ event }) => event.kind)) });
     // After the release: a signature (~45 µs) and its fsync never delay a dispatcher.
     if (accepted.length > 0 && this.audit.intervalCheckpointDue()) this.auditWrite(() => this.audit.checkpointIfDue('interval'));
+  }
+
+  private tellCommit(commit: JournalCommit): void {
+    for (const listener of this.commitListeners) {
+      try {
+        listener(commit);
+      } catch {
+        // See onCommit: a listener's failure is its own.
+      }
+    }
   }
 
   private fail(cause: unknown, batch: readonly Unit[]): void {

@@ -26,8 +26,13 @@ export interface AppendedSession {
   readonly session: SessionState;
 }
 
+/** One durable configuration event (CONFIG_APPLIED): no state folds from it, the log is its record. */
+export interface AppendedConfig {
+  readonly event: JournalEvent;
+}
+
 export interface PlannedUnit {
-  readonly appended: ReadonlyArray<Appended | AppendedSession>;
+  readonly appended: ReadonlyArray<Appended | AppendedSession | AppendedConfig>;
   /** Each touched action's state after the unit, in first-touched order. */
   readonly states: ReadonlyMap<string, ActionState>;
   readonly sessions: ReadonlyMap<string, SessionState>;
@@ -46,7 +51,7 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
   const states = new Map<string, ActionState>();
   const sessions = new Map<string, SessionState>();
   const idempotencyKeys = new Map<string, BoundIdempotencyKey>();
-  const appended: Array<Appended | AppendedSession> = [];
+  const appended: Array<Appended | AppendedSession | AppendedConfig> = [];
   let lastTicket = ctx.lastTicket;
   for (const [i, input] of newEvents.entries()) {
     if (input.action_id.startsWith('ses_')) {
@@ -55,6 +60,11 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
       const session = applySessionEvent(sessions.get(input.action_id) ?? ctx.sessionOf(input.action_id), event);
       sessions.set(input.action_id, session);
       appended.push({ event, session });
+      continue;
+    }
+    if (input.action_id.startsWith('cfg_')) {
+      // A configuration event: no action, session, ticket or lane; it is recorded, not folded.
+      appended.push({ event: { ...input, seq: ctx.nextSeq + i, at_ms: ctx.atMs, session_id: null, ticket: null, lane: null } });
       continue;
     }
     const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);

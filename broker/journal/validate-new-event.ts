@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { CodedError, eventPayloadSchemas, isSessionEventKind, newEventSchema, type NewEvent } from '../contract/index.js';
+import { CodedError, eventPayloadSchemas, isConfigEventKind, isSessionEventKind, newEventSchema, type NewEvent } from '../contract/index.js';
 
 /**
  * Checks an event against the contract schemas before it can be queued and returns the parsed
@@ -11,9 +11,10 @@ export function validateNewEvent(input: unknown): NewEvent {
   const envelope = newEventSchema.safeParse(input);
   if (!envelope.success) throw invalid(envelope.error, []);
   const kind = envelope.data.kind;
-  const sessionSubject = envelope.data.action_id.startsWith('ses_');
-  if (sessionSubject !== isSessionEventKind(kind)) {
-    throw new CodedError('INVALID_ARGUMENT', `invalid event: action_id: ${kind} needs ${isSessionEventKind(kind) ? 'a ses_' : 'an act_'} subject id`, { field: 'action_id' });
+  const needed = isSessionEventKind(kind) ? 'ses_' : isConfigEventKind(kind) ? 'cfg_' : 'act_';
+  if (!envelope.data.action_id.startsWith(needed)) {
+    const article = needed === 'act_' ? 'an' : 'a';
+    throw new CodedError('INVALID_ARGUMENT', `invalid event: action_id: ${kind} needs ${article} ${needed} subject id`, { field: 'action_id' });
   }
   const payload = eventPayloadSchemas[kind].safeParse(envelope.data.payload);
   if (!payload.success) throw invalid(payload.error, ['payload']);

@@ -8,6 +8,7 @@ import { migration006IdempotencyKeys } from './006-idempotency-keys.js';
 import { migration007ResultPurge } from './007-result-purge.js';
 import { migration008KeptRequests } from './008-kept-requests.js';
 import { migration009SealedResults } from './009-sealed-results.js';
+import { migration010ActionList } from './010-action-list.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
-export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge, migration008KeptRequests, migration009SealedResults];
+export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge, migration008KeptRequests, migration009SealedResults, migration010ActionList];

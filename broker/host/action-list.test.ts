@@ -1,0 +1,220 @@
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { brokerApiSchemas, type NewEvent, type OperatorInput } from '../contract/index.js';
+import { isActionOpen } from '../core/index.js';
+import { Journal } from '../journal/index.js';
+import { actionPathNames, actionPaths } from '../testing/action-paths.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { listActions } from './action-list.js';
+import { createOperatorReads } from './operator-reads.js';
+
+const sessions = ['ses_alpha_01', 'ses_bravo_02'] as const;
+const lanes = ['lane-a', 'lane-b'] as const;
+const httpTargets = ['route:docs POST /documents/{id}', 'route:api GET /v1/items'] as const;
+
+/** Appends one event at a time, the clock one second on each time, so every moment has its own wall time. */
+async function appendSlowly(t: TempJournal, events: readonly NewEvent[]): Promise<void> {
+  for (const event of events) {
+    t.clock.advance(1_000);
+    await t.journal.append(event);
+  }
+}
+
+/** One script per path name and per n, its acceptance moved to a session, lane and target of its own. */
+function varied(name: (typeof actionPathNames)[number], n: number): NewEvent[] {
+  const id = `act_${name.slice(0, 20)}_${String(n).padStart(3, '0')}`;
+  const [accepted, ...rest] = actionPaths[name](id);
+  if (accepted?.kind !== 'ACTION_ACCEPTED') throw new Error('a script starts with ACTION_ACCEPTED');
+  const target = accepted.payload.channel === 'ssh' ? accepted.payload.target : httpTargets[n % 2];
+  return [{ ...accepted, session_id: sessions[n % 2], lane: lanes[(n >> 1) % 2], payload: { ...accepted.payload, target: target ?? '' } }, ...rest];
+}
+
+let temp: TempJournal;
+beforeEach(async () => {
+  temp = await openTempJournal();
+});
+afterEach(() => temp.dispose());
+
+const list = (input: OperatorInput<'actions.list'>) => brokerApiSchemas['actions.list'].output.parse(listActions(temp.journal, brokerApiSchemas['actions.list'].input.parse(input)));
+
+describe('actions.list over a real journal', () => {
+  it('when a person approved a call of a named agent: one row with who, what, when and how long, from the events\' times', async () => {
+    await temp.journal.appendSession({
+      kind: 'SESSION_STARTED',
+      action_id: 'ses_alpha_01',
+      payload: { pid: 4242, uid: 1000, start_time: '77', ppid: 1, exe: '/usr/bin/node', cwd: '/w', parent_exe: null, client_name: 'claude-code', client_version: '1' },
+    });
+    const start = temp.clock.nowMs();
+    await appendSlowly(temp, varied('httpApproved', 0));
+    await appendSlowly(temp, varied('httpNoApproval', 1));
+    const { actions, next_before } = list({});
+    expect(next_before).toBeNull();
+    expect(actions.map((a) => a.action_id)).toEqual(['act_httpNoApproval_001', 'act_httpApproved_000']);
+    expect(actions[1]).toEqual({
+      action_id: 'act_httpApproved_000',
+      ticket: 1,
+      accepted_at_ms: start + 1_000,
+      session_id: 'ses_alpha_01',
+      agent: { name: 'claude-code', pid: 4242 },
+      channel: 'http',
+      target: 'docs',
+      method: 'POST',
+      request: '/documents/{id}',
+      lane: 'lane-a',
+      stage: 'result_delivered',
+      decision: 'approved',
+      decided_by: 'person:operator-1',
+      outcome: 'committed',
+      code: null,
+      effect: 'succeeded',
+      decided_at_ms: start + 4_000,
+      dispatched_at_ms: start + 6_000,
+      settled_at_ms: start + 10_000,
+      duration_ms: 9_000,
+      first_seq: 2,
+      last_seq: 12,
+    });
+    // A session with no SESSION_STARTED row still says which session; the agent is unnamed.
+    expect(actions[0]?.agent).toEqual({ name: null, pid: null });
+  });
+
+  it('when every path has run in two sessions, lanes and targets: each filter and keyset page agrees with the projection, with no duplicate or gap', async () => {
+    for (const name of actionPathNames) for (const n of [0, 1, 2, 3]) await temp.journal.appendBatch(varied(name, n));
+    const model = temp.journal.listActions().sort((a, b) => b.first_seq - a.first_seq);
+    expect(model.length).toBe(actionPathNames.length * 4);
+    const filterArb = fc.record(
+      {
+        session_id: fc.constantFrom(...sessions),
+        lane: fc.constantFrom(...lanes, 'lane-ssh'),
+        target: fc.constantFrom('docs', 'route:api', 'host:build-1', 'nothing-here'),
+        outcome: fc.constantFrom('committed', 'unknown', 'not_attempted', 'rejected' as const),
+        code: fc.constantFrom('APPROVAL_DENIED', 'REMOTE_ERROR_STATUS'),
+        open: fc.constant(true),
+        text: fc.constantFrom('DOCUMENTS', 'v1/items', 'operator-1', '#1', 'expired'),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.property(filterArb, fc.integer({ min: 1, max: 9 }), (filter, limit) => {
+        const expected = model.filter((s) => {
+          const rowTarget = s.target.split(' ')[0]?.replace(/^(route|host):/, '');
+          if (filter.session_id !== undefined && s.session_id !== filter.session_id) return false;
+          if (filter.lane !== undefined && s.lane !== filter.lane) return false;
+          if (filter.target !== undefined && rowTarget !== filter.target.replace(/^(route|host):/, '')) return false;
+          if (filter.outcome !== undefined && s.outcome !== filter.outcome) return false;
+          if (filter.code !== undefined && s.code !== filter.code) return false;
+          if (filter.open === true && !isActionOpen(s)) return false;
+          return true;
+        });
+        const seen: string[] = [];
+        let before: number | undefined;
+        for (let pages = 0; pages < 200; pages += 1) {
+          const page = list({ ...filter, limit, ...(before === undefined ? {} : { before_seq: before }) });
+          expect(page.actions.length).toBeLessThanOrEqual(limit);
+          seen.push(...page.actions.map((a) => a.action_id));
+          if (page.next_before === null) break;
+          before = page.next_before;
+        }
+        if (filter.text === undefined) {
+          expect(seen).toEqual(expected.map((s) => s.action_id));
+        } else {
+          // Text narrows further: every row found is one the other filters allow, in order, once.
+          const allowed = expected.map((s) => s.action_id);
+          expect(seen.every((id) => allowed.includes(id))).toBe(true);
+          expect(seen).toEqual(allowed.filter((id) => seen.includes(id)));
+        }
+        expect(new Set(seen).size).toBe(seen.length);
+      }),
+      { numRuns: 60 },
+    );
+    expect(list({ text: 'v1/ITEMS' }).actions.every((a) => a.request === '/v1/items')).toBe(true);
+    expect(list({ text: 'nobody (expired)', limit: 500 }).actions.map((a) => a.decision)).toEqual(['expired', 'expired', 'expired', 'expired']);
+  });
+
+  it('when a filter is asked for with a bad value: a coded INVALID_ARGUMENT naming the field', () => {
+    const parsed = brokerApiSchemas['actions.list'].input.safeParse({ limit: 501 });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.path).toEqual(['limit']);
+    expect(brokerApiSchemas['actions.list'].input.safeParse({ outcome: 'failed' }).success).toBe(false);
+  });
+
+  it('uses an index for the first page, a deep page and each filter (no full scan, no temp sort)', async () => {
+    await appendSlowly(temp, varied('httpNoApproval', 0));
+    const db = new Database(temp.path, { readonly: true });
+    try {
+      const plan = (where: string): string =>
+        db.prepare(`EXPLAIN QUERY PLAN SELECT a.action_id FROM actions a LEFT JOIN sessions s ON s.session_id = a.session_id ${where} ORDER BY a.first_seq DESC LIMIT 101`).all().map((r) => (r as { detail: string }).detail).join('\n');
+      for (const [where, index] of [
+        ['', 'actions_list'],
+        ['WHERE a.first_seq < 500', 'actions_list'],
+        [`WHERE a.session_id = 'x' AND a.first_seq < 500`, 'actions_list_by_session'],
+        [`WHERE a.lane = 'x'`, 'actions_list_by_lane'],
+        [`WHERE a.target_name = 'x'`, 'actions_list_by_target'],
+        [`WHERE a.outcome = 'unknown'`, 'actions_list_by_outcome'],
+        [`WHERE a.code IS NOT NULL AND a.code = 'X'`, 'actions_list_by_code'],
+        ['WHERE a.settled_at_ms IS NULL', 'actions_list_open'],
+      ] as const) {
+        const detail = plan(where);
+        expect(detail, where).toContain(index);
+        expect(detail, where).not.toContain('TEMP B-TREE');
+      }
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('actions.show: waited_for', () => {
+  it('when #2 was approved while #1 waited for its person, and #1 was then rejected: "#2 waited for #1" from their recorded times', async () => {
+    const reads = createOperatorReads(temp.journal, { position: () => null, isConnected: () => false });
+    const [a1, ...a1rest] = actionPaths.httpApproved('act_wait_first_1');
+    const b = actionPaths.httpApproved('act_wait_second1');
+    if (a1 === undefined) throw new Error('no script');
+    await appendSlowly(temp, [a1, ...a1rest.slice(0, 2)]); // #1 accepted, validated, card shown
+    await appendSlowly(temp, b.slice(0, 4)); // #2 accepted … approved
+    const approvedAt = temp.clock.nowMs();
+    const show = (id: string) => brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: id }));
+    expect(show('act_wait_second1').waited_for).toEqual([{ ticket: 1, action_id: 'act_wait_first_1', waited_ms: 0, ongoing: true }]);
+    temp.clock.advance(40_000);
+    await temp.journal.append({ kind: 'REJECTED', action_id: 'act_wait_first_1', payload: { actor: { kind: 'person', id: 'alice' }, reason: 'no' }, classification: { phase: 'credential_injection', outcome: 'not_attempted', retry: 'never', code: 'APPROVAL_DENIED', effect: 'no_effect', outcome_basis: 'approval_denied', source: 'local_gate' } });
+    await appendSlowly(temp, b.slice(4));
+    // Ready at its approval, free when #1's rejection was recorded 40 s later (its own dispatch came after).
+    expect(show('act_wait_second1').waited_for).toEqual([{ ticket: 1, action_id: 'act_wait_first_1', waited_ms: 40_000, ongoing: false }]);
+    expect(temp.clock.nowMs() - approvedAt).toBeGreaterThan(40_000);
+    expect(show('act_wait_first_1').waited_for).toEqual([]);
+    expect(list({ lane: 'lane-a' }).actions.map((a) => a.decided_by)).toEqual(['person:operator-1', 'person:alice']);
+  });
+});
+
+describe('when a data dir written before migration 010 is opened', () => {
+  it('fills the list columns from the events\' headers, and words who decided from the decision event while the vault can open it', async () => {
+    await appendSlowly(temp, varied('httpApproved', 0));
+    await appendSlowly(temp, varied('expired', 1));
+    await appendSlowly(temp, actionPaths.callerCancelledAfterDispatch('act_blocked_000'));
+    const live = list({}).actions;
+    await temp.journal.close();
+    // Back to schema 9 exactly: 010 only added indexes and trailing columns.
+    const db = new Database(temp.path);
+    const indexes = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'actions_list%'`).pluck().all() as string[];
+    expect(indexes).toHaveLength(7);
+    for (const name of indexes) db.exec(`DROP INDEX ${name}`);
+    for (const column of ['target_name', 'decided_by', 'decided_at_ms', 'decided_seq', 'dispatched_at_ms', 'settled_at_ms', 'resolved_at_ms']) db.exec(`ALTER TABLE actions DROP COLUMN ${column}`);
+    db.pragma('user_version = 9');
+    db.close();
+
+    const reopened = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
+    try {
+      expect(reopened.stats().schema_version).toBe(10);
+      const migrated = listActions(reopened, {}).actions;
+      // Exact for every column the headers carry; settled is the latest settling event's time (exact here).
+      expect(migrated).toEqual(live);
+      temp.vault.lock();
+      const locked = listActions(reopened, {}).actions;
+      // The earlier run's decision events are sealed now: a person's name is never guessed, an expiry needs no body.
+      expect(locked.map((a) => a.decided_by)).toEqual([null, 'nobody (expired)', null]);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
