@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { foldMetrics } from './metrics.js';
+import { closedBeforeDispatch, foldMetrics, rateBuckets } from './metrics.js';
 
 describe('foldMetrics', () => {
   it('counts phase × outcome pairs and codes separately, open actions apart, never one failure number', () => {
@@ -23,11 +23,76 @@ describe('foldMetrics', () => {
       { code: 'REMOTE_OUTCOME_UNKNOWN', count: 2 },
       { code: 'REMOTE_ERROR_STATUS', count: 1 },
     ]);
-    expect(m).toMatchObject({ open: 4, total: 23 });
+    expect(m).toMatchObject({ open: 4, total: 23, decisions: [] });
     expect(Object.keys(m)).not.toContain('failures');
   });
 
   it('is empty for an empty journal', () => {
-    expect(foldMetrics([])).toEqual({ by_phase_outcome: [], by_code: [], open: 0, total: 0 });
+    expect(foldMetrics([])).toEqual({
+      by_phase_outcome: [],
+      by_code: [],
+      decisions: [],
+      open: 0,
+      total: 0,
+      rate: { until_ms: null, bucket_ms: 60_000, by_outcome: [], by_decision: [] },
+    });
+  });
+
+  describe('when a person rejected, an approval expired, a ticket was cancelled or the caller withdrew before dispatch', () => {
+    const rows = [
+      { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', decision: 'rejected', dispatched: 0, minute: null, n: 2 },
+      { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_EXPIRED', decision: 'expired', dispatched: 0, minute: null, n: 1 },
+      { phase: 'credential_injection', outcome: 'not_attempted', code: 'SESSION_REVOKED', decision: 'cancelled', dispatched: 0, minute: null, n: 4 },
+      { phase: 'credential_injection', outcome: 'not_attempted', code: 'CALLER_CANCELLED', decision: 'approved', dispatched: 0, minute: null, n: 5 },
+      // A real gate failure in the same phase stays a failure of that phase.
+      { phase: 'credential_injection', outcome: 'not_attempted', code: 'VAULT_LOCKED', decision: 'approved', dispatched: 0, minute: null, n: 6 },
+    ];
+
+    it('counts each as a decision, never as a credential_injection failure nor under codes', () => {
+      const m = foldMetrics(rows);
+      expect(m.decisions).toEqual([
+        { decision: 'rejected', count: 2 },
+        { decision: 'expired', count: 1 },
+        { decision: 'cancelled', count: 4 },
+        { decision: 'withdrawn', count: 5 },
+      ]);
+      expect(m.by_phase_outcome).toEqual([{ phase: 'credential_injection', outcome: 'not_attempted', count: 6 }]);
+      expect(m.by_code).toEqual([{ code: 'VAULT_LOCKED', count: 6 }]);
+      expect(m.total).toBe(18);
+    });
+
+    it('treats a rejection as a decision even from a row without the dispatch column', () => {
+      expect(closedBeforeDispatch({ phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', decision: 'rejected', n: 1 })).toBe('rejected');
+      // Without the dispatch column a caller code cannot be placed before dispatch: it stays where it was.
+      expect(closedBeforeDispatch({ phase: 'credential_injection', outcome: 'not_attempted', code: 'CALLER_CANCELLED', n: 1 })).toBeNull();
+      expect(closedBeforeDispatch({ phase: 'remote_execution', outcome: 'committed', code: null, decision: 'approved', dispatched: 1, n: 1 })).toBeNull();
+    });
+  });
+
+  describe('the rate over time', () => {
+    it('buckets per minute up to the newest classified action, one series per outcome and per decision', () => {
+      const newest = 28_000_000; // a minute number (at_ms / 60 000)
+      const m = foldMetrics([
+        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: newest, n: 3 },
+        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: newest - 59, n: 2 },
+        { phase: 'remote_execution', outcome: 'unknown', code: 'REMOTE_OUTCOME_UNKNOWN', decision: 'approved', dispatched: 1, minute: newest - 10, n: 1 },
+        { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', decision: 'rejected', dispatched: 0, minute: newest - 1, n: 1 },
+        // Outside the window (the journal sends null there; a stray older minute is ignored too).
+        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: null, n: 50 },
+        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: newest - 60, n: 7 },
+        { phase: null, outcome: null, code: null, decision: null, dispatched: 0, minute: null, n: 1 },
+      ]);
+      expect(m.rate.until_ms).toBe((newest + 1) * 60_000);
+      expect(m.rate.by_outcome.map((s) => s.outcome)).toEqual(['committed', 'unknown']);
+      const committed = m.rate.by_outcome[0]?.counts ?? [];
+      expect(committed).toHaveLength(rateBuckets);
+      expect(committed[rateBuckets - 1]).toBe(3);
+      expect(committed[0]).toBe(2);
+      expect(committed.reduce((a, b) => a + b, 0)).toBe(5);
+      expect(m.rate.by_outcome[1]?.counts[rateBuckets - 11]).toBe(1);
+      // The rejection has its own series; no not_attempted series claims it.
+      expect(m.rate.by_decision).toEqual([{ decision: 'rejected', counts: expect.any(Array) }]);
+      expect(m.rate.by_decision[0]?.counts[rateBuckets - 2]).toBe(1);
+    });
   });
 });

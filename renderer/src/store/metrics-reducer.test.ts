@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { barPercent, metricsReducer, initialMetricsView, phaseOutcomeGrid } from './metrics-reducer.js';
+import { barPercent, decisionRows, metricsReducer, initialMetricsView, phaseOutcomeGrid, rateLines, sparklinePoints, type Metrics } from './metrics-reducer.js';
 
 describe('the phase × outcome grid', () => {
   it('has every phase and outcome, zero where no action is, and keeps the pairs apart', () => {
@@ -25,9 +25,44 @@ describe('the phase × outcome grid', () => {
   });
 
   it('keeps the last metrics beside a refresh error', () => {
-    const value = { by_phase_outcome: [], by_code: [], open: 1, total: 1 };
+    const value: Metrics = { by_phase_outcome: [], by_code: [], decisions: [], open: 1, total: 1, rate: { until_ms: null, bucket_ms: 60_000, by_outcome: [], by_decision: [] } };
     const ready = metricsReducer(initialMetricsView, { type: 'received', reply: { ok: true, value } });
     const failed = metricsReducer(ready, { type: 'received', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'x' } } });
     expect(failed).toMatchObject({ phase: 'error', metrics: value, error: { code: 'BROKER_UNREACHABLE' } });
+  });
+});
+
+describe('the decisions and the rate', () => {
+  it('lists every closing decision in a fixed order, 0 where none, apart from the phase grid', () => {
+    expect(decisionRows([{ decision: 'rejected', count: 2 }])).toEqual([
+      { decision: 'rejected', count: 2 },
+      { decision: 'expired', count: 0 },
+      { decision: 'cancelled', count: 0 },
+      { decision: 'withdrawn', count: 0 },
+    ]);
+  });
+
+  it('gives one sparkline per outcome, then per decision, each with its total', () => {
+    const lines = rateLines({
+      until_ms: 120_000,
+      bucket_ms: 60_000,
+      by_outcome: [
+        { outcome: 'unknown', counts: [0, 1] },
+        { outcome: 'committed', counts: [2, 3] },
+      ],
+      by_decision: [{ decision: 'rejected', counts: [1, 0] }],
+    });
+    expect(lines.map((l) => [l.key, l.total])).toEqual([
+      ['outcome-committed', 5],
+      ['outcome-unknown', 1],
+      ['decision-rejected', 1],
+    ]);
+  });
+
+  it('draws a sparkline scaled to its own peak, zero on the bottom edge', () => {
+    expect(sparklinePoints([0, 2, 1], 100, 20)).toBe('0,20 50,0 100,10');
+    expect(sparklinePoints([0, 0], 10, 20)).toBe('0,20 10,20');
+    expect(sparklinePoints([], 10, 20)).toBe('');
+    expect(sparklinePoints([4], 10, 20)).toBe('0,0');
   });
 });

@@ -62,3 +62,53 @@ export function barPercent(count: number, max: number): number {
   if (count <= 0) return 0;
   return Math.max(2, Math.round((count / Math.max(1, max)) * 100));
 }
+
+export type Decided = Metrics['decisions'][number]['decision'];
+
+/** The decisions that close an action before dispatch, in the order the view lists them, and their words. */
+export const decisionOrder = ['rejected', 'expired', 'cancelled', 'withdrawn'] as const satisfies readonly Decided[];
+export const decisionsListed: Exhaustive<Exclude<Decided, (typeof decisionOrder)[number]>> = true;
+export const decisionMeaning: Readonly<Record<Decided, string>> = {
+  rejected: 'a person rejected the card',
+  expired: 'the approval window closed with no decision',
+  cancelled: 'a person cancelled it, or its session was revoked',
+  withdrawn: 'the caller cancelled, disconnected or ran out of time before anything was sent',
+};
+
+/** Every decision with its count (0 where none), so the breakdown's rows do not move as counts arrive. */
+export function decisionRows(decisions: Metrics['decisions']): Array<{ decision: Decided; count: number }> {
+  return decisionOrder.map((decision) => ({ decision, count: decisions.find((d) => d.decision === decision)?.count ?? 0 }));
+}
+
+/** One sparkline: its key for the test id and class, the counts, and the total over the window. */
+export interface RateLine {
+  key: string;
+  label: string;
+  counts: readonly number[];
+  total: number;
+}
+
+/** The rate series for the view: outcomes first (lifecycle order), then the decisions, each with its total. */
+export function rateLines(rate: Metrics['rate']): RateLine[] {
+  const sum = (counts: readonly number[]) => counts.reduce((a, b) => a + b, 0);
+  const line = (key: string, label: string, counts: readonly number[]): RateLine => ({ key, label, counts, total: sum(counts) });
+  const outcomes = outcomeOrder.flatMap((o) => rate.by_outcome.filter((s) => s.outcome === o).map((s) => line(`outcome-${o}`, o, s.counts)));
+  const decided = decisionOrder.flatMap((d) => rate.by_decision.filter((s) => s.decision === d).map((s) => line(`decision-${d}`, `${d} (decision)`, s.counts)));
+  return [...outcomes, ...decided];
+}
+
+/**
+ * The SVG polyline points of a sparkline `width` × `height` (y grows downward): one point per
+ * bucket, scaled to the series' own peak so a quiet outcome still shows its shape; a flat zero line
+ * sits on the bottom edge.
+ */
+export function sparklinePoints(counts: readonly number[], width: number, height: number): string {
+  if (counts.length === 0) return '';
+  const peak = Math.max(1, ...counts);
+  const step = counts.length === 1 ? 0 : width / (counts.length - 1);
+  return counts.map((n, i) => `${round(i * step)},${round(height - (Math.max(0, n) / peak) * height)}`).join(' ');
+}
+
+function round(value: number): number {
+  return Math.round(value * 10) / 10;
+}

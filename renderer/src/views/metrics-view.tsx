@@ -1,6 +1,6 @@
 import { useMemo } from 'react';
 import { useAppStore } from '../store/app-store.js';
-import { barPercent, phaseOutcomeGrid } from '../store/metrics-reducer.js';
+import { barPercent, decisionMeaning, decisionRows, phaseOutcomeGrid, rateLines, sparklinePoints, type Metrics } from '../store/metrics-reducer.js';
 import { usePolling } from './use-polling.js';
 
 /** How often the metrics are read again while the view is shown. */
@@ -9,7 +9,8 @@ export const metricsRefreshMs = 2_000;
 /**
  * Metrics: actions by phase × outcome, each pair its own cell with a bar (connection_setup /
  * not_attempted and remote_execution / unknown are different alarms, never one "failures" count),
- * then the codes.
+ * then the decisions that closed actions before dispatch (a person's rejection is not a failure of
+ * credential_injection), the rate per minute as sparklines, then the codes.
  */
 export function MetricsView() {
   const view = useAppStore((state) => state.metricsView);
@@ -64,6 +65,8 @@ export function MetricsView() {
               ))}
             </tbody>
           </table>
+          <Decisions decisions={metrics.decisions} />
+          <Rate rate={metrics.rate} />
           <h3>Codes</h3>
           {metrics.by_code.length === 0 ? (
             <p className="muted">No action carries an error code.</p>
@@ -84,5 +87,68 @@ export function MetricsView() {
         </>
       )}
     </section>
+  );
+}
+
+/** Actions closed before dispatch by a decision: their own breakdown, never counted as a failed phase. */
+function Decisions({ decisions }: { decisions: Metrics['decisions'] }) {
+  const rows = decisionRows(decisions);
+  return (
+    <>
+      <h3>Closed before dispatch by a decision</h3>
+      <p className="muted">Nothing was sent for these; they are decisions, not failures of a phase.</p>
+      <table className="codes decisions" data-testid="metrics-decisions">
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.decision} data-testid={`decision-${row.decision}`} data-count={row.count}>
+              <th scope="row">{row.decision}</th>
+              <td>{row.count.toLocaleString('en-US')}</td>
+              <td className="muted">{decisionMeaning[row.decision]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+const sparkWidth = 240;
+const sparkHeight = 28;
+
+/** Per-minute counts for the hour up to the newest classified action, one inline SVG sparkline per outcome and decision. */
+function Rate({ rate }: { rate: Metrics['rate'] }) {
+  const lines = rateLines(rate);
+  const until = rate.until_ms;
+  return (
+    <>
+      <h3>Rate per minute</h3>
+      {until === null || lines.length === 0 ? (
+        <p className="muted" data-testid="metrics-rate-empty">
+          No action has been classified yet.
+        </p>
+      ) : (
+        <>
+          <p className="muted">
+            The hour up to the newest classified action (<time dateTime={new Date(until).toISOString()}>{new Date(until).toLocaleTimeString()}</time>), by the time
+            each action last changed.
+          </p>
+          <table className="codes rate" data-testid="metrics-rate">
+            <tbody>
+              {lines.map((line) => (
+                <tr key={line.key} data-testid={`rate-${line.key}`} data-total={line.total}>
+                  <th scope="row">{line.label}</th>
+                  <td>
+                    <svg className={`sparkline ${line.key}`} width={sparkWidth} height={sparkHeight} viewBox={`0 0 ${sparkWidth} ${sparkHeight}`} role="img" aria-label={`${line.label}: ${line.total} in the hour, per minute`}>
+                      <polyline points={sparklinePoints(line.counts, sparkWidth, sparkHeight - 2)} fill="none" strokeWidth="1.5" />
+                    </svg>
+                  </td>
+                  <td>{line.total.toLocaleString('en-US')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </>
   );
 }
