@@ -74,11 +74,15 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     await shoot(page, 'config-pending.png');
 
     await card.getByRole('button', { name: 'Accept change' }).click();
-    await page.getByTestId('config-restart-needed').waitFor();
     await card.waitFor({ state: 'detached' });
+    // Accepted by a person with the vault unlocked: in force at once, no restart.
+    await page.getByTestId('route-docs').filter({ hasText: 'http://127.0.0.1:19/api' }).waitFor();
+    expect(await page.getByTestId('config-restart-needed').count()).toBe(0);
     const pending = await op(dataDir, 'config.pending', {});
-    expect(pending).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted', by: expect.stringContaining('(web, operator session)') } });
-    expect((await op(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ base_url: 'http://127.0.0.1:9/api', approval: 'per_call' })]);
+    expect(pending).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted', by: expect.stringContaining('(web, operator session)') } });
+    expect((await op(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' })]);
+    const applied = (await op(dataDir, 'activity.list', {})).events.filter((e) => e.kind === 'CONFIG_APPLIED');
+    expect(applied).toEqual([expect.objectContaining({ summary: expect.stringContaining(pending.accepted?.digest ?? '-') })]);
     expect(problems).toEqual([]);
     await page.context().close();
     await daemon.process.stop('SIGTERM');

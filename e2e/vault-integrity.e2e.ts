@@ -104,7 +104,7 @@ describe('vault, credentials and integrity by clicks', () => {
   }, 30_000);
 
   it(
-    'unlock the vault, add a credential that is never shown back, verify the journal; routes and hosts edited for the next start',
+    'unlock the vault, add a credential that is never shown back, verify the journal; routes and hosts edited, in force at once',
     async () => {
       await lockedDataDir();
       // Debug-level logs, so a secret that reached any log line would be on stderr.
@@ -175,8 +175,8 @@ describe('vault, credentials and integrity by clicks', () => {
       await openTab(page, /^Routes/);
       await page.getByTestId('route-docs').filter({ hasText: 'docs-token' }).waitFor();
       await page.getByTestId('ssh-host-web-1').filter({ hasText: 'deploy@10.0.0.5:22' }).waitFor();
-      expect(await page.getByTestId('routes-source').textContent()).toContain('apply at the next start');
-      // Edit the file for the next start: add a route, remove the SSH host (with a second click).
+      expect(await page.getByTestId('routes-source').textContent()).toContain('apply at once while the vault is unlocked');
+      // Edit the file with the vault unlocked: add a route, remove the SSH host (with a second click); each is in force at once.
       const routeForm = page.getByRole('form', { name: 'Add route' });
       await routeForm.getByLabel('Route name').fill('status');
       await routeForm.getByLabel('Base URL').fill('https://status.example.com');
@@ -184,13 +184,16 @@ describe('vault, credentials and integrity by clicks', () => {
       await routeForm.getByLabel('Approval').selectOption('none');
       await routeForm.getByLabel(/^Methods/).fill('GET');
       await routeForm.getByRole('button', { name: 'Add route to the file' }).click();
-      await page.getByTestId('config-edit-result').filter({ hasText: 'At the next start: routes docs, status' }).waitFor();
+      await page.getByTestId('config-edit-result').filter({ hasText: 'In force now: routes docs, status' }).waitFor();
       await page.getByTestId('ssh-host-web-1').getByRole('button', { name: 'Remove…' }).click();
-      await page.getByTestId('ssh-host-web-1').getByRole('button', { name: 'Remove web-1 at next start' }).click();
+      await page.getByTestId('ssh-host-web-1').getByRole('button', { name: 'Remove web-1' }).click();
       await page.getByTestId('config-edit-result').filter({ hasText: 'SSH hosts (none)' }).waitFor();
-      await page.getByTestId('config-edited').waitFor();
-      // The running broker keeps what it loaded; the file holds the edits.
-      expect((await op(dataDir, 'config.show', {})).routes.map((r) => r.name)).toEqual(['docs']);
+      // In force now: the page lists the route it just added from the broker's own view, and no "applies at the next start" note.
+      await page.getByTestId('route-status').waitFor();
+      expect(await page.getByTestId('config-edited').count()).toBe(0);
+      // The running broker runs the edits now, and the file holds them.
+      expect((await op(dataDir, 'config.show', {})).routes.map((r) => r.name)).toEqual(['docs', 'status']);
+      expect((await op(dataDir, 'config.show', {})).ssh_hosts).toEqual([]);
       const yamlText = readFileSync(path.join(dataDir, 'postern.yaml'), 'utf8');
       expect(yamlText).toMatch(/name: status/);
       expect(yamlText).not.toMatch(/web-1/);

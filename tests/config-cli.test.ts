@@ -80,13 +80,13 @@ describe('postern config with no broker running', () => {
 });
 
 describe('postern config with a broker running', () => {
-  it('the accepted file is in force; a later edit shows as a change that a person accepts for the next start', async () => {
+  it('the accepted file is in force; a later edit shows as a change that a person accepts, in force at once', async () => {
     const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     try {
       expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null });
       writeFileSync(path.join(dataDir, 'postern.yaml'), yaml(4002));
       const pending = await pendingJson();
-      expect(pending).toMatchObject({ broker_running: true, trust: 'verified', accept_applies: 'next_start' });
+      expect(pending).toMatchObject({ broker_running: true, trust: 'verified', accept_applies: 'now' });
       const text = await runPostern(['config', 'pending', '--data-dir', dataDir]);
       expect(text.stdout).toContain('changed route docs');
       expect(text.stdout).toContain('base_url: http://127.0.0.1:4001 → http://127.0.0.1:4002');
@@ -95,8 +95,8 @@ describe('postern config with a broker running', () => {
       expect(agent.stderr).toContain('OPERATOR_PROOF_REQUIRED');
       const person = await runOnTerminal(['config', 'accept', pending.change?.digest ?? '', '--data-dir', dataDir], passphrase);
       expect(person.code, person.screen).toBe(0);
-      expect(person.screen).toContain('it applies when the broker is restarted');
-      expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted' } });
+      expect(person.screen).toContain('it is in force now');
+      expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted' } });
     } finally {
       await daemon.process.stop('SIGTERM');
     }

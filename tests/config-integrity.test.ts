@@ -98,7 +98,7 @@ describe('when the agent edits postern.yaml between two starts', () => {
     expect(pending.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
     const digest = pending.change?.digest ?? '';
     await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
-    expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'now' });
+    expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'now', restart_needed_for: [] });
     expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, restart_needed: false, accepted: { how: 'accepted' } });
 
     // In force without a restart: per_call, so a card waits for a person; approved, it goes to the accepted host.
@@ -143,8 +143,9 @@ describe('when the agent edits postern.yaml between two starts', () => {
     await expect(decide('config.edit', { op: 'remove_route', name: 'docs' })).rejects.toMatchObject({ code: 'CONFIG_PENDING' });
     const digest = pending.change?.digest ?? '';
     await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
-    expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'next_start' });
-    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted', by: expect.stringMatching(/^person:/) } });
+    // Verified: a person's acceptance is in force at once (tests/config-live-apply.test.ts drives that path).
+    expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'now', restart_needed_for: [] });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted', by: expect.stringMatching(/^person:/) } });
     await stop();
   }, 90_000);
 

@@ -41,6 +41,7 @@ export const EventKind = {
   SESSION_REVOKED: 'SESSION_REVOKED',
   SESSION_ENDED: 'SESSION_ENDED',
   SESSION_RECONNECTED: 'SESSION_RECONNECTED',
+  CONFIG_APPLIED: 'CONFIG_APPLIED',
 } as const satisfies ClosedSet<string>;
 export type EventKind = keyof typeof EventKind;
 
@@ -82,6 +83,8 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   SESSION_ENDED: 'The agent process exited (or the broker found it gone); its undispatched tickets were cancelled.',
   SESSION_RECONNECTED:
     'The same agent process (pid + start time) opened its recorded session again: a shim reconnecting after a broker restart or a lost connection, or another connection of that process.',
+  CONFIG_APPLIED:
+    'A configuration a person accepted (or edited) took effect without a restart: its digest, who, how, and the settings waiting for one.',
 };
 
 /** Kinds that describe an agent session; their subject id (the action_id column) is a `ses_` id. */
@@ -95,6 +98,19 @@ export const sessionEventKinds: ReadonlySet<EventKind> = new Set<EventKind>([
 export function isSessionEventKind(kind: EventKind): boolean {
   return sessionEventKinds.has(kind);
 }
+
+/** Kinds that describe the broker's configuration; their subject id is a `cfg_` id (the first 16 hex of the digest). */
+export const configEventKinds: ReadonlySet<EventKind> = new Set<EventKind>(['CONFIG_APPLIED']);
+export function isConfigEventKind(kind: EventKind): boolean {
+  return configEventKinds.has(kind);
+}
+
+/**
+ * Settings read once at start (the vault's idle timer, the result purge, the UI's port): a configuration applied
+ * live names the ones it changed, which keep their start values until the next start.
+ */
+export const startBoundConfigSettings = ['vault.auto_lock_minutes', 'results.retention_seconds', 'operator.port'] as const;
+export type StartBoundConfigSetting = (typeof startBoundConfigSettings)[number];
 
 /**
  * Who made a decision. `process` is an operator call with no person's proof, accepted only under
@@ -168,10 +184,22 @@ export const eventPayloadSchemas = {
      */
     reconciles: actionIdSchema.optional(),
     /**
+     * HTTP: the route's base URL when the action was admitted. A retry or a reconciliation lookup goes to the route as
+     * configured now; if a person re-pointed it since, asking the new server would prove nothing about this action
+     * (and resending its key there could apply it twice), so both are refused. Optional: older events stay valid.
+     */
+    origin: z.string().max(2048).optional(),
+    /**
      * Retries allowed after the first attempt, bound from the route's retry policy at admission
      * (a configuration snapshot: a later config change does not widen it). Absent: 0.
      */
     retry_budget: z.number().int().min(0).max(10).optional(),
+    /**
+     * The route rule that set `approval` (and maybe the lane), as its words at admission
+     * (`rules[1]: POST /documents/** → per_call`), so the card and the journal say why a call needs a
+     * person even after the configuration changed. Absent: the route's own approval applied.
+     */
+    approval_rule: z.string().min(1).max(300).optional(),
   }),
   PREFLIGHT_VALIDATED: z.strictObject({
     /**
@@ -296,6 +324,16 @@ export const eventPayloadSchemas = {
   SESSION_ENDED: z.strictObject({ reason: z.enum(['process_exited', 'broker_found_gone']) }),
   /** MCP clientInfo of the new connection: a label, never identity (the identity is the session's). */
   SESSION_RECONNECTED: z.strictObject({ client_name: z.string().max(200).nullable(), client_version: z.string().max(100).nullable() }),
+  CONFIG_APPLIED: z.strictObject({
+    /** sha256 of the postern.yaml text now in force (what config.pending and `postern config accept` name). */
+    digest: sha256,
+    /** Who accepted it (actorLabel: a person and their surface, or the unattended process). */
+    by: z.string().min(1).max(300),
+    /** `accepted` on a card (config.accept), `edited` through config.edit. */
+    how: z.enum(['accepted', 'edited']),
+    /** Changed settings that are read only at start: they keep their old value until the next start. */
+    restart_needed_for: z.array(z.enum(startBoundConfigSettings)).max(startBoundConfigSettings.length),
+  }),
 } as const satisfies { [K in EventKind]: z.ZodType };
 
 export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;
@@ -336,13 +374,20 @@ export type JournalEvent = NewEvent & {
 };
 
 export const sessionIdSchema = z.string().regex(/^ses_[0-9A-Za-z_-]{6,60}$/);
+/** A configuration event's subject: `cfg_` and the first 16 hex digits of the configuration's sha256. */
+export const configSubjectIdSchema = z.string().regex(/^cfg_[0-9a-f]{16}$/);
+/** The subject id of a configuration event for `sha256:<hex>`. */
+export function configSubjectId(digest: string): string {
+  return `cfg_${digest.slice('sha256:'.length, 'sha256:'.length + 16)}`;
+}
 /**
- * An event's subject: an action (`act_…`) or, for SESSION_* kinds, an agent session (`ses_…`).
- * Both live in the events table's action_id column so one hash chain covers them.
+ * An event's subject: an action (`act_…`), for SESSION_* kinds an agent session (`ses_…`), for
+ * CONFIG_* kinds a configuration (`cfg_…`). All live in the events table's action_id column so one
+ * hash chain covers them.
  */
 export const newEventSchema = z.object({
   kind: z.enum(EventKind),
-  action_id: z.union([actionIdSchema, sessionIdSchema]),
+  action_id: z.union([actionIdSchema, sessionIdSchema, configSubjectIdSchema]),
   session_id: z.string().max(64).nullable().optional(),
   ticket: z.number().int().positive().nullable().optional(),
   lane: z.string().max(200).nullable().optional(),

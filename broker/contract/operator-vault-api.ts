@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { startBoundConfigSettings } from './events.js';
 
 /**
  * The operator API's vault, credential, integrity and configuration methods (issue #8). Merged
- * into `brokerApiSchemas` (operator-api.ts). Two fields carry secrets: `vault.unlock.passphrase`
- * and `credentials.add.secret`. They are bounded here, go only into the vault (never returned,
+ * into `brokerApiSchemas` (operator-api.ts). Three fields carry secrets: `vault.unlock.passphrase`,
+ * `vault.init.passphrase` and `credentials.add.secret`. They are bounded here, go only into the vault (never returned,
  * logged or journaled: `secretInputFields` names them for log redaction), and zod's messages for
  * them never quote the value. Why they may travel over the loopback HTTP host: docs/operator.md.
  */
@@ -105,8 +106,8 @@ const approvalMode = z.enum(['none', 'session', 'per_call']);
 /**
  * One edit of postern.yaml: add or remove a route or an SSH host entry. The host applies it to the
  * file through the `yaml` library (comments kept), checks the whole result with the configuration
- * schema, and writes it atomically; the running broker keeps what it loaded at start. Only the basic
- * fields are offered; lanes, idempotency, lookups and TLS stay in the file.
+ * schema, and writes it atomically; a trusted broker with its vault unlocked applies it at once (else at
+ * the next start). Only the basic fields are offered; lanes, idempotency, lookups and TLS stay in the file.
  */
 export const configEditSchema = z.discriminatedUnion('op', [
   z.strictObject({
@@ -166,11 +167,12 @@ export const configPendingSchema = z.object({
   untrusted_reason: z.string().max(400).nullable(),
   /** The last acceptance: when, by whom, how (`first_use`, `accepted` on a card, `edited` through config.edit). */
   accepted: z.object({ at_ms: z.number().int(), by: z.string().max(300), how: z.enum(['first_use', 'accepted', 'edited']), digest: z.string() }).nullable(),
-  /** True when an acceptance made during this run applies only at the next start. */
+  /** True when an acceptance made during this run (or a start-bound setting it changed) takes effect only at the next start. */
   restart_needed: z.boolean(),
   /**
-   * What accepting the change shown would do: `now` when no configuration was ever accepted with credentials in the
-   * vault and the file is exactly the one this run loaded (it is already in force, only refused); else `next_start`.
+   * What accepting the change shown would do: `now` when the configuration in force is verified (the vault unlocked) and
+   * the file loads, or when no configuration was ever accepted with credentials in the vault and the file is exactly the
+   * one this run loaded (it is already in force, only refused); else `next_start`.
    */
   accept_applies: z.enum(['now', 'next_start']),
   /** postern.yaml as it is now, against the last accepted configuration; null when they are the same (and trusted). */
@@ -189,6 +191,27 @@ export const configPendingSchema = z.object({
 });
 export type ConfigPending = z.infer<typeof configPendingSchema>;
 
+/**
+ * With `applies: now`: the changed settings that are read only at start (they keep their old value until the next
+ * start); absent with `next_start`, where the whole change waits for it.
+ */
+/** The MCP clients `postern agent-config` knows (broker/core/agent-hookup.ts agentClients; a test keeps them equal). */
+export const operatorAgentClients = ['claude-code', 'claude-desktop', 'cursor', 'vscode'] as const;
+
+/**
+ * How to hook each known MCP client up to this broker, as `postern agent-config <client>` prints it: absolute
+ * paths to a node, this installation's bin and this broker's data directory. Paths only, never a secret.
+ */
+export const agentHookupSchema = z.object({
+  data_dir: z.string(),
+  clients: z.array(z.object({ client: z.enum(operatorAgentClients), text: z.string().max(4_096), where: z.string().max(400) })),
+  /** Why the lines may need a change before use (the desktop app runs no `node` of its own), else null. */
+  note: z.string().max(400).nullable(),
+});
+export type AgentHookup = z.infer<typeof agentHookupSchema>;
+
+const restartNeededFor = z.array(z.enum(startBoundConfigSettings)).optional();
+
 export const vaultApiSchemas = {
   'vault.status': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.number().int().nonnegative() }) },
   'vault.unlock': {
@@ -196,6 +219,12 @@ export const vaultApiSchemas = {
     output: z.object({ state: vaultStateSchema }),
   },
   'vault.lock': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema }) },
+  /** Creates the vault (unlocked after); the vault checks the passphrase's length and encoding as `postern vault init` does. */
+  'vault.init': {
+    input: z.strictObject({ passphrase: z.string().min(1).max(passphraseCharsMax) }),
+    output: z.object({ state: vaultStateSchema }),
+  },
+  'agent.hookup': { input: z.strictObject({}), output: agentHookupSchema },
   'credentials.list': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.array(credentialSummarySchema) }) },
   'credentials.add': {
     input: z.strictObject({
@@ -215,18 +244,28 @@ export const vaultApiSchemas = {
   'config.show': {
     input: z.strictObject({}),
     output: z.object({
-      /** The file read at start (null: none existed, so no routes); edits apply at the next start. */
+      /** The file the configuration in force came from (null: none existed, so no routes). */
       file: z.string().nullable(),
       routes: z.array(routeSummarySchema),
       ssh_hosts: z.array(sshHostSummarySchema),
-      /** True once `config.edit` wrote the file: what it holds now applies at the next start, not to this broker. */
+      /** True once `config.edit` wrote the file without applying it (the vault was locked): it applies at the next start. */
       edited_since_start: z.boolean(),
     }),
   },
-  'config.edit': { input: configEditSchema, output: z.object({ file: z.string(), routes: z.array(z.string()), ssh_hosts: z.array(z.string()), applies: z.literal('next_start') }) },
+  'config.edit': {
+    input: configEditSchema,
+    output: z.object({
+      file: z.string(),
+      routes: z.array(z.string()),
+      ssh_hosts: z.array(z.string()),
+      /** `now` when the broker is trusted and the vault unlocked (the edit is in force at once), else `next_start`. */
+      applies: z.enum(['now', 'next_start']),
+      restart_needed_for: restartNeededFor,
+    }),
+  },
   'config.pending': { input: z.strictObject({}), output: configPendingSchema },
   'config.accept': {
     input: z.strictObject({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'the digest config.pending showed: sha256: and 64 hex digits') }),
-    output: z.object({ digest: z.string(), applies: z.enum(['now', 'next_start']) }),
+    output: z.object({ digest: z.string(), applies: z.enum(['now', 'next_start']), restart_needed_for: restartNeededFor }),
   },
 } as const;

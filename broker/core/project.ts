@@ -52,6 +52,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       result_digest: null,
       abandoned: false,
       retry_budget: p.retry_budget ?? 0,
+      ...(p.approval_rule === undefined ? {} : { approval_rule: p.approval_rule }),
       retry_generation: 0,
       lease: null,
       first_seq: event.seq,
@@ -298,6 +299,8 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'SESSION_ENDED':
     case 'SESSION_RECONNECTED':
       return impossible(event, 'a session event folds into a session, not an action');
+    case 'CONFIG_APPLIED':
+      return impossible(event, 'a configuration event folds into no action');
     default:
       return assertNever(event);
   }
@@ -306,15 +309,15 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
   return next;
 }
 
-/** Folds events (any number of actions) in append order into their current states; session events are skipped. */
+/** Folds events (any number of actions) in append order into their current states; session and configuration events are skipped. */
 export function project(events: Iterable<JournalEvent>): Map<string, ActionState> {
   const states = new Map<string, ActionState>();
   let lastSeq = 0;
   for (const event of events) {
     if (event.seq <= lastSeq) impossible(event, `seq ${event.seq} follows ${lastSeq}: events must be in append order`);
     lastSeq = event.seq;
-    // Session events share the log (and its seq) but fold into sessions: project-session.ts.
-    if (event.action_id.startsWith('ses_')) continue;
+    // Session events share the log (and its seq) but fold into sessions: project-session.ts; configuration events fold nowhere.
+    if (event.action_id.startsWith('ses_') || event.action_id.startsWith('cfg_')) continue;
     states.set(event.action_id, applyEvent(states.get(event.action_id), event));
   }
   return states;

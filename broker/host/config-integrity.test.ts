@@ -51,7 +51,7 @@ async function acceptedOnFirstUse(): Promise<void> {
 }
 
 describe('when postern.yaml is changed outside Postern', () => {
-  it('the accepted configuration stays in force, the card shows the diff, and only an accepted change applies at the next start', async () => {
+  it('the accepted configuration stays in force, the card shows the diff, and an accepted change is in force at once', async () => {
     await acceptedOnFirstUse();
     // The agent re-points the route and drops its approval.
     writeFileSync(configFile(), yaml('http://127.0.0.1:2222', 'none'));
@@ -76,15 +76,23 @@ describe('when postern.yaml is changed outside Postern', () => {
     ]);
     const digest = card.change?.digest ?? '';
     expect(digest).toBe(digestOf(readFileSync(configFile(), 'utf8')));
+    // Unverified (locked): what accepting would do is not known yet.
+    expect(card.accept_applies).toBe('next_start');
     expect(() => second.accept(digest, person)).toThrow(expect.objectContaining({ code: 'VAULT_LOCKED' }));
 
     await vault.unlock(passphrase);
     expect(second.trust()).toBe('verified');
+    expect(second.pending().accept_applies).toBe('now');
     expect(() => second.accept(digestOf('something else'), person)).toThrow(expect.objectContaining({ code: 'DECISION_CONFLICT', field: 'digest' }));
-    expect(second.accept(digest, person)).toEqual({ digest, applies: 'next_start' });
-    expect(second.pending()).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'accepted', by: 'person:alice (desktop window)', digest } });
-    // This run keeps what it started with; the next start applies the accepted change.
-    expect(second.config.routes.get('docs')?.base_url).toBe('http://127.0.0.1:1111');
+    // An action admitted before the acceptance holds the route it read then.
+    const admitted = second.config.routes.get('docs');
+    const by = 'person:alice (desktop window)';
+    expect(second.accept(digest, person)).toEqual({ digest, applies: 'now', restart_needed_for: [], applied: { digest, by, how: 'accepted', restart_needed_for: [] } });
+    expect(second.pending()).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted', by, digest } });
+    // In force now for every new read, with no restart; the admitted action keeps what it was admitted under.
+    expect(second.config.routes.get('docs')).toMatchObject({ base_url: 'http://127.0.0.1:2222', approval: 'none' });
+    expect(admitted).toMatchObject({ base_url: 'http://127.0.0.1:1111', approval: 'per_call' });
+    // The next start loads the same accepted copy.
     const third = load();
     expect(third.config.routes.get('docs')).toMatchObject({ base_url: 'http://127.0.0.1:2222', approval: 'none' });
   });
@@ -101,8 +109,10 @@ describe('when postern.yaml is changed outside Postern', () => {
 
     writeFileSync(configFile(), yaml('http://127.0.0.1:1111', 'per_call'));
     const edited = editConfigFile(configFile(), edit, { checkBase: (t) => running.assertNothingPending(t) });
-    running.edited(edited.text, person);
-    expect(running.pending()).toMatchObject({ change: null, accepted: { how: 'edited' } });
+    expect(running.edited(edited.text, person)).toEqual({ digest: digestOf(edited.text), by: 'person:alice (desktop window)', how: 'edited', restart_needed_for: [] });
+    expect(running.pending()).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'edited' } });
+    // Verified and unlocked: the edit is in force at once.
+    expect([...running.config.routes.keys()]).toEqual([]);
     expect([...load().config.routes.keys()]).toEqual([]);
   });
 });
@@ -134,9 +144,12 @@ describe('when the accepted copy itself is tampered with', () => {
     expect(card.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
     const digest = card.change?.digest ?? '';
     expect(() => running.accept(digest, unattended)).toThrow(expect.objectContaining({ code: 'OPERATOR_PROOF_REQUIRED' }));
-    running.accept(digest, person);
+    expect(card.accept_applies).toBe('next_start');
+    // Untrusted: the acceptance is sealed for the next start; this run keeps refusing every route.
+    expect(running.accept(digest, person)).toEqual({ digest, applies: 'next_start' });
     expect(running.trust()).toBe('untrusted');
     expect(running.pending()).toMatchObject({ change: null, restart_needed: true });
+    expect(running.agentRefusal('http_request')?.structured).toMatchObject({ error: { code: 'CONFIG_UNTRUSTED' } });
     for (const v of vaults.splice(0)) await v.close();
 
     const next = load();
@@ -168,5 +181,58 @@ describe('when there is no file', () => {
     const second = load();
     expect([...second.config.routes.keys()]).toEqual([]);
     expect(second.pending().change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
+  });
+});
+
+describe('when a person accepts or edits while the configuration is verified', () => {
+  it('a change to a setting read only at start applies the rest at once and names that setting as waiting for a restart', async () => {
+    await acceptedOnFirstUse();
+    const running = load();
+    running.attach(await unlockedVault(dir.path));
+    const startedRetention = running.config.results.retention_seconds;
+    writeFileSync(configFile(), `results:\n  retention_seconds: 120\n${yaml('http://127.0.0.1:2222', 'none')}`);
+    const digest = running.pending().change?.digest ?? '';
+    const accepted = running.accept(digest, person);
+    expect(accepted).toMatchObject({ digest, applies: 'now', restart_needed_for: ['results.retention_seconds'] });
+    expect(accepted.applied).toMatchObject({ how: 'accepted', restart_needed_for: ['results.retention_seconds'] });
+    expect(running.config.routes.get('docs')?.base_url).toBe('http://127.0.0.1:2222');
+    expect(running.config.results.retention_seconds).toBe(startedRetention);
+    // Nothing pending on the card, but honestly: part of what was accepted waits for a restart.
+    expect(running.pending()).toMatchObject({ change: null, restart_needed: true });
+    expect(load().config.results.retention_seconds).toBe(120);
+  });
+
+  it('an edit while the vault is locked is not applied: it is sealed at the next unlock and waits for the next start', async () => {
+    await acceptedOnFirstUse();
+    const running = load();
+    const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    vaults.push(vault);
+    running.attach(vault);
+    const edited = editConfigFile(configFile(), { op: 'remove_route', name: 'docs' }, { checkBase: (t) => running.assertNothingPending(t) });
+    expect(running.edited(edited.text, person)).toBeUndefined();
+    expect([...running.config.routes.keys()]).toEqual(['docs']);
+    expect(running.pending()).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'edited' } });
+    await vault.unlock(passphrase);
+    expect([...running.config.routes.keys()]).toEqual(['docs']);
+    expect([...load().config.routes.keys()]).toEqual([]);
+  });
+
+  it('the first acceptance with credentials in the vault (no accepted copy) is applied and reported for the journal', async () => {
+    dir = createTempDir('pci-');
+    writeFileSync(configFile(), yaml('http://127.0.0.1:1111', 'per_call'));
+    const vault = await unlockedVault(dir.path);
+    await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from('not-a-real-token'), bindings: ['127.0.0.1'] });
+    const running = load();
+    running.attach(vault);
+    expect(running.trust()).toBe('untrusted');
+    const digest = running.pending().change?.digest ?? '';
+    expect(running.accept(digest, person)).toEqual({
+      digest,
+      applies: 'now',
+      restart_needed_for: [],
+      applied: { digest, by: 'person:alice (desktop window)', how: 'accepted', restart_needed_for: [] },
+    });
+    expect(running.trust()).toBe('verified');
+    expect(running.config.routes.get('docs')?.base_url).toBe('http://127.0.0.1:1111');
   });
 });

@@ -2,9 +2,19 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { actorLabel, agentToolReplySchema, CodedError, isCodedError, type AgentToolName, type ConfigPending } from '../contract/index.js';
+import {
+  actorLabel,
+  agentToolReplySchema,
+  CodedError,
+  isCodedError,
+  type AgentToolName,
+  type ConfigPending,
+  type EventPayload,
+  type StartBoundConfigSetting,
+} from '../contract/index.js';
 import { configBytesMax, configFileName, diffConfigs, emptyConfig, parseConfig, readConfigText, type PosternConfig } from '../config/index.js';
 import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
+import { createLiveConfig, type LiveConfig } from './live-config.js';
 import { writeAtomically } from './write-atomically.js';
 
 /** The last accepted configuration lives here, beside the journal: `<dataDir>/config/accepted.json`. */
@@ -19,6 +29,8 @@ const macKeyBytes = 32;
 
 export type ConfigTrust = ConfigPending['trust'];
 type AcceptedHow = 'first_use' | 'accepted' | 'edited';
+/** A configuration a person accepted went into force in this run: the CONFIG_APPLIED payload the caller journals. */
+export type ConfigApplied = EventPayload<'CONFIG_APPLIED'>;
 
 /** The accepted copy on disk: the exact text a person accepted, who and when, and its MAC. */
 interface AcceptedRecord {
@@ -33,8 +45,16 @@ interface AcceptedRecord {
   readonly mac: string;
 }
 
+/** What config.accept answers. */
+export interface Accepted {
+  readonly digest: string;
+  readonly applies: 'now' | 'next_start';
+  /** With `now`: changed settings read only at start (they wait for the next start). */
+  readonly restart_needed_for?: StartBoundConfigSetting[];
+}
+
 /** The last accepted configuration as this run knows it (possibly not yet sealed: the vault was locked). */
-interface Accepted {
+interface Latest {
   readonly text: string;
   readonly config: PosternConfig;
   readonly meta: { at_ms: number; by: string; how: AcceptedHow } | null;
@@ -52,26 +72,33 @@ export interface ConfigIntegrityOptions {
  * postern.yaml is a file the agent can write (THREAT-MODEL: same user). A change made outside
  * Postern is never applied by itself: the broker runs on the last configuration a person accepted,
  * kept in <dataDir>/config/accepted.json with a MAC under a key the vault wraps, and shows the
- * difference as a card a person accepts (applied at the next start). Without an accepted copy the
+ * difference as a card a person accepts (in force at once while the configuration is verified, else
+ * at the next start). Without an accepted copy the
  * file is trusted on first use and sealed at the first unlock — only while the vault holds no
  * credentials; with credentials, the whole file is a card and nothing is sent until a person accepts
  * it (then it applies at once). An accepted copy that fails its MAC
  * refuses every route and host (CONFIG_UNTRUSTED) until a person accepts a configuration again.
  */
 export interface ConfigIntegrity {
-  /** The configuration in force for this run: the accepted copy, or the file on first use. */
-  readonly config: PosternConfig;
+  /**
+   * The configuration in force: the accepted copy, or the file on first use, then whatever a person accepts or edits
+   * while it is verified (live-config.ts: getters, swapped in one step).
+   */
+  readonly config: LiveConfig;
   trust(): ConfigTrust;
   /** Verifies (or, on first use, seals) at every unlock of `vault`, and now if it is already unlocked. */
   attach(vault: CredentialVault): void;
   /** The card: the file as it is now against the last accepted configuration. */
   pending(): ConfigPending;
-  /** A person accepts the file whose digest the card showed; it applies at the next start (at once for a first acceptance of the file in force). */
-  accept(digest: string, actor: OperatorActor): { digest: string; applies: 'now' | 'next_start' };
+  /**
+   * A person accepts the file whose digest the card showed. In force at once (`applied`: journal it) while the
+   * configuration is verified, or for a first acceptance of the file in force; else at the next start.
+   */
+  accept(digest: string, actor: OperatorActor): Accepted & { applied?: ConfigApplied };
   /** For config.edit: throws CONFIG_PENDING when `text` (the file as read for the edit) holds an unaccepted change. */
   assertNothingPending(text: string): void;
-  /** config.edit wrote `text`: a person's edit is that person's acceptance. */
-  edited(text: string, actor: OperatorActor): void;
+  /** config.edit wrote `text`: a person's edit is that person's acceptance; in force at once (`applied`) when verified and unlocked. */
+  edited(text: string, actor: OperatorActor): ConfigApplied | undefined;
   /** The agent's answer while the configuration is untrusted (undefined: go on). */
   agentRefusal(tool: AgentToolName): ToolAnswer | undefined;
   /** The vault as the executors see it: locked while the configuration is untrusted. */
@@ -95,7 +122,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
   let untrustedReason: string | null = null;
   let inForce: PosternConfig;
   let inForceText: string;
-  let latest: Accepted;
+  let latest: Latest;
   /** Accepted by a person (or on first use) while locked: sealed at the next unlock. */
   let unsealed: { text: string; by: string; how: AcceptedHow } | undefined;
   let acceptedThisRun = false;
@@ -129,6 +156,20 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       logger?.warn({ reason: untrustedReason }, 'the accepted configuration is damaged: every route is refused until a person accepts one');
     }
   }
+
+  const live = createLiveConfig(inForce);
+
+  /**
+   * What was just sealed (`latest`) goes into force now. Only a verified configuration with an unlocked vault gets
+   * here: the sealed text is what a person decided, and it parsed when sealed.
+   */
+  const applyLatest = (how: 'accepted' | 'edited', by: string): ConfigApplied => {
+    const { restart_needed_for } = live.apply(latest.config);
+    inForceText = latest.text;
+    const digest = digestOf(latest.text);
+    logger?.info({ digest, how, restart_needed_for }, 'configuration applied without a restart');
+    return { digest, by: by.slice(0, 300), how, restart_needed_for };
+  };
 
   const seal = (text: string, by: string, how: AcceptedHow): void => {
     if (vault === undefined) throw new CodedError('VAULT_LOCKED', 'the vault is locked', { field: '' });
@@ -178,7 +219,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
   const changePending = (text: string): boolean => digestOf(text) !== digestOf(latest.text) || (trust === 'untrusted' && !acceptedThisRun);
 
   return {
-    config: inForce,
+    config: live,
     trust: () => trust,
     attach(v) {
       vault = v;
@@ -190,13 +231,15 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       const now = readNow(readOptions);
       const text = now.text ?? '';
       const accepted = trust === 'untrusted' && !acceptedThisRun ? null : latest.meta;
+      const acceptNow = trust === 'verified' || (awaitingFirstAcceptance && digestOf(text) === digestOf(inForceText));
+      const textNotInForce = digestOf(latest.text) !== digestOf(inForceText);
       const base = {
         trust,
         untrusted_reason: trust === 'untrusted' ? untrustedReason : null,
         accepted: accepted === null ? null : { ...accepted, digest: digestOf(latest.text) },
         // An untrusted run refuses everything until it restarts on the copy a person just accepted.
-        restart_needed: acceptedThisRun && (trust === 'untrusted' || digestOf(latest.text) !== digestOf(inForceText)),
-        accept_applies: awaitingFirstAcceptance && digestOf(text) === digestOf(inForceText) ? ('now' as const) : ('next_start' as const),
+        restart_needed: (acceptedThisRun && (trust === 'untrusted' || textNotInForce)) || live.restartNeededFor().length > 0,
+        accept_applies: acceptNow ? ('now' as const) : ('next_start' as const),
       };
       if (now.problem === undefined && !changePending(text)) return { ...base, change: null };
       const change = { file: start.file, digest: digestOf(text), routes: [], ssh_hosts: [], settings: [], invalid: now.problem ?? null };
@@ -218,7 +261,8 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         throw new CodedError('OPERATOR_PROOF_REQUIRED', 'the accepted configuration is untrusted: only a person can accept one now', { field: 'proof' });
       }
       const text = fileToAccept(readOptions, digest);
-      seal(text, actorLabel(actor), 'accepted');
+      const by = actorLabel(actor);
+      seal(text, by, 'accepted');
       acceptedThisRun = true;
       if (awaitingFirstAcceptance && digest === digestOf(inForceText)) {
         // The person accepted exactly the configuration this run loaded: it is in force now, no restart.
@@ -226,7 +270,13 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         trust = 'verified';
         untrustedReason = null;
         logger?.info({ digest }, 'configuration accepted (operator); in force now');
-        return { digest, applies: 'now' };
+        const applied: ConfigApplied = { digest, by: by.slice(0, 300), how: 'accepted', restart_needed_for: [] };
+        return { digest, applies: 'now', restart_needed_for: [], applied };
+      }
+      if (trust === 'verified') {
+        // Verified at this unlock, and a person decided on exactly these bytes: nothing is gained by waiting.
+        const applied = applyLatest('accepted', by);
+        return { digest, applies: 'now', restart_needed_for: applied.restart_needed_for, applied };
       }
       logger?.info({ digest }, 'configuration change accepted (operator); applies at the next start');
       return { digest, applies: 'next_start' };
@@ -242,10 +292,11 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       // Only reached with nothing pending (assertNothingPending): the edit stands on what a person accepted.
       if (vault?.state() === 'unlocked') {
         seal(text, by, 'edited');
-        return;
+        return trust === 'verified' ? applyLatest('edited', by) : undefined;
       }
       unsealed = { text, by, how: 'edited' };
       latest = { text, config: parseConfig(text, start.file), meta: { at_ms: options.clock.nowMs(), by, how: 'edited' } };
+      return undefined;
     },
     agentRefusal(tool) {
       if (trust !== 'untrusted' || (tool !== 'http_request' && tool !== 'ssh_exec')) return undefined;

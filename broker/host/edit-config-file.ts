@@ -4,7 +4,7 @@ import { CodedError, type ConfigEdit } from '../contract/index.js';
 import { configBytesMax, parseConfig } from '../config/index.js';
 import { writeAtomically } from './write-atomically.js';
 
-/** What the file says after an edit: the names that the next start will load. */
+/** What the file says after an edit: the names the broker runs with once it is in force (at once, or at the next start). */
 export interface EditedConfig {
   file: string;
   routes: string[];
@@ -28,7 +28,7 @@ export interface EditConfigOptions {
  * (schema and cross-field rules: a bad edit is CONFIG_INVALID naming the field, and nothing is
  * written), then replaces the file atomically (temp file, fsync, rename; 0600). The file is re-read
  * now, so an edit made by hand since the start is kept once a person accepted it (`checkBase`
- * refuses one nobody accepted). The running broker is not changed.
+ * refuses one nobody accepted). Whether the running broker applies it is the caller's (config-integrity.ts `edited`).
  */
 export function editConfigFile(file: string, edit: ConfigEdit, options: EditConfigOptions = {}): EditedConfig {
   const current = readCurrent(file);

@@ -1,19 +1,31 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { verifyJournal } from '../audit/verify-journal.js';
-import { CodedError, type AuditVerifyResult, type BrokerApi, type CredentialSummary, type RouteSummary, type SshHostSummary } from '../contract/index.js';
+import {
+  CodedError,
+  configSubjectId,
+  isCodedError,
+  type AuditVerifyResult,
+  type BrokerApi,
+  type CredentialSummary,
+  type RouteSummary,
+  type SshHostSummary,
+} from '../contract/index.js';
 import { configFileName, type PosternConfig } from '../config/index.js';
-import { journalFileName } from '../journal/index.js';
+import { journalFileName, type Journal } from '../journal/index.js';
 import type { Clock, CredentialInfo } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
-import type { ConfigIntegrity } from './config-integrity.js';
+import { thisBrokerHookups } from './agent-hookup.js';
+import type { ConfigApplied, ConfigIntegrity } from './config-integrity.js';
 import { editConfigFile } from './edit-config-file.js';
 import type { OperatorBroker } from './operator-broker.js';
 
 type VaultMethods =
   | 'vault.status'
+  | 'vault.init'
   | 'vault.unlock'
   | 'vault.lock'
+  | 'agent.hookup'
   | 'credentials.list'
   | 'credentials.add'
   | 'credentials.remove'
@@ -30,6 +42,8 @@ export interface OperatorVaultDeps {
   config: PosternConfig;
   /** The gate on postern.yaml changes made outside Postern (config-integrity.ts); absent in tests that build a config by hand. */
   integrity?: ConfigIntegrity;
+  /** Where a configuration applied without a restart is recorded (CONFIG_APPLIED); absent in tests without a journal. */
+  journal?: Pick<Journal, 'appendConfig'>;
   clock: Clock;
   logger: Logger;
 }
@@ -48,6 +62,24 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
   // The file the next start reads: the one loaded (or --config), else the data directory's default.
   const configFile = deps.config.file ?? path.join(deps.dataDir, configFileName);
   let editedSinceStart = false;
+
+  /**
+   * Journals a configuration that just went into force. Called in the same tick as the swap, so its CONFIG_APPLIED is
+   * queued before any admission made under it: every ACTION_ACCEPTED after it in the log was admitted under it.
+   */
+  const recordApplied = async (applied: ConfigApplied | undefined): Promise<void> => {
+    if (applied === undefined) return;
+    // Everything accepted is in force now: nothing written by an edit waits for a start any more.
+    editedSinceStart = false;
+    if (deps.journal === undefined) return;
+    try {
+      await deps.journal.appendConfig({ kind: 'CONFIG_APPLIED', action_id: configSubjectId(applied.digest), payload: applied });
+    } catch (error) {
+      // In force already (and sealed); a journal that cannot append has stopped dispatching, so the person hears it.
+      logger.error({ code: isCodedError(error) ? error.code : 'INTERNAL' }, 'the applied configuration could not be journaled');
+      throw error;
+    }
+  };
 
   /** One verification at a time: a click while one runs gets that run's result. */
   const verify = (): Promise<AuditVerifyResult> => {
@@ -78,6 +110,18 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
 
   return {
     'vault.status': () => ({ state: vault.state(), credentials: vault.list().length }),
+    // The control socket never gets here (contract controlSocketRefusedMethods). The new vault is unlocked, and that
+    // first unlock seals the first-use configuration (config-integrity.ts), as an unlock after `postern vault init` would.
+    'vault.init': async (input) => {
+      const passphrase = Buffer.from(input.passphrase, 'utf8');
+      try {
+        await vault.init(passphrase);
+      } finally {
+        passphrase.fill(0);
+      }
+      logger.info('vault created (operator)');
+      return { state: vault.state() };
+    },
     'vault.unlock': async (input) => {
       const passphrase = Buffer.from(input.passphrase, 'utf8');
       try {
@@ -93,6 +137,7 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
       vault.lock('operator');
       return { state: vault.state() };
     },
+    'agent.hookup': () => thisBrokerHookups(deps.dataDir),
     'credentials.list': () => ({ state: vault.state(), credentials: vault.list().map(summary) }),
     'credentials.add': async (input) => {
       const secret = Buffer.from(input.secret, 'utf8');
@@ -121,20 +166,29 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
     'audit.verify': () => verify(),
     'audit.last': () => ({ last }),
     'config.show': () => ({ ...showConfig(deps.config, vault.list()), edited_since_start: editedSinceStart }),
-    'config.edit': (input, actor) => {
+    'config.edit': async (input, actor) => {
       if (input.op === 'add_route') refuseNameOnlyBinding(input.route, vault.list());
       if (input.op === 'add_ssh_host') refuseNameOnlyHostBinding(input.host, vault.list());
       const integrity = deps.integrity;
       // The edit builds on the file as it is: a change no person accepted would ride along into the accepted copy.
       const { text, ...edited } = editConfigFile(configFile, input, integrity === undefined ? {} : { checkBase: (base) => integrity.assertNothingPending(base) });
       // A person's edit from an operator surface is that person's acceptance of the result.
-      integrity?.edited(text, actor);
-      editedSinceStart = true;
-      logger.info({ op: input.op }, 'configuration file edited (operator); applies at the next start');
-      return { ...edited, applies: 'next_start' as const };
+      const applied = integrity?.edited(text, actor);
+      if (applied === undefined) {
+        editedSinceStart = true;
+        logger.info({ op: input.op }, 'configuration file edited (operator); applies at the next start');
+        return { ...edited, applies: 'next_start' as const };
+      }
+      await recordApplied(applied);
+      logger.info({ op: input.op }, 'configuration file edited (operator); in force now');
+      return { ...edited, applies: 'now' as const, restart_needed_for: applied.restart_needed_for };
     },
     'config.pending': () => requireIntegrity(deps).pending(),
-    'config.accept': (input, actor) => requireIntegrity(deps).accept(input.digest, actor),
+    'config.accept': async (input, actor) => {
+      const { applied, ...accepted } = requireIntegrity(deps).accept(input.digest, actor);
+      await recordApplied(applied);
+      return accepted;
+    },
   };
 }
 

@@ -12,7 +12,7 @@ import {
   type IdempotencyKeyBinding,
   type NewEvent,
 } from '../contract/index.js';
-import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveLane, type LocalGate, type OutcomeEvidence } from '../core/index.js';
+import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveRoutePolicy, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource, OperatorActor, SecretMaterial } from '../ports/index.js';
 import type { DispatchQueue } from './approval-queue.js';
@@ -136,14 +136,18 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: Intern
     await accept(deps, actionId, { target: 'route:(unknown)', fingerprint, lane: null, approval: 'none', idempotent: false });
     return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'route' }, 'no such route');
   }
-  const lane = resolveLane(route, request.method, request.path);
+  // A reconciliation lookup is the person's own request: no rule applies to it (HttpActionOptions).
+  const policy = resolveRoutePolicy(route, request.method, request.path);
+  const lane = policy.lane;
   const idempotent = route.idempotent_methods.includes(request.method as never);
   const admission: Admission = {
     target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
     fingerprint,
     lane: lane.kind === 'lane' && options.reconciles === undefined ? lane.lane : null,
-    approval: options.reconciles === undefined ? route.approval : 'none',
+    approval: options.reconciles === undefined ? policy.approval : 'none',
     idempotent,
+    origin: route.base_url,
+    ...(options.reconciles === undefined && policy.rule !== null ? { approvalRule: policy.rule.text } : {}),
     ...(options.reconciles === undefined ? {} : { reconciles: options.reconciles }),
     // The budget is bound now: a later configuration change neither widens nor resets it.
     ...(options.reconciles === undefined && route.retry !== undefined ? { retryBudget: route.retry.attempts_max } : {}),
@@ -266,6 +270,7 @@ async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: In
   const request = normalizeHttpRequest(input);
   const route = deps.config.routes.get(request.route);
   if (route === undefined || !state.target.startsWith(`route:${route.name} `)) throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
+  assertSameOrigin(deps.journal, actionId, route);
   if (route.retry === undefined) {
     throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no retry policy: ${actionId} leaves unknown by reconciliation or a person`, { field: 'retry_of' });
   }
@@ -302,6 +307,25 @@ function retryVisible(deps: HttpActionDeps, state: ActionState): boolean {
 }
 
 /** The idempotency binding the original journaled with PREFLIGHT_VALIDATED (the key the remote saw). */
+/**
+ * A retry goes where the original went, or nowhere: a route re-pointed since admission (a configuration applied live,
+ * or at a restart) would send the same key to another server. Actions admitted before origins were recorded pass.
+ */
+export function assertSameOrigin(journal: Journal, actionId: string, route: { name: string; base_url: string }): void {
+  for (const e of journal.subjectEvents(actionId)) {
+    if (e.kind !== 'ACTION_ACCEPTED') continue;
+    const origin = e.payload.origin;
+    if (origin !== undefined && origin !== route.base_url) {
+      throw new CodedError(
+        'INVALID_TARGET',
+        `route ${route.name} now points at ${route.base_url}, not at ${origin} where ${actionId} was sent: a retry or lookup there would prove nothing about it; reconcile it by hand or attest its outcome`,
+        { field: 'route' },
+      );
+    }
+    return;
+  }
+}
+
 function preflightBinding(journal: Journal, actionId: string): IdempotencyKeyBinding | undefined {
   for (const e of journal.subjectEvents(actionId)) {
     if (e.kind === 'PREFLIGHT_VALIDATED') return e.payload.idempotency;
@@ -359,6 +383,9 @@ interface Admission {
   idempotent: boolean;
   reconciles?: string;
   retryBudget?: number;
+  approvalRule?: string;
+  /** The route's base URL at admission (ACTION_ACCEPTED origin). */
+  origin?: string;
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -374,6 +401,8 @@ function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): New
     idempotent: a.idempotent,
     ...(a.reconciles === undefined ? {} : { reconciles: a.reconciles }),
     ...(a.retryBudget === undefined ? {} : { retry_budget: a.retryBudget }),
+    ...(a.approvalRule === undefined ? {} : { approval_rule: a.approvalRule }),
+    ...(a.origin === undefined ? {} : { origin: a.origin }),
   });
 }
 

@@ -14,7 +14,7 @@ import {
 import type { OperatorActor, OperatorReconciler, ReconcileResult } from '../ports/index.js';
 import type { ApprovalQueue } from './approval-queue.js';
 import { conflictMessage } from './decision-conflict.js';
-import { executeHttpLookup, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
+import { assertSameOrigin, executeHttpLookup, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
 import type { InternalHttpRequest } from './http-action-request.js';
 
 /** What a reconciliation needs: an HTTP executor's deps, with the approval queue itself as its queue. */
@@ -167,6 +167,7 @@ function lookupRoute(deps: ReconcileDeps, state: ActionState): Route {
   const name = state.channel === 'http' ? /^route:(\S+) /.exec(state.target)?.[1] : undefined;
   const route = name === undefined ? undefined : deps.config.routes.get(name);
   if (route === undefined) throw new CodedError('UNSUPPORTED_ACTION', `${state.action_id} was not sent on a configured HTTP route; there is no lookup to ask`, { field: 'lookup' });
+  assertSameOrigin(deps.journal, state.action_id, route);
   return route;
 }
 

@@ -169,6 +169,31 @@ describe('when every response is lost', () => {
     expect(target.requests).toHaveLength(2);
   });
 
+  it('a retry_of after the route was re-pointed is refused: the same key is never sent to another server', async () => {
+    await start('honours', 1);
+    const config = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
+    const first = await h.run(config, post);
+    const id = first.envelope.invocation_id;
+    expect(first.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
+    const recorded = h.events(id).length;
+    // A person re-points the route (a live configuration change) at another server, which keeps a log of its own.
+    const other = await IdempotencyTarget.start('honours', { loseResponses: 0 });
+    try {
+      const moved = localRouteConfig(other.port, routeYaml({ attempts_max: 1, automatic: false }));
+      await expect(h.run(moved, { ...post, retry_of: id })).rejects.toMatchObject({ code: 'INVALID_TARGET', field: 'route' });
+      expect(other.requests).toEqual([]);
+      expect(target.requests).toHaveLength(1);
+      expect(h.events(id)).toHaveLength(recorded);
+      expect(h.temp.journal.getAction(id)).toMatchObject({ outcome: 'unknown' });
+      // Pointed back where it was sent, the same retry goes through.
+      const retried = await h.run(config, { ...post, retry_of: id });
+      expect(retried.envelope.error).toBeUndefined();
+      expect(target.effectsOf(post.body)).toBe(1);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('a retry_of on a route without a retry policy, or with another key, is a coded refusal that records nothing', async () => {
     await start('honours', 1);
     const plain = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0]);

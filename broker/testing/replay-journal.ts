@@ -11,8 +11,12 @@ export async function replayJournal(events: Iterable<JournalEvent>, into: Journa
   let count = 0;
   for (const event of events) {
     clock.set(event.at_ms);
-    // Session events share the log (and its seq) but go through their own append.
-    const appended = event.action_id.startsWith('ses_') ? await into.appendSession(asNewEvent(event)) : await into.append(asNewEvent(event));
+    // Session and configuration events share the log (and its seq) but go through their own appends.
+    const appended = event.action_id.startsWith('ses_')
+      ? await into.appendSession(asNewEvent(event))
+      : event.action_id.startsWith('cfg_')
+        ? await into.appendConfig(asNewEvent(event))
+        : await into.append(asNewEvent(event));
     if (appended.event.seq !== event.seq) {
       throw new Error(`replay put seq ${event.seq} at ${appended.event.seq}: the log has a gap or the target was not empty`);
     }
