@@ -1,12 +1,12 @@
 import type { ApprovalCard, Reply } from '../../broker/contract/index.js';
 
 /**
- * Which approval cards deserve a desktop notification, and a polling watcher around it. The
- * runtime's public surface has no change feed (the queue's onChange is internal to broker/), so
- * main polls the operator API's `approvals.list` — the same answer the renderer shows.
+ * Which approval cards deserve a desktop notification, and a watcher around it. Main looks at the
+ * operator API's `approvals.list` (the same answer the renderer shows) on every approvals notice of
+ * the runtime's change feed (main.ts forwardChanges) and on a poll as a fallback.
  */
 
-/** How often main looks for new cards. */
+/** How often main looks for new cards without a notice. */
 export const approvalPollMs = 1_000;
 /** At most this many notifications per poll; more new cards become one summary line. */
 export const notificationsPerPollMax = 3;

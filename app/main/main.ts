@@ -30,9 +30,10 @@ import {
   type BrokerRuntime,
   type OperatorHandlers,
 } from '../../broker/host/index.js';
-import { apiChannel } from '../shared/api-channel.js';
+import { apiChannel, changeChannel } from '../shared/api-channel.js';
 import { appPageUrl, appScheme, appSchemePrivileges, handleAppRequest } from './app-protocol.js';
 import { approvalPollMs, createApprovalWatcher, type CardNotice } from './approval-watcher.js';
+import { createChangeForwarder, type ForwardTarget } from './change-forwarder.js';
 import { developerSurface, launchSwitchProblem, type MenuEntry } from './developer-surface.js';
 import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
@@ -105,7 +106,12 @@ async function main(): Promise<void> {
   const handlers = createOperatorHandlers(runtime.broker);
   const gate = createIpcGate({ pageUrl: appPageUrl, handlers, confirm: (method, input) => confirmInMain(handlers, method, input) });
   registerApiChannels(gate);
-  const stopWatching = watchApprovals(handlers);
+  const watching = watchApprovals(handlers);
+  const stopForwarding = forwardChanges(runtime, watching.pollNow);
+  const stopWatching = (): void => {
+    stopForwarding();
+    watching.stop();
+  };
   handleQuit(runtime, handlers, gate, stopWatching);
 
   tray = createTray();
@@ -186,25 +192,60 @@ function senderFacts(event: IpcMainInvokeEvent): IpcSenderFacts {
   };
 }
 
-/** Polls approvals.list; a card newly needing a person becomes a notification and the tray's count. */
-function watchApprovals(handlers: OperatorHandlers): () => void {
+/**
+ * The runtime's change notices to our window (its top frame, while it shows our page), and an
+ * approvals notice also makes the notification watcher look at once instead of at its next poll.
+ */
+function forwardChanges(runtime: BrokerRuntime, approvalsChanged: () => void): () => void {
+  const forwarder = createChangeForwarder({
+    pageUrl: appPageUrl,
+    target: forwardTarget,
+    onNotice: (notice) => {
+      if (notice.topics.includes('approvals')) approvalsChanged();
+    },
+  });
+  const subscribed = runtime.changes.subscribe(forwarder);
+  return subscribed.ok ? subscribed.unsubscribe : () => undefined;
+}
+
+function forwardTarget(): ForwardTarget | undefined {
+  const win = mainWindow;
+  if (win === undefined || win.isDestroyed()) return undefined;
+  const contents = win.webContents;
+  return { url: contents.getURL(), send: (notice) => contents.send(changeChannel, notice) };
+}
+
+/**
+ * Looks at approvals.list on every approvals notice (pollNow) and every approvalPollMs as a fallback; a card newly
+ * needing a person becomes a notification and the tray's count.
+ */
+function watchApprovals(handlers: OperatorHandlers): { stop: () => void; pollNow: () => void } {
   const watcher = createApprovalWatcher({
     list: () => handlers['approvals.list']({}),
     notify: showNotice,
     onCount: (count) => tray?.setToolTip(count === 0 ? 'Postern' : `Postern — ${count} waiting for a decision`),
   });
   let polling = false;
-  const timer = setInterval(() => {
-    if (polling) return;
+  let again = false;
+  const pollNow = (): void => {
+    if (polling) {
+      again = true;
+      return;
+    }
     polling = true;
     watcher
       .poll()
       .catch(() => undefined)
       .finally(() => {
         polling = false;
+        if (again) {
+          again = false;
+          pollNow();
+        }
       });
-  }, approvalPollMs);
-  return () => clearInterval(timer);
+  };
+  const timer = setInterval(pollNow, approvalPollMs);
+  return { stop: () => clearInterval(timer), pollNow };
 }
 
 function showNotice(notice: CardNotice): void {

@@ -1,7 +1,7 @@
 import { contextBridge, ipcRenderer } from 'electron';
 import type { BrokerApi, BrokerApiMethod, Reply } from '../../broker/contract/index.js';
 import { brokerApiMethods } from '../../broker/contract/operator-methods.js';
-import { apiChannel } from '../shared/api-channel.js';
+import { apiChannel, changeChannel } from '../shared/api-channel.js';
 
 /**
  * The only bridge between the sandboxed renderer and the main process. It exposes exactly the
@@ -19,3 +19,21 @@ const bridge = Object.fromEntries(
 ) as OperatorBridge;
 
 contextBridge.exposeInMainWorld('postern', bridge);
+
+/**
+ * The broker's change notices, which main sends to this window's top frame only. The page gets a
+ * subscribe function, never ipcRenderer: it can listen to this one channel and nothing else, and
+ * hears a notice rebuilt from its two fields.
+ */
+const changes = {
+  subscribe(listener: (notice: { seq: number; topics: string[] }) => void): () => void {
+    const forward = (_event: unknown, notice: { seq?: unknown; topics?: unknown }): void => {
+      if (typeof notice?.seq !== 'number' || !Array.isArray(notice.topics)) return;
+      listener({ seq: notice.seq, topics: notice.topics.filter((topic): topic is string => typeof topic === 'string') });
+    };
+    ipcRenderer.on(changeChannel, forward);
+    return () => void ipcRenderer.removeListener(changeChannel, forward);
+  },
+};
+
+contextBridge.exposeInMainWorld('posternChanges', changes);

@@ -4,3 +4,6 @@ import type { BrokerApiMethod } from '../../broker/contract/index.js';
 export function apiChannel(method: BrokerApiMethod): `postern:api:${BrokerApiMethod}` {
   return `postern:api:${method}`;
 }
+
+/** The one channel main sends on: the broker's change notices (position and topics, no data) to our window's top frame. */
+export const changeChannel = 'postern:changes';

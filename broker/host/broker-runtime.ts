@@ -5,12 +5,13 @@ import { HttpChannel } from '../channels/http/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
 import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
-import { Journal, journalFileName, readJournalSnapshot, RequestStore, ResultStore } from '../journal/index.js';
+import { Journal, journalFileName, RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type VaultKeyProtection, type VaultKeyProtector } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
 import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
+import { createChangeFeed, topicsOfKinds, type ChangeFeed } from './change-feed.js';
 import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -51,10 +52,15 @@ export interface BrokerRuntime {
   readonly gate: DispatchGate;
   /** The credential vault (vault.sqlite beside the journal); `postern vault unlock` reaches it through control.sock. */
   readonly vault: Vault;
-  /** The routes from `postern.yaml` in the data directory, checked at start (none if the file is absent). */
+  /**
+   * The configuration in force (none if the file is absent): the one a person last accepted. Live: a change a person
+   * accepts (or edits) while it is verified swaps in at once (live-config.ts), so read it where it is used.
+   */
   readonly config: PosternConfig;
   /** Where agents connect (MCP over a 0600 Unix socket in a 0700 directory). */
   readonly agentSocketPath: string;
+  /** Notices (position and topics, no data) after every journal commit and vault lock/unlock: operator surfaces push, not poll. */
+  readonly changes: Pick<ChangeFeed, 'subscribe'>;
   /**
    * Stops intake only: the control socket and the agent socket stop accepting and close their
    * connections; actions already admitted run on (a host drains them before `close`). Idempotent.
@@ -82,7 +88,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   const logger = options.logger ?? brokerLogger();
   try {
     // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
-    // What is in force is the last configuration a person accepted, not whatever the file says now.
+    // What is in force is the last configuration a person accepted, not whatever the file says now. `config` is the
+    // live view: everything below holds it, never a copy, so a change applied later reaches each new admission.
     integrity = loadConfigIntegrity({ dataDir: options.dataDir, clock, logger, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
     config = integrity.config;
     journal = await openJournal(options.dataDir, clock);
@@ -106,6 +113,16 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       keyProtection: options.vaultKeyProtection,
     });
     closers.push(() => vault.close());
+    // Subscribers are dropped (closed) before the journal and vault they would re-read close.
+    const changes = createChangeFeed({ clock });
+    closers.push(() => changes.close());
+    const seqNow = (): number => journal.stats().last_seq;
+    const stopFeeding = [
+      journal.onCommit((commit) => changes.publish(topicsOfKinds(commit.kinds), commit.last_seq)),
+      vault.onLock(() => changes.publish(['vault'], seqNow())),
+      vault.onUnlock(() => changes.publish(['vault'], seqNow())),
+    ];
+    closers.push(() => stopFeeding.forEach((stop) => stop()));
     // Registered before anything else can lock it, so even a lock during start is announced.
     const locks = announceVaultLocks(vault, clock, logger);
     closers.push(warnMissingCredentials(config, vault, logger));
@@ -209,7 +226,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),
-      ...createOperatorVault({ dataDir: options.dataDir, vault, config, integrity, clock, logger }),
+      ...createOperatorVault({ dataDir: options.dataDir, vault, config, integrity, journal, clock, logger }),
     };
     const control = await startControlSocket({
       dataDir: options.dataDir,
@@ -240,6 +257,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       vault,
       config,
       agentSocketPath: agentSocket.path,
+      changes,
       close: closeAll,
     };
   } catch (error) {
@@ -295,24 +313,5 @@ export const secretLogRedaction = {
   censor: '[redacted]',
 };
 
-/** What `postern status` reports about a data directory without running a broker in it. */
-export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'>;
-
-/**
- * Reads the data directory's journal read-only: a running daemon may hold it, and only the writer
- * migrates or recovers. `closed` means "not open in this process", which is true here.
- */
-export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
-  const snapshot = readJournalSnapshot(dataDir);
-  return Promise.resolve({
-    data_dir: dataDir,
-    journal: {
-      state: 'closed',
-      events: snapshot.events,
-      last_seq: snapshot.last_seq,
-      schema_version: snapshot.schema_version,
-      recovered_at_open: 0,
-    },
-    actions: { ...snapshot.actions },
-  });
-}
+// `postern status` reads a data directory without the runtime: data-dir-status.ts (re-exported for existing importers).
+export { readDataDirStatus, type DataDirStatus } from './data-dir-status.js';

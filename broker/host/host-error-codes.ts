@@ -13,6 +13,7 @@ export const hostErrorMeanings = {
   INVALID_ARGUMENT: 'The API request body is not JSON.',
   PAYLOAD_LIMIT: 'The API request body is larger than the host accepts.',
   INTERNAL: 'The host failed while answering; a bug, see the daemon log.',
+  EVENT_STREAMS_LIMIT: 'GET /api/events already has as many streams open as the host allows (each tab holds one).',
   RENDERER_NOT_BUILT: 'The operator UI bundle is missing; run `npm run build:renderer`.',
 } as const;
 

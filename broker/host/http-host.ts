@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { brokerApiMethods, brokerApiReadMethods, type BrokerApiMethod, type Reply } from '../contract/index.js';
 import { bearerToken, mintAccessToken, OperatorSecrets } from './access-token.js';
+import type { ChangeFeed } from './change-feed.js';
 import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
 import type { HostErrorCode } from './host-error-codes.js';
 import type { OperatorHandlers } from './operator-handlers.js';
@@ -23,6 +24,8 @@ export interface OperatorHttpHostOptions {
   onSignIn?: (nextOperatorUrl: string) => void;
   /** Tests shorten the timeouts; the daemon uses operatorHttpLimits. */
   limits?: Partial<OperatorHttpLimits>;
+  /** The runtime's change feed, streamed at GET /api/events; without it that path is a 404 like any unknown method. */
+  changes?: Pick<ChangeFeed, 'subscribe'>;
 }
 
 export interface OperatorHttpHost {
@@ -41,6 +44,8 @@ export interface OperatorHttpHost {
   readonly rendererBuilt: boolean;
   /** What the connection cap has done so far. */
   connections(): ConnectionCounts;
+  /** GET /api/events streams open now. */
+  eventStreams(): number;
   /** Stops accepting connections, lets in-flight requests finish (bounded), then resolves. */
   close(): Promise<void>;
 }
@@ -60,6 +65,12 @@ export interface OperatorHttpLimits {
   keepAliveTimeoutMs: number;
   /** How often Node checks the two request timeouts; its default of 30 s would make them 30 s coarse. */
   connectionsCheckingIntervalMs: number;
+  /** GET /api/events streams at once: well under connectionsMax, so open streams never lock the operator's calls out. */
+  eventStreamsMax: number;
+  /** A comment line this often on every stream: under idleTimeoutMs, so neither this host nor a proxy cuts a quiet stream. */
+  eventHeartbeatMs: number;
+  /** A stream whose unsent bytes pass this is dropped: a reader that stopped reading is not buffered for without end. */
+  eventBufferedBytesMax: number;
 }
 
 export const operatorHttpLimits: Readonly<OperatorHttpLimits> = {
@@ -69,6 +80,9 @@ export const operatorHttpLimits: Readonly<OperatorHttpLimits> = {
   idleTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   connectionsCheckingIntervalMs: 500,
+  eventStreamsMax: 8,
+  eventHeartbeatMs: 15_000,
+  eventBufferedBytesMax: 64 * 1024,
 };
 
 export const contentSecurityPolicy =
@@ -109,10 +123,12 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
   // Without a 'timeout' listener Node destroys the socket when it fires.
   server.setTimeout(limits.idleTimeoutMs);
   const guard = guardConnections(server, limits.connectionsMax);
+  const streams = new Set<ServerResponse>();
+  const events = { changes: options.changes, streams, limits };
   let port = 0;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const signedIn = (): void => options.onSignIn?.(`http://${listenHost}:${port}/?token=${secrets.currentToken}`);
-    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn }).catch(() => {
+    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn, events }).catch(() => {
       if (!res.headersSent) sendError(res, 500, 'INTERNAL', 'The host failed while answering.');
       else res.destroy();
     });
@@ -127,7 +143,12 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
     currentOperatorUrl: () => `${origin}/?token=${secrets.currentToken}`,
     rendererBuilt: assets.has('/index.html'),
     connections: () => guard.counts(),
-    close: () => closeServer(server),
+    eventStreams: () => streams.size,
+    close: () => {
+      // A stream never ends by itself: end them first, so close does not wait out the grace period.
+      for (const stream of streams) stream.end();
+      return closeServer(server);
+    },
   };
 }
 
@@ -141,6 +162,13 @@ interface RequestContext {
   guard: ConnectionGuard;
   assets: ReadonlyMap<string, StaticAsset>;
   handlers: OperatorHandlers;
+  events: EventStreams;
+}
+
+interface EventStreams {
+  changes: Pick<ChangeFeed, 'subscribe'> | undefined;
+  streams: Set<ServerResponse>;
+  limits: Pick<OperatorHttpLimits, 'eventStreamsMax' | 'eventHeartbeatMs' | 'eventBufferedBytesMax'>;
 }
 
 async function handleRequest(ctx: RequestContext): Promise<void> {
@@ -170,7 +198,8 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
       return;
     }
     ctx.guard.hold(req.socket, res);
-    await serveApi(ctx, url.pathname.slice('/api/'.length));
+    if (url.pathname === eventsPath) serveEvents(ctx);
+    else await serveApi(ctx, url.pathname.slice('/api/'.length));
     return;
   }
   serveAsset(ctx, url.pathname);
@@ -249,6 +278,57 @@ async function exchangeForProgram(ctx: RequestContext): Promise<void> {
   if (exchanged.ok) sendJson(res, 200, { ok: true, value: { session: exchanged.session } });
   else if (exchanged.reason === 'used') sendError(res, 401, 'SIGN_IN_USED', usedMessage, sessionPath);
   else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', sessionPath);
+}
+
+/** The change feed as Server-Sent Events, behind the same session secret as every /api call. */
+export const eventsPath = '/api/events';
+
+/**
+ * GET /api/events: one `data: {"seq":N,"topics":[…]}` line per coalesced notice (broker/host/change-feed.ts) and a
+ * comment line every eventHeartbeatMs. A notice names views, never a ticket, a session or a value: the page re-reads
+ * through the API. Bounded three ways: streams at once (EVENT_STREAMS_LIMIT), unsent bytes per stream (a stalled
+ * reader is cut), and the host's close ends every stream.
+ */
+function serveEvents(ctx: RequestContext): void {
+  const { req, res, events } = ctx;
+  if (req.method !== 'GET') {
+    res.setHeader('Allow', 'GET');
+    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use GET for ${eventsPath}.`, eventsPath);
+    return;
+  }
+  if (events.changes === undefined) {
+    sendError(res, 404, 'NOT_FOUND', 'This host has no change feed.', eventsPath);
+    return;
+  }
+  if (events.streams.size >= events.limits.eventStreamsMax) {
+    sendError(res, 503, 'EVENT_STREAMS_LIMIT', `At most ${events.limits.eventStreamsMax} event streams at once; close another tab.`, eventsPath);
+    return;
+  }
+  const keptUp = (): boolean => res.writableLength <= events.limits.eventBufferedBytesMax;
+  const subscribed = events.changes.subscribe({
+    notice: (notice) => {
+      res.write(`data: ${JSON.stringify({ seq: notice.seq, topics: notice.topics })}\n\n`);
+      return keptUp();
+    },
+    dropped: (reason) => (reason === 'slow' ? res.destroy() : res.end()),
+  });
+  if (!subscribed.ok) {
+    sendError(res, 503, 'EVENT_STREAMS_LIMIT', `The change feed is ${subscribed.reason}.`, eventsPath);
+    return;
+  }
+  events.streams.add(res);
+  // Connection: close: once a stream ends its socket goes too, instead of idling in keep-alive.
+  res.writeHead(200, { ...securityHeaders, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'close', 'X-Accel-Buffering': 'no' });
+  res.write(': ready\n\n');
+  const heartbeat = setInterval(() => {
+    res.write(': \n\n');
+    if (!keptUp()) res.destroy();
+  }, events.limits.eventHeartbeatMs);
+  res.once('close', () => {
+    clearInterval(heartbeat);
+    subscribed.unsubscribe();
+    events.streams.delete(res);
+  });
 }
 
 /**

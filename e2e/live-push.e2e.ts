@@ -1,0 +1,116 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDrill, op, openDrill, waitFor, type Drill } from '../tests/support/drill.js';
+import { repoRoot } from '../tests/support/postern-process.js';
+import { assertRendererBuilt, launchChromium, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+
+/**
+ * Live push through the real UI: the real daemon (tests/support/drill.ts: a per-call route, two
+ * agent processes through `postern mcp`), the page in Debian's chromium, and every poll of the page
+ * slowed to ten minutes with `?pollFloorMs` (the flag can only slow polling). So a card or a banner
+ * that shows up within a few seconds, without a reload, came by GET /api/events.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'pe2e-live-'));
+const screenshots = path.join(repoRoot, 'test-results', 'e2e');
+/** drill.ts's vault passphrase (test only). */
+const drillPassphrase = 'drill passphrase (test only)';
+const pollFloorMs = 600_000;
+/** Far below pollFloorMs and the live fallback (10 s): only a push can meet it. */
+const pushDeadlineMs = 5_000;
+
+let browser: Browser;
+let drill: Drill | undefined;
+beforeAll(async () => {
+  assertRendererBuilt(repoRoot);
+  mkdirSync(screenshots, { recursive: true });
+  browser = await launchChromium();
+  drill = await openDrill(scratch, 'live', 120);
+}, 90_000);
+afterAll(async () => {
+  await closeDrill(drill);
+  await browser?.close();
+  rmSync(scratch, { recursive: true, force: true });
+}, 30_000);
+
+function theDrill(): Drill {
+  if (drill === undefined) throw new Error('the drill did not start');
+  return drill;
+}
+
+/** Signs in, then reopens the Approvals tab with every poll slowed, once its change stream is open. */
+async function openSlowPolledApprovals(d: Drill): Promise<OperatorPage> {
+  const opened = await openOperatorPage(browser, d.daemon.operatorUrl);
+  const { page } = opened;
+  const origin = new URL(d.daemon.operatorUrl).origin;
+  const streamOpen = page.waitForResponse((r) => r.url() === `${origin}/api/events` && r.status() === 200);
+  await page.goto(`${origin}/?pollFloorMs=${pollFloorMs}#/approvals`);
+  await streamOpen;
+  await page.getByTestId('approvals-view').waitFor();
+  // A reload would lose this: the checks below see the same document.
+  await page.evaluate(() => ((window as unknown as { liveMarker: string }).liveMarker = 'same document'));
+  return opened;
+}
+
+async function sameDocument(page: Page): Promise<boolean> {
+  return page.evaluate(() => (window as unknown as { liveMarker?: string }).liveMarker === 'same document');
+}
+
+describe('a live UI: state pushed over GET /api/events, not polled', () => {
+  it(
+    "an agent's call makes its card appear without a reload, well inside the slowed poll",
+    async () => {
+      const d = theDrill();
+      const { page, problems } = await openSlowPolledApprovals(d);
+      const lane = 'doc-live-card';
+      const sentAt = Date.now();
+      const call = d.p1.call('http_request', { route: 'docs', method: 'POST', path: '/docs/live-card', body: JSON.stringify({ marker: 'live' }), timeout_ms: 120_000 });
+      const answered = call.reply.then(
+        () => 'answered',
+        () => 'failed',
+      );
+      await page.getByTestId(`lane-${lane}`).getByRole('article').first().waitFor({ timeout: pushDeadlineMs });
+      const shownAfterMs = Date.now() - sentAt;
+      expect(shownAfterMs).toBeLessThan(pushDeadlineMs);
+      expect(await sameDocument(page)).toBe(true);
+      await page.screenshot({ path: path.join(screenshots, 'live-push-card.png'), fullPage: true });
+
+      // The person's decision elsewhere (the CLI) reaches this page the same way: the card closes.
+      const [card] = await waitFor(
+        async () => (await op(d.dataDir, 'approvals.list', {})).cards.filter((c) => c.lane === lane),
+        (cards) => cards.length === 1,
+        'the card in the broker',
+      );
+      if (card === undefined) throw new Error('no card');
+      await op(d.dataDir, 'approvals.reject', { ticket: card.ticket, reason: 'live push e2e' });
+      expect(await answered).toBe('answered');
+      await page.getByTestId(`closed-${card.ticket}`).waitFor({ timeout: pushDeadlineMs });
+      expect(await sameDocument(page)).toBe(true);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    },
+    60_000,
+  );
+
+  it(
+    'the vault lock hint appears on a lock and goes on an unlock, live',
+    async () => {
+      const d = theDrill();
+      const { page, problems } = await openSlowPolledApprovals(d);
+      const hint = page.getByTestId('vault-locked-hint');
+      expect(await hint.count()).toBe(0);
+      await op(d.dataDir, 'vault.lock', {});
+      await hint.waitFor({ timeout: pushDeadlineMs });
+      await page.screenshot({ path: path.join(screenshots, 'live-push-vault-locked.png'), fullPage: true });
+      await op(d.dataDir, 'vault.unlock', { passphrase: drillPassphrase });
+      await hint.waitFor({ state: 'detached', timeout: pushDeadlineMs });
+      expect(await sameDocument(page)).toBe(true);
+      expect(await page.content()).not.toContain(drillPassphrase);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    },
+    60_000,
+  );
+});
