@@ -74,6 +74,8 @@ function firstOf(name: keyof SeededJournal['firsts']): SeededAction {
 async function openActivity(): Promise<OperatorPage> {
   const opened = await openOperatorPage(browser, daemon.operatorUrl);
   await opened.page.getByRole('tab', { name: /^Activity/ }).click();
+  // The raw event log is the Events mode of the tab (its default is the Actions list).
+  await opened.page.getByTestId('activity-mode-events').click();
   await opened.page.getByTestId('activity-view').waitFor();
   return opened;
 }

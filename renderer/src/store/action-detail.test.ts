@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActivityEvent, EventKind } from '../../../broker/contract/index.js';
-import { actionDetailReducer, chronologyOf, entrySource, initialActionDetailView, releaseLine, threeOrdersOf, type ActionDetail } from './action-detail.js';
+import { actionDetailReducer, chronologyOf, entrySource, initialActionDetailView, releaseLine, threeOrdersOf, waitLines, type ActionDetail } from './action-detail.js';
+import { spanText } from './action-wait.js';
 import { shownAction } from './test-cards.js';
 
 const id = 'act_lost_000001';
@@ -82,5 +83,31 @@ describe('the action detail', () => {
     const b = actionDetailReducer(actionDetailReducer(a, { type: 'requested' }), { type: 'opened', actionId: 'act_b' });
     expect(actionDetailReducer(b, { type: 'received', actionId: 'act_a', reply: { ok: true, value: lostThenReconciled() } }).detail).toBeNull();
     expect(actionDetailReducer(b, { type: 'received', actionId: 'act_b', reply: { ok: true, value: lostThenReconciled() } }).phase).toBe('ready');
+  });
+});
+
+describe('what an action waited for in its lane', () => {
+  it('says each earlier ticket with the wait, longest first, ongoing ones as still waiting', () => {
+    const waits = [
+      { ticket: 3, action_id: 'act_3', waited_ms: 2_000, ongoing: false },
+      { ticket: 4, action_id: 'act_4', waited_ms: 41_200, ongoing: false },
+    ];
+    expect(waitLines(5, waits)).toEqual(['#5 waited 41 s for #4', '#5 waited 2 s for #3']);
+    expect(waitLines(5, [{ ticket: 4, action_id: 'act_4', waited_ms: 12_000, ongoing: true }])).toEqual(['#5 waiting for #4 for 12 s']);
+    expect(waitLines(5, [])).toEqual([]);
+  });
+
+  it.each([
+    [0, '0 ms'],
+    [850, '850 ms'],
+    [41_000, '41 s'],
+    [59_400, '59 s'],
+    [60_000, '1 min'],
+    [245_000, '4 min 5 s'],
+    [3_600_000, '1 h'],
+    [7_380_000, '2 h 3 min'],
+    [-5, '0 ms'],
+  ])('words a span of %i ms as %s', (ms, text) => {
+    expect(spanText(ms)).toBe(text);
   });
 });

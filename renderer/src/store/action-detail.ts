@@ -1,6 +1,7 @@
-import type { ActivityEvent, BrokerApi, EventKind, LaneRelease, Reply } from '../../../broker/contract/index.js';
+import type { ActionWait, ActivityEvent, BrokerApi, EventKind, LaneRelease, Reply } from '../../../broker/contract/index.js';
 import { actorLabel } from '../../../broker/contract/operator-actor.js';
 import type { ReplyError } from '../api/operator-api.js';
+import { waitLine } from './action-wait.js';
 
 export type ActionDetail = BrokerApi['actions.show']['output'];
 
@@ -123,4 +124,12 @@ const releaseText: Record<LaneRelease['kind'], string> = {
 export function releaseLine(release: LaneRelease): string {
   const who = release.actor === undefined ? '' : ` by ${actorLabel(release.actor)}`;
   return `Lane released at seq ${release.seq}: ${releaseText[release.kind]}${who}; outcome ${release.outcome}${release.source === undefined ? '' : ` (source ${release.source})`}.`;
+}
+
+/**
+ * What the action waited for in its lane, one line per earlier ticket ("#5 waited 41 s for #4",
+ * "#5 waiting for #4 for 12 s"), longest wait first; empty when it waited for nothing.
+ */
+export function waitLines(ticket: number | null, waits: readonly ActionWait[]): string[] {
+  return [...waits].sort((a, b) => b.waited_ms - a.waited_ms || a.ticket - b.ticket).map((w) => waitLine(ticket, w));
 }

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { actionHref, parseHashRoute } from './hash-route.js';
+import {
+  actionHref,
+  activityModeHref,
+  activityModeOf,
+  activityModes,
+  activityOrigin,
+  backOf,
+  parseHashRoute,
+  tabHref,
+  timelineGroupingOf,
+  timelineGroupings,
+  timelineHref,
+} from './hash-route.js';
 
 describe('the hash route', () => {
   it.each([
@@ -10,11 +22,72 @@ describe('the hash route', () => {
     ['#/action/ses_1', { kind: 'none' }],
     ['#/action/act_x/more', { kind: 'none' }],
     ['#/Activity<script>', { kind: 'none' }],
+    ['#/activity/timeline', { kind: 'tab', tab: 'activity', mode: 'timeline' }],
+    ['#/activity/Timeline', { kind: 'none' }],
+    ['#/activity/timeline/x', { kind: 'none' }],
+    ['#/activity/', { kind: 'none' }],
+    ['#/activity/timeline?by=session', { kind: 'tab', tab: 'activity', mode: 'timeline', by: 'session' }],
+    ['#/activity/timeline?by=Session&x=1', { kind: 'tab', tab: 'activity', mode: 'timeline' }],
+    ['#/activity?by=lane', { kind: 'tab', tab: 'activity', by: 'lane' }],
+    ['#/action/act_1?from=activity/timeline&by=session', { kind: 'action', actionId: 'act_1', from: { kind: 'tab', tab: 'activity', mode: 'timeline', by: 'session' } }],
+    ['#/action/act_1?from=activity/events', { kind: 'action', actionId: 'act_1', from: { kind: 'tab', tab: 'activity', mode: 'events' } }],
+    ['#/action/act_1?from=https://evil.example/', { kind: 'action', actionId: 'act_1' }],
+    ['#/action/act_1?from=activity/timeline/x', { kind: 'action', actionId: 'act_1' }],
   ])('reads %j as %j', (hash, route) => {
     expect(parseHashRoute(hash)).toEqual(route);
   });
 
   it('round-trips an action id through its link', () => {
     expect(parseHashRoute(actionHref('act_e2e-seed_0001'))).toEqual({ kind: 'action', actionId: 'act_e2e-seed_0001' });
+  });
+
+  it.each([
+    ['#/activity', 'actions'],
+    ['#/activity/actions', 'actions'],
+    ['#/activity/timeline', 'timeline'],
+    ['#/activity/events', 'events'],
+    ['#/activity/nonsense', 'actions'],
+    ['#/metrics/timeline', 'actions'],
+    ['#/action/act_1', 'actions'],
+  ])('shows the Activity mode of %j as %s', (hash, mode) => {
+    expect(activityModeOf(parseHashRoute(hash))).toBe(mode);
+  });
+
+  it('round-trips every Activity mode through its link', () => {
+    for (const mode of activityModes) expect(activityModeOf(parseHashRoute(activityModeHref(mode)))).toBe(mode);
+  });
+
+  it('round-trips every timeline grouping through its link, the default without an option', () => {
+    expect(timelineHref('lane')).toBe('#/activity/timeline');
+    expect(timelineHref('session')).toBe('#/activity/timeline?by=session');
+    for (const by of timelineGroupings) expect(timelineGroupingOf(parseHashRoute(timelineHref(by)))).toBe(by);
+  });
+
+  it.each([
+    ['#/activity/timeline?by=session', 'session'],
+    ['#/activity/timeline?by=nonsense', 'lane'],
+    ['#/activity/actions?by=session', 'lane'],
+    ['#/metrics/timeline?by=session', 'lane'],
+  ])('groups the timeline of %j by %s', (hash, by) => {
+    expect(timelineGroupingOf(parseHashRoute(hash))).toBe(by);
+  });
+
+  describe('the back link of an action detail', () => {
+    it.each([
+      [activityOrigin('actions'), '#/activity/actions'],
+      [activityOrigin('timeline'), '#/activity/timeline'],
+      [activityOrigin('timeline', 'session'), '#/activity/timeline?by=session'],
+      [activityOrigin('events'), '#/activity/events'],
+    ])('returns from a detail opened in %j to %s, reloaded or not', (origin, href) => {
+      const route = parseHashRoute(actionHref('act_e2e-seed_0001', origin));
+      expect(route).toEqual({ kind: 'action', actionId: 'act_e2e-seed_0001', from: origin });
+      expect(backOf(route, 'status')).toEqual({ href, tab: 'activity' });
+      expect(tabHref(origin)).toBe(href);
+    });
+
+    it('without an origin, returns to the tab shown', () => {
+      expect(backOf(parseHashRoute(actionHref('act_1')), 'approvals')).toEqual({ href: '#/approvals', tab: 'approvals' });
+      expect(backOf({ kind: 'none' }, 'activity')).toEqual({ href: '#/activity', tab: 'activity' });
+    });
   });
 });

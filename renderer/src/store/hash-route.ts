@@ -1,23 +1,98 @@
+import type { TimelineGrouping } from './timeline-layout.js';
+
 /**
  * The address's hash names what the shell shows, so a view can be linked and reloaded:
- * `#/activity`, `#/metrics` (any tab by its id) or `#/action/<action_id>` (one action's detail).
+ * `#/activity`, `#/metrics` (any tab by its id), `#/activity/timeline` (a tab and one of its modes),
+ * `#/activity/timeline?by=session` (a mode's option: the timeline's grouping) or
+ * `#/action/<action_id>` (one action's detail). A detail opened from a view names it,
+ * `#/action/<id>?from=activity/timeline&by=session`, so its back link returns there (reload too).
+ * The mode and options are present only when the hash names them.
  */
-export type HashRoute = { kind: 'none' } | { kind: 'tab'; tab: string } | { kind: 'action'; actionId: string };
+export type TabRoute = { kind: 'tab'; tab: string; mode?: string; by?: string };
+export type HashRoute = { kind: 'none' } | TabRoute | { kind: 'action'; actionId: string; from?: TabRoute };
 
 /** Action ids as the broker issues them (act_…); the bound matches actions.show's input. */
 const actionIdPattern = /^act_[A-Za-z0-9_-]{1,76}$/;
 
 /** Pure: the route a hash names; anything unrecognised is no route (the shell keeps its tab). */
 export function parseHashRoute(hash: string): HashRoute {
-  const parts = hash.replace(/^#\/?/, '').split('/');
+  const text = hash.replace(/^#\/?/, '');
+  const at = text.indexOf('?');
+  const path = at < 0 ? text : text.slice(0, at);
+  const query = new URLSearchParams(at < 0 ? '' : text.slice(at + 1));
+  const parts = path.split('/');
   if (parts[0] === 'action' && parts.length === 2) {
     const actionId = decodeURIComponent(parts[1] ?? '');
-    return actionIdPattern.test(actionId) ? { kind: 'action', actionId } : { kind: 'none' };
+    if (!actionIdPattern.test(actionId)) return { kind: 'none' };
+    const from = tabRouteOf(query.get('from') ?? '', query.get('by'));
+    return from === null ? { kind: 'action', actionId } : { kind: 'action', actionId, from };
   }
-  if (parts.length === 1 && /^[a-z][a-z-]{0,30}$/.test(parts[0] ?? '')) return { kind: 'tab', tab: parts[0] ?? '' };
-  return { kind: 'none' };
+  return tabRouteOf(path, query.get('by')) ?? { kind: 'none' };
 }
 
-export function actionHref(actionId: string): string {
-  return `#/action/${encodeURIComponent(actionId)}`;
+/** Pure: `tab` or `tab/mode` with an optional `by` (dropped when it is not a name), or null. */
+function tabRouteOf(path: string, by: string | null): TabRoute | null {
+  const parts = path.split('/');
+  const [tab = '', mode] = parts;
+  if (!namePattern.test(tab) || parts.length > 2 || (mode !== undefined && !namePattern.test(mode))) return null;
+  return { kind: 'tab', tab, ...(mode === undefined ? {} : { mode }), ...(by !== null && namePattern.test(by) ? { by } : {}) };
+}
+
+/** A tab's or a mode's id: lower-case words joined by dashes, bounded. */
+const namePattern = /^[a-z][a-z-]{0,30}$/;
+
+/** The address of a tab route, the inverse of parseHashRoute. */
+export function tabHref(route: TabRoute): string {
+  return `#/${tabPath(route)}${route.by === undefined ? '' : `?by=${route.by}`}`;
+}
+
+function tabPath(route: TabRoute): string {
+  return route.mode === undefined ? route.tab : `${route.tab}/${route.mode}`;
+}
+
+/** One action's detail; `from` is the view it is opened from, where its back link returns. */
+export function actionHref(actionId: string, from?: TabRoute): string {
+  const origin = from === undefined ? '' : `?from=${tabPath(from)}${from.by === undefined ? '' : `&by=${from.by}`}`;
+  return `#/action/${encodeURIComponent(actionId)}${origin}`;
+}
+
+/**
+ * Pure: where a detail's back link goes and the tab it names: the view it was opened from when
+ * the address says so, else the tab shown (`#/<tab>`).
+ */
+export function backOf(route: HashRoute, tab: string): { href: string; tab: string } {
+  if (route.kind === 'action' && route.from !== undefined) return { href: tabHref(route.from), tab: route.from.tab };
+  return { href: `#/${tab}`, tab };
+}
+
+/** The Activity tab's modes; the first is what `#/activity` alone shows. */
+export const activityModes = ['actions', 'timeline', 'events'] as const;
+export type ActivityMode = (typeof activityModes)[number];
+
+/** Pure: the Activity mode a route names (`#/activity/<mode>`), the default for anything else. */
+export function activityModeOf(route: HashRoute): ActivityMode {
+  if (route.kind !== 'tab' || route.tab !== 'activity') return activityModes[0];
+  return activityModes.find((m) => m === route.mode) ?? activityModes[0];
+}
+
+export function activityModeHref(mode: ActivityMode): string {
+  return `#/activity/${mode}`;
+}
+
+/** An Activity mode as the origin of a detail link; the timeline's grouping only when it is not the default. */
+export function activityOrigin(mode: ActivityMode, by?: TimelineGrouping): TabRoute {
+  return { kind: 'tab', tab: 'activity', mode, ...(by === undefined || by === timelineGroupings[0] ? {} : { by }) };
+}
+
+/** The timeline's groupings; the first is what `#/activity/timeline` alone shows. */
+export const timelineGroupings = ['lane', 'session'] as const satisfies readonly TimelineGrouping[];
+
+/** Pure: the grouping the address names for the timeline (`?by=session`), the default for anything else. */
+export function timelineGroupingOf(route: HashRoute): TimelineGrouping {
+  if (route.kind !== 'tab' || route.tab !== 'activity' || route.mode !== 'timeline') return timelineGroupings[0];
+  return timelineGroupings.find((g) => g === route.by) ?? timelineGroupings[0];
+}
+
+export function timelineHref(by: TimelineGrouping): string {
+  return tabHref(activityOrigin('timeline', by));
 }

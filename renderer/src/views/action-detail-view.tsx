@@ -1,6 +1,6 @@
 import { useEffect, useMemo } from 'react';
 import type { ActionState, AttemptState } from '../../../broker/contract/index.js';
-import { chronologyOf, releaseLine, threeOrdersOf, type ActionDetail, type EntrySource } from '../store/action-detail.js';
+import { chronologyOf, releaseLine, threeOrdersOf, waitLines, type ActionDetail, type EntrySource } from '../store/action-detail.js';
 import { useAppStore } from '../store/app-store.js';
 import { usePolling } from './use-polling.js';
 
@@ -63,6 +63,7 @@ function DetailBody({ detail }: { detail: ActionDetail }) {
         {s.idempotent ? ' · idempotent' : ''}
       </p>
       {detail.queue !== null && <p data-testid="action-detail-queue">{detail.queue.text}</p>}
+      <WaitedFor detail={detail} />
 
       <h3>Three orders</h3>
       <dl className="facts orders" data-testid="action-orders">
@@ -124,6 +125,19 @@ function DetailBody({ detail }: { detail: ActionDetail }) {
         </tbody>
       </table>
     </>
+  );
+}
+
+/** What the action waited for in its lane ("#5 waited 41 s for #4"), or that it waited for nothing. */
+function WaitedFor({ detail }: { detail: ActionDetail }) {
+  const lines = waitLines(detail.state.ticket, detail.waited_for);
+  if (lines.length === 0) return null;
+  return (
+    <ul className="waited-for" data-testid="action-waited-for" aria-label="What this action waited for in its lane">
+      {lines.map((line) => (
+        <li key={line}>{line}</li>
+      ))}
+    </ul>
   );
 }
 

@@ -1,10 +1,13 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import type { ActivityEvent, Outcome } from '../../../broker/contract/index.js';
+import type { ActivityEvent } from '../../../broker/contract/index.js';
 import { activityBlockRows, activityRowAt, activityRowCount, emptyActivityFilter, filterActive, needsNextPage, type ActivityFilter, type ActivityRow } from '../store/activity-reducer.js';
 import { useAppStore } from '../store/app-store.js';
-import { actionHref } from '../store/hash-route.js';
-import { outcomeOrder } from '../store/metrics-reducer.js';
+import { actionHref, activityModeHref, activityModeOf, activityOrigin, type ActivityMode } from '../store/hash-route.js';
+import { OutcomeSelect } from './outcome-select.js';
+import { ActionListView } from './action-list-view.js';
+import { TimelineView } from './timeline-view.js';
+import { useHashRoute } from './use-hash-route.js';
 import { usePolling } from './use-polling.js';
 
 /** Every row has one height, so the list's size is exact and a jump to any position is one step. */
@@ -14,12 +17,40 @@ const overscanRows = 12;
 /** How often the view re-reads the journal's last position, so new events join the end. */
 export const activityHeadRefreshMs = 2_000;
 
+const modeLabels: Record<ActivityMode, string> = { actions: 'Actions', timeline: 'Timeline', events: 'Events' };
+
 /**
- * Activity: the journal in append order, one row per event, virtualized (the DOM holds about the
- * visible rows whatever the log's length) and keyset-paged by seq. A filter narrows the rows but
- * never renumbers them: each keeps its journal position.
+ * Activity in three modes, named by the address (`#/activity/<mode>`, so reload and back keep it):
+ * the actions one row each (the default), the same actions as bars on a time axis, and the raw
+ * journal events.
  */
 export function ActivityView() {
+  const mode = activityModeOf(useHashRoute());
+  return (
+    <section className="panel activity" aria-labelledby="activity-heading" data-testid="activity-view" data-mode={mode}>
+      <header className="panel-header">
+        <h2 id="activity-heading">Activity</h2>
+        <nav className="activity-modes" aria-label="Activity modes">
+          {(Object.keys(modeLabels) as ActivityMode[]).map((m) => (
+            <a key={m} href={activityModeHref(m)} aria-current={m === mode ? 'page' : undefined} data-testid={`activity-mode-${m}`}>
+              {modeLabels[m]}
+            </a>
+          ))}
+        </nav>
+      </header>
+      {mode === 'actions' && <ActionListView />}
+      {mode === 'timeline' && <TimelineView />}
+      {mode === 'events' && <EventLogView />}
+    </section>
+  );
+}
+
+/**
+ * The raw event log: the journal in append order, one row per event, virtualized (the DOM holds
+ * about the visible rows whatever the log's length) and keyset-paged by seq. A filter narrows the
+ * rows but never renumbers them: each keeps its journal position.
+ */
+function EventLogView() {
   const view = useAppStore((state) => state.activityView);
   const refreshHead = useAppStore((state) => state.refreshActivityHead);
   const loadRows = useAppStore((state) => state.loadActivityRows);
@@ -48,14 +79,12 @@ export function ActivityView() {
 
   const filtered = filterActive(view.filter);
   return (
-    <section className="panel activity" aria-labelledby="activity-heading" data-testid="activity-view">
-      <header className="panel-header">
-        <h2 id="activity-heading">Activity</h2>
-        <span className="muted" data-testid="activity-count" data-total={count}>
+    <div className="activity-events">
+      <p className="muted intro">
+        <span className="activity-count" data-testid="activity-count" data-total={count}>
           {countText(view.lastSeq, filtered, view.matches.length, view.next !== null)}
-        </span>
-      </header>
-      <p className="muted intro">Every journal event in append order. Filtering keeps each event&apos;s original position (seq); wall time is shown, never used for order.</p>
+        </span>{' '}
+        ·{' '}Every journal event in append order. Filtering keeps each event&apos;s original position (seq); wall time is shown, never used for order.</p>
       <FilterForm applied={view.filter} onApply={setFilter} />
       {view.error !== null && (
         <div className="error" role="alert" data-testid="activity-error">
@@ -89,7 +118,7 @@ export function ActivityView() {
           </div>
         </div>
       </div>
-    </section>
+    </div>
   );
 }
 
@@ -129,7 +158,7 @@ function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
       </span>
       <span role="cell" className="ellipsis">
         {event.action_id.startsWith('act_') ? (
-          <a href={actionHref(event.action_id)} title={`Open ${event.action_id}`}>
+          <a href={actionHref(event.action_id, activityOrigin('events'))} title={`Open ${event.action_id}`}>
             {event.action_id}
           </a>
         ) : (
@@ -171,17 +200,7 @@ function FilterForm({ applied, onApply }: { applied: ActivityFilter; onApply: (f
     <form className="activity-filter" onSubmit={submit} aria-label="Filter the activity" data-testid="activity-filter">
       {field('session', 'Session', 'ses_…')}
       {field('lane', 'Lane', 'lane name')}
-      <label>
-        Outcome
-        <select value={draft.outcome} onChange={(e) => setDraft({ ...draft, outcome: e.target.value as Outcome | '' })} data-testid="activity-filter-outcome">
-          <option value="">any</option>
-          {outcomeOrder.map((o) => (
-            <option key={o} value={o}>
-              {o}
-            </option>
-          ))}
-        </select>
-      </label>
+      <OutcomeSelect value={draft.outcome} onChange={(outcome) => setDraft({ ...draft, outcome })} testId="activity-filter-outcome" />
       {field('code', 'Code', 'e.g. CONNECT_REFUSED')}
       {field('text', 'Text', 'kind, action, summary…')}
       <div className="form-actions">

@@ -1,0 +1,168 @@
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import type { ActionListRow } from '../../../broker/contract/index.js';
+import { actionFilterActive, emptyActionListFilter, needsOlderPage, type ActionListFilter } from '../store/action-list-reducer.js';
+import { spanText } from '../store/action-wait.js';
+import { useAppStore } from '../store/app-store.js';
+import { actionHref, activityOrigin } from '../store/hash-route.js';
+import { OutcomeSelect } from './outcome-select.js';
+import { usePolling } from './use-polling.js';
+
+/** A row's height before it is measured (two lines); rows that wrap are measured and grow. */
+const estimatedRowPx = 58;
+/** Rows rendered beyond the visible ones on each side. */
+const overscanRows = 8;
+/**
+ * How often the newest page is read again while the broker's change stream is down; while it is up
+ * the page is read on each pushed `activity` notice (and a slow fallback poll, use-polling.ts).
+ */
+export const actionListHeadRefreshMs = 2_000;
+export const activityTopics = ['activity'] as const;
+
+/**
+ * Actions: one row per action, newest first, keyset-paged (older pages are read as the person
+ * scrolls down) and virtualized (the DOM holds about the visible rows, however many are loaded).
+ * Every cell wraps rather than cutting off; a long path is clamped with the whole of it as a tooltip.
+ */
+export function ActionListView() {
+  const view = useAppStore((state) => state.actionListView);
+  const refreshHead = useAppStore((state) => state.refreshActionsHead);
+  const loadOlder = useAppStore((state) => state.loadOlderActions);
+  const setFilter = useAppStore((state) => state.setActionListFilter);
+  usePolling(refreshHead, actionListHeadRefreshMs, activityTopics);
+
+  const scroller = useRef<HTMLDivElement>(null);
+  const count = view.rows.length + (view.more && view.loaded ? 1 : 0);
+  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => estimatedRowPx, overscan: overscanRows });
+  const items = virtualizer.getVirtualItems();
+  const last = items.at(-1)?.index ?? -1;
+  useEffect(() => {
+    if (needsOlderPage(view, last)) void loadOlder();
+  }, [last, view, loadOlder]);
+
+  return (
+    <div className="action-list" data-testid="action-list">
+      <p className="muted intro">
+        <span data-testid="action-list-count" data-loaded={view.rows.length} data-more={view.more}>
+          {countText(view.rows.length, view.loaded, view.more, actionFilterActive(view.filter))}
+        </span>{' '}
+        · One row per action, newest first. Open a row for its detail and chronology.
+      </p>
+      <ActionFilterForm applied={view.filter} onApply={setFilter} />
+      {view.error !== null && (
+        <div className="error" role="alert" data-testid="action-list-error">
+          <strong>{view.error.code}</strong>
+          <span>{view.error.message}</span>
+        </div>
+      )}
+      <div className="action-list-head" aria-hidden="true">
+        <span>Time (UTC) · ticket</span>
+        <span>Target and request · agent · lane · decided by</span>
+        <span>Outcome · duration</span>
+      </div>
+      <div ref={scroller} className="action-list-scroller" data-testid="action-list-scroller" role="list" aria-label="Actions, newest first">
+        <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
+          {items.map((item) => {
+            const row = view.rows[item.index];
+            return (
+              <div key={item.key} ref={virtualizer.measureElement} data-index={item.index} className="action-slot" style={{ transform: `translateY(${item.start}px)` }} role="listitem">
+                {row === undefined ? <p className="muted action-more">{view.paging ? 'reading older actions…' : 'older actions follow…'}</p> : <ActionRowView row={row} />}
+              </div>
+            );
+          })}
+        </div>
+      </div>
+      {view.loaded && view.rows.length === 0 && <p className="muted" data-testid="action-list-empty">No action matches.</p>}
+    </div>
+  );
+}
+
+const listOrigin = activityOrigin('actions');
+
+function countText(loaded: number, ready: boolean, more: boolean, filtered: boolean): string {
+  if (!ready) return 'loading…';
+  const noun = `${filtered ? 'matching ' : ''}${loaded === 1 ? 'action' : 'actions'}`;
+  return more ? `newest ${loaded.toLocaleString('en-US')} ${noun} (older ones load as you scroll)` : `${loaded.toLocaleString('en-US')} ${noun}`;
+}
+
+function ActionRowView({ row }: { row: ActionListRow }) {
+  const time = new Date(row.accepted_at_ms).toISOString();
+  const request = row.method === null ? row.request : `${row.method} ${row.request}`;
+  const agent = agentText(row);
+  const open = row.settled_at_ms === null;
+  return (
+    <a href={actionHref(row.action_id, listOrigin)} className={`action-row${row.outcome === null ? '' : ` outcome-${row.outcome}`}`} data-testid="action-row" data-action-id={row.action_id} data-first-seq={row.first_seq}>
+      <span className="action-when">
+        <time dateTime={time} title={time}>
+          {time.slice(11, 19)}
+        </time>
+        <span className="action-ticket">{row.ticket === null ? '' : `#${row.ticket}`}</span>
+      </span>
+      <span className="action-what">
+        <span className="action-request" title={`${row.target} ${request}`}>
+          <strong>{row.target}</strong> <code>{request}</code>
+        </span>
+        <span className="action-meta muted">
+          <span title={row.session_id ?? ''}>{agent}</span>
+          {row.lane !== null && <span>lane {row.lane}</span>}
+          {row.decided_by !== null && <span title={row.decided_by}>{`${row.decision ?? 'decided'} by ${row.decided_by}`}</span>}
+          {row.decided_by === null && row.decision !== null && <span>{row.decision}</span>}
+        </span>
+      </span>
+      <span className="action-result">
+        {open ? <span className="badge attention">open · {row.stage.replaceAll('_', ' ')}</span> : <span className={`badge outcome-${row.outcome ?? 'none'}`}>{row.outcome ?? 'closed'}</span>}
+        {row.code !== null && <code className="action-code">{row.code}</code>}
+        <span className="muted">{row.duration_ms === null ? '' : spanText(row.duration_ms)}</span>
+      </span>
+    </a>
+  );
+}
+
+/** The agent by name and pid when the session knew them, else its session id; the broker's own lookups say so. */
+function agentText(row: ActionListRow): string {
+  const name = row.agent?.name ?? row.session_id ?? 'broker';
+  const pid = row.agent?.pid ?? null;
+  return pid === null ? name : `${name} (pid ${pid})`;
+}
+
+/** The filter as typed; applied on submit, so each keystroke does not start a read. */
+function ActionFilterForm({ applied, onApply }: { applied: ActionListFilter; onApply: (filter: ActionListFilter) => void }) {
+  const [draft, setDraft] = useState<ActionListFilter>(applied);
+  const field = (name: 'target' | 'lane' | 'session' | 'text', label: string, placeholder: string) => (
+    <label>
+      {label}
+      <input type="text" value={draft[name]} placeholder={placeholder} maxLength={200} onChange={(e) => setDraft({ ...draft, [name]: e.target.value })} data-testid={`actions-filter-${name}`} />
+    </label>
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onApply(draft);
+  };
+  return (
+    <form className="activity-filter" onSubmit={submit} aria-label="Filter the actions" data-testid="actions-filter">
+      <OutcomeSelect value={draft.outcome} onChange={(outcome) => setDraft({ ...draft, outcome })} testId="actions-filter-outcome" />
+      {field('target', 'Target', 'route or host')}
+      {field('lane', 'Lane', 'lane name')}
+      {field('session', 'Session', 'ses_…')}
+      {field('text', 'Text', 'path, command, code, #ticket…')}
+      <label className="inline-check">
+        <input type="checkbox" checked={draft.open} onChange={(e) => setDraft({ ...draft, open: e.target.checked })} data-testid="actions-filter-open" />
+        Open only
+      </label>
+      <div className="form-actions">
+        <button type="submit" className="primary">
+          Apply
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            setDraft(emptyActionListFilter);
+            onApply(emptyActionListFilter);
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </form>
+  );
+}
