@@ -257,7 +257,7 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
   );
 
   it(
-    'a new agent process is approved once by a click in Sessions; its call then shows its identity on a card',
+    'a new agent process on per-call routes is not offered an approval that would change nothing; its call shows its identity on a card',
     async () => {
       const d = theDrill();
       const known = new Set((await op(d.dataDir, 'sessions.list', {})).sessions.map((s) => s.session_id));
@@ -272,19 +272,16 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
         );
         const session = listed.sessions.find((s) => !known.has(s.session_id));
         if (session === undefined) throw new Error('no new session');
-        await page.getByTestId('tab-sessions-badge').waitFor();
         await page.getByRole('tab', { name: /^Sessions/ }).click();
         const row = page.getByTestId(`session-${session.session_id}`);
-        await showing(row.getByTestId(`session-${session.session_id}-status`), 'pending');
-        await shoot(page, 'sessions-pending.png');
+        // Every drill route is per_call: approving the process would change nothing, so no Approve button and no badge.
+        await showing(row.getByTestId(`session-${session.session_id}-status`), 'no approval needed');
+        await showing(row.getByTestId(`session-${session.session_id}-explanation`), 'approving this process would change nothing');
+        expect(await row.getByRole('button', { name: 'Approve', exact: true }).count()).toBe(0);
+        expect(await page.getByTestId('tab-sessions-badge').count()).toBe(0);
+        await shoot(page, 'sessions-not-needed.png');
 
-        await row.getByRole('button', { name: 'Approve', exact: true }).click();
-        await showing(row.getByTestId(`session-${session.session_id}-status`), 'approved');
-        const after = (await op(d.dataDir, 'sessions.list', {})).sessions.find((s) => s.session_id === session.session_id);
-        expect(after).toMatchObject({ status: 'approved', approved_by: expect.stringMatching(/.+/) });
-        await shoot(page, 'sessions.png');
-
-        // The approved process may now call; its card names it (pid, executable, working directory).
+        // Its per-call call gets a card that names it (pid, executable, working directory).
         const call = p3.call('http_request', { route: 'docs', method: 'POST', path: '/docs/session', body: '{"marker":"session:p3"}', timeout_ms: 120_000 });
         const answer = call.reply.then((reply) => reply, (error: unknown) => ({ isError: true, error: String(error) }));
         await page.getByRole('tab', { name: /^Approvals/ }).click();

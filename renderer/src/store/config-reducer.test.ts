@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configReducer, initialConfigView, parseMethods } from './config-reducer.js';
+import { appliesWords, configReducer, fileChanges, initialConfigView, parseMethods, type ShownConfig } from './config-reducer.js';
 
 describe('the config reducer', () => {
   it('holds the loaded config, and keeps it beside a later error', () => {
@@ -59,5 +59,34 @@ describe('the config reducer: a change of postern.yaml made outside Postern', ()
     expect(done).toMatchObject({ accepting: null, accepted: { ok: true, value: { digest } } });
     const refused = configReducer(started, { type: 'accept_finished', reply: { ok: false, error: { code: 'DECISION_CONFLICT', message: 'changed', field: 'digest' } } });
     expect(refused.accepted).toMatchObject({ ok: false, error: { code: 'DECISION_CONFLICT' } });
+  });
+});
+
+describe('what the file holds after an edit, against what the broker runs', () => {
+  const shown = (routes: string[], hosts: string[]): ShownConfig => ({
+    file: '/d/postern.yaml',
+    edited_since_start: true,
+    routes: routes.map((name) => ({ name, base_url: 'https://x', credential: 'c', injection: 'bearer', approval: 'per_call', methods: [], lanes: [], idempotency_header: null, lookup: null, retry_automatic: false, tls_pinned: false, credential_missing: false })),
+    ssh_hosts: hosts.map((name) => ({ name, host: 'h', port: 22, user: 'u', credential: 'k', host_key: 'accept_new', approval: 'per_call', lane: null, commands: 0, credential_missing: false })),
+  });
+
+  it('lists an added route as in the file, not loaded yet, and a removed host as gone at the next start', () => {
+    const view = configReducer(initialConfigView, { type: 'edit_finished', op: 'add_route', reply: { ok: true, value: { file: '/d/postern.yaml', routes: ['docs', 'status'], ssh_hosts: [], applies: 'next_start' } } });
+    expect(fileChanges(shown(['docs'], ['web-1']), view.edited)).toEqual({
+      file: '/d/postern.yaml',
+      applies: 'next_start',
+      routes: { added: ['status'], removed: [] },
+      ssh_hosts: { added: [], removed: ['web-1'] },
+    });
+    expect(appliesWords('next_start')).toBe('applies at the next start');
+  });
+
+  it('shows nothing before an edit or after a refused one, and no difference once the broker runs the file', () => {
+    expect(fileChanges(shown(['docs'], []), null)).toBeNull();
+    const refused = configReducer(initialConfigView, { type: 'edit_finished', op: 'add_route', reply: { ok: false, error: { code: 'INVALID_ARGUMENT', message: 'x' } } });
+    expect(fileChanges(shown(['docs'], []), refused.edited)).toBeNull();
+    const inForce = { ok: true as const, op: 'add_route' as const, file: { file: '/d/postern.yaml', routes: ['docs'], ssh_hosts: [], applies: 'now' as const } };
+    expect(fileChanges(shown(['docs'], []), inForce)).toMatchObject({ applies: 'now', routes: { added: [], removed: [] } });
+    expect(appliesWords('now')).toBe('in force now');
   });
 });

@@ -76,3 +76,34 @@ export function parseMethods(text: string): string[] {
     .map((method) => method.trim().toUpperCase())
     .filter((method) => method !== '');
 }
+
+/**
+ * What the file holds after the last successful edit against what the broker runs (config.show, read
+ * again after the edit): entries added to the file and not loaded yet, entries loaded and no longer in
+ * the file. Null when no edit was written in this page. `applies` is the broker's word: `next_start`
+ * unless it says the edit is in force `now` (then the lists already show it and nothing differs).
+ */
+export interface FileChanges {
+  file: string;
+  applies: string;
+  routes: { added: string[]; removed: string[] };
+  ssh_hosts: { added: string[]; removed: string[] };
+}
+
+export function fileChanges(config: ShownConfig | null, edited: ConfigView['edited']): FileChanges | null {
+  if (edited === null || !edited.ok) return null;
+  const inFile = edited.file;
+  const applies: string = inFile.applies;
+  const diff = (file: readonly string[], loaded: readonly string[]) => ({
+    added: file.filter((name) => !loaded.includes(name)),
+    removed: loaded.filter((name) => !file.includes(name)),
+  });
+  const loadedRoutes = config?.routes.map((r) => r.name) ?? [];
+  const loadedHosts = config?.ssh_hosts.map((h) => h.name) ?? [];
+  return { file: inFile.file, applies, routes: diff(inFile.routes, loadedRoutes), ssh_hosts: diff(inFile.ssh_hosts, loadedHosts) };
+}
+
+/** How the page words when a change takes effect, from what the broker answered. */
+export function appliesWords(applies: string): string {
+  return applies === 'now' ? 'in force now' : 'applies at the next start';
+}

@@ -41,4 +41,10 @@ describe('the integrity line', () => {
     expect(line.headline).toMatch(expected.headline);
     expect(line.detail).toMatch(expected.detail);
   });
+
+  it('says the next step that fits: verify while unverified, keep and verify offline when it failed, none when verified', () => {
+    expect(integrityLine(null).next).toMatch(/^Verify now/);
+    expect(integrityLine(bad(1)).next).toMatch(/postern audit verify/);
+    expect(integrityLine(ok(1)).next).toBeNull();
+  });
 });

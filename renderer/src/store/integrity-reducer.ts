@@ -38,19 +38,28 @@ function newer(current: AuditVerifyResult | null, next: AuditVerifyResult | null
   return next.checked_at_ms >= current.checked_at_ms ? next : current;
 }
 
-/** What the banner says, without the time (the view renders that as a <time>). */
-export type IntegrityLine = { tone: 'ok' | 'failed' | 'unverified'; headline: string; detail: string };
+/** What the banner says, without the time (the view renders that as a <time>), and the next step that fits. */
+export type IntegrityLine = { tone: 'ok' | 'failed' | 'unverified'; headline: string; detail: string; next: string | null };
 
 export function integrityLine(last: AuditVerifyResult | null): IntegrityLine {
-  if (last === null) return { tone: 'unverified', headline: 'Journal not verified yet', detail: 'No audit verify has run since this broker started.' };
+  if (last === null) {
+    return { tone: 'unverified', headline: 'Journal not verified yet', detail: 'No audit verify has run since this broker started.', next: 'Verify now checks it, read-only.' };
+  }
   if (last.ok) {
     const tail = last.unsigned_tail === 0 ? 'all signed' : `${last.unsigned_tail} after the last signed checkpoint`;
     return {
       tone: 'ok',
       headline: 'Journal verified',
       detail: `${last.events} ${last.events === 1 ? 'event' : 'events'} checked, ${last.checkpoints} signed ${last.checkpoints === 1 ? 'checkpoint' : 'checkpoints'} (${tail})`,
+      next: null,
     };
   }
   const where = last.seq === null ? 'outside the event rows' : `first bad position: seq ${last.seq}`;
-  return { tone: 'failed', headline: `Journal integrity FAILED (${last.code})`, detail: `${where} — ${last.message}` };
+  return {
+    tone: 'failed',
+    headline: `Journal integrity FAILED (${last.code})`,
+    detail: `${where} — ${last.message}`,
+    // Evidence first: a copy keeps what the verifier found; the CLI's report names each step (docs/audit.md).
+    next: 'Copy the data directory as it is, then run postern audit verify on it for the full report.',
+  };
 }

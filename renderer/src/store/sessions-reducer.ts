@@ -45,7 +45,91 @@ export function orderSessions(sessions: readonly SessionSummary[]): SessionSumma
   return [...sessions].sort((a, b) => statusOrder[a.status] - statusOrder[b.status] || b.started_at_ms - a.started_at_ms || (a.session_id < b.session_id ? -1 : 1));
 }
 
-/** How many sessions wait for a person's approval (the tab's badge). */
-export function pendingSessionCount(sessions: readonly SessionSummary[]): number {
-  return sessions.filter((s) => s.status === 'pending').length;
+/**
+ * How many sessions wait for a person's approval (the tab's badge). Given where session approval is
+ * used, a pending session whose approval would change nothing is not counted: nothing waits for it.
+ */
+export function pendingSessionCount(sessions: readonly SessionSummary[], use?: SessionApprovalUse): number {
+  return sessions.filter((s) => s.status === 'pending' && (use === undefined || sessionStanding(s, use).approvable)).length;
+}
+
+/** The parts of config.show that say which entries need a session's approval. */
+export interface ApprovalEntries {
+  routes: ReadonlyArray<{ name: string; approval: string; rules?: ReadonlyArray<{ approval?: string }> }>;
+  ssh_hosts: ReadonlyArray<{ name: string; approval: string; commands: number }>;
+}
+
+/**
+ * Where a session's approval matters in the configuration the broker runs: entries whose approval is
+ * `session` (or a rule of theirs says so), and SSH hosts whose command rules config.show does not
+ * itemize (they may). Unknown until config.show answered.
+ */
+export interface SessionApprovalUse {
+  known: boolean;
+  entries: string[];
+  maybe: string[];
+}
+
+export function sessionApprovalUse(config: ApprovalEntries | null): SessionApprovalUse {
+  if (config === null) return { known: false, entries: [], maybe: [] };
+  const entries: string[] = [];
+  const maybe: string[] = [];
+  for (const route of config.routes) {
+    if (route.approval === 'session' || route.rules?.some((rule) => rule.approval === 'session') === true) entries.push(route.name);
+  }
+  for (const host of config.ssh_hosts) {
+    if (host.approval === 'session') entries.push(`ssh ${host.name}`);
+    else if (host.commands > 0) maybe.push(`ssh ${host.name}`);
+  }
+  return { known: true, entries, maybe };
+}
+
+/** What the Sessions view says about one session: its state in words, whether Approve would change anything, and what. */
+export interface SessionStanding {
+  label: string;
+  tone: SessionSummary['status'] | 'not_needed';
+  approvable: boolean;
+  explanation: string;
+}
+
+const perCallWords = 'per_call calls still get a card each, and approval: none calls run in their lane';
+
+export function sessionStanding(session: SessionSummary, use: SessionApprovalUse): SessionStanding {
+  const where = [...use.entries, ...use.maybe.map((name) => `${name} (command rules)`)];
+  const matters = !use.known || where.length > 0;
+  const scope = use.known ? `${where.join(', ')}` : 'routes and hosts with approval: session';
+  switch (session.status) {
+    case 'pending':
+      if (!matters) {
+        return {
+          label: 'no approval needed',
+          tone: 'not_needed',
+          approvable: false,
+          explanation:
+            `No route or SSH host uses approval: session, so approving this process would change nothing: its ${perCallWords}. ` +
+            'Approval would matter once an entry uses approval: session.',
+        };
+      }
+      return {
+        label: 'pending',
+        tone: 'pending',
+        approvable: true,
+        explanation:
+          `Approving lets this process's calls on ${scope} run without a card, for as long as the process lives (or the session grant lasts); ` +
+          `its ${perCallWords}.${session.pending > 0 ? ` ${session.pending} of its calls are not sent yet.` : ''}`,
+      };
+    case 'approved':
+      return {
+        label: 'approved',
+        tone: 'approved',
+        approvable: false,
+        explanation: matters
+          ? `Its calls on ${scope} run without a card; its ${perCallWords}.`
+          : `No route or SSH host uses approval: session, so this approval changes nothing yet: its ${perCallWords}.`,
+      };
+    case 'revoked':
+      return { label: 'revoked', tone: 'revoked', approvable: false, explanation: 'Its new calls are refused (SESSION_REVOKED); what it had not sent was cancelled.' };
+    case 'ended':
+      return { label: 'ended', tone: 'ended', approvable: false, explanation: 'The process is gone; the same agent started again is a new session.' };
+  }
 }

@@ -129,7 +129,7 @@ function CredentialRow({ credential }: { credential: CredentialSummary }) {
  * field (uncontrolled, never in React state or the store), is read once on submit and the field is
  * cleared at that moment, before the call is even answered.
  */
-function AddCredentialForm({ locked }: { locked: boolean }) {
+export function AddCredentialForm({ locked }: { locked: boolean }) {
   const adding = useAppStore((state) => state.credentialsView.adding);
   const added = useAppStore((state) => state.credentialsView.added);
   const add = useAppStore((state) => state.addCredential);

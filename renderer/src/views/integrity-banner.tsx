@@ -21,6 +21,12 @@ export function IntegrityBanner() {
       <div className="integrity-text" role={line.tone === 'failed' ? 'alert' : 'status'}>
         <strong data-testid="integrity-headline">{view.loaded ? line.headline : 'Journal integrity: loading…'}</strong>{' '}
         {view.loaded && <span data-testid="integrity-detail">{line.detail}</span>}
+        {view.loaded && line.next !== null && (
+          <span className="integrity-next" data-testid="integrity-next">
+            {' '}
+            — {line.next}
+          </span>
+        )}
         {view.last !== null && (
           <span className="muted">
             {' '}

@@ -1,12 +1,25 @@
-import { useEffect, useId, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useId, useState, type ChangeEvent, type FormEvent, type ReactNode } from 'react';
 import { useAppStore } from '../store/app-store.js';
-import { parseMethods, type ConfigEdit } from '../store/config-reducer.js';
+import {
+  formFieldOf,
+  parsePins,
+  routeFieldsByKey,
+  sshCredentialUse,
+  sshHostEdit,
+  sshHostFieldsByKey,
+  type FormProblem,
+  type RouteField,
+  type SshHostDraft,
+  type SshHostField,
+} from '../store/config-host-input.js';
+import { appliesWords, fileChanges, parseMethods, type ConfigEdit, type ConfigView, type FileChanges } from '../store/config-reducer.js';
 import { PendingConfigCard } from './pending-config-card.js';
+import { usePolling } from './use-polling.js';
 
 /**
- * Routes and SSH hosts as the broker loaded them at start. The file is the source of truth and is
- * checked as a whole at start, so an edit made here (written to the file through the yaml library,
- * checked by the configuration schema) applies at the next start, never to the running broker.
+ * Routes and SSH hosts as the broker runs them. An edit made here is a person's decision: written to
+ * the file through the yaml library, checked by the configuration schema, and in force at once while
+ * the vault is unlocked and the configuration verified (else at the next start, as the answer says).
  */
 export function RoutesView() {
   const view = useAppStore((state) => state.configView);
@@ -15,18 +28,19 @@ export function RoutesView() {
     void refresh();
   }, [refresh]);
   const config = view.config;
+  const changes = fileChanges(config, view.edited);
   return (
     <section className="panel" aria-labelledby="routes-heading" data-testid="routes-view">
       <header className="panel-header">
         <h2 id="routes-heading">Routes &amp; hosts</h2>
-        <span className="muted">as loaded at start</span>
+        <span className="muted">{changes?.applies === 'now' ? 'as the broker runs it now' : 'as loaded at start'}</span>
       </header>
       <p className="muted intro" data-testid="routes-source">
         {config === null
           ? 'Loading…'
           : config.file === null
             ? 'No configuration file was found at start, so there are no routes. Create postern.yaml in the data directory (see docs/config.md); it is read at the next start.'
-            : `As loaded at start from ${config.file}. Edits made here apply at the next start; a change made to the file by hand waits for your acceptance.`}
+            : `From ${config.file}. Edits made here apply at once while the vault is unlocked (else at the next start); a change made to the file by hand waits for your acceptance.`}
       </p>
       {config?.edited_since_start === true && (
         <p className="hint" role="note" data-testid="config-edited">
@@ -34,6 +48,7 @@ export function RoutesView() {
         </p>
       )}
       <EditResult />
+      {changes !== null && <FileNow changes={changes} />}
       <PendingConfigCard />
       {view.error !== null && (
         <div className="error" role="alert">
@@ -66,6 +81,7 @@ export function RoutesView() {
                   <tr key={route.name} data-testid={`route-${route.name}`} className={route.credential_missing ? 'attention' : undefined}>
                     <td>
                       <strong>{route.name}</strong>
+                      <RemovedFromFile removed={changes?.routes.removed.includes(route.name) === true} applies={changes?.applies} testId={`route-${route.name}-removed`} />
                       {route.idempotency_header !== null && <div className="muted">idempotency: {route.idempotency_header}</div>}
                       {route.lookup !== null && <div className="muted">lookup: {route.lookup}</div>}
                       {route.retry_automatic && <div className="muted">automatic retries</div>}
@@ -120,6 +136,7 @@ export function RoutesView() {
                   <tr key={host.name} data-testid={`ssh-host-${host.name}`} className={host.credential_missing ? 'attention' : undefined}>
                     <td>
                       <strong>{host.name}</strong>
+                      <RemovedFromFile removed={changes?.ssh_hosts.removed.includes(host.name) === true} applies={changes?.applies} testId={`ssh-host-${host.name}-removed`} />
                       {host.commands > 0 && <div className="muted">{host.commands} command rules</div>}
                     </td>
                     <td>
@@ -160,11 +177,15 @@ function MissingCredential({ missing, testId }: { missing: boolean; testId: stri
   );
 }
 
-/** How the last edit of the file went: what the next start will load, or the refusal naming the field. */
+/**
+ * How the last edit of the file went: what the next start will load, or the refusal of a removal.
+ * An add form's refusal is shown next to that form instead (FormProblemNote), naming its field.
+ */
 function EditResult() {
   const edited = useAppStore((state) => state.configView.edited);
   if (edited === null) return null;
   if (!edited.ok) {
+    if (edited.op === 'add_route' || edited.op === 'add_ssh_host') return null;
     return (
       <p className="call-result error" role="alert" data-testid="config-edit-result">
         <strong>{edited.error.code}</strong> {edited.error.message}
@@ -172,10 +193,45 @@ function EditResult() {
     );
   }
   const { file } = edited;
+  const when = file.applies === 'now' ? 'In force now' : 'At the next start';
   return (
     <p className="call-result ok" role="status" data-testid="config-edit-result">
-      Saved {file.file}. At the next start: routes {file.routes.join(', ') || '(none)'}; SSH hosts {file.ssh_hosts.join(', ') || '(none)'}.
+      Saved {file.file}. {when}: routes {file.routes.join(', ') || '(none)'}; SSH hosts {file.ssh_hosts.join(', ') || '(none)'}.
     </p>
+  );
+}
+
+/**
+ * What the file holds now that the broker does not run yet (read again after the edit): the lists
+ * below are the broker's, so a route just added would otherwise be nowhere on the page.
+ */
+function FileNow({ changes }: { changes: FileChanges }) {
+  const added = [...changes.routes.added.map((name) => ({ kind: 'route', name })), ...changes.ssh_hosts.added.map((name) => ({ kind: 'SSH host', name }))];
+  const removed = changes.routes.removed.length + changes.ssh_hosts.removed.length;
+  if (added.length === 0 && removed === 0) return null;
+  return (
+    <div className="file-now" role="note" data-testid="config-file-now">
+      <strong>In {changes.file} now ({appliesWords(changes.applies)}):</strong>
+      {added.length > 0 && (
+        <ul>
+          {added.map((entry) => (
+            <li key={`${entry.kind}:${entry.name}`} data-testid={`file-added-${entry.name}`}>
+              {entry.kind} <strong>{entry.name}</strong> — added to the file, not loaded by this broker yet
+            </li>
+          ))}
+        </ul>
+      )}
+      {removed > 0 && <p className="muted">{removed === 1 ? 'One entry below is' : `${removed} entries below are`} no longer in the file (marked).</p>}
+    </div>
+  );
+}
+
+function RemovedFromFile({ removed, applies, testId }: { removed: boolean; applies: string | undefined; testId: string }) {
+  if (!removed || applies === undefined) return null;
+  return (
+    <div className="attention" data-testid={testId}>
+      removed from the file; {applies === 'now' ? 'gone now' : 'gone at the next start'}
+    </div>
   );
 }
 
@@ -195,7 +251,7 @@ function RemoveFromFile({ entry, edit, label }: { entry: string; edit: ConfigEdi
   return (
     <span className="form-actions">
       <button type="button" className="danger" onClick={() => void editConfig(edit)} disabled={busy}>
-        Remove {label} at next start
+        Remove {label}
       </button>
       <button type="button" onClick={dismiss}>
         Keep
@@ -204,8 +260,9 @@ function RemoveFromFile({ entry, edit, label }: { entry: string; edit: ConfigEdi
   );
 }
 
-function AddRouteForm() {
+export function AddRouteForm() {
   const busy = useAppStore((state) => state.configView.editing !== null);
+  const edited = useAppStore((state) => state.configView.edited);
   const editConfig = useAppStore((state) => state.editConfig);
   const id = useId();
   const [name, setName] = useState('');
@@ -214,48 +271,54 @@ function AddRouteForm() {
   const [injection, setInjection] = useState<'bearer' | 'header' | 'basic' | 'query'>('bearer');
   const [approval, setApproval] = useState<'none' | 'session' | 'per_call'>('per_call');
   const [methods, setMethods] = useState('');
+  const [added, setAdded] = useState<string | null>(null);
+  const problem = refusalFor(edited, 'add_route', routeFieldsByKey);
+  const invalid = invalidProps(problem, `${id}-error`);
   const submit = (event: FormEvent) => {
     event.preventDefault();
+    setAdded(null);
     const chosen = parseMethods(methods) as Array<'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'>;
-    void editConfig({
-      op: 'add_route',
-      route: { name: name.trim(), base_url: baseUrl.trim(), credential: credential.trim(), injection, approval, ...(chosen.length === 0 ? {} : { methods: chosen }) },
-    }).then((written) => {
+    const route = { name: name.trim(), base_url: baseUrl.trim(), credential: credential.trim(), injection, approval, ...(chosen.length === 0 ? {} : { methods: chosen }) };
+    void editConfig({ op: 'add_route', route }).then((written) => {
       if (!written) return;
+      setAdded(route.name);
       setName('');
       setBaseUrl('');
       setCredential('');
       setMethods('');
     });
   };
+  // noValidate: every refusal, the browser's included, is said in words next to this form and names its field.
   return (
-    <form className="credential-form" onSubmit={submit} aria-label="Add route">
-      <h3>Add route (at next start)</h3>
+    <form className="credential-form" onSubmit={submit} aria-label="Add route" noValidate data-testid="route-form">
+      <h3>Add route</h3>
       <p className="muted">Lanes, idempotency contracts, lookups and TLS pins are edited in the file itself.</p>
       <fieldset disabled={busy}>
-        <Field id={`${id}-name`} label="Route name">
-          <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required />
+        <Field id={`${id}-name`} label={routeFieldLabels.name} invalid={problem?.field === 'name'}>
+          <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required {...invalid('name')} />
         </Field>
-        <Field id={`${id}-url`} label="Base URL">
-          <input id={`${id}-url`} value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} maxLength={2048} required />
+        <Field id={`${id}-url`} label={routeFieldLabels.base_url} invalid={problem?.field === 'base_url'}>
+          <input id={`${id}-url`} value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} maxLength={2048} required {...invalid('base_url')} />
         </Field>
-        <Field id={`${id}-credential`} label="Credential name">
-          <input id={`${id}-credential`} value={credential} onChange={(e) => setCredential(e.target.value)} maxLength={200} required />
+        <Field id={`${id}-credential`} label={routeFieldLabels.credential} invalid={problem?.field === 'credential'}>
+          <input id={`${id}-credential`} value={credential} onChange={(e) => setCredential(e.target.value)} maxLength={200} required {...invalid('credential')} />
         </Field>
-        <Field id={`${id}-injection`} label="Injection">
-          <select id={`${id}-injection`} value={injection} onChange={(e) => setInjection(e.target.value as typeof injection)}>
+        <Field id={`${id}-injection`} label={routeFieldLabels.injection} invalid={problem?.field === 'injection'}>
+          <select id={`${id}-injection`} value={injection} onChange={(e) => setInjection(e.target.value as typeof injection)} {...invalid('injection')}>
             <option value="bearer">bearer</option>
             <option value="header">header</option>
             <option value="basic">basic</option>
             <option value="query">query</option>
           </select>
         </Field>
-        <Field id={`${id}-approval`} label="Approval">
+        <Field id={`${id}-approval`} label={routeFieldLabels.approval} invalid={problem?.field === 'approval'}>
           <ApprovalSelect id={`${id}-approval`} value={approval} onChange={setApproval} />
         </Field>
-        <Field id={`${id}-methods`} label="Methods (comma separated; empty: all)">
-          <input id={`${id}-methods`} value={methods} onChange={(e) => setMethods(e.target.value)} maxLength={64} />
+        <Field id={`${id}-methods`} label={routeFieldLabels.methods} invalid={problem?.field === 'methods'}>
+          <input id={`${id}-methods`} value={methods} onChange={(e) => setMethods(e.target.value)} maxLength={64} {...invalid('methods')} />
         </Field>
+        <FormProblemNote id={`${id}-error`} problem={problem} labels={routeFieldLabels} testId="route-form-error" />
+        <FormAdded added={added} edited={edited} op="add_route" what="route" testId="route-form-result" />
         <div className="form-actions">
           <button type="submit" className="primary">
             {busy ? 'Saving…' : 'Add route to the file'}
@@ -266,65 +329,70 @@ function AddRouteForm() {
   );
 }
 
-function AddSshHostForm() {
+export function AddSshHostForm() {
   const busy = useAppStore((state) => state.configView.editing !== null);
+  const edited = useAppStore((state) => state.configView.edited);
   const editConfig = useAppStore((state) => state.editConfig);
   const id = useId();
-  const [name, setName] = useState('');
-  const [host, setHost] = useState('');
-  const [port, setPort] = useState('22');
-  const [user, setUser] = useState('');
-  const [credential, setCredential] = useState('');
-  const [pins, setPins] = useState('');
-  const [approval, setApproval] = useState<'none' | 'session' | 'per_call'>('per_call');
+  const [draft, setDraft] = useState<SshHostDraft>(emptySshHostDraft);
+  const [checked, setChecked] = useState<FormProblem<SshHostField> | null>(null);
+  const [added, setAdded] = useState<string | null>(null);
+  // What the form found itself wins over an older refusal by the broker (it is about the newer input).
+  const problem = checked ?? refusalFor(edited, 'add_ssh_host', sshHostFieldsByKey);
+  const invalid = invalidProps(problem, `${id}-error`);
+  const change = (field: keyof SshHostDraft) => (e: ChangeEvent<HTMLInputElement | HTMLTextAreaElement>) => setDraft((d) => ({ ...d, [field]: e.target.value }));
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const pinned = pins.split(/[\s,]+/).filter((pin) => pin !== '');
-    void editConfig({
-      op: 'add_ssh_host',
-      host: {
-        name: name.trim(),
-        host: host.trim(),
-        port: Number(port),
-        user: user.trim(),
-        credential: credential.trim(),
-        host_key: pinned.length === 0 ? 'accept_new' : { pinned },
-        approval,
-      },
-    }).then((written) => {
+    setAdded(null);
+    const result = sshHostEdit(draft);
+    if (!result.ok) {
+      setChecked({ field: result.field, code: result.code, message: result.message });
+      return;
+    }
+    setChecked(null);
+    void editConfig(result.edit).then((written) => {
       if (!written) return;
-      setName('');
-      setHost('');
-      setUser('');
-      setCredential('');
-      setPins('');
+      setAdded(result.edit.host.name);
+      setDraft((d) => ({ ...emptySshHostDraft, approval: d.approval }));
     });
   };
+  const pins = parsePins(draft.pins);
+  // noValidate: every refusal, the browser's included, is said in words next to this form and names its field.
   return (
-    <form className="credential-form" onSubmit={submit} aria-label="Add SSH host">
-      <h3>Add SSH host (at next start)</h3>
+    <form className="credential-form" onSubmit={submit} aria-label="Add SSH host" noValidate data-testid="ssh-host-form">
+      <h3>Add SSH host</h3>
+      <p className="muted">
+        What an agent names for <code>ssh_exec</code>. The key stays in the vault: an <code>ssh_key</code> credential bound to this entry&apos;s host (an
+        entry added here needs that, not only its name; docs/config.md). Command rules, lanes and output limits are edited in the file itself.
+      </p>
       <fieldset disabled={busy}>
-        <Field id={`${id}-name`} label="Host entry name">
-          <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required />
+        <Field id={`${id}-name`} label={sshHostFieldLabels.name} invalid={problem?.field === 'name'}>
+          <input id={`${id}-name`} value={draft.name} onChange={change('name')} maxLength={64} required placeholder="web-1" {...invalid('name')} />
         </Field>
-        <Field id={`${id}-host`} label="Host name or address">
-          <input id={`${id}-host`} value={host} onChange={(e) => setHost(e.target.value)} maxLength={253} required />
+        <Field id={`${id}-host`} label={sshHostFieldLabels.host} invalid={problem?.field === 'host'}>
+          <input id={`${id}-host`} value={draft.host} onChange={change('host')} maxLength={253} required placeholder="web-1.internal, 10.0.0.5 or 2001:db8::5" {...invalid('host')} />
         </Field>
-        <Field id={`${id}-port`} label="Port">
-          <input id={`${id}-port`} type="number" min={1} max={65535} value={port} onChange={(e) => setPort(e.target.value)} required />
+        <Field id={`${id}-port`} label={sshHostFieldLabels.port} invalid={problem?.field === 'port'}>
+          <input id={`${id}-port`} inputMode="numeric" value={draft.port} onChange={change('port')} maxLength={5} placeholder="22" {...invalid('port')} />
         </Field>
-        <Field id={`${id}-user`} label="User">
-          <input id={`${id}-user`} value={user} onChange={(e) => setUser(e.target.value)} maxLength={64} required />
+        <Field id={`${id}-user`} label={sshHostFieldLabels.user} invalid={problem?.field === 'user'}>
+          <input id={`${id}-user`} value={draft.user} onChange={change('user')} maxLength={64} required {...invalid('user')} />
         </Field>
-        <Field id={`${id}-credential`} label="SSH key credential name">
-          <input id={`${id}-credential`} value={credential} onChange={(e) => setCredential(e.target.value)} maxLength={200} required />
+        <Field id={`${id}-credential`} label={sshHostFieldLabels.credential} invalid={problem?.field === 'credential'}>
+          <input id={`${id}-credential`} value={draft.credential} onChange={change('credential')} maxLength={200} required list={`${id}-keys`} {...invalid('credential')} />
+          <SshCredentialNote id={`${id}-keys`} draft={draft} />
         </Field>
-        <Field id={`${id}-pins`} label="Pinned host key fingerprints (SHA256:…, comma separated; empty: trust on first use)">
-          <input id={`${id}-pins`} value={pins} onChange={(e) => setPins(e.target.value)} maxLength={1024} />
+        <Field id={`${id}-pins`} label={sshHostFieldLabels.pins} invalid={problem?.field === 'pins'}>
+          <textarea id={`${id}-pins`} value={draft.pins} onChange={change('pins')} maxLength={1024} rows={2} {...invalid('pins')} />
+          <span className="muted" data-testid="ssh-host-key-mode">
+            {draft.pins.trim() === '' ? 'Host key: accept_new — the first key seen is kept once login succeeds; a changed key is always refused.' : pins.ok ? `Host key: pinned (${pins.pins.length})` : ''}
+          </span>
         </Field>
-        <Field id={`${id}-approval`} label="Approval">
-          <ApprovalSelect id={`${id}-approval`} value={approval} onChange={setApproval} />
+        <Field id={`${id}-approval`} label={sshHostFieldLabels.approval} invalid={problem?.field === 'approval'}>
+          <ApprovalSelect id={`${id}-approval`} value={draft.approval} onChange={(approval) => setDraft((d) => ({ ...d, approval }))} />
         </Field>
+        <FormProblemNote id={`${id}-error`} problem={problem} labels={sshHostFieldLabels} testId="ssh-host-form-error" />
+        <FormAdded added={added} edited={edited} op="add_ssh_host" what="SSH host" testId="ssh-host-form-result" />
         <div className="form-actions">
           <button type="submit" className="primary">
             {busy ? 'Saving…' : 'Add SSH host to the file'}
@@ -335,9 +403,133 @@ function AddSshHostForm() {
   );
 }
 
-function Field({ id, label, children }: { id: string; label: string; children: ReactNode }) {
+const emptySshHostDraft: SshHostDraft = { name: '', host: '', port: '22', user: '', credential: '', pins: '', approval: 'per_call' };
+
+/** The forms' fields as their labels say them, so a refusal names the field the person sees. */
+const sshHostFieldLabels: Record<SshHostField, string> = {
+  name: 'Host entry name',
+  host: 'Host name or address',
+  port: 'Port',
+  user: 'User',
+  credential: 'SSH key credential name',
+  pins: 'Pinned host key fingerprints (SHA256:…, comma separated or as ssh-keygen -lf prints them; empty: trust on first use)',
+  approval: 'Approval',
+};
+const routeFieldLabels: Record<RouteField, string> = {
+  name: 'Route name',
+  base_url: 'Base URL',
+  credential: 'Credential name',
+  injection: 'Injection',
+  approval: 'Approval',
+  methods: 'Methods (comma separated; empty: all)',
+};
+
+/** The broker's refusal of this form's last edit, with the field it names. */
+function refusalFor<F extends string>(edited: ConfigView['edited'], op: ConfigEdit['op'], fields: Readonly<Record<string, F>>): FormProblem<F> | null {
+  if (edited === null || edited.ok || edited.op !== op) return null;
+  return { field: formFieldOf(edited.error, fields), code: edited.error.code, message: edited.error.message };
+}
+
+/** The attributes that tie the field a refusal names to the refusal's text. */
+function invalidProps<F extends string>(problem: FormProblem<F> | null, errorId: string) {
+  return (field: F) => (problem?.field === field ? { 'aria-invalid': true, 'aria-describedby': errorId } : {});
+}
+
+function FormProblemNote<F extends string>({ id, problem, labels, testId }: { id: string; problem: FormProblem<F> | null; labels: Record<F, string>; testId: string }) {
+  if (problem === null) return null;
+  const label = problem.field === null ? null : labels[problem.field].replace(/ \(.*$/, '');
   return (
-    <div className="field">
+    <p id={id} className="call-result error form-problem" role="alert" data-testid={testId} data-field={problem.field ?? ''}>
+      <strong>{problem.code}</strong> {label === null ? '' : <span className="form-problem-field">{label}: </span>}
+      {problem.message}
+    </p>
+  );
+}
+
+/** The form's own word that its entry was written (the page's banner says the same for every edit). */
+function FormAdded({ added, edited, op, what, testId }: { added: string | null; edited: ConfigView['edited']; op: ConfigEdit['op']; what: string; testId: string }) {
+  if (added === null || edited === null || !edited.ok || edited.op !== op) return null;
+  return (
+    <p className="call-result ok" role="status" data-testid={testId}>
+      Added {what} <strong>{added}</strong> to {edited.file.file}: {appliesWords(edited.file.applies)}.
+    </p>
+  );
+}
+
+/**
+ * Which credential the entry will use and whether it is bound to it, from credentials.list (names,
+ * kinds, bindings: never a secret). Read on mount, on the vault's push notices and when the window
+ * regains focus (after `postern vault bind` in a terminal), and on "Check again".
+ */
+function SshCredentialNote({ id, draft }: { id: string; draft: SshHostDraft }) {
+  const view = useAppStore((state) => state.credentialsView);
+  const dataDir = useAppStore((state) => state.statusView.status?.data_dir ?? null);
+  const refresh = useAppStore((state) => state.refreshCredentials);
+  usePolling(refresh, credentialsRefreshMs, vaultTopics);
+  useEffect(() => {
+    const onFocus = () => void refresh();
+    window.addEventListener('focus', onFocus);
+    return () => window.removeEventListener('focus', onFocus);
+  }, [refresh]);
+  const keys = view.credentials.filter((c) => c.kind === 'ssh_key');
+  const use = sshCredentialUse(draft, { listed: view.replies > 0 && view.error === null, credentials: view.credentials, dataDir });
+  const again = (
+    <button type="button" className="link-button" onClick={() => void refresh()} data-testid="ssh-host-credential-recheck">
+      Check again
+    </button>
+  );
+  return (
+    <>
+      <datalist id={id}>
+        {keys.map((c) => (
+          <option key={c.name} value={c.name} />
+        ))}
+      </datalist>
+      {use !== null && (
+        <div className={`credential-use ${use.state === 'bound' ? 'ok' : 'warning'}`} role="note" data-testid="ssh-host-credential" data-state={use.state}>
+          {use.state === 'unknown' && <span>The vault&apos;s credential list could not be read, so whether this key is bound is not known. {again}</span>}
+          {use.state === 'bound' && (
+            <span>
+              Uses <strong>{use.credential}</strong> (ssh_key, {use.version_tag}), bound to <code>{use.via}</code>.
+            </span>
+          )}
+          {use.state === 'wrong_kind' && (
+            <span>
+              <strong>{use.credential}</strong> is a {use.kind} credential; an SSH host needs an <code>ssh_key</code> one. {again}
+            </span>
+          )}
+          {use.state === 'missing' && (
+            <span>
+              <strong>{use.credential}</strong> is not in the vault: every command would fail until it is added (Credentials tab, kind ssh_key, or{' '}
+              <code>{use.fix}</code>). {again}
+            </span>
+          )}
+          {use.state === 'name_only' && (
+            <span>
+              <strong>{use.credential}</strong> is bound to this entry&apos;s name ({use.name}) but not to its host {use.host}: an entry added from here needs
+              the key bound to the host too, so the name cannot take the key to another machine. Bind it (asks for the vault passphrase):{' '}
+              <code data-testid="ssh-host-credential-fix">{use.fix}</code> {again}
+            </span>
+          )}
+          {use.state === 'unbound' && (
+            <span>
+              <strong>{use.credential}</strong> is bound to {use.bindings.length === 0 ? 'nothing' : use.bindings.join(', ')}, not to this entry&apos;s host: every
+              command would fail with CREDENTIAL_MISSING. Bind it (asks for the vault passphrase): <code data-testid="ssh-host-credential-fix">{use.fix}</code> {again}
+            </span>
+          )}
+        </div>
+      )}
+    </>
+  );
+}
+
+/** The credential list's fallback read while the vault's push notices are down. */
+const credentialsRefreshMs = 30_000;
+const vaultTopics = ['vault'] as const;
+
+function Field({ id, label, invalid = false, children }: { id: string; label: string; invalid?: boolean; children: ReactNode }) {
+  return (
+    <div className={invalid ? 'field invalid' : 'field'}>
       <label htmlFor={id}>{label}</label>
       {children}
     </div>

@@ -1,22 +1,34 @@
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import type { SessionSummary } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
-import { orderSessions } from '../store/sessions-reducer.js';
+import { orderSessions, sessionApprovalUse, sessionStanding, type SessionApprovalUse } from '../store/sessions-reducer.js';
 import { CallResultLine } from './approval-card.js';
 import { ReasonForm } from './reason-form.js';
 
-/** Sessions: one row per agent process; a new one is approved once by a person, or revoked. */
+/**
+ * Sessions: one card per agent process. Whether a pending one needs a person depends on the routes
+ * and hosts the broker runs (config.show): only approval: session entries wait for a session's
+ * approval, so for a per-call-only configuration the card says approving would change nothing and
+ * offers no Approve button.
+ */
 export function SessionsView() {
   const view = useAppStore((state) => state.sessionsView);
+  const config = useAppStore((state) => state.configView.config);
+  const refreshConfig = useAppStore((state) => state.refreshConfig);
+  // Read on each visit: which entries use session approval decides what Approve would change.
+  useEffect(() => {
+    void refreshConfig();
+  }, [refreshConfig]);
   const sessions = useMemo(() => orderSessions(view.sessions), [view.sessions]);
+  const use = useMemo(() => sessionApprovalUse(config), [config]);
   return (
     <section className="panel" aria-labelledby="sessions-heading" data-testid="sessions-view">
       <header className="panel-header">
         <h2 id="sessions-heading">Sessions</h2>
         <span className="muted">{view.replies === 0 ? 'loading…' : `${sessions.length} agent ${sessions.length === 1 ? 'process' : 'processes'}`}</span>
       </header>
-      <p className="muted intro">
-        Each agent process is a session. A new one must be approved once before its session-mode calls run; revoking refuses its new calls and cancels what it has not sent.
+      <p className="muted intro" data-testid="sessions-use">
+        Each agent process is a session. {useSentence(use)} Revoking refuses its new calls and cancels what it has not sent.
       </p>
       {view.error !== null && (
         <div className="error" role="alert" data-testid="sessions-error">
@@ -26,30 +38,26 @@ export function SessionsView() {
       )}
       {view.replies > 0 && sessions.length === 0 && view.error === null && <p className="empty">No agent has connected yet.</p>}
       {sessions.length > 0 && (
-        <table className="sessions">
-          <thead>
-            <tr>
-              <th scope="col">Agent</th>
-              <th scope="col">Status</th>
-              <th scope="col">Calls</th>
-              <th scope="col">Started / ended</th>
-              <th scope="col">
-                <span className="visually-hidden">Decisions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {sessions.map((session) => (
-              <SessionRow key={session.session_id} session={session} />
-            ))}
-          </tbody>
-        </table>
+        <div className="session-cards">
+          {sessions.map((session) => (
+            <SessionCard key={session.session_id} session={session} use={use} />
+          ))}
+        </div>
       )}
     </section>
   );
 }
 
-function SessionRow({ session }: { session: SessionSummary }) {
+function useSentence(use: SessionApprovalUse): string {
+  if (!use.known) return 'A session with calls on approval: session routes or hosts is approved once by a person before those calls run.';
+  if (use.entries.length === 0 && use.maybe.length === 0) {
+    return 'No route or SSH host uses approval: session, so no session needs approving: per_call calls get a card each, approval: none calls run in their lane.';
+  }
+  const where = [...use.entries, ...use.maybe.map((name) => `${name} (command rules)`)].join(', ');
+  return `Approving a session once lets its calls on ${where} run without a card; per_call calls still get a card each.`;
+}
+
+function SessionCard({ session, use }: { session: SessionSummary; use: SessionApprovalUse }) {
   const id = session.session_id;
   const busy = useAppStore((state) => state.sessionsView.calls.busy[id]);
   const last = useAppStore((state) => state.sessionsView.calls.last[id]);
@@ -58,70 +66,78 @@ function SessionRow({ session }: { session: SessionSummary }) {
   const [revoking, setRevoking] = useState(false);
   const exeName = session.exe?.split(/[\\/]/).at(-1) ?? '(process unknown)';
   const live = session.status === 'pending' || session.status === 'approved';
+  const standing = sessionStanding(session, use);
   return (
-    <tr data-testid={`session-${id}`} aria-label={`Session ${id}, pid ${session.pid}`}>
-      <td>
-        <strong>{exeName}</strong> · pid <span data-testid={`session-${id}-pid`}>{session.pid}</span>
-        {session.client_name !== null && (
-          <>
-            {' '}
-            · client {session.client_name}
-            {session.client_version !== null && ` ${session.client_version}`}
-          </>
-        )}
-        <br />
-        <code>{session.exe ?? '(executable unknown)'}</code>
-        {session.cwd !== null && (
-          <>
-            {' '}
-            in <code>{session.cwd}</code>
-          </>
-        )}
-        <br />
-        <span className="muted">{id}</span>
-      </td>
-      <td>
-        <span className={`badge session-${session.status}`} data-testid={`session-${id}-status`}>
-          {session.status}
+    <article className={`session-card tone-${standing.tone}`} data-testid={`session-${id}`} aria-label={`Session ${id}, pid ${session.pid}`}>
+      <header className="session-card-header">
+        <span className="session-agent">
+          <strong>{exeName}</strong> · pid <span data-testid={`session-${id}-pid`}>{session.pid}</span>
+          {session.client_name !== null && (
+            <>
+              {' '}
+              · client {session.client_name}
+              {session.client_version !== null && ` ${session.client_version}`}
+            </>
+          )}
         </span>
-        <div className="muted">{session.connected ? 'connected' : 'not connected'}</div>
-        {session.approved_by !== null && <div className="muted">approved by {session.approved_by}</div>}
-        {session.revoke_reason !== null && <div className="muted">revoked: {session.revoke_reason}</div>}
-        {session.end_reason !== null && <div className="muted">ended: {session.end_reason}</div>}
-      </td>
-      <td>
-        <span data-testid={`session-${id}-calls`}>{session.calls}</span> calls
-        {session.pending > 0 && <div className="muted">{session.pending} not sent yet</div>}
-      </td>
-      <td>
-        <time dateTime={new Date(session.started_at_ms).toISOString()}>{new Date(session.started_at_ms).toLocaleString()}</time>
-        {session.ended_at_ms !== null && (
-          <>
-            <br />
-            <time dateTime={new Date(session.ended_at_ms).toISOString()}>{new Date(session.ended_at_ms).toLocaleString()}</time>
-          </>
-        )}
-      </td>
-      <td>
-        {!revoking && (
-          <div className="form-actions">
-            {session.status === 'pending' && (
-              <button type="button" className="primary" disabled={busy !== undefined} onClick={() => void approve(id)}>
-                Approve
-              </button>
-            )}
-            {live && (
-              <button type="button" className="danger" disabled={busy !== undefined} onClick={() => setRevoking(true)}>
-                Revoke…
-              </button>
-            )}
-          </div>
-        )}
-        {revoking && (
-          <ReasonForm label={`Why revoke pid ${session.pid}?`} submitLabel="Revoke" busy={busy !== undefined} onSubmit={(reason) => revoke(id, reason)} onClose={() => setRevoking(false)} />
-        )}
-        {last !== undefined && <CallResultLine result={last} />}
-      </td>
-    </tr>
+        <span className={`badge session-${standing.tone}`} data-testid={`session-${id}-status`} data-status={session.status}>
+          {standing.label}
+        </span>
+      </header>
+      <p className="session-explanation" data-testid={`session-${id}-explanation`}>
+        {standing.explanation}
+      </p>
+      <dl className="card-facts">
+        <dt>Executable</dt>
+        <dd>
+          <code>{session.exe ?? '(executable unknown)'}</code>
+          {session.cwd !== null && (
+            <>
+              {' '}
+              in <code>{session.cwd}</code>
+            </>
+          )}
+        </dd>
+        <dt>Session</dt>
+        <dd>
+          <span className="muted">{id}</span> · {session.connected ? 'connected' : 'not connected'}
+          {session.approved_by !== null && <> · approved by {session.approved_by}</>}
+          {session.revoke_reason !== null && <> · revoked: {session.revoke_reason}</>}
+          {session.end_reason !== null && <> · ended: {session.end_reason}</>}
+        </dd>
+        <dt>Calls</dt>
+        <dd>
+          <span data-testid={`session-${id}-calls`}>{session.calls}</span> calls{session.pending > 0 && <>, {session.pending} not sent yet</>}
+        </dd>
+        <dt>Started</dt>
+        <dd>
+          <time dateTime={new Date(session.started_at_ms).toISOString()}>{new Date(session.started_at_ms).toLocaleString()}</time>
+          {session.ended_at_ms !== null && (
+            <>
+              {' '}
+              · ended <time dateTime={new Date(session.ended_at_ms).toISOString()}>{new Date(session.ended_at_ms).toLocaleString()}</time>
+            </>
+          )}
+        </dd>
+      </dl>
+      {!revoking && (standing.approvable || live) && (
+        <div className="form-actions">
+          {standing.approvable && (
+            <button type="button" className="primary" disabled={busy !== undefined} onClick={() => void approve(id)}>
+              Approve
+            </button>
+          )}
+          {live && (
+            <button type="button" className="danger" disabled={busy !== undefined} onClick={() => setRevoking(true)}>
+              Revoke…
+            </button>
+          )}
+        </div>
+      )}
+      {revoking && (
+        <ReasonForm label={`Why revoke pid ${session.pid}?`} submitLabel="Revoke" busy={busy !== undefined} onSubmit={(reason) => revoke(id, reason)} onClose={() => setRevoking(false)} />
+      )}
+      {last !== undefined && <CallResultLine result={last} />}
+    </article>
   );
 }

@@ -1,7 +1,8 @@
 import { useEffect } from 'react';
 import type { BrokerStatus } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
-import { vaultLockBanner } from '../store/vault-lock-banner.js';
+import { vaultNextStep } from '../store/vault-lock-banner.js';
+import { VaultStepBanner } from './vault-view.js';
 
 /** How often the shell re-reads the status while it is open. */
 export const statusRefreshMs = 5_000;
@@ -31,23 +32,13 @@ export function StatusPanel() {
           {view.status !== null && <span className="muted">Showing the last status received.</span>}
         </div>
       )}
-      {view.status !== null && <VaultLockBanner vault={view.status.vault} />}
+      {view.status !== null && <VaultStepBanner step={vaultNextStep(view.status.vault, view.status.data_dir)} testId="status-vault-lock-banner" />}
       {view.status === null ? (
         view.error === null && <p className="muted">Loading…</p>
       ) : (
         <StatusDetails status={view.status} stale={view.error !== null} />
       )}
     </section>
-  );
-}
-
-function VaultLockBanner({ vault }: { vault: BrokerStatus['vault'] }) {
-  const text = vaultLockBanner(vault);
-  if (text === null) return null;
-  return (
-    <p className="hint" role="status" data-testid="status-vault-lock-banner">
-      {text} — <a href="#/vault">unlock</a>
-    </p>
   );
 }
 

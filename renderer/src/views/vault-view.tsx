@@ -1,5 +1,6 @@
-import { useId, useRef, type FormEvent } from 'react';
+import { useEffect, useId, useRef, type FormEvent, type ReactNode } from 'react';
 import { useAppStore } from '../store/app-store.js';
+import { vaultNextStep, type VaultNextStep } from '../store/vault-lock-banner.js';
 import { vaultBlocksCredentials } from '../store/vault-reducer.js';
 
 /** The vault's bound on a passphrase (broker/contract/operator-vault-api.ts). */
@@ -46,11 +47,7 @@ export function VaultView() {
         </div>
       )}
       {view.state === null && view.error === null && <p className="muted">Loading…</p>}
-      {view.state === 'uninitialized' && (
-        <p className="empty" data-testid="vault-uninitialized">
-          No vault yet. Create one with <code>postern vault init</code> (it asks for a new passphrase), then unlock it here.
-        </p>
-      )}
+      {view.state === 'uninitialized' && <VaultUninitialized />}
       {view.state === 'locked' && (
         <form className="unlock-form" onSubmit={submit} aria-label="Unlock the vault">
           <label htmlFor={id}>Vault passphrase</label>
@@ -84,14 +81,66 @@ export function VaultView() {
   );
 }
 
+/** The data directory as the broker reported it, read once if no status is known yet (the create command names it). */
+function useDataDir(): string | null {
+  const dataDir = useAppStore((s) => s.statusView.status?.data_dir ?? null);
+  const phase = useAppStore((s) => s.statusView.phase);
+  const refreshStatus = useAppStore((s) => s.refreshStatus);
+  useEffect(() => {
+    if (phase === 'idle') void refreshStatus();
+  }, [phase, refreshStatus]);
+  return dataDir;
+}
+
+function VaultUninitialized() {
+  const step = vaultNextStep({ state: 'uninitialized' }, useDataDir());
+  if (step === null) return null;
+  return (
+    <p className="empty" data-testid="vault-uninitialized">
+      No vault yet. <StepText step={step} /> Then unlock it here.
+    </p>
+  );
+}
+
+/** The step in words: a link for the page's own step, the terminal command for creating a vault. */
+function StepText({ step }: { step: VaultNextStep }) {
+  if (step.command === null) return <a href={step.href}>{step.step}</a>;
+  return (
+    <>
+      <a href={step.href}>{step.step}</a> here, or run <code data-testid="vault-create-command">{step.command}</code> in a terminal (it asks for a new passphrase twice).
+    </>
+  );
+}
+
+/**
+ * A banner with the vault's next step ("Create a vault", "Unlock"), or nothing while it is unlocked.
+ * `consequence` says what the state means where the banner is shown.
+ */
+export function VaultStepBanner({ step, testId, consequence }: { step: VaultNextStep | null; testId: string; consequence?: ReactNode }) {
+  if (step === null) return null;
+  return (
+    <p className="hint" role="status" data-testid={testId} data-state={step.state}>
+      <strong>{step.headline}</strong>
+      {consequence} — <StepText step={step} />
+      {step.command !== null && ' Then unlock it on the Vault tab.'}
+    </p>
+  );
+}
+
 /** Shown above the approval cards while no credential can be injected. */
 export function VaultLockedHint() {
   const state = useAppStore((s) => s.vaultView.state);
-  if (!vaultBlocksCredentials(state)) return null;
+  const dataDir = useDataDir();
+  if (!vaultBlocksCredentials(state) || state === null) return null;
   return (
-    <p className="hint" role="note" data-testid="vault-locked-hint">
-      The vault is {state}: an approved action that needs a credential ends <code>VAULT_LOCKED</code> (not attempted). <a href="#/vault">Unlock the vault</a> before
-      approving.
-    </p>
+    <VaultStepBanner
+      step={vaultNextStep({ state }, dataDir)}
+      testId="vault-locked-hint"
+      consequence={
+        <>
+          : an approved action that needs a credential ends <code>VAULT_LOCKED</code> (not attempted), so take this step before approving
+        </>
+      }
+    />
   );
 }
