@@ -43,6 +43,12 @@ describe('describeDecision', () => {
     expect(words.message).toBe('Add a credential “api”?');
   });
 
+  it('words creating the vault without ever showing the new passphrase', () => {
+    const words = describeDecision('vault.init', { passphrase: 'canary-new-passphrase' }, undefined);
+    expect(words.message).toBe('Create the vault?');
+    expect(JSON.stringify(words)).not.toContain('canary-new-passphrase');
+  });
+
   it('neutralises control and bidi characters an agent put in a reason or a path', () => {
     const words = describeDecision('approvals.reject', { ticket: 12, reason: 'ok\u202eevil\u0007' }, { ...card, path: '/a\nb' });
     expect(words.detail.includes('\u202e') || words.detail.includes('\u0007')).toBe(false);

@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { readPeerCredentials } from '../agent/index.js';
-import { CodedError, isCodedError, isDecisionMethod, type BrokerApiMethod, type Reply } from '../contract/index.js';
+import { CodedError, controlSocketRefusedMethods, isCodedError, isDecisionMethod, type BrokerApiMethod, type Reply } from '../contract/index.js';
 import type { Clock } from '../ports/index.js';
 import { createPassphraseAttempts, type AttemptResult, type PassphraseAttempts, type Vault } from '../vault/index.js';
 import type { OperatorCaller } from './operator-handlers.js';
@@ -51,6 +51,8 @@ export function createControlProof(options: { vault: Vault; clock: Clock; unatte
 
   return {
     async decide(socket, method, input, proof, execute) {
+      // Before any proof or opt-out is looked at: no passphrase exists yet to prove anything with.
+      if (controlSocketRefusedMethods.has(method)) return errorReply(refusedHere(method));
       if (!isDecisionMethod(method)) return execute();
       let peer: { uid: number; pid: number };
       try {
@@ -102,6 +104,15 @@ export function createControlProof(options: { vault: Vault; clock: Clock; unatte
       );
     },
   };
+}
+
+function refusedHere(method: BrokerApiMethod): CodedError {
+  return new CodedError(
+    'UNSUPPORTED_ACTION',
+    `${method} is not accepted on the control socket (any process of this user reaches it, an agent too): create the vault with ` +
+      '`postern vault init` in a terminal, then `postern vault unlock`; or in the desktop window or the signed-in operator UI (docs/vault.md).',
+    { field: 'method' },
+  );
 }
 
 function resultOf(reply: Reply<unknown>): AttemptResult {

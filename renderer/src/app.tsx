@@ -1,12 +1,13 @@
 import { useEffect, useState, type KeyboardEvent } from 'react';
 import { useAppStore } from './store/app-store.js';
 import { needsDecision } from './store/card-groups.js';
-import type { HashRoute } from './store/hash-route.js';
-import { pendingSessionCount } from './store/sessions-reducer.js';
+import { backOf, type HashRoute } from './store/hash-route.js';
+import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reducer.js';
 import { ActionDetailView } from './views/action-detail-view.js';
 import { ActivityView } from './views/activity-view.js';
 import { ApprovalsView } from './views/approvals-view.js';
 import { CredentialsView } from './views/credentials-view.js';
+import { FirstRunStrip, FirstRunView } from './views/first-run-view.js';
 import { IntegrityBanner } from './views/integrity-banner.js';
 import { RoutesView } from './views/routes-view.js';
 import { VaultLockedHint, VaultView } from './views/vault-view.js';
@@ -17,12 +18,17 @@ import { useHashRoute } from './views/use-hash-route.js';
 import { usePolling } from './views/use-polling.js';
 
 /**
- * How often the shell re-reads cards and sessions. The operator API has no push event yet, so the
- * app polls; half a second keeps "approved, waiting for #42" and a new card close to live.
+ * How often the shell re-reads cards and sessions while the broker's change stream is down (a
+ * restart, a reconnect): half a second keeps "approved, waiting for #42" and a new card close to
+ * live. While the stream is up the broker pushes a notice per change and these reads happen on a
+ * notice, with a slow fallback poll (use-polling.ts livePollMs).
  */
 export const queueRefreshMs = 500;
-/** How often the shell re-reads the vault's state. */
+/** How often the shell re-reads the vault's state while the change stream is down. */
 export const vaultRefreshMs = 2_000;
+const queueTopics = ['approvals'] as const;
+const sessionTopics = ['sessions'] as const;
+const vaultTopics = ['vault'] as const;
 
 const tabs = [
   { id: 'approvals', label: 'Approvals' },
@@ -34,7 +40,8 @@ const tabs = [
   { id: 'credentials', label: 'Credentials' },
   { id: 'routes', label: 'Routes & hosts' },
 ] as const;
-type TabId = (typeof tabs)[number]['id'];
+// The first-run guide has an address (#/welcome) but no tab: it is offered by its strip while the data directory is fresh.
+type TabId = (typeof tabs)[number]['id'] | 'welcome';
 
 /**
  * The tab shown first. Status, for now: the existing first-minute e2e (e2e/operator-ui.e2e.ts)
@@ -58,15 +65,16 @@ export function App() {
   };
   const refreshApprovals = useAppStore((state) => state.refreshApprovals);
   const refreshSessions = useAppStore((state) => state.refreshSessions);
-  // Both are polled whichever tab is shown, so the tabs' badges stay current.
-  usePolling(refreshApprovals, queueRefreshMs);
-  usePolling(refreshSessions, queueRefreshMs);
+  // Both are refreshed whichever tab is shown, so the tabs' badges stay current.
+  usePolling(refreshApprovals, queueRefreshMs, queueTopics);
+  usePolling(refreshSessions, queueRefreshMs, sessionTopics);
   // The vault's state drives the Approvals hint and the Vault tab; it changes rarely (unlock, lock, idle).
   const refreshVault = useAppStore((state) => state.refreshVault);
-  usePolling(refreshVault, vaultRefreshMs);
+  usePolling(refreshVault, vaultRefreshMs, vaultTopics);
   const decisions = useAppStore((state) => state.approvalsView.cards.filter(needsDecision).length);
-  const pendingSessions = useAppStore((state) => pendingSessionCount(state.sessionsView.sessions));
-  const badges: Record<TabId, number> = { approvals: decisions, sessions: pendingSessions, status: 0, activity: 0, metrics: 0, vault: 0, credentials: 0, routes: 0 };
+  // A pending session counts only where approving it would change something (a route or host with approval: session).
+  const pendingSessions = useAppStore((state) => pendingSessionCount(state.sessionsView.sessions, sessionApprovalUse(state.configView.config)));
+  const badges: Record<TabId, number> = { approvals: decisions, sessions: pendingSessions, status: 0, activity: 0, metrics: 0, vault: 0, credentials: 0, routes: 0, welcome: 0 };
 
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
     const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
@@ -106,8 +114,9 @@ export function App() {
         </div>
       </header>
       <IntegrityBanner />
+      <FirstRunStrip hidden={tab === 'welcome'} />
       <main id={`panel-${tab}`} role="tabpanel" aria-labelledby={`tab-${tab}`}>
-        {route.kind === 'action' && <ActionDetailView actionId={route.actionId} backHref={`#/${tab}`} backLabel={tabs.find((t) => t.id === tab)?.label ?? 'Back'} />}
+        {route.kind === 'action' && <ActionDetailView actionId={route.actionId} backHref={backOf(route, tab).href} backLabel={tabs.find((t) => t.id === backOf(route, tab).tab)?.label ?? 'Back'} />}
         {route.kind !== 'action' && tab === 'approvals' && <VaultLockedHint />}
         {route.kind !== 'action' && tab === 'approvals' && <ApprovalsView />}
         {route.kind !== 'action' && tab === 'sessions' && <SessionsView />}
@@ -117,6 +126,7 @@ export function App() {
         {route.kind !== 'action' && tab === 'vault' && <VaultView />}
         {route.kind !== 'action' && tab === 'credentials' && <CredentialsView />}
         {route.kind !== 'action' && tab === 'routes' && <RoutesView />}
+        {route.kind !== 'action' && tab === 'welcome' && <FirstRunView />}
       </main>
     </div>
   );
@@ -124,5 +134,6 @@ export function App() {
 
 function routeTab(route: HashRoute): TabId | null {
   if (route.kind !== 'tab') return null;
+  if (route.tab === 'welcome') return 'welcome';
   return tabs.find((t) => t.id === route.tab)?.id ?? null;
 }
