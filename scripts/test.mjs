@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // @ts-check
-// `npm test`: lint → typecheck → unit/integration → renderer build → e2e, in that order, each
-// streaming its own output. Every step runs even if an earlier one failed (one run shows every
-// problem), except e2e, which needs the renderer that was just built. The last line is exactly
+// `npm test`: lint → typecheck → CLI bundle → unit/integration → renderer build → e2e, in that order,
+// each streaming its own output. The CLI bundle comes before the unit step so the tests that spawn
+// `postern` run what users run (bin/postern.mjs runs the fresh bundle; had this step failed, tsx).
+// Every step runs even if an earlier one failed (one run shows every problem), except e2e, which
+// needs the renderer that was just built. The last line is exactly
 //   tests: N passed, M failed[, K skipped]
 // where a failed step that is not a test run (lint, typecheck, build), or a test run that failed
 // without a failing test (crash, a file that does not load), counts as one failure. Exit code 0
@@ -20,7 +22,8 @@ const summaryDir = mkdtempSync(path.join(os.tmpdir(), 'postern-test-'));
 const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts', 'vitest-summary-reporter.mjs')}`];
 
 /**
- * @typedef {{ name: string; bin: [string, string]; args: string[]; summary?: string; needs?: string }} Step
+ * @typedef {{ name: string; bin?: [string, string]; script?: string; args: string[]; summary?: string; needs?: string }} Step
+ *   bin: a package's bin to run; script: one of ours (relative to the root) instead
  * @typedef {{ passed: number; failed: number; skipped: { name: string; reason?: string }[]; otherFailures: string[] }} Summary
  */
 
@@ -28,6 +31,7 @@ const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts'
 const steps = [
   { name: 'lint', bin: ['eslint', 'eslint'], args: ['.', '--max-warnings', '0'] },
   { name: 'typecheck', bin: ['typescript', 'tsc'], args: ['-b'] },
+  { name: 'cli build', script: 'scripts/build-cli.mjs', args: [] },
   { name: 'unit', bin: ['vitest', 'vitest'], args: ['run', ...reporters], summary: path.join(summaryDir, 'unit.json') },
   { name: 'renderer build', bin: ['vite', 'vite'], args: ['build', '--config', 'renderer/vite.config.ts', '--logLevel', 'warn'] },
   {
@@ -47,12 +51,18 @@ function binPath(/** @type {[string, string]} */ [pkg, name]) {
   return path.join(path.dirname(manifestPath), bin);
 }
 
+function stepFile(/** @type {Step} */ step) {
+  if (step.script !== undefined) return path.join(root, step.script);
+  if (step.bin !== undefined) return binPath(step.bin);
+  throw new Error(`step ${step.name} names neither a bin nor a script`);
+}
+
 /** @returns {Promise<number>} the exit code (or 1 on a timeout or spawn error) */
 function run(/** @type {Step} */ step) {
   return new Promise((resolve) => {
     const env = { ...process.env };
     if (step.summary !== undefined) env['POSTERN_VITEST_SUMMARY'] = step.summary;
-    const child = spawn(process.execPath, [binPath(step.bin), ...step.args], { cwd: root, env, stdio: 'inherit' });
+    const child = spawn(process.execPath, [stepFile(step), ...step.args], { cwd: root, env, stdio: 'inherit' });
     const timer = setTimeout(() => {
       process.stderr.write(`\n${step.name}: no result after ${stepTimeoutMs / 60000} minutes; stopping it.\n`);
       child.kill('SIGKILL');

@@ -10,9 +10,10 @@ import { serveMcpConnection } from './mcp-connection.js';
 import { readPeerIdentity } from './peer-identity.js';
 import { ensurePrivateDir, replaceStaleSocket, servePrivately, socketPathBytesMax } from './private-socket.js';
 import { SessionRegistry } from './session-registry.js';
+import { agentSocketDirName, agentSocketFileName, agentSocketPath } from './socket-path.js';
 
-export const agentSocketDirName = 'agent';
-export const agentSocketFileName = 'postern.sock';
+export { agentSocketDirName, agentSocketFileName, agentSocketPath };
+
 
 export interface AgentSocketOptions {
   readonly dataDir: string;
@@ -32,10 +33,6 @@ export interface AgentSocket {
   close(): Promise<void>;
 }
 
-/** `<dataDir>/agent/postern.sock`: its own 0700 directory, so its mode never depends on the data dir's. */
-export function agentSocketPath(dataDir: string): string {
-  return path.join(dataDir, agentSocketDirName, agentSocketFileName);
-}
 
 /**
  * The agents' door: a Unix socket, mode 0600 in a 0700 directory, speaking MCP one message per

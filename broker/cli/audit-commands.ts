@@ -1,16 +1,30 @@
 import { existsSync, openSync, readSync, closeSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { verifyJournal, type VerifyReport } from '../audit/verify-journal.js';
-import { checkpointFileBytesMax, formatCheckpointFile, parseCheckpointFile, type TrustedCheckpoint } from '../audit/checkpoint-file.js';
-import { latestCheckpoint } from '../audit/latest-checkpoint.js';
-import { VerifyFailure } from '../audit/verify-codes.js';
+import type { VerifyReport } from '../audit/verify-journal.js';
+import type { TrustedCheckpoint } from '../audit/checkpoint-file.js';
+import type { VerifyFailure } from '../audit/verify-codes.js';
 import { CodedError } from '../contract/index.js';
-import { journalFileName, readDecryptedEvents, signCheckpointNow } from '../journal/index.js';
 import { systemClock } from '../ports/index.js';
-import { openVault, type Vault } from '../vault/index.js';
+import type { Vault } from '../vault/index.js';
 import { resolveFromOptions, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { readPassphrase } from './secret-input.js';
+
+/** The journal's file name (journal.ts), here so naming the path does not load the journal. */
+const journalFileName = 'journal.sqlite';
+
+/** What the audit commands use of the broker, loaded when one runs, not when `postern` starts (the CLI bundle splits here). */
+async function auditModules() {
+  const [verify, file, latest, codes, journal, vault] = await Promise.all([
+    import('../audit/verify-journal.js'),
+    import('../audit/checkpoint-file.js'),
+    import('../audit/latest-checkpoint.js'),
+    import('../audit/verify-codes.js'),
+    import('../journal/index.js'),
+    import('../vault/index.js'),
+  ]);
+  return { ...verify, ...file, ...latest, ...codes, ...journal, ...vault };
+}
 
 /** Progress on stderr at most this often while verifying a long journal. */
 export const verifyProgressIntervalMs = 1_000;
@@ -55,14 +69,15 @@ export function registerAuditCommands(program: Command, context: CommandContext)
     .requiredOption('--export <file>', 'where to write the checkpoint (JSON)')
     .action(async (options: CheckpointOptions) => {
       const dbPath = existingJournal(resolveFromOptions(options, env));
-      let latest = latestCheckpoint(dbPath);
+      const m = await auditModules();
+      let latest = m.latestCheckpoint(dbPath);
       if (latest === undefined || latest.size < latest.treeSize) {
         // Events after the last signature: only the vault's signing key can cover them.
-        await withUnlockedVault(resolveFromOptions(options, env), options.passphraseFile, context, (vault) => signCheckpointNow(dbPath, vault, systemClock));
-        latest = latestCheckpoint(dbPath);
+        await withUnlockedVault(resolveFromOptions(options, env), options.passphraseFile, context, (vault) => m.signCheckpointNow(dbPath, vault, systemClock));
+        latest = m.latestCheckpoint(dbPath);
       }
       if (latest === undefined) throw new CodedError('INVALID_ARGUMENT', 'the journal is empty: there is nothing to checkpoint yet', { field: '--data-dir' });
-      writeFileSync(options.export, formatCheckpointFile(latest, systemClock.nowMs()), { mode: 0o644 });
+      writeFileSync(options.export, m.formatCheckpointFile(latest, systemClock.nowMs()), { mode: 0o644 });
       io.out(`Checkpoint of ${latest.size} events written to ${options.export}`);
     });
 
@@ -75,6 +90,7 @@ export function registerAuditCommands(program: Command, context: CommandContext)
       if (to < from) throw new CodedError('INVALID_ARGUMENT', `--to (${to}) is before --from (${from})`, { field: '--to' });
       const dataDir = resolveFromOptions(options, env);
       const dbPath = existingJournal(dataDir);
+      const { readDecryptedEvents } = await auditModules();
       await withUnlockedVault(dataDir, options.passphraseFile, context, async (vault) => {
         for await (const event of readDecryptedEvents(dbPath, vault, from, to)) io.out(JSON.stringify(event));
       });
@@ -82,9 +98,10 @@ export function registerAuditCommands(program: Command, context: CommandContext)
 }
 
 async function runVerify(dbPath: string, checkpointFile: string | undefined, err: (line: string) => void): Promise<VerifyReport> {
+  const { checkpointFileBytesMax, parseCheckpointFile, verifyJournal, VerifyFailure } = await auditModules();
   let anchor: TrustedCheckpoint | undefined;
   try {
-    if (checkpointFile !== undefined) anchor = parseCheckpointFile(readBounded(checkpointFile, checkpointFileBytesMax));
+    if (checkpointFile !== undefined) anchor = parseCheckpointFile(readBounded(checkpointFile, checkpointFileBytesMax, VerifyFailure));
   } catch (error) {
     if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
     throw error;
@@ -110,12 +127,12 @@ function describeReport(report: VerifyReport): string {
 }
 
 /** Reads at most `max` bytes (+1 to notice more) so a huge or endless file cannot exhaust memory. */
-function readBounded(path: string, max: number): Buffer {
+function readBounded(path: string, max: number, Failure: typeof VerifyFailure): Buffer {
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch (error) {
-    throw new VerifyFailure('CHECKPOINT_FILE_INVALID', null, `cannot read ${path}: ${(error as Error).message}`);
+    throw new Failure('CHECKPOINT_FILE_INVALID', null, `cannot read ${path}: ${(error as Error).message}`);
   }
   try {
     const buffer = Buffer.alloc(max + 1);
@@ -145,6 +162,7 @@ function withPassphraseFile(command: Command): Command {
 
 async function withUnlockedVault<T>(dataDir: string, passphraseFile: string | undefined, context: CommandContext, use: (vault: Vault) => Promise<T>): Promise<T> {
   const passphrase = await readPassphrase({ file: passphraseFile, env: context.env }, 'Vault passphrase');
+  const { openVault } = await import('../vault/index.js');
   const vault = await openVault({ dataDir, clock: systemClock });
   try {
     await vault.unlock(passphrase);

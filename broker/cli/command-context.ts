@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import os from 'node:os';
 import { Option, type Command } from 'commander';
 import { CodedError } from '../contract/index.js';
-import { ensureDataDir, resolveDataDir } from '../host/index.js';
+import { ensureDataDir, resolveDataDir } from '../host/data-dir.js';
 import type { CliIo } from './cli-io.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;

@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import { CodedError, isCodedError, type ConfigEntryChange, type ConfigPending } from '../contract/index.js';
-import { acceptConfigFile, loadConfigIntegrity, operatorName } from '../host/index.js';
 import { systemClock } from '../ports/index.js';
-import { openVault } from '../vault/index.js';
 import { existingDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { callOperator, printable } from './operator-commands.js';
 import { readProofFromTerminal } from './secret-input.js';
@@ -65,6 +63,8 @@ async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
 
 /** No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified). */
 async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
+  // With no broker running, the broker's own pieces do the work; they load only for this path.
+  const [{ openVault }, { loadConfigIntegrity }] = await Promise.all([import('../vault/index.js'), import('../host/config-integrity.js')]);
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
@@ -76,6 +76,11 @@ async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
 }
 
 async function acceptOffline(dataDir: string, digest: string): Promise<{ digest: string; file: string }> {
+  const [{ openVault }, { acceptConfigFile }, { operatorName }] = await Promise.all([
+    import('../vault/index.js'),
+    import('../host/config-integrity.js'),
+    import('../host/operator-handlers.js'),
+  ]);
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     const passphrase = await readProofFromTerminal(

@@ -10,6 +10,6 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   process.exitCode = 1;
 });
 
-// The `postern` entry (bin/postern.mjs loads this through tsx). The exit code is set, not forced,
+// The `postern` entry (bin/postern.mjs runs its bundle, or this file through tsx). The exit code is set, not forced,
 // so pending output is flushed; a daemon resolves only after its graceful shutdown.
 process.exitCode = await runCli(process.argv.slice(2), process.env, processIo(process.env));

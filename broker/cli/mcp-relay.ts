@@ -1,6 +1,6 @@
 import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { agentLimitsDefault } from '../agent/index.js';
+import { agentLimitsDefault } from '../agent/agent-limits.js';
 
 /** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
 export interface ReconnectPolicy {

@@ -4,13 +4,12 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError } from '../contract/index.js';
-import { controlSocketPath, readDataDirStatus } from '../host/index.js';
+import { controlSocketPath } from '../host/control-client.js';
 import type { CliIo } from './cli-io.js';
 import { prepareDataDir, resolveFromOptions, withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
 import { launchDesktop } from './launch-desktop.js';
 import { packageRoot, packageVersion } from './package-root.js';
-import { runHeadless } from './run-headless.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { registerVaultCommands } from './vault-commands.js';
 import { registerAuditCommands } from './audit-commands.js';
@@ -24,7 +23,7 @@ import { passphraseFromFile } from './secret-input.js';
 export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
 
 interface ServeOptions extends CommonOptions {
-  port: string;
+  port?: string;
   passphraseFile?: string;
   config?: string;
 }
@@ -67,6 +66,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     }
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
     const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
+    const { runHeadless } = await import('./run-headless.js');
     result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase, ...configFile(options) });
   });
 
@@ -76,6 +76,8 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     const port = parsePort(options.port);
     const dataDir = prepareDataDir(options, env);
     const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
+    // The broker itself loads only for the commands that run it (the CLI bundle splits at each dynamic import).
+    const { runHeadless } = await import('./run-headless.js');
     result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase, ...configFile(options) });
   });
 
@@ -116,7 +118,7 @@ function acceptDataDirAnywhere(program: Command): void {
 
 function withServeOptions(command: Command): Command {
   return withDataDir(command)
-    .option('--port <port>', 'operator UI port on 127.0.0.1 (0 picks a free one)', '0')
+    .option('--port <port>', 'operator UI port on 127.0.0.1 (default: operator.port in the config, else 0: a free one)')
     .option('--passphrase-file <file>', 'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)')
     .option('--config <file>', 'routes and SSH hosts (default: <data dir>/postern.yaml)');
 }
@@ -128,7 +130,9 @@ function configFile(options: ServeOptions): { configFile?: string } {
 
 const portMax = 65_535;
 
-function parsePort(raw: string): number {
+/** --port as given; undefined when absent, so the configuration's operator.port (else 0) applies. */
+function parsePort(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
   const port = /^\d{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(port) || port > portMax) {
     throw new CodedError('INVALID_ARGUMENT', `must be an integer from 0 to ${portMax} (got ${JSON.stringify(raw)})`, { field: '--port' });
@@ -142,6 +146,7 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
     else io.out(`Data directory: ${dataDir} (does not exist: nothing has run here yet)`);
     return exitCode.ok;
   }
+  const { readDataDirStatus } = await import('../host/data-dir-status.js');
   const status = await readDataDirStatus(dataDir);
   const running = await brokerAnswers(dataDir);
   if (json) {

@@ -1,8 +1,8 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import tty from 'node:tty';
 import { CodedError } from '../contract/index.js';
-import { hardenProcess } from '../host/index.js';
-import { passphraseBytesMax, secretBytesMax } from '../vault/index.js';
+import { hardenProcess } from '../host/harden-process.js';
+import { passphraseBytesMax, secretBytesMax } from '../vault/credential-input.js';
 import type { Env } from './command-context.js';
 
 /**

@@ -1,8 +1,8 @@
 import { Option, type Command } from 'commander';
 import { CodedError, ErrorCode, isCodedError, isMember } from '../contract/index.js';
-import { controlSocketPath, sendControlRequest, type ControlReply, type ControlRequest } from '../host/index.js';
+import { controlSocketPath, sendControlRequest, type ControlReply, type ControlRequest } from '../host/control-client.js';
 import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
-import { openVault, type Vault } from '../vault/index.js';
+import type { Vault } from '../vault/index.js';
 import { existingDataDir, prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { passphraseFromFile, readPassphrase, readProofFromTerminal, readSecretFromStdin } from './secret-input.js';
 
@@ -246,6 +246,8 @@ function describeLine(info: CredentialInfo): string {
 
 /** Opens vault.sqlite for one command, maps field names to this command line's, and always closes it. */
 async function withVault<T>(dataDir: string, use: (vault: Vault) => Promise<T>): Promise<T> {
+  // The vault (libsodium, SQLite) loads when a vault command runs, not when `postern` starts.
+  const { openVault } = await import('../vault/index.js');
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     return await use(vault);

@@ -1,12 +1,14 @@
-import { createConnection, createServer, type Socket } from 'node:net';
-import path from 'node:path';
-import { z } from 'zod';
-import { brokerApiMethods, CodedError, type BrokerApiMethod, type Reply } from '../contract/index.js';
-import { systemClock, type Clock, type VaultState } from '../ports/index.js';
+import { createServer, type Socket } from 'node:net';
+import { controlSocketFileName, controlSocketPath, requestSchema, sendControlRequest, type ControlApiReply, type ControlReply } from './control-client.js';
+import { CodedError, type BrokerApiMethod } from '../contract/index.js';
+import { systemClock, type Clock } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
 import { createControlProof, type UnattendedDecisions, errorReply, type ControlProof } from './control-proof.js';
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
+
+// The client half lives in control-client.ts (light: the CLI loads it without the broker); importers of this file keep working.
+export { controlRequestTimeoutMs, controlSocketFileName, controlSocketPath, sendControlRequest, type ControlApiReply, type ControlReply, type ControlRequest, type ControlValue } from './control-client.js';
 
 /**
  * The daemon's local control socket: how `postern vault unlock` / `lock` reach the vault that lives
@@ -15,7 +17,6 @@ import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
  * agent's detached children included, so decisions (lock and unlock among them) need a person's
  * proof (control-proof.ts); status says nothing secret.
  */
-export const controlSocketFileName = 'control.sock';
 /** A request line (the largest is an unlock with a 1 KiB passphrase, JSON-escaped). */
 export const controlLineBytesMax = 8 * 1024;
 export const controlConnectionsMax = 16;
@@ -24,33 +25,9 @@ export const controlIdleMs = 30_000;
 /** Unix socket paths are limited to ~108 bytes (sun_path); refuse early with a clear message. */
 export const socketPathBytesMax = 100;
 
-const proofSchema = z.strictObject({ passphrase: z.string().min(1).max(1_024) });
-const requestSchema = z.discriminatedUnion('op', [
-  z.strictObject({ op: z.literal('unlock'), passphrase: z.string().min(1).max(1_024) }),
-  // Locking is a decision too (an agent must not stop every dispatch at will): it carries a proof.
-  z.strictObject({ op: z.literal('lock'), proof: proofSchema.optional() }),
-  z.strictObject({ op: z.literal('vault_status') }),
-  // The operator API (approvals, sessions, actions, activity) for the CLI; the handler parses input.
-  // A decision (contract operatorMethodClass) carries the person's proof: the vault passphrase typed on a terminal.
-  z.strictObject({ op: z.literal('api'), method: z.enum(brokerApiMethods), input: z.unknown().optional(), proof: proofSchema.optional() }),
-]);
-export type ControlRequest = z.infer<typeof requestSchema>;
-
-export interface ControlValue {
-  state: VaultState;
-  credentials?: number;
-}
-export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
-/** What an `api` request answers: the operator method's own Reply. */
-export type ControlApiReply = Reply<unknown>;
-
 export interface ControlSocket {
   readonly path: string;
   close(): Promise<void>;
-}
-
-export function controlSocketPath(dataDir: string): string {
-  return path.join(dataDir, controlSocketFileName);
 }
 
 /**
@@ -229,49 +206,6 @@ async function execute(options: ControlSocketOptions, method: BrokerApiMethod, i
     return errorReply(error);
   }
   return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
-}
-
-/** Vault replies are small; operator API replies (cards, activity pages) are bounded pages. */
-const replyBytesMax = 32 * 1024 * 1024;
-/** A local daemon answers within milliseconds; an unlock waits for Argon2id (~1 s at moderate). */
-export const controlRequestTimeoutMs = 15_000;
-
-/**
- * The client side (used by `postern vault unlock|lock`): one request, one reply. Rejects with the
- * socket error (ENOENT / ECONNREFUSED mean "no daemon is running here").
- */
-export function sendControlRequest(socketPath: string, request: Exclude<ControlRequest, { op: 'api' }>, timeoutMs?: number): Promise<ControlReply>;
-export function sendControlRequest(socketPath: string, request: Extract<ControlRequest, { op: 'api' }>, timeoutMs?: number): Promise<ControlApiReply>;
-export function sendControlRequest(socketPath: string, request: ControlRequest, timeoutMs = controlRequestTimeoutMs): Promise<ControlReply | ControlApiReply> {
-  return new Promise((resolve, reject) => {
-    const socket = createConnection(socketPath);
-    let received = Buffer.alloc(0);
-    const finish = (settle: () => void): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      settle();
-    };
-    const timer = setTimeout(() => finish(() => reject(new CodedError('INTERNAL', `the daemon did not answer within ${timeoutMs} ms`))), timeoutMs);
-    socket.once('error', (error) => finish(() => reject(error)));
-    socket.once('connect', () => socket.write(`${JSON.stringify(request)}\n`));
-    socket.on('data', (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk]);
-      const newline = received.indexOf(0x0a);
-      if (newline >= 0) {
-        const text = received.subarray(0, newline).toString('utf8');
-        finish(() => {
-          try {
-            resolve(JSON.parse(text) as ControlReply | ControlApiReply);
-          } catch {
-            reject(new CodedError('INTERNAL', 'the daemon sent a malformed reply'));
-          }
-        });
-      } else if (received.length > replyBytesMax) {
-        finish(() => reject(new CodedError('INTERNAL', 'the daemon sent an oversized reply')));
-      }
-    });
-    socket.once('close', () => finish(() => reject(new CodedError('INTERNAL', 'the daemon closed the control connection without a reply'))));
-  });
 }
 
 function unattendedOf(setting: boolean | (() => UnattendedDecisions) | undefined): () => UnattendedDecisions {

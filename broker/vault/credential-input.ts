@@ -26,6 +26,9 @@ export interface CredentialShape {
 export const credentialNamePattern = /^[a-z0-9][a-z0-9_.-]{0,63}$/i;
 /** A secret (token, password, private key) is at most 64 KiB. */
 export const secretBytesMax = 64 * 1024;
+/** A vault passphrase's bounds (here, with the other input bounds, so the CLI can check them without loading the vault). */
+export const passphraseBytesMin = 8;
+export const passphraseBytesMax = 1_024;
 export const bindingsMax = 32;
 export const bindingCharsMax = 255;
 export const templateCharsMax = 1_024;

@@ -9,7 +9,7 @@ import type {
   VaultKeyProtector,
   VaultState,
 } from '../ports/index.js';
-import { checkSecretSize, materialFor, validateName, validateShape, type CredentialInput, type CredentialShape } from './credential-input.js';
+import { checkSecretSize, materialFor, passphraseBytesMax, passphraseBytesMin, validateName, validateShape, type CredentialInput, type CredentialShape } from './credential-input.js';
 import { importSshKey } from './ssh-key-import.js';
 import { deriveKekOffLoop } from './kdf-worker.js';
 import { newKdfParams, open, randomKey, seal, wipe, type KdfStrength, type Sealed } from './vault-crypto.js';
@@ -24,8 +24,7 @@ import {
 
 /** Lock after 15 minutes without operator activity unless configured otherwise. */
 export const idleLockMsDefault = 15 * 60 * 1_000;
-export const passphraseBytesMin = 8;
-export const passphraseBytesMax = 1_024;
+export { passphraseBytesMin, passphraseBytesMax } from './credential-input.js';
 /** `wrap`/`unwrap` purposes are short labels; payloads are keys, not documents. */
 export const wrapPurposeCharsMax = 64;
 export const wrapBytesMax = 64 * 1024;

@@ -1,0 +1,123 @@
+/**
+ * CLI start benchmark (issue 16: "the CLI and the shim start fast", target < 300 ms to first output):
+ * the time from spawning `node bin/postern.mjs …` to its first byte on stdout, for `--version`,
+ * `status --json` on an empty data directory and `mcp` answering an MCP initialize, once through the
+ * esbuild bundle (scripts/build-cli.mjs) and once through tsx (what the bin falls back to without a
+ * fresh bundle). Median, min and max of `runs` runs after one unreported warm-up run each.
+ *
+ *   node --import tsx bench/cli-start.ts [runs]
+ *
+ * Runs in two temp copies of the package layout, one with a bundle built here and one without, so
+ * the checkout's dist/ and sources (which people edit, making its bundle stale) are not involved.
+ * Not part of the test run; about 1 minute on a 2-core machine.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, symlinkSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { startAgentSocket } from '../broker/agent/index.js';
+import { initializeFrame } from '../broker/testing/malformed-mcp.js';
+import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
+import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
+
+const runs = Number(process.argv[2] ?? 10);
+/** A start that has printed nothing by then is reported as a failure, not waited on forever. */
+const firstOutputMsMax = 30_000;
+
+const repoRoot = path.resolve(import.meta.dirname, '..');
+
+interface PackageCopy extends TempDir {
+  bin: string;
+}
+
+/**
+ * What tests/support/cli-package-root.ts makes for the tests (this project cannot import tests/):
+ * bin, build script and broker/ copied, the rest linked, the bundle built in it when asked.
+ */
+function packageCopy(bundle: boolean): PackageCopy {
+  const dir = createTempDir('postern-bench-root-');
+  for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs']) {
+    mkdirSync(path.dirname(path.join(dir.path, file)), { recursive: true });
+    copyFileSync(path.join(repoRoot, file), path.join(dir.path, file));
+  }
+  cpSync(path.join(repoRoot, 'broker'), path.join(dir.path, 'broker'), { recursive: true });
+  for (const entry of ['node_modules', 'package.json', 'tsconfig.base.json']) {
+    symlinkSync(path.join(repoRoot, entry), path.join(dir.path, entry));
+  }
+  if (bundle) execFileSync(process.execPath, [path.join(dir.path, 'scripts', 'build-cli.mjs')], { cwd: dir.path, stdio: 'ignore' });
+  return { ...dir, bin: path.join(dir.path, 'bin', 'postern.mjs') };
+}
+
+/** Milliseconds from spawn to the first stdout byte; the child is then ended (stdin closed, then killed). */
+function timeToFirstOutput(bin: string, args: readonly string[], stdin?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${args.join(' ')}: no output within ${firstOutputMsMax} ms`));
+    }, firstOutputMsMax);
+    child.once('error', reject);
+    child.stdout.once('data', () => {
+      const elapsed = performance.now() - started;
+      clearTimeout(timer);
+      child.stdin.end();
+      child.kill('SIGTERM');
+      child.once('exit', () => resolve(elapsed));
+    });
+    if (stdin !== undefined) child.stdin.write(stdin);
+  });
+}
+
+interface Case {
+  name: string;
+  args: (dataDir: string) => string[];
+  stdin?: string;
+}
+
+const cases: Case[] = [
+  { name: '--version', args: () => ['--version'] },
+  { name: 'status --json (empty dir)', args: (dataDir) => ['status', '--json', '--data-dir', dataDir] },
+  { name: 'mcp: initialize answered', args: (dataDir) => ['mcp', '--data-dir', dataDir], stdin: `${initializeFrame(1, 'bench')}\n` },
+];
+
+async function measure(pkg: PackageCopy, c: Case): Promise<number[]> {
+  const samples: number[] = [];
+  for (let run = 0; run <= runs; run++) {
+    const dataDir = createTempDir('postern-bench-cli-');
+    // `mcp` relays to a broker's agent socket; a scripted backend stands in for the broker.
+    const backend = new ScriptedAgentBackend();
+    const socket = c.name.startsWith('mcp') ? await startAgentSocket({ dataDir: dataDir.path, backend }) : undefined;
+    try {
+      const ms = await timeToFirstOutput(pkg.bin, c.args(dataDir.path), c.stdin);
+      if (run > 0) samples.push(ms);
+    } finally {
+      await socket?.close();
+      dataDir.remove();
+    }
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+const fmt = (ms: number): string => ms.toFixed(0).padStart(6);
+const withBundle = packageCopy(true);
+const withoutBundle = packageCopy(false);
+try {
+  const cpu = cpus();
+  process.stdout.write(`CLI start: ${runs} runs each, time to first stdout byte (ms)\n`);
+  const load = loadavg().map((l) => l.toFixed(1)).join(' ');
+  process.stdout.write(`machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown cpu'}, node ${process.version}, load average ${load}\n\n`);
+  process.stdout.write(`${'command'.padEnd(28)} ${'mode'.padEnd(7)} median    min    max\n`);
+  for (const c of cases) {
+    for (const [mode, pkg] of [['bundle', withBundle], ['tsx', withoutBundle]] as const) {
+      const samples = await measure(pkg, c);
+      const median = samples[Math.floor(samples.length / 2)] ?? Number.NaN;
+      const [min, max] = [samples[0] ?? Number.NaN, samples.at(-1) ?? Number.NaN];
+      process.stdout.write(`${c.name.padEnd(28)} ${mode.padEnd(7)} ${fmt(median)} ${fmt(min)} ${fmt(max)}\n`);
+    }
+  }
+} finally {
+  withBundle.remove();
+  withoutBundle.remove();
+}

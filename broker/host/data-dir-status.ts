@@ -1,0 +1,24 @@
+import type { BrokerStatus } from '../contract/index.js';
+import { readJournalSnapshot } from '../journal/read-snapshot.js';
+
+/** What `postern status` reports about a data directory without running a broker in it. */
+export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'>;
+
+/**
+ * Reads the data directory's journal read-only: a running daemon may hold it, and only the writer
+ * migrates or recovers. `closed` means "not open in this process", which is true here.
+ */
+export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
+  const snapshot = readJournalSnapshot(dataDir);
+  return Promise.resolve({
+    data_dir: dataDir,
+    journal: {
+      state: 'closed',
+      events: snapshot.events,
+      last_seq: snapshot.last_seq,
+      schema_version: snapshot.schema_version,
+      recovered_at_open: 0,
+    },
+    actions: { ...snapshot.actions },
+  });
+}

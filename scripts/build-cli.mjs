@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+// @ts-check
+// Bundles the `postern` CLI (broker/cli/main.ts, which is also the MCP shim) into dist/cli/main.mjs, so
+// `postern …` starts without transpiling TypeScript through tsx (issue 16: MCP clients time out on a
+// slow `postern mcp`). ESM for node20; every npm package stays external: native addons
+// (better-sqlite3, postern-peercred, ssh2's cpu-features) and libsodium's wasm load from node_modules.
+//
+// Beside the bundle, stamp.json lists every source file esbuild read (paths relative to the package
+// root, with their sizes) and the time the build started. bin/postern.mjs runs the bundle only while
+// no listed file is missing, changed in size or modified since then; otherwise it falls back to tsx,
+// so an edited .ts file is never run from a stale bundle. The stamp is written last and removed
+// first, and each file is replaced by a rename, so a `postern` started during a rebuild sees either
+// the complete old bundle, the complete new one, or no stamp (tsx).
+//
+// Usage: node scripts/build-cli.mjs [--outdir DIR] [--quiet]   (DIR must be inside the package,
+// below its root like dist/cli, for node_modules and the package root to be found from it)
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { build } from 'esbuild';
+
+const root = path.resolve(import.meta.dirname, '..');
+export const defaultOutdir = path.join(root, 'dist', 'cli');
+export const bundleName = 'main.mjs';
+export const stampName = 'stamp.json';
+export const chunkDirName = 'chunks';
+
+/**
+ * @typedef {{ builtAtMs: number; entry: string; inputs: Record<string, number> }} CliStamp
+ *   inputs: source path relative to the package root → its size in bytes when it was bundled
+ */
+
+/**
+ * Builds the CLI bundle into `outdir` and returns its stamp.
+ * @param {{ outdir?: string }} [options]
+ * @returns {Promise<CliStamp>}
+ */
+export async function buildCli(options = {}) {
+  const outdir = path.resolve(options.outdir ?? defaultOutdir);
+  // Taken before esbuild reads anything: a file saved while the build runs is newer than the stamp.
+  const builtAtMs = Date.now();
+  const result = await build({
+    entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
+    outdir,
+    // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or
+    // `--version` never load what only the daemon needs (the MCP server SDK, undici, ssh2, libsodium).
+    splitting: true,
+    entryNames: '[name]',
+    chunkNames: `${chunkDirName}/[name]-[hash]`,
+    outExtension: { '.js': '.mjs' },
+    absWorkingDir: root,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    sourcemap: 'linked',
+    // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
+    tsconfig: path.join(root, 'tsconfig.base.json'),
+    metafile: true,
+    write: false,
+    logLevel: 'warning',
+  });
+  /** @type {Record<string, number>} */
+  const inputs = {};
+  for (const [file, input] of Object.entries(result.metafile.inputs)) inputs[file] = input.bytes;
+  /** @type {CliStamp} */
+  const stamp = { builtAtMs, entry: bundleName, inputs };
+
+  const stampPath = path.join(outdir, stampName);
+  mkdirSync(outdir, { recursive: true });
+  rmSync(stampPath, { force: true });
+  mkdirSync(path.join(outdir, chunkDirName), { recursive: true });
+  // Chunks first (content-hashed names, so an old main.mjs still finds its own), the entry last but one, the stamp last.
+  const outputs = [...result.outputFiles].sort((a, b) => Number(path.basename(a.path).startsWith('main.')) - Number(path.basename(b.path).startsWith('main.')));
+  for (const output of outputs) replaceFile(output.path, output.contents);
+  replaceFile(stampPath, `${JSON.stringify(stamp, null, 1)}\n`);
+  // Chunks no current output names are an earlier build's: gone once the new stamp stands.
+  const current = new Set(outputs.map((output) => path.basename(output.path)));
+  for (const name of readdirSync(path.join(outdir, chunkDirName))) {
+    if (!current.has(name)) rmSync(path.join(outdir, chunkDirName, name), { force: true });
+  }
+  return stamp;
+}
+
+/** Write beside, then rename over: a reader never sees a half-written file. */
+function replaceFile(/** @type {string} */ file, /** @type {string | Uint8Array} */ contents) {
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, contents);
+  renameSync(temp, file);
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === import.meta.filename) {
+  const { values } = parseArgs({
+    options: { outdir: { type: 'string', default: defaultOutdir }, quiet: { type: 'boolean', default: false } },
+  });
+  const stamp = await buildCli({ outdir: values.outdir });
+  const where = path.relative(root, path.resolve(values.outdir)) || '.';
+  // --quiet for `npm pack` (prepack): its stdout is the pack's own report (`npm pack --json` is parsed).
+  if (!values.quiet) process.stdout.write(`built ${where}/${bundleName} from ${Object.keys(stamp.inputs).length} source files\n`);
+}

@@ -1,0 +1,179 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startAgentSocket } from '../broker/agent/index.js';
+import { systemClock } from '../broker/ports/index.js';
+import { ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
+import { createTempDir } from '../broker/testing/temp-dir.js';
+import { openVault } from '../broker/vault/index.js';
+import { makeCliPackageRoot, type CliPackageRoot } from './support/cli-package-root.js';
+import { repoRoot } from './support/postern-process.js';
+
+/**
+ * Issue 16, "the CLI and the shim start fast": scripts/build-cli.mjs bundles broker/cli/main.ts and
+ * bin/postern.mjs runs that bundle only while its stamp says no source changed since. Everything runs
+ * in a temp copy of the package layout (tests/support/cli-package-root.ts) with a bundle built here,
+ * never the checkout's dist/. POSTERN_LAUNCH_TRACE=1 makes the bin say which one it ran.
+ */
+const run = promisify(execFile);
+const manifestText = readFileSync(path.join(repoRoot, 'package.json'), 'utf8');
+const manifest = JSON.parse(manifestText) as { version: string; dependencies: Record<string, string> };
+const traced = { ...process.env, POSTERN_LAUNCH_TRACE: '1' };
+const commandMs = 60_000;
+
+interface CliStamp {
+  builtAtMs: number;
+  entry: string;
+  inputs: Record<string, number>;
+}
+
+let pkg: CliPackageRoot;
+let originalStamp = '';
+beforeAll(async () => {
+  pkg = await makeCliPackageRoot({ bundle: true });
+  originalStamp = readFileSync(pkg.stamp, 'utf8');
+}, commandMs);
+afterAll(() => pkg.remove());
+
+function readStamp(): CliStamp {
+  return JSON.parse(readFileSync(pkg.stamp, 'utf8')) as CliStamp;
+}
+
+function postern(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return run(process.execPath, [pkg.bin, ...args], { cwd: pkg.root, env: traced, timeout: commandMs });
+}
+
+describe('the CLI bundle (scripts/build-cli.mjs)', () => {
+  it('is an ESM bundle with a source map and a stamp of every broker source it read', () => {
+    expect(existsSync(`${pkg.bundle}.map`)).toBe(true);
+    const stamp = readStamp();
+    expect(stamp.entry).toBe('main.mjs');
+    expect(stamp.builtAtMs).toBeLessThanOrEqual(Date.now());
+    const inputs = Object.keys(stamp.inputs);
+    expect(inputs).toContain('broker/cli/main.ts');
+    expect(inputs).toContain('broker/vault/kdf-worker.ts');
+    expect(inputs.filter((file) => !file.startsWith('broker/'))).toEqual([]);
+    expect(stamp.inputs['broker/cli/main.ts']).toBe(statSync(path.join(pkg.root, 'broker', 'cli', 'main.ts')).size);
+  });
+
+  it('imports only node builtins and declared dependencies: npm packages load from node_modules', () => {
+    const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
+    const files = [pkg.bundle, ...readdirSync(chunkDir).filter((name) => name.endsWith('.mjs')).map((name) => path.join(chunkDir, name))];
+    const importsOf = (file: string): Set<string> => new Set([...readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$/gm)].map((m) => m[1] as string));
+    const imported = new Set(files.flatMap((file) => [...importsOf(file)]));
+    expect(imported).toContain('better-sqlite3');
+    for (const specifier of imported) {
+      if (specifier.startsWith('./')) continue;
+      const name = specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+      expect(specifier.startsWith('node:') || Object.hasOwn(manifest.dependencies, name), specifier).toBe(true);
+    }
+  });
+
+  it('starts light: the entry chunk (and what it imports at once) loads no broker package; they come with the command that needs them', () => {
+    // Every chunk the entry imports statically, transitively: what `postern --version` or `postern mcp` evaluates first.
+    const seen = new Set<string>();
+    const external = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const m of readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$|^import ?"([^"]+)";$/gm)) {
+        const specifier = (m[1] ?? m[2]) as string;
+        if (specifier.startsWith('./')) visit(path.resolve(path.dirname(file), specifier));
+        else if (!specifier.startsWith('node:')) external.add(specifier);
+      }
+    };
+    visit(pkg.bundle);
+    for (const heavy of ['better-sqlite3', 'libsodium-wrappers-sumo', 'undici', 'ssh2', '@modelcontextprotocol/sdk/server/index.js', 'pino', 'yaml']) {
+      expect(external.has(heavy), `${heavy} is loaded at start`).toBe(false);
+    }
+    expect(external).toContain('commander');
+  });
+
+  it('runs on its own: node dist/cli/main.mjs --version prints the package version', async () => {
+    const { stdout } = await run(process.execPath, [pkg.bundle, '--version'], { cwd: pkg.root, timeout: commandMs });
+    expect(stdout.trim()).toBe(manifest.version);
+  });
+
+  it('derives a vault key on its Argon2id worker thread from the bundle (vault unlock)', async () => {
+    const data = createTempDir('postern-cli-vault-');
+    try {
+      const passphrase = 'cli-bundle-test-passphrase';
+      const vault = await openVault({ dataDir: data.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+      await vault.init(Buffer.from(passphrase));
+      await vault.close();
+      const passphraseFile = path.join(data.path, 'passphrase');
+      writeFileSync(passphraseFile, passphrase, { mode: 0o600 });
+      const args = [pkg.bundle, 'vault', 'unlock', '--data-dir', data.path, '--passphrase-file', passphraseFile];
+      const unlock = () => run(process.execPath, args, { cwd: pkg.root, timeout: commandMs });
+      await expect(unlock()).resolves.toMatchObject({ stdout: expect.stringContaining('The passphrase is correct'), stderr: '' });
+      writeFileSync(passphraseFile, 'not the passphrase');
+      await expect(unlock()).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('postern: VAULT_PASSPHRASE_INVALID') });
+    } finally {
+      data.remove();
+    }
+  }, commandMs);
+});
+
+describe('bin/postern.mjs', () => {
+  afterEach(() => writeFileSync(pkg.stamp, originalStamp));
+
+  it('runs the bundle while no source changed since the build', async () => {
+    const { stdout, stderr } = await postern(['--version']);
+    expect(stdout.trim()).toBe(manifest.version);
+    expect(stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+  }, commandMs);
+
+  it('runs the sources through tsx when a source file was modified after the build started', async () => {
+    // The temp root's own copy of a source, saved again with the same content: only its time changes.
+    const edited = path.join(pkg.root, 'broker', 'cli', 'program.ts');
+    const { mtime } = statSync(edited);
+    try {
+      utimesSync(edited, mtime, new Date(readStamp().builtAtMs + 1_000));
+      const { stdout, stderr } = await postern(['--version']);
+      expect(stdout.trim()).toBe(manifest.version);
+      expect(stderr).toBe('postern: running the sources through tsx: broker/cli/program.ts changed since the build\n');
+    } finally {
+      utimesSync(edited, mtime, mtime);
+    }
+    expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+  }, commandMs);
+
+  it('runs the sources when a listed file changed size or is gone, or the stamp is wrong or missing', async () => {
+    const stamp = readStamp();
+    writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/main.ts': 1 } }));
+    expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/main.ts changed since the build');
+    writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/removed.ts': 10 } }));
+    expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/removed.ts is gone');
+    writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, entry: '../../elsewhere.mjs' }));
+    expect((await postern(['--version'])).stderr).toContain('tsx: dist/cli/stamp.json is not a stamp');
+    writeFileSync(pkg.stamp, '');
+    const { stdout, stderr } = await postern(['--version']);
+    expect(stdout.trim()).toBe(manifest.version);
+    expect(stderr).toContain('tsx: no build');
+  }, 4 * commandMs);
+
+  it('serves `postern mcp` from the bundle: an MCP client initializes and lists the tools', async () => {
+    const data = createTempDir('postern-cli-mcp-');
+    const socket = await startAgentSocket({ dataDir: data.path, backend: new ScriptedAgentBackend() });
+    const args = [pkg.bin, 'mcp', '--data-dir', data.path];
+    const transport = new StdioClientTransport({ command: process.execPath, args, cwd: pkg.root, env: traced, stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'cli-bundle-test', version: '1' });
+    try {
+      await client.connect(transport);
+      expect(client.getServerVersion()?.name).toBeTruthy();
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toContain('http_request');
+      expect(stderr).toContain(`postern: running the bundle ${pkg.bundle}`);
+    } finally {
+      await client.close();
+      await socket.close();
+      data.remove();
+    }
+  }, commandMs);
+});

@@ -1,0 +1,46 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createTempDir } from '../../broker/testing/temp-dir.js';
+import { repoRoot } from './postern-process.js';
+
+export interface CliPackageRoot {
+  readonly root: string;
+  /** The copied bin/postern.mjs: it decides between the bundle and tsx relative to `root`. */
+  readonly bin: string;
+  /** dist/cli/main.mjs, when built. */
+  readonly bundle: string;
+  readonly stamp: string;
+  remove(): void;
+}
+
+/**
+ * A throwaway copy of the package layout for the `postern` launcher: bin/postern.mjs, the build
+ * script and broker/ copied (each resolves paths relative to itself), node_modules, package.json and
+ * the tsconfig linked, and, when asked, the CLI bundle built into its dist/cli. The sources are a
+ * snapshot, not links: in a checkout where people edit broker/ the real bundle goes stale at any
+ * moment (as it should), and tests and the bench must not depend on that. They can then build,
+ * stamp and age a bundle (and touch its sources) without touching the checkout.
+ */
+export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<CliPackageRoot> {
+  const dir = createTempDir('postern-cli-root-');
+  const root = dir.path;
+  for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs']) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    copyFileSync(path.join(repoRoot, file), path.join(root, file));
+  }
+  cpSync(path.join(repoRoot, 'broker'), path.join(root, 'broker'), { recursive: true });
+  for (const entry of ['node_modules', 'package.json', 'tsconfig.base.json']) {
+    symlinkSync(path.join(repoRoot, entry), path.join(root, entry));
+  }
+  const outdir = path.join(root, 'dist', 'cli');
+  if (options.bundle) await promisify(execFile)(process.execPath, [path.join(root, 'scripts', 'build-cli.mjs')], { cwd: root });
+  return {
+    root,
+    bin: path.join(root, 'bin', 'postern.mjs'),
+    bundle: path.join(outdir, 'main.mjs'),
+    stamp: path.join(outdir, 'stamp.json'),
+    remove: dir.remove,
+  };
+}
