@@ -181,4 +181,17 @@ describe('when the signed-in operator opens a page an agent serves on another po
     expect(page.url()).toBe(`${daemon.origin}/`);
     expect(problems.slice(before)).toEqual([]);
   });
+
+  it('the next printed URL with a #view signs in and opens that view (the fragment never reaches the server)', async () => {
+    const line = daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): '));
+    if (line === undefined) throw new Error(`no next sign-in URL was printed:\n${daemon.process.stdout}`);
+    const next = line.slice('Operator UI (next sign-in): '.length);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${next}#/activity/events`);
+    await page.waitForURL(`${daemon.origin}/#/activity/events`);
+    await page.getByTestId('activity-view').waitFor();
+    expect(await sessionSecretOf(page)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    await context.close();
+  });
 });

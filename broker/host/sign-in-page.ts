@@ -1,7 +1,7 @@
 /**
  * The page the printed operator URL answers with. It carries the fresh session secret in a meta
  * tag; the script (served from this origin, as the CSP requires) moves it into sessionStorage and
- * replaces the tokened URL in the tab's history with the path the operator asked for. The secret
+ * replaces the tokened URL in the tab's history with the path (and #view) the operator asked for. The secret
  * never goes into a URL (history, Referer) or a cookie (sent to every port of 127.0.0.1).
  */
 
@@ -17,7 +17,8 @@ export const signInScript = `'use strict';
   sessionStorage.setItem(${JSON.stringify(operatorSessionKey)}, meta.getAttribute('content'));
   var next = meta.getAttribute('data-next');
   meta.remove();
-  location.replace(next);
+  // The fragment never reached the server; keep it so a link to a view (#/activity/timeline) opens that view.
+  location.replace(next + location.hash);
 })();
 `;
 
