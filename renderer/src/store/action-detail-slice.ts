@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { actionDetailReducer, initialActionDetailView, type ActionDetailEvent, type ActionDetailView } from './action-detail.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface ActionDetailSlice {
   actionDetailView: ActionDetailView;
@@ -17,7 +18,7 @@ export function createActionDetailSlice(api: OperatorApi): StateCreator<ActionDe
       const { actionId, phase } = get().actionDetailView;
       if (actionId === null || phase === 'loading') return;
       dispatch({ type: 'requested' });
-      const reply = await api['actions.show']({ action_id: actionId }).catch(() => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.'));
+      const reply = await api['actions.show']({ action_id: actionId }).catch(bridgeFailed);
       dispatch({ type: 'received', actionId, reply });
     };
     return {

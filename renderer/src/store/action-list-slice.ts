@@ -1,6 +1,8 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { actionListInput, actionListReducer, initialActionListView, type ActionListEvent, type ActionListFilter, type ActionListView } from './action-list-reducer.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface ActionListSlice {
   actionListView: ActionListView;
@@ -12,37 +14,19 @@ export interface ActionListSlice {
   setActionListFilter(filter: ActionListFilter): void;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createActionListSlice(api: OperatorApi): StateCreator<ActionListSlice, [], [], ActionListSlice> {
   return (set, get) => {
     const dispatch = (event: ActionListEvent): void => set((state) => ({ actionListView: actionListReducer(state.actionListView, event) }));
-    let headInFlight: Promise<void> | null = null;
     // A pushed notice that comes while a read is in flight may name a change that read began before:
     // it is folded into one more read after it (however many came), never a second read at once.
-    let again = false;
-    const readHead = async (): Promise<void> => {
-      do {
-        again = false;
-        const { filter, generation } = get().actionListView;
-        const reply = await api['actions.list'](actionListInput(filter, null)).catch(bridgeFailed);
-        dispatch({ type: 'head_received', generation, reply });
-      } while (again);
-    };
+    const head = coalescedRefresh(async () => {
+      const { filter, generation } = get().actionListView;
+      const reply = await api['actions.list'](actionListInput(filter, null)).catch(bridgeFailed);
+      dispatch({ type: 'head_received', generation, reply });
+    });
     return {
       actionListView: initialActionListView,
-      refreshActionsHead: () => {
-        if (headInFlight !== null) {
-          again = true;
-          return headInFlight;
-        }
-        const reading: Promise<void> = readHead().finally(() => {
-          // A filter change may have started a newer read meanwhile: only this read's own slot is freed.
-          if (headInFlight === reading) headInFlight = null;
-        });
-        headInFlight = reading;
-        return reading;
-      },
+      refreshActionsHead: head.run,
       loadOlderActions: async () => {
         const view = get().actionListView;
         if (!view.loaded || !view.more || view.paging || view.nextBefore === null) return;
@@ -54,8 +38,7 @@ export function createActionListSlice(api: OperatorApi): StateCreator<ActionList
       setActionListFilter: (filter) => {
         dispatch({ type: 'filter_changed', filter });
         // A head read in flight answers for the old filter (dropped by generation): read the new one now.
-        headInFlight = null;
-        again = false;
+        head.restart();
         void get().refreshActionsHead();
       },
     };

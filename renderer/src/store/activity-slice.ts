@@ -1,5 +1,5 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import {
   activityBlockRows,
   activityReducer,
@@ -12,6 +12,8 @@ import {
   type ActivityView,
   type ActivityViewEvent,
 } from './activity-reducer.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface ActivitySlice {
   activityView: ActivityView;
@@ -25,23 +27,16 @@ export interface ActivitySlice {
   loadActivityPage(): Promise<void>;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createActivitySlice(api: OperatorApi): StateCreator<ActivitySlice, [], [], ActivitySlice> {
   return (set, get) => {
     const dispatch = (event: ActivityViewEvent): void => set((state) => ({ activityView: activityReducer(state.activityView, event) }));
-    let headInFlight: Promise<void> | null = null;
+    const head = coalescedRefresh(async () => {
+      dispatch({ type: 'head', reply: await api.status({}).catch(bridgeFailed) });
+    }, 'join');
 
     return {
       activityView: initialActivityView,
-      refreshActivityHead: () => {
-        headInFlight ??= (async () => {
-          dispatch({ type: 'head', reply: await api.status({}).catch(bridgeFailed) });
-        })().finally(() => {
-          headInFlight = null;
-        });
-        return headInFlight;
-      },
+      refreshActivityHead: head.run,
       loadActivityRows: async (firstIndex, lastIndex) => {
         const wanted = blocksToLoad(get().activityView, firstIndex, lastIndex);
         await Promise.all(

@@ -1,7 +1,9 @@
 import type { StateCreator } from 'zustand';
 import type { Effect, Reply } from '../../../broker/contract/index.js';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { approvalsReducer, closuresToRead, initialApprovalsView, type ApprovalsEvent, type ApprovalsView } from './approvals-reducer.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface ApprovalsSlice {
   approvalsView: ApprovalsView;
@@ -21,13 +23,9 @@ export interface ApprovalsSlice {
   retrySameKey(ticket: number, actionId: string): Promise<boolean>;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSlice, [], [], ApprovalsSlice> {
   return (set, get) => {
     const dispatch = (event: ApprovalsEvent): void => set((state) => ({ approvalsView: approvalsReducer(state.approvalsView, event) }));
-    let inFlight: Promise<void> | null = null;
-    let again = false;
     const reading = new Set<number>();
 
     /** Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. */
@@ -50,21 +48,7 @@ export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSl
       readClosures();
     };
 
-    const refreshApprovals = (): Promise<void> => {
-      if (inFlight !== null) {
-        again = true;
-        return inFlight;
-      }
-      inFlight = (async () => {
-        do {
-          again = false;
-          await listOnce();
-        } while (again);
-      })().finally(() => {
-        inFlight = null;
-      });
-      return inFlight;
-    };
+    const refreshApprovals = coalescedRefresh(listOnce).run;
 
     /** One operator call on one card: busy while it runs, its result on the card, then a refresh. */
     const decide = async <T>(ticket: number, call: string, send: () => Promise<Reply<T>>, message: (value: T) => string): Promise<boolean> => {

@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { configReducer, initialConfigView, type ConfigEdit, type ConfigEvent, type ConfigView } from './config-reducer.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface ConfigSlice {
   configView: ConfigView;
@@ -13,8 +14,6 @@ export interface ConfigSlice {
   askRemoveConfigEntry(entry: string): void;
   dismissRemoveConfigEntry(): void;
 }
-
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
 
 export function createConfigSlice(api: OperatorApi): StateCreator<ConfigSlice, [], [], ConfigSlice> {
   return (set, get) => {

@@ -1,7 +1,9 @@
 import type { StateCreator } from 'zustand';
 import type { BrokerApi } from '../../../broker/contract/index.js';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { credentialsReducer, initialCredentialsView, type CredentialsEvent, type CredentialsView } from './credentials-reducer.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export type NewCredential = BrokerApi['credentials.add']['input'];
 
@@ -16,21 +18,13 @@ export interface CredentialsSlice {
   removeCredential(name: string): Promise<boolean>;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createCredentialsSlice(api: OperatorApi): StateCreator<CredentialsSlice, [], [], CredentialsSlice> {
   return (set, get) => {
     const dispatch = (event: CredentialsEvent): void => set((state) => ({ credentialsView: credentialsReducer(state.credentialsView, event) }));
-    let inFlight: Promise<void> | null = null;
-    const refreshCredentials = (): Promise<void> => {
-      inFlight ??= (async () => {
-        dispatch({ type: 'requested' });
-        dispatch({ type: 'received', reply: await api['credentials.list']({}).catch(bridgeFailed) });
-      })().finally(() => {
-        inFlight = null;
-      });
-      return inFlight;
-    };
+    const refreshCredentials = coalescedRefresh(async () => {
+      dispatch({ type: 'requested' });
+      dispatch({ type: 'received', reply: await api['credentials.list']({}).catch(bridgeFailed) });
+    }, 'join').run;
     return {
       credentialsView: initialCredentialsView,
       refreshCredentials,

@@ -1,6 +1,8 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { firstRunReducer, initialFirstRunView, type FirstRunEvent, type FirstRunStepId, type FirstRunView } from './first-run.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface FirstRunSlice {
   firstRunView: FirstRunView;
@@ -15,12 +17,12 @@ export interface FirstRunSlice {
   unskipFirstRunStep(step: FirstRunStepId): void;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createFirstRunSlice(api: OperatorApi): StateCreator<FirstRunSlice, [], [], FirstRunSlice> {
   return (set, get) => {
     const dispatch = (event: FirstRunEvent): void => set((state) => ({ firstRunView: firstRunReducer(state.firstRunView, event) }));
-    let actionsInFlight: Promise<void> | null = null;
+    const firstAction = coalescedRefresh(async () => {
+      dispatch({ type: 'actions_received', reply: await api['actions.list']({ limit: 1 }).catch(bridgeFailed) });
+    }, 'join');
     return {
       firstRunView: initialFirstRunView,
       createVault: async (passphrase) => {
@@ -33,14 +35,7 @@ export function createFirstRunSlice(api: OperatorApi): StateCreator<FirstRunSlic
       refreshHookup: async () => {
         dispatch({ type: 'hookup_received', reply: await api['agent.hookup']({}).catch(bridgeFailed) });
       },
-      refreshFirstAction: () => {
-        actionsInFlight ??= (async () => {
-          dispatch({ type: 'actions_received', reply: await api['actions.list']({ limit: 1 }).catch(bridgeFailed) });
-        })().finally(() => {
-          actionsInFlight = null;
-        });
-        return actionsInFlight;
-      },
+      refreshFirstAction: firstAction.run,
       markHookupCopied: () => dispatch({ type: 'hookup_copied' }),
       skipFirstRunStep: (step) => dispatch({ type: 'skipped', step }),
       unskipFirstRunStep: (step) => dispatch({ type: 'unskipped', step }),

@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { initialIntegrityView, integrityReducer, type IntegrityEvent, type IntegrityView } from './integrity-reducer.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface IntegritySlice {
   integrityView: IntegrityView;
@@ -9,8 +10,6 @@ export interface IntegritySlice {
   /** Runs `audit verify` over the live journal now (read-only); a click while one runs does nothing. */
   verifyIntegrity(): Promise<void>;
 }
-
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
 
 export function createIntegritySlice(api: OperatorApi): StateCreator<IntegritySlice, [], [], IntegritySlice> {
   return (set, get) => {

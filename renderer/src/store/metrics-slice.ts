@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { initialMetricsView, metricsReducer, type MetricsEvent, type MetricsView } from './metrics-reducer.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface MetricsSlice {
   metricsView: MetricsView;
@@ -16,7 +17,7 @@ export function createMetricsSlice(api: OperatorApi): StateCreator<MetricsSlice,
       refreshMetrics: async () => {
         if (get().metricsView.phase === 'loading') return;
         dispatch({ type: 'requested' });
-        dispatch({ type: 'received', reply: await api.metrics({}).catch(() => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.')) });
+        dispatch({ type: 'received', reply: await api.metrics({}).catch(bridgeFailed) });
       },
     };
   };

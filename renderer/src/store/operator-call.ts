@@ -1,5 +1,12 @@
 import type { Reply } from '../../../broker/contract/index.js';
-import type { ReplyError } from '../api/operator-api.js';
+import { clientError, type ReplyError } from '../api/operator-api.js';
+
+/**
+ * The Reply a slice records when the call itself threw (the bridge or fetch broke, no Reply came back),
+ * so a view shows it like any refusal: `.catch(bridgeFailed)`.
+ */
+export const bridgeFailed = (): { ok: false; error: ReplyError } =>
+  clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
 
 /** How the last operator call made from one card or row ended, shown on it until the next. */
 export type CallResult = { call: string; ok: true; message: string } | { call: string; ok: false; error: ReplyError };

@@ -1,7 +1,9 @@
 import type { StateCreator } from 'zustand';
 import type { Reply } from '../../../broker/contract/index.js';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { initialSessionsView, sessionsReducer, type SessionsEvent, type SessionsView } from './sessions-reducer.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface SessionsSlice {
   sessionsView: SessionsView;
@@ -12,30 +14,13 @@ export interface SessionsSlice {
   revokeSession(sessionId: string, reason: string): Promise<boolean>;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createSessionsSlice(api: OperatorApi): StateCreator<SessionsSlice, [], [], SessionsSlice> {
   return (set, get) => {
     const dispatch = (event: SessionsEvent): void => set((state) => ({ sessionsView: sessionsReducer(state.sessionsView, event) }));
-    let inFlight: Promise<void> | null = null;
-    let again = false;
-
-    const refreshSessions = (): Promise<void> => {
-      if (inFlight !== null) {
-        again = true;
-        return inFlight;
-      }
-      inFlight = (async () => {
-        do {
-          again = false;
-          dispatch({ type: 'requested' });
-          dispatch({ type: 'received', reply: await api['sessions.list']({}).catch(bridgeFailed) });
-        } while (again);
-      })().finally(() => {
-        inFlight = null;
-      });
-      return inFlight;
-    };
+    const refreshSessions = coalescedRefresh(async () => {
+      dispatch({ type: 'requested' });
+      dispatch({ type: 'received', reply: await api['sessions.list']({}).catch(bridgeFailed) });
+    }).run;
 
     const act = async <T>(sessionId: string, call: string, send: () => Promise<Reply<T>>, message: string): Promise<boolean> => {
       if (get().sessionsView.calls.busy[sessionId] !== undefined) return false;

@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { initialStatusView, statusReducer, type StatusEvent, type StatusView } from './status-reducer.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface StatusSlice {
   statusView: StatusView;
@@ -16,7 +17,7 @@ export function createStatusSlice(api: OperatorApi): StateCreator<StatusSlice, [
       refreshStatus: async () => {
         if (get().statusView.phase === 'loading') return;
         dispatch({ type: 'requested' });
-        const reply = await api.status({}).catch(() => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.'));
+        const reply = await api.status({}).catch(bridgeFailed);
         dispatch({ type: 'received', reply });
       },
     };

@@ -1,6 +1,8 @@
 import type { StateCreator } from 'zustand';
-import { clientError, type OperatorApi } from '../api/operator-api.js';
+import type { OperatorApi } from '../api/operator-api.js';
 import { initialVaultView, vaultReducer, type VaultEvent, type VaultView } from './vault-reducer.js';
+import { coalescedRefresh } from './coalesced-refresh.js';
+import { bridgeFailed } from './operator-call.js';
 
 export interface VaultSlice {
   vaultView: VaultView;
@@ -11,21 +13,13 @@ export interface VaultSlice {
   lockVault(): Promise<boolean>;
 }
 
-const bridgeFailed = () => clientError('BROKER_UNREACHABLE', 'The broker bridge failed to answer.');
-
 export function createVaultSlice(api: OperatorApi): StateCreator<VaultSlice, [], [], VaultSlice> {
   return (set, get) => {
     const dispatch = (event: VaultEvent): void => set((state) => ({ vaultView: vaultReducer(state.vaultView, event) }));
-    let inFlight: Promise<void> | null = null;
-    const refreshVault = (): Promise<void> => {
-      inFlight ??= (async () => {
-        dispatch({ type: 'requested' });
-        dispatch({ type: 'received', reply: await api['vault.status']({}).catch(bridgeFailed) });
-      })().finally(() => {
-        inFlight = null;
-      });
-      return inFlight;
-    };
+    const refreshVault = coalescedRefresh(async () => {
+      dispatch({ type: 'requested' });
+      dispatch({ type: 'received', reply: await api['vault.status']({}).catch(bridgeFailed) });
+    }, 'join').run;
     return {
       vaultView: initialVaultView,
       refreshVault,

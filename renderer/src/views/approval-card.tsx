@@ -15,6 +15,7 @@ type OpenForm = 'reject' | 'cancel' | null;
  * One approval card: everything a person needs to decide, taken before any credential was added
  * (the API sends the credential's NAME only; nothing here could show its value).
  */
+// eslint-disable-next-line max-lines-per-function -- one card's JSX: its facts, the lane blocker and the decision controls
 export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; blockedBy: number | null }) {
   const t = card.ticket;
   const busy = useAppStore((state) => state.approvalsView.calls.busy[t]);
@@ -139,6 +140,7 @@ export function LinkedTickets({ text, self }: { text: string; self?: number }) {
   );
 }
 
+// eslint-disable-next-line max-lines-per-function -- a flat <dl> of the card's facts, one short row each
 function CardFacts({ card }: { card: ApprovalCard }) {
   const s = card.session;
   return (

@@ -1,4 +1,5 @@
-import { useEffect, useId, useState, type ChangeEvent, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useId, useState, type ChangeEvent, type FormEvent } from 'react';
+import type { ApprovalMode, InjectionKind } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
 import {
   formFieldOf,
@@ -13,6 +14,7 @@ import {
   type SshHostField,
 } from '../store/config-host-input.js';
 import { appliesWords, fileChanges, parseMethods, type ConfigEdit, type ConfigView, type FileChanges } from '../store/config-reducer.js';
+import { AddForm, Field, FormDone, FormRefusal } from './add-form.js';
 import { PendingConfigCard } from './pending-config-card.js';
 import { usePolling } from './use-polling.js';
 
@@ -21,6 +23,7 @@ import { usePolling } from './use-polling.js';
  * the file through the yaml library, checked by the configuration schema, and in force at once while
  * the vault is unlocked and the configuration verified (else at the next start, as the answer says).
  */
+// eslint-disable-next-line max-lines-per-function -- routes and SSH hosts tables with their add forms; #17 moves the forms onto add-form
 export function RoutesView() {
   const view = useAppStore((state) => state.configView);
   const refresh = useAppStore((state) => state.refreshConfig);
@@ -261,145 +264,116 @@ function RemoveFromFile({ entry, edit, label }: { entry: string; edit: ConfigEdi
 }
 
 export function AddRouteForm() {
-  const busy = useAppStore((state) => state.configView.editing !== null);
-  const edited = useAppStore((state) => state.configView.edited);
-  const editConfig = useAppStore((state) => state.editConfig);
-  const id = useId();
+  const { id, problem, invalid, begin, write, formProps } = useFileEntryForm(routeForm);
   const [name, setName] = useState('');
   const [baseUrl, setBaseUrl] = useState('');
   const [credential, setCredential] = useState('');
-  const [injection, setInjection] = useState<'bearer' | 'header' | 'basic' | 'query'>('bearer');
-  const [approval, setApproval] = useState<'none' | 'session' | 'per_call'>('per_call');
+  const [injection, setInjection] = useState<InjectionKind>('bearer');
+  const [approval, setApproval] = useState<ApprovalMode>('per_call');
   const [methods, setMethods] = useState('');
-  const [added, setAdded] = useState<string | null>(null);
-  const problem = refusalFor(edited, 'add_route', routeFieldsByKey);
-  const invalid = invalidProps(problem, `${id}-error`);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    setAdded(null);
+    begin();
     const chosen = parseMethods(methods) as Array<'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'>;
     const route = { name: name.trim(), base_url: baseUrl.trim(), credential: credential.trim(), injection, approval, ...(chosen.length === 0 ? {} : { methods: chosen }) };
-    void editConfig({ op: 'add_route', route }).then((written) => {
+    void write({ op: 'add_route', route }, route.name).then((written) => {
       if (!written) return;
-      setAdded(route.name);
       setName('');
       setBaseUrl('');
       setCredential('');
       setMethods('');
     });
   };
-  // noValidate: every refusal, the browser's included, is said in words next to this form and names its field.
   return (
-    <form className="credential-form" onSubmit={submit} aria-label="Add route" noValidate data-testid="route-form">
-      <h3>Add route</h3>
-      <p className="muted">Lanes, idempotency contracts, lookups and TLS pins are edited in the file itself.</p>
-      <fieldset disabled={busy}>
-        <Field id={`${id}-name`} label={routeFieldLabels.name} invalid={problem?.field === 'name'}>
-          <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required {...invalid('name')} />
-        </Field>
-        <Field id={`${id}-url`} label={routeFieldLabels.base_url} invalid={problem?.field === 'base_url'}>
-          <input id={`${id}-url`} value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} maxLength={2048} required {...invalid('base_url')} />
-        </Field>
-        <Field id={`${id}-credential`} label={routeFieldLabels.credential} invalid={problem?.field === 'credential'}>
-          <input id={`${id}-credential`} value={credential} onChange={(e) => setCredential(e.target.value)} maxLength={200} required {...invalid('credential')} />
-        </Field>
-        <Field id={`${id}-injection`} label={routeFieldLabels.injection} invalid={problem?.field === 'injection'}>
-          <select id={`${id}-injection`} value={injection} onChange={(e) => setInjection(e.target.value as typeof injection)} {...invalid('injection')}>
-            <option value="bearer">bearer</option>
-            <option value="header">header</option>
-            <option value="basic">basic</option>
-            <option value="query">query</option>
-          </select>
-        </Field>
-        <Field id={`${id}-approval`} label={routeFieldLabels.approval} invalid={problem?.field === 'approval'}>
-          <ApprovalSelect id={`${id}-approval`} value={approval} onChange={setApproval} />
-        </Field>
-        <Field id={`${id}-methods`} label={routeFieldLabels.methods} invalid={problem?.field === 'methods'}>
-          <input id={`${id}-methods`} value={methods} onChange={(e) => setMethods(e.target.value)} maxLength={64} {...invalid('methods')} />
-        </Field>
-        <FormProblemNote id={`${id}-error`} problem={problem} labels={routeFieldLabels} testId="route-form-error" />
-        <FormAdded added={added} edited={edited} op="add_route" what="route" testId="route-form-result" />
-        <div className="form-actions">
-          <button type="submit" className="primary">
-            {busy ? 'Saving…' : 'Add route to the file'}
-          </button>
-        </div>
-      </fieldset>
-    </form>
+    <AddForm
+      title="Add route"
+      {...formProps}
+      onSubmit={submit}
+      intro={<p className="muted">Lanes, idempotency contracts, lookups and TLS pins are edited in the file itself.</p>}
+      submit="Add route to the file"
+    >
+      <Field id={`${id}-name`} label={routeFieldLabels.name} invalid={problem?.field === 'name'}>
+        <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required {...invalid('name')} />
+      </Field>
+      <Field id={`${id}-url`} label={routeFieldLabels.base_url} invalid={problem?.field === 'base_url'}>
+        <input id={`${id}-url`} value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} maxLength={2048} required {...invalid('base_url')} />
+      </Field>
+      <Field id={`${id}-credential`} label={routeFieldLabels.credential} invalid={problem?.field === 'credential'}>
+        <input id={`${id}-credential`} value={credential} onChange={(e) => setCredential(e.target.value)} maxLength={200} required {...invalid('credential')} />
+      </Field>
+      <Field id={`${id}-injection`} label={routeFieldLabels.injection} invalid={problem?.field === 'injection'}>
+        <select id={`${id}-injection`} value={injection} onChange={(e) => setInjection(e.target.value as typeof injection)} {...invalid('injection')}>
+          <option value="bearer">bearer</option>
+          <option value="header">header</option>
+          <option value="basic">basic</option>
+          <option value="query">query</option>
+        </select>
+      </Field>
+      <Field id={`${id}-approval`} label={routeFieldLabels.approval} invalid={problem?.field === 'approval'}>
+        <ApprovalSelect id={`${id}-approval`} value={approval} onChange={setApproval} />
+      </Field>
+      <Field id={`${id}-methods`} label={routeFieldLabels.methods} invalid={problem?.field === 'methods'}>
+        <input id={`${id}-methods`} value={methods} onChange={(e) => setMethods(e.target.value)} maxLength={64} {...invalid('methods')} />
+      </Field>
+    </AddForm>
   );
 }
 
 export function AddSshHostForm() {
-  const busy = useAppStore((state) => state.configView.editing !== null);
-  const edited = useAppStore((state) => state.configView.edited);
-  const editConfig = useAppStore((state) => state.editConfig);
-  const id = useId();
   const [draft, setDraft] = useState<SshHostDraft>(emptySshHostDraft);
   const [checked, setChecked] = useState<FormProblem<SshHostField> | null>(null);
-  const [added, setAdded] = useState<string | null>(null);
-  // What the form found itself wins over an older refusal by the broker (it is about the newer input).
-  const problem = checked ?? refusalFor(edited, 'add_ssh_host', sshHostFieldsByKey);
-  const invalid = invalidProps(problem, `${id}-error`);
+  const { id, problem, invalid, begin, write, formProps } = useFileEntryForm(sshHostForm, checked);
   const change = (field: keyof SshHostDraft) => (e: ChangeEvent<HTMLInputElement | HTMLTextAreaElement>) => setDraft((d) => ({ ...d, [field]: e.target.value }));
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    setAdded(null);
+    begin();
     const result = sshHostEdit(draft);
     if (!result.ok) {
       setChecked({ field: result.field, code: result.code, message: result.message });
       return;
     }
     setChecked(null);
-    void editConfig(result.edit).then((written) => {
+    void write(result.edit, result.edit.host.name).then((written) => {
       if (!written) return;
-      setAdded(result.edit.host.name);
       setDraft((d) => ({ ...emptySshHostDraft, approval: d.approval }));
     });
   };
   const pins = parsePins(draft.pins);
-  // noValidate: every refusal, the browser's included, is said in words next to this form and names its field.
+  const intro = (
+    <p className="muted">
+      What an agent names for <code>ssh_exec</code>. The key stays in the vault: an <code>ssh_key</code> credential bound to
+      this entry&apos;s host (an entry added here needs that, not only its name; docs/config.md). Command rules, lanes and
+      output limits are edited in the file itself.
+    </p>
+  );
   return (
-    <form className="credential-form" onSubmit={submit} aria-label="Add SSH host" noValidate data-testid="ssh-host-form">
-      <h3>Add SSH host</h3>
-      <p className="muted">
-        What an agent names for <code>ssh_exec</code>. The key stays in the vault: an <code>ssh_key</code> credential bound to this entry&apos;s host (an
-        entry added here needs that, not only its name; docs/config.md). Command rules, lanes and output limits are edited in the file itself.
-      </p>
-      <fieldset disabled={busy}>
-        <Field id={`${id}-name`} label={sshHostFieldLabels.name} invalid={problem?.field === 'name'}>
-          <input id={`${id}-name`} value={draft.name} onChange={change('name')} maxLength={64} required placeholder="web-1" {...invalid('name')} />
-        </Field>
-        <Field id={`${id}-host`} label={sshHostFieldLabels.host} invalid={problem?.field === 'host'}>
-          <input id={`${id}-host`} value={draft.host} onChange={change('host')} maxLength={253} required placeholder="web-1.internal, 10.0.0.5 or 2001:db8::5" {...invalid('host')} />
-        </Field>
-        <Field id={`${id}-port`} label={sshHostFieldLabels.port} invalid={problem?.field === 'port'}>
-          <input id={`${id}-port`} inputMode="numeric" value={draft.port} onChange={change('port')} maxLength={5} placeholder="22" {...invalid('port')} />
-        </Field>
-        <Field id={`${id}-user`} label={sshHostFieldLabels.user} invalid={problem?.field === 'user'}>
-          <input id={`${id}-user`} value={draft.user} onChange={change('user')} maxLength={64} required {...invalid('user')} />
-        </Field>
-        <Field id={`${id}-credential`} label={sshHostFieldLabels.credential} invalid={problem?.field === 'credential'}>
-          <input id={`${id}-credential`} value={draft.credential} onChange={change('credential')} maxLength={200} required list={`${id}-keys`} {...invalid('credential')} />
-          <SshCredentialNote id={`${id}-keys`} draft={draft} />
-        </Field>
-        <Field id={`${id}-pins`} label={sshHostFieldLabels.pins} invalid={problem?.field === 'pins'}>
-          <textarea id={`${id}-pins`} value={draft.pins} onChange={change('pins')} maxLength={1024} rows={2} {...invalid('pins')} />
-          <span className="muted" data-testid="ssh-host-key-mode">
-            {draft.pins.trim() === '' ? 'Host key: accept_new — the first key seen is kept once login succeeds; a changed key is always refused.' : pins.ok ? `Host key: pinned (${pins.pins.length})` : ''}
-          </span>
-        </Field>
-        <Field id={`${id}-approval`} label={sshHostFieldLabels.approval} invalid={problem?.field === 'approval'}>
-          <ApprovalSelect id={`${id}-approval`} value={draft.approval} onChange={(approval) => setDraft((d) => ({ ...d, approval }))} />
-        </Field>
-        <FormProblemNote id={`${id}-error`} problem={problem} labels={sshHostFieldLabels} testId="ssh-host-form-error" />
-        <FormAdded added={added} edited={edited} op="add_ssh_host" what="SSH host" testId="ssh-host-form-result" />
-        <div className="form-actions">
-          <button type="submit" className="primary">
-            {busy ? 'Saving…' : 'Add SSH host to the file'}
-          </button>
-        </div>
-      </fieldset>
-    </form>
+    <AddForm title="Add SSH host" {...formProps} onSubmit={submit} intro={intro} submit="Add SSH host to the file">
+      <Field id={`${id}-name`} label={sshHostFieldLabels.name} invalid={problem?.field === 'name'}>
+        <input id={`${id}-name`} value={draft.name} onChange={change('name')} maxLength={64} required placeholder="web-1" {...invalid('name')} />
+      </Field>
+      <Field id={`${id}-host`} label={sshHostFieldLabels.host} invalid={problem?.field === 'host'}>
+        <input id={`${id}-host`} value={draft.host} onChange={change('host')} maxLength={253} required placeholder="web-1.internal, 10.0.0.5 or 2001:db8::5" {...invalid('host')} />
+      </Field>
+      <Field id={`${id}-port`} label={sshHostFieldLabels.port} invalid={problem?.field === 'port'}>
+        <input id={`${id}-port`} inputMode="numeric" value={draft.port} onChange={change('port')} maxLength={5} placeholder="22" {...invalid('port')} />
+      </Field>
+      <Field id={`${id}-user`} label={sshHostFieldLabels.user} invalid={problem?.field === 'user'}>
+        <input id={`${id}-user`} value={draft.user} onChange={change('user')} maxLength={64} required {...invalid('user')} />
+      </Field>
+      <Field id={`${id}-credential`} label={sshHostFieldLabels.credential} invalid={problem?.field === 'credential'}>
+        <input id={`${id}-credential`} value={draft.credential} onChange={change('credential')} maxLength={200} required list={`${id}-keys`} {...invalid('credential')} />
+        <SshCredentialNote id={`${id}-keys`} draft={draft} />
+      </Field>
+      <Field id={`${id}-pins`} label={sshHostFieldLabels.pins} invalid={problem?.field === 'pins'}>
+        <textarea id={`${id}-pins`} value={draft.pins} onChange={change('pins')} maxLength={1024} rows={2} {...invalid('pins')} />
+        <span className="muted" data-testid="ssh-host-key-mode">
+          {draft.pins.trim() === '' ? 'Host key: accept_new — the first key seen is kept once login succeeds; a changed key is always refused.' : pins.ok ? `Host key: pinned (${pins.pins.length})` : ''}
+        </span>
+      </Field>
+      <Field id={`${id}-approval`} label={sshHostFieldLabels.approval} invalid={problem?.field === 'approval'}>
+        <ApprovalSelect id={`${id}-approval`} value={draft.approval} onChange={(approval) => setDraft((d) => ({ ...d, approval }))} />
+      </Field>
+    </AddForm>
   );
 }
 
@@ -424,6 +398,63 @@ const routeFieldLabels: Record<RouteField, string> = {
   methods: 'Methods (comma separated; empty: all)',
 };
 
+/** What one add form of the file is: its edit, its fields as the broker names them and as the form labels them. */
+interface FileEntryForm<F extends string> {
+  op: 'add_route' | 'add_ssh_host';
+  fieldsByKey: Readonly<Record<string, F>>;
+  labels: Record<F, string>;
+  testId: string;
+  what: string;
+}
+const routeForm: FileEntryForm<RouteField> = {
+  op: 'add_route',
+  fieldsByKey: routeFieldsByKey,
+  labels: routeFieldLabels,
+  testId: 'route-form',
+  what: 'route',
+};
+const sshHostForm: FileEntryForm<SshHostField> = {
+  op: 'add_ssh_host',
+  fieldsByKey: sshHostFieldsByKey,
+  labels: sshHostFieldLabels,
+  testId: 'ssh-host-form',
+  what: 'SSH host',
+};
+
+/**
+ * What both add forms of the file share: the edit call, the refusal next to the form naming its field
+ * (`checked`, what the form found itself, wins over an older refusal by the broker: it is about the newer
+ * input), and the form's own word that its entry was written.
+ */
+function useFileEntryForm<F extends string>(form: FileEntryForm<F>, checked: FormProblem<F> | null = null) {
+  const busy = useAppStore((state) => state.configView.editing !== null);
+  const edited = useAppStore((state) => state.configView.edited);
+  const editConfig = useAppStore((state) => state.editConfig);
+  const id = useId();
+  const [added, setAdded] = useState<string | null>(null);
+  const problem = checked ?? refusalFor(edited, form.op, form.fieldsByKey);
+  const answer = (
+    <>
+      <FormProblemNote id={`${id}-error`} problem={problem} labels={form.labels} testId={`${form.testId}-error`} />
+      <FormAdded added={added} edited={edited} op={form.op} what={form.what} testId={`${form.testId}-result`} />
+    </>
+  );
+  return {
+    id,
+    problem,
+    invalid: invalidProps(problem, `${id}-error`),
+    /** A new submit: the word on the previous entry goes. */
+    begin: () => setAdded(null),
+    /** Sends the edit; once written, `name` is said under the form. Resolves true when written. */
+    write: (edit: ConfigEdit, name: string) =>
+      editConfig(edit).then((written) => {
+        if (written) setAdded(name);
+        return written;
+      }),
+    formProps: { testId: form.testId, noValidate: true, busy: busy ? 'Saving…' : null, answer },
+  };
+}
+
 /** The broker's refusal of this form's last edit, with the field it names. */
 function refusalFor<F extends string>(edited: ConfigView['edited'], op: ConfigEdit['op'], fields: Readonly<Record<string, F>>): FormProblem<F> | null {
   if (edited === null || edited.ok || edited.op !== op) return null;
@@ -435,24 +466,21 @@ function invalidProps<F extends string>(problem: FormProblem<F> | null, errorId:
   return (field: F) => (problem?.field === field ? { 'aria-invalid': true, 'aria-describedby': errorId } : {});
 }
 
+// noValidate on these forms: every refusal, the browser's included, is said in words here and names its field.
 function FormProblemNote<F extends string>({ id, problem, labels, testId }: { id: string; problem: FormProblem<F> | null; labels: Record<F, string>; testId: string }) {
   if (problem === null) return null;
   const label = problem.field === null ? null : labels[problem.field].replace(/ \(.*$/, '');
-  return (
-    <p id={id} className="call-result error form-problem" role="alert" data-testid={testId} data-field={problem.field ?? ''}>
-      <strong>{problem.code}</strong> {label === null ? '' : <span className="form-problem-field">{label}: </span>}
-      {problem.message}
-    </p>
-  );
+  const detail = label === null ? '' : <span className="form-problem-field">{label}: </span>;
+  return <FormRefusal id={id} testId={testId} error={problem} detail={detail} field={problem.field ?? ''} />;
 }
 
 /** The form's own word that its entry was written (the page's banner says the same for every edit). */
 function FormAdded({ added, edited, op, what, testId }: { added: string | null; edited: ConfigView['edited']; op: ConfigEdit['op']; what: string; testId: string }) {
   if (added === null || edited === null || !edited.ok || edited.op !== op) return null;
   return (
-    <p className="call-result ok" role="status" data-testid={testId}>
+    <FormDone testId={testId}>
       Added {what} <strong>{added}</strong> to {edited.file.file}: {appliesWords(edited.file.applies)}.
-    </p>
+    </FormDone>
   );
 }
 
@@ -527,18 +555,9 @@ function SshCredentialNote({ id, draft }: { id: string; draft: SshHostDraft }) {
 const credentialsRefreshMs = 30_000;
 const vaultTopics = ['vault'] as const;
 
-function Field({ id, label, invalid = false, children }: { id: string; label: string; invalid?: boolean; children: ReactNode }) {
+function ApprovalSelect({ id, value, onChange }: { id: string; value: ApprovalMode; onChange(value: ApprovalMode): void }) {
   return (
-    <div className={invalid ? 'field invalid' : 'field'}>
-      <label htmlFor={id}>{label}</label>
-      {children}
-    </div>
-  );
-}
-
-function ApprovalSelect({ id, value, onChange }: { id: string; value: 'none' | 'session' | 'per_call'; onChange(value: 'none' | 'session' | 'per_call'): void }) {
-  return (
-    <select id={id} value={value} onChange={(e) => onChange(e.target.value as 'none' | 'session' | 'per_call')}>
+    <select id={id} value={value} onChange={(e) => onChange(e.target.value as ApprovalMode)}>
       <option value="per_call">per_call — a person approves each call</option>
       <option value="session">session — once per agent process</option>
       <option value="none">none</option>

@@ -57,6 +57,7 @@ function useSentence(use: SessionApprovalUse): string {
   return `Approving a session once lets its calls on ${where} run without a card; per_call calls still get a card each.`;
 }
 
+// eslint-disable-next-line max-lines-per-function -- one session's facts and its approve/revoke controls in one card's JSX
 function SessionCard({ session, use }: { session: SessionSummary; use: SessionApprovalUse }) {
   const id = session.session_id;
   const busy = useAppStore((state) => state.sessionsView.calls.busy[id]);
