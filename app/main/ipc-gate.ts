@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { brokerApiMethods, brokerApiSchemas, isDecisionMethod, type BrokerApiMethod, type Reply } from '../../broker/contract/index.js';
+import { brokerApiMethods, brokerApiSchemas, isDecisionMethod, type BrokerApiMethod, type DesktopRefusalCode, type Reply } from '../../broker/contract/index.js';
 
 /**
  * What main checks before an IPC call reaches the broker, as a pure gate (no Electron import, so
@@ -9,7 +9,10 @@ import { brokerApiMethods, brokerApiSchemas, isDecisionMethod, type BrokerApiMet
  * checking here too means a malformed call never reaches them at all.
  */
 
-/** The two refusals only the desktop shell gives (the broker's own codes live in broker/contract). */
+/**
+ * The messages of the refusals main gives itself; each code and its one meaning is in the registry
+ * (broker/contract/error-codes.ts, source `desktop`), which this table may not leave.
+ */
 export const IpcRefusal = {
   /** The call came from a frame, window or page that is not the Postern UI (same code as the HTTP host's token check). */
   UNAUTHENTICATED: 'IPC from a page that is not the Postern UI.',
@@ -17,7 +20,7 @@ export const IpcRefusal = {
   SHUTTING_DOWN: 'Postern is shutting down; nothing new is accepted.',
   /** A decision the person did not confirm in main's own dialog (cancelled, or the dialog could not be shown). */
   NOT_CONFIRMED: 'The decision was not confirmed in the Postern dialog; nothing was decided.',
-} as const;
+} as const satisfies { readonly [K in DesktopRefusalCode]?: string };
 export type IpcRefusal = keyof typeof IpcRefusal;
 
 /** The facts about an IPC sender main reads from Electron's event (see senderFacts in main.ts). */

@@ -1,10 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brokerApiMethods, brokerApiReadMethods, type BrokerApiMethod, type Reply } from '../contract/index.js';
+import { brokerApiMethods, brokerApiReadMethods, hostHttpStatus, type BrokerApiMethod, type HostErrorCode, type Reply } from '../contract/index.js';
 import { bearerToken, mintAccessToken, OperatorSecrets } from './access-token.js';
 import type { ChangeFeed } from './change-feed.js';
 import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
-import type { HostErrorCode } from './host-error-codes.js';
 import type { OperatorHandlers } from './operator-handlers.js';
 import { sameOriginPath, signInPage, signInScript, signInScriptPath } from './sign-in-page.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
@@ -129,7 +128,7 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const signedIn = (): void => options.onSignIn?.(`http://${listenHost}:${port}/?token=${secrets.currentToken}`);
     handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn, events }).catch(() => {
-      if (!res.headersSent) sendError(res, 500, 'INTERNAL', 'The host failed while answering.');
+      if (!res.headersSent) sendError(res, 'INTERNAL', 'The host failed while answering.');
       else res.destroy();
     });
   });
@@ -175,12 +174,12 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
   const { req, res, port, secrets } = ctx;
   const rawUrl = req.url ?? '';
   if (!hostAllowed(req.headers.host, port)) {
-    sendError(res, 421, 'HOST_NOT_ALLOWED', 'Host header must be 127.0.0.1:PORT or localhost:PORT.', rawUrl);
+    sendError(res, 'HOST_NOT_ALLOWED', 'Host header must be 127.0.0.1:PORT or localhost:PORT.', rawUrl);
     return;
   }
   const url = parseRequestTarget(rawUrl, port);
   if (url === undefined) {
-    sendError(res, 400, 'MALFORMED_PATH', 'The request path is not a valid path on this host.');
+    sendError(res, 'MALFORMED_PATH', 'The request path is not a valid path on this host.');
     return;
   }
   if (url.pathname === sessionPath) {
@@ -194,7 +193,7 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
   }
   if (url.pathname.startsWith('/api/')) {
     if (!secrets.sessionValid(bearerToken(req.headers.authorization))) {
-      sendError(res, 401, 'UNAUTHENTICATED', 'Not signed in: open the URL that `postern daemon` printed.', url.pathname);
+      sendError(res, 'UNAUTHENTICATED', 'Not signed in: open the URL that `postern daemon` printed.', url.pathname);
       return;
     }
     ctx.guard.hold(req.socket, res);
@@ -245,13 +244,13 @@ const usedMessage =
 function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): void {
   const { req, res, secrets } = ctx;
   if (req.method !== 'GET') {
-    sendError(res, 405, 'METHOD_NOT_ALLOWED', 'Open the sign-in URL with GET, in a browser.', url.pathname);
+    sendError(res, 'METHOD_NOT_ALLOWED', 'Open the sign-in URL with GET, in a browser.', url.pathname);
     return;
   }
   const exchanged = secrets.exchange(presented);
   if (!exchanged.ok) {
-    if (exchanged.reason === 'used') sendError(res, 401, 'SIGN_IN_USED', usedMessage, url.pathname);
-    else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', url.pathname);
+    if (exchanged.reason === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, url.pathname);
+    else sendError(res, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', url.pathname);
     return;
   }
   ctx.signedIn();
@@ -263,21 +262,21 @@ async function exchangeForProgram(ctx: RequestContext): Promise<void> {
   const { req, res, secrets } = ctx;
   if (req.method !== 'POST') {
     res.setHeader('Allow', 'POST');
-    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use POST for ${sessionPath}.`, sessionPath);
+    sendError(res, 'METHOD_NOT_ALLOWED', `Use POST for ${sessionPath}.`, sessionPath);
     return;
   }
   const input = await readJsonWrite(req, res, sessionPath);
   if (input === undefined) return;
   const presented = (input as { token?: unknown } | null)?.token;
   if (typeof presented !== 'string') {
-    sendError(res, 400, 'INVALID_ARGUMENT', 'The body must be {"token": "<the token from the printed URL>"}.', sessionPath);
+    sendError(res, 'INVALID_ARGUMENT', 'The body must be {"token": "<the token from the printed URL>"}.', sessionPath);
     return;
   }
   const exchanged = secrets.exchange(presented);
   if (exchanged.ok) ctx.signedIn();
   if (exchanged.ok) sendJson(res, 200, { ok: true, value: { session: exchanged.session } });
-  else if (exchanged.reason === 'used') sendError(res, 401, 'SIGN_IN_USED', usedMessage, sessionPath);
-  else sendError(res, 401, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', sessionPath);
+  else if (exchanged.reason === 'used') sendError(res, 'SIGN_IN_USED', usedMessage, sessionPath);
+  else sendError(res, 'UNAUTHENTICATED', 'The token is not valid for this run of the broker.', sessionPath);
 }
 
 /** The change feed as Server-Sent Events, behind the same session secret as every /api call. */
@@ -293,15 +292,15 @@ function serveEvents(ctx: RequestContext): void {
   const { req, res, events } = ctx;
   if (req.method !== 'GET') {
     res.setHeader('Allow', 'GET');
-    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use GET for ${eventsPath}.`, eventsPath);
+    sendError(res, 'METHOD_NOT_ALLOWED', `Use GET for ${eventsPath}.`, eventsPath);
     return;
   }
   if (events.changes === undefined) {
-    sendError(res, 404, 'NOT_FOUND', 'This host has no change feed.', eventsPath);
+    sendError(res, 'NOT_FOUND', 'This host has no change feed.', eventsPath);
     return;
   }
   if (events.streams.size >= events.limits.eventStreamsMax) {
-    sendError(res, 503, 'EVENT_STREAMS_LIMIT', `At most ${events.limits.eventStreamsMax} event streams at once; close another tab.`, eventsPath);
+    sendError(res, 'EVENT_STREAMS_LIMIT', `At most ${events.limits.eventStreamsMax} event streams at once; close another tab.`, eventsPath);
     return;
   }
   const keptUp = (): boolean => res.writableLength <= events.limits.eventBufferedBytesMax;
@@ -313,7 +312,7 @@ function serveEvents(ctx: RequestContext): void {
     dropped: (reason) => (reason === 'slow' ? res.destroy() : res.end()),
   });
   if (!subscribed.ok) {
-    sendError(res, 503, 'EVENT_STREAMS_LIMIT', `The change feed is ${subscribed.reason}.`, eventsPath);
+    sendError(res, 'EVENT_STREAMS_LIMIT', `The change feed is ${subscribed.reason}.`, eventsPath);
     return;
   }
   events.streams.add(res);
@@ -338,14 +337,14 @@ function serveEvents(ctx: RequestContext): void {
 async function serveApi(ctx: RequestContext, name: string): Promise<void> {
   const { req, res } = ctx;
   if (!(brokerApiMethods as readonly string[]).includes(name)) {
-    sendError(res, 404, 'NOT_FOUND', `No operator API method "${name}".`, '/api/');
+    sendError(res, 'NOT_FOUND', `No operator API method "${name}".`, '/api/');
     return;
   }
   const method = name as BrokerApiMethod;
   const allowed = brokerApiReadMethods.has(method) ? 'GET, POST' : 'POST';
   if (req.method !== 'POST' && !(req.method === 'GET' && brokerApiReadMethods.has(method))) {
     res.setHeader('Allow', allowed);
-    sendError(res, 405, 'METHOD_NOT_ALLOWED', `Use ${allowed} for /api/${name}.`, '/api/');
+    sendError(res, 'METHOD_NOT_ALLOWED', `Use ${allowed} for /api/${name}.`, '/api/');
     return;
   }
   let input: unknown = {};
@@ -379,18 +378,18 @@ export function crossSiteWrite(req: Pick<IncomingMessage, 'headers'>): string | 
 async function readJsonWrite(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<unknown> {
   const crossSite = crossSiteWrite(req);
   if (crossSite !== undefined) {
-    sendError(res, 403, 'CROSS_SITE_REFUSED', crossSite, pathname);
+    sendError(res, 'CROSS_SITE_REFUSED', crossSite, pathname);
     return undefined;
   }
   const body = await readBody(req, apiBodyBytesMax);
   if (body === undefined) {
-    sendError(res, 413, 'PAYLOAD_LIMIT', `The request body is over ${apiBodyBytesMax} bytes.`, pathname);
+    sendError(res, 'PAYLOAD_LIMIT', `The request body is over ${apiBodyBytesMax} bytes.`, pathname);
     return undefined;
   }
   try {
     return body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as unknown);
   } catch {
-    sendError(res, 400, 'INVALID_ARGUMENT', 'The request body is not JSON.', pathname);
+    sendError(res, 'INVALID_ARGUMENT', 'The request body is not JSON.', pathname);
     return undefined;
   }
 }
@@ -419,7 +418,7 @@ function serveAsset(ctx: RequestContext, pathname: string): void {
   const { req, res, assets } = ctx;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD');
-    sendError(res, 405, 'METHOD_NOT_ALLOWED', 'Assets are read-only.', pathname);
+    sendError(res, 'METHOD_NOT_ALLOWED', 'Assets are read-only.', pathname);
     return;
   }
   if (pathname === signInScriptPath) {
@@ -427,12 +426,12 @@ function serveAsset(ctx: RequestContext, pathname: string): void {
     return;
   }
   if (assets.size === 0) {
-    sendError(res, 503, 'RENDERER_NOT_BUILT', 'The operator UI is not built: run `npm run build:renderer`. The API works.', pathname);
+    sendError(res, 'RENDERER_NOT_BUILT', 'The operator UI is not built: run `npm run build:renderer`. The API works.', pathname);
     return;
   }
   const asset = assets.get(pathname === '/' ? '/index.html' : pathname);
   if (asset === undefined) {
-    sendError(res, 404, 'NOT_FOUND', 'Not found.', pathname);
+    sendError(res, 'NOT_FOUND', 'Not found.', pathname);
     return;
   }
   sendBody(res, req.method, asset.contentType, asset.body);
@@ -443,8 +442,12 @@ function sendBody(res: ServerResponse, method: string | undefined, contentType: 
   res.end(method === 'HEAD' ? undefined : body);
 }
 
-/** API and program sign-in paths get a JSON Reply; everything else a short plain-text line a person can read. */
-function sendError(res: ServerResponse, status: number, code: HostErrorCode, message: string, pathname = '/'): void {
+/**
+ * API and program sign-in paths get a JSON Reply; everything else a short plain-text line a person can read.
+ * The status comes with the code from the registry, so one code never answers with two statuses.
+ */
+function sendError(res: ServerResponse, code: HostErrorCode, message: string, pathname = '/'): void {
+  const status = hostHttpStatus[code];
   if (pathname.startsWith('/api/') || pathname === sessionPath) {
     sendJson(res, status, { ok: false, error: { code, message } } satisfies Reply<never>);
     return;

@@ -88,7 +88,8 @@ export interface SshChannelOptions {
   readonly limits?: Partial<SshLimits>;
 }
 
-class SetupFailed extends Error {
+/** A step before the SSH session channel opened failed, so nothing reached the remote (the HTTP channel's is SetupFailed). */
+class SshSetupFailed extends Error {
   constructor(
     readonly failure: SetupFailure | 'cancelled',
     readonly stage: SshSetupStage,
@@ -179,7 +180,7 @@ class SshRun {
       await this.handshake(stop);
       ({ send, execDone } = await this.openSession(stop));
     } catch (error) {
-      if (!(error instanceof SetupFailed)) throw error;
+      if (!(error instanceof SshSetupFailed)) throw error;
       return this.setupFailed(error);
     }
     if (stop.aborted) return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
@@ -207,9 +208,9 @@ class SshRun {
       const answer = await bounded(dnsLookup(this.request.host.host), this.limits.dnsTimeoutMs, stop, 'dns');
       return answer.address;
     } catch (error) {
-      if (error instanceof SetupFailed) throw error;
+      if (error instanceof SshSetupFailed) throw error;
       const code = errnoCode(error);
-      throw new SetupFailed(code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary', 'dns', code);
+      throw new SshSetupFailed(code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary', 'dns', code);
     }
   }
 
@@ -222,7 +223,7 @@ class SshRun {
       socket.once('error', (error) => {
         const code = errnoCode(error);
         const failure: SetupFailure = code === 'ECONNREFUSED' ? 'connect_refused' : code === 'ENETUNREACH' || code === 'EHOSTUNREACH' ? 'network_unreachable' : 'connect_timeout';
-        reject(new SetupFailed(failure, 'tcp_connect', code));
+        reject(new SshSetupFailed(failure, 'tcp_connect', code));
       });
     });
     return bounded(connected, this.limits.connectTimeoutMs, stop, 'tcp_connect');
@@ -238,7 +239,7 @@ class SshRun {
     const ready = new Promise<void>((resolve, reject) => {
       const fail = (failure: SetupFailure, stage: SshSetupStage, detail: string): void => {
         clearTimeout(stageTimer);
-        reject(new SetupFailed(failure, stage, detail));
+        reject(new SshSetupFailed(failure, stage, detail));
       };
       stageTimer = setTimeout(() => fail('ssh_transport', 'ssh_transport', 'handshake_timeout'), this.limits.handshakeTimeoutMs);
       client.on('ready', () => {
@@ -286,7 +287,7 @@ class SshRun {
       try {
         this.knownHosts.store(this.request.host.name, this.endpoint(), this.stagedKey, this.clock.nowMs());
       } catch {
-        throw new SetupFailed('ssh_host_key', 'host_key_verified', 'known_hosts_not_writable');
+        throw new SshSetupFailed('ssh_host_key', 'host_key_verified', 'known_hosts_not_writable');
       }
       this.hostKey = { fingerprint: this.stagedKey, trust: 'accepted_new' };
     }
@@ -329,9 +330,9 @@ class SshRun {
     try {
       deferred = installDeferredExec(client);
     } catch {
-      throw new SetupFailed('ssh_channel', 'session_channel', 'ssh2_seam_unavailable');
+      throw new SshSetupFailed('ssh_channel', 'session_channel', 'ssh2_seam_unavailable');
     }
-    let openFailed: (error: SetupFailed) => void = () => undefined;
+    let openFailed: (error: SshSetupFailed) => void = () => undefined;
     const failedOpen = new Promise<never>((_resolve, reject) => {
       openFailed = reject;
     });
@@ -340,7 +341,7 @@ class SshRun {
     const execDone = new Promise<ExecAnswer>((resolve) => {
       client.on('close', () => {
         this.closed = true;
-        if (!channelIsOpen) openFailed(new SetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
+        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
         resolve({ kind: 'closed' });
       });
       client.exec(this.request.command, (error, stream) => {
@@ -352,7 +353,7 @@ class SshRun {
         }
         // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After: with the connection up,
         // the only way ssh2 fails exec's callback is CHANNEL_FAILURE — the server refused exec.
-        if (!channelIsOpen) openFailed(new SetupFailed('ssh_channel', 'session_channel', 'open_refused'));
+        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'open_refused'));
         else if (!this.closed) resolve({ kind: 'refused' });
         else resolve({ kind: 'closed' });
       });
@@ -495,7 +496,7 @@ class SshRun {
     );
   }
 
-  private async setupFailed(error: SetupFailed): Promise<SshChannelReport> {
+  private async setupFailed(error: SshSetupFailed): Promise<SshChannelReport> {
     if (error.failure === 'cancelled') return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
     const detail = error.detail.slice(0, 500);
     this.attempts.push({ n: 1, stage: error.stage, dispatched: false, failure: error.failure, detail });
@@ -568,14 +569,14 @@ class OutputCollector {
   }
 }
 
-/** Races `work` against its own deadline and the stop signal; both become SetupFailed for `stage`. */
+/** Races `work` against its own deadline and the stop signal; both become SshSetupFailed for `stage`. */
 async function bounded<T>(work: Promise<T>, timeoutMs: number, stop: AbortSignal, stage: SshSetupStage): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   const timeoutFailure: SetupFailure = stage === 'dns' ? 'dns_temporary' : stage === 'tcp_connect' ? 'connect_timeout' : stage === 'session_channel' ? 'ssh_channel' : stage === 'user_auth' ? 'ssh_auth' : 'ssh_transport';
   const guard = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new SetupFailed(timeoutFailure, stage, 'timeout')), timeoutMs);
-    onAbort = () => reject(new SetupFailed('cancelled', stage, 'stopped'));
+    timer = setTimeout(() => reject(new SshSetupFailed(timeoutFailure, stage, 'timeout')), timeoutMs);
+    onAbort = () => reject(new SshSetupFailed('cancelled', stage, 'stopped'));
     if (stop.aborted) onAbort();
     else stop.addEventListener('abort', onAbort, { once: true });
   });

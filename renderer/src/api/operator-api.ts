@@ -1,4 +1,4 @@
-import type { BrokerApi, BrokerApiMethod, Reply } from '../../../broker/contract/index.js';
+import type { BrokerApi, BrokerApiMethod, OperatorUiErrorCode, Reply } from '../../../broker/contract/index.js';
 
 /**
  * The renderer's one way to reach the broker: the contract's BrokerApi map as async calls that
@@ -11,12 +11,11 @@ export type OperatorApi = {
 
 export type ReplyError = Extract<Reply<unknown>, { ok: false }>['error'];
 
-/** Codes the renderer itself produces when no Reply came back; the broker's codes pass through. */
-export const clientErrorMeanings = {
-  BROKER_UNREACHABLE: 'The request did not reach the broker (daemon stopped, network error).',
-  BAD_REPLY: 'The broker answered, but not with a Reply this UI understands.',
-} as const;
-export type ClientErrorCode = keyof typeof clientErrorMeanings;
+/**
+ * Codes the renderer itself produces when no Reply came back (the registry's `operator_ui` codes,
+ * with their meanings, in broker/contract/error-codes.ts); the broker's codes pass through.
+ */
+export type ClientErrorCode = OperatorUiErrorCode;
 
 export function clientError(code: ClientErrorCode, message: string): { ok: false; error: ReplyError } {
   return { ok: false, error: { code, message } };
