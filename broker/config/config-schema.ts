@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ApprovalMode, InjectionKind } from '../contract/index.js';
 import { pathTemplateParams, pathTemplateProblem } from '../core/index.js';
 
 /**
@@ -27,7 +28,7 @@ const laneRule = z.strictObject({
   lane: z.string().min(1).max(200).describe('Lane name; {param} placeholders are filled from the path.'),
 });
 
-const approvalMode = z.enum(['none', 'session', 'per_call']);
+const approvalMode = z.enum(ApprovalMode);
 
 /**
  * A route's method/path rule: approval (and optionally lane) for the calls it matches, so one base URL
@@ -142,7 +143,7 @@ export const routeSchema = z.strictObject({
   name,
   base_url: z.string().min(1).max(2048).describe('http(s)://host[:port][/base/path]; the agent can never leave it.'),
   credential: z.string().min(1).max(200).describe('Name of a vault credential; the agent never chooses it.'),
-  injection: z.enum(['bearer', 'header', 'basic', 'query']).describe("How the secret is injected; must agree with the credential's kind."),
+  injection: z.enum(InjectionKind).describe("How the secret is injected; must agree with the credential's kind."),
   approval: approvalMode.default('per_call').describe("Approval of a call no rule matches (and each rule's floor unless rules_may_loosen)."),
   methods: z.array(method).min(1).default([...httpMethods]).describe('Methods the agent may use on this route.'),
   rules: z.array(routeRule).max(256).optional().describe('Approval and lane per method + path; first match wins, else the route approval.'),
@@ -173,7 +174,7 @@ const sshFingerprint = z
 const sshCommandRule = z.strictObject({
   command: z.string().min(1).max(1024).describe('A glob over the whole command: * matches any run of characters.'),
   lane: z.string().min(1).max(200).optional(),
-  approval: z.enum(['none', 'session', 'per_call']).optional(),
+  approval: approvalMode.optional(),
 });
 
 export const sshHostSchema = z.strictObject({
@@ -185,7 +186,7 @@ export const sshHostSchema = z.strictObject({
   host_key: z
     .union([z.strictObject({ pinned: z.array(sshFingerprint).min(1).max(8) }), z.literal('accept_new')])
     .describe('Pinned fingerprint(s), or accept_new: trust on first use, stored after user authentication succeeds.'),
-  approval: z.enum(['none', 'session', 'per_call']).default('per_call'),
+  approval: approvalMode.default('per_call'),
   lane: z.string().min(1).max(200).optional().describe('Lane of every command on this host (default host:<name>).'),
   commands: z.array(sshCommandRule).max(256).default([]).describe('Per-command lane/approval; first match wins.'),
   output_bytes_max: z.number().int().min(1).max(16 * 1024 * 1024).default(1024 * 1024).describe('Bytes of stdout+stderr kept; beyond it the result is marked truncated.'),
@@ -361,7 +362,6 @@ export type OperatorSettings = z.output<typeof operatorSchema>;
 export type VaultSettings = z.output<typeof vaultSchema>;
 
 type Issues = z.core.$RefinementCtx;
-type ApprovalMode = z.output<typeof approvalMode>;
 
 /** Strictness order of approval modes: a rule may not rank below its route unless the route allows it. */
 const approvalRank: Readonly<Record<ApprovalMode, number>> = { none: 0, session: 1, per_call: 2 };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ClosedSet } from './closed-set.js';
 import { errorCodeSchema } from './classification.js';
+import { ApprovalMode } from './route-modes.js';
 import {
   CallerDisposition,
   Channel,
@@ -57,6 +58,19 @@ export const attemptStateSchema = z.object({
 });
 export type AttemptState = z.infer<typeof attemptStateSchema>;
 
+/** A retry lease as the action's record holds it (RETRY_LEASED, closed by the classification after it). */
+const retryLeaseSchema = z.object({
+  generation: z.number().int(),
+  holder: z.string(),
+  expires_at_ms: z.number().int(),
+  open: z.boolean(),
+  /**
+   * decideRetry's verdict that licensed it (a same-key lease also needs the key's window at dispatch); null only on a
+   * lease stored before leases recorded it, which never counts as same-key.
+   */
+  decision: z.enum(['RETRY_NEW_ATTEMPT', 'RETRY_SAME_KEY', 'RETRY_WHEN_ALLOWED']).nullable(),
+});
+
 /** The current state of one action: a pure fold of its events (broker/core project). */
 export const actionStateSchema = z.object({
   action_id: z.string(),
@@ -66,7 +80,7 @@ export const actionStateSchema = z.object({
   channel: z.enum(Channel),
   target: z.string(),
   request_fingerprint: z.string(),
-  approval: z.enum(['none', 'session', 'per_call']),
+  approval: z.enum(ApprovalMode),
   idempotent: z.boolean(),
   stage: z.enum(ActionStage),
   decision: z.enum(Decision).nullable(),
@@ -90,38 +104,47 @@ export const actionStateSchema = z.object({
   result_digest: z.string().nullable(),
   /**
    * A person released the lane behind this unknown head (ABANDONED, with a reason). The outcome
-   * stays what it was; only the lane moves on. Absent in states stored before schema 5: read as false.
+   * stays what it was; only the lane moves on.
    */
   abandoned: z.boolean(),
   /**
    * Retries this record allows after the first attempt (ACTION_ACCEPTED retry_budget) and the
    * generation of the latest retry lease (RETRY_LEASED): counts live in the record, so a restart
-   * neither resets nor forgets them. Absent in states stored before them: read as 0.
+   * neither resets nor forgets them.
    */
-  retry_budget: z.number().int().optional(),
-  /** ACTION_ACCEPTED approval_rule: the route rule that set the approval; absent: the route's own. */
-  approval_rule: z.string().optional(),
-  retry_generation: z.number().int().optional(),
+  retry_budget: z.number().int(),
+  /** ACTION_ACCEPTED approval_rule: the route rule that set the approval; null: the route's own. */
+  approval_rule: z.string().nullable(),
+  retry_generation: z.number().int(),
   /** The latest retry lease; `open` until a classification lands after it. */
-  lease: z
-    .object({
-      generation: z.number().int(),
-      holder: z.string(),
-      expires_at_ms: z.number().int(),
-      open: z.boolean(),
-      /** decideRetry's verdict that licensed it (a same-key lease also needs the key's window at dispatch). */
-      decision: z.enum(['RETRY_NEW_ATTEMPT', 'RETRY_SAME_KEY', 'RETRY_WHEN_ALLOWED']).optional(),
-    })
-    .nullable()
-    .optional(),
+  lease: retryLeaseSchema.nullable(),
   /** The bound idempotency key's earliest safe expiry (PREFLIGHT_VALIDATED), so a restart can still say same_idempotency_key. */
-  key_expires_at_ms: z.number().int().nullable().optional(),
+  key_expires_at_ms: z.number().int().nullable(),
   first_seq: z.number().int(),
   last_seq: z.number().int(),
   accepted_at_ms: z.number().int(),
   updated_at_ms: z.number().int(),
 });
 export type ActionState = z.infer<typeof actionStateSchema>;
+
+/**
+ * An `actions.state` row as any Postern version stored it: the current shape, with each field added after the first
+ * release optional (absent in rows written before it). Only the journal reads this shape, and it upgrades each row once,
+ * on read, to ActionState (broker/journal/upgrade-stored-state.ts); the rest of the broker never sees an absent field.
+ */
+export const storedActionStateSchema = actionStateSchema.extend({
+  /** Absent before schema 5 (ABANDONED). */
+  abandoned: z.boolean().optional(),
+  /** These three are absent before the retry engine; a lease's decision is absent before leases recorded it. */
+  retry_budget: z.number().int().optional(),
+  retry_generation: z.number().int().optional(),
+  lease: retryLeaseSchema.extend({ decision: retryLeaseSchema.shape.decision.optional() }).nullable().optional(),
+  /** Absent before route rules, and absent (not null) in later rows when the route's own approval applied. */
+  approval_rule: z.string().nullable().optional(),
+  /** Absent before the key's expiry was projected, and in later rows until PREFLIGHT_VALIDATED bound a key. */
+  key_expires_at_ms: z.number().int().nullable().optional(),
+});
+export type StoredActionState = z.infer<typeof storedActionStateSchema>;
 
 export const SessionStatus = {
   /** Connected, waiting for a person to approve the process once. */
@@ -157,7 +180,14 @@ export const sessionStateSchema = z.object({
   started_at_ms: z.number().int(),
   ended_at_ms: z.number().int().nullable(),
   updated_at_ms: z.number().int(),
-  /** SESSION_RECONNECTED events folded so far; absent until the first (and in rows written before it existed). */
-  reconnects: z.number().int().nonnegative().optional(),
+  /** SESSION_RECONNECTED events folded so far. */
+  reconnects: z.number().int().nonnegative(),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
+
+/** A `sessions.state` row as any Postern version stored it (see storedActionStateSchema). */
+export const storedSessionStateSchema = sessionStateSchema.extend({
+  /** Absent before SESSION_RECONNECTED, and in later rows until the first reconnection. */
+  reconnects: z.number().int().nonnegative().optional(),
+});
+export type StoredSessionState = z.infer<typeof storedSessionStateSchema>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { errorCodeSchema } from './classification.js';
 import { envelopeSchema } from './envelope.js';
+import { ApprovalMode } from './route-modes.js';
 
 /**
  * The agent-facing tools, typed once: the MCP server lists them (JSON Schema from these), checks
@@ -170,9 +171,9 @@ export type AgentToolReply = z.infer<typeof agentToolReplySchema>;
 /** list_routes' answer. */
 export const agentRouteListSchema = z.object({
   routes: z.array(
-    z.object({ name: z.string(), methods: z.array(z.string()), approval: z.enum(['none', 'session', 'per_call']), idempotency_contract: z.boolean(), base_path: z.string() }),
+    z.object({ name: z.string(), methods: z.array(z.string()), approval: z.enum(ApprovalMode), idempotency_contract: z.boolean(), base_path: z.string() }),
   ),
-  ssh_hosts: z.array(z.object({ name: z.string(), approval: z.enum(['none', 'session', 'per_call']) })),
+  ssh_hosts: z.array(z.object({ name: z.string(), approval: z.enum(ApprovalMode) })),
 });
 export type AgentRouteList = z.infer<typeof agentRouteListSchema>;
 

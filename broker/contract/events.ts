@@ -3,6 +3,7 @@ import type { ClosedSet } from './closed-set.js';
 import { classificationSchema } from './classification.js';
 import { OperatorAuth, OperatorSurface } from './operator-actor.js';
 import { Channel } from './outcome.js';
+import { ApprovalMode } from './route-modes.js';
 
 /** Durable event kinds in DESIGN.md §2 order, then observations. Meanings never change. */
 export const EventKind = {
@@ -174,7 +175,7 @@ export const eventPayloadSchemas = {
     /** Sanitized target: route/host entry name and method + path template or command digest. */
     target: z.string().max(2048),
     request_fingerprint: sha256,
-    approval: z.enum(['none', 'session', 'per_call']),
+    approval: z.enum(ApprovalMode),
     /** Whether the operation is known to be idempotent (method semantics or declared contract). */
     idempotent: z.boolean(),
     /**

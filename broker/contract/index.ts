@@ -1,4 +1,5 @@
 export * from './closed-set.js';
+export * from './route-modes.js';
 export * from './outcome.js';
 export * from './error-codes.js';
 export * from './coded-error.js';
@@ -12,3 +13,4 @@ export * from './operator-api.js';
 export * from './operator-vault-api.js';
 export * from './agent-api.js';
 export * from './action-list-api.js';
+export * from './transition-refusal.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { actionListSchemas, actionWaitSchema } from './action-list-api.js';
 import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
+import { ApprovalMode } from './route-modes.js';
 import type { ClosedSet } from './closed-set.js';
 import { Actor, EventKind } from './events.js';
 import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
@@ -53,7 +54,7 @@ export const approvalCardSchema = z.object({
   action_id: z.string(),
   lane: z.string().nullable(),
   channel: z.enum(['http', 'ssh']),
-  approval: z.enum(['none', 'session', 'per_call']),
+  approval: z.enum(ApprovalMode),
   /** The route rule that set `approval` (`rules[1]: POST /documents/** → per_call`); null: the route's own. */
   approval_rule: z.string().nullable().optional(),
   /** pending: needs a decision; approved_waiting: approved, behind an unresolved older ticket;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { startBoundConfigSettings } from './events.js';
+import { ApprovalMode, InjectionKind } from './route-modes.js';
 
 /**
  * The operator API's vault, credential, integrity and configuration methods (issue #8). Merged
@@ -101,7 +102,7 @@ export const sshHostSummarySchema = z.object({
 export type SshHostSummary = z.infer<typeof sshHostSummarySchema>;
 
 const configName = z.string().min(1).max(64);
-const approvalMode = z.enum(['none', 'session', 'per_call']);
+const approvalMode = z.enum(ApprovalMode);
 
 /**
  * One edit of postern.yaml: add or remove a route or an SSH host entry. The host applies it to the
@@ -116,7 +117,7 @@ export const configEditSchema = z.discriminatedUnion('op', [
       name: configName,
       base_url: z.string().min(1).max(2048),
       credential: z.string().min(1).max(200),
-      injection: z.enum(['bearer', 'header', 'basic', 'query']),
+      injection: z.enum(InjectionKind),
       approval: approvalMode,
       methods: z.array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])).min(1).max(7).optional(),
     }),

@@ -1,4 +1,4 @@
-import type { Actor, EventKind, JournalEvent } from '../contract/index.js';
+import type { Actor, ApprovalMode, EventKind, JournalEvent } from '../contract/index.js';
 
 /**
  * One action's chronology, arranged as the five questions an investigation asks in order (article
@@ -17,7 +17,7 @@ export interface Chronology {
     /** The agent process that asked (its session). */
     readonly session_id: string | null;
     readonly accepted_seq: number | null;
-    readonly approval: 'none' | 'session' | 'per_call' | null;
+    readonly approval: ApprovalMode | null;
     /** The decision event (APPROVED / REJECTED / EXPIRED / CANCELLED) and who made it. */
     readonly decision: { readonly seq: number; readonly kind: EventKind; readonly actor: Actor | null } | null;
     readonly credential: { readonly seq: number; readonly credential_id: string; readonly version_tag: string; readonly injection_mode: string } | null;

@@ -40,7 +40,7 @@ export function classifyRestart(state: ActionState, nowMs?: number): Classificat
 function restartRetry(state: ActionState, nowMs: number | undefined): Classification['retry'] {
   if (state.idempotent) return 'backoff';
   const expiry = state.key_expires_at_ms;
-  if (nowMs !== undefined && expiry !== null && expiry !== undefined && nowMs < expiry) return 'same_idempotency_key';
+  if (nowMs !== undefined && expiry !== null && nowMs < expiry) return 'same_idempotency_key';
   return 'reconcile';
 }
 

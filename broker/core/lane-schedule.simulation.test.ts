@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isCodedError, type ActionState, type Classification, type JournalEvent, type NewEvent } from '../contract/index.js';
+import { isCodedError, type ActionState, type ApprovalMode, type Classification, type JournalEvent, type NewEvent } from '../contract/index.js';
 import { classifyOutcome } from './classify-outcome.js';
 import { scheduleLane } from './lane-schedule.js';
 import { applyEvent } from './project.js';
@@ -23,7 +23,7 @@ const unknown: Classification = { phase: 'remote_execution', outcome: 'unknown',
 const committed: Classification = { phase: 'remote_execution', outcome: 'committed', retry: 'never', code: null, effect: 'succeeded', outcome_basis: 'complete_response', source: 'remote_response' };
 
 type Op =
-  | { op: 'accept'; lane: number; approval: 'none' | 'per_call' | 'session' }
+  | { op: 'accept'; lane: number; approval: ApprovalMode }
   | { op: 'approve' | 'reject' | 'cancel' | 'complete' | 'unknown' | 'abandon' | 'settle'; pick: number }
   | { op: 'tick'; ms: number }
   | { op: 'dispatch'; lane: number };
@@ -76,7 +76,7 @@ class World {
     return true;
   }
 
-  accept(lane: string | null, approval: 'none' | 'per_call' | 'session'): void {
+  accept(lane: string | null, approval: ApprovalMode): void {
     this.ticket += 1;
     const id = `act_sim${String(this.ticket).padStart(6, '0')}`;
     this.apply({ kind: 'ACTION_ACCEPTED', action_id: id, ticket: this.ticket, lane, payload: { channel: 'http', target: 'route:sim POST /w', request_fingerprint: fp, approval, idempotent: false } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ActionState, Classification, JournalEvent, NewEvent } from '../contract/index.js';
+import type { ActionState, ApprovalMode, Classification, JournalEvent, NewEvent } from '../contract/index.js';
 import { classifyOutcome } from './classify-outcome.js';
 import { scheduleLane, ticketStanding } from './lane-schedule.js';
 import { applyEvent } from './project.js';
@@ -14,7 +14,7 @@ const committed: Classification = { phase: 'remote_execution', outcome: 'committ
 type Step = 'approve' | 'reject' | 'expire' | 'cancel' | 'dispatch' | 'unknown' | 'commit' | 'abandon';
 
 /** One action of lane L folded through the real projection, step by step. */
-function ticket(n: number, approval: 'none' | 'per_call' | 'session', steps: Step[] = []): ActionState {
+function ticket(n: number, approval: ApprovalMode, steps: Step[] = []): ActionState {
   let seq = n * 100;
   const id = `act_ticket${String(n).padStart(4, '0')}`;
   let state: ActionState | undefined;

@@ -44,7 +44,7 @@ export function ticketStanding(s: ActionState): TicketStanding {
   if (s.dispatch_seq === null) return s.outcome === null ? 'open_before_dispatch' : 'resolved';
   if (!s.recorded) return 'in_flight';
   if (s.outcome === 'committed' || s.outcome === 'rejected') return 'resolved';
-  return s.abandoned === true ? 'resolved' : 'blocked';
+  return s.abandoned ? 'resolved' : 'blocked';
 }
 
 /** Approval `none`, or a recorded approval that nothing closed since. */

@@ -48,7 +48,7 @@ describe('planRetry', () => {
   });
 
   it('another worker’s live lease holds it: nothing is planned over it (not even "exhausted"); an expired one does not', () => {
-    const held = unknownHead({ retry_generation: 2, lease: { generation: 2, holder: 'w2', expires_at_ms: 6_000, open: true } });
+    const held = unknownHead({ retry_generation: 2, lease: { generation: 2, holder: 'w2', expires_at_ms: 6_000, open: true, decision: 'RETRY_NEW_ATTEMPT' } });
     expect(planRetry(held, ctx())).toEqual({ kind: 'held', generation: 2 });
     expect(planRetry(held, ctx({ nowMs: 6_000 }))).toMatchObject({ kind: 'exhausted' });
   });
@@ -56,7 +56,6 @@ describe('planRetry', () => {
   it('the budget in the record bounds it, whatever is in memory', () => {
     expect(planRetry(unknownHead({ retry_generation: 2 }), ctx())).toEqual({ kind: 'exhausted', decision: 'RETRY_SAME_KEY', budget: 2 });
     expect(planRetry(unknownHead({ retry_budget: 0 }), ctx())).toMatchObject({ kind: 'exhausted' });
-    expect(planRetry(unknownHead({ retry_budget: undefined }), ctx())).toMatchObject({ kind: 'exhausted', budget: 0 });
   });
 
   it('stops while an attempt is unrecorded, after abandon, and on settled outcomes', () => {

@@ -39,9 +39,9 @@ export const retryDelayMsMax = 60_000;
  * forgets the window. Pure: the retry engine and the agent's retry_of both plan with it.
  */
 export function planRetry(state: ActionState, ctx: RetryContext): RetryPlan {
-  if (state.lease !== null && state.lease !== undefined && leaseLive(state, ctx.nowMs)) return { kind: 'held', generation: state.lease.generation };
+  if (state.lease !== null && leaseLive(state, ctx.nowMs)) return { kind: 'held', generation: state.lease.generation };
   if (!state.recorded || state.outcome === null) return { kind: 'stop', decision: null, why: 'the current attempt has no recorded outcome yet' };
-  if (state.abandoned === true) return { kind: 'stop', decision: null, why: 'a person abandoned it; its lane moved on' };
+  if (state.abandoned) return { kind: 'stop', decision: null, why: 'a person abandoned it; its lane moved on' };
   if (state.outcome === 'not_attempted' && state.phase !== 'connection_setup') {
     // VAULT_LOCKED, a gate or a validation refusal: a resend changes nothing until something else does.
     return { kind: 'stop', decision: null, why: `not_attempted in ${state.phase ?? 'an unknown phase'}: nothing to resend yet` };
@@ -66,8 +66,8 @@ export function planRetry(state: ActionState, ctx: RetryContext): RetryPlan {
 }
 
 function sending(state: ActionState, ctx: RetryContext, decision: SendingRetry): RetryPlan {
-  const generation = (state.retry_generation ?? 0) + 1;
-  const budget = state.retry_budget ?? 0;
+  const generation = state.retry_generation + 1;
+  const budget = state.retry_budget;
   if (generation > budget) return { kind: 'exhausted', decision, budget };
   const doubled = ctx.backoffMs * 2 ** (generation - 1);
   const delayMs = Math.min(retryDelayMsMax, Math.max(doubled, state.retry_after_ms ?? 0));

@@ -37,7 +37,7 @@ describe('the session projection', () => {
   it('counts each reconnection of a pending or approved session, and refuses one of a revoked or ended session', () => {
     const reconnected = { client_name: 'claude-code', client_version: '2' };
     let s = applySessionEvent(undefined, ev('SESSION_STARTED', startedPayload, 'ses_again_1'));
-    expect(s.reconnects).toBeUndefined();
+    expect(s.reconnects).toBe(0);
     s = applySessionEvent(s, ev('SESSION_RECONNECTED', reconnected, 'ses_again_1'));
     expect(s).toMatchObject({ status: 'pending', reconnects: 1 });
     s = applySessionEvent(s, ev('SESSION_APPROVED', { actor: person }, 'ses_again_1'));

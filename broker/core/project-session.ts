@@ -1,4 +1,27 @@
-import { actorLabel, CodedError, type JournalEvent, type SessionState } from '../contract/index.js';
+import {
+  actorLabel,
+  CodedError,
+  transitionRefusalOf,
+  TransitionRefused,
+  type JournalEvent,
+  type SessionState,
+  type TransitionRefusalKind,
+} from '../contract/index.js';
+import type { Folded } from './project.js';
+
+/**
+ * applySessionEvent for the journal's compare-and-swap: a lost race (approved, revoked or ended
+ * meanwhile; the same process started twice) is a refusal value; a bug still throws.
+ */
+export function foldSessionEvent(state: SessionState | undefined, event: JournalEvent): Folded<SessionState> {
+  try {
+    return { ok: true, state: applySessionEvent(state, event) };
+  } catch (error) {
+    const refusal = transitionRefusalOf(error);
+    if (refusal === undefined) throw error;
+    return { ok: false, refusal };
+  }
+}
 
 /**
  * A session's current state as a pure fold of its SESSION_* events in append order. Rules: a
@@ -31,6 +54,7 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       started_at_ms: event.at_ms,
       ended_at_ms: null,
       updated_at_ms: event.at_ms,
+      reconnects: 0,
     };
   }
   if (event.action_id !== state.session_id) return impossible(event, `event for ${event.action_id} folded into ${state.session_id}`);
@@ -38,20 +62,20 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
   const next: SessionState = { ...state, last_seq: event.seq, updated_at_ms: event.at_ms };
   switch (event.kind) {
     case 'SESSION_STARTED':
-      return impossible(event, 'a session starts once');
+      return refused('session_exists', event, 'a session starts once');
     case 'SESSION_APPROVED':
-      if (state.status !== 'pending') return impossible(event, `approval of a session that is ${state.status}`);
+      if (state.status !== 'pending') return refused('session_not_pending', event, `approval of a session that is ${state.status}`);
       next.status = 'approved';
       next.approved_by = actorLabel(event.payload.actor);
       break;
     case 'SESSION_REVOKED':
-      if (state.status !== 'pending' && state.status !== 'approved') return impossible(event, `revocation of a session that is ${state.status}`);
+      if (state.status !== 'pending' && state.status !== 'approved') return refused('session_closed', event, `revocation of a session that is ${state.status}`);
       next.status = 'revoked';
       next.revoked_by = actorLabel(event.payload.actor);
       next.revoke_reason = event.payload.reason;
       break;
     case 'SESSION_ENDED':
-      if (state.ended_at_ms !== null) return impossible(event, 'a session ends once');
+      if (state.ended_at_ms !== null) return refused('session_ended', event, 'a session ends once');
       // A revoked session stays revoked in status; its end is still recorded.
       if (state.status !== 'revoked') next.status = 'ended';
       next.end_reason = event.payload.reason;
@@ -59,8 +83,8 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       break;
     case 'SESSION_RECONNECTED':
       // Only a live session is reopened: openSession refuses a revoked or ended one before appending.
-      if (state.status !== 'pending' && state.status !== 'approved') return impossible(event, `reconnection of a session that is ${state.status}`);
-      next.reconnects = (state.reconnects ?? 0) + 1;
+      if (state.status !== 'pending' && state.status !== 'approved') return refused('session_closed', event, `reconnection of a session that is ${state.status}`);
+      next.reconnects = state.reconnects + 1;
       break;
     default:
       return impossible(event, `${event.kind} is an action event, not a session event`);
@@ -76,6 +100,12 @@ export function projectSessions(events: Iterable<JournalEvent>): Map<string, Ses
     states.set(event.action_id, applySessionEvent(states.get(event.action_id), event));
   }
   return states;
+}
+
+/** A lost race: right for the session its writer read, refused for the one that is durable now. */
+function refused(kind: TransitionRefusalKind, event: JournalEvent, why: string): never {
+  const message = `seq ${event.seq} ${event.kind} on ${event.action_id}: ${why}`;
+  throw new TransitionRefused({ kind, code: 'IMPOSSIBLE_TRANSITION', message });
 }
 
 function impossible(event: JournalEvent, why: string): never {

@@ -2,6 +2,8 @@ import {
   actionStageOrder,
   CodedError,
   dispatchEvidenceRank,
+  transitionRefusalOf,
+  TransitionRefused,
   kindsRequiringClassification,
   type ActionStage,
   type ActionState,
@@ -9,14 +11,37 @@ import {
   type Classification,
   type DispatchEvidence,
   type JournalEvent,
+  type TransitionRefusal,
+  type TransitionRefusalKind,
 } from '../contract/index.js';
+
+/** One event folded: the state after it, or the typed refusal of a lost race. */
+export type Folded<S> = { readonly ok: true; readonly state: S } | { readonly ok: false; readonly refusal: TransitionRefusal };
+
+/**
+ * The projection as the journal's compare-and-swap: an event that lost a race (another decision, a
+ * dispatch, a settlement or a lease landed first) is a refusal value the caller switches on; an event
+ * no race explains (wrong subject, seq out of order, a fingerprint other than the bound one) is a bug
+ * and throws IMPOSSIBLE_TRANSITION. Either way the event is not folded.
+ */
+export function foldEvent(state: ActionState | undefined, event: JournalEvent): Folded<ActionState> {
+  try {
+    return { ok: true, state: applyEvent(state, event) };
+  } catch (error) {
+    const refusal = transitionRefusalOf(error);
+    if (refusal === undefined) throw error;
+    return { ok: false, refusal };
+  }
+}
 
 /**
  * The projection: current action state as a pure fold of its events in append order. Anything that
  * would contradict the recorded history (not_attempted after DISPATCH_STARTED, committed → unknown,
- * two terminal decisions) is a bug upstream and throws IMPOSSIBLE_TRANSITION; the journal refuses to
- * append such an event, so the stored log never holds one.
+ * two terminal decisions) throws: a refusal (refused(), a lost race) as TransitionRefused, a bug as
+ * IMPOSSIBLE_TRANSITION, both with the same code and message shape. The journal refuses to append
+ * such an event, so the stored log never holds one; replaying one (project()) is corruption either way.
  */
+// eslint-disable-next-line max-lines-per-function -- one switch over every event kind; #17 splits it with refusals as values
 export function applyEvent(state: ActionState | undefined, event: JournalEvent): ActionState {
   if (state === undefined) {
     if (event.kind !== 'ACTION_ACCEPTED') {
@@ -52,9 +77,10 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       result_digest: null,
       abandoned: false,
       retry_budget: p.retry_budget ?? 0,
-      ...(p.approval_rule === undefined ? {} : { approval_rule: p.approval_rule }),
+      approval_rule: p.approval_rule ?? null,
       retry_generation: 0,
       lease: null,
+      key_expires_at_ms: null,
       first_seq: event.seq,
       last_seq: event.seq,
       accepted_at_ms: event.at_ms,
@@ -91,7 +117,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       next.stage = 'card_shown';
       break;
     case 'APPROVED':
-      if (state.decision !== null) return impossible(event, `a second decision after ${state.decision}`);
+      if (state.decision !== null) return refused('already_decided', event, `a second decision after ${state.decision}`);
       requireOpenBeforeDispatch(event, state, closedByGate);
       requireStage(event, state, ['validated', 'card_shown'], 'approval needs a validated action');
       if (event.payload.request_fingerprint !== state.request_fingerprint) {
@@ -102,13 +128,13 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       break;
     case 'REJECTED':
     case 'EXPIRED':
-      if (state.decision !== null) return impossible(event, `a second terminal decision after ${state.decision}`);
+      if (state.decision !== null) return refused('already_decided', event, `a second terminal decision after ${state.decision}`);
       requireOpenBeforeDispatch(event, state, closedByGate);
       next.decision = event.kind === 'REJECTED' ? 'rejected' : 'expired';
       break;
     case 'CANCELLED':
       if (state.decision !== null && state.decision !== 'approved') {
-        return impossible(event, `a second terminal decision after ${state.decision}`);
+        return refused('already_decided', event, `a second terminal decision after ${state.decision}`);
       }
       requireOpenBeforeDispatch(event, state, closedByGate);
       next.decision = 'cancelled';
@@ -187,7 +213,7 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       }
       // One result per run: a retry after a throttled (rejected, backoff) answer commits its own,
       // but only while its attempt is in flight — never over a settled one.
-      if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown')) return impossible(event, 'a result is committed once');
+      if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown')) return refused('settled', event, 'a result is committed once');
       next.result_id = event.payload.result_id;
       next.result_digest = event.payload.result_digest;
       advanceStage(next, 'result_committed');
@@ -246,13 +272,13 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       break;
     case 'RECONCILIATION_RESULT':
     case 'OPERATOR_ATTESTED':
-      if (state.dispatch_seq === null) return impossible(event, `${event.kind} settles only a dispatched action`);
+      if (state.dispatch_seq === null) return refused('not_dispatched', event, `${event.kind} settles only a dispatched action`);
       // Never over an attempt in flight, nor under another worker's live retry lease: that attempt's
       // own answer decides, and a lookup that ran before it says nothing about it.
-      if (!state.recorded) return impossible(event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
-      if (leaseLive(state, event.at_ms)) return impossible(event, `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`);
+      if (!state.recorded) return refused('attempt_in_flight', event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
+      if (leaseLive(state, event.at_ms)) return refused('lease_held', event, `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`);
       if (event.kind === 'RECONCILIATION_RESULT' && event.payload.attempts_seen !== undefined && event.payload.attempts_seen !== state.attempts.length) {
-        return impossible(event, `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`);
+        return refused('stale_lookup', event, `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`);
       }
       break;
     case 'RETRY_LEASED': {
@@ -260,24 +286,24 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       // a retry may leave, only as the next generation, only within the recorded budget, and only
       // when no other lease is still live. Two workers racing for it: the journal folds one first,
       // and the other's generation is no longer next.
-      const generation = state.retry_generation ?? 0;
+      const generation = state.retry_generation;
       const retriable =
         state.recorded &&
-        state.abandoned !== true &&
+        !state.abandoned &&
         (state.outcome === 'unknown' || ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
-      if (!retriable) return impossible(event, `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`);
+      if (!retriable) return refused('not_retriable', event, `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`);
       const lease = state.lease;
-      if (event.payload.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || state.key_expires_at_ms === undefined || event.at_ms >= state.key_expires_at_ms)) {
-        return impossible(event, 'a same-key retry needs the bound key inside its earliest safe expiry');
+      if (event.payload.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms)) {
+        return refused('not_retriable', event, 'a same-key retry needs the bound key inside its earliest safe expiry');
       }
       if (lease?.open === true && event.at_ms < lease.expires_at_ms) {
-        throw new CodedError('LEASE_LOST', `seq ${event.seq} RETRY_LEASED on ${event.action_id}: generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`);
+        return refused('lease_held', event, `generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`, 'LEASE_LOST');
       }
       if (event.payload.generation !== generation + 1) {
-        throw new CodedError('LEASE_LOST', `seq ${event.seq} RETRY_LEASED on ${event.action_id}: generation ${event.payload.generation} is not the next (${generation + 1})`);
+        return refused('lease_lost', event, `generation ${event.payload.generation} is not the next (${generation + 1})`, 'LEASE_LOST');
       }
-      if (event.payload.generation > (state.retry_budget ?? 0)) {
-        return impossible(event, `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget ?? 0}`);
+      if (event.payload.generation > state.retry_budget) {
+        return refused('not_retriable', event, `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget}`);
       }
       next.retry_generation = event.payload.generation;
       next.lease = { generation: event.payload.generation, holder: event.payload.holder, expires_at_ms: event.payload.expires_at_ms, open: true, decision: event.payload.decision };
@@ -286,9 +312,9 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
     case 'ABANDONED':
       // Only a blocked head: dispatched, its attempt classified, and still unknown.
       if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
-        return impossible(event, 'only a dispatched action whose recorded outcome is unknown can be abandoned');
+        return refused(abandonRefusal(state), event, 'only a dispatched action whose recorded outcome is unknown can be abandoned');
       }
-      if (state.abandoned === true) return impossible(event, 'the action was already abandoned');
+      if (state.abandoned) return refused('abandoned', event, 'the action was already abandoned');
       next.abandoned = true;
       // An abandoned action is never sent again: a lease taken before the abandon dies with it.
       if (state.lease?.open === true) next.lease = { ...state.lease, open: false };
@@ -326,7 +352,7 @@ export function project(events: Iterable<JournalEvent>): Map<string, ActionState
 function applyClassification(event: JournalEvent, before: ActionState, next: ActionState, c: Classification): void {
   // Judge against the state including this event: a DISPATCH_STARTED cannot carry not_attempted.
   if (next.dispatch_seq !== null && c.outcome === 'not_attempted') {
-    impossible(event, 'not_attempted after DISPATCH_STARTED');
+    refused('already_dispatched', event, 'not_attempted after DISPATCH_STARTED');
   }
   if (next.dispatch_seq === null && c.outcome !== 'not_attempted') {
     impossible(event, `${c.outcome} without DISPATCH_STARTED`);
@@ -334,7 +360,7 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   const settled = before.outcome === 'committed' || before.outcome === 'rejected';
   if (settled && before.recorded) {
     const deliveryNote = c.phase === 'result_delivery' && c.outcome === before.outcome && c.effect === before.effect;
-    if (!deliveryNote) impossible(event, `${before.outcome} → ${c.outcome}: the action was already settled`);
+    if (!deliveryNote) refused('settled', event, `${before.outcome} → ${c.outcome}: the action was already settled`);
   }
   next.outcome = c.outcome;
   next.phase = c.phase;
@@ -381,25 +407,28 @@ function updateAttempt(event: JournalEvent, next: ActionState, n: number, change
 }
 
 function requireStage(event: JournalEvent, state: ActionState, allowed: readonly ActionStage[], why: string): void {
-  if (!allowed.includes(state.stage) || state.outcome !== null) impossible(event, `${why} (stage ${state.stage})`);
+  if (allowed.includes(state.stage) && state.outcome === null) return;
+  // The record moved on (or not yet there) since its writer read it: a card shown after a decision, a late decision.
+  const kind = state.dispatch_seq !== null ? 'already_dispatched' : state.outcome !== null ? 'closed' : 'wrong_stage';
+  refused(kind, event, `${why} (stage ${state.stage})`);
 }
 
 function requireOpenBeforeDispatch(event: JournalEvent, state: ActionState, closedByGate: boolean): void {
-  if (state.dispatch_seq !== null) impossible(event, `${event.kind} after DISPATCH_STARTED`);
-  if (closedByGate) impossible(event, `${event.kind} after the ticket was ${state.decision}`);
-  if (state.phase === 'validation') impossible(event, `${event.kind} after preflight failed`);
+  if (state.dispatch_seq !== null) refused('already_dispatched', event, `${event.kind} after DISPATCH_STARTED`);
+  if (closedByGate) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
+  if (state.phase === 'validation') refused('closed', event, `${event.kind} after preflight failed`);
 }
 
 function requireDispatchable(event: JournalEvent, state: ActionState, closedByGate: boolean): void {
-  if (closedByGate) impossible(event, `${event.kind} after the ticket was ${state.decision}`);
-  if (state.phase === 'validation') impossible(event, `${event.kind} after a validation failure`);
-  if (state.outcome === 'committed') impossible(event, `${event.kind} after a committed result`);
-  if (state.abandoned === true) impossible(event, `${event.kind} after a person abandoned it`);
+  if (closedByGate) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
+  if (state.phase === 'validation') refused('closed', event, `${event.kind} after a validation failure`);
+  if (state.outcome === 'committed') refused('settled', event, `${event.kind} after a committed result`);
+  if (state.abandoned) refused('abandoned', event, `${event.kind} after a person abandoned it`);
   if ((state.outcome === 'rejected' || state.outcome === 'not_attempted') && state.retry !== 'backoff') {
-    impossible(event, `${event.kind} after ${state.outcome} without a backoff disposition`);
+    refused(state.outcome === 'rejected' ? 'settled' : 'closed', event, `${event.kind} after ${state.outcome} without a backoff disposition`);
   }
   if (state.outcome === 'unknown' && !state.recorded) {
-    impossible(event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
+    refused('attempt_in_flight', event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
   }
 }
 
@@ -411,18 +440,20 @@ function requireDispatchable(event: JournalEvent, state: ActionState, closedByGa
  */
 function requireLease(event: JournalEvent, state: ActionState, generation: number | undefined): void {
   const lease = state.lease;
-  if (lease === null || lease === undefined) {
+  if (lease === null) {
     if (generation !== undefined) impossible(event, `DISPATCH_STARTED names generation ${generation} but no retry lease was taken`);
     // A recorded outcome ends the first run; any later dispatch is a retry and needs the lease.
-    if (state.recorded && state.outcome !== null) impossible(event, 'a retry after a recorded outcome needs a retry lease (RETRY_LEASED)');
+    if (state.recorded && state.outcome !== null) refused('no_lease', event, 'a retry after a recorded outcome needs a retry lease (RETRY_LEASED)');
     return;
   }
   // A same-key retry must also land inside the key's window: past it the remote may have forgotten the key.
-  const keyLapsed = lease.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || state.key_expires_at_ms === undefined || event.at_ms >= state.key_expires_at_ms);
+  const keyLapsed = lease.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms);
   if (generation !== lease.generation || !lease.open || event.at_ms >= lease.expires_at_ms || keyLapsed) {
-    throw new CodedError(
+    refused(
+      'lease_lost',
+      event,
+      `generation ${generation ?? 'none'} is not the live lease (generation ${lease.generation}, ${lease.open ? `expires ${lease.expires_at_ms}` : 'its attempt is recorded'})`,
       'LEASE_LOST',
-      `seq ${event.seq} DISPATCH_STARTED on ${event.action_id}: generation ${generation ?? 'none'} is not the live lease (generation ${lease.generation}, ${lease.open ? `expires ${lease.expires_at_ms}` : 'its attempt is recorded'})`,
     );
   }
 }
@@ -439,7 +470,7 @@ function requireAuthorized(event: JournalEvent, state: ActionState): void {
 }
 
 function requireNextAttempt(event: JournalEvent, state: ActionState, n: number): void {
-  if (n !== state.attempts.length + 1) impossible(event, `attempt ${n} after ${state.attempts.length} attempts`);
+  if (n !== state.attempts.length + 1) refused('attempt_taken', event, `attempt ${n} after ${state.attempts.length} attempts`);
 }
 
 function advanceStage(next: ActionState, stage: ActionStage): void {
@@ -454,6 +485,23 @@ function strongest(a: DispatchEvidence, b: DispatchEvidence): DispatchEvidence {
   return dispatchEvidenceRank[a] >= dispatchEvidenceRank[b] ? a : b;
 }
 
+/** Why an ABANDONED lost: the head was settled meanwhile, its attempt is still in flight, or it never dispatched. */
+function abandonRefusal(state: ActionState): TransitionRefusalKind {
+  if (state.dispatch_seq === null) return 'not_dispatched';
+  return state.recorded ? 'settled' : 'attempt_in_flight';
+}
+
+/** A lost race: right for the record its writer read, refused for the one that is durable now (foldEvent returns it). */
+function refused(
+  kind: TransitionRefusalKind,
+  event: JournalEvent,
+  why: string,
+  code: TransitionRefusal['code'] = 'IMPOSSIBLE_TRANSITION',
+): never {
+  throw new TransitionRefused({ kind, code, message: `seq ${event.seq} ${event.kind} on ${event.action_id}: ${why}` });
+}
+
+/** A bug upstream: no race explains this event. */
 function impossible(event: JournalEvent, why: string): never {
   throw new CodedError('IMPOSSIBLE_TRANSITION', `seq ${event.seq} ${event.kind} on ${event.action_id}: ${why}`);
 }

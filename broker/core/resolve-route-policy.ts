@@ -1,7 +1,6 @@
+import type { ApprovalMode } from '../contract/index.js';
 import { fillTemplate, matchPathTemplate } from './path-template.js';
 import { resolveLane, type LaneResolution, type LaneRouteView } from './resolve-lane.js';
-
-export type ApprovalMode = 'none' | 'session' | 'per_call';
 
 /** One configured method/path rule of a route (postern.yaml `routes[].rules[]`). */
 export interface RouteRule {

@@ -52,6 +52,7 @@ function session(id: string, pid: number, status: SessionState['status'] = 'appr
     session_id: id, status, pid, uid: 1000, start_time: String(pid * 10), ppid: null, exe: null, cwd: null, parent_exe: null,
     client_name: null, client_version: null, approved_by: null, revoked_by: null, revoke_reason: null, end_reason: null,
     first_seq: 1, last_seq: 1, started_at_ms: 0, ended_at_ms: status === 'ended' ? 1 : null, updated_at_ms: 0,
+    reconnects: 0,
   };
 }
 

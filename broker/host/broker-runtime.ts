@@ -77,6 +77,7 @@ export interface BrokerRuntime {
  * migrations and recovery before anything else can append; the agent socket opens only after the
  * queue has rebuilt its lanes from the journal, and the control socket last.
  */
+// eslint-disable-next-line max-lines-per-function -- the composition order and its unwinding on failure read as one sequence, by design
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
   // Before anything else touches the data directory: recovery, the vault and the sockets' stale-file
   // rule are only safe in the one process that holds it (data-dir-lock.ts). A second broker stops here.

@@ -110,6 +110,7 @@ export interface ConfigIntegrity {
  * copy, and decides what is in force. No vault yet: the MAC is checked at `attach`/unlock, and
  * nothing can be dispatched before that (every route and host needs a credential).
  */
+// eslint-disable-next-line max-lines-per-function -- returns one object of closures over the file, the accepted copy and the pending change
 export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigIntegrity {
   const logger = options.logger;
   const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };

@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ActionState, SessionState } from '../contract/index.js';
 import { splitActionTarget, type ActionTimeline, type BoundIdempotencyKey, type OutcomeCountRow } from '../core/index.js';
+import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
 export interface EventRow {
@@ -91,6 +92,7 @@ export class JournalStore implements AuditStore {
     loadTimeline: () => Statement<[string], ActionTimeline>;
   };
 
+  // eslint-disable-next-line max-lines-per-function -- a flat table of prepared statements, one per query
   constructor(db: Database) {
     this.sql = {
       lastSeq: lazy(db, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`),
@@ -289,28 +291,28 @@ export class JournalStore implements AuditStore {
     this.sql.insertCheckpoint().run(checkpoint);
   }
 
-  /** The stored state is written only by this class from a projected ActionState, so it is trusted. */
+  /** Every stored state is read through upgradeActionState or upgradeSessionState: a row an older broker wrote comes back whole. */
   loadState(actionId: string): ActionState | undefined {
     const row = this.sql.loadState().get(actionId);
-    return row === undefined ? undefined : (JSON.parse(row.state) as ActionState);
+    return row === undefined ? undefined : upgradeActionState(row.state);
   }
 
   listStates(fromTicket: number, limit: number): ActionState[] {
-    return this.sql.listStates().all(fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+    return this.sql.listStates().all(fromTicket, limit).map((row) => upgradeActionState(row.state));
   }
 
   loadSession(sessionId: string): SessionState | undefined {
     const row = this.sql.loadSession().get(sessionId);
-    return row === undefined ? undefined : (JSON.parse(row.state) as SessionState);
+    return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
   listSessions(limit: number): SessionState[] {
-    return this.sql.listSessions().all(limit).map((row) => JSON.parse(row.state) as SessionState);
+    return this.sql.listSessions().all(limit).map((row) => upgradeSessionState(row.state));
   }
 
   findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
     const row = this.sql.findSession().get(pid, startTime);
-    return row === undefined ? undefined : (JSON.parse(row.state) as SessionState);
+    return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
   writeSession(session: SessionState): void {
@@ -326,7 +328,7 @@ export class JournalStore implements AuditStore {
   }
 
   listLane(lane: string, fromTicket: number, limit: number): ActionState[] {
-    return this.sql.listLane().all(lane, fromTicket, limit).map((row) => JSON.parse(row.state) as ActionState);
+    return this.sql.listLane().all(lane, fromTicket, limit).map((row) => upgradeActionState(row.state));
   }
 
   /** Actions grouped by their current (phase, outcome, code); null outcome = still open before dispatch. */
@@ -339,7 +341,7 @@ export class JournalStore implements AuditStore {
   }
 
   listSessionActions(sessionId: string, limit: number): ActionState[] {
-    return this.sql.listSessionActions().all(sessionId, limit).map((row) => JSON.parse(row.state) as ActionState);
+    return this.sql.listSessionActions().all(sessionId, limit).map((row) => upgradeActionState(row.state));
   }
 
   /** The binding of a key on a route and scope, expired or not (the caller compares times). */

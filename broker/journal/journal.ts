@@ -10,6 +10,8 @@ import {
   type JournalEvent,
   type NewEvent,
   type SessionState,
+  TransitionRefused,
+  type TransitionRefusal,
 } from '../contract/index.js';
 import {
   advanceActionTimeline,
@@ -28,7 +30,7 @@ import { sodiumReady } from './event-cipher.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { migration009SealedResults, truncateWal } from './migrations/009-sealed-results.js';
 import type { Migration } from './migration.js';
-import { planUnit, type Appended, type AppendedConfig, type AppendedSession, type PlannedUnit } from './plan-unit.js';
+import { planUnit, type Appended, type AppendedConfig, type AppendedSession, type PlanResult } from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 
@@ -121,11 +123,21 @@ export interface JournalCommit {
   readonly kinds: readonly EventKind[];
 }
 
+/**
+ * What a try-append answers: the durable events, or the typed refusal of a lost race (another
+ * decision, a dispatch, a settlement, a lease landed first), which the caller switches on.
+ */
+export type AppendResult<T> = { readonly ok: true; readonly appended: T } | { readonly ok: false; readonly refusal: TransitionRefusal };
+
 interface Unit {
   readonly events: readonly NewEvent[];
-  resolve(appended: AnyAppended[]): void;
+  /** Committed, or refused as a value; reject is for everything else (a malformed event, a bug, a failed journal). */
+  resolve(result: AppendResult<AnyAppended[]>): void;
   reject(error: unknown): void;
 }
+
+/** Why a unit was not committed: a lost race (a value, resolved) or a fault of its own events (rejected). */
+type UnitRefusal = { readonly ok: false; readonly refusal: TransitionRefusal } | { readonly error: unknown };
 
 /**
  * The write-ahead journal: the append-only event log and the current-state tables, written in one
@@ -214,17 +226,34 @@ export class Journal {
     }
   }
 
-  /** Resolves once the event is durable, with its append position and the action's new state. */
+  /**
+   * Resolves once the event is durable, with its append position and the action's new state. A
+   * caller that does not expect a race gets a refusal as TransitionRefused (its code and message as
+   * ever); a caller that does uses tryAppend and switches on the refusal.
+   */
   async append(event: NewEvent): Promise<Appended> {
-    const [appended] = await this.enqueue([event], 'action');
+    return appendedOrThrow(await this.tryAppend(event));
+  }
+
+  /** append, with a lost race answered as a value instead of thrown. */
+  async tryAppend(event: NewEvent): Promise<AppendResult<Appended>> {
+    const result = await this.enqueue([event], 'action');
+    if (!result.ok) return result;
+    const [appended] = result.appended;
     if (appended === undefined || !('state' in appended)) throw new Error('a one-event unit resolved without its event');
-    return appended;
+    return { ok: true, appended };
   }
 
   /** All the events land in one transaction, in order, or none does. */
   async appendBatch(events: readonly NewEvent[]): Promise<Appended[]> {
-    if (events.length === 0) return [];
-    return (await this.enqueue(events, 'action')).filter((a): a is Appended => 'state' in a);
+    return appendedOrThrow(await this.tryAppendBatch(events));
+  }
+
+  /** appendBatch, with a lost race (of any event: the whole batch is refused) answered as a value. */
+  async tryAppendBatch(events: readonly NewEvent[]): Promise<AppendResult<Appended[]>> {
+    if (events.length === 0) return { ok: true, appended: [] };
+    const result = await this.enqueue(events, 'action');
+    return result.ok ? { ok: true, appended: result.appended.filter((a): a is Appended => 'state' in a) } : result;
   }
 
   /**
@@ -232,9 +261,16 @@ export class Journal {
    * the same commit path as actions: the same hash chain, the same group commit, the same refusals.
    */
   async appendSession(event: NewEvent): Promise<AppendedSession> {
-    const [appended] = await this.enqueue([event], 'session');
+    return appendedOrThrow(await this.tryAppendSession(event));
+  }
+
+  /** appendSession, with a lost race (approved, revoked or ended meanwhile; started twice) answered as a value. */
+  async tryAppendSession(event: NewEvent): Promise<AppendResult<AppendedSession>> {
+    const result = await this.enqueue([event], 'session');
+    if (!result.ok) return result;
+    const [appended] = result.appended;
     if (appended === undefined || !('session' in appended)) throw new Error('a session unit resolved without its event');
-    return appended;
+    return { ok: true, appended };
   }
 
   /**
@@ -242,7 +278,7 @@ export class Journal {
    * folded into no state (the action and session projections skip it).
    */
   async appendConfig(event: NewEvent): Promise<AppendedConfig> {
-    const [appended] = await this.enqueue([event], 'config');
+    const [appended] = appendedOrThrow(await this.enqueue([event], 'config'));
     if (appended === undefined) throw new Error('a configuration unit resolved without its event');
     return appended;
   }
@@ -443,7 +479,7 @@ export class Journal {
     return Promise.resolve();
   }
 
-  private enqueue(input: readonly NewEvent[], subject: Subject): Promise<AnyAppended[]> {
+  private enqueue(input: readonly NewEvent[], subject: Subject): Promise<AppendResult<AnyAppended[]>> {
     if (this.state !== 'open') return Promise.reject(this.unavailable());
     let events: NewEvent[];
     try {
@@ -462,7 +498,7 @@ export class Journal {
         new CodedError('JOURNAL_UNAVAILABLE', `the append queue is full (${this.pendingEventsMax} events waiting)`),
       );
     }
-    return new Promise<AnyAppended[]>((resolve, reject) => {
+    return new Promise<AppendResult<AnyAppended[]>>((resolve, reject) => {
       this.queue.push({ events, resolve, reject });
       this.pendingEvents += events.length;
       this.scheduleFlush();
@@ -501,7 +537,8 @@ export class Journal {
   /** Plans and writes every unit in one transaction; settles each unit only after COMMIT. */
   private commitUnits(units: readonly Unit[]): void {
     const accepted: Array<{ unit: Unit; appended: readonly AnyAppended[] }> = [];
-    const refused: Array<{ unit: Unit; error: unknown }> = [];
+    // In unit order: a lost race (a value) or a fault of the unit's own (malformed, a bug).
+    const refused: Array<{ unit: Unit; refusal: UnitRefusal }> = [];
     let lastSeq = this.lastSeq;
     let appendedCount = 0;
     try {
@@ -530,14 +567,19 @@ export class Journal {
       const timelines = new Map<string, ActionTimeline>();
       const timelineOf = (id: string): ActionTimeline => timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
       for (const unit of units) {
-        let plan: PlannedUnit;
+        let planned: PlanResult;
         try {
-          plan = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf, sessionOf, idempotencyKeyOf });
+          planned = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf, sessionOf, idempotencyKeyOf });
         } catch (error) {
-          if (!isRefusal(error)) throw error;
-          refused.push({ unit, error });
+          if (!isUnitFault(error)) throw error;
+          refused.push({ unit, refusal: { error } });
           continue;
         }
+        if (!planned.ok) {
+          refused.push({ unit, refusal: planned });
+          continue;
+        }
+        const plan = planned.plan;
         for (const { event } of plan.appended) {
           this.sealFault?.(event);
           this.store.insertEvent(this.audit.seal(event).row);
@@ -573,8 +615,11 @@ export class Journal {
     } else {
       this.audit.commitAbandoned();
     }
-    for (const { unit, error } of refused) unit.reject(error);
-    for (const { unit, appended } of accepted) unit.resolve([...appended]);
+    for (const { unit, refusal } of refused) {
+      if ('error' in refusal) unit.reject(refusal.error);
+      else unit.resolve(refusal);
+    }
+    for (const { unit, appended } of accepted) unit.resolve({ ok: true, appended: [...appended] });
     if (accepted.length > 0) this.tellCommit({ last_seq: lastSeq, kinds: accepted.flatMap(({ appended }) => appended.map(({ event }) => event.kind)) });
     // After the release: a signature (~45 µs) and its fsync never delay a dispatcher.
     if (accepted.length > 0 && this.audit.intervalCheckpointDue()) this.auditWrite(() => this.audit.checkpointIfDue('interval'));
@@ -667,8 +712,9 @@ export class Journal {
       const units = events.slice(i, i + this.batchEventsMax).map(
         (event): Unit => ({
           events: [event],
-          resolve: () => {
-            this.recoveredAtOpen += 1;
+          resolve: (result) => {
+            if (result.ok) this.recoveredAtOpen += 1;
+            else refusals.push(new TransitionRefused(result.refusal));
           },
           reject: (error) => refusals.push(error),
         }),
@@ -696,11 +742,19 @@ function journalPath(options: JournalOpenOptions): string {
 }
 
 /**
- * Refusals are about one event (an impossible transition, a malformed event, an idempotency key
- * bound to another fingerprint, a retry lease another worker holds); anything else (a SQLite error, a bug) is fatal for the batch.
+ * A fault of one unit's own events (a malformed event, an idempotency key bound to another
+ * fingerprint, a transition no race explains) rejects that unit only; anything else (a SQLite
+ * error, a sealing failure) is fatal for the batch. Lost races never get here: planUnit returns them.
  */
-function isRefusal(error: unknown): boolean {
-  return isCodedError(error) && (error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH' || error.code === 'LEASE_LOST');
+function isUnitFault(error: unknown): boolean {
+  if (!isCodedError(error)) return false;
+  return error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH';
+}
+
+/** The durable events, or the refusal thrown with its code and message as ever (for a caller that expects no race). */
+function appendedOrThrow<T>(result: AppendResult<T>): T {
+  if (!result.ok) throw new TransitionRefused(result.refusal);
+  return result.appended;
 }
 
 function positive(value: number, name: string): number {

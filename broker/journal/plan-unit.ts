@@ -1,5 +1,12 @@
-import { applyEvent, applySessionEvent, bindIdempotencyKey, idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
-import { CodedError, type ActionState, type JournalEvent, type NewEvent, type SessionState } from '../contract/index.js';
+import { bindIdempotencyKey, foldEvent, foldSessionEvent, idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
+import {
+  CodedError,
+  type ActionState,
+  type JournalEvent,
+  type NewEvent,
+  type SessionState,
+  type TransitionRefusal,
+} from '../contract/index.js';
 
 /** Where the unit lands: the next append position, the last issued ticket, the wall time. */
 export interface PlanContext {
@@ -41,13 +48,17 @@ export interface PlannedUnit {
   readonly lastTicket: number;
 }
 
+/** A unit planned, or refused whole because one of its events lost a race (nothing of it is written). */
+export type PlanResult = { readonly ok: true; readonly plan: PlannedUnit } | { readonly ok: false; readonly refusal: TransitionRefusal };
+
 /**
  * Turns validated new events into durable events (seq, wall time, ticket, session and lane filled
- * in) and folds each through broker/core applyEvent, the single source of transition rules. Throws
- * CodedError (IMPOSSIBLE_TRANSITION, INVALID_ARGUMENT) without side effects when any event of the
- * unit is refused, so the caller can drop the whole unit and keep the rest of the batch.
+ * in) and folds each through broker/core foldEvent, the single source of transition rules. An event
+ * that lost a race refuses the unit as a value (the first refusal); a bug (IMPOSSIBLE_TRANSITION)
+ * or a contradicted field (INVALID_ARGUMENT, IDEMPOTENCY_MISMATCH) throws. Either way without side
+ * effects, so the caller can drop the whole unit and keep the rest of the batch.
  */
-export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): PlannedUnit {
+export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): PlanResult {
   const states = new Map<string, ActionState>();
   const sessions = new Map<string, SessionState>();
   const idempotencyKeys = new Map<string, BoundIdempotencyKey>();
@@ -57,9 +68,10 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     if (input.action_id.startsWith('ses_')) {
       // A session event: its own subject, stamped with itself as the session.
       const event: JournalEvent = { ...input, seq: ctx.nextSeq + i, at_ms: ctx.atMs, session_id: input.action_id, ticket: null, lane: null };
-      const session = applySessionEvent(sessions.get(input.action_id) ?? ctx.sessionOf(input.action_id), event);
-      sessions.set(input.action_id, session);
-      appended.push({ event, session });
+      const folded = foldSessionEvent(sessions.get(input.action_id) ?? ctx.sessionOf(input.action_id), event);
+      if (!folded.ok) return folded;
+      sessions.set(input.action_id, folded.state);
+      appended.push({ event, session: folded.state });
       continue;
     }
     if (input.action_id.startsWith('cfg_')) {
@@ -70,12 +82,13 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);
     const stamped = stamp(input, before, ctx.nextSeq + i, ctx.atMs, lastTicket);
     if (input.kind === 'ACTION_ACCEPTED' && stamped.ticket !== null) lastTicket = stamped.ticket;
-    const after = applyEvent(before, stamped);
+    const folded = foldEvent(before, stamped);
+    if (!folded.ok) return folded;
     bindKey(stamped, idempotencyKeys, ctx);
-    states.set(input.action_id, after);
-    appended.push({ event: stamped, state: after });
+    states.set(input.action_id, folded.state);
+    appended.push({ event: stamped, state: folded.state });
   }
-  return { appended, states, sessions, idempotencyKeys, lastTicket };
+  return { ok: true, plan: { appended, states, sessions, idempotencyKeys, lastTicket } };
 }
 
 /**
@@ -109,7 +122,7 @@ function stamp(input: NewEvent, before: ActionState | undefined, seq: number, at
     return { ...input, seq, at_ms: atMs, ticket, session_id: input.session_id ?? null, lane: input.lane ?? null };
   }
   if (before === undefined) {
-    // applyEvent refuses it: the first event of an action must be ACTION_ACCEPTED.
+    // foldEvent throws: the first event of an action must be ACTION_ACCEPTED.
     return { ...input, seq, at_ms: atMs, session_id: input.session_id ?? null, ticket: input.ticket ?? null, lane: input.lane ?? null };
   }
   const session_id = copied(input, 'session_id', before.session_id);

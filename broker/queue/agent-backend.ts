@@ -11,6 +11,7 @@ import {
   callWaitMsMax,
   CodedError,
   isCodedError,
+  TransitionRefused,
   type ActionState,
   type AgentPeer,
   type AgentRouteList,
@@ -72,6 +73,7 @@ export interface RunningAgentBackend extends AgentBackend {
  * channel's timeout: when it passes, the action keeps its place and stays queryable
  * (action_status / fetch_result). Refusals are answers, never throws.
  */
+// eslint-disable-next-line max-lines-per-function -- the six tools as closures over sessions and open actions; #17 moves actions out
 export async function createAgentBackend(deps: AgentBackendDeps): Promise<RunningAgentBackend> {
   const bootId = deps.bootId ?? readBootId();
   const log = deps.logger;
@@ -128,29 +130,29 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
         return { session_id: existing.session_id };
       }
       const sessionId = sessionIdFor(bootId, peer);
-      try {
-        await deps.journal.appendSession({
-          kind: 'SESSION_STARTED',
-          action_id: sessionId,
-          payload: {
-            pid: peer.pid,
-            uid: peer.uid,
-            start_time: peer.start_time.slice(0, 64),
-            ppid: peer.ppid,
-            exe: clip(peer.exe, 4096),
-            cwd: clip(peer.cwd, 4096),
-            parent_exe: clip(peer.parent_exe, 4096),
-            client_name: clip(client.name ?? null, 200),
-            client_version: clip(client.version ?? null, 100),
-          },
-        });
-        if (deps.config.agents.session_approval === 'observe') {
-          await deps.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor: observePolicyActor } });
-        }
-      } catch (error) {
-        // The same process under the same boot maps to the same id: an earlier record decides.
-        const recorded = isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION' ? deps.journal.getSession(sessionId) : undefined;
-        if (recorded === undefined) throw error;
+      const started = await deps.journal.tryAppendSession({
+        kind: 'SESSION_STARTED',
+        action_id: sessionId,
+        payload: {
+          pid: peer.pid,
+          uid: peer.uid,
+          start_time: peer.start_time.slice(0, 64),
+          ppid: peer.ppid,
+          exe: clip(peer.exe, 4096),
+          cwd: clip(peer.cwd, 4096),
+          parent_exe: clip(peer.parent_exe, 4096),
+          client_name: clip(client.name ?? null, 200),
+          client_version: clip(client.version ?? null, 100),
+        },
+      });
+      const approved =
+        started.ok && deps.config.agents.session_approval === 'observe'
+          ? await deps.journal.tryAppendSession({ kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor: observePolicyActor } })
+          : started;
+      if (!approved.ok) {
+        // session_exists, session_not_pending: the same process under the same boot maps to the same id, and an earlier record decides.
+        const recorded = deps.journal.getSession(sessionId);
+        if (recorded === undefined) throw new TransitionRefused(approved.refusal);
         if (recorded.status === 'revoked' || recorded.status === 'ended') throw new CodedError('SESSION_REVOKED', `this process's session was ${recorded.status}`);
       }
       deps.queue.sessionConnected(sessionId);
@@ -200,6 +202,7 @@ function readRefusalRetry(tool: AgentToolName, code: ErrorCode): 'never' | 'afte
 type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
 
 /** Starts the executor, then waits for it, the caller's deadline or the caller's stop — whichever first. */
+// eslint-disable-next-line max-lines-per-function -- executor vs caller deadline vs caller stop, with cleanup; #17 moves it out
 async function actionCall(
   deps: AgentBackendDeps,
   open: OpenActions,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { PosternConfig } from '../config/index.js';
-import { CodedError, isCodedError, type ActionState, type Actor, type ApprovalCard, type Effect, type NewEvent, type QueuePosition, type SessionState } from '../contract/index.js';
+import { CodedError, TransitionRefused, type ActionState, type Actor, type ApprovalCard, type Effect, type NewEvent, type QueuePosition, type SessionState } from '../contract/index.js';
 import { attestClassification, scheduleLane, ticketStanding, type AttestedOutcome, type TicketWait } from '../core/index.js';
 import type { Appended, Journal } from '../journal/index.js';
 import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
@@ -144,10 +144,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         payload: { actor: { kind: 'agent', id: state.session_id ?? 'agent' }, reason: stop === 'disconnected' ? 'caller disconnected' : 'caller cancelled' },
         classification: callerClassification(stop),
       };
-      try {
-        after = (await this.journal.appendBatch([callerEvent('before_dispatch'), cancelled])).at(-1)?.state ?? state;
-      } catch (error) {
-        if (!isRefusal(error)) throw error;
+      const both = await this.journal.tryAppendBatch([callerEvent('before_dispatch'), cancelled]);
+      if (both.ok) {
+        after = both.appended.at(-1)?.state ?? state;
+      } else {
         // Another event won (DISPATCH_STARTED, or a person's decision): only the caller event.
         const now = this.journal.getAction(actionId) ?? state;
         after = (await this.journal.append(callerEvent(now.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))).state;
@@ -295,12 +295,9 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * undispatched tickets. An already ended session changes nothing.
    */
   async endSession(sessionId: string, reason: 'process_exited' | 'broker_found_gone'): Promise<void> {
-    try {
-      await this.journal.appendSession({ kind: 'SESSION_ENDED', action_id: sessionId, payload: { reason } });
-    } catch (error) {
-      if (!isRefusal(error)) throw error;
-      return;
-    }
+    const ended = await this.journal.tryAppendSession({ kind: 'SESSION_ENDED', action_id: sessionId, payload: { reason } });
+    // session_ended: its end is already recorded (the sweeper and the socket both saw the process go).
+    if (!ended.ok) return;
     this.connected.delete(sessionId);
     await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended');
   }
@@ -532,17 +529,16 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile', event: NewEvent): Promise<Appended> {
-    let appended: Appended;
-    try {
-      appended = await this.journal.append(event);
-    } catch (error) {
-      if (!isRefusal(error)) throw error;
+    const result = await this.journal.tryAppend(event);
+    if (!result.ok) {
+      // Whatever won (a decision, a dispatch, a settlement, a lease), the person decided on a record that moved on.
       const field = verb === 'attest' || verb === 'reconcile' ? 'action_id' : 'ticket';
-      throw new CodedError('DECISION_CONFLICT', conflictMessage(this.journal.getAction(state.action_id) ?? state, verb), { field, cause: error });
+      const cause = new TransitionRefused(result.refusal);
+      throw new CodedError('DECISION_CONFLICT', conflictMessage(this.journal.getAction(state.action_id) ?? state, verb), { field, cause });
     }
     this.clearExpiry(state.action_id);
-    this.pumpFor(appended.state);
-    return appended;
+    this.pumpFor(result.appended.state);
+    return result.appended;
   }
 
   private decided(appended: Appended, decision: string): DecisionResult {
@@ -551,23 +547,17 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   private async decideSession(session: SessionState, event: NewEvent): Promise<SessionState> {
-    try {
-      return (await this.journal.appendSession(event)).session;
-    } catch (error) {
-      if (!isRefusal(error)) throw error;
-      throw new CodedError('DECISION_CONFLICT', sessionConflictMessage(this.journal.getSession(session.session_id) ?? session), { field: 'session_id', cause: error });
-    }
+    const result = await this.journal.tryAppendSession(event);
+    if (result.ok) return result.appended.session;
+    // session_not_pending, session_closed: another decision (or the process's end) landed first.
+    const cause = new TransitionRefused(result.refusal);
+    const message = sessionConflictMessage(this.journal.getSession(session.session_id) ?? session);
+    throw new CodedError('DECISION_CONFLICT', message, { field: 'session_id', cause });
   }
 
-  /** Appends; false when the projection refused it (another decision won), rethrows anything else. */
+  /** Appends; false when it lost a race (another decision, a dispatch or a closure won), throws anything else. */
   private async tryAppend(event: NewEvent): Promise<boolean> {
-    try {
-      await this.journal.append(event);
-      return true;
-    } catch (error) {
-      if (isRefusal(error)) return false;
-      throw error;
-    }
+    return (await this.journal.tryAppend(event)).ok;
   }
 
   private requireAction(actionId: string): ActionState {
@@ -590,6 +580,3 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 }
 
-function isRefusal(error: unknown): boolean {
-  return isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION';
-}

@@ -22,7 +22,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
     lane: state.lane,
     channel: state.channel,
     approval: state.approval,
-    approval_rule: state.approval_rule ?? null,
+    approval_rule: state.approval_rule,
     state: cardState(state, wait),
     waiting_for_ticket: wait.waiting === 'blocked_head' ? null : wait.waiting_for_ticket,
     text: wait.text,
@@ -43,7 +43,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
     accepted_at_ms: state.accepted_at_ms,
     expires_at_ms: f.expiresAtMs,
     retry_of: preview.retry_of,
-    retries: { generation: state.retry_generation ?? 0, budget: state.retry_budget ?? 0 },
+    retries: { generation: state.retry_generation, budget: state.retry_budget },
   };
   return approvalCardSchema.parse(card);
 }

@@ -14,7 +14,7 @@ export function conflictMessage(state: ActionState, verb: 'approve' | 'reject' |
     return `${t} already settled (${state.outcome ?? 'recorded'}, source ${state.source ?? 'unknown'}); only an unknown outcome can be ${done}`;
   }
   if (verb === 'abandon') {
-    if (state.abandoned === true) return `${t} already abandoned`;
+    if (state.abandoned) return `${t} already abandoned`;
     if (state.dispatch_seq === null) return `${t} was never dispatched; only a blocked head (outcome unknown) can be abandoned`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
     return `${t} already settled (${state.outcome ?? 'recorded'}); only an unknown head can be abandoned`;

@@ -6,7 +6,9 @@ import {
   CodedError,
   errorCodeMeanings,
   isCodedError,
+  transitionRefusalOf,
   type ActionState,
+  type ApprovalMode,
   type Classification,
   type Envelope,
   type IdempotencyKeyBinding,
@@ -379,7 +381,7 @@ interface Admission {
   target: string;
   fingerprint: string;
   lane: string | null;
-  approval: 'none' | 'session' | 'per_call';
+  approval: ApprovalMode;
   idempotent: boolean;
   reconciles?: string;
   retryBudget?: number;
@@ -502,11 +504,13 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun 
   try {
     return await authorizeAndSendOnce(deps, b, run);
   } catch (error) {
-    if (!isCodedError(error) || !['LEASE_LOST', 'IMPOSSIBLE_TRANSITION', 'VAULT_LOCKED'].includes(error.code)) throw error;
+    // Any lost race stops a retry before its dispatch (lease_lost, attempt_taken, settled, closed…), as does a locked vault.
+    if (transitionRefusalOf(error) === undefined && !(isCodedError(error) && error.code === 'VAULT_LOCKED')) throw error;
     const state = deps.journal.getAction(b.actionId);
     if (state === undefined) throw error;
     if (state.attempts.some((a) => a.n >= run.firstAttempt && a.state === 'dispatched')) throw error;
-    deps.logger?.info({ action_id: b.actionId, generation: run.generation, code: error.code }, 'retry stopped before dispatch');
+    const code = isCodedError(error) ? error.code : undefined;
+    deps.logger?.info({ action_id: b.actionId, generation: run.generation, code }, 'retry stopped before dispatch');
     return recordedAnswer(await closeUndispatchedRetry(deps, state, run.generation), b.fingerprint);
   }
 }
@@ -521,13 +525,14 @@ async function closeUndispatchedRetry(deps: HttpActionDeps, state: ActionState, 
   const c = stateClassification(state);
   if (c === undefined || state.lease?.open !== true || state.lease.generation !== generation) return state;
   const attempt = state.attempts.at(-1)?.n;
-  try {
-    const appended = await deps.journal.append({ kind: 'OUTCOME_RECORDED', action_id: state.action_id, payload: attempt === undefined ? {} : { attempt }, classification: { ...c, outcome_basis: 'retry_not_dispatched' } });
-    return appended.state;
-  } catch (error) {
-    if (!isCodedError(error) || error.code !== 'IMPOSSIBLE_TRANSITION') throw error;
-    return deps.journal.getAction(state.action_id) ?? state;
-  }
+  const restated = await deps.journal.tryAppend({
+    kind: 'OUTCOME_RECORDED',
+    action_id: state.action_id,
+    payload: attempt === undefined ? {} : { attempt },
+    classification: { ...c, outcome_basis: 'retry_not_dispatched' },
+  });
+  // settled (a throttled answer's record), or another worker's event won: the record as it is now.
+  return restated.ok ? restated.appended.state : (deps.journal.getAction(state.action_id) ?? state);
 }
 
 async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: AttemptRun): Promise<HttpActionResult> {
@@ -658,6 +663,7 @@ async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- records the outcome in FIFO commit order; #17 splits it into broker/actions
 async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, scrubber: SecretScrubber): Promise<HttpActionResult> {
   const nowMs = deps.clock.nowMs();
   // The expiry the journal holds for this key (PREFLIGHT_VALIDATED), not a recomputed one.

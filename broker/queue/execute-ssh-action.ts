@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
 import type { PosternConfig, SshHostSettings } from '../config/index.js';
-import { errorCodeMeanings, isCodedError, type ActionState, type Classification, type NewEvent } from '../contract/index.js';
+import { errorCodeMeanings, isCodedError, type ActionState, type ApprovalMode, type Classification, type NewEvent } from '../contract/index.js';
 import { classifyOutcome, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
@@ -102,7 +102,7 @@ interface Admission {
   target: string;
   fingerprint: string;
   lane: string | null;
-  approval: 'none' | 'session' | 'per_call';
+  approval: ApprovalMode;
 }
 
 async function accept(deps: SshActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -206,6 +206,7 @@ async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport, s
   }
 }
 
+// eslint-disable-next-line max-lines-per-function -- records the outcome in FIFO commit order; #17 splits it into broker/actions
 async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport, scrubber: SecretScrubber): Promise<SshActionResult> {
   // Everything below — result rows, digest, envelope — sees only the scrubbed output.
   const report: SshChannelReport = { ...observed, output: scrubbedOutput(observed.output, scrubber) };

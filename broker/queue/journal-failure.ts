@@ -1,4 +1,4 @@
-import { CodedError, errorCodeMeanings, isCodedError, type ActionState, type Classification } from '../contract/index.js';
+import { CodedError, errorCodeMeanings, transitionRefusalOf, type ActionState, type Classification } from '../contract/index.js';
 import type { Journal } from '../journal/index.js';
 
 /**
@@ -28,15 +28,25 @@ export type DispatchJournalFailure = { readonly kind: 'closed'; readonly state: 
 /**
  * DISPATCH_STARTED (or the CREDENTIAL_AUTHORIZED before it) was not accepted. A refusal because a
  * CANCELLED won the race just before is a closure: nothing was sent, answer the cancellation. A
- * failed journal is unknown (the row may be durable). Any other refusal is a bug and rethrows.
+ * failed journal is unknown (the row may be durable). Any other refusal, and a bug, rethrows.
  */
 export function dispatchJournalFailure(journal: Journal, actionId: string, error: unknown): DispatchJournalFailure {
-  if (isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION') {
-    const state = journal.getAction(actionId);
-    if (state !== undefined && state.dispatch_seq === null && state.outcome !== null) return { kind: 'closed', state };
-    throw error;
+  const refusal = transitionRefusalOf(error);
+  switch (refusal?.kind) {
+    case undefined:
+      // A bug (IMPOSSIBLE_TRANSITION no race explains) is never dressed up as a failed journal.
+      if (isTransitionBug(error)) throw error;
+      return { kind: 'unknown', ...journalFailedFacts(journal, actionId) };
+    case 'lease_lost':
+    case 'lease_held':
+      // The lease fence (LEASE_LOST) is answered as unknown, as it always was; retry runs catch it before this.
+      return { kind: 'unknown', ...journalFailedFacts(journal, actionId) };
+    default: {
+      const state = closedBeforeDispatch(journal, actionId);
+      if (state !== undefined) return { kind: 'closed', state };
+      throw error;
+    }
   }
-  return { kind: 'unknown', ...journalFailedFacts(journal, actionId) };
 }
 
 /** The last durable state with the unknown/JOURNAL_UNAVAILABLE classification for the answer (not journaled: it cannot be). */
@@ -67,8 +77,14 @@ export async function authorizationRefusal(journal: Journal, actionId: string, a
     await authorized;
     return undefined;
   } catch (error) {
-    const closed = isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION' ? closedBeforeDispatch(journal, actionId) : undefined;
+    // Whatever kind the refusal (closed, already_decided, settled…), only a record closed before dispatch is an answer.
+    const closed = transitionRefusalOf(error) === undefined ? undefined : closedBeforeDispatch(journal, actionId);
     if (closed === undefined) throw error;
     return closed;
   }
+}
+
+/** An impossible transition that is no lost race: a bug upstream, always rethrown. */
+function isTransitionBug(error: unknown): boolean {
+  return error instanceof CodedError && error.code === 'IMPOSSIBLE_TRANSITION';
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { isCodedError, type ActionState } from '../contract/index.js';
+import type { ActionState } from '../contract/index.js';
 import { classifyBrokerError } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 
@@ -18,11 +18,14 @@ export async function recordBrokerError(journal: Journal, actionId: string, logg
       const classification = state === undefined ? undefined : classifyBrokerError(state);
       if (state === undefined || classification === undefined) return state;
       const attempt = state.attempts.at(-1)?.n;
-      const after = (await journal.append({ kind: 'OUTCOME_RECORDED', action_id: actionId, payload: attempt === undefined ? {} : { attempt }, classification })).state;
+      const payload = attempt === undefined ? {} : { attempt };
+      const result = await journal.tryAppend({ kind: 'OUTCOME_RECORDED', action_id: actionId, payload, classification });
+      // already_dispatched (a DISPATCH_STARTED was still in the commit queue), settled, or any other
+      // event that won: the classification was for a record that moved on; read it again.
+      if (!result.ok) continue;
       logger?.error({ action_id: actionId, outcome: classification.outcome, basis: classification.outcome_basis }, 'broker error recorded for an open action');
-      return after;
+      return result.appended.state;
     } catch (error) {
-      if (isCodedError(error) && error.code === 'IMPOSSIBLE_TRANSITION') continue;
       logger?.error({ err: error, action_id: actionId }, 'recording a broker error failed');
       return undefined;
     }

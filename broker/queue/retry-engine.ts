@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { isCodedError, type Actor, type ActionState } from '../contract/index.js';
+import { TransitionRefused, type Actor, type ActionState } from '../contract/index.js';
 import { exhaustedClassification, planRetry, type RetryContext } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 import type { Clock } from '../ports/index.js';
@@ -116,7 +116,10 @@ export async function retryWhileAllowed<R>(deps: RetryEngineDeps, subject: Retry
   }
 }
 
-/** Appends RETRY_LEASED; on LEASE_LOST (or a record that no longer allows it) returns the record. */
+/**
+ * Appends RETRY_LEASED; refused, returns the record and whether another worker has the lease
+ * (lease_held, lease_lost: it answers) or the record no longer allows a retry (answer from it).
+ */
 async function takeLease(
   deps: RetryEngineDeps,
   actionId: string,
@@ -125,19 +128,23 @@ async function takeLease(
   policy: RetryPolicy,
   requester: Actor,
 ): Promise<{ state: ActionState; held: boolean } | undefined> {
-  try {
-    await deps.journal.append({
-      kind: 'RETRY_LEASED',
-      action_id: actionId,
-      payload: { generation, holder: deps.workerId ?? `worker-${process.pid}`, expires_at_ms: deps.clock.nowMs() + policy.lease_seconds * 1000, decision, requested_by: requester },
-    });
-    return undefined;
-  } catch (error) {
-    if (!isCodedError(error) || (error.code !== 'LEASE_LOST' && error.code !== 'IMPOSSIBLE_TRANSITION')) throw error;
-    deps.logger?.info({ action_id: actionId, generation, code: error.code }, 'retry lease not taken');
-    const state = deps.journal.getAction(actionId);
-    if (state === undefined) throw error;
-    return { state, held: error.code === 'LEASE_LOST' };
+  const leased = await deps.journal.tryAppend({
+    kind: 'RETRY_LEASED',
+    action_id: actionId,
+    payload: { generation, holder: deps.workerId ?? `worker-${process.pid}`, expires_at_ms: deps.clock.nowMs() + policy.lease_seconds * 1000, decision, requested_by: requester },
+  });
+  if (leased.ok) return undefined;
+  const { refusal } = leased;
+  deps.logger?.info({ action_id: actionId, generation, code: refusal.code }, 'retry lease not taken');
+  const state = deps.journal.getAction(actionId);
+  if (state === undefined) throw new TransitionRefused(refusal);
+  switch (refusal.kind) {
+    case 'lease_held':
+    case 'lease_lost':
+      return { state, held: true };
+    default:
+      // not_retriable (settled, abandoned, budget or key window spent meanwhile), or any other event that won.
+      return { state, held: false };
   }
 }
 
@@ -148,7 +155,7 @@ async function exhausted<R>(deps: RetryEngineDeps, subject: RetrySubject<R>, sta
   if (classification === undefined || state.code === 'RETRY_BUDGET_EXHAUSTED') return result;
   const attempt = state.attempts.at(-1)?.n;
   const appended = await deps.journal.append({ kind: 'OUTCOME_RECORDED', action_id: subject.actionId, payload: attempt === undefined ? {} : { attempt }, classification });
-  deps.logger?.info({ action_id: subject.actionId, budget: state.retry_budget ?? 0 }, 'retry budget exhausted');
+  deps.logger?.info({ action_id: subject.actionId, budget: state.retry_budget }, 'retry budget exhausted');
   return subject.fromRecord(appended.state);
 }
 

@@ -1,4 +1,4 @@
-import type { Classification, NewEvent } from '../contract/index.js';
+import type { ApprovalMode, Classification, NewEvent } from '../contract/index.js';
 
 /**
  * Realistic event scripts for one action each, as the dispatcher and channels would append them:
@@ -14,7 +14,7 @@ export function sha256Of(n: number): string {
 const fingerprint = sha256Of(0xf1);
 const person = { kind: 'person', id: 'operator-1' } as const;
 
-function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: 'none' | 'session' | 'per_call'; idempotent?: boolean; lane?: string; retryBudget?: number } = {}): NewEvent {
+function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: ApprovalMode; idempotent?: boolean; lane?: string; retryBudget?: number } = {}): NewEvent {
   return {
     kind: 'ACTION_ACCEPTED',
     action_id: id,

@@ -1,4 +1,4 @@
-import type { CredentialSummary } from '../../../broker/contract/index.js';
+import type { ApprovalMode, CredentialSummary } from '../../../broker/contract/index.js';
 import type { ReplyError } from '../api/operator-api.js';
 import type { ConfigEdit } from './config-reducer.js';
 
@@ -18,7 +18,7 @@ export interface SshHostDraft {
   credential: string;
   /** Fingerprints separated by commas or blanks, or lines as `ssh-keygen -lf` prints them; empty: accept_new. */
   pins: string;
-  approval: 'none' | 'session' | 'per_call';
+  approval: ApprovalMode;
 }
 
 export type SshHostField = 'name' | 'host' | 'port' | 'user' | 'credential' | 'pins' | 'approval';
