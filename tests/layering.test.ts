@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { ESLint } from 'eslint';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { mayImportTable } from '../scripts/eslint-layering.js';
 
 /**
  * The may-import table (STYLE.md) is enforced by eslint.config.js. Each case lints a small
@@ -13,10 +14,14 @@ beforeAll(() => {
   eslint = new ESLint({ cwd: root });
 });
 
-async function ruleIds(relativePath: string, code: string): Promise<string[]> {
+async function lint(relativePath: string, code: string): Promise<Array<{ ruleId: string; message: string }>> {
   const [result] = await eslint.lintText(code, { filePath: path.join(root, relativePath) });
   if (result === undefined) throw new Error('ESLint returned no result');
-  return result.messages.map((message) => message.ruleId ?? `fatal: ${message.message}`);
+  return result.messages.map((message) => ({ ruleId: message.ruleId ?? `fatal: ${message.message}`, message: message.message }));
+}
+
+async function ruleIds(relativePath: string, code: string): Promise<string[]> {
+  return (await lint(relativePath, code)).map((message) => message.ruleId);
 }
 
 const offending: ReadonlyArray<{ when: string; file: string; code: string; rule: string }> = [
@@ -73,6 +78,100 @@ const clean: ReadonlyArray<{ when: string; file: string; code: string }> = [
   { when: 'the journal imports core, contract and ports', file: 'broker/journal/x.ts', code: "import { applyEvent } from '../core/index.js';\nimport { CodedError } from '../contract/index.js';\nimport { systemClock } from '../ports/index.js';\nimport { readFileSync } from 'node:fs';\nexport const all = [applyEvent, CodedError, systemClock, readFileSync];" },
   { when: 'the CLI composes anything in broker', file: 'broker/cli/x.ts', code: "import { open } from '../journal/journal.js';\nimport { startOperatorHttpHost } from '../host/http-host.js';\nexport const all = [open, startOperatorHttpHost];" },
 ];
+
+// ---- Cases generated from the may-import table (scripts/eslint-layering.js), so a new row is tested the day it lands ----
+
+/** A file of `folder` to lint (the renderer's code lives in src/, the root row's files at the root). */
+function fileIn(folder: string, name = 'x.ts'): string {
+  if (folder === '.') return name;
+  return folder === 'renderer' ? `renderer/src/${name}` : `${folder}/${name}`;
+}
+
+/** One import of each target folder's index, written as `file` would (type-only for the renderer). */
+function importsOf(file: string, targets: readonly string[], typeOnly: boolean): string {
+  if (targets.length === 0) return 'export const nothing = 1;\n';
+  const lines = targets.map((target, i) => {
+    let specifier = path.posix.relative(path.posix.dirname(file), fileIn(target, 'index.js'));
+    if (!specifier.startsWith('.')) specifier = `./${specifier}`;
+    return typeOnly ? `import type { T${i} } from '${specifier}';` : `import { v${i} } from '${specifier}';`;
+  });
+  const uses = targets.map((_, i) => (typeOnly ? `T${i}` : `v${i}`));
+  return `${lines.join('\n')}\n${typeOnly ? `export type All = [${uses.join(', ')}];` : `export const all = [${uses.join(', ')}];`}\n`;
+}
+
+const folders = mayImportTable.map((row) => row.folder);
+const brokerFolders = folders.filter((folder) => folder.startsWith('broker/'));
+
+/** Per row: a file importing the first folder (in table order) outside its allow-list. */
+const firingPerRow = mayImportTable.map((row) => {
+  const forbidden = folders.find((folder) => folder !== row.folder && !row.mayImport.includes(folder));
+  if (forbidden === undefined) throw new Error(`${row.folder} may import every folder: no row may`);
+  const file = fileIn(row.folder);
+  return { folder: row.folder, forbidden, file, code: importsOf(file, [forbidden], row.folder === 'renderer') };
+});
+
+/** Per row: a file importing every folder of its allow-list. */
+const quietPerRow = mayImportTable.map((row) => {
+  const file = fileIn(row.folder);
+  return { folder: row.folder, count: String(row.mayImport.length), file, code: importsOf(file, row.mayImport, row.folder === 'renderer') };
+});
+
+/** Per row whose tests may import any broker folder: a test importing all of them, broker/testing included. */
+const quietTestsPerRow = mayImportTable
+  .filter((row) => row.testsAnyBroker === true)
+  .map((row) => {
+    const file = fileIn(row.folder, 'x.test.ts');
+    return { folder: row.folder, file, code: importsOf(file, brokerFolders.filter((folder) => folder !== row.folder), false) };
+  });
+
+describe('the may-import table, row by row', () => {
+  it.each(firingPerRow)('flags $folder importing $forbidden', async ({ file, code }) => {
+    expect(await ruleIds(file, code)).toContain('postern/may-import');
+  });
+
+  it.each(quietPerRow)('stays quiet when $folder imports its $count allowed folders', async ({ file, code }) => {
+    expect(await ruleIds(file, code)).toEqual([]);
+  });
+
+  it.each(quietTestsPerRow)('stays quiet when a test in $folder imports any broker folder', async ({ file, code }) => {
+    expect(await ruleIds(file, code)).toEqual([]);
+  });
+
+  it.each([
+    ['a folder under broker/ with no row', 'broker/nowhere/x.ts'],
+    ['a file directly in broker/', 'broker/x.ts'],
+    ['a file directly in broker/channels/', 'broker/channels/x.ts'],
+    ['a top-level folder with no row', 'nowhere/x.ts'],
+  ])('fails closed on %s (%s)', async (_when, file) => {
+    const messages = await lint(file, importsOf(file, ['broker/contract'], false));
+    expect(messages).toEqual([{ ruleId: 'postern/may-import', message: expect.stringContaining('add it to the may-import table') }]);
+  });
+
+  it('fails closed on an import into a folder with no row', async () => {
+    const messages = await lint('broker/host/x.ts', "import { x } from '../nowhere/y.js';\nexport const y = x;\n");
+    expect(messages).toEqual([{ ruleId: 'postern/may-import', message: expect.stringContaining('add it to the may-import table') }]);
+  });
+
+  it.each([
+    ['broker/queue', 'broker/host'],
+    ['broker/queue', 'broker/cli'],
+    ['broker/queue', 'broker/agent'],
+    ['broker/queue', 'broker/testing'],
+    ['broker/host', 'broker/cli'],
+    ['broker/journal', 'broker/queue'],
+    ['broker/sdk', 'broker/core'],
+    ['broker/channels/http', 'broker/channels/ssh'],
+    ['broker/testing', 'broker/cli'],
+  ])('flags %s importing %s (it runs back up, or sideways)', async (from, to) => {
+    const file = fileIn(from);
+    expect(await ruleIds(file, importsOf(file, [to], false))).toContain('postern/may-import');
+  });
+
+  it('holds contract and core tests to their rows', async () => {
+    expect(await ruleIds('broker/core/x.test.ts', importsOf('broker/core/x.test.ts', ['broker/journal'], false))).toContain('postern/may-import');
+    expect(await ruleIds('broker/contract/x.test.ts', importsOf('broker/contract/x.test.ts', ['broker/core'], false))).toContain('postern/may-import');
+  });
+});
 
 describe('layering lint (eslint.config.js)', () => {
   it.each(offending)('flags it when $when ($file)', async ({ file, code, rule }) => {

@@ -13,12 +13,22 @@ import { afterAll, describe, expect, it } from 'vitest';
  */
 const repoRoot = path.resolve(import.meta.dirname, '..');
 const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-const configs = ['tsconfig.base.json', 'broker/contract/tsconfig.json', 'broker/core/tsconfig.json', 'broker/tsconfig.json', 'renderer/tsconfig.json', 'app/tsconfig.json'];
+const configs = [
+  'tsconfig.base.json',
+  'broker/contract/tsconfig.json',
+  'broker/core/tsconfig.json',
+  'broker/tsconfig.io.json',
+  'broker/queue/tsconfig.json',
+  'broker/tsconfig.json',
+  'renderer/tsconfig.json',
+  'app/tsconfig.json',
+];
 const stubs: Record<string, string> = {
   'broker/contract/index.ts': 'export type Status = { ok: boolean };\n',
   'broker/core/index.ts': "import type { Status } from '../contract/index.js';\nexport const isOk = (status: Status): boolean => status.ok;\n",
   'broker/journal/journal.ts': "import { isOk } from '../core/index.js';\nexport const journalOk = isOk({ ok: true });\n",
-  'broker/host/index.ts': "export const host = 'host';\n",
+  'broker/queue/approval-queue.ts': "import { journalOk } from '../journal/journal.js';\nexport const queueOk = journalOk;\n",
+  'broker/host/index.ts': "import { queueOk } from '../queue/approval-queue.js';\nexport const host = queueOk ? 'host' : 'none';\n",
   'renderer/src/main.ts': "import type { Status } from '../../broker/contract/index.js';\nexport type Shown = Status;\n",
   'app/main/main.ts': "import { host } from '../../broker/host/index.js';\nexport const shell = host;\n",
 };
@@ -69,12 +79,14 @@ describe.concurrent('tsc -b project references', () => {
     ['broker/contract imports broker/core', 'broker/contract/bad.ts', "import { isOk } from '../core/index.js';\nexport const bad = isOk;\n", 'broker/contract'],
     ['broker/core imports broker/journal', 'broker/core/bad.ts', "import { journalOk } from '../journal/journal.js';\nexport const bad = journalOk;\n", 'broker/core'],
     ['app imports the renderer', 'app/main/bad.ts', "import type { Shown } from '../../renderer/src/main.js';\nexport type Bad = Shown;\n", 'app'],
+    ['broker/queue imports broker/host', 'broker/queue/bad.ts', "import { host } from '../host/index.js';\nexport const bad = host;\n", 'broker/queue'],
+    ['an I/O folder imports broker/queue', 'broker/journal/bad.ts', "import { queueOk } from '../queue/approval-queue.js';\nexport const bad = queueOk;\n", 'broker/tsconfig.io.json'],
   ])('fails with TS6307 when %s', async (_when, file, text, project) => {
     const root = scratchTree(project.replace('/', '-'), { [file]: text });
     const result = await build(root, [project]);
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('TS6307');
-    expect(result.output).toContain(`${project}/tsconfig.json`);
+    expect(result.output).toContain(project.endsWith('.json') ? project : `${project}/tsconfig.json`);
     // noEmitOnError (tsconfig.base.json): without it TS 5.6+ emits despite errors, and the file
     // pulled across the boundary gets a .d.ts written beside its source.
     expect(strayDeclarations(root)).toEqual([]);

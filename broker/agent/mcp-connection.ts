@@ -48,6 +48,7 @@ export interface McpConnectionOptions {
  * 'cancelled' for MCP notifications/cancelled, 'disconnected' when the socket goes — because the
  * SDK aborts with whatever reason the client wrote in its cancel notification (or none on close).
  */
+// eslint-disable-next-line max-lines-per-function -- six tool handlers on one MCP server per connection, closing over its session
 export function serveMcpConnection(options: McpConnectionOptions): void {
   const { socket, peer, backend, limits, sessions, logger } = options;
   const calls = new Set<AbortController>();

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { CodedError } from '../contract/index.js';
 import { agentClients, agentHookup, isAgentClient } from '../core/agent-hookup.js';
 import { withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
-import { packageRoot } from './package-root.js';
+import { packageRoot } from '../host/package-root.js';
 
 // The hookup is pure and shared with the operator API's `agent.hookup` (broker/host/agent-hookup.ts).
 export { agentClients, agentHookup, type AgentClient, type Hookup } from '../core/agent-hookup.js';

@@ -45,6 +45,7 @@ interface ActionListOptions extends JsonOptions {
  * over the running daemon's control socket (0600 in the 0700 data directory) — the same API the
  * desktop UI uses. Agents never reach it: their socket speaks only the six MCP tools.
  */
+// eslint-disable-next-line max-lines-per-function -- flat commander registrations, one short block per subcommand
 export function registerOperatorCommands(program: Command, context: CommandContext): void {
   const { env } = context;
   // Text output carries agent-chosen strings (commands, paths, executable names): never raw.

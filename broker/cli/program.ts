@@ -9,7 +9,7 @@ import type { CliIo } from './cli-io.js';
 import { prepareDataDir, resolveFromOptions, withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
 import { launchDesktop } from './launch-desktop.js';
-import { packageRoot, packageVersion } from './package-root.js';
+import { packageRoot, packageVersion } from '../host/package-root.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { registerVaultCommands } from './vault-commands.js';
 import { registerAuditCommands } from './audit-commands.js';

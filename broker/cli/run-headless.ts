@@ -4,7 +4,7 @@ import { CodedError } from '../contract/index.js';
 import { createBrokerRuntime, createOperatorHandlers, describeHardening, hardenProcess, startOperatorHttpHost, type OperatorHttpHost } from '../host/index.js';
 import { systemClock, type CredentialInfo } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
-import { packageRoot } from './package-root.js';
+import { packageRoot } from '../host/package-root.js';
 import type { StopSignal } from './stop-signal.js';
 
 export interface HeadlessOptions {

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { AgentHookup } from '../contract/index.js';
 import { agentHookups } from '../core/agent-hookup.js';
-import { packageRoot } from '../cli/package-root.js';
+import { packageRoot } from './package-root.js';
 
 /**
  * The hookup lines for this running broker (`agent.hookup`), built by the same function as `postern

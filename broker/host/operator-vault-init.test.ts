@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { operatorAgentClients, passphraseCharsMax, type Reply } from '../contract/index.js';
 import { agentClients, agentHookup } from '../core/agent-hookup.js';
-import { packageRoot } from '../cli/package-root.js';
+import { packageRoot } from './package-root.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { createBrokerRuntime, type BrokerRuntime } from './broker-runtime.js';

@@ -8,7 +8,7 @@ const levelsMax = 8;
 /**
  * The checkout (or installed package) root: the nearest directory above this module holding
  * Postern's package.json. Found by walking up rather than by a fixed `../../` because this module
- * runs from two places: broker/cli/package-root.ts (tsx, vitest) and the bundle
+ * runs from two places: broker/host/package-root.ts (tsx, vitest) and the bundle
  * dist/cli/main.mjs (scripts/build-cli.mjs), whose import.meta.url is the bundle's.
  */
 function findPackageRoot(): string {

@@ -147,6 +147,7 @@ export class HttpChannel {
     return this.pool.idleCount(poolKey);
   }
 
+  // eslint-disable-next-line max-lines-per-function -- the attempt loop (pool reuse, stale retry, dispatch boundary) reads as one
   private async attempts(
     request: HttpWireRequest,
     beforeDispatch: AbortSignal,
@@ -242,6 +243,7 @@ export class HttpChannel {
   }
 
   /** Hands the request to undici on `connection` and observes until the response ends or breaks. */
+  // eslint-disable-next-line max-lines-per-function -- undici's dispatch handler callbacks close over one exchange's observation state
   private exchange(
     request: HttpWireRequest,
     connection: HttpConnection,
