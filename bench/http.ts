@@ -21,7 +21,7 @@ import { parseConfig } from '../broker/config/index.js';
 import { ResultStore, type Journal } from '../broker/journal/index.js';
 import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
 import { ApprovalQueue } from '../broker/queue/approval-queue.js';
-import { executeHttpAction } from '../broker/queue/execute-http-action.js';
+import { executeHttpAction } from '../broker/actions/execute-http-action.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { openVault } from '../broker/vault/index.js';
 

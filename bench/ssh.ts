@@ -19,7 +19,7 @@ import { SshChannel } from '../broker/channels/ssh/index.js';
 import { ResultStore } from '../broker/journal/index.js';
 import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
 import { ApprovalQueue } from '../broker/queue/approval-queue.js';
-import { executeSshAction } from '../broker/queue/execute-ssh-action.js';
+import { executeSshAction } from '../broker/actions/execute-ssh-action.js';
 import { sshHostsConfig } from '../broker/testing/ssh-action-harness.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { TestSshd } from '../broker/testing/test-sshd.js';

@@ -32,6 +32,11 @@ export const mayImportTable = [
   { folder: 'native/peercred', mayImport: [] },
   {
     folder: 'broker/queue',
+    mayImport: ['broker/config', 'broker/contract', 'broker/core', 'broker/journal', 'broker/ports'],
+    testsAnyBroker: true,
+  },
+  {
+    folder: 'broker/actions',
     mayImport: [
       'broker/channels/http',
       'broker/channels/ssh',
@@ -40,6 +45,7 @@ export const mayImportTable = [
       'broker/core',
       'broker/journal',
       'broker/ports',
+      'broker/queue',
     ],
     testsAnyBroker: true,
   },
@@ -47,6 +53,7 @@ export const mayImportTable = [
   {
     folder: 'broker/host',
     mayImport: [
+      'broker/actions',
       'broker/agent',
       'broker/audit',
       'broker/channels/http',
@@ -79,6 +86,7 @@ export const mayImportTable = [
   {
     folder: 'broker/testing',
     mayImport: [
+      'broker/actions',
       'broker/channels/http',
       'broker/channels/ssh',
       'broker/config',
@@ -110,6 +118,7 @@ export const mayImportTable = [
   {
     folder: 'tests',
     mayImport: [
+      'broker/actions',
       'broker/agent',
       'broker/cli',
       'broker/config',
@@ -118,7 +127,6 @@ export const mayImportTable = [
       'broker/host',
       'broker/journal',
       'broker/ports',
-      'broker/queue',
       'broker/sdk',
       'broker/testing',
       'broker/vault',
@@ -129,6 +137,7 @@ export const mayImportTable = [
   {
     folder: 'bench',
     mayImport: [
+      'broker/actions',
       'broker/agent',
       'broker/audit',
       'broker/channels/http',

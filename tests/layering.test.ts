@@ -157,6 +157,8 @@ describe('the may-import table, row by row', () => {
     ['broker/queue', 'broker/cli'],
     ['broker/queue', 'broker/agent'],
     ['broker/queue', 'broker/testing'],
+    ['broker/queue', 'broker/actions'],
+    ['broker/actions', 'broker/host'],
     ['broker/host', 'broker/cli'],
     ['broker/journal', 'broker/queue'],
     ['broker/sdk', 'broker/core'],

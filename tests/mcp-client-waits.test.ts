@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
 import { createRandomIdSource } from '../broker/ports/index.js';
-import { createAgentBackend, type RunningAgentBackend } from '../broker/queue/agent-backend.js';
+import { createAgentBackend, type RunningAgentBackend } from '../broker/actions/agent-backend.js';
 import { openQueueFixture, person, type QueueFixture } from '../broker/testing/queue-fixture.js';
 import { waitForCardCount } from '../broker/testing/queue-waits.js';
 import { posternBin, repoRoot } from './support/postern-process.js';

@@ -38,7 +38,7 @@ const impossibleTransitionNamedIn: Readonly<Record<string, string>> = {
   'broker/core/lane-release.ts': 'thrown for a history that contradicts invariant 7',
   'broker/journal/journal.ts': "a bug in one unit's events rejects that unit only, not the batch",
   'broker/journal/plan-unit.ts': 'documents what planUnit throws',
-  'broker/queue/journal-failure.ts': 'a bug is rethrown, never answered as a failed journal',
+  'broker/actions/journal-failure.ts': 'a bug is rethrown, never answered as a failed journal',
 };
 
 function sourceFiles(dir: string): string[] {

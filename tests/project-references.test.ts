@@ -19,6 +19,7 @@ const configs = [
   'broker/core/tsconfig.json',
   'broker/tsconfig.io.json',
   'broker/queue/tsconfig.json',
+  'broker/actions/tsconfig.json',
   'broker/tsconfig.json',
   'renderer/tsconfig.json',
   'app/tsconfig.json',
@@ -28,7 +29,8 @@ const stubs: Record<string, string> = {
   'broker/core/index.ts': "import type { Status } from '../contract/index.js';\nexport const isOk = (status: Status): boolean => status.ok;\n",
   'broker/journal/journal.ts': "import { isOk } from '../core/index.js';\nexport const journalOk = isOk({ ok: true });\n",
   'broker/queue/approval-queue.ts': "import { journalOk } from '../journal/journal.js';\nexport const queueOk = journalOk;\n",
-  'broker/host/index.ts': "import { queueOk } from '../queue/approval-queue.js';\nexport const host = queueOk ? 'host' : 'none';\n",
+  'broker/actions/execute-http-action.ts': "import { queueOk } from '../queue/approval-queue.js';\nexport const actionOk = queueOk;\n",
+  'broker/host/index.ts': "import { actionOk } from '../actions/execute-http-action.js';\nexport const host = actionOk ? 'host' : 'none';\n",
   'renderer/src/main.ts': "import type { Status } from '../../broker/contract/index.js';\nexport type Shown = Status;\n",
   'app/main/main.ts': "import { host } from '../../broker/host/index.js';\nexport const shell = host;\n",
 };
@@ -80,9 +82,11 @@ describe.concurrent('tsc -b project references', () => {
     ['broker/core imports broker/journal', 'broker/core/bad.ts', "import { journalOk } from '../journal/journal.js';\nexport const bad = journalOk;\n", 'broker/core'],
     ['app imports the renderer', 'app/main/bad.ts', "import type { Shown } from '../../renderer/src/main.js';\nexport type Bad = Shown;\n", 'app'],
     ['broker/queue imports broker/host', 'broker/queue/bad.ts', "import { host } from '../host/index.js';\nexport const bad = host;\n", 'broker/queue'],
+    ['broker/queue imports broker/actions', 'broker/queue/bad.ts', "import { actionOk } from '../actions/execute-http-action.js';\nexport const bad = actionOk;\n", 'broker/queue'],
+    ['broker/actions imports broker/host', 'broker/actions/bad.ts', "import { host } from '../host/index.js';\nexport const bad = host;\n", 'broker/actions'],
     ['an I/O folder imports broker/queue', 'broker/journal/bad.ts', "import { queueOk } from '../queue/approval-queue.js';\nexport const bad = queueOk;\n", 'broker/tsconfig.io.json'],
-  ])('fails with TS6307 when %s', async (_when, file, text, project) => {
-    const root = scratchTree(project.replace('/', '-'), { [file]: text });
+  ])('fails with TS6307 when %s', async (when, file, text, project) => {
+    const root = scratchTree(when.replaceAll(/\W+/g, '-'), { [file]: text });
     const result = await build(root, [project]);
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('TS6307');

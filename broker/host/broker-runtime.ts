@@ -8,7 +8,8 @@ import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index
 import { Journal, journalFileName, RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type VaultKeyProtection, type VaultKeyProtector } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
-import { ApprovalQueue, createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../queue/index.js';
+import { createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../actions/index.js';
+import { ApprovalQueue } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { createChangeFeed, topicsOfKinds, type ChangeFeed } from './change-feed.js';

@@ -3,7 +3,7 @@ import { startAgentSocket } from '../agent/index.js';
 import type { JournalEvent } from '../contract/index.js';
 import { RequestStore, ResultStore } from '../journal/index.js';
 import { createRandomIdSource } from '../ports/index.js';
-import { createAgentBackend } from '../queue/index.js';
+import { createAgentBackend } from '../actions/index.js';
 import { connectPostern, PosternActionError } from '../sdk/index.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
 import { FakeClock } from '../testing/fake-clock.js';

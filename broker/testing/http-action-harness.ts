@@ -7,7 +7,7 @@ import { ResultStore } from '../journal/index.js';
 import type { CredentialVault, DispatchGate } from '../ports/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
-import { executeHttpAction, type HttpActionDeps, type HttpActionResult } from '../queue/execute-http-action.js';
+import { executeHttpAction, type HttpActionDeps, type HttpActionResult } from '../actions/execute-http-action.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
 import { openTempJournal, type TempJournal } from './temp-journal.js';

@@ -2,7 +2,7 @@ import { parseConfig, type PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
 import { createRandomIdSource, type OperatorActor } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
-import { executeHttpAction, type HttpActionResult } from '../queue/execute-http-action.js';
+import { executeHttpAction, type HttpActionResult } from '../actions/execute-http-action.js';
 import { ArrivalLogServer, type ArrivalLogServerOptions } from './arrival-log-server.js';
 import { createCapturedLogger } from './captured-logger.js';
 import { openHttpActionHarness, type HttpActionHarness } from './http-action-harness.js';

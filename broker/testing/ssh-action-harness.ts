@@ -6,7 +6,7 @@ import type { JournalEvent } from '../contract/index.js';
 import { ResultStore } from '../journal/index.js';
 import { createRandomIdSource, type DispatchGate } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
-import { executeSshAction, type SshActionResult } from '../queue/execute-ssh-action.js';
+import { executeSshAction, type SshActionResult } from '../actions/execute-ssh-action.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
 import { openTempJournal, type TempJournal } from './temp-journal.js';

@@ -12,8 +12,8 @@ import {
   type ReconcileCorrelation,
 } from '../core/index.js';
 import type { OperatorActor, OperatorReconciler, ReconcileResult } from '../ports/index.js';
-import type { ApprovalQueue } from './approval-queue.js';
-import { conflictMessage } from './decision-conflict.js';
+import type { ApprovalQueue } from '../queue/approval-queue.js';
+import { conflictMessage } from '../queue/decision-conflict.js';
 import { assertSameOrigin, executeHttpLookup, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
 import type { InternalHttpRequest } from './http-action-request.js';
 

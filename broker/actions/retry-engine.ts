@@ -3,7 +3,7 @@ import { TransitionRefused, type Actor, type ActionState } from '../contract/ind
 import { exhaustedClassification, planRetry, type RetryContext } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 import type { Clock } from '../ports/index.js';
-import { systemQueueTimers, type QueueTimers } from './queue-timers.js';
+import { systemQueueTimers, type QueueTimers } from '../queue/queue-timers.js';
 import { stateClassification } from './state-envelope.js';
 
 /** Which run of an action this is: the first (attempt 1, no lease) or a retry under a lease. */

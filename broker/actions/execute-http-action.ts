@@ -17,8 +17,8 @@ import {
 import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveRoutePolicy, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource, OperatorActor, SecretMaterial } from '../ports/index.js';
-import type { DispatchQueue } from './approval-queue.js';
-import { httpCardPreview } from './card-preview.js';
+import type { DispatchQueue } from '../queue/approval-queue.js';
+import { httpCardPreview } from '../queue/card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';

@@ -7,7 +7,7 @@ import { createRandomIdSource } from '../ports/index.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { person } from '../testing/queue-fixture.js';
 import { codedRefusal, waitForCards } from '../testing/queue-waits.js';
-import { ApprovalQueue } from './approval-queue.js';
+import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeHttpAction, type HttpActionResult } from './execute-http-action.js';
 import { reconcileAction, type ReconcileDeps } from './reconcile-action.js';
 

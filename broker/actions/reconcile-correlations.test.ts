@@ -8,7 +8,7 @@ import { createRandomIdSource } from '../ports/index.js';
 import { canary, localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { person } from '../testing/queue-fixture.js';
 import { codedRefusal } from '../testing/queue-waits.js';
-import { ApprovalQueue } from './approval-queue.js';
+import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { reconcileAction, type ReconcileDeps } from './reconcile-action.js';
 
