@@ -11,7 +11,9 @@ import { layeringPlugin } from './scripts/eslint-layering.js';
 const testFiles = ['**/*.test.ts', '**/*.test.tsx'];
 
 const nodeBuiltins = {
-  paths: builtinModules.filter((name) => !name.startsWith('_')).map((name) => ({ name, message: 'No Node builtins here.' })),
+  paths: builtinModules
+    .filter((name) => !name.startsWith('_'))
+    .map((name) => ({ name, message: 'No Node builtins here.' })),
   patterns: [{ group: ['node:*'], message: 'No Node builtins here.' }],
 };
 const electron = { name: 'electron', message: 'Only app/ may import electron; the broker runs headless too.' };
@@ -95,7 +97,9 @@ export default defineConfig(
   },
   {
     files: ['renderer/**/*.{ts,tsx}'],
-    rules: { 'no-restricted-imports': ['error', { paths: [electron, ...nodeBuiltins.paths], patterns: nodeBuiltins.patterns }] },
+    rules: {
+      'no-restricted-imports': ['error', { paths: [electron, ...nodeBuiltins.paths], patterns: nodeBuiltins.patterns }],
+    },
   },
   {
     // Config files under renderer/ run in Node at build time, not in the page.

@@ -46,7 +46,11 @@ const paintProbe = `(() => {
 
 function stats(values) {
   const sorted = [...values].sort((a, b) => a - b);
-  return { median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN, min: sorted[0] ?? NaN, max: sorted.at(-1) ?? NaN };
+  return {
+    median: sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN,
+    min: sorted[0] ?? NaN,
+    max: sorted.at(-1) ?? NaN,
+  };
 }
 
 const ms = (n) => n.toFixed(0);
@@ -74,7 +78,12 @@ async function measureOnce(browser, daemon, samples) {
   while ((await loaded()) < scrolledRowsMin && performance.now() - t1 < waitMsMax) {
     const before = await loaded();
     await scroller.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
-    await page.waitForFunction((n) => Number(globalThis.document.querySelector('[data-testid="action-list-count"]')?.getAttribute('data-loaded')) > n, before, { timeout: waitMsMax });
+    await page.waitForFunction(
+      (n) =>
+        Number(globalThis.document.querySelector('[data-testid="action-list-count"]')?.getAttribute('data-loaded')) > n,
+      before,
+      { timeout: waitMsMax },
+    );
   }
   samples.scrolled.push(performance.now() - t1);
   samples.domRows.push(await page.getByTestId('action-row').count());
@@ -92,8 +101,12 @@ async function main() {
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: seeded.passphraseFile } });
     browser = await launchChromium();
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
-    console.log(`# Actions first paint — ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Chromium ${browser.version()}`);
-    console.log(`seeded ${seeded.events.toLocaleString('en-US')} events through Journal.appendBatch in ${(seeded.ms / 1000).toFixed(1)} s\n`);
+    console.log(
+      `# Actions first paint — ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Chromium ${browser.version()}`,
+    );
+    console.log(
+      `seeded ${seeded.events.toLocaleString('en-US')} events through Journal.appendBatch in ${(seeded.ms / 1000).toFixed(1)} s\n`,
+    );
     const samples = { inPage: [], ready: [], listed: [], driver: [], scrolled: [], domRows: [] };
     for (let run = 0; run < runs; run += 1) await measureOnce(browser, daemon, samples);
 
@@ -104,12 +117,16 @@ async function main() {
       ['navigation → first action row visible (driver, goto to selector)', stats(samples.driver)],
       [`scroll until ${scrolledRowsMin.toLocaleString('en-US')} actions are loaded (driver)`, stats(samples.scrolled)],
     ];
-    console.log(`| measure (${events.toLocaleString('en-US')} events, ${runs} fresh pages) | median ms | min ms | max ms |`);
+    console.log(
+      `| measure (${events.toLocaleString('en-US')} events, ${runs} fresh pages) | median ms | min ms | max ms |`,
+    );
     console.log('| --- | ---: | ---: | ---: |');
     for (const [name, s] of rows) console.log(`| ${name} | ${ms(s.median)} | ${ms(s.min)} | ${ms(s.max)} |`);
     console.log(`\naction rows in the DOM after the scroll: ${samples.domRows.join(', ')}`);
     const median = stats(samples.inPage).median;
-    console.log(`first paint median ${ms(median)} ms: ${median < firstPaintMsMax ? 'under' : 'OVER'} the ${firstPaintMsMax} ms bar`);
+    console.log(
+      `first paint median ${ms(median)} ms: ${median < firstPaintMsMax ? 'under' : 'OVER'} the ${firstPaintMsMax} ms bar`,
+    );
   } finally {
     await browser?.close();
     await daemon?.process.stop('SIGTERM');

@@ -23,7 +23,15 @@ const eventsMax = 2_000_000;
 const runs = 7;
 /** Actions handed to the journal at once: enough units to fill its group commits. */
 const inFlightUnits = 64;
-const paths = ['httpNoApproval', 'httpApproved', 'http500', 'rejectedByPerson', 'expired', 'lostThenReconciled', 'callerCancelledAfterDispatch'] as const;
+const paths = [
+  'httpNoApproval',
+  'httpApproved',
+  'http500',
+  'rejectedByPerson',
+  'expired',
+  'lostThenReconciled',
+  'callerCancelledAfterDispatch',
+] as const;
 const routes = ['docs', 'api', 'billing', 'search'] as const;
 
 function parseArgs(argv: readonly string[]): { events: number; parent: string } {
@@ -35,7 +43,8 @@ function parseArgs(argv: readonly string[]): { events: number; parent: string } 
       i += 1;
     } else parent = argv[i] ?? parent;
   }
-  if (!Number.isInteger(events) || events < 1_000 || events > eventsMax) throw new RangeError(`--events must be 1000..${eventsMax}`);
+  if (!Number.isInteger(events) || events < 1_000 || events > eventsMax)
+    throw new RangeError(`--events must be 1000..${eventsMax}`);
   return { events, parent };
 }
 
@@ -45,7 +54,10 @@ function script(n: number): NewEvent[] {
   const [accepted, ...rest] = actionPaths[name](id);
   if (accepted?.kind !== 'ACTION_ACCEPTED') throw new Error('a script starts with ACTION_ACCEPTED');
   const target = `route:${routes[n % routes.length] ?? 'docs'} POST /documents/${n}`;
-  return [{ ...accepted, session_id: `ses_bench_${n % 8}`, lane: `lane-${n % 16}`, payload: { ...accepted.payload, target } }, ...rest];
+  return [
+    { ...accepted, session_id: `ses_bench_${n % 8}`, lane: `lane-${n % 16}`, payload: { ...accepted.payload, target } },
+    ...rest,
+  ];
 }
 
 async function build(journal: Journal, clock: FakeClock, events: number): Promise<number> {
@@ -84,11 +96,17 @@ async function main(): Promise<void> {
   const clock = new FakeClock();
   const journal = await Journal.open({ dataDir: dir, clock, vault: await createMemoryVault() });
   try {
-    console.log(`node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs: ${cpus()[0]?.model ?? 'unknown'}`);
+    console.log(
+      `node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs: ${cpus()[0]?.model ?? 'unknown'}`,
+    );
     const t0 = performance.now();
     const actions = await build(journal, clock, events);
-    console.log(`built ${journal.stats().events} events, ${actions} actions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    const middle = listActions(journal, { limit: 1, before_seq: Math.floor(journal.stats().last_seq / 2) }).actions[0]?.first_seq ?? 1;
+    console.log(
+      `built ${journal.stats().events} events, ${actions} actions in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
+    const middle =
+      listActions(journal, { limit: 1, before_seq: Math.floor(journal.stats().last_seq / 2) }).actions[0]?.first_seq ??
+      1;
     const cases: Array<[string, OperatorInput<'actions.list'>]> = [
       ['first page (100)', {}],
       ['deep keyset page (100, middle of the log)', { before_seq: middle }],

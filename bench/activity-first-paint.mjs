@@ -63,8 +63,12 @@ async function main() {
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: seeded.passphraseFile } });
     browser = await launchChromium();
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
-    console.log(`# activity first paint — ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Chromium ${browser.version()}`);
-    console.log(`seeded ${seeded.events.toLocaleString('en-US')} events through Journal.appendBatch in ${(seeded.ms / 1000).toFixed(1)} s\n`);
+    console.log(
+      `# activity first paint — ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Chromium ${browser.version()}`,
+    );
+    console.log(
+      `seeded ${seeded.events.toLocaleString('en-US')} events through Journal.appendBatch in ${(seeded.ms / 1000).toFixed(1)} s\n`,
+    );
 
     const inPage = [];
     const ready = [];
@@ -82,7 +86,9 @@ async function main() {
       await page.locator('[data-testid="activity-row"]').first().waitFor();
       driver.push(performance.now() - t0);
       // Functions, not strings: the page's CSP has no 'unsafe-eval'.
-      await page.waitForFunction(() => globalThis.__activityFirstPaint !== undefined, undefined, { timeout: waitMsMax });
+      await page.waitForFunction(() => globalThis.__activityFirstPaint !== undefined, undefined, {
+        timeout: waitMsMax,
+      });
       const probe = await page.evaluate(() => globalThis.__activityFirstPaint);
       inPage.push(probe.painted);
       ready.push(probe.ready);
@@ -105,10 +111,14 @@ async function main() {
       ['navigation → first Activity row visible (driver, goto to selector)', stats(driver)],
       ['scroll to the end → last seq visible (driver)', stats(toEnd)],
     ];
-    console.log(`| measure (${events.toLocaleString('en-US')} events, ${runs} fresh pages) | median ms | min ms | max ms |`);
+    console.log(
+      `| measure (${events.toLocaleString('en-US')} events, ${runs} fresh pages) | median ms | min ms | max ms |`,
+    );
     console.log('| --- | ---: | ---: | ---: |');
     for (const [name, s] of rows) console.log(`| ${name} | ${ms(s.median)} | ${ms(s.min)} | ${ms(s.max)} |`);
-    console.log(`\nrow elements in the DOM after the jump: ${domRows.join(', ')} (of ${events.toLocaleString('en-US')} rows)`);
+    console.log(
+      `\nrow elements in the DOM after the jump: ${domRows.join(', ')} (of ${events.toLocaleString('en-US')} rows)`,
+    );
     const verdict = stats(inPage).median < firstPaintMsMax ? 'under' : 'OVER';
     console.log(`first paint median ${ms(stats(inPage).median)} ms: ${verdict} the ${firstPaintMsMax} ms bar`);
   } finally {

@@ -65,9 +65,25 @@ function benchSeal(): { events: number; ms: number } {
   let n = 0;
   while (n < sealEventsMax && performance.now() - start < sealMsMax) {
     const e = eventFor(n);
-    const header = Buffer.from(auditHeaderText({ at_ms: 1, action_id: e.action_id, session_id: 'ses_bench', ticket: n, lane: 'lane-a', kind: e.kind, run: 1 }), 'utf8');
+    const header = Buffer.from(
+      auditHeaderText({
+        at_ms: 1,
+        action_id: e.action_id,
+        session_id: 'ses_bench',
+        ticket: n,
+        lane: 'lane-a',
+        kind: e.kind,
+        run: 1,
+      }),
+      'utf8',
+    );
     const nonce = nonces.next();
-    const ct = encryptPayload(key, nonce, encodeAssociatedData(n + 1, header), Buffer.from(JSON.stringify({ payload: e.payload }), 'utf8'));
+    const ct = encryptPayload(
+      key,
+      nonce,
+      encodeAssociatedData(n + 1, header),
+      Buffer.from(JSON.stringify({ payload: e.payload }), 'utf8'),
+    );
     frontier = appendLeaf(sha256, frontier, leafHash(sha256, encodeLeaf(n + 1, header, nonce, ct)));
     n += 1;
   }
@@ -108,11 +124,19 @@ async function generate(dbPath: string, count: number): Promise<number> {
   db.pragma('synchronous = OFF');
   const box = sodium.crypto_box_keypair();
   const sign = sodium.crypto_sign_keypair();
-  db.prepare(`INSERT INTO audit_keys (id, box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms) VALUES (1, ?, ?, x'00', x'00', 0)`).run(box.publicKey, sign.publicKey);
+  db.prepare(
+    `INSERT INTO audit_keys (id, box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms) VALUES (1, ?, ?, x'00', x'00', 0)`,
+  ).run(box.publicKey, sign.publicKey);
   const key = newRunKey();
-  db.prepare(`INSERT INTO audit_runs (run, started_at_ms, sealed_key) VALUES (2, 0, ?)`).run(sealRunKey(key, box.publicKey));
-  const insert = db.prepare(`INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash) VALUES (?, ?, ?, 'ses_bench', ?, 'lane-a', ?, 2, ?, ?, ?)`);
-  const checkpoint = db.prepare(`INSERT INTO checkpoints (size, root, at_ms, reason, signature) VALUES (?, ?, ?, 'interval', ?)`);
+  db.prepare(`INSERT INTO audit_runs (run, started_at_ms, sealed_key) VALUES (2, 0, ?)`).run(
+    sealRunKey(key, box.publicKey),
+  );
+  const insert = db.prepare(
+    `INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash) VALUES (?, ?, ?, 'ses_bench', ?, 'lane-a', ?, 2, ?, ?, ?)`,
+  );
+  const checkpoint = db.prepare(
+    `INSERT INTO checkpoints (size, root, at_ms, reason, signature) VALUES (?, ?, ?, 'interval', ?)`,
+  );
   const domain = Buffer.from(checkpointDomain, 'utf8');
   const nonces = new NoncePool(4_096);
   let frontier = emptyFrontier;
@@ -123,15 +147,36 @@ async function generate(dbPath: string, count: number): Promise<number> {
         const seq = i + 1;
         const e = eventFor(i);
         const ticket = Math.floor(i / script.length) + 1;
-        const header = Buffer.from(auditHeaderText({ at_ms: seq, action_id: e.action_id, session_id: 'ses_bench', ticket, lane: 'lane-a', kind: e.kind, run: 2 }), 'utf8');
+        const header = Buffer.from(
+          auditHeaderText({
+            at_ms: seq,
+            action_id: e.action_id,
+            session_id: 'ses_bench',
+            ticket,
+            lane: 'lane-a',
+            kind: e.kind,
+            run: 2,
+          }),
+          'utf8',
+        );
         const nonce = nonces.next();
-        const ct = encryptPayload(key, nonce, encodeAssociatedData(seq, header), Buffer.from(JSON.stringify({ payload: e.payload }), 'utf8'));
+        const ct = encryptPayload(
+          key,
+          nonce,
+          encodeAssociatedData(seq, header),
+          Buffer.from(JSON.stringify({ payload: e.payload }), 'utf8'),
+        );
         const leaf = leafHash(sha256, encodeLeaf(seq, header, nonce, ct));
         frontier = appendLeaf(sha256, frontier, leaf);
         insert.run(seq, seq, e.action_id, ticket, e.kind, nonce, ct, leaf);
         if (seq % checkpointEvery === 0) {
           const root = frontierRoot(sha256, frontier);
-          checkpoint.run(seq, root, seq, sodium.crypto_sign_detached(encodeCheckpointMessage(domain, seq, root, seq), sign.privateKey));
+          checkpoint.run(
+            seq,
+            root,
+            seq,
+            sodium.crypto_sign_detached(encodeCheckpointMessage(domain, seq, root, seq), sign.privateKey),
+          );
         }
       }
     })();
@@ -158,10 +203,18 @@ async function main(): Promise<void> {
     if (!report.ok) throw new Error(`generated journal failed to verify: ${report.code} ${report.message}`);
     console.log('| phase | events | time | events/s |');
     console.log('| --- | ---: | ---: | ---: |');
-    console.log(`| seal + hash only (XChaCha20-Poly1305, SHA-256 leaf + frontier; no SQLite) | ${seal.events} | ${(seal.ms / 1000).toFixed(2)} s | ${rate(seal.events, seal.ms)} |`);
-    console.log(`| durable appends through the journal (${appenders} appenders, ${script.length}-event units, group commit, synchronous=FULL, checkpoints every 1000) | ${append.events} | ${(append.ms / 1000).toFixed(2)} s | ${rate(append.events, append.ms)} (${append.commits} commits) |`);
-    console.log(`| generate (batch inserts of ${generateBatchRows}, synchronous=OFF, ${Math.floor(generateEvents / checkpointEvery)} signed checkpoints) | ${generateEvents} | ${(genMs / 1000).toFixed(1)} s | ${rate(generateEvents, genMs)} |`);
-    console.log(`| audit verify (read-only, every leaf + tree + ${report.checkpoints} signatures) | ${report.events} | ${(verifyMs / 1000).toFixed(1)} s | ${rate(report.events, verifyMs)} |`);
+    console.log(
+      `| seal + hash only (XChaCha20-Poly1305, SHA-256 leaf + frontier; no SQLite) | ${seal.events} | ${(seal.ms / 1000).toFixed(2)} s | ${rate(seal.events, seal.ms)} |`,
+    );
+    console.log(
+      `| durable appends through the journal (${appenders} appenders, ${script.length}-event units, group commit, synchronous=FULL, checkpoints every 1000) | ${append.events} | ${(append.ms / 1000).toFixed(2)} s | ${rate(append.events, append.ms)} (${append.commits} commits) |`,
+    );
+    console.log(
+      `| generate (batch inserts of ${generateBatchRows}, synchronous=OFF, ${Math.floor(generateEvents / checkpointEvery)} signed checkpoints) | ${generateEvents} | ${(genMs / 1000).toFixed(1)} s | ${rate(generateEvents, genMs)} |`,
+    );
+    console.log(
+      `| audit verify (read-only, every leaf + tree + ${report.checkpoints} signatures) | ${report.events} | ${(verifyMs / 1000).toFixed(1)} s | ${rate(report.events, verifyMs)} |`,
+    );
     console.log(`\njournal file: ${(statSync(dbPath).size / 2 ** 20).toFixed(0)} MiB for ${generateEvents} events`);
   } finally {
     rmSync(dir, { recursive: true, force: true });

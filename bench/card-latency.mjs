@@ -77,7 +77,13 @@ async function openApprovals(browser, drill, mode) {
 async function oneCall(drill, page, mode, i) {
   const lane = `doc-bench-${mode}-${i}`;
   const sentMs = Date.now();
-  const call = drill.p1.call('http_request', { route: 'docs', method: 'POST', path: `/docs/bench-${mode}-${i}`, body: '{}', timeout_ms: 60_000 });
+  const call = drill.p1.call('http_request', {
+    route: 'docs',
+    method: 'POST',
+    path: `/docs/bench-${mode}-${i}`,
+    body: '{}',
+    timeout_ms: 60_000,
+  });
   const answered = call.reply.catch(() => undefined);
   await page.getByTestId(`lane-${lane}`).getByRole('article').first().waitFor({ timeout: cardWaitMs });
   const [card] = await waitFor(
@@ -96,7 +102,11 @@ async function oneCall(drill, page, mode, i) {
   };
   await op(drill.dataDir, 'approvals.reject', { ticket: card.ticket, reason: 'bench' });
   await answered;
-  return { acceptedToDomMs: seenMs - at('ACTION_ACCEPTED'), cardShownToDomMs: seenMs - at('CARD_SHOWN'), sentToDomMs: seenMs - sentMs };
+  return {
+    acceptedToDomMs: seenMs - at('ACTION_ACCEPTED'),
+    cardShownToDomMs: seenMs - at('CARD_SHOWN'),
+    sentToDomMs: seenMs - sentMs,
+  };
 }
 
 function quantile(sorted, q) {
@@ -125,15 +135,37 @@ async function main() {
       await oneCall(drill, page, mode, 0);
       const samples = [];
       for (let i = 1; i <= calls; i += 1) samples.push(await oneCall(drill, page, mode, i));
-      lines.push(row(mode, 'accepted -> card in DOM', samples.map((s) => s.acceptedToDomMs)));
-      lines.push(row(mode, 'CARD_SHOWN -> DOM', samples.map((s) => s.cardShownToDomMs)));
-      lines.push(row(mode, 'call sent -> DOM', samples.map((s) => s.sentToDomMs)));
+      lines.push(
+        row(
+          mode,
+          'accepted -> card in DOM',
+          samples.map((s) => s.acceptedToDomMs),
+        ),
+      );
+      lines.push(
+        row(
+          mode,
+          'CARD_SHOWN -> DOM',
+          samples.map((s) => s.cardShownToDomMs),
+        ),
+      );
+      lines.push(
+        row(
+          mode,
+          'call sent -> DOM',
+          samples.map((s) => s.sentToDomMs),
+        ),
+      );
       await page.context().close();
     }
     const cpu = os.cpus();
-    console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`);
+    console.log(
+      `machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.platform()} ${os.release()}`,
+    );
     console.log(`node ${process.version}, chromium ${browser.version()}, ${calls} calls per mode (one at a time)`);
-    console.log(`${'mode'.padEnd(5)} ${'interval (ms)'.padEnd(22)} ${'n'.padStart(4)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'max'.padStart(8)}`);
+    console.log(
+      `${'mode'.padEnd(5)} ${'interval (ms)'.padEnd(22)} ${'n'.padStart(4)} ${'p50'.padStart(8)} ${'p95'.padStart(8)} ${'max'.padStart(8)}`,
+    );
     for (const line of lines) console.log(line);
   } finally {
     await browser?.close();

@@ -45,7 +45,11 @@ function packageCopy(bundle: boolean): PackageCopy {
   for (const entry of ['node_modules', 'package.json', 'tsconfig.base.json']) {
     symlinkSync(path.join(repoRoot, entry), path.join(dir.path, entry));
   }
-  if (bundle) execFileSync(process.execPath, [path.join(dir.path, 'scripts', 'build-cli.mjs')], { cwd: dir.path, stdio: 'ignore' });
+  if (bundle)
+    execFileSync(process.execPath, [path.join(dir.path, 'scripts', 'build-cli.mjs')], {
+      cwd: dir.path,
+      stdio: 'ignore',
+    });
   return { ...dir, bin: path.join(dir.path, 'bin', 'postern.mjs') };
 }
 
@@ -79,7 +83,11 @@ interface Case {
 const cases: Case[] = [
   { name: '--version', args: () => ['--version'] },
   { name: 'status --json (empty dir)', args: (dataDir) => ['status', '--json', '--data-dir', dataDir] },
-  { name: 'mcp: initialize answered', args: (dataDir) => ['mcp', '--data-dir', dataDir], stdin: `${initializeFrame(1, 'bench')}\n` },
+  {
+    name: 'mcp: initialize answered',
+    args: (dataDir) => ['mcp', '--data-dir', dataDir],
+    stdin: `${initializeFrame(1, 'bench')}\n`,
+  },
 ];
 
 async function measure(pkg: PackageCopy, c: Case): Promise<number[]> {
@@ -106,11 +114,18 @@ const withoutBundle = packageCopy(false);
 try {
   const cpu = cpus();
   process.stdout.write(`CLI start: ${runs} runs each, time to first stdout byte (ms)\n`);
-  const load = loadavg().map((l) => l.toFixed(1)).join(' ');
-  process.stdout.write(`machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown cpu'}, node ${process.version}, load average ${load}\n\n`);
+  const load = loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+  process.stdout.write(
+    `machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown cpu'}, node ${process.version}, load average ${load}\n\n`,
+  );
   process.stdout.write(`${'command'.padEnd(28)} ${'mode'.padEnd(7)} median    min    max\n`);
   for (const c of cases) {
-    for (const [mode, pkg] of [['bundle', withBundle], ['tsx', withoutBundle]] as const) {
+    for (const [mode, pkg] of [
+      ['bundle', withBundle],
+      ['tsx', withoutBundle],
+    ] as const) {
       const samples = await measure(pkg, c);
       const median = samples[Math.floor(samples.length / 2)] ?? Number.NaN;
       const [min, max] = [samples[0] ?? Number.NaN, samples.at(-1) ?? Number.NaN];

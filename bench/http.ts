@@ -56,7 +56,12 @@ async function main(): Promise<void> {
   mkdirSync(vaultDir);
   const vault = await openVault({ dataDir: vaultDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from('bench passphrase'));
-  await vault.add({ name: 'bench-token', kind: 'bearer', secret: Buffer.from('bench-secret-token'), bindings: ['bench'] });
+  await vault.add({
+    name: 'bench-token',
+    kind: 'bearer',
+    secret: Buffer.from('bench-secret-token'),
+    bindings: ['bench'],
+  });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const config = parseConfig(
     [
@@ -76,7 +81,9 @@ async function main(): Promise<void> {
 
   // Every durable wait of an action, summed per action: the journal is the only place that fsyncs.
   let currentWaits = new Map<string, number>();
-  const timed = timeJournal(temp.journal, (actionId, ms) => currentWaits.set(actionId, (currentWaits.get(actionId) ?? 0) + ms));
+  const timed = timeJournal(temp.journal, (actionId, ms) =>
+    currentWaits.set(actionId, (currentWaits.get(actionId) ?? 0) + ms),
+  );
   const channel = new HttpChannel({ gate: timed, limits: { idleConnectionsMax: 64 } });
   const ids = createRandomIdSource(systemClock);
   // Each request writes its own document (its own lane); the queue still admits, schedules and releases each.
@@ -86,14 +93,25 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${port}/api/documents/7`;
 
   const direct = async (): Promise<void> => {
-    const res = await request(url, { method: 'POST', body, headers: { 'content-type': 'application/json', authorization: 'Bearer x' }, dispatcher: agent });
+    const res = await request(url, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', authorization: 'Bearer x' },
+      dispatcher: agent,
+    });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`direct: ${res.statusCode}`);
   };
   const broker = async (): Promise<string> => {
     const r = await executeHttpAction(
       { ids, clock: systemClock, journal: timed, results, vault, config, channel, queue },
-      { route: 'bench', method: 'POST', path: `/documents/${(documents += 1)}`, body, headers: { 'content-type': 'application/json' } },
+      {
+        route: 'bench',
+        method: 'POST',
+        path: `/documents/${(documents += 1)}`,
+        body,
+        headers: { 'content-type': 'application/json' },
+      },
     );
     if (r.envelope.error !== undefined) throw new Error(`broker: ${r.envelope.error.code}`);
     return r.envelope.invocation_id;
@@ -108,7 +126,10 @@ async function main(): Promise<void> {
     currentWaits = new Map();
     const commitsBefore = temp.journal.stats().commits;
     const journalWaitMs: number[] = [];
-    const b = { ...(await drive(broker, c, runMsMax, requestsMax, (id) => journalWaitMs.push(currentWaits.get(id) ?? 0))), journalWaitMs };
+    const b = {
+      ...(await drive(broker, c, runMsMax, requestsMax, (id) => journalWaitMs.push(currentWaits.get(id) ?? 0))),
+      journalWaitMs,
+    };
     const commits = temp.journal.stats().commits - commitsBefore;
     rows.push(
       `| ${c} | ${fmt(pct(d.latenciesMs, 50))} / ${fmt(pct(d.latenciesMs, 99))} | ${fmt(pct(b.latenciesMs, 50))} / ${fmt(pct(b.latenciesMs, 99))} | ` +
@@ -119,9 +140,13 @@ async function main(): Promise<void> {
   const fsyncMs = rawFsync(temp.dir.path);
 
   console.log(`machine: ${cpus().length} vCPU ${cpus()[0]?.model.trim() ?? ''}, Node ${process.version}`);
-  console.log(`raw fsync (4 KiB write + fsync, ${fsyncMs.length} samples): p50 ${fmt(pct(fsyncMs, 50))} ms, p99 ${fmt(pct(fsyncMs, 99))} ms`);
+  console.log(
+    `raw fsync (4 KiB write + fsync, ${fsyncMs.length} samples): p50 ${fmt(pct(fsyncMs, 50))} ms, p99 ${fmt(pct(fsyncMs, 99))} ms`,
+  );
   console.log('');
-  console.log('| concurrency | direct undici p50 / p99 ms | broker p50 / p99 ms | added p50 ms | journal durable waits per action p50 / p99 ms | direct req/s | broker actions/s | commits (fsyncs) per action |');
+  console.log(
+    '| concurrency | direct undici p50 / p99 ms | broker p50 / p99 ms | added p50 ms | journal durable waits per action p50 / p99 ms | direct req/s | broker actions/s | commits (fsyncs) per action |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const row of rows) console.log(row);
 
@@ -134,7 +159,13 @@ async function main(): Promise<void> {
 }
 
 /** Runs `op` with `concurrency` workers until runMs or requestsMax. */
-async function drive<T>(op: () => Promise<T>, concurrency: number, runMs: number, requestsMax: number, each?: (value: T) => void): Promise<Run> {
+async function drive<T>(
+  op: () => Promise<T>,
+  concurrency: number,
+  runMs: number,
+  requestsMax: number,
+  each?: (value: T) => void,
+): Promise<Run> {
   const latenciesMs: number[] = [];
   const started = performance.now();
   let issued = 0;
@@ -156,7 +187,8 @@ function timeJournal(journal: Journal, record: (actionId: string, ms: number) =>
   return new Proxy(journal, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
-      if (property !== 'append' && property !== 'beginDispatch') return typeof value === 'function' ? value.bind(target) : value;
+      if (property !== 'append' && property !== 'beginDispatch')
+        return typeof value === 'function' ? value.bind(target) : value;
       const fn = value as (...args: unknown[]) => Promise<unknown>;
       return async (...args: unknown[]) => {
         const t0 = performance.now();

@@ -61,7 +61,14 @@ async function runAppends(groupCommit: boolean, dispatchers: number, runMs = run
   const { commits } = journal.stats();
   await journal.close();
   rmSync(dir, { recursive: true, force: true });
-  return { mode: groupCommit ? 'group commit' : 'commit per append', dispatchers, appends, seconds, commits, latenciesMs };
+  return {
+    mode: groupCommit ? 'group commit' : 'commit per append',
+    dispatchers,
+    appends,
+    seconds,
+    commits,
+    latenciesMs,
+  };
 }
 
 function rawFsync(): { samples: number; p50: number; p99: number } {
@@ -110,16 +117,22 @@ function pad(value: string | number, width: number): string {
 }
 
 async function main(): Promise<void> {
-  console.log(`node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs: ${cpus()[0]?.model ?? 'unknown'}`);
+  console.log(
+    `node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs: ${cpus()[0]?.model ?? 'unknown'}`,
+  );
   console.log(`data dir parent: ${parentDir}, mount: ${mountOf(parentDir)}`);
   console.log('');
 
   const fsync = rawFsync();
-  console.log(`raw fsync (${fsyncWriteBytes} B write + fsync, ${fsync.samples} samples): p50 ${fsync.p50.toFixed(3)} ms, p99 ${fsync.p99.toFixed(3)} ms`);
+  console.log(
+    `raw fsync (${fsyncWriteBytes} B write + fsync, ${fsync.samples} samples): p50 ${fsync.p50.toFixed(3)} ms, p99 ${fsync.p99.toFixed(3)} ms`,
+  );
   console.log('');
 
   await runAppends(true, 16, warmupMsMax);
-  console.log(`${pad('mode', 18)} ${pad('dispatchers', 11)} ${pad('appends', 8)} ${pad('appends/s', 10)} ${pad('commits', 8)} ${pad('events/commit', 13)} ${pad('p50 ms', 8)} ${pad('p99 ms', 8)}`);
+  console.log(
+    `${pad('mode', 18)} ${pad('dispatchers', 11)} ${pad('appends', 8)} ${pad('appends/s', 10)} ${pad('commits', 8)} ${pad('events/commit', 13)} ${pad('p50 ms', 8)} ${pad('p99 ms', 8)}`,
+  );
   for (const groupCommit of [true, false]) {
     for (const dispatchers of dispatcherCounts) {
       const r = await runAppends(groupCommit, dispatchers);

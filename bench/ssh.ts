@@ -42,12 +42,28 @@ async function main(): Promise<void> {
     mkdirSync(vaultDir, { mode: 0o700 });
     const vault = await openVault({ dataDir: vaultDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from('bench passphrase'));
-    await vault.add({ name: 'lab-key', kind: 'ssh_key', secret: Buffer.from(sshd.userKey.privateKey), bindings: ['lab'] });
+    await vault.add({
+      name: 'lab-key',
+      kind: 'ssh_key',
+      secret: Buffer.from(sshd.userKey.privateKey),
+      bindings: ['lab'],
+    });
     const results = ResultStore.open(temp.path, temp.journal.rowCipher());
     const channel = new SshChannel({ gate: temp.journal, clock: systemClock, knownHostsDir: temp.dir.path });
-    const config = sshHostsConfig([{ port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] }]);
+    const config = sshHostsConfig([
+      { port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] },
+    ]);
     const queue = ApprovalQueue.open({ journal: temp.journal, clock: systemClock, config });
-    const deps = { ids: createRandomIdSource(systemClock), clock: systemClock, journal: temp.journal, results, vault, config, channel, queue };
+    const deps = {
+      ids: createRandomIdSource(systemClock),
+      clock: systemClock,
+      journal: temp.journal,
+      results,
+      vault,
+      config,
+      channel,
+      queue,
+    };
     const viaBroker = async (): Promise<void> => {
       const { envelope } = await executeSshAction(deps, { host: 'lab', command });
       if (envelope.error !== undefined) throw new Error(`broker run failed: ${envelope.error.code}`);
@@ -57,21 +73,34 @@ async function main(): Promise<void> {
     const { directMs, brokerMs } = await measureInterleaved(direct, viaBroker);
     results.close();
     await vault.close();
-    console.log(`machine: ${cpus().length} vCPU ${cpus()[0]?.model.trim() ?? ''}, Node ${process.version}; OpenSSH sshd on 127.0.0.1, ed25519 keys, command \`${command}\``);
-    console.log(`policy: one connection per action (no reuse); ${runs} runs per side, interleaved, after ${warmupRuns} warm-up pairs`);
+    console.log(
+      `machine: ${cpus().length} vCPU ${cpus()[0]?.model.trim() ?? ''}, Node ${process.version}; OpenSSH sshd on 127.0.0.1, ed25519 keys, command \`${command}\``,
+    );
+    console.log(
+      `policy: one connection per action (no reuse); ${runs} runs per side, interleaved, after ${warmupRuns} warm-up pairs`,
+    );
     console.log('');
     console.log('| path | p50 ms | p99 ms | mean ms |');
     console.log('| --- | --- | --- | --- |');
-    console.log(`| ssh2 directly (connect + exec + exit/close) | ${fmt(pct(directMs, 50))} | ${fmt(pct(directMs, 99))} | ${fmt(mean(directMs))} |`);
-    console.log(`| broker executeSshAction (vault + journal + result) | ${fmt(pct(brokerMs, 50))} | ${fmt(pct(brokerMs, 99))} | ${fmt(mean(brokerMs))} |`);
-    console.log(`| added by the broker | ${fmt(pct(brokerMs, 50) - pct(directMs, 50))} | ${fmt(pct(brokerMs, 99) - pct(directMs, 99))} | ${fmt(mean(brokerMs) - mean(directMs))} |`);
+    console.log(
+      `| ssh2 directly (connect + exec + exit/close) | ${fmt(pct(directMs, 50))} | ${fmt(pct(directMs, 99))} | ${fmt(mean(directMs))} |`,
+    );
+    console.log(
+      `| broker executeSshAction (vault + journal + result) | ${fmt(pct(brokerMs, 50))} | ${fmt(pct(brokerMs, 99))} | ${fmt(mean(brokerMs))} |`,
+    );
+    console.log(
+      `| added by the broker | ${fmt(pct(brokerMs, 50) - pct(directMs, 50))} | ${fmt(pct(brokerMs, 99) - pct(directMs, 99))} | ${fmt(mean(brokerMs) - mean(directMs))} |`,
+    );
   } finally {
     await temp.dispose();
     await sshd.dispose();
   }
 }
 
-async function measureInterleaved(direct: () => Promise<void>, broker: () => Promise<void>): Promise<{ directMs: number[]; brokerMs: number[] }> {
+async function measureInterleaved(
+  direct: () => Promise<void>,
+  broker: () => Promise<void>,
+): Promise<{ directMs: number[]; brokerMs: number[] }> {
   for (let i = 0; i < warmupRuns; i += 1) {
     await direct();
     await broker();

@@ -5,7 +5,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, operatorAuthorization, type OperatorPage } from './fixtures/browser.js';
+import {
+  assertRendererBuilt,
+  launchChromium,
+  openOperatorPage,
+  operatorAuthorization,
+  type OperatorPage,
+} from './fixtures/browser.js';
 import { seedActivityJournal } from './fixtures/seed-activity.js';
 import { appendTimelineActions, PinnableClock, type TimelineAction } from './fixtures/seed-timeline.js';
 
@@ -38,7 +44,10 @@ beforeAll(async () => {
   const afterSeed = async (journal: Parameters<typeof appendTimelineActions>[0]) => {
     timeline = await appendTimelineActions(journal, clock, Date.now() - 120_000);
   };
-  const [seeded, launched] = await Promise.all([seedActivityJournal(dataDir, seededEvents, { clock, afterSeed }), launchChromium()]);
+  const [seeded, launched] = await Promise.all([
+    seedActivityJournal(dataDir, seededEvents, { clock, afterSeed }),
+    launchChromium(),
+  ]);
   browser = launched;
   daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: seeded.passphraseFile } });
 }, 90_000);
@@ -50,7 +59,10 @@ afterAll(async () => {
 }, 30_000);
 
 /** One operator call as the page makes it (POST /api/<method>, the session secret as bearer). */
-async function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+async function api<M extends BrokerApiMethod>(
+  method: M,
+  input: BrokerApi[M]['input'],
+): Promise<BrokerApi[M]['output']> {
   const answer = await fetch(`${daemon.origin}/api/${method}`, {
     method: 'POST',
     headers: { ...(await operatorAuthorization(daemon.operatorUrl)), 'Content-Type': 'application/json' },
@@ -70,9 +82,12 @@ async function openActivity(width = 1100): Promise<OperatorPage> {
 }
 
 const rows = (page: Page) => page.getByTestId('action-row');
-const shownIds = (page: Page): Promise<string[]> => rows(page).evaluateAll((els) => els.map((el) => el.getAttribute('data-action-id') ?? ''));
-const rowOf = (page: Page, key: TimelineAction['key']) => page.locator(`[data-testid="action-row"][data-action-id="${timeline[key].action_id}"]`);
-const barOf = (page: Page, key: TimelineAction['key']) => page.locator(`[data-testid="timeline-bar"][data-action-id="${timeline[key].action_id}"]`);
+const shownIds = (page: Page): Promise<string[]> =>
+  rows(page).evaluateAll((els) => els.map((el) => el.getAttribute('data-action-id') ?? ''));
+const rowOf = (page: Page, key: TimelineAction['key']) =>
+  page.locator(`[data-testid="action-row"][data-action-id="${timeline[key].action_id}"]`);
+const barOf = (page: Page, key: TimelineAction['key']) =>
+  page.locator(`[data-testid="timeline-bar"][data-action-id="${timeline[key].action_id}"]`);
 const hashOf = (page: Page): string => new URL(page.url()).hash;
 
 async function shoot(page: Page, name: string): Promise<void> {
@@ -88,7 +103,9 @@ describe('the Actions mode of Activity', () => {
       await rowOf(page, 'D').waitFor();
       expect(await page.getByTestId('activity-view').getAttribute('data-mode')).toBe('actions');
       // Newest first, in the API's order: the four scripted actions (the last appended) lead.
-      expect(newest.actions.slice(0, 4).map((a) => a.action_id)).toEqual(['D', 'C', 'B', 'A'].map((k) => timeline[k as TimelineAction['key']].action_id));
+      expect(newest.actions.slice(0, 4).map((a) => a.action_id)).toEqual(
+        ['D', 'C', 'B', 'A'].map((k) => timeline[k as TimelineAction['key']].action_id),
+      );
       expect((await shownIds(page)).slice(0, 6)).toEqual(newest.actions.slice(0, 6).map((a) => a.action_id));
       const b = await rowOf(page, 'B').textContent();
       expect(b).toContain('approved by person:operator-1');
@@ -99,8 +116,11 @@ describe('the Actions mode of Activity', () => {
 
       // Scroll the list down a few times: older pages join below (keyset), the DOM stays a window.
       const count = page.getByTestId('action-list-count');
-      for (let i = 0; i < 4; i += 1) await page.getByTestId('action-list-scroller').evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
-      await page.waitForFunction(() => Number(document.querySelector('[data-testid="action-list-count"]')?.getAttribute('data-loaded')) >= 600);
+      for (let i = 0; i < 4; i += 1)
+        await page.getByTestId('action-list-scroller').evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+      await page.waitForFunction(
+        () => Number(document.querySelector('[data-testid="action-list-count"]')?.getAttribute('data-loaded')) >= 600,
+      );
       expect(Number(await count.getAttribute('data-loaded'))).toBeGreaterThanOrEqual(600);
       expect(await rows(page).count()).toBeLessThan(domRowsMax);
       const ids = await shownIds(page);
@@ -112,13 +132,16 @@ describe('the Actions mode of Activity', () => {
   );
 
   it(
-    'narrows by a filter, opens a row\'s detail with what it waited for, and comes back',
+    "narrows by a filter, opens a row's detail with what it waited for, and comes back",
     async () => {
       const { page, problems, context } = await openActivity();
       await rowOf(page, 'D').waitFor();
       await page.getByTestId('actions-filter-lane').fill('tl-deploy');
       await page.getByRole('button', { name: 'Apply' }).click();
-      await page.getByTestId('action-list-count').filter({ hasText: /^2 matching actions$/ }).waitFor();
+      await page
+        .getByTestId('action-list-count')
+        .filter({ hasText: /^2 matching actions$/ })
+        .waitFor();
       expect(await shownIds(page)).toEqual([timeline.B.action_id, timeline.A.action_id]);
       await shoot(page, 'actions-filtered.png');
 
@@ -126,9 +149,14 @@ describe('the Actions mode of Activity', () => {
       const detail = page.getByTestId('action-detail');
       await detail.getByTestId('action-chronology').waitFor();
       expect(hashOf(page)).toBe(`#/action/${timeline.B.action_id}?from=activity/actions`);
-      const [shownA, shownB] = await Promise.all([api('actions.show', { action_id: timeline.A.action_id }), api('actions.show', { action_id: timeline.B.action_id })]);
+      const [shownA, shownB] = await Promise.all([
+        api('actions.show', { action_id: timeline.A.action_id }),
+        api('actions.show', { action_id: timeline.B.action_id }),
+      ]);
       expect(shownB.waited_for.map((w) => [w.action_id, w.ongoing])).toEqual([[timeline.A.action_id, false]]);
-      expect(await detail.getByTestId('action-waited-for').textContent()).toBe(`#${shownB.state.ticket} waited 41 s for #${shownA.state.ticket}`);
+      expect(await detail.getByTestId('action-waited-for').textContent()).toBe(
+        `#${shownB.state.ticket} waited 41 s for #${shownA.state.ticket}`,
+      );
       await shoot(page, 'action-detail-waited.png');
 
       // Back returns to the list (the filter kept in the store).
@@ -148,9 +176,20 @@ describe('the Actions mode of Activity', () => {
     async () => {
       const { page, problems, context } = await openActivity(800);
       await rowOf(page, 'D').waitFor();
-      const clipped = await page.locator('[data-testid="action-row"] :is(time, .action-ticket, strong, .badge, .action-code, .action-meta span)').evaluateAll((els) =>
-        els.filter((el) => el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > (el.closest('[data-testid="action-row"]')?.getBoundingClientRect().right ?? 0) + 1).map((el) => el.textContent),
-      );
+      const clipped = await page
+        .locator(
+          '[data-testid="action-row"] :is(time, .action-ticket, strong, .badge, .action-code, .action-meta span)',
+        )
+        .evaluateAll((els) =>
+          els
+            .filter(
+              (el) =>
+                el.scrollWidth > el.clientWidth + 1 ||
+                el.getBoundingClientRect().right >
+                  (el.closest('[data-testid="action-row"]')?.getBoundingClientRect().right ?? 0) + 1,
+            )
+            .map((el) => el.textContent),
+        );
       expect(clipped).toEqual([]);
       await shoot(page, 'actions-800.png');
       expect(problems).toEqual([]);
@@ -175,10 +214,19 @@ describe('the Timeline mode of Activity', () => {
       const deploy = page.locator('[data-testid="timeline-group"][data-key="tl-deploy"]');
       expect(await deploy.getByTestId('timeline-bar').count()).toBe(2);
       expect(await barOf(page, 'B').locator('.tl-lane').count()).toBe(1);
-      const [shownA, shownB] = await Promise.all([api('actions.show', { action_id: timeline.A.action_id }), api('actions.show', { action_id: timeline.B.action_id })]);
+      const [shownA, shownB] = await Promise.all([
+        api('actions.show', { action_id: timeline.A.action_id }),
+        api('actions.show', { action_id: timeline.B.action_id }),
+      ]);
       await barOf(page, 'B').focus();
       const readout = page.getByTestId('timeline-readout');
-      await readout.filter({ hasText: new RegExp(`^#${shownB.state.ticket} approved by person:operator-1[^·]*, waited 41 s for #${shownA.state.ticket} · `) }).waitFor();
+      await readout
+        .filter({
+          hasText: new RegExp(
+            `^#${shownB.state.ticket} approved by person:operator-1[^·]*, waited 41 s for #${shownA.state.ticket} · `,
+          ),
+        })
+        .waitFor();
       await shoot(page, 'timeline-by-lane.png');
 
       // By session: the alpha session holds A and B, the bravo one C and D.
@@ -186,8 +234,16 @@ describe('the Timeline mode of Activity', () => {
       await page.locator('[data-testid="timeline"][data-grouping="session"]').waitFor();
       const alpha = page.locator('[data-testid="timeline-group"][data-key="ses_tl_alpha"]');
       const bravo = page.locator('[data-testid="timeline-group"][data-key="ses_tl_bravo"]');
-      expect(await alpha.getByTestId('timeline-bar').evaluateAll((els) => els.map((el) => el.getAttribute('data-action-id')).sort())).toEqual([timeline.A.action_id, timeline.B.action_id]);
-      expect(await bravo.getByTestId('timeline-bar').evaluateAll((els) => els.map((el) => el.getAttribute('data-action-id')).sort())).toEqual([timeline.C.action_id, timeline.D.action_id]);
+      expect(
+        await alpha
+          .getByTestId('timeline-bar')
+          .evaluateAll((els) => els.map((el) => el.getAttribute('data-action-id')).sort()),
+      ).toEqual([timeline.A.action_id, timeline.B.action_id]);
+      expect(
+        await bravo
+          .getByTestId('timeline-bar')
+          .evaluateAll((els) => els.map((el) => el.getAttribute('data-action-id')).sort()),
+      ).toEqual([timeline.C.action_id, timeline.D.action_id]);
       await shoot(page, 'timeline-by-session.png');
 
       // Reload keeps the mode and the grouping (the address names both); back returns to the Actions mode.
@@ -214,7 +270,7 @@ describe('the Timeline mode of Activity', () => {
   );
 });
 
-describe('the action detail\'s back link', () => {
+describe("the action detail's back link", () => {
   it(
     'returns to the Activity mode the detail was opened from (actions, timeline by session, events), after a reload too',
     async () => {

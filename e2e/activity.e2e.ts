@@ -5,7 +5,13 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, operatorAuthorization, type OperatorPage } from './fixtures/browser.js';
+import {
+  assertRendererBuilt,
+  launchChromium,
+  openOperatorPage,
+  operatorAuthorization,
+  type OperatorPage,
+} from './fixtures/browser.js';
 import { seedActivityJournal, type SeededAction, type SeededJournal } from './fixtures/seed-activity.js';
 
 /**
@@ -43,7 +49,10 @@ afterAll(async () => {
 }, 30_000);
 
 /** One operator call as the page makes it (POST /api/<method>, the session secret as bearer). */
-async function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+async function api<M extends BrokerApiMethod>(
+  method: M,
+  input: BrokerApi[M]['input'],
+): Promise<BrokerApi[M]['output']> {
   const answer = await fetch(`${daemon.origin}/api/${method}`, {
     method: 'POST',
     headers: { ...(await operatorAuthorization(daemon.operatorUrl)), 'Content-Type': 'application/json' },
@@ -58,7 +67,11 @@ async function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['in
 async function apiMatches(filter: Omit<BrokerApi['activity.list']['input'], 'from_seq' | 'limit'>): Promise<number[]> {
   const seqs: number[] = [];
   for (let from: number | null = 1, pages = 0; from !== null && pages < 100; pages += 1) {
-    const page: BrokerApi['activity.list']['output'] = await api('activity.list', { ...filter, from_seq: from, limit: 500 });
+    const page: BrokerApi['activity.list']['output'] = await api('activity.list', {
+      ...filter,
+      from_seq: from,
+      limit: 500,
+    });
     seqs.push(...page.events.map((e) => e.seq));
     from = page.next_seq;
   }
@@ -80,11 +93,16 @@ async function openActivity(): Promise<OperatorPage> {
   return opened;
 }
 
-const rowsInDom = (page: Page): Promise<number> => page.locator('[data-testid="activity-row"], [data-testid="activity-placeholder"]').count();
+const rowsInDom = (page: Page): Promise<number> =>
+  page.locator('[data-testid="activity-row"], [data-testid="activity-placeholder"]').count();
 const rowAt = (page: Page, seq: number): Locator => page.locator(`[data-testid="activity-row"][data-seq="${seq}"]`);
-const shownSeqs = async (page: Page): Promise<number[]> => (await page.getByTestId('activity-seq').allTextContents()).map(Number);
+const shownSeqs = async (page: Page): Promise<number[]> =>
+  (await page.getByTestId('activity-seq').allTextContents()).map(Number);
 
-async function applyFilter(page: Page, fields: Partial<Record<'session' | 'lane' | 'code' | 'text', string>> & { outcome?: string }): Promise<void> {
+async function applyFilter(
+  page: Page,
+  fields: Partial<Record<'session' | 'lane' | 'code' | 'text', string>> & { outcome?: string },
+): Promise<void> {
   await page.getByRole('button', { name: 'Clear' }).click();
   for (const [name, value] of Object.entries(fields)) {
     if (name === 'outcome') await page.getByTestId('activity-filter-outcome').selectOption(value);
@@ -95,7 +113,10 @@ async function applyFilter(page: Page, fields: Partial<Record<'session' | 'lane'
 
 /** Waits until the filtered scan reached the log's end with `n` matches (the count loses "so far"). */
 async function scanFinished(page: Page, n: number): Promise<void> {
-  await page.getByTestId('activity-count').filter({ hasText: new RegExp(`^${n.toLocaleString('en-US')} matching events?$`) }).waitFor({ timeout: 30_000 });
+  await page
+    .getByTestId('activity-count')
+    .filter({ hasText: new RegExp(`^${n.toLocaleString('en-US')} matching events?$`) })
+    .waitFor({ timeout: 30_000 });
 }
 
 async function shoot(page: Page, name: string): Promise<void> {
@@ -114,7 +135,9 @@ describe('the Activity view over 100,000 journal events', () => {
       await page.locator(`[data-testid="activity-count"][data-total="${seededEvents}"]`).waitFor();
       expect(await page.getByTestId('activity-count').textContent()).toBe('100,000 events');
       await rowAt(page, 1).waitFor();
-      expect(await page.getByRole('table', { name: 'Journal events' }).getAttribute('aria-rowcount')).toBe(String(seededEvents + 1));
+      expect(await page.getByRole('table', { name: 'Journal events' }).getAttribute('aria-rowcount')).toBe(
+        String(seededEvents + 1),
+      );
       const firstRows = await shownSeqs(page);
       expect(firstRows.slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
       expect(await rowsInDom(page)).toBeLessThan(domRowsMax);
@@ -185,7 +208,9 @@ describe('the action detail', () => {
       const { page, problems, context } = await openActivity();
       const reconciled = firstOf('lostThenReconciled');
       await applyFilter(page, { text: reconciled.action_id });
-      await rowAt(page, reconciled.seqs[0] ?? 0).getByRole('link', { name: reconciled.action_id }).click();
+      await rowAt(page, reconciled.seqs[0] ?? 0)
+        .getByRole('link', { name: reconciled.action_id })
+        .click();
 
       const detail = page.getByTestId('action-detail');
       await detail.getByTestId('action-chronology').waitFor();
@@ -193,25 +218,39 @@ describe('the action detail', () => {
       const shown = await api('actions.show', { action_id: reconciled.action_id });
       const seqOf = (kind: string) => shown.events.find((e) => e.kind === kind)?.seq;
 
-      expect(await detail.getByTestId('order-card').textContent()).toBe(`ticket #${shown.state.ticket} (accepted at seq ${reconciled.seqs[0]}; no card was shown)`);
-      expect(await detail.getByTestId('order-dispatch').textContent()).toBe(`DISPATCH_STARTED at seq ${seqOf('DISPATCH_STARTED')}`);
-      expect(await detail.getByTestId('order-completion').textContent()).toBe(`committed at seq ${seqOf('RECONCILIATION_RESULT')} (RECONCILIATION_RESULT)`);
+      expect(await detail.getByTestId('order-card').textContent()).toBe(
+        `ticket #${shown.state.ticket} (accepted at seq ${reconciled.seqs[0]}; no card was shown)`,
+      );
+      expect(await detail.getByTestId('order-dispatch').textContent()).toBe(
+        `DISPATCH_STARTED at seq ${seqOf('DISPATCH_STARTED')}`,
+      );
+      expect(await detail.getByTestId('order-completion').textContent()).toBe(
+        `committed at seq ${seqOf('RECONCILIATION_RESULT')} (RECONCILIATION_RESULT)`,
+      );
       expect(await detail.getByTestId('action-phase').textContent()).toBe(shown.state.phase);
       expect(await detail.getByTestId('action-outcome').textContent()).toBe('committed');
       expect(await detail.getByTestId('action-retry').textContent()).toBe(shown.state.retry);
       expect(await detail.getByTestId('action-effect').textContent()).toBe(shown.state.effect);
       expect(await detail.getByTestId('action-basis').textContent()).toBe(shown.state.outcome_basis);
       expect(await detail.getByTestId('attempt-row').count()).toBe(shown.state.attempts.length);
-      expect(await detail.getByTestId('action-released-by').textContent()).toContain(`Lane released at seq ${seqOf('RECONCILIATION_RESULT')}: a reconciliation lookup settled it`);
+      expect(await detail.getByTestId('action-released-by').textContent()).toContain(
+        `Lane released at seq ${seqOf('RECONCILIATION_RESULT')}: a reconciliation lookup settled it`,
+      );
 
       // The chronology: every event, in seq order, with wall time; the reconciliation marked as such.
       const entries = detail.getByTestId('chronology-entry');
-      expect(await entries.evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))))).toEqual(reconciled.seqs);
-      const reconciliation = detail.locator(`[data-testid="chronology-entry"][data-seq="${seqOf('RECONCILIATION_RESULT')}"]`);
+      expect(await entries.evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-seq'))))).toEqual(
+        reconciled.seqs,
+      );
+      const reconciliation = detail.locator(
+        `[data-testid="chronology-entry"][data-seq="${seqOf('RECONCILIATION_RESULT')}"]`,
+      );
       expect(await reconciliation.getAttribute('data-source')).toBe('reconciliation');
       expect(await reconciliation.textContent()).toContain('released the lane');
       expect(await detail.locator('[data-testid="chronology-entry"][data-source="operator"]').count()).toBe(0);
-      expect(await detail.locator('[data-testid="chronology-entry"] time').first().getAttribute('datetime')).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(await detail.locator('[data-testid="chronology-entry"] time').first().getAttribute('datetime')).toMatch(
+        /^\d{4}-\d\d-\d\dT/,
+      );
       await shoot(page, 'action-detail.png');
 
       // Back to the list it came from.
@@ -224,7 +263,7 @@ describe('the action detail', () => {
   );
 
   it(
-    'marks a person\'s attestation as an operator entry, and opens from an Approvals card (a blocked head)',
+    "marks a person's attestation as an operator entry, and opens from an Approvals card (a blocked head)",
     async () => {
       const { page, problems, context } = await openActivity();
       const attested = firstOf('sshClosedNoExitAttested');
@@ -234,7 +273,9 @@ describe('the action detail', () => {
       const operatorEntries = detail.locator('[data-testid="chronology-entry"][data-source="operator"]');
       expect(await operatorEntries.count()).toBe(1);
       expect(await operatorEntries.getAttribute('data-seq')).toBe(String(attested.seqs.at(-1)));
-      expect(await detail.getByTestId('action-released-by').textContent()).toContain('a person attested the outcome by person:operator-1');
+      expect(await detail.getByTestId('action-released-by').textContent()).toContain(
+        'a person attested the outcome by person:operator-1',
+      );
 
       // The Approvals tab lists the seeded unknown heads as blocked; a card's action id opens its detail.
       const head = firstOf('callerCancelledAfterDispatch');
@@ -243,7 +284,9 @@ describe('the action detail', () => {
       await detail.getByTestId('action-chronology').waitFor();
       expect(await detail.getByTestId('action-detail-id').textContent()).toBe(head.action_id);
       expect(await detail.getByTestId('action-outcome').textContent()).toBe('unknown');
-      expect(await detail.getByTestId('order-completion').textContent()).toBe(`unknown at seq ${head.seqs.at(-1)} (OUTCOME_RECORDED)`);
+      expect(await detail.getByTestId('order-completion').textContent()).toBe(
+        `unknown at seq ${head.seqs.at(-1)} (OUTCOME_RECORDED)`,
+      );
       expect(problems).toEqual([]);
       await context.close();
     },
@@ -260,7 +303,9 @@ describe('the Metrics view', () => {
       await page.getByTestId('phase-outcome').waitFor();
       const metrics = await api('metrics', {});
       expect(metrics.total).toBe((await api('status', {})).actions.total);
-      expect(await page.getByTestId('metrics-total').textContent()).toContain(`${metrics.total.toLocaleString('en-US')} actions`);
+      expect(await page.getByTestId('metrics-total').textContent()).toContain(
+        `${metrics.total.toLocaleString('en-US')} actions`,
+      );
       const nonZero = metrics.by_phase_outcome.filter((r) => r.count > 0);
       expect(nonZero.length).toBeGreaterThanOrEqual(5);
       for (const { phase, outcome, count } of nonZero) {

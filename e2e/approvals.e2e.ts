@@ -46,7 +46,13 @@ interface Sent {
 async function sendPair(drill: Drill, run: string): Promise<{ lane: string; A: Sent; B: Sent }> {
   const lane = `doc-${run}`;
   const send = (agent: DrillAgent, marker: string) => {
-    const call = agent.call('http_request', { route: 'docs', method: 'POST', path: `/docs/${run}`, body: JSON.stringify({ marker }), timeout_ms: 120_000 });
+    const call = agent.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: `/docs/${run}`,
+      body: JSON.stringify({ marker }),
+      timeout_ms: 120_000,
+    });
     const answer = call.reply.then(
       (reply) => ({ reply }),
       (error: unknown) => ({ error: String(error) }),
@@ -54,7 +60,11 @@ async function sendPair(drill: Drill, run: string): Promise<{ lane: string; A: S
     return { agent, marker, callId: call.id, answer };
   };
   const sent = [send(drill.p1, `${run}:p1`), send(drill.p2, `${run}:p2`)];
-  const cards = await waitFor(() => laneCards(drill.dataDir, lane), (c) => c.length === 2 && c.every((x) => x.state === 'pending'), `two pending cards in ${lane}`);
+  const cards = await waitFor(
+    () => laneCards(drill.dataDir, lane),
+    (c) => c.length === 2 && c.every((x) => x.state === 'pending'),
+    `two pending cards in ${lane}`,
+  );
   const withCard = (card: ApprovalCard | undefined): Sent => {
     const marker = (JSON.parse(card?.body_preview ?? '{}') as { marker?: string }).marker;
     const found = sent.find((s) => s.marker === marker);
@@ -82,7 +92,8 @@ async function openApprovals(drill: Drill): Promise<OperatorPage> {
   return opened;
 }
 
-const cardOf = (page: Page, sent: Sent): Locator => page.getByRole('article', { name: `Ticket #${sent.card.ticket}`, exact: true });
+const cardOf = (page: Page, sent: Sent): Locator =>
+  page.getByRole('article', { name: `Ticket #${sent.card.ticket}`, exact: true });
 const statusOf = (page: Page, sent: Sent): Locator => page.getByTestId(`card-${sent.card.ticket}-status`);
 /** Waits until the locator's text contains `text` (auto-waiting: resolves when the page shows it). */
 const showing = (locator: Locator, text: string): Promise<void> => locator.filter({ hasText: text }).waitFor();
@@ -125,15 +136,18 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
       // Both cards, in their lane, in ticket order, each with what a person needs to decide.
       const laneSection = page.getByTestId(`lane-${lane}`);
       await cardOf(page, B).waitFor();
-      expect(await laneSection.getByRole('article').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-testid')))).toEqual([
-        `card-${A.card.ticket}`,
-        `card-${B.card.ticket}`,
-      ]);
+      expect(
+        await laneSection.getByRole('article').evaluateAll((cards) => cards.map((c) => c.getAttribute('data-testid'))),
+      ).toEqual([`card-${A.card.ticket}`, `card-${B.card.ticket}`]);
       const cardA = cardOf(page, A);
       expect(await cardA.getByTestId(`card-${A.card.ticket}-request`).textContent()).toBe('POST /docs/race');
       expect(await cardA.getByTestId(`card-${A.card.ticket}-credential`).textContent()).toBe('drill-token');
-      expect(await cardA.getByTestId(`card-${A.card.ticket}-body`).textContent()).toBe(JSON.stringify({ marker: A.marker }));
-      expect(await cardA.getByTestId(`card-${A.card.ticket}-agent`).textContent()).toContain(`pid ${A.card.session?.pid}`);
+      expect(await cardA.getByTestId(`card-${A.card.ticket}-body`).textContent()).toBe(
+        JSON.stringify({ marker: A.marker }),
+      );
+      expect(await cardA.getByTestId(`card-${A.card.ticket}-agent`).textContent()).toContain(
+        `pid ${A.card.session?.pid}`,
+      );
       expect(await cardA.getByRole('timer').textContent()).toMatch(/^\d+:\d\d left$/);
       await shoot(page, 'approvals-pending.png');
 
@@ -244,7 +258,10 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
       await waysOut.getByRole('button', { name: 'Abandon…' }).click();
       await waysOut.getByRole('textbox').fill('checked by hand; release the lane');
       await waysOut.getByRole('button', { name: `Abandon #${A.card.ticket}` }).click();
-      await showing(closedReason(page, A), 'abandoned by a person: checked by hand; release the lane (the outcome stays unknown)');
+      await showing(
+        closedReason(page, A),
+        'abandoned by a person: checked by hand; release the lane (the outcome stays unknown)',
+      );
       const b = await B.answer;
       expect(b.reply?.isError ?? false).toBe(false);
       expect(arrivals(d, A, B)).toEqual([A.marker, B.marker]);
@@ -276,16 +293,32 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
         const row = page.getByTestId(`session-${session.session_id}`);
         // Every drill route is per_call: approving the process would change nothing, so no Approve button and no badge.
         await showing(row.getByTestId(`session-${session.session_id}-status`), 'no approval needed');
-        await showing(row.getByTestId(`session-${session.session_id}-explanation`), 'approving this process would change nothing');
+        await showing(
+          row.getByTestId(`session-${session.session_id}-explanation`),
+          'approving this process would change nothing',
+        );
         expect(await row.getByRole('button', { name: 'Approve', exact: true }).count()).toBe(0);
         expect(await page.getByTestId('tab-sessions-badge').count()).toBe(0);
         await shoot(page, 'sessions-not-needed.png');
 
         // Its per-call call gets a card that names it (pid, executable, working directory).
-        const call = p3.call('http_request', { route: 'docs', method: 'POST', path: '/docs/session', body: '{"marker":"session:p3"}', timeout_ms: 120_000 });
-        const answer = call.reply.then((reply) => reply, (error: unknown) => ({ isError: true, error: String(error) }));
+        const call = p3.call('http_request', {
+          route: 'docs',
+          method: 'POST',
+          path: '/docs/session',
+          body: '{"marker":"session:p3"}',
+          timeout_ms: 120_000,
+        });
+        const answer = call.reply.then(
+          (reply) => reply,
+          (error: unknown) => ({ isError: true, error: String(error) }),
+        );
         await page.getByRole('tab', { name: /^Approvals/ }).click();
-        const [card] = await waitFor(() => laneCards(d.dataDir, 'doc-session'), (c) => c.length === 1, 'the new agent\'s card');
+        const [card] = await waitFor(
+          () => laneCards(d.dataDir, 'doc-session'),
+          (c) => c.length === 1,
+          "the new agent's card",
+        );
         if (card === undefined) throw new Error('no card');
         expect(card.session?.session_id).toBe(session.session_id);
         const agent = page.getByTestId(`card-${card.ticket}-agent`);
@@ -303,7 +336,9 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
         await row.getByRole('textbox', { name: `Why revoke pid ${session.pid}?` }).fill('drill over');
         await row.getByRole('button', { name: 'Revoke', exact: true }).click();
         await showing(row.getByTestId(`session-${session.session_id}-status`), 'revoked');
-        expect((await op(d.dataDir, 'sessions.list', {})).sessions.find((s) => s.session_id === session.session_id)).toMatchObject({ status: 'revoked', revoke_reason: 'drill over' });
+        expect(
+          (await op(d.dataDir, 'sessions.list', {})).sessions.find((s) => s.session_id === session.session_id),
+        ).toMatchObject({ status: 'revoked', revoke_reason: 'drill over' });
 
         await page.getByRole('tab', { name: 'Status' }).click();
         await page.getByTestId('status-data-dir').waitFor();
@@ -336,7 +371,10 @@ describe('the Approvals view with a short approval window: A expires while B is 
       const { page } = ui;
       const { A, B } = await sendPair(d, 'expire');
       // The countdown ticks in the page from the card's expires_at_ms.
-      await cardOf(page, A).getByRole('timer').filter({ hasText: /^0:0[1-5] left$/ }).waitFor();
+      await cardOf(page, A)
+        .getByRole('timer')
+        .filter({ hasText: /^0:0[1-5] left$/ })
+        .waitFor();
       await approveByClick(page, B);
       await showing(statusOf(page, B), `approved, waiting for #${A.card.ticket}`);
       await shoot(page, 'approvals-expiring.png');

@@ -23,7 +23,16 @@ const dataDir = path.join(scratch, 'data');
 const passphraseFile = path.join(scratch, 'pass');
 
 const routesYaml = (port: number, approval: string): string =>
-  ['version: 1', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}/api`, '    credential: docs-token', '    injection: bearer', `    approval: ${approval}`, ''].join('\n');
+  [
+    'version: 1',
+    'routes:',
+    '  - name: docs',
+    `    base_url: http://127.0.0.1:${port}/api`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    `    approval: ${approval}`,
+    '',
+  ].join('\n');
 
 let browser: Browser;
 let daemon: RunningDaemon | undefined;
@@ -51,7 +60,11 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
   it('shows the pending change with its diff, keeps the accepted route, and Accept records it for the next start', async () => {
     writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(9, 'per_call'));
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
-    expect(await op(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, accepted: { how: 'first_use' } });
+    expect(await op(dataDir, 'config.pending', {})).toMatchObject({
+      trust: 'verified',
+      change: null,
+      accepted: { how: 'first_use' },
+    });
     await daemon.process.stop('SIGTERM');
 
     // As an agent would: re-point the route and drop its approval, then wait for a restart.
@@ -79,15 +92,25 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     await page.getByTestId('route-docs').filter({ hasText: 'http://127.0.0.1:19/api' }).waitFor();
     expect(await page.getByTestId('config-restart-needed').count()).toBe(0);
     const pending = await op(dataDir, 'config.pending', {});
-    expect(pending).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted', by: expect.stringContaining('(web, operator session)') } });
-    expect((await op(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' })]);
+    expect(pending).toMatchObject({
+      change: null,
+      restart_needed: false,
+      accepted: { how: 'accepted', by: expect.stringContaining('(web, operator session)') },
+    });
+    expect((await op(dataDir, 'config.show', {})).routes).toEqual([
+      expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' }),
+    ]);
     const applied = (await op(dataDir, 'activity.list', {})).events.filter((e) => e.kind === 'CONFIG_APPLIED');
-    expect(applied).toEqual([expect.objectContaining({ summary: expect.stringContaining(pending.accepted?.digest ?? '-') })]);
+    expect(applied).toEqual([
+      expect.objectContaining({ summary: expect.stringContaining(pending.accepted?.digest ?? '-') }),
+    ]);
     expect(problems).toEqual([]);
     await page.context().close();
     await daemon.process.stop('SIGTERM');
 
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
-    expect((await op(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' })]);
+    expect((await op(dataDir, 'config.show', {})).routes).toEqual([
+      expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' }),
+    ]);
   }, 90_000);
 });

@@ -48,7 +48,11 @@ describe('the desktop app (Electron)', () => {
   it('gives the page no Node, and a bridge of exactly the operator methods', async () => {
     const seen = await page.evaluate(() => {
       const scope = globalThis as unknown as Record<string, unknown>;
-      return { require: typeof scope['require'], process: typeof scope['process'], bridge: Object.keys((scope['postern'] ?? {}) as object).sort() };
+      return {
+        require: typeof scope['require'],
+        process: typeof scope['process'],
+        bridge: Object.keys((scope['postern'] ?? {}) as object).sort(),
+      };
     });
     expect(seen).toEqual({ require: 'undefined', process: 'undefined', bridge: [...brokerApiMethods].sort() });
   });

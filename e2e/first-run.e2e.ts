@@ -41,7 +41,9 @@ afterAll(async () => {
 });
 
 async function api<T>(method: string): Promise<T> {
-  const answer = await fetch(`${daemon.origin}/api/${method}`, { headers: await operatorAuthorization(daemon.operatorUrl) });
+  const answer = await fetch(`${daemon.origin}/api/${method}`, {
+    headers: await operatorAuthorization(daemon.operatorUrl),
+  });
   return ((await answer.json()) as { value: T }).value;
 }
 
@@ -108,7 +110,9 @@ describe('the first run on an empty data directory', () => {
     await page.screenshot({ path: path.join(screenshots, 'first-run-hookup.png'), fullPage: true });
     await page.getByTestId('first-run-copy').click();
     await stepDone('hookup');
-    expect(await page.getByTestId('first-run-step-hookup-status').textContent()).toBe('Hookup line copied: paste it into your MCP client.');
+    expect(await page.getByTestId('first-run-step-hookup-status').textContent()).toBe(
+      'Hookup line copied: paste it into your MCP client.',
+    );
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(expected);
 
     // 5. Waiting, until a real agent connects and calls the route.
@@ -118,7 +122,9 @@ describe('the first run on an empty data directory', () => {
     const cardLink = page.getByTestId('first-run-card-link');
     await cardLink.waitFor();
     await stepDone('first_call');
-    expect(await page.getByTestId('first-run-step-first_call-status').textContent()).toMatch(/^First call: GET demo\/hello \(ticket #\d+, waiting for approval\)\.$/);
+    expect(await page.getByTestId('first-run-step-first_call-status').textContent()).toMatch(
+      /^First call: GET demo\/hello \(ticket #\d+, waiting for approval\)\.$/,
+    );
     const actionLink = page.getByTestId('first-run-action-link');
     const actionHref = await actionLink.getAttribute('href');
     expect(actionHref).toMatch(/^#\/action\/act_/);

@@ -59,58 +59,56 @@ async function sameDocument(page: Page): Promise<boolean> {
 }
 
 describe('a live UI: state pushed over GET /api/events, not polled', () => {
-  it(
-    "an agent's call makes its card appear without a reload, well inside the slowed poll",
-    async () => {
-      const d = theDrill();
-      const { page, problems } = await openSlowPolledApprovals(d);
-      const lane = 'doc-live-card';
-      const sentAt = Date.now();
-      const call = d.p1.call('http_request', { route: 'docs', method: 'POST', path: '/docs/live-card', body: JSON.stringify({ marker: 'live' }), timeout_ms: 120_000 });
-      const answered = call.reply.then(
-        () => 'answered',
-        () => 'failed',
-      );
-      await page.getByTestId(`lane-${lane}`).getByRole('article').first().waitFor({ timeout: pushDeadlineMs });
-      const shownAfterMs = Date.now() - sentAt;
-      expect(shownAfterMs).toBeLessThan(pushDeadlineMs);
-      expect(await sameDocument(page)).toBe(true);
-      await page.screenshot({ path: path.join(screenshots, 'live-push-card.png'), fullPage: true });
+  it("an agent's call makes its card appear without a reload, well inside the slowed poll", async () => {
+    const d = theDrill();
+    const { page, problems } = await openSlowPolledApprovals(d);
+    const lane = 'doc-live-card';
+    const sentAt = Date.now();
+    const call = d.p1.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/live-card',
+      body: JSON.stringify({ marker: 'live' }),
+      timeout_ms: 120_000,
+    });
+    const answered = call.reply.then(
+      () => 'answered',
+      () => 'failed',
+    );
+    await page.getByTestId(`lane-${lane}`).getByRole('article').first().waitFor({ timeout: pushDeadlineMs });
+    const shownAfterMs = Date.now() - sentAt;
+    expect(shownAfterMs).toBeLessThan(pushDeadlineMs);
+    expect(await sameDocument(page)).toBe(true);
+    await page.screenshot({ path: path.join(screenshots, 'live-push-card.png'), fullPage: true });
 
-      // The person's decision elsewhere (the CLI) reaches this page the same way: the card closes.
-      const [card] = await waitFor(
-        async () => (await op(d.dataDir, 'approvals.list', {})).cards.filter((c) => c.lane === lane),
-        (cards) => cards.length === 1,
-        'the card in the broker',
-      );
-      if (card === undefined) throw new Error('no card');
-      await op(d.dataDir, 'approvals.reject', { ticket: card.ticket, reason: 'live push e2e' });
-      expect(await answered).toBe('answered');
-      await page.getByTestId(`closed-${card.ticket}`).waitFor({ timeout: pushDeadlineMs });
-      expect(await sameDocument(page)).toBe(true);
-      expect(problems).toEqual([]);
-      await page.context().close();
-    },
-    60_000,
-  );
+    // The person's decision elsewhere (the CLI) reaches this page the same way: the card closes.
+    const [card] = await waitFor(
+      async () => (await op(d.dataDir, 'approvals.list', {})).cards.filter((c) => c.lane === lane),
+      (cards) => cards.length === 1,
+      'the card in the broker',
+    );
+    if (card === undefined) throw new Error('no card');
+    await op(d.dataDir, 'approvals.reject', { ticket: card.ticket, reason: 'live push e2e' });
+    expect(await answered).toBe('answered');
+    await page.getByTestId(`closed-${card.ticket}`).waitFor({ timeout: pushDeadlineMs });
+    expect(await sameDocument(page)).toBe(true);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 60_000);
 
-  it(
-    'the vault lock hint appears on a lock and goes on an unlock, live',
-    async () => {
-      const d = theDrill();
-      const { page, problems } = await openSlowPolledApprovals(d);
-      const hint = page.getByTestId('vault-locked-hint');
-      expect(await hint.count()).toBe(0);
-      await op(d.dataDir, 'vault.lock', {});
-      await hint.waitFor({ timeout: pushDeadlineMs });
-      await page.screenshot({ path: path.join(screenshots, 'live-push-vault-locked.png'), fullPage: true });
-      await op(d.dataDir, 'vault.unlock', { passphrase: drillPassphrase });
-      await hint.waitFor({ state: 'detached', timeout: pushDeadlineMs });
-      expect(await sameDocument(page)).toBe(true);
-      expect(await page.content()).not.toContain(drillPassphrase);
-      expect(problems).toEqual([]);
-      await page.context().close();
-    },
-    60_000,
-  );
+  it('the vault lock hint appears on a lock and goes on an unlock, live', async () => {
+    const d = theDrill();
+    const { page, problems } = await openSlowPolledApprovals(d);
+    const hint = page.getByTestId('vault-locked-hint');
+    expect(await hint.count()).toBe(0);
+    await op(d.dataDir, 'vault.lock', {});
+    await hint.waitFor({ timeout: pushDeadlineMs });
+    await page.screenshot({ path: path.join(screenshots, 'live-push-vault-locked.png'), fullPage: true });
+    await op(d.dataDir, 'vault.unlock', { passphrase: drillPassphrase });
+    await hint.waitFor({ state: 'detached', timeout: pushDeadlineMs });
+    expect(await sameDocument(page)).toBe(true);
+    expect(await page.content()).not.toContain(drillPassphrase);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 60_000);
 });

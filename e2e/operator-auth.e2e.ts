@@ -6,7 +6,13 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, sessionSecretOf, type OperatorPage } from './fixtures/browser.js';
+import {
+  assertRendererBuilt,
+  launchChromium,
+  openOperatorPage,
+  sessionSecretOf,
+  type OperatorPage,
+} from './fixtures/browser.js';
 
 /**
  * The cross-port theft, performed: the operator signs in with the printed URL in real Chromium,
@@ -59,7 +65,11 @@ async function startLure(): Promise<{ server: Server; origin: string; recorded: 
       }
       if ((req.url ?? '').startsWith('/lure')) {
         const target = new URL(req.url ?? '', 'http://x').searchParams.get('target') ?? '';
-        res.writeHead(200, { 'Content-Type': 'text/html' }).end(`<!doctype html><title>lure</title><script src="/lure.js?target=${encodeURIComponent(target)}"></script>`);
+        res
+          .writeHead(200, { 'Content-Type': 'text/html' })
+          .end(
+            `<!doctype html><title>lure</title><script src="/lure.js?target=${encodeURIComponent(target)}"></script>`,
+          );
         return;
       }
       res.writeHead(204).end();
@@ -116,7 +126,9 @@ describe('when the signed-in operator opens a page an agent serves on another po
       await tab.goto(lureUrl);
       await tab.waitForFunction(() => document.title === 'lure done', undefined, { timeout: 20_000 });
     }
-    const reports = lure.recorded.filter((r) => r.url === '/report').map((r) => JSON.parse(r.body) as Record<string, { ok: boolean; value?: unknown; error?: string }>);
+    const reports = lure.recorded
+      .filter((r) => r.url === '/report')
+      .map((r) => JSON.parse(r.body) as Record<string, { ok: boolean; value?: unknown; error?: string }>);
     expect(reports).toHaveLength(2);
     for (const report of reports) {
       // Cross-origin reads fail outright (no CORS grant); even the opaque no-cors answer is blocked (CORP same-origin).
@@ -124,13 +136,22 @@ describe('when the signed-in operator opens a page an agent serves on another po
       expect(report['json post with credentials']).toMatchObject({ ok: false });
       expect(report['simple post, no-cors']).toMatchObject({ ok: false });
       expect(report['the operator page']).toMatchObject({ ok: false });
-      expect(report['own storage and cookies']).toEqual({ ok: true, value: JSON.stringify({ session: {}, local: {}, cookie: '' }) });
+      expect(report['own storage and cookies']).toEqual({
+        ok: true,
+        value: JSON.stringify({ session: {}, local: {}, cookie: '' }),
+      });
       expect(JSON.stringify(report['a window on the operator origin'])).not.toContain(session);
     }
 
     // Nothing the lure was sent carries a cookie or a secret.
     expect(lure.recorded.filter((r) => r.headers.cookie !== undefined)).toEqual([]);
-    const everything = lure.recorded.flatMap((r) => [r.url, r.body, ...Object.values(r.headers).flat().filter((v): v is string => v !== undefined)]);
+    const everything = lure.recorded.flatMap((r) => [
+      r.url,
+      r.body,
+      ...Object.values(r.headers)
+        .flat()
+        .filter((v): v is string => v !== undefined),
+    ]);
     expect(everything.join('\n')).not.toContain(session);
     expect(everything.join('\n')).not.toContain(daemon.token);
 
@@ -139,9 +160,17 @@ describe('when the signed-in operator opens a page an agent serves on another po
     expect(candidates.length).toBeGreaterThan(10);
     const replayStatuses = new Set<number>();
     for (const value of candidates) {
-      const variants: Array<Record<string, string>> = [{ Authorization: `Bearer ${value}` }, { Cookie: value }, { Cookie: `postern_session_${daemon.port}=${value}` }];
+      const variants: Array<Record<string, string>> = [
+        { Authorization: `Bearer ${value}` },
+        { Cookie: value },
+        { Cookie: `postern_session_${daemon.port}=${value}` },
+      ];
       for (const headers of variants) {
-        const answer = await fetch(`${daemon.origin}/api/approvals.list`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: '{}' });
+        const answer = await fetch(`${daemon.origin}/api/approvals.list`, {
+          method: 'POST',
+          headers: { ...headers, 'Content-Type': 'application/json' },
+          body: '{}',
+        });
         replayStatuses.add(answer.status);
       }
     }
@@ -151,7 +180,11 @@ describe('when the signed-in operator opens a page an agent serves on another po
     await page.goto(`${daemon.origin}/`);
     await page.getByTestId('status-data-dir').waitFor();
     expect(await page.getByTestId('status-error').count()).toBe(0);
-    const control = await fetch(`${daemon.origin}/api/approvals.list`, { method: 'POST', headers: { Authorization: `Bearer ${session ?? ''}`, 'Content-Type': 'application/json' }, body: '{}' });
+    const control = await fetch(`${daemon.origin}/api/approvals.list`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${session ?? ''}`, 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     expect(control.status).toBe(200);
   });
 

@@ -77,7 +77,9 @@ describe('on an empty data directory (no vault yet)', () => {
       await showing(banner, 'Create a vault');
       expect(await banner.getAttribute('data-state')).toBe('uninitialized');
       expect(await banner.textContent()).toContain('No vault yet');
-      expect(await banner.getByTestId('vault-create-command').textContent()).toBe(`postern vault init --data-dir ${dataDir}`);
+      expect(await banner.getByTestId('vault-create-command').textContent()).toBe(
+        `postern vault init --data-dir ${dataDir}`,
+      );
       // The step is also a link to the guided first run, which creates the vault in the page.
       expect(await banner.getByRole('link', { name: 'Create a vault' }).getAttribute('href')).toBe('#/welcome');
       await expectOneLineTabBar(page);
@@ -124,7 +126,9 @@ describe('with a per-call route and session approval required (the drill)', () =
         const status = card.getByTestId(`session-${session.session_id}-status`);
         await showing(status, 'no approval needed');
         expect(await status.getAttribute('data-status')).toBe('pending');
-        expect(await card.getByTestId(`session-${session.session_id}-explanation`).textContent()).toContain('approving this process would change nothing');
+        expect(await card.getByTestId(`session-${session.session_id}-explanation`).textContent()).toContain(
+          'approving this process would change nothing',
+        );
         expect(await card.getByRole('button', { name: 'Approve', exact: true }).count()).toBe(0);
         // Revoke stays, inside the card.
         const revoke = card.getByRole('button', { name: 'Revoke…' });
@@ -135,9 +139,22 @@ describe('with a per-call route and session approval required (the drill)', () =
         await shoot(page, 'polish-sessions-per-call-800.png');
 
         // A per-call call of that pending session gets its card at once; the Approvals badge shows and the tab bar stays one line.
-        const call = p3.call('http_request', { route: 'docs', method: 'POST', path: '/docs/polish', body: '{"marker":"polish:p3"}', timeout_ms: 120_000 });
-        const answer = call.reply.then((reply) => reply, (error: unknown) => ({ isError: true, error: String(error) }));
-        const [pending] = await waitFor(() => laneCards(d.dataDir, 'doc-polish'), (c) => c.length === 1 && c[0]?.state === 'pending', 'the per-call card');
+        const call = p3.call('http_request', {
+          route: 'docs',
+          method: 'POST',
+          path: '/docs/polish',
+          body: '{"marker":"polish:p3"}',
+          timeout_ms: 120_000,
+        });
+        const answer = call.reply.then(
+          (reply) => reply,
+          (error: unknown) => ({ isError: true, error: String(error) }),
+        );
+        const [pending] = await waitFor(
+          () => laneCards(d.dataDir, 'doc-polish'),
+          (c) => c.length === 1 && c[0]?.state === 'pending',
+          'the per-call card',
+        );
         if (pending === undefined) throw new Error('no card');
         await page.getByTestId('tab-approvals-badge').waitFor();
         await expectOneLineTabBar(page);

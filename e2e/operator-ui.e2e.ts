@@ -8,7 +8,13 @@ import { Journal } from '../broker/journal/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { actionPaths } from '../broker/testing/action-paths.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, operatorAuthorization, sessionSecretOf } from './fixtures/browser.js';
+import {
+  assertRendererBuilt,
+  launchChromium,
+  openOperatorPage,
+  operatorAuthorization,
+  sessionSecretOf,
+} from './fixtures/browser.js';
 
 /**
  * The operator's first minute: run `postern daemon`, open the URL it printed, see the broker's
@@ -46,7 +52,9 @@ afterAll(async () => {
 });
 
 async function statusFromApi(): Promise<BrokerStatus> {
-  const answer = await fetch(`${daemon.origin}/api/status`, { headers: await operatorAuthorization(daemon.operatorUrl) });
+  const answer = await fetch(`${daemon.origin}/api/status`, {
+    headers: await operatorAuthorization(daemon.operatorUrl),
+  });
   const reply = (await answer.json()) as { value: unknown };
   return brokerStatusSchema.parse(reply.value);
 }

@@ -41,12 +41,35 @@ beforeAll(async () => {
   await vault.close();
   writeFileSync(path.join(dataDir, 'postern.yaml'), 'version: 1\nroutes: []\nssh_hosts: []\n');
   // Started unlocked with an empty vault: that first unlock accepts the file (first use), so edits apply at once.
-  [browser, daemon] = await Promise.all([launchChromium(), startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } })]);
+  [browser, daemon] = await Promise.all([
+    launchChromium(),
+    startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } }),
+  ]);
   // The key as a person adds it: from stdin, bound to another host only, so the form must say the new entry could not use it.
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  const added = await runPostern(['vault', 'add', 'deploy-key', '--kind', 'ssh_key', '--bind', 'other-host', '--from-stdin', '--data-dir', dataDir, '--passphrase-file', passphraseFile], {
-    stdin: privateKey,
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
   });
+  const added = await runPostern(
+    [
+      'vault',
+      'add',
+      'deploy-key',
+      '--kind',
+      'ssh_key',
+      '--bind',
+      'other-host',
+      '--from-stdin',
+      '--data-dir',
+      dataDir,
+      '--passphrase-file',
+      passphraseFile,
+    ],
+    {
+      stdin: privateKey,
+    },
+  );
   if (added.code !== 0) throw new Error(`postern vault add failed: ${added.stderr}`);
 }, 60_000);
 
@@ -117,7 +140,15 @@ describe('the Add SSH host form, by clicks', () => {
       await row.filter({ hasText: 'deploy@2001:db8::5:2222' }).waitFor();
       expect(await row.textContent()).toContain('pinned (1)');
       expect((await op(dataDir, 'config.show', {})).ssh_hosts).toEqual([
-        expect.objectContaining({ name: 'v6-host', host: '2001:db8::5', port: 2222, user: 'deploy', credential: 'deploy-key', host_key: 'pinned (1)', credential_missing: false }),
+        expect.objectContaining({
+          name: 'v6-host',
+          host: '2001:db8::5',
+          port: 2222,
+          user: 'deploy',
+          credential: 'deploy-key',
+          host_key: 'pinned (1)',
+          credential_missing: false,
+        }),
       ]);
       expect(readFileSync(path.join(dataDir, 'postern.yaml'), 'utf8')).toContain(fingerprint);
       await shoot(page, 'ssh-host-form-added.png');

@@ -1,4 +1,14 @@
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -111,7 +121,11 @@ describe('vault, credentials and integrity by clicks', () => {
       daemon = await startDaemon(dataDir, { env: { POSTERN_LOG_LEVEL: 'debug' } });
       // One agent process connecting journals its session: real event rows to verify (and later to tamper with).
       agent = await DrillAgent.start(dataDir, 'vault-e2e-agent');
-      await waitFor(() => op(dataDir, 'sessions.list', {}), (r) => r.sessions.some((s) => s.connected), 'the agent session');
+      await waitFor(
+        () => op(dataDir, 'sessions.list', {}),
+        (r) => r.sessions.some((s) => s.connected),
+        'the agent session',
+      );
 
       const ui: OperatorPage = await openOperatorPage(browser, daemon.operatorUrl);
       const { page } = ui;
@@ -121,7 +135,10 @@ describe('vault, credentials and integrity by clicks', () => {
       await openTab(page, /^Approvals/);
       await page.getByTestId('vault-locked-hint').filter({ hasText: 'VAULT_LOCKED' }).waitFor();
       await openTab(page, /^Vault/);
-      await page.getByTestId('vault-state').filter({ hasText: /^locked$/ }).waitFor();
+      await page
+        .getByTestId('vault-state')
+        .filter({ hasText: /^locked$/ })
+        .waitFor();
       const passphraseField = page.getByLabel('Vault passphrase');
       expect(await passphraseField.getAttribute('type')).toBe('password');
       await shoot(page, 'vault-locked.png');
@@ -135,7 +152,10 @@ describe('vault, credentials and integrity by clicks', () => {
 
       await passphraseField.fill(passphrase);
       await page.getByRole('button', { name: 'Unlock', exact: true }).click();
-      await page.getByTestId('vault-state').filter({ hasText: /^unlocked$/ }).waitFor();
+      await page
+        .getByTestId('vault-state')
+        .filter({ hasText: /^unlocked$/ })
+        .waitFor();
       expect((await op(dataDir, 'vault.status', {})).state).toBe('unlocked');
       await page.getByRole('button', { name: 'Lock now' }).waitFor();
       await shoot(page, 'vault-unlocked.png');
@@ -158,7 +178,9 @@ describe('vault, credentials and integrity by clicks', () => {
       expect(await row.textContent()).toContain('docs, 127.0.0.1');
       expect(await secretField.inputValue()).toBe('');
       const listed = await op(dataDir, 'credentials.list', {});
-      expect(listed.credentials).toEqual([expect.objectContaining({ name: 'docs-token', kind: 'bearer', bindings: ['docs', '127.0.0.1'] })]);
+      expect(listed.credentials).toEqual([
+        expect.objectContaining({ name: 'docs-token', kind: 'bearer', bindings: ['docs', '127.0.0.1'] }),
+      ]);
       await shoot(page, 'credentials.png');
 
       // Verify now: the banner turns green with the counts.
@@ -175,7 +197,9 @@ describe('vault, credentials and integrity by clicks', () => {
       await openTab(page, /^Routes/);
       await page.getByTestId('route-docs').filter({ hasText: 'docs-token' }).waitFor();
       await page.getByTestId('ssh-host-web-1').filter({ hasText: 'deploy@10.0.0.5:22' }).waitFor();
-      expect(await page.getByTestId('routes-source').textContent()).toContain('apply at once while the vault is unlocked');
+      expect(await page.getByTestId('routes-source').textContent()).toContain(
+        'apply at once while the vault is unlocked',
+      );
       // Edit the file with the vault unlocked: add a route, remove the SSH host (with a second click); each is in force at once.
       const routeForm = page.getByRole('form', { name: 'Add route' });
       await routeForm.getByLabel('Route name').fill('status');
@@ -227,13 +251,18 @@ describe('vault, credentials and integrity by clicks', () => {
     'a copy of the data directory with one ciphertext byte flipped: the banner names the first bad position',
     async () => {
       // The live broker is stopped (previous case); copy its data directory as it is on disk.
-      cpSync(dataDir, copyDir, { recursive: true, filter: (source) => statSync(source).isDirectory() || statSync(source).isFile() });
+      cpSync(dataDir, copyDir, {
+        recursive: true,
+        filter: (source) => statSync(source).isDirectory() || statSync(source).isFile(),
+      });
       chmodSync(copyDir, 0o700);
       const journalPath = path.join(copyDir, journalFileName);
       // Fold any WAL into the main file, so the row's bytes are where we flip them.
       const folding = new Database(journalPath);
       folding.pragma('wal_checkpoint(TRUNCATE)');
-      const target = folding.prepare(`SELECT seq, ciphertext FROM events WHERE ciphertext IS NOT NULL ORDER BY seq LIMIT 1`).get() as { seq: number; ciphertext: Buffer };
+      const target = folding
+        .prepare(`SELECT seq, ciphertext FROM events WHERE ciphertext IS NOT NULL ORDER BY seq LIMIT 1`)
+        .get() as { seq: number; ciphertext: Buffer };
       folding.close();
       const bytes = readFileSync(journalPath);
       const offset = bytes.indexOf(target.ciphertext);
@@ -242,7 +271,11 @@ describe('vault, credentials and integrity by clicks', () => {
       bytes[at] = (bytes[at] as number) ^ 0x01;
       writeFileSync(journalPath, bytes);
       // The offline verifier agrees on where it breaks (the same function `postern audit verify` runs).
-      expect(await verifyJournal({ dbPath: journalPath })).toMatchObject({ ok: false, code: 'ROW_MODIFIED', seq: target.seq });
+      expect(await verifyJournal({ dbPath: journalPath })).toMatchObject({
+        ok: false,
+        code: 'ROW_MODIFIED',
+        seq: target.seq,
+      });
 
       daemon = await startDaemon(copyDir, { env: { POSTERN_LOG_LEVEL: 'debug' } });
       const ui = await openOperatorPage(browser, daemon.operatorUrl);
@@ -251,9 +284,17 @@ describe('vault, credentials and integrity by clicks', () => {
       await page.locator('[data-testid="integrity-banner"][data-state="unverified"]').waitFor();
       await banner.getByRole('button', { name: 'Verify now' }).click();
       await page.locator('[data-testid="integrity-banner"][data-state="failed"]').waitFor();
-      expect(await page.getByTestId('integrity-headline').textContent()).toBe('Journal integrity FAILED (ROW_MODIFIED)');
-      expect(await page.getByTestId('integrity-detail').textContent()).toContain(`first bad position: seq ${target.seq}`);
-      expect((await op(copyDir, 'audit.last', {})).last).toMatchObject({ ok: false, code: 'ROW_MODIFIED', seq: target.seq });
+      expect(await page.getByTestId('integrity-headline').textContent()).toBe(
+        'Journal integrity FAILED (ROW_MODIFIED)',
+      );
+      expect(await page.getByTestId('integrity-detail').textContent()).toContain(
+        `first bad position: seq ${target.seq}`,
+      );
+      expect((await op(copyDir, 'audit.last', {})).last).toMatchObject({
+        ok: false,
+        code: 'ROW_MODIFIED',
+        seq: target.seq,
+      });
       await shoot(page, 'integrity-tampered.png');
       expect(ui.problems).toEqual([]);
       await ui.context.close();

@@ -13,7 +13,13 @@ function contentSecurityPolicyMeta(): Plugin {
   return {
     name: 'postern-csp-meta',
     apply: 'build',
-    transformIndexHtml: () => [{ tag: 'meta', attrs: { 'http-equiv': 'Content-Security-Policy', content: builtPageCsp }, injectTo: 'head-prepend' }],
+    transformIndexHtml: () => [
+      {
+        tag: 'meta',
+        attrs: { 'http-equiv': 'Content-Security-Policy', content: builtPageCsp },
+        injectTo: 'head-prepend',
+      },
+    ],
   };
 }
 

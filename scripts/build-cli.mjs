@@ -72,7 +72,9 @@ export async function buildCli(options = {}) {
   rmSync(stampPath, { force: true });
   mkdirSync(path.join(outdir, chunkDirName), { recursive: true });
   // Chunks first (content-hashed names, so an old main.mjs still finds its own), the entry last but one, the stamp last.
-  const outputs = [...result.outputFiles].sort((a, b) => Number(path.basename(a.path).startsWith('main.')) - Number(path.basename(b.path).startsWith('main.')));
+  const outputs = [...result.outputFiles].sort(
+    (a, b) => Number(path.basename(a.path).startsWith('main.')) - Number(path.basename(b.path).startsWith('main.')),
+  );
   for (const output of outputs) replaceFile(output.path, output.contents);
   replaceFile(stampPath, `${JSON.stringify(stamp, null, 1)}\n`);
   // Chunks no current output names are an earlier build's: gone once the new stamp stands.
@@ -97,5 +99,6 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === import.me
   const stamp = await buildCli({ outdir: values.outdir });
   const where = path.relative(root, path.resolve(values.outdir)) || '.';
   // --quiet for `npm pack` (prepack): its stdout is the pack's own report (`npm pack --json` is parsed).
-  if (!values.quiet) process.stdout.write(`built ${where}/${bundleName} from ${Object.keys(stamp.inputs).length} source files\n`);
+  if (!values.quiet)
+    process.stdout.write(`built ${where}/${bundleName} from ${Object.keys(stamp.inputs).length} source files\n`);
 }

@@ -25,8 +25,16 @@ export const mayImportTable = [
   { folder: 'broker/journal', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
   { folder: 'broker/vault', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
   { folder: 'broker/config', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
-  { folder: 'broker/channels/http', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
-  { folder: 'broker/channels/ssh', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
+  {
+    folder: 'broker/channels/http',
+    mayImport: ['broker/contract', 'broker/core', 'broker/ports'],
+    testsAnyBroker: true,
+  },
+  {
+    folder: 'broker/channels/ssh',
+    mayImport: ['broker/contract', 'broker/core', 'broker/ports'],
+    testsAnyBroker: true,
+  },
   { folder: 'broker/agent', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
   { folder: 'broker/sdk', mayImport: ['broker/contract'], testsAnyBroker: true },
   { folder: 'native/peercred', mayImport: [] },
@@ -199,7 +207,8 @@ export function violation(from, to, typeOnly) {
   if (source === target) return undefined;
   const row = rows.get(source);
   const isTest = /\.test\.tsx?$/.test(from);
-  if (source.startsWith('broker/') && !isTest && target === 'broker/testing') return 'production code never imports broker/testing';
+  if (source.startsWith('broker/') && !isTest && target === 'broker/testing')
+    return 'production code never imports broker/testing';
   if (isTest && row.testsAnyBroker && brokerFolders.has(target)) return undefined;
   if (!row.mayImport.includes(target)) {
     const allowed = row.mayImport.length === 0 ? 'nothing of ours' : `only ${row.mayImport.join(', ')}`;
@@ -227,7 +236,9 @@ const mayImport = {
     if (from.startsWith('..')) return {};
     if (folderOf(from) === undefined) {
       // One report for the file; its imports are not checked against a row it does not have.
-      return { Program: (node) => context.report({ node, messageId: 'unknownFolder', data: { reason: unknownFolder(from) } }) };
+      return {
+        Program: (node) => context.report({ node, messageId: 'unknownFolder', data: { reason: unknownFolder(from) } }),
+      };
     }
     function check(node, specifier, typeOnly) {
       if (typeof specifier !== 'string' || !(specifier.startsWith('.') || specifier.startsWith('/'))) return;
@@ -238,7 +249,8 @@ const mayImport = {
     }
     return {
       ImportDeclaration: (node) => check(node.source, node.source.value, node.importKind === 'type'),
-      ExportNamedDeclaration: (node) => node.source && check(node.source, node.source.value, node.exportKind === 'type'),
+      ExportNamedDeclaration: (node) =>
+        node.source && check(node.source, node.source.value, node.exportKind === 'type'),
       ExportAllDeclaration: (node) => check(node.source, node.source.value, node.exportKind === 'type'),
       ImportExpression: (node) => node.source.type === 'Literal' && check(node.source, node.source.value, false),
       TSImportEqualsDeclaration: (node) =>
@@ -246,7 +258,8 @@ const mayImport = {
         check(node.moduleReference, node.moduleReference.expression.value, node.importKind === 'type'),
       CallExpression: (node) => {
         const [arg] = node.arguments;
-        if (node.callee.type === 'Identifier' && node.callee.name === 'require' && arg?.type === 'Literal') check(arg, arg.value, false);
+        if (node.callee.type === 'Identifier' && node.callee.name === 'require' && arg?.type === 'Literal')
+          check(arg, arg.value, false);
       },
     };
   },

@@ -57,7 +57,9 @@ for (const entry of ['package.json', 'binding.gyp', 'src', 'deps', 'lib']) {
   cpSync(path.join(sqliteDir, entry), path.join(staging, entry), { recursive: true });
 }
 
-log(`building better-sqlite3 ${sqliteVersion} for Electron ${electronVersion} (ABI ${electronAbi}) in ${path.relative(root, staging)}`);
+log(
+  `building better-sqlite3 ${sqliteVersion} for Electron ${electronVersion} (ABI ${electronAbi}) in ${path.relative(root, staging)}`,
+);
 const { rebuild } = await import('@electron/rebuild');
 try {
   await rebuild({
@@ -108,8 +110,11 @@ log(`wrote ${path.relative(root, target)}`);
  * @returns {string | undefined}
  */
 function checkNotNodeAbi(file) {
-  const probe = spawnSync(process.execPath, ['-e', `process.dlopen({ exports: {} }, ${JSON.stringify(file)})`], { encoding: 'utf8' });
-  if (probe.status === 0) return `${file} loads in Node ${process.version}: it was built against Node's headers, not Electron's`;
+  const probe = spawnSync(process.execPath, ['-e', `process.dlopen({ exports: {} }, ${JSON.stringify(file)})`], {
+    encoding: 'utf8',
+  });
+  if (probe.status === 0)
+    return `${file} loads in Node ${process.version}: it was built against Node's headers, not Electron's`;
   if (!probe.stderr.includes(`NODE_MODULE_VERSION ${electronAbi}`)) {
     return `${file} does not load in Node, but not because of Electron's ABI ${electronAbi}:\n${probe.stderr.trim().split('\n').slice(0, 5).join('\n')}`;
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // @ts-check
-// `npm test`: lint → typecheck → CLI bundle → unit/integration → renderer build → e2e, in that order,
+// `npm test`: lint → format check → typecheck → CLI bundle → unit/integration → renderer build → e2e, in that order,
 // each streaming its own output. The CLI bundle comes before the unit step so the tests that spawn
 // `postern` run what users run (bin/postern.mjs runs the fresh bundle; had this step failed, tsx).
 // Every step runs even if an earlier one failed (one run shows every problem), except e2e, which
@@ -30,10 +30,16 @@ const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts'
 /** @type {Step[]} */
 const steps = [
   { name: 'lint', bin: ['eslint', 'eslint'], args: ['.', '--max-warnings', '0'] },
+  // The formatter's check: a file not as `npm run format` leaves it fails here (config: .prettierrc.json).
+  { name: 'format', bin: ['prettier', 'prettier'], args: ['--check', '.', '--log-level', 'warn'] },
   { name: 'typecheck', bin: ['typescript', 'tsc'], args: ['-b'] },
   { name: 'cli build', script: 'scripts/build-cli.mjs', args: [] },
   { name: 'unit', bin: ['vitest', 'vitest'], args: ['run', ...reporters], summary: path.join(summaryDir, 'unit.json') },
-  { name: 'renderer build', bin: ['vite', 'vite'], args: ['build', '--config', 'renderer/vite.config.ts', '--logLevel', 'warn'] },
+  {
+    name: 'renderer build',
+    bin: ['vite', 'vite'],
+    args: ['build', '--config', 'renderer/vite.config.ts', '--logLevel', 'warn'],
+  },
   {
     name: 'e2e',
     bin: ['vitest', 'vitest'],
@@ -116,7 +122,8 @@ for (const step of steps) {
       totals.passed += summary.passed;
       totals.skipped += summary.skipped.length;
       failedHere = summary.failed + summary.otherFailures.length;
-      for (const skip of summary.skipped) skippedLines.push(`skipped: ${skip.name} — ${skip.reason ?? "no reason given (skip with ctx.skip('why'))"}`);
+      for (const skip of summary.skipped)
+        skippedLines.push(`skipped: ${skip.name} — ${skip.reason ?? "no reason given (skip with ctx.skip('why'))"}`);
       for (const failure of summary.otherFailures) process.stderr.write(`${step.name}: ${failure}\n`);
       detail = `${summary.passed} passed, ${summary.failed} failed, ${summary.skipped.length} skipped`;
     }
@@ -125,7 +132,9 @@ for (const step of steps) {
   if (code !== 0 && failedHere === 0) failedHere = 1;
   if (code !== 0 || failedHere > 0) failedSteps.push(step.name);
   totals.failed += failedHere;
-  table.push(`${step.name.padEnd(16)} ${code === 0 && failedHere === 0 ? 'ok    ' : 'FAILED'} ${seconds.padStart(6)} s  ${detail}`);
+  table.push(
+    `${step.name.padEnd(16)} ${code === 0 && failedHere === 0 ? 'ok    ' : 'FAILED'} ${seconds.padStart(6)} s  ${detail}`,
+  );
 }
 
 rmSync(summaryDir, { recursive: true, force: true });

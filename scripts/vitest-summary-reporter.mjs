@@ -31,10 +31,14 @@ export default class SummaryReporter {
         const name = `${file} > ${test.fullName}`;
         if (result.state === 'passed') passed += 1;
         else if (result.state === 'failed') failed += 1;
-        else if (result.state === 'skipped') skipped.push({ name, reason: test.options.mode === 'todo' ? 'todo' : result.note });
+        else if (result.state === 'skipped')
+          skipped.push({ name, reason: test.options.mode === 'todo' ? 'todo' : result.note });
       }
     }
-    for (const error of unhandledErrors) otherFailures.push(`unhandled: ${error instanceof Error ? error.message : String(/** @type {{message?: unknown}} */ (error)?.message ?? error)}`);
+    for (const error of unhandledErrors)
+      otherFailures.push(
+        `unhandled: ${error instanceof Error ? error.message : String(/** @type {{message?: unknown}} */ (error)?.message ?? error)}`,
+      );
     writeFileSync(outputFile, `${JSON.stringify({ passed, failed, skipped, otherFailures }, null, 2)}\n`);
   }
 }

@@ -29,11 +29,26 @@ describe('postern actions list against a running daemon', () => {
   it('lists one line per action newest first, pages by --before, filters, and shows what #2 waited for', async () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const dir = ['--data-dir', drill.dataDir];
-    const send = (marker: string) => (drill as Drill).p1.call('http_request', { route: 'docs', method: 'POST', path: '/docs/alist', body: JSON.stringify({ marker }), timeout_ms: 60_000 }).reply;
+    const send = (marker: string) =>
+      (drill as Drill).p1.call('http_request', {
+        route: 'docs',
+        method: 'POST',
+        path: '/docs/alist',
+        body: JSON.stringify({ marker }),
+        timeout_ms: 60_000,
+      }).reply;
     const first = send('alist-first');
-    const [a] = await waitFor(() => laneCards(drill?.dataDir ?? '', 'doc-alist'), (cards) => cards.length === 1, 'the first card');
+    const [a] = await waitFor(
+      () => laneCards(drill?.dataDir ?? '', 'doc-alist'),
+      (cards) => cards.length === 1,
+      'the first card',
+    );
     const second = send('alist-second');
-    const [, b] = await waitFor(() => laneCards(drill?.dataDir ?? '', 'doc-alist'), (cards) => cards.length === 2, 'the second card');
+    const [, b] = await waitFor(
+      () => laneCards(drill?.dataDir ?? '', 'doc-alist'),
+      (cards) => cards.length === 2,
+      'the second card',
+    );
     if (a === undefined || b === undefined) throw new Error('no cards');
     expect((await cli(['approvals', 'approve', String(b.ticket), ...dir])).code).toBe(0);
     expect((await cli(['approvals', 'reject', String(a.ticket), '--reason', 'not the first', ...dir])).code).toBe(0);
@@ -43,7 +58,14 @@ describe('postern actions list against a running daemon', () => {
     expect(listed.code).toBe(0);
     const page = JSON.parse(listed.stdout) as { actions: ActionListRow[]; next_before: number | null };
     expect(page.actions.map((r) => r.ticket)).toEqual([b.ticket, a.ticket]);
-    expect(page.actions[0]).toMatchObject({ target: 'docs', method: 'POST', request: '/docs/alist', decision: 'approved', outcome: 'committed', agent: { pid: expect.any(Number) } });
+    expect(page.actions[0]).toMatchObject({
+      target: 'docs',
+      method: 'POST',
+      request: '/docs/alist',
+      decision: 'approved',
+      outcome: 'committed',
+      agent: { pid: expect.any(Number) },
+    });
     expect(page.actions[0]?.decided_by).toMatch(/^process:\S+ pid \d+ \(cli, unattended\)$/);
     expect(page.actions[0]?.duration_ms).toBeGreaterThanOrEqual(0);
     expect(page.actions[1]).toMatchObject({ decision: 'rejected', outcome: 'not_attempted', code: 'APPROVAL_DENIED' });
@@ -54,11 +76,23 @@ describe('postern actions list against a running daemon', () => {
     expect(line).toContain(`#${b.ticket}  `);
     expect(line).toMatch(/docs {2}POST \/docs\/alist {2}\[doc-alist\] {2}approved by process:/);
     expect(more).toBe(`(more: --before ${page.actions[0]?.first_seq})`);
-    const next = await cli(['actions', 'list', '--lane', 'doc-alist', '--limit', '1', '--before', String(page.actions[0]?.first_seq), ...dir]);
+    const next = await cli([
+      'actions',
+      'list',
+      '--lane',
+      'doc-alist',
+      '--limit',
+      '1',
+      '--before',
+      String(page.actions[0]?.first_seq),
+      ...dir,
+    ]);
     expect(next.stdout).toContain(`#${a.ticket}  `);
     expect(next.stdout).toContain('not_attempted/no_effect (APPROVAL_DENIED)');
     expect(next.stdout).not.toContain('(more:');
-    const open = JSON.parse((await cli(['actions', 'list', '--json', '--open', '--lane', 'doc-alist', ...dir])).stdout) as typeof page;
+    const open = JSON.parse(
+      (await cli(['actions', 'list', '--json', '--open', '--lane', 'doc-alist', ...dir])).stdout,
+    ) as typeof page;
     expect(open.actions).toEqual([]);
     const bad = await cli(['actions', 'list', '--outcome', 'failed', ...dir]);
     expect(bad.code).not.toBe(0);
@@ -68,10 +102,16 @@ describe('postern actions list against a running daemon', () => {
 
     const shown = await cli(['actions', 'show', b.action_id, ...dir]);
     expect(shown.stdout).toMatch(new RegExp(`waited [0-9.]+ (ms|s) for #${a.ticket} \\(${a.action_id}\\)`));
-    const shownJson = JSON.parse((await cli(['actions', 'show', b.action_id, '--json', ...dir])).stdout) as { waited_for: unknown[] };
-    expect(shownJson.waited_for).toEqual([{ ticket: a.ticket, action_id: a.action_id, waited_ms: expect.any(Number), ongoing: false }]);
+    const shownJson = JSON.parse((await cli(['actions', 'show', b.action_id, '--json', ...dir])).stdout) as {
+      waited_for: unknown[];
+    };
+    expect(shownJson.waited_for).toEqual([
+      { ticket: a.ticket, action_id: a.action_id, waited_ms: expect.any(Number), ongoing: false },
+    ]);
 
-    const newest = JSON.parse((await cli(['activity', '--newest', '--limit', '3', '--json', ...dir])).stdout) as { events: Array<{ seq: number }> };
+    const newest = JSON.parse((await cli(['activity', '--newest', '--limit', '3', '--json', ...dir])).stdout) as {
+      events: Array<{ seq: number }>;
+    };
     const status = JSON.parse((await cli(['status', '--json', ...dir])).stdout) as { journal?: { last_seq: number } };
     const lastSeq = status.journal?.last_seq ?? newest.events.at(-1)?.seq ?? 0;
     expect(newest.events).toHaveLength(3);

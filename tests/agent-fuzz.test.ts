@@ -38,7 +38,12 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
     const passphrase = 'fuzz passphrase (test only)';
     const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from(passphrase));
-    await vault.add({ name: 'fuzz-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['open', '127.0.0.1'] });
+    await vault.add({
+      name: 'fuzz-token',
+      kind: 'bearer',
+      secret: Buffer.from(canary),
+      bindings: ['open', '127.0.0.1'],
+    });
     await vault.close();
     const passphraseFile = path.join(scratch, 'pass');
     writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -48,7 +53,18 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
     const port = (target.address() as AddressInfo).port;
     writeFileSync(
       path.join(dataDir, 'postern.yaml'),
-      ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: open', `    base_url: http://127.0.0.1:${port}`, '    credential: fuzz-token', '    injection: bearer', '    approval: none', ''].join('\n'),
+      [
+        'version: 1',
+        'agents:',
+        '  session_approval: observe',
+        'routes:',
+        '  - name: open',
+        `    base_url: http://127.0.0.1:${port}`,
+        '    credential: fuzz-token',
+        '    injection: bearer',
+        '    approval: none',
+        '',
+      ].join('\n'),
     );
     await acceptConfigAsPerson(dataDir, passphraseFile);
     const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
@@ -57,7 +73,11 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
     try {
       const hostile = fc.sample(hostileFrame, { numRuns: frames, seed });
       const validCalls = fc.sample(
-        fc.record({ method: fc.constantFrom('GET', 'POST', 'BREW', ''), path: fc.oneof(fc.constant('/ok'), fc.string({ maxLength: 40 })), extra: fc.boolean() }),
+        fc.record({
+          method: fc.constantFrom('GET', 'POST', 'BREW', ''),
+          path: fc.oneof(fc.constant('/ok'), fc.string({ maxLength: 40 })),
+          extra: fc.boolean(),
+        }),
         { numRuns: 60, seed: seed + 1 },
       );
       let client: RawLineClient | undefined;
@@ -75,7 +95,14 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
       const steady = await fresh();
       const ask = async (args: Record<string, unknown>): Promise<{ result?: { isError?: boolean } }> => {
         const callId = id++;
-        steady.send(JSON.stringify({ jsonrpc: '2.0', id: callId, method: 'tools/call', params: { name: 'http_request', arguments: args } }));
+        steady.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: callId,
+            method: 'tools/call',
+            params: { name: 'http_request', arguments: args },
+          }),
+        );
         let reply: { id?: unknown; result?: { isError?: boolean } } = {};
         while (reply.id !== callId) reply = (await steady.nextMessage()) as typeof reply;
         return reply;
@@ -118,8 +145,18 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
         while (refused.id !== asMethod) refused = (await probe.nextMessage()) as typeof refused;
         expect(refused.error?.data?.code, method).toBe('OPERATOR_ONLY');
         const asTool = id++;
-        probe.send(JSON.stringify({ jsonrpc: '2.0', id: asTool, method: 'tools/call', params: { name: method, arguments: { ticket: 1 } } }));
-        let toolReply: { id?: unknown; result?: { isError?: boolean; structuredContent?: { error?: { code?: string } } } } = {};
+        probe.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: asTool,
+            method: 'tools/call',
+            params: { name: method, arguments: { ticket: 1 } },
+          }),
+        );
+        let toolReply: {
+          id?: unknown;
+          result?: { isError?: boolean; structuredContent?: { error?: { code?: string } } };
+        } = {};
         while (toolReply.id !== asTool) toolReply = (await probe.nextMessage()) as typeof toolReply;
         expect(toolReply.result?.isError, method).toBe(true);
         expect(toolReply.result?.structuredContent?.error?.code, method).toBe('OPERATOR_ONLY');
@@ -147,7 +184,9 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
       expect(readFileSync(journalPath).includes(canary)).toBe(false);
       const folded = project(events);
       const stored = journal.listActions();
-      console.log(`agent fuzz: ${events.length} events, ${stored.length} actions, ${stored.filter((a) => a.dispatch_seq !== null).length} dispatched, ${journal.listSessions().length} sessions`);
+      console.log(
+        `agent fuzz: ${events.length} events, ${stored.length} actions, ${stored.filter((a) => a.dispatch_seq !== null).length} dispatched, ${journal.listSessions().length} sessions`,
+      );
       // The valid-shaped calls interleaved with the flood reached the journal (refused or sent).
       expect(stored.length).toBeGreaterThanOrEqual(20);
       expect(stored.some((a) => a.outcome === 'committed')).toBe(true);

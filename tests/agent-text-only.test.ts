@@ -27,7 +27,14 @@ beforeAll(async () => {
     },
   });
   client = new Client({ name: 'text-only-agent', version: '1' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', running.dataDir], cwd: repoRoot, stderr: 'pipe' }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [posternBin, 'mcp', '--data-dir', running.dataDir],
+      cwd: repoRoot,
+      stderr: 'pipe',
+    }),
+  );
   await client.listTools();
 }, 60_000);
 
@@ -37,7 +44,10 @@ afterAll(async () => {
 });
 
 /** All a text-only client has: the text block, and the JSON it carries after the marker line. */
-async function callText(name: string, args: Record<string, unknown>): Promise<{ text: string; first: string; reply: Record<string, unknown> }> {
+async function callText(
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ text: string; first: string; reply: Record<string, unknown> }> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   const block = result.content[0];
   if (block?.type !== 'text') throw new Error('no text block');
@@ -45,7 +55,11 @@ async function callText(name: string, args: Record<string, unknown>): Promise<{ 
   const lines = block.text.split('\n');
   const marker = lines.indexOf(answerJsonMarker);
   expect(marker).toBeGreaterThan(0);
-  return { text: block.text, first: lines[0] ?? '', reply: JSON.parse(lines.slice(marker + 1).join('\n')) as Record<string, unknown> };
+  return {
+    text: block.text,
+    first: lines[0] ?? '',
+    reply: JSON.parse(lines.slice(marker + 1).join('\n')) as Record<string, unknown>,
+  };
 }
 
 describe('when an agent reads only the text block', () => {
@@ -82,10 +96,15 @@ describe('when an agent reads only the text block', () => {
   });
 
   it('a 9 MiB body is answered PAYLOAD_LIMIT and the same client keeps working', async () => {
-    const error = await client.callTool({ name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/', body: 'z'.repeat(9 * 1024 * 1024) } }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await client
+      .callTool({
+        name: 'http_request',
+        arguments: { route: 'docs', method: 'POST', path: '/', body: 'z'.repeat(9 * 1024 * 1024) },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(McpError);
     expect(error).toMatchObject({ data: { code: 'PAYLOAD_LIMIT' } });
     const { first } = await callText('http_request', { route: 'docs', method: 'GET', path: '/after' });

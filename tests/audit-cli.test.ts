@@ -45,10 +45,24 @@ describe('postern audit, end to end', () => {
 
     const verified = await run(['audit', 'verify', '--data-dir', dataDir, '--json']);
     expect(verified.code).toBe(0);
-    expect(JSON.parse(verified.stdout.trim())).toMatchObject({ ok: true, events: 8, last_checkpoint_size: 5, unsigned_tail: 3 });
+    expect(JSON.parse(verified.stdout.trim())).toMatchObject({
+      ok: true,
+      events: 8,
+      last_checkpoint_size: 5,
+      unsigned_tail: 3,
+    });
 
     const file = path.join(scratch, 'checkpoint.json');
-    const exported = await run(['audit', 'checkpoint', '--export', file, '--data-dir', dataDir, '--passphrase-file', passphraseFile]);
+    const exported = await run([
+      'audit',
+      'checkpoint',
+      '--export',
+      file,
+      '--data-dir',
+      dataDir,
+      '--passphrase-file',
+      passphraseFile,
+    ]);
     expect(exported.stderr).toBe('');
     expect(exported.code).toBe(0);
     expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ format: 'postern-audit-checkpoint/1', size: 8 });
@@ -57,9 +71,23 @@ describe('postern audit, end to end', () => {
     expect(anchored.code).toBe(0);
     expect(anchored.stdout).toContain('OK: 8 events');
 
-    const lines = await run(['audit', 'export', '--data-dir', dataDir, '--passphrase-file', passphraseFile, '--from', '2', '--to', '7']);
+    const lines = await run([
+      'audit',
+      'export',
+      '--data-dir',
+      dataDir,
+      '--passphrase-file',
+      passphraseFile,
+      '--from',
+      '2',
+      '--to',
+      '7',
+    ]);
     expect(lines.code).toBe(0);
-    const events = lines.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; kind: string; payload: unknown });
+    const events = lines.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { seq: number; kind: string; payload: unknown });
     expect(events.map((e) => e.seq)).toEqual([2, 3, 4, 5, 6, 7]);
     expect(events[0]).toMatchObject({ kind: 'PREFLIGHT_VALIDATED', payload: {} });
     expect(lines.stdout).not.toContain(passphrase);
@@ -75,14 +103,28 @@ describe('postern audit, end to end', () => {
   it('fails with a code, not a crash, on random bytes named journal.sqlite', async () => {
     const dataDir = path.join(scratch, 'garbage');
     mkdirSync(dataDir, { mode: 0o700 });
-    writeFileSync(path.join(dataDir, 'journal.sqlite'), Buffer.from(Array.from({ length: 10_000 }, (_, i) => (i * 31 + 7) % 251)));
+    writeFileSync(
+      path.join(dataDir, 'journal.sqlite'),
+      Buffer.from(Array.from({ length: 10_000 }, (_, i) => (i * 31 + 7) % 251)),
+    );
     const result = await run(['audit', 'verify', '--data-dir', dataDir, '--json']);
     expect(result.code).toBe(1);
     expect(JSON.parse(result.stdout.trim())).toMatchObject({ ok: false, code: 'DB_UNREADABLE' });
   });
 
   it('refuses a --to before --from with a coded usage error', async () => {
-    const result = await run(['audit', 'export', '--data-dir', scratch, '--from', '5', '--to', '2', '--passphrase-file', passphraseFile]);
+    const result = await run([
+      'audit',
+      'export',
+      '--data-dir',
+      scratch,
+      '--from',
+      '5',
+      '--to',
+      '2',
+      '--passphrase-file',
+      passphraseFile,
+    ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('postern: INVALID_ARGUMENT --to:');
   });

@@ -62,13 +62,22 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
 
   it('imports only node builtins and declared dependencies: npm packages load from node_modules', () => {
     const chunkDir = path.join(path.dirname(pkg.bundle), 'chunks');
-    const files = [pkg.bundle, ...readdirSync(chunkDir).filter((name) => name.endsWith('.mjs')).map((name) => path.join(chunkDir, name))];
-    const importsOf = (file: string): Set<string> => new Set([...readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$/gm)].map((m) => m[1] as string));
+    const files = [
+      pkg.bundle,
+      ...readdirSync(chunkDir)
+        .filter((name) => name.endsWith('.mjs'))
+        .map((name) => path.join(chunkDir, name)),
+    ];
+    const importsOf = (file: string): Set<string> =>
+      new Set([...readFileSync(file, 'utf8').matchAll(/^import .*?from ?"([^"]+)";$/gm)].map((m) => m[1] as string));
     const imported = new Set(files.flatMap((file) => [...importsOf(file)]));
     expect(imported).toContain('better-sqlite3');
     for (const specifier of imported) {
       if (specifier.startsWith('./')) continue;
-      const name = specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+      const name = specifier
+        .split('/')
+        .slice(0, specifier.startsWith('@') ? 2 : 1)
+        .join('/');
       expect(specifier.startsWith('node:') || Object.hasOwn(manifest.dependencies, name), specifier).toBe(true);
     }
   });
@@ -87,7 +96,15 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
       }
     };
     visit(pkg.bundle);
-    for (const heavy of ['better-sqlite3', 'libsodium-wrappers-sumo', 'undici', 'ssh2', '@modelcontextprotocol/sdk/server/index.js', 'pino', 'yaml']) {
+    for (const heavy of [
+      'better-sqlite3',
+      'libsodium-wrappers-sumo',
+      'undici',
+      'ssh2',
+      '@modelcontextprotocol/sdk/server/index.js',
+      'pino',
+      'yaml',
+    ]) {
       expect(external.has(heavy), `${heavy} is loaded at start`).toBe(false);
     }
     expect(external).toContain('commander');
@@ -98,82 +115,116 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     expect(stdout.trim()).toBe(manifest.version);
   });
 
-  it('derives a vault key on its Argon2id worker thread from the bundle (vault unlock)', async () => {
-    const data = createTempDir('postern-cli-vault-');
-    try {
-      const passphrase = 'cli-bundle-test-passphrase';
-      const vault = await openVault({ dataDir: data.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-      await vault.init(Buffer.from(passphrase));
-      await vault.close();
-      const passphraseFile = path.join(data.path, 'passphrase');
-      writeFileSync(passphraseFile, passphrase, { mode: 0o600 });
-      const args = [pkg.bundle, 'vault', 'unlock', '--data-dir', data.path, '--passphrase-file', passphraseFile];
-      const unlock = () => run(process.execPath, args, { cwd: pkg.root, timeout: commandMs });
-      await expect(unlock()).resolves.toMatchObject({ stdout: expect.stringContaining('The passphrase is correct'), stderr: '' });
-      writeFileSync(passphraseFile, 'not the passphrase');
-      await expect(unlock()).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('postern: VAULT_PASSPHRASE_INVALID') });
-    } finally {
-      data.remove();
-    }
-  }, commandMs);
+  it(
+    'derives a vault key on its Argon2id worker thread from the bundle (vault unlock)',
+    async () => {
+      const data = createTempDir('postern-cli-vault-');
+      try {
+        const passphrase = 'cli-bundle-test-passphrase';
+        const vault = await openVault({ dataDir: data.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+        await vault.init(Buffer.from(passphrase));
+        await vault.close();
+        const passphraseFile = path.join(data.path, 'passphrase');
+        writeFileSync(passphraseFile, passphrase, { mode: 0o600 });
+        const args = [pkg.bundle, 'vault', 'unlock', '--data-dir', data.path, '--passphrase-file', passphraseFile];
+        const unlock = () => run(process.execPath, args, { cwd: pkg.root, timeout: commandMs });
+        await expect(unlock()).resolves.toMatchObject({
+          stdout: expect.stringContaining('The passphrase is correct'),
+          stderr: '',
+        });
+        writeFileSync(passphraseFile, 'not the passphrase');
+        await expect(unlock()).rejects.toMatchObject({
+          code: 1,
+          stderr: expect.stringContaining('postern: VAULT_PASSPHRASE_INVALID'),
+        });
+      } finally {
+        data.remove();
+      }
+    },
+    commandMs,
+  );
 });
 
 describe('bin/postern.mjs', () => {
   afterEach(() => writeFileSync(pkg.stamp, originalStamp));
 
-  it('runs the bundle while no source changed since the build', async () => {
-    const { stdout, stderr } = await postern(['--version']);
-    expect(stdout.trim()).toBe(manifest.version);
-    expect(stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
-  }, commandMs);
-
-  it('runs the sources through tsx when a source file was modified after the build started', async () => {
-    // The temp root's own copy of a source, saved again with the same content: only its time changes.
-    const edited = path.join(pkg.root, 'broker', 'cli', 'program.ts');
-    const { mtime } = statSync(edited);
-    try {
-      utimesSync(edited, mtime, new Date(readStamp().builtAtMs + 1_000));
+  it(
+    'runs the bundle while no source changed since the build',
+    async () => {
       const { stdout, stderr } = await postern(['--version']);
       expect(stdout.trim()).toBe(manifest.version);
-      expect(stderr).toBe('postern: running the sources through tsx: broker/cli/program.ts changed since the build\n');
-    } finally {
-      utimesSync(edited, mtime, mtime);
-    }
-    expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
-  }, commandMs);
+      expect(stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+    },
+    commandMs,
+  );
 
-  it('runs the sources when a listed file changed size or is gone, or the stamp is wrong or missing', async () => {
-    const stamp = readStamp();
-    writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/main.ts': 1 } }));
-    expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/main.ts changed since the build');
-    writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/removed.ts': 10 } }));
-    expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/removed.ts is gone');
-    writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, entry: '../../elsewhere.mjs' }));
-    expect((await postern(['--version'])).stderr).toContain('tsx: dist/cli/stamp.json is not a stamp');
-    writeFileSync(pkg.stamp, '');
-    const { stdout, stderr } = await postern(['--version']);
-    expect(stdout.trim()).toBe(manifest.version);
-    expect(stderr).toContain('tsx: no build');
-  }, 4 * commandMs);
+  it(
+    'runs the sources through tsx when a source file was modified after the build started',
+    async () => {
+      // The temp root's own copy of a source, saved again with the same content: only its time changes.
+      const edited = path.join(pkg.root, 'broker', 'cli', 'program.ts');
+      const { mtime } = statSync(edited);
+      try {
+        utimesSync(edited, mtime, new Date(readStamp().builtAtMs + 1_000));
+        const { stdout, stderr } = await postern(['--version']);
+        expect(stdout.trim()).toBe(manifest.version);
+        expect(stderr).toBe(
+          'postern: running the sources through tsx: broker/cli/program.ts changed since the build\n',
+        );
+      } finally {
+        utimesSync(edited, mtime, mtime);
+      }
+      expect((await postern(['--version'])).stderr).toBe(`postern: running the bundle ${pkg.bundle}\n`);
+    },
+    commandMs,
+  );
 
-  it('serves `postern mcp` from the bundle: an MCP client initializes and lists the tools', async () => {
-    const data = createTempDir('postern-cli-mcp-');
-    const socket = await startAgentSocket({ dataDir: data.path, backend: new ScriptedAgentBackend() });
-    const args = [pkg.bin, 'mcp', '--data-dir', data.path];
-    const transport = new StdioClientTransport({ command: process.execPath, args, cwd: pkg.root, env: traced, stderr: 'pipe' });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const client = new Client({ name: 'cli-bundle-test', version: '1' });
-    try {
-      await client.connect(transport);
-      expect(client.getServerVersion()?.name).toBeTruthy();
-      const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toContain('http_request');
-      expect(stderr).toContain(`postern: running the bundle ${pkg.bundle}`);
-    } finally {
-      await client.close();
-      await socket.close();
-      data.remove();
-    }
-  }, commandMs);
+  it(
+    'runs the sources when a listed file changed size or is gone, or the stamp is wrong or missing',
+    async () => {
+      const stamp = readStamp();
+      writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/main.ts': 1 } }));
+      expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/main.ts changed since the build');
+      writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, inputs: { ...stamp.inputs, 'broker/cli/removed.ts': 10 } }));
+      expect((await postern(['--version'])).stderr).toContain('tsx: broker/cli/removed.ts is gone');
+      writeFileSync(pkg.stamp, JSON.stringify({ ...stamp, entry: '../../elsewhere.mjs' }));
+      expect((await postern(['--version'])).stderr).toContain('tsx: dist/cli/stamp.json is not a stamp');
+      writeFileSync(pkg.stamp, '');
+      const { stdout, stderr } = await postern(['--version']);
+      expect(stdout.trim()).toBe(manifest.version);
+      expect(stderr).toContain('tsx: no build');
+    },
+    4 * commandMs,
+  );
+
+  it(
+    'serves `postern mcp` from the bundle: an MCP client initializes and lists the tools',
+    async () => {
+      const data = createTempDir('postern-cli-mcp-');
+      const socket = await startAgentSocket({ dataDir: data.path, backend: new ScriptedAgentBackend() });
+      const args = [pkg.bin, 'mcp', '--data-dir', data.path];
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args,
+        cwd: pkg.root,
+        env: traced,
+        stderr: 'pipe',
+      });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const client = new Client({ name: 'cli-bundle-test', version: '1' });
+      try {
+        await client.connect(transport);
+        expect(client.getServerVersion()?.name).toBeTruthy();
+        const { tools } = await client.listTools();
+        expect(tools.map((tool) => tool.name)).toContain('http_request');
+        expect(stderr).toContain(`postern: running the bundle ${pkg.bundle}`);
+      } finally {
+        await client.close();
+        await socket.close();
+        data.remove();
+      }
+    },
+    commandMs,
+  );
 });

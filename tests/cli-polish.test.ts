@@ -52,10 +52,24 @@ describe.concurrent('postern with no command', () => {
   it('lists every command, then one coded line, and no stack trace', async () => {
     const result = await run([]);
     expect(result.code).toBe(2);
-    for (const command of ['start', 'daemon', 'status', 'vault', 'audit', 'mcp', 'approvals', 'actions', 'sessions', 'activity', 'metrics']) {
+    for (const command of [
+      'start',
+      'daemon',
+      'status',
+      'vault',
+      'audit',
+      'mcp',
+      'approvals',
+      'actions',
+      'sessions',
+      'activity',
+      'metrics',
+    ]) {
       expect(result.stderr).toMatch(new RegExp(`^  ${command} `, 'm'));
     }
-    expect(result.stderr).toContain('postern: INVALID_ARGUMENT command: a command is required (the commands are listed above)');
+    expect(result.stderr).toContain(
+      'postern: INVALID_ARGUMENT command: a command is required (the commands are listed above)',
+    );
     expect(result.stderr).not.toMatch(stackTrace);
   });
 });
@@ -87,7 +101,11 @@ describe.concurrent('required texts: help and validation agree', () => {
   const reasonMax = brokerApiSchemas['approvals.reject'].input.shape.reason.maxLength;
   const basisMax = brokerApiSchemas['actions.attest'].input.shape.basis.maxLength;
 
-  it.each([['approvals', 'reject'], ['approvals', 'abandon'], ['sessions', 'revoke']])('%s %s marks --reason required with the schema limit', async (...command) => {
+  it.each([
+    ['approvals', 'reject'],
+    ['approvals', 'abandon'],
+    ['sessions', 'revoke'],
+  ])('%s %s marks --reason required with the schema limit', async (...command) => {
     expect(await helpOf(command)).toContain(`--reason <text> (required) why, 1 to ${reasonMax} characters`);
   });
 
@@ -141,7 +159,9 @@ describe.concurrent('postern status says whether a broker is running', () => {
     } finally {
       expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
     }
-    expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({ broker_running: false });
+    expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({
+      broker_running: false,
+    });
   });
 });
 

@@ -108,40 +108,59 @@ describe.concurrent('postern status', () => {
 });
 
 describe.concurrent('postern daemon', () => {
-  it.each(['SIGTERM', 'SIGINT'] as const)('serves a schema-valid status behind its token and stops cleanly on %s', async (signal) => {
-    const dir = freshDir();
-    const daemon = await startDaemon(dir);
-    expect(daemon.ready).toMatchObject({ event: 'ready', mode: 'headless', origin: daemon.origin, port: daemon.port, data_dir: dir });
-    expect(daemon.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(statSync(dir).mode & 0o777).toBe(0o700);
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'serves a schema-valid status behind its token and stops cleanly on %s',
+    async (signal) => {
+      const dir = freshDir();
+      const daemon = await startDaemon(dir);
+      expect(daemon.ready).toMatchObject({
+        event: 'ready',
+        mode: 'headless',
+        origin: daemon.origin,
+        port: daemon.port,
+        data_dir: dir,
+      });
+      expect(daemon.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
 
-    const denied = await fetch(`${daemon.origin}/api/status`);
-    expect(denied.status).toBe(401);
-    // The printed token signs in once, for a session secret; only that opens the API.
-    const signIn = await fetch(`${daemon.origin}/auth/session`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: daemon.token }) });
-    const { value } = (await signIn.json()) as { value: { session: string } };
-    expect((await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } })).status).toBe(401);
-    const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${value.session}` } });
-    expect(answer.status).toBe(200);
-    const reply = (await answer.json()) as { ok: boolean; value: unknown };
-    expect(brokerStatusSchema.parse(reply.value)).toMatchObject({ mode: 'headless', data_dir: dir });
+      const denied = await fetch(`${daemon.origin}/api/status`);
+      expect(denied.status).toBe(401);
+      // The printed token signs in once, for a session secret; only that opens the API.
+      const signIn = await fetch(`${daemon.origin}/auth/session`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ token: daemon.token }),
+      });
+      const { value } = (await signIn.json()) as { value: { session: string } };
+      expect(
+        (await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${daemon.token}` } })).status,
+      ).toBe(401);
+      const answer = await fetch(`${daemon.origin}/api/status`, {
+        headers: { Authorization: `Bearer ${value.session}` },
+      });
+      expect(answer.status).toBe(200);
+      const reply = (await answer.json()) as { ok: boolean; value: unknown };
+      expect(brokerStatusSchema.parse(reply.value)).toMatchObject({ mode: 'headless', data_dir: dir });
 
-    const exit = await daemon.process.stop(signal);
-    expect(exit).toEqual({ code: 0, signal: null });
-    expect(daemon.process.stdoutLines.map((line) => (line.startsWith('{') ? (JSON.parse(line) as { event: string }).event : null)).filter(Boolean)).toEqual([
-      'ready',
-      'stopping',
-      'stopped',
-    ]);
-    await expect(fetch(`${daemon.origin}/api/status`)).rejects.toThrow();
-  });
+      const exit = await daemon.process.stop(signal);
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(
+        daemon.process.stdoutLines
+          .map((line) => (line.startsWith('{') ? (JSON.parse(line) as { event: string }).event : null))
+          .filter(Boolean),
+      ).toEqual(['ready', 'stopping', 'stopped']);
+      await expect(fetch(`${daemon.origin}/api/status`)).rejects.toThrow();
+    },
+  );
 
   it('prints the token exactly once, in the operator URL line, and never on stderr', async () => {
     const daemon = await startDaemon(freshDir());
     await daemon.process.stop();
     const everything = `${daemon.process.stdout}\n${daemon.process.stderr}`;
     expect(everything.split(daemon.token).length - 1).toBe(1);
-    expect(daemon.process.stdoutLines.filter((line) => line.includes(daemon.token))).toEqual([`Operator UI: ${daemon.operatorUrl}`]);
+    expect(daemon.process.stdoutLines.filter((line) => line.includes(daemon.token))).toEqual([
+      `Operator UI: ${daemon.operatorUrl}`,
+    ]);
   });
 
   it('mints a different token on every run', async () => {

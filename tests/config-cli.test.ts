@@ -20,7 +20,16 @@ const passphrase = 'config cli passphrase (test only)';
 const passphraseFile = path.join(scratch, 'pass');
 const acceptedFile = path.join(dataDir, 'config', 'accepted.json');
 const yaml = (port: number): string =>
-  ['version: 1', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: per_call', ''].join('\n');
+  [
+    'version: 1',
+    'routes:',
+    '  - name: docs',
+    `    base_url: http://127.0.0.1:${port}`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    '    approval: per_call',
+    '',
+  ].join('\n');
 
 beforeAll(async () => {
   mkdirSync(dataDir, { mode: 0o700 });
@@ -34,7 +43,12 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-const pendingJson = async (): Promise<{ broker_running: boolean; trust: string; accept_applies: string; change: { digest: string } | null }> => {
+const pendingJson = async (): Promise<{
+  broker_running: boolean;
+  trust: string;
+  accept_applies: string;
+  change: { digest: string } | null;
+}> => {
   const result = await runPostern(['config', 'pending', '--json', '--data-dir', dataDir]);
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout);
@@ -64,7 +78,10 @@ describe('postern config with no broker running', () => {
   });
 
   it('a person accepts on a terminal; a digest that no longer names the file accepts nothing', async () => {
-    const stale = await runOnTerminal(['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', dataDir], passphrase);
+    const stale = await runOnTerminal(
+      ['config', 'accept', `sha256:${'0'.repeat(64)}`, '--data-dir', dataDir],
+      passphrase,
+    );
     expect(stale.prompted).toBe(true);
     expect(stale.code, stale.screen).toBe(1);
     expect(stale.screen).toContain('DECISION_CONFLICT');
@@ -75,7 +92,10 @@ describe('postern config with no broker running', () => {
     expect(accepted.code, accepted.screen).toBe(0);
     expect(accepted.screen).toContain(`Accepted ${digest}`);
     expect(accepted.screen).not.toContain(passphrase);
-    expect(JSON.parse(readFileSync(acceptedFile, 'utf8'))).toMatchObject({ how: 'accepted', accepted_by: expect.stringMatching(/^person:.+ \(cli, passphrase on tty\)$/) });
+    expect(JSON.parse(readFileSync(acceptedFile, 'utf8'))).toMatchObject({
+      how: 'accepted',
+      accepted_by: expect.stringMatching(/^person:.+ \(cli, passphrase on tty\)$/),
+    });
   }, 60_000);
 });
 
@@ -93,10 +113,17 @@ describe('postern config with a broker running', () => {
       const agent = await runPostern(['config', 'accept', pending.change?.digest ?? '', '--data-dir', dataDir]);
       expect(agent.code).toBe(1);
       expect(agent.stderr).toContain('OPERATOR_PROOF_REQUIRED');
-      const person = await runOnTerminal(['config', 'accept', pending.change?.digest ?? '', '--data-dir', dataDir], passphrase);
+      const person = await runOnTerminal(
+        ['config', 'accept', pending.change?.digest ?? '', '--data-dir', dataDir],
+        passphrase,
+      );
       expect(person.code, person.screen).toBe(0);
       expect(person.screen).toContain('it is in force now');
-      expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted' } });
+      expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({
+        change: null,
+        restart_needed: false,
+        accepted: { how: 'accepted' },
+      });
     } finally {
       await daemon.process.stop('SIGTERM');
     }

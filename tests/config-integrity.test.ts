@@ -45,8 +45,16 @@ const routesYaml = (port: number, approval: string, options: { unattended?: bool
   ].join('\n');
 
 /** A decision with a person's proof (the passphrase the CLI reads from a terminal), over the real control socket. */
-async function decide<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
-  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input, proof: { passphrase } });
+async function decide<M extends BrokerApiMethod>(
+  method: M,
+  input: BrokerApi[M]['input'],
+): Promise<BrokerApi[M]['output']> {
+  const reply = await sendControlRequest(controlSocketPath(dataDir), {
+    op: 'api',
+    method,
+    input,
+    proof: { passphrase },
+  });
   if (!reply.ok) throw Object.assign(new Error(reply.error.message), { code: reply.error.code });
   return reply.value as BrokerApi[M]['output'];
 }
@@ -66,7 +74,13 @@ async function stop(): Promise<void> {
 }
 
 const send = (marker: string) =>
-  (agent as DrillAgent).call('http_request', { route: 'docs', method: 'POST', path: '/docs/cfg', body: JSON.stringify({ marker }), timeout_ms: 30_000 }).reply;
+  (agent as DrillAgent).call('http_request', {
+    route: 'docs',
+    method: 'POST',
+    path: '/docs/cfg',
+    body: JSON.stringify({ marker }),
+    timeout_ms: 30_000,
+  }).reply;
 
 beforeAll(async () => {
   mkdirSync(dataDir, { mode: 0o700 });
@@ -94,16 +108,34 @@ describe('when the agent edits postern.yaml between two starts', () => {
     expect(refused.structuredContent?.error).toMatchObject({ code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' });
     expect(home.arrivals).toEqual([]);
     const pending = await callOperator(dataDir, 'config.pending', {});
-    expect(pending).toMatchObject({ trust: 'untrusted', accepted: null, accept_applies: 'now', untrusted_reason: expect.stringMatching(/no accepted copy/) });
+    expect(pending).toMatchObject({
+      trust: 'untrusted',
+      accepted: null,
+      accept_applies: 'now',
+      untrusted_reason: expect.stringMatching(/no accepted copy/),
+    });
     expect(pending.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
     const digest = pending.change?.digest ?? '';
-    await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
+    await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({
+      code: 'OPERATOR_PROOF_REQUIRED',
+    });
     expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'now', restart_needed_for: [] });
-    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, restart_needed: false, accepted: { how: 'accepted' } });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({
+      trust: 'verified',
+      change: null,
+      restart_needed: false,
+      accepted: { how: 'accepted' },
+    });
 
     // In force without a restart: per_call, so a card waits for a person; approved, it goes to the accepted host.
     const reply = send('cfg-first-accepted');
-    const [card] = (await waitFor(() => callOperator(dataDir, 'approvals.list', {}), (r) => r.cards.length === 1, 'the card')).cards;
+    const [card] = (
+      await waitFor(
+        () => callOperator(dataDir, 'approvals.list', {}),
+        (r) => r.cards.length === 1,
+        'the card',
+      )
+    ).cards;
     if (card === undefined) throw new Error('no card');
     await decide('approvals.approve', { ticket: card.ticket });
     expect((await reply).structuredContent?.error).toBeUndefined();
@@ -132,7 +164,13 @@ describe('when the agent edits postern.yaml between two starts', () => {
 
     // Still per_call: a card waits for a person; approved, the request goes to the accepted host.
     const reply = send('cfg-after-edit');
-    const [card] = (await waitFor(() => callOperator(dataDir, 'approvals.list', {}), (r) => r.cards.length === 1, 'the card')).cards;
+    const [card] = (
+      await waitFor(
+        () => callOperator(dataDir, 'approvals.list', {}),
+        (r) => r.cards.length === 1,
+        'the card',
+      )
+    ).cards;
     if (card === undefined) throw new Error('no card');
     await decide('approvals.approve', { ticket: card.ticket });
     expect((await reply).structuredContent?.error).toBeUndefined();
@@ -140,12 +178,20 @@ describe('when the agent edits postern.yaml between two starts', () => {
     expect(evil.arrivals).toEqual([]);
 
     // Building on an unaccepted change is refused; accepting needs a person and names what they saw.
-    await expect(decide('config.edit', { op: 'remove_route', name: 'docs' })).rejects.toMatchObject({ code: 'CONFIG_PENDING' });
+    await expect(decide('config.edit', { op: 'remove_route', name: 'docs' })).rejects.toMatchObject({
+      code: 'CONFIG_PENDING',
+    });
     const digest = pending.change?.digest ?? '';
-    await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
+    await expect(callOperator(dataDir, 'config.accept', { digest })).rejects.toMatchObject({
+      code: 'OPERATOR_PROOF_REQUIRED',
+    });
     // Verified: a person's acceptance is in force at once (tests/config-live-apply.test.ts drives that path).
     expect(await decide('config.accept', { digest })).toEqual({ digest, applies: 'now', restart_needed_for: [] });
-    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted', by: expect.stringMatching(/^person:/) } });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({
+      change: null,
+      restart_needed: false,
+      accepted: { how: 'accepted', by: expect.stringMatching(/^person:/) },
+    });
     await stop();
   }, 90_000);
 
@@ -154,14 +200,24 @@ describe('when the agent edits postern.yaml between two starts', () => {
     expect((await callOperator(dataDir, 'config.show', {})).routes).toEqual([
       expect.objectContaining({ name: 'docs', base_url: `http://127.0.0.1:${evil.port}`, approval: 'none' }),
     ]);
-    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null, restart_needed: false });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({
+      trust: 'verified',
+      change: null,
+      restart_needed: false,
+    });
     await stop();
   }, 60_000);
 
   it('a tampered accepted copy refuses every route with CONFIG_UNTRUSTED, and nothing reaches either server', async () => {
     const file = path.join(dataDir, 'config', 'accepted.json');
     const record = JSON.parse(readFileSync(file, 'utf8')) as { text: string };
-    writeFileSync(file, JSON.stringify({ ...record, text: record.text.replace('approval: none', 'approval: none\n    reads_bypass_lanes: true') }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ...record,
+        text: record.text.replace('approval: none', 'approval: none\n    reads_bypass_lanes: true'),
+      }),
+    );
     const before = { home: home.arrivals.length, evil: evil.arrivals.length };
     await startAndUnlock();
     const reply = await send('cfg-untrusted');
@@ -185,10 +241,16 @@ describe('when the agent edits postern.yaml between two starts', () => {
     const pending = await callOperator(dataDir, 'config.pending', {});
     expect(pending).toMatchObject({ trust: 'untrusted', accepted: null, accept_applies: 'now' });
     expect(pending.change?.routes).toEqual([
-      expect.objectContaining({ name: 'docs', change: 'added', fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]) }),
+      expect.objectContaining({
+        name: 'docs',
+        change: 'added',
+        fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]),
+      }),
     ]);
     // The file's own opt-out would let the agent accept it without a person: refused, and the unlock sealed nothing.
-    await expect(callOperator(dataDir, 'config.accept', { digest: pending.change?.digest ?? '' })).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
+    await expect(
+      callOperator(dataDir, 'config.accept', { digest: pending.change?.digest ?? '' }),
+    ).rejects.toMatchObject({ code: 'OPERATOR_PROOF_REQUIRED' });
     expect(existsSync(file)).toBe(false);
     await stop();
   }, 60_000);

@@ -50,8 +50,16 @@ const routesYaml = (port: number, approval: string): string =>
   ].join('\n');
 
 /** A decision with a person's proof (the passphrase the CLI reads from a terminal), over the real control socket. */
-async function decide<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
-  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input, proof: { passphrase } });
+async function decide<M extends BrokerApiMethod>(
+  method: M,
+  input: BrokerApi[M]['input'],
+): Promise<BrokerApi[M]['output']> {
+  const reply = await sendControlRequest(controlSocketPath(dataDir), {
+    op: 'api',
+    method,
+    input,
+    proof: { passphrase },
+  });
   if (!reply.ok) throw Object.assign(new Error(reply.error.message), { code: reply.error.code });
   return reply.value as BrokerApi[M]['output'];
 }
@@ -66,7 +74,10 @@ async function activity(): Promise<BrokerApi['activity.list']['output']['events'
   const rows: BrokerApi['activity.list']['output']['events'] = [];
   let from: number | null = 1;
   for (let page = 0; from !== null && page < 50; page += 1) {
-    const answer: BrokerApi['activity.list']['output'] = await callOperator(dataDir, 'activity.list', { from_seq: from, limit: 1000 });
+    const answer: BrokerApi['activity.list']['output'] = await callOperator(dataDir, 'activity.list', {
+      from_seq: from,
+      limit: 1000,
+    });
     rows.push(...answer.events);
     from = answer.next_seq;
   }
@@ -79,7 +90,12 @@ beforeAll(async () => {
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
   // Bound to the host, so it may go to either server (both listen on 127.0.0.1).
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from('CANARY-config-live-token'), bindings: ['127.0.0.1'] });
+  await vault.add({
+    name: 'docs-token',
+    kind: 'bearer',
+    secret: Buffer.from('CANARY-config-live-token'),
+    bindings: ['127.0.0.1'],
+  });
   await vault.close();
   first = await ArrivalLogServer.start();
   second = await ArrivalLogServer.start();
@@ -101,7 +117,13 @@ afterAll(async () => {
 describe('when a person accepts a changed postern.yaml while the broker runs', () => {
   it('a call waiting for its card keeps per_call and its host; a new call runs under the new configuration, with no restart', async () => {
     const waiting = send('docs', 'a', 'admitted-before');
-    const [card] = (await waitFor(() => callOperator(dataDir, 'approvals.list', {}), (r) => r.cards.length === 1, 'the card')).cards;
+    const [card] = (
+      await waitFor(
+        () => callOperator(dataDir, 'approvals.list', {}),
+        (r) => r.cards.length === 1,
+        'the card',
+      )
+    ).cards;
     if (card === undefined) throw new Error('no card');
     const pid = daemon?.process.child.pid;
 
@@ -135,7 +157,9 @@ describe('when a person accepts a changed postern.yaml while the broker runs', (
     expect(daemon?.process.child.exitCode).toBeNull();
 
     const applied = (await activity()).filter((row) => row.kind === 'CONFIG_APPLIED');
-    expect(applied).toEqual([expect.objectContaining({ action_id: configSubjectId(digest), ticket: null, session_id: null })]);
+    expect(applied).toEqual([
+      expect.objectContaining({ action_id: configSubjectId(digest), ticket: null, session_id: null }),
+    ]);
     expect(applied[0]?.summary).toContain(digest);
     expect(applied[0]?.summary).toMatch(/^accepted by person:/);
   }, 90_000);
@@ -160,7 +184,10 @@ describe('when a person accepts a changed postern.yaml while the broker runs', (
 
     const digest = digestOf(readFileSync(path.join(dataDir, 'postern.yaml'), 'utf8'));
     const applied = (await activity()).filter((row) => row.kind === 'CONFIG_APPLIED');
-    expect(applied.map((row) => row.action_id)).toEqual([expect.stringMatching(/^cfg_[0-9a-f]{16}$/), configSubjectId(digest)]);
+    expect(applied.map((row) => row.action_id)).toEqual([
+      expect.stringMatching(/^cfg_[0-9a-f]{16}$/),
+      configSubjectId(digest),
+    ]);
     expect(applied[1]?.summary).toMatch(/^edited by person:/);
   }, 60_000);
 

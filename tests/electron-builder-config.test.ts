@@ -1,6 +1,17 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -42,7 +53,9 @@ const config = parse(readFileSync(path.join(repoRoot, 'electron-builder.yml'), '
 
 describe('electron-builder.yml against electron-builder’s own schema', () => {
   type Validate = (config: unknown, logger: unknown) => Promise<void>;
-  const { validateConfiguration } = require('app-builder-lib/out/util/config/config.js') as { validateConfiguration: Validate };
+  const { validateConfiguration } = require('app-builder-lib/out/util/config/config.js') as {
+    validateConfiguration: Validate;
+  };
   const { DebugLogger } = require('builder-util') as { DebugLogger: new (enabled: boolean) => unknown };
 
   it('is a valid configuration', async () => {
@@ -51,7 +64,9 @@ describe('electron-builder.yml against electron-builder’s own schema', () => {
 
   it('would be refused if a fuse were misspelled (the schema has teeth)', async () => {
     const broken = { ...structuredClone(config), electronFuses: { runAsNod: false } };
-    await expect(validateConfiguration(broken, new DebugLogger(false))).rejects.toThrow(/Invalid configuration object[\s\S]*electronFuses/);
+    await expect(validateConfiguration(broken, new DebugLogger(false))).rejects.toThrow(
+      /Invalid configuration object[\s\S]*electronFuses/,
+    );
   });
 
   it('turns off RunAsNode, NODE_OPTIONS, --inspect and file://’s extra privileges, encrypts cookies, loads only a validated app.asar', () => {
@@ -87,11 +102,16 @@ describe('electron-builder --linux dir with a stand-in Electron distribution', (
     work = mkdtempSync(path.join(repoRoot, 'tmp', 'electron-builder-'));
     const project = path.join(work, 'project');
     mkdirSync(project);
-    for (const file of ['package.json', 'package-lock.json', 'electron-builder.yml']) copyFileSync(path.join(repoRoot, file), path.join(project, file));
+    for (const file of ['package.json', 'package-lock.json', 'electron-builder.yml'])
+      copyFileSync(path.join(repoRoot, file), path.join(project, file));
     linkTree(path.join(repoRoot, 'node_modules'), path.join(project, 'node_modules'));
     // postern-peercred is a file: dependency; its node_modules entry is a relative symlink to native/peercred.
     linkTree(path.join(repoRoot, 'native', 'peercred'), path.join(project, 'native', 'peercred'));
-    await promisify(execFile)(process.execPath, [path.join(repoRoot, 'scripts', 'build-app.mjs'), '--outdir', path.join(project, 'dist', 'app')], { cwd: repoRoot });
+    await promisify(execFile)(
+      process.execPath,
+      [path.join(repoRoot, 'scripts', 'build-app.mjs'), '--outdir', path.join(project, 'dist', 'app')],
+      { cwd: repoRoot },
+    );
     writeFiles(project, {
       'dist/app/main.mjs.map': '{}',
       'dist/renderer/index.html': `<meta http-equiv="Content-Security-Policy" content="script-src 'self'; object-src 'none'"><script type="module" src="./assets/index.js"></script>`,
@@ -109,7 +129,15 @@ describe('electron-builder --linux dir with a stand-in Electron distribution', (
     const cli = path.join(path.dirname(require.resolve('electron-builder/package.json')), 'cli.js');
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
-      [cli, '--linux', 'dir', '--projectDir', project, `-c.electronDist=${electronDist}`, `-c.directories.output=${output}`],
+      [
+        cli,
+        '--linux',
+        'dir',
+        '--projectDir',
+        project,
+        `-c.electronDist=${electronDist}`,
+        `-c.directories.output=${output}`,
+      ],
       { cwd: project, timeout: packTimeoutMs, maxBuffer: 16 * 1024 * 1024, env: withoutVitest(process.env) },
     );
     packLog = `${stdout}\n${stderr}`;
@@ -132,25 +160,41 @@ describe('electron-builder --linux dir with a stand-in Electron distribution', (
     };
     const archive = path.join(appOut, 'resources', 'app.asar');
     const entries = new Set(listPackage(archive, {}).map((entry) => entry.split(path.sep).join('/')));
-    for (const file of ['/package.json', '/dist/app/main.mjs', '/dist/app/preload.cjs', '/dist/renderer/index.html', '/dist/renderer/assets/index.js']) {
+    for (const file of [
+      '/package.json',
+      '/dist/app/main.mjs',
+      '/dist/app/preload.cjs',
+      '/dist/renderer/index.html',
+      '/dist/renderer/assets/index.js',
+    ]) {
       expect(entries, file).toContain(file);
     }
-    for (const dependency of ['better-sqlite3', 'zod', 'bindings', 'ssh2', 'postern-peercred']) expect(entries, dependency).toContain(`/node_modules/${dependency}/package.json`);
-    for (const devTool of ['electron', 'electron-builder', 'vitest', 'typescript', 'vite']) expect(entries, devTool).not.toContain(`/node_modules/${devTool}/package.json`);
-    expect([...entries].filter((entry) => entry.endsWith('.map') || entry.startsWith('/tests/') || entry.startsWith('/dist/native-electron'))).toEqual([]);
+    for (const dependency of ['better-sqlite3', 'zod', 'bindings', 'ssh2', 'postern-peercred'])
+      expect(entries, dependency).toContain(`/node_modules/${dependency}/package.json`);
+    for (const devTool of ['electron', 'electron-builder', 'vitest', 'typescript', 'vite'])
+      expect(entries, devTool).not.toContain(`/node_modules/${devTool}/package.json`);
+    expect(
+      [...entries].filter(
+        (entry) => entry.endsWith('.map') || entry.startsWith('/tests/') || entry.startsWith('/dist/native-electron'),
+      ),
+    ).toEqual([]);
     const manifest = JSON.parse(extractFile(archive, 'package.json').toString('utf8')) as { main: string };
     expect(manifest.main).toBe('dist/app/main.mjs');
   });
 
   it('unpacks native addons next to the asar', () => {
     const unpacked = path.join(appOut, 'resources', 'app.asar.unpacked', 'node_modules');
-    expect(digest(path.join(unpacked, 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'))).toBe(nodeBuildDigest);
+    expect(digest(path.join(unpacked, 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'))).toBe(
+      nodeBuildDigest,
+    );
     expect(readdirSync(path.join(unpacked, 'postern-peercred', 'build', 'Release'))).toContain('peercred.node');
   });
 
   it('ships better-sqlite3’s Electron build as the native-electron resource, and nothing else from that folder', () => {
     const shipped = path.join(appOut, 'resources', 'native-electron');
-    expect(readFileSync(path.join(shipped, 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), 'utf8')).toBe(standInElectronBuild);
+    expect(readFileSync(path.join(shipped, 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), 'utf8')).toBe(
+      standInElectronBuild,
+    );
     expect(readdirSync(shipped).sort()).toEqual(['better-sqlite3', 'build-info.json']);
   });
 
@@ -174,8 +218,21 @@ describe('electron-builder --linux dir with a stand-in Electron distribution', (
  * version 1 and an eight-fuse wire in Electron's defaults (RunAsNode, NODE_OPTIONS and inspect on).
  */
 function standInElectron(): Buffer {
-  const wire = [FuseState.enable, FuseState.disable, FuseState.enable, FuseState.enable, FuseState.disable, FuseState.disable, FuseState.disable, FuseState.enable];
-  return Buffer.concat([Buffer.from(`#!/bin/sh\nexit 0\n# ${fuseSentinel}`), Buffer.from([1, wire.length, ...wire]), Buffer.from('\n')]);
+  const wire = [
+    FuseState.enable,
+    FuseState.disable,
+    FuseState.enable,
+    FuseState.enable,
+    FuseState.disable,
+    FuseState.disable,
+    FuseState.disable,
+    FuseState.enable,
+  ];
+  return Buffer.concat([
+    Buffer.from(`#!/bin/sh\nexit 0\n# ${fuseSentinel}`),
+    Buffer.from([1, wire.length, ...wire]),
+    Buffer.from('\n'),
+  ]);
 }
 
 function readFuseWire(binary: string): number[] {

@@ -50,7 +50,9 @@ describe('the one error-code registry', () => {
 
   it('names the codes two surfaces share, so sharing one more is a reviewed decision', () => {
     // A shared code must mean the same on both surfaces; its wire string stays, a client switches on it.
-    const shared = Object.entries(errorCodeRegistry).filter(([, entry]) => entry.from.length > 1).map(([code]) => code);
+    const shared = Object.entries(errorCodeRegistry)
+      .filter(([, entry]) => entry.from.length > 1)
+      .map(([code]) => code);
     expect(shared.sort()).toEqual(['INTERNAL', 'INVALID_ARGUMENT', 'NOT_FOUND', 'PAYLOAD_LIMIT', 'UNAUTHENTICATED']);
   });
 });

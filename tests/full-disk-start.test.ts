@@ -11,7 +11,8 @@ import { posternBin, repoRoot } from './support/postern-process.js';
  * real: a 1 MiB tmpfs in a private mount namespace (as broker/journal/fail-closed.test.ts does),
  * filled up before the daemon starts; it vanishes with the namespace.
  */
-const canMountTmpfs = process.platform === 'linux' && spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status === 0;
+const canMountTmpfs =
+  process.platform === 'linux' && spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status === 0;
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pfull-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const exitWithinMs = 30_000;
@@ -23,7 +24,10 @@ const makeJournal = [
   'await (await Journal.open({ dataDir: process.argv[1], clock: systemClock })).close();',
 ].join(' ');
 
-function startOnFullDisk(dir: string, withJournal: boolean): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function startOnFullDisk(
+  dir: string,
+  withJournal: boolean,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = [
     'set -e',
     'mount -t tmpfs -o size=1m tmpfs "$1"',
@@ -34,11 +38,15 @@ function startOnFullDisk(dir: string, withJournal: boolean): Promise<{ code: num
     'exec "$2" "$3" daemon --data-dir "$1/data" --port 0',
   ].join('\n');
   return new Promise((resolve, reject) => {
-    const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', dir, process.execPath, posternBin, makeJournal], {
-      cwd: repoRoot,
-      env: { ...process.env, POSTERN_TEST_EVENTS: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'unshare',
+      ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', dir, process.execPath, posternBin, makeJournal],
+      {
+        cwd: repoRoot,
+        env: { ...process.env, POSTERN_TEST_EVENTS: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -59,15 +67,22 @@ describe('when the daemon starts on a full disk', () => {
   it.for<[string, boolean]>([
     ['a new data directory', false],
     ['an existing journal', true],
-  ])('%s: one coded JOURNAL_UNAVAILABLE line, no stack trace, exit 1, never ready', { timeout: 60_000 }, async ([, withJournal], ctx) => {
-    if (!canMountTmpfs) ctx.skip('needs Linux and the right to unshare a mount namespace (root) to mount a tiny tmpfs');
-    const dir = mkdtempSync(path.join(scratch, 'disk-'));
-    const run = await startOnFullDisk(dir, withJournal);
-    expect(run.code, run.stderr).toBe(1);
-    const lines = run.stderr.trim().split('\n');
-    expect(lines, run.stderr).toHaveLength(1);
-    expect(lines[0]).toMatch(/^postern: JOURNAL_UNAVAILABLE: the journal could not be opened \((SQLITE_[A-Z_]+|ENOSPC)\b/);
-    expect(run.stderr).not.toMatch(/\n\s+at /);
-    expect(run.stdout).not.toContain('"event":"ready"');
-  });
+  ])(
+    '%s: one coded JOURNAL_UNAVAILABLE line, no stack trace, exit 1, never ready',
+    { timeout: 60_000 },
+    async ([, withJournal], ctx) => {
+      if (!canMountTmpfs)
+        ctx.skip('needs Linux and the right to unshare a mount namespace (root) to mount a tiny tmpfs');
+      const dir = mkdtempSync(path.join(scratch, 'disk-'));
+      const run = await startOnFullDisk(dir, withJournal);
+      expect(run.code, run.stderr).toBe(1);
+      const lines = run.stderr.trim().split('\n');
+      expect(lines, run.stderr).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^postern: JOURNAL_UNAVAILABLE: the journal could not be opened \((SQLITE_[A-Z_]+|ENOSPC)\b/,
+      );
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(run.stdout).not.toContain('"event":"ready"');
+    },
+  );
 });

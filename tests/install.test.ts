@@ -33,41 +33,81 @@ let outside: string;
 let installedFrom: 'tarball' | 'checkout link';
 let tarballFiles: string[] = [];
 
-beforeAll(async () => {
-  tmp = createTempDir('postern-install-');
-  prefix = path.join(tmp.path, 'prefix');
-  outside = path.join(tmp.path, 'some-project');
-  mkdirSync(outside);
-  writeFileSync(path.join(outside, 'tsconfig.json'), JSON.stringify({ compilerOptions: { experimentalDecorators: true, useDefineForClassFields: false, jsx: 'preserve' } }));
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp.path], { cwd: repoRoot, timeout: npmStepMs, maxBuffer: 16 * 1024 * 1024 });
-  const [manifest] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
-  if (manifest === undefined) throw new Error('npm pack printed no manifest');
-  tarballFiles = manifest.files.map((f) => f.path);
-  const tarball = path.join(tmp.path, manifest.filename);
-  try {
-    await run('npm', ['install', '--global', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], { cwd: tmp.path, timeout: npmStepMs });
-    installedFrom = 'tarball';
-  } catch (error) {
-    const why = String((error as { stderr?: unknown }).stderr ?? error).split('\n').find((line) => line.includes('npm error code')) ?? 'npm could not install it';
-    console.log(`install.test: the packed tarball cannot be installed offline here (${why.trim()}); installing the checkout as a link (npm install -g <folder>, as npm link does) instead`);
-    await run('npm', ['install', '--global', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, repoRoot], { cwd: tmp.path, timeout: npmStepMs });
-    installedFrom = 'checkout link';
-  }
-}, 2 * npmStepMs + 60_000);
+beforeAll(
+  async () => {
+    tmp = createTempDir('postern-install-');
+    prefix = path.join(tmp.path, 'prefix');
+    outside = path.join(tmp.path, 'some-project');
+    mkdirSync(outside);
+    writeFileSync(
+      path.join(outside, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { experimentalDecorators: true, useDefineForClassFields: false, jsx: 'preserve' },
+      }),
+    );
+    const packed = await run('npm', ['pack', '--json', '--pack-destination', tmp.path], {
+      cwd: repoRoot,
+      timeout: npmStepMs,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const [manifest] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    if (manifest === undefined) throw new Error('npm pack printed no manifest');
+    tarballFiles = manifest.files.map((f) => f.path);
+    const tarball = path.join(tmp.path, manifest.filename);
+    try {
+      await run('npm', ['install', '--global', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
+        cwd: tmp.path,
+        timeout: npmStepMs,
+      });
+      installedFrom = 'tarball';
+    } catch (error) {
+      const why =
+        String((error as { stderr?: unknown }).stderr ?? error)
+          .split('\n')
+          .find((line) => line.includes('npm error code')) ?? 'npm could not install it';
+      console.log(
+        `install.test: the packed tarball cannot be installed offline here (${why.trim()}); installing the checkout as a link (npm install -g <folder>, as npm link does) instead`,
+      );
+      await run('npm', ['install', '--global', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, repoRoot], {
+        cwd: tmp.path,
+        timeout: npmStepMs,
+      });
+      installedFrom = 'checkout link';
+    }
+  },
+  2 * npmStepMs + 60_000,
+);
 
 afterAll(() => tmp.remove());
 
 /** `postern ARGS` by name, from outside the checkout, with only the temp prefix's bin added to PATH. */
 function postern(args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return run('postern', args, { cwd: outside, timeout: 60_000, env: { ...process.env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env['PATH'] ?? ''}` } });
+  return run('postern', args, {
+    cwd: outside,
+    timeout: 60_000,
+    env: { ...process.env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env['PATH'] ?? ''}` },
+  });
 }
 
 describe('when postern is installed globally', () => {
   it('packs only what runs: the bin, the broker without its tests, the addon sources and the tsconfig tsx uses', () => {
-    for (const needed of ['package.json', 'bin/postern.mjs', 'broker/cli/main.ts', 'broker/cli/agent-config.ts', 'native/peercred/src/peercred.c', 'native/peercred/binding.gyp', 'tsconfig.base.json']) {
+    for (const needed of [
+      'package.json',
+      'bin/postern.mjs',
+      'broker/cli/main.ts',
+      'broker/cli/agent-config.ts',
+      'native/peercred/src/peercred.c',
+      'native/peercred/binding.gyp',
+      'tsconfig.base.json',
+    ]) {
       expect(tarballFiles).toContain(needed);
     }
-    expect(tarballFiles.filter((f) => f.endsWith('.test.ts') || f.startsWith('broker/testing/') || f.startsWith('tests/') || f.startsWith('e2e/'))).toEqual([]);
+    expect(
+      tarballFiles.filter(
+        (f) =>
+          f.endsWith('.test.ts') || f.startsWith('broker/testing/') || f.startsWith('tests/') || f.startsWith('e2e/'),
+      ),
+    ).toEqual([]);
   });
 
   it('runs from another directory: --help lists agent-config', async () => {
@@ -99,11 +139,15 @@ describe('when postern is installed globally', () => {
       expect(path.isAbsolute(bin ?? '')).toBe(true);
       expect(existsSync(bin ?? '')).toBe(true);
       // The installed package's own bin (for the link, the checkout it points at).
-      expect(realpathSync(bin ?? '')).toBe(realpathSync(path.join(prefix, 'lib', 'node_modules', 'postern', 'bin', 'postern.mjs')));
+      expect(realpathSync(bin ?? '')).toBe(
+        realpathSync(path.join(prefix, 'lib', 'node_modules', 'postern', 'bin', 'postern.mjs')),
+      );
       expect(args).toEqual(['mcp', '--data-dir', dataDir.path]);
 
       const client = new Client({ name: 'install-test', version: '1' });
-      await client.connect(new StdioClientTransport({ command: node ?? '', args: [bin ?? '', ...args], cwd: outside, stderr: 'pipe' }));
+      await client.connect(
+        new StdioClientTransport({ command: node ?? '', args: [bin ?? '', ...args], cwd: outside, stderr: 'pipe' }),
+      );
       try {
         const { tools } = await client.listTools();
         expect(tools.map((t) => t.name)).toContain('http_request');
@@ -112,13 +156,23 @@ describe('when postern is installed globally', () => {
       }
     }, 60_000);
 
-    it.each(['claude-desktop', 'cursor', 'vscode'])('prints a %s JSON snippet naming the same command', async (client) => {
-      const { stdout } = await postern(['agent-config', client, '--data-dir', dataDir.path]);
-      const snippet = JSON.parse(stdout) as { mcpServers?: Record<string, unknown>; servers?: Record<string, unknown> };
-      const server = (client === 'vscode' ? snippet.servers : snippet.mcpServers)?.['postern'] as { command: string; args: string[] };
-      expect(server.command).toBe(process.execPath);
-      expect(existsSync(server.args[0] ?? '')).toBe(true);
-      expect(server.args.slice(1)).toEqual(['mcp', '--data-dir', dataDir.path]);
-    }, 60_000);
+    it.each(['claude-desktop', 'cursor', 'vscode'])(
+      'prints a %s JSON snippet naming the same command',
+      async (client) => {
+        const { stdout } = await postern(['agent-config', client, '--data-dir', dataDir.path]);
+        const snippet = JSON.parse(stdout) as {
+          mcpServers?: Record<string, unknown>;
+          servers?: Record<string, unknown>;
+        };
+        const server = (client === 'vscode' ? snippet.servers : snippet.mcpServers)?.['postern'] as {
+          command: string;
+          args: string[];
+        };
+        expect(server.command).toBe(process.execPath);
+        expect(existsSync(server.args[0] ?? '')).toBe(true);
+        expect(server.args.slice(1)).toEqual(['mcp', '--data-dir', dataDir.path]);
+      },
+      60_000,
+    );
   });
 });

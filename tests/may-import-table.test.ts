@@ -24,7 +24,8 @@ function documentedRows(): Row[] {
     const first = line.slice(2, line.indexOf(' | '));
     const last = line.slice(line.lastIndexOf(' | ') + 3, line.lastIndexOf(' |'));
     const named = /`([^`]+)`/.exec(first)?.[1];
-    if (named === undefined) throw new Error(`ARCHITECTURE.md line ${i + 1}: the folder cell names no folder in backticks`);
+    if (named === undefined)
+      throw new Error(`ARCHITECTURE.md line ${i + 1}: the folder cell names no folder in backticks`);
     // `bin/postern.mjs` is a file: its folder is the row. `./` is the repo root.
     let folder = named.replace(/\/$/, '') || '.';
     if (/\.[a-z]+$/.test(folder) && folder !== '.') folder = path.posix.dirname(folder);
@@ -37,7 +38,11 @@ function documentedRows(): Row[] {
 }
 
 function ruleRows(): Row[] {
-  return mayImportTable.map((row) => ({ folder: row.folder, mayImport: [...row.mayImport].sort(), testsAnyBroker: row.testsAnyBroker === true }));
+  return mayImportTable.map((row) => ({
+    folder: row.folder,
+    mayImport: [...row.mayImport].sort(),
+    testsAnyBroker: row.testsAnyBroker === true,
+  }));
 }
 
 const byFolder = (rows: Row[]): Row[] => [...rows].sort((a, b) => a.folder.localeCompare(b.folder));
@@ -54,7 +59,9 @@ describe('the may-import table in ARCHITECTURE.md', () => {
 
   it('names only folders that have a row of their own', () => {
     const folders = new Set(mayImportTable.map((row) => row.folder));
-    const strays = mayImportTable.flatMap((row) => row.mayImport.filter((target) => !folders.has(target)).map((target) => `${row.folder} → ${target}`));
+    const strays = mayImportTable.flatMap((row) =>
+      row.mayImport.filter((target) => !folders.has(target)).map((target) => `${row.folder} → ${target}`),
+    );
     expect(strays).toEqual([]);
   });
 

@@ -38,7 +38,12 @@ async function connect(agentsYaml: string): Promise<void> {
   });
   socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend });
   client = new Client({ name: 'waits-client', version: '1' });
-  const transport = new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', f.h.temp.dir.path], cwd: repoRoot, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [posternBin, 'mcp', '--data-dir', f.h.temp.dir.path],
+    cwd: repoRoot,
+    stderr: 'pipe',
+  });
   // The ids of the tools/call requests as sent, so a later notifications/cancelled names a real, answered one.
   sentCallIds.length = 0;
   const send = transport.send.bind(transport);
@@ -56,7 +61,14 @@ afterEach(async () => {
   await f.dispose();
 });
 
-type Reply = { invocation_id: string; caller_disposition: string; effect: string | null; queue?: { waiting: string }; error?: { code: string }; response?: { status: number } };
+type Reply = {
+  invocation_id: string;
+  caller_disposition: string;
+  effect: string | null;
+  queue?: { waiting: string };
+  error?: { code: string };
+  response?: { status: number };
+};
 const structured = (result: Awaited<ReturnType<Client['callTool']>>): Reply => result.structuredContent as Reply;
 
 describe('when a per-call card waits longer than the client request timeout', () => {
@@ -64,7 +76,10 @@ describe('when a per-call card waits longer than the client request timeout', ()
 
   it('the broker answers first (timed_out, with the place); the card survives; the agent polls with action_status wait_ms to the committed result', async () => {
     const first = await client.callTool(
-      { name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/documents/3', body: '{"marker":"mcp"}' } },
+      {
+        name: 'http_request',
+        arguments: { route: 'docs', method: 'POST', path: '/documents/3', body: '{"marker":"mcp"}' },
+      },
       undefined,
       { timeout: clientTimeoutMs },
     );
@@ -77,8 +92,15 @@ describe('when a per-call card waits longer than the client request timeout', ()
 
     // A notifications/cancelled for the request Postern already answered changes nothing.
     expect(sentCallIds).toHaveLength(1);
-    await client.notification({ method: 'notifications/cancelled', params: { requestId: sentCallIds[0] ?? -1, reason: 'late client timeout' } });
-    const still = structured(await client.callTool({ name: 'action_status', arguments: { action_id: answer.invocation_id } }, undefined, { timeout: clientTimeoutMs }));
+    await client.notification({
+      method: 'notifications/cancelled',
+      params: { requestId: sentCallIds[0] ?? -1, reason: 'late client timeout' },
+    });
+    const still = structured(
+      await client.callTool({ name: 'action_status', arguments: { action_id: answer.invocation_id } }, undefined, {
+        timeout: clientTimeoutMs,
+      }),
+    );
     expect(still).toMatchObject({ queue: { waiting: 'approval' } });
     expect(f.events(answer.invocation_id).map((e) => e.kind)).not.toContain('CALLER_CANCELLED');
     expect(f.queue.cards().map((c) => c.action_id)).toEqual([answer.invocation_id]);
@@ -86,16 +108,30 @@ describe('when a per-call card waits longer than the client request timeout', ()
     await f.queue.approve(card?.ticket ?? 0, person);
     let polled = still;
     for (let chunk = 0; chunk < 20 && polled.effect === null; chunk += 1) {
-      polled = structured(await client.callTool({ name: 'action_status', arguments: { action_id: answer.invocation_id, wait_ms: 1_500 } }, undefined, { timeout: clientTimeoutMs }));
+      polled = structured(
+        await client.callTool(
+          { name: 'action_status', arguments: { action_id: answer.invocation_id, wait_ms: 1_500 } },
+          undefined,
+          { timeout: clientTimeoutMs },
+        ),
+      );
     }
     expect(polled).toMatchObject({ effect: 'succeeded' });
-    const fetched = structured(await client.callTool({ name: 'fetch_result', arguments: { action_id: answer.invocation_id } }, undefined, { timeout: clientTimeoutMs }));
+    const fetched = structured(
+      await client.callTool({ name: 'fetch_result', arguments: { action_id: answer.invocation_id } }, undefined, {
+        timeout: clientTimeoutMs,
+      }),
+    );
     expect(fetched.response).toMatchObject({ status: 200 });
     expect(f.server.markers()).toEqual(['mcp']);
   });
 
   it('a read refused as NOT_FOUND names no outcome', async () => {
-    const result = await client.callTool({ name: 'action_status', arguments: { action_id: 'act_0000000000000000000000nope' } }, undefined, { timeout: clientTimeoutMs });
+    const result = await client.callTool(
+      { name: 'action_status', arguments: { action_id: 'act_0000000000000000000000nope' } },
+      undefined,
+      { timeout: clientTimeoutMs },
+    );
     expect(result.isError).toBe(true);
     const refusal = result.structuredContent as { invocation_id: null; error: Record<string, unknown> };
     expect(refusal.error).toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
@@ -108,11 +144,18 @@ describe('when the client asks for progress (a progressToken) and resets its tim
 
   it('a call waiting on a person longer than the client timeout stays alive on progress and gets the committed result', async () => {
     const messages: string[] = [];
-    const call = client.callTool({ name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/documents/4', body: '{"marker":"progress"}' } }, undefined, {
-      timeout: clientTimeoutMs,
-      resetTimeoutOnProgress: true,
-      onprogress: (p) => messages.push(p.message ?? ''),
-    });
+    const call = client.callTool(
+      {
+        name: 'http_request',
+        arguments: { route: 'docs', method: 'POST', path: '/documents/4', body: '{"marker":"progress"}' },
+      },
+      undefined,
+      {
+        timeout: clientTimeoutMs,
+        resetTimeoutOnProgress: true,
+        onprogress: (p) => messages.push(p.message ?? ''),
+      },
+    );
     const [card] = await waitForCardCount(f.queue, 1);
     // The premise, not a wait for an event: the person takes longer than the client's 2 s timeout, with no state
     // change meanwhile, so only the heartbeat can keep the request alive.
@@ -126,10 +169,17 @@ describe('when the client asks for progress (a progressToken) and resets its tim
   });
 
   it('without resetting on progress the same client gives up at its timeout (the control case)', async () => {
-    const call = client.callTool({ name: 'http_request', arguments: { route: 'docs', method: 'POST', path: '/documents/5', body: '{"marker":"control"}' } }, undefined, {
-      timeout: clientTimeoutMs,
-      onprogress: () => undefined,
-    });
+    const call = client.callTool(
+      {
+        name: 'http_request',
+        arguments: { route: 'docs', method: 'POST', path: '/documents/5', body: '{"marker":"control"}' },
+      },
+      undefined,
+      {
+        timeout: clientTimeoutMs,
+        onprogress: () => undefined,
+      },
+    );
     await expect(call).rejects.toThrow(/timed out/i);
   });
 });

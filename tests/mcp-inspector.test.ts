@@ -12,7 +12,12 @@ import { posternBin } from './support/postern-process.js';
  * checkout. Pinned to 0.17.5, the last inspector that runs on Node 20 (it warns about its engines field).
  */
 const require = createRequire(import.meta.url);
-const inspectorBin = path.join(path.dirname(require.resolve('@modelcontextprotocol/inspector/package.json')), 'cli', 'build', 'cli.js');
+const inspectorBin = path.join(
+  path.dirname(require.resolve('@modelcontextprotocol/inspector/package.json')),
+  'cli',
+  'build',
+  'cli.js',
+);
 const canary = 'CANARY-inspector-7d1e';
 const inspectorWaitMs = 30_000;
 let running: BearerRouteDaemon;
@@ -39,33 +44,69 @@ afterAll(async () => {
 
 /** One inspector run (`--cli`, stdio transport through the shim); its stdout is the method's JSON result. */
 function inspector(method: string, args: string[] = []): Promise<Record<string, unknown>> {
-  const argv = [inspectorBin, '--cli', process.execPath, posternBin, 'mcp', '--data-dir', dataDir, '--method', method, ...args];
+  const argv = [
+    inspectorBin,
+    '--cli',
+    process.execPath,
+    posternBin,
+    'mcp',
+    '--data-dir',
+    dataDir,
+    '--method',
+    method,
+    ...args,
+  ];
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, argv, { cwd: elsewhere, timeout: inspectorWaitMs, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error !== null) {
-        reject(new Error(`inspector ${method} failed: ${error.message}\n${stderr}`));
-        return;
-      }
-      const start = stdout.indexOf('{');
-      try {
-        resolve(JSON.parse(stdout.slice(start)) as Record<string, unknown>);
-      } catch {
-        reject(new Error(`inspector ${method} printed no JSON: ${stdout}\n${stderr}`));
-      }
-    });
+    execFile(
+      process.execPath,
+      argv,
+      { cwd: elsewhere, timeout: inspectorWaitMs, maxBuffer: 4 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error !== null) {
+          reject(new Error(`inspector ${method} failed: ${error.message}\n${stderr}`));
+          return;
+        }
+        const start = stdout.indexOf('{');
+        try {
+          resolve(JSON.parse(stdout.slice(start)) as Record<string, unknown>);
+        } catch {
+          reject(new Error(`inspector ${method} printed no JSON: ${stdout}\n${stderr}`));
+        }
+      },
+    );
   });
 }
 
-function call(tool: string, toolArgs: Record<string, string>): Promise<{ structuredContent?: Record<string, unknown>; content?: Array<{ type: string; text?: string }>; isError?: boolean }> {
-  return inspector('tools/call', ['--tool-name', tool, ...Object.entries(toolArgs).flatMap(([k, v]) => ['--tool-arg', `${k}=${v}`])]);
+function call(
+  tool: string,
+  toolArgs: Record<string, string>,
+): Promise<{
+  structuredContent?: Record<string, unknown>;
+  content?: Array<{ type: string; text?: string }>;
+  isError?: boolean;
+}> {
+  return inspector('tools/call', [
+    '--tool-name',
+    tool,
+    ...Object.entries(toolArgs).flatMap(([k, v]) => ['--tool-arg', `${k}=${v}`]),
+  ]);
 }
 
 describe('the MCP inspector CLI, through postern mcp, from outside the checkout', () => {
   let actionId = '';
 
   it('lists the six tools, each with an input and an output schema', async () => {
-    const listed = (await inspector('tools/list')) as { tools: Array<{ name: string; inputSchema?: unknown; outputSchema?: unknown }> };
-    expect(listed.tools.map((t) => t.name).sort()).toEqual(['action_status', 'cancel_action', 'fetch_result', 'http_request', 'list_routes', 'ssh_exec']);
+    const listed = (await inspector('tools/list')) as {
+      tools: Array<{ name: string; inputSchema?: unknown; outputSchema?: unknown }>;
+    };
+    expect(listed.tools.map((t) => t.name).sort()).toEqual([
+      'action_status',
+      'cancel_action',
+      'fetch_result',
+      'http_request',
+      'list_routes',
+      'ssh_exec',
+    ]);
     for (const tool of listed.tools) {
       expect(tool.inputSchema, tool.name).toBeDefined();
       expect(tool.outputSchema, tool.name).toBeDefined();
@@ -91,7 +132,10 @@ describe('the MCP inspector CLI, through postern mcp, from outside the checkout'
     for (const tool of ['action_status', 'fetch_result', 'cancel_action']) {
       const refused = await call(tool, { action_id: actionId });
       expect(refused.isError, tool).toBe(true);
-      expect(refused.structuredContent, tool).toMatchObject({ invocation_id: null, error: { code: 'NOT_FOUND', field: 'action_id' } });
+      expect(refused.structuredContent, tool).toMatchObject({
+        invocation_id: null,
+        error: { code: 'NOT_FOUND', field: 'action_id' },
+      });
       expect((refused.structuredContent?.['error'] as Record<string, unknown>)['outcome'], tool).toBeUndefined();
     }
     // The same tools on an id of the right shape but no action: the same answer, so the refusal says nothing.

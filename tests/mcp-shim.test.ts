@@ -29,12 +29,20 @@ afterEach(async () => {
 });
 
 function shimTransport(dataDir: string): StdioClientTransport {
-  return new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', dataDir], cwd: repoRoot, stderr: 'pipe' });
+  return new StdioClientTransport({
+    command: process.execPath,
+    args: [posternBin, 'mcp', '--data-dir', dataDir],
+    cwd: repoRoot,
+    stderr: 'pipe',
+  });
 }
 
 /** The shim as a plain child with its exit code, for the cases an MCP client cannot show. */
 function spawnShim(dataDir: string, extra: readonly string[] = []) {
-  const child = spawn(process.execPath, [posternBin, 'mcp', '--data-dir', dataDir, ...extra], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [posternBin, 'mcp', '--data-dir', dataDir, ...extra], {
+    cwd: repoRoot,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stderr = '';
   let stdout = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
@@ -52,10 +60,23 @@ describe('when an MCP client launches postern mcp', () => {
     await client.connect(transport);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual(['http_request', 'ssh_exec', 'action_status', 'fetch_result', 'cancel_action', 'list_routes']);
-      const result = await client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'GET', path: '/' } });
+      expect(tools.map((tool) => tool.name)).toEqual([
+        'http_request',
+        'ssh_exec',
+        'action_status',
+        'fetch_result',
+        'cancel_action',
+        'list_routes',
+      ]);
+      const result = await client.callTool({
+        name: 'http_request',
+        arguments: { route: 'github', method: 'GET', path: '/' },
+      });
       expect(result.isError).toBe(false);
-      expect(result.structuredContent).toMatchObject({ invocation_id: expect.stringMatching(/^act_/), response: { status: 200 } });
+      expect(result.structuredContent).toMatchObject({
+        invocation_id: expect.stringMatching(/^act_/),
+        response: { status: 200 },
+      });
       const refused = await client.callTool({ name: 'approve', arguments: { ticket: 1 } });
       expect(refused.structuredContent).toMatchObject({ error: { code: 'OPERATOR_ONLY' } });
       const peer = backend.sessionsOpened[0]?.peer;
@@ -75,7 +96,11 @@ describe('when an MCP client launches postern mcp', () => {
     await client.connect(shimTransport(dir.path));
     try {
       const controller = new AbortController();
-      const pending = client.callTool({ name: 'ssh_exec', arguments: { host: 'h', command: 'true' } }, undefined, { signal: controller.signal }).catch(() => 'rejected');
+      const pending = client
+        .callTool({ name: 'ssh_exec', arguments: { host: 'h', command: 'true' } }, undefined, {
+          signal: controller.signal,
+        })
+        .catch(() => 'rejected');
       const call = await backend.nextCall();
       controller.abort();
       expect(await call.aborted).toBe('cancelled');

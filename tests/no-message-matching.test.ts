@@ -26,7 +26,8 @@ const messageMatchers: readonly RegExp[] = [
  */
 const thirdPartyMessageReads: Readonly<Record<string, string>> = {
   'broker/vault/ssh-key-import.ts': "ssh2's parseKey reports an encrypted key only in its message (no code)",
-  'broker/cli/program.ts': "commander names the offending option only in its message (its code says the kind, not the option)",
+  'broker/cli/program.ts':
+    'commander names the offending option only in its message (its code says the kind, not the option)',
 };
 
 /** Where IMPOSSIBLE_TRANSITION may be named: where it is thrown, registered, and recognised as a bug. */
@@ -46,7 +47,8 @@ function sourceFiles(dir: string): string[] {
   for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true })) {
     const rel = `${dir}/${entry.name}`;
     if (entry.isDirectory()) out.push(...sourceFiles(rel));
-    else if (/\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts')) out.push(rel);
+    else if (/\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts'))
+      out.push(rel);
   }
   return out;
 }
@@ -80,14 +82,15 @@ describe('no broker code matches on an error message', () => {
   });
 
   it('when IMPOSSIBLE_TRANSITION is named outside the files that throw or recognise a bug, it fails', () => {
-    const names = (file: string): boolean => readFileSync(path.join(root, file), 'utf8').includes('IMPOSSIBLE_TRANSITION');
+    const names = (file: string): boolean =>
+      readFileSync(path.join(root, file), 'utf8').includes('IMPOSSIBLE_TRANSITION');
     const found = files.filter((file) => impossibleTransitionNamedIn[file] === undefined && names(file));
     expect(found).toEqual([]);
   });
 
   it.each([
     ["if (error.message.includes('already decided')) return;", true],
-    ["if (/lease/.test(error.message)) retry();", true],
+    ['if (/lease/.test(error.message)) retry();', true],
     ['const m = /seq (\\d+)/.exec(err.message);', true],
     ["if (e.message === 'closed') return;", true],
     ["if ('closed' !== e?.message) throw e;", true],

@@ -34,7 +34,12 @@ describe('postern actions reconcile against a running daemon', () => {
     const passphrase = 'reconcile passphrase (test only)';
     const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from(passphrase));
-    await vault.add({ name: 'reco-token', kind: 'bearer', secret: Buffer.from('CANARY-reco-token-never-shown'), bindings: ['docs', '127.0.0.1'] });
+    await vault.add({
+      name: 'reco-token',
+      kind: 'bearer',
+      secret: Buffer.from('CANARY-reco-token-never-shown'),
+      bindings: ['docs', '127.0.0.1'],
+    });
     await vault.close();
     const passphraseFile = path.join(scratch, 'reco.pass');
     writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -43,7 +48,8 @@ describe('postern actions reconcile against a running daemon', () => {
       behave: ({ method, marker }) => {
         if (method === 'POST' && marker === 'cli-unknown') return 'apply_then_drop';
         // The first send of the retried action loses its answer; the person's retry is answered.
-        if (method === 'POST' && marker === 'cli-retry') return (retryArrivals += 1) === 1 ? 'apply_then_drop' : 'respond';
+        if (method === 'POST' && marker === 'cli-retry')
+          return (retryArrivals += 1) === 1 ? 'apply_then_drop' : 'respond';
         return 'respond';
       },
     });
@@ -89,13 +95,26 @@ describe('postern actions reconcile against a running daemon', () => {
   it('settles the unknown action by the lookup and shows it as source remote_query', async () => {
     if (agent === undefined || target === undefined) throw new Error('the setup did not start');
     const dir = ['--data-dir', dataDir];
-    const reply = await agent.call('http_request', { route: 'docs', method: 'POST', path: '/docs/7', body: JSON.stringify({ marker: 'cli-unknown' }), idempotency_key: 'cli-key-1', timeout_ms: 60_000 }).reply;
+    const reply = await agent.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/7',
+      body: JSON.stringify({ marker: 'cli-unknown' }),
+      idempotency_key: 'cli-key-1',
+      timeout_ms: 60_000,
+    }).reply;
     expect(reply.structuredContent?.error?.outcome).toBe('unknown');
     const actionId = reply.structuredContent?.invocation_id ?? '';
 
     const reconciled = await cli(['actions', 'reconcile', actionId, '--json', ...dir]);
     expect(reconciled.code).toBe(0);
-    const r = JSON.parse(reconciled.stdout) as { action_id: string; lookup_action_id: string; correlation: string; outcome: string; journal_seq: number };
+    const r = JSON.parse(reconciled.stdout) as {
+      action_id: string;
+      lookup_action_id: string;
+      correlation: string;
+      outcome: string;
+      journal_seq: number;
+    };
     expect(r).toMatchObject({ action_id: actionId, correlation: 'idempotency_token', outcome: 'committed' });
     expect(target.arrivals.map((a) => `${a.method} ${a.path}`)).toEqual(['POST /docs/7', 'GET /operations/cli-key-1']);
 
@@ -104,8 +123,17 @@ describe('postern actions reconcile against a running daemon', () => {
     expect(shown.stdout).toContain('RECONCILIATION_RESULT');
     // The lane this unknown head blocked was released by the lookup; this test asked without a terminal
     // under the unattended opt-out, so the record names the CLI process, never a person.
-    expect(shown.stdout).toMatch(new RegExp(`lane released by: reconciliation \\(remote_query\\) by process:\\S+ pid \\d+ \\(cli, unattended\\) at seq ${r.journal_seq}; outcome committed`));
-    expect((await op(dataDir, 'actions.show', { action_id: actionId })).released_by).toMatchObject({ kind: 'reconciliation', seq: r.journal_seq, source: 'remote_query', outcome: 'committed' });
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        `lane released by: reconciliation \\(remote_query\\) by process:\\S+ pid \\d+ \\(cli, unattended\\) at seq ${r.journal_seq}; outcome committed`,
+      ),
+    );
+    expect((await op(dataDir, 'actions.show', { action_id: actionId })).released_by).toMatchObject({
+      kind: 'reconciliation',
+      seq: r.journal_seq,
+      source: 'remote_query',
+      outcome: 'committed',
+    });
     const lookup = await op(dataDir, 'actions.show', { action_id: r.lookup_action_id });
     expect(lookup.state).toMatchObject({ lane: null, approval: 'none', outcome: 'committed' });
 
@@ -117,7 +145,14 @@ describe('postern actions reconcile against a running daemon', () => {
   it('postern actions retry resends the kept request with the same key under a lease; the lane is shown released by the same-key retry', async () => {
     if (agent === undefined || target === undefined) throw new Error('the setup did not start');
     const dir = ['--data-dir', dataDir];
-    const reply = await agent.call('http_request', { route: 'docs-retry', method: 'POST', path: '/docs/9', body: JSON.stringify({ marker: 'cli-retry' }), idempotency_key: 'cli-key-9', timeout_ms: 60_000 }).reply;
+    const reply = await agent.call('http_request', {
+      route: 'docs-retry',
+      method: 'POST',
+      path: '/docs/9',
+      body: JSON.stringify({ marker: 'cli-retry' }),
+      idempotency_key: 'cli-key-9',
+      timeout_ms: 60_000,
+    }).reply;
     expect(reply.structuredContent?.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
     const actionId = reply.structuredContent?.invocation_id ?? '';
     const before = target.arrivals.length;
@@ -127,7 +162,10 @@ describe('postern actions reconcile against a running daemon', () => {
     expect(retried.stdout).toContain('retried under lease generation 1; now committed (succeeded)');
     expect(target.arrivals.slice(before).map((a) => `${a.method} ${a.path}`)).toEqual(['POST /docs/9']);
     const shown = await op(dataDir, 'actions.show', { action_id: actionId });
-    expect(shown.released_by).toMatchObject({ kind: 'same_key_retry', actor: { kind: 'process', surface: 'cli', auth: 'unattended_opt_out' } });
+    expect(shown.released_by).toMatchObject({
+      kind: 'same_key_retry',
+      actor: { kind: 'process', surface: 'cli', auth: 'unattended_opt_out' },
+    });
     expect(shown.state).toMatchObject({ outcome: 'committed', retry_generation: 1 });
 
     // Settled: nothing is kept any more, and nothing is sent.

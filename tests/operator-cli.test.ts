@@ -32,15 +32,27 @@ describe('the operator CLI against a running daemon', () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const dir = ['--data-dir', drill.dataDir];
     const send = (marker: string): Promise<ToolReply> =>
-      (drill as Drill).p1.call('http_request', { route: 'docs', method: 'POST', path: '/docs/cli', body: JSON.stringify({ marker }), timeout_ms: 60_000 }).reply;
+      (drill as Drill).p1.call('http_request', {
+        route: 'docs',
+        method: 'POST',
+        path: '/docs/cli',
+        body: JSON.stringify({ marker }),
+        timeout_ms: 60_000,
+      }).reply;
     const first = send('cli-first');
     const second = send('cli-second');
-    const [a, b] = await waitFor(() => laneCards(drill?.dataDir ?? '', 'doc-cli'), (cards) => cards.length === 2, 'two cards');
+    const [a, b] = await waitFor(
+      () => laneCards(drill?.dataDir ?? '', 'doc-cli'),
+      (cards) => cards.length === 2,
+      'two cards',
+    );
     if (a === undefined || b === undefined) throw new Error('no cards');
 
     const listed = await cli(['approvals', 'list', '--json', ...dir]);
     expect(listed.code).toBe(0);
-    const json = JSON.parse(listed.stdout) as { cards: Array<{ ticket: number; credential: string; body_preview: string }> };
+    const json = JSON.parse(listed.stdout) as {
+      cards: Array<{ ticket: number; credential: string; body_preview: string }>;
+    };
     expect(json.cards.map((c) => c.ticket)).toEqual(expect.arrayContaining([a.ticket, b.ticket]));
     expect(listed.stdout).toContain('drill-token');
     expect(listed.stdout).not.toContain('CANARY');
@@ -65,19 +77,28 @@ describe('the operator CLI against a running daemon', () => {
     expect(unknown.stderr).toContain('NOT_FOUND');
 
     const [ra, rb] = await Promise.all([first, second]);
-    expect([ra.structuredContent?.error?.code, rb.structuredContent?.error?.code].sort()).toEqual(['APPROVAL_DENIED', undefined].sort());
+    expect([ra.structuredContent?.error?.code, rb.structuredContent?.error?.code].sort()).toEqual(
+      ['APPROVAL_DENIED', undefined].sort(),
+    );
 
     const shown = await cli(['actions', 'show', b.action_id, '--json', ...dir]);
     expect(shown.code).toBe(0);
-    const record = JSON.parse(shown.stdout) as { state: { outcome: string; ticket: number }; events: Array<{ kind: string; seq: number }> };
+    const record = JSON.parse(shown.stdout) as {
+      state: { outcome: string; ticket: number };
+      events: Array<{ kind: string; seq: number }>;
+    };
     expect(record.state).toMatchObject({ outcome: 'committed', ticket: b.ticket });
-    expect(record.events.map((e) => e.kind)).toEqual(expect.arrayContaining(['ACTION_ACCEPTED', 'CARD_SHOWN', 'APPROVED', 'DISPATCH_STARTED', 'RESULT_COMMITTED']));
+    expect(record.events.map((e) => e.kind)).toEqual(
+      expect.arrayContaining(['ACTION_ACCEPTED', 'CARD_SHOWN', 'APPROVED', 'DISPATCH_STARTED', 'RESULT_COMMITTED']),
+    );
     const shownText = await cli(['actions', 'show', a.action_id, ...dir]);
     expect(shownText.stdout).toContain('REJECTED');
     expect(shownText.stdout).toContain('not this one');
 
     const sessions = await cli(['sessions', '--json', ...dir]);
-    const list = JSON.parse(sessions.stdout) as { sessions: Array<{ status: string; calls: number; connected: boolean }> };
+    const list = JSON.parse(sessions.stdout) as {
+      sessions: Array<{ status: string; calls: number; connected: boolean }>;
+    };
     expect(list.sessions.filter((s) => s.status === 'approved' && s.connected)).toHaveLength(2);
     expect(list.sessions.some((s) => s.calls >= 2)).toBe(true);
 
@@ -86,9 +107,28 @@ describe('the operator CLI against a running daemon', () => {
     expect(page.events.every((e) => e.action_id === a.action_id)).toBe(true);
     const seqs = page.events.map((e) => e.seq);
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
-    expect(page.events.map((e) => e.kind)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'REJECTED']);
+    expect(page.events.map((e) => e.kind)).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CARD_SHOWN',
+      'REJECTED',
+    ]);
     // Filters keep the original positions: the rejection is found by its outcome and code, at its own seq.
-    const rejectedOnly = JSON.parse((await cli(['activity', '--json', '--outcome', 'not_attempted', '--code', 'APPROVAL_DENIED', '--action', a.action_id, ...dir])).stdout) as typeof page;
+    const rejectedOnly = JSON.parse(
+      (
+        await cli([
+          'activity',
+          '--json',
+          '--outcome',
+          'not_attempted',
+          '--code',
+          'APPROVAL_DENIED',
+          '--action',
+          a.action_id,
+          ...dir,
+        ])
+      ).stdout,
+    ) as typeof page;
     expect(rejectedOnly.events.map((e) => [e.seq, e.kind])).toEqual([[seqs.at(-1), 'REJECTED']]);
     const bad = await cli(['activity', '--outcome', 'failed', ...dir]);
     expect(bad.code).not.toBe(0);
@@ -99,16 +139,48 @@ describe('the operator CLI against a running daemon', () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const dir = ['--data-dir', drill.dataDir];
     drill.drops.add('cli-unknown');
-    const reply = drill.p2.call('http_request', { route: 'docs', method: 'POST', path: '/docs/cli-attest', body: JSON.stringify({ marker: 'cli-unknown' }), timeout_ms: 60_000 }).reply;
-    const [card] = await waitFor(() => laneCards(drill?.dataDir ?? '', 'doc-cli-attest'), (cards) => cards.length === 1, 'the card');
+    const reply = drill.p2.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/cli-attest',
+      body: JSON.stringify({ marker: 'cli-unknown' }),
+      timeout_ms: 60_000,
+    }).reply;
+    const [card] = await waitFor(
+      () => laneCards(drill?.dataDir ?? '', 'doc-cli-attest'),
+      (cards) => cards.length === 1,
+      'the card',
+    );
     if (card === undefined) throw new Error('no card');
     expect((await cli(['approvals', 'approve', String(card.ticket), ...dir])).code).toBe(0);
     expect((await reply).structuredContent?.error?.outcome).toBe('unknown');
 
-    const never = await cli(['actions', 'attest', card.action_id, '--outcome', 'not_attempted', '--effect', 'no_effect', '--basis', 'x', ...dir]);
+    const never = await cli([
+      'actions',
+      'attest',
+      card.action_id,
+      '--outcome',
+      'not_attempted',
+      '--effect',
+      'no_effect',
+      '--basis',
+      'x',
+      ...dir,
+    ]);
     expect(never.code).toBe(2);
     expect(never.stderr).toContain('INVALID_ARGUMENT --outcome');
-    const attested = await cli(['actions', 'attest', card.action_id, '--outcome', 'committed', '--effect', 'succeeded', '--basis', 'seen in the remote audit log', ...dir]);
+    const attested = await cli([
+      'actions',
+      'attest',
+      card.action_id,
+      '--outcome',
+      'committed',
+      '--effect',
+      'succeeded',
+      '--basis',
+      'seen in the remote audit log',
+      ...dir,
+    ]);
     expect(attested.code).toBe(0);
     expect(attested.stdout).toContain('settled by your attestation: committed');
     const shown = await cli(['actions', 'show', card.action_id, ...dir]);
@@ -126,7 +198,9 @@ describe('the operator CLI against a running daemon', () => {
       by_code: Array<{ code: string }>;
       decisions: Array<{ decision: string; count: number }>;
     };
-    expect(metrics.by_phase_outcome).toEqual(expect.arrayContaining([expect.objectContaining({ phase: 'remote_execution', outcome: 'committed' })]));
+    expect(metrics.by_phase_outcome).toEqual(
+      expect.arrayContaining([expect.objectContaining({ phase: 'remote_execution', outcome: 'committed' })]),
+    );
     // The person's rejection earlier in this file is a decision, never a credential_injection failure.
     expect(metrics.decisions).toEqual(expect.arrayContaining([expect.objectContaining({ decision: 'rejected' })]));
     expect(metrics.by_code.map((c) => c.code)).not.toContain('APPROVAL_DENIED');

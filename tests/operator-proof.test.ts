@@ -43,7 +43,12 @@ async function openRig(name: string, options: { unattended: boolean; kdf: KdfStr
   mkdirSync(dataDir, { mode: 0o700 });
   const vault = await openVault({ dataDir, clock: systemClock, kdf: options.kdf, idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'proof-token', kind: 'bearer', secret: Buffer.from('CANARY-proof-token'), bindings: ['docs', '127.0.0.1'] });
+  await vault.add({
+    name: 'proof-token',
+    kind: 'bearer',
+    secret: Buffer.from('CANARY-proof-token'),
+    bindings: ['docs', '127.0.0.1'],
+  });
   await vault.close();
   const passphraseFile = path.join(scratch, `${name}.pass`);
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -83,10 +88,20 @@ async function openRig(name: string, options: { unattended: boolean; kdf: KdfStr
 
 /** The agent asks for a write that needs a per-call approval; resolves with its pending card. */
 async function pendingCard(rig: Rig, marker: string): Promise<ApprovalCard> {
-  void rig.agent.call('http_request', { route: 'docs', method: 'POST', path: `/docs/${marker}`, body: JSON.stringify({ marker }), timeout_ms: 120_000 }).reply.catch(() => undefined);
+  void rig.agent
+    .call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: `/docs/${marker}`,
+      body: JSON.stringify({ marker }),
+      timeout_ms: 120_000,
+    })
+    .reply.catch(() => undefined);
   const deadline = Date.now() + settleWaitMs;
   for (;;) {
-    const card = (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find((c) => c.body_preview?.includes(marker) === true);
+    const card = (await callOperator(rig.dataDir, 'approvals.list', {})).cards.find(
+      (c) => c.body_preview?.includes(marker) === true,
+    );
     if (card !== undefined && card.state === 'pending') return card;
     if (Date.now() > deadline) throw new Error(`no pending card for ${marker}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -97,7 +112,10 @@ async function pendingCard(rig: Rig, marker: string): Promise<ApprovalCard> {
  * Runs `script` in `sh` started in a new session (no controlling terminal, as a backgrounded agent
  * tool is) and waits for the marker line that the detached `postern` writes when it is done.
  */
-async function detached(shellScript: (postern: string, out: string) => string, name: string): Promise<{ code: number; output: string }> {
+async function detached(
+  shellScript: (postern: string, out: string) => string,
+  name: string,
+): Promise<{ code: number; output: string }> {
   const out = path.join(scratch, `${name}.out`);
   const postern = `'${process.execPath}' '${posternBin}'`;
   const shell = spawn('sh', ['-c', shellScript(postern, out)], { detached: true, stdio: 'ignore' });
@@ -129,8 +147,16 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
     if (rig === undefined) throw new Error('the rig did not start');
     const card = await pendingCard(rig, 'self-approval');
     const dir = `--data-dir '${rig.dataDir}'`;
-    const doubleFork = await detached((postern, out) => `(${postern} approvals approve ${card.ticket} ${dir} > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`, 'double-fork');
-    const setsid = await detached((postern, out) => `setsid sh -c "${postern} approvals approve ${card.ticket} ${dir} > '${out}' 2>&1; echo exit=\\$? >> '${out}'" </dev/null`, 'setsid');
+    const doubleFork = await detached(
+      (postern, out) =>
+        `(${postern} approvals approve ${card.ticket} ${dir} > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`,
+      'double-fork',
+    );
+    const setsid = await detached(
+      (postern, out) =>
+        `setsid sh -c "${postern} approvals approve ${card.ticket} ${dir} > '${out}' 2>&1; echo exit=\\$? >> '${out}'" </dev/null`,
+      'setsid',
+    );
     for (const attempt of [doubleFork, setsid]) {
       expect(attempt.code).toBe(1);
       expect(attempt.output).toContain('OPERATOR_PROOF_REQUIRED');
@@ -141,13 +167,21 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
     expect(still?.state).toBe('pending');
     expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
     // The raw socket without a proof is refused the same way (the CLI is not the defence).
-    const raw = await sendControlRequest(controlSocketPath(rig.dataDir), { op: 'api', method: 'approvals.approve', input: { ticket: card.ticket } });
+    const raw = await sendControlRequest(controlSocketPath(rig.dataDir), {
+      op: 'api',
+      method: 'approvals.approve',
+      input: { ticket: card.ticket },
+    });
     expect(raw).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' } });
   }, 90_000);
 
   it('refuses `vault lock` from a detached process; the vault stays unlocked', async () => {
     if (rig === undefined) throw new Error('the rig did not start');
-    const lock = await detached((postern, out) => `(${postern} vault lock --data-dir '${rig?.dataDir}' > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`, 'lock');
+    const lock = await detached(
+      (postern, out) =>
+        `(${postern} vault lock --data-dir '${rig?.dataDir}' > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`,
+      'lock',
+    );
     expect(lock.code).toBe(1);
     expect(lock.output).toContain('OPERATOR_PROOF_REQUIRED');
     expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
@@ -183,7 +217,9 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
       latencies.push(performance.now() - started);
     }
     await flooded;
-    const answers = (JSON.parse(flood) as string[]).map((line) => JSON.parse(line) as { ok: boolean; error: { code: string; retry_after_ms?: number } });
+    const answers = (JSON.parse(flood) as string[]).map(
+      (line) => JSON.parse(line) as { ok: boolean; error: { code: string; retry_after_ms?: number } },
+    );
     expect(answers).toHaveLength(30);
     expect(answers.every((a) => !a.ok)).toBe(true);
     const codes = answers.map((a) => a.error.code);
@@ -193,11 +229,18 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
     expect(checked, codes.join(' ')).toBeGreaterThanOrEqual(1);
     expect(checked, codes.join(' ')).toBeLessThanOrEqual(3);
     expect(codes.filter((c) => c === 'PASSPHRASE_BACKOFF').length, codes.join(' ')).toBeGreaterThanOrEqual(10);
-    expect(codes.every((c) => c === 'VAULT_PASSPHRASE_INVALID' || c === 'PASSPHRASE_BACKOFF' || c.startsWith('SOCKET_')), codes.join(' ')).toBe(true);
-    expect(answers.filter((a) => a.error.code === 'PASSPHRASE_BACKOFF').every((a) => (a.error.retry_after_ms ?? 0) > 0)).toBe(true);
+    expect(
+      codes.every((c) => c === 'VAULT_PASSPHRASE_INVALID' || c === 'PASSPHRASE_BACKOFF' || c.startsWith('SOCKET_')),
+      codes.join(' '),
+    ).toBe(true);
+    expect(
+      answers.filter((a) => a.error.code === 'PASSPHRASE_BACKOFF').every((a) => (a.error.retry_after_ms ?? 0) > 0),
+    ).toBe(true);
     const sorted = [...latencies].sort((a, b) => a - b);
     const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? Infinity;
-    expect(p99, `approvals list latencies (ms): ${sorted.map((l) => l.toFixed(1)).join(' ')}`).toBeLessThan(listP99BoundMs);
+    expect(p99, `approvals list latencies (ms): ${sorted.map((l) => l.toFixed(1)).join(' ')}`).toBeLessThan(
+      listP99BoundMs,
+    );
     expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
   }, 90_000);
 
@@ -206,14 +249,20 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
     // The flood above closed this uid's gate; a person waits it out like anyone (bounded: 60 s at most).
     await waitForGate(rig.dataDir);
     const card = await pendingCard(rig, 'person-approval');
-    const wrong = await runOnTerminal(['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir], 'not the passphrase');
+    const wrong = await runOnTerminal(
+      ['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir],
+      'not the passphrase',
+    );
     expect(wrong.prompted).toBe(true);
     expect(wrong.code).toBe(1);
     expect(wrong.screen).toContain('VAULT_PASSPHRASE_INVALID');
     expect(wrong.screen).not.toContain('not the passphrase');
     expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
 
-    const right = await runOnTerminal(['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir], passphrase);
+    const right = await runOnTerminal(
+      ['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir],
+      passphrase,
+    );
     expect(right.screen).toContain(`approvals.approve, ticket ${card.ticket}`);
     expect(right.code, right.screen).toBe(0);
     expect(right.screen).toContain(`Ticket #${card.ticket} approved`);
@@ -228,9 +277,21 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
     const other = await pendingCard(rig, 'backoff');
     const replies = [];
     for (let i = 0; i < 4; i += 1) {
-      replies.push(await sendControlRequest(controlSocketPath(rig.dataDir), { op: 'api', method: 'approvals.approve', input: { ticket: other.ticket }, proof: { passphrase: `guess ${i}` } }));
+      replies.push(
+        await sendControlRequest(controlSocketPath(rig.dataDir), {
+          op: 'api',
+          method: 'approvals.approve',
+          input: { ticket: other.ticket },
+          proof: { passphrase: `guess ${i}` },
+        }),
+      );
     }
-    expect(replies.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID', 'PASSPHRASE_BACKOFF']);
+    expect(replies.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([
+      'VAULT_PASSPHRASE_INVALID',
+      'VAULT_PASSPHRASE_INVALID',
+      'VAULT_PASSPHRASE_INVALID',
+      'PASSPHRASE_BACKOFF',
+    ]);
     expect(replies[2]).toMatchObject({ ok: false, error: { retry_after_ms: 1_000 } });
     expect(await approvedBy(rig.dataDir, other.action_id)).toEqual([]);
   }, 120_000);
@@ -242,7 +303,8 @@ async function waitForGate(dataDir: string): Promise<void> {
   for (;;) {
     const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'unlock', passphrase });
     if (reply.ok) return;
-    if (reply.error.code !== 'PASSPHRASE_BACKOFF' || Date.now() > deadline) throw new Error(`the gate did not open: ${JSON.stringify(reply)}`);
+    if (reply.error.code !== 'PASSPHRASE_BACKOFF' || Date.now() > deadline)
+      throw new Error(`the gate did not open: ${JSON.stringify(reply)}`);
     await new Promise((resolve) => setTimeout(resolve, reply.error.retry_after_ms ?? 1_000));
   }
 }
@@ -258,7 +320,8 @@ describe('when postern.yaml opts out for unattended use', () => {
     if (rig === undefined) throw new Error('the rig did not start');
     const card = await pendingCard(rig, 'unattended');
     const run = await detached(
-      (postern, out) => `(${postern} approvals approve ${card.ticket} --data-dir '${rig?.dataDir}' > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`,
+      (postern, out) =>
+        `(${postern} approvals approve ${card.ticket} --data-dir '${rig?.dataDir}' > '${out}' 2>&1; echo "exit=$?" >> '${out}') & exit`,
       'unattended',
     );
     expect(run.code, run.output).toBe(0);

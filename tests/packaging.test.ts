@@ -20,7 +20,9 @@ describe('the Electron bundles (scripts/build-app.mjs)', () => {
   let main = '';
   let preload = '';
   beforeAll(async () => {
-    await promisify(execFile)(process.execPath, [path.join(repoRoot, 'scripts', 'build-app.mjs'), '--outdir', outdir], { cwd: repoRoot });
+    await promisify(execFile)(process.execPath, [path.join(repoRoot, 'scripts', 'build-app.mjs'), '--outdir', outdir], {
+      cwd: repoRoot,
+    });
     main = readFileSync(path.join(outdir, 'main.mjs'), 'utf8');
     preload = readFileSync(path.join(outdir, 'preload.cjs'), 'utf8');
   });
@@ -37,8 +39,12 @@ describe('the Electron bundles (scripts/build-app.mjs)', () => {
     expect(imported.size).toBeGreaterThan(0);
     for (const specifier of imported) {
       // The package name: the first path segment, or the first two for a scoped package (@scope/name).
-      const name = specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
-      const allowed = specifier.startsWith('node:') || specifier === 'electron' || Object.hasOwn(manifest.dependencies, name);
+      const name = specifier
+        .split('/')
+        .slice(0, specifier.startsWith('@') ? 2 : 1)
+        .join('/');
+      const allowed =
+        specifier.startsWith('node:') || specifier === 'electron' || Object.hasOwn(manifest.dependencies, name);
       expect(allowed, specifier).toBe(true);
     }
   });
@@ -83,7 +89,9 @@ describe('package.json and electron-builder.yml', () => {
   });
 
   it('leaves tests, benchmarks and source maps out', () => {
-    expect(config.files).toEqual(expect.arrayContaining(['!**/*.test.*', '!bench/**', '!e2e/**', '!tests/**', '!**/*.map']));
+    expect(config.files).toEqual(
+      expect.arrayContaining(['!**/*.test.*', '!bench/**', '!e2e/**', '!tests/**', '!**/*.map']),
+    );
   });
 
   it('targets AppImage and deb, dmg, and nsis', () => {
@@ -94,7 +102,11 @@ describe('package.json and electron-builder.yml', () => {
 
   it('ships better-sqlite3’s Electron build from its own folder, outside the asar', () => {
     expect(config.extraResources).toEqual([
-      { from: 'dist/native-electron', to: 'native-electron', filter: ['better-sqlite3/build/Release/better_sqlite3.node', 'build-info.json'] },
+      {
+        from: 'dist/native-electron',
+        to: 'native-electron',
+        filter: ['better-sqlite3/build/Release/better_sqlite3.node', 'build-info.json'],
+      },
     ]);
     expect(config.files).toContain('!dist/native-electron/**');
   });
@@ -112,7 +124,11 @@ describe('better-sqlite3’s two builds', () => {
     const outdir = path.join(home, 'native-electron');
     const nodeBuild = path.join(repoRoot, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
     const before = digest(nodeBuild);
-    const electronVersion = (JSON.parse(readFileSync(path.join(repoRoot, 'node_modules', 'electron', 'package.json'), 'utf8')) as { version: string }).version;
+    const electronVersion = (
+      JSON.parse(readFileSync(path.join(repoRoot, 'node_modules', 'electron', 'package.json'), 'utf8')) as {
+        version: string;
+      }
+    ).version;
     let result: { code: number; stderr: string } = { code: -1, stderr: '' };
     beforeAll(async () => {
       // A header URL nobody answers and an empty HOME (no cached headers): the same failure on every machine.
@@ -122,7 +138,8 @@ describe('better-sqlite3’s two builds', () => {
           process.execPath,
           [script, '--outdir', outdir, '--header-url', 'http://127.0.0.1:9'],
           { cwd: repoRoot, timeout: 60_000, env: { ...process.env, HOME: home, USERPROFILE: home } },
-          (error, _stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stderr }),
+          (error, _stdout, stderr) =>
+            resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stderr }),
         );
       });
     }, 70_000);

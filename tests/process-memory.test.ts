@@ -22,7 +22,10 @@ const attackMs = 90_000;
 const refusals = ['EACCES', 'EPERM'];
 const attackerScript = path.join(repoRoot, 'tests', 'support', 'memory-attacker.mjs');
 
-if (!linux) console.log(`process-memory.test.ts skipped: /proc/<pid>/mem and PR_SET_DUMPABLE are Linux-only (this is ${process.platform})`);
+if (!linux)
+  console.log(
+    `process-memory.test.ts skipped: /proc/<pid>/mem and PR_SET_DUMPABLE are Linux-only (this is ${process.platform})`,
+  );
 
 const started: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -80,8 +83,26 @@ function attackerCommand(home: string, dataDir: string): { file: string; args: s
   if (!runningAsRoot) return { file: process.execPath, args: [attackerScript, repoRoot, dataDir] };
   const mountPoint = path.join(home, 'checkout');
   mkdirSync(mountPoint, { mode: 0o755 });
-  const script = 'mount --bind "$1" "$2" && cd "$3" && exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$4" "$2/tests/support/memory-attacker.mjs" "$2" "$5"';
-  return { file: 'unshare', args: ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', repoRoot, mountPoint, home, process.execPath, dataDir] };
+  const script =
+    'mount --bind "$1" "$2" && cd "$3" && exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$4" "$2/tests/support/memory-attacker.mjs" "$2" "$5"';
+  return {
+    file: 'unshare',
+    args: [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      'sh',
+      '-c',
+      script,
+      'sh',
+      repoRoot,
+      mountPoint,
+      home,
+      process.execPath,
+      dataDir,
+    ],
+  };
 }
 
 async function runAttacker(): Promise<AttackReport> {
@@ -110,25 +131,29 @@ async function runAttacker(): Promise<AttackReport> {
 }
 
 describe.skipIf(!linux)('when a same-user process tries to read the daemon’s memory', () => {
-  it('reads the canary out of a plain process, and is refused by the daemon, which writes no core', { timeout: attackMs }, async () => {
-    const report = await runAttacker();
-    expect(report.error).toBeUndefined();
+  it(
+    'reads the canary out of a plain process, and is refused by the daemon, which writes no core',
+    { timeout: attackMs },
+    async () => {
+      const report = await runAttacker();
+      expect(report.error).toBeUndefined();
 
-    // Preconditions: no capability stands in for the kernel's dumpable check.
-    expect(report.attacker.capEff).toBe('0000000000000000');
-    if (runningAsRoot) expect(report.attacker.uid).toBe(nobody);
+      // Preconditions: no capability stands in for the kernel's dumpable check.
+      expect(report.attacker.capEff).toBe('0000000000000000');
+      if (runningAsRoot) expect(report.attacker.uid).toBe(nobody);
 
-    // The control: the same method, against a dumpable process of the same uid, finds the secret.
-    expect(report.control.mapsError).toBeNull();
-    expect(report.control.memOpenError).toBeNull();
-    expect(report.control.found).toBe(true);
+      // The control: the same method, against a dumpable process of the same uid, finds the secret.
+      expect(report.control.mapsError).toBeNull();
+      expect(report.control.memOpenError).toBeNull();
+      expect(report.control.found).toBe(true);
 
-    // The daemon: neither its map nor its memory can be opened, and not one byte was read.
-    expect(refusals).toContain(report.daemon.mapsError);
-    expect(refusals).toContain(report.daemon.memOpenError);
-    expect(report.daemon.bytesRead).toBe(0);
-    expect(report.daemon.found).toBe(false);
-    expect(report.daemon.coreLimit).toBe('0');
-    expect(report.daemon.hardeningLine).toMatch(/^Process memory: not readable by other processes of this user/);
-  });
+      // The daemon: neither its map nor its memory can be opened, and not one byte was read.
+      expect(refusals).toContain(report.daemon.mapsError);
+      expect(refusals).toContain(report.daemon.memOpenError);
+      expect(report.daemon.bytesRead).toBe(0);
+      expect(report.daemon.found).toBe(false);
+      expect(report.daemon.coreLimit).toBe('0');
+      expect(report.daemon.hardeningLine).toMatch(/^Process memory: not readable by other processes of this user/);
+    },
+  );
 });

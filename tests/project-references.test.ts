@@ -26,12 +26,18 @@ const configs = [
 ];
 const stubs: Record<string, string> = {
   'broker/contract/index.ts': 'export type Status = { ok: boolean };\n',
-  'broker/core/index.ts': "import type { Status } from '../contract/index.js';\nexport const isOk = (status: Status): boolean => status.ok;\n",
-  'broker/journal/journal.ts': "import { isOk } from '../core/index.js';\nexport const journalOk = isOk({ ok: true });\n",
-  'broker/queue/approval-queue.ts': "import { journalOk } from '../journal/journal.js';\nexport const queueOk = journalOk;\n",
-  'broker/actions/execute-http-action.ts': "import { queueOk } from '../queue/approval-queue.js';\nexport const actionOk = queueOk;\n",
-  'broker/host/index.ts': "import { actionOk } from '../actions/execute-http-action.js';\nexport const host = actionOk ? 'host' : 'none';\n",
-  'renderer/src/main.ts': "import type { Status } from '../../broker/contract/index.js';\nexport type Shown = Status;\n",
+  'broker/core/index.ts':
+    "import type { Status } from '../contract/index.js';\nexport const isOk = (status: Status): boolean => status.ok;\n",
+  'broker/journal/journal.ts':
+    "import { isOk } from '../core/index.js';\nexport const journalOk = isOk({ ok: true });\n",
+  'broker/queue/approval-queue.ts':
+    "import { journalOk } from '../journal/journal.js';\nexport const queueOk = journalOk;\n",
+  'broker/actions/execute-http-action.ts':
+    "import { queueOk } from '../queue/approval-queue.js';\nexport const actionOk = queueOk;\n",
+  'broker/host/index.ts':
+    "import { actionOk } from '../actions/execute-http-action.js';\nexport const host = actionOk ? 'host' : 'none';\n",
+  'renderer/src/main.ts':
+    "import type { Status } from '../../broker/contract/index.js';\nexport type Shown = Status;\n",
   'app/main/main.ts': "import { host } from '../../broker/host/index.js';\nexport const shell = host;\n",
 };
 
@@ -55,7 +61,11 @@ function scratchTree(name: string, extra: Record<string, string>): string {
 
 async function build(root: string, projects: readonly string[]): Promise<{ code: number; output: string }> {
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-b', ...projects.map((p) => path.join(root, p))], { cwd: root });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [tsc, '-b', ...projects.map((p) => path.join(root, p))],
+      { cwd: root },
+    );
     return { code: 0, output: stdout };
   } catch (error) {
     const failure = error as { code?: number; stdout?: string };
@@ -65,8 +75,9 @@ async function build(root: string, projects: readonly string[]): Promise<{ code:
 
 /** Declaration files written among the sources (not under .tsbuild): what a failed build must never leave. */
 function strayDeclarations(root: string): string[] {
-  return readdirSync(root, { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.d.ts') && !file.startsWith('node_modules') && !file.startsWith('.tsbuild'));
+  return readdirSync(root, { recursive: true, encoding: 'utf8' }).filter(
+    (file) => file.endsWith('.d.ts') && !file.startsWith('node_modules') && !file.startsWith('.tsbuild'),
+  );
 }
 
 describe.concurrent('tsc -b project references', () => {
@@ -77,14 +88,54 @@ describe.concurrent('tsc -b project references', () => {
   });
 
   it.each<[string, string, string, string]>([
-    ['renderer imports broker/core', 'renderer/src/bad.ts', "import { isOk } from '../../broker/core/index.js';\nexport const bad = isOk;\n", 'renderer'],
-    ['broker/contract imports broker/core', 'broker/contract/bad.ts', "import { isOk } from '../core/index.js';\nexport const bad = isOk;\n", 'broker/contract'],
-    ['broker/core imports broker/journal', 'broker/core/bad.ts', "import { journalOk } from '../journal/journal.js';\nexport const bad = journalOk;\n", 'broker/core'],
-    ['app imports the renderer', 'app/main/bad.ts', "import type { Shown } from '../../renderer/src/main.js';\nexport type Bad = Shown;\n", 'app'],
-    ['broker/queue imports broker/host', 'broker/queue/bad.ts', "import { host } from '../host/index.js';\nexport const bad = host;\n", 'broker/queue'],
-    ['broker/queue imports broker/actions', 'broker/queue/bad.ts', "import { actionOk } from '../actions/execute-http-action.js';\nexport const bad = actionOk;\n", 'broker/queue'],
-    ['broker/actions imports broker/host', 'broker/actions/bad.ts', "import { host } from '../host/index.js';\nexport const bad = host;\n", 'broker/actions'],
-    ['an I/O folder imports broker/queue', 'broker/journal/bad.ts', "import { queueOk } from '../queue/approval-queue.js';\nexport const bad = queueOk;\n", 'broker/tsconfig.io.json'],
+    [
+      'renderer imports broker/core',
+      'renderer/src/bad.ts',
+      "import { isOk } from '../../broker/core/index.js';\nexport const bad = isOk;\n",
+      'renderer',
+    ],
+    [
+      'broker/contract imports broker/core',
+      'broker/contract/bad.ts',
+      "import { isOk } from '../core/index.js';\nexport const bad = isOk;\n",
+      'broker/contract',
+    ],
+    [
+      'broker/core imports broker/journal',
+      'broker/core/bad.ts',
+      "import { journalOk } from '../journal/journal.js';\nexport const bad = journalOk;\n",
+      'broker/core',
+    ],
+    [
+      'app imports the renderer',
+      'app/main/bad.ts',
+      "import type { Shown } from '../../renderer/src/main.js';\nexport type Bad = Shown;\n",
+      'app',
+    ],
+    [
+      'broker/queue imports broker/host',
+      'broker/queue/bad.ts',
+      "import { host } from '../host/index.js';\nexport const bad = host;\n",
+      'broker/queue',
+    ],
+    [
+      'broker/queue imports broker/actions',
+      'broker/queue/bad.ts',
+      "import { actionOk } from '../actions/execute-http-action.js';\nexport const bad = actionOk;\n",
+      'broker/queue',
+    ],
+    [
+      'broker/actions imports broker/host',
+      'broker/actions/bad.ts',
+      "import { host } from '../host/index.js';\nexport const bad = host;\n",
+      'broker/actions',
+    ],
+    [
+      'an I/O folder imports broker/queue',
+      'broker/journal/bad.ts',
+      "import { queueOk } from '../queue/approval-queue.js';\nexport const bad = queueOk;\n",
+      'broker/tsconfig.io.json',
+    ],
   ])('fails with TS6307 when %s', async (when, file, text, project) => {
     const root = scratchTree(when.replaceAll(/\W+/g, '-'), { [file]: text });
     const result = await build(root, [project]);

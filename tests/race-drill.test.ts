@@ -40,9 +40,15 @@ interface RunRecord {
   replies: { A: unknown; B: unknown };
 }
 
-async function journalKinds(dataDir: string, actionId: string): Promise<{ kinds: string[]; dispatchSeq: number | null }> {
+async function journalKinds(
+  dataDir: string,
+  actionId: string,
+): Promise<{ kinds: string[]; dispatchSeq: number | null }> {
   const shown = await op(dataDir, 'actions.show', { action_id: actionId });
-  return { kinds: shown.events.map((e) => e.kind), dispatchSeq: shown.events.find((e) => e.kind === 'DISPATCH_STARTED')?.seq ?? null };
+  return {
+    kinds: shown.events.map((e) => e.kind),
+    dispatchSeq: shown.events.find((e) => e.kind === 'DISPATCH_STARTED')?.seq ?? null,
+  };
 }
 
 interface Started {
@@ -59,14 +65,32 @@ async function startRun(drill: Drill, run: string, order: Order): Promise<Starte
   const lane = `doc-${doc}`;
   const markers = { p1: `${run}:p1`, p2: `${run}:p2` };
   const send = (agent: DrillAgent, marker: string) =>
-    agent.call('http_request', { route: 'docs', method: 'POST', path: `/docs/${doc}`, body: JSON.stringify({ marker }), timeout_ms: 120_000 });
+    agent.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: `/docs/${doc}`,
+      body: JSON.stringify({ marker }),
+      timeout_ms: 120_000,
+    });
   const [first, second] = order === 'p1_first' ? [drill.p1, drill.p2] : [drill.p2, drill.p1];
   const firstCall = send(first, first === drill.p1 ? markers.p1 : markers.p2);
   const secondCall = send(second, second === drill.p1 ? markers.p1 : markers.p2);
-  const cards = await waitFor(() => laneCards(drill.dataDir, lane), (c) => c.length === 2 && c.every((x) => x.state === 'pending'), `two pending cards in ${lane}`);
+  const cards = await waitFor(
+    () => laneCards(drill.dataDir, lane),
+    (c) => c.length === 2 && c.every((x) => x.state === 'pending'),
+    `two pending cards in ${lane}`,
+  );
   const [cardA, cardB] = cards as [ApprovalCard, ApprovalCard];
   const markerOf = (card: ApprovalCard): string => (JSON.parse(card.body_preview ?? '{}') as { marker: string }).marker;
-  const replyOf = (marker: string): Promise<ToolReply> => (marker === markers.p1 ? (first === drill.p1 ? firstCall : secondCall) : first === drill.p2 ? firstCall : secondCall).reply;
+  const replyOf = (marker: string): Promise<ToolReply> =>
+    (marker === markers.p1
+      ? first === drill.p1
+        ? firstCall
+        : secondCall
+      : first === drill.p2
+        ? firstCall
+        : secondCall
+    ).reply;
   const A = { card: cardA, marker: markerOf(cardA), reply: replyOf(markerOf(cardA)) };
   const B = { card: cardB, marker: markerOf(cardB), reply: replyOf(markerOf(cardB)) };
   const record: RunRecord = {
@@ -87,12 +111,20 @@ async function cardStates(drill: Drill, s: Started, step: string): Promise<{ A?:
   const cards = await laneCards(drill.dataDir, s.lane);
   const A = cards.find((c) => c.ticket === s.A.card.ticket);
   const B = cards.find((c) => c.ticket === s.B.card.ticket);
-  s.record.card_states.push({ step, A: A?.state ?? null, B: B?.state ?? null, ...(B === undefined ? {} : { B_text: B.text }) });
+  s.record.card_states.push({
+    step,
+    A: A?.state ?? null,
+    B: B?.state ?? null,
+    ...(B === undefined ? {} : { B_text: B.text }),
+  });
   return { A, B };
 }
 
 async function finish(drill: Drill, s: Started): Promise<RunRecord> {
-  const [a, b] = await Promise.all([journalKinds(drill.dataDir, s.A.card.action_id), journalKinds(drill.dataDir, s.B.card.action_id)]);
+  const [a, b] = await Promise.all([
+    journalKinds(drill.dataDir, s.A.card.action_id),
+    journalKinds(drill.dataDir, s.B.card.action_id),
+  ]);
   s.record.journal = { A: a.kinds, B: b.kinds };
   s.record.dispatch_seq = { A: a.dispatchSeq, B: b.dispatchSeq };
   s.record.arrivals = arrivalsOf(drill, [s.A.marker, s.B.marker]);
@@ -145,7 +177,10 @@ const cases: Record<string, (drill: Drill, s: Started) => Promise<RunRecord>> = 
     const rb = await s.B.reply;
     s.record.replies = { A: ra.structuredContent, B: rb.structuredContent };
     expect(rb.isError ?? false).toBe(false);
-    await expect(op(drill.dataDir, 'approvals.approve', { ticket: s.A.card.ticket })).rejects.toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('expired') });
+    await expect(op(drill.dataDir, 'approvals.approve', { ticket: s.A.card.ticket })).rejects.toMatchObject({
+      code: 'DECISION_CONFLICT',
+      message: expect.stringContaining('expired'),
+    });
     const record = await finish(drill, s);
     expect(record.arrivals).toEqual([s.B.marker]);
     expect(record.journal.A.filter((k) => k === 'EXPIRED')).toHaveLength(1);
@@ -181,7 +216,10 @@ const cases: Record<string, (drill: Drill, s: Started) => Promise<RunRecord>> = 
     expect(position).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: s.A.card.ticket });
     expect(arrivalsOf(drill, [s.A.marker, s.B.marker])).toEqual([s.A.marker]);
     expect((await journalKinds(drill.dataDir, s.B.card.action_id)).dispatchSeq).toBeNull();
-    await op(drill.dataDir, 'approvals.abandon', { ticket: s.A.card.ticket, reason: person('checked by hand; release the lane') });
+    await op(drill.dataDir, 'approvals.abandon', {
+      ticket: s.A.card.ticket,
+      reason: person('checked by hand; release the lane'),
+    });
     const rb = await s.B.reply;
     s.record.replies = { A: ra.structuredContent, B: rb.structuredContent };
     expect(rb.isError ?? false).toBe(false);
@@ -208,9 +246,14 @@ function checkRecord(record: RunRecord): void {
 async function runCase(drill: Drill, name: string, order: Order): Promise<RunRecord[]> {
   const records: RunRecord[] = [];
   for (let batch = 0; batch < RUNS_PER_ORDER; batch += BATCH) {
-    const runs = Array.from({ length: Math.min(BATCH, RUNS_PER_ORDER - batch) }, (_, i) => `${name.replaceAll('_', '-')}-${order === 'p1_first' ? 'a' : 'b'}-${batch + i}`);
+    const runs = Array.from(
+      { length: Math.min(BATCH, RUNS_PER_ORDER - batch) },
+      (_, i) => `${name.replaceAll('_', '-')}-${order === 'p1_first' ? 'a' : 'b'}-${batch + i}`,
+    );
     const started = await Promise.all(runs.map((run) => startRun(drill, run, order)));
-    const finished = await Promise.all(started.map((s) => (cases[name] as (d: Drill, s: Started) => Promise<RunRecord>)(drill, s)));
+    const finished = await Promise.all(
+      started.map((s) => (cases[name] as (d: Drill, s: Started) => Promise<RunRecord>)(drill, s)),
+    );
     for (const record of finished) checkRecord(record);
     records.push(...finished);
   }
@@ -229,7 +272,13 @@ describe('the two-write race drill (article 001), two agent processes through po
   it('an agent can never approve: its own child running `postern approvals` is refused, the operator is not', async () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const started = await startRun(drill, 'guard-0', 'p1_first');
-    const fromAgent = await drill.p1.runPostern(['approvals', 'approve', String(started.B.card.ticket), '--data-dir', drill.dataDir]);
+    const fromAgent = await drill.p1.runPostern([
+      'approvals',
+      'approve',
+      String(started.B.card.ticket),
+      '--data-dir',
+      drill.dataDir,
+    ]);
     expect(fromAgent.code).toBe(1);
     expect(fromAgent.stderr).toContain('OPERATOR_ONLY');
     expect(fromAgent.stdout).not.toContain('approved');

@@ -43,7 +43,8 @@ it('the Quick start is at most ten lines, and each works in order', async () => 
   expect(lines.length).toBeLessThanOrEqual(10);
   const env: Record<string, string> = { HOME: home, POSTERN_PASSPHRASE_FILE: passphraseFile };
   // `npx postern` runs this checkout's bin; the shell expands $POSTERN_DATA_DIR, ~ and < as it would for a person.
-  const shell = (line: string) => runShell(line.replaceAll('npx postern ', `'${process.execPath}' '${posternBin}' `), env);
+  const shell = (line: string) =>
+    runShell(line.replaceAll('npx postern ', `'${process.execPath}' '${posternBin}' `), env);
   const seen: string[] = [];
   for (const line of lines) {
     if (line.startsWith('export POSTERN_DATA_DIR=')) {
@@ -63,7 +64,9 @@ it('the Quick start is at most ten lines, and each works in order', async () => 
         expect(daemon.operatorUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=/);
         expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'unverified', change: null });
         // What the README promises of the example: reads need no card, writes do.
-        expect((await callOperator(dataDir, 'config.show', {})).routes).toEqual([expect.objectContaining({ name: 'github', approval: 'per_call' })]);
+        expect((await callOperator(dataDir, 'config.show', {})).routes).toEqual([
+          expect.objectContaining({ name: 'github', approval: 'per_call' }),
+        ]);
         const route = loadConfig({ dataDir }).routes.get('github');
         if (route === undefined) throw new Error('no github route');
         expect(resolveRoutePolicy(route, 'GET', '/repos/o/r').approval).toBe('none');
@@ -74,21 +77,30 @@ it('the Quick start is at most ten lines, and each works in order', async () => 
     } else if (line.startsWith('npx postern agent-config ')) {
       const result = await shell(line);
       expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).toContain(`claude mcp add postern -- ${process.execPath} ${posternBin} mcp --data-dir ${dataDir}`);
+      expect(result.stdout).toContain(
+        `claude mcp add postern -- ${process.execPath} ${posternBin} mcp --data-dir ${dataDir}`,
+      );
     } else {
       const result = await shell(line);
       expect(result.code, `${line}\n${result.stderr}`).toBe(0);
     }
     seen.push(line.split(/\s+/).slice(0, 4).join(' '));
   }
-  expect(seen).toEqual(expect.arrayContaining(['npx postern vault init', 'npx postern config pending', 'npx postern daemon']));
+  expect(seen).toEqual(
+    expect.arrayContaining(['npx postern vault init', 'npx postern config pending', 'npx postern daemon']),
+  );
   expect(readFileSync(path.join(dataDir, 'vault.sqlite')).includes(token)).toBe(false);
 }, 120_000);
 
 /** One line in `sh` in the checkout, detached (no terminal), bounded. */
 function runShell(line: string, env: Record<string, string>): Promise<CommandRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', line], { cwd: repoRoot, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('sh', ['-c', line], {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

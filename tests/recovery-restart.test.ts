@@ -23,10 +23,20 @@ import { SdkAgent } from './support/sdk-agent.js';
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'prestart-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-const post = { route: 'docs', method: 'POST', path: '/releases', body: '{"release":"r-1"}', idempotency_key: 'key-r-1', timeout_ms: 60_000 };
+const post = {
+  route: 'docs',
+  method: 'POST',
+  path: '/releases',
+  body: '{"release":"r-1"}',
+  idempotency_key: 'key-r-1',
+  timeout_ms: 60_000,
+};
 const target = 'route:docs POST /releases';
 
-const ofKind = <K extends JournalEvent['kind']>(events: JournalEvent[], kind: K): Array<Extract<JournalEvent, { kind: K }>> =>
+const ofKind = <K extends JournalEvent['kind']>(
+  events: JournalEvent[],
+  kind: K,
+): Array<Extract<JournalEvent, { kind: K }>> =>
   events.filter((e): e is Extract<JournalEvent, { kind: K }> => e.kind === kind);
 
 /** Everything a case started, stopped in afterEach whatever happened. */
@@ -35,7 +45,10 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step().catch(() => undefined);
 }, 60_000);
 
-async function openTarget(behaviour: IdempotencyBehaviour, options: { loseResponses?: number; hangLookups?: number }): Promise<IdempotencyTarget> {
+async function openTarget(
+  behaviour: IdempotencyBehaviour,
+  options: { loseResponses?: number; hangLookups?: number },
+): Promise<IdempotencyTarget> {
   const t = await IdempotencyTarget.start(behaviour, options);
   cleanup.push(() => t.stop());
   return t;
@@ -59,12 +72,17 @@ async function openAgent(rig: RecoveryRig, name: string): Promise<DrillAgent> {
  * be unknown (BROKER_RESTARTED, never not_attempted) with generation 1 still recorded, and an
  * agent's retry_of from a new agent process (same request, same key) takes generation 2 and commits.
  */
-async function crashDuringSameKeyRetry(behaviour: IdempotencyBehaviour): Promise<{ rig: RecoveryRig; target: IdempotencyTarget; id: string }> {
+async function crashDuringSameKeyRetry(
+  behaviour: IdempotencyBehaviour,
+): Promise<{ rig: RecoveryRig; target: IdempotencyTarget; id: string }> {
   const t = await openTarget(behaviour, { loseResponses: 1 });
   const proxy = await HoldingProxy.start(t.port);
   cleanup.push(() => proxy.stop());
   proxy.holdNext = 1;
-  const rig = await openRig(`same-key-${behaviour}`, { port: proxy.port, retry: { attempts_max: 2, automatic: true, backoff_ms: 0 } });
+  const rig = await openRig(`same-key-${behaviour}`, {
+    port: proxy.port,
+    retry: { attempts_max: 2, automatic: true, backoff_ms: 0 },
+  });
   const first = await openAgent(rig, `rr-${behaviour}-first`);
 
   const call = first.call('http_request', post).reply;
@@ -76,7 +94,13 @@ async function crashDuringSameKeyRetry(behaviour: IdempotencyBehaviour): Promise
 
   // In flight: attempt 1 recorded unknown, the lease of generation 1 live, attempt 2 dispatched.
   const inFlight = await rig.show(id);
-  expect(inFlight.state).toMatchObject({ outcome: 'unknown', recorded: false, retry_generation: 1, retry_budget: 2, lease: { generation: 1, open: true } });
+  expect(inFlight.state).toMatchObject({
+    outcome: 'unknown',
+    recorded: false,
+    retry_generation: 1,
+    retry_budget: 2,
+    lease: { generation: 1, open: true },
+  });
   expect(inFlight.state.attempts.map((a) => a.n)).toEqual([1, 2]);
   expect(inFlight.events.filter((e) => e.kind === 'OUTCOME_RECORDED').map((e) => e.outcome)).toEqual(['unknown']);
   expect(t.requests.map((r) => [r.method, r.path, r.key, r.body])).toEqual([
@@ -114,15 +138,29 @@ async function crashDuringSameKeyRetry(behaviour: IdempotencyBehaviour): Promise
 }
 
 /** The retry_of from a new agent process, and what the record and the target say afterwards. */
-async function retryOfCommits(rig: RecoveryRig, t: IdempotencyTarget, id: string, agentName: string, effects: number): Promise<void> {
+async function retryOfCommits(
+  rig: RecoveryRig,
+  t: IdempotencyTarget,
+  id: string,
+  agentName: string,
+  effects: number,
+): Promise<void> {
   const second = await openAgent(rig, agentName);
-  const reply: ToolReply = await within(second.call('http_request', { ...post, retry_of: id }).reply, 'the retry_of answer');
+  const reply: ToolReply = await within(
+    second.call('http_request', { ...post, retry_of: id }).reply,
+    'the retry_of answer',
+  );
   expect(reply.structuredContent?.error, JSON.stringify(reply.structuredContent)).toBeUndefined();
   expect(reply.isError ?? false).toBe(false);
   expect(reply.structuredContent).toMatchObject({ invocation_id: id, effect: 'succeeded', response: { status: 201 } });
 
   const settled = await rig.show(id);
-  expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', retry_generation: 2, lease: { generation: 2, open: false } });
+  expect(settled.state).toMatchObject({
+    outcome: 'committed',
+    effect: 'succeeded',
+    retry_generation: 2,
+    lease: { generation: 2, open: false },
+  });
   expect(settled.state.attempts.map((a) => a.n)).toEqual([1, 2, 3]);
   expect(settled.released_by).toMatchObject({ kind: 'same_key_retry', outcome: 'committed', actor: { kind: 'agent' } });
   expect(settled.events.filter((e) => e.kind === 'DISPATCH_STARTED')).toHaveLength(3);
@@ -133,7 +171,9 @@ async function retryOfCommits(rig: RecoveryRig, t: IdempotencyTarget, id: string
   expect(t.requests.every((r) => r.key === 'key-r-1' && r.body === post.body)).toBe(true);
 
   // Who asked for generation 2: the new agent process's own session.
-  const asking = (await op(rig.dataDir, 'sessions.list', {})).sessions.find((x) => x.client_name === agentName)?.session_id;
+  const asking = (await op(rig.dataDir, 'sessions.list', {})).sessions.find(
+    (x) => x.client_name === agentName,
+  )?.session_id;
   expect(asking).toBeDefined();
 
   await second.stop();
@@ -144,11 +184,16 @@ async function retryOfCommits(rig: RecoveryRig, t: IdempotencyTarget, id: string
     [2, 1],
     [3, 2],
   ]);
-  expect(ofKind(events, 'RETRY_LEASED').map((e) => [e.payload.generation, e.payload.decision, e.payload.requested_by.kind])).toEqual([
+  expect(
+    ofKind(events, 'RETRY_LEASED').map((e) => [e.payload.generation, e.payload.decision, e.payload.requested_by.kind]),
+  ).toEqual([
     [1, 'RETRY_SAME_KEY', 'broker'],
     [2, 'RETRY_SAME_KEY', 'agent'],
   ]);
-  const outcomes = [...ofKind(events, 'OUTCOME_RECORDED'), ...ofKind(events, 'RESULT_COMMITTED')].map((e) => [e.classification?.outcome, e.classification?.code ?? null]);
+  const outcomes = [...ofKind(events, 'OUTCOME_RECORDED'), ...ofKind(events, 'RESULT_COMMITTED')].map((e) => [
+    e.classification?.outcome,
+    e.classification?.code ?? null,
+  ]);
   expect(outcomes).toEqual([
     ['unknown', expect.any(String)],
     ['unknown', 'BROKER_RESTARTED'],
@@ -157,7 +202,10 @@ async function retryOfCommits(rig: RecoveryRig, t: IdempotencyTarget, id: string
   expect(events.some((e) => e.classification?.outcome === 'not_attempted')).toBe(false);
   // The record names the session that asked for the retry (docs/operator.md: `actor` — who asked),
   // not the session that made the original call (whose process is gone by now).
-  expect(ofKind(events, 'RETRY_LEASED')[1]?.payload.requested_by, 'RETRY_LEASED generation 2 requested_by').toEqual({ kind: 'agent', id: asking });
+  expect(ofKind(events, 'RETRY_LEASED')[1]?.payload.requested_by, 'RETRY_LEASED generation 2 requested_by').toEqual({
+    kind: 'agent',
+    id: asking,
+  });
 }
 
 describe('a restart in the middle of a same-key automatic retry', () => {
@@ -178,9 +226,15 @@ describe('a restart in the middle of a same-key automatic retry', () => {
     const { rig, target: t, id } = await crashDuringSameKeyRetry('rejects_changed');
     const before = await rig.show(id);
     const changed = await openAgent(rig, 'rr-rejects-changed');
-    const refused = await within(changed.call('http_request', { ...post, body: '{"release":"r-2"}', retry_of: id }).reply, 'the changed retry_of answer');
+    const refused = await within(
+      changed.call('http_request', { ...post, body: '{"release":"r-2"}', retry_of: id }).reply,
+      'the changed retry_of answer',
+    );
     expect(refused.isError).toBe(true);
-    expect(refused.structuredContent).toMatchObject({ invocation_id: null, error: { code: 'IDEMPOTENCY_MISMATCH', outcome: 'not_attempted', phase: 'validation' } });
+    expect(refused.structuredContent).toMatchObject({
+      invocation_id: null,
+      error: { code: 'IDEMPOTENCY_MISMATCH', outcome: 'not_attempted', phase: 'validation' },
+    });
     expect(t.requests).toHaveLength(2);
     expect((await rig.show(id)).events).toHaveLength(before.events.length);
     await changed.stop();
@@ -237,14 +291,24 @@ describe('a restart in the middle of a reconciliation lookup', () => {
     const again = cli(['actions', 'reconcile', id, '--json']);
     const againExit = await again.exitWithin();
     expect(againExit.code, again.stderr).toBe(0);
-    const result = JSON.parse(again.stdout) as { lookup_action_id: string; correlation: string; outcome: string; journal_seq: number };
+    const result = JSON.parse(again.stdout) as {
+      lookup_action_id: string;
+      correlation: string;
+      outcome: string;
+      journal_seq: number;
+    };
     expect(result).toMatchObject({ correlation: 'idempotency_token', outcome: 'committed' });
     expect(result.lookup_action_id).not.toBe(lookupId);
 
     const settled = await rig.show(id);
     expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', source: 'remote_query' });
     expect(settled.events.filter((e) => e.kind === 'RECONCILIATION_RESULT')).toHaveLength(1);
-    expect(settled.released_by).toMatchObject({ kind: 'reconciliation', source: 'remote_query', outcome: 'committed', seq: result.journal_seq });
+    expect(settled.released_by).toMatchObject({
+      kind: 'reconciliation',
+      source: 'remote_query',
+      outcome: 'committed',
+      seq: result.journal_seq,
+    });
     expect((await rig.show(result.lookup_action_id)).state).toMatchObject({ outcome: 'committed', lane: null });
 
     // The lane moved on: the waiting write was sent and committed.
@@ -254,18 +318,29 @@ describe('a restart in the middle of a reconciliation lookup', () => {
 
     expect(t.effectsOf(post.body)).toBe(1);
     expect(t.effectsOf(next.body)).toBe(1);
-    expect(t.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /releases', 'GET /operations/key-r-1', 'GET /operations/key-r-1', 'POST /releases']);
+    expect(t.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /releases',
+      'GET /operations/key-r-1',
+      'GET /operations/key-r-1',
+      'POST /releases',
+    ]);
 
     await second.stop();
     await rig.stop();
     const events = await rig.journalEvents(id);
     expect(ofKind(events, 'DISPATCH_STARTED')).toHaveLength(1);
-    expect(ofKind(events, 'RECONCILIATION_RESULT').map((e) => [e.payload.lookup_action_id, e.classification?.outcome, e.classification?.source])).toEqual([
-      [result.lookup_action_id, 'committed', 'remote_query'],
-    ]);
+    expect(
+      ofKind(events, 'RECONCILIATION_RESULT').map((e) => [
+        e.payload.lookup_action_id,
+        e.classification?.outcome,
+        e.classification?.source,
+      ]),
+    ).toEqual([[result.lookup_action_id, 'committed', 'remote_query']]);
     const lookupEvents = await rig.journalEvents(lookupId);
     expect(ofKind(lookupEvents, 'ACTION_ACCEPTED')[0]?.payload.reconciles).toBe(id);
-    expect(ofKind(lookupEvents, 'OUTCOME_RECORDED').map((e) => [e.classification?.outcome, e.classification?.code])).toEqual([['unknown', 'BROKER_RESTARTED']]);
+    expect(
+      ofKind(lookupEvents, 'OUTCOME_RECORDED').map((e) => [e.classification?.outcome, e.classification?.code]),
+    ).toEqual([['unknown', 'BROKER_RESTARTED']]);
   }, 120_000);
 });
 
@@ -286,7 +361,11 @@ describe('a restart after a result was committed but never read', () => {
     const timedOut = await call;
     // The wait's answer is the current envelope (dispatched, nothing recorded yet), error or not.
     const envelope = 'error' in timedOut ? timedOut.error.envelope : timedOut.value;
-    expect(envelope).toMatchObject({ caller_disposition: 'timed_out', effect: 'unknown_effect', evidence: { dispatch_started: true } });
+    expect(envelope).toMatchObject({
+      caller_disposition: 'timed_out',
+      effect: 'unknown_effect',
+      evidence: { dispatch_started: true },
+    });
     expect(envelope).not.toHaveProperty('response');
     const id = String(envelope?.['invocation_id']);
 
@@ -303,14 +382,25 @@ describe('a restart after a result was committed but never read', () => {
     expect((await rig.crash()).signal).toBe('SIGKILL');
     await rig.start();
     const recovered = await rig.show(id);
-    expect(recovered.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', result_digest: digest, caller_disposition: 'timed_out' });
+    expect(recovered.state).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      result_digest: digest,
+      caller_disposition: 'timed_out',
+    });
     expect(recovered.events.map((e) => e.code)).not.toContain('BROKER_RESTARTED');
 
     // The same agent process reconnects (its session is the process) and reads its result.
     await agent.connect();
     const fetched = await agent.call('fetchResult', id);
-    if ('error' in fetched) throw new Error(`fetch_result failed: ${fetched.error.code ?? ''} ${fetched.error.message}`);
-    expect(fetched.value).toMatchObject({ invocation_id: id, effect: 'succeeded', evidence: { result_digest: digest }, response: { status: 201, body: proxy.held[0]?.body } });
+    if ('error' in fetched)
+      throw new Error(`fetch_result failed: ${fetched.error.code ?? ''} ${fetched.error.message}`);
+    expect(fetched.value).toMatchObject({
+      invocation_id: id,
+      effect: 'succeeded',
+      evidence: { result_digest: digest },
+      response: { status: 201, body: proxy.held[0]?.body },
+    });
     await waitFor(
       () => rig.show(id),
       (s) => s.events.some((e) => e.kind === 'RESULT_DELIVERED'),

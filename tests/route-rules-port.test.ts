@@ -29,7 +29,12 @@ async function dataDirWithVault(name: string): Promise<{ dataDir: string; passph
   mkdirSync(dataDir, { mode: 0o700 });
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'token', kind: 'bearer', secret: Buffer.from('CANARY-rules-token-never-shown'), bindings: ['docs', '127.0.0.1'] });
+  await vault.add({
+    name: 'token',
+    kind: 'bearer',
+    secret: Buffer.from('CANARY-rules-token-never-shown'),
+    bindings: ['docs', '127.0.0.1'],
+  });
   await vault.close();
   const passphraseFile = path.join(scratch, `${name}.pass`);
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -80,21 +85,38 @@ describe('when one route has a GET rule (none) and a write rule (per_call)', () 
 
   it('sends the GET with no card, and holds the POST on a card that names the rule until a person approves', async () => {
     if (agent === undefined || log === undefined) throw new Error('setup failed');
-    const get = await agent.call('http_request', { route: 'docs', method: 'GET', path: '/docs/7', timeout_ms: 30_000 }).reply;
+    const get = await agent.call('http_request', { route: 'docs', method: 'GET', path: '/docs/7', timeout_ms: 30_000 })
+      .reply;
     expect(get.isError ?? false).toBe(false);
     const getId = get.structuredContent?.invocation_id as string;
     const getShown = await op(dataDir, 'actions.show', { action_id: getId });
-    expect(getShown.state).toMatchObject({ approval: 'none', approval_rule: 'rules[0]: GET HEAD /** → none', outcome: 'committed' });
+    expect(getShown.state).toMatchObject({
+      approval: 'none',
+      approval_rule: 'rules[0]: GET HEAD /** → none',
+      outcome: 'committed',
+    });
     expect(getShown.events.map((e) => e.kind)).not.toContain('CARD_SHOWN');
     expect(log.arrivals.map((a) => `${a.method} ${a.path}`)).toEqual(['GET /docs/7']);
 
-    const post = agent.call('http_request', { route: 'docs', method: 'POST', path: '/docs/7', body: JSON.stringify({ marker: 'write-7' }), timeout_ms: 60_000 });
-    const { cards } = await waitFor(() => op(dataDir, 'approvals.list', {}), (r) => r.cards.some((c) => c.state === 'pending'), 'the POST card');
+    const post = agent.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/7',
+      body: JSON.stringify({ marker: 'write-7' }),
+      timeout_ms: 60_000,
+    });
+    const { cards } = await waitFor(
+      () => op(dataDir, 'approvals.list', {}),
+      (r) => r.cards.some((c) => c.state === 'pending'),
+      'the POST card',
+    );
     const card = cards.find((c) => c.state === 'pending');
     expect(card).toMatchObject({ approval: 'per_call', approval_rule: writeRule, lane: 'doc-7', method: 'POST' });
     // Nothing left for the remote while the card waits: the arrival log still holds only the GET.
     expect(log.arrivals).toHaveLength(1);
-    const accepted = (await op(dataDir, 'actions.show', { action_id: card?.action_id ?? '' })).events.find((e) => e.kind === 'ACTION_ACCEPTED');
+    const accepted = (await op(dataDir, 'actions.show', { action_id: card?.action_id ?? '' })).events.find(
+      (e) => e.kind === 'ACTION_ACCEPTED',
+    );
     expect(accepted?.summary).toContain(`(approval per_call by ${writeRule})`);
 
     await op(dataDir, 'approvals.approve', { ticket: card?.ticket ?? 0 });

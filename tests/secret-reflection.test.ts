@@ -105,7 +105,13 @@ function makeCredential(kind: Kind): Credential {
     const user = randomWord('usr', 12);
     const password = canarySecret('pw');
     const b64 = Buffer.from(`${user}:${password}`).toString('base64');
-    const parts = { user, password, 'user:password': `${user}:${password}`, 'base64(user:password)': b64, injected: `Basic ${b64}` };
+    const parts = {
+      user,
+      password,
+      'user:password': `${user}:${password}`,
+      'base64(user:password)': b64,
+      injected: `Basic ${b64}`,
+    };
     return {
       ...common,
       secret: `${user}:${password}`,
@@ -131,7 +137,15 @@ function makeCredential(kind: Kind): Credential {
   const pct = encodeURIComponent(secret);
   const parts = { secret, injected: `key=${secret}`, 'injected(wire)': `key=${pct}` };
   const wire = { value: `key=${pct}` };
-  return { ...common, secret, extra: { param: 'key' }, needles: needlesFor(parts), wire, inDump: pct, windowed: [secret, pct] };
+  return {
+    ...common,
+    secret,
+    extra: { param: 'key' },
+    needles: needlesFor(parts),
+    wire,
+    inDump: pct,
+    windowed: [secret, pct],
+  };
 }
 
 /** One MCP tool call's whole answer, as the agent holds it. */
@@ -174,7 +188,13 @@ async function prepareDataDir(port: number): Promise<string> {
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
   for (const c of credentials.values()) {
-    await vault.add({ name: c.name, kind: c.kind, secret: Buffer.from(c.secret), bindings: [c.route, '127.0.0.1'], ...c.extra });
+    await vault.add({
+      name: c.name,
+      kind: c.kind,
+      secret: Buffer.from(c.secret),
+      bindings: [c.route, '127.0.0.1'],
+      ...c.extra,
+    });
   }
   await vault.close();
   const passphraseFile = path.join(scratch, 'pass');
@@ -200,7 +220,11 @@ async function callTool(name: string, args: Record<string, unknown>): Promise<Re
 }
 
 async function operatorApi(method: 'actions.show' | 'activity.list', actionId: string): Promise<string> {
-  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input: { action_id: actionId } });
+  const reply = await sendControlRequest(controlSocketPath(dataDir), {
+    op: 'api',
+    method,
+    input: { action_id: actionId },
+  });
   return JSON.stringify(reply);
 }
 
@@ -262,7 +286,11 @@ async function runCase(kind: Kind, mc: ModeCase): Promise<void> {
   const tag = `${kind}-${mc.name}`;
   const run: CaseRun = { tag, answers: [], operator: [], slices: [], notes: [] };
   runs.set(tag, run);
-  const base = { route: c.route, path: `/reflect/${mc.mode}/${tag}`, ...(mc.query === undefined ? {} : { query: mc.query }) };
+  const base = {
+    route: c.route,
+    path: `/reflect/${mc.mode}/${tag}`,
+    ...(mc.query === undefined ? {} : { query: mc.query }),
+  };
   try {
     await attack(run, 'plain call', base);
     await attack(run, 'Accept-Encoding: gzip', { ...base, headers: { 'Accept-Encoding': 'gzip' } });
@@ -276,7 +304,12 @@ async function runCase(kind: Kind, mc: ModeCase): Promise<void> {
 }
 
 /** Successive 8-byte Range slices over the secret's place in the dump, one call each. */
-async function sliceAttack(run: CaseRun, c: Credential, base: Record<string, unknown>, record: ReflectedRequest): Promise<void> {
+async function sliceAttack(
+  run: CaseRun,
+  c: Credential,
+  base: Record<string, unknown>,
+  record: ReflectedRequest,
+): Promise<void> {
   const at = record.dump.indexOf(c.inDump);
   if (at < 0) return;
   for (let start = Math.max(0, at - sliceBytes); start < at + c.inDump.length + sliceBytes; start += sliceBytes) {
@@ -341,7 +374,8 @@ function controlProblems(c: Credential, mc: ModeCase, run: CaseRun): string[] {
   for (const r of carried.filter((x) => /[?&]pad=(?!0000)/.test(x.url))) {
     const cut = (r.sent.headers['x-request-id'] ?? '').slice(0, headerCut);
     const aimed = !cut.includes(c.inDump) && cut.endsWith(c.inDump.slice(0, -1));
-    if (!aimed) problems.push('(control) the padded reflection does not put the header cut just before the secret ends');
+    if (!aimed)
+      problems.push('(control) the padded reflection does not put the header cut just before the secret ends');
   }
   const rawSlices = carried.filter((r) => r.sent.status === 206).map((r) => r.sent.body.toString('latin1'));
   const rawRuns = c.windowed.flatMap((w) => windowsFound(rawSlices.join(''), w, sliceBytes));
@@ -357,14 +391,19 @@ function controlProblems(c: Credential, mc: ModeCase, run: CaseRun): string[] {
  */
 function partialProblems(c: Credential, run: CaseRun, agentTexts: readonly string[]): string[] {
   const problems: string[] = [];
-  const runsIn = (texts: readonly string[]): string[] => c.windowed.flatMap((w) => texts.flatMap((t) => windowsFound(t, w, sliceBytes)));
+  const runsIn = (texts: readonly string[]): string[] =>
+    c.windowed.flatMap((w) => texts.flatMap((t) => windowsFound(t, w, sliceBytes)));
   const inAnswers = runsIn([...agentTexts, ...run.operator.map((o) => o.text)]);
   if (inAnswers.length > 0) {
-    problems.push(`(c) answers hold ${inAnswers.length} runs of ${sliceBytes} secret characters (secret[${inAnswers[0] ?? ''}] …)`);
+    problems.push(
+      `(c) answers hold ${inAnswers.length} runs of ${sliceBytes} secret characters (secret[${inAnswers[0] ?? ''}] …)`,
+    );
   }
   const inSlices = runsIn([run.slices.join('')]);
   if (inSlices.length > 0) {
-    problems.push(`(c) the Range slices received, end to end, hold ${inSlices.length} runs of ${sliceBytes} secret characters`);
+    problems.push(
+      `(c) the Range slices received, end to end, hold ${inSlices.length} runs of ${sliceBytes} secret characters`,
+    );
   }
   return problems;
 }
@@ -459,7 +498,9 @@ describe('secrets against a hostile agent and a reflecting remote (running daemo
       }
     }
     for (const kind of kinds) {
-      const lines = casesFor(kind).map((mc) => `  ${mc.name}: ${runs.get(`${kind}-${mc.name}`)?.notes.join('; ') ?? 'not run'}`);
+      const lines = casesFor(kind).map(
+        (mc) => `  ${mc.name}: ${runs.get(`${kind}-${mc.name}`)?.notes.join('; ') ?? 'not run'}`,
+      );
       console.log(`secret reflection, ${kind}:\n${lines.join('\n')}`);
     }
   }, suiteBudgetMs);
@@ -489,7 +530,9 @@ describe('secrets against a hostile agent and a reflecting remote (running daemo
     it('is in no file of the data directory (journal, -wal, -shm, vault, logs), byte for byte', () => {
       expect(dataFiles.size).toBeGreaterThan(0);
       const needles = credential(kind).needles;
-      const leaks = [...dataFiles].flatMap(([file, bytes]) => findNeedlesInBytes(bytes, needles).map((label) => `${file}: ${label}`));
+      const leaks = [...dataFiles].flatMap(([file, bytes]) =>
+        findNeedlesInBytes(bytes, needles).map((label) => `${file}: ${label}`),
+      );
       expect(leaks, leaks.join('; ')).toEqual([]);
     });
 

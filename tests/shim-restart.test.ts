@@ -51,7 +51,10 @@ describe('when the broker is killed and restarted under a connected agent', () =
     cleanup.push(() => target.stop());
     const proxy = await HoldingProxy.start(target.port);
     cleanup.push(() => proxy.stop());
-    const rig = await RecoveryRig.create(scratch, 'restart', { port: proxy.port, retry: { attempts_max: 2, automatic: false, backoff_ms: 0 } });
+    const rig = await RecoveryRig.create(scratch, 'restart', {
+      port: proxy.port,
+      retry: { attempts_max: 2, automatic: false, backoff_ms: 0 },
+    });
     cleanup.push(() => rig.stop());
     await rig.start();
     const agent = await DrillAgent.start(rig.dataDir, 'shim-restart-agent');
@@ -70,16 +73,31 @@ describe('when the broker is killed and restarted under a connected agent', () =
     const secondId = await rig.acceptedAction('route:docs POST /releases/2');
     await rig.crash();
     // Answered by the shim, not dropped: the client's request was in flight on the lost connection.
-    expect(await within(lost, 'the answer to the call in flight at the crash')).toMatch(/MCP error -32000: the connection to the Postern broker was lost/);
+    expect(await within(lost, 'the answer to the call in flight at the crash')).toMatch(
+      /MCP error -32000: the connection to the Postern broker was lost/,
+    );
 
     await rig.start();
     // Sent while the shim may still be reconnecting: it waits for the replayed initialize, then goes.
-    const fetched = structured(await within(agent.call('fetch_result', { action_id: firstId }).reply, 'fetch_result after the restart'));
+    const fetched = structured(
+      await within(agent.call('fetch_result', { action_id: firstId }).reply, 'fetch_result after the restart'),
+    );
     expect(fetched).toMatchObject({ invocation_id: firstId, effect: 'succeeded', response: { status: 201 } });
-    const status = structured(await within(agent.call('action_status', { action_id: secondId }).reply, 'action_status after the restart'));
-    expect(status).toMatchObject({ invocation_id: secondId, effect: 'unknown_effect', error: { code: 'BROKER_RESTARTED', retry: 'same_idempotency_key' } });
+    const status = structured(
+      await within(agent.call('action_status', { action_id: secondId }).reply, 'action_status after the restart'),
+    );
+    expect(status).toMatchObject({
+      invocation_id: secondId,
+      effect: 'unknown_effect',
+      error: { code: 'BROKER_RESTARTED', retry: 'same_idempotency_key' },
+    });
 
-    const retried = structured(await within(agent.call('http_request', { ...post(2), retry_of: secondId }).reply, 'the retry_of after the restart'));
+    const retried = structured(
+      await within(
+        agent.call('http_request', { ...post(2), retry_of: secondId }).reply,
+        'the retry_of after the restart',
+      ),
+    );
     expect(retried).toMatchObject({ invocation_id: secondId, effect: 'succeeded' });
     // The target honoured the key: the retry reached it and applied nothing new.
     expect(target.effects.filter((e) => e.includes('/releases/2'))).toHaveLength(1);
@@ -93,7 +111,11 @@ describe('when the broker is killed and restarted under a connected agent', () =
 
 /** The shim on raw stdio: every line it writes, in order, and a wait for the next one. */
 function rawShim(dataDir: string, reconnectForSeconds: number) {
-  const child = spawn(process.execPath, [posternBin, 'mcp', '--data-dir', dataDir, '--reconnect-for', String(reconnectForSeconds)], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [posternBin, 'mcp', '--data-dir', dataDir, '--reconnect-for', String(reconnectForSeconds)],
+    { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
   const lines: Array<Record<string, unknown>> = [];
@@ -103,7 +125,8 @@ function rawShim(dataDir: string, reconnectForSeconds: number) {
     waiters.splice(0).forEach((wake) => wake());
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const send = (frame: unknown): boolean => child.stdin.write(`${typeof frame === 'string' ? frame : JSON.stringify(frame)}\n`);
+  const send = (frame: unknown): boolean =>
+    child.stdin.write(`${typeof frame === 'string' ? frame : JSON.stringify(frame)}\n`);
   const answerTo = (id: number): Promise<Record<string, unknown>> =>
     within(
       new Promise((resolve) => {
@@ -119,7 +142,12 @@ function rawShim(dataDir: string, reconnectForSeconds: number) {
   return { child, send, answerTo, exited, lines, stderr: () => stderr };
 }
 
-const toolCall = (id: number): unknown => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_routes', arguments: {} } });
+const toolCall = (id: number): unknown => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'list_routes', arguments: {} },
+});
 
 describe('when the socket goes away under the shim (scripted broker)', () => {
   it('answers the lost request, replays initialize on the new socket without showing its answer, and gives up with a clear line', async () => {
@@ -135,7 +163,12 @@ describe('when the socket goes away under the shim (scripted broker)', () => {
     shim.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const answerNormally = backend.respond;
     backend.respond = holdUntilAborted;
-    shim.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } } });
+    shim.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } },
+    });
     await within(backend.nextCall(), 'the held call');
     await socket.close();
     expect(await shim.answerTo(2)).toMatchObject({ error: { code: -32000, data: { code: 'BROKER_RESTARTED' } } });
@@ -156,6 +189,8 @@ describe('when the socket goes away under the shim (scripted broker)', () => {
     shim.send(toolCall(4));
     expect(await within(shim.exited, 'the shim giving up')).toBe(1);
     expect(shim.lines.find((l) => l['id'] === 4)).toMatchObject({ error: { data: { code: 'BROKER_RESTARTED' } } });
-    expect(shim.stderr()).toMatch(/postern mcp: gave up reconnecting to the broker for .* after 2 s \((ECONNREFUSED|ENOENT)\)\. Start one with: postern daemon/);
+    expect(shim.stderr()).toMatch(
+      /postern mcp: gave up reconnecting to the broker for .* after 2 s \((ECONNREFUSED|ENOENT)\)\. Start one with: postern daemon/,
+    );
   }, 60_000);
 });

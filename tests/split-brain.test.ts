@@ -42,8 +42,18 @@ async function prepare(logPort: number, proxyPort: number): Promise<void> {
   const passphrase = 'split passphrase (test only)';
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from('CANARY-split-docs'), bindings: ['docs', '127.0.0.1'] });
-  await vault.add({ name: 'now-token', kind: 'bearer', secret: Buffer.from('CANARY-split-now'), bindings: ['now', '127.0.0.1'] });
+  await vault.add({
+    name: 'docs-token',
+    kind: 'bearer',
+    secret: Buffer.from('CANARY-split-docs'),
+    bindings: ['docs', '127.0.0.1'],
+  });
+  await vault.add({
+    name: 'now-token',
+    kind: 'bearer',
+    secret: Buffer.from('CANARY-split-now'),
+    bindings: ['now', '127.0.0.1'],
+  });
   await vault.close();
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
   const route = (name: string, port: number, approval: string): string[] => [
@@ -56,7 +66,15 @@ async function prepare(logPort: number, proxyPort: number): Promise<void> {
     '    lanes:',
     `      - { methods: ['*'], path: '/{doc}', lane: '${name}-{doc}' }`,
   ];
-  const yaml = ['version: 1', 'agents:', '  session_approval: observe', 'routes:', ...route('docs', logPort, 'per_call'), ...route('now', proxyPort, 'none'), ''];
+  const yaml = [
+    'version: 1',
+    'agents:',
+    '  session_approval: observe',
+    'routes:',
+    ...route('docs', logPort, 'per_call'),
+    ...route('now', proxyPort, 'none'),
+    '',
+  ];
   writeFileSync(path.join(dataDir, 'postern.yaml'), yaml.join('\n'));
   await acceptConfigAsPerson(dataDir, passphraseFile);
 }
@@ -97,7 +115,12 @@ function later<T>(reply: Promise<T>): Promise<T> {
 }
 
 const lockHolder = (): unknown => JSON.parse(readFileSync(path.join(dataDir, brokerLockFileName), 'utf8'));
-const post = (marker: string, doc: string): Record<string, unknown> => ({ method: 'POST', path: `/${doc}`, body: JSON.stringify({ marker }), timeout_ms: 120_000 });
+const post = (marker: string, doc: string): Record<string, unknown> => ({
+  method: 'POST',
+  path: `/${doc}`,
+  body: JSON.stringify({ marker }),
+  timeout_ms: 120_000,
+});
 
 describe('a second daemon on the data directory of a stopped (SIGSTOP) live broker', () => {
   it('refuses on the lock naming the live pid; the live broker keeps its sockets, its card, its in-flight request and a healthy journal', async () => {
@@ -115,7 +138,11 @@ describe('a second daemon on the data directory of a stopped (SIGSTOP) live brok
     const [p1, p2] = await Promise.all([agent('split-p1'), agent('split-p2')]);
     const pending = later(p1.call('http_request', { route: 'docs', ...post('split-card', 'one') }).reply);
     const inFlight = later(p2.call('http_request', { route: 'now', ...post('split-flight', 'one') }).reply);
-    const [card] = await waitFor(() => laneCards(dataDir, 'docs-one'), (cards) => cards.length === 1, 'the pending card');
+    const [card] = await waitFor(
+      () => laneCards(dataDir, 'docs-one'),
+      (cards) => cards.length === 1,
+      'the pending card',
+    );
     if (card === undefined) throw new Error('no card');
     await waitForCount(() => proxy.held.length, 1, 'the 200 from the remote, held on its way back');
     // `postern status` is read-only and takes no lock: it works beside the live broker.
@@ -125,7 +152,9 @@ describe('a second daemon on the data directory of a stopped (SIGSTOP) live brok
     const before = { control: socketInode(sockets.control), agent: socketInode(sockets.agent) };
 
     process.kill(pidA, 'SIGSTOP');
-    const second = new PosternProcess(['daemon', '--data-dir', dataDir, '--port', '0'], { POSTERN_PASSPHRASE_FILE: passphraseFile });
+    const second = new PosternProcess(['daemon', '--data-dir', dataDir, '--port', '0'], {
+      POSTERN_PASSPHRASE_FILE: passphraseFile,
+    });
     cleanup.push(() => second.stop('SIGKILL'));
     const startedAt = Date.now();
     const exit = await second.exitWithin(refusalWithinMs);
@@ -133,7 +162,9 @@ describe('a second daemon on the data directory of a stopped (SIGSTOP) live brok
     expect(exit.code, second.stderr).toBe(1);
     const lines = second.stderr.trim().split('\n');
     expect(lines, second.stderr).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^postern: BROKER_ALREADY_RUNNING --data-dir: another Postern broker \\(pid ${pidA}, started `));
+    expect(lines[0]).toMatch(
+      new RegExp(`^postern: BROKER_ALREADY_RUNNING --data-dir: another Postern broker \\(pid ${pidA}, started `),
+    );
     expect(second.stdout).not.toContain('"event":"ready"');
     // Nothing of the live broker was removed or replaced while it could not answer.
     expect({ control: socketInode(sockets.control), agent: socketInode(sockets.agent) }).toEqual(before);
@@ -145,7 +176,10 @@ describe('a second daemon on the data directory of a stopped (SIGSTOP) live brok
     // The in-flight request settles as what it was: committed with the remote's 200.
     proxy.release();
     const settled = await within(inFlight, 'the in-flight call');
-    expect(settled.structuredContent, JSON.stringify(settled.structuredContent)).toMatchObject({ effect: 'succeeded', response: { status: 200 } });
+    expect(settled.structuredContent, JSON.stringify(settled.structuredContent)).toMatchObject({
+      effect: 'succeeded',
+      response: { status: 200 },
+    });
     const flightId = String(settled.structuredContent?.invocation_id);
     for (const id of [card.action_id, flightId]) {
       const shown = await op(dataDir, 'actions.show', { action_id: id });
@@ -154,7 +188,11 @@ describe('a second daemon on the data directory of a stopped (SIGSTOP) live brok
     expect((await op(dataDir, 'actions.show', { action_id: flightId })).state).toMatchObject({ outcome: 'committed' });
     // The live journal still records: a new call gets its card.
     const next = later(p1.call('http_request', { route: 'docs', ...post('split-card-2', 'two') }).reply);
-    await waitFor(() => laneCards(dataDir, 'docs-two'), (cards) => cards.length === 1, 'a new card after SIGCONT');
+    await waitFor(
+      () => laneCards(dataDir, 'docs-two'),
+      (cards) => cards.length === 1,
+      'a new card after SIGCONT',
+    );
 
     // Gone for real: the kernel released the lock with the process, and the next daemon starts and recovers.
     expect((await first.process.stop('SIGKILL')).signal).toBe('SIGKILL');

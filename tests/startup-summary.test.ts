@@ -16,7 +16,12 @@ describe('postern daemon at start', () => {
     const dataDir = mkdtempSync(path.join(scratch, 'data-'));
     const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from('summary vault passphrase'));
-    await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs.example.test'] });
+    await vault.add({
+      name: 'docs-token',
+      kind: 'bearer',
+      secret: Buffer.from(canary),
+      bindings: ['docs.example.test'],
+    });
     await vault.add({ name: 'build-key', kind: 'bearer', secret: Buffer.from(canary), bindings: ['build'] });
     await vault.close();
     writeFileSync(

@@ -8,7 +8,16 @@ import { brokerStatusSchema, type BrokerStatus } from '../broker/contract/index.
 import { sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
-import { lineWaitMs, PosternProcess, posternBin, repoRoot, runPostern, startDaemon, type CommandRun, type RunningDaemon } from './support/postern-process.js';
+import {
+  lineWaitMs,
+  PosternProcess,
+  posternBin,
+  repoRoot,
+  runPostern,
+  startDaemon,
+  type CommandRun,
+  type RunningDaemon,
+} from './support/postern-process.js';
 import { runOnTerminal } from './support/operator-terminal.js';
 
 /**
@@ -51,7 +60,11 @@ const sessions = new WeakMap<RunningDaemon, Promise<string>>();
 function sessionOf(daemon: RunningDaemon): Promise<string> {
   const known = sessions.get(daemon);
   if (known !== undefined) return known;
-  const signIn = fetch(`${daemon.origin}/auth/session`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: daemon.token }) })
+  const signIn = fetch(`${daemon.origin}/auth/session`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token: daemon.token }),
+  })
     .then((answer) => answer.json() as Promise<{ value: { session: string } }>)
     .then((reply) => reply.value.session);
   sessions.set(daemon, signIn);
@@ -59,7 +72,9 @@ function sessionOf(daemon: RunningDaemon): Promise<string> {
 }
 
 async function statusOf(daemon: RunningDaemon): Promise<BrokerStatus> {
-  const answer = await fetch(`${daemon.origin}/api/status`, { headers: { Authorization: `Bearer ${await sessionOf(daemon)}` } });
+  const answer = await fetch(`${daemon.origin}/api/status`, {
+    headers: { Authorization: `Bearer ${await sessionOf(daemon)}` },
+  });
   const reply = (await answer.json()) as { ok: true; value: unknown };
   return brokerStatusSchema.parse(reply.value);
 }
@@ -109,10 +124,38 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
   it('add takes each kind from stdin, never from argv', async () => {
     const adds: [string[], string][] = [
       [['add', 'api', '--kind', 'bearer', '--bind', 'api.example.com', '--from-stdin'], `${canary}\n`],
-      [['add', 'dd', '--kind', 'header', '--header', 'DD-API-KEY', '--template', 'Key {secret}', '--bind', 'api.datadoghq.com', '--from-stdin'], canary],
+      [
+        [
+          'add',
+          'dd',
+          '--kind',
+          'header',
+          '--header',
+          'DD-API-KEY',
+          '--template',
+          'Key {secret}',
+          '--bind',
+          'api.datadoghq.com',
+          '--from-stdin',
+        ],
+        canary,
+      ],
       [['add', 'registry', '--kind', 'basic', '--bind', 'registry.local', '--from-stdin'], `ann:${canary}`],
       [['add', 'maps', '--kind', 'query', '--param', 'key', '--bind', 'maps.example.com', '--from-stdin'], canary],
-      [['add', 'deploy', '--kind', 'ssh_key', '--bind', 'web-1', '--from-stdin', '--key-passphrase-file', keyPassphraseFile], readFileSync(keyFile, 'utf8')],
+      [
+        [
+          'add',
+          'deploy',
+          '--kind',
+          'ssh_key',
+          '--bind',
+          'web-1',
+          '--from-stdin',
+          '--key-passphrase-file',
+          keyPassphraseFile,
+        ],
+        readFileSync(keyFile, 'utf8'),
+      ],
     ];
     for (const [args, stdin] of adds) {
       const result = await run(withPassphrase(...args), stdin);
@@ -125,10 +168,16 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     const noStdin = await run(withPassphrase('add', 'x', '--kind', 'bearer'));
     expect(noStdin.code).toBe(2);
     expect(noStdin.stderr).toContain('postern: INVALID_ARGUMENT --from-stdin:');
-    const badTemplate = await run(withPassphrase('add', 'x', '--kind', 'header', '--header', 'X-K', '--template', 'no placeholder', '--from-stdin'), 'v');
+    const badTemplate = await run(
+      withPassphrase('add', 'x', '--kind', 'header', '--header', 'X-K', '--template', 'no placeholder', '--from-stdin'),
+      'v',
+    );
     expect(badTemplate.code).toBe(2);
     expect(badTemplate.stderr).toContain('postern: INVALID_ARGUMENT --template:');
-    const wrongKeyPass = await run(withPassphrase('add', 'k2', '--kind', 'ssh_key', '--from-stdin', '--key-passphrase-file', wrongPassphraseFile), readFileSync(keyFile, 'utf8'));
+    const wrongKeyPass = await run(
+      withPassphrase('add', 'k2', '--kind', 'ssh_key', '--from-stdin', '--key-passphrase-file', wrongPassphraseFile),
+      readFileSync(keyFile, 'utf8'),
+    );
     expect(wrongKeyPass.code).toBe(2);
     expect(wrongKeyPass.stderr).toContain('postern: INVALID_ARGUMENT --key-passphrase-file:');
   });
@@ -140,10 +189,14 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
   });
 
   it('rotate changes the version tag', async () => {
-    const before = JSON.parse((await run(vault('list', '--json'))).stdout) as { credentials: { name: string; version_tag: string }[] };
+    const before = JSON.parse((await run(vault('list', '--json'))).stdout) as {
+      credentials: { name: string; version_tag: string }[];
+    };
     const result = await run(withPassphrase('rotate', 'api', '--from-stdin'), rotatedCanary);
     expect(result).toMatchObject({ code: 0, stderr: '' });
-    const after = JSON.parse((await run(vault('list', '--json'))).stdout) as { credentials: { name: string; version_tag: string }[] };
+    const after = JSON.parse((await run(vault('list', '--json'))).stdout) as {
+      credentials: { name: string; version_tag: string }[];
+    };
     const tag = (list: typeof after, name: string) => list.credentials.find((c) => c.name === name)?.version_tag;
     expect(tag(after, 'api')).not.toBe(tag(before, 'api'));
     expect(tag(after, 'dd')).toBe(tag(before, 'dd'));
@@ -153,8 +206,14 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     const text = await run(vault('list'));
     expect(text.code).toBe(0);
     expect(text.stdout).toContain('Vault: locked (no broker running), 5 credentials');
-    expect(text.stdout).toMatch(/dd \(header, header DD-API-KEY, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → api\.datadoghq\.com/);
-    const json = JSON.parse((await run(vault('list', '--json'))).stdout) as { state: string; broker_running: boolean; credentials: { name: string; kind: string; bindings: string[] }[] };
+    expect(text.stdout).toMatch(
+      /dd \(header, header DD-API-KEY, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → api\.datadoghq\.com/,
+    );
+    const json = JSON.parse((await run(vault('list', '--json'))).stdout) as {
+      state: string;
+      broker_running: boolean;
+      credentials: { name: string; kind: string; bindings: string[] }[];
+    };
     expect(json.state).toBe('locked');
     expect(json.broker_running).toBe(false);
     expect(json.credentials.map((c) => [c.name, c.kind, c.bindings])).toEqual([
@@ -168,7 +227,11 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
 
   it('bind replaces the bindings with the passphrase; without one, with none named, or with a bad host nothing changes', async () => {
     const bindingsOf = async (name: string): Promise<string[] | undefined> =>
-      (JSON.parse((await run(vault('list', '--json'))).stdout) as { credentials: { name: string; bindings: string[] }[] }).credentials.find((c) => c.name === name)?.bindings;
+      (
+        JSON.parse((await run(vault('list', '--json'))).stdout) as {
+          credentials: { name: string; bindings: string[] }[];
+        }
+      ).credentials.find((c) => c.name === name)?.bindings;
     const unproven = await run(vault('bind', 'maps', '--bind', 'evil.example'));
     expect(unproven.code).toBe(2);
     expect(unproven.stderr).toContain('postern: INVALID_ARGUMENT --passphrase-file: no passphrase');
@@ -179,9 +242,13 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('postern: INVALID_ARGUMENT --bind:');
     expect(await bindingsOf('maps')).toEqual(['maps.example.com']);
-    const rebound = await run(withPassphrase('bind', 'maps', '--bind', 'maps.example.com', '--bind', 'tiles.example.com'));
+    const rebound = await run(
+      withPassphrase('bind', 'maps', '--bind', 'maps.example.com', '--bind', 'tiles.example.com'),
+    );
     expect(rebound.code, rebound.stderr).toBe(0);
-    expect(rebound.stdout).toMatch(/^Rebound maps \(query, param key, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → maps\.example\.com, tiles\.example\.com$/m);
+    expect(rebound.stdout).toMatch(
+      /^Rebound maps \(query, param key, version v1-[0-9a-f]{8}, cred_[0-9a-f]{24}\) → maps\.example\.com, tiles\.example\.com$/m,
+    );
     expect(await bindingsOf('maps')).toEqual(['maps.example.com', 'tiles.example.com']);
   });
 
@@ -219,7 +286,10 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       const added = await run(withPassphrase('add', 'late', '--kind', 'bearer', '--from-stdin'), canary);
       expect(added.code).toBe(0);
       // Asked through the control socket, so this is the daemon's own (in-memory) vault answering.
-      expect(await sendControlRequest(path.join(dataDir, 'control.sock'), { op: 'vault_status' })).toEqual({ ok: true, value: { state: 'unlocked', credentials: 6 } });
+      expect(await sendControlRequest(path.join(dataDir, 'control.sock'), { op: 'vault_status' })).toEqual({
+        ok: true,
+        value: { state: 'unlocked', credentials: 6 },
+      });
       // list reports the running broker's state, not the CLI process's own (always locked) view.
       expect((await run(vault('list'))).stdout).toContain('Vault: unlocked (in the running broker), 6 credentials');
 
@@ -237,7 +307,9 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       const second = new PosternProcess(['daemon', '--data-dir', dataDir, '--port', '0']);
       argvs.push(['daemon', '--data-dir', dataDir, '--port', '0']);
       expect((await second.exitWithin()).code).toBe(1);
-      expect(second.stderr).toContain(`postern: BROKER_ALREADY_RUNNING --data-dir: another Postern broker (pid ${daemon.process.child.pid},`);
+      expect(second.stderr).toContain(
+        `postern: BROKER_ALREADY_RUNNING --data-dir: another Postern broker (pid ${daemon.process.child.pid},`,
+      );
     } finally {
       await stopped(daemon);
     }
@@ -265,9 +337,13 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     const wrong = await run([...vault('remove', 'late'), '--passphrase-file', wrongPassphraseFile]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID --passphrase-file:');
-    expect(JSON.parse((await run(vault('list', '--json'))).stdout).credentials.map((c: { name: string }) => c.name)).toContain('late');
+    expect(
+      JSON.parse((await run(vault('list', '--json'))).stdout).credentials.map((c: { name: string }) => c.name),
+    ).toContain('late');
     expect((await run(withPassphrase('remove', 'late'))).code).toBe(0);
-    expect(JSON.parse((await run(vault('list', '--json'))).stdout).credentials.map((c: { name: string }) => c.name)).not.toContain('late');
+    expect(
+      JSON.parse((await run(vault('list', '--json'))).stdout).credentials.map((c: { name: string }) => c.name),
+    ).not.toContain('late');
     const unknown = await run(withPassphrase('remove', 'late'));
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('postern: UNKNOWN_CREDENTIAL NAME: no credential by that name\n');
@@ -279,14 +355,18 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
     const needles = [canary, rotatedCanary, keyPassphrase, passphrase, keyBody];
     const list = (await run(vault('list', '--json'))).stdout;
     const files = [...filesOf(dataDir), ...filesOf(initDir)];
-    expect(files.map(([file]) => path.basename(file))).toEqual(expect.arrayContaining(['vault.sqlite', 'journal.sqlite']));
+    expect(files.map(([file]) => path.basename(file))).toEqual(
+      expect.arrayContaining(['vault.sqlite', 'journal.sqlite']),
+    );
     for (const needle of needles) {
       expect(list).not.toContain(needle);
       for (const output of outputs) expect(output).not.toContain(needle);
-      for (const [file, bytes] of files) expect(bytes.includes(needle), `${needle.slice(0, 20)}… in ${file}`).toBe(false);
+      for (const [file, bytes] of files)
+        expect(bytes.includes(needle), `${needle.slice(0, 20)}… in ${file}`).toBe(false);
       for (const argv of argvs) expect(argv.join(' ')).not.toContain(needle);
     }
-    for (const [file] of files.filter(([name]) => path.basename(name).startsWith('vault.sqlite'))) expect(statSync(file).mode & 0o777, file).toBe(0o600);
+    for (const [file] of files.filter(([name]) => path.basename(name).startsWith('vault.sqlite')))
+      expect(statSync(file).mode & 0o777, file).toBe(0o600);
   });
 });
 
@@ -305,9 +385,14 @@ const scriptBin = ['/usr/bin/script', '/bin/script'].find((candidate) => {
 describe.skipIf(scriptBin === undefined)('postern vault unlock on a terminal', { timeout: 60_000 }, () => {
   function typeAtPrompt(args: string[], typed: string): Promise<CommandRun> {
     argvs.push(args);
-    const command = [process.execPath, posternBin, ...args].map((part) => `'${part.replaceAll("'", "'\\''")}'`).join(' ');
+    const command = [process.execPath, posternBin, ...args]
+      .map((part) => `'${part.replaceAll("'", "'\\''")}'`)
+      .join(' ');
     return new Promise((resolve, reject) => {
-      const child = spawn(scriptBin ?? 'script', ['-qec', command, '/dev/null'], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(scriptBin ?? 'script', ['-qec', command, '/dev/null'], {
+        cwd: repoRoot,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let sent = false;
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => {

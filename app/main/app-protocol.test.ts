@@ -2,7 +2,14 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appContentSecurityPolicy, appPageUrl, appSchemePrivileges, appSecurityHeaders, handleAppRequest, resolveAppUrl } from './app-protocol.js';
+import {
+  appContentSecurityPolicy,
+  appPageUrl,
+  appSchemePrivileges,
+  appSecurityHeaders,
+  handleAppRequest,
+  resolveAppUrl,
+} from './app-protocol.js';
 import { cspProblem } from './web-security.js';
 
 /**
@@ -42,7 +49,14 @@ describe('the scheme’s privileges', () => {
   it('are standard, secure and fetch-capable, and never bypass the CSP', () => {
     expect(appSchemePrivileges).toEqual({
       scheme: 'app',
-      privileges: expect.objectContaining({ standard: true, secure: true, supportFetchAPI: true, bypassCSP: false, allowServiceWorkers: false, corsEnabled: false }),
+      privileges: expect.objectContaining({
+        standard: true,
+        secure: true,
+        supportFetchAPI: true,
+        bypassCSP: false,
+        allowServiceWorkers: false,
+        corsEnabled: false,
+      }),
     });
   });
 });
@@ -50,11 +64,21 @@ describe('the scheme’s privileges', () => {
 describe('when the request names a file of the renderer', () => {
   it.each([
     ['the page', appPageUrl, 'text/html; charset=utf-8', '<!doctype html><title>Postern</title>'],
-    ['the origin’s root (the page)', 'app://postern/', 'text/html; charset=utf-8', '<!doctype html><title>Postern</title>'],
+    [
+      'the origin’s root (the page)',
+      'app://postern/',
+      'text/html; charset=utf-8',
+      '<!doctype html><title>Postern</title>',
+    ],
     ['a module script', 'app://postern/assets/index-abc.js', 'text/javascript; charset=utf-8', 'export {};'],
     ['a style sheet', 'app://postern/assets/index-abc.css', 'text/css; charset=utf-8', 'body{}'],
     ['the icon', 'app://postern/favicon.svg', 'image/svg+xml', '<svg/>'],
-    ['an upper-case host (Chromium lower-cases it)', 'app://POSTERN/index.html', 'text/html; charset=utf-8', '<!doctype html><title>Postern</title>'],
+    [
+      'an upper-case host (Chromium lower-cases it)',
+      'app://POSTERN/index.html',
+      'text/html; charset=utf-8',
+      '<!doctype html><title>Postern</title>',
+    ],
   ])('%s: 200 with its content type', async (_name, url, contentType, body) => {
     const answer = await get(url);
     expect(answer.status).toBe(200);
@@ -117,15 +141,22 @@ describe('when the request is hostile or names nothing of ours', () => {
   });
 
   it('credentials in the URL are refused by the resolver (a Request cannot even carry them)', () => {
-    expect(resolveAppUrl('app://user:pass@postern/index.html', rendererDir)).toEqual({ ok: false, reason: 'credentials in the URL' });
+    expect(resolveAppUrl('app://user:pass@postern/index.html', rendererDir)).toEqual({
+      ok: false,
+      reason: 'credentials in the URL',
+    });
   });
 });
 
 describe('every answer’s headers', () => {
-  it.each([appPageUrl, 'app://postern/assets/index-abc.js', 'app://postern/../secret.js'])('%s carries every security header', async (url) => {
-    const answer = await get(url);
-    for (const [name, value] of Object.entries(appSecurityHeaders)) expect(answer.headers.get(name), name).toBe(value);
-  });
+  it.each([appPageUrl, 'app://postern/assets/index-abc.js', 'app://postern/../secret.js'])(
+    '%s carries every security header',
+    async (url) => {
+      const answer = await get(url);
+      for (const [name, value] of Object.entries(appSecurityHeaders))
+        expect(answer.headers.get(name), name).toBe(value);
+    },
+  );
 
   it('the CSP passes the same check as the page’s meta tag, and forbids framing', () => {
     expect(cspProblem(appContentSecurityPolicy)).toBeUndefined();

@@ -64,7 +64,9 @@ export const appContentTypes: Readonly<Record<string, string>> = {
 /** The renderer's largest file is ~300 KB; anything far beyond it is not ours. */
 export const appFileBytesMax = 8 * 1024 * 1024;
 
-export type AppTarget = { readonly ok: true; readonly file: string; readonly contentType: string } | { readonly ok: false; readonly reason: string };
+export type AppTarget =
+  | { readonly ok: true; readonly file: string; readonly contentType: string }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * Pure: the file under `rendererDir` that a request URL names, or why it names none. Each path
@@ -99,7 +101,8 @@ export function resolveAppUrl(url: string, rendererDir: string): AppTarget {
   }
   const file = path.resolve(rendererDir, ...segments);
   const relative = path.relative(path.resolve(rendererDir), file);
-  if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) return { ok: false, reason: 'outside the renderer' };
+  if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative))
+    return { ok: false, reason: 'outside the renderer' };
   const contentType = appContentTypes[path.extname(file).toLowerCase()];
   if (contentType === undefined) return { ok: false, reason: 'a kind of file the UI does not serve' };
   return { ok: true, file, contentType };
@@ -126,7 +129,11 @@ export async function handleAppRequest(request: Request, rendererDir: string): P
   if (!target.ok) return refuse(404);
   const body = await readInside(target.file, rendererDir);
   if (body === undefined) return refuse(404);
-  const headers = { ...appSecurityHeaders, 'Content-Type': target.contentType, 'Content-Length': String(body.byteLength) };
+  const headers = {
+    ...appSecurityHeaders,
+    'Content-Type': target.contentType,
+    'Content-Length': String(body.byteLength),
+  };
   return new Response(request.method === 'HEAD' ? null : body, { status: 200, headers });
 }
 
@@ -153,5 +160,8 @@ async function readInside(file: string, rendererDir: string): Promise<Uint8Array
 
 function refuse(status: 404 | 405, extra: Record<string, string> = {}): Response {
   const body = status === 404 ? 'Not found.' : 'Method not allowed.';
-  return new Response(body, { status, headers: { ...appSecurityHeaders, ...extra, 'Content-Type': 'text/plain; charset=utf-8' } });
+  return new Response(body, {
+    status,
+    headers: { ...appSecurityHeaders, ...extra, 'Content-Type': 'text/plain; charset=utf-8' },
+  });
 }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ApprovalCard, Reply } from '../../broker/contract/index.js';
-import { createApprovalWatcher, describeCards, newCardsNeedingAPerson, notificationsPerPollMax, type CardNotice } from './approval-watcher.js';
+import {
+  createApprovalWatcher,
+  describeCards,
+  newCardsNeedingAPerson,
+  notificationsPerPollMax,
+  type CardNotice,
+} from './approval-watcher.js';
 
 function card(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCard {
   return {
@@ -12,7 +18,15 @@ function card(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCa
     state: 'pending',
     waiting_for_ticket: null,
     text: 'waiting for a decision',
-    session: { session_id: 'ses_1', status: 'approved', pid: 4242, exe: '/usr/bin/node', cwd: '/work', parent_exe: null, client_name: 'claude-code' },
+    session: {
+      session_id: 'ses_1',
+      status: 'approved',
+      pid: 4242,
+      exe: '/usr/bin/node',
+      cwd: '/work',
+      parent_exe: null,
+      client_name: 'claude-code',
+    },
     target: 'route:billing',
     method: 'POST',
     path: '/v1/invoices',
@@ -32,24 +46,50 @@ function card(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCa
 
 describe('which cards notify', () => {
   it('only cards that need a person and were not seen before', () => {
-    const cards = [card(1), card(2, { state: 'approved_waiting' }), card(3, { state: 'awaiting_session' }), card(4, { state: 'dispatching' }), card(5, { state: 'blocked_head' })];
+    const cards = [
+      card(1),
+      card(2, { state: 'approved_waiting' }),
+      card(3, { state: 'awaiting_session' }),
+      card(4, { state: 'dispatching' }),
+      card(5, { state: 'blocked_head' }),
+    ];
     expect(newCardsNeedingAPerson(new Set(), cards).map((c) => c.ticket)).toEqual([1, 3]);
     expect(newCardsNeedingAPerson(new Set([1]), cards).map((c) => c.ticket)).toEqual([3]);
   });
 
   it('say what and who, never a body or a header value', () => {
     const [notice] = describeCards([card(7)]);
-    expect(notice).toEqual({ title: 'Postern: approval needed (#7)', body: 'claude-code — POST route:billing/v1/invoices', ticket: 7 });
+    expect(notice).toEqual({
+      title: 'Postern: approval needed (#7)',
+      body: 'claude-code — POST route:billing/v1/invoices',
+      ticket: 7,
+    });
     expect(JSON.stringify(notice)).not.toContain('amount');
     expect(JSON.stringify(notice)).not.toContain('value-never-shown');
-    const [ssh] = describeCards([card(8, { channel: 'ssh', method: null, path: null, command: 'systemctl restart web', session: null, state: 'awaiting_session' })]);
-    expect(ssh).toMatchObject({ title: 'Postern: a new agent process asks to act (#8)', body: 'an agent — route:billing: systemctl restart web' });
+    const [ssh] = describeCards([
+      card(8, {
+        channel: 'ssh',
+        method: null,
+        path: null,
+        command: 'systemctl restart web',
+        session: null,
+        state: 'awaiting_session',
+      }),
+    ]);
+    expect(ssh).toMatchObject({
+      title: 'Postern: a new agent process asks to act (#8)',
+      body: 'an agent — route:billing: systemctl restart web',
+    });
   });
 
   it('fold a burst into one summary line', () => {
     const notices = describeCards([1, 2, 3, 4, 5].map((n) => card(n)));
     expect(notices).toHaveLength(notificationsPerPollMax + 1);
-    expect(notices.at(-1)).toEqual({ title: 'Postern: more approvals waiting', body: '2 more cards waiting for a decision', ticket: undefined });
+    expect(notices.at(-1)).toEqual({
+      title: 'Postern: more approvals waiting',
+      body: '2 more cards waiting for a decision',
+      ticket: undefined,
+    });
   });
 });
 

@@ -35,13 +35,24 @@ export function needsAPerson(card: ApprovalCard): boolean {
 /** What the notification says: target and method or command, never a body or a header value. */
 export function describeCards(cards: readonly ApprovalCard[]): CardNotice[] {
   const shown = cards.slice(0, notificationsPerPollMax).map((card): CardNotice => {
-    const what = card.channel === 'ssh' ? `${card.target}: ${clip(card.command ?? 'a command', 80)}` : `${card.method ?? 'HTTP'} ${card.target}${clip(card.path ?? '', 80)}`;
+    const what =
+      card.channel === 'ssh'
+        ? `${card.target}: ${clip(card.command ?? 'a command', 80)}`
+        : `${card.method ?? 'HTTP'} ${card.target}${clip(card.path ?? '', 80)}`;
     const who = card.session?.client_name ?? (card.session === null ? 'an agent' : `pid ${card.session.pid}`);
-    const title = card.state === 'awaiting_session' ? `Postern: a new agent process asks to act (#${card.ticket})` : `Postern: approval needed (#${card.ticket})`;
+    const title =
+      card.state === 'awaiting_session'
+        ? `Postern: a new agent process asks to act (#${card.ticket})`
+        : `Postern: approval needed (#${card.ticket})`;
     return { title, body: `${who} — ${what}`, ticket: card.ticket };
   });
   const more = cards.length - shown.length;
-  if (more > 0) shown.push({ title: 'Postern: more approvals waiting', body: `${more} more card${more === 1 ? '' : 's'} waiting for a decision`, ticket: undefined });
+  if (more > 0)
+    shown.push({
+      title: 'Postern: more approvals waiting',
+      body: `${more} more card${more === 1 ? '' : 's'} waiting for a decision`,
+      ticket: undefined,
+    });
   return shown;
 }
 
@@ -64,7 +75,8 @@ export function createApprovalWatcher(deps: ApprovalWatcherDeps): { poll(): Prom
       const reply = await deps.list();
       if (!reply.ok) return;
       const waiting = reply.value.cards.filter(needsAPerson);
-      if (seen !== undefined) for (const notice of describeCards(newCardsNeedingAPerson(seen, waiting))) deps.notify(notice);
+      if (seen !== undefined)
+        for (const notice of describeCards(newCardsNeedingAPerson(seen, waiting))) deps.notify(notice);
       seen = new Set(waiting.map((card) => card.ticket));
       deps.onCount(waiting.length);
     },

@@ -19,7 +19,11 @@ export interface ForwardTarget {
  * reaches that top frame only. No window, or a window showing anything else, hears nothing; the
  * subscription is never dropped for it (IPC to a renderer does not back up in main).
  */
-export function createChangeForwarder(options: { pageUrl: string; target: () => ForwardTarget | undefined; onNotice?: (notice: ForwardedNotice) => void }) {
+export function createChangeForwarder(options: {
+  pageUrl: string;
+  target: () => ForwardTarget | undefined;
+  onNotice?: (notice: ForwardedNotice) => void;
+}) {
   return {
     notice(notice: ForwardedNotice): boolean {
       const forwarded: ForwardedNotice = { seq: notice.seq, topics: [...notice.topics] };

@@ -11,7 +11,15 @@ const card: ApprovalCard = {
   state: 'pending',
   waiting_for_ticket: null,
   text: 'waiting for approval',
-  session: { session_id: 'ses_1', status: 'approved', pid: 4242, exe: '/usr/bin/node', cwd: null, parent_exe: null, client_name: 'claude-code' },
+  session: {
+    session_id: 'ses_1',
+    status: 'approved',
+    pid: 4242,
+    exe: '/usr/bin/node',
+    cwd: null,
+    parent_exe: null,
+    client_name: 'claude-code',
+  },
   target: 'route:docs',
   method: 'POST',
   path: '/documents/7/publish',
@@ -28,7 +36,7 @@ const card: ApprovalCard = {
 };
 
 describe('describeDecision', () => {
-  it('names the ticket and what main\'s own queue says it does, not what the renderer says', () => {
+  it("names the ticket and what main's own queue says it does, not what the renderer says", () => {
     const words = describeDecision('approvals.approve', { ticket: 12 }, card);
     expect(words.message).toBe('Approve ticket #12?');
     expect(words.detail).toContain('route:docs: POST /documents/7/publish');
@@ -38,7 +46,11 @@ describe('describeDecision', () => {
   });
 
   it('never shows a credential value from the input', () => {
-    const words = describeDecision('credentials.add', { name: 'api', kind: 'bearer', secret: 'canary-value-123' }, undefined);
+    const words = describeDecision(
+      'credentials.add',
+      { name: 'api', kind: 'bearer', secret: 'canary-value-123' },
+      undefined,
+    );
     expect(JSON.stringify(words)).not.toContain('canary-value-123');
     expect(words.message).toBe('Add a credential “api”?');
   });
@@ -50,7 +62,11 @@ describe('describeDecision', () => {
   });
 
   it('neutralises control and bidi characters an agent put in a reason or a path', () => {
-    const words = describeDecision('approvals.reject', { ticket: 12, reason: 'ok\u202eevil\u0007' }, { ...card, path: '/a\nb' });
+    const words = describeDecision(
+      'approvals.reject',
+      { ticket: 12, reason: 'ok\u202eevil\u0007' },
+      { ...card, path: '/a\nb' },
+    );
     expect(words.detail.includes('\u202e') || words.detail.includes('\u0007')).toBe(false);
     expect(words.detail).toContain('/a?b');
   });

@@ -34,16 +34,33 @@ const detailCharsMax = 600;
  * can ask for "approve #12" but cannot make the dialog describe #12 as something else. Secrets in the input
  * (a credential's value) are never shown.
  */
-export function describeDecision(method: BrokerApiMethod, input: unknown, card: ApprovalCard | undefined): DecisionDialog {
+export function describeDecision(
+  method: BrokerApiMethod,
+  input: unknown,
+  card: ApprovalCard | undefined,
+): DecisionDialog {
   const verb = verbs[method] ?? method;
   const fields = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
-  const subject = typeof fields['ticket'] === 'number' ? ` ticket #${fields['ticket']}` : typeof fields['action_id'] === 'string' ? ` ${fields['action_id']}` : '';
-  const named = typeof fields['name'] === 'string' ? ` “${fields['name']}”` : typeof fields['session_id'] === 'string' ? ` ${fields['session_id']}` : '';
+  const subject =
+    typeof fields['ticket'] === 'number'
+      ? ` ticket #${fields['ticket']}`
+      : typeof fields['action_id'] === 'string'
+        ? ` ${fields['action_id']}`
+        : '';
+  const named =
+    typeof fields['name'] === 'string'
+      ? ` “${fields['name']}”`
+      : typeof fields['session_id'] === 'string'
+        ? ` ${fields['session_id']}`
+        : '';
   const lines: string[] = [];
   if (card !== undefined) {
-    lines.push(`${card.target}: ${card.channel === 'ssh' ? (card.command ?? '') : `${card.method ?? ''} ${card.path ?? ''}`}`.trim());
+    lines.push(
+      `${card.target}: ${card.channel === 'ssh' ? (card.command ?? '') : `${card.method ?? ''} ${card.path ?? ''}`}`.trim(),
+    );
     lines.push(`Credential: ${card.credential}`);
-    if (card.session !== null) lines.push(`Agent: ${card.session.client_name ?? card.session.exe ?? 'unknown'} (pid ${card.session.pid})`);
+    if (card.session !== null)
+      lines.push(`Agent: ${card.session.client_name ?? card.session.exe ?? 'unknown'} (pid ${card.session.pid})`);
     if (card.retry_of !== null) lines.push(`A retry of ${card.retry_of}`);
   }
   if (typeof fields['reason'] === 'string') lines.push(`Reason: ${fields['reason']}`);

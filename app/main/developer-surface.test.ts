@@ -1,15 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { debuggingSwitches, developerRoles, developerSurface, launchSwitchProblem, menuRoles, weakeningSwitches } from './developer-surface.js';
+import {
+  debuggingSwitches,
+  developerRoles,
+  developerSurface,
+  launchSwitchProblem,
+  menuRoles,
+  weakeningSwitches,
+} from './developer-surface.js';
 
 describe('when the app is packaged', () => {
-  it.each(['linux', 'darwin', 'win32'])('on %s: no DevTools and no developer entry anywhere in the menu', (platform) => {
-    const surface = developerSurface({ isPackaged: true, platform });
-    expect(surface.devTools).toBe(false);
-    const roles = menuRoles(surface.menu);
-    for (const role of developerRoles) expect(roles, role).not.toContain(role);
-    // Editing (paste a passphrase) and leaving the app stay.
-    expect(roles).toEqual(expect.arrayContaining(['copy', 'paste', 'selectAll', 'minimize']));
-  });
+  it.each(['linux', 'darwin', 'win32'])(
+    'on %s: no DevTools and no developer entry anywhere in the menu',
+    (platform) => {
+      const surface = developerSurface({ isPackaged: true, platform });
+      expect(surface.devTools).toBe(false);
+      const roles = menuRoles(surface.menu);
+      for (const role of developerRoles) expect(roles, role).not.toContain(role);
+      // Editing (paste a passphrase) and leaving the app stay.
+      expect(roles).toEqual(expect.arrayContaining(['copy', 'paste', 'selectAll', 'minimize']));
+    },
+  );
 
   it.each([...debuggingSwitches, ...weakeningSwitches])('refuses to start with --%s', (name) => {
     const problem = launchSwitchProblem({ isPackaged: true, hasSwitch: (asked) => asked === name });

@@ -40,7 +40,14 @@ export const developerRoles: ReadonlySet<MenuRole> = new Set(['reload', 'forceRe
  * (the inspect fuse already ignores the --inspect family in a packaged binary; checked here too,
  * so an unfused build refuses them as well).
  */
-export const debuggingSwitches = ['remote-debugging-port', 'remote-debugging-pipe', 'remote-debugging-address', 'inspect', 'inspect-brk', 'inspect-port'] as const;
+export const debuggingSwitches = [
+  'remote-debugging-port',
+  'remote-debugging-pipe',
+  'remote-debugging-address',
+  'inspect',
+  'inspect-brk',
+  'inspect-port',
+] as const;
 
 /**
  * Chromium switches that switch off a checklist item for every renderer (the sandbox, the
@@ -65,10 +72,19 @@ export function developerSurface(options: { isPackaged: boolean; platform: strin
   // Editing stays: passphrases and config are pasted into the window.
   menu.push({
     label: 'Edit',
-    submenu: [{ role: 'undo' }, { role: 'redo' }, { type: 'separator' }, { role: 'cut' }, { role: 'copy' }, { role: 'paste' }, { role: 'selectAll' }],
+    submenu: [
+      { role: 'undo' },
+      { role: 'redo' },
+      { type: 'separator' },
+      { role: 'cut' },
+      { role: 'copy' },
+      { role: 'paste' },
+      { role: 'selectAll' },
+    ],
   });
   const view: MenuEntry[] = [{ role: 'togglefullscreen' }];
-  if (developer) view.unshift({ role: 'reload' }, { role: 'forceReload' }, { role: 'toggleDevTools' }, { type: 'separator' });
+  if (developer)
+    view.unshift({ role: 'reload' }, { role: 'forceReload' }, { role: 'toggleDevTools' }, { type: 'separator' });
   menu.push({ label: 'View', submenu: view });
   menu.push({ label: 'Window', submenu: [{ role: 'minimize' }, { role: 'zoom' }, { role: 'close' }] });
   return { devTools: developer, menu };
@@ -76,14 +92,20 @@ export function developerSurface(options: { isPackaged: boolean; platform: strin
 
 /** Every role anywhere in a menu, depth first. */
 export function menuRoles(menu: readonly MenuEntry[]): MenuRole[] {
-  return menu.flatMap((entry) => [...(entry.role === undefined ? [] : [entry.role]), ...menuRoles(entry.submenu ?? [])]);
+  return menu.flatMap((entry) => [
+    ...(entry.role === undefined ? [] : [entry.role]),
+    ...menuRoles(entry.submenu ?? []),
+  ]);
 }
 
 /**
  * Why a packaged build must not start with the command line it got (undefined when it may). A
  * developer build may: that is how Playwright and a developer attach.
  */
-export function launchSwitchProblem(options: { isPackaged: boolean; hasSwitch: (name: string) => boolean }): string | undefined {
+export function launchSwitchProblem(options: {
+  isPackaged: boolean;
+  hasSwitch: (name: string) => boolean;
+}): string | undefined {
   if (!options.isPackaged) return undefined;
   const present = [...debuggingSwitches, ...weakeningSwitches].filter((name) => options.hasSwitch(name));
   if (present.length === 0) return undefined;

@@ -1,6 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 import { brokerApiMethods, type BrokerApiMethod, type Reply } from '../../broker/contract/index.js';
-import { createIpcGate, isOperatorMethod, isOurPage, needsConfirmation, parseIpcInput, senderAllowed, type ConfirmDecision, type IpcHandlers, type IpcSenderFacts } from './ipc-gate.js';
+import {
+  createIpcGate,
+  isOperatorMethod,
+  isOurPage,
+  needsConfirmation,
+  parseIpcInput,
+  senderAllowed,
+  type ConfirmDecision,
+  type IpcHandlers,
+  type IpcSenderFacts,
+} from './ipc-gate.js';
 
 const pageUrl = 'file:///opt/Postern/resources/app.asar/dist/renderer/index.html';
 const ourFrame: IpcSenderFacts = { frameUrl: pageUrl, isMainFrame: true, fromOurWindow: true };
@@ -9,11 +19,14 @@ function fakeHandlers(): IpcHandlers & { calls: Array<[BrokerApiMethod, unknown]
   const calls: Array<[BrokerApiMethod, unknown]> = [];
   const callers: unknown[] = [];
   const handlers = Object.fromEntries(
-    brokerApiMethods.map((method) => [method, (input: unknown, caller: unknown): Promise<Reply<unknown>> => {
-      calls.push([method, input]);
-      callers.push(caller);
-      return Promise.resolve({ ok: true, value: { method } });
-    }]),
+    brokerApiMethods.map((method) => [
+      method,
+      (input: unknown, caller: unknown): Promise<Reply<unknown>> => {
+        calls.push([method, input]);
+        callers.push(caller);
+        return Promise.resolve({ ok: true, value: { method } });
+      },
+    ]),
   ) as unknown as IpcHandlers;
   return Object.assign(handlers, { calls, callers });
 }
@@ -21,10 +34,13 @@ function fakeHandlers(): IpcHandlers & { calls: Array<[BrokerApiMethod, unknown]
 /** The person's answer in main's dialog, scripted: what each test says they clicked. */
 function answers(confirmed: boolean): ConfirmDecision & { asked: BrokerApiMethod[] } {
   const asked: BrokerApiMethod[] = [];
-  return Object.assign((method: BrokerApiMethod) => {
-    asked.push(method);
-    return Promise.resolve(confirmed);
-  }, { asked });
+  return Object.assign(
+    (method: BrokerApiMethod) => {
+      asked.push(method);
+      return Promise.resolve(confirmed);
+    },
+    { asked },
+  );
 }
 const yes = answers(true);
 
@@ -60,9 +76,18 @@ describe('the IPC input check', () => {
 
   it('parses with the contract schema and names the bad field', () => {
     expect(parseIpcInput('approvals.approve', { ticket: 7 })).toEqual({ ok: true, value: { ticket: 7 } });
-    expect(parseIpcInput('approvals.approve', { ticket: -1 })).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT', field: 'ticket' } });
-    expect(parseIpcInput('approvals.approve', { ticket: 7, extra: true })).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT' } });
-    expect(parseIpcInput('approvals.reject', { ticket: 7, reason: '   ' })).toMatchObject({ ok: false, error: { field: 'reason' } });
+    expect(parseIpcInput('approvals.approve', { ticket: -1 })).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID_ARGUMENT', field: 'ticket' },
+    });
+    expect(parseIpcInput('approvals.approve', { ticket: 7, extra: true })).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID_ARGUMENT' },
+    });
+    expect(parseIpcInput('approvals.reject', { ticket: 7, reason: '   ' })).toMatchObject({
+      ok: false,
+      error: { field: 'reason' },
+    });
     expect(parseIpcInput('status', undefined)).toEqual({ ok: true, value: {} });
     expect(parseIpcInput('status', 'a string')).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT' } });
   });
@@ -72,27 +97,41 @@ describe('the IPC gate', () => {
   it('when our page calls with a valid input, the method’s handler answers with the parsed input', async () => {
     const handlers = fakeHandlers();
     const gate = createIpcGate({ pageUrl, handlers, confirm: yes });
-    await expect(gate.handle('approvals.reject', ourFrame, { ticket: 3, reason: ' no ' })).resolves.toEqual({ ok: true, value: { method: 'approvals.reject' } });
+    await expect(gate.handle('approvals.reject', ourFrame, { ticket: 3, reason: ' no ' })).resolves.toEqual({
+      ok: true,
+      value: { method: 'approvals.reject' },
+    });
     expect(handlers.calls).toEqual([['approvals.reject', { ticket: 3, reason: 'no' }]]);
   });
 
   it('when another page calls, nothing reaches the broker', async () => {
     const handlers = fakeHandlers();
     const gate = createIpcGate({ pageUrl, handlers, confirm: yes });
-    const reply = await gate.handle('approvals.approve', { ...ourFrame, frameUrl: 'https://example.com/' }, { ticket: 1 });
+    const reply = await gate.handle(
+      'approvals.approve',
+      { ...ourFrame, frameUrl: 'https://example.com/' },
+      { ticket: 1 },
+    );
     expect(reply).toMatchObject({ ok: false, error: { code: 'UNAUTHENTICATED' } });
     expect(handlers.calls).toEqual([]);
   });
 
   it('when the channel is not an operator method, nothing reaches the broker', async () => {
     const handlers = fakeHandlers();
-    await expect(createIpcGate({ pageUrl, handlers, confirm: yes }).handle('shell.openExternal', ourFrame, {})).resolves.toMatchObject({ ok: false });
+    await expect(
+      createIpcGate({ pageUrl, handlers, confirm: yes }).handle('shell.openExternal', ourFrame, {}),
+    ).resolves.toMatchObject({ ok: false });
     expect(handlers.calls).toEqual([]);
   });
 
   it('when the input is malformed, nothing reaches the broker', async () => {
     const handlers = fakeHandlers();
-    const reply = await createIpcGate({ pageUrl, handlers, confirm: yes }).handle('actions.attest', ourFrame, { action_id: 'act_1', outcome: 'not_attempted', effect: 'no_effect', basis: 'x' });
+    const reply = await createIpcGate({ pageUrl, handlers, confirm: yes }).handle('actions.attest', ourFrame, {
+      action_id: 'act_1',
+      outcome: 'not_attempted',
+      effect: 'no_effect',
+      basis: 'x',
+    });
     expect(reply).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT', field: 'outcome' } });
     expect(handlers.calls).toEqual([]);
   });
@@ -102,7 +141,10 @@ describe('the IPC gate', () => {
     const gate = createIpcGate({ pageUrl, handlers, confirm: yes });
     gate.close();
     expect(gate.accepting).toBe(false);
-    await expect(gate.handle('status', ourFrame, {})).resolves.toMatchObject({ ok: false, error: { code: 'SHUTTING_DOWN' } });
+    await expect(gate.handle('status', ourFrame, {})).resolves.toMatchObject({
+      ok: false,
+      error: { code: 'SHUTTING_DOWN' },
+    });
     expect(handlers.calls).toEqual([]);
   });
 
@@ -116,10 +158,12 @@ describe('the IPC gate', () => {
 });
 
 describe('when the window asks for a decision (a compromised renderer holds every channel)', () => {
-  it('nothing is decided unless the person confirms it in main\'s own dialog', async () => {
+  it("nothing is decided unless the person confirms it in main's own dialog", async () => {
     const handlers = fakeHandlers();
     const no = answers(false);
-    const reply = await createIpcGate({ pageUrl, handlers, confirm: no }).handle('approvals.approve', ourFrame, { ticket: 4 });
+    const reply = await createIpcGate({ pageUrl, handlers, confirm: no }).handle('approvals.approve', ourFrame, {
+      ticket: 4,
+    });
     expect(reply).toMatchObject({ ok: false, error: { code: 'NOT_CONFIRMED' } });
     expect(no.asked).toEqual(['approvals.approve']);
     expect(handlers.calls).toEqual([]);
@@ -128,7 +172,9 @@ describe('when the window asks for a decision (a compromised renderer holds ever
   it('a dialog that fails to show decides nothing', async () => {
     const handlers = fakeHandlers();
     const broken: ConfirmDecision = () => Promise.reject(new Error('no display'));
-    await expect(createIpcGate({ pageUrl, handlers, confirm: broken }).handle('vault.lock', ourFrame, {})).resolves.toMatchObject({ ok: false, error: { code: 'NOT_CONFIRMED' } });
+    await expect(
+      createIpcGate({ pageUrl, handlers, confirm: broken }).handle('vault.lock', ourFrame, {}),
+    ).resolves.toMatchObject({ ok: false, error: { code: 'NOT_CONFIRMED' } });
     expect(handlers.calls).toEqual([]);
   });
 
@@ -139,16 +185,37 @@ describe('when the window asks for a decision (a compromised renderer holds ever
     await gate.handle('approvals.reject', ourFrame, { ticket: 5, reason: 'not now' });
     await gate.handle('approvals.list', ourFrame, {});
     expect(person.asked).toEqual(['approvals.reject']);
-    expect(handlers.callers).toEqual([{ surface: 'desktop', auth: 'desktop_confirmed' }, { surface: 'desktop', auth: 'desktop_window' }]);
+    expect(handlers.callers).toEqual([
+      { surface: 'desktop', auth: 'desktop_confirmed' },
+      { surface: 'desktop', auth: 'desktop_window' },
+    ]);
   });
 
-  it.each<BrokerApiMethod>(['approvals.approve', 'approvals.reject', 'approvals.cancel', 'approvals.abandon', 'actions.attest', 'actions.retry', 'sessions.approve', 'sessions.revoke', 'vault.lock', 'credentials.add', 'credentials.remove', 'config.edit'])(
-    '%s needs the dialog',
-    (method) => expect(needsConfirmation(method)).toBe(true),
-  );
+  it.each<BrokerApiMethod>([
+    'approvals.approve',
+    'approvals.reject',
+    'approvals.cancel',
+    'approvals.abandon',
+    'actions.attest',
+    'actions.retry',
+    'sessions.approve',
+    'sessions.revoke',
+    'vault.lock',
+    'credentials.add',
+    'credentials.remove',
+    'config.edit',
+  ])('%s needs the dialog', (method) => expect(needsConfirmation(method)).toBe(true));
 
-  it.each<BrokerApiMethod>(['status', 'approvals.list', 'actions.show', 'activity.list', 'metrics', 'vault.status', 'config.show', 'vault.unlock'])(
-    '%s does not (a read, or the unlock whose passphrase is its own proof)',
-    (method) => expect(needsConfirmation(method)).toBe(false),
+  it.each<BrokerApiMethod>([
+    'status',
+    'approvals.list',
+    'actions.show',
+    'activity.list',
+    'metrics',
+    'vault.status',
+    'config.show',
+    'vault.unlock',
+  ])('%s does not (a read, or the unlock whose passphrase is its own proof)', (method) =>
+    expect(needsConfirmation(method)).toBe(false),
   );
 });

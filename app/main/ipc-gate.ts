@@ -1,5 +1,12 @@
 import type { z } from 'zod';
-import { brokerApiMethods, brokerApiSchemas, isDecisionMethod, type BrokerApiMethod, type DesktopRefusalCode, type Reply } from '../../broker/contract/index.js';
+import {
+  brokerApiMethods,
+  brokerApiSchemas,
+  isDecisionMethod,
+  type BrokerApiMethod,
+  type DesktopRefusalCode,
+  type Reply,
+} from '../../broker/contract/index.js';
 
 /**
  * What main checks before an IPC call reaches the broker, as a pure gate (no Electron import, so
@@ -70,7 +77,9 @@ export const confirmedDesktopCaller = { surface: 'desktop', auth: 'desktop_confi
 
 export type DesktopCaller = typeof desktopCaller | typeof confirmedDesktopCaller;
 
-export type IpcHandlers = { readonly [M in BrokerApiMethod]: (input: unknown, caller: DesktopCaller) => Promise<Reply<unknown>> };
+export type IpcHandlers = {
+  readonly [M in BrokerApiMethod]: (input: unknown, caller: DesktopCaller) => Promise<Reply<unknown>>;
+};
 
 /**
  * Asks the person, in a dialog main owns (not the renderer's page), whether to make this decision. Resolves
@@ -119,7 +128,11 @@ export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers;
  * A compromised renderer holds every operator method's channel; what it cannot do is answer a dialog main
  * shows. So a decision from the window runs only after the person confirmed it there.
  */
-async function confirmThenDecide(options: { handlers: IpcHandlers; confirm: ConfirmDecision }, method: BrokerApiMethod, input: unknown): Promise<Reply<unknown>> {
+async function confirmThenDecide(
+  options: { handlers: IpcHandlers; confirm: ConfirmDecision },
+  method: BrokerApiMethod,
+  input: unknown,
+): Promise<Reply<unknown>> {
   let confirmed = false;
   try {
     confirmed = (await options.confirm(method, input)) === true;

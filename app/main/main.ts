@@ -39,8 +39,19 @@ import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
 import { createQuitGate, runShutdown } from './shutdown-sequence.js';
 import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
-import { chooseVaultKeyProtector, describeKeyProtectorChoice, keyProtectionFromEnv, runtimeKeyProtectorOptions } from './vault-key-protector.js';
-import { hardenContents, pageCspProblem, permissionAllowed, requestAllowed, windowWebPreferences } from './web-security.js';
+import {
+  chooseVaultKeyProtector,
+  describeKeyProtectorChoice,
+  keyProtectionFromEnv,
+  runtimeKeyProtectorOptions,
+} from './vault-key-protector.js';
+import {
+  hardenContents,
+  pageCspProblem,
+  permissionAllowed,
+  requestAllowed,
+  windowWebPreferences,
+} from './web-security.js';
 
 /**
  * The Electron composition root: one broker runtime for the data directory (the same core
@@ -66,7 +77,10 @@ app.enableSandbox();
 // Before ready, or Chromium will not treat app:// as a standard, secure origin.
 protocol.registerSchemesAsPrivileged([appSchemePrivileges]);
 
-const switchProblem = launchSwitchProblem({ isPackaged: app.isPackaged, hasSwitch: (name) => app.commandLine.hasSwitch(name) });
+const switchProblem = launchSwitchProblem({
+  isPackaged: app.isPackaged,
+  hasSwitch: (name) => app.commandLine.hasSwitch(name),
+});
 if (switchProblem !== undefined) {
   // Before the lock, the broker and any window: nothing exists for a debugger to drive.
   process.stderr.write(`postern: ${switchProblem}\n`);
@@ -89,11 +103,18 @@ async function main(): Promise<void> {
   app.on('web-contents-created', (_event, contents) => hardenContents(asHardenable(contents)));
   await app.whenReady();
   // Same rule as the CLI (which passes its choice in POSTERN_DATA_DIR), not Electron's userData.
-  const dataDir = resolveDataDir({ flag: undefined, env: process.env, platform: process.platform, home: os.homedir(), cwd: process.cwd() });
+  const dataDir = resolveDataDir({
+    flag: undefined,
+    env: process.env,
+    platform: process.platform,
+    home: os.homedir(),
+    cwd: process.cwd(),
+  });
   ensureDataDir(dataDir);
   pointSqliteAtElectronBuild();
   const cspProblem = pageCspProblem(readFileSync(rendererIndex, 'utf8'));
-  if (cspProblem !== undefined) throw new Error(`The operator UI at ${rendererIndex} is not safe to show: ${cspProblem}.`);
+  if (cspProblem !== undefined)
+    throw new Error(`The operator UI at ${rendererIndex} is not safe to show: ${cspProblem}.`);
   Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate(surface.menu)));
   hardenSession();
 
@@ -102,9 +123,19 @@ async function main(): Promise<void> {
   const keyProtector = await chooseVaultKeyProtector(process.platform, safeStorage);
   console.info(describeKeyProtectorChoice(keyProtector, keyProtection));
   const protectorOptions = runtimeKeyProtectorOptions(keyProtector, keyProtection);
-  const runtime = await createBrokerRuntime({ dataDir, mode: 'desktop', version: app.getVersion(), startedAtMs: Date.now(), ...protectorOptions });
+  const runtime = await createBrokerRuntime({
+    dataDir,
+    mode: 'desktop',
+    version: app.getVersion(),
+    startedAtMs: Date.now(),
+    ...protectorOptions,
+  });
   const handlers = createOperatorHandlers(runtime.broker);
-  const gate = createIpcGate({ pageUrl: appPageUrl, handlers, confirm: (method, input) => confirmInMain(handlers, method, input) });
+  const gate = createIpcGate({
+    pageUrl: appPageUrl,
+    handlers,
+    confirm: (method, input) => confirmInMain(handlers, method, input),
+  });
   registerApiChannels(gate);
   const watching = watchApprovals(handlers);
   const stopForwarding = forwardChanges(runtime, watching.pollNow);
@@ -125,7 +156,11 @@ async function main(): Promise<void> {
 
 /** Inside Electron the journal must load better-sqlite3's Electron build, never node_modules' Node build. */
 function pointSqliteAtElectronBuild(): void {
-  const file = electronSqliteBinding({ isPackaged: app.isPackaged, resourcesPath: process.resourcesPath, appPath: app.getAppPath() });
+  const file = electronSqliteBinding({
+    isPackaged: app.isPackaged,
+    resourcesPath: process.resourcesPath,
+    appPath: app.getAppPath(),
+  });
   if (!existsSync(file)) throw new Error(missingSqliteBuildMessage(file, app.isPackaged));
   process.env[sqliteBindingEnv] = file;
 }
@@ -168,18 +203,24 @@ function hardenSession(): void {
   ses.protocol.handle(appScheme, (request) => handleAppRequest(request, rendererDir));
   ses.setPermissionRequestHandler((_contents, permission, callback) => callback(permissionAllowed(permission)));
   ses.setPermissionCheckHandler((_contents, permission) => permissionAllowed(permission));
-  ses.webRequest.onBeforeRequest((details, callback) => callback({ cancel: !requestAllowed(details.url, { devTools: surface.devTools }) }));
+  ses.webRequest.onBeforeRequest((details, callback) =>
+    callback({ cancel: !requestAllowed(details.url, { devTools: surface.devTools }) }),
+  );
 }
 
 /** The pure menu (readonly data) as the mutable template Electron's builder takes. */
 function menuTemplate(entries: readonly MenuEntry[]): MenuItemConstructorOptions[] {
-  return entries.map(({ submenu, ...entry }) => (submenu === undefined ? { ...entry } : { ...entry, submenu: menuTemplate(submenu) }));
+  return entries.map(({ submenu, ...entry }) =>
+    submenu === undefined ? { ...entry } : { ...entry, submenu: menuTemplate(submenu) },
+  );
 }
 
 /** One ipcMain handler per operator method (the contract's list); the gate checks sender and input. */
 function registerApiChannels(gate: IpcGate): void {
   for (const method of brokerApiMethods) {
-    ipcMain.handle(apiChannel(method), (event: IpcMainInvokeEvent, input: unknown) => gate.handle(method, senderFacts(event), input));
+    ipcMain.handle(apiChannel(method), (event: IpcMainInvokeEvent, input: unknown) =>
+      gate.handle(method, senderFacts(event), input),
+    );
   }
 }
 
@@ -312,9 +353,16 @@ function handleQuit(runtime: BrokerRuntime, handlers: OperatorHandlers, gate: Ip
       sleep: (ms) => sleep(ms),
     })
       .then((report) => {
-        if (!report.drained) process.stderr.write(`postern: quit after ${report.waitedMs} ms with ${report.leftInFlight} action(s) still in flight; the journal records them at the next start\n`);
+        if (!report.drained)
+          process.stderr.write(
+            `postern: quit after ${report.waitedMs} ms with ${report.leftInFlight} action(s) still in flight; the journal records them at the next start\n`,
+          );
       })
-      .catch((error: unknown) => process.stderr.write(`postern: closing the broker failed: ${error instanceof Error ? error.message : String(error)}\n`))
+      .catch((error: unknown) =>
+        process.stderr.write(
+          `postern: closing the broker failed: ${error instanceof Error ? error.message : String(error)}\n`,
+        ),
+      )
       .finally(() => {
         quitGate.finished();
         tray?.destroy();
@@ -336,8 +384,19 @@ async function confirmInMain(handlers: OperatorHandlers, method: BrokerApiMethod
     card = listed.ok ? listed.value.cards.find((c) => c.ticket === ticket) : undefined;
   }
   const words = describeDecision(method, input, card);
-  const options = { type: 'question' as const, buttons: ['Cancel', words.confirmLabel], defaultId: 0, cancelId: 0, noLink: true, message: words.message, detail: words.detail };
+  const options = {
+    type: 'question' as const,
+    buttons: ['Cancel', words.confirmLabel],
+    defaultId: 0,
+    cancelId: 0,
+    noLink: true,
+    message: words.message,
+    detail: words.detail,
+  };
   const win = mainWindow;
-  const { response } = win === undefined || win.isDestroyed() ? await dialog.showMessageBox(options) : await dialog.showMessageBox(win, options);
+  const { response } =
+    win === undefined || win.isDestroyed()
+      ? await dialog.showMessageBox(options)
+      : await dialog.showMessageBox(win, options);
   return response === 1;
 }

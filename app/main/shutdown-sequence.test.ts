@@ -41,7 +41,15 @@ describe('the quit sequence', () => {
   it('when actions are in flight, waits for them to settle before closing the journal', async () => {
     const steps = fakeSteps([2, 1, 0]);
     await expect(runShutdown(steps, bounds)).resolves.toEqual({ drained: true, leftInFlight: 0, waitedMs: 200 });
-    expect(steps.log).toEqual(['stop intake', 'in flight 2', 'sleep 100', 'in flight 1', 'sleep 100', 'in flight 0', 'close runtime']);
+    expect(steps.log).toEqual([
+      'stop intake',
+      'in flight 2',
+      'sleep 100',
+      'in flight 1',
+      'sleep 100',
+      'in flight 0',
+      'close runtime',
+    ]);
   });
 
   it('when an action never settles, closes anyway once the bound has passed', async () => {

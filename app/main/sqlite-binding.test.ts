@@ -4,14 +4,33 @@ import { electronSqliteBinding, missingSqliteBuildMessage } from './sqlite-bindi
 
 describe('where main finds better-sqlite3’s Electron build', () => {
   it('when packaged: the native-electron extra resource', () => {
-    expect(electronSqliteBinding({ isPackaged: true, resourcesPath: '/opt/Postern/resources', appPath: '/opt/Postern/resources/app.asar' })).toBe(
-      path.join('/opt/Postern/resources', 'native-electron', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'),
+    expect(
+      electronSqliteBinding({
+        isPackaged: true,
+        resourcesPath: '/opt/Postern/resources',
+        appPath: '/opt/Postern/resources/app.asar',
+      }),
+    ).toBe(
+      path.join(
+        '/opt/Postern/resources',
+        'native-electron',
+        'better-sqlite3',
+        'build',
+        'Release',
+        'better_sqlite3.node',
+      ),
     );
   });
 
   it('when run from the repository: dist/native-electron, never node_modules', () => {
-    const file = electronSqliteBinding({ isPackaged: false, resourcesPath: '/x/electron/dist/resources', appPath: '/work/main' });
-    expect(file).toBe(path.join('/work/main', 'dist', 'native-electron', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'));
+    const file = electronSqliteBinding({
+      isPackaged: false,
+      resourcesPath: '/x/electron/dist/resources',
+      appPath: '/work/main',
+    });
+    expect(file).toBe(
+      path.join('/work/main', 'dist', 'native-electron', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'),
+    );
     expect(file).not.toContain('node_modules');
   });
 

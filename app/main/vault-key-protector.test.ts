@@ -17,14 +17,18 @@ import {
  * Electron's binary cannot run here, so safeStorage is a stand-in that really encrypts
  * (AES-256-GCM under a key only it holds, like the OS keyring's) and records what it was asked.
  */
-function standInSafeStorage(options: { backend?: string | 'throws'; available?: boolean | 'throws' | 'never'; rotated?: boolean } = {}) {
+function standInSafeStorage(
+  options: { backend?: string | 'throws'; available?: boolean | 'throws' | 'never'; rotated?: boolean } = {},
+) {
   const key = randomBytes(32);
   const asked: string[] = [];
   const storage: SafeStorageLike = {
     isAsyncEncryptionAvailable: () => {
       asked.push('available');
       if (options.available === 'never') return new Promise<boolean>(() => undefined);
-      return options.available === 'throws' ? Promise.reject(new Error('no keyring')) : Promise.resolve(options.available ?? true);
+      return options.available === 'throws'
+        ? Promise.reject(new Error('no keyring'))
+        : Promise.resolve(options.available ?? true);
     },
     getSelectedStorageBackend: () => {
       asked.push('backend');
@@ -114,7 +118,9 @@ describe('when safeStorage would protect nothing or cannot work', () => {
   });
 
   it('a keyring that never answers is given up on after the bound, not waited for', async () => {
-    const choice = await chooseVaultKeyProtector('linux', standInSafeStorage({ available: 'never' }).storage, { availabilityWaitMs: 20 });
+    const choice = await chooseVaultKeyProtector('linux', standInSafeStorage({ available: 'never' }).storage, {
+      availabilityWaitMs: 20,
+    });
     expect(choice).toMatchObject({ use: false, reason: expect.stringMatching(/did not answer in time/) });
   });
 
@@ -142,7 +148,10 @@ describe('what main passes to the runtime', () => {
   it('a protector only when the choice says to use it, and the log line says what happens', async () => {
     const yes = await chooseVaultKeyProtector('darwin', standInSafeStorage().storage);
     const no = await chooseVaultKeyProtector('linux', standInSafeStorage({ backend: 'basic_text' }).storage);
-    expect(runtimeKeyProtectorOptions(yes, 'apply')).toEqual({ vaultKeyProtector: yes.use ? yes.protector : undefined, vaultKeyProtection: 'apply' });
+    expect(runtimeKeyProtectorOptions(yes, 'apply')).toEqual({
+      vaultKeyProtector: yes.use ? yes.protector : undefined,
+      vaultKeyProtection: 'apply',
+    });
     expect(runtimeKeyProtectorOptions(no, 'remove')).toEqual({});
     expect(describeKeyProtectorChoice(yes)).toContain('safeStorage (keychain) protects the vault key');
     expect(describeKeyProtectorChoice(yes, 'remove')).toContain('taken off the vault key at its next unlock');
@@ -157,16 +166,30 @@ describe('when the desktop runtime gets the protector (the same call main makes)
     const safeStorage = standInSafeStorage().storage;
     try {
       const choice = await chooseVaultKeyProtector('darwin', safeStorage);
-      const desktop = await createBrokerRuntime({ ...base, mode: 'desktop', ...runtimeKeyProtectorOptions(choice, keyProtectionFromEnv({})) });
+      const desktop = await createBrokerRuntime({
+        ...base,
+        mode: 'desktop',
+        ...runtimeKeyProtectorOptions(choice, keyProtectionFromEnv({})),
+      });
       await desktop.vault.init(Buffer.from(passphrase));
       await desktop.close();
-      const files = Buffer.concat(readdirSync(dataDir).filter((f) => f.startsWith('vault.sqlite')).map((f) => readFileSync(path.join(dataDir, f))));
+      const files = Buffer.concat(
+        readdirSync(dataDir)
+          .filter((f) => f.startsWith('vault.sqlite'))
+          .map((f) => readFileSync(path.join(dataDir, f))),
+      );
       expect(files.includes(Buffer.from('keychain'))).toBe(true);
 
-      await expect(createBrokerRuntime({ ...base, mode: 'headless', vaultPassphrase: Buffer.from(passphrase) })).rejects.toMatchObject({
+      await expect(
+        createBrokerRuntime({ ...base, mode: 'headless', vaultPassphrase: Buffer.from(passphrase) }),
+      ).rejects.toMatchObject({
         code: 'VAULT_KEY_PROTECTED',
       });
-      const again = await createBrokerRuntime({ ...base, mode: 'desktop', ...runtimeKeyProtectorOptions(await chooseVaultKeyProtector('darwin', safeStorage), 'apply') });
+      const again = await createBrokerRuntime({
+        ...base,
+        mode: 'desktop',
+        ...runtimeKeyProtectorOptions(await chooseVaultKeyProtector('darwin', safeStorage), 'apply'),
+      });
       try {
         await again.vault.unlock(Buffer.from(passphrase));
         expect(again.vault.state()).toBe('unlocked');

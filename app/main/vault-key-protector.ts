@@ -1,4 +1,9 @@
-import { chooseKeyProtector, keyProtectorBackend, type VaultKeyProtection, type VaultKeyProtector } from '../../broker/host/index.js';
+import {
+  chooseKeyProtector,
+  keyProtectorBackend,
+  type VaultKeyProtection,
+  type VaultKeyProtector,
+} from '../../broker/host/index.js';
 
 export type { VaultKeyProtector } from '../../broker/host/index.js';
 
@@ -84,7 +89,8 @@ function safeStorageProtector(backend: string, safeStorage: SafeStorageLike): Va
 }
 
 function checkSize(bytes: Uint8Array, field: string): void {
-  if (bytes.byteLength === 0 || bytes.byteLength > protectedKeyBytesMax) throw new RangeError(`${field} must be 1..${protectedKeyBytesMax} bytes, not ${bytes.byteLength}`);
+  if (bytes.byteLength === 0 || bytes.byteLength > protectedKeyBytesMax)
+    throw new RangeError(`${field} must be 1..${protectedKeyBytesMax} bytes, not ${bytes.byteLength}`);
 }
 
 /**
@@ -110,7 +116,10 @@ export function runtimeKeyProtectorOptions(
 }
 
 /** One line for the log: what happens to the vault key, never any key material. */
-export function describeKeyProtectorChoice(choice: VaultKeyProtectorChoice, protection: VaultKeyProtection = 'apply'): string {
+export function describeKeyProtectorChoice(
+  choice: VaultKeyProtectorChoice,
+  protection: VaultKeyProtection = 'apply',
+): string {
   if (!choice.use) {
     // A vault protected earlier stays protected and refuses to unlock (VAULT_KEY_PROTECTED) until safeStorage works again.
     const removal = protection === 'remove' ? `; ${keyProtectionEnvName}=remove cannot take effect` : '';

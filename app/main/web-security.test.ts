@@ -94,9 +94,12 @@ describe('every web contents', () => {
 });
 
 describe('permissions', () => {
-  it.each(['notifications', 'media', 'geolocation', 'clipboard-read', 'openExternal', 'fullscreen'])('refuses %s', (permission) => {
-    expect(permissionAllowed(permission)).toBe(false);
-  });
+  it.each(['notifications', 'media', 'geolocation', 'clipboard-read', 'openExternal', 'fullscreen'])(
+    'refuses %s',
+    (permission) => {
+      expect(permissionAllowed(permission)).toBe(false);
+    },
+  );
 });
 
 describe('no remote content', () => {
@@ -125,10 +128,15 @@ describe('no remote content', () => {
 });
 
 describe('the page’s Content-Security-Policy', () => {
-  const meta = (policy: string) => `<head><meta http-equiv="Content-Security-Policy" content="${policy.replaceAll("'", '&#39;')}"></head>`;
+  const meta = (policy: string) =>
+    `<head><meta http-equiv="Content-Security-Policy" content="${policy.replaceAll("'", '&#39;')}"></head>`;
 
   it('accepts the policy the renderer build writes', () => {
-    expect(pageCspProblem(meta("default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"))).toBeUndefined();
+    expect(
+      pageCspProblem(
+        meta("default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"),
+      ),
+    ).toBeUndefined();
   });
 
   it.each([

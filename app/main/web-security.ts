@@ -84,7 +84,9 @@ export function requestAllowed(url: string, options: { devTools: boolean }): boo
   }
   if (parsed.protocol === 'devtools:') return options.devTools;
   if (parsed.protocol !== `${appScheme}:`) return false;
-  return parsed.hostname.toLowerCase() === appHost && parsed.port === '' && parsed.username === '' && parsed.password === '';
+  return (
+    parsed.hostname.toLowerCase() === appHost && parsed.port === '' && parsed.username === '' && parsed.password === ''
+  );
 }
 
 /**
@@ -115,5 +117,8 @@ export function cspProblem(policy: string): string | undefined {
 }
 
 function decodeEntities(text: string): string {
-  return text.replace(/&#39;|&#x27;|&apos;/gi, "'").replace(/&quot;/gi, '"').replace(/&amp;/gi, '&');
+  return text
+    .replace(/&#39;|&#x27;|&apos;/gi, "'")
+    .replace(/&quot;/gi, '"')
+    .replace(/&amp;/gi, '&');
 }

@@ -15,7 +15,10 @@ type OperatorBridge = {
 };
 
 const bridge = Object.fromEntries(
-  brokerApiMethods.map((method) => [method, (input: unknown) => ipcRenderer.invoke(apiChannel(method), input) as Promise<Reply<unknown>>]),
+  brokerApiMethods.map((method) => [
+    method,
+    (input: unknown) => ipcRenderer.invoke(apiChannel(method), input) as Promise<Reply<unknown>>,
+  ]),
 ) as OperatorBridge;
 
 contextBridge.exposeInMainWorld('postern', bridge);
@@ -29,7 +32,10 @@ const changes = {
   subscribe(listener: (notice: { seq: number; topics: string[] }) => void): () => void {
     const forward = (_event: unknown, notice: { seq?: unknown; topics?: unknown }): void => {
       if (typeof notice?.seq !== 'number' || !Array.isArray(notice.topics)) return;
-      listener({ seq: notice.seq, topics: notice.topics.filter((topic): topic is string => typeof topic === 'string') });
+      listener({
+        seq: notice.seq,
+        topics: notice.topics.filter((topic): topic is string => typeof topic === 'string'),
+      });
     };
     ipcRenderer.on(changeChannel, forward);
     return () => void ipcRenderer.removeListener(changeChannel, forward);

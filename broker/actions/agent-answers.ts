@@ -25,10 +25,22 @@ export interface StoredHttpResponse {
 }
 
 /** A refusal that belongs to no action (bad read-tool arguments, a revoked session, a bad wait). */
-export function refusal(code: ErrorCode, message: string, retry: AgentRefusal['error']['retry'], field?: string): ToolAnswer {
+export function refusal(
+  code: ErrorCode,
+  message: string,
+  retry: AgentRefusal['error']['retry'],
+  field?: string,
+): ToolAnswer {
   const structured: AgentRefusal = {
     invocation_id: null,
-    error: { code, phase: 'validation', outcome: 'not_attempted', retry, message: message.slice(0, 1000), ...(field === undefined ? {} : { field }) },
+    error: {
+      code,
+      phase: 'validation',
+      outcome: 'not_attempted',
+      retry,
+      message: message.slice(0, 1000),
+      ...(field === undefined ? {} : { field }),
+    },
   };
   return { isError: true, structured: agentToolReplySchema.parse(structured), text: `${code}: ${message}` };
 }
@@ -38,7 +50,18 @@ export interface ActionAnswerParts {
   readonly state: ActionState | undefined;
   readonly queue?: QueuePosition | null;
   readonly response?: HttpActionResponse | StoredHttpResponse;
-  readonly output?: SshActionOutput | { exit_status?: number; exit_signal?: string; stdout: Buffer; stderr: Buffer; stdout_bytes: number; stderr_bytes: number; truncated: boolean; output_complete: boolean };
+  readonly output?:
+    | SshActionOutput
+    | {
+        exit_status?: number;
+        exit_signal?: string;
+        stdout: Buffer;
+        stderr: Buffer;
+        stdout_bytes: number;
+        stderr_bytes: number;
+        truncated: boolean;
+        output_complete: boolean;
+      };
   /** Replaces the generated text's tail, e.g. "(timed out after 5000 ms; …)". */
   readonly note?: string;
 }
@@ -71,11 +94,16 @@ function answerText(p: ActionAnswerParts): string {
   else if (e.error !== undefined) {
     const field = e.error.field === undefined ? '' : ` (field ${e.error.field})`;
     head = `${t} ${e.error.outcome}: ${e.error.code}${field}${e.evidence.response_status === undefined ? '' : ` (HTTP ${e.evidence.response_status})`}`;
-  }
-  else if (p.state?.outcome === 'committed' || p.state?.outcome === 'rejected') {
-    const detail = e.evidence.response_status !== undefined ? `HTTP ${e.evidence.response_status}` : e.evidence.exit_status !== undefined ? `exit ${e.evidence.exit_status}` : (e.effect ?? '');
+  } else if (p.state?.outcome === 'committed' || p.state?.outcome === 'rejected') {
+    const detail =
+      e.evidence.response_status !== undefined
+        ? `HTTP ${e.evidence.response_status}`
+        : e.evidence.exit_status !== undefined
+          ? `exit ${e.evidence.exit_status}`
+          : (e.effect ?? '');
     head = `${t} ${p.state.outcome}: ${detail}`;
-  } else if (p.state?.dispatch_seq !== null && p.state !== undefined) head = `${t} dispatched, outcome not recorded yet`;
+  } else if (p.state?.dispatch_seq !== null && p.state !== undefined)
+    head = `${t} dispatched, outcome not recorded yet`;
   else head = `${t} ${p.state?.outcome ?? 'waiting'}`;
   return p.note === undefined ? head : `${head} ${p.note}`;
 }
@@ -95,7 +123,16 @@ function httpResponse(r: NonNullable<ActionAnswerParts['response']>): AgentHttpR
   };
 }
 
-function sshOutput(o: NonNullable<ActionAnswerParts['output']>): { exit_status?: number; exit_signal?: string; stdout: string; stderr: string; stdout_bytes: number; stderr_bytes: number; truncated: boolean; output_complete: boolean } {
+function sshOutput(o: NonNullable<ActionAnswerParts['output']>): {
+  exit_status?: number;
+  exit_signal?: string;
+  stdout: string;
+  stderr: string;
+  stdout_bytes: number;
+  stderr_bytes: number;
+  truncated: boolean;
+  output_complete: boolean;
+} {
   return {
     ...(o.exit_status === undefined ? {} : { exit_status: o.exit_status }),
     ...(o.exit_signal === undefined ? {} : { exit_signal: o.exit_signal }),

@@ -1,5 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { agentRouteListSchema, agentToolReplySchema, CodedError, isCodedError, type AgentPeer, type AgentToolReply } from '../contract/index.js';
+import {
+  agentRouteListSchema,
+  agentToolReplySchema,
+  CodedError,
+  isCodedError,
+  type AgentPeer,
+  type AgentToolReply,
+} from '../contract/index.js';
 import { SessionRegistry } from '../agent/session-registry.js';
 import { createRandomIdSource, type CredentialVault, type ToolAnswer } from '../ports/index.js';
 import type { PosternConfig } from '../config/index.js';
@@ -15,9 +22,26 @@ let f: QueueFixture;
 let backend: RunningAgentBackend;
 const alive = new Set<number>();
 
-const peer = (pid: number): AgentPeer => ({ pid, uid: 1000, gid: 1000, start_time: String(pid * 7), ppid: 1, exe: '/usr/bin/agent', cwd: '/work', parent_exe: '/usr/bin/editor' });
+const peer = (pid: number): AgentPeer => ({
+  pid,
+  uid: 1000,
+  gid: 1000,
+  start_time: String(pid * 7),
+  ppid: 1,
+  exe: '/usr/bin/agent',
+  cwd: '/work',
+  parent_exe: '/usr/bin/editor',
+});
 
-async function open(agentsYaml?: string, over: { config?: PosternConfig; results?: (real: ResultStore) => ResultStore; vault?: (real: CredentialVault) => CredentialVault; openActionsMax?: number } = {}): Promise<void> {
+async function open(
+  agentsYaml?: string,
+  over: {
+    config?: PosternConfig;
+    results?: (real: ResultStore) => ResultStore;
+    vault?: (real: CredentialVault) => CredentialVault;
+    openActionsMax?: number;
+  } = {},
+): Promise<void> {
   f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
   backend = await createAgentBackend({
     journal: f.h.temp.journal,
@@ -44,7 +68,10 @@ afterEach(async () => {
 
 const servers: AdversarialHttpServer[] = [];
 /** A backend whose one route (docs, approval none, lane route:docs) goes to a scripted remote. */
-async function openWithRemote(behavior: Behavior, results?: (real: ResultStore) => ResultStore): Promise<AdversarialHttpServer> {
+async function openWithRemote(
+  behavior: Behavior,
+  results?: (real: ResultStore) => ResultStore,
+): Promise<AdversarialHttpServer> {
   const remote = await AdversarialHttpServer.start({ script: () => behavior });
   servers.push(remote);
   await open(undefined, { config: localRouteConfig(remote.port), ...(results === undefined ? {} : { results }) });
@@ -78,7 +105,12 @@ describe('when an agent process connects', () => {
     const first = await backend.openSession(peer(501), { name: 'claude', version: '2' });
     expect(first.session_id).toBe(sessionIdFor('boot-test', peer(501)));
     expect((await backend.openSession(peer(501), { name: 'other label' })).session_id).toBe(first.session_id);
-    expect(f.h.temp.journal.getSession(first.session_id)).toMatchObject({ status: 'pending', pid: 501, exe: '/usr/bin/agent', client_name: 'claude' });
+    expect(f.h.temp.journal.getSession(first.session_id)).toMatchObject({
+      status: 'pending',
+      pid: 501,
+      exe: '/usr/bin/agent',
+      client_name: 'claude',
+    });
     expect(f.queue.isConnected(first.session_id)).toBe(true);
   });
 
@@ -108,9 +140,16 @@ describe('when an agent process connects', () => {
   it('a revoked session is refused: its process cannot reconnect and its calls are SESSION_REVOKED', async () => {
     const sessionId = await approvedSession(502);
     await f.queue.revokeSession(sessionId, person, 'unknown agent');
-    const answer = await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/1', body: 'x' }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'plain', method: 'POST', path: '/documents/1', body: 'x' },
+      never,
+    );
     expect(reply(answer)).toMatchObject({ invocation_id: null, error: { code: 'SESSION_REVOKED' } });
-    await expect(backend.openSession(peer(502), {})).rejects.toSatisfy((e) => isCodedError(e) && e.code === 'SESSION_REVOKED');
+    await expect(backend.openSession(peer(502), {})).rejects.toSatisfy(
+      (e) => isCodedError(e) && e.code === 'SESSION_REVOKED',
+    );
     expect(f.server.arrivals).toHaveLength(0);
   });
 });
@@ -120,8 +159,16 @@ describe('when observe mode is configured', () => {
     await open('  session_approval: observe');
     alive.add(503);
     const { session_id } = await backend.openSession(peer(503), {});
-    expect(f.h.temp.journal.getSession(session_id)).toMatchObject({ status: 'approved', approved_by: 'policy:observe' });
-    const answer = await backend.call(session_id, 'http_request', { route: 'sess', method: 'POST', path: '/x', body: '{"marker":"S"}' }, never);
+    expect(f.h.temp.journal.getSession(session_id)).toMatchObject({
+      status: 'approved',
+      approved_by: 'policy:observe',
+    });
+    const answer = await backend.call(
+      session_id,
+      'http_request',
+      { route: 'sess', method: 'POST', path: '/x', body: '{"marker":"S"}' },
+      never,
+    );
     expect(reply(answer).error).toBeUndefined();
     expect(f.server.markers()).toEqual(['S']);
   });
@@ -134,32 +181,61 @@ describe('when an agent calls a tool', () => {
 
   it('a successful call answers the envelope, the response, ticket and lane, and a short text', async () => {
     const sessionId = await approvedSession(601);
-    const answer = await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/3', body: '{"marker":"ok"}' }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'plain', method: 'POST', path: '/documents/3', body: '{"marker":"ok"}' },
+      never,
+    );
     const r = actionReply(answer);
     expect(answer.isError).toBe(false);
-    expect(r).toMatchObject({ lane: 'document-3', caller_disposition: 'completed', response: { status: 200, body_encoding: 'utf8', body: '{"received":"ok"}' } });
+    expect(r).toMatchObject({
+      lane: 'document-3',
+      caller_disposition: 'completed',
+      response: { status: 200, body_encoding: 'utf8', body: '{"received":"ok"}' },
+    });
     expect(answer.text).toBe(`ticket #${r.ticket ?? 0} committed: HTTP 200`);
   });
 
   it('the caller’s timeout: CALLER_DEADLINE_EXCEEDED, timed_out with its queue position; the action keeps its place and is fetched later', async () => {
     const sessionId = await approvedSession(602);
-    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/7', body: '{"marker":"late"}', timeout_ms: 50 }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/7', body: '{"marker":"late"}', timeout_ms: 50 },
+      never,
+    );
     const r = actionReply(answer);
     const actionId = r.invocation_id;
-    expect(r).toMatchObject({ caller_disposition: 'timed_out', queue: { waiting: 'approval', text: 'waiting for approval' } });
+    expect(r).toMatchObject({
+      caller_disposition: 'timed_out',
+      queue: { waiting: 'approval', text: 'waiting for approval' },
+    });
     expect(answer.isError).toBe(false);
-    expect(answer.text).toContain(`ticket #${r.ticket ?? 0} waiting for approval (stopped waiting after 50 ms, waiting for approval; action ${actionId} keeps its place`);
+    expect(answer.text).toContain(
+      `ticket #${r.ticket ?? 0} waiting for approval (stopped waiting after 50 ms, waiting for approval; action ${actionId} keeps its place`,
+    );
     expect(answer.text).toContain('action_status');
-    expect(f.events(actionId).map((e) => e.kind)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'CALLER_DEADLINE_EXCEEDED']);
+    expect(f.events(actionId).map((e) => e.kind)).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CARD_SHOWN',
+      'CALLER_DEADLINE_EXCEEDED',
+    ]);
     const [card] = await waitForCardCount(f.queue, 1);
     expect(card?.action_id).toBe(actionId);
     await f.queue.approve(card?.ticket ?? 0, person);
     // The long-poll waits for the record, not a time: it answers once the outcome is recorded.
-    const polled = actionReply(await backend.call(sessionId, 'action_status', { action_id: actionId, wait_ms: 20_000 }, never));
+    const polled = actionReply(
+      await backend.call(sessionId, 'action_status', { action_id: actionId, wait_ms: 20_000 }, never),
+    );
     expect(polled).toMatchObject({ effect: 'succeeded', decision: { state: 'approved', by: { kind: 'person' } } });
     expect(f.h.temp.journal.getAction(actionId)?.result_id).not.toBeNull();
     const fetched = await backend.call(sessionId, 'fetch_result', { action_id: actionId }, never);
-    expect(reply(fetched)).toMatchObject({ response: { status: 200, body: '{"received":"late"}' }, caller_disposition: 'timed_out' });
+    expect(reply(fetched)).toMatchObject({
+      response: { status: 200, body: '{"received":"late"}' },
+      caller_disposition: 'timed_out',
+    });
     // A fetch is a read: it journals nothing; RESULT_DELIVERED follows the socket's report that the answer was written.
     const handoff = fetched.handoff ?? expect.unreachable('a fetched result names its handoff');
     expect(handoff).toEqual({ action_id: actionId, result_id: f.h.temp.journal.getAction(actionId)?.result_id });
@@ -174,11 +250,19 @@ describe('when an agent calls a tool', () => {
   it('the caller cancelling before dispatch: caller event and CANCELLED in one commit, nothing is ever sent', async () => {
     const sessionId = await approvedSession(603);
     const controller = new AbortController();
-    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/7', body: '{"marker":"x"}' }, controller.signal);
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/7', body: '{"marker":"x"}' },
+      controller.signal,
+    );
     const [card] = await waitForCardCount(f.queue, 1);
     controller.abort('cancelled');
     const r = reply(await call);
-    expect(r).toMatchObject({ caller_disposition: 'canceled', error: { code: 'CALLER_CANCELLED', outcome: 'not_attempted' } });
+    expect(r).toMatchObject({
+      caller_disposition: 'canceled',
+      error: { code: 'CALLER_CANCELLED', outcome: 'not_attempted' },
+    });
     const events = f.events(r.invocation_id as string);
     expect(events.map((e) => e.kind).slice(-2)).toEqual(['CALLER_CANCELLED', 'CANCELLED']);
     expect(events.at(-1)?.seq).toBe((events.at(-2)?.seq ?? 0) + 1);
@@ -189,34 +273,66 @@ describe('when an agent calls a tool', () => {
   it('the connection going away before dispatch: CALLER_DISCONNECTED and CANCELLED, nothing sent', async () => {
     const sessionId = await approvedSession(610);
     const controller = new AbortController();
-    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/4', body: '{"marker":"d"}' }, controller.signal);
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/4', body: '{"marker":"d"}' },
+      controller.signal,
+    );
     await waitForCardCount(f.queue, 1);
     controller.abort('disconnected');
     const r = actionReply(await call);
-    expect(r).toMatchObject({ caller_disposition: 'disconnected', error: { code: 'CALLER_CANCELLED', outcome: 'not_attempted' }, outcome_basis: 'caller_disconnected_before_dispatch' });
-    expect(f.events(r.invocation_id).map((e) => e.kind).slice(-2)).toEqual(['CALLER_DISCONNECTED', 'CANCELLED']);
+    expect(r).toMatchObject({
+      caller_disposition: 'disconnected',
+      error: { code: 'CALLER_CANCELLED', outcome: 'not_attempted' },
+      outcome_basis: 'caller_disconnected_before_dispatch',
+    });
+    expect(
+      f
+        .events(r.invocation_id)
+        .map((e) => e.kind)
+        .slice(-2),
+    ).toEqual(['CALLER_DISCONNECTED', 'CANCELLED']);
     expect(f.queue.cards()).toEqual([]);
   });
 
   it('cancel_action, action_status and fetch_result see only this session’s actions', async () => {
     const mine = await approvedSession(604);
     const theirs = await approvedSession(605);
-    const done = reply(await backend.call(mine, 'http_request', { route: 'plain', method: 'POST', path: '/documents/1', body: '{"marker":"m"}' }, never));
+    const done = reply(
+      await backend.call(
+        mine,
+        'http_request',
+        { route: 'plain', method: 'POST', path: '/documents/1', body: '{"marker":"m"}' },
+        never,
+      ),
+    );
     for (const tool of ['action_status', 'fetch_result', 'cancel_action'] as const) {
       const refused = reply(await backend.call(theirs, tool, { action_id: done.invocation_id }, never));
       expect(refused).toMatchObject({ invocation_id: null, error: { code: 'NOT_FOUND', field: 'action_id' } });
       // A refusal to read says nothing about the action: it was dispatched and committed, yet no outcome is named.
       expect(refused.error).not.toHaveProperty('outcome');
     }
-    expect(reply(await backend.call(mine, 'action_status', { action_id: done.invocation_id }, never))).toMatchObject({ invocation_id: done.invocation_id, effect: 'succeeded' });
+    expect(reply(await backend.call(mine, 'action_status', { action_id: done.invocation_id }, never))).toMatchObject({
+      invocation_id: done.invocation_id,
+      effect: 'succeeded',
+    });
   });
 
   it('cancel_action on a waiting action closes it before dispatch', async () => {
     const sessionId = await approvedSession(606);
-    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"c"}' }, never);
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"c"}' },
+      never,
+    );
     const [card] = await waitForCardCount(f.queue, 1);
     const cancelled = reply(await backend.call(sessionId, 'cancel_action', { action_id: card?.action_id }, never));
-    expect(cancelled).toMatchObject({ caller_disposition: 'canceled', error: { code: 'CALLER_CANCELLED', outcome: 'not_attempted' } });
+    expect(cancelled).toMatchObject({
+      caller_disposition: 'canceled',
+      error: { code: 'CALLER_CANCELLED', outcome: 'not_attempted' },
+    });
     expect(reply(await call).error?.code).toBe('CALLER_CANCELLED');
     expect(f.server.arrivals).toHaveLength(0);
   });
@@ -224,10 +340,19 @@ describe('when an agent calls a tool', () => {
   it('an invalid timeout_ms is refused with its field and nothing is journaled; other bad fields are journaled by the executor', async () => {
     const sessionId = await approvedSession(607);
     const before = f.h.temp.journal.stats().events;
-    const bad = reply(await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/x', timeout_ms: 0 }, never));
+    const bad = reply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'plain', method: 'POST', path: '/x', timeout_ms: 0 },
+        never,
+      ),
+    );
     expect(bad).toMatchObject({ invocation_id: null, error: { code: 'INVALID_ARGUMENT', field: 'timeout_ms' } });
     expect(f.h.temp.journal.stats().events).toBe(before);
-    const malformed = actionReply(await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST' }, never));
+    const malformed = actionReply(
+      await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST' }, never),
+    );
     expect(malformed).toMatchObject({ error: { code: 'INVALID_ARGUMENT', field: 'path', outcome: 'not_attempted' } });
     expect(malformed.ticket).toBeGreaterThan(0);
   });
@@ -236,14 +361,23 @@ describe('when an agent calls a tool', () => {
     const sessionId = await approvedSession(608);
     const answer = await backend.call(sessionId, 'list_routes', {}, never);
     const list = agentRouteListSchema.parse(answer.structured);
-    expect(list.routes.map((r) => [r.name, r.approval])).toEqual([['docs', 'per_call'], ['plain', 'none'], ['sess', 'session']]);
+    expect(list.routes.map((r) => [r.name, r.approval])).toEqual([
+      ['docs', 'per_call'],
+      ['plain', 'none'],
+      ['sess', 'session'],
+    ]);
     expect(JSON.stringify(answer)).not.toContain('docs-token');
   });
 
   it('no answer carries the canary credential', async () => {
     const sessionId = await approvedSession(609);
     const answers = [
-      await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/1', body: '{"marker":"s"}' }, never),
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'plain', method: 'POST', path: '/documents/1', body: '{"marker":"s"}' },
+        never,
+      ),
       await backend.call(sessionId, 'list_routes', {}, never),
     ];
     expect(JSON.stringify(answers)).not.toContain(canary);
@@ -258,14 +392,21 @@ describe('when an agent process is gone', () => {
 
   it('the sweeper ends its session and cancels its undispatched tickets ("session ended")', async () => {
     const sessionId = await approvedSession(701);
-    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/7', body: '{"marker":"g"}' }, never);
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/7', body: '{"marker":"g"}' },
+      never,
+    );
     await waitForCardCount(f.queue, 1);
     alive.delete(701);
     expect(await backend.sweep()).toBe(1);
     expect(f.h.temp.journal.getSession(sessionId)).toMatchObject({ status: 'ended', end_reason: 'process_exited' });
     const r = reply(await call);
     expect(r.error).toMatchObject({ code: 'SESSION_REVOKED', outcome: 'not_attempted' });
-    expect(f.events(r.invocation_id as string).find((e) => e.kind === 'CANCELLED')?.payload).toMatchObject({ reason: 'session ended' });
+    expect(f.events(r.invocation_id as string).find((e) => e.kind === 'CANCELLED')?.payload).toMatchObject({
+      reason: 'session ended',
+    });
     expect(await backend.sweep()).toBe(0);
   });
 });
@@ -274,39 +415,78 @@ describe('when the executor throws after the action was admitted', () => {
   it.each([
     ['a job id that is an empty string', { 'content-type': 'application/json' }, '{"id":""}'],
     ['an empty Location header', { location: '' }, 'queued'],
-  ])('a 202 with %s is answered committed (never "not_attempted, fix and resend"), and no empty job is tracked', async (_what, headers, body) => {
-    const remote = await openWithRemote({ kind: 'respond', status: 202, headers, body, applyEffect: true });
-    const sessionId = await approvedSession(801);
-    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/jobs', body: '{"run":1}' }, never);
-    const r = actionReply(answer);
-    expect(r).toMatchObject({ effect: 'succeeded', outcome_basis: 'submission_accepted_track_job_separately', response: { status: 202 } });
-    expect(r.error).toBeUndefined();
-    expect(f.events(r.invocation_id).map((e) => e.kind)).not.toContain('OPERATION_SUBMITTED');
-    expect(remote.requests).toHaveLength(1);
-  });
+  ])(
+    'a 202 with %s is answered committed (never "not_attempted, fix and resend"), and no empty job is tracked',
+    async (_what, headers, body) => {
+      const remote = await openWithRemote({ kind: 'respond', status: 202, headers, body, applyEffect: true });
+      const sessionId = await approvedSession(801);
+      const answer = await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/jobs', body: '{"run":1}' },
+        never,
+      );
+      const r = actionReply(answer);
+      expect(r).toMatchObject({
+        effect: 'succeeded',
+        outcome_basis: 'submission_accepted_track_job_separately',
+        response: { status: 202 },
+      });
+      expect(r.error).toBeUndefined();
+      expect(f.events(r.invocation_id).map((e) => e.kind)).not.toContain('OPERATION_SUBMITTED');
+      expect(remote.requests).toHaveLength(1);
+    },
+  );
 
   it('after DISPATCH_STARTED: OUTCOME_RECORDED unknown (INTERNAL, reconcile), the agent hears that envelope, the lane is blocked and a person can abandon it', async () => {
     const failingCommit = (real: ResultStore): ResultStore =>
       new Proxy(real, {
         get(target, key) {
-          if (key === 'commit') return () => {
-            throw new CodedError('INTERNAL', 'the result store failed');
-          };
+          if (key === 'commit')
+            return () => {
+              throw new CodedError('INTERNAL', 'the result store failed');
+            };
           const value = Reflect.get(target, key) as unknown;
           return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
         },
       });
-    const remote = await openWithRemote({ kind: 'respond', status: 201, body: 'made', applyEffect: true }, failingCommit);
+    const remote = await openWithRemote(
+      { kind: 'respond', status: 201, body: 'made', applyEffect: true },
+      failingCommit,
+    );
     const sessionId = await approvedSession(802);
-    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/5', body: '{"a":1}' }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/5', body: '{"a":1}' },
+      never,
+    );
     const r = actionReply(answer);
     expect(answer.isError).toBe(true);
-    expect(r.error).toMatchObject({ code: 'INTERNAL', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
-    expect(r).toMatchObject({ effect: 'unknown_effect', outcome_basis: 'broker_error_after_dispatch', evidence: { dispatch_started: true } });
-    expect(f.events(r.invocation_id).map((e) => e.kind).at(-1)).toBe('OUTCOME_RECORDED');
+    expect(r.error).toMatchObject({
+      code: 'INTERNAL',
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      retry: 'reconcile',
+    });
+    expect(r).toMatchObject({
+      effect: 'unknown_effect',
+      outcome_basis: 'broker_error_after_dispatch',
+      evidence: { dispatch_started: true },
+    });
+    expect(
+      f
+        .events(r.invocation_id)
+        .map((e) => e.kind)
+        .at(-1),
+    ).toBe('OUTCOME_RECORDED');
     expect(remote.requests).toHaveLength(1);
     // Recorded, so the lane holds a blocked head (not a head "dispatching" forever) that a person can abandon.
-    const [card] = await waitForCards(f.queue, (cards) => cards.some((c) => c.state === 'blocked_head'), 'a blocked head');
+    const [card] = await waitForCards(
+      f.queue,
+      (cards) => cards.some((c) => c.state === 'blocked_head'),
+      'a blocked head',
+    );
     expect(card).toMatchObject({ action_id: r.invocation_id, state: 'blocked_head' });
     await f.queue.abandon(card?.ticket ?? 0, person, 'checked the remote by hand');
     expect(f.queue.cards()).toEqual([]);
@@ -320,7 +500,10 @@ describe('when the broker fails before dispatch, after admission', () => {
       state: () => real.state(),
       list: () => real.list(),
       describe: (name) => real.describe(name),
-      withSecret: (name, use) => (failing ? Promise.reject(new CodedError('INTERNAL', 'the vault failed unexpectedly')) : real.withSecret(name, use)),
+      withSecret: (name, use) =>
+        failing
+          ? Promise.reject(new CodedError('INTERNAL', 'the vault failed unexpectedly'))
+          : real.withSecret(name, use),
       wrap: (purpose, plaintext) => real.wrap(purpose, plaintext),
       unwrap: (purpose, sealed) => real.unwrap(purpose, sealed),
       onLock: (listener) => real.onLock(listener),
@@ -328,12 +511,31 @@ describe('when the broker fails before dispatch, after admission', () => {
     });
     await open(undefined, { vault: flaky });
     const sessionId = await approvedSession(851);
-    const first = actionReply(await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/6', body: '{"marker":"f"}' }, never));
-    expect(first.error).toMatchObject({ code: 'INTERNAL', outcome: 'not_attempted', retry: 'never', phase: 'credential_injection' });
+    const first = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'plain', method: 'POST', path: '/documents/6', body: '{"marker":"f"}' },
+        never,
+      ),
+    );
+    expect(first.error).toMatchObject({
+      code: 'INTERNAL',
+      outcome: 'not_attempted',
+      retry: 'never',
+      phase: 'credential_injection',
+    });
     expect(first.outcome_basis).toBe('broker_error_before_dispatch');
     failing = false;
     // Same lane (document-6): the failed head is resolved, so the next write is released.
-    const second = actionReply(await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST', path: '/documents/6', body: '{"marker":"g"}', timeout_ms: 5_000 }, never));
+    const second = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'plain', method: 'POST', path: '/documents/6', body: '{"marker":"g"}', timeout_ms: 5_000 },
+        never,
+      ),
+    );
     expect(second).toMatchObject({ caller_disposition: 'completed', effect: 'succeeded' });
     expect(f.server.markers()).toEqual(['g']);
   });
@@ -344,22 +546,46 @@ describe('when one session keeps many actions open', () => {
     await open(undefined, { openActionsMax: 3 });
     const sessionId = await approvedSession(901);
     // Each call's wait ends at once; its action keeps waiting for approval (open, undispatched).
-    const call = (n: number) => backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"m${n}"}`, timeout_ms: 1 }, never);
+    const call = (n: number) =>
+      backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: `/documents/${n}`, body: `{"marker":"m${n}"}`, timeout_ms: 1 },
+        never,
+      );
     const waiting = [actionReply(await call(1)), actionReply(await call(2)), actionReply(await call(3))];
     expect(waiting.map((r) => r.caller_disposition)).toEqual(['timed_out', 'timed_out', 'timed_out']);
     const before = f.h.temp.journal.stats().events;
     const refused = reply(await call(4));
-    expect(refused).toMatchObject({ invocation_id: null, error: { code: 'RATE_LIMITED', retry: 'backoff', outcome: 'not_attempted' } });
+    expect(refused).toMatchObject({
+      invocation_id: null,
+      error: { code: 'RATE_LIMITED', retry: 'backoff', outcome: 'not_attempted' },
+    });
     expect(f.h.temp.journal.stats().events).toBe(before);
     // Other sessions are not affected.
     const other = await approvedSession(902);
-    expect(actionReply(await backend.call(other, 'http_request', { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"o"}', timeout_ms: 1 }, never)).caller_disposition).toBe('timed_out');
+    expect(
+      actionReply(
+        await backend.call(
+          other,
+          'http_request',
+          { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"o"}', timeout_ms: 1 },
+          never,
+        ),
+      ).caller_disposition,
+    ).toBe('timed_out');
     // Cancelling one closes it: a place is free again.
     await backend.call(sessionId, 'cancel_action', { action_id: waiting[0]?.invocation_id }, never);
     expect(actionReply(await call(5)).caller_disposition).toBe('timed_out');
     expect(reply(await call(6))).toMatchObject({ error: { code: 'RATE_LIMITED' } });
     // Approving one lets it dispatch and settle: another place.
-    const card = (await waitForCards(f.queue, (cards) => cards.some((c) => c.action_id === waiting[1]?.invocation_id), 'the second card')).find((c) => c.action_id === waiting[1]?.invocation_id);
+    const card = (
+      await waitForCards(
+        f.queue,
+        (cards) => cards.some((c) => c.action_id === waiting[1]?.invocation_id),
+        'the second card',
+      )
+    ).find((c) => c.action_id === waiting[1]?.invocation_id);
     await f.queue.approve(card?.ticket ?? 0, person);
     await f.server.waitForArrivals(1);
     expect(actionReply(await call(7)).caller_disposition).toBe('timed_out');

@@ -20,7 +20,16 @@ import {
   type ErrorCode,
 } from '../contract/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
-import type { AgentBackend, CallerStop, CallProgress, Clock, CredentialVault, IdSource, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import type {
+  AgentBackend,
+  CallerStop,
+  CallProgress,
+  Clock,
+  CredentialVault,
+  IdSource,
+  ResultHandoff,
+  ToolAnswer,
+} from '../ports/index.js';
 import { decisionFacts, progressHeartbeatMsDefault, waitForSettled, watchProgress } from './call-waits.js';
 import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import type { ApprovalQueue } from '../queue/approval-queue.js';
@@ -30,7 +39,14 @@ import { executeHttpAction } from './execute-http-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
 import { stateClassification, stateEnvelope } from './state-envelope.js';
 import { issueField, issueMessage } from './http-action-request.js';
-import { committedView, expiredEnvelope, handoffOf, resultExpired, resultKeptUntilMs, storedAnswerParts } from './stored-result.js';
+import {
+  committedView,
+  expiredEnvelope,
+  handoffOf,
+  resultExpired,
+  resultKeptUntilMs,
+  storedAnswerParts,
+} from './stored-result.js';
 
 /** How often the sweeper looks for sessions whose process is gone. */
 export const sessionSweepMsDefault = 5_000;
@@ -119,7 +135,11 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
     async openSession(peer: AgentPeer, client: { name?: string; version?: string }): Promise<{ session_id: string }> {
       const existing = deps.journal.findSessionByProcess(peer.pid, peer.start_time);
       if (existing !== undefined) {
-        if (existing.status === 'revoked' || existing.status === 'ended') throw new CodedError('SESSION_REVOKED', `this process's session was ${existing.status}; a new process gets a new session`);
+        if (existing.status === 'revoked' || existing.status === 'ended')
+          throw new CodedError(
+            'SESSION_REVOKED',
+            `this process's session was ${existing.status}; a new process gets a new session`,
+          );
         // The session record shows each reconnection (a shim after a broker restart, or another connection).
         await deps.journal.appendSession({
           kind: 'SESSION_RECONNECTED',
@@ -147,13 +167,18 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
       });
       const approved =
         started.ok && deps.config.agents.session_approval === 'observe'
-          ? await deps.journal.tryAppendSession({ kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor: observePolicyActor } })
+          ? await deps.journal.tryAppendSession({
+              kind: 'SESSION_APPROVED',
+              action_id: sessionId,
+              payload: { actor: observePolicyActor },
+            })
           : started;
       if (!approved.ok) {
         // session_exists, session_not_pending: the same process under the same boot maps to the same id, and an earlier record decides.
         const recorded = deps.journal.getSession(sessionId);
         if (recorded === undefined) throw new TransitionRefused(approved.refusal);
-        if (recorded.status === 'revoked' || recorded.status === 'ended') throw new CodedError('SESSION_REVOKED', `this process's session was ${recorded.status}`);
+        if (recorded.status === 'revoked' || recorded.status === 'ended')
+          throw new CodedError('SESSION_REVOKED', `this process's session was ${recorded.status}`);
       }
       deps.queue.sessionConnected(sessionId);
       log?.info({ session_id: sessionId, pid: peer.pid }, 'agent session opened');
@@ -164,10 +189,18 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
       deps.queue.sessionDisconnected(sessionId);
     },
 
-    resultDelivered: (sessionId: string, handoff: ResultHandoff) => inTurn(handoff.action_id, () => markDelivered(deps, sessionId, handoff)),
-    resultNotDelivered: (sessionId: string, handoff: ResultHandoff) => inTurn(handoff.action_id, () => noteDeliveryFailed(deps, sessionId, handoff)),
+    resultDelivered: (sessionId: string, handoff: ResultHandoff) =>
+      inTurn(handoff.action_id, () => markDelivered(deps, sessionId, handoff)),
+    resultNotDelivered: (sessionId: string, handoff: ResultHandoff) =>
+      inTurn(handoff.action_id, () => noteDeliveryFailed(deps, sessionId, handoff)),
 
-    async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer> {
+    async call(
+      sessionId: string,
+      tool: AgentToolName,
+      args: unknown,
+      signal: AbortSignal,
+      onProgress?: (p: CallProgress) => void,
+    ): Promise<ToolAnswer> {
       try {
         switch (tool) {
           case 'http_request':
@@ -214,16 +247,22 @@ async function actionCall(
 ): Promise<ToolAnswer> {
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
-  if (session.status === 'revoked' || session.status === 'ended') return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
+  if (session.status === 'revoked' || session.status === 'ended')
+    return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
   const { waitMs, rest, problem } = splitWait(tool, args, deps.config.agents.wait_ms_default ?? callWaitMsDefault);
   if (problem !== undefined) return problem;
-  if (tool === 'ssh_exec' && deps.sshChannel === undefined) return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
+  if (tool === 'ssh_exec' && deps.sshChannel === undefined)
+    return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
 
   // Refused before admission: nothing is journaled for a call over the bound.
   const running = open.tryBegin(sessionId);
   if (running === undefined) {
     const max = deps.openActionsPerSessionMax ?? openActionsPerSessionMax;
-    return refusal('RATE_LIMITED', `at most ${max} actions of one session may wait undispatched at once; cancel some or wait for them (action_status)`, 'backoff');
+    return refusal(
+      'RATE_LIMITED',
+      `at most ${max} actions of one session may wait undispatched at once; cancel some or wait for them (action_status)`,
+      'backoff',
+    );
   }
   let actionId: string | undefined;
   let markAdmitted = (): void => undefined;
@@ -259,8 +298,12 @@ async function actionCall(
   };
   const executed: Promise<ToolAnswer> =
     tool === 'http_request'
-      ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) => executedAnswer(deps, r.envelope, r.response === undefined ? {} : { response: r.response }))
-      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) => executedAnswer(deps, r.envelope, r.output === undefined ? {} : { output: r.output }));
+      ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) =>
+          executedAnswer(deps, r.envelope, r.response === undefined ? {} : { response: r.response }),
+        )
+      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) =>
+          executedAnswer(deps, r.envelope, r.output === undefined ? {} : { output: r.output }),
+        );
   // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
   // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
   const run = executed.catch((error: unknown) => {
@@ -278,7 +321,8 @@ async function actionCall(
   let timer: NodeJS.Timeout | undefined;
   let onAbort = (): void => undefined;
   const heartbeatMs = deps.config.agents.progress_heartbeat_ms ?? progressHeartbeatMsDefault;
-  const stopProgress = onProgress === undefined ? undefined : watchProgress(waitSource(deps), () => actionId, onProgress, heartbeatMs);
+  const stopProgress =
+    onProgress === undefined ? undefined : watchProgress(waitSource(deps), () => actionId, onProgress, heartbeatMs);
   const ended = await Promise.race<Ended>([
     run.then((answer): Ended => ({ kind: 'done', answer })),
     new Promise<Ended>((resolve) => {
@@ -286,7 +330,8 @@ async function actionCall(
       timer.unref();
     }),
     new Promise<Ended>((resolve) => {
-      onAbort = () => resolve({ kind: 'stopped', stop: signal.reason === 'disconnected' ? 'disconnected' : 'cancelled' });
+      onAbort = () =>
+        resolve({ kind: 'stopped', stop: signal.reason === 'disconnected' ? 'disconnected' : 'cancelled' });
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     }),
@@ -297,7 +342,13 @@ async function actionCall(
   });
   if (ended.kind === 'done') return ended.answer;
   // Admission is one commit away at most; if the executor finished meanwhile, its answer stands.
-  const first = await Promise.race([admitted.then(() => undefined), run.then((answer) => answer, () => undefined)]);
+  const first = await Promise.race([
+    admitted.then(() => undefined),
+    run.then(
+      (answer) => answer,
+      () => undefined,
+    ),
+  ]);
   if (first !== undefined) return first;
   const id = actionId;
   const state = id === undefined ? undefined : deps.journal.getAction(id);
@@ -319,25 +370,57 @@ async function actionCall(
  *   remote_execution, outcome unknown, retry fetch_result (read the result once it is recorded; never resend).
  * - If the outcome was recorded meanwhile, the record answers.
  */
-async function callerTimedOut(deps: AgentBackendDeps, id: string, state: ActionState, waitMs: number): Promise<ToolAnswer> {
+async function callerTimedOut(
+  deps: AgentBackendDeps,
+  id: string,
+  state: ActionState,
+  waitMs: number,
+): Promise<ToolAnswer> {
   const stage = state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution';
-  const after = (await deps.journal.append({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage } })).state;
+  const after = (await deps.journal.append({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage } }))
+    .state;
   const hint = `call action_status {"action_id":"${id}","wait_ms":…} to wait on, or fetch_result once it settled`;
   if (after.outcome !== null && after.recorded) return recordedAnswer(deps, id, new Error('unreachable'));
   if (after.dispatch_seq === null) {
     const position = deps.queue.position(id);
     const waiting = position === null ? 'its turn' : position.text;
-    return actionAnswer({ envelope: stateEnvelope(after, 'timed_out'), state: after, queue: position, note: `(stopped waiting after ${waitMs} ms, ${waiting}; action ${id} keeps its place: ${hint})` });
+    return actionAnswer({
+      envelope: stateEnvelope(after, 'timed_out'),
+      state: after,
+      queue: position,
+      note: `(stopped waiting after ${waitMs} ms, ${waiting}; action ${id} keeps its place: ${hint})`,
+    });
   }
   const envelope = stateEnvelope(after, 'timed_out');
   const message = `the caller's wait (${waitMs} ms) passed after dispatch; the remote operation continues under its own deadline and its outcome is unknown until recorded: ${hint}`;
-  const timedOut = { ...envelope, effect: envelope.effect ?? 'unknown_effect', error: { code: 'CALLER_DEADLINE_EXCEEDED' as const, phase: 'remote_execution' as const, outcome: 'unknown' as const, retry: 'fetch_result' as const, message } };
-  return { ...actionAnswer({ envelope: timedOut, state: after, note: `(stopped waiting after ${waitMs} ms; dispatched, outcome unknown until recorded: ${hint})` }), isError: true };
+  const timedOut = {
+    ...envelope,
+    effect: envelope.effect ?? 'unknown_effect',
+    error: {
+      code: 'CALLER_DEADLINE_EXCEEDED' as const,
+      phase: 'remote_execution' as const,
+      outcome: 'unknown' as const,
+      retry: 'fetch_result' as const,
+      message,
+    },
+  };
+  return {
+    ...actionAnswer({
+      envelope: timedOut,
+      state: after,
+      note: `(stopped waiting after ${waitMs} ms; dispatched, outcome unknown until recorded: ${hint})`,
+    }),
+    isError: true,
+  };
 }
 
 /** The queue and the journal as the waits read them. */
 function waitSource(deps: AgentBackendDeps): Parameters<typeof watchProgress>[0] {
-  return { getAction: (id) => deps.journal.getAction(id), position: (id) => deps.queue.position(id), onChange: (listener) => deps.queue.onChange(listener) };
+  return {
+    getAction: (id) => deps.journal.getAction(id),
+    position: (id) => deps.queue.position(id),
+    onChange: (listener) => deps.queue.onChange(listener),
+  };
 }
 
 /**
@@ -350,11 +433,25 @@ function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
   const decision = decisionFacts(deps.journal.subjectEvents(structured.invocation_id));
   if (decision === undefined) return answer;
   const error = structured.error;
-  const said = decision.reason !== null && decision.reason !== '' && error !== undefined && (decision.state === 'rejected' || decision.state === 'cancelled');
+  const said =
+    decision.reason !== null &&
+    decision.reason !== '' &&
+    error !== undefined &&
+    (decision.state === 'rejected' || decision.state === 'cancelled');
   const who = decision.by === null ? '' : ` by ${decision.by.kind} ${decision.by.id}`;
-  const withReason = said ? { ...error, message: `${decision.state}${who}: ${decision.reason ?? ''}`.slice(0, 1000) } : error;
-  const reply = agentToolReplySchema.parse({ ...structured, ...(withReason === undefined ? {} : { error: withReason }), decision });
-  return { ...answer, structured: reply, text: said ? `${answer.text} (${decision.state}${who}: ${decision.reason ?? ''})` : answer.text };
+  const withReason = said
+    ? { ...error, message: `${decision.state}${who}: ${decision.reason ?? ''}`.slice(0, 1000) }
+    : error;
+  const reply = agentToolReplySchema.parse({
+    ...structured,
+    ...(withReason === undefined ? {} : { error: withReason }),
+    decision,
+  });
+  return {
+    ...answer,
+    structured: reply,
+    text: said ? `${answer.text} (${decision.state}${who}: ${decision.reason ?? ''})` : answer.text,
+  };
 }
 
 /** A refused read names no outcome: it says nothing about any action, only that this read was refused. */
@@ -369,7 +466,11 @@ function readRefusal(answer: ToolAnswer): ToolAnswer {
  * The executor's own answer. When it carries the response (or output) of a committed result it
  * names that result as its handoff, so the socket can report whether the answer reached the caller.
  */
-function executedAnswer(deps: AgentBackendDeps, envelope: Envelope, carried: Pick<ActionAnswerParts, 'response' | 'output'>): ToolAnswer {
+function executedAnswer(
+  deps: AgentBackendDeps,
+  envelope: Envelope,
+  carried: Pick<ActionAnswerParts, 'response' | 'output'>,
+): ToolAnswer {
   const state = deps.journal.getAction(envelope.invocation_id);
   const answer = actionAnswer({ envelope, state, ...carried });
   const handoff = carried.response === undefined && carried.output === undefined ? undefined : handoffOf(state);
@@ -377,10 +478,23 @@ function executedAnswer(deps: AgentBackendDeps, envelope: Envelope, carried: Pic
 }
 
 /** The caller's deadline passed or it stopped waiting: a caller event is recorded; the action stands. */
-async function callerEnded(deps: AgentBackendDeps, id: string, state: ActionState, ended: Exclude<Ended, { kind: 'done' }>, waitMs: number): Promise<ToolAnswer> {
+async function callerEnded(
+  deps: AgentBackendDeps,
+  id: string,
+  state: ActionState,
+  ended: Exclude<Ended, { kind: 'done' }>,
+  waitMs: number,
+): Promise<ToolAnswer> {
   if (ended.kind === 'timeout') return callerTimedOut(deps, id, state, waitMs);
   const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
-  return actionAnswer({ envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'), state: after, note: after.dispatch_seq === null ? '(cancelled before dispatch: nothing was sent)' : '(the caller stopped waiting after dispatch; the effect is as recorded)' });
+  return actionAnswer({
+    envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'),
+    state: after,
+    note:
+      after.dispatch_seq === null
+        ? '(cancelled before dispatch: nothing was sent)'
+        : '(the caller stopped waiting after dispatch; the effect is as recorded)',
+  });
 }
 
 /**
@@ -391,8 +505,20 @@ async function callerEnded(deps: AgentBackendDeps, id: string, state: ActionStat
  */
 /** A refused retry_of: the request was wrong (after_correction) or no retry is open to it (never). */
 function retryRefusal(error: CodedError): ToolAnswer {
-  const correctable: readonly string[] = ['INVALID_ARGUMENT', 'INVALID_TARGET', 'IDEMPOTENCY_MISMATCH', 'FINGERPRINT_MISMATCH', 'FORBIDDEN_HEADER', 'PAYLOAD_LIMIT'];
-  return refusal(error.code, error.message, correctable.includes(error.code) ? 'after_correction' : 'never', error.field);
+  const correctable: readonly string[] = [
+    'INVALID_ARGUMENT',
+    'INVALID_TARGET',
+    'IDEMPOTENCY_MISMATCH',
+    'FINGERPRINT_MISMATCH',
+    'FORBIDDEN_HEADER',
+    'PAYLOAD_LIMIT',
+  ];
+  return refusal(
+    error.code,
+    error.message,
+    correctable.includes(error.code) ? 'after_correction' : 'never',
+    error.field,
+  );
 }
 
 function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, error: unknown): ToolAnswer {
@@ -404,8 +530,14 @@ function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, er
   }
   if (state === undefined) throw error;
   const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
-  const answer = actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id), ...(stored === undefined ? {} : storedAnswerParts(state.channel, stored)) });
-  const succeeded = state.recorded && state.code === null && (state.outcome === 'committed' || state.outcome === 'rejected');
+  const answer = actionAnswer({
+    envelope: stateEnvelope(state),
+    state,
+    queue: deps.queue.position(state.action_id),
+    ...(stored === undefined ? {} : storedAnswerParts(state.channel, stored)),
+  });
+  const succeeded =
+    state.recorded && state.code === null && (state.outcome === 'committed' || state.outcome === 'rejected');
   const handoff = stored === undefined ? undefined : handoffOf(state);
   return { ...answer, isError: !succeeded, ...(handoff === undefined ? {} : { handoff }) };
 }
@@ -414,26 +546,42 @@ function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, er
  * `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees
  * (the executor parses the rest with the same tool schema; the operation's deadline is the route's or host's).
  */
-function splitWait(tool: 'http_request' | 'ssh_exec', args: unknown, waitMsDefault: number): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
-  if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args)) return { waitMs: waitMsDefault, rest: args };
+function splitWait(
+  tool: 'http_request' | 'ssh_exec',
+  args: unknown,
+  waitMsDefault: number,
+): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args))
+    return { waitMs: waitMsDefault, rest: args };
   const { timeout_ms: raw, ...rest } = args as Record<string, unknown>;
   const parsed = agentToolInputSchemas[tool].shape.timeout_ms.safeParse(raw);
   if (!parsed.success || parsed.data === undefined) {
     const message = `timeout_ms is a whole number of milliseconds from 1 to ${callWaitMsMax} (how long this call waits; it never cuts the remote operation)`;
-    return { waitMs: waitMsDefault, rest, problem: refusal('INVALID_ARGUMENT', message, 'after_correction', 'timeout_ms') };
+    return {
+      waitMs: waitMsDefault,
+      rest,
+      problem: refusal('INVALID_ARGUMENT', message, 'after_correction', 'timeout_ms'),
+    };
   }
   return { waitMs: parsed.data, rest };
 }
 
 /** action_status, fetch_result, cancel_action: only this session's actions (another's id is NOT_FOUND). */
-async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action_status' | 'fetch_result' | 'cancel_action', args: unknown, signal: AbortSignal): Promise<ToolAnswer> {
+async function readCall(
+  deps: AgentBackendDeps,
+  sessionId: string,
+  tool: 'action_status' | 'fetch_result' | 'cancel_action',
+  args: unknown,
+  signal: AbortSignal,
+): Promise<ToolAnswer> {
   const parsed = agentToolInputSchemas[tool].safeParse(args);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
   }
   const found = ownAction(deps.journal, sessionId, parsed.data.action_id);
-  if (found === undefined) return readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
+  if (found === undefined)
+    return readRefusal(refusal('NOT_FOUND', 'no action with that id is visible to this session', 'never', 'action_id'));
   let state = found;
   const waitMs = tool === 'action_status' ? agentToolInputSchemas.action_status.parse(args).wait_ms : undefined;
   if (waitMs !== undefined && waitMs > 0) {
@@ -447,7 +595,10 @@ async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action
   }
   if (tool === 'action_status') {
     // Once the result was handed over, an earlier failed handoff is history: the status is the result's.
-    const view = state.stage === 'result_delivered' ? committedView(state, () => deps.journal.subjectEvents(state.action_id)) : state;
+    const view =
+      state.stage === 'result_delivered'
+        ? committedView(state, () => deps.journal.subjectEvents(state.action_id))
+        : state;
     return actionAnswer({ envelope: stateEnvelope(view), state: view, queue: deps.queue.position(state.action_id) });
   }
   return fetchResult(deps, state);
@@ -462,18 +613,31 @@ async function readCall(deps: AgentBackendDeps, sessionId: string, tool: 'action
 function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
   const head = state.result_id === null ? undefined : deps.results.head(state.result_id);
   if (head === undefined) {
-    return { ...actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) }), isError: true };
+    return {
+      ...actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) }),
+      isError: true,
+    };
   }
   const retention = deps.config.results.retention_seconds;
   if (resultExpired(head, retention, deps.clock.nowMs())) {
     const keptUntil = new Date(resultKeptUntilMs(head, retention)).toISOString();
-    return { ...actionAnswer({ envelope: expiredEnvelope(stateEnvelope(state), state), state, note: `(result kept until ${keptUntil}; never re-executed)` }), isError: true };
+    return {
+      ...actionAnswer({
+        envelope: expiredEnvelope(stateEnvelope(state), state),
+        state,
+        note: `(result kept until ${keptUntil}; never re-executed)`,
+      }),
+      isError: true,
+    };
   }
   const stored = deps.results.read(head.result_id);
   if (stored === undefined) return { ...actionAnswer({ envelope: stateEnvelope(state), state }), isError: true };
   const view = committedView(state, () => deps.journal.subjectEvents(state.action_id));
   const handoff = handoffOf(state);
-  return { ...actionAnswer({ envelope: stateEnvelope(view), state: view, ...storedAnswerParts(state.channel, stored) }), ...(handoff === undefined ? {} : { handoff }) };
+  return {
+    ...actionAnswer({ envelope: stateEnvelope(view), state: view, ...storedAnswerParts(state.channel, stored) }),
+    ...(handoff === undefined ? {} : { handoff }),
+  };
 }
 
 /**
@@ -508,7 +672,13 @@ async function noteDeliveryFailed(deps: AgentBackendDeps, sessionId: string, han
       action_id: state.action_id,
       payload: {},
       // As classifyOutcome words a delivery failure: the remote's outcome, effect and source stand.
-      classification: { ...c, phase: 'result_delivery', retry: 'fetch_result', code: 'RESULT_DELIVERY_FAILED', outcome_basis: 'result_recorded_delivery_failed' },
+      classification: {
+        ...c,
+        phase: 'result_delivery',
+        retry: 'fetch_result',
+        code: 'RESULT_DELIVERY_FAILED',
+        outcome_basis: 'result_recorded_delivery_failed',
+      },
     },
   ]);
 }
@@ -521,10 +691,20 @@ function ownAction(journal: Journal, sessionId: string, actionId: string): Actio
 
 function listRoutes(config: PosternConfig): ToolAnswer {
   const structured: AgentRouteList = {
-    routes: [...config.routes.values()].map((r) => ({ name: r.name, methods: [...r.methods], approval: r.approval, idempotency_contract: r.idempotency !== undefined, base_path: r.base_path })),
+    routes: [...config.routes.values()].map((r) => ({
+      name: r.name,
+      methods: [...r.methods],
+      approval: r.approval,
+      idempotency_contract: r.idempotency !== undefined,
+      base_path: r.base_path,
+    })),
     ssh_hosts: [...config.sshHosts.values()].map((h) => ({ name: h.name, approval: h.approval })),
   };
-  return { isError: false, structured, text: `${structured.routes.length} route(s), ${structured.ssh_hosts.length} SSH host entr${structured.ssh_hosts.length === 1 ? 'y' : 'ies'}` };
+  return {
+    isError: false,
+    structured,
+    text: `${structured.routes.length} route(s), ${structured.ssh_hosts.length} SSH host entr${structured.ssh_hosts.length === 1 ? 'y' : 'ies'}`,
+  };
 }
 
 /** `ses_` + a digest of (boot id, pid, start time): the same process maps to the same session. */

@@ -14,7 +14,16 @@ let backend: RunningAgentBackend;
 const alive = new Set<number>();
 const held: HeldRemote[] = [];
 const never = new AbortController().signal;
-const peer = (pid: number): AgentPeer => ({ pid, uid: 1000, gid: 1000, start_time: String(pid * 11), ppid: 1, exe: '/usr/bin/agent', cwd: '/work', parent_exe: null });
+const peer = (pid: number): AgentPeer => ({
+  pid,
+  uid: 1000,
+  gid: 1000,
+  start_time: String(pid * 11),
+  ppid: 1,
+  exe: '/usr/bin/agent',
+  cwd: '/work',
+  parent_exe: null,
+});
 
 afterEach(async () => {
   backend.close();
@@ -88,7 +97,8 @@ async function heldRemote(): Promise<HeldRemote> {
       });
     },
     release: () => {
-      for (const response of waiting.splice(0)) response.writeHead(200, { 'content-type': 'application/json' }).end('{"done":true}');
+      for (const response of waiting.splice(0))
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"done":true}');
     },
     stop: () =>
       new Promise<void>((resolve) => {
@@ -106,7 +116,12 @@ describe('when the caller waits less than the remote takes', () => {
     await open(undefined, localRouteConfig(remote.port));
     const sessionId = await approvedSession(701);
     const arrived = remote.arrived();
-    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/slow', body: '{"n":1}', timeout_ms: 100 }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/slow', body: '{"n":1}', timeout_ms: 100 },
+      never,
+    );
     await arrived;
     const r = actionReply(answer);
     expect(answer.isError).toBe(true);
@@ -118,9 +133,16 @@ describe('when the caller waits less than the remote takes', () => {
     expect(r.effect).not.toBe('succeeded');
     expect(r.error?.message).toContain('action_status');
     // The caller's wait never cut the remote: the request is still open, and the record is not settled.
-    expect(f.h.temp.journal.getAction(r.invocation_id)).toMatchObject({ outcome: 'unknown', recorded: false, code: null, caller_disposition: 'timed_out' });
+    expect(f.h.temp.journal.getAction(r.invocation_id)).toMatchObject({
+      outcome: 'unknown',
+      recorded: false,
+      code: null,
+      caller_disposition: 'timed_out',
+    });
     remote.release();
-    const polled = actionReply(await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never));
+    const polled = actionReply(
+      await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never),
+    );
     expect(polled).toMatchObject({ effect: 'succeeded' });
     expect(polled.error).toBeUndefined();
     const fetched = actionReply(await backend.call(sessionId, 'fetch_result', { action_id: r.invocation_id }, never));
@@ -131,13 +153,25 @@ describe('when the caller waits less than the remote takes', () => {
     const remote = await heldRemote();
     await open(undefined, localRouteConfig(remote.port, '    timeout_ms: 200'));
     const sessionId = await approvedSession(702);
-    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/slow', body: '{"n":2}', timeout_ms: 20_000 }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/slow', body: '{"n":2}', timeout_ms: 20_000 },
+      never,
+    );
     const r = actionReply(answer);
     expect(answer.isError).toBe(true);
-    expect(r).toMatchObject({ caller_disposition: 'completed', error: { code: 'OPERATION_TIMEOUT', phase: 'remote_execution', outcome: 'unknown' } });
+    expect(r).toMatchObject({
+      caller_disposition: 'completed',
+      error: { code: 'OPERATION_TIMEOUT', phase: 'remote_execution', outcome: 'unknown' },
+    });
     const kinds = f.events(r.invocation_id).map((e) => e.kind);
     expect(kinds).not.toContain('CALLER_DEADLINE_EXCEEDED');
-    expect(f.h.temp.journal.getAction(r.invocation_id)).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown', caller_disposition: null });
+    expect(f.h.temp.journal.getAction(r.invocation_id)).toMatchObject({
+      code: 'OPERATION_TIMEOUT',
+      outcome: 'unknown',
+      caller_disposition: null,
+    });
   });
 });
 
@@ -145,18 +179,30 @@ describe('when the default wait is configured (agents.wait_ms_default)', () => {
   it('a call naming no timeout_ms answers timed_out at that wait, with its place, and polls to the committed result after approval', async () => {
     await open('  wait_ms_default: 150');
     const sessionId = await approvedSession(703);
-    const answer = await backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/5', body: '{"marker":"w"}' }, never);
+    const answer = await backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/5', body: '{"marker":"w"}' },
+      never,
+    );
     const r = actionReply(answer);
     expect(answer.isError).toBe(false);
     expect(r).toMatchObject({ caller_disposition: 'timed_out', queue: { waiting: 'approval' } });
     expect(f.queue.cards().map((c) => c.action_id)).toEqual([r.invocation_id]);
     // A short poll before the decision answers with the place, still waiting.
-    const early = actionReply(await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 50 }, never));
+    const early = actionReply(
+      await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 50 }, never),
+    );
     expect(early.queue).toMatchObject({ waiting: 'approval' });
     const [card] = await waitForCardCount(f.queue, 1);
     await f.queue.approve(card?.ticket ?? 0, person);
-    const polled = actionReply(await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never));
-    expect(polled).toMatchObject({ effect: 'succeeded', decision: { state: 'approved', by: { kind: 'person', id: 'reviewer' } } });
+    const polled = actionReply(
+      await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never),
+    );
+    expect(polled).toMatchObject({
+      effect: 'succeeded',
+      decision: { state: 'approved', by: { kind: 'person', id: 'reviewer' } },
+    });
     expect(f.server.markers()).toEqual(['w']);
   });
 });
@@ -165,7 +211,12 @@ describe('when a person decides', () => {
   it("the rejection's reason, who decided and the card's expiry reach the agent", async () => {
     await open();
     const sessionId = await approvedSession(704);
-    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/6', body: '{"marker":"r"}' }, never);
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/6', body: '{"marker":"r"}' },
+      never,
+    );
     const [card] = await waitForCardCount(f.queue, 1);
     await f.queue.reject(card?.ticket ?? 0, person, 'not on a Friday');
     const answer = await call;
@@ -173,7 +224,11 @@ describe('when a person decides', () => {
     expect(answer.isError).toBe(true);
     expect(r.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
     expect(r.error?.message).toContain('not on a Friday');
-    expect(r.decision).toMatchObject({ state: 'rejected', by: { kind: 'person', id: 'reviewer' }, reason: 'not on a Friday' });
+    expect(r.decision).toMatchObject({
+      state: 'rejected',
+      by: { kind: 'person', id: 'reviewer' },
+      reason: 'not on a Friday',
+    });
     expect(r.decision?.expires_at_ms).toBeGreaterThan(0);
     expect(f.server.arrivals).toHaveLength(0);
   });
@@ -184,7 +239,13 @@ describe('when the client asked for progress', () => {
     await open();
     const sessionId = await approvedSession(705);
     const progress: CallProgress[] = [];
-    const call = backend.call(sessionId, 'http_request', { route: 'docs', method: 'POST', path: '/documents/8', body: '{"marker":"p"}' }, never, (p) => progress.push(p));
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/documents/8', body: '{"marker":"p"}' },
+      never,
+      (p) => progress.push(p),
+    );
     const [card] = await waitForCardCount(f.queue, 1);
     expect(progress.map((p) => p.message)).toEqual([`card shown (ticket #${card?.ticket ?? 0}), waiting for a person`]);
     await f.queue.approve(card?.ticket ?? 0, person);

@@ -22,7 +22,12 @@ export function settledForCaller(state: ActionState): boolean {
  * stopped (its signal). Woken by the queue's change notices, never by polling on a timer: the executor calls the
  * queue's settled() after recording, which notifies.
  */
-export function waitForSettled(source: WaitSource, actionId: string, waitMs: number, signal: AbortSignal): Promise<void> {
+export function waitForSettled(
+  source: WaitSource,
+  actionId: string,
+  waitMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   return new Promise<void>((resolve) => {
     let done = false;
     const finish = (): void => {
@@ -52,7 +57,8 @@ export function waitForSettled(source: WaitSource, actionId: string, waitMs: num
  * Never anything of the request's or the response's content.
  */
 export function progressLine(state: ActionState, position: QueuePosition | null): string | undefined {
-  if (state.outcome !== null && state.recorded) return state.dispatch_seq === null ? `closed: ${state.code ?? state.outcome}` : `remote answered: ${state.outcome}`;
+  if (state.outcome !== null && state.recorded)
+    return state.dispatch_seq === null ? `closed: ${state.code ?? state.outcome}` : `remote answered: ${state.outcome}`;
   if (state.dispatch_seq !== null) return 'dispatched';
   if (position === null) return undefined;
   if (position.waiting === 'approval') return `card shown (ticket #${position.ticket}), waiting for a person`;
@@ -112,10 +118,22 @@ export function decisionFacts(events: readonly JournalEvent[]): AgentDecision | 
   for (const e of events) {
     switch (e.kind) {
       case 'CARD_SHOWN':
-        decision = { state: 'waiting', by: null, reason: null, decided_at_ms: null, expires_at_ms: e.payload.expires_at_ms };
+        decision = {
+          state: 'waiting',
+          by: null,
+          reason: null,
+          decided_at_ms: null,
+          expires_at_ms: e.payload.expires_at_ms,
+        };
         break;
       case 'APPROVED':
-        decision = { state: 'approved', by: actorOf(e.payload.actor), reason: null, decided_at_ms: e.at_ms, expires_at_ms: decision?.expires_at_ms ?? null };
+        decision = {
+          state: 'approved',
+          by: actorOf(e.payload.actor),
+          reason: null,
+          decided_at_ms: e.at_ms,
+          expires_at_ms: decision?.expires_at_ms ?? null,
+        };
         break;
       case 'REJECTED':
       case 'CANCELLED':
@@ -128,7 +146,13 @@ export function decisionFacts(events: readonly JournalEvent[]): AgentDecision | 
         };
         break;
       case 'EXPIRED':
-        decision = { state: 'expired', by: { kind: 'broker', id: 'approval-expiry' }, reason: null, decided_at_ms: e.at_ms, expires_at_ms: decision?.expires_at_ms ?? null };
+        decision = {
+          state: 'expired',
+          by: { kind: 'broker', id: 'approval-expiry' },
+          reason: null,
+          decided_at_ms: e.at_ms,
+          expires_at_ms: decision?.expires_at_ms ?? null,
+        };
         break;
       default:
         break;
@@ -138,6 +162,10 @@ export function decisionFacts(events: readonly JournalEvent[]): AgentDecision | 
 }
 
 /** Who decided, as the agent may see it: kind, id and surface (never how the person authenticated). */
-function actorOf(actor: { kind: NonNullable<AgentDecision['by']>['kind']; id: string; surface?: string | undefined }): NonNullable<AgentDecision['by']> {
+function actorOf(actor: {
+  kind: NonNullable<AgentDecision['by']>['kind'];
+  id: string;
+  surface?: string | undefined;
+}): NonNullable<AgentDecision['by']> {
   return { kind: actor.kind, id: actor.id, ...(actor.surface === undefined ? {} : { surface: actor.surface }) };
 }

@@ -4,7 +4,17 @@ import { correlationValues } from './correlation-values.js';
 
 function routeWith(fields: string): Route {
   const config = parseConfig(
-    ['version: 1', 'routes:', '  - name: pay', '    base_url: http://127.0.0.1:8080/api', '    credential: pay-token', '    injection: bearer', '    correlation:', `      request_fields: ${fields}`, ''].join('\n'),
+    [
+      'version: 1',
+      'routes:',
+      '  - name: pay',
+      '    base_url: http://127.0.0.1:8080/api',
+      '    credential: pay-token',
+      '    injection: bearer',
+      '    correlation:',
+      `      request_fields: ${fields}`,
+      '',
+    ].join('\n'),
   );
   return config.routes.get('pay') as Route;
 }
@@ -13,7 +23,9 @@ const body = (value: unknown): Buffer => Buffer.from(typeof value === 'string' ?
 
 describe('correlationValues', () => {
   it('takes the declared top-level string and number fields, numbers as printed, and nothing else', () => {
-    expect(correlationValues(route, body({ external_ref: 'inv-7', customer: 42, amount: 5, nested: { external_ref: 'x' } }))).toEqual({ external_ref: 'inv-7', customer: '42' });
+    expect(
+      correlationValues(route, body({ external_ref: 'inv-7', customer: 42, amount: 5, nested: { external_ref: 'x' } })),
+    ).toEqual({ external_ref: 'inv-7', customer: '42' });
     expect(correlationValues(route, body({ customer: 1.5 }))).toEqual({ customer: '1.5' });
   });
 

@@ -36,6 +36,7 @@ export function correlationValues(route: Route, body: Uint8Array): Readonly<Reco
 }
 
 function valueText(value: unknown): string | undefined {
-  const text = typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
+  const text =
+    typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
   return text === undefined || text.length === 0 || text.length > correlationValueCharsMax ? undefined : text;
 }

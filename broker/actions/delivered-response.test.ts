@@ -13,7 +13,15 @@ const lookaheadBytes = 512;
 /** What the channel reports: the bytes it kept (cap + lookahead at most) and how many arrived. */
 function report(body: Buffer, headers: Record<string, string> = {}, totalBytes = body.length): HttpResponseReport {
   const kept = body.subarray(0, limits.resultBodyBytesMax + lookaheadBytes);
-  return { status: 200, headers, framingComplete: true, body: kept, truncated: kept.length < totalBytes, totalBytes, digest: 'sha256:wire' };
+  return {
+    status: 200,
+    headers,
+    framingComplete: true,
+    body: kept,
+    truncated: kept.length < totalBytes,
+    totalBytes,
+    digest: 'sha256:wire',
+  };
 }
 
 const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
@@ -26,7 +34,15 @@ describe('deliveredResponse', () => {
       ['deflate', deflateSync(dump)],
       ['br', brotliCompressSync(dump)],
     ])('%s is decoded and the plain bytes are scrubbed', (coding, body) => {
-      const r = deliveredResponse(report(body, { 'content-encoding': coding, 'content-length': String(body.length), 'content-type': 'application/json' }), scrubber, limits);
+      const r = deliveredResponse(
+        report(body, {
+          'content-encoding': coding,
+          'content-length': String(body.length),
+          'content-type': 'application/json',
+        }),
+        scrubber,
+        limits,
+      );
       expect(r.body.toString()).not.toContain(canary);
       expect(r.body.toString()).toContain('[REDACTED]');
       expect(r.redacted).toBe(true);
@@ -76,7 +92,11 @@ describe('deliveredResponse', () => {
   describe('when a padded header reflects the secret past the header cap', () => {
     it('the header is scrubbed whole first and cut after', () => {
       for (const pad of [headerValueCharsMax - 1, headerValueCharsMax - 5, headerValueCharsMax - canary.length + 1]) {
-        const r = deliveredResponse(report(Buffer.from('ok'), { 'x-request-id': `${'a'.repeat(pad)}${canary}` }), scrubber, limits);
+        const r = deliveredResponse(
+          report(Buffer.from('ok'), { 'x-request-id': `${'a'.repeat(pad)}${canary}` }),
+          scrubber,
+          limits,
+        );
         const value = r.headers['x-request-id'] ?? '';
         expect(value.length).toBeLessThanOrEqual(headerValueCharsMax);
         expect(value).not.toContain(canary.slice(0, 4));
@@ -86,7 +106,7 @@ describe('deliveredResponse', () => {
   });
 
   describe('when nothing secret comes back', () => {
-    it('the body, headers and counts are the remote\'s own, and the digest equals the wire digest of the same bytes', () => {
+    it("the body, headers and counts are the remote's own, and the digest equals the wire digest of the same bytes", () => {
       const body = Buffer.from('{"id":42}');
       const r = deliveredResponse(report(body, { etag: '"v1"' }), scrubber, limits);
       expect(r.body.equals(body)).toBe(true);

@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
-import { decodeContent, type BodyWithheldReason, type HttpLimits, type HttpResponseReport } from '../channels/http/index.js';
+import {
+  decodeContent,
+  type BodyWithheldReason,
+  type HttpLimits,
+  type HttpResponseReport,
+} from '../channels/http/index.js';
 import { redactionMarker, type SecretScrubber } from './secret-scrubber.js';
 
 /** A response header value as delivered: scrubbed whole first, then cut to this many characters. */
@@ -33,9 +38,15 @@ export type DeliveryLimits = Pick<HttpLimits, 'resultBodyBytesMax' | 'decodedBod
  * Decode → scrub → cap, in that order (issue: truncate-then-scrub showed a secret minus its last character).
  * The channel keeps `scrubLookaheadBytes` past the cap so a secret that starts before the cut is seen whole.
  */
-export function deliveredResponse(response: HttpResponseReport, scrubber: SecretScrubber, limits: DeliveryLimits): HttpActionResponse {
+export function deliveredResponse(
+  response: HttpResponseReport,
+  scrubber: SecretScrubber,
+  limits: DeliveryLimits,
+): HttpActionResponse {
   const keptAll = response.body.length >= response.totalBytes;
-  const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, { decodedBytesMax: limits.decodedBodyBytesMax });
+  const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, {
+    decodedBytesMax: limits.decodedBodyBytesMax,
+  });
   const headers: Record<string, string> = {};
   let redacted = false;
   for (const [name, value] of Object.entries(response.headers)) {
@@ -47,7 +58,16 @@ export function deliveredResponse(response: HttpResponseReport, scrubber: Secret
   }
   if (decoded.kind === 'withheld') {
     const body = Buffer.alloc(0);
-    return { status: response.status, headers, body, truncated: false, total_bytes: 0, digest: digestOf(body), redacted, body_withheld: decoded.reason };
+    return {
+      status: response.status,
+      headers,
+      body,
+      truncated: false,
+      total_bytes: 0,
+      digest: digestOf(body),
+      redacted,
+      body_withheld: decoded.reason,
+    };
   }
   const examined = decoded.bytes;
   const cut = scrubber.scrub(examined, limits.resultBodyBytesMax);
@@ -67,9 +87,15 @@ export function deliveredResponse(response: HttpResponseReport, scrubber: Secret
 }
 
 /** The first bytes of an incomplete response, as a marked diagnostic: scrubbed before the cut, like a result. */
-export function diagnosticBody(response: HttpResponseReport, scrubber: SecretScrubber, diagnosticBytesMax: number): Buffer {
+export function diagnosticBody(
+  response: HttpResponseReport,
+  scrubber: SecretScrubber,
+  diagnosticBytesMax: number,
+): Buffer {
   const keptAll = response.body.length >= response.totalBytes;
-  const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, { decodedBytesMax: diagnosticBytesMax * 16 });
+  const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, {
+    decodedBytesMax: diagnosticBytesMax * 16,
+  });
   if (decoded.kind === 'withheld') return Buffer.alloc(0);
   return scrubber.scrub(decoded.bytes, diagnosticBytesMax).bytes;
 }

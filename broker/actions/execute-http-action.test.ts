@@ -3,8 +3,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
 import type { JournalEvent } from '../contract/index.js';
 import type { DispatchGate } from '../ports/index.js';
-import { AdversarialHttpServer, type AdversarialServerOptions, type Behavior } from '../testing/adversarial-http-server.js';
-import { canary, canaryLeaks, localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  AdversarialHttpServer,
+  type AdversarialServerOptions,
+  type Behavior,
+} from '../testing/adversarial-http-server.js';
+import {
+  canary,
+  canaryLeaks,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
 import { abandonBlockedHeads, waitForCardCount } from '../testing/queue-waits.js';
 
 let h: HttpActionHarness;
@@ -21,7 +31,10 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.stop()));
 });
 
-async function server(script: Behavior | ((onConnection: number) => Behavior), options: Omit<AdversarialServerOptions, 'script'> = {}): Promise<AdversarialHttpServer> {
+async function server(
+  script: Behavior | ((onConnection: number) => Behavior),
+  options: Omit<AdversarialServerOptions, 'script'> = {},
+): Promise<AdversarialHttpServer> {
   const s = await AdversarialHttpServer.start({
     journalPath: h.temp.path,
     script: (request) => (typeof script === 'function' ? script(request.onConnection) : script),
@@ -44,20 +57,54 @@ function expectDispatchDurableBeforeBytes(s: AdversarialHttpServer): void {
 
 describe('when the remote answers completely', () => {
   it('a 200 to a POST is committed/succeeded, stored under the invocation id before RESULT_COMMITTED, and the server saw DISPATCH_STARTED first', async () => {
-    const s = await server({ kind: 'respond', status: 200, body: '{"id":7}', headers: { 'content-type': 'application/json', 'set-cookie': 'session=abc', 'x-request-id': 'req-1' }, applyEffect: true });
+    const s = await server({
+      kind: 'respond',
+      status: 200,
+      body: '{"id":7}',
+      headers: { 'content-type': 'application/json', 'set-cookie': 'session=abc', 'x-request-id': 'req-1' },
+      applyEffect: true,
+    });
     const { envelope, response } = await h.run(localRouteConfig(s.port), post);
     expect(envelope.error).toBeUndefined();
-    expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'complete_response', caller_disposition: 'completed' });
-    expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: true, response_headers_received: true, response_complete: true, response_status: 200, dispatch_evidence: 'remote_receipt' });
+    expect(envelope).toMatchObject({
+      effect: 'succeeded',
+      outcome_basis: 'complete_response',
+      caller_disposition: 'completed',
+    });
+    expect(envelope.evidence).toMatchObject({
+      dispatch_started: true,
+      request_complete: true,
+      response_headers_received: true,
+      response_complete: true,
+      response_status: 200,
+      dispatch_evidence: 'remote_receipt',
+    });
     expect(kinds(h.events(envelope.invocation_id))).toEqual([
-      'ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED', 'REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE', 'RESULT_COMMITTED',
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CREDENTIAL_AUTHORIZED',
+      'DISPATCH_STARTED',
+      'REQUEST_SENT',
+      'REMOTE_RESPONSE_STARTED',
+      'REMOTE_RESPONSE_COMPLETE',
+      'RESULT_COMMITTED',
     ]);
     const state = h.temp.journal.getAction(envelope.invocation_id);
-    expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded', stage: 'result_committed', lane: 'route:docs', result_id: envelope.evidence.result_id });
+    expect(state).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      stage: 'result_committed',
+      lane: 'route:docs',
+      result_id: envelope.evidence.result_id,
+    });
     const stored = h.results.read(envelope.evidence.result_id ?? '');
     expect(stored?.body.toString()).toBe('{"id":7}');
     expect(stored?.digest).toBe(envelope.evidence.result_digest);
-    expect(stored?.summary.headers).toEqual({ 'content-type': 'application/json', 'content-length': '8', 'x-request-id': 'req-1' });
+    expect(stored?.summary.headers).toEqual({
+      'content-type': 'application/json',
+      'content-length': '8',
+      'x-request-id': 'req-1',
+    });
     expect(response?.headers['set-cookie']).toBeUndefined();
     // Ground truth: one request, with the credential, the agent's path under the route's base, effect applied once.
     expect(s.requests).toHaveLength(1);
@@ -72,7 +119,12 @@ describe('when the remote answers completely', () => {
     const { envelope } = await h.run(localRouteConfig(s.port), post);
     expect(envelope.error).toBeUndefined();
     expect(envelope.evidence.response_status).toBe(200);
-    expect(h.events(envelope.invocation_id).filter((e) => e.kind === 'REMOTE_RESPONSE_STARTED').map((e) => e.payload)).toEqual([
+    expect(
+      h
+        .events(envelope.invocation_id)
+        .filter((e) => e.kind === 'REMOTE_RESPONSE_STARTED')
+        .map((e) => e.payload),
+    ).toEqual([
       { attempt: 1, status: 103 },
       { attempt: 1, status: 200 },
     ]);
@@ -81,7 +133,12 @@ describe('when the remote answers completely', () => {
   it('a 500 after applying is committed with effect failed, never a licence to replay the POST', async () => {
     const s = await server({ kind: 'respond', status: 500, body: 'boom', applyEffect: true });
     const { envelope } = await h.run(localRouteConfig(s.port), post);
-    expect(envelope.error).toMatchObject({ code: 'REMOTE_ERROR_STATUS', phase: 'remote_execution', outcome: 'committed', retry: 'never' });
+    expect(envelope.error).toMatchObject({
+      code: 'REMOTE_ERROR_STATUS',
+      phase: 'remote_execution',
+      outcome: 'committed',
+      retry: 'never',
+    });
     expect(envelope.effect).toBe('failed');
     expect(h.results.read(envelope.evidence.result_id ?? '')?.body.toString()).toBe('boom');
     expect(s.effects).toHaveLength(1);
@@ -99,7 +156,12 @@ describe('when the remote answers completely', () => {
   it('a 429 with Retry-After gives backoff for an idempotent GET (honouring the delay) and never for a POST', async () => {
     const s = await server({ kind: 'respond', status: 429, headers: { 'retry-after': '2' } });
     const get = await h.run(localRouteConfig(s.port), { route: 'docs', method: 'GET', path: '/documents/7' });
-    expect(get.envelope.error).toMatchObject({ code: 'REMOTE_THROTTLED', outcome: 'rejected', retry: 'backoff', retry_after_ms: 2000 });
+    expect(get.envelope.error).toMatchObject({
+      code: 'REMOTE_THROTTLED',
+      outcome: 'rejected',
+      retry: 'backoff',
+      retry_after_ms: 2000,
+    });
     const p = await h.run(localRouteConfig(s.port), post);
     expect(p.envelope.error).toMatchObject({ code: 'REMOTE_THROTTLED', outcome: 'rejected', retry: 'never' });
     expect(p.envelope.error?.retry_after_ms).toBeUndefined();
@@ -113,40 +175,88 @@ describe('when the remote answers completely', () => {
   });
 
   it('a 202 is a committed submission; the job id and Location are recorded for separate tracking', async () => {
-    const s = await server({ kind: 'respond', status: 202, body: '{"job_id":"job-42"}', headers: { 'content-type': 'application/json', location: '/api/jobs/job-42' }, applyEffect: true });
+    const s = await server({
+      kind: 'respond',
+      status: 202,
+      body: '{"job_id":"job-42"}',
+      headers: { 'content-type': 'application/json', location: '/api/jobs/job-42' },
+      applyEffect: true,
+    });
     const { envelope } = await h.run(localRouteConfig(s.port), post);
     expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'submission_accepted_track_job_separately' });
-    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).toEqual({ location: '/api/jobs/job-42', job_id: 'job-42' });
+    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).toEqual({
+      location: '/api/jobs/job-42',
+      job_id: 'job-42',
+    });
     const kinds = [...h.temp.journal.events()].filter((e) => e.action_id === envelope.invocation_id).map((e) => e.kind);
     expect(kinds.slice(-2)).toEqual(['RESULT_COMMITTED', 'OPERATION_SUBMITTED']);
-    const submitted = [...h.temp.journal.events()].find((e) => e.action_id === envelope.invocation_id && e.kind === 'OPERATION_SUBMITTED');
-    expect(submitted?.payload).toEqual({ attempt: 1, result_id: envelope.evidence.result_id, job_id: 'job-42', status_location: '/api/jobs/job-42' });
+    const submitted = [...h.temp.journal.events()].find(
+      (e) => e.action_id === envelope.invocation_id && e.kind === 'OPERATION_SUBMITTED',
+    );
+    expect(submitted?.payload).toEqual({
+      attempt: 1,
+      result_id: envelope.evidence.result_id,
+      job_id: 'job-42',
+      status_location: '/api/jobs/job-42',
+    });
   });
 
   it.each([
     ['an empty job id', { 'content-type': 'application/json' }, '{"id":""}', null],
     ['an empty Location', { location: '', 'content-type': 'application/json' }, '{"job_id":"job-9"}', 'job-9'],
-    ['a blank job id and an empty Location', { location: '', 'content-type': 'application/json' }, '{"job_id":"  "}', null],
-  ])('a 202 with %s records the submission and skips the empty handle (its OPERATION_SUBMITTED would be refused)', async (_what, headers, body, jobId) => {
-    const s = await server({ kind: 'respond', status: 202, body, headers, applyEffect: true });
-    const { envelope } = await h.run(localRouteConfig(s.port), post);
-    expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'submission_accepted_track_job_separately' });
-    const submitted = h.events(envelope.invocation_id).filter((e) => e.kind === 'OPERATION_SUBMITTED');
-    expect(submitted.map((e) => e.payload)).toEqual(jobId === null ? [] : [expect.objectContaining({ job_id: jobId })]);
-    expect(submitted.map((e) => e.payload)).not.toContainEqual(expect.objectContaining({ status_location: expect.anything() }));
-    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).not.toHaveProperty('location');
-  });
+    [
+      'a blank job id and an empty Location',
+      { location: '', 'content-type': 'application/json' },
+      '{"job_id":"  "}',
+      null,
+    ],
+  ])(
+    'a 202 with %s records the submission and skips the empty handle (its OPERATION_SUBMITTED would be refused)',
+    async (_what, headers, body, jobId) => {
+      const s = await server({ kind: 'respond', status: 202, body, headers, applyEffect: true });
+      const { envelope } = await h.run(localRouteConfig(s.port), post);
+      expect(envelope).toMatchObject({
+        effect: 'succeeded',
+        outcome_basis: 'submission_accepted_track_job_separately',
+      });
+      const submitted = h.events(envelope.invocation_id).filter((e) => e.kind === 'OPERATION_SUBMITTED');
+      expect(submitted.map((e) => e.payload)).toEqual(
+        jobId === null ? [] : [expect.objectContaining({ job_id: jobId })],
+      );
+      expect(submitted.map((e) => e.payload)).not.toContainEqual(
+        expect.objectContaining({ status_location: expect.anything() }),
+      );
+      expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.submission).not.toHaveProperty('location');
+    },
+  );
 
   it('a 307 to another origin is never followed: REDIRECT_BLOCKED, never an effect that succeeded; follow_redirects is no field of the tool', async () => {
     const other = await server({ kind: 'respond', status: 200, applyEffect: true });
-    const s = await server({ kind: 'respond', status: 307, headers: { location: `http://127.0.0.1:${other.port}/steal` } });
+    const s = await server({
+      kind: 'respond',
+      status: 307,
+      headers: { location: `http://127.0.0.1:${other.port}/steal` },
+    });
     const plain = await h.run(localRouteConfig(s.port), post);
-    expect(plain.envelope.error).toMatchObject({ code: 'REDIRECT_BLOCKED', phase: 'remote_execution', outcome: 'committed', retry: 'after_correction' });
+    expect(plain.envelope.error).toMatchObject({
+      code: 'REDIRECT_BLOCKED',
+      phase: 'remote_execution',
+      outcome: 'committed',
+      retry: 'after_correction',
+    });
     expect(plain.envelope.effect).not.toBe('succeeded');
     expect(plain.envelope.evidence.response_status).toBe(307);
-    expect(h.results.read(plain.envelope.evidence.result_id ?? '')?.summary.redirect).toMatchObject({ cross_origin: true, followed: false });
+    expect(h.results.read(plain.envelope.evidence.result_id ?? '')?.summary.redirect).toMatchObject({
+      cross_origin: true,
+      followed: false,
+    });
     const follow = await h.run(localRouteConfig(s.port), { ...post, follow_redirects: true });
-    expect(follow.envelope.error).toMatchObject({ code: 'INVALID_ARGUMENT', phase: 'validation', outcome: 'not_attempted', field: 'follow_redirects' });
+    expect(follow.envelope.error).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      phase: 'validation',
+      outcome: 'not_attempted',
+      field: 'follow_redirects',
+    });
     expect(other.log.filter((e) => e.event === 'accepted')).toHaveLength(0);
     expect(s.requests).toHaveLength(1);
   });
@@ -156,7 +266,10 @@ describe('when the remote answers completely', () => {
     const { envelope } = await h.run(localRouteConfig(s.port), post);
     expect(envelope.error).toBeUndefined();
     expect(envelope.evidence.response_status).toBe(303);
-    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.redirect).toMatchObject({ cross_origin: false, followed: false });
+    expect(h.results.read(envelope.evidence.result_id ?? '')?.summary.redirect).toMatchObject({
+      cross_origin: false,
+      followed: false,
+    });
   });
 
   it('bytes as a body and any other undocumented field are refused, named, before anything is sent', async () => {
@@ -178,48 +291,123 @@ describe('when the remote answers completely', () => {
     expect(response?.body.length).toBe(10);
     const { createHash } = await import('node:crypto');
     // Computed from the bytes the agent receives, never from bytes it does not (a digest oracle for a cut secret).
-    expect(envelope.evidence.result_digest).toBe(`sha256:${createHash('sha256').update(body.slice(0, 10)).digest('hex')}`);
-    expect(h.results.read(envelope.evidence.result_id ?? '')).toMatchObject({ truncated: true, total_bytes: 1000, stored_bytes: 10 });
+    expect(envelope.evidence.result_digest).toBe(
+      `sha256:${createHash('sha256').update(body.slice(0, 10)).digest('hex')}`,
+    );
+    expect(h.results.read(envelope.evidence.result_id ?? '')).toMatchObject({
+      truncated: true,
+      total_bytes: 1000,
+      stored_bytes: 10,
+    });
   });
 });
 
 describe('when the remote breaks after dispatch', () => {
-  it.each<[string, Behavior, { code: string; basis: string; requestComplete: boolean; headers: boolean; effects: number }]>([
-    ['it reads the headers then closes', { kind: 'close_after_headers' }, { code: 'REMOTE_OUTCOME_UNKNOWN', basis: 'response_not_observed_after_dispatch', requestComplete: true, headers: false, effects: 0 }],
-    ['it applies the effect then closes without a response', { kind: 'apply_then_close' }, { code: 'REMOTE_OUTCOME_UNKNOWN', basis: 'response_not_observed_after_dispatch', requestComplete: true, headers: false, effects: 1 }],
-    ['it sends headers then closes mid-body (short Content-Length)', { kind: 'apply_then_close_mid_body', status: 200, announced: 100, sent: '{"partial":' }, { code: 'REMOTE_RESULT_INCOMPLETE', basis: 'response_framing_incomplete', requestComplete: true, headers: true, effects: 1 }],
-    ['it sends only a 1xx then closes', { kind: 'apply_then_informational_then_close' }, { code: 'REMOTE_OUTCOME_UNKNOWN', basis: 'response_not_observed_after_dispatch', requestComplete: true, headers: false, effects: 1 }],
-    ['it sends bad chunked framing', { kind: 'apply_then_bad_chunked', status: 200 }, { code: 'REMOTE_RESULT_INCOMPLETE', basis: 'response_framing_incomplete', requestComplete: true, headers: true, effects: 1 }],
-  ])('%s: remote_execution/unknown, never not_attempted, and the record matches the server log', async (_when, behavior, want) => {
-    const s = await server(behavior);
-    const { envelope, response, diagnostic } = await h.run(localRouteConfig(s.port), post);
-    expect(envelope.error).toMatchObject({ code: want.code, phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
-    expect(envelope).toMatchObject({ effect: 'unknown_effect', outcome_basis: want.basis });
-    expect(envelope.evidence).toMatchObject({ dispatch_started: true, response_headers_received: want.headers, response_complete: false });
-    expect(envelope.evidence.result_id).toBeUndefined();
-    expect(response).toBeUndefined();
-    if (want.headers) {
-      // The partial body is only a marked, capped diagnostic.
-      expect(diagnostic?.kind).toBe('incomplete_response_partial_body');
-    }
-    const state = h.temp.journal.getAction(envelope.invocation_id);
-    expect(state).toMatchObject({ outcome: 'unknown', result_id: null });
-    expect(state?.dispatch_seq).not.toBeNull();
-    expect(s.effects).toHaveLength(want.effects);
-    expect(s.requests.length).toBe(1);
-    expectDispatchDurableBeforeBytes(s);
-  });
+  it.each<
+    [string, Behavior, { code: string; basis: string; requestComplete: boolean; headers: boolean; effects: number }]
+  >([
+    [
+      'it reads the headers then closes',
+      { kind: 'close_after_headers' },
+      {
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        basis: 'response_not_observed_after_dispatch',
+        requestComplete: true,
+        headers: false,
+        effects: 0,
+      },
+    ],
+    [
+      'it applies the effect then closes without a response',
+      { kind: 'apply_then_close' },
+      {
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        basis: 'response_not_observed_after_dispatch',
+        requestComplete: true,
+        headers: false,
+        effects: 1,
+      },
+    ],
+    [
+      'it sends headers then closes mid-body (short Content-Length)',
+      { kind: 'apply_then_close_mid_body', status: 200, announced: 100, sent: '{"partial":' },
+      {
+        code: 'REMOTE_RESULT_INCOMPLETE',
+        basis: 'response_framing_incomplete',
+        requestComplete: true,
+        headers: true,
+        effects: 1,
+      },
+    ],
+    [
+      'it sends only a 1xx then closes',
+      { kind: 'apply_then_informational_then_close' },
+      {
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        basis: 'response_not_observed_after_dispatch',
+        requestComplete: true,
+        headers: false,
+        effects: 1,
+      },
+    ],
+    [
+      'it sends bad chunked framing',
+      { kind: 'apply_then_bad_chunked', status: 200 },
+      {
+        code: 'REMOTE_RESULT_INCOMPLETE',
+        basis: 'response_framing_incomplete',
+        requestComplete: true,
+        headers: true,
+        effects: 1,
+      },
+    ],
+  ])(
+    '%s: remote_execution/unknown, never not_attempted, and the record matches the server log',
+    async (_when, behavior, want) => {
+      const s = await server(behavior);
+      const { envelope, response, diagnostic } = await h.run(localRouteConfig(s.port), post);
+      expect(envelope.error).toMatchObject({
+        code: want.code,
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        retry: 'reconcile',
+      });
+      expect(envelope).toMatchObject({ effect: 'unknown_effect', outcome_basis: want.basis });
+      expect(envelope.evidence).toMatchObject({
+        dispatch_started: true,
+        response_headers_received: want.headers,
+        response_complete: false,
+      });
+      expect(envelope.evidence.result_id).toBeUndefined();
+      expect(response).toBeUndefined();
+      if (want.headers) {
+        // The partial body is only a marked, capped diagnostic.
+        expect(diagnostic?.kind).toBe('incomplete_response_partial_body');
+      }
+      const state = h.temp.journal.getAction(envelope.invocation_id);
+      expect(state).toMatchObject({ outcome: 'unknown', result_id: null });
+      expect(state?.dispatch_seq).not.toBeNull();
+      expect(s.effects).toHaveLength(want.effects);
+      expect(s.requests.length).toBe(1);
+      expectDispatchDurableBeforeBytes(s);
+    },
+  );
 
   it('after apply-then-close, an idempotent PUT may back off and a POST under a declared key contract may retry with the same key', async () => {
     const s = await server({ kind: 'apply_then_close' });
-    const contract = '    idempotency:\n      header: Idempotency-Key\n      scope: docs.account\n      retention_seconds: 3600\n      fingerprint: [method, path, body]';
+    const contract =
+      '    idempotency:\n      header: Idempotency-Key\n      scope: docs.account\n      retention_seconds: 3600\n      fingerprint: [method, path, body]';
     const put = await h.run(localRouteConfig(s.port), { ...post, method: 'PUT' });
     expect(put.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'backoff' });
     // The unknown PUT blocks lane route:docs until a person abandons it (DESIGN §4).
     expect(await abandonBlockedHeads(h.queue)).toBe(1);
     const keyed = await h.run(localRouteConfig(s.port, contract), { ...post, idempotency_key: 'key-1' });
     expect(keyed.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
-    expect(keyed.envelope.evidence.idempotency).toMatchObject({ key: 'key-1', scope: 'docs.account', remote_contract: 'configured' });
+    expect(keyed.envelope.evidence.idempotency).toMatchObject({
+      key: 'key-1',
+      scope: 'docs.account',
+      remote_contract: 'configured',
+    });
     expect(s.requests.at(-1)?.headers['idempotency-key']).toBe('key-1');
   });
 
@@ -243,10 +431,19 @@ describe('when the remote breaks after dispatch', () => {
   it("when the route's operation deadline passes after dispatch: OPERATION_TIMEOUT, unknown, never a caller event", async () => {
     const s = await server({ kind: 'apply_then_hang' });
     const { envelope } = await h.run(localRouteConfig(s.port, '    timeout_ms: 300'), post);
-    expect(envelope.error).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown', phase: 'remote_execution', retry: 'reconcile' });
+    expect(envelope.error).toMatchObject({
+      code: 'OPERATION_TIMEOUT',
+      outcome: 'unknown',
+      phase: 'remote_execution',
+      retry: 'reconcile',
+    });
     expect(envelope.caller_disposition).toBe('completed');
     expect(kinds(h.events(envelope.invocation_id))).not.toContain('CALLER_DEADLINE_EXCEEDED');
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown', caller_disposition: null });
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({
+      code: 'OPERATION_TIMEOUT',
+      outcome: 'unknown',
+      caller_disposition: null,
+    });
     expect(s.effects).toHaveLength(1);
   });
 
@@ -254,7 +451,10 @@ describe('when the remote breaks after dispatch', () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
     const { envelope } = await h.run(localRouteConfig(s.port), { ...post, timeout_ms: 1 });
     expect(envelope.error).toBeUndefined();
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+    });
   });
 });
 
@@ -297,14 +497,22 @@ describe('when connections are pooled', () => {
     const d1 = h.events(first.envelope.invocation_id).find((e) => e.kind === 'DISPATCH_STARTED');
     const d2 = h.events(second.envelope.invocation_id).find((e) => e.kind === 'DISPATCH_STARTED');
     expect(d1?.payload).toMatchObject({ connection: 'fresh' });
-    expect(d2?.payload).toMatchObject({ connection: 'reused', connection_id: (d1?.payload as { connection_id: string }).connection_id });
-    expect(s.requests.map((r) => [r.conn, r.onConnection])).toEqual([[1, 0], [1, 1]]);
+    expect(d2?.payload).toMatchObject({
+      connection: 'reused',
+      connection_id: (d1?.payload as { connection_id: string }).connection_id,
+    });
+    expect(s.requests.map((r) => [r.conn, r.onConnection])).toEqual([
+      [1, 0],
+      [1, 1],
+    ]);
     expectDispatchDurableBeforeBytes(s);
     expect(s.log.filter((e) => e.event === 'first_byte')).toHaveLength(2);
   });
 
   it('when a reused connection breaks after the request was handed over: unknown (reused_connection_broke_after_handoff)', async () => {
-    const s = await server((n) => (n === 0 ? { kind: 'respond', status: 200, body: 'ok', applyEffect: true } : { kind: 'apply_then_close' }));
+    const s = await server((n) =>
+      n === 0 ? { kind: 'respond', status: 200, body: 'ok', applyEffect: true } : { kind: 'apply_then_close' },
+    );
     const config = localRouteConfig(s.port);
     await h.run(config, post);
     const { envelope } = await h.run(config, post);
@@ -319,7 +527,9 @@ describe('when connections are pooled', () => {
     await h.run(config, post);
     const { envelope } = await h.run(config, post);
     expect(envelope.error).toBeUndefined();
-    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'DISPATCH_STARTED')?.payload).toMatchObject({ connection: 'fresh' });
+    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'DISPATCH_STARTED')?.payload).toMatchObject({
+      connection: 'fresh',
+    });
     expect(s.requests.map((r) => r.conn)).toEqual([1, 2]);
   });
 });
@@ -330,13 +540,31 @@ describe('when connection setup fails (provably not_attempted)', () => {
     const port = s.port;
     await s.stop();
     const { envelope } = await h.run(localRouteConfig(port), post);
-    expect(envelope.error).toMatchObject({ code: 'CONNECT_REFUSED', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
+    expect(envelope.error).toMatchObject({
+      code: 'CONNECT_REFUSED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
     expect(envelope.effect).toBe('no_effect');
-    expect(envelope.evidence.attempts).toEqual([1, 2, 3].map((n) => ({ n, stage: 'tcp_connect', outcome: 'not_attempted', code: 'CONNECT_REFUSED' })));
+    expect(envelope.evidence.attempts).toEqual(
+      [1, 2, 3].map((n) => ({ n, stage: 'tcp_connect', outcome: 'not_attempted', code: 'CONNECT_REFUSED' })),
+    );
     const events = h.events(envelope.invocation_id);
-    expect(kinds(events)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'SETUP_ATTEMPT_FAILED', 'SETUP_ATTEMPT_FAILED', 'SETUP_ATTEMPT_FAILED', 'OUTCOME_RECORDED']);
+    expect(kinds(events)).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CREDENTIAL_AUTHORIZED',
+      'SETUP_ATTEMPT_FAILED',
+      'SETUP_ATTEMPT_FAILED',
+      'SETUP_ATTEMPT_FAILED',
+      'OUTCOME_RECORDED',
+    ]);
     expect(events[3]?.payload).toEqual({ attempt: 1, stage: 'tcp_connect', detail: 'ECONNREFUSED' });
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'not_attempted', dispatch_seq: null });
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({
+      outcome: 'not_attempted',
+      dispatch_seq: null,
+    });
   });
 });
 
@@ -349,22 +577,38 @@ describe('when preflight refuses (before any secret or host is touched)', () => 
     ['a //host path', { path: '//evil.example/x' }, { code: 'INVALID_TARGET', field: 'path' }],
     ['a backslash', { path: '/a\\..\\b' }, { code: 'INVALID_TARGET', field: 'path' }],
     ['an unsupported method', { method: 'TRACE' }, { code: 'UNSUPPORTED_ACTION', field: 'method' }],
-    ['an agent-set Authorization (with the canary)', { headers: { Authorization: `Bearer ${canary}` } }, { code: 'FORBIDDEN_HEADER', field: 'headers.authorization' }],
+    [
+      'an agent-set Authorization (with the canary)',
+      { headers: { Authorization: `Bearer ${canary}` } },
+      { code: 'FORBIDDEN_HEADER', field: 'headers.authorization' },
+    ],
     ['an agent-set Host', { headers: { Host: 'evil.example' } }, { code: 'FORBIDDEN_HEADER', field: 'headers.host' }],
     ['an agent-set Cookie', { headers: { Cookie: 'a=b' } }, { code: 'FORBIDDEN_HEADER', field: 'headers.cookie' }],
-    ['an agent-set Proxy-Authorization', { headers: { 'Proxy-Authorization': 'x' } }, { code: 'FORBIDDEN_HEADER', field: 'headers.proxy-authorization' }],
+    [
+      'an agent-set Proxy-Authorization',
+      { headers: { 'Proxy-Authorization': 'x' } },
+      { code: 'FORBIDDEN_HEADER', field: 'headers.proxy-authorization' },
+    ],
     ['a body over the limit', { body: 'x'.repeat(1024 * 1024 + 1) }, { code: 'PAYLOAD_LIMIT', field: 'body' }],
     ['a URL over the limit', { query: { q: 'x'.repeat(9000) } }, { code: 'PAYLOAD_LIMIT', field: 'path' }],
     ['a malformed request', { method: 7 }, { code: 'INVALID_ARGUMENT', field: 'method' }],
-  ])('%s: validation/not_attempted/after_correction with the field, no secret used, no connection', async (_when, over, want) => {
-    const s = await server({ kind: 'respond', status: 200, applyEffect: true });
-    const before = h.secretUses.count;
-    const { envelope } = await h.run(localRouteConfig(s.port), { ...post, ...over });
-    expect(envelope.error).toMatchObject({ ...want, phase: 'validation', outcome: 'not_attempted', retry: 'after_correction' });
-    expect(kinds(h.events(envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_FAILED']);
-    expect(h.secretUses.count).toBe(before);
-    expect(s.log).toHaveLength(0);
-  });
+  ])(
+    '%s: validation/not_attempted/after_correction with the field, no secret used, no connection',
+    async (_when, over, want) => {
+      const s = await server({ kind: 'respond', status: 200, applyEffect: true });
+      const before = h.secretUses.count;
+      const { envelope } = await h.run(localRouteConfig(s.port), { ...post, ...over });
+      expect(envelope.error).toMatchObject({
+        ...want,
+        phase: 'validation',
+        outcome: 'not_attempted',
+        retry: 'after_correction',
+      });
+      expect(kinds(h.events(envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_FAILED']);
+      expect(h.secretUses.count).toBe(before);
+      expect(s.log).toHaveLength(0);
+    },
+  );
 
   it('an unknown credential reference is refused without echoing its name', async () => {
     const s = await server({ kind: 'respond', status: 200 });
@@ -376,7 +620,10 @@ describe('when preflight refuses (before any secret or host is touched)', () => 
 
   it('the route’s injected header set by the agent is FORBIDDEN_HEADER', async () => {
     const s = await server({ kind: 'respond', status: 200 });
-    const { envelope } = await h.run(localRouteConfig(s.port, '', { credential: 'docs-header', injection: 'header' }), { ...post, headers: { 'x-api-key': 'guess' } });
+    const { envelope } = await h.run(localRouteConfig(s.port, '', { credential: 'docs-header', injection: 'header' }), {
+      ...post,
+      headers: { 'x-api-key': 'guess' },
+    });
     expect(envelope.error).toMatchObject({ code: 'FORBIDDEN_HEADER', field: 'headers.x-api-key' });
   });
 
@@ -399,8 +646,16 @@ describe('when preflight refuses (before any secret or host is touched)', () => 
 describe('when the credential cannot be used', () => {
   it('a credential of another kind than the injection mode: credential_injection/CREDENTIAL_MISSING, nothing sent', async () => {
     const s = await server({ kind: 'respond', status: 200 });
-    const { envelope } = await h.run(localRouteConfig(s.port, '', { credential: 'docs-token', injection: 'basic' }), post);
-    expect(envelope.error).toMatchObject({ code: 'CREDENTIAL_MISSING', phase: 'credential_injection', outcome: 'not_attempted', retry: 'after_correction' });
+    const { envelope } = await h.run(
+      localRouteConfig(s.port, '', { credential: 'docs-token', injection: 'basic' }),
+      post,
+    );
+    expect(envelope.error).toMatchObject({
+      code: 'CREDENTIAL_MISSING',
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
     expect(s.log).toHaveLength(0);
   });
 
@@ -415,8 +670,17 @@ describe('when the credential cannot be used', () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
     h.vault.lock('test');
     const locked = await h.run(localRouteConfig(s.port), post);
-    expect(locked.envelope.error).toMatchObject({ code: 'VAULT_LOCKED', phase: 'credential_injection', outcome: 'not_attempted', retry: 'after_correction' });
-    expect(kinds(h.events(locked.envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'OUTCOME_RECORDED']);
+    expect(locked.envelope.error).toMatchObject({
+      code: 'VAULT_LOCKED',
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
+    expect(kinds(h.events(locked.envelope.invocation_id))).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'OUTCOME_RECORDED',
+    ]);
     await h.vault.unlock(Buffer.from('correct horse battery staple'));
     expect((await h.run(localRouteConfig(s.port), post)).envelope.error).toBeUndefined();
     expect(s.effects).toHaveLength(1);
@@ -466,7 +730,12 @@ describe('when the vault locks or the deadline passes around the boundary', () =
     });
     const { envelope } = await h.run(localRouteConfig(s.port, '    timeout_ms: 100', { host: 'localhost' }), post);
     release?.();
-    expect(envelope.error).toMatchObject({ code: 'OPERATION_TIMEOUT', phase: 'connection_setup', outcome: 'not_attempted', retry: 'backoff' });
+    expect(envelope.error).toMatchObject({
+      code: 'OPERATION_TIMEOUT',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'backoff',
+    });
     expect(envelope.caller_disposition).toBe('completed');
     expect(h.temp.journal.getAction(envelope.invocation_id)?.dispatch_seq).toBeNull();
     expect(s.log).toHaveLength(0);
@@ -476,7 +745,12 @@ describe('when the vault locks or the deadline passes around the boundary', () =
 describe('when the canary credential goes through other injection modes', () => {
   it.each([
     ['header', 'docs-header', (r: Record<string, string>) => r['x-api-key'] === `Key ${canary}`],
-    ['basic', 'docs-basic', (r: Record<string, string>) => r.authorization === `Basic ${Buffer.from(`canary-user:${canary}`).toString('base64')}`],
+    [
+      'basic',
+      'docs-basic',
+      (r: Record<string, string>) =>
+        r.authorization === `Basic ${Buffer.from(`canary-user:${canary}`).toString('base64')}`,
+    ],
   ])('%s injection reaches the server and nowhere else', async (injection, credential, sawIt) => {
     const s = await server({ kind: 'respond', status: 200, body: 'fine' });
     const ok = await h.run(localRouteConfig(s.port, '', { credential, injection }), post);
@@ -485,8 +759,16 @@ describe('when the canary credential goes through other injection modes', () => 
   });
 
   it('query injection puts the secret in the query, and a remote echoing it back is scrubbed from the result', async () => {
-    const s = await server({ kind: 'respond', status: 307, body: `echo ${canary}`, headers: { location: `/api/next?api_key=${canary}` } });
-    const { envelope, response } = await h.run(localRouteConfig(s.port, '', { credential: 'docs-query', injection: 'query' }), { ...post, query: { a: '1' } });
+    const s = await server({
+      kind: 'respond',
+      status: 307,
+      body: `echo ${canary}`,
+      headers: { location: `/api/next?api_key=${canary}` },
+    });
+    const { envelope, response } = await h.run(
+      localRouteConfig(s.port, '', { credential: 'docs-query', injection: 'query' }),
+      { ...post, query: { a: '1' } },
+    );
     expect(s.requests[0]?.path).toBe(`/api/documents/7?a=1&api_key=${canary}`);
     expect(envelope.evidence.response_status).toBe(307);
     expect(response?.redacted).toBe(true);

@@ -14,13 +14,33 @@ import {
   type IdempotencyKeyBinding,
   type NewEvent,
 } from '../contract/index.js';
-import { checkHttpRequest, classifyOutcome, joinBasePath, parseRetryAfterMs, resolveRoutePolicy, type LocalGate, type OutcomeEvidence } from '../core/index.js';
+import {
+  checkHttpRequest,
+  classifyOutcome,
+  joinBasePath,
+  parseRetryAfterMs,
+  resolveRoutePolicy,
+  type LocalGate,
+  type OutcomeEvidence,
+} from '../core/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
-import type { Clock, CredentialInfo, CredentialVault, IdSource, OperatorActor, SecretMaterial } from '../ports/index.js';
+import type {
+  Clock,
+  CredentialInfo,
+  CredentialVault,
+  IdSource,
+  OperatorActor,
+  SecretMaterial,
+} from '../ports/index.js';
 import type { DispatchQueue } from '../queue/approval-queue.js';
 import { httpCardPreview } from '../queue/card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
-import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
+import {
+  authorizationRefusal,
+  closedBeforeDispatch,
+  dispatchJournalFailure,
+  journalFailedFacts,
+} from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 import {
   httpActionRequestSchema,
@@ -37,7 +57,14 @@ import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
 import { retryWhileAllowed, type AttemptRun, type RetryEngineDeps, type RetrySubject } from './retry-engine.js';
-import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal, vaultRefusal } from './record-refusal.js';
+import {
+  acceptedEvent,
+  appendState,
+  logRecorded,
+  recordAccepted,
+  recordRefusal,
+  vaultRefusal,
+} from './record-refusal.js';
 import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
 import { deliveredResponse, diagnosticBody, type HttpActionResponse } from './delivered-response.js';
 import { classifyBatch, type BatchVerdict } from '../core/index.js';
@@ -89,7 +116,11 @@ export interface HttpActionResult {
   /** A complete, settled response (also stored under envelope.evidence.result_id). */
   readonly response?: HttpActionResponse;
   /** An incomplete response's first bytes: a marked diagnostic, never a result. */
-  readonly diagnostic?: { readonly kind: 'incomplete_response_partial_body'; readonly status: number; readonly body: Buffer };
+  readonly diagnostic?: {
+    readonly kind: 'incomplete_response_partial_body';
+    readonly status: number;
+    readonly body: Buffer;
+  };
 }
 
 /**
@@ -107,11 +138,14 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown): P
     return runRecorded(deps, retryOf, () => {
       if (parsed.success) return retryHttpAction(deps, retryOf, internalRequestOf(parsed.data));
       const issue = parsed.error.issues[0];
-      throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issueMessage(issue)}`, { field: issueField(issue) });
+      throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issueMessage(issue)}`, {
+        field: issueField(issue),
+      });
     });
   }
   const actionId = deps.ids.newActionId();
-  if (!parsed.success) return runRecorded(deps, actionId, () => refuseMalformed(deps, actionId, input, parsed.error.issues[0]));
+  if (!parsed.success)
+    return runRecorded(deps, actionId, () => refuseMalformed(deps, actionId, input, parsed.error.issues[0]));
   return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, internalRequestOf(parsed.data), {}));
 }
 
@@ -119,24 +153,63 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown): P
  * An in-process request (a reconciliation's lookup or read-back): typed, never an agent's input, run as its own
  * recorded action under the `reconciles` exception (HttpActionOptions).
  */
-export async function executeHttpLookup(deps: HttpActionDeps, request: InternalHttpRequest, reconciles: string): Promise<HttpActionResult> {
+export async function executeHttpLookup(
+  deps: HttpActionDeps,
+  request: InternalHttpRequest,
+  reconciles: string,
+): Promise<HttpActionResult> {
   const actionId = deps.ids.newActionId();
   return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, request, { reconciles }));
 }
 
 /** Input that is not the tool's schema: admitted and refused (INVALID_ARGUMENT naming the field), nothing sent. */
-async function refuseMalformed(deps: HttpActionDeps, actionId: string, input: unknown, issue: Parameters<typeof issueField>[0]): Promise<HttpActionResult> {
-  await accept(deps, actionId, { target: 'route:(invalid)', fingerprint: unparsedFingerprint(input), lane: null, approval: 'none', idempotent: false });
-  return refuse(deps, actionId, unparsedFingerprint(input), { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) }, `the request is malformed: ${issueMessage(issue)}`);
+async function refuseMalformed(
+  deps: HttpActionDeps,
+  actionId: string,
+  input: unknown,
+  issue: Parameters<typeof issueField>[0],
+): Promise<HttpActionResult> {
+  await accept(deps, actionId, {
+    target: 'route:(invalid)',
+    fingerprint: unparsedFingerprint(input),
+    lane: null,
+    approval: 'none',
+    idempotent: false,
+  });
+  return refuse(
+    deps,
+    actionId,
+    unparsedFingerprint(input),
+    { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) },
+    `the request is malformed: ${issueMessage(issue)}`,
+  );
 }
 
-async function admitAndRun(deps: HttpActionDeps, actionId: string, input: InternalHttpRequest, options: HttpActionOptions): Promise<HttpActionResult> {
+// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
+async function admitAndRun(
+  deps: HttpActionDeps,
+  actionId: string,
+  input: InternalHttpRequest,
+  options: HttpActionOptions,
+): Promise<HttpActionResult> {
   const request = normalizeHttpRequest(input);
   const fingerprint = requestFingerprint(request);
   const route = deps.config.routes.get(request.route);
   if (route === undefined) {
-    await accept(deps, actionId, { target: 'route:(unknown)', fingerprint, lane: null, approval: 'none', idempotent: false });
-    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'route' }, 'no such route');
+    await accept(deps, actionId, {
+      target: 'route:(unknown)',
+      fingerprint,
+      lane: null,
+      approval: 'none',
+      idempotent: false,
+    });
+    return refuse(
+      deps,
+      actionId,
+      fingerprint,
+      { kind: 'validation', code: 'INVALID_TARGET', field: 'route' },
+      'no such route',
+    );
   }
   // A reconciliation lookup is the person's own request: no rule applies to it (HttpActionOptions).
   const policy = resolveRoutePolicy(route, request.method, request.path);
@@ -157,7 +230,10 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: Intern
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
   // A lookup's method comes from the route's `lookup` (a bounded read-back's is GET), not the agent's method list (only those).
-  const reconcileMethods = [...(route.lookup === undefined ? [] : [route.lookup.method]), ...(route.correlation?.read_back === undefined ? [] : (['GET'] as const))];
+  const reconcileMethods = [
+    ...(route.lookup === undefined ? [] : [route.lookup.method]),
+    ...(route.correlation?.read_back === undefined ? [] : (['GET'] as const)),
+  ];
   const methods = options.reconciles === undefined ? route.methods : [...route.methods, ...reconcileMethods];
   const preflight = validate(deps, route, methods, request, input.idempotency_key);
   if (!preflight.ok) {
@@ -167,8 +243,14 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: Intern
   const binding = idempotencyBinding(deps, route, request, input.idempotency_key);
   try {
     const correlation = correlationValues(route, request.body);
-    const validated = { ...(binding === undefined ? {} : { idempotency: binding }), ...(correlation === undefined ? {} : { correlation_values: correlation }) };
-    await deps.journal.appendBatch([httpAccepted(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: validated }]);
+    const validated = {
+      ...(binding === undefined ? {} : { idempotency: binding }),
+      ...(correlation === undefined ? {} : { correlation_values: correlation }),
+    };
+    await deps.journal.appendBatch([
+      httpAccepted(deps, actionId, admission),
+      { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: validated },
+    ]);
   } catch (error) {
     // The journal refused the key's binding (the whole unit, so nothing of it was written).
     if (binding === undefined || !isCodedError(error) || error.code !== 'IDEMPOTENCY_MISMATCH') throw error;
@@ -176,12 +258,24 @@ async function admitAndRun(deps: HttpActionDeps, actionId: string, input: Intern
     return refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []);
   }
   deps.onAdmitted?.(actionId);
-  const kept = binding !== undefined && route.retry !== undefined && keepRequest(deps, actionId, route, input, binding.expires_at_ms);
+  const kept =
+    binding !== undefined &&
+    route.retry !== undefined &&
+    keepRequest(deps, actionId, route, input, binding.expires_at_ms);
   const run = async (): Promise<HttpActionResult> => {
     // The card preview is the agent's own request, taken before any injection.
     const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
     if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-    const bound: Bound = { actionId, route, request, fingerprint, idempotent, path: preflight.path, binding, timeoutMs: operationTimeoutMs(route) };
+    const bound: Bound = {
+      actionId,
+      route,
+      request,
+      fingerprint,
+      idempotent,
+      path: preflight.path,
+      binding,
+      timeoutMs: operationTimeoutMs(route),
+    };
     const first = await authorizeAndSend(deps, bound);
     // A lookup is never retried by the engine: it is asked again by whoever asked for it.
     if (options.reconciles !== undefined) return first;
@@ -201,24 +295,42 @@ function keptRequestPurpose(actionId: string): string {
  * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
  * Best effort: a locked vault or a full disk loses only that convenience, never the action.
  */
-function keepRequest(deps: HttpActionDeps, actionId: string, route: Route, request: InternalHttpRequest, expiresAtMs: number): boolean {
+function keepRequest(
+  deps: HttpActionDeps,
+  actionId: string,
+  route: Route,
+  request: InternalHttpRequest,
+  expiresAtMs: number,
+): boolean {
   if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return false;
   try {
     const { body, ...rest } = request;
-    const plain = Buffer.from(JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }));
+    const plain = Buffer.from(
+      JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }),
+    );
     const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
     plain.fill(0);
-    deps.requests.keep({ action_id: actionId, route: route.name, sealed, kept_at_ms: deps.clock.nowMs(), expires_at_ms: expiresAtMs });
+    deps.requests.keep({
+      action_id: actionId,
+      route: route.name,
+      sealed,
+      kept_at_ms: deps.clock.nowMs(),
+      expires_at_ms: expiresAtMs,
+    });
     return true;
   } catch (error) {
-    deps.logger?.warn({ action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'request not kept for a person retry');
+    deps.logger?.warn(
+      { action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' },
+      'request not kept for a person retry',
+    );
     return false;
   }
 }
 
 /** A settled action (or one that never left) needs no kept request any more. */
 function dropWhenSettled(deps: HttpActionDeps, actionId: string, result: HttpActionResult): HttpActionResult {
-  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown') deps.requests.drop(actionId);
+  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown')
+    deps.requests.drop(actionId);
   return result;
 }
 
@@ -229,7 +341,11 @@ function dropWhenSettled(deps: HttpActionDeps, actionId: string, result: HttpAct
  * click is the fresh decision a retry of an indeterminate action needs. NOT_FOUND when nothing was
  * kept (no contract or retry policy on the route, the key's window passed, or already settled).
  */
-export async function retryKeptRequest(deps: HttpActionDeps, actionId: string, actor: OperatorActor): Promise<HttpActionResult> {
+export async function retryKeptRequest(
+  deps: HttpActionDeps,
+  actionId: string,
+  actor: OperatorActor,
+): Promise<HttpActionResult> {
   const kept = deps.requests?.read(actionId, deps.clock.nowMs());
   if (kept === undefined) {
     throw new CodedError(
@@ -242,7 +358,10 @@ export async function retryKeptRequest(deps: HttpActionDeps, actionId: string, a
   let input: InternalHttpRequest;
   try {
     // Written by keepRequest above from an InternalHttpRequest, sealed and bound to this action: read back as one.
-    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Omit<InternalHttpRequest, 'body'> & { body_base64?: string };
+    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Omit<
+      InternalHttpRequest,
+      'body'
+    > & { body_base64?: string };
     input = { ...rest, ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}) };
   } finally {
     plain.fill(0);
@@ -266,29 +385,62 @@ function retryOfField(input: unknown): string | undefined {
  * A request that does not match is refused with a coded error and nothing is recorded on the
  * original.
  */
-async function retryHttpAction(deps: HttpActionDeps, actionId: string, input: InternalHttpRequest, person?: OperatorActor): Promise<HttpActionResult> {
+async function retryHttpAction(
+  deps: HttpActionDeps,
+  actionId: string,
+  input: InternalHttpRequest,
+  person?: OperatorActor,
+): Promise<HttpActionResult> {
   const state = actionId.startsWith('act_') ? deps.journal.getAction(actionId) : undefined;
-  if (state === undefined || state.channel !== 'http' || !retryVisible(deps, state)) throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
+  if (state === undefined || state.channel !== 'http' || !retryVisible(deps, state))
+    throw new CodedError('NOT_FOUND', `no HTTP action ${actionId}`, { field: 'retry_of' });
   const request = normalizeHttpRequest(input);
   const route = deps.config.routes.get(request.route);
-  if (route === undefined || !state.target.startsWith(`route:${route.name} `)) throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
+  if (route === undefined || !state.target.startsWith(`route:${route.name} `))
+    throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
   assertSameOrigin(deps.journal, actionId, route);
   if (route.retry === undefined) {
-    throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no retry policy: ${actionId} leaves unknown by reconciliation or a person`, { field: 'retry_of' });
+    throw new CodedError(
+      'UNSUPPORTED_ACTION',
+      `route ${route.name} declares no retry policy: ${actionId} leaves unknown by reconciliation or a person`,
+      { field: 'retry_of' },
+    );
   }
   const binding = preflightBinding(deps.journal, actionId);
   if ((binding?.key ?? undefined) !== input.idempotency_key) {
-    throw new CodedError('IDEMPOTENCY_MISMATCH', 'a retry resends the same idempotency key as the original, never a new one', { field: 'idempotency_key' });
+    throw new CodedError(
+      'IDEMPOTENCY_MISMATCH',
+      'a retry resends the same idempotency key as the original, never a new one',
+      { field: 'idempotency_key' },
+    );
   }
   const fingerprint = requestFingerprint(request);
   if (fingerprint !== state.request_fingerprint) {
     const code = binding === undefined ? 'FINGERPRINT_MISMATCH' : 'IDEMPOTENCY_MISMATCH';
-    throw new CodedError(code, `the retried request differs from the one ${actionId} recorded; a different request is a new action`, { field: 'body' });
+    throw new CodedError(
+      code,
+      `the retried request differs from the one ${actionId} recorded; a different request is a new action`,
+      { field: 'body' },
+    );
   }
   const preflight = validate(deps, route, route.methods, request, input.idempotency_key);
-  if (!preflight.ok) throw new CodedError(preflight.gate.kind === 'validation' ? preflight.gate.code : 'INVALID_ARGUMENT', preflight.message, { field: preflight.gate.kind === 'validation' ? (preflight.gate.field ?? '') : '' });
+  if (!preflight.ok)
+    throw new CodedError(
+      preflight.gate.kind === 'validation' ? preflight.gate.code : 'INVALID_ARGUMENT',
+      preflight.message,
+      { field: preflight.gate.kind === 'validation' ? (preflight.gate.field ?? '') : '' },
+    );
   deps.onAdmitted?.(actionId);
-  const bound: Bound = { actionId, route, request, fingerprint, idempotent: state.idempotent, path: preflight.path, binding, timeoutMs: operationTimeoutMs(route) };
+  const bound: Bound = {
+    actionId,
+    route,
+    request,
+    fingerprint,
+    idempotent: state.idempotent,
+    path: preflight.path,
+    binding,
+    timeoutMs: operationTimeoutMs(route),
+  };
   const subject = retrySubject(deps, bound);
   const answer = subject.fromRecord(state);
   // Who asked is the calling session (after a restart, not the one that first sent it).
@@ -358,13 +510,21 @@ function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionRe
  * not a fact about the action) and reads the outcome later with action_status.
  */
 function recordedAnswer(state: ActionState, fingerprint: string): HttpActionResult {
-  if (stateClassification(state) !== undefined && state.recorded) return { envelope: closedEnvelope(state, fingerprint) };
+  if (stateClassification(state) !== undefined && state.recorded)
+    return { envelope: closedEnvelope(state, fingerprint) };
   return leaseHeldAnswer(state, fingerprint);
 }
 
 /** Another worker's attempt is in flight under its lease: this caller's view (never journaled). */
 function leaseHeldAnswer(state: ActionState, fingerprint: string): HttpActionResult {
-  return { envelope: buildHttpEnvelope({ state, classification: leaseHeldClassification, message: errorCodeMeanings.LEASE_LOST, fingerprint }) };
+  return {
+    envelope: buildHttpEnvelope({
+      state,
+      classification: leaseHeldClassification,
+      message: errorCodeMeanings.LEASE_LOST,
+      fingerprint,
+    }),
+  };
 }
 
 const leaseHeldClassification: Classification = {
@@ -423,7 +583,12 @@ function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): New
  * The expiry is counted from now, before admission: the remote's own window starts only when it
  * first sees the key (at dispatch, later), so this is never later than the remote's.
  */
-function idempotencyBinding(deps: HttpActionDeps, route: Route, request: NormalizedHttpRequest, key: string | undefined): IdempotencyKeyBinding | undefined {
+function idempotencyBinding(
+  deps: HttpActionDeps,
+  route: Route,
+  request: NormalizedHttpRequest,
+  key: string | undefined,
+): IdempotencyKeyBinding | undefined {
   const contract = route.idempotency;
   if (contract === undefined || key === undefined) return undefined;
   return {
@@ -436,10 +601,28 @@ function idempotencyBinding(deps: HttpActionDeps, route: Route, request: Normali
 }
 
 /** IDEMPOTENCY_MISMATCH: validation refused it, so PREFLIGHT_FAILED; no card, no secret, no byte. */
-async function refuseKeyReuse(deps: HttpActionDeps, actionId: string, fingerprint: string, binding: IdempotencyKeyBinding, parts: readonly string[]): Promise<HttpActionResult> {
-  const classification = classifyOutcome({ channel: 'http', gate: { kind: 'idempotency_mismatch' }, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+async function refuseKeyReuse(
+  deps: HttpActionDeps,
+  actionId: string,
+  fingerprint: string,
+  binding: IdempotencyKeyBinding,
+  parts: readonly string[],
+): Promise<HttpActionResult> {
+  const classification = classifyOutcome({
+    channel: 'http',
+    gate: { kind: 'idempotency_mismatch' },
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    idempotent: false,
+  });
   const field = 'idempotency_key';
-  const state = await appendState(deps.journal, { kind: 'PREFLIGHT_FAILED', action_id: actionId, payload: { field }, classification });
+  const state = await appendState(deps.journal, {
+    kind: 'PREFLIGHT_FAILED',
+    action_id: actionId,
+    payload: { field },
+    classification,
+  });
   log(deps, actionId, binding.route, classification);
   return {
     envelope: buildHttpEnvelope({
@@ -448,7 +631,12 @@ async function refuseKeyReuse(deps: HttpActionDeps, actionId: string, fingerprin
       message: `the idempotency key is already bound to a different request on this route and scope (compared: ${parts.join(', ')}); a new request needs a new key`,
       field,
       fingerprint,
-      idempotency: { key: binding.key, scope: binding.scope, fingerprint: binding.fingerprint, remote_contract: 'configured' },
+      idempotency: {
+        key: binding.key,
+        scope: binding.scope,
+        fingerprint: binding.fingerprint,
+        remote_contract: 'configured',
+      },
     }),
   };
 }
@@ -461,22 +649,46 @@ function operationTimeoutMs(route: Route): number {
 }
 
 /** Validation before any secret is touched or any host resolved (the vault is only described). */
-function validate(deps: HttpActionDeps, route: Route, methods: readonly string[], request: NormalizedHttpRequest, key: string | undefined): Preflight {
+function validate(
+  deps: HttpActionDeps,
+  route: Route,
+  methods: readonly string[],
+  request: NormalizedHttpRequest,
+  key: string | undefined,
+): Preflight {
   const limits = deps.channel.limits;
   const info = deps.vault.state() === 'uninitialized' ? undefined : deps.vault.describe(route.credential);
   if (deps.vault.state() !== 'uninitialized' && info === undefined) {
     // The credential name comes from configuration and may itself be sensitive: never echoed.
-    return { ok: false, gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'route' }, message: 'the route names a credential the vault does not hold' };
+    return {
+      ok: false,
+      gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'route' },
+      message: 'the route names a credential the vault does not hold',
+    };
   }
-  const owned = [info?.kind === 'header' && info.header !== undefined ? info.header.toLowerCase() : undefined, route.idempotency?.header.toLowerCase()].filter(
-    (h): h is string => h !== undefined,
-  );
+  const owned = [
+    info?.kind === 'header' && info.header !== undefined ? info.header.toLowerCase() : undefined,
+    route.idempotency?.header.toLowerCase(),
+  ].filter((h): h is string => h !== undefined);
   const check = checkHttpRequest(
-    { method: request.method, path: request.path, query: request.query, headers: request.headers, bodyBytes: request.body.length, idempotencyKey: key },
-    { methods, ownedHeaders: owned, ownedQueryParam: info?.kind === 'query' ? info.param : undefined, hasIdempotencyContract: route.idempotency !== undefined },
+    {
+      method: request.method,
+      path: request.path,
+      query: request.query,
+      headers: request.headers,
+      bodyBytes: request.body.length,
+      idempotencyKey: key,
+    },
+    {
+      methods,
+      ownedHeaders: owned,
+      ownedQueryParam: info?.kind === 'query' ? info.param : undefined,
+      hasIdempotencyContract: route.idempotency !== undefined,
+    },
     limits,
   );
-  if (!check.ok) return { ok: false, gate: { kind: 'validation', code: check.code, field: check.field }, message: check.message };
+  if (!check.ok)
+    return { ok: false, gate: { kind: 'validation', code: check.code, field: check.field }, message: check.message };
   return { ok: true, path: joinBasePath(route.base_path, check.path) };
 }
 
@@ -494,7 +706,11 @@ interface Bound {
   timeoutMs: number;
 }
 
-async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun = { firstAttempt: 1 }): Promise<HttpActionResult> {
+async function authorizeAndSend(
+  deps: HttpActionDeps,
+  b: Bound,
+  run: AttemptRun = { firstAttempt: 1 },
+): Promise<HttpActionResult> {
   if (run.generation === undefined) return authorizeAndSendOnce(deps, b, run);
   // A retry run holds a lease on an action that already has a record. Stopped before its
   // DISPATCH_STARTED (a gate: the vault locked, the credential changed; the journal: the lease
@@ -505,7 +721,8 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun 
     return await authorizeAndSendOnce(deps, b, run);
   } catch (error) {
     // Any lost race stops a retry before its dispatch (lease_lost, attempt_taken, settled, closed…), as does a locked vault.
-    if (transitionRefusalOf(error) === undefined && !(isCodedError(error) && error.code === 'VAULT_LOCKED')) throw error;
+    if (transitionRefusalOf(error) === undefined && !(isCodedError(error) && error.code === 'VAULT_LOCKED'))
+      throw error;
     const state = deps.journal.getAction(b.actionId);
     if (state === undefined) throw error;
     if (state.attempts.some((a) => a.n >= run.firstAttempt && a.state === 'dispatched')) throw error;
@@ -521,7 +738,11 @@ async function authorizeAndSend(deps: HttpActionDeps, b: Bound, run: AttemptRun 
  * instead of at its expiry. Another worker's lease is left alone; a settled record (a throttled
  * answer) cannot be restated and its lease simply expires.
  */
-async function closeUndispatchedRetry(deps: HttpActionDeps, state: ActionState, generation: number): Promise<ActionState> {
+async function closeUndispatchedRetry(
+  deps: HttpActionDeps,
+  state: ActionState,
+  generation: number,
+): Promise<ActionState> {
   const c = stateClassification(state);
   if (c === undefined || state.lease?.open !== true || state.lease.generation !== generation) return state;
   const attempt = state.attempts.at(-1)?.n;
@@ -546,10 +767,13 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
   try {
     return await deps.vault.withSecret(b.route.credential, async (secret, info) => {
       const unusable = credentialProblem(b.route, info, secret);
-      if (unusable !== undefined && retry) throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
-      if (unusable !== undefined) return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, unusable);
+      if (unusable !== undefined && retry)
+        throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
+      if (unusable !== undefined)
+        return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, unusable);
       // The bound fingerprint is recomputed from what will be sent, right before the write.
-      if (requestFingerprint(b.request) !== b.fingerprint) return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
+      if (requestFingerprint(b.request) !== b.fingerprint)
+        return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
       // A person may have cancelled between the queue's release and here: nothing is even set up.
       // (A retry's record is already closed by its first run's outcome; its lease is its licence.)
       const closed = retry ? undefined : closedBeforeDispatch(deps.journal, b.actionId);
@@ -560,7 +784,12 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
       const authorized = appendState(deps.journal, {
         kind: 'CREDENTIAL_AUTHORIZED',
         action_id: b.actionId,
-        payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: b.route.injection, request_fingerprint: b.fingerprint },
+        payload: {
+          credential_id: info.id,
+          version_tag: info.version_tag,
+          injection_mode: b.route.injection,
+          request_fingerprint: b.fingerprint,
+        },
       });
       authorized.catch(() => undefined);
       const scrubber = secretScrubber(secretParts(secret));
@@ -578,20 +807,26 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
         method: b.request.method,
         path: wirePath(b, secret),
         headers: wireHeaders(b, secret),
-        body: b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body,
+        body:
+          b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method)
+            ? undefined
+            : b.request.body,
         timeoutMs: b.timeoutMs,
         beforeDispatch: locked.signal,
         firstAttempt: run.firstAttempt,
         scrubLookaheadBytes: scrubber.lookaheadBytes,
         ...(run.generation === undefined ? {} : { generation: run.generation }),
-        ...(b.route.correlation?.provider_request_id_header === undefined ? {} : { providerRequestIdHeader: b.route.correlation.provider_request_id_header }),
+        ...(b.route.correlation?.provider_request_id_header === undefined
+          ? {}
+          : { providerRequestIdHeader: b.route.correlation.provider_request_id_header }),
       });
       // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
       // took over) sent nothing: the caller above answers from the record.
       if (retry && report.journalFailed !== undefined && isCodedError(report.journalFailed)) throw report.journalFailed;
       // A retry whose final request the client would refuse (a credential changed to an unsendable value) sent
       // nothing either: like a credential no longer usable, it closes its lease from the record.
-      if (retry && report.stoppedBeforeDispatch === 'request_refused') throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
+      if (retry && report.stoppedBeforeDispatch === 'request_refused')
+        throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
       if (retry) await authorized;
       // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too:
       // nothing was sent, and the answer is the recorded closure.
@@ -610,7 +845,8 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
 
 /** Why this credential cannot be used on this route (kind, binding), or undefined. Never names it. */
 function credentialProblem(route: Route, info: CredentialInfo, secret: SecretMaterial): string | undefined {
-  if (info.kind !== route.injection || secret.kind !== route.injection) return `the route injects ${route.injection} but the credential is of another kind`;
+  if (info.kind !== route.injection || secret.kind !== route.injection)
+    return `the route injects ${route.injection} but the credential is of another kind`;
   const host = route.hostname.toLowerCase();
   const bound = info.bindings.some((binding) => {
     const b = binding.toLowerCase();
@@ -631,7 +867,8 @@ function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> 
   // The broker decides content coding (the agent may not set it): plain bytes are what the scrubber can read.
   headers.push(['accept-encoding', 'identity']);
   // Only under a declared contract (a binding exists only then): never added silently.
-  if (b.binding !== undefined && b.route.idempotency !== undefined) headers.push([b.route.idempotency.header, b.binding.key]);
+  if (b.binding !== undefined && b.route.idempotency !== undefined)
+    headers.push([b.route.idempotency.header, b.binding.key]);
   switch (secret.kind) {
     case 'bearer':
       headers.push(['authorization', `Bearer ${secret.token}`]);
@@ -649,22 +886,43 @@ function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> 
 }
 
 /** Classifies what the channel observed, makes the result durable, then answers. */
-async function settle(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, scrubber: SecretScrubber): Promise<HttpActionResult> {
+async function settle(
+  deps: HttpActionDeps,
+  b: Bound,
+  report: HttpChannelReport,
+  scrubber: SecretScrubber,
+): Promise<HttpActionResult> {
   if (report.journalFailed !== undefined) {
     const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
-    return { envelope: failure.kind === 'closed' ? closedEnvelope(failure.state, b.fingerprint) : buildHttpEnvelope({ ...failure, report, fingerprint: b.fingerprint }) };
+    return {
+      envelope:
+        failure.kind === 'closed'
+          ? closedEnvelope(failure.state, b.fingerprint)
+          : buildHttpEnvelope({ ...failure, report, fingerprint: b.fingerprint }),
+    };
   }
   try {
     return await record(deps, b, report, scrubber);
   } catch (error) {
     // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
     if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
-    return { envelope: buildHttpEnvelope({ ...journalFailedFacts(deps.journal, b.actionId), report, fingerprint: b.fingerprint }) };
+    return {
+      envelope: buildHttpEnvelope({
+        ...journalFailedFacts(deps.journal, b.actionId),
+        report,
+        fingerprint: b.fingerprint,
+      }),
+    };
   }
 }
 
 // eslint-disable-next-line max-lines-per-function -- records the outcome in FIFO commit order; #17 splits it into broker/actions
-async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport, scrubber: SecretScrubber): Promise<HttpActionResult> {
+async function record(
+  deps: HttpActionDeps,
+  b: Bound,
+  report: HttpChannelReport,
+  scrubber: SecretScrubber,
+): Promise<HttpActionResult> {
   const nowMs = deps.clock.nowMs();
   // The expiry the journal holds for this key (PREFLIGHT_VALIDATED), not a recomputed one.
   const expiryMs = b.binding?.expires_at_ms;
@@ -683,7 +941,9 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     ...(report.setup === undefined ? {} : { setup: report.setup }),
     ...(report.stoppedBeforeDispatch === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
     // The final request (credential injected) is one the HTTP client would refuse: built, never sent.
-    ...(report.stoppedBeforeDispatch === 'request_refused' ? { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: refusedField } as const } : {}),
+    ...(report.stoppedBeforeDispatch === 'request_refused'
+      ? { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: refusedField } as const }
+      : {}),
     // The route's operation deadline: a broker-side limit (OPERATION_TIMEOUT), never a caller event.
     ...(report.stoppedBeforeDispatch === 'deadline' || report.operationDeadline ? { operationDeadline: true } : {}),
     ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: nowMs < expiryMs } }),
@@ -704,7 +964,10 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
   };
   let classification = classifyOutcome(evidence);
   const lastAttempt = report.attempts.at(-1)?.n;
-  const settled = response !== undefined && response.framingComplete && (classification.outcome === 'committed' || classification.outcome === 'rejected');
+  const settled =
+    response !== undefined &&
+    response.framingComplete &&
+    (classification.outcome === 'committed' || classification.outcome === 'rejected');
   let result: HttpActionResponse | undefined;
   let resultId: string | undefined;
   let batch: BatchVerdict['batch'] | undefined;
@@ -726,14 +989,27 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     });
     if (b.route.batch !== undefined) {
       // A declared batch: the parent transport result plus one outcome per member (article 000).
-      const sameKeyRetryAllowed = b.binding !== undefined && b.route.idempotency !== undefined && expiryMs !== undefined && nowMs < expiryMs;
-      ({ batch, classification } = batchVerdict(b.route.batch, b.request.body, result, classification, sameKeyRetryAllowed, scrubber));
+      const sameKeyRetryAllowed =
+        b.binding !== undefined && b.route.idempotency !== undefined && expiryMs !== undefined && nowMs < expiryMs;
+      ({ batch, classification } = batchVerdict(
+        b.route.batch,
+        b.request.body,
+        result,
+        classification,
+        sameKeyRetryAllowed,
+        scrubber,
+      ));
     }
     state = await appendState(deps.journal, {
       kind: 'RESULT_COMMITTED',
       action_id: b.actionId,
       // The digest of the result as stored and delivered (scrubbed); the wire digest is REMOTE_RESPONSE_COMPLETE's.
-      payload: { attempt: lastAttempt, result_id: resultId, result_digest: result.digest, ...(batch === undefined ? {} : { batch }) },
+      payload: {
+        attempt: lastAttempt,
+        result_id: resultId,
+        result_digest: result.digest,
+        ...(batch === undefined ? {} : { batch }),
+      },
       classification,
     });
     if (result.status === 202) {
@@ -754,7 +1030,12 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
       }
     }
   } else {
-    state = await appendState(deps.journal, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: lastAttempt === undefined ? {} : { attempt: lastAttempt }, classification });
+    state = await appendState(deps.journal, {
+      kind: 'OUTCOME_RECORDED',
+      action_id: b.actionId,
+      payload: lastAttempt === undefined ? {} : { attempt: lastAttempt },
+      classification,
+    });
   }
   log(deps, b.actionId, b.route.name, classification);
   const facts: EnvelopeFacts = {
@@ -772,14 +1053,30 @@ async function record(deps: HttpActionDeps, b: Bound, report: HttpChannelReport,
     ...(batch === undefined ? {} : { batch }),
     ...(b.binding === undefined
       ? {}
-      : { idempotency: { key: b.binding.key, scope: b.binding.scope, fingerprint: b.binding.fingerprint, remote_contract: 'configured' as const, earliest_safe_expiry_ms: b.binding.expires_at_ms } }),
+      : {
+          idempotency: {
+            key: b.binding.key,
+            scope: b.binding.scope,
+            fingerprint: b.binding.fingerprint,
+            remote_contract: 'configured' as const,
+            earliest_safe_expiry_ms: b.binding.expires_at_ms,
+          },
+        }),
   };
   const envelope = buildHttpEnvelope(facts);
   const diagnostic =
     response !== undefined && !settled
-      ? { kind: 'incomplete_response_partial_body' as const, status: response.status, body: diagnosticBody(response, scrubber, deps.channel.limits.diagnosticBytesMax) }
+      ? {
+          kind: 'incomplete_response_partial_body' as const,
+          status: response.status,
+          body: diagnosticBody(response, scrubber, deps.channel.limits.diagnosticBytesMax),
+        }
       : undefined;
-  return { envelope, ...(result === undefined ? {} : { response: result }), ...(diagnostic === undefined ? {} : { diagnostic }) };
+  return {
+    envelope,
+    ...(result === undefined ? {} : { response: result }),
+    ...(diagnostic === undefined ? {} : { diagnostic }),
+  };
 }
 
 function resultSummary(r: HttpActionResponse, crossOrigin: boolean, peer: string | undefined): Record<string, unknown> {
@@ -828,17 +1125,37 @@ function submissionIds(r: HttpActionResponse): Record<string, string> {
 }
 
 /** A pre-dispatch refusal (record-refusal.ts), answered with its envelope. */
-async function refuse(deps: HttpActionDeps, actionId: string, fingerprint: string, gate: LocalGate, message: string): Promise<HttpActionResult> {
+async function refuse(
+  deps: HttpActionDeps,
+  actionId: string,
+  fingerprint: string,
+  gate: LocalGate,
+  message: string,
+): Promise<HttpActionResult> {
   const { state, classification, field } = await recordRefusal(deps.journal, 'http', actionId, gate);
   log(deps, actionId, undefined, classification);
-  return { envelope: buildHttpEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
+  return {
+    envelope: buildHttpEnvelope({
+      state,
+      classification,
+      message,
+      ...(field === undefined ? {} : { field }),
+      fingerprint,
+    }),
+  };
 }
 
 /** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
 function closedEnvelope(state: ActionState, fingerprint: string): HttpActionResult['envelope'] {
   const classification = stateClassification(state);
-  if (classification === undefined) throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
-  return buildHttpEnvelope({ state, classification, message: classification.code === null ? '' : errorCodeMeanings[classification.code], fingerprint });
+  if (classification === undefined)
+    throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
+  return buildHttpEnvelope({
+    state,
+    classification,
+    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
+    fingerprint,
+  });
 }
 
 function retryAfter(value: string | undefined, nowMs: number, maxMs: number): { retryAfterMs?: number } {
@@ -882,12 +1199,22 @@ function batchVerdict(
   scrubber: SecretScrubber,
 ): BatchVerdict {
   // Judged over the body as delivered (decoded, scrubbed): member ids then need no second pass over the raw bytes.
-  const verdict = classifyBatch({ shape, requestBody, response: { status: response.status, body: response.body, truncated: response.truncated }, parent, sameKeyRetryAllowed });
+  const verdict = classifyBatch({
+    shape,
+    requestBody,
+    response: { status: response.status, body: response.body, truncated: response.truncated },
+    parent,
+    sameKeyRetryAllowed,
+  });
   const clean = (text: string, charsMax: number): string => scrubber.scrubText(text, charsMax).text;
   return {
     classification: verdict.classification,
     batch: {
-      members: verdict.batch.members.map((m) => ({ ...m, id: clean(m.id, 200), ...(m.status === undefined ? {} : { status: clean(m.status, 100) }) })),
+      members: verdict.batch.members.map((m) => ({
+        ...m,
+        id: clean(m.id, 200),
+        ...(m.status === undefined ? {} : { status: clean(m.status, 100) }),
+      })),
       completed_ids: verdict.batch.completed_ids.map((id) => clean(id, 200)),
     },
   };

@@ -1,7 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
 import { AdversarialHttpServer, type Behavior } from '../testing/adversarial-http-server.js';
-import { canary, localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  canary,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
 import { abandonBlockedHeads } from '../testing/queue-waits.js';
 
 let h: HttpActionHarness;
@@ -38,7 +43,8 @@ const batchShape = [
   '        succeeded: [ok, created]',
   '        rejected: [invalid]',
 ].join('\n');
-const contract = '    idempotency:\n      header: Idempotency-Key\n      scope: docs.account\n      retention_seconds: 3600\n      fingerprint: [method, path, body]';
+const contract =
+  '    idempotency:\n      header: Idempotency-Key\n      scope: docs.account\n      retention_seconds: 3600\n      fingerprint: [method, path, body]';
 
 const five = ['c1', 'c2', 'c3', 'c4', 'c5'];
 const batchRequest = (ids: readonly string[] = five) => ({
@@ -48,7 +54,13 @@ const batchRequest = (ids: readonly string[] = five) => ({
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ changes: ids.map((ref, i) => ({ ref, set: { title: `t${i}` } })) }),
 });
-const json = (value: unknown): Behavior => ({ kind: 'respond', status: 200, body: JSON.stringify(value), headers: { 'content-type': 'application/json' }, applyEffect: true });
+const json = (value: unknown): Behavior => ({
+  kind: 'respond',
+  status: 200,
+  body: JSON.stringify(value),
+  headers: { 'content-type': 'application/json' },
+  applyEffect: true,
+});
 // The complete response decides four of the five: three took effect, one was refused, c5 is not mentioned.
 const fourOfFive = json({
   results: [
@@ -86,16 +98,37 @@ describe('when a five-member batch is answered for only four members', () => {
     });
     // The journal holds the same facts the agent was told.
     const event = committedEvent(envelope.invocation_id);
-    expect(event.payload).toMatchObject({ result_id: envelope.evidence.result_id, result_digest: envelope.evidence.result_digest, batch: envelope.evidence.batch });
-    expect(event.classification).toMatchObject({ outcome: 'committed', effect: 'partial_effect', retry: 'never', outcome_basis: 'batch_partial_effect', source: 'remote_response', code: null });
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'committed', effect: 'partial_effect', retry: 'never', outcome_basis: 'batch_partial_effect' });
+    expect(event.payload).toMatchObject({
+      result_id: envelope.evidence.result_id,
+      result_digest: envelope.evidence.result_digest,
+      batch: envelope.evidence.batch,
+    });
+    expect(event.classification).toMatchObject({
+      outcome: 'committed',
+      effect: 'partial_effect',
+      retry: 'never',
+      outcome_basis: 'batch_partial_effect',
+      source: 'remote_response',
+      code: null,
+    });
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({
+      outcome: 'committed',
+      effect: 'partial_effect',
+      retry: 'never',
+      outcome_basis: 'batch_partial_effect',
+    });
     // The parent transport result is stored whole under the invocation id.
-    expect(JSON.parse(h.results.read(envelope.evidence.result_id ?? '')?.body.toString() ?? 'null')).toMatchObject({ results: [{ ref: 'c1' }, { ref: 'c2' }, { ref: 'c3' }, { ref: 'c4' }] });
+    expect(JSON.parse(h.results.read(envelope.evidence.result_id ?? '')?.body.toString() ?? 'null')).toMatchObject({
+      results: [{ ref: 'c1' }, { ref: 'c2' }, { ref: 'c3' }, { ref: 'c4' }],
+    });
   });
 
   it('under a declared contract with a key in its window: the silent member may be retried with the same key, the others may not', async () => {
     const s = await server(fourOfFive);
-    const { envelope } = await h.run(localRouteConfig(s.port, `${batchShape}\n${contract}`), { ...batchRequest(), idempotency_key: 'batch-key-1' });
+    const { envelope } = await h.run(localRouteConfig(s.port, `${batchShape}\n${contract}`), {
+      ...batchRequest(),
+      idempotency_key: 'batch-key-1',
+    });
     expect(s.requests[0]?.headers['idempotency-key']).toBe('batch-key-1');
     expect(envelope.evidence.batch?.members.map((m) => [m.id, m.retry])).toEqual([
       ['c1', 'never'],
@@ -116,21 +149,40 @@ describe('when every member is decided', () => {
     const { envelope } = await h.run(localRouteConfig(s.port, batchShape), batchRequest());
     expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'batch_all_members_succeeded' });
     expect(envelope.evidence.batch?.completed_ids).toEqual(five);
-    expect(envelope.evidence.batch?.members.every((m) => m.outcome === 'committed' && m.effect === 'succeeded' && m.retry === 'never')).toBe(true);
-    expect(committedEvent(envelope.invocation_id).classification).toMatchObject({ effect: 'succeeded', outcome_basis: 'batch_all_members_succeeded' });
+    expect(
+      envelope.evidence.batch?.members.every(
+        (m) => m.outcome === 'committed' && m.effect === 'succeeded' && m.retry === 'never',
+      ),
+    ).toBe(true);
+    expect(committedEvent(envelope.invocation_id).classification).toMatchObject({
+      effect: 'succeeded',
+      outcome_basis: 'batch_all_members_succeeded',
+    });
   });
 });
 
 describe('when the response cannot itemize the members', () => {
   it('a body that is not JSON: every member is unknown, the parent result stands and its basis says why', async () => {
-    const s = await server({ kind: 'respond', status: 200, body: 'all good', headers: { 'content-type': 'text/plain' }, applyEffect: true });
+    const s = await server({
+      kind: 'respond',
+      status: 200,
+      body: 'all good',
+      headers: { 'content-type': 'text/plain' },
+      applyEffect: true,
+    });
     const { envelope } = await h.run(localRouteConfig(s.port, batchShape), batchRequest());
     expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'batch_response_not_json' });
-    expect(envelope.evidence.batch?.members.map((m) => [m.id, m.outcome, m.effect, m.retry])).toEqual(five.map((id) => [id, 'unknown', 'unknown_effect', 'reconcile']));
+    expect(envelope.evidence.batch?.members.map((m) => [m.id, m.outcome, m.effect, m.retry])).toEqual(
+      five.map((id) => [id, 'unknown', 'unknown_effect', 'reconcile']),
+    );
     expect(envelope.evidence.batch?.completed_ids).toEqual([]);
     const event = committedEvent(envelope.invocation_id);
     expect(event.payload).toMatchObject({ batch: envelope.evidence.batch });
-    expect(event.classification).toMatchObject({ outcome: 'committed', effect: 'succeeded', outcome_basis: 'batch_response_not_json' });
+    expect(event.classification).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      outcome_basis: 'batch_response_not_json',
+    });
   });
 
   it('a complete response whose stored body was capped (truncated): no member is decided from a prefix', async () => {
@@ -145,9 +197,22 @@ describe('when the response cannot itemize the members', () => {
 
 describe('when the remote echoes a secret into a member status', () => {
   it('the status is scrubbed before it is recorded or answered', async () => {
-    const s = await server(json({ results: [{ ref: 'c1', state: `denied for Bearer ${canary}` }, { ref: 'c2', state: 'ok' }] }));
+    const s = await server(
+      json({
+        results: [
+          { ref: 'c1', state: `denied for Bearer ${canary}` },
+          { ref: 'c2', state: 'ok' },
+        ],
+      }),
+    );
     const { envelope } = await h.run(localRouteConfig(s.port, batchShape), batchRequest(['c1', 'c2']));
-    expect(envelope.evidence.batch?.members[0]).toEqual({ id: 'c1', outcome: 'committed', effect: 'failed', retry: 'never', status: 'denied for Bearer [REDACTED]' });
+    expect(envelope.evidence.batch?.members[0]).toEqual({
+      id: 'c1',
+      outcome: 'committed',
+      effect: 'failed',
+      retry: 'never',
+      status: 'denied for Bearer [REDACTED]',
+    });
     expect(JSON.stringify(envelope)).not.toContain(canary);
     expect(JSON.stringify(committedEvent(envelope.invocation_id).payload)).not.toContain(canary);
     expect(envelope.effect).toBe('partial_effect');

@@ -12,7 +12,10 @@ let h: HttpActionHarness;
 let s: AdversarialHttpServer;
 beforeEach(async () => {
   h = await openHttpActionHarness();
-  s = await AdversarialHttpServer.start({ journalPath: h.temp.path, script: () => ({ kind: 'respond', status: 201, body: '{"ok":true}', applyEffect: true }) });
+  s = await AdversarialHttpServer.start({
+    journalPath: h.temp.path,
+    script: () => ({ kind: 'respond', status: 201, body: '{"ok":true}', applyEffect: true }),
+  });
 });
 afterEach(async () => {
   await s.stop();
@@ -20,7 +23,13 @@ afterEach(async () => {
 });
 
 const retentionSeconds = 3600;
-const contract = ['    idempotency:', '      header: Idempotency-Key', '      scope: docs.account', `      retention_seconds: ${retentionSeconds}`, '      fingerprint: [method, path, body]'].join('\n');
+const contract = [
+  '    idempotency:',
+  '      header: Idempotency-Key',
+  '      scope: docs.account',
+  `      retention_seconds: ${retentionSeconds}`,
+  '      fingerprint: [method, path, body]',
+].join('\n');
 const post = { route: 'docs', method: 'POST', path: '/documents/7', body: '{"title":"x"}' };
 const kinds = (events: JournalEvent[]): string[] => events.map((e) => e.kind);
 const seqOf = (events: JournalEvent[], kind: string): number => events.find((e) => e.kind === kind)?.seq ?? Number.NaN;
@@ -33,22 +42,41 @@ describe('when an agent reuses an idempotency key with a different request', () 
     const usesAfterFirst = h.secretUses.count;
 
     const second = await h.run(config, { ...post, body: '{"title":"y"}', idempotency_key: 'key-1' });
-    expect(second.envelope.error).toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', phase: 'validation', outcome: 'not_attempted', retry: 'after_correction', field: 'idempotency_key' });
-    expect(second.envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'idempotency_key_reused_with_other_fingerprint' });
-    expect(second.envelope.evidence).toMatchObject({ dispatch_started: false, idempotency: { key: 'key-1', scope: 'docs.account', remote_contract: 'configured' } });
-    expect(second.envelope.evidence.idempotency?.fingerprint).not.toBe(first.envelope.evidence.idempotency?.fingerprint);
+    expect(second.envelope.error).toMatchObject({
+      code: 'IDEMPOTENCY_MISMATCH',
+      phase: 'validation',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+      field: 'idempotency_key',
+    });
+    expect(second.envelope).toMatchObject({
+      effect: 'no_effect',
+      outcome_basis: 'idempotency_key_reused_with_other_fingerprint',
+    });
+    expect(second.envelope.evidence).toMatchObject({
+      dispatch_started: false,
+      idempotency: { key: 'key-1', scope: 'docs.account', remote_contract: 'configured' },
+    });
+    expect(second.envelope.evidence.idempotency?.fingerprint).not.toBe(
+      first.envelope.evidence.idempotency?.fingerprint,
+    );
     // Validation refused it: no card, no credential, no dispatch.
     expect(kinds(h.events(second.envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_FAILED']);
     expect(h.secretUses.count).toBe(usesAfterFirst);
     expect(s.requests).toHaveLength(1);
     expect(s.requests[0]?.body).toBe('{"title":"x"}');
     // The key still means the first request.
-    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ action_id: first.envelope.invocation_id });
+    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      action_id: first.envelope.invocation_id,
+    });
   });
 
   it('two concurrent calls with one key and different bodies: exactly one is sent, the other is IDEMPOTENCY_MISMATCH without touching the vault', async () => {
     const config = localRouteConfig(s.port, contract);
-    const runs = await Promise.all([h.run(config, { ...post, body: '{"n":1}', idempotency_key: 'key-race' }), h.run(config, { ...post, body: '{"n":2}', idempotency_key: 'key-race' })]);
+    const runs = await Promise.all([
+      h.run(config, { ...post, body: '{"n":1}', idempotency_key: 'key-race' }),
+      h.run(config, { ...post, body: '{"n":2}', idempotency_key: 'key-race' }),
+    ]);
     const refused = runs.filter((r) => r.envelope.error?.code === 'IDEMPOTENCY_MISMATCH');
     const sent = runs.filter((r) => r.envelope.error === undefined);
     expect(refused).toHaveLength(1);
@@ -56,7 +84,9 @@ describe('when an agent reuses an idempotency key with a different request', () 
     expect(h.secretUses.count).toBe(1);
     expect(s.requests).toHaveLength(1);
     expect(s.requests[0]?.headers['idempotency-key']).toBe('key-race');
-    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-race')?.action_id).toBe(sent[0]?.envelope.invocation_id);
+    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-race')?.action_id).toBe(
+      sent[0]?.envelope.invocation_id,
+    );
   });
 });
 
@@ -71,7 +101,9 @@ describe('when an agent repeats the same request under the same key', () => {
     expect(again.envelope.evidence.request_fingerprint).not.toBe(first.envelope.evidence.request_fingerprint);
     expect(s.requests.map((r) => r.headers['idempotency-key'])).toEqual(['key-1', 'key-1']);
     // The first binding and its window stay: a retry never extends what the remote promised.
-    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ action_id: first.envelope.invocation_id });
+    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      action_id: first.envelope.invocation_id,
+    });
   });
 });
 
@@ -83,7 +115,13 @@ describe('when a keyed action is dispatched', () => {
     const validated = events.find((e) => e.kind === 'PREFLIGHT_VALIDATED');
     const evidence = envelope.evidence.idempotency;
     expect(validated?.payload).toEqual({
-      idempotency: { route: 'docs', scope: 'docs.account', key: 'key-1', fingerprint: evidence?.fingerprint, expires_at_ms: startMs + retentionSeconds * 1000 },
+      idempotency: {
+        route: 'docs',
+        scope: 'docs.account',
+        key: 'key-1',
+        fingerprint: evidence?.fingerprint,
+        expires_at_ms: startMs + retentionSeconds * 1000,
+      },
     });
     expect(evidence?.earliest_safe_expiry_ms).toBe(startMs + retentionSeconds * 1000);
     expect(seqOf(events, 'PREFLIGHT_VALIDATED')).toBeLessThan(seqOf(events, 'CREDENTIAL_AUTHORIZED'));
@@ -109,7 +147,10 @@ describe('when the retention window has passed', () => {
     const later = await h.run(config, { ...post, body: '{"title":"y"}', idempotency_key: 'key-1' });
     expect(later.envelope.error).toBeUndefined();
     expect(s.requests.map((r) => r.body)).toEqual(['{"title":"x"}', '{"title":"y"}']);
-    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ action_id: later.envelope.invocation_id, fingerprint: later.envelope.evidence.idempotency?.fingerprint });
+    expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      action_id: later.envelope.invocation_id,
+      fingerprint: later.envelope.evidence.idempotency?.fingerprint,
+    });
   });
 });
 
@@ -117,7 +158,11 @@ describe('when a route declares no idempotency contract', () => {
   it('a key is refused before any secret (INVALID_ARGUMENT on idempotency_key) and no key header is ever added', async () => {
     const bare = localRouteConfig(s.port);
     const keyed = await h.run(bare, { ...post, idempotency_key: 'key-1' });
-    expect(keyed.envelope.error).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'idempotency_key', outcome: 'not_attempted' });
+    expect(keyed.envelope.error).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'idempotency_key',
+      outcome: 'not_attempted',
+    });
     expect(h.secretUses.count).toBe(0);
     expect(s.requests).toHaveLength(0);
     expect(h.temp.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toBeUndefined();

@@ -12,7 +12,8 @@ afterEach(async () => {
   await f.dispose();
 });
 
-const unavailable = () => new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed to make a record durable; dispatching stopped');
+const unavailable = () =>
+  new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed to make a record durable; dispatching stopped');
 
 describe('when the journal fails at or after the dispatch boundary', () => {
   it('DISPATCH_STARTED may have become durable (the commit reported failure): the agent hears unknown, never not_attempted', async () => {
@@ -26,7 +27,12 @@ describe('when the journal fails at or after the dispatch boundary', () => {
     };
     f.h.channel = f.h.newChannel({ gate });
     const { envelope } = await f.submit('A', { route: 'plain' });
-    expect(envelope.error).toMatchObject({ code: 'JOURNAL_UNAVAILABLE', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
+    expect(envelope.error).toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      retry: 'reconcile',
+    });
     expect(envelope.effect).toBe('unknown_effect');
     expect(f.server.arrivals).toHaveLength(0);
   });
@@ -58,7 +64,11 @@ describe('when the journal fails at or after the dispatch boundary', () => {
     const [card] = await waitForCardCount(f.queue, 1);
     await f.queue.approve(card?.ticket ?? 0, person);
     const { envelope } = await run;
-    expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted', phase: 'credential_injection' });
+    expect(envelope.error).toMatchObject({
+      code: 'APPROVAL_DENIED',
+      outcome: 'not_attempted',
+      phase: 'credential_injection',
+    });
     expect(envelope.evidence.dispatch_started).toBe(false);
     expect(f.server.arrivals).toHaveLength(0);
     expect(f.events(envelope.invocation_id).map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
@@ -83,7 +93,11 @@ describe('when a person cancels right after approving, before CREDENTIAL_AUTHORI
     await cancelled;
     expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
     expect(envelope.evidence.dispatch_started).toBe(false);
-    expect(journal.getAction(actionId)).toMatchObject({ decision: 'cancelled', dispatch_seq: null, outcome: 'not_attempted' });
+    expect(journal.getAction(actionId)).toMatchObject({
+      decision: 'cancelled',
+      dispatch_seq: null,
+      outcome: 'not_attempted',
+    });
     expect(f.events(actionId).map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
     expect(f.server.arrivals).toHaveLength(0);
     // The lane moved on: a later write to the same document goes through.

@@ -39,7 +39,13 @@ function configFor(s: MisbehavingSshServer) {
 }
 
 const kinds = (events: JournalEvent[]) => events.map((e) => e.kind);
-const dispatched = ['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED', 'REQUEST_SENT'];
+const dispatched = [
+  'ACTION_ACCEPTED',
+  'PREFLIGHT_VALIDATED',
+  'CREDENTIAL_AUTHORIZED',
+  'DISPATCH_STARTED',
+  'REQUEST_SENT',
+];
 
 /** The server received the exec request only after DISPATCH_STARTED was visible to its own connection. */
 function expectDispatchDurableBeforeExec(s: MisbehavingSshServer): void {
@@ -51,30 +57,85 @@ describe('when the server misbehaves after dispatch', () => {
   it('exec accepted, then the channel closes without exit-status: REMOTE_RESULT_INCOMPLETE / unknown', async () => {
     const s = await server('close_without_exit');
     const { envelope, output } = await h.run(configFor(s), { host: 'lab', command: 'deploy --now' });
-    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted', 'stdout_written', 'channel_closed']);
+    expect(s.log.map((e) => e.event)).toEqual([
+      'session_opened',
+      'exec_received',
+      'exec_accepted',
+      'stdout_written',
+      'channel_closed',
+    ]);
     expectDispatchDurableBeforeExec(s);
-    expect(envelope.error).toMatchObject({ code: 'REMOTE_RESULT_INCOMPLETE', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
-    expect(envelope).toMatchObject({ effect: 'unknown_effect', outcome_basis: 'no_exit_status_or_remote_process_identity', caller_disposition: 'completed' });
-    expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: true, response_headers_received: true, response_complete: false, dispatch_evidence: 'remote_receipt' });
-    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'dispatch_started', outcome: 'unknown', code: 'REMOTE_RESULT_INCOMPLETE', connection_id: expect.any(String) }]);
+    expect(envelope.error).toMatchObject({
+      code: 'REMOTE_RESULT_INCOMPLETE',
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      retry: 'reconcile',
+    });
+    expect(envelope).toMatchObject({
+      effect: 'unknown_effect',
+      outcome_basis: 'no_exit_status_or_remote_process_identity',
+      caller_disposition: 'completed',
+    });
+    expect(envelope.evidence).toMatchObject({
+      dispatch_started: true,
+      request_complete: true,
+      response_headers_received: true,
+      response_complete: false,
+      dispatch_evidence: 'remote_receipt',
+    });
+    expect(envelope.evidence.attempts).toEqual([
+      {
+        n: 1,
+        stage: 'dispatch_started',
+        outcome: 'unknown',
+        code: 'REMOTE_RESULT_INCOMPLETE',
+        connection_id: expect.any(String),
+      },
+    ]);
     expect(output).toBeUndefined();
     const events = h.events(envelope.invocation_id);
-    expect(kinds(events)).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CHANNEL_CLOSED', 'OUTCOME_RECORDED']);
-    expect(events.find((e) => e.kind === 'OUTPUT_RECEIVED')?.payload).toEqual({ attempt: 1, stream: 'stdout', bytes: 'partial\n'.length });
+    expect(kinds(events)).toEqual([
+      ...dispatched,
+      'REMOTE_RESPONSE_STARTED',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'CHANNEL_CLOSED',
+      'OUTCOME_RECORDED',
+    ]);
+    expect(events.find((e) => e.kind === 'OUTPUT_RECEIVED')?.payload).toEqual({
+      attempt: 1,
+      stream: 'stdout',
+      bytes: 'partial\n'.length,
+    });
     expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown', result_id: null });
   });
 
   it('exit-status 7, then the socket is destroyed: committed / failed, output marked incomplete', async () => {
     const s = await server('exit_then_destroy');
     const { envelope, output } = await h.run(configFor(s), { host: 'lab', command: 'migrate' });
-    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted', 'stdout_written', 'exit_status_sent', 'socket_destroyed']);
+    expect(s.log.map((e) => e.event)).toEqual([
+      'session_opened',
+      'exec_received',
+      'exec_accepted',
+      'stdout_written',
+      'exit_status_sent',
+      'socket_destroyed',
+    ]);
     expectDispatchDurableBeforeExec(s);
     expect(envelope.error).toMatchObject({ code: 'COMMAND_FAILED', outcome: 'committed', retry: 'never' });
     expect(envelope).toMatchObject({ effect: 'failed', outcome_basis: 'exit_status_received_stream_incomplete' });
     expect(envelope.evidence).toMatchObject({ exit_status: 7, response_complete: false });
     expect(output).toMatchObject({ exit_status: 7, output_complete: false });
     const events = h.events(envelope.invocation_id);
-    expect(kinds(events)).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'EXIT_STATUS', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CONNECTION_LOST', 'RESULT_COMMITTED']);
+    expect(kinds(events)).toEqual([
+      ...dispatched,
+      'REMOTE_RESPONSE_STARTED',
+      'EXIT_STATUS',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'CONNECTION_LOST',
+      'RESULT_COMMITTED',
+    ]);
     const stored = h.results.read(envelope.evidence.result_id ?? '');
     expect(stored?.summary).toMatchObject({ exit_status: 7, output_complete: false });
   });
@@ -82,13 +143,30 @@ describe('when the server misbehaves after dispatch', () => {
   it('half the output, then the socket is destroyed: REMOTE_RESULT_INCOMPLETE / unknown with the bytes counted', async () => {
     const s = await server('half_output_then_destroy');
     const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'backup' });
-    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted', 'stdout_written', 'socket_destroyed']);
+    expect(s.log.map((e) => e.event)).toEqual([
+      'session_opened',
+      'exec_received',
+      'exec_accepted',
+      'stdout_written',
+      'socket_destroyed',
+    ]);
     expect(envelope.error).toMatchObject({ code: 'REMOTE_RESULT_INCOMPLETE', outcome: 'unknown', retry: 'reconcile' });
     expect(envelope.outcome_basis).toBe('no_exit_status_or_remote_process_identity');
     const events = h.events(envelope.invocation_id);
-    expect(kinds(events)).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CONNECTION_LOST', 'OUTCOME_RECORDED']);
+    expect(kinds(events)).toEqual([
+      ...dispatched,
+      'REMOTE_RESPONSE_STARTED',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'CONNECTION_LOST',
+      'OUTCOME_RECORDED',
+    ]);
     const written = s.log.find((e) => e.event === 'stdout_written')?.bytes;
-    expect(events.find((e) => e.kind === 'OUTPUT_RECEIVED')?.payload).toEqual({ attempt: 1, stream: 'stdout', bytes: written });
+    expect(events.find((e) => e.kind === 'OUTPUT_RECEIVED')?.payload).toEqual({
+      attempt: 1,
+      stream: 'stdout',
+      bytes: written,
+    });
   });
 
   it('the exec request is never answered: the exec-reply deadline ends it as unknown, the broker does not hang', async () => {
@@ -98,19 +176,50 @@ describe('when the server misbehaves after dispatch', () => {
     expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received']);
     expectDispatchDurableBeforeExec(s);
     expect(envelope.error).toMatchObject({ code: 'REMOTE_RESULT_INCOMPLETE', outcome: 'unknown' });
-    expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: true, response_headers_received: false });
+    expect(envelope.evidence).toMatchObject({
+      dispatch_started: true,
+      request_complete: true,
+      response_headers_received: false,
+    });
     expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'CONNECTION_LOST', 'OUTCOME_RECORDED']);
   });
 
   it("exec accepted, then silence past the host's operation deadline: OPERATION_TIMEOUT, effect unknown, never a caller event", async () => {
     const s = await server('silent_after_exec');
-    const config = sshHostsConfig([{ port: s.port, user: 'agent', credential: 'lab-key', hostKey: [s.hostKeyFingerprint], extra: '    approval: none\n    timeout_ms: 300' }]);
+    const config = sshHostsConfig([
+      {
+        port: s.port,
+        user: 'agent',
+        credential: 'lab-key',
+        hostKey: [s.hostKeyFingerprint],
+        extra: '    approval: none\n    timeout_ms: 300',
+      },
+    ]);
     const { envelope } = await h.run(config, { host: 'lab', command: 'long-job' });
     expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_accepted']);
-    expect(envelope.error).toMatchObject({ code: 'OPERATION_TIMEOUT', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile' });
-    expect(envelope).toMatchObject({ caller_disposition: 'completed', effect: 'unknown_effect', outcome_basis: 'operation_deadline_after_transport_write_no_remote_receipt' });
-    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'REMOTE_RESPONSE_STARTED', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'OUTCOME_RECORDED']);
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ caller_disposition: null, outcome: 'unknown', code: 'OPERATION_TIMEOUT' });
+    expect(envelope.error).toMatchObject({
+      code: 'OPERATION_TIMEOUT',
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      retry: 'reconcile',
+    });
+    expect(envelope).toMatchObject({
+      caller_disposition: 'completed',
+      effect: 'unknown_effect',
+      outcome_basis: 'operation_deadline_after_transport_write_no_remote_receipt',
+    });
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([
+      ...dispatched,
+      'REMOTE_RESPONSE_STARTED',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'OUTCOME_RECORDED',
+    ]);
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({
+      caller_disposition: null,
+      outcome: 'unknown',
+      code: 'OPERATION_TIMEOUT',
+    });
   });
 
   it('the caller cancels after exec was accepted: canceled, effect unknown (a caller event only)', async () => {
@@ -159,12 +268,29 @@ describe('when the server refuses', () => {
     const s = await server('refuse_session');
     const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'deploy' });
     expect(s.log.map((e) => e.event)).toEqual(['session_refused']);
-    expect(envelope.error).toMatchObject({ code: 'SSH_CHANNEL_FAILED', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
+    expect(envelope.error).toMatchObject({
+      code: 'SSH_CHANNEL_FAILED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
     expect(envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'connection_setup_failed_before_dispatch' });
-    expect(envelope.evidence).toMatchObject({ dispatch_started: false, dispatch_evidence: 'never_started', peer_identity: s.hostKeyFingerprint });
-    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'session_channel', outcome: 'not_attempted', code: 'SSH_CHANNEL_FAILED' }]);
+    expect(envelope.evidence).toMatchObject({
+      dispatch_started: false,
+      dispatch_evidence: 'never_started',
+      peer_identity: s.hostKeyFingerprint,
+    });
+    expect(envelope.evidence.attempts).toEqual([
+      { n: 1, stage: 'session_channel', outcome: 'not_attempted', code: 'SSH_CHANNEL_FAILED' },
+    ]);
     const events = h.events(envelope.invocation_id);
-    expect(kinds(events)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'SETUP_ATTEMPT_FAILED', 'OUTCOME_RECORDED']);
+    expect(kinds(events)).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CREDENTIAL_AUTHORIZED',
+      'SETUP_ATTEMPT_FAILED',
+      'OUTCOME_RECORDED',
+    ]);
     expect(events[3]?.payload).toEqual({ attempt: 1, stage: 'session_channel', detail: 'open_refused' });
   });
 
@@ -173,7 +299,12 @@ describe('when the server refuses', () => {
     const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'forbidden' });
     expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'exec_refused']);
     expectDispatchDurableBeforeExec(s);
-    expect(envelope.error).toMatchObject({ code: 'REMOTE_REJECTED', phase: 'remote_execution', outcome: 'rejected', retry: 'after_correction' });
+    expect(envelope.error).toMatchObject({
+      code: 'REMOTE_REJECTED',
+      phase: 'remote_execution',
+      outcome: 'rejected',
+      retry: 'after_correction',
+    });
     expect(envelope).toMatchObject({ effect: 'rejected', outcome_basis: 'exec_refused_by_server' });
     expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'RESULT_COMMITTED']);
     expect(h.results.read(envelope.evidence.result_id ?? '')?.summary).toMatchObject({ exec_reply: 'failure' });

@@ -2,7 +2,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
-import { openSshActionHarness, secretLeaks, sshHostsConfig, type SshActionHarness, type SshHostYaml } from '../testing/ssh-action-harness.js';
+import {
+  openSshActionHarness,
+  secretLeaks,
+  sshHostsConfig,
+  type SshActionHarness,
+  type SshHostYaml,
+} from '../testing/ssh-action-harness.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { freePort, TestSshd } from '../testing/test-sshd.js';
 
@@ -39,40 +45,98 @@ function host(s: TestSshd, over: Partial<SshHostYaml> = {}): SshHostYaml {
 }
 
 const kinds = (events: JournalEvent[]) => events.map((e) => e.kind);
-const setupFailed = ['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'SETUP_ATTEMPT_FAILED', 'OUTCOME_RECORDED'];
+const setupFailed = [
+  'ACTION_ACCEPTED',
+  'PREFLIGHT_VALIDATED',
+  'CREDENTIAL_AUTHORIZED',
+  'SETUP_ATTEMPT_FAILED',
+  'OUTCOME_RECORDED',
+];
 
 describe('when the command runs to completion on a real OpenSSH sshd', () => {
   it('exit 0 with stdout: committed / succeeded, every stage recorded, the output stored under the invocation id', async (ctx) => {
     const s = need(ctx);
     const { envelope, output } = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: 'echo hello' });
     expect(envelope.error).toBeUndefined();
-    expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'exit_status_and_channel_close', caller_disposition: 'completed' });
-    expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: true, response_headers_received: true, response_complete: true, exit_status: 0, peer_identity: s.hostKey.fingerprint, dispatch_evidence: 'remote_receipt' });
+    expect(envelope).toMatchObject({
+      effect: 'succeeded',
+      outcome_basis: 'exit_status_and_channel_close',
+      caller_disposition: 'completed',
+    });
+    expect(envelope.evidence).toMatchObject({
+      dispatch_started: true,
+      request_complete: true,
+      response_headers_received: true,
+      response_complete: true,
+      exit_status: 0,
+      peer_identity: s.hostKey.fingerprint,
+      dispatch_evidence: 'remote_receipt',
+    });
     const events = h.events(envelope.invocation_id);
     expect(kinds(events)).toEqual([
-      'ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED', 'REQUEST_SENT', 'REMOTE_RESPONSE_STARTED',
-      'EXIT_STATUS', 'OUTPUT_RECEIVED', 'OUTPUT_RECEIVED', 'CHANNEL_CLOSED', 'RESULT_COMMITTED',
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CREDENTIAL_AUTHORIZED',
+      'DISPATCH_STARTED',
+      'REQUEST_SENT',
+      'REMOTE_RESPONSE_STARTED',
+      'EXIT_STATUS',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'CHANNEL_CLOSED',
+      'RESULT_COMMITTED',
     ]);
     expect(events.filter((e) => e.kind === 'OUTPUT_RECEIVED').map((e) => e.payload)).toEqual([
       { attempt: 1, stream: 'stdout', bytes: 6 },
       { attempt: 1, stream: 'stderr', bytes: 0 },
     ]);
-    expect(output).toMatchObject({ exit_status: 0, stdout_bytes: 6, stderr_bytes: 0, truncated: false, output_complete: true });
+    expect(output).toMatchObject({
+      exit_status: 0,
+      stdout_bytes: 6,
+      stderr_bytes: 0,
+      truncated: false,
+      output_complete: true,
+    });
     expect(output?.stdout.toString()).toBe('hello\n');
     const stored = h.results.read(envelope.evidence.result_id ?? '');
     expect(stored?.body.toString()).toBe('hello\n');
     expect(stored?.summary).toMatchObject({
       exit_status: 0,
       host_key: { fingerprint: s.hostKey.fingerprint, trust: 'pinned' },
-      stages: ['dns', 'tcp_connect', 'ssh_transport', 'host_key_verified', 'user_auth', 'session_channel', 'exec_requested', 'exec_accepted', 'exit_status', 'eof', 'channel_close'],
+      stages: [
+        'dns',
+        'tcp_connect',
+        'ssh_transport',
+        'host_key_verified',
+        'user_auth',
+        'session_channel',
+        'exec_requested',
+        'exec_accepted',
+        'exit_status',
+        'eof',
+        'channel_close',
+      ],
     });
-    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'committed', effect: 'succeeded', lane: 'host:lab', result_id: envelope.evidence.result_id });
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      lane: 'host:lab',
+      result_id: envelope.evidence.result_id,
+    });
   });
 
   it('exit 23 with stderr: committed / failed with COMMAND_FAILED, stderr kept apart from stdout', async (ctx) => {
     const s = need(ctx);
-    const { envelope, output } = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: 'echo out; echo oops >&2; exit 23' });
-    expect(envelope.error).toMatchObject({ code: 'COMMAND_FAILED', phase: 'remote_execution', outcome: 'committed', retry: 'never' });
+    const { envelope, output } = await h.run(sshHostsConfig([host(s)]), {
+      host: 'lab',
+      command: 'echo out; echo oops >&2; exit 23',
+    });
+    expect(envelope.error).toMatchObject({
+      code: 'COMMAND_FAILED',
+      phase: 'remote_execution',
+      outcome: 'committed',
+      retry: 'never',
+    });
     expect(envelope).toMatchObject({ effect: 'failed', outcome_basis: 'exit_status_and_channel_close' });
     expect(envelope.evidence.exit_status).toBe(23);
     expect(output?.stdout.toString()).toBe('out\n');
@@ -85,7 +149,10 @@ describe('when the command runs to completion on a real OpenSSH sshd', () => {
     expect(envelope.error).toMatchObject({ code: 'COMMAND_FAILED', outcome: 'committed' });
     expect(envelope).toMatchObject({ effect: 'failed', outcome_basis: 'exit_signal_and_channel_close' });
     expect(envelope.evidence.exit_signal).toBe('SIGTERM');
-    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'EXIT_SIGNAL')?.payload).toEqual({ attempt: 1, signal: 'SIGTERM' });
+    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'EXIT_SIGNAL')?.payload).toEqual({
+      attempt: 1,
+      signal: 'SIGTERM',
+    });
   });
 
   it('output beyond the cap: truncated flag and total counts, never silently cut', async (ctx) => {
@@ -94,38 +161,73 @@ describe('when the command runs to completion on a real OpenSSH sshd', () => {
     const { output, envelope } = await h.run(config, { host: 'lab', command: "head -c 5000 /dev/zero | tr '\\0' a" });
     expect(output).toMatchObject({ stdout_bytes: 5000, truncated: true, exit_status: 0 });
     expect(output?.stdout.length).toBe(1000);
-    expect(h.results.read(envelope.evidence.result_id ?? '')).toMatchObject({ total_bytes: 5000, truncated: true, stored_bytes: 1000 });
+    expect(h.results.read(envelope.evidence.result_id ?? '')).toMatchObject({
+      total_bytes: 5000,
+      truncated: true,
+      stored_bytes: 1000,
+    });
   });
 });
 
 describe('when setup fails, each stage is told apart and nothing was attempted', () => {
   it('a wrong pinned host key: SSH_HOST_KEY_REJECTED at host_key_verified, the user key never offered', async (ctx) => {
     const s = need(ctx);
-    const { envelope } = await h.run(sshHostsConfig([host(s, { hostKey: [s.userKey.fingerprint] })]), { host: 'lab', command: 'echo never' });
-    expect(envelope.error).toMatchObject({ code: 'SSH_HOST_KEY_REJECTED', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
+    const { envelope } = await h.run(sshHostsConfig([host(s, { hostKey: [s.userKey.fingerprint] })]), {
+      host: 'lab',
+      command: 'echo never',
+    });
+    expect(envelope.error).toMatchObject({
+      code: 'SSH_HOST_KEY_REJECTED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
     expect(envelope.evidence).toMatchObject({ dispatch_started: false, peer_identity: s.hostKey.fingerprint });
-    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'host_key_verified', outcome: 'not_attempted', code: 'SSH_HOST_KEY_REJECTED' }]);
+    expect(envelope.evidence.attempts).toEqual([
+      { n: 1, stage: 'host_key_verified', outcome: 'not_attempted', code: 'SSH_HOST_KEY_REJECTED' },
+    ]);
     expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
   });
 
   it('a user key the server rejects: SSH_AUTH_FAILED at user_auth', async (ctx) => {
     const s = need(ctx);
-    const { envelope } = await h.run(sshHostsConfig([host(s, { credential: 'stranger-key' })]), { host: 'lab', command: 'echo never' });
-    expect(envelope.error).toMatchObject({ code: 'SSH_AUTH_FAILED', phase: 'connection_setup', outcome: 'not_attempted' });
-    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'user_auth', outcome: 'not_attempted', code: 'SSH_AUTH_FAILED' }]);
+    const { envelope } = await h.run(sshHostsConfig([host(s, { credential: 'stranger-key' })]), {
+      host: 'lab',
+      command: 'echo never',
+    });
+    expect(envelope.error).toMatchObject({
+      code: 'SSH_AUTH_FAILED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+    });
+    expect(envelope.evidence.attempts).toEqual([
+      { n: 1, stage: 'user_auth', outcome: 'not_attempted', code: 'SSH_AUTH_FAILED' },
+    ]);
     expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
   });
 
   it('a host that refuses TCP: CONNECT_REFUSED at tcp_connect', async (ctx) => {
     need(ctx);
-    const { envelope } = await h.run(sshHostsConfig([{ port: await freePort(), user: 'x', credential: 'lab-key', hostKey: 'accept_new' }]), { host: 'lab', command: 'echo never' });
-    expect(envelope.error).toMatchObject({ code: 'CONNECT_REFUSED', phase: 'connection_setup', outcome: 'not_attempted' });
-    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'tcp_connect', outcome: 'not_attempted', code: 'CONNECT_REFUSED' }]);
+    const { envelope } = await h.run(
+      sshHostsConfig([{ port: await freePort(), user: 'x', credential: 'lab-key', hostKey: 'accept_new' }]),
+      { host: 'lab', command: 'echo never' },
+    );
+    expect(envelope.error).toMatchObject({
+      code: 'CONNECT_REFUSED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+    });
+    expect(envelope.evidence.attempts).toEqual([
+      { n: 1, stage: 'tcp_connect', outcome: 'not_attempted', code: 'CONNECT_REFUSED' },
+    ]);
   });
 
   it('a host name that does not resolve: DNS_FAILED at dns', async (ctx) => {
     const s = need(ctx);
-    const { envelope } = await h.run(sshHostsConfig([host(s, { host: 'no-such-host.invalid' })]), { host: 'lab', command: 'echo never' });
+    const { envelope } = await h.run(sshHostsConfig([host(s, { host: 'no-such-host.invalid' })]), {
+      host: 'lab',
+      command: 'echo never',
+    });
     expect(envelope.error).toMatchObject({ code: 'DNS_FAILED', phase: 'connection_setup', outcome: 'not_attempted' });
     expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'dns', outcome: 'not_attempted', code: 'DNS_FAILED' }]);
   });
@@ -135,29 +237,65 @@ describe('when the request is refused before any secret is touched', () => {
   it.for([
     ['an unknown host entry', { host: 'nope', command: 'ls' }, 'INVALID_TARGET', 'host'],
     ['a 40 000-byte command', { host: 'lab', command: 'x'.repeat(40_000) }, 'PAYLOAD_LIMIT', 'command'],
-    ['an agent-chosen user (a field the ssh_exec schema does not have)', { host: 'lab', command: 'ls', user: 'root' }, 'INVALID_ARGUMENT', 'user'],
-    ['a wait above the maximum', { host: 'lab', command: 'ls', timeout_ms: 10_000_000 }, 'INVALID_ARGUMENT', 'timeout_ms'],
+    [
+      'an agent-chosen user (a field the ssh_exec schema does not have)',
+      { host: 'lab', command: 'ls', user: 'root' },
+      'INVALID_ARGUMENT',
+      'user',
+    ],
+    [
+      'a wait above the maximum',
+      { host: 'lab', command: 'ls', timeout_ms: 10_000_000 },
+      'INVALID_ARGUMENT',
+      'timeout_ms',
+    ],
   ] as const)('%s → %s (field %s), validation / not_attempted', async ([, request, code, field], ctx) => {
     if (h === undefined) ctx.skip(`real sshd unavailable: ${unavailable ?? 'not started'}`);
-    const { envelope } = await h.run(sshHostsConfig([{ port: 22, user: 'u', credential: 'lab-key', hostKey: 'accept_new' }]), request);
-    expect(envelope.error).toMatchObject({ code, phase: 'validation', outcome: 'not_attempted', retry: 'after_correction', field });
+    const { envelope } = await h.run(
+      sshHostsConfig([{ port: 22, user: 'u', credential: 'lab-key', hostKey: 'accept_new' }]),
+      request,
+    );
+    expect(envelope.error).toMatchObject({
+      code,
+      phase: 'validation',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+      field,
+    });
     expect(kinds(h.events(envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_FAILED']);
   });
 
   it('a host that needs approval waits for a decision (cancelled: nothing runs); an unbound key: CREDENTIAL_MISSING', async (ctx) => {
     need(ctx);
-    const perCall = sshHostsConfig([{ port: 22, user: 'u', credential: 'lab-key', hostKey: 'accept_new', extra: '    approval: per_call' }]);
+    const perCall = sshHostsConfig([
+      { port: 22, user: 'u', credential: 'lab-key', hostKey: 'accept_new', extra: '    approval: per_call' },
+    ]);
     const run = h.run(perCall, { host: 'lab', command: 'ls' });
     const [card] = await waitForCardCount(h.queue, 1);
     expect(card).toMatchObject({ state: 'pending', command: 'ls', target: 'host:lab', credential: 'lab-key' });
     await h.queue.cancel(card?.ticket ?? 0, { kind: 'person', id: 'tester' }, 'not this one');
     const cancelled = await run;
     expect(cancelled.envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
-    expect(kinds(h.events(cancelled.envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'CANCELLED']);
-    const unbound = sshHostsConfig([{ host: '127.0.0.2', port: 22, user: 'u', credential: 'unbound-key', hostKey: 'accept_new' }]);
+    expect(kinds(h.events(cancelled.envelope.invocation_id))).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CARD_SHOWN',
+      'CANCELLED',
+    ]);
+    const unbound = sshHostsConfig([
+      { host: '127.0.0.2', port: 22, user: 'u', credential: 'unbound-key', hostKey: 'accept_new' },
+    ]);
     const { envelope } = await h.run(unbound, { host: 'lab', command: 'ls' });
-    expect(envelope.error).toMatchObject({ code: 'CREDENTIAL_MISSING', phase: 'credential_injection', outcome: 'not_attempted' });
-    expect(kinds(h.events(envelope.invocation_id))).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'OUTCOME_RECORDED']);
+    expect(envelope.error).toMatchObject({
+      code: 'CREDENTIAL_MISSING',
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+    });
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'OUTCOME_RECORDED',
+    ]);
   });
 });
 
@@ -189,27 +327,45 @@ describe('when the host key policy is accept_new', () => {
     const knownHosts = join(h.temp.dir.path, 'known_hosts.json');
     // A rejected user key must not teach the store anything.
     const strangerConfig = sshHostsConfig([host(s, { hostKey: 'accept_new', credential: 'stranger-key' })]);
-    expect((await h.run(strangerConfig, { host: 'lab', command: 'true' })).envelope.error?.code).toBe('SSH_AUTH_FAILED');
+    expect((await h.run(strangerConfig, { host: 'lab', command: 'true' })).envelope.error?.code).toBe(
+      'SSH_AUTH_FAILED',
+    );
     expect(existsSync(knownHosts)).toBe(false);
 
     const first = await h.run(config, { host: 'lab', command: 'echo first' });
     expect(first.envelope.error).toBeUndefined();
-    expect(h.results.read(first.envelope.evidence.result_id ?? '')?.summary).toMatchObject({ host_key: { fingerprint: s.hostKey.fingerprint, trust: 'accepted_new' } });
+    expect(h.results.read(first.envelope.evidence.result_id ?? '')?.summary).toMatchObject({
+      host_key: { fingerprint: s.hostKey.fingerprint, trust: 'accepted_new' },
+    });
     expect(readFileSync(knownHosts, 'utf8')).toContain(s.hostKey.fingerprint);
 
     const second = await h.run(config, { host: 'lab', command: 'echo second' });
-    expect(h.results.read(second.envelope.evidence.result_id ?? '')?.summary).toMatchObject({ host_key: { trust: 'known' } });
+    expect(h.results.read(second.envelope.evidence.result_id ?? '')?.summary).toMatchObject({
+      host_key: { trust: 'known' },
+    });
     // The verified host key is durable with the boundary itself, not only in the result.
     const boundary = (id: string): unknown => h.events(id).find((e) => e.kind === 'DISPATCH_STARTED')?.payload;
-    expect(boundary(first.envelope.invocation_id)).toMatchObject({ peer_identity: s.hostKey.fingerprint, peer_trust: 'accepted_new' });
-    expect(boundary(second.envelope.invocation_id)).toMatchObject({ peer_identity: s.hostKey.fingerprint, peer_trust: 'known_host' });
+    expect(boundary(first.envelope.invocation_id)).toMatchObject({
+      peer_identity: s.hostKey.fingerprint,
+      peer_trust: 'accepted_new',
+    });
+    expect(boundary(second.envelope.invocation_id)).toMatchObject({
+      peer_identity: s.hostKey.fingerprint,
+      peer_trust: 'known_host',
+    });
 
     const oldFingerprint = s.hostKey.fingerprint;
     await s.restartWithNewHostKey();
     const changed = await h.run(config, { host: 'lab', command: 'echo never' });
-    expect(changed.envelope.error).toMatchObject({ code: 'SSH_HOST_KEY_REJECTED', phase: 'connection_setup', outcome: 'not_attempted' });
+    expect(changed.envelope.error).toMatchObject({
+      code: 'SSH_HOST_KEY_REJECTED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+    });
     expect(changed.envelope.evidence.peer_identity).toBe(s.hostKey.fingerprint);
-    expect(h.events(changed.envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toMatchObject({ stage: 'host_key_verified' });
+    expect(
+      h.events(changed.envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload,
+    ).toMatchObject({ stage: 'host_key_verified' });
     expect(readFileSync(knownHosts, 'utf8')).toContain(oldFingerprint);
     expect(readFileSync(knownHosts, 'utf8')).not.toContain(s.hostKey.fingerprint);
   });
@@ -221,7 +377,10 @@ describe('when searching for the private key everywhere the broker writes', () =
     await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: 'echo leak-check' });
     const pem = s.userKey.privateKey.toString('utf8');
     // The first lines of an unencrypted OpenSSH key are a shared header; the rest is this key.
-    const body = pem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).slice(2);
+    const body = pem
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('-----'))
+      .slice(2);
     expect(body.length).toBeGreaterThan(1);
     const searched: string[] = [];
     await h.temp.journal.close();

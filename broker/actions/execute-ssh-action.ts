@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
 import type { PosternConfig, SshHostSettings } from '../config/index.js';
-import { errorCodeMeanings, isCodedError, type ActionState, type ApprovalMode, type Classification, type NewEvent } from '../contract/index.js';
+import {
+  errorCodeMeanings,
+  isCodedError,
+  type ActionState,
+  type ApprovalMode,
+  type Classification,
+  type NewEvent,
+} from '../contract/index.js';
 import { classifyOutcome, type LocalGate, type OutcomeEvidence } from '../core/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
@@ -11,12 +18,24 @@ import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
 import { runRecorded } from './record-broker-error.js';
-import { acceptedEvent, appendState, logRecorded, recordAccepted, recordRefusal, vaultRefusal } from './record-refusal.js';
+import {
+  acceptedEvent,
+  appendState,
+  logRecorded,
+  recordAccepted,
+  recordRefusal,
+  vaultRefusal,
+} from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
 import type { DispatchQueue } from '../queue/approval-queue.js';
 import { sshCardPreview } from '../queue/card-preview.js';
 import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
-import { authorizationRefusal, closedBeforeDispatch, dispatchJournalFailure, journalFailedFacts } from './journal-failure.js';
+import {
+  authorizationRefusal,
+  closedBeforeDispatch,
+  dispatchJournalFailure,
+  journalFailedFacts,
+} from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 
 export interface SshActionDeps {
@@ -62,40 +81,76 @@ export interface SshActionResult {
  * OUTPUT_RECEIVED, CHANNEL_CLOSED, CONNECTION_LOST) → result rows then RESULT_COMMITTED, or
  * OUTCOME_RECORDED. Classification is broker/core's. `cancel` is the caller's cancellation.
  */
-export async function executeSshAction(deps: SshActionDeps, input: unknown, cancel?: AbortSignal): Promise<SshActionResult> {
+export async function executeSshAction(
+  deps: SshActionDeps,
+  input: unknown,
+  cancel?: AbortSignal,
+): Promise<SshActionResult> {
   const actionId = deps.ids.newActionId();
   return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, cancel));
 }
 
-async function admitAndRun(deps: SshActionDeps, actionId: string, input: unknown, cancel: AbortSignal | undefined): Promise<SshActionResult> {
+async function admitAndRun(
+  deps: SshActionDeps,
+  actionId: string,
+  input: unknown,
+  cancel: AbortSignal | undefined,
+): Promise<SshActionResult> {
   const parsed = sshActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const fingerprint = unparsedFingerprint(input);
     await accept(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' });
-    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) }, `the request is malformed: ${issueMessage(issue)}`);
+    return refuse(
+      deps,
+      actionId,
+      fingerprint,
+      { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) },
+      `the request is malformed: ${issueMessage(issue)}`,
+    );
   }
   const request = parsed.data;
   const fingerprint = sshRequestFingerprint(request);
   const host = deps.config.sshHosts.get(request.host);
   if (host === undefined) {
     await accept(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' });
-    return refuse(deps, actionId, fingerprint, { kind: 'validation', code: 'INVALID_TARGET', field: 'host' }, 'no such host entry');
+    return refuse(
+      deps,
+      actionId,
+      fingerprint,
+      { kind: 'validation', code: 'INVALID_TARGET', field: 'host' },
+      'no such host entry',
+    );
   }
   const policy = sshCommandPolicy(host, request.command);
   // The command itself may hold anything; the target names only the entry and the command's digest.
-  const admission: Admission = { target: `host:${host.name} exec ${fingerprint}`, fingerprint, lane: policy.lane, approval: policy.approval };
+  const admission: Admission = {
+    target: `host:${host.name} exec ${fingerprint}`,
+    fingerprint,
+    lane: policy.lane,
+    approval: policy.approval,
+  };
   const limits = deps.channel.limits;
   const problem = validate(deps, host, request.command, limits);
   if (problem !== undefined) {
     await accept(deps, actionId, admission);
     return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
   }
-  await deps.journal.appendBatch([sshAccepted(deps, actionId, admission), { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} }]);
+  await deps.journal.appendBatch([
+    sshAccepted(deps, actionId, admission),
+    { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} },
+  ]);
   deps.onAdmitted?.(actionId);
   const turn = await deps.queue.awaitTurn(actionId, sshCardPreview(host, request.command));
   if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-  return authorizeAndRun(deps, { actionId, host, command: request.command, fingerprint, timeoutMs: host.timeout_ms ?? operationTimeoutMsDefault, cancel });
+  return authorizeAndRun(deps, {
+    actionId,
+    host,
+    command: request.command,
+    fingerprint,
+    timeoutMs: host.timeout_ms ?? operationTimeoutMsDefault,
+    cancel,
+  });
 }
 
 interface Admission {
@@ -111,7 +166,13 @@ async function accept(deps: SshActionDeps, actionId: string, a: Admission): Prom
 
 function sshAccepted(deps: SshActionDeps, actionId: string, a: Admission): NewEvent {
   // A command is never assumed idempotent (no declared command contract yet).
-  return acceptedEvent(deps, actionId, a.lane, { channel: 'ssh', target: a.target, request_fingerprint: a.fingerprint, approval: a.approval, idempotent: false });
+  return acceptedEvent(deps, actionId, a.lane, {
+    channel: 'ssh',
+    target: a.target,
+    request_fingerprint: a.fingerprint,
+    approval: a.approval,
+    idempotent: false,
+  });
 }
 
 /** Validation before any secret is touched or any host resolved. */
@@ -123,12 +184,22 @@ function validate(
 ): { gate: LocalGate; message: string } | undefined {
   if (deps.vault.state() !== 'uninitialized' && deps.vault.describe(host.credential) === undefined) {
     // The credential name comes from configuration and may itself be sensitive: never echoed.
-    return { gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'host' }, message: 'the host entry names a credential the vault does not hold' };
+    return {
+      gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field: 'host' },
+      message: 'the host entry names a credential the vault does not hold',
+    };
   }
   if (Buffer.byteLength(command, 'utf8') > limits.commandBytesMax) {
-    return { gate: { kind: 'validation', code: 'PAYLOAD_LIMIT', field: 'command' }, message: `a command is at most ${limits.commandBytesMax} bytes` };
+    return {
+      gate: { kind: 'validation', code: 'PAYLOAD_LIMIT', field: 'command' },
+      message: `a command is at most ${limits.commandBytesMax} bytes`,
+    };
   }
-  if (command.includes('\0')) return { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'command' }, message: 'a command cannot contain NUL' };
+  if (command.includes('\0'))
+    return {
+      gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: 'command' },
+      message: 'a command cannot contain NUL',
+    };
   return undefined;
 }
 
@@ -142,13 +213,28 @@ interface Bound {
 }
 
 async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshActionResult> {
-  if (deps.vault.state() !== 'unlocked') return refuse(deps, b.actionId, b.fingerprint, { kind: 'vault_locked' }, 'the vault is locked');
+  if (deps.vault.state() !== 'unlocked')
+    return refuse(deps, b.actionId, b.fingerprint, { kind: 'vault_locked' }, 'the vault is locked');
   const locked = new AbortController();
   const unsubscribe = deps.vault.onLock(() => locked.abort());
   try {
     return await deps.vault.withSecret(b.host.credential, async (secret, info) => {
-      if (secret.kind !== 'ssh_key' || info.kind !== 'ssh_key') return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, 'the host entry needs an ssh_key credential');
-      if (!boundTo(info, b.host)) return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, "the host's credential is not bound to this host entry or its host");
+      if (secret.kind !== 'ssh_key' || info.kind !== 'ssh_key')
+        return refuse(
+          deps,
+          b.actionId,
+          b.fingerprint,
+          { kind: 'credential_missing' },
+          'the host entry needs an ssh_key credential',
+        );
+      if (!boundTo(info, b.host))
+        return refuse(
+          deps,
+          b.actionId,
+          b.fingerprint,
+          { kind: 'credential_missing' },
+          "the host's credential is not bound to this host entry or its host",
+        );
       if (sshRequestFingerprint({ host: b.host.name, command: b.command }) !== b.fingerprint) {
         return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
       }
@@ -159,7 +245,12 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       const authorized = appendState(deps.journal, {
         kind: 'CREDENTIAL_AUTHORIZED',
         action_id: b.actionId,
-        payload: { credential_id: info.id, version_tag: info.version_tag, injection_mode: 'ssh_publickey', request_fingerprint: b.fingerprint },
+        payload: {
+          credential_id: info.id,
+          version_tag: info.version_tag,
+          injection_mode: 'ssh_publickey',
+          request_fingerprint: b.fingerprint,
+        },
       });
       authorized.catch(() => undefined);
       const report = await deps.channel.perform({
@@ -187,27 +278,50 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
 }
 
 function boundTo(info: CredentialInfo, host: SshHostSettings): boolean {
-  const names = [host.name, host.host, `${host.host}:${host.port}`, `[${host.host}]:${host.port}`].map((n) => n.toLowerCase());
+  const names = [host.name, host.host, `${host.host}:${host.port}`, `[${host.host}]:${host.port}`].map((n) =>
+    n.toLowerCase(),
+  );
   return info.bindings.some((b) => names.includes(b.toLowerCase()));
 }
 
 /** Classifies what the channel observed, makes the result durable, then answers. */
-async function settle(deps: SshActionDeps, b: Bound, report: SshChannelReport, scrubber: SecretScrubber): Promise<SshActionResult> {
+async function settle(
+  deps: SshActionDeps,
+  b: Bound,
+  report: SshChannelReport,
+  scrubber: SecretScrubber,
+): Promise<SshActionResult> {
   if (report.journalFailed !== undefined) {
     const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
-    return { envelope: failure.kind === 'closed' ? closedEnvelope(failure.state, b.fingerprint) : buildSshEnvelope({ ...failure, report, fingerprint: b.fingerprint }) };
+    return {
+      envelope:
+        failure.kind === 'closed'
+          ? closedEnvelope(failure.state, b.fingerprint)
+          : buildSshEnvelope({ ...failure, report, fingerprint: b.fingerprint }),
+    };
   }
   try {
     return await record(deps, b, report, scrubber);
   } catch (error) {
     // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
     if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
-    return { envelope: buildSshEnvelope({ ...journalFailedFacts(deps.journal, b.actionId), report, fingerprint: b.fingerprint }) };
+    return {
+      envelope: buildSshEnvelope({
+        ...journalFailedFacts(deps.journal, b.actionId),
+        report,
+        fingerprint: b.fingerprint,
+      }),
+    };
   }
 }
 
 // eslint-disable-next-line max-lines-per-function -- records the outcome in FIFO commit order; #17 splits it into broker/actions
-async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport, scrubber: SecretScrubber): Promise<SshActionResult> {
+async function record(
+  deps: SshActionDeps,
+  b: Bound,
+  observed: SshChannelReport,
+  scrubber: SecretScrubber,
+): Promise<SshActionResult> {
   // Everything below — result rows, digest, envelope — sees only the scrubbed output.
   const report: SshChannelReport = { ...observed, output: scrubbedOutput(observed.output, scrubber) };
   const stopped = report.stoppedBeforeDispatch;
@@ -240,7 +354,8 @@ async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport,
   const classification = classifyOutcome(evidence);
   const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
   // Caller events are recorded as caller events: they never decide the remote effect.
-  if (caller === 'cancelled') await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
+  if (caller === 'cancelled')
+    await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
   const nowMs = deps.clock.nowMs();
   let state: ActionState;
   let resultId: string | undefined;
@@ -285,9 +400,19 @@ async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport,
       digest: o.digest,
       created_at_ms: nowMs,
     });
-    state = await appendState(deps.journal, { kind: 'RESULT_COMMITTED', action_id: b.actionId, payload: { attempt: 1, result_id: resultId, result_digest: o.digest }, classification });
+    state = await appendState(deps.journal, {
+      kind: 'RESULT_COMMITTED',
+      action_id: b.actionId,
+      payload: { attempt: 1, result_id: resultId, result_digest: o.digest },
+      classification,
+    });
   } else {
-    state = await appendState(deps.journal, { kind: 'OUTCOME_RECORDED', action_id: b.actionId, payload: report.attempts.length === 0 ? {} : { attempt: 1 }, classification });
+    state = await appendState(deps.journal, {
+      kind: 'OUTCOME_RECORDED',
+      action_id: b.actionId,
+      payload: report.attempts.length === 0 ? {} : { attempt: 1 },
+      classification,
+    });
   }
   log(deps, b.actionId, b.host.name, classification);
   const envelope = buildSshEnvelope({
@@ -304,15 +429,35 @@ async function record(deps: SshActionDeps, b: Bound, observed: SshChannelReport,
 /** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
 function closedEnvelope(state: ActionState, fingerprint: string): SshActionResult['envelope'] {
   const classification = stateClassification(state);
-  if (classification === undefined) throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
-  return buildSshEnvelope({ state, classification, message: classification.code === null ? '' : errorCodeMeanings[classification.code], fingerprint });
+  if (classification === undefined)
+    throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
+  return buildSshEnvelope({
+    state,
+    classification,
+    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
+    fingerprint,
+  });
 }
 
 /** A pre-dispatch refusal (record-refusal.ts), answered with its envelope. */
-async function refuse(deps: SshActionDeps, actionId: string, fingerprint: string, gate: LocalGate, message: string): Promise<SshActionResult> {
+async function refuse(
+  deps: SshActionDeps,
+  actionId: string,
+  fingerprint: string,
+  gate: LocalGate,
+  message: string,
+): Promise<SshActionResult> {
   const { state, classification, field } = await recordRefusal(deps.journal, 'ssh', actionId, gate);
   log(deps, actionId, undefined, classification);
-  return { envelope: buildSshEnvelope({ state, classification, message, ...(field === undefined ? {} : { field }), fingerprint }) };
+  return {
+    envelope: buildSshEnvelope({
+      state,
+      classification,
+      message,
+      ...(field === undefined ? {} : { field }),
+      fingerprint,
+    }),
+  };
 }
 
 function log(deps: SshActionDeps, actionId: string, host: string | undefined, c: Classification): void {

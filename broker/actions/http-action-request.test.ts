@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { httpActionRequestSchema, normalizeHttpRequest, requestFingerprint } from './http-action-request.js';
 import { scrubBytes, secretForms } from './secret-scrubber.js';
 
-const base = { route: 'docs', method: 'post', path: '/documents/7', headers: { 'X-B': '2', 'x-a': '1' }, query: { q: ['1', '2'] }, body: '{"a":1}' };
+const base = {
+  route: 'docs',
+  method: 'post',
+  path: '/documents/7',
+  headers: { 'X-B': '2', 'x-a': '1' },
+  query: { q: ['1', '2'] },
+  body: '{"a":1}',
+};
 const fp = (over: Record<string, unknown> = {}, parts?: Parameters<typeof requestFingerprint>[1]) =>
   requestFingerprint(normalizeHttpRequest(httpActionRequestSchema.parse({ ...base, ...over })), parts);
 

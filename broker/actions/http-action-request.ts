@@ -44,7 +44,8 @@ export function issueField(issue: z.core.$ZodIssue | undefined): string {
 /** The message for an issue: an undocumented field says the tool schema is the whole of what may be sent. */
 export function issueMessage(issue: z.core.$ZodIssue | undefined): string {
   if (issue === undefined) return 'malformed arguments';
-  if (issue.code === 'unrecognized_keys') return `${issueField(issue)} is not a field of this tool (its input schema lists every field)`;
+  if (issue.code === 'unrecognized_keys')
+    return `${issueField(issue)} is not a field of this tool (its input schema lists every field)`;
   return issue.message;
 }
 
@@ -67,7 +68,12 @@ export function normalizeHttpRequest(request: InternalHttpRequest): NormalizedHt
   const headers = Object.entries(request.headers ?? {})
     .map(([name, value]): [string, string] => [name.toLowerCase(), value])
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const body = request.body === undefined ? Buffer.alloc(0) : typeof request.body === 'string' ? Buffer.from(request.body, 'utf8') : Buffer.from(request.body);
+  const body =
+    request.body === undefined
+      ? Buffer.alloc(0)
+      : typeof request.body === 'string'
+        ? Buffer.from(request.body, 'utf8')
+        : Buffer.from(request.body);
   return { route: request.route, method: request.method.toUpperCase(), path: request.path, query, headers, body };
 }
 

@@ -1,6 +1,12 @@
 import type { HttpChannelReport } from '../channels/http/index.js';
 import { earlierAttempts, envelopeAttempts } from './envelope-attempts.js';
-import { envelopeSchema, type ActionState, type BatchOutcome, type Classification, type Envelope } from '../contract/index.js';
+import {
+  envelopeSchema,
+  type ActionState,
+  type BatchOutcome,
+  type Classification,
+  type Envelope,
+} from '../contract/index.js';
 
 export interface EnvelopeFacts {
   /** The action's state after the closing event (its seq is the journal_seq the envelope cites). */
@@ -28,7 +34,10 @@ export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
   const c = f.classification;
   const r = f.report;
   // A retry run reports only its own attempts; the record holds the earlier ones.
-  const attempts = [...earlierAttempts(f.state, r?.attempts ?? [], c), ...envelopeAttempts('http', r?.attempts ?? [], c)];
+  const attempts = [
+    ...earlierAttempts(f.state, r?.attempts ?? [], c),
+    ...envelopeAttempts('http', r?.attempts ?? [], c),
+  ];
   const response = r?.response;
   const envelope: Envelope = {
     invocation_id: f.state.action_id,

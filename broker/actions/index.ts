@@ -1,5 +1,17 @@
-export { createAgentBackend, sessionIdFor, sessionSweepMsDefault, type AgentBackendDeps, type RunningAgentBackend } from './agent-backend.js';
-export { executeHttpAction, retryKeptRequest, type HttpActionDeps, type HttpActionOptions, type HttpActionResult } from './execute-http-action.js';
+export {
+  createAgentBackend,
+  sessionIdFor,
+  sessionSweepMsDefault,
+  type AgentBackendDeps,
+  type RunningAgentBackend,
+} from './agent-backend.js';
+export {
+  executeHttpAction,
+  retryKeptRequest,
+  type HttpActionDeps,
+  type HttpActionOptions,
+  type HttpActionResult,
+} from './execute-http-action.js';
 export { executeSshAction, type SshActionDeps, type SshActionResult } from './execute-ssh-action.js';
 export { stateEnvelope } from './state-envelope.js';
 export { openActionsPerSessionMax } from './open-actions.js';

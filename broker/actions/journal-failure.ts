@@ -1,4 +1,10 @@
-import { CodedError, errorCodeMeanings, transitionRefusalOf, type ActionState, type Classification } from '../contract/index.js';
+import {
+  CodedError,
+  errorCodeMeanings,
+  transitionRefusalOf,
+  type ActionState,
+  type Classification,
+} from '../contract/index.js';
 import type { Journal } from '../journal/index.js';
 
 /**
@@ -23,7 +29,8 @@ export interface JournalFailedFacts {
   readonly message: string;
 }
 
-export type DispatchJournalFailure = { readonly kind: 'closed'; readonly state: ActionState } | ({ readonly kind: 'unknown' } & JournalFailedFacts);
+export type DispatchJournalFailure =
+  { readonly kind: 'closed'; readonly state: ActionState } | ({ readonly kind: 'unknown' } & JournalFailedFacts);
 
 /**
  * DISPATCH_STARTED (or the CREDENTIAL_AUTHORIZED before it) was not accepted. A refusal because a
@@ -57,7 +64,8 @@ export function journalFailedFacts(journal: Journal, actionId: string): JournalF
   } catch (cause) {
     throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal is closed; the action record cannot be read', { cause });
   }
-  if (state === undefined) throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed before the action was admitted');
+  if (state === undefined)
+    throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal failed before the action was admitted');
   return { state, classification: journalFailedClassification, message: errorCodeMeanings.JOURNAL_UNAVAILABLE };
 }
 
@@ -72,7 +80,11 @@ export function closedBeforeDispatch(journal: Journal, actionId: string): Action
  * session revocation) landed between the queue's release and the append: the closed state — the
  * projection then refused DISPATCH_STARTED too, so nothing was sent. Any other failure rethrows.
  */
-export async function authorizationRefusal(journal: Journal, actionId: string, authorized: Promise<unknown>): Promise<ActionState | undefined> {
+export async function authorizationRefusal(
+  journal: Journal,
+  actionId: string,
+  authorized: Promise<unknown>,
+): Promise<ActionState | undefined> {
   try {
     await authorized;
     return undefined;

@@ -1,5 +1,11 @@
 import type { Route } from '../config/index.js';
-import { CodedError, isCodedError, type ActionState, type Classification, type JournalEvent } from '../contract/index.js';
+import {
+  CodedError,
+  isCodedError,
+  type ActionState,
+  type Classification,
+  type JournalEvent,
+} from '../contract/index.js';
 import {
   classifyReadBack,
   leaseLive,
@@ -14,11 +20,18 @@ import {
 import type { OperatorActor, OperatorReconciler, ReconcileResult } from '../ports/index.js';
 import type { ApprovalQueue } from '../queue/approval-queue.js';
 import { conflictMessage } from '../queue/decision-conflict.js';
-import { assertSameOrigin, executeHttpLookup, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
+import {
+  assertSameOrigin,
+  executeHttpLookup,
+  type HttpActionDeps,
+  type HttpActionResult,
+} from './execute-http-action.js';
 import type { InternalHttpRequest } from './http-action-request.js';
 
 /** What a reconciliation needs: an HTTP executor's deps, with the approval queue itself as its queue. */
-export type ReconcileDeps = Omit<HttpActionDeps, 'queue' | 'sessionId' | 'onAdmitted'> & { readonly queue: ApprovalQueue };
+export type ReconcileDeps = Omit<HttpActionDeps, 'queue' | 'sessionId' | 'onAdmitted'> & {
+  readonly queue: ApprovalQueue;
+};
 
 /**
  * Reconciliation asked for by a person (DESIGN §3: one of the only ways out of unknown is querying
@@ -51,20 +64,32 @@ export function createAutomaticReconcile(deps: ReconcileDeps): (actionId: string
     try {
       await reconcileAction(deps, actionId, undefined);
     } catch (error) {
-      deps.logger?.info({ action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'automatic reconciliation did not run');
+      deps.logger?.info(
+        { action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' },
+        'automatic reconciliation did not run',
+      );
       if (!isCodedError(error)) throw error;
     }
   };
 }
 
-export async function reconcileAction(deps: ReconcileDeps, actionId: string, actor: OperatorActor | undefined): Promise<ReconcileResult> {
+export async function reconcileAction(
+  deps: ReconcileDeps,
+  actionId: string,
+  actor: OperatorActor | undefined,
+): Promise<ReconcileResult> {
   const state = deps.journal.getAction(actionId);
-  if (state === undefined || !actionId.startsWith('act_')) throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
+  if (state === undefined || !actionId.startsWith('act_'))
+    throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
   if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
     throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'reconcile'), { field: 'action_id' });
   }
   if (leaseLive(state, deps.clock.nowMs())) {
-    throw new CodedError('DECISION_CONFLICT', `${actionId} is being retried (lease generation ${state.lease?.generation ?? 0}); its attempt's own answer decides — reconcile after it`, { field: 'action_id' });
+    throw new CodedError(
+      'DECISION_CONFLICT',
+      `${actionId} is being retried (lease generation ${state.lease?.generation ?? 0}); its attempt's own answer decides — reconcile after it`,
+      { field: 'action_id' },
+    );
   }
   // A retry that starts while the lookup runs makes its answer stale: the journal compares this.
   const attemptsSeen = state.attempts.length;
@@ -72,7 +97,11 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
   const lookup = route.lookup;
   const readBack = route.correlation?.read_back;
   if (lookup === undefined && readBack === undefined) {
-    throw new CodedError('UNSUPPORTED_ACTION', `route ${route.name} declares no lookup operation and no bounded read-back; a person can attest the outcome instead`, { field: 'lookup' });
+    throw new CodedError(
+      'UNSUPPORTED_ACTION',
+      `route ${route.name} declares no lookup operation and no bounded read-back; a person can attest the outcome instead`,
+      { field: 'lookup' },
+    );
   }
   const facts = correlationFacts(deps.journal.subjectEvents(actionId));
   const plan = lookup === undefined ? undefined : planLookup(lookup.path, facts);
@@ -84,7 +113,12 @@ export async function reconcileAction(deps: ReconcileDeps, actionId: string, act
     const classification = reconcileClassification(lookupResult.response?.status, plan.correlation, withinRetention);
     return record(deps, actionId, actor, lookupResult, { correlation: plan.correlation, classification, attemptsSeen });
   }
-  if (readBack === undefined) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${plan?.ok === false ? plan.why : 'no lookup applies'}`, { field: 'lookup' });
+  if (readBack === undefined)
+    throw new CodedError(
+      'UNSUPPORTED_ACTION',
+      `cannot reconcile ${actionId}: ${plan?.ok === false ? plan.why : 'no lookup applies'}`,
+      { field: 'lookup' },
+    );
   const values = facts.correlationValues ?? {};
   const readPlan = planReadBack(readBack, values);
   if (!readPlan.ok) {
@@ -109,10 +143,19 @@ async function readBackAndRecord(
   attemptsSeen: number,
 ): Promise<ReconcileResult> {
   const path = sendablePath(actionId, readPlan.path);
-  const input: InternalHttpRequest = { route: route.name, method: 'GET', path, ...(Object.keys(readPlan.query).length === 0 ? {} : { query: readPlan.query }) };
+  const input: InternalHttpRequest = {
+    route: route.name,
+    method: 'GET',
+    path,
+    ...(Object.keys(readPlan.query).length === 0 ? {} : { query: readPlan.query }),
+  };
   const lookupResult = await executeHttpLookup(deps, input, actionId);
   const response = lookupResult.response;
-  const verdict = classifyReadBack({ status: response?.status, body: response?.body.toString('utf8') ?? '', truncated: response?.truncated ?? false }, spec, values);
+  const verdict = classifyReadBack(
+    { status: response?.status, body: response?.body.toString('utf8') ?? '', truncated: response?.truncated ?? false },
+    spec,
+    values,
+  );
   return record(deps, actionId, actor, lookupResult, {
     correlation: 'bounded_read_back',
     attemptsSeen,
@@ -131,17 +174,41 @@ interface Learned {
 }
 
 /** Appends what the lookup learned to the original (RECONCILIATION_RESULT) and answers the person. */
-async function record(deps: ReconcileDeps, actionId: string, actor: OperatorActor | undefined, lookupResult: HttpActionResult, learned: Learned): Promise<ReconcileResult> {
+async function record(
+  deps: ReconcileDeps,
+  actionId: string,
+  actor: OperatorActor | undefined,
+  lookupResult: HttpActionResult,
+  learned: Learned,
+): Promise<ReconcileResult> {
   const lookupActionId = lookupResult.envelope.invocation_id;
   const { correlation, classification, note, readBack, attemptsSeen } = learned;
-  const evidence = { ...(note === undefined ? {} : { note }), ...(readBack === undefined ? {} : { read_back: { matched: readBack.matched, examined: readBack.examined } }) };
+  const evidence = {
+    ...(note === undefined ? {} : { note }),
+    ...(readBack === undefined ? {} : { read_back: { matched: readBack.matched, examined: readBack.examined } }),
+  };
   const appended = await deps.queue.recordReconciliation({
     kind: 'RECONCILIATION_RESULT',
     action_id: actionId,
-    payload: { correlation, lookup_action_id: lookupActionId, attempts_seen: attemptsSeen, ...(actor === undefined ? {} : { actor }), ...evidence },
+    payload: {
+      correlation,
+      lookup_action_id: lookupActionId,
+      attempts_seen: attemptsSeen,
+      ...(actor === undefined ? {} : { actor }),
+      ...evidence,
+    },
     classification,
   });
-  deps.logger?.info({ action_id: actionId, lookup_action_id: lookupActionId, correlation, outcome: classification.outcome, outcome_basis: classification.outcome_basis }, 'reconciliation recorded');
+  deps.logger?.info(
+    {
+      action_id: actionId,
+      lookup_action_id: lookupActionId,
+      correlation,
+      outcome: classification.outcome,
+      outcome_basis: classification.outcome_basis,
+    },
+    'reconciliation recorded',
+  );
   return {
     action_id: actionId,
     ticket: appended.state.ticket ?? 0,
@@ -158,7 +225,12 @@ async function record(deps: ReconcileDeps, actionId: string, actor: OperatorActo
 /** The executor would refuse an unsendable path too (recorded, not_attempted); refusing here records nothing. */
 function sendablePath(actionId: string, path: string): string {
   const check = normalizeRequestPath(path);
-  if (!check.ok) throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: the filled lookup path is not sendable (${check.why})`, { field: 'lookup' });
+  if (!check.ok)
+    throw new CodedError(
+      'UNSUPPORTED_ACTION',
+      `cannot reconcile ${actionId}: the filled lookup path is not sendable (${check.why})`,
+      { field: 'lookup' },
+    );
   return path;
 }
 
@@ -166,7 +238,12 @@ function sendablePath(actionId: string, path: string): string {
 function lookupRoute(deps: ReconcileDeps, state: ActionState): Route {
   const name = state.channel === 'http' ? /^route:(\S+) /.exec(state.target)?.[1] : undefined;
   const route = name === undefined ? undefined : deps.config.routes.get(name);
-  if (route === undefined) throw new CodedError('UNSUPPORTED_ACTION', `${state.action_id} was not sent on a configured HTTP route; there is no lookup to ask`, { field: 'lookup' });
+  if (route === undefined)
+    throw new CodedError(
+      'UNSUPPORTED_ACTION',
+      `${state.action_id} was not sent on a configured HTTP route; there is no lookup to ask`,
+      { field: 'lookup' },
+    );
   assertSameOrigin(deps.journal, state.action_id, route);
   return route;
 }
@@ -181,11 +258,18 @@ function correlationFacts(events: readonly JournalEvent[]): CorrelationFacts & {
   let facts: CorrelationFacts & { keyExpiresAtMs?: number } = {};
   for (const e of events) {
     if (e.kind === 'PREFLIGHT_VALIDATED' && e.payload.idempotency !== undefined) {
-      facts = { ...facts, idempotencyKey: e.payload.idempotency.key, keyExpiresAtMs: e.payload.idempotency.expires_at_ms };
+      facts = {
+        ...facts,
+        idempotencyKey: e.payload.idempotency.key,
+        keyExpiresAtMs: e.payload.idempotency.expires_at_ms,
+      };
     }
-    if (e.kind === 'PREFLIGHT_VALIDATED' && e.payload.correlation_values !== undefined) facts = { ...facts, correlationValues: e.payload.correlation_values };
-    if (e.kind === 'OPERATION_SUBMITTED' && e.payload.job_id !== undefined) facts = { ...facts, operationId: e.payload.job_id };
-    if (e.kind === 'REMOTE_RESPONSE_STARTED' && e.payload.provider_request_id !== undefined) facts = { ...facts, providerRequestId: e.payload.provider_request_id };
+    if (e.kind === 'PREFLIGHT_VALIDATED' && e.payload.correlation_values !== undefined)
+      facts = { ...facts, correlationValues: e.payload.correlation_values };
+    if (e.kind === 'OPERATION_SUBMITTED' && e.payload.job_id !== undefined)
+      facts = { ...facts, operationId: e.payload.job_id };
+    if (e.kind === 'REMOTE_RESPONSE_STARTED' && e.payload.provider_request_id !== undefined)
+      facts = { ...facts, providerRequestId: e.payload.provider_request_id };
   }
   return facts;
 }

@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
 import { createRandomIdSource } from '../ports/index.js';
-import { canary, localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  canary,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
 import { person } from '../testing/queue-fixture.js';
 import { codedRefusal } from '../testing/queue-waits.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
@@ -35,7 +40,13 @@ interface Target {
 }
 
 async function startTarget(): Promise<Target> {
-  const t = { arrivals: [] as string[], post: 'lost_after_headers' as Target['post'], requestId: 'req-01J:7', knownRequestIds: new Set<string>(), listing: [] as unknown[] };
+  const t = {
+    arrivals: [] as string[],
+    post: 'lost_after_headers' as Target['post'],
+    requestId: 'req-01J:7',
+    knownRequestIds: new Set<string>(),
+    listing: [] as unknown[],
+  };
   const server: Server = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
@@ -43,21 +54,30 @@ async function startTarget(): Promise<Target> {
       t.arrivals.push(`${request.method ?? ''} ${url}`);
       const json = (status: number, value: unknown): void => {
         const body = JSON.stringify(value);
-        response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+        response
+          .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+          .end(body);
       };
       if (request.method === 'POST') {
-        const requestId = t.requestId === 'echo-token' ? (request.headers.authorization ?? '').replace(/^Bearer /, '') : t.requestId;
+        const requestId =
+          t.requestId === 'echo-token' ? (request.headers.authorization ?? '').replace(/^Bearer /, '') : t.requestId;
         if (t.post === 'dropped') return void request.socket.destroy();
         if (t.post === 'created') return json(201, { id: 'pay_1' });
         // The status line and headers (with the request id) go out, then the body is cut short.
-        response.writeHead(201, { 'content-type': 'application/json', 'content-length': 100, 'x-request-id': requestId });
+        response.writeHead(201, {
+          'content-type': 'application/json',
+          'content-length': 100,
+          'x-request-id': requestId,
+        });
         response.write('{"id":', () => request.socket.destroy());
         return;
       }
       const requests = /^\/api\/requests\/([^/?]+)$/.exec(url);
       if (requests !== null) {
         const id = decodeURIComponent(requests[1] ?? '');
-        return t.knownRequestIds.has(id) ? json(200, { id, state: 'completed' }) : json(404, { error: 'no such request' });
+        return t.knownRequestIds.has(id)
+          ? json(200, { id, state: 'completed' })
+          : json(404, { error: 'no such request' });
       }
       if (url.startsWith('/api/payments?')) return json(200, { data: t.listing });
       json(404, { error: 'not found' });
@@ -74,7 +94,13 @@ async function startTarget(): Promise<Target> {
   });
 }
 
-const providerId = ['    correlation:', '      provider_request_id_header: X-Request-Id', '    lookup:', '      method: GET', '      path: /requests/{provider_request_id}'];
+const providerId = [
+  '    correlation:',
+  '      provider_request_id_header: X-Request-Id',
+  '    lookup:',
+  '      method: GET',
+  '      path: /requests/{provider_request_id}',
+];
 const readBackOnly = [
   '    correlation:',
   '      request_fields: [external_ref, customer]',
@@ -109,7 +135,10 @@ afterEach(async () => {
 interface Setup {
   readonly deps: ReconcileDeps;
   /** POSTs a payment (to /payments, or /payments/N); returns its action id once its outcome is recorded. */
-  pay(body: Record<string, unknown>, options?: { readonly key?: string; readonly n?: number }): Promise<{ readonly id: string; readonly outcome: unknown }>;
+  pay(
+    body: Record<string, unknown>,
+    options?: { readonly key?: string; readonly n?: number },
+  ): Promise<{ readonly id: string; readonly outcome: unknown }>;
 }
 
 /** One route `docs` (approval none) to the target, with `extra` YAML. */
@@ -120,11 +149,27 @@ async function setUp(extra: readonly string[]): Promise<Setup> {
   h.queue.close();
   const queue = ApprovalQueue.open({ journal: h.temp.journal, clock: h.temp.clock, config });
   h.queue = queue;
-  const deps: ReconcileDeps = { ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, queue };
+  const deps: ReconcileDeps = {
+    ids: createRandomIdSource(h.temp.clock),
+    clock: h.temp.clock,
+    journal: h.temp.journal,
+    results: h.results,
+    vault: h.vault,
+    config,
+    channel: h.channel,
+    queue,
+  };
   return {
     deps,
     async pay(body, { key, n } = {}) {
-      const input = { route: 'docs', method: 'POST', path: n === undefined ? '/payments' : `/payments/${n}`, body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, ...(key === undefined ? {} : { idempotency_key: key }) };
+      const input = {
+        route: 'docs',
+        method: 'POST',
+        path: n === undefined ? '/payments' : `/payments/${n}`,
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+        ...(key === undefined ? {} : { idempotency_key: key }),
+      };
       const result = await executeHttpAction(deps, input);
       return { id: result.envelope.invocation_id, outcome: result.envelope.error?.outcome ?? 'committed' };
     },
@@ -142,26 +187,54 @@ describe('when the provider request id was seen before the response was lost', (
     // Headers arrived, the body did not: no complete result, so unknown — but the id was seen.
     expect(a.outcome).toBe('unknown');
     expect(h.temp.journal.getAction(a.id)).toMatchObject({ outcome: 'unknown', retry: 'reconcile' });
-    expect(ofKind(a.id, 'REMOTE_RESPONSE_STARTED').map((e) => e.payload)).toEqual([{ attempt: 1, status: 201, provider_request_id: 'req-01J:7' }]);
+    expect(ofKind(a.id, 'REMOTE_RESPONSE_STARTED').map((e) => e.payload)).toEqual([
+      { attempt: 1, status: 201, provider_request_id: 'req-01J:7' },
+    ]);
     expect(ofKind(a.id, 'REMOTE_RESPONSE_COMPLETE')).toEqual([]);
 
     target.knownRequestIds.add('req-01J:7');
     const result = await reconcileAction(s.deps, a.id, person);
-    expect(result).toMatchObject({ action_id: a.id, correlation: 'provider_request_id', outcome: 'committed', effect: 'succeeded', outcome_basis: 'remote_query_found' });
+    expect(result).toMatchObject({
+      action_id: a.id,
+      correlation: 'provider_request_id',
+      outcome: 'committed',
+      effect: 'succeeded',
+      outcome_basis: 'remote_query_found',
+    });
     expect(result.note).toBeUndefined();
     // The id went out percent-encoded as one path segment, on the lookup's own recorded action.
     expect(gets()).toEqual(['GET /api/requests/req-01J%3A7']);
-    expect(h.events(result.lookup_action_id)[0]).toMatchObject({ kind: 'ACTION_ACCEPTED', payload: { approval: 'none', reconciles: a.id, target: 'route:docs GET /requests/req-01J%3A7' } });
-    expect(h.temp.journal.getAction(a.id)).toMatchObject({ outcome: 'committed', effect: 'succeeded', source: 'remote_query', outcome_basis: 'remote_query_found' });
-    expect(h.events(a.id).at(-1)).toMatchObject({ kind: 'RECONCILIATION_RESULT', seq: result.journal_seq, payload: { correlation: 'provider_request_id', lookup_action_id: result.lookup_action_id, actor: person } });
+    expect(h.events(result.lookup_action_id)[0]).toMatchObject({
+      kind: 'ACTION_ACCEPTED',
+      payload: { approval: 'none', reconciles: a.id, target: 'route:docs GET /requests/req-01J%3A7' },
+    });
+    expect(h.temp.journal.getAction(a.id)).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      source: 'remote_query',
+      outcome_basis: 'remote_query_found',
+    });
+    expect(h.events(a.id).at(-1)).toMatchObject({
+      kind: 'RECONCILIATION_RESULT',
+      seq: result.journal_seq,
+      payload: { correlation: 'provider_request_id', lookup_action_id: result.lookup_action_id, actor: person },
+    });
   });
 
   it('a 404 for the provider request id proves nothing: the action stays unknown', async () => {
     const s = await setUp(providerId);
     const a = await s.pay({ amount: 5 });
     const result = await reconcileAction(s.deps, a.id, person);
-    expect(result).toMatchObject({ correlation: 'provider_request_id', outcome: 'unknown', outcome_basis: 'remote_query_inconclusive' });
-    expect(h.temp.journal.getAction(a.id)).toMatchObject({ outcome: 'unknown', retry: 'reconcile', source: 'remote_query' });
+    expect(result).toMatchObject({
+      correlation: 'provider_request_id',
+      outcome: 'unknown',
+      outcome_basis: 'remote_query_inconclusive',
+    });
+    expect(h.temp.journal.getAction(a.id)).toMatchObject({
+      outcome: 'unknown',
+      retry: 'reconcile',
+      source: 'remote_query',
+    });
   });
 
   it('records no id that echoes the request (here the injected token), and none when no header arrived; reconcile is then refused and sends nothing', async () => {
@@ -181,7 +254,11 @@ describe('when the provider request id was seen before the response was lost', (
 
     const seq = h.temp.journal.stats().last_seq;
     for (const id of [echoed.id, dropped.id]) {
-      expect(await codedRefusal(reconcileAction(s.deps, id, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('holds none') });
+      expect(await codedRefusal(reconcileAction(s.deps, id, person))).toMatchObject({
+        code: 'UNSUPPORTED_ACTION',
+        field: 'lookup',
+        message: expect.stringContaining('holds none'),
+      });
     }
     expect(h.temp.journal.stats().last_seq).toBe(seq);
     expect(gets()).toEqual([]);
@@ -197,52 +274,121 @@ describe('when the route offers only a bounded read-back', () => {
     const a = await s.pay({ ...mine, amount: 5, memo: 'not a correlation field' });
     expect(a.outcome).toBe('unknown');
     // Only the declared fields, a number as printed; nothing else of the body.
-    expect(ofKind(a.id, 'PREFLIGHT_VALIDATED').map((e) => e.payload)).toEqual([{ correlation_values: { external_ref: 'inv-2024/0007', customer: '42' } }]);
+    expect(ofKind(a.id, 'PREFLIGHT_VALIDATED').map((e) => e.payload)).toEqual([
+      { correlation_values: { external_ref: 'inv-2024/0007', customer: '42' } },
+    ]);
 
-    target.listing = [{ external_ref: 'inv-2024/0008', customer: 42 }, { ...mine, id: 'pay_7', amount: 5 }];
+    target.listing = [
+      { external_ref: 'inv-2024/0008', customer: 42 },
+      { ...mine, id: 'pay_7', amount: 5 },
+    ];
     const result = await reconcileAction(s.deps, a.id, person);
-    expect(result).toMatchObject({ correlation: 'bounded_read_back', outcome: 'committed', effect: 'succeeded', outcome_basis: 'remote_read_back_match', read_back: { matched: 1, examined: 2 } });
+    expect(result).toMatchObject({
+      correlation: 'bounded_read_back',
+      outcome: 'committed',
+      effect: 'succeeded',
+      outcome_basis: 'remote_read_back_match',
+      read_back: { matched: 1, examined: 2 },
+    });
     expect(result.note).toMatch(/exactly one of 2 candidates/);
 
     // The read-back was one GET with the recorded values as its filter, as its own recorded action.
     expect(gets()).toHaveLength(1);
     const sent = new URL(`http://x${(gets()[0] ?? '').slice('GET '.length)}`);
     expect(sent.pathname).toBe('/api/payments');
-    expect(Object.fromEntries(sent.searchParams)).toEqual({ external_ref: 'inv-2024/0007', customer: '42', limit: '10' });
-    expect(h.events(result.lookup_action_id)[0]).toMatchObject({ kind: 'ACTION_ACCEPTED', payload: { approval: 'none', reconciles: a.id, target: expect.stringMatching(/^route:docs GET \/payments/) } });
+    expect(Object.fromEntries(sent.searchParams)).toEqual({
+      external_ref: 'inv-2024/0007',
+      customer: '42',
+      limit: '10',
+    });
+    expect(h.events(result.lookup_action_id)[0]).toMatchObject({
+      kind: 'ACTION_ACCEPTED',
+      payload: { approval: 'none', reconciles: a.id, target: expect.stringMatching(/^route:docs GET \/payments/) },
+    });
     expect(h.temp.journal.getAction(result.lookup_action_id)).toMatchObject({ outcome: 'committed', lane: null });
 
-    expect(h.temp.journal.getAction(a.id)).toMatchObject({ outcome: 'committed', effect: 'succeeded', retry: 'never', source: 'remote_query', outcome_basis: 'remote_read_back_match' });
+    expect(h.temp.journal.getAction(a.id)).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      retry: 'never',
+      source: 'remote_query',
+      outcome_basis: 'remote_read_back_match',
+    });
     expect(h.events(a.id).at(-1)).toMatchObject({
       kind: 'RECONCILIATION_RESULT',
       seq: result.journal_seq,
-      payload: { correlation: 'bounded_read_back', lookup_action_id: result.lookup_action_id, actor: person, note: result.note, read_back: { matched: 1, examined: 2 } },
+      payload: {
+        correlation: 'bounded_read_back',
+        lookup_action_id: result.lookup_action_id,
+        actor: person,
+        note: result.note,
+        read_back: { matched: 1, examined: 2 },
+      },
     });
   });
 
   it.each([
-    ['no candidate matches', [{ ...mine, customer: 43 }], 'remote_read_back_no_match', { matched: 0, examined: 1 }, /absence in a read-back is not proof of no effect/],
-    ['two candidates match', [mine, { ...mine, id: 'pay_8' }], 'remote_read_back_ambiguous', { matched: 2, examined: 2 }, /2 of 2 candidates .* ambiguous/],
-    ['more candidates than items_max', [mine, {}, {}, {}], 'remote_read_back_unbounded', { matched: 1, examined: 4 }, /more than items_max 3/],
+    [
+      'no candidate matches',
+      [{ ...mine, customer: 43 }],
+      'remote_read_back_no_match',
+      { matched: 0, examined: 1 },
+      /absence in a read-back is not proof of no effect/,
+    ],
+    [
+      'two candidates match',
+      [mine, { ...mine, id: 'pay_8' }],
+      'remote_read_back_ambiguous',
+      { matched: 2, examined: 2 },
+      /2 of 2 candidates .* ambiguous/,
+    ],
+    [
+      'more candidates than items_max',
+      [mine, {}, {}, {}],
+      'remote_read_back_unbounded',
+      { matched: 1, examined: 4 },
+      /more than items_max 3/,
+    ],
   ])('when %s it stays unknown, saying why', async (_when, listing, basis, readBack, note) => {
     const s = await setUp(readBackOnly);
     target.post = 'dropped';
     const a = await s.pay(mine);
     target.listing = listing;
     const result = await reconcileAction(s.deps, a.id, person);
-    expect(result).toMatchObject({ correlation: 'bounded_read_back', outcome: 'unknown', effect: 'unknown_effect', outcome_basis: basis, read_back: readBack });
+    expect(result).toMatchObject({
+      correlation: 'bounded_read_back',
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      outcome_basis: basis,
+      read_back: readBack,
+    });
     expect(result.note).toMatch(note);
-    expect(h.temp.journal.getAction(a.id)).toMatchObject({ outcome: 'unknown', retry: 'reconcile', code: 'REMOTE_OUTCOME_UNKNOWN', source: 'remote_query', outcome_basis: basis });
-    expect(h.events(a.id).at(-1)).toMatchObject({ kind: 'RECONCILIATION_RESULT', payload: { correlation: 'bounded_read_back', note: result.note, read_back: readBack } });
+    expect(h.temp.journal.getAction(a.id)).toMatchObject({
+      outcome: 'unknown',
+      retry: 'reconcile',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      source: 'remote_query',
+      outcome_basis: basis,
+    });
+    expect(h.events(a.id).at(-1)).toMatchObject({
+      kind: 'RECONCILIATION_RESULT',
+      payload: { correlation: 'bounded_read_back', note: result.note, read_back: readBack },
+    });
   });
 
   it('is refused when the request body did not carry the fields, and records and sends nothing', async () => {
     const s = await setUp(readBackOnly);
     target.post = 'dropped';
     const a = await s.pay({ external_ref: 'inv-1', customer: { id: 42 } });
-    expect(ofKind(a.id, 'PREFLIGHT_VALIDATED').map((e) => e.payload)).toEqual([{ correlation_values: { external_ref: 'inv-1' } }]);
+    expect(ofKind(a.id, 'PREFLIGHT_VALIDATED').map((e) => e.payload)).toEqual([
+      { correlation_values: { external_ref: 'inv-1' } },
+    ]);
     const seq = h.temp.journal.stats().last_seq;
-    expect(await codedRefusal(reconcileAction(s.deps, a.id, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('needs customer') });
+    expect(await codedRefusal(reconcileAction(s.deps, a.id, person))).toMatchObject({
+      code: 'UNSUPPORTED_ACTION',
+      field: 'lookup',
+      message: expect.stringContaining('needs customer'),
+    });
     expect(h.temp.journal.stats().last_seq).toBe(seq);
     expect(gets()).toEqual([]);
   });
@@ -257,11 +403,19 @@ describe('when a route declares both a keyed lookup and a read-back', () => {
     target.knownRequestIds.add('K-1');
     target.listing = [{ ...mine, external_ref: 'inv-2' }];
 
-    expect(await reconcileAction(s.deps, keyed.id, person)).toMatchObject({ correlation: 'idempotency_token', outcome: 'committed', outcome_basis: 'remote_query_found' });
+    expect(await reconcileAction(s.deps, keyed.id, person)).toMatchObject({
+      correlation: 'idempotency_token',
+      outcome: 'committed',
+      outcome_basis: 'remote_query_found',
+    });
     expect(gets()).toEqual(['GET /api/requests/K-1']);
     expect(h.events(keyed.id).at(-1)?.payload).not.toHaveProperty('note');
 
-    expect(await reconcileAction(s.deps, unkeyed.id, person)).toMatchObject({ correlation: 'bounded_read_back', outcome: 'committed', outcome_basis: 'remote_read_back_match' });
+    expect(await reconcileAction(s.deps, unkeyed.id, person)).toMatchObject({
+      correlation: 'bounded_read_back',
+      outcome: 'committed',
+      outcome_basis: 'remote_read_back_match',
+    });
     expect(gets()).toHaveLength(2);
     expect(gets()[1]).toMatch(/^GET \/api\/payments\?/);
   });

@@ -43,7 +43,9 @@ async function startTarget(): Promise<Target> {
       }
       const status = request.method === 'GET' && path.startsWith('/api/operations/') ? t.lookupStatus : 200;
       const body = JSON.stringify({ ok: status < 300 });
-      response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      response
+        .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+        .end(body);
     });
   });
   server.listen(0, '127.0.0.1');
@@ -57,7 +59,13 @@ async function startTarget(): Promise<Target> {
   });
 }
 
-const contract = ['    idempotency:', '      header: Idempotency-Key', '      scope: docs.account', '      retention_seconds: 86400', '      fingerprint: [method, path, body]'];
+const contract = [
+  '    idempotency:',
+  '      header: Idempotency-Key',
+  '      scope: docs.account',
+  '      retention_seconds: 86400',
+  '      fingerprint: [method, path, body]',
+];
 const lookupGet = ['    lookup:', '      method: GET', '      path: /operations/{idempotency_key}'];
 
 let h: HttpActionHarness;
@@ -80,21 +88,39 @@ async function setUp(extra: readonly string[]): Promise<Setup> {
   h.queue.close();
   const queue = ApprovalQueue.open({ journal: h.temp.journal, clock: h.temp.clock, config });
   h.queue = queue;
-  const deps: ReconcileDeps = { ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, queue };
+  const deps: ReconcileDeps = {
+    ids: createRandomIdSource(h.temp.clock),
+    clock: h.temp.clock,
+    journal: h.temp.journal,
+    results: h.results,
+    vault: h.vault,
+    config,
+    channel: h.channel,
+    queue,
+  };
   return {
     deps,
     submit(marker, key) {
       let admit: (id: string) => void = () => undefined;
       const admitted = new Promise<string>((resolve) => (admit = resolve));
-      const input = { route: 'docs', method: 'POST', path: '/documents/7', body: JSON.stringify({ marker }), headers: { 'content-type': 'application/json' }, ...(key === undefined ? {} : { idempotency_key: key }) };
+      const input = {
+        route: 'docs',
+        method: 'POST',
+        path: '/documents/7',
+        body: JSON.stringify({ marker }),
+        headers: { 'content-type': 'application/json' },
+        ...(key === undefined ? {} : { idempotency_key: key }),
+      };
       return { run: executeHttpAction({ ...deps, onAdmitted: admit }, input), admitted };
     },
   };
 }
 
-
 /** A (keyed) is unknown and heads the lane; B waits behind it. */
-async function unknownHeadWithB(s: Setup, key: string | undefined): Promise<{ idA: string; idB: string; b: Promise<HttpActionResult> }> {
+async function unknownHeadWithB(
+  s: Setup,
+  key: string | undefined,
+): Promise<{ idA: string; idB: string; b: Promise<HttpActionResult> }> {
   const a = await s.submit('A', key).run;
   expect(a.envelope.error).toMatchObject({ outcome: 'unknown' });
   const b = s.submit('B');
@@ -111,18 +137,38 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     const before = h.temp.journal.getAction(idA);
 
     const result = await reconcileAction(s.deps, idA, person);
-    expect(result).toMatchObject({ action_id: idA, correlation: 'idempotency_token', outcome: 'committed', effect: 'succeeded', outcome_basis: 'remote_query_found' });
+    expect(result).toMatchObject({
+      action_id: idA,
+      correlation: 'idempotency_token',
+      outcome: 'committed',
+      effect: 'succeeded',
+      outcome_basis: 'remote_query_found',
+    });
     // The lookup went to its own path, the key percent-encoded as one segment.
     expect(target.arrivals).toContain('GET /api/operations/order%237%3Fv%3D1');
-    expect(h.temp.journal.getAction(idA)).toMatchObject({ outcome: 'committed', effect: 'succeeded', source: 'remote_query', outcome_basis: 'remote_query_found', retry: 'never', caller_disposition: before?.caller_disposition ?? null });
+    expect(h.temp.journal.getAction(idA)).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      source: 'remote_query',
+      outcome_basis: 'remote_query_found',
+      retry: 'never',
+      caller_disposition: before?.caller_disposition ?? null,
+    });
     const observation = h.events(idA).at(-1);
-    expect(observation).toMatchObject({ kind: 'RECONCILIATION_RESULT', seq: result.journal_seq, payload: { correlation: 'idempotency_token', lookup_action_id: result.lookup_action_id, actor: person } });
+    expect(observation).toMatchObject({
+      kind: 'RECONCILIATION_RESULT',
+      seq: result.journal_seq,
+      payload: { correlation: 'idempotency_token', lookup_action_id: result.lookup_action_id, actor: person },
+    });
 
     // The lookup is its own recorded action: approval none, no lane, linked to A, its own ticket.
     const lookup = h.temp.journal.getAction(result.lookup_action_id);
     expect(lookup).toMatchObject({ lane: null, approval: 'none', outcome: 'committed', channel: 'http' });
     expect(lookup?.ticket).toBeGreaterThan(h.temp.journal.getAction(idB)?.ticket ?? Infinity);
-    expect(h.events(result.lookup_action_id)[0]).toMatchObject({ kind: 'ACTION_ACCEPTED', payload: { approval: 'none', reconciles: idA } });
+    expect(h.events(result.lookup_action_id)[0]).toMatchObject({
+      kind: 'ACTION_ACCEPTED',
+      payload: { approval: 'none', reconciles: idA },
+    });
     expect(h.events(result.lookup_action_id).map((e) => e.kind)).toContain('CREDENTIAL_AUTHORIZED');
 
     // The lane moves on: B is sent. A's effect happened exactly once; the lookup was a GET.
@@ -131,7 +177,11 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     expect(target.arrivals.filter((a) => a.startsWith('GET'))).toHaveLength(1);
 
     // Settled now: a second reconciliation is refused and sends nothing.
-    expect(await codedRefusal(reconcileAction(s.deps, idA, person))).toMatchObject({ code: 'DECISION_CONFLICT', field: 'action_id', message: expect.stringContaining('already settled') });
+    expect(await codedRefusal(reconcileAction(s.deps, idA, person))).toMatchObject({
+      code: 'DECISION_CONFLICT',
+      field: 'action_id',
+      message: expect.stringContaining('already settled'),
+    });
     expect(target.arrivals.filter((a) => a.startsWith('GET'))).toHaveLength(1);
   });
 
@@ -141,7 +191,12 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     target.lookupStatus = 404;
     const result = await reconcileAction(s.deps, idA, person);
     expect(result).toMatchObject({ outcome: 'rejected', effect: 'no_effect', outcome_basis: 'remote_query_no_record' });
-    expect(h.temp.journal.getAction(idA)).toMatchObject({ outcome: 'rejected', effect: 'no_effect', source: 'remote_query', code: 'REMOTE_REJECTED' });
+    expect(h.temp.journal.getAction(idA)).toMatchObject({
+      outcome: 'rejected',
+      effect: 'no_effect',
+      source: 'remote_query',
+      code: 'REMOTE_REJECTED',
+    });
     await b;
     expect(target.effects).toEqual(['A', 'B']);
   });
@@ -151,7 +206,10 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     const { idA, idB } = await unknownHeadWithB(s, 'K');
     target.lookupStatus = 404;
     h.temp.clock.advance(86_400_000 + 1);
-    expect(await reconcileAction(s.deps, idA, person)).toMatchObject({ outcome: 'unknown', outcome_basis: 'remote_query_inconclusive' });
+    expect(await reconcileAction(s.deps, idA, person)).toMatchObject({
+      outcome: 'unknown',
+      outcome_basis: 'remote_query_inconclusive',
+    });
     expect(h.queue.position(idB)).toMatchObject({ waiting: 'lane_blocked' });
   });
 
@@ -160,9 +218,21 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     const { idA, idB } = await unknownHeadWithB(s, 'K');
     target.lookupStatus = 500;
     const result = await reconcileAction(s.deps, idA, person);
-    expect(result).toMatchObject({ outcome: 'unknown', effect: 'unknown_effect', outcome_basis: 'remote_query_inconclusive' });
-    expect(h.temp.journal.getAction(idA)).toMatchObject({ outcome: 'unknown', retry: 'reconcile', source: 'remote_query', outcome_basis: 'remote_query_inconclusive' });
-    expect(h.events(idA).at(-1)).toMatchObject({ kind: 'RECONCILIATION_RESULT', payload: { lookup_action_id: result.lookup_action_id } });
+    expect(result).toMatchObject({
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      outcome_basis: 'remote_query_inconclusive',
+    });
+    expect(h.temp.journal.getAction(idA)).toMatchObject({
+      outcome: 'unknown',
+      retry: 'reconcile',
+      source: 'remote_query',
+      outcome_basis: 'remote_query_inconclusive',
+    });
+    expect(h.events(idA).at(-1)).toMatchObject({
+      kind: 'RECONCILIATION_RESULT',
+      payload: { lookup_action_id: result.lookup_action_id },
+    });
     expect(h.queue.position(idB)).toMatchObject({ waiting: 'lane_blocked' });
     expect(target.effects).toEqual(['A']);
     // Still unknown: a later lookup may settle it.
@@ -175,17 +245,31 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
     const noLookup = await setUp(contract);
     const a = (await noLookup.submit('A', 'K').run).envelope.invocation_id;
     const seq = h.temp.journal.stats().last_seq;
-    expect(await codedRefusal(reconcileAction(noLookup.deps, a, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('declares no lookup') });
-    expect(await codedRefusal(reconcileAction(noLookup.deps, 'act_nosuchaction', person))).toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
+    expect(await codedRefusal(reconcileAction(noLookup.deps, a, person))).toMatchObject({
+      code: 'UNSUPPORTED_ACTION',
+      field: 'lookup',
+      message: expect.stringContaining('declares no lookup'),
+    });
+    expect(await codedRefusal(reconcileAction(noLookup.deps, 'act_nosuchaction', person))).toMatchObject({
+      code: 'NOT_FOUND',
+      field: 'action_id',
+    });
     expect(h.temp.journal.stats().last_seq).toBe(seq);
     await target.stop();
     await h.dispose();
 
     const noKey = await setUp([...contract, ...lookupGet]);
     const { idA, idB } = await unknownHeadWithB(noKey, undefined);
-    expect(await codedRefusal(reconcileAction(noKey.deps, idA, person))).toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'lookup', message: expect.stringContaining('holds none') });
+    expect(await codedRefusal(reconcileAction(noKey.deps, idA, person))).toMatchObject({
+      code: 'UNSUPPORTED_ACTION',
+      field: 'lookup',
+      message: expect.stringContaining('holds none'),
+    });
     // B was never dispatched: there is nothing to reconcile.
-    expect(await codedRefusal(reconcileAction(noKey.deps, idB, person))).toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('never dispatched') });
+    expect(await codedRefusal(reconcileAction(noKey.deps, idB, person))).toMatchObject({
+      code: 'DECISION_CONFLICT',
+      message: expect.stringContaining('never dispatched'),
+    });
     expect(target.arrivals.filter((x) => x.startsWith('GET'))).toEqual([]);
   });
 });

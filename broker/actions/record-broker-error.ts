@@ -11,7 +11,11 @@ import type { Journal } from '../journal/index.js';
  * commit queue, a closure): the state is read again once. Never throws; the executor rethrows its
  * own error and the backend answers from the record.
  */
-export async function recordBrokerError(journal: Journal, actionId: string, logger: Logger | undefined): Promise<ActionState | undefined> {
+export async function recordBrokerError(
+  journal: Journal,
+  actionId: string,
+  logger: Logger | undefined,
+): Promise<ActionState | undefined> {
   for (let tries = 0; tries < 2; tries += 1) {
     try {
       const state = journal.getAction(actionId);
@@ -19,11 +23,19 @@ export async function recordBrokerError(journal: Journal, actionId: string, logg
       if (state === undefined || classification === undefined) return state;
       const attempt = state.attempts.at(-1)?.n;
       const payload = attempt === undefined ? {} : { attempt };
-      const result = await journal.tryAppend({ kind: 'OUTCOME_RECORDED', action_id: actionId, payload, classification });
+      const result = await journal.tryAppend({
+        kind: 'OUTCOME_RECORDED',
+        action_id: actionId,
+        payload,
+        classification,
+      });
       // already_dispatched (a DISPATCH_STARTED was still in the commit queue), settled, or any other
       // event that won: the classification was for a record that moved on; read it again.
       if (!result.ok) continue;
-      logger?.error({ action_id: actionId, outcome: classification.outcome, basis: classification.outcome_basis }, 'broker error recorded for an open action');
+      logger?.error(
+        { action_id: actionId, outcome: classification.outcome, basis: classification.outcome_basis },
+        'broker error recorded for an open action',
+      );
       return result.appended.state;
     } catch (error) {
       logger?.error({ err: error, action_id: actionId }, 'recording a broker error failed');

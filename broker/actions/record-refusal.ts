@@ -1,5 +1,13 @@
 import type { Logger } from 'pino';
-import { errorCodeMeanings, isCodedError, type ActionState, type Channel, type Classification, type EventPayload, type NewEvent } from '../contract/index.js';
+import {
+  errorCodeMeanings,
+  isCodedError,
+  type ActionState,
+  type Channel,
+  type Classification,
+  type EventPayload,
+  type NewEvent,
+} from '../contract/index.js';
 import { classifyOutcome, type LocalGate } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 
@@ -17,7 +25,12 @@ export interface AdmissionDeps {
 }
 
 /** The ACTION_ACCEPTED event of an action: ticket assigned by the journal, session and lane from the caller. */
-export function acceptedEvent(deps: AdmissionDeps, actionId: string, lane: string | null, payload: EventPayload<'ACTION_ACCEPTED'>): NewEvent {
+export function acceptedEvent(
+  deps: AdmissionDeps,
+  actionId: string,
+  lane: string | null,
+  payload: EventPayload<'ACTION_ACCEPTED'>,
+): NewEvent {
   return { kind: 'ACTION_ACCEPTED', action_id: actionId, session_id: deps.sessionId ?? null, lane, payload };
 }
 
@@ -38,12 +51,24 @@ export async function recordRefusal(
   actionId: string,
   gate: LocalGate,
 ): Promise<{ state: ActionState; classification: Classification; field: string | undefined }> {
-  const classification = classifyOutcome({ channel, gate, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  const classification = classifyOutcome({
+    channel,
+    gate,
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    idempotent: false,
+  });
   const stage = journal.getAction(actionId)?.stage;
   const field = gate.kind === 'validation' ? gate.field : undefined;
   const state =
     stage === 'accepted' && gate.kind === 'validation'
-      ? await appendState(journal, { kind: 'PREFLIGHT_FAILED', action_id: actionId, payload: field === undefined ? {} : { field: field.slice(0, 256) }, classification })
+      ? await appendState(journal, {
+          kind: 'PREFLIGHT_FAILED',
+          action_id: actionId,
+          payload: field === undefined ? {} : { field: field.slice(0, 256) },
+          classification,
+        })
       : await appendState(journal, { kind: 'OUTCOME_RECORDED', action_id: actionId, payload: {}, classification });
   return { state, classification, field };
 }
@@ -52,12 +77,30 @@ export async function recordRefusal(
 export function vaultRefusal(error: unknown, field: string): { gate: LocalGate; message: string } | undefined {
   if (!isCodedError(error)) return undefined;
   if (error.code === 'VAULT_LOCKED') return { gate: { kind: 'vault_locked' }, message: errorCodeMeanings[error.code] };
-  if (error.code === 'CREDENTIAL_MISSING') return { gate: { kind: 'credential_missing' }, message: errorCodeMeanings[error.code] };
-  if (error.code === 'UNKNOWN_CREDENTIAL') return { gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field }, message: errorCodeMeanings[error.code] };
+  if (error.code === 'CREDENTIAL_MISSING')
+    return { gate: { kind: 'credential_missing' }, message: errorCodeMeanings[error.code] };
+  if (error.code === 'UNKNOWN_CREDENTIAL')
+    return { gate: { kind: 'validation', code: 'UNKNOWN_CREDENTIAL', field }, message: errorCodeMeanings[error.code] };
   return undefined;
 }
 
 /** One log line per recorded classification: only ids and closed-set values, never targets or secrets. */
-export function logRecorded(logger: Logger | undefined, fields: Record<string, string | undefined>, c: Classification, message: string): void {
-  logger?.info({ ...fields, phase: c.phase, outcome: c.outcome, retry: c.retry, code: c.code, effect: c.effect, basis: c.outcome_basis }, message);
+export function logRecorded(
+  logger: Logger | undefined,
+  fields: Record<string, string | undefined>,
+  c: Classification,
+  message: string,
+): void {
+  logger?.info(
+    {
+      ...fields,
+      phase: c.phase,
+      outcome: c.outcome,
+      retry: c.retry,
+      code: c.code,
+      effect: c.effect,
+      basis: c.outcome_basis,
+    },
+    message,
+  );
 }

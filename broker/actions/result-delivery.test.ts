@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../agent/index.js';
-import { agentToolReplySchema, type ActionState, type AgentToolReply, type JournalEvent, type NewEvent } from '../contract/index.js';
+import {
+  agentToolReplySchema,
+  type ActionState,
+  type AgentToolReply,
+  type JournalEvent,
+  type NewEvent,
+} from '../contract/index.js';
 import type { Journal, ResultInput, ResultStore } from '../journal/index.js';
 import { createRandomIdSource, type AgentBackend, type ToolAnswer } from '../ports/index.js';
 import { connectPostern, PosternActionError, type PosternClient } from '../sdk/index.js';
@@ -38,7 +44,10 @@ interface Seams {
 async function start(seams: Seams = {}): Promise<void> {
   f = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
   closers.push(() => f.dispose());
-  const config = seams.retentionSeconds === undefined ? f.config : { ...f.config, results: { retention_seconds: seams.retentionSeconds } };
+  const config =
+    seams.retentionSeconds === undefined
+      ? f.config
+      : { ...f.config, results: { retention_seconds: seams.retentionSeconds } };
   backend = await createAgentBackend({
     journal: withAfterAppend(f.h.temp.journal, 'RESULT_COMMITTED', seams.afterResultCommitted),
     results: withAfterCommit(f.h.results, seams.afterResultStored),
@@ -55,7 +64,10 @@ async function start(seams: Seams = {}): Promise<void> {
   closers.push(() => backend.close());
   dir = createTempDir('postern-delivery-');
   closers.push(() => dir.remove());
-  socket = await startAgentSocket({ dataDir: dir.path, backend: seams.socketBackend === undefined ? backend : seams.socketBackend(backend) });
+  socket = await startAgentSocket({
+    dataDir: dir.path,
+    backend: seams.socketBackend === undefined ? backend : seams.socketBackend(backend),
+  });
   closers.push(() => socket.close());
 }
 
@@ -110,7 +122,9 @@ async function sdkAgent(): Promise<PosternClient> {
 
 function httpCall(client: RawLineClient, marker: string, id = 1): void {
   const args = { route: 'plain', method: 'POST', path: '/documents/1', body: JSON.stringify({ marker }) };
-  client.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'http_request', arguments: args } }));
+  client.send(
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'http_request', arguments: args } }),
+  );
 }
 
 /** The one action this broker has admitted, once its outcome is recorded. */
@@ -129,33 +143,43 @@ describe('when the agent’s connection drops after the response is recorded', (
   it.each([
     ['after the result rows are durable, before RESULT_COMMITTED', 'stored'],
     ['after RESULT_COMMITTED is durable, before the answer is built', 'committed'],
-  ] as const)('%s: fetch_result on a new connection gets the committed result; the remote was called once', async (_when, point) => {
-    // The seam needs the connection before it exists: a holder filled once it does.
-    const held: { agent?: RawLineClient } = {};
-    const drop = (): void => held.agent?.destroy();
-    await start(point === 'stored' ? { afterResultStored: drop } : { afterResultCommitted: drop });
-    const first = await rawAgent();
-    held.agent = first;
-    httpCall(first, 'once');
-    await first.closed;
-    const state = await settledAction();
-    expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
-    await vi.waitFor(() => expect(kinds(state.action_id)).toContain('CALLER_DISCONNECTED'));
-    expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(0);
+  ] as const)(
+    '%s: fetch_result on a new connection gets the committed result; the remote was called once',
+    async (_when, point) => {
+      // The seam needs the connection before it exists: a holder filled once it does.
+      const held: { agent?: RawLineClient } = {};
+      const drop = (): void => held.agent?.destroy();
+      await start(point === 'stored' ? { afterResultStored: drop } : { afterResultCommitted: drop });
+      const first = await rawAgent();
+      held.agent = first;
+      httpCall(first, 'once');
+      await first.closed;
+      const state = await settledAction();
+      expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+      await vi.waitFor(() => expect(kinds(state.action_id)).toContain('CALLER_DISCONNECTED'));
+      expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(0);
 
-    const second = await sdkAgent();
-    const fetched = await second.fetchResult(state.action_id);
-    expect(fetched).toMatchObject({ invocation_id: state.action_id, effect: 'succeeded', response: { status: 200, body: '{"received":"once"}' } });
-    expect(fetched.error).toBeUndefined();
-    await vi.waitFor(() => expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(1));
-    // Fetching again is another read: still one arrival, one dispatch, one RESULT_DELIVERED.
-    await second.fetchResult(state.action_id);
-    expect(f.server.markers()).toEqual(['once']);
-    expect(count(state.action_id, 'DISPATCH_STARTED')).toBe(1);
-    expect(f.h.temp.journal.getAction(state.action_id)).toMatchObject({ outcome: 'committed', stage: 'result_delivered' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(1);
-  });
+      const second = await sdkAgent();
+      const fetched = await second.fetchResult(state.action_id);
+      expect(fetched).toMatchObject({
+        invocation_id: state.action_id,
+        effect: 'succeeded',
+        response: { status: 200, body: '{"received":"once"}' },
+      });
+      expect(fetched.error).toBeUndefined();
+      await vi.waitFor(() => expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(1));
+      // Fetching again is another read: still one arrival, one dispatch, one RESULT_DELIVERED.
+      await second.fetchResult(state.action_id);
+      expect(f.server.markers()).toEqual(['once']);
+      expect(count(state.action_id, 'DISPATCH_STARTED')).toBe(1);
+      expect(f.h.temp.journal.getAction(state.action_id)).toMatchObject({
+        outcome: 'committed',
+        stage: 'result_delivered',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(1);
+    },
+  );
 });
 
 describe('when the answer carrying the result cannot be written', () => {
@@ -169,7 +193,9 @@ describe('when the answer carrying the result cannot be written', () => {
           const answer = await real.call(sessionId, tool, args, signal);
           if (tool !== 'http_request') return answer;
           held.agent?.destroy();
-          await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+          await new Promise<void>((resolve) =>
+            signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+          );
           return answer;
         },
       }),
@@ -181,16 +207,31 @@ describe('when the answer carrying the result cannot be written', () => {
     const state = await settledAction();
     await vi.waitFor(() => expect(f.h.temp.journal.getAction(state.action_id)?.phase).toBe('result_delivery'));
     const noted = f.h.temp.journal.getAction(state.action_id);
-    expect(noted).toMatchObject({ outcome: 'committed', effect: 'succeeded', retry: 'fetch_result', code: 'RESULT_DELIVERY_FAILED', outcome_basis: 'result_recorded_delivery_failed', caller_disposition: 'disconnected', recorded: true });
+    expect(noted).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+      retry: 'fetch_result',
+      code: 'RESULT_DELIVERY_FAILED',
+      outcome_basis: 'result_recorded_delivery_failed',
+      caller_disposition: 'disconnected',
+      recorded: true,
+    });
     expect(kinds(state.action_id).slice(-2)).toEqual(['CALLER_DISCONNECTED', 'OUTCOME_RECORDED']);
     expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(0);
 
     const second = await sdkAgent();
     // action_status tells the caller what to do: fetch the recorded result (never resend).
-    await expect(second.actionStatus(state.action_id)).rejects.toMatchObject({ code: 'RESULT_DELIVERY_FAILED', retry: 'fetch_result' });
+    await expect(second.actionStatus(state.action_id)).rejects.toMatchObject({
+      code: 'RESULT_DELIVERY_FAILED',
+      retry: 'fetch_result',
+    });
     const fetched = await second.fetchResult(state.action_id);
     const committed = f.events(state.action_id).find((e) => e.kind === 'RESULT_COMMITTED')?.classification;
-    expect(fetched).toMatchObject({ effect: 'succeeded', outcome_basis: committed?.outcome_basis, response: { status: 200, body: '{"received":"lost"}' } });
+    expect(fetched).toMatchObject({
+      effect: 'succeeded',
+      outcome_basis: committed?.outcome_basis,
+      response: { status: 200, body: '{"received":"lost"}' },
+    });
     expect(fetched.error).toBeUndefined();
     await vi.waitFor(() => expect(count(state.action_id, 'RESULT_DELIVERED')).toBe(1));
     // Delivered: the status is the result's again, and the note stays in the history.
@@ -206,12 +247,19 @@ describe('when the answer is written to the caller’s connection', () => {
     await start();
     const agent = await rawAgent();
     httpCall(agent, 'handed');
-    const answer = (await agent.nextMessage()) as { id: number; result: { structuredContent: AgentToolReply; isError: boolean } };
+    const answer = (await agent.nextMessage()) as {
+      id: number;
+      result: { structuredContent: AgentToolReply; isError: boolean };
+    };
     const r = agentToolReplySchema.parse(answer.result.structuredContent);
     expect(answer.result.isError).toBe(false);
     const actionId = r.invocation_id ?? expect.unreachable('an action answer');
     await vi.waitFor(() => expect(count(actionId, 'RESULT_DELIVERED')).toBe(1));
-    expect(f.h.temp.journal.getAction(actionId)).toMatchObject({ stage: 'result_delivered', caller_disposition: 'completed', code: null });
+    expect(f.h.temp.journal.getAction(actionId)).toMatchObject({
+      stage: 'result_delivered',
+      caller_disposition: 'completed',
+      code: null,
+    });
     expect(kinds(actionId).indexOf('RESULT_COMMITTED')).toBeLessThan(kinds(actionId).indexOf('RESULT_DELIVERED'));
   });
 
@@ -229,7 +277,12 @@ describe('when a stored result passes its retention', () => {
   it('fetch_result answers RESULT_EXPIRED (retry never), journals nothing and never calls the remote again', async () => {
     await start({ retentionSeconds });
     const agent = await sdkAgent();
-    const first = await agent.httpRequest({ route: 'plain', method: 'POST', path: '/documents/2', body: '{"marker":"kept"}' });
+    const first = await agent.httpRequest({
+      route: 'plain',
+      method: 'POST',
+      path: '/documents/2',
+      body: '{"marker":"kept"}',
+    });
     const actionId = first.invocation_id;
     await vi.waitFor(() => expect(count(actionId, 'RESULT_DELIVERED')).toBe(1));
 
@@ -244,18 +297,30 @@ describe('when a stored result passes its retention', () => {
     );
     expect(expired).toBeInstanceOf(PosternActionError);
     const envelope = (expired as PosternActionError).envelope;
-    expect(envelope).toMatchObject({ invocation_id: actionId, effect: 'succeeded', error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed', retry: 'never' } });
+    expect(envelope).toMatchObject({
+      invocation_id: actionId,
+      effect: 'succeeded',
+      error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed', retry: 'never' },
+    });
     expect(envelope).not.toHaveProperty('response');
     expect(f.events(actionId)).toEqual(before);
     expect(f.server.markers()).toEqual(['kept']);
     // The record itself is untouched: action_status still says what happened.
-    expect(await agent.actionStatus(actionId)).toMatchObject({ effect: 'succeeded', evidence: { result_id: expect.any(String) } });
+    expect(await agent.actionStatus(actionId)).toMatchObject({
+      effect: 'succeeded',
+      evidence: { result_id: expect.any(String) },
+    });
   });
 
   it('a result purged under a shorter retention than the one configured now is still RESULT_EXPIRED for its action, never bytes and never a bare refusal', async () => {
     await start({ retentionSeconds });
     const agent = await sdkAgent();
-    const first = await agent.httpRequest({ route: 'plain', method: 'POST', path: '/documents/3', body: '{"marker":"purged"}' });
+    const first = await agent.httpRequest({
+      route: 'plain',
+      method: 'POST',
+      path: '/documents/3',
+      body: '{"marker":"purged"}',
+    });
     const actionId = first.invocation_id;
     await vi.waitFor(() => expect(count(actionId, 'RESULT_DELIVERED')).toBe(1));
     f.h.temp.clock.advance(10);
@@ -265,7 +330,10 @@ describe('when a stored result passes its retention', () => {
       () => expect.unreachable('a purged result is an error'),
       (error: unknown) => error,
     );
-    expect((expired as PosternActionError).envelope).toMatchObject({ invocation_id: actionId, error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed' } });
+    expect((expired as PosternActionError).envelope).toMatchObject({
+      invocation_id: actionId,
+      error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed' },
+    });
     expect((expired as PosternActionError).envelope).not.toHaveProperty('response');
     expect(f.server.markers()).toEqual(['purged']);
   });

@@ -42,9 +42,18 @@ function routeYaml(retry: { attempts_max: number; automatic: boolean; lease_seco
     `      lease_seconds: ${retry.lease_seconds ?? 30}`,
   ].join('\n');
 }
-const post = { route: 'docs', method: 'POST', path: '/releases', body: '{"release":"r-1"}', idempotency_key: 'key-r-1' };
+const post = {
+  route: 'docs',
+  method: 'POST',
+  path: '/releases',
+  body: '{"release":"r-1"}',
+  idempotency_key: 'key-r-1',
+};
 const kinds = (events: JournalEvent[]): string[] => events.map((e) => e.kind);
-const ofKind = <K extends JournalEvent['kind']>(events: JournalEvent[], kind: K): Array<Extract<JournalEvent, { kind: K }>> =>
+const ofKind = <K extends JournalEvent['kind']>(
+  events: JournalEvent[],
+  kind: K,
+): Array<Extract<JournalEvent, { kind: K }>> =>
   events.filter((e): e is Extract<JournalEvent, { kind: K }> => e.kind === kind);
 
 async function start(behaviour: IdempotencyBehaviour, loseResponses: number): Promise<void> {
@@ -70,15 +79,27 @@ describe('when the response is lost after the effect and the route retries autom
     const recorded = ofKind(events, 'OUTCOME_RECORDED');
     expect(recorded[0]?.classification).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
     expect(ofKind(events, 'RETRY_LEASED').map((e) => e.payload)).toEqual([
-      expect.objectContaining({ generation: 1, decision: 'RETRY_SAME_KEY', requested_by: { kind: 'broker', id: 'retry-engine' } }),
+      expect.objectContaining({
+        generation: 1,
+        decision: 'RETRY_SAME_KEY',
+        requested_by: { kind: 'broker', id: 'retry-engine' },
+      }),
     ]);
     expect(ofKind(events, 'DISPATCH_STARTED').map((e) => [e.payload.attempt, e.payload.generation])).toEqual([
       [1, undefined],
       [2, 1],
     ]);
-    expect(ofKind(events, 'RESULT_COMMITTED')[0]?.classification).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+    expect(ofKind(events, 'RESULT_COMMITTED')[0]?.classification).toMatchObject({
+      outcome: 'committed',
+      effect: 'succeeded',
+    });
     const state = h.temp.journal.getAction(id);
-    expect(state).toMatchObject({ outcome: 'committed', retry_generation: 1, retry_budget: 2, lease: { generation: 1, open: false } });
+    expect(state).toMatchObject({
+      outcome: 'committed',
+      retry_generation: 1,
+      retry_budget: 2,
+      lease: { generation: 1, open: false },
+    });
     expect(state?.attempts.map((a) => a.n)).toEqual([1, 2]);
   });
 
@@ -102,7 +123,9 @@ describe('when the response is lost after the effect and the route retries autom
 
     // The agent asks to retry with a changed body: refused before anything is recorded or sent.
     const before = h.events(result.envelope.invocation_id).length;
-    await expect(h.run(config, { ...post, body: '{"release":"r-2"}', retry_of: result.envelope.invocation_id })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    await expect(
+      h.run(config, { ...post, body: '{"release":"r-2"}', retry_of: result.envelope.invocation_id }),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
     expect(h.events(result.envelope.invocation_id)).toHaveLength(before);
     expect(target.requests).toHaveLength(2);
 
@@ -123,23 +146,48 @@ describe('when every response is lost', () => {
     const result = await h.run(config, post);
     const id = result.envelope.invocation_id;
     expect(target.requests).toHaveLength(3);
-    expect(result.envelope.error).toMatchObject({ code: 'RETRY_BUDGET_EXHAUSTED', outcome: 'unknown', retry: 'reconcile', phase: 'remote_execution' });
+    expect(result.envelope.error).toMatchObject({
+      code: 'RETRY_BUDGET_EXHAUSTED',
+      outcome: 'unknown',
+      retry: 'reconcile',
+      phase: 'remote_execution',
+    });
     expect(result.envelope.evidence.attempts.map((a) => a.n)).toEqual([1, 2, 3]);
     const events = h.events(id);
     expect(ofKind(events, 'RETRY_LEASED').map((e) => e.payload.generation)).toEqual([1, 2]);
-    expect(events.at(-1)).toMatchObject({ kind: 'OUTCOME_RECORDED', classification: { code: 'RETRY_BUDGET_EXHAUSTED', outcome_basis: 'retry_budget_exhausted' } });
+    expect(events.at(-1)).toMatchObject({
+      kind: 'OUTCOME_RECORDED',
+      classification: { code: 'RETRY_BUDGET_EXHAUSTED', outcome_basis: 'retry_budget_exhausted' },
+    });
     // Its card (a blocked head now) says it is a retried action, and how far the budget went.
-    expect(h.queue.cards().find((c) => c.action_id === id)).toMatchObject({ state: 'blocked_head', retries: { generation: 2, budget: 2 } });
+    expect(h.queue.cards().find((c) => c.action_id === id)).toMatchObject({
+      state: 'blocked_head',
+      retries: { generation: 2, budget: 2 },
+    });
 
     // Restart: the count lives in the record. An agent's retry_of now sends nothing.
     await h.temp.journal.close();
     const { Journal } = await import('../journal/index.js');
     const reopened = await Journal.open({ path: h.temp.path, clock: h.temp.clock, vault: h.temp.vault });
     try {
-      expect(reopened.getAction(id)).toMatchObject({ retry_generation: 2, retry_budget: 2, code: 'RETRY_BUDGET_EXHAUSTED' });
+      expect(reopened.getAction(id)).toMatchObject({
+        retry_generation: 2,
+        retry_budget: 2,
+        code: 'RETRY_BUDGET_EXHAUSTED',
+      });
       // The journal itself refuses a third lease: the budget is enforced by the record, not by memory.
       await expect(
-        reopened.append({ kind: 'RETRY_LEASED', action_id: id, payload: { generation: 3, holder: 'w', expires_at_ms: h.temp.clock.nowMs() + 1000, decision: 'RETRY_SAME_KEY', requested_by: { kind: 'agent', id: 'a' } } }),
+        reopened.append({
+          kind: 'RETRY_LEASED',
+          action_id: id,
+          payload: {
+            generation: 3,
+            holder: 'w',
+            expires_at_ms: h.temp.clock.nowMs() + 1000,
+            decision: 'RETRY_SAME_KEY',
+            requested_by: { kind: 'agent', id: 'a' },
+          },
+        }),
       ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
     } finally {
       await reopened.close();
@@ -180,7 +228,10 @@ describe('when every response is lost', () => {
     const other = await IdempotencyTarget.start('honours', { loseResponses: 0 });
     try {
       const moved = localRouteConfig(other.port, routeYaml({ attempts_max: 1, automatic: false }));
-      await expect(h.run(moved, { ...post, retry_of: id })).rejects.toMatchObject({ code: 'INVALID_TARGET', field: 'route' });
+      await expect(h.run(moved, { ...post, retry_of: id })).rejects.toMatchObject({
+        code: 'INVALID_TARGET',
+        field: 'route',
+      });
       expect(other.requests).toEqual([]);
       expect(target.requests).toHaveLength(1);
       expect(h.events(id)).toHaveLength(recorded);
@@ -196,14 +247,25 @@ describe('when every response is lost', () => {
 
   it('a retry_of on a route without a retry policy, or with another key, is a coded refusal that records nothing', async () => {
     await start('honours', 1);
-    const plain = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0]);
+    const plain = localRouteConfig(
+      target.port,
+      routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0],
+    );
     const first = await h.run(plain, post);
     const id = first.envelope.invocation_id;
     const recorded = h.events(id).length;
-    await expect(h.run(plain, { ...post, retry_of: id })).rejects.toMatchObject({ code: 'UNSUPPORTED_ACTION', field: 'retry_of' });
+    await expect(h.run(plain, { ...post, retry_of: id })).rejects.toMatchObject({
+      code: 'UNSUPPORTED_ACTION',
+      field: 'retry_of',
+    });
     const withPolicy = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
-    await expect(h.run(withPolicy, { ...post, idempotency_key: 'other-key', retry_of: id })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' });
-    await expect(h.run(withPolicy, { ...post, retry_of: 'act_nosuchaction1' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(h.run(withPolicy, { ...post, idempotency_key: 'other-key', retry_of: id })).rejects.toMatchObject({
+      code: 'IDEMPOTENCY_MISMATCH',
+      field: 'idempotency_key',
+    });
+    await expect(h.run(withPolicy, { ...post, retry_of: 'act_nosuchaction1' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
     expect(h.events(id)).toHaveLength(recorded);
     expect(target.requests).toHaveLength(1);
   });
@@ -215,11 +277,17 @@ describe('when another session asks to retry an action', () => {
     const config = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
     const first = await h.run(config, post, { sessionId: 'ses_owner_000001' });
     const id = first.envelope.invocation_id;
-    await expect(h.run(config, { ...post, retry_of: id }, { sessionId: 'ses_other_000001' })).rejects.toMatchObject({ code: 'NOT_FOUND', field: 'retry_of' });
+    await expect(h.run(config, { ...post, retry_of: id }, { sessionId: 'ses_other_000001' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      field: 'retry_of',
+    });
     expect(target.requests).toHaveLength(1);
     const own = await h.run(config, { ...post, retry_of: id }, { sessionId: 'ses_owner_000001' });
     expect(own.envelope.error).toBeUndefined();
-    expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload.requested_by).toEqual({ kind: 'agent', id: 'ses_owner_000001' });
+    expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload.requested_by).toEqual({
+      kind: 'agent',
+      id: 'ses_owner_000001',
+    });
   });
 });
 
@@ -257,17 +325,23 @@ describe('when a worker pauses after taking its lease and the lease expires (com
     expect(target.requests).toHaveLength(1);
 
     // A live lease cannot be taken over.
-    await expect(h.run(config, { ...post, retry_of: id }, { workerId: 'worker-early' })).resolves.toMatchObject({ envelope: { error: { code: 'LEASE_LOST' } } });
+    await expect(h.run(config, { ...post, retry_of: id }, { workerId: 'worker-early' })).resolves.toMatchObject({
+      envelope: { error: { code: 'LEASE_LOST' } },
+    });
 
     // The lease expires; worker 2 (the agent's retry_of) takes generation 2 and pauses too.
     h.temp.clock.advance(6_000);
-    const two = h.run(config, { ...post, retry_of: id }, {
-      workerId: 'worker-2',
-      onLeased: async () => {
-        secondLeased();
-        await secondResumes;
+    const two = h.run(
+      config,
+      { ...post, retry_of: id },
+      {
+        workerId: 'worker-2',
+        onLeased: async () => {
+          secondLeased();
+          await secondResumes;
+        },
       },
-    });
+    );
     await secondHasLease;
 
     // Worker 1 resumes first: its DISPATCH_STARTED names generation 1 and is refused (LEASE_LOST).
@@ -313,10 +387,16 @@ describe('when an idempotent request is throttled (429, Retry-After) and the rou
     let arrivals = 0;
     const throttling = await AdversarialHttpServer.start({
       journalPath: h.temp.path,
-      script: () => ((arrivals += 1) === 1 ? { kind: 'respond', status: 429, headers: { 'retry-after': '0' }, body: '{"slow":"down"}' } : { kind: 'respond', status: 200, body: '{"ok":true}', applyEffect: true }),
+      script: () =>
+        (arrivals += 1) === 1
+          ? { kind: 'respond', status: 429, headers: { 'retry-after': '0' }, body: '{"slow":"down"}' }
+          : { kind: 'respond', status: 200, body: '{"ok":true}', applyEffect: true },
     });
     try {
-      const config = localRouteConfig(throttling.port, ['    retry:', '      attempts_max: 2', '      automatic: true', '      backoff_ms: 0'].join('\n'));
+      const config = localRouteConfig(
+        throttling.port,
+        ['    retry:', '      attempts_max: 2', '      automatic: true', '      backoff_ms: 0'].join('\n'),
+      );
       const result = await h.run(config, { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":1}' });
       const id = result.envelope.invocation_id;
       expect(result.envelope.error).toBeUndefined();
@@ -328,7 +408,11 @@ describe('when an idempotent request is throttled (429, Retry-After) and the rou
         [2, 'committed'],
       ]);
       expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload.decision).toBe('RETRY_WHEN_ALLOWED');
-      expect(h.temp.journal.getAction(id)).toMatchObject({ outcome: 'committed', recorded: true, lease: { open: false } });
+      expect(h.temp.journal.getAction(id)).toMatchObject({
+        outcome: 'committed',
+        recorded: true,
+        lease: { open: false },
+      });
     } finally {
       await throttling.stop();
     }
@@ -358,7 +442,16 @@ describe("when the key's window has passed", () => {
     expect(first.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
 
     h.temp.clock.advance((retentionSeconds + 1) * 1000);
-    const reconcile = createAutomaticReconcile({ ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, queue: h.queue });
+    const reconcile = createAutomaticReconcile({
+      ids: createRandomIdSource(h.temp.clock),
+      clock: h.temp.clock,
+      journal: h.temp.journal,
+      results: h.results,
+      vault: h.vault,
+      config,
+      channel: h.channel,
+      queue: h.queue,
+    });
     const answer = await h.run(config, { ...post, retry_of: id }, { reconcile });
 
     expect(target.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
@@ -386,7 +479,17 @@ describe('when a person retries an unknown action with the same key (the kept re
       expect(kept?.route).toBe('docs');
       expect(Buffer.from(kept?.sealed ?? []).includes(Buffer.from('release'))).toBe(false);
 
-      const deps = { ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, queue: h.queue, requests };
+      const deps = {
+        ids: createRandomIdSource(h.temp.clock),
+        clock: h.temp.clock,
+        journal: h.temp.journal,
+        results: h.results,
+        vault: h.vault,
+        config,
+        channel: h.channel,
+        queue: h.queue,
+        requests,
+      };
       const retried = await retryKeptRequest(deps, id, { kind: 'person', id: 'ann' });
       expect(retried.envelope).toMatchObject({ invocation_id: id, effect: 'succeeded' });
       expect(target.requests.map((r) => [r.key, r.body])).toEqual([
@@ -394,9 +497,15 @@ describe('when a person retries an unknown action with the same key (the kept re
         ['key-r-1', post.body],
       ]);
       expect(target.effectsOf(post.body)).toBe(1);
-      expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload).toMatchObject({ generation: 1, requested_by: { kind: 'person', id: 'ann' } });
+      expect(ofKind(h.events(id), 'RETRY_LEASED')[0]?.payload).toMatchObject({
+        generation: 1,
+        requested_by: { kind: 'person', id: 'ann' },
+      });
       expect(requests.read(id, h.temp.clock.nowMs())).toBeUndefined();
-      await expect(retryKeptRequest(deps, id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({ code: 'NOT_FOUND', field: 'action_id' });
+      await expect(retryKeptRequest(deps, id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+        field: 'action_id',
+      });
     } finally {
       requests.close();
     }
@@ -407,16 +516,37 @@ describe('when a person retries an unknown action with the same key (the kept re
     await start('honours', 0);
     const requests = RequestStore.open(h.temp.path);
     try {
-      const noPolicy = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0]);
+      const noPolicy = localRouteConfig(
+        target.port,
+        routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0],
+      );
       const plain = await h.run(noPolicy, post, { requests });
-      const deps = { ids: createRandomIdSource(h.temp.clock), clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config: noPolicy, channel: h.channel, queue: h.queue, requests };
-      await expect(retryKeptRequest(deps, plain.envelope.invocation_id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      const deps = {
+        ids: createRandomIdSource(h.temp.clock),
+        clock: h.temp.clock,
+        journal: h.temp.journal,
+        results: h.results,
+        vault: h.vault,
+        config: noPolicy,
+        channel: h.channel,
+        queue: h.queue,
+        requests,
+      };
+      await expect(
+        retryKeptRequest(deps, plain.envelope.invocation_id, { kind: 'person', id: 'ann' }),
+      ).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
       target.loseResponses = 1;
       const withPolicy = localRouteConfig(target.port, routeYaml({ attempts_max: 1, automatic: false }));
-      const second = await h.run(withPolicy, { ...post, idempotency_key: 'key-r-2', body: '{"release":"r-2"}' }, { requests });
+      const second = await h.run(
+        withPolicy,
+        { ...post, idempotency_key: 'key-r-2', body: '{"release":"r-2"}' },
+        { requests },
+      );
       h.temp.clock.advance((retentionSeconds + 1) * 1000);
-      await expect(retryKeptRequest({ ...deps, config: withPolicy }, second.envelope.invocation_id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(
+        retryKeptRequest({ ...deps, config: withPolicy }, second.envelope.invocation_id, { kind: 'person', id: 'ann' }),
+      ).rejects.toMatchObject({ code: 'NOT_FOUND' });
       expect(requests.dropExpired(h.temp.clock.nowMs(), 10)).toBe(1);
       expect(target.requests).toHaveLength(2);
     } finally {

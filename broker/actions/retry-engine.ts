@@ -68,7 +68,12 @@ const automation: Actor = { kind: 'broker', id: 'retry-engine' };
  * agent's retry_of, or automation after a first run); later rounds are automation's and run only
  * when the route's policy says `automatic`.
  */
-export async function retryWhileAllowed<R>(deps: RetryEngineDeps, subject: RetrySubject<R>, last: R, requestedBy: Actor = automation): Promise<R> {
+export async function retryWhileAllowed<R>(
+  deps: RetryEngineDeps,
+  subject: RetrySubject<R>,
+  last: R,
+  requestedBy: Actor = automation,
+): Promise<R> {
   let result = last;
   let requester = requestedBy;
   const policy = subject.policy;
@@ -100,12 +105,22 @@ export async function retryWhileAllowed<R>(deps: RetryEngineDeps, subject: Retry
       // The record (and the key's window) may have moved while waiting: plan again from it.
       const now = deps.journal.getAction(subject.actionId);
       const again = now === undefined ? undefined : planRetry(now, { ...context, nowMs: deps.clock.nowMs() });
-      if (again?.kind !== 'retry' || again.generation !== plan.generation || again.decision !== plan.decision || now?.attempts.length !== state.attempts.length) continue;
+      if (
+        again?.kind !== 'retry' ||
+        again.generation !== plan.generation ||
+        again.decision !== plan.decision ||
+        now?.attempts.length !== state.attempts.length
+      )
+        continue;
     }
     const refused = await takeLease(deps, subject.actionId, plan.generation, plan.decision, policy, requester);
-    if (refused !== undefined) return refused.held ? subject.leaseHeld(refused.state) : subject.fromRecord(refused.state);
+    if (refused !== undefined)
+      return refused.held ? subject.leaseHeld(refused.state) : subject.fromRecord(refused.state);
     await deps.onLeased?.(subject.actionId, plan.generation);
-    deps.logger?.info({ action_id: subject.actionId, generation: plan.generation, decision: plan.decision }, 'retry leased');
+    deps.logger?.info(
+      { action_id: subject.actionId, generation: plan.generation, decision: plan.decision },
+      'retry leased',
+    );
     result = await subject.send({ firstAttempt: state.attempts.length + 1, generation: plan.generation });
     requester = automation;
     // Fenced or stopped before dispatch (this round sent nothing), or another worker's generation
@@ -131,7 +146,13 @@ async function takeLease(
   const leased = await deps.journal.tryAppend({
     kind: 'RETRY_LEASED',
     action_id: actionId,
-    payload: { generation, holder: deps.workerId ?? `worker-${process.pid}`, expires_at_ms: deps.clock.nowMs() + policy.lease_seconds * 1000, decision, requested_by: requester },
+    payload: {
+      generation,
+      holder: deps.workerId ?? `worker-${process.pid}`,
+      expires_at_ms: deps.clock.nowMs() + policy.lease_seconds * 1000,
+      decision,
+      requested_by: requester,
+    },
   });
   if (leased.ok) return undefined;
   const { refusal } = leased;
@@ -149,12 +170,22 @@ async function takeLease(
 }
 
 /** The budget is spent: an unknown outcome is re-recorded as RETRY_BUDGET_EXHAUSTED (last evidence kept). */
-async function exhausted<R>(deps: RetryEngineDeps, subject: RetrySubject<R>, state: ActionState, result: R): Promise<R> {
+async function exhausted<R>(
+  deps: RetryEngineDeps,
+  subject: RetrySubject<R>,
+  state: ActionState,
+  result: R,
+): Promise<R> {
   const last = stateClassification(state);
   const classification = last === undefined ? undefined : exhaustedClassification(last);
   if (classification === undefined || state.code === 'RETRY_BUDGET_EXHAUSTED') return result;
   const attempt = state.attempts.at(-1)?.n;
-  const appended = await deps.journal.append({ kind: 'OUTCOME_RECORDED', action_id: subject.actionId, payload: attempt === undefined ? {} : { attempt }, classification });
+  const appended = await deps.journal.append({
+    kind: 'OUTCOME_RECORDED',
+    action_id: subject.actionId,
+    payload: attempt === undefined ? {} : { attempt },
+    classification,
+  });
   deps.logger?.info({ action_id: subject.actionId, budget: state.retry_budget }, 'retry budget exhausted');
   return subject.fromRecord(appended.state);
 }

@@ -35,8 +35,14 @@ const forms: ReadonlyArray<readonly [string, (whole: Buffer, text: string, glue:
   ['JSON, some chars escaped', (_whole, text) => `{"echo":"${jsonSome(text)}"}`],
   ['percent inside JSON', (whole) => `{"url":"${jsonSome(pctAll(whole))}"}`],
   ['JSON inside JSON', (_whole, text) => JSON.stringify({ body: JSON.stringify({ echo: text }) })],
-  ['base64 inside percent', (whole, _text, glue) => `q=${'A'.repeat(glue)}${encodeURIComponent(whole.toString('base64'))}`],
-  ['hex inside base64', (whole, _text, glue) => Buffer.from(`0x${'0'.repeat(glue % 2)}${whole.toString('hex')}`).toString('base64')],
+  [
+    'base64 inside percent',
+    (whole, _text, glue) => `q=${'A'.repeat(glue)}${encodeURIComponent(whole.toString('base64'))}`,
+  ],
+  [
+    'hex inside base64',
+    (whole, _text, glue) => Buffer.from(`0x${'0'.repeat(glue % 2)}${whole.toString('hex')}`).toString('base64'),
+  ],
   ['HTML references', (_whole, text) => [...text].map((c) => `&#x${c.codePointAt(0)!.toString(16)};`).join('')],
 ];
 
@@ -56,10 +62,26 @@ function leak(out: Buffer, part: string): string | undefined {
     ['hex', () => lower.includes(p.toString('hex'))],
     ['percent', () => lower.includes(pctAll(p)) || utf8.includes(encodeURIComponent(part))],
     ['JSON', () => utf8.includes(jsonAll(part)) || utf8.includes(jsonAll(part, true)) || utf8.includes(jsonSome(part))],
-    ['decoded base64 run', () => runsOf(text, /[A-Za-z0-9+/_-]{2,}/g).some((run) => [0, 1, 2, 3].some((k) => decodes(run.slice(k))))],
-    ['decoded hex run', () => runsOf(text, /[0-9a-fA-F]{2,}/g).some((run) => [0, 1].some((k) => decodes(run.slice(k), 'hex')))],
-    ['decoded percent', () => Buffer.from(text.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => fromHex(h)), 'latin1').includes(p)],
-    ['decoded JSON', () => Buffer.from(utf8.replace(/\\u([0-9a-fA-F]{4})/g, (_m, h: string) => fromHex(h))).includes(p)],
+    [
+      'decoded base64 run',
+      () => runsOf(text, /[A-Za-z0-9+/_-]{2,}/g).some((run) => [0, 1, 2, 3].some((k) => decodes(run.slice(k)))),
+    ],
+    [
+      'decoded hex run',
+      () => runsOf(text, /[0-9a-fA-F]{2,}/g).some((run) => [0, 1].some((k) => decodes(run.slice(k), 'hex'))),
+    ],
+    [
+      'decoded percent',
+      () =>
+        Buffer.from(
+          text.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => fromHex(h)),
+          'latin1',
+        ).includes(p),
+    ],
+    [
+      'decoded JSON',
+      () => Buffer.from(utf8.replace(/\\u([0-9a-fA-F]{4})/g, (_m, h: string) => fromHex(h))).includes(p),
+    ],
   ];
   return checks.find(([, found]) => found())?.[0];
 }
@@ -89,9 +111,21 @@ describe('the secret parts of each credential kind', () => {
       { kind: 'basic', user: 'ops', password: 'canary-pw-03' },
       ['canary-pw-03', 'ops:canary-pw-03', basic64, `Basic ${basic64}`],
     ],
-    ['query: the value and param=value', { kind: 'query', param: 'key', value: 'canary-q-04' }, ['canary-q-04', 'key=canary-q-04']],
-    ['ssh_key: each base64 body line of 16+ chars', { kind: 'ssh_key', privateKey: Buffer.from(pem) }, [line('A'), line('b'), line('+')]],
-    ['parts under 4 bytes are dropped, duplicates once', { kind: 'header', header: 'X-K', value: 'abc', secret: 'abc' }, []],
+    [
+      'query: the value and param=value',
+      { kind: 'query', param: 'key', value: 'canary-q-04' },
+      ['canary-q-04', 'key=canary-q-04'],
+    ],
+    [
+      'ssh_key: each base64 body line of 16+ chars',
+      { kind: 'ssh_key', privateKey: Buffer.from(pem) },
+      [line('A'), line('b'), line('+')],
+    ],
+    [
+      'parts under 4 bytes are dropped, duplicates once',
+      { kind: 'header', header: 'X-K', value: 'abc', secret: 'abc' },
+      [],
+    ],
     ['4 bytes of UTF-8 are enough', { kind: 'header', header: 'X-K', value: 'éé', secret: 'éé' }, ['éé']],
   ] as const)('%s', (_what, secret, parts) => {
     expect(secretParts(secret)).toEqual(parts);
@@ -135,8 +169,15 @@ describe('when a remote reflects a part in some form', () => {
   });
 
   it('redacts the bare secret of a header template and an SSH key line in base64', () => {
-    const parts = secretParts({ kind: 'header', header: 'Authorization', value: 'token canary-hdr-06', secret: 'canary-hdr-06' });
-    expect(secretScrubber(parts).scrub(Buffer.from('got canary-hdr-06!')).bytes.toString()).toBe(`got ${redactionMarker}!`);
+    const parts = secretParts({
+      kind: 'header',
+      header: 'Authorization',
+      value: 'token canary-hdr-06',
+      secret: 'canary-hdr-06',
+    });
+    expect(secretScrubber(parts).scrub(Buffer.from('got canary-hdr-06!')).bytes.toString()).toBe(
+      `got ${redactionMarker}!`,
+    );
     const keyLine = 'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW';
     const pem = `-----BEGIN OPENSSH PRIVATE KEY-----\n${keyLine}\n-----END OPENSSH PRIVATE KEY-----\n`;
     const sshParts = secretParts({ kind: 'ssh_key', privateKey: Buffer.from(pem) });
@@ -172,7 +213,11 @@ describe('when the output is cut', () => {
 
   it('cuts plainly when no range starts before the cut', () => {
     const input = Buffer.from(`${'x'.repeat(50)} ${token}`);
-    expect(scrubber.scrub(input, 50)).toEqual({ bytes: Buffer.from('x'.repeat(50)), redacted: false, consumedBytes: 50 });
+    expect(scrubber.scrub(input, 50)).toEqual({
+      bytes: Buffer.from('x'.repeat(50)),
+      redacted: false,
+      consumedBytes: 50,
+    });
   });
 
   it('cuts text after scrubbing: a padded header never shows the secret minus its last char', () => {

@@ -120,7 +120,8 @@ export function secretScrubber(parts: readonly string[]): SecretScrubber {
     hexSymbolsMin: needleBytesMin * 2,
     spaceInPart: needles.some((b) => b.includes(0x20)),
   };
-  const ranges = (input: Buffer): Array<readonly [number, number]> => (needles.length === 0 ? [] : collectRanges(input, plan));
+  const ranges = (input: Buffer): Array<readonly [number, number]> =>
+    needles.length === 0 ? [] : collectRanges(input, plan);
   const scrub = (input: Buffer, limitBytes?: number): ScrubResult => {
     const limit = Math.max(0, Math.min(limitBytes ?? input.length, input.length));
     const first = replaceRanges(input, ranges(input), limit);
@@ -172,7 +173,8 @@ function replaceRanges(input: Buffer, ranges: ReadonlyArray<readonly [number, nu
     at = end;
     if (end >= limit) return { bytes: Buffer.concat(pieces), redacted, consumedBytes: end };
   }
-  if (!redacted) return { bytes: limit === input.length ? input : input.subarray(0, limit), redacted, consumedBytes: limit };
+  if (!redacted)
+    return { bytes: limit === input.length ? input : input.subarray(0, limit), redacted, consumedBytes: limit };
   pieces.push(input.subarray(at, limit));
   return { bytes: Buffer.concat(pieces), redacted, consumedBytes: limit };
 }
@@ -216,7 +218,12 @@ class EscapeView implements View {
     readonly bytes: Buffer,
     private readonly parent: View,
     /** Per piece: its first view byte, the parent span [from, to) and 1 for plain / 0 for an escape. */
-    readonly pieces: { readonly at: Int32Array; readonly from: Int32Array; readonly to: Int32Array; readonly plain: Uint8Array },
+    readonly pieces: {
+      readonly at: Int32Array;
+      readonly from: Int32Array;
+      readonly to: Int32Array;
+      readonly plain: Uint8Array;
+    },
   ) {
     this.depth = parent.depth + 1;
   }
@@ -371,7 +378,8 @@ function decodeEscapes(view: View, kind: EscapeKind): View | undefined {
     const end = kind.decodeAt(src, p, sink);
     if (end < 0) sink.plain(p, p + 1);
     at = end < 0 ? p + 1 : end;
-    for (let k = 0; k < next.length; k++) if (next[k]! >= 0 && next[k]! < at) next[k] = src.indexOf(kind.triggers[k]!, at);
+    for (let k = 0; k < next.length; k++)
+      if (next[k]! >= 0 && next[k]! < at) next[k] = src.indexOf(kind.triggers[k]!, at);
   }
   sink.plain(at, src.length);
   return sink.escapes === 0 ? undefined : sink.view(view);
@@ -400,7 +408,16 @@ function percentAt(src: Buffer, at: number, sink: EscapeSink): number {
   return at + 3;
 }
 
-const jsonSimpleEscapes: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9 };
+const jsonSimpleEscapes: Record<number, number> = {
+  0x22: 0x22,
+  0x5c: 0x5c,
+  0x2f: 0x2f,
+  0x62: 8,
+  0x66: 12,
+  0x6e: 10,
+  0x72: 13,
+  0x74: 9,
+};
 
 function jsonAt(src: Buffer, at: number, sink: EscapeSink): number {
   const next = src[at + 1];
@@ -418,7 +435,8 @@ function jsonAt(src: Buffer, at: number, sink: EscapeSink): number {
   if (unit < 0) return -1;
   let end = at + 6;
   let cp = unit;
-  const low = unit >= 0xd800 && unit <= 0xdbff && src[end] === 0x5c && src[end + 1] === 0x75 ? hexAt(src, end + 2, 4) : -1;
+  const low =
+    unit >= 0xd800 && unit <= 0xdbff && src[end] === 0x5c && src[end + 1] === 0x75 ? hexAt(src, end + 2, 4) : -1;
   if (low >= 0xdc00 && low <= 0xdfff) {
     cp = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
     end += 6;
@@ -451,7 +469,12 @@ function htmlAt(src: Buffer, at: number, sink: EscapeSink): number {
   const first = at + (hex ? 3 : 2);
   // Bounded digits keep a reference short (and lookaheadBytes honest).
   let i = first;
-  while (i < src.length && i - first < (hex ? 6 : 7) && (hex ? hexValue[src[i]!] !== none : src[i]! >= 0x30 && src[i]! <= 0x39)) i++;
+  while (
+    i < src.length &&
+    i - first < (hex ? 6 : 7) &&
+    (hex ? hexValue[src[i]!] !== none : src[i]! >= 0x30 && src[i]! <= 0x39)
+  )
+    i++;
   if (i === first) return -1;
   const end = src[i] === 0x3b ? i + 1 : i;
   sink.escapeCodePoint(at, end, Number.parseInt(src.toString('latin1', first, i), hex ? 16 : 10));
@@ -474,7 +497,9 @@ const escapeKinds: readonly EscapeKind[] = [
 const pad = 64;
 const skip = 65;
 const base64Value = new Uint8Array(256).fill(none);
-'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((ch, i) => (base64Value[ch.charCodeAt(0)] = i));
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+  .split('')
+  .forEach((ch, i) => (base64Value[ch.charCodeAt(0)] = i));
 base64Value[0x2d] = 62; // '-' base64url
 base64Value[0x5f] = 63; // '_' base64url
 base64Value[0x3d] = pad;
@@ -618,7 +643,15 @@ function decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Vi
     }
     if (length === 0) continue;
     const bytes = Buffer.from(texts.join(''), alphabet.encoding);
-    views.push(new RunView(bytes, view.depth + 1, Int32Array.from(segmentAt), Int32Array.from(segmentStart), Int32Array.from(segmentEnd)));
+    views.push(
+      new RunView(
+        bytes,
+        view.depth + 1,
+        Int32Array.from(segmentAt),
+        Int32Array.from(segmentStart),
+        Int32Array.from(segmentEnd),
+      ),
+    );
   }
   return views;
 }

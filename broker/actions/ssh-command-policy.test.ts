@@ -51,12 +51,21 @@ describe('when the ssh_hosts section is invalid', () => {
       return error;
     }
   };
-  const entry = (extra: string) => `version: 1\nssh_hosts:\n  - name: a\n    host: h\n    user: u\n    credential: k\n${extra}`;
+  const entry = (extra: string) =>
+    `version: 1\nssh_hosts:\n  - name: a\n    host: h\n    user: u\n    credential: k\n${extra}`;
   it.each([
-    ['a pin not in ssh-keygen form', entry('    host_key: {pinned: [sha256:abc]}\n'), 'ssh_hosts[0].host_key.pinned[0]'],
+    [
+      'a pin not in ssh-keygen form',
+      entry('    host_key: {pinned: [sha256:abc]}\n'),
+      'ssh_hosts[0].host_key.pinned[0]',
+    ],
     ['no host key policy', entry(''), 'ssh_hosts[0].host_key'],
     ['a port out of range', entry('    host_key: accept_new\n    port: 70000\n'), 'ssh_hosts[0].port'],
-    ['a duplicate name', `${entry('    host_key: accept_new\n')}  - name: a\n    host: h2\n    user: u\n    credential: k\n    host_key: accept_new\n`, 'ssh_hosts[1].name'],
+    [
+      'a duplicate name',
+      `${entry('    host_key: accept_new\n')}  - name: a\n    host: h2\n    user: u\n    credential: k\n    host_key: accept_new\n`,
+      'ssh_hosts[1].name',
+    ],
   ])('%s → CONFIG_INVALID naming the field', (_label, yaml, field) => {
     expect(refusal(yaml)).toMatchObject({ code: 'CONFIG_INVALID', field });
   });

@@ -31,13 +31,23 @@ export function buildSshEnvelope(f: SshEnvelopeFacts): Envelope {
     outcome_basis: c.outcome_basis,
     ...(c.code === null
       ? {}
-      : { error: { code: c.code, phase: c.phase, outcome: c.outcome, retry: c.retry, message: f.message.slice(0, 1000), ...(f.field === undefined ? {} : { field: f.field }) } }),
+      : {
+          error: {
+            code: c.code,
+            phase: c.phase,
+            outcome: c.outcome,
+            retry: c.retry,
+            message: f.message.slice(0, 1000),
+            ...(f.field === undefined ? {} : { field: f.field }),
+          },
+        }),
     evidence: {
       dispatch_started: f.state.dispatch_seq !== null,
       dispatch_evidence: f.state.dispatch_evidence,
       request_complete: r?.requestComplete ?? false,
       response_headers_received: r?.execReply !== undefined,
-      response_complete: r !== undefined && (r.exitStatus !== undefined || r.exitSignal !== undefined) && r.outputComplete,
+      response_complete:
+        r !== undefined && (r.exitStatus !== undefined || r.exitSignal !== undefined) && r.outputComplete,
       attempts,
       journal_seq: f.state.last_seq,
       request_fingerprint: f.fingerprint ?? f.state.request_fingerprint,

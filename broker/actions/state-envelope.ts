@@ -1,4 +1,11 @@
-import { envelopeSchema, errorCodeMeanings, type ActionState, type CallerDisposition, type Classification, type Envelope } from '../contract/index.js';
+import {
+  envelopeSchema,
+  errorCodeMeanings,
+  type ActionState,
+  type CallerDisposition,
+  type Classification,
+  type Envelope,
+} from '../contract/index.js';
 
 /**
  * The public envelope of an action as its journaled state says it is now: for action_status, a
@@ -16,7 +23,16 @@ export function stateEnvelope(state: ActionState, disposition?: CallerDispositio
     outcome_basis: state.outcome_basis,
     ...(c === undefined || c.code === null
       ? {}
-      : { error: { code: c.code, phase: c.phase, outcome: c.outcome, retry: c.retry, message: errorCodeMeanings[c.code].slice(0, 1000), ...(c.retry_after_ms === undefined ? {} : { retry_after_ms: c.retry_after_ms }) } }),
+      : {
+          error: {
+            code: c.code,
+            phase: c.phase,
+            outcome: c.outcome,
+            retry: c.retry,
+            message: errorCodeMeanings[c.code].slice(0, 1000),
+            ...(c.retry_after_ms === undefined ? {} : { retry_after_ms: c.retry_after_ms }),
+          },
+        }),
     evidence: {
       dispatch_started: state.dispatch_seq !== null,
       dispatch_evidence: state.dispatch_evidence,
@@ -32,7 +48,9 @@ export function stateEnvelope(state: ActionState, disposition?: CallerDispositio
       journal_seq: state.last_seq,
       request_fingerprint: state.request_fingerprint,
       ...(state.source === null ? {} : { source: state.source }),
-      ...(last?.response_status === null || last === undefined || state.channel !== 'http' ? {} : { response_status: last.response_status }),
+      ...(last?.response_status === null || last === undefined || state.channel !== 'http'
+        ? {}
+        : { response_status: last.response_status }),
       ...(last?.exit_status === null || last === undefined ? {} : { exit_status: last.exit_status }),
       ...(last?.exit_signal === null || last === undefined ? {} : { exit_signal: last.exit_signal }),
       ...(state.result_id === null ? {} : { result_id: state.result_id, result_digest: state.result_digest ?? '' }),
@@ -43,7 +61,15 @@ export function stateEnvelope(state: ActionState, disposition?: CallerDispositio
 
 /** The recorded classification, or undefined while nothing has classified the action. */
 export function stateClassification(state: ActionState): Classification | undefined {
-  if (state.outcome === null || state.phase === null || state.retry === null || state.effect === null || state.outcome_basis === null || state.source === null) return undefined;
+  if (
+    state.outcome === null ||
+    state.phase === null ||
+    state.retry === null ||
+    state.effect === null ||
+    state.outcome_basis === null ||
+    state.source === null
+  )
+    return undefined;
   return {
     phase: state.phase,
     outcome: state.outcome,

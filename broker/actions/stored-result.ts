@@ -1,4 +1,10 @@
-import { errorCodeMeanings, type ActionState, type Channel, type Envelope, type JournalEvent } from '../contract/index.js';
+import {
+  errorCodeMeanings,
+  type ActionState,
+  type Channel,
+  type Envelope,
+  type JournalEvent,
+} from '../contract/index.js';
 import { bodyWithheldReasons, type BodyWithheldReason } from '../channels/http/index.js';
 import type { StoredResult, StoredResultHead } from '../journal/index.js';
 import type { ResultHandoff } from '../ports/index.js';
@@ -8,7 +14,10 @@ import type { ActionAnswerParts } from './agent-answers.js';
  * A stored result as the agent receives it again (fetch_result): HTTP status, headers and body; or
  * SSH stdout and stderr split by the stored counts. Built from the result store only: a read.
  */
-export function storedAnswerParts(channel: Channel, stored: StoredResult): Pick<ActionAnswerParts, 'response' | 'output'> {
+export function storedAnswerParts(
+  channel: Channel,
+  stored: StoredResult,
+): Pick<ActionAnswerParts, 'response' | 'output'> {
   const s = stored.summary;
   if (channel === 'http') {
     return {
@@ -20,7 +29,9 @@ export function storedAnswerParts(channel: Channel, stored: StoredResult): Pick<
         total_bytes: stored.total_bytes,
         redacted: s['redacted'] === true,
         ...withheldOf(s['body_withheld']),
-        ...(Array.isArray(s['content_decoded']) ? { content_decoded: s['content_decoded'].filter((c): c is string => typeof c === 'string') } : {}),
+        ...(Array.isArray(s['content_decoded'])
+          ? { content_decoded: s['content_decoded'].filter((c): c is string => typeof c === 'string') }
+          : {}),
       },
     };
   }
@@ -42,7 +53,9 @@ export function storedAnswerParts(channel: Channel, stored: StoredResult): Pick<
 }
 
 function withheldOf(value: unknown): { body_withheld?: BodyWithheldReason } {
-  return typeof value === 'string' && (bodyWithheldReasons as readonly string[]).includes(value) ? { body_withheld: value as BodyWithheldReason } : {};
+  return typeof value === 'string' && (bodyWithheldReasons as readonly string[]).includes(value)
+    ? { body_withheld: value as BodyWithheldReason }
+    : {};
 }
 
 function num(value: unknown): number | undefined {
@@ -61,8 +74,15 @@ function strings(value: unknown): Record<string, string> {
  * check. A purged result is expired whatever the retention says now (it may have been lengthened
  * after the purge): its bytes are gone.
  */
-export function resultExpired(head: Pick<StoredResultHead, 'created_at_ms' | 'purged_at_ms'>, retentionSeconds: number, nowMs: number): boolean {
-  return (head.purged_at_ms !== null && head.purged_at_ms !== undefined) || nowMs - head.created_at_ms >= retentionSeconds * 1000;
+export function resultExpired(
+  head: Pick<StoredResultHead, 'created_at_ms' | 'purged_at_ms'>,
+  retentionSeconds: number,
+  nowMs: number,
+): boolean {
+  return (
+    (head.purged_at_ms !== null && head.purged_at_ms !== undefined) ||
+    nowMs - head.created_at_ms >= retentionSeconds * 1000
+  );
 }
 
 /** When a stored result stops being fetchable. */
@@ -77,12 +97,23 @@ export function resultKeptUntilMs(head: Pick<StoredResultHead, 'created_at_ms'>,
  */
 export function expiredEnvelope(envelope: Envelope, state: ActionState): Envelope {
   const outcome = state.outcome ?? 'unknown';
-  return { ...envelope, error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome, retry: 'never', message: errorCodeMeanings.RESULT_EXPIRED } };
+  return {
+    ...envelope,
+    error: {
+      code: 'RESULT_EXPIRED',
+      phase: 'result_delivery',
+      outcome,
+      retry: 'never',
+      message: errorCodeMeanings.RESULT_EXPIRED,
+    },
+  };
 }
 
 /** The handoff an answer carries when it hands over the action's committed result. */
 export function handoffOf(state: ActionState | undefined): ResultHandoff | undefined {
-  return state === undefined || state.result_id === null ? undefined : { action_id: state.action_id, result_id: state.result_id };
+  return state === undefined || state.result_id === null
+    ? undefined
+    : { action_id: state.action_id, result_id: state.result_id };
 }
 
 /**
@@ -103,5 +134,13 @@ export function committedView(state: ActionState, events: () => readonly Journal
   }
   const c = committed?.classification;
   if (c === undefined) return state;
-  return { ...state, phase: c.phase, retry: c.retry, code: c.code, outcome_basis: c.outcome_basis, source: c.source, retry_after_ms: c.retry_after_ms ?? null };
+  return {
+    ...state,
+    phase: c.phase,
+    retry: c.retry,
+    code: c.code,
+    outcome_basis: c.outcome_basis,
+    source: c.source,
+    retry_after_ms: c.retry_after_ms ?? null,
+  };
 }

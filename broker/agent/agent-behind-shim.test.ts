@@ -45,7 +45,14 @@ describe('the agent behind a postern mcp shim', () => {
 
   it('walks past npx and its sh -c to the MCP client, and the session identity is that client', () => {
     expect(agentBehindShim(420, uid, dir.path)).toBe(300);
-    expect(describePeer({ pid: 420, uid, gid: 1 }, dir.path)).toMatchObject({ pid: 300, uid, gid: 1, start_time: '300000', ppid: 1, cwd: '/home/ann/cwd-300' });
+    expect(describePeer({ pid: 420, uid, gid: 1 }, dir.path)).toMatchObject({
+      pid: 300,
+      uid,
+      gid: 1,
+      start_time: '300000',
+      ppid: 1,
+      cwd: '/home/ann/cwd-300',
+    });
   });
 
   it('takes the direct parent of a shim an agent launched itself', () => {

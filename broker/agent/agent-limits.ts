@@ -39,7 +39,8 @@ export function resolveAgentLimits(overrides: Partial<AgentLimits> | undefined):
   const limits = { ...agentLimitsDefault, ...overrides };
   for (const [name, value] of Object.entries(limits)) {
     // A programmer error (STYLE habit 4): limits come from code, never from an agent.
-    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`agent limit ${name} must be a positive integer (got ${String(value)})`);
+    if (!Number.isSafeInteger(value) || value <= 0)
+      throw new Error(`agent limit ${name} must be a positive integer (got ${String(value)})`);
   }
   return limits;
 }

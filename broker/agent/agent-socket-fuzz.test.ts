@@ -23,7 +23,11 @@ describe('when a client sends hostile frames', () => {
   beforeAll(async () => {
     dir = createTempDir('postern-fuzz-');
     // Small frame limit so oversized frames are among the samples; handshake long enough for a batch.
-    socket = await startAgentSocket({ dataDir: dir.path, backend: new ScriptedAgentBackend(), limits: { frameBytesMax: 16 * 1024, handshakeMs: 30_000 } });
+    socket = await startAgentSocket({
+      dataDir: dir.path,
+      backend: new ScriptedAgentBackend(),
+      limits: { frameBytesMax: 16 * 1024, handshakeMs: 30_000 },
+    });
     process.on('uncaughtException', onEscape);
     process.on('unhandledRejection', onEscape);
   });
@@ -40,34 +44,38 @@ describe('when a client sends hostile frames', () => {
     let answered = 0;
     let closedByLimit = 0;
     await fc.assert(
-      fc.asyncProperty(fc.boolean(), fc.array(hostileFrame, { minLength: 30, maxLength: 70, size: 'max' }), async (initialize, frames) => {
-        batch += 1;
-        const client = await connectRawLines(socket.path);
-        try {
-          if (initialize) client.send(initializeFrame(`init-${batch}`));
-          for (const frame of frames) client.send(frame);
-          framesSent += frames.length;
-          const pingId = `postern-fuzz-ping-${batch}`;
-          client.send(JSON.stringify({ jsonrpc: '2.0', id: pingId, method: 'ping' }));
-          // Read until the ping's answer or the server closed the connection (a limit fired).
-          // Bounded: every frame gets at most a few answer lines.
-          for (let read = 0; read < frames.length * 4 + 10; read += 1) {
-            const message = (await client.nextMessage().catch(() => 'closed')) as { id?: unknown } | 'closed';
-            if (message === 'closed') {
-              closedByLimit += 1;
-              return;
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.array(hostileFrame, { minLength: 30, maxLength: 70, size: 'max' }),
+        async (initialize, frames) => {
+          batch += 1;
+          const client = await connectRawLines(socket.path);
+          try {
+            if (initialize) client.send(initializeFrame(`init-${batch}`));
+            for (const frame of frames) client.send(frame);
+            framesSent += frames.length;
+            const pingId = `postern-fuzz-ping-${batch}`;
+            client.send(JSON.stringify({ jsonrpc: '2.0', id: pingId, method: 'ping' }));
+            // Read until the ping's answer or the server closed the connection (a limit fired).
+            // Bounded: every frame gets at most a few answer lines.
+            for (let read = 0; read < frames.length * 4 + 10; read += 1) {
+              const message = (await client.nextMessage().catch(() => 'closed')) as { id?: unknown } | 'closed';
+              if (message === 'closed') {
+                closedByLimit += 1;
+                return;
+              }
+              if (typeof message === 'object' && message !== null && message.id === pingId) {
+                expect(message).toEqual({ jsonrpc: '2.0', id: pingId, result: {} });
+                answered += 1;
+                return;
+              }
             }
-            if (typeof message === 'object' && message !== null && message.id === pingId) {
-              expect(message).toEqual({ jsonrpc: '2.0', id: pingId, result: {} });
-              answered += 1;
-              return;
-            }
+            throw new Error('no answer to the ping');
+          } finally {
+            client.destroy();
           }
-          throw new Error('no answer to the ping');
-        } finally {
-          client.destroy();
-        }
-      }),
+        },
+      ),
       { numRuns: 60, seed: 20261130, endOnFailure: true },
     );
     expect(framesSent).toBeGreaterThan(2_500);

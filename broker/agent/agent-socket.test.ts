@@ -25,7 +25,10 @@ afterEach(async () => {
   dir.remove();
 });
 
-async function start(limits?: Partial<AgentLimits>, extra: Pick<AgentSocketOptions, 'identify' | 'ownUid'> = {}): Promise<AgentSocket> {
+async function start(
+  limits?: Partial<AgentLimits>,
+  extra: Pick<AgentSocketOptions, 'identify' | 'ownUid'> = {},
+): Promise<AgentSocket> {
   const socket = await startAgentSocket({ dataDir: dir.path, backend, ...(limits ? { limits } : {}), ...extra });
   open.push(socket);
   return socket;
@@ -74,7 +77,11 @@ describe('when the socket starts', () => {
   it('replaces a stale socket left by a killed process', async () => {
     const socketPath = agentSocketPath(dir.path);
     mkdirSync(path.dirname(socketPath), { recursive: true });
-    const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(socketPath)}, () => console.log('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      ['-e', `require('net').createServer().listen(${JSON.stringify(socketPath)}, () => console.log('ready'))`],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
@@ -87,7 +94,10 @@ describe('when the socket starts', () => {
 
   it('refuses to start while another broker serves the same data directory', async () => {
     await start();
-    await expect(startAgentSocket({ dataDir: dir.path, backend })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: '--data-dir' });
+    await expect(startAgentSocket({ dataDir: dir.path, backend })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: '--data-dir',
+    });
   });
 
   it('refuses a path that exists and is not a socket', async () => {
@@ -131,7 +141,11 @@ describe('when a process connects', () => {
       },
     });
     const client = await rawClient(socket.path);
-    expect(await client.nextMessage()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'the peer credential addon is not available', data: { code: 'PEER_REFUSED' } } });
+    expect(await client.nextMessage()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: 'the peer credential addon is not available', data: { code: 'PEER_REFUSED' } },
+    });
     await client.closed;
     expect(backend.sessionsOpened).toHaveLength(0);
   });
@@ -139,32 +153,48 @@ describe('when a process connects', () => {
   it('refuses a peer the kernel reports as another uid', async () => {
     const socket = await start(undefined, { ownUid: (process.getuid?.() ?? 0) + 1 });
     const client = await rawClient(socket.path);
-    expect(await client.nextMessage()).toMatchObject({ id: null, error: { code: -32000, data: { code: 'PEER_REFUSED' } } });
+    expect(await client.nextMessage()).toMatchObject({
+      id: null,
+      error: { code: -32000, data: { code: 'PEER_REFUSED' } },
+    });
     await client.closed;
   });
 
-  it.skipIf(process.getuid?.() !== 0)('refuses a real process running as another user (uid 65534) by its kernel credentials', async () => {
-    const socket = await start();
-    // Open the way for uid 65534 so the socket's own check is what refuses it (file modes would
-    // stop it earlier with EACCES, which is the first line of defence, not the one under test).
-    for (let p = path.dirname(socket.path); p.startsWith(dir.path); p = path.dirname(p)) chmodSync(p, 0o711);
-    chmodSync(socket.path, 0o666);
-    const script = `const s = require('net').createConnection(${JSON.stringify(socket.path)}); s.setEncoding('utf8'); let out = ''; s.on('data', (d) => out += d); s.on('close', () => { process.stdout.write(out); }); s.on('error', (e) => { process.stdout.write('ERR ' + e.code); });`;
-    const child = spawn(process.execPath, ['-e', script], { uid: 65534, gid: 65534, stdio: ['ignore', 'pipe', 'inherit'] });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
-    const code = await new Promise((resolve) => child.once('exit', resolve));
-    expect(code).toBe(0);
-    expect(JSON.parse(output.trim())).toMatchObject({ id: null, error: { code: -32000, data: { code: 'PEER_REFUSED' } } });
-    expect(backend.sessionsOpened).toHaveLength(0);
-  });
+  it.skipIf(process.getuid?.() !== 0)(
+    'refuses a real process running as another user (uid 65534) by its kernel credentials',
+    async () => {
+      const socket = await start();
+      // Open the way for uid 65534 so the socket's own check is what refuses it (file modes would
+      // stop it earlier with EACCES, which is the first line of defence, not the one under test).
+      for (let p = path.dirname(socket.path); p.startsWith(dir.path); p = path.dirname(p)) chmodSync(p, 0o711);
+      chmodSync(socket.path, 0o666);
+      const script = `const s = require('net').createConnection(${JSON.stringify(socket.path)}); s.setEncoding('utf8'); let out = ''; s.on('data', (d) => out += d); s.on('close', () => { process.stdout.write(out); }); s.on('error', (e) => { process.stdout.write('ERR ' + e.code); });`;
+      const child = spawn(process.execPath, ['-e', script], {
+        uid: 65534,
+        gid: 65534,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let output = '';
+      child.stdout.setEncoding('utf8').on('data', (text: string) => (output += text));
+      const code = await new Promise((resolve) => child.once('exit', resolve));
+      expect(code).toBe(0);
+      expect(JSON.parse(output.trim())).toMatchObject({
+        id: null,
+        error: { code: -32000, data: { code: 'PEER_REFUSED' } },
+      });
+      expect(backend.sessionsOpened).toHaveLength(0);
+    },
+  );
 
   it('refuses connections beyond the per-uid bound with RATE_LIMITED', async () => {
     const socket = await start({ connectionsPerUidMax: 2 });
     await initializedRaw(socket.path);
     const second = await initializedRaw(socket.path);
     const third = await rawClient(socket.path);
-    expect(await third.nextMessage()).toMatchObject({ id: null, error: { code: -32000, data: { code: 'RATE_LIMITED' } } });
+    expect(await third.nextMessage()).toMatchObject({
+      id: null,
+      error: { code: -32000, data: { code: 'RATE_LIMITED' } },
+    });
     await third.closed;
     // Closing one frees a slot.
     second.destroy();
@@ -198,24 +228,48 @@ describe('when a client sends broken frames', () => {
     const socket = await start({ frameBytesMax: 1024 });
     const client = await initializedRaw(socket.path);
     // Sent in pieces, the id last (as the TypeScript SDK orders a request): found from the line's end.
-    client.socket.write(`{"method":"tools/call","params":{"name":"http_request","arguments":{"body":"${'b'.repeat(3000)}`);
+    client.socket.write(
+      `{"method":"tools/call","params":{"name":"http_request","arguments":{"body":"${'b'.repeat(3000)}`,
+    );
     client.socket.write(`${'b'.repeat(3000)}"}},"jsonrpc":"2.0","id":41}\n`);
-    expect(await client.nextMessage()).toMatchObject({ id: 41, error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } } });
-    client.send(JSON.stringify({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'list_routes', arguments: {} } }));
+    expect(await client.nextMessage()).toMatchObject({
+      id: 41,
+      error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } },
+    });
+    client.send(
+      JSON.stringify({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'list_routes', arguments: {} } }),
+    );
     expect(await client.nextMessage()).toMatchObject({ id: 42, result: { isError: false } });
     expect(backend.calls.map((c) => c.tool)).toEqual(['list_routes']);
   });
 
   it.each([
-    ['first', (pad: string) => `{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{"name":"http_request","arguments":{"body":"${pad}"}}}`, 'req-7'],
-    ['last', (pad: string) => `{"method":"tools/call","params":{"arguments":{"body":"${pad}"}},"jsonrpc":"2.0","id":7}`, 7],
+    [
+      'first',
+      (pad: string) =>
+        `{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{"name":"http_request","arguments":{"body":"${pad}"}}}`,
+      'req-7',
+    ],
+    [
+      'last',
+      (pad: string) => `{"method":"tools/call","params":{"arguments":{"body":"${pad}"}},"jsonrpc":"2.0","id":7}`,
+      7,
+    ],
     ['absent', (pad: string) => `{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"${pad}"}}`, null],
-    ['only inside a nested value', (pad: string) => `{"jsonrpc":"2.0","method":"m","params":{"a":"${pad}","id":9}}`, null],
+    [
+      'only inside a nested value',
+      (pad: string) => `{"jsonrpc":"2.0","method":"m","params":{"a":"${pad}","id":9}}`,
+      null,
+    ],
   ])('answers an oversized line to its id when the id comes %s', async (_where, frame, id) => {
     const socket = await start({ frameBytesMax: 1024 });
     const client = await initializedRaw(socket.path);
     client.send(frame('p'.repeat(5000)));
-    expect(await client.nextMessage()).toMatchObject({ jsonrpc: '2.0', id, error: { data: { code: 'PAYLOAD_LIMIT' } } });
+    expect(await client.nextMessage()).toMatchObject({
+      jsonrpc: '2.0',
+      id,
+      error: { data: { code: 'PAYLOAD_LIMIT' } },
+    });
     client.send(JSON.stringify({ jsonrpc: '2.0', id: 'after', method: 'ping' }));
     expect(await client.nextMessage()).toEqual({ jsonrpc: '2.0', id: 'after', result: {} });
     expect(backend.calls).toHaveLength(0);
@@ -224,7 +278,8 @@ describe('when a client sends broken frames', () => {
   it('closes, coded, after oversizedFramesMax oversized lines', async () => {
     const socket = await start({ frameBytesMax: 1024, oversizedFramesMax: 3 });
     const client = await initializedRaw(socket.path);
-    for (let i = 1; i <= 3; i += 1) client.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'ping', params: { pad: 'x'.repeat(2000) } }));
+    for (let i = 1; i <= 3; i += 1)
+      client.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'ping', params: { pad: 'x'.repeat(2000) } }));
     expect(await client.nextMessage()).toMatchObject({ id: 1, error: { data: { code: 'PAYLOAD_LIMIT' } } });
     expect(await client.nextMessage()).toMatchObject({ id: 2, error: { data: { code: 'PAYLOAD_LIMIT' } } });
     const last = (await client.nextMessage()) as { id: unknown; error: { message: string; data: { code: string } } };
@@ -255,7 +310,11 @@ describe('when a client sends broken frames', () => {
     const socket = await start();
     const client = await initializedRaw(socket.path);
     client.send('{"jsonrpc":"2.0","id":1,"method":');
-    expect(await client.nextMessage()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: one JSON-RPC message per line' } });
+    expect(await client.nextMessage()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: 'Parse error: one JSON-RPC message per line' },
+    });
     client.send('{"jsonrpc":"1.0","id":2,"method":"tools/list"}');
     expect(await client.nextMessage()).toMatchObject({ id: 2, error: { code: -32600 } });
     client.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }));
@@ -265,8 +324,13 @@ describe('when a client sends broken frames', () => {
   it('refuses nesting deeper than frameDepthMax without parsing it, and keeps serving', async () => {
     const socket = await start({ frameDepthMax: 16 });
     const client = await initializedRaw(socket.path);
-    client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_routes","arguments":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}`);
-    expect(await client.nextMessage()).toMatchObject({ id: null, error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } } });
+    client.send(
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_routes","arguments":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}`,
+    );
+    expect(await client.nextMessage()).toMatchObject({
+      id: null,
+      error: { code: -32600, data: { code: 'PAYLOAD_LIMIT' } },
+    });
     client.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }));
     expect(await client.nextMessage()).toMatchObject({ id: 2, result: {} });
     expect(backend.calls).toHaveLength(0);
@@ -299,7 +363,14 @@ describe('when an agent lists and calls tools', () => {
     const socket = await start();
     const client = await mcpClient(socket.path);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(['http_request', 'ssh_exec', 'action_status', 'fetch_result', 'cancel_action', 'list_routes']);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      'http_request',
+      'ssh_exec',
+      'action_status',
+      'fetch_result',
+      'cancel_action',
+      'list_routes',
+    ]);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.description).toBeTruthy();
@@ -324,54 +395,83 @@ describe('when an agent lists and calls tools', () => {
     const client = await mcpClient(socket.path);
     const result = await client.callTool({ name: 'delete_everything', arguments: {} });
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ invocation_id: null, error: { code: 'UNKNOWN_TOOL', field: 'name', outcome: 'not_attempted' } });
+    expect(result.structuredContent).toMatchObject({
+      invocation_id: null,
+      error: { code: 'UNKNOWN_TOOL', field: 'name', outcome: 'not_attempted' },
+    });
     expect(backend.calls).toHaveLength(0);
   });
 
-  it.each(['approve', 'approvals.approve', 'reject_action', 'revoke-session', 'status', 'abandon'])('answers the operator tool name %s with OPERATOR_ONLY', async (name) => {
-    const socket = await start();
-    const client = await mcpClient(socket.path);
-    const result = await client.callTool({ name, arguments: { ticket: 1 } });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ invocation_id: null, error: { code: 'OPERATOR_ONLY', retry: 'never' } });
-    expect(backend.calls).toHaveLength(0);
-  });
+  it.each(['approve', 'approvals.approve', 'reject_action', 'revoke-session', 'status', 'abandon'])(
+    'answers the operator tool name %s with OPERATOR_ONLY',
+    async (name) => {
+      const socket = await start();
+      const client = await mcpClient(socket.path);
+      const result = await client.callTool({ name, arguments: { ticket: 1 } });
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({
+        invocation_id: null,
+        error: { code: 'OPERATOR_ONLY', retry: 'never' },
+      });
+      expect(backend.calls).toHaveLength(0);
+    },
+  );
 
-  it.each(['approvals.approve', 'approvals.list', 'activity.list', 'status', 'approve', 'sessions.revoke'])('answers the JSON-RPC method %s with an OPERATOR_ONLY error', async (method) => {
-    const socket = await start();
-    const client = await initializedRaw(socket.path);
-    client.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method, params: { ticket: 1 } }));
-    expect(await client.nextMessage()).toMatchObject({ id: 9, error: { code: -32601, data: { code: 'OPERATOR_ONLY' } } });
-  });
+  it.each(['approvals.approve', 'approvals.list', 'activity.list', 'status', 'approve', 'sessions.revoke'])(
+    'answers the JSON-RPC method %s with an OPERATOR_ONLY error',
+    async (method) => {
+      const socket = await start();
+      const client = await initializedRaw(socket.path);
+      client.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method, params: { ticket: 1 } }));
+      expect(await client.nextMessage()).toMatchObject({
+        id: 9,
+        error: { code: -32601, data: { code: 'OPERATOR_ONLY' } },
+      });
+    },
+  );
 
   it.each([
     ['arguments is not an object', { name: 'http_request', arguments: 'route=docs' }, 'params.arguments'],
     ['arguments is an array', { name: 'list_routes', arguments: [1, 2] }, 'params.arguments'],
     ['the tool name is not a string', { name: 42, arguments: {} }, 'params.name'],
     ['params is missing', undefined, 'params'],
-  ])('answers a malformed tools/call (%s) with -32602 naming the field, no schema dump, and calls nothing', async (_when, params, field) => {
-    const socket = await start();
-    const client = await initializedRaw(socket.path);
-    client.send(JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/call', ...(params === undefined ? {} : { params }) }));
-    const answer = (await client.nextMessage()) as { id: number; error: { code: number; message: string; data?: unknown } };
-    expect(answer).toMatchObject({ id: 11, error: { code: -32602, data: { code: 'INVALID_ARGUMENT', field } } });
-    expect(answer.error.message).toContain(field);
-    expect(answer.error.message.length).toBeLessThan(200);
-    expect(answer.error.message).not.toMatch(/expected|"code"|invalid_type|\[/);
-    expect(backend.calls).toHaveLength(0);
-  });
+  ])(
+    'answers a malformed tools/call (%s) with -32602 naming the field, no schema dump, and calls nothing',
+    async (_when, params, field) => {
+      const socket = await start();
+      const client = await initializedRaw(socket.path);
+      client.send(
+        JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/call', ...(params === undefined ? {} : { params }) }),
+      );
+      const answer = (await client.nextMessage()) as {
+        id: number;
+        error: { code: number; message: string; data?: unknown };
+      };
+      expect(answer).toMatchObject({ id: 11, error: { code: -32602, data: { code: 'INVALID_ARGUMENT', field } } });
+      expect(answer.error.message).toContain(field);
+      expect(answer.error.message.length).toBeLessThan(200);
+      expect(answer.error.message).not.toMatch(/expected|"code"|invalid_type|\[/);
+      expect(backend.calls).toHaveLength(0);
+    },
+  );
 
   it('answers other unknown methods with method-not-found', async () => {
     const socket = await start();
     const client = await initializedRaw(socket.path);
     client.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'prompts/list' }));
-    expect(await client.nextMessage()).toEqual({ jsonrpc: '2.0', id: 9, error: { code: -32601, message: 'Method not found' } });
+    expect(await client.nextMessage()).toEqual({
+      jsonrpc: '2.0',
+      id: 9,
+      error: { code: -32601, message: 'Method not found' },
+    });
   });
 
   it('refuses tools/call before initialize', async () => {
     const socket = await start();
     const client = await rawClient(socket.path);
-    client.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_routes', arguments: {} } }));
+    client.send(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_routes', arguments: {} } }),
+    );
     expect(await client.nextMessage()).toMatchObject({ id: 1, error: { code: -32600 } });
     expect(backend.calls).toHaveLength(0);
   });
@@ -409,8 +509,12 @@ describe('when an agent lists and calls tools', () => {
     const first = new AbortController();
     const second = new AbortController();
     const pending = [
-      client.callTool({ name: 'http_request', arguments: {} }, undefined, { signal: first.signal }).catch(() => 'aborted'),
-      client.callTool({ name: 'http_request', arguments: {} }, undefined, { signal: second.signal }).catch(() => 'aborted'),
+      client
+        .callTool({ name: 'http_request', arguments: {} }, undefined, { signal: first.signal })
+        .catch(() => 'aborted'),
+      client
+        .callTool({ name: 'http_request', arguments: {} }, undefined, { signal: second.signal })
+        .catch(() => 'aborted'),
     ];
     await backend.nextCall();
     await backend.nextCall();
@@ -419,13 +523,20 @@ describe('when an agent lists and calls tools', () => {
     expect(third.structuredContent).toMatchObject({ error: { code: 'RATE_LIMITED', retry: 'backoff' } });
     // A second connection of the same process shares the session and its bound.
     const other = await mcpClient(socket.path);
-    expect((await other.callTool({ name: 'list_routes', arguments: {} })).structuredContent).toMatchObject({ error: { code: 'RATE_LIMITED' } });
+    expect((await other.callTool({ name: 'list_routes', arguments: {} })).structuredContent).toMatchObject({
+      error: { code: 'RATE_LIMITED' },
+    });
     first.abort();
     expect(await (await backend.calls[0])?.aborted).toBe('cancelled');
     await pending[0];
     // The slot is free again once the first call has ended.
     backend.respond = () => ({ isError: false, structured: { routes: [], ssh_hosts: [] }, text: 'ok' });
-    await expect.poll(async () => (await other.callTool({ name: 'list_routes', arguments: {} })).isError, { interval: 20, timeout: 5_000 }).toBe(false);
+    await expect
+      .poll(async () => (await other.callTool({ name: 'list_routes', arguments: {} })).isError, {
+        interval: 20,
+        timeout: 5_000,
+      })
+      .toBe(false);
     second.abort();
     await pending[1];
   });
@@ -437,10 +548,12 @@ describe('when the caller stops waiting', () => {
     backend.respond = holdUntilAborted;
     const client = await mcpClient(socket.path);
     const controller = new AbortController();
-    const result = client.callTool({ name: 'http_request', arguments: { route: 'r' } }, undefined, { signal: controller.signal }).then(
-      () => 'answered',
-      () => 'rejected',
-    );
+    const result = client
+      .callTool({ name: 'http_request', arguments: { route: 'r' } }, undefined, { signal: controller.signal })
+      .then(
+        () => 'answered',
+        () => 'rejected',
+      );
     const call = await backend.nextCall();
     controller.abort('the user pressed escape');
     expect(await call.aborted).toBe('cancelled');
@@ -455,13 +568,27 @@ describe('when the caller stops waiting', () => {
     const socket = await start();
     backend.respond = holdUntilAborted;
     const client = await initializedRaw(socket.path);
-    client.send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'http_request', arguments: {} } }));
+    client.send(
+      JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'http_request', arguments: {} } }),
+    );
     const call = await backend.nextCall();
-    client.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 8, reason: 'disconnected' } }));
+    client.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 8, reason: 'disconnected' },
+      }),
+    );
     client.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }));
     expect(await client.nextMessage()).toEqual({ jsonrpc: '2.0', id: 9, result: {} });
     expect(call.signal.aborted).toBe(false);
-    client.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'disconnected' } }));
+    client.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 7, reason: 'disconnected' },
+      }),
+    );
     // The client's own reason text is not trusted: a cancel is a cancel.
     expect(await call.aborted).toBe('cancelled');
   });

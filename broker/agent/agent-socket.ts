@@ -14,7 +14,6 @@ import { agentSocketDirName, agentSocketFileName, agentSocketPath } from './sock
 
 export { agentSocketDirName, agentSocketFileName, agentSocketPath };
 
-
 export interface AgentSocketOptions {
   readonly dataDir: string;
   readonly backend: AgentBackend;
@@ -33,7 +32,6 @@ export interface AgentSocket {
   close(): Promise<void>;
 }
 
-
 /**
  * The agents' door: a Unix socket, mode 0600 in a 0700 directory, speaking MCP one message per
  * line. Every connection is identified by the kernel (SO_PEERCRED + /proc) before a byte of it is
@@ -45,9 +43,13 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
   const limits = resolveAgentLimits(options.limits);
   const socketPath = agentSocketPath(options.dataDir);
   if (Buffer.byteLength(socketPath) > socketPathBytesMax) {
-    throw new CodedError('INVALID_ARGUMENT', `the data directory path is too long for the agent socket (max ${socketPathBytesMax} bytes for the socket path)`, {
-      field: '--data-dir',
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `the data directory path is too long for the agent socket (max ${socketPathBytesMax} bytes for the socket path)`,
+      {
+        field: '--data-dir',
+      },
+    );
   }
   ensurePrivateDir(path.dirname(socketPath));
   await replaceStaleSocket(socketPath);
@@ -86,7 +88,12 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
       refuse(socket, 'PEER_REFUSED', isCodedError(error) ? error.message : 'the peer could not be identified');
       return;
     }
-    const decision = admitPeer({ peerUid: peer.uid, ownUid, openForUid: perUid.get(peer.uid) ?? 0, connectionsPerUidMax: limits.connectionsPerUidMax });
+    const decision = admitPeer({
+      peerUid: peer.uid,
+      ownUid,
+      openForUid: perUid.get(peer.uid) ?? 0,
+      connectionsPerUidMax: limits.connectionsPerUidMax,
+    });
     if (!decision.admit) {
       logger?.info({ pid: peer.pid, uid: peer.uid, code: decision.code }, 'agent connection refused');
       refuse(socket, decision.code, decision.message);

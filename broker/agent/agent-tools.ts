@@ -43,7 +43,12 @@ export const agentToolReplySchemas: { readonly [K in AgentToolName]: z.ZodType }
 export const listedTools: readonly ListedTool[] = agentToolNames.map((name) => {
   const inputSchema = z.toJSONSchema(agentToolInputSchemas[name]) as Record<string, unknown>;
   if (inputSchema['type'] !== 'object') throw new Error(`the ${name} input schema must be a JSON object schema`);
-  return { name, description: agentToolDescriptions[name], inputSchema: inputSchema as ObjectJsonSchema, outputSchema: outputJsonSchema(name) };
+  return {
+    name,
+    description: agentToolDescriptions[name],
+    inputSchema: inputSchema as ObjectJsonSchema,
+    outputSchema: outputJsonSchema(name),
+  };
 });
 
 /**

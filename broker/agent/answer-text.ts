@@ -2,7 +2,8 @@ import type { AgentRefusal, AgentRouteList, AgentToolReply, EnvelopeError } from
 import type { ToolAnswer } from '../ports/index.js';
 
 /** The line that introduces the JSON; the JSON starts on the next line and runs to the end of the text. */
-export const answerJsonMarker = 'structuredContent as JSON (the same data; it starts on the next line and runs to the end):';
+export const answerJsonMarker =
+  'structuredContent as JSON (the same data; it starts on the next line and runs to the end):';
 /** The readable lines above the JSON are summaries; each is cut here (the JSON below is whole). */
 const summaryCharsMax = 600;
 /** The contract's bound on an error message (envelope.ts, agent-api.ts). */
@@ -31,15 +32,28 @@ function summaryLines(structured: Reply): string[] {
   const reply = structured as EnvelopeReply;
   const lines = [actionLine(reply)];
   if (reply.error !== undefined) lines.push(errorLine(reply.error));
-  if (reply.queue !== undefined) lines.push(`waiting: ${reply.queue.waiting}${reply.queue.waiting_for_ticket === null ? '' : ` (#${reply.queue.waiting_for_ticket})`}: ${reply.queue.text}`);
+  if (reply.queue !== undefined)
+    lines.push(
+      `waiting: ${reply.queue.waiting}${reply.queue.waiting_for_ticket === null ? '' : ` (#${reply.queue.waiting_for_ticket})`}: ${reply.queue.text}`,
+    );
   if (reply.response !== undefined) lines.push(responseLine(reply.response));
   if (reply.output !== undefined) lines.push(outputLine(reply.output));
   return lines;
 }
 
 function actionLine(r: EnvelopeReply): string {
-  const where = [r.ticket === undefined || r.ticket === null ? undefined : `ticket #${r.ticket}`, r.lane === undefined || r.lane === null ? undefined : `lane ${r.lane}`];
-  return [`action: ${r.invocation_id}`, ...where, `caller: ${r.caller_disposition}`, `effect: ${r.effect ?? 'none recorded'}`].filter((part) => part !== undefined).join(' · ');
+  const where = [
+    r.ticket === undefined || r.ticket === null ? undefined : `ticket #${r.ticket}`,
+    r.lane === undefined || r.lane === null ? undefined : `lane ${r.lane}`,
+  ];
+  return [
+    `action: ${r.invocation_id}`,
+    ...where,
+    `caller: ${r.caller_disposition}`,
+    `effect: ${r.effect ?? 'none recorded'}`,
+  ]
+    .filter((part) => part !== undefined)
+    .join(' · ');
 }
 
 function errorLine(e: EnvelopeError | AgentRefusal['error']): string {
@@ -51,23 +65,42 @@ function errorLine(e: EnvelopeError | AgentRefusal['error']): string {
 function responseLine(r: NonNullable<EnvelopeReply['response']>): string {
   const kept = Buffer.byteLength(r.body, r.body_encoding === 'base64' ? 'base64' : 'utf8');
   let body: string;
-  if (r.body_withheld !== undefined) body = `body WITHHELD (${r.body_withheld}): the remote sent ${r.total_bytes} bytes, none shown`;
-  else if (r.truncated) body = `body TRUNCATED: ${kept} of ${r.total_bytes} bytes kept (${r.body_encoding}); the rest was not stored`;
+  if (r.body_withheld !== undefined)
+    body = `body WITHHELD (${r.body_withheld}): the remote sent ${r.total_bytes} bytes, none shown`;
+  else if (r.truncated)
+    body = `body TRUNCATED: ${kept} of ${r.total_bytes} bytes kept (${r.body_encoding}); the rest was not stored`;
   else body = `body complete: ${r.total_bytes} bytes (${r.body_encoding})`;
-  const notes = [r.redacted ? 'secrets redacted' : undefined, r.content_decoded === undefined ? undefined : `decoded from ${r.content_decoded.join(', ')}`];
-  return [`response: HTTP ${r.status}`, body, `${Object.keys(r.headers).length} headers`, ...notes].filter((part) => part !== undefined).join(' · ');
+  const notes = [
+    r.redacted ? 'secrets redacted' : undefined,
+    r.content_decoded === undefined ? undefined : `decoded from ${r.content_decoded.join(', ')}`,
+  ];
+  return [`response: HTTP ${r.status}`, body, `${Object.keys(r.headers).length} headers`, ...notes]
+    .filter((part) => part !== undefined)
+    .join(' · ');
 }
 
 function outputLine(o: NonNullable<EnvelopeReply['output']>): string {
-  const end = o.exit_status !== undefined ? `exit ${o.exit_status}` : o.exit_signal !== undefined ? `signal ${o.exit_signal}` : 'no exit status';
-  const complete = o.truncated ? 'output TRUNCATED (the rest was not stored)' : o.output_complete ? 'output complete' : 'output INCOMPLETE';
+  const end =
+    o.exit_status !== undefined
+      ? `exit ${o.exit_status}`
+      : o.exit_signal !== undefined
+        ? `signal ${o.exit_signal}`
+        : 'no exit status';
+  const complete = o.truncated
+    ? 'output TRUNCATED (the rest was not stored)'
+    : o.output_complete
+      ? 'output complete'
+      : 'output INCOMPLETE';
   return `output: ${end} · stdout ${o.stdout_bytes} bytes · stderr ${o.stderr_bytes} bytes · ${complete}`;
 }
 
 function routeLines(list: AgentRouteList): string[] {
   const routes = list.routes.map((r) => `${r.name} (${r.methods.join(', ')}; approval ${r.approval})`);
   const hosts = list.ssh_hosts.map((h) => `${h.name} (approval ${h.approval})`);
-  return [`routes: ${routes.length === 0 ? 'none' : routes.join('; ')}`, `ssh hosts: ${hosts.length === 0 ? 'none' : hosts.join('; ')}`];
+  return [
+    `routes: ${routes.length === 0 ? 'none' : routes.join('; ')}`,
+    `ssh hosts: ${hosts.length === 0 ? 'none' : hosts.join('; ')}`,
+  ];
 }
 
 /** Newlines inside a summary would let a message pose as another line (or as the JSON marker). */
@@ -98,6 +131,7 @@ export async function withTargetNames(answer: ToolAnswer, listTargets: () => Pro
   }
   const label = kind === 'routes' ? 'configured routes' : 'configured SSH host entries';
   let message = `${error.message}; ${label}: ${names.length === 0 ? 'none' : names.join(', ')}`;
-  if (message.length > errorMessageCharsMax) message = `${message.slice(0, errorMessageCharsMax - 30)}… (list_routes has them all)`;
+  if (message.length > errorMessageCharsMax)
+    message = `${message.slice(0, errorMessageCharsMax - 30)}… (list_routes has them all)`;
   return { ...answer, structured: { ...structured, error: { ...error, message } } as AgentToolReply };
 }

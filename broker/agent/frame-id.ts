@@ -12,7 +12,8 @@ export const frameEdgeBytes = 1024;
 const objectStart = /^\s*\{/y;
 // One simple member: a string key and a scalar value, then `,` or `}`. Strings are linear to match (no
 // overlapping alternatives); an object or array value ends the scan, since its end is not within reach.
-const simpleMember = /\s*("(?:[^"\\]|\\.)*")\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)\s*([,}])/y;
+const simpleMember =
+  /\s*("(?:[^"\\]|\\.)*")\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)\s*([,}])/y;
 // `,"id":<scalar>}` at the very end: a bare `"` never occurs inside a JSON string, and a single closing brace
 // at the end of a valid message closes the top-level object, so this member is the message's own id.
 const trailingIdMember = /[,{]\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*\}\s*$/;

@@ -9,7 +9,8 @@ export function jsonDepthExceeds(bytes: Uint8Array, limit: number): boolean {
   for (let i = 0; i < bytes.length; i += 1) {
     const byte = bytes[i];
     if (inString) {
-      if (byte === 0x5c) i += 1; // backslash: skip the escaped byte
+      if (byte === 0x5c)
+        i += 1; // backslash: skip the escaped byte
       else if (byte === 0x22) inString = false;
     } else if (byte === 0x22) {
       inString = true;

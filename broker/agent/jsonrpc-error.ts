@@ -21,6 +21,10 @@ export function jsonRpcErrorLine(id: JsonRpcId, code: number, message: string, p
  * An Error the MCP SDK turns into a JSON-RPC error response: it copies `code`, `message` and `data`
  * (McpError would prefix the message with "MCP error N:").
  */
-export function jsonRpcError(code: number, message: string, postern?: ErrorCode): Error & { code: number; data?: { code: ErrorCode } } {
+export function jsonRpcError(
+  code: number,
+  message: string,
+  postern?: ErrorCode,
+): Error & { code: number; data?: { code: ErrorCode } } {
   return Object.assign(new Error(message), { code, ...(postern === undefined ? {} : { data: { code: postern } }) });
 }

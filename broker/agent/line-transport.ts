@@ -84,7 +84,12 @@ export class LineTransport implements Transport {
       told = true;
       done?.(written);
     };
-    this.socket.write(line, done === undefined ? undefined : (error) => tell(error !== undefined && error !== null ? false : this.socket.destroyed ? undefined : true));
+    this.socket.write(
+      line,
+      done === undefined
+        ? undefined
+        : (error) => tell(error !== undefined && error !== null ? false : this.socket.destroyed ? undefined : true),
+    );
     if (this.socket.writableLength > this.limits.outboundBytesMax) {
       tell(false);
       this.socket.destroy();
@@ -113,7 +118,11 @@ export class LineTransport implements Transport {
     if (this.pendingBytes <= this.limits.frameBytesMax) return;
     const seen = Buffer.concat(this.pending, this.pendingBytes);
     // Copies: a view would keep the whole buffered line alive.
-    this.skipping = { head: Buffer.from(seen.subarray(0, frameEdgeBytes)), tail: Buffer.from(seen.subarray(-frameEdgeBytes)), bytes: this.pendingBytes };
+    this.skipping = {
+      head: Buffer.from(seen.subarray(0, frameEdgeBytes)),
+      tail: Buffer.from(seen.subarray(-frameEdgeBytes)),
+      bytes: this.pendingBytes,
+    };
     this.pending = [];
     this.pendingBytes = 0;
     this.checkSkipBound();
@@ -137,7 +146,8 @@ export class LineTransport implements Transport {
   private endOfLine(): void {
     const skipping = this.skipping;
     if (skipping === undefined) {
-      const line = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending, this.pendingBytes);
+      const line =
+        this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending, this.pendingBytes);
       this.pending = [];
       this.pendingBytes = 0;
       this.handleLine(line);
@@ -169,7 +179,14 @@ export class LineTransport implements Transport {
     const line = raw.length > 0 && raw[raw.length - 1] === 0x0d ? raw.subarray(0, raw.length - 1) : raw;
     if (line.length === 0) return;
     if (jsonDepthExceeds(line, this.limits.frameDepthMax)) {
-      this.garbage(jsonRpcErrorLine(null, jsonRpcCode.invalidRequest, `a message nests at most ${this.limits.frameDepthMax} levels deep`, 'PAYLOAD_LIMIT'));
+      this.garbage(
+        jsonRpcErrorLine(
+          null,
+          jsonRpcCode.invalidRequest,
+          `a message nests at most ${this.limits.frameDepthMax} levels deep`,
+          'PAYLOAD_LIMIT',
+        ),
+      );
       return;
     }
     let parsed: unknown;
@@ -181,7 +198,14 @@ export class LineTransport implements Transport {
     }
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
-      this.garbage(jsonRpcErrorLine(idOf(parsed), jsonRpcCode.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', 'INVALID_ARGUMENT'));
+      this.garbage(
+        jsonRpcErrorLine(
+          idOf(parsed),
+          jsonRpcCode.invalidRequest,
+          'Invalid Request: not a JSON-RPC 2.0 message',
+          'INVALID_ARGUMENT',
+        ),
+      );
       return;
     }
     this.garbageInARow = 0;

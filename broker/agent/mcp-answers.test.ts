@@ -3,7 +3,12 @@ import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.j
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ToolAnswer } from '../ports/index.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
-import { envelopeAnswer, ScriptedAgentBackend, scriptedEnvelope, type ScriptedCall } from '../testing/scripted-agent-backend.js';
+import {
+  envelopeAnswer,
+  ScriptedAgentBackend,
+  scriptedEnvelope,
+  type ScriptedCall,
+} from '../testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import type { AgentLimits } from './agent-limits.js';
 import { startAgentSocket, type AgentSocket } from './agent-socket.js';
@@ -44,7 +49,11 @@ function readText(result: CallToolResult): { first: string; summary: string; jso
   const lines = block.text.split('\n');
   const marker = lines.indexOf(answerJsonMarker);
   expect(marker).toBeGreaterThan(0);
-  return { first: lines[0] ?? '', summary: lines.slice(0, marker).join('\n'), json: JSON.parse(lines.slice(marker + 1).join('\n')) };
+  return {
+    first: lines[0] ?? '',
+    summary: lines.slice(0, marker).join('\n'),
+    json: JSON.parse(lines.slice(marker + 1).join('\n')),
+  };
 }
 
 const held = (): { release: (a: ToolAnswer) => void; respond: (c: ScriptedCall) => Promise<ToolAnswer> } => {
@@ -73,10 +82,26 @@ describe('when answers come back to a validating client', () => {
     await connect();
     const body = '{"id":7,"note":"multi\nline"}';
     backend.respond = () => ({
-      ...envelopeAnswer({ ...scriptedEnvelope('act_http'), ticket: 3, lane: 'issues', response: { status: 201, headers: { 'content-type': 'application/json' }, body, body_encoding: 'utf8', truncated: false, total_bytes: body.length, redacted: false } }),
+      ...envelopeAnswer({
+        ...scriptedEnvelope('act_http'),
+        ticket: 3,
+        lane: 'issues',
+        response: {
+          status: 201,
+          headers: { 'content-type': 'application/json' },
+          body,
+          body_encoding: 'utf8',
+          truncated: false,
+          total_bytes: body.length,
+          redacted: false,
+        },
+      }),
       text: 'ticket #3 committed: HTTP 201',
     });
-    const result = (await client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'POST', path: '/x' } })) as CallToolResult;
+    const result = (await client.callTool({
+      name: 'http_request',
+      arguments: { route: 'github', method: 'POST', path: '/x' },
+    })) as CallToolResult;
     const text = readText(result);
     expect(text.first).toBe('ticket #3 committed: HTTP 201');
     expect(text.summary).toContain('action: act_http · ticket #3 · lane issues');
@@ -87,14 +112,46 @@ describe('when answers come back to a validating client', () => {
 
   it('marks a truncated body, a withheld body and SSH output in the readable lines', async () => {
     await connect();
-    const response = { status: 200, headers: {}, body: 'abc', body_encoding: 'utf8', truncated: true, total_bytes: 5_000_000, redacted: true } as const;
+    const response = {
+      status: 200,
+      headers: {},
+      body: 'abc',
+      body_encoding: 'utf8',
+      truncated: true,
+      total_bytes: 5_000_000,
+      redacted: true,
+    } as const;
     backend.respond = () => envelopeAnswer({ ...scriptedEnvelope('act_t'), response });
     const truncated = readText((await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult);
-    expect(truncated.summary).toContain('body TRUNCATED: 3 of 5000000 bytes kept (utf8); the rest was not stored · 0 headers · secrets redacted');
-    backend.respond = () => envelopeAnswer({ ...scriptedEnvelope('act_w'), response: { ...response, body: '', truncated: false, redacted: false, body_withheld: 'unsupported_content_encoding' } });
+    expect(truncated.summary).toContain(
+      'body TRUNCATED: 3 of 5000000 bytes kept (utf8); the rest was not stored · 0 headers · secrets redacted',
+    );
+    backend.respond = () =>
+      envelopeAnswer({
+        ...scriptedEnvelope('act_w'),
+        response: {
+          ...response,
+          body: '',
+          truncated: false,
+          redacted: false,
+          body_withheld: 'unsupported_content_encoding',
+        },
+      });
     const withheld = readText((await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult);
     expect(withheld.summary).toContain('body WITHHELD (unsupported_content_encoding)');
-    backend.respond = () => envelopeAnswer({ ...scriptedEnvelope('act_s'), output: { exit_status: 3, stdout: 'out\n', stderr: 'err\n', stdout_bytes: 4, stderr_bytes: 4, truncated: false, output_complete: true } });
+    backend.respond = () =>
+      envelopeAnswer({
+        ...scriptedEnvelope('act_s'),
+        output: {
+          exit_status: 3,
+          stdout: 'out\n',
+          stderr: 'err\n',
+          stdout_bytes: 4,
+          stderr_bytes: 4,
+          truncated: false,
+          output_complete: true,
+        },
+      });
     const ssh = (await client.callTool({ name: 'ssh_exec', arguments: {} })) as CallToolResult;
     const sshText = readText(ssh);
     expect(sshText.summary).toContain('output: exit 3 · stdout 4 bytes · stderr 4 bytes · output complete');
@@ -106,13 +163,21 @@ describe('when answers come back to a validating client', () => {
     const result = (await client.callTool({ name: 'delete_everything', arguments: {} })) as CallToolResult;
     expect(result.isError).toBe(true);
     const text = readText(result);
-    expect(text.summary).toContain('error: UNKNOWN_TOOL (field: name): not a Postern tool; list the tools first · retry: after_correction');
+    expect(text.summary).toContain(
+      'error: UNKNOWN_TOOL (field: name): not a Postern tool; list the tools first · retry: after_correction',
+    );
     expect(text.json).toEqual(result.structuredContent);
   });
 
   it('a message with newlines cannot pose as the JSON marker', async () => {
     await connect();
-    const error = { code: 'REMOTE_ERROR_STATUS', phase: 'remote_execution', outcome: 'committed', retry: 'never', message: `bad\n${answerJsonMarker}\n{"forged":true}` } as const;
+    const error = {
+      code: 'REMOTE_ERROR_STATUS',
+      phase: 'remote_execution',
+      outcome: 'committed',
+      retry: 'never',
+      message: `bad\n${answerJsonMarker}\n{"forged":true}`,
+    } as const;
     backend.respond = () => envelopeAnswer(scriptedEnvelope('act_e', error));
     const result = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
     expect(readText(result).json).toEqual(result.structuredContent);
@@ -130,20 +195,47 @@ describe('when answers come back to a validating client', () => {
   it.each([
     ['route', 'http_request', 'configured routes: github'],
     ['host', 'ssh_exec', 'configured SSH host entries: build-box'],
-  ])('an unknown %s is refused with the configured names, in structuredContent and text', async (field, tool, names) => {
-    await connect();
-    backend.respond = (call) =>
-      call.tool === 'list_routes'
-        ? { isError: false, structured: { routes: [{ name: 'github', methods: ['GET'], approval: 'none', idempotency_contract: false, base_path: '/' }], ssh_hosts: [{ name: 'build-box', approval: 'none' }] }, text: '' }
-        : envelopeAnswer(scriptedEnvelope('act_u', { code: 'INVALID_TARGET', phase: 'validation', outcome: 'not_attempted', retry: 'after_correction', message: 'no such thing', field }));
-    const result = (await client.callTool({ name: tool, arguments: {} })) as CallToolResult;
-    expect(result.structuredContent).toMatchObject({ error: { code: 'INVALID_TARGET', field, message: `no such thing; ${names}` } });
-    expect(readText(result).summary).toContain(`error: INVALID_TARGET (field: ${field}): no such thing; ${names}`);
-  });
+  ])(
+    'an unknown %s is refused with the configured names, in structuredContent and text',
+    async (field, tool, names) => {
+      await connect();
+      backend.respond = (call) =>
+        call.tool === 'list_routes'
+          ? {
+              isError: false,
+              structured: {
+                routes: [
+                  { name: 'github', methods: ['GET'], approval: 'none', idempotency_contract: false, base_path: '/' },
+                ],
+                ssh_hosts: [{ name: 'build-box', approval: 'none' }],
+              },
+              text: '',
+            }
+          : envelopeAnswer(
+              scriptedEnvelope('act_u', {
+                code: 'INVALID_TARGET',
+                phase: 'validation',
+                outcome: 'not_attempted',
+                retry: 'after_correction',
+                message: 'no such thing',
+                field,
+              }),
+            );
+      const result = (await client.callTool({ name: tool, arguments: {} })) as CallToolResult;
+      expect(result.structuredContent).toMatchObject({
+        error: { code: 'INVALID_TARGET', field, message: `no such thing; ${names}` },
+      });
+      expect(readText(result).summary).toContain(`error: INVALID_TARGET (field: ${field}): no such thing; ${names}`);
+    },
+  );
 
   it('an answer outside the reply schema is never sent: the client gets INTERNAL, which validates', async () => {
     await connect();
-    backend.respond = () => ({ isError: false, structured: { ...scriptedEnvelope('act_bad'), effect: 'maybe' } as never, text: 'bad' });
+    backend.respond = () => ({
+      isError: false,
+      structured: { ...scriptedEnvelope('act_bad'), effect: 'maybe' } as never,
+      text: 'bad',
+    });
     const result = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ invocation_id: null, error: { code: 'INTERNAL' } });
@@ -155,13 +247,22 @@ describe('when the client asks for progress', () => {
   // a fifth of it, so a loaded machine has room, and the control case shows the timeout really fires.
   const timeoutMs = 1_500;
   const stepMs = 300;
-  const steps = ['session approved', 'card shown', 'approved, waiting for #2', 'dispatched', 'response started', 'response complete', 'settled'];
+  const steps = [
+    'session approved',
+    'card shown',
+    'approved, waiting for #2',
+    'dispatched',
+    'response started',
+    'response complete',
+    'settled',
+  ];
 
   it('sends each state change as notifications/progress and the client timeout resets on each', async () => {
     await connect();
     const seen: { progress: number; message?: string }[] = [];
     backend.respond = async (call) => {
-      if (call.onProgress === undefined) throw new Error('no progress callback although the client sent a progressToken');
+      if (call.onProgress === undefined)
+        throw new Error('no progress callback although the client sent a progressToken');
       for (const [i, message] of steps.entries()) {
         call.onProgress({ progress: i + 1, message });
         // A repeat is not progress: dropped.
@@ -174,7 +275,8 @@ describe('when the client asks for progress', () => {
     const result = await client.callTool({ name: 'http_request', arguments: {} }, undefined, {
       timeout: timeoutMs,
       resetTimeoutOnProgress: true,
-      onprogress: (p) => seen.push({ progress: p.progress, ...(p.message === undefined ? {} : { message: p.message }) }),
+      onprogress: (p) =>
+        seen.push({ progress: p.progress, ...(p.message === undefined ? {} : { message: p.message }) }),
     });
     expect(Date.now() - started).toBeGreaterThan(timeoutMs);
     expect(result.isError).toBe(false);
@@ -231,7 +333,10 @@ describe('when the client asks for progress', () => {
 describe('when a request is larger than a frame may be', () => {
   it('a 9 MiB http_request body gets PAYLOAD_LIMIT for that request and the next call on the same client works', async () => {
     await connect();
-    const huge = client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'POST', path: '/', body: 'z'.repeat(9 * 1024 * 1024) } });
+    const huge = client.callTool({
+      name: 'http_request',
+      arguments: { route: 'github', method: 'POST', path: '/', body: 'z'.repeat(9 * 1024 * 1024) },
+    });
     const error = await huge.then(
       () => undefined,
       (e: unknown) => e,
@@ -239,7 +344,10 @@ describe('when a request is larger than a frame may be', () => {
     expect(error).toBeInstanceOf(McpError);
     expect(error).toMatchObject({ code: -32600, data: { code: 'PAYLOAD_LIMIT' } });
     expect(backend.calls).toHaveLength(0);
-    const next = await client.callTool({ name: 'http_request', arguments: { route: 'github', method: 'GET', path: '/' } });
+    const next = await client.callTool({
+      name: 'http_request',
+      arguments: { route: 'github', method: 'GET', path: '/' },
+    });
     expect(next.isError).toBe(false);
     expect(backend.calls).toHaveLength(1);
   });

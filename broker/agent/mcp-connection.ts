@@ -14,7 +14,13 @@ import {
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { agentRefusalSchema, isCodedError, type AgentPeer, type AgentRouteList, type AgentToolReply } from '../contract/index.js';
+import {
+  agentRefusalSchema,
+  isCodedError,
+  type AgentPeer,
+  type AgentRouteList,
+  type AgentToolReply,
+} from '../contract/index.js';
 import type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from '../ports/index.js';
 import type { AgentLimits } from './agent-limits.js';
 import { refusalAnswer } from './agent-refusal.js';
@@ -71,14 +77,17 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     session = Promise.resolve()
       .then(() => backend.openSession(peer, client))
       .then(({ session_id: sessionId }) => {
-        if (typeof sessionId !== 'string' || sessionId.length === 0) throw new Error('the backend opened a session without an id');
+        if (typeof sessionId !== 'string' || sessionId.length === 0)
+          throw new Error('the backend opened a session without an id');
         sessions.attach(sessionId);
         attachedSessionId = sessionId;
         if (closed) release();
         return sessionId;
       });
     // Every call awaits `session` and answers its failure; this only keeps an unused rejection quiet.
-    session.catch((error: unknown) => logger?.info({ pid: peer.pid, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'agent session refused'));
+    session.catch((error: unknown) =>
+      logger?.info({ pid: peer.pid, code: isCodedError(error) ? error.code : 'INTERNAL' }, 'agent session refused'),
+    );
   };
 
   const release = (): void => {
@@ -107,13 +116,18 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
       release();
     },
     sending: (message) => {
-      if (!('id' in message) || message.id === undefined || !('result' in message || 'error' in message)) return undefined;
+      if (!('id' in message) || message.id === undefined || !('result' in message || 'error' in message))
+        return undefined;
       const entry = handoffs.get(message.id);
       if (entry === undefined) return undefined;
       handoffs.delete(message.id);
       return (written) => {
         // A write Node cannot vouch for either way is not reported: neither delivered nor failed.
-        if (written === undefined) logger?.debug({ action_id: entry.handoff.action_id }, 'result handoff ended with the connection; not known whether it was written');
+        if (written === undefined)
+          logger?.debug(
+            { action_id: entry.handoff.action_id },
+            'result handoff ended with the connection; not known whether it was written',
+          );
         else reportHandoff(entry, written && 'result' in message);
       };
     },
@@ -122,8 +136,14 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
   /** Tells the backend how a result's handoff ended; its failure is logged, never the connection's. */
   const reportHandoff = (entry: Handoff, written: boolean): void => {
     Promise.resolve()
-      .then(() => (written ? backend.resultDelivered?.(entry.sessionId, entry.handoff) : backend.resultNotDelivered?.(entry.sessionId, entry.handoff)))
-      .catch((error: unknown) => logger?.error({ err: error, action_id: entry.handoff.action_id, written }, 'recording a result handoff failed'));
+      .then(() =>
+        written
+          ? backend.resultDelivered?.(entry.sessionId, entry.handoff)
+          : backend.resultNotDelivered?.(entry.sessionId, entry.handoff),
+      )
+      .catch((error: unknown) =>
+        logger?.error({ err: error, action_id: entry.handoff.action_id, written }, 'recording a result handoff failed'),
+      );
   };
 
   /**
@@ -136,9 +156,13 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
       return;
     }
     handoffs.set(requestId, entry);
-    sdkSignal.addEventListener('abort', () => {
-      if (!closed && handoffs.get(requestId) === entry) handoffs.delete(requestId);
-    }, { once: true });
+    sdkSignal.addEventListener(
+      'abort',
+      () => {
+        if (!closed && handoffs.get(requestId) === entry) handoffs.delete(requestId);
+      },
+      { once: true },
+    );
   };
 
   const server = new Server({ name: serverName, version: options.serverVersion }, { capabilities: { tools: {} } });
@@ -146,10 +170,18 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools.map((tool) => ({ ...tool })) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (session === undefined) throw jsonRpcError(McpErrorCode.InvalidRequest, 'send initialize before tools/call');
-    const progress = progressSender(request.params._meta?.progressToken, extra.sendNotification, (error) => logger?.debug({ err: error }, 'a progress notification was not sent'));
+    const progress = progressSender(request.params._meta?.progressToken, extra.sendNotification, (error) =>
+      logger?.debug({ err: error }, 'a progress notification was not sent'),
+    );
     try {
       const { name } = request.params;
-      const answer = await answerCall(name, request.params.arguments ?? {}, extra.signal, extra.requestId, progress?.send);
+      const answer = await answerCall(
+        name,
+        request.params.arguments ?? {},
+        extra.signal,
+        extra.requestId,
+        progress?.send,
+      );
       return toResult(answer, isAgentToolName(name) ? agentToolReplySchemas[name] : agentRefusalSchema, logger);
     } finally {
       // Nothing about this call is sent after its answer: a late progress would name a request the client forgot.
@@ -158,12 +190,22 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
   });
   server.fallbackRequestHandler = async (request) => {
     if (isOperatorName(request.method)) {
-      throw jsonRpcError(jsonRpcCode.methodNotFound, `${request.method} is an operator capability; agents can never call it`, 'OPERATOR_ONLY');
+      throw jsonRpcError(
+        jsonRpcCode.methodNotFound,
+        `${request.method} is an operator capability; agents can never call it`,
+        'OPERATOR_ONLY',
+      );
     }
     throw jsonRpcError(jsonRpcCode.methodNotFound, 'Method not found');
   };
 
-  const answerCall = async (name: string, args: unknown, sdkSignal: AbortSignal, requestId: RequestId, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer> => {
+  const answerCall = async (
+    name: string,
+    args: unknown,
+    sdkSignal: AbortSignal,
+    requestId: RequestId,
+    onProgress?: (p: CallProgress) => void,
+  ): Promise<ToolAnswer> => {
     if (!isAgentToolName(name)) {
       return isOperatorName(name)
         ? refusalAnswer('OPERATOR_ONLY', `${name} is an operator capability; agents can never call it`, 'never', 'name')
@@ -177,9 +219,14 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
         ? refusalAnswer(error.code, error.message, 'never')
         : refusalAnswer('INTERNAL', 'the session could not be opened', 'never');
     }
-    if (closed || sdkSignal.aborted) return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never');
+    if (closed || sdkSignal.aborted)
+      return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never');
     if (!sessions.tryBeginCall(sessionId)) {
-      return refusalAnswer('RATE_LIMITED', `at most ${limits.inFlightCallsPerSessionMax} calls may wait at once per session`, 'backoff');
+      return refusalAnswer(
+        'RATE_LIMITED',
+        `at most ${limits.inFlightCallsPerSessionMax} calls may wait at once per session`,
+        'backoff',
+      );
     }
     const controller = new AbortController();
     calls.add(controller);
@@ -191,7 +238,11 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
       return await withTargetNames(answer, () => backend.call(sessionId, 'list_routes', {}, controller.signal));
     } catch (error) {
       logger?.error({ err: error, session_id: sessionId, tool: name }, 'agent backend call threw');
-      return refusalAnswer('INTERNAL', 'the broker failed to answer this call; its record says how far it got', 'never');
+      return refusalAnswer(
+        'INTERNAL',
+        'the broker failed to answer this call; its record says how far it got',
+        'never',
+      );
     } finally {
       sdkSignal.removeEventListener('abort', onSdkAbort);
       calls.delete(controller);
@@ -226,7 +277,11 @@ function refusingMalformedToolCalls(transport: LineTransport): Transport {
       return;
     }
     const id = (message as { id: RequestId }).id;
-    const error = { code: McpErrorCode.InvalidParams, message: `invalid tools/call params: ${field}`, data: { code: 'INVALID_ARGUMENT', field } };
+    const error = {
+      code: McpErrorCode.InvalidParams,
+      message: `invalid tools/call params: ${field}`,
+      data: { code: 'INVALID_ARGUMENT', field },
+    };
     void transport.send({ jsonrpc: '2.0', id, error });
   };
   return guarded;
@@ -249,7 +304,12 @@ interface Handoff {
 
 /** A backend answer that is not an object would make the SDK throw a protocol error; it is a bug. */
 function checkedAnswer(answer: ToolAnswer): ToolAnswer {
-  if (typeof answer !== 'object' || answer === null || typeof answer.structured !== 'object' || answer.structured === null) {
+  if (
+    typeof answer !== 'object' ||
+    answer === null ||
+    typeof answer.structured !== 'object' ||
+    answer.structured === null
+  ) {
     return refusalAnswer('INTERNAL', 'the broker produced a malformed answer', 'never');
   }
   return answer;
@@ -263,8 +323,19 @@ function checkedAnswer(answer: ToolAnswer): ToolAnswer {
 function toResult(answer: ToolAnswer, schema: z.ZodType, logger: Logger | undefined): CallToolResult {
   const parsed = schema.safeParse(answer.structured);
   if (!parsed.success) {
-    logger?.error({ issues: parsed.error.issues.slice(0, 5).map((issue) => ({ path: issue.path.map(String).join('.'), code: issue.code })) }, 'a tool answer failed its reply schema');
-    const refusal = refusalAnswer('INTERNAL', 'the broker produced an answer outside its own schema; its record says how far the action got', 'never');
+    logger?.error(
+      {
+        issues: parsed.error.issues
+          .slice(0, 5)
+          .map((issue) => ({ path: issue.path.map(String).join('.'), code: issue.code })),
+      },
+      'a tool answer failed its reply schema',
+    );
+    const refusal = refusalAnswer(
+      'INTERNAL',
+      'the broker produced an answer outside its own schema; its record says how far the action got',
+      'never',
+    );
     return toResult(refusal, agentRefusalSchema, logger);
   }
   const structured = parsed.data as AgentToolReply | AgentRouteList;
@@ -293,7 +364,10 @@ function progressSender(
       if (stopped || typeof p.progress !== 'number' || !Number.isFinite(p.progress) || p.progress <= last) return;
       last = p.progress;
       const message = String(p.message).replace(/\s+/g, ' ').slice(0, progressMessageCharsMax);
-      sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p.progress, message } }).catch(onError);
+      sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: p.progress, message },
+      }).catch(onError);
     },
     stop: () => {
       stopped = true;

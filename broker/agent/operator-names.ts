@@ -7,7 +7,17 @@ import { brokerApiMethods } from '../contract/index.js';
  * source; the explicit words below cover the approval verbs under the spellings agents tend to
  * try (approve, approvals.approve, approve_action…), whether or not the operator API has them yet.
  */
-export const operatorWordStems = ['approv', 'reject', 'abandon', 'revok', 'revoc', 'attest', 'reconcil', 'unlock', 'lock'] as const;
+export const operatorWordStems = [
+  'approv',
+  'reject',
+  'abandon',
+  'revok',
+  'revoc',
+  'attest',
+  'reconcil',
+  'unlock',
+  'lock',
+] as const;
 
 const operatorMethodSet: ReadonlySet<string> = new Set<string>(brokerApiMethods);
 

@@ -22,12 +22,19 @@ function addon(): PeerCredentialsFn {
   if (loaded === undefined) {
     try {
       const module = createRequire(import.meta.url)('postern-peercred') as { peerCredentials?: unknown };
-      loaded = typeof module.peerCredentials === 'function' ? { fn: module.peerCredentials as PeerCredentialsFn } : { error: 'the addon has no peerCredentials export' };
+      loaded =
+        typeof module.peerCredentials === 'function'
+          ? { fn: module.peerCredentials as PeerCredentialsFn }
+          : { error: 'the addon has no peerCredentials export' };
     } catch (error) {
       loaded = { error: error instanceof Error ? error.message : String(error) };
     }
   }
-  if ('error' in loaded) throw new CodedError('PEER_REFUSED', `the peer credential addon (postern-peercred) is not available: ${loaded.error}`);
+  if ('error' in loaded)
+    throw new CodedError(
+      'PEER_REFUSED',
+      `the peer credential addon (postern-peercred) is not available: ${loaded.error}`,
+    );
   return loaded.fn;
 }
 
@@ -54,11 +61,16 @@ export function readPeerCredentials(socket: Socket): PeerCredentials {
   } catch (error) {
     if (error instanceof CodedError) throw error;
     const code = (error as { code?: unknown }).code;
-    throw new CodedError('PEER_REFUSED', `the kernel did not give the peer's credentials (${typeof code === 'string' ? code : 'unknown error'})`, { cause: error });
+    throw new CodedError(
+      'PEER_REFUSED',
+      `the kernel did not give the peer's credentials (${typeof code === 'string' ? code : 'unknown error'})`,
+      { cause: error },
+    );
   }
   for (const key of ['pid', 'uid', 'gid'] as const) {
     const value = credentials[key];
-    if (!Number.isSafeInteger(value) || value < 0) throw new CodedError('PEER_REFUSED', `the kernel gave an unusable peer ${key}`);
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new CodedError('PEER_REFUSED', `the kernel gave an unusable peer ${key}`);
   }
   return { pid: credentials.pid, uid: credentials.uid, gid: credentials.gid };
 }

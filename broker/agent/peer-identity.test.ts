@@ -108,23 +108,50 @@ describe('admitPeer', () => {
     ['the same uid under the bound', { ...base, peerUid: 1000 }, { admit: true }],
     ['another uid', { ...base, peerUid: 1001 }, { admit: false, code: 'PEER_REFUSED' }],
     ['root connecting to a user broker', { ...base, peerUid: 0 }, { admit: false, code: 'PEER_REFUSED' }],
-    ['a broker whose own uid is unknown', { ...base, ownUid: -1, peerUid: 1000 }, { admit: false, code: 'PEER_REFUSED' }],
+    [
+      'a broker whose own uid is unknown',
+      { ...base, ownUid: -1, peerUid: 1000 },
+      { admit: false, code: 'PEER_REFUSED' },
+    ],
     ['the same uid at the bound', { ...base, peerUid: 1000, openForUid: 2 }, { admit: false, code: 'RATE_LIMITED' }],
-    ['another uid at the bound (identity first)', { ...base, peerUid: 1001, openForUid: 2 }, { admit: false, code: 'PEER_REFUSED' }],
+    [
+      'another uid at the bound (identity first)',
+      { ...base, peerUid: 1001, openForUid: 2 },
+      { admit: false, code: 'PEER_REFUSED' },
+    ],
   ])('when %s', (_when, input, expected) => {
     expect(admitPeer(input)).toMatchObject(expected);
   });
 });
 
 describe('isOperatorName', () => {
-  it.each(['status', 'approve', 'approvals.approve', 'approval_decide', 'reject', 'abandon_ticket', 'sessions/revoke', 'revocation', 'vault.unlock', 'lock', 'attest-outcome'])(
-    '%s is operator-only',
-    (name) => expect(isOperatorName(name)).toBe(true),
+  it.each([
+    'status',
+    'approve',
+    'approvals.approve',
+    'approval_decide',
+    'reject',
+    'abandon_ticket',
+    'sessions/revoke',
+    'revocation',
+    'vault.unlock',
+    'lock',
+    'attest-outcome',
+  ])('%s is operator-only', (name) => expect(isOperatorName(name)).toBe(true));
+  it.each([...brokerApiMethods])('the operator API method %s is operator-only', (name) =>
+    expect(isOperatorName(name)).toBe(true),
   );
-  it.each([...brokerApiMethods])('the operator API method %s is operator-only', (name) => expect(isOperatorName(name)).toBe(true));
-  it.each(['http_request', 'ssh_exec', 'action_status', 'fetch_result', 'cancel_action', 'list_routes', 'tools/list', 'delete_everything', 'clock'])('%s is not', (name) =>
-    expect(isOperatorName(name)).toBe(false),
-  );
+  it.each([
+    'http_request',
+    'ssh_exec',
+    'action_status',
+    'fetch_result',
+    'cancel_action',
+    'list_routes',
+    'tools/list',
+    'delete_everything',
+    'clock',
+  ])('%s is not', (name) => expect(isOperatorName(name)).toBe(false));
 });
 
 describe('jsonDepthExceeds', () => {

@@ -74,13 +74,19 @@ export function isLauncherArgv(argv: readonly string[]): boolean {
   const names = argv.slice(0, 2).map((arg) => path.basename(arg));
   if (names.some((n) => n === 'npx' || n === 'npm' || n === 'npx-cli.js' || n === 'npm-cli.js')) return true;
   const shell = names[0];
-  return (shell === 'sh' || shell === 'dash' || shell === 'bash') && argv[1] === '-c' && /\bpostern\b.*\bmcp\b/.test(argv[2] ?? '');
+  return (
+    (shell === 'sh' || shell === 'dash' || shell === 'bash') &&
+    argv[1] === '-c' &&
+    /\bpostern\b.*\bmcp\b/.test(argv[2] ?? '')
+  );
 }
 
 /** A process's argv from /proc (empty when it is gone or unreadable). */
 export function argvOf(pid: number, procRoot: string): string[] {
   try {
-    return readFileSync(`${procRoot}/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    return readFileSync(`${procRoot}/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
   } catch {
     return [];
   }
@@ -110,7 +116,10 @@ export function parseProcStat(text: string): ProcStat | undefined {
   const close = text.lastIndexOf(')');
   if (close < 0) return undefined;
   // After ") " come field 3 (state), 4 (ppid), … 22 (starttime).
-  const fields = text.slice(close + 1).trim().split(/\s+/);
+  const fields = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   const ppidField = fields[1];
   const startField = fields[19];
   if (ppidField === undefined || startField === undefined) return undefined;

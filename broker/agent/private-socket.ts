@@ -17,7 +17,8 @@ export const liveProbeMs = 2_000;
 export function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const stat = lstatSync(dir);
-  if (!stat.isDirectory()) throw new CodedError('INVALID_ARGUMENT', `${dir} exists and is not a directory`, { field: '--data-dir' });
+  if (!stat.isDirectory())
+    throw new CodedError('INVALID_ARGUMENT', `${dir} exists and is not a directory`, { field: '--data-dir' });
   chmodSync(dir, 0o700);
 }
 
@@ -57,12 +58,16 @@ export async function replaceStaleSocket(
   } catch {
     return;
   }
-  if (!probed.isSocket()) throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, { field: '--data-dir' });
+  if (!probed.isSocket())
+    throw new CodedError('INVALID_ARGUMENT', `${socketPath} exists and is not a socket; remove it`, {
+      field: '--data-dir',
+    });
   if (await isLive(socketPath)) throw new CodedError('INVALID_ARGUMENT', liveMessage, { field: '--data-dir' });
   // A socket bound at this path while we probed is not the one we judged stale: leave it.
   const now = statOrUndefined(socketPath);
   if (now === undefined) return;
-  if (now.ino !== probed.ino || now.dev !== probed.dev) throw new CodedError('INVALID_ARGUMENT', liveMessage, { field: '--data-dir' });
+  if (now.ino !== probed.ino || now.dev !== probed.dev)
+    throw new CodedError('INVALID_ARGUMENT', liveMessage, { field: '--data-dir' });
   unlinkIfSocket(socketPath);
 }
 
@@ -79,7 +84,11 @@ function statOrUndefined(socketPath: string): Stats | undefined {
  * accepting, and make sure the socket file is gone so a restart finds none (server.close unlinks it
  * on Unix; this checks anyway).
  */
-export async function servePrivately(server: Server, socketPath: string, connections: ReadonlySet<Socket>): Promise<{ close(): Promise<void> }> {
+export async function servePrivately(
+  server: Server,
+  socketPath: string,
+  connections: ReadonlySet<Socket>,
+): Promise<{ close(): Promise<void> }> {
   await listenPrivately(server, socketPath);
   return {
     close: async () => {
@@ -111,6 +120,8 @@ function acceptsConnections(socketPath: string): Promise<boolean> {
     const timer = setTimeout(() => done(true), liveProbeMs);
     probe.once('connect', () => done(true));
     // Only "nobody listens" means stale; any other error (EACCES…) is not proof, so refuse.
-    probe.once('error', (error: NodeJS.ErrnoException) => done(!(error.code === 'ECONNREFUSED' || error.code === 'ENOENT')));
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      done(!(error.code === 'ECONNREFUSED' || error.code === 'ENOENT')),
+    );
   });
 }

@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ResultHandoff, ToolAnswer } from '../ports/index.js';
 import { connectRawLines, initializeFrame, type RawLineClient } from '../testing/malformed-mcp.js';
-import { envelopeAnswer, ScriptedAgentBackend, scriptedEnvelope, type ScriptedCall } from '../testing/scripted-agent-backend.js';
+import {
+  envelopeAnswer,
+  ScriptedAgentBackend,
+  scriptedEnvelope,
+  type ScriptedCall,
+} from '../testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { startAgentSocket, type AgentSocket } from './agent-socket.js';
 
@@ -47,7 +52,14 @@ async function agent(): Promise<RawLineClient> {
 }
 
 const call = (client: RawLineClient, id: number): void =>
-  client.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'http_request', arguments: { route: 'r' } } }));
+  client.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'http_request', arguments: { route: 'r' } },
+    }),
+  );
 
 /** A responder that answers with the result once the test releases it. */
 function heldAnswer(): { release: (answer: ToolAnswer) => void; respond: (c: ScriptedCall) => Promise<ToolAnswer> } {
@@ -102,7 +114,15 @@ describe('when an answer carries a committed result', () => {
 
 describe('when the caller goes away in the middle of a large answer', () => {
   it('the handoff is never reported delivered (failed, or not known either way)', async () => {
-    const big = { status: 200, headers: {}, body: 'x'.repeat(8 * 1024 * 1024), body_encoding: 'utf8', truncated: false, total_bytes: 8 * 1024 * 1024, redacted: false } as const;
+    const big = {
+      status: 200,
+      headers: {},
+      body: 'x'.repeat(8 * 1024 * 1024),
+      body_encoding: 'utf8',
+      truncated: false,
+      total_bytes: 8 * 1024 * 1024,
+      redacted: false,
+    } as const;
     backend.respond = () => ({ ...withResult(), structured: { ...scriptedEnvelope('act_1'), response: big } });
     const client = await agent();
     call(client, 6);

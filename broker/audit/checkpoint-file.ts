@@ -41,7 +41,11 @@ export interface TrustedCheckpoint extends Checkpoint {
 /** Parses hostile bytes into a checkpoint, or fails with CHECKPOINT_FILE_INVALID. */
 export function parseCheckpointFile(bytes: Uint8Array): TrustedCheckpoint {
   if (bytes.length > checkpointFileBytesMax) {
-    throw new VerifyFailure('CHECKPOINT_FILE_INVALID', null, `the checkpoint file exceeds ${checkpointFileBytesMax} bytes`);
+    throw new VerifyFailure(
+      'CHECKPOINT_FILE_INVALID',
+      null,
+      `the checkpoint file exceeds ${checkpointFileBytesMax} bytes`,
+    );
   }
   let json: unknown;
   try {
@@ -52,7 +56,11 @@ export function parseCheckpointFile(bytes: Uint8Array): TrustedCheckpoint {
   const parsed = checkpointFileSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new VerifyFailure('CHECKPOINT_FILE_INVALID', null, `the checkpoint file is malformed at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? ''}`);
+    throw new VerifyFailure(
+      'CHECKPOINT_FILE_INVALID',
+      null,
+      `the checkpoint file is malformed at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? ''}`,
+    );
   }
   const f = parsed.data;
   return {

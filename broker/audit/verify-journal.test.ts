@@ -35,7 +35,8 @@ async function writtenJournal(count: number): Promise<TempJournal> {
 
 async function appendEvents(t: TempJournal, count: number, salt: number): Promise<void> {
   const events: NewEvent[] = [];
-  for (let n = 0; events.length < count; n += 1) events.push(...actionPaths.httpApproved(`act_verify_${salt}_${String(n).padStart(4, '0')}`));
+  for (let n = 0; events.length < count; n += 1)
+    events.push(...actionPaths.httpApproved(`act_verify_${salt}_${String(n).padStart(4, '0')}`));
   for (const event of events.slice(0, count)) {
     t.clock.advance(1);
     await t.journal.append(event);
@@ -50,7 +51,9 @@ function tamperableCopy(t: TempJournal): { path: string; db: Database.Database }
   cleanup.push(() => {
     if (db.open) db.close();
   });
-  db.exec(`DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete; DROP TRIGGER checkpoints_no_update; DROP TRIGGER checkpoints_no_delete;`);
+  db.exec(
+    `DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete; DROP TRIGGER checkpoints_no_update; DROP TRIGGER checkpoints_no_delete;`,
+  );
   return { path, db };
 }
 
@@ -70,7 +73,9 @@ function rechain(db: Database.Database): void {
   let frontier = emptyFrontier;
   const update = db.prepare(`UPDATE events SET leaf_hash = ? WHERE seq = ?`);
   for (const row of db.prepare(`SELECT * FROM events ORDER BY seq`).all() as Array<Record<string, never>>) {
-    const r = row as unknown as { seq: number; run: number; nonce: Buffer; ciphertext: Buffer } & Parameters<typeof auditHeaderText>[0];
+    const r = row as unknown as { seq: number; run: number; nonce: Buffer; ciphertext: Buffer } & Parameters<
+      typeof auditHeaderText
+    >[0];
     const leaf = leafHash(sha256, encodeLeaf(r.seq, Buffer.from(auditHeaderText(r), 'utf8'), r.nonce, r.ciphertext));
     update.run(leaf, r.seq);
     frontier = appendLeaf(sha256, frontier, leaf);
@@ -83,7 +88,11 @@ describe('when the log is intact', () => {
     const t = await writtenJournal(count);
     const report = await verifyJournal({ dbPath: t.path });
     expect(report).toMatchObject({ ok: true, events: count, unsigned_tail: 0 });
-    if (count > 0) expect(await verifyJournal({ dbPath: t.path, anchor: anchorOf(t.path) })).toMatchObject({ ok: true, anchor_size: count });
+    if (count > 0)
+      expect(await verifyJournal({ dbPath: t.path, anchor: anchorOf(t.path) })).toMatchObject({
+        ok: true,
+        anchor_size: count,
+      });
   });
 
   it('reads the file without changing a byte', async () => {
@@ -94,21 +103,38 @@ describe('when the log is intact', () => {
   });
 });
 
-const columns = ['at_ms', 'action_id', 'session_id', 'ticket', 'lane', 'kind', 'run', 'nonce', 'ciphertext', 'leaf_hash'] as const;
+const columns = [
+  'at_ms',
+  'action_id',
+  'session_id',
+  'ticket',
+  'lane',
+  'kind',
+  'run',
+  'nonce',
+  'ciphertext',
+  'leaf_hash',
+] as const;
 
 describe('when one cell of one row is changed through SQL', () => {
   it('any single-byte change in any column of any row fails at that row (ROW_MODIFIED; ROW_MALFORMED for a row made run 0)', async () => {
     const t = await writtenJournal(11);
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 11 }), fc.constantFrom(...columns), fc.nat(), fc.integer({ min: 1, max: 255 }), async (seq, column, at, xor) => {
-        const { path, db } = tamperableCopy(t);
-        const row = db.prepare(`SELECT ${column} AS v FROM events WHERE seq = ?`).get(seq) as { v: unknown };
-        db.prepare(`UPDATE events SET ${column} = ? WHERE seq = ?`).run(changedOneByte(row.v, at, xor), seq);
-        db.close();
-        // run 0 marks plaintext rows, which have no nonce: a row claiming it with one is malformed.
-        const expected = column === 'run' && changedOneByte(row.v, at, xor) === 0 ? 'ROW_MALFORMED' : 'ROW_MODIFIED';
-        expect(failure(await verifyJournal({ dbPath: path }))).toEqual({ code: expected, seq });
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 11 }),
+        fc.constantFrom(...columns),
+        fc.nat(),
+        fc.integer({ min: 1, max: 255 }),
+        async (seq, column, at, xor) => {
+          const { path, db } = tamperableCopy(t);
+          const row = db.prepare(`SELECT ${column} AS v FROM events WHERE seq = ?`).get(seq) as { v: unknown };
+          db.prepare(`UPDATE events SET ${column} = ? WHERE seq = ?`).run(changedOneByte(row.v, at, xor), seq);
+          db.close();
+          // run 0 marks plaintext rows, which have no nonce: a row claiming it with one is malformed.
+          const expected = column === 'run' && changedOneByte(row.v, at, xor) === 0 ? 'ROW_MALFORMED' : 'ROW_MODIFIED';
+          expect(failure(await verifyJournal({ dbPath: path }))).toEqual({ code: expected, seq });
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -116,7 +142,10 @@ describe('when one cell of one row is changed through SQL', () => {
   it('a byte flipped in a ciphertext inside the raw file fails ROW_MODIFIED at that row', async () => {
     const t = await writtenJournal(11);
     const reader = new Database(t.path, { readonly: true });
-    const rows = reader.prepare(`SELECT seq, ciphertext FROM events ORDER BY seq`).all() as Array<{ seq: number; ciphertext: Buffer }>;
+    const rows = reader.prepare(`SELECT seq, ciphertext FROM events ORDER BY seq`).all() as Array<{
+      seq: number;
+      ciphertext: Buffer;
+    }>;
     reader.close();
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...rows), fc.nat(), fc.integer({ min: 1, max: 255 }), async (row, at, xor) => {
@@ -141,7 +170,7 @@ function changedOneByte(value: unknown, at: number, xor: number): unknown {
     copy[i] = (copy[i] as number) ^ xor;
     return copy;
   }
-  if (typeof value === 'number') return value ^ (1 << at % 8);
+  if (typeof value === 'number') return value ^ (1 << (at % 8));
   if (typeof value === 'string') {
     const i = at % value.length;
     const code = value.charCodeAt(i) ^ (1 + (xor % 31));
@@ -182,8 +211,10 @@ describe('when rows are deleted, swapped or forged', () => {
     const { path, db } = tamperableCopy(await writtenJournal(9));
     // Shift rows 6.. up by one and put a copy of row 2 (another action's fact) at 6, then rehash.
     for (let seq = 9; seq >= 6; seq -= 1) db.prepare(`UPDATE events SET seq = seq + 1 WHERE seq = ?`).run(seq);
-    db.prepare(`INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
-      SELECT 6, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events WHERE seq = 2`).run();
+    db.prepare(
+      `INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
+      SELECT 6, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events WHERE seq = 2`,
+    ).run();
     rechain(db);
     db.close();
     const { code, seq } = failure(await verifyJournal({ dbPath: path }));
@@ -195,7 +226,9 @@ describe('when rows are deleted, swapped or forged', () => {
     const t = await writtenJournal(9);
     const anchor = anchorOf(t.path);
     const { path, db } = tamperableCopy(t);
-    db.prepare(`UPDATE events SET ciphertext = (SELECT ciphertext FROM events WHERE seq = 1), nonce = (SELECT nonce FROM events WHERE seq = 1) WHERE seq = 7`).run();
+    db.prepare(
+      `UPDATE events SET ciphertext = (SELECT ciphertext FROM events WHERE seq = 1), nonce = (SELECT nonce FROM events WHERE seq = 1) WHERE seq = 7`,
+    ).run();
     rechain(db);
     db.exec(`DELETE FROM checkpoints`);
     db.close();
@@ -205,11 +238,24 @@ describe('when rows are deleted, swapped or forged', () => {
 
   it('a well-formed row appended behind the journal fails CHAIN_BROKEN at its position', async () => {
     const { path, db } = tamperableCopy(await writtenJournal(9));
-    const last = db.prepare(`SELECT * FROM events WHERE seq = 9`).get() as Record<string, unknown> & { nonce: Buffer; ciphertext: Buffer };
+    const last = db.prepare(`SELECT * FROM events WHERE seq = 9`).get() as Record<string, unknown> & {
+      nonce: Buffer;
+      ciphertext: Buffer;
+    };
     const row = { ...last, seq: 10, kind: 'OPERATOR_ATTESTED' };
-    const leaf = leafHash(sha256, encodeLeaf(10, Buffer.from(auditHeaderText(row as unknown as Parameters<typeof auditHeaderText>[0]), 'utf8'), last.nonce, last.ciphertext));
-    db.prepare(`INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
-      VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`).run({ ...row, leaf_hash: leaf });
+    const leaf = leafHash(
+      sha256,
+      encodeLeaf(
+        10,
+        Buffer.from(auditHeaderText(row as unknown as Parameters<typeof auditHeaderText>[0]), 'utf8'),
+        last.nonce,
+        last.ciphertext,
+      ),
+    );
+    db.prepare(
+      `INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
+      VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`,
+    ).run({ ...row, leaf_hash: leaf });
     db.close();
     expect(failure(await verifyJournal({ dbPath: path }))).toEqual({ code: 'CHAIN_BROKEN', seq: 10 });
   });
@@ -253,14 +299,20 @@ describe('when the file is truncated or rolled back after a checkpoint was expor
   it("another journal's checkpoint fails KEY_MISMATCH", async () => {
     const a = await writtenJournal(3);
     const b = await writtenJournal(3);
-    expect(failure(await verifyJournal({ dbPath: a.path, anchor: anchorOf(b.path) }))).toEqual({ code: 'KEY_MISMATCH', seq: null });
+    expect(failure(await verifyJournal({ dbPath: a.path, anchor: anchorOf(b.path) }))).toEqual({
+      code: 'KEY_MISMATCH',
+      seq: null,
+    });
   });
 });
 
 describe('when the input is garbage', () => {
   it.each([
     ['random bytes', () => Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919 + 13) % 256))],
-    ['a SQLite header followed by noise', () => Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 0xab)])],
+    [
+      'a SQLite header followed by noise',
+      () => Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 0xab)]),
+    ],
   ])('%s named journal.sqlite fails DB_UNREADABLE, without a crash', async (_name, bytes) => {
     const path = join(tempDir().path, 'journal.sqlite');
     writeFileSync(path, bytes());
@@ -282,8 +334,12 @@ describe('when the input is garbage', () => {
   });
 
   it('a garbage checkpoint file fails CHECKPOINT_FILE_INVALID', () => {
-    expect(() => parseCheckpointFile(Buffer.from('{"format":"x"}'))).toThrow(expect.objectContaining({ code: 'CHECKPOINT_FILE_INVALID' }));
-    expect(() => parseCheckpointFile(Buffer.alloc(70_000, 0x20))).toThrow(expect.objectContaining({ code: 'CHECKPOINT_FILE_INVALID' }));
+    expect(() => parseCheckpointFile(Buffer.from('{"format":"x"}'))).toThrow(
+      expect.objectContaining({ code: 'CHECKPOINT_FILE_INVALID' }),
+    );
+    expect(() => parseCheckpointFile(Buffer.alloc(70_000, 0x20))).toThrow(
+      expect.objectContaining({ code: 'CHECKPOINT_FILE_INVALID' }),
+    );
   });
 });
 

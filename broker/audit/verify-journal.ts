@@ -91,7 +91,12 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
   } catch (error) {
     if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
     // Anything else came from reading garbage (SQLITE_NOTADB, SQLITE_CORRUPT, a missing table).
-    return { ok: false, code: 'DB_UNREADABLE', seq: null, message: `cannot read the journal: ${(error as Error).message}` };
+    return {
+      ok: false,
+      code: 'DB_UNREADABLE',
+      seq: null,
+      message: `cannot read the journal: ${(error as Error).message}`,
+    };
   } finally {
     db?.close();
   }
@@ -110,25 +115,40 @@ function openReadOnly(path: string): Database.Database {
 function requireAuditSchema(db: Database.Database): void {
   const version = Number(db.pragma('user_version', { simple: true }) as bigint);
   if (version < auditSchemaVersion || version > auditSchemaVersionMax) {
-    throw new VerifyFailure('SCHEMA_UNSUPPORTED', null, `schema version ${version}; this verifier reads ${auditSchemaVersion}..${auditSchemaVersionMax}`);
+    throw new VerifyFailure(
+      'SCHEMA_UNSUPPORTED',
+      null,
+      `schema version ${version}; this verifier reads ${auditSchemaVersion}..${auditSchemaVersionMax}`,
+    );
   }
 }
 
 /** The anchor's key when given (and the journal must agree); otherwise the journal's own. */
 function readCheckpointKey(db: Database.Database, anchor: TrustedCheckpoint | undefined): Uint8Array | undefined {
-  const row = db.prepare(`SELECT sign_public FROM audit_keys WHERE id = 1`).get() as { sign_public: unknown } | undefined;
-  const stored = row === undefined ? undefined : blob(row.sign_public, publicKeyBytes, publicKeyBytes, 'ROW_MALFORMED', null, 'audit_keys.sign_public');
+  const row = db.prepare(`SELECT sign_public FROM audit_keys WHERE id = 1`).get() as
+    { sign_public: unknown } | undefined;
+  const stored =
+    row === undefined
+      ? undefined
+      : blob(row.sign_public, publicKeyBytes, publicKeyBytes, 'ROW_MALFORMED', null, 'audit_keys.sign_public');
   if (anchor === undefined) return stored;
   if (stored === undefined || !Buffer.from(stored).equals(Buffer.from(anchor.signPublic))) {
-    throw new VerifyFailure('KEY_MISMATCH', null, "the journal's checkpoint key is not the key in the trusted checkpoint file");
+    throw new VerifyFailure(
+      'KEY_MISMATCH',
+      null,
+      "the journal's checkpoint key is not the key in the trusted checkpoint file",
+    );
   }
   return anchor.signPublic;
 }
 
 function readCheckpoints(db: Database.Database): Checkpoint[] {
   const out: Checkpoint[] = [];
-  for (const raw of db.prepare(`SELECT size, root, at_ms, signature FROM checkpoints ORDER BY size`).iterate() as IterableIterator<Record<string, unknown>>) {
-    if (out.length >= checkpointsMax) throw new VerifyFailure('ROW_MALFORMED', null, `more than ${checkpointsMax} checkpoints`);
+  for (const raw of db
+    .prepare(`SELECT size, root, at_ms, signature FROM checkpoints ORDER BY size`)
+    .iterate() as IterableIterator<Record<string, unknown>>) {
+    if (out.length >= checkpointsMax)
+      throw new VerifyFailure('ROW_MALFORMED', null, `more than ${checkpointsMax} checkpoints`);
     const size = int(raw['size'], 'checkpoints.size', null);
     out.push({
       size,
@@ -153,19 +173,27 @@ interface RecomputedTree {
 }
 
 /** Every row, in append order: well-formed, contiguous, and hashing to its stored leaf. */
-function recomputeTree(db: Database.Database, sizes: ReadonlySet<number>, onProgress: VerifyOptions['onProgress']): RecomputedTree {
+function recomputeTree(
+  db: Database.Database,
+  sizes: ReadonlySet<number>,
+  onProgress: VerifyOptions['onProgress'],
+): RecomputedTree {
   const total = Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
   const rootAt = new Map<number, Uint8Array>();
   if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
   let frontier = emptyFrontier;
-  const rows = db.prepare(`SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events ORDER BY seq`);
+  const rows = db.prepare(
+    `SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events ORDER BY seq`,
+  );
   for (const raw of rows.iterate() as IterableIterator<Record<string, unknown>>) {
     const expected = frontier.size + 1;
     const seq = int(raw['seq'], 'events.seq', expected);
-    if (seq !== expected) throw new VerifyFailure('ROW_MISSING', expected, `append position ${expected} is missing (next row is ${seq})`);
+    if (seq !== expected)
+      throw new VerifyFailure('ROW_MISSING', expected, `append position ${expected} is missing (next row is ${seq})`);
     const leaf = leafOfRow(raw, seq);
     const stored = blob(raw['leaf_hash'], hashBytes, hashBytes, 'ROW_MALFORMED', seq, 'events.leaf_hash');
-    if (!Buffer.from(stored).equals(Buffer.from(leaf))) throw new VerifyFailure('ROW_MODIFIED', seq, `row ${seq} does not hash to its leaf`);
+    if (!Buffer.from(stored).equals(Buffer.from(leaf)))
+      throw new VerifyFailure('ROW_MODIFIED', seq, `row ${seq} does not hash to its leaf`);
     frontier = appendLeaf(sha256, frontier, leaf);
     if (sizes.has(seq)) rootAt.set(seq, frontierRoot(sha256, frontier));
     if (seq % verifyProgressEveryRows === 0) onProgress?.(seq, total);
@@ -197,8 +225,14 @@ function leafOfRow(raw: Record<string, unknown>, seq: number): Uint8Array {
 /** Every checkpoint in the journal is signed by the checkpoint key (the anchor's, when given). */
 function checkSignatures(checkpoints: readonly Checkpoint[], signPublic: Uint8Array | undefined): void {
   for (const c of checkpoints) {
-    if (signPublic === undefined) throw new VerifyFailure('SIGNATURE_INVALID', c.size, `checkpoint ${c.size} exists but the journal has no checkpoint key`);
-    if (!signatureValid(c, signPublic)) throw new VerifyFailure('SIGNATURE_INVALID', c.size, `the signature of checkpoint ${c.size} does not verify`);
+    if (signPublic === undefined)
+      throw new VerifyFailure(
+        'SIGNATURE_INVALID',
+        c.size,
+        `checkpoint ${c.size} exists but the journal has no checkpoint key`,
+      );
+    if (!signatureValid(c, signPublic))
+      throw new VerifyFailure('SIGNATURE_INVALID', c.size, `the signature of checkpoint ${c.size} does not verify`);
   }
 }
 
@@ -207,9 +241,18 @@ function checkCheckpointRoots(checkpoints: readonly Checkpoint[], tree: Recomput
   let lastGood = 0;
   for (const c of checkpoints) {
     const root = tree.rootAt.get(c.size);
-    if (root === undefined) throw new VerifyFailure('TRUNCATED', tree.frontier.size + 1, `checkpoint ${c.size} was signed but the log ends at ${tree.frontier.size}`);
+    if (root === undefined)
+      throw new VerifyFailure(
+        'TRUNCATED',
+        tree.frontier.size + 1,
+        `checkpoint ${c.size} was signed but the log ends at ${tree.frontier.size}`,
+      );
     if (!Buffer.from(root).equals(Buffer.from(c.root))) {
-      throw new VerifyFailure('FORKED', lastGood + 1, `the rows up to ${c.size} differ from the signed checkpoint; the change is in ${lastGood + 1}..${c.size}`);
+      throw new VerifyFailure(
+        'FORKED',
+        lastGood + 1,
+        `the rows up to ${c.size} differ from the signed checkpoint; the change is in ${lastGood + 1}..${c.size}`,
+      );
     }
     lastGood = c.size;
   }
@@ -217,7 +260,8 @@ function checkCheckpointRoots(checkpoints: readonly Checkpoint[], tree: Recomput
 
 /** Signs that rows were lost from the end: a high-water mark above the last row. */
 function findLossEvidence(db: Database.Database, size: number): string | undefined {
-  const sequence = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: unknown } | undefined;
+  const sequence = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as
+    { seq: unknown } | undefined;
   const highWater = sequence === undefined ? 0 : int(sequence.seq, 'sqlite_sequence.seq', null);
   if (highWater > size) return `append positions were issued up to ${highWater}`;
   const head = db.prepare(`SELECT size FROM audit_tree WHERE id = 1`).get() as { size: unknown } | undefined;
@@ -227,41 +271,77 @@ function findLossEvidence(db: Database.Database, size: number): string | undefin
 }
 
 /** The trusted checkpoint is signed by its own key and is a prefix of this log. */
-function checkAnchor(anchor: TrustedCheckpoint, tree: RecomputedTree, checkpoints: readonly Checkpoint[], lossEvidence: string | undefined): void {
-  if (!signatureValid(anchor, anchor.signPublic)) throw new VerifyFailure('SIGNATURE_INVALID', anchor.size, 'the trusted checkpoint file is not signed by its own key');
+function checkAnchor(
+  anchor: TrustedCheckpoint,
+  tree: RecomputedTree,
+  checkpoints: readonly Checkpoint[],
+  lossEvidence: string | undefined,
+): void {
+  if (!signatureValid(anchor, anchor.signPublic))
+    throw new VerifyFailure(
+      'SIGNATURE_INVALID',
+      anchor.size,
+      'the trusted checkpoint file is not signed by its own key',
+    );
   const size = tree.frontier.size;
   if (anchor.size > size) {
-    if (lossEvidence !== undefined) throw new VerifyFailure('TRUNCATED', size + 1, `the log ends at ${size}, before the trusted checkpoint at ${anchor.size} (${lossEvidence})`);
-    throw new VerifyFailure('ROLLED_BACK', size + 1, `the log ends at ${size}, before the trusted checkpoint at ${anchor.size}: this is an older copy`);
+    if (lossEvidence !== undefined)
+      throw new VerifyFailure(
+        'TRUNCATED',
+        size + 1,
+        `the log ends at ${size}, before the trusted checkpoint at ${anchor.size} (${lossEvidence})`,
+      );
+    throw new VerifyFailure(
+      'ROLLED_BACK',
+      size + 1,
+      `the log ends at ${size}, before the trusted checkpoint at ${anchor.size}: this is an older copy`,
+    );
   }
   const root = tree.rootAt.get(anchor.size);
   if (root === undefined || !Buffer.from(root).equals(Buffer.from(anchor.root))) {
     const lastGood = checkpoints.filter((c) => c.size < anchor.size).at(-1)?.size ?? 0;
-    throw new VerifyFailure('FORKED', lastGood + 1, `the rows up to ${anchor.size} differ from the trusted checkpoint; the change is in ${lastGood + 1}..${anchor.size}`);
+    throw new VerifyFailure(
+      'FORKED',
+      lastGood + 1,
+      `the rows up to ${anchor.size} differ from the trusted checkpoint; the change is in ${lastGood + 1}..${anchor.size}`,
+    );
   }
 }
 
 /** The writer's stored tree state agrees with the rows (nothing appended or lost behind its back). */
 function checkTreeHead(db: Database.Database, frontier: MerkleFrontier, lossEvidence: string | undefined): void {
-  if (lossEvidence !== undefined) throw new VerifyFailure('TRUNCATED', frontier.size + 1, `the log ends at ${frontier.size} but ${lossEvidence}`);
-  const head = db.prepare(`SELECT size, frontier FROM audit_tree WHERE id = 1`).get() as { size: unknown; frontier: unknown } | undefined;
+  if (lossEvidence !== undefined)
+    throw new VerifyFailure('TRUNCATED', frontier.size + 1, `the log ends at ${frontier.size} but ${lossEvidence}`);
+  const head = db.prepare(`SELECT size, frontier FROM audit_tree WHERE id = 1`).get() as
+    { size: unknown; frontier: unknown } | undefined;
   if (head === undefined) throw new VerifyFailure('CHAIN_BROKEN', null, 'the stored tree head is missing');
   const size = int(head.size, 'audit_tree.size', null);
-  const stored = decodeFrontier(size, blob(head.frontier, 0, 64 * hashBytes, 'CHAIN_BROKEN', null, 'audit_tree.frontier'));
+  const stored = decodeFrontier(
+    size,
+    blob(head.frontier, 0, 64 * hashBytes, 'CHAIN_BROKEN', null, 'audit_tree.frontier'),
+  );
   if (stored === undefined) throw new VerifyFailure('CHAIN_BROKEN', null, 'the stored tree head is malformed');
-  if (size < frontier.size) throw new VerifyFailure('CHAIN_BROKEN', size + 1, `rows after ${size} were added outside the journal`);
+  if (size < frontier.size)
+    throw new VerifyFailure('CHAIN_BROKEN', size + 1, `rows after ${size} were added outside the journal`);
   if (!sameRoots(stored, frontier)) {
     throw new VerifyFailure('CHAIN_BROKEN', null, 'the stored tree head does not match the rows');
   }
 }
 
 function sameRoots(a: MerkleFrontier, b: MerkleFrontier): boolean {
-  return a.roots.length === b.roots.length && a.roots.every((r, i) => Buffer.from(r).equals(Buffer.from(b.roots[i] as Uint8Array)));
+  return (
+    a.roots.length === b.roots.length &&
+    a.roots.every((r, i) => Buffer.from(r).equals(Buffer.from(b.roots[i] as Uint8Array)))
+  );
 }
 
 function signatureValid(c: Checkpoint, signPublic: Uint8Array): boolean {
   try {
-    return sodium.crypto_sign_verify_detached(c.signature, encodeCheckpointMessage(domain, c.size, c.root, c.at_ms), signPublic);
+    return sodium.crypto_sign_verify_detached(
+      c.signature,
+      encodeCheckpointMessage(domain, c.size, c.root, c.at_ms),
+      signPublic,
+    );
   } catch {
     return false;
   }
@@ -279,7 +359,14 @@ function text(value: unknown, field: string, seq: number): string {
   throw new VerifyFailure('ROW_MALFORMED', seq, `${field} is not text of at most ${textCellCharsMax} characters`);
 }
 
-function blob(value: unknown, min: number, max: number, code: VerifyCode, seq: number | null, field: string): Uint8Array {
+function blob(
+  value: unknown,
+  min: number,
+  max: number,
+  code: VerifyCode,
+  seq: number | null,
+  field: string,
+): Uint8Array {
   if (value instanceof Uint8Array && value.length >= min && value.length <= max) return value;
   throw new VerifyFailure(code, seq, `${field} is not a blob of ${min === max ? `${min}` : `${min}..${max}`} bytes`);
 }

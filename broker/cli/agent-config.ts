@@ -18,7 +18,9 @@ export function registerAgentConfigCommand(program: Command, context: CommandCon
   ).action((client: string, options: CommonOptions) => {
     if (!isAgentClient(client)) {
       const known = Object.keys(agentClients).join(', ');
-      throw new CodedError('INVALID_ARGUMENT', `unknown client ${JSON.stringify(client)}; one of: ${known}`, { field: 'client' });
+      throw new CodedError('INVALID_ARGUMENT', `unknown client ${JSON.stringify(client)}; one of: ${known}`, {
+        field: 'client',
+      });
     }
     const dataDir = explicitDataDir(options, context.env);
     const bin = path.join(packageRoot, 'bin', 'postern.mjs');

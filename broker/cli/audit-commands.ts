@@ -52,8 +52,13 @@ export function registerAuditCommands(program: Command, context: CommandContext)
   const { env, io } = context;
   const audit = program.command('audit').description('Check and read the encrypted, Merkle-hashed journal.');
 
-  withDataDir(audit.command('verify').description('Verify the journal offline, over ciphertext, without the vault key.'))
-    .option('--checkpoint <file>', 'a checkpoint exported earlier: its key is the trust anchor, and the log must still extend it')
+  withDataDir(
+    audit.command('verify').description('Verify the journal offline, over ciphertext, without the vault key.'),
+  )
+    .option(
+      '--checkpoint <file>',
+      'a checkpoint exported earlier: its key is the trust anchor, and the log must still extend it',
+    )
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: VerifyOptions) => {
       const dbPath = join(resolveFromOptions(options, env), journalFileName);
@@ -64,7 +69,11 @@ export function registerAuditCommands(program: Command, context: CommandContext)
     });
 
   withPassphraseFile(
-    withDataDir(audit.command('checkpoint').description('Write the checkpoint public key and the latest signed checkpoint to a file to keep elsewhere.')),
+    withDataDir(
+      audit
+        .command('checkpoint')
+        .description('Write the checkpoint public key and the latest signed checkpoint to a file to keep elsewhere.'),
+    ),
   )
     .requiredOption('--export <file>', 'where to write the checkpoint (JSON)')
     .action(async (options: CheckpointOptions) => {
@@ -73,21 +82,31 @@ export function registerAuditCommands(program: Command, context: CommandContext)
       let latest = m.latestCheckpoint(dbPath);
       if (latest === undefined || latest.size < latest.treeSize) {
         // Events after the last signature: only the vault's signing key can cover them.
-        await withUnlockedVault(resolveFromOptions(options, env), options.passphraseFile, context, (vault) => m.signCheckpointNow(dbPath, vault, systemClock));
+        await withUnlockedVault(resolveFromOptions(options, env), options.passphraseFile, context, (vault) =>
+          m.signCheckpointNow(dbPath, vault, systemClock),
+        );
         latest = m.latestCheckpoint(dbPath);
       }
-      if (latest === undefined) throw new CodedError('INVALID_ARGUMENT', 'the journal is empty: there is nothing to checkpoint yet', { field: '--data-dir' });
+      if (latest === undefined)
+        throw new CodedError('INVALID_ARGUMENT', 'the journal is empty: there is nothing to checkpoint yet', {
+          field: '--data-dir',
+        });
       writeFileSync(options.export, m.formatCheckpointFile(latest, systemClock.nowMs()), { mode: 0o644 });
       io.out(`Checkpoint of ${latest.size} events written to ${options.export}`);
     });
 
-  withPassphraseFile(withDataDir(audit.command('export').description('Print decrypted events as JSON lines (needs the vault passphrase).')))
+  withPassphraseFile(
+    withDataDir(
+      audit.command('export').description('Print decrypted events as JSON lines (needs the vault passphrase).'),
+    ),
+  )
     .option('--from <seq>', 'first append position', '1')
     .option('--to <seq>', 'last append position (default: the end)')
     .action(async (options: ExportOptions) => {
       const from = parseSeq(options.from ?? '1', '--from');
       const to = options.to === undefined ? seqMax : parseSeq(options.to, '--to');
-      if (to < from) throw new CodedError('INVALID_ARGUMENT', `--to (${to}) is before --from (${from})`, { field: '--to' });
+      if (to < from)
+        throw new CodedError('INVALID_ARGUMENT', `--to (${to}) is before --from (${from})`, { field: '--to' });
       const dataDir = resolveFromOptions(options, env);
       const dbPath = existingJournal(dataDir);
       const { readDecryptedEvents } = await auditModules();
@@ -97,11 +116,16 @@ export function registerAuditCommands(program: Command, context: CommandContext)
     });
 }
 
-async function runVerify(dbPath: string, checkpointFile: string | undefined, err: (line: string) => void): Promise<VerifyReport> {
+async function runVerify(
+  dbPath: string,
+  checkpointFile: string | undefined,
+  err: (line: string) => void,
+): Promise<VerifyReport> {
   const { checkpointFileBytesMax, parseCheckpointFile, verifyJournal, VerifyFailure } = await auditModules();
   let anchor: TrustedCheckpoint | undefined;
   try {
-    if (checkpointFile !== undefined) anchor = parseCheckpointFile(readBounded(checkpointFile, checkpointFileBytesMax, VerifyFailure));
+    if (checkpointFile !== undefined)
+      anchor = parseCheckpointFile(readBounded(checkpointFile, checkpointFileBytesMax, VerifyFailure));
   } catch (error) {
     if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
     throw error;
@@ -121,7 +145,8 @@ async function runVerify(dbPath: string, checkpointFile: string | undefined, err
 }
 
 function describeReport(report: VerifyReport): string {
-  if (!report.ok) return `FAILED ${report.code}${report.seq === null ? '' : ` at seq ${report.seq}`}: ${report.message}`;
+  if (!report.ok)
+    return `FAILED ${report.code}${report.seq === null ? '' : ` at seq ${report.seq}`}: ${report.message}`;
   const anchor = report.anchor_size === null ? '' : `; extends the trusted checkpoint at ${report.anchor_size}`;
   return `OK: ${report.events} events, root ${report.root}, ${report.checkpoints} signed checkpoints (last at ${report.last_checkpoint_size}; ${report.unsigned_tail} events after it)${anchor}`;
 }
@@ -137,7 +162,8 @@ function readBounded(path: string, max: number, Failure: typeof VerifyFailure): 
   try {
     const buffer = Buffer.alloc(max + 1);
     let length = 0;
-    for (let n = -1; n !== 0 && length < buffer.length; length += n) n = readSync(fd, buffer, length, buffer.length - length, null);
+    for (let n = -1; n !== 0 && length < buffer.length; length += n)
+      n = readSync(fd, buffer, length, buffer.length - length, null);
     return buffer.subarray(0, length);
   } finally {
     closeSync(fd);
@@ -152,15 +178,24 @@ function existingJournal(dataDir: string): string {
 
 function parseSeq(raw: string, field: string): number {
   const seq = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(seq) || seq < 1) throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
+  if (!Number.isSafeInteger(seq) || seq < 1)
+    throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
   return seq;
 }
 
 function withPassphraseFile(command: Command): Command {
-  return command.option('--passphrase-file <file>', 'read the vault passphrase from this file; else POSTERN_PASSPHRASE_FILE; else ask on the terminal');
+  return command.option(
+    '--passphrase-file <file>',
+    'read the vault passphrase from this file; else POSTERN_PASSPHRASE_FILE; else ask on the terminal',
+  );
 }
 
-async function withUnlockedVault<T>(dataDir: string, passphraseFile: string | undefined, context: CommandContext, use: (vault: Vault) => Promise<T>): Promise<T> {
+async function withUnlockedVault<T>(
+  dataDir: string,
+  passphraseFile: string | undefined,
+  context: CommandContext,
+  use: (vault: Vault) => Promise<T>,
+): Promise<T> {
   const passphrase = await readPassphrase({ file: passphraseFile, env: context.env }, 'Vault passphrase');
   const { openVault } = await import('../vault/index.js');
   const vault = await openVault({ dataDir, clock: systemClock });

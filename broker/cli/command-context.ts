@@ -26,13 +26,22 @@ export interface CommandContext {
 /** Every command takes --data-dir. */
 export function withDataDir(command: Command): Command {
   return command.addOption(
-    new Option('--data-dir <dir>', 'where the journal and vault live (default: POSTERN_DATA_DIR or the per-user app data folder)'),
+    new Option(
+      '--data-dir <dir>',
+      'where the journal and vault live (default: POSTERN_DATA_DIR or the per-user app data folder)',
+    ),
   );
 }
 
 /** --data-dir, else POSTERN_DATA_DIR, else the per-user application data folder. */
 export function resolveFromOptions(options: CommonOptions, env: Env): string {
-  return resolveDataDir({ flag: options.dataDir, env, platform: process.platform, home: os.homedir(), cwd: process.cwd() });
+  return resolveDataDir({
+    flag: options.dataDir,
+    env,
+    platform: process.platform,
+    home: os.homedir(),
+    cwd: process.cwd(),
+  });
 }
 
 /** Resolves the data directory and creates it (0700) if needed; refuses one others can read. */
@@ -55,9 +64,13 @@ export function existingDataDir(options: CommonOptions, env: Env): string {
     // Missing or unreadable: both mean nothing of Postern's is there for this command.
   }
   if (!isDirectory) {
-    throw new CodedError('INVALID_ARGUMENT', `no data directory at ${dataDir} (create one with: postern vault init --data-dir ${dataDir})`, {
-      field: '--data-dir',
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `no data directory at ${dataDir} (create one with: postern vault init --data-dir ${dataDir})`,
+      {
+        field: '--data-dir',
+      },
+    );
   }
   return prepareDataDir(options, env);
 }

@@ -19,9 +19,15 @@ interface JsonOptions extends CommonOptions {
 export function registerConfigCommands(program: Command, context: CommandContext): void {
   const { env } = context;
   const io = { out: (line: string) => context.io.out(printable(line)) };
-  const config = program.command('config').description('postern.yaml against the configuration a person last accepted: see the change, accept it.');
+  const config = program
+    .command('config')
+    .description('postern.yaml against the configuration a person last accepted: see the change, accept it.');
 
-  withDataDir(config.command('pending').description('What postern.yaml changed since a person last accepted it, and the digest to accept.'))
+  withDataDir(
+    config
+      .command('pending')
+      .description('What postern.yaml changed since a person last accepted it, and the digest to accept.'),
+  )
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
       const dataDir = existingDataDir(options, env);
@@ -35,15 +41,27 @@ export function registerConfigCommands(program: Command, context: CommandContext
     config
       .command('accept')
       .argument('<digest>', 'the digest `postern config pending` showed (sha256: and 64 hex digits)')
-      .description('Accept postern.yaml as it is now (named by its digest): a decision, proven by the vault passphrase typed on this terminal.'),
+      .description(
+        'Accept postern.yaml as it is now (named by its digest): a decision, proven by the vault passphrase typed on this terminal.',
+      ),
   ).action(async (digest: string, options: CommonOptions) => {
     const dataDir = existingDataDir(options, env);
     if (!/^sha256:[0-9a-f]{64}$/.test(digest)) {
-      throw new CodedError('INVALID_ARGUMENT', 'must be the digest `postern config pending` showed: sha256: and 64 hex digits', { field: 'digest' });
+      throw new CodedError(
+        'INVALID_ARGUMENT',
+        'must be the digest `postern config pending` showed: sha256: and 64 hex digits',
+        { field: 'digest' },
+      );
     }
-    const running = await ifBrokerRuns(() => callOperator(dataDir, 'config.accept', { digest }, { proveOnTerminal: true }));
+    const running = await ifBrokerRuns(() =>
+      callOperator(dataDir, 'config.accept', { digest }, { proveOnTerminal: true }),
+    );
     if (running !== undefined) {
-      io.out(running.applies === 'now' ? `Accepted ${digest}; it is in force now.` : `Accepted ${digest}; it applies when the broker is restarted.`);
+      io.out(
+        running.applies === 'now'
+          ? `Accepted ${digest}; it is in force now.`
+          : `Accepted ${digest}; it applies when the broker is restarted.`,
+      );
       return;
     }
     const accepted = await acceptOffline(dataDir, digest);
@@ -64,7 +82,10 @@ async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
 /** No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified). */
 async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
   // With no broker running, the broker's own pieces do the work; they load only for this path.
-  const [{ openVault }, { loadConfigIntegrity }] = await Promise.all([import('../vault/index.js'), import('../host/config-integrity.js')]);
+  const [{ openVault }, { loadConfigIntegrity }] = await Promise.all([
+    import('../vault/index.js'),
+    import('../host/config-integrity.js'),
+  ]);
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
@@ -85,7 +106,12 @@ async function acceptOffline(dataDir: string, digest: string): Promise<{ digest:
   try {
     const passphrase = await readProofFromTerminal(
       `Postern decision: config.accept, digest ${digest} (no broker running)\r\nType the vault passphrase to confirm it is you: `,
-      () => new CodedError('OPERATOR_PROOF_REQUIRED', 'config.accept is a decision and needs a person: run it in a terminal (it asks for the vault passphrase there)', { field: 'proof' }),
+      () =>
+        new CodedError(
+          'OPERATOR_PROOF_REQUIRED',
+          'config.accept is a decision and needs a person: run it in a terminal (it asks for the vault passphrase there)',
+          { field: 'proof' },
+        ),
     );
     try {
       await vault.unlock(passphrase);
@@ -100,9 +126,14 @@ async function acceptOffline(dataDir: string, digest: string): Promise<{ digest:
 }
 
 function pendingLines(p: ConfigPending, running: boolean): string[] {
-  const lines = [`Configuration trust: ${p.trust}${running ? '' : ' (no broker running: the seal is checked when a broker unlocks the vault)'}`];
+  const lines = [
+    `Configuration trust: ${p.trust}${running ? '' : ' (no broker running: the seal is checked when a broker unlocks the vault)'}`,
+  ];
   if (p.untrusted_reason !== null) lines.push(`  ${p.untrusted_reason}`);
-  if (p.accepted !== null) lines.push(`Last accepted ${new Date(p.accepted.at_ms).toISOString()} by ${p.accepted.by} (${p.accepted.how}), ${p.accepted.digest}`);
+  if (p.accepted !== null)
+    lines.push(
+      `Last accepted ${new Date(p.accepted.at_ms).toISOString()} by ${p.accepted.by} (${p.accepted.how}), ${p.accepted.digest}`,
+    );
   if (p.restart_needed) lines.push('An accepted change applies when the broker is restarted.');
   const change = p.change;
   if (change === null) {
@@ -111,13 +142,20 @@ function pendingLines(p: ConfigPending, running: boolean): string[] {
   }
   lines.push(`${change.file} differs from the accepted configuration (digest ${change.digest}):`);
   if (change.invalid !== null) {
-    lines.push(`  ${change.invalid.code}${change.invalid.field === null || change.invalid.field === '' ? '' : ` ${change.invalid.field}`}: ${change.invalid.message} (fix the file first)`);
+    lines.push(
+      `  ${change.invalid.code}${change.invalid.field === null || change.invalid.field === '' ? '' : ` ${change.invalid.field}`}: ${change.invalid.message} (fix the file first)`,
+    );
     return lines;
   }
-  for (const [title, entries] of [['route', change.routes], ['ssh host', change.ssh_hosts], ['setting', change.settings]] as const) {
+  for (const [title, entries] of [
+    ['route', change.routes],
+    ['ssh host', change.ssh_hosts],
+    ['setting', change.settings],
+  ] as const) {
     for (const entry of entries) lines.push(...entryLines(title, entry));
   }
-  if (change.routes.length + change.ssh_hosts.length + change.settings.length === 0) lines.push('  no route, host or setting differs (only formatting or comments)');
+  if (change.routes.length + change.ssh_hosts.length + change.settings.length === 0)
+    lines.push('  no route, host or setting differs (only formatting or comments)');
   const when = p.accept_applies === 'now' ? 'it is in force at once' : 'it applies at the next start';
   lines.push(`Accept it with: postern config accept ${change.digest}  (${when})`);
   return lines;

@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { desktopBundle, displayAvailable, electronSqliteBuild, probeDesktop, type DesktopProbeInputs } from './desktop-probe.js';
+import {
+  desktopBundle,
+  displayAvailable,
+  electronSqliteBuild,
+  probeDesktop,
+  type DesktopProbeInputs,
+} from './desktop-probe.js';
 
 const root = '/repo';
 const electronDir = path.join(root, 'node_modules', 'electron');
@@ -19,7 +25,12 @@ function inputs(files: readonly string[], overrides: Partial<DesktopProbeInputs>
     ...overrides,
   };
 }
-const everything = [path.join(electronDir, 'path.txt'), binary, path.join(root, desktopBundle), path.join(root, electronSqliteBuild)];
+const everything = [
+  path.join(electronDir, 'path.txt'),
+  binary,
+  path.join(root, desktopBundle),
+  path.join(root, electronSqliteBuild),
+];
 
 describe('probeDesktop', () => {
   it('uses Electron when the binary, a display and the bundle are all there', () => {
@@ -27,12 +38,24 @@ describe('probeDesktop', () => {
   });
 
   it.each<[string, DesktopProbeInputs, RegExp]>([
-    ['the electron package is not installed', inputs(everything, { electronDir: undefined }), /electron package is not installed/],
+    [
+      'the electron package is not installed',
+      inputs(everything, { electronDir: undefined }),
+      /electron package is not installed/,
+    ],
     ['the binary was never downloaded (no path.txt)', inputs(everything.slice(1)), /path\.txt is missing/],
-    ['path.txt points at a missing binary', inputs([everything[0] as string, everything[2] as string, everything[3] as string]), /binary is missing at \/repo\/node_modules\/electron\/dist\/electron/],
+    [
+      'path.txt points at a missing binary',
+      inputs([everything[0] as string, everything[2] as string, everything[3] as string]),
+      /binary is missing at \/repo\/node_modules\/electron\/dist\/electron/,
+    ],
     ['there is no display on Linux', inputs(everything, { env: {} }), /no display/],
     ['DISPLAY is empty', inputs(everything, { env: { DISPLAY: '' } }), /no display/],
-    ['the desktop bundle is not built', inputs([...everything.slice(0, 2), everything[3] as string]), /dist\/app\/main\.mjs is not built/],
+    [
+      'the desktop bundle is not built',
+      inputs([...everything.slice(0, 2), everything[3] as string]),
+      /dist\/app\/main\.mjs is not built/,
+    ],
     ['better-sqlite3 has no Electron build', inputs(everything.slice(0, 3)), /not built for Electron/],
   ])('runs headless, saying why, when %s', (_when, probeInputs, reason) => {
     const probe = probeDesktop(probeInputs);

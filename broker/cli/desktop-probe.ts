@@ -19,7 +19,14 @@ export const desktopBundle = path.join('dist', 'app', 'main.mjs');
  * better-sqlite3 built for Electron's ABI (scripts/rebuild-electron-native.mjs; app/main/sqlite-binding.ts
  * reads the same place in a development tree). Without it the app could not open its journal.
  */
-export const electronSqliteBuild = path.join('dist', 'native-electron', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+export const electronSqliteBuild = path.join(
+  'dist',
+  'native-electron',
+  'better-sqlite3',
+  'build',
+  'Release',
+  'better_sqlite3.node',
+);
 
 /**
  * Can `postern start` open the desktop app? Decided from files only: the electron package
@@ -32,7 +39,10 @@ export function probeDesktop(inputs: DesktopProbeInputs): DesktopProbe {
   if (electronDir === undefined) return { usable: false, reason: 'the electron package is not installed' };
   const relative = inputs.readText(path.join(electronDir, 'path.txt'))?.trim();
   if (relative === undefined || relative === '') {
-    return { usable: false, reason: 'the Electron binary is not downloaded (node_modules/electron/path.txt is missing)' };
+    return {
+      usable: false,
+      reason: 'the Electron binary is not downloaded (node_modules/electron/path.txt is missing)',
+    };
   }
   const electronPath = path.join(electronDir, 'dist', relative);
   if (!inputs.exists(electronPath)) {
@@ -45,13 +55,19 @@ export function probeDesktop(inputs: DesktopProbeInputs): DesktopProbe {
     return { usable: false, reason: `the desktop bundle ${desktopBundle} is not built (run \`npm run build\`)` };
   }
   if (!inputs.exists(path.join(inputs.packageRoot, electronSqliteBuild))) {
-    return { usable: false, reason: `better-sqlite3 is not built for Electron (${electronSqliteBuild}; run \`npm run rebuild:electron-native\`)` };
+    return {
+      usable: false,
+      reason: `better-sqlite3 is not built for Electron (${electronSqliteBuild}; run \`npm run rebuild:electron-native\`)`,
+    };
   }
   return { usable: true, electronPath };
 }
 
 /** macOS and Windows always have a window server for a logged-in user; X11/Wayland say so in env. */
-export function displayAvailable(platform: NodeJS.Platform, env: Readonly<Record<string, string | undefined>>): boolean {
+export function displayAvailable(
+  platform: NodeJS.Platform,
+  env: Readonly<Record<string, string | undefined>>,
+): boolean {
   if (platform === 'darwin' || platform === 'win32') return true;
   return Boolean(env['DISPLAY']) || Boolean(env['WAYLAND_DISPLAY']);
 }

@@ -40,11 +40,20 @@ describe('launchDesktop', () => {
     } finally {
       delete process.env['ELECTRON_RUN_AS_NODE'];
     }
-    expect(JSON.parse(readFileSync(record, 'utf8'))).toEqual({ argv: ['/repo'], dataDir: '/data/postern', runAsNode: null });
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toEqual({
+      argv: ['/repo'],
+      dataDir: '/data/postern',
+      runAsNode: null,
+    });
   });
 
   it('reports a binary that cannot be started and exits 1', async () => {
-    const code = await launchDesktop({ electronPath: path.join(scratch, 'missing'), packageRoot: '/repo', dataDir: '/d', io });
+    const code = await launchDesktop({
+      electronPath: path.join(scratch, 'missing'),
+      packageRoot: '/repo',
+      dataDir: '/d',
+      io,
+    });
     expect(code).toBe(1);
     expect(errors.at(-1)).toMatch(/could not start Electron at .*missing/);
   });

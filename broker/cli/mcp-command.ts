@@ -23,13 +23,26 @@ const giveUpSecondsDefault = reconnectPolicyDefault.giveUpMs / 1000;
  * only; diagnostics go to stderr.
  */
 export function registerMcpCommand(program: Command, context: CommandContext): void {
-  withDataDir(program.command('mcp').description("Connect an MCP client on stdio to the running broker's agent socket."))
-    .option('--reconnect-for <seconds>', 'keep reconnecting this long after the broker goes away (0: exit at once)', String(giveUpSecondsDefault))
+  withDataDir(
+    program.command('mcp').description("Connect an MCP client on stdio to the running broker's agent socket."),
+  )
+    .option(
+      '--reconnect-for <seconds>',
+      'keep reconnecting this long after the broker goes away (0: exit at once)',
+      String(giveUpSecondsDefault),
+    )
     .action(async (options: McpOptions) => {
       const dataDir = resolveFromOptions(options, context.env);
       const reconnect = { ...reconnectPolicyDefault, giveUpMs: parseReconnectFor(options.reconnectFor) * 1000 };
       const socketPath = agentSocketPath(dataDir);
-      const code = await runMcpShim({ dataDir, socketPath, stdin: process.stdin, stdout: process.stdout, err: context.io.err, reconnect });
+      const code = await runMcpShim({
+        dataDir,
+        socketPath,
+        stdin: process.stdin,
+        stdout: process.stdout,
+        err: context.io.err,
+        reconnect,
+      });
       context.setResult(code);
     });
 }

@@ -75,7 +75,9 @@ export class McpRelay {
       socket = await connect(options.socketPath);
     } catch (error) {
       const where = `${options.socketPath}: ${errorCode(error)}`;
-      options.err(`postern mcp: no Postern broker is listening for data directory ${options.dataDir} (${where}). ${startHint(options.dataDir)}`);
+      options.err(
+        `postern mcp: no Postern broker is listening for data directory ${options.dataDir} (${where}). ${startHint(options.dataDir)}`,
+      );
       return 1;
     }
     const done = new Promise<number>((resolve) => (this.resolveDone = resolve));
@@ -126,7 +128,9 @@ export class McpRelay {
       this.toBroker(Buffer.concat(this.clientTail));
     } else {
       this.oversized = 'drop';
-      this.toClient(errorLine(null, 'PAYLOAD_LIMIT', 'a message longer than the broker accepts came while it was away; not sent'));
+      this.toClient(
+        errorLine(null, 'PAYLOAD_LIMIT', 'a message longer than the broker accepts came while it was away; not sent'),
+      );
     }
     this.clientTail = [];
     this.clientTailBytes = 0;
@@ -173,7 +177,9 @@ export class McpRelay {
     }
     // A refusal of the connection itself (id null) while replaying is the shim's business, not the client's.
     if (this.state === 'replaying' && message?.id === null) {
-      this.options.err(`postern mcp: the broker refused the reconnection: ${String(message.error?.message ?? 'no reason given')}`);
+      this.options.err(
+        `postern mcp: the broker refused the reconnection: ${String(message.error?.message ?? 'no reason given')}`,
+      );
       return;
     }
     if (isResponse) this.inFlight.delete(idKey(message.id as JsonRpcId));
@@ -242,7 +248,9 @@ export class McpRelay {
     if (this.state !== 'down') return;
     const seconds = Math.round(policy.giveUpMs / 1000);
     const { dataDir } = this.options;
-    this.options.err(`postern mcp: gave up reconnecting to the broker for ${dataDir} after ${seconds} s (${lastError}). ${startHint(dataDir)}`);
+    this.options.err(
+      `postern mcp: gave up reconnecting to the broker for ${dataDir} after ${seconds} s (${lastError}). ${startHint(dataDir)}`,
+    );
     this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
     this.finish(1);
   }

@@ -1,5 +1,21 @@
 import type { Command } from 'commander';
-import { actorLabel, brokerApiSchemas, CodedError, Effect, ErrorCode, isMember, Outcome, type ActionListRow, type ActionWait, type ApprovalCard, type BrokerApi, type BrokerApiMethod, type LaneRelease, type Reply, secretInputFields } from '../contract/index.js';
+import {
+  actorLabel,
+  brokerApiSchemas,
+  CodedError,
+  Effect,
+  ErrorCode,
+  isMember,
+  Outcome,
+  type ActionListRow,
+  type ActionWait,
+  type ApprovalCard,
+  type BrokerApi,
+  type BrokerApiMethod,
+  type LaneRelease,
+  type Reply,
+  secretInputFields,
+} from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
 import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
@@ -51,10 +67,16 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   // Text output carries agent-chosen strings (commands, paths, executable names): never raw.
   const io = { out: (line: string) => context.io.out(printable(line)) };
   // A decision refused for want of proof is asked again with the passphrase typed on this terminal.
-  const call = async <M extends BrokerApiMethod>(options: CommonOptions, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
+  const call = async <M extends BrokerApiMethod>(
+    options: CommonOptions,
+    method: M,
+    input: BrokerApi[M]['input'],
+  ): Promise<BrokerApi[M]['output']> =>
     callOperator(prepareDataDir(options, env), method, input, { proveOnTerminal: true });
 
-  const approvals = program.command('approvals').description('Approval cards in ticket order, and the decisions a person makes on them.');
+  const approvals = program
+    .command('approvals')
+    .description('Approval cards in ticket order, and the decisions a person makes on them.');
   withDataDir(approvals.command('list').description('Open cards, grouped by lane, in ticket order.'))
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
@@ -63,48 +85,93 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (cards.length === 0) return io.out('No open approval cards.');
       for (const card of cards) io.out(cardLine(card));
     });
-  withDataDir(approvals.command('approve').argument('<ticket>', 'ticket number').description('Approve a ticket (it is sent when it reaches the head of its lane).')).action(
-    async (ticket: string, options: CommonOptions) => {
-      const result = await call(options, 'approvals.approve', { ticket: ticketNumber(ticket) });
-      io.out(`Ticket #${result.ticket} approved (journal seq ${result.journal_seq}).`);
-    },
-  );
-  withDataDir(approvals.command('reject').argument('<ticket>', 'ticket number').description('Reject a ticket with a reason; it is never sent.'))
+  withDataDir(
+    approvals
+      .command('approve')
+      .argument('<ticket>', 'ticket number')
+      .description('Approve a ticket (it is sent when it reaches the head of its lane).'),
+  ).action(async (ticket: string, options: CommonOptions) => {
+    const result = await call(options, 'approvals.approve', { ticket: ticketNumber(ticket) });
+    io.out(`Ticket #${result.ticket} approved (journal seq ${result.journal_seq}).`);
+  });
+  withDataDir(
+    approvals
+      .command('reject')
+      .argument('<ticket>', 'ticket number')
+      .description('Reject a ticket with a reason; it is never sent.'),
+  )
     .requiredOption('--reason <text>', reasonHelp(true))
     .action(async (ticket: string, options: ReasonOptions) => {
-      const result = await call(options, 'approvals.reject', { ticket: ticketNumber(ticket), reason: reasonText(options.reason) });
+      const result = await call(options, 'approvals.reject', {
+        ticket: ticketNumber(ticket),
+        reason: reasonText(options.reason),
+      });
       io.out(`Ticket #${result.ticket} rejected (journal seq ${result.journal_seq}).`);
     });
-  withDataDir(approvals.command('cancel').argument('<ticket>', 'ticket number').description('Cancel a ticket that has not been sent (even an approved one).'))
+  withDataDir(
+    approvals
+      .command('cancel')
+      .argument('<ticket>', 'ticket number')
+      .description('Cancel a ticket that has not been sent (even an approved one).'),
+  )
     .option('--reason <text>', reasonHelp(false))
     .action(async (ticket: string, options: ReasonOptions) => {
-      const result = await call(options, 'approvals.cancel', { ticket: ticketNumber(ticket), ...(options.reason === undefined ? {} : { reason: reasonText(options.reason) }) });
+      const result = await call(options, 'approvals.cancel', {
+        ticket: ticketNumber(ticket),
+        ...(options.reason === undefined ? {} : { reason: reasonText(options.reason) }),
+      });
       io.out(`Ticket #${result.ticket} cancelled (journal seq ${result.journal_seq}).`);
     });
-  withDataDir(approvals.command('abandon').argument('<ticket>', 'ticket number').description('Release the lane behind a blocked head whose outcome is unknown. The outcome stays unknown.'))
+  withDataDir(
+    approvals
+      .command('abandon')
+      .argument('<ticket>', 'ticket number')
+      .description('Release the lane behind a blocked head whose outcome is unknown. The outcome stays unknown.'),
+  )
     .requiredOption('--reason <text>', reasonHelp(true))
     .action(async (ticket: string, options: ReasonOptions) => {
-      const result = await call(options, 'approvals.abandon', { ticket: ticketNumber(ticket), reason: reasonText(options.reason) });
-      io.out(`Ticket #${result.ticket} abandoned; its lane moves on. Its outcome stays unknown (journal seq ${result.journal_seq}).`);
+      const result = await call(options, 'approvals.abandon', {
+        ticket: ticketNumber(ticket),
+        reason: reasonText(options.reason),
+      });
+      io.out(
+        `Ticket #${result.ticket} abandoned; its lane moves on. Its outcome stays unknown (journal seq ${result.journal_seq}).`,
+      );
     });
 
   const actions = program.command('actions').description('Actions as the journal records them.');
-  withDataDir(actions.command('show').argument('<action_id>', 'the action (invocation) id').description("One action's state, queue position and events."))
+  withDataDir(
+    actions
+      .command('show')
+      .argument('<action_id>', 'the action (invocation) id')
+      .description("One action's state, queue position and events."),
+  )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
       const shown = await call(options, 'actions.show', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(shown));
       const s = shown.state;
       io.out(`${s.action_id}  ticket #${s.ticket ?? '-'}  lane ${s.lane ?? '(none)'}  ${s.target}`);
-      io.out(`  stage ${s.stage}  decision ${s.decision ?? '-'}  outcome ${s.outcome ?? '-'}  phase ${s.phase ?? '-'}  retry ${s.retry ?? '-'}  code ${s.code ?? '-'}`);
-      io.out(`  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`);
+      io.out(
+        `  stage ${s.stage}  decision ${s.decision ?? '-'}  outcome ${s.outcome ?? '-'}  phase ${s.phase ?? '-'}  retry ${s.retry ?? '-'}  code ${s.code ?? '-'}`,
+      );
+      io.out(
+        `  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`,
+      );
       if (shown.released_by !== null) io.out(`  ${releaseLine(shown.released_by)}`);
       if (shown.queue !== null) io.out(`  queue: ${shown.queue.text}`);
       for (const w of shown.waited_for) io.out(`  ${waitLine(w)}`);
-      for (const e of shown.events) io.out(`  #${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind}${e.summary === '' ? '' : `  ${e.summary}`}`);
+      for (const e of shown.events)
+        io.out(`  #${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind}${e.summary === '' ? '' : `  ${e.summary}`}`);
     });
 
-  withDataDir(actions.command('list').description('One line per action, newest first: time, ticket, agent, target, request, lane, who decided, outcome, duration.'))
+  withDataDir(
+    actions
+      .command('list')
+      .description(
+        'One line per action, newest first: time, ticket, agent, target, request, lane, who decided, outcome, duration.',
+      ),
+  )
     .option('--json', 'print one JSON object (the page and next_before)')
     .option('--limit <n>', `rows (default 100, at most ${actionListLimitMax})`)
     .option('--before <seq>', 'only actions accepted before this journal position (the previous page\'s "more" line)')
@@ -114,7 +181,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--outcome <outcome>', 'only this outcome (not_attempted, rejected, committed, unknown)')
     .option('--code <code>', 'only this error code')
     .option('--open', 'only actions not yet settled or closed')
-    .option('--text <text>', 'only rows whose target, request, lane, id, ticket, code or decider contain this (case-insensitive)')
+    .option(
+      '--text <text>',
+      'only rows whose target, request, lane, id, ticket, code or decider contain this (case-insensitive)',
+    )
     .action(async (options: ActionListOptions) => {
       const page = await call(options, 'actions.list', actionListInput(options));
       if (options.json === true) return io.out(JSON.stringify(page));
@@ -123,43 +193,95 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (page.next_before !== null) io.out(`(more: --before ${page.next_before})`);
     });
 
-  withDataDir(actions.command('attest').argument('<action_id>', 'a dispatched action whose outcome is unknown').description("Settle an unknown outcome with your written basis (recorded as operator_attested; its lane moves on)."))
+  withDataDir(
+    actions
+      .command('attest')
+      .argument('<action_id>', 'a dispatched action whose outcome is unknown')
+      .description(
+        'Settle an unknown outcome with your written basis (recorded as operator_attested; its lane moves on).',
+      ),
+  )
     .requiredOption('--outcome <outcome>', '(required) committed or rejected (never not_attempted: it was dispatched)')
-    .requiredOption('--effect <effect>', '(required) committed: succeeded, failed or partial_effect; rejected: rejected or no_effect')
-    .requiredOption('--basis <text>', `(required) how you know, 1 to ${basisCharsMax} characters (recorded in the journal and shown everywhere)`)
+    .requiredOption(
+      '--effect <effect>',
+      '(required) committed: succeeded, failed or partial_effect; rejected: rejected or no_effect',
+    )
+    .requiredOption(
+      '--basis <text>',
+      `(required) how you know, 1 to ${basisCharsMax} characters (recorded in the journal and shown everywhere)`,
+    )
     .action(async (actionId: string, options: AttestOptions) => {
       const outcome = options.outcome === 'committed' || options.outcome === 'rejected' ? options.outcome : undefined;
-      if (outcome === undefined) throw new CodedError('INVALID_ARGUMENT', 'must be committed or rejected', { field: '--outcome' });
-      if (!isMember(Effect, options.effect)) throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Effect).join(', ')}`, { field: '--effect' });
-      const result = await call(options, 'actions.attest', { action_id: actionId, outcome, effect: options.effect, basis: boundedText(options.basis, '--basis', basisCharsMax) });
-      io.out(`${actionId} (ticket #${result.ticket}) settled by your attestation: ${outcome} (journal seq ${result.journal_seq}).`);
+      if (outcome === undefined)
+        throw new CodedError('INVALID_ARGUMENT', 'must be committed or rejected', { field: '--outcome' });
+      if (!isMember(Effect, options.effect))
+        throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Effect).join(', ')}`, {
+          field: '--effect',
+        });
+      const result = await call(options, 'actions.attest', {
+        action_id: actionId,
+        outcome,
+        effect: options.effect,
+        basis: boundedText(options.basis, '--basis', basisCharsMax),
+      });
+      io.out(
+        `${actionId} (ticket #${result.ticket}) settled by your attestation: ${outcome} (journal seq ${result.journal_seq}).`,
+      );
     });
 
-  withDataDir(actions.command('reconcile').argument('<action_id>', 'a dispatched action whose outcome is unknown').description("Ask the remote through the route's configured lookup (recorded as its own action); the answer is recorded as source remote_query."))
+  withDataDir(
+    actions
+      .command('reconcile')
+      .argument('<action_id>', 'a dispatched action whose outcome is unknown')
+      .description(
+        "Ask the remote through the route's configured lookup (recorded as its own action); the answer is recorded as source remote_query.",
+      ),
+  )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
       const r = await call(options, 'actions.reconcile', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(r));
       const verdict = r.outcome === 'unknown' ? 'inconclusive, still unknown' : `${r.outcome} (${r.effect})`;
-      io.out(`${actionId} (ticket #${r.ticket}) reconciled by lookup ${r.lookup_action_id} via ${r.correlation}: ${verdict}, basis ${r.outcome_basis} (journal seq ${r.journal_seq}).`);
+      io.out(
+        `${actionId} (ticket #${r.ticket}) reconciled by lookup ${r.lookup_action_id} via ${r.correlation}: ${verdict}, basis ${r.outcome_basis} (journal seq ${r.journal_seq}).`,
+      );
     });
 
-  withDataDir(actions.command('retry').argument('<action_id>', 'an unknown action on a route with an idempotency contract and a retry policy').description('Retry it with the same idempotency key: the kept request is resent as its next attempt under a lease (your command is the fresh decision).'))
+  withDataDir(
+    actions
+      .command('retry')
+      .argument('<action_id>', 'an unknown action on a route with an idempotency contract and a retry policy')
+      .description(
+        'Retry it with the same idempotency key: the kept request is resent as its next attempt under a lease (your command is the fresh decision).',
+      ),
+  )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
       const r = await call(options, 'actions.retry', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(r));
-      const how = r.generation === null ? 'no retry was sent (the record answered)' : `retried under lease generation ${r.generation}`;
-      io.out(`${actionId} (ticket #${r.ticket}): ${how}; now ${r.outcome}${r.effect === null ? '' : ` (${r.effect})`}${r.code === null ? '' : `, ${r.code}`}${r.retry === null ? '' : `, retry ${r.retry}`} (journal seq ${r.journal_seq}).`);
+      const how =
+        r.generation === null
+          ? 'no retry was sent (the record answered)'
+          : `retried under lease generation ${r.generation}`;
+      io.out(
+        `${actionId} (ticket #${r.ticket}): ${how}; now ${r.outcome}${r.effect === null ? '' : ` (${r.effect})`}${r.code === null ? '' : `, ${r.code}`}${r.retry === null ? '' : `, retry ${r.retry}`} (journal seq ${r.journal_seq}).`,
+      );
     });
 
-  withDataDir(program.command('metrics').description('Actions by phase × outcome, by code, and closed before dispatch by a decision (never one "failures" number).'))
+  withDataDir(
+    program
+      .command('metrics')
+      .description(
+        'Actions by phase × outcome, by code, and closed before dispatch by a decision (never one "failures" number).',
+      ),
+  )
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
       const m = await call(options, 'metrics', {});
       if (options.json === true) return io.out(JSON.stringify(m));
       io.out(`${m.total} actions, ${m.open} open`);
-      for (const p of m.by_phase_outcome) io.out(`  ${p.phase.padEnd(22)} ${p.outcome.padEnd(14)} ${String(p.count).padStart(8)}`);
+      for (const p of m.by_phase_outcome)
+        io.out(`  ${p.phase.padEnd(22)} ${p.outcome.padEnd(14)} ${String(p.count).padStart(8)}`);
       for (const c of m.by_code) io.out(`  ${c.code.padEnd(37)} ${String(c.count).padStart(8)}`);
       // A rejection, an expiry, a cancel or the caller withdrawing is a decision, not a failed phase.
       if (m.decisions.length > 0) io.out('closed before dispatch by a decision:');
@@ -174,40 +296,68 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (options.json === true) return io.out(JSON.stringify({ sessions: list }));
       if (list.length === 0) return io.out('No agent sessions yet.');
       for (const s of list) {
-        io.out(`${s.session_id}  ${s.status}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}`);
+        io.out(
+          `${s.session_id}  ${s.status}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}`,
+        );
       }
     });
-  withDataDir(sessions.command('approve').argument('<session_id>').description('Approve an agent process once; its session-approval calls may proceed.')).action(
-    async (sessionId: string, options: CommonOptions) => {
-      const s = await call(options, 'sessions.approve', { session_id: sessionId });
-      io.out(`Session ${s.session_id} approved (pid ${s.pid}).`);
-    },
-  );
-  withDataDir(sessions.command('revoke').argument('<session_id>').description('Revoke a session: new calls are refused, undispatched tickets cancelled.'))
+  withDataDir(
+    sessions
+      .command('approve')
+      .argument('<session_id>')
+      .description('Approve an agent process once; its session-approval calls may proceed.'),
+  ).action(async (sessionId: string, options: CommonOptions) => {
+    const s = await call(options, 'sessions.approve', { session_id: sessionId });
+    io.out(`Session ${s.session_id} approved (pid ${s.pid}).`);
+  });
+  withDataDir(
+    sessions
+      .command('revoke')
+      .argument('<session_id>')
+      .description('Revoke a session: new calls are refused, undispatched tickets cancelled.'),
+  )
     .requiredOption('--reason <text>', reasonHelp(true))
     .action(async (sessionId: string, options: ReasonOptions) => {
       const s = await call(options, 'sessions.revoke', { session_id: sessionId, reason: reasonText(options.reason) });
       io.out(`Session ${s.session_id} revoked.`);
     });
 
-  withDataDir(program.command('activity').description('The journal in append order (filters keep the original positions).'))
+  withDataDir(
+    program.command('activity').description('The journal in append order (filters keep the original positions).'),
+  )
     .option('--json', 'print one JSON object')
     .option('--from <seq>', 'start at this journal position')
-    .option('--newest', 'the last page of the journal (the newest --limit events, default 100), newest last; filters apply within it')
+    .option(
+      '--newest',
+      'the last page of the journal (the newest --limit events, default 100), newest last; filters apply within it',
+    )
     .option('--limit <n>', 'rows (at most 500)')
     .option('--session <id>', 'only this session')
     .option('--lane <lane>', 'only this lane')
     .option('--action <id>', 'only this action')
-    .option('--outcome <outcome>', 'only events whose own classification says this outcome (not_attempted, rejected, committed, unknown)')
+    .option(
+      '--outcome <outcome>',
+      'only events whose own classification says this outcome (not_attempted, rejected, committed, unknown)',
+    )
     .option('--code <code>', 'only events whose own classification carries this code')
     .option('--text <text>', 'only rows containing this text (case-insensitive)')
     .action(async (options: ActivityOptions) => {
       if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
-        throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, { field: '--outcome' });
+        throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
+          field: '--outcome',
+        });
       }
-      if (options.newest === true && options.from !== undefined) throw new CodedError('INVALID_ARGUMENT', '--newest and --from choose the page two ways: give one', { field: '--newest' });
+      if (options.newest === true && options.from !== undefined)
+        throw new CodedError('INVALID_ARGUMENT', '--newest and --from choose the page two ways: give one', {
+          field: '--newest',
+        });
       const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
-      const from = options.newest === true ? await newestFrom(options, limit ?? 100) : options.from === undefined ? undefined : positive(options.from, '--from');
+      const from =
+        options.newest === true
+          ? await newestFrom(options, limit ?? 100)
+          : options.from === undefined
+            ? undefined
+            : positive(options.from, '--from');
       const page = await call(options, 'activity.list', {
         ...(from === undefined ? {} : { from_seq: from }),
         ...(limit === undefined ? {} : { limit }),
@@ -220,7 +370,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       });
       if (options.json === true) return io.out(JSON.stringify(page));
       for (const e of page.events) {
-        io.out(`#${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind} ${e.action_id}${e.ticket === null ? '' : ` #${e.ticket}`}${e.lane === null ? '' : ` [${e.lane}]`}${e.summary === '' ? '' : `  ${e.summary}`}`);
+        io.out(
+          `#${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind} ${e.action_id}${e.ticket === null ? '' : ` #${e.ticket}`}${e.lane === null ? '' : ` [${e.lane}]`}${e.summary === '' ? '' : `  ${e.summary}`}`,
+        );
       }
       if (page.next_seq !== null) io.out(`(more: --from ${page.next_seq})`);
     });
@@ -235,10 +387,13 @@ const actionListLimitMax = brokerApiSchemas['actions.list'].input.shape.limit.un
 
 function actionListInput(options: ActionListOptions): BrokerApi['actions.list']['input'] {
   if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
-    throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, { field: '--outcome' });
+    throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
+      field: '--outcome',
+    });
   }
   const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
-  if (limit !== undefined && limit > actionListLimitMax) throw new CodedError('INVALID_ARGUMENT', `must be at most ${actionListLimitMax}`, { field: '--limit' });
+  if (limit !== undefined && limit > actionListLimitMax)
+    throw new CodedError('INVALID_ARGUMENT', `must be at most ${actionListLimitMax}`, { field: '--limit' });
   return {
     ...(limit === undefined ? {} : { limit }),
     ...(options.before === undefined ? {} : { before_seq: positive(options.before, '--before') }),
@@ -256,15 +411,25 @@ function actionListInput(options: ActionListOptions): BrokerApi['actions.list'][
 export function actionLine(a: ActionListRow): string {
   const agent = a.agent === null ? 'broker' : `${a.agent.name ?? '(unnamed)'} pid ${a.agent.pid ?? '?'}`;
   const request = a.method === null ? a.request : `${a.method} ${a.request}`;
-  const decided = a.decided_by === null ? (a.decision === null ? 'undecided' : a.decision) : `${a.decision ?? 'decided'} by ${a.decided_by}`;
-  const outcome = a.outcome === null ? a.stage : `${a.outcome}${a.effect === null ? '' : `/${a.effect}`}${a.code === null ? '' : ` (${a.code})`}`;
+  const decided =
+    a.decided_by === null
+      ? a.decision === null
+        ? 'undecided'
+        : a.decision
+      : `${a.decision ?? 'decided'} by ${a.decided_by}`;
+  const outcome =
+    a.outcome === null
+      ? a.stage
+      : `${a.outcome}${a.effect === null ? '' : `/${a.effect}`}${a.code === null ? '' : ` (${a.code})`}`;
   const took = a.duration_ms === null ? 'open' : formatMs(a.duration_ms);
   return `${new Date(a.accepted_at_ms).toISOString()}  #${a.ticket ?? '-'}  ${agent}  ${a.target}  ${request}  [${a.lane ?? 'no lane'}]  ${decided}  ${outcome}  ${took}`;
 }
 
 /** "#5 waited 41 s for #4": the wait's own words, from the journal's recorded times. */
 export function waitLine(w: ActionWait): string {
-  return w.ongoing ? `waiting for #${w.ticket} (${w.action_id}) for ${formatMs(w.waited_ms)} so far` : `waited ${formatMs(w.waited_ms)} for #${w.ticket} (${w.action_id})`;
+  return w.ongoing
+    ? `waiting for #${w.ticket} (${w.action_id}) for ${formatMs(w.waited_ms)} so far`
+    : `waited ${formatMs(w.waited_ms)} for #${w.ticket} (${w.action_id})`;
 }
 
 export function formatMs(ms: number): string {
@@ -287,14 +452,20 @@ export async function callOperator<M extends BrokerApiMethod>(
   options: { proveOnTerminal?: boolean } = {},
 ): Promise<BrokerApi[M]['output']> {
   const first = await sendOperator(dataDir, { op: 'api', method, input });
-  if (first.ok || first.error.code !== 'OPERATOR_PROOF_REQUIRED' || options.proveOnTerminal !== true) return valueOfReply(first) as BrokerApi[M]['output'];
+  if (first.ok || first.error.code !== 'OPERATOR_PROOF_REQUIRED' || options.proveOnTerminal !== true)
+    return valueOfReply(first) as BrokerApi[M]['output'];
   const refusal = first.error;
   const passphrase = await readProofFromTerminal(
     `Postern decision: ${printable(describeDecision(method, input))}\r\nType the vault passphrase to confirm it is you: `,
-    () => new CodedError('OPERATOR_PROOF_REQUIRED', `${refusal.message} (this process has no terminal to ask on)`, { field: 'proof' }),
+    () =>
+      new CodedError('OPERATOR_PROOF_REQUIRED', `${refusal.message} (this process has no terminal to ask on)`, {
+        field: 'proof',
+      }),
   );
   try {
-    return valueOfReply(await sendOperator(dataDir, { op: 'api', method, input, proof: { passphrase: passphrase.toString('utf8') } })) as BrokerApi[M]['output'];
+    return valueOfReply(
+      await sendOperator(dataDir, { op: 'api', method, input, proof: { passphrase: passphrase.toString('utf8') } }),
+    ) as BrokerApi[M]['output'];
   } finally {
     passphrase.fill(0);
   }
@@ -306,7 +477,11 @@ async function sendOperator(dataDir: string, request: Extract<ControlRequest, { 
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ECONNREFUSED') {
-      throw new CodedError('NOT_FOUND', `no broker is running for ${dataDir} (start one with: postern daemon --data-dir ${dataDir})`, { field: '--data-dir' });
+      throw new CodedError(
+        'NOT_FOUND',
+        `no broker is running for ${dataDir} (start one with: postern daemon --data-dir ${dataDir})`,
+        { field: '--data-dir' },
+      );
     }
     throw error;
   }
@@ -344,7 +519,8 @@ export function releaseLine(r: LaneRelease): string {
 function cardLine(card: ApprovalCard): string {
   const query = card.query.length === 0 ? '' : `?${card.query.map(([k, v]) => `${k}=${v}`).join('&')}`;
   const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}]`;
-  const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}${query}${headers}` : `$ ${card.command ?? ''}`;
+  const what =
+    card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}${query}${headers}` : `$ ${card.command ?? ''}`;
   const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
   const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
   return `#${card.ticket} [${card.lane ?? 'no lane'}] ${card.text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
@@ -366,7 +542,9 @@ function reasonText(raw: string | undefined): string {
 function boundedText(raw: string, field: string, max: number): string {
   const text = raw.trim();
   if (text.length === 0 || text.length > max) {
-    throw new CodedError('INVALID_ARGUMENT', `must be 1 to ${max} characters, not blank (got ${text.length})`, { field });
+    throw new CodedError('INVALID_ARGUMENT', `must be 1 to ${max} characters, not blank (got ${text.length})`, {
+      field,
+    });
   }
   return text;
 }
@@ -377,7 +555,8 @@ function ticketNumber(raw: string): number {
 
 function positive(raw: string, field: string): number {
   const n = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new CodedError('INVALID_ARGUMENT', `must be a positive integer (got ${JSON.stringify(raw)})`, { field });
   return n;
 }
 
@@ -387,7 +566,9 @@ function positive(raw: string, field: string): number {
  * visible \uXXXX escapes. Agents choose commands, paths and executable names; none of that may
  * repaint the operator's screen.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point here
+const unprintable = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
 export function printable(line: string): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point here
-  return line.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return line.replace(unprintable, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

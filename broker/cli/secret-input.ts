@@ -31,7 +31,11 @@ export function passphraseFromFile(source: PassphraseSource, field = '--passphra
  * The passphrase from the file, else typed on the controlling terminal without echo (twice when
  * `confirm`). With neither a file nor a terminal: INVALID_ARGUMENT naming --passphrase-file.
  */
-export async function readPassphrase(source: PassphraseSource, prompt: string, options: { confirm?: boolean } = {}): Promise<Buffer> {
+export async function readPassphrase(
+  source: PassphraseSource,
+  prompt: string,
+  options: { confirm?: boolean } = {},
+): Promise<Buffer> {
   // This CLI process is about to hold a passphrase: no other process of the user may read its memory either.
   hardenProcess();
   const fromFile = passphraseFromFile(source);
@@ -57,7 +61,9 @@ export async function readSecretFromStdin(options: { keepNewline: boolean }): Pr
   hardenProcess();
   if (process.stdin.isTTY) {
     if (options.keepNewline) {
-      throw new CodedError('INVALID_ARGUMENT', 'pipe the key file in: --from-stdin < ~/.ssh/id_ed25519', { field: '--from-stdin' });
+      throw new CodedError('INVALID_ARGUMENT', 'pipe the key file in: --from-stdin < ~/.ssh/id_ed25519', {
+        field: '--from-stdin',
+      });
     }
     return promptHidden('Secret (input hidden): ', secretBytesMax, '--from-stdin');
   }
@@ -67,7 +73,8 @@ export async function readSecretFromStdin(options: { keepNewline: boolean }): Pr
     for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
       chunks.push(chunk);
       total += chunk.length;
-      if (total > secretBytesMax + 2) throw new CodedError('PAYLOAD_LIMIT', `a secret is at most ${secretBytesMax} bytes`, { field: '--from-stdin' });
+      if (total > secretBytesMax + 2)
+        throw new CodedError('PAYLOAD_LIMIT', `a secret is at most ${secretBytesMax} bytes`, { field: '--from-stdin' });
     }
     const all = Buffer.concat(chunks);
     const secret = options.keepNewline ? copy(all) : copy(withoutTrailingNewline(all));
@@ -83,11 +90,20 @@ function readSmallFile(file: string, bytesMax: number, field: string): Buffer {
   try {
     fd = openSync(file, 'r');
   } catch (error) {
-    throw new CodedError('INVALID_ARGUMENT', `cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { field });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      { field },
+    );
   }
   try {
     const size = fstatSync(fd).size;
-    if (size > bytesMax) throw new CodedError('PAYLOAD_LIMIT', `${file} is larger than ${bytesMax} bytes; it should hold only the passphrase`, { field });
+    if (size > bytesMax)
+      throw new CodedError(
+        'PAYLOAD_LIMIT',
+        `${file} is larger than ${bytesMax} bytes; it should hold only the passphrase`,
+        { field },
+      );
     const raw = Buffer.alloc(size);
     const read = readSync(fd, raw, 0, size, 0);
     const passphrase = copy(withoutTrailingNewline(raw.subarray(0, read)));
@@ -115,7 +131,12 @@ export async function readProofFromTerminal(prompt: string, noTerminal: () => Co
  * stdin may be carrying the secret (`--from-stdin`). No terminal (a service, a pipe under setsid):
  * INVALID_ARGUMENT naming `field`, so a script learns to pass a file.
  */
-async function promptHidden(prompt: string, bytesMax: number, field: string, noTerminal?: () => CodedError): Promise<Buffer> {
+async function promptHidden(
+  prompt: string,
+  bytesMax: number,
+  field: string,
+  noTerminal?: () => CodedError,
+): Promise<Buffer> {
   let inFd: number;
   let outFd: number;
   try {
@@ -123,9 +144,13 @@ async function promptHidden(prompt: string, bytesMax: number, field: string, noT
     outFd = openSync('/dev/tty', 'w');
   } catch {
     if (noTerminal !== undefined) throw noTerminal();
-    throw new CodedError('INVALID_ARGUMENT', 'no passphrase: pass --passphrase-file FILE or set POSTERN_PASSPHRASE_FILE (there is no terminal to ask on)', {
-      field,
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      'no passphrase: pass --passphrase-file FILE or set POSTERN_PASSPHRASE_FILE (there is no terminal to ask on)',
+      {
+        field,
+      },
+    );
   }
   const input = new tty.ReadStream(inFd);
   const output = new tty.WriteStream(outFd);
@@ -146,7 +171,8 @@ async function promptHidden(prompt: string, bytesMax: number, field: string, noT
             if (length > 0) length -= 1;
             continue;
           }
-          if (length >= bytesMax) return reject(new CodedError('PAYLOAD_LIMIT', `at most ${bytesMax} bytes`, { field }));
+          if (length >= bytesMax)
+            return reject(new CodedError('PAYLOAD_LIMIT', `at most ${bytesMax} bytes`, { field }));
           typed[length] = byte;
           length += 1;
         }

@@ -1,9 +1,20 @@
 import { Option, type Command } from 'commander';
 import { CodedError, ErrorCode, isCodedError, isMember } from '../contract/index.js';
-import { controlSocketPath, sendControlRequest, type ControlReply, type ControlRequest } from '../host/control-client.js';
+import {
+  controlSocketPath,
+  sendControlRequest,
+  type ControlReply,
+  type ControlRequest,
+} from '../host/control-client.js';
 import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
-import { existingDataDir, prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import {
+  existingDataDir,
+  prepareDataDir,
+  withDataDir,
+  type CommandContext,
+  type CommonOptions,
+} from './command-context.js';
 import { passphraseFromFile, readPassphrase, readProofFromTerminal, readSecretFromStdin } from './secret-input.js';
 
 interface PassphraseOptions extends CommonOptions {
@@ -36,61 +47,82 @@ interface ListOptions extends CommonOptions {
 // eslint-disable-next-line max-lines-per-function -- flat commander registrations, one short block per subcommand
 export function registerVaultCommands(program: Command, context: CommandContext): void {
   const { env, io } = context;
-  const vault = program.command('vault').description('The encrypted credential vault: create, unlock, lock, add, rotate, bind, list, remove.');
+  const vault = program
+    .command('vault')
+    .description('The encrypted credential vault: create, unlock, lock, add, rotate, bind, list, remove.');
 
-  withPassphraseFile(withDataDir(vault.command('init').description('Create the vault (asks for a new passphrase).'))).action(async (options: PassphraseOptions) => {
+  withPassphraseFile(
+    withDataDir(vault.command('init').description('Create the vault (asks for a new passphrase).')),
+  ).action(async (options: PassphraseOptions) => {
     const dataDir = prepareDataDir(options, env);
-    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'New vault passphrase', { confirm: true });
+    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'New vault passphrase', {
+      confirm: true,
+    });
     try {
       await withVault(dataDir, (v) => v.init(passphrase));
     } finally {
       passphrase.fill(0);
     }
-    io.out(`Vault created: ${dataDir}/vault.sqlite. It stays locked except inside a running broker (postern vault unlock).`);
+    io.out(
+      `Vault created: ${dataDir}/vault.sqlite. It stays locked except inside a running broker (postern vault unlock).`,
+    );
   });
 
-  withPassphraseFile(withDataDir(vault.command('unlock').description("Unlock the running daemon's vault (or check the passphrase when none runs)."))).action(
-    async (options: PassphraseOptions) => {
-      const dataDir = prepareDataDir(options, env);
-      const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
-      try {
-        const reply = await askDaemon(dataDir, { op: 'unlock', passphrase: passphrase.toString('utf8') });
-        if (reply !== undefined) {
-          valueOf(reply);
-          io.out('Vault unlocked in the running broker.');
-          return;
-        }
-        await withVault(dataDir, (v) => v.unlock(passphrase));
-        io.out('The passphrase is correct. No broker is running for this data directory, so nothing stays unlocked.');
-      } finally {
-        passphrase.fill(0);
+  withPassphraseFile(
+    withDataDir(
+      vault
+        .command('unlock')
+        .description("Unlock the running daemon's vault (or check the passphrase when none runs)."),
+    ),
+  ).action(async (options: PassphraseOptions) => {
+    const dataDir = prepareDataDir(options, env);
+    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+    try {
+      const reply = await askDaemon(dataDir, { op: 'unlock', passphrase: passphrase.toString('utf8') });
+      if (reply !== undefined) {
+        valueOf(reply);
+        io.out('Vault unlocked in the running broker.');
+        return;
       }
+      await withVault(dataDir, (v) => v.unlock(passphrase));
+      io.out('The passphrase is correct. No broker is running for this data directory, so nothing stays unlocked.');
+    } finally {
+      passphrase.fill(0);
+    }
+  });
+
+  withDataDir(vault.command('lock').description("Lock the running daemon's vault now (drops its keys).")).action(
+    async (options: CommonOptions) => {
+      const dataDir = prepareDataDir(options, env);
+      let reply = await askDaemon(dataDir, { op: 'lock' });
+      if (reply === undefined) {
+        io.out(
+          'No broker is running for this data directory; the vault is locked (it is only ever unlocked inside a running broker).',
+        );
+        return;
+      }
+      // Locking is a decision (an agent must not stop every dispatch at will): prove it on the terminal.
+      if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED') {
+        const refusal = reply.error.message;
+        const passphrase = await readProofFromTerminal(
+          "Lock the running broker's vault. Vault passphrase: ",
+          () =>
+            new CodedError('OPERATOR_PROOF_REQUIRED', `${refusal} (this process has no terminal to ask on)`, {
+              field: 'proof',
+            }),
+        );
+        try {
+          reply = await askDaemon(dataDir, { op: 'lock', proof: { passphrase: passphrase.toString('utf8') } });
+        } finally {
+          passphrase.fill(0);
+        }
+        if (reply === undefined)
+          throw new CodedError('NOT_FOUND', 'the broker stopped before the vault was locked', { field: '--data-dir' });
+      }
+      valueOf(reply);
+      io.out('Vault locked in the running broker.');
     },
   );
-
-  withDataDir(vault.command('lock').description("Lock the running daemon's vault now (drops its keys).")).action(async (options: CommonOptions) => {
-    const dataDir = prepareDataDir(options, env);
-    let reply = await askDaemon(dataDir, { op: 'lock' });
-    if (reply === undefined) {
-      io.out('No broker is running for this data directory; the vault is locked (it is only ever unlocked inside a running broker).');
-      return;
-    }
-    // Locking is a decision (an agent must not stop every dispatch at will): prove it on the terminal.
-    if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED') {
-      const refusal = reply.error.message;
-      const passphrase = await readProofFromTerminal('Lock the running broker\'s vault. Vault passphrase: ', () =>
-        new CodedError('OPERATOR_PROOF_REQUIRED', `${refusal} (this process has no terminal to ask on)`, { field: 'proof' }),
-      );
-      try {
-        reply = await askDaemon(dataDir, { op: 'lock', proof: { passphrase: passphrase.toString('utf8') } });
-      } finally {
-        passphrase.fill(0);
-      }
-      if (reply === undefined) throw new CodedError('NOT_FOUND', 'the broker stopped before the vault was locked', { field: '--data-dir' });
-    }
-    valueOf(reply);
-    io.out('Vault locked in the running broker.');
-  });
 
   withPassphraseFile(
     withDataDir(
@@ -98,13 +130,25 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         .command('add')
         .description('Add a credential; the secret is read from stdin (--from-stdin), never from the command line.')
         .argument('<name>', 'credential name (letters, digits, . _ -)')
-        .addOption(new Option('--kind <kind>', 'what the secret is and how it is injected').choices([...credentialKinds]).makeOptionMandatory())
+        .addOption(
+          new Option('--kind <kind>', 'what the secret is and how it is injected')
+            .choices([...credentialKinds])
+            .makeOptionMandatory(),
+        )
         .option('--header <name>', 'kind header: the header to set')
         .option('--template <template>', 'kind header: the value, containing {secret} once (default {secret})')
         .option('--param <name>', 'kind query: the query parameter to set')
-        .option('--bind <host>', 'a host (or route / host entry) this credential may be sent to; repeatable', collect, [])
+        .option(
+          '--bind <host>',
+          'a host (or route / host entry) this credential may be sent to; repeatable',
+          collect,
+          [],
+        )
         .option('--from-stdin', 'read the secret from stdin (required: secrets never travel in argv)')
-        .option('--key-passphrase-file <file>', 'kind ssh_key: a file holding the passphrase of an encrypted key (used once, not stored)'),
+        .option(
+          '--key-passphrase-file <file>',
+          'kind ssh_key: a file holding the passphrase of an encrypted key (used once, not stored)',
+        ),
     ),
   ).action(async (name: string, options: AddOptions) => {
     const dataDir = existingDataDir(options, env);
@@ -157,7 +201,9 @@ export function registerVaultCommands(program: Command, context: CommandContext)
       held.push(keyPassphrase);
       const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
       held.push(passphrase);
-      const info = await withUnlockedVault(dataDir, passphrase, (v) => v.rotate(name, secret, keyPassphrase === undefined ? {} : { sshKeyPassphrase: keyPassphrase }));
+      const info = await withUnlockedVault(dataDir, passphrase, (v) =>
+        v.rotate(name, secret, keyPassphrase === undefined ? {} : { sshKeyPassphrase: keyPassphrase }),
+      );
       io.out(`Rotated ${describeLine(info)}`);
     } finally {
       for (const bytes of held) bytes?.fill(0);
@@ -170,12 +216,21 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         .command('bind')
         .description("Replace a credential's bindings (where it may be sent); the secret is sealed again under them.")
         .argument('<name>', 'credential name')
-        .option('--bind <host>', 'a host (or route / host entry) this credential may be sent to; repeatable; the list replaces the old one', collect, []),
+        .option(
+          '--bind <host>',
+          'a host (or route / host entry) this credential may be sent to; repeatable; the list replaces the old one',
+          collect,
+          [],
+        ),
     ),
   ).action(async (name: string, options: PassphraseOptions & { bind: string[] }) => {
     const dataDir = existingDataDir(options, env);
     if (options.bind.length === 0) {
-      throw new CodedError('INVALID_ARGUMENT', 'name at least one host, route or SSH host entry with --bind (a credential bound to nothing is never sent)', { field: '--bind' });
+      throw new CodedError(
+        'INVALID_ARGUMENT',
+        'name at least one host, route or SSH host entry with --bind (a credential bound to nothing is never sent)',
+        { field: '--bind' },
+      );
     }
     const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
     try {
@@ -190,7 +245,9 @@ export function registerVaultCommands(program: Command, context: CommandContext)
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: ListOptions) => {
       const dataDir = existingDataDir(options, env);
-      const { state: fileState, credentials } = await withVault(dataDir, (v) => Promise.resolve({ state: v.state(), credentials: v.list() }));
+      const { state: fileState, credentials } = await withVault(dataDir, (v) =>
+        Promise.resolve({ state: v.state(), credentials: v.list() }),
+      );
       // This process never unlocks the file; what matters is whether a running broker holds it unlocked.
       const daemon = await askDaemon(dataDir, { op: 'vault_status' });
       const state = daemon?.ok === true ? daemon.value.state : fileState;
@@ -209,7 +266,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
     withDataDir(
       vault
         .command('remove')
-        .description('Remove a credential (needs the passphrase: a credential change is a person\'s decision).')
+        .description("Remove a credential (needs the passphrase: a credential change is a person's decision).")
         .argument('<name>', 'credential name'),
     ),
   ).action(async (name: string, options: PassphraseOptions) => {
@@ -225,7 +282,10 @@ export function registerVaultCommands(program: Command, context: CommandContext)
 }
 
 function withPassphraseFile(command: Command): Command {
-  return command.option('--passphrase-file <file>', 'read the vault passphrase from this file (trailing newline dropped); else POSTERN_PASSPHRASE_FILE; else ask on the terminal');
+  return command.option(
+    '--passphrase-file <file>',
+    'read the vault passphrase from this file (trailing newline dropped); else POSTERN_PASSPHRASE_FILE; else ask on the terminal',
+  );
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -234,13 +294,20 @@ function collect(value: string, previous: string[]): string[] {
 
 function requireStdin(fromStdin: boolean | undefined): void {
   if (fromStdin !== true) {
-    throw new CodedError('INVALID_ARGUMENT', 'the secret is read only from stdin: pass --from-stdin and pipe it in (never as an argument)', { field: '--from-stdin' });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      'the secret is read only from stdin: pass --from-stdin and pipe it in (never as an argument)',
+      { field: '--from-stdin' },
+    );
   }
 }
 
 /** Metadata only: `name (kind, version v2-…, id cred_…) → host, host`. */
 function describeLine(info: CredentialInfo): string {
-  const extra = [info.header === undefined ? '' : `header ${info.header}`, info.param === undefined ? '' : `param ${info.param}`].filter((s) => s !== '');
+  const extra = [
+    info.header === undefined ? '' : `header ${info.header}`,
+    info.param === undefined ? '' : `param ${info.param}`,
+  ].filter((s) => s !== '');
   const bindings = info.bindings.length === 0 ? 'no bindings' : info.bindings.join(', ');
   return `${info.name} (${[info.kind, ...extra, `version ${info.version_tag}`, info.id].join(', ')}) → ${bindings}`;
 }
@@ -291,7 +358,10 @@ function withCliField(error: unknown): unknown {
 }
 
 /** The daemon's reply, or undefined when no daemon listens on this data directory's control socket. */
-async function askDaemon(dataDir: string, request: Exclude<ControlRequest, { op: 'api' }>): Promise<ControlReply | undefined> {
+async function askDaemon(
+  dataDir: string,
+  request: Exclude<ControlRequest, { op: 'api' }>,
+): Promise<ControlReply | undefined> {
   try {
     return await sendControlRequest(controlSocketPath(dataDir), request);
   } catch (error) {
@@ -304,5 +374,7 @@ async function askDaemon(dataDir: string, request: Exclude<ControlRequest, { op:
 function valueOf(reply: ControlReply): void {
   if (reply.ok) return;
   const code = isMember(ErrorCode, reply.error.code) ? reply.error.code : 'INTERNAL';
-  throw withCliField(new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field }));
+  throw withCliField(
+    new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field }),
+  );
 }

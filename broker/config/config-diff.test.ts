@@ -13,7 +13,12 @@ const config = (...lines: string[]) => parseConfig(['version: 1', ...lines, ''].
 
 describe('diffConfigs', () => {
   it.each<[string, string[], string[], unknown]>([
-    ['nothing differs but the spelled-out default', ['routes:', ...route()], ['routes:', ...route(['    approval: per_call'])], { routes: [], ssh_hosts: [], settings: [] }],
+    [
+      'nothing differs but the spelled-out default',
+      ['routes:', ...route()],
+      ['routes:', ...route(['    approval: per_call'])],
+      { routes: [], ssh_hosts: [], settings: [] },
+    ],
     [
       'a route is re-pointed and its approval dropped',
       ['routes:', ...route()],
@@ -31,26 +36,59 @@ describe('diffConfigs', () => {
         ],
       },
     ],
-    ['a route is added', [], ['routes:', ...route()], { routes: [expect.objectContaining({ name: 'docs', change: 'added', fields: expect.arrayContaining([{ field: 'base_url', before: null, after: 'https://api.example.com/v1' }]) })] }],
-    ['a route is removed', ['routes:', ...route()], [], { routes: [expect.objectContaining({ name: 'docs', change: 'removed' })] }],
+    [
+      'a route is added',
+      [],
+      ['routes:', ...route()],
+      {
+        routes: [
+          expect.objectContaining({
+            name: 'docs',
+            change: 'added',
+            fields: expect.arrayContaining([{ field: 'base_url', before: null, after: 'https://api.example.com/v1' }]),
+          }),
+        ],
+      },
+    ],
+    [
+      'a route is removed',
+      ['routes:', ...route()],
+      [],
+      { routes: [expect.objectContaining({ name: 'docs', change: 'removed' })] },
+    ],
     [
       'the unattended opt-out is turned on',
       [],
       ['operator:', '  unattended_decisions: true'],
-      { settings: [{ name: 'operator', change: 'changed', fields: [{ field: 'unattended_decisions', before: 'false', after: 'true' }] }] },
+      {
+        settings: [
+          {
+            name: 'operator',
+            change: 'changed',
+            fields: [{ field: 'unattended_decisions', before: 'false', after: 'true' }],
+          },
+        ],
+      },
     ],
     [
       'an SSH host is moved',
       ['ssh_hosts:', '  - { name: web, host: 10.0.0.5, user: deploy, credential: k, host_key: accept_new }'],
       ['ssh_hosts:', '  - { name: web, host: 10.9.9.9, user: deploy, credential: k, host_key: accept_new }'],
-      { ssh_hosts: [{ name: 'web', change: 'changed', fields: [{ field: 'host', before: '10.0.0.5', after: '10.9.9.9' }] }] },
+      {
+        ssh_hosts: [
+          { name: 'web', change: 'changed', fields: [{ field: 'host', before: '10.0.0.5', after: '10.9.9.9' }] },
+        ],
+      },
     ],
   ])('when %s', (_when, before, after, expected) => {
     expect(diffConfigs(config(...before), config(...after))).toMatchObject(expected as object);
   });
 
   it('cuts a long value on the card but still sees a difference past the cut', () => {
-    const long = (tail: string) => ['routes:', ...route(['    lanes:', `      - { methods: ['*'], path: '/${'a'.repeat(500)}${tail}', lane: l }`])];
+    const long = (tail: string) => [
+      'routes:',
+      ...route(['    lanes:', `      - { methods: ['*'], path: '/${'a'.repeat(500)}${tail}', lane: l }`]),
+    ];
     const [change] = diffConfigs(config(...long('x')), config(...long('y'))).routes;
     expect(change?.fields[0]?.field).toBe('lanes');
     expect(change?.fields[0]?.after?.length).toBe(400);

@@ -25,7 +25,20 @@ export const changeValueCharsMax = 400;
 /** Fields loading derives from base_url and tls.ca_file: the card shows what the file says instead. */
 const derivedRouteFields = new Set(['origin', 'protocol', 'hostname', 'port', 'base_path', 'ca_pem']);
 /** The fields a person checks first lead the list, in this order; the rest follow by name. */
-const leadingFields = ['base_url', 'host', 'port', 'user', 'credential', 'injection', 'approval', 'host_key', 'methods', 'rules', 'rules_may_loosen', 'lanes'];
+const leadingFields = [
+  'base_url',
+  'host',
+  'port',
+  'user',
+  'credential',
+  'injection',
+  'approval',
+  'host_key',
+  'methods',
+  'rules',
+  'rules_may_loosen',
+  'lanes',
+];
 /** List fields shown one element per field (`rules[2]`), so a changed rule is its own line on the card, not the whole list. */
 const elementFields = new Set(['rules']);
 
@@ -47,13 +60,20 @@ export function diffConfigs(before: PosternConfig, after: PosternConfig): Config
   };
 }
 
-function diffEntries(before: ReadonlyMap<string, object>, after: ReadonlyMap<string, object>, skip: ReadonlySet<string>): EntryChange[] {
+function diffEntries(
+  before: ReadonlyMap<string, object>,
+  after: ReadonlyMap<string, object>,
+  skip: ReadonlySet<string>,
+): EntryChange[] {
   const changes: EntryChange[] = [];
   const names = [...new Set([...before.keys(), ...after.keys()])];
   for (const name of names) {
     const a = before.get(name);
     const b = after.get(name);
-    const fields = diffFields(a === undefined ? undefined : asRecord(a, skip), b === undefined ? undefined : asRecord(b, skip));
+    const fields = diffFields(
+      a === undefined ? undefined : asRecord(a, skip),
+      b === undefined ? undefined : asRecord(b, skip),
+    );
     if (a === undefined) changes.push({ name, change: 'added', fields });
     else if (b === undefined) changes.push({ name, change: 'removed', fields });
     else if (fields.length > 0) changes.push({ name, change: 'changed', fields });
@@ -61,7 +81,10 @@ function diffEntries(before: ReadonlyMap<string, object>, after: ReadonlyMap<str
   return changes;
 }
 
-function diffFields(before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined): FieldChange[] {
+function diffFields(
+  before: Record<string, unknown> | undefined,
+  after: Record<string, unknown> | undefined,
+): FieldChange[] {
   const keys = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])].filter((k) => k !== 'name');
   keys.sort((x, y) => rank(x) - rank(y) || x.localeCompare(y, 'en', { numeric: true }));
   const out: FieldChange[] = [];
@@ -83,7 +106,11 @@ function asRecord(value: object | undefined, skip: ReadonlySet<string> = new Set
   return Object.fromEntries(
     Object.entries(value ?? {})
       .filter(([k, v]) => !skip.has(k) && v !== undefined)
-      .flatMap(([k, v]) => (elementFields.has(k) && Array.isArray(v) ? v.map((item, i) => [`${k}[${i}]`, item] as const) : [[k, v] as const])),
+      .flatMap(([k, v]) =>
+        elementFields.has(k) && Array.isArray(v)
+          ? v.map((item, i) => [`${k}[${i}]`, item] as const)
+          : [[k, v] as const],
+      ),
   );
 }
 

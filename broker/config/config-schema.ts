@@ -23,7 +23,10 @@ const sha256Pin = z
   .describe('SHA-256 fingerprint of the peer (leaf) certificate, DER bytes.');
 
 const laneRule = z.strictObject({
-  methods: z.array(z.union([method, z.literal('*')])).min(1).describe("Methods this rule applies to; '*' for any."),
+  methods: z
+    .array(z.union([method, z.literal('*')]))
+    .min(1)
+    .describe("Methods this rule applies to; '*' for any."),
   path: pathTemplate,
   lane: z.string().min(1).max(200).describe('Lane name; {param} placeholders are filled from the path.'),
 });
@@ -35,17 +38,39 @@ const approvalMode = z.enum(ApprovalMode);
  * can be one route with reads unattended and writes on a card. First match wins; no match: the route's.
  */
 const routeRule = z.strictObject({
-  methods: z.array(z.union([method, z.literal('*')])).min(1).describe("Methods this rule applies to; '*' for any of the route's methods."),
+  methods: z
+    .array(z.union([method, z.literal('*')]))
+    .min(1)
+    .describe("Methods this rule applies to; '*' for any of the route's methods."),
   path: pathTemplate,
-  approval: approvalMode.describe('Approval for calls this rule matches; looser than the route only with rules_may_loosen: true.'),
-  lane: z.string().min(1).max(200).optional().describe('Lane for calls this rule matches ({param} from the path); absent: lanes decide.'),
+  approval: approvalMode.describe(
+    'Approval for calls this rule matches; looser than the route only with rules_may_loosen: true.',
+  ),
+  lane: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Lane for calls this rule matches ({param} from the path); absent: lanes decide.'),
 });
 
 const idempotencyContract = z
   .strictObject({
-    header: z.string().regex(/^[A-Za-z0-9-]{1,64}$/).describe('Request header that carries the key, e.g. Idempotency-Key.'),
-    scope: z.string().min(1).max(200).describe('What the remote scopes keys to (account, route…), recorded as evidence.'),
-    retention_seconds: z.number().int().positive().max(31_536_000).describe('How long the remote keeps a key; retries stop after it.'),
+    header: z
+      .string()
+      .regex(/^[A-Za-z0-9-]{1,64}$/)
+      .describe('Request header that carries the key, e.g. Idempotency-Key.'),
+    scope: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe('What the remote scopes keys to (account, route…), recorded as evidence.'),
+    retention_seconds: z
+      .number()
+      .int()
+      .positive()
+      .max(31_536_000)
+      .describe('How long the remote keeps a key; retries stop after it.'),
     fingerprint: z.array(z.enum(requestParts)).min(1).describe('Request parts the remote compares for a repeated key.'),
   })
   .describe('A declared remote idempotency contract; without one no key header is ever added.');
@@ -59,13 +84,33 @@ const lookup = z
 
 const retryPolicy = z
   .strictObject({
-    attempts_max: z.number().int().min(0).max(10).default(2).describe('Retries allowed after the first attempt; bound into the record at admission.'),
+    attempts_max: z
+      .number()
+      .int()
+      .min(0)
+      .max(10)
+      .default(2)
+      .describe('Retries allowed after the first attempt; bound into the record at admission.'),
     automatic: z
       .boolean()
       .default(false)
-      .describe('The broker retries by itself when decideRetry allows it (idempotent repeat, same key under the contract, backoff).'),
-    lease_seconds: z.number().int().min(1).max(3600).default(30).describe('How long one retry lease lives; a worker past it is fenced before dispatch.'),
-    backoff_ms: z.number().int().min(0).max(60_000).default(250).describe('Base delay before a retry (doubled per generation), unless the remote named one (Retry-After).'),
+      .describe(
+        'The broker retries by itself when decideRetry allows it (idempotent repeat, same key under the contract, backoff).',
+      ),
+    lease_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .default(30)
+      .describe('How long one retry lease lives; a worker past it is fenced before dispatch.'),
+    backoff_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(250)
+      .describe('Base delay before a retry (doubled per generation), unless the remote named one (Retry-After).'),
   })
   .describe(
     'Retry policy. Declaring it is the standing decision that a retry of an approved request under the same fingerprint needs no new card; without it an unknown outcome waits for reconciliation or a person.',
@@ -88,8 +133,16 @@ const batch = z
       members: jsonPointer.describe('Where the member results are in the JSON response body, e.g. /results.'),
       id: fieldName.describe("Each member result's id field (matches the request member's id)."),
       status: fieldName.describe("Each member result's status field."),
-      succeeded: z.array(z.string().min(1).max(100)).min(1).max(32).describe('Status values meaning the member took effect.'),
-      rejected: z.array(z.string().min(1).max(100)).max(32).default([]).describe('Status values meaning the member was refused with no effect.'),
+      succeeded: z
+        .array(z.string().min(1).max(100))
+        .min(1)
+        .max(32)
+        .describe('Status values meaning the member took effect.'),
+      rejected: z
+        .array(z.string().min(1).max(100))
+        .max(32)
+        .default([])
+        .describe('Status values meaning the member was refused with no effect.'),
     }),
   })
   .describe('A declared batch shape: the record keeps the parent result and one outcome per member.');
@@ -100,19 +153,36 @@ const correlation = z
       .string()
       .regex(/^[A-Za-z0-9-]{1,64}$/)
       .optional()
-      .describe("Response header with the provider's unique request id (e.g. x-request-id); recorded when response headers arrive."),
+      .describe(
+        "Response header with the provider's unique request id (e.g. x-request-id); recorded when response headers arrive.",
+      ),
     request_fields: z
       .array(fieldName)
       .max(8)
       .default([])
-      .describe('Top-level string fields of the JSON request body that identify what it creates (e.g. external_ref); journaled at admission.'),
+      .describe(
+        'Top-level string fields of the JSON request body that identify what it creates (e.g. external_ref); journaled at admission.',
+      ),
     read_back: z
       .strictObject({
         path: pathTemplate.describe('A bounded read-back query path; {field} placeholders are request_fields.'),
-        query: z.record(fieldName, z.string().max(256)).default({}).describe('Query parameters; a value that is exactly {field} is filled from request_fields.'),
+        query: z
+          .record(fieldName, z.string().max(256))
+          .default({})
+          .describe('Query parameters; a value that is exactly {field} is filled from request_fields.'),
         items: jsonPointer.describe('Where the candidate objects are in the JSON response.'),
-        match: z.array(fieldName).min(1).max(8).describe('Fields (from request_fields) a candidate must equal to match.'),
-        items_max: z.number().int().min(1).max(500).default(100).describe('More candidates than this is ambiguous, not a search.'),
+        match: z
+          .array(fieldName)
+          .min(1)
+          .max(8)
+          .describe('Fields (from request_fields) a candidate must equal to match.'),
+        items_max: z
+          .number()
+          .int()
+          .min(1)
+          .max(500)
+          .default(100)
+          .describe('More candidates than this is ambiguous, not a search.'),
       })
       .optional(),
   })
@@ -120,7 +190,12 @@ const correlation = z
 
 const tls = z.strictObject({
   pins: z.array(sha256Pin).min(1).max(8).optional(),
-  ca_file: z.string().min(1).max(4096).optional().describe('PEM file with extra CA certificates (private CA), added to the system roots.'),
+  ca_file: z
+    .string()
+    .min(1)
+    .max(4096)
+    .optional()
+    .describe('PEM file with extra CA certificates (private CA), added to the system roots.'),
 });
 
 /**
@@ -137,20 +212,34 @@ const operationTimeoutMs = z
   .min(100)
   .max(operationTimeoutMsMax)
   .optional()
-  .describe("Operation deadline in ms (default 120000): how long the remote operation may take once dispatching starts; never the agent's wait.");
+  .describe(
+    "Operation deadline in ms (default 120000): how long the remote operation may take once dispatching starts; never the agent's wait.",
+  );
 
 export const routeSchema = z.strictObject({
   name,
   base_url: z.string().min(1).max(2048).describe('http(s)://host[:port][/base/path]; the agent can never leave it.'),
   credential: z.string().min(1).max(200).describe('Name of a vault credential; the agent never chooses it.'),
   injection: z.enum(InjectionKind).describe("How the secret is injected; must agree with the credential's kind."),
-  approval: approvalMode.default('per_call').describe("Approval of a call no rule matches (and each rule's floor unless rules_may_loosen)."),
-  methods: z.array(method).min(1).default([...httpMethods]).describe('Methods the agent may use on this route.'),
-  rules: z.array(routeRule).max(256).optional().describe('Approval and lane per method + path; first match wins, else the route approval.'),
+  approval: approvalMode
+    .default('per_call')
+    .describe("Approval of a call no rule matches (and each rule's floor unless rules_may_loosen)."),
+  methods: z
+    .array(method)
+    .min(1)
+    .default([...httpMethods])
+    .describe('Methods the agent may use on this route.'),
+  rules: z
+    .array(routeRule)
+    .max(256)
+    .optional()
+    .describe('Approval and lane per method + path; first match wins, else the route approval.'),
   rules_may_loosen: z
     .boolean()
     .optional()
-    .describe("true: a rule may ask less than the route's approval (GET none on a per_call route); default false: equal or stricter."),
+    .describe(
+      "true: a rule may ask less than the route's approval (GET none on a per_call route); default false: equal or stricter.",
+    ),
   idempotent_methods: z
     .array(method)
     .default([...defaultIdempotentMethods])
@@ -168,7 +257,10 @@ export const routeSchema = z.strictObject({
 
 const sshFingerprint = z
   .string()
-  .regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'a host key fingerprint as ssh-keygen -lf prints it: SHA256: then 43 base64 characters')
+  .regex(
+    /^SHA256:[A-Za-z0-9+/]{43}$/,
+    'a host key fingerprint as ssh-keygen -lf prints it: SHA256: then 43 base64 characters',
+  )
   .describe('SHA-256 of the host key blob, base64 without padding (ssh-keygen -lf).');
 
 const sshCommandRule = z.strictObject({
@@ -179,9 +271,18 @@ const sshCommandRule = z.strictObject({
 
 export const sshHostSchema = z.strictObject({
   name,
-  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:_-]+$/, 'a host name or IP address').describe('Host name or IP address; never chosen by the agent.'),
+  host: z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(/^[A-Za-z0-9.:_-]+$/, 'a host name or IP address')
+    .describe('Host name or IP address; never chosen by the agent.'),
   port: z.number().int().min(1).max(65_535).default(22),
-  user: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, 'a user name'),
+  user: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9._-]+$/, 'a user name'),
   credential: z.string().min(1).max(200).describe('Name of a vault ssh_key credential; the agent never chooses it.'),
   host_key: z
     .union([z.strictObject({ pinned: z.array(sshFingerprint).min(1).max(8) }), z.literal('accept_new')])
@@ -189,7 +290,13 @@ export const sshHostSchema = z.strictObject({
   approval: approvalMode.default('per_call'),
   lane: z.string().min(1).max(200).optional().describe('Lane of every command on this host (default host:<name>).'),
   commands: z.array(sshCommandRule).max(256).default([]).describe('Per-command lane/approval; first match wins.'),
-  output_bytes_max: z.number().int().min(1).max(16 * 1024 * 1024).default(1024 * 1024).describe('Bytes of stdout+stderr kept; beyond it the result is marked truncated.'),
+  output_bytes_max: z
+    .number()
+    .int()
+    .min(1)
+    .max(16 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('Bytes of stdout+stderr kept; beyond it the result is marked truncated.'),
   timeout_ms: operationTimeoutMs,
 });
 
@@ -203,35 +310,46 @@ export const approvalTtlSecondsDefault = 300;
  */
 export const agentsSchema = z
   .strictObject({
-    session_approval: z.enum(['required', 'observe']).default('required').describe('required: a person approves each new agent process once; observe: approved by policy and journaled.'),
+    session_approval: z
+      .enum(['required', 'observe'])
+      .default('required')
+      .describe('required: a person approves each new agent process once; observe: approved by policy and journaled.'),
     approval_ttl_seconds: z
       .number()
       .int()
       .min(1)
       .max(86_400)
       .default(approvalTtlSecondsDefault)
-      .describe('How long a per-call card (or a call waiting for its session approval) waits for a decision before it expires.'),
+      .describe(
+        'How long a per-call card (or a call waiting for its session approval) waits for a decision before it expires.',
+      ),
     session_grant_ttl_seconds: z
       .number()
       .int()
       .min(1)
       .max(31_536_000)
       .optional()
-      .describe("How long a session approval lasts; after it, the session's session-mode calls need a per-call approval. Absent: for the life of the process."),
+      .describe(
+        "How long a session approval lasts; after it, the session's session-mode calls need a per-call approval. Absent: for the life of the process.",
+      ),
     wait_ms_default: z
       .number()
       .int()
       .min(100)
       .max(600_000)
       .optional()
-      .describe("How long an agent's call waits when it names no timeout_ms (default 45000: below the MCP SDK's 60 s request timeout). Lower it for clients with a shorter timeout."),
+      .describe(
+        "How long an agent's call waits when it names no timeout_ms (default 45000: below the MCP SDK's 60 s request timeout). Lower it for clients with a shorter timeout.",
+      ),
     progress_heartbeat_ms: z
       .number()
       .int()
       .min(100)
       .max(60_000)
       .optional()
-      .describe('For a client that sent a progressToken: how often a waiting call repeats its state as progress when nothing changed (default 15000), so a client that resets its timeout on progress keeps waiting.'),
+      .describe(
+        'For a client that sent a progressToken: how often a waiting call repeats its state as progress when nothing changed (default 15000), so a client that resets its timeout on progress keeps waiting.',
+      ),
   })
   .describe('Agent sessions and approval timing.');
 
@@ -251,7 +369,9 @@ export const resultsSchema = z
       .min(60)
       .max(31_536_000)
       .default(resultRetentionSecondsDefault)
-      .describe('How long a committed result can be fetched again (fetch_result); after it RESULT_EXPIRED, never a re-execution.'),
+      .describe(
+        'How long a committed result can be fetched again (fetch_result); after it RESULT_EXPIRED, never a re-execution.',
+      ),
   })
   .describe('Stored results: how long they stay fetchable.');
 
@@ -265,14 +385,18 @@ export const operatorSchema = z
     unattended_decisions: z
       .boolean()
       .default(false)
-      .describe("true: CLI decisions need no person's proof and are journaled as the calling process (for CI); false: a person proves each one."),
+      .describe(
+        "true: CLI decisions need no person's proof and are journaled as the calling process (for CI); false: a person proves each one.",
+      ),
     port: z
       .number()
       .int()
       .min(1)
       .max(65_535)
       .optional()
-      .describe('Fixed port of the operator UI on 127.0.0.1 for postern daemon/start (--port overrides it); absent: any free port.'),
+      .describe(
+        'Fixed port of the operator UI on 127.0.0.1 for postern daemon/start (--port overrides it); absent: any free port.',
+      ),
   })
   .describe('The operator channel.');
 
@@ -307,13 +431,19 @@ export const configSchema = z
   .superRefine((config, ctx) => {
     const hostNames = new Set<string>();
     for (const [i, host] of config.ssh_hosts.entries()) {
-      if (hostNames.has(host.name)) ctx.addIssue({ code: 'custom', path: ['ssh_hosts', i, 'name'], message: `ssh host name "${host.name}" is used twice` });
+      if (hostNames.has(host.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ssh_hosts', i, 'name'],
+          message: `ssh host name "${host.name}" is used twice`,
+        });
       hostNames.add(host.name);
     }
     const names = new Set<string>();
     for (const [i, route] of config.routes.entries()) {
       const at = (...path: (string | number)[]): (string | number)[] => ['routes', i, ...path];
-      if (names.has(route.name)) ctx.addIssue({ code: 'custom', path: at('name'), message: `route name "${route.name}" is used twice` });
+      if (names.has(route.name))
+        ctx.addIssue({ code: 'custom', path: at('name'), message: `route name "${route.name}" is used twice` });
       names.add(route.name);
       const baseProblem = baseUrlProblem(route.base_url);
       if (baseProblem !== undefined) ctx.addIssue({ code: 'custom', path: at('base_url'), message: baseProblem });
@@ -324,26 +454,49 @@ export const configSchema = z
         if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: problem });
         for (const p of pathTemplateParams(route.lookup.path)) {
           if (p !== 'idempotency_key' && p !== 'operation_id' && p !== 'provider_request_id') {
-            ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: `{${p}} is not a lookup parameter (idempotency_key, operation_id, provider_request_id)` });
+            ctx.addIssue({
+              code: 'custom',
+              path: at('lookup', 'path'),
+              message: `{${p}} is not a lookup parameter (idempotency_key, operation_id, provider_request_id)`,
+            });
           }
           if (p === 'provider_request_id' && route.correlation?.provider_request_id_header === undefined) {
-            ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: '{provider_request_id} needs correlation.provider_request_id_header on the route' });
+            ctx.addIssue({
+              code: 'custom',
+              path: at('lookup', 'path'),
+              message: '{provider_request_id} needs correlation.provider_request_id_header on the route',
+            });
           }
         }
         if (route.lookup.path.includes('{idempotency_key}') && route.idempotency === undefined) {
-          ctx.addIssue({ code: 'custom', path: at('lookup', 'path'), message: '{idempotency_key} needs an idempotency contract on the route' });
+          ctx.addIssue({
+            code: 'custom',
+            path: at('lookup', 'path'),
+            message: '{idempotency_key} needs an idempotency contract on the route',
+          });
         }
       }
       const readBack = route.correlation?.read_back;
       if (readBack !== undefined) {
         const fields = new Set(route.correlation?.request_fields ?? []);
         const problem = pathTemplateProblem(readBack.path);
-        if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'path'), message: problem });
+        if (problem !== undefined)
+          ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'path'), message: problem });
         for (const p of pathTemplateParams(readBack.path)) {
-          if (!fields.has(p)) ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'path'), message: `{${p}} is not one of correlation.request_fields` });
+          if (!fields.has(p))
+            ctx.addIssue({
+              code: 'custom',
+              path: at('correlation', 'read_back', 'path'),
+              message: `{${p}} is not one of correlation.request_fields`,
+            });
         }
         for (const [j, f] of readBack.match.entries()) {
-          if (!fields.has(f)) ctx.addIssue({ code: 'custom', path: at('correlation', 'read_back', 'match', j), message: `${f} is not one of correlation.request_fields` });
+          if (!fields.has(f))
+            ctx.addIssue({
+              code: 'custom',
+              path: at('correlation', 'read_back', 'match', j),
+              message: `${f} is not one of correlation.request_fields`,
+            });
         }
       }
       if (route.tls !== undefined && !route.base_url.startsWith('https://')) {
@@ -383,7 +536,12 @@ function checkTemplatedLane(ctx: Issues, at: (string | number)[], path: string, 
  * rules_may_loosen, may not ask less than the route: a typo in a broad rule then fails to load
  * instead of silently turning a per_call route into an unattended one.
  */
-function checkRouteRule(ctx: Issues, route: RouteSettings, at: (string | number)[], rule: z.output<typeof routeRule>): void {
+function checkRouteRule(
+  ctx: Issues,
+  route: RouteSettings,
+  at: (string | number)[],
+  rule: z.output<typeof routeRule>,
+): void {
   checkTemplatedLane(ctx, at, rule.path, rule.lane);
   for (const [k, m] of rule.methods.entries()) {
     if (m === '*' || route.methods.includes(m)) continue;
@@ -406,8 +564,10 @@ function baseUrlProblem(value: string): string | undefined {
     return 'not a URL';
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'base_url must be http:// or https://';
-  if (url.username !== '' || url.password !== '') return 'base_url must not carry user info (credentials live in the vault)';
-  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) return 'base_url has no query or fragment';
+  if (url.username !== '' || url.password !== '')
+    return 'base_url must not carry user info (credentials live in the vault)';
+  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#'))
+    return 'base_url has no query or fragment';
   if (url.hostname === '') return 'base_url needs a host';
   return undefined;
 }

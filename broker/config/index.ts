@@ -18,5 +18,18 @@ export {
   type VaultSettings,
   vaultAutoLockMinutesDefault,
 } from './config-schema.js';
-export { loadConfig, readConfigText, emptyConfig, parseConfig, fieldPath, agentSettingsDefault, resultSettingsDefault, configFileName, configBytesMax, type PosternConfig, type Route, type LoadConfigOptions } from './load-config.js';
+export {
+  loadConfig,
+  readConfigText,
+  emptyConfig,
+  parseConfig,
+  fieldPath,
+  agentSettingsDefault,
+  resultSettingsDefault,
+  configFileName,
+  configBytesMax,
+  type PosternConfig,
+  type Route,
+  type LoadConfigOptions,
+} from './load-config.js';
 export { diffConfigs, type ConfigChanges, type EntryChange, type FieldChange } from './config-diff.js';

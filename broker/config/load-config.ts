@@ -2,7 +2,18 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { CodedError } from '../contract/index.js';
-import { approvalTtlSecondsDefault, configSchema, resultRetentionSecondsDefault, type AgentSettings, type OperatorSettings, type ResultSettings, type RouteSettings, type SshHostSettings, type VaultSettings, vaultAutoLockMinutesDefault } from './config-schema.js';
+import {
+  approvalTtlSecondsDefault,
+  configSchema,
+  resultRetentionSecondsDefault,
+  type AgentSettings,
+  type OperatorSettings,
+  type ResultSettings,
+  type RouteSettings,
+  type SshHostSettings,
+  type VaultSettings,
+  vaultAutoLockMinutesDefault,
+} from './config-schema.js';
 
 export const configFileName = 'postern.yaml';
 /** The config file is small by nature; a huge one is a mistake or an attack on the parser. */
@@ -38,7 +49,10 @@ export interface PosternConfig {
 }
 
 /** The `agents` section when the file omits it (or there is no file). */
-export const agentSettingsDefault: AgentSettings = { session_approval: 'required', approval_ttl_seconds: approvalTtlSecondsDefault };
+export const agentSettingsDefault: AgentSettings = {
+  session_approval: 'required',
+  approval_ttl_seconds: approvalTtlSecondsDefault,
+};
 /** The `results` section when the file omits it (or there is no file). */
 export const resultSettingsDefault: ResultSettings = { retention_seconds: resultRetentionSecondsDefault };
 
@@ -60,7 +74,15 @@ export function loadConfig(options: LoadConfigOptions): PosternConfig {
 
 /** The configuration of "no file": no routes, no hosts, every section at its default. */
 export function emptyConfig(file: string | undefined = undefined): PosternConfig {
-  return { version: 1, routes: new Map(), sshHosts: new Map(), agents: agentSettingsDefault, results: resultSettingsDefault, vault: { auto_lock_minutes: vaultAutoLockMinutesDefault }, file };
+  return {
+    version: 1,
+    routes: new Map(),
+    sshHosts: new Map(),
+    agents: agentSettingsDefault,
+    results: resultSettingsDefault,
+    vault: { auto_lock_minutes: vaultAutoLockMinutesDefault },
+    file,
+  };
 }
 
 /**
@@ -73,7 +95,8 @@ export function readConfigText(options: LoadConfigOptions): { file: string; text
   try {
     return { file, text: readBounded(file, configBytesMax) };
   } catch (error) {
-    if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return { file, text: undefined };
+    if (options.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { file, text: undefined };
     if (error instanceof CodedError) throw error;
     throw new CodedError('CONFIG_INVALID', `cannot read the configuration file (${errnoCode(error)})`, { field: '' });
   }
@@ -87,18 +110,33 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   if (yamlError !== undefined) {
     const where = lineCounter.linePos(yamlError.pos[0]);
     const at = ` at line ${where.line}, column ${where.col}`;
-    throw new CodedError('CONFIG_INVALID', `the configuration is not valid YAML${at} (${yamlError.code})`, { field: '' });
+    throw new CodedError('CONFIG_INVALID', `the configuration is not valid YAML${at} (${yamlError.code})`, {
+      field: '',
+    });
   }
   const parsed = configSchema.safeParse(doc.toJS({ maxAliasCount: 16 }) ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue === undefined ? '' : fieldPath(issue.path);
-    throw new CodedError('CONFIG_INVALID', `${field === '' ? 'the configuration' : field}: ${issue?.message ?? 'invalid'}`, { field });
+    throw new CodedError(
+      'CONFIG_INVALID',
+      `${field === '' ? 'the configuration' : field}: ${issue?.message ?? 'invalid'}`,
+      { field },
+    );
   }
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
   const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
-  return { version: 1, routes, sshHosts, agents: parsed.data.agents, results: parsed.data.results, operator: parsed.data.operator, vault: parsed.data.vault, file };
+  return {
+    version: 1,
+    routes,
+    sshHosts,
+    agents: parsed.data.agents,
+    results: parsed.data.results,
+    operator: parsed.data.operator,
+    vault: parsed.data.vault,
+    file,
+  };
 }
 
 /** `['routes', 2, 'lanes', 0, 'path']` → `routes[2].lanes[0].path`. */
@@ -140,7 +178,8 @@ function deriveRoute(settings: RouteSettings, index: number): Route {
 
 function readBounded(file: string, bytesMax: number): string {
   const bytes = readFileSync(file);
-  if (bytes.length > bytesMax) throw new CodedError('CONFIG_INVALID', `the file exceeds ${bytesMax} bytes`, { field: '' });
+  if (bytes.length > bytesMax)
+    throw new CodedError('CONFIG_INVALID', `the file exceeds ${bytesMax} bytes`, { field: '' });
   return bytes.toString('utf8');
 }
 

@@ -52,28 +52,84 @@ describe('when a route declares method/path rules', () => {
   });
 
   it('allows a rule stricter than its route without rules_may_loosen', () => {
-    const docs = parseConfig(route(['    approval: none', '    rules:', "      - { methods: [POST, DELETE], path: '/**', approval: per_call }"])).routes.get('docs');
+    const docs = parseConfig(
+      route([
+        '    approval: none',
+        '    rules:',
+        "      - { methods: [POST, DELETE], path: '/**', approval: per_call }",
+      ]),
+    ).routes.get('docs');
     expect(docs?.rules?.[0]?.approval).toBe('per_call');
   });
 });
 
 describe('when a rule is bad the configuration is refused naming the rule field', () => {
   it.each<[string, string[], string, string]>([
-    ['a rule looser than its route without rules_may_loosen', ['    rules:', '      - { methods: [GET], path: /**, approval: none }'], 'routes[0].rules[0].approval', 'rules_may_loosen'],
+    [
+      'a rule looser than its route without rules_may_loosen',
+      ['    rules:', '      - { methods: [GET], path: /**, approval: none }'],
+      'routes[0].rules[0].approval',
+      'rules_may_loosen',
+    ],
     [
       'a session rule on a per_call route without rules_may_loosen (the third rule)',
-      ['    rules:', '      - { methods: [POST], path: /a, approval: per_call }', '      - { methods: [PUT], path: /b, approval: per_call }', '      - { methods: [GET], path: /c, approval: session }'],
+      [
+        '    rules:',
+        '      - { methods: [POST], path: /a, approval: per_call }',
+        '      - { methods: [PUT], path: /b, approval: per_call }',
+        '      - { methods: [GET], path: /c, approval: session }',
+      ],
       'routes[0].rules[2].approval',
       'looser',
     ],
-    ['a malformed path template', ['    rules:', '      - { methods: [GET], path: /a/**/b, approval: per_call }'], 'routes[0].rules[0].path', '** may only be the last segment'],
-    ['a path without a leading slash', ['    rules:', '      - { methods: [GET], path: docs, approval: per_call }'], 'routes[0].rules[0].path', 'starts with /'],
-    ['a lane naming a parameter the path does not bind', ['    rules:', "      - { methods: [POST], path: '/d/{id}', approval: per_call, lane: 'doc-{name}' }"], 'routes[0].rules[0].lane', '{name}'],
-    ['a method the route does not allow', ['    methods: [GET, POST]', '    rules:', '      - { methods: [GET, DELETE], path: /**, approval: per_call }'], 'routes[0].rules[0].methods[1]', 'DELETE'],
-    ['an unknown approval mode', ['    rules:', '      - { methods: [GET], path: /**, approval: never }'], 'routes[0].rules[0].approval', ''],
-    ['a rule without an approval', ['    rules:', '      - { methods: [GET], path: /** }'], 'routes[0].rules[0].approval', ''],
-    ['an unknown rule field', ['    rules:', '      - { methods: [GET], path: /**, approval: per_call, command: ls }'], 'routes[0].rules[0]', ''],
-    ['an empty method list', ['    rules:', '      - { methods: [], path: /**, approval: per_call }'], 'routes[0].rules[0].methods', ''],
+    [
+      'a malformed path template',
+      ['    rules:', '      - { methods: [GET], path: /a/**/b, approval: per_call }'],
+      'routes[0].rules[0].path',
+      '** may only be the last segment',
+    ],
+    [
+      'a path without a leading slash',
+      ['    rules:', '      - { methods: [GET], path: docs, approval: per_call }'],
+      'routes[0].rules[0].path',
+      'starts with /',
+    ],
+    [
+      'a lane naming a parameter the path does not bind',
+      ['    rules:', "      - { methods: [POST], path: '/d/{id}', approval: per_call, lane: 'doc-{name}' }"],
+      'routes[0].rules[0].lane',
+      '{name}',
+    ],
+    [
+      'a method the route does not allow',
+      ['    methods: [GET, POST]', '    rules:', '      - { methods: [GET, DELETE], path: /**, approval: per_call }'],
+      'routes[0].rules[0].methods[1]',
+      'DELETE',
+    ],
+    [
+      'an unknown approval mode',
+      ['    rules:', '      - { methods: [GET], path: /**, approval: never }'],
+      'routes[0].rules[0].approval',
+      '',
+    ],
+    [
+      'a rule without an approval',
+      ['    rules:', '      - { methods: [GET], path: /** }'],
+      'routes[0].rules[0].approval',
+      '',
+    ],
+    [
+      'an unknown rule field',
+      ['    rules:', '      - { methods: [GET], path: /**, approval: per_call, command: ls }'],
+      'routes[0].rules[0]',
+      '',
+    ],
+    [
+      'an empty method list',
+      ['    rules:', '      - { methods: [], path: /**, approval: per_call }'],
+      'routes[0].rules[0].methods',
+      '',
+    ],
   ])('%s', (_when, extra, field, words) => {
     const r = refusal(route(extra));
     expect(r.code).toBe('CONFIG_INVALID');
@@ -89,7 +145,12 @@ describe('when operator.port is set', () => {
     expect(parseConfig('version: 1\n').operator?.port).toBeUndefined();
   });
 
-  it.each([['0', 0], ['65536', 65536], ['a string', '"8080"'], ['a fraction', 80.5]])('refuses %s naming operator.port', (_when, value) => {
+  it.each([
+    ['0', 0],
+    ['65536', 65536],
+    ['a string', '"8080"'],
+    ['a fraction', 80.5],
+  ])('refuses %s naming operator.port', (_when, value) => {
     const r = refusal(`version: 1\noperator:\n  port: ${value}\n`);
     expect(r).toMatchObject({ code: 'CONFIG_INVALID', field: 'operator.port' });
   });
@@ -104,7 +165,13 @@ describe('the pending-change card shows rule changes as field changes', () => {
     expect(change).toEqual({
       name: 'docs',
       change: 'changed',
-      fields: [{ field: 'rules[0]', before: '{"methods":["GET","HEAD"],"path":"/**","approval":"none"}', after: '{"methods":["GET","HEAD","POST"],"path":"/**","approval":"none"}' }],
+      fields: [
+        {
+          field: 'rules[0]',
+          before: '{"methods":["GET","HEAD"],"path":"/**","approval":"none"}',
+          after: '{"methods":["GET","HEAD","POST"],"path":"/**","approval":"none"}',
+        },
+      ],
     });
   });
 
@@ -120,9 +187,15 @@ describe('the pending-change card shows rule changes as field changes', () => {
 
   it('shows a removed rule and a changed operator.port', () => {
     const before = parseConfig(route(oneBaseUrl));
-    const after = parseConfig(route(oneBaseUrl.slice(0, 4)).replace('version: 1\n', 'version: 1\noperator:\n  port: 47123\n'));
+    const after = parseConfig(
+      route(oneBaseUrl.slice(0, 4)).replace('version: 1\n', 'version: 1\noperator:\n  port: 47123\n'),
+    );
     const changes = diffConfigs(before, after);
-    expect(changes.routes[0]?.fields).toEqual([{ field: 'rules[1]', before: expect.stringContaining('/documents/{id}/**') as unknown, after: null }]);
-    expect(changes.settings).toEqual([{ name: 'operator', change: 'changed', fields: [{ field: 'port', before: null, after: '47123' }] }]);
+    expect(changes.routes[0]?.fields).toEqual([
+      { field: 'rules[1]', before: expect.stringContaining('/documents/{id}/**') as unknown, after: null },
+    ]);
+    expect(changes.settings).toEqual([
+      { name: 'operator', change: 'changed', fields: [{ field: 'port', before: null, after: '47123' }] },
+    ]);
   });
 });

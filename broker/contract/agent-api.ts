@@ -9,7 +9,14 @@ import { ApprovalMode } from './route-modes.js';
  * invalid http_request still gets a ticket and a recorded refusal), and the typed SDK derives its
  * method types from them. Agents name routes and host entries, never hosts, ports or credentials.
  */
-export const agentToolNames = ['http_request', 'ssh_exec', 'action_status', 'fetch_result', 'cancel_action', 'list_routes'] as const;
+export const agentToolNames = [
+  'http_request',
+  'ssh_exec',
+  'action_status',
+  'fetch_result',
+  'cancel_action',
+  'list_routes',
+] as const;
 export type AgentToolName = (typeof agentToolNames)[number];
 
 /**
@@ -27,7 +34,9 @@ const waitMs = z
   .int()
   .positive()
   .max(callWaitMsMax)
-  .describe("How long this call waits for the outcome (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). After it the action keeps its place; poll with action_status.");
+  .describe(
+    "How long this call waits for the outcome (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). After it the action keeps its place; poll with action_status.",
+  );
 const actionId = z.string().min(1).max(80).describe('The invocation id (action_id) an earlier call returned.');
 
 export const agentToolInputSchemas = {
@@ -35,14 +44,26 @@ export const agentToolInputSchemas = {
     route: z.string().min(1).max(64).describe('A configured route name (list_routes).'),
     method: z.string().min(1).max(16),
     path: z.string().min(1).max(65_536).describe("Path under the route's base path."),
-    query: z.record(z.string().max(1024), z.union([z.string().max(65_536), z.array(z.string().max(65_536)).max(256)])).optional(),
-    headers: z.record(z.string().max(256), z.string().max(65_536)).optional().describe('Never Authorization, Host, Cookie or the injected header.'),
+    query: z
+      .record(z.string().max(1024), z.union([z.string().max(65_536), z.array(z.string().max(65_536)).max(256)]))
+      .optional(),
+    headers: z
+      .record(z.string().max(256), z.string().max(65_536))
+      .optional()
+      .describe('Never Authorization, Host, Cookie or the injected header.'),
     body: z.string().optional().describe('Sent as UTF-8.'),
-    idempotency_key: z.string().min(1).max(1024).optional().describe('Only on routes that declare an idempotency contract.'),
+    idempotency_key: z
+      .string()
+      .min(1)
+      .max(1024)
+      .optional()
+      .describe('Only on routes that declare an idempotency contract.'),
     timeout_ms: waitMs.optional(),
     retry_of: actionId
       .optional()
-      .describe('Retry that earlier action: send exactly the same request (and idempotency key) again as its next attempt. Allowed only where the route declares a retry policy and the record says a resend is safe.'),
+      .describe(
+        'Retry that earlier action: send exactly the same request (and idempotency key) again as its next attempt. Allowed only where the route declares a retry policy and the record says a resend is safe.',
+      ),
   }),
   ssh_exec: z.strictObject({
     host: z.string().min(1).max(64).describe('A configured SSH host entry name (list_routes).'),
@@ -57,7 +78,9 @@ export const agentToolInputSchemas = {
       .nonnegative()
       .max(callWaitMsMax)
       .optional()
-      .describe('Long-poll: wait up to this long for the action to settle (its outcome recorded) before answering; absent or 0 answers now. Keep it below your client\'s request timeout.'),
+      .describe(
+        "Long-poll: wait up to this long for the action to settle (its outcome recorded) before answering; absent or 0 answers now. Keep it below your client's request timeout.",
+      ),
   }),
   fetch_result: z.strictObject({ action_id: actionId }),
   cancel_action: z.strictObject({ action_id: actionId }),
@@ -67,12 +90,17 @@ export type AgentToolInput<K extends AgentToolName> = z.infer<(typeof agentToolI
 
 /** One-line descriptions the MCP tool list carries. */
 export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
-  http_request: 'Ask Postern to send an HTTP request on a configured route. Postern injects the credential; a person may need to approve. Answers with the outcome envelope.',
-  ssh_exec: 'Ask Postern to run a command on a configured SSH host entry with a vault key. A person may need to approve. Answers with the outcome envelope.',
-  action_status: 'What is known about an earlier action (its envelope and queue position); with wait_ms it first waits (bounded) for the action to settle.',
+  http_request:
+    'Ask Postern to send an HTTP request on a configured route. Postern injects the credential; a person may need to approve. Answers with the outcome envelope.',
+  ssh_exec:
+    'Ask Postern to run a command on a configured SSH host entry with a vault key. A person may need to approve. Answers with the outcome envelope.',
+  action_status:
+    'What is known about an earlier action (its envelope and queue position); with wait_ms it first waits (bounded) for the action to settle.',
   fetch_result: 'Read the stored result of an earlier action again. A read: it never sends anything.',
-  cancel_action: 'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
-  list_routes: 'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials).',
+  cancel_action:
+    'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
+  list_routes:
+    'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials).',
 };
 
 /** Where an action waits in its lane (present while it has not been dispatched or closed). */
@@ -102,7 +130,14 @@ export const agentHttpResponseSchema = z.object({
    * Why the body is empty although the remote sent one: the broker could not read its plain bytes to scrub them
    * (a coding it does not decode, a compressed body too large or cut short, corrupt compression).
    */
-  body_withheld: z.enum(['unsupported_content_encoding', 'compressed_body_truncated', 'decoded_body_too_large', 'corrupt_compressed_body']).optional(),
+  body_withheld: z
+    .enum([
+      'unsupported_content_encoding',
+      'compressed_body_truncated',
+      'decoded_body_too_large',
+      'corrupt_compressed_body',
+    ])
+    .optional(),
   /** Content codings the broker undid: the remote compressed although the broker asked for identity. */
   content_decoded: z.array(z.string().max(32)).max(2).optional(),
 });
@@ -147,7 +182,13 @@ export type AgentRefusal = z.infer<typeof agentRefusalSchema>;
  */
 export const agentDecisionSchema = z.object({
   state: z.enum(['waiting', 'approved', 'rejected', 'expired', 'cancelled']),
-  by: z.object({ kind: z.enum(['person', 'policy', 'agent', 'broker', 'process']), id: z.string().max(200), surface: z.string().max(32).optional() }).nullable(),
+  by: z
+    .object({
+      kind: z.enum(['person', 'policy', 'agent', 'broker', 'process']),
+      id: z.string().max(200),
+      surface: z.string().max(32).optional(),
+    })
+    .nullable(),
   reason: z.string().max(2000).nullable(),
   decided_at_ms: z.number().int().nonnegative().nullable(),
   expires_at_ms: z.number().int().nonnegative().nullable(),
@@ -171,7 +212,13 @@ export type AgentToolReply = z.infer<typeof agentToolReplySchema>;
 /** list_routes' answer. */
 export const agentRouteListSchema = z.object({
   routes: z.array(
-    z.object({ name: z.string(), methods: z.array(z.string()), approval: z.enum(ApprovalMode), idempotency_contract: z.boolean(), base_path: z.string() }),
+    z.object({
+      name: z.string(),
+      methods: z.array(z.string()),
+      approval: z.enum(ApprovalMode),
+      idempotency_contract: z.boolean(),
+      base_path: z.string(),
+    }),
   ),
   ssh_hosts: z.array(z.object({ name: z.string(), approval: z.enum(ApprovalMode) })),
 });

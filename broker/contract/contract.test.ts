@@ -2,7 +2,13 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as contract from './index.js';
-import { envelopeSchema, eventKindMeanings, eventPayloadSchemas, kindsRequiringClassification, type Envelope } from './index.js';
+import {
+  envelopeSchema,
+  eventKindMeanings,
+  eventPayloadSchemas,
+  kindsRequiringClassification,
+  type Envelope,
+} from './index.js';
 
 const docPath = fileURLToPath(new URL('../../docs/contract.md', import.meta.url));
 
@@ -30,22 +36,41 @@ describe('the contract and its documentation', () => {
     const documented = Object.fromEntries(
       tableRows(doc, 'Closed sets').map(([name, members]) => [name, members.replaceAll('`', '').split(', ')]),
     );
-    const sets = ['Phase', 'Outcome', 'RetryDisposition', 'CallerDisposition', 'DispatchEvidence', 'Effect', 'EvidenceSource', 'Channel'] as const;
+    const sets = [
+      'Phase',
+      'Outcome',
+      'RetryDisposition',
+      'CallerDisposition',
+      'DispatchEvidence',
+      'Effect',
+      'EvidenceSource',
+      'Channel',
+    ] as const;
     expect(documented).toEqual(Object.fromEntries(sets.map((name) => [name, Object.keys(contract[name])])));
   });
 });
 
 describe('closed sets', () => {
-  it.each(['Phase', 'Outcome', 'RetryDisposition', 'CallerDisposition', 'DispatchEvidence', 'Effect', 'EvidenceSource', 'Channel', 'EventKind', 'ErrorCode', 'ActionStage', 'Decision'] as const)(
-    '%s maps every member to itself and rejects strangers',
-    (name) => {
-      const set = contract[name] as Record<string, string>;
-      for (const [key, value] of Object.entries(set)) expect(value).toBe(key);
-      expect(contract.isMember(set as never, Object.keys(set)[0])).toBe(true);
-      expect(contract.isMember(set as never, 'toString')).toBe(false);
-      expect(contract.isMember(set as never, 42)).toBe(false);
-    },
-  );
+  it.each([
+    'Phase',
+    'Outcome',
+    'RetryDisposition',
+    'CallerDisposition',
+    'DispatchEvidence',
+    'Effect',
+    'EvidenceSource',
+    'Channel',
+    'EventKind',
+    'ErrorCode',
+    'ActionStage',
+    'Decision',
+  ] as const)('%s maps every member to itself and rejects strangers', (name) => {
+    const set = contract[name] as Record<string, string>;
+    for (const [key, value] of Object.entries(set)) expect(value).toBe(key);
+    expect(contract.isMember(set as never, Object.keys(set)[0])).toBe(true);
+    expect(contract.isMember(set as never, 'toString')).toBe(false);
+    expect(contract.isMember(set as never, 42)).toBe(false);
+  });
 
   it('names the same event kinds in the enum, the meanings and the payload schemas', () => {
     expect(Object.keys(eventKindMeanings)).toEqual(Object.keys(contract.EventKind));
@@ -90,7 +115,14 @@ const examples: [string, Envelope][] = [
       caller_disposition: 'completed',
       effect: 'no_effect',
       outcome_basis: 'rejected_by_preflight_validation',
-      error: { code: 'FORBIDDEN_HEADER', phase: 'validation', outcome: 'not_attempted', retry: 'after_correction', message: 'Authorization is set by the broker.', field: 'headers.authorization' },
+      error: {
+        code: 'FORBIDDEN_HEADER',
+        phase: 'validation',
+        outcome: 'not_attempted',
+        retry: 'after_correction',
+        message: 'Authorization is set by the broker.',
+        field: 'headers.authorization',
+      },
       evidence: {
         dispatch_started: false,
         dispatch_evidence: 'never_started',
@@ -110,7 +142,13 @@ const examples: [string, Envelope][] = [
       caller_disposition: 'completed',
       effect: 'failed',
       outcome_basis: 'exit_status_and_channel_close',
-      error: { code: 'COMMAND_FAILED', phase: 'remote_execution', outcome: 'committed', retry: 'never', message: 'The command exited with status 23.' },
+      error: {
+        code: 'COMMAND_FAILED',
+        phase: 'remote_execution',
+        outcome: 'committed',
+        retry: 'never',
+        message: 'The command exited with status 23.',
+      },
       evidence: {
         dispatch_started: true,
         dispatch_evidence: 'remote_receipt',
@@ -137,8 +175,20 @@ describe('the public envelope', () => {
   it.each([
     ['an unknown code', (e: Envelope) => ({ ...e, error: { ...e.error, code: 'MAX_RETRIES_EXCEEDED' } })],
     ['an outcome outside the closed set', (e: Envelope) => ({ ...e, error: { ...e.error, outcome: 'failed' } })],
-    ['a retry disposition outside the closed set', (e: Envelope) => ({ ...e, error: { ...e.error, retry: 'transient' } })],
-    ['a fingerprint that is not a sha256 digest', (e: Envelope) => ({ ...e, evidence: { ...e.evidence, idempotency: { key: 'k', scope: 's', fingerprint: 'abc', remote_contract: 'configured' } } })],
+    [
+      'a retry disposition outside the closed set',
+      (e: Envelope) => ({ ...e, error: { ...e.error, retry: 'transient' } }),
+    ],
+    [
+      'a fingerprint that is not a sha256 digest',
+      (e: Envelope) => ({
+        ...e,
+        evidence: {
+          ...e.evidence,
+          idempotency: { key: 'k', scope: 's', fingerprint: 'abc', remote_contract: 'configured' },
+        },
+      }),
+    ],
   ])('rejects %s', (_name, mutate) => {
     const first = examples[0]?.[1];
     if (first === undefined) throw new Error('fixture');
@@ -156,6 +206,9 @@ describe('event payloads', () => {
       idempotent: false,
     };
     expect(eventPayloadSchemas.ACTION_ACCEPTED.safeParse(payload).success).toBe(true);
-    expect(eventPayloadSchemas.ACTION_ACCEPTED.safeParse({ ...payload, authorization: 'Bearer CANARY-not-a-secret' }).success).toBe(false);
+    expect(
+      eventPayloadSchemas.ACTION_ACCEPTED.safeParse({ ...payload, authorization: 'Bearer CANARY-not-a-secret' })
+        .success,
+    ).toBe(false);
   });
 });

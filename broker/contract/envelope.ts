@@ -1,7 +1,15 @@
 import { z } from 'zod';
 import { errorCodeSchema } from './classification.js';
 import { batchOutcomeSchema } from './events.js';
-import { CallerDisposition, DispatchEvidence, Effect, EvidenceSource, Outcome, Phase, RetryDisposition } from './outcome.js';
+import {
+  CallerDisposition,
+  DispatchEvidence,
+  Effect,
+  EvidenceSource,
+  Outcome,
+  Phase,
+  RetryDisposition,
+} from './outcome.js';
 
 /** One attempt as the public envelope shows it (setup failures included, never secrets). */
 export const envelopeAttemptSchema = z.object({

@@ -42,7 +42,7 @@ export function errorCodesPage(): string {
     '## Codes',
     '',
     '**HTTP status** is the status the operator HTTP host answers with when it refuses with the code itself',
-    "(`hostHttpStatus`); a broker Reply the host relays keeps its own mapping (`replyErrorStatus` in",
+    '(`hostHttpStatus`); a broker Reply the host relays keeps its own mapping (`replyErrorStatus` in',
     '`broker/host/http-host.ts`).',
     '',
     '| code | meaning | from | HTTP status |',

@@ -15,7 +15,8 @@ export const CodeSource = {
 export type CodeSource = keyof typeof CodeSource;
 
 export const codeSourceMeanings: { readonly [S in CodeSource]: string } = {
-  broker: "The broker's coded errors: envelopes, the agent socket, the control socket, operator API replies and the CLI.",
+  broker:
+    "The broker's coded errors: envelopes, the agent socket, the control socket, operator API replies and the CLI.",
   operator_host: 'The operator HTTP host itself, before a request reaches an operator API handler.',
   desktop: "The desktop shell's IPC gate (app/main/ipc-gate.ts), before a call reaches the broker.",
   audit_verify: '`postern audit verify`, the offline verifier of a journal file.',
@@ -46,37 +47,98 @@ export const errorCodeRegistry = {
   // validation: refused before a secret is touched or a host resolved
   INVALID_ARGUMENT: {
     from: ['broker', 'operator_host', 'desktop', 'sdk'],
-    meaning: 'A required field is missing or malformed (a request body that is not JSON included); the field path says which where there is one.',
+    meaning:
+      'A required field is missing or malformed (a request body that is not JSON included); the field path says which where there is one.',
   },
-  INVALID_TARGET: { from: broker, meaning: 'The target (route, path, host entry) is malformed, unknown or escapes its base.' },
+  INVALID_TARGET: {
+    from: broker,
+    meaning: 'The target (route, path, host entry) is malformed, unknown or escapes its base.',
+  },
   UNSUPPORTED_ACTION: { from: broker, meaning: 'The action or method is not supported for this target.' },
   PAYLOAD_LIMIT: {
     from: ['broker', 'operator_host'],
-    meaning: 'A body, header, URL or command exceeds its size limit (a configured one, or the fixed limit of the surface that received it).',
+    meaning:
+      'A body, header, URL or command exceeds its size limit (a configured one, or the fixed limit of the surface that received it).',
   },
-  FORBIDDEN_HEADER: { from: broker, meaning: 'The agent set a header the broker owns (Authorization, Host, Cookie, Proxy-*, the injected header).' },
+  FORBIDDEN_HEADER: {
+    from: broker,
+    meaning: 'The agent set a header the broker owns (Authorization, Host, Cookie, Proxy-*, the injected header).',
+  },
   UNKNOWN_CREDENTIAL: { from: broker, meaning: 'The referenced credential does not exist; its name is never echoed.' },
-  FINGERPRINT_MISMATCH: { from: broker, meaning: 'The request no longer matches the fingerprint that was approved; nothing was sent.' },
-  IDEMPOTENCY_MISMATCH: { from: broker, meaning: 'An idempotency key was reused with a different request fingerprint; nothing was sent.' },
-  CONFIG_INVALID: { from: broker, meaning: 'The configuration file is malformed or breaks a rule; the field path says which.' },
-  CONFIG_UNTRUSTED: { from: broker, meaning: 'The accepted configuration failed its integrity check; every route and host is refused until a person accepts a configuration again.' },
-  CONFIG_PENDING: { from: broker, meaning: 'postern.yaml holds a change no person has accepted; a person reviews and accepts it (Routes & hosts, operator method config.accept) first.' },
+  FINGERPRINT_MISMATCH: {
+    from: broker,
+    meaning: 'The request no longer matches the fingerprint that was approved; nothing was sent.',
+  },
+  IDEMPOTENCY_MISMATCH: {
+    from: broker,
+    meaning: 'An idempotency key was reused with a different request fingerprint; nothing was sent.',
+  },
+  CONFIG_INVALID: {
+    from: broker,
+    meaning: 'The configuration file is malformed or breaks a rule; the field path says which.',
+  },
+  CONFIG_UNTRUSTED: {
+    from: broker,
+    meaning:
+      'The accepted configuration failed its integrity check; every route and host is refused until a person accepts a configuration again.',
+  },
+  CONFIG_PENDING: {
+    from: broker,
+    meaning:
+      'postern.yaml holds a change no person has accepted; a person reviews and accepts it (Routes & hosts, operator method config.accept) first.',
+  },
   // credential_injection: local gates before dispatch
   VAULT_LOCKED: { from: broker, meaning: 'The vault is locked; retry after it is unlocked.' },
-  CREDENTIAL_MISSING: { from: broker, meaning: 'The credential exists in configuration but has no usable secret; correct it first.' },
+  CREDENTIAL_MISSING: {
+    from: broker,
+    meaning: 'The credential exists in configuration but has no usable secret; correct it first.',
+  },
   // vault: the encrypted credential store (broker/vault)
-  VAULT_NOT_INITIALIZED: { from: broker, meaning: 'The vault has not been created yet; run `postern vault init` first.' },
-  VAULT_ALREADY_INITIALIZED: { from: broker, meaning: 'The vault already exists; it is never re-created over an existing one.' },
-  VAULT_PASSPHRASE_INVALID: { from: broker, meaning: 'The vault passphrase is wrong; nothing was unlocked or changed.' },
-  VAULT_CORRUPT: { from: broker, meaning: 'The vault file is damaged, newer than this Postern, or a sealed value failed its integrity check; nothing was decrypted.' },
-  VAULT_KEY_PROTECTED: { from: broker, meaning: "The vault key is also sealed by the desktop app's OS keyring (safeStorage); only the Postern desktop app, on the machine and login that protected it, can unlock it." },
-  VAULT_KEY_PROTECTOR_FAILED: { from: broker, meaning: 'The OS keyring protecting the vault key refused or failed (locked, another login or machine, or a damaged blob); nothing was unlocked or changed.' },
-  CREDENTIAL_EXISTS: { from: broker, meaning: 'A credential with this name already exists; rotate it or remove it first.' },
+  VAULT_NOT_INITIALIZED: {
+    from: broker,
+    meaning: 'The vault has not been created yet; run `postern vault init` first.',
+  },
+  VAULT_ALREADY_INITIALIZED: {
+    from: broker,
+    meaning: 'The vault already exists; it is never re-created over an existing one.',
+  },
+  VAULT_PASSPHRASE_INVALID: {
+    from: broker,
+    meaning: 'The vault passphrase is wrong; nothing was unlocked or changed.',
+  },
+  VAULT_CORRUPT: {
+    from: broker,
+    meaning:
+      'The vault file is damaged, newer than this Postern, or a sealed value failed its integrity check; nothing was decrypted.',
+  },
+  VAULT_KEY_PROTECTED: {
+    from: broker,
+    meaning:
+      "The vault key is also sealed by the desktop app's OS keyring (safeStorage); only the Postern desktop app, on the machine and login that protected it, can unlock it.",
+  },
+  VAULT_KEY_PROTECTOR_FAILED: {
+    from: broker,
+    meaning:
+      'The OS keyring protecting the vault key refused or failed (locked, another login or machine, or a damaged blob); nothing was unlocked or changed.',
+  },
+  CREDENTIAL_EXISTS: {
+    from: broker,
+    meaning: 'A credential with this name already exists; rotate it or remove it first.',
+  },
   APPROVAL_DENIED: { from: broker, meaning: 'A person rejected this invocation; it will never be sent.' },
   APPROVAL_EXPIRED: { from: broker, meaning: 'The approval window closed before a decision; nothing was sent.' },
-  SESSION_REVOKED: { from: broker, meaning: 'The agent session was revoked or ended before dispatch; nothing was sent.' },
-  CALLER_CANCELLED: { from: broker, meaning: 'The caller cancelled; before dispatch nothing was sent, after dispatch the effect is unknown.' },
-  CALLER_DEADLINE_EXCEEDED: { from: broker, meaning: 'The caller stopped waiting; before dispatch nothing was sent, after dispatch the effect is unknown.' },
+  SESSION_REVOKED: {
+    from: broker,
+    meaning: 'The agent session was revoked or ended before dispatch; nothing was sent.',
+  },
+  CALLER_CANCELLED: {
+    from: broker,
+    meaning: 'The caller cancelled; before dispatch nothing was sent, after dispatch the effect is unknown.',
+  },
+  CALLER_DEADLINE_EXCEEDED: {
+    from: broker,
+    meaning: 'The caller stopped waiting; before dispatch nothing was sent, after dispatch the effect is unknown.',
+  },
   // connection_setup: a fresh connection failed before the application channel existed
   DNS_FAILED: { from: broker, meaning: 'The target host name could not be resolved; nothing was sent.' },
   CONNECT_REFUSED: { from: broker, meaning: 'The TCP connection was refused; nothing was sent.' },
@@ -84,50 +146,138 @@ export const errorCodeRegistry = {
   NETWORK_UNREACHABLE: { from: broker, meaning: 'No route to the target network; nothing was sent.' },
   TLS_FAILED: { from: broker, meaning: 'The TLS handshake or certificate verification failed; nothing was sent.' },
   PROXY_FAILED: { from: broker, meaning: 'The proxy tunnel could not be opened; nothing was sent.' },
-  SSH_TRANSPORT_FAILED: { from: broker, meaning: 'SSH key exchange or transport negotiation failed; nothing was sent.' },
-  SSH_HOST_KEY_REJECTED: { from: broker, meaning: "The SSH server's host key did not match the pinned or stored key; nothing was sent." },
+  SSH_TRANSPORT_FAILED: {
+    from: broker,
+    meaning: 'SSH key exchange or transport negotiation failed; nothing was sent.',
+  },
+  SSH_HOST_KEY_REJECTED: {
+    from: broker,
+    meaning: "The SSH server's host key did not match the pinned or stored key; nothing was sent.",
+  },
   SSH_AUTH_FAILED: { from: broker, meaning: 'The SSH server rejected the user key; nothing was sent.' },
   SSH_CHANNEL_FAILED: { from: broker, meaning: 'The SSH session channel could not be opened; nothing was sent.' },
   // remote_execution: dispatched; what the remote said (or did not)
-  REMOTE_OUTCOME_UNKNOWN: { from: broker, meaning: 'Dispatch may have reached the remote and no deciding result was recorded.' },
-  OPERATION_TIMEOUT: { from: broker, meaning: "The route's or SSH host's operation deadline (timeout_ms in postern.yaml) passed before a complete result; a broker-side limit, not a caller event." },
-  REMOTE_RESULT_INCOMPLETE: { from: broker, meaning: 'The remote ended without a complete result (partial body, no exit status).' },
-  REMOTE_REJECTED: { from: broker, meaning: 'The remote returned a complete, authoritative refusal that claims no success.' },
-  REMOTE_AUTH_REJECTED: { from: broker, meaning: 'The remote rejected the injected credential (HTTP 401); never retried with it.' },
-  REMOTE_THROTTLED: { from: broker, meaning: 'The remote asked the broker to slow down (429/503); retry only by backoff where safe.' },
-  REMOTE_ERROR_STATUS: { from: broker, meaning: 'The remote returned a complete error result (5xx); it may have changed state.' },
+  REMOTE_OUTCOME_UNKNOWN: {
+    from: broker,
+    meaning: 'Dispatch may have reached the remote and no deciding result was recorded.',
+  },
+  OPERATION_TIMEOUT: {
+    from: broker,
+    meaning:
+      "The route's or SSH host's operation deadline (timeout_ms in postern.yaml) passed before a complete result; a broker-side limit, not a caller event.",
+  },
+  REMOTE_RESULT_INCOMPLETE: {
+    from: broker,
+    meaning: 'The remote ended without a complete result (partial body, no exit status).',
+  },
+  REMOTE_REJECTED: {
+    from: broker,
+    meaning: 'The remote returned a complete, authoritative refusal that claims no success.',
+  },
+  REMOTE_AUTH_REJECTED: {
+    from: broker,
+    meaning: 'The remote rejected the injected credential (HTTP 401); never retried with it.',
+  },
+  REMOTE_THROTTLED: {
+    from: broker,
+    meaning: 'The remote asked the broker to slow down (429/503); retry only by backoff where safe.',
+  },
+  REMOTE_ERROR_STATUS: {
+    from: broker,
+    meaning: 'The remote returned a complete error result (5xx); it may have changed state.',
+  },
   COMMAND_FAILED: { from: broker, meaning: 'The remote command completed with a non-zero exit status or a signal.' },
-  REDIRECT_BLOCKED: { from: broker, meaning: 'The remote redirected to a destination the route does not allow; it was not followed.' },
+  REDIRECT_BLOCKED: {
+    from: broker,
+    meaning: 'The remote redirected to a destination the route does not allow; it was not followed.',
+  },
   // result_delivery
-  RESULT_DELIVERY_FAILED: { from: broker, meaning: 'The result is recorded but could not be handed to the caller; fetch it.' },
-  RESULT_EXPIRED: { from: broker, meaning: 'The stored result passed its retention; it is never re-executed to recreate it.' },
+  RESULT_DELIVERY_FAILED: {
+    from: broker,
+    meaning: 'The result is recorded but could not be handed to the caller; fetch it.',
+  },
+  RESULT_EXPIRED: {
+    from: broker,
+    meaning: 'The stored result passed its retention; it is never re-executed to recreate it.',
+  },
   // queue and retry engine
   LANE_BLOCKED: { from: broker, meaning: 'An older action in the same lane has an unknown outcome; this one waits.' },
-  DECISION_CONFLICT: { from: broker, meaning: 'The ticket already holds a terminal decision or was dispatched; the late decision changed nothing.' },
+  DECISION_CONFLICT: {
+    from: broker,
+    meaning: 'The ticket already holds a terminal decision or was dispatched; the late decision changed nothing.',
+  },
   NOT_FOUND: {
     from: ['broker', 'operator_host'],
-    meaning: 'Nothing by that name is visible to this caller: no action, ticket or session with that id, no operator API method or file at that path.',
+    meaning:
+      'Nothing by that name is visible to this caller: no action, ticket or session with that id, no operator API method or file at that path.',
   },
   // agent interface: the local socket (broker/agent)
   UNKNOWN_TOOL: { from: broker, meaning: 'The MCP tool name is not one Postern offers; list the tools first.' },
-  OPERATOR_ONLY: { from: broker, meaning: 'Approving, rejecting, abandoning and revoking are operator capabilities; agents can never call them.' },
-  PEER_REFUSED: { from: broker, meaning: 'The connecting process runs as another user or its identity could not be read from the kernel.' },
-  RATE_LIMITED: { from: broker, meaning: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.' },
-  OPERATOR_PROOF_REQUIRED: { from: broker, meaning: "A decision reached the control socket without a person's proof: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI." },
-  PASSPHRASE_BACKOFF: { from: broker, meaning: 'Too many wrong vault passphrases from this user (or one is being checked); nothing was checked now, retry after retry_after_ms.' },
-  LEASE_LOST: { from: broker, meaning: "Another worker holds this invocation's retry lease, or this worker's lease expired; it was stopped before dispatch." },
-  RETRY_BUDGET_EXHAUSTED: { from: broker, meaning: 'The recorded retry budget is spent; the last evidence stands, reconcile next.' },
+  OPERATOR_ONLY: {
+    from: broker,
+    meaning: 'Approving, rejecting, abandoning and revoking are operator capabilities; agents can never call them.',
+  },
+  PEER_REFUSED: {
+    from: broker,
+    meaning: 'The connecting process runs as another user or its identity could not be read from the kernel.',
+  },
+  RATE_LIMITED: {
+    from: broker,
+    meaning: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.',
+  },
+  OPERATOR_PROOF_REQUIRED: {
+    from: broker,
+    meaning:
+      "A decision reached the control socket without a person's proof: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI.",
+  },
+  PASSPHRASE_BACKOFF: {
+    from: broker,
+    meaning:
+      'Too many wrong vault passphrases from this user (or one is being checked); nothing was checked now, retry after retry_after_ms.',
+  },
+  LEASE_LOST: {
+    from: broker,
+    meaning:
+      "Another worker holds this invocation's retry lease, or this worker's lease expired; it was stopped before dispatch.",
+  },
+  RETRY_BUDGET_EXHAUSTED: {
+    from: broker,
+    meaning: 'The recorded retry budget is spent; the last evidence stands, reconcile next.',
+  },
   // broker integrity
-  BROKER_RESTARTED: { from: broker, meaning: 'The broker restarted while the action was in flight; the record says how far it got.' },
-  BROKER_ALREADY_RUNNING: { from: broker, meaning: "Another broker holds this data directory's lock (a stopped one too); this one started nothing." },
-  JOURNAL_UNAVAILABLE: { from: broker, meaning: 'The journal could not make a record durable; the broker stopped dispatching.' },
-  JOURNAL_NOT_DURABLE: { from: broker, meaning: 'The journal database refused the durability settings the broker requires.' },
-  IMPOSSIBLE_TRANSITION: { from: broker, meaning: 'An event would contradict the recorded history (for example not_attempted after dispatch).' },
-  MIGRATION_FAILED: { from: broker, meaning: 'A journal schema migration failed; the database was left at its previous version.' },
-  AUDIT_KEY_UNAVAILABLE: { from: broker, meaning: 'The key that encrypted these journal events is not available now (vault locked, or the run ended before any audit key existed).' },
+  BROKER_RESTARTED: {
+    from: broker,
+    meaning: 'The broker restarted while the action was in flight; the record says how far it got.',
+  },
+  BROKER_ALREADY_RUNNING: {
+    from: broker,
+    meaning: "Another broker holds this data directory's lock (a stopped one too); this one started nothing.",
+  },
+  JOURNAL_UNAVAILABLE: {
+    from: broker,
+    meaning: 'The journal could not make a record durable; the broker stopped dispatching.',
+  },
+  JOURNAL_NOT_DURABLE: {
+    from: broker,
+    meaning: 'The journal database refused the durability settings the broker requires.',
+  },
+  IMPOSSIBLE_TRANSITION: {
+    from: broker,
+    meaning: 'An event would contradict the recorded history (for example not_attempted after dispatch).',
+  },
+  MIGRATION_FAILED: {
+    from: broker,
+    meaning: 'A journal schema migration failed; the database was left at its previous version.',
+  },
+  AUDIT_KEY_UNAVAILABLE: {
+    from: broker,
+    meaning:
+      'The key that encrypted these journal events is not available now (vault locked, or the run ended before any audit key existed).',
+  },
   INTERNAL: {
     from: ['broker', 'operator_host'],
-    meaning: 'A broker bug (the daemon log has it); for an action, the record keeps what is known and it is treated as unknown if dispatched.',
+    meaning:
+      'A broker bug (the daemon log has it); for an action, the record keeps what is known and it is treated as unknown if dispatched.',
   },
   // operator HTTP host: refused before a handler (docs/operator.md)
   UNAUTHENTICATED: {
@@ -136,25 +286,51 @@ export const errorCodeRegistry = {
       'The caller did not prove it is the operator UI: no valid session secret (Authorization: Bearer) or sign-in token on the HTTP host ' +
       '(open the URL the daemon printed), or an IPC call from a page that is not the Postern UI.',
   },
-  SIGN_IN_USED: { from: host, meaning: 'The printed sign-in URL was already exchanged for a session; it works once. Restart the daemon for a new one.' },
+  SIGN_IN_USED: {
+    from: host,
+    meaning:
+      'The printed sign-in URL was already exchanged for a session; it works once. Restart the daemon for a new one.',
+  },
   MALFORMED_PATH: { from: host, meaning: 'The request target is not a path this host can parse.' },
-  HOST_NOT_ALLOWED: { from: host, meaning: 'The Host header is not 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence).' },
+  HOST_NOT_ALLOWED: {
+    from: host,
+    meaning: 'The Host header is not 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence).',
+  },
   CROSS_SITE_REFUSED: {
     from: host,
-    meaning: 'A state-changing call that is not JSON from this very origin (a page on another local port is the same site).',
+    meaning:
+      'A state-changing call that is not JSON from this very origin (a page on another local port is the same site).',
   },
   METHOD_NOT_ALLOWED: { from: host, meaning: 'This path does not accept the HTTP method used.' },
-  EVENT_STREAMS_LIMIT: { from: host, meaning: 'GET /api/events already has as many streams open as the host allows (each tab holds one).' },
+  EVENT_STREAMS_LIMIT: {
+    from: host,
+    meaning: 'GET /api/events already has as many streams open as the host allows (each tab holds one).',
+  },
   RENDERER_NOT_BUILT: { from: host, meaning: 'The operator UI bundle is missing; run `npm run build:renderer`.' },
   // desktop shell: refused by main before the broker (docs/desktop.md)
   SHUTTING_DOWN: { from: desktop, meaning: 'Postern is shutting down; nothing new is accepted.' },
-  NOT_CONFIRMED: { from: desktop, meaning: 'The decision was not confirmed in the Postern dialog; nothing was decided.' },
+  NOT_CONFIRMED: {
+    from: desktop,
+    meaning: 'The decision was not confirmed in the Postern dialog; nothing was decided.',
+  },
   // postern audit verify (docs/audit.md; `seq` in a failure is the first append position the code is about, or null)
   DB_UNREADABLE: { from: verify, meaning: 'The file is not a readable SQLite database (or is not a Postern journal).' },
-  SCHEMA_UNSUPPORTED: { from: verify, meaning: 'The journal schema is older than the audit log (4) or newer than this verifier knows.' },
-  CHECKPOINT_FILE_INVALID: { from: verify, meaning: 'The --checkpoint file is missing, too large, or not a Postern checkpoint.' },
-  KEY_MISMATCH: { from: verify, meaning: "The journal's checkpoint public key differs from the key in the trusted checkpoint file." },
-  ROW_MALFORMED: { from: verify, meaning: 'A row has a cell of the wrong type or size (hostile or damaged input); seq is that row.' },
+  SCHEMA_UNSUPPORTED: {
+    from: verify,
+    meaning: 'The journal schema is older than the audit log (4) or newer than this verifier knows.',
+  },
+  CHECKPOINT_FILE_INVALID: {
+    from: verify,
+    meaning: 'The --checkpoint file is missing, too large, or not a Postern checkpoint.',
+  },
+  KEY_MISMATCH: {
+    from: verify,
+    meaning: "The journal's checkpoint public key differs from the key in the trusted checkpoint file.",
+  },
+  ROW_MALFORMED: {
+    from: verify,
+    meaning: 'A row has a cell of the wrong type or size (hostile or damaged input); seq is that row.',
+  },
   ROW_MISSING: {
     from: verify,
     meaning: 'An append position is absent: a row was deleted (or the log starts late); seq is the first gap.',
@@ -167,7 +343,10 @@ export const errorCodeRegistry = {
     from: verify,
     meaning: 'The stored tree head does not match the rows (rows appended or rewritten outside the journal).',
   },
-  SIGNATURE_INVALID: { from: verify, meaning: 'A checkpoint signature does not verify under the checkpoint public key; seq is its size.' },
+  SIGNATURE_INVALID: {
+    from: verify,
+    meaning: 'A checkpoint signature does not verify under the checkpoint public key; seq is its size.',
+  },
   FORKED: {
     from: verify,
     meaning: 'The rows up to a signed checkpoint hash to a different root: history was rewritten after signing.',
@@ -181,10 +360,19 @@ export const errorCodeRegistry = {
     meaning: 'The log is consistent but older than the trusted checkpoint: the file was replaced by an earlier copy.',
   },
   // clients: no answer came back from the broker
-  BROKER_UNREACHABLE: { from: operatorUi, meaning: 'The request did not reach the broker (daemon stopped, network error).' },
+  BROKER_UNREACHABLE: {
+    from: operatorUi,
+    meaning: 'The request did not reach the broker (daemon stopped, network error).',
+  },
   BAD_REPLY: { from: operatorUi, meaning: 'The broker answered, but not with a Reply this UI understands.' },
-  BROKER_NOT_RUNNING: { from: sdk, meaning: 'No Postern broker is listening on the socket; start one with `postern daemon --data-dir DIR`.' },
-  CONNECTION_FAILED: { from: sdk, meaning: 'The socket accepted the connection but no MCP session could be opened on it.' },
+  BROKER_NOT_RUNNING: {
+    from: sdk,
+    meaning: 'No Postern broker is listening on the socket; start one with `postern daemon --data-dir DIR`.',
+  },
+  CONNECTION_FAILED: {
+    from: sdk,
+    meaning: 'The socket accepted the connection but no MCP session could be opened on it.',
+  },
   PROTOCOL: { from: sdk, meaning: 'The broker answered with a shape this SDK does not understand.' },
 } as const satisfies Readonly<Record<string, CodeEntry>>;
 
@@ -204,7 +392,9 @@ export type OperatorUiErrorCode = CodesFrom<'operator_ui'>;
 /** The meanings of the codes one surface answers with, in registry order. */
 export function meaningsFrom<S extends CodeSource>(source: S): { readonly [K in CodesFrom<S>]: string } {
   const entries: [string, CodeEntry][] = Object.entries(errorCodeRegistry);
-  return Object.fromEntries(entries.filter(([, entry]) => entry.from.includes(source)).map(([code, entry]) => [code, entry.meaning])) as {
+  return Object.fromEntries(
+    entries.filter(([, entry]) => entry.from.includes(source)).map(([code, entry]) => [code, entry.meaning]),
+  ) as {
     readonly [K in CodesFrom<S>]: string;
   };
 }

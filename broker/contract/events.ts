@@ -76,11 +76,14 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   CHANNEL_CLOSED: 'The SSH channel closed.',
   RECONCILIATION_RESULT: 'A later lookup learned the remote outcome (source remote_query).',
   OPERATOR_ATTESTED: 'A person settled the outcome with a written basis (source operator_attested).',
-  RETRY_LEASED: 'A worker took the one retry lease on this invocation: the next retry generation, its holder and expiry (a stale generation is fenced before dispatch).',
+  RETRY_LEASED:
+    'A worker took the one retry lease on this invocation: the next retry generation, its holder and expiry (a stale generation is fenced before dispatch).',
   ABANDONED: 'A person released the lane behind this unknown head, with a reason; the outcome stays unknown.',
-  SESSION_STARTED: 'A new agent process connected: its kernel-reported identity (pid, uid, start time, executable, cwd).',
-  SESSION_APPROVED: 'A person (or observe-mode policy) approved the agent process once; session-approval calls may proceed.',
-  SESSION_REVOKED: "A person revoked the session: its new calls are refused and its undispatched tickets cancelled.",
+  SESSION_STARTED:
+    'A new agent process connected: its kernel-reported identity (pid, uid, start time, executable, cwd).',
+  SESSION_APPROVED:
+    'A person (or observe-mode policy) approved the agent process once; session-approval calls may proceed.',
+  SESSION_REVOKED: 'A person revoked the session: its new calls are refused and its undispatched tickets cancelled.',
   SESSION_ENDED: 'The agent process exited (or the broker found it gone); its undispatched tickets were cancelled.',
   SESSION_RECONNECTED:
     'The same agent process (pid + start time) opened its recorded session again: a shim reconnecting after a broker restart or a lost connection, or another connection of that process.',
@@ -110,7 +113,11 @@ export function isConfigEventKind(kind: EventKind): boolean {
  * Settings read once at start (the vault's idle timer, the result purge, the UI's port): a configuration applied
  * live names the ones it changed, which keep their start values until the next start.
  */
-export const startBoundConfigSettings = ['vault.auto_lock_minutes', 'results.retention_seconds', 'operator.port'] as const;
+export const startBoundConfigSettings = [
+  'vault.auto_lock_minutes',
+  'results.retention_seconds',
+  'operator.port',
+] as const;
 export type StartBoundConfigSetting = (typeof startBoundConfigSettings)[number];
 
 /**
@@ -273,7 +280,11 @@ export const eventPayloadSchemas = {
   CALLER_DEADLINE_EXCEEDED: z.strictObject({ stage: z.string().max(64) }),
   CALLER_DISCONNECTED: z.strictObject({ stage: z.string().max(64) }),
   CONNECTION_LOST: z.strictObject({ attempt }),
-  OUTPUT_RECEIVED: z.strictObject({ attempt, stream: z.enum(['stdout', 'stderr', 'body']), bytes: z.number().int().nonnegative() }),
+  OUTPUT_RECEIVED: z.strictObject({
+    attempt,
+    stream: z.enum(['stdout', 'stderr', 'body']),
+    bytes: z.number().int().nonnegative(),
+  }),
   EXIT_STATUS: z.strictObject({ attempt, exit_status: z.number().int() }),
   EXIT_SIGNAL: z.strictObject({ attempt, signal: z.string().max(32) }),
   CHANNEL_CLOSED: z.strictObject({ attempt }),
@@ -290,7 +301,9 @@ export const eventPayloadSchemas = {
      */
     attempts_seen: z.number().int().nonnegative().optional(),
     /** A bounded read-back: how many candidate objects matched every recorded field, of how many read. */
-    read_back: z.strictObject({ matched: z.number().int().nonnegative(), examined: z.number().int().nonnegative() }).optional(),
+    read_back: z
+      .strictObject({ matched: z.number().int().nonnegative(), examined: z.number().int().nonnegative() })
+      .optional(),
   }),
   OPERATOR_ATTESTED: z.strictObject({ actor: Actor, basis: z.string().min(1).max(4000) }),
   RETRY_LEASED: z.strictObject({
@@ -324,7 +337,10 @@ export const eventPayloadSchemas = {
   SESSION_REVOKED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),
   SESSION_ENDED: z.strictObject({ reason: z.enum(['process_exited', 'broker_found_gone']) }),
   /** MCP clientInfo of the new connection: a label, never identity (the identity is the session's). */
-  SESSION_RECONNECTED: z.strictObject({ client_name: z.string().max(200).nullable(), client_version: z.string().max(100).nullable() }),
+  SESSION_RECONNECTED: z.strictObject({
+    client_name: z.string().max(200).nullable(),
+    client_version: z.string().max(100).nullable(),
+  }),
   CONFIG_APPLIED: z.strictObject({
     /** sha256 of the postern.yaml text now in force (what config.pending and `postern config accept` name). */
     digest: sha256,

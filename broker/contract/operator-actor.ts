@@ -44,7 +44,11 @@ const authWords: Readonly<Record<OperatorAuth, string>> = {
  * One line for people: `person:alice (cli, passphrase on tty)`, `process:/usr/bin/node pid 42 (cli,
  * unattended)`, or `kind:id` for events recorded before surfaces were (and for policy and broker).
  */
-export function actorLabel(actor: { readonly kind: string; readonly id: string; readonly auth?: OperatorAuth | undefined }): string {
+export function actorLabel(actor: {
+  readonly kind: string;
+  readonly id: string;
+  readonly auth?: OperatorAuth | undefined;
+}): string {
   const base = `${actor.kind}:${actor.id}`;
   return actor.auth === undefined ? base : `${base} (${authWords[actor.auth]})`;
 }

@@ -46,7 +46,9 @@ export type BrokerStatus = z.infer<typeof brokerStatusSchema>;
  * Replies cross every process boundary in one shape (Signal's channels habit): a value, or a coded
  * error the other side can branch on.
  */
-export type Reply<T> = { ok: true; value: T } | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
+export type Reply<T> =
+  | { ok: true; value: T }
+  | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
 
 /** What a person sees on one approval card (DESIGN §4). Built before injection; never a secret. */
 export const approvalCardSchema = z.object({
@@ -162,7 +164,12 @@ export type LaneRelease = z.infer<typeof laneReleaseSchema>;
 
 const ticketInput = z.strictObject({ ticket: z.number().int().positive() });
 const reason = z.string().trim().min(1).max(2000);
-const decisionOutput = z.object({ ticket: z.number().int().positive(), action_id: z.string(), decision: z.string(), journal_seq: z.number().int() });
+const decisionOutput = z.object({
+  ticket: z.number().int().positive(),
+  action_id: z.string(),
+  decision: z.string(),
+  journal_seq: z.number().int(),
+});
 
 /** Input and output schemas per operator method: the handlers parse input with them. */
 export const brokerApiSchemas = {
@@ -231,14 +238,19 @@ export const brokerApiSchemas = {
   },
   'sessions.list': { input: z.strictObject({}), output: z.object({ sessions: z.array(sessionSummarySchema) }) },
   'sessions.approve': { input: z.strictObject({ session_id: z.string().min(1).max(80) }), output: sessionStateSchema },
-  'sessions.revoke': { input: z.strictObject({ session_id: z.string().min(1).max(80), reason }), output: sessionStateSchema },
+  'sessions.revoke': {
+    input: z.strictObject({ session_id: z.string().min(1).max(80), reason }),
+    output: sessionStateSchema,
+  },
   metrics: {
     input: z.strictObject({}),
     output: z.object({
       by_phase_outcome: z.array(z.object({ phase: z.enum(Phase), outcome: z.enum(Outcome), count: z.number().int() })),
       by_code: z.array(z.object({ code: z.string(), count: z.number().int() })),
       /** Closed before dispatch by a decision (a person's rejection or cancel, an expiry, the caller withdrawing): not a failure of a phase. */
-      decisions: z.array(z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), count: z.number().int() })),
+      decisions: z.array(
+        z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), count: z.number().int() }),
+      ),
       open: z.number().int(),
       total: z.number().int(),
       /** Per-minute counts for the hour up to the newest classified action (event times): one series per outcome and per decision. */
@@ -246,7 +258,12 @@ export const brokerApiSchemas = {
         until_ms: z.number().int().nullable(),
         bucket_ms: z.number().int().positive(),
         by_outcome: z.array(z.object({ outcome: z.enum(Outcome), counts: z.array(z.number().int()) })),
-        by_decision: z.array(z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), counts: z.array(z.number().int()) })),
+        by_decision: z.array(
+          z.object({
+            decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']),
+            counts: z.array(z.number().int()),
+          }),
+        ),
       }),
     }),
   },

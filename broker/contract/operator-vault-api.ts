@@ -119,7 +119,11 @@ export const configEditSchema = z.discriminatedUnion('op', [
       credential: z.string().min(1).max(200),
       injection: z.enum(InjectionKind),
       approval: approvalMode,
-      methods: z.array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])).min(1).max(7).optional(),
+      methods: z
+        .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']))
+        .min(1)
+        .max(7)
+        .optional(),
     }),
   }),
   z.strictObject({ op: z.literal('remove_route'), name: configName }),
@@ -132,7 +136,10 @@ export const configEditSchema = z.discriminatedUnion('op', [
       user: z.string().min(1).max(64),
       credential: z.string().min(1).max(200),
       /** accept_new, or pinned fingerprints (SHA256:…). */
-      host_key: z.union([z.literal('accept_new'), z.strictObject({ pinned: z.array(z.string().min(1).max(100)).min(1).max(8) })]),
+      host_key: z.union([
+        z.literal('accept_new'),
+        z.strictObject({ pinned: z.array(z.string().min(1).max(100)).min(1).max(8) }),
+      ]),
       approval: approvalMode,
     }),
   }),
@@ -167,7 +174,14 @@ export const configPendingSchema = z.object({
   /** Why the configuration is untrusted, when it is. */
   untrusted_reason: z.string().max(400).nullable(),
   /** The last acceptance: when, by whom, how (`first_use`, `accepted` on a card, `edited` through config.edit). */
-  accepted: z.object({ at_ms: z.number().int(), by: z.string().max(300), how: z.enum(['first_use', 'accepted', 'edited']), digest: z.string() }).nullable(),
+  accepted: z
+    .object({
+      at_ms: z.number().int(),
+      by: z.string().max(300),
+      how: z.enum(['first_use', 'accepted', 'edited']),
+      digest: z.string(),
+    })
+    .nullable(),
   /** True when an acceptance made during this run (or a start-bound setting it changed) takes effect only at the next start. */
   restart_needed: z.boolean(),
   /**
@@ -205,7 +219,9 @@ export const operatorAgentClients = ['claude-code', 'claude-desktop', 'cursor', 
  */
 export const agentHookupSchema = z.object({
   data_dir: z.string(),
-  clients: z.array(z.object({ client: z.enum(operatorAgentClients), text: z.string().max(4_096), where: z.string().max(400) })),
+  clients: z.array(
+    z.object({ client: z.enum(operatorAgentClients), text: z.string().max(4_096), where: z.string().max(400) }),
+  ),
   /** Why the lines may need a change before use (the desktop app runs no `node` of its own), else null. */
   note: z.string().max(400).nullable(),
 });
@@ -214,7 +230,10 @@ export type AgentHookup = z.infer<typeof agentHookupSchema>;
 const restartNeededFor = z.array(z.enum(startBoundConfigSettings)).optional();
 
 export const vaultApiSchemas = {
-  'vault.status': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.number().int().nonnegative() }) },
+  'vault.status': {
+    input: z.strictObject({}),
+    output: z.object({ state: vaultStateSchema, credentials: z.number().int().nonnegative() }),
+  },
   'vault.unlock': {
     input: z.strictObject({ passphrase: z.string().min(1).max(passphraseCharsMax) }),
     output: z.object({ state: vaultStateSchema }),
@@ -226,7 +245,10 @@ export const vaultApiSchemas = {
     output: z.object({ state: vaultStateSchema }),
   },
   'agent.hookup': { input: z.strictObject({}), output: agentHookupSchema },
-  'credentials.list': { input: z.strictObject({}), output: z.object({ state: vaultStateSchema, credentials: z.array(credentialSummarySchema) }) },
+  'credentials.list': {
+    input: z.strictObject({}),
+    output: z.object({ state: vaultStateSchema, credentials: z.array(credentialSummarySchema) }),
+  },
   'credentials.add': {
     input: z.strictObject({
       name: credentialName,
@@ -239,7 +261,10 @@ export const vaultApiSchemas = {
     }),
     output: credentialSummarySchema,
   },
-  'credentials.remove': { input: z.strictObject({ name: credentialName }), output: z.object({ name: z.string(), removed: z.literal(true) }) },
+  'credentials.remove': {
+    input: z.strictObject({ name: credentialName }),
+    output: z.object({ name: z.string(), removed: z.literal(true) }),
+  },
   'audit.verify': { input: z.strictObject({}), output: auditVerifyResultSchema },
   'audit.last': { input: z.strictObject({}), output: z.object({ last: auditVerifyResultSchema.nullable() }) },
   'config.show': {
@@ -266,7 +291,13 @@ export const vaultApiSchemas = {
   },
   'config.pending': { input: z.strictObject({}), output: configPendingSchema },
   'config.accept': {
-    input: z.strictObject({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'the digest config.pending showed: sha256: and 64 hex digits') }),
-    output: z.object({ digest: z.string(), applies: z.enum(['now', 'next_start']), restart_needed_for: restartNeededFor }),
+    input: z.strictObject({
+      digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'the digest config.pending showed: sha256: and 64 hex digits'),
+    }),
+    output: z.object({
+      digest: z.string(),
+      applies: z.enum(['now', 'next_start']),
+      restart_needed_for: restartNeededFor,
+    }),
   },
 } as const;

@@ -45,10 +45,13 @@ export function advanceActionTimeline(before: ActionTimeline, event: JournalEven
   if (decisionKinds.has(event.kind)) {
     next = { ...next, decided_by: deciderOf(event), decided_at_ms: event.at_ms, decided_seq: event.seq };
   }
-  if (event.kind === 'DISPATCH_STARTED' && next.dispatched_at_ms === null) next = { ...next, dispatched_at_ms: event.at_ms };
+  if (event.kind === 'DISPATCH_STARTED' && next.dispatched_at_ms === null)
+    next = { ...next, dispatched_at_ms: event.at_ms };
   const settled = isActionOpen(after) ? null : (next.settled_at_ms ?? event.at_ms);
-  const resolved = after.ticket === null || ticketStanding(after) !== 'resolved' ? null : (next.resolved_at_ms ?? event.at_ms);
-  if (settled !== next.settled_at_ms || resolved !== next.resolved_at_ms) next = { ...next, settled_at_ms: settled, resolved_at_ms: resolved };
+  const resolved =
+    after.ticket === null || ticketStanding(after) !== 'resolved' ? null : (next.resolved_at_ms ?? event.at_ms);
+  if (settled !== next.settled_at_ms || resolved !== next.resolved_at_ms)
+    next = { ...next, settled_at_ms: settled, resolved_at_ms: resolved };
   return next;
 }
 
@@ -83,7 +86,11 @@ export function splitActionTarget(target: string): ActionTargetParts {
   if (head.startsWith('route:')) {
     const verbEnd = rest.indexOf(' ');
     const method = verbEnd < 0 ? (rest === '' ? null : rest) : rest.slice(0, verbEnd);
-    return { name, method: method === null ? null : method.slice(0, 16), request: boundText(verbEnd < 0 ? '' : rest.slice(verbEnd + 1)) };
+    return {
+      name,
+      method: method === null ? null : method.slice(0, 16),
+      request: boundText(verbEnd < 0 ? '' : rest.slice(verbEnd + 1)),
+    };
   }
   return { name, method: null, request: boundText(rest) };
 }

@@ -61,7 +61,10 @@ export function foldActivity(events: Iterable<JournalEvent>): ActivityAction[] {
 
 /** One summary per agent session, in order of each session's first event. */
 export function foldSessions(events: Iterable<JournalEvent>): SessionSummary[] {
-  const byId = new Map<string | null, { first: JournalEvent; last: JournalEvent; count: number; actions: Set<string> }>();
+  const byId = new Map<
+    string | null,
+    { first: JournalEvent; last: JournalEvent; count: number; actions: Set<string> }
+  >();
   for (const event of inAppendOrder(events)) {
     const entry = byId.get(event.session_id);
     if (entry === undefined) {
@@ -103,7 +106,11 @@ function* inAppendOrder(events: Iterable<JournalEvent>): Generator<JournalEvent>
   let last = 0;
   for (const event of events) {
     if (event.seq <= last) {
-      throw new CodedError('INVALID_ARGUMENT', `event ${event.seq} comes after ${last}: views fold the log in append order`, { field: 'seq' });
+      throw new CodedError(
+        'INVALID_ARGUMENT',
+        `event ${event.seq} comes after ${last}: views fold the log in append order`,
+        { field: 'seq' },
+      );
     }
     last = event.seq;
     yield event;

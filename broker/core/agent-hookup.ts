@@ -42,13 +42,19 @@ export function agentHookup(client: AgentClient, paths: HookupPaths): Hookup {
     case 'cursor':
       return { text: JSON.stringify({ mcpServers: { postern: { command: paths.node, args } } }, null, 2), where };
     case 'vscode':
-      return { text: JSON.stringify({ servers: { postern: { type: 'stdio', command: paths.node, args } } }, null, 2), where };
+      return {
+        text: JSON.stringify({ servers: { postern: { type: 'stdio', command: paths.node, args } } }, null, 2),
+        where,
+      };
   }
 }
 
 /** Every known client's hookup for one broker, in agentClients' order (the first is the default). */
 export function agentHookups(paths: HookupPaths & { dataDir: string }, note: string | null = null): AgentHookup {
-  const clients = (Object.keys(agentClients) as AgentClient[]).map((client) => ({ client, ...agentHookup(client, paths) }));
+  const clients = (Object.keys(agentClients) as AgentClient[]).map((client) => ({
+    client,
+    ...agentHookup(client, paths),
+  }));
   return { data_dir: paths.dataDir, clients, note };
 }
 

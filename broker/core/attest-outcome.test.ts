@@ -12,11 +12,19 @@ describe('attestClassification', () => {
       outcome_basis: 'operator_attested',
       source: 'operator_attested',
     });
-    expect(attestClassification('rejected', 'no_effect')).toMatchObject({ outcome: 'rejected', code: 'REMOTE_REJECTED', source: 'operator_attested' });
+    expect(attestClassification('rejected', 'no_effect')).toMatchObject({
+      outcome: 'rejected',
+      code: 'REMOTE_REJECTED',
+      source: 'operator_attested',
+    });
   });
 
   it('refuses an effect that contradicts the attested outcome, naming the field', () => {
-    expect(() => attestClassification('committed', 'no_effect')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'effect' }));
-    expect(() => attestClassification('rejected', 'succeeded')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'effect' }));
+    expect(() => attestClassification('committed', 'no_effect')).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'effect' }),
+    );
+    expect(() => attestClassification('rejected', 'succeeded')).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'effect' }),
+    );
   });
 });

@@ -16,7 +16,11 @@ const effectsFor: Readonly<Record<AttestedOutcome, readonly Effect[]>> = {
  */
 export function attestClassification(outcome: AttestedOutcome, effect: Effect): Classification {
   if (!effectsFor[outcome].includes(effect)) {
-    throw new CodedError('INVALID_ARGUMENT', `an attested ${outcome} outcome has effect ${effectsFor[outcome].join(' or ')}, not ${effect}`, { field: 'effect' });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `an attested ${outcome} outcome has effect ${effectsFor[outcome].join(' or ')}, not ${effect}`,
+      { field: 'effect' },
+    );
   }
   return {
     phase: 'remote_execution',

@@ -69,13 +69,23 @@ export function classifyBatch(e: BatchEvidence): BatchVerdict {
   const requested = requestIds(e.shape, e.requestBody);
   if (!requested.ok) return notItemized(parent, requested.basis);
   const ids = requested.ids;
-  const undecided: MemberVerdict = { outcome: 'unknown', effect: 'unknown_effect', retry: e.sameKeyRetryAllowed ? 'same_idempotency_key' : 'reconcile' };
-  const reported = e.response.truncated ? { ok: false as const, basis: 'batch_response_truncated' } : responseStatuses(e.shape, e.response.body, new Set(ids));
+  const undecided: MemberVerdict = {
+    outcome: 'unknown',
+    effect: 'unknown_effect',
+    retry: e.sameKeyRetryAllowed ? 'same_idempotency_key' : 'reconcile',
+  };
+  const reported = e.response.truncated
+    ? { ok: false as const, basis: 'batch_response_truncated' }
+    : responseStatuses(e.shape, e.response.body, new Set(ids));
   const decide = (id: string): BatchMember => {
     if (!reported.ok) return { id, ...undecided };
     const status = reported.statuses.get(id);
     if (status === undefined || status === ambiguous) return { id, ...undecided };
-    const verdict = e.shape.response.succeeded.includes(status) ? succeededMember : e.shape.response.rejected.includes(status) ? rejectedMember : failedMember;
+    const verdict = e.shape.response.succeeded.includes(status)
+      ? succeededMember
+      : e.shape.response.rejected.includes(status)
+        ? rejectedMember
+        : failedMember;
     // A longer status is not cut (a cut could keep part of an echoed secret): it is left out.
     return status.length > batchStatusCharsMax ? { id, ...verdict } : { id, ...verdict, status };
   };
@@ -87,15 +97,21 @@ export function classifyBatch(e: BatchEvidence): BatchVerdict {
   const decided = members.filter((m) => m.outcome !== 'unknown').length;
   if (decided === 0) {
     // Nothing itemized: the transport result stands; the basis says why the members stay unknown.
-    const basis = reported.ok ? (members.length === 0 ? parent.outcome_basis : 'batch_no_member_decided') : reported.basis;
+    const basis = reported.ok
+      ? members.length === 0
+        ? parent.outcome_basis
+        : 'batch_no_member_decided'
+      : reported.basis;
     return { batch, classification: { ...parent, outcome_basis: basis } };
   }
   // From here the response decided at least one member: re-sending the whole batch would repeat
   // it, so the parent's retry is never and each member's own retry says what may happen next.
   const folded: Classification = { ...parent, outcome: 'committed', retry: 'never' };
   delete folded.retry_after_ms;
-  if (succeeded.length === members.length) return { batch, classification: { ...folded, effect: 'succeeded', outcome_basis: 'batch_all_members_succeeded' } };
-  if (succeeded.length > 0) return { batch, classification: { ...folded, effect: 'partial_effect', outcome_basis: 'batch_partial_effect' } };
+  if (succeeded.length === members.length)
+    return { batch, classification: { ...folded, effect: 'succeeded', outcome_basis: 'batch_all_members_succeeded' } };
+  if (succeeded.length > 0)
+    return { batch, classification: { ...folded, effect: 'partial_effect', outcome_basis: 'batch_partial_effect' } };
   return { batch, classification: { ...folded, effect: 'failed', outcome_basis: 'batch_no_member_succeeded' } };
 }
 
@@ -115,7 +131,9 @@ function notItemized(parent: Classification, basis: string): BatchVerdict {
  */
 function refusedAsWhole(parent: Classification, members: readonly BatchMember[]): BatchVerdict {
   const retry: BatchMember['retry'] = parent.retry === 'never' ? 'never' : 'after_correction';
-  const refused = members.map((m): BatchMember => (m.outcome === 'unknown' ? { id: m.id, outcome: 'rejected', effect: 'rejected', retry } : m));
+  const refused = members.map((m): BatchMember =>
+    m.outcome === 'unknown' ? { id: m.id, outcome: 'rejected', effect: 'rejected', retry } : m,
+  );
   return { batch: { members: refused, completed_ids: [] }, classification: parent };
 }
 
@@ -130,7 +148,8 @@ function requestIds(shape: BatchShape, body: Uint8Array): Listed {
   const ids: string[] = [];
   for (const member of list) {
     const id = memberField(member, shape.request.id);
-    if (id === undefined || id.length > batchIdCharsMax) return { ok: false, basis: 'batch_request_member_ids_unusable' };
+    if (id === undefined || id.length > batchIdCharsMax)
+      return { ok: false, basis: 'batch_request_member_ids_unusable' };
     ids.push(id);
   }
   // Two members with one id cannot be told apart in the response: none of them is itemized.
@@ -162,7 +181,8 @@ function responseStatuses(shape: BatchShape, body: Uint8Array, requested: Readon
 
 /** A member's field as a string: strings as they are (non-empty), finite numbers stringified. */
 function memberField(member: unknown, field: string): string | undefined {
-  if (typeof member !== 'object' || member === null || Array.isArray(member) || !Object.hasOwn(member, field)) return undefined;
+  if (typeof member !== 'object' || member === null || Array.isArray(member) || !Object.hasOwn(member, field))
+    return undefined;
   const value = (member as Record<string, unknown>)[field];
   if (typeof value === 'string') return value.length === 0 ? undefined : value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
@@ -195,7 +215,8 @@ function decodeUtf8(bytes: Uint8Array): string | undefined {
       continue;
     }
     let chunk = '';
-    for (const byte of slice) chunk += byte < 0x80 && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).padStart(2, '0')}`;
+    for (const byte of slice)
+      chunk += byte < 0x80 && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).padStart(2, '0')}`;
     parts.push(chunk);
   }
   try {

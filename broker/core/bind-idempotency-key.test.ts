@@ -4,19 +4,41 @@ import { bindIdempotencyKey, idempotencyKeyId, type BoundIdempotencyKey } from '
 
 const fpA = `sha256:${'a'.repeat(64)}`;
 const fpB = `sha256:${'b'.repeat(64)}`;
-const claimOf = (fingerprint: string, atMs: number, expiresAtMs = atMs + 1_000): { binding: IdempotencyKeyBinding; action_id: string; seq: number; at_ms: number } => ({
+const claimOf = (
+  fingerprint: string,
+  atMs: number,
+  expiresAtMs = atMs + 1_000,
+): { binding: IdempotencyKeyBinding; action_id: string; seq: number; at_ms: number } => ({
   binding: { route: 'docs', scope: 'docs.account', key: 'key-1', fingerprint, expires_at_ms: expiresAtMs },
   action_id: `act_claim_${atMs}`,
   seq: atMs,
   at_ms: atMs,
 });
-const bound: BoundIdempotencyKey = { route: 'docs', scope: 'docs.account', key: 'key-1', fingerprint: fpA, action_id: 'act_first_1', first_seen_ms: 100, expires_at_ms: 1_100, bound_seq: 3 };
+const bound: BoundIdempotencyKey = {
+  route: 'docs',
+  scope: 'docs.account',
+  key: 'key-1',
+  fingerprint: fpA,
+  action_id: 'act_first_1',
+  first_seen_ms: 100,
+  expires_at_ms: 1_100,
+  bound_seq: 3,
+};
 
 describe('binding an idempotency key', () => {
   it('a key never seen is bound to the claim: fingerprint, action, first seen, earliest safe expiry, the event that bound it', () => {
     expect(bindIdempotencyKey(undefined, claimOf(fpA, 100))).toEqual({
       kind: 'bound',
-      row: { route: 'docs', scope: 'docs.account', key: 'key-1', fingerprint: fpA, action_id: 'act_claim_100', first_seen_ms: 100, expires_at_ms: 1_100, bound_seq: 100 },
+      row: {
+        route: 'docs',
+        scope: 'docs.account',
+        key: 'key-1',
+        fingerprint: fpA,
+        action_id: 'act_claim_100',
+        first_seen_ms: 100,
+        expires_at_ms: 1_100,
+        bound_seq: 100,
+      },
     });
   });
 
@@ -25,12 +47,17 @@ describe('binding an idempotency key', () => {
   });
 
   it('the same key with another fingerprint inside the window is IDEMPOTENCY_MISMATCH on field idempotency_key', () => {
-    expect(() => bindIdempotencyKey(bound, claimOf(fpB, 1_099))).toThrow(expect.objectContaining({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' }));
+    expect(() => bindIdempotencyKey(bound, claimOf(fpB, 1_099))).toThrow(
+      expect.objectContaining({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' }),
+    );
   });
 
   it('from expires_at_ms on the remote has forgotten the key: another fingerprint binds it anew', () => {
     const decision = bindIdempotencyKey(bound, claimOf(fpB, 1_100));
-    expect(decision).toMatchObject({ kind: 'bound', row: { fingerprint: fpB, first_seen_ms: 1_100, action_id: 'act_claim_1100' } });
+    expect(decision).toMatchObject({
+      kind: 'bound',
+      row: { fingerprint: fpB, first_seen_ms: 1_100, action_id: 'act_claim_1100' },
+    });
   });
 
   it('map keys cannot be forged by a separator inside a route, scope or key', () => {

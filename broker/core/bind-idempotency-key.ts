@@ -25,7 +25,9 @@ export interface IdempotencyClaim {
 }
 
 /** The binding after the claim: a new row to write, or the existing row unchanged (a same-key retry). */
-export type BindDecision = { readonly kind: 'bound'; readonly row: BoundIdempotencyKey } | { readonly kind: 'same'; readonly row: BoundIdempotencyKey };
+export type BindDecision =
+  | { readonly kind: 'bound'; readonly row: BoundIdempotencyKey }
+  | { readonly kind: 'same'; readonly row: BoundIdempotencyKey };
 
 /**
  * DESIGN §3 "Idempotency is a remote contract": a key reused (same route and scope) with another
@@ -40,9 +42,13 @@ export function bindIdempotencyKey(existing: BoundIdempotencyKey | undefined, cl
   const { binding } = claim;
   if (existing !== undefined && existing.expires_at_ms > claim.at_ms) {
     if (existing.fingerprint === binding.fingerprint) return { kind: 'same', row: existing };
-    throw new CodedError('IDEMPOTENCY_MISMATCH', `idempotency key is bound to another request fingerprint on this route and scope until ${existing.expires_at_ms}`, {
-      field: 'idempotency_key',
-    });
+    throw new CodedError(
+      'IDEMPOTENCY_MISMATCH',
+      `idempotency key is bound to another request fingerprint on this route and scope until ${existing.expires_at_ms}`,
+      {
+        field: 'idempotency_key',
+      },
+    );
   }
   return {
     kind: 'bound',

@@ -59,7 +59,10 @@ const brokerHeaders: ReadonlySet<string> = new Set([
  * are refused on every route.
  */
 const steeringHeaders: ReadonlyMap<string, string> = new Map([
-  ['accept-encoding', 'the broker decides the content coding on credentialed routes (a compressed echo hides a secret from the scrubber)'],
+  [
+    'accept-encoding',
+    'the broker decides the content coding on credentialed routes (a compressed echo hides a secret from the scrubber)',
+  ],
   ['range', 'ranges are refused: a reflected secret could be assembled from slices'],
   ['if-range', 'ranges are refused: a reflected secret could be assembled from slices'],
 ]);
@@ -71,9 +74,19 @@ const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\
  * facts, this decides. The first failure wins, with the field path the caller can fix; the message
  * never repeats a header value or a credential reference.
  */
-export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, limits: HttpRequestLimits): HttpRequestCheck {
-  const fail = (code: ErrorCode, field: string, message: string): HttpRequestCheck => ({ ok: false, code, field, message });
-  if (!route.methods.includes(req.method)) return fail('UNSUPPORTED_ACTION', 'method', `method ${safeToken(req.method)} is not allowed on this route`);
+export function checkHttpRequest(
+  req: HttpRequestFacts,
+  route: HttpRouteFacts,
+  limits: HttpRequestLimits,
+): HttpRequestCheck {
+  const fail = (code: ErrorCode, field: string, message: string): HttpRequestCheck => ({
+    ok: false,
+    code,
+    field,
+    message,
+  });
+  if (!route.methods.includes(req.method))
+    return fail('UNSUPPORTED_ACTION', 'method', `method ${safeToken(req.method)} is not allowed on this route`);
   const path = normalizeRequestPath(req.path);
   if (!path.ok) return fail('INVALID_TARGET', 'path', path.why);
 
@@ -82,18 +95,25 @@ export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, l
   for (const [i, [name, value]] of req.query.entries()) {
     if (name.length === 0) return fail('INVALID_ARGUMENT', `query[${i}]`, 'a query parameter needs a name');
     if (loneSurrogate.test(name) || loneSurrogate.test(value)) {
-      return fail('INVALID_ARGUMENT', `query.${safeToken(name)}`, 'a query parameter is not well-formed Unicode (a lone surrogate)');
+      return fail(
+        'INVALID_ARGUMENT',
+        `query.${safeToken(name)}`,
+        'a query parameter is not well-formed Unicode (a lone surrogate)',
+      );
     }
     if (owned !== undefined && queryNameKey(name) === owned) {
-      const why = 'this query parameter carries the credential and is set by the broker (names are compared ignoring case and encoding)';
+      const why =
+        'this query parameter carries the credential and is set by the broker (names are compared ignoring case and encoding)';
       return fail('FORBIDDEN_HEADER', `query.${safeToken(name)}`, why);
     }
     // Encoded form is what goes on the wire; a percent-encoded byte is three.
     urlBytes += 2 + encodedBytes(name) + encodedBytes(value);
   }
-  if (urlBytes > limits.urlBytesMax) return fail('PAYLOAD_LIMIT', 'path', `the URL exceeds ${limits.urlBytesMax} bytes`);
+  if (urlBytes > limits.urlBytesMax)
+    return fail('PAYLOAD_LIMIT', 'path', `the URL exceeds ${limits.urlBytesMax} bytes`);
 
-  if (req.headers.length > limits.headersCountMax) return fail('PAYLOAD_LIMIT', 'headers', `at most ${limits.headersCountMax} headers`);
+  if (req.headers.length > limits.headersCountMax)
+    return fail('PAYLOAD_LIMIT', 'headers', `at most ${limits.headersCountMax} headers`);
   let headerBytes = 0;
   const seen = new Set<string>();
   for (const [name, value] of req.headers) {
@@ -113,9 +133,11 @@ export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, l
     }
     headerBytes += utf8Bytes(name) + utf8Bytes(value) + 4;
   }
-  if (headerBytes > limits.headerBytesMax) return fail('PAYLOAD_LIMIT', 'headers', `headers exceed ${limits.headerBytesMax} bytes`);
+  if (headerBytes > limits.headerBytesMax)
+    return fail('PAYLOAD_LIMIT', 'headers', `headers exceed ${limits.headerBytesMax} bytes`);
 
-  if (req.bodyBytes > limits.bodyBytesMax) return fail('PAYLOAD_LIMIT', 'body', `the body exceeds ${limits.bodyBytesMax} bytes`);
+  if (req.bodyBytes > limits.bodyBytesMax)
+    return fail('PAYLOAD_LIMIT', 'body', `the body exceeds ${limits.bodyBytesMax} bytes`);
   if (req.bodyBytes > 0 && (req.method === 'GET' || req.method === 'HEAD')) {
     return fail('INVALID_ARGUMENT', 'body', `${req.method} carries no body`);
   }
@@ -126,7 +148,11 @@ export function checkHttpRequest(req: HttpRequestFacts, route: HttpRouteFacts, l
       return fail('INVALID_ARGUMENT', 'idempotency_key', 'this route declares no idempotency contract');
     }
     if (!/^[\x21-\x7e]+$/.test(req.idempotencyKey) || req.idempotencyKey.length > limits.idempotencyKeyCharsMax) {
-      return fail('INVALID_ARGUMENT', 'idempotency_key', `an idempotency key is 1..${limits.idempotencyKeyCharsMax} visible ASCII characters`);
+      return fail(
+        'INVALID_ARGUMENT',
+        'idempotency_key',
+        `an idempotency key is 1..${limits.idempotencyKeyCharsMax} visible ASCII characters`,
+      );
     }
   }
   return { ok: true, path: path.path };

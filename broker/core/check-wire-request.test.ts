@@ -6,7 +6,11 @@ import { checkWireRequest, isFieldValue } from './check-wire-request.js';
 // undici's own request validation (lib/core/request.js: path, method, processHeader), the code
 // `dispatch()` runs after DISPATCH_STARTED. The package has no "exports" map, so the module is
 // loaded as undici loads it: no copy of its regexes here.
-type UndiciRequest = new (origin: string, opts: { path: string; method: string; headers: string[] }, handler: object) => unknown;
+type UndiciRequest = new (
+  origin: string,
+  opts: { path: string; method: string; headers: string[] },
+  handler: object,
+) => unknown;
 const UndiciRequestClass = createRequire(import.meta.url)('undici/lib/core/request.js') as UndiciRequest;
 const handler = { onRequestStart: () => undefined };
 
@@ -21,9 +25,17 @@ function undiciRefuses(method: string, path: string, headers: string[]): boolean
   }
 }
 
-const hex = (value: string): string => [...value].map((c) => `U+${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`).join(' ');
+const hex = (value: string): string =>
+  [...value].map((c) => `U+${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`).join(' ');
 /** Every Latin-1 char (each control, DEL, 0x80, 0xFF…) inside a value, plus what is beyond Latin-1. */
-const everyChar = [...Array.from({ length: 256 }, (_, i) => String.fromCharCode(i)), '\u0100', '\u2028', '😀', '\ud800', '\udfff'];
+const everyChar = [
+  ...Array.from({ length: 256 }, (_, i) => String.fromCharCode(i)),
+  '\u0100',
+  '\u2028',
+  '😀',
+  '\ud800',
+  '\udfff',
+];
 const headerValues: string[] = [
   ...everyChar.map((c) => `a${c}b`),
   ...everyChar.map((c) => `${c}`),
@@ -36,13 +48,16 @@ const headerValues: string[] = [
 ];
 
 describe('checkWireRequest against undici 7 itself', () => {
-  it.each(headerValues.map((v) => [hex(v), v]))('when a header value is %s, ours refuses whatever undici refuses', (_label, value) => {
-    const refusedByUndici = undiciRefuses('GET', '/x', ['x-probe', value]);
-    const wire = checkWireRequest('GET', '/x', [['x-probe', value]]);
-    if (refusedByUndici) expect(wire.ok).toBe(false);
-    // Ours is stricter: only HTAB, SP and VCHAR, with visible characters at both ends.
-    expect(wire.ok).toBe(/^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/.test(value));
-  });
+  it.each(headerValues.map((v) => [hex(v), v]))(
+    'when a header value is %s, ours refuses whatever undici refuses',
+    (_label, value) => {
+      const refusedByUndici = undiciRefuses('GET', '/x', ['x-probe', value]);
+      const wire = checkWireRequest('GET', '/x', [['x-probe', value]]);
+      if (refusedByUndici) expect(wire.ok).toBe(false);
+      // Ours is stricter: only HTAB, SP and VCHAR, with visible characters at both ends.
+      expect(wire.ok).toBe(/^(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?$/.test(value));
+    },
+  );
 
   it('the table covers what undici refuses and what it lets through (ours refuses more)', () => {
     const undiciRefused = headerValues.filter((v) => undiciRefuses('GET', '/x', ['x-probe', v]));
@@ -56,20 +71,29 @@ describe('checkWireRequest against undici 7 itself', () => {
     expect(undiciRefuses('GET', '/a\u0100b', [])).toBe(true);
   });
 
-  it.each(everyChar.map((c) => [hex(c), c]))('when the path holds %s, ours refuses whatever undici refuses', (_label, c) => {
-    const path = `/a${c}b?k=v`;
-    if (undiciRefuses('GET', path, [])) expect(checkWireRequest('GET', path, []).ok).toBe(false);
-  });
+  it.each(everyChar.map((c) => [hex(c), c]))(
+    'when the path holds %s, ours refuses whatever undici refuses',
+    (_label, c) => {
+      const path = `/a${c}b?k=v`;
+      if (undiciRefuses('GET', path, [])) expect(checkWireRequest('GET', path, []).ok).toBe(false);
+    },
+  );
 
-  it.each(['GE T', 'GET\n', 'G\u0100T', '', 'GET/1'])('when the method is %j, ours refuses whatever undici refuses', (method) => {
-    if (undiciRefuses(method, '/x', [])) expect(checkWireRequest(method, '/x', []).ok).toBe(false);
-    expect(checkWireRequest(method, '/x', [])).toMatchObject({ ok: false, field: 'method' });
-  });
+  it.each(['GE T', 'GET\n', 'G\u0100T', '', 'GET/1'])(
+    'when the method is %j, ours refuses whatever undici refuses',
+    (method) => {
+      if (undiciRefuses(method, '/x', [])) expect(checkWireRequest(method, '/x', []).ok).toBe(false);
+      expect(checkWireRequest(method, '/x', [])).toMatchObject({ ok: false, field: 'method' });
+    },
+  );
 
   it.each(['host', 'Content-Length', 'transfer-encoding', 'keep-alive', 'upgrade', 'connection', 'expect'])(
     'when a route would put %s on the wire, it is refused before undici interprets it',
     (name) => {
-      expect(checkWireRequest('POST', '/x', [[name, '1']])).toMatchObject({ ok: false, field: `headers.${name.toLowerCase()}` });
+      expect(checkWireRequest('POST', '/x', [[name, '1']])).toMatchObject({
+        ok: false,
+        field: `headers.${name.toLowerCase()}`,
+      });
     },
   );
 
@@ -85,7 +109,10 @@ describe('checkWireRequest against undici 7 itself', () => {
   });
 
   it('a well-formed request passes, with the credential injected', () => {
-    const headers: Array<[string, string]> = [['authorization', 'Bearer CANARY'], ['x-empty', '']];
+    const headers: Array<[string, string]> = [
+      ['authorization', 'Bearer CANARY'],
+      ['x-empty', ''],
+    ];
     expect(checkWireRequest('POST', '/api/documents/7?q=a%20b&api_key=CANARY', headers)).toEqual({ ok: true });
   });
 
@@ -101,9 +128,27 @@ describe('checkWireRequest against undici 7 itself', () => {
 });
 
 describe('checkHttpRequest refuses at validation whatever the wire check would refuse later', () => {
-  const limits = { bodyBytesMax: 100, urlBytesMax: 2000, headerBytesMax: 3000, headersCountMax: 8, idempotencyKeyCharsMax: 64 };
-  const route: HttpRouteFacts = { methods: ['GET'], ownedHeaders: [], ownedQueryParam: undefined, hasIdempotencyContract: false };
-  const ok: HttpRequestFacts = { method: 'GET', path: '/x', query: [], headers: [], bodyBytes: 0, idempotencyKey: undefined };
+  const limits = {
+    bodyBytesMax: 100,
+    urlBytesMax: 2000,
+    headerBytesMax: 3000,
+    headersCountMax: 8,
+    idempotencyKeyCharsMax: 64,
+  };
+  const route: HttpRouteFacts = {
+    methods: ['GET'],
+    ownedHeaders: [],
+    ownedQueryParam: undefined,
+    hasIdempotencyContract: false,
+  };
+  const ok: HttpRequestFacts = {
+    method: 'GET',
+    path: '/x',
+    query: [],
+    headers: [],
+    bodyBytes: 0,
+    idempotencyKey: undefined,
+  };
 
   it.each(headerValues.map((v) => [hex(v), v]))('when an agent header value is %s', (_label, value) => {
     const result = checkHttpRequest({ ...ok, headers: [['x-probe', value]] }, route, limits);

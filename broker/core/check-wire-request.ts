@@ -6,7 +6,8 @@
  * stricter: RFC 9110 tokens and field-values, a path of visible ASCII only. The answer names the
  * part that failed and never repeats a value (it may hold the secret).
  */
-export type WireRequestCheck = { readonly ok: true } | { readonly ok: false; readonly field: string; readonly why: string };
+export type WireRequestCheck =
+  { readonly ok: true } | { readonly ok: false; readonly field: string; readonly why: string };
 
 /** RFC 9110 token (tchar+), bounded. Header names and methods. */
 const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$/;
@@ -42,7 +43,11 @@ export function isFieldValue(value: string): boolean {
   return fieldValue.test(value);
 }
 
-export function checkWireRequest(method: string, path: string, headers: ReadonlyArray<readonly [string, string]>): WireRequestCheck {
+export function checkWireRequest(
+  method: string,
+  path: string,
+  headers: ReadonlyArray<readonly [string, string]>,
+): WireRequestCheck {
   if (!token.test(method)) return { ok: false, field: 'method', why: 'the method is not an HTTP token' };
   if (path.startsWith('//') || !wirePath.test(path) || path.includes('#')) {
     return { ok: false, field: 'path', why: 'the path is not an origin-form path of visible ASCII characters' };
@@ -53,7 +58,8 @@ export function checkWireRequest(method: string, path: string, headers: Readonly
     const field = `headers.${lower}`;
     if (clientHeaders.has(lower)) return { ok: false, field, why: 'this header is reserved to the HTTP client' };
     if (!fieldValue.test(value)) {
-      const why = 'the header value has a character outside visible ASCII, space and tab, or leading or trailing whitespace';
+      const why =
+        'the header value has a character outside visible ASCII, space and tab, or leading or trailing whitespace';
       return { ok: false, field, why };
     }
   }

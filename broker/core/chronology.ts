@@ -20,12 +20,21 @@ export interface Chronology {
     readonly approval: ApprovalMode | null;
     /** The decision event (APPROVED / REJECTED / EXPIRED / CANCELLED) and who made it. */
     readonly decision: { readonly seq: number; readonly kind: EventKind; readonly actor: Actor | null } | null;
-    readonly credential: { readonly seq: number; readonly credential_id: string; readonly version_tag: string; readonly injection_mode: string } | null;
+    readonly credential: {
+      readonly seq: number;
+      readonly credential_id: string;
+      readonly version_tag: string;
+      readonly injection_mode: string;
+    } | null;
   };
   readonly dispatch: {
     readonly crossed: boolean;
     /** Every DISPATCH_STARTED (one per attempt that crossed) and every setup failure before one. */
-    readonly attempts: ReadonlyArray<{ readonly seq: number; readonly attempt: number; readonly connection: 'fresh' | 'reused' }>;
+    readonly attempts: ReadonlyArray<{
+      readonly seq: number;
+      readonly attempt: number;
+      readonly connection: 'fresh' | 'reused';
+    }>;
     readonly setup_failures: ReadonlyArray<{ readonly seq: number; readonly attempt: number; readonly stage: string }>;
   };
   /** Transport facts after the first dispatch, in append order. */
@@ -39,7 +48,11 @@ export interface Chronology {
     readonly request_fingerprint: string | null;
     readonly target: string | null;
     readonly idempotent: boolean | null;
-    readonly lookups: ReadonlyArray<{ readonly seq: number; readonly correlation: string; readonly lookup_action_id: string }>;
+    readonly lookups: ReadonlyArray<{
+      readonly seq: number;
+      readonly correlation: string;
+      readonly lookup_action_id: string;
+    }>;
     readonly attested: ReadonlyArray<{ readonly seq: number; readonly actor: Actor; readonly basis: string }>;
   };
 }
@@ -55,7 +68,12 @@ const transportKinds: ReadonlySet<EventKind> = new Set<EventKind>([
   'CHANNEL_CLOSED',
 ]);
 /** Facts only the remote could have produced: its complete answer, its exit report, or a lookup. */
-const receiptKinds: ReadonlySet<EventKind> = new Set<EventKind>(['REMOTE_RESPONSE_COMPLETE', 'EXIT_STATUS', 'EXIT_SIGNAL', 'RECONCILIATION_RESULT']);
+const receiptKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'REMOTE_RESPONSE_COMPLETE',
+  'EXIT_STATUS',
+  'EXIT_SIGNAL',
+  'RECONCILIATION_RESULT',
+]);
 const decisionKinds: ReadonlySet<EventKind> = new Set<EventKind>(['APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
 
 /** Pure: the chronology of `actionId` from the log (other actions' events are skipped). */
@@ -80,12 +98,21 @@ export function chronologyOf(actionId: string, log: Iterable<JournalEvent>): Chr
       const payload = e.payload as { actor?: Actor };
       decision = { seq: e.seq, kind: e.kind, actor: payload.actor ?? null };
     }
-    if (e.kind === 'CREDENTIAL_AUTHORIZED') credential = { seq: e.seq, credential_id: e.payload.credential_id, version_tag: e.payload.version_tag, injection_mode: e.payload.injection_mode };
-    if (e.kind === 'DISPATCH_STARTED') attempts.push({ seq: e.seq, attempt: e.payload.attempt, connection: e.payload.connection });
-    if (e.kind === 'SETUP_ATTEMPT_FAILED') setupFailures.push({ seq: e.seq, attempt: e.payload.attempt, stage: e.payload.stage });
+    if (e.kind === 'CREDENTIAL_AUTHORIZED')
+      credential = {
+        seq: e.seq,
+        credential_id: e.payload.credential_id,
+        version_tag: e.payload.version_tag,
+        injection_mode: e.payload.injection_mode,
+      };
+    if (e.kind === 'DISPATCH_STARTED')
+      attempts.push({ seq: e.seq, attempt: e.payload.attempt, connection: e.payload.connection });
+    if (e.kind === 'SETUP_ATTEMPT_FAILED')
+      setupFailures.push({ seq: e.seq, attempt: e.payload.attempt, stage: e.payload.stage });
     if (attempts.length > 0 && transportKinds.has(e.kind)) transport.push(e);
     if (receipt === null && attempts.length > 0 && receiptKinds.has(e.kind)) receipt = { seq: e.seq, kind: e.kind };
-    if (e.kind === 'RECONCILIATION_RESULT') lookups.push({ seq: e.seq, correlation: e.payload.correlation, lookup_action_id: e.payload.lookup_action_id });
+    if (e.kind === 'RECONCILIATION_RESULT')
+      lookups.push({ seq: e.seq, correlation: e.payload.correlation, lookup_action_id: e.payload.lookup_action_id });
     if (e.kind === 'OPERATOR_ATTESTED') attested.push({ seq: e.seq, actor: e.payload.actor, basis: e.payload.basis });
     // A settled, known outcome (not unknown) needs no reconciliation.
     if (e.classification !== undefined) settled = e.classification.outcome !== 'unknown';

@@ -25,7 +25,12 @@ export function classifyBrokerError(state: ActionState): Classification | undefi
   }
   if (state.outcome !== null) return undefined;
   return {
-    phase: state.stage === 'accepted' ? 'validation' : state.attempts.length > 0 ? 'connection_setup' : 'credential_injection',
+    phase:
+      state.stage === 'accepted'
+        ? 'validation'
+        : state.attempts.length > 0
+          ? 'connection_setup'
+          : 'credential_injection',
     outcome: 'not_attempted',
     retry: 'never',
     code: 'INTERNAL',

@@ -70,18 +70,36 @@ function gateClassification(gate: LocalGate): Classification {
     code: ErrorCode,
     retry: RetryDisposition,
     basis: string,
-  ): Classification => ({ phase, outcome: 'not_attempted', retry, code, effect: 'no_effect', outcome_basis: basis, source: 'local_gate' });
+  ): Classification => ({
+    phase,
+    outcome: 'not_attempted',
+    retry,
+    code,
+    effect: 'no_effect',
+    outcome_basis: basis,
+    source: 'local_gate',
+  });
   switch (gate.kind) {
     case 'validation':
       return local('validation', gate.code, 'after_correction', 'rejected_by_preflight_validation');
     case 'fingerprint_mismatch':
       return local('validation', 'FINGERPRINT_MISMATCH', 'after_correction', 'fingerprint_changed_after_approval');
     case 'idempotency_mismatch':
-      return local('validation', 'IDEMPOTENCY_MISMATCH', 'after_correction', 'idempotency_key_reused_with_other_fingerprint');
+      return local(
+        'validation',
+        'IDEMPOTENCY_MISMATCH',
+        'after_correction',
+        'idempotency_key_reused_with_other_fingerprint',
+      );
     case 'vault_locked':
       return local('credential_injection', 'VAULT_LOCKED', 'after_correction', 'vault_locked_before_dispatch');
     case 'credential_missing':
-      return local('credential_injection', 'CREDENTIAL_MISSING', 'after_correction', 'credential_missing_before_dispatch');
+      return local(
+        'credential_injection',
+        'CREDENTIAL_MISSING',
+        'after_correction',
+        'credential_missing_before_dispatch',
+      );
     case 'approval_denied':
       return local('credential_injection', 'APPROVAL_DENIED', 'never', 'approval_denied_before_dispatch');
     case 'approval_expired':
@@ -106,7 +124,12 @@ function httpAfterDispatch(e: OutcomeEvidence): Classification {
     }
     return completeHttpResponse(e, status, http);
   }
-  if (http?.informationalOnly === true && e.caller === undefined && e.operationDeadline !== true && e.transportBroken !== true) {
+  if (
+    http?.informationalOnly === true &&
+    e.caller === undefined &&
+    e.operationDeadline !== true &&
+    e.transportBroken !== true
+  ) {
     // 1xx never settles: the invocation is still in progress.
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'informational_response_only');
   }
@@ -125,7 +148,15 @@ function completeHttpResponse(
     retry: RetryDisposition,
     basis: string,
   ): Classification => {
-    const c: Classification = { phase: 'remote_execution', outcome, retry, code, effect, outcome_basis: basis, source: 'remote_response' };
+    const c: Classification = {
+      phase: 'remote_execution',
+      outcome,
+      retry,
+      code,
+      effect,
+      outcome_basis: basis,
+      source: 'remote_response',
+    };
     if (retry === 'backoff' && http.retryAfterMs !== undefined) c.retry_after_ms = http.retryAfterMs;
     return c;
   };
@@ -137,13 +168,16 @@ function completeHttpResponse(
     // 408 describes one observer's wait, not proof that nothing acted on the bytes received.
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'request_timeout_status_not_proof_of_no_effect');
   }
-  if (status === 202) return remote('committed', 'succeeded', null, 'never', 'submission_accepted_track_job_separately');
+  if (status === 202)
+    return remote('committed', 'succeeded', null, 'never', 'submission_accepted_track_job_separately');
   if (status < 300) return remote('committed', 'succeeded', null, 'never', 'complete_response');
   if (status < 400) {
-    if (http.redirectBlocked === true) return remote('committed', 'failed', 'REDIRECT_BLOCKED', 'after_correction', 'redirect_not_followed');
+    if (http.redirectBlocked === true)
+      return remote('committed', 'failed', 'REDIRECT_BLOCKED', 'after_correction', 'redirect_not_followed');
     return remote('committed', 'succeeded', null, 'never', 'complete_response');
   }
-  if (status === 401) return remote('rejected', 'rejected', 'REMOTE_AUTH_REJECTED', 'never', 'credential_rejected_by_remote');
+  if (status === 401)
+    return remote('rejected', 'rejected', 'REMOTE_AUTH_REJECTED', 'never', 'credential_rejected_by_remote');
   if (status === 429 || (status === 503 && e.idempotent)) {
     return e.idempotent
       ? remote('rejected', 'rejected', 'REMOTE_THROTTLED', 'backoff', 'remote_asked_to_slow_down')
@@ -151,7 +185,13 @@ function completeHttpResponse(
   }
   if (status < 500) return remote('rejected', 'rejected', 'REMOTE_REJECTED', 'after_correction', 'complete_refusal');
   // A complete 5xx is a known result: the remote may have changed state before failing.
-  return remote('committed', 'failed', 'REMOTE_ERROR_STATUS', e.idempotent ? 'backoff' : 'never', 'complete_error_response');
+  return remote(
+    'committed',
+    'failed',
+    'REMOTE_ERROR_STATUS',
+    e.idempotent ? 'backoff' : 'never',
+    'complete_error_response',
+  );
 }
 
 function sshAfterDispatch(e: OutcomeEvidence): Classification {
@@ -185,7 +225,11 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
       source: 'remote_response',
     };
   }
-  if (e.caller === undefined && e.operationDeadline !== true && (ssh?.channelClosed === true || e.transportBroken === true)) {
+  if (
+    e.caller === undefined &&
+    e.operationDeadline !== true &&
+    (ssh?.channelClosed === true || e.transportBroken === true)
+  ) {
     return unknown(e, 'REMOTE_RESULT_INCOMPLETE', 'no_exit_status_or_remote_process_identity');
   }
   return noResultAfterDispatch(e);
@@ -194,16 +238,32 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
 /** Dispatched and no deciding result: the caller's event is the cause, the effect stays unknown. */
 function noResultAfterDispatch(e: OutcomeEvidence): Classification {
   if (e.caller === 'cancelled') {
-    return unknown(e, 'CALLER_CANCELLED', e.handedToTransport ? 'cancellation_after_transport_write_no_remote_receipt' : 'cancellation_after_dispatch_started');
+    return unknown(
+      e,
+      'CALLER_CANCELLED',
+      e.handedToTransport
+        ? 'cancellation_after_transport_write_no_remote_receipt'
+        : 'cancellation_after_dispatch_started',
+    );
   }
   if (e.caller === 'deadline') {
-    return unknown(e, 'CALLER_DEADLINE_EXCEEDED', e.handedToTransport ? 'deadline_after_transport_write_no_remote_receipt' : 'deadline_after_dispatch_started');
+    return unknown(
+      e,
+      'CALLER_DEADLINE_EXCEEDED',
+      e.handedToTransport ? 'deadline_after_transport_write_no_remote_receipt' : 'deadline_after_dispatch_started',
+    );
   }
   if (e.caller === 'disconnected') {
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'caller_disconnected_after_dispatch');
   }
   if (e.operationDeadline === true) {
-    return unknown(e, 'OPERATION_TIMEOUT', e.handedToTransport ? 'operation_deadline_after_transport_write_no_remote_receipt' : 'operation_deadline_after_dispatch_started');
+    return unknown(
+      e,
+      'OPERATION_TIMEOUT',
+      e.handedToTransport
+        ? 'operation_deadline_after_transport_write_no_remote_receipt'
+        : 'operation_deadline_after_dispatch_started',
+    );
   }
   if (e.connection === 'reused' && e.transportBroken === true) {
     // A broken pipe on a pooled connection says little about what the peer already read.

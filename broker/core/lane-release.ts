@@ -1,4 +1,11 @@
-import { CodedError, type ActionState, type EventPayload, type JournalEvent, type LaneRelease, type LaneReleaseKind } from '../contract/index.js';
+import {
+  CodedError,
+  type ActionState,
+  type EventPayload,
+  type JournalEvent,
+  type LaneRelease,
+  type LaneReleaseKind,
+} from '../contract/index.js';
 import { ticketStanding } from './lane-schedule.js';
 import { applyEvent } from './project.js';
 
@@ -47,16 +54,33 @@ export function laneRelease(events: readonly JournalEvent[]): LaneRelease | null
   return blockedSince === null ? release : null;
 }
 
-function releasedBy(event: JournalEvent, state: ActionState, lease: Extract<JournalEvent, { kind: 'RETRY_LEASED' }> | undefined): LaneRelease {
+function releasedBy(
+  event: JournalEvent,
+  state: ActionState,
+  lease: Extract<JournalEvent, { kind: 'RETRY_LEASED' }> | undefined,
+): LaneRelease {
   const outcome = state.outcome ?? 'unknown';
   const source = state.source === null ? {} : { source: state.source };
   switch (event.kind) {
     case 'ABANDONED':
       return { kind: 'abandoned', seq: event.seq, actor: event.payload.actor, outcome, reason: event.payload.reason };
     case 'OPERATOR_ATTESTED':
-      return { kind: 'operator_attested', seq: event.seq, actor: event.payload.actor, outcome, ...source, reason: event.payload.basis };
+      return {
+        kind: 'operator_attested',
+        seq: event.seq,
+        actor: event.payload.actor,
+        outcome,
+        ...source,
+        reason: event.payload.basis,
+      };
     case 'RECONCILIATION_RESULT':
-      return { kind: 'reconciliation', seq: event.seq, ...(event.payload.actor === undefined ? {} : { actor: event.payload.actor }), outcome, ...source };
+      return {
+        kind: 'reconciliation',
+        seq: event.seq,
+        ...(event.payload.actor === undefined ? {} : { actor: event.payload.actor }),
+        outcome,
+        ...source,
+      };
     default:
       if (lease === undefined) {
         throw new CodedError(
@@ -64,6 +88,13 @@ function releasedBy(event: JournalEvent, state: ActionState, lease: Extract<Jour
           `seq ${event.seq} ${event.kind} on ${event.action_id}: an unknown head was settled without a retry lease, a reconciliation, an attestation or an abandonment`,
         );
       }
-      return { kind: retryKinds[lease.payload.decision], seq: event.seq, actor: lease.payload.requested_by, lease_seq: lease.seq, outcome, ...source };
+      return {
+        kind: retryKinds[lease.payload.decision],
+        seq: event.seq,
+        actor: lease.payload.requested_by,
+        lease_seq: lease.seq,
+        outcome,
+        ...source,
+      };
   }
 }

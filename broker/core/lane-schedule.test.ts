@@ -7,9 +7,32 @@ import { applyEvent } from './project.js';
 const fp = `sha256:${'a'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'operator' };
 const closedBy = (gate: 'approval_denied' | 'approval_expired'): Classification =>
-  classifyOutcome({ channel: 'http', gate: { kind: gate }, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
-const unknown: Classification = { phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile', code: 'REMOTE_OUTCOME_UNKNOWN', effect: 'unknown_effect', outcome_basis: 'test', source: 'transport_observed' };
-const committed: Classification = { phase: 'remote_execution', outcome: 'committed', retry: 'never', code: null, effect: 'succeeded', outcome_basis: 'complete_response', source: 'remote_response' };
+  classifyOutcome({
+    channel: 'http',
+    gate: { kind: gate },
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    idempotent: false,
+  });
+const unknown: Classification = {
+  phase: 'remote_execution',
+  outcome: 'unknown',
+  retry: 'reconcile',
+  code: 'REMOTE_OUTCOME_UNKNOWN',
+  effect: 'unknown_effect',
+  outcome_basis: 'test',
+  source: 'transport_observed',
+};
+const committed: Classification = {
+  phase: 'remote_execution',
+  outcome: 'committed',
+  retry: 'never',
+  code: null,
+  effect: 'succeeded',
+  outcome_basis: 'complete_response',
+  source: 'remote_response',
+};
 
 type Step = 'approve' | 'reject' | 'expire' | 'cancel' | 'dispatch' | 'unknown' | 'commit' | 'abandon';
 
@@ -20,22 +43,59 @@ function ticket(n: number, approval: ApprovalMode, steps: Step[] = []): ActionSt
   let state: ActionState | undefined;
   const add = (e: NewEvent): void => {
     seq += 1;
-    state = applyEvent(state, { session_id: 'ses_abcdef', ticket: n, lane: 'L', ...e, seq, at_ms: seq } as JournalEvent);
+    state = applyEvent(state, {
+      session_id: 'ses_abcdef',
+      ticket: n,
+      lane: 'L',
+      ...e,
+      seq,
+      at_ms: seq,
+    } as JournalEvent);
   };
-  add({ kind: 'ACTION_ACCEPTED', action_id: id, payload: { channel: 'http', target: 'route:r POST /x', request_fingerprint: fp, approval, idempotent: false } });
+  add({
+    kind: 'ACTION_ACCEPTED',
+    action_id: id,
+    payload: { channel: 'http', target: 'route:r POST /x', request_fingerprint: fp, approval, idempotent: false },
+  });
   add({ kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} });
   for (const step of steps) {
-    if (step === 'approve') add({ kind: 'APPROVED', action_id: id, payload: { actor: person, request_fingerprint: fp } });
-    if (step === 'reject') add({ kind: 'REJECTED', action_id: id, payload: { actor: person, reason: 'no' }, classification: closedBy('approval_denied') });
-    if (step === 'expire') add({ kind: 'EXPIRED', action_id: id, payload: {}, classification: closedBy('approval_expired') });
-    if (step === 'cancel') add({ kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'no' }, classification: closedBy('approval_denied') });
+    if (step === 'approve')
+      add({ kind: 'APPROVED', action_id: id, payload: { actor: person, request_fingerprint: fp } });
+    if (step === 'reject')
+      add({
+        kind: 'REJECTED',
+        action_id: id,
+        payload: { actor: person, reason: 'no' },
+        classification: closedBy('approval_denied'),
+      });
+    if (step === 'expire')
+      add({ kind: 'EXPIRED', action_id: id, payload: {}, classification: closedBy('approval_expired') });
+    if (step === 'cancel')
+      add({
+        kind: 'CANCELLED',
+        action_id: id,
+        payload: { actor: person, reason: 'no' },
+        classification: closedBy('approval_denied'),
+      });
     if (step === 'dispatch') {
-      add({ kind: 'CREDENTIAL_AUTHORIZED', action_id: id, payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp } });
+      add({
+        kind: 'CREDENTIAL_AUTHORIZED',
+        action_id: id,
+        payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp },
+      });
       add({ kind: 'DISPATCH_STARTED', action_id: id, payload: { attempt: 1, connection: 'fresh' } });
     }
-    if (step === 'unknown') add({ kind: 'OUTCOME_RECORDED', action_id: id, payload: { attempt: 1 }, classification: unknown });
-    if (step === 'commit') add({ kind: 'RESULT_COMMITTED', action_id: id, payload: { attempt: 1, result_id: 'r', result_digest: fp }, classification: committed });
-    if (step === 'abandon') add({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
+    if (step === 'unknown')
+      add({ kind: 'OUTCOME_RECORDED', action_id: id, payload: { attempt: 1 }, classification: unknown });
+    if (step === 'commit')
+      add({
+        kind: 'RESULT_COMMITTED',
+        action_id: id,
+        payload: { attempt: 1, result_id: 'r', result_digest: fp },
+        classification: committed,
+      });
+    if (step === 'abandon')
+      add({ kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'checked by hand' } });
   }
   if (state === undefined) throw new Error('unreachable');
   return state;
@@ -94,7 +154,11 @@ describe('scheduleLane', () => {
   });
 
   it('when the head is unknown, later tickets are blocked by it, approved or not', () => {
-    const s = scheduleLane([ticket(1, 'none', ['dispatch', 'unknown']), ticket(2, 'per_call', ['approve']), ticket(3, 'per_call')]);
+    const s = scheduleLane([
+      ticket(1, 'none', ['dispatch', 'unknown']),
+      ticket(2, 'per_call', ['approve']),
+      ticket(3, 'per_call'),
+    ]);
     expect(s.release).toBeNull();
     expect(s.open.map((w) => [w.ticket, w.waiting, w.waiting_for_ticket])).toEqual([
       [1, 'blocked_head', null],
@@ -106,7 +170,11 @@ describe('scheduleLane', () => {
   });
 
   it('when a cancelled approved ticket sits between, it is skipped and never released', () => {
-    const lane = [ticket(1, 'per_call', ['approve', 'dispatch', 'commit']), ticket(2, 'per_call', ['approve', 'cancel']), ticket(3, 'none')];
+    const lane = [
+      ticket(1, 'per_call', ['approve', 'dispatch', 'commit']),
+      ticket(2, 'per_call', ['approve', 'cancel']),
+      ticket(3, 'none'),
+    ];
     const s = scheduleLane(lane);
     expect(s.release?.ticket).toBe(3);
     expect(s.open.map((w) => w.ticket)).toEqual([3]);

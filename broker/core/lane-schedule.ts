@@ -64,7 +64,10 @@ export function holdsAllowDecision(s: ActionState): boolean {
  * `awaitsSession` says whether an undecided session-mode ticket still waits for its session's
  * approval (default: yes); a session whose grant ran out makes it a per-call `approval` instead.
  */
-export function scheduleLane(tickets: readonly ActionState[], awaitsSession: (s: ActionState) => boolean = () => true): LaneSchedule {
+export function scheduleLane(
+  tickets: readonly ActionState[],
+  awaitsSession: (s: ActionState) => boolean = () => true,
+): LaneSchedule {
   const open: TicketWait[] = [];
   let head: ActionState | undefined;
   let blockedBy: number | null = null;
@@ -73,7 +76,8 @@ export function scheduleLane(tickets: readonly ActionState[], awaitsSession: (s:
   let lastTicket = 0;
   for (const s of tickets) {
     const ticket = s.ticket ?? 0;
-    if (ticket <= lastTicket) throw new RangeError(`scheduleLane: tickets must be in increasing order (${ticket} after ${lastTicket})`);
+    if (ticket <= lastTicket)
+      throw new RangeError(`scheduleLane: tickets must be in increasing order (${ticket} after ${lastTicket})`);
     lastTicket = ticket;
     const standing = ticketStanding(s);
     if (standing === 'resolved') continue;
@@ -95,24 +99,61 @@ function waitsForSession(s: ActionState, awaitsSession: (s: ActionState) => bool
   return s.approval === 'session' && s.decision === null && awaitsSession(s);
 }
 
-function headWait(s: ActionState, ticket: number, standing: TicketStanding, allowed: boolean, session: boolean): TicketWait {
-  const wait = (waiting: TicketWaiting, text: string): TicketWait => ({ action_id: s.action_id, ticket, waiting, allowed, waiting_for_ticket: null, text });
-  if (standing === 'blocked') return wait('blocked_head', `#${ticket} outcome unknown: the lane is blocked until it is settled or abandoned`);
+function headWait(
+  s: ActionState,
+  ticket: number,
+  standing: TicketStanding,
+  allowed: boolean,
+  session: boolean,
+): TicketWait {
+  const wait = (waiting: TicketWaiting, text: string): TicketWait => ({
+    action_id: s.action_id,
+    ticket,
+    waiting,
+    allowed,
+    waiting_for_ticket: null,
+    text,
+  });
+  if (standing === 'blocked')
+    return wait('blocked_head', `#${ticket} outcome unknown: the lane is blocked until it is settled or abandoned`);
   if (standing === 'in_flight') return wait('dispatching', `#${ticket} dispatched, waiting for its outcome`);
-  if (allowed) return wait('dispatching', s.approval === 'none' ? `#${ticket} next to dispatch` : `#${ticket} approved, dispatching`);
+  if (allowed)
+    return wait(
+      'dispatching',
+      s.approval === 'none' ? `#${ticket} next to dispatch` : `#${ticket} approved, dispatching`,
+    );
   return session ? wait('session_approval', 'waiting for session approval') : wait('approval', 'waiting for approval');
 }
 
-function laterWait(s: ActionState, ticket: number, allowed: boolean, previous: number, blockedBy: number | null, session: boolean): TicketWait {
+function laterWait(
+  s: ActionState,
+  ticket: number,
+  allowed: boolean,
+  previous: number,
+  blockedBy: number | null,
+  session: boolean,
+): TicketWait {
   const base = { action_id: s.action_id, ticket, allowed };
   if (blockedBy !== null) {
     const blocked = `blocked by #${blockedBy} (outcome unknown)`;
-    const text = allowed ? `${s.approval === 'none' ? '' : 'approved, '}${blocked}` : `waiting for ${session ? 'session ' : ''}approval; ${blocked}`;
+    const text = allowed
+      ? `${s.approval === 'none' ? '' : 'approved, '}${blocked}`
+      : `waiting for ${session ? 'session ' : ''}approval; ${blocked}`;
     return { ...base, waiting: 'lane_blocked', waiting_for_ticket: blockedBy, text };
   }
   if (allowed) {
-    return { ...base, waiting: 'lane', waiting_for_ticket: previous, text: `${s.approval === 'none' ? '' : 'approved, '}waiting for #${previous}` };
+    return {
+      ...base,
+      waiting: 'lane',
+      waiting_for_ticket: previous,
+      text: `${s.approval === 'none' ? '' : 'approved, '}waiting for #${previous}`,
+    };
   }
   const waiting: TicketWaiting = session ? 'session_approval' : 'approval';
-  return { ...base, waiting, waiting_for_ticket: previous, text: `waiting for ${waiting === 'session_approval' ? 'session ' : ''}approval (behind #${previous})` };
+  return {
+    ...base,
+    waiting,
+    waiting_for_ticket: previous,
+    text: `waiting for ${waiting === 'session_approval' ? 'session ' : ''}approval (behind #${previous})`,
+  };
 }

@@ -35,7 +35,12 @@ export function laneWaits(subject: LaneWaitSubject, earlier: readonly LaneWaitTi
     if (e.ticket >= subject.ticket) continue;
     if (e.resolved_at_ms !== null && e.resolved_at_ms <= start) continue;
     const end = minKnown(e.resolved_at_ms, ownEnd);
-    waits.push({ ticket: e.ticket, action_id: e.action_id, waited_ms: Math.max(0, (end ?? asOfMs) - start), ongoing: end === null });
+    waits.push({
+      ticket: e.ticket,
+      action_id: e.action_id,
+      waited_ms: Math.max(0, (end ?? asOfMs) - start),
+      ongoing: end === null,
+    });
   }
   return waits;
 }

@@ -1,10 +1,22 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { appendLeaf, decodeFrontier, emptyFrontier, encodeFrontier, frontierRoot, frontierRootCount, leafHash, nodeHash, rootOfLeaves, type MerkleFrontier } from './merkle-tree.js';
+import {
+  appendLeaf,
+  decodeFrontier,
+  emptyFrontier,
+  encodeFrontier,
+  frontierRoot,
+  frontierRootCount,
+  leafHash,
+  nodeHash,
+  rootOfLeaves,
+  type MerkleFrontier,
+} from './merkle-tree.js';
 
 const sha256 = (data: Uint8Array): Uint8Array => createHash('sha256').update(data).digest();
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
-const leaves = (n: number): Uint8Array[] => Array.from({ length: n }, (_, i) => leafHash(sha256, Buffer.from(`leaf ${i}`)));
+const leaves = (n: number): Uint8Array[] =>
+  Array.from({ length: n }, (_, i) => leafHash(sha256, Buffer.from(`leaf ${i}`)));
 
 function grown(n: number): MerkleFrontier {
   return leaves(n).reduce((f, leaf) => appendLeaf(sha256, f, leaf), emptyFrontier);
@@ -37,7 +49,10 @@ describe('when leaves are appended one at a time', () => {
 
   it('round-trips through its stored form and refuses a form of the wrong length', () => {
     const frontier = grown(13);
-    expect(decodeFrontier(13, encodeFrontier(frontier))).toEqual({ size: 13, roots: frontier.roots.map((r) => new Uint8Array(r)) });
+    expect(decodeFrontier(13, encodeFrontier(frontier))).toEqual({
+      size: 13,
+      roots: frontier.roots.map((r) => new Uint8Array(r)),
+    });
     expect(decodeFrontier(12, encodeFrontier(frontier))).toBeUndefined();
     expect(decodeFrontier(-1, new Uint8Array(0))).toBeUndefined();
   });

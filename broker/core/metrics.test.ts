@@ -40,12 +40,52 @@ describe('foldMetrics', () => {
 
   describe('when a person rejected, an approval expired, a ticket was cancelled or the caller withdrew before dispatch', () => {
     const rows = [
-      { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', decision: 'rejected', dispatched: 0, minute: null, n: 2 },
-      { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_EXPIRED', decision: 'expired', dispatched: 0, minute: null, n: 1 },
-      { phase: 'credential_injection', outcome: 'not_attempted', code: 'SESSION_REVOKED', decision: 'cancelled', dispatched: 0, minute: null, n: 4 },
-      { phase: 'credential_injection', outcome: 'not_attempted', code: 'CALLER_CANCELLED', decision: 'approved', dispatched: 0, minute: null, n: 5 },
+      {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        code: 'APPROVAL_DENIED',
+        decision: 'rejected',
+        dispatched: 0,
+        minute: null,
+        n: 2,
+      },
+      {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        code: 'APPROVAL_EXPIRED',
+        decision: 'expired',
+        dispatched: 0,
+        minute: null,
+        n: 1,
+      },
+      {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        code: 'SESSION_REVOKED',
+        decision: 'cancelled',
+        dispatched: 0,
+        minute: null,
+        n: 4,
+      },
+      {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        code: 'CALLER_CANCELLED',
+        decision: 'approved',
+        dispatched: 0,
+        minute: null,
+        n: 5,
+      },
       // A real gate failure in the same phase stays a failure of that phase.
-      { phase: 'credential_injection', outcome: 'not_attempted', code: 'VAULT_LOCKED', decision: 'approved', dispatched: 0, minute: null, n: 6 },
+      {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        code: 'VAULT_LOCKED',
+        decision: 'approved',
+        dispatched: 0,
+        minute: null,
+        n: 6,
+      },
     ];
 
     it('counts each as a decision, never as a credential_injection failure nor under codes', () => {
@@ -62,10 +102,34 @@ describe('foldMetrics', () => {
     });
 
     it('treats a rejection as a decision even from a row without the dispatch column', () => {
-      expect(closedBeforeDispatch({ phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', decision: 'rejected', n: 1 })).toBe('rejected');
+      expect(
+        closedBeforeDispatch({
+          phase: 'credential_injection',
+          outcome: 'not_attempted',
+          code: 'APPROVAL_DENIED',
+          decision: 'rejected',
+          n: 1,
+        }),
+      ).toBe('rejected');
       // Without the dispatch column a caller code cannot be placed before dispatch: it stays where it was.
-      expect(closedBeforeDispatch({ phase: 'credential_injection', outcome: 'not_attempted', code: 'CALLER_CANCELLED', n: 1 })).toBeNull();
-      expect(closedBeforeDispatch({ phase: 'remote_execution', outcome: 'committed', code: null, decision: 'approved', dispatched: 1, n: 1 })).toBeNull();
+      expect(
+        closedBeforeDispatch({
+          phase: 'credential_injection',
+          outcome: 'not_attempted',
+          code: 'CALLER_CANCELLED',
+          n: 1,
+        }),
+      ).toBeNull();
+      expect(
+        closedBeforeDispatch({
+          phase: 'remote_execution',
+          outcome: 'committed',
+          code: null,
+          decision: 'approved',
+          dispatched: 1,
+          n: 1,
+        }),
+      ).toBeNull();
     });
   });
 
@@ -73,13 +137,61 @@ describe('foldMetrics', () => {
     it('buckets per minute up to the newest classified action, one series per outcome and per decision', () => {
       const newest = 28_000_000; // a minute number (at_ms / 60 000)
       const m = foldMetrics([
-        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: newest, n: 3 },
-        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: newest - 59, n: 2 },
-        { phase: 'remote_execution', outcome: 'unknown', code: 'REMOTE_OUTCOME_UNKNOWN', decision: 'approved', dispatched: 1, minute: newest - 10, n: 1 },
-        { phase: 'credential_injection', outcome: 'not_attempted', code: 'APPROVAL_DENIED', decision: 'rejected', dispatched: 0, minute: newest - 1, n: 1 },
+        {
+          phase: 'remote_execution',
+          outcome: 'committed',
+          code: null,
+          decision: null,
+          dispatched: 1,
+          minute: newest,
+          n: 3,
+        },
+        {
+          phase: 'remote_execution',
+          outcome: 'committed',
+          code: null,
+          decision: null,
+          dispatched: 1,
+          minute: newest - 59,
+          n: 2,
+        },
+        {
+          phase: 'remote_execution',
+          outcome: 'unknown',
+          code: 'REMOTE_OUTCOME_UNKNOWN',
+          decision: 'approved',
+          dispatched: 1,
+          minute: newest - 10,
+          n: 1,
+        },
+        {
+          phase: 'credential_injection',
+          outcome: 'not_attempted',
+          code: 'APPROVAL_DENIED',
+          decision: 'rejected',
+          dispatched: 0,
+          minute: newest - 1,
+          n: 1,
+        },
         // Outside the window (the journal sends null there; a stray older minute is ignored too).
-        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: null, n: 50 },
-        { phase: 'remote_execution', outcome: 'committed', code: null, decision: null, dispatched: 1, minute: newest - 60, n: 7 },
+        {
+          phase: 'remote_execution',
+          outcome: 'committed',
+          code: null,
+          decision: null,
+          dispatched: 1,
+          minute: null,
+          n: 50,
+        },
+        {
+          phase: 'remote_execution',
+          outcome: 'committed',
+          code: null,
+          decision: null,
+          dispatched: 1,
+          minute: newest - 60,
+          n: 7,
+        },
         { phase: null, outcome: null, code: null, decision: null, dispatched: 0, minute: null, n: 1 },
       ]);
       expect(m.rate.until_ms).toBe((newest + 1) * 60_000);

@@ -103,9 +103,17 @@ export function foldMetrics(rows: readonly OutcomeCountRow[]): ActionMetrics {
     if (row.code !== null) codes.set(row.code, (codes.get(row.code) ?? 0) + row.n);
   }
   return {
-    by_phase_outcome: [...pairs.values()].sort((a, b) => rank(phaseOrder, a.phase) - rank(phaseOrder, b.phase) || rank(outcomeOrder, a.outcome) - rank(outcomeOrder, b.outcome)),
-    by_code: [...codes.entries()].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1)),
-    decisions: decisionOrder.filter((d) => decisions.has(d)).map((decision) => ({ decision, count: decisions.get(decision) ?? 0 })),
+    by_phase_outcome: [...pairs.values()].sort(
+      (a, b) =>
+        rank(phaseOrder, a.phase) - rank(phaseOrder, b.phase) ||
+        rank(outcomeOrder, a.outcome) - rank(outcomeOrder, b.outcome),
+    ),
+    by_code: [...codes.entries()]
+      .map(([code, count]) => ({ code, count }))
+      .sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1)),
+    decisions: decisionOrder
+      .filter((d) => decisions.has(d))
+      .map((decision) => ({ decision, count: decisions.get(decision) ?? 0 })),
     open,
     total,
     rate: foldRate(rows),
@@ -151,7 +159,13 @@ function seriesOf<K>(map: Map<K, number[]>, key: K): number[] {
   return series;
 }
 
-const phaseOrder: readonly string[] = ['validation', 'credential_injection', 'connection_setup', 'remote_execution', 'result_delivery'];
+const phaseOrder: readonly string[] = [
+  'validation',
+  'credential_injection',
+  'connection_setup',
+  'remote_execution',
+  'result_delivery',
+];
 const outcomeOrder: readonly string[] = ['not_attempted', 'rejected', 'committed', 'unknown'];
 const decisionOrder: readonly ClosedBeforeDispatch[] = ['rejected', 'expired', 'cancelled', 'withdrawn'];
 

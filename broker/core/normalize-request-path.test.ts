@@ -92,7 +92,8 @@ describe('isShortestFormUtf8', () => {
     };
     for (let a = 0; a < 256; a += 1) for (let b = 0; b < 256; b += 1) probe([a, b]);
     for (let a = 0xe0; a < 0x100; a += 1) {
-      for (let b = 0; b < 256; b += 1) for (const tail of [[0x80], [0xbf], [0x41], [0x80, 0x80], [0xbf, 0xbf]]) probe([a, b, ...tail]);
+      for (let b = 0; b < 256; b += 1)
+        for (const tail of [[0x80], [0xbf], [0x41], [0x80, 0x80], [0xbf, 0xbf]]) probe([a, b, ...tail]);
     }
     expect(disagreements).toEqual([]);
   });

@@ -69,7 +69,7 @@ function segmentBytes(segment: string): number[] {
  * out overlongs (E0 needs A0.., F0 needs 90..), surrogates (ED stops at 9F) and > U+10FFFF (F4 stops at 8F).
  */
 export function isShortestFormUtf8(bytes: readonly number[]): boolean {
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b = bytes[i] ?? 0;
     let length: number;
     let low = 0x80;

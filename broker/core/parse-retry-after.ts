@@ -5,16 +5,30 @@
  * timing advice", which is the safe reading. A date in the past means "now" (0).
  */
 const deltaSeconds = /^\s*(\d{1,10})\s*$/;
-const imfFixdate = /^\s*(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT\s*$/;
+const imfFixdate =
+  /^\s*(Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\d{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT\s*$/;
 const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-export function parseRetryAfterMs(value: string | undefined, nowMs: number, retryAfterMsMax: number): number | undefined {
+export function parseRetryAfterMs(
+  value: string | undefined,
+  nowMs: number,
+  retryAfterMsMax: number,
+): number | undefined {
   if (value === undefined) return undefined;
   const delta = deltaSeconds.exec(value);
   if (delta !== null) return Math.min(Number(delta[1]) * 1000, retryAfterMsMax);
   const date = imfFixdate.exec(value);
   if (date === null) return undefined;
-  const [, , day, mon, year, hh, mm, ss] = date as unknown as [string, string, string, string, string, string, string, string];
+  const [, , day, mon, year, hh, mm, ss] = date as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const h = Number(hh);
   const m = Number(mm);
   const s = Number(ss);

@@ -40,14 +40,25 @@ export const retryDelayMsMax = 60_000;
  */
 export function planRetry(state: ActionState, ctx: RetryContext): RetryPlan {
   if (state.lease !== null && leaseLive(state, ctx.nowMs)) return { kind: 'held', generation: state.lease.generation };
-  if (!state.recorded || state.outcome === null) return { kind: 'stop', decision: null, why: 'the current attempt has no recorded outcome yet' };
+  if (!state.recorded || state.outcome === null)
+    return { kind: 'stop', decision: null, why: 'the current attempt has no recorded outcome yet' };
   if (state.abandoned) return { kind: 'stop', decision: null, why: 'a person abandoned it; its lane moved on' };
   if (state.outcome === 'not_attempted' && state.phase !== 'connection_setup') {
     // VAULT_LOCKED, a gate or a validation refusal: a resend changes nothing until something else does.
-    return { kind: 'stop', decision: null, why: `not_attempted in ${state.phase ?? 'an unknown phase'}: nothing to resend yet` };
+    return {
+      kind: 'stop',
+      decision: null,
+      why: `not_attempted in ${state.phase ?? 'an unknown phase'}: nothing to resend yet`,
+    };
   }
   const decision = decideRetry(
-    { invocation_id: state.action_id, outcome: state.outcome, retry: state.retry ?? 'never', request_fingerprint: state.request_fingerprint, retry_after_ms: state.retry_after_ms },
+    {
+      invocation_id: state.action_id,
+      outcome: state.outcome,
+      retry: state.retry ?? 'never',
+      request_fingerprint: state.request_fingerprint,
+      retry_after_ms: state.retry_after_ms,
+    },
     { idempotent: ctx.idempotent, fingerprint: ctx.fingerprint },
   );
   switch (decision.kind) {
@@ -55,7 +66,8 @@ export function planRetry(state: ActionState, ctx: RetryContext): RetryPlan {
       return { kind: 'reconcile', why: 'no_safe_resend' };
     case 'RETRY_SAME_KEY':
       // Past the window the remote may have forgotten the key: a resend could be a second effect.
-      if (ctx.keyExpiresAtMs === undefined || ctx.nowMs >= ctx.keyExpiresAtMs) return { kind: 'reconcile', why: 'key_retention_passed' };
+      if (ctx.keyExpiresAtMs === undefined || ctx.nowMs >= ctx.keyExpiresAtMs)
+        return { kind: 'reconcile', why: 'key_retention_passed' };
       return sending(state, ctx, decision.kind);
     case 'RETRY_NEW_ATTEMPT':
     case 'RETRY_WHEN_ALLOWED':

@@ -41,14 +41,28 @@ const committed: Classification = {
   source: 'remote_response',
 };
 const gateOf = (kind: 'operator_cancelled' | 'approval_denied'): Classification =>
-  classifyOutcome({ channel: 'http', gate: { kind }, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  classifyOutcome({
+    channel: 'http',
+    gate: { kind },
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    idempotent: false,
+  });
 const gate = gateOf('operator_cancelled');
 const attested: Classification = { ...committed, source: 'operator_attested', outcome_basis: 'operator_attested' };
 
 const accepted = (approval: 'none' | 'per_call' = 'per_call'): NewEvent => ({
   kind: 'ACTION_ACCEPTED',
   action_id: id,
-  payload: { channel: 'http', target: 'route:docs POST /x', request_fingerprint: fp, approval, idempotent: false, retry_budget: 3 },
+  payload: {
+    channel: 'http',
+    target: 'route:docs POST /x',
+    request_fingerprint: fp,
+    approval,
+    idempotent: false,
+    retry_budget: 3,
+  },
 });
 const validated: NewEvent = { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} };
 const card: NewEvent = { kind: 'CARD_SHOWN', action_id: id, payload: { expires_at_ms: 9_999 } };
@@ -59,7 +73,12 @@ const rejected: NewEvent = {
   payload: { actor: person, reason: 'no' },
   classification: gateOf('approval_denied'),
 };
-const cancelled: NewEvent = { kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'stop' }, classification: gate };
+const cancelled: NewEvent = {
+  kind: 'CANCELLED',
+  action_id: id,
+  payload: { actor: person, reason: 'stop' },
+  classification: gate,
+};
 const authorized: NewEvent = {
   kind: 'CREDENTIAL_AUTHORIZED',
   action_id: id,
@@ -169,7 +188,13 @@ const cases: readonly Case[] = [
     kind: 'wrong_stage',
     why: 'approval needs a validated action (stage accepted)',
   },
-  { when: 'an undispatched action is abandoned', history: direct, event: abandoned, kind: 'not_dispatched', why: settledWhy },
+  {
+    when: 'an undispatched action is abandoned',
+    history: direct,
+    event: abandoned,
+    kind: 'not_dispatched',
+    why: settledWhy,
+  },
   {
     when: 'an undispatched action is attested',
     history: direct,
@@ -184,7 +209,13 @@ const cases: readonly Case[] = [
     kind: 'attempt_in_flight',
     why: 'OPERATOR_ATTESTED while attempt 1 has no recorded outcome',
   },
-  { when: 'an attempt in flight is abandoned', history: inFlight, event: abandoned, kind: 'attempt_in_flight', why: settledWhy },
+  {
+    when: 'an attempt in flight is abandoned',
+    history: inFlight,
+    event: abandoned,
+    kind: 'attempt_in_flight',
+    why: settledWhy,
+  },
   {
     when: 'a stalled worker reuses a taken attempt number',
     history: retried,
@@ -271,7 +302,8 @@ const cases: readonly Case[] = [
 
 function stamp(events: readonly NewEvent[], from = 1): JournalEvent[] {
   return events.map(
-    (e, i) => ({ session_id: null, ticket: 1, lane: 'lane-a', ...e, seq: from + i, at_ms: 1_000 + from + i }) as JournalEvent,
+    (e, i) =>
+      ({ session_id: null, ticket: 1, lane: 'lane-a', ...e, seq: from + i, at_ms: 1_000 + from + i }) as JournalEvent,
   );
 }
 
@@ -287,7 +319,11 @@ describe('the projection refuses a lost race as a value', () => {
     const seq = c.history.length + 1;
     expect(refusalOf(c)).toEqual({
       ok: false,
-      refusal: { kind: c.kind, code: c.code ?? 'IMPOSSIBLE_TRANSITION', message: `seq ${seq} ${c.event.kind} on ${id}: ${c.why}` },
+      refusal: {
+        kind: c.kind,
+        code: c.code ?? 'IMPOSSIBLE_TRANSITION',
+        message: `seq ${seq} ${c.event.kind} on ${id}: ${c.why}`,
+      },
     });
   });
 
@@ -312,7 +348,10 @@ describe('the projection refuses a lost race as a value', () => {
   it('when a fold is accepted, it returns the state applyEvent returns', () => {
     const [event] = stamp([approved], 4);
     const state = project(stamp([accepted(), validated, card])).get(id);
-    expect(foldEvent(state, event as JournalEvent)).toEqual({ ok: true, state: applyEvent(state, event as JournalEvent) });
+    expect(foldEvent(state, event as JournalEvent)).toEqual({
+      ok: true,
+      state: applyEvent(state, event as JournalEvent),
+    });
   });
 
   it('every action refusal kind has a case here (the session kinds are below)', () => {
@@ -323,7 +362,10 @@ describe('the projection refuses a lost race as a value', () => {
 });
 
 describe('an event no race explains is a bug: it throws IMPOSSIBLE_TRANSITION, never a refusal', () => {
-  const otherFingerprint = { ...approved, payload: { actor: person, request_fingerprint: `sha256:${'0'.repeat(64)}` } } as NewEvent;
+  const otherFingerprint = {
+    ...approved,
+    payload: { actor: person, request_fingerprint: `sha256:${'0'.repeat(64)}` },
+  } as NewEvent;
   const delivered: NewEvent = { kind: 'RESULT_DELIVERED', action_id: id, payload: {} };
   const bugs: ReadonlyArray<{ when: string; history: readonly NewEvent[]; event: NewEvent; why: RegExp }> = [
     { when: 'the first event is not ACTION_ACCEPTED', history: [], event: validated, why: /must be ACTION_ACCEPTED/ },
@@ -334,9 +376,24 @@ describe('an event no race explains is a bug: it throws IMPOSSIBLE_TRANSITION, n
       event: otherFingerprint,
       why: /different fingerprint/,
     },
-    { when: 'a credential is authorized without approval', history: [...undecided, card], event: authorized, why: /only after approval/ },
-    { when: 'a result is delivered that was never committed', history: direct, event: delivered, why: /needs a committed result/ },
-    { when: 'DISPATCH_STARTED precedes CREDENTIAL_AUTHORIZED', history: direct, event: dispatch(1), why: /before CREDENTIAL_AUTHORIZED/ },
+    {
+      when: 'a credential is authorized without approval',
+      history: [...undecided, card],
+      event: authorized,
+      why: /only after approval/,
+    },
+    {
+      when: 'a result is delivered that was never committed',
+      history: direct,
+      event: delivered,
+      why: /needs a committed result/,
+    },
+    {
+      when: 'DISPATCH_STARTED precedes CREDENTIAL_AUTHORIZED',
+      history: direct,
+      event: dispatch(1),
+      why: /before CREDENTIAL_AUTHORIZED/,
+    },
   ];
   it.each(bugs)('when $when', ({ history, event, why }) => {
     const state = history.length === 0 ? undefined : project(stamp(history)).get(id);
@@ -356,7 +413,9 @@ describe('an event no race explains is a bug: it throws IMPOSSIBLE_TRANSITION, n
   it('when an event is out of order', () => {
     const state = project(stamp([accepted()])).get(id);
     const [late] = stamp([validated], 1);
-    expect(() => foldEvent(state, late as JournalEvent)).toThrow(expect.objectContaining({ code: 'IMPOSSIBLE_TRANSITION' }));
+    expect(() => foldEvent(state, late as JournalEvent)).toThrow(
+      expect.objectContaining({ code: 'IMPOSSIBLE_TRANSITION' }),
+    );
   });
 });
 
@@ -365,9 +424,27 @@ describe('the session projection refuses a lost race as a value', () => {
   let seq = 0;
   const ev = (kind: JournalEvent['kind'], payload: unknown): JournalEvent => {
     seq += 1;
-    return { kind, action_id: sid, session_id: sid, ticket: null, lane: null, seq, at_ms: 1_000 + seq, payload } as JournalEvent;
+    return {
+      kind,
+      action_id: sid,
+      session_id: sid,
+      ticket: null,
+      lane: null,
+      seq,
+      at_ms: 1_000 + seq,
+      payload,
+    } as JournalEvent;
   };
-  const started = { pid: 10, uid: 1000, start_time: '555', ppid: 1, exe: '/usr/bin/node', cwd: '/w', parent_exe: null, client_name: 'x' };
+  const started = {
+    pid: 10,
+    uid: 1000,
+    start_time: '555',
+    ppid: 1,
+    exe: '/usr/bin/node',
+    cwd: '/w',
+    parent_exe: null,
+    client_name: 'x',
+  };
 
   it('when the same process starts twice, is approved twice, is revoked after it ended, or ends twice', () => {
     const pending = applySessionEvent(undefined, ev('SESSION_STARTED', started));

@@ -31,7 +31,8 @@ export function foldSessionEvent(state: SessionState | undefined, event: Journal
  */
 export function applySessionEvent(state: SessionState | undefined, event: JournalEvent): SessionState {
   if (state === undefined) {
-    if (event.kind !== 'SESSION_STARTED') return impossible(event, 'the first event of a session must be SESSION_STARTED');
+    if (event.kind !== 'SESSION_STARTED')
+      return impossible(event, 'the first event of a session must be SESSION_STARTED');
     const p = event.payload;
     return {
       session_id: event.action_id,
@@ -57,19 +58,22 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       reconnects: 0,
     };
   }
-  if (event.action_id !== state.session_id) return impossible(event, `event for ${event.action_id} folded into ${state.session_id}`);
+  if (event.action_id !== state.session_id)
+    return impossible(event, `event for ${event.action_id} folded into ${state.session_id}`);
   if (event.seq <= state.last_seq) return impossible(event, `seq ${event.seq} is not after ${state.last_seq}`);
   const next: SessionState = { ...state, last_seq: event.seq, updated_at_ms: event.at_ms };
   switch (event.kind) {
     case 'SESSION_STARTED':
       return refused('session_exists', event, 'a session starts once');
     case 'SESSION_APPROVED':
-      if (state.status !== 'pending') return refused('session_not_pending', event, `approval of a session that is ${state.status}`);
+      if (state.status !== 'pending')
+        return refused('session_not_pending', event, `approval of a session that is ${state.status}`);
       next.status = 'approved';
       next.approved_by = actorLabel(event.payload.actor);
       break;
     case 'SESSION_REVOKED':
-      if (state.status !== 'pending' && state.status !== 'approved') return refused('session_closed', event, `revocation of a session that is ${state.status}`);
+      if (state.status !== 'pending' && state.status !== 'approved')
+        return refused('session_closed', event, `revocation of a session that is ${state.status}`);
       next.status = 'revoked';
       next.revoked_by = actorLabel(event.payload.actor);
       next.revoke_reason = event.payload.reason;
@@ -83,7 +87,8 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       break;
     case 'SESSION_RECONNECTED':
       // Only a live session is reopened: openSession refuses a revoked or ended one before appending.
-      if (state.status !== 'pending' && state.status !== 'approved') return refused('session_closed', event, `reconnection of a session that is ${state.status}`);
+      if (state.status !== 'pending' && state.status !== 'approved')
+        return refused('session_closed', event, `reconnection of a session that is ${state.status}`);
       next.reconnects = state.reconnects + 1;
       break;
     default:

@@ -16,7 +16,8 @@ import {
 } from '../contract/index.js';
 
 /** One event folded: the state after it, or the typed refusal of a lost race. */
-export type Folded<S> = { readonly ok: true; readonly state: S } | { readonly ok: false; readonly refusal: TransitionRefusal };
+export type Folded<S> =
+  { readonly ok: true; readonly state: S } | { readonly ok: false; readonly refusal: TransitionRefusal };
 
 /**
  * The projection as the journal's compare-and-swap: an event that lost a race (another decision, a
@@ -117,7 +118,8 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       next.stage = 'card_shown';
       break;
     case 'APPROVED':
-      if (state.decision !== null) return refused('already_decided', event, `a second decision after ${state.decision}`);
+      if (state.decision !== null)
+        return refused('already_decided', event, `a second decision after ${state.decision}`);
       requireOpenBeforeDispatch(event, state, closedByGate);
       requireStage(event, state, ['validated', 'card_shown'], 'approval needs a validated action');
       if (event.payload.request_fingerprint !== state.request_fingerprint) {
@@ -128,7 +130,8 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       break;
     case 'REJECTED':
     case 'EXPIRED':
-      if (state.decision !== null) return refused('already_decided', event, `a second terminal decision after ${state.decision}`);
+      if (state.decision !== null)
+        return refused('already_decided', event, `a second terminal decision after ${state.decision}`);
       requireOpenBeforeDispatch(event, state, closedByGate);
       next.decision = event.kind === 'REJECTED' ? 'rejected' : 'expired';
       break;
@@ -213,7 +216,8 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       }
       // One result per run: a retry after a throttled (rejected, backoff) answer commits its own,
       // but only while its attempt is in flight — never over a settled one.
-      if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown')) return refused('settled', event, 'a result is committed once');
+      if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown'))
+        return refused('settled', event, 'a result is committed once');
       next.result_id = event.payload.result_id;
       next.result_digest = event.payload.result_digest;
       advanceStage(next, 'result_committed');
@@ -247,7 +251,10 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       break;
     case 'OUTPUT_RECEIVED':
       updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.output_bytes = { ...a.output_bytes, [event.payload.stream]: a.output_bytes[event.payload.stream] + event.payload.bytes };
+        a.output_bytes = {
+          ...a.output_bytes,
+          [event.payload.stream]: a.output_bytes[event.payload.stream] + event.payload.bytes,
+        };
       });
       next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
       break;
@@ -272,13 +279,32 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       break;
     case 'RECONCILIATION_RESULT':
     case 'OPERATOR_ATTESTED':
-      if (state.dispatch_seq === null) return refused('not_dispatched', event, `${event.kind} settles only a dispatched action`);
+      if (state.dispatch_seq === null)
+        return refused('not_dispatched', event, `${event.kind} settles only a dispatched action`);
       // Never over an attempt in flight, nor under another worker's live retry lease: that attempt's
       // own answer decides, and a lookup that ran before it says nothing about it.
-      if (!state.recorded) return refused('attempt_in_flight', event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
-      if (leaseLive(state, event.at_ms)) return refused('lease_held', event, `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`);
-      if (event.kind === 'RECONCILIATION_RESULT' && event.payload.attempts_seen !== undefined && event.payload.attempts_seen !== state.attempts.length) {
-        return refused('stale_lookup', event, `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`);
+      if (!state.recorded)
+        return refused(
+          'attempt_in_flight',
+          event,
+          `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`,
+        );
+      if (leaseLive(state, event.at_ms))
+        return refused(
+          'lease_held',
+          event,
+          `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`,
+        );
+      if (
+        event.kind === 'RECONCILIATION_RESULT' &&
+        event.payload.attempts_seen !== undefined &&
+        event.payload.attempts_seen !== state.attempts.length
+      ) {
+        return refused(
+          'stale_lookup',
+          event,
+          `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`,
+        );
       }
       break;
     case 'RETRY_LEASED': {
@@ -290,29 +316,62 @@ export function applyEvent(state: ActionState | undefined, event: JournalEvent):
       const retriable =
         state.recorded &&
         !state.abandoned &&
-        (state.outcome === 'unknown' || ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
-      if (!retriable) return refused('not_retriable', event, `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`);
+        (state.outcome === 'unknown' ||
+          ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
+      if (!retriable)
+        return refused(
+          'not_retriable',
+          event,
+          `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`,
+        );
       const lease = state.lease;
-      if (event.payload.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms)) {
+      if (
+        event.payload.decision === 'RETRY_SAME_KEY' &&
+        (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms)
+      ) {
         return refused('not_retriable', event, 'a same-key retry needs the bound key inside its earliest safe expiry');
       }
       if (lease?.open === true && event.at_ms < lease.expires_at_ms) {
-        return refused('lease_held', event, `generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`, 'LEASE_LOST');
+        return refused(
+          'lease_held',
+          event,
+          `generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`,
+          'LEASE_LOST',
+        );
       }
       if (event.payload.generation !== generation + 1) {
-        return refused('lease_lost', event, `generation ${event.payload.generation} is not the next (${generation + 1})`, 'LEASE_LOST');
+        return refused(
+          'lease_lost',
+          event,
+          `generation ${event.payload.generation} is not the next (${generation + 1})`,
+          'LEASE_LOST',
+        );
       }
       if (event.payload.generation > state.retry_budget) {
-        return refused('not_retriable', event, `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget}`);
+        return refused(
+          'not_retriable',
+          event,
+          `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget}`,
+        );
       }
       next.retry_generation = event.payload.generation;
-      next.lease = { generation: event.payload.generation, holder: event.payload.holder, expires_at_ms: event.payload.expires_at_ms, open: true, decision: event.payload.decision };
+      next.lease = {
+        generation: event.payload.generation,
+        holder: event.payload.holder,
+        expires_at_ms: event.payload.expires_at_ms,
+        open: true,
+        decision: event.payload.decision,
+      };
       break;
     }
     case 'ABANDONED':
       // Only a blocked head: dispatched, its attempt classified, and still unknown.
       if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
-        return refused(abandonRefusal(state), event, 'only a dispatched action whose recorded outcome is unknown can be abandoned');
+        return refused(
+          abandonRefusal(state),
+          event,
+          'only a dispatched action whose recorded outcome is unknown can be abandoned',
+        );
       }
       if (state.abandoned) return refused('abandoned', event, 'the action was already abandoned');
       next.abandoned = true;
@@ -425,7 +484,11 @@ function requireDispatchable(event: JournalEvent, state: ActionState, closedByGa
   if (state.outcome === 'committed') refused('settled', event, `${event.kind} after a committed result`);
   if (state.abandoned) refused('abandoned', event, `${event.kind} after a person abandoned it`);
   if ((state.outcome === 'rejected' || state.outcome === 'not_attempted') && state.retry !== 'backoff') {
-    refused(state.outcome === 'rejected' ? 'settled' : 'closed', event, `${event.kind} after ${state.outcome} without a backoff disposition`);
+    refused(
+      state.outcome === 'rejected' ? 'settled' : 'closed',
+      event,
+      `${event.kind} after ${state.outcome} without a backoff disposition`,
+    );
   }
   if (state.outcome === 'unknown' && !state.recorded) {
     refused('attempt_in_flight', event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
@@ -441,13 +504,16 @@ function requireDispatchable(event: JournalEvent, state: ActionState, closedByGa
 function requireLease(event: JournalEvent, state: ActionState, generation: number | undefined): void {
   const lease = state.lease;
   if (lease === null) {
-    if (generation !== undefined) impossible(event, `DISPATCH_STARTED names generation ${generation} but no retry lease was taken`);
+    if (generation !== undefined)
+      impossible(event, `DISPATCH_STARTED names generation ${generation} but no retry lease was taken`);
     // A recorded outcome ends the first run; any later dispatch is a retry and needs the lease.
-    if (state.recorded && state.outcome !== null) refused('no_lease', event, 'a retry after a recorded outcome needs a retry lease (RETRY_LEASED)');
+    if (state.recorded && state.outcome !== null)
+      refused('no_lease', event, 'a retry after a recorded outcome needs a retry lease (RETRY_LEASED)');
     return;
   }
   // A same-key retry must also land inside the key's window: past it the remote may have forgotten the key.
-  const keyLapsed = lease.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms);
+  const keyLapsed =
+    lease.decision === 'RETRY_SAME_KEY' && (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms);
   if (generation !== lease.generation || !lease.open || event.at_ms >= lease.expires_at_ms || keyLapsed) {
     refused(
       'lease_lost',
@@ -470,7 +536,8 @@ function requireAuthorized(event: JournalEvent, state: ActionState): void {
 }
 
 function requireNextAttempt(event: JournalEvent, state: ActionState, n: number): void {
-  if (n !== state.attempts.length + 1) refused('attempt_taken', event, `attempt ${n} after ${state.attempts.length} attempts`);
+  if (n !== state.attempts.length + 1)
+    refused('attempt_taken', event, `attempt ${n} after ${state.attempts.length} attempts`);
 }
 
 function advanceStage(next: ActionState, stage: ActionStage): void {

@@ -21,12 +21,25 @@ describe('reconcileClassification', () => {
 
   it('404/410 under a key within its declared retention is no record: rejected, no_effect', () => {
     for (const status of [404, 410]) {
-      expect(reconcileClassification(status, 'idempotency_token', true)).toMatchObject({ outcome: 'rejected', effect: 'no_effect', code: 'REMOTE_REJECTED', outcome_basis: 'remote_query_no_record', source: 'remote_query', retry: 'never' });
+      expect(reconcileClassification(status, 'idempotency_token', true)).toMatchObject({
+        outcome: 'rejected',
+        effect: 'no_effect',
+        code: 'REMOTE_REJECTED',
+        outcome_basis: 'remote_query_no_record',
+        source: 'remote_query',
+        retry: 'never',
+      });
     }
   });
 
   it('anything else stays unknown with retry reconcile (never not_attempted)', () => {
-    const inconclusive = { outcome: 'unknown', effect: 'unknown_effect', retry: 'reconcile', outcome_basis: 'remote_query_inconclusive', source: 'remote_query' };
+    const inconclusive = {
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      retry: 'reconcile',
+      outcome_basis: 'remote_query_inconclusive',
+      source: 'remote_query',
+    };
     // An absent key after the retention (or with no retention proved) may simply be forgotten.
     expect(reconcileClassification(404, 'idempotency_token', false)).toMatchObject(inconclusive);
     expect(reconcileClassification(404, 'idempotency_token')).toMatchObject(inconclusive);
@@ -40,13 +53,27 @@ describe('reconcileClassification', () => {
 
 describe('planLookup', () => {
   it('fills the strongest correlation the record holds, percent-encoded as one segment', () => {
-    expect(planLookup('/operations/{idempotency_key}', { idempotencyKey: 'a b#c', operationId: 'job-1' })).toEqual({ ok: true, correlation: 'idempotency_token', path: '/operations/a%20b%23c' });
-    expect(planLookup('/jobs/{operation_id}/status', { idempotencyKey: 'k', operationId: 'job 1' })).toEqual({ ok: true, correlation: 'operation_id', path: '/jobs/job%201/status' });
+    expect(planLookup('/operations/{idempotency_key}', { idempotencyKey: 'a b#c', operationId: 'job-1' })).toEqual({
+      ok: true,
+      correlation: 'idempotency_token',
+      path: '/operations/a%20b%23c',
+    });
+    expect(planLookup('/jobs/{operation_id}/status', { idempotencyKey: 'k', operationId: 'job 1' })).toEqual({
+      ok: true,
+      correlation: 'operation_id',
+      path: '/jobs/job%201/status',
+    });
   });
 
   it('refuses a lookup that names nothing of this operation, or whose id the record lacks', () => {
-    expect(planLookup('/operations', { idempotencyKey: 'k' })).toMatchObject({ ok: false, why: expect.stringContaining('exactly one') });
-    expect(planLookup('/operations/{idempotency_key}', { operationId: 'job-1' })).toMatchObject({ ok: false, why: expect.stringContaining('holds none') });
+    expect(planLookup('/operations', { idempotencyKey: 'k' })).toMatchObject({
+      ok: false,
+      why: expect.stringContaining('exactly one'),
+    });
+    expect(planLookup('/operations/{idempotency_key}', { operationId: 'job-1' })).toMatchObject({
+      ok: false,
+      why: expect.stringContaining('holds none'),
+    });
   });
 });
 
@@ -58,15 +85,39 @@ describe('the projection of a RECONCILIATION_RESULT', () => {
     const add = (e: NewEvent): void => {
       events.push({ session_id: null, ticket: 1, lane: 'l', ...e, seq: events.length + 1, at_ms: 1 } as JournalEvent);
     };
-    add({ kind: 'ACTION_ACCEPTED', action_id: id, payload: { channel: 'http', target: 'route:docs POST /d', request_fingerprint: fp, approval: 'none', idempotent: false } });
+    add({
+      kind: 'ACTION_ACCEPTED',
+      action_id: id,
+      payload: {
+        channel: 'http',
+        target: 'route:docs POST /d',
+        request_fingerprint: fp,
+        approval: 'none',
+        idempotent: false,
+      },
+    });
     add({ kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} });
-    add({ kind: 'CREDENTIAL_AUTHORIZED', action_id: id, payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp } });
+    add({
+      kind: 'CREDENTIAL_AUTHORIZED',
+      action_id: id,
+      payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp },
+    });
     add({ kind: 'DISPATCH_STARTED', action_id: id, payload: { attempt: 1, connection: 'fresh' } });
     add({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage: 'remote_execution' } });
-    add({ kind: 'OUTCOME_RECORDED', action_id: id, payload: { attempt: 1 }, classification: reconcileClassification(undefined, 'idempotency_token') });
+    add({
+      kind: 'OUTCOME_RECORDED',
+      action_id: id,
+      payload: { attempt: 1 },
+      classification: reconcileClassification(undefined, 'idempotency_token'),
+    });
     return { events, add };
   }
-  const observe = (classification: Classification): NewEvent => ({ kind: 'RECONCILIATION_RESULT', action_id: id, payload: { correlation: 'idempotency_token', lookup_action_id: 'act_000000002' }, classification });
+  const observe = (classification: Classification): NewEvent => ({
+    kind: 'RECONCILIATION_RESULT',
+    action_id: id,
+    payload: { correlation: 'idempotency_token', lookup_action_id: 'act_000000002' },
+    classification,
+  });
 
   it('accepts found, no record and inconclusive, keeping the caller disposition', () => {
     for (const status of [200, 404, 500]) {

@@ -30,7 +30,11 @@ type IdFact = 'idempotencyKey' | 'operationId' | 'providerRequestId';
  * Which template placeholder carries which correlation, in strength order (article 003): a token
  * the target accepted, then an id it returned for the operation, then its id for the request.
  */
-const placeholders: ReadonlyArray<{ readonly name: string; readonly correlation: LookupCorrelation; readonly fact: IdFact }> = [
+const placeholders: ReadonlyArray<{
+  readonly name: string;
+  readonly correlation: LookupCorrelation;
+  readonly fact: IdFact;
+}> = [
   { name: 'idempotency_key', correlation: 'idempotency_token', fact: 'idempotencyKey' },
   { name: 'operation_id', correlation: 'operation_id', fact: 'operationId' },
   { name: 'provider_request_id', correlation: 'provider_request_id', fact: 'providerRequestId' },
@@ -47,15 +51,25 @@ export function planLookup(template: string, facts: CorrelationFacts): LookupPla
   const params = pathTemplateParams(template);
   const known = placeholders.filter((p) => params.includes(p.name));
   if (known.length === 0 || known.length !== params.length) {
-    return { ok: false, why: 'the lookup path must bind exactly one of {idempotency_key}, {operation_id} or {provider_request_id}' };
+    return {
+      ok: false,
+      why: 'the lookup path must bind exactly one of {idempotency_key}, {operation_id} or {provider_request_id}',
+    };
   }
   for (const p of known) {
     const value = facts[p.fact];
     if (value === undefined) continue;
-    return { ok: true, correlation: p.correlation, path: fillTemplate(template, { [p.name]: encodeURIComponent(value) }) };
+    return {
+      ok: true,
+      correlation: p.correlation,
+      path: fillTemplate(template, { [p.name]: encodeURIComponent(value) }),
+    };
   }
   const names = known.map((p) => `{${p.name}}`).join(' or ');
-  return { ok: false, why: `the lookup needs ${names}, and this action's record holds none (no idempotency key was bound, no operation id or provider request id was returned)` };
+  return {
+    ok: false,
+    why: `the lookup needs ${names}, and this action's record holds none (no idempotency key was bound, no operation id or provider request id was returned)`,
+  };
 }
 
 /**
@@ -78,15 +92,40 @@ export function planLookup(template: string, facts: CorrelationFacts): LookupPla
  *
  * Never not_attempted: the original was dispatched, and nothing a lookup learns can undo that.
  */
-export function reconcileClassification(lookupStatus: number | undefined, correlation: LookupCorrelation, keyWithinRetention = false): Classification {
+export function reconcileClassification(
+  lookupStatus: number | undefined,
+  correlation: LookupCorrelation,
+  keyWithinRetention = false,
+): Classification {
   const base = { phase: 'remote_execution', source: 'remote_query' } as const;
   if (lookupStatus !== undefined && lookupStatus >= 200 && lookupStatus < 300) {
-    return { ...base, outcome: 'committed', retry: 'never', code: null, effect: 'succeeded', outcome_basis: 'remote_query_found' };
+    return {
+      ...base,
+      outcome: 'committed',
+      retry: 'never',
+      code: null,
+      effect: 'succeeded',
+      outcome_basis: 'remote_query_found',
+    };
   }
   if ((lookupStatus === 404 || lookupStatus === 410) && correlation === 'idempotency_token' && keyWithinRetention) {
-    return { ...base, outcome: 'rejected', retry: 'never', code: 'REMOTE_REJECTED', effect: 'no_effect', outcome_basis: 'remote_query_no_record' };
+    return {
+      ...base,
+      outcome: 'rejected',
+      retry: 'never',
+      code: 'REMOTE_REJECTED',
+      effect: 'no_effect',
+      outcome_basis: 'remote_query_no_record',
+    };
   }
-  return { ...base, outcome: 'unknown', retry: 'reconcile', code: 'REMOTE_OUTCOME_UNKNOWN', effect: 'unknown_effect', outcome_basis: 'remote_query_inconclusive' };
+  return {
+    ...base,
+    outcome: 'unknown',
+    retry: 'reconcile',
+    code: 'REMOTE_OUTCOME_UNKNOWN',
+    effect: 'unknown_effect',
+    outcome_basis: 'remote_query_inconclusive',
+  };
 }
 
 /** A route's bounded read-back (`correlation.read_back`), as the configuration declares it. */
@@ -119,9 +158,14 @@ export function planReadBack(spec: ReadBackSpec, values: Readonly<Record<string,
   const recorded = values ?? {};
   const pathFields = pathTemplateParams(spec.path);
   const queryFields = Object.values(spec.query).flatMap((v) => queryPlaceholder.exec(v)?.[1] ?? []);
-  const missing = [...new Set([...pathFields, ...queryFields, ...spec.match])].filter((f) => !Object.hasOwn(recorded, f));
+  const missing = [...new Set([...pathFields, ...queryFields, ...spec.match])].filter(
+    (f) => !Object.hasOwn(recorded, f),
+  );
   if (missing.length > 0) {
-    return { ok: false, why: `the read-back needs ${missing.join(', ')}, and this action's record holds no such value (its request body did not carry it)` };
+    return {
+      ok: false,
+      why: `the read-back needs ${missing.join(', ')}, and this action's record holds no such value (its request body did not carry it)`,
+    };
   }
   const value = (f: string): string => recorded[f] as string;
   const path = fillTemplate(spec.path, Object.fromEntries(pathFields.map((f) => [f, encodeURIComponent(value(f))])));
@@ -172,14 +216,24 @@ const noteCharsMax = 500;
  * - Two or more: unknown (remote_read_back_ambiguous): which one, if any, is this action's is not
  *   known.
  */
-export function classifyReadBack(answer: ReadBackAnswer, spec: Pick<ReadBackSpec, 'items' | 'match' | 'items_max'>, values: Readonly<Record<string, string>>): ReadBackVerdict {
+export function classifyReadBack(
+  answer: ReadBackAnswer,
+  spec: Pick<ReadBackSpec, 'items' | 'match' | 'items_max'>,
+  values: Readonly<Record<string, string>>,
+): ReadBackVerdict {
   const fields = spec.match.join(', ');
   if (answer.status === undefined || answer.status < 200 || answer.status >= 300) {
     const got = answer.status === undefined ? 'no complete answer' : `HTTP ${answer.status}`;
-    return unknownVerdict('remote_query_inconclusive', `the read-back got ${got}, so it says nothing about the original; the outcome stays unknown`);
+    return unknownVerdict(
+      'remote_query_inconclusive',
+      `the read-back got ${got}, so it says nothing about the original; the outcome stays unknown`,
+    );
   }
   if (answer.truncated) {
-    return unknownVerdict('remote_read_back_unbounded', 'the read-back answer was larger than the broker keeps, so not every candidate could be read; the outcome stays unknown');
+    return unknownVerdict(
+      'remote_read_back_unbounded',
+      'the read-back answer was larger than the broker keeps, so not every candidate could be read; the outcome stays unknown',
+    );
   }
   let document: unknown;
   try {
@@ -189,7 +243,10 @@ export function classifyReadBack(answer: ReadBackAnswer, spec: Pick<ReadBackSpec
   }
   const items = resolveJsonPointer(document, spec.items);
   if (!Array.isArray(items)) {
-    return unknownVerdict('remote_read_back_unreadable', `the read-back answer holds no array at ${spec.items === '' ? 'its root' : spec.items}; the outcome stays unknown`);
+    return unknownVerdict(
+      'remote_read_back_unreadable',
+      `the read-back answer holds no array at ${spec.items === '' ? 'its root' : spec.items}; the outcome stays unknown`,
+    );
   }
   const examined = items.length;
   const matched = items.filter((item) => matches(item, spec.match, values)).length;
@@ -203,8 +260,17 @@ export function classifyReadBack(answer: ReadBackAnswer, spec: Pick<ReadBackSpec
   }
   if (matched === 1) {
     return {
-      classification: { ...readBackBase, outcome: 'committed', retry: 'never', code: null, effect: 'succeeded', outcome_basis: 'remote_read_back_match' },
-      note: clip(`exactly one of ${examined} candidates read back carries the recorded ${fields}; those values were in the request the remote received and the answer was bounded (at most ${spec.items_max}), so that object is this action's effect`),
+      classification: {
+        ...readBackBase,
+        outcome: 'committed',
+        retry: 'never',
+        code: null,
+        effect: 'succeeded',
+        outcome_basis: 'remote_read_back_match',
+      },
+      note: clip(
+        `exactly one of ${examined} candidates read back carries the recorded ${fields}; those values were in the request the remote received and the answer was bounded (at most ${spec.items_max}), so that object is this action's effect`,
+      ),
       readBack,
     };
   }
@@ -215,14 +281,29 @@ export function classifyReadBack(answer: ReadBackAnswer, spec: Pick<ReadBackSpec
       readBack,
     );
   }
-  return unknownVerdict('remote_read_back_ambiguous', `${matched} of ${examined} candidates read back carry the recorded ${fields}: which one, if any, is this action's effect is ambiguous, so the outcome stays unknown`, readBack);
+  return unknownVerdict(
+    'remote_read_back_ambiguous',
+    `${matched} of ${examined} candidates read back carry the recorded ${fields}: which one, if any, is this action's effect is ambiguous, so the outcome stays unknown`,
+    readBack,
+  );
 }
 
 const readBackBase = { phase: 'remote_execution', source: 'remote_query' } as const;
 
-function unknownVerdict(basis: string, note: string, readBack?: { matched: number; examined: number }): ReadBackVerdict {
+function unknownVerdict(
+  basis: string,
+  note: string,
+  readBack?: { matched: number; examined: number },
+): ReadBackVerdict {
   return {
-    classification: { ...readBackBase, outcome: 'unknown', retry: 'reconcile', code: 'REMOTE_OUTCOME_UNKNOWN', effect: 'unknown_effect', outcome_basis: basis },
+    classification: {
+      ...readBackBase,
+      outcome: 'unknown',
+      retry: 'reconcile',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      effect: 'unknown_effect',
+      outcome_basis: basis,
+    },
     note: clip(note),
     ...(readBack === undefined ? {} : { readBack }),
   };

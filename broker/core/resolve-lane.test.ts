@@ -12,13 +12,23 @@ const docs: LaneRouteView = {
 
 describe('resolveLane', () => {
   it.each([
-    ['PATCH /documents/7 and POST /documents/7/publish share a lane', 'PATCH', '/documents/7', { kind: 'lane', lane: 'document-7', rule: 0 }],
+    [
+      'PATCH /documents/7 and POST /documents/7/publish share a lane',
+      'PATCH',
+      '/documents/7',
+      { kind: 'lane', lane: 'document-7', rule: 0 },
+    ],
     ['POST /documents/7/publish', 'POST', '/documents/7/publish', { kind: 'lane', lane: 'document-7', rule: 0 }],
     ['another document is another lane', 'POST', '/documents/8/publish', { kind: 'lane', lane: 'document-8', rule: 0 }],
     ['a read bypasses lanes when the route says so', 'GET', '/documents/7', { kind: 'bypass' }],
     ['a wildcard method rule takes any write', 'PUT', '/deploy/prod', { kind: 'lane', lane: 'deploy-prod', rule: 1 }],
     ['an unmatched write shares the route lane', 'POST', '/other', { kind: 'lane', lane: 'route:docs', rule: null }],
-    ['a method the rule does not name falls to the route lane', 'PUT', '/documents/7', { kind: 'lane', lane: 'route:docs', rule: null }],
+    [
+      'a method the rule does not name falls to the route lane',
+      'PUT',
+      '/documents/7',
+      { kind: 'lane', lane: 'route:docs', rule: null },
+    ],
   ])('when %s', (_when, method, path, expected) => {
     expect(resolveLane(docs, method, path)).toEqual(expected);
   });

@@ -16,8 +16,7 @@ export interface LaneRouteView {
 }
 
 export type LaneResolution =
-  | { readonly kind: 'lane'; readonly lane: string; readonly rule: number | null }
-  | { readonly kind: 'bypass' };
+  { readonly kind: 'lane'; readonly lane: string; readonly rule: number | null } | { readonly kind: 'bypass' };
 
 /** Observational reads (RFC 9110 safe methods); only these may bypass lanes. */
 export const readMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -42,7 +42,9 @@ export function resolveRoutePolicy(route: RoutePolicyView, method: string, path:
     if (params === undefined) continue;
     const filled = rule.lane === undefined ? undefined : fillTemplate(rule.lane, params);
     const lane: LaneResolution =
-      filled !== undefined && filled.length <= laneCharsMax ? { kind: 'lane', lane: filled, rule: null } : resolveLane(route, method, path);
+      filled !== undefined && filled.length <= laneCharsMax
+        ? { kind: 'lane', lane: filled, rule: null }
+        : resolveLane(route, method, path);
     return { approval: rule.approval, lane, rule: { index, text: describeRouteRule(index, rule) } };
   }
   return { approval: route.approval, lane: resolveLane(route, method, path), rule: null };

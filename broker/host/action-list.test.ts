@@ -27,7 +27,15 @@ function varied(name: (typeof actionPathNames)[number], n: number): NewEvent[] {
   const [accepted, ...rest] = actionPaths[name](id);
   if (accepted?.kind !== 'ACTION_ACCEPTED') throw new Error('a script starts with ACTION_ACCEPTED');
   const target = accepted.payload.channel === 'ssh' ? accepted.payload.target : httpTargets[n % 2];
-  return [{ ...accepted, session_id: sessions[n % 2], lane: lanes[(n >> 1) % 2], payload: { ...accepted.payload, target: target ?? '' } }, ...rest];
+  return [
+    {
+      ...accepted,
+      session_id: sessions[n % 2],
+      lane: lanes[(n >> 1) % 2],
+      payload: { ...accepted.payload, target: target ?? '' },
+    },
+    ...rest,
+  ];
 }
 
 let temp: TempJournal;
@@ -36,14 +44,27 @@ beforeEach(async () => {
 });
 afterEach(() => temp.dispose());
 
-const list = (input: OperatorInput<'actions.list'>) => brokerApiSchemas['actions.list'].output.parse(listActions(temp.journal, brokerApiSchemas['actions.list'].input.parse(input)));
+const list = (input: OperatorInput<'actions.list'>) =>
+  brokerApiSchemas['actions.list'].output.parse(
+    listActions(temp.journal, brokerApiSchemas['actions.list'].input.parse(input)),
+  );
 
 describe('actions.list over a real journal', () => {
-  it('when a person approved a call of a named agent: one row with who, what, when and how long, from the events\' times', async () => {
+  it("when a person approved a call of a named agent: one row with who, what, when and how long, from the events' times", async () => {
     await temp.journal.appendSession({
       kind: 'SESSION_STARTED',
       action_id: 'ses_alpha_01',
-      payload: { pid: 4242, uid: 1000, start_time: '77', ppid: 1, exe: '/usr/bin/node', cwd: '/w', parent_exe: null, client_name: 'claude-code', client_version: '1' },
+      payload: {
+        pid: 4242,
+        uid: 1000,
+        start_time: '77',
+        ppid: 1,
+        exe: '/usr/bin/node',
+        cwd: '/w',
+        parent_exe: null,
+        client_name: 'claude-code',
+        client_version: '1',
+      },
     });
     const start = temp.clock.nowMs();
     await appendSlowly(temp, varied('httpApproved', 0));
@@ -129,7 +150,12 @@ describe('actions.list over a real journal', () => {
       { numRuns: 60 },
     );
     expect(list({ text: 'v1/ITEMS' }).actions.every((a) => a.request === '/v1/items')).toBe(true);
-    expect(list({ text: 'nobody (expired)', limit: 500 }).actions.map((a) => a.decision)).toEqual(['expired', 'expired', 'expired', 'expired']);
+    expect(list({ text: 'nobody (expired)', limit: 500 }).actions.map((a) => a.decision)).toEqual([
+      'expired',
+      'expired',
+      'expired',
+      'expired',
+    ]);
   });
 
   it('when a filter is asked for with a bad value: a coded INVALID_ARGUMENT naming the field', () => {
@@ -144,7 +170,13 @@ describe('actions.list over a real journal', () => {
     const db = new Database(temp.path, { readonly: true });
     try {
       const plan = (where: string): string =>
-        db.prepare(`EXPLAIN QUERY PLAN SELECT a.action_id FROM actions a LEFT JOIN sessions s ON s.session_id = a.session_id ${where} ORDER BY a.first_seq DESC LIMIT 101`).all().map((r) => (r as { detail: string }).detail).join('\n');
+        db
+          .prepare(
+            `EXPLAIN QUERY PLAN SELECT a.action_id FROM actions a LEFT JOIN sessions s ON s.session_id = a.session_id ${where} ORDER BY a.first_seq DESC LIMIT 101`,
+          )
+          .all()
+          .map((r) => (r as { detail: string }).detail)
+          .join('\n');
       for (const [where, index] of [
         ['', 'actions_list'],
         ['WHERE a.first_seq < 500', 'actions_list'],
@@ -174,13 +206,31 @@ describe('actions.show: waited_for', () => {
     await appendSlowly(temp, [a1, ...a1rest.slice(0, 2)]); // #1 accepted, validated, card shown
     await appendSlowly(temp, b.slice(0, 4)); // #2 accepted … approved
     const approvedAt = temp.clock.nowMs();
-    const show = (id: string) => brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: id }));
-    expect(show('act_wait_second1').waited_for).toEqual([{ ticket: 1, action_id: 'act_wait_first_1', waited_ms: 0, ongoing: true }]);
+    const show = (id: string) =>
+      brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: id }));
+    expect(show('act_wait_second1').waited_for).toEqual([
+      { ticket: 1, action_id: 'act_wait_first_1', waited_ms: 0, ongoing: true },
+    ]);
     temp.clock.advance(40_000);
-    await temp.journal.append({ kind: 'REJECTED', action_id: 'act_wait_first_1', payload: { actor: { kind: 'person', id: 'alice' }, reason: 'no' }, classification: { phase: 'credential_injection', outcome: 'not_attempted', retry: 'never', code: 'APPROVAL_DENIED', effect: 'no_effect', outcome_basis: 'approval_denied', source: 'local_gate' } });
+    await temp.journal.append({
+      kind: 'REJECTED',
+      action_id: 'act_wait_first_1',
+      payload: { actor: { kind: 'person', id: 'alice' }, reason: 'no' },
+      classification: {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        retry: 'never',
+        code: 'APPROVAL_DENIED',
+        effect: 'no_effect',
+        outcome_basis: 'approval_denied',
+        source: 'local_gate',
+      },
+    });
     await appendSlowly(temp, b.slice(4));
     // Ready at its approval, free when #1's rejection was recorded 40 s later (its own dispatch came after).
-    expect(show('act_wait_second1').waited_for).toEqual([{ ticket: 1, action_id: 'act_wait_first_1', waited_ms: 40_000, ongoing: false }]);
+    expect(show('act_wait_second1').waited_for).toEqual([
+      { ticket: 1, action_id: 'act_wait_first_1', waited_ms: 40_000, ongoing: false },
+    ]);
     expect(temp.clock.nowMs() - approvedAt).toBeGreaterThan(40_000);
     expect(show('act_wait_first_1').waited_for).toEqual([]);
     expect(list({ lane: 'lane-a' }).actions.map((a) => a.decided_by)).toEqual(['person:operator-1', 'person:alice']);
@@ -188,7 +238,7 @@ describe('actions.show: waited_for', () => {
 });
 
 describe('when a data dir written before migration 010 is opened', () => {
-  it('fills the list columns from the events\' headers, and words who decided from the decision event while the vault can open it', async () => {
+  it("fills the list columns from the events' headers, and words who decided from the decision event while the vault can open it", async () => {
     await appendSlowly(temp, varied('httpApproved', 0));
     await appendSlowly(temp, varied('expired', 1));
     await appendSlowly(temp, actionPaths.callerCancelledAfterDispatch('act_blocked_000'));
@@ -196,10 +246,22 @@ describe('when a data dir written before migration 010 is opened', () => {
     await temp.journal.close();
     // Back to schema 9 exactly: 010 only added indexes and trailing columns.
     const db = new Database(temp.path);
-    const indexes = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'actions_list%'`).pluck().all() as string[];
+    const indexes = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'actions_list%'`)
+      .pluck()
+      .all() as string[];
     expect(indexes).toHaveLength(7);
     for (const name of indexes) db.exec(`DROP INDEX ${name}`);
-    for (const column of ['target_name', 'decided_by', 'decided_at_ms', 'decided_seq', 'dispatched_at_ms', 'settled_at_ms', 'resolved_at_ms']) db.exec(`ALTER TABLE actions DROP COLUMN ${column}`);
+    for (const column of [
+      'target_name',
+      'decided_by',
+      'decided_at_ms',
+      'decided_seq',
+      'dispatched_at_ms',
+      'settled_at_ms',
+      'resolved_at_ms',
+    ])
+      db.exec(`ALTER TABLE actions DROP COLUMN ${column}`);
     db.pragma('user_version = 9');
     db.close();
 

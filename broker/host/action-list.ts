@@ -1,5 +1,12 @@
 import { basename } from 'node:path';
-import type { ActionListRow, ActionState, ActionWait, BrokerApi, JournalEvent, OperatorInput } from '../contract/index.js';
+import type {
+  ActionListRow,
+  ActionState,
+  ActionWait,
+  BrokerApi,
+  JournalEvent,
+  OperatorInput,
+} from '../contract/index.js';
 import { deciderOf, laneWaits, splitActionTarget, type LaneWaitTicket } from '../core/index.js';
 import type { ActionListDbRow, Journal } from '../journal/index.js';
 
@@ -15,7 +22,10 @@ const decidedByCharsMax = 400;
  * from the journal's projection (migration 010) in one indexed query; the agent's name and pid come
  * from its session row. Durations are between wall times the events recorded, never this reader's clock.
  */
-export function listActions(journal: Journal, input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] {
+export function listActions(
+  journal: Journal,
+  input: OperatorInput<'actions.list'>,
+): BrokerApi['actions.list']['output'] {
   const limit = input.limit ?? actionListLimitDefault;
   const rows = journal.actionListPage({
     limit,
@@ -30,7 +40,10 @@ export function listActions(journal: Journal, input: OperatorInput<'actions.list
   });
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
-  return { actions: page.map((row) => listRow(row, journal)), next_before: more ? (page.at(-1)?.first_seq ?? null) : null };
+  return {
+    actions: page.map((row) => listRow(row, journal)),
+    next_before: more ? (page.at(-1)?.first_seq ?? null) : null,
+  };
 }
 
 function listRow(row: ActionListDbRow, journal: Journal): ActionListRow {
@@ -91,9 +104,18 @@ export function waitedFor(journal: Journal, state: ActionState, events: readonly
   const readyAt = state.approval === 'none' ? state.accepted_at_ms : approvedAt;
   const own = journal.getActionTimeline(state.action_id);
   const stored = journal.laneTicketsBefore(state.lane, state.ticket, laneWaitTicketsMax);
-  const earlier: LaneWaitTicket[] = stored.map((r) => ({ ticket: r.ticket, action_id: r.action_id, resolved_at_ms: r.resolved_at_ms }));
+  const earlier: LaneWaitTicket[] = stored.map((r) => ({
+    ticket: r.ticket,
+    action_id: r.action_id,
+    resolved_at_ms: r.resolved_at_ms,
+  }));
   return laneWaits(
-    { ticket: state.ticket, ready_at_ms: readyAt, dispatched_at_ms: own?.dispatched_at_ms ?? null, resolved_at_ms: own?.resolved_at_ms ?? null },
+    {
+      ticket: state.ticket,
+      ready_at_ms: readyAt,
+      dispatched_at_ms: own?.dispatched_at_ms ?? null,
+      resolved_at_ms: own?.resolved_at_ms ?? null,
+    },
     earlier,
     journal.lastEventAtMs() ?? state.updated_at_ms,
   );

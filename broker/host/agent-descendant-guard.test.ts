@@ -49,9 +49,26 @@ function fakeProc(): string {
 
 function session(id: string, pid: number, status: SessionState['status'] = 'approved'): SessionState {
   return {
-    session_id: id, status, pid, uid: 1000, start_time: String(pid * 10), ppid: null, exe: null, cwd: null, parent_exe: null,
-    client_name: null, client_version: null, approved_by: null, revoked_by: null, revoke_reason: null, end_reason: null,
-    first_seq: 1, last_seq: 1, started_at_ms: 0, ended_at_ms: status === 'ended' ? 1 : null, updated_at_ms: 0,
+    session_id: id,
+    status,
+    pid,
+    uid: 1000,
+    start_time: String(pid * 10),
+    ppid: null,
+    exe: null,
+    cwd: null,
+    parent_exe: null,
+    client_name: null,
+    client_version: null,
+    approved_by: null,
+    revoked_by: null,
+    revoke_reason: null,
+    end_reason: null,
+    first_seq: 1,
+    last_seq: 1,
+    started_at_ms: 0,
+    ended_at_ms: status === 'ended' ? 1 : null,
+    updated_at_ms: 0,
     reconnects: 0,
   };
 }
@@ -94,7 +111,10 @@ describe('the agent-descendant guard on the control socket', () => {
 
   it('never matches a reused pid (different start time)', () => {
     const procRoot = fakeProc();
-    const guard = createAgentDescendantGuard({ sessions: () => [{ ...session('ses_old', 700), start_time: '1' }], procRoot });
+    const guard = createAgentDescendantGuard({
+      sessions: () => [{ ...session('ses_old', 700), start_time: '1' }],
+      procRoot,
+    });
     expect(guard.refusePid(710)).toBeUndefined();
   });
 });

@@ -40,7 +40,10 @@ export interface AgentDescendantGuard {
  * be the person's own). What holds against those is the person's proof every decision needs on
  * the control socket (control-proof.ts: the vault passphrase typed on a terminal).
  */
-export function createAgentDescendantGuard(options: { sessions: () => readonly SessionState[]; procRoot?: string }): AgentDescendantGuard {
+export function createAgentDescendantGuard(options: {
+  sessions: () => readonly SessionState[];
+  procRoot?: string;
+}): AgentDescendantGuard {
   const procRoot = options.procRoot ?? '/proc';
   const remembered = new Map<string, ProcessKey[]>();
 
@@ -50,7 +53,10 @@ export function createAgentDescendantGuard(options: { sessions: () => readonly S
     for (const s of options.sessions()) {
       if (s.status === 'ended') continue;
       seen.add(s.session_id);
-      for (const key of [`${s.pid}:${s.start_time}`, ...(remembered.get(s.session_id) ?? agentsBehind(s.pid, s.start_time, procRoot))]) {
+      for (const key of [
+        `${s.pid}:${s.start_time}`,
+        ...(remembered.get(s.session_id) ?? agentsBehind(s.pid, s.start_time, procRoot)),
+      ]) {
         found.push({ session: s.session_id, key });
       }
     }
@@ -66,7 +72,11 @@ export function createAgentDescendantGuard(options: { sessions: () => readonly S
     const chain = ancestry(pid, procRoot);
     const hit = agentProcesses().find((a) => chain.has(a.key));
     if (hit === undefined) return undefined;
-    return new CodedError('OPERATOR_ONLY', `this process descends from the agent of session ${hit.session}; agents can never make operator decisions`, { field: 'op' });
+    return new CodedError(
+      'OPERATOR_ONLY',
+      `this process descends from the agent of session ${hit.session}; agents can never make operator decisions`,
+      { field: 'op' },
+    );
   };
 
   return {
@@ -77,7 +87,9 @@ export function createAgentDescendantGuard(options: { sessions: () => readonly S
         pid = readPeerCredentials(socket).pid;
       } catch (error) {
         // Not knowing who asks is not a reason to trust them.
-        return error instanceof CodedError ? error : new CodedError('PEER_REFUSED', 'the control socket could not identify its peer');
+        return error instanceof CodedError
+          ? error
+          : new CodedError('PEER_REFUSED', 'the control socket could not identify its peer');
       }
       return refusePid(pid);
     },

@@ -13,6 +13,8 @@ export function thisBrokerHookups(dataDir: string): AgentHookup {
   const bin = path.join(packageRoot, 'bin', 'postern.mjs');
   const underElectron = typeof process.versions['electron'] === 'string';
   const node = underElectron ? 'node' : process.execPath;
-  const note = underElectron ? 'These lines run the shim with the `node` on your PATH (Node 20 or newer); the desktop app brings no node of its own.' : null;
+  const note = underElectron
+    ? 'These lines run the shim with the `node` on your PATH (Node 20 or newer); the desktop app brings no node of its own.'
+    : null;
   return agentHookups({ node, bin, dataDir: path.resolve(dataDir) }, note);
 }

@@ -26,9 +26,15 @@ describe('the broker runtime and its vault', () => {
     const runtime = await createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from(passphrase) });
     expect(runtime.status().vault).toEqual({ state: 'unlocked', auto_lock_minutes: 15, last_lock: null });
     // Locking is a decision: refused without a person's proof, done with the passphrase as proof.
-    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED' } });
+    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED' },
+    });
     expect(runtime.vault.state()).toBe('unlocked');
-    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock', proof: { passphrase } })).toEqual({ ok: true, value: { state: 'locked' } });
+    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock', proof: { passphrase } })).toEqual({
+      ok: true,
+      value: { state: 'locked' },
+    });
     expect(runtime.vault.state()).toBe('locked');
     await runtime.close();
     expect(existsSync(controlSocketPath(dataDir))).toBe(false);
@@ -36,7 +42,9 @@ describe('the broker runtime and its vault', () => {
 
   it('when the start passphrase is wrong, it fails with VAULT_PASSPHRASE_INVALID and leaves nothing open (a new runtime starts)', async () => {
     const dataDir = await initializedDir();
-    await expect(createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from('wrong passphrase') })).rejects.toMatchObject({
+    await expect(
+      createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from('wrong passphrase') }),
+    ).rejects.toMatchObject({
       code: 'VAULT_PASSPHRASE_INVALID',
     });
     expect(existsSync(controlSocketPath(dataDir))).toBe(false);

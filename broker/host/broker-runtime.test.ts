@@ -67,19 +67,28 @@ describe('the broker runtime', () => {
     const status = second.status();
     expect(status.journal).toMatchObject({ recovered_at_open: 1, events: cut + 1 });
     expect(status.actions).toEqual({ total: 1, in_flight: 0, unknown: 1 });
-    expect(second.journal.getAction('act_runtime0000002')).toMatchObject({ outcome: 'unknown', outcome_basis: 'broker_restart_after_dispatch' });
+    expect(second.journal.getAction('act_runtime0000002')).toMatchObject({
+      outcome: 'unknown',
+      outcome_basis: 'broker_restart_after_dispatch',
+    });
     await second.close();
   });
 
   it('postern status reads a data directory read-only, without migrating or recovering it', async () => {
     dir = createTempDir();
-    expect(await readDataDirStatus(dir.path)).toMatchObject({ journal: { events: 0, schema_version: 0 }, actions: { total: 0 } });
+    expect(await readDataDirStatus(dir.path)).toMatchObject({
+      journal: { events: 0, schema_version: 0 },
+      actions: { total: 0 },
+    });
     const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
     const script = actionPaths.httpApproved('act_runtime0000003');
     for (const event of script.slice(0, 3)) await runtime.journal.append(event);
     // The daemon still holds the journal: the reader must not disturb it.
     const read = await readDataDirStatus(dir.path);
-    expect(read).toMatchObject({ journal: { state: 'closed', events: 3, last_seq: 3, recovered_at_open: 0 }, actions: { total: 1, in_flight: 1, unknown: 0 } });
+    expect(read).toMatchObject({
+      journal: { state: 'closed', events: 3, last_seq: 3, recovered_at_open: 0 },
+      actions: { total: 1, in_flight: 1, unknown: 0 },
+    });
     expect(read.journal.schema_version).toBeGreaterThanOrEqual(1);
     await runtime.journal.append(script[3] as (typeof script)[number]);
     expect(runtime.status().journal.events).toBe(4);
@@ -90,14 +99,23 @@ describe('the broker runtime', () => {
 describe('the broker runtime and postern.yaml', () => {
   it('when the routes file is bad, refuses to start naming the field, and opens nothing', async () => {
     dir = createTempDir();
-    writeFileSync(path.join(dir.path, 'postern.yaml'), 'version: 1\nroutes:\n  - name: docs\n    base_url: not a url\n    credential: docs-token\n    injection: bearer\n');
-    await expect(createBrokerRuntime({ dataDir: dir.path, ...options })).rejects.toMatchObject({ code: 'CONFIG_INVALID', field: expect.stringMatching(/^routes\[0\]\.base_url/) });
+    writeFileSync(
+      path.join(dir.path, 'postern.yaml'),
+      'version: 1\nroutes:\n  - name: docs\n    base_url: not a url\n    credential: docs-token\n    injection: bearer\n',
+    );
+    await expect(createBrokerRuntime({ dataDir: dir.path, ...options })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      field: expect.stringMatching(/^routes\[0\]\.base_url/),
+    });
     expect(existsSync(path.join(dir.path, 'journal.sqlite'))).toBe(false);
   });
 
   it('when the routes file is good, the runtime carries its routes', async () => {
     dir = createTempDir();
-    writeFileSync(path.join(dir.path, 'postern.yaml'), 'version: 1\nroutes:\n  - name: docs\n    base_url: https://docs.example.com/api\n    credential: docs-token\n    injection: bearer\n    approval: none\n');
+    writeFileSync(
+      path.join(dir.path, 'postern.yaml'),
+      'version: 1\nroutes:\n  - name: docs\n    base_url: https://docs.example.com/api\n    credential: docs-token\n    injection: bearer\n    approval: none\n',
+    );
     const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
     expect([...runtime.config.routes.keys()]).toEqual(['docs']);
     await runtime.close();

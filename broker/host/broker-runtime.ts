@@ -6,7 +6,15 @@ import { SshChannel } from '../channels/ssh/index.js';
 import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, RequestStore, ResultStore } from '../journal/index.js';
-import { createRandomIdSource, systemClock, type AgentBackend, type Clock, type DispatchGate, type VaultKeyProtection, type VaultKeyProtector } from '../ports/index.js';
+import {
+  createRandomIdSource,
+  systemClock,
+  type AgentBackend,
+  type Clock,
+  type DispatchGate,
+  type VaultKeyProtection,
+  type VaultKeyProtector,
+} from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
 import { createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../actions/index.js';
 import { ApprovalQueue } from '../queue/index.js';
@@ -92,7 +100,12 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // A bad configuration refuses the start (CONFIG_INVALID naming the field) before anything opens.
     // What is in force is the last configuration a person accepted, not whatever the file says now. `config` is the
     // live view: everything below holds it, never a copy, so a change applied later reaches each new admission.
-    integrity = loadConfigIntegrity({ dataDir: options.dataDir, clock, logger, ...(options.configFile === undefined ? {} : { file: options.configFile }) });
+    integrity = loadConfigIntegrity({
+      dataDir: options.dataDir,
+      clock,
+      logger,
+      ...(options.configFile === undefined ? {} : { file: options.configFile }),
+    });
     config = integrity.config;
     journal = await openJournal(options.dataDir, clock);
   } catch (error) {
@@ -105,7 +118,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
-    const idleLockMs = options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
+    const idleLockMs =
+      options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
     const vault = await openVault({
       dataDir: options.dataDir,
       clock,
@@ -142,7 +156,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Sealed copies of requests a person may retry with the same key (execute-http-action.ts).
     const requests = RequestStore.open(path.join(options.dataDir, journalFileName));
     closers.push(() => requests.close());
-    closers.push(startResultPurge({ results, requests, clock, retentionMs: config.results.retention_seconds * 1000, logger }).stop);
+    closers.push(
+      startResultPurge({ results, requests, clock, retentionMs: config.results.retention_seconds * 1000, logger }).stop,
+    );
     const httpChannel = new HttpChannel({ gate: journal });
     closers.push(() => httpChannel.close());
     const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir });
@@ -150,7 +166,17 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     closers.push(() => queue.close());
     // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
     // through the operator API; the retry engine asks once a key's window passed (no actor).
-    const reconcileDeps = { ids: createRandomIdSource(clock), clock, journal, results, vault: dispatchVault, config, channel: httpChannel, queue, logger };
+    const reconcileDeps = {
+      ids: createRandomIdSource(clock),
+      clock,
+      journal,
+      results,
+      vault: dispatchVault,
+      config,
+      channel: httpChannel,
+      queue,
+      logger,
+    };
     const reconciler = createReconciler(reconcileDeps);
     const automaticReconcile = createAutomaticReconcile(reconcileDeps);
     const backend = await createAgentBackend({
@@ -170,7 +196,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     });
     closers.push(() => backend.close());
     // Agents can never approve: the control socket refuses operator calls from their process trees.
-    const guard = createAgentDescendantGuard({ sessions: () => journal.listSessions({ status: ['pending', 'approved', 'revoked'] }) });
+    const guard = createAgentDescendantGuard({
+      sessions: () => journal.listSessions({ status: ['pending', 'approved', 'revoked'] }),
+    });
     const agentBackend: AgentBackend = {
       ...backend,
       // An untrusted configuration refuses every route and host before admission (CONFIG_UNTRUSTED).
@@ -184,7 +212,12 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         return opened;
       },
     };
-    const agentSocket = await startAgentSocket({ dataDir: options.dataDir, backend: agentBackend, logger, version: options.version });
+    const agentSocket = await startAgentSocket({
+      dataDir: options.dataDir,
+      backend: agentBackend,
+      logger,
+      version: options.version,
+    });
     const closeAgentSocket = once(() => agentSocket.close());
     closers.push(closeAgentSocket);
 
@@ -215,13 +248,19 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'approvals.list': () => ({ cards: queue.cards() }),
       'approvals.approve': (input, actor) => queue.approve(input.ticket, actor),
       'approvals.reject': (input, actor) => queue.reject(input.ticket, actor, input.reason),
-      'approvals.cancel': (input, actor) => queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
+      'approvals.cancel': (input, actor) =>
+        queue.cancel(input.ticket, actor, input.reason ?? 'cancelled by the operator'),
       'approvals.abandon': (input, actor) => queue.abandon(input.ticket, actor, input.reason),
-      'actions.attest': (input, actor) => queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
+      'actions.attest': (input, actor) =>
+        queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
       'actions.reconcile': (input, actor) => reconciler.reconcile(input.action_id, actor),
       // A person's same-key retry: the kept request resent under the next lease (the click is the fresh decision).
       'actions.retry': async (input, actor) => {
-        const result = await retryKeptRequest({ ...reconcileDeps, requests, reconcile: automaticReconcile }, input.action_id, actor);
+        const result = await retryKeptRequest(
+          { ...reconcileDeps, requests, reconcile: automaticReconcile },
+          input.action_id,
+          actor,
+        );
         return retrySummary(journal, input.action_id, result.envelope.evidence.journal_seq);
       },
       metrics: () => foldMetrics(journal.outcomeCounts()),
@@ -280,18 +319,33 @@ async function openJournal(dataDir: string, clock: Clock): Promise<Journal> {
     if (isCodedError(error)) throw error;
     const code = (error as { code?: unknown } | null)?.code;
     const detail = error instanceof Error ? error.message.split('\n')[0]?.slice(0, 200) : undefined;
-    throw new CodedError('JOURNAL_UNAVAILABLE', `the journal could not be opened (${typeof code === 'string' ? code : 'no code'}${detail ? `: ${detail}` : ''})`, {
-      cause: error,
-    });
+    throw new CodedError(
+      'JOURNAL_UNAVAILABLE',
+      `the journal could not be opened (${typeof code === 'string' ? code : 'no code'}${detail ? `: ${detail}` : ''})`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
 /** What `actions.retry` answers: the action's record after the person's retry (or the record that refused it). */
 function retrySummary(journal: Journal, actionId: string, journalSeq: number): BrokerApi['actions.retry']['output'] {
   const state = journal.getAction(actionId);
-  if (state === undefined || state.ticket === null || state.outcome === null) throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
-  const leased = state.lease?.open === false && state.lease.generation === state.retry_generation ? state.lease.generation : null;
-  return { action_id: actionId, ticket: state.ticket, generation: leased, outcome: state.outcome, effect: state.effect, code: state.code, retry: state.retry, journal_seq: Math.max(journalSeq, state.last_seq) };
+  if (state === undefined || state.ticket === null || state.outcome === null)
+    throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
+  const leased =
+    state.lease?.open === false && state.lease.generation === state.retry_generation ? state.lease.generation : null;
+  return {
+    action_id: actionId,
+    ticket: state.ticket,
+    generation: leased,
+    outcome: state.outcome,
+    effect: state.effect,
+    code: state.code,
+    retry: state.retry,
+    journal_seq: Math.max(journalSeq, state.last_seq),
+  };
 }
 
 /** Runs `close` at most once; later calls wait for the first. */
@@ -302,7 +356,10 @@ function once(close: () => Promise<void> | void): () => Promise<void> {
 
 /** Structured logs on stderr: ids and closed-set values only (the executors never log targets or secrets). */
 function brokerLogger(): Logger {
-  return pino({ name: 'postern', level: process.env['POSTERN_LOG_LEVEL'] ?? 'warn', redact: secretLogRedaction }, pino.destination(2));
+  return pino(
+    { name: 'postern', level: process.env['POSTERN_LOG_LEVEL'] ?? 'warn', redact: secretLogRedaction },
+    pino.destination(2),
+  );
 }
 
 /**

@@ -149,7 +149,11 @@ describe('topicsOfKinds', () => {
   it.each<[string, Parameters<typeof topicsOfKinds>[0], string[]]>([
     ['nothing committed', [], []],
     ['an action event', ['CARD_SHOWN'], ['approvals', 'activity']],
-    ['a session event (it changes awaiting_session cards too)', ['SESSION_STARTED'], ['approvals', 'sessions', 'activity']],
+    [
+      'a session event (it changes awaiting_session cards too)',
+      ['SESSION_STARTED'],
+      ['approvals', 'sessions', 'activity'],
+    ],
     ['a mixed commit', ['ACTION_ACCEPTED', 'SESSION_APPROVED', 'APPROVED'], ['approvals', 'sessions', 'activity']],
   ])('%s', (_when, kinds, topics) => {
     expect(topicsOfKinds(kinds)).toEqual(topics);

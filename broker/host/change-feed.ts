@@ -61,7 +61,11 @@ export function topicsOfKinds(kinds: readonly EventKind[]): ChangeTopic[] {
  * set of topics and one number, whatever the rate, so a subscriber costs O(1) memory here; one whose
  * transport backs up says so and is dropped.
  */
-export function createChangeFeed(options: { clock: Clock; timers?: QueueTimers; limits?: Partial<ChangeFeedLimits> }): ChangeFeed {
+export function createChangeFeed(options: {
+  clock: Clock;
+  timers?: QueueTimers;
+  limits?: Partial<ChangeFeedLimits>;
+}): ChangeFeed {
   const { clock } = options;
   const timers = options.timers ?? systemQueueTimers;
   const limits = { ...changeFeedLimits, ...options.limits };

@@ -13,10 +13,24 @@ import { editConfigFile } from './edit-config-file.js';
  */
 const passphrase = Buffer.from('config integrity passphrase');
 const person: OperatorActor = { kind: 'person', id: 'alice', surface: 'desktop', auth: 'desktop_window' };
-const unattended: OperatorActor = { kind: 'process', id: '/usr/bin/node pid 7', surface: 'cli', auth: 'unattended_opt_out' };
+const unattended: OperatorActor = {
+  kind: 'process',
+  id: '/usr/bin/node pid 7',
+  surface: 'cli',
+  auth: 'unattended_opt_out',
+};
 
 const yaml = (baseUrl: string, approval: string): string =>
-  ['version: 1', 'routes:', '  - name: docs', `    base_url: ${baseUrl}`, '    credential: docs-token', '    injection: bearer', `    approval: ${approval}`, ''].join('\n');
+  [
+    'version: 1',
+    'routes:',
+    '  - name: docs',
+    `    base_url: ${baseUrl}`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    `    approval: ${approval}`,
+    '',
+  ].join('\n');
 
 let dir: TempDir;
 const vaults: Vault[] = [];
@@ -83,12 +97,23 @@ describe('when postern.yaml is changed outside Postern', () => {
     await vault.unlock(passphrase);
     expect(second.trust()).toBe('verified');
     expect(second.pending().accept_applies).toBe('now');
-    expect(() => second.accept(digestOf('something else'), person)).toThrow(expect.objectContaining({ code: 'DECISION_CONFLICT', field: 'digest' }));
+    expect(() => second.accept(digestOf('something else'), person)).toThrow(
+      expect.objectContaining({ code: 'DECISION_CONFLICT', field: 'digest' }),
+    );
     // An action admitted before the acceptance holds the route it read then.
     const admitted = second.config.routes.get('docs');
     const by = 'person:alice (desktop window)';
-    expect(second.accept(digest, person)).toEqual({ digest, applies: 'now', restart_needed_for: [], applied: { digest, by, how: 'accepted', restart_needed_for: [] } });
-    expect(second.pending()).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'accepted', by, digest } });
+    expect(second.accept(digest, person)).toEqual({
+      digest,
+      applies: 'now',
+      restart_needed_for: [],
+      applied: { digest, by, how: 'accepted', restart_needed_for: [] },
+    });
+    expect(second.pending()).toMatchObject({
+      change: null,
+      restart_needed: false,
+      accepted: { how: 'accepted', by, digest },
+    });
     // In force now for every new read, with no restart; the admitted action keeps what it was admitted under.
     expect(second.config.routes.get('docs')).toMatchObject({ base_url: 'http://127.0.0.1:2222', approval: 'none' });
     expect(admitted).toMatchObject({ base_url: 'http://127.0.0.1:1111', approval: 'per_call' });
@@ -104,12 +129,19 @@ describe('when postern.yaml is changed outside Postern', () => {
     running.attach(await unlockedVault(dir.path));
     const edit = { op: 'remove_route' as const, name: 'docs' };
     const before = readFileSync(configFile());
-    expect(() => editConfigFile(configFile(), edit, { checkBase: (t) => running.assertNothingPending(t) })).toThrow(expect.objectContaining({ code: 'CONFIG_PENDING' }));
+    expect(() => editConfigFile(configFile(), edit, { checkBase: (t) => running.assertNothingPending(t) })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_PENDING' }),
+    );
     expect(readFileSync(configFile()).equals(before)).toBe(true);
 
     writeFileSync(configFile(), yaml('http://127.0.0.1:1111', 'per_call'));
     const edited = editConfigFile(configFile(), edit, { checkBase: (t) => running.assertNothingPending(t) });
-    expect(running.edited(edited.text, person)).toEqual({ digest: digestOf(edited.text), by: 'person:alice (desktop window)', how: 'edited', restart_needed_for: [] });
+    expect(running.edited(edited.text, person)).toEqual({
+      digest: digestOf(edited.text),
+      by: 'person:alice (desktop window)',
+      how: 'edited',
+      restart_needed_for: [],
+    });
     expect(running.pending()).toMatchObject({ change: null, restart_needed: false, accepted: { how: 'edited' } });
     // Verified and unlocked: the edit is in force at once.
     expect([...running.config.routes.keys()]).toEqual([]);
@@ -131,7 +163,10 @@ describe('when the accepted copy itself is tampered with', () => {
     const running = load();
     running.attach(await unlockedVault(dir.path));
     expect(running.trust()).toBe('untrusted');
-    expect(running.agentRefusal('http_request')).toMatchObject({ isError: true, structured: { error: { code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' } } });
+    expect(running.agentRefusal('http_request')).toMatchObject({
+      isError: true,
+      structured: { error: { code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' } },
+    });
     expect(running.agentRefusal('ssh_exec')?.structured).toMatchObject({ error: { code: 'CONFIG_UNTRUSTED' } });
     expect(running.agentRefusal('list_routes')).toBeUndefined();
     const vault = running.guardVault(vaults[0] as Vault);
@@ -143,7 +178,9 @@ describe('when the accepted copy itself is tampered with', () => {
     expect(card.untrusted_reason).toMatch(/accepted copy/);
     expect(card.change?.routes).toEqual([expect.objectContaining({ name: 'docs', change: 'added' })]);
     const digest = card.change?.digest ?? '';
-    expect(() => running.accept(digest, unattended)).toThrow(expect.objectContaining({ code: 'OPERATOR_PROOF_REQUIRED' }));
+    expect(() => running.accept(digest, unattended)).toThrow(
+      expect.objectContaining({ code: 'OPERATOR_PROOF_REQUIRED' }),
+    );
     expect(card.accept_applies).toBe('next_start');
     // Untrusted: the acceptance is sealed for the next start; this run keeps refusing every route.
     expect(running.accept(digest, person)).toEqual({ digest, applies: 'next_start' });
@@ -175,7 +212,11 @@ describe('when there is no file', () => {
     dir = createTempDir('pci-');
     const first = load();
     first.attach(await unlockedVault(dir.path));
-    expect(first.pending()).toMatchObject({ trust: 'verified', change: null, accepted: { how: 'first_use', digest: digestOf('') } });
+    expect(first.pending()).toMatchObject({
+      trust: 'verified',
+      change: null,
+      accepted: { how: 'first_use', digest: digestOf('') },
+    });
     for (const v of vaults.splice(0)) await v.close();
     writeFileSync(configFile(), yaml('http://127.0.0.1:2222', 'none'));
     const second = load();
@@ -208,7 +249,11 @@ describe('when a person accepts or edits while the configuration is verified', (
     const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     vaults.push(vault);
     running.attach(vault);
-    const edited = editConfigFile(configFile(), { op: 'remove_route', name: 'docs' }, { checkBase: (t) => running.assertNothingPending(t) });
+    const edited = editConfigFile(
+      configFile(),
+      { op: 'remove_route', name: 'docs' },
+      { checkBase: (t) => running.assertNothingPending(t) },
+    );
     expect(running.edited(edited.text, person)).toBeUndefined();
     expect([...running.config.routes.keys()]).toEqual(['docs']);
     expect(running.pending()).toMatchObject({ change: null, restart_needed: true, accepted: { how: 'edited' } });
@@ -221,7 +266,12 @@ describe('when a person accepts or edits while the configuration is verified', (
     dir = createTempDir('pci-');
     writeFileSync(configFile(), yaml('http://127.0.0.1:1111', 'per_call'));
     const vault = await unlockedVault(dir.path);
-    await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from('not-a-real-token'), bindings: ['127.0.0.1'] });
+    await vault.add({
+      name: 'docs-token',
+      kind: 'bearer',
+      secret: Buffer.from('not-a-real-token'),
+      bindings: ['127.0.0.1'],
+    });
     const running = load();
     running.attach(vault);
     expect(running.trust()).toBe('untrusted');

@@ -12,7 +12,15 @@ import {
   type EventPayload,
   type StartBoundConfigSetting,
 } from '../contract/index.js';
-import { configBytesMax, configFileName, diffConfigs, emptyConfig, parseConfig, readConfigText, type PosternConfig } from '../config/index.js';
+import {
+  configBytesMax,
+  configFileName,
+  diffConfigs,
+  emptyConfig,
+  parseConfig,
+  readConfigText,
+  type PosternConfig,
+} from '../config/index.js';
 import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
 import { createLiveConfig, type LiveConfig } from './live-config.js';
 import { writeAtomically } from './write-atomically.js';
@@ -147,14 +155,21 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       trust = 'unverified';
       inForce = parsed;
       inForceText = stored.record.text;
-      latest = { text: inForceText, config: parsed, meta: { at_ms: stored.record.accepted_at_ms, by: stored.record.accepted_by, how: stored.record.how } };
+      latest = {
+        text: inForceText,
+        config: parsed,
+        meta: { at_ms: stored.record.accepted_at_ms, by: stored.record.accepted_by, how: stored.record.how },
+      };
     } else {
       trust = 'untrusted';
       untrustedReason = stored.kind === 'bad' ? stored.reason : 'the accepted copy does not load as a configuration';
       inForce = emptyConfig(start.file);
       inForceText = '';
       latest = { text: '', config: inForce, meta: null };
-      logger?.warn({ reason: untrustedReason }, 'the accepted configuration is damaged: every route is refused until a person accepts one');
+      logger?.warn(
+        { reason: untrustedReason },
+        'the accepted configuration is damaged: every route is refused until a person accepts one',
+      );
     }
   }
 
@@ -176,7 +191,11 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     if (vault === undefined) throw new CodedError('VAULT_LOCKED', 'the vault is locked', { field: '' });
     const record = sealRecord(vault, text, options.clock.nowMs(), by, how);
     writeAtomically(acceptedFile, JSON.stringify(record));
-    latest = { text, config: text === '' ? emptyConfig(start.file) : parseConfig(text, start.file), meta: { at_ms: record.accepted_at_ms, by, how } };
+    latest = {
+      text,
+      config: text === '' ? emptyConfig(start.file) : parseConfig(text, start.file),
+      meta: { at_ms: record.accepted_at_ms, by, how },
+    };
   };
 
   /** First use is for a vault with nothing in it to steal; with credentials, the file waits for a person. */
@@ -184,9 +203,12 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     if (trust !== 'first_use' || v.list().length === 0) return;
     trust = 'untrusted';
     awaitingFirstAcceptance = true;
-    untrustedReason = 'there is no accepted copy of postern.yaml while the vault holds credentials: a person accepts the file before anything is sent';
+    untrustedReason =
+      'there is no accepted copy of postern.yaml while the vault holds credentials: a person accepts the file before anything is sent';
     unsealed = undefined;
-    logger?.warn('no accepted configuration while the vault holds credentials: every route is refused until a person accepts postern.yaml');
+    logger?.warn(
+      'no accepted configuration while the vault holds credentials: every route is refused until a person accepts postern.yaml',
+    );
   };
 
   const onUnlocked = (): void => {
@@ -197,7 +219,8 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         trust = 'verified';
       } else {
         trust = 'untrusted';
-        untrustedReason = 'the accepted copy failed its MAC check (changed outside Postern, or sealed by another vault)';
+        untrustedReason =
+          'the accepted copy failed its MAC check (changed outside Postern, or sealed by another vault)';
         // Whatever was accepted on top of an untrusted copy is not trusted either.
         unsealed = undefined;
         logger?.warn('the accepted configuration failed its MAC: every route is refused until a person accepts one');
@@ -213,11 +236,15 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       logger?.info({ how }, 'configuration accepted and sealed');
     } catch (error) {
       // A full disk loses only the record: the next start asks again (first use, or a card).
-      logger?.error({ code: isCodedError(error) ? error.code : (error as NodeJS.ErrnoException).code }, 'the accepted configuration could not be written');
+      logger?.error(
+        { code: isCodedError(error) ? error.code : (error as NodeJS.ErrnoException).code },
+        'the accepted configuration could not be written',
+      );
     }
   };
 
-  const changePending = (text: string): boolean => digestOf(text) !== digestOf(latest.text) || (trust === 'untrusted' && !acceptedThisRun);
+  const changePending = (text: string): boolean =>
+    digestOf(text) !== digestOf(latest.text) || (trust === 'untrusted' && !acceptedThisRun);
 
   return {
     config: live,
@@ -239,11 +266,19 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         untrusted_reason: trust === 'untrusted' ? untrustedReason : null,
         accepted: accepted === null ? null : { ...accepted, digest: digestOf(latest.text) },
         // An untrusted run refuses everything until it restarts on the copy a person just accepted.
-        restart_needed: (acceptedThisRun && (trust === 'untrusted' || textNotInForce)) || live.restartNeededFor().length > 0,
+        restart_needed:
+          (acceptedThisRun && (trust === 'untrusted' || textNotInForce)) || live.restartNeededFor().length > 0,
         accept_applies: acceptNow ? ('now' as const) : ('next_start' as const),
       };
       if (now.problem === undefined && !changePending(text)) return { ...base, change: null };
-      const change = { file: start.file, digest: digestOf(text), routes: [], ssh_hosts: [], settings: [], invalid: now.problem ?? null };
+      const change = {
+        file: start.file,
+        digest: digestOf(text),
+        routes: [],
+        ssh_hosts: [],
+        settings: [],
+        invalid: now.problem ?? null,
+      };
       if (now.problem !== undefined) return { ...base, change };
       try {
         const after = now.text === undefined ? emptyConfig() : parseConfig(now.text, start.file);
@@ -252,14 +287,26 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         return { ...base, change: { ...change, ...diffConfigs(before, after) } };
       } catch (error) {
         if (!isCodedError(error)) throw error;
-        return { ...base, change: { ...change, invalid: { code: error.code, message: error.message, field: error.field ?? null } } };
+        return {
+          ...base,
+          change: { ...change, invalid: { code: error.code, message: error.message, field: error.field ?? null } },
+        };
       }
     },
     accept(digest, actor) {
-      if (vault?.state() !== 'unlocked') throw new CodedError('VAULT_LOCKED', 'unlock the vault first: the accepted configuration is sealed with its key', { field: '' });
+      if (vault?.state() !== 'unlocked')
+        throw new CodedError(
+          'VAULT_LOCKED',
+          'unlock the vault first: the accepted configuration is sealed with its key',
+          { field: '' },
+        );
       // An opt-out read from a copy that failed its check is no opt-out a person made.
       if (actor.auth === 'unattended_opt_out' && trust === 'untrusted') {
-        throw new CodedError('OPERATOR_PROOF_REQUIRED', 'the accepted configuration is untrusted: only a person can accept one now', { field: 'proof' });
+        throw new CodedError(
+          'OPERATOR_PROOF_REQUIRED',
+          'the accepted configuration is untrusted: only a person can accept one now',
+          { field: 'proof' },
+        );
       }
       const text = fileToAccept(readOptions, digest);
       const by = actorLabel(actor);
@@ -284,7 +331,11 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     },
     assertNothingPending(text) {
       if (changePending(text)) {
-        throw new CodedError('CONFIG_PENDING', 'postern.yaml has a change no person accepted (or the accepted copy is untrusted): review it in Routes & hosts first', { field: '' });
+        throw new CodedError(
+          'CONFIG_PENDING',
+          'postern.yaml has a change no person accepted (or the accepted copy is untrusted): review it in Routes & hosts first',
+          { field: '' },
+        );
       }
     },
     edited(text, actor) {
@@ -296,7 +347,11 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         return trust === 'verified' ? applyLatest('edited', by) : undefined;
       }
       unsealed = { text, by, how: 'edited' };
-      latest = { text, config: parseConfig(text, start.file), meta: { at_ms: options.clock.nowMs(), by, how: 'edited' } };
+      latest = {
+        text,
+        config: parseConfig(text, start.file),
+        meta: { at_ms: options.clock.nowMs(), by, how: 'edited' },
+      };
       return undefined;
     },
     agentRefusal(tool) {
@@ -309,7 +364,10 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         state: () => (refused() ? 'locked' : v.state()),
         list: () => v.list(),
         describe: (name) => v.describe(name),
-        withSecret: (name, use) => (refused() ? Promise.reject(new CodedError('VAULT_LOCKED', 'the configuration is untrusted')) : v.withSecret(name, use)),
+        withSecret: (name, use) =>
+          refused()
+            ? Promise.reject(new CodedError('VAULT_LOCKED', 'the configuration is untrusted'))
+            : v.withSecret(name, use),
         wrap: (purpose, plaintext) => v.wrap(purpose, plaintext),
         unwrap: (purpose, sealed) => v.unwrap(purpose, sealed),
         onLock: (listener) => v.onLock(listener),
@@ -332,7 +390,10 @@ export function acceptConfigFile(options: {
   readonly actor: OperatorActor;
   readonly digest: string;
 }): { digest: string; file: string } {
-  if (options.vault.state() !== 'unlocked') throw new CodedError('VAULT_LOCKED', 'unlock the vault first: the accepted configuration is sealed with its key', { field: '' });
+  if (options.vault.state() !== 'unlocked')
+    throw new CodedError('VAULT_LOCKED', 'unlock the vault first: the accepted configuration is sealed with its key', {
+      field: '',
+    });
   const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };
   const text = fileToAccept(readOptions, options.digest);
   const record = sealRecord(options.vault, text, options.clock.nowMs(), actorLabel(options.actor), 'accepted');
@@ -344,7 +405,12 @@ export function acceptConfigFile(options: {
 function fileToAccept(readOptions: { dataDir: string; file?: string }, digest: string): string {
   const now = readConfigText(readOptions);
   const text = now.text ?? '';
-  if (digestOf(text) !== digest) throw new CodedError('DECISION_CONFLICT', 'postern.yaml changed since that card was read; nothing was accepted, look again', { field: 'digest' });
+  if (digestOf(text) !== digest)
+    throw new CodedError(
+      'DECISION_CONFLICT',
+      'postern.yaml changed since that card was read; nothing was accepted, look again',
+      { field: 'digest' },
+    );
   if (now.text !== undefined) parseConfig(now.text, now.file);
   return text;
 }
@@ -363,7 +429,11 @@ function sealRecord(vault: CredentialVault, text: string, atMs: number, by: stri
   try {
     const body = { version: 1 as const, text, accepted_at_ms: atMs, accepted_by: by.slice(0, 300), how };
     const wrapped = vault.wrap(macKeyPurpose, key);
-    return { ...body, key: Buffer.from(wrapped).toString('base64'), mac: createHmac('sha256', key).update(macInput(body)).digest('hex') };
+    return {
+      ...body,
+      key: Buffer.from(wrapped).toString('base64'),
+      mac: createHmac('sha256', key).update(macInput(body)).digest('hex'),
+    };
   } finally {
     key.fill(0);
   }
@@ -394,9 +464,13 @@ function readAcceptedRecord(file: string): StoredRecord {
     bytes = readFileSync(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'none' };
-    return { kind: 'bad', reason: `the accepted copy cannot be read (${String((error as NodeJS.ErrnoException).code ?? 'unreadable').slice(0, 32)})` };
+    return {
+      kind: 'bad',
+      reason: `the accepted copy cannot be read (${String((error as NodeJS.ErrnoException).code ?? 'unreadable').slice(0, 32)})`,
+    };
   }
-  if (bytes.length > acceptedBytesMax) return { kind: 'bad', reason: 'the accepted copy is larger than any configuration' };
+  if (bytes.length > acceptedBytesMax)
+    return { kind: 'bad', reason: 'the accepted copy is larger than any configuration' };
   let value: unknown;
   try {
     value = JSON.parse(bytes.toString('utf8'));
@@ -415,7 +489,9 @@ function readAcceptedRecord(file: string): StoredRecord {
     typeof r.key === 'string' &&
     typeof r.mac === 'string' &&
     /^[0-9a-f]{64}$/.test(r.mac);
-  return shaped ? { kind: 'record', record: r as AcceptedRecord } : { kind: 'bad', reason: 'the accepted copy is not in the expected shape' };
+  return shaped
+    ? { kind: 'record', record: r as AcceptedRecord }
+    : { kind: 'bad', reason: 'the accepted copy is not in the expected shape' };
 }
 
 /** The accepted text as a configuration ('' is "no file"); undefined when it does not load. */
@@ -430,7 +506,10 @@ function parseAccepted(text: string, file: string): PosternConfig | undefined {
 }
 
 /** The file now, for the card: a read or load problem is shown, not thrown. */
-function readNow(options: { dataDir: string; file?: string }): { text: string | undefined; problem?: { code: string; message: string; field: string | null } } {
+function readNow(options: { dataDir: string; file?: string }): {
+  text: string | undefined;
+  problem?: { code: string; message: string; field: string | null };
+} {
   try {
     return readConfigText(options);
   } catch (error) {
@@ -440,7 +519,8 @@ function readNow(options: { dataDir: string; file?: string }): { text: string | 
 }
 
 function untrustedAnswer(field: string): ToolAnswer {
-  const message = 'the accepted configuration failed its integrity check; nothing is sent on any route until a person accepts a configuration';
+  const message =
+    'the accepted configuration failed its integrity check; nothing is sent on any route until a person accepts a configuration';
   const structured = agentToolReplySchema.parse({
     invocation_id: null,
     error: { code: 'CONFIG_UNTRUSTED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message, field },

@@ -18,7 +18,12 @@ export const requestSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('vault_status') }),
   // The operator API (approvals, sessions, actions, activity) for the CLI; the handler parses input.
   // A decision (contract operatorMethodClass) carries the person's proof: the vault passphrase typed on a terminal.
-  z.strictObject({ op: z.literal('api'), method: z.enum(brokerApiMethods), input: z.unknown().optional(), proof: proofSchema.optional() }),
+  z.strictObject({
+    op: z.literal('api'),
+    method: z.enum(brokerApiMethods),
+    input: z.unknown().optional(),
+    proof: proofSchema.optional(),
+  }),
 ]);
 export type ControlRequest = z.infer<typeof requestSchema>;
 
@@ -26,7 +31,9 @@ export interface ControlValue {
   state: VaultState;
   credentials?: number;
 }
-export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
+export type ControlReply =
+  | { ok: true; value: ControlValue }
+  | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
 /** What an `api` request answers: the operator method's own Reply. */
 export type ControlApiReply = Reply<unknown>;
 
@@ -43,9 +50,21 @@ export const controlRequestTimeoutMs = 15_000;
  * The client side (used by `postern vault unlock|lock`): one request, one reply. Rejects with the
  * socket error (ENOENT / ECONNREFUSED mean "no daemon is running here").
  */
-export function sendControlRequest(socketPath: string, request: Exclude<ControlRequest, { op: 'api' }>, timeoutMs?: number): Promise<ControlReply>;
-export function sendControlRequest(socketPath: string, request: Extract<ControlRequest, { op: 'api' }>, timeoutMs?: number): Promise<ControlApiReply>;
-export function sendControlRequest(socketPath: string, request: ControlRequest, timeoutMs = controlRequestTimeoutMs): Promise<ControlReply | ControlApiReply> {
+export function sendControlRequest(
+  socketPath: string,
+  request: Exclude<ControlRequest, { op: 'api' }>,
+  timeoutMs?: number,
+): Promise<ControlReply>;
+export function sendControlRequest(
+  socketPath: string,
+  request: Extract<ControlRequest, { op: 'api' }>,
+  timeoutMs?: number,
+): Promise<ControlApiReply>;
+export function sendControlRequest(
+  socketPath: string,
+  request: ControlRequest,
+  timeoutMs = controlRequestTimeoutMs,
+): Promise<ControlReply | ControlApiReply> {
   return new Promise((resolve, reject) => {
     const socket = createConnection(socketPath);
     let received = Buffer.alloc(0);
@@ -54,7 +73,10 @@ export function sendControlRequest(socketPath: string, request: ControlRequest, 
       socket.destroy();
       settle();
     };
-    const timer = setTimeout(() => finish(() => reject(new CodedError('INTERNAL', `the daemon did not answer within ${timeoutMs} ms`))), timeoutMs);
+    const timer = setTimeout(
+      () => finish(() => reject(new CodedError('INTERNAL', `the daemon did not answer within ${timeoutMs} ms`))),
+      timeoutMs,
+    );
     socket.once('error', (error) => finish(() => reject(error)));
     socket.once('connect', () => socket.write(`${JSON.stringify(request)}\n`));
     socket.on('data', (chunk: Buffer) => {
@@ -73,6 +95,8 @@ export function sendControlRequest(socketPath: string, request: ControlRequest, 
         finish(() => reject(new CodedError('INTERNAL', 'the daemon sent an oversized reply')));
       }
     });
-    socket.once('close', () => finish(() => reject(new CodedError('INTERNAL', 'the daemon closed the control connection without a reply'))));
+    socket.once('close', () =>
+      finish(() => reject(new CodedError('INTERNAL', 'the daemon closed the control connection without a reply'))),
+    );
   });
 }

@@ -1,7 +1,14 @@
 import { readlinkSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { readPeerCredentials } from '../agent/index.js';
-import { CodedError, controlSocketRefusedMethods, isCodedError, isDecisionMethod, type BrokerApiMethod, type Reply } from '../contract/index.js';
+import {
+  CodedError,
+  controlSocketRefusedMethods,
+  isCodedError,
+  isDecisionMethod,
+  type BrokerApiMethod,
+  type Reply,
+} from '../contract/index.js';
 import type { Clock } from '../ports/index.js';
 import { createPassphraseAttempts, type AttemptResult, type PassphraseAttempts, type Vault } from '../vault/index.js';
 import type { OperatorCaller } from './operator-handlers.js';
@@ -17,7 +24,13 @@ import type { OperatorCaller } from './operator-handlers.js';
  */
 export interface ControlProof {
   /** Runs `execute` for a read at once; for a decision, once the caller proved a person (or the opt-out names the process). */
-  decide(socket: Socket, method: BrokerApiMethod, input: unknown, proof: string | undefined, execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>): Promise<Reply<unknown>>;
+  decide(
+    socket: Socket,
+    method: BrokerApiMethod,
+    input: unknown,
+    proof: string | undefined,
+    execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>,
+  ): Promise<Reply<unknown>>;
 }
 
 const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tty' };
@@ -28,11 +41,20 @@ const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tt
  */
 export type UnattendedDecisions = 'on' | 'off' | 'unverified';
 
-export function createControlProof(options: { vault: Vault; clock: Clock; unattendedDecisions: () => UnattendedDecisions; attempts?: PassphraseAttempts }): ControlProof {
+// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
+export function createControlProof(options: {
+  vault: Vault;
+  clock: Clock;
+  unattendedDecisions: () => UnattendedDecisions;
+  attempts?: PassphraseAttempts;
+}): ControlProof {
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
   /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
-  const gated = async (uid: number, check: () => Promise<{ result: AttemptResult; reply?: Reply<unknown> }>): Promise<Reply<unknown> | undefined> => {
+  const gated = async (
+    uid: number,
+    check: () => Promise<{ result: AttemptResult; reply?: Reply<unknown> }>,
+  ): Promise<Reply<unknown> | undefined> => {
     const key = `uid:${uid}`;
     const admission = attempts.admit(key);
     if (!admission.ok) return backoffReply(admission.retryAfterMs);
@@ -77,13 +99,27 @@ export function createControlProof(options: { vault: Vault; clock: Clock; unatte
           } finally {
             passphrase.fill(0);
           }
-          return { result: 'wrong', reply: errorReply(new CodedError('VAULT_PASSPHRASE_INVALID', 'the passphrase does not open this vault; nothing was decided', { field: 'proof' })) };
+          return {
+            result: 'wrong',
+            reply: errorReply(
+              new CodedError(
+                'VAULT_PASSPHRASE_INVALID',
+                'the passphrase does not open this vault; nothing was decided',
+                { field: 'proof' },
+              ),
+            ),
+          };
         });
         // Proven: the decision runs outside the gate (a retry may wait on a remote).
         return refused ?? execute(personOnCli);
       }
       const unattended = options.unattendedDecisions();
-      if (unattended === 'on') return execute({ surface: 'cli', auth: 'unattended_opt_out', process: { exe: exeOf(peer.pid), pid: peer.pid } });
+      if (unattended === 'on')
+        return execute({
+          surface: 'cli',
+          auth: 'unattended_opt_out',
+          process: { exe: exeOf(peer.pid), pid: peer.pid },
+        });
       if (unattended === 'unverified') {
         return errorReply(
           new CodedError(
@@ -132,13 +168,21 @@ function backoffReply(retryAfterMs: number): Reply<never> {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return {
     ok: false,
-    error: { code: 'PASSPHRASE_BACKOFF', message: `too many wrong passphrases (or one is being checked); nothing was checked, retry in ${seconds} s`, field: 'proof', retry_after_ms: retryAfterMs },
+    error: {
+      code: 'PASSPHRASE_BACKOFF',
+      message: `too many wrong passphrases (or one is being checked); nothing was checked, retry in ${seconds} s`,
+      field: 'proof',
+      retry_after_ms: retryAfterMs,
+    },
   };
 }
 
 export function errorReply(error: unknown): Reply<never> {
   if (isCodedError(error)) {
-    return { ok: false, error: { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) } };
+    return {
+      ok: false,
+      error: { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) },
+    };
   }
   // Not a coded error: a bug. Say so without passing on a message that could carry anything.
   return { ok: false, error: { code: 'INTERNAL', message: 'the control request failed unexpectedly' } };

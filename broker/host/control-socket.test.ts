@@ -6,7 +6,13 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { brokerApiMethods } from '../contract/index.js';
-import { controlLineBytesMax, controlSocketPath, sendControlRequest, startControlSocket, type ControlSocket } from './control-socket.js';
+import {
+  controlLineBytesMax,
+  controlSocketPath,
+  sendControlRequest,
+  startControlSocket,
+  type ControlSocket,
+} from './control-socket.js';
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 import type { UnattendedDecisions } from './control-proof.js';
 
@@ -26,11 +32,19 @@ beforeEach(async () => {
 });
 
 /** Restarts the socket with an operator API that records the caller of every call it admits. */
-async function withRecordingApi(unattendedDecisions: boolean | (() => UnattendedDecisions)): Promise<Array<[string, OperatorCaller | undefined]>> {
+async function withRecordingApi(
+  unattendedDecisions: boolean | (() => UnattendedDecisions),
+): Promise<Array<[string, OperatorCaller | undefined]>> {
   await control.close();
   const calls: Array<[string, OperatorCaller | undefined]> = [];
   const handlers = Object.fromEntries(
-    brokerApiMethods.map((m) => [m, (_input: unknown, caller?: OperatorCaller) => (calls.push([m, caller]), Promise.resolve({ ok: true, value: { cards: [] } }))]),
+    brokerApiMethods.map((m) => [
+      m,
+      (_input: unknown, caller?: OperatorCaller) => (
+        calls.push([m, caller]),
+        Promise.resolve({ ok: true, value: { cards: [] } })
+      ),
+    ]),
   ) as unknown as OperatorHandlers;
   control = await startControlSocket({ dataDir: dir.path, vault, clock, handlers, unattendedDecisions });
   return calls;
@@ -68,20 +82,35 @@ describe('the control socket', () => {
   });
 
   it('unlocks with the right passphrase, refuses a wrong one without changing the state, locks, and reports status', async () => {
-    expect(await sendControlRequest(control.path, { op: 'vault_status' })).toEqual({ ok: true, value: { state: 'locked', credentials: 0 } });
+    expect(await sendControlRequest(control.path, { op: 'vault_status' })).toEqual({
+      ok: true,
+      value: { state: 'locked', credentials: 0 },
+    });
     const wrong = await sendControlRequest(control.path, { op: 'unlock', passphrase: 'not it at all' });
-    expect(wrong).toEqual({ ok: false, error: { code: 'VAULT_PASSPHRASE_INVALID', message: expect.any(String), field: 'passphrase' } });
+    expect(wrong).toEqual({
+      ok: false,
+      error: { code: 'VAULT_PASSPHRASE_INVALID', message: expect.any(String), field: 'passphrase' },
+    });
     expect(vault.state()).toBe('locked');
-    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toEqual({ ok: true, value: { state: 'unlocked' } });
+    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toEqual({
+      ok: true,
+      value: { state: 'unlocked' },
+    });
     expect(vault.state()).toBe('unlocked');
     const reasons: string[] = [];
     vault.onLock((reason) => reasons.push(reason));
-    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase } })).toEqual({ ok: true, value: { state: 'locked' } });
+    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase } })).toEqual({
+      ok: true,
+      value: { state: 'locked' },
+    });
     expect(reasons).toEqual(['operator']);
   });
 
   it('answers pipelined requests one at a time, in order', async () => {
-    const lines = await exchange(`${JSON.stringify({ op: 'unlock', passphrase })}\n{"op":"vault_status"}\n${JSON.stringify({ op: 'lock', proof: { passphrase } })}\n`, 3);
+    const lines = await exchange(
+      `${JSON.stringify({ op: 'unlock', passphrase })}\n{"op":"vault_status"}\n${JSON.stringify({ op: 'lock', proof: { passphrase } })}\n`,
+      3,
+    );
     expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
       { ok: true, value: { state: 'unlocked' } },
       { ok: true, value: { state: 'unlocked', credentials: 0 } },
@@ -103,7 +132,10 @@ describe('the control socket', () => {
   });
 
   it('never quotes a rejected passphrase back', async () => {
-    const [line] = await exchange(`${JSON.stringify({ op: 'unlock', passphrase: 'CANARY-typed-passphrase', extra: 1 })}\n`, 1);
+    const [line] = await exchange(
+      `${JSON.stringify({ op: 'unlock', passphrase: 'CANARY-typed-passphrase', extra: 1 })}\n`,
+      1,
+    );
     expect(line).not.toContain('CANARY');
   });
 
@@ -113,15 +145,25 @@ describe('the control socket', () => {
   });
 
   it('refuses to start a second one on a data dir whose broker answers', async () => {
-    await expect(startControlSocket({ dataDir: dir.path, vault })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: '--data-dir' });
+    await expect(startControlSocket({ dataDir: dir.path, vault })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: '--data-dir',
+    });
   });
 
   it('replaces a stale socket file nobody answers on', async () => {
     await control.close();
     // A socket file left behind by a crashed broker: a child binds it and is SIGKILLed (no unlink).
-    const child = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(controlSocketPath(dir.path))}, () => console.log('up'))`], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `require('node:net').createServer().listen(${JSON.stringify(controlSocketPath(dir.path))}, () => console.log('up'))`,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGKILL');
@@ -133,11 +175,16 @@ describe('the control socket', () => {
 
   it('refuses a lock without proof and one with a wrong proof; the state does not change', async () => {
     await sendControlRequest(control.path, { op: 'unlock', passphrase });
-    expect(await sendControlRequest(control.path, { op: 'lock' })).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' } });
-    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase: 'CANARY-wrong' } })).toMatchObject({
+    expect(await sendControlRequest(control.path, { op: 'lock' })).toMatchObject({
       ok: false,
-      error: { code: 'VAULT_PASSPHRASE_INVALID', field: 'proof' },
+      error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' },
     });
+    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase: 'CANARY-wrong' } })).toMatchObject(
+      {
+        ok: false,
+        error: { code: 'VAULT_PASSPHRASE_INVALID', field: 'proof' },
+      },
+    );
     expect(vault.state()).toBe('unlocked');
   });
 
@@ -145,28 +192,62 @@ describe('the control socket', () => {
     const wrong = { op: 'unlock', passphrase: 'wrong' } as const;
     const codes = [];
     for (let i = 0; i < 3; i += 1) codes.push(await sendControlRequest(control.path, wrong));
-    expect(codes.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID', 'VAULT_PASSPHRASE_INVALID']);
+    expect(codes.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([
+      'VAULT_PASSPHRASE_INVALID',
+      'VAULT_PASSPHRASE_INVALID',
+      'VAULT_PASSPHRASE_INVALID',
+    ]);
     expect(codes[2]).toMatchObject({ ok: false, error: { retry_after_ms: 1_000 } });
     // Even the right passphrase is not checked while the gate is closed.
-    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toMatchObject({ ok: false, error: { code: 'PASSPHRASE_BACKOFF', retry_after_ms: 1_000 } });
+    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toMatchObject({
+      ok: false,
+      error: { code: 'PASSPHRASE_BACKOFF', retry_after_ms: 1_000 },
+    });
     expect(vault.state()).toBe('locked');
     clock.advance(1_000);
-    expect(await sendControlRequest(control.path, wrong)).toMatchObject({ ok: false, error: { code: 'VAULT_PASSPHRASE_INVALID', retry_after_ms: 2_000 } });
+    expect(await sendControlRequest(control.path, wrong)).toMatchObject({
+      ok: false,
+      error: { code: 'VAULT_PASSPHRASE_INVALID', retry_after_ms: 2_000 },
+    });
     clock.advance(2_000);
-    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toEqual({ ok: true, value: { state: 'unlocked' } });
-    expect(await sendControlRequest(control.path, wrong)).toMatchObject({ ok: false, error: { code: 'VAULT_PASSPHRASE_INVALID' } });
-    expect(await sendControlRequest(control.path, wrong)).not.toMatchObject({ error: { retry_after_ms: expect.any(Number) } });
+    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toEqual({
+      ok: true,
+      value: { state: 'unlocked' },
+    });
+    expect(await sendControlRequest(control.path, wrong)).toMatchObject({
+      ok: false,
+      error: { code: 'VAULT_PASSPHRASE_INVALID' },
+    });
+    expect(await sendControlRequest(control.path, wrong)).not.toMatchObject({
+      error: { retry_after_ms: expect.any(Number) },
+    });
   });
 
   it('passes reads with no caller, refuses a decision without proof, and names a person only after the passphrase proved one', async () => {
     const calls = await withRecordingApi(false);
     expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.list' })).toMatchObject({ ok: true });
-    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } })).toMatchObject({
+    expect(
+      await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'OPERATOR_PROOF_REQUIRED', message: expect.stringContaining('unattended_decisions') },
     });
-    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 }, proof: { passphrase: 'nope' } })).toMatchObject({ ok: false });
-    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 }, proof: { passphrase } })).toMatchObject({ ok: true });
+    expect(
+      await sendControlRequest(control.path, {
+        op: 'api',
+        method: 'approvals.approve',
+        input: { ticket: 1 },
+        proof: { passphrase: 'nope' },
+      }),
+    ).toMatchObject({ ok: false });
+    expect(
+      await sendControlRequest(control.path, {
+        op: 'api',
+        method: 'approvals.approve',
+        input: { ticket: 1 },
+        proof: { passphrase },
+      }),
+    ).toMatchObject({ ok: true });
     expect(calls).toEqual([
       ['approvals.list', undefined],
       ['approvals.approve', { surface: 'cli', auth: 'vault_passphrase_tty' }],
@@ -175,20 +256,31 @@ describe('the control socket', () => {
 
   it('under the unattended opt-out, admits a decision without proof as the calling process (the kernel names it), never a person', async () => {
     const calls = await withRecordingApi(true);
-    expect(await sendControlRequest(control.path, { op: 'api', method: 'sessions.approve', input: { session_id: 'ses_x' } })).toMatchObject({ ok: true });
-    expect(calls).toEqual([['sessions.approve', { surface: 'cli', auth: 'unattended_opt_out', process: { exe: process.execPath, pid: process.pid } }]]);
+    expect(
+      await sendControlRequest(control.path, { op: 'api', method: 'sessions.approve', input: { session_id: 'ses_x' } }),
+    ).toMatchObject({ ok: true });
+    expect(calls).toEqual([
+      [
+        'sessions.approve',
+        { surface: 'cli', auth: 'unattended_opt_out', process: { exe: process.execPath, pid: process.pid } },
+      ],
+    ]);
   });
 
   it('does not honour an opt-out read from a configuration whose seal is not yet checked (a forged accepted copy), and honours it once verified', async () => {
     let now: UnattendedDecisions = 'unverified';
     const calls = await withRecordingApi(() => now);
-    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } })).toMatchObject({
+    expect(
+      await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'OPERATOR_PROOF_REQUIRED', message: expect.stringContaining('verified') },
     });
     expect(calls).toEqual([]);
     now = 'on';
-    expect(await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } })).toMatchObject({ ok: true });
+    expect(
+      await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } }),
+    ).toMatchObject({ ok: true });
     expect(calls).toEqual([['approvals.approve', expect.objectContaining({ auth: 'unattended_opt_out' })]]);
   });
 });

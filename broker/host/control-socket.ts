@@ -1,5 +1,12 @@
 import { createServer, type Socket } from 'node:net';
-import { controlSocketFileName, controlSocketPath, requestSchema, sendControlRequest, type ControlApiReply, type ControlReply } from './control-client.js';
+import {
+  controlSocketFileName,
+  controlSocketPath,
+  requestSchema,
+  sendControlRequest,
+  type ControlApiReply,
+  type ControlReply,
+} from './control-client.js';
 import { CodedError, type BrokerApiMethod } from '../contract/index.js';
 import { systemClock, type Clock } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
@@ -8,7 +15,16 @@ import { createControlProof, type UnattendedDecisions, errorReply, type ControlP
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 
 // The client half lives in control-client.ts (light: the CLI loads it without the broker); importers of this file keep working.
-export { controlRequestTimeoutMs, controlSocketFileName, controlSocketPath, sendControlRequest, type ControlApiReply, type ControlReply, type ControlRequest, type ControlValue } from './control-client.js';
+export {
+  controlRequestTimeoutMs,
+  controlSocketFileName,
+  controlSocketPath,
+  sendControlRequest,
+  type ControlApiReply,
+  type ControlReply,
+  type ControlRequest,
+  type ControlValue,
+} from './control-client.js';
 
 /**
  * The daemon's local control socket: how `postern vault unlock` / `lock` reach the vault that lives
@@ -53,12 +69,20 @@ export interface ControlSocketOptions {
 export async function startControlSocket(options: ControlSocketOptions): Promise<ControlSocket> {
   const socketPath = controlSocketPath(options.dataDir);
   if (Buffer.byteLength(socketPath) > socketPathBytesMax) {
-    throw new CodedError('INVALID_ARGUMENT', `the data directory path is too long for its control socket (max ${socketPathBytesMax} bytes for ${controlSocketFileName})`, {
-      field: '--data-dir',
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `the data directory path is too long for its control socket (max ${socketPathBytesMax} bytes for ${controlSocketFileName})`,
+      {
+        field: '--data-dir',
+      },
+    );
   }
   await removeStaleSocket(socketPath);
-  const proof = createControlProof({ vault: options.vault, clock: options.clock ?? systemClock, unattendedDecisions: unattendedOf(options.unattendedDecisions) });
+  const proof = createControlProof({
+    vault: options.vault,
+    clock: options.clock ?? systemClock,
+    unattendedDecisions: unattendedOf(options.unattendedDecisions),
+  });
   const connections = new Set<Socket>();
   const activity = new WeakMap<Socket, ConnectionActivity>();
   let tick = 0;
@@ -67,7 +91,9 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     // same-user process holding every connection open (idle, or with half a line) cannot lock the
     // person's CLI out. Only when every one is being answered is the newcomer refused.
     if (connections.size >= controlConnectionsMax) {
-      const idle = [...connections].filter((c) => activity.get(c)?.busy !== true).sort((a, b) => (activity.get(a)?.last ?? 0) - (activity.get(b)?.last ?? 0))[0];
+      const idle = [...connections]
+        .filter((c) => activity.get(c)?.busy !== true)
+        .sort((a, b) => (activity.get(a)?.last ?? 0) - (activity.get(b)?.last ?? 0))[0];
       if (idle === undefined) {
         socket.destroy();
         return;
@@ -96,7 +122,8 @@ export async function refuseIfBrokerRunning(dataDir: string): Promise<void> {
 
 /** A broker that answers `vault_status` on it is live: the data directory is in use. */
 async function removeStaleSocket(socketPath: string): Promise<void> {
-  const answers = async (path: string): Promise<boolean> => (await sendControlRequest(path, { op: 'vault_status' }).catch(() => undefined)) !== undefined;
+  const answers = async (path: string): Promise<boolean> =>
+    (await sendControlRequest(path, { op: 'vault_status' }).catch(() => undefined)) !== undefined;
   await replaceStaleSocket(socketPath, answers, 'another Postern broker is already running with this data directory');
 }
 
@@ -108,7 +135,12 @@ interface ConnectionActivity {
 }
 
 /** One request at a time: the next line is read only after the previous reply was written. */
-function serveConnection(socket: Socket, options: ControlSocketOptions, proof: ControlProof, activity: ConnectionActivity): void {
+function serveConnection(
+  socket: Socket,
+  options: ControlSocketOptions,
+  proof: ControlProof,
+  activity: ConnectionActivity,
+): void {
   socket.setTimeout(controlIdleMs, () => socket.destroy());
   let buffered = Buffer.alloc(0);
 
@@ -142,7 +174,9 @@ function serveConnection(socket: Socket, options: ControlSocketOptions, proof: C
     if (buffered.indexOf(0x0a) < 0 && buffered.length > controlLineBytesMax) {
       buffered.fill(0);
       buffered = Buffer.alloc(0);
-      socket.end(`${JSON.stringify(errorReply(new CodedError('PAYLOAD_LIMIT', `a request line is at most ${controlLineBytesMax} bytes`)))}\n`);
+      socket.end(
+        `${JSON.stringify(errorReply(new CodedError('PAYLOAD_LIMIT', `a request line is at most ${controlLineBytesMax} bytes`)))}\n`,
+      );
       return;
     }
     void drain();
@@ -151,25 +185,40 @@ function serveConnection(socket: Socket, options: ControlSocketOptions, proof: C
   socket.on('close', () => buffered.fill(0));
 }
 
-async function handleLine(line: Buffer, socket: Socket, options: ControlSocketOptions, proof: ControlProof): Promise<ControlReply | ControlApiReply> {
-  if (line.length > controlLineBytesMax) return errorReply(new CodedError('PAYLOAD_LIMIT', `a request line is at most ${controlLineBytesMax} bytes`));
+async function handleLine(
+  line: Buffer,
+  socket: Socket,
+  options: ControlSocketOptions,
+  proof: ControlProof,
+): Promise<ControlReply | ControlApiReply> {
+  if (line.length > controlLineBytesMax)
+    return errorReply(new CodedError('PAYLOAD_LIMIT', `a request line is at most ${controlLineBytesMax} bytes`));
   let parsed: unknown;
   try {
     parsed = JSON.parse(line.toString('utf8'));
   } catch {
-    return errorReply(new CodedError('INVALID_ARGUMENT', 'a request is one JSON object per line', { field: 'request' }));
+    return errorReply(
+      new CodedError('INVALID_ARGUMENT', 'a request is one JSON object per line', { field: 'request' }),
+    );
   }
   const request = requestSchema.safeParse(parsed);
   if (!request.success) {
     // zod issues can quote input values (a passphrase); name only the path.
     const field = request.error.issues[0]?.path.join('.') || 'op';
-    return errorReply(new CodedError('INVALID_ARGUMENT', 'not a valid control request (ops: unlock, lock, vault_status, api)', { field }));
+    return errorReply(
+      new CodedError('INVALID_ARGUMENT', 'not a valid control request (ops: unlock, lock, vault_status, api)', {
+        field,
+      }),
+    );
   }
   const call = request.data;
   // Liveness and lock state for anyone of this user (the stale-socket check and `vault list` ask it).
-  if (call.op === 'vault_status') return { ok: true, value: { state: options.vault.state(), credentials: options.vault.list().length } };
+  if (call.op === 'vault_status')
+    return { ok: true, value: { state: options.vault.state(), credentials: options.vault.list().length } };
   if (call.op === 'api' && options.handlers === undefined) {
-    return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
+    return errorReply(
+      new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }),
+    );
   }
   // Agents never reach the operator side, not even unlock/lock: their process trees are refused first.
   const refused = options.refuseApiPeer?.(socket);
@@ -185,7 +234,12 @@ async function handleLine(line: Buffer, socket: Socket, options: ControlSocketOp
 }
 
 /** The operator method, or with no operator API (a vault-only control socket) the vault's own two decisions. */
-async function execute(options: ControlSocketOptions, method: BrokerApiMethod, input: unknown, caller: OperatorCaller | undefined): Promise<ControlApiReply> {
+async function execute(
+  options: ControlSocketOptions,
+  method: BrokerApiMethod,
+  input: unknown,
+  caller: OperatorCaller | undefined,
+): Promise<ControlApiReply> {
   if (options.handlers !== undefined) return options.handlers[method](input, caller);
   const { vault } = options;
   try {
@@ -205,7 +259,9 @@ async function execute(options: ControlSocketOptions, method: BrokerApiMethod, i
   } catch (error) {
     return errorReply(error);
   }
-  return errorReply(new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }));
+  return errorReply(
+    new CodedError('UNSUPPORTED_ACTION', 'this broker serves no operator API on its control socket', { field: 'op' }),
+  );
 }
 
 function unattendedOf(setting: boolean | (() => UnattendedDecisions) | undefined): () => UnattendedDecisions {

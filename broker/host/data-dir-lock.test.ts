@@ -54,10 +54,14 @@ class LockChild {
   }
 
   static start(dataDir: string, heir = false): LockChild {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', childScript, dataDir, heir ? 'heir' : ''], {
-      cwd: repoRoot,
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', childScript, dataDir, heir ? 'heir' : ''],
+      {
+        cwd: repoRoot,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     const started = new LockChild(child);
     children.push(started);
     return started;
@@ -139,10 +143,17 @@ describe('when the data directory is free', () => {
     const lock = take(dataDir);
     expect(lock.path).toBe(path.join(dataDir, brokerLockFileName));
     expect(lstatSync(lock.path).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(lock.path, 'utf8'))).toMatchObject({ pid: process.pid, started_at_ms: expect.any(Number) });
+    expect(JSON.parse(readFileSync(lock.path, 'utf8'))).toMatchObject({
+      pid: process.pid,
+      started_at_ms: expect.any(Number),
+    });
     // Another open file of the same process is another taker: flock locks belong to open files.
     expect(() => lockDataDir(dataDir)).toThrow(
-      expect.objectContaining({ code: 'BROKER_ALREADY_RUNNING', field: '--data-dir', message: expect.stringContaining(`pid ${process.pid}`) }),
+      expect.objectContaining({
+        code: 'BROKER_ALREADY_RUNNING',
+        field: '--data-dir',
+        message: expect.stringContaining(`pid ${process.pid}`),
+      }),
     );
     lock.release();
     lock.release();
@@ -192,7 +203,12 @@ describe('when the holder is stopped or killed', () => {
     const dataDir = freshDir();
     const holder = await holdingChild(dataDir);
     process.kill(holder.child.pid as number, 'SIGSTOP');
-    expect(() => lockDataDir(dataDir)).toThrow(expect.objectContaining({ code: 'BROKER_ALREADY_RUNNING', message: expect.stringContaining(`pid ${holder.child.pid}`) }));
+    expect(() => lockDataDir(dataDir)).toThrow(
+      expect.objectContaining({
+        code: 'BROKER_ALREADY_RUNNING',
+        message: expect.stringContaining(`pid ${holder.child.pid}`),
+      }),
+    );
     holder.child.kill('SIGKILL');
     await holder.exited;
     const lock = take(dataDir);
@@ -217,7 +233,9 @@ describe('when broker.lock is not a plain file of ours', () => {
     const elsewhere = path.join(dataDir, 'elsewhere');
     writeFileSync(elsewhere, 'untouched', { mode: 0o644 });
     symlinkSync(elsewhere, path.join(dataDir, brokerLockFileName));
-    expect(() => lockDataDir(dataDir)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: '--data-dir' }));
+    expect(() => lockDataDir(dataDir)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: '--data-dir' }),
+    );
     expect(readFileSync(elsewhere, 'utf8')).toBe('untouched');
     expect(lstatSync(elsewhere).mode & 0o777).toBe(0o644);
   });
@@ -225,7 +243,9 @@ describe('when broker.lock is not a plain file of ours', () => {
   it('fails closed without the addon or its lockFile: no kernel lock, no start', () => {
     const dataDir = freshDir();
     expect(() => lockDataDir(dataDir, new Error('cannot load'))).toThrow(expect.objectContaining({ code: 'INTERNAL' }));
-    expect(() => lockDataDir(dataDir, {})).toThrow(expect.objectContaining({ code: 'INTERNAL', message: expect.stringContaining('npm rebuild postern-peercred') }));
+    expect(() => lockDataDir(dataDir, {})).toThrow(
+      expect.objectContaining({ code: 'INTERNAL', message: expect.stringContaining('npm rebuild postern-peercred') }),
+    );
   });
 });
 

@@ -1,4 +1,14 @@
-import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  writeSync,
+} from 'node:fs';
 import { loadNativeAddon } from './native-addon.js';
 import path from 'node:path';
 import { CodedError } from '../contract/index.js';
@@ -57,18 +67,26 @@ export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadNati
   } catch (error) {
     closeSync(fd);
     closeSync(dirFd);
-    throw new CodedError('INVALID_ARGUMENT', `could not lock ${lockPath} (${codeOf(error)}); use a data directory on a local file system`, {
-      field: '--data-dir',
-      cause: error,
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `could not lock ${lockPath} (${codeOf(error)}); use a data directory on a local file system`,
+      {
+        field: '--data-dir',
+        cause: error,
+      },
+    );
   }
   if (!locked) {
     const holder = readHolder(fd);
     closeSync(fd);
     closeSync(dirFd);
-    throw new CodedError('BROKER_ALREADY_RUNNING', `${describeHolder(holder)} holds ${lockPath}; stop it first (a stopped or unresponsive broker still runs)`, {
-      field: '--data-dir',
-    });
+    throw new CodedError(
+      'BROKER_ALREADY_RUNNING',
+      `${describeHolder(holder)} holds ${lockPath}; stop it first (a stopped or unresponsive broker still runs)`,
+      {
+        field: '--data-dir',
+      },
+    );
   }
   writeHolder(fd, { pid: process.pid, started_at_ms: Math.round(Date.now() - process.uptime() * 1000) });
   let open = true;
@@ -93,13 +111,19 @@ function openLockFile(lockPath: string, dirFd: number): number {
     fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   } catch (error) {
     closeSync(dirFd);
-    throw new CodedError('INVALID_ARGUMENT', `could not open ${lockPath} (${codeOf(error)}); it must be a regular file`, { field: '--data-dir', cause: error });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `could not open ${lockPath} (${codeOf(error)}); it must be a regular file`,
+      { field: '--data-dir', cause: error },
+    );
   }
   const stat = fstatSync(fd);
   if (!stat.isFile()) {
     closeSync(fd);
     closeSync(dirFd);
-    throw new CodedError('INVALID_ARGUMENT', `${lockPath} exists and is not a regular file; remove it`, { field: '--data-dir' });
+    throw new CodedError('INVALID_ARGUMENT', `${lockPath} exists and is not a regular file; remove it`, {
+      field: '--data-dir',
+    });
   }
   if ((stat.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
   return fd;
@@ -145,13 +169,18 @@ function describeHolder(holder: LockHolder | undefined): string {
 
 function lockFunction(addon: LockAddon | Error): (fd: number) => boolean {
   if (addon instanceof Error || typeof addon.lockFile !== 'function') {
-    const why = addon instanceof Error ? `did not load (${codeOf(addon)})` : 'has no lockFile (rebuild it: npm rebuild postern-peercred)';
-    throw new CodedError('INTERNAL', `the addon postern-peercred ${why}; without its kernel lock a broker cannot prove it is alone on a data directory`);
+    const why =
+      addon instanceof Error
+        ? `did not load (${codeOf(addon)})`
+        : 'has no lockFile (rebuild it: npm rebuild postern-peercred)';
+    throw new CodedError(
+      'INTERNAL',
+      `the addon postern-peercred ${why}; without its kernel lock a broker cannot prove it is alone on a data directory`,
+    );
   }
   const lockFile = addon.lockFile as (fd: number) => unknown;
   return (fd) => lockFile(fd) === true;
 }
-
 
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;

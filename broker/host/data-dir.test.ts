@@ -11,16 +11,36 @@ describe('resolveDataDir', () => {
   it.each<[string, Partial<DataDirInputs>, string]>([
     ['the flag wins over POSTERN_DATA_DIR', { flag: '/flag', env: { POSTERN_DATA_DIR: '/env' } }, '/flag'],
     ['a relative flag resolves against the working directory', { flag: 'data' }, '/work/data'],
-    ['POSTERN_DATA_DIR wins over the platform default', { env: { POSTERN_DATA_DIR: '/env', XDG_DATA_HOME: '/xdg' } }, '/env'],
+    [
+      'POSTERN_DATA_DIR wins over the platform default',
+      { env: { POSTERN_DATA_DIR: '/env', XDG_DATA_HOME: '/xdg' } },
+      '/env',
+    ],
     ['an empty POSTERN_DATA_DIR is ignored', { env: { POSTERN_DATA_DIR: '' } }, '/home/ann/.local/share/postern'],
     ['Linux uses XDG_DATA_HOME', { env: { XDG_DATA_HOME: '/xdg' } }, '/xdg/postern'],
     ['Linux ignores a relative XDG_DATA_HOME', { env: { XDG_DATA_HOME: 'rel' } }, '/home/ann/.local/share/postern'],
     ['Linux falls back to ~/.local/share', {}, '/home/ann/.local/share/postern'],
     ['FreeBSD follows XDG too', { platform: 'freebsd' }, '/home/ann/.local/share/postern'],
-    ['macOS uses Application Support', { platform: 'darwin', home: '/Users/ann', env: { XDG_DATA_HOME: '/xdg' } }, '/Users/ann/Library/Application Support/Postern'],
-    ['Windows uses APPDATA', { platform: 'win32', home: 'C:\\Users\\ann', env: { APPDATA: 'C:\\Users\\ann\\AppData\\Roaming' } }, 'C:\\Users\\ann\\AppData\\Roaming\\Postern'],
-    ['Windows without APPDATA derives it from home', { platform: 'win32', home: 'C:\\Users\\ann' }, 'C:\\Users\\ann\\AppData\\Roaming\\Postern'],
-    ['Windows resolves a relative flag with Windows paths', { platform: 'win32', flag: 'data', cwd: 'C:\\work' }, 'C:\\work\\data'],
+    [
+      'macOS uses Application Support',
+      { platform: 'darwin', home: '/Users/ann', env: { XDG_DATA_HOME: '/xdg' } },
+      '/Users/ann/Library/Application Support/Postern',
+    ],
+    [
+      'Windows uses APPDATA',
+      { platform: 'win32', home: 'C:\\Users\\ann', env: { APPDATA: 'C:\\Users\\ann\\AppData\\Roaming' } },
+      'C:\\Users\\ann\\AppData\\Roaming\\Postern',
+    ],
+    [
+      'Windows without APPDATA derives it from home',
+      { platform: 'win32', home: 'C:\\Users\\ann' },
+      'C:\\Users\\ann\\AppData\\Roaming\\Postern',
+    ],
+    [
+      'Windows resolves a relative flag with Windows paths',
+      { platform: 'win32', flag: 'data', cwd: 'C:\\work' },
+      'C:\\work\\data',
+    ],
   ])('when %s', (_when, overrides, expected) => {
     expect(resolveDataDir({ ...linux, ...overrides })).toBe(expected);
   });
@@ -68,13 +88,21 @@ describe('ensureDataDir', () => {
     const dir = path.join(makeScratch(), 'shared');
     mkdirSync(dir);
     chmodSync(dir, 0o755);
-    expect(() => ensureDataDir(dir)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: '--data-dir', message: expect.stringContaining('0755') }));
+    expect(() => ensureDataDir(dir)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        field: '--data-dir',
+        message: expect.stringContaining('0755'),
+      }),
+    );
     expect(statSync(dir).mode & 0o777).toBe(0o755);
   });
 
   it('refuses a path that is a file', () => {
     const file = path.join(makeScratch(), 'file');
     writeFileSync(file, 'x');
-    expect(() => ensureDataDir(file)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: '--data-dir' }));
+    expect(() => ensureDataDir(file)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: '--data-dir' }),
+    );
   });
 });

@@ -49,9 +49,13 @@ function platformDefault(inputs: DataDirInputs, p: path.PlatformPath): string {
 
 function requireHome(home: string, p: path.PlatformPath): string {
   if (home === '' || !p.isAbsolute(home)) {
-    throw new CodedError('INVALID_ARGUMENT', 'no home directory to derive a default from; pass --data-dir or set POSTERN_DATA_DIR', {
-      field: '--data-dir',
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      'no home directory to derive a default from; pass --data-dir or set POSTERN_DATA_DIR',
+      {
+        field: '--data-dir',
+      },
+    );
   }
   return home;
 }
@@ -77,7 +81,9 @@ export function ensureDataDir(dir: string): void {
   if (process.platform === 'win32') return;
   const uid = process.getuid?.();
   if (uid !== undefined && existing.uid !== uid) {
-    throw new CodedError('INVALID_ARGUMENT', `${dir} belongs to another user (uid ${existing.uid})`, { field: '--data-dir' });
+    throw new CodedError('INVALID_ARGUMENT', `${dir} belongs to another user (uid ${existing.uid})`, {
+      field: '--data-dir',
+    });
   }
   if ((existing.mode & privateModeMask) !== 0) {
     const mode = (existing.mode & 0o777).toString(8).padStart(4, '0');

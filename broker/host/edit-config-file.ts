@@ -34,9 +34,15 @@ export function editConfigFile(file: string, edit: ConfigEdit, options: EditConf
   const current = readCurrent(file);
   options.checkBase?.(current ?? '');
   const doc = parseDocument(current ?? 'version: 1\n', { uniqueKeys: true });
-  if (doc.errors.length > 0) throw new CodedError('CONFIG_INVALID', 'the configuration file is not valid YAML now; fix it by hand first', { field: '' });
+  if (doc.errors.length > 0)
+    throw new CodedError('CONFIG_INVALID', 'the configuration file is not valid YAML now; fix it by hand first', {
+      field: '',
+    });
   if (doc.contents === null) doc.contents = doc.createNode({ version: 1 }) as never;
-  if (!isMap(doc.contents)) throw new CodedError('CONFIG_INVALID', 'the configuration file is not a mapping; fix it by hand first', { field: '' });
+  if (!isMap(doc.contents))
+    throw new CodedError('CONFIG_INVALID', 'the configuration file is not a mapping; fix it by hand first', {
+      field: '',
+    });
   switch (edit.op) {
     case 'add_route': {
       const { methods, ...route } = edit.route;
@@ -56,7 +62,8 @@ export function editConfigFile(file: string, edit: ConfigEdit, options: EditConf
       break;
   }
   const text = doc.toString();
-  if (Buffer.byteLength(text) > configBytesMax) throw new CodedError('PAYLOAD_LIMIT', `the configuration file would pass ${configBytesMax} bytes`, { field: '' });
+  if (Buffer.byteLength(text) > configBytesMax)
+    throw new CodedError('PAYLOAD_LIMIT', `the configuration file would pass ${configBytesMax} bytes`, { field: '' });
   // The whole file, as the next start will read it (CA files included): refused as a whole or written.
   const checked = parseConfig(text, file);
   writeAtomically(file, text);
@@ -67,7 +74,8 @@ export function editConfigFile(file: string, edit: ConfigEdit, options: EditConf
 function readCurrent(file: string): string | undefined {
   try {
     const bytes = readFileSync(file);
-    if (bytes.length > configBytesMax) throw new CodedError('PAYLOAD_LIMIT', `the configuration file is over ${configBytesMax} bytes`, { field: '' });
+    if (bytes.length > configBytesMax)
+      throw new CodedError('PAYLOAD_LIMIT', `the configuration file is over ${configBytesMax} bytes`, { field: '' });
     return bytes.toString('utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
@@ -78,14 +86,22 @@ function readCurrent(file: string): string | undefined {
 function entries(doc: Document, section: 'routes' | 'ssh_hosts') {
   const seq = doc.get(section);
   if (seq === undefined || seq === null) return undefined;
-  if (!isSeq(seq)) throw new CodedError('CONFIG_INVALID', `${section} is not a list in the file; fix it by hand first`, { field: section });
+  if (!isSeq(seq))
+    throw new CodedError('CONFIG_INVALID', `${section} is not a list in the file; fix it by hand first`, {
+      field: section,
+    });
   return seq;
 }
 
 function add(doc: Document, section: 'routes' | 'ssh_hosts', entry: { name: string } & Record<string, unknown>): void {
   const seq = entries(doc, section);
   const taken = seq?.items.some((item) => isMap(item) && item.get('name') === entry.name) ?? false;
-  if (taken) throw new CodedError('CONFIG_INVALID', `${section === 'routes' ? 'a route' : 'an SSH host'} named ${entry.name} already exists`, { field: `${section}.name` });
+  if (taken)
+    throw new CodedError(
+      'CONFIG_INVALID',
+      `${section === 'routes' ? 'a route' : 'an SSH host'} named ${entry.name} already exists`,
+      { field: `${section}.name` },
+    );
   if (seq === undefined) doc.set(section, doc.createNode([entry]));
   else seq.add(doc.createNode(entry));
 }
@@ -93,6 +109,9 @@ function add(doc: Document, section: 'routes' | 'ssh_hosts', entry: { name: stri
 function remove(doc: Document, section: 'routes' | 'ssh_hosts', name: string): void {
   const seq = entries(doc, section);
   const index = seq?.items.findIndex((item) => isMap(item) && item.get('name') === name) ?? -1;
-  if (seq === undefined || index < 0) throw new CodedError('NOT_FOUND', `no ${section === 'routes' ? 'route' : 'SSH host'} named ${name} in the file`, { field: 'name' });
+  if (seq === undefined || index < 0)
+    throw new CodedError('NOT_FOUND', `no ${section === 'routes' ? 'route' : 'SSH host'} named ${name} in the file`, {
+      field: 'name',
+    });
   seq.delete(index);
 }

@@ -13,7 +13,11 @@ function coded(code: string): Error {
 describe('hardenWith', () => {
   it.each<[string, Parameters<typeof hardenWith>[0], RegExp]>([
     ['the addon did not load', coded('MODULE_NOT_FOUND'), /did not load \(MODULE_NOT_FOUND\)/],
-    ['the addon is older and has no hardenProcess', { peerCredentials: () => undefined } as never, /has no hardenProcess \(rebuild it\)/],
+    [
+      'the addon is older and has no hardenProcess',
+      { peerCredentials: () => undefined } as never,
+      /has no hardenProcess \(rebuild it\)/,
+    ],
     [
       'the platform is not supported',
       {
@@ -30,13 +34,17 @@ describe('hardenWith', () => {
     const result = hardenWith(addon);
     expect(result.hardened).toBe(false);
     expect(result.reason).toMatch(reason);
-    expect(describeHardening(result)).toMatch(/^warning: the broker could not protect its memory \(.+\); another process of this user/);
+    expect(describeHardening(result)).toMatch(
+      /^warning: the broker could not protect its memory \(.+\); another process of this user/,
+    );
   });
 
   it('is hardened only when the kernel reports non-dumpable and a zero core limit', () => {
     const result = hardenWith({ hardenProcess: () => ({ dumpable: false, coreLimit: 0 }) });
     expect(result).toEqual({ hardened: true, dumpable: false, coreLimit: 0 });
-    expect(describeHardening(result)).toBe('Process memory: not readable by other processes of this user (non-dumpable, core dumps off).');
+    expect(describeHardening(result)).toBe(
+      'Process memory: not readable by other processes of this user (non-dumpable, core dumps off).',
+    );
   });
 });
 
@@ -50,11 +58,15 @@ describe.skipIf(!linux)('hardenProcess with the real addon', () => {
       'const first = hardenProcess();',
       'const second = hardenProcess();',
       "const limits = (await import('node:fs')).readFileSync('/proc/self/limits', 'utf8');",
-      "const core = /^Max core file size\\s+(\\S+)\\s+(\\S+)/m.exec(limits).slice(1);",
+      'const core = /^Max core file size\\s+(\\S+)\\s+(\\S+)/m.exec(limits).slice(1);',
       'console.log(JSON.stringify({ first, same: first === second, core }));',
     ].join('\n');
     const args = ['--import', 'tsx', '--input-type=module', '-e', script];
     const output = execFileSync(process.execPath, args, { encoding: 'utf8', timeout: 30_000 });
-    expect(JSON.parse(output)).toEqual({ first: { hardened: true, dumpable: false, coreLimit: 0 }, same: true, core: ['0', '0'] });
+    expect(JSON.parse(output)).toEqual({
+      first: { hardened: true, dumpable: false, coreLimit: 0 },
+      same: true,
+      core: ['0', '0'],
+    });
   });
 });

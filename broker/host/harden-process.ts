@@ -34,8 +34,10 @@ export function hardenProcess(): ProcessHardening {
 
 /** The decision, with the addon passed in (the tests use it for a missing or failing addon). */
 export function hardenWith(addon: HardeningAddon | Error): ProcessHardening {
-  if (addon instanceof Error) return notHardened(`the addon postern-peercred did not load (${codeOf(addon) ?? 'no code'})`);
-  if (typeof addon.hardenProcess !== 'function') return notHardened('the addon postern-peercred has no hardenProcess (rebuild it)');
+  if (addon instanceof Error)
+    return notHardened(`the addon postern-peercred did not load (${codeOf(addon) ?? 'no code'})`);
+  if (typeof addon.hardenProcess !== 'function')
+    return notHardened('the addon postern-peercred has no hardenProcess (rebuild it)');
   let answer: unknown;
   try {
     answer = (addon.hardenProcess as () => unknown)();
@@ -43,7 +45,8 @@ export function hardenWith(addon: HardeningAddon | Error): ProcessHardening {
     return notHardened(codeOf(error) ?? 'hardenProcess failed');
   }
   const { dumpable, coreLimit } = (answer ?? {}) as { dumpable?: unknown; coreLimit?: unknown };
-  if (typeof dumpable !== 'boolean' || typeof coreLimit !== 'number') return notHardened('hardenProcess gave an unusable answer');
+  if (typeof dumpable !== 'boolean' || typeof coreLimit !== 'number')
+    return notHardened('hardenProcess gave an unusable answer');
   const hardened = !dumpable && coreLimit === 0;
   if (hardened) return { hardened, dumpable, coreLimit };
   return { hardened, dumpable, coreLimit, reason: 'the kernel still reports the process dumpable or core dumps on' };
@@ -51,13 +54,13 @@ export function hardenWith(addon: HardeningAddon | Error): ProcessHardening {
 
 /** One log line for the operator: a fact, or a warning saying what an agent could do. */
 export function describeHardening(result: ProcessHardening): string {
-  if (result.hardened) return 'Process memory: not readable by other processes of this user (non-dumpable, core dumps off).';
+  if (result.hardened)
+    return 'Process memory: not readable by other processes of this user (non-dumpable, core dumps off).';
   return (
     `warning: the broker could not protect its memory (${result.reason ?? 'unknown'}); ` +
     'another process of this user may be able to read decrypted credentials from it.'
   );
 }
-
 
 function notHardened(reason: string): ProcessHardening {
   return { hardened: false, dumpable: null, coreLimit: null, reason };

@@ -22,15 +22,24 @@ interface Answer {
   body: string;
 }
 
-function send(port: number, target: string, options: { headers?: Record<string, string>; method?: string; body?: string } = {}): Promise<Answer> {
+function send(
+  port: number,
+  target: string,
+  options: { headers?: Record<string, string>; method?: string; body?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers = { Host: `127.0.0.1:${port}`, ...options.headers };
-    const req = request({ host: '127.0.0.1', port, path: target, method: options.method ?? 'GET', headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path: target, method: options.method ?? 'GET', headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
@@ -39,7 +48,9 @@ function send(port: number, target: string, options: { headers?: Record<string, 
 /** A request line sent as raw bytes, for targets node:http's client would refuse to send. */
 function sendRaw(port: number, target: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`));
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.end(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`),
+    );
     let text = '';
     socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
     socket.on('end', () => resolve(text));
@@ -47,10 +58,14 @@ function sendRaw(port: number, target: string): Promise<string> {
   });
 }
 
-const sessionIn = (page: string): string | undefined => /name="postern-session" content="([A-Za-z0-9_-]{43})"/.exec(page)?.[1];
+const sessionIn = (page: string): string | undefined =>
+  /name="postern-session" content="([A-Za-z0-9_-]{43})"/.exec(page)?.[1];
 const nextIn = (page: string): string | undefined => /data-next="([^"]*)"/.exec(page)?.[1];
-const postSession = (port: number, token: string, headers: Record<string, string> = { 'Content-Type': 'application/json' }): Promise<Answer> =>
-  send(port, sessionPath, { method: 'POST', headers, body: JSON.stringify({ token }) });
+const postSession = (
+  port: number,
+  token: string,
+  headers: Record<string, string> = { 'Content-Type': 'application/json' },
+): Promise<Answer> => send(port, sessionPath, { method: 'POST', headers, body: JSON.stringify({ token }) });
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-host-auth-'));
 const runtimes: BrokerRuntime[] = [];
@@ -61,10 +76,27 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-async function freshHost(limits: Partial<OperatorHttpLimits> = {}, onSignIn?: (next: string) => void): Promise<OperatorHttpHost> {
-  if (runtimes.length === 0) runtimes.push(await createBrokerRuntime({ dataDir: path.join(scratch, 'data'), mode: 'headless', version: '1', startedAtMs: 0 }));
+async function freshHost(
+  limits: Partial<OperatorHttpLimits> = {},
+  onSignIn?: (next: string) => void,
+): Promise<OperatorHttpHost> {
+  if (runtimes.length === 0)
+    runtimes.push(
+      await createBrokerRuntime({
+        dataDir: path.join(scratch, 'data'),
+        mode: 'headless',
+        version: '1',
+        startedAtMs: 0,
+      }),
+    );
   const handlers = createOperatorHandlers((runtimes[0] as BrokerRuntime).broker);
-  const host = await startOperatorHttpHost({ handlers, rendererDir: path.join(scratch, 'no-renderer'), port: 0, limits, ...(onSignIn === undefined ? {} : { onSignIn }) });
+  const host = await startOperatorHttpHost({
+    handlers,
+    rendererDir: path.join(scratch, 'no-renderer'),
+    port: 0,
+    limits,
+    ...(onSignIn === undefined ? {} : { onSignIn }),
+  });
   hosts.push(host);
   return host;
 }
@@ -84,7 +116,9 @@ describe('when the printed URL is opened', () => {
     expect(session).toBeDefined();
     expect(session).not.toBe(host.token);
     expect(nextIn(page.body)).toBe('/');
-    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session ?? ''}` } })).status).toBe(200);
+    expect(
+      (await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session ?? ''}` } })).status,
+    ).toBe(200);
   });
 
   it('refuses the same URL a second time with a page that says it was used and what to do, and never hands out a second secret', async () => {
@@ -116,9 +150,13 @@ describe('when the printed URL is opened', () => {
     expect(second).not.toBe(first);
     expect((await send(host.port, `/?token=${nextToken}`)).status).toBe(401);
     for (const session of [first, second]) {
-      expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } })).status).toBe(200);
+      expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } })).status).toBe(
+        200,
+      );
     }
-    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${nextToken}` } })).status).toBe(401);
+    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${nextToken}` } })).status).toBe(
+      401,
+    );
   });
 
   it(`keeps at most ${sessionsMax} tabs signed in: one more signs the oldest out`, async () => {
@@ -128,7 +166,8 @@ describe('when the printed URL is opened', () => {
       const token = new URL(host.currentOperatorUrl()).searchParams.get('token') ?? '';
       sessions.push(sessionIn((await send(host.port, `/?token=${token}`)).body) ?? '');
     }
-    const status = (session: string): Promise<number> => send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } }).then((r) => r.status);
+    const status = (session: string): Promise<number> =>
+      send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } }).then((r) => r.status);
     expect(await status(sessions[0] ?? '')).toBe(401);
     expect(await status(sessions.at(-1) ?? '')).toBe(200);
   });
@@ -143,12 +182,29 @@ describe('when the printed URL is opened', () => {
 
   it.each<[string, (host: OperatorHttpHost) => Promise<number>]>([
     ['a wrong token', async (h) => (await send(h.port, `/?token=${'A'.repeat(43)}`)).status],
-    ['the right token behind a rebinding Host header', async (h) => (await send(h.port, `/?token=${h.token}`, { headers: { Host: `evil.example:${h.port}` } })).status],
+    [
+      'the right token behind a rebinding Host header',
+      async (h) => (await send(h.port, `/?token=${h.token}`, { headers: { Host: `evil.example:${h.port}` } })).status,
+    ],
     ['a POST of the URL', async (h) => (await send(h.port, `/?token=${h.token}`, { method: 'POST' })).status],
-    ['the right token in a malformed target', async (h) => Number((await sendRaw(h.port, `//[?token=${h.token}`)).slice(9, 12))],
-    ['the right token on a path that would leave the origin', async (h) => (await send(h.port, `/.//evil.example/x?token=${h.token}`)).status],
-    ['a cross-origin program exchange', async (h) => (await postSession(h.port, h.token, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:1' })).status],
-    ['a text/plain program exchange', async (h) => (await postSession(h.port, h.token, { 'Content-Type': 'text/plain' })).status],
+    [
+      'the right token in a malformed target',
+      async (h) => Number((await sendRaw(h.port, `//[?token=${h.token}`)).slice(9, 12)),
+    ],
+    [
+      'the right token on a path that would leave the origin',
+      async (h) => (await send(h.port, `/.//evil.example/x?token=${h.token}`)).status,
+    ],
+    [
+      'a cross-origin program exchange',
+      async (h) =>
+        (await postSession(h.port, h.token, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:1' }))
+          .status,
+    ],
+    [
+      'a text/plain program exchange',
+      async (h) => (await postSession(h.port, h.token, { 'Content-Type': 'text/plain' })).status,
+    ],
   ])('refuses %s and leaves the token unspent for the operator', async (_when, attempt) => {
     const host = await freshHost();
     expect(await attempt(host)).toBeGreaterThanOrEqual(400);
@@ -163,7 +219,9 @@ describe('when the printed URL is opened', () => {
     expect(first.status).toBe(200);
     const session = (JSON.parse(first.body) as { value: { session: string } }).value.session;
     expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } })).status).toBe(200);
+    expect((await send(host.port, '/api/status', { headers: { Authorization: `Bearer ${session}` } })).status).toBe(
+      200,
+    );
     expect((await postSession(host.port, host.token)).status).toBe(401);
     expect((await send(host.port, `/?token=${host.token}`)).status).toBe(401);
   });
@@ -182,17 +240,21 @@ describe('where sign-in sends the browser next', () => {
     expect(nextIn(page.body)).toBe(next);
   });
 
-  it.each(['/.//evil.example/x?token=T', '//evil.example/x?token=T', '/%2e//evil.example/x?token=T', '/./%2e%2e//evil.example?token=T', '/a/..//evil.example?token=T', '/\\evil.example/x?token=T'])(
-    'refuses %s, whose path would read as another host, with 400 and no Location',
-    async (target) => {
-      const host = await freshHost();
-      const answer = await sendRaw(host.port, target.replace('token=T', `token=${host.token}`));
-      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-      expect(answer).toContain('MALFORMED_PATH');
-      expect(answer.toLowerCase()).not.toContain('location:');
-      expect(answer).not.toContain('postern-session');
-    },
-  );
+  it.each([
+    '/.//evil.example/x?token=T',
+    '//evil.example/x?token=T',
+    '/%2e//evil.example/x?token=T',
+    '/./%2e%2e//evil.example?token=T',
+    '/a/..//evil.example?token=T',
+    '/\\evil.example/x?token=T',
+  ])('refuses %s, whose path would read as another host, with 400 and no Location', async (target) => {
+    const host = await freshHost();
+    const answer = await sendRaw(host.port, target.replace('token=T', `token=${host.token}`));
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('MALFORMED_PATH');
+    expect(answer.toLowerCase()).not.toContain('location:');
+    expect(answer).not.toContain('postern-session');
+  });
 
   it.each([
     ['/', ''],
@@ -219,12 +281,15 @@ describe('where sign-in sends the browser next', () => {
 });
 
 describe('when the path is malformed', () => {
-  it.each(['//[', '//[/x', '//a:b@[', '//', 'http://evil.example/', '*'])('answers GET %s with 400 MALFORMED_PATH, not 500', async (target) => {
-    const host = await freshHost();
-    const answer = await sendRaw(host.port, target);
-    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-    expect(answer).toContain('MALFORMED_PATH');
-  });
+  it.each(['//[', '//[/x', '//a:b@[', '//', 'http://evil.example/', '*'])(
+    'answers GET %s with 400 MALFORMED_PATH, not 500',
+    async (target) => {
+      const host = await freshHost();
+      const answer = await sendRaw(host.port, target);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('MALFORMED_PATH');
+    },
+  );
 
   it('answers a path with odd characters that parses (/[::1) as any unknown path: 404', async () => {
     const host = await freshHost();
@@ -236,15 +301,17 @@ describe('when the path is malformed', () => {
 /** Opens `count` sockets that never send a byte; resolves once every one has connected. */
 async function silentSockets(port: number, count: number, onClose: () => void): Promise<Socket[]> {
   return Promise.all(
-    Array.from({ length: count }, () =>
-      new Promise<Socket>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        // Read (and drop) whatever the host answers (a 408 at the timeout), so the end of the stream is seen.
-        socket.resume();
-        socket.once('connect', () => resolve(socket));
-        socket.once('error', reject);
-        socket.once('close', onClose);
-      }),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1');
+          // Read (and drop) whatever the host answers (a 408 at the timeout), so the end of the stream is seen.
+          socket.resume();
+          socket.once('connect', () => resolve(socket));
+          socket.once('error', reject);
+          socket.once('close', onClose);
+        }),
     ),
   );
 }
@@ -261,14 +328,22 @@ function whenTrue(target: () => boolean): { poke: () => void; reached: Promise<v
 
 describe('when a local process floods the host with connections that never send a request', () => {
   const flood = 200;
-  const limits = { connectionsMax: 64, headersTimeoutMs: 1_500, requestTimeoutMs: 3_000, idleTimeoutMs: 60_000, connectionsCheckingIntervalMs: 100 };
+  const limits = {
+    connectionsMax: 64,
+    headersTimeoutMs: 1_500,
+    requestTimeoutMs: 3_000,
+    idleTimeoutMs: 60_000,
+    connectionsCheckingIntervalMs: 100,
+  };
   // An API call during the flood answers within this bound: it takes a silent socket's place at once.
   const apiAnswerMsMax = 1_000;
 
   it(`holds at most ${limits.connectionsMax} open, still answers the operator within ${apiAnswerMsMax} ms, and closes the silent ones by the headers timeout`, async () => {
     const host = await freshHost(limits);
     const signedIn = await postSession(host.port, host.token);
-    const auth = { Authorization: `Bearer ${(JSON.parse(signedIn.body) as { value: { session: string } }).value.session}` };
+    const auth = {
+      Authorization: `Bearer ${(JSON.parse(signedIn.body) as { value: { session: string } }).value.session}`,
+    };
     let closed = 0;
     const evictedAll = whenTrue(() => closed >= flood - limits.connectionsMax);
     const closedAll = whenTrue(() => closed >= flood);
@@ -279,7 +354,11 @@ describe('when a local process floods the host with connections that never send 
       closedAll.poke();
     });
     await evictedAll.reached;
-    expect(host.connections()).toEqual({ open: limits.connectionsMax, evicted: flood - limits.connectionsMax, dropped: 0 });
+    expect(host.connections()).toEqual({
+      open: limits.connectionsMax,
+      evicted: flood - limits.connectionsMax,
+      dropped: 0,
+    });
 
     const asked = process.hrtime.bigint();
     const answer = await send(host.port, '/api/approvals.list', { headers: auth });
@@ -298,7 +377,8 @@ describe('when a local process floods the host with connections that never send 
 
   it('closes a request whose body stalls by the request timeout', async () => {
     const host = await freshHost({ ...limits, requestTimeoutMs: 2_000, headersTimeoutMs: 1_000 });
-    const { session } = (JSON.parse((await postSession(host.port, host.token)).body) as { value: { session: string } }).value;
+    const { session } = (JSON.parse((await postSession(host.port, host.token)).body) as { value: { session: string } })
+      .value;
     const socket = connect(host.port, '127.0.0.1');
     const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
     let text = '';

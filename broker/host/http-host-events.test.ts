@@ -7,7 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../ports/index.js';
 import { openVault } from '../vault/index.js';
 import { createBrokerRuntime, type BrokerRuntime } from './broker-runtime.js';
-import { closeGraceMs, eventsPath, operatorHttpLimits, sessionPath, startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpLimits } from './http-host.js';
+import {
+  closeGraceMs,
+  eventsPath,
+  operatorHttpLimits,
+  sessionPath,
+  startOperatorHttpHost,
+  type OperatorHttpHost,
+  type OperatorHttpLimits,
+} from './http-host.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 
 const waitMsMax = 5_000;
@@ -20,7 +28,15 @@ beforeAll(async () => {
   const vault = await openVault({ dataDir: scratch, clock: systemClock, kdf: 'min' });
   await vault.init(Buffer.from(passphrase));
   await vault.close();
-  runtime = await createBrokerRuntime({ dataDir: scratch, mode: 'headless', version: '0.0.0-test', startedAtMs: 1, vaultKdf: 'min', vaultPassphrase: Buffer.from(passphrase), logger: pino({ level: 'silent' }) });
+  runtime = await createBrokerRuntime({
+    dataDir: scratch,
+    mode: 'headless',
+    version: '0.0.0-test',
+    startedAtMs: 1,
+    vaultKdf: 'min',
+    vaultPassphrase: Buffer.from(passphrase),
+    logger: pino({ level: 'silent' }),
+  });
 });
 afterAll(async () => {
   for (const host of hosts) await host.close();
@@ -28,7 +44,10 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-async function hostWith(limits: Partial<OperatorHttpLimits> = {}, withFeed = true): Promise<{ host: OperatorHttpHost; bearer: Record<string, string> }> {
+async function hostWith(
+  limits: Partial<OperatorHttpLimits> = {},
+  withFeed = true,
+): Promise<{ host: OperatorHttpHost; bearer: Record<string, string> }> {
   const host = await startOperatorHttpHost({
     handlers: createOperatorHandlers(runtime.broker),
     rendererDir: path.join(scratch, 'no-renderer'),
@@ -37,7 +56,11 @@ async function hostWith(limits: Partial<OperatorHttpLimits> = {}, withFeed = tru
     ...(withFeed ? { changes: runtime.changes } : {}),
   });
   hosts.push(host);
-  const answer = await fetch(`${host.origin}${sessionPath}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: host.token }) });
+  const answer = await fetch(`${host.origin}${sessionPath}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token: host.token }),
+  });
   const reply = (await answer.json()) as { ok: boolean; value: { session: string } };
   if (!reply.ok) throw new Error(`sign-in refused: ${answer.status}`);
   return { host, bearer: { Authorization: `Bearer ${reply.value.session}` } };
@@ -56,38 +79,48 @@ interface Stream {
 
 function openStream(port: number, headers: Record<string, string> = {}, method = 'GET'): Promise<Stream> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: eventsPath, method, headers: { Host: `127.0.0.1:${port}`, ...headers }, agent: false }, (res: IncomingMessage) => {
-      let received = '';
-      const waiters = new Set<() => void>();
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        received += chunk;
-        for (const waiter of [...waiters]) waiter();
-      });
-      const ended = new Promise<void>((done) => res.once('close', () => done()));
-      resolve({
-        status: res.statusCode ?? 0,
-        headers: res.headers,
-        text: () => received,
-        ended,
-        close: () => req.destroy(),
-        until: (check, what) =>
-          new Promise((found, failed) => {
-            const timer = setTimeout(() => {
-              waiters.delete(look);
-              failed(new Error(`no ${what} within ${waitMsMax} ms; received ${JSON.stringify(received)}`));
-            }, waitMsMax);
-            function look(): void {
-              if (!check(received)) return;
-              clearTimeout(timer);
-              waiters.delete(look);
-              found(received);
-            }
-            waiters.add(look);
-            look();
-          }),
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: eventsPath,
+        method,
+        headers: { Host: `127.0.0.1:${port}`, ...headers },
+        agent: false,
+      },
+      (res: IncomingMessage) => {
+        let received = '';
+        const waiters = new Set<() => void>();
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          received += chunk;
+          for (const waiter of [...waiters]) waiter();
+        });
+        const ended = new Promise<void>((done) => res.once('close', () => done()));
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text: () => received,
+          ended,
+          close: () => req.destroy(),
+          until: (check, what) =>
+            new Promise((found, failed) => {
+              const timer = setTimeout(() => {
+                waiters.delete(look);
+                failed(new Error(`no ${what} within ${waitMsMax} ms; received ${JSON.stringify(received)}`));
+              }, waitMsMax);
+              function look(): void {
+                if (!check(received)) return;
+                clearTimeout(timer);
+                waiters.delete(look);
+                found(received);
+              }
+              waiters.add(look);
+              look();
+            }),
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -115,7 +148,10 @@ describe('GET /api/events', () => {
     await stream.ended;
     expect(stream.status).toBe(401);
     expect(stream.headers['content-type']).toContain('application/json');
-    expect(JSON.parse(stream.text())).toEqual({ ok: false, error: { code: 'UNAUTHENTICATED', message: expect.any(String) } });
+    expect(JSON.parse(stream.text())).toEqual({
+      ok: false,
+      error: { code: 'UNAUTHENTICATED', message: expect.any(String) },
+    });
     expect(host.eventStreams()).toBe(0);
   });
 
@@ -141,10 +177,22 @@ describe('GET /api/events', () => {
     const appended = await runtime.journal.appendSession({
       kind: 'SESSION_STARTED',
       action_id: sessionId,
-      payload: { pid: 4242, uid: 1000, start_time: '424200', ppid: 1, exe: '/usr/bin/node', cwd: '/tmp', parent_exe: null, client_name: 'events-test', client_version: '1' },
+      payload: {
+        pid: 4242,
+        uid: 1000,
+        start_time: '424200',
+        ppid: 1,
+        exe: '/usr/bin/node',
+        cwd: '/tmp',
+        parent_exe: null,
+        client_name: 'events-test',
+        client_version: '1',
+      },
     });
     await stream.until((text) => notices(text).length > 0, 'notice');
-    expect(notices(stream.text())).toEqual([{ seq: appended.event.seq, topics: ['approvals', 'sessions', 'activity'] }]);
+    expect(notices(stream.text())).toEqual([
+      { seq: appended.event.seq, topics: ['approvals', 'sessions', 'activity'] },
+    ]);
     expect(stream.text()).not.toContain(sessionId);
     expect(stream.text()).not.toContain('events-test');
     stream.close();
@@ -158,7 +206,10 @@ describe('GET /api/events', () => {
     await stream.until((text) => notices(text).length > 0, 'lock notice');
     await runtime.vault.unlock(Buffer.from(passphrase));
     await stream.until((text) => notices(text).length > 1, 'unlock notice');
-    expect(notices(stream.text())).toEqual([expect.objectContaining({ topics: ['vault'] }), expect.objectContaining({ topics: ['vault'] })]);
+    expect(notices(stream.text())).toEqual([
+      expect.objectContaining({ topics: ['vault'] }),
+      expect.objectContaining({ topics: ['vault'] }),
+    ]);
     expect(stream.text()).not.toContain(passphrase);
     stream.close();
   });

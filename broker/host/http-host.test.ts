@@ -6,7 +6,13 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { brokerApiMethods, brokerStatusSchema, CodedError, type BrokerStatus } from '../contract/index.js';
 import { createBrokerRuntime, type BrokerRuntime, type BrokerRuntimeOptions } from './broker-runtime.js';
-import { closeGraceMs, operatorHttpLimits, sessionPath, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
+import {
+  closeGraceMs,
+  operatorHttpLimits,
+  sessionPath,
+  startOperatorHttpHost,
+  type OperatorHttpHost,
+} from './http-host.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import type { OperatorBroker } from './operator-broker.js';
 
@@ -19,12 +25,24 @@ interface Answer {
 /** A real request on loopback with full control of the Host header (fetch would not allow it). */
 function send(port: number, pathname: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: pathname, method, headers: { Host: `127.0.0.1:${port}`, ...headers }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: pathname,
+        method,
+        headers: { Host: `127.0.0.1:${port}`, ...headers },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -43,7 +61,11 @@ function sendWithoutHost(port: number): Promise<string> {
 
 /** Spends the host's one-time sign-in token the way a program does, for the session secret. */
 async function signIn(host: OperatorHttpHost): Promise<Record<string, string>> {
-  const answer = await fetch(`${host.origin}${sessionPath}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: host.token }) });
+  const answer = await fetch(`${host.origin}${sessionPath}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token: host.token }),
+  });
   const reply = (await answer.json()) as { ok: boolean; value: { session: string } };
   if (!reply.ok) throw new Error(`sign-in refused: ${answer.status}`);
   return { Authorization: `Bearer ${reply.value.session}` };
@@ -58,8 +80,13 @@ writeFileSync(path.join(rendererDir, '.secret'), 'dotfiles are never served');
 
 const runtimes: BrokerRuntime[] = [];
 /** A real runtime (real journal) in its own data directory under the scratch folder. */
-async function runtimeFor(options: Omit<BrokerRuntimeOptions, 'dataDir'> & { dataDir?: string }): Promise<BrokerRuntime> {
-  const runtime = await createBrokerRuntime({ dataDir: options.dataDir ?? mkdtempSync(path.join(scratch, 'data-')), ...options });
+async function runtimeFor(
+  options: Omit<BrokerRuntimeOptions, 'dataDir'> & { dataDir?: string },
+): Promise<BrokerRuntime> {
+  const runtime = await createBrokerRuntime({
+    dataDir: options.dataDir ?? mkdtempSync(path.join(scratch, 'data-')),
+    ...options,
+  });
   runtimes.push(runtime);
   return runtime;
 }
@@ -75,7 +102,12 @@ describe('the operator HTTP host', () => {
   let bearer: Record<string, string>;
 
   beforeAll(async () => {
-    const runtime = await runtimeFor({ dataDir: primaryDataDir, mode: 'headless', version: '9.9.9', startedAtMs: 1_700_000_000_000 });
+    const runtime = await runtimeFor({
+      dataDir: primaryDataDir,
+      mode: 'headless',
+      version: '9.9.9',
+      startedAtMs: 1_700_000_000_000,
+    });
     host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
     bearer = await signIn(host);
   });
@@ -90,17 +122,23 @@ describe('the operator HTTP host', () => {
   });
 
   describe('when a request carries no credentials', () => {
-    it.each(['/', '/index.html', '/assets/app.js'])('serves %s: the renderer bundle is public code and holds no state', async (pathname) => {
-      const answer = await send(host.port, pathname);
-      expect(answer.status).toBe(200);
-      expect(answer.headers['set-cookie']).toBeUndefined();
-    });
+    it.each(['/', '/index.html', '/assets/app.js'])(
+      'serves %s: the renderer bundle is public code and holds no state',
+      async (pathname) => {
+        const answer = await send(host.port, pathname);
+        expect(answer.status).toBe(200);
+        expect(answer.headers['set-cookie']).toBeUndefined();
+      },
+    );
 
     it('refuses the API with a coded JSON reply', async () => {
       const answer = await send(host.port, '/api/status');
       expect(answer.status).toBe(401);
       expect(answer.headers['content-type']).toContain('application/json');
-      expect(JSON.parse(answer.body)).toEqual({ ok: false, error: { code: 'UNAUTHENTICATED', message: expect.any(String) } });
+      expect(JSON.parse(answer.body)).toEqual({
+        ok: false,
+        error: { code: 'UNAUTHENTICATED', message: expect.any(String) },
+      });
     });
   });
 
@@ -117,7 +155,9 @@ describe('the operator HTTP host', () => {
 
     it('ignores cookies entirely, even one holding the session secret', async () => {
       const session = (bearer['Authorization'] ?? '').slice('Bearer '.length);
-      const answer = await send(host.port, '/api/status', { Cookie: `postern_session_${host.port}=${session}; session=${session}` });
+      const answer = await send(host.port, '/api/status', {
+        Cookie: `postern_session_${host.port}=${session}; session=${session}`,
+      });
       expect(answer.status).toBe(401);
     });
   });
@@ -155,35 +195,67 @@ describe('the operator HTTP host', () => {
       const reply = JSON.parse(answer.body) as { ok: boolean; value: unknown };
       expect(reply.ok).toBe(true);
       const status = brokerStatusSchema.parse(reply.value);
-      expect(status).toMatchObject({ version: '9.9.9', mode: 'headless', data_dir: primaryDataDir, started_at_ms: 1_700_000_000_000 });
+      expect(status).toMatchObject({
+        version: '9.9.9',
+        mode: 'headless',
+        data_dir: primaryDataDir,
+        started_at_ms: 1_700_000_000_000,
+      });
       expect(status.journal).toMatchObject({ state: 'open', events: 0 });
       expect(status.journal.schema_version).toBeGreaterThanOrEqual(1);
     });
 
-    it.each(['/api/nope', '/api/__proto__', '/api/constructor', '/api/'])('answers %s with 404 NOT_FOUND', async (pathname) => {
-      const answer = await send(host.port, pathname, bearer);
-      expect(answer.status).toBe(404);
-      expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
-    });
+    it.each(['/api/nope', '/api/__proto__', '/api/constructor', '/api/'])(
+      'answers %s with 404 NOT_FOUND',
+      async (pathname) => {
+        const answer = await send(host.port, pathname, bearer);
+        expect(answer.status).toBe(404);
+        expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+      },
+    );
 
     it('refuses a state-changing call that is not JSON, or that a browser says came from another origin or site (403 CROSS_SITE_REFUSED); a same-origin JSON call reaches the handler', async () => {
       const post = (headers: Record<string, string>): Promise<Answer> =>
         new Promise((resolve, reject) => {
-          const req = request({ host: '127.0.0.1', port: host.port, path: '/api/vault.lock', method: 'POST', headers: { Host: `127.0.0.1:${host.port}`, ...bearer, ...headers }, agent: false }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (chunk: Buffer) => chunks.push(chunk));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-          });
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port: host.port,
+              path: '/api/vault.lock',
+              method: 'POST',
+              headers: { Host: `127.0.0.1:${host.port}`, ...bearer, ...headers },
+              agent: false,
+            },
+            (res) => {
+              const chunks: Buffer[] = [];
+              res.on('data', (chunk: Buffer) => chunks.push(chunk));
+              res.on('end', () =>
+                resolve({
+                  status: res.statusCode ?? 0,
+                  headers: res.headers,
+                  body: Buffer.concat(chunks).toString('utf8'),
+                }),
+              );
+            },
+          );
           req.on('error', reject);
           req.end('{}');
         });
-      const refused: Array<Record<string, string>> = [{ 'Content-Type': 'text/plain' }, { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:8080' }, { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'same-site' }];
+      const refused: Array<Record<string, string>> = [
+        { 'Content-Type': 'text/plain' },
+        { 'Content-Type': 'application/json', Origin: 'http://127.0.0.1:8080' },
+        { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'same-site' },
+      ];
       for (const headers of refused) {
         const answer = await post(headers);
         expect(answer.status, JSON.stringify(headers)).toBe(403);
         expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'CROSS_SITE_REFUSED' } });
       }
-      const same = await post({ 'Content-Type': 'application/json; charset=utf-8', Origin: `http://127.0.0.1:${host.port}`, 'Sec-Fetch-Site': 'same-origin' });
+      const same = await post({
+        'Content-Type': 'application/json; charset=utf-8',
+        Origin: `http://127.0.0.1:${host.port}`,
+        'Sec-Fetch-Site': 'same-origin',
+      });
       expect(same.status).toBe(200);
       expect(JSON.parse(same.body)).toMatchObject({ ok: true });
     });
@@ -197,11 +269,14 @@ describe('the operator HTTP host', () => {
   });
 
   describe('assets', () => {
-    it.each(['/.secret', '/../renderer/index.html', '/%2e%2e/renderer/index.html', '/nope.js'])('does not serve %s', async (pathname) => {
-      const answer = await send(host.port, pathname, bearer);
-      expect(answer.status).toBe(404);
-      expect(answer.body).not.toContain('dotfiles');
-    });
+    it.each(['/.secret', '/../renderer/index.html', '/%2e%2e/renderer/index.html', '/nope.js'])(
+      'does not serve %s',
+      async (pathname) => {
+        const answer = await send(host.port, pathname, bearer);
+        expect(answer.status).toBe(404);
+        expect(answer.body).not.toContain('dotfiles');
+      },
+    );
 
     it('refuses writes to assets with 405', async () => {
       const answer = await send(host.port, '/index.html', bearer, 'PUT');
@@ -216,7 +291,9 @@ describe('the operator HTTP host', () => {
     ['a 404', '/nope', false],
   ])('sends the security headers on %s', async (_when, pathname, signedIn) => {
     const answer = await send(host.port, pathname, signedIn ? bearer : {});
-    expect(answer.headers['content-security-policy']).toContain("default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'");
+    expect(answer.headers['content-security-policy']).toContain(
+      "default-src 'self'; script-src 'self'; object-src 'none'; frame-ancestors 'none'",
+    );
     expect(answer.headers['x-content-type-options']).toBe('nosniff');
     expect(answer.headers['referrer-policy']).toBe('no-referrer');
     expect(answer.headers['cache-control']).toBe('no-store');
@@ -232,13 +309,28 @@ describe('when the handlers fail', () => {
 
   /** A broker whose status is scripted; every other method would be a test bug, so it throws. */
   async function hostFor(scripted: Pick<OperatorBroker, 'status'>): Promise<OperatorHttpHost> {
-    const broker = Object.fromEntries(brokerApiMethods.map((m) => [m, () => { throw new Error(`unexpected ${m}`); }]));
-    host = await startOperatorHttpHost({ handlers: createOperatorHandlers({ ...broker, ...scripted } as OperatorBroker), rendererDir, port: 0 });
+    const broker = Object.fromEntries(
+      brokerApiMethods.map((m) => [
+        m,
+        () => {
+          throw new Error(`unexpected ${m}`);
+        },
+      ]),
+    );
+    host = await startOperatorHttpHost({
+      handlers: createOperatorHandlers({ ...broker, ...scripted } as OperatorBroker),
+      rendererDir,
+      port: 0,
+    });
     return host;
   }
 
   it('reports a bug as INTERNAL without its message', async () => {
-    const h = await hostFor({ status: () => { throw new Error('secret detail'); } });
+    const h = await hostFor({
+      status: () => {
+        throw new Error('secret detail');
+      },
+    });
     const answer = await send(h.port, '/api/status', await signIn(h));
     expect(answer.status).toBe(500);
     expect(JSON.parse(answer.body)).toMatchObject({ ok: false, error: { code: 'INTERNAL' } });
@@ -246,17 +338,28 @@ describe('when the handlers fail', () => {
   });
 
   it('passes a coded operating error through with its code and field', async () => {
-    const h = await hostFor({ status: (): BrokerStatus => { throw new CodedError('JOURNAL_UNAVAILABLE', 'journal failed', { field: 'journal' }); } });
+    const h = await hostFor({
+      status: (): BrokerStatus => {
+        throw new CodedError('JOURNAL_UNAVAILABLE', 'journal failed', { field: 'journal' });
+      },
+    });
     const answer = await send(h.port, '/api/status', await signIn(h));
     expect(answer.status).toBe(409);
-    expect(JSON.parse(answer.body)).toEqual({ ok: false, error: { code: 'JOURNAL_UNAVAILABLE', message: 'journal failed', field: 'journal' } });
+    expect(JSON.parse(answer.body)).toEqual({
+      ok: false,
+      error: { code: 'JOURNAL_UNAVAILABLE', message: 'journal failed', field: 'journal' },
+    });
   });
 });
 
 describe('when the renderer is not built', () => {
   it('says so on the page with 503 and still serves the API', async () => {
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
-    const host = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir: path.join(scratch, 'missing'), port: 0 });
+    const host = await startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      rendererDir: path.join(scratch, 'missing'),
+      port: 0,
+    });
     try {
       expect(host.rendererBuilt).toBe(false);
       const auth = await signIn(host);
@@ -281,10 +384,15 @@ describe('when the host closes', () => {
     const host = await startHost();
     const agent = new Agent({ keepAlive: true });
     const answer = await new Promise<number>((resolve, reject) => {
-      request({ host: '127.0.0.1', port: host.port, path: '/', agent, headers: { Host: `127.0.0.1:${host.port}` } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      }).on('error', reject).end();
+      request(
+        { host: '127.0.0.1', port: host.port, path: '/', agent, headers: { Host: `127.0.0.1:${host.port}` } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      )
+        .on('error', reject)
+        .end();
     });
     expect(answer).toBe(200);
     const closing = process.hrtime.bigint();
@@ -309,9 +417,15 @@ describe('when the host closes', () => {
 
   it('refuses to start on a port that is taken, with the listen error', async () => {
     const runtime = await runtimeFor({ mode: 'headless', version: '1', startedAtMs: 0 });
-    const first = await startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: 0 });
+    const first = await startOperatorHttpHost({
+      handlers: createOperatorHandlers(runtime.broker),
+      rendererDir,
+      port: 0,
+    });
     try {
-      await expect(startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: first.port })).rejects.toMatchObject({
+      await expect(
+        startOperatorHttpHost({ handlers: createOperatorHandlers(runtime.broker), rendererDir, port: first.port }),
+      ).rejects.toMatchObject({
         code: 'EADDRINUSE',
       });
     } finally {

@@ -1,6 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brokerApiMethods, brokerApiReadMethods, hostHttpStatus, type BrokerApiMethod, type HostErrorCode, type Reply } from '../contract/index.js';
+import {
+  brokerApiMethods,
+  brokerApiReadMethods,
+  hostHttpStatus,
+  type BrokerApiMethod,
+  type HostErrorCode,
+  type Reply,
+} from '../contract/index.js';
 import { bearerToken, mintAccessToken, OperatorSecrets } from './access-token.js';
 import type { ChangeFeed } from './change-feed.js';
 import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
@@ -127,10 +134,12 @@ export async function startOperatorHttpHost(options: OperatorHttpHostOptions): P
   let port = 0;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const signedIn = (): void => options.onSignIn?.(`http://${listenHost}:${port}/?token=${secrets.currentToken}`);
-    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn, events }).catch(() => {
-      if (!res.headersSent) sendError(res, 'INTERNAL', 'The host failed while answering.');
-      else res.destroy();
-    });
+    handleRequest({ req, res, port, secrets, guard, assets, handlers: options.handlers, signedIn, events }).catch(
+      () => {
+        if (!res.headersSent) sendError(res, 'INTERNAL', 'The host failed while answering.');
+        else res.destroy();
+      },
+    );
   });
   port = await listen(server, options.port);
   const origin = `http://${listenHost}:${port}`;
@@ -255,7 +264,12 @@ function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): v
   }
   ctx.signedIn();
   url.searchParams.delete('token');
-  sendBody(res, 'GET', 'text/html; charset=utf-8', Buffer.from(signInPage(exchanged.session, sameOriginPath(url.pathname, url.search))));
+  sendBody(
+    res,
+    'GET',
+    'text/html; charset=utf-8',
+    Buffer.from(signInPage(exchanged.session, sameOriginPath(url.pathname, url.search))),
+  );
 }
 
 async function exchangeForProgram(ctx: RequestContext): Promise<void> {
@@ -300,7 +314,12 @@ function serveEvents(ctx: RequestContext): void {
     return;
   }
   if (events.streams.size >= events.limits.eventStreamsMax) {
-    sendError(res, 'EVENT_STREAMS_LIMIT', `At most ${events.limits.eventStreamsMax} event streams at once; close another tab.`, eventsPath);
+    sendError(
+      res,
+      'EVENT_STREAMS_LIMIT',
+      `At most ${events.limits.eventStreamsMax} event streams at once; close another tab.`,
+      eventsPath,
+    );
     return;
   }
   const keptUp = (): boolean => res.writableLength <= events.limits.eventBufferedBytesMax;
@@ -317,7 +336,12 @@ function serveEvents(ctx: RequestContext): void {
   }
   events.streams.add(res);
   // Connection: close: once a stream ends its socket goes too, instead of idling in keep-alive.
-  res.writeHead(200, { ...securityHeaders, 'Content-Type': 'text/event-stream; charset=utf-8', Connection: 'close', 'X-Accel-Buffering': 'no' });
+  res.writeHead(200, {
+    ...securityHeaders,
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    Connection: 'close',
+    'X-Accel-Buffering': 'no',
+  });
   res.write(': ready\n\n');
   const heartbeat = setInterval(() => {
     res.write(': \n\n');
@@ -368,9 +392,11 @@ export function crossSiteWrite(req: Pick<IncomingMessage, 'headers'>): string | 
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') return 'Operator API writes must be sent as application/json.';
   const fetchSite = req.headers['sec-fetch-site'];
-  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return `A ${fetchSite} request cannot change the broker.`;
+  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none')
+    return `A ${fetchSite} request cannot change the broker.`;
   const origin = req.headers.origin;
-  if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) return 'A request from another origin cannot change the broker.';
+  if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`)
+    return 'A request from another origin cannot change the broker.';
   return undefined;
 }
 
@@ -426,7 +452,12 @@ function serveAsset(ctx: RequestContext, pathname: string): void {
     return;
   }
   if (assets.size === 0) {
-    sendError(res, 'RENDERER_NOT_BUILT', 'The operator UI is not built: run `npm run build:renderer`. The API works.', pathname);
+    sendError(
+      res,
+      'RENDERER_NOT_BUILT',
+      'The operator UI is not built: run `npm run build:renderer`. The API works.',
+      pathname,
+    );
     return;
   }
   const asset = assets.get(pathname === '/' ? '/index.html' : pathname);
@@ -453,7 +484,11 @@ function sendError(res: ServerResponse, code: HostErrorCode, message: string, pa
     return;
   }
   const body = `${status} ${code}: ${message}\n`;
-  res.writeHead(status, { ...securityHeaders, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)) });
+  res.writeHead(status, {
+    ...securityHeaders,
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+  });
   res.end(body);
 }
 

@@ -11,7 +11,13 @@ export {
   type DataDirStatus,
 } from './broker-runtime.js';
 export { describeHardening, hardenProcess, type ProcessHardening } from './harden-process.js';
-export { actorOf, createOperatorHandlers, operatorName, type OperatorCaller, type OperatorHandlers } from './operator-handlers.js';
+export {
+  actorOf,
+  createOperatorHandlers,
+  operatorName,
+  type OperatorCaller,
+  type OperatorHandlers,
+} from './operator-handlers.js';
 export { acceptConfigFile, loadConfigIntegrity } from './config-integrity.js';
 // The desktop app's safeStorage policy (app/ may import only this entry).
 export { chooseKeyProtector, keyProtectorBackend, type KeyProtectorDecision } from '../vault/index.js';

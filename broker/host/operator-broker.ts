@@ -8,5 +8,8 @@ import type { OperatorActor } from '../ports/index.js';
  * record it). The host depends on this seam, never on the journal or the queue directly.
  */
 export type OperatorBroker = {
-  [M in BrokerApiMethod]: (input: OperatorInput<M>, actor: OperatorActor) => BrokerApi[M]['output'] | Promise<BrokerApi[M]['output']>;
+  [M in BrokerApiMethod]: (
+    input: OperatorInput<M>,
+    actor: OperatorActor,
+  ) => BrokerApi[M]['output'] | Promise<BrokerApi[M]['output']>;
 };

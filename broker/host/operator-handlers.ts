@@ -21,7 +21,11 @@ import type { OperatorBroker } from './operator-broker.js';
  */
 export type OperatorCaller =
   | { readonly surface: OperatorSurface; readonly auth: Exclude<OperatorAuth, 'unattended_opt_out'> }
-  | { readonly surface: 'cli'; readonly auth: 'unattended_opt_out'; readonly process: { readonly exe: string | null; readonly pid: number } };
+  | {
+      readonly surface: 'cli';
+      readonly auth: 'unattended_opt_out';
+      readonly process: { readonly exe: string | null; readonly pid: number };
+    };
 
 /**
  * One handler per BrokerApi method, derived from the contract's method list: each parses its input
@@ -36,13 +40,22 @@ export type OperatorHandlers = {
 
 export function createOperatorHandlers(broker: OperatorBroker, options: { personId?: string } = {}): OperatorHandlers {
   const personId = options.personId ?? operatorName();
-  const handlers: Partial<Record<BrokerApiMethod, (input: unknown, caller?: OperatorCaller) => Promise<Reply<unknown>>>> = {};
+  const handlers: Partial<
+    Record<BrokerApiMethod, (input: unknown, caller?: OperatorCaller) => Promise<Reply<unknown>>>
+  > = {};
   for (const method of brokerApiMethods) {
     handlers[method] = (input, caller) => {
       const parsed = (brokerApiSchemas[method].input as z.ZodType).safeParse(input ?? {});
       if (!parsed.success) return Promise.resolve(invalid(parsed.error));
       if (caller === undefined && isDecisionMethod(method)) {
-        return Promise.resolve({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', message: `${method} is a decision: the surface must say who decides`, field: 'op' } });
+        return Promise.resolve({
+          ok: false,
+          error: {
+            code: 'OPERATOR_PROOF_REQUIRED',
+            message: `${method} is a decision: the surface must say who decides`,
+            field: 'op',
+          },
+        });
       }
       const call = broker[method] as (value: unknown, actor: OperatorActor) => unknown;
       const actor = caller === undefined ? readerActor(personId) : actorOf(caller, personId);

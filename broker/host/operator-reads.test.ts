@@ -14,26 +14,47 @@ describe('actions.show: released_by', () => {
   });
   afterEach(() => temp.dispose());
 
-  const show = (actionId: string) => brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: actionId }));
+  const show = (actionId: string) =>
+    brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: actionId }));
 
   it('names the reconciliation (source remote_query) and the seq of its RECONCILIATION_RESULT', async () => {
     const appended = await temp.journal.appendBatch(actionPaths.lostThenReconciled('act_reco_000001'));
     const shown = show('act_reco_000001');
-    expect(shown.released_by).toEqual({ kind: 'reconciliation', seq: appended.at(-1)?.event.seq, outcome: 'committed', source: 'remote_query' });
+    expect(shown.released_by).toEqual({
+      kind: 'reconciliation',
+      seq: appended.at(-1)?.event.seq,
+      outcome: 'committed',
+      source: 'remote_query',
+    });
   });
 
   it('names the person who attested, with the basis they wrote', async () => {
     await temp.journal.appendBatch(actionPaths.sshClosedNoExitAttested('act_attest_0001'));
-    expect(show('act_attest_0001').released_by).toMatchObject({ kind: 'operator_attested', actor: { kind: 'person', id: 'operator-1' }, reason: 'checked the host: the job ran', outcome: 'committed' });
+    expect(show('act_attest_0001').released_by).toMatchObject({
+      kind: 'operator_attested',
+      actor: { kind: 'person', id: 'operator-1' },
+      reason: 'checked the host: the job ran',
+      outcome: 'committed',
+    });
   });
 
   it('is null while the head is blocked, and names the abandonment (outcome still unknown) once a person releases it', async () => {
     await temp.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_blocked_001'));
     expect(show('act_blocked_001').released_by).toBeNull();
-    const { event } = await temp.journal.append({ kind: 'ABANDONED', action_id: 'act_blocked_001', payload: { actor: { kind: 'person', id: 'alice' }, reason: 'the remote is gone' } });
+    const { event } = await temp.journal.append({
+      kind: 'ABANDONED',
+      action_id: 'act_blocked_001',
+      payload: { actor: { kind: 'person', id: 'alice' }, reason: 'the remote is gone' },
+    });
     const shown = show('act_blocked_001');
     expect(shown.state).toMatchObject({ outcome: 'unknown', abandoned: true });
-    expect(shown.released_by).toEqual({ kind: 'abandoned', seq: event.seq, actor: { kind: 'person', id: 'alice' }, outcome: 'unknown', reason: 'the remote is gone' });
+    expect(shown.released_by).toEqual({
+      kind: 'abandoned',
+      seq: event.seq,
+      actor: { kind: 'person', id: 'alice' },
+      outcome: 'unknown',
+      reason: 'the remote is gone',
+    });
   });
 
   it('is null for an action whose first attempt settled (it never blocked its lane)', async () => {
@@ -58,7 +79,9 @@ describe('activity.list: filters by outcome, code and text keep the original seq
   afterEach(() => temp.dispose());
 
   const list = (input: Parameters<(typeof reads)['activity.list']>[0]) =>
-    brokerApiSchemas['activity.list'].output.parse(reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)));
+    brokerApiSchemas['activity.list'].output.parse(
+      reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)),
+    );
   const allRows = () => list({ limit: 500 }).events;
 
   it('when filtering by outcome, returns exactly the classified rows with that outcome, at their original seq', () => {
@@ -72,14 +95,22 @@ describe('activity.list: filters by outcome, code and text keep the original seq
   it('when filtering by code, matches the row code only', () => {
     const got = list({ code: 'REMOTE_ERROR_STATUS' }).events;
     expect(got).toHaveLength(1);
-    expect(got[0]).toMatchObject({ kind: 'RESULT_COMMITTED', action_id: 'act_500_0000001', code: 'REMOTE_ERROR_STATUS' });
+    expect(got[0]).toMatchObject({
+      kind: 'RESULT_COMMITTED',
+      action_id: 'act_500_0000001',
+      code: 'REMOTE_ERROR_STATUS',
+    });
     expect(list({ code: 'NO_SUCH_CODE' }).events).toEqual([]);
   });
 
   it('when filtering by text, matches case-insensitively across the shown fields', () => {
     expect(list({ text: 'NOT THIS WEEK' }).events.map((e) => e.action_id)).toEqual(['act_rej_0000001']);
     const byAction = list({ text: 'act_pre' }).events;
-    expect(byAction.map((e) => e.seq)).toEqual(allRows().filter((e) => e.action_id === 'act_pre_0000001').map((e) => e.seq));
+    expect(byAction.map((e) => e.seq)).toEqual(
+      allRows()
+        .filter((e) => e.action_id === 'act_pre_0000001')
+        .map((e) => e.seq),
+    );
   });
 
   it('when a filtered page is full, next_seq pages on by position and the pages join without gaps or repeats', () => {
@@ -87,7 +118,7 @@ describe('activity.list: filters by outcome, code and text keep the original seq
     expect(first.events).toHaveLength(3);
     expect(first.next_seq).toBe((first.events.at(-1)?.seq ?? 0) + 1);
     const rest: number[] = [];
-    for (let from = first.next_seq; from !== null; ) {
+    for (let from = first.next_seq; from !== null;) {
       const page = list({ text: 'act_', limit: 3, from_seq: from });
       rest.push(...page.events.map((e) => e.seq));
       from = page.next_seq;
@@ -111,7 +142,10 @@ describe('activity.list: filters by outcome, code and text keep the original seq
   });
 
   it('combines filters (lane and outcome) and refuses an unknown outcome at the schema', () => {
-    expect(list({ lane: 'lane-a', outcome: 'committed' }).events.map((e) => e.action_id)).toEqual(['act_ok_00000001', 'act_500_0000001']);
+    expect(list({ lane: 'lane-a', outcome: 'committed' }).events.map((e) => e.action_id)).toEqual([
+      'act_ok_00000001',
+      'act_500_0000001',
+    ]);
     expect(brokerApiSchemas['activity.list'].input.safeParse({ outcome: 'maybe' }).success).toBe(false);
     expect(brokerApiSchemas['activity.list'].input.safeParse({ text: '   ' }).success).toBe(false);
   });

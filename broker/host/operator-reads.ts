@@ -1,4 +1,11 @@
-import { actorLabel, CodedError, type ActivityEvent, type BrokerApi, type JournalEvent, type OperatorInput } from '../contract/index.js';
+import {
+  actorLabel,
+  CodedError,
+  type ActivityEvent,
+  type BrokerApi,
+  type JournalEvent,
+  type OperatorInput,
+} from '../contract/index.js';
 import { laneRelease } from '../core/index.js';
 import type { Journal, SealedEventHeader } from '../journal/index.js';
 import type { OperatorQueue } from '../ports/index.js';
@@ -19,7 +26,8 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
   return {
     'actions.show': (input: OperatorInput<'actions.show'>): BrokerApi['actions.show']['output'] => {
       const state = input.action_id.startsWith('act_') ? journal.getAction(input.action_id) : undefined;
-      if (state === undefined) throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
+      if (state === undefined)
+        throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
       const events = journal.subjectEvents(input.action_id);
       return {
         state,
@@ -29,7 +37,8 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
         waited_for: waitedFor(journal, state, events),
       };
     },
-    'actions.list': (input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] => listActions(journal, input),
+    'actions.list': (input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] =>
+      listActions(journal, input),
     'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
       sessions: journal.listSessions().map((session) => {
         const actions = journal.listSessionActions(session.session_id);
@@ -47,7 +56,9 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
       let next = input.from_seq ?? 1;
       let scanned = 0;
       // Unfiltered, every row read is returned: read just the page asked for (each row is decrypted).
-      const filtered = [input.session_id, input.lane, input.action_id, input.outcome, input.code, input.text].some((f) => f !== undefined);
+      const filtered = [input.session_id, input.lane, input.action_id, input.outcome, input.code, input.text].some(
+        (f) => f !== undefined,
+      );
       const readRows = filtered ? scanPageRows : limit;
       // Scan forward page by page until the filtered page is full, the log ends, or the scan bound.
       for (;;) {
@@ -79,7 +90,16 @@ function matchesShownRow(row: ActivityEvent, input: OperatorInput<'activity.list
   if (input.code !== undefined && row.code !== input.code) return false;
   if (input.text === undefined) return true;
   const needle = input.text.toLowerCase();
-  const haystack = [row.kind, row.action_id, row.session_id ?? '', row.lane ?? '', row.ticket === null ? '' : `#${row.ticket}`, row.outcome ?? '', row.code ?? '', row.summary];
+  const haystack = [
+    row.kind,
+    row.action_id,
+    row.session_id ?? '',
+    row.lane ?? '',
+    row.ticket === null ? '' : `#${row.ticket}`,
+    row.outcome ?? '',
+    row.code ?? '',
+    row.summary,
+  ];
   return haystack.some((field) => field.toLowerCase().includes(needle));
 }
 
@@ -94,7 +114,8 @@ export function activityRow(event: JournalEvent | SealedEventHeader): ActivityEv
     ticket: event.ticket,
     lane: event.lane,
   };
-  if ('sealed' in event) return { ...base, outcome: null, code: null, summary: 'sealed: unlock the vault to read this earlier run' };
+  if ('sealed' in event)
+    return { ...base, outcome: null, code: null, summary: 'sealed: unlock the vault to read this earlier run' };
   const c = event.classification;
   return { ...base, outcome: c?.outcome ?? null, code: c?.code ?? null, summary: summarize(event) };
 }

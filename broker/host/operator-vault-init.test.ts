@@ -60,7 +60,9 @@ function sameUserProcess(socketPath: string, requests: readonly unknown[]): Prom
     socket.on('error', (error) => { process.stderr.write(String(error)); process.exit(2); });
   `;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script, socketPath, JSON.stringify(requests)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', script, socketPath, JSON.stringify(requests)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
@@ -68,7 +70,13 @@ function sameUserProcess(socketPath: string, requests: readonly unknown[]): Prom
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code !== 0) reject(new Error(`the same-user process exited ${code}: ${err}`));
-      else resolve(out.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Reply<unknown>));
+      else
+        resolve(
+          out
+            .split('\n')
+            .filter((line) => line !== '')
+            .map((line) => JSON.parse(line) as Reply<unknown>),
+        );
     });
   });
 }
@@ -85,7 +93,8 @@ function filesUnder(root: string): Array<{ file: string; bytes: Buffer }> {
 
 describe('vault.init through the operator handlers', () => {
   it('when the data directory is fresh, a person creates the vault: unlocked at once, the first-use configuration sealed as at a first unlock', async () => {
-    const yaml = 'version: 1\nroutes:\n  - { name: docs, base_url: "https://docs.example.com", credential: docs-token, injection: bearer }\n';
+    const yaml =
+      'version: 1\nroutes:\n  - { name: docs, base_url: "https://docs.example.com", credential: docs-token, injection: bearer }\n';
     const { rt, handlers, lines } = await freshBroker(yaml);
     const web = { surface: 'web', auth: 'operator_session' } as const;
     expect(value(await handlers['vault.status']({}))).toEqual({ state: 'uninitialized', credentials: 0 });
@@ -100,14 +109,18 @@ describe('vault.init through the operator handlers', () => {
     // The passphrase opens it: a lock and an unlock with it work; a second init is refused and changes nothing.
     expect(value(await handlers['vault.lock']({}, web))).toEqual({ state: 'locked' });
     expect(value(await handlers['vault.unlock']({ passphrase: personPassphrase }, web))).toEqual({ state: 'unlocked' });
-    expect(await handlers['vault.init']({ passphrase: agentPassphrase }, web)).toMatchObject({ ok: false, error: { code: 'VAULT_ALREADY_INITIALIZED' } });
+    expect(await handlers['vault.init']({ passphrase: agentPassphrase }, web)).toMatchObject({
+      ok: false,
+      error: { code: 'VAULT_ALREADY_INITIALIZED' },
+    });
     expect(await rt.vault.verifyPassphrase(Buffer.from(personPassphrase))).toBe(true);
     expect(await rt.vault.verifyPassphrase(Buffer.from(agentPassphrase))).toBe(false);
 
     expect(lines.some((line) => line.includes('vault created (operator)'))).toBe(true);
     expect(lines.join('')).not.toContain(personPassphrase);
     expect(lines.join('')).not.toContain(agentPassphrase);
-    for (const { file, bytes } of filesUnder(dir.path)) expect(bytes.includes(Buffer.from(personPassphrase)), `${file} holds the passphrase`).toBe(false);
+    for (const { file, bytes } of filesUnder(dir.path))
+      expect(bytes.includes(Buffer.from(personPassphrase)), `${file} holds the passphrase`).toBe(false);
   });
 
   it('refuses a passphrase as `postern vault init` does (under 8 bytes, over the bound, empty), naming the field and never quoting it', async () => {
@@ -123,19 +136,33 @@ describe('vault.init through the operator handlers', () => {
       expect(reply, passphrase.slice(0, 10)).toMatchObject({ ok: false, error: { code, field: 'passphrase' } });
       if (passphrase !== '') expect(JSON.stringify(reply)).not.toContain(passphrase);
     }
-    expect(await handlers['vault.init']({ passphrase: personPassphrase, extra: 1 }, person)).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT' } });
+    expect(await handlers['vault.init']({ passphrase: personPassphrase, extra: 1 }, person)).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID_ARGUMENT' },
+    });
     // A surface that does not say who decides is refused before the vault is touched.
-    expect(await handlers['vault.init']({ passphrase: personPassphrase })).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED' } });
+    expect(await handlers['vault.init']({ passphrase: personPassphrase })).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED' },
+    });
     expect(rt.vault.state()).toBe('uninitialized');
   });
 
   it('creates the vault from the signed-in operator UI (HTTP host), and the reply carries only the state', async () => {
     const { rt, handlers, lines } = await freshBroker();
     host = await startOperatorHttpHost({ handlers, rendererDir: path.join(dir.path, 'no-renderer'), port: 0 });
-    const signIn = await fetch(`${host.origin}${sessionPath}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: host.token }) });
+    const signIn = await fetch(`${host.origin}${sessionPath}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: host.token }),
+    });
     const { session } = ((await signIn.json()) as { value: { session: string } }).value;
     const post = (method: string, input: unknown, auth = `Bearer ${session}`): Promise<Response> =>
-      fetch(`${host?.origin}/api/${method}`, { method: 'POST', headers: { Authorization: auth, 'Content-Type': 'application/json' }, body: JSON.stringify(input) });
+      fetch(`${host?.origin}/api/${method}`, {
+        method: 'POST',
+        headers: { Authorization: auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify(input),
+      });
     // Without the session: refused, nothing created.
     expect((await post('vault.init', { passphrase: agentPassphrase }, 'Bearer nope')).status).toBe(401);
     expect(rt.vault.state()).toBe('uninitialized');
@@ -154,7 +181,12 @@ describe('vault.init on the control socket (THREAT-MODEL 3: only a person decide
     const socket = controlSocketPath(dir.path);
     const replies = await sameUserProcess(socket, [
       { op: 'api', method: 'vault.init', input: { passphrase: agentPassphrase } },
-      { op: 'api', method: 'vault.init', input: { passphrase: agentPassphrase }, proof: { passphrase: agentPassphrase } },
+      {
+        op: 'api',
+        method: 'vault.init',
+        input: { passphrase: agentPassphrase },
+        proof: { passphrase: agentPassphrase },
+      },
       { op: 'vault_status' },
     ]);
     expect(replies).toHaveLength(3);
@@ -166,13 +198,18 @@ describe('vault.init on the control socket (THREAT-MODEL 3: only a person decide
     expect(replies[2]).toEqual({ ok: true, value: { state: 'uninitialized', credentials: 0 } });
     expect(rt.vault.state()).toBe('uninitialized');
     // Still nothing to unlock with the agent's passphrase: no vault exists.
-    expect(await sendControlRequest(socket, { op: 'unlock', passphrase: agentPassphrase })).toMatchObject({ ok: false, error: { code: 'VAULT_NOT_INITIALIZED' } });
+    expect(await sendControlRequest(socket, { op: 'unlock', passphrase: agentPassphrase })).toMatchObject({
+      ok: false,
+      error: { code: 'VAULT_NOT_INITIALIZED' },
+    });
   });
 
   it('refuses it as well once a vault exists (the same refusal, not VAULT_ALREADY_INITIALIZED, so the socket reveals nothing new)', async () => {
     const { rt, handlers } = await freshBroker();
     value(await handlers['vault.init']({ passphrase: personPassphrase }, { surface: 'web', auth: 'operator_session' }));
-    const [reply] = await sameUserProcess(controlSocketPath(dir.path), [{ op: 'api', method: 'vault.init', input: { passphrase: agentPassphrase } }]);
+    const [reply] = await sameUserProcess(controlSocketPath(dir.path), [
+      { op: 'api', method: 'vault.init', input: { passphrase: agentPassphrase } },
+    ]);
     expect(reply).toMatchObject({ ok: false, error: { code: 'UNSUPPORTED_ACTION' } });
     expect(await rt.vault.verifyPassphrase(Buffer.from(personPassphrase))).toBe(true);
   });
@@ -188,11 +225,18 @@ describe('agent.hookup', () => {
     expect(hookup.clients.map((c) => c.client)).toEqual([...operatorAgentClients]);
     expect(Object.keys(agentClients)).toEqual([...operatorAgentClients]);
     for (const entry of hookup.clients) {
-      expect(entry).toEqual({ client: entry.client, ...agentHookup(entry.client, { node: process.execPath, bin, dataDir: dir.path }) });
+      expect(entry).toEqual({
+        client: entry.client,
+        ...agentHookup(entry.client, { node: process.execPath, bin, dataDir: dir.path }),
+      });
     }
-    expect(hookup.clients[0]?.text).toBe(`claude mcp add postern -- ${process.execPath} ${bin} mcp --data-dir ${dir.path}`);
+    expect(hookup.clients[0]?.text).toBe(
+      `claude mcp add postern -- ${process.execPath} ${bin} mcp --data-dir ${dir.path}`,
+    );
     // A read: the control socket answers it without any proof.
-    const [reply] = await sameUserProcess(controlSocketPath(dir.path), [{ op: 'api', method: 'agent.hookup', input: {} }]);
+    const [reply] = await sameUserProcess(controlSocketPath(dir.path), [
+      { op: 'api', method: 'agent.hookup', input: {} },
+    ]);
     expect(reply).toEqual({ ok: true, value: hookup });
   });
 });

@@ -56,7 +56,9 @@ async function lockedBroker(): Promise<{ handlers: OperatorHandlers; lines: stri
   runtime = await createBrokerRuntime({ dataDir: dir.path, ...options, logger });
   // These calls come from a person's surface (the desktop window); the control socket's proof is control-socket.test.ts's.
   const raw = createOperatorHandlers(runtime.broker);
-  const handlers = Object.fromEntries(Object.entries(raw).map(([method, handle]) => [method, (input: unknown) => handle(input, desktopCaller)])) as OperatorHandlers;
+  const handlers = Object.fromEntries(
+    Object.entries(raw).map(([method, handle]) => [method, (input: unknown) => handle(input, desktopCaller)]),
+  ) as OperatorHandlers;
   return { handlers, lines, runtime };
 }
 
@@ -83,7 +85,10 @@ describe('the vault methods of the operator API', () => {
   it('when the vault is locked, status says so, a wrong passphrase changes nothing, the right one unlocks, lock locks', async () => {
     const { handlers } = await lockedBroker();
     expect(value(await handlers['vault.status']({}))).toEqual({ state: 'locked', credentials: 0 });
-    expect(await handlers['vault.unlock']({ passphrase: 'not the passphrase' })).toMatchObject({ ok: false, error: { code: 'VAULT_PASSPHRASE_INVALID', field: 'passphrase' } });
+    expect(await handlers['vault.unlock']({ passphrase: 'not the passphrase' })).toMatchObject({
+      ok: false,
+      error: { code: 'VAULT_PASSPHRASE_INVALID', field: 'passphrase' },
+    });
     expect(value(await handlers['vault.status']({})).state).toBe('locked');
     expect(value(await handlers['vault.unlock']({ passphrase }))).toEqual({ state: 'unlocked' });
     expect(value(await handlers['vault.lock']({}))).toEqual({ state: 'locked' });
@@ -91,7 +96,9 @@ describe('the vault methods of the operator API', () => {
 
   it('when the vault is locked, adding a credential answers VAULT_LOCKED', async () => {
     const { handlers } = await lockedBroker();
-    expect(await handlers['credentials.add']({ name: 'docs-token', kind: 'bearer', secret: canary, bindings: ['docs'] })).toMatchObject({
+    expect(
+      await handlers['credentials.add']({ name: 'docs-token', kind: 'bearer', secret: canary, bindings: ['docs'] }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'VAULT_LOCKED' },
     });
@@ -102,7 +109,11 @@ describe('the vault methods of the operator API', () => {
     // Some journal activity around the add, so the journal file is not trivially empty.
     for (const event of actionPaths.httpApproved('act_vaultapi000001').slice(0, 3)) await rt.journal.append(event);
     host = await startOperatorHttpHost({ handlers, rendererDir: path.join(dir.path, 'no-renderer'), port: 0 });
-    const signIn = await fetch(`${host.origin}${sessionPath}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: host.token }) });
+    const signIn = await fetch(`${host.origin}${sessionPath}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: host.token }),
+    });
     const { session } = ((await signIn.json()) as { value: { session: string } }).value;
     const post = async (method: string, input: unknown): Promise<{ status: number; text: string }> => {
       const response = await fetch(`${host?.origin}/api/${method}`, {
@@ -116,22 +127,51 @@ describe('the vault methods of the operator API', () => {
     const unlocked = await post('vault.unlock', { passphrase });
     answers.push(unlocked.text);
     expect(unlocked.status).toBe(200);
-    const added = await post('credentials.add', { name: 'docs-token', kind: 'header', header: 'X-Api-Key', template: 'Key {secret}', secret: canary, bindings: ['docs', 'Docs.Example.com'] });
+    const added = await post('credentials.add', {
+      name: 'docs-token',
+      kind: 'header',
+      header: 'X-Api-Key',
+      template: 'Key {secret}',
+      secret: canary,
+      bindings: ['docs', 'Docs.Example.com'],
+    });
     answers.push(added.text);
     expect(added.status).toBe(200);
-    expect(JSON.parse(added.text)).toMatchObject({ ok: true, value: { name: 'docs-token', kind: 'header', header: 'X-Api-Key', template: 'Key {secret}', bindings: ['docs', 'docs.example.com'] } });
+    expect(JSON.parse(added.text)).toMatchObject({
+      ok: true,
+      value: {
+        name: 'docs-token',
+        kind: 'header',
+        header: 'X-Api-Key',
+        template: 'Key {secret}',
+        bindings: ['docs', 'docs.example.com'],
+      },
+    });
     const listed = await post('credentials.list', {});
     answers.push(listed.text);
-    const list = (JSON.parse(listed.text) as { value: { state: string; credentials: Array<Record<string, unknown>> } }).value;
+    const list = (JSON.parse(listed.text) as { value: { state: string; credentials: Array<Record<string, unknown>> } })
+      .value;
     expect(list.state).toBe('unlocked');
-    expect(list.credentials.map((c) => Object.keys(c).sort())).toEqual([['bindings', 'header', 'id', 'kind', 'name', 'template', 'version_tag']]);
+    expect(list.credentials.map((c) => Object.keys(c).sort())).toEqual([
+      ['bindings', 'header', 'id', 'kind', 'name', 'template', 'version_tag'],
+    ]);
     expect(list.credentials[0]?.['version_tag']).toMatch(/^v1-[0-9a-f]{8}$/);
     // A refused add (bad binding) names the field and never quotes the secret either.
-    const refused = await post('credentials.add', { name: 'other', kind: 'bearer', secret: canary, bindings: ['not a host!'] });
+    const refused = await post('credentials.add', {
+      name: 'other',
+      kind: 'bearer',
+      secret: canary,
+      bindings: ['not a host!'],
+    });
     answers.push(refused.text);
-    expect(JSON.parse(refused.text)).toMatchObject({ ok: false, error: { code: 'INVALID_ARGUMENT', field: 'bindings[0]' } });
+    expect(JSON.parse(refused.text)).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID_ARGUMENT', field: 'bindings[0]' },
+    });
     // The broker can use it (the vault holds the value), which is the only place it lives.
-    expect(await rt.vault.withSecret('docs-token', (material) => (material.kind === 'header' ? material.value : ''))).toBe(`Key ${canary}`);
+    expect(
+      await rt.vault.withSecret('docs-token', (material) => (material.kind === 'header' ? material.value : '')),
+    ).toBe(`Key ${canary}`);
     await rt.journal.append(actionPaths.httpApproved('act_vaultapi000001')[3] as never);
 
     const removed = await post('credentials.remove', { name: 'docs-token' });
@@ -156,7 +196,11 @@ describe('the vault methods of the operator API', () => {
       ['credentials.add', { name: 'n', kind: 'bearer', secret: long, bindings: [] }, 'secret'],
       ['credentials.add', { name: 'n', kind: 'password', secret: canary, bindings: [] }, 'kind'],
       ['credentials.add', { name: 'n', kind: 'bearer', secret: canary, bindings: [], extra: canary }, 'input'],
-      ['credentials.add', { name: 'n', kind: 'bearer', secret: canary, bindings: Array.from({ length: 33 }, () => 'h') }, 'bindings'],
+      [
+        'credentials.add',
+        { name: 'n', kind: 'bearer', secret: canary, bindings: Array.from({ length: 33 }, () => 'h') },
+        'bindings',
+      ],
       ['vault.unlock', { passphrase: long }, 'passphrase'],
       ['vault.unlock', { passphrase: '' }, 'passphrase'],
       ['credentials.remove', { name: 'x'.repeat(65) }, 'name'],
@@ -203,9 +247,25 @@ describe('config.show', () => {
     const shown = value(await handlers['config.show']({}));
     expect(shown.file).toBe(path.join(dir.path, 'postern.yaml'));
     expect(shown.routes).toEqual([
-      expect.objectContaining({ name: 'docs', base_url: 'https://docs.example.com/api', credential: 'docs-token', injection: 'bearer', approval: 'per_call', lanes: [{ methods: ['*'], path: '/docs/{doc}', lane: 'doc-{doc}' }] }),
+      expect.objectContaining({
+        name: 'docs',
+        base_url: 'https://docs.example.com/api',
+        credential: 'docs-token',
+        injection: 'bearer',
+        approval: 'per_call',
+        lanes: [{ methods: ['*'], path: '/docs/{doc}', lane: 'doc-{doc}' }],
+      }),
     ]);
-    expect(shown.ssh_hosts).toEqual([expect.objectContaining({ name: 'web-1', host: '10.0.0.5', port: 22, user: 'deploy', credential: 'deploy-key', host_key: 'accept_new' })]);
+    expect(shown.ssh_hosts).toEqual([
+      expect.objectContaining({
+        name: 'web-1',
+        host: '10.0.0.5',
+        port: 22,
+        user: 'deploy',
+        credential: 'deploy-key',
+        host_key: 'accept_new',
+      }),
+    ]);
   });
 });
 
@@ -214,10 +274,32 @@ describe('config.edit', () => {
     const { handlers } = await lockedBroker();
     const file = path.join(dir.path, 'postern.yaml');
     const added = value(
-      await handlers['config.edit']({ op: 'add_route', route: { name: 'status', base_url: 'https://status.example.com', credential: 'status-token', injection: 'bearer', approval: 'none', methods: ['GET'] } }),
+      await handlers['config.edit']({
+        op: 'add_route',
+        route: {
+          name: 'status',
+          base_url: 'https://status.example.com',
+          credential: 'status-token',
+          injection: 'bearer',
+          approval: 'none',
+          methods: ['GET'],
+        },
+      }),
     );
     expect(added).toEqual({ file, routes: ['docs', 'status'], ssh_hosts: ['web-1'], applies: 'next_start' });
-    value(await handlers['config.edit']({ op: 'add_ssh_host', host: { name: 'db-1', host: 'db.internal', user: 'ops', credential: 'deploy-key', host_key: 'accept_new', approval: 'per_call' } }));
+    value(
+      await handlers['config.edit']({
+        op: 'add_ssh_host',
+        host: {
+          name: 'db-1',
+          host: 'db.internal',
+          user: 'ops',
+          credential: 'deploy-key',
+          host_key: 'accept_new',
+          approval: 'per_call',
+        },
+      }),
+    );
     value(await handlers['config.edit']({ op: 'remove_ssh_host', name: 'web-1' }));
     const text = readFileSync(file, 'utf8');
     expect(text).toContain('# written by hand: this comment survives edits from the UI');
@@ -232,20 +314,54 @@ describe('config.edit', () => {
   });
 
   it.each<[string, unknown, string, string]>([
-    ['a bad base_url', { op: 'add_route', route: { name: 'bad', base_url: 'ftp://x', credential: 'c', injection: 'bearer', approval: 'none' } }, 'CONFIG_INVALID', 'routes[1].base_url'],
-    ['a name used twice', { op: 'add_route', route: { name: 'docs', base_url: 'https://x.example', credential: 'c', injection: 'bearer', approval: 'none' } }, 'CONFIG_INVALID', 'routes.name'],
-    ['a bad pin', { op: 'add_ssh_host', host: { name: 'h', host: 'h.example', user: 'u', credential: 'c', host_key: { pinned: ['md5:00'] }, approval: 'none' } }, 'CONFIG_INVALID', 'ssh_hosts[1].host_key'],
+    [
+      'a bad base_url',
+      {
+        op: 'add_route',
+        route: { name: 'bad', base_url: 'ftp://x', credential: 'c', injection: 'bearer', approval: 'none' },
+      },
+      'CONFIG_INVALID',
+      'routes[1].base_url',
+    ],
+    [
+      'a name used twice',
+      {
+        op: 'add_route',
+        route: { name: 'docs', base_url: 'https://x.example', credential: 'c', injection: 'bearer', approval: 'none' },
+      },
+      'CONFIG_INVALID',
+      'routes.name',
+    ],
+    [
+      'a bad pin',
+      {
+        op: 'add_ssh_host',
+        host: {
+          name: 'h',
+          host: 'h.example',
+          user: 'u',
+          credential: 'c',
+          host_key: { pinned: ['md5:00'] },
+          approval: 'none',
+        },
+      },
+      'CONFIG_INVALID',
+      'ssh_hosts[1].host_key',
+    ],
     ['an unknown route', { op: 'remove_route', name: 'nope' }, 'NOT_FOUND', 'name'],
-  ])('when the edit has %s, it is refused naming the field and the file is unchanged', async (_when, input, code, field) => {
-    const { handlers } = await lockedBroker();
-    const file = path.join(dir.path, 'postern.yaml');
-    const before = readFileSync(file);
-    const reply = await handlers['config.edit'](input);
-    expect(reply).toMatchObject({ ok: false, error: { code } });
-    if (!reply.ok) expect(reply.error.field?.startsWith(field)).toBe(true);
-    expect(readFileSync(file).equals(before)).toBe(true);
-    expect(readdirSync(dir.path).filter((name) => name.endsWith('.tmp'))).toEqual([]);
-  });
+  ])(
+    'when the edit has %s, it is refused naming the field and the file is unchanged',
+    async (_when, input, code, field) => {
+      const { handlers } = await lockedBroker();
+      const file = path.join(dir.path, 'postern.yaml');
+      const before = readFileSync(file);
+      const reply = await handlers['config.edit'](input);
+      expect(reply).toMatchObject({ ok: false, error: { code } });
+      if (!reply.ok) expect(reply.error.field?.startsWith(field)).toBe(true);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(readdirSync(dir.path).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    },
+  );
 
   it('refuses a route whose name a credential is bound to when the credential is not bound to its host (no silent redirection)', async () => {
     const { handlers } = await lockedBroker();
@@ -253,12 +369,28 @@ describe('config.edit', () => {
     value(await handlers['credentials.add']({ name: 'ci-token', kind: 'bearer', secret: canary, bindings: ['ci'] }));
     const file = path.join(dir.path, 'postern.yaml');
     const before = readFileSync(file);
-    const route = { name: 'ci', base_url: 'https://elsewhere.example.net', credential: 'ci-token', injection: 'bearer' as const, approval: 'none' as const };
-    expect(await handlers['config.edit']({ op: 'add_route', route })).toMatchObject({ ok: false, error: { code: 'CONFIG_INVALID', field: 'route.name' } });
+    const route = {
+      name: 'ci',
+      base_url: 'https://elsewhere.example.net',
+      credential: 'ci-token',
+      injection: 'bearer' as const,
+      approval: 'none' as const,
+    };
+    expect(await handlers['config.edit']({ op: 'add_route', route })).toMatchObject({
+      ok: false,
+      error: { code: 'CONFIG_INVALID', field: 'route.name' },
+    });
     expect(readFileSync(file).equals(before)).toBe(true);
     // Bound to the host as well, the person named where it may go: the route is written.
     value(await handlers['credentials.remove']({ name: 'ci-token' }));
-    value(await handlers['credentials.add']({ name: 'ci-token', kind: 'bearer', secret: canary, bindings: ['ci', 'elsewhere.example.net'] }));
+    value(
+      await handlers['credentials.add']({
+        name: 'ci-token',
+        kind: 'bearer',
+        secret: canary,
+        bindings: ['ci', 'elsewhere.example.net'],
+      }),
+    );
     expect(value(await handlers['config.edit']({ op: 'add_route', route })).routes).toContain('ci');
   });
 
@@ -266,14 +398,33 @@ describe('config.edit', () => {
     const { handlers } = await lockedBroker();
     value(await handlers['vault.unlock']({ passphrase }));
     // A bearer credential stands in for the key: the guard reads bindings, not kinds.
-    value(await handlers['credentials.add']({ name: 'deploy-key', kind: 'bearer', secret: canary, bindings: ['prod-db'] }));
+    value(
+      await handlers['credentials.add']({ name: 'deploy-key', kind: 'bearer', secret: canary, bindings: ['prod-db'] }),
+    );
     const file = path.join(dir.path, 'postern.yaml');
     const before = readFileSync(file);
-    const host = { name: 'prod-db', host: 'attacker.example', user: 'ops', credential: 'deploy-key', host_key: 'accept_new' as const, approval: 'none' as const };
-    expect(await handlers['config.edit']({ op: 'add_ssh_host', host })).toMatchObject({ ok: false, error: { code: 'CONFIG_INVALID', field: 'host.name' } });
+    const host = {
+      name: 'prod-db',
+      host: 'attacker.example',
+      user: 'ops',
+      credential: 'deploy-key',
+      host_key: 'accept_new' as const,
+      approval: 'none' as const,
+    };
+    expect(await handlers['config.edit']({ op: 'add_ssh_host', host })).toMatchObject({
+      ok: false,
+      error: { code: 'CONFIG_INVALID', field: 'host.name' },
+    });
     expect(readFileSync(file).equals(before)).toBe(true);
     value(await handlers['credentials.remove']({ name: 'deploy-key' }));
-    value(await handlers['credentials.add']({ name: 'deploy-key', kind: 'bearer', secret: canary, bindings: ['prod-db', 'attacker.example:22'] }));
+    value(
+      await handlers['credentials.add']({
+        name: 'deploy-key',
+        kind: 'bearer',
+        secret: canary,
+        bindings: ['prod-db', 'attacker.example:22'],
+      }),
+    );
     expect(value(await handlers['config.edit']({ op: 'add_ssh_host', host })).ssh_hosts).toContain('prod-db');
   });
 
@@ -284,7 +435,21 @@ describe('config.edit', () => {
     runtime = await createBrokerRuntime({ dataDir: dir.path, ...options, logger: createCapturedLogger().logger });
     const handlers = createOperatorHandlers(runtime.broker);
     expect(value(await handlers['config.show']({}))).toMatchObject({ file: null, routes: [] });
-    value(await handlers['config.edit']({ op: 'add_route', route: { name: 'docs', base_url: 'https://docs.example.com', credential: 'c', injection: 'bearer', approval: 'per_call' } }, desktopCaller));
+    value(
+      await handlers['config.edit'](
+        {
+          op: 'add_route',
+          route: {
+            name: 'docs',
+            base_url: 'https://docs.example.com',
+            credential: 'c',
+            injection: 'bearer',
+            approval: 'per_call',
+          },
+        },
+        desktopCaller,
+      ),
+    );
     const file = path.join(dir.path, 'postern.yaml');
     expect(existsSync(file)).toBe(true);
     expect([...parseConfig(readFileSync(file, 'utf8'), file).routes.keys()]).toEqual(['docs']);

@@ -74,10 +74,17 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
     editedSinceStart = false;
     if (deps.journal === undefined) return;
     try {
-      await deps.journal.appendConfig({ kind: 'CONFIG_APPLIED', action_id: configSubjectId(applied.digest), payload: applied });
+      await deps.journal.appendConfig({
+        kind: 'CONFIG_APPLIED',
+        action_id: configSubjectId(applied.digest),
+        payload: applied,
+      });
     } catch (error) {
       // In force already (and sealed); a journal that cannot append has stopped dispatching, so the person hears it.
-      logger.error({ code: isCodedError(error) ? error.code : 'INTERNAL' }, 'the applied configuration could not be journaled');
+      logger.error(
+        { code: isCodedError(error) ? error.code : 'INTERNAL' },
+        'the applied configuration could not be journaled',
+      );
       throw error;
     }
   };
@@ -100,7 +107,10 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
             }
           : { ok: false, checked_at_ms: checkedAtMs, code: report.code, seq: report.seq, message: report.message };
         // Closed-set values and positions only; the report carries no event content.
-        logger.info({ ok: report.ok, code: report.ok ? undefined : report.code, seq: report.ok ? undefined : report.seq }, 'audit verify (operator)');
+        logger.info(
+          { ok: report.ok, code: report.ok ? undefined : report.code, seq: report.ok ? undefined : report.seq },
+          'audit verify (operator)',
+        );
         return last;
       } finally {
         running = undefined;
@@ -153,7 +163,10 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
           ...(input.param === undefined ? {} : { param: input.param }),
         });
         vault.touch();
-        logger.info({ credential_id: info.id, kind: info.kind, version_tag: info.version_tag }, 'credential added (operator)');
+        logger.info(
+          { credential_id: info.id, kind: info.kind, version_tag: info.version_tag },
+          'credential added (operator)',
+        );
         return summary(info);
       } finally {
         secret.fill(0);
@@ -172,7 +185,11 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
       if (input.op === 'add_ssh_host') refuseNameOnlyHostBinding(input.host, vault.list());
       const integrity = deps.integrity;
       // The edit builds on the file as it is: a change no person accepted would ride along into the accepted copy.
-      const { text, ...edited } = editConfigFile(configFile, input, integrity === undefined ? {} : { checkBase: (base) => integrity.assertNothingPending(base) });
+      const { text, ...edited } = editConfigFile(
+        configFile,
+        input,
+        integrity === undefined ? {} : { checkBase: (base) => integrity.assertNothingPending(base) },
+      );
       // A person's edit from an operator surface is that person's acceptance of the result.
       const applied = integrity?.edited(text, actor);
       if (applied === undefined) {
@@ -194,7 +211,8 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
 }
 
 function requireIntegrity(deps: OperatorVaultDeps): ConfigIntegrity {
-  if (deps.integrity === undefined) throw new CodedError('UNSUPPORTED_ACTION', 'this broker was built without a configuration gate', { field: '' });
+  if (deps.integrity === undefined)
+    throw new CodedError('UNSUPPORTED_ACTION', 'this broker was built without a configuration gate', { field: '' });
   return deps.integrity;
 }
 
@@ -204,7 +222,10 @@ function requireIntegrity(deps: OperatorVaultDeps): ConfigIntegrity {
  * who bound it never named: the API refuses it (bind the credential to the host too, or write the
  * route in the file by hand, where the same user already decides everything).
  */
-function refuseNameOnlyBinding(route: { name: string; base_url: string }, credentials: readonly CredentialInfo[]): void {
+function refuseNameOnlyBinding(
+  route: { name: string; base_url: string },
+  credentials: readonly CredentialInfo[],
+): void {
   let url: URL;
   try {
     url = new URL(route.base_url);
@@ -214,12 +235,23 @@ function refuseNameOnlyBinding(route: { name: string; base_url: string }, creden
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   const hostBound = (binding: string): boolean =>
-    binding === host || binding === `${host}:${port}` || binding === `[${host}]:${port}` || (binding.startsWith('*.') && host.endsWith(binding.slice(1)) && host.length > binding.length - 1);
-  const widened = credentials.find((info) => info.bindings.some((b) => b.toLowerCase() === route.name) && !info.bindings.some((b) => hostBound(b.toLowerCase())));
+    binding === host ||
+    binding === `${host}:${port}` ||
+    binding === `[${host}]:${port}` ||
+    (binding.startsWith('*.') && host.endsWith(binding.slice(1)) && host.length > binding.length - 1);
+  const widened = credentials.find(
+    (info) =>
+      info.bindings.some((b) => b.toLowerCase() === route.name) &&
+      !info.bindings.some((b) => hostBound(b.toLowerCase())),
+  );
   if (widened !== undefined) {
-    throw new CodedError('CONFIG_INVALID', `a credential is bound to the route name "${route.name}" but not to ${host}: bind it to that host first, or edit the file by hand`, {
-      field: 'route.name',
-    });
+    throw new CodedError(
+      'CONFIG_INVALID',
+      `a credential is bound to the route name "${route.name}" but not to ${host}: bind it to that host first, or edit the file by hand`,
+      {
+        field: 'route.name',
+      },
+    );
   }
 }
 
@@ -228,15 +260,26 @@ function refuseNameOnlyBinding(route: { name: string; base_url: string }, creden
  * whatever host a new entry of that name points at (execute-ssh-action accepts the name as a
  * binding). Refused unless the key is also bound to the new host.
  */
-function refuseNameOnlyHostBinding(entry: { name: string; host: string; port?: number | undefined }, credentials: readonly CredentialInfo[]): void {
+function refuseNameOnlyHostBinding(
+  entry: { name: string; host: string; port?: number | undefined },
+  credentials: readonly CredentialInfo[],
+): void {
   const host = entry.host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
   const port = entry.port ?? 22;
   const names = [host, `${host}:${port}`, `[${host}]:${port}`];
-  const widened = credentials.find((info) => info.bindings.some((b) => b.toLowerCase() === entry.name) && !info.bindings.some((b) => names.includes(b.toLowerCase())));
+  const widened = credentials.find(
+    (info) =>
+      info.bindings.some((b) => b.toLowerCase() === entry.name) &&
+      !info.bindings.some((b) => names.includes(b.toLowerCase())),
+  );
   if (widened !== undefined) {
-    throw new CodedError('CONFIG_INVALID', `a credential is bound to the SSH host name "${entry.name}" but not to ${host}: bind it to that host first, or edit the file by hand`, {
-      field: 'host.name',
-    });
+    throw new CodedError(
+      'CONFIG_INVALID',
+      `a credential is bound to the SSH host name "${entry.name}" but not to ${host}: bind it to that host first, or edit the file by hand`,
+      {
+        field: 'host.name',
+      },
+    );
   }
 }
 
@@ -258,7 +301,10 @@ function summary(info: CredentialInfo): CredentialSummary {
  * The configuration as loaded at start; credentials appear by name only (config never holds a secret),
  * flagged when the vault holds none of that name (`credentials`: the vault's metadata, readable while locked).
  */
-export function showConfig(config: PosternConfig, credentials: readonly CredentialInfo[]): Omit<BrokerApi['config.show']['output'], 'edited_since_start'> {
+export function showConfig(
+  config: PosternConfig,
+  credentials: readonly CredentialInfo[],
+): Omit<BrokerApi['config.show']['output'], 'edited_since_start'> {
   const held = new Set(credentials.map((info) => info.name));
   const routes: RouteSummary[] = [...config.routes.values()].map((route) => ({
     name: route.name,

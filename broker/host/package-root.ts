@@ -16,7 +16,8 @@ function findPackageRoot(): string {
   let dir = here;
   for (let level = 0; level < levelsMax; level++) {
     const manifest = path.join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'postern') return dir;
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'postern')
+      return dir;
     const parent = path.dirname(dir);
     if (parent === dir) break;
     dir = parent;

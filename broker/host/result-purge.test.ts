@@ -25,7 +25,10 @@ function started(purge: ResultPurge): ResultPurge {
 }
 
 /** A result store double that has `due` results past retention and purges them `limit` at a time. */
-function backlogStore(due: number): { purgeExpired: (nowMs: number, retentionMs: number, limit: number) => number; calls: Array<{ nowMs: number; limit: number }> } {
+function backlogStore(due: number): {
+  purgeExpired: (nowMs: number, retentionMs: number, limit: number) => number;
+  calls: Array<{ nowMs: number; limit: number }>;
+} {
   let left = due;
   const calls: Array<{ nowMs: number; limit: number }> = [];
   return {
@@ -46,7 +49,17 @@ describe('the result purge sweep', () => {
     const retentionMs = 7 * 24 * hourMs;
     const commit = (n: number, createdAtMs: number): string => {
       const id = `res_act_00000${n}_1`;
-      store.commit({ result_id: id, action_id: `act_00000${n}`, attempt: 1, summary: { status: 200 }, body: Buffer.from(`body ${n}`), total_bytes: 6, truncated: false, digest: `sha256:${'cd'.repeat(32)}`, created_at_ms: createdAtMs });
+      store.commit({
+        result_id: id,
+        action_id: `act_00000${n}`,
+        attempt: 1,
+        summary: { status: 200 },
+        body: Buffer.from(`body ${n}`),
+        total_bytes: 6,
+        truncated: false,
+        digest: `sha256:${'cd'.repeat(32)}`,
+        created_at_ms: createdAtMs,
+      });
       return id;
     };
 
@@ -54,11 +67,27 @@ describe('the result purge sweep', () => {
       temp = await openTempJournal();
       store = ResultStore.open(temp.path, temp.journal.rowCipher());
       const requests = RequestStore.open(temp.path);
-      closers.push(() => temp.dispose(), () => store.close(), () => requests.close());
+      closers.push(
+        () => temp.dispose(),
+        () => store.close(),
+        () => requests.close(),
+      );
       const timers = new ManualTimers(temp.clock);
       const t0 = temp.clock.nowMs();
-      requests.keep({ action_id: 'act_kept_old_1', route: 'docs', sealed: new Uint8Array([1, 2, 3]), kept_at_ms: t0 - 10, expires_at_ms: t0 });
-      requests.keep({ action_id: 'act_kept_new_1', route: 'docs', sealed: new Uint8Array([4, 5, 6]), kept_at_ms: t0 - 10, expires_at_ms: t0 + hourMs + 1 });
+      requests.keep({
+        action_id: 'act_kept_old_1',
+        route: 'docs',
+        sealed: new Uint8Array([1, 2, 3]),
+        kept_at_ms: t0 - 10,
+        expires_at_ms: t0,
+      });
+      requests.keep({
+        action_id: 'act_kept_new_1',
+        route: 'docs',
+        sealed: new Uint8Array([4, 5, 6]),
+        kept_at_ms: t0 - 10,
+        expires_at_ms: t0 + hourMs + 1,
+      });
       started(startResultPurge({ results: store, requests, clock: temp.clock, retentionMs, timers }));
       expect(requests.dropExpired(t0, 10)).toBe(0);
       expect(requests.read('act_kept_new_1', t0)?.sealed).toEqual(new Uint8Array([4, 5, 6]));
@@ -69,7 +98,10 @@ describe('the result purge sweep', () => {
     it('purges once at start, then on every interval: only what passed its retention', async () => {
       temp = await openTempJournal();
       store = ResultStore.open(temp.path, temp.journal.rowCipher());
-      closers.push(() => temp.dispose(), () => store.close());
+      closers.push(
+        () => temp.dispose(),
+        () => store.close(),
+      );
       const timers = new ManualTimers(temp.clock);
       const t0 = temp.clock.nowMs();
       const stale = commit(1, t0 - retentionMs);
@@ -158,7 +190,9 @@ describe('when an agent fetches a result the sweep purged', () => {
   const retentionSeconds = 3600;
   let f: QueueFixture;
 
-  async function agentStack(configRetentionSeconds: number): Promise<{ fetch: (id: string) => Promise<unknown>; post: (marker: string) => Promise<string> }> {
+  async function agentStack(
+    configRetentionSeconds: number,
+  ): Promise<{ fetch: (id: string) => Promise<unknown>; post: (marker: string) => Promise<string> }> {
     f = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
     closers.push(() => f.dispose());
     const backend = await createAgentBackend({
@@ -183,7 +217,14 @@ describe('when an agent fetches a result the sweep purged', () => {
     closers.push(() => agent.close());
     return {
       post: async (marker) => {
-        const id = (await agent.httpRequest({ route: 'plain', method: 'POST', path: '/documents/3', body: JSON.stringify({ marker }) })).invocation_id;
+        const id = (
+          await agent.httpRequest({
+            route: 'plain',
+            method: 'POST',
+            path: '/documents/3',
+            body: JSON.stringify({ marker }),
+          })
+        ).invocation_id;
         // The answer's RESULT_DELIVERED lands after the reply: wait for it so later events are the fetch's alone.
         await vi.waitFor(() => expect(f.events(id).map((e) => e.kind)).toContain('RESULT_DELIVERED'));
         return id;
@@ -200,7 +241,9 @@ describe('when an agent fetches a result the sweep purged', () => {
     const agent = await agentStack(retentionSeconds);
     const actionId = await agent.post('purged');
     const timers = new ManualTimers(f.h.temp.clock);
-    started(startResultPurge({ results: f.h.results, clock: f.h.temp.clock, retentionMs: retentionSeconds * 1000, timers }));
+    started(
+      startResultPurge({ results: f.h.results, clock: f.h.temp.clock, retentionMs: retentionSeconds * 1000, timers }),
+    );
     const resultId = f.h.temp.journal.getAction(actionId)?.result_id ?? '';
     expect(f.h.results.head(resultId)?.purged_at_ms).toBeNull();
 
@@ -210,7 +253,11 @@ describe('when an agent fetches a result the sweep purged', () => {
     const expired = await agent.fetch(actionId);
     expect(expired).toBeInstanceOf(PosternActionError);
     const envelope = (expired as PosternActionError).envelope;
-    expect(envelope).toMatchObject({ invocation_id: actionId, effect: 'succeeded', error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed', retry: 'never' } });
+    expect(envelope).toMatchObject({
+      invocation_id: actionId,
+      effect: 'succeeded',
+      error: { code: 'RESULT_EXPIRED', phase: 'result_delivery', outcome: 'committed', retry: 'never' },
+    });
     expect(envelope).not.toHaveProperty('response');
     expect(f.events(actionId)).toEqual(before);
     expect(f.server.markers()).toEqual(['purged']);
@@ -222,7 +269,9 @@ describe('when an agent fetches a result the sweep purged', () => {
     const actionId = await agent.post('lengthened');
     const timers = new ManualTimers(f.h.temp.clock);
     timers.advance(hourMs);
-    started(startResultPurge({ results: f.h.results, clock: f.h.temp.clock, retentionMs: retentionSeconds * 1000, timers }));
+    started(
+      startResultPurge({ results: f.h.results, clock: f.h.temp.clock, retentionMs: retentionSeconds * 1000, timers }),
+    );
 
     const refused = await agent.fetch(actionId);
     expect(refused).toBeInstanceOf(PosternActionError);

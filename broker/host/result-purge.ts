@@ -41,8 +41,10 @@ export function startResultPurge(options: ResultPurgeOptions): ResultPurge {
   const { results, clock, retentionMs, logger } = options;
   const intervalMs = options.intervalMs ?? resultPurgeIntervalMs;
   const timers = options.timers ?? systemQueueTimers;
-  if (!Number.isSafeInteger(retentionMs) || retentionMs < 0) throw new RangeError(`result retention is whole milliseconds, not ${retentionMs}`);
-  if (!Number.isSafeInteger(intervalMs) || intervalMs < 1) throw new RangeError(`the purge interval is a positive number of milliseconds, not ${intervalMs}`);
+  if (!Number.isSafeInteger(retentionMs) || retentionMs < 0)
+    throw new RangeError(`result retention is whole milliseconds, not ${retentionMs}`);
+  if (!Number.isSafeInteger(intervalMs) || intervalMs < 1)
+    throw new RangeError(`the purge interval is a positive number of milliseconds, not ${intervalMs}`);
 
   let stopped = false;
   let timer: QueueTimer | undefined;
@@ -60,7 +62,10 @@ export function startResultPurge(options: ResultPurgeOptions): ResultPurge {
     }
     if (sweep.purged > 0) {
       const backlog = sweep.batches >= resultPurgeBatchesPerSweepMax;
-      logger?.info({ purged: sweep.purged, batches: sweep.batches, backlog }, 'purged stored results past their retention');
+      logger?.info(
+        { purged: sweep.purged, batches: sweep.batches, backlog },
+        'purged stored results past their retention',
+      );
     }
     sweep = { purged: 0, batches: 0 };
     schedule(intervalMs);

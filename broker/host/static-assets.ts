@@ -44,7 +44,8 @@ export function loadStaticAssets(root: string): ReadonlyMap<string, StaticAsset>
         continue;
       }
       if (!entry.isFile()) continue;
-      if (assets.size >= assetFilesMax) throw new Error(`renderer bundle at ${root} has more than ${assetFilesMax} files`);
+      if (assets.size >= assetFilesMax)
+        throw new Error(`renderer bundle at ${root} has more than ${assetFilesMax} files`);
       const body = readFileSync(full);
       totalBytes += body.length;
       if (totalBytes > assetBytesMax) throw new Error(`renderer bundle at ${root} exceeds ${assetBytesMax} bytes`);

@@ -46,41 +46,73 @@ async function dataDir(yamlExtra: string[]): Promise<string> {
   return temp.path;
 }
 
-const logged = (lines: string[]): Array<Record<string, unknown>> => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+const logged = (lines: string[]): Array<Record<string, unknown>> =>
+  lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 
 describe('vault.auto_lock_minutes', () => {
   it('is read from postern.yaml: default 15, 0 = never, a negative or fractional value refused naming the field', () => {
     expect(parseConfig('version: 1\n').vault).toEqual({ auto_lock_minutes: 15 });
     expect(parseConfig('version: 1\nvault: { auto_lock_minutes: 0 }\n').vault).toEqual({ auto_lock_minutes: 0 });
-    expect(() => parseConfig('version: 1\nvault: { auto_lock_minutes: -1 }\n')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'vault.auto_lock_minutes' }));
-    expect(() => parseConfig('version: 1\nvault: { auto_lock_minutes: 1.5 }\n')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', field: 'vault.auto_lock_minutes' }));
-    expect(() => parseConfig('version: 1\nvault: { auto_lock: 3 }\n')).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => parseConfig('version: 1\nvault: { auto_lock_minutes: -1 }\n')).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'vault.auto_lock_minutes' }),
+    );
+    expect(() => parseConfig('version: 1\nvault: { auto_lock_minutes: 1.5 }\n')).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID', field: 'vault.auto_lock_minutes' }),
+    );
+    expect(() => parseConfig('version: 1\nvault: { auto_lock: 3 }\n')).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 
   it('locks the vault after the configured idle time by the clock, and the lock is logged and in status with its reason', async () => {
     const clock = new FakeClock();
     const { logger, lines } = createCapturedLogger();
-    runtime = await createBrokerRuntime({ dataDir: await dataDir(['vault: { auto_lock_minutes: 2 }']), ...options, clock, logger, vaultPassphrase: Buffer.from(passphrase) });
+    runtime = await createBrokerRuntime({
+      dataDir: await dataDir(['vault: { auto_lock_minutes: 2 }']),
+      ...options,
+      clock,
+      logger,
+      vaultPassphrase: Buffer.from(passphrase),
+    });
     expect(runtime.status().vault).toEqual({ state: 'unlocked', auto_lock_minutes: 2, last_lock: null });
 
     clock.advance(2 * 60_000 - 1);
     expect(runtime.status().vault.state).toBe('unlocked');
     clock.advance(1);
-    expect(runtime.status().vault).toEqual({ state: 'locked', auto_lock_minutes: 2, last_lock: { at_ms: clock.nowMs(), reason: 'idle' } });
-    expect(logged(lines).filter((line) => line['msg'] === 'vault locked')).toEqual([expect.objectContaining({ level: 40, reason: 'idle' })]);
+    expect(runtime.status().vault).toEqual({
+      state: 'locked',
+      auto_lock_minutes: 2,
+      last_lock: { at_ms: clock.nowMs(), reason: 'idle' },
+    });
+    expect(logged(lines).filter((line) => line['msg'] === 'vault locked')).toEqual([
+      expect.objectContaining({ level: 40, reason: 'idle' }),
+    ]);
     expect(lines.join('')).not.toContain(canary);
   });
 
   it('with 0 never locks by itself; a person’s lock is announced as operator', async () => {
     const clock = new FakeClock();
     const { logger, lines } = createCapturedLogger();
-    runtime = await createBrokerRuntime({ dataDir: await dataDir(['vault: { auto_lock_minutes: 0 }']), ...options, clock, logger, vaultPassphrase: Buffer.from(passphrase) });
+    runtime = await createBrokerRuntime({
+      dataDir: await dataDir(['vault: { auto_lock_minutes: 0 }']),
+      ...options,
+      clock,
+      logger,
+      vaultPassphrase: Buffer.from(passphrase),
+    });
     clock.advance(7 * 24 * 3_600_000);
     expect(runtime.status().vault).toEqual({ state: 'unlocked', auto_lock_minutes: 0, last_lock: null });
     const handlers = createOperatorHandlers(runtime.broker);
-    expect(await handlers['vault.lock']({}, { surface: 'desktop', auth: 'desktop_window' })).toMatchObject({ ok: true, value: { state: 'locked' } });
+    expect(await handlers['vault.lock']({}, { surface: 'desktop', auth: 'desktop_window' })).toMatchObject({
+      ok: true,
+      value: { state: 'locked' },
+    });
     expect(runtime.status().vault.last_lock).toEqual({ at_ms: clock.nowMs(), reason: 'operator' });
-    expect(logged(lines).filter((line) => line['msg'] === 'vault locked').map((line) => line['reason'])).toEqual(['operator']);
+    expect(
+      logged(lines)
+        .filter((line) => line['msg'] === 'vault locked')
+        .map((line) => line['reason']),
+    ).toEqual(['operator']);
   });
 });
 
@@ -89,7 +121,8 @@ describe('a route or host naming a credential the vault does not hold', () => {
     const { logger, lines } = createCapturedLogger();
     runtime = await createBrokerRuntime({ dataDir: await dataDir([]), ...options, clock: new FakeClock(), logger });
     expect(runtime.status().vault.state).toBe('locked');
-    const warnings = (): Array<Record<string, unknown>> => logged(lines).filter((line) => String(line['msg']).includes('credential the vault does not hold'));
+    const warnings = (): Array<Record<string, unknown>> =>
+      logged(lines).filter((line) => String(line['msg']).includes('credential the vault does not hold'));
     expect(warnings()).toEqual([
       expect.objectContaining({ level: 40, route: 'api', credential: 'api-token' }),
       expect.objectContaining({ level: 40, ssh_host: 'build', credential: 'deploy-key' }),

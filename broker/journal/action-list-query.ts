@@ -89,7 +89,10 @@ export class ActionListQuery {
     if (filter.code !== undefined) add('a.code IS NOT NULL AND a.code = ?', filter.code);
     if (filter.open === true) add('a.settled_at_ms IS NULL');
     if (filter.text !== undefined) {
-      add(`(${textColumns.map((c) => `instr(lower(${c}), ?) > 0`).join(' OR ')})`, ...textColumns.map(() => filter.text));
+      add(
+        `(${textColumns.map((c) => `instr(lower(${c}), ?) > 0`).join(' OR ')})`,
+        ...textColumns.map(() => filter.text),
+      );
     }
     const sql = `SELECT ${listColumns} FROM actions a LEFT JOIN sessions s ON s.session_id = a.session_id
       ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY a.first_seq DESC LIMIT ?`;
@@ -105,13 +108,19 @@ export class ActionListQuery {
   laneTicketsBefore(lane: string, ticket: number, limit: number): LaneTicketRow[] {
     this.laneStatement ??= this.db.prepare(`
       SELECT action_id, ticket, resolved_at_ms FROM actions
-      WHERE lane = ? AND ticket < ? ORDER BY ticket DESC LIMIT ?`) as Statement<[string, number, number], LaneTicketRow>;
+      WHERE lane = ? AND ticket < ? ORDER BY ticket DESC LIMIT ?`) as Statement<
+      [string, number, number],
+      LaneTicketRow
+    >;
     return this.laneStatement.all(lane, ticket, limit);
   }
 
   /** The wall time of the newest event: "now" as the journal last recorded it. */
   lastEventAtMs(): number | null {
-    this.lastAtStatement ??= this.db.prepare(`SELECT at_ms FROM events ORDER BY seq DESC LIMIT 1`) as Statement<[], { at_ms: number }>;
+    this.lastAtStatement ??= this.db.prepare(`SELECT at_ms FROM events ORDER BY seq DESC LIMIT 1`) as Statement<
+      [],
+      { at_ms: number }
+    >;
     return this.lastAtStatement.get()?.at_ms ?? null;
   }
 }

@@ -15,7 +15,8 @@ afterEach(async () => {
 
 function eventsOf(n: number): NewEvent[] {
   const out: NewEvent[] = [];
-  for (let i = 0; out.length < n; i += 1) out.push(...actionPaths.httpApproved(`act_audit_${String(i).padStart(4, '0')}`));
+  for (let i = 0; out.length < n; i += 1)
+    out.push(...actionPaths.httpApproved(`act_audit_${String(i).padStart(4, '0')}`));
   return out.slice(0, n);
 }
 
@@ -26,7 +27,10 @@ async function appendAll(journal: Journal, events: readonly NewEvent[]): Promise
 function checkpoints(path: string): Array<{ size: number; reason: string }> {
   const db = new Database(path, { readonly: true });
   try {
-    return db.prepare(`SELECT size, reason FROM checkpoints ORDER BY size`).all() as Array<{ size: number; reason: string }>;
+    return db.prepare(`SELECT size, reason FROM checkpoints ORDER BY size`).all() as Array<{
+      size: number;
+      reason: string;
+    }>;
   } finally {
     db.close();
   }
@@ -37,7 +41,16 @@ describe('when events are appended', () => {
     t = await openTempJournal();
     const marker = 'route:payload-marker-7f3a';
     const [accepted] = actionPaths.httpApproved('act_marker_0001');
-    await t.journal.append({ ...(accepted as NewEvent & { kind: 'ACTION_ACCEPTED' }), payload: { channel: 'http', target: marker, request_fingerprint: `sha256:${'a'.repeat(64)}`, approval: 'none', idempotent: false } });
+    await t.journal.append({
+      ...(accepted as NewEvent & { kind: 'ACTION_ACCEPTED' }),
+      payload: {
+        channel: 'http',
+        target: marker,
+        request_fingerprint: `sha256:${'a'.repeat(64)}`,
+        approval: 'none',
+        idempotent: false,
+      },
+    });
     await t.journal.close();
     const db = new Database(t.path, { readonly: true });
     const row = db.prepare(`SELECT * FROM events`).get() as Record<string, unknown>;
@@ -58,12 +71,20 @@ describe('when the vault is unlocked', () => {
   it('signs a checkpoint every N events, one at lock, none twice for the same size', async () => {
     t = await openTempJournal({ checkpointEveryEvents: 4 });
     await appendAll(t.journal, eventsOf(10));
-    expect(checkpoints(t.path)).toEqual([{ size: 4, reason: 'interval' }, { size: 8, reason: 'interval' }]);
+    expect(checkpoints(t.path)).toEqual([
+      { size: 4, reason: 'interval' },
+      { size: 8, reason: 'interval' },
+    ]);
     t.vault.lock('idle');
     expect(checkpoints(t.path).at(-1)).toEqual({ size: 10, reason: 'lock' });
     await t.journal.close();
     expect(checkpoints(t.path)).toHaveLength(3);
-    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true, events: 10, checkpoints: 3, unsigned_tail: 0 });
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({
+      ok: true,
+      events: 10,
+      checkpoints: 3,
+      unsigned_tail: 0,
+    });
   });
 });
 
@@ -111,14 +132,21 @@ describe('when sealing an event fails', () => {
     });
     const events = eventsOf(5);
     await appendAll(t.journal, events.slice(0, 2));
-    await expect(t.journal.append(events[2] as NewEvent)).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE', cause: { message: 'sealing failed (injected)' } });
+    await expect(t.journal.append(events[2] as NewEvent)).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+      cause: { message: 'sealing failed (injected)' },
+    });
     expect(t.journal.stats().state).toBe('failed');
-    await expect(t.journal.beginDispatch('act_audit_0000', 1, { connection: 'fresh' })).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await expect(t.journal.beginDispatch('act_audit_0000', 1, { connection: 'fresh' })).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
     await t.journal.close();
 
     const db = new Database(t.path, { readonly: true });
     expect(db.prepare(`SELECT count(*) AS n FROM events`).get()).toEqual({ n: 2 });
-    expect(db.prepare(`SELECT end_reason FROM audit_runs ORDER BY run DESC LIMIT 1`).get()).toEqual({ end_reason: 'failed: INTERNAL' });
+    expect(db.prepare(`SELECT end_reason FROM audit_runs ORDER BY run DESC LIMIT 1`).get()).toEqual({
+      end_reason: 'failed: INTERNAL',
+    });
     db.close();
     expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true, events: 2 });
   });

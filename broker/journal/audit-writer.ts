@@ -1,8 +1,4 @@
-import {
-  CodedError,
-  type Classification,
-  type JournalEvent,
-} from '../contract/index.js';
+import { CodedError, type Classification, type JournalEvent } from '../contract/index.js';
 import {
   appendLeaf,
   auditHeaderText,
@@ -98,9 +94,16 @@ export class AuditWriter {
   ) {
     const tree = store.readTree();
     const frontier = tree === undefined ? undefined : decodeFrontier(tree.size, tree.frontier);
-    if (frontier === undefined) throw new CodedError('JOURNAL_UNAVAILABLE', 'the audit tree state is missing or damaged; run `postern audit verify`');
+    if (frontier === undefined)
+      throw new CodedError(
+        'JOURNAL_UNAVAILABLE',
+        'the audit tree state is missing or damaged; run `postern audit verify`',
+      );
     if (frontier.size !== store.countEvents()) {
-      throw new CodedError('JOURNAL_UNAVAILABLE', `the audit tree covers ${frontier.size} events but the log holds ${store.countEvents()}; run \`postern audit verify\``);
+      throw new CodedError(
+        'JOURNAL_UNAVAILABLE',
+        `the audit tree covers ${frontier.size} events but the log holds ${store.countEvents()}; run \`postern audit verify\``,
+      );
     }
     this.committed = frontier;
     this.pending = frontier;
@@ -108,7 +111,10 @@ export class AuditWriter {
     this.boxPublic = store.readKeys()?.box_public;
     this.runKey = newRunKey();
     this.runKeySealed = this.boxPublic !== undefined;
-    this.run = store.insertRun(clock.nowMs(), this.boxPublic === undefined ? null : sealRunKey(this.runKey, this.boxPublic));
+    this.run = store.insertRun(
+      clock.nowMs(),
+      this.boxPublic === undefined ? null : sealRunKey(this.runKey, this.boxPublic),
+    );
     this.runKeys.set(this.run, this.runKey);
   }
 
@@ -119,9 +125,17 @@ export class AuditWriter {
     }
     const headerFields = { ...event, run: this.run };
     const header = Buffer.from(auditHeaderText(headerFields), 'utf8');
-    const body = event.classification === undefined ? { payload: event.payload } : { payload: event.payload, classification: event.classification };
+    const body =
+      event.classification === undefined
+        ? { payload: event.payload }
+        : { payload: event.payload, classification: event.classification };
     const nonce = this.nonces.next();
-    const ciphertext = encryptPayload(this.runKey, nonce, encodeAssociatedData(event.seq, header), Buffer.from(JSON.stringify(body), 'utf8'));
+    const ciphertext = encryptPayload(
+      this.runKey,
+      nonce,
+      encodeAssociatedData(event.seq, header),
+      Buffer.from(JSON.stringify(body), 'utf8'),
+    );
     const leaf = leafHash(sha256, encodeLeaf(event.seq, header, nonce, ciphertext));
     this.pending = appendLeaf(sha256, this.pending, leaf);
     return {
@@ -158,9 +172,22 @@ export class AuditWriter {
   /** The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now. */
   openRow(row: EventRow): JournalEvent {
     const body = row.run === 0 ? row.ciphertext : this.decrypt(row);
-    if (body.length > eventBodyBytesMax) throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
-    const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as { payload: unknown; classification?: Classification };
-    const event = { seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane, payload };
+    if (body.length > eventBodyBytesMax)
+      throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
+    const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as {
+      payload: unknown;
+      classification?: Classification;
+    };
+    const event = {
+      seq: row.seq,
+      at_ms: row.at_ms,
+      kind: row.kind,
+      action_id: row.action_id,
+      session_id: row.session_id,
+      ticket: row.ticket,
+      lane: row.lane,
+      payload,
+    };
     return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
   }
 
@@ -174,17 +201,27 @@ export class AuditWriter {
   openSealedRow(row: SealedRow, ad: Uint8Array): Uint8Array {
     if (!this.runKeys.has(row.run)) {
       if (this.store.readRunSealedKey(row.run) === undefined) {
-        throw new CodedError('AUDIT_KEY_UNAVAILABLE', `run ${row.run} ended before any audit key existed: what it sealed can never be opened`);
+        throw new CodedError(
+          'AUDIT_KEY_UNAVAILABLE',
+          `run ${row.run} ended before any audit key existed: what it sealed can never be opened`,
+        );
       }
       if (this.boxSecret === undefined) {
-        throw new CodedError('VAULT_LOCKED', `this was sealed by broker run ${row.run} (an earlier run); its key needs the unlocked vault`);
+        throw new CodedError(
+          'VAULT_LOCKED',
+          `this was sealed by broker run ${row.run} (an earlier run); its key needs the unlocked vault`,
+        );
       }
     }
     const key = this.keyOfRun(row.run);
     try {
       return decryptPayload(key, row.nonce, ad, row.ciphertext);
     } catch (cause) {
-      throw new CodedError('INTERNAL', `a row sealed by run ${row.run} failed authentication (changed, or moved from another row)`, { cause });
+      throw new CodedError(
+        'INTERNAL',
+        `a row sealed by run ${row.run} failed authentication (changed, or moved from another row)`,
+        { cause },
+      );
     }
   }
 
@@ -276,7 +313,9 @@ export class AuditWriter {
     try {
       return decryptPayload(key, row.nonce, encodeAssociatedData(row.seq, header), row.ciphertext);
     } catch (cause) {
-      throw new CodedError('INTERNAL', `event ${row.seq} failed authentication; run \`postern audit verify\``, { cause });
+      throw new CodedError('INTERNAL', `event ${row.seq} failed authentication; run \`postern audit verify\``, {
+        cause,
+      });
     }
   }
 
@@ -285,10 +324,16 @@ export class AuditWriter {
     if (known !== undefined) return known;
     const sealed = this.store.readRunSealedKey(run);
     if (this.boxSecret === undefined || this.boxPublic === undefined) {
-      throw new CodedError('AUDIT_KEY_UNAVAILABLE', `events of run ${run} (an earlier broker run) need the unlocked vault`);
+      throw new CodedError(
+        'AUDIT_KEY_UNAVAILABLE',
+        `events of run ${run} (an earlier broker run) need the unlocked vault`,
+      );
     }
     if (sealed === undefined) {
-      throw new CodedError('AUDIT_KEY_UNAVAILABLE', `run ${run} ended before any audit key existed; its events cannot be decrypted`);
+      throw new CodedError(
+        'AUDIT_KEY_UNAVAILABLE',
+        `run ${run} ended before any audit key existed; its events cannot be decrypted`,
+      );
     }
     const key = openRunKey(sealed, this.boxPublic, this.boxSecret);
     this.runKeys.set(run, key);

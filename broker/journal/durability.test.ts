@@ -24,8 +24,17 @@ describe('when the journal opens a real database file', () => {
 
   it('on macOS rules also reads back fullfsync and checkpoint_fullfsync', async () => {
     // SQLite accepts these pragmas on every platform, so the darwin branch runs here for real.
-    const journal = await Journal.open({ path: join(dir.path, 'j.sqlite'), clock: new FakeClock(), platform: 'darwin' });
-    expect(journal.durability()).toEqual({ journal_mode: 'wal', synchronous: 2, fullfsync: 1, checkpoint_fullfsync: 1 });
+    const journal = await Journal.open({
+      path: join(dir.path, 'j.sqlite'),
+      clock: new FakeClock(),
+      platform: 'darwin',
+    });
+    expect(journal.durability()).toEqual({
+      journal_mode: 'wal',
+      synchronous: 2,
+      fullfsync: 1,
+      checkpoint_fullfsync: 1,
+    });
     await journal.close();
   });
 

@@ -71,7 +71,12 @@ export interface AuditKeyPairs {
 export function newAuditKeyPairs(): AuditKeyPairs {
   const box = sodium.crypto_box_keypair();
   const sign = sodium.crypto_sign_keypair();
-  return { boxPublic: box.publicKey, boxSecret: box.privateKey, signPublic: sign.publicKey, signSecret: sign.privateKey };
+  return {
+    boxPublic: box.publicKey,
+    boxSecret: box.privateKey,
+    signPublic: sign.publicKey,
+    signSecret: sign.privateKey,
+  };
 }
 
 export function signDetached(message: Uint8Array, signSecret: Uint8Array): Uint8Array {

@@ -20,7 +20,13 @@ function wideAccepted(n: number): NewEvent {
   return {
     kind: 'ACTION_ACCEPTED',
     action_id: `act_full_${String(n).padStart(4, '0')}`,
-    payload: { channel: 'http', target: `route:${'x'.repeat(2000)}`, request_fingerprint: sha256Of(n), approval: 'none', idempotent: false },
+    payload: {
+      channel: 'http',
+      target: `route:${'x'.repeat(2000)}`,
+      request_fingerprint: sha256Of(n),
+      approval: 'none',
+      idempotent: false,
+    },
   };
 }
 
@@ -56,7 +62,9 @@ describe('when the disk is full (SQLite refuses to grow the database past the jo
     expect(journal.stats().state).toBe('failed');
 
     // Never retried and continued: a small append would fit, and is still refused.
-    await expect(journal.beginDispatch('act_full_0000', 1, { connection: 'fresh' })).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await expect(journal.beginDispatch('act_full_0000', 1, { connection: 'fresh' })).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
     await expect(journal.append(actionPaths.httpNoApproval('act_small_0001')[0] as NewEvent)).rejects.toMatchObject({
       code: 'JOURNAL_UNAVAILABLE',
     });
@@ -73,7 +81,10 @@ describe('when the disk is full (SQLite refuses to grow the database past the jo
     // With room again the journal opens, and recovery records the accepted actions as not_attempted.
     const reopened = await Journal.open({ path: t.path, clock: t.clock });
     expect(reopened.stats()).toMatchObject({ state: 'open', recovered_at_open: resolved.length });
-    expect(reopened.getAction(resolved[0] ?? '')).toMatchObject({ outcome: 'not_attempted', outcome_basis: 'broker_restart_before_dispatch' });
+    expect(reopened.getAction(resolved[0] ?? '')).toMatchObject({
+      outcome: 'not_attempted',
+      outcome_basis: 'broker_restart_before_dispatch',
+    });
     await reopened.close();
   });
 });
@@ -109,10 +120,14 @@ function runDiskFullDriver(dir: string): Promise<DiskFullReport> {
   // 512 KiB: room for the schema (~300 KiB of WAL since migrations 009 and 010) and a dozen wide actions, then ENOSPC while COMMIT writes the WAL.
   const script = 'mount -t tmpfs -o size=512k tmpfs "$1" && exec "$2" --import tsx "$3" "$1"';
   return new Promise((resolve, reject) => {
-    const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', dir, process.execPath, driver], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'unshare',
+      ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', dir, process.execPath, driver],
+      {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -20,7 +20,10 @@ function idOf(n: number): string {
 }
 
 /** Opens a journal with `count` actions authorized and ready to dispatch, plus a second connection. */
-async function readyToDispatch(count: number, options: Partial<Omit<JournalOpenOptions, 'vault'>> = {}): Promise<{ t: TempJournal; reader: Database.Database }> {
+async function readyToDispatch(
+  count: number,
+  options: Partial<Omit<JournalOpenOptions, 'vault'>> = {},
+): Promise<{ t: TempJournal; reader: Database.Database }> {
   t = await openTempJournal(options);
   for (let n = 0; n < count; n += 1) {
     // Through CREDENTIAL_AUTHORIZED: the next durable step is DISPATCH_STARTED.
@@ -58,20 +61,26 @@ describe('when many dispatchers begin dispatch in the same turn', () => {
     expect(new Set(appended.map((a) => a.event.seq)).size).toBe(dispatchers);
     expect(appended.every((a) => a.state.dispatch_seq === a.event.seq && a.state.outcome === 'unknown')).toBe(true);
     // The state tables moved in the same commit.
-    expect(reader.prepare(`SELECT count(*) AS n FROM actions WHERE dispatch_seq IS NOT NULL`).get()).toEqual({ n: dispatchers });
+    expect(reader.prepare(`SELECT count(*) AS n FROM actions WHERE dispatch_seq IS NOT NULL`).get()).toEqual({
+      n: dispatchers,
+    });
   });
 
   it('splits the batch at batchEventsMax', async () => {
     const { t } = await readyToDispatch(dispatchers, { batchEventsMax: 8 });
     const before = t.journal.stats().commits;
-    await Promise.all(Array.from({ length: dispatchers }, (_, n) => t.journal.beginDispatch(idOf(n), 1, { connection: 'reused' })));
+    await Promise.all(
+      Array.from({ length: dispatchers }, (_, n) => t.journal.beginDispatch(idOf(n), 1, { connection: 'reused' })),
+    );
     expect(t.journal.stats().commits - before).toBe(dispatchers / 8);
   });
 
   it('commits once per append when group commit is off', async () => {
     const { t } = await readyToDispatch(dispatchers, { groupCommit: false });
     const before = t.journal.stats().commits;
-    await Promise.all(Array.from({ length: dispatchers }, (_, n) => t.journal.beginDispatch(idOf(n), 1, { connection: 'reused' })));
+    await Promise.all(
+      Array.from({ length: dispatchers }, (_, n) => t.journal.beginDispatch(idOf(n), 1, { connection: 'reused' })),
+    );
     expect(t.journal.stats().commits - before).toBe(dispatchers);
   });
 });
@@ -97,7 +106,11 @@ describe('when a batch mixes valid and refused events', () => {
     const before = t.journal.stats();
     const valid = Array.from({ length: 10 }, (_, n) => t.journal.beginDispatch(idOf(n), 1, { connection: 'fresh' }));
     const impossible = impossibleEvents(idOf(3)).map((e) => t.journal.append(e));
-    const malformed = t.journal.append({ kind: 'DISPATCH_STARTED', action_id: idOf(4), payload: { attempt: 1 } } as NewEvent);
+    const malformed = t.journal.append({
+      kind: 'DISPATCH_STARTED',
+      action_id: idOf(4),
+      payload: { attempt: 1 },
+    } as NewEvent);
 
     // Settle all at once: the refusals arrive before the commit, and must not go unhandled.
     const [validR, impossibleR, malformedR] = await Promise.all([
@@ -109,10 +122,20 @@ describe('when a batch mixes valid and refused events', () => {
     expect(impossibleR.map((r) => r.status === 'rejected' && (r.reason as { code: string }).code)).toEqual(
       Array(impossibleR.length).fill('IMPOSSIBLE_TRANSITION'),
     );
-    expect(malformedR[0]).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_ARGUMENT', field: 'payload.connection' } });
-    expect(t.journal.stats()).toMatchObject({ commits: before.commits + 1, events: before.events + 10, last_seq: before.last_seq + 10 });
+    expect(malformedR[0]).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'INVALID_ARGUMENT', field: 'payload.connection' },
+    });
+    expect(t.journal.stats()).toMatchObject({
+      commits: before.commits + 1,
+      events: before.events + 10,
+      last_seq: before.last_seq + 10,
+    });
     // No gaps: refused events never took an append position.
-    const seqs = reader.prepare('SELECT seq FROM events ORDER BY seq').all().map((r) => (r as { seq: number }).seq);
+    const seqs = reader
+      .prepare('SELECT seq FROM events ORDER BY seq')
+      .all()
+      .map((r) => (r as { seq: number }).seq);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
   });
 });

@@ -22,8 +22,18 @@ const fpA = sha256Of(0xa);
 const fpB = sha256Of(0xb);
 const retentionMs = 60_000;
 
-function binding(fingerprint: string, nowMs: number, o: { key?: string; route?: string; scope?: string } = {}): IdempotencyKeyBinding {
-  return { route: o.route ?? 'docs', scope: o.scope ?? 'docs.account', key: o.key ?? 'key-1', fingerprint, expires_at_ms: nowMs + retentionMs };
+function binding(
+  fingerprint: string,
+  nowMs: number,
+  o: { key?: string; route?: string; scope?: string } = {},
+): IdempotencyKeyBinding {
+  return {
+    route: o.route ?? 'docs',
+    scope: o.scope ?? 'docs.account',
+    key: o.key ?? 'key-1',
+    fingerprint,
+    expires_at_ms: nowMs + retentionMs,
+  };
 }
 
 /** Admission as the executor writes it: ACTION_ACCEPTED + PREFLIGHT_VALIDATED binding the key, one unit. */
@@ -33,7 +43,13 @@ function admission(id: string, bind: IdempotencyKeyBinding | undefined): NewEven
       kind: 'ACTION_ACCEPTED',
       action_id: id,
       lane: 'route:docs',
-      payload: { channel: 'http', target: 'route:docs POST /documents/7', request_fingerprint: sha256Of(1), approval: 'none', idempotent: false },
+      payload: {
+        channel: 'http',
+        target: 'route:docs POST /documents/7',
+        request_fingerprint: sha256Of(1),
+        approval: 'none',
+        idempotent: false,
+      },
     },
     { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: bind === undefined ? {} : { idempotency: bind } },
   ];
@@ -60,31 +76,51 @@ describe('when a key is bound at admission', () => {
     const t = await tempJournal();
     await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
     t.clock.advance(1_000);
-    await expect(t.journal.appendBatch(admission('act_retry_0002', binding(fpA, t.clock.nowMs())))).resolves.toHaveLength(2);
-    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ action_id: 'act_first_0001', expires_at_ms: retentionMs + t.clock.nowMs() - 1_000 });
+    await expect(
+      t.journal.appendBatch(admission('act_retry_0002', binding(fpA, t.clock.nowMs()))),
+    ).resolves.toHaveLength(2);
+    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      action_id: 'act_first_0001',
+      expires_at_ms: retentionMs + t.clock.nowMs() - 1_000,
+    });
   });
 
   it('the same key with another fingerprint is refused as a unit (IDEMPOTENCY_MISMATCH, field idempotency_key): no event, no row change, the journal stays open', async () => {
     const t = await tempJournal();
     await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
     const before = t.journal.stats().events;
-    await expect(t.journal.appendBatch(admission('act_other_0002', binding(fpB, t.clock.nowMs())))).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' });
+    await expect(
+      t.journal.appendBatch(admission('act_other_0002', binding(fpB, t.clock.nowMs()))),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' });
     expect(t.journal.stats()).toMatchObject({ events: before, state: 'open' });
     expect(t.journal.getAction('act_other_0002')).toBeUndefined();
-    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ fingerprint: fpA, action_id: 'act_first_0001' });
+    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      fingerprint: fpA,
+      action_id: 'act_first_0001',
+    });
     // Another route or another scope is another key space; the action can still be refused on its own.
-    await expect(t.journal.appendBatch(admission('act_route_0003', binding(fpB, t.clock.nowMs(), { route: 'other' })))).resolves.toHaveLength(2);
-    await expect(t.journal.appendBatch(admission('act_scope_0004', binding(fpB, t.clock.nowMs(), { scope: 'other.account' })))).resolves.toHaveLength(2);
+    await expect(
+      t.journal.appendBatch(admission('act_route_0003', binding(fpB, t.clock.nowMs(), { route: 'other' }))),
+    ).resolves.toHaveLength(2);
+    await expect(
+      t.journal.appendBatch(admission('act_scope_0004', binding(fpB, t.clock.nowMs(), { scope: 'other.account' }))),
+    ).resolves.toHaveLength(2);
   });
 
   it('after the retention window the key is free again: another fingerprint binds it anew', async () => {
     const t = await tempJournal();
     await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
     t.clock.advance(retentionMs - 1);
-    await expect(t.journal.appendBatch(admission('act_early_0002', binding(fpB, t.clock.nowMs())))).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    await expect(
+      t.journal.appendBatch(admission('act_early_0002', binding(fpB, t.clock.nowMs()))),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
     t.clock.advance(1);
     const [, validated] = await t.journal.appendBatch(admission('act_later_0003', binding(fpB, t.clock.nowMs())));
-    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ fingerprint: fpB, action_id: 'act_later_0003', bound_seq: validated?.event.seq });
+    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      fingerprint: fpB,
+      action_id: 'act_later_0003',
+      bound_seq: validated?.event.seq,
+    });
   });
 
   it('the binding survives a restart: the reopened journal still refuses the other fingerprint', async () => {
@@ -93,7 +129,9 @@ describe('when a key is bound at admission', () => {
     await t.journal.close();
     const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {
-      await expect(reopened.appendBatch(admission('act_other_0002', binding(fpB, t.clock.nowMs())))).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+      await expect(
+        reopened.appendBatch(admission('act_other_0002', binding(fpB, t.clock.nowMs()))),
+      ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
     } finally {
       await reopened.close();
     }
@@ -113,16 +151,26 @@ describe('when concurrent admissions race for one key with different fingerprint
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     expect(settled[1]).toMatchObject({ reason: { code: 'IDEMPOTENCY_MISMATCH' } });
     expect(t.journal.stats().commits).toBe(1);
-    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({ fingerprint: fpA, action_id: 'act_racer_0001' });
+    expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
+      fingerprint: fpA,
+      action_id: 'act_racer_0001',
+    });
   });
 
   it('across many interleaved commits, only one fingerprint is ever bound and every admitted action carries it', async () => {
     const t = await tempJournal();
-    const attempts = Array.from({ length: 40 }, (_, i) => ({ id: `act_racer_${String(i).padStart(4, '0')}`, fp: i % 3 === 0 ? fpA : i % 3 === 1 ? fpB : sha256Of(0xc) }));
+    const attempts = Array.from({ length: 40 }, (_, i) => ({
+      id: `act_racer_${String(i).padStart(4, '0')}`,
+      fp: i % 3 === 0 ? fpA : i % 3 === 1 ? fpB : sha256Of(0xc),
+    }));
     // Three waves so some race inside one commit and some against the stored table.
     const settled: PromiseSettledResult<unknown>[] = [];
     for (const wave of [attempts.slice(0, 13), attempts.slice(13, 27), attempts.slice(27)]) {
-      settled.push(...(await Promise.allSettled(wave.map((a) => t.journal.appendBatch(admission(a.id, binding(a.fp, t.clock.nowMs())))))));
+      settled.push(
+        ...(await Promise.allSettled(
+          wave.map((a) => t.journal.appendBatch(admission(a.id, binding(a.fp, t.clock.nowMs())))),
+        )),
+      );
     }
     const row = t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1');
     const admitted = attempts.filter((_, i) => settled[i]?.status === 'fulfilled');
@@ -142,7 +190,9 @@ describe('when the log is replayed into an empty journal', () => {
     await live.journal.appendBatch(admission('act_other_0002', binding(fpA, live.clock.nowMs(), { key: 'key-2' })));
     live.clock.advance(10);
     await live.journal.appendBatch(admission('act_retry_0003', binding(fpA, live.clock.nowMs())));
-    await expect(live.journal.appendBatch(admission('act_clash_0004', binding(fpB, live.clock.nowMs())))).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    await expect(
+      live.journal.appendBatch(admission('act_clash_0004', binding(fpB, live.clock.nowMs()))),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
     live.clock.advance(retentionMs);
     await live.journal.appendBatch(admission('act_fresh_0005', binding(fpB, live.clock.nowMs())));
 
@@ -158,36 +208,53 @@ describe('when the log is replayed into an empty journal', () => {
 
 describe('when generated waves of keyed admissions race, with time passing between them', () => {
   it('an admitted claim always matches the live binding, a refused one always contradicted it, and a replay rebuilds the table', async () => {
-    const claim = fc.record({ key: fc.constantFrom('k1', 'k2'), scope: fc.constantFrom('s1', 's2'), fp: fc.constantFrom(fpA, fpB) });
+    const claim = fc.record({
+      key: fc.constantFrom('k1', 'k2'),
+      scope: fc.constantFrom('s1', 's2'),
+      fp: fc.constantFrom(fpA, fpB),
+    });
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.record({ claims: fc.array(claim, { minLength: 1, maxLength: 6 }), advanceMs: fc.constantFrom(0, 1, retentionMs / 2, retentionMs) }), { minLength: 1, maxLength: 6 }), async (waves) => {
-        const live = await tempJournal();
-        // The model: what each (scope, key) means and until when, folded in append order.
-        const model = new Map<string, { fp: string; expiresAtMs: number }>();
-        let n = 0;
-        for (const wave of waves) {
-          const nowMs = live.clock.nowMs();
-          const ids = wave.claims.map(() => `act_gen_${String((n += 1)).padStart(6, '0')}`);
-          const settled = await Promise.allSettled(wave.claims.map((c, i) => live.journal.appendBatch(admission(ids[i] ?? '', binding(c.fp, nowMs, { key: c.key, scope: c.scope })))));
-          for (const [i, c] of wave.claims.entries()) {
-            const id = `${c.scope}/${c.key}`;
-            const bound = model.get(id);
-            const held = bound !== undefined && bound.expiresAtMs > nowMs;
-            if (settled[i]?.status === 'fulfilled') {
-              expect(!held || bound?.fp === c.fp).toBe(true);
-              if (!held) model.set(id, { fp: c.fp, expiresAtMs: nowMs + retentionMs });
-            } else {
-              expect(settled[i]).toMatchObject({ reason: { code: 'IDEMPOTENCY_MISMATCH' } });
-              expect(held && bound?.fp !== c.fp).toBe(true);
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            claims: fc.array(claim, { minLength: 1, maxLength: 6 }),
+            advanceMs: fc.constantFrom(0, 1, retentionMs / 2, retentionMs),
+          }),
+          { minLength: 1, maxLength: 6 },
+        ),
+        async (waves) => {
+          const live = await tempJournal();
+          // The model: what each (scope, key) means and until when, folded in append order.
+          const model = new Map<string, { fp: string; expiresAtMs: number }>();
+          let n = 0;
+          for (const wave of waves) {
+            const nowMs = live.clock.nowMs();
+            const ids = wave.claims.map(() => `act_gen_${String((n += 1)).padStart(6, '0')}`);
+            const settled = await Promise.allSettled(
+              wave.claims.map((c, i) =>
+                live.journal.appendBatch(admission(ids[i] ?? '', binding(c.fp, nowMs, { key: c.key, scope: c.scope }))),
+              ),
+            );
+            for (const [i, c] of wave.claims.entries()) {
+              const id = `${c.scope}/${c.key}`;
+              const bound = model.get(id);
+              const held = bound !== undefined && bound.expiresAtMs > nowMs;
+              if (settled[i]?.status === 'fulfilled') {
+                expect(!held || bound?.fp === c.fp).toBe(true);
+                if (!held) model.set(id, { fp: c.fp, expiresAtMs: nowMs + retentionMs });
+              } else {
+                expect(settled[i]).toMatchObject({ reason: { code: 'IDEMPOTENCY_MISMATCH' } });
+                expect(held && bound?.fp !== c.fp).toBe(true);
+              }
             }
+            live.clock.advance(wave.advanceMs);
           }
-          live.clock.advance(wave.advanceMs);
-        }
-        const target = await tempJournal();
-        await replayJournal(live.journal.events(), target.journal, target.clock);
-        expect(readStateTables(target.path)).toEqual(readStateTables(live.path));
-        for (const t of opened.splice(0)) await t.dispose();
-      }),
+          const target = await tempJournal();
+          await replayJournal(live.journal.events(), target.journal, target.clock);
+          expect(readStateTables(target.path)).toEqual(readStateTables(live.path));
+          for (const t of opened.splice(0)) await t.dispose();
+        },
+      ),
       { numRuns: 20 },
     );
   }, 60_000);

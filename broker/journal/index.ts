@@ -21,8 +21,22 @@ export { recoveryEvent } from './recovery.js';
 export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
 export type { ActionCounts } from './journal-store.js';
 export type { ActionListDbRow, ActionListFilter, LaneTicketRow } from './action-list-query.js';
-export { ResultStore, resultChunkBytes, resultSummaryBytesMax, type ResultInput, type StoredResult, type StoredResultHead, type ResultPart } from './result-store.js';
+export {
+  ResultStore,
+  resultChunkBytes,
+  resultSummaryBytesMax,
+  type ResultInput,
+  type StoredResult,
+  type StoredResultHead,
+  type ResultPart,
+} from './result-store.js';
 export { RequestStore, keptRequestBytesMax, type KeptRequest } from './request-store.js';
-export { AuditWriter, auditDecryptPurpose, auditSignPurpose, checkpointEveryEventsDefault, type AuditVault } from './audit-writer.js';
+export {
+  AuditWriter,
+  auditDecryptPurpose,
+  auditSignPurpose,
+  checkpointEveryEventsDefault,
+  type AuditVault,
+} from './audit-writer.js';
 export { signCheckpointNow } from './sign-checkpoint.js';
 export { readDecryptedEvents } from './read-decrypted-events.js';

@@ -1,6 +1,11 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ActionState, SessionState } from '../contract/index.js';
-import { splitActionTarget, type ActionTimeline, type BoundIdempotencyKey, type OutcomeCountRow } from '../core/index.js';
+import {
+  splitActionTarget,
+  type ActionTimeline,
+  type BoundIdempotencyKey,
+  type OutcomeCountRow,
+} from '../core/index.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
@@ -100,38 +105,61 @@ export class JournalStore implements AuditStore {
       setLastTicket: lazy(db, `UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
       countEvents: lazy(db, `SELECT count(*) AS n FROM events`),
       // in_flight: not yet closed before dispatch, or dispatched with no classification recorded.
-      actionCounts: lazy(db, `
+      actionCounts: lazy(
+        db,
+        `
         SELECT count(*) AS total,
           sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
           sum(outcome = 'unknown') AS unknown
-        FROM actions`),
-      insertEvent: lazy(db, `
+        FROM actions`,
+      ),
+      insertEvent: lazy(
+        db,
+        `
         INSERT INTO events (seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash)
-        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`),
+        VALUES (@seq, @at_ms, @action_id, @session_id, @ticket, @lane, @kind, @run, @nonce, @ciphertext, @leaf_hash)`,
+      ),
       readTree: lazy(db, `SELECT size, frontier FROM audit_tree WHERE id = 1`),
       writeTree: lazy(db, `UPDATE audit_tree SET size = ?, frontier = ? WHERE id = 1`),
-      readKeys: lazy(db, `SELECT box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms FROM audit_keys WHERE id = 1`),
-      insertKeys: lazy(db, `
+      readKeys: lazy(
+        db,
+        `SELECT box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms FROM audit_keys WHERE id = 1`,
+      ),
+      insertKeys: lazy(
+        db,
+        `
         INSERT INTO audit_keys (id, box_public, sign_public, box_secret_wrapped, sign_secret_wrapped, created_at_ms)
-        VALUES (1, @box_public, @sign_public, @box_secret_wrapped, @sign_secret_wrapped, @created_at_ms)`),
-      insertRun: lazy(db, `INSERT INTO audit_runs (run, started_at_ms, sealed_key) VALUES ((SELECT max(run) + 1 FROM audit_runs), ?, ?)`),
+        VALUES (1, @box_public, @sign_public, @box_secret_wrapped, @sign_secret_wrapped, @created_at_ms)`,
+      ),
+      insertRun: lazy(
+        db,
+        `INSERT INTO audit_runs (run, started_at_ms, sealed_key) VALUES ((SELECT max(run) + 1 FROM audit_runs), ?, ?)`,
+      ),
       setRunSealedKey: lazy(db, `UPDATE audit_runs SET sealed_key = ? WHERE run = ? AND sealed_key IS NULL`),
       readRunSealedKey: lazy(db, `SELECT sealed_key FROM audit_runs WHERE run = ?`),
       endRun: lazy(db, `UPDATE audit_runs SET ended_at_ms = ?, end_reason = ? WHERE run = ?`),
       lastCheckpointSize: lazy(db, `SELECT max(size) AS size FROM checkpoints`),
-      insertCheckpoint: lazy(db, `
+      insertCheckpoint: lazy(
+        db,
+        `
         INSERT OR IGNORE INTO checkpoints (size, root, at_ms, reason, signature)
-        VALUES (@size, @root, @at_ms, @reason, @signature)`),
+        VALUES (@size, @root, @at_ms, @reason, @signature)`,
+      ),
       readEvents: lazy(db, `SELECT * FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`),
       loadState: lazy(db, `SELECT state FROM actions WHERE action_id = ?`),
       listStates: lazy(db, `SELECT state FROM actions WHERE ticket >= ? ORDER BY ticket LIMIT ?`),
       // Unrecorded covers both recovery cases: dispatched without a classification, and open
       // before dispatch (outcome is null exactly while nothing has classified the action).
-      unrecordedIds: lazy(db, `
+      unrecordedIds: lazy(
+        db,
+        `
         SELECT action_id FROM actions
         WHERE recorded = 0 AND (dispatch_seq IS NOT NULL OR outcome IS NULL)
-        ORDER BY first_seq`),
-      upsertAction: lazy(db, `
+        ORDER BY first_seq`,
+      ),
+      upsertAction: lazy(
+        db,
+        `
         INSERT INTO actions (action_id, session_id, ticket, lane, channel, target, request_fingerprint,
           approval, idempotent, stage, decision, dispatch_evidence, dispatch_seq, outcome, phase, retry,
           code, effect, outcome_basis, source, retry_after_ms, caller_disposition, recorded, result_id,
@@ -157,11 +185,17 @@ export class JournalStore implements AuditStore {
           updated_at_ms = excluded.updated_at_ms, state = excluded.state, target_name = excluded.target_name,
           decided_by = excluded.decided_by, decided_at_ms = excluded.decided_at_ms, decided_seq = excluded.decided_seq,
           dispatched_at_ms = excluded.dispatched_at_ms, settled_at_ms = excluded.settled_at_ms,
-          resolved_at_ms = excluded.resolved_at_ms`),
-      loadTimeline: lazy(db, `
+          resolved_at_ms = excluded.resolved_at_ms`,
+      ),
+      loadTimeline: lazy(
+        db,
+        `
         SELECT decided_by, decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms
-        FROM actions WHERE action_id = ?`),
-      upsertAttempt: lazy(db, `
+        FROM actions WHERE action_id = ?`,
+      ),
+      upsertAttempt: lazy(
+        db,
+        `
         INSERT INTO attempts (action_id, n, state, setup_stage, connection, connection_id, dispatch_seq,
           request_complete, response_started, response_complete, response_status, connection_lost,
           exit_status, exit_signal, channel_closed, stdout_bytes, stderr_bytes, body_bytes)
@@ -176,44 +210,63 @@ export class JournalStore implements AuditStore {
           connection_lost = excluded.connection_lost, exit_status = excluded.exit_status,
           exit_signal = excluded.exit_signal, channel_closed = excluded.channel_closed,
           stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes,
-          body_bytes = excluded.body_bytes`),
+          body_bytes = excluded.body_bytes`,
+      ),
       loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
       listSessions: lazy(db, `SELECT state FROM sessions ORDER BY first_seq LIMIT ?`),
-      findSession: lazy(db, `SELECT state FROM sessions WHERE pid = ? AND start_time = ? ORDER BY first_seq DESC LIMIT 1`),
-      upsertSession: lazy(db, `
+      findSession: lazy(
+        db,
+        `SELECT state FROM sessions WHERE pid = ? AND start_time = ? ORDER BY first_seq DESC LIMIT 1`,
+      ),
+      upsertSession: lazy(
+        db,
+        `
         INSERT INTO sessions (session_id, status, pid, start_time, first_seq, last_seq, state)
         VALUES (@session_id, @status, @pid, @start_time, @first_seq, @last_seq, @state)
         ON CONFLICT (session_id) DO UPDATE SET
-          status = excluded.status, last_seq = excluded.last_seq, state = excluded.state`),
+          status = excluded.status, last_seq = excluded.last_seq, state = excluded.state`,
+      ),
       listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       // decision and dispatched tell a closing decision from a failed phase; minute buckets the last
       // hour up to the newest classified action (event time) for the metrics' rate (broker/core/metrics.ts).
-      outcomeCounts: lazy(db, `
+      outcomeCounts: lazy(
+        db,
+        `
         SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
           CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
             THEN updated_at_ms / 60000 END AS minute,
           count(*) AS n
-        FROM actions GROUP BY phase, outcome, code, decision, dispatched, minute`),
-      loadIdempotencyKey: lazy(db, `
+        FROM actions GROUP BY phase, outcome, code, decision, dispatched, minute`,
+      ),
+      loadIdempotencyKey: lazy(
+        db,
+        `
         SELECT route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq
-        FROM idempotency_keys WHERE route = ? AND scope = ? AND key = ?`),
-      upsertIdempotencyKey: lazy(db, `
+        FROM idempotency_keys WHERE route = ? AND scope = ? AND key = ?`,
+      ),
+      upsertIdempotencyKey: lazy(
+        db,
+        `
         INSERT INTO idempotency_keys (route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq)
         VALUES (@route, @scope, @key, @fingerprint, @action_id, @first_seen_ms, @expires_at_ms, @bound_seq)
         ON CONFLICT (route, scope, key) DO UPDATE SET
           fingerprint = excluded.fingerprint, action_id = excluded.action_id,
           first_seen_ms = excluded.first_seen_ms, expires_at_ms = excluded.expires_at_ms,
-          bound_seq = excluded.bound_seq`),
-      upsertTicket: lazy(db, `
+          bound_seq = excluded.bound_seq`,
+      ),
+      upsertTicket: lazy(
+        db,
+        `
         INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
           accepted_seq, accepted_at_ms)
         VALUES (@ticket, @action_id, @session_id, @lane, @decision, @outcome, @dispatch_seq,
           @accepted_seq, @accepted_at_ms)
         ON CONFLICT (ticket) DO UPDATE SET
           session_id = excluded.session_id, lane = excluded.lane, decision = excluded.decision,
-          outcome = excluded.outcome, dispatch_seq = excluded.dispatch_seq`),
+          outcome = excluded.outcome, dispatch_seq = excluded.dispatch_seq`,
+      ),
     };
   }
 
@@ -298,7 +351,10 @@ export class JournalStore implements AuditStore {
   }
 
   listStates(fromTicket: number, limit: number): ActionState[] {
-    return this.sql.listStates().all(fromTicket, limit).map((row) => upgradeActionState(row.state));
+    return this.sql
+      .listStates()
+      .all(fromTicket, limit)
+      .map((row) => upgradeActionState(row.state));
   }
 
   loadSession(sessionId: string): SessionState | undefined {
@@ -307,7 +363,10 @@ export class JournalStore implements AuditStore {
   }
 
   listSessions(limit: number): SessionState[] {
-    return this.sql.listSessions().all(limit).map((row) => upgradeSessionState(row.state));
+    return this.sql
+      .listSessions()
+      .all(limit)
+      .map((row) => upgradeSessionState(row.state));
   }
 
   findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
@@ -328,7 +387,10 @@ export class JournalStore implements AuditStore {
   }
 
   listLane(lane: string, fromTicket: number, limit: number): ActionState[] {
-    return this.sql.listLane().all(lane, fromTicket, limit).map((row) => upgradeActionState(row.state));
+    return this.sql
+      .listLane()
+      .all(lane, fromTicket, limit)
+      .map((row) => upgradeActionState(row.state));
   }
 
   /** Actions grouped by their current (phase, outcome, code); null outcome = still open before dispatch. */
@@ -341,7 +403,10 @@ export class JournalStore implements AuditStore {
   }
 
   listSessionActions(sessionId: string, limit: number): ActionState[] {
-    return this.sql.listSessionActions().all(sessionId, limit).map((row) => upgradeActionState(row.state));
+    return this.sql
+      .listSessionActions()
+      .all(sessionId, limit)
+      .map((row) => upgradeActionState(row.state));
   }
 
   /** The binding of a key on a route and scope, expired or not (the caller compares times). */
@@ -360,7 +425,10 @@ export class JournalStore implements AuditStore {
   }
 
   unrecordedActionIds(): string[] {
-    return this.sql.unrecordedIds().all().map((row) => row.action_id);
+    return this.sql
+      .unrecordedIds()
+      .all()
+      .map((row) => row.action_id);
   }
 
   /**
@@ -465,7 +533,6 @@ function ticketChanged(state: ActionState, stored: ActionState | undefined): boo
 function flag(value: boolean): number {
   return value ? 1 : 0;
 }
-
 
 /** How many actions the current-state table holds, and how many are in flight or unknown. */
 export interface ActionCounts {

@@ -73,15 +73,25 @@ describe('when later events of an action omit session, ticket and lane', () => {
     await t.journal.append(accepted);
     const v = await t.journal.append(validated);
     expect(v.event).toMatchObject({ session_id: 'ses_test', ticket: 1, lane: 'lane-a' });
-    await expect(t.journal.append({ ...validated, lane: 'lane-z' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'lane' });
-    await expect(t.journal.append({ ...validated, ticket: 9 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'ticket' });
+    await expect(t.journal.append({ ...validated, lane: 'lane-z' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'lane',
+    });
+    await expect(t.journal.append({ ...validated, ticket: 9 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'ticket',
+    });
     expect(t.journal.stats().events).toBe(2);
   });
 });
 
 describe('when an event is refused', () => {
   it('rejects a schema violation with INVALID_ARGUMENT and the field, writing nothing', async () => {
-    const bad = { kind: 'REQUEST_SENT', action_id: 'act_bad_0001', payload: { attempt: 0, request_complete: true } } as NewEvent;
+    const bad = {
+      kind: 'REQUEST_SENT',
+      action_id: 'act_bad_0001',
+      payload: { attempt: 0, request_complete: true },
+    } as NewEvent;
     await expect(t.journal.append(bad)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'payload.attempt' });
     expect(rawCount('events')).toBe(0);
   });
@@ -94,7 +104,15 @@ describe('when an event is refused', () => {
       kind: 'OUTCOME_RECORDED',
       action_id: 'act_regress_0001',
       payload: {},
-      classification: { phase: 'connection_setup', outcome: 'not_attempted', retry: 'backoff', code: 'CONNECT_REFUSED', effect: 'no_effect', outcome_basis: 'x', source: 'local_gate' },
+      classification: {
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+        retry: 'backoff',
+        code: 'CONNECT_REFUSED',
+        effect: 'no_effect',
+        outcome_basis: 'x',
+        source: 'local_gate',
+      },
     };
     await expect(t.journal.append(notAttempted)).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
     expect(t.journal.stats()).toMatchObject({ events: before.events, last_seq: before.last_seq });
@@ -170,7 +188,9 @@ describe('when the append queue is full', () => {
     const small = await openTempJournal({ pendingEventsMax: 2 });
     const first = small.journal.append(acceptedOf('act_queue_0001'));
     const second = small.journal.append(acceptedOf('act_queue_0002'));
-    await expect(small.journal.append(acceptedOf('act_queue_0003'))).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await expect(small.journal.append(acceptedOf('act_queue_0003'))).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
     await expect(Promise.all([first, second])).resolves.toHaveLength(2);
     expect(small.journal.stats().state).toBe('open');
     await small.dispose();
@@ -181,17 +201,28 @@ describe('when the journal is read', () => {
   it('lists actions in ticket order within a bounded page', async () => {
     for (const n of [1, 2, 3, 4, 5]) await t.journal.append(acceptedOf(`act_list_000${n}`));
     expect(t.journal.listActions().map((a) => a.ticket)).toEqual([1, 2, 3, 4, 5]);
-    expect(t.journal.listActions({ fromTicket: 2, limit: 2 }).map((a) => a.action_id)).toEqual(['act_list_0002', 'act_list_0003']);
+    expect(t.journal.listActions({ fromTicket: 2, limit: 2 }).map((a) => a.action_id)).toEqual([
+      'act_list_0002',
+      'act_list_0003',
+    ]);
   });
 
   it('iterates events in append order across pages, from any position', async () => {
     const events: NewEvent[] = [];
-    for (let n = 0; n < 60; n += 1) events.push(...actionPaths.httpNoApproval(`act_page_${String(n).padStart(4, '0')}`));
+    for (let n = 0; n < 60; n += 1)
+      events.push(...actionPaths.httpNoApproval(`act_page_${String(n).padStart(4, '0')}`));
     for (let i = 0; i < events.length; i += 200) await t.journal.appendBatch(events.slice(i, i + 200));
     const seqs = [...t.journal.events()].map((e) => e.seq);
     expect(seqs).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
-    expect([...t.journal.events(590)].map((e) => e.seq)).toEqual([590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600]);
-    expect(t.journal.stats()).toMatchObject({ events: 600, last_seq: 600, schema_version: journalMigrations.length, state: 'open' });
+    expect([...t.journal.events(590)].map((e) => e.seq)).toEqual([
+      590, 591, 592, 593, 594, 595, 596, 597, 598, 599, 600,
+    ]);
+    expect(t.journal.stats()).toMatchObject({
+      events: 600,
+      last_seq: 600,
+      schema_version: journalMigrations.length,
+      state: 'open',
+    });
   });
 });
 

@@ -25,7 +25,12 @@ import type { Clock } from '../ports/clock.js';
 import { AuditWriter, checkpointEveryEventsDefault, type AuditVault, type RowCipher } from './audit-writer.js';
 import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
-import { ActionListQuery, type ActionListDbRow, type ActionListFilter, type LaneTicketRow } from './action-list-query.js';
+import {
+  ActionListQuery,
+  type ActionListDbRow,
+  type ActionListFilter,
+  type LaneTicketRow,
+} from './action-list-query.js';
 import { sodiumReady } from './event-cipher.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { migration009SealedResults, truncateWal } from './migrations/009-sealed-results.js';
@@ -127,7 +132,8 @@ export interface JournalCommit {
  * What a try-append answers: the durable events, or the typed refusal of a lost race (another
  * decision, a dispatch, a settlement, a lease landed first), which the caller switches on.
  */
-export type AppendResult<T> = { readonly ok: true; readonly appended: T } | { readonly ok: false; readonly refusal: TransitionRefusal };
+export type AppendResult<T> =
+  { readonly ok: true; readonly appended: T } | { readonly ok: false; readonly refusal: TransitionRefusal };
 
 interface Unit {
   readonly events: readonly NewEvent[];
@@ -191,7 +197,11 @@ export class Journal {
     this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
-    this.audit = new AuditWriter(this.store, clock, positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'));
+    this.audit = new AuditWriter(
+      this.store,
+      clock,
+      positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
+    );
     this.sealFault = options.sealFault;
   }
 
@@ -215,7 +225,8 @@ export class Journal {
       const from = schemaVersion(db);
       const version = migrate(db, options.migrations);
       // Migration 009 sealed an existing journal's plaintext results; their old page images stay in the WAL until it is truncated.
-      if (from > 0 && from < migration009SealedResults.version && version >= migration009SealedResults.version) truncateWal(db);
+      if (from > 0 && from < migration009SealedResults.version && version >= migration009SealedResults.version)
+        truncateWal(db);
       const journal = new Journal(db, options.clock, version, options);
       journal.recover();
       if (options.vault !== undefined) journal.attachVault(options.vault);
@@ -240,7 +251,8 @@ export class Journal {
     const result = await this.enqueue([event], 'action');
     if (!result.ok) return result;
     const [appended] = result.appended;
-    if (appended === undefined || !('state' in appended)) throw new Error('a one-event unit resolved without its event');
+    if (appended === undefined || !('state' in appended))
+      throw new Error('a one-event unit resolved without its event');
     return { ok: true, appended };
   }
 
@@ -269,7 +281,8 @@ export class Journal {
     const result = await this.enqueue([event], 'session');
     if (!result.ok) return result;
     const [appended] = result.appended;
-    if (appended === undefined || !('session' in appended)) throw new Error('a session unit resolved without its event');
+    if (appended === undefined || !('session' in appended))
+      throw new Error('a session unit resolved without its event');
     return { ok: true, appended };
   }
 
@@ -314,7 +327,11 @@ export class Journal {
   /** Actions of one lane from a ticket on, in ticket order (the dispatcher's view of a lane). */
   listLane(lane: string, options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
     this.requireReadable();
-    return this.store.listLane(lane, options.fromTicket ?? 1, Math.min(options.limit ?? listActionsMax, listActionsMax));
+    return this.store.listLane(
+      lane,
+      options.fromTicket ?? 1,
+      Math.min(options.limit ?? listActionsMax, listActionsMax),
+    );
   }
 
   /** Actions of one session in ticket order. */
@@ -409,7 +426,16 @@ export class Journal {
         return this.audit.openRow(row);
       } catch (error) {
         if (!isCodedError(error) || error.code !== 'AUDIT_KEY_UNAVAILABLE') throw error;
-        return { sealed: true as const, seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane };
+        return {
+          sealed: true as const,
+          seq: row.seq,
+          at_ms: row.at_ms,
+          kind: row.kind,
+          action_id: row.action_id,
+          session_id: row.session_id,
+          ticket: row.ticket,
+          lane: row.lane,
+        };
       }
     });
   }
@@ -417,7 +443,9 @@ export class Journal {
   /** Events of one action (or session) in append order, bounded. */
   subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
     this.requireReadable();
-    return this.store.readSubjectEvents(subjectId, Math.min(limit, eventsPageMax)).map((row) => this.audit.openRow(row));
+    return this.store
+      .readSubjectEvents(subjectId, Math.min(limit, eventsPageMax))
+      .map((row) => this.audit.openRow(row));
   }
 
   /**
@@ -484,7 +512,9 @@ export class Journal {
     let events: NewEvent[];
     try {
       if (input.length > this.batchEventsMax) {
-        throw new CodedError('INVALID_ARGUMENT', `a batch holds at most ${this.batchEventsMax} events`, { field: 'events' });
+        throw new CodedError('INVALID_ARGUMENT', `a batch holds at most ${this.batchEventsMax} events`, {
+          field: 'events',
+        });
       }
       events = input.map((event) => validateNewEvent(event));
       if (events.some((event) => !event.action_id.startsWith(subjectPrefixes[subject]))) {
@@ -535,6 +565,7 @@ export class Journal {
   }
 
   /** Plans and writes every unit in one transaction; settles each unit only after COMMIT. */
+  // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
   private commitUnits(units: readonly Unit[]): void {
     const accepted: Array<{ unit: Unit; appended: readonly AnyAppended[] }> = [];
     // In unit order: a lost race (a value) or a fault of the unit's own (malformed, a bug).
@@ -565,11 +596,19 @@ export class Journal {
         keyOverlay.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key);
       // The action list's moments (decided, dispatched, settled), folded from the same events at their own at_ms.
       const timelines = new Map<string, ActionTimeline>();
-      const timelineOf = (id: string): ActionTimeline => timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
+      const timelineOf = (id: string): ActionTimeline =>
+        timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
       for (const unit of units) {
         let planned: PlanResult;
         try {
-          planned = planUnit(unit.events, { nextSeq: lastSeq + 1, lastTicket, atMs: this.clock.nowMs(), stateOf, sessionOf, idempotencyKeyOf });
+          planned = planUnit(unit.events, {
+            nextSeq: lastSeq + 1,
+            lastTicket,
+            atMs: this.clock.nowMs(),
+            stateOf,
+            sessionOf,
+            idempotencyKeyOf,
+          });
         } catch (error) {
           if (!isUnitFault(error)) throw error;
           refused.push({ unit, refusal: { error } });
@@ -585,7 +624,8 @@ export class Journal {
           this.store.insertEvent(this.audit.seal(event).row);
         }
         for (const a of plan.appended) {
-          if ('state' in a) timelines.set(a.event.action_id, advanceActionTimeline(timelineOf(a.event.action_id), a.event, a.state));
+          if ('state' in a)
+            timelines.set(a.event.action_id, advanceActionTimeline(timelineOf(a.event.action_id), a.event, a.state));
         }
         for (const [id, state] of plan.states) overlay.set(id, state);
         for (const [id, session] of plan.sessions) sessionOverlay.set(id, session);
@@ -620,9 +660,14 @@ export class Journal {
       else unit.resolve(refusal);
     }
     for (const { unit, appended } of accepted) unit.resolve({ ok: true, appended: [...appended] });
-    if (accepted.length > 0) this.tellCommit({ last_seq: lastSeq, kinds: accepted.flatMap(({ appended }) => appended.map(({ event }) => event.kind)) });
+    if (accepted.length > 0)
+      this.tellCommit({
+        last_seq: lastSeq,
+        kinds: accepted.flatMap(({ appended }) => appended.map(({ event }) => event.kind)),
+      });
     // After the release: a signature (~45 µs) and its fsync never delay a dispatcher.
-    if (accepted.length > 0 && this.audit.intervalCheckpointDue()) this.auditWrite(() => this.audit.checkpointIfDue('interval'));
+    if (accepted.length > 0 && this.audit.intervalCheckpointDue())
+      this.auditWrite(() => this.audit.checkpointIfDue('interval'));
   }
 
   private tellCommit(commit: JournalCommit): void {
@@ -646,7 +691,9 @@ export class Journal {
     this.state = 'failed';
     this.failure = cause;
     this.audit.commitAbandoned();
-    this.audit.recordFailure(isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'));
+    this.audit.recordFailure(
+      isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'),
+    );
     const error = this.unavailable();
     for (const unit of batch) unit.reject(error);
     this.rejectQueued(error);
@@ -709,16 +756,14 @@ export class Journal {
     }
     for (let i = 0; i < events.length; i += this.batchEventsMax) {
       const refusals: unknown[] = [];
-      const units = events.slice(i, i + this.batchEventsMax).map(
-        (event): Unit => ({
-          events: [event],
-          resolve: (result) => {
-            if (result.ok) this.recoveredAtOpen += 1;
-            else refusals.push(new TransitionRefused(result.refusal));
-          },
-          reject: (error) => refusals.push(error),
-        }),
-      );
+      const units = events.slice(i, i + this.batchEventsMax).map((event): Unit => ({
+        events: [event],
+        resolve: (result) => {
+          if (result.ok) this.recoveredAtOpen += 1;
+          else refusals.push(new TransitionRefused(result.refusal));
+        },
+        reject: (error) => refusals.push(error),
+      }));
       this.commitUnits(units);
       if (this.state === 'failed') throw this.unavailable();
       if (refusals.length > 0) {
@@ -748,7 +793,9 @@ function journalPath(options: JournalOpenOptions): string {
  */
 function isUnitFault(error: unknown): boolean {
   if (!isCodedError(error)) return false;
-  return error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH';
+  return (
+    error.code === 'IMPOSSIBLE_TRANSITION' || error.code === 'INVALID_ARGUMENT' || error.code === 'IDEMPOTENCY_MISMATCH'
+  );
 }
 
 /** The durable events, or the refusal thrown with its code and message as ever (for a caller that expects no race). */

@@ -30,7 +30,22 @@ describe('when the database is empty', () => {
   it('applies every numbered migration and reports the newest version', () => {
     expect(migrate(db)).toBe(journalMigrations.length);
     expect(schemaVersion(db)).toBe(journalMigrations.length);
-    expect(tableNames()).toEqual(['actions', 'attempts', 'audit_keys', 'audit_runs', 'audit_tree', 'checkpoints', 'events', 'idempotency_keys', 'kept_requests', 'meta', 'result_chunks', 'results', 'sessions', 'tickets']);
+    expect(tableNames()).toEqual([
+      'actions',
+      'attempts',
+      'audit_keys',
+      'audit_runs',
+      'audit_tree',
+      'checkpoints',
+      'events',
+      'idempotency_keys',
+      'kept_requests',
+      'meta',
+      'result_chunks',
+      'results',
+      'sessions',
+      'tickets',
+    ]);
   });
 
   it('does nothing the second time', () => {
@@ -44,7 +59,12 @@ describe('when the database is empty', () => {
 describe('when the database was written by a newer broker', () => {
   it('refuses with MIGRATION_FAILED and leaves the file untouched', async () => {
     db.pragma('user_version = 99');
-    expect(() => migrate(db)).toThrow(expect.objectContaining({ code: 'MIGRATION_FAILED', message: expect.stringContaining(`version 99, newer than this broker knows (${journalMigrations.length})`) }));
+    expect(() => migrate(db)).toThrow(
+      expect.objectContaining({
+        code: 'MIGRATION_FAILED',
+        message: expect.stringContaining(`version 99, newer than this broker knows (${journalMigrations.length})`),
+      }),
+    );
     expect(tableNames()).toEqual([]);
     db.close();
     await expect(Journal.open({ path: join(dir.path, 'j.sqlite'), clock: new FakeClock() })).rejects.toMatchObject({
@@ -67,7 +87,10 @@ describe('when a migration step fails half way', () => {
     const [first] = journalMigrations;
     if (first === undefined) throw new Error('no migrations');
     expect(() => migrate(db, [first, failing])).toThrow(
-      expect.objectContaining({ code: 'MIGRATION_FAILED', message: expect.stringMatching(/002-breaks failed; the database stays at version 1/) }),
+      expect.objectContaining({
+        code: 'MIGRATION_FAILED',
+        message: expect.stringMatching(/002-breaks failed; the database stays at version 1/),
+      }),
     );
     expect(schemaVersion(db)).toBe(1);
     expect(tableNames()).not.toContain('half_done');

@@ -1,4 +1,10 @@
-import { bindIdempotencyKey, foldEvent, foldSessionEvent, idempotencyKeyId, type BoundIdempotencyKey } from '../core/index.js';
+import {
+  bindIdempotencyKey,
+  foldEvent,
+  foldSessionEvent,
+  idempotencyKeyId,
+  type BoundIdempotencyKey,
+} from '../core/index.js';
 import {
   CodedError,
   type ActionState,
@@ -49,7 +55,8 @@ export interface PlannedUnit {
 }
 
 /** A unit planned, or refused whole because one of its events lost a race (nothing of it is written). */
-export type PlanResult = { readonly ok: true; readonly plan: PlannedUnit } | { readonly ok: false; readonly refusal: TransitionRefusal };
+export type PlanResult =
+  { readonly ok: true; readonly plan: PlannedUnit } | { readonly ok: false; readonly refusal: TransitionRefusal };
 
 /**
  * Turns validated new events into durable events (seq, wall time, ticket, session and lane filled
@@ -67,7 +74,14 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
   for (const [i, input] of newEvents.entries()) {
     if (input.action_id.startsWith('ses_')) {
       // A session event: its own subject, stamped with itself as the session.
-      const event: JournalEvent = { ...input, seq: ctx.nextSeq + i, at_ms: ctx.atMs, session_id: input.action_id, ticket: null, lane: null };
+      const event: JournalEvent = {
+        ...input,
+        seq: ctx.nextSeq + i,
+        at_ms: ctx.atMs,
+        session_id: input.action_id,
+        ticket: null,
+        lane: null,
+      };
       const folded = foldSessionEvent(sessions.get(input.action_id) ?? ctx.sessionOf(input.action_id), event);
       if (!folded.ok) return folded;
       sessions.set(input.action_id, folded.state);
@@ -76,7 +90,9 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     }
     if (input.action_id.startsWith('cfg_')) {
       // A configuration event: no action, session, ticket or lane; it is recorded, not folded.
-      appended.push({ event: { ...input, seq: ctx.nextSeq + i, at_ms: ctx.atMs, session_id: null, ticket: null, lane: null } });
+      appended.push({
+        event: { ...input, seq: ctx.nextSeq + i, at_ms: ctx.atMs, session_id: null, ticket: null, lane: null },
+      });
       continue;
     }
     const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);
@@ -102,7 +118,12 @@ function bindKey(event: JournalEvent, planned: Map<string, BoundIdempotencyKey>,
   const binding = event.payload.idempotency;
   const id = idempotencyKeyId(binding.route, binding.scope, binding.key);
   const existing = planned.get(id) ?? ctx.idempotencyKeyOf(binding.route, binding.scope, binding.key);
-  const decision = bindIdempotencyKey(existing, { binding, action_id: event.action_id, seq: event.seq, at_ms: event.at_ms });
+  const decision = bindIdempotencyKey(existing, {
+    binding,
+    action_id: event.action_id,
+    seq: event.seq,
+    at_ms: event.at_ms,
+  });
   if (decision.kind === 'bound') planned.set(id, decision.row);
 }
 
@@ -111,7 +132,13 @@ function bindKey(event: JournalEvent, planned: Map<string, BoundIdempotencyKey>,
  * A caller-supplied ticket (a replay) must still be above every ticket issued: tickets increase
  * and are never reused. Later events may omit the copied fields but never contradict them.
  */
-function stamp(input: NewEvent, before: ActionState | undefined, seq: number, atMs: number, lastTicket: number): JournalEvent {
+function stamp(
+  input: NewEvent,
+  before: ActionState | undefined,
+  seq: number,
+  atMs: number,
+  lastTicket: number,
+): JournalEvent {
   if (input.kind === 'ACTION_ACCEPTED') {
     const ticket = input.ticket ?? lastTicket + 1;
     if (ticket <= lastTicket) {
@@ -123,7 +150,14 @@ function stamp(input: NewEvent, before: ActionState | undefined, seq: number, at
   }
   if (before === undefined) {
     // foldEvent throws: the first event of an action must be ACTION_ACCEPTED.
-    return { ...input, seq, at_ms: atMs, session_id: input.session_id ?? null, ticket: input.ticket ?? null, lane: input.lane ?? null };
+    return {
+      ...input,
+      seq,
+      at_ms: atMs,
+      session_id: input.session_id ?? null,
+      ticket: input.ticket ?? null,
+      lane: input.lane ?? null,
+    };
   }
   const session_id = copied(input, 'session_id', before.session_id);
   const ticket = copied(input, 'ticket', before.ticket);
@@ -139,7 +173,9 @@ function copied<K extends 'session_id' | 'ticket' | 'lane'>(
   const given = input[field];
   if (given === undefined || given === null) return recorded;
   if (given !== recorded) {
-    throw new CodedError('INVALID_ARGUMENT', `${field} differs from the one recorded for ${input.action_id}`, { field });
+    throw new CodedError('INVALID_ARGUMENT', `${field} differs from the one recorded for ${input.action_id}`, {
+      field,
+    });
   }
   return given;
 }

@@ -14,15 +14,19 @@ const eventBodyBytesMax = 256 * 1024;
  * vault, each run's key opened once. A row that fails authentication stops the export with
  * INTERNAL (verify says where and why).
  */
-export async function* readDecryptedEvents(dbPath: string, vault: AuditVault, fromSeq: number, toSeq: number): AsyncGenerator<JournalEvent> {
+export async function* readDecryptedEvents(
+  dbPath: string,
+  vault: AuditVault,
+  fromSeq: number,
+  toSeq: number,
+): AsyncGenerator<JournalEvent> {
   await sodiumReady();
   const db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
   const runKeys = new Map<number, Uint8Array>();
   let boxSecret: Uint8Array | undefined;
   try {
     const keys = db.prepare(`SELECT box_public, box_secret_wrapped FROM audit_keys WHERE id = 1`).get() as
-      | { box_public: Uint8Array; box_secret_wrapped: Uint8Array }
-      | undefined;
+      { box_public: Uint8Array; box_secret_wrapped: Uint8Array } | undefined;
     if (keys !== undefined) boxSecret = vault.unwrap(auditDecryptPurpose, keys.box_secret_wrapped);
     const sealedOf = db.prepare(`SELECT sealed_key FROM audit_runs WHERE run = ?`);
     const keyOf = (run: number): Uint8Array => {
@@ -30,13 +34,18 @@ export async function* readDecryptedEvents(dbPath: string, vault: AuditVault, fr
       if (known !== undefined) return known;
       const sealed = (sealedOf.get(run) as { sealed_key: Uint8Array | null } | undefined)?.sealed_key ?? null;
       if (keys === undefined || boxSecret === undefined || sealed === null) {
-        throw new CodedError('AUDIT_KEY_UNAVAILABLE', `run ${run} ended before any audit key existed; its events cannot be decrypted`);
+        throw new CodedError(
+          'AUDIT_KEY_UNAVAILABLE',
+          `run ${run} ended before any audit key existed; its events cannot be decrypted`,
+        );
       }
       const key = openRunKey(sealed, keys.box_public, boxSecret);
       runKeys.set(run, key);
       return key;
     };
-    const rows = db.prepare(`SELECT * FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`).iterate(fromSeq, toSeq) as IterableIterator<EventRow>;
+    const rows = db
+      .prepare(`SELECT * FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`)
+      .iterate(fromSeq, toSeq) as IterableIterator<EventRow>;
     for (const row of rows) yield openRow(row, row.run === 0 ? undefined : keyOf(row.run));
   } finally {
     wipe(boxSecret);
@@ -52,11 +61,26 @@ function openRow(row: EventRow, key: Uint8Array | undefined): JournalEvent {
     try {
       body = decryptPayload(key, row.nonce, ad, row.ciphertext);
     } catch (cause) {
-      throw new CodedError('INTERNAL', `event ${row.seq} failed authentication; run \`postern audit verify\``, { cause });
+      throw new CodedError('INTERNAL', `event ${row.seq} failed authentication; run \`postern audit verify\``, {
+        cause,
+      });
     }
   }
-  if (body.length > eventBodyBytesMax) throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
-  const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as { payload: unknown; classification?: Classification };
-  const event = { seq: row.seq, at_ms: row.at_ms, kind: row.kind, action_id: row.action_id, session_id: row.session_id, ticket: row.ticket, lane: row.lane, payload };
+  if (body.length > eventBodyBytesMax)
+    throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
+  const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as {
+    payload: unknown;
+    classification?: Classification;
+  };
+  const event = {
+    seq: row.seq,
+    at_ms: row.at_ms,
+    kind: row.kind,
+    action_id: row.action_id,
+    session_id: row.session_id,
+    ticket: row.ticket,
+    lane: row.lane,
+    payload,
+  };
   return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
 }

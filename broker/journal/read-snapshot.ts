@@ -20,16 +20,34 @@ export interface JournalSnapshot {
 export function readJournalSnapshot(dataDir: string): JournalSnapshot {
   const path = join(dataDir, journalFileName);
   if (!existsSync(path)) {
-    return { exists: false, events: 0, last_seq: 0, schema_version: 0, actions: { total: 0, in_flight: 0, unknown: 0 } };
+    return {
+      exists: false,
+      events: 0,
+      last_seq: 0,
+      schema_version: 0,
+      actions: { total: 0, in_flight: 0, unknown: 0 },
+    };
   }
   const db = openDatabase(path, { readonly: true, fileMustExist: true });
   try {
     const version = schemaVersion(db);
     if (version === 0) {
-      return { exists: true, events: 0, last_seq: 0, schema_version: 0, actions: { total: 0, in_flight: 0, unknown: 0 } };
+      return {
+        exists: true,
+        events: 0,
+        last_seq: 0,
+        schema_version: 0,
+        actions: { total: 0, in_flight: 0, unknown: 0 },
+      };
     }
     const store = new JournalStore(db);
-    return { exists: true, events: store.countEvents(), last_seq: store.lastSeq(), schema_version: version, actions: store.actionCounts() };
+    return {
+      exists: true,
+      events: store.countEvents(),
+      last_seq: store.lastSeq(),
+      schema_version: version,
+      actions: store.actionCounts(),
+    };
   } finally {
     db.close();
   }

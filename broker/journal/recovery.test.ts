@@ -7,7 +7,9 @@ import { recoveryEvent } from './recovery.js';
 const id = 'act_recovery_0001';
 
 function stamped(events: readonly NewEvent[]): JournalEvent[] {
-  return events.map((e, i) => ({ ...e, seq: i + 1, at_ms: 1_000 + i, session_id: null, ticket: 1, lane: null }) as JournalEvent);
+  return events.map(
+    (e, i) => ({ ...e, seq: i + 1, at_ms: 1_000 + i, session_id: null, ticket: 1, lane: null }) as JournalEvent,
+  );
 }
 
 function stateAfter(events: readonly NewEvent[]): ActionState {
@@ -101,7 +103,14 @@ describe('when every prefix of every scripted path is interrupted', () => {
         const event = recoveryEvent(state);
         if (event === undefined) continue;
         recovered += 1;
-        const after = applyEvent(state, { ...event, seq: events.length + 1, at_ms: 9_999, session_id: null, ticket: 1, lane: null } as JournalEvent);
+        const after = applyEvent(state, {
+          ...event,
+          seq: events.length + 1,
+          at_ms: 9_999,
+          session_id: null,
+          ticket: 1,
+          lane: null,
+        } as JournalEvent);
         expect(after.recorded).toBe(true);
         if (state.dispatch_seq !== null) expect(after.outcome).toBe('unknown');
         else expect(after.outcome).toBe('not_attempted');

@@ -44,7 +44,8 @@ describe('when many actions went through varied paths, a restart and late eviden
     }
     // Left in flight at every step of the approved path, and mid-retry: recovery's work.
     const approvedLength = actionPaths.httpApproved('act_x_000000').length;
-    for (let cut = 1; cut < approvedLength - 1; cut += 1) scripts.push(actionPaths.httpApproved(idOf('inflight', cut)).slice(0, cut));
+    for (let cut = 1; cut < approvedLength - 1; cut += 1)
+      scripts.push(actionPaths.httpApproved(idOf('inflight', cut)).slice(0, cut));
     scripts.push(actionPaths.setupFailedThenSent(idOf('retrying', 1)).slice(0, 4));
     scripts.push(actionPaths.setupFailedThenSent(idOf('retrying', 2)).slice(0, 8));
 
@@ -70,7 +71,15 @@ describe('when many actions went through varied paths, a restart and late eviden
       kind: 'RECONCILIATION_RESULT',
       action_id: idOf('inflight', 7),
       payload: { correlation: 'operation_id', lookup_action_id: 'act_lookup_0002' },
-      classification: { phase: 'remote_execution', outcome: 'committed', retry: 'never', code: null, effect: 'succeeded', outcome_basis: 'remote_operation_lookup', source: 'remote_query' },
+      classification: {
+        phase: 'remote_execution',
+        outcome: 'committed',
+        retry: 'never',
+        code: null,
+        effect: 'succeeded',
+        outcome_basis: 'remote_operation_lookup',
+        source: 'remote_query',
+      },
     });
     const after = await reopened.appendBatch(actionPaths.callerCancelledBeforeDispatch(idOf('afterRestart', 1)));
     expect(after[0]?.event.ticket).toBe(scripts.length + 1);
@@ -95,14 +104,26 @@ describe('when generated mixes of paths are interrupted by a restart at any wave
         fc.boolean(),
         async (specs, restartWave, injectImpossible) => {
           const live = await tempJournal();
-          const scripts = specs.map(({ path, cut }, i) => actionPaths[path as ActionPathName](idOf(path, i)).slice(0, cut));
-          const extra = (wave: number): NewEvent[] => (injectImpossible ? impossibleEvents(idOf(specs[0]?.path ?? 'x', 0)).slice(wave % 3, wave % 3 + 1) : []);
-          await drivePaths(live.journal, live.clock, scripts.map((s) => s.slice(0, restartWave)), extra);
+          const scripts = specs.map(({ path, cut }, i) =>
+            actionPaths[path as ActionPathName](idOf(path, i)).slice(0, cut),
+          );
+          const extra = (wave: number): NewEvent[] =>
+            injectImpossible ? impossibleEvents(idOf(specs[0]?.path ?? 'x', 0)).slice(wave % 3, (wave % 3) + 1) : [];
+          await drivePaths(
+            live.journal,
+            live.clock,
+            scripts.map((s) => s.slice(0, restartWave)),
+            extra,
+          );
           await live.journal.close();
 
           const reopened = await Journal.open({ path: live.path, clock: live.clock, vault: live.vault });
           // The old dispatchers' continuations arrive late; the projection decides what still fits.
-          await drivePaths(reopened, live.clock, scripts.map((s) => s.slice(restartWave)));
+          await drivePaths(
+            reopened,
+            live.clock,
+            scripts.map((s) => s.slice(restartWave)),
+          );
           for (const state of reopened.listActions()) {
             if (state.dispatch_seq !== null) expect(state.outcome).not.toBe('not_attempted');
           }

@@ -30,7 +30,8 @@ export class RequestStore {
       requireDurableConnection(db, platform);
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'kept_requests'`).get();
-      if (table === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no kept_requests table (schema older than 8)');
+      if (table === undefined)
+        throw new CodedError('MIGRATION_FAILED', 'the journal has no kept_requests table (schema older than 8)');
       return new RequestStore(db);
     } catch (error) {
       db.close();
@@ -40,17 +41,29 @@ export class RequestStore {
 
   /** Keeps (or replaces) the sealed request of an action until `expiresAtMs`. */
   keep(row: KeptRequest): void {
-    if (row.sealed.byteLength > keptRequestBytesMax) throw new CodedError('PAYLOAD_LIMIT', `a kept request is at most ${keptRequestBytesMax} bytes`, { field: 'body' });
+    if (row.sealed.byteLength > keptRequestBytesMax)
+      throw new CodedError('PAYLOAD_LIMIT', `a kept request is at most ${keptRequestBytesMax} bytes`, {
+        field: 'body',
+      });
     this.db
-      .prepare(`INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?)`)
-      .run(row.action_id, row.route, Buffer.from(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength), row.kept_at_ms, row.expires_at_ms);
+      .prepare(
+        `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
+      )
+      .run(
+        row.action_id,
+        row.route,
+        Buffer.from(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength),
+        row.kept_at_ms,
+        row.expires_at_ms,
+      );
   }
 
   /** The kept request, or undefined: never kept, dropped (settled), or past its expiry at `nowMs`. */
   read(actionId: string, nowMs: number): KeptRequest | undefined {
-    const row = this.db.prepare(`SELECT action_id, route, sealed, kept_at_ms, expires_at_ms FROM kept_requests WHERE action_id = ?`).get(actionId) as
-      | { action_id: string; route: string; sealed: Buffer; kept_at_ms: number; expires_at_ms: number }
-      | undefined;
+    const row = this.db
+      .prepare(`SELECT action_id, route, sealed, kept_at_ms, expires_at_ms FROM kept_requests WHERE action_id = ?`)
+      .get(actionId) as
+      { action_id: string; route: string; sealed: Buffer; kept_at_ms: number; expires_at_ms: number } | undefined;
     if (row === undefined || nowMs >= row.expires_at_ms) return undefined;
     return { ...row, sealed: new Uint8Array(row.sealed) };
   }
@@ -63,7 +76,11 @@ export class RequestStore {
 
   /** Deletes up to `limit` rows past their expiry; returns how many. */
   dropExpired(nowMs: number, limit: number): number {
-    return this.db.prepare(`DELETE FROM kept_requests WHERE action_id IN (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`).run(nowMs, limit).changes;
+    return this.db
+      .prepare(
+        `DELETE FROM kept_requests WHERE action_id IN (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
+      )
+      .run(nowMs, limit).changes;
   }
 
   close(): void {

@@ -36,7 +36,12 @@ describe('the result store', () => {
     store.commit(input(body));
     const read = store.read('res_act_000001_1');
     expect(read?.body.equals(body)).toBe(true);
-    expect(read).toMatchObject({ truncated: true, total_bytes: body.length + 10, stored_bytes: body.length, summary: { status: 200 } });
+    expect(read).toMatchObject({
+      truncated: true,
+      total_bytes: body.length + 10,
+      stored_bytes: body.length,
+      summary: { status: 200 },
+    });
     expect(store.readForAction('act_000001')?.result_id).toBe('res_act_000001_1');
   });
 
@@ -44,7 +49,9 @@ describe('the result store', () => {
     store.commit(input(Buffer.from('hello')));
     const other = new Database(temp.path, { readonly: true });
     try {
-      expect(other.prepare(`SELECT complete, chunks FROM results WHERE result_id = ?`).get('res_act_000001_1')).toEqual({ complete: 1, chunks: 1 });
+      expect(other.prepare(`SELECT complete, chunks FROM results WHERE result_id = ?`).get('res_act_000001_1')).toEqual(
+        { complete: 1, chunks: 1 },
+      );
     } finally {
       other.close();
     }
@@ -57,7 +64,11 @@ describe('the result store', () => {
 
   it('when a result without a completeness marker exists, it is not returned', () => {
     const raw = new Database(temp.path);
-    raw.prepare(`INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed) VALUES ('res_x', 'act_x', 1, 3, 3, 0, 'sha256:x', 1, 0, 1, 1, zeroblob(24), x'00')`).run();
+    raw
+      .prepare(
+        `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed) VALUES ('res_x', 'act_x', 1, 3, 3, 0, 'sha256:x', 1, 0, 1, 1, zeroblob(24), x'00')`,
+      )
+      .run();
     raw.close();
     expect(store.read('res_x')).toBeUndefined();
   });
@@ -77,7 +88,11 @@ describe('the result store', () => {
   });
 
   it('a reader resumes from a chunk offset: the bytes after the last chunk it verified, with the sequence facts', () => {
-    const body = Buffer.concat([Buffer.alloc(resultChunkBytes, 1), Buffer.alloc(resultChunkBytes, 2), Buffer.from('tail')]);
+    const body = Buffer.concat([
+      Buffer.alloc(resultChunkBytes, 1),
+      Buffer.alloc(resultChunkBytes, 2),
+      Buffer.from('tail'),
+    ]);
     store.commit(input(body));
     const rest = store.readFrom('res_act_000001_1', 1);
     expect(rest).toMatchObject({ from_chunk: 1, chunks: 3, stored_bytes: body.length, digest: input(body).digest });
@@ -94,15 +109,24 @@ describe('the result store', () => {
         store.readFrom('res_act_000001_1', bad);
         expect.unreachable();
       } catch (error) {
-        expect(isCodedError(error) && { code: error.code, field: error.field }).toEqual({ code: 'INVALID_ARGUMENT', field: 'from_chunk' });
+        expect(isCodedError(error) && { code: error.code, field: error.field }).toEqual({
+          code: 'INVALID_ARGUMENT',
+          field: 'from_chunk',
+        });
       }
     }
   });
 
   it('chunks without a completeness marker are never read, from any offset', () => {
     const raw = new Database(temp.path);
-    raw.prepare(`INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed) VALUES ('res_x', 'act_x', 1, 3, 3, 0, 'sha256:x', 1, 0, 1, 1, zeroblob(24), x'00')`).run();
-    raw.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES ('res_x', 0, x'414243', zeroblob(24))`).run();
+    raw
+      .prepare(
+        `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed) VALUES ('res_x', 'act_x', 1, 3, 3, 0, 'sha256:x', 1, 0, 1, 1, zeroblob(24), x'00')`,
+      )
+      .run();
+    raw
+      .prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES ('res_x', 0, x'414243', zeroblob(24))`)
+      .run();
     raw.close();
     expect(store.head('res_x')).toBeUndefined();
     expect(store.readFrom('res_x', 0)).toBeUndefined();
@@ -117,7 +141,11 @@ describe('the result store', () => {
     expect(() => store.readFrom('res_act_000001_1', 2)).toThrow(/not in sequence/);
     expect(() => store.read('res_act_000001_1')).toThrow(/not in sequence/);
     const again = new Database(temp.path);
-    again.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES ('res_act_000001_1', 1, x'00', zeroblob(24))`).run();
+    again
+      .prepare(
+        `INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES ('res_act_000001_1', 1, x'00', zeroblob(24))`,
+      )
+      .run();
     again.close();
     expect(() => store.readFrom('res_act_000001_1', 0)).toThrow(/stored bytes/);
   });
@@ -162,7 +190,13 @@ describe('the result store', () => {
     it('a purged result still has its facts, and every read of its bytes says RESULT_EXPIRED — never partial bytes, never absent', () => {
       const id = commitAt(1, 100);
       store.purgeExpired(5_000, retentionMs, 1);
-      expect(store.head(id)).toMatchObject({ result_id: id, action_id: 'act_000001', digest: `sha256:${'ab'.repeat(32)}`, created_at_ms: 100, purged_at_ms: 5_000 });
+      expect(store.head(id)).toMatchObject({
+        result_id: id,
+        action_id: 'act_000001',
+        digest: `sha256:${'ab'.repeat(32)}`,
+        created_at_ms: 100,
+        purged_at_ms: 5_000,
+      });
       expect(expiredCode(() => store.read(id))).toBe('RESULT_EXPIRED');
       expect(expiredCode(() => store.readFrom(id, 1))).toBe('RESULT_EXPIRED');
       expect(expiredCode(() => store.readForAction('act_000001'))).toBe('RESULT_EXPIRED');
@@ -182,7 +216,9 @@ describe('the result store', () => {
       const second = commitAt(2, 20);
       const raw = new Database(temp.path);
       // A trigger that refuses marking the second result, as a full disk would midway.
-      raw.exec(`CREATE TRIGGER refuse_mark BEFORE UPDATE OF purged_at_ms ON results WHEN NEW.result_id = '${second}' BEGIN SELECT RAISE(ABORT, 'disk full'); END;`);
+      raw.exec(
+        `CREATE TRIGGER refuse_mark BEFORE UPDATE OF purged_at_ms ON results WHEN NEW.result_id = '${second}' BEGIN SELECT RAISE(ABORT, 'disk full'); END;`,
+      );
       raw.close();
       expect(() => store.purgeExpired(10_000, retentionMs, 10)).toThrow(/disk full/);
       expect([chunkRows(first), chunkRows(second)]).toEqual([2, 2]);
@@ -203,14 +239,23 @@ const canary = 'CANARY-4c1d8e2a-response-secret';
 
 /** Every byte of the journal's files as they are on disk now (the audit file and its WAL and index). */
 function journalFileBytes(path: string): Buffer {
-  return Buffer.concat(['', '-wal', '-shm'].map((suffix) => (existsSync(path + suffix) ? readFileSync(path + suffix) : Buffer.alloc(0))));
+  return Buffer.concat(
+    ['', '-wal', '-shm'].map((suffix) => (existsSync(path + suffix) ? readFileSync(path + suffix) : Buffer.alloc(0))),
+  );
 }
 
 /** The canary's forms an attacker with the file would look for; each is a needle. */
 function canaryFormsIn(bytes: Buffer): string[] {
   const raw = Buffer.from(canary);
-  const forms = { raw: raw.toString(), base64: raw.toString('base64'), base64url: raw.toString('base64url'), hex: raw.toString('hex') };
-  return Object.entries(forms).filter(([, form]) => bytes.includes(form)).map(([name]) => name);
+  const forms = {
+    raw: raw.toString(),
+    base64: raw.toString('base64'),
+    base64url: raw.toString('base64url'),
+    hex: raw.toString('hex'),
+  };
+  return Object.entries(forms)
+    .filter(([, form]) => bytes.includes(form))
+    .map(([name]) => name);
 }
 
 function codeOf(read: () => unknown): unknown {
@@ -225,7 +270,11 @@ function codeOf(read: () => unknown): unknown {
 describe('when a response is stored, it is sealed at rest', () => {
   let temp: TempJournal;
   let store: ResultStore;
-  const body = Buffer.concat([Buffer.from(`{"echo":"${canary}"}`), Buffer.alloc(resultChunkBytes, 0x20), Buffer.from(canary)]);
+  const body = Buffer.concat([
+    Buffer.from(`{"echo":"${canary}"}`),
+    Buffer.alloc(resultChunkBytes, 0x20),
+    Buffer.from(canary),
+  ]);
   const committed = (resultId = 'res_act_000001_1', actionId = 'act_000001') => ({
     result_id: resultId,
     action_id: actionId,
@@ -248,7 +297,11 @@ describe('when a response is stored, it is sealed at rest', () => {
 
   it('no byte of journal.sqlite, its -wal or -shm holds the body or a header, raw or encoded; reads return the same values', () => {
     store.commit(committed());
-    expect(store.read('res_act_000001_1')).toMatchObject({ summary: committed().summary, stored_bytes: body.length, digest: committed().digest });
+    expect(store.read('res_act_000001_1')).toMatchObject({
+      summary: committed().summary,
+      stored_bytes: body.length,
+      digest: committed().digest,
+    });
     expect(store.read('res_act_000001_1')?.body.equals(body)).toBe(true);
     expect(store.readFrom('res_act_000001_1', 1)?.body.equals(body.subarray(resultChunkBytes))).toBe(true);
     expect(canaryFormsIn(journalFileBytes(temp.path))).toEqual([]);
@@ -263,7 +316,10 @@ describe('when a response is stored, it is sealed at rest', () => {
     const raw = new Database(temp.path);
     try {
       store.commit(committed());
-      const sealed = (raw.prepare(`SELECT bytes FROM result_chunks WHERE n = 0`).pluck().get() as Buffer).subarray(0, 32);
+      const sealed = (raw.prepare(`SELECT bytes FROM result_chunks WHERE n = 0`).pluck().get() as Buffer).subarray(
+        0,
+        32,
+      );
       expect(journalFileBytes(temp.path).includes(sealed)).toBe(true);
       store.purgeExpired(10_000, 1_000, 1);
       raw.pragma('wal_checkpoint(TRUNCATE)');
@@ -298,11 +354,24 @@ describe('when a response is stored, it is sealed at rest', () => {
 
 describe('when a result was stored by an earlier broker run', () => {
   let temp: TempJournal;
-  const stored = { result_id: 'res_act_000001_1', action_id: 'act_000001', attempt: 1, summary: { status: 201 }, body: Buffer.from(canary), total_bytes: canary.length, truncated: false, digest: 'sha256:x', created_at_ms: 3 };
+  const stored = {
+    result_id: 'res_act_000001_1',
+    action_id: 'act_000001',
+    attempt: 1,
+    summary: { status: 201 },
+    body: Buffer.from(canary),
+    total_bytes: canary.length,
+    truncated: false,
+    digest: 'sha256:x',
+    created_at_ms: 3,
+  };
   afterEach(async () => temp.dispose());
 
   /** Stores a result, closes the broker's journal (locking the vault if asked) and opens it again. */
-  async function storeThenRestart(vault: MemoryVault, lockAtRestart: boolean): Promise<{ journal: Journal; store: ResultStore }> {
+  async function storeThenRestart(
+    vault: MemoryVault,
+    lockAtRestart: boolean,
+  ): Promise<{ journal: Journal; store: ResultStore }> {
     temp = await openTempJournal({ vault });
     const first = ResultStore.open(temp.path, temp.journal.rowCipher());
     first.commit(stored);
@@ -317,7 +386,11 @@ describe('when a result was stored by an earlier broker run', () => {
     const vault = await createMemoryVault();
     const { journal, store } = await storeThenRestart(vault, true);
     try {
-      expect(store.head(stored.result_id)).toMatchObject({ created_at_ms: 3, purged_at_ms: null, stored_bytes: canary.length });
+      expect(store.head(stored.result_id)).toMatchObject({
+        created_at_ms: 3,
+        purged_at_ms: null,
+        stored_bytes: canary.length,
+      });
       expect(codeOf(() => store.read(stored.result_id))).toBe('VAULT_LOCKED');
       expect(codeOf(() => store.readFrom(stored.result_id, 0))).toBe('VAULT_LOCKED');
       vault.unlock();

@@ -99,12 +99,20 @@ export class ResultStore {
       // A purge deletes sealed bytes; zeroed, the free pages never hand them to a later reader of the file.
       db.pragma('secure_delete = ON');
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'results'`).get();
-      if (table === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results table (schema older than 3)');
+      if (table === undefined)
+        throw new CodedError('MIGRATION_FAILED', 'the journal has no results table (schema older than 3)');
       // Without the purge mark a purged result could not be told from a kept one.
       const purgeMark = db.prepare(`SELECT name FROM pragma_table_info('results') WHERE name = 'purged_at_ms'`).get();
-      if (purgeMark === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no results.purged_at_ms column (schema older than 7)');
-      const sealedColumn = db.prepare(`SELECT name FROM pragma_table_info('results') WHERE name = 'summary_sealed'`).get();
-      if (sealedColumn === undefined) throw new CodedError('MIGRATION_FAILED', 'the journal has no sealed results (schema older than 9)');
+      if (purgeMark === undefined)
+        throw new CodedError(
+          'MIGRATION_FAILED',
+          'the journal has no results.purged_at_ms column (schema older than 7)',
+        );
+      const sealedColumn = db
+        .prepare(`SELECT name FROM pragma_table_info('results') WHERE name = 'summary_sealed'`)
+        .get();
+      if (sealedColumn === undefined)
+        throw new CodedError('MIGRATION_FAILED', 'the journal has no sealed results (schema older than 9)');
       return new ResultStore(db, cipher);
     } catch (error) {
       db.close();
@@ -115,25 +123,44 @@ export class ResultStore {
   commit(input: ResultInput): void {
     const summary = JSON.stringify(input.summary);
     if (Buffer.byteLength(summary) > resultSummaryBytesMax) {
-      throw new CodedError('PAYLOAD_LIMIT', `a result summary is at most ${resultSummaryBytesMax} bytes`, { field: 'summary' });
+      throw new CodedError('PAYLOAD_LIMIT', `a result summary is at most ${resultSummaryBytesMax} bytes`, {
+        field: 'summary',
+      });
     }
     const body = Buffer.from(input.body.buffer, input.body.byteOffset, input.body.byteLength);
     const chunks = Math.ceil(body.length / resultChunkBytes);
     // Sealed before the transaction: the write lock is held for the writes only.
     const sealedSummary = this.cipher.seal(resultSummaryAd(input.result_id), Buffer.from(summary, 'utf8'));
-    const sealedChunks = Array.from({ length: chunks }, (_, n) => this.cipher.seal(resultChunkAd(input.result_id, n), body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes)));
+    const sealedChunks = Array.from({ length: chunks }, (_, n) =>
+      this.cipher.seal(
+        resultChunkAd(input.result_id, n),
+        body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes),
+      ),
+    );
     const insertResult = this.db.prepare(
       `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
     );
     const insertChunk = this.db.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
-    this.db.transaction(() => {
-      insertResult.run(
-        input.result_id, input.action_id, input.attempt, input.total_bytes, body.length, input.truncated ? 1 : 0, input.digest, chunks,
-        input.created_at_ms, sealedSummary.run, sealedSummary.nonce, sealedSummary.ciphertext,
-      );
-      sealedChunks.forEach((chunk, n) => insertChunk.run(input.result_id, n, chunk.ciphertext, chunk.nonce));
-    }).immediate();
+    this.db
+      .transaction(() => {
+        insertResult.run(
+          input.result_id,
+          input.action_id,
+          input.attempt,
+          input.total_bytes,
+          body.length,
+          input.truncated ? 1 : 0,
+          input.digest,
+          chunks,
+          input.created_at_ms,
+          sealedSummary.run,
+          sealedSummary.nonce,
+          sealedSummary.ciphertext,
+        );
+        sealedChunks.forEach((chunk, n) => insertChunk.run(input.result_id, n, chunk.ciphertext, chunk.nonce));
+      })
+      .immediate();
   }
 
   /**
@@ -152,7 +179,9 @@ export class ResultStore {
    */
   read(resultId: string): StoredResult | undefined {
     const found = this.verifiedChunks(resultId, 0);
-    return found === undefined ? undefined : { ...headOf(found.row), summary: this.summaryOf(found.row), body: found.body };
+    return found === undefined
+      ? undefined
+      : { ...headOf(found.row), summary: this.summaryOf(found.row), body: found.body };
   }
 
   /**
@@ -161,7 +190,15 @@ export class ResultStore {
    */
   readFrom(resultId: string, fromChunk: number): ResultPart | undefined {
     const found = this.verifiedChunks(resultId, fromChunk);
-    return found === undefined ? undefined : { ...headOf(found.row), summary: this.summaryOf(found.row), body: found.body, from_chunk: fromChunk, chunks: found.row.chunks };
+    return found === undefined
+      ? undefined
+      : {
+          ...headOf(found.row),
+          summary: this.summaryOf(found.row),
+          body: found.body,
+          from_chunk: fromChunk,
+          chunks: found.row.chunks,
+        };
   }
 
   /**
@@ -175,9 +212,14 @@ export class ResultStore {
     if (!Number.isSafeInteger(nowMs) || !Number.isSafeInteger(retentionMs) || retentionMs < 0) {
       throw new RangeError(`purgeExpired needs whole milliseconds (now ${nowMs}, retention ${retentionMs})`);
     }
-    if (!Number.isInteger(limit) || limit < 1 || limit > resultPurgeBatchMax) throw new RangeError(`purgeExpired purges 1..${resultPurgeBatchMax} results per call, not ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > resultPurgeBatchMax)
+      throw new RangeError(`purgeExpired purges 1..${resultPurgeBatchMax} results per call, not ${limit}`);
     const cutoffMs = nowMs - retentionMs;
-    const due = this.db.prepare(`SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ? ORDER BY created_at_ms, result_id LIMIT ?`).pluck();
+    const due = this.db
+      .prepare(
+        `SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ? ORDER BY created_at_ms, result_id LIMIT ?`,
+      )
+      .pluck();
     const deleteChunks = this.db.prepare(`DELETE FROM result_chunks WHERE result_id = ?`);
     const mark = this.db.prepare(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
     return this.db
@@ -193,9 +235,9 @@ export class ResultStore {
   }
 
   readForAction(actionId: string): StoredResult | undefined {
-    const row = this.db.prepare(`SELECT result_id FROM results WHERE action_id = ? AND complete = 1 ORDER BY attempt DESC LIMIT 1`).get(actionId) as
-      | { result_id: string }
-      | undefined;
+    const row = this.db
+      .prepare(`SELECT result_id FROM results WHERE action_id = ? AND complete = 1 ORDER BY attempt DESC LIMIT 1`)
+      .get(actionId) as { result_id: string } | undefined;
     return row === undefined ? undefined : this.read(row.result_id);
   }
 
@@ -213,30 +255,45 @@ export class ResultStore {
     const row = this.completeRow(resultId);
     if (row === undefined) return undefined;
     if (row.purged_at_ms !== null) {
-      throw new CodedError('RESULT_EXPIRED', `result ${resultId} passed its retention and its bytes were purged at ${new Date(row.purged_at_ms).toISOString()}; it is never re-executed`);
+      throw new CodedError(
+        'RESULT_EXPIRED',
+        `result ${resultId} passed its retention and its bytes were purged at ${new Date(row.purged_at_ms).toISOString()}; it is never re-executed`,
+      );
     }
     if (!Number.isInteger(fromChunk) || fromChunk < 0 || fromChunk > row.chunks) {
-      throw new CodedError('INVALID_ARGUMENT', `a chunk offset is a whole number from 0 to ${row.chunks}`, { field: 'from_chunk' });
+      throw new CodedError('INVALID_ARGUMENT', `a chunk offset is a whole number from 0 to ${row.chunks}`, {
+        field: 'from_chunk',
+      });
     }
-    const parts = this.db.prepare(`SELECT n, bytes, nonce FROM result_chunks WHERE result_id = ? ORDER BY n`).all(resultId) as ChunkRow[];
+    const parts = this.db
+      .prepare(`SELECT n, bytes, nonce FROM result_chunks WHERE result_id = ? ORDER BY n`)
+      .all(resultId) as ChunkRow[];
     if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i)) {
       throw new CodedError('INTERNAL', `result ${resultId} is marked complete but its chunks are not in sequence`);
     }
     const stored = parts.reduce((n, p) => n + p.bytes.length - aeadTagBytes, 0);
-    if (stored !== row.stored_bytes) throw new CodedError('INTERNAL', `result ${resultId} has ${stored} stored bytes, expected ${row.stored_bytes}`);
+    if (stored !== row.stored_bytes)
+      throw new CodedError('INTERNAL', `result ${resultId} has ${stored} stored bytes, expected ${row.stored_bytes}`);
     const run = sealedRun(row);
-    const opened = parts.slice(fromChunk).map((p) => this.cipher.open({ run, nonce: p.nonce, ciphertext: p.bytes }, resultChunkAd(resultId, p.n)));
+    const opened = parts
+      .slice(fromChunk)
+      .map((p) => this.cipher.open({ run, nonce: p.nonce, ciphertext: p.bytes }, resultChunkAd(resultId, p.n)));
     return { row, body: Buffer.concat(opened) };
   }
 
   private summaryOf(row: ResultRow): Record<string, unknown> {
-    if (row.summary_nonce === null || row.summary_sealed === null) throw new CodedError('INTERNAL', `result ${row.result_id} has no sealed summary`);
-    const plain = this.cipher.open({ run: sealedRun(row), nonce: row.summary_nonce, ciphertext: row.summary_sealed }, resultSummaryAd(row.result_id));
+    if (row.summary_nonce === null || row.summary_sealed === null)
+      throw new CodedError('INTERNAL', `result ${row.result_id} has no sealed summary`);
+    const plain = this.cipher.open(
+      { run: sealedRun(row), nonce: row.summary_nonce, ciphertext: row.summary_sealed },
+      resultSummaryAd(row.result_id),
+    );
     return JSON.parse(Buffer.from(plain).toString('utf8')) as Record<string, unknown>;
   }
 
   private completeRow(resultId: string): ResultRow | undefined {
-    return this.db.prepare(`SELECT * FROM results WHERE result_id = ? AND complete = 1`).get(resultId) as ResultRow | undefined;
+    return this.db.prepare(`SELECT * FROM results WHERE result_id = ? AND complete = 1`).get(resultId) as
+      ResultRow | undefined;
   }
 }
 

@@ -21,7 +21,17 @@ function started(id: string, pid: number): NewEvent {
   return {
     kind: 'SESSION_STARTED',
     action_id: id,
-    payload: { pid, uid: 1000, start_time: `${pid}00`, ppid: 1, exe: '/usr/bin/node', cwd: '/home/ann', parent_exe: null, client_name: 'claude', client_version: '1' },
+    payload: {
+      pid,
+      uid: 1000,
+      start_time: `${pid}00`,
+      ppid: 1,
+      exe: '/usr/bin/node',
+      cwd: '/home/ann',
+      parent_exe: null,
+      client_name: 'claude',
+      client_version: '1',
+    },
   };
 }
 
@@ -29,15 +39,27 @@ describe('agent sessions in the journal', () => {
   it('folds SESSION_* events into the sessions table in the same commit path, found by process', async () => {
     const t = await temp();
     await t.journal.appendSession(started('ses_alpha_1', 4242));
-    const approved = await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_alpha_1', payload: { actor: person } });
+    const approved = await t.journal.appendSession({
+      kind: 'SESSION_APPROVED',
+      action_id: 'ses_alpha_1',
+      payload: { actor: person },
+    });
     expect(approved.session).toMatchObject({ status: 'approved', approved_by: 'person:ann', pid: 4242 });
     expect(approved.event.session_id).toBe('ses_alpha_1');
     expect(t.journal.getSession('ses_alpha_1')).toEqual(approved.session);
     expect(t.journal.findSessionByProcess(4242, '424200')?.session_id).toBe('ses_alpha_1');
     expect(t.journal.findSessionByProcess(4242, '1')).toBeUndefined();
-    const revoked = await t.journal.appendSession({ kind: 'SESSION_REVOKED', action_id: 'ses_alpha_1', payload: { actor: person, reason: 'done' } });
+    const revoked = await t.journal.appendSession({
+      kind: 'SESSION_REVOKED',
+      action_id: 'ses_alpha_1',
+      payload: { actor: person, reason: 'done' },
+    });
     expect(revoked.session.status).toBe('revoked');
-    const ended = await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: 'ses_alpha_1', payload: { reason: 'process_exited' } });
+    const ended = await t.journal.appendSession({
+      kind: 'SESSION_ENDED',
+      action_id: 'ses_alpha_1',
+      payload: { reason: 'process_exited' },
+    });
     // A revoked session stays revoked in status; its end is still recorded.
     expect(ended.session).toMatchObject({ status: 'revoked', end_reason: 'process_exited' });
   });
@@ -47,17 +69,37 @@ describe('agent sessions in the journal', () => {
     await t.journal.appendSession(started('ses_beta_01', 7));
     await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_beta_01', payload: { actor: person } });
     const before = t.journal.stats().events;
-    await expect(t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_beta_01', payload: { actor: person } })).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
-    await expect(t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_never_1', payload: { actor: person } })).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    await expect(
+      t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_beta_01', payload: { actor: person } }),
+    ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    await expect(
+      t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_never_1', payload: { actor: person } }),
+    ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
     expect(t.journal.stats().events).toBe(before);
   });
 
   it('keeps action and session subjects apart: wrong prefixes and wrong entry points are INVALID_ARGUMENT', async () => {
     const t = await temp();
-    await expect(t.journal.append(started('ses_gamma_1', 9))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'kind' });
-    await expect(t.journal.appendSession(started('act_gamma_1', 9))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'action_id' });
+    await expect(t.journal.append(started('ses_gamma_1', 9))).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'kind',
+    });
+    await expect(t.journal.appendSession(started('act_gamma_1', 9))).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'action_id',
+    });
     await expect(
-      t.journal.appendSession({ kind: 'ACTION_ACCEPTED', action_id: 'ses_gamma_1', payload: { channel: 'http', target: 'x', request_fingerprint: `sha256:${'0'.repeat(64)}`, approval: 'none', idempotent: false } }),
+      t.journal.appendSession({
+        kind: 'ACTION_ACCEPTED',
+        action_id: 'ses_gamma_1',
+        payload: {
+          channel: 'http',
+          target: 'x',
+          request_fingerprint: `sha256:${'0'.repeat(64)}`,
+          approval: 'none',
+          idempotent: false,
+        },
+      }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'action_id' });
   });
 
@@ -68,11 +110,25 @@ describe('agent sessions in the journal', () => {
       kind: 'ACTION_ACCEPTED',
       action_id: 'act_from_session_1',
       session_id: 'ses_one_001',
-      payload: { channel: 'http', target: 'route:r POST /x', request_fingerprint: `sha256:${'1'.repeat(64)}`, approval: 'session', idempotent: false },
+      payload: {
+        channel: 'http',
+        target: 'route:r POST /x',
+        request_fingerprint: `sha256:${'1'.repeat(64)}`,
+        approval: 'session',
+        idempotent: false,
+      },
     });
     await live.journal.appendSession(started('ses_two_002', 12));
-    await live.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_one_001', payload: { actor: { kind: 'policy', id: 'observe' } } });
-    await live.journal.appendSession({ kind: 'SESSION_ENDED', action_id: 'ses_two_002', payload: { reason: 'broker_found_gone' } });
+    await live.journal.appendSession({
+      kind: 'SESSION_APPROVED',
+      action_id: 'ses_one_001',
+      payload: { actor: { kind: 'policy', id: 'observe' } },
+    });
+    await live.journal.appendSession({
+      kind: 'SESSION_ENDED',
+      action_id: 'ses_two_002',
+      payload: { reason: 'broker_found_gone' },
+    });
     const target = await temp();
     await replayJournal(live.journal.events(), target.journal, target.clock);
     expect(readStateTables(target.path)).toEqual(readStateTables(live.path));

@@ -18,23 +18,44 @@ import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.
 const id = 'act_upgrade_0001';
 
 function stamped(events: readonly NewEvent[]): JournalEvent[] {
-  return events.map((e, i) => ({ session_id: null, ticket: 1, lane: null, ...e, seq: i + 1, at_ms: 1_000 + i }) as JournalEvent);
+  return events.map(
+    (e, i) => ({ session_id: null, ticket: 1, lane: null, ...e, seq: i + 1, at_ms: 1_000 + i }) as JournalEvent,
+  );
 }
 
 /** A current-shape state with no field at its upgrade default: a retried action, rule-set approval, a bound key. */
 function currentAction(): ActionState {
   const projected = project(stamped(actionPaths.throttledThenRetried(id))).get(id);
   if (projected === undefined) throw new Error('the path projects no state');
-  return actionStateSchema.parse({ ...projected, approval_rule: 'rules[0]: POST /documents/** → none', key_expires_at_ms: 90_000, abandoned: true });
+  return actionStateSchema.parse({
+    ...projected,
+    approval_rule: 'rules[0]: POST /documents/** → none',
+    key_expires_at_ms: 90_000,
+    abandoned: true,
+  });
 }
 
 function currentSession(): SessionState {
   const started: NewEvent = {
     kind: 'SESSION_STARTED',
     action_id: 'ses_upgrade_01',
-    payload: { pid: 4242, uid: 1000, start_time: '424200', ppid: 1, exe: '/usr/bin/node', cwd: '/home/ann', parent_exe: null, client_name: 'c', client_version: '1' },
+    payload: {
+      pid: 4242,
+      uid: 1000,
+      start_time: '424200',
+      ppid: 1,
+      exe: '/usr/bin/node',
+      cwd: '/home/ann',
+      parent_exe: null,
+      client_name: 'c',
+      client_version: '1',
+    },
   };
-  const reconnected: NewEvent = { kind: 'SESSION_RECONNECTED', action_id: 'ses_upgrade_01', payload: { client_name: 'c', client_version: '1' } };
+  const reconnected: NewEvent = {
+    kind: 'SESSION_RECONNECTED',
+    action_id: 'ses_upgrade_01',
+    payload: { client_name: 'c', client_version: '1' },
+  };
   const session = projectSessions(stamped([started, reconnected, reconnected])).get('ses_upgrade_01');
   if (session === undefined) throw new Error('no session');
   return session;
@@ -74,12 +95,15 @@ function codedFailure(read: () => unknown): { code: string; field: string | unde
 }
 
 describe('when a stored action row predates a field', () => {
-  it.each(actionFieldsAdded)('a row from before $before comes back with $field = $absentMeans and everything else as stored', ({ field }) => {
-    const current = currentAction();
-    const upgraded = upgradeActionState(storedWithout(current, [field]));
-    expect(upgraded).toStrictEqual(defaulted(current, [field]));
-    expect(actionStateSchema.parse(upgraded)).toStrictEqual(upgraded);
-  });
+  it.each(actionFieldsAdded)(
+    'a row from before $before comes back with $field = $absentMeans and everything else as stored',
+    ({ field }) => {
+      const current = currentAction();
+      const upgraded = upgradeActionState(storedWithout(current, [field]));
+      expect(upgraded).toStrictEqual(defaulted(current, [field]));
+      expect(actionStateSchema.parse(upgraded)).toStrictEqual(upgraded);
+    },
+  );
 
   it('a lease stored before leases recorded their verdict comes back with decision null (never counted as same-key)', () => {
     const current = currentAction();
@@ -122,10 +146,22 @@ describe('when a stored row is malformed', () => {
   it.each([
     ['not JSON', '{"action_id": "act_', 'actions.state'],
     ['not an object', '[]', 'actions.state'],
-    ['a required field missing (no version wrote it without)', storedWithout(current, []).replace('"action_id"', '"action_idx"'), 'actions.state.action_id'],
-    ['a field of the wrong type', JSON.stringify({ ...current, retry_budget: 'ZZ-stored-value-ZZ' }), 'actions.state.retry_budget'],
+    [
+      'a required field missing (no version wrote it without)',
+      storedWithout(current, []).replace('"action_id"', '"action_idx"'),
+      'actions.state.action_id',
+    ],
+    [
+      'a field of the wrong type',
+      JSON.stringify({ ...current, retry_budget: 'ZZ-stored-value-ZZ' }),
+      'actions.state.retry_budget',
+    ],
     ['null where no version wrote null', JSON.stringify({ ...current, abandoned: null }), 'actions.state.abandoned'],
-    ['a lease verdict outside the set', JSON.stringify({ ...current, lease: { ...current.lease, decision: 'ZZ-stored-value-ZZ' } }), 'actions.state.lease.decision'],
+    [
+      'a lease verdict outside the set',
+      JSON.stringify({ ...current, lease: { ...current.lease, decision: 'ZZ-stored-value-ZZ' } }),
+      'actions.state.lease.decision',
+    ],
   ])('%s: a coded error naming the field, never a default', (_case, row, field) => {
     const failure = codedFailure(() => upgradeActionState(row));
     expect(failure).toMatchObject({ code: 'INTERNAL', field });
@@ -134,7 +170,10 @@ describe('when a stored row is malformed', () => {
 
   it('a session row: the same', () => {
     const bad = JSON.stringify({ ...currentSession(), reconnects: -1 });
-    expect(codedFailure(() => upgradeSessionState(bad))).toMatchObject({ code: 'INTERNAL', field: 'sessions.state.reconnects' });
+    expect(codedFailure(() => upgradeSessionState(bad))).toMatchObject({
+      code: 'INTERNAL',
+      field: 'sessions.state.reconnects',
+    });
   });
 });
 
@@ -168,8 +207,17 @@ describe('when the journal reads a row an older broker wrote', () => {
     expect(t.journal.listLane('lane-a')).toStrictEqual([before]);
     expect(t.journal.listSessionActions('ses_test')).toStrictEqual([before]);
 
-    const abandoned = await t.journal.append({ kind: 'ABANDONED', action_id: id, payload: { actor: { kind: 'person', id: 'ann' }, reason: 'checked by hand' } });
-    expect(abandoned.state).toStrictEqual({ ...before, abandoned: true, last_seq: abandoned.event.seq, updated_at_ms: abandoned.event.at_ms });
+    const abandoned = await t.journal.append({
+      kind: 'ABANDONED',
+      action_id: id,
+      payload: { actor: { kind: 'person', id: 'ann' }, reason: 'checked by hand' },
+    });
+    expect(abandoned.state).toStrictEqual({
+      ...before,
+      abandoned: true,
+      last_seq: abandoned.event.seq,
+      updated_at_ms: abandoned.event.at_ms,
+    });
     const db = new Database(t.path, { readonly: true });
     try {
       const row = db.prepare('SELECT state FROM actions WHERE action_id = ?').get(id) as { state: string };
@@ -184,12 +232,26 @@ describe('when the journal reads a row an older broker wrote', () => {
     const session = await t.journal.appendSession({
       kind: 'SESSION_STARTED',
       action_id: 'ses_upgrade_01',
-      payload: { pid: 4242, uid: 1000, start_time: '424200', ppid: 1, exe: null, cwd: null, parent_exe: null, client_name: null, client_version: null },
+      payload: {
+        pid: 4242,
+        uid: 1000,
+        start_time: '424200',
+        ppid: 1,
+        exe: null,
+        cwd: null,
+        parent_exe: null,
+        client_name: null,
+        client_version: null,
+      },
     });
     rewrite(`UPDATE sessions SET state = json_remove(state, '$.reconnects') WHERE session_id = ?`, 'ses_upgrade_01');
     expect(t.journal.getSession('ses_upgrade_01')).toStrictEqual(session.session);
     expect(t.journal.findSessionByProcess(4242, '424200')).toStrictEqual(session.session);
-    const again = await t.journal.appendSession({ kind: 'SESSION_RECONNECTED', action_id: 'ses_upgrade_01', payload: { client_name: null, client_version: null } });
+    const again = await t.journal.appendSession({
+      kind: 'SESSION_RECONNECTED',
+      action_id: 'ses_upgrade_01',
+      payload: { client_name: null, client_version: null },
+    });
     expect(again.session.reconnects).toBe(1);
     expect(sessionStateSchema.parse(t.journal.getSession('ses_upgrade_01'))).toMatchObject({ reconnects: 1 });
   });
@@ -198,7 +260,13 @@ describe('when the journal reads a row an older broker wrote', () => {
     t = await openTempJournal();
     await t.journal.appendBatch(actionPaths.lostThenReconciled(id).slice(0, 2));
     rewrite(`UPDATE actions SET state = json_set(state, '$.stage', 'teleported') WHERE action_id = ?`, id);
-    expect(codedFailure(() => t?.journal.getAction(id))).toMatchObject({ code: 'INTERNAL', field: 'actions.state.stage' });
-    expect(codedFailure(() => t?.journal.listLane('lane-a'))).toMatchObject({ code: 'INTERNAL', field: 'actions.state.stage' });
+    expect(codedFailure(() => t?.journal.getAction(id))).toMatchObject({
+      code: 'INTERNAL',
+      field: 'actions.state.stage',
+    });
+    expect(codedFailure(() => t?.journal.listLane('lane-a'))).toMatchObject({
+      code: 'INTERNAL',
+      field: 'actions.state.stage',
+    });
   });
 });

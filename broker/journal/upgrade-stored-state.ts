@@ -47,7 +47,11 @@ function parseStored<S extends z.ZodType>(schema: S, json: string, column: strin
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const path = issue === undefined || issue.path.length === 0 ? '' : `.${issue.path.join('.')}`;
-  throw new CodedError('INTERNAL', `a stored ${column} row does not match any shape Postern wrote (${column}${path}: ${issue?.message})`, {
-    field: `${column}${path}`,
-  });
+  throw new CodedError(
+    'INTERNAL',
+    `a stored ${column} row does not match any shape Postern wrote (${column}${path}: ${issue?.message})`,
+    {
+      field: `${column}${path}`,
+    },
+  );
 }

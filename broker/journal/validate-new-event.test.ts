@@ -8,9 +8,36 @@ describe('when an event does not match the contract', () => {
     ['an unknown kind', { ...good, kind: 'LAUNCHED' }, 'kind'],
     ['a malformed action id', { ...good, action_id: 'nope' }, 'action_id'],
     ['a negative ticket', { ...good, ticket: -1 }, 'ticket'],
-    ['a payload field of the wrong type', { kind: 'REQUEST_SENT', action_id: 'act_valid_0001', payload: { attempt: 1, request_complete: 'yes' } }, 'payload.request_complete'],
-    ['a fingerprint that is not a sha256 digest', { kind: 'APPROVED', action_id: 'act_valid_0001', payload: { actor: { kind: 'person', id: 'p' }, request_fingerprint: 'Bearer abc' } }, 'payload.request_fingerprint'],
-    ['a classification with an unknown outcome', { ...good, classification: { phase: 'validation', outcome: 'failed', retry: 'never', code: null, effect: 'no_effect', outcome_basis: 'x', source: 'local_gate' } }, 'classification.outcome'],
+    [
+      'a payload field of the wrong type',
+      { kind: 'REQUEST_SENT', action_id: 'act_valid_0001', payload: { attempt: 1, request_complete: 'yes' } },
+      'payload.request_complete',
+    ],
+    [
+      'a fingerprint that is not a sha256 digest',
+      {
+        kind: 'APPROVED',
+        action_id: 'act_valid_0001',
+        payload: { actor: { kind: 'person', id: 'p' }, request_fingerprint: 'Bearer abc' },
+      },
+      'payload.request_fingerprint',
+    ],
+    [
+      'a classification with an unknown outcome',
+      {
+        ...good,
+        classification: {
+          phase: 'validation',
+          outcome: 'failed',
+          retry: 'never',
+          code: null,
+          effect: 'no_effect',
+          outcome_basis: 'x',
+          source: 'local_gate',
+        },
+      },
+      'classification.outcome',
+    ],
   ])('refuses %s with INVALID_ARGUMENT naming the field, not the value', (_name, input, field) => {
     expect(() => validateNewEvent(input)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field }));
     expect(() => validateNewEvent(input)).not.toThrow(/Bearer abc/);
@@ -22,9 +49,17 @@ describe('when an event carries fields the contract does not name', () => {
     const input = {
       kind: 'CREDENTIAL_AUTHORIZED',
       action_id: 'act_valid_0001',
-      payload: { credential_id: 'cred_1', version_tag: 'v1', injection_mode: 'bearer', request_fingerprint: `sha256:${'a'.repeat(64)}`, token: 'hunter2' },
+      payload: {
+        credential_id: 'cred_1',
+        version_tag: 'v1',
+        injection_mode: 'bearer',
+        request_fingerprint: `sha256:${'a'.repeat(64)}`,
+        token: 'hunter2',
+      },
     };
-    expect(() => validateNewEvent(input)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'payload' }));
+    expect(() => validateNewEvent(input)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'payload' }),
+    );
     expect(() => validateNewEvent(input)).not.toThrow(/hunter2/);
   });
 

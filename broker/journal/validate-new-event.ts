@@ -1,5 +1,12 @@
 import type { z } from 'zod';
-import { CodedError, eventPayloadSchemas, isConfigEventKind, isSessionEventKind, newEventSchema, type NewEvent } from '../contract/index.js';
+import {
+  CodedError,
+  eventPayloadSchemas,
+  isConfigEventKind,
+  isSessionEventKind,
+  newEventSchema,
+  type NewEvent,
+} from '../contract/index.js';
 
 /**
  * Checks an event against the contract schemas before it can be queued and returns the parsed
@@ -14,7 +21,11 @@ export function validateNewEvent(input: unknown): NewEvent {
   const needed = isSessionEventKind(kind) ? 'ses_' : isConfigEventKind(kind) ? 'cfg_' : 'act_';
   if (!envelope.data.action_id.startsWith(needed)) {
     const article = needed === 'act_' ? 'an' : 'a';
-    throw new CodedError('INVALID_ARGUMENT', `invalid event: action_id: ${kind} needs ${article} ${needed} subject id`, { field: 'action_id' });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `invalid event: action_id: ${kind} needs ${article} ${needed} subject id`,
+      { field: 'action_id' },
+    );
   }
   const payload = eventPayloadSchemas[kind].safeParse(envelope.data.payload);
   if (!payload.success) throw invalid(payload.error, ['payload']);

@@ -48,7 +48,13 @@ export interface AgentBackend {
    * Runs one tool call. `args` is as received (unvalidated). `signal` fires when the caller stops
    * waiting; its reason is a CallerStop. Never rejects for a refusal: refusals are answers.
    */
-  call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer>;
+  call(
+    sessionId: string,
+    tool: AgentToolName,
+    args: unknown,
+    signal: AbortSignal,
+    onProgress?: (p: CallProgress) => void,
+  ): Promise<ToolAnswer>;
   /**
    * The answer carrying `handoff` was written completely to the caller's connection (the socket
    * write's callback succeeded): MCP has no acknowledgement of a response, so this is the strongest

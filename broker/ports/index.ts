@@ -2,8 +2,21 @@ export type { Clock } from './clock.js';
 export type { IdSource } from './id-source.js';
 export { systemClock } from './system-clock.js';
 export { createRandomIdSource } from './random-id-source.js';
-export { credentialKinds, type CredentialInfo, type CredentialKind, type CredentialVault, type SecretMaterial, type VaultState } from './credential-vault.js';
+export {
+  credentialKinds,
+  type CredentialInfo,
+  type CredentialKind,
+  type CredentialVault,
+  type SecretMaterial,
+  type VaultState,
+} from './credential-vault.js';
 export type { DispatchGate } from './dispatch-gate.js';
 export type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from './agent-backend.js';
-export type { DecisionResult, OperatorActor, OperatorQueue, OperatorReconciler, ReconcileResult } from './operator-queue.js';
+export type {
+  DecisionResult,
+  OperatorActor,
+  OperatorQueue,
+  OperatorReconciler,
+  ReconcileResult,
+} from './operator-queue.js';
 export type { VaultKeyProtection, VaultKeyProtector } from './vault-key-protector.js';

@@ -10,7 +10,12 @@ describe('openDatabase', () => {
   describe('when running under plain Node (the CLI, the daemon, the tests)', () => {
     it('asks for no native binding, whatever the environment says', () => {
       expect(sqliteNativeBinding({ versions: { node: '20.20.2' }, env: {} })).toBeUndefined();
-      expect(sqliteNativeBinding({ versions: { node: '20.20.2' }, env: { [sqliteBindingEnv]: '/elsewhere/better_sqlite3.node' } })).toBeUndefined();
+      expect(
+        sqliteNativeBinding({
+          versions: { node: '20.20.2' },
+          env: { [sqliteBindingEnv]: '/elsewhere/better_sqlite3.node' },
+        }),
+      ).toBeUndefined();
     });
 
     it('opens with node_modules’ own build, exactly as `new Database` did', () => {
@@ -36,9 +41,12 @@ describe('openDatabase', () => {
 
   describe('when running inside Electron', () => {
     it('names the Electron build the shell pointed at', () => {
-      expect(sqliteNativeBinding({ versions: { electron: '45.5.0' }, env: { [sqliteBindingEnv]: '/app/native-electron/better_sqlite3.node' } })).toBe(
-        '/app/native-electron/better_sqlite3.node',
-      );
+      expect(
+        sqliteNativeBinding({
+          versions: { electron: '45.5.0' },
+          env: { [sqliteBindingEnv]: '/app/native-electron/better_sqlite3.node' },
+        }),
+      ).toBe('/app/native-electron/better_sqlite3.node');
     });
 
     it('refuses to fall back to the Node build when the shell did not say where the Electron build is', () => {

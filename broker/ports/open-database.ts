@@ -16,11 +16,14 @@ export interface SqliteRuntime {
 }
 
 /** The `nativeBinding` option for this process: undefined under plain Node. */
-export function sqliteNativeBinding(runtime: SqliteRuntime = { versions: process.versions, env: process.env }): string | undefined {
+export function sqliteNativeBinding(
+  runtime: SqliteRuntime = { versions: process.versions, env: process.env },
+): string | undefined {
   if (runtime.versions['electron'] === undefined) return undefined;
   const file = runtime.env[sqliteBindingEnv];
   // A programmer error: the default loader would pick node_modules' Node build and fail with an ABI message.
-  if (file === undefined || file === '') throw new Error(`running inside Electron, but ${sqliteBindingEnv} does not name better-sqlite3's Electron build`);
+  if (file === undefined || file === '')
+    throw new Error(`running inside Electron, but ${sqliteBindingEnv} does not name better-sqlite3's Electron build`);
   return file;
 }
 

@@ -1,4 +1,12 @@
-import type { ApprovalCard, Effect, OperatorAuth, OperatorSurface, Outcome, QueuePosition, SessionState } from '../contract/index.js';
+import type {
+  ApprovalCard,
+  Effect,
+  OperatorAuth,
+  OperatorSurface,
+  Outcome,
+  QueuePosition,
+  SessionState,
+} from '../contract/index.js';
 
 /**
  * Who decided, named for the record: a person on a surface that proved one (desktop window, web
@@ -35,7 +43,13 @@ export interface OperatorQueue {
   /** Releases the lane behind a blocked (unknown) head; the outcome stays unknown. */
   abandon(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult>;
   /** A person settles a dispatched, recorded-unknown action with a written basis (source operator_attested). */
-  attest(actionId: string, actor: OperatorActor, outcome: 'committed' | 'rejected', effect: Effect, basis: string): Promise<DecisionResult>;
+  attest(
+    actionId: string,
+    actor: OperatorActor,
+    outcome: 'committed' | 'rejected',
+    effect: Effect,
+    basis: string,
+  ): Promise<DecisionResult>;
   approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState>;
   revokeSession(sessionId: string, actor: OperatorActor, reason: string): Promise<SessionState>;
   /** Where an action waits now, or null once it is dispatched/closed or unknown to the queue. */

@@ -9,7 +9,10 @@ import { gateClassification } from './decision-events.js';
 const fp = `sha256:${'e'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'reviewer' };
 const config = parseConfig('version: 1\n');
-const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') });
+const preview = httpCardPreview(
+  { name: 'docs', credential: 'docs-token' },
+  { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') },
+);
 /** More than one page of the queue's bounded lane reads (1000). */
 const closedBehindHead = 1_050;
 
@@ -21,7 +24,18 @@ afterEach(async () => {
 });
 
 const admit = (id: string, approval: 'none' | 'per_call'): NewEvent[] => [
-  { kind: 'ACTION_ACCEPTED', action_id: id, lane: 'document-7', payload: { channel: 'http', target: 'route:docs POST /documents/7', request_fingerprint: fp, approval, idempotent: false } },
+  {
+    kind: 'ACTION_ACCEPTED',
+    action_id: id,
+    lane: 'document-7',
+    payload: {
+      channel: 'http',
+      target: 'route:docs POST /documents/7',
+      request_fingerprint: fp,
+      approval,
+      idempotent: false,
+    },
+  },
   { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
 ];
 
@@ -37,7 +51,12 @@ async function laneBeyondOnePage(): Promise<{ ticketA: number; ticketB: number; 
     const batch: NewEvent[] = [];
     for (let i = start; i < Math.min(start + 80, closedBehindHead); i += 1) {
       const id = `act_pagingC${String(i).padStart(6, '0')}`;
-      batch.push(...admit(id, 'none'), { kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'filler' }, classification: gateClassification('operator_cancelled') });
+      batch.push(...admit(id, 'none'), {
+        kind: 'CANCELLED',
+        action_id: id,
+        payload: { actor: person, reason: 'filler' },
+        classification: gateClassification('operator_cancelled'),
+      });
     }
     await temp.journal.appendBatch(batch);
   }
@@ -58,7 +77,10 @@ describe('when a lane holds more than one page of tickets behind its head', () =
 
   it('a ticket beyond the first page that is cancelled hears closed, and is gone from the cards', async () => {
     const { ticketA, ticketB, turnB } = await laneBeyondOnePage();
-    expect(queue.cards().map((c) => [c.ticket, c.state])).toEqual([[ticketA, 'pending'], [ticketB, 'approved_waiting']]);
+    expect(queue.cards().map((c) => [c.ticket, c.state])).toEqual([
+      [ticketA, 'pending'],
+      [ticketB, 'approved_waiting'],
+    ]);
     await queue.cancel(ticketB, person, 'not needed');
     expect(await turnB).toMatchObject({ kind: 'closed', state: { decision: 'cancelled' } });
     expect(queue.cards().map((c) => c.ticket)).toEqual([ticketA]);
@@ -73,14 +95,30 @@ describe('when a session has more actions than one page of the journal’s sessi
     await temp.journal.appendSession({
       kind: 'SESSION_STARTED',
       action_id: sessionId,
-      payload: { pid: 4242, uid: 1000, start_time: '1', ppid: 1, exe: null, cwd: null, parent_exe: null, client_name: null, client_version: null },
+      payload: {
+        pid: 4242,
+        uid: 1000,
+        start_time: '1',
+        ppid: 1,
+        exe: null,
+        cwd: null,
+        parent_exe: null,
+        client_name: null,
+        client_version: null,
+      },
     });
-    const mine = (events: NewEvent[]): NewEvent[] => events.map((e) => (e.kind === 'ACTION_ACCEPTED' ? { ...e, session_id: sessionId, lane: null } : e));
+    const mine = (events: NewEvent[]): NewEvent[] =>
+      events.map((e) => (e.kind === 'ACTION_ACCEPTED' ? { ...e, session_id: sessionId, lane: null } : e));
     for (let start = 0; start < closedBehindHead; start += 80) {
       const batch: NewEvent[] = [];
       for (let i = start; i < Math.min(start + 80, closedBehindHead); i += 1) {
         const id = `act_pagingS${String(i).padStart(6, '0')}`;
-        batch.push(...mine(admit(id, 'none')), { kind: 'CANCELLED', action_id: id, payload: { actor: person, reason: 'filler' }, classification: gateClassification('operator_cancelled') });
+        batch.push(...mine(admit(id, 'none')), {
+          kind: 'CANCELLED',
+          action_id: id,
+          payload: { actor: person, reason: 'filler' },
+          classification: gateClassification('operator_cancelled'),
+        });
       }
       await temp.journal.appendBatch(batch);
     }

@@ -9,7 +9,10 @@ import { httpCardPreview } from './card-preview.js';
 const fp = `sha256:${'c'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'reviewer' };
 const config = parseConfig('version: 1\n');
-const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') });
+const preview = httpCardPreview(
+  { name: 'docs', credential: 'docs-token' },
+  { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') },
+);
 
 let temp: TempJournal;
 afterEach(async () => {
@@ -17,7 +20,18 @@ afterEach(async () => {
 });
 
 const admit = (id: string, approval: 'none' | 'per_call'): NewEvent[] => [
-  { kind: 'ACTION_ACCEPTED', action_id: id, lane: 'document-7', payload: { channel: 'http', target: 'route:docs POST /documents/7', request_fingerprint: fp, approval, idempotent: false } },
+  {
+    kind: 'ACTION_ACCEPTED',
+    action_id: id,
+    lane: 'document-7',
+    payload: {
+      channel: 'http',
+      target: 'route:docs POST /documents/7',
+      request_fingerprint: fp,
+      approval,
+      idempotent: false,
+    },
+  },
   { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
 ];
 
@@ -27,7 +41,11 @@ describe('when the broker restarts', () => {
     const a = 'act_restartA0001';
     await temp.journal.appendBatch([
       ...admit(a, 'none'),
-      { kind: 'CREDENTIAL_AUTHORIZED', action_id: a, payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp } },
+      {
+        kind: 'CREDENTIAL_AUTHORIZED',
+        action_id: a,
+        payload: { credential_id: 'c', version_tag: 'v', injection_mode: 'bearer', request_fingerprint: fp },
+      },
     ]);
     await temp.journal.beginDispatch(a, 1, { connection: 'fresh' });
     // A pending per-call ticket of the old run: recovery closes it (not_attempted, BROKER_RESTARTED).
@@ -36,13 +54,22 @@ describe('when the broker restarts', () => {
     await temp.journal.close();
 
     const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
-    temp = { ...temp, journal, dispose: async () => { await journal.close(); temp.dir.remove(); } };
+    temp = {
+      ...temp,
+      journal,
+      dispose: async () => {
+        await journal.close();
+        temp.dir.remove();
+      },
+    };
     expect(journal.getAction(a)).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', recorded: true });
     expect(journal.getAction(old)).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
 
     const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
     const ticketA = journal.getAction(a)?.ticket ?? 0;
-    expect(queue.cards().map((c) => [c.ticket, c.state, c.target, c.credential])).toEqual([[ticketA, 'blocked_head', 'route:docs', '(unknown)']]);
+    expect(queue.cards().map((c) => [c.ticket, c.state, c.target, c.credential])).toEqual([
+      [ticketA, 'blocked_head', 'route:docs', '(unknown)'],
+    ]);
 
     const b = 'act_restartB0001';
     await journal.appendBatch(admit(b, 'none'));
@@ -53,7 +80,11 @@ describe('when the broker restarts', () => {
     });
     await new Promise((resolve) => setImmediate(resolve));
     expect(turn).toBeUndefined();
-    expect(queue.position(b)).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: ticketA, text: `blocked by #${ticketA} (outcome unknown)` });
+    expect(queue.position(b)).toMatchObject({
+      waiting: 'lane_blocked',
+      waiting_for_ticket: ticketA,
+      text: `blocked by #${ticketA} (outcome unknown)`,
+    });
     await queue.abandon(ticketA, person, 'checked by hand after the restart');
     expect(await waiting).toEqual({ kind: 'go' });
     queue.close();

@@ -19,11 +19,15 @@ async function conflict(decision: Promise<unknown>): Promise<{ code: string; mes
 
 /** The card whose body preview carries `marker` (the agent's own bytes), once it is visible. */
 async function cardOf(marker: string, state?: ApprovalCard['state']): Promise<ApprovalCard> {
-  const match = (c: ApprovalCard) => c.body_preview?.includes(`"${marker}"`) === true && (state === undefined || c.state === state);
-  const cards = await waitForCards(f.queue, (cs) => cs.some(match), `the card of ${marker}${state === undefined ? '' : ` (${state})`}`);
+  const match = (c: ApprovalCard) =>
+    c.body_preview?.includes(`"${marker}"`) === true && (state === undefined || c.state === state);
+  const cards = await waitForCards(
+    f.queue,
+    (cs) => cs.some(match),
+    `the card of ${marker}${state === undefined ? '' : ` (${state})`}`,
+  );
   return cards.find(match) as ApprovalCard;
 }
-
 
 describe('when a per-call card is decided', () => {
   beforeEach(async () => {
@@ -52,17 +56,35 @@ describe('when a per-call card is decided', () => {
     expect(envelope.error).toBeUndefined();
     expect(response?.status).toBe(200);
     expect(f.server.markers()).toEqual(['A']);
-    expect(kinds(f.events(envelope.invocation_id)).slice(0, 5)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CARD_SHOWN', 'APPROVED', 'CREDENTIAL_AUTHORIZED']);
-    expect(f.events(envelope.invocation_id).find((e) => e.kind === 'APPROVED')?.payload).toEqual({ actor: person, request_fingerprint: envelope.evidence.request_fingerprint });
+    expect(kinds(f.events(envelope.invocation_id)).slice(0, 5)).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CARD_SHOWN',
+      'APPROVED',
+      'CREDENTIAL_AUTHORIZED',
+    ]);
+    expect(f.events(envelope.invocation_id).find((e) => e.kind === 'APPROVED')?.payload).toEqual({
+      actor: person,
+      request_fingerprint: envelope.evidence.request_fingerprint,
+    });
     expect(f.queue.cards()).toEqual([]);
   });
 
   it('the card shows the query and the agent-set headers, so a person sees ?action=purge and a method override', async () => {
-    const run = f.submit('Q', { query: { action: 'purge', confirm: 'yes' }, headers: { 'X-HTTP-Method-Override': 'DELETE' } });
+    const run = f.submit('Q', {
+      query: { action: 'purge', confirm: 'yes' },
+      headers: { 'X-HTTP-Method-Override': 'DELETE' },
+    });
     const card = await cardOf('Q', 'pending');
     expect(approvalCardSchema.parse(card)).toEqual(card);
-    expect(card.query).toEqual([['action', 'purge'], ['confirm', 'yes']]);
-    expect(card.headers).toEqual([['content-type', 'application/json'], ['x-http-method-override', 'DELETE']]);
+    expect(card.query).toEqual([
+      ['action', 'purge'],
+      ['confirm', 'yes'],
+    ]);
+    expect(card.headers).toEqual([
+      ['content-type', 'application/json'],
+      ['x-http-method-override', 'DELETE'],
+    ]);
     // The injected credential is never on a card.
     expect(JSON.stringify(card)).not.toContain(canary);
     await f.queue.reject(card.ticket, person, 'not a purge');
@@ -75,7 +97,10 @@ describe('when a per-call card is decided', () => {
     await f.queue.reject(card.ticket, person, 'wrong document');
     const { envelope } = await run;
     expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted', retry: 'never' });
-    expect(await conflict(f.queue.approve(card.ticket, person))).toEqual({ code: 'DECISION_CONFLICT', message: `ticket #${card.ticket} already rejected` });
+    expect(await conflict(f.queue.approve(card.ticket, person))).toEqual({
+      code: 'DECISION_CONFLICT',
+      message: `ticket #${card.ticket} already rejected`,
+    });
     expect(f.server.arrivals).toHaveLength(0);
   });
 
@@ -86,9 +111,16 @@ describe('when a per-call card is decided', () => {
     expect(f.timers.advance(1)).toBe(1);
     const { envelope } = await run;
     expect(envelope.error).toMatchObject({ code: 'APPROVAL_EXPIRED', outcome: 'not_attempted', retry: 'never' });
-    expect(await conflict(f.queue.approve(card.ticket, person))).toEqual({ code: 'DECISION_CONFLICT', message: `ticket #${card.ticket} already expired` });
-    expect(await conflict(f.queue.reject(card.ticket, person, 'late'))).toMatchObject({ message: `ticket #${card.ticket} already expired` });
-    const decisions = kinds(f.events(envelope.invocation_id)).filter((k) => ['APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED'].includes(k));
+    expect(await conflict(f.queue.approve(card.ticket, person))).toEqual({
+      code: 'DECISION_CONFLICT',
+      message: `ticket #${card.ticket} already expired`,
+    });
+    expect(await conflict(f.queue.reject(card.ticket, person, 'late'))).toMatchObject({
+      message: `ticket #${card.ticket} already expired`,
+    });
+    const decisions = kinds(f.events(envelope.invocation_id)).filter((k) =>
+      ['APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED'].includes(k),
+    );
     expect(decisions).toEqual(['EXPIRED']);
   });
 
@@ -109,8 +141,14 @@ describe('when two conflicting writes share a lane (the race drill, in process)'
     const cardB = await cardOf('B');
     expect(cardB.ticket).toBeGreaterThan(cardA.ticket);
     await f.queue.approve(cardB.ticket, person);
-    expect(await cardOf('B', 'approved_waiting')).toMatchObject({ text: `approved, waiting for #${cardA.ticket}`, waiting_for_ticket: cardA.ticket });
-    expect(f.queue.position((await cardOf('B')).action_id)).toMatchObject({ waiting: 'lane', waiting_for_ticket: cardA.ticket });
+    expect(await cardOf('B', 'approved_waiting')).toMatchObject({
+      text: `approved, waiting for #${cardA.ticket}`,
+      waiting_for_ticket: cardA.ticket,
+    });
+    expect(f.queue.position((await cardOf('B')).action_id)).toMatchObject({
+      waiting: 'lane',
+      waiting_for_ticket: cardA.ticket,
+    });
     expect(f.server.arrivals).toHaveLength(0);
     await f.queue.approve(cardA.ticket, person);
     const [ra, rb] = await Promise.all([a, b]);
@@ -160,12 +198,16 @@ describe('when two conflicting writes share a lane (the race drill, in process)'
     await f.queue.approve(cardA.ticket, person);
     await a;
     expect(f.server.markers()).toEqual(['A']);
-    expect(await conflict(f.queue.approve(cardB.ticket, person))).toMatchObject({ message: `ticket #${cardB.ticket} already cancelled` });
+    expect(await conflict(f.queue.approve(cardB.ticket, person))).toMatchObject({
+      message: `ticket #${cardB.ticket} already cancelled`,
+    });
   });
 
   it('A unknown (effect applied, connection dropped): B waits LANE_BLOCKED until a person abandons A', async () => {
     await f.dispose();
-    f = await openQueueFixture({ server: { behave: ({ marker }) => (marker === 'A' ? 'apply_then_drop' : 'respond') } });
+    f = await openQueueFixture({
+      server: { behave: ({ marker }) => (marker === 'A' ? 'apply_then_drop' : 'respond') },
+    });
     const a = f.submit('A');
     await f.queue.approve((await cardOf('A')).ticket, person);
     const ra = await a;
@@ -174,15 +216,27 @@ describe('when two conflicting writes share a lane (the race drill, in process)'
     const cardB = await cardOf('B');
     await f.queue.approve(cardB.ticket, person);
     const ticketA = f.ticketOf(ra);
-    expect(f.queue.position(cardB.action_id)).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: ticketA, text: `approved, blocked by #${ticketA} (outcome unknown)` });
-    expect(f.queue.cards().find((c) => c.ticket === ticketA)).toMatchObject({ state: 'blocked_head', waiting_for_ticket: null });
+    expect(f.queue.position(cardB.action_id)).toMatchObject({
+      waiting: 'lane_blocked',
+      waiting_for_ticket: ticketA,
+      text: `approved, blocked by #${ticketA} (outcome unknown)`,
+    });
+    expect(f.queue.cards().find((c) => c.ticket === ticketA)).toMatchObject({
+      state: 'blocked_head',
+      waiting_for_ticket: null,
+    });
     expect(f.server.markers()).toEqual(['A']);
-    expect(await conflict(f.queue.abandon(cardB.ticket, person, 'wrong one'))).toMatchObject({ code: 'DECISION_CONFLICT' });
+    expect(await conflict(f.queue.abandon(cardB.ticket, person, 'wrong one'))).toMatchObject({
+      code: 'DECISION_CONFLICT',
+    });
     await f.queue.abandon(ticketA, person, 'checked the document by hand');
     await b;
     expect(f.server.markers()).toEqual(['A', 'B']);
     // Abandoning releases the lane only: A's outcome stays unknown.
-    expect(f.h.temp.journal.getAction(ra.envelope.invocation_id)).toMatchObject({ outcome: 'unknown', abandoned: true });
+    expect(f.h.temp.journal.getAction(ra.envelope.invocation_id)).toMatchObject({
+      outcome: 'unknown',
+      abandoned: true,
+    });
   });
 
   it('an unrelated lane never waits: document-8 goes while document-7 waits for a person', async () => {
@@ -201,9 +255,14 @@ describe('when two conflicting writes share a lane (the race drill, in process)'
   it('approval-none writes of one lane are serialized in ticket order', async () => {
     const markers = ['1', '2', '3', '4', '5'];
     const results = await Promise.all(markers.map((m) => f.submit(m, { route: 'plain' })));
-    const inTicketOrder = markers.map((m, i) => ({ m, ticket: f.ticketOf(results[i] as (typeof results)[number]) })).sort((x, y) => x.ticket - y.ticket);
+    const inTicketOrder = markers
+      .map((m, i) => ({ m, ticket: f.ticketOf(results[i] as (typeof results)[number]) }))
+      .sort((x, y) => x.ticket - y.ticket);
     expect(f.server.markers()).toEqual(inTicketOrder.map((x) => x.m));
-    const dispatchSeq = (m: string) => f.events((results[markers.indexOf(m)] as (typeof results)[number]).envelope.invocation_id).find((e) => e.kind === 'DISPATCH_STARTED')?.seq ?? 0;
+    const dispatchSeq = (m: string) =>
+      f
+        .events((results[markers.indexOf(m)] as (typeof results)[number]).envelope.invocation_id)
+        .find((e) => e.kind === 'DISPATCH_STARTED')?.seq ?? 0;
     const seqs = inTicketOrder.map((x) => dispatchSeq(x.m));
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
   });
@@ -219,7 +278,17 @@ describe('when calls need their session approved', () => {
     await f.h.temp.journal.appendSession({
       kind: 'SESSION_STARTED',
       action_id: id,
-      payload: { pid, uid: 1000, start_time: String(pid * 10), ppid: 1, exe: '/usr/bin/agent', cwd: '/work', parent_exe: null, client_name: 'test-agent', client_version: '1' },
+      payload: {
+        pid,
+        uid: 1000,
+        start_time: String(pid * 10),
+        ppid: 1,
+        exe: '/usr/bin/agent',
+        cwd: '/work',
+        parent_exe: null,
+        client_name: 'test-agent',
+        client_version: '1',
+      },
     });
     return id;
   }
@@ -228,17 +297,27 @@ describe('when calls need their session approved', () => {
     const sessionId = await startSession(4242);
     const run = f.submit('S', { route: 'sess', sessionId });
     const card = await cardOf('S', 'awaiting_session');
-    expect(card.session).toMatchObject({ session_id: sessionId, status: 'pending', pid: 4242, client_name: 'test-agent' });
+    expect(card.session).toMatchObject({
+      session_id: sessionId,
+      status: 'pending',
+      pid: 4242,
+      client_name: 'test-agent',
+    });
     expect(card.text).toBe('waiting for session approval');
     expect(f.server.arrivals).toHaveLength(0);
     await f.queue.approveSession(sessionId, person);
     const { envelope } = await run;
     expect(envelope.error).toBeUndefined();
-    expect(f.events(envelope.invocation_id).find((e) => e.kind === 'APPROVED')?.payload).toMatchObject({ actor: { kind: 'policy', id: `session:${sessionId}` } });
+    expect(f.events(envelope.invocation_id).find((e) => e.kind === 'APPROVED')?.payload).toMatchObject({
+      actor: { kind: 'policy', id: `session:${sessionId}` },
+    });
     // Once approved, the next session-mode call goes without a card.
     const next = await f.submit('S2', { route: 'sess', sessionId });
     expect(kinds(f.events(next.envelope.invocation_id))).not.toContain('CARD_SHOWN');
-    expect(await conflict(f.queue.approveSession(sessionId, person))).toMatchObject({ code: 'DECISION_CONFLICT', message: `session ${sessionId} is already approved` });
+    expect(await conflict(f.queue.approveSession(sessionId, person))).toMatchObject({
+      code: 'DECISION_CONFLICT',
+      message: `session ${sessionId} is already approved`,
+    });
   });
 
   it('revoking the session cancels its undispatched tickets (SESSION_REVOKED) and refuses its later calls', async () => {
@@ -251,7 +330,9 @@ describe('when calls need their session approved', () => {
     const [rs, rp] = await Promise.all([run, perCall]);
     expect(rs.envelope.error).toMatchObject({ code: 'SESSION_REVOKED', outcome: 'not_attempted' });
     expect(rp.envelope.error).toMatchObject({ code: 'SESSION_REVOKED' });
-    expect(f.events(rs.envelope.invocation_id).find((e) => e.kind === 'CANCELLED')?.payload).toMatchObject({ reason: 'session revoked' });
+    expect(f.events(rs.envelope.invocation_id).find((e) => e.kind === 'CANCELLED')?.payload).toMatchObject({
+      reason: 'session revoked',
+    });
     const later = await f.submit('L', { route: 'sess', sessionId });
     expect(later.envelope.error).toMatchObject({ code: 'SESSION_REVOKED' });
     // Even an approval-none call admitted after the revocation (a race at the socket) never runs.

@@ -1,7 +1,23 @@
 import type { Logger } from 'pino';
 import type { PosternConfig } from '../config/index.js';
-import { CodedError, TransitionRefused, type ActionState, type Actor, type ApprovalCard, type Effect, type NewEvent, type QueuePosition, type SessionState } from '../contract/index.js';
-import { attestClassification, scheduleLane, ticketStanding, type AttestedOutcome, type TicketWait } from '../core/index.js';
+import {
+  CodedError,
+  TransitionRefused,
+  type ActionState,
+  type Actor,
+  type ApprovalCard,
+  type Effect,
+  type NewEvent,
+  type QueuePosition,
+  type SessionState,
+} from '../contract/index.js';
+import {
+  attestClassification,
+  scheduleLane,
+  ticketStanding,
+  type AttestedOutcome,
+  type TicketWait,
+} from '../core/index.js';
 import type { Appended, Journal } from '../journal/index.js';
 import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
 import { buildCard } from './build-card.js';
@@ -141,7 +157,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       const cancelled: NewEvent = {
         kind: 'CANCELLED',
         action_id: actionId,
-        payload: { actor: { kind: 'agent', id: state.session_id ?? 'agent' }, reason: stop === 'disconnected' ? 'caller disconnected' : 'caller cancelled' },
+        payload: {
+          actor: { kind: 'agent', id: state.session_id ?? 'agent' },
+          reason: stop === 'disconnected' ? 'caller disconnected' : 'caller cancelled',
+        },
         classification: callerClassification(stop),
       };
       const both = await this.journal.tryAppendBatch([callerEvent('before_dispatch'), cancelled]);
@@ -150,10 +169,14 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       } else {
         // Another event won (DISPATCH_STARTED, or a person's decision): only the caller event.
         const now = this.journal.getAction(actionId) ?? state;
-        after = (await this.journal.append(callerEvent(now.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))).state;
+        after = (
+          await this.journal.append(callerEvent(now.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))
+        ).state;
       }
     } else {
-      after = (await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))).state;
+      after = (
+        await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))
+      ).state;
     }
     this.clearExpiry(actionId);
     this.pumpFor(after);
@@ -169,7 +192,9 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       const tickets = this.readLane(lane).open;
       for (const wait of scheduleLane(tickets, this.awaitsSession).open) this.pushCard(cards, tickets, wait);
     }
-    const reads = [...this.bypass].map((id) => this.journal.getAction(id)).filter((s): s is ActionState => s !== undefined);
+    const reads = [...this.bypass]
+      .map((id) => this.journal.getAction(id))
+      .filter((s): s is ActionState => s !== undefined);
     for (const state of reads.sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0))) {
       for (const wait of scheduleLane([state], this.awaitsSession).open) this.pushCard(cards, [state], wait);
     }
@@ -178,8 +203,13 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   async approve(ticket: number, actor: OperatorActor): Promise<DecisionResult> {
     const state = this.requireTicket(ticket);
-    if (state.approval === 'none') throw new CodedError('DECISION_CONFLICT', `ticket #${ticket} needs no approval`, { field: 'ticket' });
-    const appended = await this.decide(state, 'approve', { kind: 'APPROVED', action_id: state.action_id, payload: { actor, request_fingerprint: state.request_fingerprint } });
+    if (state.approval === 'none')
+      throw new CodedError('DECISION_CONFLICT', `ticket #${ticket} needs no approval`, { field: 'ticket' });
+    const appended = await this.decide(state, 'approve', {
+      kind: 'APPROVED',
+      action_id: state.action_id,
+      payload: { actor, request_fingerprint: state.request_fingerprint },
+    });
     return this.decided(appended, 'approved');
   }
 
@@ -207,7 +237,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   async abandon(ticket: number, actor: OperatorActor, reason: string): Promise<DecisionResult> {
     const state = this.requireTicket(ticket);
-    const appended = await this.decide(state, 'abandon', { kind: 'ABANDONED', action_id: state.action_id, payload: { actor, reason: reason.slice(0, 2000) } });
+    const appended = await this.decide(state, 'abandon', {
+      kind: 'ABANDONED',
+      action_id: state.action_id,
+      payload: { actor, reason: reason.slice(0, 2000) },
+    });
     return this.decided(appended, 'abandoned');
   }
 
@@ -217,9 +251,16 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * settled head no longer blocks. Anything else (in flight, already settled, never dispatched) is
    * DECISION_CONFLICT naming the state.
    */
-  async attest(actionId: string, actor: OperatorActor, outcome: AttestedOutcome, effect: Effect, basis: string): Promise<DecisionResult> {
+  async attest(
+    actionId: string,
+    actor: OperatorActor,
+    outcome: AttestedOutcome,
+    effect: Effect,
+    basis: string,
+  ): Promise<DecisionResult> {
     const state = this.journal.getAction(actionId);
-    if (state === undefined || !actionId.startsWith('act_')) throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
+    if (state === undefined || !actionId.startsWith('act_'))
+      throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
     const classification = attestClassification(outcome, effect);
     if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
       throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'attest'), { field: 'action_id' });
@@ -247,26 +288,41 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   async approveSession(sessionId: string, actor: OperatorActor): Promise<SessionState> {
     const session = this.requireSession(sessionId);
-    const appended = await this.decideSession(session, { kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor } });
+    const appended = await this.decideSession(session, {
+      kind: 'SESSION_APPROVED',
+      action_id: sessionId,
+      payload: { actor },
+    });
     await this.approveWaitingSessionTickets(sessionId);
     return appended;
   }
 
   async revokeSession(sessionId: string, actor: OperatorActor, reason: string): Promise<SessionState> {
     const session = this.requireSession(sessionId);
-    const appended = await this.decideSession(session, { kind: 'SESSION_REVOKED', action_id: sessionId, payload: { actor, reason: reason.slice(0, 2000) } });
+    const appended = await this.decideSession(session, {
+      kind: 'SESSION_REVOKED',
+      action_id: sessionId,
+      payload: { actor, reason: reason.slice(0, 2000) },
+    });
     await this.cancelSessionTickets(sessionId, actor, 'session revoked');
     return appended;
   }
 
   position(actionId: string): QueuePosition | null {
     const state = this.journal.getAction(actionId);
-    if (state === undefined || state.ticket === null || state.dispatch_seq !== null || state.outcome !== null) return null;
+    if (state === undefined || state.ticket === null || state.dispatch_seq !== null || state.outcome !== null)
+      return null;
     const tickets = state.lane === null ? [state] : this.readLane(state.lane).open;
     const wait = scheduleLane(tickets, this.awaitsSession).open.find((w) => w.action_id === actionId);
     if (wait === undefined) return null;
     const waiting = wait.waiting === 'blocked_head' ? 'lane_blocked' : wait.waiting;
-    return { ticket: wait.ticket, lane: state.lane, waiting, waiting_for_ticket: wait.waiting_for_ticket, text: wait.text.slice(0, 200) };
+    return {
+      ticket: wait.ticket,
+      lane: state.lane,
+      waiting,
+      waiting_for_ticket: wait.waiting_for_ticket,
+      text: wait.text.slice(0, 200),
+    };
   }
 
   isConnected(sessionId: string): boolean {
@@ -295,7 +351,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * undispatched tickets. An already ended session changes nothing.
    */
   async endSession(sessionId: string, reason: 'process_exited' | 'broker_found_gone'): Promise<void> {
-    const ended = await this.journal.tryAppendSession({ kind: 'SESSION_ENDED', action_id: sessionId, payload: { reason } });
+    const ended = await this.journal.tryAppendSession({
+      kind: 'SESSION_ENDED',
+      action_id: sessionId,
+      payload: { reason },
+    });
     // session_ended: its end is already recorded (the sweeper and the socket both saw the process go).
     if (!ended.ok) return;
     this.connected.delete(sessionId);
@@ -338,7 +398,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     }
     if (state.approval === 'none') return;
     if (state.approval === 'session' && session?.status === 'approved' && this.grantValid(session)) {
-      await this.tryAppend({ kind: 'APPROVED', action_id: state.action_id, payload: { actor: sessionPolicyActor(session.session_id), request_fingerprint: state.request_fingerprint } });
+      await this.tryAppend({
+        kind: 'APPROVED',
+        action_id: state.action_id,
+        payload: { actor: sessionPolicyActor(session.session_id), request_fingerprint: state.request_fingerprint },
+      });
       return;
     }
     // per_call, a session-mode call of a pending session, or one whose grant ran out: a card.
@@ -363,7 +427,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private async showCard(state: ActionState): Promise<void> {
     const ttlMs = this.config.agents.approval_ttl_seconds * 1000;
     const atMs = this.clock.nowMs() + ttlMs;
-    const shown = await this.tryAppend({ kind: 'CARD_SHOWN', action_id: state.action_id, payload: { expires_at_ms: atMs } });
+    const shown = await this.tryAppend({
+      kind: 'CARD_SHOWN',
+      action_id: state.action_id,
+      payload: { expires_at_ms: atMs },
+    });
     if (!shown) return;
     const timer = this.timers.set(() => void this.expire(state.action_id), ttlMs);
     this.expiries.set(state.action_id, { atMs, timer });
@@ -384,7 +452,12 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private async expire(actionId: string): Promise<void> {
     this.expiries.delete(actionId);
     try {
-      await this.tryAppend({ kind: 'EXPIRED', action_id: actionId, payload: {}, classification: gateClassification('approval_expired') });
+      await this.tryAppend({
+        kind: 'EXPIRED',
+        action_id: actionId,
+        payload: {},
+        classification: gateClassification('approval_expired'),
+      });
     } catch (error) {
       this.logger?.error({ err: error, action_id: actionId }, 'recording an expiry failed');
       return;
@@ -396,14 +469,26 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private async approveWaitingSessionTickets(sessionId: string): Promise<void> {
     for (const s of this.openSessionTickets(sessionId)) {
       if (s.approval !== 'session' || s.decision !== null) continue;
-      if (await this.tryAppend({ kind: 'APPROVED', action_id: s.action_id, payload: { actor: sessionPolicyActor(sessionId), request_fingerprint: s.request_fingerprint } })) this.clearExpiry(s.action_id);
+      if (
+        await this.tryAppend({
+          kind: 'APPROVED',
+          action_id: s.action_id,
+          payload: { actor: sessionPolicyActor(sessionId), request_fingerprint: s.request_fingerprint },
+        })
+      )
+        this.clearExpiry(s.action_id);
       this.pumpFor(s);
     }
   }
 
   private async cancelSessionTickets(sessionId: string, actor: Actor, reason: string): Promise<void> {
     for (const s of this.openSessionTickets(sessionId)) {
-      await this.tryAppend({ kind: 'CANCELLED', action_id: s.action_id, payload: { actor, reason }, classification: gateClassification('session_revoked') });
+      await this.tryAppend({
+        kind: 'CANCELLED',
+        action_id: s.action_id,
+        payload: { actor, reason },
+        classification: gateClassification('session_revoked'),
+      });
       this.clearExpiry(s.action_id);
       this.pumpFor(s);
     }
@@ -423,7 +508,9 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       const s = this.journal.getAction(actionId);
       if (s?.session_id === sessionId) byId.set(actionId, s);
     }
-    return [...byId.values()].filter((s) => s.dispatch_seq === null && s.outcome === null).sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0));
+    return [...byId.values()]
+      .filter((s) => s.dispatch_seq === null && s.outcome === null)
+      .sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0));
   }
 
   /** The dispatcher: re-read the lane, ask core, wake whom it names. Synchronous: no lock, no await. */
@@ -438,7 +525,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     // Closed tickets anywhere in the lane are answered while it is read, not only in its first page.
     const lane = this.readLane(state.lane, (s) => this.closeWaiter(s));
     const schedule = this.wake(lane.open);
-    this.floors.set(state.lane, schedule.headTicket ?? (lane.last === null ? (this.floors.get(state.lane) ?? this.floorStart) : lane.last + 1));
+    this.floors.set(
+      state.lane,
+      schedule.headTicket ?? (lane.last === null ? (this.floors.get(state.lane) ?? this.floorStart) : lane.last + 1),
+    );
     if (schedule.headTicket === null) this.activeLanes.delete(state.lane);
     this.notify();
   }
@@ -496,7 +586,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       this.bypass.add(state.action_id);
       return;
     }
-    if (!this.floors.has(state.lane)) this.floors.set(state.lane, Math.min(this.floorStart, state.ticket ?? this.floorStart));
+    if (!this.floors.has(state.lane))
+      this.floors.set(state.lane, Math.min(this.floorStart, state.ticket ?? this.floorStart));
     this.activeLanes.add(state.lane);
   }
 
@@ -519,7 +610,16 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     // A ticket that needs a decision is shown only once its CARD_SHOWN is durable.
     if (!wait.allowed && state.dispatch_seq === null && expiry === undefined && state.stage !== 'card_shown') return;
     const session = state.session_id === null ? undefined : this.journal.getSession(state.session_id);
-    cards.push(buildCard({ state, wait, preview: this.previews.get(state.action_id), session, expiresAtMs: wait.allowed ? null : (expiry?.atMs ?? null), credentialOf: (target) => this.credentialOf(target) }));
+    cards.push(
+      buildCard({
+        state,
+        wait,
+        preview: this.previews.get(state.action_id),
+        session,
+        expiresAtMs: wait.allowed ? null : (expiry?.atMs ?? null),
+        credentialOf: (target) => this.credentialOf(target),
+      }),
+    );
   }
 
   private credentialOf(target: string): string {
@@ -528,13 +628,21 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return '(unknown)';
   }
 
-  private async decide(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile', event: NewEvent): Promise<Appended> {
+  private async decide(
+    state: ActionState,
+    verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile',
+    event: NewEvent,
+  ): Promise<Appended> {
     const result = await this.journal.tryAppend(event);
     if (!result.ok) {
       // Whatever won (a decision, a dispatch, a settlement, a lease), the person decided on a record that moved on.
       const field = verb === 'attest' || verb === 'reconcile' ? 'action_id' : 'ticket';
       const cause = new TransitionRefused(result.refusal);
-      throw new CodedError('DECISION_CONFLICT', conflictMessage(this.journal.getAction(state.action_id) ?? state, verb), { field, cause });
+      throw new CodedError(
+        'DECISION_CONFLICT',
+        conflictMessage(this.journal.getAction(state.action_id) ?? state, verb),
+        { field, cause },
+      );
     }
     this.clearExpiry(state.action_id);
     this.pumpFor(result.appended.state);
@@ -542,8 +650,16 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   private decided(appended: Appended, decision: string): DecisionResult {
-    this.logger?.info({ action_id: appended.state.action_id, ticket: appended.state.ticket, decision }, 'ticket decision recorded');
-    return { ticket: appended.state.ticket ?? 0, action_id: appended.state.action_id, decision, journal_seq: appended.event.seq };
+    this.logger?.info(
+      { action_id: appended.state.action_id, ticket: appended.state.ticket, decision },
+      'ticket decision recorded',
+    );
+    return {
+      ticket: appended.state.ticket ?? 0,
+      action_id: appended.state.action_id,
+      decision,
+      journal_seq: appended.event.seq,
+    };
   }
 
   private async decideSession(session: SessionState, event: NewEvent): Promise<SessionState> {
@@ -569,7 +685,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   private requireTicket(ticket: number): ActionState {
     const state = this.journal.listActions({ fromTicket: ticket, limit: 1 })[0];
-    if (state === undefined || state.ticket !== ticket) throw new CodedError('NOT_FOUND', `no ticket #${ticket}`, { field: 'ticket' });
+    if (state === undefined || state.ticket !== ticket)
+      throw new CodedError('NOT_FOUND', `no ticket #${ticket}`, { field: 'ticket' });
     return state;
   }
 
@@ -579,4 +696,3 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return session;
   }
 }
-

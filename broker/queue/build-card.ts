@@ -29,7 +29,15 @@ export function buildCard(f: CardFacts): ApprovalCard {
     session:
       f.session === undefined
         ? null
-        : { session_id: f.session.session_id, status: f.session.status, pid: f.session.pid, exe: f.session.exe, cwd: f.session.cwd, parent_exe: f.session.parent_exe, client_name: f.session.client_name },
+        : {
+            session_id: f.session.session_id,
+            status: f.session.status,
+            pid: f.session.pid,
+            exe: f.session.exe,
+            cwd: f.session.cwd,
+            parent_exe: f.session.parent_exe,
+            client_name: f.session.client_name,
+          },
     target: preview.target,
     method: preview.method,
     path: preview.path,

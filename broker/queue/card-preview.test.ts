@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { bodyPreview, bodyPreviewBytesMax, boundedPairs, cardPairCharsMax, cardPairsMax, httpCardPreview, previewFromTarget, sshCardPreview } from './card-preview.js';
+import {
+  bodyPreview,
+  bodyPreviewBytesMax,
+  boundedPairs,
+  cardPairCharsMax,
+  cardPairsMax,
+  httpCardPreview,
+  previewFromTarget,
+  sshCardPreview,
+} from './card-preview.js';
 
 describe('bodyPreview', () => {
   it('shows a short UTF-8 body whole, and nothing for an empty one', () => {
@@ -22,20 +31,43 @@ describe('bodyPreview', () => {
 
 describe('previewFromTarget (a card after a restart)', () => {
   it('reads the journaled target and names the configured credential', () => {
-    expect(previewFromTarget('route:docs PATCH /documents/7', () => 'docs-token')).toMatchObject({ target: 'route:docs', method: 'PATCH', path: '/documents/7', credential: 'docs-token', body_preview: null });
-    expect(previewFromTarget(`host:web exec sha256:${'0'.repeat(64)}`, () => 'deploy-key')).toMatchObject({ target: 'host:web', method: null, path: null, command: null });
+    expect(previewFromTarget('route:docs PATCH /documents/7', () => 'docs-token')).toMatchObject({
+      target: 'route:docs',
+      method: 'PATCH',
+      path: '/documents/7',
+      credential: 'docs-token',
+      body_preview: null,
+    });
+    expect(previewFromTarget(`host:web exec sha256:${'0'.repeat(64)}`, () => 'deploy-key')).toMatchObject({
+      target: 'host:web',
+      method: null,
+      path: null,
+      command: null,
+    });
   });
 });
 
 describe('query and headers on a card', () => {
   it('an HTTP card carries the query and agent-set headers; an SSH card carries none', () => {
-    const http = httpCardPreview({ name: 'docs', credential: 'docs-token' }, { method: 'GET', path: '/documents/7', query: [['action', 'purge']], headers: [['x-http-method-override', 'DELETE']], body: Buffer.alloc(0) });
+    const http = httpCardPreview(
+      { name: 'docs', credential: 'docs-token' },
+      {
+        method: 'GET',
+        path: '/documents/7',
+        query: [['action', 'purge']],
+        headers: [['x-http-method-override', 'DELETE']],
+        body: Buffer.alloc(0),
+      },
+    );
     expect(http).toMatchObject({ query: [['action', 'purge']], headers: [['x-http-method-override', 'DELETE']] });
     expect(sshCardPreview({ name: 'web', credential: 'k' }, 'ls')).toMatchObject({ query: [], headers: [] });
   });
 
   it('bounds the number of pairs and each side, and says how many pairs are not shown', () => {
-    const many = Array.from({ length: cardPairsMax + 5 }, (_, i): [string, string] => [`p${i}`, 'v'.repeat(cardPairCharsMax + 10)]);
+    const many = Array.from({ length: cardPairsMax + 5 }, (_, i): [string, string] => [
+      `p${i}`,
+      'v'.repeat(cardPairCharsMax + 10),
+    ]);
     const shown = boundedPairs(many);
     expect(shown).toHaveLength(cardPairsMax);
     expect(shown.at(-1)).toEqual(['…', '6 more not shown']);

@@ -57,7 +57,18 @@ export function httpCardPreview(route: { name: string; credential: string }, req
 }
 
 export function sshCardPreview(host: { name: string; credential: string }, command: string): CardPreview {
-  return { target: `host:${host.name}`, method: null, path: null, query: [], headers: [], command: bounded(command), body_preview: null, body_bytes: 0, credential: host.credential, retry_of: null };
+  return {
+    target: `host:${host.name}`,
+    method: null,
+    path: null,
+    query: [],
+    headers: [],
+    command: bounded(command),
+    body_preview: null,
+    body_bytes: 0,
+    credential: host.credential,
+    retry_of: null,
+  };
 }
 
 /**
@@ -89,7 +100,10 @@ function bounded(text: string, charsMax = cardTextCharsMax): string {
  */
 export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
   const shown = pairs.length <= cardPairsMax ? pairs : pairs.slice(0, cardPairsMax - 1);
-  const out = shown.map(([name, value]): [string, string] => [bounded(name, cardPairCharsMax), bounded(value, cardPairCharsMax)]);
+  const out = shown.map(([name, value]): [string, string] => [
+    bounded(name, cardPairCharsMax),
+    bounded(value, cardPairCharsMax),
+  ]);
   if (shown.length < pairs.length) out.push(['…', `${pairs.length - shown.length} more not shown`]);
   return out;
 }

@@ -4,23 +4,29 @@ import type { ActionState, SessionState } from '../contract/index.js';
  * Why a decision lost its compare-and-swap, in words that name the ticket's current state, e.g.
  * "ticket #7 already expired". The journal's projection made the call; this only explains it.
  */
-export function conflictMessage(state: ActionState, verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile'): string {
+export function conflictMessage(
+  state: ActionState,
+  verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile',
+): string {
   const t = `ticket #${state.ticket ?? '?'}`;
   if (verb === 'attest' || verb === 'reconcile') {
     const what = verb === 'attest' ? 'attest' : 'reconcile';
     const done = verb === 'attest' ? 'attested' : 'reconciled';
-    if (state.dispatch_seq === null) return `${t} was never dispatched; there is no remote outcome to ${what} (it is ${state.outcome ?? 'still open'})`;
+    if (state.dispatch_seq === null)
+      return `${t} was never dispatched; there is no remote outcome to ${what} (it is ${state.outcome ?? 'still open'})`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
     return `${t} already settled (${state.outcome ?? 'recorded'}, source ${state.source ?? 'unknown'}); only an unknown outcome can be ${done}`;
   }
   if (verb === 'abandon') {
     if (state.abandoned) return `${t} already abandoned`;
-    if (state.dispatch_seq === null) return `${t} was never dispatched; only a blocked head (outcome unknown) can be abandoned`;
+    if (state.dispatch_seq === null)
+      return `${t} was never dispatched; only a blocked head (outcome unknown) can be abandoned`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
     return `${t} already settled (${state.outcome ?? 'recorded'}); only an unknown head can be abandoned`;
   }
   if (state.dispatch_seq !== null) return `${t} already dispatched`;
-  if (state.decision === 'rejected' || state.decision === 'expired' || state.decision === 'cancelled') return `${t} already ${state.decision}`;
+  if (state.decision === 'rejected' || state.decision === 'expired' || state.decision === 'cancelled')
+    return `${t} already ${state.decision}`;
   if (state.outcome !== null) return `${t} already closed (${state.code ?? state.outcome})`;
   if (state.decision === 'approved') return `${t} already approved`;
   return `${t} cannot take this decision now (stage ${state.stage})`;

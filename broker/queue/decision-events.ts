@@ -7,11 +7,25 @@ import { classifyOutcome, type LocalGate } from '../core/index.js';
  * caller event; a person's cancel is a withdrawn approval.
  */
 export function gateClassification(kind: Exclude<LocalGate['kind'], 'validation'>): Classification {
-  return classifyOutcome({ channel: 'http', gate: { kind } as LocalGate, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  return classifyOutcome({
+    channel: 'http',
+    gate: { kind } as LocalGate,
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    idempotent: false,
+  });
 }
 
 export function callerClassification(stop: 'cancelled' | 'disconnected'): Classification {
-  return classifyOutcome({ channel: 'http', caller: stop, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+  return classifyOutcome({
+    channel: 'http',
+    caller: stop,
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    idempotent: false,
+  });
 }
 
 export const brokerActor = (id: string): Actor => ({ kind: 'broker', id });

@@ -2,7 +2,13 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { startAgentSocket, agentSocketPath, type AgentSocket } from '../agent/index.js';
 import type { AgentRouteList, EnvelopeError } from '../contract/index.js';
-import { envelopeAnswer, holdUntilAborted, scriptedEnvelope, scriptedRouteList, ScriptedAgentBackend } from '../testing/scripted-agent-backend.js';
+import {
+  envelopeAnswer,
+  holdUntilAborted,
+  scriptedEnvelope,
+  scriptedRouteList,
+  ScriptedAgentBackend,
+} from '../testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { agentSocketRelativePath, connectPostern, type ActionReply, type PosternClient } from './postern-client.js';
 import { PosternActionError, PosternConnectionError } from './postern-error.js';
@@ -34,10 +40,35 @@ function failing(error: EnvelopeError, invocationId = 'act_failed'): () => Retur
   return () => envelopeAnswer(scriptedEnvelope(invocationId, error));
 }
 
-const throttled: EnvelopeError = { code: 'REMOTE_THROTTLED', phase: 'remote_execution', outcome: 'rejected', retry: 'backoff', message: 'slow down', retry_after_ms: 5 };
-const unknownSameKey: EnvelopeError = { code: 'REMOTE_OUTCOME_UNKNOWN', phase: 'remote_execution', outcome: 'unknown', retry: 'same_idempotency_key', message: 'no answer' };
-const reconcile: EnvelopeError = { code: 'REMOTE_OUTCOME_UNKNOWN', phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile', message: 'look it up' };
-const never: EnvelopeError = { code: 'APPROVAL_DENIED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message: 'a person said no' };
+const throttled: EnvelopeError = {
+  code: 'REMOTE_THROTTLED',
+  phase: 'remote_execution',
+  outcome: 'rejected',
+  retry: 'backoff',
+  message: 'slow down',
+  retry_after_ms: 5,
+};
+const unknownSameKey: EnvelopeError = {
+  code: 'REMOTE_OUTCOME_UNKNOWN',
+  phase: 'remote_execution',
+  outcome: 'unknown',
+  retry: 'same_idempotency_key',
+  message: 'no answer',
+};
+const reconcile: EnvelopeError = {
+  code: 'REMOTE_OUTCOME_UNKNOWN',
+  phase: 'remote_execution',
+  outcome: 'unknown',
+  retry: 'reconcile',
+  message: 'look it up',
+};
+const never: EnvelopeError = {
+  code: 'APPROVAL_DENIED',
+  phase: 'validation',
+  outcome: 'not_attempted',
+  retry: 'never',
+  message: 'a person said no',
+};
 
 describe('when the SDK connects', () => {
   it('finds the socket under the data directory, where the broker puts it', () => {
@@ -47,7 +78,10 @@ describe('when the SDK connects', () => {
   it('says clearly when no broker is listening', async () => {
     const empty = createTempDir('postern-sdk-empty-');
     try {
-      await expect(connectPostern({ dataDir: empty.path })).rejects.toMatchObject({ name: 'PosternConnectionError', code: 'BROKER_NOT_RUNNING' });
+      await expect(connectPostern({ dataDir: empty.path })).rejects.toMatchObject({
+        name: 'PosternConnectionError',
+        code: 'BROKER_NOT_RUNNING',
+      });
     } finally {
       empty.remove();
     }
@@ -86,7 +120,11 @@ describe('when calls succeed', () => {
     expect(http.response?.status).toBe(200);
     const ssh = await client.sshExec({ host: 'build-box', command: 'uptime' });
     expect(ssh.output?.exit_status).toBe(0);
-    for (const reply of [await client.actionStatus('act_1'), await client.fetchResult('act_1'), await client.cancelAction('act_1')]) {
+    for (const reply of [
+      await client.actionStatus('act_1'),
+      await client.fetchResult('act_1'),
+      await client.cancelAction('act_1'),
+    ]) {
       expect(reply.effect).toBe('succeeded');
     }
     const routes = await client.listRoutes();
@@ -120,7 +158,21 @@ describe('when a call fails', () => {
 
   it('throws a refusal (no action) as PosternActionError too', async () => {
     const client = await connect();
-    backend.respond = () => ({ isError: true, structured: { invocation_id: null, error: { code: 'INVALID_ARGUMENT', phase: 'validation', outcome: 'not_attempted', retry: 'after_correction', message: 'bad id', field: 'action_id' } }, text: 'bad' });
+    backend.respond = () => ({
+      isError: true,
+      structured: {
+        invocation_id: null,
+        error: {
+          code: 'INVALID_ARGUMENT',
+          phase: 'validation',
+          outcome: 'not_attempted',
+          retry: 'after_correction',
+          message: 'bad id',
+          field: 'action_id',
+        },
+      },
+      text: 'bad',
+    });
     const error = (await client.actionStatus('').catch((e: unknown) => e)) as PosternActionError;
     expect(error).toBeInstanceOf(PosternActionError);
     expect(error.isRefusal()).toBe(true);
@@ -131,10 +183,12 @@ describe('when a call fails', () => {
     backend.respond = holdUntilAborted;
     const client = await connect();
     const controller = new AbortController();
-    const pending = client.httpRequest({ route: 'github', method: 'GET', path: '/' }, { signal: controller.signal }).then(
-      () => 'answered',
-      () => 'rejected',
-    );
+    const pending = client
+      .httpRequest({ route: 'github', method: 'GET', path: '/' }, { signal: controller.signal })
+      .then(
+        () => 'answered',
+        () => 'rejected',
+      );
     const call = await backend.nextCall();
     controller.abort();
     expect(await call.aborted).toBe('cancelled');
@@ -143,19 +197,24 @@ describe('when a call fails', () => {
 });
 
 describe('retry', () => {
-  const keysSeen = (): unknown[] => backend.calls.map((call) => (call.args as { idempotency_key?: string }).idempotency_key);
+  const keysSeen = (): unknown[] =>
+    backend.calls.map((call) => (call.args as { idempotency_key?: string }).idempotency_key);
 
   it('never retries without opt-in', async () => {
     backend.respond = failing(throttled);
     const client = await connect();
-    await expect(client.httpRequest({ route: 'github', method: 'GET', path: '/' })).rejects.toBeInstanceOf(PosternActionError);
+    await expect(client.httpRequest({ route: 'github', method: 'GET', path: '/' })).rejects.toBeInstanceOf(
+      PosternActionError,
+    );
     expect(backend.calls).toHaveLength(1);
   });
 
   it('retries backoff up to attemptsMax when opted in', async () => {
     backend.respond = failing(throttled);
     const client = await connect({ attemptsMax: 3, backoff: true, delayMs: 1 });
-    await expect(client.httpRequest({ route: 'github', method: 'GET', path: '/' })).rejects.toMatchObject({ code: 'REMOTE_THROTTLED' });
+    await expect(client.httpRequest({ route: 'github', method: 'GET', path: '/' })).rejects.toMatchObject({
+      code: 'REMOTE_THROTTLED',
+    });
     expect(backend.calls).toHaveLength(3);
   });
 
@@ -166,14 +225,18 @@ describe('retry', () => {
       return answers < 2 ? failing(throttled)() : envelopeAnswer(scriptedEnvelope(`act_ok_${call.tool}`));
     };
     const client = await connect({ attemptsMax: 5, backoff: true, delayMs: 1 });
-    expect((await client.httpRequest({ route: 'github', method: 'GET', path: '/' })).invocation_id).toBe('act_ok_http_request');
+    expect((await client.httpRequest({ route: 'github', method: 'GET', path: '/' })).invocation_id).toBe(
+      'act_ok_http_request',
+    );
     expect(backend.calls).toHaveLength(2);
   });
 
   it('re-sends with the same idempotency key when the broker says same_idempotency_key', async () => {
     backend.respond = failing(unknownSameKey);
     const client = await connect({ attemptsMax: 3, sameIdempotencyKey: true, delayMs: 1 });
-    await expect(client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k-1' })).rejects.toMatchObject({ retry: 'same_idempotency_key' });
+    await expect(
+      client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k-1' }),
+    ).rejects.toMatchObject({ retry: 'same_idempotency_key' });
     expect(keysSeen()).toEqual(['k-1', 'k-1', 'k-1']);
     // The retries are attempts of the same action (retry_of), not new actions with new tickets.
     const retryOf = backend.calls.map((call) => (call.args as { retry_of?: string }).retry_of);
@@ -184,14 +247,18 @@ describe('retry', () => {
   it('does not retry same_idempotency_key for a call that carried no key', async () => {
     backend.respond = failing(unknownSameKey);
     const client = await connect({ attemptsMax: 3, sameIdempotencyKey: true, delayMs: 1 });
-    await expect(client.httpRequest({ route: 'github', method: 'POST', path: '/' })).rejects.toBeInstanceOf(PosternActionError);
+    await expect(client.httpRequest({ route: 'github', method: 'POST', path: '/' })).rejects.toBeInstanceOf(
+      PosternActionError,
+    );
     expect(keysSeen()).toEqual([undefined]);
   });
 
   it('does not retry a disposition the caller did not opt into', async () => {
     backend.respond = failing(unknownSameKey);
     const client = await connect({ attemptsMax: 3, backoff: true, delayMs: 1 });
-    await expect(client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k' })).rejects.toBeInstanceOf(PosternActionError);
+    await expect(
+      client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k' }),
+    ).rejects.toBeInstanceOf(PosternActionError);
     expect(backend.calls).toHaveLength(1);
   });
 
@@ -201,7 +268,9 @@ describe('retry', () => {
   ])('never retries %s, whatever the options', async (_name, error) => {
     backend.respond = failing(error);
     const client = await connect({ attemptsMax: 5, backoff: true, sameIdempotencyKey: true, delayMs: 1 });
-    await expect(client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k' })).rejects.toBeInstanceOf(PosternActionError);
+    await expect(
+      client.httpRequest({ route: 'github', method: 'POST', path: '/', idempotency_key: 'k' }),
+    ).rejects.toBeInstanceOf(PosternActionError);
     expect(backend.calls).toHaveLength(1);
   });
 });
@@ -210,15 +279,79 @@ describe('nextRetry', () => {
   const base = { attempt: 1, retryAfterMs: undefined, hasIdempotencyKey: true };
   it.each([
     ['no options', { ...base, options: undefined, disposition: 'backoff' as const }, { retry: false }],
-    ['backoff opted in', { ...base, options: { attemptsMax: 2, backoff: true, delayMs: 100 }, disposition: 'backoff' as const }, { retry: true, delayMs: 100 }],
-    ['backoff, second attempt doubles', { ...base, attempt: 2, options: { attemptsMax: 3, backoff: true, delayMs: 100 }, disposition: 'backoff' as const }, { retry: true, delayMs: 200 }],
-    ['retry_after_ms honoured', { ...base, retryAfterMs: 1_500, options: { attemptsMax: 2, backoff: true, delayMs: 100 }, disposition: 'backoff' as const }, { retry: true, delayMs: 1_500 }],
-    ['retry_after_ms capped', { ...base, retryAfterMs: 10 ** 9, options: { attemptsMax: 2, backoff: true, delayMsMax: 5_000 }, disposition: 'backoff' as const }, { retry: true, delayMs: 5_000 }],
-    ['attempts spent', { ...base, attempt: 2, options: { attemptsMax: 2, backoff: true }, disposition: 'backoff' as const }, { retry: false }],
-    ['attemptsMax above the ceiling', { ...base, attempt: 20, options: { attemptsMax: 1_000, backoff: true }, disposition: 'backoff' as const }, { retry: false }],
-    ['same key without a key', { ...base, hasIdempotencyKey: false, options: { attemptsMax: 2, sameIdempotencyKey: true }, disposition: 'same_idempotency_key' as const }, { retry: false }],
-    ['fetch_result', { ...base, options: { attemptsMax: 2, backoff: true, sameIdempotencyKey: true }, disposition: 'fetch_result' as const }, { retry: false }],
-    ['after_correction', { ...base, options: { attemptsMax: 2, backoff: true, sameIdempotencyKey: true }, disposition: 'after_correction' as const }, { retry: false }],
+    [
+      'backoff opted in',
+      { ...base, options: { attemptsMax: 2, backoff: true, delayMs: 100 }, disposition: 'backoff' as const },
+      { retry: true, delayMs: 100 },
+    ],
+    [
+      'backoff, second attempt doubles',
+      {
+        ...base,
+        attempt: 2,
+        options: { attemptsMax: 3, backoff: true, delayMs: 100 },
+        disposition: 'backoff' as const,
+      },
+      { retry: true, delayMs: 200 },
+    ],
+    [
+      'retry_after_ms honoured',
+      {
+        ...base,
+        retryAfterMs: 1_500,
+        options: { attemptsMax: 2, backoff: true, delayMs: 100 },
+        disposition: 'backoff' as const,
+      },
+      { retry: true, delayMs: 1_500 },
+    ],
+    [
+      'retry_after_ms capped',
+      {
+        ...base,
+        retryAfterMs: 10 ** 9,
+        options: { attemptsMax: 2, backoff: true, delayMsMax: 5_000 },
+        disposition: 'backoff' as const,
+      },
+      { retry: true, delayMs: 5_000 },
+    ],
+    [
+      'attempts spent',
+      { ...base, attempt: 2, options: { attemptsMax: 2, backoff: true }, disposition: 'backoff' as const },
+      { retry: false },
+    ],
+    [
+      'attemptsMax above the ceiling',
+      { ...base, attempt: 20, options: { attemptsMax: 1_000, backoff: true }, disposition: 'backoff' as const },
+      { retry: false },
+    ],
+    [
+      'same key without a key',
+      {
+        ...base,
+        hasIdempotencyKey: false,
+        options: { attemptsMax: 2, sameIdempotencyKey: true },
+        disposition: 'same_idempotency_key' as const,
+      },
+      { retry: false },
+    ],
+    [
+      'fetch_result',
+      {
+        ...base,
+        options: { attemptsMax: 2, backoff: true, sameIdempotencyKey: true },
+        disposition: 'fetch_result' as const,
+      },
+      { retry: false },
+    ],
+    [
+      'after_correction',
+      {
+        ...base,
+        options: { attemptsMax: 2, backoff: true, sameIdempotencyKey: true },
+        disposition: 'after_correction' as const,
+      },
+      { retry: false },
+    ],
   ])('%s', (_when, input, expected) => {
     expect(nextRetry(input)).toEqual(expected);
   });

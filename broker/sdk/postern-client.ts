@@ -67,25 +67,40 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
     throw connectionError(error, transport, socketPath);
   }
 
-  const call = async (tool: AgentToolName, args: Record<string, unknown>, callOptions: CallOptions | undefined, timeout: number): Promise<unknown> => {
+  const call = async (
+    tool: AgentToolName,
+    args: Record<string, unknown>,
+    callOptions: CallOptions | undefined,
+    timeout: number,
+  ): Promise<unknown> => {
     for (let attempt = 1; ; attempt += 1) {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, { timeout, ...(callOptions?.signal ? { signal: callOptions.signal } : {}) });
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout,
+        ...(callOptions?.signal ? { signal: callOptions.signal } : {}),
+      });
       if (result.isError !== true) return result.structuredContent;
       const reply = parseReply(result.structuredContent);
       const step = nextRetry({
         options: options.retry,
         attempt,
         disposition: reply.error?.retry,
-        retryAfterMs: reply.error !== undefined && 'retry_after_ms' in reply.error ? reply.error.retry_after_ms : undefined,
+        retryAfterMs:
+          reply.error !== undefined && 'retry_after_ms' in reply.error ? reply.error.retry_after_ms : undefined,
         hasIdempotencyKey: typeof args['idempotency_key'] === 'string',
       });
       if (!step.retry) throw new PosternActionError(reply);
       await sleep(step.delayMs, undefined, callOptions?.signal ? { signal: callOptions.signal } : undefined);
       // A same-key retry is an attempt of the SAME action (it keeps its ticket and lease), never a new one.
-      if (tool === 'http_request' && reply.error?.retry === 'same_idempotency_key' && reply.invocation_id !== null) args = { ...args, retry_of: reply.invocation_id };
+      if (tool === 'http_request' && reply.error?.retry === 'same_idempotency_key' && reply.invocation_id !== null)
+        args = { ...args, retry_of: reply.invocation_id };
     }
   };
-  const action = async (tool: AgentToolName, args: Record<string, unknown>, callOptions: CallOptions | undefined, timeout: number): Promise<ActionReply> => {
+  const action = async (
+    tool: AgentToolName,
+    args: Record<string, unknown>,
+    callOptions: CallOptions | undefined,
+    timeout: number,
+  ): Promise<ActionReply> => {
     const reply = parseReply(await call(tool, args, callOptions, timeout));
     if (reply.invocation_id === null) throw new PosternActionError(reply);
     return reply as ActionReply;
@@ -93,15 +108,19 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
   const waitTimeout = (timeoutMs: number | undefined): number => (timeoutMs ?? callWaitMsDefault) + answerGraceMs;
 
   return {
-    httpRequest: (input, callOptions) => action('http_request', { ...input }, callOptions, waitTimeout(input.timeout_ms)),
+    httpRequest: (input, callOptions) =>
+      action('http_request', { ...input }, callOptions, waitTimeout(input.timeout_ms)),
     sshExec: (input, callOptions) => action('ssh_exec', { ...input }, callOptions, waitTimeout(input.timeout_ms)),
-    actionStatus: (actionId, callOptions) => action('action_status', { action_id: actionId }, callOptions, readTimeoutMs),
+    actionStatus: (actionId, callOptions) =>
+      action('action_status', { action_id: actionId }, callOptions, readTimeoutMs),
     fetchResult: (actionId, callOptions) => action('fetch_result', { action_id: actionId }, callOptions, readTimeoutMs),
-    cancelAction: (actionId, callOptions) => action('cancel_action', { action_id: actionId }, callOptions, readTimeoutMs),
+    cancelAction: (actionId, callOptions) =>
+      action('cancel_action', { action_id: actionId }, callOptions, readTimeoutMs),
     listRoutes: async (callOptions) => {
       const structured = await call('list_routes', {}, callOptions, readTimeoutMs);
       const routes = agentRouteListSchema.safeParse(structured);
-      if (!routes.success) throw new PosternConnectionError('PROTOCOL', 'the broker answered list_routes with an unexpected shape');
+      if (!routes.success)
+        throw new PosternConnectionError('PROTOCOL', 'the broker answered list_routes with an unexpected shape');
       return routes.data;
     },
     close: () => client.close(),
@@ -112,7 +131,10 @@ function resolveSocketPath(options: ConnectOptions): string {
   if (options.socketPath !== undefined) return options.socketPath;
   const dataDir = options.dataDir ?? process.env['POSTERN_DATA_DIR'];
   if (dataDir === undefined || dataDir === '') {
-    throw new PosternConnectionError('INVALID_ARGUMENT', 'connectPostern needs dataDir or socketPath (or POSTERN_DATA_DIR)');
+    throw new PosternConnectionError(
+      'INVALID_ARGUMENT',
+      'connectPostern needs dataDir or socketPath (or POSTERN_DATA_DIR)',
+    );
   }
   return path.join(dataDir, agentSocketRelativePath);
 }
@@ -124,10 +146,17 @@ function parseReply(structured: unknown): AgentToolReply {
 }
 
 function connectionError(error: unknown, transport: SocketClientTransport, socketPath: string): PosternConnectionError {
-  if (transport.refusal !== undefined) return new PosternConnectionError(transport.refusal.code, transport.refusal.message, { cause: error });
+  if (transport.refusal !== undefined)
+    return new PosternConnectionError(transport.refusal.code, transport.refusal.message, { cause: error });
   const code = (error as { code?: unknown }).code;
   if (code === 'ENOENT' || code === 'ECONNREFUSED') {
-    return new PosternConnectionError('BROKER_NOT_RUNNING', `no Postern broker is listening on ${socketPath} (start one with \`postern daemon --data-dir DIR\`)`, { cause: error });
+    return new PosternConnectionError(
+      'BROKER_NOT_RUNNING',
+      `no Postern broker is listening on ${socketPath} (start one with \`postern daemon --data-dir DIR\`)`,
+      { cause: error },
+    );
   }
-  return new PosternConnectionError('CONNECTION_FAILED', `could not open an MCP session on ${socketPath}`, { cause: error });
+  return new PosternConnectionError('CONNECTION_FAILED', `could not open an MCP session on ${socketPath}`, {
+    cause: error,
+  });
 }

@@ -41,7 +41,8 @@ export class SocketClientTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const socket = this.socket;
-    if (socket === undefined || socket.destroyed) return Promise.reject(new Error('the Postern socket is not connected'));
+    if (socket === undefined || socket.destroyed)
+      return Promise.reject(new Error('the Postern socket is not connected'));
     return new Promise((resolve, reject) => {
       socket.write(`${JSON.stringify(message)}\n`, (error) => (error ? reject(error) : resolve()));
     });
@@ -103,6 +104,7 @@ export class SocketClientTransport implements Transport {
     const { id, error } = raw as { id?: unknown; error?: { message?: unknown; data?: { code?: unknown } } };
     if (id !== null || typeof error !== 'object' || error === null) return;
     const code = error.data?.code;
-    if (typeof code === 'string') this.refusal = { code, message: typeof error.message === 'string' ? error.message : code };
+    if (typeof code === 'string')
+      this.refusal = { code, message: typeof error.message === 'string' ? error.message : code };
   }
 }

@@ -14,7 +14,16 @@ export function sha256Of(n: number): string {
 const fingerprint = sha256Of(0xf1);
 const person = { kind: 'person', id: 'operator-1' } as const;
 
-function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: ApprovalMode; idempotent?: boolean; lane?: string; retryBudget?: number } = {}): NewEvent {
+function accepted(
+  id: string,
+  opts: {
+    channel?: 'http' | 'ssh';
+    approval?: ApprovalMode;
+    idempotent?: boolean;
+    lane?: string;
+    retryBudget?: number;
+  } = {},
+): NewEvent {
   return {
     kind: 'ACTION_ACCEPTED',
     action_id: id,
@@ -33,25 +42,57 @@ function accepted(id: string, opts: { channel?: 'http' | 'ssh'; approval?: Appro
 
 const ev = {
   validated: (id: string): NewEvent => ({ kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} }),
-  card: (id: string): NewEvent => ({ kind: 'CARD_SHOWN', action_id: id, payload: { expires_at_ms: 1_900_000_000_000 } }),
-  approved: (id: string): NewEvent => ({ kind: 'APPROVED', action_id: id, payload: { actor: person, request_fingerprint: fingerprint } }),
+  card: (id: string): NewEvent => ({
+    kind: 'CARD_SHOWN',
+    action_id: id,
+    payload: { expires_at_ms: 1_900_000_000_000 },
+  }),
+  approved: (id: string): NewEvent => ({
+    kind: 'APPROVED',
+    action_id: id,
+    payload: { actor: person, request_fingerprint: fingerprint },
+  }),
   authorized: (id: string): NewEvent => ({
     kind: 'CREDENTIAL_AUTHORIZED',
     action_id: id,
-    payload: { credential_id: 'cred_docs', version_tag: 'v3', injection_mode: 'bearer', request_fingerprint: fingerprint },
+    payload: {
+      credential_id: 'cred_docs',
+      version_tag: 'v3',
+      injection_mode: 'bearer',
+      request_fingerprint: fingerprint,
+    },
   }),
   dispatch: (id: string, attempt = 1, connection: 'fresh' | 'reused' = 'fresh', generation?: number): NewEvent => ({
     kind: 'DISPATCH_STARTED',
     action_id: id,
-    payload: { attempt, connection, connection_id: `conn-${attempt}`, ...(generation === undefined ? {} : { generation }) },
+    payload: {
+      attempt,
+      connection,
+      connection_id: `conn-${attempt}`,
+      ...(generation === undefined ? {} : { generation }),
+    },
   }),
   /** A retry lease far in the future (these scripts are folded under any test clock). */
-  leased: (id: string, generation: number, decision: 'RETRY_NEW_ATTEMPT' | 'RETRY_SAME_KEY' | 'RETRY_WHEN_ALLOWED' = 'RETRY_NEW_ATTEMPT'): NewEvent => ({
+  leased: (
+    id: string,
+    generation: number,
+    decision: 'RETRY_NEW_ATTEMPT' | 'RETRY_SAME_KEY' | 'RETRY_WHEN_ALLOWED' = 'RETRY_NEW_ATTEMPT',
+  ): NewEvent => ({
     kind: 'RETRY_LEASED',
     action_id: id,
-    payload: { generation, holder: `worker-${generation}`, expires_at_ms: 4_000_000_000_000, decision, requested_by: { kind: 'broker', id: 'retry-engine' } },
+    payload: {
+      generation,
+      holder: `worker-${generation}`,
+      expires_at_ms: 4_000_000_000_000,
+      decision,
+      requested_by: { kind: 'broker', id: 'retry-engine' },
+    },
   }),
-  sent: (id: string, attempt = 1): NewEvent => ({ kind: 'REQUEST_SENT', action_id: id, payload: { attempt, request_complete: true } }),
+  sent: (id: string, attempt = 1): NewEvent => ({
+    kind: 'REQUEST_SENT',
+    action_id: id,
+    payload: { attempt, request_complete: true },
+  }),
   responseStarted: (id: string, status: number, attempt = 1): NewEvent => ({
     kind: 'REMOTE_RESPONSE_STARTED',
     action_id: id,
@@ -88,11 +129,32 @@ const succeeded: Classification = {
 };
 
 function unknownAfterDispatch(code: Classification['code'], basis: string): Classification {
-  return { phase: 'remote_execution', outcome: 'unknown', retry: 'reconcile', code, effect: 'unknown_effect', outcome_basis: basis, source: 'transport_observed' };
+  return {
+    phase: 'remote_execution',
+    outcome: 'unknown',
+    retry: 'reconcile',
+    code,
+    effect: 'unknown_effect',
+    outcome_basis: basis,
+    source: 'transport_observed',
+  };
 }
 
-function notAttempted(phase: Classification['phase'], code: Classification['code'], retry: Classification['retry'], basis: string): Classification {
-  return { phase, outcome: 'not_attempted', retry, code, effect: 'no_effect', outcome_basis: basis, source: 'local_gate' };
+function notAttempted(
+  phase: Classification['phase'],
+  code: Classification['code'],
+  retry: Classification['retry'],
+  basis: string,
+): Classification {
+  return {
+    phase,
+    outcome: 'not_attempted',
+    retry,
+    code,
+    effect: 'no_effect',
+    outcome_basis: basis,
+    source: 'local_gate',
+  };
 }
 
 /** Every script, each a function of the action id. */
@@ -126,13 +188,22 @@ export const actionPaths = {
   http500: (id: string): NewEvent[] => [
     accepted(id, { approval: 'session' }),
     ev.validated(id),
-    { kind: 'APPROVED', action_id: id, payload: { actor: { kind: 'policy', id: 'session-approval' }, request_fingerprint: fingerprint } },
+    {
+      kind: 'APPROVED',
+      action_id: id,
+      payload: { actor: { kind: 'policy', id: 'session-approval' }, request_fingerprint: fingerprint },
+    },
     ev.authorized(id),
     ev.dispatch(id),
     ev.sent(id),
     ev.responseStarted(id, 500),
     ev.responseComplete(id),
-    ev.committed(id, { ...succeeded, code: 'REMOTE_ERROR_STATUS', effect: 'failed', outcome_basis: 'complete_error_response' }),
+    ev.committed(id, {
+      ...succeeded,
+      code: 'REMOTE_ERROR_STATUS',
+      effect: 'failed',
+      outcome_basis: 'complete_error_response',
+    }),
     ev.delivered(id),
   ],
   rejectedByPerson: (id: string): NewEvent[] => [
@@ -166,7 +237,12 @@ export const actionPaths = {
       kind: 'CANCELLED',
       action_id: id,
       payload: { actor: person, reason: 'superseded' },
-      classification: notAttempted('credential_injection', 'CALLER_CANCELLED', 'never', 'cancellation_observed_before_dispatch'),
+      classification: notAttempted(
+        'credential_injection',
+        'CALLER_CANCELLED',
+        'never',
+        'cancellation_observed_before_dispatch',
+      ),
     },
   ],
   callerCancelledBeforeDispatch: (id: string): NewEvent[] => [
@@ -178,7 +254,12 @@ export const actionPaths = {
       kind: 'CANCELLED',
       action_id: id,
       payload: { actor: { kind: 'agent', id: 'agent-1' }, reason: 'caller cancelled' },
-      classification: notAttempted('credential_injection', 'CALLER_CANCELLED', 'never', 'cancellation_observed_before_dispatch'),
+      classification: notAttempted(
+        'credential_injection',
+        'CALLER_CANCELLED',
+        'never',
+        'cancellation_observed_before_dispatch',
+      ),
     },
   ],
   preflightFailed: (id: string): NewEvent[] => [
@@ -208,7 +289,11 @@ export const actionPaths = {
     accepted(id),
     ev.validated(id),
     ev.authorized(id),
-    { kind: 'SETUP_ATTEMPT_FAILED', action_id: id, payload: { attempt: 1, stage: 'tls_handshake', detail: 'certificate expired' } },
+    {
+      kind: 'SETUP_ATTEMPT_FAILED',
+      action_id: id,
+      payload: { attempt: 1, stage: 'tls_handshake', detail: 'certificate expired' },
+    },
     ev.recorded(id, notAttempted('connection_setup', 'TLS_FAILED', 'after_correction', 'tls_certificate_rejected'), 1),
   ],
   lostThenReconciled: (id: string): NewEvent[] => [

@@ -15,7 +15,16 @@ import Database from 'better-sqlite3';
  */
 export type Behavior =
   /** A complete response; `applyEffect` appends to the effect log before answering. */
-  | { kind: 'respond'; status: number; headers?: Record<string, string>; body?: string; applyEffect?: boolean; chunked?: boolean; close?: boolean; earlyHints?: boolean }
+  | {
+      kind: 'respond';
+      status: number;
+      headers?: Record<string, string>;
+      body?: string;
+      applyEffect?: boolean;
+      chunked?: boolean;
+      close?: boolean;
+      earlyHints?: boolean;
+    }
   /** Close the connection as soon as it is accepted, reading nothing. */
   | { kind: 'close_on_accept' }
   /** Read the request head, then close without reading the body or answering. */
@@ -77,7 +86,10 @@ export class AdversarialHttpServer extends EventEmitter {
     readonly port: number,
   ) {
     super();
-    this.db = options.journalPath === undefined ? undefined : new Database(options.journalPath, { readonly: true, fileMustExist: true });
+    this.db =
+      options.journalPath === undefined
+        ? undefined
+        : new Database(options.journalPath, { readonly: true, fileMustExist: true });
     this.baselineDispatchRows = this.dispatchRows() ?? 0;
   }
 
@@ -85,7 +97,10 @@ export class AdversarialHttpServer extends EventEmitter {
     // The handler exists before the instance (the port is known only after listen).
     const holder: { self?: AdversarialHttpServer } = {};
     const handler = (socket: Socket): void => holder.self?.serve(socket);
-    const server = options.tls === undefined ? createNetServer(handler) : createTlsServer({ key: options.tls.key, cert: options.tls.cert }, handler);
+    const server =
+      options.tls === undefined
+        ? createNetServer(handler)
+        : createTlsServer({ key: options.tls.key, cert: options.tls.cert }, handler);
     // A client that refuses our certificate closes mid-handshake: expected here, not an error.
     server.on('tlsClientError', () => undefined);
     server.listen(0, '127.0.0.1');
@@ -159,14 +174,33 @@ export class AdversarialHttpServer extends EventEmitter {
           if (end < 0) return;
           head = parseHead(buffer.subarray(0, end).toString('latin1'));
           buffer = buffer.subarray(end + 4);
-          behavior = this.options.script?.({ conn, onConnection, method: head.method, path: head.path, headers: head.headers, body: '', complete: false }) ?? {
+          behavior = this.options.script?.({
+            conn,
+            onConnection,
+            method: head.method,
+            path: head.path,
+            headers: head.headers,
+            body: '',
+            complete: false,
+          }) ?? {
             kind: 'respond',
             status: 200,
             body: 'ok',
             applyEffect: true,
           };
           if (behavior.kind === 'close_after_headers') {
-            this.record({ event: 'request', request: { conn, onConnection, method: head.method, path: head.path, headers: head.headers, body: '', complete: false } });
+            this.record({
+              event: 'request',
+              request: {
+                conn,
+                onConnection,
+                method: head.method,
+                path: head.path,
+                headers: head.headers,
+                body: '',
+                complete: false,
+              },
+            });
             this.closeSocket(conn, socket, 'close_after_headers');
             return;
           }
@@ -174,7 +208,15 @@ export class AdversarialHttpServer extends EventEmitter {
         if (buffer.length < head.bodyLength) return;
         const body = buffer.subarray(0, head.bodyLength).toString('utf8');
         buffer = buffer.subarray(head.bodyLength);
-        const request: ReceivedRequest = { conn, onConnection, method: head.method, path: head.path, headers: head.headers, body, complete: true };
+        const request: ReceivedRequest = {
+          conn,
+          onConnection,
+          method: head.method,
+          path: head.path,
+          headers: head.headers,
+          body,
+          complete: true,
+        };
         this.record({ event: 'request', request });
         this.act(conn, socket, request, behavior as Behavior);
         head = undefined;
@@ -188,12 +230,18 @@ export class AdversarialHttpServer extends EventEmitter {
   private firstByte(conn: number): void {
     this.requestsStarted += 1;
     const rows = this.dispatchRows();
-    this.record({ event: 'first_byte', conn, dispatchRowsVisible: rows === undefined ? undefined : rows - this.baselineDispatchRows, requestsStarted: this.requestsStarted });
+    this.record({
+      event: 'first_byte',
+      conn,
+      dispatchRowsVisible: rows === undefined ? undefined : rows - this.baselineDispatchRows,
+      requestsStarted: this.requestsStarted,
+    });
   }
 
   /** Read through this server's own SQLite connection: only what is committed is visible. */
   private dispatchRows(): number | undefined {
-    const row = this.db?.prepare(`SELECT count(*) AS n FROM events WHERE kind = 'DISPATCH_STARTED'`).get() as { n: number } | undefined;
+    const row = this.db?.prepare(`SELECT count(*) AS n FROM events WHERE kind = 'DISPATCH_STARTED'`).get() as
+      { n: number } | undefined;
     return row?.n;
   }
 
@@ -217,7 +265,8 @@ export class AdversarialHttpServer extends EventEmitter {
           payload = body;
         }
         if (behavior.close === true) headers.connection = 'close';
-        const hints = behavior.earlyHints === true ? statusHead(103, { link: '</style.css>; rel=preload' }) : Buffer.alloc(0);
+        const hints =
+          behavior.earlyHints === true ? statusHead(103, { link: '</style.css>; rel=preload' }) : Buffer.alloc(0);
         socket.write(Buffer.concat([hints, statusHead(behavior.status, headers), payload]));
         this.record({ event: 'responded', conn, status: behavior.status, complete: true });
         if (behavior.close === true) this.closeSocket(conn, socket, 'connection_close_after_response', true);
@@ -238,13 +287,26 @@ export class AdversarialHttpServer extends EventEmitter {
         return;
       case 'apply_then_close_mid_body':
         this.apply(conn, request);
-        socket.write(Buffer.concat([statusHead(behavior.status, { 'content-length': String(behavior.announced), 'content-type': 'application/json' }), Buffer.from(behavior.sent)]));
+        socket.write(
+          Buffer.concat([
+            statusHead(behavior.status, {
+              'content-length': String(behavior.announced),
+              'content-type': 'application/json',
+            }),
+            Buffer.from(behavior.sent),
+          ]),
+        );
         this.record({ event: 'responded', conn, status: behavior.status, complete: false });
         this.closeSocket(conn, socket, 'close_mid_body', true);
         return;
       case 'apply_then_bad_chunked':
         this.apply(conn, request);
-        socket.write(Buffer.concat([statusHead(behavior.status, { 'transfer-encoding': 'chunked' }), Buffer.from('5\r\nhello\r\nzz\r\n')]));
+        socket.write(
+          Buffer.concat([
+            statusHead(behavior.status, { 'transfer-encoding': 'chunked' }),
+            Buffer.from('5\r\nhello\r\nzz\r\n'),
+          ]),
+        );
         this.record({ event: 'responded', conn, status: behavior.status, complete: false });
         this.closeSocket(conn, socket, 'bad_chunked', true);
         return;
@@ -263,11 +325,19 @@ export class AdversarialHttpServer extends EventEmitter {
 }
 
 function statusHead(status: number, headers: Record<string, string>): Buffer {
-  const lines = [`HTTP/1.1 ${status} ${status === 200 ? 'OK' : 'Status'}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `HTTP/1.1 ${status} ${status === 200 ? 'OK' : 'Status'}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
 }
 
-function parseHead(text: string): { method: string; path: string; headers: Record<string, string>; bodyLength: number } {
+function parseHead(text: string): {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  bodyLength: number;
+} {
   const [requestLine = '', ...lines] = text.split('\r\n');
   const [method = '', path = ''] = requestLine.split(' ');
   const headers: Record<string, string> = {};

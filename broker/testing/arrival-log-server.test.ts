@@ -17,7 +17,12 @@ describe('the arrival-log server (the race drill endpoint)', () => {
     dir = createTempDir('postern-arrivals-');
     const file = join(dir.path, 'arrival.log');
     server = await ArrivalLogServer.start({ file });
-    const post = (body: string) => request(`http://127.0.0.1:${server?.port ?? 0}/write`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    const post = (body: string) =>
+      request(`http://127.0.0.1:${server?.port ?? 0}/write`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
     const first = await post(JSON.stringify({ ticket: 42, marker: 'A' }));
     expect(await first.body.json()).toEqual({ received: 'A' });
     await (await post('plain text B')).body.text();
@@ -29,8 +34,12 @@ describe('the arrival-log server (the race drill endpoint)', () => {
 
   it('apply_then_drop records the arrival (the effect) and closes without any response', async () => {
     server = await ArrivalLogServer.start({ behave: ({ marker }) => (marker === 'A' ? 'apply_then_drop' : 'respond') });
-    await expect(request(`http://127.0.0.1:${server.port}/write`, { method: 'POST', body: '{"marker":"A"}' })).rejects.toThrow();
-    expect(server.arrivals).toEqual([expect.objectContaining({ marker: 'A', behavior: 'apply_then_drop', method: 'POST', path: '/write' })]);
+    await expect(
+      request(`http://127.0.0.1:${server.port}/write`, { method: 'POST', body: '{"marker":"A"}' }),
+    ).rejects.toThrow();
+    expect(server.arrivals).toEqual([
+      expect.objectContaining({ marker: 'A', behavior: 'apply_then_drop', method: 'POST', path: '/write' }),
+    ]);
   });
 
   it('waitForArrivals rejects, naming what arrived, when too few come', async () => {

@@ -18,7 +18,11 @@ async function main(): Promise<void> {
   const [dbPath, cutArg] = process.argv.slice(2);
   const cut = Number(cutArg);
   if (dbPath === undefined || !Number.isInteger(cut)) throw new Error('usage: crash-driver.ts <db path> <cut point>');
-  const journal = await Journal.open({ path: dbPath, clock: systemClock, vault: await createMemoryVault('unlocked', crashVaultKey) });
+  const journal = await Journal.open({
+    path: dbPath,
+    clock: systemClock,
+    vault: await createMemoryVault('unlocked', crashVaultKey),
+  });
   const path = actionPaths.httpApproved(crashActionId);
   for (const [i, event] of path.entries()) {
     const k = i + 1;

@@ -29,7 +29,13 @@ function wideAccepted(n: number): NewEvent {
   return {
     kind: 'ACTION_ACCEPTED',
     action_id: `act_disk_${String(n).padStart(6, '0')}`,
-    payload: { channel: 'http', target: `route:${'y'.repeat(2000)}`, request_fingerprint: sha256Of(n), approval: 'none', idempotent: false },
+    payload: {
+      channel: 'http',
+      target: `route:${'y'.repeat(2000)}`,
+      request_fingerprint: sha256Of(n),
+      approval: 'none',
+      idempotent: false,
+    },
   };
 }
 
@@ -43,7 +49,14 @@ async function main(): Promise<void> {
   if (dir === undefined) throw new Error('usage: disk-full-driver.ts <dir on a small file system>');
   const path = join(dir, 'journal.sqlite');
   const journal = await Journal.open({ path, clock: systemClock, batchEventsMax: 4 });
-  const report: DiskFullReport = { resolved: [], rejectedCodes: [], causeCode: undefined, stateAfter: '', laterAppendCode: undefined, stored: [] };
+  const report: DiskFullReport = {
+    resolved: [],
+    rejectedCodes: [],
+    causeCode: undefined,
+    stateAfter: '',
+    laterAppendCode: undefined,
+    stored: [],
+  };
   for (let wave = 0; wave < wavesMax && report.rejectedCodes.length === 0; wave += 1) {
     const events = Array.from({ length: waveAppends }, (_, i) => wideAccepted(wave * waveAppends + i));
     const settled = await Promise.allSettled(events.map((e) => journal.append(e)));

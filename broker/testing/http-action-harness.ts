@@ -39,6 +39,7 @@ export interface HttpActionHarness {
   dispose(): Promise<void>;
 }
 
+// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export async function openHttpActionHarness(): Promise<HttpActionHarness> {
   const temp = await openTempJournal();
   const vaultDir = join(temp.dir.path, 'vault');
@@ -47,10 +48,22 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
   await vault.init(passphrase);
   const bindings = ['docs', '127.0.0.1', 'localhost'];
   await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings });
-  await vault.add({ name: 'docs-header', kind: 'header', secret: Buffer.from(canary), bindings, header: 'X-Api-Key', template: 'Key {secret}' });
+  await vault.add({
+    name: 'docs-header',
+    kind: 'header',
+    secret: Buffer.from(canary),
+    bindings,
+    header: 'X-Api-Key',
+    template: 'Key {secret}',
+  });
   await vault.add({ name: 'docs-query', kind: 'query', secret: Buffer.from(canary), bindings, param: 'api_key' });
   await vault.add({ name: 'docs-basic', kind: 'basic', secret: Buffer.from(`${canaryUser}:${canary}`), bindings });
-  await vault.add({ name: 'unbound-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['elsewhere.example'] });
+  await vault.add({
+    name: 'unbound-token',
+    kind: 'bearer',
+    secret: Buffer.from(canary),
+    bindings: ['elsewhere.example'],
+  });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const { logger, lines: logLines } = createCapturedLogger();
   const secretUses = { count: 0 };
@@ -69,8 +82,14 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
   };
   const ids = createRandomIdSource(temp.clock);
   const envelopes: unknown[] = [];
-  const newChannel = (options: { limits?: Partial<HttpLimits>; lookup?: LookupAll; gate?: DispatchGate } = {}): HttpChannel =>
-    new HttpChannel({ gate: options.gate ?? temp.journal, limits: { setupBackoffMsBase: 1, setupBackoffMsMax: 4, ...options.limits }, ...(options.lookup === undefined ? {} : { lookup: options.lookup }) });
+  const newChannel = (
+    options: { limits?: Partial<HttpLimits>; lookup?: LookupAll; gate?: DispatchGate } = {},
+  ): HttpChannel =>
+    new HttpChannel({
+      gate: options.gate ?? temp.journal,
+      limits: { setupBackoffMsBase: 1, setupBackoffMsMax: 4, ...options.limits },
+      ...(options.lookup === undefined ? {} : { lookup: options.lookup }),
+    });
   const harness: HttpActionHarness = {
     temp,
     vault,
@@ -81,9 +100,27 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
     channel: newChannel(),
     queue: ApprovalQueue.open({ journal: temp.journal, clock: temp.clock, config: parseConfig('version: 1\n') }),
     async run(config, request, extra = {}) {
-      const result = await executeHttpAction({ ids, clock: temp.clock, journal: temp.journal, results, vault: countingVault, config, channel: harness.channel, logger, queue: harness.queue, ...extra }, request);
-      envelopes.push(result.envelope, result.response === undefined ? null : { ...result.response, body: result.response.body.toString('latin1') });
-      if (result.diagnostic !== undefined) envelopes.push({ ...result.diagnostic, body: result.diagnostic.body.toString('latin1') });
+      const result = await executeHttpAction(
+        {
+          ids,
+          clock: temp.clock,
+          journal: temp.journal,
+          results,
+          vault: countingVault,
+          config,
+          channel: harness.channel,
+          logger,
+          queue: harness.queue,
+          ...extra,
+        },
+        request,
+      );
+      envelopes.push(
+        result.envelope,
+        result.response === undefined ? null : { ...result.response, body: result.response.body.toString('latin1') },
+      );
+      if (result.diagnostic !== undefined)
+        envelopes.push({ ...result.diagnostic, body: result.diagnostic.body.toString('latin1') });
       return result;
     },
     events(actionId) {
@@ -102,7 +139,11 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
 }
 
 /** A one-route config pointing at a local server; `extra` is YAML appended to the route. */
-export function localRouteConfig(port: number, extra = '', options: { scheme?: 'http' | 'https'; host?: string; credential?: string; injection?: string; name?: string } = {}): PosternConfig {
+export function localRouteConfig(
+  port: number,
+  extra = '',
+  options: { scheme?: 'http' | 'https'; host?: string; credential?: string; injection?: string; name?: string } = {},
+): PosternConfig {
   const yaml = [
     'version: 1',
     'routes:',

@@ -44,7 +44,10 @@ export class IdempotencyTarget {
     this.loseResponses = loseResponses;
   }
 
-  static async start(behaviour: IdempotencyBehaviour, options: { loseResponses?: number; hangResponses?: number; hangLookups?: number } = {}): Promise<IdempotencyTarget> {
+  static async start(
+    behaviour: IdempotencyBehaviour,
+    options: { loseResponses?: number; hangResponses?: number; hangLookups?: number } = {},
+  ): Promise<IdempotencyTarget> {
     const handlers: { handle?: (req: IncomingMessage, res: ServerResponse) => void } = {};
     const server = createServer((req, res) => handlers.handle?.(req, res));
     const target = new IdempotencyTarget(server, behaviour, options.loseResponses ?? 0);
@@ -90,7 +93,8 @@ export class IdempotencyTarget {
       const seen = key === undefined || this.behaviour === 'ignores' ? undefined : this.byKey.get(key);
       if (seen !== undefined) {
         if (seen.body === body) this.answer(res, seen.status, seen.response);
-        else if (this.behaviour === 'rejects_changed') this.answer(res, 422, '{"error":"idempotency key reused with a different payload"}');
+        else if (this.behaviour === 'rejects_changed')
+          this.answer(res, 422, '{"error":"idempotency key reused with a different payload"}');
         else this.answer(res, seen.status, seen.response);
         return;
       }

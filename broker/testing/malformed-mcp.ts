@@ -26,20 +26,31 @@ export const garbageBytes = fc.uint8Array({ minLength: 1, maxLength: 512 }).map(
 export const truncatedJson = fc
   .record({ method: fc.constantFrom('tools/list', 'tools/call', 'initialize'), id: fc.integer() })
   .chain(({ method, id }) => {
-    const text = JSON.stringify({ jsonrpc: '2.0', id, method, params: { name: 'http_request', arguments: { route: 'x' } } });
+    const text = JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: { name: 'http_request', arguments: { route: 'x' } },
+    });
     return fc.integer({ min: 1, max: text.length - 1 }).map((cut) => text.slice(0, cut));
   });
 
 /** Right shape, wrong protocol version (or none). */
 export const wrongJsonRpcVersion = fc
-  .record({ jsonrpc: fc.oneof(fc.constant('1.0'), fc.constant(2), fc.constant(null), fc.string({ maxLength: 8 })), id: fc.integer(), method: fc.constant('tools/list') })
+  .record({
+    jsonrpc: fc.oneof(fc.constant('1.0'), fc.constant(2), fc.constant(null), fc.string({ maxLength: 8 })),
+    id: fc.integer(),
+    method: fc.constant('tools/list'),
+  })
   .map((message) => JSON.stringify(message));
 
 /** Ids a JSON-RPC id may not be (huge numbers, floats, objects) on an otherwise normal request. */
-export const hugeIds = fc.oneof(
-  fc.constantFrom('1e400', '123456789012345678901234567890123456789', '1.5', '-1e308', '{"a":1}', '[1]', 'true'),
-  fc.string({ minLength: 1, maxLength: 2048 }).map((s) => JSON.stringify(s)),
-).map((idText) => `{"jsonrpc":"2.0","id":${idText},"method":"tools/list"}`);
+export const hugeIds = fc
+  .oneof(
+    fc.constantFrom('1e400', '123456789012345678901234567890123456789', '1.5', '-1e308', '{"a":1}', '[1]', 'true'),
+    fc.string({ minLength: 1, maxLength: 2048 }).map((s) => JSON.stringify(s)),
+  )
+  .map((idText) => `{"jsonrpc":"2.0","id":${idText},"method":"tools/list"}`);
 
 /** Params nested far deeper than any real message. */
 export const deeplyNested = fc.integer({ min: 65, max: 2_000 }).chain((depth) =>
@@ -52,20 +63,46 @@ export const deeplyNested = fc.integer({ min: 65, max: 2_000 }).chain((depth) =>
 /** Requests and notifications with random method names (operator-looking ones included). */
 export const randomMethods = fc
   .record({
-    method: fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('approvals.approve', 'status', 'approve', 'vault.unlock', 'prompts/list', 'resources/read', 'notifications/cancelled', 'logging/setLevel', 'ping')),
+    method: fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.constantFrom(
+        'approvals.approve',
+        'status',
+        'approve',
+        'vault.unlock',
+        'prompts/list',
+        'resources/read',
+        'notifications/cancelled',
+        'logging/setLevel',
+        'ping',
+      ),
+    ),
     id: fc.option(fc.integer(), { nil: undefined }),
     params: fc.option(jsonValue, { nil: undefined }),
   })
-  .map(({ method, id, params }) => JSON.stringify({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method, ...(params === undefined ? {} : { params }) }));
+  .map(({ method, id, params }) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      ...(id === undefined ? {} : { id }),
+      method,
+      ...(params === undefined ? {} : { params }),
+    }),
+  );
 
 /** tools/call with real and made-up tool names and random arguments (objects or not). */
 export const randomToolCalls = fc
   .record({
-    name: fc.oneof(fc.constantFrom(...agentToolNames, 'approve', 'reject_action', 'rm -rf'), fc.string({ maxLength: 30 })),
+    name: fc.oneof(
+      fc.constantFrom(...agentToolNames, 'approve', 'reject_action', 'rm -rf'),
+      fc.string({ maxLength: 30 }),
+    ),
     args: fc.oneof(fc.dictionary(fc.string({ maxLength: 12 }), jsonValue, { maxKeys: 6 }), jsonValue),
     id: requestId,
   })
-  .map(({ name, args, id }) => `{"jsonrpc":"2.0","id":${JSON.stringify(id) ?? 'null'},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${JSON.stringify(args) ?? 'null'}}}`);
+  .map(
+    ({ name, args, id }) =>
+      `{"jsonrpc":"2.0","id":${JSON.stringify(id) ?? 'null'},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${JSON.stringify(args) ?? 'null'}}}`,
+  );
 
 /** Responses and errors a client should never send to a server, plus odd JSON values. */
 export const strayMessages = fc.oneof(
@@ -76,7 +113,16 @@ export const strayMessages = fc.oneof(
 );
 
 /** Any hostile frame. */
-export const hostileFrame: fc.Arbitrary<string | Buffer> = fc.oneof(garbageBytes, truncatedJson, wrongJsonRpcVersion, hugeIds, deeplyNested, randomMethods, randomToolCalls, strayMessages);
+export const hostileFrame: fc.Arbitrary<string | Buffer> = fc.oneof(
+  garbageBytes,
+  truncatedJson,
+  wrongJsonRpcVersion,
+  hugeIds,
+  deeplyNested,
+  randomMethods,
+  randomToolCalls,
+  strayMessages,
+);
 
 /** A line-oriented raw client: write frames, read answers line by line. */
 export interface RawLineClient {
@@ -117,13 +163,16 @@ export function connectRawLines(socketPath: string): Promise<RawLineClient> {
       resolve({
         socket,
         send: (frame) => {
-          if (!socket.destroyed) socket.write(typeof frame === 'string' ? `${frame}\n` : Buffer.concat([frame, Buffer.from('\n')]));
+          if (!socket.destroyed)
+            socket.write(typeof frame === 'string' ? `${frame}\n` : Buffer.concat([frame, Buffer.from('\n')]));
         },
         nextMessage: () => {
           const line = lines.shift();
           if (line !== undefined) return Promise.resolve(JSON.parse(line) as unknown);
           if (ended) return Promise.reject(new Error('connection closed'));
-          return new Promise<string>((res, rej) => waiters.push({ resolve: res, reject: rej })).then((l) => JSON.parse(l) as unknown);
+          return new Promise<string>((res, rej) => waiters.push({ resolve: res, reject: rej })).then(
+            (l) => JSON.parse(l) as unknown,
+          );
         },
         closed,
         destroy: () => socket.destroy(),
@@ -135,10 +184,22 @@ export function connectRawLines(socketPath: string): Promise<RawLineClient> {
 
 /** The initialize request a well-behaved client sends first. */
 export function initializeFrame(id: number | string = 0, clientName = 'raw-test'): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: clientName, version: '1' } } });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: clientName, version: '1' } },
+  });
 }
 
 /** One line of at least `bytesMin` bytes (a valid-looking request with a huge argument): for frame limits. */
 export function oversizedFrame(bytesMin: number): fc.Arbitrary<string> {
-  return fc.integer({ min: bytesMin, max: bytesMin * 2 }).map((size) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'http_request', arguments: { body: 'x'.repeat(size) } } }));
+  return fc.integer({ min: bytesMin, max: bytesMin * 2 }).map((size) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'http_request', arguments: { body: 'x'.repeat(size) } },
+    }),
+  );
 }

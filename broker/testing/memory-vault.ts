@@ -36,7 +36,13 @@ export async function createMemoryVault(initial: VaultState = 'unlocked', dataKe
     },
     unwrap(purpose, sealed) {
       requireUnlocked();
-      return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(null, sealed.subarray(24), purpose, sealed.subarray(0, 24), key);
+      return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+        null,
+        sealed.subarray(24),
+        purpose,
+        sealed.subarray(0, 24),
+        key,
+      );
     },
     onLock(listener) {
       lockListeners.add(listener);

@@ -24,7 +24,16 @@ export type SshBehavior =
   | 'refuse_exec';
 
 export interface SshServerLogEntry {
-  readonly event: 'session_refused' | 'session_opened' | 'exec_received' | 'exec_accepted' | 'exec_refused' | 'stdout_written' | 'exit_status_sent' | 'channel_closed' | 'socket_destroyed';
+  readonly event:
+    | 'session_refused'
+    | 'session_opened'
+    | 'exec_received'
+    | 'exec_accepted'
+    | 'exec_refused'
+    | 'stdout_written'
+    | 'exit_status_sent'
+    | 'channel_closed'
+    | 'socket_destroyed';
   readonly command?: string;
   readonly bytes?: number;
   readonly exitStatus?: number;
@@ -64,7 +73,8 @@ export class MisbehavingSshServer {
     const parsed = ssh2.utils.parseKey(pem);
     if (parsed instanceof Error) throw new Error('host key unreadable');
     this.hostKeyFingerprint = hostKeyFingerprint(parsed.getPublicSSH());
-    this.db = journalPath === undefined ? undefined : new Database(journalPath, { readonly: true, fileMustExist: true });
+    this.db =
+      journalPath === undefined ? undefined : new Database(journalPath, { readonly: true, fileMustExist: true });
     this.dispatchRowsAtStart = this.countDispatchRows() ?? 0;
     this.ssh = new ssh2.Server({ hostKeys: [pem] }, (client) => this.onClient(client));
     this.net = createServer((socket) => {
@@ -179,7 +189,8 @@ export class MisbehavingSshServer {
   }
 
   private countDispatchRows(): number | undefined {
-    const row = this.db?.prepare(`SELECT count(*) AS n FROM events WHERE kind = 'DISPATCH_STARTED'`).get() as { n: number } | undefined;
+    const row = this.db?.prepare(`SELECT count(*) AS n FROM events WHERE kind = 'DISPATCH_STARTED'`).get() as
+      { n: number } | undefined;
     return row?.n;
   }
 

@@ -27,7 +27,17 @@ export interface QueueFixture {
   readonly config: PosternConfig;
   readonly logLines: string[];
   /** Starts one POST carrying `marker` (not awaited: it may wait for a person). */
-  submit(marker: string, options?: { route?: string; path?: string; method?: string; sessionId?: string; query?: Record<string, string>; headers?: Record<string, string> }): Promise<HttpActionResult>;
+  submit(
+    marker: string,
+    options?: {
+      route?: string;
+      path?: string;
+      method?: string;
+      sessionId?: string;
+      query?: Record<string, string>;
+      headers?: Record<string, string>;
+    },
+  ): Promise<HttpActionResult>;
   events(actionId: string): JournalEvent[];
   /** The ticket of the n-th action submitted (1-based), once admitted. */
   ticketOf(result: HttpActionResult): number;
@@ -42,14 +52,28 @@ export function queueFixtureConfig(port: number, agentsYaml = ''): PosternConfig
     '    injection: bearer',
     `    approval: ${approval}`,
     '    reads_bypass_lanes: true',
-    ...(lanes ? ['    lanes:', "      - methods: ['*']", '        path: /documents/{id}', '        lane: document-{id}'] : []),
+    ...(lanes
+      ? ['    lanes:', "      - methods: ['*']", '        path: /documents/{id}', '        lane: document-{id}']
+      : []),
   ];
   return parseConfig(
-    ['version: 1', 'agents:', `  approval_ttl_seconds: ${approvalTtlSeconds}`, agentsYaml, 'routes:', ...route('docs', 'per_call', true), ...route('plain', 'none', true), ...route('sess', 'session', false), ''].join('\n'),
+    [
+      'version: 1',
+      'agents:',
+      `  approval_ttl_seconds: ${approvalTtlSeconds}`,
+      agentsYaml,
+      'routes:',
+      ...route('docs', 'per_call', true),
+      ...route('plain', 'none', true),
+      ...route('sess', 'session', false),
+      '',
+    ].join('\n'),
   );
 }
 
-export async function openQueueFixture(options: { agentsYaml?: string; server?: ArrivalLogServerOptions } = {}): Promise<QueueFixture> {
+export async function openQueueFixture(
+  options: { agentsYaml?: string; server?: ArrivalLogServerOptions } = {},
+): Promise<QueueFixture> {
   const h = await openHttpActionHarness();
   const server = await ArrivalLogServer.start(options.server);
   const config = queueFixtureConfig(server.port, options.agentsYaml);
@@ -68,16 +92,36 @@ export async function openQueueFixture(options: { agentsYaml?: string; server?: 
     logLines,
     submit(marker, o = {}) {
       const run = executeHttpAction(
-        { ids, clock: h.temp.clock, journal: h.temp.journal, results: h.results, vault: h.vault, config, channel: h.channel, logger, queue, ...(o.sessionId === undefined ? {} : { sessionId: o.sessionId }) },
+        {
+          ids,
+          clock: h.temp.clock,
+          journal: h.temp.journal,
+          results: h.results,
+          vault: h.vault,
+          config,
+          channel: h.channel,
+          logger,
+          queue,
+          ...(o.sessionId === undefined ? {} : { sessionId: o.sessionId }),
+        },
         {
           route: o.route ?? 'docs',
           method: o.method ?? 'POST',
           path: o.path ?? '/documents/7',
           // A read carries its marker in the query instead (a GET has no body).
-          ...(o.method === 'GET' ? { query: { marker, ...o.query } } : { body: JSON.stringify({ marker }), headers: { 'content-type': 'application/json', ...o.headers }, ...(o.query === undefined ? {} : { query: o.query }) }),
+          ...(o.method === 'GET'
+            ? { query: { marker, ...o.query } }
+            : {
+                body: JSON.stringify({ marker }),
+                headers: { 'content-type': 'application/json', ...o.headers },
+                ...(o.query === undefined ? {} : { query: o.query }),
+              }),
         },
       );
-      run.then((r) => h.envelopes.push(r.envelope), () => undefined);
+      run.then(
+        (r) => h.envelopes.push(r.envelope),
+        () => undefined,
+      );
       return run;
     },
     events(actionId) {

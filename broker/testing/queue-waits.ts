@@ -8,12 +8,20 @@ export const queueWaitMsMax = 5_000;
  * Resolves with the cards once `ready(cards)` is true, checking after every queue change (a card
  * shown, a decision, a release, a settlement); rejects after queueWaitMsMax naming what it waited for.
  */
-export function waitForCards(queue: ApprovalQueue, ready: (cards: ApprovalCard[]) => boolean, what = 'the expected cards'): Promise<ApprovalCard[]> {
+export function waitForCards(
+  queue: ApprovalQueue,
+  ready: (cards: ApprovalCard[]) => boolean,
+  what = 'the expected cards',
+): Promise<ApprovalCard[]> {
   return new Promise((resolve, reject) => {
     let stop = (): void => undefined;
     const timer = setTimeout(() => {
       stop();
-      reject(new Error(`timed out waiting for ${what}; cards: ${JSON.stringify(queue.cards().map((c) => [c.ticket, c.state, c.text]))}`));
+      reject(
+        new Error(
+          `timed out waiting for ${what}; cards: ${JSON.stringify(queue.cards().map((c) => [c.ticket, c.state, c.text]))}`,
+        ),
+      );
     }, queueWaitMsMax);
     const check = (): void => {
       const cards = queue.cards();
@@ -29,9 +37,11 @@ export function waitForCards(queue: ApprovalQueue, ready: (cards: ApprovalCard[]
 
 /** The card of one ticket in a given state. */
 export function waitForCard(queue: ApprovalQueue, ticket: number, state: ApprovalCard['state']): Promise<ApprovalCard> {
-  return waitForCards(queue, (cards) => cards.some((c) => c.ticket === ticket && c.state === state), `ticket #${ticket} ${state}`).then(
-    (cards) => cards.find((c) => c.ticket === ticket) as ApprovalCard,
-  );
+  return waitForCards(
+    queue,
+    (cards) => cards.some((c) => c.ticket === ticket && c.state === state),
+    `ticket #${ticket} ${state}`,
+  ).then((cards) => cards.find((c) => c.ticket === ticket) as ApprovalCard);
 }
 
 /** Resolves when `n` cards exist (any state), for tests that start calls without knowing their tickets. */
@@ -58,7 +68,8 @@ export async function codedRefusal(p: Promise<unknown>): Promise<{ code: string;
   try {
     await p;
   } catch (error) {
-    if (isCodedError(error)) return { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) };
+    if (isCodedError(error))
+      return { code: error.code, message: error.message, ...(error.field === undefined ? {} : { field: error.field }) };
     throw error;
   }
   throw new Error('expected a refusal');

@@ -111,14 +111,30 @@ export class ReflectingRemote {
       const body = Buffer.concat(chunks).subarray(0, requestBodyBytesMax).toString('utf8');
       const url = req.url ?? '/';
       const [, first, mode, tag] = /^\/([^/?]*)\/?([^/?]*)\/?([^?]*)/.exec(url) ?? [];
-      const known = first === 'reflect' && (reflectModes as readonly string[]).includes(mode ?? '') ? (mode as ReflectMode) : undefined;
+      const known =
+        first === 'reflect' && (reflectModes as readonly string[]).includes(mode ?? '')
+          ? (mode as ReflectMode)
+          : undefined;
       const dump = dumpOf(this.marker, req, body);
-      const answer = known === undefined ? { status: 404, headers: {}, body: Buffer.from('unknown mode\n') } : reflect(known, req, dump);
+      const answer =
+        known === undefined
+          ? { status: 404, headers: {}, body: Buffer.from('unknown mode\n') }
+          : reflect(known, req, dump);
       const headers = { 'content-length': String(answer.body.length), ...answer.headers };
       const seq = this.received.length + 1;
       const sent = { ...answer, headers };
       const headersIn = { ...req.headers };
-      this.received.push({ seq, mode: known, tag: tag ?? '', method: req.method ?? '', url, headers: headersIn, body, dump, sent });
+      this.received.push({
+        seq,
+        mode: known,
+        tag: tag ?? '',
+        method: req.method ?? '',
+        url,
+        headers: headersIn,
+        body,
+        dump,
+        sent,
+      });
       res.writeHead(answer.status, headers);
       res.end(answer.body);
     });
@@ -172,7 +188,11 @@ function reflect(mode: ReflectMode, req: IncomingMessage, dump: string): Answer 
     case 'pad-header':
       return text('reflected in x-request-id\n', { 'x-request-id': padOf(query) + dump });
     case 'redirect':
-      return { status: 302, headers: { location: `/landing?d=${encodeURIComponent(dump)}` }, body: Buffer.from('moved\n') };
+      return {
+        status: 302,
+        headers: { location: `/landing?d=${encodeURIComponent(dump)}` },
+        body: Buffer.from('moved\n'),
+      };
     case 'query-echo': {
       const raw = (req.url ?? '').split('?').slice(1).join('?');
       const echoed = padOf(query) + raw;
@@ -201,10 +221,12 @@ export function unicodeEscaped(text: string): string {
 /** RFC 9110 single byte range (`bytes=a-b`, `bytes=a-`); anything else gets the whole dump with 200. */
 function ranged(header: string | undefined, dump: Buffer): Answer {
   const match = /^bytes=(\d+)-(\d*)$/.exec(header ?? '');
-  if (match === null) return { status: 200, headers: { 'content-type': 'application/json', 'accept-ranges': 'bytes' }, body: dump };
+  if (match === null)
+    return { status: 200, headers: { 'content-type': 'application/json', 'accept-ranges': 'bytes' }, body: dump };
   const start = Number(match[1]);
   const end = Math.min(match[2] === '' ? dump.length - 1 : Number(match[2]), dump.length - 1);
-  if (start > end) return { status: 416, headers: { 'content-range': `bytes */${dump.length}` }, body: Buffer.alloc(0) };
+  if (start > end)
+    return { status: 416, headers: { 'content-range': `bytes */${dump.length}` }, body: Buffer.alloc(0) };
   return {
     status: 206,
     headers: { 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${end}/${dump.length}` },

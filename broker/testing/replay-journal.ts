@@ -18,7 +18,9 @@ export async function replayJournal(events: Iterable<JournalEvent>, into: Journa
         ? await into.appendConfig(asNewEvent(event))
         : await into.append(asNewEvent(event));
     if (appended.event.seq !== event.seq) {
-      throw new Error(`replay put seq ${event.seq} at ${appended.event.seq}: the log has a gap or the target was not empty`);
+      throw new Error(
+        `replay put seq ${event.seq} at ${appended.event.seq}: the log has a gap or the target was not empty`,
+      );
     }
     count += 1;
   }

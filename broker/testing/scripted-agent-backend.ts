@@ -1,4 +1,11 @@
-import type { AgentPeer, AgentRouteList, AgentToolName, AgentToolReply, Envelope, EnvelopeError } from '../contract/index.js';
+import type {
+  AgentPeer,
+  AgentRouteList,
+  AgentToolName,
+  AgentToolReply,
+  Envelope,
+  EnvelopeError,
+} from '../contract/index.js';
 import type { AgentBackend, CallProgress, ToolAnswer } from '../ports/index.js';
 
 /** One call as the scripted backend received it. */
@@ -57,7 +64,13 @@ export class ScriptedAgentBackend implements AgentBackend {
     this.disconnectWaiters.shift()?.(sessionId);
   }
 
-  async call(sessionId: string, tool: AgentToolName, args: unknown, signal: AbortSignal, onProgress?: (p: CallProgress) => void): Promise<ToolAnswer> {
+  async call(
+    sessionId: string,
+    tool: AgentToolName,
+    args: unknown,
+    signal: AbortSignal,
+    onProgress?: (p: CallProgress) => void,
+  ): Promise<ToolAnswer> {
     const aborted = new Promise<unknown>((resolve) => {
       if (signal.aborted) resolve(signal.reason);
       else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
@@ -89,17 +102,27 @@ export class ScriptedAgentBackend implements AgentBackend {
       this.disconnectsTaken += 1;
       return Promise.resolve(waiting);
     }
-    return new Promise((resolve) => this.disconnectWaiters.push((id) => {
-      this.disconnectsTaken += 1;
-      resolve(id);
-    }));
+    return new Promise((resolve) =>
+      this.disconnectWaiters.push((id) => {
+        this.disconnectsTaken += 1;
+        resolve(id);
+      }),
+    );
   }
 }
 
 /** A responder that waits until the call is aborted, then answers as the real queue would. */
 export const holdUntilAborted: ScriptedResponder = async (call) => {
   const reason = await call.aborted;
-  return envelopeAnswer(scriptedEnvelope(`act_held`, { code: 'CALLER_CANCELLED', phase: 'validation', outcome: 'not_attempted', retry: 'never', message: `stopped: ${String(reason)}` }));
+  return envelopeAnswer(
+    scriptedEnvelope(`act_held`, {
+      code: 'CALLER_CANCELLED',
+      phase: 'validation',
+      outcome: 'not_attempted',
+      retry: 'never',
+      message: `stopped: ${String(reason)}`,
+    }),
+  );
 };
 
 export const scriptedRouteList: AgentRouteList = {
@@ -140,10 +163,32 @@ function defaultAnswer(call: ScriptedCall): ToolAnswer {
   invocationCounter += 1;
   const envelope = scriptedEnvelope(`act_${invocationCounter}`);
   if (call.tool === 'http_request') {
-    return envelopeAnswer({ ...envelope, response: { status: 200, headers: {}, body: 'ok', body_encoding: 'utf8', truncated: false, total_bytes: 2, redacted: false } });
+    return envelopeAnswer({
+      ...envelope,
+      response: {
+        status: 200,
+        headers: {},
+        body: 'ok',
+        body_encoding: 'utf8',
+        truncated: false,
+        total_bytes: 2,
+        redacted: false,
+      },
+    });
   }
   if (call.tool === 'ssh_exec') {
-    return envelopeAnswer({ ...envelope, output: { exit_status: 0, stdout: 'ok\n', stderr: '', stdout_bytes: 3, stderr_bytes: 0, truncated: false, output_complete: true } });
+    return envelopeAnswer({
+      ...envelope,
+      output: {
+        exit_status: 0,
+        stdout: 'ok\n',
+        stderr: '',
+        stdout_bytes: 3,
+        stderr_bytes: 0,
+        truncated: false,
+        output_complete: true,
+      },
+    });
   }
   return envelopeAnswer(envelope);
 }

@@ -34,18 +34,22 @@ export interface SshActionHarness {
  * 'min') holding the given OpenSSH private keys as ssh_key credentials, a channel whose
  * known_hosts.json lives in the temp data dir, and a pino logger whose lines are kept.
  */
-export async function openSshActionHarness(keys: Readonly<Record<string, { privateKey: Buffer; bindings: string[] }>>): Promise<SshActionHarness> {
+export async function openSshActionHarness(
+  keys: Readonly<Record<string, { privateKey: Buffer; bindings: string[] }>>,
+): Promise<SshActionHarness> {
   const temp = await openTempJournal();
   const vaultDir = join(temp.dir.path, 'vault');
   mkdirSync(vaultDir, { mode: 0o700 });
   const vault = await openVault({ dataDir: vaultDir, clock: temp.clock, kdf: 'min', idleLockMs: 0 });
   await vault.init(passphrase);
-  for (const [name, key] of Object.entries(keys)) await vault.add({ name, kind: 'ssh_key', secret: Buffer.from(key.privateKey), bindings: key.bindings });
+  for (const [name, key] of Object.entries(keys))
+    await vault.add({ name, kind: 'ssh_key', secret: Buffer.from(key.privateKey), bindings: key.bindings });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const { logger, lines: logLines } = createCapturedLogger();
   const ids = createRandomIdSource(temp.clock);
   const returned: unknown[] = [];
-  const newChannel = (limits: Partial<SshLimits> = {}, gate: DispatchGate = temp.journal): SshChannel => new SshChannel({ gate, clock: temp.clock, knownHostsDir: temp.dir.path, limits });
+  const newChannel = (limits: Partial<SshLimits> = {}, gate: DispatchGate = temp.journal): SshChannel =>
+    new SshChannel({ gate, clock: temp.clock, knownHostsDir: temp.dir.path, limits });
   const harness: SshActionHarness = {
     temp,
     vault,
@@ -55,9 +59,28 @@ export async function openSshActionHarness(keys: Readonly<Record<string, { priva
     channel: newChannel(),
     queue: ApprovalQueue.open({ journal: temp.journal, clock: temp.clock, config: parseConfig('version: 1\n') }),
     async run(config, request, cancel) {
-      const result = await executeSshAction({ ids, clock: temp.clock, journal: temp.journal, results, vault, config, channel: harness.channel, logger, queue: harness.queue }, request, cancel);
+      const result = await executeSshAction(
+        {
+          ids,
+          clock: temp.clock,
+          journal: temp.journal,
+          results,
+          vault,
+          config,
+          channel: harness.channel,
+          logger,
+          queue: harness.queue,
+        },
+        request,
+        cancel,
+      );
       returned.push(result.envelope);
-      if (result.output !== undefined) returned.push({ ...result.output, stdout: result.output.stdout.toString('latin1'), stderr: result.output.stderr.toString('latin1') });
+      if (result.output !== undefined)
+        returned.push({
+          ...result.output,
+          stdout: result.output.stdout.toString('latin1'),
+          stderr: result.output.stderr.toString('latin1'),
+        });
       return result;
     },
     events(actionId) {
@@ -116,7 +139,8 @@ export function secretLeaks(harness: SshActionHarness, needles: readonly string[
       else {
         searched.push(path);
         const bytes = readFileSync(path);
-        for (const needle of needles) if (bytes.includes(Buffer.from(needle))) leaks.push(`${path}: ${needle.slice(0, 12)}…`);
+        for (const needle of needles)
+          if (bytes.includes(Buffer.from(needle))) leaks.push(`${path}: ${needle.slice(0, 12)}…`);
       }
     }
   };

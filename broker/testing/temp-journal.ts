@@ -21,7 +21,9 @@ export interface TempJournal {
  * in-memory vault (pass `vault` to start locked). Reopen with `{ path, clock, vault }` to keep
  * reading earlier runs' events.
  */
-export async function openTempJournal(options: Partial<Omit<JournalOpenOptions, 'vault'>> & { vault?: MemoryVault } = {}): Promise<TempJournal> {
+export async function openTempJournal(
+  options: Partial<Omit<JournalOpenOptions, 'vault'>> & { vault?: MemoryVault } = {},
+): Promise<TempJournal> {
   const dir = createTempDir('postern-journal-');
   const clock = new FakeClock();
   const path = join(dir.path, 'journal.sqlite');

@@ -40,7 +40,8 @@ export class TestSshd {
 
   static unavailableReason(): string | undefined {
     if (!existsSync(sshdBinary)) return `${sshdBinary} is not installed`;
-    if (spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status !== 0) return 'unshare --mount is not permitted here (needs root or user namespaces)';
+    if (spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status !== 0)
+      return 'unshare --mount is not permitted here (needs root or user namespaces)';
     if (spawnSync('ssh-keygen', ['-?']).error !== undefined) return 'ssh-keygen is not installed';
     return undefined;
   }
@@ -83,10 +84,15 @@ export class TestSshd {
       ].join('\n'),
     );
     const script = `mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && exec ${sshdBinary} -D -e -f ${config}`;
-    const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     this.child = child;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`sshd did not start within ${sshdStartTimeoutMs} ms: ${this.log.join('')}`)), sshdStartTimeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`sshd did not start within ${sshdStartTimeoutMs} ms: ${this.log.join('')}`)),
+        sshdStartTimeoutMs,
+      );
       child.stderr?.on('data', (chunk: Buffer) => {
         this.log.push(chunk.toString('utf8'));
         if (this.log.join('').includes(`Server listening on 127.0.0.1 port ${this.port}`)) {
@@ -125,7 +131,12 @@ export function generateKey(dir: string, name: string, comment: string): SshKeyP
   const listed = spawnSync('ssh-keygen', ['-lf', `${path}.pub`]).stdout.toString();
   const fingerprint = /SHA256:[A-Za-z0-9+/]{43}/.exec(listed)?.[0];
   if (fingerprint === undefined) throw new Error(`ssh-keygen -lf printed no fingerprint: ${listed}`);
-  return { privateKey: readFileSync(path), publicKey: readFileSync(`${path}.pub`, 'utf8').trim(), fingerprint, privateKeyPath: path };
+  return {
+    privateKey: readFileSync(path),
+    publicKey: readFileSync(`${path}.pub`, 'utf8').trim(),
+    fingerprint,
+    privateKeyPath: path,
+  };
 }
 
 /** A port nothing listens on right now (the kernel's choice), for sshd and for refused connects. */

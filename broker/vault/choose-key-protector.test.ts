@@ -16,7 +16,10 @@ describe('chooseKeyProtector', () => {
   });
 
   it('says why basic_text is refused: a hard-coded password', () => {
-    expect(chooseKeyProtector('basic_text')).toEqual({ use: false, reason: expect.stringMatching(/hard-coded password/) });
+    expect(chooseKeyProtector('basic_text')).toEqual({
+      use: false,
+      reason: expect.stringMatching(/hard-coded password/),
+    });
   });
 
   it('asks safeStorage for the backend only on Linux', () => {

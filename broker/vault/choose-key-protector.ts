@@ -11,12 +11,14 @@
  * The passphrase (Argon2id) stays the real lock either way: safeStorage only stops a copied
  * vault.sqlite from being attacked offline without the user's OS login as well.
  */
-export type KeyProtectorDecision = { readonly use: true; readonly backend: string } | { readonly use: false; readonly reason: string };
+export type KeyProtectorDecision =
+  { readonly use: true; readonly backend: string } | { readonly use: false; readonly reason: string };
 
 const trustedBackends = new Set(['keychain', 'dpapi', 'gnome_libsecret', 'kwallet', 'kwallet5', 'kwallet6']);
 
 export function chooseKeyProtector(backend: string): KeyProtectorDecision {
-  if (backend === 'basic_text') return { use: false, reason: 'basic_text uses a hard-coded password, which protects nothing' };
+  if (backend === 'basic_text')
+    return { use: false, reason: 'basic_text uses a hard-coded password, which protects nothing' };
   if (trustedBackends.has(backend)) return { use: true, backend };
   return { use: false, reason: `the storage backend "${backend}" is not one we can trust` };
 }

@@ -40,7 +40,18 @@ const tokenPattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** A host, host:port, [v6]:port, a wildcard label or a route name; lowercased when stored. */
 const bindingPattern = /^[a-z0-9*[][a-z0-9._:*[\]-]*$/i;
 /** Headers the broker owns or that frame the message: a credential may never set them. */
-const headersRefused = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'cookie', 'proxy-authorization']);
+const headersRefused = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'upgrade',
+  'te',
+  'trailer',
+  'keep-alive',
+  'cookie',
+  'proxy-authorization',
+]);
 
 /** Validates everything but the secret bytes themselves; throws INVALID_ARGUMENT naming the field. */
 export function validateShape(input: Omit<CredentialInput, 'secret' | 'sshKeyPassphrase'>): CredentialShape {
@@ -48,7 +59,8 @@ export function validateShape(input: Omit<CredentialInput, 'secret' | 'sshKeyPas
   if (!(credentialKinds as readonly string[]).includes(input.kind)) {
     throw invalid('kind', `must be one of ${credentialKinds.join(', ')}`);
   }
-  if (!Array.isArray(input.bindings) || input.bindings.length > bindingsMax) throw invalid('bindings', `at most ${bindingsMax} bindings`);
+  if (!Array.isArray(input.bindings) || input.bindings.length > bindingsMax)
+    throw invalid('bindings', `at most ${bindingsMax} bindings`);
   const bindings = [...new Set(input.bindings.map((binding, index) => validateBinding(binding, index)))];
   const shape: CredentialShape = { name, kind: input.kind, bindings };
   refuseUnless(input.kind === 'header', input.header, 'header');
@@ -74,13 +86,21 @@ export function validateName(name: unknown): string {
  * The secret as material for one use. Text kinds must be UTF-8 without control characters (a CR/LF
  * in a header value would let a secret smuggle a second header); messages never quote the bytes.
  */
-export function materialFor(shape: Pick<CredentialShape, 'kind' | 'header' | 'template' | 'param'>, secret: Uint8Array): SecretMaterial {
+export function materialFor(
+  shape: Pick<CredentialShape, 'kind' | 'header' | 'template' | 'param'>,
+  secret: Uint8Array,
+): SecretMaterial {
   switch (shape.kind) {
     case 'bearer':
       return { kind: 'bearer', token: secretText(secret) };
     case 'header': {
       const text = secretText(secret);
-      return { kind: 'header', header: shape.header ?? '', value: (shape.template ?? secretPlaceholder).replace(secretPlaceholder, () => text), secret: text };
+      return {
+        kind: 'header',
+        header: shape.header ?? '',
+        value: (shape.template ?? secretPlaceholder).replace(secretPlaceholder, () => text),
+        secret: text,
+      };
     }
     case 'basic': {
       const text = secretText(secret);
@@ -132,7 +152,12 @@ function hasControlCharacter(text: string): boolean {
 }
 
 function validateBinding(binding: unknown, index: number): string {
-  if (typeof binding !== 'string' || binding.length === 0 || binding.length > bindingCharsMax || !bindingPattern.test(binding)) {
+  if (
+    typeof binding !== 'string' ||
+    binding.length === 0 ||
+    binding.length > bindingCharsMax ||
+    !bindingPattern.test(binding)
+  ) {
     throw invalid(`bindings[${index}]`, 'must be a host name, host:port, [v6 address]:port or a route name');
   }
   return binding.toLowerCase();
@@ -142,7 +167,8 @@ function validateHeaderName(header: string | undefined): string {
   if (header === undefined || header.length === 0 || header.length > headerNameCharsMax || !tokenPattern.test(header)) {
     throw invalid('header', 'a header credential needs a header name made of token characters (RFC 9110)');
   }
-  if (headersRefused.has(header.toLowerCase())) throw invalid('header', `${header} is owned by the broker or frames the message`);
+  if (headersRefused.has(header.toLowerCase()))
+    throw invalid('header', `${header} is owned by the broker or frames the message`);
   return header;
 }
 
@@ -161,7 +187,8 @@ function validateParam(param: string | undefined): string {
 }
 
 function refuseUnless(allowed: boolean, value: string | undefined, field: string): void {
-  if (!allowed && value !== undefined) throw invalid(field, `only applies to a ${field === 'param' ? 'query' : 'header'} credential`);
+  if (!allowed && value !== undefined)
+    throw invalid(field, `only applies to a ${field === 'param' ? 'query' : 'header'} credential`);
 }
 
 function invalid(field: string, message: string): CodedError {

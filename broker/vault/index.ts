@@ -3,7 +3,14 @@ import { sodiumReady, type KdfStrength } from './vault-crypto.js';
 import { VaultStore } from './vault-store.js';
 import { idleLockMsDefault, Vault } from './vault.js';
 
-export { Vault, idleLockMsDefault, passphraseBytesMin, passphraseBytesMax, protectedKeyBytesMax, type AddOptions } from './vault.js';
+export {
+  Vault,
+  idleLockMsDefault,
+  passphraseBytesMin,
+  passphraseBytesMax,
+  protectedKeyBytesMax,
+  type AddOptions,
+} from './vault.js';
 export { vaultFileName } from './vault-store.js';
 export { credentialNamePattern, secretBytesMax, type CredentialInput } from './credential-input.js';
 export { sshKeyPassphraseBytesMax } from './ssh-key-import.js';
@@ -38,8 +45,16 @@ export async function openVault(options: OpenVaultOptions): Promise<Vault> {
     clock: options.clock,
     idleLockMs: options.idleLockMs ?? idleLockMsDefault,
     kdf: options.kdf ?? 'moderate',
-    ...(options.keyProtector === undefined ? {} : { keyProtector: options.keyProtector, keyProtection: options.keyProtection ?? 'apply' }),
+    ...(options.keyProtector === undefined
+      ? {}
+      : { keyProtector: options.keyProtector, keyProtection: options.keyProtection ?? 'apply' }),
   });
 }
-export { createPassphraseAttempts, passphraseAttemptLimits, type AttemptAdmission, type AttemptResult, type PassphraseAttempts } from './passphrase-attempts.js';
+export {
+  createPassphraseAttempts,
+  passphraseAttemptLimits,
+  type AttemptAdmission,
+  type AttemptResult,
+  type PassphraseAttempts,
+} from './passphrase-attempts.js';
 export { deriveKekOffLoop } from './kdf-worker.js';

@@ -58,7 +58,8 @@ function theWorker(): Worker {
       m.key?.fill(0);
       return;
     }
-    if (m.key === undefined || m.key.length !== keyBytes) waiting.reject(new CodedError('INTERNAL', 'the key derivation failed'));
+    if (m.key === undefined || m.key.length !== keyBytes)
+      waiting.reject(new CodedError('INTERNAL', 'the key derivation failed'));
     else waiting.resolve(m.key);
   });
   started.on('error', failAll);
@@ -75,14 +76,24 @@ function theWorker(): Worker {
  */
 export function deriveKekOffLoop(passphrase: Uint8Array, params: KdfParams): Promise<Uint8Array> {
   checkKdfParams(params);
-  if (pending.size >= kdfQueueMax) return Promise.reject(new CodedError('RATE_LIMITED', 'too many passphrase checks are waiting; retry later', { field: 'passphrase' }));
+  if (pending.size >= kdfQueueMax)
+    return Promise.reject(
+      new CodedError('RATE_LIMITED', 'too many passphrase checks are waiting; retry later', { field: 'passphrase' }),
+    );
   const id = nextId++;
   const thread = theWorker();
   return new Promise<Uint8Array>((resolve, reject) => {
     pending.set(id, { resolve, reject });
     thread.ref();
     const copy = new Uint8Array(passphrase);
-    thread.postMessage({ id, keyBytes, passphrase: copy, salt: params.salt, opslimit: params.opslimit, memlimit: params.memlimit });
+    thread.postMessage({
+      id,
+      keyBytes,
+      passphrase: copy,
+      salt: params.salt,
+      opslimit: params.opslimit,
+      memlimit: params.memlimit,
+    });
     // postMessage cloned it; ours is no longer needed.
     copy.fill(0);
   });

@@ -47,7 +47,13 @@ describe('SSH private keys', () => {
       const key = keys[name];
       if (key === undefined) throw new Error(name);
       const passphrase = key.encrypted ? Buffer.from(keyPassphrase) : undefined;
-      await vault.add({ name, kind: 'ssh_key', secret: key.private, bindings: ['host-a'], sshKeyPassphrase: passphrase });
+      await vault.add({
+        name,
+        kind: 'ssh_key',
+        secret: key.private,
+        bindings: ['host-a'],
+        sshKeyPassphrase: passphrase,
+      });
       const data = Buffer.from('challenge');
       await vault.withSecret(name, (secret) => {
         if (secret.kind !== 'ssh_key') throw new Error('wrong kind');
@@ -65,18 +71,34 @@ describe('SSH private keys', () => {
   );
 
   it('an encrypted key without its passphrase names sshKeyPassphrase', async () => {
-    const error = await vault.add({ name: 'nopass', kind: 'ssh_key', secret: keys['ed25519-encrypted']?.private ?? Buffer.alloc(0), bindings: [] }).catch((e: unknown) => e);
+    const error = await vault
+      .add({
+        name: 'nopass',
+        kind: 'ssh_key',
+        secret: keys['ed25519-encrypted']?.private ?? Buffer.alloc(0),
+        bindings: [],
+      })
+      .catch((e: unknown) => e);
     expect(fieldOf(error)).toEqual(['INVALID_ARGUMENT', 'sshKeyPassphrase']);
   });
 
-  it.each(['ed25519-encrypted', 'rsa-pem-encrypted'])('%s with a wrong passphrase names sshKeyPassphrase and carries no ssh2 cause', async (name) => {
-    const error = await vault
-      .add({ name: 'wrong', kind: 'ssh_key', secret: keys[name]?.private ?? Buffer.alloc(0), bindings: [], sshKeyPassphrase: Buffer.from('nope-nope') })
-      .catch((e: unknown) => e);
-    expect(fieldOf(error)).toEqual(['INVALID_ARGUMENT', 'sshKeyPassphrase']);
-    expect((error as Error).cause).toBeUndefined();
-    expect(vault.describe('wrong')).toBeUndefined();
-  });
+  it.each(['ed25519-encrypted', 'rsa-pem-encrypted'])(
+    '%s with a wrong passphrase names sshKeyPassphrase and carries no ssh2 cause',
+    async (name) => {
+      const error = await vault
+        .add({
+          name: 'wrong',
+          kind: 'ssh_key',
+          secret: keys[name]?.private ?? Buffer.alloc(0),
+          bindings: [],
+          sshKeyPassphrase: Buffer.from('nope-nope'),
+        })
+        .catch((e: unknown) => e);
+      expect(fieldOf(error)).toEqual(['INVALID_ARGUMENT', 'sshKeyPassphrase']);
+      expect((error as Error).cause).toBeUndefined();
+      expect(vault.describe('wrong')).toBeUndefined();
+    },
+  );
 
   it.each<[string, () => Buffer]>([
     ['garbage', () => Buffer.from('not a key at all')],
@@ -92,9 +114,13 @@ describe('SSH private keys', () => {
 
   it('rotation of an SSH key takes the new key passphrase and changes the version', async () => {
     const before = vault.describe('rsa');
-    const after = await vault.rotate('rsa', keys['ecdsa-encrypted']?.private ?? Buffer.alloc(0), { sshKeyPassphrase: Buffer.from(keyPassphrase) });
+    const after = await vault.rotate('rsa', keys['ecdsa-encrypted']?.private ?? Buffer.alloc(0), {
+      sshKeyPassphrase: Buffer.from(keyPassphrase),
+    });
     expect(after.version_tag).not.toBe(before?.version_tag);
-    const type = await vault.withSecret('rsa', (secret) => (secret.kind === 'ssh_key' ? (ssh2.utils.parseKey(secret.privateKey) as ssh2.ParsedKey).type : ''));
+    const type = await vault.withSecret('rsa', (secret) =>
+      secret.kind === 'ssh_key' ? (ssh2.utils.parseKey(secret.privateKey) as ssh2.ParsedKey).type : '',
+    );
     expect(type).toBe('ecdsa-sha2-nistp256');
   });
 });

@@ -21,23 +21,37 @@ export function importSshKey(secret: Uint8Array, passphrase: Uint8Array | undefi
   const plain = ssh2.utils.parseKey(keyBuffer);
   if (!(plain instanceof Error)) return requirePrivate(plain, () => copyOf(secret));
   if (!/passphrase|encrypted/i.test(plain.message)) {
-    throw new CodedError('INVALID_ARGUMENT', 'not an SSH private key in a supported format (OpenSSH, PEM or PPK)', { field: 'secret' });
+    throw new CodedError('INVALID_ARGUMENT', 'not an SSH private key in a supported format (OpenSSH, PEM or PPK)', {
+      field: 'secret',
+    });
   }
   if (passphrase === undefined || passphrase.length === 0) {
-    throw new CodedError('INVALID_ARGUMENT', 'the SSH key is encrypted: give its passphrase to import it', { field: 'sshKeyPassphrase' });
+    throw new CodedError('INVALID_ARGUMENT', 'the SSH key is encrypted: give its passphrase to import it', {
+      field: 'sshKeyPassphrase',
+    });
   }
   if (passphrase.length > sshKeyPassphraseBytesMax) {
-    throw new CodedError('PAYLOAD_LIMIT', `an SSH key passphrase is at most ${sshKeyPassphraseBytesMax} bytes`, { field: 'sshKeyPassphrase' });
+    throw new CodedError('PAYLOAD_LIMIT', `an SSH key passphrase is at most ${sshKeyPassphraseBytesMax} bytes`, {
+      field: 'sshKeyPassphrase',
+    });
   }
-  const decrypted = ssh2.utils.parseKey(keyBuffer, Buffer.from(passphrase.buffer, passphrase.byteOffset, passphrase.byteLength));
+  const decrypted = ssh2.utils.parseKey(
+    keyBuffer,
+    Buffer.from(passphrase.buffer, passphrase.byteOffset, passphrase.byteLength),
+  );
   if (decrypted instanceof Error) {
-    throw new CodedError('INVALID_ARGUMENT', 'the SSH key could not be decrypted with this passphrase', { field: 'sshKeyPassphrase' });
+    throw new CodedError('INVALID_ARGUMENT', 'the SSH key could not be decrypted with this passphrase', {
+      field: 'sshKeyPassphrase',
+    });
   }
   return requirePrivate(decrypted, () => unencryptedForm(decrypted));
 }
 
 function requirePrivate(key: ParsedKey, bytes: () => Uint8Array): Uint8Array {
-  if (!key.isPrivateKey()) throw new CodedError('INVALID_ARGUMENT', 'this is a public key; the vault needs the private key', { field: 'secret' });
+  if (!key.isPrivateKey())
+    throw new CodedError('INVALID_ARGUMENT', 'this is a public key; the vault needs the private key', {
+      field: 'secret',
+    });
   return bytes();
 }
 
@@ -53,9 +67,13 @@ function unencryptedForm(key: ParsedKey): Uint8Array {
   const reparsed = ssh2.utils.parseKey(candidate);
   if (reparsed instanceof Error || !reparsed.isPrivateKey() || !reparsed.getPublicSSH().equals(key.getPublicSSH())) {
     candidate.fill(0);
-    throw new CodedError('INVALID_ARGUMENT', `an encrypted ${key.type} key cannot be stored decrypted; decrypt it with ssh-keygen -p first`, {
-      field: 'secret',
-    });
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `an encrypted ${key.type} key cannot be stored decrypted; decrypt it with ssh-keygen -p first`,
+      {
+        field: 'secret',
+      },
+    );
   }
   return candidate;
 }
@@ -63,7 +81,8 @@ function unencryptedForm(key: ParsedKey): Uint8Array {
 /** openssh-key-v1 with cipher "none" (PROTOCOL.key in OpenSSH), one Ed25519 key. */
 function openSshEd25519(pkcs8Pem: string, key: ParsedKey): Buffer {
   const jwk = createPrivateKey(pkcs8Pem).export({ format: 'jwk' });
-  if (jwk.d === undefined || jwk.x === undefined) throw new CodedError('INVALID_ARGUMENT', 'the Ed25519 key has no private part', { field: 'secret' });
+  if (jwk.d === undefined || jwk.x === undefined)
+    throw new CodedError('INVALID_ARGUMENT', 'the Ed25519 key has no private part', { field: 'secret' });
   const seed = Buffer.from(jwk.d, 'base64url');
   const pub = Buffer.from(jwk.x, 'base64url');
   const check = randomBytes(4);
@@ -77,7 +96,9 @@ function openSshEd25519(pkcs8Pem: string, key: ParsedKey): Buffer {
   ];
   const unpadded = Buffer.concat(privateFields);
   const blockBytes = 8;
-  const padding = Buffer.from(Array.from({ length: (blockBytes - (unpadded.length % blockBytes)) % blockBytes }, (_v, i) => i + 1));
+  const padding = Buffer.from(
+    Array.from({ length: (blockBytes - (unpadded.length % blockBytes)) % blockBytes }, (_v, i) => i + 1),
+  );
   const privateSection = Buffer.concat([unpadded, padding]);
   const body = Buffer.concat([
     Buffer.from('openssh-key-v1\0', 'latin1'),
@@ -89,7 +110,10 @@ function openSshEd25519(pkcs8Pem: string, key: ParsedKey): Buffer {
     sshString(privateSection),
   ]);
   const lines = body.toString('base64').match(/.{1,70}/g) ?? [];
-  const text = Buffer.from(`-----BEGIN OPENSSH PRIVATE KEY-----\n${lines.join('\n')}\n-----END OPENSSH PRIVATE KEY-----\n`, 'utf8');
+  const text = Buffer.from(
+    `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines.join('\n')}\n-----END OPENSSH PRIVATE KEY-----\n`,
+    'utf8',
+  );
   for (const part of [seed, unpadded, privateSection, body, ...privateFields]) part.fill(0);
   return text;
 }

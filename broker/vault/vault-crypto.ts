@@ -31,7 +31,10 @@ export function kdfLimits(strength: KdfStrength): { opslimit: number; memlimit: 
     case 'moderate':
       return { opslimit: sodium.crypto_pwhash_OPSLIMIT_MODERATE, memlimit: sodium.crypto_pwhash_MEMLIMIT_MODERATE };
     case 'interactive':
-      return { opslimit: sodium.crypto_pwhash_OPSLIMIT_INTERACTIVE, memlimit: sodium.crypto_pwhash_MEMLIMIT_INTERACTIVE };
+      return {
+        opslimit: sodium.crypto_pwhash_OPSLIMIT_INTERACTIVE,
+        memlimit: sodium.crypto_pwhash_MEMLIMIT_INTERACTIVE,
+      };
     case 'min':
       return { opslimit: sodium.crypto_pwhash_OPSLIMIT_MIN, memlimit: sodium.crypto_pwhash_MEMLIMIT_MIN };
   }
@@ -57,7 +60,14 @@ export function newKdfParams(strength: KdfStrength): KdfParams {
  */
 export function deriveKek(passphrase: Uint8Array, params: KdfParams): Uint8Array {
   checkKdfParams(params);
-  return sodium.crypto_pwhash(keyBytes, passphrase, params.salt, params.opslimit, params.memlimit, sodium.crypto_pwhash_ALG_ARGON2ID13);
+  return sodium.crypto_pwhash(
+    keyBytes,
+    passphrase,
+    params.salt,
+    params.opslimit,
+    params.memlimit,
+    sodium.crypto_pwhash_ALG_ARGON2ID13,
+  );
 }
 
 /** VAULT_CORRUPT for parameters outside libsodium's Argon2id bounds (shared with the worker-thread derivation). */
@@ -89,7 +99,13 @@ export function seal(key: Uint8Array, plaintext: Uint8Array, associatedData: str
 export function open(key: Uint8Array, sealed: Sealed, associatedData: string): Uint8Array | undefined {
   if (sealed.nonce.length !== nonceBytes) return undefined;
   try {
-    return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(null, sealed.ciphertext, associatedData, sealed.nonce, key);
+    return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+      null,
+      sealed.ciphertext,
+      associatedData,
+      sealed.nonce,
+      key,
+    );
   } catch {
     // libsodium throws a bare "ciphertext cannot be decrypted using that key": no detail to keep.
     return undefined;

@@ -161,7 +161,12 @@ describe('when a vault is created with a key protector', () => {
     const sealedBytes = (await protector.unprotect(new Uint8Array(row.wrapped_key))).wrappedKey;
     const sealed = sealedKeyFromBytes(sealedBytes);
     if (sealed === undefined) throw new Error('the protector did not give back a sealed key');
-    const kdf = { alg: 'argon2id13' as const, salt: new Uint8Array(row.salt), opslimit: row.opslimit, memlimit: row.memlimit };
+    const kdf = {
+      alg: 'argon2id13' as const,
+      salt: new Uint8Array(row.salt),
+      opslimit: row.opslimit,
+      memlimit: row.memlimit,
+    };
     const dataKey = openSealed(deriveKek(passphrase(), kdf), sealed, 'postern-vault-data-key:v1');
     expect(dataKey?.length).toBe(32);
     const bytes = allBytes();
@@ -176,7 +181,9 @@ describe('when a vault is created with a key protector', () => {
     await initialized(protector);
     const before = keyRow();
     const vault = await open(protector);
-    expect((await codeOf(vault.unlock(new TextEncoder().encode('not the passphrase')))).code).toBe('VAULT_PASSPHRASE_INVALID');
+    expect((await codeOf(vault.unlock(new TextEncoder().encode('not the passphrase')))).code).toBe(
+      'VAULT_PASSPHRASE_INVALID',
+    );
     expect(await vault.verifyPassphrase(new TextEncoder().encode('not the passphrase'))).toBe(false);
     expect(await vault.verifyPassphrase(passphrase())).toBe(true);
     expect(vault.state()).toBe('locked');
@@ -276,7 +283,9 @@ describe('when an unprotected vault is opened with a protector', () => {
     const { protector } = standInProtector('dpapi');
     const vault = await open(protector);
     expect(keyRow()).toEqual(unprotected);
-    expect((await codeOf(vault.unlock(new TextEncoder().encode('not the passphrase')))).code).toBe('VAULT_PASSPHRASE_INVALID');
+    expect((await codeOf(vault.unlock(new TextEncoder().encode('not the passphrase')))).code).toBe(
+      'VAULT_PASSPHRASE_INVALID',
+    );
     expect(keyRow()).toEqual(unprotected);
     await vault.unlock(passphrase());
     // Gone from every file while the vault is still open (secure_delete and a checkpoint), not only after close.

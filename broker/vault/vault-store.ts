@@ -94,7 +94,12 @@ export class VaultStore {
       .get() as KeyRecord | undefined;
     if (row === undefined) return undefined;
     if (row.kdf_alg !== 'argon2id13') throw corrupt('the vault key uses an unknown key derivation');
-    const kdf: KdfParams = { alg: 'argon2id13', salt: new Uint8Array(row.salt), opslimit: row.opslimit, memlimit: row.memlimit };
+    const kdf: KdfParams = {
+      alg: 'argon2id13',
+      salt: new Uint8Array(row.salt),
+      opslimit: row.opslimit,
+      memlimit: row.memlimit,
+    };
     if (row.protected_by === null) {
       return { kdf, sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.wrapped_key) } };
     }
@@ -136,7 +141,9 @@ export class VaultStore {
   }
 
   list(): CredentialInfo[] {
-    const rows = this.db.prepare(`SELECT * FROM credentials ORDER BY name LIMIT ${credentialsMax}`).all() as CredentialRecord[];
+    const rows = this.db
+      .prepare(`SELECT * FROM credentials ORDER BY name LIMIT ${credentialsMax}`)
+      .all() as CredentialRecord[];
     return rows.map(toInfo);
   }
 
@@ -146,7 +153,9 @@ export class VaultStore {
 
   find(name: string): CredentialRow | undefined {
     const row = this.db.prepare('SELECT * FROM credentials WHERE name = ?').get(name) as CredentialRecord | undefined;
-    return row === undefined ? undefined : { info: toInfo(row), sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.sealed) } };
+    return row === undefined
+      ? undefined
+      : { info: toInfo(row), sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.sealed) } };
   }
 
   insert(row: CredentialRow, nowMs: number): void {
@@ -155,14 +164,27 @@ export class VaultStore {
         throw new CodedError('PAYLOAD_LIMIT', `a vault holds at most ${credentialsMax} credentials`, { field: 'name' });
       }
       const taken = this.db.prepare('SELECT 1 FROM credentials WHERE name = ?').get(row.info.name);
-      if (taken !== undefined) throw new CodedError('CREDENTIAL_EXISTS', 'a credential with this name already exists', { field: 'name' });
+      if (taken !== undefined)
+        throw new CodedError('CREDENTIAL_EXISTS', 'a credential with this name already exists', { field: 'name' });
       const { info, sealed } = row;
       this.db
         .prepare(
           `INSERT INTO credentials (id, name, kind, version_tag, bindings, header, param, template, nonce, sealed, updated_at_ms)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(info.id, info.name, info.kind, info.version_tag, JSON.stringify(info.bindings), info.header ?? null, info.param ?? null, info.template ?? null, sealed.nonce, sealed.ciphertext, nowMs);
+        .run(
+          info.id,
+          info.name,
+          info.kind,
+          info.version_tag,
+          JSON.stringify(info.bindings),
+          info.header ?? null,
+          info.param ?? null,
+          info.template ?? null,
+          sealed.nonce,
+          sealed.ciphertext,
+          nowMs,
+        );
     });
     insert.immediate();
   }
@@ -170,7 +192,9 @@ export class VaultStore {
   /** Replaces the secret and version of the row that is still at `expectedVersion`; false if it moved. */
   replaceSecret(id: string, expectedVersion: string, versionTag: string, sealed: Sealed, nowMs: number): boolean {
     const result = this.db
-      .prepare('UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?')
+      .prepare(
+        'UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
+      )
       .run(versionTag, sealed.nonce, sealed.ciphertext, nowMs, id, expectedVersion);
     return result.changes === 1;
   }
@@ -178,8 +202,18 @@ export class VaultStore {
   /** Replaces version, bindings and sealed secret of the row that is still at `expectedVersion`; false if it moved. */
   replaceRow(expectedVersion: string, info: CredentialInfo, sealed: Sealed, nowMs: number): boolean {
     const result = this.db
-      .prepare('UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?')
-      .run(info.version_tag, JSON.stringify(info.bindings), sealed.nonce, sealed.ciphertext, nowMs, info.id, expectedVersion);
+      .prepare(
+        'UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
+      )
+      .run(
+        info.version_tag,
+        JSON.stringify(info.bindings),
+        sealed.nonce,
+        sealed.ciphertext,
+        nowMs,
+        info.id,
+        expectedVersion,
+      );
     return result.changes === 1;
   }
 
@@ -249,7 +283,8 @@ function toInfo(row: CredentialRecord): CredentialInfo {
   } catch {
     bindings = undefined;
   }
-  if (!Array.isArray(bindings) || !bindings.every((b) => typeof b === 'string')) throw corrupt('a credential row has malformed bindings');
+  if (!Array.isArray(bindings) || !bindings.every((b) => typeof b === 'string'))
+    throw corrupt('a credential row has malformed bindings');
   return {
     id: row.id,
     name: row.name,

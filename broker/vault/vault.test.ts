@@ -14,7 +14,9 @@ import { openVault, vaultFileName, type Vault } from './index.js';
 const text = (value: string): Uint8Array => new TextEncoder().encode(value);
 const passphrase = (): Uint8Array => text('correct horse battery staple');
 
-async function codeOf(promise: Promise<unknown> | (() => unknown)): Promise<{ code: ErrorCode; field: string | undefined; message: string }> {
+async function codeOf(
+  promise: Promise<unknown> | (() => unknown),
+): Promise<{ code: ErrorCode; field: string | undefined; message: string }> {
   try {
     await (typeof promise === 'function' ? promise() : promise);
   } catch (error) {
@@ -32,8 +34,15 @@ function allBytes(dir: string): Buffer {
 let dir: TempDir;
 let clock: FakeClock;
 const opened: Vault[] = [];
-async function open(options: { idleLockMs?: number; kdf?: 'min' | 'interactive'; real?: boolean } = {}): Promise<Vault> {
-  const vault = await openVault({ dataDir: dir.path, clock: options.real === true ? systemClock : clock, idleLockMs: options.idleLockMs ?? 0, kdf: options.kdf ?? 'min' });
+async function open(
+  options: { idleLockMs?: number; kdf?: 'min' | 'interactive'; real?: boolean } = {},
+): Promise<Vault> {
+  const vault = await openVault({
+    dataDir: dir.path,
+    clock: options.real === true ? systemClock : clock,
+    idleLockMs: options.idleLockMs ?? 0,
+    kdf: options.kdf ?? 'min',
+  });
   opened.push(vault);
   return vault;
 }
@@ -78,9 +87,20 @@ describe('the state machine', () => {
     await vault.init(passphrase());
     const db = new Database(path.join(dir.path, vaultFileName), { readonly: true });
     try {
-      const row = db.prepare('SELECT kdf_alg, length(salt) AS salt, opslimit, memlimit, length(nonce) AS nonce, length(wrapped_key) AS wrapped FROM vault_key').get();
+      const row = db
+        .prepare(
+          'SELECT kdf_alg, length(salt) AS salt, opslimit, memlimit, length(nonce) AS nonce, length(wrapped_key) AS wrapped FROM vault_key',
+        )
+        .get();
       // interactive = ops 2, 64 MiB; the data key (32 bytes) + the Poly1305 tag (16).
-      expect(row).toEqual({ kdf_alg: 'argon2id13', salt: 16, opslimit: 2, memlimit: 64 * 2 ** 20, nonce: 24, wrapped: 48 });
+      expect(row).toEqual({
+        kdf_alg: 'argon2id13',
+        salt: 16,
+        opslimit: 2,
+        memlimit: 64 * 2 ** 20,
+        nonce: 24,
+        wrapped: 48,
+      });
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     } finally {
       db.close();
@@ -93,7 +113,10 @@ describe('the state machine', () => {
   it('refuses a passphrase shorter than 8 bytes, or not UTF-8, at init, naming the field', async () => {
     const vault = await open();
     expect(await codeOf(vault.init(text('short')))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'passphrase' });
-    expect(await codeOf(vault.init(new Uint8Array([0xff, 0xfe, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41])))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'passphrase' });
+    expect(await codeOf(vault.init(new Uint8Array([0xff, 0xfe, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41])))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'passphrase',
+    });
     expect(vault.state()).toBe('uninitialized');
   });
 });
@@ -106,9 +129,15 @@ describe('when the passphrase is wrong', () => {
     vault.lock('test');
     // The -shm file is SQLite's shared-memory index: every read updates its read marks, so it is
     // compared by name only; the database and its WAL (where data lives) must be byte-identical.
-    const snapshot = () => readdirSync(dir.path).map((name) => [name, name.endsWith('-shm') ? 'shm' : readFileSync(path.join(dir.path, name))] as const);
+    const snapshot = () =>
+      readdirSync(dir.path).map(
+        (name) => [name, name.endsWith('-shm') ? 'shm' : readFileSync(path.join(dir.path, name))] as const,
+      );
     const before = snapshot();
-    expect(await codeOf(vault.unlock(text('not the passphrase')))).toMatchObject({ code: 'VAULT_PASSPHRASE_INVALID', field: 'passphrase' });
+    expect(await codeOf(vault.unlock(text('not the passphrase')))).toMatchObject({
+      code: 'VAULT_PASSPHRASE_INVALID',
+      field: 'passphrase',
+    });
     expect(vault.state()).toBe('locked');
     expect(snapshot()).toEqual(before);
   });
@@ -172,14 +201,33 @@ describe('auto-lock', () => {
 });
 
 const kinds: [string, Parameters<Vault['add']>[0], SecretMaterial][] = [
-  ['bearer', { name: 'gh', kind: 'bearer', secret: text('ghp_abc'), bindings: ['api.github.com'] }, { kind: 'bearer', token: 'ghp_abc' }],
+  [
+    'bearer',
+    { name: 'gh', kind: 'bearer', secret: text('ghp_abc'), bindings: ['api.github.com'] },
+    { kind: 'bearer', token: 'ghp_abc' },
+  ],
   [
     'header with a template',
-    { name: 'dd', kind: 'header', secret: text('k3y'), bindings: ['api.datadoghq.com'], header: 'DD-API-KEY', template: 'Key {secret}' },
+    {
+      name: 'dd',
+      kind: 'header',
+      secret: text('k3y'),
+      bindings: ['api.datadoghq.com'],
+      header: 'DD-API-KEY',
+      template: 'Key {secret}',
+    },
     { kind: 'header', header: 'DD-API-KEY', value: 'Key k3y', secret: 'k3y' },
   ],
-  ['basic, split at the first colon', { name: 'reg', kind: 'basic', secret: text('ann:pa:ss'), bindings: ['registry.local'] }, { kind: 'basic', user: 'ann', password: 'pa:ss' }],
-  ['query parameter', { name: 'maps', kind: 'query', secret: text('q-secret'), bindings: ['maps.example.com'], param: 'key' }, { kind: 'query', param: 'key', value: 'q-secret' }],
+  [
+    'basic, split at the first colon',
+    { name: 'reg', kind: 'basic', secret: text('ann:pa:ss'), bindings: ['registry.local'] },
+    { kind: 'basic', user: 'ann', password: 'pa:ss' },
+  ],
+  [
+    'query parameter',
+    { name: 'maps', kind: 'query', secret: text('q-secret'), bindings: ['maps.example.com'], param: 'key' },
+    { kind: 'query', param: 'key', value: 'q-secret' },
+  ],
 ];
 
 describe('each kind round-trips through withSecret', () => {
@@ -203,7 +251,12 @@ describe('each kind round-trips through withSecret', () => {
     const vault = await open();
     await vault.init(passphrase());
     await vault.add({ name: 'h', kind: 'header', secret: text('v'), bindings: [], header: 'X-Api-Key' });
-    expect(await vault.withSecret('h', (s) => s)).toEqual({ kind: 'header', header: 'X-Api-Key', value: 'v', secret: 'v' });
+    expect(await vault.withSecret('h', (s) => s)).toEqual({
+      kind: 'header',
+      header: 'X-Api-Key',
+      value: 'v',
+      secret: 'v',
+    });
   });
 });
 
@@ -215,7 +268,11 @@ describe('bad input is a coded error naming the field, before anything is stored
     ['a name of 65 characters', { ...base, name: 'a'.repeat(65) }, 'name'],
     ['an unknown kind', { ...base, kind: 'cookie' as never }, 'kind'],
     ['a template without {secret}', { ...base, kind: 'header', header: 'X-K', template: 'Key' }, 'template'],
-    ['a template with {secret} twice', { ...base, kind: 'header', header: 'X-K', template: '{secret}{secret}' }, 'template'],
+    [
+      'a template with {secret} twice',
+      { ...base, kind: 'header', header: 'X-K', template: '{secret}{secret}' },
+      'template',
+    ],
     ['a Host header', { ...base, kind: 'header', header: 'Host' }, 'header'],
     ['a header name with a space', { ...base, kind: 'header', header: 'X K' }, 'header'],
     ['a header kind without a header', { ...base, kind: 'header' }, 'header'],
@@ -292,14 +349,22 @@ describe('rotation', () => {
   it('rebind replaces the bindings, seals the same secret under them, and changes the tag but not its rotation number', async () => {
     const vault = await open();
     await vault.init(passphrase());
-    const first = await vault.add({ name: 'svc', kind: 'bearer', secret: text('kept-token'), bindings: ['old.example'] });
+    const first = await vault.add({
+      name: 'svc',
+      kind: 'bearer',
+      secret: text('kept-token'),
+      bindings: ['old.example'],
+    });
     const rebound = await vault.rebind('svc', ['new.example', 'svc-route', 'new.example']);
     expect(rebound).toMatchObject({ id: first.id, bindings: ['new.example', 'svc-route'] });
     expect(rebound.version_tag).not.toBe(first.version_tag);
     expect(rebound.version_tag).toMatch(/^v1-/);
     expect(vault.describe('svc')).toEqual(rebound);
     expect(await vault.withSecret('svc', (s) => s)).toEqual({ kind: 'bearer', token: 'kept-token' });
-    expect(await codeOf(vault.rebind('svc', ['good.example', 'not a host/']))).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'bindings[1]' });
+    expect(await codeOf(vault.rebind('svc', ['good.example', 'not a host/']))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'bindings[1]',
+    });
     expect((await codeOf(vault.rebind('nope', ['a.example']))).code).toBe('UNKNOWN_CREDENTIAL');
     vault.lock('test');
     expect((await codeOf(vault.rebind('svc', ['a.example']))).code).toBe('VAULT_LOCKED');
@@ -311,11 +376,16 @@ describe('rotation', () => {
     await vault.init(passphrase());
     await vault.add({ name: 'svc', kind: 'bearer', secret: text('t0'), bindings: ['evil.example'] });
     const db = new Database(path.join(dir.path, vaultFileName));
-    const before = db.prepare("SELECT nonce, sealed FROM credentials WHERE name = 'svc'").get() as { nonce: Buffer; sealed: Buffer };
+    const before = db.prepare("SELECT nonce, sealed FROM credentials WHERE name = 'svc'").get() as {
+      nonce: Buffer;
+      sealed: Buffer;
+    };
     db.close();
     await vault.rebind('svc', ['good.example']);
     const restore = new Database(path.join(dir.path, vaultFileName));
-    restore.prepare(`UPDATE credentials SET bindings = '["evil.example"]', nonce = ?, sealed = ? WHERE name = 'svc'`).run(before.nonce, before.sealed);
+    restore
+      .prepare(`UPDATE credentials SET bindings = '["evil.example"]', nonce = ?, sealed = ? WHERE name = 'svc'`)
+      .run(before.nonce, before.sealed);
     restore.close();
     expect((await codeOf(vault.withSecret('svc', () => 1))).code).toBe('VAULT_CORRUPT');
   });
@@ -366,7 +436,10 @@ describe('sealed rows are bound to their id, version and metadata', () => {
   it('when an old version is restored beside a newer tag, it fails', async () => {
     const vault = await twoCredentials();
     const db = new Database(path.join(dir.path, vaultFileName));
-    const before = db.prepare("SELECT nonce, sealed FROM credentials WHERE name = 'one'").get() as { nonce: Buffer; sealed: Buffer };
+    const before = db.prepare("SELECT nonce, sealed FROM credentials WHERE name = 'one'").get() as {
+      nonce: Buffer;
+      sealed: Buffer;
+    };
     db.close();
     await vault.rotate('one', text('rotated'));
     const restore = new Database(path.join(dir.path, vaultFileName));

@@ -9,7 +9,16 @@ import type {
   VaultKeyProtector,
   VaultState,
 } from '../ports/index.js';
-import { checkSecretSize, materialFor, passphraseBytesMax, passphraseBytesMin, validateName, validateShape, type CredentialInput, type CredentialShape } from './credential-input.js';
+import {
+  checkSecretSize,
+  materialFor,
+  passphraseBytesMax,
+  passphraseBytesMin,
+  validateName,
+  validateShape,
+  type CredentialInput,
+  type CredentialShape,
+} from './credential-input.js';
 import { importSshKey } from './ssh-key-import.js';
 import { deriveKekOffLoop } from './kdf-worker.js';
 import { newKdfParams, open, randomKey, seal, wipe, type KdfStrength, type Sealed } from './vault-crypto.js';
@@ -74,9 +83,13 @@ export class Vault implements CredentialVault {
   private readonly unlockListeners = new Set<() => void>();
 
   constructor(private readonly options: VaultOptions) {
-    if (!Number.isInteger(options.idleLockMs) || options.idleLockMs < 0) throw new RangeError(`idleLockMs must be a whole number of ms >= 0, not ${options.idleLockMs}`);
+    if (!Number.isInteger(options.idleLockMs) || options.idleLockMs < 0)
+      throw new RangeError(`idleLockMs must be a whole number of ms >= 0, not ${options.idleLockMs}`);
     const backend = options.keyProtector?.backend;
-    if (backend !== undefined && (typeof backend !== 'string' || backend.length === 0 || backend.length > protectorBackendCharsMax)) {
+    if (
+      backend !== undefined &&
+      (typeof backend !== 'string' || backend.length === 0 || backend.length > protectorBackendCharsMax)
+    ) {
       throw new RangeError(`a key protector's backend is a name of 1..${protectorBackendCharsMax} characters`);
     }
   }
@@ -125,7 +138,8 @@ export class Vault implements CredentialVault {
       }
       // A protector that fails stores nothing: no vault rather than one weaker than asked for.
       const stored = this.protectionWanted() ? await this.protect(sealed) : sealed;
-      if (!this.options.store.insertWrappedKey({ kdf, sealed: stored }, this.options.clock.nowMs())) throw alreadyInitialized();
+      if (!this.options.store.insertWrappedKey({ kdf, sealed: stored }, this.options.clock.nowMs()))
+        throw alreadyInitialized();
     } catch (error) {
       wipe(dataKey);
       throw error;
@@ -223,8 +237,18 @@ export class Vault implements CredentialVault {
       const info: CredentialInfo = { ...row.info, version_tag: newVersionTag(versionNumber(row.info.version_tag) + 1) };
       const sealed = seal(key, stored, associatedData(info));
       // Compare-and-swap on the version: two rotations racing from two processes cannot both win.
-      if (!this.options.store.replaceSecret(info.id, row.info.version_tag, info.version_tag, sealed, this.options.clock.nowMs())) {
-        throw new CodedError('CREDENTIAL_EXISTS', 'the credential changed while rotating; list it and try again', { field: 'name' });
+      if (
+        !this.options.store.replaceSecret(
+          info.id,
+          row.info.version_tag,
+          info.version_tag,
+          sealed,
+          this.options.clock.nowMs(),
+        )
+      ) {
+        throw new CodedError('CREDENTIAL_EXISTS', 'the credential changed while rotating; list it and try again', {
+          field: 'name',
+        });
       }
       return Promise.resolve(info);
     } finally {
@@ -245,9 +269,22 @@ export class Vault implements CredentialVault {
     const shape = validateShape({ ...row.info, bindings: [...bindings] });
     const plaintext = openCredential(key, row);
     try {
-      const info: CredentialInfo = { ...row.info, bindings: shape.bindings, version_tag: newVersionTag(versionNumber(row.info.version_tag)) };
-      if (!this.options.store.replaceRow(row.info.version_tag, info, seal(key, plaintext, associatedData(info)), this.options.clock.nowMs())) {
-        throw new CodedError('CREDENTIAL_EXISTS', 'the credential changed while rebinding; list it and try again', { field: 'name' });
+      const info: CredentialInfo = {
+        ...row.info,
+        bindings: shape.bindings,
+        version_tag: newVersionTag(versionNumber(row.info.version_tag)),
+      };
+      if (
+        !this.options.store.replaceRow(
+          row.info.version_tag,
+          info,
+          seal(key, plaintext, associatedData(info)),
+          this.options.clock.nowMs(),
+        )
+      ) {
+        throw new CodedError('CREDENTIAL_EXISTS', 'the credential changed while rebinding; list it and try again', {
+          field: 'name',
+        });
       }
       return Promise.resolve(info);
     } finally {
@@ -294,9 +331,17 @@ export class Vault implements CredentialVault {
     const nonceLength = 24;
     const plaintext =
       sealedBytes instanceof Uint8Array && sealedBytes.length > nonceLength && sealedBytes.length <= wrapBytesMax + 64
-        ? open(key, { nonce: sealedBytes.subarray(0, nonceLength), ciphertext: sealedBytes.subarray(nonceLength) }, wrapAdPrefix + purpose)
+        ? open(
+            key,
+            { nonce: sealedBytes.subarray(0, nonceLength), ciphertext: sealedBytes.subarray(nonceLength) },
+            wrapAdPrefix + purpose,
+          )
         : undefined;
-    if (plaintext === undefined) throw new CodedError('VAULT_CORRUPT', 'the wrapped value failed its integrity check (wrong purpose, other vault, or damaged)');
+    if (plaintext === undefined)
+      throw new CodedError(
+        'VAULT_CORRUPT',
+        'the wrapped value failed its integrity check (wrong purpose, other vault, or damaged)',
+      );
     return plaintext;
   }
 
@@ -358,13 +403,17 @@ export class Vault implements CredentialVault {
 
   private async unwrapDataKey(passphrase: Uint8Array): Promise<Unwrapped> {
     const wrapped = this.options.store.readWrappedKey();
-    if (wrapped === undefined) throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`');
+    if (wrapped === undefined)
+      throw new CodedError('VAULT_NOT_INITIALIZED', 'the vault has not been created; run `postern vault init`');
     // The protector first: without the OS login a copied file offers nothing to run Argon2id guesses against.
     const { sealed, reprotect } = await this.unprotect(wrapped.sealed);
     const kek = await deriveKekOffLoop(passphrase, wrapped.kdf);
     try {
       const dataKey = open(kek, sealed, dataKeyAd);
-      if (dataKey === undefined) throw new CodedError('VAULT_PASSPHRASE_INVALID', 'the passphrase does not open this vault', { field: 'passphrase' });
+      if (dataKey === undefined)
+        throw new CodedError('VAULT_PASSPHRASE_INVALID', 'the passphrase does not open this vault', {
+          field: 'passphrase',
+        });
       if (dataKey.length !== 32) throw new CodedError('VAULT_CORRUPT', 'the unwrapped data key has the wrong length');
       return { dataKey, stored: wrapped.sealed, sealed, reprotect };
     } finally {
@@ -388,10 +437,14 @@ export class Vault implements CredentialVault {
       answer = await protector.unprotect(stored.blob);
     } catch {
       // The keyring's own message may name paths or accounts; the code and backend say enough.
-      throw protectorFailed(protector.backend, 'could not unprotect the vault key (locked, another login or machine, or a damaged blob)');
+      throw protectorFailed(
+        protector.backend,
+        'could not unprotect the vault key (locked, another login or machine, or a damaged blob)',
+      );
     }
     const sealed = answer.wrappedKey instanceof Uint8Array ? sealedKeyFromBytes(answer.wrappedKey) : undefined;
-    if (sealed === undefined) throw new CodedError('VAULT_CORRUPT', 'the key protector gave back something that is not a sealed vault key');
+    if (sealed === undefined)
+      throw new CodedError('VAULT_CORRUPT', 'the key protector gave back something that is not a sealed vault key');
     return { sealed, reprotect: answer.reprotect === true };
   }
 
@@ -401,7 +454,10 @@ export class Vault implements CredentialVault {
     if (protector === undefined) return undefined;
     const isProtected = 'protectedBy' in unwrapped.stored;
     if (!this.protectionWanted()) return isProtected ? unwrapped.sealed : undefined;
-    const current = isProtected && !unwrapped.reprotect && (unwrapped.stored as { protectedBy: string }).protectedBy === protector.backend;
+    const current =
+      isProtected &&
+      !unwrapped.reprotect &&
+      (unwrapped.stored as { protectedBy: string }).protectedBy === protector.backend;
     return current ? undefined : this.protect(unwrapped.sealed);
   }
 
@@ -429,12 +485,20 @@ export class Vault implements CredentialVault {
     this.lockIfIdle();
     if (this.dataKey !== undefined) return this.dataKey;
     const uninitialized = this.options.store.readWrappedKey() === undefined;
-    throw new CodedError('VAULT_LOCKED', uninitialized ? 'the vault has not been created yet' : 'the vault is locked; unlock it and retry');
+    throw new CodedError(
+      'VAULT_LOCKED',
+      uninitialized ? 'the vault has not been created yet' : 'the vault is locked; unlock it and retry',
+    );
   }
 
-  private preparedSecret(shape: Pick<CredentialShape, 'kind' | 'header' | 'template' | 'param'>, secret: Uint8Array, sshKeyPassphrase: Uint8Array | undefined): Uint8Array {
+  private preparedSecret(
+    shape: Pick<CredentialShape, 'kind' | 'header' | 'template' | 'param'>,
+    secret: Uint8Array,
+    sshKeyPassphrase: Uint8Array | undefined,
+  ): Uint8Array {
     if (shape.kind === 'ssh_key') return importSshKey(secret, sshKeyPassphrase);
-    if (sshKeyPassphrase !== undefined) throw new CodedError('INVALID_ARGUMENT', 'only applies to an ssh_key credential', { field: 'sshKeyPassphrase' });
+    if (sshKeyPassphrase !== undefined)
+      throw new CodedError('INVALID_ARGUMENT', 'only applies to an ssh_key credential', { field: 'sshKeyPassphrase' });
     // Validate now (UTF-8, no control characters, user:password) so a bad secret fails at import, not at first use.
     materialFor(shape, secret);
     const copy = new Uint8Array(secret.length);
@@ -454,13 +518,24 @@ export class Vault implements CredentialVault {
  * secret undecryptable instead of redirecting it.
  */
 function associatedData(info: CredentialInfo): string {
-  return JSON.stringify(['postern-credential:v1', info.id, info.version_tag, info.name, info.kind, info.bindings, info.header ?? null, info.template ?? null, info.param ?? null]);
+  return JSON.stringify([
+    'postern-credential:v1',
+    info.id,
+    info.version_tag,
+    info.name,
+    info.kind,
+    info.bindings,
+    info.header ?? null,
+    info.template ?? null,
+    info.param ?? null,
+  ]);
 }
 
 function openCredential(key: Uint8Array, row: CredentialRow): Uint8Array {
   const plaintext = open(key, row.sealed satisfies Sealed, associatedData(row.info));
   // Never garbage: a swapped, rolled-back or edited row fails authentication and says so.
-  if (plaintext === undefined) throw new CodedError('VAULT_CORRUPT', 'a stored credential failed its integrity check; nothing was decrypted');
+  if (plaintext === undefined)
+    throw new CodedError('VAULT_CORRUPT', 'a stored credential failed its integrity check; nothing was decrypted');
   return plaintext;
 }
 
@@ -480,19 +555,33 @@ function versionNumber(tag: string): number {
 
 function checkPassphrase(passphrase: Uint8Array, minBytes: number): void {
   if (!(passphrase instanceof Uint8Array) || passphrase.length < minBytes) {
-    throw new CodedError('INVALID_ARGUMENT', `a vault passphrase has at least ${minBytes} bytes`, { field: 'passphrase' });
+    throw new CodedError('INVALID_ARGUMENT', `a vault passphrase has at least ${minBytes} bytes`, {
+      field: 'passphrase',
+    });
   }
-  if (passphrase.length > passphraseBytesMax) throw new CodedError('PAYLOAD_LIMIT', `a vault passphrase has at most ${passphraseBytesMax} bytes`, { field: 'passphrase' });
+  if (passphrase.length > passphraseBytesMax)
+    throw new CodedError('PAYLOAD_LIMIT', `a vault passphrase has at most ${passphraseBytesMax} bytes`, {
+      field: 'passphrase',
+    });
 }
 
 function checkPurpose(purpose: string): void {
-  if (typeof purpose !== 'string' || !/^[a-z0-9][a-z0-9_.:-]*$/i.test(purpose) || purpose.length > wrapPurposeCharsMax) {
-    throw new CodedError('INVALID_ARGUMENT', `a wrap purpose is a label of at most ${wrapPurposeCharsMax} characters`, { field: 'purpose' });
+  if (
+    typeof purpose !== 'string' ||
+    !/^[a-z0-9][a-z0-9_.:-]*$/i.test(purpose) ||
+    purpose.length > wrapPurposeCharsMax
+  ) {
+    throw new CodedError('INVALID_ARGUMENT', `a wrap purpose is a label of at most ${wrapPurposeCharsMax} characters`, {
+      field: 'purpose',
+    });
   }
 }
 
 function protectorFailed(backend: string, what: string): CodedError {
-  return new CodedError('VAULT_KEY_PROTECTOR_FAILED', `the OS keyring (${backend}) ${what}; nothing was unlocked or changed`);
+  return new CodedError(
+    'VAULT_KEY_PROTECTOR_FAILED',
+    `the OS keyring (${backend}) ${what}; nothing was unlocked or changed`,
+  );
 }
 
 function alreadyInitialized(): CodedError {

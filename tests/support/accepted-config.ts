@@ -16,7 +16,13 @@ export async function acceptConfigAsPerson(dataDir: string, passphraseFile: stri
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     await vault.unlock(Buffer.from(passphrase));
-    acceptConfigFile({ dataDir, vault, clock: systemClock, actor: { kind: 'person', id: 'test-setup', surface: 'cli', auth: 'vault_passphrase_tty' }, digest: digestOf(text) });
+    acceptConfigFile({
+      dataDir,
+      vault,
+      clock: systemClock,
+      actor: { kind: 'person', id: 'test-setup', surface: 'cli', auth: 'vault_passphrase_tty' },
+      digest: digestOf(text),
+    });
   } finally {
     await vault.close();
   }

@@ -21,14 +21,23 @@ export interface BearerRouteDaemon {
  * The set-up several agent-facing tests share: a vault holding `canary` as the bearer credential `docs-token`
  * (bound to the route and 127.0.0.1), a target answering with `respond`, session approval by observe policy.
  */
-export async function startBearerRouteDaemon(options: { prefix: string; canary: string; respond: RequestListener }): Promise<BearerRouteDaemon> {
+export async function startBearerRouteDaemon(options: {
+  prefix: string;
+  canary: string;
+  respond: RequestListener;
+}): Promise<BearerRouteDaemon> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), options.prefix));
   const dataDir = path.join(scratch, 'data');
   mkdirSync(dataDir, { mode: 0o700 });
   const passphrase = `${options.prefix} passphrase (test only)`;
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(options.canary), bindings: ['docs', '127.0.0.1'] });
+  await vault.add({
+    name: 'docs-token',
+    kind: 'bearer',
+    secret: Buffer.from(options.canary),
+    bindings: ['docs', '127.0.0.1'],
+  });
   await vault.close();
   const passphraseFile = path.join(scratch, 'pass');
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -37,7 +46,18 @@ export async function startBearerRouteDaemon(options: { prefix: string; canary: 
   const port = (target.address() as AddressInfo).port;
   writeFileSync(
     path.join(dataDir, 'postern.yaml'),
-    ['version: 1', 'agents:', '  session_approval: observe', 'routes:', '  - name: docs', `    base_url: http://127.0.0.1:${port}`, '    credential: docs-token', '    injection: bearer', '    approval: none', ''].join('\n'),
+    [
+      'version: 1',
+      'agents:',
+      '  session_approval: observe',
+      'routes:',
+      '  - name: docs',
+      `    base_url: http://127.0.0.1:${port}`,
+      '    credential: docs-token',
+      '    injection: bearer',
+      '    approval: none',
+      '',
+    ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
   const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });

@@ -35,7 +35,8 @@ export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<
     symlinkSync(path.join(repoRoot, entry), path.join(root, entry));
   }
   const outdir = path.join(root, 'dist', 'cli');
-  if (options.bundle) await promisify(execFile)(process.execPath, [path.join(root, 'scripts', 'build-cli.mjs')], { cwd: root });
+  if (options.bundle)
+    await promisify(execFile)(process.execPath, [path.join(root, 'scripts', 'build-cli.mjs')], { cwd: root });
   return {
     root,
     bin: path.join(root, 'bin', 'postern.mjs'),

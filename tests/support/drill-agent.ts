@@ -5,7 +5,10 @@ import { posternBin, repoRoot } from './postern-process.js';
 /** What a tool call came back as, through the real MCP SDK client and `postern mcp`. */
 export interface ToolReply {
   isError?: boolean;
-  structuredContent?: Record<string, unknown> & { error?: { code: string; outcome: string; phase: string; retry: string }; invocation_id?: string };
+  structuredContent?: Record<string, unknown> & {
+    error?: { code: string; outcome: string; phase: string; retry: string };
+    invocation_id?: string;
+  };
   content?: Array<{ type: string; text?: string }>;
 }
 
@@ -25,20 +28,26 @@ export class DrillAgent {
   private next = 0;
   private readonly waiting = new Map<number, { resolve: (reply: ToolReply) => void; reject: (error: Error) => void }>();
   private readonly commands = new Map<number, (ran: RanCommand) => void>();
-  private constructor(private readonly child: ChildProcess, readonly pid: number) {
-    child.on('message', (message: { result?: { id: number; reply?: ToolReply; error?: string }; ran?: RanCommand & { id: number } }) => {
-      if (message.ran !== undefined) {
-        this.commands.get(message.ran.id)?.(message.ran);
-        this.commands.delete(message.ran.id);
-        return;
-      }
-      const result = message.result;
-      if (result === undefined) return;
-      const entry = this.waiting.get(result.id);
-      this.waiting.delete(result.id);
-      if (result.error !== undefined) entry?.reject(new Error(result.error));
-      else entry?.resolve(result.reply ?? {});
-    });
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly pid: number,
+  ) {
+    child.on(
+      'message',
+      (message: { result?: { id: number; reply?: ToolReply; error?: string }; ran?: RanCommand & { id: number } }) => {
+        if (message.ran !== undefined) {
+          this.commands.get(message.ran.id)?.(message.ran);
+          this.commands.delete(message.ran.id);
+          return;
+        }
+        const result = message.result;
+        if (result === undefined) return;
+        const entry = this.waiting.get(result.id);
+        this.waiting.delete(result.id);
+        if (result.error !== undefined) entry?.reject(new Error(result.error));
+        else entry?.resolve(result.reply ?? {});
+      },
+    );
     child.on('exit', () => {
       for (const entry of this.waiting.values()) entry.reject(new Error('the agent process exited'));
       this.waiting.clear();
@@ -46,7 +55,10 @@ export class DrillAgent {
   }
 
   static start(dataDir: string, name: string): Promise<DrillAgent> {
-    const child = fork(path.join(repoRoot, 'tests', 'support', 'race-agent.mjs'), [posternBin, dataDir, name], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(path.join(repoRoot, 'tests', 'support', 'race-agent.mjs'), [posternBin, dataDir, name], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');

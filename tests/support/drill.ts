@@ -34,12 +34,19 @@ export async function openDrill(scratch: string, name: string, ttlSeconds: numbe
   const passphrase = 'drill passphrase (test only)';
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'drill-token', kind: 'bearer', secret: Buffer.from('CANARY-drill-token-never-shown'), bindings: ['docs', '127.0.0.1'] });
+  await vault.add({
+    name: 'drill-token',
+    kind: 'bearer',
+    secret: Buffer.from('CANARY-drill-token-never-shown'),
+    bindings: ['docs', '127.0.0.1'],
+  });
   await vault.close();
   const passphraseFile = path.join(scratch, `${name}.pass`);
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
   const drops = new Set<string>();
-  const log = await ArrivalLogServer.start({ behave: ({ marker }) => (drops.has(marker) ? 'apply_then_drop' : 'respond') });
+  const log = await ArrivalLogServer.start({
+    behave: ({ marker }) => (drops.has(marker) ? 'apply_then_drop' : 'respond'),
+  });
   writeFileSync(
     path.join(dataDir, 'postern.yaml'),
     [
@@ -66,8 +73,13 @@ export async function openDrill(scratch: string, name: string, ttlSeconds: numbe
   const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
   const [p1, p2] = await Promise.all([DrillAgent.start(dataDir, 'drill-p1'), DrillAgent.start(dataDir, 'drill-p2')]);
   // Session approval: each new agent process is approved once, by a person, before its calls.
-  const sessions = await waitFor(() => op(dataDir, 'sessions.list', {}), (r) => r.sessions.filter((s) => s.status === 'pending' && s.connected).length >= 2, 'two pending agent sessions');
-  for (const s of sessions.sessions.filter((x) => x.status === 'pending')) await op(dataDir, 'sessions.approve', { session_id: s.session_id });
+  const sessions = await waitFor(
+    () => op(dataDir, 'sessions.list', {}),
+    (r) => r.sessions.filter((s) => s.status === 'pending' && s.connected).length >= 2,
+    'two pending agent sessions',
+  );
+  for (const s of sessions.sessions.filter((x) => x.status === 'pending'))
+    await op(dataDir, 'sessions.approve', { session_id: s.session_id });
   return { dataDir, daemon, log, drops, p1, p2 };
 }
 
@@ -79,7 +91,11 @@ export async function closeDrill(drill: Drill | undefined): Promise<void> {
 }
 
 /** One operator API call over the daemon's control socket, as the CLI makes it. */
-export function op<M extends BrokerApiMethod>(dataDir: string, method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+export function op<M extends BrokerApiMethod>(
+  dataDir: string,
+  method: M,
+  input: BrokerApi[M]['input'],
+): Promise<BrokerApi[M]['output']> {
   return callOperator(dataDir, method, input);
 }
 
@@ -89,12 +105,15 @@ export async function waitFor<T>(read: () => Promise<T>, holds: (value: T) => bo
   for (;;) {
     const value = await read();
     if (holds(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 2000)}`);
     await new Promise((resolve) => setTimeout(resolve, 15));
   }
 }
 
 /** The open cards of one lane, in ticket order. */
 export async function laneCards(dataDir: string, lane: string): Promise<ApprovalCard[]> {
-  return (await op(dataDir, 'approvals.list', {})).cards.filter((c) => c.lane === lane).sort((a, b) => a.ticket - b.ticket);
+  return (await op(dataDir, 'approvals.list', {})).cards
+    .filter((c) => c.lane === lane)
+    .sort((a, b) => a.ticket - b.ticket);
 }

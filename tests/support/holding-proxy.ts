@@ -58,23 +58,34 @@ export class HoldingProxy {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const headers = { ...req.headers, host: `127.0.0.1:${this.targetPort}`, connection: 'close' };
-      const upstream = request({ host: '127.0.0.1', port: this.targetPort, method: req.method, path: req.url, headers, agent: false }, (answer) => {
-        const body: Buffer[] = [];
-        answer.on('data', (c: Buffer) => body.push(c));
-        answer.on('error', () => req.socket.destroy());
-        answer.on('end', () => {
-          const held: HeldResponse = { method: req.method ?? '', path: req.url ?? '/', status: answer.statusCode ?? 502, body: Buffer.concat(body).toString('utf8') };
-          const out: Record<string, string> = { 'content-type': String(answer.headers['content-type'] ?? 'application/octet-stream'), 'content-length': String(Buffer.byteLength(held.body)) };
-          if (this.holdNext > 0) {
-            this.holdNext -= 1;
-            this.held.push(held);
-            this.waiting.push({ res, held, headers: out });
-            return;
-          }
-          res.writeHead(held.status, out);
-          res.end(held.body);
-        });
-      });
+      const upstream = request(
+        { host: '127.0.0.1', port: this.targetPort, method: req.method, path: req.url, headers, agent: false },
+        (answer) => {
+          const body: Buffer[] = [];
+          answer.on('data', (c: Buffer) => body.push(c));
+          answer.on('error', () => req.socket.destroy());
+          answer.on('end', () => {
+            const held: HeldResponse = {
+              method: req.method ?? '',
+              path: req.url ?? '/',
+              status: answer.statusCode ?? 502,
+              body: Buffer.concat(body).toString('utf8'),
+            };
+            const out: Record<string, string> = {
+              'content-type': String(answer.headers['content-type'] ?? 'application/octet-stream'),
+              'content-length': String(Buffer.byteLength(held.body)),
+            };
+            if (this.holdNext > 0) {
+              this.holdNext -= 1;
+              this.held.push(held);
+              this.waiting.push({ res, held, headers: out });
+              return;
+            }
+            res.writeHead(held.status, out);
+            res.end(held.body);
+          });
+        },
+      );
       // The target destroyed its socket (a lost response): the broker's connection goes the same way.
       upstream.on('error', () => req.socket.destroy());
       upstream.end(Buffer.concat(chunks));

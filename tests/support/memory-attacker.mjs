@@ -69,7 +69,10 @@ function attack(pid, needle) {
       if (match === null || match[3][0] !== 'r' || line.endsWith('[vsyscall]') || line.endsWith('[vvar]')) continue;
       result.regions += 1;
       let carry = Buffer.alloc(0);
-      for (let at = BigInt(`0x${match[1]}`), end = BigInt(`0x${match[2]}`); at < end && result.bytesRead < readBytesMax; ) {
+      for (
+        let at = BigInt(`0x${match[1]}`), end = BigInt(`0x${match[2]}`);
+        at < end && result.bytesRead < readBytesMax;
+      ) {
         const want = Number(end - at < BigInt(chunkBytes) ? end - at : BigInt(chunkBytes));
         let got;
         const readError = errorCode(() => (got = readSync(fd, buffer, 0, want, at)));
@@ -110,7 +113,8 @@ async function main() {
   // The control: its canary reaches it as base64 in the environment, so the plain bytes exist only
   // in the memory the target built them in.
   const canary = Buffer.from(`process-memory-canary-${randomBytes(12).toString('hex')}`);
-  const holder = 'globalThis.kept = Buffer.from(process.env.CANARY_B64, "base64"); console.log("ready"); setInterval(() => {}, 60000);';
+  const holder =
+    'globalThis.kept = Buffer.from(process.env.CANARY_B64, "base64"); console.log("ready"); setInterval(() => {}, 60000);';
   const control = spawn(process.execPath, ['-e', holder], {
     env: { ...env, CANARY_B64: canary.toString('base64') },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -118,11 +122,15 @@ async function main() {
   started.push(control);
   await waitForLine(control, (line) => line === 'ready', 'the control process');
 
-  const daemon = spawn(process.execPath, [path.join(repoRoot, 'bin', 'postern.mjs'), 'daemon', '--data-dir', dataDir, '--port', '0'], {
-    cwd: repoRoot,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const daemon = spawn(
+    process.execPath,
+    [path.join(repoRoot, 'bin', 'postern.mjs'), 'daemon', '--data-dir', dataDir, '--port', '0'],
+    {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   started.push(daemon);
   const daemonLines = await waitForLine(daemon, (line) => line.startsWith('{"event":"ready"'), 'the daemon');
 

@@ -18,15 +18,26 @@ export interface TerminalRun {
  * types `passphrase` then Enter. `script` runs in a new session of its own, so the terminal is the
  * only one the command has.
  */
-export function runOnTerminal(argv: readonly string[], passphrase: string, env: Record<string, string> = {}): Promise<TerminalRun> {
+export function runOnTerminal(
+  argv: readonly string[],
+  passphrase: string,
+  env: Record<string, string> = {},
+): Promise<TerminalRun> {
   const command = [process.execPath, posternBin, ...argv].map(shellQuote).join(' ');
-  const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
   let screen = '';
   let prompted = false;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`postern ${argv.join(' ')} on a terminal did not finish within ${terminalRunMs} ms:\n${screen}`));
+      reject(
+        new Error(`postern ${argv.join(' ')} on a terminal did not finish within ${terminalRunMs} ms:\n${screen}`),
+      );
     }, terminalRunMs);
     const read = (chunk: Buffer): void => {
       screen += chunk.toString('utf8');

@@ -65,9 +65,18 @@ export class PosternProcess {
       const check = (): void => {
         const found = this.stdoutLines.find(match);
         if (found !== undefined) finish(() => resolve(found));
-        else if (exited) finish(() => reject(new Error(`postern exited before ${what}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)));
+        else if (exited)
+          finish(() =>
+            reject(new Error(`postern exited before ${what}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)),
+          );
       };
-      const deadline = setTimeout(() => finish(() => reject(new Error(`no ${what} within ${timeoutMs} ms.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`))), timeoutMs);
+      const deadline = setTimeout(
+        () =>
+          finish(() =>
+            reject(new Error(`no ${what} within ${timeoutMs} ms.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)),
+          ),
+        timeoutMs,
+      );
       const finish = (settle: () => void): void => {
         clearTimeout(deadline);
         this.listeners.delete(check);
@@ -99,7 +108,9 @@ export class PosternProcess {
     const deadline = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
         this.child.kill('SIGKILL');
-        reject(new Error(`postern did not exit within ${timeoutMs} ms.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`));
+        reject(
+          new Error(`postern did not exit within ${timeoutMs} ms.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`),
+        );
       }, timeoutMs);
     });
     try {
@@ -135,7 +146,10 @@ export interface RunningDaemon {
 }
 
 /** Starts `postern <command> --data-dir DIR --port 0` and waits for its ready event. */
-export async function startDaemon(dataDir: string, options: { command?: 'daemon' | 'start'; env?: Record<string, string | undefined> } = {}): Promise<RunningDaemon> {
+export async function startDaemon(
+  dataDir: string,
+  options: { command?: 'daemon' | 'start'; env?: Record<string, string | undefined> } = {},
+): Promise<RunningDaemon> {
   const proc = new PosternProcess([options.command ?? 'daemon', '--data-dir', dataDir, '--port', '0'], options.env);
   try {
     const ready = await proc.waitForEvent('ready');
@@ -163,9 +177,17 @@ export interface CommandRun {
  * terminal, so "ask on the terminal" is deterministically unavailable, as for a backgrounded agent
  * tool), bounded by a deadline that fails the test.
  */
-export function runPostern(args: readonly string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<CommandRun> {
+export function runPostern(
+  args: readonly string[],
+  options: { stdin?: string; env?: Record<string, string> } = {},
+): Promise<CommandRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [posternBin, ...args], { cwd: repoRoot, env: { ...process.env, ...options.env }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [posternBin, ...args], {
+      cwd: repoRoot,
+      env: { ...process.env, ...options.env },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

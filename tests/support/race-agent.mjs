@@ -8,7 +8,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const [posternBin, dataDir, name] = process.argv.slice(2);
-const transport = new StdioClientTransport({ command: process.execPath, args: [posternBin, 'mcp', '--data-dir', dataDir], stderr: 'inherit' });
+const transport = new StdioClientTransport({
+  command: process.execPath,
+  args: [posternBin, 'mcp', '--data-dir', dataDir],
+  stderr: 'inherit',
+});
 const client = new Client({ name: name ?? 'race-agent', version: '1.0.0' });
 const inFlight = new Map();
 

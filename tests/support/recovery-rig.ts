@@ -40,7 +40,12 @@ export class RecoveryRig {
     const passphrase = `recovery passphrase ${name} (test only)`;
     const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from(passphrase));
-    await vault.add({ name: 'rr-token', kind: 'bearer', secret: Buffer.from('CANARY-rr-token-never-shown'), bindings: ['docs', '127.0.0.1'] });
+    await vault.add({
+      name: 'rr-token',
+      kind: 'bearer',
+      secret: Buffer.from('CANARY-rr-token-never-shown'),
+      bindings: ['docs', '127.0.0.1'],
+    });
     await vault.close();
     const passphraseFile = path.join(scratch, `${name}.pass`);
     writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -64,7 +69,9 @@ export class RecoveryRig {
         "    lookup: { method: GET, path: '/operations/{idempotency_key}' }",
         ...(route.retry === undefined
           ? []
-          : [`    retry: { attempts_max: ${route.retry.attempts_max}, automatic: ${route.retry.automatic}, backoff_ms: ${route.retry.backoff_ms} }`]),
+          : [
+              `    retry: { attempts_max: ${route.retry.attempts_max}, automatic: ${route.retry.automatic}, backoff_ms: ${route.retry.backoff_ms} }`,
+            ]),
         '',
       ].join('\n'),
     );

@@ -15,7 +15,15 @@ const answer = (id, work) =>
     (value) => process.send?.({ result: { id, value: value ?? null } }),
     (error) =>
       process.send?.({
-        result: { id, error: { name: String(error?.name ?? 'Error'), code: error?.code ?? null, message: String(error?.message ?? error), envelope: error?.envelope ?? null } },
+        result: {
+          id,
+          error: {
+            name: String(error?.name ?? 'Error'),
+            code: error?.code ?? null,
+            message: String(error?.message ?? error),
+            envelope: error?.envelope ?? null,
+          },
+        },
       }),
   );
 

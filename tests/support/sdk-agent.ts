@@ -3,7 +3,9 @@ import path from 'node:path';
 import { repoRoot } from './postern-process.js';
 
 /** What one SDK call came back as: the parsed answer, or the error it threw (PosternActionError carries the envelope). */
-export type SdkResult = { value: Record<string, unknown> & { invocation_id?: string | null } } | { error: { name: string; code: string | null; message: string; envelope: Record<string, unknown> | null } };
+export type SdkResult =
+  | { value: Record<string, unknown> & { invocation_id?: string | null } }
+  | { error: { name: string; code: string | null; message: string; envelope: Record<string, unknown> | null } };
 
 /** Bound on any one exchange with the agent process (a broker answers reads at once). */
 const exchangeWaitMs = 60_000;
@@ -24,7 +26,8 @@ export class SdkAgent {
       this.waiting.delete(result.id);
     });
     child.on('exit', () => {
-      for (const settle of this.waiting.values()) settle({ error: { name: 'Exit', code: null, message: 'the agent process exited', envelope: null } });
+      for (const settle of this.waiting.values())
+        settle({ error: { name: 'Exit', code: null, message: 'the agent process exited', envelope: null } });
       this.waiting.clear();
     });
   }
@@ -34,7 +37,10 @@ export class SdkAgent {
   }
 
   static start(dataDir: string, name: string): Promise<SdkAgent> {
-    const child = fork(path.join(repoRoot, 'tests', 'support', 'sdk-agent.mjs'), [dataDir, name], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(path.join(repoRoot, 'tests', 'support', 'sdk-agent.mjs'), [dataDir, name], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');

@@ -59,7 +59,9 @@ export function textVariants(part: string): Array<readonly [string, string]> {
  */
 export function base64Core(text: string, offset: 0 | 1 | 2, alphabet: 'base64' | 'base64url'): string {
   const bytes = Buffer.from(text, 'utf8');
-  const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString(alphabet).replace(/=+$/, '');
+  const encoded = Buffer.concat([Buffer.alloc(offset), bytes])
+    .toString(alphabet)
+    .replace(/=+$/, '');
   const start = Math.ceil((8 * offset) / 6);
   const end = Math.floor((8 * (offset + bytes.length)) / 6);
   return encoded.slice(start, end);
@@ -142,7 +144,8 @@ export function agentDecodings(text: string): string[] {
     for (const skip of [1, 2, 3]) bytes.push(Buffer.from(text.slice(skip), 'base64'));
   }
   if (/^(?:[0-9a-fA-F]{2})+$/.test(text)) bytes.push(Buffer.from(text, 'hex'));
-  for (const decoded of [tryDecodeUri(text), tryJsonUnescape(text)]) if (decoded !== undefined && decoded !== text) out.add(decoded);
+  for (const decoded of [tryDecodeUri(text), tryJsonUnescape(text)])
+    if (decoded !== undefined && decoded !== text) out.add(decoded);
   for (const b of bytes) {
     out.add(b.toString('utf8'));
     for (const inflate of [gunzipSync, inflateSync, inflateRawSync, brotliDecompressSync]) {

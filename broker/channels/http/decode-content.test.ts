@@ -34,18 +34,34 @@ describe('decodeContent', () => {
 
   it.each([
     ['an unknown coding', plain, 'zstd', true, 'unsupported_content_encoding'],
-    ['a stack deeper than two', gzipSync(gzipSync(gzipSync(plain))), 'gzip, gzip, gzip', true, 'unsupported_content_encoding'],
+    [
+      'a stack deeper than two',
+      gzipSync(gzipSync(gzipSync(plain))),
+      'gzip, gzip, gzip',
+      true,
+      'unsupported_content_encoding',
+    ],
     ['a body the channel kept only in part', gzipSync(plain), 'gzip', false, 'compressed_body_truncated'],
     ['bytes that are not gzip', plain, 'gzip', true, 'corrupt_compressed_body'],
     ['a cut gzip stream', gzipSync(plain).subarray(0, 20), 'gzip', true, 'corrupt_compressed_body'],
-  ])('when the body is %s, it is withheld (never passed through compressed)', (_what, body, coding, complete, reason) => {
-    expect(decodeContent(body, coding, complete, limits)).toMatchObject({ kind: 'withheld', reason });
-  });
+  ])(
+    'when the body is %s, it is withheld (never passed through compressed)',
+    (_what, body, coding, complete, reason) => {
+      expect(decodeContent(body, coding, complete, limits)).toMatchObject({ kind: 'withheld', reason });
+    },
+  );
 
-  it.each(['gzip', 'deflate', 'br'])('when a %s bomb decodes past the bound, it is withheld, not inflated', (coding) => {
-    const bomb = Buffer.alloc(16 * 1024 * 1024);
-    const body = coding === 'gzip' ? gzipSync(bomb) : coding === 'deflate' ? deflateSync(bomb) : brotliCompressSync(bomb);
-    expect(body.length).toBeLessThan(64 * 1024);
-    expect(decodeContent(body, coding, true, limits)).toMatchObject({ kind: 'withheld', reason: 'decoded_body_too_large' });
-  });
+  it.each(['gzip', 'deflate', 'br'])(
+    'when a %s bomb decodes past the bound, it is withheld, not inflated',
+    (coding) => {
+      const bomb = Buffer.alloc(16 * 1024 * 1024);
+      const body =
+        coding === 'gzip' ? gzipSync(bomb) : coding === 'deflate' ? deflateSync(bomb) : brotliCompressSync(bomb);
+      expect(body.length).toBeLessThan(64 * 1024);
+      expect(decodeContent(body, coding, true, limits)).toMatchObject({
+        kind: 'withheld',
+        reason: 'decoded_body_too_large',
+      });
+    },
+  );
 });

@@ -5,7 +5,12 @@ import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSyn
  * A compressed body the broker cannot decode is never passed through — a reflected secret inside it would
  * reach the agent untouched (the agent decompresses, the scrubber compared compressed bytes).
  */
-export const bodyWithheldReasons = ['unsupported_content_encoding', 'compressed_body_truncated', 'decoded_body_too_large', 'corrupt_compressed_body'] as const;
+export const bodyWithheldReasons = [
+  'unsupported_content_encoding',
+  'compressed_body_truncated',
+  'decoded_body_too_large',
+  'corrupt_compressed_body',
+] as const;
 export type BodyWithheldReason = (typeof bodyWithheldReasons)[number];
 
 export type DecodedContent =
@@ -27,13 +32,19 @@ const codingsMax = 2;
  * decoded here (gzip, deflate, br), bounded by `decodedBytesMax`. `complete` is false when the channel kept
  * only part of the body: a truncated compressed stream is withheld rather than decoded in part.
  */
-export function decodeContent(body: Buffer, contentEncoding: string | undefined, complete: boolean, limits: DecodeLimits): DecodedContent {
+export function decodeContent(
+  body: Buffer,
+  contentEncoding: string | undefined,
+  complete: boolean,
+  limits: DecodeLimits,
+): DecodedContent {
   const codings = (contentEncoding ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
   if (codings.length === 0) return { kind: 'identity', bytes: body };
-  if (codings.length > codingsMax || !codings.every(isSupported)) return { kind: 'withheld', reason: 'unsupported_content_encoding', codings };
+  if (codings.length > codingsMax || !codings.every(isSupported))
+    return { kind: 'withheld', reason: 'unsupported_content_encoding', codings };
   if (!complete) return { kind: 'withheld', reason: 'compressed_body_truncated', codings };
   let bytes = body;
   // Codings are listed in the order they were applied: undo them last first.

@@ -1,8 +1,18 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AdversarialHttpServer } from '../../testing/adversarial-http-server.js';
-import { canaryLeaks, localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../../testing/http-action-harness.js';
+import {
+  canaryLeaks,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../../testing/http-action-harness.js';
 import { createTempDir, type TempDir } from '../../testing/temp-dir.js';
-import { makeTestCertificates, opensslAvailable, type KeyPair, type TestCertificates } from '../../testing/test-certificates.js';
+import {
+  makeTestCertificates,
+  opensslAvailable,
+  type KeyPair,
+  type TestCertificates,
+} from '../../testing/test-certificates.js';
 
 const post = { route: 'docs', method: 'POST', path: '/documents/7', body: 'x' };
 let h: HttpActionHarness;
@@ -43,21 +53,37 @@ describe('when TLS setup fails, nothing was sent (connection_setup/not_attempted
     ['a self-signed certificate', () => certs.selfSigned, 'DEPTH_ZERO_SELF_SIGNED_CERT'],
     ['a certificate for another name', () => certs.wrongName, 'ERR_TLS_CERT_ALTNAME_INVALID'],
     ['an expired certificate', () => certs.expired, 'CERT_HAS_EXPIRED'],
-  ])('%s: TLS_FAILED at tls_handshake, after_correction, no request reached the server', async (_when, pair, detail) => {
-    const s = await tlsServer(pair());
-    const { envelope } = await h.run(localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`]), { scheme: 'https' }), post);
-    expect(envelope.error).toMatchObject({ code: 'TLS_FAILED', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
-    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'tls_handshake', outcome: 'not_attempted', code: 'TLS_FAILED' }]);
-    const failed = h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED');
-    expect(failed?.payload).toEqual({ attempt: 1, stage: 'tls_handshake', detail });
-    expect(h.temp.journal.getAction(envelope.invocation_id)?.dispatch_seq).toBeNull();
-    expect(s.requests).toHaveLength(0);
-  });
+  ])(
+    '%s: TLS_FAILED at tls_handshake, after_correction, no request reached the server',
+    async (_when, pair, detail) => {
+      const s = await tlsServer(pair());
+      const { envelope } = await h.run(
+        localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`]), { scheme: 'https' }),
+        post,
+      );
+      expect(envelope.error).toMatchObject({
+        code: 'TLS_FAILED',
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+        retry: 'after_correction',
+      });
+      expect(envelope.evidence.attempts).toEqual([
+        { n: 1, stage: 'tls_handshake', outcome: 'not_attempted', code: 'TLS_FAILED' },
+      ]);
+      const failed = h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED');
+      expect(failed?.payload).toEqual({ attempt: 1, stage: 'tls_handshake', detail });
+      expect(h.temp.journal.getAction(envelope.invocation_id)?.dispatch_seq).toBeNull();
+      expect(s.requests).toHaveLength(0);
+    },
+  );
 
   it('a server that accepts TCP then closes before the TLS handshake is retried within the bound, all not_attempted', async () => {
     const s = await AdversarialHttpServer.start({ onAccept: () => 'close' });
     servers.push(s);
-    const { envelope } = await h.run(localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`]), { scheme: 'https' }), post);
+    const { envelope } = await h.run(
+      localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`]), { scheme: 'https' }),
+      post,
+    );
     expect(envelope.error).toMatchObject({ code: 'TLS_FAILED', phase: 'connection_setup', outcome: 'not_attempted' });
     expect(envelope.evidence.attempts.map((a) => a.stage)).toEqual(['tls_handshake', 'tls_handshake', 'tls_handshake']);
     expect(s.log.filter((e) => e.event === 'accepted')).toHaveLength(3);
@@ -66,21 +92,36 @@ describe('when TLS setup fails, nothing was sent (connection_setup/not_attempted
   it('a pin that does not match the peer certificate: TLS_FAILED (pin_mismatch)', async () => {
     const s = await tlsServer(certs.good);
     const pin = `sha256:${'0'.repeat(64)}`;
-    const { envelope } = await h.run(localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`, `      pins: ["${pin}"]`]), { scheme: 'https' }), post);
+    const { envelope } = await h.run(
+      localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`, `      pins: ["${pin}"]`]), {
+        scheme: 'https',
+      }),
+      post,
+    );
     expect(envelope.error).toMatchObject({ code: 'TLS_FAILED', outcome: 'not_attempted' });
-    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toMatchObject({ detail: 'pin_mismatch' });
+    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toMatchObject({
+      detail: 'pin_mismatch',
+    });
   });
 });
 
 describe('when TLS verifies through the route’s private CA', () => {
   it('the request is committed and the peer certificate fingerprint is the evidence; pinning it also passes', async () => {
     const s = await tlsServer(certs.good);
-    const first = await h.run(localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`]), { scheme: 'https' }), post);
+    const first = await h.run(
+      localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`]), { scheme: 'https' }),
+      post,
+    );
     expect(first.envelope.error).toBeUndefined();
     const peer = first.envelope.evidence.peer_identity;
     expect(peer).toMatch(/^sha256:[0-9a-f]{64}$/);
     h.channel.close();
-    const pinned = await h.run(localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`, `      pins: ["${peer}"]`]), { scheme: 'https' }), post);
+    const pinned = await h.run(
+      localRouteConfig(s.port, tlsExtra([`      ca_file: ${certs.caFile}`, `      pins: ["${peer}"]`]), {
+        scheme: 'https',
+      }),
+      post,
+    );
     expect(pinned.envelope.error).toBeUndefined();
     expect(pinned.envelope.evidence.peer_identity).toBe(peer);
     expect(s.requests).toHaveLength(2);
@@ -123,8 +164,17 @@ describe('the network guard and DNS pinning', () => {
     const dns = lookupOf([answer]);
     h.channel = h.newChannel({ lookup: dns.lookup });
     const { envelope } = await h.run(localRouteConfig(s.port, '', { host }), post);
-    expect(envelope.error).toMatchObject({ code: 'INVALID_TARGET', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
-    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toEqual({ attempt: 1, stage: 'dns', detail });
+    expect(envelope.error).toMatchObject({
+      code: 'INVALID_TARGET',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
+    expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toEqual({
+      attempt: 1,
+      stage: 'dns',
+      detail,
+    });
     expect(s.log).toHaveLength(0);
   });
 
@@ -150,6 +200,11 @@ describe('the network guard and DNS pinning', () => {
   it('a name that does not resolve: DNS_FAILED, not_attempted, after_correction', async () => {
     h.channel = h.newChannel({ lookup: () => Promise.reject(Object.assign(new Error('nope'), { code: 'ENOTFOUND' })) });
     const { envelope } = await h.run(localRouteConfig(443, '', { host: 'localhost' }), post);
-    expect(envelope.error).toMatchObject({ code: 'DNS_FAILED', phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction' });
+    expect(envelope.error).toMatchObject({
+      code: 'DNS_FAILED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
   });
 });

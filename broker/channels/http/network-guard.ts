@@ -8,7 +8,11 @@ import { BlockList, isIP } from 'node:net';
  */
 export type AddressClass = 'metadata' | 'link_local' | 'unspecified' | 'multicast' | 'loopback' | 'private' | 'public';
 
-export const metadataHostNames: ReadonlySet<string> = new Set(['metadata.google.internal', 'metadata.goog', 'metadata']);
+export const metadataHostNames: ReadonlySet<string> = new Set([
+  'metadata.google.internal',
+  'metadata.goog',
+  'metadata',
+]);
 
 const metadata = new BlockList();
 metadata.addAddress('169.254.169.254', 'ipv4');

@@ -88,7 +88,8 @@ export async function openPinnedSocket(target: ConnectionTarget, options: OpenOp
 
 async function resolveChecked(hostname: string, options: OpenOptions): Promise<string> {
   checkCancelled(options.signal, 'dns');
-  if (metadataHostNames.has(hostname.toLowerCase().replace(/\.$/, ''))) throw new SetupFailed('address_forbidden', 'dns', 'metadata');
+  if (metadataHostNames.has(hostname.toLowerCase().replace(/\.$/, '')))
+    throw new SetupFailed('address_forbidden', 'dns', 'metadata');
   const allowed = allowedClassesFor(hostname);
   let answers: ReadonlyArray<{ address: string }>;
   if (isIP(hostname) !== 0) answers = [{ address: hostname }];
@@ -98,7 +99,11 @@ async function resolveChecked(hostname: string, options: OpenOptions): Promise<s
     } catch (error) {
       if (error instanceof SetupFailed) throw error;
       const code = errorCode(error);
-      throw new SetupFailed(code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary', 'dns', code);
+      throw new SetupFailed(
+        code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary',
+        'dns',
+        code,
+      );
     }
   }
   if (answers.length === 0) throw new SetupFailed('dns_not_found', 'dns', 'ENODATA');
@@ -135,7 +140,11 @@ function connectTcp(address: string, port: number, options: OpenOptions): Promis
   });
 }
 
-function handshake(tcp: Socket, target: ConnectionTarget, options: OpenOptions): Promise<{ socket: TLSSocket; fingerprint: string }> {
+function handshake(
+  tcp: Socket,
+  target: ConnectionTarget,
+  options: OpenOptions,
+): Promise<{ socket: TLSSocket; fingerprint: string }> {
   checkCancelled(options.signal, 'tls_handshake', tcp);
   return new Promise((resolve, reject) => {
     const ipLiteral = isIP(target.hostname) !== 0;

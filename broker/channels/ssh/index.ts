@@ -1,4 +1,13 @@
-export { SshChannel, type SshChannelOptions, type SshChannelReport, type SshWireRequest, type SshAttemptReport, type SshOutput, type SshSetupStage, type HostKeyPolicy } from './ssh-channel.js';
+export {
+  SshChannel,
+  type SshChannelOptions,
+  type SshChannelReport,
+  type SshWireRequest,
+  type SshAttemptReport,
+  type SshOutput,
+  type SshSetupStage,
+  type HostKeyPolicy,
+} from './ssh-channel.js';
 export { defaultSshLimits, type SshLimits } from './ssh-limits.js';
 export { hostKeyFingerprint } from './host-key-fingerprint.js';
 export { KnownHostsStore, knownHostsFileName } from './known-hosts-store.js';

@@ -25,7 +25,8 @@ interface ProtocolLike {
 
 export function installDeferredExec(client: Client): DeferredExec {
   const protocol = (client as unknown as { _protocol?: ProtocolLike })._protocol;
-  if (protocol === undefined || typeof protocol.exec !== 'function') throw new Error('ssh2 internals changed: no _protocol.exec');
+  if (protocol === undefined || typeof protocol.exec !== 'function')
+    throw new Error('ssh2 internals changed: no _protocol.exec');
   const original = protocol.exec.bind(protocol);
   let resolveOpen: (value: { send: () => void }) => void = () => undefined;
   const channelOpen = new Promise<{ send: () => void }>((resolve) => {

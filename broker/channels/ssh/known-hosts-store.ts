@@ -57,7 +57,8 @@ export class KnownHostsStore {
       throw error;
     }
     const parsed = JSON.parse(text) as unknown;
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('known_hosts.json is not an object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('known_hosts.json is not an object');
     return parsed as Record<string, KnownHost>;
   }
 }

@@ -10,13 +10,20 @@ import { hostKeyFingerprint } from './host-key-fingerprint.js';
 import { KnownHostsStore } from './known-hosts-store.js';
 import { defaultSshLimits, type SshLimits } from './ssh-limits.js';
 
-export type SshSetupStage = 'dns' | 'tcp_connect' | 'ssh_transport' | 'host_key_verified' | 'user_auth' | 'session_channel';
+export type SshSetupStage =
+  'dns' | 'tcp_connect' | 'ssh_transport' | 'host_key_verified' | 'user_auth' | 'session_channel';
 export type HostKeyPolicy = { readonly pinned: readonly string[] } | 'accept_new';
 
 /** One command as it will run, key already taken from the vault. Never logged or journaled. */
 export interface SshWireRequest {
   readonly actionId: string;
-  readonly host: { readonly name: string; readonly host: string; readonly port: number; readonly user: string; readonly hostKey: HostKeyPolicy };
+  readonly host: {
+    readonly name: string;
+    readonly host: string;
+    readonly port: number;
+    readonly user: string;
+    readonly hostKey: HostKeyPolicy;
+  };
   /** OpenSSH private key; only read during this call (the vault zeroes it afterwards). */
   readonly privateKey: Buffer;
   readonly command: string;
@@ -190,7 +197,9 @@ class SshRun {
         connection: 'fresh',
         connection_id: this.connectionId,
         // The verified host key is part of the durable boundary record, not only of the result.
-        ...(this.hostKey === undefined ? {} : { peer_identity: this.hostKey.fingerprint, peer_trust: sshTrust[this.hostKey.trust] }),
+        ...(this.hostKey === undefined
+          ? {}
+          : { peer_identity: this.hostKey.fingerprint, peer_trust: sshTrust[this.hostKey.trust] }),
       });
     } catch (journalFailed) {
       return this.notDispatched({ journalFailed });
@@ -198,7 +207,11 @@ class SshRun {
     this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
     send();
     this.stages.push('exec_requested');
-    this.record({ kind: 'REQUEST_SENT', action_id: this.request.actionId, payload: { attempt: 1, request_complete: true } });
+    this.record({
+      kind: 'REQUEST_SENT',
+      action_id: this.request.actionId,
+      payload: { attempt: 1, request_complete: true },
+    });
     return this.exchange(execDone);
   }
 
@@ -210,7 +223,11 @@ class SshRun {
     } catch (error) {
       if (error instanceof SshSetupFailed) throw error;
       const code = errnoCode(error);
-      throw new SshSetupFailed(code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary', 'dns', code);
+      throw new SshSetupFailed(
+        code === 'ENOTFOUND' || code === 'ENODATA' ? 'dns_not_found' : 'dns_temporary',
+        'dns',
+        code,
+      );
     }
   }
 
@@ -222,7 +239,12 @@ class SshRun {
       socket.once('connect', () => resolve(socket));
       socket.once('error', (error) => {
         const code = errnoCode(error);
-        const failure: SetupFailure = code === 'ECONNREFUSED' ? 'connect_refused' : code === 'ENETUNREACH' || code === 'EHOSTUNREACH' ? 'network_unreachable' : 'connect_timeout';
+        const failure: SetupFailure =
+          code === 'ECONNREFUSED'
+            ? 'connect_refused'
+            : code === 'ENETUNREACH' || code === 'EHOSTUNREACH'
+              ? 'network_unreachable'
+              : 'connect_timeout';
         reject(new SshSetupFailed(failure, 'tcp_connect', code));
       });
     });
@@ -241,22 +263,29 @@ class SshRun {
         clearTimeout(stageTimer);
         reject(new SshSetupFailed(failure, stage, detail));
       };
-      stageTimer = setTimeout(() => fail('ssh_transport', 'ssh_transport', 'handshake_timeout'), this.limits.handshakeTimeoutMs);
+      stageTimer = setTimeout(
+        () => fail('ssh_transport', 'ssh_transport', 'handshake_timeout'),
+        this.limits.handshakeTimeoutMs,
+      );
       client.on('ready', () => {
         clearTimeout(stageTimer);
         resolve();
       });
       client.on('error', (error: Error & { level?: string }) => {
         // ssh2 errors can quote key material: only our own codes and fixed words are kept.
-        if (this.hostKeyRejected) fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
-        else if (!verified) fail('ssh_transport', 'ssh_transport', error.level === 'client-socket' ? 'socket_error' : 'handshake_failed');
+        if (this.hostKeyRejected)
+          fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
+        else if (!verified)
+          fail('ssh_transport', 'ssh_transport', error.level === 'client-socket' ? 'socket_error' : 'handshake_failed');
         else if (error.level === 'client-authentication') fail('ssh_auth', 'user_auth', 'all_methods_failed');
         else fail('ssh_transport', 'user_auth', error.level === 'client-socket' ? 'socket_error' : 'transport_failed');
       });
       client.on('close', () => {
         this.closed = true;
-        if (this.hostKeyRejected) fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
-        else fail(verified ? 'ssh_auth' : 'ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
+        if (this.hostKeyRejected)
+          fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
+        else
+          fail(verified ? 'ssh_auth' : 'ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
       });
       client.connect({
         sock: this.socket,
@@ -362,13 +391,22 @@ class SshRun {
       channelIsOpen = true;
       return value;
     });
-    const { send } = await bounded(Promise.race([opened, failedOpen]), this.limits.channelOpenTimeoutMs, stop, 'session_channel');
+    const { send } = await bounded(
+      Promise.race([opened, failedOpen]),
+      this.limits.channelOpenTimeoutMs,
+      stop,
+      'session_channel',
+    );
     return { send, execDone };
   }
 
   /** After the exec request: reply, output, exit, EOF, close — each wait bounded. */
+  // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
   private async exchange(execDone: Promise<ExecAnswer>): Promise<SshChannelReport> {
-    const caller = this.request.cancel === undefined ? this.operationDeadline.signal : AbortSignal.any([this.operationDeadline.signal, this.request.cancel]);
+    const caller =
+      this.request.cancel === undefined
+        ? this.operationDeadline.signal
+        : AbortSignal.any([this.operationDeadline.signal, this.request.cancel]);
     const callerStop = new Promise<'caller'>((resolve) => {
       if (caller.aborted) resolve('caller');
       caller.addEventListener('abort', () => resolve('caller'), { once: true });
@@ -403,7 +441,11 @@ class SshRun {
         // caller no longer waits for it.
         callerEvent = this.callerReason();
       } else if (end === 'lost') transportBroken = true;
-      if (end !== 'caller' && !watch.channelClosed && (watch.exitStatus !== undefined || watch.exitSignal !== undefined)) {
+      if (
+        end !== 'caller' &&
+        !watch.channelClosed &&
+        (watch.exitStatus !== undefined || watch.exitSignal !== undefined)
+      ) {
         const late = await afterExit();
         if (late !== 'closed') transportBroken = true;
       }
@@ -413,10 +455,22 @@ class SshRun {
     }
     if (eof) this.stages.push('eof');
     if (channelClosed) this.stages.push('channel_close');
-    const kept = (first !== 'caller' && first !== 'reply_timeout' && first.kind === 'accepted' ? first.watch.output : new OutputCollector(0)).result();
+    const kept = (
+      first !== 'caller' && first !== 'reply_timeout' && first.kind === 'accepted'
+        ? first.watch.output
+        : new OutputCollector(0)
+    ).result();
     if (execReply === 'success') {
-      this.record({ kind: 'OUTPUT_RECEIVED', action_id: id, payload: { attempt: n, stream: 'stdout', bytes: kept.stdoutBytes } });
-      this.record({ kind: 'OUTPUT_RECEIVED', action_id: id, payload: { attempt: n, stream: 'stderr', bytes: kept.stderrBytes } });
+      this.record({
+        kind: 'OUTPUT_RECEIVED',
+        action_id: id,
+        payload: { attempt: n, stream: 'stdout', bytes: kept.stdoutBytes },
+      });
+      this.record({
+        kind: 'OUTPUT_RECEIVED',
+        action_id: id,
+        payload: { attempt: n, stream: 'stderr', bytes: kept.stderrBytes },
+      });
     }
     if (channelClosed) this.record({ kind: 'CHANNEL_CLOSED', action_id: id, payload: { attempt: n } });
     if (transportBroken) this.record({ kind: 'CONNECTION_LOST', action_id: id, payload: { attempt: n } });
@@ -433,7 +487,11 @@ class SshRun {
       channelClosed,
       eof,
       transportBroken,
-      ...(callerEvent === 'cancelled' ? { caller: callerEvent } : callerEvent === 'deadline' ? { operationDeadline: true } : {}),
+      ...(callerEvent === 'cancelled'
+        ? { caller: callerEvent }
+        : callerEvent === 'deadline'
+          ? { operationDeadline: true }
+          : {}),
       output: kept,
       outputComplete: channelClosed && eof && !transportBroken,
       ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
@@ -449,7 +507,12 @@ class SshRun {
     // Recorded here, in ssh2's callback, so it is appended before anything the stream reports.
     this.stages.push('exec_accepted');
     this.record({ kind: 'REMOTE_RESPONSE_STARTED', action_id: id, payload: { attempt: n } });
-    const watch: StreamWatch = { output: new OutputCollector(this.request.outputBytesMax), eof: false, channelClosed: false, ended: Promise.resolve('closed') };
+    const watch: StreamWatch = {
+      output: new OutputCollector(this.request.outputBytesMax),
+      eof: false,
+      channelClosed: false,
+      ended: Promise.resolve('closed'),
+    };
     watch.ended = new Promise<'closed' | 'lost'>((resolve) => {
       stream.on('data', (chunk: Buffer) => watch.output.add('stdout', chunk));
       stream.stderr.on('data', (chunk: Buffer) => watch.output.add('stderr', chunk));
@@ -501,11 +564,17 @@ class SshRun {
     const detail = error.detail.slice(0, 500);
     this.attempts.push({ n: 1, stage: error.stage, dispatched: false, failure: error.failure, detail });
     try {
-      await this.gate.append({ kind: 'SETUP_ATTEMPT_FAILED', action_id: this.request.actionId, payload: { attempt: 1, stage: error.stage, detail } });
+      await this.gate.append({
+        kind: 'SETUP_ATTEMPT_FAILED',
+        action_id: this.request.actionId,
+        payload: { attempt: 1, stage: error.stage, detail },
+      });
     } catch (journalFailed) {
       return this.notDispatched({ journalFailed });
     }
-    return this.notDispatched({ setup: { failure: error.failure, stage: error.stage, attempts: 1, attemptsMax: setupAttemptsMax } });
+    return this.notDispatched({
+      setup: { failure: error.failure, stage: error.stage, attempts: 1, attemptsMax: setupAttemptsMax },
+    });
   }
 
   private notDispatched(extra: Partial<SshChannelReport>): SshChannelReport {
@@ -557,7 +626,10 @@ class OutputCollector {
   }
 
   result(): SshOutput {
-    const digest = createHash('sha256').update(this.hashes.stdout.digest()).update(this.hashes.stderr.digest()).digest('hex');
+    const digest = createHash('sha256')
+      .update(this.hashes.stdout.digest())
+      .update(this.hashes.stderr.digest())
+      .digest('hex');
     return {
       stdout: Buffer.concat(this.kept.stdout),
       stderr: Buffer.concat(this.kept.stderr),
@@ -573,7 +645,16 @@ class OutputCollector {
 async function bounded<T>(work: Promise<T>, timeoutMs: number, stop: AbortSignal, stage: SshSetupStage): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
-  const timeoutFailure: SetupFailure = stage === 'dns' ? 'dns_temporary' : stage === 'tcp_connect' ? 'connect_timeout' : stage === 'session_channel' ? 'ssh_channel' : stage === 'user_auth' ? 'ssh_auth' : 'ssh_transport';
+  const timeoutFailure: SetupFailure =
+    stage === 'dns'
+      ? 'dns_temporary'
+      : stage === 'tcp_connect'
+        ? 'connect_timeout'
+        : stage === 'session_channel'
+          ? 'ssh_channel'
+          : stage === 'user_auth'
+            ? 'ssh_auth'
+            : 'ssh_transport';
   const guard = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new SshSetupFailed(timeoutFailure, stage, 'timeout')), timeoutMs);
     onAbort = () => reject(new SshSetupFailed('cancelled', stage, 'stopped'));

@@ -18,7 +18,10 @@ afterEach(() => {
 });
 
 function columns(table: string): string[] {
-  return db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table).map((r) => (r as { name: string }).name);
+  return db
+    .prepare(`SELECT name FROM pragma_table_info(?)`)
+    .all(table)
+    .map((r) => (r as { name: string }).name);
 }
 
 function insertEvent(kind = 'ACTION_ACCEPTED'): number {
@@ -31,11 +34,52 @@ function insertEvent(kind = 'ACTION_ACCEPTED'): number {
 describe('when 001 runs on an empty database', () => {
   it('reaches version 1 with the event log and the current-state tables', () => {
     expect(schemaVersion(db)).toBe(1);
-    expect(columns('events')).toEqual(['seq', 'at_ms', 'action_id', 'session_id', 'ticket', 'lane', 'kind', 'payload', 'classification']);
-    expect(columns('attempts')).toEqual(expect.arrayContaining(['action_id', 'n', 'state', 'setup_stage', 'connection', 'dispatch_seq', 'request_complete', 'response_complete', 'exit_status', 'exit_signal']));
+    expect(columns('events')).toEqual([
+      'seq',
+      'at_ms',
+      'action_id',
+      'session_id',
+      'ticket',
+      'lane',
+      'kind',
+      'payload',
+      'classification',
+    ]);
+    expect(columns('attempts')).toEqual(
+      expect.arrayContaining([
+        'action_id',
+        'n',
+        'state',
+        'setup_stage',
+        'connection',
+        'dispatch_seq',
+        'request_complete',
+        'response_complete',
+        'exit_status',
+        'exit_signal',
+      ]),
+    );
     expect(columns('tickets')).toEqual(expect.arrayContaining(['ticket', 'action_id', 'lane', 'decision']));
     expect(columns('actions')).toEqual(
-      expect.arrayContaining(['ticket', 'lane', 'stage', 'decision', 'outcome', 'phase', 'retry', 'code', 'effect', 'outcome_basis', 'source', 'caller_disposition', 'dispatch_evidence', 'dispatch_seq', 'recorded', 'last_seq', 'state']),
+      expect.arrayContaining([
+        'ticket',
+        'lane',
+        'stage',
+        'decision',
+        'outcome',
+        'phase',
+        'retry',
+        'code',
+        'effect',
+        'outcome_basis',
+        'source',
+        'caller_disposition',
+        'dispatch_evidence',
+        'dispatch_seq',
+        'recorded',
+        'last_seq',
+        'state',
+      ]),
     );
     expect(db.prepare(`SELECT value FROM meta WHERE key = 'last_ticket'`).get()).toEqual({ value: 0 });
   });
@@ -58,6 +102,8 @@ describe('when something tries to rewrite history', () => {
   });
 
   it('refuses payloads that are not JSON', () => {
-    expect(() => db.prepare(`INSERT INTO events (at_ms, action_id, kind, payload) VALUES (1, 'a', 'k', 'not json')`).run()).toThrow(/CHECK/);
+    expect(() =>
+      db.prepare(`INSERT INTO events (at_ms, action_id, kind, payload) VALUES (1, 'a', 'k', 'not json')`).run(),
+    ).toThrow(/CHECK/);
   });
 });

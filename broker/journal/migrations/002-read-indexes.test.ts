@@ -22,13 +22,17 @@ const state = JSON.stringify({ action_id: 'act_0000001' });
 /** A database at version 1 holding one action with one event, written as 001 left it. */
 function populatedAtVersion1(): void {
   migrate(db, [migration001Initial]);
-  db.prepare(`INSERT INTO events (at_ms, action_id, ticket, lane, kind, payload) VALUES (5, 'act_0000001', 1, 'lane-a', 'ACTION_ACCEPTED', '{}')`).run();
+  db.prepare(
+    `INSERT INTO events (at_ms, action_id, ticket, lane, kind, payload) VALUES (5, 'act_0000001', 1, 'lane-a', 'ACTION_ACCEPTED', '{}')`,
+  ).run();
   db.prepare(
     `INSERT INTO actions (action_id, ticket, lane, channel, target, request_fingerprint, approval, idempotent, stage,
        dispatch_evidence, recorded, first_seq, last_seq, accepted_at_ms, updated_at_ms, state)
      VALUES ('act_0000001', 1, 'lane-a', 'http', 't', 'f', 'none', 0, 'accepted', 'never_started', 0, 1, 1, 5, 5, ?)`,
   ).run(state);
-  db.prepare(`INSERT INTO tickets (ticket, action_id, lane, accepted_seq, accepted_at_ms) VALUES (1, 'act_0000001', 'lane-a', 1, 5)`).run();
+  db.prepare(
+    `INSERT INTO tickets (ticket, action_id, lane, accepted_seq, accepted_at_ms) VALUES (1, 'act_0000001', 'lane-a', 1, 5)`,
+  ).run();
   db.prepare(`UPDATE meta SET value = 1 WHERE key = 'last_ticket'`).run();
 }
 

@@ -21,7 +21,9 @@ afterEach(() => {
 describe('when a version 2 database with events is migrated to 3', () => {
   it('keeps the log and adds an empty result store that refuses a second result for one attempt', () => {
     migrate(db, [migration001Initial, migration002ReadIndexes]);
-    db.prepare(`INSERT INTO events (at_ms, action_id, kind, payload) VALUES (5, 'act_0000001', 'ACTION_ACCEPTED', '{}')`).run();
+    db.prepare(
+      `INSERT INTO events (at_ms, action_id, kind, payload) VALUES (5, 'act_0000001', 'ACTION_ACCEPTED', '{}')`,
+    ).run();
     const events = db.prepare('SELECT * FROM events').all();
 
     expect(migrate(db, [migration001Initial, migration002ReadIndexes, migration003Results])).toBe(3);
@@ -36,8 +38,12 @@ describe('when a version 2 database with events is migrated to 3', () => {
     insert.run('res_1');
     expect(() => insert.run('res_2')).toThrow(/UNIQUE/);
     expect(() =>
-      db.prepare(`INSERT INTO results (result_id, action_id, attempt, summary, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms)
-        VALUES ('res_3', 'act_0000002', 1, 'not json', 1, 1, 0, 'd', 1, 1, 5)`).run(),
+      db
+        .prepare(
+          `INSERT INTO results (result_id, action_id, attempt, summary, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms)
+        VALUES ('res_3', 'act_0000002', 1, 'not json', 1, 1, 0, 'd', 1, 1, 5)`,
+        )
+        .run(),
     ).toThrow(/CHECK/);
   });
 });

@@ -21,14 +21,24 @@ beforeEach(() => {
 afterEach(() => dir.remove());
 
 const upTo3 = [migration001Initial, migration002ReadIndexes, migration003Results];
-const accepted = JSON.stringify({ channel: 'http', target: 'route:a', request_fingerprint: `sha256:${'b'.repeat(64)}`, approval: 'none', idempotent: false });
+const accepted = JSON.stringify({
+  channel: 'http',
+  target: 'route:a',
+  request_fingerprint: `sha256:${'b'.repeat(64)}`,
+  approval: 'none',
+  idempotent: false,
+});
 
 describe('when a version 3 database with events is migrated to 4', () => {
   it('keeps every event (as plaintext run 0), keeps the append high-water mark, and the result verifies', async () => {
     const db = new Database(path);
     migrate(db, upTo3);
-    db.prepare(`INSERT INTO events (at_ms, action_id, ticket, kind, payload) VALUES (5, 'act_0000001', 1, 'ACTION_ACCEPTED', ?)`).run(accepted);
-    db.prepare(`INSERT INTO events (at_ms, action_id, ticket, kind, payload) VALUES (6, 'act_0000001', 1, 'PREFLIGHT_VALIDATED', '{}')`).run();
+    db.prepare(
+      `INSERT INTO events (at_ms, action_id, ticket, kind, payload) VALUES (5, 'act_0000001', 1, 'ACTION_ACCEPTED', ?)`,
+    ).run(accepted);
+    db.prepare(
+      `INSERT INTO events (at_ms, action_id, ticket, kind, payload) VALUES (6, 'act_0000001', 1, 'PREFLIGHT_VALIDATED', '{}')`,
+    ).run();
     // A rolled-back append leaves no gap, but the sequence must still never move backwards.
     db.prepare(`UPDATE sqlite_sequence SET seq = 2 WHERE name = 'events'`).run();
 
@@ -63,7 +73,9 @@ describe('when a version 3 database with events is migrated to 4', () => {
   it('postern status still reads a version 3 database read-only, without migrating it', () => {
     const db = new Database(path);
     migrate(db, upTo3);
-    db.prepare(`INSERT INTO events (at_ms, action_id, ticket, kind, payload) VALUES (5, 'act_0000001', 1, 'ACTION_ACCEPTED', ?)`).run(accepted);
+    db.prepare(
+      `INSERT INTO events (at_ms, action_id, ticket, kind, payload) VALUES (5, 'act_0000001', 1, 'ACTION_ACCEPTED', ?)`,
+    ).run(accepted);
     db.close();
     expect(readJournalSnapshot(dir.path)).toMatchObject({ exists: true, events: 1, last_seq: 1, schema_version: 3 });
   });

@@ -1,6 +1,14 @@
 import { hash } from 'node:crypto';
 import type { Database } from 'better-sqlite3';
-import { appendLeaf, auditHeaderText, emptyFrontier, encodeFrontier, encodeLeaf, leafHash, type MerkleFrontier } from '../../core/index.js';
+import {
+  appendLeaf,
+  auditHeaderText,
+  emptyFrontier,
+  encodeFrontier,
+  encodeLeaf,
+  leafHash,
+  type MerkleFrontier,
+} from '../../core/index.js';
 import type { Migration } from '../migration.js';
 
 /**
@@ -21,7 +29,9 @@ export const migration004AuditLog: Migration = {
   version: 4,
   name: 'audit-log',
   up(db) {
-    const lastSeq = (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined)?.seq ?? 0;
+    const lastSeq =
+      (db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'events'`).get() as { seq: number } | undefined)?.seq ??
+      0;
     db.exec(`
       CREATE TABLE audit_events (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -74,7 +84,10 @@ export const migration004AuditLog: Migration = {
       BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
     `);
     const frontier = moveLegacyRows(db);
-    db.prepare(`INSERT INTO audit_tree (id, size, frontier) VALUES (1, ?, ?)`).run(frontier.size, encodeFrontier(frontier));
+    db.prepare(`INSERT INTO audit_tree (id, size, frontier) VALUES (1, ?, ?)`).run(
+      frontier.size,
+      encodeFrontier(frontier),
+    );
     db.exec(`
       DROP TABLE events;
       ALTER TABLE audit_events RENAME TO events;
@@ -120,12 +133,15 @@ function moveLegacyRows(db: Database): MerkleFrontier {
   const page = db.prepare(`SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ${legacyPageRows}`);
   for (let rows = page.all(0) as LegacyRow[]; rows.length > 0; rows = page.all(rows.at(-1)?.seq ?? 0) as LegacyRow[]) {
     for (const row of rows) {
-    const body = row.classification === null ? `{"payload":${row.payload}}` : `{"payload":${row.payload},"classification":${row.classification}}`;
-    const ciphertext = Buffer.from(body, 'utf8');
-    const header = Buffer.from(auditHeaderText({ ...row, run: 0 }), 'utf8');
-    const leaf = leafHash(sha256, encodeLeaf(row.seq, header, nonce, ciphertext));
-    frontier = appendLeaf(sha256, frontier, leaf);
-    insert.run({ ...row, nonce, ciphertext, leaf_hash: leaf });
+      const body =
+        row.classification === null
+          ? `{"payload":${row.payload}}`
+          : `{"payload":${row.payload},"classification":${row.classification}}`;
+      const ciphertext = Buffer.from(body, 'utf8');
+      const header = Buffer.from(auditHeaderText({ ...row, run: 0 }), 'utf8');
+      const leaf = leafHash(sha256, encodeLeaf(row.seq, header, nonce, ciphertext));
+      frontier = appendLeaf(sha256, frontier, leaf);
+      insert.run({ ...row, nonce, ciphertext, leaf_hash: leaf });
     }
   }
   return frontier;

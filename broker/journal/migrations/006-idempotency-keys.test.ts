@@ -21,12 +21,23 @@ afterEach(() => {
   dir.remove();
 });
 
-const upTo5 = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions];
+const upTo5 = [
+  migration001Initial,
+  migration002ReadIndexes,
+  migration003Results,
+  migration004AuditLog,
+  migration005Sessions,
+];
 
 describe('when a version 5 database is migrated to 6', () => {
   it('keeps every table as it was and adds an empty idempotency_keys table keyed by route, scope and key', () => {
     migrate(db, upTo5);
-    const counts = (): unknown => db.prepare(`SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM actions) AS actions, (SELECT count(*) FROM sessions) AS sessions`).get();
+    const counts = (): unknown =>
+      db
+        .prepare(
+          `SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM actions) AS actions, (SELECT count(*) FROM sessions) AS sessions`,
+        )
+        .get();
     const before = counts();
 
     expect(migrate(db, [...upTo5, migration006IdempotencyKeys])).toBe(6);
@@ -41,8 +52,12 @@ describe('when a version 5 database is migrated to 6', () => {
     insert.run('docs', 'other.account', 'key-1');
     insert.run('other', 'docs.account', 'key-1');
     expect(() => insert.run('docs', 'docs.account', 'key-1')).toThrow(/UNIQUE/);
-    expect(() => db.prepare(`INSERT INTO idempotency_keys (route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq) VALUES ('r', 's', 'k', 'f', 'a', 'soon', 1, 1)`).run()).toThrow(
-      /cannot store TEXT value in INTEGER column/,
-    );
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO idempotency_keys (route, scope, key, fingerprint, action_id, first_seen_ms, expires_at_ms, bound_seq) VALUES ('r', 's', 'k', 'f', 'a', 'soon', 1, 1)`,
+        )
+        .run(),
+    ).toThrow(/cannot store TEXT value in INTEGER column/);
   });
 });

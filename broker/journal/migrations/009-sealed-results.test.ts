@@ -25,14 +25,18 @@ beforeEach(() => {
 afterEach(() => dir.remove());
 
 function fileBytes(): Buffer {
-  return Buffer.concat(['', '-wal', '-shm'].map((suffix) => (existsSync(path + suffix) ? readFileSync(path + suffix) : Buffer.alloc(0))));
+  return Buffer.concat(
+    ['', '-wal', '-shm'].map((suffix) => (existsSync(path + suffix) ? readFileSync(path + suffix) : Buffer.alloc(0))),
+  );
 }
 
 function canaryForms(): string[] {
   const bytes = fileBytes();
   const raw = Buffer.from(canary);
   const forms = { raw: raw.toString(), base64: raw.toString('base64'), hex: raw.toString('hex') };
-  return Object.entries(forms).filter(([, form]) => bytes.includes(form)).map(([name]) => name);
+  return Object.entries(forms)
+    .filter(([, form]) => bytes.includes(form))
+    .map(([name]) => name);
 }
 
 const body = Buffer.concat([Buffer.from(canary), Buffer.alloc(resultChunkBytes, 0x2e), Buffer.from(canary)]);
@@ -48,14 +52,18 @@ async function schema8WithPlaintext(vault: MemoryVault): Promise<Database.Databa
   await journal.close();
   const db = new Database(path);
   db.pragma('secure_delete = OFF');
-  const insert = db.prepare(`INSERT INTO results (result_id, action_id, attempt, summary, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms) VALUES (?, ?, 1, ?, ?, ?, 0, 'sha256:x', 2, 1, 5)`);
+  const insert = db.prepare(
+    `INSERT INTO results (result_id, action_id, attempt, summary, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms) VALUES (?, ?, 1, ?, ?, ?, 0, 'sha256:x', 2, 1, 5)`,
+  );
   const chunk = db.prepare(`INSERT INTO result_chunks (result_id, n, bytes) VALUES (?, ?, ?)`);
   for (const id of ['res_kept', 'res_purged']) {
     insert.run(id, id.replace('res', 'act'), JSON.stringify(summary), body.length, body.length);
     chunk.run(id, 0, body.subarray(0, resultChunkBytes));
     chunk.run(id, 1, body.subarray(resultChunkBytes));
   }
-  db.exec(`DELETE FROM result_chunks WHERE result_id = 'res_purged'; UPDATE results SET purged_at_ms = 6 WHERE result_id = 'res_purged'`);
+  db.exec(
+    `DELETE FROM result_chunks WHERE result_id = 'res_purged'; UPDATE results SET purged_at_ms = 6 WHERE result_id = 'res_purged'`,
+  );
   return db;
 }
 
@@ -85,7 +93,11 @@ describe('when a version 8 journal holding plaintext results is migrated to 9', 
       expect(store.read('res_kept')?.body.equals(body)).toBe(true);
       expect(codeOf(() => store.read('res_purged'))).toBe('RESULT_EXPIRED');
       const raw = new Database(path, { readonly: true });
-      const run = raw.prepare(`SELECT run, length(sealed_key) > 0 AS sealed, ended_at_ms IS NOT NULL AS ended FROM audit_runs WHERE run = (SELECT run FROM results WHERE result_id = 'res_kept')`).get();
+      const run = raw
+        .prepare(
+          `SELECT run, length(sealed_key) > 0 AS sealed, ended_at_ms IS NOT NULL AS ended FROM audit_runs WHERE run = (SELECT run FROM results WHERE result_id = 'res_kept')`,
+        )
+        .get();
       raw.close();
       expect(run).toEqual({ run: 2, sealed: 1, ended: 1 });
       vault.lock();
@@ -114,7 +126,10 @@ describe('when a version 8 journal holding plaintext results is migrated to 9', 
       expect(codeOf(() => store.read('res_kept'))).toBe('RESULT_EXPIRED');
       const raw = new Database(path, { readonly: true });
       expect(raw.prepare(`SELECT count(*) AS n FROM result_chunks`).get()).toEqual({ n: 0 });
-      expect(raw.prepare(`SELECT run, summary_sealed FROM results WHERE result_id = 'res_kept'`).get()).toEqual({ run: null, summary_sealed: null });
+      expect(raw.prepare(`SELECT run, summary_sealed FROM results WHERE result_id = 'res_kept'`).get()).toEqual({
+        run: null,
+        summary_sealed: null,
+      });
       raw.close();
       expect(canaryForms()).toEqual([]);
     } finally {
@@ -130,12 +145,19 @@ describe('when a version 8 journal holding plaintext results is migrated to 9', 
       migrate(db, upTo8);
       expect(migrate(db, journalMigrations.slice(0, 9))).toBe(9);
       expect(schemaVersion(db)).toBe(9);
-      const columns = (table: string): unknown => db.prepare(`SELECT name FROM pragma_table_info(?) ORDER BY cid`).pluck().all(table);
-      expect(columns('results')).toEqual(expect.arrayContaining(['run', 'summary_nonce', 'summary_sealed', 'purged_at_ms']));
+      const columns = (table: string): unknown =>
+        db.prepare(`SELECT name FROM pragma_table_info(?) ORDER BY cid`).pluck().all(table);
+      expect(columns('results')).toEqual(
+        expect.arrayContaining(['run', 'summary_nonce', 'summary_sealed', 'purged_at_ms']),
+      );
       expect(columns('results')).not.toContain('summary');
       expect(columns('result_chunks')).toEqual(['result_id', 'n', 'nonce', 'bytes']);
-      expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'results_unpurged_by_age'`).get()).toEqual({ name: 'results_unpurged_by_age' });
-      expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'result_chunks'`).pluck().get()).toMatch(/REFERENCES "?results"? \(result_id\)/);
+      expect(
+        db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'results_unpurged_by_age'`).get(),
+      ).toEqual({ name: 'results_unpurged_by_age' });
+      expect(db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'result_chunks'`).pluck().get()).toMatch(
+        /REFERENCES "?results"? \(result_id\)/,
+      );
       expect(db.prepare(`SELECT count(*) AS n FROM audit_runs`).get()).toEqual({ n: 1 });
     } finally {
       db.close();

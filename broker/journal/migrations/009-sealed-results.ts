@@ -71,7 +71,8 @@ export const migration009SealedResults: Migration = {
     }
     db.pragma('secure_delete = ON');
     db.exec(sealedTablesSql('_sealed'));
-    const keys = db.prepare(`SELECT box_public FROM audit_keys WHERE id = 1`).get() as { box_public: Uint8Array } | undefined;
+    const keys = db.prepare(`SELECT box_public FROM audit_keys WHERE id = 1`).get() as
+      { box_public: Uint8Array } | undefined;
     if (keys === undefined) purgePlaintext(db, Date.now());
     else sealPlaintext(db, keys.box_public, Date.now());
     // Child first: the foreign key would refuse dropping results under its chunks. RENAME carries the reference along.
@@ -92,10 +93,13 @@ export function truncateWal(db: Database): void {
   db.pragma('wal_checkpoint(TRUNCATE)');
 }
 
-const factColumns = 'result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms';
+const factColumns =
+  'result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms';
 
 function purgePlaintext(db: Database, nowMs: number): void {
-  db.prepare(`INSERT INTO results_sealed (${factColumns}, purged_at_ms) SELECT ${factColumns}, coalesce(purged_at_ms, ?) FROM results`).run(nowMs);
+  db.prepare(
+    `INSERT INTO results_sealed (${factColumns}, purged_at_ms) SELECT ${factColumns}, coalesce(purged_at_ms, ?) FROM results`,
+  ).run(nowMs);
 }
 
 function sealPlaintext(db: Database, boxPublic: Uint8Array, nowMs: number): void {
@@ -103,8 +107,11 @@ function sealPlaintext(db: Database, boxPublic: Uint8Array, nowMs: number): void
   try {
     const run = Number(
       db
-        .prepare(`INSERT INTO audit_runs (run, started_at_ms, sealed_key, ended_at_ms, end_reason) VALUES ((SELECT max(run) + 1 FROM audit_runs), ?, ?, ?, ?)`)
-        .run(nowMs, sealRunKey(runKey, boxPublic), nowMs, 'migration 009: sealed the results stored before it').lastInsertRowid,
+        .prepare(
+          `INSERT INTO audit_runs (run, started_at_ms, sealed_key, ended_at_ms, end_reason) VALUES ((SELECT max(run) + 1 FROM audit_runs), ?, ?, ?, ?)`,
+        )
+        .run(nowMs, sealRunKey(runKey, boxPublic), nowMs, 'migration 009: sealed the results stored before it')
+        .lastInsertRowid,
     );
     const nonces = new NoncePool();
     const seal = (ad: Uint8Array, plaintext: Uint8Array): { nonce: Uint8Array; ciphertext: Uint8Array } => {
@@ -112,14 +119,20 @@ function sealPlaintext(db: Database, boxPublic: Uint8Array, nowMs: number): void
       return { nonce, ciphertext: encryptPayload(runKey, nonce, ad, plaintext) };
     };
     // Page by page: better-sqlite3 cannot write while a cursor on the same connection is open.
-    const page = db.prepare(`SELECT result_id, summary FROM results WHERE result_id > ? ORDER BY result_id LIMIT ${resultsPageMax}`);
+    const page = db.prepare(
+      `SELECT result_id, summary FROM results WHERE result_id > ? ORDER BY result_id LIMIT ${resultsPageMax}`,
+    );
     const insertResult = db.prepare(`
       INSERT INTO results_sealed (${factColumns}, purged_at_ms, run, summary_nonce, summary_sealed)
       SELECT ${factColumns}, purged_at_ms, ?, ?, ? FROM results WHERE result_id = ?`);
     const chunkNumbers = db.prepare(`SELECT n FROM result_chunks WHERE result_id = ? ORDER BY n`).pluck();
     const chunkBytes = db.prepare(`SELECT bytes FROM result_chunks WHERE result_id = ? AND n = ?`).pluck();
     const insertChunk = db.prepare(`INSERT INTO result_chunks_sealed (result_id, n, nonce, bytes) VALUES (?, ?, ?, ?)`);
-    for (let rows = page.all('') as OldRow[]; rows.length > 0; rows = page.all(rows.at(-1)?.result_id ?? '') as OldRow[]) {
+    for (
+      let rows = page.all('') as OldRow[];
+      rows.length > 0;
+      rows = page.all(rows.at(-1)?.result_id ?? '') as OldRow[]
+    ) {
       for (const { result_id: id, summary } of rows) {
         const sealed = seal(resultSummaryAd(id), Buffer.from(summary, 'utf8'));
         insertResult.run(run, sealed.nonce, sealed.ciphertext, id);

@@ -11,4 +11,15 @@ import { migration009SealedResults } from './009-sealed-results.js';
 import { migration010ActionList } from './010-action-list.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
-export const journalMigrations: readonly Migration[] = [migration001Initial, migration002ReadIndexes, migration003Results, migration004AuditLog, migration005Sessions, migration006IdempotencyKeys, migration007ResultPurge, migration008KeptRequests, migration009SealedResults, migration010ActionList];
+export const journalMigrations: readonly Migration[] = [
+  migration001Initial,
+  migration002ReadIndexes,
+  migration003Results,
+  migration004AuditLog,
+  migration005Sessions,
+  migration006IdempotencyKeys,
+  migration007ResultPurge,
+  migration008KeptRequests,
+  migration009SealedResults,
+  migration010ActionList,
+];

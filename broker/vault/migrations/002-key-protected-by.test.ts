@@ -35,8 +35,12 @@ async function version1File(): Promise<string> {
   try {
     vaultMigration001Initial.up(to);
     to.pragma('user_version = 1');
-    const key = from.prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, created_at_ms FROM vault_key').get() as Record<string, unknown>;
-    to.prepare('INSERT INTO vault_key VALUES (1, @kdf_alg, @salt, @opslimit, @memlimit, @nonce, @wrapped_key, @created_at_ms)').run(key);
+    const key = from
+      .prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, created_at_ms FROM vault_key')
+      .get() as Record<string, unknown>;
+    to.prepare(
+      'INSERT INTO vault_key VALUES (1, @kdf_alg, @salt, @opslimit, @memlimit, @nonce, @wrapped_key, @created_at_ms)',
+    ).run(key);
     for (const row of from.prepare('SELECT * FROM credentials').all() as Array<Record<string, unknown>>) {
       to.prepare(
         'INSERT INTO credentials VALUES (@id, @name, @kind, @version_tag, @bindings, @header, @param, @template, @nonce, @sealed, @updated_at_ms)',
@@ -54,7 +58,9 @@ function snapshot(file: string): { version: number; key: unknown; credentials: u
   try {
     return {
       version: Number(db.pragma('user_version', { simple: true })),
-      key: db.prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, created_at_ms FROM vault_key').get(),
+      key: db
+        .prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, created_at_ms FROM vault_key')
+        .get(),
       credentials: db.prepare('SELECT * FROM credentials').all(),
     };
   } finally {
@@ -86,6 +92,8 @@ describe('when a version 1 vault with a key and a credential is opened by this P
     const db = new Database(file);
     db.pragma('user_version = 3');
     db.close();
-    await expect(openVault({ dataDir: target.path, clock: systemClock, kdf: 'min' })).rejects.toMatchObject({ code: 'VAULT_CORRUPT' });
+    await expect(openVault({ dataDir: target.path, clock: systemClock, kdf: 'min' })).rejects.toMatchObject({
+      code: 'VAULT_CORRUPT',
+    });
   });
 });

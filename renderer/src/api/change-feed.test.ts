@@ -50,7 +50,11 @@ async function settled(): Promise<void> {
 describe('change notices from the wire', () => {
   it.each<[string, unknown, ChangeNotice | undefined]>([
     ['a notice', { seq: 4, topics: ['approvals', 'vault'] }, { seq: 4, topics: ['approvals', 'vault'] }],
-    ['unknown topics dropped, order canonical', { seq: 4, topics: ['vault', 'secrets', 'approvals'] }, { seq: 4, topics: ['approvals', 'vault'] }],
+    [
+      'unknown topics dropped, order canonical',
+      { seq: 4, topics: ['vault', 'secrets', 'approvals'] },
+      { seq: 4, topics: ['approvals', 'vault'] },
+    ],
     ['no seq', { topics: ['approvals'] }, undefined],
     ['a negative seq', { seq: -1, topics: [] }, undefined],
     ['topics not a list', { seq: 1, topics: 'approvals' }, undefined],
@@ -60,7 +64,10 @@ describe('change notices from the wire', () => {
   });
 
   it('splits complete events, skips comment lines (heartbeats), and keeps a cut event for the next chunk', () => {
-    expect(splitServerSentEvents(': ready\n\ndata: {"seq":1}\n\n: \n\ndata: {"se')).toEqual({ data: ['{"seq":1}'], rest: 'data: {"se' });
+    expect(splitServerSentEvents(': ready\n\ndata: {"seq":1}\n\n: \n\ndata: {"se')).toEqual({
+      data: ['{"seq":1}'],
+      rest: 'data: {"se',
+    });
     expect(splitServerSentEvents('data: a\r\n\r\n')).toEqual({ data: ['a'], rest: '' });
   });
 });
@@ -70,24 +77,51 @@ describe('reading GET /api/events', () => {
     const requests: Array<{ url: string; init: RequestInit | undefined }> = [];
     const fetchFn = ((url: string, init?: RequestInit) => {
       requests.push({ url, init });
-      return Promise.resolve(streamed([': ready\n\n', 'data: {"seq":3,"topics":["approvals"]}\n', '\ndata: {"seq":5,', '"topics":["vault"]}\n\n', 'data: not json\n\n']));
+      return Promise.resolve(
+        streamed([
+          ': ready\n\n',
+          'data: {"seq":3,"topics":["approvals"]}\n',
+          '\ndata: {"seq":5,',
+          '"topics":["vault"]}\n\n',
+          'data: not json\n\n',
+        ]),
+      );
     }) as typeof fetch;
     const heard: ChangeNotice[] = [];
     let opened = 0;
-    await readChangeStream(fetchFn, { getItem: (key) => (key === operatorSessionKey ? 'SECRET' : null) }, { onOpen: () => (opened += 1), onNotice: (n) => heard.push(n) }, new AbortController().signal);
+    await readChangeStream(
+      fetchFn,
+      { getItem: (key) => (key === operatorSessionKey ? 'SECRET' : null) },
+      { onOpen: () => (opened += 1), onNotice: (n) => heard.push(n) },
+      new AbortController().signal,
+    );
     expect(opened).toBe(1);
     expect(heard).toEqual([
       { seq: 3, topics: ['approvals'] },
       { seq: 5, topics: ['vault'] },
     ]);
     expect(requests[0]?.url).toBe('/api/events');
-    expect(requests[0]?.init).toMatchObject({ method: 'GET', credentials: 'omit', headers: { Authorization: 'Bearer SECRET' } });
+    expect(requests[0]?.init).toMatchObject({
+      method: 'GET',
+      credentials: 'omit',
+      headers: { Authorization: 'Bearer SECRET' },
+    });
   });
 
   it('rejects without opening when the host refuses (401)', async () => {
-    const fetchFn = (() => Promise.resolve(Response.json({ ok: false, error: { code: 'UNAUTHENTICATED', message: 'x' } }, { status: 401 }))) as typeof fetch;
+    const fetchFn = (() =>
+      Promise.resolve(
+        Response.json({ ok: false, error: { code: 'UNAUTHENTICATED', message: 'x' } }, { status: 401 }),
+      )) as typeof fetch;
     let opened = false;
-    await expect(readChangeStream(fetchFn, undefined, { onOpen: () => (opened = true), onNotice: () => undefined }, new AbortController().signal)).rejects.toThrow('401');
+    await expect(
+      readChangeStream(
+        fetchFn,
+        undefined,
+        { onOpen: () => (opened = true), onNotice: () => undefined },
+        new AbortController().signal,
+      ),
+    ).rejects.toThrow('401');
     expect(opened).toBe(false);
   });
 });
@@ -95,7 +129,12 @@ describe('reading GET /api/events', () => {
 describe('the change hub', () => {
   it('opens one stream for all listeners, is live while it is open, reconnects with backoff when it drops, and closes with the last listener', async () => {
     const timers = manualTimers();
-    const connections: Array<{ open: () => void; notice: (n: ChangeNotice) => void; end: () => void; signal: AbortSignal }> = [];
+    const connections: Array<{
+      open: () => void;
+      notice: (n: ChangeNotice) => void;
+      end: () => void;
+      signal: AbortSignal;
+    }> = [];
     const hub = createChangeHub(
       (handlers, signal) =>
         new Promise<void>((resolve) => {

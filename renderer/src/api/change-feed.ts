@@ -64,7 +64,13 @@ export async function readChangeStream(
   const session = store?.getItem(operatorSessionKey) ?? null;
   const headers: Record<string, string> = { Accept: 'text/event-stream' };
   if (session !== null) headers['Authorization'] = `Bearer ${session}`;
-  const response = await fetchFn('/api/events', { method: 'GET', credentials: 'omit', cache: 'no-store', headers, signal });
+  const response = await fetchFn('/api/events', {
+    method: 'GET',
+    credentials: 'omit',
+    cache: 'no-store',
+    headers,
+    signal,
+  });
   if (!response.ok || response.body === null) {
     await response.body?.cancel();
     throw new Error(`GET /api/events answered ${response.status}`);
@@ -105,14 +111,20 @@ export interface ChangeHub {
   onLive(listener: () => void): () => void;
 }
 
-type Connect = (handlers: { onOpen(): void; onNotice(notice: ChangeNotice): void }, signal: AbortSignal) => Promise<void>;
+type Connect = (
+  handlers: { onOpen(): void; onNotice(notice: ChangeNotice): void },
+  signal: AbortSignal,
+) => Promise<void>;
 
 /**
  * One stream shared by every listener of the page, opened with the first listener and closed with
  * the last. A stream that ends or fails is reopened after a backoff; `live` stays true through
  * nothing but an open stream, so the callers' polling covers the gap and nothing alarming is shown.
  */
-export function createChangeHub(connect: Connect, timers: Pick<Window, 'setTimeout' | 'clearTimeout'> = window): ChangeHub {
+export function createChangeHub(
+  connect: Connect,
+  timers: Pick<Window, 'setTimeout' | 'clearTimeout'> = window,
+): ChangeHub {
   const listeners = new Set<(notice: ChangeNotice) => void>();
   const liveListeners = new Set<() => void>();
   let isLive = false;
@@ -196,7 +208,10 @@ export function changeHubOf(win: Window): ChangeHub {
   if (pageHub !== undefined) return pageHub;
   const bridge = win.posternChanges;
   const store = typeof win.sessionStorage === 'undefined' ? undefined : win.sessionStorage;
-  const connect: Connect = bridge !== undefined ? bridgeConnect(bridge) : (handlers, signal) => readChangeStream(win.fetch.bind(win), store, handlers, signal);
+  const connect: Connect =
+    bridge !== undefined
+      ? bridgeConnect(bridge)
+      : (handlers, signal) => readChangeStream(win.fetch.bind(win), store, handlers, signal);
   pageHub = createChangeHub(connect, win);
   return pageHub;
 }

@@ -23,8 +23,13 @@ describe('the HTTP operator API', () => {
     const { fetchFn, requests } = fetchAnswering(() => Response.json(reply));
     const store = storeHolding({ [operatorSessionKey]: 'SESSION-CANARY' });
     expect(await createHttpOperatorApi(fetchFn, store).status({})).toEqual(reply);
-    expect(requests).toEqual([{ url: '/api/status', init: expect.objectContaining({ method: 'POST', credentials: 'omit', body: '{}' }) }]);
-    expect(requests[0]?.init?.headers).toMatchObject({ Authorization: 'Bearer SESSION-CANARY', 'Content-Type': 'application/json' });
+    expect(requests).toEqual([
+      { url: '/api/status', init: expect.objectContaining({ method: 'POST', credentials: 'omit', body: '{}' }) },
+    ]);
+    expect(requests[0]?.init?.headers).toMatchObject({
+      Authorization: 'Bearer SESSION-CANARY',
+      'Content-Type': 'application/json',
+    });
   });
 
   it('reads the secret on every call: none before sign-in, the stored one after', async () => {
@@ -34,7 +39,10 @@ describe('the HTTP operator API', () => {
     await api.status({});
     store.set(operatorSessionKey, 'LATER');
     await api.status({});
-    expect(requests.map((r) => (r.init?.headers as Record<string, string>)['Authorization'])).toEqual([undefined, 'Bearer LATER']);
+    expect(requests.map((r) => (r.init?.headers as Record<string, string>)['Authorization'])).toEqual([
+      undefined,
+      'Bearer LATER',
+    ]);
   });
 
   it('sends no Authorization header where there is no sessionStorage at all', async () => {

@@ -18,7 +18,10 @@ export type SessionStore = Pick<Storage, 'getItem'>;
  * `Authorization: Bearer <session secret>`. The secret is read on every call, so a reload or a
  * sign-in after this client was made is seen. No cookie is sent: the host sets none.
  */
-export function createHttpOperatorApi(fetchFn: typeof fetch, store: SessionStore | undefined = browserSessionStore()): OperatorApi {
+export function createHttpOperatorApi(
+  fetchFn: typeof fetch,
+  store: SessionStore | undefined = browserSessionStore(),
+): OperatorApi {
   const entries = brokerApiMethods.map((method) => [method, (input: unknown) => call(fetchFn, store, method, input)]);
   return Object.fromEntries(entries) as OperatorApi;
 }
@@ -39,7 +42,12 @@ async function call(
   if (session !== null) headers['Authorization'] = `Bearer ${session}`;
   let response: Response;
   try {
-    response = await fetchFn(`/api/${method}`, { method: 'POST', credentials: 'omit', headers, body: JSON.stringify(input ?? {}) });
+    response = await fetchFn(`/api/${method}`, {
+      method: 'POST',
+      credentials: 'omit',
+      headers,
+      body: JSON.stringify(input ?? {}),
+    });
   } catch {
     return clientError('BROKER_UNREACHABLE', 'The broker did not answer. Is the daemon still running?');
   }
@@ -49,7 +57,8 @@ async function call(
   } catch {
     return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} without a JSON reply.`);
   }
-  if (!isReply(body)) return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} with an unexpected body.`);
+  if (!isReply(body))
+    return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} with an unexpected body.`);
   return body;
 }
 
@@ -57,5 +66,7 @@ function isReply(value: unknown): value is Reply<unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown } };
   if (candidate.ok === true) return 'value' in candidate;
-  return candidate.ok === false && typeof candidate.error?.code === 'string' && typeof candidate.error.message === 'string';
+  return (
+    candidate.ok === false && typeof candidate.error?.code === 'string' && typeof candidate.error.message === 'string'
+  );
 }

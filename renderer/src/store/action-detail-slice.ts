@@ -1,6 +1,11 @@
 import type { StateCreator } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
-import { actionDetailReducer, initialActionDetailView, type ActionDetailEvent, type ActionDetailView } from './action-detail.js';
+import {
+  actionDetailReducer,
+  initialActionDetailView,
+  type ActionDetailEvent,
+  type ActionDetailView,
+} from './action-detail.js';
 import { bridgeFailed } from './operator-call.js';
 
 export interface ActionDetailSlice {
@@ -13,7 +18,8 @@ export interface ActionDetailSlice {
 
 export function createActionDetailSlice(api: OperatorApi): StateCreator<ActionDetailSlice, [], [], ActionDetailSlice> {
   return (set, get) => {
-    const dispatch = (event: ActionDetailEvent): void => set((state) => ({ actionDetailView: actionDetailReducer(state.actionDetailView, event) }));
+    const dispatch = (event: ActionDetailEvent): void =>
+      set((state) => ({ actionDetailView: actionDetailReducer(state.actionDetailView, event) }));
     const refresh = async (): Promise<void> => {
       const { actionId, phase } = get().actionDetailView;
       if (actionId === null || phase === 'loading') return;

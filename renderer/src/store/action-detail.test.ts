@@ -1,12 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import type { ActivityEvent, EventKind } from '../../../broker/contract/index.js';
-import { actionDetailReducer, chronologyOf, entrySource, initialActionDetailView, releaseLine, threeOrdersOf, waitLines, type ActionDetail } from './action-detail.js';
+import {
+  actionDetailReducer,
+  chronologyOf,
+  entrySource,
+  initialActionDetailView,
+  releaseLine,
+  threeOrdersOf,
+  waitLines,
+  type ActionDetail,
+} from './action-detail.js';
 import { spanText } from './action-wait.js';
 import { shownAction } from './test-cards.js';
 
 const id = 'act_lost_000001';
 function row(seq: number, kind: EventKind, summary = '', outcome: string | null = null): ActivityEvent {
-  return { seq, at_ms: 1_700_000_000_000 + seq * 1000, kind, action_id: id, session_id: 'ses_1', ticket: 4, lane: 'doc-7', outcome, code: null, summary };
+  return {
+    seq,
+    at_ms: 1_700_000_000_000 + seq * 1000,
+    kind,
+    action_id: id,
+    session_id: 'ses_1',
+    ticket: 4,
+    lane: 'doc-7',
+    outcome,
+    code: null,
+    summary,
+  };
 }
 
 /** An approved write whose response was lost (unknown) and which a reconciliation later settled, interleaved with other actions' seqs. */
@@ -21,18 +41,29 @@ function lostThenReconciled(): ActionDetail {
     row(23, 'REQUEST_SENT'),
     row(25, 'CONNECTION_LOST'),
     row(26, 'OUTCOME_RECORDED', 'remote_execution / unknown (CONNECTION_LOST_AFTER_SEND)', 'unknown'),
-    row(40, 'RECONCILIATION_RESULT', 'by lookup act_look_0001 (idempotency_token): committed, lookup_found', 'committed'),
+    row(
+      40,
+      'RECONCILIATION_RESULT',
+      'by lookup act_look_0001 (idempotency_token): committed, lookup_found',
+      'committed',
+    ),
   ];
-  const detail = shownAction({ ticket: 4, first_seq: 10, dispatch_seq: 22, outcome: 'committed' }, [...events].reverse());
+  const detail = shownAction(
+    { ticket: 4, first_seq: 10, dispatch_seq: 22, outcome: 'committed' },
+    [...events].reverse(),
+  );
   return { ...detail, released_by: { kind: 'reconciliation', seq: 40, outcome: 'committed', source: 'remote_query' } };
 }
 
 describe('the action detail', () => {
-  it('orders the chronology by seq (never wall time) and marks the person\'s and the reconciliation\'s entries', () => {
+  it("orders the chronology by seq (never wall time) and marks the person's and the reconciliation's entries", () => {
     const entries = chronologyOf(lostThenReconciled());
     expect(entries.map((e) => e.seq)).toEqual([10, 11, 14, 20, 21, 22, 23, 25, 26, 40]);
     expect(entries.find((e) => e.kind === 'APPROVED')?.source).toBe('operator');
-    expect(entries.find((e) => e.kind === 'RECONCILIATION_RESULT')).toMatchObject({ source: 'reconciliation', releasedLane: true });
+    expect(entries.find((e) => e.kind === 'RECONCILIATION_RESULT')).toMatchObject({
+      source: 'reconciliation',
+      releasedLane: true,
+    });
     expect(entries.filter((e) => e.releasedLane)).toHaveLength(1);
     expect(entries.find((e) => e.kind === 'CONNECTION_LOST')?.source).toBe('transport');
   });
@@ -46,8 +77,15 @@ describe('the action detail', () => {
   });
 
   it('says "not complete" while nothing classified the action, and "never dispatched" before the boundary', () => {
-    const open = shownAction({ ticket: 9, first_seq: 3, dispatch_seq: null, outcome: null }, [row(3, 'ACTION_ACCEPTED'), row(4, 'CARD_SHOWN')]);
-    expect(threeOrdersOf(open)).toEqual({ card: { ticket: 9, cardSeq: 4, acceptedSeq: 3 }, dispatch: { seqs: [] }, completion: { seq: null, kind: null, outcome: null } });
+    const open = shownAction({ ticket: 9, first_seq: 3, dispatch_seq: null, outcome: null }, [
+      row(3, 'ACTION_ACCEPTED'),
+      row(4, 'CARD_SHOWN'),
+    ]);
+    expect(threeOrdersOf(open)).toEqual({
+      card: { ticket: 9, cardSeq: 4, acceptedSeq: 3 },
+      dispatch: { seqs: [] },
+      completion: { seq: null, kind: null, outcome: null },
+    });
   });
 
   it.each([
@@ -64,7 +102,9 @@ describe('the action detail', () => {
   });
 
   it('says what released the lane, by whom', () => {
-    expect(releaseLine({ kind: 'abandoned', seq: 51, actor: { kind: 'person', id: 'alice' }, outcome: 'unknown' })).toBe(
+    expect(
+      releaseLine({ kind: 'abandoned', seq: 51, actor: { kind: 'person', id: 'alice' }, outcome: 'unknown' }),
+    ).toBe(
       'Lane released at seq 51: a person abandoned it (the outcome stays as it was) by person:alice; outcome unknown.',
     );
   });
@@ -74,15 +114,28 @@ describe('the action detail', () => {
     expect(releaseLine({ kind: 'operator_attested', seq: 60, actor, outcome: 'committed' })).toBe(
       'Lane released at seq 60: a person attested the outcome by person:alice (cli, passphrase on tty); outcome committed.',
     );
-    const process = { kind: 'process', id: '/usr/bin/node pid 42', surface: 'cli', auth: 'unattended_opt_out' } as const;
-    expect(releaseLine({ kind: 'abandoned', seq: 61, actor: process, outcome: 'unknown' })).toContain('by process:/usr/bin/node pid 42 (cli, unattended);');
+    const process = {
+      kind: 'process',
+      id: '/usr/bin/node pid 42',
+      surface: 'cli',
+      auth: 'unattended_opt_out',
+    } as const;
+    expect(releaseLine({ kind: 'abandoned', seq: 61, actor: process, outcome: 'unknown' })).toContain(
+      'by process:/usr/bin/node pid 42 (cli, unattended);',
+    );
   });
 
   it('drops a reply for an action no longer shown', () => {
     const a = actionDetailReducer(initialActionDetailView, { type: 'opened', actionId: 'act_a' });
     const b = actionDetailReducer(actionDetailReducer(a, { type: 'requested' }), { type: 'opened', actionId: 'act_b' });
-    expect(actionDetailReducer(b, { type: 'received', actionId: 'act_a', reply: { ok: true, value: lostThenReconciled() } }).detail).toBeNull();
-    expect(actionDetailReducer(b, { type: 'received', actionId: 'act_b', reply: { ok: true, value: lostThenReconciled() } }).phase).toBe('ready');
+    expect(
+      actionDetailReducer(b, { type: 'received', actionId: 'act_a', reply: { ok: true, value: lostThenReconciled() } })
+        .detail,
+    ).toBeNull();
+    expect(
+      actionDetailReducer(b, { type: 'received', actionId: 'act_b', reply: { ok: true, value: lostThenReconciled() } })
+        .phase,
+    ).toBe('ready');
   });
 });
 
@@ -93,7 +146,9 @@ describe('what an action waited for in its lane', () => {
       { ticket: 4, action_id: 'act_4', waited_ms: 41_200, ongoing: false },
     ];
     expect(waitLines(5, waits)).toEqual(['#5 waited 41 s for #4', '#5 waited 2 s for #3']);
-    expect(waitLines(5, [{ ticket: 4, action_id: 'act_4', waited_ms: 12_000, ongoing: true }])).toEqual(['#5 waiting for #4 for 12 s']);
+    expect(waitLines(5, [{ ticket: 4, action_id: 'act_4', waited_ms: 12_000, ongoing: true }])).toEqual([
+      '#5 waiting for #4 for 12 s',
+    ]);
     expect(waitLines(5, [])).toEqual([]);
   });
 

@@ -1,4 +1,11 @@
-import type { ActionWait, ActivityEvent, BrokerApi, EventKind, LaneRelease, Reply } from '../../../broker/contract/index.js';
+import type {
+  ActionWait,
+  ActivityEvent,
+  BrokerApi,
+  EventKind,
+  LaneRelease,
+  Reply,
+} from '../../../broker/contract/index.js';
 import { actorLabel } from '../../../broker/contract/operator-actor.js';
 import type { ReplyError } from '../api/operator-api.js';
 import { waitLine } from './action-wait.js';
@@ -13,7 +20,10 @@ export interface ActionDetailView {
   error: ReplyError | null;
 }
 
-export type ActionDetailEvent = { type: 'opened'; actionId: string } | { type: 'requested' } | { type: 'received'; actionId: string; reply: Reply<ActionDetail> };
+export type ActionDetailEvent =
+  | { type: 'opened'; actionId: string }
+  | { type: 'requested' }
+  | { type: 'received'; actionId: string; reply: Reply<ActionDetail> };
 
 export const initialActionDetailView: ActionDetailView = { actionId: null, phase: 'idle', detail: null, error: null };
 
@@ -21,12 +31,16 @@ export const initialActionDetailView: ActionDetailView = { actionId: null, phase
 export function actionDetailReducer(view: ActionDetailView, event: ActionDetailEvent): ActionDetailView {
   switch (event.type) {
     case 'opened':
-      return event.actionId === view.actionId ? view : { actionId: event.actionId, phase: 'idle', detail: null, error: null };
+      return event.actionId === view.actionId
+        ? view
+        : { actionId: event.actionId, phase: 'idle', detail: null, error: null };
     case 'requested':
       return { ...view, phase: 'loading' };
     case 'received':
       if (event.actionId !== view.actionId) return view;
-      return event.reply.ok ? { ...view, phase: 'ready', detail: event.reply.value, error: null } : { ...view, phase: 'error', error: event.reply.error };
+      return event.reply.ok
+        ? { ...view, phase: 'ready', detail: event.reply.value, error: null }
+        : { ...view, phase: 'error', error: event.reply.error };
   }
 }
 
@@ -36,10 +50,28 @@ export function actionDetailReducer(view: ActionDetailView, event: ActionDetailE
  */
 export type EntrySource = 'operator' | 'reconciliation' | 'policy' | 'agent' | 'remote' | 'transport' | 'broker';
 
-const remoteKinds: ReadonlySet<EventKind> = new Set<EventKind>(['REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE', 'OUTPUT_RECEIVED', 'EXIT_STATUS', 'EXIT_SIGNAL']);
-const transportKinds: ReadonlySet<EventKind> = new Set<EventKind>(['DISPATCH_STARTED', 'REQUEST_SENT', 'CONNECTION_LOST', 'CHANNEL_CLOSED', 'SETUP_ATTEMPT_FAILED']);
+const remoteKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'REMOTE_RESPONSE_STARTED',
+  'REMOTE_RESPONSE_COMPLETE',
+  'OUTPUT_RECEIVED',
+  'EXIT_STATUS',
+  'EXIT_SIGNAL',
+]);
+const transportKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'DISPATCH_STARTED',
+  'REQUEST_SENT',
+  'CONNECTION_LOST',
+  'CHANNEL_CLOSED',
+  'SETUP_ATTEMPT_FAILED',
+]);
 /** Kinds whose summary starts "by <actor kind>:<id>" (broker/host/operator-reads.ts summarize). */
-const actorKinds: ReadonlySet<EventKind> = new Set<EventKind>(['APPROVED', 'REJECTED', 'CANCELLED', 'ABANDONED', 'OPERATOR_ATTESTED']);
+const actorKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'APPROVED',
+  'REJECTED',
+  'CANCELLED',
+  'ABANDONED',
+  'OPERATOR_ATTESTED',
+]);
 
 export function entrySource(event: Pick<ActivityEvent, 'kind' | 'summary'>): EntrySource {
   if (event.kind === 'RECONCILIATION_RESULT') return 'reconciliation';
@@ -100,7 +132,8 @@ export function threeOrdersOf(detail: ActionDetail): ThreeOrders {
   const events = [...detail.events].sort((a, b) => a.seq - b.seq);
   const card = events.find((e) => e.kind === 'CARD_SHOWN');
   const dispatchSeqs = events.filter((e) => e.kind === 'DISPATCH_STARTED').map((e) => e.seq);
-  if (detail.state.dispatch_seq !== null && !dispatchSeqs.includes(detail.state.dispatch_seq)) dispatchSeqs.unshift(detail.state.dispatch_seq);
+  if (detail.state.dispatch_seq !== null && !dispatchSeqs.includes(detail.state.dispatch_seq))
+    dispatchSeqs.unshift(detail.state.dispatch_seq);
   const outcome = detail.state.outcome;
   // The last classified event that says the current outcome is where the action completed in the log.
   const settling = outcome === null ? undefined : events.findLast((e) => e.outcome === outcome);

@@ -12,12 +12,19 @@ import {
 import { rowOf } from './action-list-row.test-support.js';
 
 type Page = Reply<BrokerApi['actions.list']['output']>;
-const page = (seqs: number[], nextBefore: number | null): Page => ({ ok: true, value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore } });
+const page = (seqs: number[], nextBefore: number | null): Page => ({
+  ok: true,
+  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore },
+});
 const seqsOf = (view: ActionListView): number[] => view.rows.map((r) => r.first_seq);
 const range = (from: number, to: number): number[] => Array.from({ length: from - to + 1 }, (_, i) => from - i);
 
 function loaded(seqs: number[], nextBefore: number | null): ActionListView {
-  return actionListReducer(initialActionListView, { type: 'head_received', generation: 0, reply: page(seqs, nextBefore) });
+  return actionListReducer(initialActionListView, {
+    type: 'head_received',
+    generation: 0,
+    reply: page(seqs, nextBefore),
+  });
 }
 
 describe('the actions list', () => {
@@ -36,10 +43,17 @@ describe('the actions list', () => {
     });
 
     it('drops a page answered for an older filter, and keeps the rows beside an error', () => {
-      const view = actionListReducer(loaded([3, 2], 2), { type: 'filter_changed', filter: { ...emptyActionListFilter, lane: 'x' } });
+      const view = actionListReducer(loaded([3, 2], 2), {
+        type: 'filter_changed',
+        filter: { ...emptyActionListFilter, lane: 'x' },
+      });
       expect(actionListReducer(view, { type: 'page_received', generation: 0, reply: page([1], null) })).toBe(view);
       const before = loaded([3, 2], 2);
-      const failed = actionListReducer(before, { type: 'page_received', generation: 0, reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } } });
+      const failed = actionListReducer(before, {
+        type: 'page_received',
+        generation: 0,
+        reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } },
+      });
       expect(seqsOf(failed)).toEqual([3, 2]);
       expect(failed.error?.code).toBe('BROKER_UNREACHABLE');
       expect(needsOlderPage(failed, 1)).toBe(false);
@@ -56,7 +70,10 @@ describe('the actions list', () => {
       let view = loaded([10, 9], 9);
       view = actionListReducer(view, { type: 'page_received', generation: 0, reply: page([8, 7], 7) });
       const settled: ActionListRow = { ...rowOf(12), outcome: null, settled_at_ms: null };
-      const head: Page = { ok: true, value: { actions: [settled, rowOf(11), { ...rowOf(10), code: 'REMOTE_ERROR_STATUS' }], next_before: 10 } };
+      const head: Page = {
+        ok: true,
+        value: { actions: [settled, rowOf(11), { ...rowOf(10), code: 'REMOTE_ERROR_STATUS' }], next_before: 10 },
+      };
       view = actionListReducer(view, { type: 'head_received', generation: 0, reply: head });
       expect(seqsOf(view)).toEqual([12, 11, 10, 9, 8, 7]);
       expect(view.rows[2]?.code).toBe('REMOTE_ERROR_STATUS');
@@ -64,37 +81,73 @@ describe('the actions list', () => {
       expect(view.nextBefore).toBe(7);
     });
 
-    it('drops a row inside the head\'s range that no longer matches (an open action that settled)', () => {
-      const view = actionListReducer(loaded([10, 9, 8], 8), { type: 'head_received', generation: 0, reply: page([10, 8], 8) });
+    it("drops a row inside the head's range that no longer matches (an open action that settled)", () => {
+      const view = actionListReducer(loaded([10, 9, 8], 8), {
+        type: 'head_received',
+        generation: 0,
+        reply: page([10, 8], 8),
+      });
       expect(seqsOf(view)).toEqual([10, 8]);
     });
 
     it('restarts from the head when more actions arrived than one page holds (never a gap)', () => {
-      const view = actionListReducer(loaded([10, 9], 9), { type: 'head_received', generation: 0, reply: page(range(300, 101), 101) });
+      const view = actionListReducer(loaded([10, 9], 9), {
+        type: 'head_received',
+        generation: 0,
+        reply: page(range(300, 101), 101),
+      });
       expect(view.rows).toHaveLength(200);
       expect(view.rows.at(-1)?.first_seq).toBe(101);
       expect(view).toMatchObject({ nextBefore: 101, more: true });
     });
 
     it('takes an empty or complete head as the whole list', () => {
-      expect(actionListReducer(loaded([3, 2], 2), { type: 'head_received', generation: 0, reply: page([], null) }).rows).toEqual([]);
+      expect(
+        actionListReducer(loaded([3, 2], 2), { type: 'head_received', generation: 0, reply: page([], null) }).rows,
+      ).toEqual([]);
       expect(loaded([3, 2, 1], null)).toMatchObject({ more: false, nextBefore: null, loaded: true });
     });
   });
 
   describe('when the filter changes', () => {
     it('starts paging again from the newest action under the new filter', () => {
-      const before = actionListReducer(loaded([10, 9], 9), { type: 'page_received', generation: 0, reply: page([8], 8) });
+      const before = actionListReducer(loaded([10, 9], 9), {
+        type: 'page_received',
+        generation: 0,
+        reply: page([8], 8),
+      });
       const filter = { ...emptyActionListFilter, outcome: 'unknown' as const, open: true };
       const view = actionListReducer(before, { type: 'filter_changed', filter });
-      expect(view).toMatchObject({ filter, generation: 1, rows: [], nextBefore: null, more: true, paging: false, loaded: false });
+      expect(view).toMatchObject({
+        filter,
+        generation: 1,
+        rows: [],
+        nextBefore: null,
+        more: true,
+        paging: false,
+        loaded: false,
+      });
       expect(needsOlderPage(view, 0)).toBe(false);
     });
 
     it('sends only the fields a person filled in, trimmed, with the keyset cursor', () => {
       expect(actionListInput(emptyActionListFilter, null)).toEqual({ limit: 200 });
-      const filter = { outcome: 'rejected' as const, target: ' docs ', lane: '', session: 'ses_1', text: '  ', open: true };
-      expect(actionListInput(filter, 42, 50)).toEqual({ limit: 50, before_seq: 42, outcome: 'rejected', open: true, target: 'docs', session_id: 'ses_1' });
+      const filter = {
+        outcome: 'rejected' as const,
+        target: ' docs ',
+        lane: '',
+        session: 'ses_1',
+        text: '  ',
+        open: true,
+      };
+      expect(actionListInput(filter, 42, 50)).toEqual({
+        limit: 50,
+        before_seq: 42,
+        outcome: 'rejected',
+        open: true,
+        target: 'docs',
+        session_id: 'ses_1',
+      });
     });
   });
 

@@ -28,7 +28,14 @@ export interface ActionListFilter {
   open: boolean;
 }
 
-export const emptyActionListFilter: ActionListFilter = { outcome: '', target: '', lane: '', session: '', text: '', open: false };
+export const emptyActionListFilter: ActionListFilter = {
+  outcome: '',
+  target: '',
+  lane: '',
+  session: '',
+  text: '',
+  open: false,
+};
 
 export interface ActionListView {
   filter: ActionListFilter;
@@ -77,12 +84,24 @@ export function actionListReducer(view: ActionListView, event: ActionListEvent):
       const { actions, next_before } = event.reply.value;
       const rows = appendOlder(view.rows, actions);
       const full = rows.length >= actionListRowsMax;
-      return { ...view, rows, nextBefore: full ? null : next_before, more: !full && next_before !== null, paging: false, loaded: true, error: null };
+      return {
+        ...view,
+        rows,
+        nextBefore: full ? null : next_before,
+        more: !full && next_before !== null,
+        paging: false,
+        loaded: true,
+        error: null,
+      };
     }
     case 'head_received': {
       if (event.generation !== view.generation) return view;
       if (!event.reply.ok) return { ...view, error: event.reply.error };
-      return { ...mergeHead(view, event.reply.value.actions, event.reply.value.next_before), loaded: true, error: null };
+      return {
+        ...mergeHead(view, event.reply.value.actions, event.reply.value.next_before),
+        loaded: true,
+        error: null,
+      };
     }
   }
 }
@@ -105,13 +124,19 @@ export function appendOlder(rows: readonly ActionListRow[], older: readonly Acti
  * the newest page does not reach the rows already shown (more new actions than a page), the list
  * restarts from it, so it never shows a gap.
  */
-export function mergeHead(view: ActionListView, head: readonly ActionListRow[], headNextBefore: number | null): ActionListView {
+export function mergeHead(
+  view: ActionListView,
+  head: readonly ActionListRow[],
+  headNextBefore: number | null,
+): ActionListView {
   const fresh = sortNewestFirst(head);
   const headOldest = fresh.at(-1)?.first_seq;
   // The head covers everything that exists for this filter.
-  if (headNextBefore === null || headOldest === undefined) return { ...view, rows: fresh, nextBefore: null, more: false };
+  if (headNextBefore === null || headOldest === undefined)
+    return { ...view, rows: fresh, nextBefore: null, more: false };
   const newestShown = view.rows[0]?.first_seq;
-  if (newestShown === undefined || newestShown < headOldest) return { ...view, rows: fresh, nextBefore: headNextBefore, more: true };
+  if (newestShown === undefined || newestShown < headOldest)
+    return { ...view, rows: fresh, nextBefore: headNextBefore, more: true };
   const below = view.rows.filter((r) => r.first_seq < headOldest);
   if (below.length === 0) return { ...view, rows: fresh, nextBefore: headNextBefore, more: true };
   return { ...view, rows: [...fresh, ...below].slice(0, actionListRowsMax) };
@@ -122,11 +147,19 @@ function sortNewestFirst(rows: readonly ActionListRow[]): ActionListRow[] {
 }
 
 export function actionFilterActive(filter: ActionListFilter): boolean {
-  return filter.outcome !== '' || filter.open || [filter.target, filter.lane, filter.session, filter.text].some((f) => f.trim() !== '');
+  return (
+    filter.outcome !== '' ||
+    filter.open ||
+    [filter.target, filter.lane, filter.session, filter.text].some((f) => f.trim() !== '')
+  );
 }
 
 /** The actions.list input for one page (only the fields a person filled in). */
-export function actionListInput(filter: ActionListFilter, beforeSeq: number | null, limit = actionListPageRows): ActionListInput {
+export function actionListInput(
+  filter: ActionListFilter,
+  beforeSeq: number | null,
+  limit = actionListPageRows,
+): ActionListInput {
   const input: ActionListInput = { limit };
   if (beforeSeq !== null) input.before_seq = beforeSeq;
   if (filter.outcome !== '') input.outcome = filter.outcome;
@@ -140,5 +173,11 @@ export function actionListInput(filter: ActionListFilter, beforeSeq: number | nu
 
 /** Whether the view, showing up to `lastVisibleIndex`, needs the next older page now. */
 export function needsOlderPage(view: ActionListView, lastVisibleIndex: number): boolean {
-  return view.loaded && view.more && !view.paging && view.error === null && lastVisibleIndex >= view.rows.length - actionListPrefetchRows;
+  return (
+    view.loaded &&
+    view.more &&
+    !view.paging &&
+    view.error === null &&
+    lastVisibleIndex >= view.rows.length - actionListPrefetchRows
+  );
 }

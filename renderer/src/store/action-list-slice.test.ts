@@ -19,7 +19,10 @@ function scriptedApi() {
   } as OperatorApi;
   return { api, lists };
 }
-const page = (seqs: number[], nextBefore: number | null): ListReply => ({ ok: true, value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore } });
+const page = (seqs: number[], nextBefore: number | null): ListReply => ({
+  ok: true,
+  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore },
+});
 
 describe('the action list slice', () => {
   it('reads the newest page once at a time, then older pages by before_seq, one at a time', async () => {
@@ -41,7 +44,7 @@ describe('the action list slice', () => {
     expect(lists).toHaveLength(2);
   });
 
-  it('reads the newest page of a new filter at once and drops what the old filter\'s reads answer', async () => {
+  it("reads the newest page of a new filter at once and drops what the old filter's reads answer", async () => {
     const { api, lists } = scriptedApi();
     const store = createAppStore(api);
     const stale = store.getState().refreshActionsHead();
@@ -84,7 +87,7 @@ describe('the action list slice', () => {
     await next;
   });
 
-  it('a read for an old filter does not free the slot of the new filter\'s read', async () => {
+  it("a read for an old filter does not free the slot of the new filter's read", async () => {
     const { api, lists } = scriptedApi();
     const store = createAppStore(api);
     const stale = store.getState().refreshActionsHead();

@@ -1,6 +1,13 @@
 import type { StateCreator } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
-import { actionListInput, actionListReducer, initialActionListView, type ActionListEvent, type ActionListFilter, type ActionListView } from './action-list-reducer.js';
+import {
+  actionListInput,
+  actionListReducer,
+  initialActionListView,
+  type ActionListEvent,
+  type ActionListFilter,
+  type ActionListView,
+} from './action-list-reducer.js';
 import { coalescedRefresh } from './coalesced-refresh.js';
 import { bridgeFailed } from './operator-call.js';
 
@@ -16,7 +23,8 @@ export interface ActionListSlice {
 
 export function createActionListSlice(api: OperatorApi): StateCreator<ActionListSlice, [], [], ActionListSlice> {
   return (set, get) => {
-    const dispatch = (event: ActionListEvent): void => set((state) => ({ actionListView: actionListReducer(state.actionListView, event) }));
+    const dispatch = (event: ActionListEvent): void =>
+      set((state) => ({ actionListView: actionListReducer(state.actionListView, event) }));
     // A pushed notice that comes while a read is in flight may name a change that read began before:
     // it is folded into one more read after it (however many came), never a second read at once.
     const head = coalescedRefresh(async () => {

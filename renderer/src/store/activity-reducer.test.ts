@@ -16,10 +16,28 @@ import {
 } from './activity-reducer.js';
 
 function eventAt(seq: number, overrides: Partial<ActivityEvent> = {}): ActivityEvent {
-  return { seq, at_ms: 1_700_000_000_000 + seq, kind: 'REQUEST_SENT', action_id: `act_t${seq}`, session_id: 'ses_1', ticket: seq, lane: 'doc-7', outcome: null, code: null, summary: '', ...overrides };
+  return {
+    seq,
+    at_ms: 1_700_000_000_000 + seq,
+    kind: 'REQUEST_SENT',
+    action_id: `act_t${seq}`,
+    session_id: 'ses_1',
+    ticket: seq,
+    lane: 'doc-7',
+    outcome: null,
+    code: null,
+    summary: '',
+    ...overrides,
+  };
 }
-const head = (lastSeq: number): ActivityViewEvent => ({ type: 'head', reply: { ok: true, value: { journal: { last_seq: lastSeq } } as BrokerStatus } });
-const listed = (events: ActivityEvent[], next: number | null): Reply<BrokerApi['activity.list']['output']> => ({ ok: true, value: { events, next_seq: next } });
+const head = (lastSeq: number): ActivityViewEvent => ({
+  type: 'head',
+  reply: { ok: true, value: { journal: { last_seq: lastSeq } } as BrokerStatus },
+});
+const listed = (events: ActivityEvent[], next: number | null): Reply<BrokerApi['activity.list']['output']> => ({
+  ok: true,
+  value: { events, next_seq: next },
+});
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => eventAt(from + i));
 const fold = (...events: ActivityViewEvent[]): ActivityView => events.reduce(activityReducer, initialActivityView);
 
@@ -34,7 +52,11 @@ describe('the activity reducer, unfiltered (one row per journal position)', () =
   it('when the last block arrives, its rows sit at their own positions; blocks in flight are not asked twice', () => {
     const asked = fold(head(100_000), { type: 'block_requested', block: 999 });
     expect(blocksToLoad(asked, 99_950, 99_999)).toEqual([]);
-    const view = activityReducer(asked, { type: 'block_received', block: 999, reply: listed(range(99_901, 100_000), null) });
+    const view = activityReducer(asked, {
+      type: 'block_received',
+      block: 999,
+      reply: listed(range(99_901, 100_000), null),
+    });
     expect(activityRowAt(view, 99_999)).toEqual({ kind: 'event', event: eventAt(100_000) });
     expect(activityRowAt(view, 99_900)).toMatchObject({ kind: 'event', event: { seq: 99_901 } });
     expect(view.blocks[999]?.complete).toBe(true);
@@ -42,30 +64,49 @@ describe('the activity reducer, unfiltered (one row per journal position)', () =
   });
 
   it('when a block was read at the log end and the log grew, the next head drops it so it is read again', () => {
-    const partial = fold(head(150), { type: 'block_requested', block: 1 }, { type: 'block_received', block: 1, reply: listed(range(101, 150), null) });
+    const partial = fold(
+      head(150),
+      { type: 'block_requested', block: 1 },
+      { type: 'block_received', block: 1, reply: listed(range(101, 150), null) },
+    );
     expect(partial.blocks[1]?.complete).toBe(false);
-    expect(fold(head(150), { type: 'block_received', block: 1, reply: listed(range(101, 150), null) }, head(150)).blocks[1]).toBeDefined();
+    expect(
+      fold(head(150), { type: 'block_received', block: 1, reply: listed(range(101, 150), null) }, head(150)).blocks[1],
+    ).toBeDefined();
     const grown = activityReducer(partial, head(160));
     expect(grown.blocks[1]).toBeUndefined();
     expect(blocksToLoad(grown, 140, 159)).toEqual([1]);
   });
 
   it('keeps a gap in the positions visible instead of shifting later rows up', () => {
-    const view = fold(head(activityBlockRows), { type: 'block_received', block: 0, reply: listed([...range(1, 4), ...range(6, activityBlockRows)], null) });
+    const view = fold(head(activityBlockRows), {
+      type: 'block_received',
+      block: 0,
+      reply: listed([...range(1, 4), ...range(6, activityBlockRows)], null),
+    });
     expect(activityRowAt(view, 4)).toEqual({ kind: 'missing', seq: 5 });
     expect(activityRowAt(view, 5)).toMatchObject({ kind: 'event', event: { seq: 6 } });
   });
 
   it('bounds the blocks it keeps, dropping the farthest from the one just read', () => {
     let view = fold(head(1_000_000));
-    for (let b = 0; b <= activityBlocksKeptMax; b += 1) view = activityReducer(view, { type: 'block_received', block: b, reply: listed(range(b * activityBlockRows + 1, (b + 1) * activityBlockRows), b * 100 + 101) });
+    for (let b = 0; b <= activityBlocksKeptMax; b += 1)
+      view = activityReducer(view, {
+        type: 'block_received',
+        block: b,
+        reply: listed(range(b * activityBlockRows + 1, (b + 1) * activityBlockRows), b * 100 + 101),
+      });
     expect(Object.keys(view.blocks)).toHaveLength(activityBlocksKeptMax);
     expect(view.blocks[0]).toBeUndefined();
     expect(view.blocks[activityBlocksKeptMax]).toBeDefined();
   });
 
   it('when a block read fails, the error is kept and the block may be asked again', () => {
-    const view = fold(head(500), { type: 'block_requested', block: 2 }, { type: 'block_received', block: 2, reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'x' } } });
+    const view = fold(
+      head(500),
+      { type: 'block_requested', block: 2 },
+      { type: 'block_received', block: 2, reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'x' } } },
+    );
     expect(view.error?.code).toBe('BROKER_UNREACHABLE');
     expect(blocksToLoad(view, 200, 210)).toEqual([2]);
     expect(activityReducer(view, head(500)).error).toBeNull();
@@ -76,7 +117,11 @@ describe('the activity reducer, filtered (matches keep their original positions)
   const lane = { ...emptyActivityFilter, lane: 'doc-7', outcome: 'unknown' as const };
 
   it('asks only for the fields a person filled in, trimmed', () => {
-    expect(filterInput({ ...emptyActivityFilter, text: '  lost ', code: '' }, 1)).toEqual({ from_seq: 1, limit: 200, text: 'lost' });
+    expect(filterInput({ ...emptyActivityFilter, text: '  lost ', code: '' }, 1)).toEqual({
+      from_seq: 1,
+      limit: 200,
+      text: 'lost',
+    });
     expect(filterInput(lane, 77, 10)).toEqual({ from_seq: 77, limit: 10, lane: 'doc-7', outcome: 'unknown' });
   });
 
@@ -85,11 +130,19 @@ describe('the activity reducer, filtered (matches keep their original positions)
     expect(activityRowCount(started)).toBe(1);
     expect(activityRowAt(started, 0)).toEqual({ kind: 'more' });
     expect(needsNextPage(started, 0)).toBe(true);
-    const paged = activityReducer(activityReducer(started, { type: 'page_requested' }), { type: 'page_received', generation: started.generation, reply: listed([eventAt(17), eventAt(90_001)], 90_002) });
+    const paged = activityReducer(activityReducer(started, { type: 'page_requested' }), {
+      type: 'page_received',
+      generation: started.generation,
+      reply: listed([eventAt(17), eventAt(90_001)], 90_002),
+    });
     expect(activityRowCount(paged)).toBe(3);
     expect(activityRowAt(paged, 1)).toMatchObject({ kind: 'event', event: { seq: 90_001 } });
     expect(paged.next).toBe(90_002);
-    const ended = activityReducer(paged, { type: 'page_received', generation: paged.generation, reply: listed([eventAt(99_999)], null) });
+    const ended = activityReducer(paged, {
+      type: 'page_received',
+      generation: paged.generation,
+      reply: listed([eventAt(99_999)], null),
+    });
     expect(ended.matches.map((e) => e.seq)).toEqual([17, 90_001, 99_999]);
     expect(activityRowCount(ended)).toBe(3);
     expect(needsNextPage(ended, 2)).toBe(false);
@@ -98,20 +151,32 @@ describe('the activity reducer, filtered (matches keep their original positions)
   it('drops a late page that answers an older filter', () => {
     const first = fold({ type: 'filter_changed', filter: lane }, { type: 'page_requested' });
     const changed = activityReducer(first, { type: 'filter_changed', filter: { ...lane, lane: 'doc-8' } });
-    const late = activityReducer(changed, { type: 'page_received', generation: first.generation, reply: listed([eventAt(3)], null) });
+    const late = activityReducer(changed, {
+      type: 'page_received',
+      generation: first.generation,
+      reply: listed([eventAt(3)], null),
+    });
     expect(late.matches).toEqual([]);
     expect(late.next).toBe(1);
   });
 
   it('does not ask for the next page while one is in flight or while the view is far above the last match', () => {
-    const view = fold({ type: 'filter_changed', filter: lane }, { type: 'page_received', generation: 1, reply: listed(range(1, 200), 201) });
+    const view = fold(
+      { type: 'filter_changed', filter: lane },
+      { type: 'page_received', generation: 1, reply: listed(range(1, 200), 201) },
+    );
     expect(needsNextPage(view, 10)).toBe(false);
     expect(needsNextPage(view, 180)).toBe(true);
     expect(needsNextPage(activityReducer(view, { type: 'page_requested' }), 199)).toBe(false);
   });
 
   it('when the filter is cleared, the unfiltered positions show again from the blocks already read', () => {
-    const view = fold(head(300), { type: 'block_received', block: 0, reply: listed(range(1, 100), 101) }, { type: 'filter_changed', filter: lane }, { type: 'filter_changed', filter: emptyActivityFilter });
+    const view = fold(
+      head(300),
+      { type: 'block_received', block: 0, reply: listed(range(1, 100), 101) },
+      { type: 'filter_changed', filter: lane },
+      { type: 'filter_changed', filter: emptyActivityFilter },
+    );
     expect(activityRowCount(view)).toBe(300);
     expect(activityRowAt(view, 41)).toMatchObject({ kind: 'event', event: { seq: 42 } });
   });
@@ -120,7 +185,10 @@ describe('the activity reducer, filtered (matches keep their original positions)
 describe('the activity reducer, first paint', () => {
   it('when the first block answers before status, its rows show at once and status then sets the length', () => {
     expect(blocksToLoad(initialActivityView, 0, activityBlockRows - 1)).toEqual([0]);
-    const early = fold({ type: 'block_requested', block: 0 }, { type: 'block_received', block: 0, reply: listed(range(1, 100), 101) });
+    const early = fold(
+      { type: 'block_requested', block: 0 },
+      { type: 'block_received', block: 0, reply: listed(range(1, 100), 101) },
+    );
     expect(early.lastSeq).toBeNull();
     expect(activityRowCount(early)).toBe(100);
     expect(activityRowAt(early, 0)).toMatchObject({ kind: 'event', event: { seq: 1 } });

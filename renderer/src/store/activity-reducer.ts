@@ -87,10 +87,17 @@ export function activityReducer(view: ActivityView, event: ActivityViewEvent): A
       if (!event.reply.ok) return { ...view, error: event.reply.error };
       const lastSeq = event.reply.value.journal.last_seq;
       // A block read at the log's end is stale once the log holds positions it lacks: read it again.
-      const current = ([key, b]: [string, ActivityBlock]) => b.complete || (b.rows.at(-1)?.seq ?? 0) >= Math.min(lastSeq, blockFirstSeq(Number(key)) + activityBlockRows - 1);
+      const current = ([key, b]: [string, ActivityBlock]) =>
+        b.complete ||
+        (b.rows.at(-1)?.seq ?? 0) >= Math.min(lastSeq, blockFirstSeq(Number(key)) + activityBlockRows - 1);
       const entries = Object.entries(view.blocks);
       const kept = entries.filter(current);
-      return { ...view, lastSeq, blocks: kept.length === entries.length ? view.blocks : Object.fromEntries(kept), error: null };
+      return {
+        ...view,
+        lastSeq,
+        blocks: kept.length === entries.length ? view.blocks : Object.fromEntries(kept),
+        error: null,
+      };
     }
     case 'block_requested':
       return { ...view, loading: { ...view.loading, [event.block]: true } };
@@ -101,13 +108,28 @@ export function activityReducer(view: ActivityView, event: ActivityViewEvent): A
       const first = blockFirstSeq(event.block);
       const last = first + activityBlockRows - 1;
       const rows = event.reply.value.events.filter((e) => e.seq >= first && e.seq <= last);
-      const complete = rows.at(-1)?.seq === last || (event.reply.value.next_seq !== null && event.reply.value.next_seq > last);
+      const complete =
+        rows.at(-1)?.seq === last || (event.reply.value.next_seq !== null && event.reply.value.next_seq > last);
       // The log is at least as long as the rows it returned: the first block need not wait for status.
       const seenSeq = Math.max(view.seenSeq, rows.at(-1)?.seq ?? 0);
-      return { ...view, seenSeq, loading, blocks: keepNear({ ...view.blocks, [event.block]: { rows, complete } }, event.block), error: null };
+      return {
+        ...view,
+        seenSeq,
+        loading,
+        blocks: keepNear({ ...view.blocks, [event.block]: { rows, complete } }, event.block),
+        error: null,
+      };
     }
     case 'filter_changed':
-      return { ...view, filter: event.filter, generation: view.generation + 1, matches: [], next: 1, scanning: false, error: null };
+      return {
+        ...view,
+        filter: event.filter,
+        generation: view.generation + 1,
+        matches: [],
+        next: 1,
+        scanning: false,
+        error: null,
+      };
     case 'page_requested':
       return { ...view, scanning: true };
     case 'page_received': {
@@ -130,11 +152,21 @@ function keepNear(blocks: Record<number, ActivityBlock>, around: number): Record
 }
 
 export function filterActive(filter: ActivityFilter): boolean {
-  return filter.session.trim() !== '' || filter.lane.trim() !== '' || filter.outcome !== '' || filter.code.trim() !== '' || filter.text.trim() !== '';
+  return (
+    filter.session.trim() !== '' ||
+    filter.lane.trim() !== '' ||
+    filter.outcome !== '' ||
+    filter.code.trim() !== '' ||
+    filter.text.trim() !== ''
+  );
 }
 
 /** The activity.list input for one filtered page (only the fields a person filled in). */
-export function filterInput(filter: ActivityFilter, fromSeq: number, limit = activityPageRows): BrokerApi['activity.list']['input'] {
+export function filterInput(
+  filter: ActivityFilter,
+  fromSeq: number,
+  limit = activityPageRows,
+): BrokerApi['activity.list']['input'] {
   const input: BrokerApi['activity.list']['input'] = { from_seq: fromSeq, limit };
   if (filter.session.trim() !== '') input.session_id = filter.session.trim();
   if (filter.lane.trim() !== '') input.lane = filter.lane.trim();
@@ -153,7 +185,11 @@ export function activityRowCount(view: ActivityView): number {
   return Math.max(view.lastSeq ?? 0, view.seenSeq);
 }
 
-export type ActivityRow = { kind: 'event'; event: ActivityEvent } | { kind: 'loading'; seq: number | null } | { kind: 'missing'; seq: number } | { kind: 'more' };
+export type ActivityRow =
+  | { kind: 'event'; event: ActivityEvent }
+  | { kind: 'loading'; seq: number | null }
+  | { kind: 'missing'; seq: number }
+  | { kind: 'more' };
 
 /** What the list shows at `index` (pure; the view renders it, whatever it is). */
 export function activityRowAt(view: ActivityView, index: number): ActivityRow {
@@ -188,5 +224,10 @@ export function blocksToLoad(view: ActivityView, firstIndex: number, lastIndex: 
 
 /** Filtered: whether the view, showing up to `lastVisibleIndex`, needs the next page now. */
 export function needsNextPage(view: ActivityView, lastVisibleIndex: number): boolean {
-  return filterActive(view.filter) && view.next !== null && !view.scanning && lastVisibleIndex >= view.matches.length - activityPrefetchRows;
+  return (
+    filterActive(view.filter) &&
+    view.next !== null &&
+    !view.scanning &&
+    lastVisibleIndex >= view.matches.length - activityPrefetchRows
+  );
 }

@@ -18,7 +18,18 @@ function scriptedApi() {
   } as OperatorApi;
   return { api, lists };
 }
-const row = (seq: number) => ({ seq, at_ms: 0, kind: 'REQUEST_SENT' as const, action_id: `act_${seq}`, session_id: null, ticket: null, lane: null, outcome: null, code: null, summary: '' });
+const row = (seq: number) => ({
+  seq,
+  at_ms: 0,
+  kind: 'REQUEST_SENT' as const,
+  action_id: `act_${seq}`,
+  session_id: null,
+  ticket: null,
+  lane: null,
+  outcome: null,
+  code: null,
+  summary: '',
+});
 
 describe('the activity slice', () => {
   it('reads each block once as a keyset page (from_seq = its first position), however often the view asks', async () => {

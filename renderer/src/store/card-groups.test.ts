@@ -4,7 +4,12 @@ import { cardOf } from './test-cards.js';
 
 describe('groupCardsByLane', () => {
   it('groups by lane, lanes in name order and tickets in ticket order, whatever order the reply had', () => {
-    const groups = groupCardsByLane([cardOf(9, { lane: 'doc-b' }), cardOf(12, { lane: 'doc-a' }), cardOf(5, { lane: 'doc-b' }), cardOf(7, { lane: 'doc-a' })]);
+    const groups = groupCardsByLane([
+      cardOf(9, { lane: 'doc-b' }),
+      cardOf(12, { lane: 'doc-a' }),
+      cardOf(5, { lane: 'doc-b' }),
+      cardOf(7, { lane: 'doc-a' }),
+    ]);
     expect(groups.map((g) => [g.lane, g.cards.map((c) => c.ticket)])).toEqual([
       ['doc-a', [7, 12]],
       ['doc-b', [5, 9]],
@@ -20,7 +25,10 @@ describe('groupCardsByLane', () => {
   });
 
   it('marks a lane whose head is an unknown outcome as blocked by that ticket', () => {
-    const [lane] = groupCardsByLane([cardOf(8, { state: 'approved_waiting', waiting_for_ticket: 6 }), cardOf(6, { state: 'blocked_head', expires_at_ms: null })]);
+    const [lane] = groupCardsByLane([
+      cardOf(8, { state: 'approved_waiting', waiting_for_ticket: 6 }),
+      cardOf(6, { state: 'blocked_head', expires_at_ms: null }),
+    ]);
     expect(lane?.blockedBy).toBe(6);
   });
 
@@ -39,21 +47,63 @@ describe('groupCardsByLane', () => {
 
 describe('cardStatusLabel', () => {
   it.each([
-    ['an approved card behind an unresolved one', cardOf(43, { state: 'approved_waiting', waiting_for_ticket: 42 }), null, 'approved, waiting for #42'],
-    ['an approval-none card behind one', cardOf(43, { state: 'approved_waiting', approval: 'none', waiting_for_ticket: 42 }), null, 'waiting for #42'],
+    [
+      'an approved card behind an unresolved one',
+      cardOf(43, { state: 'approved_waiting', waiting_for_ticket: 42 }),
+      null,
+      'approved, waiting for #42',
+    ],
+    [
+      'an approval-none card behind one',
+      cardOf(43, { state: 'approved_waiting', approval: 'none', waiting_for_ticket: 42 }),
+      null,
+      'waiting for #42',
+    ],
     ['a pending head', cardOf(42), null, 'waiting for approval'],
-    ['a pending card behind another', cardOf(43, { waiting_for_ticket: 42 }), null, 'waiting for approval (behind #42)'],
-    ['a card of a pending session', cardOf(43, { state: 'awaiting_session', waiting_for_ticket: 42 }), null, 'waiting for session approval (behind #42)'],
-    ['an approved card behind an unknown head', cardOf(43, { state: 'approved_waiting', waiting_for_ticket: 41 }), 41, 'approved, blocked by #41 (outcome unknown)'],
-    ['a pending card behind an unknown head', cardOf(43, { waiting_for_ticket: 41 }), 41, 'waiting for approval; blocked by #41 (outcome unknown)'],
-    ['the unknown head itself', cardOf(41, { state: 'blocked_head' }), 41, '#41 outcome unknown: the lane is blocked until it is settled or abandoned'],
-    ['a dispatching head (the broker line)', cardOf(41, { state: 'dispatching', text: '#41 dispatched, waiting for its outcome' }), null, '#41 dispatched, waiting for its outcome'],
-  ])('for %s it reads the broker\'s line', (_what, card, blockedBy, label) => {
+    [
+      'a pending card behind another',
+      cardOf(43, { waiting_for_ticket: 42 }),
+      null,
+      'waiting for approval (behind #42)',
+    ],
+    [
+      'a card of a pending session',
+      cardOf(43, { state: 'awaiting_session', waiting_for_ticket: 42 }),
+      null,
+      'waiting for session approval (behind #42)',
+    ],
+    [
+      'an approved card behind an unknown head',
+      cardOf(43, { state: 'approved_waiting', waiting_for_ticket: 41 }),
+      41,
+      'approved, blocked by #41 (outcome unknown)',
+    ],
+    [
+      'a pending card behind an unknown head',
+      cardOf(43, { waiting_for_ticket: 41 }),
+      41,
+      'waiting for approval; blocked by #41 (outcome unknown)',
+    ],
+    [
+      'the unknown head itself',
+      cardOf(41, { state: 'blocked_head' }),
+      41,
+      '#41 outcome unknown: the lane is blocked until it is settled or abandoned',
+    ],
+    [
+      'a dispatching head (the broker line)',
+      cardOf(41, { state: 'dispatching', text: '#41 dispatched, waiting for its outcome' }),
+      null,
+      '#41 dispatched, waiting for its outcome',
+    ],
+  ])("for %s it reads the broker's line", (_what, card, blockedBy, label) => {
     expect(cardStatusLabel(card, blockedBy)).toBe(label);
   });
 
   it('names the ticket waited for, not the lane head, when several wait', () => {
-    expect(cardStatusLabel(cardOf(50, { state: 'approved_waiting', waiting_for_ticket: 49 }), null)).toBe('approved, waiting for #49');
+    expect(cardStatusLabel(cardOf(50, { state: 'approved_waiting', waiting_for_ticket: 49 }), null)).toBe(
+      'approved, waiting for #49',
+    );
   });
 });
 

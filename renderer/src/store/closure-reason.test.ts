@@ -20,33 +20,60 @@ const shown = (events: ActivityEvent[], state: Partial<ActionState> = {}) =>
 
 describe('closureReason', () => {
   it('when a person rejected it, says so with their reason', () => {
-    expect(closureReason(shown([event('REJECTED', 'by person:ann: conflicts with #6')]))).toMatchObject({ headline: 'rejected by a person', detail: 'conflicts with #6' });
+    expect(closureReason(shown([event('REJECTED', 'by person:ann: conflicts with #6')]))).toMatchObject({
+      headline: 'rejected by a person',
+      detail: 'conflicts with #6',
+    });
   });
 
-  it('when it expired, says expired (never a person\'s denial)', () => {
+  it("when it expired, says expired (never a person's denial)", () => {
     expect(closureReason(shown([event('EXPIRED')]))?.headline).toBe('expired');
   });
 
   it('when the agent cancelled it, says cancelled by the agent', () => {
-    const reason = closureReason(shown([event('APPROVED', 'by person:ann'), event('CALLER_CANCELLED'), event('CANCELLED', 'by agent:ses_1: caller cancelled')]));
+    const reason = closureReason(
+      shown([
+        event('APPROVED', 'by person:ann'),
+        event('CALLER_CANCELLED'),
+        event('CANCELLED', 'by agent:ses_1: caller cancelled'),
+      ]),
+    );
     expect(reason).toMatchObject({ headline: 'cancelled by the agent', detail: 'caller cancelled' });
   });
 
   it('when its session ended, says session ended', () => {
-    expect(closureReason(shown([event('CANCELLED', 'by broker:session-sweeper: session ended')]))?.headline).toBe('session ended');
+    expect(closureReason(shown([event('CANCELLED', 'by broker:session-sweeper: session ended')]))?.headline).toBe(
+      'session ended',
+    );
   });
 
   it('when its session was revoked, says so', () => {
-    expect(closureReason(shown([event('CANCELLED', 'by broker:session: session revoked')]))?.headline).toBe('session revoked');
+    expect(closureReason(shown([event('CANCELLED', 'by broker:session: session revoked')]))?.headline).toBe(
+      'session revoked',
+    );
   });
 
   it('when a person abandoned an unknown head, keeps the outcome unknown in the words', () => {
-    const reason = closureReason(shown([event('DISPATCH_STARTED'), event('OUTCOME_RECORDED'), event('ABANDONED', 'by person:ann: checked by hand')], { outcome: 'unknown' }));
-    expect(reason).toMatchObject({ headline: 'abandoned by a person', detail: 'checked by hand (the outcome stays unknown)' });
+    const reason = closureReason(
+      shown(
+        [event('DISPATCH_STARTED'), event('OUTCOME_RECORDED'), event('ABANDONED', 'by person:ann: checked by hand')],
+        { outcome: 'unknown' },
+      ),
+    );
+    expect(reason).toMatchObject({
+      headline: 'abandoned by a person',
+      detail: 'checked by hand (the outcome stays unknown)',
+    });
   });
 
   it('when it was sent and settled, gives the recorded outcome', () => {
-    const reason = closureReason(shown([event('APPROVED', 'by person:ann'), event('DISPATCH_STARTED'), event('RESULT_COMMITTED')], { outcome: 'committed', outcome_basis: 'http_2xx', stage: 'result_committed' }));
+    const reason = closureReason(
+      shown([event('APPROVED', 'by person:ann'), event('DISPATCH_STARTED'), event('RESULT_COMMITTED')], {
+        outcome: 'committed',
+        outcome_basis: 'http_2xx',
+        stage: 'result_committed',
+      }),
+    );
     expect(reason).toMatchObject({ headline: 'committed', detail: 'http_2xx' });
   });
 

@@ -46,11 +46,21 @@ export function closureReason(shown: ShownAction): ClosureReason | null {
     case 'EXPIRED':
       return { headline: 'expired', detail: 'no decision before the approval window closed', seq: closing.seq };
     case 'CANCELLED':
-      if (because === 'session ended') return { headline: 'session ended', detail: 'the agent process exited; its undispatched tickets were cancelled', seq: closing.seq };
-      if (because.startsWith('session ')) return { headline: because, detail: 'cancelled with its session', seq: closing.seq };
+      if (because === 'session ended')
+        return {
+          headline: 'session ended',
+          detail: 'the agent process exited; its undispatched tickets were cancelled',
+          seq: closing.seq,
+        };
+      if (because.startsWith('session '))
+        return { headline: because, detail: 'cancelled with its session', seq: closing.seq };
       return { headline: `cancelled by ${actorName(actor)}`, detail: because, seq: closing.seq };
     case 'ABANDONED':
-      return { headline: `abandoned by ${actorName(actor)}`, detail: `${because} (the outcome stays unknown)`, seq: closing.seq };
+      return {
+        headline: `abandoned by ${actorName(actor)}`,
+        detail: `${because} (the outcome stays unknown)`,
+        seq: closing.seq,
+      };
     case 'OPERATOR_ATTESTED':
       return { headline: `attested ${state.outcome ?? ''}`.trim(), detail: because, seq: closing.seq };
     case 'RECONCILIATION_RESULT':
@@ -58,7 +68,11 @@ export function closureReason(shown: ShownAction): ClosureReason | null {
     default:
       return state.outcome === null
         ? { headline: 'dispatched', detail: 'sent; waiting for its outcome', seq: closing.seq }
-        : { headline: state.outcome, detail: [state.code, state.outcome_basis].filter((x) => x !== null).join(': '), seq: closing.seq };
+        : {
+            headline: state.outcome,
+            detail: [state.code, state.outcome_basis].filter((x) => x !== null).join(': '),
+            seq: closing.seq,
+          };
   }
 }
 

@@ -22,7 +22,10 @@ function scriptedReads() {
     reads.length >= n
       ? Promise.resolve()
       : new Promise<void>((resolve, reject) => {
-          const deadline = setTimeout(() => reject(new Error(`expected read ${n} to begin; ${reads.length} began`)), startDeadlineMs);
+          const deadline = setTimeout(
+            () => reject(new Error(`expected read ${n} to begin; ${reads.length} began`)),
+            startDeadlineMs,
+          );
           waiting.push({ n, resolve: () => (clearTimeout(deadline), resolve()) });
         });
   return { read, reads, started, most: () => most };
@@ -118,7 +121,7 @@ describe('coalescedRefresh', () => {
   });
 
   describe('when the caller restarts while a read is in flight', () => {
-    it('reads at once, and the abandoned read neither reads again nor frees the new read\'s slot', async () => {
+    it("reads at once, and the abandoned read neither reads again nor frees the new read's slot", async () => {
       const { read, reads, started } = scriptedReads();
       const refresh = coalescedRefresh(read);
       const stale = refresh.run();

@@ -22,7 +22,10 @@ interface Round {
 }
 
 /** One refresh at a time over `read`; a failed read rejects the asks that waited on it and frees the slot. */
-export function coalescedRefresh(read: () => Promise<void>, whileInFlight: WhileInFlight = 'read_again'): CoalescedRefresh {
+export function coalescedRefresh(
+  read: () => Promise<void>,
+  whileInFlight: WhileInFlight = 'read_again',
+): CoalescedRefresh {
   let current: Round | null = null;
   const readUntilQuiet = async (round: Round): Promise<void> => {
     do {

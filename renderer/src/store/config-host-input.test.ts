@@ -14,7 +14,15 @@ import {
 } from './config-host-input.js';
 
 const pin = 'SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s';
-const draft: SshHostDraft = { name: 'web-1', host: 'web-1.internal.example', port: '22', user: 'deploy', credential: 'deploy-key', pins: '', approval: 'per_call' };
+const draft: SshHostDraft = {
+  name: 'web-1',
+  host: 'web-1.internal.example',
+  port: '22',
+  user: 'deploy',
+  credential: 'deploy-key',
+  pins: '',
+  approval: 'per_call',
+};
 
 describe('the address of an SSH host entry', () => {
   it.each([
@@ -33,17 +41,32 @@ describe('the address of an SSH host entry', () => {
     expect(parseSshAddress(text)).toEqual({ ok: true, host, port });
   });
 
-  it.each(['', 'web 1', '10.0.0', '256.0.0.1', '[web-1]', '1:2:3:4:5:6:7:8:9', '1::2::3', 'fe80::1%eth0', 'ssh://web-1', 'deploy@web-1', '-web'])(
-    'refuses %j, saying what an address is',
-    (text) => {
-      const parsed = parseSshAddress(text);
-      expect(parsed.ok).toBe(false);
-      if (!parsed.ok) expect(parsed.message.length).toBeGreaterThan(10);
-    },
-  );
+  it.each([
+    '',
+    'web 1',
+    '10.0.0',
+    '256.0.0.1',
+    '[web-1]',
+    '1:2:3:4:5:6:7:8:9',
+    '1::2::3',
+    'fe80::1%eth0',
+    'ssh://web-1',
+    'deploy@web-1',
+    '-web',
+  ])('refuses %j, saying what an address is', (text) => {
+    const parsed = parseSshAddress(text);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.message.length).toBeGreaterThan(10);
+  });
 
   it('knows an IPv6 address from a host name', () => {
-    expect([isIpv6('::'), isIpv6('fe80::'), isIpv6('abcd'), isIpv6('12345::1'), isIpv6('a:b')]).toEqual([true, true, false, false, false]);
+    expect([isIpv6('::'), isIpv6('fe80::'), isIpv6('abcd'), isIpv6('12345::1'), isIpv6('a:b')]).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
@@ -51,11 +74,17 @@ describe('pinned fingerprints', () => {
   it('takes commas, blanks, ssh-keygen -lf lines and base64 padding; an empty text pins nothing', () => {
     expect(parsePins('')).toEqual({ ok: true, pins: [] });
     expect(parsePins(`${pin}, ${pin}=`)).toEqual({ ok: true, pins: [pin] });
-    expect(parsePins(`256 ${pin} root@web-1 (ED25519)\n${pin.replace('u', 'v')}`)).toEqual({ ok: true, pins: [pin, pin.replace('u', 'v')] });
+    expect(parsePins(`256 ${pin} root@web-1 (ED25519)\n${pin.replace('u', 'v')}`)).toEqual({
+      ok: true,
+      pins: [pin, pin.replace('u', 'v')],
+    });
   });
 
   it('refuses a token that is not a fingerprint, and more than 8', () => {
-    expect(parsePins('SHA256:short')).toMatchObject({ ok: false, message: expect.stringContaining('SHA256:short is not a fingerprint') });
+    expect(parsePins('SHA256:short')).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('SHA256:short is not a fingerprint'),
+    });
     expect(parsePins('MD5:aa:bb')).toMatchObject({ ok: false });
     const nine = Array.from({ length: 9 }, (_, i) => `SHA256:${String(i).repeat(43)}`).join(' ');
     expect(parsePins(nine)).toEqual({ ok: false, message: 'at most 8 fingerprints' });
@@ -66,12 +95,26 @@ describe('the Add SSH host draft as a config.edit', () => {
   it('an IPv6 address in brackets with its port and a pinned fingerprint', () => {
     expect(sshHostEdit({ ...draft, name: 'v6', host: '[2001:db8::5]:2222', port: '', pins: pin })).toEqual({
       ok: true,
-      edit: { op: 'add_ssh_host', host: { name: 'v6', host: '2001:db8::5', port: 2222, user: 'deploy', credential: 'deploy-key', host_key: { pinned: [pin] }, approval: 'per_call' } },
+      edit: {
+        op: 'add_ssh_host',
+        host: {
+          name: 'v6',
+          host: '2001:db8::5',
+          port: 2222,
+          user: 'deploy',
+          credential: 'deploy-key',
+          host_key: { pinned: [pin] },
+          approval: 'per_call',
+        },
+      },
     });
   });
 
   it('no fingerprint is accept_new; an empty port is 22', () => {
-    expect(sshHostEdit({ ...draft, port: '' })).toMatchObject({ ok: true, edit: { host: { port: 22, host_key: 'accept_new' } } });
+    expect(sshHostEdit({ ...draft, port: '' })).toMatchObject({
+      ok: true,
+      edit: { host: { port: 22, host_key: 'accept_new' } },
+    });
   });
 
   it.each<[Partial<SshHostDraft>, string, RegExp]>([
@@ -86,7 +129,12 @@ describe('the Add SSH host draft as a config.edit', () => {
     [{ credential: 'deploy key' }, 'credential', /ssh_key credential/],
     [{ pins: 'SHA256:short' }, 'pins', /not a fingerprint/],
   ])('%j is refused on the field %s', (change, field, message) => {
-    expect(sshHostEdit({ ...draft, ...change })).toMatchObject({ ok: false, field, code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) });
+    expect(sshHostEdit({ ...draft, ...change })).toMatchObject({
+      ok: false,
+      field,
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(message),
+    });
   });
 });
 
@@ -111,7 +159,10 @@ describe('the field a broker refusal names', () => {
 
 describe('the credential an SSH host entry will use', () => {
   const key = { name: 'deploy-key', kind: 'ssh_key' as const, version_tag: 'v1-abc', bindings: ['web-9'] };
-  const context = (credentials: SshCredentialContext['credentials'], dataDir: string | null = null): SshCredentialContext => ({ listed: true, credentials, dataDir });
+  const context = (
+    credentials: SshCredentialContext['credentials'],
+    dataDir: string | null = null,
+  ): SshCredentialContext => ({ listed: true, credentials, dataDir });
 
   it('says nothing without a name, and nothing sure before the list answered', () => {
     expect(sshCredentialUse({ ...draft, credential: ' ' }, context([key]))).toBeNull();
@@ -120,15 +171,26 @@ describe('the credential an SSH host entry will use', () => {
 
   it('bound by the host, host:port or [host]:port, any case', () => {
     for (const binding of ['web-1.internal.example', 'WEB-1.internal.example:22', '[web-1.internal.example]:22']) {
-      expect(sshCredentialUse(draft, context([{ ...key, bindings: ['other', binding] }]))).toEqual({ state: 'bound', credential: 'deploy-key', via: binding, version_tag: 'v1-abc' });
+      expect(sshCredentialUse(draft, context([{ ...key, bindings: ['other', binding] }]))).toEqual({
+        state: 'bound',
+        credential: 'deploy-key',
+        via: binding,
+        version_tag: 'v1-abc',
+      });
     }
     const v6 = { ...draft, host: '2001:db8::5', port: '2222' };
-    expect(sshCredentialUse(v6, context([{ ...key, bindings: ['[2001:db8::5]:2222'] }]))).toMatchObject({ state: 'bound' });
-    expect(sshCredentialUse(v6, context([{ ...key, bindings: ['[2001:db8::5]:22'] }]))).toMatchObject({ state: 'unbound' });
+    expect(sshCredentialUse(v6, context([{ ...key, bindings: ['[2001:db8::5]:2222'] }]))).toMatchObject({
+      state: 'bound',
+    });
+    expect(sshCredentialUse(v6, context([{ ...key, bindings: ['[2001:db8::5]:22'] }]))).toMatchObject({
+      state: 'unbound',
+    });
   });
 
   it('bound by the entry name alone: a warning whose fix binds the host too (the broker refuses the add without it)', () => {
-    expect(sshCredentialUse({ ...draft, name: 'web-2' }, context([{ ...key, bindings: ['web-1'] }]))).toMatchObject({ state: 'unbound' });
+    expect(sshCredentialUse({ ...draft, name: 'web-2' }, context([{ ...key, bindings: ['web-1'] }]))).toMatchObject({
+      state: 'unbound',
+    });
     expect(sshCredentialUse(draft, context([{ ...key, bindings: ['WEB-1'] }]))).toEqual({
       state: 'name_only',
       credential: 'deploy-key',
@@ -139,7 +201,12 @@ describe('the credential an SSH host entry will use', () => {
   });
 
   it('unbound: the fix keeps the old bindings, adds the host, and names the data directory', () => {
-    expect(sshCredentialUse({ ...draft, host: '[2001:db8::5]:2222' }, context([{ ...key, bindings: ['[::1]:22'] }], '/home/op/.postern data'))).toEqual({
+    expect(
+      sshCredentialUse(
+        { ...draft, host: '[2001:db8::5]:2222' },
+        context([{ ...key, bindings: ['[::1]:22'] }], '/home/op/.postern data'),
+      ),
+    ).toEqual({
       state: 'unbound',
       credential: 'deploy-key',
       bindings: ['[::1]:22'],
@@ -148,12 +215,23 @@ describe('the credential an SSH host entry will use', () => {
   });
 
   it('missing from the vault, or not an SSH key', () => {
-    expect(sshCredentialUse(draft, context([]))).toEqual({ state: 'missing', credential: 'deploy-key', fix: 'postern vault add deploy-key --kind ssh_key --bind web-1.internal.example --from-stdin < KEY_FILE' });
-    expect(sshCredentialUse(draft, context([{ ...key, kind: 'bearer' }]))).toEqual({ state: 'wrong_kind', credential: 'deploy-key', kind: 'bearer' });
+    expect(sshCredentialUse(draft, context([]))).toEqual({
+      state: 'missing',
+      credential: 'deploy-key',
+      fix: 'postern vault add deploy-key --kind ssh_key --bind web-1.internal.example --from-stdin < KEY_FILE',
+    });
+    expect(sshCredentialUse(draft, context([{ ...key, kind: 'bearer' }]))).toEqual({
+      state: 'wrong_kind',
+      credential: 'deploy-key',
+      kind: 'bearer',
+    });
   });
 
   it('the names a binding may use', () => {
-    expect(sshBindingNames({ name: 'v6', host: '[::1]:2222', port: '22' })).toEqual({ name: 'v6', hosts: ['::1', '::1:2222', '[::1]:2222'] });
+    expect(sshBindingNames({ name: 'v6', host: '[::1]:2222', port: '22' })).toEqual({
+      name: 'v6',
+      hosts: ['::1', '::1:2222', '[::1]:2222'],
+    });
     expect(sshBindingNames({ name: 'Bad Name', host: 'no good', port: '' })).toEqual({ name: null, hosts: [] });
   });
 });

@@ -41,13 +41,18 @@ const entryNamePattern = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** docs/vault.md: a credential name, case-insensitive. */
 const credentialNamePattern = /^[a-z0-9][a-z0-9_.-]{0,63}$/i;
 const userPattern = /^[A-Za-z0-9._-]{1,64}$/;
-const hostNamePattern = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$/;
+const hostNamePattern =
+  /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$/;
 const ipv4Pattern = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 const fingerprintPattern = /^SHA256:[A-Za-z0-9+/]{43}$/;
 /** One line of `ssh-keygen -lf`: bits, fingerprint, comment, (type). */
 const keygenLinePattern = /^\d+\s+(SHA256:\S+)(?:\s.*)?$/;
 
-const problem = (field: SshHostField, message: string): FormProblem<SshHostField> => ({ field, code: 'INVALID_ARGUMENT', message });
+const problem = (field: SshHostField, message: string): FormProblem<SshHostField> => ({
+  field,
+  code: 'INVALID_ARGUMENT',
+  message,
+});
 
 /** Whether a text is an IPv6 address (no zone id): hex groups, at most one `::`, an optional IPv4 tail. */
 export function isIpv6(text: string): boolean {
@@ -68,10 +73,13 @@ export function isIpv6(text: string): boolean {
  * Pure: the address part of the form as the file wants it — `host` without brackets, and the port
  * when the address carried one (`[2001:db8::5]:2222`, `web-1.internal:2222`, `10.0.0.5:2222`).
  */
-export function parseSshAddress(text: string): { ok: true; host: string; port: number | null } | { ok: false; message: string } {
+export function parseSshAddress(
+  text: string,
+): { ok: true; host: string; port: number | null } | { ok: false; message: string } {
   const trimmed = text.trim();
   if (trimmed === '') return { ok: false, message: 'a host name or IP address is needed' };
-  if (trimmed.includes('%')) return { ok: false, message: 'an IPv6 zone id (%eth0) is not supported: name a routable address or a host name' };
+  if (trimmed.includes('%'))
+    return { ok: false, message: 'an IPv6 zone id (%eth0) is not supported: name a routable address or a host name' };
   const bracketed = /^\[([^\]]*)\](?::(\d+))?$/.exec(trimmed);
   if (bracketed !== null) {
     const inner = bracketed[1] ?? '';
@@ -83,15 +91,21 @@ export function parseSshAddress(text: string): { ok: true; host: string; port: n
   const host = colon?.[1] ?? trimmed;
   const port = colon?.[2] === undefined ? null : Number(colon[2]);
   if (ipv4Pattern.test(host) || (hostNamePattern.test(host) && !/^[\d.]+$/.test(host))) return { ok: true, host, port };
-  return { ok: false, message: 'a host name (web-1.internal), an IPv4 address (10.0.0.5) or an IPv6 address (2001:db8::5 or [2001:db8::5]:22)' };
+  return {
+    ok: false,
+    message:
+      'a host name (web-1.internal), an IPv4 address (10.0.0.5) or an IPv6 address (2001:db8::5 or [2001:db8::5]:22)',
+  };
 }
 
 /** Pure: the port the form names, from the Port field and any `:port` in the address (which must agree). */
 function portOf(field: string, fromAddress: number | null): { ok: true; port: number } | FormProblem<SshHostField> {
   const text = field.trim();
   const typed = text === '' ? null : Number(text);
-  if (typed !== null && (!/^\d+$/.test(text) || typed < 1 || typed > portMax)) return problem('port', `a whole number from 1 to ${portMax} (empty: ${defaultSshPort})`);
-  if (fromAddress !== null && (fromAddress < 1 || fromAddress > portMax)) return problem('host', `the port in the address must be from 1 to ${portMax}`);
+  if (typed !== null && (!/^\d+$/.test(text) || typed < 1 || typed > portMax))
+    return problem('port', `a whole number from 1 to ${portMax} (empty: ${defaultSshPort})`);
+  if (fromAddress !== null && (fromAddress < 1 || fromAddress > portMax))
+    return problem('host', `the port in the address must be from 1 to ${portMax}`);
   if (fromAddress !== null && typed !== null && typed !== fromAddress && typed !== defaultSshPort) {
     return problem('port', `the address names port ${fromAddress} but Port says ${typed}: keep one`);
   }
@@ -106,16 +120,25 @@ export function parsePins(text: string): { ok: true; pins: string[] } | { ok: fa
   });
   const pins = [...new Set(tokens.map((t) => t.replace(/=+$/, '')))];
   const bad = pins.find((pin) => !fingerprintPattern.test(pin));
-  if (bad !== undefined) return { ok: false, message: `${bad.slice(0, 20)}${bad.length > 20 ? '…' : ''} is not a fingerprint as ssh-keygen -lf prints it: SHA256: then 43 base64 characters` };
+  if (bad !== undefined)
+    return {
+      ok: false,
+      message: `${bad.slice(0, 20)}${bad.length > 20 ? '…' : ''} is not a fingerprint as ssh-keygen -lf prints it: SHA256: then 43 base64 characters`,
+    };
   if (pins.length > pinsMax) return { ok: false, message: `at most ${pinsMax} fingerprints` };
   return { ok: true, pins };
 }
 
 /** Pure: the config.edit the draft asks for, or the first field that is wrong (in the form's order). */
-export function sshHostEdit(draft: SshHostDraft): { ok: true; edit: AddSshHost } | ({ ok: false } & FormProblem<SshHostField>) {
+export function sshHostEdit(
+  draft: SshHostDraft,
+): { ok: true; edit: AddSshHost } | ({ ok: false } & FormProblem<SshHostField>) {
   const refuse = (p: FormProblem<SshHostField>) => ({ ok: false as const, ...p });
   const name = draft.name.trim();
-  if (!entryNamePattern.test(name)) return refuse(problem('name', 'lower-case letters, digits, _ and -, starting with a letter or digit, at most 64 (e.g. web-1)'));
+  if (!entryNamePattern.test(name))
+    return refuse(
+      problem('name', 'lower-case letters, digits, _ and -, starting with a letter or digit, at most 64 (e.g. web-1)'),
+    );
   const address = parseSshAddress(draft.host);
   if (!address.ok) return refuse(problem('host', address.message));
   const port = portOf(draft.port, address.port);
@@ -123,11 +146,18 @@ export function sshHostEdit(draft: SshHostDraft): { ok: true; edit: AddSshHost }
   const user = draft.user.trim();
   if (!userPattern.test(user)) return refuse(problem('user', 'a user name: letters, digits, . _ and -, at most 64'));
   const credential = draft.credential.trim();
-  if (!credentialNamePattern.test(credential)) return refuse(problem('credential', 'the name of an ssh_key credential in the vault (letters, digits, . _ -)'));
+  if (!credentialNamePattern.test(credential))
+    return refuse(problem('credential', 'the name of an ssh_key credential in the vault (letters, digits, . _ -)'));
   const pins = parsePins(draft.pins);
   if (!pins.ok) return refuse(problem('pins', pins.message));
   const host_key = pins.pins.length === 0 ? ('accept_new' as const) : { pinned: pins.pins };
-  return { ok: true, edit: { op: 'add_ssh_host', host: { name, host: address.host, port: port.port, user, credential, host_key, approval: draft.approval } } };
+  return {
+    ok: true,
+    edit: {
+      op: 'add_ssh_host',
+      host: { name, host: address.host, port: port.port, user, credential, host_key, approval: draft.approval },
+    },
+  };
 }
 
 /**
@@ -135,7 +165,10 @@ export function sshHostEdit(draft: SshHostDraft): { ok: true; edit: AddSshHost }
  * own check), `ssh_hosts[3].host_key.pinned[0]` (the whole file's schema) or `ssh_hosts.name` (a
  * name used twice); the form knows only its own fields.
  */
-export function formFieldOf<F extends string>(error: Pick<ReplyError, 'field'>, fields: Readonly<Record<string, F>>): F | null {
+export function formFieldOf<F extends string>(
+  error: Pick<ReplyError, 'field'>,
+  fields: Readonly<Record<string, F>>,
+): F | null {
   const path = (error.field ?? '').replace(/^(?:ssh_hosts|routes)(?:\[\d+\])?\.|^(?:host|route)\./, '');
   const head = /^[a-z_]+/.exec(path)?.[0] ?? '';
   return fields[head] ?? null;
@@ -185,7 +218,10 @@ export interface SshCredentialContext {
 }
 
 /** Pure: the entry's name and the host forms a binding may use for this entry (lower case). */
-export function sshBindingNames(draft: Pick<SshHostDraft, 'name' | 'host' | 'port'>): { name: string | null; hosts: string[] } {
+export function sshBindingNames(draft: Pick<SshHostDraft, 'name' | 'host' | 'port'>): {
+  name: string | null;
+  hosts: string[];
+} {
   const name = draft.name.trim().toLowerCase();
   const address = parseSshAddress(draft.host);
   const entry = entryNamePattern.test(name) ? name : null;
@@ -201,7 +237,10 @@ export function shellWord(word: string): string {
 }
 
 /** Pure: the credential's state for this entry, and the command that fixes a mismatch. */
-export function sshCredentialUse(draft: Pick<SshHostDraft, 'name' | 'host' | 'port' | 'credential'>, context: SshCredentialContext): SshCredentialUse | null {
+export function sshCredentialUse(
+  draft: Pick<SshHostDraft, 'name' | 'host' | 'port' | 'credential'>,
+  context: SshCredentialContext,
+): SshCredentialUse | null {
   const wanted = draft.credential.trim();
   if (wanted === '') return null;
   if (!context.listed) return { state: 'unknown' };
@@ -211,7 +250,11 @@ export function sshCredentialUse(draft: Pick<SshHostDraft, 'name' | 'host' | 'po
   const target = host === undefined ? 'HOST' : shellWord(host);
   const found = context.credentials.find((c) => c.name.toLowerCase() === wanted.toLowerCase());
   if (found === undefined) {
-    return { state: 'missing', credential: wanted, fix: `postern vault add ${shellWord(wanted)} --kind ssh_key --bind ${target} --from-stdin${dataDir} < KEY_FILE` };
+    return {
+      state: 'missing',
+      credential: wanted,
+      fix: `postern vault add ${shellWord(wanted)} --kind ssh_key --bind ${target} --from-stdin${dataDir} < KEY_FILE`,
+    };
   }
   if (found.kind !== 'ssh_key') return { state: 'wrong_kind', credential: found.name, kind: found.kind };
   const via = found.bindings.find((b) => hosts.includes(b.toLowerCase()));

@@ -17,7 +17,10 @@ export interface ConfigView {
   error: ReplyError | null;
   /** The edit in flight, e.g. "add_route". */
   editing: ConfigEdit['op'] | null;
-  edited: { ok: true; op: ConfigEdit['op']; file: EditedConfig } | { ok: false; op: ConfigEdit['op']; error: ReplyError } | null;
+  edited:
+    | { ok: true; op: ConfigEdit['op']; file: EditedConfig }
+    | { ok: false; op: ConfigEdit['op']; error: ReplyError }
+    | null;
   /** The entry whose removal from the file waits for a second click, e.g. "route:docs". */
   confirming: string | null;
   /** postern.yaml against the last accepted configuration (the pending-change card), and its trust. */
@@ -38,7 +41,17 @@ export type ConfigEvent =
   | { type: 'accept_started'; digest: string }
   | { type: 'accept_finished'; reply: Reply<AcceptedConfig> };
 
-export const initialConfigView: ConfigView = { phase: 'idle', config: null, error: null, editing: null, edited: null, confirming: null, pending: null, accepting: null, accepted: null };
+export const initialConfigView: ConfigView = {
+  phase: 'idle',
+  config: null,
+  error: null,
+  editing: null,
+  edited: null,
+  confirming: null,
+  pending: null,
+  accepting: null,
+  accepted: null,
+};
 
 /** Pure: the next view from the current one and one event. */
 export function configReducer(view: ConfigView, event: ConfigEvent): ConfigView {
@@ -46,14 +59,18 @@ export function configReducer(view: ConfigView, event: ConfigEvent): ConfigView 
     case 'requested':
       return { ...view, phase: 'loading' };
     case 'received':
-      return event.reply.ok ? { ...view, phase: 'ready', config: event.reply.value, error: null } : { ...view, phase: 'error', error: event.reply.error };
+      return event.reply.ok
+        ? { ...view, phase: 'ready', config: event.reply.value, error: null }
+        : { ...view, phase: 'error', error: event.reply.error };
     case 'edit_started':
       return { ...view, editing: event.op, edited: null, confirming: null };
     case 'edit_finished':
       return {
         ...view,
         editing: null,
-        edited: event.reply.ok ? { ok: true, op: event.op, file: event.reply.value } : { ok: false, op: event.op, error: event.reply.error },
+        edited: event.reply.ok
+          ? { ok: true, op: event.op, file: event.reply.value }
+          : { ok: false, op: event.op, error: event.reply.error },
       };
     case 'remove_asked':
       return { ...view, confirming: event.entry };
@@ -65,7 +82,11 @@ export function configReducer(view: ConfigView, event: ConfigEvent): ConfigView 
     case 'accept_started':
       return { ...view, accepting: event.digest, accepted: null };
     case 'accept_finished':
-      return { ...view, accepting: null, accepted: event.reply.ok ? { ok: true, value: event.reply.value } : { ok: false, error: event.reply.error } };
+      return {
+        ...view,
+        accepting: null,
+        accepted: event.reply.ok ? { ok: true, value: event.reply.value } : { ok: false, error: event.reply.error },
+      };
   }
 }
 
@@ -100,7 +121,12 @@ export function fileChanges(config: ShownConfig | null, edited: ConfigView['edit
   });
   const loadedRoutes = config?.routes.map((r) => r.name) ?? [];
   const loadedHosts = config?.ssh_hosts.map((h) => h.name) ?? [];
-  return { file: inFile.file, applies, routes: diff(inFile.routes, loadedRoutes), ssh_hosts: diff(inFile.ssh_hosts, loadedHosts) };
+  return {
+    file: inFile.file,
+    applies,
+    routes: diff(inFile.routes, loadedRoutes),
+    ssh_hosts: diff(inFile.ssh_hosts, loadedHosts),
+  };
 }
 
 /** How the page words when a change takes effect, from what the broker answered. */

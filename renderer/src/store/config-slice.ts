@@ -1,6 +1,12 @@
 import type { StateCreator } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
-import { configReducer, initialConfigView, type ConfigEdit, type ConfigEvent, type ConfigView } from './config-reducer.js';
+import {
+  configReducer,
+  initialConfigView,
+  type ConfigEdit,
+  type ConfigEvent,
+  type ConfigView,
+} from './config-reducer.js';
 import { bridgeFailed } from './operator-call.js';
 
 export interface ConfigSlice {
@@ -17,7 +23,8 @@ export interface ConfigSlice {
 
 export function createConfigSlice(api: OperatorApi): StateCreator<ConfigSlice, [], [], ConfigSlice> {
   return (set, get) => {
-    const dispatch = (event: ConfigEvent): void => set((state) => ({ configView: configReducer(state.configView, event) }));
+    const dispatch = (event: ConfigEvent): void =>
+      set((state) => ({ configView: configReducer(state.configView, event) }));
     const refreshConfig = async (): Promise<void> => {
       dispatch({ type: 'requested' });
       dispatch({ type: 'received', reply: await api['config.show']({}).catch(bridgeFailed) });

@@ -52,7 +52,14 @@ export function credentialsReducer(view: CredentialsView, event: CredentialsEven
       return { ...view, phase: 'loading' };
     case 'received':
       return event.reply.ok
-        ? { ...view, phase: 'ready', credentials: sortedByName(event.reply.value.credentials), vaultState: event.reply.value.state, error: null, replies: view.replies + 1 }
+        ? {
+            ...view,
+            phase: 'ready',
+            credentials: sortedByName(event.reply.value.credentials),
+            vaultState: event.reply.value.state,
+            error: null,
+            replies: view.replies + 1,
+          }
         : { ...view, phase: 'error', error: event.reply.error, replies: view.replies + 1 };
     case 'add_started':
       return { ...view, adding: event.name, added: null };
@@ -60,7 +67,9 @@ export function credentialsReducer(view: CredentialsView, event: CredentialsEven
       return {
         ...view,
         adding: null,
-        added: event.reply.ok ? { ok: true, name: event.reply.value.name, version_tag: event.reply.value.version_tag } : { ok: false, error: event.reply.error },
+        added: event.reply.ok
+          ? { ok: true, name: event.reply.value.name, version_tag: event.reply.value.version_tag }
+          : { ok: false, error: event.reply.error },
       };
     case 'remove_asked':
       return { ...view, confirming: event.name, removed: null };
@@ -72,7 +81,9 @@ export function credentialsReducer(view: CredentialsView, event: CredentialsEven
       return {
         ...view,
         removing: null,
-        removed: event.reply.ok ? { ok: true, name: event.name } : { ok: false, name: event.name, error: event.reply.error },
+        removed: event.reply.ok
+          ? { ok: true, name: event.name }
+          : { ok: false, name: event.name, error: event.reply.error },
       };
   }
 }

@@ -1,7 +1,12 @@
 import type { StateCreator } from 'zustand';
 import type { BrokerApi } from '../../../broker/contract/index.js';
 import type { OperatorApi } from '../api/operator-api.js';
-import { credentialsReducer, initialCredentialsView, type CredentialsEvent, type CredentialsView } from './credentials-reducer.js';
+import {
+  credentialsReducer,
+  initialCredentialsView,
+  type CredentialsEvent,
+  type CredentialsView,
+} from './credentials-reducer.js';
 import { coalescedRefresh } from './coalesced-refresh.js';
 import { bridgeFailed } from './operator-call.js';
 
@@ -20,7 +25,8 @@ export interface CredentialsSlice {
 
 export function createCredentialsSlice(api: OperatorApi): StateCreator<CredentialsSlice, [], [], CredentialsSlice> {
   return (set, get) => {
-    const dispatch = (event: CredentialsEvent): void => set((state) => ({ credentialsView: credentialsReducer(state.credentialsView, event) }));
+    const dispatch = (event: CredentialsEvent): void =>
+      set((state) => ({ credentialsView: credentialsReducer(state.credentialsView, event) }));
     const refreshCredentials = coalescedRefresh(async () => {
       dispatch({ type: 'requested' });
       dispatch({ type: 'received', reply: await api['credentials.list']({}).catch(bridgeFailed) });

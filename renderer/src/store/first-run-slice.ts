@@ -1,6 +1,12 @@
 import type { StateCreator } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
-import { firstRunReducer, initialFirstRunView, type FirstRunEvent, type FirstRunStepId, type FirstRunView } from './first-run.js';
+import {
+  firstRunReducer,
+  initialFirstRunView,
+  type FirstRunEvent,
+  type FirstRunStepId,
+  type FirstRunView,
+} from './first-run.js';
 import { coalescedRefresh } from './coalesced-refresh.js';
 import { bridgeFailed } from './operator-call.js';
 
@@ -19,7 +25,8 @@ export interface FirstRunSlice {
 
 export function createFirstRunSlice(api: OperatorApi): StateCreator<FirstRunSlice, [], [], FirstRunSlice> {
   return (set, get) => {
-    const dispatch = (event: FirstRunEvent): void => set((state) => ({ firstRunView: firstRunReducer(state.firstRunView, event) }));
+    const dispatch = (event: FirstRunEvent): void =>
+      set((state) => ({ firstRunView: firstRunReducer(state.firstRunView, event) }));
     const firstAction = coalescedRefresh(async () => {
       dispatch({ type: 'actions_received', reply: await api['actions.list']({ limit: 1 }).catch(bridgeFailed) });
     }, 'join');

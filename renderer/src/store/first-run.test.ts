@@ -34,8 +34,18 @@ function states(facts: FirstRunFacts): Record<string, FirstRunStepState> {
 describe('the first-run steps', () => {
   it.each<[string, Partial<FirstRunFacts>, string[], string | null]>([
     ['when the data directory is empty, the vault is the step and everything else waits', {}, [], 'vault'],
-    ['when the vault exists (locked), the credential is next', { vault: { state: 'locked', credentials: 0 } }, ['vault'], 'credential'],
-    ['when a credential is in the vault, the route is next', { vault: { state: 'unlocked', credentials: 1 } }, ['vault', 'credential'], 'route'],
+    [
+      'when the vault exists (locked), the credential is next',
+      { vault: { state: 'locked', credentials: 0 } },
+      ['vault'],
+      'credential',
+    ],
+    [
+      'when a credential is in the vault, the route is next',
+      { vault: { state: 'unlocked', credentials: 1 } },
+      ['vault', 'credential'],
+      'route',
+    ],
     [
       'when a route is in force, the hookup is next',
       { vault: { state: 'unlocked', credentials: 1 }, config: { routes: [route], ssh_hosts: [] } },
@@ -68,7 +78,12 @@ describe('the first-run steps', () => {
     ],
     [
       'when the first action arrived, every step is done',
-      { vault: { state: 'unlocked', credentials: 1 }, config: { routes: [route], ssh_hosts: [] }, sessions: 1, firstAction: rowOf(1) },
+      {
+        vault: { state: 'unlocked', credentials: 1 },
+        config: { routes: [route], ssh_hosts: [] },
+        sessions: 1,
+        firstAction: rowOf(1),
+      },
       ['vault', 'credential', 'route', 'hookup', 'first_call'],
       null,
     ],
@@ -77,18 +92,34 @@ describe('the first-run steps', () => {
     expect(run.steps.filter((step) => step.state === 'done').map((step) => step.id)).toEqual(done);
     expect(run.current).toBe(current);
     // Exactly one step is "now" while any is left, and it is the first not done.
-    expect(run.steps.filter((step) => step.state === 'current').map((step) => step.id)).toEqual(current === null ? [] : [current]);
+    expect(run.steps.filter((step) => step.state === 'current').map((step) => step.id)).toEqual(
+      current === null ? [] : [current],
+    );
   });
 
   it('says what is next after the step in progress, and what holds when all are done', () => {
     expect(firstRun(fresh).next).toBe('Next: add the first credential.');
-    const done = firstRun({ ...fresh, vault: { state: 'unlocked', credentials: 1 }, config: { routes: [route], ssh_hosts: [] }, sessions: 1, firstAction: rowOf(1) });
+    const done = firstRun({
+      ...fresh,
+      vault: { state: 'unlocked', credentials: 1 },
+      config: { routes: [route], ssh_hosts: [] },
+      sessions: 1,
+      firstAction: rowOf(1),
+    });
     expect(done.next).toMatch(/^All done/);
-    expect(done.steps.find((step) => step.id === 'first_call')?.status).toBe('First call: POST docs/docs/1 (ticket #1, committed).');
+    expect(done.steps.find((step) => step.id === 'first_call')?.status).toBe(
+      'First call: POST docs/docs/1 (ticket #1, committed).',
+    );
   });
 
   it('when a step is skipped, the next one becomes current and the skip is shown; a skipped step that gets done shows done', () => {
-    expect(states({ ...fresh, skipped: ['vault'] })).toEqual({ vault: 'skipped', credential: 'current', route: 'todo', hookup: 'todo', first_call: 'todo' });
+    expect(states({ ...fresh, skipped: ['vault'] })).toEqual({
+      vault: 'skipped',
+      credential: 'current',
+      route: 'todo',
+      hookup: 'todo',
+      first_call: 'todo',
+    });
     expect(states({ ...fresh, skipped: ['vault', 'credential', 'route', 'hookup', 'first_call'] })).toEqual({
       vault: 'skipped',
       credential: 'skipped',
@@ -96,7 +127,9 @@ describe('the first-run steps', () => {
       hookup: 'skipped',
       first_call: 'skipped',
     });
-    expect(firstRun({ ...fresh, skipped: ['vault', 'credential', 'route', 'hookup', 'first_call'] }).next).toMatch(/skipped ones can be taken/);
+    expect(firstRun({ ...fresh, skipped: ['vault', 'credential', 'route', 'hookup', 'first_call'] }).next).toMatch(
+      /skipped ones can be taken/,
+    );
     expect(states({ ...fresh, vault: { state: 'locked', credentials: 0 }, skipped: ['vault'] }).vault).toBe('done');
   });
 
@@ -108,7 +141,9 @@ describe('the first-run steps', () => {
   });
 
   it('names a locked vault that exists as something to unlock, not to create', () => {
-    expect(firstRun({ ...fresh, vault: { state: 'locked', credentials: 0 } }).steps[0]?.status).toMatch(/exists and is locked/);
+    expect(firstRun({ ...fresh, vault: { state: 'locked', credentials: 0 } }).steps[0]?.status).toMatch(
+      /exists and is locked/,
+    );
   });
 });
 
@@ -116,11 +151,31 @@ describe('whether the data directory is fresh', () => {
   it.each<[string, Pick<FirstRunFacts, 'vault' | 'config'>, boolean | null]>([
     ['unknown until the vault status arrived', { vault: null, config: noConfig }, null],
     ['fresh with no vault', { vault: { state: 'uninitialized', credentials: 0 }, config: null }, true],
-    ['fresh with a vault but no credential', { vault: { state: 'unlocked', credentials: 0 }, config: { routes: [route], ssh_hosts: [] } }, true],
-    ['unknown with a credential until the config arrived', { vault: { state: 'locked', credentials: 2 }, config: null }, null],
-    ['fresh with a credential but no route or host', { vault: { state: 'locked', credentials: 2 }, config: noConfig }, true],
-    ['not fresh with a credential and a route', { vault: { state: 'locked', credentials: 2 }, config: { routes: [route], ssh_hosts: [] } }, false],
-    ['not fresh with a credential and an SSH host', { vault: { state: 'unlocked', credentials: 1 }, config: { routes: [], ssh_hosts: [host] } }, false],
+    [
+      'fresh with a vault but no credential',
+      { vault: { state: 'unlocked', credentials: 0 }, config: { routes: [route], ssh_hosts: [] } },
+      true,
+    ],
+    [
+      'unknown with a credential until the config arrived',
+      { vault: { state: 'locked', credentials: 2 }, config: null },
+      null,
+    ],
+    [
+      'fresh with a credential but no route or host',
+      { vault: { state: 'locked', credentials: 2 }, config: noConfig },
+      true,
+    ],
+    [
+      'not fresh with a credential and a route',
+      { vault: { state: 'locked', credentials: 2 }, config: { routes: [route], ssh_hosts: [] } },
+      false,
+    ],
+    [
+      'not fresh with a credential and an SSH host',
+      { vault: { state: 'unlocked', credentials: 1 }, config: { routes: [], ssh_hosts: [host] } },
+      false,
+    ],
   ])('%s', (_when, facts, expected) => {
     expect(isFreshDataDir(facts)).toBe(expected);
   });
@@ -142,18 +197,28 @@ describe('the passphrase strength hint', () => {
   });
 
   it('never repeats the passphrase in its hint', () => {
-    for (const passphrase of ['abc', 'secretpass', 'correct horse battery staple']) expect(passphraseStrength(passphrase).hint).not.toContain(passphrase);
+    for (const passphrase of ['abc', 'secretpass', 'correct horse battery staple'])
+      expect(passphraseStrength(passphrase).hint).not.toContain(passphrase);
   });
 });
 
 describe('the first-run reducer', () => {
-  const list = (actions: BrokerApi['actions.list']['output']['actions']) => ({ ok: true as const, value: { actions, next_before: null } });
+  const list = (actions: BrokerApi['actions.list']['output']['actions']) => ({
+    ok: true as const,
+    value: { actions, next_before: null },
+  });
 
   it('records a creation and its refusal, without any passphrase in the state', () => {
     let view = firstRunReducer(initialFirstRunView, { type: 'create_started' });
     expect(view.creating).toBe(true);
-    view = firstRunReducer(view, { type: 'create_finished', reply: { ok: false, error: { code: 'VAULT_ALREADY_INITIALIZED', message: 'exists' } } });
-    expect(view).toMatchObject({ creating: false, created: { ok: false, error: { code: 'VAULT_ALREADY_INITIALIZED' } } });
+    view = firstRunReducer(view, {
+      type: 'create_finished',
+      reply: { ok: false, error: { code: 'VAULT_ALREADY_INITIALIZED', message: 'exists' } },
+    });
+    expect(view).toMatchObject({
+      creating: false,
+      created: { ok: false, error: { code: 'VAULT_ALREADY_INITIALIZED' } },
+    });
     view = firstRunReducer(view, { type: 'create_finished', reply: { ok: true, value: { state: 'unlocked' } } });
     expect(view.created).toEqual({ ok: true });
   });
@@ -163,7 +228,10 @@ describe('the first-run reducer', () => {
     expect(view.firstAction).toBeNull();
     view = firstRunReducer(view, { type: 'actions_received', reply: list([rowOf(1)]) });
     expect(view.firstAction?.action_id).toBe('act_row000001');
-    view = firstRunReducer(view, { type: 'actions_received', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } } });
+    view = firstRunReducer(view, {
+      type: 'actions_received',
+      reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } },
+    });
     expect(view.firstAction?.action_id).toBe('act_row000001');
   });
 
@@ -175,9 +243,16 @@ describe('the first-run reducer', () => {
   });
 
   it('keeps the hookup lines and a refusal beside them', () => {
-    const hookup = { data_dir: '/d', clients: [{ client: 'claude-code' as const, text: 'claude mcp add postern -- node bin mcp', where: 'run it' }], note: null };
+    const hookup = {
+      data_dir: '/d',
+      clients: [{ client: 'claude-code' as const, text: 'claude mcp add postern -- node bin mcp', where: 'run it' }],
+      note: null,
+    };
     let view = firstRunReducer(initialFirstRunView, { type: 'hookup_received', reply: { ok: true, value: hookup } });
-    view = firstRunReducer(view, { type: 'hookup_received', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } } });
+    view = firstRunReducer(view, {
+      type: 'hookup_received',
+      reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } },
+    });
     expect(view.hookup).toEqual(hookup);
     expect(view.hookupError?.code).toBe('BROKER_UNREACHABLE');
   });
@@ -185,9 +260,24 @@ describe('the first-run reducer', () => {
 
 describe('an action as the guide names it', () => {
   it.each<[string, Parameters<typeof describeAction>[0], string]>([
-    ['an HTTP call waiting for approval', rowOf(3, { decision: null, outcome: null, effect: null, method: 'GET', request: '/v1/items' }), 'GET docs/v1/items (ticket #3, waiting for approval)'],
+    [
+      'an HTTP call waiting for approval',
+      rowOf(3, { decision: null, outcome: null, effect: null, method: 'GET', request: '/v1/items' }),
+      'GET docs/v1/items (ticket #3, waiting for approval)',
+    ],
     ['an approved call in flight', rowOf(4, { outcome: null, request: '/x' }), 'POST docs/x (ticket #4, in progress)'],
-    ['an SSH command that failed', rowOf(5, { channel: 'ssh', target: 'web-1', method: null, request: 'uptime', outcome: 'rejected', code: 'COMMAND_FAILED' }), 'web-1: uptime (ticket #5, rejected COMMAND_FAILED)'],
+    [
+      'an SSH command that failed',
+      rowOf(5, {
+        channel: 'ssh',
+        target: 'web-1',
+        method: null,
+        request: 'uptime',
+        outcome: 'rejected',
+        code: 'COMMAND_FAILED',
+      }),
+      'web-1: uptime (ticket #5, rejected COMMAND_FAILED)',
+    ],
     ['a call with no card (approval none)', rowOf(6, { ticket: null, request: '/' }), 'POST docs/ (committed)'],
   ])('%s', (_what, row, words) => {
     expect(describeAction(row)).toBe(words);

@@ -69,7 +69,10 @@ function stepFacts(facts: FirstRunFacts): Record<FirstRunStepId, { done: boolean
     },
     credential: {
       done: vault !== null && vault.credentials > 0,
-      status: vault === null || vault.credentials === 0 ? 'No credential yet.' : `${vault.credentials} ${vault.credentials === 1 ? 'credential' : 'credentials'} in the vault.`,
+      status:
+        vault === null || vault.credentials === 0
+          ? 'No credential yet.'
+          : `${vault.credentials} ${vault.credentials === 1 ? 'credential' : 'credentials'} in the vault.`,
     },
     route: {
       done: (routes !== null && routes > 0) || (facts.writtenForNextStart ?? 0) > 0,
@@ -84,7 +87,12 @@ function stepFacts(facts: FirstRunFacts): Record<FirstRunStepId, { done: boolean
     },
     hookup: {
       done: facts.hookupCopied || facts.sessions > 0,
-      status: facts.sessions > 0 ? 'An agent is connected.' : facts.hookupCopied ? 'Hookup line copied: paste it into your MCP client.' : 'Not copied yet.',
+      status:
+        facts.sessions > 0
+          ? 'An agent is connected.'
+          : facts.hookupCopied
+            ? 'Hookup line copied: paste it into your MCP client.'
+            : 'Not copied yet.',
     },
     first_call: {
       done: action !== null,
@@ -132,9 +140,17 @@ export function isFreshDataDir(facts: Pick<FirstRunFacts, 'vault' | 'config'>): 
 
 /** "POST docs/v1/items (ticket #3, waiting for approval)": the action as the guide names it. */
 export function describeAction(action: ActionListRow): string {
-  const what = action.channel === 'ssh' ? `${action.target}: ${action.request}` : `${action.method ?? ''} ${action.target}${action.request}`.trim();
+  const what =
+    action.channel === 'ssh'
+      ? `${action.target}: ${action.request}`
+      : `${action.method ?? ''} ${action.target}${action.request}`.trim();
   const ticket = action.ticket === null ? '' : `ticket #${action.ticket}, `;
-  const where = action.outcome !== null ? `${action.outcome}${action.code === null ? '' : ` ${action.code}`}` : action.decision === null ? 'waiting for approval' : 'in progress';
+  const where =
+    action.outcome !== null
+      ? `${action.outcome}${action.code === null ? '' : ` ${action.code}`}`
+      : action.decision === null
+        ? 'waiting for approval'
+        : 'in progress';
   return `${what} (${ticket}${where})`;
 }
 
@@ -149,11 +165,20 @@ export const passphraseBytesMin = 8;
  */
 export function passphraseStrength(passphrase: string): { strength: PassphraseStrength; hint: string } {
   const bytes = new TextEncoder().encode(passphrase).length;
-  const words = passphrase.trim().split(/\s+/).filter((w) => w.length >= 3).length;
-  if (bytes === 0) return { strength: 'empty', hint: `At least ${passphraseBytesMin} characters; a few unrelated words are easiest to type.` };
-  if (bytes < passphraseBytesMin) return { strength: 'too_short', hint: `Too short: at least ${passphraseBytesMin} bytes (${bytes} now).` };
+  const words = passphrase
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w.length >= 3).length;
+  if (bytes === 0)
+    return {
+      strength: 'empty',
+      hint: `At least ${passphraseBytesMin} characters; a few unrelated words are easiest to type.`,
+    };
+  if (bytes < passphraseBytesMin)
+    return { strength: 'too_short', hint: `Too short: at least ${passphraseBytesMin} bytes (${bytes} now).` };
   if (bytes >= 20 || words >= 4) return { strength: 'strong', hint: 'Strong enough for a local vault.' };
-  if (bytes >= 14 || words >= 3) return { strength: 'fair', hint: 'Fair: a longer one (four words, or 20 characters) is better.' };
+  if (bytes >= 14 || words >= 3)
+    return { strength: 'fair', hint: 'Fair: a longer one (four words, or 20 characters) is better.' };
   return { strength: 'weak', hint: 'Weak: accepted, but four unrelated words are better.' };
 }
 
@@ -178,7 +203,15 @@ export type FirstRunEvent =
   | { type: 'skipped'; step: FirstRunStepId }
   | { type: 'unskipped'; step: FirstRunStepId };
 
-export const initialFirstRunView: FirstRunView = { creating: false, created: null, hookup: null, hookupError: null, firstAction: null, hookupCopied: false, skipped: [] };
+export const initialFirstRunView: FirstRunView = {
+  creating: false,
+  created: null,
+  hookup: null,
+  hookupError: null,
+  firstAction: null,
+  hookupCopied: false,
+  skipped: [],
+};
 
 /** Pure: the next view from the current one and one event. */
 export function firstRunReducer(view: FirstRunView, event: FirstRunEvent): FirstRunView {
@@ -186,9 +219,15 @@ export function firstRunReducer(view: FirstRunView, event: FirstRunEvent): First
     case 'create_started':
       return { ...view, creating: true, created: null };
     case 'create_finished':
-      return { ...view, creating: false, created: event.reply.ok ? { ok: true } : { ok: false, error: event.reply.error } };
+      return {
+        ...view,
+        creating: false,
+        created: event.reply.ok ? { ok: true } : { ok: false, error: event.reply.error },
+      };
     case 'hookup_received':
-      return event.reply.ok ? { ...view, hookup: event.reply.value, hookupError: null } : { ...view, hookupError: event.reply.error };
+      return event.reply.ok
+        ? { ...view, hookup: event.reply.value, hookupError: null }
+        : { ...view, hookupError: event.reply.error };
     case 'actions_received':
       // A failed read keeps what was known: the guide's last step never goes back to "waiting".
       if (!event.reply.ok) return view;

@@ -29,8 +29,14 @@ describe('the hash route', () => {
     ['#/activity/timeline?by=session', { kind: 'tab', tab: 'activity', mode: 'timeline', by: 'session' }],
     ['#/activity/timeline?by=Session&x=1', { kind: 'tab', tab: 'activity', mode: 'timeline' }],
     ['#/activity?by=lane', { kind: 'tab', tab: 'activity', by: 'lane' }],
-    ['#/action/act_1?from=activity/timeline&by=session', { kind: 'action', actionId: 'act_1', from: { kind: 'tab', tab: 'activity', mode: 'timeline', by: 'session' } }],
-    ['#/action/act_1?from=activity/events', { kind: 'action', actionId: 'act_1', from: { kind: 'tab', tab: 'activity', mode: 'events' } }],
+    [
+      '#/action/act_1?from=activity/timeline&by=session',
+      { kind: 'action', actionId: 'act_1', from: { kind: 'tab', tab: 'activity', mode: 'timeline', by: 'session' } },
+    ],
+    [
+      '#/action/act_1?from=activity/events',
+      { kind: 'action', actionId: 'act_1', from: { kind: 'tab', tab: 'activity', mode: 'events' } },
+    ],
     ['#/action/act_1?from=https://evil.example/', { kind: 'action', actionId: 'act_1' }],
     ['#/action/act_1?from=activity/timeline/x', { kind: 'action', actionId: 'act_1' }],
   ])('reads %j as %j', (hash, route) => {
@@ -86,7 +92,10 @@ describe('the hash route', () => {
     });
 
     it('without an origin, returns to the tab shown', () => {
-      expect(backOf(parseHashRoute(actionHref('act_1')), 'approvals')).toEqual({ href: '#/approvals', tab: 'approvals' });
+      expect(backOf(parseHashRoute(actionHref('act_1')), 'approvals')).toEqual({
+        href: '#/approvals',
+        tab: 'approvals',
+      });
       expect(backOf({ kind: 'none' }, 'activity')).toEqual({ href: '#/activity', tab: 'activity' });
     });
   });

@@ -35,7 +35,12 @@ function tabRouteOf(path: string, by: string | null): TabRoute | null {
   const parts = path.split('/');
   const [tab = '', mode] = parts;
   if (!namePattern.test(tab) || parts.length > 2 || (mode !== undefined && !namePattern.test(mode))) return null;
-  return { kind: 'tab', tab, ...(mode === undefined ? {} : { mode }), ...(by !== null && namePattern.test(by) ? { by } : {}) };
+  return {
+    kind: 'tab',
+    tab,
+    ...(mode === undefined ? {} : { mode }),
+    ...(by !== null && namePattern.test(by) ? { by } : {}),
+  };
 }
 
 /** A tab's or a mode's id: lower-case words joined by dashes, bounded. */

@@ -2,28 +2,57 @@ import { describe, expect, it } from 'vitest';
 import type { AuditVerifyResult } from '../../../broker/contract/index.js';
 import { initialIntegrityView, integrityLine, integrityReducer } from './integrity-reducer.js';
 
-const ok = (at: number): Extract<AuditVerifyResult, { ok: true }> => ({ ok: true, checked_at_ms: at, events: 12, root: 'ab', checkpoints: 3, last_checkpoint_size: 12, unsigned_tail: 0 });
-const bad = (at: number): Extract<AuditVerifyResult, { ok: false }> => ({ ok: false, checked_at_ms: at, code: 'ROW_MODIFIED', seq: 5, message: 'row 5 does not hash to its leaf' });
+const ok = (at: number): Extract<AuditVerifyResult, { ok: true }> => ({
+  ok: true,
+  checked_at_ms: at,
+  events: 12,
+  root: 'ab',
+  checkpoints: 3,
+  last_checkpoint_size: 12,
+  unsigned_tail: 0,
+});
+const bad = (at: number): Extract<AuditVerifyResult, { ok: false }> => ({
+  ok: false,
+  checked_at_ms: at,
+  code: 'ROW_MODIFIED',
+  seq: 5,
+  message: 'row 5 does not hash to its leaf',
+});
 
 describe('the integrity reducer', () => {
   it('when the broker has no result yet, it is loaded with none', () => {
-    expect(integrityReducer(initialIntegrityView, { type: 'last_received', reply: { ok: true, value: { last: null } } })).toMatchObject({ loaded: true, last: null });
+    expect(
+      integrityReducer(initialIntegrityView, { type: 'last_received', reply: { ok: true, value: { last: null } } }),
+    ).toMatchObject({ loaded: true, last: null });
   });
 
   it('a verification in flight, then its result, replaces the last one', () => {
-    const started = integrityReducer({ ...initialIntegrityView, loaded: true, last: ok(1) }, { type: 'verify_started' });
+    const started = integrityReducer(
+      { ...initialIntegrityView, loaded: true, last: ok(1) },
+      { type: 'verify_started' },
+    );
     expect(started.verifying).toBe(true);
-    expect(integrityReducer(started, { type: 'verify_finished', reply: { ok: true, value: bad(2) } })).toMatchObject({ verifying: false, last: bad(2) });
+    expect(integrityReducer(started, { type: 'verify_finished', reply: { ok: true, value: bad(2) } })).toMatchObject({
+      verifying: false,
+      last: bad(2),
+    });
   });
 
   it('an older result read back later never replaces a newer one', () => {
     const view = { ...initialIntegrityView, loaded: true, last: bad(5) };
-    expect(integrityReducer(view, { type: 'last_received', reply: { ok: true, value: { last: ok(4) } } }).last).toEqual(bad(5));
-    expect(integrityReducer(view, { type: 'last_received', reply: { ok: true, value: { last: null } } }).last).toEqual(bad(5));
+    expect(integrityReducer(view, { type: 'last_received', reply: { ok: true, value: { last: ok(4) } } }).last).toEqual(
+      bad(5),
+    );
+    expect(integrityReducer(view, { type: 'last_received', reply: { ok: true, value: { last: null } } }).last).toEqual(
+      bad(5),
+    );
   });
 
   it('a failed call keeps the last result and shows the error', () => {
-    const view = integrityReducer({ ...initialIntegrityView, loaded: true, last: ok(1), verifying: true }, { type: 'verify_finished', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'gone' } } });
+    const view = integrityReducer(
+      { ...initialIntegrityView, loaded: true, last: ok(1), verifying: true },
+      { type: 'verify_finished', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'gone' } } },
+    );
     expect(view).toMatchObject({ verifying: false, last: ok(1), error: { code: 'BROKER_UNREACHABLE' } });
   });
 });
@@ -31,10 +60,34 @@ describe('the integrity reducer', () => {
 describe('the integrity line', () => {
   it.each<[string, AuditVerifyResult | null, { tone: string; headline: RegExp; detail: RegExp }]>([
     ['none yet', null, { tone: 'unverified', headline: /not verified/, detail: /No audit verify/ }],
-    ['ok', ok(1), { tone: 'ok', headline: /^Journal verified$/, detail: /^12 events checked, 3 signed checkpoints \(all signed\)$/ }],
-    ['ok with an unsigned tail', { ...ok(1), events: 1, checkpoints: 1, unsigned_tail: 1 }, { tone: 'ok', headline: /verified/, detail: /^1 event checked, 1 signed checkpoint \(1 after the last signed checkpoint\)$/ }],
-    ['a bad row', bad(1), { tone: 'failed', headline: /FAILED \(ROW_MODIFIED\)/, detail: /^first bad position: seq 5 — row 5/ }],
-    ['damage outside the rows', { ...bad(1), seq: null, code: 'DB_UNREADABLE' }, { tone: 'failed', headline: /DB_UNREADABLE/, detail: /^outside the event rows/ }],
+    [
+      'ok',
+      ok(1),
+      {
+        tone: 'ok',
+        headline: /^Journal verified$/,
+        detail: /^12 events checked, 3 signed checkpoints \(all signed\)$/,
+      },
+    ],
+    [
+      'ok with an unsigned tail',
+      { ...ok(1), events: 1, checkpoints: 1, unsigned_tail: 1 },
+      {
+        tone: 'ok',
+        headline: /verified/,
+        detail: /^1 event checked, 1 signed checkpoint \(1 after the last signed checkpoint\)$/,
+      },
+    ],
+    [
+      'a bad row',
+      bad(1),
+      { tone: 'failed', headline: /FAILED \(ROW_MODIFIED\)/, detail: /^first bad position: seq 5 — row 5/ },
+    ],
+    [
+      'damage outside the rows',
+      { ...bad(1), seq: null, code: 'DB_UNREADABLE' },
+      { tone: 'failed', headline: /DB_UNREADABLE/, detail: /^outside the event rows/ },
+    ],
   ])('when the last result is %s', (_when, last, expected) => {
     const line = integrityLine(last);
     expect(line.tone).toBe(expected.tone);

@@ -39,11 +39,21 @@ function newer(current: AuditVerifyResult | null, next: AuditVerifyResult | null
 }
 
 /** What the banner says, without the time (the view renders that as a <time>), and the next step that fits. */
-export type IntegrityLine = { tone: 'ok' | 'failed' | 'unverified'; headline: string; detail: string; next: string | null };
+export type IntegrityLine = {
+  tone: 'ok' | 'failed' | 'unverified';
+  headline: string;
+  detail: string;
+  next: string | null;
+};
 
 export function integrityLine(last: AuditVerifyResult | null): IntegrityLine {
   if (last === null) {
-    return { tone: 'unverified', headline: 'Journal not verified yet', detail: 'No audit verify has run since this broker started.', next: 'Verify now checks it, read-only.' };
+    return {
+      tone: 'unverified',
+      headline: 'Journal not verified yet',
+      detail: 'No audit verify has run since this broker started.',
+      next: 'Verify now checks it, read-only.',
+    };
   }
   if (last.ok) {
     const tail = last.unsigned_tail === 0 ? 'all signed' : `${last.unsigned_tail} after the last signed checkpoint`;

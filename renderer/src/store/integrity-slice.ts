@@ -1,6 +1,11 @@
 import type { StateCreator } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
-import { initialIntegrityView, integrityReducer, type IntegrityEvent, type IntegrityView } from './integrity-reducer.js';
+import {
+  initialIntegrityView,
+  integrityReducer,
+  type IntegrityEvent,
+  type IntegrityView,
+} from './integrity-reducer.js';
 import { bridgeFailed } from './operator-call.js';
 
 export interface IntegritySlice {
@@ -13,7 +18,8 @@ export interface IntegritySlice {
 
 export function createIntegritySlice(api: OperatorApi): StateCreator<IntegritySlice, [], [], IntegritySlice> {
   return (set, get) => {
-    const dispatch = (event: IntegrityEvent): void => set((state) => ({ integrityView: integrityReducer(state.integrityView, event) }));
+    const dispatch = (event: IntegrityEvent): void =>
+      set((state) => ({ integrityView: integrityReducer(state.integrityView, event) }));
     return {
       integrityView: initialIntegrityView,
       loadIntegrity: async () => {

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { barPercent, decisionRows, metricsReducer, initialMetricsView, phaseOutcomeGrid, rateLines, sparklinePoints, type Metrics } from './metrics-reducer.js';
+import {
+  barPercent,
+  decisionRows,
+  metricsReducer,
+  initialMetricsView,
+  phaseOutcomeGrid,
+  rateLines,
+  sparklinePoints,
+  type Metrics,
+} from './metrics-reducer.js';
 
 describe('the phase × outcome grid', () => {
   it('has every phase and outcome, zero where no action is, and keeps the pairs apart', () => {
@@ -8,7 +17,13 @@ describe('the phase × outcome grid', () => {
       { phase: 'remote_execution', outcome: 'unknown', count: 7 },
       { phase: 'remote_execution', outcome: 'committed', count: 40 },
     ]);
-    expect(grid.phases).toEqual(['validation', 'credential_injection', 'connection_setup', 'remote_execution', 'result_delivery']);
+    expect(grid.phases).toEqual([
+      'validation',
+      'credential_injection',
+      'connection_setup',
+      'remote_execution',
+      'result_delivery',
+    ]);
     expect(grid.outcomes).toEqual(['not_attempted', 'rejected', 'committed', 'unknown']);
     expect(grid.count.connection_setup.not_attempted).toBe(3);
     expect(grid.count.remote_execution.unknown).toBe(7);
@@ -25,9 +40,19 @@ describe('the phase × outcome grid', () => {
   });
 
   it('keeps the last metrics beside a refresh error', () => {
-    const value: Metrics = { by_phase_outcome: [], by_code: [], decisions: [], open: 1, total: 1, rate: { until_ms: null, bucket_ms: 60_000, by_outcome: [], by_decision: [] } };
+    const value: Metrics = {
+      by_phase_outcome: [],
+      by_code: [],
+      decisions: [],
+      open: 1,
+      total: 1,
+      rate: { until_ms: null, bucket_ms: 60_000, by_outcome: [], by_decision: [] },
+    };
     const ready = metricsReducer(initialMetricsView, { type: 'received', reply: { ok: true, value } });
-    const failed = metricsReducer(ready, { type: 'received', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'x' } } });
+    const failed = metricsReducer(ready, {
+      type: 'received',
+      reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'x' } },
+    });
     expect(failed).toMatchObject({ phase: 'error', metrics: value, error: { code: 'BROKER_UNREACHABLE' } });
   });
 });

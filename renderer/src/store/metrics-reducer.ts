@@ -20,13 +20,21 @@ export function metricsReducer(view: MetricsView, event: MetricsEvent): MetricsV
     case 'requested':
       return { ...view, phase: 'loading' };
     case 'received':
-      return event.reply.ok ? { phase: 'ready', metrics: event.reply.value, error: null } : { ...view, phase: 'error', error: event.reply.error };
+      return event.reply.ok
+        ? { phase: 'ready', metrics: event.reply.value, error: null }
+        : { ...view, phase: 'error', error: event.reply.error };
   }
 }
 
 /** The closed sets in lifecycle order. The renderer may import only types from the contract, so the
  *  order is spelled here; the `satisfies` and the checks below fail the build if a value is added. */
-export const phaseOrder = ['validation', 'credential_injection', 'connection_setup', 'remote_execution', 'result_delivery'] as const satisfies readonly Phase[];
+export const phaseOrder = [
+  'validation',
+  'credential_injection',
+  'connection_setup',
+  'remote_execution',
+  'result_delivery',
+] as const satisfies readonly Phase[];
 export const outcomeOrder = ['not_attempted', 'rejected', 'committed', 'unknown'] as const satisfies readonly Outcome[];
 type Exhaustive<Missing> = [Missing] extends [never] ? true : never;
 export const phasesListed: Exhaustive<Exclude<Phase, (typeof phaseOrder)[number]>> = true;
@@ -77,7 +85,10 @@ export const decisionMeaning: Readonly<Record<Decided, string>> = {
 
 /** Every decision with its count (0 where none), so the breakdown's rows do not move as counts arrive. */
 export function decisionRows(decisions: Metrics['decisions']): Array<{ decision: Decided; count: number }> {
-  return decisionOrder.map((decision) => ({ decision, count: decisions.find((d) => d.decision === decision)?.count ?? 0 }));
+  return decisionOrder.map((decision) => ({
+    decision,
+    count: decisions.find((d) => d.decision === decision)?.count ?? 0,
+  }));
 }
 
 /** One sparkline: its key for the test id and class, the counts, and the total over the window. */
@@ -91,9 +102,18 @@ export interface RateLine {
 /** The rate series for the view: outcomes first (lifecycle order), then the decisions, each with its total. */
 export function rateLines(rate: Metrics['rate']): RateLine[] {
   const sum = (counts: readonly number[]) => counts.reduce((a, b) => a + b, 0);
-  const line = (key: string, label: string, counts: readonly number[]): RateLine => ({ key, label, counts, total: sum(counts) });
-  const outcomes = outcomeOrder.flatMap((o) => rate.by_outcome.filter((s) => s.outcome === o).map((s) => line(`outcome-${o}`, o, s.counts)));
-  const decided = decisionOrder.flatMap((d) => rate.by_decision.filter((s) => s.decision === d).map((s) => line(`decision-${d}`, `${d} (decision)`, s.counts)));
+  const line = (key: string, label: string, counts: readonly number[]): RateLine => ({
+    key,
+    label,
+    counts,
+    total: sum(counts),
+  });
+  const outcomes = outcomeOrder.flatMap((o) =>
+    rate.by_outcome.filter((s) => s.outcome === o).map((s) => line(`outcome-${o}`, o, s.counts)),
+  );
+  const decided = decisionOrder.flatMap((d) =>
+    rate.by_decision.filter((s) => s.decision === d).map((s) => line(`decision-${d}`, `${d} (decision)`, s.counts)),
+  );
   return [...outcomes, ...decided];
 }
 

@@ -11,7 +11,8 @@ export interface MetricsSlice {
 
 export function createMetricsSlice(api: OperatorApi): StateCreator<MetricsSlice, [], [], MetricsSlice> {
   return (set, get) => {
-    const dispatch = (event: MetricsEvent): void => set((state) => ({ metricsView: metricsReducer(state.metricsView, event) }));
+    const dispatch = (event: MetricsEvent): void =>
+      set((state) => ({ metricsView: metricsReducer(state.metricsView, event) }));
     return {
       metricsView: initialMetricsView,
       refreshMetrics: async () => {

@@ -30,7 +30,13 @@ export function callStarted<K extends string | number>(book: CallBook<K>, key: K
 }
 
 /** Pure: the call on `key` answered; `message` says what a success means for people. */
-export function callFinished<K extends string | number>(book: CallBook<K>, key: K, call: string, reply: Reply<unknown>, message: string): CallBook<K> {
+export function callFinished<K extends string | number>(
+  book: CallBook<K>,
+  key: K,
+  call: string,
+  reply: Reply<unknown>,
+  message: string,
+): CallBook<K> {
   const busy = { ...book.busy };
   delete busy[key];
   const result: CallResult = reply.ok ? { call, ok: true, message } : { call, ok: false, error: reply.error };

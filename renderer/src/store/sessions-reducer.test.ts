@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionSummary } from '../../../broker/contract/index.js';
-import { initialSessionsView, orderSessions, pendingSessionCount, sessionApprovalUse, sessionsReducer, sessionStanding } from './sessions-reducer.js';
+import {
+  initialSessionsView,
+  orderSessions,
+  pendingSessionCount,
+  sessionApprovalUse,
+  sessionsReducer,
+  sessionStanding,
+} from './sessions-reducer.js';
 
 const session = (id: string, status: SessionSummary['status'], startedAtMs: number): SessionSummary => ({
   session_id: id,
@@ -31,17 +38,31 @@ const session = (id: string, status: SessionSummary['status'], startedAtMs: numb
 
 describe('sessions', () => {
   it('orders those waiting for a person first, then live, revoked and ended; newest first within each', () => {
-    const ordered = orderSessions([session('a', 'ended', 5), session('b', 'approved', 1), session('c', 'pending', 2), session('d', 'approved', 3), session('e', 'revoked', 9)]);
+    const ordered = orderSessions([
+      session('a', 'ended', 5),
+      session('b', 'approved', 1),
+      session('c', 'pending', 2),
+      session('d', 'approved', 3),
+      session('e', 'revoked', 9),
+    ]);
     expect(ordered.map((s) => s.session_id)).toEqual(['c', 'd', 'b', 'e', 'a']);
   });
 
   it('counts the sessions waiting for approval', () => {
-    expect(pendingSessionCount([session('a', 'pending', 1), session('b', 'approved', 1), session('c', 'pending', 1)])).toBe(2);
+    expect(
+      pendingSessionCount([session('a', 'pending', 1), session('b', 'approved', 1), session('c', 'pending', 1)]),
+    ).toBe(2);
   });
 
   it('keeps the last list beside a refresh error', () => {
-    const ready = sessionsReducer(initialSessionsView, { type: 'received', reply: { ok: true, value: { sessions: [session('a', 'pending', 1)] } } });
-    const failed = sessionsReducer(ready, { type: 'received', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } } });
+    const ready = sessionsReducer(initialSessionsView, {
+      type: 'received',
+      reply: { ok: true, value: { sessions: [session('a', 'pending', 1)] } },
+    });
+    const failed = sessionsReducer(ready, {
+      type: 'received',
+      reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'down' } },
+    });
     expect(failed).toMatchObject({ phase: 'error', replies: 2, error: { code: 'BROKER_UNREACHABLE' } });
     expect(failed.sessions).toHaveLength(1);
   });
@@ -49,14 +70,32 @@ describe('sessions', () => {
   it('tracks a revoke on its row: busy, then its result', () => {
     const started = sessionsReducer(initialSessionsView, { type: 'call_started', sessionId: 'a', call: 'revoke' });
     expect(started.calls.busy['a']).toBe('revoke');
-    const done = sessionsReducer(started, { type: 'call_finished', sessionId: 'a', call: 'revoke', reply: { ok: true, value: {} }, message: 'session revoked' });
+    const done = sessionsReducer(started, {
+      type: 'call_finished',
+      sessionId: 'a',
+      call: 'revoke',
+      reply: { ok: true, value: {} },
+      message: 'session revoked',
+    });
     expect(done.calls).toEqual({ busy: {}, last: { a: { call: 'revoke', ok: true, message: 'session revoked' } } });
   });
 });
 
 describe('what approving a session would change', () => {
-  const perCallOnly = { routes: [{ name: 'docs', approval: 'per_call' }, { name: 'status', approval: 'none' }], ssh_hosts: [{ name: 'web-1', approval: 'per_call', commands: 0 }] };
-  const withSession = { routes: [{ name: 'docs', approval: 'session' }, { name: 'wiki', approval: 'per_call', rules: [{ approval: 'session' }] }], ssh_hosts: [] };
+  const perCallOnly = {
+    routes: [
+      { name: 'docs', approval: 'per_call' },
+      { name: 'status', approval: 'none' },
+    ],
+    ssh_hosts: [{ name: 'web-1', approval: 'per_call', commands: 0 }],
+  };
+  const withSession = {
+    routes: [
+      { name: 'docs', approval: 'session' },
+      { name: 'wiki', approval: 'per_call', rules: [{ approval: 'session' }] },
+    ],
+    ssh_hosts: [],
+  };
 
   it('when no entry uses approval: session, a pending agent is not "pending": no Approve, and the badge does not count it', () => {
     const use = sessionApprovalUse(perCallOnly);
@@ -93,7 +132,9 @@ describe('what approving a session would change', () => {
   it('approved, revoked and ended sessions never offer Approve, and say what holds', () => {
     const none = sessionApprovalUse(perCallOnly);
     expect(sessionStanding(session('a', 'approved', 1), none).explanation).toContain('changes nothing yet');
-    expect(sessionStanding(session('a', 'approved', 1), sessionApprovalUse(withSession)).explanation).toContain('calls on docs, wiki run without a card');
+    expect(sessionStanding(session('a', 'approved', 1), sessionApprovalUse(withSession)).explanation).toContain(
+      'calls on docs, wiki run without a card',
+    );
     expect(sessionStanding(session('a', 'revoked', 1), none)).toMatchObject({ approvable: false, label: 'revoked' });
     expect(sessionStanding(session('a', 'ended', 1), none)).toMatchObject({ approvable: false, label: 'ended' });
   });

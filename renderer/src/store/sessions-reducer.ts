@@ -17,7 +17,13 @@ export type SessionsEvent =
   | { type: 'call_started'; sessionId: string; call: string }
   | { type: 'call_finished'; sessionId: string; call: string; reply: Reply<unknown>; message: string };
 
-export const initialSessionsView: SessionsView = { phase: 'idle', sessions: [], error: null, replies: 0, calls: emptyCallBook() };
+export const initialSessionsView: SessionsView = {
+  phase: 'idle',
+  sessions: [],
+  error: null,
+  replies: 0,
+  calls: emptyCallBook(),
+};
 
 /** Pure: the next view from the current one and one event. */
 export function sessionsReducer(view: SessionsView, event: SessionsEvent): SessionsView {
@@ -42,7 +48,12 @@ const statusOrder: Record<SessionSummary['status'], number> = { pending: 0, appr
  * ended; newest first within each.
  */
 export function orderSessions(sessions: readonly SessionSummary[]): SessionSummary[] {
-  return [...sessions].sort((a, b) => statusOrder[a.status] - statusOrder[b.status] || b.started_at_ms - a.started_at_ms || (a.session_id < b.session_id ? -1 : 1));
+  return [...sessions].sort(
+    (a, b) =>
+      statusOrder[a.status] - statusOrder[b.status] ||
+      b.started_at_ms - a.started_at_ms ||
+      (a.session_id < b.session_id ? -1 : 1),
+  );
 }
 
 /**
@@ -50,7 +61,8 @@ export function orderSessions(sessions: readonly SessionSummary[]): SessionSumma
  * used, a pending session whose approval would change nothing is not counted: nothing waits for it.
  */
 export function pendingSessionCount(sessions: readonly SessionSummary[], use?: SessionApprovalUse): number {
-  return sessions.filter((s) => s.status === 'pending' && (use === undefined || sessionStanding(s, use).approvable)).length;
+  return sessions.filter((s) => s.status === 'pending' && (use === undefined || sessionStanding(s, use).approvable))
+    .length;
 }
 
 /** The parts of config.show that say which entries need a session's approval. */
@@ -75,7 +87,8 @@ export function sessionApprovalUse(config: ApprovalEntries | null): SessionAppro
   const entries: string[] = [];
   const maybe: string[] = [];
   for (const route of config.routes) {
-    if (route.approval === 'session' || route.rules?.some((rule) => rule.approval === 'session') === true) entries.push(route.name);
+    if (route.approval === 'session' || route.rules?.some((rule) => rule.approval === 'session') === true)
+      entries.push(route.name);
   }
   for (const host of config.ssh_hosts) {
     if (host.approval === 'session') entries.push(`ssh ${host.name}`);
@@ -128,8 +141,18 @@ export function sessionStanding(session: SessionSummary, use: SessionApprovalUse
           : `No route or SSH host uses approval: session, so this approval changes nothing yet: its ${perCallWords}.`,
       };
     case 'revoked':
-      return { label: 'revoked', tone: 'revoked', approvable: false, explanation: 'Its new calls are refused (SESSION_REVOKED); what it had not sent was cancelled.' };
+      return {
+        label: 'revoked',
+        tone: 'revoked',
+        approvable: false,
+        explanation: 'Its new calls are refused (SESSION_REVOKED); what it had not sent was cancelled.',
+      };
     case 'ended':
-      return { label: 'ended', tone: 'ended', approvable: false, explanation: 'The process is gone; the same agent started again is a new session.' };
+      return {
+        label: 'ended',
+        tone: 'ended',
+        approvable: false,
+        explanation: 'The process is gone; the same agent started again is a new session.',
+      };
   }
 }

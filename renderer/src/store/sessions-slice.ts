@@ -16,13 +16,19 @@ export interface SessionsSlice {
 
 export function createSessionsSlice(api: OperatorApi): StateCreator<SessionsSlice, [], [], SessionsSlice> {
   return (set, get) => {
-    const dispatch = (event: SessionsEvent): void => set((state) => ({ sessionsView: sessionsReducer(state.sessionsView, event) }));
+    const dispatch = (event: SessionsEvent): void =>
+      set((state) => ({ sessionsView: sessionsReducer(state.sessionsView, event) }));
     const refreshSessions = coalescedRefresh(async () => {
       dispatch({ type: 'requested' });
       dispatch({ type: 'received', reply: await api['sessions.list']({}).catch(bridgeFailed) });
     }).run;
 
-    const act = async <T>(sessionId: string, call: string, send: () => Promise<Reply<T>>, message: string): Promise<boolean> => {
+    const act = async <T>(
+      sessionId: string,
+      call: string,
+      send: () => Promise<Reply<T>>,
+      message: string,
+    ): Promise<boolean> => {
       if (get().sessionsView.calls.busy[sessionId] !== undefined) return false;
       dispatch({ type: 'call_started', sessionId, call });
       const reply: Reply<T> = await send().catch(bridgeFailed);
@@ -34,8 +40,10 @@ export function createSessionsSlice(api: OperatorApi): StateCreator<SessionsSlic
     return {
       sessionsView: initialSessionsView,
       refreshSessions,
-      approveSession: (sessionId) => act(sessionId, 'approve', () => api['sessions.approve']({ session_id: sessionId }), 'session approved'),
-      revokeSession: (sessionId, reason) => act(sessionId, 'revoke', () => api['sessions.revoke']({ session_id: sessionId, reason }), 'session revoked'),
+      approveSession: (sessionId) =>
+        act(sessionId, 'approve', () => api['sessions.approve']({ session_id: sessionId }), 'session approved'),
+      revokeSession: (sessionId, reason) =>
+        act(sessionId, 'revoke', () => api['sessions.revoke']({ session_id: sessionId, reason }), 'session revoked'),
     };
   };
 }

@@ -31,11 +31,19 @@ describe('statusReducer', () => {
 
   it('when a refresh fails after a success, it shows the error and keeps the last status as stale', () => {
     const ready: StatusView = { phase: 'ready', status, error: null, replies: 1 };
-    expect(statusReducer(ready, { type: 'received', reply: failure })).toEqual({ phase: 'error', status, error: failure.error, replies: 2 });
+    expect(statusReducer(ready, { type: 'received', reply: failure })).toEqual({
+      phase: 'error',
+      status,
+      error: failure.error,
+      replies: 2,
+    });
   });
 
   it('when the first refresh fails, there is an error and no status', () => {
-    const next = statusReducer(statusReducer(initialStatusView, { type: 'requested' }), { type: 'received', reply: failure });
+    const next = statusReducer(statusReducer(initialStatusView, { type: 'requested' }), {
+      type: 'received',
+      reply: failure,
+    });
     expect(next).toEqual({ phase: 'error', status: null, error: failure.error, replies: 1 });
   });
 

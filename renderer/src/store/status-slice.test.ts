@@ -55,6 +55,8 @@ describe('the status slice', () => {
 
 /** An api whose status is scripted; every other method rejects (this slice must never call them). */
 function onlyStatus(status: OperatorApi['status']): OperatorApi {
-  const rest = Object.fromEntries(brokerApiMethods.map((m) => [m, () => Promise.reject(new Error(`status slice called ${m}`))]));
+  const rest = Object.fromEntries(
+    brokerApiMethods.map((m) => [m, () => Promise.reject(new Error(`status slice called ${m}`))]),
+  );
   return { ...rest, status } as OperatorApi;
 }

@@ -11,7 +11,8 @@ export interface StatusSlice {
 
 export function createStatusSlice(api: OperatorApi): StateCreator<StatusSlice, [], [], StatusSlice> {
   return (set, get) => {
-    const dispatch = (event: StatusEvent): void => set((state) => ({ statusView: statusReducer(state.statusView, event) }));
+    const dispatch = (event: StatusEvent): void =>
+      set((state) => ({ statusView: statusReducer(state.statusView, event) }));
     return {
       statusView: initialStatusView,
       refreshStatus: async () => {

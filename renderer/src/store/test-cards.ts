@@ -11,7 +11,15 @@ export function cardOf(ticket: number, overrides: Partial<ApprovalCard> = {}): A
     state: 'pending',
     waiting_for_ticket: null,
     text: 'waiting for approval',
-    session: { session_id: 'ses_1', status: 'approved', pid: 4242, exe: '/usr/bin/node', cwd: '/home/ann/project', parent_exe: '/bin/bash', client_name: 'claude' },
+    session: {
+      session_id: 'ses_1',
+      status: 'approved',
+      pid: 4242,
+      exe: '/usr/bin/node',
+      cwd: '/home/ann/project',
+      parent_exe: '/bin/bash',
+      client_name: 'claude',
+    },
     target: 'route:docs',
     method: 'POST',
     path: '/docs/7',
@@ -36,5 +44,9 @@ type Shown = BrokerApi['actions.show']['output'];
  * the fixture does not have to follow every field the contract adds to the answer.
  */
 export function shownAction(state: Partial<ActionState>, events: ActivityEvent[]): Shown {
-  return { state: { outcome: null, outcome_basis: null, code: null, stage: 'card_shown', ...state } as ActionState, queue: null, events } as Shown;
+  return {
+    state: { outcome: null, outcome_basis: null, code: null, stage: 'card_shown', ...state } as ActionState,
+    queue: null,
+    events,
+  } as Shown;
 }

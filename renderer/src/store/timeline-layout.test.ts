@@ -7,7 +7,12 @@ const s = (ms: number) => ms * 1_000;
 describe('the timeline', () => {
   describe('segments of one action', () => {
     it('splits a settled action into waiting for a decision, waiting in its lane and in flight', () => {
-      const row = rowOf(1, { accepted_at_ms: t0, decided_at_ms: t0 + s(5), dispatched_at_ms: t0 + s(46), settled_at_ms: t0 + s(48) });
+      const row = rowOf(1, {
+        accepted_at_ms: t0,
+        decided_at_ms: t0 + s(5),
+        dispatched_at_ms: t0 + s(46),
+        settled_at_ms: t0 + s(48),
+      });
       expect(segmentsOf(row, t0 + s(100))).toEqual([
         { kind: 'decision', startMs: t0, endMs: t0 + s(5) },
         { kind: 'lane', startMs: t0 + s(5), endMs: t0 + s(46) },
@@ -15,8 +20,15 @@ describe('the timeline', () => {
       ]);
     });
 
-    it('runs an open action\'s current phase to now', () => {
-      const waiting = rowOf(1, { accepted_at_ms: t0, decision: null, decided_at_ms: null, dispatched_at_ms: null, settled_at_ms: null, outcome: null });
+    it("runs an open action's current phase to now", () => {
+      const waiting = rowOf(1, {
+        accepted_at_ms: t0,
+        decision: null,
+        decided_at_ms: null,
+        dispatched_at_ms: null,
+        settled_at_ms: null,
+        outcome: null,
+      });
       expect(segmentsOf(waiting, t0 + s(7))).toEqual([{ kind: 'decision', startMs: t0, endMs: t0 + s(7) }]);
       const inLane = { ...waiting, decision: 'approved' as const, decided_at_ms: t0 + s(2) };
       expect(segmentsOf(inLane, t0 + s(7)).map((g) => [g.kind, g.endMs - g.startMs])).toEqual([
@@ -28,7 +40,14 @@ describe('the timeline', () => {
     });
 
     it('gives a rejected or expired action only its wait for a decision, and leaves empty phases out', () => {
-      const rejected = rowOf(1, { accepted_at_ms: t0, decision: 'rejected', decided_at_ms: t0 + s(9), dispatched_at_ms: null, settled_at_ms: t0 + s(9), outcome: 'not_attempted' });
+      const rejected = rowOf(1, {
+        accepted_at_ms: t0,
+        decision: 'rejected',
+        decided_at_ms: t0 + s(9),
+        dispatched_at_ms: null,
+        settled_at_ms: t0 + s(9),
+        outcome: 'not_attempted',
+      });
       expect(segmentsOf(rejected, t0 + s(60))).toEqual([{ kind: 'decision', startMs: t0, endMs: t0 + s(9) }]);
       // No approval needed: decided the moment it was accepted, so no decision segment at all.
       const policy = rowOf(2, { accepted_at_ms: t0, decided_at_ms: t0, dispatched_at_ms: t0, settled_at_ms: t0 + 300 });
@@ -37,14 +56,26 @@ describe('the timeline', () => {
   });
 
   describe('waits in a lane', () => {
-    const head = rowOf(4, { accepted_at_ms: t0, decided_at_ms: t0 + s(1), dispatched_at_ms: t0 + s(2), settled_at_ms: t0 + s(45) });
-    const next = rowOf(5, { accepted_at_ms: t0 + s(1), decided_at_ms: t0 + s(4), dispatched_at_ms: t0 + s(45), settled_at_ms: t0 + s(46) });
+    const head = rowOf(4, {
+      accepted_at_ms: t0,
+      decided_at_ms: t0 + s(1),
+      dispatched_at_ms: t0 + s(2),
+      settled_at_ms: t0 + s(45),
+    });
+    const next = rowOf(5, {
+      accepted_at_ms: t0 + s(1),
+      decided_at_ms: t0 + s(4),
+      dispatched_at_ms: t0 + s(45),
+      settled_at_ms: t0 + s(46),
+    });
 
     it('says which earlier ticket an approved action waited for, and how long', () => {
       expect(laneWaitOf(next, [head, next], t0 + s(100))).toEqual({ ticket: 4, waited_ms: s(41), ongoing: false });
       expect(laneWaitOf(head, [head, next], t0 + s(100))).toBeNull();
       const bar = timelineOf([head, next], 'lane', t0 + s(100)).groups[0]?.bars.find((b) => b.ticket === 5);
-      expect(bar?.title).toMatch(/^#5 approved by person:alice \(web, operator session\), waited 41 s for #4 · docs POST \/docs\/5/);
+      expect(bar?.title).toMatch(
+        /^#5 approved by person:alice \(web, operator session\), waited 41 s for #4 · docs POST \/docs\/5/,
+      );
     });
 
     it('says an ongoing wait, and shows the lane as blocked while it lasts', () => {
@@ -58,7 +89,9 @@ describe('the timeline', () => {
     it('shows a lane blocked by an unknown outcome until a later action of the lane is dispatched', () => {
       const unknown = { ...head, outcome: 'unknown' as const };
       expect(laneBlockedBy([unknown], t0 + s(100))).toBe("blocked: #4's outcome is unknown");
-      expect(laneBlockedBy([unknown, { ...next, dispatched_at_ms: t0 + s(50), settled_at_ms: t0 + s(51) }], t0 + s(100))).toBeNull();
+      expect(
+        laneBlockedBy([unknown, { ...next, dispatched_at_ms: t0 + s(50), settled_at_ms: t0 + s(51) }], t0 + s(100)),
+      ).toBeNull();
     });
   });
 
@@ -66,7 +99,14 @@ describe('the timeline', () => {
     it('groups by session or by lane, stacks overlapping bars, and spans the axis from the first acceptance to now', () => {
       const a = rowOf(1, { session_id: 'ses_a', lane: 'l1', accepted_at_ms: t0, settled_at_ms: t0 + s(10) });
       const b = rowOf(2, { session_id: 'ses_a', lane: 'l2', accepted_at_ms: t0 + s(5), settled_at_ms: t0 + s(8) });
-      const c = rowOf(3, { session_id: 'ses_b', lane: 'l1', accepted_at_ms: t0 + s(11), settled_at_ms: null, outcome: null, dispatched_at_ms: null });
+      const c = rowOf(3, {
+        session_id: 'ses_b',
+        lane: 'l1',
+        accepted_at_ms: t0 + s(11),
+        settled_at_ms: null,
+        outcome: null,
+        dispatched_at_ms: null,
+      });
       const bySession = timelineOf([a, b, c], 'session', t0 + s(20));
       expect(bySession.groups.map((g) => [g.key, g.tracks, g.bars.length])).toEqual([
         ['ses_b', 1, 1],

@@ -77,7 +77,10 @@ export function laneWaitOf(row: ActionListRow, laneRows: readonly ActionListRow[
   const ongoing = row.dispatched_at_ms === null && row.settled_at_ms === null;
   const until = row.dispatched_at_ms ?? row.settled_at_ms ?? nowMs;
   const blocker = laneRows
-    .filter((r) => r.first_seq < row.first_seq && r.ticket !== null && (r.settled_at_ms === null || r.settled_at_ms > decided))
+    .filter(
+      (r) =>
+        r.first_seq < row.first_seq && r.ticket !== null && (r.settled_at_ms === null || r.settled_at_ms > decided),
+    )
     .sort((a, b) => b.first_seq - a.first_seq)[0];
   if (blocker?.ticket == null || until <= decided) return null;
   return { ticket: blocker.ticket, waited_ms: until - decided, ongoing };
@@ -86,11 +89,17 @@ export function laneWaitOf(row: ActionListRow, laneRows: readonly ActionListRow[
 /** "#5 approved by person:alice, waited 41 s for #4 · docs GET /x · in flight 2 s · committed (OK)". */
 export function barTitle(row: ActionListRow, segments: readonly TimelineSegment[], wait: LaneWait | null): string {
   const name = row.ticket === null ? row.action_id : `#${row.ticket}`;
-  const decided = row.decision === null ? 'not decided yet' : `${row.decision}${row.decided_by === null ? '' : ` by ${row.decided_by}`}`;
+  const decided =
+    row.decision === null
+      ? 'not decided yet'
+      : `${row.decision}${row.decided_by === null ? '' : ` by ${row.decided_by}`}`;
   const request = row.method === null ? row.request : `${row.method} ${row.request}`;
   const parts = [`${name} ${decided}${wait === null ? '' : `, ${waitPhrase(wait)}`}`, `${row.target} ${request}`];
-  for (const s of segments) if (s.kind !== 'lane' || wait === null) parts.push(`${segmentLabel[s.kind]} ${spanText(s.endMs - s.startMs)}`);
-  parts.push(row.settled_at_ms === null ? 'open' : `${row.outcome ?? 'closed'}${row.code === null ? '' : ` (${row.code})`}`);
+  for (const s of segments)
+    if (s.kind !== 'lane' || wait === null) parts.push(`${segmentLabel[s.kind]} ${spanText(s.endMs - s.startMs)}`);
+  parts.push(
+    row.settled_at_ms === null ? 'open' : `${row.outcome ?? 'closed'}${row.code === null ? '' : ` (${row.code})`}`,
+  );
   return parts.join(' · ');
 }
 
@@ -109,14 +118,26 @@ function packTracks(bars: TimelineBar[]): number {
 export function laneBlockedBy(laneRows: readonly ActionListRow[], nowMs: number): string | null {
   const unknown = laneRows
     .filter((r) => r.outcome === 'unknown')
-    .find((u) => !laneRows.some((r) => r.dispatched_at_ms !== null && r.first_seq > u.first_seq && r.dispatched_at_ms >= (u.settled_at_ms ?? u.accepted_at_ms)));
-  if (unknown !== undefined) return `blocked: ${unknown.ticket === null ? unknown.action_id : `#${unknown.ticket}`}'s outcome is unknown`;
-  const waiting = laneRows.map((r) => ({ r, wait: laneWaitOf(r, laneRows, nowMs) })).find(({ wait }) => wait?.ongoing === true);
+    .find(
+      (u) =>
+        !laneRows.some(
+          (r) =>
+            r.dispatched_at_ms !== null &&
+            r.first_seq > u.first_seq &&
+            r.dispatched_at_ms >= (u.settled_at_ms ?? u.accepted_at_ms),
+        ),
+    );
+  if (unknown !== undefined)
+    return `blocked: ${unknown.ticket === null ? unknown.action_id : `#${unknown.ticket}`}'s outcome is unknown`;
+  const waiting = laneRows
+    .map((r) => ({ r, wait: laneWaitOf(r, laneRows, nowMs) }))
+    .find(({ wait }) => wait?.ongoing === true);
   return waiting?.wait == null ? null : `blocked: ${waitLine(waiting.r.ticket, waiting.wait)}`;
 }
 
 function groupKey(row: ActionListRow, by: TimelineGrouping): { key: string; label: string } {
-  if (by === 'lane') return row.lane === null ? { key: '', label: '(no lane)' } : { key: row.lane, label: `lane ${row.lane}` };
+  if (by === 'lane')
+    return row.lane === null ? { key: '', label: '(no lane)' } : { key: row.lane, label: `lane ${row.lane}` };
   if (row.session_id === null) return { key: '', label: '(broker)' };
   const { name = null, pid = null } = row.agent ?? {};
   const agent = name === null && pid === null ? '' : ` — ${name ?? 'agent'}${pid === null ? '' : ` (pid ${pid})`}`;
@@ -145,10 +166,26 @@ export function timelineOf(rows: readonly ActionListRow[], by: TimelineGrouping,
       endMs = Math.max(endMs, end);
       const wait = laneWaitOf(row, row.lane === null ? [] : (byLane.get(row.lane) ?? []), nowMs);
       const open = row.settled_at_ms === null;
-      return { actionId: row.action_id, ticket: row.ticket, outcome: row.outcome, open, startMs: row.accepted_at_ms, endMs: end, segments, title: barTitle(row, segments, wait), track: 0 };
+      return {
+        actionId: row.action_id,
+        ticket: row.ticket,
+        outcome: row.outcome,
+        open,
+        startMs: row.accepted_at_ms,
+        endMs: end,
+        segments,
+        title: barTitle(row, segments, wait),
+        track: 0,
+      };
     });
     const tracks = packTracks(bars);
-    out.push({ key, label: group.label, bars, tracks, blocked: by === 'lane' ? laneBlockedBy(group.rows, nowMs) : null });
+    out.push({
+      key,
+      label: group.label,
+      bars,
+      tracks,
+      blocked: by === 'lane' ? laneBlockedBy(group.rows, nowMs) : null,
+    });
   }
   if (out.length === 0) return { startMs: nowMs, endMs: nowMs, groups: [] };
   return { startMs, endMs: Math.max(endMs, startMs + 1), groups: out };

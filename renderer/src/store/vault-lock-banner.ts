@@ -33,16 +33,29 @@ export interface VaultNextStep {
   href: string;
 }
 
-type VaultFacts = Pick<BrokerStatus['vault'], 'state'> & Partial<Pick<BrokerStatus['vault'], 'last_lock' | 'auto_lock_minutes'>>;
+type VaultFacts = Pick<BrokerStatus['vault'], 'state'> &
+  Partial<Pick<BrokerStatus['vault'], 'last_lock' | 'auto_lock_minutes'>>;
 
 export function vaultNextStep(vault: VaultFacts, dataDir?: string | null): VaultNextStep | null {
   if (vault.state === 'uninitialized') {
-    const command = dataDir === undefined || dataDir === null ? 'postern vault init' : `postern vault init --data-dir ${shellWord(dataDir)}`;
-    return { state: 'uninitialized', headline: 'No vault yet: no credential can be injected', step: 'Create a vault', command, href: '#/welcome' };
+    const command =
+      dataDir === undefined || dataDir === null
+        ? 'postern vault init'
+        : `postern vault init --data-dir ${shellWord(dataDir)}`;
+    return {
+      state: 'uninitialized',
+      headline: 'No vault yet: no credential can be injected',
+      step: 'Create a vault',
+      command,
+      href: '#/welcome',
+    };
   }
   if (vault.state !== 'locked') return null;
   const { last_lock: lastLock, auto_lock_minutes: minutes } = vault;
-  const announced = lastLock === undefined || minutes === undefined ? null : vaultLockBanner({ state: 'locked', last_lock: lastLock, auto_lock_minutes: minutes });
+  const announced =
+    lastLock === undefined || minutes === undefined
+      ? null
+      : vaultLockBanner({ state: 'locked', last_lock: lastLock, auto_lock_minutes: minutes });
   return { state: 'locked', headline: announced ?? 'Vault locked', step: 'Unlock', command: null, href: '#/vault' };
 }
 

@@ -27,7 +27,15 @@ export type VaultEvent =
   | { type: 'call_started'; call: 'unlock' | 'lock' }
   | { type: 'call_finished'; call: 'unlock' | 'lock'; reply: Reply<{ state: VaultState }> };
 
-export const initialVaultView: VaultView = { phase: 'idle', state: null, credentials: 0, error: null, busy: null, last: null, replies: 0 };
+export const initialVaultView: VaultView = {
+  phase: 'idle',
+  state: null,
+  credentials: 0,
+  error: null,
+  busy: null,
+  last: null,
+  replies: 0,
+};
 
 /** Pure: the next view from the current one and one event. */
 export function vaultReducer(view: VaultView, event: VaultEvent): VaultView {
@@ -36,7 +44,14 @@ export function vaultReducer(view: VaultView, event: VaultEvent): VaultView {
       return { ...view, phase: 'loading' };
     case 'received':
       return event.reply.ok
-        ? { ...view, phase: 'ready', state: event.reply.value.state, credentials: event.reply.value.credentials, error: null, replies: view.replies + 1 }
+        ? {
+            ...view,
+            phase: 'ready',
+            state: event.reply.value.state,
+            credentials: event.reply.value.credentials,
+            error: null,
+            replies: view.replies + 1,
+          }
         : { ...view, phase: 'error', error: event.reply.error, replies: view.replies + 1 };
     case 'call_started':
       return { ...view, busy: event.call, last: null };

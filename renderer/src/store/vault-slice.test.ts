@@ -7,7 +7,10 @@ import { createAppStore } from './app-store.js';
 const canary = 'CANARY-renderer-secret-51c2';
 
 /** An api where only the given methods answer; any other call is a test bug. */
-function apiWith(methods: Partial<Record<keyof OperatorApi, (input: unknown) => Promise<Reply<unknown>>>>): { api: OperatorApi; calls: Array<[string, unknown]> } {
+function apiWith(methods: Partial<Record<keyof OperatorApi, (input: unknown) => Promise<Reply<unknown>>>>): {
+  api: OperatorApi;
+  calls: Array<[string, unknown]>;
+} {
   const calls: Array<[string, unknown]> = [];
   const api = Object.fromEntries(
     brokerApiMethods.map((m) => [
@@ -35,19 +38,42 @@ describe('the vault and credentials slices', () => {
     const store = createAppStore(api);
     expect(await store.getState().unlockVault(canary)).toBe(true);
     expect(calls[0]).toEqual(['vault.unlock', { passphrase: canary }]);
-    expect(store.getState().vaultView).toMatchObject({ state: 'unlocked', busy: null, last: { call: 'unlock', ok: true } });
+    expect(store.getState().vaultView).toMatchObject({
+      state: 'unlocked',
+      busy: null,
+      last: { call: 'unlock', ok: true },
+    });
     expect(JSON.stringify(store.getState())).not.toContain(canary);
   });
 
   it('an add sends the secret to the API only, then re-lists; the store keeps the name and version, never the secret', async () => {
     const { api, calls } = apiWith({
-      'credentials.add': () => Promise.resolve({ ok: true, value: { id: 'cred_1', name: 'docs', kind: 'bearer', version_tag: 'v1-00000001', bindings: ['docs'] } }),
-      'credentials.list': () => Promise.resolve({ ok: true, value: { state: 'unlocked', credentials: [{ id: 'cred_1', name: 'docs', kind: 'bearer', version_tag: 'v1-00000001', bindings: ['docs'] }] } }),
+      'credentials.add': () =>
+        Promise.resolve({
+          ok: true,
+          value: { id: 'cred_1', name: 'docs', kind: 'bearer', version_tag: 'v1-00000001', bindings: ['docs'] },
+        }),
+      'credentials.list': () =>
+        Promise.resolve({
+          ok: true,
+          value: {
+            state: 'unlocked',
+            credentials: [
+              { id: 'cred_1', name: 'docs', kind: 'bearer', version_tag: 'v1-00000001', bindings: ['docs'] },
+            ],
+          },
+        }),
     });
     const store = createAppStore(api);
-    expect(await store.getState().addCredential({ name: 'docs', kind: 'bearer', secret: canary, bindings: ['docs'] })).toBe(true);
+    expect(
+      await store.getState().addCredential({ name: 'docs', kind: 'bearer', secret: canary, bindings: ['docs'] }),
+    ).toBe(true);
     expect(calls.map(([m]) => m)).toEqual(['credentials.add', 'credentials.list']);
-    expect(store.getState().credentialsView).toMatchObject({ adding: null, added: { ok: true, name: 'docs' }, credentials: [{ name: 'docs' }] });
+    expect(store.getState().credentialsView).toMatchObject({
+      adding: null,
+      added: { ok: true, name: 'docs' },
+      credentials: [{ name: 'docs' }],
+    });
     expect(JSON.stringify(store.getState())).not.toContain(canary);
   });
 
@@ -57,7 +83,9 @@ describe('the vault and credentials slices', () => {
       'credentials.list': () => Promise.resolve({ ok: true, value: { state: 'unlocked', credentials: [] } }),
     });
     const store = createAppStore(api);
-    expect(await store.getState().addCredential({ name: 'docs', kind: 'bearer', secret: canary, bindings: [] })).toBe(false);
+    expect(await store.getState().addCredential({ name: 'docs', kind: 'bearer', secret: canary, bindings: [] })).toBe(
+      false,
+    );
     expect(store.getState().credentialsView.added).toMatchObject({ ok: false, error: { code: 'BROKER_UNREACHABLE' } });
     expect(JSON.stringify(store.getState())).not.toContain(canary);
   });
@@ -68,7 +96,18 @@ describe('the vault and credentials slices', () => {
     const store = createAppStore(api);
     const first = store.getState().verifyIntegrity();
     await store.getState().verifyIntegrity();
-    release({ ok: true, value: { ok: true, checked_at_ms: 1, events: 0, root: '', checkpoints: 0, last_checkpoint_size: 0, unsigned_tail: 0 } });
+    release({
+      ok: true,
+      value: {
+        ok: true,
+        checked_at_ms: 1,
+        events: 0,
+        root: '',
+        checkpoints: 0,
+        last_checkpoint_size: 0,
+        unsigned_tail: 0,
+      },
+    });
     await first;
     expect(calls.map(([m]) => m)).toEqual(['audit.verify']);
     expect(store.getState().integrityView).toMatchObject({ loaded: true, verifying: false, last: { ok: true } });

@@ -1,7 +1,12 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { ActionListRow } from '../../../broker/contract/index.js';
-import { actionFilterActive, emptyActionListFilter, needsOlderPage, type ActionListFilter } from '../store/action-list-reducer.js';
+import {
+  actionFilterActive,
+  emptyActionListFilter,
+  needsOlderPage,
+  type ActionListFilter,
+} from '../store/action-list-reducer.js';
 import { spanText } from '../store/action-wait.js';
 import { useAppStore } from '../store/app-store.js';
 import { actionHref, activityOrigin } from '../store/hash-route.js';
@@ -33,7 +38,12 @@ export function ActionListView() {
 
   const scroller = useRef<HTMLDivElement>(null);
   const count = view.rows.length + (view.more && view.loaded ? 1 : 0);
-  const virtualizer = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => estimatedRowPx, overscan: overscanRows });
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => estimatedRowPx,
+    overscan: overscanRows,
+  });
   const items = virtualizer.getVirtualItems();
   const last = items.at(-1)?.index ?? -1;
   useEffect(() => {
@@ -60,19 +70,42 @@ export function ActionListView() {
         <span>Target and request · agent · lane · decided by</span>
         <span>Outcome · duration</span>
       </div>
-      <div ref={scroller} className="action-list-scroller" data-testid="action-list-scroller" role="list" aria-label="Actions, newest first">
+      <div
+        ref={scroller}
+        className="action-list-scroller"
+        data-testid="action-list-scroller"
+        role="list"
+        aria-label="Actions, newest first"
+      >
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {items.map((item) => {
             const row = view.rows[item.index];
             return (
-              <div key={item.key} ref={virtualizer.measureElement} data-index={item.index} className="action-slot" style={{ transform: `translateY(${item.start}px)` }} role="listitem">
-                {row === undefined ? <p className="muted action-more">{view.paging ? 'reading older actions…' : 'older actions follow…'}</p> : <ActionRowView row={row} />}
+              <div
+                key={item.key}
+                ref={virtualizer.measureElement}
+                data-index={item.index}
+                className="action-slot"
+                style={{ transform: `translateY(${item.start}px)` }}
+                role="listitem"
+              >
+                {row === undefined ? (
+                  <p className="muted action-more">
+                    {view.paging ? 'reading older actions…' : 'older actions follow…'}
+                  </p>
+                ) : (
+                  <ActionRowView row={row} />
+                )}
               </div>
             );
           })}
         </div>
       </div>
-      {view.loaded && view.rows.length === 0 && <p className="muted" data-testid="action-list-empty">No action matches.</p>}
+      {view.loaded && view.rows.length === 0 && (
+        <p className="muted" data-testid="action-list-empty">
+          No action matches.
+        </p>
+      )}
     </div>
   );
 }
@@ -82,7 +115,9 @@ const listOrigin = activityOrigin('actions');
 function countText(loaded: number, ready: boolean, more: boolean, filtered: boolean): string {
   if (!ready) return 'loading…';
   const noun = `${filtered ? 'matching ' : ''}${loaded === 1 ? 'action' : 'actions'}`;
-  return more ? `newest ${loaded.toLocaleString('en-US')} ${noun} (older ones load as you scroll)` : `${loaded.toLocaleString('en-US')} ${noun}`;
+  return more
+    ? `newest ${loaded.toLocaleString('en-US')} ${noun} (older ones load as you scroll)`
+    : `${loaded.toLocaleString('en-US')} ${noun}`;
 }
 
 function ActionRowView({ row }: { row: ActionListRow }) {
@@ -91,7 +126,13 @@ function ActionRowView({ row }: { row: ActionListRow }) {
   const agent = agentText(row);
   const open = row.settled_at_ms === null;
   return (
-    <a href={actionHref(row.action_id, listOrigin)} className={`action-row${row.outcome === null ? '' : ` outcome-${row.outcome}`}`} data-testid="action-row" data-action-id={row.action_id} data-first-seq={row.first_seq}>
+    <a
+      href={actionHref(row.action_id, listOrigin)}
+      className={`action-row${row.outcome === null ? '' : ` outcome-${row.outcome}`}`}
+      data-testid="action-row"
+      data-action-id={row.action_id}
+      data-first-seq={row.first_seq}
+    >
       <span className="action-when">
         <time dateTime={time} title={time}>
           {time.slice(11, 19)}
@@ -105,12 +146,18 @@ function ActionRowView({ row }: { row: ActionListRow }) {
         <span className="action-meta muted">
           <span title={row.session_id ?? ''}>{agent}</span>
           {row.lane !== null && <span>lane {row.lane}</span>}
-          {row.decided_by !== null && <span title={row.decided_by}>{`${row.decision ?? 'decided'} by ${row.decided_by}`}</span>}
+          {row.decided_by !== null && (
+            <span title={row.decided_by}>{`${row.decision ?? 'decided'} by ${row.decided_by}`}</span>
+          )}
           {row.decided_by === null && row.decision !== null && <span>{row.decision}</span>}
         </span>
       </span>
       <span className="action-result">
-        {open ? <span className="badge attention">open · {row.stage.replaceAll('_', ' ')}</span> : <span className={`badge outcome-${row.outcome ?? 'none'}`}>{row.outcome ?? 'closed'}</span>}
+        {open ? (
+          <span className="badge attention">open · {row.stage.replaceAll('_', ' ')}</span>
+        ) : (
+          <span className={`badge outcome-${row.outcome ?? 'none'}`}>{row.outcome ?? 'closed'}</span>
+        )}
         {row.code !== null && <code className="action-code">{row.code}</code>}
         <span className="muted">{row.duration_ms === null ? '' : spanText(row.duration_ms)}</span>
       </span>
@@ -126,12 +173,25 @@ function agentText(row: ActionListRow): string {
 }
 
 /** The filter as typed; applied on submit, so each keystroke does not start a read. */
-function ActionFilterForm({ applied, onApply }: { applied: ActionListFilter; onApply: (filter: ActionListFilter) => void }) {
+function ActionFilterForm({
+  applied,
+  onApply,
+}: {
+  applied: ActionListFilter;
+  onApply: (filter: ActionListFilter) => void;
+}) {
   const [draft, setDraft] = useState<ActionListFilter>(applied);
   const field = (name: 'target' | 'lane' | 'session' | 'text', label: string, placeholder: string) => (
     <label>
       {label}
-      <input type="text" value={draft[name]} placeholder={placeholder} maxLength={200} onChange={(e) => setDraft({ ...draft, [name]: e.target.value })} data-testid={`actions-filter-${name}`} />
+      <input
+        type="text"
+        value={draft[name]}
+        placeholder={placeholder}
+        maxLength={200}
+        onChange={(e) => setDraft({ ...draft, [name]: e.target.value })}
+        data-testid={`actions-filter-${name}`}
+      />
     </label>
   );
   const submit = (event: FormEvent) => {
@@ -140,13 +200,22 @@ function ActionFilterForm({ applied, onApply }: { applied: ActionListFilter; onA
   };
   return (
     <form className="activity-filter" onSubmit={submit} aria-label="Filter the actions" data-testid="actions-filter">
-      <OutcomeSelect value={draft.outcome} onChange={(outcome) => setDraft({ ...draft, outcome })} testId="actions-filter-outcome" />
+      <OutcomeSelect
+        value={draft.outcome}
+        onChange={(outcome) => setDraft({ ...draft, outcome })}
+        testId="actions-filter-outcome"
+      />
       {field('target', 'Target', 'route or host')}
       {field('lane', 'Lane', 'lane name')}
       {field('session', 'Session', 'ses_…')}
       {field('text', 'Text', 'path, command, code, #ticket…')}
       <label className="inline-check">
-        <input type="checkbox" checked={draft.open} onChange={(e) => setDraft({ ...draft, open: e.target.checked })} data-testid="actions-filter-open" />
+        <input
+          type="checkbox"
+          checked={draft.open}
+          onChange={(e) => setDraft({ ...draft, open: e.target.checked })}
+          data-testid="actions-filter-open"
+        />
         Open only
       </label>
       <div className="form-actions">

@@ -37,7 +37,13 @@ export function AddForm({
   children: ReactNode;
 }) {
   return (
-    <form className="credential-form" onSubmit={onSubmit} aria-label={title} noValidate={noValidate} data-testid={testId}>
+    <form
+      className="credential-form"
+      onSubmit={onSubmit}
+      aria-label={title}
+      noValidate={noValidate}
+      data-testid={testId}
+    >
       <h3>{title}</h3>
       {intro}
       <fieldset disabled={locked || busy !== null}>
@@ -55,7 +61,17 @@ export function AddForm({
 }
 
 /** One field row: its label, its control(s) and what belongs under them; `invalid` marks the field a refusal names. */
-export function Field({ id, label, invalid = false, children }: { id: string; label: ReactNode; invalid?: boolean; children: ReactNode }) {
+export function Field({
+  id,
+  label,
+  invalid = false,
+  children,
+}: {
+  id: string;
+  label: ReactNode;
+  invalid?: boolean;
+  children: ReactNode;
+}) {
   return (
     <div className={invalid ? 'field invalid' : 'field'}>
       <label htmlFor={id}>{label}</label>

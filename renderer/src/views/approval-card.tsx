@@ -28,14 +28,22 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
   const titleId = `card-${t}-title`;
 
   return (
-    <article className={`card state-${card.state}`} aria-labelledby={titleId} data-testid={`card-${t}`} id={`ticket-${t}`}>
+    <article
+      className={`card state-${card.state}`}
+      aria-labelledby={titleId}
+      data-testid={`card-${t}`}
+      id={`ticket-${t}`}
+    >
       <header className="card-header">
         <h4 id={titleId}>Ticket #{t}</h4>
         <span className={`badge approval-${card.approval}`} title="Approval mode">
           {approvalModeText[card.approval]}
         </span>
         {card.retry_of !== null && (
-          <span className="badge attention" title={`A retry of ${card.retry_of}, whose outcome was not known: it needs a fresh decision`}>
+          <span
+            className="badge attention"
+            title={`A retry of ${card.retry_of}, whose outcome was not known: it needs a fresh decision`}
+          >
             retry of an indeterminate action
           </span>
         )}
@@ -48,7 +56,9 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
             retry {card.retries.generation} of {card.retries.budget}
           </span>
         )}
-        {card.expires_at_ms !== null && needsDecision(card) && <Countdown expiresAtMs={card.expires_at_ms} ticket={t} />}
+        {card.expires_at_ms !== null && needsDecision(card) && (
+          <Countdown expiresAtMs={card.expires_at_ms} ticket={t} />
+        )}
       </header>
       <p className="card-status" data-testid={`card-${t}-status`}>
         <LinkedTickets text={cardStatusLabel(card, blockedBy)} self={t} />
@@ -69,21 +79,39 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
               Reject…
             </button>
             {card.state === 'awaiting_session' && card.session !== null && (
-              <button type="button" disabled={busy !== undefined} onClick={() => void approveSession(card.session?.session_id ?? '')} title="Approve this agent process once: its session-mode calls are then approved by policy">
+              <button
+                type="button"
+                disabled={busy !== undefined}
+                onClick={() => void approveSession(card.session?.session_id ?? '')}
+                title="Approve this agent process once: its session-mode calls are then approved by policy"
+              >
                 Approve agent session
               </button>
             )}
           </>
         )}
         {card.state === 'approved_waiting' && open === null && (
-          <button type="button" disabled={busy !== undefined} onClick={() => setOpen('cancel')} title="It will never be sent, even after the ticket it waits for resolves">
+          <button
+            type="button"
+            disabled={busy !== undefined}
+            onClick={() => setOpen('cancel')}
+            title="It will never be sent, even after the ticket it waits for resolves"
+          >
             Cancel…
           </button>
         )}
-        {card.state === 'dispatching' && <span className="muted">Sent or on its way: nothing to decide. Its outcome will be recorded.</span>}
+        {card.state === 'dispatching' && (
+          <span className="muted">Sent or on its way: nothing to decide. Its outcome will be recorded.</span>
+        )}
       </div>
       {open === 'reject' && (
-        <ReasonForm label={`Why reject #${t}?`} submitLabel={`Reject #${t}`} busy={busy !== undefined} onSubmit={(reason) => reject(t, reason)} onClose={() => setOpen(null)} />
+        <ReasonForm
+          label={`Why reject #${t}?`}
+          submitLabel={`Reject #${t}`}
+          busy={busy !== undefined}
+          onSubmit={(reason) => reject(t, reason)}
+          onClose={() => setOpen(null)}
+        />
       )}
       {open === 'cancel' && (
         <ReasonForm
@@ -116,7 +144,13 @@ function Countdown({ expiresAtMs, ticket }: { expiresAtMs: number; ticket: numbe
   const now = useNow();
   const urgent = expiresAtMs - now < countdownUrgentMs;
   return (
-    <span className={urgent ? 'countdown urgent' : 'countdown'} role="timer" aria-label={`Ticket #${ticket} expires`} data-testid={`card-${ticket}-expiry`} title={`Expires at ${new Date(expiresAtMs).toLocaleTimeString()}`}>
+    <span
+      className={urgent ? 'countdown urgent' : 'countdown'}
+      role="timer"
+      aria-label={`Ticket #${ticket} expires`}
+      data-testid={`card-${ticket}-expiry`}
+      title={`Expires at ${new Date(expiresAtMs).toLocaleTimeString()}`}
+    >
       {formatCountdown(expiresAtMs, now)}
     </span>
   );
@@ -217,21 +251,30 @@ function CardFacts({ card }: { card: ApprovalCard }) {
             <pre className="body-preview" data-testid={`card-${card.ticket}-body`}>
               {card.body_preview}
             </pre>
-            <span className="muted">{card.body_bytes} bytes as the agent sent them, before any credential was added</span>
+            <span className="muted">
+              {card.body_bytes} bytes as the agent sent them, before any credential was added
+            </span>
           </>
         ) : previewKept(card) ? (
           <span className="muted">none</span>
         ) : (
-          <span className="muted">preview no longer kept (previews live in memory until the call is sent; the journal keeps its target)</span>
+          <span className="muted">
+            preview no longer kept (previews live in memory until the call is sent; the journal keeps its target)
+          </span>
         )}
       </dd>
       <dt>Credential</dt>
       <dd>
-        <code data-testid={`card-${card.ticket}-credential`}>{card.credential}</code> <span className="muted">(its name; the value never leaves the vault)</span>
+        <code data-testid={`card-${card.ticket}-credential`}>{card.credential}</code>{' '}
+        <span className="muted">(its name; the value never leaves the vault)</span>
       </dd>
       <dt>Action</dt>
       <dd>
-        <a href={actionHref(card.action_id)} title="Open this action's detail: orders, chronology, evidence" data-testid={`card-${card.ticket}-detail`}>
+        <a
+          href={actionHref(card.action_id)}
+          title="Open this action's detail: orders, chronology, evidence"
+          data-testid={`card-${card.ticket}-detail`}
+        >
           <code>{card.action_id}</code>
         </a>
         <span className="muted" title={card.request_fingerprint}>

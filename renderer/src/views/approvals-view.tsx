@@ -17,7 +17,8 @@ export function ApprovalsView() {
         </span>
       </header>
       <p className="muted intro">
-        Cards wait in ticket order within their lane. Approving a later card never lets it overtake: it runs after the older tickets of its lane resolve.
+        Cards wait in ticket order within their lane. Approving a later card never lets it overtake: it runs after the
+        older tickets of its lane resolve.
       </p>
       {view.error !== null && (
         <div className="error" role="alert" data-testid="approvals-error">
@@ -45,7 +46,11 @@ function LaneSection({ group }: { group: LaneGroup }) {
   const name = group.lane ?? 'Reads outside lanes';
   const headingId = `lane-${group.lane ?? 'none'}-heading`;
   return (
-    <section className={group.blockedBy === null ? 'lane' : 'lane blocked'} aria-labelledby={headingId} data-testid={`lane-${group.lane ?? 'none'}`}>
+    <section
+      className={group.blockedBy === null ? 'lane' : 'lane blocked'}
+      aria-labelledby={headingId}
+      data-testid={`lane-${group.lane ?? 'none'}`}
+    >
       <h3 id={headingId}>
         {group.lane === null ? name : <>Lane {name}</>}
         {group.blockedBy !== null && (
@@ -73,7 +78,8 @@ function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
       <ul>
         {closed.map(({ card, reason, lookupError }) => (
           <li key={card.ticket} data-testid={`closed-${card.ticket}`}>
-            <span className="closed-ticket">#{card.ticket}</span> <span className="muted">{card.lane ?? 'no lane'}</span>{' '}
+            <span className="closed-ticket">#{card.ticket}</span>{' '}
+            <span className="muted">{card.lane ?? 'no lane'}</span>{' '}
             <code>
               {card.method ?? ''} {card.path ?? card.command ?? ''}
             </code>{' '}

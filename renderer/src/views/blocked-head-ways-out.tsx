@@ -33,16 +33,38 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
       </p>
       {open === null && (
         <div className="form-actions">
-          <button type="button" disabled={busy} onClick={() => void retrySameKey(t, card.action_id)} title={retryExplained} aria-describedby={`retry-why-${t}`}>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => void retrySameKey(t, card.action_id)}
+            title={retryExplained}
+            aria-describedby={`retry-why-${t}`}
+          >
             Retry with the same key
           </button>
-          <button type="button" disabled={busy} onClick={() => void reconcile(t, card.action_id)} title="Ask the remote what happened, through the route's lookup">
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => void reconcile(t, card.action_id)}
+            title="Ask the remote what happened, through the route's lookup"
+          >
             Reconcile
           </button>
-          <button type="button" disabled={busy} onClick={() => setOpen('attest')} title="Record what you know happened, with your basis">
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => setOpen('attest')}
+            title="Record what you know happened, with your basis"
+          >
             Attest…
           </button>
-          <button type="button" className="danger" disabled={busy} onClick={() => setOpen('abandon')} title="Release the lane; the outcome stays unknown">
+          <button
+            type="button"
+            className="danger"
+            disabled={busy}
+            onClick={() => setOpen('abandon')}
+            title="Release the lane; the outcome stays unknown"
+          >
             Abandon…
           </button>
           <span id={`retry-why-${t}`} className="visually-hidden">
@@ -103,7 +125,14 @@ function AttestForm({ card, busy, onClose }: { card: ApprovalCard; busy: boolean
         </select>
       </div>
       <label htmlFor={`${id}-basis`}>How do you know? (recorded as your basis)</label>
-      <textarea id={`${id}-basis`} value={basis} maxLength={4000} rows={2} required onChange={(event) => setBasis(event.target.value)} />
+      <textarea
+        id={`${id}-basis`}
+        value={basis}
+        maxLength={4000}
+        rows={2}
+        required
+        onChange={(event) => setBasis(event.target.value)}
+      />
       <div className="form-actions">
         <button type="submit" className="primary" disabled={busy || basis.trim() === ''}>
           Attest #{card.ticket}

@@ -32,8 +32,8 @@ export function CredentialsView() {
         <span className="muted">{view.replies === 0 ? 'loading…' : `${view.credentials.length} in the vault`}</span>
       </header>
       <p className="muted intro">
-        Agents name a route or host; the broker injects the credential the configuration names. Secrets are never shown here, in the journal or in any log — only names,
-        kinds, bindings and version tags.
+        Agents name a route or host; the broker injects the credential the configuration names. Secrets are never shown
+        here, in the journal or in any log — only names, kinds, bindings and version tags.
       </p>
       {view.error !== null && (
         <div className="error" role="alert" data-testid="credentials-error">
@@ -41,7 +41,9 @@ export function CredentialsView() {
           <span>{view.error.message}</span>
         </div>
       )}
-      {view.replies > 0 && view.credentials.length === 0 && view.error === null && <p className="empty">No credentials yet.</p>}
+      {view.replies > 0 && view.credentials.length === 0 && view.error === null && (
+        <p className="empty">No credentials yet.</p>
+      )}
       {view.credentials.length > 0 && (
         <table className="sessions credentials" data-testid="credentials-list">
           <thead>
@@ -83,7 +85,12 @@ function CredentialRow({ credential }: { credential: CredentialSummary }) {
   const ask = useAppStore((state) => state.askRemoveCredential);
   const dismiss = useAppStore((state) => state.dismissRemoveCredential);
   const remove = useAppStore((state) => state.removeCredential);
-  const how = credential.kind === 'header' ? `${credential.header ?? ''}: ${credential.template ?? ''}` : credential.kind === 'query' ? `?${credential.param ?? ''}=…` : '';
+  const how =
+    credential.kind === 'header'
+      ? `${credential.header ?? ''}: ${credential.template ?? ''}`
+      : credential.kind === 'query'
+        ? `?${credential.param ?? ''}=…`
+        : '';
   return (
     <tr data-testid={`credential-${credential.name}`} aria-label={`Credential ${credential.name}`}>
       <td>
@@ -100,7 +107,13 @@ function CredentialRow({ credential }: { credential: CredentialSummary }) {
           </>
         )}
       </td>
-      <td>{credential.bindings.length === 0 ? <span className="muted">nowhere (no bindings)</span> : credential.bindings.join(', ')}</td>
+      <td>
+        {credential.bindings.length === 0 ? (
+          <span className="muted">nowhere (no bindings)</span>
+        ) : (
+          credential.bindings.join(', ')
+        )}
+      </td>
       <td>
         <code>{credential.version_tag}</code>
       </td>
@@ -165,7 +178,9 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
       kind,
       secret,
       bindings: parseBindings(bindings),
-      ...(kind === 'header' ? { header: header.trim(), ...(template.trim() === '' ? {} : { template: template.trim() }) } : {}),
+      ...(kind === 'header'
+        ? { header: header.trim(), ...(template.trim() === '' ? {} : { template: template.trim() }) }
+        : {}),
       ...(kind === 'query' ? { param: param.trim() } : {}),
     });
   };
@@ -214,10 +229,21 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
       {kind === 'header' && (
         <>
           <Field id={`${id}-header`} label="Header name">
-            <input id={`${id}-header`} value={header} onChange={(e) => setHeader(e.target.value)} maxLength={128} required />
+            <input
+              id={`${id}-header`}
+              value={header}
+              onChange={(e) => setHeader(e.target.value)}
+              maxLength={128}
+              required
+            />
           </Field>
           <Field id={`${id}-template`} label={<>Value template (contains {'{secret}'} once; empty: just the secret)</>}>
-            <input id={`${id}-template`} value={template} onChange={(e) => setTemplate(e.target.value)} maxLength={1024} />
+            <input
+              id={`${id}-template`}
+              value={template}
+              onChange={(e) => setTemplate(e.target.value)}
+              maxLength={1024}
+            />
           </Field>
         </>
       )}
@@ -230,7 +256,15 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
         <input id={`${id}-bindings`} value={bindings} onChange={(e) => setBindings(e.target.value)} maxLength={4096} />
       </Field>
       <Field id={`${id}-secret`} label="Secret">
-        <input id={`${id}-secret`} ref={secretRef} type="password" autoComplete="off" maxLength={secretCharsMax} required data-testid="credential-secret" />
+        <input
+          id={`${id}-secret`}
+          ref={secretRef}
+          type="password"
+          autoComplete="off"
+          maxLength={secretCharsMax}
+          required
+          data-testid="credential-secret"
+        />
       </Field>
       <p className="muted">
         SSH private keys are multi-line: add them with <code>postern vault add NAME --kind ssh_key --from-stdin</code>.

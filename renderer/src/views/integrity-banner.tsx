@@ -17,7 +17,12 @@ export function IntegrityBanner() {
   usePolling(load, integrityRefreshMs);
   const line = integrityLine(view.last);
   return (
-    <section className={`integrity integrity-${line.tone}`} aria-label="Journal integrity" data-testid="integrity-banner" data-state={view.loaded ? line.tone : 'loading'}>
+    <section
+      className={`integrity integrity-${line.tone}`}
+      aria-label="Journal integrity"
+      data-testid="integrity-banner"
+      data-state={view.loaded ? line.tone : 'loading'}
+    >
       <div className="integrity-text" role={line.tone === 'failed' ? 'alert' : 'status'}>
         <strong data-testid="integrity-headline">{view.loaded ? line.headline : 'Journal integrity: loading…'}</strong>{' '}
         {view.loaded && <span data-testid="integrity-detail">{line.detail}</span>}
@@ -30,7 +35,10 @@ export function IntegrityBanner() {
         {view.last !== null && (
           <span className="muted">
             {' '}
-            · checked <time dateTime={new Date(view.last.checked_at_ms).toISOString()}>{new Date(view.last.checked_at_ms).toLocaleString()}</time>
+            · checked{' '}
+            <time dateTime={new Date(view.last.checked_at_ms).toISOString()}>
+              {new Date(view.last.checked_at_ms).toLocaleString()}
+            </time>
           </span>
         )}
         {view.error !== null && (

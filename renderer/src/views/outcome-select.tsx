@@ -2,7 +2,15 @@ import type { Outcome } from '../../../broker/contract/index.js';
 import { outcomeOrder } from '../store/metrics-reducer.js';
 
 /** The "Outcome" filter of the Activity modes: any, or one of the four outcomes in their usual order. */
-export function OutcomeSelect({ value, onChange, testId }: { value: Outcome | ''; onChange: (value: Outcome | '') => void; testId: string }) {
+export function OutcomeSelect({
+  value,
+  onChange,
+  testId,
+}: {
+  value: Outcome | '';
+  onChange: (value: Outcome | '') => void;
+  testId: string;
+}) {
   return (
     <label>
       Outcome

@@ -18,7 +18,15 @@ interface ReasonFormProps {
 }
 
 /** A small inline form for a decision that needs a written reason (never window.prompt). */
-export function ReasonForm({ label, submitLabel, required = true, busy, onSubmit, onClose, tone = 'danger' }: ReasonFormProps) {
+export function ReasonForm({
+  label,
+  submitLabel,
+  required = true,
+  busy,
+  onSubmit,
+  onClose,
+  tone = 'danger',
+}: ReasonFormProps) {
   const [reason, setReason] = useState('');
   const id = useId();
   const trimmed = reason.trim();
@@ -45,7 +53,11 @@ export function ReasonForm({ label, submitLabel, required = true, busy, onSubmit
         }}
       />
       <div className="form-actions">
-        <button type="submit" className={tone === 'danger' ? 'danger' : 'primary'} disabled={busy || (required && trimmed === '')}>
+        <button
+          type="submit"
+          className={tone === 'danger' ? 'danger' : 'primary'}
+          disabled={busy || (required && trimmed === '')}
+        >
           {submitLabel}
         </button>
         <button type="button" onClick={onClose} disabled={busy}>

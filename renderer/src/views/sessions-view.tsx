@@ -1,7 +1,12 @@
 import { useEffect, useMemo, useState } from 'react';
 import type { SessionSummary } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
-import { orderSessions, sessionApprovalUse, sessionStanding, type SessionApprovalUse } from '../store/sessions-reducer.js';
+import {
+  orderSessions,
+  sessionApprovalUse,
+  sessionStanding,
+  type SessionApprovalUse,
+} from '../store/sessions-reducer.js';
 import { CallResultLine } from './approval-card.js';
 import { ReasonForm } from './reason-form.js';
 
@@ -25,10 +30,15 @@ export function SessionsView() {
     <section className="panel" aria-labelledby="sessions-heading" data-testid="sessions-view">
       <header className="panel-header">
         <h2 id="sessions-heading">Sessions</h2>
-        <span className="muted">{view.replies === 0 ? 'loading…' : `${sessions.length} agent ${sessions.length === 1 ? 'process' : 'processes'}`}</span>
+        <span className="muted">
+          {view.replies === 0
+            ? 'loading…'
+            : `${sessions.length} agent ${sessions.length === 1 ? 'process' : 'processes'}`}
+        </span>
       </header>
       <p className="muted intro" data-testid="sessions-use">
-        Each agent process is a session. {useSentence(use)} Revoking refuses its new calls and cancels what it has not sent.
+        Each agent process is a session. {useSentence(use)} Revoking refuses its new calls and cancels what it has not
+        sent.
       </p>
       {view.error !== null && (
         <div className="error" role="alert" data-testid="sessions-error">
@@ -36,7 +46,9 @@ export function SessionsView() {
           <span>{view.error.message}</span>
         </div>
       )}
-      {view.replies > 0 && sessions.length === 0 && view.error === null && <p className="empty">No agent has connected yet.</p>}
+      {view.replies > 0 && sessions.length === 0 && view.error === null && (
+        <p className="empty">No agent has connected yet.</p>
+      )}
       {sessions.length > 0 && (
         <div className="session-cards">
           {sessions.map((session) => (
@@ -49,7 +61,8 @@ export function SessionsView() {
 }
 
 function useSentence(use: SessionApprovalUse): string {
-  if (!use.known) return 'A session with calls on approval: session routes or hosts is approved once by a person before those calls run.';
+  if (!use.known)
+    return 'A session with calls on approval: session routes or hosts is approved once by a person before those calls run.';
   if (use.entries.length === 0 && use.maybe.length === 0) {
     return 'No route or SSH host uses approval: session, so no session needs approving: per_call calls get a card each, approval: none calls run in their lane.';
   }
@@ -69,7 +82,11 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
   const live = session.status === 'pending' || session.status === 'approved';
   const standing = sessionStanding(session, use);
   return (
-    <article className={`session-card tone-${standing.tone}`} data-testid={`session-${id}`} aria-label={`Session ${id}, pid ${session.pid}`}>
+    <article
+      className={`session-card tone-${standing.tone}`}
+      data-testid={`session-${id}`}
+      aria-label={`Session ${id}, pid ${session.pid}`}
+    >
       <header className="session-card-header">
         <span className="session-agent">
           <strong>{exeName}</strong> · pid <span data-testid={`session-${id}-pid`}>{session.pid}</span>
@@ -81,7 +98,11 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
             </>
           )}
         </span>
-        <span className={`badge session-${standing.tone}`} data-testid={`session-${id}-status`} data-status={session.status}>
+        <span
+          className={`badge session-${standing.tone}`}
+          data-testid={`session-${id}-status`}
+          data-status={session.status}
+        >
           {standing.label}
         </span>
       </header>
@@ -108,15 +129,21 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
         </dd>
         <dt>Calls</dt>
         <dd>
-          <span data-testid={`session-${id}-calls`}>{session.calls}</span> calls{session.pending > 0 && <>, {session.pending} not sent yet</>}
+          <span data-testid={`session-${id}-calls`}>{session.calls}</span> calls
+          {session.pending > 0 && <>, {session.pending} not sent yet</>}
         </dd>
         <dt>Started</dt>
         <dd>
-          <time dateTime={new Date(session.started_at_ms).toISOString()}>{new Date(session.started_at_ms).toLocaleString()}</time>
+          <time dateTime={new Date(session.started_at_ms).toISOString()}>
+            {new Date(session.started_at_ms).toLocaleString()}
+          </time>
           {session.ended_at_ms !== null && (
             <>
               {' '}
-              · ended <time dateTime={new Date(session.ended_at_ms).toISOString()}>{new Date(session.ended_at_ms).toLocaleString()}</time>
+              · ended{' '}
+              <time dateTime={new Date(session.ended_at_ms).toISOString()}>
+                {new Date(session.ended_at_ms).toLocaleString()}
+              </time>
             </>
           )}
         </dd>
@@ -136,7 +163,13 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
         </div>
       )}
       {revoking && (
-        <ReasonForm label={`Why revoke pid ${session.pid}?`} submitLabel="Revoke" busy={busy !== undefined} onSubmit={(reason) => revoke(id, reason)} onClose={() => setRevoking(false)} />
+        <ReasonForm
+          label={`Why revoke pid ${session.pid}?`}
+          submitLabel="Revoke"
+          busy={busy !== undefined}
+          onSubmit={(reason) => revoke(id, reason)}
+          onClose={() => setRevoking(false)}
+        />
       )}
       {last !== undefined && <CallResultLine result={last} />}
     </article>

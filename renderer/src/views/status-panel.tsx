@@ -21,7 +21,12 @@ export function StatusPanel() {
     <section className="panel" aria-labelledby="status-heading" aria-busy={view.phase === 'loading'}>
       <header className="panel-header">
         <h2 id="status-heading">Broker status</h2>
-        <button type="button" onClick={() => void refresh()} disabled={view.phase === 'loading'} data-testid="status-refresh">
+        <button
+          type="button"
+          onClick={() => void refresh()}
+          disabled={view.phase === 'loading'}
+          data-testid="status-refresh"
+        >
           Refresh
         </button>
       </header>
@@ -32,7 +37,12 @@ export function StatusPanel() {
           {view.status !== null && <span className="muted">Showing the last status received.</span>}
         </div>
       )}
-      {view.status !== null && <VaultStepBanner step={vaultNextStep(view.status.vault, view.status.data_dir)} testId="status-vault-lock-banner" />}
+      {view.status !== null && (
+        <VaultStepBanner
+          step={vaultNextStep(view.status.vault, view.status.data_dir)}
+          testId="status-vault-lock-banner"
+        />
+      )}
       {view.status === null ? (
         view.error === null && <p className="muted">Loading…</p>
       ) : (
@@ -56,7 +66,9 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
       <dd data-testid="status-version">{status.version}</dd>
       <dt>Started</dt>
       <dd>
-        <time dateTime={new Date(status.started_at_ms).toISOString()}>{new Date(status.started_at_ms).toLocaleString()}</time>
+        <time dateTime={new Date(status.started_at_ms).toISOString()}>
+          {new Date(status.started_at_ms).toLocaleString()}
+        </time>
       </dd>
       <dt>Data directory</dt>
       <dd>

@@ -1,8 +1,22 @@
 import { useEffect, useMemo, useState } from 'react';
 import { spanText } from '../store/action-wait.js';
 import { useAppStore } from '../store/app-store.js';
-import { actionHref, activityOrigin, timelineGroupingOf, timelineGroupings, timelineHref } from '../store/hash-route.js';
-import { axisTicks, segmentLabel, timelineOf, type SegmentKind, type Timeline, type TimelineBar, type TimelineGrouping } from '../store/timeline-layout.js';
+import {
+  actionHref,
+  activityOrigin,
+  timelineGroupingOf,
+  timelineGroupings,
+  timelineHref,
+} from '../store/hash-route.js';
+import {
+  axisTicks,
+  segmentLabel,
+  timelineOf,
+  type SegmentKind,
+  type Timeline,
+  type TimelineBar,
+  type TimelineGrouping,
+} from '../store/timeline-layout.js';
 import { actionListHeadRefreshMs, activityTopics } from './action-list-view.js';
 import { useHashRoute } from './use-hash-route.js';
 import { useNow } from './use-now.js';
@@ -41,15 +55,22 @@ export function TimelineView() {
   return (
     <div className="timeline" data-testid="timeline" data-grouping={by}>
       <p className="muted intro">
-        The newest {shown.length.toLocaleString('en-US')} loaded {shown.length === 1 ? 'action' : 'actions'} (the Actions filter applies), as bars on
-        one time axis. Hover or focus a bar to read it; open it for the detail.
+        The newest {shown.length.toLocaleString('en-US')} loaded {shown.length === 1 ? 'action' : 'actions'} (the
+        Actions filter applies), as bars on one time axis. Hover or focus a bar to read it; open it for the detail.
       </p>
       <div className="timeline-controls">
         <fieldset className="timeline-grouping">
           <legend>Group by</legend>
           {timelineGroupings.map((g) => (
             <label key={g}>
-              <input type="radio" name="timeline-grouping" value={g} checked={by === g} onChange={() => setBy(g)} data-testid={`timeline-by-${g}`} />
+              <input
+                type="radio"
+                name="timeline-grouping"
+                value={g}
+                checked={by === g}
+                onChange={() => setBy(g)}
+                data-testid={`timeline-by-${g}`}
+              />
               {g}
             </label>
           ))}
@@ -81,7 +102,15 @@ function Legend() {
   );
 }
 
-function TimelinePicture({ timeline, by, onFocusBar }: { timeline: Timeline; by: TimelineGrouping; onFocusBar: (text: string | null) => void }) {
+function TimelinePicture({
+  timeline,
+  by,
+  onFocusBar,
+}: {
+  timeline: Timeline;
+  by: TimelineGrouping;
+  onFocusBar: (text: string | null) => void;
+}) {
   const span = timeline.endMs - timeline.startMs;
   const at = (ms: number) => `${(((ms - timeline.startMs) / span) * 100).toFixed(3)}%`;
   const ticks = axisTicks(timeline.startMs, timeline.endMs);
@@ -98,7 +127,13 @@ function TimelinePicture({ timeline, by, onFocusBar }: { timeline: Timeline; by:
         </div>
       </div>
       {timeline.groups.map((group) => (
-        <div key={group.key} className={`timeline-group${group.blocked === null ? '' : ' blocked'}`} role="listitem" data-testid="timeline-group" data-key={group.key}>
+        <div
+          key={group.key}
+          className={`timeline-group${group.blocked === null ? '' : ' blocked'}`}
+          role="listitem"
+          data-testid="timeline-group"
+          data-key={group.key}
+        >
           <div className="timeline-label" title={group.label}>
             <span>{group.label}</span>
             {group.blocked !== null && (
@@ -109,7 +144,14 @@ function TimelinePicture({ timeline, by, onFocusBar }: { timeline: Timeline; by:
           </div>
           <div className="timeline-tracks" style={{ height: group.tracks * trackPx }}>
             {group.bars.map((bar) => (
-              <BarView key={bar.actionId} bar={bar} href={actionHref(bar.actionId, activityOrigin('timeline', by))} left={at(bar.startMs)} width={((bar.endMs - bar.startMs) / span) * 100} onFocusBar={onFocusBar} />
+              <BarView
+                key={bar.actionId}
+                bar={bar}
+                href={actionHref(bar.actionId, activityOrigin('timeline', by))}
+                left={at(bar.startMs)}
+                width={((bar.endMs - bar.startMs) / span) * 100}
+                onFocusBar={onFocusBar}
+              />
             ))}
           </div>
         </div>
@@ -121,7 +163,19 @@ function TimelinePicture({ timeline, by, onFocusBar }: { timeline: Timeline; by:
   );
 }
 
-function BarView({ bar, href, left, width, onFocusBar }: { bar: TimelineBar; href: string; left: string; width: number; onFocusBar: (text: string | null) => void }) {
+function BarView({
+  bar,
+  href,
+  left,
+  width,
+  onFocusBar,
+}: {
+  bar: TimelineBar;
+  href: string;
+  left: string;
+  width: number;
+  onFocusBar: (text: string | null) => void;
+}) {
   const length = bar.endMs - bar.startMs;
   const show = () => onFocusBar(bar.title);
   const hide = () => onFocusBar(null);
@@ -143,7 +197,10 @@ function BarView({ bar, href, left, width, onFocusBar }: { bar: TimelineBar; hre
         <span
           key={s.kind}
           className={`tl-seg tl-${s.kind}`}
-          style={{ left: `${length === 0 ? 0 : ((s.startMs - bar.startMs) / length) * 100}%`, width: `${length === 0 ? 100 : ((s.endMs - s.startMs) / length) * 100}%` }}
+          style={{
+            left: `${length === 0 ? 0 : ((s.startMs - bar.startMs) / length) * 100}%`,
+            width: `${length === 0 ? 100 : ((s.endMs - s.startMs) / length) * 100}%`,
+          }}
         />
       ))}
     </a>

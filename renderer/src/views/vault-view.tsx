@@ -10,6 +10,7 @@ const passphraseCharsMax = 1_024;
  * The vault: locked → an unlock form (a password field whose value goes straight into the call and
  * is cleared at once, never into the store or the page's state); unlocked → Lock.
  */
+// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function VaultView() {
   const view = useAppStore((state) => state.vaultView);
   const unlock = useAppStore((state) => state.unlockVault);
@@ -37,8 +38,8 @@ export function VaultView() {
         )}
       </header>
       <p className="muted intro">
-        Credentials are sealed in <code>vault.sqlite</code>; the broker can inject them only while the vault is unlocked. It locks itself after a while without operator
-        activity, and when the broker stops.
+        Credentials are sealed in <code>vault.sqlite</code>; the broker can inject them only while the vault is
+        unlocked. It locks itself after a while without operator activity, and when the broker stops.
       </p>
       {view.error !== null && (
         <div className="error" role="alert" data-testid="vault-status-error">
@@ -51,7 +52,16 @@ export function VaultView() {
       {view.state === 'locked' && (
         <form className="unlock-form" onSubmit={submit} aria-label="Unlock the vault">
           <label htmlFor={id}>Vault passphrase</label>
-          <input id={id} ref={passphraseRef} type="password" name="passphrase" autoComplete="off" maxLength={passphraseCharsMax} required data-testid="vault-passphrase" />
+          <input
+            id={id}
+            ref={passphraseRef}
+            type="password"
+            name="passphrase"
+            autoComplete="off"
+            maxLength={passphraseCharsMax}
+            required
+            data-testid="vault-passphrase"
+          />
           <button type="submit" className="primary" disabled={view.busy !== null}>
             {view.busy === 'unlock' ? 'Unlocking…' : 'Unlock'}
           </button>
@@ -60,9 +70,16 @@ export function VaultView() {
       {view.state === 'unlocked' && (
         <div className="form-actions">
           <span>
-            Unlocked: {view.credentials} {view.credentials === 1 ? 'credential is' : 'credentials are'} available to approved actions.
+            Unlocked: {view.credentials} {view.credentials === 1 ? 'credential is' : 'credentials are'} available to
+            approved actions.
           </span>
-          <button type="button" className="danger" onClick={() => void lock()} disabled={view.busy !== null} data-testid="vault-lock">
+          <button
+            type="button"
+            className="danger"
+            onClick={() => void lock()}
+            disabled={view.busy !== null}
+            data-testid="vault-lock"
+          >
             {view.busy === 'lock' ? 'Locking…' : 'Lock now'}
           </button>
         </div>
@@ -107,7 +124,8 @@ function StepText({ step }: { step: VaultNextStep }) {
   if (step.command === null) return <a href={step.href}>{step.step}</a>;
   return (
     <>
-      <a href={step.href}>{step.step}</a> here, or run <code data-testid="vault-create-command">{step.command}</code> in a terminal (it asks for a new passphrase twice).
+      <a href={step.href}>{step.step}</a> here, or run <code data-testid="vault-create-command">{step.command}</code> in
+      a terminal (it asks for a new passphrase twice).
     </>
   );
 }
@@ -116,7 +134,15 @@ function StepText({ step }: { step: VaultNextStep }) {
  * A banner with the vault's next step ("Create a vault", "Unlock"), or nothing while it is unlocked.
  * `consequence` says what the state means where the banner is shown.
  */
-export function VaultStepBanner({ step, testId, consequence }: { step: VaultNextStep | null; testId: string; consequence?: ReactNode }) {
+export function VaultStepBanner({
+  step,
+  testId,
+  consequence,
+}: {
+  step: VaultNextStep | null;
+  testId: string;
+  consequence?: ReactNode;
+}) {
   if (step === null) return null;
   return (
     <p className="hint" role="status" data-testid={testId} data-state={step.state}>
@@ -138,7 +164,8 @@ export function VaultLockedHint() {
       testId="vault-locked-hint"
       consequence={
         <>
-          : an approved action that needs a credential ends <code>VAULT_LOCKED</code> (not attempted), so take this step before approving
+          : an approved action that needs a credential ends <code>VAULT_LOCKED</code> (not attempted), so take this step
+          before approving
         </>
       }
     />
