@@ -17,11 +17,11 @@ import {
 import {
   checkHttpRequest,
   classifyOutcome,
+  httpReportEvidence,
   joinBasePath,
-  parseRetryAfterMs,
+  refusedRequestField,
   resolveRoutePolicy,
   type LocalGate,
-  type OutcomeEvidence,
 } from '../core/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type {
@@ -35,6 +35,7 @@ import type {
 import type { DispatchQueue } from '../queue/approval-queue.js';
 import { httpCardPreview } from '../queue/card-preview.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
+import { dropWhenSettled, keepRequest, readKeptRequest } from './kept-request.js';
 import {
   authorizationRefusal,
   closedBeforeDispatch,
@@ -56,6 +57,7 @@ import {
 import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
+import { startAuthorization } from './authorize-credential.js';
 import { retryWhileAllowed, type AttemptRun, type RetryEngineDeps, type RetrySubject } from './retry-engine.js';
 import {
   acceptedEvent,
@@ -185,13 +187,45 @@ async function refuseMalformed(
   );
 }
 
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
+/**
+ * The steps of ARCHITECTURE.md's "Life of one action", in order: admit (ACTION_ACCEPTED with PREFLIGHT_VALIDATED, or
+ * a refusal), wait for turn (the queue), then authorize → dispatch → record → answer (sendOnce), and the retry
+ * engine's further attempts where the route allows them (retry-engine.ts).
+ */
 async function admitAndRun(
   deps: HttpActionDeps,
   actionId: string,
   input: InternalHttpRequest,
   options: HttpActionOptions,
 ): Promise<HttpActionResult> {
+  const admitted = await admit(deps, actionId, input, options);
+  if (admitted.kind === 'refused') return admitted.result;
+  const { bound, kept } = admitted;
+  const run = async (): Promise<HttpActionResult> => {
+    const closed = await waitForTurn(deps, bound);
+    if (closed !== undefined) return closed;
+    const first = await authorizeAndSend(deps, bound);
+    // A lookup is never retried by the engine: it is asked again by whoever asked for it.
+    if (options.reconciles !== undefined) return first;
+    return retryWhileAllowed(deps, retrySubject(deps, bound), first);
+  };
+  // Only an action whose request was kept reads its record again at the end (not the hot path).
+  return kept ? dropWhenSettled(deps, actionId, await run()) : run();
+}
+
+type Admitted = { kind: 'refused'; result: HttpActionResult } | { kind: 'admitted'; bound: Bound; kept: boolean };
+
+/**
+ * Admission: ACTION_ACCEPTED and PREFLIGHT_VALIDATED in one commit, or ACTION_ACCEPTED and the refusal (an unknown
+ * route, a request validation refuses, a key bound to another request). Keeps the request for a person's retry
+ * where the route allows one (kept-request.ts).
+ */
+async function admit(
+  deps: HttpActionDeps,
+  actionId: string,
+  input: InternalHttpRequest,
+  options: HttpActionOptions,
+): Promise<Admitted> {
   const request = normalizeHttpRequest(input);
   const fingerprint = requestFingerprint(request);
   const route = deps.config.routes.get(request.route);
@@ -203,30 +237,10 @@ async function admitAndRun(
       approval: 'none',
       idempotent: false,
     });
-    return refuse(
-      deps,
-      actionId,
-      fingerprint,
-      { kind: 'validation', code: 'INVALID_TARGET', field: 'route' },
-      'no such route',
-    );
+    const gate = { kind: 'validation', code: 'INVALID_TARGET', field: 'route' } as const;
+    return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, gate, 'no such route') };
   }
-  // A reconciliation lookup is the person's own request: no rule applies to it (HttpActionOptions).
-  const policy = resolveRoutePolicy(route, request.method, request.path);
-  const lane = policy.lane;
-  const idempotent = route.idempotent_methods.includes(request.method as never);
-  const admission: Admission = {
-    target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
-    fingerprint,
-    lane: lane.kind === 'lane' && options.reconciles === undefined ? lane.lane : null,
-    approval: options.reconciles === undefined ? policy.approval : 'none',
-    idempotent,
-    origin: route.base_url,
-    ...(options.reconciles === undefined && policy.rule !== null ? { approvalRule: policy.rule.text } : {}),
-    ...(options.reconciles === undefined ? {} : { reconciles: options.reconciles }),
-    // The budget is bound now: a later configuration change neither widens nor resets it.
-    ...(options.reconciles === undefined && route.retry !== undefined ? { retryBudget: route.retry.attempts_max } : {}),
-  };
+  const admission = admissionOf(route, request, fingerprint, options);
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
   // A lookup's method comes from the route's `lookup` (a bounded read-back's is GET), not the agent's method list (only those).
@@ -238,7 +252,7 @@ async function admitAndRun(
   const preflight = validate(deps, route, methods, request, input.idempotency_key);
   if (!preflight.ok) {
     await accept(deps, actionId, admission);
-    return refuse(deps, actionId, fingerprint, preflight.gate, preflight.message);
+    return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, preflight.gate, preflight.message) };
   }
   const binding = idempotencyBinding(deps, route, request, input.idempotency_key);
   try {
@@ -255,88 +269,63 @@ async function admitAndRun(
     // The journal refused the key's binding (the whole unit, so nothing of it was written).
     if (binding === undefined || !isCodedError(error) || error.code !== 'IDEMPOTENCY_MISMATCH') throw error;
     await accept(deps, actionId, admission);
-    return refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []);
+    return {
+      kind: 'refused',
+      result: await refuseKeyReuse(deps, actionId, fingerprint, binding, route.idempotency?.fingerprint ?? []),
+    };
   }
   deps.onAdmitted?.(actionId);
   const kept =
     binding !== undefined &&
     route.retry !== undefined &&
     keepRequest(deps, actionId, route, input, binding.expires_at_ms);
-  const run = async (): Promise<HttpActionResult> => {
-    // The card preview is the agent's own request, taken before any injection.
-    const turn = await deps.queue.awaitTurn(actionId, httpCardPreview(route, request));
-    if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-    const bound: Bound = {
-      actionId,
-      route,
-      request,
-      fingerprint,
-      idempotent,
-      path: preflight.path,
-      binding,
-      timeoutMs: operationTimeoutMs(route),
-    };
-    const first = await authorizeAndSend(deps, bound);
-    // A lookup is never retried by the engine: it is asked again by whoever asked for it.
-    if (options.reconciles !== undefined) return first;
-    return retryWhileAllowed(deps, retrySubject(deps, bound), first);
+  const bound: Bound = {
+    actionId,
+    route,
+    request,
+    fingerprint,
+    idempotent: admission.idempotent,
+    path: preflight.path,
+    binding,
+    timeoutMs: operationTimeoutMs(route),
   };
-  // Only an action whose request was kept reads its record again at the end (not the hot path).
-  return kept ? dropWhenSettled(deps, actionId, await run()) : run();
+  return { kind: 'admitted', bound, kept };
 }
 
-/** The purpose a kept request is sealed under: bound to its action, so a row cannot be replayed as another's. */
-function keptRequestPurpose(actionId: string): string {
-  return `postern.kept-request.v1:${actionId}`;
-}
-
-/**
- * Keeps the agent's request (as it sent it: no credential is in it yet) sealed by the vault until
- * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
- * Best effort: a locked vault or a full disk loses only that convenience, never the action.
- */
-function keepRequest(
-  deps: HttpActionDeps,
-  actionId: string,
+/** What ACTION_ACCEPTED records of a known route: its lane, approval and retry budget as resolved now. */
+function admissionOf(
   route: Route,
-  request: InternalHttpRequest,
-  expiresAtMs: number,
-): boolean {
-  if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return false;
-  try {
-    const { body, ...rest } = request;
-    const plain = Buffer.from(
-      JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }),
-    );
-    const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
-    plain.fill(0);
-    deps.requests.keep({
-      action_id: actionId,
-      route: route.name,
-      sealed,
-      kept_at_ms: deps.clock.nowMs(),
-      expires_at_ms: expiresAtMs,
-    });
-    return true;
-  } catch (error) {
-    deps.logger?.warn(
-      { action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' },
-      'request not kept for a person retry',
-    );
-    return false;
-  }
+  request: NormalizedHttpRequest,
+  fingerprint: string,
+  options: HttpActionOptions,
+): Admission {
+  // A reconciliation lookup is the person's own request: no rule applies to it (HttpActionOptions).
+  const policy = resolveRoutePolicy(route, request.method, request.path);
+  const lane = policy.lane;
+  return {
+    target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
+    fingerprint,
+    lane: lane.kind === 'lane' && options.reconciles === undefined ? lane.lane : null,
+    approval: options.reconciles === undefined ? policy.approval : 'none',
+    idempotent: route.idempotent_methods.includes(request.method as never),
+    origin: route.base_url,
+    ...(options.reconciles === undefined && policy.rule !== null ? { approvalRule: policy.rule.text } : {}),
+    ...(options.reconciles === undefined ? {} : { reconciles: options.reconciles }),
+    // The budget is bound now: a later configuration change neither widens nor resets it.
+    ...(options.reconciles === undefined && route.retry !== undefined ? { retryBudget: route.retry.attempts_max } : {}),
+  };
 }
 
-/** A settled action (or one that never left) needs no kept request any more. */
-function dropWhenSettled(deps: HttpActionDeps, actionId: string, result: HttpActionResult): HttpActionResult {
-  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown')
-    deps.requests.drop(actionId);
-  return result;
+/** Waits for the action's turn in the queue (card, decision, lane order): the closure's answer if it was closed. */
+async function waitForTurn(deps: HttpActionDeps, b: Bound): Promise<HttpActionResult | undefined> {
+  // The card preview is the agent's own request, taken before any injection.
+  const turn = await deps.queue.awaitTurn(b.actionId, httpCardPreview(b.route, b.request));
+  return turn.kind === 'closed' ? { envelope: closedEnvelope(turn.state, b.fingerprint) } : undefined;
 }
 
 /**
  * A person retries an unknown action with the same key (the "retry with the same key" way out of
- * a blocked lane): the kept request is unsealed and resent through the same path as an agent's
+ * a blocked lane): the kept request (kept-request.ts) is unsealed and resent through the same path as an agent's
  * retry_of — same fingerprint, same key, the next lease — with the person as `requested_by`. The
  * click is the fresh decision a retry of an indeterminate action needs. NOT_FOUND when nothing was
  * kept (no contract or retry policy on the route, the key's window passed, or already settled).
@@ -346,26 +335,7 @@ export async function retryKeptRequest(
   actionId: string,
   actor: OperatorActor,
 ): Promise<HttpActionResult> {
-  const kept = deps.requests?.read(actionId, deps.clock.nowMs());
-  if (kept === undefined) {
-    throw new CodedError(
-      'NOT_FOUND',
-      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person`,
-      { field: 'action_id' },
-    );
-  }
-  const plain = deps.vault.unwrap(keptRequestPurpose(actionId), kept.sealed);
-  let input: InternalHttpRequest;
-  try {
-    // Written by keepRequest above from an InternalHttpRequest, sealed and bound to this action: read back as one.
-    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Omit<
-      InternalHttpRequest,
-      'body'
-    > & { body_base64?: string };
-    input = { ...rest, ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}) };
-  } finally {
-    plain.fill(0);
-  }
+  const input = readKeptRequest(deps, actionId);
   return runRecorded(deps, actionId, () => retryHttpAction(deps, actionId, input, actor));
 }
 
@@ -756,6 +726,7 @@ async function closeUndispatchedRetry(
   return restated.ok ? restated.appended.state : (deps.journal.getAction(state.action_id) ?? state);
 }
 
+/** One attempt's steps, inside the secret's scope: authorize (a refusal ends it here), dispatch, record, answer. */
 async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: AttemptRun): Promise<HttpActionResult> {
   const retry = run.generation !== undefined;
   if (deps.vault.state() !== 'unlocked') {
@@ -766,73 +737,10 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
   const unsubscribe = deps.vault.onLock(() => locked.abort());
   try {
     return await deps.vault.withSecret(b.route.credential, async (secret, info) => {
-      const unusable = credentialProblem(b.route, info, secret);
-      if (unusable !== undefined && retry)
-        throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
-      if (unusable !== undefined)
-        return refuse(deps, b.actionId, b.fingerprint, { kind: 'credential_missing' }, unusable);
-      // The bound fingerprint is recomputed from what will be sent, right before the write.
-      if (requestFingerprint(b.request) !== b.fingerprint)
-        return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
-      // A person may have cancelled between the queue's release and here: nothing is even set up.
-      // (A retry's record is already closed by its first run's outcome; its lease is its licence.)
-      const closed = retry ? undefined : closedBeforeDispatch(deps.journal, b.actionId);
-      if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
-      // Not awaited on its own: the journal commits in FIFO order, so the DISPATCH_STARTED the
-      // channel awaits is durable only with this row before it (often in the same commit), and a
-      // refusal of this row makes DISPATCH_STARTED impossible too (projection: authorized first).
-      const authorized = appendState(deps.journal, {
-        kind: 'CREDENTIAL_AUTHORIZED',
-        action_id: b.actionId,
-        payload: {
-          credential_id: info.id,
-          version_tag: info.version_tag,
-          injection_mode: b.route.injection,
-          request_fingerprint: b.fingerprint,
-        },
-      });
-      authorized.catch(() => undefined);
-      const scrubber = secretScrubber(secretParts(secret));
-      const report = await deps.channel.perform({
-        actionId: b.actionId,
-        target: {
-          protocol: b.route.protocol,
-          hostname: b.route.hostname,
-          port: b.route.port,
-          caPem: b.route.ca_pem,
-          pins: b.route.tls?.pins,
-          origin: b.route.origin,
-          poolKey: poolKey(b.route),
-        },
-        method: b.request.method,
-        path: wirePath(b, secret),
-        headers: wireHeaders(b, secret),
-        body:
-          b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method)
-            ? undefined
-            : b.request.body,
-        timeoutMs: b.timeoutMs,
-        beforeDispatch: locked.signal,
-        firstAttempt: run.firstAttempt,
-        scrubLookaheadBytes: scrubber.lookaheadBytes,
-        ...(run.generation === undefined ? {} : { generation: run.generation }),
-        ...(b.route.correlation?.provider_request_id_header === undefined
-          ? {}
-          : { providerRequestIdHeader: b.route.correlation.provider_request_id_header }),
-      });
-      // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
-      // took over) sent nothing: the caller above answers from the record.
-      if (retry && report.journalFailed !== undefined && isCodedError(report.journalFailed)) throw report.journalFailed;
-      // A retry whose final request the client would refuse (a credential changed to an unsendable value) sent
-      // nothing either: like a credential no longer usable, it closes its lease from the record.
-      if (retry && report.stoppedBeforeDispatch === 'request_refused')
-        throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
-      if (retry) await authorized;
-      // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too:
-      // nothing was sent, and the answer is the recorded closure.
-      const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
-      if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
-      return settle(deps, b, report, scrubber);
+      const stop = authorize(deps, b, info, secret, retry);
+      if (stop?.kind === 'refuse') return refuse(deps, b.actionId, b.fingerprint, stop.gate, stop.message);
+      if (stop?.kind === 'closed') return { envelope: closedEnvelope(stop.state, b.fingerprint) };
+      return dispatch(deps, b, run, { secret, info, beforeDispatch: locked.signal });
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'route');
@@ -841,6 +749,104 @@ async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: Attempt
   } finally {
     unsubscribe();
   }
+}
+
+/** Why authorization stops an attempt before anything is set up: a gate to record, or a closure already recorded. */
+type AuthorizeStop = { kind: 'refuse'; gate: LocalGate; message: string } | { kind: 'closed'; state: ActionState };
+
+/**
+ * Authorize: the credential fits the route, the request is still the one bound, and no person closed the ticket
+ * since its release. Synchronous on purpose: nothing may land between this last look at the record and
+ * dispatch's CREDENTIAL_AUTHORIZED. A retry's refusal is thrown (authorizeAndSend answers it from the record).
+ */
+function authorize(
+  deps: HttpActionDeps,
+  b: Bound,
+  info: CredentialInfo,
+  secret: SecretMaterial,
+  retry: boolean,
+): AuthorizeStop | undefined {
+  const unusable = credentialProblem(b.route, info, secret);
+  if (unusable !== undefined && retry)
+    throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
+  if (unusable !== undefined) return { kind: 'refuse', gate: { kind: 'credential_missing' }, message: unusable };
+  // The bound fingerprint is recomputed from what will be sent, right before the write.
+  if (requestFingerprint(b.request) !== b.fingerprint)
+    return { kind: 'refuse', gate: { kind: 'fingerprint_mismatch' }, message: 'the request changed' };
+  // A person may have cancelled between the queue's release and here: nothing is even set up.
+  // (A retry's record is already closed by its first run's outcome; its lease is its licence.)
+  const closed = retry ? undefined : closedBeforeDispatch(deps.journal, b.actionId);
+  return closed === undefined ? undefined : { kind: 'closed', state: closed };
+}
+
+interface Secret {
+  readonly secret: SecretMaterial;
+  readonly info: CredentialInfo;
+  /** Aborted when the vault locks: the channel stops before dispatch. */
+  readonly beforeDispatch: AbortSignal;
+}
+
+/**
+ * Dispatch: CREDENTIAL_AUTHORIZED, then the channel's attempt (setup, DISPATCH_STARTED, the request, the response),
+ * then record and answer (settle). CREDENTIAL_AUTHORIZED is awaited only after the channel ran (startAuthorization).
+ */
+async function dispatch(deps: HttpActionDeps, b: Bound, run: AttemptRun, s: Secret): Promise<HttpActionResult> {
+  const retry = run.generation !== undefined;
+  const authorized = startAuthorization(deps.journal, b.actionId, {
+    credential_id: s.info.id,
+    version_tag: s.info.version_tag,
+    injection_mode: b.route.injection,
+    request_fingerprint: b.fingerprint,
+  });
+  const scrubber = secretScrubber(secretParts(s.secret));
+  const report = await deps.channel.perform(wireRequest(b, run, s, scrubber.lookaheadBytes));
+  // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
+  // took over) sent nothing: the caller above answers from the record.
+  if (retry && report.journalFailed !== undefined && isCodedError(report.journalFailed)) throw report.journalFailed;
+  // A retry whose final request the client would refuse (a credential changed to an unsendable value) sent
+  // nothing either: like a credential no longer usable, it closes its lease from the record.
+  if (retry && report.stoppedBeforeDispatch === 'request_refused')
+    throw new CodedError('VAULT_LOCKED', 'the credential is no longer usable on this route');
+  if (retry) await authorized;
+  // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too:
+  // nothing was sent, and the answer is the recorded closure.
+  const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
+  if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
+  return settle(deps, b, report, scrubber);
+}
+
+/** The request as the channel sends it: the credential injected, the key header added under a contract. */
+function wireRequest(
+  b: Bound,
+  run: AttemptRun,
+  s: Secret,
+  scrubLookaheadBytes: number,
+): Parameters<HttpChannel['perform']>[0] {
+  return {
+    actionId: b.actionId,
+    target: {
+      protocol: b.route.protocol,
+      hostname: b.route.hostname,
+      port: b.route.port,
+      caPem: b.route.ca_pem,
+      pins: b.route.tls?.pins,
+      origin: b.route.origin,
+      poolKey: poolKey(b.route),
+    },
+    method: b.request.method,
+    path: wirePath(b, s.secret),
+    headers: wireHeaders(b, s.secret),
+    body:
+      b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body,
+    timeoutMs: b.timeoutMs,
+    beforeDispatch: s.beforeDispatch,
+    firstAttempt: run.firstAttempt,
+    scrubLookaheadBytes,
+    ...(run.generation === undefined ? {} : { generation: run.generation }),
+    ...(b.route.correlation?.provider_request_id_header === undefined
+      ? {}
+      : { providerRequestIdHeader: b.route.correlation.provider_request_id_header }),
+  };
 }
 
 /** Why this credential cannot be used on this route (kind, binding), or undefined. Never names it. */
@@ -902,7 +908,7 @@ async function settle(
     };
   }
   try {
-    return await record(deps, b, report, scrubber);
+    return answer(deps, b, report, scrubber, await record(deps, b, report, scrubber));
   } catch (error) {
     // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
     if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
@@ -916,128 +922,147 @@ async function settle(
   }
 }
 
-// eslint-disable-next-line max-lines-per-function -- records the outcome in FIFO commit order; #17 splits it into broker/actions
+/** What record made durable, for answer. */
+interface Recorded {
+  readonly state: ActionState;
+  readonly classification: Classification;
+  /** A complete response the classification settled (committed or rejected): delivered as the result. */
+  readonly settled: boolean;
+  readonly result?: HttpActionResponse;
+  readonly resultId?: string;
+  readonly batch?: BatchVerdict['batch'];
+}
+
+/** Record: what the channel observed, classified (broker/core) and made durable. */
 async function record(
   deps: HttpActionDeps,
   b: Bound,
   report: HttpChannelReport,
   scrubber: SecretScrubber,
-): Promise<HttpActionResult> {
+): Promise<Recorded> {
   const nowMs = deps.clock.nowMs();
   // The expiry the journal holds for this key (PREFLIGHT_VALIDATED), not a recomputed one.
   const expiryMs = b.binding?.expires_at_ms;
   const response = report.response;
   const location = response?.headers.location;
   const crossOrigin = location === undefined ? false : otherOrigin(location, b.route);
-  const refusedField = report.requestRefused?.field ?? 'request';
-  const evidence: OutcomeEvidence = {
-    channel: 'http',
-    dispatchStarted: report.dispatchStarted,
-    handedToTransport: report.handedToTransport,
-    requestComplete: report.requestComplete,
-    transportBroken: report.transportBroken,
+  const evidence = httpReportEvidence(report, {
+    locationElsewhere: crossOrigin,
     idempotent: b.idempotent,
-    ...(report.connection === undefined ? {} : { connection: report.connection }),
-    ...(report.setup === undefined ? {} : { setup: report.setup }),
-    ...(report.stoppedBeforeDispatch === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
-    // The final request (credential injected) is one the HTTP client would refuse: built, never sent.
-    ...(report.stoppedBeforeDispatch === 'request_refused'
-      ? { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: refusedField } as const }
-      : {}),
-    // The route's operation deadline: a broker-side limit (OPERATION_TIMEOUT), never a caller event.
-    ...(report.stoppedBeforeDispatch === 'deadline' || report.operationDeadline ? { operationDeadline: true } : {}),
-    ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: nowMs < expiryMs } }),
-    ...(response === undefined
-      ? report.informationalSeen === true
-        ? { http: { informationalOnly: true, framingComplete: false } }
-        : {}
-      : {
-          http: {
-            status: response.status,
-            framingComplete: response.framingComplete,
-            fromProxy: response.headers['proxy-status'] !== undefined,
-            // The broker never follows a redirect; one to another origin is refused as such, never an effect that succeeded.
-            redirectBlocked: response.status >= 300 && response.status < 400 && crossOrigin,
-            ...retryAfter(response.headers['retry-after'], nowMs, deps.channel.limits.retryAfterMsMax),
-          },
-        }),
-  };
-  let classification = classifyOutcome(evidence);
+    ...(expiryMs === undefined ? {} : { keyExpiresAtMs: expiryMs }),
+    nowMs,
+    retryAfterMsMax: deps.channel.limits.retryAfterMsMax,
+  });
+  const classification = classifyOutcome(evidence);
   const lastAttempt = report.attempts.at(-1)?.n;
   const settled =
     response !== undefined &&
     response.framingComplete &&
     (classification.outcome === 'committed' || classification.outcome === 'rejected');
-  let result: HttpActionResponse | undefined;
-  let resultId: string | undefined;
-  let batch: BatchVerdict['batch'] | undefined;
-  let state: ActionState;
-  if (settled && lastAttempt !== undefined) {
-    result = deliveredResponse(response, scrubber, deps.channel.limits);
-    resultId = `res_${b.actionId.slice(4)}_${lastAttempt}`;
-    // Article 000's order: the retrievable result is durable first, then RESULT_COMMITTED names it.
-    deps.results.commit({
-      result_id: resultId,
-      action_id: b.actionId,
-      attempt: lastAttempt,
-      summary: resultSummary(result, crossOrigin, report.peerFingerprint),
-      body: result.body,
-      total_bytes: result.total_bytes,
-      truncated: result.truncated,
-      digest: result.digest,
-      created_at_ms: nowMs,
-    });
-    if (b.route.batch !== undefined) {
-      // A declared batch: the parent transport result plus one outcome per member (article 000).
-      const sameKeyRetryAllowed =
-        b.binding !== undefined && b.route.idempotency !== undefined && expiryMs !== undefined && nowMs < expiryMs;
-      ({ batch, classification } = batchVerdict(
-        b.route.batch,
-        b.request.body,
-        result,
-        classification,
-        sameKeyRetryAllowed,
-        scrubber,
-      ));
-    }
-    state = await appendState(deps.journal, {
-      kind: 'RESULT_COMMITTED',
-      action_id: b.actionId,
-      // The digest of the result as stored and delivered (scrubbed); the wire digest is REMOTE_RESPONSE_COMPLETE's.
-      payload: {
-        attempt: lastAttempt,
-        result_id: resultId,
-        result_digest: result.digest,
-        ...(batch === undefined ? {} : { batch }),
-      },
-      classification,
-    });
-    if (result.status === 202) {
-      // A 202 settles the submission only; the job it created is tracked as its own operation.
-      const ids = submissionIds(result);
-      const statusLocation = ids.operation_location ?? ids.location;
-      if (ids.job_id !== undefined || statusLocation !== undefined) {
-        state = await appendState(deps.journal, {
-          kind: 'OPERATION_SUBMITTED',
-          action_id: b.actionId,
-          payload: {
-            attempt: lastAttempt,
-            result_id: resultId,
-            ...(ids.job_id === undefined ? {} : { job_id: ids.job_id }),
-            ...(statusLocation === undefined ? {} : { status_location: statusLocation.slice(0, 2048) }),
-          },
-        });
-      }
-    }
-  } else {
-    state = await appendState(deps.journal, {
+  if (!settled || lastAttempt === undefined) {
+    const state = await appendState(deps.journal, {
       kind: 'OUTCOME_RECORDED',
       action_id: b.actionId,
       payload: lastAttempt === undefined ? {} : { attempt: lastAttempt },
       classification,
     });
+    log(deps, b.actionId, b.route.name, classification);
+    return { state, classification, settled };
   }
-  log(deps, b.actionId, b.route.name, classification);
+  const committed = await commitResult(deps, b, scrubber, {
+    response,
+    attempt: lastAttempt,
+    classification,
+    summary: (result) => resultSummary(result, crossOrigin, report.peerFingerprint),
+    nowMs,
+  });
+  log(deps, b.actionId, b.route.name, committed.classification);
+  return { ...committed, settled };
+}
+
+/**
+ * A settled response: the retrievable result is durable first, then RESULT_COMMITTED names it (article 000's order),
+ * then a 202's OPERATION_SUBMITTED. A declared batch's member outcomes may change the classification recorded.
+ */
+async function commitResult(
+  deps: HttpActionDeps,
+  b: Bound,
+  scrubber: SecretScrubber,
+  settled: {
+    response: NonNullable<HttpChannelReport['response']>;
+    attempt: number;
+    classification: Classification;
+    summary: (result: HttpActionResponse) => Record<string, unknown>;
+    nowMs: number;
+  },
+): Promise<Omit<Recorded, 'settled'>> {
+  const { attempt, nowMs } = settled;
+  const expiryMs = b.binding?.expires_at_ms;
+  let classification = settled.classification;
+  let batch: BatchVerdict['batch'] | undefined;
+  const result = deliveredResponse(settled.response, scrubber, deps.channel.limits);
+  const resultId = `res_${b.actionId.slice(4)}_${attempt}`;
+  deps.results.commit({
+    result_id: resultId,
+    action_id: b.actionId,
+    attempt,
+    summary: settled.summary(result),
+    body: result.body,
+    total_bytes: result.total_bytes,
+    truncated: result.truncated,
+    digest: result.digest,
+    created_at_ms: nowMs,
+  });
+  if (b.route.batch !== undefined) {
+    // A declared batch: the parent transport result plus one outcome per member (article 000).
+    const sameKeyRetryAllowed =
+      b.binding !== undefined && b.route.idempotency !== undefined && expiryMs !== undefined && nowMs < expiryMs;
+    ({ batch, classification } = batchVerdict(
+      b.route.batch,
+      b.request.body,
+      result,
+      classification,
+      sameKeyRetryAllowed,
+      scrubber,
+    ));
+  }
+  let state = await appendState(deps.journal, {
+    kind: 'RESULT_COMMITTED',
+    action_id: b.actionId,
+    // The digest of the result as stored and delivered (scrubbed); the wire digest is REMOTE_RESPONSE_COMPLETE's.
+    payload: { attempt, result_id: resultId, result_digest: result.digest, ...(batch === undefined ? {} : { batch }) },
+    classification,
+  });
+  if (result.status === 202) {
+    // A 202 settles the submission only; the job it created is tracked as its own operation.
+    const ids = submissionIds(result);
+    const statusLocation = ids.operation_location ?? ids.location;
+    if (ids.job_id !== undefined || statusLocation !== undefined) {
+      state = await appendState(deps.journal, {
+        kind: 'OPERATION_SUBMITTED',
+        action_id: b.actionId,
+        payload: {
+          attempt,
+          result_id: resultId,
+          ...(ids.job_id === undefined ? {} : { job_id: ids.job_id }),
+          ...(statusLocation === undefined ? {} : { status_location: statusLocation.slice(0, 2048) }),
+        },
+      });
+    }
+  }
+  return { state, classification, result, resultId, ...(batch === undefined ? {} : { batch }) };
+}
+
+/** Answer: the envelope of what was recorded, the delivered result, or an incomplete response's marked diagnostic. */
+function answer(
+  deps: HttpActionDeps,
+  b: Bound,
+  report: HttpChannelReport,
+  scrubber: SecretScrubber,
+  r: Recorded,
+): HttpActionResult {
+  const { state, classification, result, resultId, batch } = r;
+  const response = report.response;
   const facts: EnvelopeFacts = {
     state,
     classification,
@@ -1048,7 +1073,7 @@ async function record(
           ? ''
           : errorCodeMeanings[classification.code],
     report,
-    ...(report.stoppedBeforeDispatch === 'request_refused' ? { field: refusedField } : {}),
+    ...(report.stoppedBeforeDispatch === 'request_refused' ? { field: refusedRequestField(report) } : {}),
     ...(resultId === undefined || result === undefined ? {} : { resultId, resultDigest: result.digest }),
     ...(batch === undefined ? {} : { batch }),
     ...(b.binding === undefined
@@ -1065,7 +1090,7 @@ async function record(
   };
   const envelope = buildHttpEnvelope(facts);
   const diagnostic =
-    response !== undefined && !settled
+    response !== undefined && !r.settled
       ? {
           kind: 'incomplete_response_partial_body' as const,
           status: response.status,
@@ -1156,11 +1181,6 @@ function closedEnvelope(state: ActionState, fingerprint: string): HttpActionResu
     message: classification.code === null ? '' : errorCodeMeanings[classification.code],
     fingerprint,
   });
-}
-
-function retryAfter(value: string | undefined, nowMs: number, maxMs: number): { retryAfterMs?: number } {
-  const ms = parseRetryAfterMs(value, nowMs, maxMs);
-  return ms === undefined ? {} : { retryAfterMs: ms };
 }
 
 function otherOrigin(location: string, route: Route): boolean {

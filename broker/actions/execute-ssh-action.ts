@@ -10,7 +10,7 @@ import {
   type Classification,
   type NewEvent,
 } from '../contract/index.js';
-import { classifyOutcome, type LocalGate, type OutcomeEvidence } from '../core/index.js';
+import { classifyOutcome, sshReportEvidence, type LocalGate } from '../core/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
 import { issueField, issueMessage, unparsedFingerprint } from './http-action-request.js';
@@ -18,6 +18,7 @@ import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
 import { runRecorded } from './record-broker-error.js';
+import { startAuthorization } from './authorize-credential.js';
 import {
   acceptedEvent,
   appendState,
@@ -90,37 +91,52 @@ export async function executeSshAction(
   return runRecorded(deps, actionId, () => admitAndRun(deps, actionId, input, cancel));
 }
 
+/**
+ * The steps of ARCHITECTURE.md's "Life of one action", in order: admit (ACTION_ACCEPTED with PREFLIGHT_VALIDATED, or
+ * a refusal), wait for turn (the queue), then authorize → dispatch → record → answer (authorizeAndRun). A command
+ * is never retried by the broker.
+ */
 async function admitAndRun(
   deps: SshActionDeps,
   actionId: string,
   input: unknown,
   cancel: AbortSignal | undefined,
 ): Promise<SshActionResult> {
+  const admitted = await admit(deps, actionId, input, cancel);
+  if (admitted.kind === 'refused') return admitted.result;
+  const closed = await waitForTurn(deps, admitted.bound);
+  if (closed !== undefined) return closed;
+  return authorizeAndRun(deps, admitted.bound);
+}
+
+type Admitted = { kind: 'refused'; result: SshActionResult } | { kind: 'admitted'; bound: Bound };
+
+/**
+ * Admission: ACTION_ACCEPTED and PREFLIGHT_VALIDATED in one commit, or ACTION_ACCEPTED and the refusal (a malformed
+ * request, an unknown host entry, a command validation refuses).
+ */
+async function admit(
+  deps: SshActionDeps,
+  actionId: string,
+  input: unknown,
+  cancel: AbortSignal | undefined,
+): Promise<Admitted> {
   const parsed = sshActionRequestSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const fingerprint = unparsedFingerprint(input);
     await accept(deps, actionId, { target: 'host:(invalid)', fingerprint, lane: null, approval: 'none' });
-    return refuse(
-      deps,
-      actionId,
-      fingerprint,
-      { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) },
-      `the request is malformed: ${issueMessage(issue)}`,
-    );
+    const gate = { kind: 'validation', code: 'INVALID_ARGUMENT', field: issueField(issue) } as const;
+    const message = `the request is malformed: ${issueMessage(issue)}`;
+    return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, gate, message) };
   }
   const request = parsed.data;
   const fingerprint = sshRequestFingerprint(request);
   const host = deps.config.sshHosts.get(request.host);
   if (host === undefined) {
     await accept(deps, actionId, { target: 'host:(unknown)', fingerprint, lane: null, approval: 'none' });
-    return refuse(
-      deps,
-      actionId,
-      fingerprint,
-      { kind: 'validation', code: 'INVALID_TARGET', field: 'host' },
-      'no such host entry',
-    );
+    const gate = { kind: 'validation', code: 'INVALID_TARGET', field: 'host' } as const;
+    return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, gate, 'no such host entry') };
   }
   const policy = sshCommandPolicy(host, request.command);
   // The command itself may hold anything; the target names only the entry and the command's digest.
@@ -134,23 +150,21 @@ async function admitAndRun(
   const problem = validate(deps, host, request.command, limits);
   if (problem !== undefined) {
     await accept(deps, actionId, admission);
-    return refuse(deps, actionId, fingerprint, problem.gate, problem.message);
+    return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, problem.gate, problem.message) };
   }
   await deps.journal.appendBatch([
     sshAccepted(deps, actionId, admission),
     { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: {} },
   ]);
   deps.onAdmitted?.(actionId);
-  const turn = await deps.queue.awaitTurn(actionId, sshCardPreview(host, request.command));
-  if (turn.kind === 'closed') return { envelope: closedEnvelope(turn.state, fingerprint) };
-  return authorizeAndRun(deps, {
-    actionId,
-    host,
-    command: request.command,
-    fingerprint,
-    timeoutMs: host.timeout_ms ?? operationTimeoutMsDefault,
-    cancel,
-  });
+  const timeoutMs = host.timeout_ms ?? operationTimeoutMsDefault;
+  return { kind: 'admitted', bound: { actionId, host, command: request.command, fingerprint, timeoutMs, cancel } };
+}
+
+/** Waits for the command's turn in the queue (card, decision, lane order): the closure's answer if it was closed. */
+async function waitForTurn(deps: SshActionDeps, b: Bound): Promise<SshActionResult | undefined> {
+  const turn = await deps.queue.awaitTurn(b.actionId, sshCardPreview(b.host, b.command));
+  return turn.kind === 'closed' ? { envelope: closedEnvelope(turn.state, b.fingerprint) } : undefined;
 }
 
 interface Admission {
@@ -241,18 +255,13 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       // A person may have cancelled between the queue's release and here: nothing is even set up.
       const closed = closedBeforeDispatch(deps.journal, b.actionId);
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
-      // Not awaited alone: FIFO commits make DISPATCH_STARTED durable only after this row.
-      const authorized = appendState(deps.journal, {
-        kind: 'CREDENTIAL_AUTHORIZED',
-        action_id: b.actionId,
-        payload: {
-          credential_id: info.id,
-          version_tag: info.version_tag,
-          injection_mode: 'ssh_publickey',
-          request_fingerprint: b.fingerprint,
-        },
+      // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
+      const authorized = startAuthorization(deps.journal, b.actionId, {
+        credential_id: info.id,
+        version_tag: info.version_tag,
+        injection_mode: 'ssh_publickey',
+        request_fingerprint: b.fingerprint,
       });
-      authorized.catch(() => undefined);
       const report = await deps.channel.perform({
         actionId: b.actionId,
         host: { name: b.host.name, host: b.host.host, port: b.host.port, user: b.host.user, hostKey: b.host.host_key },
@@ -315,7 +324,6 @@ async function settle(
   }
 }
 
-// eslint-disable-next-line max-lines-per-function -- records the outcome in FIFO commit order; #17 splits it into broker/actions
 async function record(
   deps: SshActionDeps,
   b: Bound,
@@ -324,37 +332,11 @@ async function record(
 ): Promise<SshActionResult> {
   // Everything below — result rows, digest, envelope — sees only the scrubbed output.
   const report: SshChannelReport = { ...observed, output: scrubbedOutput(observed.output, scrubber) };
-  const stopped = report.stoppedBeforeDispatch;
-  const caller = report.caller ?? (stopped === 'cancelled' ? 'cancelled' : undefined);
-  // The host entry's operation deadline: a broker-side limit, recorded as OPERATION_TIMEOUT, never a caller event.
-  const operationDeadline = report.operationDeadline === true || stopped === 'deadline';
-  const evidence: OutcomeEvidence = {
-    channel: 'ssh',
-    dispatchStarted: report.dispatchStarted,
-    connection: 'fresh',
-    handedToTransport: report.handedToTransport,
-    requestComplete: report.requestComplete,
-    transportBroken: report.transportBroken,
-    idempotent: false,
-    ...(report.setup === undefined ? {} : { setup: report.setup }),
-    ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
-    ...(caller === undefined ? {} : { caller }),
-    ...(operationDeadline ? { operationDeadline } : {}),
-    ...(report.dispatchStarted
-      ? {
-          ssh: {
-            channelClosed: report.channelClosed,
-            ...(report.execReply === undefined ? {} : { execReply: report.execReply }),
-            ...(report.exitStatus === undefined ? {} : { exitStatus: report.exitStatus }),
-            ...(report.exitSignal === undefined ? {} : { exitSignal: report.exitSignal }),
-          },
-        }
-      : {}),
-  };
+  const evidence = sshReportEvidence(report);
   const classification = classifyOutcome(evidence);
   const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
   // Caller events are recorded as caller events: they never decide the remote effect.
-  if (caller === 'cancelled')
+  if (evidence.caller === 'cancelled')
     await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
   const nowMs = deps.clock.nowMs();
   let state: ActionState;

@@ -2,6 +2,7 @@ export * from './project.js';
 export * from './project-session.js';
 export * from './classify-outcome.js';
 export * from './outcome-evidence.js';
+export * from './report-evidence.js';
 export * from './decide-retry.js';
 export * from './classify-restart.js';
 export * from './classify-broker-error.js';

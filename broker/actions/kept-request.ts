@@ -1,0 +1,95 @@
+import type { Logger } from 'pino';
+import type { Route } from '../config/index.js';
+import { CodedError, isCodedError } from '../contract/index.js';
+import type { Journal, RequestStore } from '../journal/index.js';
+import type { Clock, CredentialVault } from '../ports/index.js';
+import type { InternalHttpRequest } from './http-action-request.js';
+
+/**
+ * A kept request: the agent's request, sealed by the vault, for a person's same-key retry of an unknown action
+ * (routes with an idempotency contract and a retry policy only). The HTTP executor keeps it at admission, drops
+ * it once the action settled, and retryKeptRequest reads it back.
+ */
+export interface KeptRequestDeps {
+  readonly clock: Clock;
+  readonly journal: Journal;
+  readonly vault: CredentialVault;
+  readonly logger?: Logger;
+  /** Absent: nothing is kept. */
+  readonly requests?: RequestStore;
+}
+
+/** The purpose a kept request is sealed under: bound to its action, so a row cannot be replayed as another's. */
+function keptRequestPurpose(actionId: string): string {
+  return `postern.kept-request.v1:${actionId}`;
+}
+
+/**
+ * Keeps the agent's request (as it sent it: no credential is in it yet) sealed by the vault until
+ * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
+ * Best effort: a locked vault or a full disk loses only that convenience, never the action.
+ */
+export function keepRequest(
+  deps: KeptRequestDeps,
+  actionId: string,
+  route: Route,
+  request: InternalHttpRequest,
+  expiresAtMs: number,
+): boolean {
+  if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return false;
+  try {
+    const { body, ...rest } = request;
+    const plain = Buffer.from(
+      JSON.stringify({ ...rest, ...(body === undefined ? {} : { body_base64: Buffer.from(body).toString('base64') }) }),
+    );
+    const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
+    plain.fill(0);
+    deps.requests.keep({
+      action_id: actionId,
+      route: route.name,
+      sealed,
+      kept_at_ms: deps.clock.nowMs(),
+      expires_at_ms: expiresAtMs,
+    });
+    return true;
+  } catch (error) {
+    deps.logger?.warn(
+      { action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' },
+      'request not kept for a person retry',
+    );
+    return false;
+  }
+}
+
+/**
+ * The kept request of an action, unsealed. NOT_FOUND when nothing was kept (no contract or retry policy on the
+ * route, the key's window passed, or already settled).
+ */
+export function readKeptRequest(deps: KeptRequestDeps, actionId: string): InternalHttpRequest {
+  const kept = deps.requests?.read(actionId, deps.clock.nowMs());
+  if (kept === undefined) {
+    throw new CodedError(
+      'NOT_FOUND',
+      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person`,
+      { field: 'action_id' },
+    );
+  }
+  const plain = deps.vault.unwrap(keptRequestPurpose(actionId), kept.sealed);
+  try {
+    // Written by keepRequest from an InternalHttpRequest, sealed and bound to this action: read back as one.
+    const { body_base64: body, ...rest } = JSON.parse(Buffer.from(plain).toString('utf8')) as Omit<
+      InternalHttpRequest,
+      'body'
+    > & { body_base64?: string };
+    return { ...rest, ...(typeof body === 'string' ? { body: new Uint8Array(Buffer.from(body, 'base64')) } : {}) };
+  } finally {
+    plain.fill(0);
+  }
+}
+
+/** A settled action (or one that never left) needs no kept request any more. */
+export function dropWhenSettled<T>(deps: KeptRequestDeps, actionId: string, result: T): T {
+  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown')
+    deps.requests.drop(actionId);
+  return result;
+}

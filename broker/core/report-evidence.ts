@@ -1,0 +1,135 @@
+import type { OutcomeEvidence, SetupFailure } from './outcome-evidence.js';
+import { parseRetryAfterMs } from './parse-retry-after.js';
+
+/**
+ * The part of the HTTP channel's report that decides an outcome (broker/channels/http HttpChannelReport is one).
+ * Declared here because core imports no channel: the channel's report satisfies it structurally.
+ */
+export interface HttpReportFacts {
+  readonly setup?: { failure: SetupFailure; stage: string; attempts: number; attemptsMax: number };
+  readonly stoppedBeforeDispatch?: 'signal' | 'deadline' | 'request_refused';
+  readonly requestRefused?: { readonly field: string };
+  readonly dispatchStarted: boolean;
+  readonly connection?: 'fresh' | 'reused';
+  readonly handedToTransport: boolean;
+  readonly requestComplete: boolean;
+  readonly transportBroken: boolean;
+  readonly operationDeadline: boolean;
+  readonly informationalSeen?: boolean;
+  readonly response?: {
+    readonly status: number;
+    readonly headers: Readonly<Record<string, string>>;
+    readonly framingComplete: boolean;
+  };
+}
+
+/** What the executor knows about the action that the report does not: the route, the key's window, the time. */
+export interface HttpReportContext {
+  /**
+   * The response's Location points off the route's origin (judged by the executor: core parses no URL). A redirect
+   * there is refused as such, never an effect that succeeded.
+   */
+  readonly locationElsewhere: boolean;
+  readonly idempotent: boolean;
+  /** The key's earliest safe expiry as journaled (PREFLIGHT_VALIDATED): only under a declared contract. */
+  readonly keyExpiresAtMs?: number;
+  readonly nowMs: number;
+  readonly retryAfterMsMax: number;
+}
+
+/** The field a final request the HTTP client would refuse is reported under (never its value: it may hold the secret). */
+export function refusedRequestField(report: Pick<HttpReportFacts, 'requestRefused'>): string {
+  return report.requestRefused?.field ?? 'request';
+}
+
+/** What the HTTP channel observed, as the evidence classifyOutcome reads. */
+export function httpReportEvidence(report: HttpReportFacts, context: HttpReportContext): OutcomeEvidence {
+  const stopped = report.stoppedBeforeDispatch;
+  const expiryMs = context.keyExpiresAtMs;
+  return {
+    channel: 'http',
+    dispatchStarted: report.dispatchStarted,
+    handedToTransport: report.handedToTransport,
+    requestComplete: report.requestComplete,
+    transportBroken: report.transportBroken,
+    idempotent: context.idempotent,
+    ...(report.connection === undefined ? {} : { connection: report.connection }),
+    ...(report.setup === undefined ? {} : { setup: report.setup }),
+    ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
+    // The final request (credential injected) is one the HTTP client would refuse: built, never sent.
+    ...(stopped === 'request_refused'
+      ? { gate: { kind: 'validation', code: 'INVALID_ARGUMENT', field: refusedRequestField(report) } as const }
+      : {}),
+    // The route's operation deadline: a broker-side limit (OPERATION_TIMEOUT), never a caller event.
+    ...(stopped === 'deadline' || report.operationDeadline ? { operationDeadline: true } : {}),
+    ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: context.nowMs < expiryMs } }),
+    ...httpResponseEvidence(report, context),
+  };
+}
+
+function httpResponseEvidence(report: HttpReportFacts, context: HttpReportContext): Pick<OutcomeEvidence, 'http'> {
+  const response = report.response;
+  if (response === undefined)
+    return report.informationalSeen === true ? { http: { informationalOnly: true, framingComplete: false } } : {};
+  const retryAfterMs = parseRetryAfterMs(response.headers['retry-after'], context.nowMs, context.retryAfterMsMax);
+  return {
+    http: {
+      status: response.status,
+      framingComplete: response.framingComplete,
+      fromProxy: response.headers['proxy-status'] !== undefined,
+      // The broker never follows a redirect; one to another origin is refused as such, never an effect that succeeded.
+      redirectBlocked: response.status >= 300 && response.status < 400 && context.locationElsewhere,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    },
+  };
+}
+
+/** The part of the SSH channel's report that decides an outcome (broker/channels/ssh SshChannelReport is one). */
+export interface SshReportFacts {
+  readonly setup?: { failure: SetupFailure; stage: string; attempts: number; attemptsMax: number };
+  readonly stoppedBeforeDispatch?: 'signal' | 'deadline' | 'cancelled';
+  readonly dispatchStarted: boolean;
+  readonly handedToTransport: boolean;
+  readonly requestComplete: boolean;
+  readonly execReply?: 'success' | 'failure';
+  readonly exitStatus?: number;
+  readonly exitSignal?: string;
+  readonly channelClosed: boolean;
+  readonly transportBroken: boolean;
+  readonly caller?: 'cancelled';
+  readonly operationDeadline?: boolean;
+}
+
+/**
+ * What the SSH channel observed, as the evidence classifyOutcome reads. A command is never assumed idempotent (no
+ * declared command contract yet) and every attempt is on a fresh connection (no pooling).
+ */
+export function sshReportEvidence(report: SshReportFacts): OutcomeEvidence {
+  const stopped = report.stoppedBeforeDispatch;
+  const caller = report.caller ?? (stopped === 'cancelled' ? 'cancelled' : undefined);
+  // The host entry's operation deadline: a broker-side limit, recorded as OPERATION_TIMEOUT, never a caller event.
+  const operationDeadline = report.operationDeadline === true || stopped === 'deadline';
+  return {
+    channel: 'ssh',
+    dispatchStarted: report.dispatchStarted,
+    connection: 'fresh',
+    handedToTransport: report.handedToTransport,
+    requestComplete: report.requestComplete,
+    transportBroken: report.transportBroken,
+    idempotent: false,
+    ...(report.setup === undefined ? {} : { setup: report.setup }),
+    ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
+    ...(caller === undefined ? {} : { caller }),
+    ...(operationDeadline ? { operationDeadline } : {}),
+    ...(report.dispatchStarted
+      ? {
+          ssh: {
+            channelClosed: report.channelClosed,
+            ...(report.execReply === undefined ? {} : { execReply: report.execReply }),
+            ...(report.exitStatus === undefined ? {} : { exitStatus: report.exitStatus }),
+            ...(report.exitSignal === undefined ? {} : { exitSignal: report.exitSignal }),
+          },
+        }
+      : {}),
+  };
+}
