@@ -4,7 +4,6 @@ import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
 import type { PosternConfig, SshHostSettings } from '../config/index.js';
 import {
   errorCodeMeanings,
-  isCodedError,
   type ActionState,
   type ApprovalMode,
   type Classification,
@@ -31,13 +30,9 @@ import { buildSshEnvelope } from './ssh-envelope.js';
 import type { DispatchQueue } from '../queue/approval-queue.js';
 import { sshCardPreview } from '../queue/card-preview.js';
 import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
-import {
-  authorizationRefusal,
-  closedBeforeDispatch,
-  dispatchJournalFailure,
-  journalFailedFacts,
-} from './journal-failure.js';
+import { authorizationRefusal, closedBeforeDispatch } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
+import { settle, type SettleAnswers } from './settle.js';
 
 export interface SshActionDeps {
   readonly ids: IdSource;
@@ -275,7 +270,8 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
       if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
-      return settle(deps, b, report, secretScrubber(secretParts(secret)));
+      const scrubber = secretScrubber(secretParts(secret));
+      return settle(deps.journal, b.actionId, report, sshAnswers(b, report), () => record(deps, b, report, scrubber));
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'host');
@@ -293,35 +289,12 @@ function boundTo(info: CredentialInfo, host: SshHostSettings): boolean {
   return info.bindings.some((b) => names.includes(b.toLowerCase()));
 }
 
-/** Classifies what the channel observed, makes the result durable, then answers. */
-async function settle(
-  deps: SshActionDeps,
-  b: Bound,
-  report: SshChannelReport,
-  scrubber: SecretScrubber,
-): Promise<SshActionResult> {
-  if (report.journalFailed !== undefined) {
-    const failure = dispatchJournalFailure(deps.journal, b.actionId, report.journalFailed);
-    return {
-      envelope:
-        failure.kind === 'closed'
-          ? closedEnvelope(failure.state, b.fingerprint)
-          : buildSshEnvelope({ ...failure, report, fingerprint: b.fingerprint }),
-    };
-  }
-  try {
-    return await record(deps, b, report, scrubber);
-  } catch (error) {
-    // After DISPATCH_STARTED a failed record is never not_attempted: the agent hears unknown.
-    if (!report.dispatchStarted || !isCodedError(error) || error.code !== 'JOURNAL_UNAVAILABLE') throw error;
-    return {
-      envelope: buildSshEnvelope({
-        ...journalFailedFacts(deps.journal, b.actionId),
-        report,
-        fingerprint: b.fingerprint,
-      }),
-    };
-  }
+/** The answers settle (settle.ts) gives without this attempt's record: the closure that won, or unknown. */
+function sshAnswers(b: Bound, report: SshChannelReport): SettleAnswers<SshActionResult> {
+  return {
+    closed: (state) => ({ envelope: closedEnvelope(state, b.fingerprint) }),
+    unknown: (facts) => ({ envelope: buildSshEnvelope({ ...facts, report, fingerprint: b.fingerprint }) }),
+  };
 }
 
 async function record(

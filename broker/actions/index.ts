@@ -7,11 +7,11 @@ export {
 } from './agent-backend.js';
 export {
   executeHttpAction,
-  retryKeptRequest,
   type HttpActionDeps,
   type HttpActionOptions,
   type HttpActionResult,
 } from './execute-http-action.js';
+export { retryKeptRequest } from './retry-http.js';
 export { executeSshAction, type SshActionDeps, type SshActionResult } from './execute-ssh-action.js';
 export { stateEnvelope } from './state-envelope.js';
 export { openActionsPerSessionMax } from './open-actions.js';

@@ -20,12 +20,8 @@ import {
 import type { OperatorActor, OperatorReconciler, ReconcileResult } from '../ports/index.js';
 import type { ApprovalQueue } from '../queue/approval-queue.js';
 import { conflictMessage } from '../queue/decision-conflict.js';
-import {
-  assertSameOrigin,
-  executeHttpLookup,
-  type HttpActionDeps,
-  type HttpActionResult,
-} from './execute-http-action.js';
+import { executeHttpLookup, type HttpActionDeps, type HttpActionResult } from './execute-http-action.js';
+import { assertSameOrigin } from './retry-http.js';
 import type { InternalHttpRequest } from './http-action-request.js';
 
 /** What a reconciliation needs: an HTTP executor's deps, with the approval queue itself as its queue. */

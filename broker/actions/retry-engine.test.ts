@@ -5,7 +5,7 @@ import { IdempotencyTarget, type IdempotencyBehaviour } from '../testing/idempot
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { RequestStore } from '../journal/index.js';
-import { retryKeptRequest } from './execute-http-action.js';
+import { retryKeptRequest } from './retry-http.js';
 import { createAutomaticReconcile } from './reconcile-action.js';
 
 /**

@@ -21,7 +21,13 @@ export type SshBehavior =
   /** Refuses the session channel (CHANNEL_OPEN_FAILURE). */
   | 'refuse_session'
   /** Refuses the exec request (CHANNEL_FAILURE). */
-  | 'refuse_exec';
+  | 'refuse_exec'
+  /** Rejects every authentication attempt (user auth fails; no session). */
+  | 'reject_auth'
+  /** Accepts exec, writes stdout, then reports exit-signal KILL (no exit-status) and closes the channel. */
+  | 'exit_signal_kill'
+  /** Accepts exec, writes stdout then stderr, exit-status 3, closes the channel. */
+  | 'stdout_stderr_exit_3';
 
 export interface SshServerLogEntry {
   readonly event:
@@ -31,6 +37,8 @@ export interface SshServerLogEntry {
     | 'exec_accepted'
     | 'exec_refused'
     | 'stdout_written'
+    | 'stderr_written'
+    | 'exit_signal_sent'
     | 'exit_status_sent'
     | 'channel_closed'
     | 'socket_destroyed';
@@ -95,7 +103,9 @@ export class MisbehavingSshServer {
 
   private onClient(client: ssh2.Connection): void {
     client.on('error', () => undefined);
-    client.on('authentication', (ctx) => (ctx.method === 'publickey' ? ctx.accept() : ctx.reject(['publickey'])));
+    client.on('authentication', (ctx) =>
+      ctx.method === 'publickey' && this.behavior !== 'reject_auth' ? ctx.accept() : ctx.reject(['publickey']),
+    );
     client.on('ready', () => {
       client.on('session', (accept, reject) => {
         if (this.behavior === 'refuse_session') {
@@ -148,6 +158,22 @@ export class MisbehavingSshServer {
         channel.exit(7);
         this.note({ event: 'exit_status_sent', exitStatus: 7 });
         this.destroyAfterFlush();
+        return;
+      case 'exit_signal_kill':
+        write('killed soon\n');
+        channel.exit('KILL');
+        this.note({ event: 'exit_signal_sent' });
+        channel.end();
+        this.note({ event: 'channel_closed' });
+        return;
+      case 'stdout_stderr_exit_3':
+        write('out-bytes\n');
+        channel.stderr.write('err-bytes\n');
+        this.note({ event: 'stderr_written', bytes: 'err-bytes\n'.length });
+        channel.exit(3);
+        this.note({ event: 'exit_status_sent', exitStatus: 3 });
+        channel.end();
+        this.note({ event: 'channel_closed' });
         return;
       case 'half_output_then_destroy':
         write('first half of the output\n');

@@ -1,0 +1,388 @@
+import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { JournalEvent, NewEvent } from '../../contract/index.js';
+import type { DispatchGate } from '../../ports/index.js';
+import { FakeClock } from '../../testing/fake-clock.js';
+import { MisbehavingSshServer, type SshBehavior } from '../../testing/misbehaving-ssh-server.js';
+import { createTempDir, type TempDir } from '../../testing/temp-dir.js';
+import { freePort, generateKey } from '../../testing/test-sshd.js';
+import { SshChannel, type HostKeyPolicy, type SshChannelReport, type SshLimits, type SshWireRequest } from './index.js';
+
+type Connection = Parameters<DispatchGate['beginDispatch']>[2];
+
+/**
+ * The dispatch port, in memory, so the channel runs alone (no executor, no journal rules). Every call lands on
+ * one timeline; `hold` runs inside beginDispatch, before it resolves, i.e. while the exec request must still be
+ * held back; `refuse` makes DISPATCH_STARTED fail as an unwritable journal would.
+ */
+class RecordingGate implements DispatchGate {
+  readonly timeline: string[] = [];
+  readonly appended: NewEvent[] = [];
+  readonly dispatches: Connection[] = [];
+
+  constructor(
+    private readonly hold: () => Promise<void> = () => Promise.resolve(),
+    private readonly refuse = false,
+  ) {}
+
+  async beginDispatch(actionId: string, attempt: number, connection: Connection): Promise<{ event: JournalEvent }> {
+    this.timeline.push('DISPATCH_STARTED');
+    this.dispatches.push(connection);
+    await this.hold();
+    if (this.refuse) throw new Error('journal not writable');
+    // The channel never reads the durable row back; a stamped stand-in is enough.
+    return { event: { kind: 'DISPATCH_STARTED', action_id: actionId, attempt } as unknown as JournalEvent };
+  }
+
+  append(event: NewEvent): Promise<{ event: JournalEvent }> {
+    this.timeline.push(event.kind);
+    this.appended.push(event);
+    return Promise.resolve({ event: event as JournalEvent });
+  }
+}
+
+let keyDir: TempDir;
+let privateKey: Buffer;
+let dataDir: TempDir;
+const servers: MisbehavingSshServer[] = [];
+
+beforeAll(() => {
+  keyDir = createTempDir('postern-ssh-channel-keys-');
+  privateKey = generateKey(keyDir.path, 'agent', 'ssh-channel-test-key').privateKey;
+});
+afterEach(async () => {
+  dataDir.remove();
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
+afterAll(() => keyDir.remove());
+
+async function server(behavior: SshBehavior): Promise<MisbehavingSshServer> {
+  const s = await MisbehavingSshServer.start(behavior);
+  servers.push(s);
+  return s;
+}
+
+function channel(gate: DispatchGate, limits: Partial<SshLimits> = {}): SshChannel {
+  dataDir = createTempDir('postern-ssh-channel-data-');
+  return new SshChannel({ gate, clock: new FakeClock(), knownHostsDir: dataDir.path, limits });
+}
+
+function request(port: number, hostKey: HostKeyPolicy, extra: Partial<SshWireRequest> = {}): SshWireRequest {
+  return {
+    actionId: 'act_ssh_channel_test',
+    host: { name: 'lab', host: '127.0.0.1', port, user: 'agent', hostKey },
+    privateKey,
+    command: 'deploy --now',
+    timeoutMs: 20_000,
+    outputBytesMax: 1024,
+    beforeDispatch: new AbortController().signal,
+    ...extra,
+  };
+}
+
+const pinned = (s: MisbehavingSshServer): HostKeyPolicy => ({ pinned: [s.hostKeyFingerprint] });
+const events = (s: MisbehavingSshServer): string[] => s.log.map((e) => e.event);
+
+/**
+ * A round trip through the server's event loop on a fresh connection (its SSH banner). An exec request written
+ * before this call reaches the server first, so a server that has not logged it by then never got it.
+ */
+function serverRoundTrip(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('data', () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** The fields every report before the boundary shares: nothing handed over, nothing seen back. */
+function expectNotDispatched(report: SshChannelReport, gate: RecordingGate): void {
+  expect(report).toMatchObject({
+    dispatchStarted: false,
+    handedToTransport: false,
+    requestComplete: false,
+    channelClosed: false,
+    eof: false,
+    outputComplete: false,
+  });
+  expect(report.output.stdoutBytes + report.output.stderrBytes).toBe(0);
+  expect(gate.dispatches).toEqual([]);
+}
+
+describe('when setup fails before the session channel exists', () => {
+  it('a refused TCP connect is SETUP_ATTEMPT_FAILED at tcp_connect and nothing is dispatched', async () => {
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(await freePort(), { pinned: ['SHA256:unused'] }));
+    expectNotDispatched(report, gate);
+    expect(report.setup).toEqual({ failure: 'connect_refused', stage: 'tcp_connect', attempts: 1, attemptsMax: 1 });
+    expect(report.stages).toEqual(['dns', 'tcp_connect']);
+    expect(report.attempts).toEqual([
+      { n: 1, stage: 'tcp_connect', dispatched: false, failure: 'connect_refused', detail: 'ECONNREFUSED' },
+    ]);
+    expect(gate.appended).toEqual([
+      {
+        kind: 'SETUP_ATTEMPT_FAILED',
+        action_id: 'act_ssh_channel_test',
+        payload: { attempt: 1, stage: 'tcp_connect', detail: 'ECONNREFUSED' },
+      },
+    ]);
+  });
+
+  it('a host key that is not the pinned one stops at host_key_verified, before auth and any session', async () => {
+    const s = await server('exit_0');
+    const gate = new RecordingGate();
+    const wrongPin = `SHA256:${'A'.repeat(43)}`;
+    const report = await channel(gate).perform(request(s.port, { pinned: [wrongPin] }));
+    expectNotDispatched(report, gate);
+    expect(report.setup).toMatchObject({ failure: 'ssh_host_key', stage: 'host_key_verified' });
+    expect(report.hostKey).toEqual({ fingerprint: s.hostKeyFingerprint, trust: 'pinned' });
+    expect(report.stages).not.toContain('user_auth');
+    expect(report.attempts[0]?.detail).toContain(s.hostKeyFingerprint);
+    expect(events(s)).toEqual([]);
+    expect(gate.timeline).toEqual(['SETUP_ATTEMPT_FAILED']);
+  });
+
+  it('a server that rejects every key stops at user_auth with the host key already verified', async () => {
+    const s = await server('reject_auth');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expectNotDispatched(report, gate);
+    expect(report.setup).toMatchObject({ failure: 'ssh_auth', stage: 'user_auth' });
+    expect(report.stages).toEqual(['dns', 'tcp_connect', 'ssh_transport', 'host_key_verified', 'user_auth']);
+    expect(report.hostKey).toEqual({ fingerprint: s.hostKeyFingerprint, trust: 'pinned' });
+    expect(events(s)).toEqual([]);
+  });
+
+  it('a refused session channel is a setup failure at session_channel: the exec request never leaves', async () => {
+    const s = await server('refuse_session');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expectNotDispatched(report, gate);
+    expect(report.setup).toMatchObject({ failure: 'ssh_channel', stage: 'session_channel' });
+    expect(events(s)).toEqual(['session_refused']);
+  });
+});
+
+describe('when the dispatch gate sits between the open channel and the exec request', () => {
+  it('the exec request reaches the server only after beginDispatch resolved, with the verified host key', async () => {
+    const s = await server('exit_0');
+    let seenDuringGate: string[] | undefined;
+    const gate = new RecordingGate(async () => {
+      await serverRoundTrip(s.port);
+      seenDuringGate = events(s);
+    });
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expect(seenDuringGate).toEqual(['session_opened']);
+    expect(events(s)).toEqual([
+      'session_opened',
+      'exec_received',
+      'exec_accepted',
+      'stdout_written',
+      'exit_status_sent',
+      'channel_closed',
+    ]);
+    expect(s.log.find((e) => e.event === 'exec_received')?.command).toBe('deploy --now');
+    expect(gate.dispatches).toEqual([
+      {
+        connection: 'fresh',
+        connection_id: report.connectionId,
+        peer_identity: s.hostKeyFingerprint,
+        peer_trust: 'pinned',
+      },
+    ]);
+    expect(gate.timeline).toEqual([
+      'DISPATCH_STARTED',
+      'REQUEST_SENT',
+      'REMOTE_RESPONSE_STARTED',
+      'EXIT_STATUS',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'CHANNEL_CLOSED',
+    ]);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: true,
+      requestComplete: true,
+      execReply: 'success',
+      exitStatus: 0,
+      eof: true,
+      channelClosed: true,
+      transportBroken: false,
+      outputComplete: true,
+    });
+    expect(report.stages).toEqual([
+      'dns',
+      'tcp_connect',
+      'ssh_transport',
+      'host_key_verified',
+      'user_auth',
+      'session_channel',
+      'exec_requested',
+      'exec_accepted',
+      'exit_status',
+      'eof',
+      'channel_close',
+    ]);
+    expect(report.output.stdout.toString()).toBe('hello\n');
+    expect(report.attempts).toEqual([
+      { n: 1, stage: 'dispatch_started', dispatched: true, connection_id: report.connectionId },
+    ]);
+  });
+
+  it('a DISPATCH_STARTED that cannot be made durable sends nothing: the open channel is dropped unused', async () => {
+    const s = await server('exit_0');
+    const gate = new RecordingGate(() => Promise.resolve(), true);
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    await serverRoundTrip(s.port);
+    expect(report.journalFailed).toBeInstanceOf(Error);
+    expect(report).toMatchObject({ dispatchStarted: false, handedToTransport: false, requestComplete: false });
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+    expect(events(s)).toEqual(['session_opened']);
+  });
+});
+
+describe('after dispatch the report says what came back, and nothing more', () => {
+  const payloads = (gate: RecordingGate, kind: string): unknown[] =>
+    gate.appended.filter((e) => e.kind === kind).map((e) => e.payload);
+
+  it('the connection drops after half the output: request sent, no exit, transport broken', async () => {
+    const s = await server('half_output_then_destroy');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expect(events(s)).toEqual([
+      'session_opened',
+      'exec_received',
+      'exec_accepted',
+      'stdout_written',
+      'socket_destroyed',
+    ]);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      requestComplete: true,
+      execReply: 'success',
+      transportBroken: true,
+      channelClosed: false,
+      outputComplete: false,
+    });
+    expect(report.exitStatus).toBeUndefined();
+    expect(report.exitSignal).toBeUndefined();
+    expect(report.output.stdout.toString()).toBe('first half of the output\n');
+    expect(gate.timeline).toEqual([
+      'DISPATCH_STARTED',
+      'REQUEST_SENT',
+      'REMOTE_RESPONSE_STARTED',
+      'OUTPUT_RECEIVED',
+      'OUTPUT_RECEIVED',
+      'CONNECTION_LOST',
+    ]);
+  });
+
+  it('no reply to the exec request within execReplyTimeoutMs: request sent, no reply, transport broken', async () => {
+    const s = await server('no_exec_reply');
+    const gate = new RecordingGate();
+    const report = await channel(gate, { execReplyTimeoutMs: 300 }).perform(request(s.port, pinned(s)));
+    expect(events(s)).toEqual(['session_opened', 'exec_received']);
+    expect(report).toMatchObject({ dispatchStarted: true, requestComplete: true, transportBroken: true });
+    expect(report.execReply).toBeUndefined();
+    expect(report.exitStatus).toBeUndefined();
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'REQUEST_SENT', 'CONNECTION_LOST']);
+  });
+
+  it('a refused exec request is execReply failure after dispatch, not a setup failure', async () => {
+    const s = await server('refuse_exec');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expect(report).toMatchObject({ dispatchStarted: true, requestComplete: true, execReply: 'failure' });
+    expect(report.setup).toBeUndefined();
+    expect(report.exitStatus).toBeUndefined();
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'REQUEST_SENT']);
+  });
+
+  it('exit-status 7 then a destroyed socket: the status stands, the output is marked incomplete', async () => {
+    const s = await server('exit_then_destroy');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expect(report).toMatchObject({ exitStatus: 7, transportBroken: true, channelClosed: false, outputComplete: false });
+    expect(payloads(gate, 'EXIT_STATUS')).toEqual([{ attempt: 1, exit_status: 7 }]);
+    expect(gate.timeline).toContain('CONNECTION_LOST');
+  });
+
+  it('an exit signal is reported as the signal, with no exit status', async () => {
+    const s = await server('exit_signal_kill');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expect(report).toMatchObject({ exitSignal: 'SIGKILL', channelClosed: true, transportBroken: false });
+    expect(report.exitStatus).toBeUndefined();
+    expect(report.stages).toContain('exit_signal');
+    expect(payloads(gate, 'EXIT_SIGNAL')).toEqual([{ attempt: 1, signal: 'SIGKILL' }]);
+    expect(payloads(gate, 'EXIT_STATUS')).toEqual([]);
+  });
+});
+
+describe('when output passes outputBytesMax', () => {
+  const out = Buffer.from('out-bytes\n');
+  const err = Buffer.from('err-bytes\n');
+  const sha = (b: Buffer): Buffer => createHash('sha256').update(b).digest();
+  const digest = `sha256:${createHash('sha256').update(sha(out)).update(sha(err)).digest('hex')}`;
+
+  it('keeps stdout first then stderr up to the cap, counts and hashes every byte, and marks it truncated', async () => {
+    const s = await server('stdout_stderr_exit_3');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s), { outputBytesMax: 12 }));
+    expect(report.exitStatus).toBe(3);
+    expect(report.output).toEqual({
+      stdout: out,
+      stderr: Buffer.from('er'),
+      stdoutBytes: 10,
+      stderrBytes: 10,
+      truncated: true,
+      digest,
+    });
+    expect(report.outputComplete).toBe(true);
+    // The journal counts what arrived, not what was kept.
+    expect(gate.appended.filter((e) => e.kind === 'OUTPUT_RECEIVED').map((e) => e.payload)).toEqual([
+      { attempt: 1, stream: 'stdout', bytes: 10 },
+      { attempt: 1, stream: 'stderr', bytes: 10 },
+    ]);
+  });
+
+  it('under the cap nothing is cut and the mark stays off; the digest is the same', async () => {
+    const s = await server('stdout_stderr_exit_3');
+    const report = await channel(new RecordingGate()).perform(request(s.port, pinned(s), { outputBytesMax: 20 }));
+    expect(report.output).toEqual({
+      stdout: out,
+      stderr: err,
+      stdoutBytes: 10,
+      stderrBytes: 10,
+      truncated: false,
+      digest,
+    });
+  });
+});
+
+describe('when the host entry says accept_new', () => {
+  it('the first key is stored only after auth and made durable as accepted_new; the next run finds it known', async () => {
+    const s = await server('exit_0');
+    const gate = new RecordingGate();
+    const ssh = channel(gate);
+    const first = await ssh.perform(request(s.port, 'accept_new'));
+    expect(first.hostKey).toEqual({ fingerprint: s.hostKeyFingerprint, trust: 'accepted_new' });
+    expect(ssh.knownHosts.lookup('lab', `agent@127.0.0.1:${s.port}`)).toBe(s.hostKeyFingerprint);
+    const second = await ssh.perform(request(s.port, 'accept_new'));
+    expect(second.hostKey).toEqual({ fingerprint: s.hostKeyFingerprint, trust: 'known' });
+    expect(gate.dispatches.map((d) => d.peer_trust)).toEqual(['accepted_new', 'known_host']);
+    expect(second.exitStatus).toBe(0);
+  });
+
+  it('a server that refuses auth leaves no key behind', async () => {
+    const s = await server('reject_auth');
+    const ssh = channel(new RecordingGate());
+    const report = await ssh.perform(request(s.port, 'accept_new'));
+    expect(report.setup).toMatchObject({ failure: 'ssh_auth', stage: 'user_auth' });
+    expect(ssh.knownHosts.lookup('lab', `agent@127.0.0.1:${s.port}`)).toBeUndefined();
+  });
+});
