@@ -4,13 +4,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { callOperator } from '../broker/cli/operator-commands.js';
-import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { openVault } from '../broker/vault/index.js';
 import { waitFor } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { decideAsPerson } from './support/person-decision.js';
 
 /**
  * The config-edit attack (issue #14) against a real daemon: the agent rewrites postern.yaml so a
@@ -44,20 +44,9 @@ const routesYaml = (port: number, approval: string, options: { unattended?: bool
     '',
   ].join('\n');
 
-/** A decision with a person's proof (the passphrase the CLI reads from a terminal), over the real control socket. */
-async function decide<M extends BrokerApiMethod>(
-  method: M,
-  input: BrokerApi[M]['input'],
-): Promise<BrokerApi[M]['output']> {
-  const reply = await sendControlRequest(controlSocketPath(dataDir), {
-    op: 'api',
-    method,
-    input,
-    proof: { passphrase },
-  });
-  if (!reply.ok) throw Object.assign(new Error(reply.error.message), { code: reply.error.code });
-  return reply.value as BrokerApi[M]['output'];
-}
+/** A decision with a person's proof over the real control socket (tests/support/person-decision.ts). */
+const decide = <M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
+  decideAsPerson(dataDir, passphrase, method, input);
 
 /** Starts the daemon locked (as after a reboot), connects an agent, and a person unlocks. */
 async function startAndUnlock(): Promise<void> {

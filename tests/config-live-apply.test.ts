@@ -4,7 +4,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSubjectId, type BrokerApi, type BrokerApiMethod } from '../broker/contract/index.js';
 import { callOperator } from '../broker/cli/operator-commands.js';
-import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { digestOf } from '../broker/host/config-integrity.js';
 import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
@@ -13,6 +12,7 @@ import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { waitFor } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { decideAsPerson } from './support/person-decision.js';
 
 /**
  * A configuration a person accepts while the broker runs is in force at once, with no restart: a
@@ -49,20 +49,9 @@ const routesYaml = (port: number, approval: string): string =>
     '',
   ].join('\n');
 
-/** A decision with a person's proof (the passphrase the CLI reads from a terminal), over the real control socket. */
-async function decide<M extends BrokerApiMethod>(
-  method: M,
-  input: BrokerApi[M]['input'],
-): Promise<BrokerApi[M]['output']> {
-  const reply = await sendControlRequest(controlSocketPath(dataDir), {
-    op: 'api',
-    method,
-    input,
-    proof: { passphrase },
-  });
-  if (!reply.ok) throw Object.assign(new Error(reply.error.message), { code: reply.error.code });
-  return reply.value as BrokerApi[M]['output'];
-}
+/** A decision with a person's proof over the real control socket (tests/support/person-decision.ts). */
+const decide = <M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
+  decideAsPerson(dataDir, passphrase, method, input);
 
 const send = (route: string, id: string, marker: string) => {
   const args = { route, method: 'POST', path: `/docs/${id}`, body: JSON.stringify({ marker }), timeout_ms: 30_000 };

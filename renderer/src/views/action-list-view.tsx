@@ -10,7 +10,7 @@ import {
 import { spanText } from '../store/action-wait.js';
 import { useAppStore } from '../store/app-store.js';
 import { actionHref, activityOrigin } from '../store/hash-route.js';
-import { OutcomeSelect } from './outcome-select.js';
+import { FilterTextField, OutcomeSelect } from './filter-fields.js';
 import { usePolling } from './use-polling.js';
 
 /** A row's height before it is measured (two lines); rows that wrap are measured and grow. */
@@ -182,17 +182,13 @@ function ActionFilterForm({
 }) {
   const [draft, setDraft] = useState<ActionListFilter>(applied);
   const field = (name: 'target' | 'lane' | 'session' | 'text', label: string, placeholder: string) => (
-    <label>
-      {label}
-      <input
-        type="text"
-        value={draft[name]}
-        placeholder={placeholder}
-        maxLength={200}
-        onChange={(e) => setDraft({ ...draft, [name]: e.target.value })}
-        data-testid={`actions-filter-${name}`}
-      />
-    </label>
+    <FilterTextField
+      label={label}
+      value={draft[name]}
+      placeholder={placeholder}
+      onChange={(value) => setDraft({ ...draft, [name]: value })}
+      testId={`actions-filter-${name}`}
+    />
   );
   const submit = (event: FormEvent) => {
     event.preventDefault();

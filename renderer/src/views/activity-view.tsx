@@ -19,7 +19,7 @@ import {
   activityOrigin,
   type ActivityMode,
 } from '../store/hash-route.js';
-import { OutcomeSelect } from './outcome-select.js';
+import { FilterTextField, OutcomeSelect } from './filter-fields.js';
 import { ActionListView } from './action-list-view.js';
 import { TimelineView } from './timeline-view.js';
 import { useHashRoute } from './use-hash-route.js';
@@ -245,17 +245,13 @@ function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
 function FilterForm({ applied, onApply }: { applied: ActivityFilter; onApply: (filter: ActivityFilter) => void }) {
   const [draft, setDraft] = useState<ActivityFilter>(applied);
   const field = (name: Exclude<keyof ActivityFilter, 'outcome'>, label: string, placeholder: string) => (
-    <label>
-      {label}
-      <input
-        type="text"
-        value={draft[name]}
-        placeholder={placeholder}
-        maxLength={200}
-        onChange={(e) => setDraft({ ...draft, [name]: e.target.value })}
-        data-testid={`activity-filter-${name}`}
-      />
-    </label>
+    <FilterTextField
+      label={label}
+      value={draft[name]}
+      placeholder={placeholder}
+      onChange={(value) => setDraft({ ...draft, [name]: value })}
+      testId={`activity-filter-${name}`}
+    />
   );
   const submit = (event: FormEvent) => {
     event.preventDefault();
