@@ -6,7 +6,7 @@ import {
   type IdempotencyKeyBinding,
   type NewEvent,
 } from '../contract/index.js';
-import { classifyOutcome, resolveRoutePolicy } from '../core/index.js';
+import { classifyOutcome } from '../core/index.js';
 import { httpCardPreview } from '../queue/card-preview.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, keepRequest } from './kept-request.js';
@@ -25,33 +25,14 @@ import { correlationValues } from './correlation-values.js';
 import { runRecorded } from './record-broker-error.js';
 import { retryWhileAllowed } from './retry-engine.js';
 import { acceptedEvent, appendState, recordAccepted } from './record-refusal.js';
-import {
-  authorizeAndSendOnce,
-  closedEnvelope,
-  log,
-  operationTimeoutMs,
-  refuse,
-  validate,
-  type Bound,
-  type HttpActionDeps,
-  type HttpActionResult,
-} from './http-steps.js';
+import { authorizeAndSendOnce, operationTimeoutMs, validate } from './http-steps.js';
+import { closedEnvelope, log, refuse } from './http-record.js';
+import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
+import { admissionPolicy, type AdmissionPolicy, type HttpActionOptions } from './admission-policy.js';
 import { retryHttpAction, retrySubject } from './retry-http.js';
 
-export type { HttpActionDeps, HttpActionResponse, HttpActionResult } from './http-steps.js';
-
-/**
- * Narrow executor options, each a named exception rather than a general bypass.
- * `reconciles`: this request is the configured lookup a person asked for to settle that unknown
- * action. It is still a recorded action with its own ticket, events and credential injection, but
- * it is admitted with approval `none` (the person's request is the approval) and lane null (it must
- * not wait behind the very head it settles), and its ACTION_ACCEPTED names the action it
- * reconciles. Its method (GET/HEAD) comes from configuration, so the route's agent method list does
- * not apply to it.
- */
-export interface HttpActionOptions {
-  readonly reconciles?: string;
-}
+export type { HttpActionDeps, HttpActionResponse, HttpActionResult } from './http-action-deps.js';
+export type { HttpActionOptions } from './admission-policy.js';
 
 /**
  * Drives one HTTP action from admission to a recorded outcome (DESIGN §2): ACTION_ACCEPTED →
@@ -128,20 +109,20 @@ async function admitAndRun(
 ): Promise<HttpActionResult> {
   const admitted = await admit(deps, actionId, input, options);
   if (admitted.kind === 'refused') return admitted.result;
-  const { bound, kept } = admitted;
+  const { bound, kept, retriesAllowed } = admitted;
   const run = async (): Promise<HttpActionResult> => {
     const closed = await waitForTurn(deps, bound);
     if (closed !== undefined) return closed;
     const first = await authorizeAndSendOnce(deps, bound, { firstAttempt: 1 });
-    // A lookup is never retried by the engine: it is asked again by whoever asked for it.
-    if (options.reconciles !== undefined) return first;
-    return retryWhileAllowed(deps, retrySubject(deps, bound), first);
+    return retriesAllowed ? retryWhileAllowed(deps, retrySubject(deps, bound), first) : first;
   };
   // Only an action whose request was kept reads its record again at the end (not the hot path).
   return kept ? dropWhenSettled(deps, actionId, await run()) : run();
 }
 
-type Admitted = { kind: 'refused'; result: HttpActionResult } | { kind: 'admitted'; bound: Bound; kept: boolean };
+type Admitted =
+  | { kind: 'refused'; result: HttpActionResult }
+  | { kind: 'admitted'; bound: Bound; kept: boolean; retriesAllowed: boolean };
 
 /**
  * Admission: ACTION_ACCEPTED and PREFLIGHT_VALIDATED in one commit, or ACTION_ACCEPTED and the refusal (an unknown
@@ -168,16 +149,11 @@ async function admit(
     const gate = { kind: 'validation', code: 'INVALID_TARGET', field: 'route' } as const;
     return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, gate, 'no such route') };
   }
-  const admission = admissionOf(route, request, fingerprint, options);
+  const policy = admissionPolicy(route, request, options);
+  const admission = admissionOf(route, request, fingerprint, policy);
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
-  // A lookup's method comes from the route's `lookup` (a bounded read-back's is GET), not the agent's method list (only those).
-  const reconcileMethods = [
-    ...(route.lookup === undefined ? [] : [route.lookup.method]),
-    ...(route.correlation?.read_back === undefined ? [] : (['GET'] as const)),
-  ];
-  const methods = options.reconciles === undefined ? route.methods : [...route.methods, ...reconcileMethods];
-  const preflight = validate(deps, route, methods, request, input.idempotency_key);
+  const preflight = validate(deps, route, policy.methods, request, input.idempotency_key);
   if (!preflight.ok) {
     await accept(deps, actionId, admission);
     return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, preflight.gate, preflight.message) };
@@ -217,30 +193,26 @@ async function admit(
     binding,
     timeoutMs: operationTimeoutMs(route),
   };
-  return { kind: 'admitted', bound, kept };
+  return { kind: 'admitted', bound, kept, retriesAllowed: policy.retriesAllowed };
 }
 
-/** What ACTION_ACCEPTED records of a known route: its lane, approval and retry budget as resolved now. */
+/** What ACTION_ACCEPTED records of a known route: the request's target, and its lane, approval and budget (policy). */
 function admissionOf(
   route: Route,
   request: NormalizedHttpRequest,
   fingerprint: string,
-  options: HttpActionOptions,
+  policy: AdmissionPolicy,
 ): Admission {
-  // A reconciliation lookup is the person's own request: no rule applies to it (HttpActionOptions).
-  const policy = resolveRoutePolicy(route, request.method, request.path);
-  const lane = policy.lane;
   return {
     target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
     fingerprint,
-    lane: lane.kind === 'lane' && options.reconciles === undefined ? lane.lane : null,
-    approval: options.reconciles === undefined ? policy.approval : 'none',
+    lane: policy.lane,
+    approval: policy.approval,
     idempotent: route.idempotent_methods.includes(request.method as never),
     origin: route.base_url,
-    ...(options.reconciles === undefined && policy.rule !== null ? { approvalRule: policy.rule.text } : {}),
-    ...(options.reconciles === undefined ? {} : { reconciles: options.reconciles }),
-    // The budget is bound now: a later configuration change neither widens nor resets it.
-    ...(options.reconciles === undefined && route.retry !== undefined ? { retryBudget: route.retry.attempts_max } : {}),
+    ...(policy.approvalRule === undefined ? {} : { approvalRule: policy.approvalRule }),
+    ...(policy.reconciles === undefined ? {} : { reconciles: policy.reconciles }),
+    ...(policy.retryBudget === undefined ? {} : { retryBudget: policy.retryBudget }),
   };
 }
 

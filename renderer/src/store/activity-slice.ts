@@ -33,7 +33,7 @@ export function createActivitySlice(api: OperatorApi): StateCreator<ActivitySlic
       set((state) => ({ activityView: activityReducer(state.activityView, event) }));
     const head = coalescedRefresh(async () => {
       dispatch({ type: 'head', reply: await api.status({}).catch(bridgeFailed) });
-    }, 'join');
+    });
 
     return {
       activityView: initialActivityView,

@@ -1,13 +1,10 @@
-/**
- * What a refresh asked for while a read is in flight does:
- * - `read_again`: that read may have begun before the change the ask is about (a decision, a pushed notice),
- *   so every ask that comes meanwhile is folded into one more read after it, never a second read at once;
- * - `join`: the ask shares the read in flight (the caller wants a recent answer, not one after its ask).
- */
-export type WhileInFlight = 'read_again' | 'join';
-
 export interface CoalescedRefresh {
-  /** Starts a read, or folds into the one in flight; resolves (or rejects) when the reads it waits for are done. */
+  /**
+   * Starts a read, or, while one is in flight, asks for one more read after it: that read may have begun before the
+   * change the ask is about (an unlock, a decision, a pushed notice), so sharing it could answer with the state from
+   * before. Every ask that comes meanwhile folds into that one more read, never a second read at once. Resolves (or
+   * rejects) when a read that began after the ask is done.
+   */
   run: () => Promise<void>;
   /**
    * Lets go of the read in flight (its answer is stale and the caller drops it), so the next `run` reads at
@@ -22,28 +19,29 @@ interface Round {
 }
 
 /** One refresh at a time over `read`; a failed read rejects the asks that waited on it and frees the slot. */
-export function coalescedRefresh(
-  read: () => Promise<void>,
-  whileInFlight: WhileInFlight = 'read_again',
-): CoalescedRefresh {
+export function coalescedRefresh(read: () => Promise<void>): CoalescedRefresh {
   let current: Round | null = null;
   const readUntilQuiet = async (round: Round): Promise<void> => {
-    do {
-      round.again = false;
-      await read();
-    } while (round.again);
+    try {
+      do {
+        round.again = false;
+        await read();
+      } while (round.again);
+    } finally {
+      // Freed in the same turn as the last read's end: an ask that comes after it starts a read of its own, rather
+      // than joining a round whose reads are all done.
+      if (current === round) current = null;
+    }
   };
   return {
     run: () => {
       if (current !== null) {
-        if (whileInFlight === 'read_again') current.again = true;
+        current.again = true;
         return current.done;
       }
       const round: Round = { again: false, done: Promise.resolve() };
-      round.done = readUntilQuiet(round).finally(() => {
-        if (current === round) current = null;
-      });
       current = round;
+      round.done = readUntilQuiet(round);
       return round.done;
     },
     restart: () => {

@@ -30,7 +30,7 @@ export function createCredentialsSlice(api: OperatorApi): StateCreator<Credentia
     const refreshCredentials = coalescedRefresh(async () => {
       dispatch({ type: 'requested' });
       dispatch({ type: 'received', reply: await api['credentials.list']({}).catch(bridgeFailed) });
-    }, 'join').run;
+    }).run;
     return {
       credentialsView: initialCredentialsView,
       refreshCredentials,

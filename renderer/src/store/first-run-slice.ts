@@ -29,7 +29,7 @@ export function createFirstRunSlice(api: OperatorApi): StateCreator<FirstRunSlic
       set((state) => ({ firstRunView: firstRunReducer(state.firstRunView, event) }));
     const firstAction = coalescedRefresh(async () => {
       dispatch({ type: 'actions_received', reply: await api['actions.list']({ limit: 1 }).catch(bridgeFailed) });
-    }, 'join');
+    });
     return {
       firstRunView: initialFirstRunView,
       createVault: async (passphrase) => {

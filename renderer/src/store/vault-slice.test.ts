@@ -25,6 +25,16 @@ function apiWith(methods: Partial<Record<keyof OperatorApi, (input: unknown) => 
   return { api, calls };
 }
 
+const eventDeadlineMs = 2_000;
+
+/** Resolves once `watch` calls done, or fails naming what never happened: a deadline, not a sleep. */
+function untilDeadline(what: string, watch: (done: () => void) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const deadline = setTimeout(() => reject(new Error(`expected ${what}`)), eventDeadlineMs);
+    watch(() => (clearTimeout(deadline), resolve()));
+  });
+}
+
 describe('the vault and credentials slices', () => {
   it('an unlock sends the passphrase to the API only, then re-reads the state; the store never holds it', async () => {
     let state: 'locked' | 'unlocked' = 'locked';
@@ -44,6 +54,45 @@ describe('the vault and credentials slices', () => {
       last: { call: 'unlock', ok: true },
     });
     expect(JSON.stringify(store.getState())).not.toContain(canary);
+  });
+
+  it('when a status read began before the unlock, the re-read after the unlock is a new read: the vault shows unlocked', async () => {
+    let state: 'locked' | 'unlocked' = 'locked';
+    // Each status read answers the state as it was when the read reached the broker, once the test lets it answer.
+    const reads: Array<() => void> = [];
+    const readStarted: Array<() => void> = [];
+    const { api } = apiWith({
+      'vault.unlock': () => {
+        state = 'unlocked';
+        return Promise.resolve({ ok: true, value: { state } });
+      },
+      'vault.status': () =>
+        new Promise((resolve) => {
+          const seen = state;
+          reads.push(() => resolve({ ok: true, value: { state: seen, credentials: 0 } }));
+          for (const started of readStarted.splice(0)) started();
+        }),
+    });
+    const readBegun = (n: number) =>
+      untilDeadline(`vault.status read ${n} to begin`, (done) => {
+        if (reads.length >= n) done();
+        else readStarted.push(() => reads.length >= n && done());
+      });
+    const store = createAppStore(api);
+    const before = store.getState().refreshVault();
+    const unlockAnswered = untilDeadline('the unlock to be answered', (done) => {
+      const stop = store.subscribe((s) => s.vaultView.last?.call === 'unlock' && (stop(), done()));
+    });
+    const unlocked = store.getState().unlockVault(canary);
+    // The unlock's own re-read is asked for in the same turn its answer lands: by now it has asked.
+    await unlockAnswered;
+    reads[0]?.();
+    await readBegun(2);
+    expect(reads).toHaveLength(2);
+    reads[1]?.();
+    expect(await unlocked).toBe(true);
+    await before;
+    expect(store.getState().vaultView).toMatchObject({ state: 'unlocked', busy: null, phase: 'ready' });
   });
 
   it('an add sends the secret to the API only, then re-lists; the store keeps the name and version, never the secret', async () => {

@@ -6,7 +6,7 @@ import { bridgeFailed } from './operator-call.js';
 
 export interface VaultSlice {
   vaultView: VaultView;
-  /** Reads the vault's state once; a call while one is in flight is folded into it. */
+  /** Reads the vault's state once; a call while one is in flight asks for one more read right after it. */
   refreshVault(): Promise<void>;
   /** Unlocks with the passphrase, which goes only into the API call (never into the store). Resolves true on success. */
   unlockVault(passphrase: string): Promise<boolean>;
@@ -19,7 +19,7 @@ export function createVaultSlice(api: OperatorApi): StateCreator<VaultSlice, [],
     const refreshVault = coalescedRefresh(async () => {
       dispatch({ type: 'requested' });
       dispatch({ type: 'received', reply: await api['vault.status']({}).catch(bridgeFailed) });
-    }, 'join').run;
+    }).run;
     return {
       vaultView: initialVaultView,
       refreshVault,
