@@ -7,6 +7,7 @@ import type { PosternConfig } from '../config/index.js';
 import { localRouteConfig } from '../testing/http-action-harness.js';
 import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
+import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 import { createAgentBackend, type RunningAgentBackend } from './agent-backend.js';
 
 let f: QueueFixture;
@@ -32,8 +33,11 @@ afterEach(async () => {
   alive.clear();
 });
 
-async function open(agentsYaml?: string, config?: PosternConfig): Promise<void> {
-  f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
+async function open(agentsYaml?: string, config?: PosternConfig, gate?: DiskSyncGate): Promise<void> {
+  f = await openQueueFixture({
+    ...(agentsYaml === undefined ? {} : { agentsYaml }),
+    ...(gate === undefined ? {} : { beforeSync: gate.beforeSync }),
+  });
   backend = await createAgentBackend({
     journal: f.h.temp.journal,
     results: f.h.results,
@@ -239,14 +243,21 @@ describe('when the client asked for progress', () => {
     await open();
     const sessionId = await approvedSession(705);
     const progress: CallProgress[] = [];
+    let firstNote: () => void = () => undefined;
+    const noted = new Promise<void>((resolve) => (firstNote = resolve));
     const call = backend.call(
       sessionId,
       'http_request',
       { route: 'docs', method: 'POST', path: '/documents/8', body: '{"marker":"p"}' },
       never,
-      (p) => progress.push(p),
+      (p) => {
+        progress.push(p);
+        firstNote();
+      },
     );
     const [card] = await waitForCardCount(f.queue, 1);
+    // A note leaves once what it describes is on disk (agent-backend's write-ahead for answers).
+    await noted;
     expect(progress.map((p) => p.message)).toEqual([`card shown (ticket #${card?.ticket ?? 0}), waiting for a person`]);
     await f.queue.approve(card?.ticket ?? 0, person);
     expect(reply(await call).error).toBeUndefined();
@@ -257,5 +268,48 @@ describe('when the client asked for progress', () => {
     expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1));
     // Nothing of the request's content is in a progress line.
     expect(JSON.stringify(progress)).not.toContain('marker');
+  });
+});
+
+describe('when the disk has not yet synced what an answer names (write-ahead for answers)', () => {
+  it('a timed-out answer naming the action leaves only after a sync covered its admission and its card', async () => {
+    const gate = new DiskSyncGate();
+    await open(undefined, undefined, gate);
+    const sessionId = await approvedSession(704);
+    gate.hold();
+    const journal = f.h.temp.journal;
+    // The caller's wait ends while the card waits for a person: the answer is ready, and names the action.
+    const deadlineRecorded = new Promise<void>((resolve) => {
+      const stop = journal.onCommit((commit) => {
+        if (commit.kinds.includes('CALLER_DEADLINE_EXCEEDED')) {
+          stop();
+          resolve();
+        }
+      });
+    });
+    let answered = false;
+    const call = backend
+      .call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/documents/6', body: '{"marker":"durable"}', timeout_ms: 100 },
+        never,
+      )
+      .then((answer) => {
+        answered = true;
+        return { answer, durableSeq: journal.durableSeq() };
+      });
+    await deadlineRecorded;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(gate.waiting()).toBe(1);
+    expect(answered).toBe(false);
+    gate.release();
+    const { answer, durableSeq } = await call;
+    const r = actionReply(answer);
+    expect(r).toMatchObject({ caller_disposition: 'timed_out', queue: { waiting: 'approval' } });
+    // When the answer left, every record of the action it names was on disk.
+    const seqs = f.events(r.invocation_id).map((e) => e.seq);
+    expect(seqs.length).toBeGreaterThanOrEqual(3);
+    expect(durableSeq).toBeGreaterThanOrEqual(Math.max(...seqs));
   });
 });

@@ -5,6 +5,7 @@ export * from './error-codes.js';
 export * from './coded-error.js';
 export * from './classification.js';
 export * from './events.js';
+export * from './event-durability.js';
 export * from './action-record.js';
 export * from './envelope.js';
 export * from './operator-methods.js';

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { eventWaitsForDisk } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { crashActionId, crashVaultKey } from '../testing/crash-ids.js';
 import { createMemoryVault } from '../testing/memory-vault.js';
@@ -29,9 +30,10 @@ afterEach(() => dir.remove());
  * and blocks), then SIGKILLs it: no close, no flush, no exit handlers. Waits on the child's own
  * output and exit, never on a timer.
  */
-function runUntilCut(dbPath: string, cut: number): Promise<string[]> {
+function runUntilCut(dbPath: string, cut: number, mode: 'answered' | 'committed' = 'answered'): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', driverPath, dbPath, String(cut)], {
+    const args = ['--import', 'tsx', driverPath, dbPath, String(cut), ...(mode === 'committed' ? ['committed'] : [])];
+    const child = spawn(process.execPath, args, {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -115,6 +117,36 @@ describe('when the broker is killed between two durable transitions', () => {
       expect(readStateTables(replayPath)).toEqual(readStateTables(dbPath));
       await replay.close();
       await again.close();
+    },
+  );
+});
+
+describe('when the broker is killed between a commit and the sync that would make it durable (sync-behind)', () => {
+  // The transitions whose callers wait for the disk: the kill lands after COMMIT, before the fdatasync returns, so the
+  // caller (a dispatcher about to send, an executor about to answer) was never told.
+  const waiting = transitions.map((kind, i) => [i + 1, kind] as const).filter(([, kind]) => eventWaitsForDisk[kind]);
+
+  it.each(waiting)(
+    'at transition %i (%s): nobody was answered, and recovery classifies what the log holds',
+    async (cut, kind) => {
+      const dbPath = join(dir.path, 'journal.sqlite');
+      const lines = await runUntilCut(dbPath, cut, 'committed');
+      expect(lines).toContain(`committed ${cut} ${cut}`);
+      expect(lines).not.toContain(`answered ${cut}`);
+
+      const vault = await createMemoryVault('unlocked', crashVaultKey);
+      const journal = await Journal.open({ path: dbPath, clock: new FakeClock(), vault });
+      const events = [...journal.events()];
+      // A process kill loses nothing the kernel has (a power cut could lose the unsynced tail, never a middle).
+      expect(events.slice(0, cut).map((e) => e.kind)).toEqual(transitions.slice(0, cut));
+      const state = journal.getAction(crashActionId);
+      if (cut < dispatchAt) expect(state).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
+      else if (cut === dispatchAt)
+        // Recorded but never answered: the dispatcher sent nothing, yet the log cannot know that — unknown, never less.
+        expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
+      else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+      expect(kind).toBe(transitions[cut - 1]);
+      await journal.close();
     },
   );
 });

@@ -13,7 +13,14 @@ export {
   type SealedEventHeader,
 } from './journal.js';
 export type { Appended, AppendedConfig, AppendedSession } from './plan-unit.js';
-export { assertDurable, readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
+export {
+  assertDurable,
+  readDurability,
+  requireDurableConnection,
+  syncModeFor,
+  type DurabilityReadBack,
+  type SyncMode,
+} from './durability.js';
 export { migrate, schemaVersion } from './migrate.js';
 export type { Migration } from './migration.js';
 export { journalMigrations } from './migrations/index.js';

@@ -6,6 +6,7 @@ import {
   CodedError,
   isCodedError,
   type ActionState,
+  eventWaitsForDisk,
   type EventKind,
   type JournalEvent,
   type NewEvent,
@@ -13,17 +14,16 @@ import {
   TransitionRefused,
   type TransitionRefusal,
 } from '../contract/index.js';
-import {
-  advanceActionTimeline,
-  emptyActionTimeline,
-  idempotencyKeyId,
-  type ActionTimeline,
-  type BoundIdempotencyKey,
-  type OutcomeCountRow,
-} from '../core/index.js';
+import { type ActionTimeline, type BoundIdempotencyKey, type OutcomeCountRow } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import { AuditWriter, checkpointEveryEventsDefault, type AuditVault, type RowCipher } from './audit-writer.js';
-import { readDurability, requireDurableConnection, type DurabilityReadBack } from './durability.js';
+import {
+  readDurability,
+  requireDurableConnection,
+  syncModeFor,
+  type DurabilityReadBack,
+  type SyncMode,
+} from './durability.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
 import {
   ActionListQuery,
@@ -38,6 +38,9 @@ import type { Migration } from './migration.js';
 import { planUnit, type Appended, type AppendedConfig, type AppendedSession, type PlanResult } from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
+import { CommitOverlay } from './commit-overlay.js';
+import { StateCache } from './state-cache.js';
+import { WalSync } from './wal-sync.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
@@ -75,6 +78,10 @@ export interface JournalOpenOptions {
   readonly checkpointEveryEvents?: number;
   /** Test seam (broker/testing): runs before each event is sealed; a throw is a sealing failure. */
   readonly sealFault?: (event: JournalEvent) => void;
+  /** Who makes a commit durable (durability.ts SyncMode); defaults to the platform's. */
+  readonly syncMode?: SyncMode;
+  /** Test seam (broker/testing/disk-sync-gate.ts): runs before each fdatasync of the log; a rejection fails it. */
+  readonly beforeSync?: () => Promise<void>;
 }
 
 export type JournalState = 'open' | 'failed' | 'closed';
@@ -137,6 +144,8 @@ export type AppendResult<T> =
 
 interface Unit {
   readonly events: readonly NewEvent[];
+  /** Settled only once a sync covers the commit (event-durability.ts); otherwise once COMMIT returns. */
+  readonly waits: boolean;
   /** Committed, or refused as a value; reject is for everything else (a malformed event, a bug, a failed journal). */
   resolve(result: AppendResult<AnyAppended[]>): void;
   reject(error: unknown): void;
@@ -144,6 +153,15 @@ interface Unit {
 
 /** Why a unit was not committed: a lost race (a value, resolved) or a fault of its own events (rejected). */
 type UnitRefusal = { readonly ok: false; readonly refusal: TransitionRefusal } | { readonly error: unknown };
+
+/** One transaction's units: accepted (written), or refused in unit order (a lost race, or a fault of its own). */
+interface Written {
+  readonly accepted: Array<{ unit: Unit; appended: readonly AnyAppended[] }>;
+  readonly refused: Array<{ unit: Unit; refusal: UnitRefusal }>;
+  readonly lastSeq: number;
+  readonly appendedCount: number;
+  readonly overlay: CommitOverlay;
+}
 
 /**
  * The write-ahead journal: the append-only event log and the current-state tables, written in one
@@ -183,6 +201,8 @@ export class Journal {
   private readonly sealFault: ((event: JournalEvent) => void) | undefined;
   private readonly unsubscribe: Array<() => void> = [];
   private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
+  private readonly walSync: WalSync;
+  private readonly stateCache = new StateCache();
 
   private constructor(
     private readonly db: Database.Database,
@@ -203,6 +223,13 @@ export class Journal {
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
     );
     this.sealFault = options.sealFault;
+    this.walSync = new WalSync(
+      options.syncMode ?? syncModeFor(options.platform ?? process.platform),
+      `${db.name}-wal`,
+      this.lastSeq,
+      (cause) => this.fail(cause, []),
+      options.beforeSync,
+    );
   }
 
   /**
@@ -216,8 +243,10 @@ export class Journal {
 
   private static openNow(options: JournalOpenOptions): Journal {
     const db = openDatabase(journalPath(options));
+    let journal: Journal | undefined;
     try {
-      requireDurableConnection(db, options.platform ?? process.platform);
+      const platform = options.platform ?? process.platform;
+      requireDurableConnection(db, platform, options.syncMode ?? syncModeFor(platform));
       db.pragma(`busy_timeout = ${positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs')}`);
       const pageBytes = Number(db.pragma('page_size', { simple: true }));
       const journalBytesMax = positive(options.journalBytesMax ?? journalBytesMaxDefault, 'journalBytesMax');
@@ -227,11 +256,12 @@ export class Journal {
       // Migration 009 sealed an existing journal's plaintext results; their old page images stay in the WAL until it is truncated.
       if (from > 0 && from < migration009SealedResults.version && version >= migration009SealedResults.version)
         truncateWal(db);
-      const journal = new Journal(db, options.clock, version, options);
+      journal = new Journal(db, options.clock, version, options);
       journal.recover();
       if (options.vault !== undefined) journal.attachVault(options.vault);
       return journal;
     } catch (error) {
+      journal?.walSync.close();
       db.close();
       throw error;
     }
@@ -294,6 +324,21 @@ export class Journal {
     const [appended] = appendedOrThrow(await this.enqueue([event], 'config'));
     if (appended === undefined) throw new Error('a configuration unit resolved without its event');
     return appended;
+  }
+
+  /**
+   * Resolves once every event committed so far is on disk. An answer that names an action (an agent's, above all a
+   * timed-out one) waits on this first: the events that do not wait for the disk themselves (event-durability.ts)
+   * may otherwise still be only in the page cache when the agent reads the id.
+   */
+  durable(): Promise<void> {
+    if (this.state === 'failed') return Promise.reject(this.unavailable());
+    return this.walSync.whenDurable();
+  }
+
+  /** The log position the last sync made durable (every event up to it survives a power cut). */
+  durableSeq(): number {
+    return this.walSync.durableThrough();
   }
 
   /**
@@ -382,7 +427,7 @@ export class Journal {
 
   getAction(actionId: string): ActionState | undefined {
     this.requireReadable();
-    return this.store.loadState(actionId);
+    return this.stateCache.get(actionId) ?? this.store.loadState(actionId);
   }
 
   /** The binding of an idempotency key on a route and scope (expired ones too: compare expires_at_ms). */
@@ -499,6 +544,7 @@ export class Journal {
     }
     if (this.state === 'open') this.auditWrite(() => this.audit.closing('closed'));
     for (const stop of this.unsubscribe.splice(0)) stop();
+    this.walSync.close();
     if (this.state !== 'closed') {
       this.rejectQueued(this.unavailable());
       this.db.close();
@@ -528,8 +574,9 @@ export class Journal {
         new CodedError('JOURNAL_UNAVAILABLE', `the append queue is full (${this.pendingEventsMax} events waiting)`),
       );
     }
+    const waits = events.some((event) => eventWaitsForDisk[event.kind]);
     return new Promise<AppendResult<AnyAppended[]>>((resolve, reject) => {
-      this.queue.push({ events, resolve, reject });
+      this.queue.push({ events, waits, resolve, reject });
       this.pendingEvents += events.length;
       this.scheduleFlush();
     });
@@ -564,94 +611,78 @@ export class Journal {
     this.commitUnits(units);
   }
 
-  /** Plans and writes every unit in one transaction; settles each unit only after COMMIT. */
-  // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
+  /** Plans and writes every unit in one transaction; settles each unit only after COMMIT (or its sync). */
   private commitUnits(units: readonly Unit[]): void {
-    const accepted: Array<{ unit: Unit; appended: readonly AnyAppended[] }> = [];
-    // In unit order: a lost race (a value) or a fault of the unit's own (malformed, a bug).
-    const refused: Array<{ unit: Unit; refusal: UnitRefusal }> = [];
-    let lastSeq = this.lastSeq;
-    let appendedCount = 0;
+    let written: Written;
     try {
       this.db.exec('BEGIN IMMEDIATE');
-      // Read under the write lock: the database, not memory, says where the log ends.
-      lastSeq = this.store.lastSeq();
-      const ticketBefore = this.store.lastTicket();
-      let lastTicket = ticketBefore;
-      // stored: as loaded from the database at first touch; overlay: as planned so far.
-      const stored = new Map<string, ActionState | undefined>();
-      const overlay = new Map<string, ActionState>();
-      const stateOf = (id: string): ActionState | undefined => {
-        const planned = overlay.get(id);
-        if (planned !== undefined) return planned;
-        if (!stored.has(id)) stored.set(id, this.store.loadState(id));
-        return stored.get(id);
-      };
-      const sessionOverlay = new Map<string, SessionState>();
-      const sessionOf = (id: string): SessionState | undefined => sessionOverlay.get(id) ?? this.store.loadSession(id);
-      // Idempotency keys bound so far in this transaction: the check and the write happen under
-      // the same write lock (BEGIN IMMEDIATE), so the projection is the compare-and-swap.
-      const keyOverlay = new Map<string, BoundIdempotencyKey>();
-      const idempotencyKeyOf = (route: string, scope: string, key: string): BoundIdempotencyKey | undefined =>
-        keyOverlay.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key);
-      // The action list's moments (decided, dispatched, settled), folded from the same events at their own at_ms.
-      const timelines = new Map<string, ActionTimeline>();
-      const timelineOf = (id: string): ActionTimeline =>
-        timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
-      for (const unit of units) {
-        let planned: PlanResult;
-        try {
-          planned = planUnit(unit.events, {
-            nextSeq: lastSeq + 1,
-            lastTicket,
-            atMs: this.clock.nowMs(),
-            stateOf,
-            sessionOf,
-            idempotencyKeyOf,
-          });
-        } catch (error) {
-          if (!isUnitFault(error)) throw error;
-          refused.push({ unit, refusal: { error } });
-          continue;
-        }
-        if (!planned.ok) {
-          refused.push({ unit, refusal: planned });
-          continue;
-        }
-        const plan = planned.plan;
-        for (const { event } of plan.appended) {
-          this.sealFault?.(event);
-          this.store.insertEvent(this.audit.seal(event).row);
-        }
-        for (const a of plan.appended) {
-          if ('state' in a)
-            timelines.set(a.event.action_id, advanceActionTimeline(timelineOf(a.event.action_id), a.event, a.state));
-        }
-        for (const [id, state] of plan.states) overlay.set(id, state);
-        for (const [id, session] of plan.sessions) sessionOverlay.set(id, session);
-        for (const [id, bound] of plan.idempotencyKeys) keyOverlay.set(id, bound);
-        lastSeq += plan.appended.length;
-        appendedCount += plan.appended.length;
-        lastTicket = plan.lastTicket;
-        accepted.push({ unit, appended: plan.appended });
-      }
-      // Current state goes into the same transaction as the events that changed it.
-      for (const [id, state] of overlay) this.store.writeState(state, stored.get(id), timelineOf(id));
-      for (const session of sessionOverlay.values()) this.store.writeSession(session);
-      for (const bound of keyOverlay.values()) this.store.writeIdempotencyKey(bound);
-      if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
-      // The tree head moves in the same transaction as the rows it covers.
-      if (accepted.length > 0) this.audit.writeTree();
-      this.db.exec(accepted.length > 0 ? 'COMMIT' : 'ROLLBACK');
+      written = this.writeUnits(units);
+      this.db.exec(written.accepted.length > 0 ? 'COMMIT' : 'ROLLBACK');
     } catch (cause) {
       this.fail(cause, units);
       return;
     }
+    this.settleUnits(written);
+  }
+
+  /** Inside the transaction: each unit planned over the ones before it, written with the state it changed. */
+  private writeUnits(units: readonly Unit[]): Written {
+    const accepted: Written['accepted'] = [];
+    const refused: Written['refused'] = [];
+    // Read under the write lock: the database, not memory, says where the log ends.
+    let lastSeq = this.store.lastSeq();
+    const ticketBefore = this.store.lastTicket();
+    let lastTicket = ticketBefore;
+    let appendedCount = 0;
+    const overlay = new CommitOverlay(this.store, this.stateCache);
+    for (const unit of units) {
+      let planned: PlanResult;
+      try {
+        planned = planUnit(unit.events, {
+          nextSeq: lastSeq + 1,
+          lastTicket,
+          atMs: this.clock.nowMs(),
+          ...overlay.reads,
+        });
+      } catch (error) {
+        if (!isUnitFault(error)) throw error;
+        refused.push({ unit, refusal: { error } });
+        continue;
+      }
+      if (!planned.ok) {
+        refused.push({ unit, refusal: planned });
+        continue;
+      }
+      const plan = planned.plan;
+      for (const { event } of plan.appended) {
+        this.sealFault?.(event);
+        this.store.insertEvent(this.audit.seal(event).row);
+      }
+      overlay.absorb(plan);
+      lastSeq += plan.appended.length;
+      appendedCount += plan.appended.length;
+      lastTicket = plan.lastTicket;
+      accepted.push({ unit, appended: plan.appended });
+    }
+    overlay.write();
+    if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
+    // The tree head moves in the same transaction as the rows it covers.
+    if (accepted.length > 0) this.audit.writeTree();
+    return { accepted, refused, lastSeq, appendedCount, overlay };
+  }
+
+  /**
+   * After COMMIT: refusals answer at once, an accepted unit once its commit is durable (or at once, for events that
+   * ride to disk with the next sync: event-durability.ts), then the change feed and a due checkpoint.
+   */
+  private settleUnits({ accepted, refused, lastSeq, appendedCount, overlay }: Written): void {
     if (accepted.length > 0) {
+      this.stateCache.committed(overlay.writtenStates());
       this.audit.commitSucceeded();
       this.commits += 1;
       this.eventCount += appendedCount;
       this.lastSeq = lastSeq;
+      this.walSync.committed(lastSeq);
     } else {
       this.audit.commitAbandoned();
     }
@@ -659,7 +690,15 @@ export class Journal {
       if ('error' in refusal) unit.reject(refusal.error);
       else unit.resolve(refusal);
     }
-    for (const { unit, appended } of accepted) unit.resolve({ ok: true, appended: [...appended] });
+    for (const { unit, appended } of accepted) {
+      const result: AppendResult<AnyAppended[]> = { ok: true, appended: [...appended] };
+      if (!unit.waits) unit.resolve(result);
+      else
+        this.walSync.whenDurable(lastSeq).then(
+          () => unit.resolve(result),
+          (error: unknown) => unit.reject(error),
+        );
+    }
     if (accepted.length > 0)
       this.tellCommit({
         last_seq: lastSeq,
@@ -688,12 +727,17 @@ export class Journal {
         // SQLite may already have rolled back (SQLITE_FULL, SQLITE_IOERR); failed is failed either way.
       }
     }
-    this.state = 'failed';
-    this.failure = cause;
-    this.audit.commitAbandoned();
-    this.audit.recordFailure(
-      isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'),
-    );
+    // A failed sync can arrive after close (its descriptor outlives the connection until it returns): nothing to fail.
+    if (this.state === 'closed') return;
+    if (this.state === 'open') {
+      this.state = 'failed';
+      this.failure = cause;
+      this.walSync.abandon(cause);
+      this.audit.commitAbandoned();
+      this.audit.recordFailure(
+        isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'),
+      );
+    }
     const error = this.unavailable();
     for (const unit of batch) unit.reject(error);
     this.rejectQueued(error);
@@ -758,6 +802,8 @@ export class Journal {
       const refusals: unknown[] = [];
       const units = events.slice(i, i + this.batchEventsMax).map((event): Unit => ({
         events: [event],
+        // Settled at once: recovery runs before any caller exists, and syncs once at its end.
+        waits: false,
         resolve: (result) => {
           if (result.ok) this.recoveredAtOpen += 1;
           else refusals.push(new TransitionRefused(result.refusal));
@@ -772,6 +818,7 @@ export class Journal {
         });
       }
     }
+    this.walSync.syncNow();
   }
 }
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { CodedError } from '../contract/index.js';
-import { openDatabase } from '../ports/open-database.js';
+import { openDatabase, statementCache } from '../ports/open-database.js';
 import { requireDurableConnection } from './durability.js';
 
 const busyTimeoutMs = 2_000;
@@ -22,7 +22,11 @@ export interface KeptRequest {
  * own connection to the journal file, like the result store, with the same durability pragmas.
  */
 export class RequestStore {
-  private constructor(private readonly db: Database.Database) {}
+  private readonly sql: (sql: string) => Database.Statement;
+
+  private constructor(private readonly db: Database.Database) {
+    this.sql = statementCache(db);
+  }
 
   static open(path: string, platform: NodeJS.Platform = process.platform): RequestStore {
     const db = openDatabase(path, { fileMustExist: true });
@@ -45,24 +49,22 @@ export class RequestStore {
       throw new CodedError('PAYLOAD_LIMIT', `a kept request is at most ${keptRequestBytesMax} bytes`, {
         field: 'body',
       });
-    this.db
-      .prepare(
-        `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
-      )
-      .run(
-        row.action_id,
-        row.route,
-        Buffer.from(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength),
-        row.kept_at_ms,
-        row.expires_at_ms,
-      );
+    this.sql(
+      `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
+    ).run(
+      row.action_id,
+      row.route,
+      Buffer.from(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength),
+      row.kept_at_ms,
+      row.expires_at_ms,
+    );
   }
 
   /** The kept request, or undefined: never kept, dropped (settled), or past its expiry at `nowMs`. */
   read(actionId: string, nowMs: number): KeptRequest | undefined {
-    const row = this.db
-      .prepare(`SELECT action_id, route, sealed, kept_at_ms, expires_at_ms FROM kept_requests WHERE action_id = ?`)
-      .get(actionId) as
+    const row = this.sql(
+      `SELECT action_id, route, sealed, kept_at_ms, expires_at_ms FROM kept_requests WHERE action_id = ?`,
+    ).get(actionId) as
       { action_id: string; route: string; sealed: Buffer; kept_at_ms: number; expires_at_ms: number } | undefined;
     if (row === undefined || nowMs >= row.expires_at_ms) return undefined;
     return { ...row, sealed: new Uint8Array(row.sealed) };
@@ -70,17 +72,15 @@ export class RequestStore {
 
   /** Drops an action's kept request; a read first, so the common case (none kept) writes nothing. */
   drop(actionId: string): void {
-    if (this.db.prepare(`SELECT 1 FROM kept_requests WHERE action_id = ?`).get(actionId) === undefined) return;
-    this.db.prepare(`DELETE FROM kept_requests WHERE action_id = ?`).run(actionId);
+    if (this.sql(`SELECT 1 FROM kept_requests WHERE action_id = ?`).get(actionId) === undefined) return;
+    this.sql(`DELETE FROM kept_requests WHERE action_id = ?`).run(actionId);
   }
 
   /** Deletes up to `limit` rows past their expiry; returns how many. */
   dropExpired(nowMs: number, limit: number): number {
-    return this.db
-      .prepare(
-        `DELETE FROM kept_requests WHERE action_id IN (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
-      )
-      .run(nowMs, limit).changes;
+    return this.sql(
+      `DELETE FROM kept_requests WHERE action_id IN (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
+    ).run(nowMs, limit).changes;
   }
 
   close(): void {

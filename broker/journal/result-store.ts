@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { openDatabase } from '../ports/open-database.js';
+import { openDatabase, statementCache } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
 import { requireDurableConnection } from './durability.js';
@@ -85,10 +85,14 @@ export interface StoredResult {
  * broker run opens only while the vault is unlocked (VAULT_LOCKED otherwise); head() never needs a key.
  */
 export class ResultStore {
+  private readonly sql: (sql: string) => Database.Statement;
+
   private constructor(
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
-  ) {}
+  ) {
+    this.sql = statementCache(db);
+  }
 
   /** Opens the journal's database file (already migrated by Journal.open), sealing with the journal's key. */
   static open(path: string, cipher: RowCipher, platform: NodeJS.Platform = process.platform): ResultStore {
@@ -137,11 +141,11 @@ export class ResultStore {
         body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes),
       ),
     );
-    const insertResult = this.db.prepare(
+    const insertResult = this.sql(
       `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
     );
-    const insertChunk = this.db.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
+    const insertChunk = this.sql(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
     this.db
       .transaction(() => {
         insertResult.run(
@@ -215,13 +219,11 @@ export class ResultStore {
     if (!Number.isInteger(limit) || limit < 1 || limit > resultPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${resultPurgeBatchMax} results per call, not ${limit}`);
     const cutoffMs = nowMs - retentionMs;
-    const due = this.db
-      .prepare(
-        `SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ? ORDER BY created_at_ms, result_id LIMIT ?`,
-      )
-      .pluck();
-    const deleteChunks = this.db.prepare(`DELETE FROM result_chunks WHERE result_id = ?`);
-    const mark = this.db.prepare(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
+    const due = this.sql(
+      `SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ? ORDER BY created_at_ms, result_id LIMIT ?`,
+    ).pluck();
+    const deleteChunks = this.sql(`DELETE FROM result_chunks WHERE result_id = ?`);
+    const mark = this.sql(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
     return this.db
       .transaction(() => {
         const ids = due.all(cutoffMs, limit) as string[];
@@ -235,9 +237,9 @@ export class ResultStore {
   }
 
   readForAction(actionId: string): StoredResult | undefined {
-    const row = this.db
-      .prepare(`SELECT result_id FROM results WHERE action_id = ? AND complete = 1 ORDER BY attempt DESC LIMIT 1`)
-      .get(actionId) as { result_id: string } | undefined;
+    const row = this.sql(
+      `SELECT result_id FROM results WHERE action_id = ? AND complete = 1 ORDER BY attempt DESC LIMIT 1`,
+    ).get(actionId) as { result_id: string } | undefined;
     return row === undefined ? undefined : this.read(row.result_id);
   }
 
@@ -265,9 +267,9 @@ export class ResultStore {
         field: 'from_chunk',
       });
     }
-    const parts = this.db
-      .prepare(`SELECT n, bytes, nonce FROM result_chunks WHERE result_id = ? ORDER BY n`)
-      .all(resultId) as ChunkRow[];
+    const parts = this.sql(`SELECT n, bytes, nonce FROM result_chunks WHERE result_id = ? ORDER BY n`).all(
+      resultId,
+    ) as ChunkRow[];
     if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i)) {
       throw new CodedError('INTERNAL', `result ${resultId} is marked complete but its chunks are not in sequence`);
     }
@@ -292,7 +294,7 @@ export class ResultStore {
   }
 
   private completeRow(resultId: string): ResultRow | undefined {
-    return this.db.prepare(`SELECT * FROM results WHERE result_id = ? AND complete = 1`).get(resultId) as
+    return this.sql(`SELECT * FROM results WHERE result_id = ? AND complete = 1`).get(resultId) as
       ResultRow | undefined;
   }
 }

@@ -31,3 +31,20 @@ export function openDatabase(file: string, options: Database.Options = {}): Data
   const nativeBinding = sqliteNativeBinding();
   return new Database(file, nativeBinding === undefined ? options : { ...options, nativeBinding });
 }
+
+/**
+ * A connection's statements compiled once and reused (better-sqlite3's prepare compiles the SQL every call: on a
+ * per-action path that is a parse and plan per row). Keyed by the SQL text; the set of texts is fixed by the code,
+ * so the cache is bounded by it.
+ */
+export function statementCache(db: Database.Database): (sql: string) => Database.Statement {
+  const statements = new Map<string, Database.Statement>();
+  return (sql) => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+}

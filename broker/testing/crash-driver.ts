@@ -1,9 +1,13 @@
 /**
- * Child process for the crash test: `node --import tsx broker/testing/crash-driver.ts <db> <cut>`.
+ * Child process for the crash test: `node --import tsx broker/testing/crash-driver.ts <db> <cut> [committed]`.
  * Drives one action through every durable transition of DESIGN.md §2, printing `appended k KIND
- * seq` once transition k is durable. After transition <cut> it prints `cut <cut>` and blocks, so the
- * parent can SIGKILL it exactly between two transitions. A cut past the last transition closes
- * cleanly and prints `done`.
+ * seq` once transition k is answered (durable, or committed for an event that does not wait for the disk). After
+ * transition <cut> it prints `cut <cut>` and blocks, so the parent can SIGKILL it exactly between two transitions.
+ * A cut past the last transition closes cleanly and prints `done`.
+ *
+ * With `committed`, transition <cut> is committed but its fdatasync never runs (sync-behind, held): the driver prints
+ * `committed k seq` and `cut k` from the commit notice, before the append answers — the kill lands between a commit
+ * and the sync that would have made it durable.
  */
 import { Journal } from '../journal/journal.js';
 import { systemClock } from '../ports/system-clock.js';
@@ -15,17 +19,28 @@ import { createMemoryVault } from './memory-vault.js';
 const blockMsMax = 120_000;
 
 async function main(): Promise<void> {
-  const [dbPath, cutArg] = process.argv.slice(2);
+  const [dbPath, cutArg, mode] = process.argv.slice(2);
   const cut = Number(cutArg);
   if (dbPath === undefined || !Number.isInteger(cut)) throw new Error('usage: crash-driver.ts <db path> <cut point>');
+  let holdSyncs = false;
   const journal = await Journal.open({
     path: dbPath,
     clock: systemClock,
     vault: await createMemoryVault('unlocked', crashVaultKey),
+    beforeSync: () => (holdSyncs ? new Promise<void>(() => undefined) : Promise.resolve()),
   });
   const path = actionPaths.httpApproved(crashActionId);
   for (const [i, event] of path.entries()) {
     const k = i + 1;
+    if (k === cut && mode === 'committed') {
+      holdSyncs = true;
+      journal.onCommit((commit) => {
+        process.stdout.write(`committed ${k} ${commit.last_seq}\ncut ${k}\n`);
+        setTimeout(() => process.exit(3), blockMsMax);
+      });
+      void journal.append(event).then(() => process.stdout.write(`answered ${k}\n`));
+      return;
+    }
     // The real dispatcher's call for this boundary; the rest are plain appends.
     const appended =
       event.kind === 'DISPATCH_STARTED'

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { HttpChannel, type HttpLimits, type LookupAll } from '../channels/http/index.js';
 import { parseConfig, type PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
-import { ResultStore } from '../journal/index.js';
+import { ResultStore, type JournalOpenOptions } from '../journal/index.js';
 import type { CredentialVault, DispatchGate } from '../ports/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
@@ -39,47 +39,15 @@ export interface HttpActionHarness {
   dispose(): Promise<void>;
 }
 
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
-export async function openHttpActionHarness(): Promise<HttpActionHarness> {
-  const temp = await openTempJournal();
-  const vaultDir = join(temp.dir.path, 'vault');
-  mkdirSync(vaultDir, { mode: 0o700 });
-  const vault = await openVault({ dataDir: vaultDir, clock: temp.clock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(passphrase);
-  const bindings = ['docs', '127.0.0.1', 'localhost'];
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings });
-  await vault.add({
-    name: 'docs-header',
-    kind: 'header',
-    secret: Buffer.from(canary),
-    bindings,
-    header: 'X-Api-Key',
-    template: 'Key {secret}',
-  });
-  await vault.add({ name: 'docs-query', kind: 'query', secret: Buffer.from(canary), bindings, param: 'api_key' });
-  await vault.add({ name: 'docs-basic', kind: 'basic', secret: Buffer.from(`${canaryUser}:${canary}`), bindings });
-  await vault.add({
-    name: 'unbound-token',
-    kind: 'bearer',
-    secret: Buffer.from(canary),
-    bindings: ['elsewhere.example'],
-  });
+export async function openHttpActionHarness(
+  journal: Pick<JournalOpenOptions, 'beforeSync'> = {},
+): Promise<HttpActionHarness> {
+  const temp = await openTempJournal(journal);
+  const vault = await openCanaryVault(temp);
   const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const { logger, lines: logLines } = createCapturedLogger();
   const secretUses = { count: 0 };
-  const countingVault: CredentialVault = {
-    state: () => vault.state(),
-    list: () => vault.list(),
-    describe: (name) => vault.describe(name),
-    withSecret: (name, use) => {
-      secretUses.count += 1;
-      return vault.withSecret(name, use);
-    },
-    wrap: (purpose, plaintext) => vault.wrap(purpose, plaintext),
-    unwrap: (purpose, sealed) => vault.unwrap(purpose, sealed),
-    onLock: (listener) => vault.onLock(listener),
-    onUnlock: (listener) => vault.onUnlock(listener),
-  };
+  const countingVault = countingVaultOf(vault, secretUses);
   const ids = createRandomIdSource(temp.clock);
   const envelopes: unknown[] = [];
   const newChannel = (
@@ -136,6 +104,50 @@ export async function openHttpActionHarness(): Promise<HttpActionHarness> {
     },
   };
   return harness;
+}
+
+/** A real vault in the temp dir holding the canary under every injection kind, and one credential bound elsewhere. */
+async function openCanaryVault(temp: TempJournal): Promise<Vault> {
+  const vaultDir = join(temp.dir.path, 'vault');
+  mkdirSync(vaultDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir: vaultDir, clock: temp.clock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(passphrase);
+  const bindings = ['docs', '127.0.0.1', 'localhost'];
+  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings });
+  await vault.add({
+    name: 'docs-header',
+    kind: 'header',
+    secret: Buffer.from(canary),
+    bindings,
+    header: 'X-Api-Key',
+    template: 'Key {secret}',
+  });
+  await vault.add({ name: 'docs-query', kind: 'query', secret: Buffer.from(canary), bindings, param: 'api_key' });
+  await vault.add({ name: 'docs-basic', kind: 'basic', secret: Buffer.from(`${canaryUser}:${canary}`), bindings });
+  await vault.add({
+    name: 'unbound-token',
+    kind: 'bearer',
+    secret: Buffer.from(canary),
+    bindings: ['elsewhere.example'],
+  });
+  return vault;
+}
+
+/** The vault as the executor sees it, counting each secret use (validation must never reach one). */
+function countingVaultOf(vault: Vault, secretUses: { count: number }): CredentialVault {
+  return {
+    state: () => vault.state(),
+    list: () => vault.list(),
+    describe: (name) => vault.describe(name),
+    withSecret: (name, use) => {
+      secretUses.count += 1;
+      return vault.withSecret(name, use);
+    },
+    wrap: (purpose, plaintext) => vault.wrap(purpose, plaintext),
+    unwrap: (purpose, sealed) => vault.unwrap(purpose, sealed),
+    onLock: (listener) => vault.onLock(listener),
+    onUnlock: (listener) => vault.onUnlock(listener),
+  };
 }
 
 /** A one-route config pointing at a local server; `extra` is YAML appended to the route. */

@@ -72,9 +72,9 @@ export function queueFixtureConfig(port: number, agentsYaml = ''): PosternConfig
 }
 
 export async function openQueueFixture(
-  options: { agentsYaml?: string; server?: ArrivalLogServerOptions } = {},
+  options: { agentsYaml?: string; server?: ArrivalLogServerOptions; beforeSync?: () => Promise<void> } = {},
 ): Promise<QueueFixture> {
-  const h = await openHttpActionHarness();
+  const h = await openHttpActionHarness(options.beforeSync === undefined ? {} : { beforeSync: options.beforeSync });
   const server = await ArrivalLogServer.start(options.server);
   const config = queueFixtureConfig(server.port, options.agentsYaml);
   const timers = new ManualTimers(h.temp.clock);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { CodedError, type ErrorCode } from '../contract/index.js';
 import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/index.js';
-import { openDatabase } from '../ports/open-database.js';
+import { openDatabase, statementCache } from '../ports/open-database.js';
 import { vaultMigrations } from './migrations/index.js';
 import { nonceBytes, type KdfParams, type Sealed } from './vault-crypto.js';
 
@@ -63,7 +63,11 @@ interface CredentialRecord {
  * sees credentials the CLI added a moment ago; SQLite serializes the two processes' writes.
  */
 export class VaultStore {
-  private constructor(private readonly db: Database.Database) {}
+  private readonly sql: (sql: string) => Database.Statement;
+
+  private constructor(private readonly db: Database.Database) {
+    this.sql = statementCache(db);
+  }
 
   static open(dataDir: string): VaultStore {
     const file = join(dataDir, vaultFileName);
@@ -89,9 +93,9 @@ export class VaultStore {
   }
 
   readWrappedKey(): WrappedKeyRow | undefined {
-    const row = this.db
-      .prepare('SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by FROM vault_key WHERE id = 1')
-      .get() as KeyRecord | undefined;
+    const row = this.sql(
+      'SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by FROM vault_key WHERE id = 1',
+    ).get() as KeyRecord | undefined;
     if (row === undefined) return undefined;
     if (row.kdf_alg !== 'argon2id13') throw corrupt('the vault key uses an unknown key derivation');
     const kdf: KdfParams = {
@@ -112,12 +116,10 @@ export class VaultStore {
   /** Inserts the wrapped key unless one exists; false if another process initialized first. */
   insertWrappedKey(key: WrappedKeyRow, nowMs: number): boolean {
     const [nonce, wrapped, protectedBy] = columnsOf(key.sealed);
-    const result = this.db
-      .prepare(
-        `INSERT INTO vault_key (id, kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by, created_at_ms)
+    const result = this.sql(
+      `INSERT INTO vault_key (id, kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by, created_at_ms)
          VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-      )
-      .run(key.kdf.alg, key.kdf.salt, key.kdf.opslimit, key.kdf.memlimit, nonce, wrapped, protectedBy, nowMs);
+    ).run(key.kdf.alg, key.kdf.salt, key.kdf.opslimit, key.kdf.memlimit, nonce, wrapped, protectedBy, nowMs);
     return result.changes === 1;
   }
 
@@ -128,12 +130,10 @@ export class VaultStore {
   replaceStoredKey(expected: StoredKey, next: StoredKey): boolean {
     const [oldNonce, oldWrapped, oldProtectedBy] = columnsOf(expected);
     const [nonce, wrapped, protectedBy] = columnsOf(next);
-    const result = this.db
-      .prepare(
-        `UPDATE vault_key SET nonce = ?, wrapped_key = ?, protected_by = ?
+    const result = this.sql(
+      `UPDATE vault_key SET nonce = ?, wrapped_key = ?, protected_by = ?
          WHERE id = 1 AND nonce = ? AND wrapped_key = ? AND protected_by IS ?`,
-      )
-      .run(nonce, wrapped, protectedBy, oldNonce, oldWrapped, oldProtectedBy);
+    ).run(nonce, wrapped, protectedBy, oldNonce, oldWrapped, oldProtectedBy);
     if (result.changes !== 1) return false;
     // Until a checkpoint the main file still holds the old page; the upgrade is only worth it once it is gone.
     this.checkpoint();
@@ -141,18 +141,18 @@ export class VaultStore {
   }
 
   list(): CredentialInfo[] {
-    const rows = this.db
-      .prepare(`SELECT * FROM credentials ORDER BY name LIMIT ${credentialsMax}`)
-      .all() as CredentialRecord[];
+    const rows = this.sql(
+      `SELECT * FROM credentials ORDER BY name LIMIT ${credentialsMax}`,
+    ).all() as CredentialRecord[];
     return rows.map(toInfo);
   }
 
   count(): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM credentials').get() as { n: number }).n;
+    return (this.sql('SELECT count(*) AS n FROM credentials').get() as { n: number }).n;
   }
 
   find(name: string): CredentialRow | undefined {
-    const row = this.db.prepare('SELECT * FROM credentials WHERE name = ?').get(name) as CredentialRecord | undefined;
+    const row = this.sql('SELECT * FROM credentials WHERE name = ?').get(name) as CredentialRecord | undefined;
     return row === undefined
       ? undefined
       : { info: toInfo(row), sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.sealed) } };
@@ -163,62 +163,56 @@ export class VaultStore {
       if (this.count() >= credentialsMax) {
         throw new CodedError('PAYLOAD_LIMIT', `a vault holds at most ${credentialsMax} credentials`, { field: 'name' });
       }
-      const taken = this.db.prepare('SELECT 1 FROM credentials WHERE name = ?').get(row.info.name);
+      const taken = this.sql('SELECT 1 FROM credentials WHERE name = ?').get(row.info.name);
       if (taken !== undefined)
         throw new CodedError('CREDENTIAL_EXISTS', 'a credential with this name already exists', { field: 'name' });
       const { info, sealed } = row;
-      this.db
-        .prepare(
-          `INSERT INTO credentials (id, name, kind, version_tag, bindings, header, param, template, nonce, sealed, updated_at_ms)
+      this.sql(
+        `INSERT INTO credentials (id, name, kind, version_tag, bindings, header, param, template, nonce, sealed, updated_at_ms)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          info.id,
-          info.name,
-          info.kind,
-          info.version_tag,
-          JSON.stringify(info.bindings),
-          info.header ?? null,
-          info.param ?? null,
-          info.template ?? null,
-          sealed.nonce,
-          sealed.ciphertext,
-          nowMs,
-        );
+      ).run(
+        info.id,
+        info.name,
+        info.kind,
+        info.version_tag,
+        JSON.stringify(info.bindings),
+        info.header ?? null,
+        info.param ?? null,
+        info.template ?? null,
+        sealed.nonce,
+        sealed.ciphertext,
+        nowMs,
+      );
     });
     insert.immediate();
   }
 
   /** Replaces the secret and version of the row that is still at `expectedVersion`; false if it moved. */
   replaceSecret(id: string, expectedVersion: string, versionTag: string, sealed: Sealed, nowMs: number): boolean {
-    const result = this.db
-      .prepare(
-        'UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
-      )
-      .run(versionTag, sealed.nonce, sealed.ciphertext, nowMs, id, expectedVersion);
+    const result = this.sql(
+      'UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
+    ).run(versionTag, sealed.nonce, sealed.ciphertext, nowMs, id, expectedVersion);
     return result.changes === 1;
   }
 
   /** Replaces version, bindings and sealed secret of the row that is still at `expectedVersion`; false if it moved. */
   replaceRow(expectedVersion: string, info: CredentialInfo, sealed: Sealed, nowMs: number): boolean {
-    const result = this.db
-      .prepare(
-        'UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
-      )
-      .run(
-        info.version_tag,
-        JSON.stringify(info.bindings),
-        sealed.nonce,
-        sealed.ciphertext,
-        nowMs,
-        info.id,
-        expectedVersion,
-      );
+    const result = this.sql(
+      'UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
+    ).run(
+      info.version_tag,
+      JSON.stringify(info.bindings),
+      sealed.nonce,
+      sealed.ciphertext,
+      nowMs,
+      info.id,
+      expectedVersion,
+    );
     return result.changes === 1;
   }
 
   remove(name: string): boolean {
-    return this.db.prepare('DELETE FROM credentials WHERE name = ?').run(name).changes === 1;
+    return this.sql('DELETE FROM credentials WHERE name = ?').run(name).changes === 1;
   }
 
   close(): void {

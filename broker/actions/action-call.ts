@@ -1,0 +1,356 @@
+import type { SshChannel } from '../channels/ssh/index.js';
+import {
+  agentToolInputSchemas,
+  callWaitMsDefault,
+  callWaitMsMax,
+  isCodedError,
+  type ActionState,
+  type CodedError,
+  type Envelope,
+} from '../contract/index.js';
+import type { CallerStop, CallProgress, IdSource, ToolAnswer } from '../ports/index.js';
+import type { AgentBackendDeps } from './agent-backend-deps.js';
+import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
+import { progressHeartbeatMsDefault, watchProgress } from './call-waits.js';
+import { executeHttpAction } from './execute-http-action.js';
+import { executeSshAction } from './execute-ssh-action.js';
+import { openActionsPerSessionMax, type OpenActions } from './open-actions.js';
+import { stateEnvelope } from './state-envelope.js';
+import { handoffOf, storedAnswerParts } from './stored-result.js';
+
+type ActionTool = 'http_request' | 'ssh_exec';
+type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
+
+/** The executor once started: its answer, when it admitted the action, and the action's id once it has one. */
+interface Started {
+  readonly run: Promise<ToolAnswer>;
+  readonly admitted: Promise<void>;
+  readonly actionId: () => string | undefined;
+}
+
+/**
+ * http_request and ssh_exec: starts the executor, then waits for it, the caller's deadline or the caller's stop —
+ * whichever first. The caller's wait is never the operation's deadline: when it ends, the action keeps its place.
+ */
+export async function actionCall(
+  deps: AgentBackendDeps,
+  open: OpenActions,
+  sessionId: string,
+  tool: ActionTool,
+  args: unknown,
+  signal: AbortSignal,
+  onProgress: ((p: CallProgress) => void) | undefined,
+): Promise<ToolAnswer> {
+  const session = deps.journal.getSession(sessionId);
+  if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
+  if (session.status === 'revoked' || session.status === 'ended')
+    return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
+  const { waitMs, rest, problem } = splitWait(tool, args, deps.config.agents.wait_ms_default ?? callWaitMsDefault);
+  if (problem !== undefined) return problem;
+  if (tool === 'ssh_exec' && deps.sshChannel === undefined)
+    return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
+
+  // Refused before admission: nothing is journaled for a call over the bound.
+  const running = open.tryBegin(sessionId);
+  if (running === undefined) {
+    const max = deps.openActionsPerSessionMax ?? openActionsPerSessionMax;
+    return refusal(
+      'RATE_LIMITED',
+      `at most ${max} actions of one session may wait undispatched at once; cancel some or wait for them (action_status)`,
+      'backoff',
+    );
+  }
+  const started = startExecutor(deps, sessionId, tool, rest, running);
+  // The executor outlives a caller that stopped waiting: its action counts until it returns.
+  started.run.then(
+    () => open.end(sessionId, running),
+    () => open.end(sessionId, running),
+  );
+  const ended = await raceCaller(deps, started, waitMs, signal, onProgress);
+  if (ended.kind === 'done') return ended.answer;
+  return answerCallerEnd(deps, started, ended, waitMs);
+}
+
+/** Runs the executor for one call; its ids name the action as soon as it is minted (or, for retry_of, admitted). */
+function startExecutor(
+  deps: AgentBackendDeps,
+  sessionId: string,
+  tool: ActionTool,
+  rest: unknown,
+  running: { actionId?: string | undefined },
+): Started {
+  let actionId: string | undefined;
+  let markAdmitted = (): void => undefined;
+  const admitted = new Promise<void>((resolve) => {
+    markAdmitted = resolve;
+  });
+  const ids: IdSource = {
+    newActionId: () => {
+      actionId = deps.ids.newActionId();
+      running.actionId = actionId;
+      return actionId;
+    },
+  };
+  // A retry_of call mints no id: the executor names the original once it accepted the retry.
+  const onAdmitted = (id: string): void => {
+    actionId ??= id;
+    running.actionId ??= id;
+    markAdmitted();
+  };
+  const common = {
+    ids,
+    clock: deps.clock,
+    journal: deps.journal,
+    results: deps.results,
+    vault: deps.vault,
+    config: deps.config,
+    sessionId,
+    queue: deps.queue,
+    onAdmitted,
+    ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+    ...(deps.reconcile === undefined ? {} : { reconcile: deps.reconcile }),
+    ...(deps.requests === undefined ? {} : { requests: deps.requests }),
+  };
+  const executed: Promise<ToolAnswer> =
+    tool === 'http_request'
+      ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) =>
+          executedAnswer(deps, r.envelope, r.response === undefined ? {} : { response: r.response }),
+        )
+      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) =>
+          executedAnswer(deps, r.envelope, r.output === undefined ? {} : { output: r.output }),
+        );
+  // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
+  // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
+  const run = executed.catch((error: unknown) => {
+    // A retry_of the executor refused before it named the action: a coded refusal, nothing recorded.
+    if (actionId === undefined && isCodedError(error)) return retryRefusal(error);
+    deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
+    return recordedAnswer(deps, actionId, error);
+  });
+  return { run, admitted, actionId: () => actionId };
+}
+
+/** The executor's answer, the caller's deadline or the caller's stop, whichever comes first; progress meanwhile. */
+async function raceCaller(
+  deps: AgentBackendDeps,
+  started: Started,
+  waitMs: number,
+  signal: AbortSignal,
+  onProgress: ((p: CallProgress) => void) | undefined,
+): Promise<Ended> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort = (): void => undefined;
+  const heartbeatMs = deps.config.agents.progress_heartbeat_ms ?? progressHeartbeatMsDefault;
+  const stopProgress =
+    onProgress === undefined ? undefined : watchProgress(waitSource(deps), started.actionId, onProgress, heartbeatMs);
+  return Promise.race<Ended>([
+    started.run.then((answer): Ended => ({ kind: 'done', answer })),
+    new Promise<Ended>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), waitMs);
+      timer.unref();
+    }),
+    new Promise<Ended>((resolve) => {
+      onAbort = () =>
+        resolve({ kind: 'stopped', stop: signal.reason === 'disconnected' ? 'disconnected' : 'cancelled' });
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }),
+  ]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+    stopProgress?.();
+  });
+}
+
+/** The caller stopped waiting first: its event is recorded on the admitted action, which stands. */
+async function answerCallerEnd(
+  deps: AgentBackendDeps,
+  started: Started,
+  ended: Exclude<Ended, { kind: 'done' }>,
+  waitMs: number,
+): Promise<ToolAnswer> {
+  // Admission is one commit away at most; if the executor finished meanwhile, its answer stands.
+  const first = await Promise.race([
+    started.admitted.then(() => undefined),
+    started.run.then(
+      (answer) => answer,
+      () => undefined,
+    ),
+  ]);
+  if (first !== undefined) return first;
+  const id = started.actionId();
+  const state = id === undefined ? undefined : deps.journal.getAction(id);
+  if (id === undefined || state === undefined) return started.run;
+  try {
+    return await callerEnded(deps, id, state, ended, waitMs);
+  } catch (error) {
+    deps.logger?.error({ err: error, action_id: id }, 'recording the caller event failed');
+    return recordedAnswer(deps, id, error);
+  }
+}
+
+/**
+ * The caller's wait passed (DESIGN §3 caller_disposition timed_out). A caller event: it neither closes nor cancels
+ * the action, and never cuts the remote operation (the route's or host's own deadline does that).
+ * - Before dispatch the answer is the action's place: ticket, lane position and what it waits for, and how to wait
+ *   on (action_status with wait_ms). Not an error: nothing failed.
+ * - After dispatch, with no recorded result yet, it is an error answer: CALLER_DEADLINE_EXCEEDED, phase
+ *   remote_execution, outcome unknown, retry fetch_result (read the result once it is recorded; never resend).
+ * - If the outcome was recorded meanwhile, the record answers.
+ */
+async function callerTimedOut(
+  deps: AgentBackendDeps,
+  id: string,
+  state: ActionState,
+  waitMs: number,
+): Promise<ToolAnswer> {
+  const stage = state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution';
+  const after = (await deps.journal.append({ kind: 'CALLER_DEADLINE_EXCEEDED', action_id: id, payload: { stage } }))
+    .state;
+  const hint = `call action_status {"action_id":"${id}","wait_ms":…} to wait on, or fetch_result once it settled`;
+  if (after.outcome !== null && after.recorded) return recordedAnswer(deps, id, new Error('unreachable'));
+  if (after.dispatch_seq === null) {
+    const position = deps.queue.position(id);
+    const waiting = position === null ? 'its turn' : position.text;
+    return actionAnswer({
+      envelope: stateEnvelope(after, 'timed_out'),
+      state: after,
+      queue: position,
+      note: `(stopped waiting after ${waitMs} ms, ${waiting}; action ${id} keeps its place: ${hint})`,
+    });
+  }
+  const envelope = stateEnvelope(after, 'timed_out');
+  const message = `the caller's wait (${waitMs} ms) passed after dispatch; the remote operation continues under its own deadline and its outcome is unknown until recorded: ${hint}`;
+  const timedOut = {
+    ...envelope,
+    effect: envelope.effect ?? 'unknown_effect',
+    error: {
+      code: 'CALLER_DEADLINE_EXCEEDED' as const,
+      phase: 'remote_execution' as const,
+      outcome: 'unknown' as const,
+      retry: 'fetch_result' as const,
+      message,
+    },
+  };
+  return {
+    ...actionAnswer({
+      envelope: timedOut,
+      state: after,
+      note: `(stopped waiting after ${waitMs} ms; dispatched, outcome unknown until recorded: ${hint})`,
+    }),
+    isError: true,
+  };
+}
+
+/**
+ * The executor's own answer. When it carries the response (or output) of a committed result it
+ * names that result as its handoff, so the socket can report whether the answer reached the caller.
+ */
+function executedAnswer(
+  deps: AgentBackendDeps,
+  envelope: Envelope,
+  carried: Pick<ActionAnswerParts, 'response' | 'output'>,
+): ToolAnswer {
+  const state = deps.journal.getAction(envelope.invocation_id);
+  const answer = actionAnswer({ envelope, state, ...carried });
+  const handoff = carried.response === undefined && carried.output === undefined ? undefined : handoffOf(state);
+  return handoff === undefined ? answer : { ...answer, handoff };
+}
+
+/** The caller's deadline passed or it stopped waiting: a caller event is recorded; the action stands. */
+async function callerEnded(
+  deps: AgentBackendDeps,
+  id: string,
+  state: ActionState,
+  ended: Exclude<Ended, { kind: 'done' }>,
+  waitMs: number,
+): Promise<ToolAnswer> {
+  if (ended.kind === 'timeout') return callerTimedOut(deps, id, state, waitMs);
+  const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
+  return actionAnswer({
+    envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'),
+    state: after,
+    note:
+      after.dispatch_seq === null
+        ? '(cancelled before dispatch: nothing was sent)'
+        : '(the caller stopped waiting after dispatch; the effect is as recorded)',
+  });
+}
+
+/** A refused retry_of: the request was wrong (after_correction) or no retry is open to it (never). */
+function retryRefusal(error: CodedError): ToolAnswer {
+  const correctable: readonly string[] = [
+    'INVALID_ARGUMENT',
+    'INVALID_TARGET',
+    'IDEMPOTENCY_MISMATCH',
+    'FINGERPRINT_MISMATCH',
+    'FORBIDDEN_HEADER',
+    'PAYLOAD_LIMIT',
+  ];
+  return refusal(
+    error.code,
+    error.message,
+    correctable.includes(error.code) ? 'after_correction' : 'never',
+    error.field,
+  );
+}
+
+/**
+ * The answer for an admitted action whose executor (or caller-event append) threw: its envelope as
+ * the journal records it — unknown once DISPATCH_STARTED is durable, committed with the stored
+ * result if it was committed — with isError unless a success is recorded. Only an error before
+ * admission (nothing journaled, or the journal unreadable) is rethrown, for call() to refuse.
+ */
+function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, error: unknown): ToolAnswer {
+  let state: ActionState | undefined;
+  try {
+    state = actionId === undefined ? undefined : deps.journal.getAction(actionId);
+  } catch {
+    state = undefined;
+  }
+  if (state === undefined) throw error;
+  const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
+  const answer = actionAnswer({
+    envelope: stateEnvelope(state),
+    state,
+    queue: deps.queue.position(state.action_id),
+    ...(stored === undefined ? {} : storedAnswerParts(state.channel, stored)),
+  });
+  const succeeded =
+    state.recorded && state.code === null && (state.outcome === 'committed' || state.outcome === 'rejected');
+  const handoff = stored === undefined ? undefined : handoffOf(state);
+  return { ...answer, isError: !succeeded, ...(handoff === undefined ? {} : { handoff }) };
+}
+
+/**
+ * `timeout_ms` is the caller's wait: checked against the tool's bounds, then removed from what the executor sees
+ * (the executor parses the rest with the same tool schema; the operation's deadline is the route's or host's).
+ */
+function splitWait(
+  tool: 'http_request' | 'ssh_exec',
+  args: unknown,
+  waitMsDefault: number,
+): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args))
+    return { waitMs: waitMsDefault, rest: args };
+  const { timeout_ms: raw, ...rest } = args as Record<string, unknown>;
+  const parsed = agentToolInputSchemas[tool].shape.timeout_ms.safeParse(raw);
+  if (!parsed.success || parsed.data === undefined) {
+    const message = `timeout_ms is a whole number of milliseconds from 1 to ${callWaitMsMax} (how long this call waits; it never cuts the remote operation)`;
+    return {
+      waitMs: waitMsDefault,
+      rest,
+      problem: refusal('INVALID_ARGUMENT', message, 'after_correction', 'timeout_ms'),
+    };
+  }
+  return { waitMs: parsed.data, rest };
+}
+
+/** The queue and the journal as the waits read them. */
+export function waitSource(deps: AgentBackendDeps): Parameters<typeof watchProgress>[0] {
+  return {
+    getAction: (id) => deps.journal.getAction(id),
+    position: (id) => deps.queue.position(id),
+    onChange: (listener) => deps.queue.onChange(listener),
+  };
+}

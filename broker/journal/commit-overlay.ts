@@ -1,0 +1,75 @@
+import type { ActionState, SessionState } from '../contract/index.js';
+import {
+  advanceActionTimeline,
+  emptyActionTimeline,
+  idempotencyKeyId,
+  type ActionTimeline,
+  type BoundIdempotencyKey,
+} from '../core/index.js';
+import type { JournalStore } from './journal-store.js';
+import type { PlanContext, PlannedUnit } from './plan-unit.js';
+import type { StateCache } from './state-cache.js';
+
+/**
+ * What one commit has planned so far, over what the database holds: each unit is planned against the states the
+ * units before it in the same transaction left (action, session, idempotency key, the action list's moments), and
+ * everything is written once at the end. Read under the write lock (BEGIN IMMEDIATE), so the idempotency check and
+ * its write are one compare-and-swap.
+ */
+export class CommitOverlay {
+  /** As loaded from the database at first touch (the counters' "before"); `states` as planned so far. */
+  private readonly stored = new Map<string, ActionState | undefined>();
+  private readonly states = new Map<string, ActionState>();
+  private readonly sessions = new Map<string, SessionState>();
+  private readonly keys = new Map<string, BoundIdempotencyKey>();
+  /** The action list's moments (decided, dispatched, settled), folded from the same events at their own at_ms. */
+  private readonly timelines = new Map<string, ActionTimeline>();
+
+  constructor(
+    private readonly store: JournalStore,
+    private readonly cache: StateCache,
+  ) {}
+
+  /** The reads planUnit needs, answered from this overlay first. */
+  readonly reads: Pick<PlanContext, 'stateOf' | 'sessionOf' | 'idempotencyKeyOf'> = {
+    stateOf: (id) => {
+      const planned = this.states.get(id);
+      if (planned !== undefined) return planned;
+      if (!this.stored.has(id)) this.stored.set(id, this.cache.get(id) ?? this.store.loadState(id));
+      return this.stored.get(id);
+    },
+    sessionOf: (id) => this.sessions.get(id) ?? this.store.loadSession(id),
+    idempotencyKeyOf: (route, scope, key) =>
+      this.keys.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key),
+  };
+
+  /** A planned unit becomes the overlay the next unit is planned against. */
+  absorb(plan: PlannedUnit): void {
+    for (const a of plan.appended) {
+      if ('state' in a)
+        this.timelines.set(
+          a.event.action_id,
+          advanceActionTimeline(this.timelineOf(a.event.action_id), a.event, a.state),
+        );
+    }
+    for (const [id, state] of plan.states) this.states.set(id, state);
+    for (const [id, session] of plan.sessions) this.sessions.set(id, session);
+    for (const [id, bound] of plan.idempotencyKeys) this.keys.set(id, bound);
+  }
+
+  /** Current state goes into the same transaction as the events that changed it. */
+  write(): void {
+    for (const [id, state] of this.states) this.store.writeState(state, this.stored.get(id), this.timelineOf(id));
+    for (const session of this.sessions.values()) this.store.writeSession(session);
+    for (const bound of this.keys.values()) this.store.writeIdempotencyKey(bound);
+  }
+
+  /** The states this transaction wrote, for the cache once COMMIT has returned. */
+  writtenStates(): Iterable<readonly [string, ActionState]> {
+    return this.states;
+  }
+
+  private timelineOf(id: string): ActionTimeline {
+    return this.timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
+  }
+}

@@ -1,0 +1,115 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { actionPaths } from '../testing/action-paths.js';
+import { DiskSyncGate } from '../testing/disk-sync-gate.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+
+let t: TempJournal | undefined;
+let reader: Database.Database | undefined;
+afterEach(async () => {
+  reader?.close();
+  reader = undefined;
+  await t?.dispose();
+  t = undefined;
+});
+
+const idOf = (n: number): string => `act_sync_${String(n).padStart(4, '0')}`;
+/** Until the next turn of the event loop: commits are flushed on setImmediate, answers follow. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** A journal on Linux rules (sync-behind) with `count` actions authorized, the next step DISPATCH_STARTED. */
+async function ready(count: number, gate: DiskSyncGate): Promise<TempJournal> {
+  t = await openTempJournal({ platform: 'linux', beforeSync: gate.beforeSync });
+  for (let n = 0; n < count; n += 1) await t.journal.appendBatch(actionPaths.httpNoApproval(idOf(n)).slice(0, 3));
+  reader = new Database(t.path, { readonly: true });
+  return t;
+}
+
+describe('when the disk is slow to sync (sync-behind)', () => {
+  it('an admission answers at COMMIT; DISPATCH_STARTED answers only once a sync covers it; durable() waits too', async () => {
+    const gate = new DiskSyncGate();
+    const { journal } = await ready(1, gate);
+    gate.hold();
+    const asked = gate.nextRequest();
+    // Admission of another action does not wait for the disk (event-durability.ts).
+    const admitted = await journal.append(actionPaths.httpNoApproval(idOf(1))[0]!);
+    let dispatched = false;
+    const dispatch = journal.beginDispatch(idOf(0), 1, { connection: 'fresh' }).then((a) => {
+      dispatched = true;
+      return a;
+    });
+    let barrierPassed = false;
+    const barrier = journal.durable().then(() => (barrierPassed = true));
+    await asked;
+    await nextTurn();
+    // Committed (another connection reads it) but not yet on disk: nobody may act on it.
+    const row = reader
+      ?.prepare(`SELECT kind FROM events WHERE action_id = ? AND kind = 'DISPATCH_STARTED'`)
+      .get(idOf(0));
+    expect(row).toEqual({ kind: 'DISPATCH_STARTED' });
+    expect(dispatched).toBe(false);
+    expect(barrierPassed).toBe(false);
+    expect(journal.durableSeq()).toBeLessThan(admitted.event.seq);
+
+    gate.release();
+    const appended = await dispatch;
+    await barrier;
+    expect(journal.durableSeq()).toBeGreaterThanOrEqual(appended.event.seq);
+  });
+
+  it('one sync covers every commit written before it began: many commits, few syncs (group commit for the disk)', async () => {
+    const gate = new DiskSyncGate();
+    const { journal } = await ready(12, gate);
+    const commitsBefore = journal.stats().commits;
+    const syncsBefore = gate.syncs;
+    gate.hold();
+    const dispatches = [];
+    // One dispatch per turn: twelve separate commits while the first sync is held.
+    for (let n = 0; n < 12; n += 1) {
+      dispatches.push(journal.beginDispatch(idOf(n), 1, { connection: 'fresh' }));
+      await nextTurn();
+    }
+    expect(journal.stats().commits - commitsBefore).toBe(12);
+    expect(gate.waiting()).toBe(1);
+    gate.release();
+    await Promise.all(dispatches);
+    // The held sync covered the first commit; the next one covered the other eleven.
+    expect(gate.syncs - syncsBefore).toBe(2);
+  });
+
+  it('a failed sync fails the journal closed: the waiting dispatch and every later append reject', async () => {
+    const gate = new DiskSyncGate();
+    const { journal } = await ready(2, gate);
+    gate.fail();
+    await expect(journal.beginDispatch(idOf(0), 1, { connection: 'fresh' })).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
+    expect(journal.stats().state).toBe('failed');
+    await expect(journal.beginDispatch(idOf(1), 1, { connection: 'fresh' })).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
+    await expect(journal.durable()).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+  });
+
+  it('close syncs what is committed and answers the waiting dispatch', async () => {
+    const gate = new DiskSyncGate();
+    const { journal } = await ready(1, gate);
+    gate.hold();
+    const asked = gate.nextRequest();
+    const dispatch = journal.beginDispatch(idOf(0), 1, { connection: 'fresh' });
+    await asked;
+    await journal.close();
+    await expect(dispatch).resolves.toMatchObject({ event: { kind: 'DISPATCH_STARTED' } });
+    gate.release();
+  });
+
+  it('in commit mode (macOS rules) SQLite syncs inside COMMIT: the journal never asks for a sync of its own', async () => {
+    const gate = new DiskSyncGate();
+    t = await openTempJournal({ syncMode: 'commit', beforeSync: gate.beforeSync });
+    const path = actionPaths.httpNoApproval(idOf(0));
+    for (const event of path) await t.journal.append(event);
+    await t.journal.durable();
+    expect(gate.syncs).toBe(0);
+    expect(t.journal.durableSeq()).toBe(path.length);
+  });
+});
