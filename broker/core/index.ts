@@ -27,3 +27,4 @@ export * from './batch-outcome.js';
 export * from './lane-release.js';
 export * from './action-timeline.js';
 export * from './lane-waits.js';
+export * from './action-counters.js';

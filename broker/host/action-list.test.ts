@@ -262,12 +262,15 @@ describe('when a data dir written before migration 010 is opened', () => {
       'resolved_at_ms',
     ])
       db.exec(`ALTER TABLE actions DROP COLUMN ${column}`);
+    // And without 011's status counters, which that schema did not have either.
+    db.exec('DROP TABLE action_counters');
+    db.exec('DROP TABLE outcome_minutes');
     db.pragma('user_version = 9');
     db.close();
 
     const reopened = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
     try {
-      expect(reopened.stats().schema_version).toBe(10);
+      expect(reopened.stats().schema_version).toBe(11);
       const migrated = listActions(reopened, {}).actions;
       // Exact for every column the headers carry; settled is the latest settling event's time (exact here).
       expect(migrated).toEqual(live);

@@ -1,9 +1,18 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ActionState, SessionState } from '../contract/index.js';
 import {
+  actionCountsOf,
+  countedAction,
+  counterDelta,
+  outcomeRowsOf,
+  rateBuckets,
   splitActionTarget,
   type ActionTimeline,
   type BoundIdempotencyKey,
+  type CountedAction,
+  type CounterKey,
+  type CounterRow,
+  type MinuteRow,
   type OutcomeCountRow,
 } from '../core/index.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
@@ -60,12 +69,23 @@ export interface AuditStore {
  * inside the journal's transaction; the caller owns BEGIN/COMMIT.
  */
 export class JournalStore implements AuditStore {
+  /**
+   * The newest minute the rate's buckets were pruned for on this connection. Memory only: a rolled-back prune just
+   * leaves older buckets until the next minute, and readers ignore buckets outside the hour anyway.
+   */
+  private prunedForMinute = -Infinity;
   private readonly sql: {
     lastSeq: () => Statement<[], { seq: number }>;
     lastTicket: () => Statement<[], { value: number }>;
     setLastTicket: () => Statement<[number]>;
     countEvents: () => Statement<[], { n: number }>;
-    actionCounts: () => Statement<[], { total: number; in_flight: number | null; unknown: number | null }>;
+    readCounters: () => Statement<[], CounterRow>;
+    readMinutes: () => Statement<[], MinuteRow>;
+    bumpCounter: () => Statement<[CounterKey & { n: number }]>;
+    bumpMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>;
+    dropMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>;
+    pruneMinutes: () => Statement<[number]>;
+    loadCounted: () => Statement<[string], CountedRowColumns>;
     insertEvent: () => Statement<[EventRow]>;
     readTree: () => Statement<[], { size: number; frontier: Uint8Array }>;
     writeTree: () => Statement<[number, Uint8Array]>;
@@ -91,7 +111,6 @@ export class JournalStore implements AuditStore {
     listLane: () => Statement<[string, number, number], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
-    outcomeCounts: () => Statement<[], OutcomeCountRow>;
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
     loadTimeline: () => Statement<[string], ActionTimeline>;
@@ -104,15 +123,7 @@ export class JournalStore implements AuditStore {
       lastTicket: lazy(db, `SELECT value FROM meta WHERE key = 'last_ticket'`),
       setLastTicket: lazy(db, `UPDATE meta SET value = ? WHERE key = 'last_ticket'`),
       countEvents: lazy(db, `SELECT count(*) AS n FROM events`),
-      // in_flight: not yet closed before dispatch, or dispatched with no classification recorded.
-      actionCounts: lazy(
-        db,
-        `
-        SELECT count(*) AS total,
-          sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
-          sum(outcome = 'unknown') AS unknown
-        FROM actions`,
-      ),
+      ...counterStatements(db),
       insertEvent: lazy(
         db,
         `
@@ -229,17 +240,6 @@ export class JournalStore implements AuditStore {
       listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
-      // decision and dispatched tell a closing decision from a failed phase; minute buckets the last
-      // hour up to the newest classified action (event time) for the metrics' rate (broker/core/metrics.ts).
-      outcomeCounts: lazy(
-        db,
-        `
-        SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
-          CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
-            THEN updated_at_ms / 60000 END AS minute,
-          count(*) AS n
-        FROM actions GROUP BY phase, outcome, code, decision, dispatched, minute`,
-      ),
       loadIdempotencyKey: lazy(
         db,
         `
@@ -289,9 +289,9 @@ export class JournalStore implements AuditStore {
     return this.sql.countEvents().get()?.n ?? 0;
   }
 
+  /** From the counters (schema 11), not the actions table: the same numbers at any journal size. */
   actionCounts(): ActionCounts {
-    const row = this.sql.actionCounts().get();
-    return { total: row?.total ?? 0, in_flight: row?.in_flight ?? 0, unknown: row?.unknown ?? 0 };
+    return actionCountsOf(this.sql.readCounters().all());
   }
 
   insertEvent(row: EventRow): void {
@@ -393,9 +393,12 @@ export class JournalStore implements AuditStore {
       .map((row) => upgradeActionState(row.state));
   }
 
-  /** Actions grouped by their current (phase, outcome, code); null outcome = still open before dispatch. */
+  /**
+   * Actions grouped by their current (phase, outcome, code, decision, dispatched), the last hour's by minute; null
+   * outcome = still open before dispatch. Read from the counters (schema 11), a few hundred rows at most.
+   */
   outcomeCounts(): OutcomeCountRow[] {
-    return this.sql.outcomeCounts().all();
+    return outcomeRowsOf(this.sql.readCounters().all(), this.sql.readMinutes().all());
   }
 
   readSubjectEvents(subjectId: string, limit: number): EventRow[] {
@@ -419,6 +422,28 @@ export class JournalStore implements AuditStore {
     this.sql.upsertIdempotencyKey().run({ ...row });
   }
 
+  private loadCounted(actionId: string): CountedAction | undefined {
+    const row = this.sql.loadCounted().get(actionId);
+    return row === undefined ? undefined : countedAction({ ...row, recorded: row.recorded === 1 });
+  }
+
+  /** Applies counterDelta; prunes the rate's minutes that fell out of the hour when a newer minute starts. */
+  private countChange(before: CountedAction | undefined, after: CountedAction): void {
+    const delta = counterDelta(before, after);
+    for (const { key, n } of delta.counts) this.sql.bumpCounter().run({ ...key, n });
+    for (const { minute, key, n } of delta.minutes) {
+      const { phase, outcome, code, decision, dispatched } = key;
+      const row = { minute, phase, outcome, code, decision, dispatched };
+      // A decrement never inserts: the action's old minute may already be pruned.
+      if (n < 0) this.sql.dropMinute().run(row);
+      else this.sql.bumpMinute().run(row);
+      if (n > 0 && minute > this.prunedForMinute) {
+        this.sql.pruneMinutes().run(minute - rateBuckets);
+        this.prunedForMinute = minute;
+      }
+    }
+  }
+
   /** The action list's moments of one action as stored (schema 10); an action not stored yet has none. */
   loadTimeline(actionId: string): ActionTimeline | undefined {
     return this.sql.loadTimeline().get(actionId);
@@ -435,8 +460,16 @@ export class JournalStore implements AuditStore {
    * Writes one action's current state (and its timeline columns) into actions, attempts and tickets. Given the state as it
    * was stored before this transaction, skips attempt and ticket rows that did not change (the
    * projection keeps an unchanged attempt's object), which is most of them on a busy commit.
+   *
+   * The status counters move by the difference between that stored row and this one, in the same transaction: `stored`
+   * must be the row as the database holds it (undefined is checked against the table, so a caller that did not load it
+   * cannot count an action twice).
    */
   writeState(state: ActionState, stored: ActionState | undefined, timeline: ActionTimeline): void {
+    this.countChange(
+      stored === undefined ? this.loadCounted(state.action_id) : countedAction(stored),
+      countedAction(state),
+    );
     this.sql.upsertAction().run({
       ...timeline,
       target_name: splitActionTarget(state.target).name,
@@ -508,6 +541,66 @@ export class JournalStore implements AuditStore {
       });
     }
   }
+}
+
+/** The columns writeState's counters read when the caller had no stored state. */
+interface CountedRowColumns {
+  phase: string | null;
+  outcome: string | null;
+  code: string | null;
+  decision: string | null;
+  dispatch_seq: number | null;
+  recorded: number;
+  updated_at_ms: number;
+}
+
+const counterKeyColumns = `nullif(phase, '') AS phase, nullif(outcome, '') AS outcome, nullif(code, '') AS code,
+  nullif(decision, '') AS decision, dispatched`;
+const minuteKeyValues = `@minute, coalesce(@phase, ''), @outcome, coalesce(@code, ''), coalesce(@decision, ''),
+  @dispatched`;
+
+/**
+ * The status counters of migration 011 ('' stands for null in their keys). A counter row at 0 stays (the keys are a
+ * closed, small set); a minute row at 0 stays until pruned, and readers skip both.
+ */
+function counterStatements(db: Database) {
+  return {
+    readCounters: lazy<Statement<[], CounterRow>>(
+      db,
+      `SELECT ${counterKeyColumns}, in_flight, n FROM action_counters WHERE n <> 0`,
+    ),
+    readMinutes: lazy<Statement<[], MinuteRow>>(
+      db,
+      `
+      SELECT minute, ${counterKeyColumns}, 0 AS in_flight, n FROM outcome_minutes
+      WHERE n > 0 AND minute > (SELECT max(minute) FROM outcome_minutes WHERE n > 0) - ${rateBuckets}`,
+    ),
+    bumpCounter: lazy<Statement<[CounterKey & { n: number }]>>(
+      db,
+      `
+      INSERT INTO action_counters (phase, outcome, code, decision, dispatched, in_flight, n)
+      VALUES (coalesce(@phase, ''), coalesce(@outcome, ''), coalesce(@code, ''), coalesce(@decision, ''),
+        @dispatched, @in_flight, @n)
+      ON CONFLICT (phase, outcome, code, decision, dispatched, in_flight) DO UPDATE SET n = n + excluded.n`,
+    ),
+    bumpMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>>(
+      db,
+      `
+      INSERT INTO outcome_minutes (minute, phase, outcome, code, decision, dispatched, n) VALUES (${minuteKeyValues}, 1)
+      ON CONFLICT (minute, phase, outcome, code, decision, dispatched) DO UPDATE SET n = n + 1`,
+    ),
+    dropMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>>(
+      db,
+      `
+      UPDATE outcome_minutes SET n = n - 1
+      WHERE (minute, phase, outcome, code, decision, dispatched) = (${minuteKeyValues}) AND n > 0`,
+    ),
+    pruneMinutes: lazy<Statement<[number]>>(db, `DELETE FROM outcome_minutes WHERE minute <= ?`),
+    loadCounted: lazy<Statement<[string], CountedRowColumns>>(
+      db,
+      `SELECT phase, outcome, code, decision, dispatch_seq, recorded, updated_at_ms FROM actions WHERE action_id = ?`,
+    ),
+  };
 }
 
 /**

@@ -31,6 +31,7 @@ describe('when the database is empty', () => {
     expect(migrate(db)).toBe(journalMigrations.length);
     expect(schemaVersion(db)).toBe(journalMigrations.length);
     expect(tableNames()).toEqual([
+      'action_counters',
       'actions',
       'attempts',
       'audit_keys',
@@ -41,6 +42,7 @@ describe('when the database is empty', () => {
       'idempotency_keys',
       'kept_requests',
       'meta',
+      'outcome_minutes',
       'result_chunks',
       'results',
       'sessions',

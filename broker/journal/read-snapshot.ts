@@ -1,9 +1,13 @@
+import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal.js';
+import type { OutcomeCountRow } from '../core/index.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';
+import { migration004AuditLog } from './migrations/004-audit-log.js';
+import { migration011StatusCounters } from './migrations/011-status-counters.js';
 
 export interface JournalSnapshot {
   readonly exists: boolean;
@@ -41,14 +45,53 @@ export function readJournalSnapshot(dataDir: string): JournalSnapshot {
       };
     }
     const store = new JournalStore(db);
+    // The audit tree's size moves in the transaction that appends its events (the broker refuses to open a
+    // journal where they differ), and reading it is O(1); the counters likewise. A journal no broker has
+    // migrated yet is scanned once.
+    const events = version >= migration004AuditLog.version ? store.readTree()?.size : undefined;
     return {
       exists: true,
-      events: store.countEvents(),
+      events: events ?? store.countEvents(),
       last_seq: store.lastSeq(),
       schema_version: version,
-      actions: store.actionCounts(),
+      actions: version >= migration011StatusCounters.version ? store.actionCounts() : scanActionCounts(db),
     };
   } finally {
     db.close();
   }
+}
+
+/**
+ * What the counters replaced (issue #18): a count over the whole actions table. Kept for a journal no broker has
+ * migrated to schema 11, and as the oracle the counters are tested and benchmarked against. in_flight: not yet closed
+ * before dispatch, or dispatched with no classification recorded.
+ */
+export function scanActionCounts(db: Database): ActionCounts {
+  const row = db
+    .prepare<[], { total: number; in_flight: number | null; unknown: number | null }>(
+      `
+      SELECT count(*) AS total,
+        sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
+        sum(outcome = 'unknown') AS unknown
+      FROM actions`,
+    )
+    .get();
+  return { total: row?.total ?? 0, in_flight: row?.in_flight ?? 0, unknown: row?.unknown ?? 0 };
+}
+
+/**
+ * The metrics' former GROUP BY over the actions table, for tests and the benchmark only: decision and dispatched tell
+ * a closing decision from a failed phase; minute buckets the last hour up to the newest classified action (event time).
+ */
+export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
+  return db
+    .prepare<[], OutcomeCountRow>(
+      `
+      SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
+        CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
+          THEN updated_at_ms / 60000 END AS minute,
+        count(*) AS n
+      FROM actions GROUP BY phase, outcome, code, decision, dispatched, minute`,
+    )
+    .all();
 }

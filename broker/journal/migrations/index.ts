@@ -9,6 +9,7 @@ import { migration007ResultPurge } from './007-result-purge.js';
 import { migration008KeptRequests } from './008-kept-requests.js';
 import { migration009SealedResults } from './009-sealed-results.js';
 import { migration010ActionList } from './010-action-list.js';
+import { migration011StatusCounters } from './011-status-counters.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -22,4 +23,5 @@ export const journalMigrations: readonly Migration[] = [
   migration008KeptRequests,
   migration009SealedResults,
   migration010ActionList,
+  migration011StatusCounters,
 ];

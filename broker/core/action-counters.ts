@@ -1,0 +1,163 @@
+import { rateBucketMs, rateBuckets, type OutcomeCountRow } from './metrics.js';
+
+/**
+ * The columns of one action row that `status` and `metrics` count by. The journal keeps a count per
+ * distinct value of these (and a per-minute count for the rate) beside the actions table, moved by
+ * the difference between an action's old and new row in the transaction that rewrites the row, so
+ * reading them costs the same for ten actions as for a million.
+ */
+export interface CounterKey {
+  readonly phase: string | null;
+  readonly outcome: string | null;
+  readonly code: string | null;
+  readonly decision: string | null;
+  /** 1 once the action crossed the dispatch boundary (dispatch_seq set). */
+  readonly dispatched: 0 | 1;
+  /** 1 while nothing recorded a classification: open before dispatch, or dispatched and unsettled. */
+  readonly in_flight: 0 | 1;
+}
+
+/** What one action contributes: its key, and the minute it last changed once it is classified. */
+export interface CountedAction {
+  readonly key: CounterKey;
+  /** updated_at_ms / 60 000 (SQLite's integer division), null while the outcome is null. */
+  readonly minute: number | null;
+}
+
+export interface CounterChange {
+  readonly key: CounterKey;
+  readonly n: 1 | -1;
+}
+
+export interface MinuteChange {
+  readonly minute: number;
+  readonly key: CounterKey;
+  readonly n: 1 | -1;
+}
+
+/** The writes that keep the counters equal to the table; both empty when nothing counted changed. */
+export interface CounterDelta {
+  readonly counts: readonly CounterChange[];
+  readonly minutes: readonly MinuteChange[];
+}
+
+/** A stored counter row (its in_flight is ignored by the rate). */
+export interface CounterRow extends CounterKey {
+  readonly n: number;
+}
+
+export interface MinuteRow extends CounterKey {
+  readonly minute: number;
+  readonly n: number;
+}
+
+/** The fields of an ActionState (or the columns of its row) the counters read. */
+export interface CountedFields {
+  readonly phase: string | null;
+  readonly outcome: string | null;
+  readonly code: string | null;
+  readonly decision: string | null;
+  readonly dispatch_seq: number | null;
+  readonly recorded: boolean;
+  readonly updated_at_ms: number;
+}
+
+/** The same expressions as the actions table's columns give (journal-store's former scan queries). */
+export function countedAction(state: CountedFields): CountedAction {
+  const dispatched = state.dispatch_seq !== null;
+  return {
+    key: {
+      phase: state.phase,
+      outcome: state.outcome,
+      code: state.code,
+      decision: state.decision,
+      dispatched: dispatched ? 1 : 0,
+      in_flight: !state.recorded && (state.outcome === null || dispatched) ? 1 : 0,
+    },
+    minute: state.outcome === null ? null : Math.trunc(state.updated_at_ms / rateBucketMs),
+  };
+}
+
+/**
+ * The counter writes for one action row going from `before` (undefined: no row yet) to `after`.
+ * The rate's minute counts only classified actions; a key already counted the same way is left alone.
+ */
+export function counterDelta(before: CountedAction | undefined, after: CountedAction): CounterDelta {
+  const counts: CounterChange[] = [];
+  const minutes: MinuteChange[] = [];
+  const sameKey = before !== undefined && sameCounterKey(before.key, after.key);
+  if (!sameKey) {
+    if (before !== undefined) counts.push({ key: before.key, n: -1 });
+    counts.push({ key: after.key, n: 1 });
+  }
+  const sameMinute = before !== undefined && before.minute === after.minute && sameRateKey(before.key, after.key);
+  if (!sameMinute) {
+    if (before?.minute !== undefined && before.minute !== null)
+      minutes.push({ minute: before.minute, key: before.key, n: -1 });
+    if (after.minute !== null) minutes.push({ minute: after.minute, key: after.key, n: 1 });
+  }
+  return { counts, minutes };
+}
+
+/** What `status` shows: every action, those in flight, those whose outcome is unknown. */
+export function actionCountsOf(counters: readonly CounterRow[]): { total: number; in_flight: number; unknown: number } {
+  let total = 0;
+  let inFlight = 0;
+  let unknown = 0;
+  for (const row of counters) {
+    total += row.n;
+    if (row.in_flight === 1) inFlight += row.n;
+    if (row.outcome === 'unknown') unknown += row.n;
+  }
+  return { total, in_flight: inFlight, unknown };
+}
+
+/**
+ * The rows foldMetrics reads, as the scan over the actions table grouped them: per rate key, one row
+ * per minute within the hour up to the newest classified minute, and one (minute null) for the rest.
+ * `minutes` may hold older minutes not yet pruned; they count with the rest.
+ */
+export function outcomeRowsOf(counters: readonly CounterRow[], minutes: readonly MinuteRow[]): OutcomeCountRow[] {
+  const totals = new Map<string, { key: CounterKey; n: number }>();
+  for (const row of counters) {
+    if (row.n === 0) continue;
+    const id = rateKeyId(row);
+    const group = totals.get(id) ?? { key: row, n: 0 };
+    group.n += row.n;
+    totals.set(id, group);
+  }
+  let newest: number | null = null;
+  for (const row of minutes) if (row.n > 0) newest = Math.max(newest ?? row.minute, row.minute);
+  const rows: OutcomeCountRow[] = [];
+  for (const row of minutes) {
+    if (newest === null || row.n <= 0 || row.minute <= newest - rateBuckets) continue;
+    const group = totals.get(rateKeyId(row));
+    if (group !== undefined) group.n -= row.n;
+    rows.push(outcomeRow(row, row.minute, row.n));
+  }
+  for (const { key, n } of totals.values()) if (n !== 0) rows.push(outcomeRow(key, null, n));
+  return rows;
+}
+
+function outcomeRow(key: CounterKey, minute: number | null, n: number): OutcomeCountRow {
+  const { phase, outcome, code, decision, dispatched } = key;
+  return { phase, outcome, code, decision, dispatched, minute, n };
+}
+
+function sameRateKey(a: CounterKey, b: CounterKey): boolean {
+  return (
+    a.phase === b.phase &&
+    a.outcome === b.outcome &&
+    a.code === b.code &&
+    a.decision === b.decision &&
+    a.dispatched === b.dispatched
+  );
+}
+
+function sameCounterKey(a: CounterKey, b: CounterKey): boolean {
+  return sameRateKey(a, b) && a.in_flight === b.in_flight;
+}
+
+function rateKeyId(key: CounterKey): string {
+  return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched]);
+}

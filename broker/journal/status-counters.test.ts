@@ -1,0 +1,148 @@
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isCodedError, type NewEvent } from '../contract/index.js';
+import { foldMetrics, type OutcomeCountRow } from '../core/index.js';
+import { actionPathNames, actionPaths, impossibleEvents, type ActionPathName } from '../testing/action-paths.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { Journal } from './journal.js';
+import { readJournalSnapshot, scanActionCounts, scanOutcomeCounts } from './read-snapshot.js';
+
+const minuteMs = 60_000;
+
+const opened: TempJournal[] = [];
+const readers: Database.Database[] = [];
+afterEach(async () => {
+  for (const r of readers.splice(0)) r.close();
+  for (const t of opened.splice(0)) await t.dispose();
+});
+
+async function tempJournal(): Promise<TempJournal> {
+  const t = await openTempJournal();
+  opened.push(t);
+  return t;
+}
+
+function reader(path: string): Database.Database {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  readers.push(db);
+  return db;
+}
+
+function sorted(rows: readonly OutcomeCountRow[]): OutcomeCountRow[] {
+  const id = (r: OutcomeCountRow): string =>
+    JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute]);
+  return rows.map((r) => ({ ...r })).sort((a, b) => (id(a) < id(b) ? -1 : 1));
+}
+
+/** The counters' answers against the full-scan queries they replaced, over the same committed rows. */
+function expectCountersEqualScan(journal: Journal, scan: Database.Database): void {
+  const rows = journal.outcomeCounts();
+  const scanned = scanOutcomeCounts(scan);
+  expect(sorted(rows)).toEqual(sorted(scanned));
+  expect(foldMetrics(rows)).toEqual(foldMetrics(scanned));
+  expect(journal.actionCounts()).toEqual(scanActionCounts(scan));
+}
+
+const spec = fc.record({
+  path: fc.constantFrom(...actionPathNames),
+  // How many of its events the script appends before it stops (undefined: all), and the wave it starts in.
+  cut: fc.option(fc.integer({ min: 1, max: 15 }), { nil: undefined }),
+  start: fc.integer({ min: 0, max: 6 }),
+});
+
+/** One wave: every started, unfinished script appends its next event at once (one group commit), plus extras. */
+async function wave(journal: Journal, events: readonly NewEvent[]): Promise<void> {
+  const settled = await Promise.allSettled(events.map((event) => journal.append(event)));
+  for (const s of settled) if (s.status === 'rejected' && !isCodedError(s.reason)) throw s.reason;
+}
+
+describe('when random mixes of action paths run for hours of event time, with refusals and a restart', () => {
+  it('after every commit the counters answer exactly what the full scans of the actions table answer', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(spec, { minLength: 1, maxLength: 8 }),
+        // Between waves the clock moves up to 25 minutes, so the rate's hour rolls and its minutes are pruned.
+        fc.array(fc.integer({ min: 0, max: 25 * minuteMs }), { minLength: 22, maxLength: 22 }),
+        fc.integer({ min: 0, max: 21 }),
+        fc.boolean(),
+        async (specs, advances, restartWave, injectImpossible) => {
+          const live = await tempJournal();
+          let journal = live.journal;
+          const scan = reader(live.path);
+          const scripts = specs.map(({ path, cut }, i) =>
+            actionPaths[path as ActionPathName](`act_${path.slice(0, 20)}_${i}`).slice(0, cut),
+          );
+          const firstId = scripts[0]?.[0]?.action_id ?? 'act_none';
+          for (const [w, advanceMs] of advances.entries()) {
+            if (w === restartWave) {
+              await journal.close();
+              // Recovery at open classifies what was left in flight, through the same counted writes.
+              journal = await Journal.open({ path: live.path, clock: live.clock, vault: live.vault });
+              opened.push({ ...live, journal, dispose: () => journal.close() });
+              expectCountersEqualScan(journal, scan);
+            }
+            const events = scripts.flatMap((s, i) => {
+              const next = w - (specs[i]?.start ?? 0);
+              return next < 0 ? [] : s.slice(next, next + 1);
+            });
+            // Refused in the same group commit as accepted events, or alone (a commit that rolls back).
+            const extra = injectImpossible ? impossibleEvents(firstId).slice(w % 3, (w % 3) + 1) : [];
+            await wave(journal, [...events, ...extra]);
+            expectCountersEqualScan(journal, scan);
+            live.clock.advance(advanceMs);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('when the wall clock steps back and forth between commits', () => {
+  it('status and every count of metrics but the rate still equal the scans exactly', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(spec, { minLength: 1, maxLength: 6 }),
+        // Steps of up to two hours either way: the rate follows event time, which may now go backwards.
+        fc.array(fc.integer({ min: -120 * minuteMs, max: 120 * minuteMs }), { minLength: 16, maxLength: 16 }),
+        async (specs, steps) => {
+          const t = await tempJournal();
+          const scan = reader(t.path);
+          const scripts = specs.map(({ path, cut }, i) =>
+            actionPaths[path as ActionPathName](`act_${path.slice(0, 20)}_${i}`).slice(0, cut),
+          );
+          for (const [w, stepMs] of steps.entries()) {
+            await wave(
+              t.journal,
+              scripts.flatMap((s) => s.slice(w, w + 1)),
+            );
+            const { rate: _counted, ...counted } = foldMetrics(t.journal.outcomeCounts());
+            const { rate: _scanned, ...scanned } = foldMetrics(scanOutcomeCounts(scan));
+            expect(counted).toEqual(scanned);
+            expect(t.journal.actionCounts()).toEqual(scanActionCounts(scan));
+            t.clock.set(t.clock.nowMs() + stepMs);
+          }
+        },
+      ),
+      { numRuns: 20 },
+    );
+  });
+});
+
+describe('when postern status reads a data directory beside the writer', () => {
+  it('its counts come from the counters and the audit tree, and equal the scans', async () => {
+    const t = await tempJournal();
+    for (const [i, name] of actionPathNames.entries()) {
+      const script = actionPaths[name](`act_snapshot_${i}`);
+      await t.journal.appendBatch(script.slice(0, i % 3 === 0 ? 3 : undefined));
+      t.clock.advance(7 * minuteMs);
+    }
+    const snapshot = readJournalSnapshot(t.dir.path);
+    const scan = reader(t.path);
+    const events = scan.prepare<[], { n: number }>('SELECT count(*) AS n FROM events').get()?.n;
+    expect(snapshot).toMatchObject({ exists: true, events, last_seq: events, actions: scanActionCounts(scan) });
+    expect(snapshot.actions.total).toBe(actionPathNames.length);
+    expect(snapshot.actions.in_flight).toBeGreaterThan(0);
+  });
+});
