@@ -99,6 +99,7 @@ export const mayImportTable = [
       'broker/channels/ssh',
       'broker/config',
       'broker/contract',
+      'broker/core',
       'broker/journal',
       'broker/ports',
       'broker/queue',

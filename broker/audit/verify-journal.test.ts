@@ -11,7 +11,28 @@ import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { formatCheckpointFile, parseCheckpointFile, type TrustedCheckpoint } from './checkpoint-file.js';
 import { latestCheckpoint } from './latest-checkpoint.js';
-import { verifyJournal, type VerifyReport } from './verify-journal.js';
+import { verifyJournal as verifySerial, type VerifyOptions, type VerifyReport } from './verify-journal.js';
+
+/**
+ * Every case runs both ways: the serial steps, and worker threads over 2-row subtrees (the Merkle
+ * tree joined from many jobs, a partial last one). They must report the same thing; a tamper the
+ * workers missed would show here as a pass beside the serial failure.
+ */
+async function verifyJournal(options: VerifyOptions): Promise<VerifyReport> {
+  const serial = await verifySerial({ ...options, threads: 0 });
+  let mode: string | undefined;
+  const inWorkers = await verifySerial({
+    ...options,
+    threads: 2,
+    parallelRowsMin: 1,
+    chunkRowsLog2: 1,
+    onMode: (m) => (mode = m),
+  });
+  expect(inWorkers).toEqual(serial);
+  // The workers only ever prove a log good: a failure always comes from the serial steps.
+  if (serial.ok && serial.events > 0) expect(mode).toBe('workers');
+  return serial;
+}
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -349,7 +370,7 @@ describe('when the broker is still appending', () => {
     cleanup.push(() => t.dispose());
     await appendEvents(t, 6, 3);
     let appended: Promise<unknown> | undefined;
-    const report = await verifyJournal({
+    const report = await verifySerial({
       dbPath: t.path,
       // Progress is reported from inside the read, after the rows and before the tree head: append
       // one event and close, which commits it (and a checkpoint) synchronously, right then.
@@ -360,6 +381,6 @@ describe('when the broker is still appending', () => {
     });
     await appended;
     expect(report).toMatchObject({ ok: true, events: 6 });
-    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true, events: 7 });
+    expect(await verifySerial({ dbPath: t.path })).toMatchObject({ ok: true, events: 7 });
   });
 });

@@ -17,13 +17,21 @@ import {
 import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
 import { VerifyFailure, type VerifyCode } from './verify-codes.js';
 import { openDatabase } from '../ports/open-database.js';
+import {
+  runVerifyJobs,
+  verifyCacheKiB,
+  type VerifyJob,
+  type VerifyJobResult,
+  type VerifyWorkerBounds,
+} from './verify-pool.js';
 
 /** The schema that introduced the audit log, and the newest this verifier knows. */
 export const auditSchemaVersion = 4;
 // 6 (idempotency_keys) adds a current-state table only, 7 (results.purged_at_ms) a column of the
 // result store, 9 seals the result store (and may add an audit_runs row with no events), 10 adds the
 // action list's columns to the current-state table: the events, tree and checkpoints are unchanged.
-export const auditSchemaVersionMax = 10;
+// 11 adds status counters (current-state tables only).
+export const auditSchemaVersionMax = 11;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;
@@ -35,12 +43,28 @@ const publicKeyBytes = 32;
 const checkpointsMax = 10_000_000;
 /** How often (rows) the verifier reports progress; the CLI throttles further by time. */
 export const verifyProgressEveryRows = 16_384;
+/** Below this many rows the serial loop is done before worker threads would have started. */
+export const parallelRowsMin = 50_000;
+/** Rows per worker job, a power of two so each full job is one perfect subtree of the Merkle tree. */
+export const chunkRowsLog2 = 16;
+/** Signatures per worker job (~0.4 ms each in libsodium's wasm). */
+const signaturesPerJob = 256;
+/** The serial steps hand the event loop back this often, so a daemon running them keeps answering. */
+const yieldEveryRows = 2_048;
+const bounds: VerifyWorkerBounds = { ciphertextBytesMax, textCellCharsMax, nonceBytes, hashBytes };
 
 export interface VerifyOptions {
   readonly dbPath: string;
   /** From `--checkpoint FILE`: its key is the trust anchor; its size must still be in the log. */
   readonly anchor?: TrustedCheckpoint;
   readonly onProgress?: (rows: number, total: number) => void;
+  /** Worker threads for the rows and signatures (default: one per core); 0 keeps every step on this thread. */
+  readonly threads?: number;
+  /** Tests: the row count from which workers are used, and the rows per worker job (log2). */
+  readonly parallelRowsMin?: number;
+  readonly chunkRowsLog2?: number;
+  /** Tests and the bench: whether the rows were proved good on worker threads or checked by the serial steps. */
+  readonly onMode?: (mode: 'workers' | 'serial') => void;
 }
 
 export type VerifyReport =
@@ -72,8 +96,11 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
     requireAuditSchema(db);
     const signPublic = readCheckpointKey(db, options.anchor);
     const checkpoints = readCheckpoints(db);
-    const tree = recomputeTree(db, interestingSizes(checkpoints, options.anchor), options.onProgress);
-    checkSignatures(checkpoints, signPublic);
+    const sizes = interestingSizes(checkpoints, options.anchor);
+    const parallel = await recomputeInWorkers(db, options, sizes, checkpoints, signPublic);
+    options.onMode?.(parallel === undefined ? 'serial' : 'workers');
+    const tree = parallel?.tree ?? (await recomputeTree(db, sizes, options.onProgress));
+    await checkSignatures(checkpoints, signPublic, parallel);
     checkCheckpointRoots(checkpoints, tree);
     const lossEvidence = findLossEvidence(db, tree.frontier.size);
     if (options.anchor !== undefined) checkAnchor(options.anchor, tree, checkpoints, lossEvidence);
@@ -106,6 +133,7 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
 function openReadOnly(path: string): Database.Database {
   const db = openDatabase(path, { readonly: true, fileMustExist: true });
   db.pragma('query_only = 1');
+  db.pragma(`cache_size = -${verifyCacheKiB}`);
   db.defaultSafeIntegers(true);
   // One read transaction: every step sees the same snapshot even while the broker appends.
   db.exec('BEGIN');
@@ -173,12 +201,12 @@ interface RecomputedTree {
 }
 
 /** Every row, in append order: well-formed, contiguous, and hashing to its stored leaf. */
-function recomputeTree(
+async function recomputeTree(
   db: Database.Database,
   sizes: ReadonlySet<number>,
   onProgress: VerifyOptions['onProgress'],
-): RecomputedTree {
-  const total = Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
+): Promise<RecomputedTree> {
+  const total = lastPosition(db) ?? Number((db.prepare(`SELECT count(*) AS n FROM events`).get() as { n: bigint }).n);
   const rootAt = new Map<number, Uint8Array>();
   if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
   let frontier = emptyFrontier;
@@ -197,10 +225,125 @@ function recomputeTree(
     frontier = appendLeaf(sha256, frontier, leaf);
     if (sizes.has(seq)) rootAt.set(seq, frontierRoot(sha256, frontier));
     if (seq % verifyProgressEveryRows === 0) onProgress?.(seq, total);
+    if (seq % yieldEveryRows === 0) await yieldToLoop();
   }
   onProgress?.(frontier.size, total);
   return { frontier, rootAt };
 }
+
+interface InWorkers {
+  readonly tree: RecomputedTree;
+  readonly signaturesChecked: boolean;
+  /** The first checkpoint (in size order) whose signature does not verify. */
+  readonly firstBadSignature: number | undefined;
+}
+
+/**
+ * The rows and signatures on worker threads, one Merkle subtree per job (verify-worker-source.ts).
+ * This only ever proves a log good: on any doubt (a bad row, a stray row, a worker that failed) it
+ * returns undefined and the serial steps run, so every failure keeps its code and position. Worker
+ * connections may read a later snapshot than `db`; positions 1..n never change in a journal (its
+ * triggers refuse UPDATE and DELETE), and everything n is compared with is read from `db`'s.
+ */
+async function recomputeInWorkers(
+  db: Database.Database,
+  options: VerifyOptions,
+  sizes: ReadonlySet<number>,
+  checkpoints: readonly Checkpoint[],
+  signPublic: Uint8Array | undefined,
+): Promise<InWorkers | undefined> {
+  const n = lastPosition(db);
+  if (n === undefined || n < (options.parallelRowsMin ?? parallelRowsMin) || options.threads === 0) return undefined;
+  const chunkRows = 2 ** (options.chunkRowsLog2 ?? chunkRowsLog2);
+  const sorted = [...sizes].filter((s) => s >= 1 && s <= n).sort((a, b) => a - b);
+  const rowJobs: VerifyJob[] = [];
+  for (let lo = 1; lo <= n; lo += chunkRows) {
+    const hi = Math.min(lo + chunkRows - 1, n);
+    rowJobs.push({ kind: 'rows', lo, hi, sizes: sorted.filter((s) => s >= lo && s <= hi) });
+  }
+  const signatureJobs = signPublic === undefined ? [] : signatureBatches(checkpoints, signPublic);
+  let checked = 0;
+  let results: VerifyJobResult[];
+  try {
+    results = await runVerifyJobs(options.dbPath, [{ kind: 'count', n }, ...signatureJobs, ...rowJobs], {
+      bounds,
+      progressEveryRows: verifyProgressEveryRows,
+      ...(options.threads === undefined ? {} : { threads: options.threads }),
+      onRows: (rows) => {
+        checked += rows;
+        options.onProgress?.(checked, n);
+      },
+    });
+  } catch {
+    return undefined;
+  }
+  const [count, ...rest] = results;
+  if (count === undefined || !('rows' in count) || count.rows !== n) return undefined;
+  const signatureResults = rest.slice(0, signatureJobs.length);
+  if (signatureResults.some((r) => 'failed' in r)) return undefined;
+  const tree = await combineSubtrees(rest.slice(signatureJobs.length), rowJobs, sizes, n, chunkRows);
+  if (tree === undefined) return undefined;
+  const firstBad = signatureResults.find((r): r is { badSize: number } => 'badSize' in r && r.badSize !== undefined);
+  return { tree, signaturesChecked: signPublic !== undefined, firstBadSignature: firstBad?.badSize };
+}
+
+function signatureBatches(checkpoints: readonly Checkpoint[], signPublic: Uint8Array): VerifyJob[] {
+  const jobs: VerifyJob[] = [];
+  for (let i = 0; i < checkpoints.length; i += signaturesPerJob) {
+    jobs.push({
+      kind: 'signatures',
+      signPublic,
+      checkpoints: checkpoints.slice(i, i + signaturesPerJob).map((c) => ({
+        size: c.size,
+        message: encodeCheckpointMessage(domain, c.size, c.root, c.at_ms),
+        signature: c.signature,
+      })),
+    });
+  }
+  return jobs;
+}
+
+/**
+ * The whole tree from the jobs' subtrees: each full job is one perfect subtree of 2^k leaves, so
+ * appending job roots to a frontier counted in jobs is the binary carry of appendLeaf one level up;
+ * the last, partial job's roots are all smaller and follow as they are. The head at a size inside a
+ * job is the frontier before the job followed by the job's own roots up to that size.
+ */
+async function combineSubtrees(
+  results: readonly VerifyJobResult[],
+  jobs: readonly VerifyJob[],
+  sizes: ReadonlySet<number>,
+  n: number,
+  chunkRows: number,
+): Promise<RecomputedTree | undefined> {
+  const rootAt = new Map<number, Uint8Array>();
+  if (sizes.has(0)) rootAt.set(0, frontierRoot(sha256, emptyFrontier));
+  let whole = emptyFrontier;
+  let tail: readonly Uint8Array[] = [];
+  for (const [i, result] of results.entries()) {
+    const job = jobs[i];
+    if (!('roots' in result) || job?.kind !== 'rows') return undefined;
+    for (const [size, local] of result.rootsAt)
+      rootAt.set(size, frontierRoot(sha256, { size, roots: [...whole.roots, ...local] }));
+    if (job.hi - job.lo + 1 === chunkRows) {
+      const root = result.roots[0];
+      if (root === undefined || result.roots.length !== 1) return undefined;
+      whole = appendLeaf(sha256, whole, root);
+    } else tail = result.roots;
+    await yieldToLoop();
+  }
+  return { frontier: { size: n, roots: [...whole.roots, ...tail] }, rootAt };
+}
+
+/** The last append position when it is one (cheap: the rowid's b-tree), else undefined. */
+function lastPosition(db: Database.Database): number | undefined {
+  const max = (db.prepare(`SELECT max(seq) AS m FROM events`).get() as { m: unknown }).m;
+  if (max === null) return 0;
+  if (typeof max === 'bigint' && max >= 0n && max <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(max);
+  return undefined;
+}
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function leafOfRow(raw: Record<string, unknown>, seq: number): Uint8Array {
   const run = int(raw['run'], 'events.run', seq);
@@ -223,8 +366,22 @@ function leafOfRow(raw: Record<string, unknown>, seq: number): Uint8Array {
 }
 
 /** Every checkpoint in the journal is signed by the checkpoint key (the anchor's, when given). */
-function checkSignatures(checkpoints: readonly Checkpoint[], signPublic: Uint8Array | undefined): void {
-  for (const c of checkpoints) {
+async function checkSignatures(
+  checkpoints: readonly Checkpoint[],
+  signPublic: Uint8Array | undefined,
+  checked: InWorkers | undefined,
+): Promise<void> {
+  if (checked?.signaturesChecked === true && signPublic !== undefined) {
+    if (checked.firstBadSignature !== undefined)
+      throw new VerifyFailure(
+        'SIGNATURE_INVALID',
+        checked.firstBadSignature,
+        `the signature of checkpoint ${checked.firstBadSignature} does not verify`,
+      );
+    return;
+  }
+  for (const [i, c] of checkpoints.entries()) {
+    if (i % 16 === 15) await yieldToLoop();
     if (signPublic === undefined)
       throw new VerifyFailure(
         'SIGNATURE_INVALID',

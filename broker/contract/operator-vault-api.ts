@@ -266,7 +266,14 @@ export const vaultApiSchemas = {
     output: z.object({ name: z.string(), removed: z.literal(true) }),
   },
   'audit.verify': { input: z.strictObject({}), output: auditVerifyResultSchema },
-  'audit.last': { input: z.strictObject({}), output: z.object({ last: auditVerifyResultSchema.nullable() }) },
+  'audit.last': {
+    input: z.strictObject({}),
+    output: z.object({
+      last: auditVerifyResultSchema.nullable(),
+      // Present while a verify runs: rows checked so far of the log's length (a long verify shows its progress).
+      progress: z.object({ checked: z.number().int().nonnegative(), total: z.number().int().nonnegative() }).optional(),
+    }),
+  },
   'config.show': {
     input: z.strictObject({}),
     output: z.object({

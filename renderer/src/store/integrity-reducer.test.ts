@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditVerifyResult } from '../../../broker/contract/index.js';
-import { initialIntegrityView, integrityLine, integrityReducer } from './integrity-reducer.js';
+import { initialIntegrityView, integrityLine, integrityReducer, progressText } from './integrity-reducer.js';
 
 const ok = (at: number): Extract<AuditVerifyResult, { ok: true }> => ({
   ok: true,
@@ -54,6 +54,30 @@ describe('the integrity reducer', () => {
       { type: 'verify_finished', reply: { ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'gone' } } },
     );
     expect(view).toMatchObject({ verifying: false, last: ok(1), error: { code: 'BROKER_UNREACHABLE' } });
+  });
+});
+
+describe('when a verify is running in the broker', () => {
+  it('its progress read back is shown, and the answer of the verify clears it', () => {
+    const progress = { checked: 412_000, total: 1_000_000 };
+    const running = integrityReducer(integrityReducer(initialIntegrityView, { type: 'verify_started' }), {
+      type: 'last_received',
+      reply: { ok: true, value: { last: null, progress } },
+    });
+    expect(running).toMatchObject({ verifying: true, progress });
+    expect(progressText(progress)).toBe('41% (412000 of 1000000 events)');
+    expect(progressText({ checked: 0, total: 0 })).toBe('starting');
+    expect(integrityReducer(running, { type: 'verify_finished', reply: { ok: true, value: ok(3) } })).toMatchObject({
+      verifying: false,
+      progress: null,
+      last: ok(3),
+    });
+  });
+
+  it('a read with no run in progress clears a progress seen earlier (another window started it)', () => {
+    const seen = { ...initialIntegrityView, loaded: true, progress: { checked: 1, total: 2 } };
+    const after = integrityReducer(seen, { type: 'last_received', reply: { ok: true, value: { last: ok(9) } } });
+    expect(after).toMatchObject({ progress: null, last: ok(9) });
   });
 });
 

@@ -7,28 +7,44 @@ export interface IntegrityView {
   loaded: boolean;
   last: AuditVerifyResult | null;
   verifying: boolean;
+  /** Rows checked of the log's length while a verify runs in the broker (started here or in another window), else null. */
+  progress: VerifyProgress | null;
   error: ReplyError | null;
 }
+
+export type VerifyProgress = NonNullable<BrokerApi['audit.last']['output']['progress']>;
 
 export type IntegrityEvent =
   | { type: 'last_received'; reply: Reply<BrokerApi['audit.last']['output']> }
   | { type: 'verify_started' }
   | { type: 'verify_finished'; reply: Reply<AuditVerifyResult> };
 
-export const initialIntegrityView: IntegrityView = { loaded: false, last: null, verifying: false, error: null };
+export const initialIntegrityView: IntegrityView = {
+  loaded: false,
+  last: null,
+  verifying: false,
+  progress: null,
+  error: null,
+};
 
 /** Pure: the next view from the current one and one event. A newer result is never replaced by an older one. */
 export function integrityReducer(view: IntegrityView, event: IntegrityEvent): IntegrityView {
   switch (event.type) {
     case 'last_received':
       if (!event.reply.ok) return { ...view, error: event.reply.error };
-      return { ...view, loaded: true, error: null, last: newer(view.last, event.reply.value.last) };
+      return {
+        ...view,
+        loaded: true,
+        error: null,
+        last: newer(view.last, event.reply.value.last),
+        progress: event.reply.value.progress ?? null,
+      };
     case 'verify_started':
       return { ...view, verifying: true, error: null };
     case 'verify_finished':
       return event.reply.ok
-        ? { ...view, loaded: true, verifying: false, last: newer(view.last, event.reply.value) }
-        : { ...view, verifying: false, error: event.reply.error };
+        ? { ...view, loaded: true, verifying: false, progress: null, last: newer(view.last, event.reply.value) }
+        : { ...view, verifying: false, progress: null, error: event.reply.error };
   }
 }
 
@@ -36,6 +52,13 @@ function newer(current: AuditVerifyResult | null, next: AuditVerifyResult | null
   if (next === null) return current;
   if (current === null) return next;
   return next.checked_at_ms >= current.checked_at_ms ? next : current;
+}
+
+/** "41% (412000 of 1000000 events)": how far a running verify is; before the broker counted the rows, just "starting". */
+export function progressText(progress: VerifyProgress): string {
+  if (progress.total === 0) return 'starting';
+  const percent = Math.min(100, Math.floor((progress.checked / progress.total) * 100));
+  return `${percent}% (${progress.checked} of ${progress.total} events)`;
 }
 
 /** What the banner says, without the time (the view renders that as a <time>), and the next step that fits. */

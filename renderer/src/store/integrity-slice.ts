@@ -8,6 +8,9 @@ import {
 } from './integrity-reducer.js';
 import { bridgeFailed } from './operator-call.js';
 
+/** How often a verify started here re-reads its progress (audit.last) until it answers. */
+export const integrityProgressPollMs = 500;
+
 export interface IntegritySlice {
   integrityView: IntegrityView;
   /** Reads the broker's last verification result (it may have none). */
@@ -28,7 +31,22 @@ export function createIntegritySlice(api: OperatorApi): StateCreator<IntegritySl
       verifyIntegrity: async () => {
         if (get().integrityView.verifying) return;
         dispatch({ type: 'verify_started' });
-        dispatch({ type: 'verify_finished', reply: await api['audit.verify']({}).catch(bridgeFailed) });
+        let finished = false;
+        const pollProgress = async (): Promise<void> => {
+          while (!finished) {
+            await new Promise((resolve) => setTimeout(resolve, integrityProgressPollMs));
+            if (finished) return;
+            const reply = await api['audit.last']({}).catch(bridgeFailed);
+            // A read that lands after the verify answered would bring back a progress that is over.
+            if (!finished) dispatch({ type: 'last_received', reply });
+          }
+        };
+        void pollProgress();
+        try {
+          dispatch({ type: 'verify_finished', reply: await api['audit.verify']({}).catch(bridgeFailed) });
+        } finally {
+          finished = true;
+        }
       },
     };
   };

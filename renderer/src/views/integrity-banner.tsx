@@ -1,5 +1,5 @@
 import { useAppStore } from '../store/app-store.js';
-import { integrityLine } from '../store/integrity-reducer.js';
+import { integrityLine, progressText } from '../store/integrity-reducer.js';
 import { usePolling } from './use-polling.js';
 
 /** How often the banner re-reads the broker's last result (another window may have verified). */
@@ -41,6 +41,13 @@ export function IntegrityBanner() {
             </time>
           </span>
         )}
+        {view.progress !== null && (
+          <span className="integrity-progress" data-testid="integrity-progress">
+            {' '}
+            · verifying: {progressText(view.progress)}
+            <progress max={Math.max(view.progress.total, 1)} value={view.progress.checked} />
+          </span>
+        )}
         {view.error !== null && (
           <span className="call-result error" data-testid="integrity-error">
             {' '}
@@ -48,8 +55,13 @@ export function IntegrityBanner() {
           </span>
         )}
       </div>
-      <button type="button" onClick={() => void verify()} disabled={view.verifying} data-testid="integrity-verify">
-        {view.verifying ? 'Verifying…' : 'Verify now'}
+      <button
+        type="button"
+        onClick={() => void verify()}
+        disabled={view.verifying || view.progress !== null}
+        data-testid="integrity-verify"
+      >
+        {view.verifying || view.progress !== null ? 'Verifying…' : 'Verify now'}
       </button>
     </section>
   );

@@ -1,0 +1,156 @@
+/**
+ * The verifier's worker thread, as plain CommonJS evaluated from a string (the pattern of
+ * vault/kdf-worker.ts): it loads better-sqlite3 and libsodium by resolved path, so it runs the same
+ * from the TypeScript sources (tsx, vitest), the CLI bundle and the Electron bundle, with no entry
+ * file to find beside a bundle.
+ *
+ * It answers three jobs, each over its own read-only connection:
+ * - rows: positions lo..hi must each be one row, in order; each row well-formed and hashing to its
+ *   stored leaf. Returns the compact range (RFC 9162 subtree roots) of its leaves, and at each
+ *   asked-for size inside the range the compact range up to there. The checks are the ones
+ *   verify-journal.ts's leafOfRow and recomputeTree make, and the leaf bytes are core/audit-record.ts's
+ *   encodeLeaf of auditHeaderText (verify-worker-source.test.ts checks them on generated text cells). A failure
+ *   names only the position: the caller re-runs the serial verifier for the code and message, so
+ *   every failure is reported exactly as the serial steps report it.
+ * - count: the rows that are not integer positions in 1..n, plus those that are; n of them means
+ *   there is no other row (a NULL, text, real or out-of-range seq).
+ * - signatures: the first checkpoint of a batch whose Ed25519 signature does not verify.
+ *
+ * The row loop allocates little per row: one reused buffer holds each leaf's bytes and one each
+ * interior node's; rows come as arrays (raw), integers as numbers.
+ */
+export const verifyWorkerSource = String.raw`
+'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const { hash } = require('node:crypto');
+const Database = require(workerData.sqlitePath);
+const bounds = workerData.bounds;
+let db;
+let rowsStatement;
+let sodium;
+
+function open() {
+  if (db !== undefined) return;
+  const options = { readonly: true, fileMustExist: true };
+  if (workerData.nativeBinding !== undefined) options.nativeBinding = workerData.nativeBinding;
+  db = new Database(workerData.dbPath, options);
+  db.pragma('query_only = 1');
+  // One pass in order reads each page once: a page cache (better-sqlite3 defaults to 16 MB per connection) only adds RSS.
+  db.pragma('cache_size = ' + workerData.cacheKiB * -1);
+  rowsStatement = db
+    .prepare('SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run, nonce, ciphertext, leaf_hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq')
+    .raw(true);
+}
+
+const isCount = (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isText = (v) => typeof v === 'string' && v.length <= bounds.textCellCharsMax;
+const isBlob = (v, min, max) => v instanceof Uint8Array && v.length >= min && v.length <= max;
+
+// Printable ASCII but '"' and '\\': JSON.stringify leaves these strings as they are, between quotes.
+const plain = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** JSON.stringify of a text cell or null (auditHeaderText's canonical JSON), without building an array per row. */
+const quoted = (v) => (v === null ? 'null' : plain.test(v) ? '"' + v + '"' : JSON.stringify(v));
+
+let leafBuffer = Buffer.alloc(64 * 1024);
+const nodeBuffer = Buffer.alloc(1 + 2 * bounds.hashBytes);
+nodeBuffer[0] = 1;
+
+function nodeHash(left, right) {
+  nodeBuffer.set(left, 1);
+  nodeBuffer.set(right, 1 + bounds.hashBytes);
+  return hash('sha256', nodeBuffer, 'buffer');
+}
+
+/** H(0x00 || u64be(seq) || u32be(len(header)) || header || u32be(len(nonce)) || nonce || ciphertext), or undefined if malformed. */
+function leafOf(r, seq) {
+  const atMs = r[1], action = r[2], session = r[3], ticket = r[4], lane = r[5], kind = r[6], run = r[7], nonce = r[8], ct = r[9];
+  if (!isCount(atMs) || !isText(action) || !isText(kind) || !isCount(run)) return undefined;
+  if ((session !== null && !isText(session)) || (lane !== null && !isText(lane)) || (ticket !== null && !isCount(ticket)))
+    return undefined;
+  const nonceLength = run === 0 ? 0 : bounds.nonceBytes;
+  if (!isBlob(nonce, nonceLength, nonceLength) || !isBlob(ct, 0, bounds.ciphertextBytesMax)) return undefined;
+  const header = '[' + atMs + ',' + quoted(action) + ',' + quoted(session) + ',' + ticket + ',' + quoted(lane) + ',' + quoted(kind) + ',' + run + ']';
+  // UTF-8 takes at most 3 bytes per UTF-16 unit.
+  const need = 1 + 8 + 4 + 3 * header.length + 4 + nonce.length + ct.length;
+  if (leafBuffer.length < need) leafBuffer = Buffer.alloc(need * 2);
+  const b = leafBuffer;
+  b[0] = 0;
+  b.writeUInt32BE(Math.floor(seq / 0x100000000), 1);
+  b.writeUInt32BE(seq >>> 0, 5);
+  const headerBytes = b.write(header, 13, 'utf8');
+  b.writeUInt32BE(headerBytes, 9);
+  let at = 13 + headerBytes;
+  b.writeUInt32BE(nonce.length, at);
+  at += 4;
+  b.set(nonce, at);
+  at += nonce.length;
+  b.set(ct, at);
+  at += ct.length;
+  return hash('sha256', b.subarray(0, at), 'buffer');
+}
+
+function rowsJob(job) {
+  open();
+  const sizes = new Set(job.sizes);
+  const roots = [];
+  const rootsAt = [];
+  let count = 0;
+  let expected = job.lo;
+  for (const r of rowsStatement.iterate(job.lo, job.hi)) {
+    if (r[0] !== expected) return { bad: expected };
+    const leaf = leafOf(r, expected);
+    const stored = r[10];
+    if (leaf === undefined || !isBlob(stored, bounds.hashBytes, bounds.hashBytes) || !leaf.equals(stored)) return { bad: expected };
+    let node = leaf;
+    for (let n = count; (n & 1) === 1; n = n >>> 1) node = nodeHash(roots.pop(), node);
+    roots.push(node);
+    count += 1;
+    if (sizes.has(expected)) rootsAt.push([expected, roots.slice()]);
+    if (count % workerData.progressEveryRows === 0) parentPort.postMessage({ progress: workerData.progressEveryRows });
+    expected += 1;
+  }
+  if (expected !== job.hi + 1) return { bad: expected };
+  parentPort.postMessage({ progress: count % workerData.progressEveryRows });
+  return { roots, rootsAt };
+}
+
+function countJob(job) {
+  open();
+  const row = db
+    .prepare("SELECT count(*) FROM events WHERE seq IS NULL OR typeof(seq) <> 'integer' OR seq <= ?")
+    .raw(true)
+    .get(job.n);
+  return { rows: Number(row[0]) };
+}
+
+function signaturesJob(job) {
+  sodium ??= require(workerData.sodiumPath);
+  return sodium.ready.then(() => {
+    for (const c of job.checkpoints) {
+      let valid = false;
+      try {
+        valid = sodium.crypto_sign_verify_detached(c.signature, c.message, job.signPublic);
+      } catch {
+        valid = false;
+      }
+      if (!valid) return { badSize: c.size };
+    }
+    return {};
+  });
+}
+
+parentPort.on('message', async (job) => {
+  if (job.kind === 'end') {
+    if (db !== undefined) db.close();
+    parentPort.close();
+    return;
+  }
+  try {
+    const result = job.kind === 'rows' ? rowsJob(job) : job.kind === 'count' ? countJob(job) : await signaturesJob(job);
+    parentPort.postMessage({ id: job.id, result });
+  } catch (error) {
+    // Garbage the serial steps will name (SQLITE_CORRUPT, a missing table): only "this job failed" crosses.
+    parentPort.postMessage({ id: job.id, failed: String(error && error.code ? error.code : 'ERROR') });
+  }
+});
+`;

@@ -1,0 +1,50 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { callOperator } from '../broker/cli/operator-commands.js';
+import { writeBulkAuditJournal } from '../broker/testing/bulk-audit-journal.js';
+import { waitFor } from './support/drill.js';
+import { startDaemon } from './support/postern-process.js';
+
+/** Long enough that a verify takes a while even on an idle machine (~1 s at 300k events/s on 2 cores). */
+const journalEvents = 300_000;
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-verify-loop-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('when the daemon verifies a long journal', () => {
+  it('answers a status call sent during the verify before the verify finishes, and shows its progress', async () => {
+    const dataDir = path.join(scratch, 'data');
+    mkdirSync(dataDir, { mode: 0o700 });
+    await writeBulkAuditJournal(path.join(dataDir, 'journal.sqlite'), journalEvents);
+    const daemon = await startDaemon(dataDir);
+    try {
+      const settled: string[] = [];
+      const verify = callOperator(dataDir, 'audit.verify', {}).then((result) => {
+        settled.push('audit.verify');
+        return result;
+      });
+      // The verify has started once audit.last carries its progress (the daemon answered that call mid-verify).
+      const running = await waitFor(
+        () => callOperator(dataDir, 'audit.last', {}),
+        (last) => last.progress !== undefined || settled.length > 0,
+        'audit.last to show a running verify',
+      );
+      const status = await callOperator(dataDir, 'status', {});
+      settled.push('status');
+      const result = await verify;
+
+      expect(settled).toEqual(['status', 'audit.verify']);
+      expect(status).toBeTypeOf('object');
+      expect(running.progress).toBeDefined();
+      expect(running.progress?.checked).toBeLessThanOrEqual(running.progress?.total ?? 0);
+      expect(result).toMatchObject({ ok: true, checkpoints: journalEvents / 1_000 });
+      if (result.ok) expect(result.events).toBeGreaterThanOrEqual(journalEvents);
+      const after = await callOperator(dataDir, 'audit.last', {});
+      expect(after).toEqual({ last: result });
+    } finally {
+      await daemon.process.stop('SIGTERM');
+    }
+  }, 120_000);
+});
