@@ -39,7 +39,6 @@ interface StatusOptions extends CommonOptions {
 }
 
 /** Parses argv (without node and the script), runs the command, returns the process exit code. */
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
   const version = packageVersion();
   let result: number = exitCode.ok;
@@ -55,6 +54,27 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
     });
   acceptDataDirAnywhere(program);
 
+  // Command groups register themselves here, one line each.
+  const context: CommandContext = { env, io, version, setResult: (code) => (result = code) };
+  registerServeCommands(program, context);
+  registerVaultCommands(program, context);
+  registerAuditCommands(program, context);
+  registerMcpCommand(program, context);
+  registerAgentConfigCommand(program, context);
+  registerOperatorCommands(program, context);
+  registerConfigCommands(program, context);
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return result;
+  } catch (error) {
+    return reportError(error, io);
+  }
+}
+
+/** start, daemon and status: the commands that run the broker or report on its data directory. */
+function registerServeCommands(program: Command, context: CommandContext): void {
+  const { env, io, setResult } = context;
   withServeOptions(
     program
       .command('start')
@@ -71,21 +91,11 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
       readText: readTextOrUndefined,
     });
     if (probe.usable) {
-      result = await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io });
+      setResult(await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io }));
       return;
     }
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
-    const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
-    const { runHeadless } = await import('./run-headless.js');
-    result = await runHeadless({
-      dataDir,
-      port,
-      version,
-      io,
-      stopSignal: waitForStopSignal(io),
-      vaultPassphrase,
-      ...configFile(options),
-    });
+    setResult(await serveHeadless(options, dataDir, port, context));
   });
 
   withServeOptions(
@@ -93,41 +103,35 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   ).action(async (options: ServeOptions) => {
     const port = parsePort(options.port);
     const dataDir = prepareDataDir(options, env);
-    const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
-    // The broker itself loads only for the commands that run it (the CLI bundle splits at each dynamic import).
-    const { runHeadless } = await import('./run-headless.js');
-    result = await runHeadless({
-      dataDir,
-      port,
-      version,
-      io,
-      stopSignal: waitForStopSignal(io),
-      vaultPassphrase,
-      ...configFile(options),
-    });
+    setResult(await serveHeadless(options, dataDir, port, context));
   });
 
   withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: StatusOptions) => {
-      result = await printStatus(resolveFromOptions(options, env), options.json === true, io);
+      setResult(await printStatus(resolveFromOptions(options, env), options.json === true, io));
     });
+}
 
-  // Command groups register themselves here, one line each.
-  const context: CommandContext = { env, io, version, setResult: (code) => (result = code) };
-  registerVaultCommands(program, context);
-  registerAuditCommands(program, context);
-  registerMcpCommand(program, context);
-  registerAgentConfigCommand(program, context);
-  registerOperatorCommands(program, context);
-  registerConfigCommands(program, context);
-
-  try {
-    await program.parseAsync([...argv], { from: 'user' });
-    return result;
-  } catch (error) {
-    return reportError(error, io);
-  }
+/** The broker without a window: `start` where Electron is unusable, and `daemon`. */
+async function serveHeadless(
+  options: ServeOptions,
+  dataDir: string,
+  port: number | undefined,
+  { env, io, version }: CommandContext,
+): Promise<number> {
+  const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
+  // The broker itself loads only for the commands that run it (the CLI bundle splits at each dynamic import).
+  const { runHeadless } = await import('./run-headless.js');
+  return runHeadless({
+    dataDir,
+    port,
+    version,
+    io,
+    stopSignal: waitForStopSignal(io),
+    vaultPassphrase,
+    ...configFile(options),
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   type AttemptState,
   type Classification,
   type DispatchEvidence,
+  type EventKind,
   type JournalEvent,
   type TransitionRefusal,
   type TransitionRefusalKind,
@@ -42,356 +43,397 @@ export function foldEvent(state: ActionState | undefined, event: JournalEvent): 
  * IMPOSSIBLE_TRANSITION, both with the same code and message shape. The journal refuses to append
  * such an event, so the stored log never holds one; replaying one (project()) is corruption either way.
  */
-// eslint-disable-next-line max-lines-per-function -- one switch over every event kind; #17 splits it with refusals as values
 export function applyEvent(state: ActionState | undefined, event: JournalEvent): ActionState {
-  if (state === undefined) {
-    if (event.kind !== 'ACTION_ACCEPTED') {
-      return impossible(event, 'the first event of an action must be ACTION_ACCEPTED');
-    }
-    const p = event.payload;
-    return {
-      action_id: event.action_id,
-      session_id: event.session_id,
-      ticket: event.ticket,
-      lane: event.lane,
-      channel: p.channel,
-      target: p.target,
-      request_fingerprint: p.request_fingerprint,
-      approval: p.approval,
-      idempotent: p.idempotent,
-      stage: 'accepted',
-      decision: null,
-      dispatch_evidence: 'never_started',
-      dispatch_seq: null,
-      attempts: [],
-      outcome: null,
-      phase: null,
-      retry: null,
-      code: null,
-      effect: null,
-      outcome_basis: null,
-      source: null,
-      retry_after_ms: null,
-      caller_disposition: null,
-      recorded: false,
-      result_id: null,
-      result_digest: null,
-      abandoned: false,
-      retry_budget: p.retry_budget ?? 0,
-      approval_rule: p.approval_rule ?? null,
-      retry_generation: 0,
-      lease: null,
-      key_expires_at_ms: null,
-      first_seq: event.seq,
-      last_seq: event.seq,
-      accepted_at_ms: event.at_ms,
-      updated_at_ms: event.at_ms,
-    };
-  }
-  if (event.action_id !== state.action_id) {
-    return impossible(event, `event for ${event.action_id} folded into ${state.action_id}`);
-  }
-  if (event.seq <= state.last_seq) {
-    return impossible(event, `seq ${event.seq} is not after ${state.last_seq}: events must fold in append order`);
-  }
-  if (kindsRequiringClassification.has(event.kind) && event.classification === undefined) {
-    return impossible(event, `${event.kind} must carry a classification`);
-  }
-
+  if (state === undefined) return acceptedState(event);
+  requireInOrder(state, event);
   const next: ActionState = { ...state, attempts: state.attempts, last_seq: event.seq, updated_at_ms: event.at_ms };
-  const closedByGate = state.decision === 'rejected' || state.decision === 'expired' || state.decision === 'cancelled';
-
-  switch (event.kind) {
-    case 'ACTION_ACCEPTED':
-      return impossible(event, 'an action is accepted once');
-    case 'PREFLIGHT_VALIDATED':
-      requireStage(event, state, ['accepted'], 'PREFLIGHT_VALIDATED follows ACTION_ACCEPTED');
-      next.stage = 'validated';
-      if (event.payload.idempotency !== undefined) next.key_expires_at_ms = event.payload.idempotency.expires_at_ms;
-      break;
-    case 'PREFLIGHT_FAILED':
-      requireStage(event, state, ['accepted'], 'PREFLIGHT_FAILED follows ACTION_ACCEPTED');
-      break;
-    case 'CARD_SHOWN':
-      requireOpenBeforeDispatch(event, state, closedByGate);
-      requireStage(event, state, ['validated'], 'a card is shown only for a validated action');
-      next.stage = 'card_shown';
-      break;
-    case 'APPROVED':
-      if (state.decision !== null)
-        return refused('already_decided', event, `a second decision after ${state.decision}`);
-      requireOpenBeforeDispatch(event, state, closedByGate);
-      requireStage(event, state, ['validated', 'card_shown'], 'approval needs a validated action');
-      if (event.payload.request_fingerprint !== state.request_fingerprint) {
-        return impossible(event, 'the approval names a different fingerprint than the one bound at admission');
-      }
-      next.decision = 'approved';
-      next.stage = 'approved';
-      break;
-    case 'REJECTED':
-    case 'EXPIRED':
-      if (state.decision !== null)
-        return refused('already_decided', event, `a second terminal decision after ${state.decision}`);
-      requireOpenBeforeDispatch(event, state, closedByGate);
-      next.decision = event.kind === 'REJECTED' ? 'rejected' : 'expired';
-      break;
-    case 'CANCELLED':
-      if (state.decision !== null && state.decision !== 'approved') {
-        return refused('already_decided', event, `a second terminal decision after ${state.decision}`);
-      }
-      requireOpenBeforeDispatch(event, state, closedByGate);
-      next.decision = 'cancelled';
-      break;
-    case 'CREDENTIAL_AUTHORIZED':
-      requireDispatchable(event, state, closedByGate);
-      if (state.approval !== 'none' && state.decision !== 'approved') {
-        return impossible(event, 'a credential is authorized only after approval');
-      }
-      if (stageIndex(state.stage) < stageIndex('validated')) {
-        return impossible(event, 'a credential is authorized only for a validated action');
-      }
-      if (event.payload.request_fingerprint !== state.request_fingerprint) {
-        return impossible(event, 'the authorized fingerprint differs from the approved one');
-      }
-      if (state.dispatch_seq === null) next.stage = 'credential_authorized';
-      break;
-    case 'SETUP_ATTEMPT_FAILED':
-      requireDispatchable(event, state, closedByGate);
-      requireAuthorized(event, state);
-      requireNextAttempt(event, state, event.payload.attempt);
-      next.attempts = [...state.attempts, newAttempt(event.payload.attempt, 'setup_failed', event.payload.stage)];
-      break;
-    case 'DISPATCH_STARTED': {
-      requireDispatchable(event, state, closedByGate);
-      requireAuthorized(event, state);
-      requireNextAttempt(event, state, event.payload.attempt);
-      requireLease(event, state, event.payload.generation);
-      const attempt = newAttempt(event.payload.attempt, 'dispatched', null);
-      attempt.connection = event.payload.connection;
-      attempt.connection_id = event.payload.connection_id ?? null;
-      attempt.dispatch_seq = event.seq;
-      next.attempts = [...state.attempts, attempt];
-      next.dispatch_seq = state.dispatch_seq ?? event.seq;
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'started_locally');
-      next.stage = 'dispatch_started';
-      // From here on the default is unknown until an authoritative result is recorded.
-      next.outcome = 'unknown';
-      next.phase = 'remote_execution';
-      next.effect = 'unknown_effect';
-      next.retry = null;
-      next.code = null;
-      next.outcome_basis = 'dispatch_started_no_result_recorded';
-      next.source = null;
-      next.retry_after_ms = null;
-      next.recorded = false;
-      break;
-    }
-    case 'REQUEST_SENT':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.request_complete = a.request_complete || event.payload.request_complete;
-      });
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'handed_to_transport');
-      advanceStage(next, 'request_sent');
-      break;
-    case 'REMOTE_RESPONSE_STARTED':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.response_started = true;
-        a.response_status = event.payload.status ?? a.response_status;
-      });
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
-      advanceStage(next, 'response_started');
-      break;
-    case 'REMOTE_RESPONSE_COMPLETE':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.response_started = true;
-        a.response_complete = true;
-      });
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
-      advanceStage(next, 'response_complete');
-      break;
-    case 'RESULT_COMMITTED':
-      updateAttempt(event, next, event.payload.attempt, () => undefined);
-      if (event.classification?.outcome !== 'committed' && event.classification?.outcome !== 'rejected') {
-        return impossible(event, 'RESULT_COMMITTED settles committed or rejected only');
-      }
-      // One result per run: a retry after a throttled (rejected, backoff) answer commits its own,
-      // but only while its attempt is in flight — never over a settled one.
-      if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown'))
-        return refused('settled', event, 'a result is committed once');
-      next.result_id = event.payload.result_id;
-      next.result_digest = event.payload.result_digest;
-      advanceStage(next, 'result_committed');
-      break;
-    case 'RESULT_DELIVERED':
-      if (state.result_id === null) return impossible(event, 'RESULT_DELIVERED needs a committed result');
-      next.caller_disposition = state.caller_disposition ?? 'completed';
-      advanceStage(next, 'result_delivered');
-      break;
-    case 'OPERATION_SUBMITTED':
-      // The submission itself is the committed result; the job is tracked by this record.
-      if (state.result_id !== event.payload.result_id) {
-        return impossible(event, 'OPERATION_SUBMITTED names the committed result of its submission');
-      }
-      break;
-    case 'OUTCOME_RECORDED':
-      break;
-    case 'CALLER_CANCELLED':
-      next.caller_disposition = state.caller_disposition ?? 'canceled';
-      break;
-    case 'CALLER_DEADLINE_EXCEEDED':
-      next.caller_disposition = state.caller_disposition ?? 'timed_out';
-      break;
-    case 'CALLER_DISCONNECTED':
-      next.caller_disposition = state.caller_disposition ?? 'disconnected';
-      break;
-    case 'CONNECTION_LOST':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.connection_lost = true;
-      });
-      break;
-    case 'OUTPUT_RECEIVED':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.output_bytes = {
-          ...a.output_bytes,
-          [event.payload.stream]: a.output_bytes[event.payload.stream] + event.payload.bytes,
-        };
-      });
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
-      break;
-    case 'EXIT_STATUS':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        if (a.exit_status !== null || a.exit_signal !== null) impossible(event, 'a command exits once');
-        a.exit_status = event.payload.exit_status;
-      });
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
-      break;
-    case 'EXIT_SIGNAL':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        if (a.exit_status !== null || a.exit_signal !== null) impossible(event, 'a command exits once');
-        a.exit_signal = event.payload.signal;
-      });
-      next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
-      break;
-    case 'CHANNEL_CLOSED':
-      updateAttempt(event, next, event.payload.attempt, (a) => {
-        a.channel_closed = true;
-      });
-      break;
-    case 'RECONCILIATION_RESULT':
-    case 'OPERATOR_ATTESTED':
-      if (state.dispatch_seq === null)
-        return refused('not_dispatched', event, `${event.kind} settles only a dispatched action`);
-      // Never over an attempt in flight, nor under another worker's live retry lease: that attempt's
-      // own answer decides, and a lookup that ran before it says nothing about it.
-      if (!state.recorded)
-        return refused(
-          'attempt_in_flight',
-          event,
-          `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`,
-        );
-      if (leaseLive(state, event.at_ms))
-        return refused(
-          'lease_held',
-          event,
-          `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`,
-        );
-      if (
-        event.kind === 'RECONCILIATION_RESULT' &&
-        event.payload.attempts_seen !== undefined &&
-        event.payload.attempts_seen !== state.attempts.length
-      ) {
-        return refused(
-          'stale_lookup',
-          event,
-          `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`,
-        );
-      }
-      break;
-    case 'RETRY_LEASED': {
-      // One active attempt per invocation (DESIGN §3): a lease is taken only on a recorded outcome
-      // a retry may leave, only as the next generation, only within the recorded budget, and only
-      // when no other lease is still live. Two workers racing for it: the journal folds one first,
-      // and the other's generation is no longer next.
-      const generation = state.retry_generation;
-      const retriable =
-        state.recorded &&
-        !state.abandoned &&
-        (state.outcome === 'unknown' ||
-          ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
-      if (!retriable)
-        return refused(
-          'not_retriable',
-          event,
-          `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`,
-        );
-      const lease = state.lease;
-      if (
-        event.payload.decision === 'RETRY_SAME_KEY' &&
-        (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms)
-      ) {
-        return refused('not_retriable', event, 'a same-key retry needs the bound key inside its earliest safe expiry');
-      }
-      if (lease?.open === true && event.at_ms < lease.expires_at_ms) {
-        return refused(
-          'lease_held',
-          event,
-          `generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`,
-          'LEASE_LOST',
-        );
-      }
-      if (event.payload.generation !== generation + 1) {
-        return refused(
-          'lease_lost',
-          event,
-          `generation ${event.payload.generation} is not the next (${generation + 1})`,
-          'LEASE_LOST',
-        );
-      }
-      if (event.payload.generation > state.retry_budget) {
-        return refused(
-          'not_retriable',
-          event,
-          `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget}`,
-        );
-      }
-      next.retry_generation = event.payload.generation;
-      next.lease = {
-        generation: event.payload.generation,
-        holder: event.payload.holder,
-        expires_at_ms: event.payload.expires_at_ms,
-        open: true,
-        decision: event.payload.decision,
-      };
-      break;
-    }
-    case 'ABANDONED':
-      // Only a blocked head: dispatched, its attempt classified, and still unknown.
-      if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
-        return refused(
-          abandonRefusal(state),
-          event,
-          'only a dispatched action whose recorded outcome is unknown can be abandoned',
-        );
-      }
-      if (state.abandoned) return refused('abandoned', event, 'the action was already abandoned');
-      next.abandoned = true;
-      // An abandoned action is never sent again: a lease taken before the abandon dies with it.
-      if (state.lease?.open === true) next.lease = { ...state.lease, open: false };
-      break;
-    case 'SESSION_STARTED':
-    case 'SESSION_APPROVED':
-    case 'SESSION_REVOKED':
-    case 'SESSION_ENDED':
-    case 'SESSION_RECONNECTED':
-      return impossible(event, 'a session event folds into a session, not an action');
-    case 'CONFIG_APPLIED':
-      return impossible(event, 'a configuration event folds into no action');
-    default:
-      return assertNever(event);
-  }
-
+  // A kind missing from the table is a contract the projection has not learned (the schema admits only known kinds).
+  if (!Object.hasOwn(foldByKind, event.kind)) return assertNever(event as never);
+  // The table is keyed by kind, so each handler gets its own kind's event; TypeScript cannot correlate the two.
+  (foldByKind[event.kind] as FoldKind<EventKind>)(event, state, next);
   if (event.classification !== undefined) applyClassification(event, state, next, event.classification);
   return next;
+}
+
+/** The state an action starts in: only ACTION_ACCEPTED opens one. */
+function acceptedState(event: JournalEvent): ActionState {
+  if (event.kind !== 'ACTION_ACCEPTED') {
+    return impossible(event, 'the first event of an action must be ACTION_ACCEPTED');
+  }
+  const p = event.payload;
+  return {
+    action_id: event.action_id,
+    session_id: event.session_id,
+    ticket: event.ticket,
+    lane: event.lane,
+    channel: p.channel,
+    target: p.target,
+    request_fingerprint: p.request_fingerprint,
+    approval: p.approval,
+    idempotent: p.idempotent,
+    stage: 'accepted',
+    decision: null,
+    dispatch_evidence: 'never_started',
+    dispatch_seq: null,
+    attempts: [],
+    outcome: null,
+    phase: null,
+    retry: null,
+    code: null,
+    effect: null,
+    outcome_basis: null,
+    source: null,
+    retry_after_ms: null,
+    caller_disposition: null,
+    recorded: false,
+    result_id: null,
+    result_digest: null,
+    abandoned: false,
+    retry_budget: p.retry_budget ?? 0,
+    approval_rule: p.approval_rule ?? null,
+    retry_generation: 0,
+    lease: null,
+    key_expires_at_ms: null,
+    first_seq: event.seq,
+    last_seq: event.seq,
+    accepted_at_ms: event.at_ms,
+    updated_at_ms: event.at_ms,
+  };
+}
+
+/** Checks every kind shares: this action, after its last event, classified where the kind must be. */
+function requireInOrder(state: ActionState, event: JournalEvent): void {
+  if (event.action_id !== state.action_id) {
+    impossible(event, `event for ${event.action_id} folded into ${state.action_id}`);
+  }
+  if (event.seq <= state.last_seq) {
+    impossible(event, `seq ${event.seq} is not after ${state.last_seq}: events must fold in append order`);
+  }
+  if (kindsRequiringClassification.has(event.kind) && event.classification === undefined) {
+    impossible(event, `${event.kind} must carry a classification`);
+  }
+}
+
+type EventOf<K extends EventKind> = Extract<JournalEvent, { readonly kind: K }>;
+
+/**
+ * One kind's step of the fold: it reads the state before the event and changes `next` (a shallow copy
+ * with the new seq and time), or throws a refusal or a bug; the classification, if any, is applied after.
+ */
+type FoldKind<K extends EventKind> = (event: EventOf<K>, state: ActionState, next: ActionState) => void;
+
+/** Keyed by every kind, so a new kind fails the typecheck until the projection says what it does. */
+const foldByKind: { readonly [K in EventKind]: FoldKind<K> } = {
+  ACTION_ACCEPTED: (event) => impossible(event, 'an action is accepted once'),
+  PREFLIGHT_VALIDATED: foldPreflightValidated,
+  PREFLIGHT_FAILED: (event, state) =>
+    requireStage(event, state, ['accepted'], 'PREFLIGHT_FAILED follows ACTION_ACCEPTED'),
+  CARD_SHOWN: foldCardShown,
+  APPROVED: foldApproved,
+  REJECTED: foldRejectedOrExpired,
+  EXPIRED: foldRejectedOrExpired,
+  CANCELLED: foldCancelled,
+  CREDENTIAL_AUTHORIZED: foldCredentialAuthorized,
+  SETUP_ATTEMPT_FAILED: foldSetupAttemptFailed,
+  DISPATCH_STARTED: foldDispatchStarted,
+  REQUEST_SENT: foldRequestSent,
+  REMOTE_RESPONSE_STARTED: foldResponseStarted,
+  REMOTE_RESPONSE_COMPLETE: foldResponseComplete,
+  RESULT_COMMITTED: foldResultCommitted,
+  RESULT_DELIVERED: foldResultDelivered,
+  OPERATION_SUBMITTED: foldOperationSubmitted,
+  OUTCOME_RECORDED: () => undefined,
+  CALLER_CANCELLED: (_event, state, next) => {
+    next.caller_disposition = state.caller_disposition ?? 'canceled';
+  },
+  CALLER_DEADLINE_EXCEEDED: (_event, state, next) => {
+    next.caller_disposition = state.caller_disposition ?? 'timed_out';
+  },
+  CALLER_DISCONNECTED: (_event, state, next) => {
+    next.caller_disposition = state.caller_disposition ?? 'disconnected';
+  },
+  CONNECTION_LOST: (event, _state, next) =>
+    updateAttempt(event, next, event.payload.attempt, (a) => {
+      a.connection_lost = true;
+    }),
+  OUTPUT_RECEIVED: foldOutputReceived,
+  EXIT_STATUS: foldExit,
+  EXIT_SIGNAL: foldExit,
+  CHANNEL_CLOSED: (event, _state, next) =>
+    updateAttempt(event, next, event.payload.attempt, (a) => {
+      a.channel_closed = true;
+    }),
+  RECONCILIATION_RESULT: foldLateSettlement,
+  OPERATOR_ATTESTED: foldLateSettlement,
+  RETRY_LEASED: foldRetryLeased,
+  ABANDONED: foldAbandoned,
+  SESSION_STARTED: foldSessionEvent,
+  SESSION_APPROVED: foldSessionEvent,
+  SESSION_REVOKED: foldSessionEvent,
+  SESSION_ENDED: foldSessionEvent,
+  SESSION_RECONNECTED: foldSessionEvent,
+  CONFIG_APPLIED: (event) => impossible(event, 'a configuration event folds into no action'),
+};
+
+function foldPreflightValidated(event: EventOf<'PREFLIGHT_VALIDATED'>, state: ActionState, next: ActionState): void {
+  requireStage(event, state, ['accepted'], 'PREFLIGHT_VALIDATED follows ACTION_ACCEPTED');
+  next.stage = 'validated';
+  if (event.payload.idempotency !== undefined) next.key_expires_at_ms = event.payload.idempotency.expires_at_ms;
+}
+
+function foldCardShown(event: EventOf<'CARD_SHOWN'>, state: ActionState, next: ActionState): void {
+  requireOpenBeforeDispatch(event, state);
+  requireStage(event, state, ['validated'], 'a card is shown only for a validated action');
+  next.stage = 'card_shown';
+}
+
+function foldApproved(event: EventOf<'APPROVED'>, state: ActionState, next: ActionState): void {
+  if (state.decision !== null) refused('already_decided', event, `a second decision after ${state.decision}`);
+  requireOpenBeforeDispatch(event, state);
+  requireStage(event, state, ['validated', 'card_shown'], 'approval needs a validated action');
+  if (event.payload.request_fingerprint !== state.request_fingerprint) {
+    impossible(event, 'the approval names a different fingerprint than the one bound at admission');
+  }
+  next.decision = 'approved';
+  next.stage = 'approved';
+}
+
+function foldRejectedOrExpired(event: EventOf<'REJECTED' | 'EXPIRED'>, state: ActionState, next: ActionState): void {
+  if (state.decision !== null) refused('already_decided', event, `a second terminal decision after ${state.decision}`);
+  requireOpenBeforeDispatch(event, state);
+  next.decision = event.kind === 'REJECTED' ? 'rejected' : 'expired';
+}
+
+function foldCancelled(event: EventOf<'CANCELLED'>, state: ActionState, next: ActionState): void {
+  if (state.decision !== null && state.decision !== 'approved') {
+    refused('already_decided', event, `a second terminal decision after ${state.decision}`);
+  }
+  requireOpenBeforeDispatch(event, state);
+  next.decision = 'cancelled';
+}
+
+function foldCredentialAuthorized(
+  event: EventOf<'CREDENTIAL_AUTHORIZED'>,
+  state: ActionState,
+  next: ActionState,
+): void {
+  requireDispatchable(event, state);
+  if (state.approval !== 'none' && state.decision !== 'approved') {
+    impossible(event, 'a credential is authorized only after approval');
+  }
+  if (stageIndex(state.stage) < stageIndex('validated')) {
+    impossible(event, 'a credential is authorized only for a validated action');
+  }
+  if (event.payload.request_fingerprint !== state.request_fingerprint) {
+    impossible(event, 'the authorized fingerprint differs from the approved one');
+  }
+  if (state.dispatch_seq === null) next.stage = 'credential_authorized';
+}
+
+function foldSetupAttemptFailed(event: EventOf<'SETUP_ATTEMPT_FAILED'>, state: ActionState, next: ActionState): void {
+  requireDispatchable(event, state);
+  requireAuthorized(event, state);
+  requireNextAttempt(event, state, event.payload.attempt);
+  next.attempts = [...state.attempts, newAttempt(event.payload.attempt, 'setup_failed', event.payload.stage)];
+}
+
+function foldDispatchStarted(event: EventOf<'DISPATCH_STARTED'>, state: ActionState, next: ActionState): void {
+  requireDispatchable(event, state);
+  requireAuthorized(event, state);
+  requireNextAttempt(event, state, event.payload.attempt);
+  requireLease(event, state, event.payload.generation);
+  const attempt = newAttempt(event.payload.attempt, 'dispatched', null);
+  attempt.connection = event.payload.connection;
+  attempt.connection_id = event.payload.connection_id ?? null;
+  attempt.dispatch_seq = event.seq;
+  next.attempts = [...state.attempts, attempt];
+  next.dispatch_seq = state.dispatch_seq ?? event.seq;
+  next.dispatch_evidence = strongest(state.dispatch_evidence, 'started_locally');
+  next.stage = 'dispatch_started';
+  // From here on the default is unknown until an authoritative result is recorded.
+  next.outcome = 'unknown';
+  next.phase = 'remote_execution';
+  next.effect = 'unknown_effect';
+  next.retry = null;
+  next.code = null;
+  next.outcome_basis = 'dispatch_started_no_result_recorded';
+  next.source = null;
+  next.retry_after_ms = null;
+  next.recorded = false;
+}
+
+function foldRequestSent(event: EventOf<'REQUEST_SENT'>, state: ActionState, next: ActionState): void {
+  updateAttempt(event, next, event.payload.attempt, (a) => {
+    a.request_complete = a.request_complete || event.payload.request_complete;
+  });
+  next.dispatch_evidence = strongest(state.dispatch_evidence, 'handed_to_transport');
+  advanceStage(next, 'request_sent');
+}
+
+function foldResponseStarted(event: EventOf<'REMOTE_RESPONSE_STARTED'>, state: ActionState, next: ActionState): void {
+  updateAttempt(event, next, event.payload.attempt, (a) => {
+    a.response_started = true;
+    a.response_status = event.payload.status ?? a.response_status;
+  });
+  next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+  advanceStage(next, 'response_started');
+}
+
+function foldResponseComplete(event: EventOf<'REMOTE_RESPONSE_COMPLETE'>, state: ActionState, next: ActionState): void {
+  updateAttempt(event, next, event.payload.attempt, (a) => {
+    a.response_started = true;
+    a.response_complete = true;
+  });
+  next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+  advanceStage(next, 'response_complete');
+}
+
+function foldResultCommitted(event: EventOf<'RESULT_COMMITTED'>, state: ActionState, next: ActionState): void {
+  updateAttempt(event, next, event.payload.attempt, () => undefined);
+  if (event.classification?.outcome !== 'committed' && event.classification?.outcome !== 'rejected') {
+    impossible(event, 'RESULT_COMMITTED settles committed or rejected only');
+  }
+  // One result per run: a retry after a throttled (rejected, backoff) answer commits its own,
+  // but only while its attempt is in flight — never over a settled one.
+  if (state.result_id !== null && (state.recorded || state.outcome !== 'unknown'))
+    refused('settled', event, 'a result is committed once');
+  next.result_id = event.payload.result_id;
+  next.result_digest = event.payload.result_digest;
+  advanceStage(next, 'result_committed');
+}
+
+function foldResultDelivered(event: EventOf<'RESULT_DELIVERED'>, state: ActionState, next: ActionState): void {
+  if (state.result_id === null) impossible(event, 'RESULT_DELIVERED needs a committed result');
+  next.caller_disposition = state.caller_disposition ?? 'completed';
+  advanceStage(next, 'result_delivered');
+}
+
+function foldOperationSubmitted(event: EventOf<'OPERATION_SUBMITTED'>, state: ActionState): void {
+  // The submission itself is the committed result; the job is tracked by this record.
+  if (state.result_id !== event.payload.result_id) {
+    impossible(event, 'OPERATION_SUBMITTED names the committed result of its submission');
+  }
+}
+
+function foldOutputReceived(event: EventOf<'OUTPUT_RECEIVED'>, state: ActionState, next: ActionState): void {
+  updateAttempt(event, next, event.payload.attempt, (a) => {
+    a.output_bytes = {
+      ...a.output_bytes,
+      [event.payload.stream]: a.output_bytes[event.payload.stream] + event.payload.bytes,
+    };
+  });
+  next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+}
+
+function foldExit(event: EventOf<'EXIT_STATUS' | 'EXIT_SIGNAL'>, state: ActionState, next: ActionState): void {
+  updateAttempt(event, next, event.payload.attempt, (a) => {
+    if (a.exit_status !== null || a.exit_signal !== null) impossible(event, 'a command exits once');
+    if (event.kind === 'EXIT_STATUS') a.exit_status = event.payload.exit_status;
+    else a.exit_signal = event.payload.signal;
+  });
+  next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
+}
+
+/** A lookup's answer or a person's attestation: it settles a dispatched action only once no attempt can still answer. */
+function foldLateSettlement(event: EventOf<'RECONCILIATION_RESULT' | 'OPERATOR_ATTESTED'>, state: ActionState): void {
+  if (state.dispatch_seq === null) refused('not_dispatched', event, `${event.kind} settles only a dispatched action`);
+  // Never over an attempt in flight, nor under another worker's live retry lease: that attempt's
+  // own answer decides, and a lookup that ran before it says nothing about it.
+  if (!state.recorded)
+    refused('attempt_in_flight', event, `${event.kind} while attempt ${state.attempts.length} has no recorded outcome`);
+  if (leaseLive(state, event.at_ms))
+    refused(
+      'lease_held',
+      event,
+      `${event.kind} while retry generation ${state.lease?.generation ?? 0} holds a live lease`,
+    );
+  if (
+    event.kind === 'RECONCILIATION_RESULT' &&
+    event.payload.attempts_seen !== undefined &&
+    event.payload.attempts_seen !== state.attempts.length
+  ) {
+    refused(
+      'stale_lookup',
+      event,
+      `the lookup started after attempt ${event.payload.attempts_seen}, but attempt ${state.attempts.length} ran since: its answer is stale`,
+    );
+  }
+}
+
+function foldRetryLeased(event: EventOf<'RETRY_LEASED'>, state: ActionState, next: ActionState): void {
+  // One active attempt per invocation (DESIGN §3): a lease is taken only on a recorded outcome
+  // a retry may leave, only as the next generation, only within the recorded budget, and only
+  // when no other lease is still live. Two workers racing for it: the journal folds one first,
+  // and the other's generation is no longer next.
+  const generation = state.retry_generation;
+  const retriable =
+    state.recorded &&
+    !state.abandoned &&
+    (state.outcome === 'unknown' ||
+      ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
+  if (!retriable)
+    refused(
+      'not_retriable',
+      event,
+      `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`,
+    );
+  const lease = state.lease;
+  if (
+    event.payload.decision === 'RETRY_SAME_KEY' &&
+    (state.key_expires_at_ms === null || event.at_ms >= state.key_expires_at_ms)
+  ) {
+    refused('not_retriable', event, 'a same-key retry needs the bound key inside its earliest safe expiry');
+  }
+  if (lease?.open === true && event.at_ms < lease.expires_at_ms) {
+    refused(
+      'lease_held',
+      event,
+      `generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`,
+      'LEASE_LOST',
+    );
+  }
+  if (event.payload.generation !== generation + 1) {
+    refused(
+      'lease_lost',
+      event,
+      `generation ${event.payload.generation} is not the next (${generation + 1})`,
+      'LEASE_LOST',
+    );
+  }
+  if (event.payload.generation > state.retry_budget) {
+    refused(
+      'not_retriable',
+      event,
+      `retry ${event.payload.generation} exceeds the recorded budget of ${state.retry_budget}`,
+    );
+  }
+  next.retry_generation = event.payload.generation;
+  next.lease = {
+    generation: event.payload.generation,
+    holder: event.payload.holder,
+    expires_at_ms: event.payload.expires_at_ms,
+    open: true,
+    decision: event.payload.decision,
+  };
+}
+
+function foldAbandoned(event: EventOf<'ABANDONED'>, state: ActionState, next: ActionState): void {
+  // Only a blocked head: dispatched, its attempt classified, and still unknown.
+  if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
+    refused(
+      abandonRefusal(state),
+      event,
+      'only a dispatched action whose recorded outcome is unknown can be abandoned',
+    );
+  }
+  if (state.abandoned) refused('abandoned', event, 'the action was already abandoned');
+  next.abandoned = true;
+  // An abandoned action is never sent again: a lease taken before the abandon dies with it.
+  if (state.lease?.open === true) next.lease = { ...state.lease, open: false };
+}
+
+function foldSessionEvent(event: JournalEvent): void {
+  impossible(event, 'a session event folds into a session, not an action');
 }
 
 /** Folds events (any number of actions) in append order into their current states; session and configuration events are skipped. */
@@ -472,14 +514,19 @@ function requireStage(event: JournalEvent, state: ActionState, allowed: readonly
   refused(kind, event, `${why} (stage ${state.stage})`);
 }
 
-function requireOpenBeforeDispatch(event: JournalEvent, state: ActionState, closedByGate: boolean): void {
+function requireOpenBeforeDispatch(event: JournalEvent, state: ActionState): void {
   if (state.dispatch_seq !== null) refused('already_dispatched', event, `${event.kind} after DISPATCH_STARTED`);
-  if (closedByGate) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
+  if (closedByGate(state)) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
   if (state.phase === 'validation') refused('closed', event, `${event.kind} after preflight failed`);
 }
 
-function requireDispatchable(event: JournalEvent, state: ActionState, closedByGate: boolean): void {
-  if (closedByGate) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
+/** A person's or the clock's decision closed the ticket before any dispatch. */
+function closedByGate(state: ActionState): boolean {
+  return state.decision === 'rejected' || state.decision === 'expired' || state.decision === 'cancelled';
+}
+
+function requireDispatchable(event: JournalEvent, state: ActionState): void {
+  if (closedByGate(state)) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
   if (state.phase === 'validation') refused('closed', event, `${event.kind} after a validation failure`);
   if (state.outcome === 'committed') refused('settled', event, `${event.kind} after a committed result`);
   if (state.abandoned) refused('abandoned', event, `${event.kind} after a person abandoned it`);

@@ -41,7 +41,6 @@ const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tt
  */
 export type UnattendedDecisions = 'on' | 'off' | 'unverified';
 
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function createControlProof(options: {
   vault: Vault;
   clock: Clock;
@@ -113,33 +112,42 @@ export function createControlProof(options: {
         // Proven: the decision runs outside the gate (a retry may wait on a remote).
         return refused ?? execute(personOnCli);
       }
-      const unattended = options.unattendedDecisions();
-      if (unattended === 'on')
-        return execute({
-          surface: 'cli',
-          auth: 'unattended_opt_out',
-          process: { exe: exeOf(peer.pid), pid: peer.pid },
-        });
-      if (unattended === 'unverified') {
-        return errorReply(
-          new CodedError(
-            'OPERATOR_PROOF_REQUIRED',
-            `${method} is a decision; postern.yaml asks for unattended decisions, but that holds only once the vault is unlocked and the ` +
-              'configuration is verified as the one a person accepted (docs/config.md). Unlock first, or decide with the passphrase in a terminal.',
-            { field: 'proof' },
-          ),
-        );
-      }
-      return errorReply(
-        new CodedError(
-          'OPERATOR_PROOF_REQUIRED',
-          `${method} is a decision and needs a person: run it in a terminal (it asks for the vault passphrase there), or decide in the desktop window or the operator UI. ` +
-            'For unattended use (CI) set `operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
-          { field: 'proof' },
-        ),
-      );
+      return decideUnproven(method, peer.pid, options.unattendedDecisions(), execute);
     },
   };
+}
+
+/** A decision that came without a passphrase: accepted as the process under the opt-out, refused otherwise. */
+function decideUnproven(
+  method: BrokerApiMethod,
+  pid: number,
+  unattended: UnattendedDecisions,
+  execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>,
+): Promise<Reply<unknown>> | Reply<unknown> {
+  if (unattended === 'on')
+    return execute({
+      surface: 'cli',
+      auth: 'unattended_opt_out',
+      process: { exe: exeOf(pid), pid },
+    });
+  if (unattended === 'unverified') {
+    return errorReply(
+      new CodedError(
+        'OPERATOR_PROOF_REQUIRED',
+        `${method} is a decision; postern.yaml asks for unattended decisions, but that holds only once the vault is unlocked and the ` +
+          'configuration is verified as the one a person accepted (docs/config.md). Unlock first, or decide with the passphrase in a terminal.',
+        { field: 'proof' },
+      ),
+    );
+  }
+  return errorReply(
+    new CodedError(
+      'OPERATOR_PROOF_REQUIRED',
+      `${method} is a decision and needs a person: run it in a terminal (it asks for the vault passphrase there), or decide in the desktop window or the operator UI. ` +
+        'For unattended use (CI) set `operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
+      { field: 'proof' },
+    ),
+  );
 }
 
 function refusedHere(method: BrokerApiMethod): CodedError {

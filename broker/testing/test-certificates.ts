@@ -29,16 +29,59 @@ export function opensslAvailable(): boolean {
   }
 }
 
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function makeTestCertificates(dir: string): TestCertificates {
-  const run = (...args: string[]): void => {
-    execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  };
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  run(
+  makeCa(dir);
+  const good = makeLeaf(dir, 'good', 'IP:127.0.0.1,DNS:localhost', ['-days', '1']);
+  const wrongName = makeLeaf(dir, 'wrong', 'DNS:wrong.example', ['-days', '1']);
+  const expired = makeLeaf(dir, 'expired', 'IP:127.0.0.1', [
+    '-startdate',
+    '20200101000000Z',
+    '-enddate',
+    '20200102000000Z',
+  ]);
+  openssl(
+    dir,
     'req',
     '-x509',
-    ...ec,
+    ...ecKey,
+    '-keyout',
+    'self.key',
+    '-out',
+    'self.pem',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+  );
+  const selfSigned = {
+    key: readFileSync(join(dir, 'self.key'), 'utf8'),
+    cert: readFileSync(join(dir, 'self.pem'), 'utf8'),
+  };
+  return {
+    caPem: readFileSync(join(dir, 'ca.pem'), 'utf8'),
+    caFile: join(dir, 'ca.pem'),
+    good,
+    wrongName,
+    expired,
+    selfSigned,
+  };
+}
+
+const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
+function openssl(dir: string, ...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+}
+
+/** The test CA (ca.key, ca.pem) and the files `openssl ca` keeps its state in. */
+function makeCa(dir: string): void {
+  openssl(
+    dir,
+    'req',
+    '-x509',
+    ...ecKey,
     '-keyout',
     'ca.key',
     '-out',
@@ -73,70 +116,44 @@ export function makeTestCertificates(dir: string): TestCertificates {
       '',
     ].join('\n'),
   );
-  // `openssl ca` takes explicit start/end dates, which is how an expired certificate is made without faketime.
-  const leaf = (name: string, san: string, dates: string[]): KeyPair => {
-    run(
-      'req',
-      '-new',
-      ...ec,
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      `subjectAltName=${san}`,
-    );
-    run(
-      'ca',
-      '-batch',
-      '-config',
-      'ca.cnf',
-      '-cert',
-      'ca.pem',
-      '-keyfile',
-      'ca.key',
-      '-in',
-      `${name}.csr`,
-      '-out',
-      `${name}.pem`,
-      '-notext',
-      ...dates,
-    );
-    return {
-      key: readFileSync(join(dir, `${name}.key`), 'utf8'),
-      cert: readFileSync(join(dir, `${name}.pem`), 'utf8'),
-    };
-  };
-  const good = leaf('good', 'IP:127.0.0.1,DNS:localhost', ['-days', '1']);
-  const wrongName = leaf('wrong', 'DNS:wrong.example', ['-days', '1']);
-  const expired = leaf('expired', 'IP:127.0.0.1', ['-startdate', '20200101000000Z', '-enddate', '20200102000000Z']);
-  run(
+}
+
+/** A certificate the test CA signs for `san`. */
+function makeLeaf(dir: string, name: string, san: string, dates: string[]): KeyPair {
+  openssl(
+    dir,
     'req',
-    '-x509',
-    ...ec,
+    '-new',
+    ...ecKey,
     '-keyout',
-    'self.key',
+    `${name}.key`,
     '-out',
-    'self.pem',
-    '-days',
-    '1',
+    `${name}.csr`,
     '-subj',
-    '/CN=127.0.0.1',
+    `/CN=${name}`,
     '-addext',
-    'subjectAltName=IP:127.0.0.1',
+    `subjectAltName=${san}`,
   );
-  const selfSigned = {
-    key: readFileSync(join(dir, 'self.key'), 'utf8'),
-    cert: readFileSync(join(dir, 'self.pem'), 'utf8'),
-  };
+  // `openssl ca` takes explicit start/end dates, which is how an expired certificate is made without faketime.
+  openssl(
+    dir,
+    'ca',
+    '-batch',
+    '-config',
+    'ca.cnf',
+    '-cert',
+    'ca.pem',
+    '-keyfile',
+    'ca.key',
+    '-in',
+    `${name}.csr`,
+    '-out',
+    `${name}.pem`,
+    '-notext',
+    ...dates,
+  );
   return {
-    caPem: readFileSync(join(dir, 'ca.pem'), 'utf8'),
-    caFile: join(dir, 'ca.pem'),
-    good,
-    wrongName,
-    expired,
-    selfSigned,
+    key: readFileSync(join(dir, `${name}.key`), 'utf8'),
+    cert: readFileSync(join(dir, `${name}.pem`), 'utf8'),
   };
 }

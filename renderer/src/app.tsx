@@ -50,81 +50,17 @@ type TabId = (typeof tabs)[number]['id'] | 'welcome';
  */
 const initialTab: TabId = 'status';
 
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function App() {
   const route = useHashRoute();
-  const [tab, setTabState] = useState<TabId>(() => routeTab(route) ?? initialTab);
-  // #/<tab> selects a tab; #/action/<id> shows one action's detail over the tab it was opened from.
-  useEffect(() => {
-    const named = routeTab(route);
-    if (named !== null) setTabState(named);
-  }, [route]);
-  const setTab = (id: TabId) => {
-    setTabState(id);
-    // Once the address names a view, it keeps naming the one shown (links, reload, back).
-    if (route.kind !== 'none') window.location.hash = `#/${id}`;
-  };
-  const refreshApprovals = useAppStore((state) => state.refreshApprovals);
-  const refreshSessions = useAppStore((state) => state.refreshSessions);
-  // Both are refreshed whichever tab is shown, so the tabs' badges stay current.
-  usePolling(refreshApprovals, queueRefreshMs, queueTopics);
-  usePolling(refreshSessions, queueRefreshMs, sessionTopics);
-  // The vault's state drives the Approvals hint and the Vault tab; it changes rarely (unlock, lock, idle).
-  const refreshVault = useAppStore((state) => state.refreshVault);
-  usePolling(refreshVault, vaultRefreshMs, vaultTopics);
-  const decisions = useAppStore((state) => state.approvalsView.cards.filter(needsDecision).length);
-  // A pending session counts only where approving it would change something (a route or host with approval: session).
-  const pendingSessions = useAppStore((state) =>
-    pendingSessionCount(state.sessionsView.sessions, sessionApprovalUse(state.configView.config)),
-  );
-  const badges: Record<TabId, number> = {
-    approvals: decisions,
-    sessions: pendingSessions,
-    status: 0,
-    activity: 0,
-    metrics: 0,
-    vault: 0,
-    credentials: 0,
-    routes: 0,
-    welcome: 0,
-  };
-
-  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
-    const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
-    if (step === 0) return;
-    const index = tabs.findIndex((t) => t.id === tab);
-    const next = tabs[(index + step + tabs.length) % tabs.length];
-    if (next === undefined) return;
-    setTab(next.id);
-    document.getElementById(`tab-${next.id}`)?.focus();
-  };
-
+  const [tab, setTab] = useRoutedTab(route);
+  usePollingShellState();
+  const badges = useTabBadges();
   return (
     <div className="shell">
       <header className="topbar">
         <h1>Postern</h1>
         <span className="muted">operator console</span>
-        <div className="tabs" role="tablist" aria-label="Views" onKeyDown={onKeyDown}>
-          {tabs.map((t) => (
-            <button
-              key={t.id}
-              id={`tab-${t.id}`}
-              type="button"
-              role="tab"
-              aria-selected={tab === t.id}
-              aria-controls={`panel-${t.id}`}
-              tabIndex={tab === t.id ? 0 : -1}
-              onClick={() => setTab(t.id)}
-            >
-              {t.label}
-              {badges[t.id] > 0 && (
-                <span className="tab-badge" data-testid={`tab-${t.id}-badge`} aria-label={`${badges[t.id]} waiting`}>
-                  {badges[t.id]}
-                </span>
-              )}
-            </button>
-          ))}
-        </div>
+        <TabList tab={tab} badges={badges} setTab={setTab} />
       </header>
       <IntegrityBanner />
       <FirstRunStrip hidden={tab === 'welcome'} />
@@ -136,19 +72,118 @@ export function App() {
             backLabel={tabs.find((t) => t.id === backOf(route, tab).tab)?.label ?? 'Back'}
           />
         )}
-        {route.kind !== 'action' && tab === 'approvals' && <VaultLockedHint />}
-        {route.kind !== 'action' && tab === 'approvals' && <ApprovalsView />}
-        {route.kind !== 'action' && tab === 'sessions' && <SessionsView />}
-        {route.kind !== 'action' && tab === 'status' && <StatusPanel />}
-        {route.kind !== 'action' && tab === 'activity' && <ActivityView />}
-        {route.kind !== 'action' && tab === 'metrics' && <MetricsView />}
-        {route.kind !== 'action' && tab === 'vault' && <VaultView />}
-        {route.kind !== 'action' && tab === 'credentials' && <CredentialsView />}
-        {route.kind !== 'action' && tab === 'routes' && <RoutesView />}
-        {route.kind !== 'action' && tab === 'welcome' && <FirstRunView />}
+        {route.kind !== 'action' && <TabView tab={tab} />}
       </main>
     </div>
   );
+}
+
+/** The tab shown, kept in step with the address: #/<tab> selects a tab; #/action/<id> shows one action over its tab. */
+function useRoutedTab(route: HashRoute): [TabId, (id: TabId) => void] {
+  const [tab, setTabState] = useState<TabId>(() => routeTab(route) ?? initialTab);
+  useEffect(() => {
+    const named = routeTab(route);
+    if (named !== null) setTabState(named);
+  }, [route]);
+  const setTab = (id: TabId) => {
+    setTabState(id);
+    // Once the address names a view, it keeps naming the one shown (links, reload, back).
+    if (route.kind !== 'none') window.location.hash = `#/${id}`;
+  };
+  return [tab, setTab];
+}
+
+/** Cards, sessions and the vault are refreshed whichever tab is shown, so the badges and the vault hint stay current. */
+function usePollingShellState(): void {
+  const refreshApprovals = useAppStore((state) => state.refreshApprovals);
+  const refreshSessions = useAppStore((state) => state.refreshSessions);
+  usePolling(refreshApprovals, queueRefreshMs, queueTopics);
+  usePolling(refreshSessions, queueRefreshMs, sessionTopics);
+  // The vault's state drives the Approvals hint and the Vault tab; it changes rarely (unlock, lock, idle).
+  const refreshVault = useAppStore((state) => state.refreshVault);
+  usePolling(refreshVault, vaultRefreshMs, vaultTopics);
+}
+
+function useTabBadges(): Record<TabId, number> {
+  const decisions = useAppStore((state) => state.approvalsView.cards.filter(needsDecision).length);
+  // A pending session counts only where approving it would change something (a route or host with approval: session).
+  const pendingSessions = useAppStore((state) =>
+    pendingSessionCount(state.sessionsView.sessions, sessionApprovalUse(state.configView.config)),
+  );
+  return {
+    approvals: decisions,
+    sessions: pendingSessions,
+    status: 0,
+    activity: 0,
+    metrics: 0,
+    vault: 0,
+    credentials: 0,
+    routes: 0,
+    welcome: 0,
+  };
+}
+
+function TabList({ tab, badges, setTab }: { tab: TabId; badges: Record<TabId, number>; setTab(id: TabId): void }) {
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
+    if (step === 0) return;
+    const index = tabs.findIndex((t) => t.id === tab);
+    const next = tabs[(index + step + tabs.length) % tabs.length];
+    if (next === undefined) return;
+    setTab(next.id);
+    document.getElementById(`tab-${next.id}`)?.focus();
+  };
+  return (
+    <div className="tabs" role="tablist" aria-label="Views" onKeyDown={onKeyDown}>
+      {tabs.map((t) => (
+        <button
+          key={t.id}
+          id={`tab-${t.id}`}
+          type="button"
+          role="tab"
+          aria-selected={tab === t.id}
+          aria-controls={`panel-${t.id}`}
+          tabIndex={tab === t.id ? 0 : -1}
+          onClick={() => setTab(t.id)}
+        >
+          {t.label}
+          {badges[t.id] > 0 && (
+            <span className="tab-badge" data-testid={`tab-${t.id}-badge`} aria-label={`${badges[t.id]} waiting`}>
+              {badges[t.id]}
+            </span>
+          )}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+function TabView({ tab }: { tab: TabId }) {
+  switch (tab) {
+    case 'approvals':
+      return (
+        <>
+          <VaultLockedHint />
+          <ApprovalsView />
+        </>
+      );
+    case 'sessions':
+      return <SessionsView />;
+    case 'status':
+      return <StatusPanel />;
+    case 'activity':
+      return <ActivityView />;
+    case 'metrics':
+      return <MetricsView />;
+    case 'vault':
+      return <VaultView />;
+    case 'credentials':
+      return <CredentialsView />;
+    case 'routes':
+      return <RoutesView />;
+    case 'welcome':
+      return <FirstRunView />;
+  }
 }
 
 function routeTab(route: HashRoute): TabId | null {

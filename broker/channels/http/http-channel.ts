@@ -328,7 +328,6 @@ export class HttpChannel {
         journal.add({ kind: 'REQUEST_SENT', action_id: actionId, payload: { attempt, request_complete: true } });
       },
     });
-    // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       const onDeadline = (): void => {
@@ -374,17 +373,7 @@ export class HttpChannel {
           if (deadline.aborted) onDeadline();
         },
         onResponseStart(_c, statusCode, responseHeaders: IncomingHttpHeaders) {
-          // The provider's request id is a correlation for a later reconciliation (bounded, never an echo of the request).
-          const providerRequestId = providerRequestIdOf(request.providerRequestIdHeader, responseHeaders, request);
-          journal.add({
-            kind: 'REMOTE_RESPONSE_STARTED',
-            action_id: actionId,
-            payload: {
-              attempt,
-              status: statusCode,
-              ...(providerRequestId === undefined ? {} : { provider_request_id: providerRequestId }),
-            },
-          });
+          journal.add(responseStarted(request, attempt, statusCode, responseHeaders));
           if (statusCode < 200) {
             // 1xx (undici passes e.g. 103 through; it refuses an unexpected 100) proves receipt, never settles.
             facts.informationalSeen = true;
@@ -415,27 +404,48 @@ export class HttpChannel {
           finish(false);
         },
       };
-      const body =
-        request.body === undefined
-          ? null
-          : Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
-      connection.client.dispatch(
-        {
-          path: request.path,
-          method: request.method as Dispatcher.HttpMethod,
-          headers: request.headers.flatMap(([name, value]) => [name, value]),
-          body,
-          // undici must not decide anything about retrying or resetting on its own.
-          idempotent: false,
-          reset: false,
-          // The operation deadline decides how long a slow remote may take: undici's own waits never end it first.
-          headersTimeout: Math.max(this.limits.headersTimeoutMs, request.timeoutMs + 1_000),
-          bodyTimeout: Math.max(this.limits.bodyTimeoutMs, request.timeoutMs + 1_000),
-        },
-        handler,
-      );
+      connection.client.dispatch(dispatchOptions(request, limits), handler);
     });
   }
+}
+
+function responseStarted(
+  request: HttpWireRequest,
+  attempt: number,
+  status: number,
+  responseHeaders: IncomingHttpHeaders,
+): NewEvent {
+  // The provider's request id is a correlation for a later reconciliation (bounded, never an echo of the request).
+  const providerRequestId = providerRequestIdOf(request.providerRequestIdHeader, responseHeaders, request);
+  return {
+    kind: 'REMOTE_RESPONSE_STARTED',
+    action_id: request.actionId,
+    payload: {
+      attempt,
+      status,
+      ...(providerRequestId === undefined ? {} : { provider_request_id: providerRequestId }),
+    },
+  };
+}
+
+/** undici's options for one exchange: the request as the executor built it, and nothing for undici to decide. */
+function dispatchOptions(request: HttpWireRequest, limits: HttpLimits): Dispatcher.DispatchOptions {
+  const body =
+    request.body === undefined
+      ? null
+      : Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+  return {
+    path: request.path,
+    method: request.method as Dispatcher.HttpMethod,
+    headers: request.headers.flatMap(([name, value]) => [name, value]),
+    body,
+    // undici must not decide anything about retrying or resetting on its own.
+    idempotent: false,
+    reset: false,
+    // The operation deadline decides how long a slow remote may take: undici's own waits never end it first.
+    headersTimeout: Math.max(limits.headersTimeoutMs, request.timeoutMs + 1_000),
+    bodyTimeout: Math.max(limits.bodyTimeoutMs, request.timeoutMs + 1_000),
+  };
 }
 
 /** Observation appends fired from undici callbacks (in order, FIFO in the journal), awaited at the end. */

@@ -401,65 +401,16 @@ class SshRun {
   }
 
   /** After the exec request: reply, output, exit, EOF, close — each wait bounded. */
-  // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
   private async exchange(execDone: Promise<ExecAnswer>): Promise<SshChannelReport> {
-    const caller =
-      this.request.cancel === undefined
-        ? this.operationDeadline.signal
-        : AbortSignal.any([this.operationDeadline.signal, this.request.cancel]);
-    const callerStop = new Promise<'caller'>((resolve) => {
-      if (caller.aborted) resolve('caller');
-      caller.addEventListener('abort', () => resolve('caller'), { once: true });
-    });
-    let execReply: 'success' | 'failure' | undefined;
-    let exitStatus: number | undefined;
-    let exitSignal: string | undefined;
-    let eof = false;
-    let channelClosed = false;
-    let transportBroken = false;
-    let callerEvent: 'deadline' | 'cancelled' | undefined;
-    const n = 1;
-    const id = this.request.actionId;
-    const replyTimeout = delay(this.limits.execReplyTimeoutMs, 'reply_timeout' as const);
-    const first = await Promise.race([execDone, callerStop, replyTimeout.promise]);
-    replyTimeout.cancel();
-    if (first === 'caller') callerEvent = this.callerReason();
-    else if (first === 'reply_timeout') transportBroken = true;
-    else if (first.kind === 'closed') transportBroken = true;
-    else if (first.kind === 'refused') execReply = 'failure';
-    else {
-      execReply = 'success';
-      const watch = first.watch;
-      const ended = watch.ended;
-      const afterExit = (): Promise<'closed' | 'lost' | 'close_timeout'> => {
-        const wait = delay(this.limits.closeAfterExitTimeoutMs, 'close_timeout' as const);
-        return Promise.race([ended, wait.promise]).finally(() => wait.cancel());
-      };
-      const end = await Promise.race([ended, callerStop]);
-      if (end === 'caller') {
-        // The remote command is not assumed stopped; the exit status may still arrive, but the
-        // caller no longer waits for it.
-        callerEvent = this.callerReason();
-      } else if (end === 'lost') transportBroken = true;
-      if (
-        end !== 'caller' &&
-        !watch.channelClosed &&
-        (watch.exitStatus !== undefined || watch.exitSignal !== undefined)
-      ) {
-        const late = await afterExit();
-        if (late !== 'closed') transportBroken = true;
-      }
-      ({ exitStatus, exitSignal, eof, channelClosed } = watch);
-      if (exitStatus !== undefined) this.stages.push('exit_status');
-      if (exitSignal !== undefined) this.stages.push('exit_signal');
-    }
+    const seen = await this.observeExec(execDone);
+    const { execReply, exitStatus, exitSignal, eof, channelClosed, transportBroken, callerEvent } = seen;
+    if (exitStatus !== undefined) this.stages.push('exit_status');
+    if (exitSignal !== undefined) this.stages.push('exit_signal');
     if (eof) this.stages.push('eof');
     if (channelClosed) this.stages.push('channel_close');
-    const kept = (
-      first !== 'caller' && first !== 'reply_timeout' && first.kind === 'accepted'
-        ? first.watch.output
-        : new OutputCollector(0)
-    ).result();
+    const kept = seen.output.result();
+    const id = this.request.actionId;
+    const n = 1;
     if (execReply === 'success') {
       this.record({
         kind: 'OUTPUT_RECEIVED',
@@ -497,6 +448,59 @@ class SshRun {
       ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
       connectionId: this.connectionId,
       ...(this.journalFailed === undefined ? {} : { journalFailed: this.journalFailed }),
+    };
+  }
+
+  /** Waits for the exec reply, then for the command's end, the caller's stop or a lost connection, whichever first. */
+  private async observeExec(execDone: Promise<ExecAnswer>): Promise<ExecSeen> {
+    const caller =
+      this.request.cancel === undefined
+        ? this.operationDeadline.signal
+        : AbortSignal.any([this.operationDeadline.signal, this.request.cancel]);
+    const callerStop = new Promise<'caller'>((resolve) => {
+      if (caller.aborted) resolve('caller');
+      caller.addEventListener('abort', () => resolve('caller'), { once: true });
+    });
+    const nothing: ExecSeen = {
+      eof: false,
+      channelClosed: false,
+      transportBroken: false,
+      output: new OutputCollector(0),
+    };
+    const replyTimeout = delay(this.limits.execReplyTimeoutMs, 'reply_timeout' as const);
+    const first = await Promise.race([execDone, callerStop, replyTimeout.promise]);
+    replyTimeout.cancel();
+    if (first === 'caller') return { ...nothing, callerEvent: this.callerReason() };
+    if (first === 'reply_timeout' || first.kind === 'closed') return { ...nothing, transportBroken: true };
+    if (first.kind === 'refused') return { ...nothing, execReply: 'failure' };
+    const watch = first.watch;
+    let callerEvent: ExecSeen['callerEvent'];
+    let transportBroken = false;
+    const end = await Promise.race([watch.ended, callerStop]);
+    if (end === 'caller') {
+      // The remote command is not assumed stopped; the exit status may still arrive, but the
+      // caller no longer waits for it.
+      callerEvent = this.callerReason();
+    } else if (end === 'lost') transportBroken = true;
+    if (
+      end !== 'caller' &&
+      !watch.channelClosed &&
+      (watch.exitStatus !== undefined || watch.exitSignal !== undefined)
+    ) {
+      const wait = delay(this.limits.closeAfterExitTimeoutMs, 'close_timeout' as const);
+      const late = await Promise.race([watch.ended, wait.promise]).finally(() => wait.cancel());
+      if (late !== 'closed') transportBroken = true;
+    }
+    const { exitStatus, exitSignal, eof, channelClosed, output } = watch;
+    return {
+      execReply: 'success',
+      ...(exitStatus === undefined ? {} : { exitStatus }),
+      ...(exitSignal === undefined ? {} : { exitSignal }),
+      eof,
+      channelClosed,
+      transportBroken,
+      ...(callerEvent === undefined ? {} : { callerEvent }),
+      output,
     };
   }
 
@@ -596,6 +600,18 @@ class SshRun {
 }
 
 type ExecAnswer = { kind: 'accepted'; watch: StreamWatch } | { kind: 'refused' } | { kind: 'closed' };
+
+/** What the exchange saw after the exec request; `output` is empty unless the server accepted the exec. */
+interface ExecSeen {
+  execReply?: 'success' | 'failure';
+  exitStatus?: number;
+  exitSignal?: string;
+  eof: boolean;
+  channelClosed: boolean;
+  transportBroken: boolean;
+  callerEvent?: 'deadline' | 'cancelled';
+  output: OutputCollector;
+}
 
 interface StreamWatch {
   readonly output: OutputCollector;

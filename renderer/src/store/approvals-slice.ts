@@ -35,26 +35,21 @@ export interface ApprovalsSlice {
   retrySameKey(ticket: number, actionId: string): Promise<boolean>;
 }
 
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
+/** One operator call on one card, named by `call`: `message` says what the broker's accepted answer means. */
+type Decide = <T>(
+  ticket: number,
+  call: string,
+  send: () => Promise<Reply<T>>,
+  message: (value: T) => string,
+) => Promise<boolean>;
+
+type DecisionActions = Omit<ApprovalsSlice, 'approvalsView' | 'refreshApprovals'>;
+
 export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSlice, [], [], ApprovalsSlice> {
-  // eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
   return (set, get) => {
     const dispatch = (event: ApprovalsEvent): void =>
       set((state) => ({ approvalsView: approvalsReducer(state.approvalsView, event) }));
-    const reading = new Set<number>();
-
-    /** Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. */
-    const readClosures = (): void => {
-      for (const entry of closuresToRead(get().approvalsView)) {
-        const { ticket, action_id } = entry.card;
-        if (reading.has(ticket)) continue;
-        reading.add(ticket);
-        void api['actions.show']({ action_id })
-          .catch(bridgeFailed)
-          .then((reply) => dispatch({ type: 'closure_read', ticket, reply }))
-          .finally(() => reading.delete(ticket));
-      }
-    };
+    const readClosures = closureReader(api, () => get().approvalsView, dispatch);
 
     const listOnce = async (): Promise<void> => {
       dispatch({ type: 'requested' });
@@ -66,75 +61,93 @@ export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSl
     const refreshApprovals = coalescedRefresh(listOnce).run;
 
     /** One operator call on one card: busy while it runs, its result on the card, then a refresh. */
-    const decide = async <T>(
-      ticket: number,
-      call: string,
-      send: () => Promise<Reply<T>>,
-      message: (value: T) => string,
-    ): Promise<boolean> => {
+    const decide: Decide = async (ticket, call, send, message) => {
       if (get().approvalsView.calls.busy[ticket] !== undefined) return false;
       dispatch({ type: 'call_started', ticket, call });
-      const reply: Reply<T> = await send().catch(bridgeFailed);
+      const reply = await send().catch(bridgeFailed);
       dispatch({ type: 'call_finished', ticket, call, reply, message: reply.ok ? message(reply.value) : '' });
       await refreshApprovals();
       return reply.ok;
     };
 
-    return {
-      approvalsView: initialApprovalsView,
-      refreshApprovals,
-      approve: (ticket) =>
-        decide(
-          ticket,
-          'approve',
-          () => api['approvals.approve']({ ticket }),
-          () => `#${ticket} approved`,
-        ),
-      reject: (ticket, reason) =>
-        decide(
-          ticket,
-          'reject',
-          () => api['approvals.reject']({ ticket, reason }),
-          () => `#${ticket} rejected`,
-        ),
-      cancel: (ticket, reason) =>
-        decide(
-          ticket,
-          'cancel',
-          () => api['approvals.cancel']({ ticket, reason }),
-          () => `#${ticket} cancelled`,
-        ),
-      abandon: (ticket, reason) =>
-        decide(
-          ticket,
-          'abandon',
-          () => api['approvals.abandon']({ ticket, reason }),
-          () => `#${ticket} abandoned`,
-        ),
-      attest: (ticket, actionId, outcome, effect, basis) =>
-        decide(
-          ticket,
-          'attest',
-          () => api['actions.attest']({ action_id: actionId, outcome, effect, basis }),
-          () => `#${ticket} attested ${outcome} (${effect})`,
-        ),
-      reconcile: (ticket, actionId) =>
-        decide(
-          ticket,
-          'reconcile',
-          () => api['actions.reconcile']({ action_id: actionId }),
-          (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`,
-        ),
-      retrySameKey: (ticket, actionId) =>
-        decide(
-          ticket,
-          'retry',
-          () => api['actions.retry']({ action_id: actionId }),
-          (value) =>
-            value.generation === null
-              ? `#${ticket}: no retry sent (${value.outcome})`
-              : `#${ticket} retried (lease generation ${value.generation}): ${value.outcome}`,
-        ),
-    };
+    return { approvalsView: initialApprovalsView, refreshApprovals, ...decisionActions(api, decide) };
+  };
+}
+
+/** Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. */
+function closureReader(
+  api: OperatorApi,
+  view: () => ApprovalsView,
+  dispatch: (event: ApprovalsEvent) => void,
+): () => void {
+  const reading = new Set<number>();
+  return () => {
+    for (const entry of closuresToRead(view())) {
+      const { ticket, action_id } = entry.card;
+      if (reading.has(ticket)) continue;
+      reading.add(ticket);
+      void api['actions.show']({ action_id })
+        .catch(bridgeFailed)
+        .then((reply) => dispatch({ type: 'closure_read', ticket, reply }))
+        .finally(() => reading.delete(ticket));
+    }
+  };
+}
+
+/** Each decision as its operator call and the words said on the card when the broker accepts it. */
+function decisionActions(api: OperatorApi, decide: Decide): DecisionActions {
+  return {
+    approve: (ticket) =>
+      decide(
+        ticket,
+        'approve',
+        () => api['approvals.approve']({ ticket }),
+        () => `#${ticket} approved`,
+      ),
+    reject: (ticket, reason) =>
+      decide(
+        ticket,
+        'reject',
+        () => api['approvals.reject']({ ticket, reason }),
+        () => `#${ticket} rejected`,
+      ),
+    cancel: (ticket, reason) =>
+      decide(
+        ticket,
+        'cancel',
+        () => api['approvals.cancel']({ ticket, reason }),
+        () => `#${ticket} cancelled`,
+      ),
+    abandon: (ticket, reason) =>
+      decide(
+        ticket,
+        'abandon',
+        () => api['approvals.abandon']({ ticket, reason }),
+        () => `#${ticket} abandoned`,
+      ),
+    attest: (ticket, actionId, outcome, effect, basis) =>
+      decide(
+        ticket,
+        'attest',
+        () => api['actions.attest']({ action_id: actionId, outcome, effect, basis }),
+        () => `#${ticket} attested ${outcome} (${effect})`,
+      ),
+    reconcile: (ticket, actionId) =>
+      decide(
+        ticket,
+        'reconcile',
+        () => api['actions.reconcile']({ action_id: actionId }),
+        (value) => `#${ticket} reconciled: ${value.outcome} (${value.outcome_basis})`,
+      ),
+    retrySameKey: (ticket, actionId) =>
+      decide(
+        ticket,
+        'retry',
+        () => api['actions.retry']({ action_id: actionId }),
+        (value) =>
+          value.generation === null
+            ? `#${ticket}: no retry sent (${value.outcome})`
+            : `#${ticket} retried (lease generation ${value.generation}): ${value.outcome}`,
+      ),
   };
 }

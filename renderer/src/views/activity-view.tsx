@@ -70,39 +70,9 @@ export function ActivityView() {
  * about the visible rows whatever the log's length) and keyset-paged by seq. A filter narrows the
  * rows but never renumbers them: each keeps its journal position.
  */
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 function EventLogView() {
-  const view = useAppStore((state) => state.activityView);
-  const refreshHead = useAppStore((state) => state.refreshActivityHead);
-  const loadRows = useAppStore((state) => state.loadActivityRows);
-  const loadPage = useAppStore((state) => state.loadActivityPage);
   const setFilter = useAppStore((state) => state.setActivityFilter);
-  // The first block is asked for first (before the first status), so the first rows wait for nothing else.
-  useEffect(() => {
-    void loadRows(0, activityBlockRows - 1);
-  }, [loadRows]);
-  usePolling(refreshHead, activityHeadRefreshMs);
-
-  const scroller = useRef<HTMLDivElement>(null);
-  const count = activityRowCount(view);
-  const virtualizer = useVirtualizer({
-    count,
-    getScrollElement: () => scroller.current,
-    estimateSize: () => activityRowPx,
-    overscan: overscanRows,
-  });
-  const items = virtualizer.getVirtualItems();
-  const first = items[0]?.index ?? 0;
-  const last = items.at(-1)?.index ?? -1;
-
-  // Fetch what the visible rows need: their blocks (unfiltered) or the next page of matches.
-  useEffect(() => {
-    // After a failed read, wait for the next head refresh (which clears the error) before trying again.
-    if (last < 0 || view.error !== null) return;
-    if (!filterActive(view.filter)) void loadRows(first, last);
-    else if (needsNextPage(view, last)) void loadPage();
-  }, [first, last, view, loadRows, loadPage]);
-
+  const { view, count, scroller, virtualizer, items } = useEventLogWindow();
   const filtered = filterActive(view.filter);
   return (
     <div className="activity-events">
@@ -157,6 +127,40 @@ function EventLogView() {
       </div>
     </div>
   );
+}
+
+/** The log's rows as a scrolled window, and the reads that fill the rows it shows. */
+function useEventLogWindow() {
+  const view = useAppStore((state) => state.activityView);
+  const refreshHead = useAppStore((state) => state.refreshActivityHead);
+  const loadRows = useAppStore((state) => state.loadActivityRows);
+  const loadPage = useAppStore((state) => state.loadActivityPage);
+  // The first block is asked for first (before the first status), so the first rows wait for nothing else.
+  useEffect(() => {
+    void loadRows(0, activityBlockRows - 1);
+  }, [loadRows]);
+  usePolling(refreshHead, activityHeadRefreshMs);
+
+  const scroller = useRef<HTMLDivElement>(null);
+  const count = activityRowCount(view);
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => activityRowPx,
+    overscan: overscanRows,
+  });
+  const items = virtualizer.getVirtualItems();
+  const first = items[0]?.index ?? 0;
+  const last = items.at(-1)?.index ?? -1;
+
+  // Fetch what the visible rows need: their blocks (unfiltered) or the next page of matches.
+  useEffect(() => {
+    // After a failed read, wait for the next head refresh (which clears the error) before trying again.
+    if (last < 0 || view.error !== null) return;
+    if (!filterActive(view.filter)) void loadRows(first, last);
+    else if (needsNextPage(view, last)) void loadPage();
+  }, [first, last, view, loadRows, loadPage]);
+  return { view, count, scroller, virtualizer, items };
 }
 
 const columns = [

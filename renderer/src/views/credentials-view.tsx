@@ -1,7 +1,8 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { CredentialSummary } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
-import { parseBindings } from '../store/credentials-reducer.js';
+import { parseBindings, type CredentialsView as CredentialsViewState } from '../store/credentials-reducer.js';
+import type { NewCredential } from '../store/credentials-slice.js';
 import { AddForm, Field, FormDone, FormRefusal } from './add-form.js';
 import { usePolling } from './use-polling.js';
 
@@ -143,60 +144,23 @@ function CredentialRow({ credential }: { credential: CredentialSummary }) {
  * field (uncontrolled, never in React state or the store), is read once on submit and the field is
  * cleared at that moment, before the call is even answered.
  */
-// eslint-disable-next-line max-lines-per-function -- JSX with one field group per credential kind; #17 moves it onto the shared add form
 export function AddCredentialForm({ locked }: { locked: boolean }) {
   const adding = useAppStore((state) => state.credentialsView.adding);
   const added = useAppStore((state) => state.credentialsView.added);
   const add = useAppStore((state) => state.addCredential);
-  const [name, setName] = useState('');
-  const [kind, setKind] = useState<FormKind>('bearer');
-  const [bindings, setBindings] = useState('');
-  const [header, setHeader] = useState('');
-  const [template, setTemplate] = useState('');
-  const [param, setParam] = useState('');
+  const [draft, change] = useCredentialDraft(added);
   const secretRef = useRef<HTMLInputElement>(null);
   const id = useId();
-
-  // A successful add empties the form (the secret field was emptied at submit already).
-  useEffect(() => {
-    if (added?.ok !== true) return;
-    setName('');
-    setBindings('');
-    setHeader('');
-    setTemplate('');
-    setParam('');
-  }, [added]);
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
     const field = secretRef.current;
-    if (field === null || field.value === '' || name.trim() === '') return;
+    if (field === null || field.value === '' || draft.name.trim() === '') return;
     const secret = field.value;
     field.value = '';
-    void add({
-      name: name.trim(),
-      kind,
-      secret,
-      bindings: parseBindings(bindings),
-      ...(kind === 'header'
-        ? { header: header.trim(), ...(template.trim() === '' ? {} : { template: template.trim() }) }
-        : {}),
-      ...(kind === 'query' ? { param: param.trim() } : {}),
-    });
+    void add(newCredential(draft, secret));
   };
 
-  const answer =
-    added === null ? null : added.ok ? (
-      <FormDone testId="credential-added">
-        Added {added.name} ({added.version_tag}). Its secret is in the vault and is never shown again.
-      </FormDone>
-    ) : (
-      <FormRefusal
-        testId="credential-added"
-        error={added.error}
-        detail={<>{added.error.field !== undefined && <code>{added.error.field}</code>} </>}
-      />
-    );
   const intro = locked && (
     <p className="hint" data-testid="credential-form-locked">
       Unlock the vault to add a credential (removing needs no unlock).
@@ -211,14 +175,20 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
       locked={locked}
       busy={adding !== null ? `Adding ${adding}…` : null}
       submit="Add credential"
-      answer={answer}
+      answer={added === null ? null : <AddedAnswer added={added} />}
       answerBelow
     >
       <Field id={`${id}-name`} label="Name">
-        <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} maxLength={64} required />
+        <input
+          id={`${id}-name`}
+          value={draft.name}
+          onChange={(e) => change('name', e.target.value)}
+          maxLength={64}
+          required
+        />
       </Field>
       <Field id={`${id}-kind`} label="Kind">
-        <select id={`${id}-kind`} value={kind} onChange={(e) => setKind(e.target.value as FormKind)}>
+        <select id={`${id}-kind`} value={draft.kind} onChange={(e) => change('kind', e.target.value as FormKind)}>
           {formKinds.map((k) => (
             <option key={k.kind} value={k.kind}>
               {k.label}
@@ -226,34 +196,14 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
           ))}
         </select>
       </Field>
-      {kind === 'header' && (
-        <>
-          <Field id={`${id}-header`} label="Header name">
-            <input
-              id={`${id}-header`}
-              value={header}
-              onChange={(e) => setHeader(e.target.value)}
-              maxLength={128}
-              required
-            />
-          </Field>
-          <Field id={`${id}-template`} label={<>Value template (contains {'{secret}'} once; empty: just the secret)</>}>
-            <input
-              id={`${id}-template`}
-              value={template}
-              onChange={(e) => setTemplate(e.target.value)}
-              maxLength={1024}
-            />
-          </Field>
-        </>
-      )}
-      {kind === 'query' && (
-        <Field id={`${id}-param`} label="Query parameter">
-          <input id={`${id}-param`} value={param} onChange={(e) => setParam(e.target.value)} maxLength={128} required />
-        </Field>
-      )}
+      <KindFields id={id} draft={draft} change={change} />
       <Field id={`${id}-bindings`} label="May be sent to (hosts or route names, comma separated)">
-        <input id={`${id}-bindings`} value={bindings} onChange={(e) => setBindings(e.target.value)} maxLength={4096} />
+        <input
+          id={`${id}-bindings`}
+          value={draft.bindings}
+          onChange={(e) => change('bindings', e.target.value)}
+          maxLength={4096}
+        />
       </Field>
       <Field id={`${id}-secret`} label="Secret">
         <input
@@ -270,5 +220,97 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
         SSH private keys are multi-line: add them with <code>postern vault add NAME --kind ssh_key --from-stdin</code>.
       </p>
     </AddForm>
+  );
+}
+
+/** The form's fields as typed, the secret excepted (it never leaves its password field until submit). */
+interface CredentialDraft {
+  name: string;
+  kind: FormKind;
+  bindings: string;
+  header: string;
+  template: string;
+  param: string;
+}
+
+const emptyDraft: CredentialDraft = { name: '', kind: 'bearer', bindings: '', header: '', template: '', param: '' };
+
+type ChangeDraft = <K extends keyof CredentialDraft>(field: K, value: CredentialDraft[K]) => void;
+
+/** The draft and a setter per field; a successful add empties it but keeps the kind (the secret field was emptied at submit). */
+function useCredentialDraft(added: CredentialsViewState['added']): [CredentialDraft, ChangeDraft] {
+  const [draft, setDraft] = useState<CredentialDraft>(emptyDraft);
+  useEffect(() => {
+    if (added?.ok !== true) return;
+    setDraft((d) => ({ ...emptyDraft, kind: d.kind }));
+  }, [added]);
+  return [draft, (field, value) => setDraft((d) => ({ ...d, [field]: value }))];
+}
+
+/** The add call's input: only the options the chosen kind takes, an empty template left to the broker's default. */
+function newCredential(draft: CredentialDraft, secret: string): NewCredential {
+  const { kind, header, template, param } = draft;
+  return {
+    name: draft.name.trim(),
+    kind,
+    secret,
+    bindings: parseBindings(draft.bindings),
+    ...(kind === 'header'
+      ? { header: header.trim(), ...(template.trim() === '' ? {} : { template: template.trim() }) }
+      : {}),
+    ...(kind === 'query' ? { param: param.trim() } : {}),
+  };
+}
+
+/** The fields only one kind takes: a header's name and template, a query parameter's name. */
+function KindFields({ id, draft, change }: { id: string; draft: CredentialDraft; change: ChangeDraft }) {
+  if (draft.kind === 'query') {
+    return (
+      <Field id={`${id}-param`} label="Query parameter">
+        <input
+          id={`${id}-param`}
+          value={draft.param}
+          onChange={(e) => change('param', e.target.value)}
+          maxLength={128}
+          required
+        />
+      </Field>
+    );
+  }
+  if (draft.kind !== 'header') return null;
+  return (
+    <>
+      <Field id={`${id}-header`} label="Header name">
+        <input
+          id={`${id}-header`}
+          value={draft.header}
+          onChange={(e) => change('header', e.target.value)}
+          maxLength={128}
+          required
+        />
+      </Field>
+      <Field id={`${id}-template`} label={<>Value template (contains {'{secret}'} once; empty: just the secret)</>}>
+        <input
+          id={`${id}-template`}
+          value={draft.template}
+          onChange={(e) => change('template', e.target.value)}
+          maxLength={1024}
+        />
+      </Field>
+    </>
+  );
+}
+
+function AddedAnswer({ added }: { added: NonNullable<CredentialsViewState['added']> }) {
+  return added.ok ? (
+    <FormDone testId="credential-added">
+      Added {added.name} ({added.version_tag}). Its secret is in the vault and is never shown again.
+    </FormDone>
+  ) : (
+    <FormRefusal
+      testId="credential-added"
+      error={added.error}
+      detail={<>{added.error.field !== undefined && <code>{added.error.field}</code>} </>}
+    />
   );
 }

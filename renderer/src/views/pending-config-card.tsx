@@ -1,5 +1,8 @@
 import type { ConfigEntryChange } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
+import type { PendingConfig } from '../store/config-reducer.js';
+
+type ConfigChange = NonNullable<PendingConfig['change']>;
 
 /**
  * postern.yaml changed outside Postern (by hand, or by an agent running as the same user): the
@@ -8,25 +11,13 @@ import { useAppStore } from '../store/app-store.js';
  * accepted with credentials in the vault and the file is the one this run loaded). An untrusted
  * accepted copy shows the whole file, because the old copy proves nothing.
  */
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function PendingConfigCard() {
   const view = useAppStore((state) => state.configView);
-  const accept = useAppStore((state) => state.acceptConfigChange);
   const pending = view.pending;
   if (pending === null) return null;
-  const change = pending.change;
   return (
     <>
-      {pending.trust === 'untrusted' && (
-        <div className="error" role="alert" data-testid="config-untrusted">
-          <strong>CONFIG_UNTRUSTED</strong>
-          <span>
-            {pending.restart_needed
-              ? 'A configuration was accepted; restart the broker to use it. Until then every route and host is refused.'
-              : `${pending.untrusted_reason ?? 'The accepted configuration failed its check.'} Every route and host is refused until you accept a configuration below.`}
-          </span>
-        </div>
-      )}
+      {pending.trust === 'untrusted' && <UntrustedConfigAlert pending={pending} />}
       {pending.restart_needed && pending.trust !== 'untrusted' && (
         <p className="hint" role="note" data-testid="config-restart-needed">
           The accepted change applies when the broker is restarted.
@@ -44,53 +35,75 @@ export function PendingConfigCard() {
           <span>{view.accepted.error.message}</span>
         </div>
       )}
-      {change !== null && (
-        <article className="card" aria-label="Pending configuration change" data-testid="config-pending">
-          {pending.accept_applies === 'now' ? (
-            <>
-              <h3>postern.yaml has not been accepted yet</h3>
-              <p className="muted" data-testid="config-first-acceptance">
-                No configuration was ever accepted while the vault holds credentials (a first start, or the accepted
-                copy was deleted). Read every route and host below: nothing is sent until you accept {change.file}, and
-                then it is in force at once.
-              </p>
-            </>
-          ) : (
-            <>
-              <h3>postern.yaml changed outside Postern</h3>
-              <p className="muted">
-                {change.file} differs from the configuration a person last accepted. The broker keeps using the accepted
-                one; the change applies at the next start only if you accept it.
-              </p>
-            </>
-          )}
-          {change.invalid !== null ? (
-            <p className="error" data-testid="config-pending-invalid">
-              <strong>{change.invalid.code}</strong> {change.invalid.message} (fix the file first)
-            </p>
-          ) : (
-            <>
-              <ChangeList title="Routes" changes={change.routes} kind="route" />
-              <ChangeList title="SSH hosts" changes={change.ssh_hosts} kind="host" />
-              <ChangeList title="Settings" changes={change.settings} kind="section" />
-              {change.routes.length + change.ssh_hosts.length + change.settings.length === 0 && (
-                <p className="muted">No route, host or setting differs (only formatting or comments).</p>
-              )}
-              <div className="actions">
-                <button
-                  type="button"
-                  className="approve"
-                  disabled={view.accepting !== null}
-                  onClick={() => void accept(change.digest)}
-                >
-                  Accept change
-                </button>
-              </div>
-            </>
-          )}
-        </article>
+      {pending.change !== null && (
+        <PendingChange change={pending.change} appliesNow={pending.accept_applies === 'now'} />
       )}
     </>
+  );
+}
+
+function UntrustedConfigAlert({ pending }: { pending: PendingConfig }) {
+  return (
+    <div className="error" role="alert" data-testid="config-untrusted">
+      <strong>CONFIG_UNTRUSTED</strong>
+      <span>
+        {pending.restart_needed
+          ? 'A configuration was accepted; restart the broker to use it. Until then every route and host is refused.'
+          : `${pending.untrusted_reason ?? 'The accepted configuration failed its check.'} Every route and host is refused until you accept a configuration below.`}
+      </span>
+    </div>
+  );
+}
+
+/** The card for postern.yaml against the accepted copy: what differs, and the decision to accept it. */
+function PendingChange({ change, appliesNow }: { change: ConfigChange; appliesNow: boolean }) {
+  const accepting = useAppStore((state) => state.configView.accepting);
+  const accept = useAppStore((state) => state.acceptConfigChange);
+  return (
+    <article className="card" aria-label="Pending configuration change" data-testid="config-pending">
+      {appliesNow ? (
+        <>
+          <h3>postern.yaml has not been accepted yet</h3>
+          <p className="muted" data-testid="config-first-acceptance">
+            No configuration was ever accepted while the vault holds credentials (a first start, or the accepted copy
+            was deleted). Read every route and host below: nothing is sent until you accept {change.file}, and then it
+            is in force at once.
+          </p>
+        </>
+      ) : (
+        <>
+          <h3>postern.yaml changed outside Postern</h3>
+          <p className="muted">
+            {change.file} differs from the configuration a person last accepted. The broker keeps using the accepted
+            one; the change applies at the next start only if you accept it.
+          </p>
+        </>
+      )}
+      {change.invalid !== null ? (
+        <p className="error" data-testid="config-pending-invalid">
+          <strong>{change.invalid.code}</strong> {change.invalid.message} (fix the file first)
+        </p>
+      ) : (
+        <>
+          <ChangeList title="Routes" changes={change.routes} kind="route" />
+          <ChangeList title="SSH hosts" changes={change.ssh_hosts} kind="host" />
+          <ChangeList title="Settings" changes={change.settings} kind="section" />
+          {change.routes.length + change.ssh_hosts.length + change.settings.length === 0 && (
+            <p className="muted">No route, host or setting differs (only formatting or comments).</p>
+          )}
+          <div className="actions">
+            <button
+              type="button"
+              className="approve"
+              disabled={accepting !== null}
+              onClick={() => void accept(change.digest)}
+            >
+              Accept change
+            </button>
+          </div>
+        </>
+      )}
+    </article>
   );
 }
 

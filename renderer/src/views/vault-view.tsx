@@ -1,7 +1,7 @@
 import { useEffect, useId, useRef, type FormEvent, type ReactNode } from 'react';
 import { useAppStore } from '../store/app-store.js';
 import { vaultNextStep, type VaultNextStep } from '../store/vault-lock-banner.js';
-import { vaultBlocksCredentials } from '../store/vault-reducer.js';
+import { vaultBlocksCredentials, type VaultView as VaultViewState } from '../store/vault-reducer.js';
 
 /** The vault's bound on a passphrase (broker/contract/operator-vault-api.ts). */
 const passphraseCharsMax = 1_024;
@@ -10,23 +10,8 @@ const passphraseCharsMax = 1_024;
  * The vault: locked → an unlock form (a password field whose value goes straight into the call and
  * is cleared at once, never into the store or the page's state); unlocked → Lock.
  */
-// eslint-disable-next-line max-lines-per-function -- wrapped at 120 columns by the formatter it grew past 80 lines; split it when it next changes
 export function VaultView() {
   const view = useAppStore((state) => state.vaultView);
-  const unlock = useAppStore((state) => state.unlockVault);
-  const lock = useAppStore((state) => state.lockVault);
-  const passphraseRef = useRef<HTMLInputElement>(null);
-  const id = useId();
-
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    const field = passphraseRef.current;
-    if (field === null || field.value === '') return;
-    const passphrase = field.value;
-    field.value = '';
-    void unlock(passphrase);
-  };
-
   return (
     <section className="panel" aria-labelledby="vault-heading" data-testid="vault-view">
       <header className="panel-header">
@@ -49,52 +34,76 @@ export function VaultView() {
       )}
       {view.state === null && view.error === null && <p className="muted">Loading…</p>}
       {view.state === 'uninitialized' && <VaultUninitialized />}
-      {view.state === 'locked' && (
-        <form className="unlock-form" onSubmit={submit} aria-label="Unlock the vault">
-          <label htmlFor={id}>Vault passphrase</label>
-          <input
-            id={id}
-            ref={passphraseRef}
-            type="password"
-            name="passphrase"
-            autoComplete="off"
-            maxLength={passphraseCharsMax}
-            required
-            data-testid="vault-passphrase"
-          />
-          <button type="submit" className="primary" disabled={view.busy !== null}>
-            {view.busy === 'unlock' ? 'Unlocking…' : 'Unlock'}
-          </button>
-        </form>
-      )}
-      {view.state === 'unlocked' && (
-        <div className="form-actions">
-          <span>
-            Unlocked: {view.credentials} {view.credentials === 1 ? 'credential is' : 'credentials are'} available to
-            approved actions.
-          </span>
-          <button
-            type="button"
-            className="danger"
-            onClick={() => void lock()}
-            disabled={view.busy !== null}
-            data-testid="vault-lock"
-          >
-            {view.busy === 'lock' ? 'Locking…' : 'Lock now'}
-          </button>
-        </div>
-      )}
-      {view.last !== null &&
-        (view.last.ok ? (
-          <p className="call-result ok" role="status" data-testid="vault-result">
-            {view.last.call === 'unlock' ? 'Vault unlocked.' : 'Vault locked.'}
-          </p>
-        ) : (
-          <p className="call-result error" role="alert" data-testid="vault-result">
-            <strong>{view.last.error.code}</strong> {view.last.error.message}
-          </p>
-        ))}
+      {view.state === 'locked' && <UnlockForm busy={view.busy} />}
+      {view.state === 'unlocked' && <VaultUnlocked credentials={view.credentials} busy={view.busy} />}
+      {view.last !== null && <VaultCallResult last={view.last} />}
     </section>
+  );
+}
+
+function UnlockForm({ busy }: { busy: VaultViewState['busy'] }) {
+  const unlock = useAppStore((state) => state.unlockVault);
+  const passphraseRef = useRef<HTMLInputElement>(null);
+  const id = useId();
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const field = passphraseRef.current;
+    if (field === null || field.value === '') return;
+    const passphrase = field.value;
+    field.value = '';
+    void unlock(passphrase);
+  };
+
+  return (
+    <form className="unlock-form" onSubmit={submit} aria-label="Unlock the vault">
+      <label htmlFor={id}>Vault passphrase</label>
+      <input
+        id={id}
+        ref={passphraseRef}
+        type="password"
+        name="passphrase"
+        autoComplete="off"
+        maxLength={passphraseCharsMax}
+        required
+        data-testid="vault-passphrase"
+      />
+      <button type="submit" className="primary" disabled={busy !== null}>
+        {busy === 'unlock' ? 'Unlocking…' : 'Unlock'}
+      </button>
+    </form>
+  );
+}
+
+function VaultUnlocked({ credentials, busy }: { credentials: number; busy: VaultViewState['busy'] }) {
+  const lock = useAppStore((state) => state.lockVault);
+  return (
+    <div className="form-actions">
+      <span>
+        Unlocked: {credentials} {credentials === 1 ? 'credential is' : 'credentials are'} available to approved actions.
+      </span>
+      <button
+        type="button"
+        className="danger"
+        onClick={() => void lock()}
+        disabled={busy !== null}
+        data-testid="vault-lock"
+      >
+        {busy === 'lock' ? 'Locking…' : 'Lock now'}
+      </button>
+    </div>
+  );
+}
+
+function VaultCallResult({ last }: { last: NonNullable<VaultViewState['last']> }) {
+  return last.ok ? (
+    <p className="call-result ok" role="status" data-testid="vault-result">
+      {last.call === 'unlock' ? 'Vault unlocked.' : 'Vault locked.'}
+    </p>
+  ) : (
+    <p className="call-result error" role="alert" data-testid="vault-result">
+      <strong>{last.error.code}</strong> {last.error.message}
+    </p>
   );
 }
 
