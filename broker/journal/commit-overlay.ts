@@ -8,7 +8,7 @@ import {
 } from '../core/index.js';
 import type { JournalStore } from './journal-store.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
-import type { StateCache } from './state-cache.js';
+import type { CachedAction, StateCache } from './state-cache.js';
 
 /**
  * What one commit has planned so far, over what the database holds: each unit is planned against the states the
@@ -24,6 +24,8 @@ export class CommitOverlay {
   private readonly keys = new Map<string, BoundIdempotencyKey>();
   /** The action list's moments (decided, dispatched, settled), folded from the same events at their own at_ms. */
   private readonly timelines = new Map<string, ActionTimeline>();
+  /** Each touched action's timeline as stored (from the cache, else read once from the database). */
+  private readonly storedTimelines = new Map<string, ActionTimeline>();
 
   constructor(
     private readonly store: JournalStore,
@@ -35,7 +37,11 @@ export class CommitOverlay {
     stateOf: (id) => {
       const planned = this.states.get(id);
       if (planned !== undefined) return planned;
-      if (!this.stored.has(id)) this.stored.set(id, this.cache.get(id) ?? this.store.loadState(id));
+      if (!this.stored.has(id)) {
+        const cached = this.cache.get(id);
+        if (cached !== undefined) this.storedTimelines.set(id, cached.timeline);
+        this.stored.set(id, cached?.state ?? this.store.loadState(id));
+      }
       return this.stored.get(id);
     },
     sessionOf: (id) => this.sessions.get(id) ?? this.store.loadSession(id),
@@ -64,12 +70,19 @@ export class CommitOverlay {
     for (const bound of this.keys.values()) this.store.writeIdempotencyKey(bound);
   }
 
-  /** The states this transaction wrote, for the cache once COMMIT has returned. */
-  writtenStates(): Iterable<readonly [string, ActionState]> {
-    return this.states;
+  /** The states (and timelines) this transaction wrote, for the cache once COMMIT has returned. */
+  *written(): Iterable<readonly [string, CachedAction]> {
+    for (const [id, state] of this.states) yield [id, { state, timeline: this.timelineOf(id) }];
   }
 
   private timelineOf(id: string): ActionTimeline {
-    return this.timelines.get(id) ?? this.store.loadTimeline(id) ?? emptyActionTimeline;
+    const planned = this.timelines.get(id);
+    if (planned !== undefined) return planned;
+    let stored = this.storedTimelines.get(id);
+    if (stored === undefined) {
+      stored = this.store.loadTimeline(id) ?? emptyActionTimeline;
+      this.storedTimelines.set(id, stored);
+    }
+    return stored;
   }
 }

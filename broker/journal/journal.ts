@@ -427,7 +427,7 @@ export class Journal {
 
   getAction(actionId: string): ActionState | undefined {
     this.requireReadable();
-    return this.stateCache.get(actionId) ?? this.store.loadState(actionId);
+    return this.stateCache.get(actionId)?.state ?? this.store.loadState(actionId);
   }
 
   /** The binding of an idempotency key on a route and scope (expired ones too: compare expires_at_ms). */
@@ -677,7 +677,7 @@ export class Journal {
    */
   private settleUnits({ accepted, refused, lastSeq, appendedCount, overlay }: Written): void {
     if (accepted.length > 0) {
-      this.stateCache.committed(overlay.writtenStates());
+      this.stateCache.committed(overlay.written());
       this.audit.commitSucceeded();
       this.commits += 1;
       this.eventCount += appendedCount;

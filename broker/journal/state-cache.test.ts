@@ -1,9 +1,11 @@
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionState } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
-import { StateCache } from './state-cache.js';
+import { StateCache, type CachedAction } from './state-cache.js';
+import { advanceActionTimeline, emptyActionTimeline, foldEvent } from '../core/index.js';
 
 let t: TempJournal | undefined;
 afterEach(async () => {
@@ -11,7 +13,10 @@ afterEach(async () => {
   t = undefined;
 });
 
-const state = (id: string): ActionState => ({ action_id: id }) as unknown as ActionState;
+const state = (id: string): CachedAction => ({
+  state: { action_id: id } as unknown as ActionState,
+  timeline: emptyActionTimeline,
+});
 
 describe('the state cache', () => {
   it('keeps at most its bound, dropping the least recently touched first', () => {
@@ -50,6 +55,47 @@ describe('the state cache', () => {
       for (const id of untouched) expect(reopened.getAction(id)).toEqual(fromMemory[ids.indexOf(id)]);
     } finally {
       await reopened.close();
+    }
+  });
+
+  it('after every path, each actions column says what the stored state and a fold of its events say', async () => {
+    t = await openTempJournal();
+    const paths = Object.values(actionPaths) as Array<(id: string) => Parameters<Journal['appendBatch']>[0]>;
+    for (const [n, path] of paths.entries()) {
+      const id = `act_cols_${String(n).padStart(3, '0')}`;
+      for (const event of path(id)) await t.journal.tryAppend(event);
+    }
+    const db = new Database(t.path, { readonly: true });
+    try {
+      const rows = db.prepare(`SELECT * FROM actions`).all() as Array<Record<string, unknown>>;
+      expect(rows.length).toBe(paths.length);
+      const plain = ['session_id', 'ticket', 'lane', 'stage', 'decision', 'dispatch_seq', 'outcome', 'phase', 'retry'];
+      const more = ['code', 'effect', 'outcome_basis', 'source', 'caller_disposition', 'result_id', 'last_seq'];
+      for (const row of rows) {
+        const state = JSON.parse(String(row['state'])) as Record<string, unknown>;
+        for (const column of [...plain, ...more])
+          expect([row['action_id'], column, row[column]]).toEqual([row['action_id'], column, state[column]]);
+        expect(row['recorded']).toBe(state['recorded'] === true ? 1 : 0);
+        // The timeline columns as a fold of the action's own events computes them, independently of the store.
+        let folded: ActionState | undefined;
+        let timeline = emptyActionTimeline;
+        for (const event of t.journal.subjectEvents(String(row['action_id']))) {
+          const next = foldEvent(folded, event);
+          if (!next.ok) throw new Error(`the log holds a refused event at ${event.seq}`);
+          folded = next.state;
+          timeline = advanceActionTimeline(timeline, event, folded);
+        }
+        expect(timeline).toEqual({
+          decided_by: row['decided_by'],
+          decided_at_ms: row['decided_at_ms'],
+          decided_seq: row['decided_seq'],
+          dispatched_at_ms: row['dispatched_at_ms'],
+          settled_at_ms: row['settled_at_ms'],
+          resolved_at_ms: row['resolved_at_ms'],
+        });
+      }
+    } finally {
+      db.close();
     }
   });
 });

@@ -259,14 +259,29 @@ describe('when the journal reads a row an older broker wrote', () => {
 
   it('a damaged row stops the read with a coded error', async () => {
     t = await openTempJournal();
+    // Settled, so recovery leaves it alone; after a restart the journal holds nothing of it in memory.
+    await t.journal.appendBatch(actionPaths.lostThenReconciled(id));
+    await t.journal.close();
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      rewrite(`UPDATE actions SET state = json_set(state, '$.stage', 'teleported') WHERE action_id = ?`, id);
+      expect(codedFailure(() => reopened.getAction(id))).toMatchObject({
+        code: 'INTERNAL',
+        field: 'actions.state.stage',
+      });
+      expect(codedFailure(() => reopened.listLane('lane-a'))).toMatchObject({
+        code: 'INTERNAL',
+        field: 'actions.state.stage',
+      });
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('an unsettled damaged row stops the next open: recovery reads it from disk', async () => {
+    t = await openTempJournal();
     await t.journal.appendBatch(actionPaths.lostThenReconciled(id).slice(0, 2));
     rewrite(`UPDATE actions SET state = json_set(state, '$.stage', 'teleported') WHERE action_id = ?`, id);
-    expect(codedFailure(() => t?.journal.listLane('lane-a'))).toMatchObject({
-      code: 'INTERNAL',
-      field: 'actions.state.stage',
-    });
-    // The running journal answers getAction from what it committed (state-cache.ts); the next run reads the row
-    // from disk — recovery reads it at open, and the damage stops the open with the same coded error.
     await t.journal.close();
     await expect(Journal.open({ path: t.path, clock: t.clock, vault: t.vault })).rejects.toMatchObject({
       code: 'INTERNAL',
