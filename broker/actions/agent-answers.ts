@@ -1,4 +1,5 @@
 import {
+  agentRefusal,
   agentToolReplySchema,
   type ActionState,
   type AgentRefusal,
@@ -31,17 +32,7 @@ export function refusal(
   retry: AgentRefusal['error']['retry'],
   field?: string,
 ): ToolAnswer {
-  const structured: AgentRefusal = {
-    invocation_id: null,
-    error: {
-      code,
-      phase: 'validation',
-      outcome: 'not_attempted',
-      retry,
-      message: message.slice(0, 1000),
-      ...(field === undefined ? {} : { field }),
-    },
-  };
+  const structured = agentRefusal(code, message.slice(0, 1000), retry, field);
   return { isError: true, structured: agentToolReplySchema.parse(structured), text: `${code}: ${message}` };
 }
 

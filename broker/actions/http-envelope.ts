@@ -1,5 +1,6 @@
 import type { HttpChannelReport } from '../channels/http/index.js';
 import { earlierAttempts, envelopeAttempts } from './envelope-attempts.js';
+import { envelopeError } from './envelope-error.js';
 import {
   envelopeSchema,
   type ActionState,
@@ -44,19 +45,7 @@ export function buildHttpEnvelope(f: EnvelopeFacts): Envelope {
     caller_disposition: c.code === 'CALLER_DEADLINE_EXCEEDED' ? 'timed_out' : 'completed',
     effect: c.effect,
     outcome_basis: c.outcome_basis,
-    ...(c.code === null
-      ? {}
-      : {
-          error: {
-            code: c.code,
-            phase: c.phase,
-            outcome: c.outcome,
-            retry: c.retry,
-            message: f.message.slice(0, 1000),
-            ...(f.field === undefined ? {} : { field: f.field }),
-            ...(c.retry_after_ms === undefined ? {} : { retry_after_ms: c.retry_after_ms }),
-          },
-        }),
+    ...envelopeError(c, f.message, f.field),
     evidence: {
       dispatch_started: f.state.dispatch_seq !== null,
       dispatch_evidence: f.state.dispatch_evidence,

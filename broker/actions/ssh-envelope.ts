@@ -1,5 +1,6 @@
 import type { SshChannelReport } from '../channels/ssh/index.js';
 import { envelopeAttempts } from './envelope-attempts.js';
+import { envelopeError } from './envelope-error.js';
 import { envelopeSchema, type ActionState, type Classification, type Envelope } from '../contract/index.js';
 
 export interface SshEnvelopeFacts {
@@ -29,18 +30,7 @@ export function buildSshEnvelope(f: SshEnvelopeFacts): Envelope {
     caller_disposition: cancelled ? 'canceled' : 'completed',
     effect: c.effect,
     outcome_basis: c.outcome_basis,
-    ...(c.code === null
-      ? {}
-      : {
-          error: {
-            code: c.code,
-            phase: c.phase,
-            outcome: c.outcome,
-            retry: c.retry,
-            message: f.message.slice(0, 1000),
-            ...(f.field === undefined ? {} : { field: f.field }),
-          },
-        }),
+    ...envelopeError(c, f.message, f.field),
     evidence: {
       dispatch_started: f.state.dispatch_seq !== null,
       dispatch_evidence: f.state.dispatch_evidence,

@@ -1,3 +1,4 @@
+import { envelopeError } from './envelope-error.js';
 import {
   envelopeSchema,
   errorCodeMeanings,
@@ -21,18 +22,7 @@ export function stateEnvelope(state: ActionState, disposition?: CallerDispositio
     caller_disposition: disposition ?? state.caller_disposition ?? 'completed',
     effect: state.effect,
     outcome_basis: state.outcome_basis,
-    ...(c === undefined || c.code === null
-      ? {}
-      : {
-          error: {
-            code: c.code,
-            phase: c.phase,
-            outcome: c.outcome,
-            retry: c.retry,
-            message: errorCodeMeanings[c.code].slice(0, 1000),
-            ...(c.retry_after_ms === undefined ? {} : { retry_after_ms: c.retry_after_ms }),
-          },
-        }),
+    ...(c === undefined || c.code === null ? {} : envelopeError(c, errorCodeMeanings[c.code])),
     evidence: {
       dispatch_started: state.dispatch_seq !== null,
       dispatch_evidence: state.dispatch_evidence,

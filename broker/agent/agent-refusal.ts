@@ -1,4 +1,4 @@
-import type { AgentRefusal, ErrorCode } from '../contract/index.js';
+import { agentRefusal, type AgentRefusal, type ErrorCode } from '../contract/index.js';
 import type { ToolAnswer } from '../ports/index.js';
 
 /**
@@ -11,16 +11,6 @@ export function refusalAnswer(
   retry: AgentRefusal['error']['retry'],
   field?: string,
 ): ToolAnswer {
-  const structured: AgentRefusal = {
-    invocation_id: null,
-    error: {
-      code,
-      phase: 'validation',
-      outcome: 'not_attempted',
-      retry,
-      message,
-      ...(field === undefined ? {} : { field }),
-    },
-  };
+  const structured = agentRefusal(code, message, retry, field);
   return { isError: true, structured, text: `${code}: ${message}` };
 }

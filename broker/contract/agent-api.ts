@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCodeSchema } from './classification.js';
+import type { ErrorCode } from './error-codes.js';
 import { envelopeSchema } from './envelope.js';
 import { ApprovalMode } from './route-modes.js';
 
@@ -175,6 +176,26 @@ export const agentRefusalSchema = z.object({
   }),
 });
 export type AgentRefusal = z.infer<typeof agentRefusalSchema>;
+
+/** A refusal that belongs to no action: not attempted, stopped at validation (the socket's and the tools' own). */
+export function agentRefusal(
+  code: ErrorCode,
+  message: string,
+  retry: AgentRefusal['error']['retry'],
+  field?: string,
+): AgentRefusal {
+  return {
+    invocation_id: null,
+    error: {
+      code,
+      phase: 'validation',
+      outcome: 'not_attempted',
+      retry,
+      message,
+      ...(field === undefined ? {} : { field }),
+    },
+  };
+}
 
 /**
  * The decision on an action's ticket as the journal records it: who decided (a person, a policy, the broker's

@@ -171,24 +171,7 @@ export class AuditWriter {
 
   /** The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now. */
   openRow(row: EventRow): JournalEvent {
-    const body = row.run === 0 ? row.ciphertext : this.decrypt(row);
-    if (body.length > eventBodyBytesMax)
-      throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
-    const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as {
-      payload: unknown;
-      classification?: Classification;
-    };
-    const event = {
-      seq: row.seq,
-      at_ms: row.at_ms,
-      kind: row.kind,
-      action_id: row.action_id,
-      session_id: row.session_id,
-      ticket: row.ticket,
-      lane: row.lane,
-      payload,
-    };
-    return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+    return eventOfBody(row, row.run === 0 ? row.ciphertext : this.decrypt(row));
   }
 
   /** RowCipher.seal: the same AEAD and nonces as events, under this run's key. */
@@ -339,4 +322,25 @@ export class AuditWriter {
     this.runKeys.set(run, key);
     return key;
   }
+}
+
+/** A row's opened body (bounded before JSON.parse) with its plaintext header: the event as appended. */
+export function eventOfBody(row: EventRow, body: Uint8Array): JournalEvent {
+  if (body.length > eventBodyBytesMax)
+    throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
+  const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as {
+    payload: unknown;
+    classification?: Classification;
+  };
+  const event = {
+    seq: row.seq,
+    at_ms: row.at_ms,
+    kind: row.kind,
+    action_id: row.action_id,
+    session_id: row.session_id,
+    ticket: row.ticket,
+    lane: row.lane,
+    payload,
+  };
+  return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
 }

@@ -1,12 +1,9 @@
 import { openDatabase } from '../ports/open-database.js';
-import { CodedError, type Classification, type JournalEvent } from '../contract/index.js';
+import { CodedError, type JournalEvent } from '../contract/index.js';
 import { auditHeaderText, encodeAssociatedData } from '../core/index.js';
-import { auditDecryptPurpose, type AuditVault } from './audit-writer.js';
+import { auditDecryptPurpose, eventOfBody, type AuditVault } from './audit-writer.js';
 import { decryptPayload, openRunKey, sodiumReady, wipe } from './event-cipher.js';
 import type { EventRow } from './journal-store.js';
-
-/** A decrypted body larger than this is refused before JSON.parse. */
-const eventBodyBytesMax = 256 * 1024;
 
 /**
  * Decrypted events in append order from `fromSeq` to `toSeq`, for `postern audit export`: a
@@ -66,21 +63,5 @@ function openRow(row: EventRow, key: Uint8Array | undefined): JournalEvent {
       });
     }
   }
-  if (body.length > eventBodyBytesMax)
-    throw new CodedError('INTERNAL', `event ${row.seq} body exceeds ${eventBodyBytesMax} bytes`);
-  const { payload, classification } = JSON.parse(Buffer.from(body).toString('utf8')) as {
-    payload: unknown;
-    classification?: Classification;
-  };
-  const event = {
-    seq: row.seq,
-    at_ms: row.at_ms,
-    kind: row.kind,
-    action_id: row.action_id,
-    session_id: row.session_id,
-    ticket: row.ticket,
-    lane: row.lane,
-    payload,
-  };
-  return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+  return eventOfBody(row, body);
 }
