@@ -24,6 +24,8 @@ import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
 const runs = Number(process.argv[2] ?? 10);
 /** A start that has printed nothing by then is reported as a failure, not waited on forever. */
 const firstOutputMsMax = 30_000;
+/** Issues 16 and 18: an MCP client gives up on a slow shim; a person notices a slow `--version`. */
+const firstOutputGoalMs = 300;
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
 
@@ -120,7 +122,9 @@ try {
   process.stdout.write(
     `machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown cpu'}, node ${process.version}, load average ${load}\n\n`,
   );
-  process.stdout.write(`${'command'.padEnd(28)} ${'mode'.padEnd(7)} median    min    max\n`);
+  process.stdout.write(
+    `${'command'.padEnd(28)} ${'mode'.padEnd(7)} median    min    max  goal (bundle median < ${firstOutputGoalMs} ms)\n`,
+  );
   for (const c of cases) {
     for (const [mode, pkg] of [
       ['bundle', withBundle],
@@ -129,7 +133,9 @@ try {
       const samples = await measure(pkg, c);
       const median = samples[Math.floor(samples.length / 2)] ?? Number.NaN;
       const [min, max] = [samples[0] ?? Number.NaN, samples.at(-1) ?? Number.NaN];
-      process.stdout.write(`${c.name.padEnd(28)} ${mode.padEnd(7)} ${fmt(median)} ${fmt(min)} ${fmt(max)}\n`);
+      // The goal is for what an installed `postern` runs (the bundle); tsx is shown for comparison only.
+      const goal = mode === 'bundle' ? (median < firstOutputGoalMs ? 'PASS' : 'FAIL') : '';
+      process.stdout.write(`${c.name.padEnd(28)} ${mode.padEnd(7)} ${fmt(median)} ${fmt(min)} ${fmt(max)}  ${goal}\n`);
     }
   }
 } finally {

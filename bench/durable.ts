@@ -1,0 +1,341 @@
+/**
+ * The durable path at the disk's limit (issue 18): the tables its goals are judged by, each run with
+ * the machine and the raw fsync latency of the data directory's disk measured in the same run.
+ *
+ *  1. added p50/p95 at concurrency 1 for an auto-approved POST, via the executor and via MCP (a real
+ *     MCP SDK client, `postern mcp`, a real daemon), over undici straight to the same loopback server;
+ *     goal: added p50 <= 2 x fsync p50 + 0.5 ms;
+ *  2. concurrency 64: durable actions/s against the journal's own event ceiling for the same event mix
+ *     (group commit, same run); goal >= 2,000 actions/s and >= 80 % of the ceiling;
+ *  3. a remote answering after 20 ms, concurrency 16: broker throughput against direct; goal >= 0.9 x;
+ *  4. fsyncs per action observed by strace on the broker side (every thread, so libuv's threadpool and
+ *     worker threads count too; never the journal's commit counter), on and off the event loop;
+ *  5. CLI and shim cold start (bench/cli-start.ts); goal < 300 ms to first output.
+ *
+ * The target servers run here; the executor runs in its own process (bench/durable-executor.ts) and
+ * the daemon in its own, so neither shares an event loop with the remote it calls. Latency and
+ * throughput runs are never traced; the strace counts come from separate, shorter runs.
+ *
+ *   npm run bench:durable            (node --import tsx bench/durable.ts [--no-cli-start])
+ *
+ * Not part of the test run. Every phase is bounded in count and time; about 2–3 minutes in total.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ExecutorReply, ExecutorRequest } from './durable-executor.js';
+import { startMcpRig } from './durable-daemon.js';
+import { drive, machineLine, ms, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
+import { FsyncTrace, straceUnavailable, tracedArgv, type SyncCount } from './fsync-trace.js';
+
+const remoteDelayMs = 20;
+const replyWaitMs = 120_000;
+const bounds = {
+  warmup: { runMs: 1_000, opsMax: 500 },
+  c1: { runMs: 3_000, opsMax: 2_000 },
+  c64: { runMs: 4_000, opsMax: 40_000 },
+  ceiling: { runMs: 3_000 },
+  remote: { runMs: 3_000, opsMax: 20_000 },
+  tracedC1: { runMs: 3_000, opsMax: 200 },
+  tracedC64: { runMs: 3_000, opsMax: 2_000 },
+};
+const cliStartRuns = 5;
+
+async function listen(delayMs: number): Promise<{ server: Server; origin: string }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const answer = (): void => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"ok":true}');
+      };
+      if (delayMs === 0) answer();
+      else setTimeout(answer, delayMs);
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, origin: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
+}
+
+/** The executor child, one request at a time over IPC; under strace when `traceFile` is given. */
+class Executor {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly pid: number,
+  ) {}
+
+  static async start(traceFile?: string): Promise<Executor> {
+    const argv = [process.execPath, '--import', 'tsx', path.join(import.meta.dirname, 'durable-executor.ts')];
+    const [command, ...args] = traceFile === undefined ? argv : ['strace', ...tracedArgv(argv, traceFile)];
+    const child = spawn(command as string, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const hello = await nextReply(child);
+    if (!hello.ok) throw new Error(hello.error);
+    return new Executor(child, hello.pid);
+  }
+
+  async run(request: ExecutorRequest): Promise<Extract<ExecutorReply, { ok: true }>> {
+    this.child.send(request);
+    const reply = await nextReply(this.child);
+    if (!reply.ok) throw new Error(`executor ${request.op}: ${reply.error}`);
+    return reply;
+  }
+
+  async stop(): Promise<void> {
+    const exited = once(this.child, 'exit');
+    await this.run({ op: 'exit' });
+    await exited;
+  }
+}
+
+function nextReply(child: ChildProcess): Promise<ExecutorReply> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no executor reply within ${replyWaitMs} ms`)), replyWaitMs);
+    const onExit = (code: number | null): void => reject(new Error(`the executor exited (${code})`));
+    child.once('exit', onExit);
+    child.once('message', (reply: ExecutorReply) => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      resolve(reply);
+    });
+  });
+}
+
+interface Targets {
+  fast: string;
+  slow: string;
+}
+
+interface Measured {
+  directC1: Summary;
+  brokerC1: Summary;
+  mcpC1: Summary;
+  brokerC64: Summary & { eventsPerAction: number };
+  ceiling: Summary & { eventsPerAction: number; mix: string };
+  directSlow: Summary;
+  brokerSlow: Summary;
+}
+
+/** The untraced runs: tables 1–3. */
+async function measure(targets: Targets): Promise<Measured> {
+  const executor = await Executor.start();
+  try {
+    await executor.run({ op: 'setup', origins: targets });
+    await executor.run({ op: 'direct', target: 'fast', concurrency: 8, ...bounds.warmup });
+    await executor.run({ op: 'broker', target: 'fast', concurrency: 8, ...bounds.warmup });
+    const directC1 = await executor.run({ op: 'direct', target: 'fast', concurrency: 1, ...bounds.c1 });
+    const brokerC1 = await executor.run({ op: 'broker', target: 'fast', concurrency: 1, ...bounds.c1 });
+    const brokerC64 = await executor.run({ op: 'broker', target: 'fast', concurrency: 64, ...bounds.c64 });
+    const ceiling = await executor.run({ op: 'ceiling', concurrency: 64, ...bounds.ceiling });
+    const directSlow = await executor.run({ op: 'direct', target: 'slow', concurrency: 16, ...bounds.remote });
+    const brokerSlow = await executor.run({ op: 'broker', target: 'slow', concurrency: 16, ...bounds.remote });
+    const mcp = await startMcpRig(targets.fast);
+    let mcpC1: Summary;
+    try {
+      await drive(() => mcp.post(), 1, bounds.warmup);
+      mcpC1 = await drive(() => mcp.post(), 1, bounds.c1);
+    } finally {
+      await mcp.stop();
+    }
+    return {
+      directC1: summaryOf(directC1),
+      brokerC1: summaryOf(brokerC1),
+      mcpC1,
+      brokerC64: { ...summaryOf(brokerC64), eventsPerAction: brokerC64.eventsPerAction ?? Number.NaN },
+      ceiling: {
+        ...summaryOf(ceiling),
+        eventsPerAction: ceiling.eventsPerAction ?? Number.NaN,
+        mix: ceiling.mix ?? '',
+      },
+      directSlow: summaryOf(directSlow),
+      brokerSlow: summaryOf(brokerSlow),
+    };
+  } finally {
+    await executor.stop();
+  }
+}
+
+function summaryOf(reply: { summary?: Summary }): Summary {
+  if (reply.summary === undefined) throw new Error('the executor answered without a summary');
+  return reply.summary;
+}
+
+interface Traced {
+  path: string;
+  count: SyncCount;
+  actions: number;
+}
+
+/** Table 4: the same actions again, under strace, in windows of a known number of actions. */
+async function traceFsyncs(targets: Targets, scratch: string): Promise<Traced[]> {
+  const rows: Traced[] = [];
+  const executorTrace = path.join(scratch, 'executor.strace');
+  const executor = await Executor.start(executorTrace);
+  try {
+    await executor.run({ op: 'setup', origins: targets });
+    await executor.run({ op: 'broker', target: 'fast', concurrency: 8, ...bounds.warmup });
+    const trace = FsyncTrace.of(executorTrace, executor.pid);
+    for (const [label, concurrency, b] of [
+      ['executor, c1', 1, bounds.tracedC1],
+      ['executor, c64', 64, bounds.tracedC64],
+    ] as const) {
+      const from = trace.mark();
+      const reply = await executor.run({ op: 'broker', target: 'fast', concurrency, ...b });
+      rows.push({ path: label, count: await trace.countSince(from), actions: summaryOf(reply).count });
+    }
+  } finally {
+    await executor.stop();
+  }
+  const daemonTrace = path.join(scratch, 'daemon.strace');
+  const mcp = await startMcpRig(targets.fast, daemonTrace);
+  try {
+    await drive(() => mcp.post(), 1, { runMs: 500, opsMax: 20 });
+    const trace = FsyncTrace.of(daemonTrace, mcp.daemonPid);
+    const from = trace.mark();
+    const s = await drive(() => mcp.post(), 1, bounds.tracedC1);
+    rows.push({ path: 'MCP → daemon, c1', count: await trace.countSince(from), actions: s.count });
+  } finally {
+    await mcp.stop();
+  }
+  return rows;
+}
+
+function printLatency(m: Measured, goalMs: number): void {
+  console.log('### 1. Added latency at concurrency 1 (auto-approved POST, loopback target)');
+  console.log('');
+  console.log(`goal: added p50 <= 2 x fsync p50 + 0.5 ms = ${ms(goalMs)} ms`);
+  console.log('');
+  console.log('| path | n | p50 ms | p95 ms | added p50 ms | added p95 ms | goal |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  const d = m.directC1;
+  console.log(`| direct undici | ${d.count} | ${ms(d.p50)} | ${ms(d.p95)} | — | — | |`);
+  for (const [name, s] of [
+    ['executor (executeHttpAction)', m.brokerC1],
+    ['MCP SDK client → postern mcp → daemon', m.mcpC1],
+  ] as const) {
+    const added = s.p50 - d.p50;
+    console.log(
+      `| ${name} | ${s.count} | ${ms(s.p50)} | ${ms(s.p95)} | ${ms(added)} | ${ms(s.p95 - d.p95)} | ${verdict(added <= goalMs)} |`,
+    );
+  }
+  console.log('');
+}
+
+function printThroughput(m: Measured): void {
+  const b = m.brokerC64;
+  const c = m.ceiling;
+  const ratio = (b.perSecond * b.eventsPerAction) / c.perSecond;
+  console.log('### 2. Concurrency 64: durable actions/s against the journal ceiling (same run)');
+  console.log('');
+  console.log(`ceiling replays the broker's own journal writes per action: ${c.mix}`);
+  console.log('');
+  console.log('| measure | value | goal |');
+  console.log('| --- | ---: | --- |');
+  console.log(
+    `| broker durable actions/s (executor, c64, ${b.count} actions) | ${perSecond(b.perSecond)} | ` +
+      `>= 2,000: ${verdict(b.perSecond >= 2_000)} |`,
+  );
+  console.log(`| broker latency p50 / p95 ms | ${ms(b.p50)} / ${ms(b.p95)} | |`);
+  console.log(`| events per action (journal rows written / actions) | ${b.eventsPerAction.toFixed(2)} | |`);
+  console.log(`| broker events/s | ${perSecond(b.perSecond * b.eventsPerAction)} | |`);
+  console.log(`| journal ceiling events/s (group commit, 64 dispatchers) | ${perSecond(c.perSecond)} | |`);
+  console.log(
+    `| journal ceiling as actions/s (${c.eventsPerAction.toFixed(2)} events each) | ` +
+      `${perSecond(c.perSecond / c.eventsPerAction)} | |`,
+  );
+  console.log(`| broker / ceiling | ${(100 * ratio).toFixed(1)} % | >= 80 %: ${verdict(ratio >= 0.8)} |`);
+  console.log('');
+}
+
+function printRemote(m: Measured): void {
+  const ratio = m.brokerSlow.perSecond / m.directSlow.perSecond;
+  console.log(`### 3. Remote answering after ${remoteDelayMs} ms, concurrency 16`);
+  console.log('');
+  console.log('| path | n | req/s | p50 ms | p95 ms |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  for (const [name, s] of [
+    ['direct undici', m.directSlow],
+    ['executor', m.brokerSlow],
+  ] as const)
+    console.log(`| ${name} | ${s.count} | ${perSecond(s.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} |`);
+  console.log('');
+  console.log(`broker / direct throughput: ${ratio.toFixed(2)} x (goal >= 0.9 x: ${verdict(ratio >= 0.9)})`);
+  console.log('');
+}
+
+function printFsyncs(rows: readonly Traced[] | string): void {
+  console.log('### 4. fsyncs per action, observed (strace -f on the broker process, every thread)');
+  console.log('');
+  if (typeof rows === 'string') {
+    console.log(`not measured: ${rows}`);
+    console.log('');
+    return;
+  }
+  console.log(
+    '| path | actions | sync calls | per action | on the event loop | off the loop (threadpool, workers) | by file (per action) |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  for (const r of rows) {
+    const per = (n: number): string => (n / r.actions).toFixed(2);
+    const files = [...r.count.byFile].map(([file, n]) => `${file} ${per(n)}`).join(', ');
+    console.log(
+      `| ${r.path} | ${r.actions} | ${r.count.total} | ${per(r.count.total)} | ${per(r.count.onLoop)} | ${per(r.count.offLoop)} | ${files} |`,
+    );
+  }
+  console.log('');
+}
+
+/** Table 5 is bench/cli-start.ts itself, run as a child so its own set-up (a built bundle) is unchanged. */
+async function cliStart(): Promise<void> {
+  console.log('### 5. CLI and shim cold start (bench/cli-start.ts; goal < 300 ms to first output, bundle)');
+  console.log('');
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(import.meta.dirname, 'cli-start.ts'), String(cliStartRuns)],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) console.log(`cli-start exited with ${code}`);
+}
+
+async function main(): Promise<void> {
+  const scratch = mkdtempSync(path.join(tmpdir(), 'postern-bench-durable-'));
+  const fast = await listen(0);
+  const slow = await listen(remoteDelayMs);
+  try {
+    console.log(`## Durable path bench (issue 18), ${new Date().toISOString()}`);
+    console.log('');
+    console.log(machineLine(scratch));
+    const fsync = rawFsyncMs(scratch);
+    console.log(
+      `raw fsync of the data dir's disk (4 KiB write + fsync, ${fsync.count} samples): ` +
+        `p50 ${ms(fsync.p50)} ms, p95 ${ms(fsync.p95)} ms, p99 ${ms(fsync.p99)} ms`,
+    );
+    console.log('');
+    const targets = { fast: fast.origin, slow: slow.origin };
+    const measured = await measure(targets);
+    printLatency(measured, 2 * fsync.p50 + 0.5);
+    printThroughput(measured);
+    printRemote(measured);
+    const unavailable = straceUnavailable();
+    printFsyncs(unavailable ?? (await traceFsyncs(targets, scratch)));
+    if (!process.argv.includes('--no-cli-start')) await cliStart();
+  } finally {
+    for (const { server } of [fast, slow]) {
+      server.closeAllConnections();
+      server.close();
+    }
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

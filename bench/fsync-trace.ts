@@ -1,0 +1,119 @@
+/**
+ * fsyncs counted from outside the process: the broker side runs under
+ * `strace -f --seccomp-bpf -y -e trace=<sync calls>`, which sees every thread (the event loop, libuv's
+ * threadpool behind node's async fs, worker threads owning a SQLite connection) and names the file of
+ * each call. The journal's own commit counter is never consulted: a second connection, a result store
+ * or a vault write that fsyncs is counted like any other.
+ *
+ * A window is a range of lines of the trace file (strace writes a line per call as it happens),
+ * closed once no new line has arrived for a short quiet period, so a commit that trails the last
+ * answer (lazy observations riding the next commit) still lands in its window.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
+
+const syncCalls = ['fsync', 'fdatasync', 'sync_file_range', 'syncfs', 'msync'] as const;
+/** A window closes after this long without a new sync call... */
+const quietMs = 300;
+/** ...or after this long in any case (a broker that syncs on a timer would never be quiet). */
+const settleMsMax = 3_000;
+const pollMs = 25;
+
+const callLine = new RegExp(`^(\\d+)\\s+(${syncCalls.join('|')})\\((\\d+)(?:<([^>]*)>)?`);
+
+/** Whether strace can run here; the reason it cannot otherwise (printed in the table instead of numbers). */
+export function straceUnavailable(): string | undefined {
+  const probe = spawnSync('strace', ['-f', '--seccomp-bpf', '-qq', '-e', 'trace=fsync', '-o', '/dev/null', 'true'], {
+    encoding: 'utf8',
+  });
+  if (probe.error !== undefined) return `strace not runnable (${probe.error.message}); apt-get install strace`;
+  if (probe.status !== 0) return `strace cannot trace here: ${probe.stderr.trim().split('\n')[0] ?? 'no reason given'}`;
+  return undefined;
+}
+
+/** argv that runs `argv` under strace, writing one line per sync call to `traceFile`. */
+export function tracedArgv(argv: readonly string[], traceFile: string): string[] {
+  return ['-f', '--seccomp-bpf', '-y', '-qq', '-e', `trace=${syncCalls.join(',')}`, '-o', traceFile, '--', ...argv];
+}
+
+export interface SyncCount {
+  total: number;
+  /** Calls made by the process's main thread (the event loop): each blocks the loop for a disk flush. */
+  onLoop: number;
+  /** Calls made by any other thread (libuv threadpool, worker threads). */
+  offLoop: number;
+  /** Calls by file kind: the journal database, its WAL, anything else (named). */
+  byFile: Map<string, number>;
+}
+
+export class FsyncTrace {
+  private constructor(
+    private readonly traceFile: string,
+    private readonly loopTid: number,
+  ) {}
+
+  /** `loopTid` is the traced process's pid, the thread id of its main thread. */
+  static of(traceFile: string, loopTid: number): FsyncTrace {
+    return new FsyncTrace(traceFile, loopTid);
+  }
+
+  /** The index where a window starting now begins. */
+  mark(): number {
+    return this.lines().length;
+  }
+
+  /** Waits for the broker to go quiet (bounded), then counts the sync calls since `from`. */
+  async countSince(from: number): Promise<SyncCount> {
+    const started = performance.now();
+    let seen = this.lines().length;
+    let quietSince = performance.now();
+    while (performance.now() - quietSince < quietMs && performance.now() - started < settleMsMax) {
+      await delay(pollMs);
+      const now = this.lines().length;
+      if (now !== seen) [seen, quietSince] = [now, performance.now()];
+    }
+    return this.count(this.lines().slice(from));
+  }
+
+  private lines(): string[] {
+    return readFileSync(this.traceFile, 'utf8')
+      .split('\n')
+      .filter((line) => callLine.test(line));
+  }
+
+  private count(lines: readonly string[]): SyncCount {
+    const result: SyncCount = { total: 0, onLoop: 0, offLoop: 0, byFile: new Map() };
+    for (const line of lines) {
+      const [, tid, , , file] = callLine.exec(line) ?? [];
+      result.total += 1;
+      if (Number(tid) === this.loopTid) result.onLoop += 1;
+      else result.offLoop += 1;
+      const kind = fileKind(file ?? '');
+      result.byFile.set(kind, (result.byFile.get(kind) ?? 0) + 1);
+    }
+    return result;
+  }
+}
+
+function fileKind(path: string): string {
+  const name = path.split('/').at(-1) ?? path;
+  if (name === '') return 'unnamed fd';
+  if (name.endsWith('-wal')) return 'journal WAL';
+  if (name.endsWith('-journal')) return 'rollback journal';
+  if (/\.(sqlite|db)$/.test(name)) return `db ${name}`;
+  if (path.endsWith('/') || !name.includes('.')) return `dir ${name}`;
+  return name;
+}
+
+/** The pid strace started (its only direct child), read from /proc: the tracee's loop thread id. */
+export function traceePid(stracePid: number): number | undefined {
+  try {
+    const children = readFileSync(`/proc/${stracePid}/task/${stracePid}/children`, 'utf8').trim().split(/\s+/);
+    const pid = Number(children[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * The journal's own event ceiling for the event mix the broker really writes: the journal write calls
+ * of one broker action are captured (whatever methods the journal offers for them: append, batches,
+ * beginDispatch, a wait for durability, a result commit), then replayed for fresh action ids from N concurrent dispatchers,
+ * each awaiting its own writes in order as the broker does, on a fresh group-commit journal of the
+ * same kind (real file, sealed events). Replaying the broker's own calls keeps the ceiling honest when
+ * the journal's commit path changes: a write that stops waiting for fsync stops waiting here too.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import type { Journal } from '../broker/journal/index.js';
+import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
+import { openTempJournal } from '../broker/testing/temp-journal.js';
+import { summarize, type Summary } from './durable-measure.js';
+
+interface Call {
+  method: string;
+  args: unknown[];
+}
+
+export interface CapturedAction {
+  actionId: string | undefined;
+  lane: string | undefined;
+  calls: Call[];
+}
+
+/** Journal methods an action's writes go through (reads are the broker's cost, not the journal's ceiling). */
+const actionWrite = /^((try)?append(Batch)?|beginDispatch|durable|commit\w*|record\w*)$/;
+
+/**
+ * The journal with every write made on behalf of an action recorded: calls are attributed by the async
+ * context `capture.run` opened for that action (so `durable()`, which names no action, counts too).
+ */
+export class JournalCapture {
+  private readonly context = new AsyncLocalStorage<CapturedAction>();
+  private readonly actions: CapturedAction[] = [];
+  readonly journal: Journal;
+
+  constructor(
+    journal: Journal,
+    private readonly actionsMax: number,
+  ) {
+    this.journal = new Proxy(journal, {
+      get: (target, property, receiver) => {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        const fn = (value as (...args: unknown[]) => unknown).bind(target);
+        if (typeof property !== 'string' || !actionWrite.test(property)) return fn;
+        return (...args: unknown[]) => {
+          const action = this.context.getStore();
+          const named = actionIdOf(args[0]);
+          if (action !== undefined) action.actionId ??= named;
+          // A pooled socket's callbacks run in the context of the action that opened it: only a call that
+          // names this action (or names none, like durable()) is this action's.
+          if (action !== undefined && (named === undefined || named === action.actionId)) {
+            action.lane ??= laneOf(args[0]);
+            action.calls.push({ method: property, args: args.map((a) => copy(a, (s) => s)) });
+          }
+          return fn(...args);
+        };
+      },
+    });
+  }
+
+  /** Runs one action's work, recording its journal writes while fewer than `actionsMax` are kept. */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.actions.length >= this.actionsMax) return work();
+    const action: CapturedAction = { actionId: undefined, lane: undefined, calls: [] };
+    this.actions.push(action);
+    return this.context.run(action, work);
+  }
+
+  /** The last kept action (the first ones pay for warm-up paths); complete once its `run` settled. */
+  captured(): CapturedAction | undefined {
+    return this.actions.at(-1);
+  }
+}
+
+/** Replays `action` for fresh ids from `concurrency` dispatchers for `runMs`: appends (events) per second. */
+export async function replayCeiling(
+  action: CapturedAction,
+  concurrency: number,
+  runMs: number,
+): Promise<{ summary: Summary; eventsPerAction: number; mix: string }> {
+  const temp = await openTempJournal();
+  const ids = createRandomIdSource(systemClock);
+  const latenciesMs: number[] = [];
+  const started = performance.now();
+  let replays = 0;
+  try {
+    const dispatcher = async (): Promise<void> => {
+      while (performance.now() - started < runMs) {
+        replays += 1;
+        const [newId, newLane] = [ids.newActionId(), `${action.lane ?? 'lane'}-${replays}`];
+        const rename = (s: string): string =>
+          s === action.lane ? newLane : action.actionId === undefined ? s : s.replaceAll(action.actionId, newId);
+        for (const call of action.calls) {
+          const method = (temp.journal as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
+            call.method
+          ];
+          const t0 = performance.now();
+          await method?.apply(
+            temp.journal,
+            call.args.map((a) => copy(a, rename)),
+          );
+          latenciesMs.push(performance.now() - t0);
+        }
+      }
+    };
+    const eventsBefore = temp.journal.stats().events;
+    await Promise.all(Array.from({ length: concurrency }, dispatcher));
+    const seconds = (performance.now() - started) / 1000;
+    const events = temp.journal.stats().events - eventsBefore;
+    // Appends per second as events (a batch call carries several): the ceiling is in events/s.
+    const summary = { ...summarize(latenciesMs, seconds), count: events, perSecond: events / seconds };
+    return { summary, eventsPerAction: events / replays, mix: mixOf(action) };
+  } finally {
+    await temp.dispose();
+  }
+}
+
+/** `append ACTION_ACCEPTED, beginDispatch, …`: what was replayed, for the table. */
+function mixOf(action: CapturedAction): string {
+  return action.calls
+    .map((c) => {
+      const kinds = [c.args[0]]
+        .flat()
+        .map((a) => (isRecord(a) && typeof a['kind'] === 'string' ? a['kind'] : undefined))
+        .filter((k) => k !== undefined);
+      return kinds.length === 0 ? c.method : `${c.method} ${kinds.join('+')}`;
+    })
+    .join(', ');
+}
+
+function actionIdOf(first: unknown): string | undefined {
+  const head = Array.isArray(first) ? (first[0] as unknown) : first;
+  if (typeof head === 'string') return head;
+  return isRecord(head) && typeof head['action_id'] === 'string' ? head['action_id'] : undefined;
+}
+
+function laneOf(first: unknown): string | undefined {
+  const head = Array.isArray(first) ? (first[0] as unknown) : first;
+  return isRecord(head) && typeof head['lane'] === 'string' ? head['lane'] : undefined;
+}
+
+/** A deep copy with every string passed through `rename` (Buffers copied, not turned into arrays). */
+function copy(value: unknown, rename: (s: string) => string): unknown {
+  if (typeof value === 'string') return rename(value);
+  if (Buffer.isBuffer(value)) return Buffer.from(value);
+  if (Array.isArray(value)) return value.map((v) => copy(v, rename));
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copy(v, rename)]));
+  return value;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+}
