@@ -1,5 +1,5 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useRef } from 'react';
 import type { ActionListRow } from '../../../broker/contract/index.js';
 import {
   actionFilterActive,
@@ -10,7 +10,7 @@ import {
 import { spanText } from '../store/action-wait.js';
 import { useAppStore } from '../store/app-store.js';
 import { actionHref, activityOrigin } from '../store/hash-route.js';
-import { FilterTextField, OutcomeSelect } from './filter-fields.js';
+import { FilterForm, OutcomeSelect } from './filter-fields.js';
 import { usePolling } from './use-polling.js';
 
 /** A row's height before it is measured (two lines); rows that wrap are measured and grow. */
@@ -172,7 +172,7 @@ function agentText(row: ActionListRow): string {
   return pid === null ? name : `${name} (pid ${pid})`;
 }
 
-/** The filter as typed; applied on submit, so each keystroke does not start a read. */
+/** The action list's filter: outcome, target, lane, session, text and open only. */
 function ActionFilterForm({
   applied,
   onApply,
@@ -180,54 +180,36 @@ function ActionFilterForm({
   applied: ActionListFilter;
   onApply: (filter: ActionListFilter) => void;
 }) {
-  const [draft, setDraft] = useState<ActionListFilter>(applied);
-  const field = (name: 'target' | 'lane' | 'session' | 'text', label: string, placeholder: string) => (
-    <FilterTextField
-      label={label}
-      value={draft[name]}
-      placeholder={placeholder}
-      onChange={(value) => setDraft({ ...draft, [name]: value })}
-      testId={`actions-filter-${name}`}
-    />
-  );
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    onApply(draft);
-  };
   return (
-    <form className="activity-filter" onSubmit={submit} aria-label="Filter the actions" data-testid="actions-filter">
-      <OutcomeSelect
-        value={draft.outcome}
-        onChange={(outcome) => setDraft({ ...draft, outcome })}
-        testId="actions-filter-outcome"
-      />
-      {field('target', 'Target', 'route or host')}
-      {field('lane', 'Lane', 'lane name')}
-      {field('session', 'Session', 'ses_…')}
-      {field('text', 'Text', 'path, command, code, #ticket…')}
-      <label className="inline-check">
-        <input
-          type="checkbox"
-          checked={draft.open}
-          onChange={(e) => setDraft({ ...draft, open: e.target.checked })}
-          data-testid="actions-filter-open"
-        />
-        Open only
-      </label>
-      <div className="form-actions">
-        <button type="submit" className="primary">
-          Apply
-        </button>
-        <button
-          type="button"
-          onClick={() => {
-            setDraft(emptyActionListFilter);
-            onApply(emptyActionListFilter);
-          }}
-        >
-          Clear
-        </button>
-      </div>
-    </form>
+    <FilterForm
+      label="Filter the actions"
+      testId="actions-filter"
+      applied={applied}
+      empty={emptyActionListFilter}
+      onApply={onApply}
+    >
+      {(form) => (
+        <>
+          <OutcomeSelect
+            value={form.draft.outcome}
+            onChange={(outcome) => form.set({ outcome })}
+            testId="actions-filter-outcome"
+          />
+          {form.text('target', 'Target', 'route or host')}
+          {form.text('lane', 'Lane', 'lane name')}
+          {form.text('session', 'Session', 'ses_…')}
+          {form.text('text', 'Text', 'path, command, code, #ticket…')}
+          <label className="inline-check">
+            <input
+              type="checkbox"
+              checked={form.draft.open}
+              onChange={(e) => form.set({ open: e.target.checked })}
+              data-testid="actions-filter-open"
+            />
+            Open only
+          </label>
+        </>
+      )}
+    </FilterForm>
   );
 }

@@ -1,5 +1,5 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useRef } from 'react';
 import type { ActivityEvent } from '../../../broker/contract/index.js';
 import {
   activityBlockRows,
@@ -19,7 +19,7 @@ import {
   activityOrigin,
   type ActivityMode,
 } from '../store/hash-route.js';
-import { FilterTextField, OutcomeSelect } from './filter-fields.js';
+import { FilterForm, OutcomeSelect } from './filter-fields.js';
 import { ActionListView } from './action-list-view.js';
 import { TimelineView } from './timeline-view.js';
 import { useHashRoute } from './use-hash-route.js';
@@ -83,7 +83,7 @@ function EventLogView() {
         · Every journal event in append order. Filtering keeps each event&apos;s original position (seq); wall time is
         shown, never used for order.
       </p>
-      <FilterForm applied={view.filter} onApply={setFilter} />
+      <EventFilterForm applied={view.filter} onApply={setFilter} />
       {view.error !== null && (
         <div className="error" role="alert" data-testid="activity-error">
           <strong>{view.error.code}</strong>
@@ -245,47 +245,29 @@ function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
   );
 }
 
-/** The filter as typed; applied on submit, so each keystroke does not start a scan of the journal. */
-function FilterForm({ applied, onApply }: { applied: ActivityFilter; onApply: (filter: ActivityFilter) => void }) {
-  const [draft, setDraft] = useState<ActivityFilter>(applied);
-  const field = (name: Exclude<keyof ActivityFilter, 'outcome'>, label: string, placeholder: string) => (
-    <FilterTextField
-      label={label}
-      value={draft[name]}
-      placeholder={placeholder}
-      onChange={(value) => setDraft({ ...draft, [name]: value })}
-      testId={`activity-filter-${name}`}
-    />
-  );
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    onApply(draft);
-  };
+/** The event log's filter: session, lane, outcome, code and text. */
+function EventFilterForm({ applied, onApply }: { applied: ActivityFilter; onApply: (filter: ActivityFilter) => void }) {
   return (
-    <form className="activity-filter" onSubmit={submit} aria-label="Filter the activity" data-testid="activity-filter">
-      {field('session', 'Session', 'ses_…')}
-      {field('lane', 'Lane', 'lane name')}
-      <OutcomeSelect
-        value={draft.outcome}
-        onChange={(outcome) => setDraft({ ...draft, outcome })}
-        testId="activity-filter-outcome"
-      />
-      {field('code', 'Code', 'e.g. CONNECT_REFUSED')}
-      {field('text', 'Text', 'kind, action, summary…')}
-      <div className="form-actions">
-        <button type="submit" className="primary">
-          Apply
-        </button>
-        <button
-          type="button"
-          onClick={() => {
-            setDraft(emptyActivityFilter);
-            onApply(emptyActivityFilter);
-          }}
-        >
-          Clear
-        </button>
-      </div>
-    </form>
+    <FilterForm
+      label="Filter the activity"
+      testId="activity-filter"
+      applied={applied}
+      empty={emptyActivityFilter}
+      onApply={onApply}
+    >
+      {(form) => (
+        <>
+          {form.text('session', 'Session', 'ses_…')}
+          {form.text('lane', 'Lane', 'lane name')}
+          <OutcomeSelect
+            value={form.draft.outcome}
+            onChange={(outcome) => form.set({ outcome })}
+            testId="activity-filter-outcome"
+          />
+          {form.text('code', 'Code', 'e.g. CONNECT_REFUSED')}
+          {form.text('text', 'Text', 'kind, action, summary…')}
+        </>
+      )}
+    </FilterForm>
   );
 }

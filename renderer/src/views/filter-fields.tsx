@@ -1,3 +1,4 @@
+import { useState, type FormEvent, type ReactNode } from 'react';
 import type { Outcome } from '../../../broker/contract/index.js';
 import { outcomeOrder } from '../store/metrics-reducer.js';
 
@@ -52,5 +53,74 @@ export function FilterTextField({
         data-testid={testId}
       />
     </label>
+  );
+}
+
+/** What a filter form's fields get: the draft, a way to change it, and one text field by name. */
+export interface FilterDraft<F> {
+  readonly draft: F;
+  set(update: Partial<F>): void;
+  text(
+    name: { [K in keyof F]: F[K] extends string ? K : never }[keyof F],
+    label: string,
+    placeholder: string,
+  ): ReactNode;
+}
+
+/**
+ * The filter as typed, applied on submit (so each keystroke does not start a read), with Apply and Clear: the shell
+ * both Activity filters share; `children` lays out their own fields.
+ */
+export function FilterForm<F>({
+  label,
+  testId,
+  applied,
+  empty,
+  onApply,
+  children,
+}: {
+  label: string;
+  testId: string;
+  applied: F;
+  empty: F;
+  onApply: (filter: F) => void;
+  children: (form: FilterDraft<F>) => ReactNode;
+}) {
+  const [draft, setDraft] = useState<F>(applied);
+  const form: FilterDraft<F> = {
+    draft,
+    set: (update) => setDraft({ ...draft, ...update }),
+    text: (name, fieldLabel, placeholder) => (
+      <FilterTextField
+        label={fieldLabel}
+        value={draft[name] as string}
+        placeholder={placeholder}
+        onChange={(value) => setDraft({ ...draft, [name]: value })}
+        testId={`${testId}-${String(name)}`}
+      />
+    ),
+  };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onApply(draft);
+  };
+  return (
+    <form className="activity-filter" onSubmit={submit} aria-label={label} data-testid={testId}>
+      {children(form)}
+      <div className="form-actions">
+        <button type="submit" className="primary">
+          Apply
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            setDraft(empty);
+            onApply(empty);
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </form>
   );
 }
