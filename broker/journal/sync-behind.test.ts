@@ -89,6 +89,11 @@ describe('when the disk is slow to sync (sync-behind)', () => {
       code: 'JOURNAL_UNAVAILABLE',
     });
     await expect(journal.durable()).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    // Nothing after the failed sync is ever called durable, not even by the sync at close.
+    const durableBefore = journal.durableSeq();
+    expect(durableBefore).toBeLessThan(journal.stats().last_seq);
+    await journal.close();
+    expect(journal.durableSeq()).toBe(durableBefore);
   });
 
   it('close syncs what is committed and answers the waiting dispatch', async () => {

@@ -76,7 +76,9 @@ export class WalSync {
 
   /** Syncs now, on the loop: at the end of recovery and at close, where nothing may be left behind. */
   syncNow(): void {
-    if (this.failure !== undefined || this.fd === undefined) {
+    // A failed log vouches for nothing more; in mode `commit` every commit was durable when it returned.
+    if (this.failure !== undefined) return;
+    if (this.fd === undefined) {
       this.durableSeq = this.committedSeq;
       return;
     }
