@@ -332,7 +332,13 @@ export function eventOfBody(row: EventRow, body: Uint8Array): JournalEvent {
     payload: unknown;
     classification?: Classification;
   };
-  const event = {
+  const event = { ...eventHeaderOf(row), payload };
+  return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
+}
+
+/** A row's plaintext header: what every reader may see of an event, its body opened or not. */
+export function eventHeaderOf(row: EventRow) {
+  return {
     seq: row.seq,
     at_ms: row.at_ms,
     kind: row.kind,
@@ -340,7 +346,5 @@ export function eventOfBody(row: EventRow, body: Uint8Array): JournalEvent {
     session_id: row.session_id,
     ticket: row.ticket,
     lane: row.lane,
-    payload,
   };
-  return (classification === undefined ? event : { ...event, classification }) as JournalEvent;
 }

@@ -16,7 +16,13 @@ import {
 } from '../contract/index.js';
 import { type ActionTimeline, type BoundIdempotencyKey, type OutcomeCountRow } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
-import { AuditWriter, checkpointEveryEventsDefault, type AuditVault, type RowCipher } from './audit-writer.js';
+import {
+  AuditWriter,
+  checkpointEveryEventsDefault,
+  eventHeaderOf,
+  type AuditVault,
+  type RowCipher,
+} from './audit-writer.js';
 import {
   readDurability,
   requireDurableConnection,
@@ -471,16 +477,7 @@ export class Journal {
         return this.audit.openRow(row);
       } catch (error) {
         if (!isCodedError(error) || error.code !== 'AUDIT_KEY_UNAVAILABLE') throw error;
-        return {
-          sealed: true as const,
-          seq: row.seq,
-          at_ms: row.at_ms,
-          kind: row.kind,
-          action_id: row.action_id,
-          session_id: row.session_id,
-          ticket: row.ticket,
-          lane: row.lane,
-        };
+        return { sealed: true as const, ...eventHeaderOf(row) };
       }
     });
   }

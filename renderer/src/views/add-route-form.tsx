@@ -4,7 +4,7 @@ import { routeFieldsByKey, type FormProblem, type RouteField } from '../store/co
 import { parseMethods, type ConfigEdit } from '../store/config-reducer.js';
 import { AddForm, Field } from './add-form.js';
 import {
-  ApprovalSelect,
+  ApprovalField,
   TextField,
   useFileEntryForm,
   type FieldKit,
@@ -120,13 +120,12 @@ function RouteFields({
           <option value="query">query</option>
         </select>
       </Field>
-      <Field id={`${id}-approval`} label={routeFieldLabels.approval} invalid={problem?.field === 'approval'}>
-        <ApprovalSelect
-          id={`${id}-approval`}
-          value={draft.approval}
-          onChange={(approval) => setDraft((d) => ({ ...d, approval }))}
-        />
-      </Field>
+      <ApprovalField
+        kit={kit}
+        field="approval"
+        value={draft.approval}
+        onChange={(approval) => setDraft((d) => ({ ...d, approval }))}
+      />
       <TextField kit={kit} field="methods" value={draft.methods} onChange={change('methods')} maxLength={64} />
     </>
   );

@@ -12,7 +12,7 @@ import {
 } from '../store/config-host-input.js';
 import { AddForm, Field } from './add-form.js';
 import {
-  ApprovalSelect,
+  ApprovalField,
   TextField,
   useFileEntryForm,
   type FieldKit,
@@ -141,13 +141,12 @@ function SshTrustFields({ id, draft, setDraft, problem, invalid }: SshHostFields
               : ''}
         </span>
       </Field>
-      <Field id={`${id}-approval`} label={sshHostFieldLabels.approval} invalid={problem?.field === 'approval'}>
-        <ApprovalSelect
-          id={`${id}-approval`}
-          value={draft.approval}
-          onChange={(approval) => setDraft((d) => ({ ...d, approval }))}
-        />
-      </Field>
+      <ApprovalField
+        kit={kit}
+        field="approval"
+        value={draft.approval}
+        onChange={(approval) => setDraft((d) => ({ ...d, approval }))}
+      />
     </>
   );
 }

@@ -155,3 +155,23 @@ export function TextField<F extends string>({
     </Field>
   );
 }
+
+/** The approval field of an add form: who must approve calls through the entry. */
+export function ApprovalField<F extends string>({
+  kit,
+  field,
+  value,
+  onChange,
+}: {
+  kit: FieldKit<F>;
+  field: F;
+  value: ApprovalMode;
+  onChange: (value: ApprovalMode) => void;
+}) {
+  const id = `${kit.id}-${field}`;
+  return (
+    <Field id={id} label={kit.labels[field]} invalid={kit.problem?.field === field}>
+      <ApprovalSelect id={id} value={value} onChange={onChange} />
+    </Field>
+  );
+}
