@@ -135,7 +135,7 @@ describe('the agent socket under a flood of malformed messages (fuzz, running da
       probe.send(JSON.stringify({ jsonrpc: '2.0', id: listId, method: 'tools/list' }));
       let answer: { id?: unknown; result?: { tools?: unknown[] } } = {};
       while (answer.id !== listId) answer = (await probe.nextMessage()) as typeof answer;
-      expect(answer.result?.tools).toHaveLength(6);
+      expect(answer.result?.tools).toHaveLength(7);
       // Agents can never reach the operator API: every operator method, as a JSON-RPC method or as a
       // tool name, is refused with OPERATOR_ONLY on the agent socket.
       for (const method of brokerApiMethods) {

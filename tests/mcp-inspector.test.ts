@@ -95,7 +95,7 @@ function call(
 describe('the MCP inspector CLI, through postern mcp, from outside the checkout', () => {
   let actionId = '';
 
-  it('lists the six tools, each with an input and an output schema', async () => {
+  it('lists the seven tools, each with an input and an output schema', async () => {
     const listed = (await inspector('tools/list')) as {
       tools: Array<{ name: string; inputSchema?: unknown; outputSchema?: unknown }>;
     };
@@ -105,6 +105,7 @@ describe('the MCP inspector CLI, through postern mcp, from outside the checkout'
       'fetch_result',
       'http_request',
       'list_routes',
+      'request_credential',
       'ssh_exec',
     ]);
     for (const tool of listed.tools) {

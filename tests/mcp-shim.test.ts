@@ -67,6 +67,7 @@ describe('when an MCP client launches postern mcp', () => {
         'fetch_result',
         'cancel_action',
         'list_routes',
+        'request_credential',
       ]);
       const result = await client.callTool({
         name: 'http_request',

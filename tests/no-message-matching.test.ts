@@ -36,6 +36,7 @@ const impossibleTransitionNamedIn: Readonly<Record<string, string>> = {
   'broker/contract/transition-refusal.ts': 'the code a refusal has always answered with',
   'broker/core/project.ts': 'thrown for a bug; the code of a refusal',
   'broker/core/project-session.ts': 'thrown for a bug; the code of a refusal',
+  'broker/core/project-credential-request.ts': 'thrown for a bug; the code of a refusal',
   'broker/core/lane-release.ts': 'thrown for a history that contradicts invariant 7',
   'broker/journal/journal.ts': "a bug in one unit's events rejects that unit only, not the batch",
   'broker/journal/plan-unit.ts': 'documents what planUnit throws',

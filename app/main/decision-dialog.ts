@@ -24,6 +24,8 @@ const verbs: Partial<Record<BrokerApiMethod, string>> = {
   'credentials.add': 'Add a credential',
   'credentials.remove': 'Remove the credential',
   'config.edit': 'Change the configuration',
+  'credential_requests.provision': "Answer the agent's credential request",
+  'credential_requests.decline': "Decline the agent's credential request",
 };
 
 const detailCharsMax = 600;
@@ -46,7 +48,9 @@ export function describeDecision(
       ? ` ticket #${fields['ticket']}`
       : typeof fields['action_id'] === 'string'
         ? ` ${fields['action_id']}`
-        : '';
+        : typeof fields['request_id'] === 'string'
+          ? ` ${fields['request_id']}`
+          : '';
   const named =
     typeof fields['name'] === 'string'
       ? ` “${fields['name']}”`
@@ -56,7 +60,7 @@ export function describeDecision(
   const lines: string[] = [];
   if (card !== undefined) {
     lines.push(
-      `${card.target}: ${card.channel === 'ssh' ? (card.command ?? '') : `${card.method ?? ''} ${card.path ?? ''}`}`.trim(),
+      `${card.target}: ${card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : (card.command ?? '')}`.trim(),
     );
     lines.push(`Credential: ${card.credential}`);
     if (card.session !== null)

@@ -85,7 +85,7 @@ describe('when a client sends hostile frames', () => {
 
     const client = new Client({ name: 'after-fuzz', version: '1' });
     await client.connect(new SocketClientTransport(socket.path));
-    expect((await client.listTools()).tools).toHaveLength(6);
+    expect((await client.listTools()).tools).toHaveLength(7);
     await client.close();
     expect(escaped).toEqual([]);
   }, 120_000);

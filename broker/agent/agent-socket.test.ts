@@ -89,7 +89,7 @@ describe('when the socket starts', () => {
     expect(lstatSync(socketPath).isSocket()).toBe(true);
     const socket = await start();
     const client = await mcpClient(socket.path);
-    expect((await client.listTools()).tools).toHaveLength(6);
+    expect((await client.listTools()).tools).toHaveLength(7);
   });
 
   it('refuses to start while another broker serves the same data directory', async () => {
@@ -359,7 +359,7 @@ describe('when a client sends broken frames', () => {
 });
 
 describe('when an agent lists and calls tools', () => {
-  it('lists the six contract tools with object input schemas', async () => {
+  it('lists the seven contract tools with object input schemas', async () => {
     const socket = await start();
     const client = await mcpClient(socket.path);
     const { tools } = await client.listTools();
@@ -370,6 +370,7 @@ describe('when an agent lists and calls tools', () => {
       'fetch_result',
       'cancel_action',
       'list_routes',
+      'request_credential',
     ]);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');

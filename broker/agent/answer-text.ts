@@ -1,4 +1,10 @@
-import type { AgentRefusal, AgentRouteList, AgentToolReply, EnvelopeError } from '../contract/index.js';
+import type {
+  AgentRefusal,
+  AgentRouteList,
+  AgentToolReply,
+  CredentialRequestReply,
+  EnvelopeError,
+} from '../contract/index.js';
 import type { ToolAnswer } from '../ports/index.js';
 
 /** The line that introduces the JSON; the JSON starts on the next line and runs to the end of the text. */
@@ -9,7 +15,7 @@ const summaryCharsMax = 600;
 /** The contract's bound on an error message (envelope.ts, agent-api.ts). */
 const errorMessageCharsMax = 1000;
 
-type Reply = AgentToolReply | AgentRouteList;
+type Reply = AgentToolReply | AgentRouteList | CredentialRequestReply;
 type EnvelopeReply = Extract<AgentToolReply, { evidence: unknown }>;
 
 /**
@@ -28,6 +34,7 @@ export function answerText(headline: string, structured: Reply): string {
 
 function summaryLines(structured: Reply): string[] {
   if ('routes' in structured) return routeLines(structured);
+  if ('request_id' in structured) return [credentialRequestLine(structured)];
   if (structured.invocation_id === null) return [errorLine(structured.error)];
   const reply = structured as EnvelopeReply;
   const lines = [actionLine(reply)];
@@ -39,6 +46,15 @@ function summaryLines(structured: Reply): string[] {
   if (reply.response !== undefined) lines.push(responseLine(reply.response));
   if (reply.output !== undefined) lines.push(outputLine(reply.output));
   return lines;
+}
+
+/** request_credential: where the request stands and the credential's name once provisioned (never a value). */
+function credentialRequestLine(r: CredentialRequestReply): string {
+  const parts = [`credential request: ${r.request_id}`, `status: ${r.status}`];
+  if (r.credential !== undefined) parts.push(`credential: ${r.credential}`);
+  if (r.reason !== undefined) parts.push(`reason: ${r.reason}`);
+  if (r.expires_at_ms !== undefined) parts.push(`expires: ${new Date(r.expires_at_ms).toISOString()}`);
+  return parts.join(' · ');
 }
 
 function actionLine(r: EnvelopeReply): string {
@@ -117,7 +133,8 @@ function oneLine(text: string): string {
  */
 export async function withTargetNames(answer: ToolAnswer, listTargets: () => Promise<ToolAnswer>): Promise<ToolAnswer> {
   const structured = answer.structured;
-  if ('routes' in structured || structured.error?.code !== 'INVALID_TARGET') return answer;
+  if ('routes' in structured || 'request_id' in structured || structured.error?.code !== 'INVALID_TARGET')
+    return answer;
   const { error } = structured;
   const kind = error.field === 'route' ? 'routes' : error.field === 'host' ? 'ssh_hosts' : undefined;
   if (kind === undefined) return answer;

@@ -68,7 +68,7 @@ describe('when a client lists the tools', () => {
   it('every tool declares an object outputSchema that admits a refusal', async () => {
     await connect();
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(6);
+    expect(tools).toHaveLength(7);
     for (const tool of tools) {
       expect(tool.outputSchema?.type, tool.name).toBe('object');
       expect(JSON.stringify(tool.outputSchema), tool.name).toContain('"invocation_id":{"type":"null"}');

@@ -47,4 +47,9 @@ export const eventWaitsForDisk: Readonly<Record<EventKind, boolean>> = {
   SESSION_ENDED: false,
   SESSION_RECONNECTED: false,
   CONFIG_APPLIED: true,
+  // The agent is answered with the request's id (after Journal.durable()); the answers are a person's decisions.
+  CREDENTIAL_REQUESTED: false,
+  CREDENTIAL_PROVISIONED: true,
+  CREDENTIAL_REQUEST_DECLINED: true,
+  CREDENTIAL_REQUEST_EXPIRED: true,
 };

@@ -43,6 +43,10 @@ export const EventKind = {
   SESSION_ENDED: 'SESSION_ENDED',
   SESSION_RECONNECTED: 'SESSION_RECONNECTED',
   CONFIG_APPLIED: 'CONFIG_APPLIED',
+  CREDENTIAL_REQUESTED: 'CREDENTIAL_REQUESTED',
+  CREDENTIAL_PROVISIONED: 'CREDENTIAL_PROVISIONED',
+  CREDENTIAL_REQUEST_DECLINED: 'CREDENTIAL_REQUEST_DECLINED',
+  CREDENTIAL_REQUEST_EXPIRED: 'CREDENTIAL_REQUEST_EXPIRED',
 } as const satisfies ClosedSet<string>;
 export type EventKind = keyof typeof EventKind;
 
@@ -89,6 +93,13 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
     'The same agent process (pid + start time) opened its recorded session again: a shim reconnecting after a broker restart or a lost connection, or another connection of that process.',
   CONFIG_APPLIED:
     'A configuration a person accepted (or edited) took effect without a restart: its digest, who, how, and the settings waiting for one.',
+  CREDENTIAL_REQUESTED:
+    'An agent asked for a credential it lacks (request_credential): its purpose, what it is for and the hints it gave; never a value.',
+  CREDENTIAL_PROVISIONED:
+    'A person answered a credential request: a credential added to the vault or an existing one bound, by id and name (never its value).',
+  CREDENTIAL_REQUEST_DECLINED: 'A person declined a credential request, with an optional reason for the agent.',
+  CREDENTIAL_REQUEST_EXPIRED:
+    'A credential request waited its time (agents.credential_request_ttl_s) without an answer.',
 };
 
 /** Kinds that describe an agent session; their subject id (the action_id column) is a `ses_` id. */
@@ -109,11 +120,23 @@ export function isConfigEventKind(kind: EventKind): boolean {
   return configEventKinds.has(kind);
 }
 
+/** Kinds that describe an agent's credential request; their subject id is a `crq_` id. */
+export const credentialRequestEventKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'CREDENTIAL_REQUESTED',
+  'CREDENTIAL_PROVISIONED',
+  'CREDENTIAL_REQUEST_DECLINED',
+  'CREDENTIAL_REQUEST_EXPIRED',
+]);
+export function isCredentialRequestEventKind(kind: EventKind): boolean {
+  return credentialRequestEventKinds.has(kind);
+}
+
 /**
  * Settings read once at start (the vault's idle timer, the result purge, the UI's port): a configuration applied
  * live names the ones it changed, which keep their start values until the next start.
  */
 export const startBoundConfigSettings = [
+  'agents.credential_request_ttl_s',
   'vault.auto_lock_minutes',
   'results.retention_seconds',
   'operator.port',
@@ -351,6 +374,29 @@ export const eventPayloadSchemas = {
     /** Changed settings that are read only at start: they keep their old value until the next start. */
     restart_needed_for: z.array(z.enum(startBoundConfigSettings)).max(startBoundConfigSettings.length),
   }),
+  // The agent's words, as the request schema (agent-api.ts) admitted them: bounded, no control or bidi characters.
+  CREDENTIAL_REQUESTED: z.strictObject({
+    purpose: z.string().min(1).max(500),
+    for: z.union([
+      z.strictObject({ route: z.string().min(1).max(64) }),
+      z.strictObject({ host: z.string().min(1).max(260) }),
+    ]),
+    kind: z.enum(['bearer', 'header', 'basic', 'query', 'ssh_key']).optional(),
+    header: z.string().min(1).max(64).optional(),
+    format: z.string().max(200).optional(),
+    docs_url: z.string().max(2048).optional(),
+    scopes: z.array(z.string().min(1).max(100)).max(20).optional(),
+    session_id: z.string().max(64),
+  }),
+  CREDENTIAL_PROVISIONED: z.strictObject({
+    actor: Actor,
+    credential_id: z.string().min(1).max(200),
+    credential_name: z.string().min(1).max(64),
+    /** `added`: a new credential the person pasted; `bound_existing`: one the vault held (maybe with a new binding). */
+    how: z.enum(['added', 'bound_existing']),
+  }),
+  CREDENTIAL_REQUEST_DECLINED: z.strictObject({ actor: Actor, reason: z.string().max(2000).optional() }),
+  CREDENTIAL_REQUEST_EXPIRED: z.strictObject({}),
 } as const satisfies { [K in EventKind]: z.ZodType };
 
 export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;
@@ -391,6 +437,8 @@ export type JournalEvent = NewEvent & {
 };
 
 export const sessionIdSchema = z.string().regex(/^ses_[0-9A-Za-z_-]{6,60}$/);
+/** A credential request's subject (request_credential's `request_id`). */
+export const credentialRequestIdSchema = z.string().regex(/^crq_[0-9A-Za-z_-]{6,60}$/);
 /** A configuration event's subject: `cfg_` and the first 16 hex digits of the configuration's sha256. */
 export const configSubjectIdSchema = z.string().regex(/^cfg_[0-9a-f]{16}$/);
 /** The subject id of a configuration event for `sha256:<hex>`. */
@@ -399,12 +447,12 @@ export function configSubjectId(digest: string): string {
 }
 /**
  * An event's subject: an action (`act_…`), for SESSION_* kinds an agent session (`ses_…`), for
- * CONFIG_* kinds a configuration (`cfg_…`). All live in the events table's action_id column so one
- * hash chain covers them.
+ * CONFIG_* kinds a configuration (`cfg_…`), for CREDENTIAL_REQUEST* kinds an agent's credential request (`crq_…`).
+ * All live in the events table's action_id column so one hash chain covers them.
  */
 export const newEventSchema = z.object({
   kind: z.enum(EventKind),
-  action_id: z.union([actionIdSchema, sessionIdSchema, configSubjectIdSchema]),
+  action_id: z.union([actionIdSchema, sessionIdSchema, configSubjectIdSchema, credentialRequestIdSchema]),
   session_id: z.string().max(64).nullable().optional(),
   ticket: z.number().int().positive().nullable().optional(),
   lane: z.string().max(200).nullable().optional(),

@@ -33,6 +33,10 @@ export const brokerApiMethods = [
   'config.edit',
   'config.pending',
   'config.accept',
+  'credential_requests.list',
+  'credential_requests.provision',
+  'credential_requests.decline',
+  'mcp_servers.authorize',
 ] as const;
 export type BrokerApiMethod = (typeof brokerApiMethods)[number];
 
@@ -49,6 +53,7 @@ export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<Broker
   'audit.last',
   'config.show',
   'config.pending',
+  'credential_requests.list',
 ]);
 
 /**
@@ -95,6 +100,13 @@ export const operatorMethodClass = {
   // What postern.yaml changed since a person last accepted it; accepting it is that person's decision.
   'config.pending': 'read',
   'config.accept': 'decision',
+  // An agent's request for a credential, as a person sees it (sanitized text; never a value).
+  'credential_requests.list': 'read',
+  // Puts a secret in the vault (or binds one) and tells the agent its name: a person's answer, like credentials.add.
+  'credential_requests.provision': 'decision',
+  'credential_requests.decline': 'decision',
+  // Starts an OAuth authorization whose grant lets the broker act on a remote for agents: a person's consent.
+  'mcp_servers.authorize': 'decision',
 } as const satisfies Record<BrokerApiMethod, 'read' | 'decision'>;
 
 /**

@@ -173,6 +173,10 @@ const foldByKind: { readonly [K in EventKind]: FoldKind<K> } = {
   SESSION_ENDED: foldSessionEvent,
   SESSION_RECONNECTED: foldSessionEvent,
   CONFIG_APPLIED: (event) => impossible(event, 'a configuration event folds into no action'),
+  CREDENTIAL_REQUESTED: foldCredentialRequestEvent,
+  CREDENTIAL_PROVISIONED: foldCredentialRequestEvent,
+  CREDENTIAL_REQUEST_DECLINED: foldCredentialRequestEvent,
+  CREDENTIAL_REQUEST_EXPIRED: foldCredentialRequestEvent,
 };
 
 function foldPreflightValidated(event: EventOf<'PREFLIGHT_VALIDATED'>, state: ActionState, next: ActionState): void {
@@ -436,7 +440,14 @@ function foldSessionEvent(event: JournalEvent): void {
   impossible(event, 'a session event folds into a session, not an action');
 }
 
-/** Folds events (any number of actions) in append order into their current states; session and configuration events are skipped. */
+function foldCredentialRequestEvent(event: JournalEvent): void {
+  impossible(event, 'a credential request event folds into its request (project-credential-request.ts), not an action');
+}
+
+/**
+ * Folds events (any number of actions) in append order into their current states; session, configuration and
+ * credential request events are skipped.
+ */
 export function project(events: Iterable<JournalEvent>): Map<string, ActionState> {
   const states = new Map<string, ActionState>();
   let lastSeq = 0;
@@ -444,7 +455,8 @@ export function project(events: Iterable<JournalEvent>): Map<string, ActionState
     if (event.seq <= lastSeq) impossible(event, `seq ${event.seq} follows ${lastSeq}: events must be in append order`);
     lastSeq = event.seq;
     // Session events share the log (and its seq) but fold into sessions: project-session.ts; configuration events fold nowhere.
-    if (event.action_id.startsWith('ses_') || event.action_id.startsWith('cfg_')) continue;
+    if (event.action_id.startsWith('ses_') || event.action_id.startsWith('cfg_') || event.action_id.startsWith('crq_'))
+      continue;
     states.set(event.action_id, applyEvent(states.get(event.action_id), event));
   }
   return states;

@@ -1,4 +1,4 @@
-import type { EventKind } from '../contract/index.js';
+import { isCredentialRequestEventKind, type EventKind } from '../contract/index.js';
 import type { Clock } from '../ports/index.js';
 import { systemQueueTimers, type QueueTimer, type QueueTimers } from '../queue/index.js';
 
@@ -6,7 +6,7 @@ import { systemQueueTimers, type QueueTimer, type QueueTimers } from '../queue/i
  * What changed, by view: the operator surfaces refresh these slices on a notice. Closed set; a
  * surface that does not know a topic refreshes everything it shows.
  */
-export const changeTopics = ['approvals', 'sessions', 'activity', 'vault'] as const;
+export const changeTopics = ['approvals', 'sessions', 'activity', 'vault', 'credential_requests'] as const;
 export type ChangeTopic = (typeof changeTopics)[number];
 
 /**
@@ -51,6 +51,7 @@ export function topicsOfKinds(kinds: readonly EventKind[]): ChangeTopic[] {
   if (kinds.length === 0) return [];
   const topics = new Set<ChangeTopic>(['activity', 'approvals']);
   if (kinds.some((kind) => kind.startsWith('SESSION_'))) topics.add('sessions');
+  if (kinds.some((kind) => isCredentialRequestEventKind(kind))) topics.add('credential_requests');
   return changeTopics.filter((topic) => topics.has(topic));
 }
 

@@ -151,6 +151,15 @@ function summarize(event: JournalEvent): string {
       const { how, by, digest, restart_needed_for: waiting } = event.payload;
       return `${how} by ${by}: ${digest}${waiting.length === 0 ? '' : `; at the next start: ${waiting.join(', ')}`}`;
     }
+    case 'CREDENTIAL_REQUESTED': {
+      const target =
+        'route' in event.payload.for ? `route ${event.payload.for.route}` : `host ${event.payload.for.host}`;
+      return `for ${target}${event.payload.kind === undefined ? '' : ` (${event.payload.kind})`}`;
+    }
+    case 'CREDENTIAL_PROVISIONED':
+      return `${event.payload.credential_name} (${event.payload.how}) by ${actorLabel(event.payload.actor)}`;
+    case 'CREDENTIAL_REQUEST_DECLINED':
+      return `by ${actorLabel(event.payload.actor)}${event.payload.reason === undefined ? '' : `: ${event.payload.reason}`}`;
     case 'RECONCILIATION_RESULT': {
       const c = event.classification;
       return `by lookup ${event.payload.lookup_action_id} (${event.payload.correlation})${c === undefined ? '' : `: ${c.outcome}, ${c.outcome_basis}`}`;

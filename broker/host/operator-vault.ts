@@ -156,28 +156,7 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
     },
     'agent.hookup': () => thisBrokerHookups(deps.dataDir),
     'credentials.list': () => ({ state: vault.state(), credentials: vault.list().map(summary) }),
-    'credentials.add': async (input) => {
-      const secret = Buffer.from(input.secret, 'utf8');
-      try {
-        const info = await vault.add({
-          name: input.name,
-          kind: input.kind,
-          secret,
-          bindings: input.bindings,
-          ...(input.header === undefined ? {} : { header: input.header }),
-          ...(input.template === undefined ? {} : { template: input.template }),
-          ...(input.param === undefined ? {} : { param: input.param }),
-        });
-        vault.touch();
-        logger.info(
-          { credential_id: info.id, kind: info.kind, version_tag: info.version_tag },
-          'credential added (operator)',
-        );
-        return summary(info);
-      } finally {
-        secret.fill(0);
-      }
-    },
+    'credentials.add': async (input) => summary(await addCredential(vault, logger, input)),
     'credentials.remove': async (input) => {
       await vault.remove(input.name);
       logger.info('credential removed (operator)');
@@ -214,6 +193,37 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
       return accepted;
     },
   };
+}
+
+/**
+ * Adds a credential a person typed into a form: the one path for credentials.add and for provisioning an agent's
+ * credential request. The secret becomes bytes for the vault, zeroed after; the log names the id, kind and tag only.
+ */
+export async function addCredential(
+  vault: Vault,
+  logger: Logger,
+  input: BrokerApi['credentials.add']['input'],
+): Promise<CredentialInfo> {
+  const secret = Buffer.from(input.secret, 'utf8');
+  try {
+    const info = await vault.add({
+      name: input.name,
+      kind: input.kind,
+      secret,
+      bindings: input.bindings,
+      ...(input.header === undefined ? {} : { header: input.header }),
+      ...(input.template === undefined ? {} : { template: input.template }),
+      ...(input.param === undefined ? {} : { param: input.param }),
+    });
+    vault.touch();
+    logger.info(
+      { credential_id: info.id, kind: info.kind, version_tag: info.version_tag },
+      'credential added (operator)',
+    );
+    return info;
+  } finally {
+    secret.fill(0);
+  }
 }
 
 function requireIntegrity(deps: OperatorVaultDeps): ConfigIntegrity {
@@ -290,7 +300,7 @@ function refuseNameOnlyHostBinding(
 }
 
 /** Metadata only, field by field (never a spread of whatever the vault returns). */
-function summary(info: CredentialInfo): CredentialSummary {
+export function summary(info: CredentialInfo): CredentialSummary {
   return {
     id: info.id,
     name: info.name,

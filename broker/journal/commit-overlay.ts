@@ -1,10 +1,12 @@
 import type { ActionState, SessionState } from '../contract/index.js';
 import {
+  projectCredentialRequests,
   advanceActionTimeline,
   emptyActionTimeline,
   idempotencyKeyId,
   type ActionTimeline,
   type BoundIdempotencyKey,
+  type CredentialRequestState,
 } from '../core/index.js';
 import type { JournalStore } from './journal-store.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
@@ -22,6 +24,8 @@ export class CommitOverlay {
   private readonly states = new Map<string, ActionState>();
   private readonly sessions = new Map<string, SessionState>();
   private readonly keys = new Map<string, BoundIdempotencyKey>();
+  /** Credential requests have no table: the events are their record, so only what this commit planned is held. */
+  private readonly credentialRequests = new Map<string, CredentialRequestState>();
   /** The action list's moments (decided, dispatched, settled), folded from the same events at their own at_ms. */
   private readonly timelines = new Map<string, ActionTimeline>();
   /** Each touched action's timeline as stored (from the cache, else read once from the database). */
@@ -33,7 +37,7 @@ export class CommitOverlay {
   ) {}
 
   /** The reads planUnit needs, answered from this overlay first. */
-  readonly reads: Pick<PlanContext, 'stateOf' | 'sessionOf' | 'idempotencyKeyOf'> = {
+  readonly reads: Pick<PlanContext, 'stateOf' | 'sessionOf' | 'idempotencyKeyOf' | 'credentialRequestOf'> = {
     stateOf: (id) => {
       const planned = this.states.get(id);
       if (planned !== undefined) return planned;
@@ -47,6 +51,8 @@ export class CommitOverlay {
     sessionOf: (id) => this.sessions.get(id) ?? this.store.loadSession(id),
     idempotencyKeyOf: (route, scope, key) =>
       this.keys.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key),
+    credentialRequestOf: (id) =>
+      this.credentialRequests.get(id) ?? projectCredentialRequests(this.store.readSubjectHeaders(id)).get(id),
   };
 
   /** A planned unit becomes the overlay the next unit is planned against. */
@@ -61,6 +67,7 @@ export class CommitOverlay {
     for (const [id, state] of plan.states) this.states.set(id, state);
     for (const [id, session] of plan.sessions) this.sessions.set(id, session);
     for (const [id, bound] of plan.idempotencyKeys) this.keys.set(id, bound);
+    for (const [id, request] of plan.credentialRequests) this.credentialRequests.set(id, request);
   }
 
   /** Current state goes into the same transaction as the events that changed it. */

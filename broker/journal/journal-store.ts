@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { ActionState, SessionState } from '../contract/index.js';
+import type { ActionState, EventKind, SessionState } from '../contract/index.js';
 import {
   actionCountsOf,
   countedAction,
@@ -12,6 +12,7 @@ import {
   type CountedAction,
   type CounterKey,
   type CounterRow,
+  type CredentialRequestEventHeader,
   type MinuteRow,
   type OutcomeCountRow,
 } from '../core/index.js';
@@ -31,6 +32,14 @@ export interface EventRow {
   nonce: Uint8Array;
   ciphertext: Uint8Array;
   leaf_hash: Uint8Array;
+}
+
+/** An event's plaintext header columns, as a credential request's fold reads them. */
+type SubjectHeaderRow = Pick<EventRow, 'seq' | 'at_ms' | 'kind' | 'action_id' | 'session_id'>;
+
+function headerOf(row: SubjectHeaderRow): CredentialRequestEventHeader {
+  // The kind column holds only kinds the contract named when the row was written (validateNewEvent).
+  return { ...row, kind: row.kind as EventKind };
 }
 
 export interface AuditKeysRow {
@@ -111,6 +120,8 @@ export class JournalStore implements AuditStore {
     listLane: () => Statement<[string, number, number], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
+    readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
+    readCredentialRequestHeaders: () => Statement<[number], SubjectHeaderRow>;
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
     loadTimeline: () => Statement<[string], ActionTimeline>;
@@ -240,6 +251,22 @@ export class JournalStore implements AuditStore {
       listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
+      // A credential request has a few events (asked, answered): its whole header list is small.
+      readSubjectHeaders: lazy(
+        db,
+        `SELECT seq, at_ms, kind, action_id, session_id FROM events WHERE action_id = ? ORDER BY seq LIMIT 16`,
+      ),
+      // The newest requests' headers: a range over events_by_action (every crq_ id sorts between 'crq_' and 'crq`').
+      readCredentialRequestHeaders: lazy(
+        db,
+        `
+        SELECT seq, at_ms, kind, action_id, session_id FROM events
+        WHERE action_id IN (
+          SELECT action_id FROM events
+          WHERE action_id >= 'crq_' AND action_id < 'crq\`' AND kind = 'CREDENTIAL_REQUESTED'
+          ORDER BY seq DESC LIMIT ?)
+        ORDER BY seq`,
+      ),
       loadIdempotencyKey: lazy(
         db,
         `
@@ -403,6 +430,16 @@ export class JournalStore implements AuditStore {
 
   readSubjectEvents(subjectId: string, limit: number): EventRow[] {
     return this.sql.readSubjectEvents().all(subjectId, limit);
+  }
+
+  /** One subject's plaintext event headers in append order (a credential request's state folds from these). */
+  readSubjectHeaders(subjectId: string): CredentialRequestEventHeader[] {
+    return this.sql.readSubjectHeaders().all(subjectId).map(headerOf);
+  }
+
+  /** The headers of the newest `limit` credential requests' events, in append order. */
+  readCredentialRequestHeaders(limit: number): CredentialRequestEventHeader[] {
+    return this.sql.readCredentialRequestHeaders().all(limit).map(headerOf);
   }
 
   listSessionActions(sessionId: string, limit: number): ActionState[] {

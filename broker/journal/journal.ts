@@ -14,7 +14,13 @@ import {
   TransitionRefused,
   type TransitionRefusal,
 } from '../contract/index.js';
-import { type ActionTimeline, type BoundIdempotencyKey, type OutcomeCountRow } from '../core/index.js';
+import {
+  projectCredentialRequests,
+  type ActionTimeline,
+  type BoundIdempotencyKey,
+  type CredentialRequestState,
+  type OutcomeCountRow,
+} from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import {
   AuditWriter,
@@ -41,7 +47,14 @@ import { sodiumReady } from './event-cipher.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { migration009SealedResults, truncateWal } from './migrations/009-sealed-results.js';
 import type { Migration } from './migration.js';
-import { planUnit, type Appended, type AppendedConfig, type AppendedSession, type PlanResult } from './plan-unit.js';
+import {
+  planUnit,
+  type Appended,
+  type AppendedConfig,
+  type AppendedCredentialRequest,
+  type AppendedSession,
+  type PlanResult,
+} from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
@@ -125,15 +138,23 @@ export interface DispatchConnection {
   readonly generation?: number;
 }
 
-type AnyAppended = Appended | AppendedSession | AppendedConfig;
+type AnyAppended = Appended | AppendedSession | AppendedConfig | AppendedCredentialRequest;
 /** Which append path a unit came through; each takes only its own kind of subject id. */
-type Subject = 'action' | 'session' | 'config';
-const subjectPrefixes: Readonly<Record<Subject, string>> = { action: 'act_', session: 'ses_', config: 'cfg_' };
+type Subject = 'action' | 'session' | 'config' | 'credential_request';
+const subjectPrefixes: Readonly<Record<Subject, string>> = {
+  action: 'act_',
+  session: 'ses_',
+  config: 'cfg_',
+  credential_request: 'crq_',
+};
 const wrongPath: Readonly<Record<Subject, string>> = {
-  action: 'session and configuration events go through appendSession / appendConfig',
+  action: 'session, configuration and credential request events go through their own append paths',
   session: 'appendSession takes SESSION_* events only',
   config: 'appendConfig takes CONFIG_* events only',
+  credential_request: 'tryAppendCredentialRequest takes credential request events only',
 };
+/** The newest credential requests a restart rebuilds its waiters and expiry timers from. */
+const credentialRequestsRecentMax = 1_000;
 
 /** What a commit made durable, as the change feed needs it: no payload, no subject. */
 export interface JournalCommit {
@@ -330,6 +351,33 @@ export class Journal {
     const [appended] = appendedOrThrow(await this.enqueue([event], 'config'));
     if (appended === undefined) throw new Error('a configuration unit resolved without its event');
     return appended;
+  }
+
+  /**
+   * Appends one credential request event (CREDENTIAL_REQUESTED and its answer, subject `crq_…`) through the same
+   * commit path, folded by broker/core foldCredentialRequestEvent: a second answer (a person's click after the expiry,
+   * two people at once) is refused as a value, under the journal's write lock.
+   */
+  async tryAppendCredentialRequest(event: NewEvent): Promise<AppendResult<AppendedCredentialRequest>> {
+    const result = await this.enqueue([event], 'credential_request');
+    if (!result.ok) return result;
+    const [appended] = result.appended;
+    if (appended === undefined || !('request' in appended))
+      throw new Error('a credential request unit resolved without its event');
+    return { ok: true, appended };
+  }
+
+  /** A credential request's state, folded from its plaintext event headers (known while the vault is locked). */
+  getCredentialRequest(requestId: string): CredentialRequestState | undefined {
+    this.requireReadable();
+    return projectCredentialRequests(this.store.readSubjectHeaders(requestId)).get(requestId);
+  }
+
+  /** The newest credential requests (at most `limit`, bounded), oldest first. */
+  listCredentialRequests(limit = credentialRequestsRecentMax): CredentialRequestState[] {
+    this.requireReadable();
+    const headers = this.store.readCredentialRequestHeaders(Math.min(Math.max(1, limit), credentialRequestsRecentMax));
+    return [...projectCredentialRequests(headers).values()];
   }
 
   /**

@@ -1,9 +1,11 @@
 import {
   bindIdempotencyKey,
+  foldCredentialRequestEvent,
   foldEvent,
   foldSessionEvent,
   idempotencyKeyId,
   type BoundIdempotencyKey,
+  type CredentialRequestState,
 } from '../core/index.js';
 import {
   CodedError,
@@ -25,6 +27,8 @@ export interface PlanContext {
   sessionOf(sessionId: string): SessionState | undefined;
   /** The same for idempotency keys (by idempotencyKeyId): planned in this transaction, then stored. */
   idempotencyKeyOf(route: string, scope: string, key: string): BoundIdempotencyKey | undefined;
+  /** The same for credential requests (CREDENTIAL_* request events, `crq_` subjects), folded from their headers. */
+  credentialRequestOf(requestId: string): CredentialRequestState | undefined;
 }
 
 /** One durable event and the action's state right after it. */
@@ -44,11 +48,20 @@ export interface AppendedConfig {
   readonly event: JournalEvent;
 }
 
+/** One durable credential request event and the request's state right after it. */
+export interface AppendedCredentialRequest {
+  readonly event: JournalEvent;
+  readonly request: CredentialRequestState;
+}
+
+type AnyAppended = Appended | AppendedSession | AppendedConfig | AppendedCredentialRequest;
+
 export interface PlannedUnit {
-  readonly appended: ReadonlyArray<Appended | AppendedSession | AppendedConfig>;
+  readonly appended: readonly AnyAppended[];
   /** Each touched action's state after the unit, in first-touched order. */
   readonly states: ReadonlyMap<string, ActionState>;
   readonly sessions: ReadonlyMap<string, SessionState>;
+  readonly credentialRequests: ReadonlyMap<string, CredentialRequestState>;
   /** Keys this unit bound (new, or rebound after expiry), by idempotencyKeyId. */
   readonly idempotencyKeys: ReadonlyMap<string, BoundIdempotencyKey>;
   readonly lastTicket: number;
@@ -69,7 +82,8 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
   const states = new Map<string, ActionState>();
   const sessions = new Map<string, SessionState>();
   const idempotencyKeys = new Map<string, BoundIdempotencyKey>();
-  const appended: Array<Appended | AppendedSession | AppendedConfig> = [];
+  const credentialRequests = new Map<string, CredentialRequestState>();
+  const appended: AnyAppended[] = [];
   let lastTicket = ctx.lastTicket;
   for (const [i, input] of newEvents.entries()) {
     if (input.action_id.startsWith('ses_')) {
@@ -95,6 +109,23 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
       });
       continue;
     }
+    if (input.action_id.startsWith('crq_')) {
+      // A credential request event: its own subject; the session that asked rides in the header.
+      const event: JournalEvent = {
+        ...input,
+        seq: ctx.nextSeq + i,
+        at_ms: ctx.atMs,
+        session_id: input.session_id ?? null,
+        ticket: null,
+        lane: null,
+      };
+      const id = input.action_id;
+      const folded = foldCredentialRequestEvent(credentialRequests.get(id) ?? ctx.credentialRequestOf(id), event);
+      if (!folded.ok) return folded;
+      credentialRequests.set(id, folded.state);
+      appended.push({ event, request: folded.state });
+      continue;
+    }
     const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);
     const stamped = stamp(input, before, ctx.nextSeq + i, ctx.atMs, lastTicket);
     if (input.kind === 'ACTION_ACCEPTED' && stamped.ticket !== null) lastTicket = stamped.ticket;
@@ -104,7 +135,7 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     states.set(input.action_id, folded.state);
     appended.push({ event: stamped, state: folded.state });
   }
-  return { ok: true, plan: { appended, states, sessions, idempotencyKeys, lastTicket } };
+  return { ok: true, plan: { appended, states, sessions, credentialRequests, idempotencyKeys, lastTicket } };
 }
 
 /**

@@ -3,6 +3,7 @@ import {
   CodedError,
   eventPayloadSchemas,
   isConfigEventKind,
+  isCredentialRequestEventKind,
   isSessionEventKind,
   newEventSchema,
   type NewEvent,
@@ -18,7 +19,7 @@ export function validateNewEvent(input: unknown): NewEvent {
   const envelope = newEventSchema.safeParse(input);
   if (!envelope.success) throw invalid(envelope.error, []);
   const kind = envelope.data.kind;
-  const needed = isSessionEventKind(kind) ? 'ses_' : isConfigEventKind(kind) ? 'cfg_' : 'act_';
+  const needed = subjectPrefixOf(kind);
   if (!envelope.data.action_id.startsWith(needed)) {
     const article = needed === 'act_' ? 'an' : 'a';
     throw new CodedError(
@@ -30,6 +31,12 @@ export function validateNewEvent(input: unknown): NewEvent {
   const payload = eventPayloadSchemas[kind].safeParse(envelope.data.payload);
   if (!payload.success) throw invalid(payload.error, ['payload']);
   return { ...envelope.data, payload: payload.data } as NewEvent;
+}
+
+function subjectPrefixOf(kind: NewEvent['kind']): 'ses_' | 'cfg_' | 'crq_' | 'act_' {
+  if (isSessionEventKind(kind)) return 'ses_';
+  if (isConfigEventKind(kind)) return 'cfg_';
+  return isCredentialRequestEventKind(kind) ? 'crq_' : 'act_';
 }
 
 function invalid(error: z.ZodError, prefix: readonly PropertyKey[]): CodedError {

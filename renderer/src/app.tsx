@@ -28,6 +28,7 @@ export const queueRefreshMs = 500;
 export const vaultRefreshMs = 2_000;
 const queueTopics = ['approvals'] as const;
 const sessionTopics = ['sessions'] as const;
+const credentialRequestTopics = ['credential_requests'] as const;
 const vaultTopics = ['vault'] as const;
 
 const tabs = [
@@ -99,13 +100,20 @@ function usePollingShellState(): void {
   const refreshSessions = useAppStore((state) => state.refreshSessions);
   usePolling(refreshApprovals, queueRefreshMs, queueTopics);
   usePolling(refreshSessions, queueRefreshMs, sessionTopics);
+  // An agent's request for a credential waits for a person like a card: it counts on the Approvals badge.
+  const refreshCredentialRequests = useAppStore((state) => state.refreshCredentialRequests);
+  usePolling(refreshCredentialRequests, queueRefreshMs, credentialRequestTopics);
   // The vault's state drives the Approvals hint and the Vault tab; it changes rarely (unlock, lock, idle).
   const refreshVault = useAppStore((state) => state.refreshVault);
   usePolling(refreshVault, vaultRefreshMs, vaultTopics);
 }
 
 function useTabBadges(): Record<TabId, number> {
-  const decisions = useAppStore((state) => state.approvalsView.cards.filter(needsDecision).length);
+  const decisions = useAppStore(
+    (state) =>
+      state.approvalsView.cards.filter(needsDecision).length +
+      state.credentialRequestsView.requests.filter((r) => r.status === 'pending').length,
+  );
   // A pending session counts only where approving it would change something (a route or host with approval: session).
   const pendingSessions = useAppStore((state) =>
     pendingSessionCount(state.sessionsView.sessions, sessionApprovalUse(state.configView.config)),

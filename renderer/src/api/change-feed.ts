@@ -6,7 +6,7 @@ import { operatorSessionKey, type SessionStore } from './http-operator-api.js';
  * rather than imported: the renderer may import broker/contract only, and a notice from the wire
  * is checked (parseChangeNotice) before anything acts on it.
  */
-export const changeTopics = ['approvals', 'sessions', 'activity', 'vault'] as const;
+export const changeTopics = ['approvals', 'sessions', 'activity', 'vault', 'credential_requests'] as const;
 export type ChangeTopic = (typeof changeTopics)[number];
 export interface ChangeNotice {
   readonly seq: number;

@@ -11,6 +11,7 @@ import { createStatusSlice, type StatusSlice } from './status-slice.js';
 import { createConfigSlice, type ConfigSlice } from './config-slice.js';
 import { createFirstRunSlice, type FirstRunSlice } from './first-run-slice.js';
 import { createCredentialsSlice, type CredentialsSlice } from './credentials-slice.js';
+import { createCredentialRequestsSlice, type CredentialRequestsSlice } from './credential-requests-slice.js';
 import { createIntegritySlice, type IntegritySlice } from './integrity-slice.js';
 import { createVaultSlice, type VaultSlice } from './vault-slice.js';
 
@@ -24,6 +25,7 @@ export type AppState = StatusSlice &
   MetricsSlice &
   VaultSlice &
   CredentialsSlice &
+  CredentialRequestsSlice &
   IntegritySlice &
   ConfigSlice &
   FirstRunSlice;
@@ -40,6 +42,7 @@ export function createAppStore(api: OperatorApi): AppStore {
     ...createMetricsSlice(api)(...args),
     ...createVaultSlice(api)(...args),
     ...createCredentialsSlice(api)(...args),
+    ...createCredentialRequestsSlice(api)(...args),
     ...createIntegritySlice(api)(...args),
     ...createConfigSlice(api)(...args),
     ...createFirstRunSlice(api)(...args),

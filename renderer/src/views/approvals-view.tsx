@@ -3,11 +3,15 @@ import type { ClosedCard } from '../store/approvals-reducer.js';
 import { useAppStore } from '../store/app-store.js';
 import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
 import { ApprovalCardView, LinkedTickets } from './approval-card.js';
+import { CredentialRequestsSection } from './credential-request-card.js';
 
 /** The Approvals view: open cards grouped by lane in ticket order, then the cards that closed. */
 export function ApprovalsView() {
   const view = useAppStore((state) => state.approvalsView);
   const groups = useMemo(() => groupCardsByLane(view.cards), [view.cards]);
+  const credentialRequestsWaiting = useAppStore((state) =>
+    state.credentialRequestsView.requests.some((r) => r.status === 'pending'),
+  );
   return (
     <section className="panel" aria-labelledby="approvals-heading" data-testid="approvals-view">
       <header className="panel-header">
@@ -27,7 +31,8 @@ export function ApprovalsView() {
           {view.replies > 1 && <span className="muted">Showing the last cards received.</span>}
         </div>
       )}
-      {view.replies > 0 && view.cards.length === 0 && view.error === null && (
+      <CredentialRequestsSection />
+      {view.replies > 0 && view.cards.length === 0 && view.error === null && !credentialRequestsWaiting && (
         <p className="empty" data-testid="approvals-empty">
           Nothing waits for you. An agent's call that needs a decision shows up here.
         </p>

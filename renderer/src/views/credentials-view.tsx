@@ -1,25 +1,14 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { CredentialSummary } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
-import { parseBindings, type CredentialsView as CredentialsViewState } from '../store/credentials-reducer.js';
-import type { NewCredential } from '../store/credentials-slice.js';
-import { AddForm, Field, FormDone, FormRefusal } from './add-form.js';
+import { credentialInput, emptyCredentialDraft, type CredentialDraft } from '../store/credential-draft.js';
+import type { CredentialsView as CredentialsViewState } from '../store/credentials-reducer.js';
+import { AddForm, FormDone, FormRefusal } from './add-form.js';
+import { CredentialFields, takeSecret, type ChangeDraft } from './credential-fields.js';
 import { usePolling } from './use-polling.js';
 
 /** How often the list is re-read while shown (the CLI may add or remove beside the UI). */
 export const credentialsRefreshMs = 2_000;
-/** The operator API's bound on a secret (operatorSecretCharsMax). */
-const secretCharsMax = 16 * 1_024;
-
-/** Kinds the form offers. An SSH private key is multi-line: `postern vault add NAME --kind ssh_key --from-stdin`. */
-const formKinds = [
-  { kind: 'bearer', label: 'bearer — Authorization: Bearer <secret>' },
-  { kind: 'header', label: 'header — a named header with a template' },
-  { kind: 'basic', label: 'basic — user:password' },
-  { kind: 'query', label: 'query — a query parameter' },
-] as const;
-type FormKind = (typeof formKinds)[number]['kind'];
-
 /** Credentials by name, kind, bindings and version; a secret goes in through the form and is never shown back. */
 export function CredentialsView() {
   const view = useAppStore((state) => state.credentialsView);
@@ -154,11 +143,9 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const field = secretRef.current;
-    if (field === null || field.value === '' || draft.name.trim() === '') return;
-    const secret = field.value;
-    field.value = '';
-    void add(newCredential(draft, secret));
+    const secret = takeSecret(secretRef.current, draft);
+    if (secret === null) return;
+    void add(credentialInput(draft, secret));
   };
 
   const intro = locked && (
@@ -178,44 +165,16 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
       answer={added === null ? null : <AddedAnswer added={added} />}
       answerBelow
     >
-      <Field id={`${id}-name`} label="Name">
-        <input
-          id={`${id}-name`}
-          value={draft.name}
-          onChange={(e) => change('name', e.target.value)}
-          maxLength={64}
-          required
-        />
-      </Field>
-      <Field id={`${id}-kind`} label="Kind">
-        <select id={`${id}-kind`} value={draft.kind} onChange={(e) => change('kind', e.target.value as FormKind)}>
-          {formKinds.map((k) => (
-            <option key={k.kind} value={k.kind}>
-              {k.label}
-            </option>
-          ))}
-        </select>
-      </Field>
-      <KindFields id={id} draft={draft} change={change} />
-      <Field id={`${id}-bindings`} label="May be sent to (hosts or route names, comma separated)">
-        <input
-          id={`${id}-bindings`}
-          value={draft.bindings}
-          onChange={(e) => change('bindings', e.target.value)}
-          maxLength={4096}
-        />
-      </Field>
-      <Field id={`${id}-secret`} label="Secret">
-        <input
-          id={`${id}-secret`}
-          ref={secretRef}
-          type="password"
-          autoComplete="off"
-          maxLength={secretCharsMax}
-          required
-          data-testid="credential-secret"
-        />
-      </Field>
+      <CredentialFields
+        id={id}
+        draft={draft}
+        change={change}
+        secretRef={secretRef}
+        secretTestId="credential-secret"
+        nameLabel="Name"
+        describeKinds
+        templateField
+      />
       <p className="muted">
         SSH private keys are multi-line: add them with <code>postern vault add NAME --kind ssh_key --from-stdin</code>.
       </p>
@@ -223,82 +182,14 @@ export function AddCredentialForm({ locked }: { locked: boolean }) {
   );
 }
 
-/** The form's fields as typed, the secret excepted (it never leaves its password field until submit). */
-interface CredentialDraft {
-  name: string;
-  kind: FormKind;
-  bindings: string;
-  header: string;
-  template: string;
-  param: string;
-}
-
-const emptyDraft: CredentialDraft = { name: '', kind: 'bearer', bindings: '', header: '', template: '', param: '' };
-
-type ChangeDraft = <K extends keyof CredentialDraft>(field: K, value: CredentialDraft[K]) => void;
-
 /** The draft and a setter per field; a successful add empties it but keeps the kind (the secret field was emptied at submit). */
 function useCredentialDraft(added: CredentialsViewState['added']): [CredentialDraft, ChangeDraft] {
-  const [draft, setDraft] = useState<CredentialDraft>(emptyDraft);
+  const [draft, setDraft] = useState<CredentialDraft>(emptyCredentialDraft);
   useEffect(() => {
     if (added?.ok !== true) return;
-    setDraft((d) => ({ ...emptyDraft, kind: d.kind }));
+    setDraft((d) => ({ ...emptyCredentialDraft, kind: d.kind }));
   }, [added]);
   return [draft, (field, value) => setDraft((d) => ({ ...d, [field]: value }))];
-}
-
-/** The add call's input: only the options the chosen kind takes, an empty template left to the broker's default. */
-function newCredential(draft: CredentialDraft, secret: string): NewCredential {
-  const { kind, header, template, param } = draft;
-  return {
-    name: draft.name.trim(),
-    kind,
-    secret,
-    bindings: parseBindings(draft.bindings),
-    ...(kind === 'header'
-      ? { header: header.trim(), ...(template.trim() === '' ? {} : { template: template.trim() }) }
-      : {}),
-    ...(kind === 'query' ? { param: param.trim() } : {}),
-  };
-}
-
-/** The fields only one kind takes: a header's name and template, a query parameter's name. */
-function KindFields({ id, draft, change }: { id: string; draft: CredentialDraft; change: ChangeDraft }) {
-  if (draft.kind === 'query') {
-    return (
-      <Field id={`${id}-param`} label="Query parameter">
-        <input
-          id={`${id}-param`}
-          value={draft.param}
-          onChange={(e) => change('param', e.target.value)}
-          maxLength={128}
-          required
-        />
-      </Field>
-    );
-  }
-  if (draft.kind !== 'header') return null;
-  return (
-    <>
-      <Field id={`${id}-header`} label="Header name">
-        <input
-          id={`${id}-header`}
-          value={draft.header}
-          onChange={(e) => change('header', e.target.value)}
-          maxLength={128}
-          required
-        />
-      </Field>
-      <Field id={`${id}-template`} label={<>Value template (contains {'{secret}'} once; empty: just the secret)</>}>
-        <input
-          id={`${id}-template`}
-          value={draft.template}
-          onChange={(e) => change('template', e.target.value)}
-          maxLength={1024}
-        />
-      </Field>
-    </>
-  );
 }
 
 function AddedAnswer({ added }: { added: NonNullable<CredentialsViewState['added']> }) {

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { credentialInput, emptyCredentialDraft, formCredentialKind, type CredentialDraft } from './credential-draft.js';
+
+const draft = (overrides: Partial<CredentialDraft> = {}): CredentialDraft => ({
+  ...emptyCredentialDraft,
+  name: ' tok ',
+  bindings: 'docs, 127.0.0.1  api.example.com',
+  header: ' X-Key ',
+  template: ' Token {secret} ',
+  param: ' key ',
+  ...overrides,
+});
+
+describe('a credential draft', () => {
+  it.each([
+    ['bearer', {}],
+    ['basic', {}],
+    ['header', { header: 'X-Key', template: 'Token {secret}' }],
+    ['query', { param: 'key' }],
+  ] as const)('when the kind is %s, the input carries only the options that kind takes', (kind, options) => {
+    expect(credentialInput(draft({ kind }), 's3cret')).toEqual({
+      name: 'tok',
+      kind,
+      secret: 's3cret',
+      bindings: ['docs', '127.0.0.1', 'api.example.com'],
+      ...options,
+    });
+  });
+
+  it('when a header template is left empty, the broker default is asked for (no template sent)', () => {
+    expect(credentialInput(draft({ kind: 'header', template: '  ' }), 's')).not.toHaveProperty('template');
+  });
+
+  it('when a kind is one no form adds, it is not a form kind', () => {
+    expect(formCredentialKind('header')).toBe('header');
+    expect(formCredentialKind('ssh_key')).toBeNull();
+    expect(formCredentialKind(null)).toBeNull();
+  });
+});
