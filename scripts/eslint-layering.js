@@ -35,6 +35,11 @@ export const mayImportTable = [
     mayImport: ['broker/contract', 'broker/core', 'broker/ports'],
     testsAnyBroker: true,
   },
+  {
+    folder: 'broker/channels/mcp',
+    mayImport: ['broker/channels/http', 'broker/contract', 'broker/core', 'broker/ports'],
+    testsAnyBroker: true,
+  },
   { folder: 'broker/agent', mayImport: ['broker/contract', 'broker/core', 'broker/ports'], testsAnyBroker: true },
   { folder: 'broker/sdk', mayImport: ['broker/contract'], testsAnyBroker: true },
   { folder: 'native/peercred', mayImport: [] },
@@ -47,6 +52,7 @@ export const mayImportTable = [
     folder: 'broker/actions',
     mayImport: [
       'broker/channels/http',
+      'broker/channels/mcp',
       'broker/channels/ssh',
       'broker/config',
       'broker/contract',
@@ -65,6 +71,7 @@ export const mayImportTable = [
       'broker/agent',
       'broker/audit',
       'broker/channels/http',
+      'broker/channels/mcp',
       'broker/channels/ssh',
       'broker/config',
       'broker/contract',

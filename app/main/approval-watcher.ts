@@ -36,9 +36,9 @@ export function needsAPerson(card: ApprovalCard): boolean {
 export function describeCards(cards: readonly ApprovalCard[]): CardNotice[] {
   const shown = cards.slice(0, notificationsPerPollMax).map((card): CardNotice => {
     const what =
-      card.channel === 'ssh'
-        ? `${card.target}: ${clip(card.command ?? 'a command', 80)}`
-        : `${card.method ?? 'HTTP'} ${card.target}${clip(card.path ?? '', 80)}`;
+      card.channel === 'http'
+        ? `${card.method ?? 'HTTP'} ${card.target}${clip(card.path ?? '', 80)}`
+        : `${card.target}: ${clip(card.command ?? (card.channel === 'mcp' ? 'a tool' : 'a command'), 80)}`;
     const who = card.session?.client_name ?? (card.session === null ? 'an agent' : `pid ${card.session.pid}`);
     const title =
       card.state === 'awaiting_session'

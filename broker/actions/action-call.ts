@@ -1,3 +1,4 @@
+import type { McpUpstreams } from '../channels/mcp/index.js';
 import type { SshChannel } from '../channels/ssh/index.js';
 import {
   agentToolInputSchemas,
@@ -13,12 +14,18 @@ import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import { progressHeartbeatMsDefault, watchProgress } from './call-waits.js';
 import { executeHttpAction } from './execute-http-action.js';
+import { executeMcpAction } from './execute-mcp-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
 import { openActionsPerSessionMax, type OpenActions } from './open-actions.js';
 import { stateEnvelope } from './state-envelope.js';
 import { handoffOf, storedAnswerParts } from './stored-result.js';
 
-type ActionTool = 'http_request' | 'ssh_exec';
+/** An upstream MCP tool, from its agent-visible name `<server>.<tool>`. */
+export interface UpstreamTool {
+  readonly server: string;
+  readonly tool: string;
+}
+type ActionTool = 'http_request' | 'ssh_exec' | UpstreamTool;
 type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
 
 /** The executor once started: its answer, when it admitted the action, and the action's id once it has one. */
@@ -49,6 +56,8 @@ export async function actionCall(
   if (problem !== undefined) return problem;
   if (tool === 'ssh_exec' && deps.sshChannel === undefined)
     return refusal('UNSUPPORTED_ACTION', 'this broker has no SSH channel', 'never', 'host');
+  if (typeof tool === 'object' && deps.upstreams === undefined)
+    return refusal('UNSUPPORTED_ACTION', 'this broker has no upstream MCP servers', 'never', 'name');
 
   // Refused before admission: nothing is journaled for a call over the bound.
   const running = open.tryBegin(sessionId);
@@ -116,9 +125,14 @@ function startExecutor(
       ? executeHttpAction({ ...common, channel: deps.httpChannel }, rest).then((r) =>
           executedAnswer(deps, r.envelope, r.response === undefined ? {} : { response: r.response }),
         )
-      : executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) =>
-          executedAnswer(deps, r.envelope, r.output === undefined ? {} : { output: r.output }),
-        );
+      : tool === 'ssh_exec'
+        ? executeSshAction({ ...common, channel: deps.sshChannel as SshChannel }, rest).then((r) =>
+            executedAnswer(deps, r.envelope, r.output === undefined ? {} : { output: r.output }),
+          )
+        : executeMcpAction(
+            { ...common, upstreams: deps.upstreams as McpUpstreams },
+            { server: tool.server, tool: tool.tool, arguments: rest },
+          ).then((r) => executedAnswer(deps, r.envelope, r.result === undefined ? {} : { mcpResult: r.result }));
   // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
   // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
   const run = executed.catch((error: unknown) => {
@@ -249,11 +263,12 @@ async function callerTimedOut(
 function executedAnswer(
   deps: AgentBackendDeps,
   envelope: Envelope,
-  carried: Pick<ActionAnswerParts, 'response' | 'output'>,
+  carried: Pick<ActionAnswerParts, 'response' | 'output' | 'mcpResult'>,
 ): ToolAnswer {
   const state = deps.journal.getAction(envelope.invocation_id);
   const answer = actionAnswer({ envelope, state, ...carried });
-  const handoff = carried.response === undefined && carried.output === undefined ? undefined : handoffOf(state);
+  const carries = carried.response !== undefined || carried.output !== undefined || carried.mcpResult !== undefined;
+  const handoff = carries ? handoffOf(state) : undefined;
   return handoff === undefined ? answer : { ...answer, handoff };
 }
 
@@ -327,10 +342,12 @@ function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, er
  * (the executor parses the rest with the same tool schema; the operation's deadline is the route's or host's).
  */
 function splitWait(
-  tool: 'http_request' | 'ssh_exec',
+  tool: ActionTool,
   args: unknown,
   waitMsDefault: number,
 ): { waitMs: number; rest: unknown; problem?: ToolAnswer } {
+  // An upstream tool's arguments are all the upstream's (it may have a timeout_ms of its own): the default wait.
+  if (typeof tool === 'object') return { waitMs: waitMsDefault, rest: args };
   if (typeof args !== 'object' || args === null || Array.isArray(args) || !('timeout_ms' in args))
     return { waitMs: waitMsDefault, rest: args };
   const { timeout_ms: raw, ...rest } = args as Record<string, unknown>;

@@ -5,6 +5,7 @@ import {
   type AgentRefusal,
   type AgentToolReply,
   type AgentHttpResponse,
+  type AgentMcpResult,
   type Envelope,
   type ErrorCode,
   type QueuePosition,
@@ -53,6 +54,8 @@ export interface ActionAnswerParts {
         truncated: boolean;
         output_complete: boolean;
       };
+  /** An upstream MCP tool's reply, scrubbed and capped (execute-mcp-action.ts). */
+  readonly mcpResult?: AgentMcpResult;
   /** Replaces the generated text's tail, e.g. "(timed out after 5000 ms; …)". */
   readonly note?: string;
 }
@@ -66,6 +69,7 @@ export function actionAnswer(p: ActionAnswerParts): ToolAnswer {
     ...(p.queue === undefined || p.queue === null ? {} : { queue: p.queue }),
     ...(p.response === undefined ? {} : { response: httpResponse(p.response) }),
     ...(p.output === undefined ? {} : { output: sshOutput(p.output) }),
+    ...(p.mcpResult === undefined ? {} : { mcp_result: p.mcpResult }),
   };
   const structured = agentToolReplySchema.parse(reply);
   const isError = p.envelope.error !== undefined || (p.envelope.effect === null && p.queue === undefined);
@@ -91,7 +95,9 @@ function answerText(p: ActionAnswerParts): string {
         ? `HTTP ${e.evidence.response_status}`
         : e.evidence.exit_status !== undefined
           ? `exit ${e.evidence.exit_status}`
-          : (e.effect ?? '');
+          : p.mcpResult !== undefined
+            ? `${p.mcpResult.server}.${p.mcpResult.tool}${p.mcpResult.is_error ? ' reported an error' : ' answered'}`
+            : (e.effect ?? '');
     head = `${t} ${p.state.outcome}: ${detail}`;
   } else if (p.state?.dispatch_seq !== null && p.state !== undefined)
     head = `${t} dispatched, outcome not recorded yet`;

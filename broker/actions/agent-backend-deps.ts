@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import type { HttpChannel } from '../channels/http/index.js';
+import type { McpUpstreams } from '../channels/mcp/index.js';
 import type { SshChannel } from '../channels/ssh/index.js';
 import type { PosternConfig } from '../config/index.js';
 import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialVault, IdSource } from '../ports/index.js';
 import type { ApprovalQueue } from '../queue/approval-queue.js';
+import type { CredentialRequests } from './credential-requests.js';
 
 /** What the agent backend runs on; its own file so the backend and the action call share it without a cycle. */
 export interface AgentBackendDeps {
@@ -18,6 +20,10 @@ export interface AgentBackendDeps {
   readonly httpChannel: HttpChannel;
   /** Absent: ssh_exec is refused (UNSUPPORTED_ACTION). */
   readonly sshChannel?: SshChannel;
+  /** The upstream MCP servers' channel; absent: no upstream tools are listed and a call to one is refused. */
+  readonly upstreams?: McpUpstreams;
+  /** Agents' credential requests (request_credential); absent: the tool is refused (UNSUPPORTED_ACTION). */
+  readonly credentialRequests?: CredentialRequests;
   readonly logger?: Logger;
   /** Whether the process (pid + kernel start time) still lives; the runtime passes broker/agent's processAlive. */
   readonly processAlive: (pid: number, startTime: string) => boolean;

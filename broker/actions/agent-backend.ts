@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { PosternConfig } from '../config/index.js';
+import type { McpUpstreams } from '../channels/mcp/index.js';
+import { sanitizeMcpToolName, type PosternConfig } from '../config/index.js';
 import {
   agentToolInputSchemas,
   agentToolReplySchema,
@@ -14,10 +15,12 @@ import {
   type ErrorCode,
 } from '../contract/index.js';
 import type { Journal } from '../journal/index.js';
-import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer, UpstreamToolListing } from '../ports/index.js';
 import { actionCall, waitSource } from './action-call.js';
+import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { decisionFacts, waitForSettled } from './call-waits.js';
+import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
@@ -45,7 +48,7 @@ export interface RunningAgentBackend extends AgentBackend {
 }
 
 /**
- * The broker side of the agent socket (ports/agent-backend.ts): sessions per agent process, the six
+ * The broker side of the agent socket (ports/agent-backend.ts): sessions per agent process, the seven
  * tools, and the caller's wait. A call's `timeout_ms` is how long the CALLER waits, never the
  * channel's timeout: when it passes, the action keeps its place and stays queryable
  * (action_status / fetch_result). Refusals are answers, never throws.
@@ -101,7 +104,83 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
         return tool === 'http_request' || tool === 'ssh_exec' ? answer : readRefusal(answer);
       }
     },
+
+    ...upstreamMethods(deps, open),
   };
+}
+
+/** The upstream MCP servers' side of the backend (absent without upstreams): listing, list_changed, calls. */
+function upstreamMethods(
+  deps: AgentBackendDeps,
+  open: OpenActions,
+): Pick<AgentBackend, 'upstreamTools' | 'onUpstreamToolsChanged' | 'callUpstream'> {
+  const upstreams = deps.upstreams;
+  if (upstreams === undefined) return {};
+  return {
+    upstreamTools: () => listUpstreamTools(deps, upstreams),
+    onUpstreamToolsChanged(listener: () => void): () => void {
+      // An unlock can let children start whose tools a locked vault kept out of the last list; a configuration applied
+      // live can add, change or remove servers.
+      const stops = [
+        upstreams.onToolsChanged(() => listener()),
+        deps.vault.onUnlock(listener),
+        deps.journal.onCommit((commit) => {
+          if (commit.kinds.includes('CONFIG_APPLIED')) listener();
+        }),
+      ];
+      return () => {
+        for (const stop of stops) stop();
+      };
+    },
+    async callUpstream(sessionId, name, args, signal, onProgress): Promise<ToolAnswer> {
+      const dot = name.indexOf('.');
+      const tool = { server: name.slice(0, dot), tool: name.slice(dot + 1) };
+      try {
+        const answer = withDecision(
+          deps,
+          await actionCall(deps, open, sessionId, tool, args, signal, afterDurable(deps, onProgress)),
+        );
+        await deps.journal.durable();
+        return answer;
+      } catch (error) {
+        if (!isCodedError(error)) throw error;
+        return refusal(error.code, error.message, readRefusalRetry('http_request', error.code), error.field);
+      }
+    },
+  };
+}
+
+/** Every configured server's tools as agents see them; a server that cannot start now is left out and logged. */
+async function listUpstreamTools(deps: AgentBackendDeps, upstreams: McpUpstreams): Promise<UpstreamToolListing[]> {
+  const listed: UpstreamToolListing[] = [];
+  for (const server of deps.config.mcpServers.values()) {
+    let tools: Awaited<ReturnType<McpUpstreams['listTools']>>;
+    try {
+      tools = await upstreams.listTools(mcpServerSpec(server));
+    } catch (error) {
+      deps.logger?.warn(
+        { server: server.name, code: isCodedError(error) ? error.code : 'INTERNAL' },
+        'upstream MCP server tools not listed',
+      );
+      continue;
+    }
+    const names = tools.map((tool) => sanitizeMcpToolName(server.name, tool.name));
+    for (const [i, tool] of tools.entries()) {
+      const name = names[i];
+      if (name === undefined) {
+        deps.logger?.warn({ server: server.name }, 'an upstream tool name outside MCP name characters was not listed');
+        continue;
+      }
+      // Two tools of one server under one name: neither is listed (a call could not say which it meant).
+      if (names.indexOf(name) !== names.lastIndexOf(name)) {
+        deps.logger?.warn({ server: server.name }, 'an upstream server listed one tool name twice; neither was listed');
+        continue;
+      }
+      const inputSchema = { ...tool.inputSchema, type: 'object' as const };
+      listed.push({ name, ...(tool.description === undefined ? {} : { description: tool.description }), inputSchema });
+    }
+  }
+  return listed;
 }
 
 /** Ends the sessions whose process is gone, cancelling their undispatched tickets; returns how many. */
@@ -220,6 +299,8 @@ async function answerCall(
       return withDecision(deps, await readCall(deps, sessionId, tool, args, signal));
     case 'list_routes':
       return listRoutes(deps.config);
+    case 'request_credential':
+      return credentialRequestCall(deps, sessionId, args, signal);
   }
 }
 
@@ -245,7 +326,7 @@ function afterDurable(
  */
 function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
   const structured = answer.structured;
-  if ('routes' in structured || structured.invocation_id === null) return answer;
+  if ('routes' in structured || 'request_id' in structured || structured.invocation_id === null) return answer;
   const decision = decisionFacts(deps.journal.subjectEvents(structured.invocation_id));
   if (decision === undefined) return answer;
   const error = structured.error;
@@ -273,7 +354,7 @@ function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
 /** A refused read names no outcome: it says nothing about any action, only that this read was refused. */
 function readRefusal(answer: ToolAnswer): ToolAnswer {
   const structured = answer.structured;
-  if ('routes' in structured || structured.invocation_id !== null) return answer;
+  if ('routes' in structured || 'request_id' in structured || structured.invocation_id !== null) return answer;
   const { outcome: _none, ...error } = structured.error;
   return { ...answer, structured: agentToolReplySchema.parse({ ...structured, error }) };
 }

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Logger } from 'pino';
 import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
-import type { PosternConfig, SshHostSettings } from '../config/index.js';
+import type { SshHostSettings } from '../config/index.js';
 import {
   errorCodeMeanings,
   type ActionState,
@@ -10,8 +9,7 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import { classifyOutcome, sshReportEvidence, type LocalGate } from '../core/index.js';
-import type { Journal, ResultStore } from '../journal/index.js';
-import type { Clock, CredentialInfo, CredentialVault, IdSource } from '../ports/index.js';
+import type { CredentialInfo } from '../ports/index.js';
 import { issueField, issueMessage, unparsedFingerprint } from './http-action-request.js';
 import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
@@ -19,6 +17,7 @@ import { sshCommandPolicy } from './ssh-command-policy.js';
 import { runRecorded } from './record-broker-error.js';
 import { startAuthorization } from './authorize-credential.js';
 import {
+  type ExecutorDeps,
   acceptedEvent,
   appendState,
   logRecorded,
@@ -27,27 +26,14 @@ import {
   vaultRefusal,
 } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
-import type { DispatchQueue } from '../queue/approval-queue.js';
 import { sshCardPreview } from '../queue/card-preview.js';
 import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
 import { authorizationRefusal, closedBeforeDispatch } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 import { settle, type SettleAnswers } from './settle.js';
 
-export interface SshActionDeps {
-  readonly ids: IdSource;
-  readonly clock: Clock;
-  readonly journal: Journal;
-  readonly results: ResultStore;
-  readonly vault: CredentialVault;
-  readonly config: PosternConfig;
+export interface SshActionDeps extends ExecutorDeps {
   readonly channel: SshChannel;
-  readonly logger?: Logger;
-  readonly sessionId?: string;
-  /** Lanes and approvals: every admitted command waits here for its turn (approval none included). */
-  readonly queue: DispatchQueue;
-  /** Called once ACTION_ACCEPTED is durable (the agent backend needs the id to stop waiting). */
-  readonly onAdmitted?: (actionId: string) => void;
 }
 
 /** The command's output as the caller receives it: capped, flagged, with total counts. */

@@ -13,6 +13,15 @@ export {
 } from './execute-http-action.js';
 export { retryKeptRequest } from './retry-http.js';
 export { executeSshAction, type SshActionDeps, type SshActionResult } from './execute-ssh-action.js';
+export { executeMcpAction, type McpActionDeps, type McpActionResult } from './execute-mcp-action.js';
+export { mcpSecrets, withServerSecrets } from './mcp-server-secrets.js';
 export { stateEnvelope } from './state-envelope.js';
 export { openActionsPerSessionMax } from './open-actions.js';
 export { createAutomaticReconcile, createReconciler, reconcileAction, type ReconcileDeps } from './reconcile-action.js';
+export {
+  CredentialRequests,
+  credentialRequestsPendingMax,
+  credentialRequestsPendingPerSessionMax,
+  type CredentialRequestsOptions,
+  type ProvisionedCredential,
+} from './credential-requests.js';

@@ -9,11 +9,26 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import { classifyOutcome, type LocalGate } from '../core/index.js';
-import type { Journal } from '../journal/index.js';
+import type { PosternConfig } from '../config/index.js';
+import type { Journal, ResultStore } from '../journal/index.js';
+import type { Clock, CredentialVault, IdSource } from '../ports/index.js';
+import type { DispatchQueue } from '../queue/approval-queue.js';
 
 /** Appends one event and returns the action's state after it (its seq is the envelope's journal_seq). */
 export async function appendState(journal: Journal, event: NewEvent): Promise<ActionState> {
   return (await journal.append(event)).state;
+}
+
+/** What an executor of any channel runs on, beside its channel (execute-ssh-action.ts, execute-mcp-action.ts). */
+export interface ExecutorDeps extends AdmissionDeps {
+  readonly ids: IdSource;
+  readonly clock: Clock;
+  readonly results: ResultStore;
+  readonly vault: CredentialVault;
+  readonly config: PosternConfig;
+  readonly logger?: Logger;
+  /** Lanes and approvals: every admitted action waits here for its turn (approval none included). */
+  readonly queue: DispatchQueue;
 }
 
 /** What admission knows of the caller, for every channel. */

@@ -1,4 +1,5 @@
 import {
+  agentMcpResultSchema,
   errorCodeMeanings,
   type ActionState,
   type Channel,
@@ -17,8 +18,9 @@ import type { ActionAnswerParts } from './agent-answers.js';
 export function storedAnswerParts(
   channel: Channel,
   stored: StoredResult,
-): Pick<ActionAnswerParts, 'response' | 'output'> {
+): Pick<ActionAnswerParts, 'response' | 'output' | 'mcpResult'> {
   const s = stored.summary;
+  if (channel === 'mcp') return storedMcpResult(stored);
   if (channel === 'http') {
     return {
       response: {
@@ -143,4 +145,19 @@ export function committedView(state: ActionState, events: () => readonly Journal
     source: c.source,
     retry_after_ms: c.retry_after_ms ?? null,
   };
+}
+
+/** An upstream MCP reply as stored: the delivered JSON (already scrubbed and capped) read back, never re-asked. */
+function storedMcpResult(stored: StoredResult): Pick<ActionAnswerParts, 'mcpResult'> {
+  const parsed = agentMcpResultSchema.omit({ bytes: true }).safeParse(parseJson(stored.body));
+  // A stored result that does not read back is answered without it; its digest in the envelope still names it.
+  return parsed.success ? { mcpResult: { ...parsed.data, bytes: stored.body.length } } : {};
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }

@@ -6,8 +6,10 @@ import {
   agentToolInputSchemas,
   agentToolNames,
   agentToolReplySchema,
+  credentialRequestReplySchema,
   type AgentToolName,
 } from '../contract/index.js';
+import type { UpstreamToolListing } from '../ports/index.js';
 
 type ObjectJsonSchema = { type: 'object'; [key: string]: unknown };
 
@@ -31,10 +33,11 @@ export const agentToolReplySchemas: { readonly [K in AgentToolName]: z.ZodType }
   fetch_result: agentToolReplySchema,
   cancel_action: agentToolReplySchema,
   list_routes: z.union([agentRouteListSchema, agentRefusalSchema]),
+  request_credential: z.union([credentialRequestReplySchema, agentRefusalSchema]),
 };
 
 /**
- * The six tools as MCP lists them, derived once from the contract's zod schemas. The input schemas are
+ * The seven tools as MCP lists them, derived once from the contract's zod schemas. The input schemas are
  * published for the agent's benefit only: the server never validates arguments against them (the
  * backend does, and journals an invalid action call), so bad arguments are answers, not protocol
  * errors. The output schemas are what clients validate structuredContent against (the MCP SDK
@@ -63,6 +66,26 @@ function outputJsonSchema(name: AgentToolName): ObjectJsonSchema {
     throw new Error(`the ${name} reply schema must be a JSON object schema or a union of them`);
   }
   return { ...schema, type: 'object' };
+}
+
+const upstreamOutputSchema = outputJsonSchema('http_request');
+
+/**
+ * An upstream MCP tool as Postern lists it: the upstream's name (`<server>.<tool>`), description and input schema,
+ * and Postern's own output schema — the answer is an action's envelope carrying the upstream's reply, like
+ * http_request's.
+ */
+export function upstreamListedTool(listing: UpstreamToolListing): Omit<ListedTool, 'name'> & { name: string } {
+  return {
+    name: listing.name,
+    description: listing.description ?? '',
+    inputSchema: { ...listing.inputSchema, type: 'object' },
+    outputSchema: upstreamOutputSchema,
+  };
+}
+/** An upstream tool's agent-visible name has a dot (`<server>.<tool>`); Postern's own tools never do. */
+export function isUpstreamToolName(name: string): boolean {
+  return /^[a-z][a-z0-9_-]{0,31}\.[A-Za-z0-9_-]{1,64}$/.test(name);
 }
 
 const toolNameSet: ReadonlySet<string> = new Set<string>(agentToolNames);

@@ -16,19 +16,27 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import {
   agentRefusalSchema,
+  agentToolReplySchema,
   isCodedError,
   type AgentPeer,
   type AgentRouteList,
   type AgentToolReply,
+  type CredentialRequestReply,
 } from '../contract/index.js';
 import type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from '../ports/index.js';
 import type { AgentLimits } from './agent-limits.js';
 import { refusalAnswer } from './agent-refusal.js';
-import { agentToolReplySchemas, isAgentToolName, listedTools } from './agent-tools.js';
+import {
+  agentToolReplySchemas,
+  isAgentToolName,
+  isUpstreamToolName,
+  listedTools,
+  upstreamListedTool,
+} from './agent-tools.js';
 import { answerText, withTargetNames } from './answer-text.js';
 import { jsonRpcCode, jsonRpcError } from './jsonrpc-error.js';
 import { LineTransport } from './line-transport.js';
-import { isOperatorName } from './operator-names.js';
+import { isOperatorMethod, isOperatorName } from './operator-names.js';
 import type { SessionRegistry } from './session-registry.js';
 
 export const serverName = 'postern';
@@ -107,6 +115,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     },
     closing: () => {
       closed = true;
+      stopWatchingUpstreams?.();
       clearTimeout(handshakeTimer);
       for (const controller of calls) controller.abort('disconnected' satisfies CallerStop);
       calls.clear();
@@ -165,9 +174,19 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     );
   };
 
-  const server = new Server({ name: serverName, version: options.serverVersion }, { capabilities: { tools: {} } });
+  const server = new Server(
+    { name: serverName, version: options.serverVersion },
+    { capabilities: { tools: { listChanged: backend.onUpstreamToolsChanged !== undefined } } },
+  );
   server.onerror = (error) => logger?.debug({ err: error, pid: peer.pid }, 'agent connection protocol error');
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools.map((tool) => ({ ...tool })) }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [...listedTools.map((tool) => ({ ...tool })), ...(await upstreamListing(backend, logger))],
+  }));
+  // An upstream server's list_changed (or an unlock that lets its children start) reaches every agent connection.
+  const stopWatchingUpstreams = backend.onUpstreamToolsChanged?.(() => {
+    if (closed || session === undefined) return;
+    server.sendToolListChanged().catch((error: unknown) => logger?.debug({ err: error }, 'list_changed not sent'));
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (session === undefined) throw jsonRpcError(McpErrorCode.InvalidRequest, 'send initialize before tools/call');
     const progress = progressSender(request.params._meta?.progressToken, extra.sendNotification, (error) =>
@@ -182,7 +201,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
         extra.requestId,
         progress?.send,
       );
-      return toResult(answer, isAgentToolName(name) ? agentToolReplySchemas[name] : agentRefusalSchema, logger);
+      return toResult(answer, replySchemaOf(name), logger);
     } finally {
       // Nothing about this call is sent after its answer: a late progress would name a request the client forgot.
       progress?.stop();
@@ -206,7 +225,8 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     requestId: RequestId,
     onProgress?: (p: CallProgress) => void,
   ): Promise<ToolAnswer> => {
-    if (!isAgentToolName(name)) {
+    const run = toolRunner(backend, name, args);
+    if (run === undefined) {
       return isOperatorName(name)
         ? refusalAnswer('OPERATOR_ONLY', `${name} is an operator capability; agents can never call it`, 'never', 'name')
         : refusalAnswer('UNKNOWN_TOOL', 'not a Postern tool; list the tools first', 'after_correction', 'name');
@@ -233,7 +253,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     const onSdkAbort = (): void => controller.abort((closed ? 'disconnected' : 'cancelled') satisfies CallerStop);
     sdkSignal.addEventListener('abort', onSdkAbort, { once: true });
     try {
-      const answer = checkedAnswer(await backend.call(sessionId, name, args, controller.signal, onProgress));
+      const answer = checkedAnswer(await run(sessionId, controller.signal, onProgress));
       if (answer.handoff !== undefined) expectHandoff(requestId, { sessionId, handoff: answer.handoff }, sdkSignal);
       return await withTargetNames(answer, () => backend.call(sessionId, 'list_routes', {}, controller.signal));
     } catch (error) {
@@ -254,6 +274,44 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     logger?.error({ err: error }, 'agent connection failed to start');
     socket.destroy();
   });
+}
+
+type ToolRunner = (
+  sessionId: string,
+  signal: AbortSignal,
+  onProgress?: (p: CallProgress) => void,
+) => Promise<ToolAnswer>;
+
+/** Postern's own tool, or an upstream server's (`<server>.<tool>`) when upstreams exist; undefined: no such tool. */
+function toolRunner(backend: AgentBackend, name: string, args: unknown): ToolRunner | undefined {
+  if (isAgentToolName(name))
+    return (sessionId, signal, onProgress) => backend.call(sessionId, name, args, signal, onProgress);
+  // An operator method (`approvals.approve`) has the shape of an upstream name: it is refused as such, never routed.
+  // Only the exact names: an upstream tool may well be called `lock_file` (configuration refuses operator namespaces).
+  if (isOperatorMethod(name)) return undefined;
+  const callUpstream = backend.callUpstream?.bind(backend);
+  if (callUpstream === undefined || !isUpstreamToolName(name)) return undefined;
+  return (sessionId, signal, onProgress) => callUpstream(sessionId, name, args, signal, onProgress);
+}
+
+/** The reply schema an answer to `name` is checked against: an upstream tool answers with an action's envelope. */
+function replySchemaOf(name: string): z.ZodType {
+  if (isAgentToolName(name)) return agentToolReplySchemas[name];
+  return isUpstreamToolName(name) ? agentToolReplySchema : agentRefusalSchema;
+}
+
+/** The upstream tools for tools/list; a backend that cannot list them now lists Postern's own tools only. */
+async function upstreamListing(
+  backend: AgentBackend,
+  logger: Logger | undefined,
+): Promise<ReturnType<typeof upstreamListedTool>[]> {
+  if (backend.upstreamTools === undefined) return [];
+  try {
+    return (await backend.upstreamTools()).map(upstreamListedTool);
+  } catch (error) {
+    logger?.warn({ code: isCodedError(error) ? error.code : 'INTERNAL' }, 'upstream tools could not be listed');
+    return [];
+  }
 }
 
 /**
@@ -338,7 +396,7 @@ function toResult(answer: ToolAnswer, schema: z.ZodType, logger: Logger | undefi
     );
     return toResult(refusal, agentRefusalSchema, logger);
   }
-  const structured = parsed.data as AgentToolReply | AgentRouteList;
+  const structured = parsed.data as AgentToolReply | AgentRouteList | CredentialRequestReply;
   return {
     content: [{ type: 'text', text: answerText(typeof answer.text === 'string' ? answer.text : '', structured) }],
     structuredContent: structured as Record<string, unknown>,

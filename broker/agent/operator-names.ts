@@ -21,6 +21,11 @@ export const operatorWordStems = [
 
 const operatorMethodSet: ReadonlySet<string> = new Set<string>(brokerApiMethods);
 
+/** Exactly an operator API method's name (`approvals.approve`): never an upstream tool, whatever its server. */
+export function isOperatorMethod(name: string): boolean {
+  return operatorMethodSet.has(name);
+}
+
 /**
  * True when `name` is an operator API method, or one of its words (split at . _ / - and spaces)
  * starts with an operator stem: approve, approvals.approve, approve_action, revoke-session,

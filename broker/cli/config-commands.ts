@@ -150,11 +150,12 @@ function pendingLines(p: ConfigPending, running: boolean): string[] {
   for (const [title, entries] of [
     ['route', change.routes],
     ['ssh host', change.ssh_hosts],
+    ['mcp server', change.mcp_servers],
     ['setting', change.settings],
   ] as const) {
     for (const entry of entries) lines.push(...entryLines(title, entry));
   }
-  if (change.routes.length + change.ssh_hosts.length + change.settings.length === 0)
+  if (change.routes.length + change.ssh_hosts.length + change.mcp_servers.length + change.settings.length === 0)
     lines.push('  no route, host or setting differs (only formatting or comments)');
   const when = p.accept_applies === 'now' ? 'it is in force at once' : 'it applies at the next start';
   lines.push(`Accept it with: postern config accept ${change.digest}  (${when})`);

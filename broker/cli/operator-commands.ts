@@ -520,7 +520,11 @@ function cardLine(card: ApprovalCard): string {
   const query = card.query.length === 0 ? '' : `?${card.query.map(([k, v]) => `${k}=${v}`).join('&')}`;
   const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}]`;
   const what =
-    card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}${query}${headers}` : `$ ${card.command ?? ''}`;
+    card.channel === 'http'
+      ? `${card.method ?? ''} ${card.path ?? ''}${query}${headers}`
+      : card.channel === 'mcp'
+        ? `tool ${card.command ?? ''}`
+        : `$ ${card.command ?? ''}`;
   const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
   const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
   return `#${card.ticket} [${card.lane ?? 'no lane'}] ${card.text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;

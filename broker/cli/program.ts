@@ -23,6 +23,7 @@ import { registerAuditCommands } from './audit-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
 import { registerAgentConfigCommand } from './agent-config.js';
 import { registerOperatorCommands } from './operator-commands.js';
+import { registerMcpServerCommands } from './mcp-server-commands.js';
 import { registerConfigCommands } from './config-commands.js';
 import { passphraseFromFile } from './secret-input.js';
 
@@ -63,6 +64,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   registerAgentConfigCommand(program, context);
   registerOperatorCommands(program, context);
   registerConfigCommands(program, context);
+  registerMcpServerCommands(program, context);
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -13,10 +13,11 @@ export interface EntryChange {
   readonly fields: FieldChange[];
 }
 
-/** What a person reads on the pending-change card: every route, SSH host and settings section that differs. */
+/** What a person reads on the pending-change card: every route, SSH host, MCP server and settings section changed. */
 export interface ConfigChanges {
   readonly routes: EntryChange[];
   readonly ssh_hosts: EntryChange[];
+  readonly mcp_servers: EntryChange[];
   readonly settings: EntryChange[];
 }
 
@@ -26,6 +27,11 @@ export const changeValueCharsMax = 400;
 const derivedRouteFields = new Set(['origin', 'protocol', 'hostname', 'port', 'base_path', 'ca_pem']);
 /** The fields a person checks first lead the list, in this order; the rest follow by name. */
 const leadingFields = [
+  'transport',
+  'command',
+  'args',
+  'env',
+  'url',
   'base_url',
   'host',
   'port',
@@ -38,9 +44,15 @@ const leadingFields = [
   'rules',
   'rules_may_loosen',
   'lanes',
+  'tools',
 ];
-/** List fields shown one element per field (`rules[2]`), so a changed rule is its own line on the card, not the whole list. */
-const elementFields = new Set(['rules']);
+/**
+ * List fields shown one element per field (`rules[2]`, an MCP server's `tools[0]`), so a changed rule is its own
+ * line on the card, not the whole list.
+ */
+const elementFields = new Set(['rules', 'tools']);
+/** Map fields shown one key per field (`env.API_TOKEN`): a person sees which variable a change adds or re-points. */
+const keyedFields = new Set(['env']);
 
 /**
  * The difference between the accepted configuration and another one (the file as it is now), entry
@@ -56,6 +68,7 @@ export function diffConfigs(before: PosternConfig, after: PosternConfig): Config
   return {
     routes: diffEntries(before.routes, after.routes, derivedRouteFields),
     ssh_hosts: diffEntries(before.sshHosts, after.sshHosts, new Set()),
+    mcp_servers: diffEntries(before.mcpServers, after.mcpServers, new Set()),
     settings,
   };
 }
@@ -98,7 +111,7 @@ function diffFields(
 }
 
 function rank(field: string): number {
-  const i = leadingFields.indexOf(field.replace(/\[\d+\]$/, ''));
+  const i = leadingFields.indexOf(field.replace(/(\[\d+\]|\..*)$/, ''));
   return i < 0 ? leadingFields.length : i;
 }
 
@@ -106,11 +119,12 @@ function asRecord(value: object | undefined, skip: ReadonlySet<string> = new Set
   return Object.fromEntries(
     Object.entries(value ?? {})
       .filter(([k, v]) => !skip.has(k) && v !== undefined)
-      .flatMap(([k, v]) =>
-        elementFields.has(k) && Array.isArray(v)
-          ? v.map((item, i) => [`${k}[${i}]`, item] as const)
-          : [[k, v] as const],
-      ),
+      .flatMap(([k, v]): Array<readonly [string, unknown]> => {
+        if (elementFields.has(k) && Array.isArray(v)) return v.map((item, i) => [`${k}[${i}]`, item] as const);
+        if (keyedFields.has(k) && typeof v === 'object' && v !== null)
+          return Object.entries(v).map(([key, item]) => [`${k}.${key}`, item] as const);
+        return [[k, v] as const];
+      }),
   );
 }
 

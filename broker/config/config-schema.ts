@@ -1,6 +1,19 @@
+import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { ApprovalMode, InjectionKind } from '../contract/index.js';
+import {
+  ApprovalMode,
+  brokerApiMethods,
+  credentialRequestTtlSecondsDefault,
+  InjectionKind,
+} from '../contract/index.js';
 import { pathTemplateParams, pathTemplateProblem } from '../core/index.js';
+import {
+  mcpCredentialNamePattern,
+  mcpEnvKeyProblem,
+  mcpServerNamePattern,
+  mcpToolGlobPattern,
+  parseCredentialRefs,
+} from './mcp-servers.js';
 
 /**
  * The configuration file's schema (postern.yaml). One zod schema gives the TypeScript type, the
@@ -300,6 +313,118 @@ export const sshHostSchema = z.strictObject({
   timeout_ms: operationTimeoutMs,
 });
 
+/** How long an idle upstream MCP child (or session) is kept warm by default: 5 minutes. */
+export const mcpWarmMsDefault = 300_000;
+export const mcpEnvEntriesMax = 64;
+export const mcpTransports = ['stdio', 'streamable_http'] as const;
+
+const mcpToolRule = z.strictObject({
+  match: z
+    .string()
+    .regex(mcpToolGlobPattern, 'a glob over the tool name: letters, digits, _ and -, with * (any run) and ? (one)')
+    .describe('A glob over the upstream tool name: * matches any run of characters, ? exactly one.'),
+  approval: approvalMode
+    .optional()
+    .describe("Approval of the tools it matches; absent: the server's. Looser only with rules_may_loosen: true."),
+  lane: z.string().min(1).max(200).optional().describe("Lane of the tools it matches; absent: the server's lane."),
+});
+
+/** OAuth scope tokens (RFC 6749 §3.3): printable ASCII without space, quote or backslash. */
+const oauthScope = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/;
+
+/**
+ * OAuth 2.1 with PKCE for a remote that requires it (docs/upstream-mcp.md). Without client_id the broker registers
+ * itself (RFC 7591) at the first authorization and keeps the registration sealed in the vault with the tokens.
+ */
+const mcpOAuthSchema = z.strictObject({
+  client_id: z
+    .string()
+    .min(1)
+    .max(512)
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional()
+    .describe('A client registered ahead with the authorization server (public, no secret); absent: RFC 7591.'),
+  client_name: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('The name shown on the consent page when the broker registers itself (default "Postern").'),
+  scopes: z
+    .array(z.string().regex(oauthScope, 'an OAuth scope: printable ASCII without spaces, quotes or backslashes'))
+    .max(32)
+    .optional()
+    .describe("Scopes asked for; absent: the resource's advertised scopes_supported, else none."),
+});
+
+/**
+ * An upstream MCP server whose tools Postern offers as `<name>.<tool>` (docs/upstream-mcp.md). One flat object for
+ * both transports so a field given to the wrong one is refused by the checks below with its own path and a sentence,
+ * rather than as an anonymous union mismatch.
+ */
+export const mcpServerSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(mcpServerNamePattern, 'a lower-case name starting with a letter: letters, digits, _ and -, at most 32')
+    .describe('What the tools are prefixed with (<name>.<tool>); unique among mcp_servers, routes and ssh_hosts.'),
+  transport: z.enum(mcpTransports).describe('stdio: a child process the broker starts; streamable_http: a remote URL.'),
+  command: z
+    .string()
+    .min(1)
+    .max(4096)
+    .optional()
+    .describe('stdio: absolute path of the program (never looked up in a PATH).'),
+  args: z
+    .array(z.string().max(4096))
+    .max(256)
+    .optional()
+    .describe('stdio: its arguments (no credentials: argv is visible).'),
+  env: z
+    .record(z.string(), z.string().max(4096))
+    .optional()
+    .describe('stdio: environment added to a minimal base; values may hold {credential:NAME} references.'),
+  cwd: z.string().min(1).max(4096).optional().describe('stdio: absolute working directory.'),
+  url: z
+    .string()
+    .min(1)
+    .max(2048)
+    .optional()
+    .describe('streamable_http: the endpoint; http:// only for 127.0.0.1, ::1 or localhost.'),
+  credential: z
+    .string()
+    .regex(mcpCredentialNamePattern, 'a vault credential name')
+    .optional()
+    .describe('streamable_http: a vault credential (bearer or header) bound to this server, injected per request.'),
+  oauth: mcpOAuthSchema
+    .optional()
+    .describe('streamable_http: OAuth 2.1 with PKCE (postern mcp-servers authorize NAME); not with credential.'),
+  approval: approvalMode
+    .default('per_call')
+    .describe("Approval of a tool no rule matches (and each rule's floor unless rules_may_loosen)."),
+  tools: z.array(mcpToolRule).max(256).default([]).describe('Approval and lane per tool name glob; first match wins.'),
+  rules_may_loosen: z
+    .boolean()
+    .optional()
+    .describe("true: a tools[] rule may ask less than the server's approval; default false: equal or stricter."),
+  lane: z
+    .string()
+    .min(1)
+    .max(200)
+    .nullable()
+    .optional()
+    .describe("Lane of the server's tools that no rule gives one; absent or null: no lane."),
+  timeout_ms: operationTimeoutMs,
+  warm_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(86_400_000)
+    .default(mcpWarmMsDefault)
+    .describe(
+      'How long an idle child or session is kept after its last call (default 300000); 0: stop after each call.',
+    ),
+});
+
 /** How long an approval request waits for a person by default (the request's own clock). */
 export const approvalTtlSecondsDefault = 300;
 
@@ -322,6 +447,15 @@ export const agentsSchema = z
       .default(approvalTtlSecondsDefault)
       .describe(
         'How long a per-call card (or a call waiting for its session approval) waits for a decision before it expires.',
+      ),
+    credential_request_ttl_s: z
+      .number()
+      .int()
+      .min(60)
+      .max(86_400)
+      .optional()
+      .describe(
+        `How long a request_credential card waits for a person before the agent hears \`expired\` (read at start). Absent: ${credentialRequestTtlSecondsDefault}.`,
       ),
     session_grant_ttl_seconds: z
       .number()
@@ -427,6 +561,7 @@ export const configSchema = z
     results: resultsSchema.default({ retention_seconds: resultRetentionSecondsDefault }),
     routes: z.array(routeSchema).max(1024).default([]),
     ssh_hosts: z.array(sshHostSchema).max(1024).default([]),
+    mcp_servers: z.array(mcpServerSchema).max(64).default([]),
   })
   .superRefine((config, ctx) => {
     const hostNames = new Set<string>();
@@ -503,12 +638,14 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: at('tls'), message: 'TLS settings need an https:// base_url' });
       }
     }
+    checkMcpServers(ctx, config);
   });
 
 export type PosternConfigInput = z.input<typeof configSchema>;
 export type RouteSettings = z.output<typeof routeSchema>;
 export type RouteRuleSettings = z.output<typeof routeRule>;
 export type SshHostSettings = z.output<typeof sshHostSchema>;
+export type McpServerSettings = z.output<typeof mcpServerSchema>;
 export type AgentSettings = z.output<typeof agentsSchema>;
 export type ResultSettings = z.output<typeof resultsSchema>;
 export type OperatorSettings = z.output<typeof operatorSchema>;
@@ -554,6 +691,128 @@ function checkRouteRule(
       message: `${rule.approval} is looser than the route's approval ${route.approval}; set rules_may_loosen: true on the route to allow it`,
     });
   }
+}
+
+type Path = (string | number)[];
+
+/**
+ * The cross-field rules of `mcp_servers` (docs/config.md, the `mcp_servers[]` fields). A server's name shares the
+ * credential-binding namespace with routes and SSH hosts, so it may not repeat one of theirs: a binding must name
+ * one thing, never a route and a child process at once.
+ */
+function checkMcpServers(
+  ctx: Issues,
+  config: { routes: RouteSettings[]; ssh_hosts: SshHostSettings[]; mcp_servers: McpServerSettings[] },
+): void {
+  const taken = new Set([...config.routes.map((r) => r.name), ...config.ssh_hosts.map((h) => h.name)]);
+  const seen = new Set<string>();
+  for (const [i, server] of config.mcp_servers.entries()) {
+    const at = (...path: Path): Path => ['mcp_servers', i, ...path];
+    const issue = (path: Path, message: string): void => ctx.addIssue({ code: 'custom', path, message });
+    if (seen.has(server.name)) issue(at('name'), `mcp server name "${server.name}" is used twice`);
+    else if (taken.has(server.name))
+      issue(
+        at('name'),
+        `"${server.name}" is already a route or ssh host name; credential bindings must name one thing`,
+      );
+    else if (operatorNamespaces.has(server.name))
+      issue(
+        at('name'),
+        `"${server.name}" names the operator's methods (${server.name}.…); agents could never call its tools`,
+      );
+    seen.add(server.name);
+    const wrong = server.transport === 'stdio' ? (['url', 'credential', 'oauth'] as const) : mcpStdioFields;
+    if (server.oauth !== undefined && server.credential !== undefined)
+      issue(at('oauth'), 'oauth and credential are two ways to authenticate; give one');
+    const other = server.transport === 'stdio' ? 'streamable_http' : 'stdio';
+    for (const field of wrong)
+      if (server[field] !== undefined) issue(at(field), `${field} is only for transport ${other}`);
+    if (server.transport === 'stdio') checkMcpStdio(server, at, issue);
+    else if (server.url === undefined) issue(at('url'), 'url is required for transport streamable_http');
+    else {
+      const problem = mcpUrlProblem(server.url);
+      if (problem !== undefined) issue(at('url'), problem);
+    }
+    for (const [j, rule] of server.tools.entries()) {
+      if (rule.approval === undefined && rule.lane === undefined)
+        issue(at('tools', j), 'a rule with neither approval nor lane changes nothing; give one or remove it');
+      const looser = rule.approval !== undefined && approvalRank[rule.approval] < approvalRank[server.approval];
+      if (looser && server.rules_may_loosen !== true)
+        issue(
+          at('tools', j, 'approval'),
+          `${rule.approval} is looser than the server's approval ${server.approval}; set rules_may_loosen: true on the server to allow it`,
+        );
+    }
+  }
+}
+
+/** `approvals` of `approvals.approve`: an upstream tool `<server>.<tool>` must never read as an operator method. */
+const operatorNamespaces: ReadonlySet<string> = new Set(brokerApiMethods.map((m) => m.split('.')[0] ?? m));
+
+const mcpStdioFields = ['command', 'args', 'env', 'cwd'] as const;
+const credentialsGoInEnv = 'credentials go in env as {credential:NAME}, never here';
+
+/** The program, its arguments, directory and environment of a stdio server. */
+function checkMcpStdio(
+  server: McpServerSettings,
+  at: (...path: Path) => Path,
+  issue: (p: Path, m: string) => void,
+): void {
+  const unsafe = (value: string): string | undefined =>
+    value.includes('\0')
+      ? 'a NUL character cannot be passed to a process'
+      : value.includes('{credential:')
+        ? credentialsGoInEnv
+        : undefined;
+  if (server.command === undefined) issue(at('command'), 'command is required for transport stdio');
+  for (const field of ['command', 'cwd'] as const) {
+    const value = server[field];
+    if (value === undefined) continue;
+    const problem =
+      unsafe(value) ?? (isAbsolute(value) ? undefined : `${field} must be an absolute path (no PATH lookup)`);
+    if (problem !== undefined) issue(at(field), problem);
+  }
+  for (const [k, arg] of (server.args ?? []).entries()) {
+    const problem = unsafe(arg);
+    // argv is readable by every process of the user: a secret there would be handed to the adversary.
+    if (problem !== undefined)
+      issue(
+        at('args', k),
+        problem === credentialsGoInEnv ? `${problem} (argv is visible to other processes)` : problem,
+      );
+  }
+  const env = Object.entries(server.env ?? {});
+  if (env.length > mcpEnvEntriesMax) issue(at('env'), `at most ${mcpEnvEntriesMax} environment variables`);
+  for (const [key, value] of env) {
+    const problem =
+      mcpEnvKeyProblem(key) ??
+      (value.includes('\0') ? 'a NUL character cannot be passed to a process' : undefined) ??
+      refsProblem(value);
+    if (problem !== undefined) issue(at('env', key), problem);
+  }
+}
+
+function refsProblem(value: string): string | undefined {
+  const refs = parseCredentialRefs(value);
+  return 'problem' in refs ? refs.problem : undefined;
+}
+
+/** A streamable_http endpoint: https, or http to loopback only (a token must not cross a network in clear). */
+function mcpUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must be http:// or https://';
+  if (url.username !== '' || url.password !== '') return 'url must not carry user info (credentials live in the vault)';
+  if (url.hash !== '' || value.includes('#')) return 'url has no fragment';
+  if (value.includes('{credential:')) return 'credentials are given with credential:, never in the url';
+  if (url.hostname === '') return 'url needs a host';
+  if (url.protocol === 'http:' && !['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname))
+    return 'http:// only for 127.0.0.1, ::1 or localhost; use https:// for anything else';
+  return undefined;
 }
 
 function baseUrlProblem(value: string): string | undefined {

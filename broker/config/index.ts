@@ -2,6 +2,9 @@ export {
   configSchema,
   routeSchema,
   sshHostSchema,
+  mcpServerSchema,
+  mcpWarmMsDefault,
+  mcpTransports,
   agentsSchema,
   approvalTtlSecondsDefault,
   resultsSchema,
@@ -15,6 +18,7 @@ export {
   type PosternConfigInput,
   type RouteSettings,
   type SshHostSettings,
+  type McpServerSettings,
   type VaultSettings,
   vaultAutoLockMinutesDefault,
 } from './config-schema.js';
@@ -33,3 +37,12 @@ export {
   type LoadConfigOptions,
 } from './load-config.js';
 export { diffConfigs, type ConfigChanges, type EntryChange, type FieldChange } from './config-diff.js';
+export {
+  mcpToolPolicy,
+  mcpCredentialRefs,
+  renderMcpEnv,
+  sanitizeMcpToolName,
+  parseMcpToolName,
+  mcpGlobMatches,
+  mcpToolNamePattern,
+} from './mcp-servers.js';

@@ -11,6 +11,7 @@ import {
   type ResultSettings,
   type RouteSettings,
   type SshHostSettings,
+  type McpServerSettings,
   type VaultSettings,
   vaultAutoLockMinutesDefault,
 } from './config-schema.js';
@@ -36,6 +37,8 @@ export interface PosternConfig {
   readonly routes: ReadonlyMap<string, Route>;
   /** SSH host entries by name: what an agent names instead of an address or a key. */
   readonly sshHosts: ReadonlyMap<string, SshHostSettings>;
+  /** Upstream MCP servers by name: their tools are offered to agents as `<name>.<tool>` (docs/upstream-mcp.md). */
+  readonly mcpServers: ReadonlyMap<string, McpServerSettings>;
   /** Session approval mode and approval clocks (the `agents` section, defaults filled in). */
   readonly agents: AgentSettings;
   /** How long stored results stay fetchable (the `results` section, defaults filled in). */
@@ -78,6 +81,7 @@ export function emptyConfig(file: string | undefined = undefined): PosternConfig
     version: 1,
     routes: new Map(),
     sshHosts: new Map(),
+    mcpServers: new Map(),
     agents: agentSettingsDefault,
     results: resultSettingsDefault,
     vault: { auto_lock_minutes: vaultAutoLockMinutesDefault },
@@ -127,10 +131,12 @@ export function parseConfig(text: string, file: string | undefined = undefined):
   const routes = new Map<string, Route>();
   for (const [i, settings] of parsed.data.routes.entries()) routes.set(settings.name, deriveRoute(settings, i));
   const sshHosts = new Map(parsed.data.ssh_hosts.map((h) => [h.name, h] as const));
+  const mcpServers = new Map(parsed.data.mcp_servers.map((m) => [m.name, m] as const));
   return {
     version: 1,
     routes,
     sshHosts,
+    mcpServers,
     agents: parsed.data.agents,
     results: parsed.data.results,
     operator: parsed.data.operator,

@@ -17,6 +17,7 @@ export const agentToolNames = [
   'fetch_result',
   'cancel_action',
   'list_routes',
+  'request_credential',
 ] as const;
 export type AgentToolName = (typeof agentToolNames)[number];
 
@@ -39,6 +40,91 @@ const waitMs = z
     "How long this call waits for the outcome (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). After it the action keeps its place; poll with action_status.",
   );
 const actionId = z.string().min(1).max(80).describe('The invocation id (action_id) an earlier call returned.');
+
+/** The bidirectional marks, embeddings, overrides and isolates (ALM, LRM, RLM, LRE…RLO, LRI…PDI). */
+const bidiFormatting: ReadonlySet<number> = new Set([
+  0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069,
+]);
+/**
+ * True when `text` holds a control (C0, DEL, C1) or bidi formatting character. Text a person reads on a credential
+ * request card must look the way it is stored, so these are refused rather than silently dropped (the agent learns
+ * which field to fix). `lines` lets line feed and tab pass in a longer text.
+ */
+export function hasControlOrBidi(text: string, options: { lines?: boolean } = {}): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if (options.lines === true && (code === 0x0a || code === 0x09)) continue;
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f) || bidiFormatting.has(code)) return true;
+  }
+  return false;
+}
+const displayRefusal = 'control and bidirectional-formatting characters are refused (they change what a person reads)';
+function displayText(charsMax: number, options: { lines?: boolean } = {}) {
+  return z
+    .string()
+    .max(charsMax)
+    .refine((text) => !hasControlOrBidi(text, options), displayRefusal);
+}
+/** A host or a `*.` wildcard over its subdomains, with an optional port (what a vault binding names). */
+const hostPattern =
+  /^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*(?::[0-9]{1,5})?$/;
+/** https only, visible ASCII only (a non-ASCII URL must be percent-encoded: no look-alike hosts on the card). */
+const httpsUrl = /^https:\/\/[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?(?:[/?#][\x21-\x7e]*)?$/;
+/** RFC 9110 token: a header name. */
+const headerToken = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+/** How long a credential request waits for a person by default (postern.yaml `agents.credential_request_ttl_s`). */
+export const credentialRequestTtlSecondsDefault = 15 * 60;
+
+/** request_credential's arguments (docs/agent.md): what the agent wants and for what; never a value. */
+export const credentialRequestInputSchema = z
+  .strictObject({
+    purpose: displayText(500, { lines: true })
+      .min(1)
+      .optional()
+      .describe(
+        'Why the credential is needed, for the person who provisions it (required unless request_id is given).',
+      ),
+    for: z
+      .union([
+        z.strictObject({
+          route: z.string().min(1).max(64).describe('A route name (list_routes) or one to be configured.'),
+        }),
+        z.strictObject({
+          host: z
+            .string()
+            .max(260)
+            .regex(hostPattern, 'a host name, or *. and a domain, with an optional :port')
+            .describe('A host (api.example.com) or host pattern (*.example.com).'),
+        }),
+      ])
+      .optional()
+      .describe('Where the credential will be used (required unless request_id is given).'),
+    kind: z.enum(['bearer', 'header', 'basic', 'query', 'ssh_key']).optional(),
+    header: z.string().regex(headerToken, 'an HTTP header name (RFC 9110 token), at most 64 characters').optional(),
+    format: displayText(200).optional().describe('What the value looks like (e.g. "starts with ghp_").'),
+    docs_url: z
+      .string()
+      .max(2048)
+      .regex(httpsUrl, 'an https:// URL in visible ASCII')
+      .optional()
+      .describe('Where a person can create the credential; shown as text until the person chooses to open it.'),
+    scopes: z.array(displayText(100).min(1)).max(20).optional(),
+    timeout_ms: waitMs.optional(),
+    request_id: z
+      .string()
+      .regex(/^crq_[0-9A-Za-z_-]{6,60}$/, 'a request_id an earlier request_credential answered')
+      .optional()
+      .describe(
+        'Wait again on an earlier request of this session (its answer was pending); the other fields are ignored.',
+      ),
+  })
+  .superRefine((input, ctx) => {
+    if (input.request_id !== undefined) return;
+    if (input.purpose === undefined)
+      ctx.addIssue({ code: 'custom', path: ['purpose'], message: 'purpose is required' });
+    else if (input.for === undefined) ctx.addIssue({ code: 'custom', path: ['for'], message: 'for is required' });
+  });
+export type CredentialRequestInput = z.infer<typeof credentialRequestInputSchema>;
 
 export const agentToolInputSchemas = {
   http_request: z.strictObject({
@@ -86,6 +172,7 @@ export const agentToolInputSchemas = {
   fetch_result: z.strictObject({ action_id: actionId }),
   cancel_action: z.strictObject({ action_id: actionId }),
   list_routes: z.strictObject({}),
+  request_credential: credentialRequestInputSchema,
 } as const satisfies { [K in AgentToolName]: z.ZodType };
 export type AgentToolInput<K extends AgentToolName> = z.infer<(typeof agentToolInputSchemas)[K]>;
 
@@ -102,6 +189,8 @@ export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
     'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
   list_routes:
     'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials).',
+  request_credential:
+    'Ask a person to provision a credential you lack (for a route or host). The person pastes it into the vault; you get the credential name, never the value. Answers provisioned, declined, expired, or pending (call again with request_id).',
 };
 
 /** Where an action waits in its lane (present while it has not been dispatched or closed). */
@@ -155,6 +244,22 @@ export const agentSshOutputSchema = z.object({
   truncated: z.boolean(),
   output_complete: z.boolean(),
 });
+
+/**
+ * An upstream MCP tool's reply as the agent receives it: the upstream's content blocks and structured content,
+ * scrubbed of every secret given to that server, capped at the server's reply bound (`truncated` then says some
+ * blocks were cut); `digest` is over the delivered JSON.
+ */
+export const agentMcpResultSchema = z.object({
+  server: z.string(),
+  tool: z.string(),
+  is_error: z.boolean(),
+  content: z.array(z.record(z.string(), z.unknown())),
+  structured_content: z.record(z.string(), z.unknown()).optional(),
+  bytes: z.number().int().nonnegative(),
+  truncated: z.boolean(),
+});
+export type AgentMcpResult = z.infer<typeof agentMcpResultSchema>;
 
 /**
  * A refusal that belongs to no action (unknown tool, malformed arguments to a read tool, limits):
@@ -225,10 +330,27 @@ export const agentToolReplySchema = z.union([
     decision: agentDecisionSchema.optional(),
     response: agentHttpResponseSchema.optional(),
     output: agentSshOutputSchema.optional(),
+    mcp_result: agentMcpResultSchema.optional(),
   }),
   agentRefusalSchema,
 ]);
 export type AgentToolReply = z.infer<typeof agentToolReplySchema>;
+
+/**
+ * request_credential's answer: the request's state and, once provisioned, the credential's name — never its value.
+ * `pending`: the caller's wait ended first; call again with `request_id` (until `expires_at_ms`).
+ */
+export const credentialRequestReplySchema = z.object({
+  status: z.enum(['provisioned', 'declined', 'expired', 'pending']),
+  request_id: z.string(),
+  /** provisioned: the vault credential's name (configure or use it by this name). */
+  credential: z.string().max(64).optional(),
+  /** declined: the person's reason, as they wrote it. */
+  reason: z.string().max(2000).optional(),
+  /** pending: when the request expires unanswered. */
+  expires_at_ms: z.number().int().nonnegative().optional(),
+});
+export type CredentialRequestReply = z.infer<typeof credentialRequestReplySchema>;
 
 /** list_routes' answer. */
 export const agentRouteListSchema = z.object({

@@ -156,6 +156,20 @@ export const errorCodeRegistry = {
   },
   SSH_AUTH_FAILED: { from: broker, meaning: 'The SSH server rejected the user key; nothing was sent.' },
   SSH_CHANNEL_FAILED: { from: broker, meaning: 'The SSH session channel could not be opened; nothing was sent.' },
+  MCP_SPAWN_FAILED: {
+    from: broker,
+    meaning:
+      "The upstream MCP server's process could not be started, or is backing off after it crashed (the message says until when); nothing was sent.",
+  },
+  MCP_INITIALIZE_FAILED: {
+    from: broker,
+    meaning: 'The upstream MCP server did not complete the MCP initialize handshake; nothing was sent.',
+  },
+  MCP_AUTHORIZATION_REQUIRED: {
+    from: broker,
+    meaning:
+      'The upstream MCP server needs OAuth and holds no usable grant (never authorized, or its refresh was refused): a person runs postern mcp-servers authorize NAME; nothing was sent.',
+  },
   // remote_execution: dispatched; what the remote said (or did not)
   REMOTE_OUTCOME_UNKNOWN: {
     from: broker,
@@ -187,6 +201,11 @@ export const errorCodeRegistry = {
     meaning: 'The remote returned a complete error result (5xx); it may have changed state.',
   },
   COMMAND_FAILED: { from: broker, meaning: 'The remote command completed with a non-zero exit status or a signal.' },
+  MCP_TOOL_FAILED: {
+    from: broker,
+    meaning:
+      'The upstream MCP tool ran and answered with a result marked isError; like a non-zero exit status, it may have changed state.',
+  },
   REDIRECT_BLOCKED: {
     from: broker,
     meaning: 'The remote redirected to a destination the route does not allow; it was not followed.',
@@ -204,12 +223,13 @@ export const errorCodeRegistry = {
   LANE_BLOCKED: { from: broker, meaning: 'An older action in the same lane has an unknown outcome; this one waits.' },
   DECISION_CONFLICT: {
     from: broker,
-    meaning: 'The ticket already holds a terminal decision or was dispatched; the late decision changed nothing.',
+    meaning:
+      'The ticket (or credential request) already holds a terminal decision or was dispatched; the late decision changed nothing.',
   },
   NOT_FOUND: {
     from: ['broker', 'operator_host'],
     meaning:
-      'Nothing by that name is visible to this caller: no action, ticket or session with that id, no operator API method or file at that path.',
+      'Nothing by that name is visible to this caller: no action, ticket, session or credential request with that id, no operator API method or file at that path.',
   },
   // agent interface: the local socket (broker/agent)
   UNKNOWN_TOOL: { from: broker, meaning: 'The MCP tool name is not one Postern offers; list the tools first.' },

@@ -12,6 +12,7 @@ export * from './operator-methods.js';
 export * from './operator-actor.js';
 export * from './operator-api.js';
 export * from './operator-vault-api.js';
+export * from './operator-credential-requests-api.js';
 export * from './agent-api.js';
 export * from './action-list-api.js';
 export * from './transition-refusal.js';

@@ -8,6 +8,7 @@ import { Actor, EventKind } from './events.js';
 import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 import { vaultApiSchemas } from './operator-vault-api.js';
+import { credentialRequestApiSchemas } from './operator-credential-requests-api.js';
 
 /** Why the vault locked: a person asked, the idle time passed, the broker stopped (anything else: `other`). */
 export const vaultLockReasons = ['operator', 'idle', 'shutdown', 'other'] as const;
@@ -39,6 +40,26 @@ export const brokerStatusSchema = z.object({
     /** The last time this broker locked the vault, and why; null until the first lock. Never silent. */
     last_lock: z.object({ at_ms: z.number().int(), reason: z.enum(vaultLockReasons) }).nullable(),
   }),
+  /**
+   * Each configured upstream MCP server (mcp_servers): idle until first needed; a crashing child shows its restarts,
+   * when it may be started again (backoff) and what went wrong last (a closed code and a detail that carries no
+   * upstream output). Absent from brokers that predate upstream servers.
+   */
+  upstreams: z
+    .array(
+      z.object({
+        server: z.string(),
+        transport: z.enum(['stdio', 'streamable_http']),
+        state: z.enum(['idle', 'starting', 'ready', 'backoff', 'failed']),
+        pid: z.number().int().positive().optional(),
+        restarts: z.number().int().nonnegative(),
+        retry_at_ms: z.number().int().optional(),
+        last_error: z.object({ code: z.string(), detail: z.string(), at_ms: z.number().int() }).optional(),
+        /** OAuth servers: `required` until a person authorizes (mcp_servers.authorize); `none` for the others. */
+        auth: z.enum(['none', 'ok', 'required']).optional(),
+      }),
+    )
+    .optional(),
 });
 export type BrokerStatus = z.infer<typeof brokerStatusSchema>;
 
@@ -55,7 +76,7 @@ export const approvalCardSchema = z.object({
   ticket: z.number().int().positive(),
   action_id: z.string(),
   lane: z.string().nullable(),
-  channel: z.enum(['http', 'ssh']),
+  channel: z.enum(['http', 'ssh', 'mcp']),
   approval: z.enum(ApprovalMode),
   /** The route rule that set `approval` (`rules[1]: POST /documents/** → per_call`); null: the route's own. */
   approval_rule: z.string().nullable().optional(),
@@ -284,6 +305,17 @@ export const brokerApiSchemas = {
     output: z.object({ events: z.array(activityEventSchema), next_seq: z.number().int().nullable() }),
   },
   ...vaultApiSchemas,
+  ...credentialRequestApiSchemas,
+  /** OAuth of an upstream MCP server (docs/upstream-mcp.md): a URL for the person's browser, never a token. */
+  'mcp_servers.authorize': {
+    input: z.strictObject({ server: z.string().min(1).max(32) }),
+    output: z.object({
+      server: z.string(),
+      authorization_url: z.string(),
+      /** The one-time loopback listener closes then; authorize again after it. */
+      expires_at_ms: z.number().int(),
+    }),
+  },
 } as const satisfies Record<BrokerApiMethod, { input: z.ZodType; output: z.ZodType }>;
 
 /**

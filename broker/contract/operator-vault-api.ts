@@ -198,6 +198,7 @@ export const configPendingSchema = z.object({
       digest: z.string(),
       routes: z.array(configEntryChangeSchema),
       ssh_hosts: z.array(configEntryChangeSchema),
+      mcp_servers: z.array(configEntryChangeSchema),
       settings: z.array(configEntryChangeSchema),
       /** The file as it is now does not load (it cannot be accepted until fixed). */
       invalid: z.object({ code: z.string(), message: z.string().max(1000), field: z.string().nullable() }).nullable(),

@@ -86,5 +86,7 @@ export type EvidenceSource = keyof typeof EvidenceSource;
 export const Channel = {
   http: 'http',
   ssh: 'ssh',
+  /** A tool of an upstream MCP server (mcp_servers in postern.yaml), called through the broker. */
+  mcp: 'mcp',
 } as const satisfies ClosedSet<string>;
 export type Channel = keyof typeof Channel;

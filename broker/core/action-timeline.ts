@@ -66,7 +66,7 @@ export function deciderOf(event: { readonly kind: string; readonly payload: unkn
 export const actionRequestCharsMax = 400;
 
 export interface ActionTargetParts {
-  /** The route or host name (the `route:` / `host:` prefix dropped). */
+  /** The route, host or MCP server name (the `route:` / `host:` / `mcp:` prefix dropped). */
   readonly name: string;
   readonly method: string | null;
   /** HTTP: the path; SSH: `exec <command digest>` (the command itself is never journaled). */
@@ -82,7 +82,7 @@ export function splitActionTarget(target: string): ActionTargetParts {
   const space = target.indexOf(' ');
   const head = space < 0 ? target : target.slice(0, space);
   const rest = space < 0 ? '' : target.slice(space + 1);
-  const name = head.replace(/^(route|host):/, '');
+  const name = head.replace(/^(route|host|mcp):/, '');
   if (head.startsWith('route:')) {
     const verbEnd = rest.indexOf(' ');
     const method = verbEnd < 0 ? (rest === '' ? null : rest) : rest.slice(0, verbEnd);

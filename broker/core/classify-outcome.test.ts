@@ -128,6 +128,20 @@ const rows: Row[] = [
     { phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction', code: 'CONNECT_REFUSED' },
   ],
   [
+    "an MCP child's start is refused during its crash backoff: wait, do not correct",
+    {
+      ...base,
+      channel: 'mcp',
+      setup: { failure: 'mcp_spawn', stage: 'spawn', attempts: 1, attemptsMax: 1, retryAfterMs: 1234.5 },
+    },
+    { outcome: 'not_attempted', retry: 'backoff', code: 'MCP_SPAWN_FAILED', retry_after_ms: 1235 },
+  ],
+  [
+    "an MCP child's program is missing (one attempt, no backoff known): correct it",
+    { ...base, channel: 'mcp', setup: { failure: 'mcp_spawn', stage: 'spawn', attempts: 1, attemptsMax: 1 } },
+    { outcome: 'not_attempted', retry: 'after_correction', code: 'MCP_SPAWN_FAILED' },
+  ],
+  [
     'the TLS certificate has expired',
     { ...base, setup: { failure: 'tls_certificate', stage: 'tls_handshake', attempts: 1, attemptsMax: 3 } },
     { phase: 'connection_setup', outcome: 'not_attempted', retry: 'after_correction', code: 'TLS_FAILED' },
@@ -373,6 +387,148 @@ const rows: Row[] = [
     dispatched({ channel: 'ssh', caller: 'cancelled', ssh: { execReply: 'success', channelClosed: false } }),
     { outcome: 'unknown', effect: 'unknown_effect', code: 'CALLER_CANCELLED' },
   ],
+  // mcp: a tools/call to an upstream MCP server
+  [
+    'a stdio MCP server fails to spawn (setup attempts remain)',
+    { ...base, channel: 'mcp', setup: { failure: 'mcp_spawn', stage: 'spawn', attempts: 1, attemptsMax: 3 } },
+    {
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'backoff',
+      code: 'MCP_SPAWN_FAILED',
+      effect: 'no_effect',
+      outcome_basis: 'connection_setup_failed_before_dispatch',
+    },
+  ],
+  [
+    'an MCP server never completes initialize (no setup attempts left)',
+    {
+      ...base,
+      channel: 'mcp',
+      setup: { failure: 'mcp_initialize', stage: 'initialize', attempts: 3, attemptsMax: 3 },
+    },
+    { outcome: 'not_attempted', retry: 'after_correction', code: 'MCP_INITIALIZE_FAILED', effect: 'no_effect' },
+  ],
+  [
+    'a streamable_http MCP server refuses the connect',
+    { ...base, channel: 'mcp', setup: { failure: 'connect_refused', stage: 'connect', attempts: 1, attemptsMax: 2 } },
+    { phase: 'connection_setup', outcome: 'not_attempted', code: 'CONNECT_REFUSED', retry: 'backoff' },
+  ],
+  [
+    'an MCP tool answers with a result',
+    dispatched({ channel: 'mcp', mcp: { reply: 'result', complete: true } }),
+    {
+      phase: 'remote_execution',
+      outcome: 'committed',
+      effect: 'succeeded',
+      code: null,
+      retry: 'never',
+      outcome_basis: 'complete_tool_result',
+      source: 'remote_response',
+    },
+  ],
+  [
+    'an MCP tool answers isError: true (it ran; it may have changed state)',
+    dispatched({ channel: 'mcp', mcp: { reply: 'tool_error', complete: true } }),
+    {
+      outcome: 'committed',
+      effect: 'failed',
+      code: 'MCP_TOOL_FAILED',
+      retry: 'never',
+      outcome_basis: 'tool_result_marked_error',
+      source: 'remote_response',
+    },
+  ],
+  ...[-32700, -32600, -32601, -32602].map((code): Row => [
+    `an MCP server refuses the request as a request (JSON-RPC ${code})`,
+    dispatched({ channel: 'mcp', mcp: { reply: 'protocol_error', protocolErrorCode: code, complete: true } }),
+    {
+      outcome: 'rejected',
+      effect: 'rejected',
+      code: 'REMOTE_REJECTED',
+      retry: 'after_correction',
+      outcome_basis: 'request_refused_before_tool_ran',
+    },
+  ]),
+  ...[-32603, -32000, -32099, -1, 0, 1, 404].map((code): Row => [
+    `an MCP server answers another JSON-RPC error (${code}): it may come from inside a tool that acted`,
+    dispatched({ channel: 'mcp', mcp: { reply: 'protocol_error', protocolErrorCode: code, complete: true } }),
+    {
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      retry: 'reconcile',
+      outcome_basis: 'protocol_error_not_proof_of_no_effect',
+      source: 'remote_response',
+    },
+  ]),
+  [
+    'a JSON-RPC error without a code is not a refusal',
+    dispatched({ channel: 'mcp', mcp: { reply: 'protocol_error', complete: true } }),
+    { outcome: 'unknown', code: 'REMOTE_OUTCOME_UNKNOWN' },
+  ],
+  ...[400, 401, 403, 404, 429].map((status): Row => [
+    `a streamable_http server refuses the POST carrying the call with HTTP ${status}: no JSON-RPC processing ran`,
+    dispatched({ channel: 'mcp', transportBroken: true, mcp: { complete: false, httpStatus: status } }),
+    {
+      outcome: 'rejected',
+      effect: 'rejected',
+      code: 'REMOTE_REJECTED',
+      retry: 'after_correction',
+      outcome_basis: 'http_status_refused_message',
+    },
+  ]),
+  ...[408, 500, 502, 503].map((status): Row => [
+    `a streamable_http server answers the call's POST with HTTP ${status}: the effect stays open`,
+    dispatched({ channel: 'mcp', transportBroken: true, mcp: { complete: false, httpStatus: status } }),
+    { outcome: 'unknown', code: 'REMOTE_RESULT_INCOMPLETE' },
+  ]),
+  [
+    'a stdio child dies after the request was written, before answering',
+    dispatched({ channel: 'mcp', transportBroken: true, mcp: { complete: false } }),
+    {
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      code: 'REMOTE_RESULT_INCOMPLETE',
+      retry: 'reconcile',
+      outcome_basis: 'upstream_lost_after_request_written_no_reply',
+    },
+  ],
+  [
+    'an MCP session breaks after DISPATCH_STARTED, before the request was written',
+    dispatched({ channel: 'mcp', handedToTransport: false, transportBroken: true, mcp: { complete: false } }),
+    { outcome: 'unknown', code: 'REMOTE_RESULT_INCOMPLETE', outcome_basis: 'upstream_lost_after_dispatch_started' },
+  ],
+  [
+    'a reply marked incomplete never settles, whatever it says',
+    dispatched({ channel: 'mcp', transportBroken: true, mcp: { reply: 'result', complete: false } }),
+    { outcome: 'unknown', code: 'REMOTE_RESULT_INCOMPLETE' },
+  ],
+  [
+    'an MCP tool hangs until the operation deadline',
+    dispatched({ channel: 'mcp', operationDeadline: true, mcp: { complete: false } }),
+    {
+      outcome: 'unknown',
+      code: 'OPERATION_TIMEOUT',
+      retry: 'reconcile',
+      outcome_basis: 'operation_deadline_after_transport_write_no_remote_receipt',
+    },
+  ],
+  [
+    'the caller cancels while an MCP tool runs',
+    dispatched({ channel: 'mcp', caller: 'cancelled', mcp: { complete: false } }),
+    { outcome: 'unknown', effect: 'unknown_effect', code: 'CALLER_CANCELLED' },
+  ],
+  [
+    'an MCP tool result that arrived before the caller cancelled still settles',
+    dispatched({ channel: 'mcp', caller: 'cancelled', mcp: { reply: 'result', complete: true } }),
+    { outcome: 'committed', effect: 'succeeded' },
+  ],
+  [
+    'an MCP tool result is recorded but the handoff to the caller fails',
+    dispatched({ channel: 'mcp', deliveryFailed: true, mcp: { reply: 'tool_error', complete: true } }),
+    { outcome: 'committed', effect: 'failed', retry: 'fetch_result', code: 'RESULT_DELIVERY_FAILED' },
+  ],
 ];
 
 describe('classifyOutcome', () => {
@@ -386,7 +542,7 @@ describe('classifyOutcome', () => {
 
   describe('for any evidence', () => {
     const evidence = fc.record({
-      channel: fc.constantFrom('http' as const, 'ssh' as const),
+      channel: fc.constantFrom('http' as const, 'ssh' as const, 'mcp' as const),
       dispatchStarted: fc.boolean(),
       connection: fc.constantFrom('fresh' as const, 'reused' as const),
       handedToTransport: fc.boolean(),
@@ -407,13 +563,33 @@ describe('classifyOutcome', () => {
         }),
         { nil: undefined },
       ),
+      mcp: fc.option(
+        fc.record({
+          reply: fc.option(fc.constantFrom('result' as const, 'tool_error' as const, 'protocol_error' as const), {
+            nil: undefined,
+          }),
+          protocolErrorCode: fc.option(fc.integer({ min: -32800, max: 32800 }), { nil: undefined }),
+          complete: fc.boolean(),
+        }),
+        { nil: undefined },
+      ),
+      setup: fc.option(
+        fc.record({
+          failure: fc.constantFrom('mcp_spawn' as const, 'mcp_initialize' as const, 'connect_refused' as const),
+          stage: fc.constant('spawn'),
+          attempts: fc.integer({ min: 1, max: 3 }),
+          attemptsMax: fc.integer({ min: 1, max: 3 }),
+        }),
+        { nil: undefined },
+      ),
       deliveryFailed: fc.boolean(),
     });
 
     it('never claims not_attempted after DISPATCH_STARTED, and only claims it before', () => {
       fc.assert(
         fc.property(evidence, (e) => {
-          const input: OutcomeEvidence = e.dispatchStarted || e.gate || e.caller ? e : { ...e, caller: 'cancelled' };
+          const input: OutcomeEvidence =
+            e.dispatchStarted || e.gate || e.caller || e.setup ? e : { ...e, caller: 'cancelled' };
           const c = classifyOutcome(input);
           if (input.dispatchStarted) expect(c.outcome).not.toBe('not_attempted');
           else expect(c.outcome).toBe('not_attempted');
@@ -428,6 +604,21 @@ describe('classifyOutcome', () => {
           const c = classifyOutcome({ ...e, dispatchStarted: true });
           if (c.outcome === 'unknown') expect(['backoff', 'same_idempotency_key', 'reconcile']).toContain(c.retry);
           if (c.outcome === 'unknown' && c.retry === 'backoff') expect(e.idempotent).toBe(true);
+        }),
+        { numRuns: 2000 },
+      );
+    });
+
+    it('settles an MCP call only on a complete reply, and never lets a tool error pass for a refusal', () => {
+      fc.assert(
+        fc.property(evidence, (e) => {
+          const c = classifyOutcome({ ...e, channel: 'mcp', dispatchStarted: true, deliveryFailed: false });
+          if (c.outcome === 'committed' || c.outcome === 'rejected') expect(e.mcp?.complete).toBe(true);
+          if (e.mcp?.complete === true && e.mcp.reply === 'tool_error') {
+            expect(c).toMatchObject({ outcome: 'committed', effect: 'failed', retry: 'never' });
+          }
+          // No tool is assumed idempotent: nothing after dispatch invites an automatic repeat.
+          if (!e.idempotent) expect(c.retry).not.toBe('backoff');
         }),
         { numRuns: 2000 },
       );

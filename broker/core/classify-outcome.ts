@@ -26,16 +26,18 @@ export function classifyOutcome(e: OutcomeEvidence): Classification {
 function beforeDispatch(e: OutcomeEvidence): Classification {
   if (e.gate !== undefined) return gateClassification(e.gate);
   if (e.setup !== undefined) {
-    const { failure, attempts, attemptsMax } = e.setup;
+    const { failure, attempts, attemptsMax, retryAfterMs } = e.setup;
     const transient = transientSetupFailures.has(failure);
+    const waitable = transient && retryAfterMs !== undefined;
     return {
       phase: 'connection_setup',
       outcome: 'not_attempted',
-      retry: transient && attempts < attemptsMax ? 'backoff' : 'after_correction',
+      retry: (transient && attempts < attemptsMax) || waitable ? 'backoff' : 'after_correction',
       code: setupCodes[failure],
       effect: 'no_effect',
       outcome_basis: 'connection_setup_failed_before_dispatch',
       source: 'transport_observed',
+      ...(waitable ? { retry_after_ms: Math.max(0, Math.ceil(retryAfterMs)) } : {}),
     };
   }
   if (e.caller === undefined && e.operationDeadline === true) {
@@ -112,7 +114,14 @@ function gateClassification(gate: LocalGate): Classification {
 }
 
 function afterDispatch(e: OutcomeEvidence): Classification {
-  return e.channel === 'ssh' ? sshAfterDispatch(e) : httpAfterDispatch(e);
+  switch (e.channel) {
+    case 'http':
+      return httpAfterDispatch(e);
+    case 'ssh':
+      return sshAfterDispatch(e);
+    case 'mcp':
+      return mcpAfterDispatch(e);
+  }
 }
 
 function httpAfterDispatch(e: OutcomeEvidence): Classification {
@@ -235,6 +244,69 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
   return noResultAfterDispatch(e);
 }
 
+/**
+ * JSON-RPC errors that refuse the message as a request (parse error, invalid request, method not found, invalid
+ * params): the server answered before any tool ran. Every other code (internal error, server-defined -32000…-32099,
+ * anything else) may come from inside a tool that already acted, so it proves nothing about the effect.
+ */
+const mcpRequestRefusedCodes: ReadonlySet<number> = new Set([-32700, -32600, -32601, -32602]);
+
+function mcpHttpRefused(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408;
+}
+
+function mcpAfterDispatch(e: OutcomeEvidence): Classification {
+  const mcp = e.mcp;
+  const remote = (
+    outcome: 'committed' | 'rejected',
+    effect: Classification['effect'],
+    code: ErrorCode | null,
+    retry: RetryDisposition,
+    basis: string,
+  ): Classification => ({
+    phase: 'remote_execution',
+    outcome,
+    retry,
+    code,
+    effect,
+    outcome_basis: basis,
+    source: 'remote_response',
+  });
+  if (mcp?.complete === true && mcp.reply === 'result') {
+    return remote('committed', 'succeeded', null, 'never', 'complete_tool_result');
+  }
+  if (mcp?.complete === true && mcp.reply === 'tool_error') {
+    // The tool ran and says it failed: a complete result, like exit status 23, never a refusal. MCP promises nothing
+    // about a failed tool's effects (it may have written half), so `failed` (remote may have changed state), and no
+    // automatic retry: a tool is never assumed idempotent.
+    return remote('committed', 'failed', 'MCP_TOOL_FAILED', 'never', 'tool_result_marked_error');
+  }
+  if (mcp?.complete === true && mcp.reply === 'protocol_error') {
+    if (mcp.protocolErrorCode !== undefined && mcpRequestRefusedCodes.has(mcp.protocolErrorCode)) {
+      return remote('rejected', 'rejected', 'REMOTE_REJECTED', 'after_correction', 'request_refused_before_tool_ran');
+    }
+    // The server answered, so the source is its reply; what the reply says leaves the effect open.
+    return {
+      ...unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'protocol_error_not_proof_of_no_effect'),
+      source: 'remote_response',
+    };
+  }
+  if (mcp?.httpStatus !== undefined && mcpHttpRefused(mcp.httpStatus)) {
+    // Streamable HTTP answers a message it does not accept (authentication, a lost session, a malformed request) with
+    // a 4xx before any JSON-RPC processing: the tool never ran. 408 says only that the server stopped waiting.
+    return remote('rejected', 'rejected', 'REMOTE_REJECTED', 'after_correction', 'http_status_refused_message');
+  }
+  if (e.caller === undefined && e.operationDeadline !== true && e.transportBroken === true) {
+    // The child died, the session broke or the reply outgrew its bound after the request was handed over.
+    return unknown(
+      e,
+      'REMOTE_RESULT_INCOMPLETE',
+      e.handedToTransport ? 'upstream_lost_after_request_written_no_reply' : 'upstream_lost_after_dispatch_started',
+    );
+  }
+  return noResultAfterDispatch(e);
+}
+
 /** Dispatched and no deciding result: the caller's event is the cause, the effect stays unknown. */
 function noResultAfterDispatch(e: OutcomeEvidence): Classification {
   if (e.caller === 'cancelled') {
@@ -300,6 +372,9 @@ const transientSetupFailures: ReadonlySet<SetupFailure> = new Set<SetupFailure>(
   'proxy_tunnel',
   'ssh_transport',
   'ssh_channel',
+  // A crashed child is restarted with backoff, and a slow initialize may pass; the channel sets attemptsMax to stop.
+  'mcp_spawn',
+  'mcp_initialize',
 ]);
 
 const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
@@ -316,6 +391,9 @@ const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
   ssh_host_key: 'SSH_HOST_KEY_REJECTED',
   ssh_auth: 'SSH_AUTH_FAILED',
   ssh_channel: 'SSH_CHANNEL_FAILED',
+  mcp_spawn: 'MCP_SPAWN_FAILED',
+  mcp_initialize: 'MCP_INITIALIZE_FAILED',
+  mcp_authorization: 'MCP_AUTHORIZATION_REQUIRED',
 };
 
 const callerBeforeDispatch: Readonly<

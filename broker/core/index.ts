@@ -1,5 +1,6 @@
 export * from './project.js';
 export * from './project-session.js';
+export * from './project-credential-request.js';
 export * from './classify-outcome.js';
 export * from './outcome-evidence.js';
 export * from './report-evidence.js';

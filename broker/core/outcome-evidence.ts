@@ -28,7 +28,13 @@ export type SetupFailure =
   | 'ssh_transport'
   | 'ssh_host_key'
   | 'ssh_auth'
-  | 'ssh_channel';
+  | 'ssh_channel'
+  /** A stdio upstream MCP server's process could not be started (or is backing off after a crash). */
+  | 'mcp_spawn'
+  /** An upstream MCP server did not complete the MCP initialize handshake. */
+  | 'mcp_initialize'
+  /** An upstream MCP server needs OAuth and no usable grant is held (never authorized, or its refresh refused). */
+  | 'mcp_authorization';
 
 export type CallerEvent = 'cancelled' | 'deadline' | 'disconnected';
 
@@ -40,8 +46,11 @@ export interface OutcomeEvidence {
   channel: Channel;
   /** A local gate that stopped the action before dispatch. */
   gate?: LocalGate;
-  /** A fresh connection failed during setup; `attempts` counts setup attempts made so far. */
-  setup?: { failure: SetupFailure; stage: string; attempts: number; attemptsMax: number };
+  /**
+   * A fresh connection failed during setup; `attempts` counts setup attempts made so far. `retryAfterMs`: the setup
+   * was refused for a known while (an MCP child's crash backoff), so waiting that long is the way, not a correction.
+   */
+  setup?: { failure: SetupFailure; stage: string; attempts: number; attemptsMax: number; retryAfterMs?: number };
   /** DISPATCH_STARTED is durable for the latest attempt. */
   dispatchStarted: boolean;
   /** Whether the latest attempt used a fresh or a reused (pooled) connection. */
@@ -70,6 +79,18 @@ export interface OutcomeEvidence {
     exitStatus?: number;
     exitSignal?: string;
     channelClosed: boolean;
+  };
+  mcp?: {
+    /**
+     * The JSON-RPC reply to tools/call: a tool result, a tool result with isError: true, or a JSON-RPC error object
+     * (with its code). Absent when no complete reply arrived.
+     */
+    reply?: 'result' | 'tool_error' | 'protocol_error';
+    protocolErrorCode?: number;
+    /** The reply message was received whole and within its bound (REMOTE_RESPONSE_COMPLETE). */
+    complete: boolean;
+    /** streamable_http: the status of the POST carrying the call when it brought no JSON-RPC reply (an error status). */
+    httpStatus?: number;
   };
   /** The first caller event observed, if any. */
   caller?: CallerEvent;

@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { OutcomeEvidence } from './outcome-evidence.js';
 import {
   httpReportEvidence,
+  mcpReportEvidence,
   sshReportEvidence,
   type HttpReportContext,
   type HttpReportFacts,
+  type McpReportFacts,
   type SshReportFacts,
 } from './report-evidence.js';
 
@@ -248,5 +250,106 @@ const sshRows: Array<[when: string, report: SshReportFacts, expected: OutcomeEvi
 describe('sshReportEvidence: one row per report shape', () => {
   it.each(sshRows)('%s', (_when, report, expected) => {
     expect(sshReportEvidence(report)).toStrictEqual(expected);
+  });
+});
+
+const mcpNothingSent: McpReportFacts = { dispatchStarted: false, handedToTransport: false, transportBroken: false };
+const mcpSent: McpReportFacts = {
+  ...mcpNothingSent,
+  dispatchStarted: true,
+  connection: 'reused',
+  handedToTransport: true,
+};
+const mcpBase: OutcomeEvidence = {
+  channel: 'mcp',
+  dispatchStarted: false,
+  handedToTransport: false,
+  requestComplete: false,
+  transportBroken: false,
+  idempotent: false,
+};
+const mcpSentEvidence: OutcomeEvidence = {
+  ...mcpBase,
+  dispatchStarted: true,
+  connection: 'reused',
+  handedToTransport: true,
+  requestComplete: true,
+};
+const mcpSetup = { failure: 'mcp_spawn', stage: 'spawn', attempts: 1, attemptsMax: 1 } as const;
+
+const mcpRows: Array<[when: string, report: McpReportFacts, expected: OutcomeEvidence]> = [
+  ['setup failed (spawn)', { ...mcpNothingSent, setup: mcpSetup }, { ...mcpBase, setup: mcpSetup }],
+  [
+    'the vault locked before dispatch',
+    { ...mcpNothingSent, stoppedBeforeDispatch: 'signal' },
+    { ...mcpBase, gate: { kind: 'vault_locked' } },
+  ],
+  [
+    'the caller cancelled before dispatch',
+    { ...mcpNothingSent, stoppedBeforeDispatch: 'cancelled' },
+    { ...mcpBase, caller: 'cancelled' },
+  ],
+  [
+    'the operation deadline fired before dispatch',
+    { ...mcpNothingSent, stoppedBeforeDispatch: 'deadline' },
+    { ...mcpBase, operationDeadline: true },
+  ],
+  [
+    'a tool result',
+    { ...mcpSent, reply: { kind: 'result' } },
+    { ...mcpSentEvidence, mcp: { reply: 'result', complete: true } },
+  ],
+  [
+    'a tool result marked isError',
+    { ...mcpSent, reply: { kind: 'tool_error' } },
+    { ...mcpSentEvidence, mcp: { reply: 'tool_error', complete: true } },
+  ],
+  [
+    'a JSON-RPC error keeps its code',
+    { ...mcpSent, reply: { kind: 'protocol_error', code: -32602 } },
+    { ...mcpSentEvidence, mcp: { reply: 'protocol_error', protocolErrorCode: -32602, complete: true } },
+  ],
+  [
+    'the child died after the request was written, before any reply',
+    { ...mcpSent, transportBroken: true },
+    { ...mcpSentEvidence, transportBroken: true, mcp: { complete: false } },
+  ],
+  [
+    'the caller cancelled after dispatch',
+    { ...mcpSent, caller: 'cancelled' },
+    { ...mcpSentEvidence, caller: 'cancelled', mcp: { complete: false } },
+  ],
+  [
+    'the operation deadline fired after dispatch',
+    { ...mcpSent, operationDeadline: true },
+    { ...mcpSentEvidence, operationDeadline: true, mcp: { complete: false } },
+  ],
+  [
+    'DISPATCH_STARTED durable, the request not yet written',
+    { ...mcpSent, connection: 'fresh', handedToTransport: false, transportBroken: true },
+    {
+      ...mcpSentEvidence,
+      connection: 'fresh',
+      handedToTransport: false,
+      requestComplete: false,
+      transportBroken: true,
+      mcp: { complete: false },
+    },
+  ],
+  [
+    'the stdin write began but did not finish before the child died',
+    { ...mcpSent, requestComplete: false, transportBroken: true },
+    { ...mcpSentEvidence, requestComplete: false, transportBroken: true, mcp: { complete: false } },
+  ],
+  [
+    'a reply reported before dispatch is not evidence (nothing was sent)',
+    { ...mcpNothingSent, reply: { kind: 'result' } },
+    mcpBase,
+  ],
+];
+
+describe('mcpReportEvidence: one row per report shape', () => {
+  it.each(mcpRows)('%s', (_when, report, expected) => {
+    expect(mcpReportEvidence(report)).toStrictEqual(expected);
   });
 });

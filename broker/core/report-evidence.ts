@@ -133,3 +133,73 @@ export function sshReportEvidence(report: SshReportFacts): OutcomeEvidence {
       : {}),
   };
 }
+
+/** The part of the MCP channel's report that decides an outcome (broker/channels/mcp McpChannelReport is one). */
+export interface McpReportFacts {
+  readonly setup?: {
+    failure: SetupFailure;
+    stage: string;
+    attempts: number;
+    attemptsMax: number;
+    /** A start refused during a crash backoff: the wait until one may be tried. */
+    retryAfterMs?: number;
+  };
+  readonly stoppedBeforeDispatch?: 'signal' | 'deadline' | 'cancelled';
+  readonly dispatchStarted: boolean;
+  /** A warm child/session was reused, or one was started for this call. */
+  readonly connection?: 'fresh' | 'reused';
+  /** The JSON-RPC request was handed to the transport (stdin write begun / HTTP request head sent). */
+  readonly handedToTransport: boolean;
+  /** The whole request was written; absent, handing it over counts as whole (one message written at once). */
+  readonly requestComplete?: boolean;
+  /** The child exited / the connection broke after dispatch without a reply (a reply over its bound is one). */
+  readonly transportBroken: boolean;
+  readonly operationDeadline?: boolean;
+  readonly caller?: 'cancelled';
+  readonly reply?:
+    { readonly kind: 'result' | 'tool_error' } | { readonly kind: 'protocol_error'; readonly code: number };
+  /** streamable_http: the HTTP status of the POST that carried the call, when it came without a JSON-RPC reply. */
+  readonly httpStatus?: number;
+}
+
+/**
+ * What the MCP channel observed, as the evidence classifyOutcome reads. A tool is never assumed idempotent: its
+ * annotations (idempotentHint) come from the upstream server and are hints, not a contract the broker can rely on.
+ * A channel that cannot tell a partial write from a whole one reports only handedToTransport.
+ */
+export function mcpReportEvidence(report: McpReportFacts): OutcomeEvidence {
+  const stopped = report.stoppedBeforeDispatch;
+  const caller = report.caller ?? (stopped === 'cancelled' ? 'cancelled' : undefined);
+  // The server entry's operation deadline: a broker-side limit, recorded as OPERATION_TIMEOUT, never a caller event.
+  const operationDeadline = report.operationDeadline === true || stopped === 'deadline';
+  const reply = report.reply;
+  return {
+    channel: 'mcp',
+    dispatchStarted: report.dispatchStarted,
+    handedToTransport: report.handedToTransport,
+    requestComplete: report.requestComplete ?? report.handedToTransport,
+    transportBroken: report.transportBroken,
+    idempotent: false,
+    ...(report.connection === undefined ? {} : { connection: report.connection }),
+    ...(report.setup === undefined ? {} : { setup: report.setup }),
+    ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
+    ...(caller === undefined ? {} : { caller }),
+    ...(operationDeadline ? { operationDeadline } : {}),
+    // A reply reported before dispatch is not evidence: nothing was sent.
+    ...(report.dispatchStarted
+      ? {
+          mcp:
+            reply === undefined
+              ? { complete: false }
+              : {
+                  reply: reply.kind,
+                  complete: true,
+                  ...(reply.kind === 'protocol_error' ? { protocolErrorCode: reply.code } : {}),
+                },
+        }
+      : {}),
+    ...(report.dispatchStarted && reply === undefined && report.httpStatus !== undefined
+      ? { mcp: { complete: false, httpStatus: report.httpStatus } }
+      : {}),
+  };
+}

@@ -32,7 +32,7 @@ export function listActions(
     ...(input.before_seq === undefined ? {} : { beforeSeq: input.before_seq }),
     ...(input.session_id === undefined ? {} : { sessionId: input.session_id }),
     ...(input.lane === undefined ? {} : { lane: input.lane }),
-    ...(input.target === undefined ? {} : { targetName: input.target.replace(/^(route|host):/, '') }),
+    ...(input.target === undefined ? {} : { targetName: input.target.replace(/^(route|host|mcp):/, '') }),
     ...(input.outcome === undefined ? {} : { outcome: input.outcome }),
     ...(input.code === undefined ? {} : { code: input.code }),
     ...(input.open === true ? { open: true } : {}),

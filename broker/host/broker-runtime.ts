@@ -2,8 +2,16 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { processAlive, startAgentSocket } from '../agent/index.js';
 import { HttpChannel } from '../channels/http/index.js';
+import { McpUpstreams, type McpOAuth } from '../channels/mcp/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
-import { CodedError, isCodedError, secretInputFields, type BrokerApi, type BrokerStatus } from '../contract/index.js';
+import {
+  CodedError,
+  credentialRequestTtlSecondsDefault,
+  isCodedError,
+  secretInputFields,
+  type BrokerApi,
+  type BrokerStatus,
+} from '../contract/index.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, RequestStore, ResultStore } from '../journal/index.js';
 import {
@@ -11,12 +19,22 @@ import {
   systemClock,
   type AgentBackend,
   type Clock,
+  type CredentialVault,
   type DispatchGate,
   type VaultKeyProtection,
   type VaultKeyProtector,
 } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
-import { createAgentBackend, createAutomaticReconcile, createReconciler, retryKeptRequest } from '../actions/index.js';
+import {
+  createAgentBackend,
+  createAutomaticReconcile,
+  createReconciler,
+  CredentialRequests,
+  mcpSecrets,
+  retryKeptRequest,
+  withServerSecrets,
+} from '../actions/index.js';
+import { mcpServerSpec } from '../actions/execute-mcp-action.js';
 import { ApprovalQueue } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
@@ -25,6 +43,8 @@ import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { OperatorBroker } from './operator-broker.js';
+import { createCredentialRequestOperator } from './operator-credential-requests.js';
+import { createMcpOAuthOperator, createUpstreamOAuth } from './operator-mcp-oauth.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
 import { createOperatorVault } from './operator-vault.js';
@@ -162,6 +182,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const httpChannel = new HttpChannel({ gate: journal });
     closers.push(() => httpChannel.close());
     const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir });
+    const oauth = createUpstreamOAuth({ dataDir: options.dataDir, vault: dispatchVault, clock, logger });
+    const upstreams = startUpstreams({ journal, config, vault, dispatchVault, clock, logger, oauth });
+    closers.push(() => upstreams.stopAll('broker_stopping'));
     const queue = ApprovalQueue.open({ journal, clock, config, logger });
     closers.push(() => queue.close());
     // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
@@ -179,7 +202,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     };
     const reconciler = createReconciler(reconcileDeps);
     const automaticReconcile = createAutomaticReconcile(reconcileDeps);
+    // Agents' credential requests: pending ones (and their expiry) are rebuilt from the journal's plaintext headers.
+    const credentialRequests = await CredentialRequests.open({
+      journal,
+      clock,
+      ids: createRandomIdSource(clock),
+      config,
+      ttlMs: (config.agents.credential_request_ttl_s ?? credentialRequestTtlSecondsDefault) * 1000,
+      logger,
+    });
+    closers.push(() => credentialRequests.close());
     const backend = await createAgentBackend({
+      credentialRequests,
       reconcile: automaticReconcile,
       requests,
       journal,
@@ -191,6 +225,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       vault: dispatchVault,
       httpChannel,
       sshChannel,
+      upstreams,
       logger,
       processAlive,
     });
@@ -202,9 +237,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const agentBackend: AgentBackend = {
       ...backend,
       // An untrusted configuration refuses every route and host before admission (CONFIG_UNTRUSTED).
-      call: (sessionId, tool, args, signal) => {
+      call: (sessionId, tool, args, signal, onProgress) => {
         const refused = integrity.agentRefusal(tool);
-        return refused === undefined ? backend.call(sessionId, tool, args, signal) : Promise.resolve(refused);
+        return refused === undefined
+          ? backend.call(sessionId, tool, args, signal, onProgress)
+          : Promise.resolve(refused);
+      },
+      callUpstream: (sessionId, name, args, signal, onProgress) => {
+        const refused = integrity.agentRefusal('mcp_tool');
+        if (refused !== undefined) return Promise.resolve(refused);
+        const callUpstream = backend.callUpstream;
+        if (callUpstream === undefined) throw new Error('the backend was built with upstreams but cannot call them');
+        return callUpstream(sessionId, name, args, signal, onProgress);
       },
       openSession: async (peer, client) => {
         const opened = await backend.openSession(peer, client);
@@ -239,6 +283,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         actions: { ...counts },
         // state() first: it may lock an idle vault, and that lock belongs in this answer.
         vault: { state: vault.state(), auto_lock_minutes: Math.ceil(idleLockMs / 60_000), last_lock: locks.lastLock() },
+        upstreams: upstreamStatus(config, upstreams),
       };
     };
     // Decisions record who made them: the operator handlers build the actor per call from the
@@ -268,6 +313,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),
       ...createOperatorVault({ dataDir: options.dataDir, vault, config, integrity, journal, clock, logger }),
+      ...createCredentialRequestOperator({ requests: credentialRequests, vault, logger }),
+      ...createMcpOAuthOperator({ config, oauth, upstreams, logger }),
     };
     const control = await startControlSocket({
       dataDir: options.dataDir,
@@ -374,3 +421,55 @@ export const secretLogRedaction = {
 
 // `postern status` reads a data directory without the runtime: data-dir-status.ts (re-exported for existing importers).
 export { readDataDirStatus, type DataDirStatus } from './data-dir-status.js';
+
+/**
+ * The upstream MCP servers' channel: secrets resolved from the vault at each (re)start of a server (through the
+ * integrity guard, so an untrusted configuration starts nothing), every child stopped when the vault locks.
+ */
+function startUpstreams(o: {
+  journal: Journal;
+  config: PosternConfig;
+  vault: CredentialVault;
+  dispatchVault: CredentialVault;
+  clock: Clock;
+  logger: Logger | undefined;
+  oauth: McpOAuth;
+}): McpUpstreams {
+  const upstreams = new McpUpstreams({
+    gate: o.journal,
+    clock: o.clock,
+    oauth: o.oauth,
+    ...(o.logger === undefined ? {} : { logger: o.logger }),
+    secretsFor: async (name) => {
+      const server = o.config.mcpServers.get(name);
+      if (server === undefined) throw new CodedError('INVALID_TARGET', 'no such MCP server', { field: 'name' });
+      return withServerSecrets(o.dispatchVault, server, (opened) => mcpSecrets(server, opened));
+    },
+  });
+  o.vault.onLock(() => {
+    upstreams
+      .stopAll('vault_locked')
+      .catch((error: unknown) => o.logger?.error({ err: error }, 'stopping upstream MCP servers failed'));
+  });
+  return upstreams;
+}
+
+/** Every configured upstream server in configuration order: the channel's view, or idle for one never started. */
+function upstreamStatus(config: PosternConfig, upstreams: McpUpstreams): NonNullable<BrokerStatus['upstreams']> {
+  const known = new Map(upstreams.status().map((s) => [s.server, s]));
+  return [...config.mcpServers.values()].map((server) => {
+    const s = known.get(server.name);
+    return {
+      server: server.name,
+      transport: server.transport,
+      state: s?.state ?? 'idle',
+      restarts: s?.restarts ?? 0,
+      auth: upstreams.authState(mcpServerSpec(server)),
+      ...(s?.pid === undefined ? {} : { pid: s.pid }),
+      ...(s?.retryAtMs === undefined ? {} : { retry_at_ms: s.retryAtMs }),
+      ...(s?.lastError === undefined
+        ? {}
+        : { last_error: { code: s.lastError.code, detail: s.lastError.detail, at_ms: s.lastError.atMs } }),
+    };
+  });
+}

@@ -108,7 +108,7 @@ export interface ConfigIntegrity {
   /** config.edit wrote `text`: a person's edit is that person's acceptance; in force at once (`applied`) when verified and unlocked. */
   edited(text: string, actor: OperatorActor): ConfigApplied | undefined;
   /** The agent's answer while the configuration is untrusted (undefined: go on). */
-  agentRefusal(tool: AgentToolName): ToolAnswer | undefined;
+  agentRefusal(tool: AgentToolName | 'mcp_tool'): ToolAnswer | undefined;
   /** The vault as the executors see it: locked while the configuration is untrusted. */
   guardVault(vault: CredentialVault): CredentialVault;
 }
@@ -276,6 +276,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         digest: digestOf(text),
         routes: [],
         ssh_hosts: [],
+        mcp_servers: [],
         settings: [],
         invalid: now.problem ?? null,
       };
@@ -355,8 +356,9 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       return undefined;
     },
     agentRefusal(tool) {
-      if (trust !== 'untrusted' || (tool !== 'http_request' && tool !== 'ssh_exec')) return undefined;
-      return untrustedAnswer(tool === 'http_request' ? 'route' : 'host');
+      if (trust !== 'untrusted' || (tool !== 'http_request' && tool !== 'ssh_exec' && tool !== 'mcp_tool'))
+        return undefined;
+      return untrustedAnswer(tool === 'http_request' ? 'route' : tool === 'ssh_exec' ? 'host' : 'name');
     },
     guardVault(v) {
       const refused = (): boolean => trust === 'untrusted';

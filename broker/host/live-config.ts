@@ -33,6 +33,9 @@ export function createLiveConfig(initial: PosternConfig): LiveConfig {
     get sshHosts() {
       return current.sshHosts;
     },
+    get mcpServers() {
+      return current.mcpServers;
+    },
     get agents() {
       return current.agents;
     },
@@ -63,6 +66,7 @@ export function createLiveConfig(initial: PosternConfig): LiveConfig {
 /** The values a running broker took at start and keeps (undefined: absent, the default applies). */
 function startBoundValues(config: PosternConfig): Record<StartBoundConfigSetting, number | undefined> {
   return {
+    'agents.credential_request_ttl_s': config.agents.credential_request_ttl_s,
     'vault.auto_lock_minutes': config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault,
     'results.retention_seconds': config.results.retention_seconds,
     'operator.port': config.operator?.port,

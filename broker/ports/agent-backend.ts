@@ -1,4 +1,10 @@
-import type { AgentPeer, AgentRouteList, AgentToolName, AgentToolReply } from '../contract/index.js';
+import type {
+  AgentPeer,
+  AgentRouteList,
+  AgentToolName,
+  AgentToolReply,
+  CredentialRequestReply,
+} from '../contract/index.js';
 
 /** Why a waiting call's signal fired: MCP notifications/cancelled, or the connection went away. */
 export type CallerStop = 'cancelled' | 'disconnected';
@@ -22,13 +28,20 @@ export interface ResultHandoff {
 /** One tool answer: structuredContent plus whether MCP should flag it isError, and a short text. */
 export interface ToolAnswer {
   readonly isError: boolean;
-  readonly structured: AgentToolReply | AgentRouteList;
+  readonly structured: AgentToolReply | AgentRouteList | CredentialRequestReply;
   readonly text: string;
   /**
    * Present when the answer carries an action's committed result. The socket reports the handoff's
    * end through resultDelivered / resultNotDelivered; the answer on the wire is the same either way.
    */
   readonly handoff?: ResultHandoff;
+}
+
+/** One upstream MCP tool as agents see it: `<server>.<tool>`, with the input schema its server gave. */
+export interface UpstreamToolListing {
+  readonly name: string;
+  readonly description?: string;
+  readonly inputSchema: { readonly type: 'object'; readonly [key: string]: unknown };
 }
 
 /**
@@ -68,4 +81,16 @@ export interface AgentBackend {
    * connection went): then neither method is called.
    */
   resultNotDelivered?(sessionId: string, handoff: ResultHandoff): Promise<void>;
+  /** The upstream MCP servers' tools (`<server>.<tool>`); a server is started when first needed. Absent: none. */
+  upstreamTools?(): Promise<readonly UpstreamToolListing[]>;
+  /** Told whenever the upstream tool list may have changed (a server's list_changed, an unlock, a config change). */
+  onUpstreamToolsChanged?(listener: () => void): () => void;
+  /** Runs one upstream tool call (`name` is `<server>.<tool>`, `args` as received); refusals are answers, as for call. */
+  callUpstream?(
+    sessionId: string,
+    name: string,
+    args: unknown,
+    signal: AbortSignal,
+    onProgress?: (p: CallProgress) => void,
+  ): Promise<ToolAnswer>;
 }

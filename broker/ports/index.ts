@@ -11,7 +11,14 @@ export {
   type VaultState,
 } from './credential-vault.js';
 export type { DispatchGate } from './dispatch-gate.js';
-export type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from './agent-backend.js';
+export type {
+  AgentBackend,
+  CallerStop,
+  CallProgress,
+  ResultHandoff,
+  ToolAnswer,
+  UpstreamToolListing,
+} from './agent-backend.js';
 export type {
   DecisionResult,
   OperatorActor,

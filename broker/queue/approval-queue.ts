@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { PosternConfig } from '../config/index.js';
+import { mcpCredentialRefs, type PosternConfig } from '../config/index.js';
 import {
   CodedError,
   TransitionRefused,
@@ -625,6 +625,12 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private credentialOf(target: string): string {
     if (target.startsWith('route:')) return this.config.routes.get(target.slice(6))?.credential ?? '(unknown)';
     if (target.startsWith('host:')) return this.config.sshHosts.get(target.slice(5))?.credential ?? '(unknown)';
+    if (target.startsWith('mcp:')) {
+      const server = this.config.mcpServers.get(target.slice(4));
+      if (server === undefined) return '(unknown)';
+      const names = mcpCredentialRefs(server);
+      return names.length === 0 ? '(none)' : names.join(', ');
+    }
     return '(unknown)';
   }
 

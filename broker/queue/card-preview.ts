@@ -72,6 +72,30 @@ export function sshCardPreview(host: { name: string; credential: string }, comma
 }
 
 /**
+ * An upstream MCP tool call as the agent sent it: the server, the tool (as `command`) and the arguments as
+ * pretty JSON in the body preview (bounded like a body). Built before anything is resolved from the vault.
+ */
+export function mcpCardPreview(
+  server: { name: string; credentials: readonly string[] },
+  tool: string,
+  args: Readonly<Record<string, unknown>>,
+): CardPreview {
+  const json = Buffer.from(JSON.stringify(args, null, 2), 'utf8');
+  return {
+    target: `mcp:${server.name}`,
+    method: null,
+    path: null,
+    query: [],
+    headers: [],
+    command: bounded(tool),
+    body_preview: Object.keys(args).length === 0 ? null : bodyPreview(json),
+    body_bytes: Object.keys(args).length === 0 ? 0 : json.length,
+    credential: server.credentials.length === 0 ? '(none)' : server.credentials.join(', '),
+    retry_of: null,
+  };
+}
+
+/**
  * The first bodyPreviewBytesMax bytes as UTF-8 when they decode cleanly (a multi-byte character cut
  * at the edge is dropped), else a note "N bytes of binary". null for an empty body.
  */
@@ -110,18 +134,20 @@ export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): A
 
 /**
  * A preview for a ticket the queue only knows from the journal (after a restart): the sanitized
- * target "route:<name> <METHOD> <path>" or "host:<name> exec <digest>" as ACTION_ACCEPTED recorded it.
+ * target "route:<name> <METHOD> <path>", "host:<name> exec <digest>" or "mcp:<server> call <tool> <digest>" as
+ * ACTION_ACCEPTED recorded it (an MCP call's tool name is in its target; its arguments are not).
  */
 export function previewFromTarget(target: string, credentialOf: (targetName: string) => string): CardPreview {
   const [name = target, verb = null, ...rest] = target.split(' ');
   const isHttp = name.startsWith('route:');
+  const isMcp = name.startsWith('mcp:') && verb === 'call';
   return {
     target: name,
     method: isHttp ? verb : null,
     path: isHttp && rest.length > 0 ? rest.join(' ') : null,
     query: [],
     headers: [],
-    command: null,
+    command: isMcp ? (rest[0] ?? null) : null,
     body_preview: null,
     body_bytes: 0,
     credential: credentialOf(name),

@@ -74,6 +74,7 @@ describe('the config reducer: a change of postern.yaml made outside Postern', ()
         },
       ],
       ssh_hosts: [],
+      mcp_servers: [],
       settings: [],
       invalid: null,
     },

@@ -141,9 +141,9 @@ export function isFreshDataDir(facts: Pick<FirstRunFacts, 'vault' | 'config'>): 
 /** "POST docs/v1/items (ticket #3, waiting for approval)": the action as the guide names it. */
 export function describeAction(action: ActionListRow): string {
   const what =
-    action.channel === 'ssh'
-      ? `${action.target}: ${action.request}`
-      : `${action.method ?? ''} ${action.target}${action.request}`.trim();
+    action.channel === 'http'
+      ? `${action.method ?? ''} ${action.target}${action.request}`.trim()
+      : `${action.target}: ${action.request}`;
   const ticket = action.ticket === null ? '' : `ticket #${action.ticket}, `;
   const where =
     action.outcome !== null

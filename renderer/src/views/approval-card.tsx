@@ -134,6 +134,9 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
   );
 }
 
+/** What the card's target names, per channel. */
+const targetLabel: Record<ApprovalCard['channel'], string> = { http: 'Route', ssh: 'Host', mcp: 'MCP server' };
+
 const approvalModeText: Record<ApprovalCard['approval'], string> = {
   none: 'no approval needed',
   session: 'session approval',
@@ -206,7 +209,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
           </>
         )}
       </dd>
-      <dt>{card.channel === 'ssh' ? 'Host' : 'Route'}</dt>
+      <dt>{targetLabel[card.channel]}</dt>
       <dd>
         <code>{card.target}</code>
         {card.lane === null && <span className="muted"> (a read outside lanes)</span>}
@@ -238,13 +241,13 @@ function CardFacts({ card }: { card: ApprovalCard }) {
         </>
       ) : (
         <>
-          <dt>Command</dt>
+          <dt>{card.channel === 'mcp' ? 'Tool' : 'Command'}</dt>
           <dd>
             <code data-testid={`card-${card.ticket}-request`}>{card.command ?? '(not shown)'}</code>
           </dd>
         </>
       )}
-      <dt>Body</dt>
+      <dt>{card.channel === 'mcp' ? 'Arguments' : 'Body'}</dt>
       <dd>
         {card.body_preview !== null ? (
           <>

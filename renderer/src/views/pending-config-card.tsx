@@ -87,10 +87,10 @@ function PendingChange({ change, appliesNow }: { change: ConfigChange; appliesNo
         <>
           <ChangeList title="Routes" changes={change.routes} kind="route" />
           <ChangeList title="SSH hosts" changes={change.ssh_hosts} kind="host" />
+          <ChangeList title="MCP servers" changes={change.mcp_servers} kind="mcp" />
           <ChangeList title="Settings" changes={change.settings} kind="section" />
-          {change.routes.length + change.ssh_hosts.length + change.settings.length === 0 && (
-            <p className="muted">No route, host or setting differs (only formatting or comments).</p>
-          )}
+          {change.routes.length + change.ssh_hosts.length + change.mcp_servers.length + change.settings.length ===
+            0 && <p className="muted">No route, host or setting differs (only formatting or comments).</p>}
           <div className="actions">
             <button
               type="button"

@@ -97,6 +97,53 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
           {status.vault.state}
         </span>
       </dd>
+      {status.upstreams !== undefined && status.upstreams.length > 0 && (
+        <>
+          <dt>Upstream MCP servers</dt>
+          <dd>
+            <UpstreamList upstreams={status.upstreams} />
+          </dd>
+        </>
+      )}
     </dl>
+  );
+}
+
+/** One line per configured upstream server: its state, and for a crashing one its restarts and last failure. */
+function UpstreamList({ upstreams }: { upstreams: NonNullable<BrokerStatus['upstreams']> }) {
+  return (
+    <ul className="upstreams" data-testid="status-upstreams">
+      {upstreams.map((u) => (
+        <li key={u.server} data-testid={`status-upstream-${u.server}`}>
+          <code>{u.server}</code> <span className="muted">({u.transport})</span>{' '}
+          <span
+            className={u.state === 'backoff' || u.state === 'failed' ? 'badge attention' : 'badge'}
+            data-testid={`status-upstream-${u.server}-state`}
+          >
+            {u.state}
+          </span>
+          {u.auth === 'required' && (
+            <span
+              className="badge attention"
+              title={`Run: postern mcp-servers authorize ${u.server}`}
+              data-testid={`status-upstream-${u.server}-auth`}
+            >
+              authorization required
+            </span>
+          )}
+          {u.pid !== undefined && <span className="muted"> pid {u.pid}</span>}
+          {u.restarts > 0 && <span> · {u.restarts} restarts</span>}
+          {u.retry_at_ms !== undefined && (
+            <span> · may start again at {new Date(u.retry_at_ms).toLocaleTimeString()}</span>
+          )}
+          {u.last_error !== undefined && (
+            <span className="attention" title={u.last_error.detail} data-testid={`status-upstream-${u.server}-error`}>
+              {' '}
+              · last: {u.last_error.code} ({u.last_error.detail})
+            </span>
+          )}
+        </li>
+      ))}
+    </ul>
   );
 }

@@ -1,0 +1,117 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../config/index.js';
+import { mcpCardPreview, previewFromTarget } from '../queue/card-preview.js';
+import { deliver, mcpRequestFingerprint, mcpResultBytesMax } from './execute-mcp-action.js';
+import { mcpSecrets } from './mcp-server-secrets.js';
+
+const canary = 'CANARY-mcp-deliver-7d1e0b';
+const server = { name: 'files' } as Parameters<typeof deliver>[0]['server'];
+
+describe('what an agent receives of an upstream reply', () => {
+  it('has every form of a secret given to the server redacted, in content and structured content alike', () => {
+    const reply = {
+      content: [
+        { type: 'text', text: `token=${canary}` },
+        { type: 'text', text: Buffer.from(canary).toString('base64') },
+      ],
+      structuredContent: { echoed: canary, nested: { header: `Bearer ${canary}` } },
+      isError: false,
+    };
+    const out = deliver({ server, tool: 'env' }, reply, [canary, `Bearer ${canary}`]);
+    expect(out.body.toString('utf8')).not.toContain(canary);
+    expect(out.body.toString('utf8')).not.toContain(Buffer.from(canary).toString('base64'));
+    expect(JSON.stringify(out.result)).not.toContain(canary);
+    expect(out.result.content).toHaveLength(2);
+    expect(out.result.truncated).toBe(false);
+  });
+
+  it('keeps a reply with no secret in it byte for byte, with the digest and size of what is delivered', () => {
+    const reply = { content: [{ type: 'text', text: 'hello' }], structuredContent: { n: 1 }, isError: true };
+    const out = deliver({ server, tool: 'echo' }, reply, [canary]);
+    expect(out.result).toMatchObject({ server: 'files', tool: 'echo', is_error: true, structured_content: { n: 1 } });
+    expect(out.result.content).toEqual(reply.content);
+    expect(out.result.bytes).toBe(out.body.length);
+    expect(out.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  it('cuts whole content blocks past the bound and says so', () => {
+    const block = { type: 'text', text: 'x'.repeat(300 * 1024) };
+    const out = deliver({ server, tool: 'flood' }, { content: [block, block, block, block], isError: false }, []);
+    expect(out.result.truncated).toBe(true);
+    expect(out.result.content).toHaveLength(3);
+    expect(out.body.length).toBeLessThanOrEqual(mcpResultBytesMax + 1024);
+  });
+});
+
+describe('the fingerprint a person approves', () => {
+  it('ignores key order and changes with any argument', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { maxKeys: 6 }), (args) => {
+        const reversed = Object.fromEntries(Object.entries(args).reverse());
+        expect(mcpRequestFingerprint('files', 'echo', reversed)).toBe(mcpRequestFingerprint('files', 'echo', args));
+        expect(mcpRequestFingerprint('files', 'echo', { ...args, extra_marker: 1 })).not.toBe(
+          mcpRequestFingerprint('files', 'echo', args),
+        );
+        expect(mcpRequestFingerprint('files', 'other', args)).not.toBe(mcpRequestFingerprint('files', 'echo', args));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('the card of an upstream call', () => {
+  it('shows the server, the tool and the arguments as sent, and after a restart the tool from the record', () => {
+    const card = mcpCardPreview({ name: 'files', credentials: ['files-token'] }, 'write_file', { path: '/srv/a' });
+    expect(card).toMatchObject({ target: 'mcp:files', command: 'write_file', credential: 'files-token' });
+    expect(JSON.parse(card.body_preview ?? 'null')).toEqual({ path: '/srv/a' });
+    const restored = previewFromTarget('mcp:files call write_file', () => 'files-token');
+    expect(restored).toMatchObject({ target: 'mcp:files', command: 'write_file', body_preview: null });
+  });
+});
+
+describe("a server's secrets", () => {
+  const config = parseConfig(
+    [
+      'version: 1',
+      'mcp_servers:',
+      '  - name: files',
+      '    transport: stdio',
+      '    command: /usr/bin/node',
+      '    env: { API_TOKEN: "{credential:files-token}", MODE: "ro" }',
+      '  - name: remote',
+      '    transport: streamable_http',
+      '    url: https://mcp.example.com/mcp',
+      '    credential: remote-token',
+      '',
+    ].join('\n'),
+  );
+  const info = (name: string) => ({
+    id: `cred_${name}`,
+    name,
+    kind: 'bearer' as const,
+    version_tag: 'v1',
+    bindings: [],
+  });
+
+  it('renders env references to the bare secret and lists every form for scrubbing', () => {
+    const files = config.mcpServers.get('files');
+    if (files === undefined) throw new Error('files not parsed');
+    const s = mcpSecrets(files, [
+      { name: 'files-token', info: info('files-token'), secret: { kind: 'bearer', token: canary } },
+    ]);
+    expect(s.env).toEqual({ API_TOKEN: canary, MODE: 'ro' });
+    expect(s.headers).toEqual({});
+    expect(s.secrets.map((b) => b.toString())).toContain(canary);
+  });
+
+  it('turns a streamable_http bearer into the authorization header and nothing else', () => {
+    const remote = config.mcpServers.get('remote');
+    if (remote === undefined) throw new Error('remote not parsed');
+    const s = mcpSecrets(remote, [
+      { name: 'remote-token', info: info('remote-token'), secret: { kind: 'bearer', token: canary } },
+    ]);
+    expect(s.headers).toEqual({ authorization: `Bearer ${canary}` });
+    expect(s.env).toEqual({});
+  });
+});

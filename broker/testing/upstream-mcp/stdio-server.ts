@@ -1,0 +1,106 @@
+import { appendFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { countProcessCall, registerUpstreamTools } from './upstream-tools.js';
+
+/**
+ * A real upstream MCP server on stdio (design19 slice A), for the broker's `mcp` channel tests:
+ * `node --import tsx broker/testing/upstream-mcp/stdio-server.ts [flags]`, or spawn `stdioServerCommand(flags)`, which
+ * gives absolute paths so it runs from any cwd and with any PATH (the broker starts children with a fixed safe one).
+ *
+ * Tools: see upstream-tools.ts (echo, env, fail, die_after_read, hang, flood, count, add_tool → extra).
+ * Flags:
+ * - `--crash-at-start`: exit 1 before initialize (the spawn/initialize setup failure).
+ * - `--stderr-env NAME`: write `NAME=<value of env NAME>` to stderr at start (the broker must scrub it from its log).
+ * - `--marker-file PATH`: append one JSON line `{"tool":…,"pid":…}` per tools/call received, synchronously, before
+ *   the tool runs — the ground truth of whether a call reached the server, even when the tool then kills the process.
+ */
+
+const scriptPath = fileURLToPath(import.meta.url);
+
+/** The command line that starts this server: node itself, tsx's loader and this file, all absolute. */
+export function stdioServerCommand(flags: readonly string[] = []): { command: string; args: string[] } {
+  const tsxLoader = createRequire(import.meta.url).resolve('tsx');
+  return { command: process.execPath, args: ['--import', tsxLoader, scriptPath, ...flags] };
+}
+
+interface StdioServerFlags {
+  readonly crashAtStart: boolean;
+  readonly stderrEnv?: string;
+  readonly markerFile?: string;
+}
+
+function parseFlags(argv: readonly string[]): StdioServerFlags {
+  let crashAtStart = false;
+  let stderrEnv: string | undefined;
+  let markerFile: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (flag === '--crash-at-start') crashAtStart = true;
+    else if (flag === '--stderr-env' && value !== undefined) [stderrEnv, i] = [value, i + 1];
+    else if (flag === '--marker-file' && value !== undefined) [markerFile, i] = [value, i + 1];
+    else
+      throw new Error(
+        `usage: stdio-server.ts [--crash-at-start] [--stderr-env NAME] [--marker-file PATH] (at ${flag})`,
+      );
+  }
+  return {
+    crashAtStart,
+    ...(stderrEnv === undefined ? {} : { stderrEnv }),
+    ...(markerFile === undefined ? {} : { markerFile }),
+  };
+}
+
+function toolCalled(message: JSONRPCMessage): string | undefined {
+  if (!('method' in message) || message.method !== 'tools/call' || !('id' in message)) return undefined;
+  const name = (message.params as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? name : '';
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2));
+  if (flags.stderrEnv !== undefined) process.stderr.write(`${flags.stderrEnv}=${process.env[flags.stderrEnv] ?? ''}\n`);
+  if (flags.crashAtStart) {
+    process.stderr.write('crashing at start, as asked\n');
+    process.exit(1);
+  }
+  const server = new McpServer({ name: 'postern-upstream-stdio', version: '1.0.0' });
+  registerUpstreamTools(server, { processTools: true });
+  const transport = new StdioServerTransport();
+  await server.connect(transport);
+  // Wrapped right after connect, before the event loop can deliver a line: every tools/call is counted and recorded
+  // as it is read, before the SDK dispatches it to a tool (which may exit the process or never answer).
+  const deliver = transport.onmessage;
+  transport.onmessage = (message) => {
+    const tool = toolCalled(message);
+    if (tool !== undefined) {
+      countProcessCall();
+      if (flags.markerFile !== undefined)
+        appendFileSync(flags.markerFile, `${JSON.stringify({ tool, pid: process.pid })}\n`);
+    }
+    deliver?.(message);
+  };
+  // A parent that goes away closes our stdin; an orphaned test server must not live on.
+  process.stdin.once('end', () => process.exit(0));
+}
+
+function isMainModule(): boolean {
+  const invoked = process.argv[1];
+  if (invoked === undefined) return false;
+  try {
+    return realpathSync(invoked) === realpathSync(scriptPath);
+  } catch {
+    return false;
+  }
+}
+
+if (isMainModule()) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`stdio-server: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  });
+}
