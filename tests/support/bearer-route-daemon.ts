@@ -25,6 +25,9 @@ export async function startBearerRouteDaemon(options: {
   prefix: string;
   canary: string;
   respond: RequestListener;
+  /** The route's approval mode (default none) and extra `agents:` lines (e.g. `  progress_heartbeat_ms: 300`). */
+  approval?: 'none' | 'per_call';
+  agents?: readonly string[];
 }): Promise<BearerRouteDaemon> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), options.prefix));
   const dataDir = path.join(scratch, 'data');
@@ -50,12 +53,13 @@ export async function startBearerRouteDaemon(options: {
       'version: 1',
       'agents:',
       '  session_approval: observe',
+      ...(options.agents ?? []),
       'routes:',
       '  - name: docs',
       `    base_url: http://127.0.0.1:${port}`,
       '    credential: docs-token',
       '    injection: bearer',
-      '    approval: none',
+      `    approval: ${options.approval ?? 'none'}`,
       '',
     ].join('\n'),
   );

@@ -10,6 +10,8 @@ export interface ToolReply {
     invocation_id?: string;
   };
   content?: Array<{ type: string; text?: string }>;
+  /** The progress notes the call received, when it asked for them (`call(…, { progress: true })`). */
+  progress?: string[];
 }
 
 const readyWaitMs = 30_000;
@@ -77,10 +79,14 @@ export class DrillAgent {
   }
 
   /** Sends one tools/call; resolves with the tool result. The returned id can cancel it. */
-  call(tool: string, args: Record<string, unknown>): { id: number; reply: Promise<ToolReply> } {
+  call(
+    tool: string,
+    args: Record<string, unknown>,
+    options: { progress?: boolean } = {},
+  ): { id: number; reply: Promise<ToolReply> } {
     const id = (this.next += 1);
     const reply = new Promise<ToolReply>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
-    this.child.send({ call: { id, tool, args } });
+    this.child.send({ call: { id, tool, args, progress: options.progress === true } });
     return { id, reply };
   }
 

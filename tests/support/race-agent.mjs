@@ -42,13 +42,20 @@ process.on('message', (message) => {
     return;
   }
   if (message.call !== undefined) {
-    const { id, tool, args } = message.call;
+    const { id, tool, args, progress } = message.call;
     const controller = new AbortController();
     inFlight.set(id, controller);
+    // Asked for: the call carries a progressToken and the notes come back with the reply.
+    const notes = [];
+    const onprogress = progress === true ? { onprogress: (p) => notes.push(p.message ?? '') } : {};
     client
-      .callTool({ name: tool, arguments: args }, undefined, { signal: controller.signal, timeout: 120_000 })
+      .callTool({ name: tool, arguments: args }, undefined, {
+        signal: controller.signal,
+        timeout: 120_000,
+        ...onprogress,
+      })
       .then(
-        (reply) => process.send?.({ result: { id, reply } }),
+        (reply) => process.send?.({ result: { id, reply: progress === true ? { ...reply, progress: notes } : reply } }),
         (error) => process.send?.({ result: { id, error: String(error?.message ?? error) } }),
       )
       .finally(() => inFlight.delete(id));
