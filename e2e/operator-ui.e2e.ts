@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -7,6 +7,7 @@ import { brokerStatusSchema, type BrokerStatus } from '../broker/contract/index.
 import { Journal } from '../broker/journal/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { actionPaths } from '../broker/testing/action-paths.js';
+import { stdioServerCommand } from '../broker/testing/upstream-mcp/index.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import {
   assertRendererBuilt,
@@ -38,9 +39,25 @@ async function seedInterruptedDispatch(): Promise<number> {
 }
 let seededEvents = 0;
 
+/** One upstream MCP server, never started yet: Status lists it as idle. */
+function writeConfigWithUpstream(): void {
+  const server = stdioServerCommand();
+  const yaml = [
+    'version: 1',
+    'mcp_servers:',
+    '  - name: files',
+    '    transport: stdio',
+    `    command: ${JSON.stringify(server.command)}`,
+    `    args: ${JSON.stringify(server.args)}`,
+    '',
+  ];
+  writeFileSync(path.join(dataDir, 'postern.yaml'), yaml.join('\n'));
+}
+
 beforeAll(async () => {
   assertRendererBuilt(repoRoot);
   seededEvents = await seedInterruptedDispatch();
+  writeConfigWithUpstream();
   mkdirSync(screenshots, { recursive: true });
   [daemon, browser] = await Promise.all([startDaemon(dataDir), launchChromium()]);
 });
@@ -80,6 +97,11 @@ describe('the operator UI on the headless daemon', () => {
     expect(await page.getByTestId('status-actions-unknown').textContent()).toBe(String(expected.actions.unknown));
     expect(expected.vault).toMatchObject({ state: 'uninitialized', auto_lock_minutes: 15, last_lock: null });
     expect(await page.getByTestId('status-vault-state').textContent()).toBe(expected.vault.state);
+    // The configured upstream MCP server, listed before anything started it.
+    expect(expected.upstreams).toEqual([
+      { server: 'files', transport: 'stdio', state: 'idle', restarts: 0, auth: 'none' },
+    ]);
+    expect(await page.getByTestId('status-upstream-files-state').textContent()).toBe('idle');
     expect(await page.getByTestId('status-error').count()).toBe(0);
 
     // The session lives in this origin's sessionStorage, never in a cookie (a cookie would go to every port).

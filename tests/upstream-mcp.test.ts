@@ -263,10 +263,16 @@ describe('when the stdio child dies after reading the request', () => {
     expect(reply.error?.outcome).toBe('unknown');
     expect(reply.effect).toBe('unknown_effect');
     expect(markers().at(-1)).toEqual({ tool: 'die_after_read', pid: oldPid });
+    // Status shows the crash: what went wrong last (a closed code) on the files server.
+    const crashed = (await callOperator(dataDir, 'status', {})).upstreams?.find((u) => u.server === 'files');
+    expect(crashed?.last_error?.code).toBe('exited');
     // The child restarts with backoff: until then a call stops at setup, nothing sent (the registry's backoff).
     const again = await untilCommitted('files.count');
     expect(again.effect).toBe('succeeded');
     expect(pidOf(again)).not.toBe(oldPid);
+    const restarted = (await callOperator(dataDir, 'status', {})).upstreams?.find((u) => u.server === 'files');
+    expect(restarted).toMatchObject({ state: 'ready', pid: pidOf(again) });
+    expect(restarted?.restarts).toBeGreaterThanOrEqual(1);
   });
 });
 
