@@ -385,7 +385,8 @@ function suggestion(
   const host = hostOf(route.base_url);
   return {
     name: route.credential,
-    kind: hinted.kind ?? route.injection,
+    // An oauth2 route's credential is the client it fetches tokens with.
+    kind: hinted.kind ?? (route.injection === 'oauth2_client_credentials' ? 'oauth2_client' : route.injection),
     header: hinted.header,
     bindings: host === undefined ? [route.name] : [route.name, host],
   };

@@ -20,6 +20,14 @@ import { vaultRefusal } from './record-refusal.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
 import { answer, closedEnvelope, httpAnswers, record, refuse } from './http-record.js';
+import {
+  accessTokenFor,
+  accessTokenParts,
+  tokenCacheOf,
+  tokenEndpointBindingProblem,
+  type AccessToken,
+} from './oauth-token.js';
+import { signAwsV4, sigV4OwnedHeaders } from './aws-sigv4-signer.js';
 
 export type { Bound, HttpActionDeps, HttpActionResponse, HttpActionResult } from './http-action-deps.js';
 // The retry path (retry-http.ts) answers a closed ticket from here too.
@@ -53,6 +61,7 @@ export function validate(
   const owned = [
     info?.kind === 'header' && info.header !== undefined ? info.header.toLowerCase() : undefined,
     route.idempotency?.header.toLowerCase(),
+    ...(route.injection === 'aws_sigv4' ? sigV4OwnedHeaders : []),
   ].filter((h): h is string => h !== undefined);
   const check = checkHttpRequest(
     {
@@ -87,10 +96,14 @@ export async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: 
   const unsubscribe = deps.vault.onLock(() => locked.abort());
   try {
     return await deps.vault.withSecret(b.route.credential, async (secret, info) => {
+      // An oauth2 route's access token first (its own recorded action when none is fresh), so that authorize stays
+      // the last look at the record before CREDENTIAL_AUTHORIZED.
+      const token = await accessTokenFor(deps, b.route, info, secret, locked.signal);
+      if (token?.kind === 'unavailable') return noToken(deps, b, token, retry);
       const stop = authorize(deps, b, info, secret, retry);
       if (stop?.kind === 'refuse') return refuse(deps, b.actionId, b.fingerprint, stop.gate, stop.message);
       if (stop?.kind === 'closed') return { envelope: closedEnvelope(stop.state, b.fingerprint) };
-      return dispatch(deps, b, run, { secret, info, beforeDispatch: locked.signal });
+      return dispatch(deps, b, run, { secret, info, beforeDispatch: locked.signal, token });
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'route');
@@ -99,6 +112,23 @@ export async function authorizeAndSendOnce(deps: HttpActionDeps, b: Bound, run: 
   } finally {
     unsubscribe();
   }
+}
+
+/**
+ * No access token: the request is not_attempted (OAUTH_TOKEN_UNAVAILABLE, the token action's id in the message), unless
+ * a person closed it meanwhile. A retry's is thrown like a credential no longer usable: it closes its lease unsent.
+ */
+async function noToken(
+  deps: HttpActionDeps,
+  b: Bound,
+  token: { readonly transient: boolean; readonly message: string },
+  retry: boolean,
+): Promise<HttpActionResult> {
+  if (retry) throw new CodedError('VAULT_LOCKED', token.message);
+  const closed = closedBeforeDispatch(deps.journal, b.actionId);
+  if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
+  const gate = { kind: 'oauth_token_unavailable', transient: token.transient } as const;
+  return refuse(deps, b.actionId, b.fingerprint, gate, token.message);
 }
 
 /** Why authorization stops an attempt before anything is set up: a gate to record, or a closure already recorded. */
@@ -134,6 +164,8 @@ interface Secret {
   readonly info: CredentialInfo;
   /** Aborted when the vault locks: the channel stops before dispatch. */
   readonly beforeDispatch: AbortSignal;
+  /** An oauth2 route's access token for this attempt. */
+  readonly token?: AccessToken | undefined;
 }
 
 /**
@@ -148,8 +180,10 @@ async function dispatch(deps: HttpActionDeps, b: Bound, run: AttemptRun, s: Secr
     injection_mode: b.route.injection,
     request_fingerprint: b.fingerprint,
   });
-  const scrubber = secretScrubber(secretParts(s.secret));
-  const report = await deps.channel.perform(wireRequest(b, run, s, scrubber.lookaheadBytes));
+  const scrubber = secretScrubber([...secretParts(s.secret), ...accessTokenParts(s.token)]);
+  const report = await deps.channel.perform(wireRequest(b, run, s, scrubber.lookaheadBytes, deps.clock.nowMs()));
+  // A 401 answers this request (rejected, never resent with the same token); only the next request fetches another.
+  if (s.token !== undefined && report.response?.status === 401) tokenCacheOf(deps.vault).drop(s.token.cacheKey);
   // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
   // took over) sent nothing: the caller above answers from the record.
   if (retry && report.journalFailed !== undefined && isCodedError(report.journalFailed)) throw report.journalFailed;
@@ -173,7 +207,12 @@ function wireRequest(
   run: AttemptRun,
   s: Secret,
   scrubLookaheadBytes: number,
+  nowMs: number,
 ): Parameters<HttpChannel['perform']>[0] {
+  const body =
+    b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body;
+  const headers = wireHeaders(b, s.secret, s.token);
+  if (s.secret.kind === 'aws_sigv4') headers.push(...sigV4Headers(b, s.secret, headers, body, nowMs));
   return {
     actionId: b.actionId,
     target: {
@@ -187,9 +226,8 @@ function wireRequest(
     },
     method: b.request.method,
     path: wirePath(b, s.secret),
-    headers: wireHeaders(b, s.secret),
-    body:
-      b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body,
+    headers,
+    body,
     timeoutMs: b.timeoutMs,
     beforeDispatch: s.beforeDispatch,
     firstAttempt: run.firstAttempt,
@@ -203,7 +241,8 @@ function wireRequest(
 
 /** Why this credential cannot be used on this route (kind, binding), or undefined. Never names it. */
 function credentialProblem(route: Route, info: CredentialInfo, secret: SecretMaterial): string | undefined {
-  if (info.kind !== route.injection || secret.kind !== route.injection)
+  const kind = route.injection === 'oauth2_client_credentials' ? 'oauth2_client' : route.injection;
+  if (info.kind !== kind || secret.kind !== kind)
     return `the route injects ${route.injection} but the credential is of another kind`;
   const host = route.hostname.toLowerCase();
   const bound = info.bindings.some((binding) => {
@@ -211,7 +250,8 @@ function credentialProblem(route: Route, info: CredentialInfo, secret: SecretMat
     if (b === route.name || b === host || b === `${host}:${route.port}` || b === `[${host}]:${route.port}`) return true;
     return b.startsWith('*.') && host.endsWith(b.slice(1)) && host.length > b.length - 1;
   });
-  return bound ? undefined : "the route's credential is not bound to this route or its host";
+  if (!bound) return "the route's credential is not bound to this route or its host";
+  return tokenEndpointBindingProblem(route, info);
 }
 
 function wirePath(b: Bound, secret: SecretMaterial): string {
@@ -220,7 +260,7 @@ function wirePath(b: Bound, secret: SecretMaterial): string {
   return pairs.length === 0 ? b.path : `${b.path}?${pairs.join('&')}`;
 }
 
-function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> {
+function wireHeaders(b: Bound, secret: SecretMaterial, token: AccessToken | undefined): Array<[string, string]> {
   const headers: Array<[string, string]> = b.request.headers.map(([n, v]) => [n, v]);
   // The broker decides content coding (the agent may not set it): plain bytes are what the scrubber can read.
   headers.push(['accept-encoding', 'identity']);
@@ -237,10 +277,36 @@ function wireHeaders(b: Bound, secret: SecretMaterial): Array<[string, string]> 
     case 'header':
       headers.push([secret.header, secret.value]);
       break;
+    case 'oauth2_client':
+      // The client secret goes only to the token endpoint (oauth-token.ts); this request carries the token.
+      if (token !== undefined) headers.push(['authorization', `Bearer ${token.token}`]);
+      break;
     default:
       break;
   }
   return headers;
+}
+
+/**
+ * The signature over the request exactly as the channel sends it: these headers, this body, and the Host header
+ * the HTTP client derives from the route's origin (URL.host: the port only when it is not the default).
+ */
+function sigV4Headers(
+  b: Bound,
+  secret: Extract<SecretMaterial, { kind: 'aws_sigv4' }>,
+  headers: ReadonlyArray<readonly [string, string]>,
+  body: Uint8Array | undefined,
+  nowMs: number,
+): Array<[string, string]> {
+  // config-schema.ts refuses an aws_sigv4 route without its scope: a missing one here is a bug.
+  if (b.route.aws === undefined) throw new Error('an aws_sigv4 route reached dispatch without its aws scope');
+  const request = {
+    method: b.request.method,
+    host: new URL(b.route.origin).host,
+    path: b.path,
+    query: b.request.query,
+  };
+  return signAwsV4({ ...request, headers, body }, b.route.aws, secret, nowMs);
 }
 
 function poolKey(route: Route): string {

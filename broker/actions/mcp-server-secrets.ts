@@ -75,6 +75,12 @@ function bareSecret(secret: SecretMaterial | undefined, name: string): string {
       return secret.password;
     case 'query':
       return secret.value;
+    case 'aws_sigv4':
+    case 'oauth2_client':
+      // A signing key or a client secret is used by the broker to make a request, never handed over as text.
+      throw new CodedError('CREDENTIAL_MISSING', `a ${secret.kind} credential cannot be given to an MCP server`, {
+        field: 'mcp_servers',
+      });
     default:
       // mcpCredentialRefs named it, so withServerSecrets opened it: this is a bug, never user input.
       throw new Error(`credential reference ${name.length} chars long was not opened`);

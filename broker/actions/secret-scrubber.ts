@@ -64,8 +64,28 @@ export function secretParts(secret: SecretMaterial): string[] {
     case 'ssh_key':
       parts.push(...sshKeyBodyLines(secret.privateKey));
       break;
+    case 'aws_sigv4':
+      // The secret key never travels (it only keys the HMAC), but a part is searched wherever it could come from;
+      // the session token is sent as a header. The access key id names the key, like a basic user: not secret.
+      parts.push(secret.secretAccessKey, ...(secret.sessionToken === undefined ? [] : [secret.sessionToken]));
+      break;
+    case 'oauth2_client': {
+      // Only the token endpoint sees these, as HTTP basic of the form-encoded pair (RFC 6749 §2.3.1). The client id
+      // names the client, like a basic user: not secret. The access token's parts are the executor's (oauthTokenParts).
+      const pair = `${formEncode(secret.clientId)}:${formEncode(secret.clientSecret)}`;
+      const encoded = Buffer.from(pair).toString('base64');
+      parts.push(secret.clientSecret, formEncode(secret.clientSecret), pair, encoded, `Basic ${encoded}`);
+      break;
+    }
   }
   return [...new Set(parts.filter((p) => Buffer.byteLength(p) >= partBytesMin))];
+}
+
+/** application/x-www-form-urlencoded, as RFC 6749 Appendix B asks of a client id and secret before basic auth. */
+export function formEncode(text: string): string {
+  return encodeURIComponent(text)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%20/g, '+');
 }
 
 /** The base64 body lines of a PEM / OpenSSH key: each one is key material; the armour lines and headers are not. */

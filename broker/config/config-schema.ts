@@ -229,6 +229,47 @@ const operationTimeoutMs = z
     "Operation deadline in ms (default 120000): how long the remote operation may take once dispatching starts; never the agent's wait.",
   );
 
+/** An AWS region or service name as AWS spells them in a credential scope (`eu-west-1`, `s3`, `execute-api`). */
+const awsScopeName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9][a-z0-9-]*$/, 'lowercase letters, digits and -');
+const awsSigV4 = z
+  .strictObject({
+    region: awsScopeName.describe('The region in the signature scope (us-east-1).'),
+    service: awsScopeName.describe('The signing name of the service (s3, execute-api, dynamodb, es).'),
+  })
+  .describe('injection aws_sigv4 only: the credential scope each request is signed for.');
+
+/** An OAuth2 scope-token (RFC 6749 §3.3): visible ASCII but space, `"` and `\\`. */
+const routeOAuthScope = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'an OAuth2 scope: visible ASCII without space, " or \\');
+const oauth2 = z
+  .strictObject({
+    token_url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .describe('The token endpoint: https://, or http:// to 127.0.0.1, ::1 or localhost only.'),
+    scopes: z
+      .array(routeOAuthScope)
+      .max(32)
+      .optional()
+      .describe('Scopes asked for (the `scope` parameter, space-joined).'),
+    audience: z
+      .string()
+      .min(1)
+      .max(2048)
+      .regex(/^[\x21-\x7e]+$/, 'visible ASCII without spaces')
+      .optional()
+      .describe('The `audience` parameter, for token endpoints that ask for one (Auth0, Okta).'),
+  })
+  .describe('injection oauth2_client_credentials only: where and for what the access token is asked.');
+
 export const routeSchema = z.strictObject({
   name,
   base_url: z.string().min(1).max(2048).describe('http(s)://host[:port][/base/path]; the agent can never leave it.'),
@@ -266,6 +307,8 @@ export const routeSchema = z.strictObject({
   correlation: correlation.optional(),
   tls: tls.optional(),
   timeout_ms: operationTimeoutMs,
+  aws: awsSigV4.optional(),
+  oauth2: oauth2.optional(),
 });
 
 const sshFingerprint = z
@@ -634,6 +677,8 @@ export const configSchema = z
             });
         }
       }
+      checkAwsScope(ctx, route, at);
+      checkOAuth2(ctx, route, at);
       if (route.tls !== undefined && !route.base_url.startsWith('https://')) {
         ctx.addIssue({ code: 'custom', path: at('tls'), message: 'TLS settings need an https:// base_url' });
       }
@@ -694,6 +739,52 @@ function checkRouteRule(
 }
 
 type Path = (string | number)[];
+
+/** `aws` is the scope an aws_sigv4 route signs for: required there, and a mistake on any other route. */
+function checkAwsScope(ctx: Issues, route: RouteSettings, at: (...path: Path) => Path): void {
+  if (route.injection === 'aws_sigv4' && route.aws === undefined)
+    ctx.addIssue({ code: 'custom', path: at('aws'), message: 'injection aws_sigv4 needs aws: { region, service }' });
+  if (route.injection !== 'aws_sigv4' && route.aws !== undefined)
+    ctx.addIssue({ code: 'custom', path: at('aws'), message: 'aws only applies to injection aws_sigv4' });
+}
+
+/** `oauth2` says where an oauth2_client_credentials route gets its token: required there, a mistake elsewhere. */
+function checkOAuth2(ctx: Issues, route: RouteSettings, at: (...path: Path) => Path): void {
+  const wanted = route.injection === 'oauth2_client_credentials';
+  if (wanted && route.oauth2 === undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: at('oauth2'),
+      message: 'injection oauth2_client_credentials needs oauth2: { token_url }',
+    });
+  if (!wanted && route.oauth2 !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: at('oauth2'),
+      message: 'oauth2 only applies to injection oauth2_client_credentials',
+    });
+  const problem = route.oauth2 === undefined ? undefined : tokenUrlProblem(route.oauth2.token_url);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', path: at('oauth2', 'token_url'), message: problem });
+}
+
+/** A token endpoint: the client secret crosses to it, so https, or http to loopback only; nothing secret in the URL. */
+function tokenUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'token_url must be https://';
+  if (url.username !== '' || url.password !== '')
+    return 'token_url must not carry user info (the client lives in the vault)';
+  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#'))
+    return 'token_url has no query or fragment';
+  if (url.hostname === '') return 'token_url needs a host';
+  if (url.protocol === 'http:' && !['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname))
+    return 'http:// only for 127.0.0.1, ::1 or localhost; use https:// for anything else';
+  return undefined;
+}
 
 /**
  * The cross-field rules of `mcp_servers` (docs/config.md, the `mcp_servers[]` fields). A server's name shares the

@@ -99,7 +99,7 @@ export const credentialRequestInputSchema = z
       ])
       .optional()
       .describe('Where the credential will be used (required unless request_id is given).'),
-    kind: z.enum(['bearer', 'header', 'basic', 'query', 'ssh_key']).optional(),
+    kind: z.enum(['bearer', 'header', 'basic', 'query', 'ssh_key', 'aws_sigv4', 'oauth2_client']).optional(),
     header: z.string().regex(headerToken, 'an HTTP header name (RFC 9110 token), at most 64 characters').optional(),
     format: displayText(200).optional().describe('What the value looks like (e.g. "starts with ghp_").'),
     docs_url: z

@@ -11,7 +11,15 @@ import { ApprovalMode, InjectionKind } from './route-modes.js';
  */
 
 /** Mirrors broker/ports' credentialKinds (the contract imports nothing of ours; a test keeps them equal). */
-export const operatorCredentialKinds = ['bearer', 'header', 'basic', 'query', 'ssh_key'] as const;
+export const operatorCredentialKinds = [
+  'bearer',
+  'header',
+  'basic',
+  'query',
+  'ssh_key',
+  'aws_sigv4',
+  'oauth2_client',
+] as const;
 
 /** The vault's own bounds (broker/vault): a passphrase is at most 1 KiB. */
 export const passphraseCharsMax = 1_024;

@@ -14,7 +14,7 @@ export type ApprovalMode = keyof typeof ApprovalMode;
 
 /**
  * Where an HTTP route puts the secret: an Authorization bearer token, a named header, HTTP basic
- * auth or a query parameter. The credential's kind must be the same (SSH keys are not injected
+ * auth, a query parameter, or an AWS Signature V4 over the final request (the secret key signs, never travels). The credential's kind must be the same (SSH keys are not injected
  * into HTTP, so `ssh_key` is a credential kind but not an injection kind).
  */
 export const InjectionKind = {
@@ -22,5 +22,8 @@ export const InjectionKind = {
   header: 'header',
   basic: 'basic',
   query: 'query',
+  aws_sigv4: 'aws_sigv4',
+  /** A bearer access token the broker obtains from the route's token endpoint with an `oauth2_client` credential. */
+  oauth2_client_credentials: 'oauth2_client_credentials',
 } as const satisfies ClosedSet<string>;
 export type InjectionKind = keyof typeof InjectionKind;

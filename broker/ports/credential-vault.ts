@@ -5,7 +5,7 @@
  */
 export type VaultState = 'uninitialized' | 'locked' | 'unlocked';
 
-export const credentialKinds = ['bearer', 'header', 'basic', 'query', 'ssh_key'] as const;
+export const credentialKinds = ['bearer', 'header', 'basic', 'query', 'ssh_key', 'aws_sigv4', 'oauth2_client'] as const;
 export type CredentialKind = (typeof credentialKinds)[number];
 
 export interface CredentialInfo {
@@ -31,7 +31,16 @@ export type SecretMaterial =
   | { readonly kind: 'header'; readonly header: string; readonly value: string; readonly secret: string }
   | { readonly kind: 'basic'; readonly user: string; readonly password: string }
   | { readonly kind: 'query'; readonly param: string; readonly value: string }
-  | { readonly kind: 'ssh_key'; readonly privateKey: Buffer };
+  | { readonly kind: 'ssh_key'; readonly privateKey: Buffer }
+  /** AWS Signature V4: the key pair signs each final request; the session token (if any) is sent as a header. */
+  | {
+      readonly kind: 'aws_sigv4';
+      readonly accessKeyId: string;
+      readonly secretAccessKey: string;
+      readonly sessionToken: string | undefined;
+    }
+  /** OAuth2 client credentials: sent only to the route's token endpoint; the route's requests carry the access token. */
+  | { readonly kind: 'oauth2_client'; readonly clientId: string; readonly clientSecret: string };
 
 export interface CredentialVault {
   state(): VaultState;

@@ -110,6 +110,10 @@ export function materialFor(
     }
     case 'query':
       return { kind: 'query', param: shape.param ?? '', value: secretText(secret) };
+    case 'aws_sigv4':
+      return awsKeyMaterial(secretText(secret));
+    case 'oauth2_client':
+      return oauthClientMaterial(secretText(secret));
     case 'ssh_key': {
       // Buffer.alloc is never a slice of the shared pool, so zeroing it after use zeroes only this key.
       const privateKey = Buffer.alloc(secret.length);
@@ -117,6 +121,45 @@ export function materialFor(
       return { kind: 'ssh_key', privateKey };
     }
   }
+}
+
+/** An AWS access key id: 16-128 word characters (the IAM API's AccessKeyId pattern and bounds). */
+const awsAccessKeyIdPattern = /^\w{16,128}$/;
+/** A secret access key or session token: visible ASCII without `:` (the separator); AWS issues base64 text. */
+const awsKeyPartPattern = /^[\x21-\x39\x3b-\x7e]+$/;
+/** A secret access key shorter than this could not be found by the scrubber (AWS issues 40 characters). */
+const awsSecretCharsMin = 16;
+
+/**
+ * `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]` (docs/vault.md): AWS issues none of the three with a colon,
+ * so the form is unambiguous and fits the stdin and form paths `basic` uses.
+ */
+function awsKeyMaterial(text: string): SecretMaterial {
+  const [accessKeyId = '', secretAccessKey = '', sessionToken, ...rest] = text.split(':');
+  if (rest.length > 0 || !awsAccessKeyIdPattern.test(accessKeyId))
+    throw invalid('secret', 'an aws_sigv4 credential is `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]`');
+  if (secretAccessKey.length < awsSecretCharsMin || !awsKeyPartPattern.test(secretAccessKey))
+    throw invalid('secret', `the secret access key must be at least ${awsSecretCharsMin} visible ASCII characters`);
+  if (sessionToken !== undefined && !awsKeyPartPattern.test(sessionToken))
+    throw invalid('secret', 'the session token must be visible ASCII characters (or left out with its colon)');
+  return { kind: 'aws_sigv4', accessKeyId, secretAccessKey, sessionToken };
+}
+
+/** A client secret shorter than this could not be found by the scrubber. */
+const oauthClientSecretCharsMin = 8;
+
+/**
+ * `CLIENT_ID:CLIENT_SECRET` (docs/vault.md), split at the first colon like `basic`: a client id with a colon
+ * cannot be stored (RFC 6749 allows one; no provider we know issues one), a secret with one can.
+ */
+function oauthClientMaterial(text: string): SecretMaterial {
+  const colon = text.indexOf(':');
+  if (colon <= 0)
+    throw invalid('secret', 'an oauth2_client credential is `CLIENT_ID:CLIENT_SECRET` with a non-empty id');
+  const clientSecret = text.slice(colon + 1);
+  if (clientSecret.length < oauthClientSecretCharsMin)
+    throw invalid('secret', `the client secret must be at least ${oauthClientSecretCharsMin} characters`);
+  return { kind: 'oauth2_client', clientId: text.slice(0, colon), clientSecret };
 }
 
 export function checkSecretSize(secret: Uint8Array): void {

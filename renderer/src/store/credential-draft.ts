@@ -7,6 +7,8 @@ export const formCredentialKinds = [
   { kind: 'header', label: 'header — a named header with a template' },
   { kind: 'basic', label: 'basic — user:password' },
   { kind: 'query', label: 'query — a query parameter' },
+  { kind: 'aws_sigv4', label: 'aws_sigv4 — AWS Signature V4 (access key id, secret key, session token)' },
+  { kind: 'oauth2_client', label: 'oauth2_client — OAuth2 client client_id:client_secret (for its token endpoint)' },
 ] as const;
 export type FormCredentialKind = (typeof formCredentialKinds)[number]['kind'];
 
@@ -21,6 +23,8 @@ export interface CredentialDraft {
   header: string;
   template: string;
   param: string;
+  /** aws_sigv4: the access key id (not secret; the secret key and session token stay in password fields). */
+  accessKeyId: string;
 }
 
 export const emptyCredentialDraft: CredentialDraft = {
@@ -30,11 +34,21 @@ export const emptyCredentialDraft: CredentialDraft = {
   header: '',
   template: '',
   param: '',
+  accessKeyId: '',
 };
 
 /** `kind` when a form can add it, else null (e.g. ssh_key, or a kind the agent made up). */
 export function formCredentialKind(kind: string | null): FormCredentialKind | null {
   return formCredentialKinds.find((k) => k.kind === kind)?.kind ?? null;
+}
+
+/**
+ * An aws_sigv4 credential's secret as the vault takes it (docs/vault.md): `ACCESS_KEY_ID:SECRET_ACCESS_KEY`, then
+ * `:SESSION_TOKEN` only when one was typed.
+ */
+export function awsSigV4Secret(accessKeyId: string, secretAccessKey: string, sessionToken: string): string {
+  const token = sessionToken.trim();
+  return `${accessKeyId.trim()}:${secretAccessKey}${token === '' ? '' : `:${token}`}`;
 }
 
 /** The credentials.add input: only the options the chosen kind takes, an empty template left to the broker's default. */

@@ -129,6 +129,7 @@ describe('the provision form', () => {
       template: '',
       param: '',
       bindings: 'docs, 127.0.0.1',
+      accessKeyId: '',
     });
     const ssh = request({ kind: 'ssh_key', suggested: { name: null, kind: null, header: null, bindings: [] } });
     expect(provisionDraftOf(ssh)).toMatchObject({ name: '', kind: 'bearer', bindings: '' });
@@ -142,6 +143,7 @@ describe('the provision form', () => {
       template: '',
       param: 'ignored',
       bindings: 'a, b',
+      accessKeyId: '',
     };
     expect(provisionInput('crq_1', draft, 's3cret')).toEqual({
       request_id: 'crq_1',

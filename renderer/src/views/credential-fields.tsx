@@ -1,9 +1,11 @@
 import type { Ref } from 'react';
-import { formCredentialKinds, type CredentialDraft } from '../store/credential-draft.js';
+import { awsSigV4Secret, formCredentialKinds, type CredentialDraft } from '../store/credential-draft.js';
 import { Field } from './add-form.js';
 
 /** The operator API's bound on a secret (operatorSecretCharsMax). */
 const secretCharsMax = 16 * 1_024;
+/** The aws_sigv4 session token's field, found through the secret field's form so both are taken at once. */
+const sessionTokenFieldName = 'aws_session_token';
 
 export type ChangeDraft = <K extends keyof CredentialDraft>(field: K, value: CredentialDraft[K]) => void;
 
@@ -67,7 +69,7 @@ export function CredentialFields({
           maxLength={4096}
         />
       </Field>
-      <Field id={`${id}-secret`} label="Secret">
+      <Field id={`${id}-secret`} label={draft.kind === 'aws_sigv4' ? 'Secret access key' : 'Secret'}>
         <input
           id={`${id}-secret`}
           ref={secretRef}
@@ -90,7 +92,11 @@ export function takeSecret(field: HTMLInputElement | null, draft: CredentialDraf
   if (field === null || field.value === '' || draft.name.trim() === '') return null;
   const secret = field.value;
   field.value = '';
-  return secret;
+  if (draft.kind !== 'aws_sigv4') return secret;
+  const token = field.form?.elements.namedItem(sessionTokenFieldName);
+  const sessionToken = token instanceof HTMLInputElement ? token.value : '';
+  if (token instanceof HTMLInputElement) token.value = '';
+  return awsSigV4Secret(draft.accessKeyId, secret, sessionToken);
 }
 
 /** The fields only one kind takes: a header's name (and, where offered, its template), a query parameter's name. */
@@ -118,6 +124,7 @@ function KindFields({
       </Field>
     );
   }
+  if (draft.kind === 'aws_sigv4') return <AwsKeyFields id={id} draft={draft} change={change} />;
   if (draft.kind !== 'header') return null;
   return (
     <>
@@ -140,6 +147,33 @@ function KindFields({
           />
         </Field>
       )}
+    </>
+  );
+}
+
+/** aws_sigv4: the access key id (state: not secret) and the optional session token (a password field, like the key). */
+function AwsKeyFields({ id, draft, change }: { id: string; draft: CredentialDraft; change: ChangeDraft }) {
+  return (
+    <>
+      <Field id={`${id}-access-key-id`} label="Access key id">
+        <input
+          id={`${id}-access-key-id`}
+          value={draft.accessKeyId}
+          onChange={(e) => change('accessKeyId', e.target.value)}
+          maxLength={128}
+          autoComplete="off"
+          required
+        />
+      </Field>
+      <Field id={`${id}-session-token`} label="Session token (temporary credentials only)">
+        <input
+          id={`${id}-session-token`}
+          name={sessionTokenFieldName}
+          type="password"
+          autoComplete="off"
+          maxLength={secretCharsMax}
+        />
+      </Field>
     </>
   );
 }
