@@ -3,6 +3,7 @@ import type { SshChannel, SshChannelReport } from '../channels/ssh/index.js';
 import type { SshHostSettings } from '../config/index.js';
 import {
   errorCodeMeanings,
+  isCodedError,
   type ActionState,
   type ApprovalMode,
   type Classification,
@@ -31,6 +32,8 @@ import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrub
 import { authorizationRefusal, closedBeforeDispatch } from './journal-failure.js';
 import { stateClassification } from './state-envelope.js';
 import { settle, type SettleAnswers } from './settle.js';
+import { recordingIdOf } from '../journal/index.js';
+import { buildCast, type RecordingInput } from './ssh-recording.js';
 
 export interface SshActionDeps extends ExecutorDeps {
   readonly channel: SshChannel;
@@ -236,6 +239,11 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       // A person may have cancelled between the queue's release and here: nothing is even set up.
       const closed = closedBeforeDispatch(deps.journal, b.actionId);
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
+      // Nothing runs unrecorded: a recording that cannot be started stops the command here, not_attempted.
+      if (!startRecording(deps, b.actionId)) {
+        const message = 'the session recording could not be started, so the command was not run';
+        return refuse(deps, b.actionId, b.fingerprint, { kind: 'recording_unavailable' }, message);
+      }
       // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
       const authorized = startAuthorization(deps.journal, b.actionId, {
         credential_id: info.id,
@@ -289,8 +297,8 @@ async function record(
   observed: SshChannelReport,
   scrubber: SecretScrubber,
 ): Promise<SshActionResult> {
-  // Everything below — result rows, digest, envelope — sees only the scrubbed output.
-  const report: SshChannelReport = { ...observed, output: scrubbedOutput(observed.output, scrubber) };
+  // Everything below — recording, result rows, digest, envelope — sees only the scrubbed output.
+  const report = scrubAndRecord(deps, b, observed, scrubber);
   const evidence = sshReportEvidence(report);
   const classification = classifyOutcome(evidence);
   const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
@@ -411,10 +419,71 @@ function log(deps: SshActionDeps, actionId: string, host: string | undefined, c:
  * private key, but a host may print key material it holds), and, when anything was redacted, the digest taken over
  * the delivered bytes — a digest of the unscrubbed output would be a guessing oracle for what was redacted.
  */
-function scrubbedOutput(o: SshChannelReport['output'], scrubber: SecretScrubber): SshChannelReport['output'] {
+function scrubbedOutput(
+  o: SshChannelReport['output'],
+  scrubber: SecretScrubber,
+): { output: SshChannelReport['output']; redacted: RecordingInput['redacted'] } {
   const stdout = scrubber.scrub(o.stdout);
   const stderr = scrubber.scrub(o.stderr);
-  if (!stdout.redacted && !stderr.redacted) return o;
+  const redacted = { stdout: stdout.redacted, stderr: stderr.redacted };
+  if (!stdout.redacted && !stderr.redacted) return { output: o, redacted };
   const digest = `sha256:${createHash('sha256').update(stdout.bytes).update(stderr.bytes).digest('hex')}`;
-  return { ...o, stdout: stdout.bytes, stderr: stderr.bytes, digest };
+  return { output: { ...o, stdout: stdout.bytes, stderr: stderr.bytes, digest }, redacted };
+}
+
+/** The report with its output scrubbed, after sealing the session recording built from that output. */
+function scrubAndRecord(
+  deps: SshActionDeps,
+  b: Bound,
+  observed: SshChannelReport,
+  scrubber: SecretScrubber,
+): SshChannelReport {
+  const scrubbed = scrubbedOutput(observed.output, scrubber);
+  const report: SshChannelReport = { ...observed, output: scrubbed.output };
+  finishRecording(deps, b, report, scrubbed.redacted);
+  return report;
+}
+
+/** The open recording row, written before the exec request; false when the store refused it (logged, no detail). */
+function startRecording(deps: SshActionDeps, actionId: string): boolean {
+  try {
+    deps.results.recordings.start(actionId, deps.clock.nowMs());
+    return true;
+  } catch (error) {
+    deps.logger?.error({ action_id: actionId, code: errorCodeOf(error) }, 'ssh recording could not be started');
+    return false;
+  }
+}
+
+/**
+ * Seals the recording built from the delivered output. After exec a store failure cannot undo the command: it is
+ * logged and the recording stays open (RECORDING_INCOMPLETE when read), and the action's result is still recorded.
+ */
+function finishRecording(
+  deps: SshActionDeps,
+  b: Bound,
+  report: SshChannelReport,
+  redacted: RecordingInput['redacted'],
+): void {
+  const o = report.output;
+  const cast = buildCast({
+    actionId: b.actionId,
+    hostName: b.host.name,
+    execAtMs: report.execAtMs,
+    stdout: o.stdout,
+    stderr: o.stderr,
+    marks: o.marks,
+    redacted,
+    truncated: o.truncated,
+    receivedBytes: o.stdoutBytes + o.stderrBytes,
+  });
+  try {
+    deps.results.recordings.finish(recordingIdOf(b.actionId), cast, o.truncated, deps.clock.nowMs());
+  } catch (error) {
+    deps.logger?.error({ action_id: b.actionId, code: errorCodeOf(error) }, 'ssh recording could not be finished');
+  }
+}
+
+function errorCodeOf(error: unknown): string {
+  return isCodedError(error) ? error.code : 'INTERNAL';
 }

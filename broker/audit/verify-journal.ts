@@ -30,8 +30,10 @@ export const auditSchemaVersion = 4;
 // 6 (idempotency_keys) adds a current-state table only, 7 (results.purged_at_ms) a column of the
 // result store, 9 seals the result store (and may add an audit_runs row with no events), 10 adds the
 // action list's columns to the current-state table: the events, tree and checkpoints are unchanged.
-// 11 adds status counters (current-state tables only).
-export const auditSchemaVersionMax = 11;
+// 11 adds status counters (current-state tables only). 12 adds integrity_anchor, the counter of the last anchor file
+// written (broker/host/integrity-anchor.ts): a current-state row, not part of the log. 13 adds the sealed SSH
+// recordings (broker/journal/recording-store.ts), beside the result store: not part of the log either.
+export const auditSchemaVersionMax = 13;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -195,6 +195,33 @@ export function registerOperatorCommands(program: Command, context: CommandConte
 
   withDataDir(
     actions
+      .command('recording')
+      .argument('<action_id>', 'an SSH action')
+      .description('An SSH action\'s session recording as asciicast v2 (stdout "o", stderr "e", markers "m").'),
+  )
+    .option('--out <file>', 'write the .cast file (created 0600, never overwritten) instead of printing it')
+    .action(async (actionId: string, options: CommonOptions & { out?: string }) => {
+      const recording = await call(options, 'actions.recording', { action_id: actionId });
+      // Line by line through the terminal-safe printer: JSON already escapes control bytes, and a bidi override it
+      // leaves raw becomes the \uXXXX escape JSON reads as the same character, so the printed cast stays the same cast.
+      if (options.out === undefined)
+        return recording.cast
+          .trimEnd()
+          .split('\n')
+          .forEach((line) => io.out(line));
+      const { writeFileSync } = await import('node:fs');
+      try {
+        // The scrubbed output is still the operator's to hand out: private to the user, and no file is replaced.
+        writeFileSync(options.out, recording.cast, { mode: 0o600, flag: 'wx' });
+      } catch (error) {
+        const reason = (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'it exists' : 'it cannot be created';
+        throw new CodedError('INVALID_ARGUMENT', `--out: ${reason}; nothing was written`, { field: 'out' });
+      }
+      io.out(`${recording.bytes} bytes written to ${options.out}${recording.truncated ? ' (output truncated)' : ''}`);
+    });
+
+  withDataDir(
+    actions
       .command('attest')
       .argument('<action_id>', 'a dispatched action whose outcome is unknown')
       .description(

@@ -3,6 +3,7 @@ import { openDatabase, statementCache } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
 import { requireDurableConnection } from './durability.js';
+import { RecordingStore } from './recording-store.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
 export const resultChunkBytes = 64 * 1024;
@@ -86,12 +87,15 @@ export interface StoredResult {
  */
 export class ResultStore {
   private readonly sql: (sql: string) => Database.Statement;
+  /** SSH session recordings (migration 013): the same file, connection and key, purged with the results. */
+  readonly recordings: RecordingStore;
 
   private constructor(
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
   ) {
     this.sql = statementCache(db);
+    this.recordings = new RecordingStore(db, cipher);
   }
 
   /** Opens the journal's database file (already migrated by Journal.open), sealing with the journal's key. */
@@ -224,7 +228,7 @@ export class ResultStore {
     ).pluck();
     const deleteChunks = this.sql(`DELETE FROM result_chunks WHERE result_id = ?`);
     const mark = this.sql(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
-    return this.db
+    const purged = this.db
       .transaction(() => {
         const ids = due.all(cutoffMs, limit) as string[];
         for (const id of ids) {
@@ -234,6 +238,9 @@ export class ResultStore {
         return ids.length;
       })
       .immediate();
+    // A recording holds the same output as its result: it goes with the same retention (summed: the caller's
+    // "fewer than limit means none left" still holds, as either batch at its limit makes the sum reach it).
+    return purged + this.recordings.purgeExpired(nowMs, retentionMs, limit);
   }
 
   readForAction(actionId: string): StoredResult | undefined {

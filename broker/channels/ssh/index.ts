@@ -5,6 +5,8 @@ export {
   type SshWireRequest,
   type SshAttemptReport,
   type SshOutput,
+  type OutputMark,
+  outputMarksMax,
   type SshSetupStage,
   type HostKeyPolicy,
 } from './ssh-channel.js';

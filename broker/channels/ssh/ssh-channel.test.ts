@@ -341,6 +341,11 @@ describe('when output passes outputBytesMax', () => {
       stderrBytes: 10,
       truncated: true,
       digest,
+      // The recording's arrival marks cover exactly the kept bytes: one budget for both.
+      marks: [
+        { stream: 'stdout', atMs: expect.any(Number), bytes: 10 },
+        { stream: 'stderr', atMs: expect.any(Number), bytes: 2 },
+      ],
     });
     expect(report.outputComplete).toBe(true);
     // The journal counts what arrived, not what was kept.
@@ -360,6 +365,10 @@ describe('when output passes outputBytesMax', () => {
       stderrBytes: 10,
       truncated: false,
       digest,
+      marks: [
+        { stream: 'stdout', atMs: expect.any(Number), bytes: 10 },
+        { stream: 'stderr', atMs: expect.any(Number), bytes: 10 },
+      ],
     });
   });
 });

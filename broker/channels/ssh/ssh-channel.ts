@@ -58,7 +58,24 @@ export interface SshOutput {
   readonly truncated: boolean;
   /** sha256 over stdout bytes then stderr bytes as received (all of them, not only the kept ones). */
   readonly digest: string;
+  /**
+   * When each kept piece arrived, in arrival order: the session recording's timing (its bytes are the kept bytes, so
+   * the recording shares the output budget). Each mark covers the next `bytes` of its stream's kept bytes.
+   */
+  readonly marks: readonly OutputMark[];
 }
+
+/** `bytes` kept bytes of `stream` that arrived `atMs` after the exec request was written (never decreasing). */
+export interface OutputMark {
+  readonly stream: 'stdout' | 'stderr';
+  readonly atMs: number;
+  readonly bytes: number;
+}
+
+/** Marks kept per run: beyond it each stream's later pieces join one last mark (bounds the recording's events). */
+export const outputMarksMax = 4096;
+/** Pieces of one stream arriving within this of the last mark join it: a burst is one recorded event. */
+const outputMarkJoinMs = 5;
 
 /** What the channel observed. It decides nothing: broker/core classifyOutcome does. */
 export interface SshChannelReport {
@@ -85,6 +102,8 @@ export interface SshChannelReport {
   readonly hostKey?: { readonly fingerprint: string; readonly trust: 'pinned' | 'known' | 'accepted_new' };
   readonly connectionId?: string;
   readonly journalFailed?: unknown;
+  /** Wall time (clock) when the exec request was written: the recording's start. */
+  readonly execAtMs?: number;
 }
 
 export interface SshChannelOptions {
@@ -137,6 +156,7 @@ class SshRun {
   private readonly attempts: SshAttemptReport[] = [];
   private readonly pending: Promise<unknown>[] = [];
   private journalFailed: unknown = undefined;
+  private execAtMs: number | undefined;
   private client: ssh2.Client | undefined;
   private socket: Socket | undefined;
   private closed = false;
@@ -205,6 +225,7 @@ class SshRun {
       return this.notDispatched({ journalFailed });
     }
     this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
+    this.execAtMs = this.clock.nowMs();
     send();
     this.stages.push('exec_requested');
     this.record({
@@ -448,6 +469,7 @@ class SshRun {
       ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
       connectionId: this.connectionId,
       ...(this.journalFailed === undefined ? {} : { journalFailed: this.journalFailed }),
+      ...(this.execAtMs === undefined ? {} : { execAtMs: this.execAtMs }),
     };
   }
 
@@ -512,7 +534,7 @@ class SshRun {
     this.stages.push('exec_accepted');
     this.record({ kind: 'REMOTE_RESPONSE_STARTED', action_id: id, payload: { attempt: n } });
     const watch: StreamWatch = {
-      output: new OutputCollector(this.request.outputBytesMax),
+      output: new OutputCollector(this.request.outputBytesMax, () => this.clock.nowMs() - (this.execAtMs ?? 0)),
       eof: false,
       channelClosed: false,
       ended: Promise.resolve('closed'),
@@ -628,8 +650,12 @@ class OutputCollector {
   private readonly counts = { stdout: 0, stderr: 0 };
   private keptBytes = 0;
   private readonly hashes = { stdout: createHash('sha256'), stderr: createHash('sha256') };
+  private readonly marks: OutputMark[] = [];
 
-  constructor(private readonly bytesMax: number) {}
+  constructor(
+    private readonly bytesMax: number,
+    private readonly elapsedMs: () => number = () => 0,
+  ) {}
 
   add(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     this.counts[stream] += chunk.length;
@@ -639,6 +665,21 @@ class OutputCollector {
     const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
     this.kept[stream].push(Buffer.from(part));
     this.keptBytes += part.length;
+    this.mark(stream, part.length);
+  }
+
+  private mark(stream: 'stdout' | 'stderr', bytes: number): void {
+    const last = this.marks.at(-1);
+    // The wall clock may step back; the recording's times never do.
+    const atMs = Math.max(last?.atMs ?? 0, Math.round(this.elapsedMs()));
+    let join =
+      last !== undefined && last.stream === stream && atMs - last.atMs <= outputMarkJoinMs ? this.marks.length - 1 : -1;
+    // Past the bound, each stream's later pieces join its one overflow mark (at most two beyond the bound).
+    for (let i = outputMarksMax; join === -1 && i < this.marks.length; i += 1)
+      if (this.marks[i]?.stream === stream) join = i;
+    const joined = this.marks[join];
+    if (joined !== undefined) this.marks[join] = { ...joined, bytes: joined.bytes + bytes };
+    else this.marks.push({ stream, atMs, bytes });
   }
 
   result(): SshOutput {
@@ -653,6 +694,7 @@ class OutputCollector {
       stderrBytes: this.counts.stderr,
       truncated: this.counts.stdout + this.counts.stderr > this.keptBytes,
       digest: `sha256:${digest}`,
+      marks: this.marks,
     };
   }
 }

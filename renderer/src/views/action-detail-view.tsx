@@ -10,6 +10,7 @@ import {
 } from '../store/action-detail.js';
 import { useAppStore } from '../store/app-store.js';
 import { usePolling } from './use-polling.js';
+import { RecordingPlayer } from './recording-player.js';
 
 /** While open, the detail is read again this often: later evidence (a reconciliation, an attestation) is appended. */
 export const actionDetailRefreshMs = 2_000;
@@ -96,6 +97,13 @@ function DetailBody({ detail }: { detail: ActionDetail }) {
         <p className="muted">No attempt: the action never reached the transport.</p>
       ) : (
         <Attempts attempts={s.attempts} />
+      )}
+
+      {s.channel === 'ssh' && s.outcome !== null && (
+        <>
+          <h3>Session recording</h3>
+          <RecordingPlayer actionId={s.action_id} />
+        </>
       )}
 
       <h3>Chronology</h3>

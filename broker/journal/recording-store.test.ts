@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { migrate, schemaVersion } from './migrate.js';
+import { journalMigrations } from './migrations/index.js';
+import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
+import { recordingChunkBytes } from './recording-store.js';
+import { ResultStore } from './result-store.js';
+
+const coded = (code: string) => expect.objectContaining({ code });
+
+describe('the recording store (migration 013, on the result store)', () => {
+  let temp: TempJournal;
+  let store: ResultStore;
+  beforeEach(async () => {
+    temp = await openTempJournal();
+    store = ResultStore.open(temp.path, temp.journal.rowCipher());
+  });
+  afterEach(async () => {
+    store.close();
+    await temp.dispose();
+  });
+
+  it('when a multi-chunk cast is finished, it reads back whole under rec_<action>, and its bytes are sealed', () => {
+    const canary = 'CANARY-cast-c0ffee';
+    const cast = Buffer.from(`${'x'.repeat(recordingChunkBytes)}${canary}\n`);
+    expect(store.recordings.start('act_000001', 5)).toBe('rec_000001');
+    store.recordings.finish('rec_000001', cast, true, 9);
+    expect(store.recordings.read('act_000001')).toMatchObject({
+      recording_id: 'rec_000001',
+      truncated: true,
+      started_at_ms: 5,
+      finished_at_ms: 9,
+    });
+    expect(store.recordings.read('act_000001').cast.equals(cast)).toBe(true);
+    const db = new Database(temp.path, { readonly: true });
+    expect(db.prepare(`SELECT chunks, cast_bytes FROM recordings`).get()).toEqual({
+      chunks: 2,
+      cast_bytes: cast.length,
+    });
+    db.close();
+    for (const suffix of ['', '-wal'])
+      expect(readFileSync(`${temp.path}${suffix}`).includes(canary), `journal.sqlite${suffix}`).toBe(false);
+  });
+
+  it('an action started twice, a finish of what is not open, and a second finish are refused', () => {
+    store.recordings.start('act_000002', 1);
+    expect(() => store.recordings.start('act_000002', 2)).toThrow(/UNIQUE|PRIMARY/);
+    expect(() => store.recordings.finish('rec_nope', Buffer.from('x'), false, 3)).toThrow(coded('INTERNAL'));
+    store.recordings.finish('rec_000002', Buffer.from('cast'), false, 3);
+    expect(() => store.recordings.finish('rec_000002', Buffer.from('cast'), false, 4)).toThrow(coded('INTERNAL'));
+  });
+
+  it('reads answer NOT_FOUND with none, RECORDING_INCOMPLETE while open, RESULT_EXPIRED once purged', () => {
+    expect(() => store.recordings.read('act_000003')).toThrow(coded('NOT_FOUND'));
+    store.recordings.start('act_000003', 100);
+    expect(() => store.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
+    store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
+    // The result store's purge sweeps recordings by the same retention.
+    expect(store.purgeExpired(150, 60, 10)).toBe(0);
+    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    expect(() => store.recordings.read('act_000003')).toThrow(coded('RESULT_EXPIRED'));
+    const db = new Database(temp.path, { readonly: true });
+    expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
+    db.close();
+  });
+
+  it('a chunk moved from another recording, or a missing one, is never handed over', () => {
+    store.recordings.start('act_000004', 1);
+    store.recordings.finish('rec_000004', Buffer.from('four'), false, 2);
+    store.recordings.start('act_000005', 1);
+    store.recordings.finish('rec_000005', Buffer.from('five'), false, 2);
+    const db = new Database(temp.path);
+    db.exec(
+      `UPDATE recording_chunks SET bytes = (SELECT bytes FROM recording_chunks WHERE recording_id = 'rec_000005'),
+         nonce = (SELECT nonce FROM recording_chunks WHERE recording_id = 'rec_000005') WHERE recording_id = 'rec_000004'`,
+    );
+    db.exec(`DELETE FROM recording_chunks WHERE recording_id = 'rec_000005'`);
+    db.close();
+    expect(() => store.recordings.read('act_000004')).toThrow(coded('INTERNAL'));
+    expect(() => store.recordings.read('act_000005')).toThrow(coded('INTERNAL'));
+  });
+});
+
+describe('when a version 12 database is migrated to 13', () => {
+  it('keeps every result and adds empty, strict recordings tables', () => {
+    const db = new Database(':memory:');
+    try {
+      const upTo12 = journalMigrations.filter((m) => m.version <= 12);
+      migrate(db, upTo12);
+      const before = db.prepare(`SELECT count(*) AS n FROM results`).get();
+      expect(migrate(db, [...upTo12, migration013SshRecordings])).toBe(13);
+      expect(schemaVersion(db)).toBe(13);
+      expect(db.prepare(`SELECT count(*) AS n FROM results`).get()).toEqual(before);
+      expect(db.prepare(`SELECT count(*) AS n FROM recordings`).get()).toEqual({ n: 0 });
+      expect(() =>
+        db.prepare(`INSERT INTO recordings (recording_id, action_id, started_at_ms) VALUES ('r', 'a', 'now')`).run(),
+      ).toThrow(/cannot store TEXT value in INTEGER column/);
+    } finally {
+      db.close();
+    }
+  });
+});

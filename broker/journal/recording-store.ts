@@ -1,0 +1,167 @@
+import type Database from 'better-sqlite3';
+import { statementCache } from '../ports/open-database.js';
+import { CodedError } from '../contract/index.js';
+import type { RowCipher } from './audit-writer.js';
+
+/** Stored cast bytes per chunk row, like a result's: bounds one row. */
+export const recordingChunkBytes = 64 * 1024;
+/** Recordings one purgeExpired call may purge: one short write transaction. */
+export const recordingPurgeBatchMax = 500;
+
+/*
+ * Associated data naming a sealed recording chunk. A JSON array with its own label, so no result or
+ * event row of the run's key opens as a recording chunk and no chunk opens under another recording or position.
+ */
+export function recordingChunkAd(recordingId: string, n: number): Buffer {
+  return Buffer.from(JSON.stringify(['postern.recording.chunk.v1', recordingId, n]), 'utf8');
+}
+
+/** The recording id of an action: `rec_` and the action id's own suffix (`act_x` → `rec_x`), one per action. */
+export function recordingIdOf(actionId: string): string {
+  return `rec_${actionId.startsWith('act_') ? actionId.slice(4) : actionId}`;
+}
+
+export interface StoredRecording {
+  readonly recording_id: string;
+  readonly action_id: string;
+  /** The asciicast v2 text, opened. */
+  readonly cast: Buffer;
+  readonly truncated: boolean;
+  readonly started_at_ms: number;
+  readonly finished_at_ms: number;
+}
+
+interface RecordingRow {
+  recording_id: string;
+  action_id: string;
+  started_at_ms: number;
+  complete: number;
+  truncated: number;
+  cast_bytes: number;
+  chunks: number;
+  run: number | null;
+  finished_at_ms: number | null;
+  purged_at_ms: number | null;
+}
+
+/**
+ * SSH session recordings (migration 013), on the result store's connection to the journal file. `start` writes an
+ * open row before the exec request (the executor refuses to exec when it throws); `finish` seals the cast in
+ * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. A
+ * recording whose row stays open (a crash between the two) reads as RECORDING_INCOMPLETE, never as partial bytes.
+ */
+export class RecordingStore {
+  private readonly sql: (sql: string) => Database.Statement;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly cipher: RowCipher,
+  ) {
+    const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'recordings'`).get();
+    if (table === undefined)
+      throw new CodedError('MIGRATION_FAILED', 'the journal has no recordings table (schema older than 13)');
+    this.sql = statementCache(db);
+  }
+
+  /** The open marker, durable before the exec request; throws (any error) when it cannot be written. */
+  start(actionId: string, startedAtMs: number): string {
+    const recordingId = recordingIdOf(actionId);
+    this.sql(`INSERT INTO recordings (recording_id, action_id, started_at_ms) VALUES (?, ?, ?)`).run(
+      recordingId,
+      actionId,
+      startedAtMs,
+    );
+    return recordingId;
+  }
+
+  /** Seals the cast and marks the recording complete; once only (a second finish throws INTERNAL). */
+  finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): void {
+    const chunks = Math.ceil(cast.length / recordingChunkBytes);
+    // Sealed before the transaction: the write lock is held for the writes only.
+    const sealed = Array.from({ length: chunks }, (_, n) =>
+      this.cipher.seal(
+        recordingChunkAd(recordingId, n),
+        cast.subarray(n * recordingChunkBytes, (n + 1) * recordingChunkBytes),
+      ),
+    );
+    const run = sealed[0]?.run ?? null;
+    const insertChunk = this.sql(`INSERT INTO recording_chunks (recording_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
+    const mark = this.sql(
+      `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?
+       WHERE recording_id = ? AND complete = 0`,
+    );
+    this.db
+      .transaction(() => {
+        const changed = mark.run(truncated ? 1 : 0, cast.length, chunks, run, finishedAtMs, recordingId).changes;
+        if (changed !== 1) throw new CodedError('INTERNAL', `recording ${recordingId} is not open`);
+        sealed.forEach((chunk, n) => insertChunk.run(recordingId, n, chunk.ciphertext, chunk.nonce));
+      })
+      .immediate();
+  }
+
+  /**
+   * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
+   * RECORDING_INCOMPLETE when it was started and never finished, RESULT_EXPIRED once purged. Chunks are trusted only
+   * as the unbroken sequence the row names; a changed or moved chunk fails authentication (INTERNAL).
+   */
+  read(actionId: string): StoredRecording {
+    const row = this.sql(`SELECT * FROM recordings WHERE action_id = ?`).get(actionId) as RecordingRow | undefined;
+    if (row === undefined) throw new CodedError('NOT_FOUND', `no recording for ${actionId}`, { field: 'action_id' });
+    if (row.complete !== 1 || row.finished_at_ms === null)
+      throw new CodedError('RECORDING_INCOMPLETE', `the recording of ${actionId} was started but never completed`, {
+        field: 'action_id',
+      });
+    if (row.purged_at_ms !== null)
+      throw new CodedError('RESULT_EXPIRED', `the recording of ${actionId} passed its retention and was purged`, {
+        field: 'action_id',
+      });
+    const parts = this.sql(`SELECT n, bytes, nonce FROM recording_chunks WHERE recording_id = ? ORDER BY n`).all(
+      row.recording_id,
+    ) as { n: number; bytes: Buffer; nonce: Buffer }[];
+    if (parts.length !== row.chunks || parts.some((p, i) => p.n !== i) || (row.chunks > 0 && row.run === null))
+      throw new CodedError('INTERNAL', `recording ${row.recording_id} is marked complete but its chunks are not whole`);
+    const run = row.run ?? 0;
+    const cast = Buffer.concat(
+      parts.map((p) =>
+        this.cipher.open({ run, nonce: p.nonce, ciphertext: p.bytes }, recordingChunkAd(row.recording_id, p.n)),
+      ),
+    );
+    if (cast.length !== row.cast_bytes)
+      throw new CodedError(
+        'INTERNAL',
+        `recording ${row.recording_id} has ${cast.length} bytes, expected ${row.cast_bytes}`,
+      );
+    return {
+      recording_id: row.recording_id,
+      action_id: row.action_id,
+      cast,
+      truncated: row.truncated === 1,
+      started_at_ms: row.started_at_ms,
+      finished_at_ms: row.finished_at_ms,
+    };
+  }
+
+  /**
+   * Deletes the sealed bytes of recordings started at least `retentionMs` before `nowMs` (the results' retention),
+   * at most `limit`, each marked purged in the same transaction. Returns how many.
+   */
+  purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
+    if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
+      throw new RangeError(`purgeExpired purges 1..${recordingPurgeBatchMax} recordings per call, not ${limit}`);
+    const due = this.sql(
+      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND started_at_ms <= ? ORDER BY started_at_ms LIMIT ?`,
+    ).pluck();
+    const deleteChunks = this.sql(`DELETE FROM recording_chunks WHERE recording_id = ?`);
+    const mark = this.sql(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
+    return this.db
+      .transaction(() => {
+        const ids = due.all(nowMs - retentionMs, limit) as string[];
+        for (const id of ids) {
+          deleteChunks.run(id);
+          mark.run(nowMs, id);
+        }
+        return ids.length;
+      })
+      .immediate();
+  }
+}
