@@ -26,6 +26,8 @@ const verbs: Partial<Record<BrokerApiMethod, string>> = {
   'config.edit': 'Change the configuration',
   'credential_requests.provision': "Answer the agent's credential request",
   'credential_requests.decline': "Decline the agent's credential request",
+  'allowlist.add': 'Always allow the executable of',
+  'allowlist.remove': 'Remove the process allowlist entry',
 };
 
 const detailCharsMax = 600;

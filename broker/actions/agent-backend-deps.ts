@@ -7,6 +7,7 @@ import type { Journal, RequestStore, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialVault, IdSource } from '../ports/index.js';
 import type { ApprovalQueue } from '../queue/approval-queue.js';
 import type { CredentialRequests } from './credential-requests.js';
+import type { ProcessAllowlist } from './process-allowlist.js';
 
 /** What the agent backend runs on; its own file so the backend and the action call share it without a cycle. */
 export interface AgentBackendDeps {
@@ -24,6 +25,8 @@ export interface AgentBackendDeps {
   readonly upstreams?: McpUpstreams;
   /** Agents' credential requests (request_credential); absent: the tool is refused (UNSUPPORTED_ACTION). */
   readonly credentialRequests?: CredentialRequests;
+  /** The process allowlist (docs/queue.md): an unscoped entry matching the session's executable approves it at open. */
+  readonly allowlist?: ProcessAllowlist;
   readonly logger?: Logger;
   /** Whether the process (pid + kernel start time) still lives; the runtime passes broker/agent's processAlive. */
   readonly processAlive: (pid: number, startTime: string) => boolean;

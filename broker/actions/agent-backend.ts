@@ -9,11 +9,15 @@ import {
   isCodedError,
   TransitionRefused,
   type ActionState,
+  type Actor,
   type AgentPeer,
+  type AllowlistEntry,
   type AgentRouteList,
   type AgentToolName,
   type ErrorCode,
+  type SessionState,
 } from '../contract/index.js';
+import { allowlistActorId } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer, UpstreamToolListing } from '../ports/index.js';
 import { actionCall, waitSource } from './action-call.js';
@@ -231,10 +235,14 @@ async function openSession(
       action_id: existing.session_id,
       payload: { client_name: clip(client.name ?? null, 200), client_version: clip(client.version ?? null, 100) },
     });
+    // After a restart the allowlist has not seen this process yet: its scoped entries and an unscoped approval apply.
+    if (existing.status === 'pending') await approveByAllowlist(deps, existing);
     deps.queue.sessionConnected(existing.session_id);
     return { session_id: existing.session_id };
   }
   const sessionId = sessionIdFor(bootId, peer);
+  // Hashed before the session is recorded, so an allowlisted process never shows a pending card meanwhile.
+  const allowed = deps.config.agents.session_approval === 'observe' ? undefined : await deps.allowlist?.identify(peer);
   const started = await deps.journal.tryAppendSession({
     kind: 'SESSION_STARTED',
     action_id: sessionId,
@@ -250,12 +258,14 @@ async function openSession(
       client_version: clip(client.version ?? null, 100),
     },
   });
+  if (allowed !== undefined) deps.allowlist?.remember(sessionId, allowed.identity);
+  const approver = started.ok ? sessionApprover(deps, allowed?.entry) : undefined;
   const approved =
-    started.ok && deps.config.agents.session_approval === 'observe'
+    started.ok && approver !== undefined
       ? await deps.journal.tryAppendSession({
           kind: 'SESSION_APPROVED',
           action_id: sessionId,
-          payload: { actor: observePolicyActor },
+          payload: { actor: approver },
         })
       : started;
   if (!approved.ok) {
@@ -268,6 +278,26 @@ async function openSession(
   deps.queue.sessionConnected(sessionId);
   deps.logger?.info({ session_id: sessionId, pid: peer.pid }, 'agent session opened');
   return { session_id: sessionId };
+}
+
+/** Who approves a new session at once: observe-mode policy, or the unscoped process allowlist entry it matched. */
+function sessionApprover(deps: AgentBackendDeps, entry: AllowlistEntry | undefined): Actor | undefined {
+  if (deps.config.agents.session_approval === 'observe') return observePolicyActor;
+  return entry === undefined ? undefined : { kind: 'policy', id: allowlistActorId(entry.entry_id) };
+}
+
+/** A pending session reconnecting after a restart: the allowlist has not seen its process in this run yet. */
+async function approveByAllowlist(deps: AgentBackendDeps, session: SessionState): Promise<void> {
+  if (deps.config.agents.session_approval === 'observe') return;
+  const allowed = await deps.allowlist?.identify(session);
+  if (allowed === undefined) return;
+  deps.allowlist?.remember(session.session_id, allowed.identity);
+  // A lost race (a person approved or revoked it meanwhile) leaves their decision standing.
+  if (allowed.entry !== undefined)
+    await deps.queue.approveSessionByPolicy(session.session_id, {
+      kind: 'policy',
+      id: allowlistActorId(allowed.entry.entry_id),
+    });
 }
 
 /**

@@ -42,6 +42,11 @@ export interface ApprovalQueueOptions {
   readonly config: PosternConfig;
   readonly timers?: QueueTimers;
   readonly logger?: Logger;
+  /**
+   * The process allowlist's answer for a session-mode call of a pending session (a scoped entry covering the call's
+   * route or host): the policy actor that approves it instead of the session card. Absent: no allowlist.
+   */
+  readonly allowlistApproval?: (state: ActionState) => Actor | undefined;
 }
 
 /** One bounded page when the queue reads the journal (the journal caps pages at 1000 too). */
@@ -65,6 +70,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly config: PosternConfig;
   private readonly timers: QueueTimers;
   private readonly logger: Logger | undefined;
+  private readonly allowlistApproval: ((state: ActionState) => Actor | undefined) | undefined;
   /** lane → lowest ticket that may still be unresolved. */
   private readonly floors = new Map<string, number>();
   /** Lanes that may hold unresolved tickets. */
@@ -86,6 +92,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.config = options.config;
     this.timers = options.timers ?? systemQueueTimers;
     this.logger = options.logger;
+    this.allowlistApproval = options.allowlistApproval;
   }
 
   /**
@@ -297,6 +304,20 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return appended;
   }
 
+  /**
+   * A policy's approval of a pending session (the process allowlist, for a session it first sees after a restart),
+   * then its waiting session-mode tickets. False when it lost a race: a person's decision or the process's end stands.
+   */
+  async approveSessionByPolicy(sessionId: string, actor: Actor): Promise<boolean> {
+    const approved = await this.journal.tryAppendSession({
+      kind: 'SESSION_APPROVED',
+      action_id: sessionId,
+      payload: { actor },
+    });
+    if (approved.ok) await this.approveWaitingSessionTickets(sessionId);
+    return approved.ok;
+  }
+
   async revokeSession(sessionId: string, actor: OperatorActor, reason: string): Promise<SessionState> {
     const session = this.requireSession(sessionId);
     const appended = await this.decideSession(session, {
@@ -402,6 +423,17 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         kind: 'APPROVED',
         action_id: state.action_id,
         payload: { actor: sessionPolicyActor(session.session_id), request_fingerprint: state.request_fingerprint },
+      });
+      return;
+    }
+    // A scoped allowlist entry stands in for the session card on its routes/hosts only; per_call keeps its card.
+    const allowed =
+      state.approval === 'session' && session?.status === 'pending' ? this.allowlistApproval?.(state) : undefined;
+    if (allowed !== undefined) {
+      await this.tryAppend({
+        kind: 'APPROVED',
+        action_id: state.action_id,
+        payload: { actor: allowed, request_fingerprint: state.request_fingerprint },
       });
       return;
     }

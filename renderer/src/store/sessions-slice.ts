@@ -12,6 +12,8 @@ export interface SessionsSlice {
   /** Resolve true when the broker accepted the call. */
   approveSession(sessionId: string): Promise<boolean>;
   revokeSession(sessionId: string, reason: string): Promise<boolean>;
+  /** "Always allow this executable": a process allowlist entry for the session's executable (hashed by the broker), and the session approved. */
+  alwaysAllowSession(sessionId: string): Promise<boolean>;
 }
 
 export function createSessionsSlice(api: OperatorApi): StateCreator<SessionsSlice, [], [], SessionsSlice> {
@@ -44,6 +46,13 @@ export function createSessionsSlice(api: OperatorApi): StateCreator<SessionsSlic
         act(sessionId, 'approve', () => api['sessions.approve']({ session_id: sessionId }), 'session approved'),
       revokeSession: (sessionId, reason) =>
         act(sessionId, 'revoke', () => api['sessions.revoke']({ session_id: sessionId, reason }), 'session revoked'),
+      alwaysAllowSession: (sessionId) =>
+        act(
+          sessionId,
+          'always_allow',
+          () => api['allowlist.add']({ session_id: sessionId }),
+          'executable allowed; session approved',
+        ),
     };
   };
 }

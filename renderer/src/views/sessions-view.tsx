@@ -77,6 +77,7 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
   const last = useAppStore((state) => state.sessionsView.calls.last[id]);
   const approve = useAppStore((state) => state.approveSession);
   const revoke = useAppStore((state) => state.revokeSession);
+  const alwaysAllow = useAppStore((state) => state.alwaysAllowSession);
   const [revoking, setRevoking] = useState(false);
   const exeName = session.exe?.split(/[\\/]/).at(-1) ?? '(process unknown)';
   const live = session.status === 'pending' || session.status === 'approved';
@@ -153,6 +154,17 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
           {standing.approvable && (
             <button type="button" className="primary" disabled={busy !== undefined} onClick={() => void approve(id)}>
               Approve
+            </button>
+          )}
+          {standing.approvable && session.exe !== null && (
+            <button
+              type="button"
+              disabled={busy !== undefined}
+              title="Adds this executable (its path and the sha256 the broker computes) to the process allowlist, then approves: its later sessions skip this card; per-call cards stay"
+              data-testid={`session-${id}-always-allow`}
+              onClick={() => void alwaysAllow(id)}
+            >
+              Always allow this executable
             </button>
           )}
           {live && (

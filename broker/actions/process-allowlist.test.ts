@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { processAlive } from '../agent/index.js';
+import { allowlistSubjectId } from '../contract/index.js';
+import {
+  codesignDetails,
+  createFakeDarwinTools,
+  lsofText,
+  psStart,
+  type FakeDarwinScript,
+  type FakeDarwinTools,
+} from '../testing/fake-codesign.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { ProcessAllowlist } from './process-allowlist.js';
+
+/**
+ * The allowlist's darwin code path, run on Linux against SCRIPTED codesign / ps / lsof (broker/testing/fake-codesign.ts):
+ * the identity is read with `codesign --verify --strict` then `codesign -d --verbose=2`, stored on the entry, and
+ * needed to match. Real journal (SQLite in a temp dir), real files hashed; the process is this test's own (alive).
+ */
+const person = { kind: 'person', id: 'ann', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
+const team = 'ABCDE12345';
+const identifier = 'com.example.agent';
+const pid = process.pid;
+const self = { pid, start_time: 'unavailable', exe: null };
+
+let t: TempJournal;
+let fake: FakeDarwinTools;
+let agent: string;
+let agentSha: string;
+
+beforeEach(async () => {
+  t = await openTempJournal();
+  fake = createFakeDarwinTools(t.dir.path);
+  agent = join(t.dir.path, 'Agent');
+  writeFileSync(agent, 'agent executable bytes (test only)\n');
+  agentSha = `sha256:${createHash('sha256').update('agent executable bytes (test only)\n').digest('hex')}`;
+});
+afterEach(async () => {
+  await t.dispose();
+});
+
+function darwinAllowlist(): ProcessAllowlist {
+  return new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'darwin', darwinTools: fake.tools });
+}
+
+/** The process runs `agent`, its start time stays put, and codesign says what `over` says (default: signed, team). */
+function script(over: Partial<FakeDarwinScript> = {}): void {
+  fake.script({
+    verify: 'pass',
+    details: codesignDetails(agent, identifier, team),
+    psStarts: [psStart(1)],
+    lsof: lsofText(pid, [agent, '/usr/lib/dyld']),
+    ...over,
+  });
+}
+
+async function addSigned(allowlist: ProcessAllowlist): Promise<string> {
+  script();
+  const added = await allowlist.add({ path: agent }, person);
+  return added.entry.entry_id;
+}
+
+describe('when a person adds a signed executable on macOS', () => {
+  it('the broker verifies it strictly, reads its identity and stores it on the entry (journaled, folded again)', async () => {
+    const allowlist = darwinAllowlist();
+    script();
+    const added = await allowlist.add({ path: agent }, person);
+    expect(added).toMatchObject({
+      added: true,
+      entry: { path: agent, sha256: agentSha, signing: { identifier, team_id: team } },
+    });
+    expect(fake.calls('codesign')).toEqual([`--verify --strict ${agent}`, `-d --verbose=2 ${agent}`]);
+    const [event] = t.journal.subjectEvents(allowlistSubjectId);
+    expect(event?.payload).toMatchObject({ signing: { identifier, team_id: team } });
+    expect(darwinAllowlist().list().entries[0]?.signing).toEqual({ identifier, team_id: team });
+    // The same executable with the same identity adds nothing.
+    expect((await allowlist.add({ path: agent }, person)).added).toBe(false);
+  });
+
+  it.each([
+    ['verify fails (unsigned or tampered)', { verify: 'fail' as const }],
+    ['the signature has no team id', { details: codesignDetails('/x', identifier, null) }],
+    ['the signature is ad-hoc', { details: codesignDetails('/x', identifier, team, true) }],
+  ])('when %s the entry has no identity and matches by path + sha256 only', async (_name, over) => {
+    const allowlist = darwinAllowlist();
+    script(over);
+    const added = await allowlist.add({ path: agent }, person);
+    expect(added.entry.signing).toBeNull();
+    expect(t.journal.subjectEvents(allowlistSubjectId)[0]?.payload).not.toHaveProperty('signing');
+    script({ details: codesignDetails(agent, 'com.other.tool', 'ZZZZZ99999') });
+    expect((await allowlist.identify(self))?.entry?.entry_id).toBe(added.entry.entry_id);
+  });
+
+  it.each([
+    ['no Identifier line', `TeamIdentifier=${team}\n`],
+    ['two Identifier lines', `Identifier=a.b\nIdentifier=c.d\nTeamIdentifier=${team}\n`],
+    ['a malformed team id', `Identifier=${identifier}\nTeamIdentifier=abc\n`],
+    ['a control character', `Identifier=${identifier}\u0007\nTeamIdentifier=${team}\n`],
+  ])('codesign output with %s is refused EXECUTABLE_UNVERIFIABLE and nothing is appended', async (_name, details) => {
+    const allowlist = darwinAllowlist();
+    script({ details });
+    await expect(allowlist.add({ path: agent }, person)).rejects.toMatchObject({
+      code: 'EXECUTABLE_UNVERIFIABLE',
+      field: 'path',
+    });
+    expect(t.journal.subjectEvents(allowlistSubjectId)).toHaveLength(0);
+  });
+
+  it('a codesign that cannot display a signature it verified is refused', async () => {
+    script({ detailsExit: 1 });
+    await expect(darwinAllowlist().add({ path: agent }, person)).rejects.toMatchObject({
+      code: 'EXECUTABLE_UNVERIFIABLE',
+    });
+  });
+});
+
+describe('when an agent process opens a session on macOS', () => {
+  it('path + sha256 + the same identity: the unscoped entry approves it (lsof names the file, ps dates it twice)', async () => {
+    const allowlist = darwinAllowlist();
+    const entryId = await addSigned(allowlist);
+    script();
+    const found = await allowlist.identify(self);
+    expect(found?.entry?.entry_id).toBe(entryId);
+    expect(found?.identity).toEqual({ path: agent, sha256: agentSha, signing: { identifier, team_id: team } });
+    expect(fake.calls('lsof')).toEqual([`-n -P -w -a -p ${pid} -d txt -F n`]);
+    expect(fake.calls('ps')).toEqual([`-o lstart= -p ${pid}`, `-o lstart= -p ${pid}`]);
+  });
+
+  it.each([
+    ['codesign --verify fails now', { verify: 'fail' as const }],
+    ['another team signed it', { details: codesignDetails(agent, identifier, 'ZZZZZ99999') }],
+    ['another identifier', { details: codesignDetails(agent, 'com.example.other', team) }],
+    ['it was re-signed ad-hoc', { details: codesignDetails(agent, identifier, team, true) }],
+  ])('the same path and bytes are not matched when %s', async (_name, over) => {
+    const allowlist = darwinAllowlist();
+    await addSigned(allowlist);
+    script(over);
+    const found = await allowlist.identify(self);
+    expect(found?.identity).toMatchObject({ path: agent, sha256: agentSha });
+    expect(found?.entry).toBeUndefined();
+  });
+
+  it('a start time that changed while the file was read (the pid was reused) is not matched', async () => {
+    const allowlist = darwinAllowlist();
+    await addSigned(allowlist);
+    script({ psStarts: [psStart(1), psStart(2)] });
+    expect(await allowlist.identify(self)).toBeUndefined();
+  });
+
+  it('a process lsof names another executable for is not hashed or sign-checked', async () => {
+    const allowlist = darwinAllowlist();
+    await addSigned(allowlist);
+    const before = fake.calls('codesign').length;
+    script({ lsof: lsofText(pid, ['/usr/local/bin/other', agent]) });
+    expect(await allowlist.identify(self)).toBeUndefined();
+    expect(fake.calls('codesign')).toHaveLength(before);
+  });
+
+  it.each([
+    ['for another pid', lsofText(pid + 1, ['/x'])],
+    ['a relative path', lsofText(pid, ['Agent'])],
+    ['no text file', `p${pid}\nfcwd\nn/tmp\n`],
+  ])('lsof output naming %s is refused: no match', async (_name, lsof) => {
+    const allowlist = darwinAllowlist();
+    await addSigned(allowlist);
+    script({ lsof });
+    expect(await allowlist.identify(self)).toBeUndefined();
+  });
+
+  it('a person adds the session’s executable: identity read from the file lsof names, the session remembered', async () => {
+    const allowlist = darwinAllowlist();
+    await t.journal.appendSession({
+      kind: 'SESSION_STARTED',
+      action_id: 'ses_darwin_01',
+      payload: {
+        ...self,
+        uid: 501,
+        ppid: 1,
+        cwd: null,
+        parent_exe: null,
+        client_name: 'agent',
+        client_version: '1',
+      },
+    });
+    script();
+    const added = await allowlist.add({ session_id: 'ses_darwin_01', routes: ['docs'] }, person);
+    expect(added.entry).toMatchObject({ path: agent, from_session: 'ses_darwin_01', signing: { team_id: team } });
+    const call = { approval: 'session', session_id: 'ses_darwin_01', target: 'route:docs GET /x' };
+    expect(allowlist.approvalFor(call as never)).toEqual({ kind: 'policy', id: `allowlist:${added.entry.entry_id}` });
+    script({ psStarts: [''] });
+    await expect(allowlist.add({ session_id: 'ses_darwin_01' }, person)).rejects.toMatchObject({
+      code: 'EXECUTABLE_UNVERIFIABLE',
+      field: 'session_id',
+    });
+  });
+});
+
+describe('when the entry carries an identity but the broker runs on Linux', () => {
+  it('it never matches (no identity is read there); an entry for the same path and bytes without one does', async () => {
+    const signedId = await addSigned(darwinAllowlist());
+    const procRoot = join(t.dir.path, 'proc');
+    mkdirSync(join(procRoot, String(pid)), { recursive: true });
+    symlinkSync(agent, join(procRoot, String(pid), 'exe'));
+    const linux = new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot });
+    const running = { pid, start_time: 'unavailable', exe: agent };
+    expect(await linux.identify(running)).toEqual({ identity: { path: agent, sha256: agentSha } });
+    const plain = await linux.add({ path: agent }, person);
+    expect(plain).toMatchObject({ added: true, entry: { signing: null } });
+    expect(plain.entry.entry_id).not.toBe(signedId);
+    expect((await linux.identify(running))?.entry?.entry_id).toBe(plain.entry.entry_id);
+  });
+});

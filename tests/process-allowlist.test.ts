@@ -1,0 +1,256 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalCard, BrokerApi, BrokerApiMethod, SessionSummary } from '../broker/contract/index.js';
+import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
+import { systemClock } from '../broker/ports/index.js';
+import { openVault } from '../broker/vault/index.js';
+import { acceptConfigAsPerson } from './support/accepted-config.js';
+import { decideAsPerson } from './support/person-decision.js';
+import { repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+
+/**
+ * The process allowlist against a real daemon (session approval `required`): agent processes run under a copy of the
+ * node executable, and the daemon hashes /proc/<pid>/exe itself. An agent whose executable (path + sha256) is on the
+ * list gets its session approved at open by the entry (no card) and its session-mode call goes through; its per_call
+ * call still gets a card. The original node (another path) and the same copy after its bytes changed are not
+ * matched. An agent can add no entry: the agent socket answers OPERATOR_ONLY, the control socket refuses its
+ * process tree even with the passphrase.
+ */
+const prefix = 'palw-';
+const passphrase = `${prefix} passphrase (test only)`;
+const answerWaitMs = 30_000;
+let scratch: string;
+let dataDir: string;
+let daemon: RunningDaemon;
+let target: Server;
+let nodeCopy: string;
+const agents: Agent[] = [];
+
+interface Agent {
+  readonly child: ChildProcess;
+  exchange(message: Record<string, unknown>): Promise<unknown>;
+}
+
+/** Forks tests/support/allowlist-agent.mjs under `execPath`; resolves once it connected to the agent socket. */
+async function startAgent(execPath: string, name: string): Promise<Agent> {
+  const script = path.join(repoRoot, 'tests', 'support', 'allowlist-agent.mjs');
+  const child = fork(script, [dataDir, name], {
+    cwd: repoRoot,
+    execPath,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let next = 0;
+  const waiting = new Map<number, (value: unknown) => void>();
+  child.on('message', (message: { result?: { id: number; value: unknown } }) => {
+    if (message.result === undefined) return;
+    waiting.get(message.result.id)?.(message.result.value);
+    waiting.delete(message.result.id);
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} not ready`)), answerWaitMs);
+    child.once('message', (m: { ready?: boolean; fatal?: string }) => {
+      clearTimeout(timer);
+      if (m.ready === true) resolve();
+      else reject(new Error(`${name}: ${m.fatal ?? 'failed'}`));
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code})`)));
+  });
+  const agent: Agent = {
+    child,
+    exchange: (message) =>
+      new Promise((resolve, reject) => {
+        const id = (next += 1);
+        const timer = setTimeout(() => reject(new Error(`${name}: no answer`)), answerWaitMs);
+        waiting.set(id, (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        });
+        const [kind, body] = Object.entries(message)[0] ?? ['', {}];
+        child.send({ [kind]: { id, ...(body as object) } });
+      }),
+  };
+  agents.push(agent);
+  return agent;
+}
+
+async function stopAgent(agent: Agent): Promise<void> {
+  if (agent.child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => agent.child.once('exit', () => resolve()));
+  agent.child.send({ exit: true });
+  await exited;
+}
+
+async function read<M extends BrokerApiMethod>(method: M): Promise<BrokerApi[M]['output']> {
+  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input: {} });
+  if (!reply.ok) throw new Error(reply.error.code);
+  return reply.value as BrokerApi[M]['output'];
+}
+
+/** The agent's session once recorded (`approved`: once approved — its SESSION_APPROVED is a commit after its start). */
+async function sessionOf(pid: number | undefined, approved = false): Promise<SessionSummary> {
+  let found: SessionSummary | undefined;
+  const seen = (s: SessionSummary | undefined): boolean => s !== undefined && (!approved || s.status === 'approved');
+  await expect
+    .poll(async () => seen((found = (await read('sessions.list')).sessions.find((s) => s.pid === pid))), {
+      timeout: answerWaitMs,
+      interval: 50,
+    })
+    .toBe(true);
+  return found as SessionSummary;
+}
+
+async function cardFor(sessionId: string, route: string): Promise<ApprovalCard> {
+  let found: ApprovalCard | undefined;
+  const matches = (c: ApprovalCard): boolean => c.session?.session_id === sessionId && c.target.includes(route);
+  await expect
+    .poll(async () => (found = (await read('approvals.list')).cards.find(matches)) !== undefined, {
+      timeout: answerWaitMs,
+      interval: 50,
+    })
+    .toBe(true);
+  return found as ApprovalCard;
+}
+
+function httpCall(agent: Agent, route: string, timeoutMs = 20_000): Promise<unknown> {
+  return agent.exchange({
+    tool: { name: 'http_request', args: { route, method: 'GET', path: '/x', timeout_ms: timeoutMs } },
+  });
+}
+
+beforeAll(async () => {
+  scratch = mkdtempSync(path.join(os.tmpdir(), prefix));
+  dataDir = path.join(scratch, 'data');
+  mkdirSync(dataDir, { mode: 0o700 });
+  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  await vault.init(Buffer.from(passphrase));
+  await vault.add({
+    name: 'docs-token',
+    kind: 'bearer',
+    secret: Buffer.from('palw-token'),
+    bindings: ['docs', 'admin', '127.0.0.1'],
+  });
+  await vault.close();
+  const passphraseFile = path.join(scratch, 'pass');
+  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+  target = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
+  const route = (name: string, approval: string): string[] => [
+    `  - name: ${name}`,
+    `    base_url: ${base}`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    `    approval: ${approval}`,
+  ];
+  const yaml = [
+    'version: 1',
+    'agents:',
+    '  session_approval: required',
+    'routes:',
+    ...route('docs', 'session'),
+    ...route('admin', 'per_call'),
+    '',
+  ];
+  writeFileSync(path.join(dataDir, 'postern.yaml'), yaml.join('\n'));
+  await acceptConfigAsPerson(dataDir, passphraseFile);
+  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  nodeCopy = path.join(scratch, 'bin', 'agent-node');
+  mkdirSync(path.dirname(nodeCopy));
+  copyFileSync(process.execPath, nodeCopy);
+}, 120_000);
+
+afterAll(async () => {
+  for (const agent of agents) agent.child.kill('SIGKILL');
+  await daemon?.process.stop('SIGTERM');
+  await new Promise<void>((resolve) => (target === undefined ? resolve() : target.close(() => resolve())));
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('when an agent executable is on the allowlist', () => {
+  let entryId: string;
+
+  it('a person adds it by path: the broker hashes the file, and a read lists it', async () => {
+    const added = await decideAsPerson(dataDir, passphrase, 'allowlist.add', { path: nodeCopy });
+    expect(added).toMatchObject({ added: true, entry: { path: nodeCopy, routes: [], hosts: [] } });
+    expect(added.entry.sha256).toMatch(/^sha256:[0-9a-f]{64}$/);
+    entryId = added.entry.entry_id;
+    expect((await read('allowlist.list')).entries.map((e) => e.entry_id)).toEqual([entryId]);
+    // The same executable again adds nothing.
+    expect(await decideAsPerson(dataDir, passphrase, 'allowlist.add', { path: nodeCopy })).toMatchObject({
+      added: false,
+    });
+  }, 60_000);
+
+  it('its session is approved at open by the entry, session calls go through, a per_call route still shows a card', async () => {
+    const agent = await startAgent(nodeCopy, 'allowlisted-agent');
+    const session = await sessionOf(agent.child.pid, true);
+    expect(session).toMatchObject({ status: 'approved', approved_by: `policy:allowlist:${entryId}`, exe: nodeCopy });
+    const through = (await httpCall(agent, 'docs')) as {
+      isError?: boolean;
+      structuredContent?: { response?: { status?: number } };
+    };
+    expect(through.isError).toBe(false);
+    expect(through.structuredContent?.response?.status).toBe(200);
+
+    const perCall = httpCall(agent, 'admin', 1_000);
+    const card = await cardFor(session.session_id, 'admin');
+    expect(card.state).toBe('pending');
+    expect(await perCall).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+    await decideAsPerson(dataDir, passphrase, 'approvals.reject', { ticket: card.ticket, reason: 'test' });
+    await stopAgent(agent);
+  }, 90_000);
+
+  it('the original node (another path) is not matched: its session waits for a person', async () => {
+    const agent = await startAgent(process.execPath, 'unlisted-agent');
+    const session = await sessionOf(agent.child.pid);
+    expect(session.status).toBe('pending');
+    const waiting = httpCall(agent, 'docs', 1_000);
+    expect((await cardFor(session.session_id, 'docs')).state).toBe('awaiting_session');
+    expect(await waiting).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+    await stopAgent(agent);
+  }, 90_000);
+
+  it('the same path with changed bytes is not matched', async () => {
+    // The copy runs nowhere now (a running executable cannot be written): the allowlisted agent stopped above.
+    appendFileSync(nodeCopy, Buffer.from('\0changed after the entry was added\0'));
+    const agent = await startAgent(nodeCopy, 'modified-agent');
+    const session = await sessionOf(agent.child.pid);
+    expect(session).toMatchObject({ status: 'pending', exe: nodeCopy });
+    await stopAgent(agent);
+  }, 90_000);
+});
+
+describe('when an agent tries to change the allowlist', () => {
+  it('the agent socket answers OPERATOR_ONLY and the control socket refuses its process tree, passphrase or not', async () => {
+    const agent = await startAgent(process.execPath, 'meddling-agent');
+    await sessionOf(agent.child.pid);
+    for (const name of ['allowlist.add', 'allowlist.remove', 'allowlist.list']) {
+      expect(await agent.exchange({ tool: { name, args: { path: process.execPath } } })).toMatchObject({
+        isError: true,
+        structuredContent: { error: { code: 'OPERATOR_ONLY' } },
+      });
+    }
+    const before = (await read('allowlist.list')).entries.length;
+    const viaControl = await agent.exchange({
+      control: { method: 'allowlist.add', input: { path: process.execPath }, proof: { passphrase } },
+    });
+    expect(viaControl).toMatchObject({ ok: false, error: { code: 'OPERATOR_ONLY' } });
+    expect((await read('allowlist.list')).entries).toHaveLength(before);
+    await stopAgent(agent);
+  }, 90_000);
+
+  it('a person removes an entry; an unknown id is NOT_FOUND naming the field', async () => {
+    const [entry] = (await read('allowlist.list')).entries;
+    expect(entry).toBeDefined();
+    await decideAsPerson(dataDir, passphrase, 'allowlist.remove', { entry_id: entry?.entry_id ?? '' });
+    expect((await read('allowlist.list')).entries).toHaveLength(0);
+    await expect(
+      decideAsPerson(dataDir, passphrase, 'allowlist.remove', { entry_id: entry?.entry_id ?? '' }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  }, 60_000);
+});
