@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Unit and integration tests (real SQLite files, real sockets on loopback). The Playwright e2e
@@ -6,6 +8,8 @@ export default defineConfig({
   test: {
     include: ['broker/**/*.test.ts', 'renderer/**/*.test.ts', 'app/**/*.test.ts', 'tests/**/*.test.ts'],
     pool: 'forks',
+    // The daemons tests start write their integrity anchors here, never into the user's ~/.local/state.
+    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors') },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

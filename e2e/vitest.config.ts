@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // End-to-end: the real headless daemon (node bin/postern.mjs daemon) driven through Debian's
@@ -7,6 +9,8 @@ export default defineConfig({
   test: {
     include: ['e2e/**/*.e2e.ts'],
     pool: 'forks',
+    // The daemons tests start write their integrity anchors here, never into the user's ~/.local/state.
+    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors') },
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

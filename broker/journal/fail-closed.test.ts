@@ -34,9 +34,9 @@ const wavesMax = 200;
 
 describe('when the disk is full (SQLite refuses to grow the database past the journal size bound)', () => {
   it('fails closed: the failing batch and everything queued behind it reject, nothing after is accepted', async () => {
-    // 64 pages: the schema takes ~23 (migration 010's list indexes are 7 of them), each wide action ~2, so it fills
-    // in the second wave. A real SQLITE_FULL from SQLite's pager, not a mock: PRAGMA max_page_count is the journal's size bound.
-    t = await openTempJournal({ journalBytesMax: 64 * 4096, batchEventsMax: 4 });
+    // 96 pages: the schema takes 53 (through migration 013's recordings), each wide action ~2, so it fills in the
+    // second wave. A real SQLITE_FULL from SQLite's pager, not a mock: PRAGMA max_page_count is the journal's size bound.
+    t = await openTempJournal({ journalBytesMax: 96 * 4096, batchEventsMax: 4 });
     const { journal } = t;
     const resolved: string[] = [];
     let failedWave: PromiseSettledResult<unknown>[] | undefined;
@@ -118,7 +118,7 @@ function runDiskFullDriver(dir: string): Promise<DiskFullReport> {
   const driver = fileURLToPath(new URL('../testing/disk-full-driver.ts', import.meta.url));
   const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
   // 512 KiB: room for the schema (~300 KiB of WAL since migrations 009 and 010) and a dozen wide actions, then ENOSPC while COMMIT writes the WAL.
-  const script = 'mount -t tmpfs -o size=512k tmpfs "$1" && exec "$2" --import tsx "$3" "$1"';
+  const script = 'mount -t tmpfs -o size=1m tmpfs "$1" && exec "$2" --import tsx "$3" "$1"';
   return new Promise((resolve, reject) => {
     const child = spawn(
       'unshare',

@@ -7,7 +7,7 @@ import { Journal } from '../journal.js';
 import { JournalStore } from '../journal-store.js';
 import { migrate, schemaVersion } from '../migrate.js';
 import { scanActionCounts, scanOutcomeCounts } from '../read-snapshot.js';
-import { migration011StatusCounters } from './011-status-counters.js';
+import { journalMigrations } from './index.js';
 
 const minuteMs = 60_000;
 
@@ -29,7 +29,10 @@ async function tempJournal(): Promise<TempJournal> {
 function downgradeTo10(path: string): void {
   const db = new Database(path);
   try {
+    // The tables of later migrations (012's integrity anchor, 013's SSH recordings) go too: a version 10 file had none.
     db.exec(`DROP TABLE action_counters; DROP TABLE outcome_minutes; PRAGMA user_version = 10`);
+    db.exec(`DROP TABLE IF EXISTS integrity_anchor; DROP TABLE IF EXISTS recording_chunks`);
+    db.exec(`DROP TABLE IF EXISTS recordings`);
   } finally {
     db.close();
   }
@@ -69,14 +72,14 @@ describe('when a version 10 journal holding actions of every path, over two hour
 
     // The migration alone, before any recovery writes: the counters answer what the scans answered.
     const raw = new Database(t.path);
-    expect(migrate(raw)).toBe(migration011StatusCounters.version);
+    expect(migrate(raw)).toBe(journalMigrations.length);
     const store = new JournalStore(raw);
     expect({ actions: store.actionCounts(), outcomes: sorted(store.outcomeCounts()) }).toEqual(scanned);
     raw.close();
 
     const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     cleanups.push(() => journal.close());
-    expect(journal.stats().schema_version).toBe(migration011StatusCounters.version);
+    expect(journal.stats().schema_version).toBe(journalMigrations.length);
     // Recovery at open classified what the old run left open, through the counted writes, after the migration.
     expect(journal.stats().recovered_at_open).toBeGreaterThan(0);
     expect(journal.actionCounts().total).toBe(scanned.actions.total);
@@ -99,7 +102,7 @@ describe('when a version 10 journal holding actions of every path, over two hour
     expect(() => migrate(db)).toThrow(expect.objectContaining({ code: 'MIGRATION_FAILED' }));
     expect(schemaVersion(db)).toBe(10);
     db.exec(`DROP TABLE outcome_minutes`);
-    expect(migrate(db)).toBe(11);
+    expect(migrate(db)).toBe(journalMigrations.length);
     expect(db.prepare('SELECT count(*) AS n FROM action_counters').get()).toEqual({ n: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM outcome_minutes').get()).toEqual({ n: 0 });
   });
