@@ -25,6 +25,7 @@ import { registerAgentConfigCommand } from './agent-config.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { registerMcpServerCommands } from './mcp-server-commands.js';
 import { registerConfigCommands } from './config-commands.js';
+import { registerIntegrityCommands } from './integrity-commands.js';
 import { passphraseFromFile } from './secret-input.js';
 
 /** Exit codes: 0 done, 1 the broker failed, 2 the command line was wrong. */
@@ -64,6 +65,7 @@ export async function runCli(argv: readonly string[], env: Env, io: CliIo): Prom
   registerAgentConfigCommand(program, context);
   registerOperatorCommands(program, context);
   registerConfigCommands(program, context);
+  registerIntegrityCommands(program, context);
   registerMcpServerCommands(program, context);
 
   try {

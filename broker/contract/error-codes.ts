@@ -93,6 +93,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The credential exists in configuration but has no usable secret; correct it first.',
   },
+  OAUTH_TOKEN_UNAVAILABLE: {
+    from: broker,
+    meaning:
+      'No OAuth2 access token could be obtained before dispatch (its token fetch is its own action, which says why); nothing was sent.',
+  },
   // vault: the encrypted credential store (broker/vault)
   VAULT_NOT_INITIALIZED: {
     from: broker,
@@ -219,6 +224,15 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The stored result passed its retention; it is never re-executed to recreate it.',
   },
+  // SSH session recordings (docs/ssh-channel.md)
+  RECORDING_UNAVAILABLE: {
+    from: broker,
+    meaning: 'The SSH session recording could not be started, so the command was not run (nothing runs unrecorded).',
+  },
+  RECORDING_INCOMPLETE: {
+    from: broker,
+    meaning: 'The SSH session recording was started but never completed (a crash or a store failure after exec).',
+  },
   // queue and retry engine
   LANE_BLOCKED: { from: broker, meaning: 'An older action in the same lane has an unknown outcome; this one waits.' },
   DECISION_CONFLICT: {
@@ -236,6 +250,11 @@ export const errorCodeRegistry = {
   OPERATOR_ONLY: {
     from: broker,
     meaning: 'Approving, rejecting, abandoning and revoking are operator capabilities; agents can never call them.',
+  },
+  EXECUTABLE_UNVERIFIABLE: {
+    from: broker,
+    meaning:
+      'The broker could not hash the executable (the process is gone or runs another program now, or the file is unreadable or not a regular file); no allowlist entry was added.',
   },
   PEER_REFUSED: {
     from: broker,
@@ -284,6 +303,35 @@ export const errorCodeRegistry = {
   IMPOSSIBLE_TRANSITION: {
     from: broker,
     meaning: 'An event would contradict the recorded history (for example not_attempted after dispatch).',
+  },
+  JOURNAL_QUARANTINED: {
+    from: broker,
+    meaning:
+      'The start found the journal disagreeing with its signed integrity anchor (rolled back, forged, history missing); every action tool is refused until a person re-adopts the journal (`postern integrity readopt`).',
+  },
+  ANCHOR_ROLLBACK: {
+    from: broker,
+    meaning:
+      'Quarantine: the integrity anchor is ahead of the journal (the journal or the whole data directory was restored to an earlier copy), or the anchor is older than the journal recorded.',
+  },
+  ANCHOR_FORGED: {
+    from: broker,
+    meaning:
+      "Quarantine: the integrity anchor is unreadable, names another data directory, or its signature does not verify under the journal's audit key.",
+  },
+  ANCHOR_TAIL_MISSING: {
+    from: broker,
+    meaning:
+      'Quarantine: the journal recorded the anchor but lacks the events it names, or its tree head at that position differs (history rewritten).',
+  },
+  ANCHOR_MISSING: {
+    from: broker,
+    meaning:
+      'Quarantine: the journal recorded writing an integrity anchor, but no anchor file exists for this data directory (deleted, or the data directory moved).',
+  },
+  ANCHOR_STATE_MISMATCH: {
+    from: broker,
+    meaning: "Quarantine: the journal's audit key ring differs from the one the integrity anchor was signed over.",
   },
   MIGRATION_FAILED: {
     from: broker,

@@ -52,4 +52,8 @@ export const eventWaitsForDisk: Readonly<Record<EventKind, boolean>> = {
   CREDENTIAL_PROVISIONED: true,
   CREDENTIAL_REQUEST_DECLINED: true,
   CREDENTIAL_REQUEST_EXPIRED: true,
+  // A person's decisions, answered to that person.
+  ALLOWLIST_ENTRY_ADDED: true,
+  ALLOWLIST_ENTRY_REMOVED: true,
+  INTEGRITY_READOPTED: true,
 };

@@ -47,6 +47,9 @@ export const EventKind = {
   CREDENTIAL_PROVISIONED: 'CREDENTIAL_PROVISIONED',
   CREDENTIAL_REQUEST_DECLINED: 'CREDENTIAL_REQUEST_DECLINED',
   CREDENTIAL_REQUEST_EXPIRED: 'CREDENTIAL_REQUEST_EXPIRED',
+  ALLOWLIST_ENTRY_ADDED: 'ALLOWLIST_ENTRY_ADDED',
+  ALLOWLIST_ENTRY_REMOVED: 'ALLOWLIST_ENTRY_REMOVED',
+  INTEGRITY_READOPTED: 'INTEGRITY_READOPTED',
 } as const satisfies ClosedSet<string>;
 export type EventKind = keyof typeof EventKind;
 
@@ -100,6 +103,11 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   CREDENTIAL_REQUEST_DECLINED: 'A person declined a credential request, with an optional reason for the agent.',
   CREDENTIAL_REQUEST_EXPIRED:
     'A credential request waited its time (agents.credential_request_ttl_s) without an answer.',
+  ALLOWLIST_ENTRY_ADDED:
+    'A person added an executable (absolute path + sha256) to the process allowlist, optionally scoped to routes/hosts: a matching agent process skips the session card.',
+  ALLOWLIST_ENTRY_REMOVED: 'A person removed a process allowlist entry: sessions opened after it get a card again.',
+  INTEGRITY_READOPTED:
+    'A person adopted the journal as it is after the start quarantined it (its integrity anchor disagreed): what was found, and who decided.',
 };
 
 /** Kinds that describe an agent session; their subject id (the action_id column) is a `ses_` id. */
@@ -115,7 +123,12 @@ export function isSessionEventKind(kind: EventKind): boolean {
 }
 
 /** Kinds that describe the broker's configuration; their subject id is a `cfg_` id (the first 16 hex of the digest). */
-export const configEventKinds: ReadonlySet<EventKind> = new Set<EventKind>(['CONFIG_APPLIED']);
+export const configEventKinds: ReadonlySet<EventKind> = new Set<EventKind>([
+  'CONFIG_APPLIED',
+  'ALLOWLIST_ENTRY_ADDED',
+  'ALLOWLIST_ENTRY_REMOVED',
+  'INTEGRITY_READOPTED',
+]);
 export function isConfigEventKind(kind: EventKind): boolean {
   return configEventKinds.has(kind);
 }
@@ -158,6 +171,28 @@ export const Actor = z.object({
 export type Actor = z.infer<typeof Actor>;
 
 const sha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+/** A process allowlist entry's id (`alw_` and 16 hex digits). */
+export const allowlistEntryIdSchema = z.string().regex(/^alw_[0-9a-f]{16}$/);
+/**
+ * A macOS code-signing identity as `codesign -d` names it: the signing identifier and the Apple team id (ten
+ * upper-case letters or digits). Only a signature that verifies and names a team has one (ad-hoc: none).
+ */
+export const codeSigningSchema = z.strictObject({
+  identifier: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._+-]*$/),
+  team_id: z.string().regex(/^[A-Z0-9]{10}$/),
+});
+export type CodeSigning = z.infer<typeof codeSigningSchema>;
+/**
+ * Every ALLOWLIST_* event has this one configuration subject, so the allowlist is one subject's events in append
+ * order (read back at start with the journal's per-subject read). A fixed id, not a configuration digest's prefix.
+ */
+export const allowlistSubjectId = 'cfg_a110e115700000a1';
+/** Every INTEGRITY_READOPTED event has this one configuration subject (a fixed id, like allowlistSubjectId). */
+export const integritySubjectId = 'cfg_a4c40000000000a4';
 export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
 const attempt = z.number().int().positive();
 
@@ -381,7 +416,7 @@ export const eventPayloadSchemas = {
       z.strictObject({ route: z.string().min(1).max(64) }),
       z.strictObject({ host: z.string().min(1).max(260) }),
     ]),
-    kind: z.enum(['bearer', 'header', 'basic', 'query', 'ssh_key']).optional(),
+    kind: z.enum(['bearer', 'header', 'basic', 'query', 'ssh_key', 'aws_sigv4', 'oauth2_client']).optional(),
     header: z.string().min(1).max(64).optional(),
     format: z.string().max(200).optional(),
     docs_url: z.string().max(2048).optional(),
@@ -397,6 +432,38 @@ export const eventPayloadSchemas = {
   }),
   CREDENTIAL_REQUEST_DECLINED: z.strictObject({ actor: Actor, reason: z.string().max(2000).optional() }),
   CREDENTIAL_REQUEST_EXPIRED: z.strictObject({}),
+  // The process allowlist (docs/queue.md): every entry event shares one subject, allowlistSubjectId.
+  ALLOWLIST_ENTRY_ADDED: z.strictObject({
+    entry_id: allowlistEntryIdSchema,
+    /** The executable's absolute path as the kernel names it (/proc/<pid>/exe). */
+    path: z.string().min(1).max(4096),
+    /** sha256 of the file's bytes, computed by the broker (never taken from a client). */
+    sha256,
+    /** Empty: every route and host. Otherwise the session card is skipped only for actions on these. */
+    routes: z.array(z.string().min(1).max(64)).max(64),
+    hosts: z.array(z.string().min(1).max(260)).max(64),
+    actor: Actor,
+    /** The session whose card offered "always allow this executable", when it came from one. */
+    from_session: z.string().max(64).optional(),
+    /** macOS: the executable's code-signing identity when it had one; the entry then matches only with it. */
+    signing: codeSigningSchema.optional(),
+  }),
+  ALLOWLIST_ENTRY_REMOVED: z.strictObject({ entry_id: allowlistEntryIdSchema, actor: Actor }),
+  // The signed integrity anchor (docs/audit.md): what the start found, and the person who adopted the journal anyway.
+  INTEGRITY_READOPTED: z.strictObject({
+    code: z.enum([
+      'ANCHOR_ROLLBACK',
+      'ANCHOR_FORGED',
+      'ANCHOR_TAIL_MISSING',
+      'ANCHOR_MISSING',
+      'ANCHOR_STATE_MISMATCH',
+    ]),
+    /** The anchor's counter and head as read (null: none readable), and the journal's head at the decision. */
+    anchor_counter: z.number().int().nullable(),
+    anchor_head_seq: z.number().int().nullable(),
+    journal_last_seq: z.number().int().nonnegative(),
+    actor: Actor,
+  }),
 } as const satisfies { [K in EventKind]: z.ZodType };
 
 export type EventPayload<K extends EventKind> = z.infer<(typeof eventPayloadSchemas)[K]>;

@@ -13,6 +13,8 @@ export * from './operator-actor.js';
 export * from './operator-api.js';
 export * from './operator-vault-api.js';
 export * from './operator-credential-requests-api.js';
+export * from './operator-allowlist-api.js';
+export * from './operator-integrity-api.js';
 export * from './agent-api.js';
 export * from './action-list-api.js';
 export * from './transition-refusal.js';

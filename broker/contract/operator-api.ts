@@ -9,6 +9,8 @@ import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 import { vaultApiSchemas } from './operator-vault-api.js';
 import { credentialRequestApiSchemas } from './operator-credential-requests-api.js';
+import { allowlistApiSchemas } from './operator-allowlist-api.js';
+import { integrityApiSchemas } from './operator-integrity-api.js';
 
 /** Why the vault locked: a person asked, the idle time passed, the broker stopped (anything else: `other`). */
 export const vaultLockReasons = ['operator', 'idle', 'shutdown', 'other'] as const;
@@ -257,6 +259,18 @@ export const brokerApiSchemas = {
       journal_seq: z.number().int(),
     }),
   },
+  'actions.recording': {
+    /** An SSH action's session recording (docs/ssh-channel.md): NOT_FOUND, RECORDING_INCOMPLETE or RESULT_EXPIRED. */
+    input: z.strictObject({ action_id: z.string().min(1).max(80) }),
+    output: z.object({
+      /** The asciicast v2 text: a header line, then `[seconds, "o" | "e" | "m", data]` lines. */
+      cast: z.string(),
+      /** The output passed the host entry's output_bytes_max; the cast ends with a "m" truncation marker. */
+      truncated: z.boolean(),
+      /** The cast's length in UTF-8 bytes. */
+      bytes: z.number().int().nonnegative(),
+    }),
+  },
   'sessions.list': { input: z.strictObject({}), output: z.object({ sessions: z.array(sessionSummarySchema) }) },
   'sessions.approve': { input: z.strictObject({ session_id: z.string().min(1).max(80) }), output: sessionStateSchema },
   'sessions.revoke': {
@@ -306,6 +320,8 @@ export const brokerApiSchemas = {
   },
   ...vaultApiSchemas,
   ...credentialRequestApiSchemas,
+  ...allowlistApiSchemas,
+  ...integrityApiSchemas,
   /** OAuth of an upstream MCP server (docs/upstream-mcp.md): a URL for the person's browser, never a token. */
   'mcp_servers.authorize': {
     input: z.strictObject({ server: z.string().min(1).max(32) }),

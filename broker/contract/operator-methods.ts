@@ -14,6 +14,7 @@ export const brokerApiMethods = [
   'actions.attest',
   'actions.reconcile',
   'actions.retry',
+  'actions.recording',
   'sessions.list',
   'sessions.approve',
   'sessions.revoke',
@@ -37,6 +38,11 @@ export const brokerApiMethods = [
   'credential_requests.provision',
   'credential_requests.decline',
   'mcp_servers.authorize',
+  'allowlist.list',
+  'allowlist.add',
+  'allowlist.remove',
+  'integrity.anchor',
+  'integrity.readopt',
 ] as const;
 export type BrokerApiMethod = (typeof brokerApiMethods)[number];
 
@@ -54,6 +60,8 @@ export const brokerApiReadMethods: ReadonlySet<BrokerApiMethod> = new Set<Broker
   'config.show',
   'config.pending',
   'credential_requests.list',
+  'allowlist.list',
+  'integrity.anchor',
 ]);
 
 /**
@@ -77,6 +85,8 @@ export const operatorMethodClass = {
   // Runs the route's lookup with the credential and records what it learned on the person's word.
   'actions.reconcile': 'decision',
   'actions.retry': 'decision',
+  // An SSH action's session recording (asciicast v2), opened: output as the agent received it, scrubbed.
+  'actions.recording': 'read',
   'sessions.list': 'read',
   'sessions.approve': 'decision',
   'sessions.revoke': 'decision',
@@ -107,6 +117,14 @@ export const operatorMethodClass = {
   'credential_requests.decline': 'decision',
   // Starts an OAuth authorization whose grant lets the broker act on a remote for agents: a person's consent.
   'mcp_servers.authorize': 'decision',
+  // Executables whose processes skip the session card (docs/queue.md); changing that set is a person's decision.
+  'allowlist.list': 'read',
+  'allowlist.add': 'decision',
+  'allowlist.remove': 'decision',
+  // What the start found of the signed integrity anchor (docs/audit.md).
+  'integrity.anchor': 'read',
+  // Adopting a journal the anchor disagrees with vouches for its history: a person's word, like accepting a config.
+  'integrity.readopt': 'decision',
 } as const satisfies Record<BrokerApiMethod, 'read' | 'decision'>;
 
 /**

@@ -95,6 +95,42 @@ const rows: Row[] = [
     },
   ],
   [
+    'the SSH session recording cannot be started before exec',
+    { ...base, gate: { kind: 'recording_unavailable' } },
+    {
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      code: 'RECORDING_UNAVAILABLE',
+      retry: 'after_correction',
+      effect: 'no_effect',
+      outcome_basis: 'recording_unavailable_before_dispatch',
+    },
+  ],
+  [
+    'no OAuth2 access token: its token fetch could not reach the token endpoint',
+    { ...base, gate: { kind: 'oauth_token_unavailable', transient: true } },
+    {
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      code: 'OAUTH_TOKEN_UNAVAILABLE',
+      retry: 'backoff',
+      effect: 'no_effect',
+      outcome_basis: 'oauth_token_unavailable_before_dispatch',
+    },
+  ],
+  [
+    'no OAuth2 access token: the token endpoint refused the client',
+    { ...base, gate: { kind: 'oauth_token_unavailable', transient: false } },
+    {
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      code: 'OAUTH_TOKEN_UNAVAILABLE',
+      retry: 'after_correction',
+      effect: 'no_effect',
+      outcome_basis: 'oauth_token_unavailable_before_dispatch',
+    },
+  ],
+  [
     'the caller cancels while awaiting approval',
     { ...base, caller: 'cancelled' },
     {

@@ -110,6 +110,20 @@ function gateClassification(gate: LocalGate): Classification {
       return local('credential_injection', 'SESSION_REVOKED', 'never', 'session_revoked_before_dispatch');
     case 'operator_cancelled':
       return local('credential_injection', 'APPROVAL_DENIED', 'never', 'cancelled_by_operator_before_dispatch');
+    case 'recording_unavailable':
+      return local(
+        'credential_injection',
+        'RECORDING_UNAVAILABLE',
+        'after_correction',
+        'recording_unavailable_before_dispatch',
+      );
+    case 'oauth_token_unavailable':
+      return local(
+        'credential_injection',
+        'OAUTH_TOKEN_UNAVAILABLE',
+        gate.transient ? 'backoff' : 'after_correction',
+        'oauth_token_unavailable_before_dispatch',
+      );
   }
 }
 

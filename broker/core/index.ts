@@ -29,3 +29,4 @@ export * from './lane-release.js';
 export * from './action-timeline.js';
 export * from './lane-waits.js';
 export * from './action-counters.js';
+export * from './process-allowlist.js';

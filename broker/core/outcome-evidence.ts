@@ -11,7 +11,14 @@ export type LocalGate =
   | { kind: 'approval_expired' }
   | { kind: 'session_revoked' }
   /** A person cancelled the ticket before dispatch (a withdrawn approval: not a caller event). */
-  | { kind: 'operator_cancelled' };
+  | { kind: 'operator_cancelled' }
+  /** The SSH session recording could not be started before exec: the command never runs unrecorded. */
+  | { kind: 'recording_unavailable' }
+  /**
+   * No OAuth2 access token before dispatch: its own token action failed or gave none. `transient`: that action may
+   * succeed if asked again (its remote was unreachable or unsure), else a person corrects the client or endpoint.
+   */
+  | { kind: 'oauth_token_unavailable'; transient: boolean };
 
 /** Why a fresh connection failed before the application channel existed. */
 export type SetupFailure =

@@ -35,18 +35,22 @@ import {
   withServerSecrets,
 } from '../actions/index.js';
 import { mcpServerSpec } from '../actions/execute-mcp-action.js';
+import { ProcessAllowlist } from '../actions/process-allowlist.js';
 import { ApprovalQueue } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { createChangeFeed, topicsOfKinds, type ChangeFeed } from './change-feed.js';
+import { openIntegrityAnchor } from './integrity-anchor.js';
 import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { OperatorBroker } from './operator-broker.js';
+import { createAllowlistOperator } from './operator-allowlist.js';
 import { createCredentialRequestOperator } from './operator-credential-requests.js';
 import { createMcpOAuthOperator, createUpstreamOAuth } from './operator-mcp-oauth.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
+import { readActionRecording } from './action-recording.js';
 import { createOperatorVault } from './operator-vault.js';
 import { startResultPurge } from './result-purge.js';
 import { announceVaultLocks, warnMissingCredentials } from './vault-announcements.js';
@@ -138,6 +142,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
+    // Before the vault can unlock (its checkpoint writes the next anchor) and before agents are served: a journal that
+    // disagrees with its signed anchor (rolled back, forged, tail missing) starts quarantined (integrity-anchor.ts).
+    const anchor = openIntegrityAnchor({ dataDir: options.dataDir, journal, clock, logger });
     const idleLockMs =
       options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
     const vault = await openVault({
@@ -185,7 +192,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const oauth = createUpstreamOAuth({ dataDir: options.dataDir, vault: dispatchVault, clock, logger });
     const upstreams = startUpstreams({ journal, config, vault, dispatchVault, clock, logger, oauth });
     closers.push(() => upstreams.stopAll('broker_stopping'));
-    const queue = ApprovalQueue.open({ journal, clock, config, logger });
+    // Executables whose processes skip the session card: folded from the journal now, and again at each unlock (an
+    // earlier run's entries open only then). Registered after attachVault, so the audit keys are unwrapped first.
+    const allowlist = new ProcessAllowlist({ journal, processAlive, logger });
+    closers.push(vault.onUnlock(() => allowlist.reload()));
+    const queue = ApprovalQueue.open({ journal, clock, config, logger, allowlistApproval: allowlist.approvalFor });
     closers.push(() => queue.close());
     // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
     // through the operator API; the retry engine asks once a key's window passed (no actor).
@@ -213,6 +224,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     });
     closers.push(() => credentialRequests.close());
     const backend = await createAgentBackend({
+      allowlist,
       credentialRequests,
       reconcile: automaticReconcile,
       requests,
@@ -238,13 +250,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       ...backend,
       // An untrusted configuration refuses every route and host before admission (CONFIG_UNTRUSTED).
       call: (sessionId, tool, args, signal, onProgress) => {
-        const refused = integrity.agentRefusal(tool);
+        const refused = anchor.agentRefusal(tool) ?? integrity.agentRefusal(tool);
         return refused === undefined
           ? backend.call(sessionId, tool, args, signal, onProgress)
           : Promise.resolve(refused);
       },
       callUpstream: (sessionId, name, args, signal, onProgress) => {
-        const refused = integrity.agentRefusal('mcp_tool');
+        const refused = anchor.agentRefusal('mcp_tool') ?? integrity.agentRefusal('mcp_tool');
         if (refused !== undefined) return Promise.resolve(refused);
         const callUpstream = backend.callUpstream;
         if (callUpstream === undefined) throw new Error('the backend was built with upstreams but cannot call them');
@@ -312,9 +324,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
       ...createOperatorReads(journal, queue),
+      'integrity.anchor': () => anchor.report(),
+      'integrity.readopt': (input, actor) => anchor.readopt(input.code, actor),
+      'actions.recording': (input) => readActionRecording(results, input),
       ...createOperatorVault({ dataDir: options.dataDir, vault, config, integrity, journal, clock, logger }),
       ...createCredentialRequestOperator({ requests: credentialRequests, vault, logger }),
       ...createMcpOAuthOperator({ config, oauth, upstreams, logger }),
+      ...createAllowlistOperator({ allowlist, queue, logger }),
     };
     const control = await startControlSocket({
       dataDir: options.dataDir,

@@ -38,7 +38,19 @@ export const checkpointEveryEventsDefault = 1_000;
 /** A decrypted event body larger than this is refused as hostile before JSON.parse. */
 const eventBodyBytesMax = 256 * 1024;
 
-export type CheckpointReason = 'interval' | 'lock' | 'unlock' | 'shutdown' | 'export';
+export type CheckpointReason = 'interval' | 'lock' | 'unlock' | 'shutdown' | 'export' | 'readopt';
+
+/**
+ * A tree head just signed, inside the checkpoint's transaction, with the signing key still in memory: the integrity
+ * anchor (broker/host/integrity-anchor.ts) signs its own file with it. `sign` is valid only during the call.
+ */
+export interface SignedHead {
+  readonly size: number;
+  readonly root: Uint8Array;
+  readonly at_ms: number;
+  readonly signPublic: Uint8Array;
+  sign(message: Uint8Array): Uint8Array;
+}
 
 export interface SealedEvent {
   readonly row: EventRow;
@@ -86,6 +98,7 @@ export class AuditWriter {
   private boxSecret: Uint8Array | undefined;
   private signSecret: Uint8Array | undefined;
   private lastCheckpointSize: number;
+  private checkpointSink: ((head: SignedHead) => void) | undefined;
 
   constructor(
     private readonly store: AuditStore,
@@ -222,7 +235,21 @@ export class AuditWriter {
     const signature = signDetached(encodeCheckpointMessage(domain, size, root, atMs), this.signSecret);
     this.store.insertCheckpoint({ size, root, at_ms: atMs, reason, signature });
     this.lastCheckpointSize = size;
+    const secret = this.signSecret;
+    const signPublic = this.checkpointSink === undefined ? undefined : this.store.readKeys()?.sign_public;
+    if (signPublic !== undefined)
+      this.checkpointSink?.({ size, root, at_ms: atMs, signPublic, sign: (m) => signDetached(m, secret) });
     return true;
+  }
+
+  /** Whether a checkpoint could be signed now (the unlocked vault gave the signing key). */
+  canSign(): boolean {
+    return this.signSecret !== undefined;
+  }
+
+  /** One listener for every checkpoint signed from now on (the integrity anchor); undefined removes it. */
+  onCheckpoint(sink: ((head: SignedHead) => void) | undefined): void {
+    this.checkpointSink = sink;
   }
 
   /**

@@ -37,13 +37,16 @@ export {
   type StoredResultHead,
   type ResultPart,
 } from './result-store.js';
+export { RecordingStore, recordingIdOf, type StoredRecording } from './recording-store.js';
 export { RequestStore, keptRequestBytesMax, type KeptRequest } from './request-store.js';
+export type { AnchorFacts, AnchorRecord } from './anchor-store.js';
 export {
   AuditWriter,
   auditDecryptPurpose,
   auditSignPurpose,
   checkpointEveryEventsDefault,
   type AuditVault,
+  type SignedHead,
 } from './audit-writer.js';
 export { signCheckpointNow } from './sign-checkpoint.js';
 export { readDecryptedEvents } from './read-decrypted-events.js';

@@ -28,6 +28,7 @@ import {
   eventHeaderOf,
   type AuditVault,
   type RowCipher,
+  type SignedHead,
 } from './audit-writer.js';
 import {
   readDurability,
@@ -58,6 +59,7 @@ import {
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
+import { AnchorStore, type AnchorFacts, type AnchorRecord } from './anchor-store.js';
 import { StateCache } from './state-cache.js';
 import { WalSync } from './wal-sync.js';
 
@@ -550,6 +552,48 @@ export class Journal {
         return this.audit.openSealedRow(row, ad);
       },
     };
+  }
+
+  /** The integrity anchor's view of this journal (broker/host/integrity-anchor.ts): read at start, before serving. */
+  anchorFacts(headSeq: number): AnchorFacts {
+    this.requireReadable();
+    return new AnchorStore(this.db).facts(headSeq);
+  }
+
+  /** The anchor's light view (key ring, recorded counter) for each checkpoint and report: no scan of the log. */
+  anchorState(): Pick<AnchorFacts, 'sign_public' | 'box_public' | 'recorded'> {
+    this.requireReadable();
+    return new AnchorStore(this.db).state();
+  }
+
+  /**
+   * Every checkpoint signed from now on is handed to `sink` inside its transaction, signing key in memory; `sink`
+   * returns the record to keep (the anchor file it wrote) or undefined (it wrote none). Undefined removes the sink.
+   */
+  onCheckpoint(sink: ((head: SignedHead) => AnchorRecord | undefined) | undefined): void {
+    const store = new AnchorStore(this.db);
+    this.audit.onCheckpoint(
+      sink === undefined
+        ? undefined
+        : (head) => {
+            const record = sink(head);
+            if (record !== undefined) store.write(record);
+          },
+    );
+  }
+
+  /** Whether checkpointNow can sign: the unlocked vault gave the audit signing key. */
+  canSignCheckpoint(): boolean {
+    return this.state === 'open' && this.audit.canSign();
+  }
+
+  /** Signs a checkpoint over the head now (a person re-adopted the journal); false without the unlocked vault. */
+  checkpointNow(reason: 'readopt'): boolean {
+    let signed = false;
+    this.auditWrite(() => {
+      signed = this.audit.checkpointIfDue(reason);
+    });
+    return signed;
   }
 
   stats(): JournalStats {

@@ -9,6 +9,7 @@ import { ApprovalsView } from './views/approvals-view.js';
 import { CredentialsView } from './views/credentials-view.js';
 import { FirstRunStrip, FirstRunView } from './views/first-run-view.js';
 import { IntegrityBanner } from './views/integrity-banner.js';
+import { QuarantineBanner } from './views/quarantine-banner.js';
 import { RoutesView } from './views/routes-view.js';
 import { VaultLockedHint, VaultView } from './views/vault-view.js';
 import { MetricsView } from './views/metrics-view.js';
@@ -63,6 +64,7 @@ export function App() {
         <span className="muted">operator console</span>
         <TabList tab={tab} badges={badges} setTab={setTab} />
       </header>
+      <QuarantineBanner />
       <IntegrityBanner />
       <FirstRunStrip hidden={tab === 'welcome'} />
       <main id={`panel-${tab}`} role="tabpanel" aria-labelledby={`tab-${tab}`}>

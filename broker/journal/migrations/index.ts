@@ -10,6 +10,8 @@ import { migration008KeptRequests } from './008-kept-requests.js';
 import { migration009SealedResults } from './009-sealed-results.js';
 import { migration010ActionList } from './010-action-list.js';
 import { migration011StatusCounters } from './011-status-counters.js';
+import { migration012IntegrityAnchor } from './012-integrity-anchor.js';
+import { migration013SshRecordings } from './013-ssh-recordings.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -24,4 +26,6 @@ export const journalMigrations: readonly Migration[] = [
   migration009SealedResults,
   migration010ActionList,
   migration011StatusCounters,
+  migration012IntegrityAnchor,
+  migration013SshRecordings,
 ];

@@ -2,6 +2,7 @@ import { createContext, useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
 import type { OperatorApi } from '../api/operator-api.js';
 import { createActionDetailSlice, type ActionDetailSlice } from './action-detail-slice.js';
+import { createRecordingSlice, type RecordingSlice } from './recording-slice.js';
 import { createActionListSlice, type ActionListSlice } from './action-list-slice.js';
 import { createActivitySlice, type ActivitySlice } from './activity-slice.js';
 import { createApprovalsSlice, type ApprovalsSlice } from './approvals-slice.js';
@@ -13,6 +14,7 @@ import { createFirstRunSlice, type FirstRunSlice } from './first-run-slice.js';
 import { createCredentialsSlice, type CredentialsSlice } from './credentials-slice.js';
 import { createCredentialRequestsSlice, type CredentialRequestsSlice } from './credential-requests-slice.js';
 import { createIntegritySlice, type IntegritySlice } from './integrity-slice.js';
+import { createQuarantineSlice, type QuarantineSlice } from './quarantine-slice.js';
 import { createVaultSlice, type VaultSlice } from './vault-slice.js';
 
 /** The whole renderer state: one slice per concern. */
@@ -22,11 +24,13 @@ export type AppState = StatusSlice &
   ActivitySlice &
   ActionListSlice &
   ActionDetailSlice &
+  RecordingSlice &
   MetricsSlice &
   VaultSlice &
   CredentialsSlice &
   CredentialRequestsSlice &
   IntegritySlice &
+  QuarantineSlice &
   ConfigSlice &
   FirstRunSlice;
 export type AppStore = StoreApi<AppState>;
@@ -39,11 +43,13 @@ export function createAppStore(api: OperatorApi): AppStore {
     ...createActivitySlice(api)(...args),
     ...createActionListSlice(api)(...args),
     ...createActionDetailSlice(api)(...args),
+    ...createRecordingSlice(api)(...args),
     ...createMetricsSlice(api)(...args),
     ...createVaultSlice(api)(...args),
     ...createCredentialsSlice(api)(...args),
     ...createCredentialRequestsSlice(api)(...args),
     ...createIntegritySlice(api)(...args),
+    ...createQuarantineSlice(api)(...args),
     ...createConfigSlice(api)(...args),
     ...createFirstRunSlice(api)(...args),
   }));
