@@ -20,15 +20,15 @@ import { runRecorded } from './record-broker-error.js';
 import {
   type ExecutorDeps,
   acceptedEvent,
+  closedFacts,
+  refusalFacts,
   appendState,
   logRecorded,
   recordAccepted,
-  recordRefusal,
   vaultRefusal,
 } from './record-refusal.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 import { settle, type SettleAnswers } from './settle.js';
-import { stateClassification } from './state-envelope.js';
 
 /** An upstream call's arguments as the agent sent them are at most this many bytes of JSON. */
 export const mcpArgumentsBytesMax = 1024 * 1024;
@@ -371,15 +371,7 @@ export function deliver(
 
 /** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
 function closedEnvelope(state: ActionState, fingerprint: string): McpActionResult['envelope'] {
-  const classification = stateClassification(state);
-  if (classification === undefined)
-    throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
-  return buildMcpEnvelope({
-    state,
-    classification,
-    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
-    fingerprint,
-  });
+  return buildMcpEnvelope(closedFacts(state, fingerprint));
 }
 
 async function refuse(
@@ -389,17 +381,7 @@ async function refuse(
   gate: LocalGate,
   message: string,
 ): Promise<McpActionResult> {
-  const { state, classification, field } = await recordRefusal(deps.journal, 'mcp', actionId, gate);
-  log(deps, actionId, undefined, classification);
-  return {
-    envelope: buildMcpEnvelope({
-      state,
-      classification,
-      message,
-      ...(field === undefined ? {} : { field }),
-      fingerprint,
-    }),
-  };
+  return { envelope: buildMcpEnvelope(await refusalFacts(deps, 'mcp', actionId, { gate, message, fingerprint })) };
 }
 
 function log(deps: McpActionDeps, actionId: string, server: string | undefined, c: Classification): void {

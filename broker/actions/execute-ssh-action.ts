@@ -20,17 +20,17 @@ import { startAuthorization } from './authorize-credential.js';
 import {
   type ExecutorDeps,
   acceptedEvent,
+  closedFacts,
+  refusalFacts,
   appendState,
   logRecorded,
   recordAccepted,
-  recordRefusal,
   vaultRefusal,
 } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
 import { sshCardPreview } from '../queue/card-preview.js';
 import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
 import { authorizationRefusal, closedBeforeDispatch } from './journal-failure.js';
-import { stateClassification } from './state-envelope.js';
 import { settle, type SettleAnswers } from './settle.js';
 import { recordingIdOf } from '../journal/index.js';
 import { buildCast, type RecordingInput } from './ssh-recording.js';
@@ -377,15 +377,7 @@ async function record(
 
 /** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
 function closedEnvelope(state: ActionState, fingerprint: string): SshActionResult['envelope'] {
-  const classification = stateClassification(state);
-  if (classification === undefined)
-    throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
-  return buildSshEnvelope({
-    state,
-    classification,
-    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
-    fingerprint,
-  });
+  return buildSshEnvelope(closedFacts(state, fingerprint));
 }
 
 /** A pre-dispatch refusal (record-refusal.ts), answered with its envelope. */
@@ -396,17 +388,7 @@ async function refuse(
   gate: LocalGate,
   message: string,
 ): Promise<SshActionResult> {
-  const { state, classification, field } = await recordRefusal(deps.journal, 'ssh', actionId, gate);
-  log(deps, actionId, undefined, classification);
-  return {
-    envelope: buildSshEnvelope({
-      state,
-      classification,
-      message,
-      ...(field === undefined ? {} : { field }),
-      fingerprint,
-    }),
-  };
+  return { envelope: buildSshEnvelope(await refusalFacts(deps, 'ssh', actionId, { gate, message, fingerprint })) };
 }
 
 function log(deps: SshActionDeps, actionId: string, host: string | undefined, c: Classification): void {

@@ -16,9 +16,8 @@ import {
   type LocalGate,
 } from '../core/index.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
-import { stateClassification } from './state-envelope.js';
 import type { SettleAnswers } from './settle.js';
-import { appendState, logRecorded, recordRefusal } from './record-refusal.js';
+import { appendState, closedFacts, logRecorded, refusalFacts } from './record-refusal.js';
 import type { SecretScrubber } from './secret-scrubber.js';
 import { deliveredResponse, diagnosticBody, type HttpActionResponse } from './delivered-response.js';
 import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
@@ -221,30 +220,12 @@ export async function refuse(
   gate: LocalGate,
   message: string,
 ): Promise<HttpActionResult> {
-  const { state, classification, field } = await recordRefusal(deps.journal, 'http', actionId, gate);
-  log(deps, actionId, undefined, classification);
-  return {
-    envelope: buildHttpEnvelope({
-      state,
-      classification,
-      message,
-      ...(field === undefined ? {} : { field }),
-      fingerprint,
-    }),
-  };
+  return { envelope: buildHttpEnvelope(await refusalFacts(deps, 'http', actionId, { gate, message, fingerprint })) };
 }
 
 /** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded envelope. */
 export function closedEnvelope(state: ActionState, fingerprint: string): HttpActionResult['envelope'] {
-  const classification = stateClassification(state);
-  if (classification === undefined)
-    throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
-  return buildHttpEnvelope({
-    state,
-    classification,
-    message: classification.code === null ? '' : errorCodeMeanings[classification.code],
-    fingerprint,
-  });
+  return buildHttpEnvelope(closedFacts(state, fingerprint));
 }
 
 export function log(deps: HttpActionDeps, actionId: string, route: string | undefined, c: Classification): void {

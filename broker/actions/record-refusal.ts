@@ -9,6 +9,7 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import { classifyOutcome, type LocalGate } from '../core/index.js';
+import { stateClassification } from './state-envelope.js';
 import type { PosternConfig } from '../config/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialVault, IdSource } from '../ports/index.js';
@@ -86,6 +87,37 @@ export async function recordRefusal(
         })
       : await appendState(journal, { kind: 'OUTCOME_RECORDED', action_id: actionId, payload: {}, classification });
   return { state, classification, field };
+}
+
+/** What every channel's envelope builder takes for an answer from the record rather than from an attempt's report. */
+export interface RecordedFacts {
+  readonly state: ActionState;
+  readonly classification: Classification;
+  readonly message: string;
+  readonly field?: string;
+  readonly fingerprint: string;
+}
+
+/** A ticket the queue closed (rejected, expired, cancelled, session revoked): its recorded classification. */
+export function closedFacts(state: ActionState, fingerprint: string): RecordedFacts {
+  const classification = stateClassification(state);
+  if (classification === undefined)
+    throw new Error(`closedEnvelope: ${state.action_id} has no recorded classification`);
+  const message = classification.code === null ? '' : errorCodeMeanings[classification.code];
+  return { state, classification, message, fingerprint };
+}
+
+/** A pre-dispatch refusal recorded (recordRefusal) and logged, as the facts its envelope is built from. */
+export async function refusalFacts(
+  deps: { readonly journal: Journal; readonly logger?: Logger | undefined },
+  channel: Channel,
+  actionId: string,
+  refusal: { gate: LocalGate; message: string; fingerprint: string },
+): Promise<RecordedFacts> {
+  const { state, classification, field } = await recordRefusal(deps.journal, channel, actionId, refusal.gate);
+  logRecorded(deps.logger, { action_id: actionId }, classification, `${channel} action recorded`);
+  const facts = { state, classification, message: refusal.message, fingerprint: refusal.fingerprint };
+  return field === undefined ? facts : { ...facts, field };
 }
 
 /** The vault's own refusals (locked, unknown name, missing secret) as a gate; undefined for anything else. */
