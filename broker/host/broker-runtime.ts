@@ -36,6 +36,7 @@ import {
 } from '../actions/index.js';
 import { mcpServerSpec } from '../actions/execute-mcp-action.js';
 import { ProcessAllowlist } from '../actions/process-allowlist.js';
+import { secretScrubber } from '../actions/secret-scrubber.js';
 import { ApprovalQueue } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
@@ -456,6 +457,11 @@ function startUpstreams(o: {
     clock: o.clock,
     oauth: o.oauth,
     ...(o.logger === undefined ? {} : { logger: o.logger }),
+    // A child's stderr gets the scrubber an answer gets (decoded views), not only the channel's exact forms.
+    stderrScrubber: (secrets) => {
+      const scrubber = secretScrubber(secrets.map((secret) => secret.toString('utf8')));
+      return { lookaheadBytes: scrubber.lookaheadBytes, scrub: (line, limit) => scrubber.scrub(line, limit).bytes };
+    },
     secretsFor: async (name) => {
       const server = o.config.mcpServers.get(name);
       if (server === undefined) throw new CodedError('INVALID_TARGET', 'no such MCP server', { field: 'name' });

@@ -26,3 +26,4 @@ export {
   type McpOAuthStore,
 } from './oauth-grants.js';
 export { createGuardedFetch } from './pinned-fetch.js';
+export type { StderrScrubber } from './stderr-log.js';

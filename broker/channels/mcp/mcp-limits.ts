@@ -4,6 +4,12 @@ export interface McpLimits {
   readonly childrenMax: number;
   /** One JSON-RPC message from an upstream (a stdio line, an HTTP reply body); beyond it the transport is closed. */
   readonly replyBytesMax: number;
+  /**
+   * What a streamable_http server sends outside a call (its GET stream of server-initiated messages, initialize,
+   * tools/list), sustained, after a burst of 2 × `replyBytesMax`; one message of it is bounded by `replyBytesMax`. Over
+   * either bound the session is closed (Status `reply_too_large`); the next call opens a new one.
+   */
+  readonly serverStreamBytesPerSecond: number;
   /** spawn + initialize, or connect + initialize, before the boundary. */
   readonly initializeTimeoutMs: number;
   /** Each of DNS, TCP and TLS of a streamable_http connection. */
@@ -26,6 +32,8 @@ export interface McpLimits {
 export const defaultMcpLimits: McpLimits = {
   childrenMax: 8,
   replyBytesMax: 4 * 1024 * 1024,
+  // Notifications are small (progress, list_changed, log lines): a steady MiB a second is already a flood.
+  serverStreamBytesPerSecond: 1024 * 1024,
   initializeTimeoutMs: 20_000,
   connectTimeoutMs: 10_000,
   dnsAddressesMax: 16,

@@ -6,8 +6,21 @@ import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
 import { createCapturedLogger } from '../../testing/captured-logger.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
-import { startUpstreamHttpMcp, stdioServerCommand, type UpstreamHttpMcp } from '../../testing/upstream-mcp/index.js';
-import { McpUpstreams, type McpChannelReport, type McpLimits, type McpSecrets, type McpServerSpec } from './index.js';
+import { secretScrubber } from '../../actions/secret-scrubber.js';
+import {
+  escapedLines,
+  startUpstreamHttpMcp,
+  stdioServerCommand,
+  type UpstreamHttpMcp,
+} from '../../testing/upstream-mcp/index.js';
+import {
+  McpUpstreams,
+  type McpChannelReport,
+  type McpLimits,
+  type McpSecrets,
+  type McpServerSpec,
+  type McpUpstreamsOptions,
+} from './index.js';
 
 const canary = 'pst-canary-7f3a9c21-do-not-leak';
 const fingerprint = `sha256:${'f1'.repeat(32)}`;
@@ -131,7 +144,12 @@ function stdioSpec(flags: string[] = [], extra: Partial<McpServerSpec> = {}): Mc
 
 function registry(
   gate: DispatchGate,
-  options: { limits?: Partial<McpLimits>; env?: Record<string, string>; headers?: Record<string, string> } = {},
+  options: {
+    limits?: Partial<McpLimits>;
+    env?: Record<string, string>;
+    headers?: Record<string, string>;
+    stderrScrubber?: McpUpstreamsOptions['stderrScrubber'];
+  } = {},
 ) {
   const { logger, lines } = createCapturedLogger();
   const starts: string[] = [];
@@ -140,6 +158,7 @@ function registry(
     logger,
     clock: temp.clock,
     limits: options.limits ?? {},
+    ...(options.stderrScrubber === undefined ? {} : { stderrScrubber: options.stderrScrubber }),
     secretsFor: (server) => {
       starts.push(server);
       return Promise.resolve(secrets(options.env ?? { API_TOKEN: canary }, options.headers ?? {}));
@@ -433,6 +452,36 @@ describe('stderr reaches the log, scrubbed', () => {
     expect(lines.join('\n')).not.toContain(canary);
     expect(lines.join('\n')).not.toContain(Buffer.from(canary).toString('base64').slice(0, 20));
   });
+
+  describe('when the child escapes the secret (HTML references, \\u escapes nested in JSON)', () => {
+    // What broker-runtime's startUpstreams passes: the scrubber answers get, over the secrets' text.
+    const fullScrubber: McpUpstreamsOptions['stderrScrubber'] = (secrets) => {
+      const scrubber = secretScrubber(secrets.map((s) => s.toString('utf8')));
+      return { lookaheadBytes: scrubber.lookaheadBytes, scrub: (line, limit) => scrubber.scrub(line, limit).bytes };
+    };
+    const escapedStderr = async (stderrScrubber?: McpUpstreamsOptions['stderrScrubber']): Promise<string[]> => {
+      const { u, lines } = registry(new JournalGate(), stderrScrubber === undefined ? {} : { stderrScrubber });
+      await call(u, stdioSpec(['--stderr-env-escaped', 'API_TOKEN']), 'echo');
+      const logged = () => lines.filter((l) => l.includes('API_TOKEN.'));
+      await until(() => logged().length === 2, 'both escaped stderr lines in the log');
+      return logged().map((l) => (JSON.parse(l) as { msg: string }).msg);
+    };
+
+    it('the exact forms alone let both through (the attack works without the full scrubber)', async () => {
+      const messages = await escapedStderr();
+      expect(messages.join('\n')).toContain(escapedLines('API_TOKEN', canary).split('\n')[0]);
+      expect(secretScrubber([canary]).ranges(Buffer.from(messages.join('\n'))).length).toBe(2);
+    });
+
+    it('with the full scrubber, no form of the secret is left in either line', async () => {
+      const messages = await escapedStderr(fullScrubber);
+      expect(messages).toEqual([
+        'mcp stderr: API_TOKEN.html=[REDACTED]',
+        `mcp stderr: API_TOKEN.json=${JSON.stringify('{"v":"[REDACTED]"}')}`,
+      ]);
+      expect(secretScrubber([canary]).ranges(Buffer.from(messages.join('\n')))).toEqual([]);
+    });
+  });
 });
 
 describe('tools/list and list_changed', () => {
@@ -531,5 +580,46 @@ describe('when a streamable_http server is called', () => {
     expect(report.reply).toBeUndefined();
     expect(kinds(id)).toContain('CONNECTION_LOST');
     expect(s.calls()).toBe(1);
+  });
+  describe('when the server floods its GET stream (server-initiated messages)', () => {
+    const streamLimits = { replyBytesMax: 64 * 1024, serverStreamBytesPerSecond: 1 };
+    /** A session whose GET stream is open, as the server sees it; the call that opened it worked. */
+    async function openStream(limits: Partial<McpLimits>) {
+      const s = await server();
+      const { u, lines } = registry(new JournalGate(), { headers: { authorization: bearer }, limits });
+      expect((await call(u, httpSpec(s), 'echo')).report.reply).toEqual({ kind: 'result' });
+      await until(() => s.openStreams() === 1, 'the GET stream open at the server');
+      return { s, u, lines };
+    }
+
+    it.each([
+      ['one message over replyBytesMax', 1, 64 * 1024 + 1, 'stream_message_bytes'],
+      ['many small messages faster than the rate', 200, 1024, 'stream_rate'],
+    ])(
+      '%s: the session is dropped (reply_too_large), the next call opens a new one',
+      async (_, count, bytes, detail) => {
+        const { s, u } = await openStream(streamLimits);
+        expect(await s.push(bytes, count)).toBe(1);
+        await until(() => u.status()[0]?.lastError !== undefined, 'the session closed, with why');
+        expect(u.status()[0]?.state).not.toBe('ready');
+        expect(u.status()[0]?.lastError).toMatchObject({ code: 'reply_too_large', detail });
+        // Dropped, not buffered: the server sees the stream's connection gone.
+        await until(() => s.openStreams() === 0, 'the GET stream closed at the server');
+        expect((await call(u, httpSpec(s), 'echo')).report.reply).toEqual({ kind: 'result' });
+        const sessions = s.received().map((r) => r.sessionId);
+        expect(sessions).toHaveLength(2);
+        expect(sessions[1]).not.toBe(sessions[0]);
+        expect(u.status()[0]).toMatchObject({ state: 'ready', restarts: 1 });
+      },
+    );
+
+    it('messages under both bounds are taken and the session lives on', async () => {
+      const { s, u } = await openStream({ replyBytesMax: 64 * 1024 });
+      expect(await s.push(8 * 1024, 4)).toBe(1);
+      expect((await call(u, httpSpec(s), 'echo')).report.reply).toEqual({ kind: 'result' });
+      expect(s.openStreams()).toBe(1);
+      expect(new Set(s.received().map((r) => r.sessionId)).size).toBe(1);
+      expect(u.status()[0]?.lastError).toBeUndefined();
+    });
   });
 });

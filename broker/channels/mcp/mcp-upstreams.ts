@@ -15,6 +15,7 @@ import type {
 } from './mcp-types.js';
 import type { McpOAuth } from './oauth-grants.js';
 import { runCall } from './run-call.js';
+import type { StderrScrubber } from './stderr-log.js';
 import { StartFailed, startFailure, UpstreamSession } from './upstream-session.js';
 
 export interface McpUpstreamsOptions {
@@ -26,6 +27,11 @@ export interface McpUpstreamsOptions {
   readonly clock?: Clock;
   /** OAuth for streamable_http servers with `oauth` (oauth-grants.ts); without it such a server never starts. */
   readonly oauth?: McpOAuth;
+  /**
+   * Builds the broker's full scrubber over a server's secrets (broker/actions/secret-scrubber.ts, out of this
+   * folder's reach) for its child's stderr; without it only the exact forms of secret-forms.ts are removed.
+   */
+  readonly stderrScrubber?: (secrets: readonly Buffer[]) => StderrScrubber;
 }
 
 /** One configured server as the registry tracks it: its live session, its restart history, its tool list. */
@@ -252,6 +258,7 @@ export class McpUpstreams {
         logger: this.options.logger,
         onToolsChanged: () => this.toolsChanged(entry, session),
         authorization: () => entry.authorization,
+        ...(this.options.stderrScrubber === undefined ? {} : { stderrScrubber: this.options.stderrScrubber }),
       });
     } catch (error) {
       const failed = startFailure(error);

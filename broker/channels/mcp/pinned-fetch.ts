@@ -3,6 +3,8 @@ import { Client, fetch as undiciFetch } from 'undici';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { openPinnedSocket, type ConnectionTarget, type OpenedSocket } from '../http/open-pinned-socket.js';
 import { forgetSocket, observeSocket } from '../http/undici-observer.js';
+import type { Clock } from '../../ports/index.js';
+import { meteredResponse, StreamMeter, type StreamOverBound } from './stream-bound.js';
 
 /** What one tools/call POST reports, from undici's diagnostics channels and the reply body. */
 export interface CallWireObserver {
@@ -36,6 +38,15 @@ export interface PinnedFetchOptions {
   readonly connectTimeoutMs: number;
   readonly dnsAddressesMax: number;
   readonly replyBytesMax: number;
+  /** Replies outside a call (initialize, tools/list, the GET stream): each message and the rate bounded. */
+  readonly serverStream?: ServerStreamBound;
+}
+
+export interface ServerStreamBound {
+  readonly bytesPerSecond: number;
+  readonly clock: Clock;
+  /** A reply broke a bound; its connection is already closed. */
+  readonly overBound: (why: StreamOverBound) => void;
 }
 
 const nullBodyStatuses = new Set([101, 103, 204, 205, 304]);
@@ -99,7 +110,7 @@ export function createPinnedFetch(options: PinnedFetchOptions): FetchLike & { cl
       url,
       request as unknown as Parameters<typeof undiciFetch>[1],
     )) as unknown as Response;
-    if (wire === undefined) return response;
+    if (wire === undefined) return meterOutsideCall(response, options, () => opened.socket.destroy());
     wire.observer.responseStarted(response.status);
     return boundedResponse(response, wire.observer, options.replyBytesMax, () => opened.socket.destroy());
   };
@@ -109,6 +120,20 @@ export function createPinnedFetch(options: PinnedFetchOptions): FetchLike & { cl
       clients.clear();
     },
   });
+}
+
+/** A reply outside a call, bounded like a call's (replyBytesMax per message) and in rate when the session asks. */
+function meterOutsideCall(response: Response, options: PinnedFetchOptions, drop: () => void): Response {
+  const bound = options.serverStream;
+  if (bound === undefined || nullBodyStatuses.has(response.status)) return response;
+  const eventStream = (response.headers.get('content-type') ?? '').toLowerCase().includes('text/event-stream');
+  const meter = new StreamMeter({
+    messageBytesMax: options.replyBytesMax,
+    bytesPerSecond: bound.bytesPerSecond,
+    clock: bound.clock,
+    eventStream,
+  });
+  return meteredResponse(response, meter, drop, bound.overBound);
 }
 
 /** Where an OAuth client may send its requests: https anywhere the network guard allows, http only to loopback. */

@@ -2,11 +2,25 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../ports/index.js';
 import type { SecretForms } from './secret-forms.js';
 
+/**
+ * The broker's full scrubber (broker/actions/secret-scrubber.ts: decoded views — HTML and JSON escapes, nested
+ * encodings — that the exact forms of secret-forms.ts miss), handed in by the composition root: this folder may not
+ * import broker/actions.
+ */
+export interface StderrScrubber {
+  /** Bytes past a cut that must be seen so a secret form starting before the cut is found whole. */
+  readonly lookaheadBytes: number;
+  /** `line` scrubbed and cut at `limitBytes` of its bytes; a form that starts before the cut is redacted whole. */
+  scrub(line: Buffer, limitBytes: number): Buffer;
+}
+
 export interface StderrLogOptions {
   readonly server: string;
   /** Known once the child is spawned. */
   readonly pid: () => number | undefined;
   readonly forms: SecretForms;
+  /** When given, each line goes through it first, on the bytes as written; the exact forms then run as a backstop. */
+  readonly scrubber?: StderrScrubber;
   readonly logger: Logger | undefined;
   readonly clock: Clock;
   readonly lineBytesMax: number;
@@ -51,18 +65,20 @@ export class StderrLog {
     if (this.discarding || part.length === 0) return;
     this.pending.push(part);
     this.pendingBytes += part.length;
-    const bound = this.options.lineBytesMax + this.options.forms.longest;
+    const { lineBytesMax, forms, scrubber } = this.options;
+    const bound = lineBytesMax + Math.max(forms.longest, scrubber?.lookaheadBytes ?? 0);
     if (this.pendingBytes > bound) {
-      // The raw cut may halve a secret: its start goes before scrubbing, so no shift can bring it into view.
-      const raw = Buffer.concat(this.pending).subarray(0, bound).toString('utf8');
-      this.emit(this.options.forms.dropTrailingStart(raw), true);
+      this.emit(Buffer.concat(this.pending).subarray(0, bound), true);
       this.reset();
       this.discarding = true;
     }
   }
 
   private endLine(): void {
-    if (!this.discarding) this.emit(Buffer.concat(this.pending).toString('utf8').replace(/\r$/, ''), false);
+    if (!this.discarding) {
+      const line = Buffer.concat(this.pending);
+      this.emit(line.at(-1) === 0x0d ? line.subarray(0, -1) : line, false);
+    }
     this.reset();
     this.discarding = false;
   }
@@ -72,13 +88,26 @@ export class StderrLog {
     this.pendingBytes = 0;
   }
 
-  private emit(text: string, cut: boolean): void {
-    const { logger, server, forms, lineBytesMax } = this.options;
+  private emit(line: Buffer, cut: boolean): void {
+    const { logger, server } = this.options;
     const pid = this.options.pid();
     if (logger === undefined || !this.admit()) return;
-    const line = forms.scrubAndCut(text, lineBytesMax);
-    const wasCut = cut || text.length > lineBytesMax;
-    logger.info({ mcp_server: server, pid, ...(wasCut ? { cut: true } : {}) }, `mcp stderr: ${line}`);
+    const { text, wasCut } = this.clean(line, cut);
+    logger.info({ mcp_server: server, pid, ...(wasCut ? { cut: true } : {}) }, `mcp stderr: ${text}`);
+  }
+
+  private clean(line: Buffer, cut: boolean): { text: string; wasCut: boolean } {
+    const { forms, lineBytesMax, scrubber } = this.options;
+    if (scrubber === undefined) {
+      const raw = line.toString('utf8');
+      // The raw cut may halve a secret: its start goes before scrubbing, so no shift can bring it into view.
+      const text = forms.scrubAndCut(cut ? forms.dropTrailingStart(raw) : raw, lineBytesMax);
+      return { text, wasCut: cut || raw.length > lineBytesMax };
+    }
+    // The full scrubber sees the bytes as written, so its decoded views (an escape, a base64 run) are whole, and it
+    // redacts whole any form starting before the cut; the exact forms after it cost little and guard a weaker one.
+    const text = forms.scrub(scrubber.scrub(line, lineBytesMax).toString('utf8'));
+    return { text, wasCut: cut || line.length > lineBytesMax };
   }
 
   private admit(): boolean {

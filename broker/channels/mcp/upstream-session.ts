@@ -18,7 +18,8 @@ import {
   type CallWireObserver,
 } from './pinned-fetch.js';
 import { SecretForms } from './secret-forms.js';
-import { StderrLog } from './stderr-log.js';
+import { StderrLog, type StderrScrubber } from './stderr-log.js';
+import type { StreamOverBound } from './stream-bound.js';
 
 /** A start (spawn + initialize, or connect + initialize) or a call's connection that failed: nothing was sent. */
 export class StartFailed extends Error {
@@ -48,6 +49,8 @@ export interface SessionDeps {
   readonly onToolsChanged: () => void;
   /** OAuth servers: the current `authorization` value, read per request (a refresh in setup replaces it). */
   readonly authorization?: () => string | undefined;
+  /** The broker's full scrubber over a child's secrets, for its stderr (McpUpstreamsOptions.stderrScrubber). */
+  readonly stderrScrubber?: (secrets: readonly Buffer[]) => StderrScrubber;
 }
 
 const clientInfo = { name: 'postern', version: '1' };
@@ -90,10 +93,12 @@ export class UpstreamSession {
 
   /** Why the transport closed when the channel or a bound closed it; undefined for an upstream that went away. */
   get closeReason(): 'stopped' | 'reply_too_large' | undefined {
-    return this.transport instanceof ChildTransport ? this.transport.closeReason : this.stopped ? 'stopped' : undefined;
+    if (this.transport instanceof ChildTransport) return this.transport.closeReason;
+    return this.overBound !== undefined ? 'reply_too_large' : this.stopped ? 'stopped' : undefined;
   }
 
   get exitDetail(): string {
+    if (this.overBound !== undefined) return this.overBound;
     const end = this.transport instanceof ChildTransport ? this.transport.end : undefined;
     if (end === undefined) return 'closed';
     return end.signal !== null ? `signal_${end.signal}` : `exit_${end.code ?? 'unknown'}`;
@@ -104,6 +109,18 @@ export class UpstreamSession {
   }
 
   private stopped = false;
+  private overBound: StreamOverBound | undefined;
+
+  /**
+   * streamable_http: what the server sent outside a call broke a bound (stream-bound.ts). Its stream is gone and may
+   * not be resumed, so the session goes; marked closed at once, so the next call opens a new one.
+   */
+  closeOverBound(why: StreamOverBound): void {
+    if (this.isClosed || this.stopped) return;
+    this.overBound = why;
+    this.isClosed = true;
+    void this.close();
+  }
 
   static async open(spec: McpServerSpec, secrets: McpSecrets, deps: SessionDeps): Promise<UpstreamSession> {
     return spec.transport === 'stdio' ? openStdio(spec, secrets, deps) : openHttp(spec, secrets, deps);
@@ -243,6 +260,7 @@ async function openStdio(spec: McpServerSpec, secrets: McpSecrets, deps: Session
     // Read when a line is logged, by then the child is spawned.
     pid: () => transport.pid,
     forms: new SecretForms(secrets.secrets),
+    ...(deps.stderrScrubber === undefined ? {} : { scrubber: deps.stderrScrubber(secrets.secrets) }),
     logger: deps.logger,
     clock: deps.clock,
     lineBytesMax: deps.limits.stderrLineBytesMax,
@@ -280,6 +298,8 @@ async function openStdio(spec: McpServerSpec, secrets: McpSecrets, deps: Session
 async function openHttp(spec: McpServerSpec, secrets: McpSecrets, deps: SessionDeps): Promise<UpstreamSession> {
   const url = new URL(spec.url ?? '');
   const authorization = deps.authorization;
+  // Bound before the session exists: a bound broken during initialize fails the start (its body errors).
+  const opened: { session?: UpstreamSession } = {};
   const fetch = createPinnedFetch({
     url,
     headers:
@@ -292,6 +312,14 @@ async function openHttp(spec: McpServerSpec, secrets: McpSecrets, deps: SessionD
     connectTimeoutMs: deps.limits.connectTimeoutMs,
     dnsAddressesMax: deps.limits.dnsAddressesMax,
     replyBytesMax: deps.limits.replyBytesMax,
+    serverStream: {
+      bytesPerSecond: deps.limits.serverStreamBytesPerSecond,
+      clock: deps.clock,
+      overBound: (why) => {
+        deps.logger?.warn({ mcp_server: spec.name, why }, 'mcp server stream over its bound; session closed');
+        opened.session?.closeOverBound(why);
+      },
+    },
   });
   const transport = new StreamableHTTPClientTransport(url, {
     fetch,
@@ -310,7 +338,8 @@ async function openHttp(spec: McpServerSpec, secrets: McpSecrets, deps: SessionD
     fetch.closeAll();
     throw startFailure(error);
   }
-  return UpstreamSession.create(spec, client, transport, deps, () => fetch.closeAll());
+  opened.session = UpstreamSession.create(spec, client, transport, deps, () => fetch.closeAll());
+  return opened.session;
 }
 
 function newClient(): Client {

@@ -12,7 +12,8 @@ import { registerUpstreamTools } from './upstream-tools.js';
  * with stateful sessions (one McpServer per session), the tool set of upstream-tools.ts without the process-level
  * tools, plus `drop_after_read`: the server records the call, then destroys the connection without answering (the
  * "request handed over, transport broke" case of HTTP). With `bearer`, every request without
- * `authorization: Bearer <bearer>` is answered 401 and reaches no session.
+ * `authorization: Bearer <bearer>` is answered 401 and reaches no session. `push` sends server-initiated
+ * notifications on each session's GET stream (the stream a client keeps open for them), for the flood case there.
  */
 export interface UpstreamHttpMcpOptions {
   readonly bearer?: string;
@@ -33,6 +34,13 @@ export interface UpstreamHttpMcp {
   received(): UpstreamHttpCall[];
   /** Requests answered 401. */
   unauthorized(): number;
+  /** GET streams (server-initiated messages) whose head was sent and whose connection is still open. */
+  openStreams(): number;
+  /**
+   * Sends `count` notifications (`notifications/postern/push`, about `bytes` bytes each) on the GET stream of every
+   * session that has one; resolves with the sessions reached.
+   */
+  push(bytes: number, count?: number): Promise<number>;
   /** Stop accepting TCP connections now: a new connect is refused by the kernel until `resume()`. Sessions live on. */
   refuseNext(): void;
   /** Listen again on the same port. */
@@ -49,10 +57,12 @@ interface ServerState {
   readonly sessions: Map<string, StreamableHTTPServerTransport>;
   readonly received: UpstreamHttpCall[];
   unauthorized: number;
+  /** Session id → its GET stream is open (head sent, connection not closed). */
+  readonly streams: Set<string>;
 }
 
 export async function startUpstreamHttpMcp(options: UpstreamHttpMcpOptions = {}): Promise<UpstreamHttpMcp> {
-  const state: ServerState = { options, sessions: new Map(), received: [], unauthorized: 0 };
+  const state: ServerState = { options, sessions: new Map(), received: [], unauthorized: 0, streams: new Set() };
   const server = createServer((request, response) => {
     handle(state, request, response).catch((error: unknown) => {
       if (!response.headersSent) sendJson(response, 500, { error: error instanceof Error ? error.message : 'error' });
@@ -67,6 +77,8 @@ export async function startUpstreamHttpMcp(options: UpstreamHttpMcpOptions = {})
     calls: () => state.received.length,
     received: () => [...state.received],
     unauthorized: () => state.unauthorized,
+    openStreams: () => state.streams.size,
+    push: (bytes, count = 1) => push(state, bytes, count),
     refuseNext: () => {
       // close() drops the listening socket at once (new connects get ECONNREFUSED); open connections are untouched.
       if (server.listening) server.close();
@@ -99,7 +111,9 @@ async function handle(state: ServerState, request: IncomingMessage, response: Se
   const sessionId = headerValue(request.headers['mcp-session-id']);
   if (request.method !== 'POST') {
     const transport = sessionId === undefined ? undefined : state.sessions.get(sessionId);
-    if (transport === undefined) return sendJson(response, 404, rpcError(-32001, 'session not found'));
+    if (transport === undefined || sessionId === undefined)
+      return sendJson(response, 404, rpcError(-32001, 'session not found'));
+    if (request.method === 'GET') trackStream(state, sessionId, response);
     return transport.handleRequest(request, response);
   }
   const body = await readJson(request, response);
@@ -135,6 +149,33 @@ async function openSession(state: ServerState, request: IncomingMessage, respons
   });
   await mcp.connect(transport);
   await transport.handleRequest(request, response, body);
+}
+
+/** The GET stream counts as open once its head is written (the SDK maps it before that) until its socket closes. */
+function trackStream(state: ServerState, sessionId: string, response: ServerResponse): void {
+  const writeHead = response.writeHead.bind(response) as (...args: unknown[]) => ServerResponse;
+  response.writeHead = ((...args: unknown[]) => {
+    const written = writeHead(...args);
+    if (response.statusCode === 200) state.streams.add(sessionId);
+    return written;
+  }) as ServerResponse['writeHead'];
+  response.once('close', () => state.streams.delete(sessionId));
+}
+
+async function push(state: ServerState, bytes: number, count: number): Promise<number> {
+  let reached = 0;
+  for (const [sessionId, transport] of state.sessions) {
+    if (!state.streams.has(sessionId)) continue;
+    reached += 1;
+    // No related request: the SDK sends it on the session's GET stream.
+    for (let i = 0; i < count; i++)
+      await transport.send({
+        jsonrpc: '2.0',
+        method: 'notifications/postern/push',
+        params: { data: 'p'.repeat(bytes) },
+      });
+  }
+  return reached;
 }
 
 function toolCalls(body: { value: unknown }): string[] {

@@ -1,4 +1,4 @@
-export { stdioServerCommand } from './stdio-server.js';
+export { escapedLines, stdioServerCommand } from './stdio-server.js';
 export {
   startUpstreamHttpMcp,
   type UpstreamHttpCall,

@@ -15,6 +15,9 @@ import { countProcessCall, registerUpstreamTools } from './upstream-tools.js';
  * Flags:
  * - `--crash-at-start`: exit 1 before initialize (the spawn/initialize setup failure).
  * - `--stderr-env NAME`: write `NAME=<value of env NAME>` to stderr at start (the broker must scrub it from its log).
+ * - `--stderr-env-escaped NAME`: write the value escaped in forms an exact match misses, one line each — every
+ *   character an HTML character reference (`NAME.html=&#x70;…`), and every character a JSON `\uXXXX` escape
+ *   inside a JSON string inside a JSON string (`NAME.json="{\"v\":\"\\u0070…\"}"`).
  * - `--marker-file PATH`: append one JSON line `{"tool":…,"pid":…}` per tools/call received, synchronously, before
  *   the tool runs — the ground truth of whether a call reached the server, even when the tool then kills the process.
  */
@@ -30,29 +33,46 @@ export function stdioServerCommand(flags: readonly string[] = []): { command: st
 interface StdioServerFlags {
   readonly crashAtStart: boolean;
   readonly stderrEnv?: string;
+  readonly stderrEnvEscaped?: string;
   readonly markerFile?: string;
 }
 
 function parseFlags(argv: readonly string[]): StdioServerFlags {
   let crashAtStart = false;
   let stderrEnv: string | undefined;
+  let stderrEnvEscaped: string | undefined;
   let markerFile: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
     if (flag === '--crash-at-start') crashAtStart = true;
     else if (flag === '--stderr-env' && value !== undefined) [stderrEnv, i] = [value, i + 1];
+    else if (flag === '--stderr-env-escaped' && value !== undefined) [stderrEnvEscaped, i] = [value, i + 1];
     else if (flag === '--marker-file' && value !== undefined) [markerFile, i] = [value, i + 1];
     else
       throw new Error(
-        `usage: stdio-server.ts [--crash-at-start] [--stderr-env NAME] [--marker-file PATH] (at ${flag})`,
+        `usage: stdio-server.ts [--crash-at-start] [--stderr-env NAME] [--stderr-env-escaped NAME] [--marker-file PATH]` +
+          ` (at ${flag})`,
       );
   }
   return {
     crashAtStart,
     ...(stderrEnv === undefined ? {} : { stderrEnv }),
+    ...(stderrEnvEscaped === undefined ? {} : { stderrEnvEscaped }),
     ...(markerFile === undefined ? {} : { markerFile }),
   };
+}
+
+/** `value` in two escaped forms, each on its own line: HTML character references, and \\u escapes nested in JSON. */
+export function escapedLines(name: string, value: string): string {
+  const chars = [...value];
+  const html = chars.map((c) => `&#x${(c.codePointAt(0) ?? 0).toString(16)};`).join('');
+  const unicode = value
+    .split('')
+    .map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    .join('');
+  const json = JSON.stringify(`{"v":"${unicode}"}`);
+  return `${name}.html=${html}\n${name}.json=${json}\n`;
 }
 
 function toolCalled(message: JSONRPCMessage): string | undefined {
@@ -64,6 +84,8 @@ function toolCalled(message: JSONRPCMessage): string | undefined {
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
   if (flags.stderrEnv !== undefined) process.stderr.write(`${flags.stderrEnv}=${process.env[flags.stderrEnv] ?? ''}\n`);
+  if (flags.stderrEnvEscaped !== undefined)
+    process.stderr.write(escapedLines(flags.stderrEnvEscaped, process.env[flags.stderrEnvEscaped] ?? ''));
   if (flags.crashAtStart) {
     process.stderr.write('crashing at start, as asked\n');
     process.exit(1);
