@@ -206,6 +206,8 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
       // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
       const authorized = startAuthorization(deps.journal, b.actionId, authorizationOf(b, opened));
+      // The secrets the serving session was started with: a reply may echo those, whatever was opened here.
+      const sessionSecrets: string[] = [];
       const report = await deps.upstreams.call(mcpServerSpec(b.server), {
         actionId: b.actionId,
         attempt: 1,
@@ -213,11 +215,22 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
         arguments: b.args,
         deadlineMs: b.server.timeout_ms ?? operationTimeoutMsDefault,
         ...(b.cancel === undefined ? {} : { signal: b.cancel }),
+        // What CREDENTIAL_AUTHORIZED records, and how it is handed over: a warm session started otherwise is renewed.
+        credentialKey: JSON.stringify([
+          opened.map((o) => [o.info.id, o.info.version_tag]),
+          b.server.credential ?? null,
+          b.server.env ?? {},
+        ]),
+        onSessionSecrets: (secrets) => sessionSecrets.push(...secrets.map((s) => s.toString('utf8'))),
       });
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
       if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
       // An OAuth server's tokens are its secrets too: a server that echoes its request must not hand them on.
-      const parts = [...opened.flatMap((o) => secretParts(o.secret)), ...deps.upstreams.oauthSecrets(b.server.name)];
+      const parts = [
+        ...opened.flatMap((o) => secretParts(o.secret)),
+        ...sessionSecrets,
+        ...deps.upstreams.oauthSecrets(b.server.name),
+      ];
       return settle(deps.journal, b.actionId, report, mcpAnswers(b, report), () => record(deps, b, report, parts));
     });
   } catch (error) {

@@ -48,6 +48,9 @@ export class ChildTransport implements Transport {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private closed = false;
+  private signalled = false;
+  /** Resolves when the leader exited and its group is empty or was sent SIGKILL. */
+  private groupDone: Promise<void> | undefined;
   private readonly exited: Promise<ChildEnd>;
   private markExited: (end: ChildEnd) => void = () => undefined;
 
@@ -100,6 +103,9 @@ export class ChildTransport implements Transport {
       child.once('exit', (code, signal) => {
         this.end = { code, signal };
         this.markExited(this.end);
+        // The leader may be a wrapper (sh, npx) that exited on its own or on SIGTERM while the real server — same
+        // group, maybe ignoring SIGTERM, holding the secrets in its env — lives on: the group is stopped either way.
+        this.stopChild();
         this.finish();
       });
       // A write to a child that is gone fails with EPIPE: the send that did it reports it; nothing else must throw.
@@ -115,6 +121,12 @@ export class ChildTransport implements Transport {
     });
   }
 
+  /** Whether a send now would be handed to a running child's open stdin. */
+  get writable(): boolean {
+    const stdin = this.child?.stdin;
+    return !this.closed && !this.signalled && stdin !== undefined && stdin !== null && !stdin.destroyed;
+  }
+
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
     if (this.closed || stdin === undefined || stdin === null || stdin.destroyed)
@@ -126,11 +138,15 @@ export class ChildTransport implements Transport {
     });
   }
 
-  /** Stops the child: stdin closed and SIGTERM to its group, SIGKILL after the grace. Resolves once it exited. */
+  /**
+   * Stops the child: stdin closed and SIGTERM to its group, SIGKILL after the grace. Resolves once the leader exited
+   * and its group is empty or was sent SIGKILL.
+   */
   async close(): Promise<void> {
     this.closeReason ??= 'stopped';
     this.stopChild();
     await this.exited;
+    await this.groupDone;
   }
 
   /** Resolves when the child has exited (whoever stopped it). */
@@ -140,15 +156,28 @@ export class ChildTransport implements Transport {
 
   private stopChild(): void {
     const child = this.child;
-    if (child === undefined || this.end !== undefined) {
+    if (child?.pid === undefined) {
       this.markExited(this.end ?? { code: null, signal: null });
       return;
     }
+    if (this.signalled) return;
+    this.signalled = true;
+    const pgid = child.pid;
     child.stdin?.end();
-    signalGroup(child, 'SIGTERM');
-    const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), this.options.killGraceMs);
-    timer.unref();
-    void this.exited.then(() => clearTimeout(timer));
+    signalGroup(pgid, 'SIGTERM');
+    // Not cleared when the leader exits: what it started may still be in the group.
+    this.groupDone = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        signalGroup(pgid, 'SIGKILL');
+        resolve();
+      }, this.options.killGraceMs);
+      timer.unref();
+      void this.exited.then(() => {
+        if (groupAlive(pgid)) return;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   private read(chunk: Buffer): void {
@@ -199,17 +228,21 @@ export class ChildTransport implements Transport {
   }
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+/** Signals the whole group, the leader gone or not (the group outlives it while a member lives); ESRCH: empty. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-child.pid, signal);
+    process.kill(-pgid, signal);
   } catch {
-    // The group is gone already (or never formed): the child itself, then.
-    try {
-      child.kill(signal);
-    } catch {
-      // Already exited.
-    }
+    // The group is empty already.
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 

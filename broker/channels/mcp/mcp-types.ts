@@ -51,6 +51,13 @@ export interface McpCallRequest {
   readonly deadlineMs: number;
   /** The caller cancelled: before dispatch → stoppedBeforeDispatch 'cancelled'; after it, only recorded. */
   readonly signal?: AbortSignal;
+  /**
+   * The credential generation the caller authorized (ids, version tags, env template): a warm session started
+   * under another one is stopped and a new one started before the boundary, so the record names what was used.
+   */
+  readonly credentialKey?: string;
+  /** Hears the secrets the session serving this call was started with, for scrubbing its reply (before dispatch). */
+  readonly onSessionSecrets?: (secrets: readonly Buffer[]) => void;
 }
 
 /** Setup stages a SETUP_ATTEMPT_FAILED names (docs/mcp-channel.md). */

@@ -546,6 +546,25 @@ describe('when a streamable_http server is called', () => {
     expect(payloadOf(id, 'REMOTE_RESPONSE_STARTED')).toEqual({ attempt: 1, status: 200 });
   });
 
+  it('a session the remote forgot (404 on the call’s POST) is dropped: that call stays lost, the next one starts anew', async () => {
+    const s = await server();
+    const { u } = registry(new JournalGate(), { headers: { authorization: bearer } });
+    const first = await call(u, httpSpec(s), 'echo', { n: 1 });
+    expect(first.report.reply).toEqual({ kind: 'result' });
+    await s.forgetSessions();
+    const second = await call(u, httpSpec(s), 'echo', { n: 2 });
+    expect(second.report).toMatchObject({
+      dispatchStarted: true,
+      httpStatus: 404,
+      connectionId: first.report.connectionId,
+    });
+    expect(second.report.reply).toBeUndefined();
+    const third = await call(u, httpSpec(s), 'echo', { n: 3 });
+    expect(third.report).toMatchObject({ reply: { kind: 'result' }, connection: 'fresh' });
+    expect(third.report.connectionId).not.toBe(first.report.connectionId);
+    expect(JSON.parse(textOf(third.report))).toEqual({ n: 3 });
+  });
+
   it('a refused connect for the call’s own connection is setup (connect_refused), never after the boundary', async () => {
     const s = await server();
     const { u } = registry(new JournalGate(), { headers: { authorization: bearer } });
@@ -621,5 +640,149 @@ describe('when a streamable_http server is called', () => {
       expect(new Set(s.received().map((r) => r.sessionId)).size).toBe(1);
       expect(u.status()[0]?.lastError).toBeUndefined();
     });
+  });
+});
+
+describe('a stdio server started through a wrapper script', () => {
+  /** Gone: no such process, or a zombie (killed, waiting for whoever reaps orphans). */
+  function gone(pid: number): boolean {
+    try {
+      return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return true;
+    }
+  }
+
+  it('close stops the whole group: a grandchild that ignores SIGTERM (and holds the secret) is killed after the grace', async () => {
+    const pidFile = join(temp.dir.path, 'grandchild.pid');
+    writeFileSync(pidFile, '');
+    const wrapper = join(temp.dir.path, 'wrapper.sh');
+    const { command, args } = stdioServerCommand(['--marker-file', markerFile]);
+    const quoted = [command, ...args].map((a) => `'${a}'`).join(' ');
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\nsh -c 'trap "" TERM; echo $$ > "$1"; exec sleep 600' sh '${pidFile}' </dev/null >/dev/null 2>&1 &\n` +
+        `${quoted}\n`,
+      { mode: 0o755 },
+    );
+    const { u } = registry(new JournalGate(), { limits: { killGraceMs: 300 } });
+    const spec: McpServerSpec = {
+      name: 'wrapped',
+      transport: 'stdio',
+      command: '/bin/sh',
+      args: [wrapper],
+      warmMs: 60_000,
+    };
+    expect((await call(u, spec, 'echo', { text: 'hi' })).report.reply).toEqual({ kind: 'result' });
+    await until(() => readFileSync(pidFile, 'utf8').endsWith('\n'), 'the grandchild to write its pid');
+    const grandchild = Number(readFileSync(pidFile, 'utf8').trim());
+    expect(readFileSync(`/proc/${grandchild}/environ`, 'utf8')).toContain(canary);
+    await u.stopAll('vault_locked');
+    await until(() => gone(grandchild), 'the grandchild to be killed');
+  });
+});
+
+describe('when the credential changes between calls (rotated, rebound)', () => {
+  it('a warm child started under the old one is replaced before the boundary; the reply is scrubbed of both', async () => {
+    const oldValue = 'pst-old-secret-3b1d9e77';
+    const newValue = 'pst-new-secret-c40a2f15';
+    let current = oldValue;
+    const u = new McpUpstreams({
+      gate: new JournalGate(),
+      clock: temp.clock,
+      secretsFor: () => Promise.resolve({ env: { API_TOKEN: current }, headers: {}, secrets: [Buffer.from(current)] }),
+    });
+    upstreams.push(u);
+    const spec = stdioSpec();
+    const run = async (credentialKey: string) => {
+      const seen: string[] = [];
+      const report = await u.call(spec, {
+        actionId: await admit(),
+        attempt: 1,
+        tool: 'env',
+        arguments: { name: 'API_TOKEN' },
+        deadlineMs: 20_000,
+        credentialKey,
+        onSessionSecrets: (secrets) => seen.push(...secrets.map((s) => s.toString('utf8'))),
+      });
+      return { report, seen, pid: markerLines().at(-1)?.pid ?? 0 };
+    };
+    const first = await run('v1');
+    expect(JSON.parse(textOf(first.report))).toMatchObject({ value: oldValue });
+    current = newValue;
+    const second = await run('v2');
+    expect(second.pid).not.toBe(first.pid);
+    expect(JSON.parse(textOf(second.report))).toMatchObject({ value: newValue });
+    await until(() => !alive(first.pid), 'the child holding the old credential to exit');
+    // The executor scrubs with what it opened (the new value) and the serving session's own secrets.
+    const scrubbed = (opened: string, seen: string[], report: McpChannelReport): string =>
+      secretScrubber([opened, ...seen])
+        .scrub(Buffer.from(textOf(report)))
+        .bytes.toString('utf8');
+    for (const [text, value] of [
+      [scrubbed(oldValue, first.seen, first.report), oldValue],
+      [scrubbed(newValue, second.seen, second.report), newValue],
+    ] as const) {
+      expect(text).not.toContain(oldValue);
+      expect(text).not.toContain(newValue);
+      expect(text).not.toContain(value);
+    }
+  });
+});
+
+describe('when the session is stopped between acquire and the boundary', () => {
+  it('a vault lock just before beginDispatch: stoppedBeforeDispatch signal, no DISPATCH_STARTED, nothing written', async () => {
+    const { u } = registry(new JournalGate());
+    const spec = stdioSpec();
+    await call(u, spec, 'count');
+    writeFileSync(markerFile, '');
+    const id = await admit();
+    let stopped: Promise<void> | undefined;
+    const report = await u.call(spec, {
+      actionId: id,
+      attempt: 1,
+      tool: 'count',
+      arguments: {},
+      deadlineMs: 20_000,
+      // Heard right before the boundary: the lock lands in the window between acquire and beginDispatch.
+      onSessionSecrets: () => {
+        stopped = u.stopAll('vault_locked');
+      },
+    });
+    await stopped;
+    expect(report).toMatchObject({ dispatchStarted: false, stoppedBeforeDispatch: 'signal', handedToTransport: false });
+    expect(durableDispatches(id)).toBe(0);
+    expect(markerLines()).toEqual([]);
+  });
+
+  it('a lock while DISPATCH_STARTED is being written: the call is lost unsent, no false REQUEST_SENT', async () => {
+    const gate = new JournalGate();
+    const { u } = registry(gate);
+    const spec = stdioSpec();
+    await call(u, spec, 'count');
+    writeFileSync(markerFile, '');
+    gate.atBoundary = () => u.stopAll('vault_locked');
+    const { id, report } = await call(u, spec, 'count');
+    expect(report).toMatchObject({ dispatchStarted: true, handedToTransport: false, requestComplete: false });
+    expect(kinds(id)).not.toContain('REQUEST_SENT');
+    expect(markerLines()).toEqual([]);
+  });
+});
+
+describe('when stopAll comes while a child is still in initialize', () => {
+  it('the starting child is gone when stopAll resolves; the call is not dispatched', async () => {
+    const { u, lines } = registry(new JournalGate());
+    const spec = stdioSpec(['--initialize-delay-ms', '60000']);
+    const pending = call(u, spec, 'count');
+    const delaying = () => lines.find((l) => l.includes('delaying initialize'));
+    await until(() => delaying() !== undefined, 'the child to start its slow initialize');
+    const { pid } = JSON.parse(delaying() ?? '{}') as { pid: number };
+    expect(u.status()[0]).toMatchObject({ state: 'starting' });
+    await u.stopAll('vault_locked');
+    expect(alive(pid)).toBe(false);
+    const { id, report } = await pending;
+    expect(report.dispatchStarted).toBe(false);
+    expect(durableDispatches(id)).toBe(0);
+    expect(u.status()[0]).toMatchObject({ state: 'idle' });
   });
 });

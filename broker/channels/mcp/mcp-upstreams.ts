@@ -51,6 +51,8 @@ interface Entry {
   warmTimer: NodeJS.Timeout | undefined;
   /** OAuth servers: the authorization header of the latest setup, read by the session's fetch per request. */
   authorization: string | undefined;
+  /** Aborted by stopAll: the start in progress closes its child or connections at once. */
+  stopStart: AbortController | undefined;
 }
 
 /**
@@ -77,7 +79,7 @@ export class McpUpstreams {
     return runCall(
       {
         gate: this.options.gate,
-        acquire: () => this.acquire(spec),
+        acquire: () => this.acquire(spec, request.credentialKey),
         release: (session, replied) => this.release(spec.name, session, replied),
       },
       request,
@@ -90,7 +92,7 @@ export class McpUpstreams {
     if (entry.tools !== undefined) return entry.tools;
     let session: UpstreamSession;
     try {
-      session = await this.acquire(spec);
+      session = await this.acquire(spec, undefined);
     } catch (error) {
       throw codedStartError(spec.name, error);
     }
@@ -159,16 +161,23 @@ export class McpUpstreams {
       this.options.oauth?.close();
     }
     const sessions: UpstreamSession[] = [];
+    // A start in progress holds a child (the secrets in its env) too: stopped now, not at its initialize timeout.
+    const starts: Promise<unknown>[] = [];
     for (const entry of this.entries.values()) {
+      entry.stopStart?.abort();
+      if (entry.starting !== undefined) starts.push(entry.starting.catch(() => undefined));
       clearTimeout(entry.warmTimer);
-      if (entry.session !== undefined) sessions.push(entry.session);
+      if (entry.session !== undefined) {
+        entry.session.stopReason = reason;
+        sessions.push(entry.session);
+      }
       entry.session = undefined;
       // Stopped by the broker, not crashed: the next start is not held back.
       entry.failures = 0;
       entry.retryAtMs = undefined;
     }
     if (sessions.length > 0) this.options.logger?.info({ reason, servers: sessions.length }, 'mcp upstreams stopped');
-    await Promise.all(sessions.map((session) => session.close()));
+    await Promise.all([...sessions.map((session) => session.close()), ...starts]);
   }
 
   private entryFor(spec: McpServerSpec): Entry {
@@ -188,6 +197,7 @@ export class McpUpstreams {
         lastError: undefined,
         warmTimer: undefined,
         authorization: undefined,
+        stopStart: undefined,
       };
       this.entries.set(spec.name, entry);
     } else if (entry.specKey !== specKey) {
@@ -199,11 +209,21 @@ export class McpUpstreams {
     return entry;
   }
 
-  private async acquire(spec: McpServerSpec): Promise<UpstreamSession> {
+  private async acquire(spec: McpServerSpec, credentialKey?: string): Promise<UpstreamSession> {
     const entry = this.entryFor(spec);
     // Setup, before the boundary: a refresh that fails here leaves the call not attempted (stage authorize).
     if (spec.oauth !== undefined) entry.authorization = await this.bearer(spec);
-    const session = await this.sessionFor(entry);
+    let session = await this.sessionFor(entry, credentialKey);
+    // Started under other credentials (rotated, rebound, env changed): a new one, so the record names what is used.
+    // The old one finishes its calls and is stopped then (release closes a session no longer the entry's).
+    for (let tries = 0; credentialKey !== undefined && session.credentialKey !== credentialKey; tries++) {
+      // Calls under two generations racing each other: this one gives up at setup rather than spin.
+      if (tries >= 2) throw new StartFailed('mcp_spawn', 'spawn', 'credentials changed while starting', 'spawn_failed');
+      if (entry.session === session) entry.session = undefined;
+      entry.tools = undefined;
+      if (session.inflight === 0) void this.stopSession(entry, session, 'credentials changed');
+      session = await this.sessionFor(entry, credentialKey);
+    }
     session.inflight += 1;
     session.lastUsedMs = this.clock.nowMs();
     clearTimeout(entry.warmTimer);
@@ -219,7 +239,7 @@ export class McpUpstreams {
     return oauth.bearer(spec);
   }
 
-  private sessionFor(entry: Entry): Promise<UpstreamSession> {
+  private sessionFor(entry: Entry, credentialKey: string | undefined): Promise<UpstreamSession> {
     if (this.stopping) return Promise.reject(new StartFailed('mcp_spawn', 'spawn', 'broker_stopping', 'spawn_failed'));
     if (entry.session !== undefined && !entry.session.closed) return Promise.resolve(entry.session);
     if (entry.starting !== undefined) return entry.starting;
@@ -239,20 +259,23 @@ export class McpUpstreams {
     }
     const room = this.makeRoom();
     if (room !== undefined) return Promise.reject(room);
-    const starting = this.start(entry).finally(() => {
+    const starting = this.start(entry, credentialKey).finally(() => {
       entry.starting = undefined;
     });
     entry.starting = starting;
     return starting;
   }
 
-  private async start(entry: Entry): Promise<UpstreamSession> {
+  private async start(entry: Entry, credentialKey: string | undefined): Promise<UpstreamSession> {
     const epoch = this.epoch;
     const spec = entry.spec;
+    const stop = new AbortController();
+    entry.stopStart = stop;
     const secrets = await this.options.secretsFor(spec.name);
     let session: UpstreamSession;
     try {
       session = await UpstreamSession.open(spec, secrets, {
+        stop: stop.signal,
         limits: this.limits,
         clock: this.clock,
         logger: this.options.logger,
@@ -261,14 +284,18 @@ export class McpUpstreams {
         ...(this.options.stderrScrubber === undefined ? {} : { stderrScrubber: this.options.stderrScrubber }),
       });
     } catch (error) {
+      if (stop.signal.aborted) throw new StartFailed('mcp_spawn', 'spawn', 'stopped while starting', 'spawn_failed');
       const failed = startFailure(error);
       this.failed(entry, failed.code, failed.detail);
       throw failed;
+    } finally {
+      if (entry.stopStart === stop) entry.stopStart = undefined;
     }
     if (epoch !== this.epoch || this.stopping) {
       await session.close();
       throw new StartFailed('mcp_spawn', 'spawn', 'stopped while starting', 'spawn_failed');
     }
+    session.credentialKey = credentialKey;
     if (entry.afterFailure) entry.restarts += 1;
     entry.afterFailure = false;
     entry.session = session;

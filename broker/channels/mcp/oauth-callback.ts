@@ -13,8 +13,6 @@ export interface LoopbackCallbackOptions {
   readonly timeoutMs: number;
   /** Runs for the accepted callback before the browser is answered; true: the grant was stored. */
   readonly complete: (answer: CallbackAnswer) => Promise<boolean>;
-  /** Closed after the accepted callback, the timeout, or this many refused requests (a local process probing it). */
-  readonly refusedMax?: number;
 }
 
 export interface LoopbackCallback {
@@ -36,8 +34,6 @@ const paramCharsMax = 2_048;
  */
 export async function listenForCallback(options: LoopbackCallbackOptions): Promise<LoopbackCallback> {
   const expected = digest(options.state);
-  const refusedMax = options.refusedMax ?? 32;
-  let refused = 0;
   let accepted = false;
   let settle: (how: 'authorized' | 'failed' | 'expired' | 'closed') => void = () => undefined;
   const done = new Promise<'authorized' | 'failed' | 'expired' | 'closed'>((resolve) => {
@@ -45,12 +41,9 @@ export async function listenForCallback(options: LoopbackCallbackOptions): Promi
   });
   const server = createServer((request, response) => {
     const answer = accepted ? undefined : acceptable(request, expected);
-    if (answer === undefined) {
-      refused += 1;
-      reply(response, 400, 'This is not the authorization Postern is waiting for.');
-      if (refused >= refusedMax) close('closed');
-      return;
-    }
+    // Refused without closing: any local process can reach the port, and closing on its noise would let an agent
+    // block a person's authorization. The timeout bounds how long the listener lives.
+    if (answer === undefined) return reply(response, 400, 'This is not the authorization Postern is waiting for.');
     accepted = true;
     void finish(answer, response);
   });

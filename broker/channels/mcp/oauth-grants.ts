@@ -99,8 +99,11 @@ export class McpOAuth {
   private readonly limits: McpOAuthLimits;
   private readonly refreshing = new Map<string, Promise<McpOAuthGrant>>();
   private readonly pending = new Map<string, LoopbackCallback>();
-  /** The tokens last handed to each server, for scrubbing what it answers (never persisted, never logged). */
-  private readonly handedOut = new Map<string, string[]>();
+  /**
+   * Every token handed to each server, kept until it expires, for scrubbing what it answers (never persisted, never
+   * logged): a call still running on a token a concurrent refresh replaced may echo the old one.
+   */
+  private readonly handedOut = new Map<string, Map<string, number>>();
 
   constructor(private readonly options: McpOAuthOptions) {
     this.limits = { ...defaultMcpOAuthLimits, ...options.limits };
@@ -113,7 +116,11 @@ export class McpOAuth {
 
   /** Every token form the server was given lately: the executor scrubs them from what the server answers. */
   secretsOf(server: string): readonly string[] {
-    return this.handedOut.get(server) ?? [];
+    const tokens = this.handedOut.get(server);
+    if (tokens === undefined) return [];
+    const now = this.options.clock.nowMs();
+    for (const [token, untilMs] of tokens) if (untilMs <= now) tokens.delete(token);
+    return [...tokens.keys()];
   }
 
   /**
@@ -126,10 +133,12 @@ export class McpOAuth {
     if (expiresAt !== undefined && this.options.clock.nowMs() >= expiresAt - this.limits.refreshWithinMs)
       grant = await this.refreshOnce(spec, grant);
     const token = grant.tokens?.access_token ?? '';
-    this.handedOut.set(
-      spec.name,
-      [token, grant.tokens?.refresh_token ?? ''].filter((t) => t !== ''),
-    );
+    const tokens = this.handedOut.get(spec.name) ?? new Map<string, number>();
+    this.handedOut.set(spec.name, tokens);
+    // No expiry known: kept for the broker's life (a grant refreshed only on expiry adds few).
+    const untilMs = grant.expiresAtMs ?? Number.POSITIVE_INFINITY;
+    for (const t of [token, grant.tokens?.refresh_token ?? ''])
+      if (t !== '') tokens.set(t, Math.max(untilMs, tokens.get(t) ?? 0));
     return `Bearer ${token}`;
   }
 

@@ -70,6 +70,13 @@ class CallRun {
       return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
     }
     const session = this.session;
+    this.request.onSessionSecrets?.(session.secrets);
+    // Stopped since it was acquired (vault locked, broker stopping, the child gone): nothing may cross on it.
+    if (session.stopping) {
+      this.releaseUnused();
+      if (session.stopReason === 'vault_locked') return this.notDispatched({ stoppedBeforeDispatch: 'signal' });
+      return this.setupFailed(new StartFailed('mcp_spawn', 'spawn', 'stopped before dispatch', 'spawn_failed'));
+    }
     const connection = session.calls === 0 ? 'fresh' : 'reused';
     session.calls += 1;
     try {

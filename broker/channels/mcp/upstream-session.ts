@@ -51,6 +51,8 @@ export interface SessionDeps {
   readonly authorization?: () => string | undefined;
   /** The broker's full scrubber over a child's secrets, for its stderr (McpUpstreamsOptions.stderrScrubber). */
   readonly stderrScrubber?: (secrets: readonly Buffer[]) => StderrScrubber;
+  /** Aborted by stopAll while this start is in progress: its child or connections are closed at once. */
+  readonly stop?: AbortSignal;
 }
 
 const clientInfo = { name: 'postern', version: '1' };
@@ -65,6 +67,10 @@ export class UpstreamSession {
   calls = 0;
   lastUsedMs: number;
   tools: McpUpstreamTool[] | undefined;
+  /** The caller's credential generation this session was started for (McpCallRequest.credentialKey). */
+  credentialKey: string | undefined;
+  /** The secret values it was started with: what a reply may echo, whatever the caller opened since. */
+  secrets: readonly Buffer[] = [];
   private readonly tap = new CallTap();
   private closedAt: Promise<void>;
   private markClosed: () => void = () => undefined;
@@ -90,6 +96,14 @@ export class UpstreamSession {
   get closed(): boolean {
     return this.isClosed;
   }
+
+  /** Closed or being closed: a call that has not crossed the boundary yet must not cross it on this session. */
+  get stopping(): boolean {
+    return this.isClosed || this.stopped;
+  }
+
+  /** Set by a stopAll that closed it: why the calls it held back were stopped. */
+  stopReason: 'vault_locked' | 'broker_stopping' | undefined;
 
   /** Why the transport closed when the channel or a bound closed it; undefined for an upstream that went away. */
   get closeReason(): 'stopped' | 'reply_too_large' | undefined {
@@ -122,8 +136,17 @@ export class UpstreamSession {
     void this.close();
   }
 
+  /** Marked closed at once (the next call opens a new session) and closed in the background. */
+  private expire(): void {
+    if (this.isClosed || this.stopped) return;
+    this.isClosed = true;
+    void this.close();
+  }
+
   static async open(spec: McpServerSpec, secrets: McpSecrets, deps: SessionDeps): Promise<UpstreamSession> {
-    return spec.transport === 'stdio' ? openStdio(spec, secrets, deps) : openHttp(spec, secrets, deps);
+    const session = await (spec.transport === 'stdio' ? openStdio(spec, secrets, deps) : openHttp(spec, secrets, deps));
+    session.secrets = secrets.secrets;
+    return session;
   }
 
   /** @internal the openers' constructor. */
@@ -201,6 +224,11 @@ export class UpstreamSession {
     const end = this.tap.expect(id);
     const rpc = { jsonrpc: '2.0' as const, id, method: 'tools/call', params: message };
     if (this.transport instanceof ChildTransport) {
+      // A child already gone or stopping was handed nothing: no write is begun, the call is lost unsent.
+      if (!this.transport.writable) {
+        this.tap.lose(id);
+        return end;
+      }
       observer.headersSent();
       this.transport.send(rpc).then(
         () => observer.written(true),
@@ -210,8 +238,14 @@ export class UpstreamSession {
     }
     const transport = this.transport;
     const send = wire === undefined ? transport.send(rpc) : withCallWire(wire, () => transport.send(rpc));
-    // An HTTP error status or a broken POST: this call's transport is gone, the session may live on.
-    send.catch(() => this.tap.lose(id));
+    // An HTTP error status or a broken POST: this call's transport is gone, the session may live on — unless the
+    // remote no longer knows it (404) or refuses its static credential (401): then every later call would fail on
+    // it too, so it goes and the next call starts a new one. This call's record stays what it saw.
+    send.catch((error: unknown) => {
+      this.tap.lose(id);
+      const status = error instanceof StreamableHTTPError ? error.code : undefined;
+      if (status === 404 || (status === 401 && this.spec.oauth === undefined)) this.expire();
+    });
     return end;
   }
 
@@ -255,6 +289,8 @@ export class UpstreamSession {
 }
 
 async function openStdio(spec: McpServerSpec, secrets: McpSecrets, deps: SessionDeps): Promise<UpstreamSession> {
+  if (deps.stop?.aborted === true)
+    throw new StartFailed('mcp_spawn', 'spawn', 'stopped while starting', 'spawn_failed');
   const stderr = new StderrLog({
     server: spec.name,
     // Read when a line is logged, by then the child is spawned.
@@ -276,6 +312,7 @@ async function openStdio(spec: McpServerSpec, secrets: McpSecrets, deps: Session
     onStderr: (chunk) => stderr.push(chunk),
     onStderrEnd: () => stderr.end(),
   });
+  onStop(deps.stop, () => void transport.close());
   try {
     await transport.start();
   } catch (error) {
@@ -332,6 +369,10 @@ async function openHttp(spec: McpServerSpec, secrets: McpSecrets, deps: SessionD
     },
   });
   const client = newClient();
+  onStop(deps.stop, () => {
+    void transport.close().catch(() => undefined);
+    fetch.closeAll();
+  });
   try {
     await client.connect(transport, { timeout: deps.limits.initializeTimeoutMs });
   } catch (error) {
@@ -340,6 +381,11 @@ async function openHttp(spec: McpServerSpec, secrets: McpSecrets, deps: SessionD
   }
   opened.session = UpstreamSession.create(spec, client, transport, deps, () => fetch.closeAll());
   return opened.session;
+}
+
+function onStop(stop: AbortSignal | undefined, run: () => void): void {
+  if (stop?.aborted === true) run();
+  else stop?.addEventListener('abort', run, { once: true });
 }
 
 function newClient(): Client {

@@ -45,6 +45,8 @@ export interface UpstreamHttpMcp {
   refuseNext(): void;
   /** Listen again on the same port. */
   resume(): Promise<void>;
+  /** Forget every session (a restarted or expiring remote): their next requests are answered 404. */
+  forgetSessions(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -87,6 +89,11 @@ export async function startUpstreamHttpMcp(options: UpstreamHttpMcpOptions = {})
       if (server.listening) return;
       server.listen(port, '127.0.0.1');
       await once(server, 'listening');
+    },
+    forgetSessions: async () => {
+      const transports = [...state.sessions.values()];
+      state.sessions.clear();
+      await Promise.all(transports.map((transport) => transport.close()));
     },
     close: () => closeAll(server, state),
   };

@@ -18,6 +18,7 @@ import { countProcessCall, registerUpstreamTools } from './upstream-tools.js';
  * - `--stderr-env-escaped NAME`: write the value escaped in forms an exact match misses, one line each — every
  *   character an HTML character reference (`NAME.html=&#x70;…`), and every character a JSON `\uXXXX` escape
  *   inside a JSON string inside a JSON string (`NAME.json="{\"v\":\"\\u0070…\"}"`).
+ * - `--initialize-delay-ms N`: write `delaying initialize` to stderr, then read nothing for N ms (a slow start).
  * - `--marker-file PATH`: append one JSON line `{"tool":…,"pid":…}` per tools/call received, synchronously, before
  *   the tool runs — the ground truth of whether a call reached the server, even when the tool then kills the process.
  */
@@ -35,6 +36,7 @@ interface StdioServerFlags {
   readonly stderrEnv?: string;
   readonly stderrEnvEscaped?: string;
   readonly markerFile?: string;
+  readonly initializeDelayMs?: number;
 }
 
 function parseFlags(argv: readonly string[]): StdioServerFlags {
@@ -42,6 +44,7 @@ function parseFlags(argv: readonly string[]): StdioServerFlags {
   let stderrEnv: string | undefined;
   let stderrEnvEscaped: string | undefined;
   let markerFile: string | undefined;
+  let initializeDelayMs: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -49,9 +52,11 @@ function parseFlags(argv: readonly string[]): StdioServerFlags {
     else if (flag === '--stderr-env' && value !== undefined) [stderrEnv, i] = [value, i + 1];
     else if (flag === '--stderr-env-escaped' && value !== undefined) [stderrEnvEscaped, i] = [value, i + 1];
     else if (flag === '--marker-file' && value !== undefined) [markerFile, i] = [value, i + 1];
+    else if (flag === '--initialize-delay-ms' && value !== undefined) [initializeDelayMs, i] = [Number(value), i + 1];
     else
       throw new Error(
         `usage: stdio-server.ts [--crash-at-start] [--stderr-env NAME] [--stderr-env-escaped NAME] [--marker-file PATH]` +
+          ` [--initialize-delay-ms N]` +
           ` (at ${flag})`,
       );
   }
@@ -60,6 +65,7 @@ function parseFlags(argv: readonly string[]): StdioServerFlags {
     ...(stderrEnv === undefined ? {} : { stderrEnv }),
     ...(stderrEnvEscaped === undefined ? {} : { stderrEnvEscaped }),
     ...(markerFile === undefined ? {} : { markerFile }),
+    ...(initializeDelayMs === undefined ? {} : { initializeDelayMs }),
   };
 }
 
@@ -89,6 +95,10 @@ async function main(): Promise<void> {
   if (flags.crashAtStart) {
     process.stderr.write('crashing at start, as asked\n');
     process.exit(1);
+  }
+  if (flags.initializeDelayMs !== undefined) {
+    process.stderr.write('delaying initialize\n');
+    await new Promise((resolve) => setTimeout(resolve, flags.initializeDelayMs));
   }
   const server = new McpServer({ name: 'postern-upstream-stdio', version: '1.0.0' });
   registerUpstreamTools(server, { processTools: true });
