@@ -227,6 +227,11 @@ describe('the Sessions card: "Always allow this executable"', () => {
     const held = httpCall(agent, 'docs', 'first-held');
     expect((await cardFor(id, 'docs')).state).toBe('awaiting_session');
     expect(arrivals).not.toContain('/first-held');
+    // The card shows the sha256 the broker computed for the executable; the click binds the add to exactly it.
+    const sha256 = `sha256:${createHash('sha256').update(readFileSync(nodeCopy)).digest('hex')}`;
+    const shown = page.getByTestId(`session-${id}-exe-sha256`);
+    await expect.poll(() => shown.getAttribute('data-sha256'), { timeout: waitMs }).toBe(sha256);
+    await showing(shown, sha256.slice(0, 'sha256:'.length + 12));
     await shoot(page, 'allowlist-session-pending.png');
 
     await page.getByTestId(`session-${id}-always-allow`).click();
@@ -234,7 +239,6 @@ describe('the Sessions card: "Always allow this executable"', () => {
     await expect.poll(() => page.getByTestId(`session-${id}-always-allow`).count(), { timeout: waitMs }).toBe(0);
 
     const { entries } = await api('allowlist.list');
-    const sha256 = `sha256:${createHash('sha256').update(readFileSync(nodeCopy)).digest('hex')}`;
     expect(entries).toHaveLength(1);
     expect(entries[0]).toMatchObject({ path: nodeCopy, sha256, routes: [], hosts: [] });
     entryId = entries[0]?.entry_id ?? '';

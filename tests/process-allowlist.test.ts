@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -85,8 +86,8 @@ async function stopAgent(agent: Agent): Promise<void> {
   await exited;
 }
 
-async function read<M extends BrokerApiMethod>(method: M): Promise<BrokerApi[M]['output']> {
-  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input: {} });
+async function read<M extends BrokerApiMethod>(method: M, input: object = {}): Promise<BrokerApi[M]['output']> {
+  const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input });
   if (!reply.ok) throw new Error(reply.error.code);
   return reply.value as BrokerApi[M]['output'];
 }
@@ -174,16 +175,24 @@ afterAll(async () => {
 describe('when an agent executable is on the allowlist', () => {
   let entryId: string;
 
-  it('a person adds it by path: the broker hashes the file, and a read lists it', async () => {
-    const added = await decideAsPerson(dataDir, passphrase, 'allowlist.add', { path: nodeCopy });
-    expect(added).toMatchObject({ added: true, entry: { path: nodeCopy, routes: [], hosts: [] } });
-    expect(added.entry.sha256).toMatch(/^sha256:[0-9a-f]{64}$/);
+  it('a person adds it by path with the hash the broker showed, and a read lists it', async () => {
+    const shown = await read('allowlist.preview', { path: nodeCopy });
+    const sha256 = `sha256:${createHash('sha256').update(readFileSync(nodeCopy)).digest('hex')}`;
+    expect(shown).toEqual({ path: nodeCopy, sha256, signing: null });
+    const input = { path: nodeCopy, expected_sha256: shown.sha256 };
+    const added = await decideAsPerson(dataDir, passphrase, 'allowlist.add', input);
+    expect(added).toMatchObject({ added: true, entry: { path: nodeCopy, sha256, routes: [], hosts: [] } });
     entryId = added.entry.entry_id;
     expect((await read('allowlist.list')).entries.map((e) => e.entry_id)).toEqual([entryId]);
     // The same executable again adds nothing.
-    expect(await decideAsPerson(dataDir, passphrase, 'allowlist.add', { path: nodeCopy })).toMatchObject({
-      added: false,
+    expect(await decideAsPerson(dataDir, passphrase, 'allowlist.add', input)).toMatchObject({ added: false });
+    // A hash the broker did not compute for these bytes (the file changed since the look) is refused.
+    const other = { path: nodeCopy, expected_sha256: `sha256:${'0'.repeat(64)}` };
+    await expect(decideAsPerson(dataDir, passphrase, 'allowlist.add', other)).rejects.toMatchObject({
+      code: 'EXECUTABLE_UNVERIFIABLE',
+      message: expect.stringContaining('hashes differently now') as unknown,
     });
+    expect((await read('allowlist.list')).entries).toHaveLength(1);
   }, 60_000);
 
   it('its session is approved at open by the entry, session calls go through, a per_call route still shows a card', async () => {
@@ -237,7 +246,11 @@ describe('when an agent tries to change the allowlist', () => {
     }
     const before = (await read('allowlist.list')).entries.length;
     const viaControl = await agent.exchange({
-      control: { method: 'allowlist.add', input: { path: process.execPath }, proof: { passphrase } },
+      control: {
+        method: 'allowlist.add',
+        input: { path: process.execPath, expected_sha256: `sha256:${'0'.repeat(64)}` },
+        proof: { passphrase },
+      },
     });
     expect(viaControl).toMatchObject({ ok: false, error: { code: 'OPERATOR_ONLY' } });
     expect((await read('allowlist.list')).entries).toHaveLength(before);

@@ -100,6 +100,22 @@ describe('when a route signs with AWS Signature V4', () => {
     expect(response?.body.toString()).toContain('[REDACTED]');
   });
 
+  it('a remote that echoes every request header hands back no signature: the signed request cannot be replayed', async () => {
+    const e = await endpoint();
+    const { envelope, response } = await h.run(awsConfig(e.port, 's3'), { route: 'docs', method: 'GET', path: '/b/k' });
+    expect(envelope.error).toBeUndefined();
+    const authorization = e.received[0]?.headers.authorization ?? '';
+    const signature = /Signature=([0-9a-f]{64})$/.exec(authorization)?.[1];
+    if (signature === undefined) throw new Error(`the endpoint saw no signature: ${authorization.slice(0, 40)}`);
+    const answered = response?.body.toString() ?? '';
+    // The echo did come back (the date is not secret): only the signing material is gone.
+    expect(answered).toContain(String(e.received[0]?.headers['x-amz-date']));
+    expect(answered).not.toContain(signature);
+    expect(answered).not.toContain(authorization);
+    expect(answered).not.toMatch(/Signature=[0-9a-f]/);
+    expect(JSON.stringify(envelope)).not.toContain(signature);
+  });
+
   it('an S3 route sends x-amz-content-sha256 of the body sent, and a long-term key sends no token', async () => {
     const e = await endpoint({ accessKeyId: keys.accessKeyId, secretAccessKey: keys.secretAccessKey });
     const body = 'object bytes \u00e9';

@@ -180,8 +180,12 @@ async function dispatch(deps: HttpActionDeps, b: Bound, run: AttemptRun, s: Secr
     injection_mode: b.route.injection,
     request_fingerprint: b.fingerprint,
   });
-  const scrubber = secretScrubber([...secretParts(s.secret), ...accessTokenParts(s.token)]);
-  const report = await deps.channel.perform(wireRequest(b, run, s, scrubber.lookaheadBytes, deps.clock.nowMs()));
+  const wire = wireRequest(b, run, s, deps.clock.nowMs());
+  // Built after signing: a remote that echoes the request back must not hand the agent a signed request it could
+  // replay to the service itself (no approval, no journal) while the signature is valid.
+  const parts = [...secretParts(s.secret), ...accessTokenParts(s.token), ...signatureParts(s.secret, wire.headers)];
+  const scrubber = secretScrubber(parts);
+  const report = await deps.channel.perform({ ...wire, scrubLookaheadBytes: scrubber.lookaheadBytes });
   // A 401 answers this request (rejected, never resent with the same token); only the next request fetches another.
   if (s.token !== undefined && report.response?.status === 401) tokenCacheOf(deps.vault).drop(s.token.cacheKey);
   // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
@@ -206,9 +210,8 @@ function wireRequest(
   b: Bound,
   run: AttemptRun,
   s: Secret,
-  scrubLookaheadBytes: number,
   nowMs: number,
-): Parameters<HttpChannel['perform']>[0] {
+): Omit<Parameters<HttpChannel['perform']>[0], 'scrubLookaheadBytes'> {
   const body =
     b.request.body.length === 0 && !['POST', 'PUT', 'PATCH'].includes(b.request.method) ? undefined : b.request.body;
   const headers = wireHeaders(b, s.secret, s.token);
@@ -231,7 +234,6 @@ function wireRequest(
     timeoutMs: b.timeoutMs,
     beforeDispatch: s.beforeDispatch,
     firstAttempt: run.firstAttempt,
-    scrubLookaheadBytes,
     ...(run.generation === undefined ? {} : { generation: run.generation }),
     ...(b.route.correlation?.provider_request_id_header === undefined
       ? {}
@@ -307,6 +309,15 @@ function sigV4Headers(
     query: b.request.query,
   };
   return signAwsV4({ ...request, headers, body }, b.route.aws, secret, nowMs);
+}
+
+/** A SigV4 request's Authorization value and its signature hex: with them the signed request itself replays. */
+function signatureParts(secret: SecretMaterial, headers: ReadonlyArray<readonly [string, string]>): string[] {
+  if (secret.kind !== 'aws_sigv4') return [];
+  const authorization = headers.find(([name]) => name.toLowerCase() === 'authorization')?.[1];
+  if (authorization === undefined) return [];
+  const signature = /Signature=([0-9a-f]+)$/.exec(authorization)?.[1];
+  return signature === undefined ? [authorization] : [authorization, signature];
 }
 
 function poolKey(route: Route): string {

@@ -59,7 +59,7 @@ function script(over: Partial<FakeDarwinScript> = {}): void {
 
 async function addSigned(allowlist: ProcessAllowlist): Promise<string> {
   script();
-  const added = await allowlist.add({ path: agent }, person);
+  const added = await allowlist.add({ path: agent, expected_sha256: agentSha }, person);
   return added.entry.entry_id;
 }
 
@@ -67,7 +67,7 @@ describe('when a person adds a signed executable on macOS', () => {
   it('the broker verifies it strictly, reads its identity and stores it on the entry (journaled, folded again)', async () => {
     const allowlist = darwinAllowlist();
     script();
-    const added = await allowlist.add({ path: agent }, person);
+    const added = await allowlist.add({ path: agent, expected_sha256: agentSha }, person);
     expect(added).toMatchObject({
       added: true,
       entry: { path: agent, sha256: agentSha, signing: { identifier, team_id: team } },
@@ -77,7 +77,7 @@ describe('when a person adds a signed executable on macOS', () => {
     expect(event?.payload).toMatchObject({ signing: { identifier, team_id: team } });
     expect(darwinAllowlist().list().entries[0]?.signing).toEqual({ identifier, team_id: team });
     // The same executable with the same identity adds nothing.
-    expect((await allowlist.add({ path: agent }, person)).added).toBe(false);
+    expect((await allowlist.add({ path: agent, expected_sha256: agentSha }, person)).added).toBe(false);
   });
 
   it.each([
@@ -87,7 +87,7 @@ describe('when a person adds a signed executable on macOS', () => {
   ])('when %s the entry has no identity and matches by path + sha256 only', async (_name, over) => {
     const allowlist = darwinAllowlist();
     script(over);
-    const added = await allowlist.add({ path: agent }, person);
+    const added = await allowlist.add({ path: agent, expected_sha256: agentSha }, person);
     expect(added.entry.signing).toBeNull();
     expect(t.journal.subjectEvents(allowlistSubjectId)[0]?.payload).not.toHaveProperty('signing');
     script({ details: codesignDetails(agent, 'com.other.tool', 'ZZZZZ99999') });
@@ -102,7 +102,7 @@ describe('when a person adds a signed executable on macOS', () => {
   ])('codesign output with %s is refused EXECUTABLE_UNVERIFIABLE and nothing is appended', async (_name, details) => {
     const allowlist = darwinAllowlist();
     script({ details });
-    await expect(allowlist.add({ path: agent }, person)).rejects.toMatchObject({
+    await expect(allowlist.add({ path: agent, expected_sha256: agentSha }, person)).rejects.toMatchObject({
       code: 'EXECUTABLE_UNVERIFIABLE',
       field: 'path',
     });
@@ -111,7 +111,7 @@ describe('when a person adds a signed executable on macOS', () => {
 
   it('a codesign that cannot display a signature it verified is refused', async () => {
     script({ detailsExit: 1 });
-    await expect(darwinAllowlist().add({ path: agent }, person)).rejects.toMatchObject({
+    await expect(darwinAllowlist().add({ path: agent, expected_sha256: agentSha }, person)).rejects.toMatchObject({
       code: 'EXECUTABLE_UNVERIFIABLE',
     });
   });
@@ -186,12 +186,17 @@ describe('when an agent process opens a session on macOS', () => {
       },
     });
     script();
-    const added = await allowlist.add({ session_id: 'ses_darwin_01', routes: ['docs'] }, person);
+    const added = await allowlist.add(
+      { session_id: 'ses_darwin_01', expected_sha256: agentSha, routes: ['docs'] },
+      person,
+    );
     expect(added.entry).toMatchObject({ path: agent, from_session: 'ses_darwin_01', signing: { team_id: team } });
     const call = { approval: 'session', session_id: 'ses_darwin_01', target: 'route:docs GET /x' };
     expect(allowlist.approvalFor(call as never)).toEqual({ kind: 'policy', id: `allowlist:${added.entry.entry_id}` });
     script({ psStarts: [''] });
-    await expect(allowlist.add({ session_id: 'ses_darwin_01' }, person)).rejects.toMatchObject({
+    await expect(
+      allowlist.add({ session_id: 'ses_darwin_01', expected_sha256: agentSha }, person),
+    ).rejects.toMatchObject({
       code: 'EXECUTABLE_UNVERIFIABLE',
       field: 'session_id',
     });
@@ -207,9 +212,60 @@ describe('when the entry carries an identity but the broker runs on Linux', () =
     const linux = new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot });
     const running = { pid, start_time: 'unavailable', exe: agent };
     expect(await linux.identify(running)).toEqual({ identity: { path: agent, sha256: agentSha } });
-    const plain = await linux.add({ path: agent }, person);
+    const plain = await linux.add({ path: agent, expected_sha256: agentSha }, person);
     expect(plain).toMatchObject({ added: true, entry: { signing: null } });
     expect(plain.entry.entry_id).not.toBe(signedId);
     expect((await linux.identify(running))?.entry?.entry_id).toBe(plain.entry.entry_id);
+  });
+});
+
+describe('when the agent rewrites its executable between the person’s look and the add', () => {
+  async function linuxSession(): Promise<ProcessAllowlist> {
+    const procRoot = join(t.dir.path, 'proc');
+    mkdirSync(join(procRoot, String(pid)), { recursive: true });
+    symlinkSync(agent, join(procRoot, String(pid), 'exe'));
+    await t.journal.appendSession({
+      kind: 'SESSION_STARTED',
+      action_id: 'ses_linux_01',
+      payload: {
+        pid,
+        start_time: 'unavailable',
+        exe: agent,
+        uid: 1000,
+        ppid: 1,
+        cwd: null,
+        parent_exe: null,
+        client_name: 'agent',
+        client_version: '1',
+      },
+    });
+    return new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot });
+  }
+
+  it('the preview shows the broker’s hash, and the add with it records those bytes', async () => {
+    const allowlist = await linuxSession();
+    const shown = await allowlist.preview({ session_id: 'ses_linux_01' });
+    expect(shown).toEqual({ path: agent, sha256: agentSha, signing: null });
+    const added = await allowlist.add({ session_id: 'ses_linux_01', expected_sha256: shown.sha256 }, person);
+    expect(added.entry).toMatchObject({ path: agent, sha256: agentSha, from_session: 'ses_linux_01' });
+  });
+
+  it('the add is refused on expected_sha256 and nothing is journaled: the agent’s bytes are never recorded', async () => {
+    const allowlist = await linuxSession();
+    const shown = await allowlist.preview({ session_id: 'ses_linux_01' });
+    writeFileSync(agent, 'the agent’s own bytes, written after the card was read\n');
+    for (const input of [
+      { session_id: 'ses_linux_01', expected_sha256: shown.sha256 },
+      { path: agent, expected_sha256: shown.sha256 },
+    ]) {
+      await expect(allowlist.add(input, person)).rejects.toMatchObject({
+        code: 'EXECUTABLE_UNVERIFIABLE',
+        field: 'expected_sha256',
+      });
+    }
+    expect(allowlist.list().entries).toEqual([]);
+    expect(t.journal.subjectEvents(allowlistSubjectId, 10)).toEqual([]);
+    // Looking again shows the new bytes; only an add naming them would record them.
+    expect((await allowlist.preview({ path: agent })).sha256).not.toBe(shown.sha256);
   });
 });

@@ -164,12 +164,24 @@ export class ProcessAllowlist {
     return entry === undefined ? undefined : { kind: 'policy', id: allowlistActorId(entry.entry_id) };
   };
 
-  /** A person's decision: an entry for a session's executable or a path, hashed by the broker now. */
+  /** What `add` would record, hashed the same way now: the card shows it, and the add must find the same bytes. */
+  async preview(input: OperatorInput<'allowlist.preview'>): Promise<BrokerApi['allowlist.preview']['output']> {
+    const exe =
+      'session_id' in input ? await this.sessionIdentity(input.session_id) : await this.fileIdentity(input.path);
+    return { path: exe.path, sha256: exe.sha256, signing: exe.signing ?? null };
+  }
+
+  /**
+   * A person's decision: an entry for a session's executable or a path, hashed by the broker now, and only when that
+   * hash is the one the person was shown — bytes rewritten after the look are refused, never recorded.
+   */
   add(input: AddInput, actor: OperatorActor): Promise<BrokerApi['allowlist.add']['output']> {
     return this.serially(async () => {
       this.requireReady();
       const identity = 'session_id' in input ? await this.sessionIdentity(input.session_id) : undefined;
       const exe = identity ?? (await this.fileIdentity('path' in input ? input.path : ''));
+      if (exe.sha256 !== input.expected_sha256)
+        throw unverifiable('expected_sha256', 'the executable hashes differently now than when it was shown');
       const routes = [...new Set(input.routes ?? [])].sort();
       const hosts = [...new Set(input.hosts ?? [])].sort();
       const signing = exe.signing ?? null;

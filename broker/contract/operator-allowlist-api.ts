@@ -5,7 +5,8 @@ import { allowlistEntryIdSchema, codeSigningSchema, sessionIdSchema } from './ev
  * The operator API over the process allowlist (docs/queue.md "Process allowlist", docs/operator.md). Merged into
  * `brokerApiSchemas`. An entry names an executable by absolute path and the sha256 of its bytes — always computed by
  * the broker, from the file at that path or from the running process's /proc/<pid>/exe, never taken from a caller —
- * so a binary replaced on disk no longer matches. On macOS an entry may also carry the executable's code-signing
+ * so a binary replaced on disk no longer matches. The caller's hash is only compared: an add names the hash the
+ * person saw (from allowlist.preview) and is refused when the broker's own hash differs. On macOS an entry may also carry the executable's code-signing
  * identity (read with /usr/bin/codesign when it was added); it then matches only a process whose executable still
  * verifies with that identity. Adding and removing are a person's decisions.
  */
@@ -39,6 +40,9 @@ export const allowlistEntrySchema = z.object({
 });
 export type AllowlistEntry = z.infer<typeof allowlistEntrySchema>;
 
+/** The sha256 a person was shown (allowlist.preview): an add whose file now hashes otherwise is refused. */
+const expectedSha256 = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+
 export const allowlistApiSchemas = {
   'allowlist.list': {
     input: z.strictObject({}),
@@ -51,16 +55,29 @@ export const allowlistApiSchemas = {
       entries: z.array(allowlistEntrySchema),
     }),
   },
+  'allowlist.preview': {
+    /**
+     * What `allowlist.add` would record for a session's executable or a path, hashed by the broker now the same way:
+     * the card shows it, and the add that follows carries it back as `expected_sha256`.
+     */
+    input: z.union([
+      z.strictObject({ session_id: sessionIdSchema }),
+      z.strictObject({ path: z.string().min(2).max(4096).startsWith('/') }),
+    ]),
+    output: z.object({ path: z.string(), sha256: z.string(), signing: codeSigningSchema.nullable() }),
+  },
   'allowlist.add': {
     /**
      * From a session's card (`session_id`: that process's executable, hashed now from /proc/<pid>/exe while the
      * process lives with the same start time and still runs the executable its session recorded; on macOS the file
      * lsof names as its text image, with its start time unchanged by `ps`), or by `path` (an absolute path to a
      * regular file, hashed as it is on disk now). On macOS the broker also reads its code-signing identity.
+     * `expected_sha256` is the hash the person was shown (allowlist.preview): the file rewritten between that look and
+     * this hash is refused (EXECUTABLE_UNVERIFIABLE, field expected_sha256) rather than recorded as the agent's bytes.
      */
     input: z.union([
-      z.strictObject({ session_id: sessionIdSchema, ...scope }),
-      z.strictObject({ path: z.string().min(2).max(4096).startsWith('/'), ...scope }),
+      z.strictObject({ session_id: sessionIdSchema, expected_sha256: expectedSha256, ...scope }),
+      z.strictObject({ path: z.string().min(2).max(4096).startsWith('/'), expected_sha256: expectedSha256, ...scope }),
     ]),
     output: z.object({
       entry: allowlistEntrySchema,

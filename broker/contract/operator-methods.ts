@@ -39,6 +39,7 @@ export const brokerApiMethods = [
   'credential_requests.decline',
   'mcp_servers.authorize',
   'allowlist.list',
+  'allowlist.preview',
   'allowlist.add',
   'allowlist.remove',
   'integrity.anchor',
@@ -119,6 +120,8 @@ export const operatorMethodClass = {
   'mcp_servers.authorize': 'decision',
   // Executables whose processes skip the session card (docs/queue.md); changing that set is a person's decision.
   'allowlist.list': 'read',
+  // The path and sha256 the broker computes for a session's executable (or a file): shown on the card before the add.
+  'allowlist.preview': 'read',
   'allowlist.add': 'decision',
   'allowlist.remove': 'decision',
   // What the start found of the signed integrity anchor (docs/audit.md).

@@ -13,10 +13,11 @@ export function createAllowlistOperator(deps: {
   readonly allowlist: ProcessAllowlist;
   readonly queue: ApprovalQueue;
   readonly logger?: Logger;
-}): Pick<OperatorBroker, 'allowlist.list' | 'allowlist.add' | 'allowlist.remove'> {
+}): Pick<OperatorBroker, 'allowlist.list' | 'allowlist.preview' | 'allowlist.add' | 'allowlist.remove'> {
   const { allowlist, queue, logger } = deps;
   return {
     'allowlist.list': () => allowlist.list(),
+    'allowlist.preview': (input) => allowlist.preview(input),
     'allowlist.add': async (input, actor) => {
       const added = await allowlist.add(input, actor);
       logger?.info({ entry_id: added.entry.entry_id, added: added.added }, 'process allowlist entry added');

@@ -7,6 +7,7 @@ import {
   sessionStanding,
   type SessionApprovalUse,
 } from '../store/sessions-reducer.js';
+import type { ExecutablePreview } from '../store/sessions-slice.js';
 import { CallResultLine } from './approval-card.js';
 import { ReasonForm } from './reason-form.js';
 
@@ -78,10 +79,17 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
   const approve = useAppStore((state) => state.approveSession);
   const revoke = useAppStore((state) => state.revokeSession);
   const alwaysAllow = useAppStore((state) => state.alwaysAllowSession);
+  const preview = useAppStore((state) => state.executablePreviews[id]);
+  const previewExecutable = useAppStore((state) => state.previewExecutable);
   const [revoking, setRevoking] = useState(false);
   const exeName = session.exe?.split(/[\\/]/).at(-1) ?? '(process unknown)';
   const live = session.status === 'pending' || session.status === 'approved';
   const standing = sessionStanding(session, use);
+  const offersAllow = standing.approvable && session.exe !== null;
+  // The broker hashes the executable when the card offers "Always allow": the person sees the bytes the entry binds.
+  useEffect(() => {
+    if (offersAllow && preview === undefined) void previewExecutable(id);
+  }, [offersAllow, preview, previewExecutable, id]);
   return (
     <article
       className={`session-card tone-${standing.tone}`}
@@ -156,16 +164,19 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
               Approve
             </button>
           )}
-          {standing.approvable && session.exe !== null && (
-            <button
-              type="button"
-              disabled={busy !== undefined}
-              title="Adds this executable (its path and the sha256 the broker computes) to the process allowlist, then approves: its later sessions skip this card; per-call cards stay"
-              data-testid={`session-${id}-always-allow`}
-              onClick={() => void alwaysAllow(id)}
-            >
-              Always allow this executable
-            </button>
+          {offersAllow && (
+            <>
+              <button
+                type="button"
+                disabled={busy !== undefined || preview?.state !== 'ready'}
+                title="Adds this executable (its path and the sha256 shown, which the broker computed) to the process allowlist, then approves: its later sessions skip this card; per-call cards stay. Refused if the file changed since."
+                data-testid={`session-${id}-always-allow`}
+                onClick={() => void alwaysAllow(id)}
+              >
+                Always allow this executable
+              </button>
+              <ExecutableHash id={id} preview={preview} />
+            </>
           )}
           {live && (
             <button type="button" className="danger" disabled={busy !== undefined} onClick={() => setRevoking(true)}>
@@ -185,5 +196,27 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
       )}
       {last !== undefined && <CallResultLine result={last} />}
     </article>
+  );
+}
+
+/** The sha256 the broker computed for the card's executable, short (the full one on hover): the bytes "Always allow" binds. */
+function ExecutableHash({ id, preview }: { id: string; preview: ExecutablePreview | undefined }) {
+  const testId = `session-${id}-exe-sha256`;
+  if (preview === undefined || preview.state === 'loading')
+    return (
+      <span className="muted" data-testid={testId} data-state="loading">
+        hashing…
+      </span>
+    );
+  if (preview.state === 'failed')
+    return (
+      <span className="muted" data-testid={testId} data-state="failed">
+        not hashed: {preview.message}
+      </span>
+    );
+  return (
+    <code title={preview.sha256} data-testid={testId} data-state="ready" data-sha256={preview.sha256}>
+      {preview.sha256.slice(0, 'sha256:'.length + 12)}…
+    </code>
   );
 }
