@@ -136,6 +136,11 @@ describe('when the whole data directory is rolled back to an earlier copy', () =
     // No action was admitted for it either: the refusal comes before admission.
     const listed = await callOperator(dataDir, 'actions.list', {});
     expect(listed.actions.length).toBe(1);
+    // A person's retry or reconcile may send too: refused the same way while quarantined, before looking at the action.
+    const actionId = listed.actions[0]?.action_id ?? '';
+    for (const method of ['actions.retry', 'actions.reconcile'] as const)
+      await expect(decide(method, { action_id: actionId })).rejects.toMatchObject({ code: 'JOURNAL_QUARANTINED' });
+    expect(home.arrivals.length).toBe(arrivalsBefore);
   }, 90_000);
 
   it('re-adoption needs a person; then a new anchor is signed, agents are served, and the next start is ok', async () => {

@@ -311,9 +311,14 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'approvals.abandon': (input, actor) => queue.abandon(input.ticket, actor, input.reason),
       'actions.attest': (input, actor) =>
         queue.attest(input.action_id, actor, input.outcome, input.effect, input.basis),
-      'actions.reconcile': (input, actor) => reconciler.reconcile(input.action_id, actor),
+      // Both may send (a reconcile probe, a resend): while quarantined nothing is sent, whoever asks (integrity-anchor.ts).
+      'actions.reconcile': (input, actor) => {
+        anchor.refuseWhileQuarantined();
+        return reconciler.reconcile(input.action_id, actor);
+      },
       // A person's same-key retry: the kept request resent under the next lease (the click is the fresh decision).
       'actions.retry': async (input, actor) => {
+        anchor.refuseWhileQuarantined();
         const result = await retryKeptRequest(
           { ...reconcileDeps, requests, reconcile: automaticReconcile },
           input.action_id,

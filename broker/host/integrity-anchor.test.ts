@@ -1,5 +1,6 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { cpSync, lstatSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -209,6 +210,62 @@ describe('when the start finds the journal behind or beside its anchor', () => {
     const run = await expectQuarantined(dir, 'ANCHOR_TAIL_MISSING');
     await run.journal.close();
   });
+});
+
+/**
+ * The anchor's path is the agent's user's to replace. Before the fix a FIFO there blocked the open forever (inside the
+ * checkpoint's transaction, on the event loop); a watchdog opens the FIFO's writer end after a few seconds, again and
+ * again, so that an unfixed reader is released (and the elapsed time fails the test) instead of hanging the run.
+ */
+describe('when the anchor path is a FIFO, a link to /dev/zero, or a huge file', () => {
+  const watchdogs: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of watchdogs.splice(0)) child.kill('SIGKILL');
+  });
+  function fifoAt(file: string): void {
+    rmSync(file, { force: true });
+    execFileSync('mkfifo', [file]);
+    // Each writer open releases one blocked reader; the loop ends once the FIFO was renamed over.
+    const release = 'sleep 3; while [ -p "$1" ]; do : > "$1"; done';
+    watchdogs.push(spawn('sh', ['-c', release, 'sh', file], { stdio: 'ignore' }));
+  }
+
+  it('the start answers ANCHOR_FORGED at once for each, reading at most the bound', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const file = anchorFileOf(dir, env);
+    const plants: Array<[string, () => void]> = [
+      ['it is not a regular file', () => fifoAt(file)],
+      ['symbolic link', () => (rmSync(file), symlinkSync('/dev/zero', file))],
+      ['larger than', () => (rmSync(file), writeFileSync(file, Buffer.alloc(10 * 1024 * 1024, 0x20)))],
+    ];
+    for (const [why, plant] of plants) {
+      plant();
+      const began = performance.now();
+      const run = await expectQuarantined(dir, 'ANCHOR_FORGED');
+      expect(run.anchor.report().detail).toContain(why);
+      expect(performance.now() - began).toBeLessThan(2_000);
+      await run.journal.close();
+    }
+  }, 20_000);
+
+  it('a FIFO planted after the start does not block the checkpoint: the journal commits and the anchor is replaced', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const run = await start(dir);
+    expect(run.anchor.report()).toMatchObject({ state: 'ok' });
+    fifoAt(anchorFileOf(dir, env));
+    const began = performance.now();
+    expect(run.anchor.report()).toMatchObject({ state: 'ok', found: { counter: 1 } });
+    await appendEvents(run.journal, 2);
+    await run.journal.close();
+    expect(performance.now() - began).toBeLessThan(2_000);
+    expect(lstatSync(anchorFileOf(dir, env)).isFile()).toBe(true);
+    expect(anchorJson(dir)).toMatchObject({ counter: 2, head_seq: 5 });
+    const next = await start(dir);
+    expect(next.anchor.report()).toMatchObject({ state: 'ok', journal: { events: 5, recorded_counter: 2 } });
+    await next.journal.close();
+  }, 20_000);
 });
 
 describe('when a person re-adopts a quarantined journal', () => {

@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, verify } from 'node:crypto';
-import { readFileSync, realpathSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -105,15 +105,36 @@ export function signatureValid(anchor: AnchorFile, signPublic: Uint8Array): bool
   }
 }
 
+/**
+ * Never blocks and never reads more than the bound: the anchor's path is writable by the agent's user, who can make it
+ * a FIFO (a blocking open would stop the event loop inside a checkpoint's transaction), a symlink to /dev/zero, or a
+ * huge file. O_NONBLOCK makes opening a FIFO return at once, O_NOFOLLOW refuses a symlink, and fstat must say a
+ * regular file before one bounded read. Anything else is `unreadable`, which the start judges ANCHOR_FORGED.
+ */
 export function readAnchorFile(file: string): ReadAnchor {
   let text: string;
+  let fd: number;
   try {
-    const bytes = readFileSync(file);
-    if (bytes.length > anchorBytesMax) return { kind: 'unreadable', why: `it is larger than ${anchorBytesMax} bytes` };
-    text = bytes.toString('utf8');
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   } catch (error) {
-    if ((error as { code?: unknown }).code === 'ENOENT') return { kind: 'absent' };
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOENT') return { kind: 'absent' };
+    if (code === 'ELOOP') return { kind: 'unreadable', why: 'it is a symbolic link' };
+    return { kind: 'unreadable', why: `it could not be read (${String(code)})` };
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return { kind: 'unreadable', why: 'it is not a regular file' };
+    if (stat.size > anchorBytesMax) return { kind: 'unreadable', why: `it is larger than ${anchorBytesMax} bytes` };
+    // One byte past the bound tells a file that grew since the fstat from one that fits.
+    const buffer = Buffer.alloc(anchorBytesMax + 1);
+    const length = readSync(fd, buffer, 0, buffer.length, 0);
+    if (length > anchorBytesMax) return { kind: 'unreadable', why: `it is larger than ${anchorBytesMax} bytes` };
+    text = buffer.subarray(0, length).toString('utf8');
+  } catch (error) {
     return { kind: 'unreadable', why: `it could not be read (${String((error as { code?: unknown }).code)})` };
+  } finally {
+    closeSync(fd);
   }
   try {
     const parsed = JSON.parse(text) as Partial<AnchorFile>;
@@ -212,6 +233,8 @@ export interface IntegrityAnchorOptions {
 export interface IntegrityAnchor {
   report(): IntegrityAnchorReport;
   quarantined(): boolean;
+  /** Throws JOURNAL_QUARANTINED while quarantined: for operator actions that send (retry, reconcile). */
+  refuseWhileQuarantined(): void;
   /** The agent's answer while quarantined (undefined: go on). */
   agentRefusal(tool: AgentToolName | 'mcp_tool'): ToolAnswer | undefined;
   /** A person's decision: journal it, sign a new anchor over the journal as it is, serve again. Needs the unlocked vault. */
@@ -257,13 +280,15 @@ export function openIntegrityAnchor(options: IntegrityAnchorOptions): IntegrityA
     readopted: null,
     readopting: false,
   };
+  // The file's counter as the start read it (ours only): writeAnchor never reads the file again.
+  const startCounter = found !== undefined && found.data_dir === dataDirId ? found.counter : 0;
   if (run.verdict.state === 'quarantined')
     logger?.error({ code: run.verdict.code, anchor: file }, `journal quarantined: ${run.verdict.detail}`);
 
   journal.onCheckpoint((head) => {
     if (run.verdict.state === 'quarantined') return undefined;
     try {
-      return writeAnchor(file, dataDirId, head, journal);
+      return writeAnchor(file, dataDirId, head, journal, startCounter);
     } catch (error) {
       // The old anchor stays, consistent with the journal's record; the next checkpoint tries again.
       logger?.error(
@@ -277,6 +302,14 @@ export function openIntegrityAnchor(options: IntegrityAnchorOptions): IntegrityA
   return {
     report: () => anchorReport(run),
     quarantined: () => run.verdict.state === 'quarantined',
+    refuseWhileQuarantined: () => {
+      if (run.verdict.state !== 'quarantined') return;
+      throw new CodedError(
+        'JOURNAL_QUARANTINED',
+        `the journal is quarantined (${run.verdict.code}): nothing is sent until a person re-adopts it`,
+        { field: 'action_id' },
+      );
+    },
     agentRefusal: (tool) =>
       run.verdict.state === 'quarantined' && refusedTools.has(tool) ? quarantinedAnswer() : undefined,
     readopt: async (code, actor) => {
@@ -364,18 +397,23 @@ async function readoptJournal(run: AnchorRun, code: AnchorFailureCode, actor: Op
 }
 
 /**
- * Inside the checkpoint's transaction: the next counter is past both the file's and the journal's record (so a
- * re-adoption after a rollback still moves forward), the file is replaced atomically, and only then is it recorded.
+ * Inside the checkpoint's transaction: the next counter is past both the file's counter as the start read it and the
+ * journal's record (so a re-adoption after a rollback still moves forward), the file is replaced atomically, and only
+ * then is it recorded. The old file is not read here: whatever now sits at its path (a FIFO, a link) is renamed over.
  */
-function writeAnchor(file: string, dataDirId: string, head: SignedHead, journal: Journal): AnchorRecord {
+function writeAnchor(
+  file: string,
+  dataDirId: string,
+  head: SignedHead,
+  journal: Journal,
+  startCounter: number,
+): AnchorRecord {
   const facts = journal.anchorState();
   if (facts.box_public === undefined) throw new Error('a checkpoint was signed without an audit key ring');
-  const read = readAnchorFile(file);
-  const previous = read.kind === 'read' && read.anchor.data_dir === dataDirId ? read.anchor.counter : 0;
   const body: AnchorBody = {
     version: 1,
     data_dir: dataDirId,
-    counter: Math.max(previous, facts.recorded?.counter ?? 0) + 1,
+    counter: Math.max(startCounter, facts.recorded?.counter ?? 0) + 1,
     head_seq: head.size,
     head_hash: Buffer.from(head.root).toString('hex'),
     state_digest: stateDigestOf(head.signPublic, facts.box_public),
