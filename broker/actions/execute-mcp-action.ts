@@ -21,8 +21,9 @@ import {
   type ExecutorDeps,
   acceptedEvent,
   closedFacts,
+  recordCallerCancelled,
   refusalFacts,
-  appendState,
+  settleOnlyAttempt,
   logRecorded,
   recordAccepted,
   vaultRefusal,
@@ -268,51 +269,36 @@ async function record(
   parts: readonly string[],
 ): Promise<McpActionResult> {
   const classification = classifyOutcome(mcpReportEvidence(report));
-  if (report.caller === 'cancelled' || report.stoppedBeforeDispatch === 'cancelled') {
-    const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
-    await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
-  }
+  if (report.caller === 'cancelled' || report.stoppedBeforeDispatch === 'cancelled')
+    await recordCallerCancelled(deps.journal, b.actionId, report.dispatchStarted);
   const delivered =
     report.result !== undefined && 'content' in report.result ? deliver(b, report.result, parts) : undefined;
-  let state: ActionState;
-  let resultId: string | undefined;
-  if (
+  const decided =
     delivered !== undefined &&
     report.dispatchStarted &&
-    (classification.outcome === 'committed' || classification.outcome === 'rejected')
-  ) {
-    resultId = `res_${b.actionId.slice(4)}_1`;
-    // Article 000's order: the retrievable result is durable first, then RESULT_COMMITTED names it.
-    deps.results.commit({
-      result_id: resultId,
-      action_id: b.actionId,
-      attempt: 1,
-      summary: {
-        server: b.server.name,
-        tool: b.tool,
-        is_error: delivered.result.is_error,
-        bytes: delivered.result.bytes,
-      },
-      body: delivered.body,
-      total_bytes: delivered.result.bytes,
-      truncated: delivered.result.truncated,
-      digest: delivered.digest,
-      created_at_ms: deps.clock.nowMs(),
-    });
-    state = await appendState(deps.journal, {
-      kind: 'RESULT_COMMITTED',
-      action_id: b.actionId,
-      payload: { attempt: 1, result_id: resultId, result_digest: delivered.digest },
-      classification,
-    });
-  } else {
-    state = await appendState(deps.journal, {
-      kind: 'OUTCOME_RECORDED',
-      action_id: b.actionId,
-      payload: report.dispatchStarted || report.setup !== undefined ? { attempt: 1 } : {},
-      classification,
-    });
-  }
+    (classification.outcome === 'committed' || classification.outcome === 'rejected');
+  const { state, resultId } = await settleOnlyAttempt(
+    deps,
+    b.actionId,
+    classification,
+    decided
+      ? {
+          result: {
+            summary: {
+              server: b.server.name,
+              tool: b.tool,
+              is_error: delivered.result.is_error,
+              bytes: delivered.result.bytes,
+            },
+            body: delivered.body,
+            total_bytes: delivered.result.bytes,
+            truncated: delivered.result.truncated,
+            digest: delivered.digest,
+            created_at_ms: deps.clock.nowMs(),
+          },
+        }
+      : { attempted: report.dispatchStarted || report.setup !== undefined },
+  );
   log(deps, b.actionId, b.server.name, classification);
   const envelope = buildMcpEnvelope({
     state,

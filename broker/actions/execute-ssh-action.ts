@@ -21,8 +21,9 @@ import {
   type ExecutorDeps,
   acceptedEvent,
   closedFacts,
+  recordCallerCancelled,
   refusalFacts,
-  appendState,
+  settleOnlyAttempt,
   logRecorded,
   recordAccepted,
   vaultRefusal,
@@ -301,13 +302,10 @@ async function record(
   const report = scrubAndRecord(deps, b, observed, scrubber);
   const evidence = sshReportEvidence(report);
   const classification = classifyOutcome(evidence);
-  const stage = report.dispatchStarted ? 'remote_execution' : 'connection_setup';
   // Caller events are recorded as caller events: they never decide the remote effect.
-  if (evidence.caller === 'cancelled')
-    await appendState(deps.journal, { kind: 'CALLER_CANCELLED', action_id: b.actionId, payload: { stage } });
+  if (evidence.caller === 'cancelled') await recordCallerCancelled(deps.journal, b.actionId, report.dispatchStarted);
   const nowMs = deps.clock.nowMs();
-  let state: ActionState;
-  let resultId: string | undefined;
+  let settled: Parameters<typeof settleOnlyAttempt>[3] = { attempted: report.attempts.length > 0 };
   let output: SshActionOutput | undefined;
   if (report.dispatchStarted && (classification.outcome === 'committed' || classification.outcome === 'rejected')) {
     const o = report.output;
@@ -322,47 +320,32 @@ async function record(
       output_complete: report.outputComplete,
       digest: o.digest,
     };
-    resultId = `res_${b.actionId.slice(4)}_1`;
-    // Article 000's order: the retrievable result is durable first, then RESULT_COMMITTED names it.
-    deps.results.commit({
-      result_id: resultId,
-      action_id: b.actionId,
-      attempt: 1,
-      summary: {
-        host: b.host.name,
-        ...(report.exitStatus === undefined ? {} : { exit_status: report.exitStatus }),
-        ...(report.exitSignal === undefined ? {} : { exit_signal: report.exitSignal }),
-        exec_reply: report.execReply ?? null,
-        stdout_bytes: o.stdoutBytes,
-        stderr_bytes: o.stderrBytes,
-        // The body is the kept stdout followed by the kept stderr; this splits it.
-        stdout_stored_bytes: o.stdout.length,
-        stderr_stored_bytes: o.stderr.length,
+    settled = {
+      result: {
+        summary: {
+          host: b.host.name,
+          ...(report.exitStatus === undefined ? {} : { exit_status: report.exitStatus }),
+          ...(report.exitSignal === undefined ? {} : { exit_signal: report.exitSignal }),
+          exec_reply: report.execReply ?? null,
+          stdout_bytes: o.stdoutBytes,
+          stderr_bytes: o.stderrBytes,
+          // The body is the kept stdout followed by the kept stderr; this splits it.
+          stdout_stored_bytes: o.stdout.length,
+          stderr_stored_bytes: o.stderr.length,
+          truncated: o.truncated,
+          output_complete: report.outputComplete,
+          stages: report.stages,
+          ...(report.hostKey === undefined ? {} : { host_key: report.hostKey }),
+        },
+        body: Buffer.concat([o.stdout, o.stderr]),
+        total_bytes: o.stdoutBytes + o.stderrBytes,
         truncated: o.truncated,
-        output_complete: report.outputComplete,
-        stages: report.stages,
-        ...(report.hostKey === undefined ? {} : { host_key: report.hostKey }),
+        digest: o.digest,
+        created_at_ms: nowMs,
       },
-      body: Buffer.concat([o.stdout, o.stderr]),
-      total_bytes: o.stdoutBytes + o.stderrBytes,
-      truncated: o.truncated,
-      digest: o.digest,
-      created_at_ms: nowMs,
-    });
-    state = await appendState(deps.journal, {
-      kind: 'RESULT_COMMITTED',
-      action_id: b.actionId,
-      payload: { attempt: 1, result_id: resultId, result_digest: o.digest },
-      classification,
-    });
-  } else {
-    state = await appendState(deps.journal, {
-      kind: 'OUTCOME_RECORDED',
-      action_id: b.actionId,
-      payload: report.attempts.length === 0 ? {} : { attempt: 1 },
-      classification,
-    });
+    };
   }
+  const { state, resultId } = await settleOnlyAttempt(deps, b.actionId, classification, settled);
   log(deps, b.actionId, b.host.name, classification);
   const envelope = buildSshEnvelope({
     state,

@@ -11,7 +11,7 @@ import {
 import { classifyOutcome, type LocalGate } from '../core/index.js';
 import { stateClassification } from './state-envelope.js';
 import type { PosternConfig } from '../config/index.js';
-import type { Journal, ResultStore } from '../journal/index.js';
+import type { Journal, ResultInput, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialVault, IdSource } from '../ports/index.js';
 import type { DispatchQueue } from '../queue/approval-queue.js';
 
@@ -150,4 +150,44 @@ export function logRecorded(
     },
     message,
   );
+}
+
+/** A caller that cancelled is recorded as a caller event, at the stage it reached; it never decides the effect. */
+export async function recordCallerCancelled(
+  journal: Journal,
+  actionId: string,
+  dispatchStarted: boolean,
+): Promise<void> {
+  const stage = dispatchStarted ? 'remote_execution' : 'connection_setup';
+  await appendState(journal, { kind: 'CALLER_CANCELLED', action_id: actionId, payload: { stage } });
+}
+
+/**
+ * Settles a channel's only attempt (SSH, MCP): with a result, article 000's order — the retrievable result
+ * durable first, then RESULT_COMMITTED naming it; without one, OUTCOME_RECORDED (naming the attempt if there was one).
+ */
+export async function settleOnlyAttempt(
+  deps: { readonly journal: Journal; readonly results: ResultStore },
+  actionId: string,
+  classification: Classification,
+  settled: { result: Omit<ResultInput, 'result_id' | 'action_id' | 'attempt'> } | { attempted: boolean },
+): Promise<{ state: ActionState; resultId?: string }> {
+  if ('attempted' in settled) {
+    const state = await appendState(deps.journal, {
+      kind: 'OUTCOME_RECORDED',
+      action_id: actionId,
+      payload: settled.attempted ? { attempt: 1 } : {},
+      classification,
+    });
+    return { state };
+  }
+  const resultId = `res_${actionId.slice(4)}_1`;
+  deps.results.commit({ ...settled.result, result_id: resultId, action_id: actionId, attempt: 1 });
+  const state = await appendState(deps.journal, {
+    kind: 'RESULT_COMMITTED',
+    action_id: actionId,
+    payload: { attempt: 1, result_id: resultId, result_digest: settled.result.digest },
+    classification,
+  });
+  return { state, resultId };
 }
