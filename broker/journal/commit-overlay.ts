@@ -30,6 +30,8 @@ export class CommitOverlay {
   private readonly timelines = new Map<string, ActionTimeline>();
   /** Each touched action's timeline as stored (from the cache, else read once from the database). */
   private readonly storedTimelines = new Map<string, ActionTimeline>();
+  /** Touched actions whose stored row came from the cache: exactly what this connection last wrote. */
+  private readonly cached = new Map<string, CachedAction>();
 
   constructor(
     private readonly store: JournalStore,
@@ -43,7 +45,10 @@ export class CommitOverlay {
       if (planned !== undefined) return planned;
       if (!this.stored.has(id)) {
         const cached = this.cache.get(id);
-        if (cached !== undefined) this.storedTimelines.set(id, cached.timeline);
+        if (cached !== undefined) {
+          this.storedTimelines.set(id, cached.timeline);
+          this.cached.set(id, cached);
+        }
         this.stored.set(id, cached?.state ?? this.store.loadState(id));
       }
       return this.stored.get(id);
@@ -72,7 +77,8 @@ export class CommitOverlay {
 
   /** Current state goes into the same transaction as the events that changed it. */
   write(): void {
-    for (const [id, state] of this.states) this.store.writeState(state, this.stored.get(id), this.timelineOf(id));
+    for (const [id, state] of this.states)
+      this.store.writeState(state, this.stored.get(id), this.timelineOf(id), this.cached.get(id));
     for (const session of this.sessions.values()) this.store.writeSession(session);
     for (const bound of this.keys.values()) this.store.writeIdempotencyKey(bound);
   }

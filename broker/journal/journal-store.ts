@@ -83,6 +83,8 @@ export class JournalStore implements AuditStore {
    * leaves older buckets until the next minute, and readers ignore buckets outside the hour anyway.
    */
   private prunedForMinute = -Infinity;
+  /** updateChanged's statements by the column set they assign. */
+  private readonly updates = new Map<string, Statement>();
   private readonly sql: {
     lastSeq: () => Statement<[], { seq: number }>;
     lastTicket: () => Statement<[], { value: number }>;
@@ -110,7 +112,7 @@ export class JournalStore implements AuditStore {
     loadState: () => Statement<[string], { state: string }>;
     listStates: () => Statement<[number, number], { state: string }>;
     unrecordedIds: () => Statement<[], { action_id: string }>;
-    upsertAction: () => Statement<[Record<string, unknown>]>;
+    upsertAction: () => Statement<unknown[]>;
     upsertAttempt: () => Statement<[Record<string, unknown>]>;
     upsertTicket: () => Statement<[Record<string, unknown>]>;
     loadSession: () => Statement<[string], { state: string }>;
@@ -128,7 +130,7 @@ export class JournalStore implements AuditStore {
   };
 
   // eslint-disable-next-line max-lines-per-function -- a flat table of prepared statements, one per query
-  constructor(db: Database) {
+  constructor(private readonly db: Database) {
     this.sql = {
       lastSeq: lazy(db, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`),
       lastTicket: lazy(db, `SELECT value FROM meta WHERE key = 'last_ticket'`),
@@ -179,36 +181,7 @@ export class JournalStore implements AuditStore {
         WHERE recorded = 0 AND (dispatch_seq IS NOT NULL OR outcome IS NULL)
         ORDER BY first_seq`,
       ),
-      upsertAction: lazy(
-        db,
-        `
-        INSERT INTO actions (action_id, session_id, ticket, lane, channel, target, request_fingerprint,
-          approval, idempotent, stage, decision, dispatch_evidence, dispatch_seq, outcome, phase, retry,
-          code, effect, outcome_basis, source, retry_after_ms, caller_disposition, recorded, result_id,
-          result_digest, first_seq, last_seq, accepted_at_ms, updated_at_ms, state, target_name, decided_by,
-          decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms)
-        VALUES (@action_id, @session_id, @ticket, @lane, @channel, @target, @request_fingerprint,
-          @approval, @idempotent, @stage, @decision, @dispatch_evidence, @dispatch_seq, @outcome, @phase,
-          @retry, @code, @effect, @outcome_basis, @source, @retry_after_ms, @caller_disposition, @recorded,
-          @result_id, @result_digest, @first_seq, @last_seq, @accepted_at_ms, @updated_at_ms, @state, @target_name,
-          @decided_by, @decided_at_ms, @decided_seq, @dispatched_at_ms, @settled_at_ms, @resolved_at_ms)
-        ON CONFLICT (action_id) DO UPDATE SET
-          session_id = excluded.session_id, ticket = excluded.ticket, lane = excluded.lane,
-          channel = excluded.channel, target = excluded.target,
-          request_fingerprint = excluded.request_fingerprint, approval = excluded.approval,
-          idempotent = excluded.idempotent, stage = excluded.stage, decision = excluded.decision,
-          dispatch_evidence = excluded.dispatch_evidence, dispatch_seq = excluded.dispatch_seq,
-          outcome = excluded.outcome, phase = excluded.phase, retry = excluded.retry, code = excluded.code,
-          effect = excluded.effect, outcome_basis = excluded.outcome_basis, source = excluded.source,
-          retry_after_ms = excluded.retry_after_ms, caller_disposition = excluded.caller_disposition,
-          recorded = excluded.recorded, result_id = excluded.result_id,
-          result_digest = excluded.result_digest, first_seq = excluded.first_seq,
-          last_seq = excluded.last_seq, accepted_at_ms = excluded.accepted_at_ms,
-          updated_at_ms = excluded.updated_at_ms, state = excluded.state, target_name = excluded.target_name,
-          decided_by = excluded.decided_by, decided_at_ms = excluded.decided_at_ms, decided_seq = excluded.decided_seq,
-          dispatched_at_ms = excluded.dispatched_at_ms, settled_at_ms = excluded.settled_at_ms,
-          resolved_at_ms = excluded.resolved_at_ms`,
-      ),
+      upsertAction: lazy(db, upsertActionSql),
       loadTimeline: lazy(
         db,
         `
@@ -502,45 +475,20 @@ export class JournalStore implements AuditStore {
    * must be the row as the database holds it (undefined is checked against the table, so a caller that did not load it
    * cannot count an action twice).
    */
-  writeState(state: ActionState, stored: ActionState | undefined, timeline: ActionTimeline): void {
+  writeState(
+    state: ActionState,
+    stored: ActionState | undefined,
+    timeline: ActionTimeline,
+    written?: { readonly state: ActionState; readonly timeline: ActionTimeline },
+  ): void {
     this.countChange(
       stored === undefined ? this.loadCounted(state.action_id) : countedAction(stored),
       countedAction(state),
     );
-    this.sql.upsertAction().run({
-      ...timeline,
-      target_name: splitActionTarget(state.target).name,
-      action_id: state.action_id,
-      session_id: state.session_id,
-      ticket: state.ticket,
-      lane: state.lane,
-      channel: state.channel,
-      target: state.target,
-      request_fingerprint: state.request_fingerprint,
-      approval: state.approval,
-      idempotent: flag(state.idempotent),
-      stage: state.stage,
-      decision: state.decision,
-      dispatch_evidence: state.dispatch_evidence,
-      dispatch_seq: state.dispatch_seq,
-      outcome: state.outcome,
-      phase: state.phase,
-      retry: state.retry,
-      code: state.code,
-      effect: state.effect,
-      outcome_basis: state.outcome_basis,
-      source: state.source,
-      retry_after_ms: state.retry_after_ms,
-      caller_disposition: state.caller_disposition,
-      recorded: flag(state.recorded),
-      result_id: state.result_id,
-      result_digest: state.result_digest,
-      first_seq: state.first_seq,
-      last_seq: state.last_seq,
-      accepted_at_ms: state.accepted_at_ms,
-      updated_at_ms: state.updated_at_ms,
-      state: JSON.stringify(state),
-    });
+    const json = JSON.stringify(state);
+    if (written === undefined)
+      this.sql.upsertAction().run(state.action_id, ...actionColumns.map(([, value]) => value(state, timeline)), json);
+    else this.updateChanged(state, timeline, written, json);
     for (const [i, a] of state.attempts.entries()) {
       if (stored?.attempts[i] === a) continue;
       this.sql.upsertAttempt().run({
@@ -577,6 +525,38 @@ export class JournalStore implements AuditStore {
         accepted_at_ms: state.accepted_at_ms,
       });
     }
+  }
+
+  /**
+   * An UPDATE of the columns that differ from the row as this connection last wrote it (`before`), by one statement
+   * per column set: SQLite maintains an index only when its columns are assigned, and most events move none of the
+   * action table's indexed columns — only `state`, `stage` and the positions.
+   */
+  private updateChanged(
+    state: ActionState,
+    timeline: ActionTimeline,
+    written: { readonly state: ActionState; readonly timeline: ActionTimeline },
+    json: string,
+  ): void {
+    const names: string[] = [];
+    const values: unknown[] = [];
+    for (const [name, value] of actionColumns) {
+      const now = value(state, timeline);
+      if (now === value(written.state, written.timeline)) continue;
+      names.push(name);
+      values.push(now);
+    }
+    const key = names.join(',');
+    let statement = this.updates.get(key);
+    if (statement === undefined) {
+      if (this.updates.size >= actionUpdateStatementsMax) this.updates.clear();
+      const set = [...names, 'state'].map((name) => `${name} = ?`).join(', ');
+      statement = this.db.prepare(`UPDATE actions SET ${set} WHERE action_id = ?`);
+      this.updates.set(key, statement);
+    }
+    const info = statement.run(...values, json, state.action_id);
+    if (info.changes !== 1)
+      throw new Error(`the actions row of ${state.action_id} was not where this connection last wrote it`);
   }
 }
 
@@ -663,6 +643,57 @@ function ticketChanged(state: ActionState, stored: ActionState | undefined): boo
 function flag(value: boolean): number {
   return value ? 1 : 0;
 }
+
+/** Distinct column sets updateChanged keeps statements for; a handful occur in practice. */
+const actionUpdateStatementsMax = 256;
+
+/**
+ * The actions table's columns besides the key and `state` (the JSON of the whole state), each read from the state and
+ * the action list's timeline: the one list the upsert and updateChanged bind from.
+ */
+const actionColumns: ReadonlyArray<readonly [string, (s: ActionState, t: ActionTimeline) => string | number | null]> = [
+  ['session_id', (s) => s.session_id],
+  ['ticket', (s) => s.ticket],
+  ['lane', (s) => s.lane],
+  ['channel', (s) => s.channel],
+  ['target', (s) => s.target],
+  ['target_name', (s) => splitActionTarget(s.target).name],
+  ['request_fingerprint', (s) => s.request_fingerprint],
+  ['approval', (s) => s.approval],
+  ['idempotent', (s) => flag(s.idempotent)],
+  ['stage', (s) => s.stage],
+  ['decision', (s) => s.decision],
+  ['dispatch_evidence', (s) => s.dispatch_evidence],
+  ['dispatch_seq', (s) => s.dispatch_seq],
+  ['outcome', (s) => s.outcome],
+  ['phase', (s) => s.phase],
+  ['retry', (s) => s.retry],
+  ['code', (s) => s.code],
+  ['effect', (s) => s.effect],
+  ['outcome_basis', (s) => s.outcome_basis],
+  ['source', (s) => s.source],
+  ['retry_after_ms', (s) => s.retry_after_ms],
+  ['caller_disposition', (s) => s.caller_disposition],
+  ['recorded', (s) => flag(s.recorded)],
+  ['result_id', (s) => s.result_id],
+  ['result_digest', (s) => s.result_digest],
+  ['first_seq', (s) => s.first_seq],
+  ['last_seq', (s) => s.last_seq],
+  ['accepted_at_ms', (s) => s.accepted_at_ms],
+  ['updated_at_ms', (s) => s.updated_at_ms],
+  ['decided_by', (_, t) => t.decided_by],
+  ['decided_at_ms', (_, t) => t.decided_at_ms],
+  ['decided_seq', (_, t) => t.decided_seq],
+  ['dispatched_at_ms', (_, t) => t.dispatched_at_ms],
+  ['settled_at_ms', (_, t) => t.settled_at_ms],
+  ['resolved_at_ms', (_, t) => t.resolved_at_ms],
+];
+const actionColumnNames = actionColumns.map(([name]) => name);
+const upsertActionSql = `
+  INSERT INTO actions (action_id, ${actionColumnNames.join(', ')}, state)
+  VALUES (${['action_id', ...actionColumnNames, 'state'].map(() => '?').join(', ')})
+  ON CONFLICT (action_id) DO UPDATE SET
+    ${[...actionColumnNames, 'state'].map((name) => `${name} = excluded.${name}`).join(', ')}`;
 
 /** How many actions the current-state table holds, and how many are in flight or unknown. */
 export interface ActionCounts {

@@ -5,7 +5,7 @@ import { actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 import { StateCache, type CachedAction } from './state-cache.js';
-import { advanceActionTimeline, emptyActionTimeline, foldEvent } from '../core/index.js';
+import { advanceActionTimeline, emptyActionTimeline, foldEvent, splitActionTarget } from '../core/index.js';
 
 let t: TempJournal | undefined;
 afterEach(async () => {
@@ -58,6 +58,8 @@ describe('the state cache', () => {
     }
   });
 
+  // Most events update only the columns that changed since this connection's last write (journal-store updateChanged):
+  // a column that update missed would disagree here.
   it('after every path, each actions column says what the stored state and a fold of its events say', async () => {
     t = await openTempJournal();
     const paths = Object.values(actionPaths) as Array<(id: string) => Parameters<Journal['appendBatch']>[0]>;
@@ -71,11 +73,15 @@ describe('the state cache', () => {
       expect(rows.length).toBe(paths.length);
       const plain = ['session_id', 'ticket', 'lane', 'stage', 'decision', 'dispatch_seq', 'outcome', 'phase', 'retry'];
       const more = ['code', 'effect', 'outcome_basis', 'source', 'caller_disposition', 'result_id', 'last_seq'];
+      const rest = ['channel', 'target', 'request_fingerprint', 'approval', 'dispatch_evidence', 'retry_after_ms'];
+      const positions = ['result_digest', 'first_seq', 'accepted_at_ms', 'updated_at_ms'];
       for (const row of rows) {
         const state = JSON.parse(String(row['state'])) as Record<string, unknown>;
-        for (const column of [...plain, ...more])
+        for (const column of [...plain, ...more, ...rest, ...positions])
           expect([row['action_id'], column, row[column]]).toEqual([row['action_id'], column, state[column]]);
         expect(row['recorded']).toBe(state['recorded'] === true ? 1 : 0);
+        expect(row['idempotent']).toBe(state['idempotent'] === true ? 1 : 0);
+        expect(row['target_name']).toBe(splitActionTarget(String(state['target'])).name);
         // The timeline columns as a fold of the action's own events computes them, independently of the store.
         let folded: ActionState | undefined;
         let timeline = emptyActionTimeline;
