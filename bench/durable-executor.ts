@@ -86,7 +86,7 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
     ids: createRandomIdSource(systemClock),
     clock: systemClock,
     journal,
-    results,
+    results: rig.capture.results(results),
     vault,
     config,
     channel,

@@ -8,7 +8,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
-import type { Journal } from '../broker/journal/index.js';
+import { ResultStore, type Journal, type ResultInput, type UnitRows } from '../broker/journal/index.js';
 import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { summarize, type Summary } from './durable-measure.js';
@@ -34,6 +34,8 @@ const actionWrite = /^((try)?append(Batch)?|beginDispatch|durable|commit\w*|reco
 export class JournalCapture {
   private readonly context = new AsyncLocalStorage<CapturedAction>();
   private readonly actions: CapturedAction[] = [];
+  /** The result each rows object written with RESULT_COMMITTED came from (ResultStore.rowsOf), replayed by value. */
+  private readonly rowInputs = new WeakMap<object, ResultInput>();
   readonly journal: Journal;
 
   constructor(
@@ -54,9 +56,28 @@ export class JournalCapture {
           // names this action (or names none, like durable()) is this action's.
           if (action !== undefined && (named === undefined || named === action.actionId)) {
             action.lane ??= laneOf(args[0]);
-            action.calls.push({ method: property, args: args.map((a) => copy(a, (s) => s)) });
+            const byValue = args.map((a) => {
+              const input = typeof a === 'object' && a !== null ? this.rowInputs.get(a) : undefined;
+              return input === undefined ? a : { resultRows: input };
+            });
+            action.calls.push({ method: property, args: byValue.map((a) => copy(a, (s) => s)) });
           }
           return fn(...args);
+        };
+      },
+    });
+  }
+
+  /** The result store with each result's rows remembered by their input, so a replay writes fresh ones. */
+  results(store: ResultStore): ResultStore {
+    return new Proxy(store, {
+      get: (target, property, receiver) => {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (property !== 'rowsOf' || typeof value !== 'function') return value;
+        return (input: ResultInput): UnitRows => {
+          const rows = target.rowsOf(input);
+          this.rowInputs.set(rows, input);
+          return rows;
         };
       },
     });
@@ -83,6 +104,7 @@ export async function replayCeiling(
   runMs: number,
 ): Promise<{ summary: Summary; eventsPerAction: number; mix: string }> {
   const temp = await openTempJournal();
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
   const ids = createRandomIdSource(systemClock);
   const latenciesMs: number[] = [];
   const started = performance.now();
@@ -92,8 +114,13 @@ export async function replayCeiling(
       while (performance.now() - started < runMs) {
         replays += 1;
         const [newId, newLane] = [ids.newActionId(), `${action.lane ?? 'lane'}-${replays}`];
+        // An action id's tail also names its results (res_<tail>_<attempt>).
         const rename = (s: string): string =>
-          s === action.lane ? newLane : action.actionId === undefined ? s : s.replaceAll(action.actionId, newId);
+          s === action.lane
+            ? newLane
+            : action.actionId === undefined
+              ? s
+              : s.replaceAll(action.actionId.slice(4), newId.slice(4));
         for (const call of action.calls) {
           const method = (temp.journal as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
             call.method
@@ -101,7 +128,11 @@ export async function replayCeiling(
           const t0 = performance.now();
           await method?.apply(
             temp.journal,
-            call.args.map((a) => copy(a, rename)),
+            call.args.map((a) =>
+              isRecord(a) && 'resultRows' in a
+                ? results.rowsOf(copy(a['resultRows'], rename) as ResultInput)
+                : copy(a, rename),
+            ),
           );
           latenciesMs.push(performance.now() - t0);
         }
@@ -115,6 +146,7 @@ export async function replayCeiling(
     const summary = { ...summarize(latenciesMs, seconds), count: events, perSecond: events / seconds };
     return { summary, eventsPerAction: events / replays, mix: mixOf(action) };
   } finally {
+    results.close();
     await temp.dispose();
   }
 }

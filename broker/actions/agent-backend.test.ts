@@ -442,7 +442,7 @@ describe('when the executor throws after the action was admitted', () => {
     const failingCommit = (real: ResultStore): ResultStore =>
       new Proxy(real, {
         get(target, key) {
-          if (key === 'commit')
+          if (key === 'rowsOf')
             return () => {
               throw new CodedError('INTERNAL', 'the result store failed');
             };

@@ -39,7 +39,7 @@ export type { HttpActionOptions } from './admission-policy.js';
  * PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → its turn in the queue (card, decision, lane order; a
  * closure ends it here) → CREDENTIAL_AUTHORIZED → the channel's
  * attempts (SETUP_ATTEMPT_FAILED… / DISPATCH_STARTED, REQUEST_SENT, REMOTE_RESPONSE_*) → the result
- * rows, then RESULT_COMMITTED; or OUTCOME_RECORDED. Every classification comes from broker/core
+ * rows with RESULT_COMMITTED (one transaction); or OUTCOME_RECORDED. Every classification comes from broker/core
  * classifyOutcome. Returns only after the record is durable (article 000's order).
  */
 export async function executeHttpAction(deps: HttpActionDeps, input: unknown): Promise<HttpActionResult> {

@@ -56,7 +56,7 @@ export interface McpActionResult {
  * Drives one upstream MCP tool call from admission to a recorded outcome, with the same steps as an SSH command:
  * ACTION_ACCEPTED → PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → its turn (card, decision, lane order) →
  * CREDENTIAL_AUTHORIZED → the channel (SETUP_ATTEMPT_FAILED / DISPATCH_STARTED before the JSON-RPC request is
- * written, REQUEST_SENT, REMOTE_RESPONSE_*, CONNECTION_LOST) → result rows then RESULT_COMMITTED, or
+ * written, REQUEST_SENT, REMOTE_RESPONSE_*, CONNECTION_LOST) → result rows with RESULT_COMMITTED (one transaction), or
  * OUTCOME_RECORDED. A tool call is never retried by the broker (no tool is assumed idempotent).
  */
 export async function executeMcpAction(

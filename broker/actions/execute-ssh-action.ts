@@ -64,7 +64,7 @@ export interface SshActionResult {
  * PREFLIGHT_VALIDATED | PREFLIGHT_FAILED → its turn in the queue (card, decision, lane order) →
  * CREDENTIAL_AUTHORIZED → the channel
  * (SETUP_ATTEMPT_FAILED / DISPATCH_STARTED, REQUEST_SENT, REMOTE_RESPONSE_STARTED, EXIT_*,
- * OUTPUT_RECEIVED, CHANNEL_CLOSED, CONNECTION_LOST) → result rows then RESULT_COMMITTED, or
+ * OUTPUT_RECEIVED, CHANNEL_CLOSED, CONNECTION_LOST) → result rows with RESULT_COMMITTED (one transaction), or
  * OUTCOME_RECORDED. Classification is broker/core's. `cancel` is the caller's cancellation.
  */
 export async function executeSshAction(

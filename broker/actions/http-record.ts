@@ -1,7 +1,7 @@
 /**
  * The last two steps of one HTTP attempt, shared by the first run and the retry path through dispatch (http-steps.ts):
- * record (the channel's report classified by broker/core and made durable: the result rows, then RESULT_COMMITTED, or
- * OUTCOME_RECORDED) and answer (the envelope of what was recorded). Also the answers given without an attempt's record:
+ * record (the channel's report classified by broker/core and made durable: the result rows with the RESULT_COMMITTED
+ * naming them, one transaction, or OUTCOME_RECORDED) and answer (the envelope of what was recorded). Also the answers given without an attempt's record:
  * a pre-dispatch refusal, a closed ticket, and settle's closed-or-unknown after a journal failure.
  */
 import type { HttpChannelReport } from '../channels/http/index.js';
@@ -17,7 +17,7 @@ import {
 } from '../core/index.js';
 import { buildHttpEnvelope, type EnvelopeFacts } from './http-envelope.js';
 import type { SettleAnswers } from './settle.js';
-import { appendState, closedFacts, logRecorded, refusalFacts } from './record-refusal.js';
+import { appendResultCommitted, appendState, closedFacts, logRecorded, refusalFacts } from './record-refusal.js';
 import type { SecretScrubber } from './secret-scrubber.js';
 import { deliveredResponse, diagnosticBody, type HttpActionResponse } from './delivered-response.js';
 import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
@@ -81,8 +81,8 @@ export async function record(
 }
 
 /**
- * A settled response: the retrievable result is durable first, then RESULT_COMMITTED names it (article 000's order),
- * then a 202's OPERATION_SUBMITTED. A declared batch's member outcomes may change the classification recorded.
+ * A settled response: the retrievable result and the RESULT_COMMITTED naming it in one transaction, so the event never
+ * names a result that is not durable (article 000's order), then a 202's OPERATION_SUBMITTED. A declared batch's member outcomes may change the classification recorded.
  */
 async function commitResult(
   deps: HttpActionDeps,
@@ -102,7 +102,7 @@ async function commitResult(
   let batch: BatchVerdict['batch'] | undefined;
   const result = deliveredResponse(settled.response, scrubber, deps.channel.limits);
   const resultId = `res_${b.actionId.slice(4)}_${attempt}`;
-  deps.results.commit({
+  const stored = {
     result_id: resultId,
     action_id: b.actionId,
     attempt,
@@ -112,7 +112,7 @@ async function commitResult(
     truncated: result.truncated,
     digest: result.digest,
     created_at_ms: nowMs,
-  });
+  };
   if (b.route.batch !== undefined) {
     // A declared batch: the parent transport result plus one outcome per member (article 000).
     const sameKeyRetryAllowed =
@@ -126,7 +126,7 @@ async function commitResult(
       scrubber,
     ));
   }
-  let state = await appendState(deps.journal, {
+  let state = await appendResultCommitted(deps, stored, {
     kind: 'RESULT_COMMITTED',
     action_id: b.actionId,
     // The digest of the result as stored and delivered (scrubbed); the wire digest is REMOTE_RESPONSE_COMPLETE's.

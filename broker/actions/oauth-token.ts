@@ -21,7 +21,7 @@ import { deliveredResponse, type HttpActionResponse } from './delivered-response
 import type { HttpActionDeps } from './http-action-deps.js';
 import { authorizationRefusal } from './journal-failure.js';
 import { runRecorded } from './record-broker-error.js';
-import { acceptedEvent, appendState, logRecorded } from './record-refusal.js';
+import { acceptedEvent, appendResultCommitted, appendState, logRecorded } from './record-refusal.js';
 import { formEncode, secretParts, secretScrubber } from './secret-scrubber.js';
 import { settle } from './settle.js';
 
@@ -380,7 +380,7 @@ async function commitTokenResult(
   nowMs: number,
 ): Promise<ActionState> {
   const resultId = `res_${actionId.slice(4)}_${attempt}`;
-  deps.results.commit({
+  const stored = {
     result_id: resultId,
     action_id: actionId,
     attempt,
@@ -398,8 +398,8 @@ async function commitTokenResult(
     truncated: result.truncated,
     digest: result.digest,
     created_at_ms: nowMs,
-  });
-  return appendState(deps.journal, {
+  };
+  return appendResultCommitted(deps, stored, {
     kind: 'RESULT_COMMITTED',
     action_id: actionId,
     payload: { attempt, result_id: resultId, result_digest: result.digest },

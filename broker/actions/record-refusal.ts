@@ -20,6 +20,18 @@ export async function appendState(journal: Journal, event: NewEvent): Promise<Ac
   return (await journal.append(event)).state;
 }
 
+/**
+ * Article 000's order, in one transaction: the retrievable result (sealed now) and the RESULT_COMMITTED naming it are
+ * written and synced together, so the event never names a result that is not durable.
+ */
+export async function appendResultCommitted(
+  deps: { readonly journal: Journal; readonly results: ResultStore },
+  result: ResultInput,
+  event: NewEvent,
+): Promise<ActionState> {
+  return (await deps.journal.append(event, deps.results.rowsOf(result))).state;
+}
+
 /** What an executor of any channel runs on, beside its channel (execute-ssh-action.ts, execute-mcp-action.ts). */
 export interface ExecutorDeps extends AdmissionDeps {
   readonly ids: IdSource;
@@ -163,8 +175,8 @@ export async function recordCallerCancelled(
 }
 
 /**
- * Settles a channel's only attempt (SSH, MCP): with a result, article 000's order — the retrievable result
- * durable first, then RESULT_COMMITTED naming it; without one, OUTCOME_RECORDED (naming the attempt if there was one).
+ * Settles a channel's only attempt (SSH, MCP): with a result, the retrievable result and RESULT_COMMITTED naming
+ * it in one transaction (appendResultCommitted); without one, OUTCOME_RECORDED (naming the attempt if there was one).
  */
 export async function settleOnlyAttempt(
   deps: { readonly journal: Journal; readonly results: ResultStore },
@@ -182,12 +194,15 @@ export async function settleOnlyAttempt(
     return { state };
   }
   const resultId = `res_${actionId.slice(4)}_1`;
-  deps.results.commit({ ...settled.result, result_id: resultId, action_id: actionId, attempt: 1 });
-  const state = await appendState(deps.journal, {
-    kind: 'RESULT_COMMITTED',
-    action_id: actionId,
-    payload: { attempt: 1, result_id: resultId, result_digest: settled.result.digest },
-    classification,
-  });
+  const state = await appendResultCommitted(
+    deps,
+    { ...settled.result, result_id: resultId, action_id: actionId, attempt: 1 },
+    {
+      kind: 'RESULT_COMMITTED',
+      action_id: actionId,
+      payload: { attempt: 1, result_id: resultId, result_digest: settled.result.digest },
+      classification,
+    },
+  );
   return { state, resultId };
 }

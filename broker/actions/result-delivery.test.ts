@@ -7,7 +7,7 @@ import {
   type JournalEvent,
   type NewEvent,
 } from '../contract/index.js';
-import type { Journal, ResultInput, ResultStore } from '../journal/index.js';
+import type { Journal, ResultInput, ResultStore, UnitRows } from '../journal/index.js';
 import { createRandomIdSource, type AgentBackend, type ToolAnswer } from '../ports/index.js';
 import { connectPostern, PosternActionError, type PosternClient } from '../sdk/index.js';
 import { connectRawLines, initializeFrame, type RawLineClient } from '../testing/malformed-mcp.js';
@@ -32,8 +32,8 @@ afterEach(async () => {
 });
 
 interface Seams {
-  /** Called after the result rows are durable, before RESULT_COMMITTED is appended. */
-  readonly afterResultStored?: () => void;
+  /** Called once the result is sealed, before the commit that writes it with the RESULT_COMMITTED naming it. */
+  readonly afterResultSealed?: () => void;
   /** Called once RESULT_COMMITTED is durable, before the executor answers. */
   readonly afterResultCommitted?: () => void;
   /** Wraps the backend the socket talks to. */
@@ -50,7 +50,7 @@ async function start(seams: Seams = {}): Promise<void> {
       : { ...f.config, results: { retention_seconds: seams.retentionSeconds } };
   backend = await createAgentBackend({
     journal: withAfterAppend(f.h.temp.journal, 'RESULT_COMMITTED', seams.afterResultCommitted),
-    results: withAfterCommit(f.h.results, seams.afterResultStored),
+    results: withAfterSeal(f.h.results, seams.afterResultSealed),
     queue: f.queue,
     config,
     clock: f.h.temp.clock,
@@ -71,14 +71,15 @@ async function start(seams: Seams = {}): Promise<void> {
   closers.push(() => socket.close());
 }
 
-function withAfterCommit(real: ResultStore, after: (() => void) | undefined): ResultStore {
+function withAfterSeal(real: ResultStore, after: (() => void) | undefined): ResultStore {
   if (after === undefined) return real;
   return new Proxy(real, {
     get(target, prop) {
-      if (prop === 'commit') {
+      if (prop === 'rowsOf') {
         return (input: ResultInput) => {
-          target.commit(input);
+          const rows = target.rowsOf(input);
           after();
+          return rows;
         };
       }
       const value: unknown = Reflect.get(target, prop, target);
@@ -92,8 +93,8 @@ function withAfterAppend(real: Journal, kind: NewEvent['kind'], after: (() => vo
   return new Proxy(real, {
     get(target, prop) {
       if (prop === 'append') {
-        return async (event: NewEvent) => {
-          const appended = await target.append(event);
+        return async (event: NewEvent, rows?: UnitRows) => {
+          const appended = await target.append(event, rows);
           if (event.kind === kind) after();
           return appended;
         };
@@ -141,7 +142,7 @@ const count = (actionId: string, kind: string): number => kinds(actionId).filter
 
 describe('when the agent’s connection drops after the response is recorded', () => {
   it.each([
-    ['after the result rows are durable, before RESULT_COMMITTED', 'stored'],
+    ['after the result is sealed, before the commit that writes it with RESULT_COMMITTED', 'sealed'],
     ['after RESULT_COMMITTED is durable, before the answer is built', 'committed'],
   ] as const)(
     '%s: fetch_result on a new connection gets the committed result; the remote was called once',
@@ -149,7 +150,7 @@ describe('when the agent’s connection drops after the response is recorded', (
       // The seam needs the connection before it exists: a holder filled once it does.
       const held: { agent?: RawLineClient } = {};
       const drop = (): void => held.agent?.destroy();
-      await start(point === 'stored' ? { afterResultStored: drop } : { afterResultCommitted: drop });
+      await start(point === 'sealed' ? { afterResultSealed: drop } : { afterResultCommitted: drop });
       const first = await rawAgent();
       held.agent = first;
       httpCall(first, 'once');

@@ -11,6 +11,7 @@ export {
   type JournalState,
   type JournalStats,
   type SealedEventHeader,
+  type UnitRows,
 } from './journal.js';
 export type { Appended, AppendedConfig, AppendedSession } from './plan-unit.js';
 export {

@@ -119,7 +119,7 @@ export class JournalStore implements AuditStore {
     listSessions: () => Statement<[number], { state: string }>;
     findSession: () => Statement<[number, string], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
-    listLane: () => Statement<[string, number, number], { state: string }>;
+    listLane: () => Statement<[string, number, number], { action_id: string; last_seq: number }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
@@ -221,7 +221,10 @@ export class JournalStore implements AuditStore {
         ON CONFLICT (session_id) DO UPDATE SET
           status = excluded.status, last_seq = excluded.last_seq, state = excluded.state`,
       ),
-      listLane: lazy(db, `SELECT state FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`),
+      listLane: lazy(
+        db,
+        `SELECT action_id, last_seq FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`,
+      ),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       // A credential request has a few events (asked, answered): its whole header list is small.
@@ -386,11 +389,26 @@ export class JournalStore implements AuditStore {
     });
   }
 
-  listLane(lane: string, fromTicket: number, limit: number): ActionState[] {
+  /**
+   * A lane's actions from a ticket on. The index answers which actions and how far each has got; a state `known`
+   * holds at that position (the journal's cache) is used as it is, any other is read and parsed.
+   */
+  listLane(
+    lane: string,
+    fromTicket: number,
+    limit: number,
+    known: (actionId: string) => ActionState | undefined,
+  ): ActionState[] {
     return this.sql
       .listLane()
       .all(lane, fromTicket, limit)
-      .map((row) => upgradeActionState(row.state));
+      .map((row) => {
+        const state = known(row.action_id);
+        if (state?.last_seq === row.last_seq) return state;
+        const stored = this.loadState(row.action_id);
+        if (stored === undefined) throw new Error(`the actions row of ${row.action_id} vanished inside one read`);
+        return stored;
+      });
   }
 
   /**

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
+import type { UnitRows } from './journal.js';
 import { requireDurableConnection } from './durability.js';
 import { RecordingStore } from './recording-store.js';
 
@@ -70,12 +71,12 @@ export interface StoredResult {
 
 /**
  * The retrievable result under an invocation id (migration 003: results + result_chunks). Its own
- * connection to the journal file, with the same durability pragmas read back, because the journal's
- * connection is private to its group commit. Order of writes (article 000): the executor commits
- * the result here — summary, every chunk and the completeness marker in ONE transaction, fsynced —
- * and only then appends RESULT_COMMITTED naming it, so a RESULT_COMMITTED never points at a result
- * that is not durable; a crash in between leaves an unreferenced complete result and an action that
- * recovery classifies from its own events. Fetching a result is a read, never a second execution.
+ * connection to the journal file (reads, purges), with the same durability pragmas read back. Order of
+ * writes (article 000: a RESULT_COMMITTED never points at a result that is not durable): the executor
+ * seals the result here (rowsOf) and the journal writes its rows — summary, every chunk and the
+ * completeness marker — in the same transaction as the RESULT_COMMITTED naming it, so both are durable
+ * with one sync or neither exists; a crash before that commit leaves an action that recovery
+ * classifies from its own events. Fetching a result is a read, never a second execution.
  * After `results.retention_seconds` the bytes are purged (purgeExpired) but the row stays, marked:
  * head() still answers, and a read of the bytes is RESULT_EXPIRED — never partial bytes, never
  * "no such result".
@@ -128,7 +129,17 @@ export class ResultStore {
     }
   }
 
+  /** Commits a result in a transaction of its own (RESULT_COMMITTED's path uses rowsOf instead: one transaction). */
   commit(input: ResultInput): void {
+    const rows = this.rowsOf(input);
+    this.db.transaction(() => rows.write(this.db)).immediate();
+  }
+
+  /**
+   * A result's rows, sealed now (before any write lock is held), for the journal to write in the transaction of the
+   * RESULT_COMMITTED that names it (Journal.append's `rows`): the result and the event naming it commit together.
+   */
+  rowsOf(input: ResultInput): UnitRows {
     const summary = JSON.stringify(input.summary);
     if (Buffer.byteLength(summary) > resultSummaryBytesMax) {
       throw new CodedError('PAYLOAD_LIMIT', `a result summary is at most ${resultSummaryBytesMax} bytes`, {
@@ -137,7 +148,6 @@ export class ResultStore {
     }
     const body = Buffer.from(input.body.buffer, input.body.byteOffset, input.body.byteLength);
     const chunks = Math.ceil(body.length / resultChunkBytes);
-    // Sealed before the transaction: the write lock is held for the writes only.
     const sealedSummary = this.cipher.seal(resultSummaryAd(input.result_id), Buffer.from(summary, 'utf8'));
     const sealedChunks = Array.from({ length: chunks }, (_, n) =>
       this.cipher.seal(
@@ -145,14 +155,10 @@ export class ResultStore {
         body.subarray(n * resultChunkBytes, (n + 1) * resultChunkBytes),
       ),
     );
-    const insertResult = this.sql(
-      `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
-    );
-    const insertChunk = this.sql(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
-    this.db
-      .transaction(() => {
-        insertResult.run(
+    return {
+      write: (db) => {
+        const sql = resultStatements(db);
+        sql.insertResult.run(
           input.result_id,
           input.action_id,
           input.attempt,
@@ -166,9 +172,9 @@ export class ResultStore {
           sealedSummary.nonce,
           sealedSummary.ciphertext,
         );
-        sealedChunks.forEach((chunk, n) => insertChunk.run(input.result_id, n, chunk.ciphertext, chunk.nonce));
-      })
-      .immediate();
+        sealedChunks.forEach((chunk, n) => sql.insertChunk.run(input.result_id, n, chunk.ciphertext, chunk.nonce));
+      },
+    };
   }
 
   /**
@@ -346,4 +352,28 @@ function headOf(row: ResultRow): StoredResultHead {
     created_at_ms: row.created_at_ms,
     purged_at_ms: row.purged_at_ms,
   };
+}
+
+const resultWrites = new WeakMap<
+  Database.Database,
+  { insertResult: Database.Statement; insertChunk: Database.Statement }
+>();
+
+/** A result's insert statements, prepared once per connection (the store's own, or the journal's). */
+function resultStatements(db: Database.Database): {
+  insertResult: Database.Statement;
+  insertChunk: Database.Statement;
+} {
+  let statements = resultWrites.get(db);
+  if (statements === undefined) {
+    statements = {
+      insertResult: db.prepare(
+        `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
+      ),
+      insertChunk: db.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`),
+    };
+    resultWrites.set(db, statements);
+  }
+  return statements;
 }

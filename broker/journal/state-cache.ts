@@ -30,6 +30,11 @@ export class StateCache {
     return entry;
   }
 
+  /** get() without touching the entry's recency (a lane read must not keep settled actions in memory). */
+  peek(actionId: string): CachedAction | undefined {
+    return this.entries.get(actionId);
+  }
+
   /** After COMMIT only. */
   committed(written: Iterable<readonly [string, CachedAction]>): void {
     for (const [id, entry] of written) {
