@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../contract/index.js';
-import type { Journal } from '../journal/index.js';
+import type { Journal, UnitRows } from '../journal/index.js';
 import type { DispatchGate } from '../ports/index.js';
 import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
@@ -21,9 +21,9 @@ afterAll(async () => {
 function heldAuthorization(journal: Journal, dispatchBegun: Promise<void>): Journal {
   return new Proxy(journal, {
     get(target, key) {
-      if (key === 'append') {
-        return (event: NewEvent) => {
-          const appended = target.append(event);
+      if (key === 'append' || key === 'appendLater') {
+        return (event: NewEvent, rows?: UnitRows) => {
+          const appended = key === 'append' ? target.append(event, rows) : target.appendLater(event);
           if (event.kind !== 'CREDENTIAL_AUTHORIZED') return appended;
           return Promise.all([appended, dispatchBegun]).then(([a]) => a);
         };

@@ -30,9 +30,13 @@ afterEach(() => dir.remove());
  * and blocks), then SIGKILLs it: no close, no flush, no exit handlers. Waits on the child's own
  * output and exit, never on a timer.
  */
-function runUntilCut(dbPath: string, cut: number, mode: 'answered' | 'committed' = 'answered'): Promise<string[]> {
+function runUntilCut(
+  dbPath: string,
+  cut: number,
+  mode: 'answered' | 'committed' | 'held' = 'answered',
+): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const args = ['--import', 'tsx', driverPath, dbPath, String(cut), ...(mode === 'committed' ? ['committed'] : [])];
+    const args = ['--import', 'tsx', driverPath, dbPath, String(cut), ...(mode === 'answered' ? [] : [mode])];
     const child = spawn(process.execPath, args, {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -146,6 +150,37 @@ describe('when the broker is killed between a commit and the sync that would mak
         expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
       else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
       expect(kind).toBe(transitions[cut - 1]);
+      await journal.close();
+    },
+  );
+});
+
+describe('when the broker is killed with an observation held for the next commit (appendLater)', () => {
+  // Transitions that do not wait for the disk, each queued to ride in the next commit; none comes before the kill.
+  const held = transitions.map((kind, i) => [i + 1, kind] as const).filter(([, kind]) => !eventWaitsForDisk[kind]);
+
+  it.each(held)(
+    'held at transition %i (%s): its caller was never answered, the log ends before it, and recovery says so',
+    async (cut, kind) => {
+      const dbPath = join(dir.path, 'journal.sqlite');
+      const lines = await runUntilCut(dbPath, cut, 'held');
+      expect(lines).toContain(`held ${cut}`);
+      expect(lines).not.toContain(`answered ${cut}`);
+
+      const vault = await createMemoryVault('unlocked', crashVaultKey);
+      const journal = await Journal.open({ path: dbPath, clock: new FakeClock(), vault });
+      const events = [...journal.events()];
+      const recorded = events.filter((e) => e.action_id === crashActionId).map((e) => e.kind);
+      // Everything answered before the held one survived; the held one was never committed.
+      expect(recorded.slice(0, cut - 1)).toEqual(transitions.slice(0, cut - 1));
+      expect(recorded.slice(cut - 1)).not.toContain(kind);
+      const state = journal.getAction(crashActionId);
+      if (cut === 1) expect(state).toBeUndefined();
+      else if (cut <= dispatchAt)
+        expect(state).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED', dispatch_seq: null });
+      else if (cut < committedAt)
+        expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
+      else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
       await journal.close();
     },
   );

@@ -59,13 +59,15 @@ import {
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
-import { AnchorStore, type AnchorFacts, type AnchorRecord } from './anchor-store.js';
+import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { StateCache } from './state-cache.js';
 import { WalSync } from './wal-sync.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
 export const batchEventsMaxDefault = 256;
+/** How long an observation queued by appendLater waits for a commit to ride in before it gets one of its own. */
+export const laterFlushMsDefault = 5;
 /** Events waiting for a commit; beyond this appends are refused instead of queueing without end. */
 export const pendingEventsMaxDefault = 16_384;
 /** The database may not grow past this (PRAGMA max_page_count); a full journal fails closed. */
@@ -83,6 +85,8 @@ export interface JournalOpenOptions {
   /** false: one transaction per append (or per batch), for the benchmark's comparison. */
   readonly groupCommit?: boolean;
   readonly batchEventsMax?: number;
+  /** appendLater's wait for a commit to ride in (ms). */
+  readonly laterFlushMs?: number;
   readonly pendingEventsMax?: number;
   readonly journalBytesMax?: number;
   readonly busyTimeoutMs?: number;
@@ -171,8 +175,19 @@ export interface JournalCommit {
 export type AppendResult<T> =
   { readonly ok: true; readonly appended: T } | { readonly ok: false; readonly refusal: TransitionRefusal };
 
+/**
+ * Rows another store of the journal's file writes in the transaction of a unit's events (ResultStore.rowsOf: a
+ * result and the RESULT_COMMITTED naming it), only if the unit is accepted; sealed before, never under the lock.
+ */
+export interface UnitRows {
+  write(db: Database.Database): void;
+}
+
 interface Unit {
   readonly events: readonly NewEvent[];
+  readonly rows?: UnitRows;
+  /** appendLater: flushed by the next unit that is not, by a read, by durable(), or after laterFlushMs. */
+  readonly later: boolean;
   /** Settled only once a sync covers the commit (event-durability.ts); otherwise once COMMIT returns. */
   readonly waits: boolean;
   /** Committed, or refused as a value; reject is for everything else (a malformed event, a bug, a failed journal). */
@@ -220,6 +235,8 @@ export class Journal {
   private queue: Unit[] = [];
   private pendingEvents = 0;
   private flushScheduled = false;
+  private laterTimer: NodeJS.Timeout | undefined = undefined;
+  private readonly laterFlushMs: number;
   private state: JournalState = 'open';
   private failure: unknown = undefined;
   private eventCount: number;
@@ -244,6 +261,7 @@ export class Journal {
     this.groupCommit = options.groupCommit ?? true;
     this.batchEventsMax = positive(options.batchEventsMax ?? batchEventsMaxDefault, 'batchEventsMax');
     this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
+    this.laterFlushMs = positive(options.laterFlushMs ?? laterFlushMsDefault, 'laterFlushMs');
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
     this.audit = new AuditWriter(
@@ -301,18 +319,45 @@ export class Journal {
    * caller that does not expect a race gets a refusal as TransitionRefused (its code and message as
    * ever); a caller that does uses tryAppend and switches on the refusal.
    */
-  async append(event: NewEvent): Promise<Appended> {
-    return appendedOrThrow(await this.tryAppend(event));
+  async append(event: NewEvent, rows?: UnitRows): Promise<Appended> {
+    return appendedOrThrow(await this.tryAppend(event, rows));
   }
 
-  /** append, with a lost race answered as a value instead of thrown. */
-  async tryAppend(event: NewEvent): Promise<AppendResult<Appended>> {
-    const result = await this.enqueue([event], 'action');
+  /**
+   * append, with a lost race answered as a value instead of thrown. `rows` commit in the same transaction as the
+   * event, or not at all (a refused event writes none; a constraint they break refuses the event with that error).
+   */
+  async tryAppend(event: NewEvent, rows?: UnitRows): Promise<AppendResult<Appended>> {
+    const result = await this.enqueue([event], 'action', rows);
     if (!result.ok) return result;
     const [appended] = result.appended;
     if (appended === undefined || !('state' in appended))
       throw new Error('a one-event unit resolved without its event');
     return { ok: true, appended };
+  }
+
+  /**
+   * An observation that rides in the next commit (event-durability.ts: admission and observations do not wait for the
+   * disk, nor for a commit of their own): queued in order like any append, but it starts no commit by itself. It
+   * settles with the commit of the next append that is not "later" (a DISPATCH_STARTED, a RESULT_COMMITTED: the
+   * same transaction, so it is durable with that one's sync), of a read that must see the log whole, of durable(), or
+   * after laterFlushMs. A caller awaits it only where it can wait that long; the HTTP channel's observations are
+   * awaited only after the RESULT_COMMITTED that carries them is queued.
+   */
+  async appendLater(event: NewEvent): Promise<Appended> {
+    if (eventWaitsForDisk[event.kind])
+      throw new CodedError('INVALID_ARGUMENT', `${event.kind} waits for the disk: it cannot ride in a later commit`, {
+        field: 'kind',
+      });
+    const [appended] = appendedOrThrow(await this.enqueue([event], 'action', undefined, true));
+    if (appended === undefined || !('state' in appended))
+      throw new Error('a one-event unit resolved without its event');
+    return appended;
+  }
+
+  /** What appendLater holds is committed on the next turn, with whatever else is queued by then. */
+  commitHeld(): void {
+    if (this.queue.length > 0 && this.state === 'open') this.scheduleFlush();
   }
 
   /** All the events land in one transaction, in order, or none does. */
@@ -389,6 +434,9 @@ export class Journal {
    */
   durable(): Promise<void> {
     if (this.state === 'failed') return Promise.reject(this.unavailable());
+    // What appendLater holds rides in a commit now: durable() vouches for everything appended before it was called.
+    // A commit that fails here has failed the journal and abandoned the sync: whenDurable rejects.
+    this.flushQueued();
     return this.walSync.whenDurable();
   }
 
@@ -432,36 +480,37 @@ export class Journal {
       lane,
       options.fromTicket ?? 1,
       Math.min(options.limit ?? listActionsMax, listActionsMax),
+      (id) => this.stateCache.peek(id)?.state,
     );
   }
 
   /** Actions of one session in ticket order. */
   listSessionActions(sessionId: string, options: { limit?: number } = {}): ActionState[] {
-    this.requireReadable();
+    this.requireCurrent();
     return this.store.listSessionActions(sessionId, Math.min(options.limit ?? listActionsMax, listActionsMax));
   }
 
   /** One page of the action list, newest first (`limit + 1` rows: the extra one says another page follows). */
   actionListPage(filter: ActionListFilter): ActionListDbRow[] {
-    this.requireReadable();
+    this.requireCurrent();
     return this.listQuery.page({ ...filter, limit: Math.min(Math.max(1, filter.limit), listActionsMax) });
   }
 
   /** A lane's tickets below `ticket`, newest first, bounded: what a ticket may have waited behind. */
   laneTicketsBefore(lane: string, ticket: number, limit = listActionsMax): LaneTicketRow[] {
-    this.requireReadable();
+    this.requireCurrent();
     return this.listQuery.laneTicketsBefore(lane, ticket, Math.min(limit, listActionsMax));
   }
 
   /** The action list's moments of one action (decided, dispatched, settled, resolved), as stored. */
   getActionTimeline(actionId: string): ActionTimeline | undefined {
-    this.requireReadable();
+    this.requireCurrent();
     return this.store.loadTimeline(actionId);
   }
 
   /** The wall time the newest event recorded (null for an empty log). */
   lastEventAtMs(): number | null {
-    this.requireReadable();
+    this.requireCurrent();
     return this.listQuery.lastEventAtMs();
   }
 
@@ -494,7 +543,7 @@ export class Journal {
 
   /** Actions in ticket order, one bounded page at a time. */
   listActions(options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
-    this.requireReadable();
+    this.requireCurrent();
     const limit = Math.min(options.limit ?? listActionsMax, listActionsMax);
     return this.store.listStates(options.fromTicket ?? 1, limit);
   }
@@ -506,7 +555,7 @@ export class Journal {
   *events(fromSeq = 1): Generator<JournalEvent, void, undefined> {
     let next = fromSeq;
     for (;;) {
-      this.requireReadable();
+      this.requireCurrent();
       const page = this.store.readEvents(next, eventsPageMax).map((row) => this.audit.openRow(row));
       yield* page;
       const last = page.at(-1);
@@ -521,7 +570,7 @@ export class Journal {
    * position, kind, action, session, ticket and lane of a row it cannot read).
    */
   eventsPage(fromSeq: number, limit: number): Array<JournalEvent | SealedEventHeader> {
-    this.requireReadable();
+    this.requireCurrent();
     return this.store.readEvents(fromSeq, Math.min(Math.max(1, limit), eventsPageMax)).map((row) => {
       try {
         return this.audit.openRow(row);
@@ -534,7 +583,7 @@ export class Journal {
 
   /** Events of one action (or session) in append order, bounded. */
   subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
-    this.requireReadable();
+    this.requireCurrent();
     return this.store
       .readSubjectEvents(subjectId, Math.min(limit, eventsPageMax))
       .map((row) => this.audit.openRow(row));
@@ -566,20 +615,35 @@ export class Journal {
     return new AnchorStore(this.db).state();
   }
 
+  private checkpointSink: CheckpointSink | undefined;
+
   /**
-   * Every checkpoint signed from now on is handed to `sink` inside its transaction, signing key in memory; `sink`
-   * returns the record to keep (the anchor file it wrote) or undefined (it wrote none). Undefined removes the sink.
+   * Every checkpoint signed from now on is handed to `sink.signed` inside its transaction, signing key in memory; the
+   * sink writes its anchor file later (anchor-store.ts CheckpointSink), and close awaits `sink.settled`. Undefined
+   * removes the sink.
    */
-  onCheckpoint(sink: ((head: SignedHead) => AnchorRecord | undefined) | undefined): void {
-    const store = new AnchorStore(this.db);
-    this.audit.onCheckpoint(
-      sink === undefined
-        ? undefined
-        : (head) => {
-            const record = sink(head);
-            if (record !== undefined) store.write(record);
-          },
-    );
+  onCheckpoint(sink: CheckpointSink | undefined): void {
+    this.checkpointSink = sink;
+    this.audit.onCheckpoint(sink === undefined ? undefined : (head: SignedHead) => sink.signed(head));
+  }
+
+  /** The journal's record of an anchor file now on disk, in its own write; false when the journal is not open. */
+  recordAnchor(record: AnchorRecord): boolean {
+    let recorded = false;
+    this.auditWrite(() => {
+      new AnchorStore(this.db).write(record);
+      recorded = true;
+    });
+    return recorded && this.state === 'open';
+  }
+
+  /**
+   * Resolves after a WAL sync that began after this call: every commit so far is on disk, also those that appended no
+   * event (a checkpoint, an anchor's record), which durable() does not wait for.
+   */
+  synced(): Promise<void> {
+    if (this.state === 'failed') return Promise.reject(this.unavailable());
+    return this.walSync.whenSynced();
   }
 
   /** Whether checkpointNow can sign: the unlocked vault gave the audit signing key. */
@@ -610,13 +674,13 @@ export class Journal {
 
   /** Actions by current (phase, outcome, code), from the current-state table (the metrics view). */
   outcomeCounts(): OutcomeCountRow[] {
-    this.requireReadable();
+    this.requireCurrent();
     return this.store.outcomeCounts();
   }
 
   /** Action totals from the current-state table (for status views). */
   actionCounts(): ActionCounts {
-    this.requireReadable();
+    this.requireCurrent();
     return this.store.actionCounts();
   }
 
@@ -627,11 +691,13 @@ export class Journal {
   }
 
   /** Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     if (this.state === 'open') {
       while (this.queue.length > 0 && this.state === 'open') this.flushOnce();
     }
     if (this.state === 'open') this.auditWrite(() => this.audit.closing('closed'));
+    // The anchors of the last checkpoints (this shutdown's, a lock's) land and are recorded while the connection is open.
+    if (this.checkpointSink !== undefined) await this.checkpointSink.settled();
     for (const stop of this.unsubscribe.splice(0)) stop();
     this.walSync.close();
     if (this.state !== 'closed') {
@@ -639,10 +705,14 @@ export class Journal {
       this.db.close();
       this.state = 'closed';
     }
-    return Promise.resolve();
   }
 
-  private enqueue(input: readonly NewEvent[], subject: Subject): Promise<AppendResult<AnyAppended[]>> {
+  private enqueue(
+    input: readonly NewEvent[],
+    subject: Subject,
+    rows?: UnitRows,
+    later = false,
+  ): Promise<AppendResult<AnyAppended[]>> {
     if (this.state !== 'open') return Promise.reject(this.unavailable());
     let events: NewEvent[];
     try {
@@ -665,9 +735,11 @@ export class Journal {
     }
     const waits = events.some((event) => eventWaitsForDisk[event.kind]);
     return new Promise<AppendResult<AnyAppended[]>>((resolve, reject) => {
-      this.queue.push({ events, waits, resolve, reject });
+      this.queue.push({ events, waits, later, resolve, reject, ...(rows === undefined ? {} : { rows }) });
       this.pendingEvents += events.length;
-      this.scheduleFlush();
+      // A flush already scheduled takes it along; else it waits for one, or for the timer.
+      if (!later) this.scheduleFlush();
+      else if (!this.flushScheduled) this.scheduleLaterFlush();
     });
   }
 
@@ -681,8 +753,29 @@ export class Journal {
     setImmediate(() => {
       this.flushScheduled = false;
       this.flushOnce();
-      if (this.queue.length > 0 && this.state === 'open') this.scheduleFlush();
+      if (this.queue.length === 0 || this.state !== 'open') return;
+      if (this.queue.every((unit) => unit.later)) this.scheduleLaterFlush();
+      else this.scheduleFlush();
     });
+  }
+
+  /** Units queued by appendLater alone: committed when something else flushes, or after laterFlushMs. */
+  private scheduleLaterFlush(): void {
+    if (this.laterTimer !== undefined) return;
+    this.laterTimer = setTimeout(() => {
+      this.laterTimer = undefined;
+      this.flushQueued();
+    }, this.laterFlushMs);
+  }
+
+  /** Commits everything queued now, on this turn (a read that must see the whole log, durable(), the timer). */
+  private flushQueued(): void {
+    if (this.db.inTransaction) return;
+    while (this.queue.length > 0 && this.state === 'open') this.flushOnce();
+    if (this.queue.length === 0 && this.laterTimer !== undefined) {
+      clearTimeout(this.laterTimer);
+      this.laterTimer = undefined;
+    }
   }
 
   /** One transaction: the queued units that fit in batchEventsMax (one unit without group commit). */
@@ -743,6 +836,12 @@ export class Journal {
         continue;
       }
       const plan = planned.plan;
+      // Before sealing: the audit tree in memory moves with each sealed event and cannot be rolled back.
+      const rowsRefusal = unit.rows === undefined ? undefined : this.writeRows(unit.rows);
+      if (rowsRefusal !== undefined) {
+        refused.push({ unit, refusal: { error: rowsRefusal } });
+        continue;
+      }
       for (const { event } of plan.appended) {
         this.sealFault?.(event);
         this.store.insertEvent(this.audit.seal(event).row);
@@ -758,6 +857,24 @@ export class Journal {
     // The tree head moves in the same transaction as the rows it covers.
     if (accepted.length > 0) this.audit.writeTree();
     return { accepted, refused, lastSeq, appendedCount, overlay };
+  }
+
+  /**
+   * A unit's other rows under a savepoint: a constraint they break (a result id written twice) refuses that unit
+   * only, its rows undone; any other failure (disk full, I/O) fails the journal like any write.
+   */
+  private writeRows(rows: UnitRows): unknown {
+    this.db.exec('SAVEPOINT unit_rows');
+    try {
+      rows.write(this.db);
+    } catch (error) {
+      if (!String((error as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw error;
+      this.db.exec('ROLLBACK TO unit_rows');
+      this.db.exec('RELEASE unit_rows');
+      return error;
+    }
+    this.db.exec('RELEASE unit_rows');
+    return undefined;
   }
 
   /**
@@ -833,6 +950,8 @@ export class Journal {
   }
 
   private rejectQueued(error: unknown): void {
+    clearTimeout(this.laterTimer);
+    this.laterTimer = undefined;
     const queued = this.queue;
     this.queue = [];
     this.pendingEvents = 0;
@@ -876,6 +995,12 @@ export class Journal {
     if (this.state === 'closed') throw this.unavailable();
   }
 
+  /** A read of the log or of the tables as a whole: what appendLater holds is committed first, so it is seen. */
+  private requireCurrent(): void {
+    this.requireReadable();
+    this.flushQueued();
+  }
+
   /**
    * Runs once at open, before any append: classifies every action a previous run left in flight
    * (recovery.ts says how) through the normal commit path, so applyEvent still guards each record.
@@ -893,6 +1018,7 @@ export class Journal {
         events: [event],
         // Settled at once: recovery runs before any caller exists, and syncs once at its end.
         waits: false,
+        later: false,
         resolve: (result) => {
           if (result.ok) this.recoveredAtOpen += 1;
           else refusals.push(new TransitionRefused(result.refusal));

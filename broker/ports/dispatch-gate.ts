@@ -25,4 +25,11 @@ export interface DispatchGate {
   ): Promise<{ event: JournalEvent }>;
   /** Appends an observation or settlement; resolves when durable. */
   append(event: NewEvent): Promise<{ event: JournalEvent }>;
+  /**
+   * An observation that rides in the next commit instead of starting one (Journal.appendLater); resolves with that
+   * commit. A gate without it is sent append.
+   */
+  appendLater?(event: NewEvent): Promise<{ event: JournalEvent }>;
+  /** What appendLater holds is committed on the next turn: the caller is about to await it. */
+  commitHeld?(): void;
 }

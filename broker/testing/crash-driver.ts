@@ -8,7 +8,11 @@
  * With `committed`, transition <cut> is committed but its fdatasync never runs (sync-behind, held): the driver prints
  * `committed k seq` and `cut k` from the commit notice, before the append answers — the kill lands between a commit
  * and the sync that would have made it durable.
+ *
+ * With `held`, transition <cut> (one that does not wait for the disk) is queued with appendLater and no commit follows:
+ * the driver prints `held k` and `cut k` — the kill lands between a held observation and the next durable commit.
  */
+import { eventWaitsForDisk } from '../contract/index.js';
 import { Journal } from '../journal/journal.js';
 import { systemClock } from '../ports/system-clock.js';
 import { actionPaths } from './action-paths.js';
@@ -28,6 +32,8 @@ async function main(): Promise<void> {
     clock: systemClock,
     vault: await createMemoryVault('unlocked', crashVaultKey),
     beforeSync: () => (holdSyncs ? new Promise<void>(() => undefined) : Promise.resolve()),
+    // A held observation is committed only by what comes after it; the kill comes first.
+    laterFlushMs: blockMsMax * 2,
   });
   const path = actionPaths.httpApproved(crashActionId);
   for (const [i, event] of path.entries()) {
@@ -39,6 +45,13 @@ async function main(): Promise<void> {
         setTimeout(() => process.exit(3), blockMsMax);
       });
       void journal.append(event).then(() => process.stdout.write(`answered ${k}\n`));
+      return;
+    }
+    if (k === cut && mode === 'held') {
+      if (eventWaitsForDisk[event.kind]) throw new Error(`${event.kind} waits for the disk: it is never held`);
+      void journal.appendLater(event).then(() => process.stdout.write(`answered ${k}\n`));
+      process.stdout.write(`held ${k}\ncut ${k}\n`);
+      setTimeout(() => process.exit(3), blockMsMax);
       return;
     }
     // The real dispatcher's call for this boundary; the rest are plain appends.

@@ -448,7 +448,10 @@ function dispatchOptions(request: HttpWireRequest, limits: HttpLimits): Dispatch
   };
 }
 
-/** Observation appends fired from undici callbacks (in order, FIFO in the journal), awaited at the end. */
+/**
+ * Observation appends fired from undici callbacks (in order, FIFO in the journal), held by the journal so they
+ * share one commit (appendLater), committed and awaited at the end.
+ */
 class PendingAppends {
   private readonly pending: Promise<unknown>[] = [];
   private failure: unknown = undefined;
@@ -457,13 +460,14 @@ class PendingAppends {
 
   add(event: NewEvent): void {
     this.pending.push(
-      this.gate.append(event).catch((error: unknown) => {
+      (this.gate.appendLater?.(event) ?? this.gate.append(event)).catch((error: unknown) => {
         this.failure ??= error;
       }),
     );
   }
 
   async settle(): Promise<unknown> {
+    if (this.pending.length > 0) this.gate.commitHeld?.();
     await Promise.all(this.pending);
     return this.failure;
   }
