@@ -1,13 +1,16 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { cpSync, lstatSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { Logger } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configSubjectId, type AnchorFailureCode } from '../contract/index.js';
 import { appendLeaf, emptyFrontier, encodeFrontier } from '../core/index.js';
 import { Journal, journalFileName } from '../journal/index.js';
 import type { OperatorActor } from '../ports/index.js';
+import { createCapturedLogger } from '../testing/captured-logger.js';
+import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { createMemoryVault, type MemoryVault } from '../testing/memory-vault.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
@@ -52,9 +55,17 @@ interface Run {
 }
 
 /** The runtime's order: the journal opens, the anchor is checked, then the vault attaches (its unlock signs). */
-async function start(dir: string, withVault: MemoryVault | null = vault): Promise<Run> {
-  const journal = await Journal.open({ dataDir: dir, clock });
-  const anchor = openIntegrityAnchor({ dataDir: dir, journal, clock, env });
+async function start(
+  dir: string,
+  withVault: MemoryVault | null = vault,
+  more: { gate?: DiskSyncGate; logger?: Logger } = {},
+): Promise<Run> {
+  const journal = await Journal.open({
+    dataDir: dir,
+    clock,
+    ...(more.gate === undefined ? {} : { beforeSync: more.gate.beforeSync }),
+  });
+  const anchor = openIntegrityAnchor({ dataDir: dir, journal, clock, env, ...more });
   if (withVault !== null) journal.attachVault(withVault);
   return { journal, anchor };
 }
@@ -70,6 +81,25 @@ async function appendEvents(journal: Journal, n: number): Promise<void> {
       payload: { digest, by: 'person:ann', how: 'accepted', restart_needed_for: [] },
     });
   }
+}
+
+/** Appends `n` events at once without waiting for them: with the disk's sync held they commit but do not settle. */
+function fireEvents(journal: Journal, n: number): Promise<unknown> {
+  const fired: Array<Promise<unknown>> = [];
+  for (let i = 0; i < n; i += 1) fired.push(appendEvents(journal, 1));
+  return Promise.all(fired);
+}
+
+/** Resolves once the journal committed through `seq` (its change feed says so), durable or not. */
+function committedThrough(journal: Journal, seq: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (journal.stats().last_seq >= seq) return resolve();
+    const stop = journal.onCommit((commit) => {
+      if (commit.last_seq < seq) return;
+      stop();
+      resolve();
+    });
+  });
 }
 
 /** A first run that appends `n` events and stops: its shutdown checkpoint writes anchor 1. */
@@ -266,6 +296,144 @@ describe('when the anchor path is a FIFO, a link to /dev/zero, or a huge file', 
     expect(next.anchor.report()).toMatchObject({ state: 'ok', journal: { events: 5, recorded_counter: 2 } });
     await next.journal.close();
   }, 20_000);
+});
+
+describe('when the anchor is written: after the sync that makes its head durable, off the event loop', () => {
+  it('a checkpoint committed while the WAL sync is held writes no anchor naming its head until a later sync returns', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const gate = new DiskSyncGate();
+    const run = await start(dir, vault, { gate });
+    await appendEvents(run.journal, 2);
+    expect(run.journal.durableSeq()).toBe(5);
+    // The events are durable already: only a sync that begins after the checkpoint's COMMIT covers the checkpoint.
+    gate.hold();
+    const asked = gate.nextRequest();
+    vault.lock();
+    // Whichever comes first: the anchor's request for a sync, or (wrongly) the anchor itself.
+    await Promise.race([asked, run.anchor.settled()]);
+    expect(gate.waiting()).toBe(1);
+    expect(anchorJson(dir)).toMatchObject({ counter: 1, head_seq: 3 });
+    expect(run.journal.anchorState().recorded?.counter).toBe(1);
+    gate.release();
+    await run.anchor.settled();
+    expect(anchorJson(dir)).toMatchObject({ counter: 2, head_seq: 5 });
+    expect(run.journal.anchorState().recorded?.counter).toBe(2);
+    await run.journal.close();
+  });
+
+  it("the checkpoint's transaction returns before the file changes; the journal records it only after it landed", async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const run = await start(dir);
+    await appendEvents(run.journal, 2);
+    const before = readFileSync(anchorFileOf(dir, env), 'utf8');
+    // vault.lock signs the lock checkpoint synchronously: the old code wrote and fsynced the file inside that call.
+    vault.lock();
+    expect(readFileSync(anchorFileOf(dir, env), 'utf8')).toBe(before);
+    expect(run.journal.anchorState().recorded?.counter).toBe(1);
+    await run.anchor.settled();
+    expect(anchorJson(dir)).toMatchObject({ counter: 2, head_seq: 5 });
+    expect(run.journal.anchorState().recorded?.counter).toBe(2);
+    await run.journal.close();
+  });
+
+  it('close waits for the anchor in flight and the shutdown anchor after it: the newest lands last, both recorded', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const gate = new DiskSyncGate();
+    const run = await start(dir, vault, { gate });
+    gate.hold();
+    const first = fireEvents(run.journal, 2);
+    await committedThrough(run.journal, 5);
+    vault.lock(); // anchor 2 at head 5, waiting for the held sync
+    vault.unlock();
+    const second = fireEvents(run.journal, 2);
+    await committedThrough(run.journal, 7);
+    let closed = false;
+    const closing = run.journal.close().then(() => (closed = true)); // the shutdown checkpoint signs anchor 3 at head 7
+    await Promise.resolve();
+    expect(closed).toBe(false);
+    expect(anchorJson(dir)).toMatchObject({ counter: 1, head_seq: 3 });
+    gate.release();
+    await Promise.all([closing, first, second]);
+    expect(anchorJson(dir)).toMatchObject({ counter: 3, head_seq: 7 });
+    const next = await start(dir);
+    expect(next.anchor.report()).toMatchObject({ state: 'ok', journal: { events: 7, recorded_counter: 3 } });
+    await next.journal.close();
+  });
+
+  it('a failed write is logged, the journal goes on, and the next checkpoint writes one past the record', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const { logger, lines } = createCapturedLogger();
+    const run = await start(dir, vault, { logger });
+    await appendEvents(run.journal, 2);
+    // The anchors' directory becomes a regular file: every step of the write fails.
+    rmSync(anchors.path, { recursive: true });
+    writeFileSync(anchors.path, 'not a directory');
+    vault.lock();
+    await run.anchor.settled();
+    expect(lines.join('')).toContain('the integrity anchor could not be written');
+    expect(run.journal.stats().state).toBe('open');
+    expect(run.journal.anchorState().recorded?.counter).toBe(1);
+    rmSync(anchors.path);
+    mkdirSync(anchors.path);
+    vault.unlock();
+    await appendEvents(run.journal, 1);
+    vault.lock();
+    await run.anchor.settled();
+    expect(anchorJson(dir)).toMatchObject({ counter: 2, head_seq: 6 });
+    expect(run.journal.anchorState().recorded?.counter).toBe(2);
+    await run.journal.close();
+  });
+});
+
+describe('when a crash fell between the anchor file landing and the journal recording it', () => {
+  /** What that crash leaves: the journal's record one counter behind the file (as the journal had it before). */
+  function unrecordLast(dir: string): void {
+    const db = new Database(path.join(dir, journalFileName));
+    db.prepare(`UPDATE integrity_anchor SET counter = counter - 1 WHERE id = 1`).run();
+    db.close();
+  }
+
+  it('the file one past the record, its head in the journal, is ok, and the start records it', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const second = await start(dir);
+    await appendEvents(second.journal, 2);
+    await second.journal.close();
+    unrecordLast(dir);
+    const run = await start(dir);
+    expect(run.anchor.report()).toMatchObject({
+      state: 'ok',
+      found: { counter: 2, head_seq: 5 },
+      journal: { events: 5, recorded_counter: 2 },
+    });
+    await appendEvents(run.journal, 1);
+    await run.journal.close();
+    // The same crash again is still one past the record, not two.
+    unrecordLast(dir);
+    expect(anchorJson(dir)).toMatchObject({ counter: 3, head_seq: 6 });
+    const again = await start(dir);
+    expect(again.anchor.report()).toMatchObject({ state: 'ok', journal: { recorded_counter: 3 } });
+    await again.journal.close();
+  });
+
+  it('the file one past the record but naming a head the journal lacks (a rolled-back data directory) is ANCHOR_ROLLBACK', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const copy = dataDir();
+    cpSync(dir, copy, { recursive: true });
+    const second = await start(dir);
+    await appendEvents(second.journal, 2);
+    await second.journal.close();
+    rmSync(dir, { recursive: true });
+    cpSync(copy, dir, { recursive: true });
+    const run = await expectQuarantined(dir, 'ANCHOR_ROLLBACK');
+    expect(run.anchor.report()).toMatchObject({ found: { counter: 2 }, journal: { recorded_counter: 1, events: 3 } });
+    await run.journal.close();
+  });
 });
 
 describe('when a person re-adopts a quarantined journal', () => {

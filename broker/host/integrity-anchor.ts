@@ -1,5 +1,6 @@
-import { createHash, createPublicKey, verify } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -13,7 +14,6 @@ import {
 } from '../contract/index.js';
 import type { AnchorFacts, AnchorRecord, Journal, SignedHead } from '../journal/index.js';
 import type { Clock, OperatorActor, ToolAnswer } from '../ports/index.js';
-import { writeAtomically } from './write-atomically.js';
 
 /** An anchor file is a few hundred bytes; anything far larger is not ours and is not parsed. */
 const anchorBytesMax = 16 * 1024;
@@ -239,7 +239,9 @@ export interface IntegrityAnchor {
   agentRefusal(tool: AgentToolName | 'mcp_tool'): ToolAnswer | undefined;
   /** A person's decision: journal it, sign a new anchor over the journal as it is, serve again. Needs the unlocked vault. */
   readopt(code: AnchorFailureCode, actor: OperatorActor): Promise<IntegrityAnchorReport>;
-  /** Stops writing anchors (before the journal closes). */
+  /** Resolves once every anchor signed so far was written and recorded, or failed and was logged; never rejects. */
+  settled(): Promise<void>;
+  /** Stops writing anchors (before the journal closes): a write in flight finishes, one not yet begun is dropped. */
   detach(): void;
 }
 
@@ -257,6 +259,7 @@ interface AnchorRun {
   verdict: AnchorVerdict;
   readopted: IntegrityAnchorReport['readopted'];
   readopting: boolean;
+  readonly writer: AnchorWriter;
 }
 
 /**
@@ -279,24 +282,27 @@ export function openIntegrityAnchor(options: IntegrityAnchorOptions): IntegrityA
     verdict: judgeAnchor(read, dataDirId, journal.anchorFacts(found?.head_seq ?? 0)),
     readopted: null,
     readopting: false,
+    writer: new AnchorWriter(file, journal, logger),
   };
-  // The file's counter as the start read it (ours only): writeAnchor never reads the file again.
+  // The file's counter as the start read it (ours only): signAnchor never reads the file again.
   const startCounter = found !== undefined && found.data_dir === dataDirId ? found.counter : 0;
   if (run.verdict.state === 'quarantined')
     logger?.error({ code: run.verdict.code, anchor: file }, `journal quarantined: ${run.verdict.detail}`);
+  else if (found !== undefined) adoptLandedAnchor(journal, found);
 
-  journal.onCheckpoint((head) => {
-    if (run.verdict.state === 'quarantined') return undefined;
-    try {
-      return writeAnchor(file, dataDirId, head, journal, startCounter);
-    } catch (error) {
-      // The old anchor stays, consistent with the journal's record; the next checkpoint tries again.
-      logger?.error(
-        { code: (error as { code?: unknown }).code, anchor: file },
-        'the integrity anchor could not be written',
-      );
-      return undefined;
-    }
+  journal.onCheckpoint({
+    signed: (head) => {
+      if (run.verdict.state === 'quarantined') return;
+      try {
+        run.writer.enqueue(signAnchor(dataDirId, head, journal, Math.max(startCounter, run.writer.counterInFlight())));
+      } catch (error) {
+        logger?.error(
+          { code: (error as { code?: unknown }).code, anchor: file },
+          'the integrity anchor was not signed',
+        );
+      }
+    },
+    settled: () => run.writer.settled(),
   });
 
   return {
@@ -323,8 +329,25 @@ export function openIntegrityAnchor(options: IntegrityAnchorOptions): IntegrityA
       }
       return anchorReport(run);
     },
-    detach: () => journal.onCheckpoint(undefined),
+    settled: () => run.writer.settled(),
+    detach: () => {
+      journal.onCheckpoint(undefined);
+      run.writer.stop();
+    },
   };
+}
+
+/**
+ * Crash window (b) at the last run's end: the file landed, the journal's record of it did not. judgeAnchor accepted
+ * the file (signed, its head in this journal, one counter past the record), so it is recorded now: otherwise the next
+ * anchor (one past the file) could land two past the record, which a second crash in the same window would leave to
+ * the next start as ANCHOR_ROLLBACK. The record is synced before that next anchor is written (AnchorWriter).
+ */
+function adoptLandedAnchor(journal: Journal, found: AnchorFile): void {
+  const recorded = journal.anchorState().recorded;
+  if (recorded !== undefined && found.counter <= recorded.counter) return;
+  const { counter, head_seq, key_id, written_at_ms } = found;
+  journal.recordAnchor({ counter, head_seq, key_id, written_at_ms });
 }
 
 /** integrity.anchor: the verdict of the start (or of a re-adoption), the anchor file as it is now, the journal now. */
@@ -393,27 +416,30 @@ async function readoptJournal(run: AnchorRun, code: AnchorFailureCode, actor: Op
     run.verdict = verdict;
     throw unsigned();
   }
+  // The report reads the file back: the new anchor is on disk (or its failure logged) before the person is answered.
+  await run.writer.settled();
   run.readopted = { by: actor.id, at_ms: run.clock.nowMs(), code };
 }
 
+/** An anchor signed inside a checkpoint's transaction, to be written after it. */
+interface SignedAnchor {
+  readonly text: string;
+  readonly record: AnchorRecord;
+}
+
 /**
- * Inside the checkpoint's transaction: the next counter is past both the file's counter as the start read it and the
- * journal's record (so a re-adoption after a rollback still moves forward), the file is replaced atomically, and only
- * then is it recorded. The old file is not read here: whatever now sits at its path (a FIFO, a link) is renamed over.
+ * Inside the checkpoint's transaction, where the signing key is in memory: signs the next anchor and writes nothing.
+ * Its counter is one past the file's counter as the start read it, the journal's record, and the write in flight
+ * (`floor`), so counters only grow and a re-adoption after a rollback still moves forward. One past, never two: the
+ * journal's record trails the file by at most one (judgeAnchor allows exactly that, crash window (b)).
  */
-function writeAnchor(
-  file: string,
-  dataDirId: string,
-  head: SignedHead,
-  journal: Journal,
-  startCounter: number,
-): AnchorRecord {
+function signAnchor(dataDirId: string, head: SignedHead, journal: Journal, floor: number): SignedAnchor {
   const facts = journal.anchorState();
   if (facts.box_public === undefined) throw new Error('a checkpoint was signed without an audit key ring');
   const body: AnchorBody = {
     version: 1,
     data_dir: dataDirId,
-    counter: Math.max(startCounter, facts.recorded?.counter ?? 0) + 1,
+    counter: Math.max(floor, facts.recorded?.counter ?? 0) + 1,
     head_seq: head.size,
     head_hash: Buffer.from(head.root).toString('hex'),
     state_digest: stateDigestOf(head.signPublic, facts.box_public),
@@ -421,8 +447,105 @@ function writeAnchor(
     written_at_ms: head.at_ms,
   };
   const signature = Buffer.from(head.sign(anchorMessage(body))).toString('base64');
-  writeAtomically(file, `${JSON.stringify({ ...body, signature }, null, 2)}\n`);
-  return { counter: body.counter, head_seq: body.head_seq, key_id: body.key_id, written_at_ms: body.written_at_ms };
+  return {
+    text: `${JSON.stringify({ ...body, signature }, null, 2)}\n`,
+    record: { counter: body.counter, head_seq: body.head_seq, key_id: body.key_id, written_at_ms: body.written_at_ms },
+  };
+}
+
+/**
+ * Writes signed anchors one at a time, off the event loop, each only after the journal's WAL sync that began after its
+ * checkpoint committed; then the journal records it. The order is what makes every crash window safe (docs/audit.md):
+ * (a) checkpoint durable, file not written: the anchor is behind the journal, which judgeAnchor accepts;
+ * (b) file written, record not: the file is one counter past the record and its head is durable in the journal, which
+ *     judgeAnchor accepts and the next start records (adoptLandedAnchor);
+ * never the reverse (an anchor naming a head the journal lost, or a record ahead of the file): each would quarantine.
+ * The sync also covers the previous anchor's record, so the record on disk trails the file by one at most.
+ * Only the newest waiting anchor is written after the one in flight: an older one never replaces a newer one.
+ */
+class AnchorWriter {
+  private newest: SignedAnchor | undefined;
+  private inFlight: SignedAnchor | undefined;
+  private drain: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly journal: Journal,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  /** The counter of the anchor being written (0: none): the next one is signed past it. */
+  counterInFlight(): number {
+    return this.inFlight?.record.counter ?? 0;
+  }
+
+  enqueue(anchor: SignedAnchor): void {
+    if (this.stopped) return;
+    this.newest = anchor;
+    if (this.inFlight === undefined) this.drain = this.run();
+  }
+
+  settled(): Promise<void> {
+    return this.drain;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.newest = undefined;
+  }
+
+  private async run(): Promise<void> {
+    for (let anchor = this.newest; anchor !== undefined && !this.stopped; anchor = this.newest) {
+      this.newest = undefined;
+      this.inFlight = anchor;
+      try {
+        await this.journal.synced();
+        // A journal closed meanwhile (after detach) gets no file it could not record.
+        if (this.journal.stats().state !== 'open') return;
+        await writeAnchorFile(this.file, anchor.text);
+        this.journal.recordAnchor(anchor.record);
+      } catch (error) {
+        // The file is the old one or this one; the record is the old one. The anchor waiting was signed one past this
+        // one and could land two past the record: dropped. The next checkpoint signs again, one past the record.
+        this.newest = undefined;
+        this.logger?.error(
+          { code: (error as { code?: unknown }).code, anchor: this.file },
+          'the integrity anchor could not be written',
+        );
+      } finally {
+        this.inFlight = undefined;
+      }
+    }
+  }
+}
+
+/**
+ * Either the old file or the new one, whole, with no synchronous call on the loop: a 0600 temp file beside it, its
+ * fsync, the rename, then the directory's fsync so the rename itself survives a crash (each on libuv's thread pool).
+ * The old file is not read or opened: whatever sits at its path (a FIFO, a link) is renamed over.
+ */
+export async function writeAnchorFile(file: string, text: string): Promise<void> {
+  const dir = path.dirname(file);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temp, 'wx', 0o600);
+  try {
+    await handle.writeFile(text, 'utf8');
+    await handle.sync();
+    await handle.close();
+    await rename(temp, file);
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await rm(temp, { force: true });
+    throw error;
+  }
+  const dirHandle = await open(dir, 'r');
+  try {
+    await dirHandle.sync();
+  } finally {
+    await dirHandle.close();
+  }
 }
 
 function quarantinedAnswer(): ToolAnswer {

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { appendLeaf, decodeFrontier, emptyFrontier, frontierRoot } from '../core/index.js';
+import type { SignedHead } from './audit-writer.js';
 import { sha256 } from './event-cipher.js';
 
 /** The journal's record of the last anchor file written for it (migration 012). */
@@ -8,6 +9,17 @@ export interface AnchorRecord {
   readonly head_seq: number;
   readonly key_id: string;
   readonly written_at_ms: number;
+}
+
+/**
+ * The integrity anchor's side of each checkpoint (broker/host/integrity-anchor.ts). `signed` runs inside the
+ * checkpoint's transaction with the signing key in memory: it signs the anchor there and writes nothing; the file is
+ * written later, off the loop, after the sync that makes the head durable. `settled` resolves once every anchor signed
+ * so far was written and recorded (or failed and was logged); it never rejects. The journal awaits it at close.
+ */
+export interface CheckpointSink {
+  signed(head: SignedHead): void;
+  settled(): Promise<void>;
 }
 
 /** What the start-up check needs of the journal to judge an anchor (broker/host/integrity-anchor.ts). */
@@ -35,14 +47,19 @@ export class AnchorStore {
       .get() as AnchorRecord | undefined;
   }
 
-  /** Inside the checkpoint's transaction, after the anchor file was renamed into place. */
+  /**
+   * In a journal write after the anchor file was renamed into place and its directory synced (never before: a record
+   * ahead of the file would read as a rolled-back anchor). Never moves the counter back: a late record of an older
+   * anchor is ignored.
+   */
   write(record: AnchorRecord): void {
     this.db
       .prepare(
         `INSERT INTO integrity_anchor (id, counter, head_seq, key_id, written_at_ms)
          VALUES (1, @counter, @head_seq, @key_id, @written_at_ms)
          ON CONFLICT (id) DO UPDATE SET counter = excluded.counter, head_seq = excluded.head_seq,
-           key_id = excluded.key_id, written_at_ms = excluded.written_at_ms`,
+           key_id = excluded.key_id, written_at_ms = excluded.written_at_ms
+         WHERE excluded.counter >= integrity_anchor.counter`,
       )
       .run(record);
   }

@@ -42,7 +42,8 @@ export type CheckpointReason = 'interval' | 'lock' | 'unlock' | 'shutdown' | 'ex
 
 /**
  * A tree head just signed, inside the checkpoint's transaction, with the signing key still in memory: the integrity
- * anchor (broker/host/integrity-anchor.ts) signs its own file with it. `sign` is valid only during the call.
+ * anchor (broker/host/integrity-anchor.ts) signs its own file with it there and writes it after the sync that covers
+ * the head. `sign` is valid only during the call.
  */
 export interface SignedHead {
   readonly size: number;

@@ -4,6 +4,8 @@ import type { SyncMode } from './durability.js';
 
 interface Waiter {
   readonly seq: number;
+  /** whenSynced: released only by a sync numbered past this one (syncsBegun when it asked). */
+  readonly afterSync?: number;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -28,6 +30,8 @@ export class WalSync {
   private failure: unknown = undefined;
   private closed = false;
   private fd: number | undefined;
+  private syncsBegun = 0;
+  private syncsDone = 0;
 
   constructor(
     readonly mode: SyncMode,
@@ -74,6 +78,20 @@ export class WalSync {
     });
   }
 
+  /**
+   * Resolves after a sync that began after this call: it covers every commit so far, also those that appended no event
+   * and so moved no seq (a checkpoint, the integrity anchor's record), which whenDurable cannot tell apart.
+   */
+  whenSynced(): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failed());
+    // Mode `commit`: durable when COMMIT returned; closed: the sync at close covered every commit.
+    if (this.fd === undefined || this.closed) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ seq: this.committedSeq, afterSync: this.syncsBegun, resolve, reject });
+      this.kick();
+    });
+  }
+
   /** Syncs now, on the loop: at the end of recovery and at close, where nothing may be left behind. */
   syncNow(): void {
     // A failed log vouches for nothing more; in mode `commit` every commit was durable when it returned.
@@ -88,6 +106,7 @@ export class WalSync {
       this.fail(cause);
       throw this.failed();
     }
+    this.syncsDone = ++this.syncsBegun;
     this.release(this.committedSeq);
   }
 
@@ -119,6 +138,7 @@ export class WalSync {
     this.running = true;
     const fd = this.fd;
     const target = this.committedSeq;
+    const index = ++this.syncsBegun;
     const done = (error: unknown): void => {
       this.running = false;
       if (this.closed) {
@@ -129,6 +149,7 @@ export class WalSync {
         this.fail(error);
         return;
       }
+      this.syncsDone = Math.max(this.syncsDone, index);
       this.release(target);
       this.kick();
     };
@@ -141,9 +162,11 @@ export class WalSync {
 
   private release(target: number): void {
     this.durableSeq = Math.max(this.durableSeq, target);
-    const covered = this.waiters.filter((w) => w.seq <= this.durableSeq);
+    const isCovered = (w: Waiter): boolean =>
+      w.seq <= this.durableSeq && (w.afterSync === undefined || w.afterSync < this.syncsDone);
+    const covered = this.waiters.filter(isCovered);
     if (covered.length === 0) return;
-    const rest = this.waiters.filter((w) => w.seq > this.durableSeq);
+    const rest = this.waiters.filter((w) => !isCovered(w));
     this.waiters.splice(0, this.waiters.length, ...rest);
     for (const w of covered) w.resolve();
   }
