@@ -25,7 +25,7 @@ export interface CapturedAction {
 }
 
 /** Journal methods an action's writes go through (reads are the broker's cost, not the journal's ceiling). */
-const actionWrite = /^((try)?append(Batch)?|beginDispatch|durable|commit\w*|record\w*)$/;
+const actionWrite = /^((try)?append(Batch|Later)?|beginDispatch|durable|commit\w*|record\w*)$/;
 
 /**
  * The journal with every write made on behalf of an action recorded: calls are attributed by the async
@@ -121,12 +121,14 @@ export async function replayCeiling(
             : action.actionId === undefined
               ? s
               : s.replaceAll(action.actionId.slice(4), newId.slice(4));
+        // The broker does not wait for a held observation where it appends it (appendLater): neither does the replay.
+        const held: Promise<unknown>[] = [];
         for (const call of action.calls) {
           const method = (temp.journal as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
             call.method
           ];
           const t0 = performance.now();
-          await method?.apply(
+          const done = method?.apply(
             temp.journal,
             call.args.map((a) =>
               isRecord(a) && 'resultRows' in a
@@ -134,8 +136,14 @@ export async function replayCeiling(
                 : copy(a, rename),
             ),
           );
+          if (call.method === 'appendLater') {
+            held.push(Promise.resolve(done));
+            continue;
+          }
+          await done;
           latenciesMs.push(performance.now() - t0);
         }
+        await Promise.all(held);
       }
     };
     const eventsBefore = temp.journal.stats().events;
