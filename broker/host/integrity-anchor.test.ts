@@ -110,6 +110,24 @@ async function firstRun(dir: string, n = 3): Promise<void> {
   await run.journal.close();
 }
 
+/**
+ * A data directory put back to the copy taken after its first run, once a second run had appended `more` events (and
+ * moved the anchor past the copy): the rollback the anchor exists to catch. Returns the directory.
+ */
+async function restoredEarlierCopy(more: number): Promise<string> {
+  const dir = dataDir();
+  await firstRun(dir);
+  const copy = dataDir();
+  cpSync(dir, copy, { recursive: true });
+  const second = await start(dir);
+  await appendEvents(second.journal, more);
+  await second.journal.close();
+  // The copy goes back where the data directory was (same path, so the same anchor).
+  rmSync(dir, { recursive: true });
+  cpSync(copy, dir, { recursive: true });
+  return dir;
+}
+
 function anchorJson(dir: string): Record<string, unknown> {
   return JSON.parse(readFileSync(anchorFileOf(dir, env), 'utf8')) as Record<string, unknown>;
 }
@@ -152,16 +170,7 @@ describe('when the journal and its anchor agree', () => {
 
 describe('when the start finds the journal behind or beside its anchor', () => {
   it('a whole data directory restored from an earlier copy is ANCHOR_ROLLBACK, refuses action tools, and writes no anchor', async () => {
-    const dir = dataDir();
-    await firstRun(dir);
-    const copy = dataDir();
-    cpSync(dir, copy, { recursive: true });
-    const second = await start(dir);
-    await appendEvents(second.journal, 4);
-    await second.journal.close();
-    // The copy goes back where the data directory was (same path, so the same anchor).
-    rmSync(dir, { recursive: true });
-    cpSync(copy, dir, { recursive: true });
+    const dir = await restoredEarlierCopy(4);
 
     const run = await expectQuarantined(dir, 'ANCHOR_ROLLBACK');
     expect(run.anchor.report()).toMatchObject({ found: { counter: 2, head_seq: 7 }, journal: { events: 3 } });
@@ -421,15 +430,7 @@ describe('when a crash fell between the anchor file landing and the journal reco
   });
 
   it('the file one past the record but naming a head the journal lacks (a rolled-back data directory) is ANCHOR_ROLLBACK', async () => {
-    const dir = dataDir();
-    await firstRun(dir);
-    const copy = dataDir();
-    cpSync(dir, copy, { recursive: true });
-    const second = await start(dir);
-    await appendEvents(second.journal, 2);
-    await second.journal.close();
-    rmSync(dir, { recursive: true });
-    cpSync(copy, dir, { recursive: true });
+    const dir = await restoredEarlierCopy(2);
     const run = await expectQuarantined(dir, 'ANCHOR_ROLLBACK');
     expect(run.anchor.report()).toMatchObject({ found: { counter: 2 }, journal: { recorded_counter: 1, events: 3 } });
     await run.journal.close();
@@ -438,15 +439,7 @@ describe('when a crash fell between the anchor file landing and the journal reco
 
 describe('when a person re-adopts a quarantined journal', () => {
   async function rolledBack(): Promise<{ dir: string; run: Run }> {
-    const dir = dataDir();
-    await firstRun(dir);
-    const copy = dataDir();
-    cpSync(dir, copy, { recursive: true });
-    const second = await start(dir);
-    await appendEvents(second.journal, 2);
-    await second.journal.close();
-    rmSync(dir, { recursive: true });
-    cpSync(copy, dir, { recursive: true });
+    const dir = await restoredEarlierCopy(2);
     return { dir, run: await expectQuarantined(dir, 'ANCHOR_ROLLBACK') };
   }
 

@@ -5,10 +5,7 @@ import { actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 
 let t: TempJournal | undefined;
-let reader: Database.Database | undefined;
 afterEach(async () => {
-  reader?.close();
-  reader = undefined;
   await t?.dispose();
   t = undefined;
 });
@@ -26,8 +23,7 @@ async function dispatched(laterFlushMs = 60_000): Promise<{ t: TempJournal; read
   t = await openTempJournal({ laterFlushMs });
   for (const event of path.slice(0, path.findIndex((e) => e.kind === 'DISPATCH_STARTED') + 1))
     await t.journal.append(event);
-  reader = new Database(t.path, { readonly: true });
-  return { t, reader };
+  return { t, reader: t.reader() };
 }
 
 const onDisk = (db: Database.Database): string[] =>

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../contract/index.js';
 import { actionPaths, impossibleEvents } from '../testing/action-paths.js';
@@ -7,10 +7,7 @@ import type { JournalOpenOptions } from './journal.js';
 
 const dispatchers = 32;
 let t: TempJournal | undefined;
-let reader: Database.Database | undefined;
 afterEach(async () => {
-  reader?.close();
-  reader = undefined;
   await t?.dispose();
   t = undefined;
 });
@@ -30,8 +27,7 @@ async function readyToDispatch(
     await t.journal.appendBatch(actionPaths.httpNoApproval(idOf(n)).slice(0, 3));
   }
   // An independent connection, as another process would open the same file.
-  reader = new Database(t.path, { readonly: true });
-  return { t, reader };
+  return { t, reader: t.reader() };
 }
 
 function visibleDispatch(db: Database.Database, seq: number): unknown {

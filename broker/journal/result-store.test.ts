@@ -234,6 +234,76 @@ describe('the result store', () => {
       expect(() => store.purgeExpired(1, -1, 1)).toThrow(RangeError);
     });
   });
+
+  describe('a result written with the RESULT_COMMITTED that names it (one transaction)', () => {
+    /** An action appended up to (not including) its RESULT_COMMITTED, which is returned. */
+    async function uptoCommitted(id: string): Promise<NewEvent> {
+      const path = actionPaths.httpNoApproval(id);
+      const at = path.findIndex((e) => e.kind === 'RESULT_COMMITTED');
+      for (const event of path.slice(0, at)) await temp.journal.append(event);
+      const committed = path[at];
+      if (committed === undefined) throw new Error('the path has no RESULT_COMMITTED');
+      return committed;
+    }
+
+    const resultOf = (actionId: string, resultId: string) => ({
+      result_id: resultId,
+      action_id: actionId,
+      attempt: 1,
+      summary: { status: 200 },
+      body: Buffer.from(`body of ${actionId}`),
+      total_bytes: 16,
+      truncated: false,
+      digest: `sha256:${'cd'.repeat(32)}`,
+      created_at_ms: 5,
+    });
+
+    const storedResultIds = (): unknown[] => {
+      const other = new Database(temp.path, { readonly: true });
+      try {
+        return other
+          .prepare(`SELECT result_id FROM results ORDER BY result_id`)
+          .all()
+          .map((r) => (r as { result_id: string }).result_id);
+      } finally {
+        other.close();
+      }
+    };
+
+    it('both are on disk once the append answers: another connection reads the result and the event', async () => {
+      const committed = await uptoCommitted('act_rows_a');
+      const appended = await temp.journal.append(committed, store.rowsOf(resultOf('act_rows_a', 'res_rows_a')));
+      expect(appended.state).toMatchObject({ outcome: 'committed', stage: 'result_committed' });
+      expect(storedResultIds()).toEqual(['res_rows_a']);
+      expect(store.read('res_rows_a')?.body.toString()).toBe('body of act_rows_a');
+    });
+
+    it('a refused RESULT_COMMITTED writes no result: the rows go only with an accepted event', async () => {
+      await temp.journal.append(actionPaths.httpNoApproval('act_rows_b')[0] as NewEvent);
+      // Not dispatched: the projection refuses a result for it.
+      const refused = temp.journal.append(
+        { ...(actionPaths.httpNoApproval('act_rows_b').at(-2) as NewEvent) },
+        store.rowsOf(resultOf('act_rows_b', 'res_rows_b')),
+      );
+      await expect(refused).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+      expect(storedResultIds()).toEqual([]);
+    });
+
+    it('a result id written twice refuses that event with the constraint, and the rest of the same commit lands', async () => {
+      const first = await uptoCommitted('act_rows_c');
+      await temp.journal.append(first, store.rowsOf(resultOf('act_rows_c', 'res_rows_same')));
+      const second = await uptoCommitted('act_rows_d');
+      // Same turn of the event loop: one transaction holds both units.
+      const clash = temp.journal.append(second, store.rowsOf(resultOf('act_rows_d', 'res_rows_same')));
+      const neighbour = temp.journal.append(actionPaths.httpNoApproval('act_rows_e')[0] as NewEvent);
+      await expect(clash).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+      expect((await neighbour).state.action_id).toBe('act_rows_e');
+      expect(temp.journal.stats().state).toBe('open');
+      expect(temp.journal.getAction('act_rows_d')?.stage).not.toBe('result_committed');
+      expect(storedResultIds()).toEqual(['res_rows_same']);
+      expect(store.read('res_rows_same')?.body.toString()).toBe('body of act_rows_c');
+    });
+  });
 });
 
 const canary = 'CANARY-4c1d8e2a-response-secret';
@@ -412,86 +482,5 @@ describe('when a result was stored by an earlier broker run', () => {
       store.close();
       await journal.close();
     }
-  });
-});
-
-describe('a result written with the RESULT_COMMITTED that names it (one transaction)', () => {
-  let temp: TempJournal;
-  let store: ResultStore;
-  beforeEach(async () => {
-    temp = await openTempJournal();
-    store = ResultStore.open(temp.path, temp.journal.rowCipher());
-  });
-  afterEach(async () => {
-    store.close();
-    await temp.dispose();
-  });
-
-  /** An action appended up to (not including) its RESULT_COMMITTED, which is returned. */
-  async function uptoCommitted(id: string): Promise<NewEvent> {
-    const path = actionPaths.httpNoApproval(id);
-    const at = path.findIndex((e) => e.kind === 'RESULT_COMMITTED');
-    for (const event of path.slice(0, at)) await temp.journal.append(event);
-    const committed = path[at];
-    if (committed === undefined) throw new Error('the path has no RESULT_COMMITTED');
-    return committed;
-  }
-
-  const resultOf = (actionId: string, resultId: string) => ({
-    result_id: resultId,
-    action_id: actionId,
-    attempt: 1,
-    summary: { status: 200 },
-    body: Buffer.from(`body of ${actionId}`),
-    total_bytes: 16,
-    truncated: false,
-    digest: `sha256:${'cd'.repeat(32)}`,
-    created_at_ms: 5,
-  });
-
-  const storedResultIds = (): unknown[] => {
-    const other = new Database(temp.path, { readonly: true });
-    try {
-      return other
-        .prepare(`SELECT result_id FROM results ORDER BY result_id`)
-        .all()
-        .map((r) => (r as { result_id: string }).result_id);
-    } finally {
-      other.close();
-    }
-  };
-
-  it('both are on disk once the append answers: another connection reads the result and the event', async () => {
-    const committed = await uptoCommitted('act_rows_a');
-    const appended = await temp.journal.append(committed, store.rowsOf(resultOf('act_rows_a', 'res_rows_a')));
-    expect(appended.state).toMatchObject({ outcome: 'committed', stage: 'result_committed' });
-    expect(storedResultIds()).toEqual(['res_rows_a']);
-    expect(store.read('res_rows_a')?.body.toString()).toBe('body of act_rows_a');
-  });
-
-  it('a refused RESULT_COMMITTED writes no result: the rows go only with an accepted event', async () => {
-    await temp.journal.append(actionPaths.httpNoApproval('act_rows_b')[0] as NewEvent);
-    // Not dispatched: the projection refuses a result for it.
-    const refused = temp.journal.append(
-      { ...(actionPaths.httpNoApproval('act_rows_b').at(-2) as NewEvent) },
-      store.rowsOf(resultOf('act_rows_b', 'res_rows_b')),
-    );
-    await expect(refused).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
-    expect(storedResultIds()).toEqual([]);
-  });
-
-  it('a result id written twice refuses that event with the constraint, and the rest of the same commit lands', async () => {
-    const first = await uptoCommitted('act_rows_c');
-    await temp.journal.append(first, store.rowsOf(resultOf('act_rows_c', 'res_rows_same')));
-    const second = await uptoCommitted('act_rows_d');
-    // Same turn of the event loop: one transaction holds both units.
-    const clash = temp.journal.append(second, store.rowsOf(resultOf('act_rows_d', 'res_rows_same')));
-    const neighbour = temp.journal.append(actionPaths.httpNoApproval('act_rows_e')[0] as NewEvent);
-    await expect(clash).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
-    expect((await neighbour).state.action_id).toBe('act_rows_e');
-    expect(temp.journal.stats().state).toBe('open');
-    expect(temp.journal.getAction('act_rows_d')?.stage).not.toBe('result_committed');
-    expect(storedResultIds()).toEqual(['res_rows_same']);
-    expect(store.read('res_rows_same')?.body.toString()).toBe('body of act_rows_c');
   });
 });

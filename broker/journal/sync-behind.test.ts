@@ -1,14 +1,10 @@
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { actionPaths } from '../testing/action-paths.js';
 import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 
 let t: TempJournal | undefined;
-let reader: Database.Database | undefined;
 afterEach(async () => {
-  reader?.close();
-  reader = undefined;
   await t?.dispose();
   t = undefined;
 });
@@ -21,7 +17,6 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 async function ready(count: number, gate: DiskSyncGate): Promise<TempJournal> {
   t = await openTempJournal({ platform: 'linux', beforeSync: gate.beforeSync });
   for (let n = 0; n < count; n += 1) await t.journal.appendBatch(actionPaths.httpNoApproval(idOf(n)).slice(0, 3));
-  reader = new Database(t.path, { readonly: true });
   return t;
 }
 
@@ -43,8 +38,9 @@ describe('when the disk is slow to sync (sync-behind)', () => {
     await asked;
     await nextTurn();
     // Committed (another connection reads it) but not yet on disk: nobody may act on it.
-    const row = reader
-      ?.prepare(`SELECT kind FROM events WHERE action_id = ? AND kind = 'DISPATCH_STARTED'`)
+    const row = t
+      ?.reader()
+      .prepare(`SELECT kind FROM events WHERE action_id = ? AND kind = 'DISPATCH_STARTED'`)
       .get(idOf(0));
     expect(row).toEqual({ kind: 'DISPATCH_STARTED' });
     expect(dispatched).toBe(false);

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { Journal, type JournalOpenOptions } from '../journal/journal.js';
 import { FakeClock } from './fake-clock.js';
 import { createMemoryVault, type MemoryVault } from './memory-vault.js';
@@ -12,7 +13,9 @@ export interface TempJournal {
   readonly dir: TempDir;
   /** The database file, for second connections and reopening. */
   readonly path: string;
-  /** Closes the journal (if still open) and removes the directory. */
+  /** An independent read-only connection to the file (as another process would open it), closed by dispose. */
+  reader(): Database.Database;
+  /** Closes the journal (if still open) and the reader, and removes the directory. */
   dispose(): Promise<void>;
 }
 
@@ -30,13 +33,16 @@ export async function openTempJournal(
   try {
     const vault = options.vault ?? (await createMemoryVault());
     const journal = await Journal.open({ ...options, path, clock, vault });
+    let reader: Database.Database | undefined;
     return {
       journal,
       clock,
       vault,
       dir,
       path,
+      reader: () => (reader ??= new Database(path, { readonly: true })),
       dispose: async () => {
+        reader?.close();
         await journal.close();
         dir.remove();
       },
