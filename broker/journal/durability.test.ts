@@ -13,7 +13,13 @@ beforeEach(() => {
 });
 afterEach(() => dir.remove());
 
-const durable: DurabilityReadBack = { journal_mode: 'wal', synchronous: 2, fullfsync: 0, checkpoint_fullfsync: 0 };
+const durable: DurabilityReadBack = {
+  journal_mode: 'wal',
+  synchronous: 2,
+  fullfsync: 0,
+  checkpoint_fullfsync: 0,
+  wal_autocheckpoint: 0,
+};
 
 describe('when the journal opens a real database file', () => {
   it('on Linux syncs behind: reads back WAL and synchronous=NORMAL (the journal fdatasyncs the WAL itself)', async () => {
@@ -44,6 +50,8 @@ describe('when the journal opens a real database file', () => {
       synchronous: 2,
       fullfsync: 1,
       checkpoint_fullfsync: 1,
+      // Checkpoints run on the checkpointer's thread, never inside a COMMIT (wal-checkpointer.ts).
+      wal_autocheckpoint: 0,
     });
     await journal.close();
   });

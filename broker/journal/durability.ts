@@ -9,6 +9,8 @@ export interface DurabilityReadBack {
   /** Only meaningful on macOS, where fsync() does not flush the drive cache. */
   fullfsync: number;
   checkpoint_fullfsync: number;
+  /** Pages after which a COMMIT checkpoints on its own thread; 0 on the journal's connection (wal-checkpointer.ts). */
+  wal_autocheckpoint: number;
 }
 
 const synchronousNormal = 1;
@@ -57,6 +59,7 @@ export function readDurability(db: Database): DurabilityReadBack {
     synchronous: Number(db.pragma('synchronous', { simple: true })),
     fullfsync: Number(db.pragma('fullfsync', { simple: true })),
     checkpoint_fullfsync: Number(db.pragma('checkpoint_fullfsync', { simple: true })),
+    wal_autocheckpoint: Number(db.pragma('wal_autocheckpoint', { simple: true })),
   };
 }
 

@@ -62,10 +62,16 @@ import { CommitOverlay } from './commit-overlay.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { StateCache } from './state-cache.js';
 import { WalSync } from './wal-sync.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
 export const batchEventsMaxDefault = 256;
+/**
+ * Commits in a run before the WAL checkpointer's thread starts: a short-lived journal (a CLI command, most tests) never
+ * needs one; its WAL is checkpointed when its connection closes, as SQLite always does.
+ */
+const checkpointerStartCommits = 32;
 /** How long an observation queued by appendLater waits for a commit to ride in before it gets one of its own. */
 export const laterFlushMsDefault = 5;
 /** Events waiting for a commit; beyond this appends are refused instead of queueing without end. */
@@ -133,6 +139,8 @@ export interface JournalStats {
   /** Transactions that made at least one event durable. */
   readonly commits: number;
   readonly pending_events: number;
+  /** WAL checkpoints the checkpointer's thread ran in this run (none run on the event loop). */
+  readonly wal_checkpoints: number;
 }
 
 export interface DispatchConnection {
@@ -248,6 +256,9 @@ export class Journal {
   private readonly unsubscribe: Array<() => void> = [];
   private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
   private readonly walSync: WalSync;
+  /** Copies the WAL into the database file on its own thread (autocheckpoint is off on this connection). */
+  private checkpointer: WalCheckpointer | undefined;
+  private readonly platform: NodeJS.Platform;
   private readonly stateCache = new StateCache();
 
   private constructor(
@@ -270,6 +281,7 @@ export class Journal {
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
     );
     this.sealFault = options.sealFault;
+    this.platform = options.platform ?? process.platform;
     this.walSync = new WalSync(
       options.syncMode ?? syncModeFor(options.platform ?? process.platform),
       `${db.name}-wal`,
@@ -294,6 +306,11 @@ export class Journal {
     try {
       const platform = options.platform ?? process.platform;
       requireDurableConnection(db, platform, options.syncMode ?? syncModeFor(platform));
+      // Checkpoints copy pages into the database file and fsync it: on a worker thread (wal-checkpointer.ts), never
+      // inside a COMMIT on the event loop.
+      db.pragma('wal_autocheckpoint = 0');
+      if (Number(db.pragma('wal_autocheckpoint', { simple: true })) !== 0)
+        throw new CodedError('JOURNAL_NOT_DURABLE', 'the journal could not turn off automatic checkpoints');
       db.pragma(`busy_timeout = ${positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs')}`);
       const pageBytes = Number(db.pragma('page_size', { simple: true }));
       const journalBytesMax = positive(options.journalBytesMax ?? journalBytesMaxDefault, 'journalBytesMax');
@@ -669,6 +686,7 @@ export class Journal {
       recovered_at_open: this.recoveredAtOpen,
       commits: this.commits,
       pending_events: this.pendingEvents,
+      wal_checkpoints: this.checkpointer?.checkpoints ?? 0,
     };
   }
 
@@ -699,6 +717,8 @@ export class Journal {
     // The anchors of the last checkpoints (this shutdown's, a lock's) land and are recorded while the connection is open.
     if (this.checkpointSink !== undefined) await this.checkpointSink.settled();
     for (const stop of this.unsubscribe.splice(0)) stop();
+    // Its connection closes first, so the journal's is the last one and SQLite checkpoints and removes the WAL there.
+    await this.checkpointer?.close();
     this.walSync.close();
     if (this.state !== 'closed') {
       this.rejectQueued(this.unavailable());
@@ -751,6 +771,14 @@ export class Journal {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => {
+      if (this.checkpointer?.holdsCommits === true) {
+        // A catch-up checkpoint copies the last frames so the next commit restarts the WAL: the batch waits for it.
+        void this.checkpointer.whenCommitsMayResume().then(() => {
+          this.flushScheduled = false;
+          this.scheduleFlush();
+        });
+        return;
+      }
       this.flushScheduled = false;
       this.flushOnce();
       if (this.queue.length === 0 || this.state !== 'open') return;
@@ -859,6 +887,17 @@ export class Journal {
     return { accepted, refused, lastSeq, appendedCount, overlay };
   }
 
+  /** After a COMMIT: the checkpointer counts it (and starts once the run has committed enough to need one). */
+  private checkpointCommitted(): void {
+    if (this.checkpointer === undefined && this.commits >= checkpointerStartCommits) {
+      this.checkpointer = WalCheckpointer.start(this.db.name, {
+        platform: this.platform,
+        onFailure: (cause) => this.fail(cause, []),
+      });
+    }
+    this.checkpointer?.committed();
+  }
+
   /**
    * A unit's other rows under a savepoint: a constraint they break (a result id written twice) refuses that unit
    * only, its rows undone; any other failure (disk full, I/O) fails the journal like any write.
@@ -889,6 +928,7 @@ export class Journal {
       this.eventCount += appendedCount;
       this.lastSeq = lastSeq;
       this.walSync.committed(lastSeq);
+      this.checkpointCommitted();
     } else {
       this.audit.commitAbandoned();
     }

@@ -105,6 +105,8 @@ export class ResultStore {
     try {
       requireDurableConnection(db, platform);
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      // The journal's checkpointer copies the WAL on its own thread: a commit here must not do it on the loop.
+      db.pragma('wal_autocheckpoint = 0');
       // A purge deletes sealed bytes; zeroed, the free pages never hand them to a later reader of the file.
       db.pragma('secure_delete = ON');
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'results'`).get();
