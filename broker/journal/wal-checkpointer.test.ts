@@ -177,18 +177,24 @@ describe('when closed', () => {
   });
 });
 
+/** A checkpointer over a WAL with 8,000 rows committed whose first checkpoint fails with `code`, once ready. */
+async function startFaultingOnce(code: string): Promise<ReturnType<typeof start>> {
+  commitRows(10, 8_000);
+  let fault: string | undefined = code;
+  const started = start({
+    faultForTest: () => {
+      const next = fault;
+      fault = undefined;
+      return next;
+    },
+  });
+  await started.checkpointer.whenReady();
+  return started;
+}
+
 describe('when a checkpoint fails', () => {
   it('reports an I/O error once through onFailure and asks for no more', async () => {
-    commitRows(10, 8_000);
-    let fault: string | undefined = 'SQLITE_IOERR_FSYNC';
-    const { checkpointer, reports, failures } = start({
-      faultForTest: () => {
-        const next = fault;
-        fault = undefined;
-        return next;
-      },
-    });
-    await checkpointer.whenReady();
+    const { checkpointer, reports, failures } = await startFaultingOnce('SQLITE_IOERR_FSYNC');
     checkpointer.request();
     await checkpointer.whenIdle();
     expect(failures).toHaveLength(1);
@@ -203,16 +209,7 @@ describe('when a checkpoint fails', () => {
   });
 
   it('treats SQLITE_BUSY as "later", not as a failure', async () => {
-    commitRows(10, 8_000);
-    let fault: string | undefined = 'SQLITE_BUSY';
-    const { checkpointer, reports, failures } = start({
-      faultForTest: () => {
-        const next = fault;
-        fault = undefined;
-        return next;
-      },
-    });
-    await checkpointer.whenReady();
+    const { checkpointer, reports, failures } = await startFaultingOnce('SQLITE_BUSY');
     checkpointer.request();
     await checkpointer.whenIdle();
     expect(checkpointer.busyAnswers).toBe(1);
