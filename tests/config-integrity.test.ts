@@ -2,15 +2,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { callOperator } from '../broker/cli/operator-commands.js';
 import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { openVault } from '../broker/vault/index.js';
 import { waitFor } from './support/drill.js';
-import { DrillAgent } from './support/drill-agent.js';
-import { startDaemon, type RunningDaemon } from './support/postern-process.js';
-import { decideAsPerson } from './support/person-decision.js';
+import { RestartableDaemon } from './support/restartable-daemon.js';
 
 /**
  * The config-edit attack (issue #14) against a real daemon: the agent rewrites postern.yaml so a
@@ -25,8 +22,6 @@ const passphrase = 'config integrity passphrase (test only)';
 const canary = 'CANARY-config-integrity-token';
 let home: ArrivalLogServer;
 let evil: ArrivalLogServer;
-let daemon: RunningDaemon | undefined;
-let agent: DrillAgent | undefined;
 
 const routesYaml = (port: number, approval: string, options: { unattended?: boolean } = {}): string =>
   [
@@ -44,32 +39,12 @@ const routesYaml = (port: number, approval: string, options: { unattended?: bool
     '',
   ].join('\n');
 
-/** A decision with a person's proof over the real control socket (tests/support/person-decision.ts). */
-const decide = <M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
-  decideAsPerson(dataDir, passphrase, method, input);
-
-/** Starts the daemon locked (as after a reboot), connects an agent, and a person unlocks. */
-async function startAndUnlock(): Promise<void> {
-  daemon = await startDaemon(dataDir);
-  agent = await DrillAgent.start(dataDir, 'cfg-agent');
-  await decide('vault.unlock', { passphrase });
-}
-
-async function stop(): Promise<void> {
-  await agent?.stop();
-  await daemon?.process.stop('SIGTERM');
-  agent = undefined;
-  daemon = undefined;
-}
-
-const send = (marker: string) =>
-  (agent as DrillAgent).call('http_request', {
-    route: 'docs',
-    method: 'POST',
-    path: '/docs/cfg',
-    body: JSON.stringify({ marker }),
-    timeout_ms: 30_000,
-  }).reply;
+/** The daemon started locked (as after a reboot), an agent connected, a person unlocking (tests/support). */
+const rig = new RestartableDaemon({ dataDir, passphrase, agentName: 'cfg-agent', docsPath: '/docs/cfg' });
+const decide = rig.decide.bind(rig);
+const startAndUnlock = (): Promise<void> => rig.startAndUnlock();
+const stop = (): Promise<void> => rig.stop();
+const send = (marker: string): ReturnType<RestartableDaemon['send']> => rig.send(marker);
 
 beforeAll(async () => {
   mkdirSync(dataDir, { mode: 0o700 });

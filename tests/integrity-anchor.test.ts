@@ -2,15 +2,13 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { callOperator } from '../broker/cli/operator-commands.js';
 import { anchorFileOf } from '../broker/host/integrity-anchor.js';
 import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { openVault } from '../broker/vault/index.js';
-import { DrillAgent } from './support/drill-agent.js';
-import { decideAsPerson } from './support/person-decision.js';
-import { runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { runPostern } from './support/postern-process.js';
+import { RestartableDaemon } from './support/restartable-daemon.js';
 
 /**
  * The rollback attack against a real daemon (issue #20): the whole data directory is put back to an earlier copy, which
@@ -25,33 +23,11 @@ const anchorDir = path.join(scratch, 'anchors');
 const env = { POSTERN_ANCHOR_DIR: anchorDir };
 const passphrase = 'integrity anchor passphrase (test only)';
 let home: ArrivalLogServer;
-let daemon: RunningDaemon | undefined;
-let agent: DrillAgent | undefined;
-
-const decide = <M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
-  decideAsPerson(dataDir, passphrase, method, input);
-
-async function startAndUnlock(): Promise<void> {
-  daemon = await startDaemon(dataDir, { env });
-  agent = await DrillAgent.start(dataDir, 'anchor-agent');
-  await decide('vault.unlock', { passphrase });
-}
-
-async function stop(): Promise<void> {
-  await agent?.stop();
-  await daemon?.process.stop('SIGTERM');
-  agent = undefined;
-  daemon = undefined;
-}
-
-const send = (marker: string) =>
-  (agent as DrillAgent).call('http_request', {
-    route: 'docs',
-    method: 'POST',
-    path: '/docs/anchor',
-    body: JSON.stringify({ marker }),
-    timeout_ms: 30_000,
-  }).reply;
+const rig = new RestartableDaemon({ dataDir, passphrase, agentName: 'anchor-agent', docsPath: '/docs/anchor', env });
+const decide = rig.decide.bind(rig);
+const startAndUnlock = (): Promise<void> => rig.startAndUnlock();
+const stop = (): Promise<void> => rig.stop();
+const send = (marker: string): ReturnType<RestartableDaemon['send']> => rig.send(marker);
 
 /** A stopped daemon removes its sockets; a copy skips any left behind (they cannot be copied). */
 const notSocket = (source: string): boolean => !source.endsWith('.sock');
