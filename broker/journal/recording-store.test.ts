@@ -1,26 +1,20 @@
 import { readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { journalMigrations } from './migrations/index.js';
 import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
 import { recordingChunkBytes } from './recording-store.js';
-import { ResultStore } from './result-store.js';
+import { type ResultStore } from './result-store.js';
 
 const coded = (code: string) => expect.objectContaining({ code });
 
 describe('the recording store (migration 013, on the result store)', () => {
   let temp: TempJournal;
   let store: ResultStore;
-  beforeEach(async () => {
-    temp = await openTempJournal();
-    store = ResultStore.open(temp.path, temp.journal.rowCipher());
-  });
-  afterEach(async () => {
-    store.close();
-    await temp.dispose();
-  });
+  beforeEach(async () => ({ temp, store } = await openTempResultStore()));
+  afterEach(() => temp.dispose());
 
   it('when a multi-chunk cast is finished, it reads back whole under rec_<action>, and its bytes are sealed', () => {
     const canary = 'CANARY-cast-c0ffee';

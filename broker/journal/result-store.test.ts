@@ -4,21 +4,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isCodedError, type NewEvent } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { createMemoryVault, type MemoryVault } from '../testing/memory-vault.js';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 import { ResultStore, resultChunkBytes, resultPurgeBatchMax } from './result-store.js';
 
 describe('the result store', () => {
   let temp: TempJournal;
   let store: ResultStore;
-  beforeEach(async () => {
-    temp = await openTempJournal();
-    store = ResultStore.open(temp.path, temp.journal.rowCipher());
-  });
-  afterEach(async () => {
-    store.close();
-    await temp.dispose();
-  });
+  beforeEach(async () => ({ temp, store } = await openTempResultStore()));
+  afterEach(() => temp.dispose());
 
   const input = (body: Buffer) => ({
     result_id: 'res_act_000001_1',

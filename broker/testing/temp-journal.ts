@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Journal, type JournalOpenOptions } from '../journal/journal.js';
+import { ResultStore } from '../journal/result-store.js';
 import { FakeClock } from './fake-clock.js';
 import { createMemoryVault, type MemoryVault } from './memory-vault.js';
 import { createTempDir, type TempDir } from './temp-dir.js';
@@ -51,4 +52,20 @@ export async function openTempJournal(
     dir.remove();
     throw error;
   }
+}
+
+/** A temp journal with a ResultStore on its file, sealing with the journal's key; dispose closes both. */
+export async function openTempResultStore(): Promise<{ temp: TempJournal; store: ResultStore }> {
+  const temp = await openTempJournal();
+  const store = ResultStore.open(temp.path, temp.journal.rowCipher());
+  return {
+    store,
+    temp: {
+      ...temp,
+      dispose: async () => {
+        store.close();
+        await temp.dispose();
+      },
+    },
+  };
 }
