@@ -3,10 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
-import { openVault } from '../broker/vault/index.js';
 import { op } from '../tests/support/drill.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { lockedVaultDataDir } from './fixtures/data-dir.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
 
 /**
@@ -40,11 +39,7 @@ beforeAll(async () => {
   assertRendererBuilt(repoRoot);
   mkdirSync(screenshots, { recursive: true });
   browser = await launchChromium();
-  mkdirSync(dataDir, { mode: 0o700 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.close();
-  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
+  await lockedVaultDataDir(dataDir, passphrase, passphraseFile);
 }, 30_000);
 afterAll(async () => {
   await daemon?.process.stop('SIGTERM');
