@@ -33,6 +33,8 @@ export class RequestStore {
     try {
       requireDurableConnection(db, platform);
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      // The journal's checkpointer copies the WAL on its own thread: a commit here must not do it on the loop.
+      db.pragma('wal_autocheckpoint = 0');
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'kept_requests'`).get();
       if (table === undefined)
         throw new CodedError('MIGRATION_FAILED', 'the journal has no kept_requests table (schema older than 8)');
