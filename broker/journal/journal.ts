@@ -890,10 +890,16 @@ export class Journal {
   /** After a COMMIT: the checkpointer counts it (and starts once the run has committed enough to need one). */
   private checkpointCommitted(): void {
     if (this.checkpointer === undefined && this.commits >= checkpointerStartCommits) {
-      this.checkpointer = WalCheckpointer.start(this.db.name, {
-        platform: this.platform,
-        onFailure: (cause) => this.fail(cause, []),
-      });
+      try {
+        this.checkpointer = WalCheckpointer.start(this.db.name, {
+          platform: this.platform,
+          onFailure: (cause) => this.fail(cause, []),
+        });
+      } catch (cause) {
+        // Without checkpoints the log grows until the disk is full: failed closed now, with the reason.
+        this.fail(cause, []);
+        return;
+      }
     }
     this.checkpointer?.committed();
   }
