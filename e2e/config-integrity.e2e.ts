@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { op } from '../tests/support/drill.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { lockedVaultDataDir } from './fixtures/data-dir.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
+import { browserOverLockedDataDir, tearDownSpec } from './fixtures/data-dir.js';
+import { openOperatorPage } from './fixtures/browser.js';
 
 /**
  * Issue #14, config integrity, by clicks against the real headless daemon: postern.yaml accepted
@@ -36,16 +36,9 @@ const routesYaml = (port: number, approval: string): string =>
 let browser: Browser;
 let daemon: RunningDaemon | undefined;
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(screenshots, { recursive: true });
-  browser = await launchChromium();
-  await lockedVaultDataDir(dataDir, passphrase, passphraseFile);
+  browser = await browserOverLockedDataDir({ repoRoot, screenshots, dataDir, passphrase, passphraseFile });
 }, 30_000);
-afterAll(async () => {
-  await daemon?.process.stop('SIGTERM');
-  await browser?.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => tearDownSpec(daemon, browser, scratch));
 
 async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(screenshots, name), fullPage: true });

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -7,8 +7,8 @@ import { anchorFileOf } from '../broker/host/integrity-anchor.js';
 import { op } from '../tests/support/drill.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { lockedVaultDataDir } from './fixtures/data-dir.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
+import { browserOverLockedDataDir, tearDownSpec } from './fixtures/data-dir.js';
+import { openOperatorPage } from './fixtures/browser.js';
 
 /**
  * Issue #20, the quarantine banner, by clicks against the real headless daemon: the signed integrity anchor (kept
@@ -26,16 +26,9 @@ const env = { POSTERN_PASSPHRASE_FILE: passphraseFile, POSTERN_ANCHOR_DIR: path.
 let browser: Browser;
 let daemon: RunningDaemon | undefined;
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(screenshots, { recursive: true });
-  browser = await launchChromium();
-  await lockedVaultDataDir(dataDir, passphrase, passphraseFile);
+  browser = await browserOverLockedDataDir({ repoRoot, screenshots, dataDir, passphrase, passphraseFile });
 }, 30_000);
-afterAll(async () => {
-  await daemon?.process.stop('SIGTERM');
-  await browser?.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => tearDownSpec(daemon, browser, scratch));
 
 describe('a forged integrity anchor, by clicks', () => {
   it('shows ANCHOR_FORGED on the quarantine banner, and Re-adopt by the signed-in person clears it', async () => {
