@@ -67,17 +67,21 @@ afterEach(async () => {
   temp = undefined;
 });
 
+/** The registry over a journal, with manual timers on the journal's clock (the test config and TTL). */
+async function openRegistry(
+  journal: Journal,
+  clock: TempJournal['clock'],
+  options: { pendingPerSessionMax?: number } = {},
+): Promise<{ requests: CredentialRequests; timers: ManualTimers }> {
+  const timers = new ManualTimers(clock);
+  const requests = await CredentialRequests.open({ journal, clock, ids: ids(), config, ttlMs, timers, ...options });
+  return { requests, timers };
+}
+
 async function start(): Promise<{ t: TempJournal; requests: CredentialRequests; timers: ManualTimers }> {
   const t = (temp = await openTempJournal());
-  const timers = new ManualTimers(t.clock);
-  const requests = (registry = await CredentialRequests.open({
-    journal: t.journal,
-    clock: t.clock,
-    ids: ids(),
-    config,
-    ttlMs,
-    timers,
-  }));
+  const { requests, timers } = await openRegistry(t.journal, t.clock);
+  registry = requests;
   return { t, requests, timers };
 }
 
@@ -158,15 +162,7 @@ describe('when an agent asks and a person answers', () => {
 
   it('bounds pending requests per session (RATE_LIMITED), before anything is journaled', async () => {
     const t = (temp = await openTempJournal());
-    registry = await CredentialRequests.open({
-      journal: t.journal,
-      clock: t.clock,
-      ids: ids(),
-      config,
-      ttlMs,
-      timers: new ManualTimers(t.clock),
-      pendingPerSessionMax: 2,
-    });
+    registry = (await openRegistry(t.journal, t.clock, { pendingPerSessionMax: 2 })).requests;
     await registry.request(sessionId, ask());
     await registry.request(sessionId, ask());
     const before = t.journal.stats().events;
@@ -195,14 +191,7 @@ describe('when nobody answers', () => {
 describe('when the broker restarts', () => {
   it('finds a pending request from the reopened journal (vault still locked), expires it on time, and answers it', async () => {
     const first = (temp = await openTempJournal());
-    const requests = await CredentialRequests.open({
-      journal: first.journal,
-      clock: first.clock,
-      ids: ids(),
-      config,
-      ttlMs,
-      timers: new ManualTimers(first.clock),
-    });
+    const { requests } = await openRegistry(first.journal, first.clock);
     const { request_id: kept } = await requests.request(sessionId, ask());
     const { request_id: late } = await requests.request(otherSession, ask({ purpose: 'second' }));
     requests.close();
@@ -213,8 +202,8 @@ describe('when the broker restarts', () => {
     lockedVault.lock();
     first.clock.advance(ttlMs - 10);
     const journal = await Journal.open({ path: first.path, clock: first.clock, vault: lockedVault });
-    const timers = new ManualTimers(first.clock);
-    registry = await CredentialRequests.open({ journal, clock: first.clock, ids: ids(), config, ttlMs, timers });
+    let timers: ManualTimers;
+    ({ requests: registry, timers } = await openRegistry(journal, first.clock));
     const cards = registry.list();
     expect(cards.map((c) => [c.request_id, c.status, c.sealed])).toEqual([
       [kept, 'pending', true],
@@ -233,27 +222,13 @@ describe('when the broker restarts', () => {
 
   it('expires at open a request whose time passed while the broker was down', async () => {
     const first = (temp = await openTempJournal());
-    const requests = await CredentialRequests.open({
-      journal: first.journal,
-      clock: first.clock,
-      ids: ids(),
-      config,
-      ttlMs,
-      timers: new ManualTimers(first.clock),
-    });
+    const { requests } = await openRegistry(first.journal, first.clock);
     const { request_id: id } = await requests.request(sessionId, ask());
     requests.close();
     await first.journal.close();
     first.clock.advance(ttlMs + 1);
     const journal = await Journal.open({ path: first.path, clock: first.clock, vault: first.vault });
-    registry = await CredentialRequests.open({
-      journal,
-      clock: first.clock,
-      ids: ids(),
-      config,
-      ttlMs,
-      timers: new ManualTimers(first.clock),
-    });
+    registry = (await openRegistry(journal, first.clock)).requests;
     expect(journal.getCredentialRequest(id)?.status).toBe('expired');
     registry.close();
     registry = undefined;
