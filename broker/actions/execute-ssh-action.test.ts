@@ -35,10 +35,7 @@ afterAll(async () => {
   await h?.dispose();
 });
 
-function need(ctx: { skip: (note?: string) => never }): TestSshd {
-  if (sshd === undefined) ctx.skip(`real sshd unavailable: ${unavailable ?? 'not started'}`);
-  return sshd;
-}
+const need = (ctx: { skip: (note?: string) => never }): TestSshd => TestSshd.required(sshd, ctx);
 
 function host(s: TestSshd, over: Partial<SshHostYaml> = {}): SshHostYaml {
   return { port: s.port, user: s.user, credential: 'lab-key', hostKey: [s.hostKey.fingerprint], ...over };

@@ -38,6 +38,12 @@ export class TestSshd {
     this.hostKey = generateKey(dir.path, 'host-1', 'test-host-key');
   }
 
+  /** The started sshd, or the test skipped with the reason printed (never a silent skip). */
+  static required(sshd: TestSshd | undefined, ctx: { skip: (note?: string) => never }): TestSshd {
+    if (sshd === undefined) ctx.skip(`real sshd unavailable: ${TestSshd.unavailableReason() ?? 'not started'}`);
+    return sshd;
+  }
+
   static unavailableReason(): string | undefined {
     if (!existsSync(sshdBinary)) return `${sshdBinary} is not installed`;
     if (spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status !== 0)
