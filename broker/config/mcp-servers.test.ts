@@ -17,6 +17,7 @@ import {
   sanitizeMcpToolName,
 } from './mcp-servers.js';
 import type { McpServerSettings } from './config-schema.js';
+import { configRefusal } from '../testing/config-refusal.js';
 
 const stdio = (extra: string[] = [], name = 'files'): string[] => [
   `  - name: ${name}`,
@@ -37,15 +38,7 @@ const server = (...lines: string[]): McpServerSettings => {
   return loaded;
 };
 
-function refusal(text: string): { code: string; field: string | undefined; message: string } {
-  try {
-    parseConfig(text);
-  } catch (error) {
-    if (isCodedError(error)) return { code: error.code, field: error.field, message: error.message };
-    throw error;
-  }
-  throw new Error('expected the configuration to be refused');
-}
+const refusal = configRefusal;
 
 describe('when mcp_servers is loaded', () => {
   it('fills the defaults and keeps absent stdio fields absent', () => {

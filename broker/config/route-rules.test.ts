@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isCodedError } from '../contract/index.js';
 import { diffConfigs } from './config-diff.js';
 import { parseConfig } from './load-config.js';
+import { configRefusal } from '../testing/config-refusal.js';
 
 /** One route on one base URL: reads unattended, writes on a card (the docs/config.md example). */
 const route = (extra: string[]): string =>
@@ -24,15 +24,7 @@ const oneBaseUrl = [
   "      - { methods: ['*'], path: '/documents/{id}/**', approval: per_call, lane: 'document-{id}' }",
 ];
 
-function refusal(text: string): { code: string; field: string | undefined; message: string } {
-  try {
-    parseConfig(text);
-  } catch (error) {
-    if (isCodedError(error)) return { code: error.code, field: error.field, message: error.message };
-    throw error;
-  }
-  throw new Error('expected the configuration to be refused');
-}
+const refusal = configRefusal;
 
 describe('when a route declares method/path rules', () => {
   it('loads them in order with the route approval as the fallback', () => {

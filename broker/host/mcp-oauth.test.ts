@@ -2,13 +2,14 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpUpstreams, type McpChannelReport, type McpServerSpec } from '../channels/mcp/index.js';
-import { isCodedError, type NewEvent } from '../contract/index.js';
+import { isCodedError } from '../contract/index.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
 import { createMemoryVault } from '../testing/memory-vault.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { startOAuthServers, type OAuthServers } from '../testing/upstream-mcp/oauth-servers.js';
 import { mcpOAuthFileName } from './mcp-oauth-store.js';
 import { createUpstreamOAuth } from './operator-mcp-oauth.js';
+import { mcpAuthorized } from '../testing/action-paths.js';
 
 /**
  * OAuth 2.1 + PKCE for a streamable_http upstream, end to end on loopback: a real authorization server and resource
@@ -54,27 +55,12 @@ afterAll(async () => {
 async function admit(): Promise<string> {
   actions += 1;
   const id = `act_${String(actions).padStart(26, '0')}`;
-  const events: NewEvent[] = [
-    {
-      kind: 'ACTION_ACCEPTED',
-      action_id: id,
-      session_id: 'ses_test',
-      lane: 'mcp-oauth-test',
-      payload: {
-        channel: 'mcp',
-        target: 'mcp:wiki.echo',
-        request_fingerprint: fingerprint,
-        approval: 'none',
-        idempotent: false,
-      },
-    },
-    { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
-    {
-      kind: 'CREDENTIAL_AUTHORIZED',
-      action_id: id,
-      payload: { credential_id: 'none', version_tag: 'none', injection_mode: 'none', request_fingerprint: fingerprint },
-    },
-  ];
+  const events = mcpAuthorized(id, {
+    lane: 'mcp-oauth-test',
+    target: 'mcp:wiki.echo',
+    fingerprint,
+    injectionMode: 'none',
+  });
   for (const event of events) await temp.journal.append(event);
   return id;
 }

@@ -158,6 +158,42 @@ function notAttempted(
 }
 
 /** Every script, each a function of the action id. */
+/**
+ * An MCP tool call admitted and authorized as the executor appends it (ACTION_ACCEPTED, PREFLIGHT_VALIDATED,
+ * CREDENTIAL_AUTHORIZED): the next step the journal accepts is its DISPATCH_STARTED.
+ */
+export function mcpAuthorized(
+  id: string,
+  opts: { lane: string; target: string; fingerprint: string; injectionMode: 'mcp_env' | 'none' },
+): NewEvent[] {
+  return [
+    {
+      kind: 'ACTION_ACCEPTED',
+      action_id: id,
+      session_id: 'ses_test',
+      lane: opts.lane,
+      payload: {
+        channel: 'mcp',
+        target: opts.target,
+        request_fingerprint: opts.fingerprint,
+        approval: 'none',
+        idempotent: false,
+      },
+    },
+    { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
+    {
+      kind: 'CREDENTIAL_AUTHORIZED',
+      action_id: id,
+      payload: {
+        credential_id: 'none',
+        version_tag: 'none',
+        injection_mode: opts.injectionMode,
+        request_fingerprint: opts.fingerprint,
+      },
+    },
+  ];
+}
+
 export const actionPaths = {
   httpNoApproval: (id: string): NewEvent[] => [
     accepted(id),

@@ -21,6 +21,7 @@ import {
   type McpServerSpec,
   type McpUpstreamsOptions,
 } from './index.js';
+import { mcpAuthorized } from '../../testing/action-paths.js';
 
 const canary = 'pst-canary-7f3a9c21-do-not-leak';
 const fingerprint = `sha256:${'f1'.repeat(32)}`;
@@ -70,32 +71,12 @@ function markerLines(): Array<{ tool: string; pid: number }> {
 async function admit(): Promise<string> {
   actionCount += 1;
   const id = `act_${String(actionCount).padStart(26, '0')}`;
-  const events: NewEvent[] = [
-    {
-      kind: 'ACTION_ACCEPTED',
-      action_id: id,
-      session_id: 'ses_test',
-      lane: 'mcp-test',
-      payload: {
-        channel: 'mcp',
-        target: 'mcp:files.echo',
-        request_fingerprint: fingerprint,
-        approval: 'none',
-        idempotent: false,
-      },
-    },
-    { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
-    {
-      kind: 'CREDENTIAL_AUTHORIZED',
-      action_id: id,
-      payload: {
-        credential_id: 'none',
-        version_tag: 'none',
-        injection_mode: 'mcp_env',
-        request_fingerprint: fingerprint,
-      },
-    },
-  ];
+  const events = mcpAuthorized(id, {
+    lane: 'mcp-test',
+    target: 'mcp:files.echo',
+    fingerprint,
+    injectionMode: 'mcp_env',
+  });
   for (const event of events) await temp.journal.append(event);
   return id;
 }
