@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { startBearerRouteDaemon, type BearerRouteDaemon } from '../tests/support
 import { DrillAgent, type ToolReply } from '../tests/support/drill-agent.js';
 import { repoRoot } from '../tests/support/postern-process.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+import { filesUnder, filesHolding } from '../tests/support/data-dir-files.js';
 
 /**
  * request_credential by clicks (issue #19): a real daemon, the agent a real MCP SDK client in its own process through
@@ -201,17 +202,7 @@ describe('the value a person pasted', () => {
     expect(running.daemon.process.stderr).not.toContain(pasted);
     // Stopped first so every byte the daemon wrote is in the files (journal, -wal, vault).
     await running.daemon.process.stop('SIGTERM');
-    const files: string[] = [];
-    const walk = (dir: string): void => {
-      for (const entry of readdirSync(dir, { withFileTypes: true })) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(full);
-        else if (entry.isFile()) files.push(full);
-      }
-    };
-    walk(running.dataDir);
-    expect(files.some((f) => f.endsWith('journal.sqlite'))).toBe(true);
-    const needle = Buffer.from(pasted);
-    for (const file of files) expect(readFileSync(file).includes(needle), file).toBe(false);
+    expect(filesUnder(running.dataDir).some((f) => f.endsWith('journal.sqlite'))).toBe(true);
+    expect(filesHolding(running.dataDir, Buffer.from(pasted))).toEqual([]);
   }, 60_000);
 });

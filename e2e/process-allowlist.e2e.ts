@@ -20,6 +20,7 @@ import {
   operatorAuthorization,
   type OperatorPage,
 } from './fixtures/browser.js';
+import { stopForkedChild } from '../tests/support/forked-agent.js';
 
 /**
  * The process allowlist by clicks (issue #20): a real daemon with session approval `required`, a session route `docs`
@@ -97,12 +98,7 @@ async function startAgent(execPath: string, name: string): Promise<Agent> {
   return agent;
 }
 
-async function stopAgent(agent: Agent): Promise<void> {
-  if (agent.child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => agent.child.once('exit', () => resolve()));
-  agent.child.send({ exit: true });
-  await exited;
-}
+const stopAgent = (agent: Agent): Promise<void> => stopForkedChild(agent.child);
 
 /** One operator call as the page makes it (POST /api/<method>, the signed-in session as bearer). */
 async function api<M extends BrokerApiMethod>(method: M): Promise<BrokerApi[M]['output']> {

@@ -1,11 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, CredentialRequestCard } from '../broker/contract/index.js';
 import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
 import { decideAsPerson } from './support/person-decision.js';
 import { DrillAgent, type ToolReply } from './support/drill-agent.js';
+import { filesUnder, filesHolding } from './support/data-dir-files.js';
 
 /**
  * request_credential end to end against a real daemon (real vault, journal and control socket) with the MCP SDK's
@@ -174,23 +173,13 @@ describe('when the agent misbehaves', () => {
 
 describe('the value a person pasted', () => {
   it('is in no agent answer, operator reply, data-directory file or log line', async () => {
-    const needle = Buffer.from(pasted);
     expect(answers.join('\n')).not.toContain(pasted);
     expect(operatorReplies.join('\n')).not.toContain(pasted);
     expect(running.daemon.process.stdout).not.toContain(pasted);
     expect(running.daemon.process.stderr).not.toContain(pasted);
     // Stopped first so every byte the daemon wrote is in the files (journal, -wal, vault).
     await running.daemon.process.stop('SIGTERM');
-    const files: string[] = [];
-    const walk = (dir: string): void => {
-      for (const entry of readdirSync(dir, { withFileTypes: true })) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(full);
-        else if (entry.isFile()) files.push(full);
-      }
-    };
-    walk(running.dataDir);
-    expect(files.some((f) => f.endsWith('journal.sqlite'))).toBe(true);
-    for (const file of files) expect(readFileSync(file).includes(needle), file).toBe(false);
+    expect(filesUnder(running.dataDir).some((f) => f.endsWith('journal.sqlite'))).toBe(true);
+    expect(filesHolding(running.dataDir, Buffer.from(pasted))).toEqual([]);
   }, 60_000);
 });

@@ -13,6 +13,7 @@ import { openVault } from '../broker/vault/index.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { decideAsPerson } from './support/person-decision.js';
 import { repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { stopForkedChild } from './support/forked-agent.js';
 
 /**
  * The process allowlist against a real daemon (session approval `required`): agent processes run under a copy of the
@@ -79,12 +80,7 @@ async function startAgent(execPath: string, name: string): Promise<Agent> {
   return agent;
 }
 
-async function stopAgent(agent: Agent): Promise<void> {
-  if (agent.child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => agent.child.once('exit', () => resolve()));
-  agent.child.send({ exit: true });
-  await exited;
-}
+const stopAgent = (agent: Agent): Promise<void> => stopForkedChild(agent.child);
 
 async function read<M extends BrokerApiMethod>(method: M, input: object = {}): Promise<BrokerApi[M]['output']> {
   const reply = await sendControlRequest(controlSocketPath(dataDir), { op: 'api', method, input });

@@ -73,12 +73,17 @@ export class ForkedAgent<A extends { id: number }> {
     });
   }
 
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.send({ exit: true });
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return stopForkedChild(this.child);
   }
+}
+
+/** Asks a forked agent to exit (`{exit: true}`) and waits for it; one that lingers 5 s is killed. */
+export async function stopForkedChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.send({ exit: true });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
 }
