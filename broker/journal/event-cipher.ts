@@ -1,6 +1,7 @@
 import { hash, randomFillSync } from 'node:crypto';
 import sodium from 'libsodium-wrappers-sumo';
 import type { Hash } from '../core/index.js';
+import { RandomPool } from '../ports/random-pool.js';
 
 /**
  * The journal's libsodium calls, in one file. Payloads: XChaCha20-Poly1305 (IETF) under a random
@@ -22,21 +23,16 @@ export function sodiumReady(): Promise<void> {
 /** One-shot crypto.hash: ~2 µs a call here, against ~5 µs for createHash().update().digest(). */
 export const sha256: Hash = (data) => hash('sha256', data, 'buffer');
 
-/** Nonces are drawn a pool at a time: one syscall per commit, not per event. */
+/** Nonces are drawn a pool at a time: one call into the CSPRNG per pool, not per event. */
 export class NoncePool {
-  private pool = Buffer.alloc(0);
-  private at = 0;
+  private readonly random: RandomPool;
 
-  constructor(private readonly poolNonces = 256) {}
+  constructor(poolNonces = 256) {
+    this.random = new RandomPool(poolNonces * nonceBytes);
+  }
 
   next(): Uint8Array {
-    if (this.at + nonceBytes > this.pool.length) {
-      this.pool = randomFillSync(Buffer.alloc(this.poolNonces * nonceBytes));
-      this.at = 0;
-    }
-    const nonce = this.pool.subarray(this.at, this.at + nonceBytes);
-    this.at += nonceBytes;
-    return nonce;
+    return this.random.take(nonceBytes);
   }
 }
 

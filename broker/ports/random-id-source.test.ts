@@ -24,4 +24,14 @@ describe('when the random id source mints action ids', () => {
     clock.advance(1);
     expect(ids.newActionId().slice(0, 14) > first.slice(0, 14)).toBe(true);
   });
+
+  it('spends every one of the 80 random bits: each character position takes all 32 values', () => {
+    const ids = createRandomIdSource(new FakeClock(5));
+    const positions = Array.from({ length: 16 }, () => new Set<string>());
+    for (let i = 0; i < 2000; i += 1) {
+      const random = ids.newActionId().slice(14);
+      for (let p = 0; p < 16; p += 1) positions[p]?.add(random.charAt(p));
+    }
+    expect(positions.map((set) => set.size)).toEqual(Array.from({ length: 16 }, () => 32));
+  });
 });

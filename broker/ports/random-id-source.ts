@@ -1,11 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import type { Clock } from './clock.js';
 import type { IdSource } from './id-source.js';
+import { RandomPool } from './random-pool.js';
 
 /** Crockford base32: no I, L, O or U, so ids survive being read aloud or retyped. */
 const crockfordAlphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const timeChars = 10;
 const randomChars = 16;
+const randomBytes = 10;
 const timeMsMax = 2 ** 48 - 1;
 
 /**
@@ -14,32 +15,31 @@ const timeMsMax = 2 ** 48 - 1;
  * prefix is a convenience only; order is always the journal's append position, never the id.
  */
 export function createRandomIdSource(clock: Clock): IdSource {
+  const random = new RandomPool();
   return {
     newActionId(): string {
-      return `act_${encodeTime(clock.nowMs())}${encodeRandom(randomBytes(10))}`;
+      return `act_${encodeTime(clock.nowMs())}${encodeRandom(random.take(randomBytes))}`;
     },
   };
 }
 
 function encodeTime(ms: number): string {
   if (!Number.isInteger(ms) || ms < 0 || ms > timeMsMax) throw new RangeError(`time ${ms} is outside 48 bits`);
-  let rest = ms;
-  let out = '';
-  for (let i = 0; i < timeChars; i += 1) {
-    out = crockfordAlphabet.charAt(rest % 32) + out;
-    rest = Math.floor(rest / 32);
-  }
-  return out;
+  return encodeBits(ms, timeChars);
 }
 
-/** 80 bits are exactly 16 five-bit groups. */
+/** 80 bits are exactly 16 five-bit groups: two 40-bit halves (exact in a double), 8 characters each. */
 function encodeRandom(bytes: Buffer): string {
-  let bits = 0n;
-  for (const byte of bytes) bits = (bits << 8n) | BigInt(byte);
+  return encodeBits(bytes.readUIntBE(0, 5), randomChars / 2) + encodeBits(bytes.readUIntBE(5, 5), randomChars / 2);
+}
+
+/** The low 5 × `chars` bits of `value`, most significant first. */
+function encodeBits(value: number, chars: number): string {
+  let rest = value;
   let out = '';
-  for (let i = 0; i < randomChars; i += 1) {
-    out = crockfordAlphabet.charAt(Number(bits & 31n)) + out;
-    bits >>= 5n;
+  for (let i = 0; i < chars; i += 1) {
+    out = crockfordAlphabet.charAt(rest % 32) + out;
+    rest = Math.floor(rest / 32);
   }
   return out;
 }
