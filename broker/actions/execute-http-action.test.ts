@@ -35,8 +35,17 @@ async function server(
   script: Behavior | ((onConnection: number) => Behavior),
   options: Omit<AdversarialServerOptions, 'script'> = {},
 ): Promise<AdversarialHttpServer> {
+  return serverFor(h, script, options);
+}
+
+/** A scripted server whose log reads `harness`'s journal; stopped after each case. */
+async function serverFor(
+  harness: HttpActionHarness,
+  script: Behavior | ((onConnection: number) => Behavior),
+  options: Omit<AdversarialServerOptions, 'script'> = {},
+): Promise<AdversarialHttpServer> {
   const s = await AdversarialHttpServer.start({
-    journalPath: h.temp.path,
+    journalPath: harness.temp.path,
     script: (request) => (typeof script === 'function' ? script(request.onConnection) : script),
     ...options,
   });
@@ -54,6 +63,94 @@ function expectDispatchDurableBeforeBytes(s: AdversarialHttpServer): void {
     expect(entry.dispatchRowsVisible).toBeGreaterThanOrEqual(entry.requestsStarted);
   }
 }
+
+describe("when the channel's observations ride in the settlement's commit", () => {
+  // Held observations wait for the settlement, not for the timer: a loaded machine cannot split the commit.
+  let r: HttpActionHarness;
+  beforeAll(async () => {
+    r = await openHttpActionHarness({ laterFlushMs: 60_000 });
+  });
+  afterEach(async () => {
+    await abandonBlockedHeads(r.queue);
+    r.channel.close();
+    r.channel = r.newChannel();
+  });
+  afterAll(async () => {
+    await r.dispose();
+  });
+
+  it("the channel's observations ride in the settlement's commit: one commit from REQUEST_SENT to RESULT_COMMITTED", async () => {
+    const s = await serverFor(r, { kind: 'respond', status: 200, body: '{"id":7}', applyEffect: true });
+    const commits: string[][] = [];
+    const stop = r.temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
+    try {
+      const { envelope } = await r.run(localRouteConfig(s.port), post);
+      expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'complete_response' });
+    } finally {
+      stop();
+    }
+    expect(commits).toContainEqual([
+      'REQUEST_SENT',
+      'REMOTE_RESPONSE_STARTED',
+      'REMOTE_RESPONSE_COMPLETE',
+      'RESULT_COMMITTED',
+    ]);
+    expect(commits.filter((kinds) => kinds.includes('REQUEST_SENT'))).toHaveLength(1);
+  });
+
+  it('an observation the journal refuses refuses the settlement it rides with: no result is recorded over it', async () => {
+    const s = await serverFor(r, { kind: 'respond', status: 200, body: '{"id":7}', applyEffect: true });
+    const journal = r.temp.journal;
+    // A misbehaving gate: the response's last observation names an attempt that never crossed the boundary.
+    r.channel = r.newChannel({
+      gate: {
+        append: (event) => journal.append(event),
+        appendLater: (event) =>
+          journal.appendLater(
+            event.kind === 'REMOTE_RESPONSE_COMPLETE'
+              ? ({ ...event, payload: { ...event.payload, attempt: 9 } } as typeof event)
+              : event,
+          ),
+        commitHeld: () => journal.commitHeld(),
+        beginDispatch: (actionId, attempt, connection) => journal.beginDispatch(actionId, attempt, connection),
+      },
+    });
+    const ids: string[] = [];
+    const run = r.run(localRouteConfig(s.port), post, { onAdmitted: (id) => ids.push(id) });
+    await expect(run).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    const [actionId] = ids;
+    expect(kinds(r.events(actionId ?? ''))).not.toContain('RESULT_COMMITTED');
+    expect(kinds(r.events(actionId ?? ''))).not.toContain('REMOTE_RESPONSE_COMPLETE');
+    expect(journal.getAction(actionId ?? '')).toMatchObject({ outcome: 'unknown' });
+    expect(s.effects).toHaveLength(1);
+  });
+
+  it('an observation refused in an earlier commit (before the settlement was queued) refuses it too: settle checks', async () => {
+    const s = await serverFor(r, { kind: 'respond', status: 200, body: '{"id":7}', applyEffect: true });
+    const journal = r.temp.journal;
+    // The first observation is wrong and committed at once, so its refusal is known before the response ends.
+    r.channel = r.newChannel({
+      gate: {
+        append: (event) => journal.append(event),
+        appendLater: (event) => {
+          if (event.kind !== 'REQUEST_SENT') return journal.appendLater(event);
+          const appended = journal.appendLater({ ...event, payload: { ...event.payload, attempt: 9 } } as typeof event);
+          journal.commitHeld();
+          return appended;
+        },
+        commitHeld: () => journal.commitHeld(),
+        beginDispatch: (actionId, attempt, connection) => journal.beginDispatch(actionId, attempt, connection),
+      },
+    });
+    const ids: string[] = [];
+    const run = r.run(localRouteConfig(s.port), post, { onAdmitted: (id) => ids.push(id) });
+    await expect(run).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    const events = kinds(r.events(ids[0] ?? ''));
+    expect(events).not.toContain('RESULT_COMMITTED');
+    expect(events).not.toContain('REQUEST_SENT');
+    expect(journal.getAction(ids[0] ?? '')).toMatchObject({ outcome: 'unknown' });
+  });
+});
 
 describe('when the remote answers completely', () => {
   it('a 200 to a POST is committed/succeeded, stored under the invocation id before RESULT_COMMITTED, and the server saw DISPATCH_STARTED first', async () => {

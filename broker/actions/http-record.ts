@@ -60,12 +60,17 @@ export async function record(
     response.framingComplete &&
     (classification.outcome === 'committed' || classification.outcome === 'rejected');
   if (!settled || lastAttempt === undefined) {
-    const state = await appendState(deps.journal, {
-      kind: 'OUTCOME_RECORDED',
-      action_id: b.actionId,
-      payload: lastAttempt === undefined ? {} : { attempt: lastAttempt },
-      classification,
-    });
+    const state = await appendState(
+      deps.journal,
+      {
+        kind: 'OUTCOME_RECORDED',
+        action_id: b.actionId,
+        payload: lastAttempt === undefined ? {} : { attempt: lastAttempt },
+        classification,
+      },
+      // The observations the channel still holds ride in this commit (settle.ts).
+      { withHeld: true },
+    );
     log(deps, b.actionId, b.route.name, classification);
     return { state, classification, settled };
   }

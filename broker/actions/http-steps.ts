@@ -234,6 +234,8 @@ function wireRequest(
     timeoutMs: b.timeoutMs,
     beforeDispatch: s.beforeDispatch,
     firstAttempt: run.firstAttempt,
+    // record() appends the settlement at once (settle.ts): the observations ride in its commit.
+    observationsRideWithSettlement: true,
     ...(run.generation === undefined ? {} : { generation: run.generation }),
     ...(b.route.correlation?.provider_request_id_header === undefined
       ? {}

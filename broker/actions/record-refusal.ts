@@ -11,25 +11,26 @@ import {
 import { classifyOutcome, type LocalGate } from '../core/index.js';
 import { stateClassification } from './state-envelope.js';
 import type { PosternConfig } from '../config/index.js';
-import type { Journal, ResultInput, ResultStore } from '../journal/index.js';
+import type { AppendOptions, Journal, ResultInput, ResultStore } from '../journal/index.js';
 import type { Clock, CredentialVault, IdSource } from '../ports/index.js';
 import type { DispatchQueue } from '../queue/approval-queue.js';
 
 /** Appends one event and returns the action's state after it (its seq is the envelope's journal_seq). */
-export async function appendState(journal: Journal, event: NewEvent): Promise<ActionState> {
-  return (await journal.append(event)).state;
+export async function appendState(journal: Journal, event: NewEvent, options?: AppendOptions): Promise<ActionState> {
+  return (await journal.append(event, undefined, options)).state;
 }
 
 /**
  * Article 000's order, in one transaction: the retrievable result (sealed now) and the RESULT_COMMITTED naming it are
- * written and synced together, so the event never names a result that is not durable.
+ * written and synced together, so the event never names a result that is not durable. The channel's observations
+ * still held for this action ride in the same commit, and one refused refuses this (AppendOptions.withHeld).
  */
 export async function appendResultCommitted(
   deps: { readonly journal: Journal; readonly results: ResultStore },
   result: ResultInput,
   event: NewEvent,
 ): Promise<ActionState> {
-  return (await deps.journal.append(event, deps.results.rowsOf(result))).state;
+  return (await deps.journal.append(event, deps.results.rowsOf(result), { withHeld: true })).state;
 }
 
 /** What an executor of any channel runs on, beside its channel (execute-ssh-action.ts, execute-mcp-action.ts). */

@@ -103,6 +103,60 @@ describe('an observation appended later (Journal.appendLater)', () => {
     expect((await sent).event.kind).toBe('REQUEST_SENT');
   });
 
+  it('a settlement appended withHeld commits with the held observations: one commit, one sync', async () => {
+    const { t, reader } = await dispatched();
+    const commits = t.journal.stats().commits;
+    const held = ['REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE'] as const;
+    const observations = held.map((kind) => t.journal.appendLater(at(kind)));
+    const settled = await t.journal.append(at('RESULT_COMMITTED'), undefined, { withHeld: true });
+    expect((await Promise.all(observations)).map((a) => a.event.seq + 1)).toEqual([
+      settled.event.seq - 2,
+      settled.event.seq - 1,
+      settled.event.seq,
+    ]);
+    expect(t.journal.stats().commits).toBe(commits + 1);
+    expect(onDisk(reader).slice(-4)).toEqual([...held, 'RESULT_COMMITTED']);
+  });
+
+  it('a held observation refused refuses the settlement appended withHeld after it, with the same error; nothing of it is written', async () => {
+    const { t, reader } = await dispatched();
+    const sent = t.journal.appendLater(at('REQUEST_SENT'));
+    // An observation of an attempt that never crossed the boundary: the projection refuses it.
+    const impossible = t.journal.appendLater({
+      kind: 'REMOTE_RESPONSE_STARTED',
+      action_id: id,
+      payload: { attempt: 7, status: 200 },
+    });
+    const settlement = t.journal.append(at('RESULT_COMMITTED'), undefined, { withHeld: true });
+    const refusal = await impossible.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refusal).toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    await expect(settlement).rejects.toBe(refusal);
+    await sent;
+    expect(onDisk(reader).slice(-1)).toEqual(['REQUEST_SENT']);
+    expect(t.journal.getAction(id)?.stage).not.toBe('result_committed');
+  });
+
+  it("another action's refused observation does not refuse a settlement appended withHeld", async () => {
+    const { t, reader } = await dispatched();
+    const other = 'act_later_0002';
+    for (const event of actionPaths
+      .httpNoApproval(other)
+      .slice(0, path.findIndex((e) => e.kind === 'DISPATCH_STARTED') + 1))
+      await t.journal.append(event);
+    const othersImpossible = t.journal.appendLater({
+      kind: 'REMOTE_RESPONSE_STARTED',
+      action_id: other,
+      payload: { attempt: 7, status: 200 },
+    });
+    const settled = t.journal.append(at('RESULT_COMMITTED'), undefined, { withHeld: true });
+    await expect(othersImpossible).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+    expect((await settled).event.kind).toBe('RESULT_COMMITTED');
+    expect(onDisk(reader).slice(-1)).toEqual(['RESULT_COMMITTED']);
+  });
+
   it('close commits what it holds', async () => {
     const { t } = await dispatched();
     const sent = t.journal.appendLater(at('REQUEST_SENT'));

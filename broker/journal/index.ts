@@ -1,6 +1,7 @@
 export {
   Journal,
   journalFileName,
+  type AppendOptions,
   batchEventsMaxDefault,
   pendingEventsMaxDefault,
   journalBytesMaxDefault,

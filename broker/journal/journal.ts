@@ -198,6 +198,13 @@ interface Unit {
   readonly later: boolean;
   /** Settled only once a sync covers the commit (event-durability.ts); otherwise once COMMIT returns. */
   readonly waits: boolean;
+  /**
+   * AppendOptions.withHeld: the same action's appendLater units queued before this one. They are planned first (FIFO,
+   * in this transaction or an earlier one); if one was refused, this unit is refused with the same refusal.
+   */
+  readonly after?: readonly Unit[];
+  /** Set when the unit is refused, for the units that name it in `after`. */
+  refusal?: UnitRefusal;
   /** Committed, or refused as a value; reject is for everything else (a malformed event, a bug, a failed journal). */
   resolve(result: AppendResult<AnyAppended[]>): void;
   reject(error: unknown): void;
@@ -205,6 +212,16 @@ interface Unit {
 
 /** Why a unit was not committed: a lost race (a value, resolved) or a fault of its own events (rejected). */
 type UnitRefusal = { readonly ok: false; readonly refusal: TransitionRefusal } | { readonly error: unknown };
+
+export interface AppendOptions {
+  /**
+   * The event settles what this action's appendLater observations held before it (a RESULT_COMMITTED after the HTTP
+   * channel's REQUEST_SENT, REMOTE_RESPONSE_*): they ride in its commit, and if one of them is refused this event is
+   * refused too, with that refusal, so a settlement is never recorded over an observation the log does not hold.
+   * Held units already settled when this is queued are the caller's to check (settle.ts).
+   */
+  readonly withHeld?: boolean;
+}
 
 /** One transaction's units: accepted (written), or refused in unit order (a lost race, or a fault of its own). */
 interface Written {
@@ -336,16 +353,16 @@ export class Journal {
    * caller that does not expect a race gets a refusal as TransitionRefused (its code and message as
    * ever); a caller that does uses tryAppend and switches on the refusal.
    */
-  async append(event: NewEvent, rows?: UnitRows): Promise<Appended> {
-    return appendedOrThrow(await this.tryAppend(event, rows));
+  async append(event: NewEvent, rows?: UnitRows, options?: AppendOptions): Promise<Appended> {
+    return appendedOrThrow(await this.tryAppend(event, rows, options));
   }
 
   /**
    * append, with a lost race answered as a value instead of thrown. `rows` commit in the same transaction as the
    * event, or not at all (a refused event writes none; a constraint they break refuses the event with that error).
    */
-  async tryAppend(event: NewEvent, rows?: UnitRows): Promise<AppendResult<Appended>> {
-    const result = await this.enqueue([event], 'action', rows);
+  async tryAppend(event: NewEvent, rows?: UnitRows, options?: AppendOptions): Promise<AppendResult<Appended>> {
+    const result = await this.enqueue([event], 'action', rows, false, options?.withHeld === true);
     if (!result.ok) return result;
     const [appended] = result.appended;
     if (appended === undefined || !('state' in appended))
@@ -732,6 +749,7 @@ export class Journal {
     subject: Subject,
     rows?: UnitRows,
     later = false,
+    withHeld = false,
   ): Promise<AppendResult<AnyAppended[]>> {
     if (this.state !== 'open') return Promise.reject(this.unavailable());
     let events: NewEvent[];
@@ -754,13 +772,28 @@ export class Journal {
       );
     }
     const waits = events.some((event) => eventWaitsForDisk[event.kind]);
+    const after = withHeld ? this.heldOf(events) : [];
     return new Promise<AppendResult<AnyAppended[]>>((resolve, reject) => {
-      this.queue.push({ events, waits, later, resolve, reject, ...(rows === undefined ? {} : { rows }) });
+      this.queue.push({
+        events,
+        waits,
+        later,
+        resolve,
+        reject,
+        ...(rows === undefined ? {} : { rows }),
+        ...(after.length === 0 ? {} : { after }),
+      });
       this.pendingEvents += events.length;
       // A flush already scheduled takes it along; else it waits for one, or for the timer.
       if (!later) this.scheduleFlush();
       else if (!this.flushScheduled) this.scheduleLaterFlush();
     });
+  }
+
+  /** The appendLater units of these events' action still queued (AppendOptions.withHeld). */
+  private heldOf(events: readonly NewEvent[]): Unit[] {
+    const actionId = events[0]?.action_id;
+    return this.queue.filter((unit) => unit.later && unit.events.every((event) => event.action_id === actionId));
   }
 
   /**
@@ -845,7 +878,16 @@ export class Journal {
     let lastTicket = ticketBefore;
     let appendedCount = 0;
     const overlay = new CommitOverlay(this.store, this.stateCache);
+    const refuse = (unit: Unit, refusal: UnitRefusal): void => {
+      unit.refusal = refusal;
+      refused.push({ unit, refusal });
+    };
     for (const unit of units) {
+      const heldRefusal = unit.after?.find((held) => held.refusal !== undefined)?.refusal;
+      if (heldRefusal !== undefined) {
+        refuse(unit, heldRefusal);
+        continue;
+      }
       let planned: PlanResult;
       try {
         planned = planUnit(unit.events, {
@@ -856,18 +898,18 @@ export class Journal {
         });
       } catch (error) {
         if (!isUnitFault(error)) throw error;
-        refused.push({ unit, refusal: { error } });
+        refuse(unit, { error });
         continue;
       }
       if (!planned.ok) {
-        refused.push({ unit, refusal: planned });
+        refuse(unit, planned);
         continue;
       }
       const plan = planned.plan;
       // Before sealing: the audit tree in memory moves with each sealed event and cannot be rolled back.
       const rowsRefusal = unit.rows === undefined ? undefined : this.writeRows(unit.rows);
       if (rowsRefusal !== undefined) {
-        refused.push({ unit, refusal: { error: rowsRefusal } });
+        refuse(unit, { error: rowsRefusal });
         continue;
       }
       for (const { event } of plan.appended) {

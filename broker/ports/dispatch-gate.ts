@@ -33,3 +33,14 @@ export interface DispatchGate {
   /** What appendLater holds is committed on the next turn: the caller is about to await it. */
   commitHeld?(): void;
 }
+
+/**
+ * A channel's observation appends handed to the caller unsettled (HttpWireRequest.observationsRideWithSettlement): they
+ * ride in the commit of the settlement the caller appends next with AppendOptions.withHeld.
+ */
+export interface HeldObservations {
+  /** The first failure among the appends already settled (synchronous: read it right before queueing the settlement). */
+  failure(): unknown;
+  /** Commits what is still held and resolves (never rejects) once every append settled: the first failure, or undefined. */
+  settled(): Promise<unknown>;
+}

@@ -10,7 +10,7 @@ export {
   type SecretMaterial,
   type VaultState,
 } from './credential-vault.js';
-export type { DispatchGate } from './dispatch-gate.js';
+export type { DispatchGate, HeldObservations } from './dispatch-gate.js';
 export type {
   AgentBackend,
   CallerStop,

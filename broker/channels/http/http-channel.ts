@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { NewEvent } from '../../contract/index.js';
 import { checkWireRequest, classifyOutcome, type SetupFailure } from '../../core/index.js';
-import type { DispatchGate } from '../../ports/index.js';
+import type { DispatchGate, HeldObservations } from '../../ports/index.js';
 import { HttpConnection } from './http-connection.js';
 import { HttpConnectionPool } from './http-connection-pool.js';
 import { defaultHttpLimits, type HttpLimits } from './http-limits.js';
@@ -46,6 +46,11 @@ export interface HttpWireRequest {
   readonly scrubLookaheadBytes?: number;
   /** Response header holding the provider's request id, recorded on REMOTE_RESPONSE_STARTED. */
   readonly providerRequestIdHeader?: string;
+  /**
+   * The caller appends the settlement at once, with AppendOptions.withHeld (settle.ts): the channel does not commit its
+   * observations on its own; they ride in the settlement's commit, and the report hands them over as `observations`.
+   */
+  readonly observationsRideWithSettlement?: boolean;
 }
 
 /** One attempt as the envelope and the executor see it. */
@@ -102,6 +107,8 @@ export interface HttpChannelReport {
   readonly peerFingerprint?: string;
   /** A journal append failed: the record is not trustworthy beyond what was durable. */
   readonly journalFailed?: unknown;
+  /** With observationsRideWithSettlement, after dispatch: the observation appends, held for the settlement's commit. */
+  readonly observations?: HeldObservations;
 }
 
 export interface HttpChannelOptions {
@@ -137,7 +144,9 @@ export class HttpChannel {
     const journal = new PendingAppends(this.options.gate);
     try {
       const report = await this.attempts(request, beforeDispatch, deadline.signal, journal);
-      const journalFailed = await journal.settle();
+      if (request.observationsRideWithSettlement === true && report.dispatchStarted)
+        return { ...report, observations: journal };
+      const journalFailed = await journal.settled();
       return journalFailed === undefined ? report : { ...report, journalFailed };
     } finally {
       clearTimeout(timer);
@@ -450,26 +459,31 @@ function dispatchOptions(request: HttpWireRequest, limits: HttpLimits): Dispatch
 
 /**
  * Observation appends fired from undici callbacks (in order, FIFO in the journal), held by the journal so they
- * share one commit (appendLater), committed and awaited at the end.
+ * share one commit (appendLater): committed and awaited at the end, or handed to the caller whose settlement they
+ * ride in (HttpWireRequest.observationsRideWithSettlement).
  */
-class PendingAppends {
+class PendingAppends implements HeldObservations {
   private readonly pending: Promise<unknown>[] = [];
-  private failure: unknown = undefined;
+  private firstFailure: unknown = undefined;
 
   constructor(private readonly gate: DispatchGate) {}
 
   add(event: NewEvent): void {
     this.pending.push(
       (this.gate.appendLater?.(event) ?? this.gate.append(event)).catch((error: unknown) => {
-        this.failure ??= error;
+        this.firstFailure ??= error;
       }),
     );
   }
 
-  async settle(): Promise<unknown> {
+  failure(): unknown {
+    return this.firstFailure;
+  }
+
+  async settled(): Promise<unknown> {
     if (this.pending.length > 0) this.gate.commitHeld?.();
     await Promise.all(this.pending);
-    return this.failure;
+    return this.firstFailure;
   }
 }
 
