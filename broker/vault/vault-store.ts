@@ -59,11 +59,15 @@ interface CredentialRecord {
 
 /**
  * The SQL of the vault: one wrapped data key and one sealed secret per credential, with the
- * non-secret metadata beside it in plaintext. Every read goes to the file (no cache), so a daemon
- * sees credentials the CLI added a moment ago; SQLite serializes the two processes' writes.
+ * non-secret metadata beside it in plaintext. A daemon sees credentials the CLI added a moment ago:
+ * SQLite serializes the two processes' writes, and `find`'s rows (sealed, never opened) are kept only
+ * while `PRAGMA data_version` says no other connection committed and this one wrote nothing.
  */
 export class VaultStore {
   private readonly sql: (sql: string) => Database.Statement;
+  /** find's rows by name, as stored (sealed); valid for `rowsVersion` only. */
+  private readonly rows = new Map<string, CredentialRow>();
+  private rowsVersion: number | undefined = undefined;
 
   private constructor(private readonly db: Database.Database) {
     this.sql = statementCache(db);
@@ -115,6 +119,7 @@ export class VaultStore {
 
   /** Inserts the wrapped key unless one exists; false if another process initialized first. */
   insertWrappedKey(key: WrappedKeyRow, nowMs: number): boolean {
+    this.rows.clear();
     const [nonce, wrapped, protectedBy] = columnsOf(key.sealed);
     const result = this.sql(
       `INSERT INTO vault_key (id, kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by, created_at_ms)
@@ -128,6 +133,7 @@ export class VaultStore {
    * row still holds `expected`; false if another process changed it first. The KDF parameters stay.
    */
   replaceStoredKey(expected: StoredKey, next: StoredKey): boolean {
+    this.rows.clear();
     const [oldNonce, oldWrapped, oldProtectedBy] = columnsOf(expected);
     const [nonce, wrapped, protectedBy] = columnsOf(next);
     const result = this.sql(
@@ -151,14 +157,34 @@ export class VaultStore {
     return (this.sql('SELECT count(*) AS n FROM credentials').get() as { n: number }).n;
   }
 
+  /** The stored row, a fresh copy each call (callers may wipe or change what they are given). */
   find(name: string): CredentialRow | undefined {
-    const row = this.sql('SELECT * FROM credentials WHERE name = ?').get(name) as CredentialRecord | undefined;
-    return row === undefined
-      ? undefined
-      : { info: toInfo(row), sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.sealed) } };
+    // Another connection's commit (the CLI's add, rotate, remove) moves data_version; this one's writes clear the rows.
+    const version = this.sql('PRAGMA data_version').pluck().get() as number;
+    if (version !== this.rowsVersion) {
+      this.rows.clear();
+      this.rowsVersion = version;
+    }
+    let found = this.rows.get(name);
+    if (found === undefined) {
+      const row = this.sql('SELECT * FROM credentials WHERE name = ?').get(name) as CredentialRecord | undefined;
+      if (row === undefined) return undefined;
+      found = {
+        info: toInfo(row),
+        sealed: { nonce: new Uint8Array(row.nonce), ciphertext: new Uint8Array(row.sealed) },
+      };
+      if (this.rows.size >= credentialsMax) this.rows.clear();
+      this.rows.set(name, found);
+    }
+    const { info, sealed } = found;
+    return {
+      info: { ...info, bindings: [...info.bindings] },
+      sealed: { nonce: new Uint8Array(sealed.nonce), ciphertext: new Uint8Array(sealed.ciphertext) },
+    };
   }
 
   insert(row: CredentialRow, nowMs: number): void {
+    this.rows.clear();
     const insert = this.db.transaction(() => {
       if (this.count() >= credentialsMax) {
         throw new CodedError('PAYLOAD_LIMIT', `a vault holds at most ${credentialsMax} credentials`, { field: 'name' });
@@ -189,6 +215,7 @@ export class VaultStore {
 
   /** Replaces the secret and version of the row that is still at `expectedVersion`; false if it moved. */
   replaceSecret(id: string, expectedVersion: string, versionTag: string, sealed: Sealed, nowMs: number): boolean {
+    this.rows.clear();
     const result = this.sql(
       'UPDATE credentials SET version_tag = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
     ).run(versionTag, sealed.nonce, sealed.ciphertext, nowMs, id, expectedVersion);
@@ -197,6 +224,7 @@ export class VaultStore {
 
   /** Replaces version, bindings and sealed secret of the row that is still at `expectedVersion`; false if it moved. */
   replaceRow(expectedVersion: string, info: CredentialInfo, sealed: Sealed, nowMs: number): boolean {
+    this.rows.clear();
     const result = this.sql(
       'UPDATE credentials SET version_tag = ?, bindings = ?, nonce = ?, sealed = ?, updated_at_ms = ? WHERE id = ? AND version_tag = ?',
     ).run(
@@ -212,6 +240,7 @@ export class VaultStore {
   }
 
   remove(name: string): boolean {
+    this.rows.clear();
     return this.sql('DELETE FROM credentials WHERE name = ?').run(name).changes === 1;
   }
 

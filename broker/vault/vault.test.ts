@@ -482,6 +482,38 @@ describe('two processes (connections) on one file', () => {
     expect(await daemon.withSecret('late', (s) => s)).toEqual({ kind: 'bearer', token: 'late-token' });
   });
 
+  it('a credential the daemon has used is seen rotated, rebound and removed by the other at once (no stale row)', async () => {
+    const daemon = await open();
+    await daemon.init(passphrase());
+    await daemon.add({ name: 'api', kind: 'bearer', secret: text('first-token'), bindings: ['a.example'] });
+    // Used twice first: the second read is the one a kept row would answer.
+    expect(await daemon.withSecret('api', (s) => s)).toEqual({ kind: 'bearer', token: 'first-token' });
+    const before = daemon.describe('api');
+    expect(await daemon.withSecret('api', (s) => s)).toEqual({ kind: 'bearer', token: 'first-token' });
+    const cli = await open();
+    await cli.unlock(passphrase());
+    await cli.rotate('api', text('second-token'));
+    expect(await daemon.withSecret('api', (s) => s)).toEqual({ kind: 'bearer', token: 'second-token' });
+    expect(daemon.describe('api')?.version_tag).not.toBe(before?.version_tag);
+    await cli.rebind('api', ['b.example']);
+    expect(daemon.describe('api')?.bindings).toEqual(['b.example']);
+    await cli.remove('api');
+    expect(daemon.describe('api')).toBeUndefined();
+    expect((await codeOf(daemon.withSecret('api', (s) => s))).code).toBe('UNKNOWN_CREDENTIAL');
+  });
+
+  it('a caller changing the info it was given changes nothing the next caller reads', async () => {
+    const vault = await open();
+    await vault.init(passphrase());
+    await vault.add({ name: 'api', kind: 'bearer', secret: text('token'), bindings: ['a.example'] });
+    const info = vault.describe('api');
+    (info?.bindings as string[] | undefined)?.push('evil.example');
+    await vault.withSecret('api', (_s, given) => {
+      (given.bindings as string[]).push('evil.example');
+    });
+    expect(vault.describe('api')?.bindings).toEqual(['a.example']);
+  });
+
   it('a vault opened uninitialized sees another connection initialize it', async () => {
     const daemon = await open();
     expect(daemon.state()).toBe('uninitialized');
