@@ -158,6 +158,11 @@ function sameCounterKey(a: CounterKey, b: CounterKey): boolean {
   return sameRateKey(a, b) && a.in_flight === b.in_flight;
 }
 
+/** One string per action_counters row (the rate key and in_flight), to sum a transaction's changes by row. */
+export function counterKeyId(key: CounterKey): string {
+  return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched, key.in_flight]);
+}
+
 function rateKeyId(key: CounterKey): string {
   return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched]);
 }

@@ -8,7 +8,7 @@ import {
   type BoundIdempotencyKey,
   type CredentialRequestState,
 } from '../core/index.js';
-import type { JournalStore } from './journal-store.js';
+import type { CounterTally, JournalStore } from './journal-store.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
 import type { CachedAction, StateCache } from './state-cache.js';
 
@@ -77,8 +77,10 @@ export class CommitOverlay {
 
   /** Current state goes into the same transaction as the events that changed it. */
   write(): void {
+    const tally: CounterTally = new Map();
     for (const [id, state] of this.states)
-      this.store.writeState(state, this.stored.get(id), this.timelineOf(id), this.cached.get(id));
+      this.store.writeState(state, this.stored.get(id), this.timelineOf(id), this.cached.get(id), tally);
+    this.store.writeCounts(tally);
     for (const session of this.sessions.values()) this.store.writeSession(session);
     for (const bound of this.keys.values()) this.store.writeIdempotencyKey(bound);
   }

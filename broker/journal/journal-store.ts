@@ -4,6 +4,7 @@ import {
   actionCountsOf,
   countedAction,
   counterDelta,
+  counterKeyId,
   outcomeRowsOf,
   rateBuckets,
   splitActionTarget,
@@ -17,6 +18,9 @@ import {
   type OutcomeCountRow,
 } from '../core/index.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
+
+/** A transaction's action_counters changes by row (counterKeyId): JournalStore.writeState sums, writeCounts writes. */
+export type CounterTally = Map<string, { readonly key: CounterKey; n: number }>;
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
 export interface EventRow {
@@ -450,15 +454,25 @@ export class JournalStore implements AuditStore {
     this.sql.upsertIdempotencyKey().run({ ...row });
   }
 
+  /** The counter changes writeState summed for this transaction: one statement per row that moved. */
+  writeCounts(tally: CounterTally): void {
+    for (const { key, n } of tally.values()) if (n !== 0) this.sql.bumpCounter().run({ ...key, n });
+  }
+
   private loadCounted(actionId: string): CountedAction | undefined {
     const row = this.sql.loadCounted().get(actionId);
     return row === undefined ? undefined : countedAction({ ...row, recorded: row.recorded === 1 });
   }
 
   /** Applies counterDelta; prunes the rate's minutes that fell out of the hour when a newer minute starts. */
-  private countChange(before: CountedAction | undefined, after: CountedAction): void {
+  private countChange(before: CountedAction | undefined, after: CountedAction, tally: CounterTally): void {
     const delta = counterDelta(before, after);
-    for (const { key, n } of delta.counts) this.sql.bumpCounter().run({ ...key, n });
+    for (const { key, n } of delta.counts) {
+      const id = counterKeyId(key);
+      const summed = tally.get(id);
+      if (summed === undefined) tally.set(id, { key, n });
+      else summed.n += n;
+    }
     for (const { minute, key, n } of delta.minutes) {
       const { phase, outcome, code, decision, dispatched } = key;
       const row = { minute, phase, outcome, code, decision, dispatched };
@@ -493,15 +507,22 @@ export class JournalStore implements AuditStore {
    * must be the row as the database holds it (undefined is checked against the table, so a caller that did not load it
    * cannot count an action twice).
    */
+  /**
+   * The action's row, attempts and ticket. Its counter changes are summed into `tally`, which writeCounts writes once
+   * for the transaction (actions moving between the same keys cost one statement per key, not two per action); the
+   * rate's minutes are written here, in order (a decrement stops at zero).
+   */
   writeState(
     state: ActionState,
     stored: ActionState | undefined,
     timeline: ActionTimeline,
-    written?: { readonly state: ActionState; readonly timeline: ActionTimeline },
+    written: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined,
+    tally: CounterTally,
   ): void {
     this.countChange(
       stored === undefined ? this.loadCounted(state.action_id) : countedAction(stored),
       countedAction(state),
+      tally,
     );
     const json = JSON.stringify(state);
     if (written === undefined)
