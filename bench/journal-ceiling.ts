@@ -34,6 +34,8 @@ const actionWrite = /^((try)?append(Batch|Later)?|beginDispatch|durable|commit\w
 export class JournalCapture {
   private readonly context = new AsyncLocalStorage<CapturedAction>();
   private readonly actions: CapturedAction[] = [];
+  private done = false;
+  private keptRunning = 0;
   /** The result each rows object written with RESULT_COMMITTED came from (ResultStore.rowsOf), replayed by value. */
   private readonly rowInputs = new WeakMap<object, ResultInput>();
   readonly journal: Journal;
@@ -42,11 +44,15 @@ export class JournalCapture {
     journal: Journal,
     private readonly actionsMax: number,
   ) {
+    // Once the actions are kept, the proxy costs the broker one lookup per call: the bound method, cached.
+    const bound = new Map<string | symbol, unknown>();
     this.journal = new Proxy(journal, {
       get: (target, property, receiver) => {
+        if (this.done) return bound.get(property) ?? Reflect.get(target, property, receiver);
         const value: unknown = Reflect.get(target, property, receiver);
         if (typeof value !== 'function') return value;
         const fn = (value as (...args: unknown[]) => unknown).bind(target);
+        bound.set(property, fn);
         if (typeof property !== 'string' || !actionWrite.test(property)) return fn;
         return (...args: unknown[]) => {
           const action = this.context.getStore();
@@ -83,12 +89,24 @@ export class JournalCapture {
     });
   }
 
-  /** Runs one action's work, recording its journal writes while fewer than `actionsMax` are kept. */
+  /**
+   * Runs one action's work, recording its journal writes while fewer than `actionsMax` are kept. Once those have all
+   * settled, the capture turns off (its async context's promise hooks too), so the broker's numbers carry none of it.
+   */
   run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.actions.length >= this.actionsMax) return work();
+    if (this.actions.length >= this.actionsMax) {
+      if (!this.done && this.keptRunning === 0) {
+        this.done = true;
+        this.context.disable();
+      }
+      return work();
+    }
     const action: CapturedAction = { actionId: undefined, lane: undefined, calls: [] };
     this.actions.push(action);
-    return this.context.run(action, work);
+    this.keptRunning += 1;
+    return this.context.run(action, work).finally(() => {
+      this.keptRunning -= 1;
+    });
   }
 
   /** The last kept action (the first ones pay for warm-up paths); complete once its `run` settled. */
