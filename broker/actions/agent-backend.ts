@@ -23,7 +23,7 @@ import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer, UpstreamToo
 import { actionCall, waitSource } from './action-call.js';
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
-import { decisionFacts, waitForSettled } from './call-waits.js';
+import { decisionEventKinds, decisionFacts, waitForSettled } from './call-waits.js';
 import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
@@ -357,6 +357,9 @@ function afterDurable(
 function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
   const structured = answer.structured;
   if ('routes' in structured || 'request_id' in structured || structured.invocation_id === null) return answer;
+  // Most actions (approval none, not cancelled) have no decision: their events are not opened to find that out.
+  const kinds = deps.journal.subjectKinds(structured.invocation_id);
+  if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return answer;
   const decision = decisionFacts(deps.journal.subjectEvents(structured.invocation_id));
   if (decision === undefined) return answer;
   const error = structured.error;

@@ -1,4 +1,4 @@
-import type { ActionState, AgentDecision, JournalEvent, QueuePosition } from '../contract/index.js';
+import type { ActionState, AgentDecision, EventKind, JournalEvent, QueuePosition } from '../contract/index.js';
 import type { CallProgress } from '../ports/index.js';
 
 /** What the waits read: the journal's current state of an action, its queue position, and change notices. */
@@ -108,6 +108,15 @@ export function watchProgress(
 
 /** How often a waiting call repeats its state as progress when nothing changed (agents.progress_heartbeat_ms). */
 export const progressHeartbeatMsDefault = 15_000;
+
+/** The events decisionFacts reads: an action with none of them has no decision to tell. */
+export const decisionEventKinds: ReadonlySet<EventKind> = new Set([
+  'CARD_SHOWN',
+  'APPROVED',
+  'REJECTED',
+  'CANCELLED',
+  'EXPIRED',
+]);
 
 /**
  * The decision on a ticket as recorded: who decided and when, a person's reason, and the card's expiry while it

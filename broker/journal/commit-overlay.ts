@@ -85,6 +85,11 @@ export class CommitOverlay {
     for (const bound of this.keys.values()) this.store.writeIdempotencyKey(bound);
   }
 
+  /** The sessions this transaction wrote, for the journal's session cache once COMMIT has returned. */
+  *writtenSessions(): Iterable<readonly [string, SessionState]> {
+    yield* this.sessions;
+  }
+
   /** The states (and timelines) this transaction wrote, for the cache once COMMIT has returned. */
   *written(): Iterable<readonly [string, CachedAction]> {
     for (const [id, state] of this.states) yield [id, { state, timeline: this.timelineOf(id) }];

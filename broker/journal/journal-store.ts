@@ -127,6 +127,7 @@ export class JournalStore implements AuditStore {
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
+    readSubjectKinds: () => Statement<[string], { kind: string }>;
     readCredentialRequestHeaders: () => Statement<[number], SubjectHeaderRow>;
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
@@ -231,6 +232,7 @@ export class JournalStore implements AuditStore {
       ),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
+      readSubjectKinds: lazy(db, `SELECT DISTINCT kind FROM events WHERE action_id = ?`),
       // A credential request has a few events (asked, answered): its whole header list is small.
       readSubjectHeaders: lazy(
         db,
@@ -428,6 +430,17 @@ export class JournalStore implements AuditStore {
   }
 
   /** One subject's plaintext event headers in append order (a credential request's state folds from these). */
+  /** The kinds of a subject's events, from the plaintext header column (nothing is decrypted). */
+  readSubjectKinds(subjectId: string): Set<EventKind> {
+    // The kind column holds only kinds the contract named when the row was written (validateNewEvent).
+    return new Set(
+      this.sql
+        .readSubjectKinds()
+        .all(subjectId)
+        .map((row) => row.kind as EventKind),
+    );
+  }
+
   readSubjectHeaders(subjectId: string): CredentialRequestEventHeader[] {
     return this.sql.readSubjectHeaders().all(subjectId).map(headerOf);
   }

@@ -60,7 +60,7 @@ import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
-import { StateCache } from './state-cache.js';
+import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
@@ -277,6 +277,7 @@ export class Journal {
   private checkpointer: WalCheckpointer | undefined;
   private readonly platform: NodeJS.Platform;
   private readonly stateCache = new StateCache();
+  private readonly sessionCache = new RecentCache<SessionState>(sessionCacheEntriesMax);
 
   private constructor(
     private readonly db: Database.Database,
@@ -491,7 +492,7 @@ export class Journal {
 
   getSession(sessionId: string): SessionState | undefined {
     this.requireReadable();
-    return this.store.loadSession(sessionId);
+    return this.sessionCache.get(sessionId) ?? this.store.loadSession(sessionId);
   }
 
   /** Sessions in order of their first event, newest last; `status` filters. */
@@ -616,6 +617,12 @@ export class Journal {
   }
 
   /** Events of one action (or session) in append order, bounded. */
+  /** Which kinds of event a subject has, all of them, read from the plaintext headers (no event is opened). */
+  subjectKinds(subjectId: string): ReadonlySet<EventKind> {
+    this.requireCurrent();
+    return this.store.readSubjectKinds(subjectId);
+  }
+
   subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
     this.requireCurrent();
     return this.store
@@ -971,6 +978,7 @@ export class Journal {
   private settleUnits({ accepted, refused, lastSeq, appendedCount, overlay }: Written): void {
     if (accepted.length > 0) {
       this.stateCache.committed(overlay.written());
+      this.sessionCache.committed(overlay.writtenSessions());
       this.audit.commitSucceeded();
       this.commits += 1;
       this.eventCount += appendedCount;

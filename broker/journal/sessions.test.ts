@@ -64,6 +64,30 @@ describe('agent sessions in the journal', () => {
     expect(ended.session).toMatchObject({ status: 'revoked', end_reason: 'process_exited' });
   });
 
+  it('getSession answers what the sessions table holds after every event, refused ones too (the cache is never stale)', async () => {
+    const t = await temp();
+    const reader = t.reader();
+    const stored = (id: string): unknown => {
+      const row = reader.prepare('SELECT state FROM sessions WHERE session_id = ?').get(id) as
+        { state: string } | undefined;
+      return row === undefined ? undefined : JSON.parse(row.state);
+    };
+    const steps: NewEvent[] = [
+      started('ses_cache_1', 31),
+      { kind: 'SESSION_APPROVED', action_id: 'ses_cache_1', payload: { actor: person } },
+      { kind: 'SESSION_APPROVED', action_id: 'ses_cache_1', payload: { actor: person } },
+      { kind: 'SESSION_REVOKED', action_id: 'ses_cache_1', payload: { actor: person, reason: 'done' } },
+      { kind: 'SESSION_ENDED', action_id: 'ses_cache_1', payload: { reason: 'process_exited' } },
+    ];
+    const statuses: string[] = [];
+    for (const step of steps) {
+      await t.journal.appendSession(step).catch(() => undefined);
+      expect(t.journal.getSession('ses_cache_1')).toEqual(stored('ses_cache_1'));
+      statuses.push(t.journal.getSession('ses_cache_1')?.status ?? 'none');
+    }
+    expect(statuses).toEqual(['pending', 'approved', 'approved', 'revoked', 'revoked']);
+  });
+
   it('refuses what the session projection forbids and writes nothing for it', async () => {
     const t = await temp();
     await t.journal.appendSession(started('ses_beta_01', 7));

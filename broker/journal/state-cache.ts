@@ -11,32 +11,31 @@ export interface CachedAction {
 export const stateCacheEntriesMax = 8_192;
 
 /**
- * The current state (and timeline) of recently touched actions, exactly as the last COMMIT wrote them. The journal's connection is
- * the only writer of the actions table, and an entry is set only after the COMMIT that wrote it returned, so a hit is
- * what a SELECT would answer — without the SELECT and the JSON parse on every event and every executor read.
- * Bounded: the least recently touched entry goes first.
+ * Values as the last COMMIT wrote them, by subject id. The journal's connection is the only writer of the state
+ * tables, and an entry is set only after the COMMIT that wrote it returned, so a hit is what a SELECT would answer —
+ * without the SELECT and the JSON parse. Bounded: the least recently touched entry goes first.
  */
-export class StateCache {
-  private readonly entries = new Map<string, CachedAction>();
+export class RecentCache<V> {
+  private readonly entries = new Map<string, V>();
 
-  constructor(private readonly entriesMax: number = stateCacheEntriesMax) {}
+  constructor(private readonly entriesMax: number) {}
 
-  get(actionId: string): CachedAction | undefined {
-    const entry = this.entries.get(actionId);
+  get(id: string): V | undefined {
+    const entry = this.entries.get(id);
     if (entry !== undefined) {
-      this.entries.delete(actionId);
-      this.entries.set(actionId, entry);
+      this.entries.delete(id);
+      this.entries.set(id, entry);
     }
     return entry;
   }
 
   /** get() without touching the entry's recency (a lane read must not keep settled actions in memory). */
-  peek(actionId: string): CachedAction | undefined {
-    return this.entries.get(actionId);
+  peek(id: string): V | undefined {
+    return this.entries.get(id);
   }
 
   /** After COMMIT only. */
-  committed(written: Iterable<readonly [string, CachedAction]>): void {
+  committed(written: Iterable<readonly [string, V]>): void {
     for (const [id, entry] of written) {
       this.entries.delete(id);
       this.entries.set(id, entry);
@@ -52,3 +51,13 @@ export class StateCache {
     return this.entries.size;
   }
 }
+
+/** The current state (and timeline) of recently touched actions: the open ones and the recently settled. */
+export class StateCache extends RecentCache<CachedAction> {
+  constructor(entriesMax: number = stateCacheEntriesMax) {
+    super(entriesMax);
+  }
+}
+
+/** Sessions whose state stays in memory (every session event of this run writes its entry). */
+export const sessionCacheEntriesMax = 1_024;
