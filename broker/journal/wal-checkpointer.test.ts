@@ -86,7 +86,8 @@ describe('when asked after commits with autocheckpoint off on the writer', () =>
     commitRows(20, 8_000, () => checkpointer.committed());
     await checkpointer.whenIdle();
     expect(reports.length).toBeGreaterThanOrEqual(2);
-    expect(reports.every((r) => r.busy === 0 && r.checkpointed === r.log)).toBe(true);
+    // A checkpoint that ran while these commits still landed copies the frames it saw; the WAL may have grown since.
+    expect(reports.every((r) => r.busy === 0 && r.checkpointed > 0 && r.checkpointed <= r.log)).toBe(true);
   });
 
   it('coalesces requests while one runs into one more', async () => {
