@@ -98,57 +98,48 @@ describe("when the channel's observations ride in the settlement's commit", () =
     expect(commits.filter((kinds) => kinds.includes('REQUEST_SENT'))).toHaveLength(1);
   });
 
-  it('an observation the journal refuses refuses the settlement it rides with: no result is recorded over it', async () => {
-    const s = await serverFor(r, { kind: 'respond', status: 200, body: '{"id":7}', applyEffect: true });
+  /**
+   * A misbehaving gate: its held `kind` observation names attempt 9, which never crossed the boundary, so the journal
+   * refuses it; with `commitAtOnce` that observation is committed (and refused) before the response ends.
+   */
+  function misnamingGate(kind: 'REQUEST_SENT' | 'REMOTE_RESPONSE_COMPLETE', commitAtOnce: boolean): DispatchGate {
     const journal = r.temp.journal;
-    // A misbehaving gate: the response's last observation names an attempt that never crossed the boundary.
-    r.channel = r.newChannel({
-      gate: {
-        append: (event) => journal.append(event),
-        appendLater: (event) =>
-          journal.appendLater(
-            event.kind === 'REMOTE_RESPONSE_COMPLETE'
-              ? ({ ...event, payload: { ...event.payload, attempt: 9 } } as typeof event)
-              : event,
-          ),
-        commitHeld: () => journal.commitHeld(),
-        beginDispatch: (actionId, attempt, connection) => journal.beginDispatch(actionId, attempt, connection),
+    return {
+      append: (event) => journal.append(event),
+      appendLater: (event) => {
+        if (event.kind !== kind) return journal.appendLater(event);
+        const appended = journal.appendLater({ ...event, payload: { ...event.payload, attempt: 9 } } as typeof event);
+        if (commitAtOnce) journal.commitHeld();
+        return appended;
       },
-    });
+      commitHeld: () => journal.commitHeld(),
+      beginDispatch: (actionId, attempt, connection) => journal.beginDispatch(actionId, attempt, connection),
+    };
+  }
+
+  /** Runs one POST through `gate`, which must fail it; the action's event kinds. */
+  async function refusedRun(gate: DispatchGate): Promise<{ actionId: string; events: string[] }> {
+    const s = await serverFor(r, { kind: 'respond', status: 200, body: '{"id":7}', applyEffect: true });
+    r.channel = r.newChannel({ gate });
     const ids: string[] = [];
     const run = r.run(localRouteConfig(s.port), post, { onAdmitted: (id) => ids.push(id) });
     await expect(run).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
-    const [actionId] = ids;
-    expect(kinds(r.events(actionId ?? ''))).not.toContain('RESULT_COMMITTED');
-    expect(kinds(r.events(actionId ?? ''))).not.toContain('REMOTE_RESPONSE_COMPLETE');
-    expect(journal.getAction(actionId ?? '')).toMatchObject({ outcome: 'unknown' });
     expect(s.effects).toHaveLength(1);
+    const actionId = ids[0] ?? '';
+    expect(r.temp.journal.getAction(actionId)).toMatchObject({ outcome: 'unknown' });
+    return { actionId, events: kinds(r.events(actionId)) };
+  }
+
+  it('an observation the journal refuses refuses the settlement it rides with: no result is recorded over it', async () => {
+    const { events } = await refusedRun(misnamingGate('REMOTE_RESPONSE_COMPLETE', false));
+    expect(events).not.toContain('RESULT_COMMITTED');
+    expect(events).not.toContain('REMOTE_RESPONSE_COMPLETE');
   });
 
   it('an observation refused in an earlier commit (before the settlement was queued) refuses it too: settle checks', async () => {
-    const s = await serverFor(r, { kind: 'respond', status: 200, body: '{"id":7}', applyEffect: true });
-    const journal = r.temp.journal;
-    // The first observation is wrong and committed at once, so its refusal is known before the response ends.
-    r.channel = r.newChannel({
-      gate: {
-        append: (event) => journal.append(event),
-        appendLater: (event) => {
-          if (event.kind !== 'REQUEST_SENT') return journal.appendLater(event);
-          const appended = journal.appendLater({ ...event, payload: { ...event.payload, attempt: 9 } } as typeof event);
-          journal.commitHeld();
-          return appended;
-        },
-        commitHeld: () => journal.commitHeld(),
-        beginDispatch: (actionId, attempt, connection) => journal.beginDispatch(actionId, attempt, connection),
-      },
-    });
-    const ids: string[] = [];
-    const run = r.run(localRouteConfig(s.port), post, { onAdmitted: (id) => ids.push(id) });
-    await expect(run).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
-    const events = kinds(r.events(ids[0] ?? ''));
+    const { events } = await refusedRun(misnamingGate('REQUEST_SENT', true));
     expect(events).not.toContain('RESULT_COMMITTED');
     expect(events).not.toContain('REQUEST_SENT');
-    expect(journal.getAction(ids[0] ?? '')).toMatchObject({ outcome: 'unknown' });
   });
 });
 
