@@ -98,6 +98,22 @@ describe("when the channel's observations ride in the settlement's commit", () =
     expect(commits.filter((kinds) => kinds.includes('REQUEST_SENT'))).toHaveLength(1);
   });
 
+  it('stopped before dispatch (the vault locked during setup), the answer does not wait for the held authorization to be flushed by the timer', async () => {
+    // Here the timer is 60 s away: a case that waited for it would time out.
+    const s = await serverFor(r, { kind: 'respond', status: 200, applyEffect: true });
+    r.channel = r.newChannel({
+      lookup: async () => {
+        r.vault.lock('idle');
+        return [{ address: '127.0.0.1', family: 4 }];
+      },
+    });
+    const { envelope } = await r.run(localRouteConfig(s.port, '', { host: 'localhost' }), post);
+    expect(envelope.error).toMatchObject({ code: 'VAULT_LOCKED', outcome: 'not_attempted' });
+    expect(kinds(r.events(envelope.invocation_id))).toContain('CREDENTIAL_AUTHORIZED');
+    expect(s.log).toHaveLength(0);
+    await r.vault.unlock(Buffer.from('correct horse battery staple'));
+  });
+
   /**
    * A misbehaving gate: its held `kind` observation names attempt 9, which never crossed the boundary, so the journal
    * refuses it; with `commitAtOnce` that observation is committed (and refused) before the response ends.

@@ -186,6 +186,9 @@ async function dispatch(deps: HttpActionDeps, b: Bound, run: AttemptRun, s: Secr
   const parts = [...secretParts(s.secret), ...accessTokenParts(s.token), ...signatureParts(s.secret, wire.headers)];
   const scrubber = secretScrubber(parts);
   const report = await deps.channel.perform({ ...wire, scrubLookaheadBytes: scrubber.lookaheadBytes });
+  // Nothing crossed the boundary: no DISPATCH_STARTED carries the held authorization, so it is committed now rather
+  // than after the journal's later-flush timer.
+  if (!report.dispatchStarted) deps.journal.commitHeld();
   // A 401 answers this request (rejected, never resent with the same token); only the next request fetches another.
   if (s.token !== undefined && report.response?.status === 401) tokenCacheOf(deps.vault).drop(s.token.cacheKey);
   // A retry whose DISPATCH_STARTED was refused (LEASE_LOST: its lease lapsed or another worker
