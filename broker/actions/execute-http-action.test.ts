@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
 import type { JournalEvent } from '../contract/index.js';
+import type { HttpChannel } from '../channels/http/index.js';
 import type { DispatchGate } from '../ports/index.js';
 import {
   AdversarialHttpServer,
@@ -56,6 +57,16 @@ async function serverFor(
 const post = { route: 'docs', method: 'POST', path: '/documents/7', body: '{"title":"x"}' };
 const kinds = (events: JournalEvent[]) => events.map((e) => e.kind);
 
+/** A channel whose DNS answer locks `harness`'s vault first: the action stops during setup, before the boundary. */
+function vaultLockingChannel(harness: HttpActionHarness): HttpChannel {
+  return harness.newChannel({
+    lookup: async () => {
+      harness.vault.lock('idle');
+      return [{ address: '127.0.0.1', family: 4 }];
+    },
+  });
+}
+
 /** Every request the server saw began only after its DISPATCH_STARTED was visible to another connection. */
 function expectDispatchDurableBeforeBytes(s: AdversarialHttpServer): void {
   for (const entry of s.log) {
@@ -101,12 +112,7 @@ describe("when the channel's observations ride in the settlement's commit", () =
   it('stopped before dispatch (the vault locked during setup), the answer does not wait for the held authorization to be flushed by the timer', async () => {
     // Here the timer is 60 s away: a case that waited for it would time out.
     const s = await serverFor(r, { kind: 'respond', status: 200, applyEffect: true });
-    r.channel = r.newChannel({
-      lookup: async () => {
-        r.vault.lock('idle');
-        return [{ address: '127.0.0.1', family: 4 }];
-      },
-    });
+    r.channel = vaultLockingChannel(r);
     const { envelope } = await r.run(localRouteConfig(s.port, '', { host: 'localhost' }), post);
     expect(envelope.error).toMatchObject({ code: 'VAULT_LOCKED', outcome: 'not_attempted' });
     expect(kinds(r.events(envelope.invocation_id))).toContain('CREDENTIAL_AUTHORIZED');
@@ -792,12 +798,7 @@ describe('when the credential cannot be used', () => {
 
   it('when the vault locks during connection setup, the action is cancelled before dispatch with VAULT_LOCKED', async () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
-    h.channel = h.newChannel({
-      lookup: async () => {
-        h.vault.lock('idle');
-        return [{ address: '127.0.0.1', family: 4 }];
-      },
-    });
+    h.channel = vaultLockingChannel(h);
     const { envelope } = await h.run(localRouteConfig(s.port, '', { host: 'localhost' }), post);
     expect(envelope.error).toMatchObject({ code: 'VAULT_LOCKED', outcome: 'not_attempted' });
     expect(h.temp.journal.getAction(envelope.invocation_id)?.dispatch_seq).toBeNull();
