@@ -82,6 +82,24 @@ describe('an observation appended later (Journal.appendLater)', () => {
     expect(onDisk(reader)).toContain('REQUEST_SENT');
   });
 
+  it('waits laterFlushMs from its own append: a commit that took what armed the timer disarms it', async () => {
+    const laterFlushMs = 400;
+    const { t, reader } = await dispatched(laterFlushMs);
+    const commits = t.journal.stats().commits;
+    // The timer is armed for REQUEST_SENT; the next append takes it along at once.
+    const sent = t.journal.appendLater(at('REQUEST_SENT'));
+    await t.journal.append(at('REMOTE_RESPONSE_STARTED'));
+    await sent;
+    expect(t.journal.stats().commits).toBe(commits + 1);
+    await new Promise((resolve) => setTimeout(resolve, laterFlushMs / 2));
+    // A timer left armed would commit this one alone ~laterFlushMs/2 after its append (one more small commit).
+    const queuedAt = performance.now();
+    await t.journal.appendLater(at('REMOTE_RESPONSE_COMPLETE'));
+    expect(performance.now() - queuedAt).toBeGreaterThanOrEqual(laterFlushMs - 2);
+    expect(t.journal.stats().commits).toBe(commits + 2);
+    expect(onDisk(reader)).toContain('REMOTE_RESPONSE_COMPLETE');
+  });
+
   it('refuses an event that must wait for the disk, with the field to fix', async () => {
     const { t } = await dispatched();
     await expect(t.journal.appendLater(at('RESULT_COMMITTED'))).rejects.toMatchObject({

@@ -821,6 +821,8 @@ export class Journal {
       }
       this.flushScheduled = false;
       this.flushOnce();
+      // What the timer was armed for rode in this commit: a timer left armed would split a later batch in two.
+      if (this.queue.length === 0) this.clearLaterTimer();
       if (this.queue.length === 0 || this.state !== 'open') return;
       if (this.queue.every((unit) => unit.later)) this.scheduleLaterFlush();
       else this.scheduleFlush();
@@ -832,7 +834,8 @@ export class Journal {
     if (this.laterTimer !== undefined) return;
     this.laterTimer = setTimeout(() => {
       this.laterTimer = undefined;
-      this.flushQueued();
+      // A flush already due this turn takes them along (and arms the timer again for what it leaves).
+      if (!this.flushScheduled) this.flushQueued();
     }, this.laterFlushMs);
   }
 
@@ -840,10 +843,13 @@ export class Journal {
   private flushQueued(): void {
     if (this.db.inTransaction) return;
     while (this.queue.length > 0 && this.state === 'open') this.flushOnce();
-    if (this.queue.length === 0 && this.laterTimer !== undefined) {
-      clearTimeout(this.laterTimer);
-      this.laterTimer = undefined;
-    }
+    if (this.queue.length === 0) this.clearLaterTimer();
+  }
+
+  private clearLaterTimer(): void {
+    if (this.laterTimer === undefined) return;
+    clearTimeout(this.laterTimer);
+    this.laterTimer = undefined;
   }
 
   /** One transaction: the queued units that fit in batchEventsMax (one unit without group commit). */
@@ -1046,8 +1052,7 @@ export class Journal {
   }
 
   private rejectQueued(error: unknown): void {
-    clearTimeout(this.laterTimer);
-    this.laterTimer = undefined;
+    this.clearLaterTimer();
     const queued = this.queue;
     this.queue = [];
     this.pendingEvents = 0;
