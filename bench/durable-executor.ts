@@ -19,6 +19,7 @@ import { ApprovalQueue } from '../broker/queue/approval-queue.js';
 import { openTempJournal, type TempJournal } from '../broker/testing/temp-journal.js';
 import { openVault } from '../broker/vault/index.js';
 import { drive, type Summary } from './durable-measure.js';
+import { PhaseClock, type PhaseRow } from './durable-phases.js';
 import { JournalCapture, replayCeiling } from './journal-ceiling.js';
 
 export type Target = 'fast' | 'slow';
@@ -27,9 +28,18 @@ export type ExecutorRequest =
   | { op: 'direct'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'broker'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'ceiling'; concurrency: number; runMs: number }
+  | { op: 'phases'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'exit' };
 export type ExecutorReply =
-  { ok: true; pid: number; summary?: Summary; eventsPerAction?: number; mix?: string } | { ok: false; error: string };
+  | {
+      ok: true;
+      pid: number;
+      summary?: Summary;
+      eventsPerAction?: number;
+      mix?: string;
+      phases?: { rows: PhaseRow[]; actions: number; total: PhaseRow };
+    }
+  | { ok: false; error: string };
 
 const body = JSON.stringify({ title: 'bench', n: 1 });
 const connectionsMax = 64;
@@ -43,6 +53,7 @@ interface Rig {
   origins: Record<Target, string>;
   broker: (target: Target) => Promise<void>;
   capture: JournalCapture;
+  phases: PhaseClock;
   close(): Promise<void>;
 }
 
@@ -70,16 +81,20 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
     "      - { methods: ['*'], path: '/documents/{id}', lane: 'doc-{id}' }",
   ];
   const config = parseConfig(['version: 1', 'routes:', ...route('fast'), ...route('slow'), ''].join('\n'));
+  const capture = new JournalCapture(temp.journal, capturedActions);
+  // Outermost: the timed phases see the broker's calls, the capture below them keeps its few actions as before.
+  const phases = new PhaseClock(capture.journal);
   const rig: Rig = {
     temp,
     results,
     origins,
     agent: new Agent({ connections: connectionsMax, pipelining: 1 }),
-    capture: new JournalCapture(temp.journal, capturedActions),
+    capture,
+    phases,
     broker: async () => undefined,
     close: async () => undefined,
   };
-  const journal = rig.capture.journal;
+  const journal = phases.journal;
   const channel = new HttpChannel({ gate: journal, limits: { idleConnectionsMax: connectionsMax } });
   const queue = ApprovalQueue.open({ journal, clock: systemClock, config });
   const deps = {
@@ -96,9 +111,11 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
   rig.broker = async (target) => {
     documents += 1;
     const input = { route: target, method: 'POST', path: `/documents/${documents}`, body, headers: {} };
+    const startMs = performance.now();
     const r = await rig.capture.run(() =>
       executeHttpAction(deps, { ...input, headers: { 'content-type': 'application/json' } }),
     );
+    rig.phases.op(r.envelope.invocation_id, startMs, performance.now());
     if (r.envelope.error !== undefined)
       throw new Error(`broker: ${r.envelope.error.code}: ${r.envelope.error.message}`);
   };
@@ -136,6 +153,11 @@ async function handle(rig: Rig | undefined, message: ExecutorRequest): Promise<{
     const summary = await drive(() => rig.broker(message.target), message.concurrency, message);
     const eventsPerAction = (rig.temp.journal.stats().events - eventsBefore) / summary.count;
     return { reply: { ok: true, pid, summary, eventsPerAction } };
+  }
+  if (message.op === 'phases') {
+    rig.phases.start();
+    const summary = await drive(() => rig.broker(message.target), message.concurrency, message);
+    return { reply: { ok: true, pid, summary, phases: rig.phases.rows() } };
   }
   if (message.op === 'ceiling') {
     const captured = rig.capture.captured();

@@ -10,7 +10,9 @@
  *  3. a remote answering after 20 ms, concurrency 16: broker throughput against direct; goal >= 0.9 x;
  *  4. fsyncs per action observed by strace on the broker side (every thread, so libuv's threadpool and
  *     worker threads count too; never the journal's commit counter), on and off the event loop;
- *  5. CLI and shim cold start (bench/cli-start.ts); goal < 300 ms to first output.
+ *  5. CLI and shim cold start (bench/cli-start.ts); goal < 300 ms to first output;
+ *  6. where one action's time goes, phase by phase, at concurrency 1 and against the 20 ms remote at concurrency 16
+ *     (bench/durable-phases.ts: the executor's appends timed in runs of their own).
  *
  * The target servers run here; the executor runs in its own process (bench/durable-executor.ts) and
  * the daemon in its own, so neither shares an event loop with the remote it calls. Latency and
@@ -41,6 +43,7 @@ const bounds = {
   remote: { runMs: 3_000, opsMax: 20_000 },
   tracedC1: { runMs: 3_000, opsMax: 200 },
   tracedC64: { runMs: 3_000, opsMax: 2_000 },
+  phases: { runMs: 2_000, opsMax: 2_000 },
 };
 const cliStartRuns = 5;
 
@@ -118,6 +121,7 @@ interface Measured {
   ceiling: Summary & { eventsPerAction: number; mix: string };
   directSlow: Summary;
   brokerSlow: Summary;
+  phases: { label: string; phases: NonNullable<Extract<ExecutorReply, { ok: true }>['phases']> }[];
 }
 
 /** The untraced runs: tables 1–3. */
@@ -133,6 +137,15 @@ async function measure(targets: Targets): Promise<Measured> {
     const ceiling = await executor.run({ op: 'ceiling', concurrency: 64, ...bounds.ceiling });
     const directSlow = await executor.run({ op: 'direct', target: 'slow', concurrency: 16, ...bounds.remote });
     const brokerSlow = await executor.run({ op: 'broker', target: 'slow', concurrency: 16, ...bounds.remote });
+    const phases: Measured['phases'] = [];
+    for (const [label, target, concurrency] of [
+      ['c1, loopback', 'fast', 1],
+      [`c16, ${remoteDelayMs} ms remote`, 'slow', 16],
+    ] as const) {
+      const reply = await executor.run({ op: 'phases', target, concurrency, ...bounds.phases });
+      if (reply.phases === undefined) throw new Error('the executor answered phases without them');
+      phases.push({ label, phases: reply.phases });
+    }
     const mcp = await startMcpRig(targets.fast);
     let mcpC1: Summary;
     try {
@@ -153,6 +166,7 @@ async function measure(targets: Targets): Promise<Measured> {
       },
       directSlow: summaryOf(directSlow),
       brokerSlow: summaryOf(brokerSlow),
+      phases,
     };
   } finally {
     await executor.stop();
@@ -289,6 +303,30 @@ function printFsyncs(rows: readonly Traced[] | string): void {
   console.log('');
 }
 
+function printPhases(m: Measured): void {
+  console.log("### 6. Where one action's time goes (executor, auto-approved POST; p50 / p90 ms per phase)");
+  console.log('');
+  console.log(
+    "Each phase runs from one of the action's appends to the next (asked: the call; done: its promise settled).",
+  );
+  console.log('Medians of phases do not add up to the median of the whole.');
+  console.log('');
+  console.log(`| phase | ${m.phases.map((p) => `${p.label} (${p.phases.actions} actions)`).join(' | ')} |`);
+  console.log(`| --- | ${m.phases.map(() => '---:').join(' | ')} |`);
+  const first = m.phases[0]?.phases;
+  for (const [i, row] of (first?.rows ?? []).entries()) {
+    const cells = m.phases.map((p) => {
+      const r = p.phases.rows[i];
+      return r === undefined ? '—' : `${ms(r.p50)} / ${ms(r.p90)}`;
+    });
+    console.log(`| ${row.name} | ${cells.join(' | ')} |`);
+  }
+  console.log(
+    `| **whole action** | ${m.phases.map((p) => `${ms(p.phases.total.p50)} / ${ms(p.phases.total.p90)}`).join(' | ')} |`,
+  );
+  console.log('');
+}
+
 /** Table 5 is bench/cli-start.ts itself, run as a child so its own set-up (a built bundle) is unchanged. */
 async function cliStart(): Promise<void> {
   console.log('### 5. CLI and shim cold start (bench/cli-start.ts; goal < 300 ms to first output, bundle)');
@@ -326,6 +364,7 @@ async function main(): Promise<void> {
     const unavailable = straceUnavailable();
     printFsyncs(unavailable ?? (await traceFsyncs(targets, scratch)));
     if (!process.argv.includes('--no-cli-start')) await cliStart();
+    printPhases(measured);
   } finally {
     for (const { server } of [fast, slow]) {
       server.closeAllConnections();
