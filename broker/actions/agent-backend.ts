@@ -470,11 +470,13 @@ function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
  * The answer carrying a committed result was written completely to the caller's connection (the
  * strongest acknowledgement MCP allows): RESULT_DELIVERED, once per action. A handoff of a result
  * that is not the action's committed one (cannot happen today) or of another session's action is ignored.
+ * It starts no commit of its own: it rides in the next one (appendLater; event-durability.ts), at most laterFlushMs
+ * away — a record after the answer, which nothing waits for.
  */
 async function markDelivered(deps: AgentBackendDeps, sessionId: string, handoff: ResultHandoff): Promise<void> {
   const state = ownAction(deps.journal, sessionId, handoff.action_id);
   if (state === undefined || state.result_id !== handoff.result_id || state.stage === 'result_delivered') return;
-  await deps.journal.append({ kind: 'RESULT_DELIVERED', action_id: state.action_id, payload: {} });
+  await deps.journal.appendLater({ kind: 'RESULT_DELIVERED', action_id: state.action_id, payload: {} });
 }
 
 /**

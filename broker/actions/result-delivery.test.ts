@@ -39,10 +39,15 @@ interface Seams {
   /** Wraps the backend the socket talks to. */
   readonly socketBackend?: (real: RunningAgentBackend) => AgentBackend;
   readonly retentionSeconds?: number;
+  /** The journal's wait for a commit to ride in (appendLater); the fixture's default otherwise. */
+  readonly laterFlushMs?: number;
 }
 
 async function start(seams: Seams = {}): Promise<void> {
-  f = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
+  f = await openQueueFixture({
+    agentsYaml: '  session_approval: observe',
+    ...(seams.laterFlushMs === undefined ? {} : { laterFlushMs: seams.laterFlushMs }),
+  });
   closers.push(() => f.dispose());
   const config =
     seams.retentionSeconds === undefined
@@ -262,6 +267,24 @@ describe('when the answer is written to the caller’s connection', () => {
       code: null,
     });
     expect(kinds(actionId).indexOf('RESULT_COMMITTED')).toBeLessThan(kinds(actionId).indexOf('RESULT_DELIVERED'));
+  });
+
+  it('RESULT_DELIVERED starts no commit of its own: it rides in the next one', async () => {
+    await start({ laterFlushMs: 60_000 });
+    const agent = await rawAgent();
+    httpCall(agent, 'rides');
+    const answer = (await agent.nextMessage()) as { result: { structuredContent: AgentToolReply } };
+    const actionId = agentToolReplySchema.parse(answer.result.structuredContent).invocation_id;
+    const journal = f.h.temp.journal;
+    // Held, not committed: an append of its own would have been committed on the next turn.
+    await vi.waitFor(() => expect(journal.stats().pending_events).toBe(1));
+    const commits = journal.stats().commits;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(journal.stats()).toMatchObject({ commits, pending_events: 1 });
+    // The next commit (here durable()'s) carries it, and the answer's write-ahead rule is unchanged.
+    await journal.durable();
+    expect(journal.stats()).toMatchObject({ commits: commits + 1, pending_events: 0 });
+    expect(count(actionId ?? expect.unreachable('an action answer'), 'RESULT_DELIVERED')).toBe(1);
   });
 
   it('an answer without a result (a refusal, a status) records no delivery', async () => {

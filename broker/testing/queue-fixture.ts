@@ -72,9 +72,17 @@ export function queueFixtureConfig(port: number, agentsYaml = ''): PosternConfig
 }
 
 export async function openQueueFixture(
-  options: { agentsYaml?: string; server?: ArrivalLogServerOptions; beforeSync?: () => Promise<void> } = {},
+  options: {
+    agentsYaml?: string;
+    server?: ArrivalLogServerOptions;
+    beforeSync?: () => Promise<void>;
+    laterFlushMs?: number;
+  } = {},
 ): Promise<QueueFixture> {
-  const h = await openHttpActionHarness(options.beforeSync === undefined ? {} : { beforeSync: options.beforeSync });
+  const h = await openHttpActionHarness({
+    ...(options.beforeSync === undefined ? {} : { beforeSync: options.beforeSync }),
+    ...(options.laterFlushMs === undefined ? {} : { laterFlushMs: options.laterFlushMs }),
+  });
   const server = await ArrivalLogServer.start(options.server);
   const config = queueFixtureConfig(server.port, options.agentsYaml);
   const timers = new ManualTimers(h.temp.clock);
