@@ -279,7 +279,7 @@ describe('when the answer is written to the caller’s connection', () => {
     // Held, not committed: an append of its own would have been committed on the next turn.
     await vi.waitFor(() => expect(journal.stats().pending_events).toBe(1));
     const commits = journal.stats().commits;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
     expect(journal.stats()).toMatchObject({ commits, pending_events: 1 });
     // The next commit (here durable()'s) carries it, and the answer's write-ahead rule is unchanged.
     await journal.durable();
