@@ -1,4 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
@@ -31,6 +32,11 @@ describe("the journal's WAL checkpoints (wal-checkpointer.ts)", () => {
     // target (about 1,000 frames of 4 KiB) and the log restarts from its beginning.
     const unbounded = t.journal.stats().commits * 3 * 4096;
     expect(peak).toBeLessThan(Math.min(unbounded / 2, 24 * 2 ** 20));
+    // The log began again on the checkpointer's thread (its reset write), so its header sync was not on the loop.
+    const reader = new Database(t.path, { readonly: true });
+    const resets = reader.prepare(`SELECT value FROM meta WHERE key = 'wal_resets'`).get() as { value: number };
+    reader.close();
+    expect(resets.value).toBeGreaterThan(0);
 
     const events = t.journal.stats().events;
     await t.journal.close();

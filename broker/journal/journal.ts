@@ -80,6 +80,11 @@ export const pendingEventsMaxDefault = 16_384;
 export const journalBytesMaxDefault = 64 * 2 ** 30;
 /** The journal is the only writer; a lock held longer than this means something is wrong. */
 export const busyTimeoutMsDefault = 2_000;
+/**
+ * The checkpointer's reset write (WalCheckpointerOptions.resetWrite): a counter in `meta` no reader uses, so the WAL
+ * restarts — and SQLite syncs its new header — on the checkpointer's thread, never inside a COMMIT on the loop.
+ */
+export const walResetWrite = `INSERT INTO meta (key, value) VALUES ('wal_resets', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1`;
 const eventsPageMax = 512;
 const listActionsMax = 1_000;
 
@@ -949,6 +954,7 @@ export class Journal {
         this.checkpointer = WalCheckpointer.start(this.db.name, {
           platform: this.platform,
           onFailure: (cause) => this.fail(cause, []),
+          resetWrite: walResetWrite,
         });
       } catch (cause) {
         // Without checkpoints the log grows until the disk is full: failed closed now, with the reason.

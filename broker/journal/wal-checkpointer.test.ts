@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -123,6 +123,75 @@ describe('when commits keep landing while checkpoints run', () => {
     // Frames counted from the WAL's start: a drop means the writer began writing from the start again.
     const resets = reports.filter((r, i) => i > 0 && r.log < (reports[i - 1]?.log ?? 0)).length;
     expect(resets).toBeGreaterThan(0);
+  });
+});
+
+/** The WAL header's checkpoint sequence and salts: SQLite changes them exactly when a write begins the WAL again. */
+const walGeneration = (): string => {
+  const fd = openSync(walPath(), 'r');
+  try {
+    const header = Buffer.alloc(12);
+    readSync(fd, header, 0, 12, 12);
+    return header.toString('hex');
+  } finally {
+    closeSync(fd);
+  }
+};
+
+/** Commits as the journal makes them (waiting out catch-ups), counting those that began the WAL again themselves. */
+async function commitsRestartingTheWal(checkpointer: WalCheckpointer): Promise<number> {
+  const insert = writer.prepare('INSERT INTO rows (body) VALUES (?)');
+  const body = Buffer.alloc(3_000, 7);
+  let restarts = 0;
+  for (let i = 0; i < 1_500; i += 1) {
+    if (checkpointer.holdsCommits) await checkpointer.whenCommitsMayResume();
+    const before = existsSync(walPath()) ? walGeneration() : undefined;
+    insert.run(body);
+    if (before !== undefined && walGeneration() !== before) restarts += 1;
+    checkpointer.committed();
+    if (i % 5 === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  await checkpointer.whenIdle();
+  return restarts;
+}
+
+describe('when given a reset write', () => {
+  it('the WAL begins again on the worker after each full copy: the writer’s commits (on the loop) do not restart it', async () => {
+    writer.exec('CREATE TABLE resets (n INTEGER NOT NULL)');
+    const { checkpointer, reports } = start({
+      walFramesPerCheckpoint: 200,
+      resetWrite: 'INSERT INTO resets (n) VALUES (1)',
+    });
+    await checkpointer.whenReady();
+    // A commit that lands in the instant between a copy and the reset write still restarts it itself (at most one
+    // in a run like this); without the option every full copy is followed by one (the next test: several).
+    expect(await commitsRestartingTheWal(checkpointer)).toBeLessThanOrEqual(1);
+    const resets = reports.filter((r) => r.reset).length;
+    expect(resets).toBeGreaterThanOrEqual(3);
+    expect(checkpointer.resets).toBe(resets);
+    expect(writer.prepare('SELECT count(*) AS n FROM resets').get()).toEqual({ n: resets });
+  });
+
+  it('after a checkpoint that copied every frame with no commit meanwhile, the WAL begins again before the next commit', async () => {
+    writer.exec('CREATE TABLE resets (n INTEGER NOT NULL)');
+    const { checkpointer, reports } = start({ resetWrite: 'INSERT INTO resets (n) VALUES (1)' });
+    await checkpointer.whenReady();
+    commitRows(50, 3_000);
+    const before = walGeneration();
+    checkpointer.request();
+    await checkpointer.whenIdle();
+    expect(reports.map((r) => r.reset)).toEqual([true]);
+    const restarted = walGeneration();
+    expect(restarted).not.toBe(before);
+    commitRows(1, 3_000);
+    expect(walGeneration()).toBe(restarted);
+  });
+
+  it('without one, the writer’s first commit after a full copy restarts the WAL (on its own thread)', async () => {
+    const { checkpointer, reports } = start({ walFramesPerCheckpoint: 200 });
+    await checkpointer.whenReady();
+    expect(await commitsRestartingTheWal(checkpointer)).toBeGreaterThanOrEqual(3);
+    expect(reports.some((r) => r.reset)).toBe(false);
   });
 });
 

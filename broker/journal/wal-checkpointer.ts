@@ -23,8 +23,9 @@ const workerLimits = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 32 }
 /**
  * The worker thread, plain CommonJS evaluated from a string (the pattern of audit/verify-worker-source.ts): it loads
  * better-sqlite3 by resolved path, so it runs the same from the sources (tsx, vitest), the CLI bundle and the
- * Electron bundle. Its connection never writes a row: it only runs PASSIVE checkpoints, which never wait for the
- * journal's writer or its readers (a frame a reader still needs is left for the next one).
+ * Electron bundle. It runs PASSIVE checkpoints, which never wait for the journal's writer or its readers (a frame a
+ * reader still needs is left for the next one). Its one write is the optional reset write (WalCheckpointerOptions
+ * .resetWrite), run right after a checkpoint that copied every frame.
  */
 const workerSource = String.raw`
 'use strict';
@@ -34,6 +35,7 @@ const Database = require(workerData.sqlitePath);
 const codeOf = (error) => String(error && error.code ? error.code : 'ERROR');
 const messageOf = (error) => String(error && error.message ? error.message : error);
 let db;
+let resetStatement;
 try {
   const options = { fileMustExist: true, timeout: workerData.busyTimeoutMs };
   if (workerData.nativeBinding !== undefined) options.nativeBinding = workerData.nativeBinding;
@@ -72,8 +74,21 @@ parentPort.on('message', (m) => {
     if (m.fault !== undefined) throw Object.assign(new Error('injected checkpoint fault'), { code: m.fault });
     const started = performance.now();
     const row = db.pragma('wal_checkpoint(PASSIVE)')[0];
+    let reset = false;
+    if (workerData.resetWrite !== undefined && row.busy === 0 && row.log > 0 && row.checkpointed === row.log) {
+      // Every frame is in the database file: this write, right away, begins the WAL again from its start, so SQLite
+      // writes and syncs the new WAL header here, on this thread, and not in the journal's next COMMIT on the loop.
+      resetStatement = resetStatement || db.prepare(workerData.resetWrite);
+      try {
+        resetStatement.run();
+        reset = true;
+      } catch (error) {
+        // Another connection holds the write lock: tried again under a catch-up, while the journal holds its commits.
+        if (!/^SQLITE_(BUSY|LOCKED)/.test(codeOf(error))) throw error;
+      }
+    }
     const ms = performance.now() - started;
-    parentPort.postMessage({ id: m.id, done: { busy: row.busy, log: row.log, checkpointed: row.checkpointed, ms } });
+    parentPort.postMessage({ id: m.id, done: { busy: row.busy, log: row.log, checkpointed: row.checkpointed, ms, reset } });
   } catch (error) {
     parentPort.postMessage({ id: m.id, failed: { code: codeOf(error), message: messageOf(error) } });
   }
@@ -89,6 +104,11 @@ export interface CheckpointReport {
   /** Frames now in the database file; equal to `log` when the WAL may be reset by the next commit. */
   readonly checkpointed: number;
   readonly ms: number;
+  /**
+   * The reset write ran right after this checkpoint (it copied every frame): the WAL began again on the worker, unless
+   * a reader still held frames of it (then the write appended, and a later write restarts it).
+   */
+  readonly reset: boolean;
 }
 
 export interface WalCheckpointerOptions {
@@ -104,6 +124,14 @@ export interface WalCheckpointerOptions {
   readonly onCheckpoint?: (report: CheckpointReport) => void;
   /** Test seam: the next checkpoint fails in the worker with this SQLite code instead of running. */
   readonly faultForTest?: () => string | undefined;
+  /**
+   * One small write (SQL, no parameters) the worker runs right after a checkpoint that copied every frame: SQLite
+   * begins the WAL again at the first write after such a checkpoint and syncs the new header before any frame, and
+   * this way that sync runs on the worker's thread, not on the event loop inside the journal's next COMMIT. A commit
+   * that lands in the instant between the copy and this write still restarts the WAL itself. Without the option the
+   * journal's first commit after every full copy does.
+   */
+  readonly resetWrite?: string;
 }
 
 type State = 'starting' | 'open' | 'closing' | 'closed' | 'failed';
@@ -136,9 +164,10 @@ export class WalCheckpointer {
   private exited: Promise<void>;
   private failure: unknown = undefined;
   private ended = false;
-  /** Checkpoints that ran, and those SQLite answered busy. */
+  /** Checkpoints that ran, those SQLite answered busy, and the reset writes the worker ran after one. */
   checkpoints = 0;
   busyAnswers = 0;
+  resets = 0;
 
   private constructor(
     dbPath: string,
@@ -155,6 +184,7 @@ export class WalCheckpointer {
       busyTimeoutMs: checkpointerBusyTimeoutMs,
       cacheKiB: checkpointerCacheKiB,
       darwin: (options.platform ?? process.platform) === 'darwin',
+      resetWrite: options.resetWrite,
     };
     this.worker = new Worker(workerSource, { eval: true, workerData, resourceLimits: workerLimits });
     // An idle checkpointer must not keep a CLI process alive; close() holds it while it waits.
@@ -208,7 +238,8 @@ export class WalCheckpointer {
    * checkpoint copies the frames that existed when it began, and under steady load commits land while it runs, so
    * without a pause the WAL would never reset and grow without bound. So the bulk copy runs beside the commits, and
    * when commits landed meanwhile a second checkpoint copies just those (a few frames and the two fsyncs) while
-   * commits wait, off the loop; the next commit then resets the WAL.
+   * commits wait, off the loop; the next commit then resets the WAL — or, with a reset write, the worker resets it
+   * before the commits resume, so its header sync is not on the loop either.
    */
   get holdsCommits(): boolean {
     return this.holding;
@@ -279,12 +310,15 @@ export class WalCheckpointer {
       this.commitsSince += commits;
     } else if (m.done !== undefined) {
       this.checkpoints += 1;
+      if (m.done.reset) this.resets += 1;
       if (m.done.busy !== 0) this.busyAnswers += 1;
       else if (!catchUp) this.adapt(m.done, commits);
       this.options.onCheckpoint?.(m.done);
       // Commits landed while it copied: their frames keep the WAL from resetting unless copied with commits held.
+      // A reset write the worker could not run (another connection held the lock) is retried the same way.
       const caughtUp = m.done.busy === 0 && m.done.checkpointed === m.done.log;
-      if (this.state === 'open' && !catchUp && caughtUp && this.commitsSince > 0) {
+      const resetMissed = this.options.resetWrite !== undefined && m.done.log > 0 && !m.done.reset;
+      if (this.state === 'open' && !catchUp && caughtUp && (this.commitsSince > 0 || resetMissed)) {
         this.holding = true;
         this.kick(true);
       }
