@@ -11,6 +11,7 @@ export {
   type VaultState,
 } from './credential-vault.js';
 export type { DispatchGate, HeldObservations } from './dispatch-gate.js';
+export { PendingAppends } from './pending-appends.js';
 export type {
   AgentBackend,
   CallerStop,

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { NewEvent } from '../../contract/index.js';
 import { checkWireRequest, classifyOutcome, type SetupFailure } from '../../core/index.js';
-import type { DispatchGate, HeldObservations } from '../../ports/index.js';
+import { PendingAppends, type DispatchGate, type HeldObservations } from '../../ports/index.js';
 import { HttpConnection } from './http-connection.js';
 import { HttpConnectionPool } from './http-connection-pool.js';
 import { defaultHttpLimits, type HttpLimits } from './http-limits.js';
@@ -455,36 +455,6 @@ function dispatchOptions(request: HttpWireRequest, limits: HttpLimits): Dispatch
     headersTimeout: Math.max(limits.headersTimeoutMs, request.timeoutMs + 1_000),
     bodyTimeout: Math.max(limits.bodyTimeoutMs, request.timeoutMs + 1_000),
   };
-}
-
-/**
- * Observation appends fired from undici callbacks (in order, FIFO in the journal), held by the journal so they
- * share one commit (appendLater): committed and awaited at the end, or handed to the caller whose settlement they
- * ride in (HttpWireRequest.observationsRideWithSettlement).
- */
-class PendingAppends implements HeldObservations {
-  private readonly pending: Promise<unknown>[] = [];
-  private firstFailure: unknown = undefined;
-
-  constructor(private readonly gate: DispatchGate) {}
-
-  add(event: NewEvent): void {
-    this.pending.push(
-      (this.gate.appendLater?.(event) ?? this.gate.append(event)).catch((error: unknown) => {
-        this.firstFailure ??= error;
-      }),
-    );
-  }
-
-  failure(): unknown {
-    return this.firstFailure;
-  }
-
-  async settled(): Promise<unknown> {
-    if (this.pending.length > 0) this.gate.commitHeld?.();
-    await Promise.all(this.pending);
-    return this.firstFailure;
-  }
 }
 
 class DeadlineError extends Error {

@@ -34,7 +34,8 @@ const upstreams: McpUpstreams[] = [];
 const httpServers: UpstreamHttpMcp[] = [];
 
 beforeAll(async () => {
-  temp = await openTempJournal();
+  // Held observations commit only when something commits them (the channel does, at the end of its exchange).
+  temp = await openTempJournal({ laterFlushMs: 60_000 });
   reader = new Database(temp.path, { readonly: true, fileMustExist: true });
   markerFile = join(temp.dir.path, 'marker.jsonl');
   writeFileSync(markerFile, '');
@@ -98,6 +99,14 @@ class JournalGate implements DispatchGate {
 
   append(event: NewEvent): Promise<{ event: JournalEvent }> {
     return temp.journal.append(event);
+  }
+
+  appendLater(event: NewEvent): Promise<{ event: JournalEvent }> {
+    return temp.journal.appendLater(event);
+  }
+
+  commitHeld(): void {
+    temp.journal.commitHeld();
   }
 }
 
@@ -230,6 +239,23 @@ describe('when a stdio server is called', () => {
       connection: 'fresh',
       connection_id: report.connectionId,
     });
+  });
+
+  it('holds its observations and commits them together once the reply is in: one commit, none of them waiting on another', async () => {
+    const gate = new JournalGate();
+    const { u } = registry(gate);
+    const id = await admit();
+    const commits: string[][] = [];
+    const stop = temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
+    try {
+      await call(u, stdioSpec(), 'echo', { text: 'held' }, { actionId: id });
+    } finally {
+      stop();
+    }
+    expect(commits).toEqual([
+      ['DISPATCH_STARTED'],
+      ['REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE'],
+    ]);
   });
 
   it('gives the child a minimal env: a fixed PATH, none of the broker’s own variables', async () => {

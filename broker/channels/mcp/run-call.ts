@@ -1,5 +1,5 @@
 import type { NewEvent } from '../../contract/index.js';
-import type { DispatchGate } from '../../ports/index.js';
+import { PendingAppends, type DispatchGate } from '../../ports/index.js';
 import type { CallEnd } from './call-tap.js';
 import type { McpCallRequest, McpCallResult, McpChannelReport } from './mcp-types.js';
 import type { CallWire } from './pinned-fetch.js';
@@ -37,7 +37,7 @@ class CallRun {
   private readonly stop: AbortSignal;
   private session: UpstreamSession | undefined;
   private wire: CallWire | undefined;
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly observations: PendingAppends;
   private journalFailed: unknown;
   private handed = false;
   private complete = false;
@@ -52,6 +52,7 @@ class CallRun {
     private readonly deadline: AbortSignal,
   ) {
     this.stop = request.signal === undefined ? deadline : AbortSignal.any([deadline, request.signal]);
+    this.observations = new PendingAppends(deps.gate);
   }
 
   async run(): Promise<McpChannelReport> {
@@ -109,7 +110,9 @@ class CallRun {
       this.wire?.socket?.socket.destroy();
     } else if (end.kind === 'reply') this.replied(end);
     else this.lost();
-    await this.chain;
+    // The observations held since the write share one commit now (or rode in an earlier one).
+    const observationsFailed = await this.observations.settled();
+    this.journalFailed ??= observationsFailed;
     this.deps.release(session, end !== 'deadline' && end !== 'caller' && end.kind === 'reply');
     return {
       dispatchStarted: true,
@@ -166,7 +169,7 @@ class CallRun {
     this.record('CONNECTION_LOST', {});
   }
 
-  /** Observations are appended in the order seen, one after another, without holding up the wire. */
+  /** Observations are appended in the order seen, held for one commit, without holding up the wire. */
   private record(
     kind: 'REQUEST_SENT' | 'REMOTE_RESPONSE_STARTED' | 'REMOTE_RESPONSE_COMPLETE' | 'CONNECTION_LOST',
     payload: object,
@@ -176,11 +179,7 @@ class CallRun {
       action_id: this.request.actionId,
       payload: { attempt: this.request.attempt, ...payload },
     } as NewEvent;
-    this.chain = this.chain
-      .then(() => this.deps.gate.append(event))
-      .catch((error: unknown) => {
-        this.journalFailed ??= error;
-      });
+    this.observations.add(event);
   }
 
   private async setupFailed(error: StartFailed): Promise<McpChannelReport> {
