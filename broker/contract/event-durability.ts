@@ -9,7 +9,7 @@ import type { EventKind } from './events.js';
  * person's decision (answered to that person). Admission and the observations between dispatch and settlement do
  * not wait: losing them to a power cut leaves an action recovery classifies honestly (never dispatched, or unknown),
  * and an agent's answer naming an action waits on Journal.durable() before it leaves (agent-backend). Some of them
- * (the HTTP and MCP channels' observations, CREDENTIAL_AUTHORIZED, RESULT_DELIVERED) do not start a commit either:
+ * (the channels' observations, CREDENTIAL_AUTHORIZED, RESULT_DELIVERED) do not start a commit either:
  * Journal.appendLater holds them for the transaction of the next append that is not held.
  */
 export const eventWaitsForDisk: Readonly<Record<EventKind, boolean>> = {

@@ -42,6 +42,22 @@ class RecordingGate implements DispatchGate {
   }
 }
 
+/** A gate that holds observations as the journal's appendLater does: they settle only once commitHeld is called. */
+class HoldingGate extends RecordingGate {
+  private readonly held: Array<() => void> = [];
+
+  appendLater(event: NewEvent): Promise<{ event: JournalEvent }> {
+    this.timeline.push(`held ${event.kind}`);
+    this.appended.push(event);
+    return new Promise((resolve) => this.held.push(() => resolve({ event: event as JournalEvent })));
+  }
+
+  commitHeld(): void {
+    this.timeline.push('commitHeld');
+    for (const settle of this.held.splice(0)) settle();
+  }
+}
+
 let keyDir: TempDir;
 let privateKey: Buffer;
 let dataDir: TempDir;
@@ -230,6 +246,23 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(report.output.stdout.toString()).toBe('hello\n');
     expect(report.attempts).toEqual([
       { n: 1, stage: 'dispatch_started', dispatched: true, connection_id: report.connectionId },
+    ]);
+  });
+
+  it('holds its observations for one commit and commits them once the exchange ended, before it reports', async () => {
+    const s = await server('exit_0');
+    const gate = new HoldingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    expect(report).toMatchObject({ dispatchStarted: true, exitStatus: 0, channelClosed: true, outputComplete: true });
+    expect(gate.timeline).toEqual([
+      'DISPATCH_STARTED',
+      'held REQUEST_SENT',
+      'held REMOTE_RESPONSE_STARTED',
+      'held EXIT_STATUS',
+      'held OUTPUT_RECEIVED',
+      'held OUTPUT_RECEIVED',
+      'held CHANNEL_CLOSED',
+      'commitHeld',
     ]);
   });
 

@@ -4,7 +4,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import ssh2 from 'ssh2';
 import type { NewEvent } from '../../contract/index.js';
 import type { SetupFailure } from '../../core/index.js';
-import type { Clock, DispatchGate } from '../../ports/index.js';
+import { PendingAppends, type Clock, type DispatchGate } from '../../ports/index.js';
 import { installDeferredExec } from './install-deferred-exec.js';
 import { hostKeyFingerprint } from './host-key-fingerprint.js';
 import { KnownHostsStore } from './known-hosts-store.js';
@@ -154,7 +154,7 @@ export class SshChannel {
 class SshRun {
   private readonly stages: string[] = [];
   private readonly attempts: SshAttemptReport[] = [];
-  private readonly pending: Promise<unknown>[] = [];
+  private readonly observations: PendingAppends;
   private journalFailed: unknown = undefined;
   private execAtMs: number | undefined;
   private client: ssh2.Client | undefined;
@@ -172,7 +172,9 @@ class SshRun {
     private readonly limits: SshLimits,
     private readonly knownHosts: KnownHostsStore,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.observations = new PendingAppends(gate);
+  }
 
   async perform(): Promise<SshChannelReport> {
     const timer = setTimeout(() => this.operationDeadline.abort(), this.request.timeoutMs);
@@ -446,7 +448,9 @@ class SshRun {
     }
     if (channelClosed) this.record({ kind: 'CHANNEL_CLOSED', action_id: id, payload: { attempt: n } });
     if (transportBroken) this.record({ kind: 'CONNECTION_LOST', action_id: id, payload: { attempt: n } });
-    await Promise.all(this.pending);
+    // The observations held since the exec share one commit now (or rode in an earlier one).
+    const observationsFailed = await this.observations.settled();
+    this.journalFailed ??= observationsFailed;
     return {
       attempts: this.attempts,
       stages: this.stages,
@@ -576,13 +580,9 @@ class SshRun {
     return this.request.cancel?.aborted === true ? 'cancelled' : 'deadline';
   }
 
-  /** Observations are appended in the order seen, without holding up the stream. */
+  /** Observations are appended in the order seen, held for one commit, without holding up the stream. */
   private record(event: NewEvent): void {
-    this.pending.push(
-      this.gate.append(event).catch((error: unknown) => {
-        this.journalFailed ??= error;
-      }),
-    );
+    this.observations.add(event);
   }
 
   private async setupFailed(error: SshSetupFailed): Promise<SshChannelReport> {
