@@ -429,7 +429,6 @@ export class JournalStore implements AuditStore {
     return this.sql.readSubjectEvents().all(subjectId, limit);
   }
 
-  /** One subject's plaintext event headers in append order (a credential request's state folds from these). */
   /** The kinds of a subject's events, from the plaintext header column (nothing is decrypted). */
   readSubjectKinds(subjectId: string): Set<EventKind> {
     // The kind column holds only kinds the contract named when the row was written (validateNewEvent).
@@ -441,6 +440,7 @@ export class JournalStore implements AuditStore {
     );
   }
 
+  /** One subject's plaintext event headers in append order (a credential request's state folds from these). */
   readSubjectHeaders(subjectId: string): CredentialRequestEventHeader[] {
     return this.sql.readSubjectHeaders().all(subjectId).map(headerOf);
   }
