@@ -137,8 +137,11 @@ export class AuditWriter {
     if (event.seq !== this.pending.size + 1) {
       throw new Error(`event seq ${event.seq} does not extend an audit tree of ${this.pending.size} leaves`);
     }
-    const headerFields = { ...event, run: this.run };
-    const header = Buffer.from(auditHeaderText(headerFields), 'utf8');
+    const { at_ms, action_id, session_id, ticket, lane, kind } = event;
+    const header = Buffer.from(
+      auditHeaderText({ at_ms, action_id, session_id, ticket, lane, kind, run: this.run }),
+      'utf8',
+    );
     const body =
       event.classification === undefined
         ? { payload: event.payload }
