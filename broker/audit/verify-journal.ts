@@ -32,8 +32,9 @@ export const auditSchemaVersion = 4;
 // action list's columns to the current-state table: the events, tree and checkpoints are unchanged.
 // 11 adds status counters (current-state tables only). 12 adds integrity_anchor, the counter of the last anchor file
 // written (broker/host/integrity-anchor.ts): a current-state row, not part of the log. 13 adds the sealed SSH
-// recordings (broker/journal/recording-store.ts), beside the result store: not part of the log either.
-export const auditSchemaVersionMax = 13;
+// recordings (broker/journal/recording-store.ts), beside the result store: not part of the log either. 14 drops the
+// attempts and tickets tables, projections nothing read: current state only.
+export const auditSchemaVersionMax = 14;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -117,8 +117,6 @@ export class JournalStore implements AuditStore {
     listStates: () => Statement<[number, number], { state: string }>;
     unrecordedIds: () => Statement<[], { action_id: string }>;
     upsertAction: () => Statement<unknown[]>;
-    upsertAttempt: () => Statement<[Record<string, unknown>]>;
-    upsertTicket: () => Statement<[Record<string, unknown>]>;
     loadSession: () => Statement<[string], { state: string }>;
     listSessions: () => Statement<[number], { state: string }>;
     findSession: () => Statement<[number, string], { state: string }>;
@@ -193,25 +191,6 @@ export class JournalStore implements AuditStore {
         SELECT decided_by, decided_at_ms, decided_seq, dispatched_at_ms, settled_at_ms, resolved_at_ms
         FROM actions WHERE action_id = ?`,
       ),
-      upsertAttempt: lazy(
-        db,
-        `
-        INSERT INTO attempts (action_id, n, state, setup_stage, connection, connection_id, dispatch_seq,
-          request_complete, response_started, response_complete, response_status, connection_lost,
-          exit_status, exit_signal, channel_closed, stdout_bytes, stderr_bytes, body_bytes)
-        VALUES (@action_id, @n, @state, @setup_stage, @connection, @connection_id, @dispatch_seq,
-          @request_complete, @response_started, @response_complete, @response_status, @connection_lost,
-          @exit_status, @exit_signal, @channel_closed, @stdout_bytes, @stderr_bytes, @body_bytes)
-        ON CONFLICT (action_id, n) DO UPDATE SET
-          state = excluded.state, setup_stage = excluded.setup_stage, connection = excluded.connection,
-          connection_id = excluded.connection_id, dispatch_seq = excluded.dispatch_seq,
-          request_complete = excluded.request_complete, response_started = excluded.response_started,
-          response_complete = excluded.response_complete, response_status = excluded.response_status,
-          connection_lost = excluded.connection_lost, exit_status = excluded.exit_status,
-          exit_signal = excluded.exit_signal, channel_closed = excluded.channel_closed,
-          stdout_bytes = excluded.stdout_bytes, stderr_bytes = excluded.stderr_bytes,
-          body_bytes = excluded.body_bytes`,
-      ),
       loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
       listSessions: lazy(db, `SELECT state FROM sessions ORDER BY first_seq LIMIT ?`),
       findSession: lazy(
@@ -264,17 +243,6 @@ export class JournalStore implements AuditStore {
           fingerprint = excluded.fingerprint, action_id = excluded.action_id,
           first_seen_ms = excluded.first_seen_ms, expires_at_ms = excluded.expires_at_ms,
           bound_seq = excluded.bound_seq`,
-      ),
-      upsertTicket: lazy(
-        db,
-        `
-        INSERT INTO tickets (ticket, action_id, session_id, lane, decision, outcome, dispatch_seq,
-          accepted_seq, accepted_at_ms)
-        VALUES (@ticket, @action_id, @session_id, @lane, @decision, @outcome, @dispatch_seq,
-          @accepted_seq, @accepted_at_ms)
-        ON CONFLICT (ticket) DO UPDATE SET
-          session_id = excluded.session_id, lane = excluded.lane, decision = excluded.decision,
-          outcome = excluded.outcome, dispatch_seq = excluded.dispatch_seq`,
       ),
     };
   }
@@ -512,18 +480,14 @@ export class JournalStore implements AuditStore {
   }
 
   /**
-   * Writes one action's current state (and its timeline columns) into actions, attempts and tickets. Given the state as it
-   * was stored before this transaction, skips attempt and ticket rows that did not change (the
-   * projection keeps an unchanged attempt's object), which is most of them on a busy commit.
+   * Writes one action's current state (and its timeline columns) into its actions row: the whole row when this connection
+   * has not written it yet (`written` undefined), else only the columns that moved.
    *
-   * The status counters move by the difference between that stored row and this one, in the same transaction: `stored`
+   * The status counters move by the difference between the stored row and this one, in the same transaction: `stored`
    * must be the row as the database holds it (undefined is checked against the table, so a caller that did not load it
-   * cannot count an action twice).
-   */
-  /**
-   * The action's row, attempts and ticket. Its counter changes are summed into `tally`, which writeCounts writes once
-   * for the transaction (actions moving between the same keys cost one statement per key, not two per action); the
-   * rate's minutes are written here, in order (a decrement stops at zero).
+   * cannot count an action twice). Its counter changes are summed into `tally`, which writeCounts writes once for the
+   * transaction (actions moving between the same keys cost one statement per key, not two per action); the rate's
+   * minutes are written here, in order (a decrement stops at zero).
    */
   writeState(
     state: ActionState,
@@ -541,42 +505,6 @@ export class JournalStore implements AuditStore {
     if (written === undefined)
       this.sql.upsertAction().run(state.action_id, ...actionColumns.map(([, value]) => value(state, timeline)), json);
     else this.updateChanged(state, timeline, written, json);
-    for (const [i, a] of state.attempts.entries()) {
-      if (stored?.attempts[i] === a) continue;
-      this.sql.upsertAttempt().run({
-        action_id: state.action_id,
-        n: a.n,
-        state: a.state,
-        setup_stage: a.setup_stage,
-        connection: a.connection,
-        connection_id: a.connection_id,
-        dispatch_seq: a.dispatch_seq,
-        request_complete: flag(a.request_complete),
-        response_started: flag(a.response_started),
-        response_complete: flag(a.response_complete),
-        response_status: a.response_status,
-        connection_lost: flag(a.connection_lost),
-        exit_status: a.exit_status,
-        exit_signal: a.exit_signal,
-        channel_closed: flag(a.channel_closed),
-        stdout_bytes: a.output_bytes.stdout,
-        stderr_bytes: a.output_bytes.stderr,
-        body_bytes: a.output_bytes.body,
-      });
-    }
-    if (state.ticket !== null && ticketChanged(state, stored)) {
-      this.sql.upsertTicket().run({
-        ticket: state.ticket,
-        action_id: state.action_id,
-        session_id: state.session_id,
-        lane: state.lane,
-        decision: state.decision,
-        outcome: state.outcome,
-        dispatch_seq: state.dispatch_seq,
-        accepted_seq: state.first_seq,
-        accepted_at_ms: state.accepted_at_ms,
-      });
-    }
   }
 
   /**
@@ -679,17 +607,6 @@ function counterStatements(db: Database) {
 function lazy<S>(db: Database, sql: string): () => S {
   let statement: S | undefined;
   return () => (statement ??= db.prepare(sql) as S);
-}
-
-function ticketChanged(state: ActionState, stored: ActionState | undefined): boolean {
-  return (
-    stored === undefined ||
-    stored.session_id !== state.session_id ||
-    stored.lane !== state.lane ||
-    stored.decision !== state.decision ||
-    stored.outcome !== state.outcome ||
-    stored.dispatch_seq !== state.dispatch_seq
-  );
 }
 
 function flag(value: boolean): number {

@@ -33,7 +33,6 @@ describe('when the database is empty', () => {
     expect(tableNames()).toEqual([
       'action_counters',
       'actions',
-      'attempts',
       'audit_keys',
       'audit_runs',
       'audit_tree',
@@ -49,7 +48,6 @@ describe('when the database is empty', () => {
       'result_chunks',
       'results',
       'sessions',
-      'tickets',
     ]);
   });
 

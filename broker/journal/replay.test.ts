@@ -36,7 +36,7 @@ function idOf(name: string, n: number): string {
 }
 
 describe('when many actions went through varied paths, a restart and late evidence', () => {
-  it('replaying the log into an empty journal rebuilds actions, attempts and tickets row for row', async () => {
+  it('replaying the log into an empty journal rebuilds the current-state tables row for row', async () => {
     const live = await tempJournal();
     const scripts: NewEvent[][] = [];
     for (const name of actionPathNames) {

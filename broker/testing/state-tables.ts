@@ -2,8 +2,6 @@ import Database from 'better-sqlite3';
 
 export interface StateTables {
   actions: unknown[];
-  attempts: unknown[];
-  tickets: unknown[];
   sessions: unknown[];
   idempotency_keys: unknown[];
 }
@@ -17,8 +15,6 @@ export function readStateTables(dbPath: string): StateTables {
   try {
     return {
       actions: db.prepare('SELECT * FROM actions ORDER BY action_id').all(),
-      attempts: db.prepare('SELECT * FROM attempts ORDER BY action_id, n').all(),
-      tickets: db.prepare('SELECT * FROM tickets ORDER BY ticket').all(),
       sessions: db.prepare('SELECT * FROM sessions ORDER BY session_id').all(),
       idempotency_keys: db.prepare('SELECT * FROM idempotency_keys ORDER BY route, scope, key').all(),
     };

@@ -33,6 +33,10 @@ function downgradeTo10(path: string): void {
     db.exec(`DROP TABLE action_counters; DROP TABLE outcome_minutes; PRAGMA user_version = 10`);
     db.exec(`DROP TABLE IF EXISTS integrity_anchor; DROP TABLE IF EXISTS recording_chunks`);
     db.exec(`DROP TABLE IF EXISTS recordings`);
+    // 014 dropped attempts and tickets, which a version 10 file had: put back (empty; 014 drops them again).
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS attempts (action_id TEXT); CREATE TABLE IF NOT EXISTS tickets (ticket INTEGER)`,
+    );
   } finally {
     db.close();
   }

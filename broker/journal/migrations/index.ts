@@ -12,6 +12,7 @@ import { migration010ActionList } from './010-action-list.js';
 import { migration011StatusCounters } from './011-status-counters.js';
 import { migration012IntegrityAnchor } from './012-integrity-anchor.js';
 import { migration013SshRecordings } from './013-ssh-recordings.js';
+import { migration014DropUnreadProjections } from './014-drop-unread-projections.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -28,4 +29,5 @@ export const journalMigrations: readonly Migration[] = [
   migration011StatusCounters,
   migration012IntegrityAnchor,
   migration013SshRecordings,
+  migration014DropUnreadProjections,
 ];
