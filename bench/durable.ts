@@ -18,7 +18,13 @@
  * the daemon in its own, so neither shares an event loop with the remote it calls. Latency and
  * throughput runs are never traced; the strace counts come from separate, shorter runs.
  *
- *   npm run bench:durable            (node --import tsx bench/durable.ts [--no-cli-start])
+ *   npm run bench:durable            (node --import tsx bench/durable.ts [--no-cli-start] [--from-sources])
+ *
+ * The executor runs as the product ships: bench/durable-executor.ts is bundled first with the options of the CLI's
+ * bundle (scripts/build-cli.mjs nodeBundleOptions) into dist/bench/ and run by plain node, and the CLI bundle is
+ * rebuilt (dist/cli, `npm run build:cli`) so the MCP row's daemon and shim run it too. `--from-sources` runs the
+ * executor through tsx instead (keepNames wraps every closure created at run time; ~10–20 % slower here) and
+ * leaves dist/cli as it is, for comparison.
  *
  * Not part of the test run. Every phase is bounded in count and time; about 2–3 minutes in total.
  */
@@ -28,6 +34,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { build } from 'esbuild';
+import { buildCli, nodeBundleOptions } from '../scripts/build-cli.mjs';
 import type { ExecutorReply, ExecutorRequest } from './durable-executor.js';
 import { startMcpRig } from './durable-daemon.js';
 import { drive, machineLine, ms, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
@@ -65,6 +73,25 @@ async function listen(delayMs: number): Promise<{ server: Server; origin: string
   return { server, origin: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
 }
 
+const executorSource = path.join(import.meta.dirname, 'durable-executor.ts');
+
+/**
+ * The node argv that runs the executor: its bundle, compiled like the shipped CLI (built once per bench run), or
+ * with --from-sources its TypeScript through tsx.
+ */
+let executorArgv: Promise<string[]> | undefined;
+function executorCommand(): Promise<string[]> {
+  executorArgv ??= (async () => {
+    if (process.argv.includes('--from-sources')) return ['--import', 'tsx', executorSource];
+    // The MCP row's daemon and shim run bin/postern.mjs, which takes the CLI bundle only while it is current.
+    await buildCli();
+    const outfile = path.join(import.meta.dirname, '..', 'dist', 'bench', 'durable-executor.mjs');
+    await build({ ...nodeBundleOptions, entryPoints: [executorSource], outfile, logLevel: 'warning' });
+    return [outfile];
+  })();
+  return executorArgv;
+}
+
 /** The executor child, one request at a time over IPC; under strace when `traceFile` is given. */
 class Executor {
   private constructor(
@@ -73,7 +100,7 @@ class Executor {
   ) {}
 
   static async start(traceFile?: string): Promise<Executor> {
-    const argv = [process.execPath, '--import', 'tsx', path.join(import.meta.dirname, 'durable-executor.ts')];
+    const argv = [process.execPath, ...(await executorCommand())];
     const [command, ...args] = traceFile === undefined ? argv : ['strace', ...tracedArgv(argv, traceFile)];
     const child = spawn(command as string, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const hello = await nextReply(child);

@@ -31,6 +31,24 @@ export const chunkDirName = 'chunks';
  */
 
 /**
+ * How a Node-side entry of Postern is compiled into what ships: one ESM bundle for node20, compiled with Postern's
+ * own tsconfig, every npm package external. No keepNames (tsx's default, which wraps each closure created at run
+ * time in a defineProperty call) and no source maps at run time (bin/postern.mjs does not switch them on). The
+ * durable bench (bench/durable.ts) bundles its executor with the same options, so it measures this code, not tsx's.
+ * @type {import('esbuild').BuildOptions}
+ */
+export const nodeBundleOptions = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  packages: 'external',
+  // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
+  tsconfig: path.join(root, 'tsconfig.base.json'),
+};
+
+/**
  * Builds the CLI bundle into `outdir` and returns its stamp.
  * @param {{ outdir?: string }} [options]
  * @returns {Promise<CliStamp>}
@@ -40,6 +58,7 @@ export async function buildCli(options = {}) {
   // Taken before esbuild reads anything: a file saved while the build runs is newer than the stamp.
   const builtAtMs = Date.now();
   const result = await build({
+    ...nodeBundleOptions,
     entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
     outdir,
     // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or
@@ -48,15 +67,7 @@ export async function buildCli(options = {}) {
     entryNames: '[name]',
     chunkNames: `${chunkDirName}/[name]-[hash]`,
     outExtension: { '.js': '.mjs' },
-    absWorkingDir: root,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
     sourcemap: 'linked',
-    // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
-    tsconfig: path.join(root, 'tsconfig.base.json'),
     metafile: true,
     write: false,
     logLevel: 'warning',

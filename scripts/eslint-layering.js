@@ -168,6 +168,7 @@ export const mayImportTable = [
       'broker/testing',
       'broker/vault',
       'e2e',
+      'scripts',
       'tests',
     ],
   },
