@@ -163,6 +163,7 @@ export function counterKeyId(key: CounterKey): string {
   return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched, key.in_flight]);
 }
 
-function rateKeyId(key: CounterKey): string {
+/** A rate (outcome_minutes) key: the counter key without in_flight, which the minute rows do not carry. */
+export function rateKeyId(key: CounterKey): string {
   return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched]);
 }

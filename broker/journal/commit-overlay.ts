@@ -8,7 +8,7 @@ import {
   type BoundIdempotencyKey,
   type CredentialRequestState,
 } from '../core/index.js';
-import type { CounterTally, JournalStore } from './journal-store.js';
+import { newCounterTally, type JournalStore } from './journal-store.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
 import type { CachedAction, StateCache } from './state-cache.js';
 
@@ -77,7 +77,7 @@ export class CommitOverlay {
 
   /** Current state goes into the same transaction as the events that changed it. */
   write(): void {
-    const tally: CounterTally = new Map();
+    const tally = newCounterTally();
     for (const [id, state] of this.states)
       this.store.writeState(state, this.stored.get(id), this.timelineOf(id), this.cached.get(id), tally);
     this.store.writeCounts(tally);

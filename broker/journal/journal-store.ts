@@ -5,6 +5,7 @@ import {
   countedAction,
   counterDelta,
   counterKeyId,
+  rateKeyId,
   outcomeRowsOf,
   rateBuckets,
   splitActionTarget,
@@ -19,8 +20,18 @@ import {
 } from '../core/index.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 
-/** A transaction's action_counters changes by row (counterKeyId): JournalStore.writeState sums, writeCounts writes. */
-export type CounterTally = Map<string, { readonly key: CounterKey; n: number }>;
+/**
+ * A transaction's counter changes, summed by row: action_counters by counterKeyId, the rate's outcome_minutes by minute
+ * and rate key. JournalStore.writeState sums, writeCounts writes (newCounterTally makes an empty one).
+ */
+export interface CounterTally {
+  readonly counts: Map<string, { readonly key: CounterKey; n: number }>;
+  readonly minutes: Map<string, { readonly minute: number; readonly key: CounterKey; n: number }>;
+}
+
+export function newCounterTally(): CounterTally {
+  return { counts: new Map(), minutes: new Map() };
+}
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
 export interface EventRow {
@@ -97,8 +108,8 @@ export class JournalStore implements AuditStore {
     readCounters: () => Statement<[], CounterRow>;
     readMinutes: () => Statement<[], MinuteRow>;
     bumpCounter: () => Statement<[CounterKey & { n: number }]>;
-    bumpMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>;
-    dropMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>;
+    bumpMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>;
+    dropMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>;
     pruneMinutes: () => Statement<[number]>;
     loadCounted: () => Statement<[string], CountedRowColumns>;
     insertEvent: () => Statement<[EventRow]>;
@@ -435,9 +446,30 @@ export class JournalStore implements AuditStore {
     this.sql.upsertIdempotencyKey().run({ ...row });
   }
 
-  /** The counter changes writeState summed for this transaction: one statement per row that moved. */
+  /**
+   * The counter changes writeState summed for this transaction: one statement per row that moved. A minute's net
+   * decrement stops at zero like the single ones it sums: a minute row is missing or short only once pruned (out of
+   * the hour), and an increment only ever lands on the current minute, so no sum here mixes the two.
+   */
   writeCounts(tally: CounterTally): void {
-    for (const { key, n } of tally.values()) if (n !== 0) this.sql.bumpCounter().run({ ...key, n });
+    for (const { key, n } of tally.counts.values()) if (n !== 0) this.sql.bumpCounter().run({ ...key, n });
+    let newest: number | undefined;
+    for (const { minute, key, n } of tally.minutes.values()) {
+      if (n === 0) continue;
+      const { phase, outcome, code, decision, dispatched } = key;
+      const row = { minute, phase, outcome, code, decision, dispatched, n: Math.abs(n) };
+      // A decrement never inserts: the action's old minute may already be pruned.
+      if (n < 0) this.sql.dropMinute().run(row);
+      else {
+        this.sql.bumpMinute().run(row);
+        newest = Math.max(newest ?? minute, minute);
+      }
+    }
+    // The rate's minutes that fell out of the hour go when a newer minute starts.
+    if (newest !== undefined && newest > this.prunedForMinute) {
+      this.sql.pruneMinutes().run(newest - rateBuckets);
+      this.prunedForMinute = newest;
+    }
   }
 
   private loadCounted(actionId: string): CountedAction | undefined {
@@ -445,25 +477,20 @@ export class JournalStore implements AuditStore {
     return row === undefined ? undefined : countedAction({ ...row, recorded: row.recorded === 1 });
   }
 
-  /** Applies counterDelta; prunes the rate's minutes that fell out of the hour when a newer minute starts. */
+  /** Sums counterDelta into the transaction's tally. */
   private countChange(before: CountedAction | undefined, after: CountedAction, tally: CounterTally): void {
     const delta = counterDelta(before, after);
     for (const { key, n } of delta.counts) {
       const id = counterKeyId(key);
-      const summed = tally.get(id);
-      if (summed === undefined) tally.set(id, { key, n });
+      const summed = tally.counts.get(id);
+      if (summed === undefined) tally.counts.set(id, { key, n });
       else summed.n += n;
     }
     for (const { minute, key, n } of delta.minutes) {
-      const { phase, outcome, code, decision, dispatched } = key;
-      const row = { minute, phase, outcome, code, decision, dispatched };
-      // A decrement never inserts: the action's old minute may already be pruned.
-      if (n < 0) this.sql.dropMinute().run(row);
-      else this.sql.bumpMinute().run(row);
-      if (n > 0 && minute > this.prunedForMinute) {
-        this.sql.pruneMinutes().run(minute - rateBuckets);
-        this.prunedForMinute = minute;
-      }
+      const id = `${minute} ${rateKeyId(key)}`;
+      const summed = tally.minutes.get(id);
+      if (summed === undefined) tally.minutes.set(id, { minute, key, n });
+      else summed.n += n;
     }
   }
 
@@ -580,16 +607,16 @@ function counterStatements(db: Database) {
         @dispatched, @in_flight, @n)
       ON CONFLICT (phase, outcome, code, decision, dispatched, in_flight) DO UPDATE SET n = n + excluded.n`,
     ),
-    bumpMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>>(
+    bumpMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>>(
       db,
       `
-      INSERT INTO outcome_minutes (minute, phase, outcome, code, decision, dispatched, n) VALUES (${minuteKeyValues}, 1)
-      ON CONFLICT (minute, phase, outcome, code, decision, dispatched) DO UPDATE SET n = n + 1`,
+      INSERT INTO outcome_minutes (minute, phase, outcome, code, decision, dispatched, n) VALUES (${minuteKeyValues}, @n)
+      ON CONFLICT (minute, phase, outcome, code, decision, dispatched) DO UPDATE SET n = n + excluded.n`,
     ),
-    dropMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number }]>>(
+    dropMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>>(
       db,
       `
-      UPDATE outcome_minutes SET n = n - 1
+      UPDATE outcome_minutes SET n = max(n - @n, 0)
       WHERE (minute, phase, outcome, code, decision, dispatched) = (${minuteKeyValues}) AND n > 0`,
     ),
     pruneMinutes: lazy<Statement<[number]>>(db, `DELETE FROM outcome_minutes WHERE minute <= ?`),
