@@ -139,8 +139,18 @@ export class HttpChannel {
 
   async perform(request: HttpWireRequest): Promise<HttpChannelReport> {
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), request.timeoutMs);
-    const beforeDispatch = AbortSignal.any([request.beforeDispatch, deadline.signal]);
+    // Aborted by the deadline or by the caller's signal, whichever is first (AbortSignal.any, ~10 µs a call on Node 20
+    // with a weak-reference registration per source, is one of the larger costs of an action at high concurrency).
+    const stop = new AbortController();
+    const stopWith = (reason: unknown): void => stop.abort(reason);
+    const onCaller = (): void => stopWith(request.beforeDispatch.reason);
+    if (request.beforeDispatch.aborted) onCaller();
+    else request.beforeDispatch.addEventListener('abort', onCaller, { once: true });
+    const timer = setTimeout(() => {
+      deadline.abort();
+      stopWith(deadline.signal.reason);
+    }, request.timeoutMs);
+    const beforeDispatch = stop.signal;
     const journal = new PendingAppends(this.options.gate);
     try {
       const report = await this.attempts(request, beforeDispatch, deadline.signal, journal);
@@ -150,6 +160,7 @@ export class HttpChannel {
       return journalFailed === undefined ? report : { ...report, journalFailed };
     } finally {
       clearTimeout(timer);
+      request.beforeDispatch.removeEventListener('abort', onCaller);
     }
   }
 
