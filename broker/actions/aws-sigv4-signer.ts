@@ -10,7 +10,8 @@
  * every header sent is signed except those a proxy may rewrite (user-agent); values are trimmed with inner runs of
  * whitespace collapsed, and repeated names joined with `,`; the payload hash is sha256 of the body bytes as sent.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sha256Hex } from './http-action-request.js';
 
 export interface SigV4Request {
   readonly method: string;
@@ -123,10 +124,6 @@ function encodeRfc3986(text: string): string {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function sha256Hex(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }
 
 function hmac(key: string | Buffer, data: string): Buffer {

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import {
   decodeContent,
   type BodyWithheldReason,
   type HttpLimits,
   type HttpResponseReport,
 } from '../channels/http/index.js';
+import { sha256Hex } from './http-action-request.js';
 import { redactionMarker, type SecretScrubber } from './secret-scrubber.js';
 
 /** A response header value as delivered: scrubbed whole first, then cut to this many characters. */
@@ -108,5 +108,5 @@ function scrubbedLength(scrubber: SecretScrubber, bytes: Buffer): number {
 }
 
 function digestOf(bytes: Buffer): string {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  return `sha256:${sha256Hex(bytes)}`;
 }
