@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutcomeCountRow } from '../../core/index.js';
 import { actionPathNames, actionPaths } from '../../testing/action-paths.js';
+import { restoreTablesDroppedBy014 } from '../../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { JournalStore } from '../journal-store.js';
@@ -33,10 +34,7 @@ function downgradeTo10(path: string): void {
     db.exec(`DROP TABLE action_counters; DROP TABLE outcome_minutes; PRAGMA user_version = 10`);
     db.exec(`DROP TABLE IF EXISTS integrity_anchor; DROP TABLE IF EXISTS recording_chunks`);
     db.exec(`DROP TABLE IF EXISTS recordings`);
-    // 014 dropped attempts and tickets, which a version 10 file had: put back (empty; 014 drops them again).
-    db.exec(
-      `CREATE TABLE IF NOT EXISTS attempts (action_id TEXT); CREATE TABLE IF NOT EXISTS tickets (ticket INTEGER)`,
-    );
+    restoreTablesDroppedBy014(db);
   } finally {
     db.close();
   }

@@ -1,0 +1,9 @@
+import type { Database } from 'better-sqlite3';
+
+/**
+ * For a test that makes a journal file look like one an older broker wrote: puts back, empty, the tables migration 014
+ * dropped (`attempts`, `tickets`), which every file before 014 had. Migrating the file again drops them again.
+ */
+export function restoreTablesDroppedBy014(db: Database): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS attempts (action_id TEXT); CREATE TABLE IF NOT EXISTS tickets (ticket INTEGER)`);
+}
