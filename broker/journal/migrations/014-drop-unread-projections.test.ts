@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { actionPaths } from '../../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
@@ -7,16 +7,13 @@ import { migrate, schemaVersion } from '../migrate.js';
 import { migration014DropUnreadProjections } from './014-drop-unread-projections.js';
 import { journalMigrations } from './index.js';
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+let t: TempJournal;
+beforeEach(async () => {
+  t = await openTempJournal();
 });
-
-async function tempJournal(): Promise<TempJournal> {
-  const t = await openTempJournal();
-  cleanups.push(() => t.dispose());
-  return t;
-}
+afterEach(async () => {
+  await t.dispose();
+});
 
 const upTo13 = journalMigrations.filter((m) => m.version < migration014DropUnreadProjections.version);
 
@@ -29,7 +26,6 @@ function tables(db: Database.Database): string[] {
 
 describe('when a version 13 journal is migrated to 14', () => {
   it('drops attempts and tickets with their rows, and keeps the events and actions the broker reads', async () => {
-    const t = await tempJournal();
     await t.journal.appendBatch(actionPaths.httpNoApproval('act_before_014'));
     await t.journal.close();
     // What a version 13 broker left: the same file with the two projections it wrote on every event, filled.
@@ -54,18 +50,18 @@ describe('when a version 13 journal is migrated to 14', () => {
 
     // The journal opens on it and goes on: tickets keep increasing, and a ticket is still one action's only.
     const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
-    cleanups.push(() => journal.close());
-    await journal.appendBatch(actionPaths.httpNoApproval('act_after_014'));
-    expect(journal.getAction('act_after_014')?.ticket).toBe(2);
-    expect(journal.getAction('act_before_014')?.attempts).toHaveLength(1);
     const db = new Database(t.path);
     try {
+      await journal.appendBatch(actionPaths.httpNoApproval('act_after_014'));
+      expect(journal.getAction('act_after_014')?.ticket).toBe(2);
+      expect(journal.getAction('act_before_014')?.attempts).toHaveLength(1);
       expect(schemaVersion(db)).toBe(journalMigrations.length);
       expect(() => db.prepare(`UPDATE actions SET ticket = 1 WHERE action_id = 'act_after_014'`).run()).toThrow(
         /UNIQUE/,
       );
     } finally {
       db.close();
+      await journal.close();
     }
   });
 });
