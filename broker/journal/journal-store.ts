@@ -513,8 +513,8 @@ export class JournalStore implements AuditStore {
    * The status counters move by the difference between the stored row and this one, in the same transaction: `stored`
    * must be the row as the database holds it (undefined is checked against the table, so a caller that did not load it
    * cannot count an action twice). Its counter changes are summed into `tally`, which writeCounts writes once for the
-   * transaction (actions moving between the same keys cost one statement per key, not two per action); the rate's
-   * minutes are written here, in order (a decrement stops at zero).
+   * transaction (actions moving between the same keys cost one statement per key, not two per action), the rate's
+   * minutes likewise.
    */
   writeState(
     state: ActionState,
