@@ -223,6 +223,8 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
           b.server.env ?? {},
         ]),
         onSessionSecrets: (secrets) => sessionSecrets.push(...secrets.map((s) => s.toString('utf8'))),
+        // record() appends the settlement at once (settle.ts): the observations ride in its commit.
+        observationsRideWithSettlement: true,
       });
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
       if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };

@@ -166,6 +166,38 @@ describe('when the command runs to completion on a real OpenSSH sshd', () => {
   });
 });
 
+describe('when the command ran, its observations and the settlement', () => {
+  it('share one commit: from REQUEST_SENT to RESULT_COMMITTED, after DISPATCH_STARTED', async (ctx) => {
+    const s = need(ctx);
+    // The later-flush timer far away: only a commit the action makes can take its held observations.
+    const held = await openSshActionHarness(
+      { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
+      { laterFlushMs: 60_000 },
+    );
+    const commits: string[][] = [];
+    const stop = held.temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
+    try {
+      const { envelope } = await held.run(sshHostsConfig([host(s)]), { host: 'lab', command: 'echo hello' });
+      expect(envelope).toMatchObject({ effect: 'succeeded' });
+    } finally {
+      stop();
+      await held.dispose();
+    }
+    expect(commits.slice(-2)).toEqual([
+      ['CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED'],
+      [
+        'REQUEST_SENT',
+        'REMOTE_RESPONSE_STARTED',
+        'EXIT_STATUS',
+        'OUTPUT_RECEIVED',
+        'OUTPUT_RECEIVED',
+        'CHANNEL_CLOSED',
+        'RESULT_COMMITTED',
+      ],
+    ]);
+  });
+});
+
 describe('when setup fails, each stage is told apart and nothing was attempted', () => {
   it('a wrong pinned host key: SSH_HOST_KEY_REJECTED at host_key_verified, the user key never offered', async (ctx) => {
     const s = need(ctx);

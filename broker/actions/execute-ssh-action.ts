@@ -261,6 +261,8 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
         outputBytesMax: b.host.output_bytes_max,
         beforeDispatch: locked.signal,
         ...(b.cancel === undefined ? {} : { cancel: b.cancel }),
+        // record() appends the settlement at once (settle.ts): the observations ride in its commit.
+        observationsRideWithSettlement: true,
       });
       // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
       const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);

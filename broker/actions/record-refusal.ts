@@ -186,12 +186,17 @@ export async function settleOnlyAttempt(
   settled: { result: Omit<ResultInput, 'result_id' | 'action_id' | 'attempt'> } | { attempted: boolean },
 ): Promise<{ state: ActionState; resultId?: string }> {
   if ('attempted' in settled) {
-    const state = await appendState(deps.journal, {
-      kind: 'OUTCOME_RECORDED',
-      action_id: actionId,
-      payload: settled.attempted ? { attempt: 1 } : {},
-      classification,
-    });
+    const state = await appendState(
+      deps.journal,
+      {
+        kind: 'OUTCOME_RECORDED',
+        action_id: actionId,
+        payload: settled.attempted ? { attempt: 1 } : {},
+        classification,
+      },
+      // The observations the channel still holds ride in this commit (settle.ts), as with a result.
+      { withHeld: true },
+    );
     return { state };
   }
   const resultId = `res_${actionId.slice(4)}_1`;

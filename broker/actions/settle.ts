@@ -7,7 +7,7 @@ import { dispatchJournalFailure, journalFailedFacts, type JournalFailedFacts } f
 export interface DispatchReport {
   readonly dispatchStarted: boolean;
   readonly journalFailed?: unknown;
-  /** Observations held for the settlement's commit (the HTTP channel): recordAndAnswer appends it with withHeld. */
+  /** Observations held for the settlement's commit (any channel asked to): recordAndAnswer appends it with withHeld. */
   readonly observations?: HeldObservations;
 }
 
@@ -20,7 +20,7 @@ export interface SettleAnswers<R> {
 /**
  * After the channel ran: a journal failure at the dispatch boundary answers closed or unknown (journal-failure.ts);
  * otherwise the channel records and answers. After DISPATCH_STARTED a failed record is never not_attempted: the
- * agent hears unknown. The same for HTTP and SSH; only the envelope and the record differ.
+ * agent hears unknown. The same for HTTP, SSH and MCP; only the envelope and the record differ.
  */
 export async function settle<R>(
   journal: Journal,
@@ -31,7 +31,9 @@ export async function settle<R>(
 ): Promise<R> {
   // Held observations already settled are checked here; those still queued are the journal's to check (withHeld).
   // Exact only because nothing between this line and the settlement's append waits: recordAndAnswer runs synchronously
-  // up to that append (http-record.ts), so no commit can settle a held observation in between.
+  // up to that append (http-record.ts; the SSH and MCP records await a caller event first only when the caller
+  // cancelled, and their channels then commit the observations themselves), so no commit can settle a held
+  // observation in between.
   const journalFailed = report.journalFailed ?? report.observations?.failure();
   if (journalFailed !== undefined) return failedAnswer(journal, actionId, journalFailed, answers);
   try {

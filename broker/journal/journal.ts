@@ -381,8 +381,8 @@ export class Journal {
    * disk, nor for a commit of their own): queued in order like any append, but it starts no commit by itself. It
    * settles with the commit of the next append that is not "later" (a DISPATCH_STARTED, a RESULT_COMMITTED: the
    * same transaction, so it is durable with that one's sync), of a read that must see the log whole, of durable(), or
-   * after laterFlushMs. A caller awaits it only where it can wait that long; the HTTP channel's observations are
-   * awaited only after the RESULT_COMMITTED that carries them is queued.
+   * after laterFlushMs. A caller awaits it only where it can wait that long; the channels' observations are awaited
+   * only after the settlement that carries them is queued (or after commitHeld).
    */
   async appendLater(event: NewEvent): Promise<Appended> {
     if (eventWaitsForDisk[event.kind])

@@ -118,7 +118,8 @@ const ev = {
   }),
 };
 
-const succeeded: Classification = {
+/** A committed, succeeded classification (a complete response). */
+export const succeeded: Classification = {
   phase: 'remote_execution',
   outcome: 'committed',
   retry: 'never',

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { SshChannel, type SshLimits } from '../channels/ssh/index.js';
 import { parseConfig, type PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
-import { ResultStore } from '../journal/index.js';
+import { ResultStore, type JournalOpenOptions } from '../journal/index.js';
 import { createRandomIdSource, type DispatchGate } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeSshAction, type SshActionResult } from '../actions/execute-ssh-action.js';
@@ -36,8 +36,9 @@ export interface SshActionHarness {
  */
 export async function openSshActionHarness(
   keys: Readonly<Record<string, { privateKey: Buffer; bindings: string[] }>>,
+  journal: Pick<JournalOpenOptions, 'laterFlushMs'> = {},
 ): Promise<SshActionHarness> {
-  const temp = await openTempJournal();
+  const temp = await openTempJournal(journal);
   const vaultDir = join(temp.dir.path, 'vault');
   mkdirSync(vaultDir, { mode: 0o700 });
   const vault = await openVault({ dataDir: vaultDir, clock: temp.clock, kdf: 'min', idleLockMs: 0 });

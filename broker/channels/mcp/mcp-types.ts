@@ -1,4 +1,5 @@
 import type { SetupFailure } from '../../core/index.js';
+import type { HeldObservations } from '../../ports/index.js';
 
 /** What the channel needs of one `mcp_servers[]` entry; built by the executor from McpServerSettings. */
 export interface McpServerSpec {
@@ -58,6 +59,12 @@ export interface McpCallRequest {
   readonly credentialKey?: string;
   /** Hears the secrets the session serving this call was started with, for scrubbing its reply (before dispatch). */
   readonly onSessionSecrets?: (secrets: readonly Buffer[]) => void;
+  /**
+   * The caller appends the settlement at once, with AppendOptions.withHeld (settle.ts): after dispatch, unless the caller
+   * cancelled (its record appends a caller event first), the channel does not commit its observations on its own; they
+   * ride in the settlement's commit, and the report hands them over as `observations`.
+   */
+  readonly observationsRideWithSettlement?: boolean;
 }
 
 /** Setup stages a SETUP_ATTEMPT_FAILED names (docs/mcp-channel.md). */
@@ -101,6 +108,8 @@ export interface McpChannelReport {
   readonly httpStatus?: number;
   /** The journal refused an observation (or the boundary itself: then dispatchStarted is false). */
   readonly journalFailed?: unknown;
+  /** With observationsRideWithSettlement: the observation appends, held for the settlement's commit. */
+  readonly observations?: HeldObservations;
 }
 
 export type McpUpstreamState = 'idle' | 'starting' | 'ready' | 'backoff' | 'failed';

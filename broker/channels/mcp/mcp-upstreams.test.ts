@@ -21,7 +21,7 @@ import {
   type McpServerSpec,
   type McpUpstreamsOptions,
 } from './index.js';
-import { mcpAuthorized } from '../../testing/action-paths.js';
+import { mcpAuthorized, succeeded } from '../../testing/action-paths.js';
 
 const canary = 'pst-canary-7f3a9c21-do-not-leak';
 const fingerprint = `sha256:${'f1'.repeat(32)}`;
@@ -56,6 +56,14 @@ function durableDispatches(actionId: string): number {
     .prepare(`SELECT count(*) AS n FROM events WHERE kind = 'DISPATCH_STARTED' AND action_id = ?`)
     .get(actionId) as { n: number };
   return row.n;
+}
+
+/** An action's event kinds as committed, read through the second connection. */
+function durableKinds(actionId: string): string[] {
+  return reader
+    .prepare(`SELECT kind FROM events WHERE action_id = ? ORDER BY seq`)
+    .all(actionId)
+    .map((row) => (row as { kind: string }).kind);
 }
 
 function markerLines(): Array<{ tool: string; pid: number }> {
@@ -163,7 +171,7 @@ async function call(
   spec: McpServerSpec,
   tool: string,
   args: Record<string, unknown> = {},
-  extra: { deadlineMs?: number; signal?: AbortSignal; actionId?: string } = {},
+  extra: { deadlineMs?: number; signal?: AbortSignal; actionId?: string; ride?: boolean } = {},
 ): Promise<{ id: string; report: McpChannelReport }> {
   const id = extra.actionId ?? (await admit());
   const report = await u.call(spec, {
@@ -173,6 +181,7 @@ async function call(
     arguments: args,
     deadlineMs: extra.deadlineMs ?? 20_000,
     ...(extra.signal === undefined ? {} : { signal: extra.signal }),
+    ...(extra.ride === undefined ? {} : { observationsRideWithSettlement: extra.ride }),
   });
   return { id, report };
 }
@@ -256,6 +265,46 @@ describe('when a stdio server is called', () => {
       ['DISPATCH_STARTED'],
       ['REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE'],
     ]);
+  });
+
+  it('asked to, hands its observations over held: they commit with the settlement appended withHeld, in one commit', async () => {
+    const gate = new JournalGate();
+    const { u } = registry(gate);
+    const id = await admit();
+    const commits: string[][] = [];
+    const stop = temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
+    try {
+      const { report } = await call(u, stdioSpec(), 'echo', { text: 'held' }, { actionId: id, ride: true });
+      expect(commits).toEqual([['DISPATCH_STARTED']]);
+      expect(report.observations).toBeDefined();
+      const settlement: NewEvent = {
+        kind: 'OUTCOME_RECORDED',
+        action_id: id,
+        payload: { attempt: 1 },
+        classification: succeeded,
+      };
+      await temp.journal.append(settlement, undefined, { withHeld: true });
+      expect(await report.observations?.settled()).toBeUndefined();
+    } finally {
+      stop();
+    }
+    expect(commits).toEqual([
+      ['DISPATCH_STARTED'],
+      ['REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE', 'OUTCOME_RECORDED'],
+    ]);
+  });
+
+  it('asked to, but the caller cancelled: commits its observations itself (the record appends a caller event first)', async () => {
+    const { u } = registry(new JournalGate());
+    const id = await admit();
+    const cancel = new AbortController();
+    const running = call(u, stdioSpec(), 'hang', {}, { actionId: id, ride: true, signal: cancel.signal });
+    await until(() => markerLines().some((l) => l.tool === 'hang'), 'the call to reach the server');
+    cancel.abort();
+    const { report } = await running;
+    expect(report).toMatchObject({ dispatchStarted: true, caller: 'cancelled' });
+    expect(report.observations).toBeUndefined();
+    expect(durableKinds(id)).toContain('REQUEST_SENT');
   });
 
   it('gives the child a minimal env: a fixed PATH, none of the broker’s own variables', async () => {

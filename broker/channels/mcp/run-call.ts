@@ -110,11 +110,13 @@ class CallRun {
       this.wire?.socket?.socket.destroy();
     } else if (end.kind === 'reply') this.replied(end);
     else this.lost();
-    // The observations held since the write share one commit now (or rode in an earlier one).
-    const observationsFailed = await this.observations.settled();
-    this.journalFailed ??= observationsFailed;
+    // The observations held since the write ride in the settlement's commit, or share one commit now (or rode in an
+    // earlier one).
+    const ride = this.request.observationsRideWithSettlement === true && end !== 'caller';
+    if (!ride) this.journalFailed ??= await this.observations.settled();
     this.deps.release(session, end !== 'deadline' && end !== 'caller' && end.kind === 'reply');
     return {
+      ...(ride ? { observations: this.observations } : {}),
       dispatchStarted: true,
       handedToTransport: this.handed,
       requestComplete: this.complete,

@@ -266,6 +266,30 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     ]);
   });
 
+  it('asked to, hands its observations over held instead: the settlement appended withHeld commits them', async () => {
+    const s = await server('exit_0');
+    const gate = new HoldingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s), { observationsRideWithSettlement: true }));
+    expect(report).toMatchObject({ dispatchStarted: true, exitStatus: 0, channelClosed: true });
+    expect(gate.timeline).not.toContain('commitHeld');
+    expect(gate.timeline.filter((entry) => entry.startsWith('held '))).toHaveLength(6);
+    expect(await report.observations?.settled()).toBeUndefined();
+    expect(gate.timeline.at(-1)).toBe('commitHeld');
+  });
+
+  it('asked to, but the caller cancelled: commits its observations itself (the record appends a caller event first)', async () => {
+    const s = await server('silent_after_exec');
+    const gate = new HoldingGate();
+    const cancel = new AbortController();
+    void s.waitFor('exec_accepted').then(() => cancel.abort());
+    const report = await channel(gate).perform(
+      request(s.port, pinned(s), { observationsRideWithSettlement: true, cancel: cancel.signal }),
+    );
+    expect(report).toMatchObject({ dispatchStarted: true, caller: 'cancelled' });
+    expect(report.observations).toBeUndefined();
+    expect(gate.timeline.at(-1)).toBe('commitHeld');
+  });
+
   it('a DISPATCH_STARTED that cannot be made durable sends nothing: the open channel is dropped unused', async () => {
     const s = await server('exit_0');
     const gate = new RecordingGate(() => Promise.resolve(), true);

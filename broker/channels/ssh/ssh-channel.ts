@@ -4,7 +4,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import ssh2 from 'ssh2';
 import type { NewEvent } from '../../contract/index.js';
 import type { SetupFailure } from '../../core/index.js';
-import { PendingAppends, type Clock, type DispatchGate } from '../../ports/index.js';
+import { PendingAppends, type Clock, type DispatchGate, type HeldObservations } from '../../ports/index.js';
 import { installDeferredExec } from './install-deferred-exec.js';
 import { hostKeyFingerprint } from './host-key-fingerprint.js';
 import { KnownHostsStore } from './known-hosts-store.js';
@@ -38,6 +38,12 @@ export interface SshWireRequest {
   readonly beforeDispatch: AbortSignal;
   /** The caller cancelled. */
   readonly cancel?: AbortSignal;
+  /**
+   * The caller appends the settlement at once, with AppendOptions.withHeld (settle.ts): after dispatch, unless the caller
+   * cancelled (its record appends a caller event first), the channel does not commit its observations on its own; they
+   * ride in the settlement's commit, and the report hands them over as `observations`.
+   */
+  readonly observationsRideWithSettlement?: boolean;
 }
 
 export interface SshAttemptReport {
@@ -102,6 +108,8 @@ export interface SshChannelReport {
   readonly hostKey?: { readonly fingerprint: string; readonly trust: 'pinned' | 'known' | 'accepted_new' };
   readonly connectionId?: string;
   readonly journalFailed?: unknown;
+  /** With observationsRideWithSettlement: the observation appends, held for the settlement's commit. */
+  readonly observations?: HeldObservations;
   /** Wall time (clock) when the exec request was written: the recording's start. */
   readonly execAtMs?: number;
 }
@@ -448,10 +456,12 @@ class SshRun {
     }
     if (channelClosed) this.record({ kind: 'CHANNEL_CLOSED', action_id: id, payload: { attempt: n } });
     if (transportBroken) this.record({ kind: 'CONNECTION_LOST', action_id: id, payload: { attempt: n } });
-    // The observations held since the exec share one commit now (or rode in an earlier one).
-    const observationsFailed = await this.observations.settled();
-    this.journalFailed ??= observationsFailed;
+    // The observations held since the exec ride in the settlement's commit, or share one commit now (or rode in an
+    // earlier one).
+    const ride = this.request.observationsRideWithSettlement === true && callerEvent !== 'cancelled';
+    if (!ride) this.journalFailed ??= await this.observations.settled();
     return {
+      ...(ride ? { observations: this.observations } : {}),
       attempts: this.attempts,
       stages: this.stages,
       dispatchStarted: true,
