@@ -9,6 +9,7 @@ import {
   type SshActionHarness,
   type SshHostYaml,
 } from '../testing/ssh-action-harness.js';
+import { sshExitObservations } from '../testing/action-paths.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { freePort, TestSshd } from '../testing/test-sshd.js';
 
@@ -75,12 +76,7 @@ describe('when the command runs to completion on a real OpenSSH sshd', () => {
       'PREFLIGHT_VALIDATED',
       'CREDENTIAL_AUTHORIZED',
       'DISPATCH_STARTED',
-      'REQUEST_SENT',
-      'REMOTE_RESPONSE_STARTED',
-      'EXIT_STATUS',
-      'OUTPUT_RECEIVED',
-      'OUTPUT_RECEIVED',
-      'CHANNEL_CLOSED',
+      ...sshExitObservations,
       'RESULT_COMMITTED',
     ]);
     expect(events.filter((e) => e.kind === 'OUTPUT_RECEIVED').map((e) => e.payload)).toEqual([
@@ -185,15 +181,7 @@ describe('when the command ran, its observations and the settlement', () => {
     }
     expect(commits.slice(-2)).toEqual([
       ['CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED'],
-      [
-        'REQUEST_SENT',
-        'REMOTE_RESPONSE_STARTED',
-        'EXIT_STATUS',
-        'OUTPUT_RECEIVED',
-        'OUTPUT_RECEIVED',
-        'CHANNEL_CLOSED',
-        'RESULT_COMMITTED',
-      ],
+      [...sshExitObservations, 'RESULT_COMMITTED'],
     ]);
   });
 });

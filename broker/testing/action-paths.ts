@@ -118,6 +118,16 @@ const ev = {
   }),
 };
 
+/** The observations an SSH command that exits and closes its channel records, in order (stdout, then stderr counts). */
+export const sshExitObservations = [
+  'REQUEST_SENT',
+  'REMOTE_RESPONSE_STARTED',
+  'EXIT_STATUS',
+  'OUTPUT_RECEIVED',
+  'OUTPUT_RECEIVED',
+  'CHANNEL_CLOSED',
+] as const;
+
 /** A committed, succeeded classification (a complete response). */
 export const succeeded: Classification = {
   phase: 'remote_execution',

@@ -58,6 +58,18 @@ function durableDispatches(actionId: string): number {
   return row.n;
 }
 
+/** The kinds of each commit made while `work` runs, one list per commit (the action's admission is made before it). */
+async function commitsDuring(work: () => Promise<unknown>): Promise<string[][]> {
+  const commits: string[][] = [];
+  const stop = temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
+  try {
+    await work();
+  } finally {
+    stop();
+  }
+  return commits;
+}
+
 /** An action's event kinds as committed, read through the second connection. */
 function durableKinds(actionId: string): string[] {
   return reader
@@ -251,16 +263,9 @@ describe('when a stdio server is called', () => {
   });
 
   it('holds its observations and commits them together once the reply is in: one commit, none of them waiting on another', async () => {
-    const gate = new JournalGate();
-    const { u } = registry(gate);
+    const { u } = registry(new JournalGate());
     const id = await admit();
-    const commits: string[][] = [];
-    const stop = temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
-    try {
-      await call(u, stdioSpec(), 'echo', { text: 'held' }, { actionId: id });
-    } finally {
-      stop();
-    }
+    const commits = await commitsDuring(() => call(u, stdioSpec(), 'echo', { text: 'held' }, { actionId: id }));
     expect(commits).toEqual([
       ['DISPATCH_STARTED'],
       ['REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE'],
@@ -268,14 +273,11 @@ describe('when a stdio server is called', () => {
   });
 
   it('asked to, hands its observations over held: they commit with the settlement appended withHeld, in one commit', async () => {
-    const gate = new JournalGate();
-    const { u } = registry(gate);
+    const { u } = registry(new JournalGate());
     const id = await admit();
-    const commits: string[][] = [];
-    const stop = temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
-    try {
+    const commits = await commitsDuring(async () => {
       const { report } = await call(u, stdioSpec(), 'echo', { text: 'held' }, { actionId: id, ride: true });
-      expect(commits).toEqual([['DISPATCH_STARTED']]);
+      expect(durableKinds(id)).not.toContain('REQUEST_SENT');
       expect(report.observations).toBeDefined();
       const settlement: NewEvent = {
         kind: 'OUTCOME_RECORDED',
@@ -285,9 +287,7 @@ describe('when a stdio server is called', () => {
       };
       await temp.journal.append(settlement, undefined, { withHeld: true });
       expect(await report.observations?.settled()).toBeUndefined();
-    } finally {
-      stop();
-    }
+    });
     expect(commits).toEqual([
       ['DISPATCH_STARTED'],
       ['REQUEST_SENT', 'REMOTE_RESPONSE_STARTED', 'REMOTE_RESPONSE_COMPLETE', 'OUTCOME_RECORDED'],

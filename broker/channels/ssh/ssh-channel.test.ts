@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
+import { sshExitObservations } from '../../testing/action-paths.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { MisbehavingSshServer, type SshBehavior } from '../../testing/misbehaving-ssh-server.js';
 import { createTempDir, type TempDir } from '../../testing/temp-dir.js';
@@ -210,15 +211,7 @@ describe('when the dispatch gate sits between the open channel and the exec requ
         peer_trust: 'pinned',
       },
     ]);
-    expect(gate.timeline).toEqual([
-      'DISPATCH_STARTED',
-      'REQUEST_SENT',
-      'REMOTE_RESPONSE_STARTED',
-      'EXIT_STATUS',
-      'OUTPUT_RECEIVED',
-      'OUTPUT_RECEIVED',
-      'CHANNEL_CLOSED',
-    ]);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', ...sshExitObservations]);
     expect(report).toMatchObject({
       dispatchStarted: true,
       handedToTransport: true,
@@ -256,12 +249,7 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(report).toMatchObject({ dispatchStarted: true, exitStatus: 0, channelClosed: true, outputComplete: true });
     expect(gate.timeline).toEqual([
       'DISPATCH_STARTED',
-      'held REQUEST_SENT',
-      'held REMOTE_RESPONSE_STARTED',
-      'held EXIT_STATUS',
-      'held OUTPUT_RECEIVED',
-      'held OUTPUT_RECEIVED',
-      'held CHANNEL_CLOSED',
+      ...sshExitObservations.map((kind) => `held ${kind}`),
       'commitHeld',
     ]);
   });
@@ -272,7 +260,9 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     const report = await channel(gate).perform(request(s.port, pinned(s), { observationsRideWithSettlement: true }));
     expect(report).toMatchObject({ dispatchStarted: true, exitStatus: 0, channelClosed: true });
     expect(gate.timeline).not.toContain('commitHeld');
-    expect(gate.timeline.filter((entry) => entry.startsWith('held '))).toHaveLength(6);
+    expect(gate.timeline.filter((entry) => entry.startsWith('held '))).toEqual(
+      sshExitObservations.map((kind) => `held ${kind}`),
+    );
     expect(await report.observations?.settled()).toBeUndefined();
     expect(gate.timeline.at(-1)).toBe('commitHeld');
   });
