@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
+import type { DispatchGate } from '../ports/index.js';
 import {
   openSshActionHarness,
   secretLeaks,
@@ -183,6 +184,47 @@ describe('when the command ran, its observations and the settlement', () => {
       ['CREDENTIAL_AUTHORIZED', 'DISPATCH_STARTED'],
       [...sshExitObservations, 'RESULT_COMMITTED'],
     ]);
+  });
+});
+
+describe('when the journal refuses one of the observations of a command', () => {
+  it('the settlement it rides with is refused too: no result is recorded over it, the action stays unknown', async (ctx) => {
+    const s = need(ctx);
+    const held = await openSshActionHarness(
+      { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
+      { laterFlushMs: 60_000 },
+    );
+    const journal = held.temp.journal;
+    // A misbehaving gate: its EXIT_STATUS names attempt 9, which never crossed the boundary, so the journal refuses it.
+    const gate: DispatchGate = {
+      append: (event) => journal.append(event),
+      appendLater: (event) =>
+        journal.appendLater(
+          event.kind === 'EXIT_STATUS'
+            ? ({ ...event, payload: { ...event.payload, attempt: 9 } } as typeof event)
+            : event,
+        ),
+      commitHeld: () => journal.commitHeld(),
+      beginDispatch: (actionId, attempt, connection) => journal.beginDispatch(actionId, attempt, connection),
+    };
+    held.channel = held.newChannel({}, gate);
+    const ids: string[] = [];
+    const stop = journal.onCommit((commit) => {
+      if (commit.kinds.includes('ACTION_ACCEPTED')) ids.push(...journal.listActions().map((a) => a.action_id));
+    });
+    try {
+      const run = held.run(sshHostsConfig([host(s)]), { host: 'lab', command: 'echo hello' });
+      await expect(run).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION' });
+      const actionId = ids[0] ?? '';
+      expect(journal.getAction(actionId)).toMatchObject({ outcome: 'unknown' });
+      const recorded = kinds(held.events(actionId));
+      expect(recorded).toContain('DISPATCH_STARTED');
+      expect(recorded).not.toContain('EXIT_STATUS');
+      expect(recorded).not.toContain('RESULT_COMMITTED');
+    } finally {
+      stop();
+      await held.dispose();
+    }
   });
 });
 
