@@ -163,14 +163,21 @@ describe('when the command runs to completion on a real OpenSSH sshd', () => {
   });
 });
 
+/**
+ * A harness of its own with the journal's later-flush timer far away: only a commit the action makes can take its held
+ * observations, so which commit carries them does not depend on how long the command took.
+ */
+function heldObservationsHarness(s: TestSshd): Promise<SshActionHarness> {
+  return openSshActionHarness(
+    { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
+    { laterFlushMs: 60_000 },
+  );
+}
+
 describe('when the command ran, its observations and the settlement', () => {
   it('share one commit: from REQUEST_SENT to RESULT_COMMITTED, after DISPATCH_STARTED', async (ctx) => {
     const s = need(ctx);
-    // The later-flush timer far away: only a commit the action makes can take its held observations.
-    const held = await openSshActionHarness(
-      { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
-      { laterFlushMs: 60_000 },
-    );
+    const held = await heldObservationsHarness(s);
     const commits: string[][] = [];
     const stop = held.temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
     try {
@@ -190,10 +197,7 @@ describe('when the command ran, its observations and the settlement', () => {
 describe('when the journal refuses one of the observations of a command', () => {
   it('the settlement it rides with is refused too: no result is recorded over it, the action stays unknown', async (ctx) => {
     const s = need(ctx);
-    const held = await openSshActionHarness(
-      { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
-      { laterFlushMs: 60_000 },
-    );
+    const held = await heldObservationsHarness(s);
     const journal = held.temp.journal;
     // A misbehaving gate: its EXIT_STATUS names attempt 9, which never crossed the boundary, so the journal refuses it.
     const gate: DispatchGate = {
