@@ -90,6 +90,11 @@ export class CommitOverlay {
     yield* this.sessions;
   }
 
+  /** The action states this transaction wrote, for the lanes' unresolved tickets once COMMIT has returned. */
+  writtenStates(): Iterable<ActionState> {
+    return this.states.values();
+  }
+
   /** The states (and timelines) this transaction wrote, for the cache once COMMIT has returned. */
   *written(): Iterable<readonly [string, CachedAction]> {
     for (const [id, state] of this.states) yield [id, { state, timeline: this.timelineOf(id) }];

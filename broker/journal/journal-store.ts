@@ -132,7 +132,7 @@ export class JournalStore implements AuditStore {
     listSessions: () => Statement<[number], { state: string }>;
     findSession: () => Statement<[number, string], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
-    listLane: () => Statement<[string, number, number], { action_id: string; last_seq: number }>;
+    unresolvedLaneStates: () => Statement<[], { state: string }>;
     listSessionActions: () => Statement<[string, number], { state: string }>;
     readSubjectEvents: () => Statement<[string, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
@@ -216,9 +216,11 @@ export class JournalStore implements AuditStore {
         ON CONFLICT (session_id) DO UPDATE SET
           status = excluded.status, last_seq = excluded.last_seq, state = excluded.state`,
       ),
-      listLane: lazy(
+      // resolved_at_ms is null while the ticket is unresolved (the fold's timeline; migration 010 filled older rows
+      // the same way or left them null): a superset, which the caller filters by ticketStanding.
+      unresolvedLaneStates: lazy(
         db,
-        `SELECT action_id, last_seq FROM actions WHERE lane = ? AND ticket >= ? ORDER BY ticket LIMIT ?`,
+        `SELECT state FROM actions WHERE resolved_at_ms IS NULL AND ticket IS NOT NULL AND lane IS NOT NULL`,
       ),
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
@@ -374,26 +376,12 @@ export class JournalStore implements AuditStore {
     });
   }
 
-  /**
-   * A lane's actions from a ticket on. The index answers which actions and how far each has got; a state `known`
-   * holds at that position (the journal's cache) is used as it is, any other is read and parsed.
-   */
-  listLane(
-    lane: string,
-    fromTicket: number,
-    limit: number,
-    known: (actionId: string) => ActionState | undefined,
-  ): ActionState[] {
+  /** The stored state of every laned ticket that may be unresolved (a superset: some resolved ones come too). */
+  unresolvedLaneStates(): ActionState[] {
     return this.sql
-      .listLane()
-      .all(lane, fromTicket, limit)
-      .map((row) => {
-        const state = known(row.action_id);
-        if (state?.last_seq === row.last_seq) return state;
-        const stored = this.loadState(row.action_id);
-        if (stored === undefined) throw new Error(`the actions row of ${row.action_id} vanished inside one read`);
-        return stored;
-      });
+      .unresolvedLaneStates()
+      .all()
+      .map((row) => upgradeActionState(row.state));
   }
 
   /**

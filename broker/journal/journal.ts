@@ -61,6 +61,7 @@ import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
+import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
@@ -283,6 +284,8 @@ export class Journal {
   private readonly platform: NodeJS.Platform;
   private readonly stateCache = new StateCache();
   private readonly sessionCache = new RecentCache<SessionState>(sessionCacheEntriesMax);
+  /** Loaded by the first lane read (a journal no dispatcher reads never scans for it), then moved by every commit. */
+  private laneTickets: LaneTickets | undefined = undefined;
 
   private constructor(
     private readonly db: Database.Database,
@@ -513,15 +516,40 @@ export class Journal {
     return this.store.findSessionByProcess(pid, startTime);
   }
 
-  /** Actions of one lane from a ticket on, in ticket order (the dispatcher's view of a lane). */
+  /**
+   * The unresolved tickets of one lane from a ticket on, in ticket order (the dispatcher's view of a lane): from memory
+   * (LaneTickets), each state from the cache when it holds the position the lane does, else read. A resolved ticket is
+   * not listed; scheduleLane would skip it.
+   */
   listLane(lane: string, options: { fromTicket?: number; limit?: number } = {}): ActionState[] {
     this.requireReadable();
-    return this.store.listLane(
+    const tickets = this.lanes().list(
       lane,
       options.fromTicket ?? 1,
       Math.min(options.limit ?? listActionsMax, listActionsMax),
-      (id) => this.stateCache.peek(id)?.state,
     );
+    return tickets.map(({ action_id, last_seq }) => {
+      const cached = this.stateCache.peek(action_id)?.state;
+      if (cached?.last_seq === last_seq) return cached;
+      const stored = this.store.loadState(action_id);
+      if (stored === undefined) throw new Error(`the actions row of ${action_id} vanished under an unresolved ticket`);
+      return stored;
+    });
+  }
+
+  /** Every lane that holds an unresolved ticket, with its lowest one, and the last ticket issued (the queue's open). */
+  laneHeads(): { heads: Map<string, number>; lastTicket: number } {
+    this.requireCurrent();
+    return { heads: this.lanes().heads(), lastTicket: this.store.lastTicket() };
+  }
+
+  private lanes(): LaneTickets {
+    if (this.laneTickets === undefined) {
+      // What appendLater holds is committed first: from here on every commit moves the tickets it wrote.
+      this.flushQueued();
+      this.laneTickets = LaneTickets.load(this.store.unresolvedLaneStates());
+    }
+    return this.laneTickets;
   }
 
   /** Actions of one session in ticket order. */
@@ -990,6 +1018,7 @@ export class Journal {
   private settleUnits({ accepted, refused, lastSeq, appendedCount, overlay }: Written): void {
     if (accepted.length > 0) {
       this.stateCache.committed(overlay.written());
+      if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionCache.committed(overlay.writtenSessions());
       this.audit.commitSucceeded();
       this.commits += 1;

@@ -259,8 +259,9 @@ describe('when the journal reads a row an older broker wrote', () => {
 
   it('a damaged row stops the read with a coded error', async () => {
     t = await openTempJournal();
-    // Settled, so recovery leaves it alone; after a restart the journal holds nothing of it in memory.
-    await t.journal.appendBatch(actionPaths.lostThenReconciled(id));
+    // Recorded unknown: settled, so recovery leaves it alone, and unresolved, so its lane lists it; after a restart
+    // the journal holds nothing of it in memory.
+    await t.journal.appendBatch(actionPaths.lostThenReconciled(id).slice(0, 7));
     await t.journal.close();
     const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {

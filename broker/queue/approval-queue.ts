@@ -11,13 +11,7 @@ import {
   type QueuePosition,
   type SessionState,
 } from '../contract/index.js';
-import {
-  attestClassification,
-  scheduleLane,
-  ticketStanding,
-  type AttestedOutcome,
-  type TicketWait,
-} from '../core/index.js';
+import { attestClassification, scheduleLane, type AttestedOutcome, type TicketWait } from '../core/index.js';
 import type { Appended, Journal } from '../journal/index.js';
 import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
 import { buildCard } from './build-card.js';
@@ -102,19 +96,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    */
   static open(options: ApprovalQueueOptions): ApprovalQueue {
     const queue = new ApprovalQueue(options);
-    let from = 1;
-    for (;;) {
-      const page = queue.journal.listActions({ fromTicket: from, limit: pageMax });
-      for (const s of page) {
-        const ticket = s.ticket ?? 0;
-        queue.floorStart = Math.max(queue.floorStart, ticket + 1);
-        if (s.lane === null || ticketStanding(s) === 'resolved') continue;
-        queue.floors.set(s.lane, Math.min(queue.floors.get(s.lane) ?? ticket, ticket));
-        queue.activeLanes.add(s.lane);
-      }
-      const last = page.at(-1);
-      if (page.length < pageMax || last === undefined) break;
-      from = (last.ticket ?? from) + 1;
+    const { heads, lastTicket } = queue.journal.laneHeads();
+    queue.floorStart = lastTicket + 1;
+    for (const [lane, head] of heads) {
+      queue.floors.set(lane, head);
+      queue.activeLanes.add(lane);
     }
     return queue;
   }
@@ -547,21 +533,24 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   /** The dispatcher: re-read the lane, ask core, wake whom it names. Synchronous: no lock, no await. */
   private pumpFor(state: ActionState): void {
-    if (state.lane === null) {
-      const current = this.journal.getAction(state.action_id);
-      if (current !== undefined) this.wake([current]);
+    // The caller may hold the state from before its own closure (a cancelled ticket of a revoked session): the
+    // journal's current one says whether its waiter hears `closed`, since a lane lists unresolved tickets only.
+    const current = this.journal.getAction(state.action_id);
+    if (current === undefined) return;
+    this.closeWaiter(current);
+    if (current.lane === null) {
+      this.wake([current]);
       this.notify();
       return;
     }
-    this.track(state);
-    // Closed tickets anywhere in the lane are answered while it is read, not only in its first page.
-    const lane = this.readLane(state.lane, (s) => this.closeWaiter(s));
+    this.track(current);
+    const lane = this.readLane(current.lane);
     const schedule = this.wake(lane.open);
     this.floors.set(
-      state.lane,
-      schedule.headTicket ?? (lane.last === null ? (this.floors.get(state.lane) ?? this.floorStart) : lane.last + 1),
+      current.lane,
+      schedule.headTicket ?? (lane.last === null ? (this.floors.get(current.lane) ?? this.floorStart) : lane.last + 1),
     );
-    if (schedule.headTicket === null) this.activeLanes.delete(state.lane);
+    if (schedule.headTicket === null) this.activeLanes.delete(current.lane);
     this.notify();
   }
 
@@ -589,28 +578,21 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   /**
-   * The lane's unresolved tickets from its floor (its head) to its end, read page by page: tickets
-   * closed behind an unresolved head stay in the range, so the lane can span more than one page of
-   * the journal's bounded reads, and a waiter or a head beyond the first page must still be seen.
-   * Resolved tickets are handed to `onResolved` and left out (scheduleLane skips them anyway).
-   * The open ones are bounded by the agent backend's open-actions bound per session.
+   * The lane's unresolved tickets from its floor (its head) to its end, page by page (the journal's reads are
+   * bounded): a waiter or a head beyond the first page must still be seen. They are bounded by the agent backend's
+   * open-actions bound per session, and by the unknown heads a person has not settled yet.
    */
-  private readLane(lane: string, onResolved?: (s: ActionState) => void): { open: ActionState[]; last: number | null } {
+  private readLane(lane: string): { open: ActionState[]; last: number | null } {
     const open: ActionState[] = [];
-    let last: number | null = null;
     let from = this.floors.get(lane) ?? this.floorStart;
     for (;;) {
       const page = this.journal.listLane(lane, { fromTicket: from, limit: pageMax });
-      for (const s of page) {
-        if (ticketStanding(s) === 'resolved') onResolved?.(s);
-        else open.push(s);
-      }
+      open.push(...page);
       const tail = page.at(-1)?.ticket ?? null;
-      if (tail !== null) last = tail;
       if (page.length < pageMax || tail === null) break;
       from = tail + 1;
     }
-    return { open, last };
+    return { open, last: open.at(-1)?.ticket ?? null };
   }
 
   private track(state: ActionState): void {

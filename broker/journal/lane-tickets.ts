@@ -1,0 +1,90 @@
+import type { ActionState } from '../contract/index.js';
+import { ticketStanding } from '../core/index.js';
+
+/** One unresolved ticket of a lane, and the log position its state was last written at. */
+export interface LaneTicket {
+  readonly ticket: number;
+  readonly action_id: string;
+  readonly last_seq: number;
+}
+
+/**
+ * The unresolved tickets of every lane (broker/core ticketStanding: open before dispatch, in flight, or a recorded
+ * unknown that blocks its lane), in ticket order, as the last COMMIT left them: the dispatcher's view of a lane
+ * without a query. Loaded once from the actions table, then moved by every state a commit writes (`moved`), so an
+ * entry is what `SELECT … WHERE lane = ? AND ticket >= ?` filtered by ticketStanding would answer.
+ *
+ * Bounded by what is unresolved, not by the journal's size: a resolved ticket leaves its lane, an empty lane leaves
+ * the map. What can stay unresolved is the agents' open actions (bounded per session) and unknown heads until a person
+ * or a reconciliation settles them.
+ */
+export class LaneTickets {
+  private readonly lanes = new Map<string, LaneTicket[]>();
+
+  /** From the stored states of every ticket that may be unresolved (a superset: resolved ones are left out). */
+  static load(states: Iterable<ActionState>): LaneTickets {
+    const tickets = new LaneTickets();
+    for (const state of states) tickets.moved(state);
+    return tickets;
+  }
+
+  /** After COMMIT: the action's state as written. Adds, moves or drops its ticket in its lane. */
+  moved(state: ActionState): void {
+    const { lane, ticket } = state;
+    if (lane === null || ticket === null) return;
+    const entries = this.lanes.get(lane);
+    const at = entries === undefined ? -1 : indexOf(entries, ticket);
+    if (ticketStanding(state) === 'resolved') {
+      if (entries === undefined || at < 0) return;
+      entries.splice(at, 1);
+      if (entries.length === 0) this.lanes.delete(lane);
+      return;
+    }
+    const entry: LaneTicket = { ticket, action_id: state.action_id, last_seq: state.last_seq };
+    if (entries === undefined) this.lanes.set(lane, [entry]);
+    else if (at >= 0) entries[at] = entry;
+    else entries.splice(insertionPoint(entries, ticket), 0, entry);
+  }
+
+  /** The lane's unresolved tickets from `fromTicket` on, in ticket order, at most `limit`. */
+  list(lane: string, fromTicket: number, limit: number): LaneTicket[] {
+    const entries = this.lanes.get(lane);
+    if (entries === undefined) return [];
+    const start = insertionPoint(entries, fromTicket);
+    return entries.slice(start, start + limit);
+  }
+
+  /** Every lane that holds an unresolved ticket, with its lowest one (the lane's head). */
+  heads(): Map<string, number> {
+    const heads = new Map<string, number>();
+    for (const [lane, entries] of this.lanes) {
+      const head = entries[0];
+      if (head !== undefined) heads.set(lane, head.ticket);
+    }
+    return heads;
+  }
+
+  /** Unresolved tickets held, over all lanes. */
+  size(): number {
+    let n = 0;
+    for (const entries of this.lanes.values()) n += entries.length;
+    return n;
+  }
+}
+
+/** The index of the first entry whose ticket is >= `ticket` (entries.length when none is). */
+function insertionPoint(entries: readonly LaneTicket[], ticket: number): number {
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if ((entries[mid] as LaneTicket).ticket < ticket) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+function indexOf(entries: readonly LaneTicket[], ticket: number): number {
+  const at = insertionPoint(entries, ticket);
+  return entries[at]?.ticket === ticket ? at : -1;
+}
