@@ -110,6 +110,32 @@ describe('when another process holds the write lock past busyTimeoutMs', () => {
   });
 });
 
+describe('when another connection holds the write lock for a moment (the checkpointer’s reset write, a CLI)', () => {
+  it('the batch waits queued with the event loop free, and commits once the lock is released', async () => {
+    // Long enough that SQLite's busy handler, had it run on the loop, would hold this test's timer for seconds.
+    t = await openTempJournal({ busyTimeoutMs: 3_000 });
+    const { journal } = t;
+    const [accepted, validated] = actionPaths.httpNoApproval('act_busy_0002');
+    if (accepted === undefined || validated === undefined) throw new Error('short path');
+    await journal.append(accepted);
+    const commits = journal.stats().commits;
+
+    const other = new Database(t.path);
+    other.exec('BEGIN IMMEDIATE');
+    const appended = journal.append(validated);
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // The timer fired on time: nothing slept on the loop. The event is still queued, nothing committed.
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(journal.stats()).toMatchObject({ state: 'open', pending_events: 1, commits });
+    other.exec('COMMIT');
+    other.close();
+
+    expect((await appended).state.stage).toBe('validated');
+    expect(journal.stats()).toMatchObject({ state: 'open', pending_events: 0, commits: commits + 1 });
+  });
+});
+
 /** A private mount namespace with its own tmpfs needs Linux and root (CI and this machine have both). */
 const canMountTmpfs =
   process.platform === 'linux' && spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']).status === 0;

@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../ports/open-database.js';
 import {
@@ -266,6 +267,11 @@ export class Journal {
   private queue: Unit[] = [];
   private pendingEvents = 0;
   private flushScheduled = false;
+  /** When the scheduled flush first found the write lock taken (performance.now()); undefined while it is not. */
+  private lockBusySinceMs: number | undefined = undefined;
+  private readonly busyTimeoutMs: number;
+  /** PRAGMA busy_timeout statements: off around the scheduled flush's BEGIN, back to busyTimeoutMs after it. */
+  private readonly busyHandler: { readonly off: Database.Statement; readonly on: Database.Statement };
   private laterTimer: NodeJS.Timeout | undefined = undefined;
   private readonly laterFlushMs: number;
   private state: JournalState = 'open';
@@ -299,6 +305,11 @@ export class Journal {
     this.batchEventsMax = positive(options.batchEventsMax ?? batchEventsMaxDefault, 'batchEventsMax');
     this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
     this.laterFlushMs = positive(options.laterFlushMs ?? laterFlushMsDefault, 'laterFlushMs');
+    this.busyTimeoutMs = positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs');
+    this.busyHandler = {
+      off: db.prepare('PRAGMA busy_timeout = 0'),
+      on: db.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`),
+    };
     this.eventCount = this.store.countEvents();
     this.lastSeq = this.store.lastSeq();
     this.audit = new AuditWriter(
@@ -768,7 +779,7 @@ export class Journal {
   /** Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. */
   async close(): Promise<void> {
     if (this.state === 'open') {
-      while (this.queue.length > 0 && this.state === 'open') this.flushOnce();
+      while (this.queue.length > 0 && this.state === 'open') this.flushOnce(true);
     }
     if (this.state === 'open') this.auditWrite(() => this.audit.closing('closed'));
     // The anchors of the last checkpoints (this shutdown's, a lock's) land and are recorded while the connection is open.
@@ -843,23 +854,45 @@ export class Journal {
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
-      if (this.checkpointer?.holdsCommits === true) {
-        // A catch-up checkpoint copies the last frames so the next commit restarts the WAL: the batch waits for it.
-        void this.checkpointer.whenCommitsMayResume().then(() => {
-          this.flushScheduled = false;
-          this.scheduleFlush();
-        });
-        return;
-      }
-      this.flushScheduled = false;
-      this.flushOnce();
-      // What the timer was armed for rode in this commit: a timer left armed would split a later batch in two.
-      if (this.queue.length === 0) this.clearLaterTimer();
-      if (this.queue.length === 0 || this.state !== 'open') return;
-      if (this.queue.every((unit) => unit.later)) this.scheduleLaterFlush();
-      else this.scheduleFlush();
-    });
+    setImmediate(() => this.runScheduledFlush());
+  }
+
+  /** The scheduled flush: one transaction, then whatever is left scheduled again (or left for the later timer). */
+  private runScheduledFlush(): void {
+    if (this.checkpointer?.holdsCommits === true) {
+      // A catch-up checkpoint copies the last frames so the next commit restarts the WAL: the batch waits for it.
+      void this.checkpointer.whenCommitsMayResume().then(() => {
+        this.flushScheduled = false;
+        this.scheduleFlush();
+      });
+      return;
+    }
+    this.flushScheduled = false;
+    if (!this.flushOnce(this.lockWaitDue())) {
+      this.retryForLock();
+      return;
+    }
+    // What the timer was armed for rode in this commit: a timer left armed would split a later batch in two.
+    if (this.queue.length === 0) this.clearLaterTimer();
+    if (this.queue.length === 0 || this.state !== 'open') return;
+    if (this.queue.every((unit) => unit.later)) this.scheduleLaterFlush();
+    else this.scheduleFlush();
+  }
+
+  /**
+   * Another connection holds the write lock (the checkpointer's reset write, a CLI writing beside the daemon): the batch
+   * stays queued and the flush tries again in a millisecond, with the loop free meanwhile, instead of SQLite's busy
+   * handler sleeping on the loop. Once busyTimeoutMs has passed the next try waits on the lock as before, and a lock
+   * still held then fails the journal closed.
+   */
+  private retryForLock(): void {
+    this.lockBusySinceMs ??= performance.now();
+    this.flushScheduled = true;
+    setTimeout(() => this.runScheduledFlush(), 1);
+  }
+
+  private lockWaitDue(): boolean {
+    return this.lockBusySinceMs !== undefined && performance.now() - this.lockBusySinceMs >= this.busyTimeoutMs;
   }
 
   /** Units queued by appendLater alone: committed when something else flushes, or after laterFlushMs. */
@@ -868,14 +901,14 @@ export class Journal {
     this.laterTimer = setTimeout(() => {
       this.laterTimer = undefined;
       // A flush already due this turn takes them along (and arms the timer again for what it leaves).
-      if (!this.flushScheduled) this.flushQueued();
+      if (!this.flushScheduled) this.scheduleFlush();
     }, this.laterFlushMs);
   }
 
-  /** Commits everything queued now, on this turn (a read that must see the whole log, durable(), the timer). */
+  /** Commits everything queued now, on this turn (a read that must see the whole log, durable(), close). */
   private flushQueued(): void {
     if (this.db.inTransaction) return;
-    while (this.queue.length > 0 && this.state === 'open') this.flushOnce();
+    while (this.queue.length > 0 && this.state === 'open') this.flushOnce(true);
     if (this.queue.length === 0) this.clearLaterTimer();
   }
 
@@ -885,9 +918,23 @@ export class Journal {
     this.laterTimer = undefined;
   }
 
-  /** One transaction: the queued units that fit in batchEventsMax (one unit without group commit). */
-  private flushOnce(): void {
-    if (this.state !== 'open' || this.queue.length === 0) return;
+  /**
+   * One transaction: the queued units that fit in batchEventsMax (one unit without group commit). Without
+   * `waitForLock`, a write lock another connection holds leaves them queued, in order, and answers false.
+   */
+  private flushOnce(waitForLock: boolean): boolean {
+    if (this.state !== 'open' || this.queue.length === 0) return true;
+    if (!waitForLock) {
+      let begun: boolean;
+      try {
+        begun = this.beginWithoutWaiting();
+      } catch (cause) {
+        this.fail(cause, []);
+        return true;
+      }
+      if (!begun) return false;
+    }
+    this.lockBusySinceMs = undefined;
     let taken = 0;
     let events = 0;
     for (const unit of this.queue) {
@@ -897,14 +944,29 @@ export class Journal {
     }
     const units = this.queue.splice(0, taken);
     this.pendingEvents -= events;
-    this.commitUnits(units);
+    this.commitUnits(units, !waitForLock);
+    return true;
+  }
+
+  /** BEGIN IMMEDIATE with SQLite's busy handler off: false when another connection holds the write lock. */
+  private beginWithoutWaiting(): boolean {
+    this.busyHandler.off.get();
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      return true;
+    } catch (error) {
+      if (String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return false;
+      throw error;
+    } finally {
+      this.busyHandler.on.get();
+    }
   }
 
   /** Plans and writes every unit in one transaction; settles each unit only after COMMIT (or its sync). */
-  private commitUnits(units: readonly Unit[]): void {
+  private commitUnits(units: readonly Unit[], begun: boolean): void {
     let written: Written;
     try {
-      this.db.exec('BEGIN IMMEDIATE');
+      if (!begun) this.db.exec('BEGIN IMMEDIATE');
       written = this.writeUnits(units);
       this.db.exec(written.accepted.length > 0 ? 'COMMIT' : 'ROLLBACK');
     } catch (cause) {
@@ -1161,7 +1223,7 @@ export class Journal {
         },
         reject: (error) => refusals.push(error),
       }));
-      this.commitUnits(units);
+      this.commitUnits(units, false);
       if (this.state === 'failed') throw this.unavailable();
       if (refusals.length > 0) {
         throw new CodedError('INTERNAL', `recovery at open produced ${refusals.length} refused record(s)`, {
