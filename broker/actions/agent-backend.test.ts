@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   agentRouteListSchema,
   agentToolReplySchema,
@@ -195,6 +195,32 @@ describe('when an agent calls a tool', () => {
       response: { status: 200, body_encoding: 'utf8', body: '{"received":"ok"}' },
     });
     expect(answer.text).toBe(`ticket #${r.ticket ?? 0} committed: HTTP 200`);
+  });
+
+  it('an auto-approved call’s answer reads no events: its state says no card and no decision', async () => {
+    const sessionId = await approvedSession(611);
+    const journal = f.h.temp.journal;
+    const eventReads: string[] = [];
+    for (const method of ['subjectKinds', 'subjectEvents'] as const) {
+      const real = journal[method].bind(journal);
+      vi.spyOn(journal, method).mockImplementation((id: string, ...rest: unknown[]) => {
+        eventReads.push(`${method} ${id}`);
+        return (real as (id: string, ...rest: unknown[]) => never)(id, ...rest);
+      });
+    }
+    try {
+      const answer = await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'plain', method: 'POST', path: '/documents/4', body: '{"marker":"ok"}' },
+        never,
+      );
+      expect(actionReply(answer)).toMatchObject({ effect: 'succeeded' });
+      expect(actionReply(answer)).not.toHaveProperty('decision');
+      expect(eventReads).toEqual([]);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it('the caller’s timeout: CALLER_DEADLINE_EXCEEDED, timed_out with its queue position; the action keeps its place and is fetched later', async () => {

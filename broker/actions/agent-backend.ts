@@ -357,7 +357,10 @@ function afterDurable(
 function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
   const structured = answer.structured;
   if ('routes' in structured || 'request_id' in structured || structured.invocation_id === null) return answer;
-  // Most actions (approval none, not cancelled) have no decision: their events are not opened to find that out.
+  // Approval none and nobody decided (the auto-approved path): no card was shown (the queue shows none for approval
+  // none) and no decision was recorded, which the state says without reading the events (nor committing what waits).
+  const state = deps.journal.getAction(structured.invocation_id);
+  if (state?.approval === 'none' && state.decision === null) return answer;
   const kinds = deps.journal.subjectKinds(structured.invocation_id);
   if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return answer;
   const decision = decisionFacts(deps.journal.subjectEvents(structured.invocation_id));
