@@ -89,16 +89,26 @@ describe('when the disk is full (SQLite refuses to grow the database past the jo
   });
 });
 
+/**
+ * A journal holding one accepted action, with the write lock then taken by a second connection (on this thread: only
+ * the test releases it): the action's next event is left for the test to append.
+ */
+async function lockedByAnother(
+  actionId: string,
+  busyTimeoutMs: number,
+): Promise<{ journal: Journal; validated: NewEvent; other: Database.Database }> {
+  t = await openTempJournal({ busyTimeoutMs });
+  const [accepted, validated] = actionPaths.httpNoApproval(actionId);
+  if (accepted === undefined || validated === undefined) throw new Error('short path');
+  await t.journal.append(accepted);
+  const other = new Database(t.path);
+  other.exec('BEGIN IMMEDIATE');
+  return { journal: t.journal, validated, other };
+}
+
 describe('when another process holds the write lock past busyTimeoutMs', () => {
   it('fails closed with the SQLite error as the cause, and stays failed after the lock is released', async () => {
-    t = await openTempJournal({ busyTimeoutMs: 20 });
-    const { journal } = t;
-    const [accepted, validated] = actionPaths.httpNoApproval('act_busy_0001');
-    if (accepted === undefined || validated === undefined) throw new Error('short path');
-    await journal.append(accepted);
-
-    const other = new Database(t.path);
-    other.exec('BEGIN IMMEDIATE');
+    const { journal, validated, other } = await lockedByAnother('act_busy_0001', 20);
     const refused = journal.append(validated);
     await expect(refused).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE', cause: { code: 'SQLITE_BUSY' } });
     other.exec('ROLLBACK');
@@ -113,15 +123,8 @@ describe('when another process holds the write lock past busyTimeoutMs', () => {
 describe('when another connection holds the write lock for a moment (the checkpointer’s reset write, a CLI)', () => {
   it('the batch waits queued with the event loop free, and commits once the lock is released', async () => {
     // Long enough that SQLite's busy handler, had it run on the loop, would hold this test's timer for seconds.
-    t = await openTempJournal({ busyTimeoutMs: 3_000 });
-    const { journal } = t;
-    const [accepted, validated] = actionPaths.httpNoApproval('act_busy_0002');
-    if (accepted === undefined || validated === undefined) throw new Error('short path');
-    await journal.append(accepted);
+    const { journal, validated, other } = await lockedByAnother('act_busy_0002', 3_000);
     const commits = journal.stats().commits;
-
-    const other = new Database(t.path);
-    other.exec('BEGIN IMMEDIATE');
     const appended = journal.append(validated);
     const started = performance.now();
     await new Promise((resolve) => setTimeout(resolve, 30));
