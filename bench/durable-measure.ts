@@ -19,6 +19,8 @@ export interface Summary {
   p50: number;
   p95: number;
   p99: number;
+  /** drive(): the share of the run the driving process's event loop was busy (eventLoopUtilization), 0–1. */
+  loopBusy?: number;
 }
 
 export function summarize(latenciesMs: readonly number[], seconds: number): Summary {
@@ -46,6 +48,7 @@ export async function drive(
 ): Promise<Summary> {
   const latenciesMs: number[] = [];
   const started = performance.now();
+  const loopBefore = performance.eventLoopUtilization();
   let issued = 0;
   const worker = async (): Promise<void> => {
     while (issued < bounds.opsMax && performance.now() - started < bounds.runMs) {
@@ -56,7 +59,8 @@ export async function drive(
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-  return summarize(latenciesMs, (performance.now() - started) / 1000);
+  const loopBusy = performance.eventLoopUtilization(loopBefore).utilization;
+  return { ...summarize(latenciesMs, (performance.now() - started) / 1000), loopBusy };
 }
 
 /** 4 KiB write + fsync in `dir`, the way a commit hits the disk, bounded in count and time. */

@@ -281,6 +281,7 @@ function printThroughput(m: Measured): void {
       `>= 2,000: ${verdict(b.perSecond >= 2_000)} |`,
   );
   console.log(`| broker latency p50 / p95 ms | ${ms(b.p50)} / ${ms(b.p95)} | |`);
+  console.log(`| executor's event loop busy | ${loopBusy(b)} | |`);
   console.log(`| events per action (journal rows written / actions) | ${b.eventsPerAction.toFixed(2)} | |`);
   console.log(`| broker events/s | ${perSecond(b.perSecond * b.eventsPerAction)} | |`);
   console.log(`| journal ceiling events/s (group commit, 64 dispatchers) | ${perSecond(c.perSecond)} | |`);
@@ -292,17 +293,22 @@ function printThroughput(m: Measured): void {
   console.log('');
 }
 
+/** The executor process's event loop over one drive (below 100 %: the loop waited for something, not for CPU). */
+function loopBusy(s: Summary): string {
+  return s.loopBusy === undefined ? '—' : `${(100 * s.loopBusy).toFixed(0)} %`;
+}
+
 function printRemote(m: Measured): void {
   const ratio = m.brokerSlow.perSecond / m.directSlow.perSecond;
   console.log(`### 3. Remote answering after ${remoteDelayMs} ms, concurrency 16`);
   console.log('');
-  console.log('| path | n | req/s | p50 ms | p95 ms |');
-  console.log('| --- | ---: | ---: | ---: | ---: |');
+  console.log('| path | n | req/s | p50 ms | p95 ms | event loop busy |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
   for (const [name, s] of [
     ['direct undici', m.directSlow],
     ['executor', m.brokerSlow],
   ] as const)
-    console.log(`| ${name} | ${s.count} | ${perSecond(s.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} |`);
+    console.log(`| ${name} | ${s.count} | ${perSecond(s.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${loopBusy(s)} |`);
   console.log('');
   console.log(`broker / direct throughput: ${ratio.toFixed(2)} x (goal >= 0.9 x: ${verdict(ratio >= 0.9)})`);
   console.log('');
