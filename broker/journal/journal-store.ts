@@ -376,12 +376,12 @@ export class JournalStore implements AuditStore {
     });
   }
 
-  /** The stored state of every laned ticket that may be unresolved (a superset: some resolved ones come too). */
-  unresolvedLaneStates(): ActionState[] {
-    return this.sql
-      .unresolvedLaneStates()
-      .all()
-      .map((row) => upgradeActionState(row.state));
+  /**
+   * The stored state of every laned ticket that may be unresolved (a superset: some resolved ones come too), one row at
+   * a time: an older journal's superset can be large, and the caller keeps only the unresolved.
+   */
+  *unresolvedLaneStates(): Iterable<ActionState> {
+    for (const row of this.sql.unresolvedLaneStates().iterate()) yield upgradeActionState(row.state);
   }
 
   /**
