@@ -38,7 +38,7 @@ import { build } from 'esbuild';
 import { buildCli, nodeBundleOptions } from '../scripts/build-cli.mjs';
 import type { ExecutorReply, ExecutorRequest } from './durable-executor.js';
 import { startMcpRig } from './durable-daemon.js';
-import { drive, machineLine, ms, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
+import { drive, machineLine, ms, percentile, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
 import { FsyncTrace, straceUnavailable, tracedArgv, type SyncCount } from './fsync-trace.js';
 
 const remoteDelayMs = 20;
@@ -51,6 +51,7 @@ const bounds = {
   remote: { runMs: 3_000, opsMax: 20_000 },
   tracedC1: { runMs: 3_000, opsMax: 200 },
   tracedC64: { runMs: 3_000, opsMax: 2_000 },
+  tracedRemote: { runMs: 3_000, opsMax: 2_000 },
   phases: { runMs: 2_000, opsMax: 2_000 },
 };
 const cliStartRuns = 5;
@@ -220,12 +221,13 @@ async function traceFsyncs(targets: Targets, scratch: string): Promise<Traced[]>
     await executor.run({ op: 'setup', origins: targets });
     await executor.run({ op: 'broker', target: 'fast', concurrency: 8, ...bounds.warmup });
     const trace = FsyncTrace.of(executorTrace, executor.pid);
-    for (const [label, concurrency, b] of [
-      ['executor, c1', 1, bounds.tracedC1],
-      ['executor, c64', 64, bounds.tracedC64],
+    for (const [label, target, concurrency, b] of [
+      ['executor, c1', 'fast', 1, bounds.tracedC1],
+      ['executor, c64', 'fast', 64, bounds.tracedC64],
+      [`executor, c16, ${remoteDelayMs} ms remote`, 'slow', 16, bounds.tracedRemote],
     ] as const) {
       const from = trace.mark();
-      const reply = await executor.run({ op: 'broker', target: 'fast', concurrency, ...b });
+      const reply = await executor.run({ op: 'broker', target, concurrency, ...b });
       rows.push({ path: label, count: await trace.countSince(from), actions: summaryOf(reply).count });
     }
   } finally {
@@ -323,17 +325,27 @@ function printFsyncs(rows: readonly Traced[] | string): void {
     return;
   }
   console.log(
-    '| path | actions | sync calls | per action | on the event loop | off the loop (threadpool, workers) | by file (per action) |',
+    "The WAL's sync in the kernel (strace -T) is the disk's part of a commit's wait; table 6 times the whole wait.",
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  console.log('');
+  console.log(
+    '| path | actions | sync calls | per action | on the event loop | off the loop (threadpool, workers) | by file (per action) | WAL fdatasync in the kernel p50 / p90 ms |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |');
   for (const r of rows) {
     const per = (n: number): string => (n / r.actions).toFixed(2);
     const files = [...r.count.byFile].map(([file, n]) => `${file} ${per(n)}`).join(', ');
+    const kernel = quantiles(r.count.walSyncMs);
     console.log(
-      `| ${r.path} | ${r.actions} | ${r.count.total} | ${per(r.count.total)} | ${per(r.count.onLoop)} | ${per(r.count.offLoop)} | ${files} |`,
+      `| ${r.path} | ${r.actions} | ${r.count.total} | ${per(r.count.total)} | ${per(r.count.onLoop)} | ${per(r.count.offLoop)} | ${files} | ${kernel} |`,
     );
   }
   console.log('');
+}
+
+/** `p50 / p90` of a sample in ms, or a dash when there is none. */
+function quantiles(values: readonly number[]): string {
+  return values.length === 0 ? '—' : `${ms(percentile(values, 50))} / ${ms(percentile(values, 90))}`;
 }
 
 function printPhases(m: Measured): void {

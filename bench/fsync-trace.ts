@@ -5,6 +5,9 @@
  * each call. The journal's own commit counter is never consulted: a second connection, a result store
  * or a vault write that fsyncs is counted like any other.
  *
+ * Each call's time in the kernel comes from strace's `-T` (syscall entry to exit as the tracer saw them, so a few
+ * microseconds of tracing ride on each): the sync itself, apart from the wait of the event loop that hears it.
+ *
  * A window is a range of lines of the trace file (strace writes a line per call as it happens),
  * closed once no new line has arrived for a short quiet period, so a commit that trails the last
  * answer (lazy observations riding the next commit) still lands in its window.
@@ -21,7 +24,9 @@ const quietMs = 300;
 const settleMsMax = 3_000;
 const pollMs = 25;
 
-const callLine = new RegExp(`^(\\d+)\\s+(${syncCalls.join('|')})\\((\\d+)(?:<([^>]*)>)?`);
+const callLine = new RegExp(`^(\\d+)\\s+(${syncCalls.join('|')})\\((\\d+)(?:<([^>]*)>)?.*?(?:<(\\d+\\.\\d+)>)?$`);
+/** The end of a call another thread's call interrupted in the trace (`<unfinished ...>`): its time is on this line. */
+const resumedLine = new RegExp(`^(\\d+)\\s+<\\.\\.\\. (?:${syncCalls.join('|')}) resumed>.*<(\\d+\\.\\d+)>$`);
 
 /** Whether strace can run here; the reason it cannot otherwise (printed in the table instead of numbers). */
 export function straceUnavailable(): string | undefined {
@@ -35,7 +40,19 @@ export function straceUnavailable(): string | undefined {
 
 /** argv that runs `argv` under strace, writing one line per sync call to `traceFile`. */
 export function tracedArgv(argv: readonly string[], traceFile: string): string[] {
-  return ['-f', '--seccomp-bpf', '-y', '-qq', '-e', `trace=${syncCalls.join(',')}`, '-o', traceFile, '--', ...argv];
+  return [
+    '-f',
+    '--seccomp-bpf',
+    '-y',
+    '-T',
+    '-qq',
+    '-e',
+    `trace=${syncCalls.join(',')}`,
+    '-o',
+    traceFile,
+    '--',
+    ...argv,
+  ];
 }
 
 export interface SyncCount {
@@ -46,6 +63,8 @@ export interface SyncCount {
   offLoop: number;
   /** Calls by file kind: the journal database, its WAL, anything else (named). */
   byFile: Map<string, number>;
+  /** Each sync call on the journal's WAL: its time in the kernel, ms (strace -T). */
+  walSyncMs: number[];
 }
 
 export class FsyncTrace {
@@ -80,18 +99,33 @@ export class FsyncTrace {
   private lines(): string[] {
     return readFileSync(this.traceFile, 'utf8')
       .split('\n')
-      .filter((line) => callLine.test(line));
+      .filter((line) => callLine.test(line) || resumedLine.test(line));
   }
 
   private count(lines: readonly string[]): SyncCount {
-    const result: SyncCount = { total: 0, onLoop: 0, offLoop: 0, byFile: new Map() };
+    const result: SyncCount = { total: 0, onLoop: 0, offLoop: 0, byFile: new Map(), walSyncMs: [] };
+    // A call left unfinished in the trace, by thread: its time comes on that thread's resumed line.
+    const unfinished = new Map<string, string>();
+    const timed = (kind: string, seconds: string): void => {
+      if (kind === 'journal WAL') result.walSyncMs.push(Number(seconds) * 1_000);
+    };
     for (const line of lines) {
-      const [, tid, , , file] = callLine.exec(line) ?? [];
+      const resumed = resumedLine.exec(line);
+      if (resumed !== null) {
+        const [, tid = '', seconds = ''] = resumed;
+        const kind = unfinished.get(tid);
+        unfinished.delete(tid);
+        if (kind !== undefined) timed(kind, seconds);
+        continue;
+      }
+      const [, tid = '', , , file, seconds] = callLine.exec(line) ?? [];
       result.total += 1;
       if (Number(tid) === this.loopTid) result.onLoop += 1;
       else result.offLoop += 1;
       const kind = fileKind(file ?? '');
       result.byFile.set(kind, (result.byFile.get(kind) ?? 0) + 1);
+      if (seconds !== undefined) timed(kind, seconds);
+      else if (line.includes('<unfinished ...>')) unfinished.set(tid, kind);
     }
     return result;
   }

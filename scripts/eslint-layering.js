@@ -134,6 +134,7 @@ export const mayImportTable = [
   {
     folder: 'tests',
     mayImport: [
+      'bench',
       'broker/actions',
       'broker/agent',
       'broker/cli',
