@@ -7,6 +7,7 @@ import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import {
   assertRendererBuilt,
+  handSessionToNextLoad,
   launchChromium,
   openOperatorPage,
   operatorAuthorization,
@@ -248,6 +249,7 @@ describe('the Timeline mode of Activity', () => {
 
       // Reload keeps the mode and the grouping (the address names both); back returns to the Actions mode.
       expect(hashOf(page)).toBe('#/activity/timeline?by=session');
+      await handSessionToNextLoad(page, daemon.operatorUrl);
       await page.reload();
       await barOf(page, 'A').waitFor();
       expect(await page.getByTestId('activity-view').getAttribute('data-mode')).toBe('timeline');
@@ -280,6 +282,7 @@ describe("the action detail's back link", () => {
       // From the Actions mode, with the detail reloaded before going back.
       await rowOf(page, 'C').click();
       await page.getByTestId('action-detail').getByTestId('action-chronology').waitFor();
+      await handSessionToNextLoad(page, daemon.operatorUrl);
       await page.reload();
       await page.getByTestId('action-detail').getByTestId('action-chronology').waitFor();
       await back.click();

@@ -5,7 +5,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDrill, op, openDrill, waitFor, type Drill } from '../tests/support/drill.js';
 import { repoRoot } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+import {
+  assertRendererBuilt,
+  handSessionToNextLoad,
+  launchChromium,
+  openOperatorPage,
+  type OperatorPage,
+} from './fixtures/browser.js';
 
 /**
  * Live push through the real UI: the real daemon (tests/support/drill.ts: a per-call route, two
@@ -46,6 +52,7 @@ async function openSlowPolledApprovals(d: Drill): Promise<OperatorPage> {
   const { page } = opened;
   const origin = new URL(d.daemon.operatorUrl).origin;
   const streamOpen = page.waitForResponse((r) => r.url() === `${origin}/api/events` && r.status() === 200);
+  await handSessionToNextLoad(page, d.daemon.operatorUrl);
   await page.goto(`${origin}/?pollFloorMs=${pollFloorMs}#/approvals`);
   await streamOpen;
   await page.getByTestId('approvals-view').waitFor();

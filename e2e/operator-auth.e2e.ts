@@ -1,16 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
+import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import {
   assertRendererBuilt,
+  browserStorageOf,
+  chromiumArgs,
+  chromiumPath,
   launchChromium,
   openOperatorPage,
-  sessionSecretOf,
+  sessionSecretFor,
   type OperatorPage,
 } from './fixtures/browser.js';
 
@@ -117,7 +120,7 @@ afterAll(async () => {
 describe('when the signed-in operator opens a page an agent serves on another port of 127.0.0.1', () => {
   it('the lure receives and reads nothing that opens the operator API', async () => {
     const { context, page } = operator;
-    const session = await sessionSecretOf(page);
+    const session = sessionSecretFor(daemon.operatorUrl) ?? '';
     expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const lureUrl = `${lure.origin}/lure?target=${encodeURIComponent(daemon.origin)}`;
 
@@ -176,13 +179,14 @@ describe('when the signed-in operator opens a page an agent serves on another po
     }
     expect([...replayStatuses]).toEqual([401]);
 
-    // The operator's tab is still signed in when it comes back to its origin: sessionStorage is per tab and origin.
+    // Back on its origin the tab is a new document: it kept its session in the old one's memory only, so it asks to
+    // sign in again. The session itself is still good (the control call): the lure simply never had it.
     await page.goto(`${daemon.origin}/`);
-    await page.getByTestId('status-data-dir').waitFor();
-    expect(await page.getByTestId('status-error').count()).toBe(0);
+    await page.getByTestId('sign-in-view').waitFor();
+    expect(await page.getByTestId('status-data-dir').count()).toBe(0);
     const control = await fetch(`${daemon.origin}/api/approvals.list`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${session ?? ''}`, 'Content-Type': 'application/json' },
+      headers: { Authorization: `Bearer ${session}`, 'Content-Type': 'application/json' },
       body: '{}',
     });
     expect(control.status).toBe(200);
@@ -201,30 +205,105 @@ describe('when the signed-in operator opens a page an agent serves on another po
     await context.close();
   });
 
-  it('keeps the signed-in tab working after a reload', async () => {
-    const { page, problems } = operator;
-    // What the lure's own script logged while this tab showed it is not the operator page's problem.
-    const before = problems.length;
-    await page.goto(`${daemon.origin}/`);
+  it('a reload signs the tab out; the next printed URL, pasted, signs it in again on the view it showed', async () => {
+    const { page, problems, context } = await openOperatorPage(browser, daemon.operatorUrl);
     await page.getByTestId('status-data-dir').waitFor();
+    // A fragment navigation: the same document, so still signed in.
+    await page.goto(`${daemon.origin}/#/activity/events`);
+    await page.getByTestId('activity-view').waitFor();
+    const view = page.url();
+    expect(new URL(view).hash).toMatch(/^#\/activity/);
+
     await page.reload();
-    // A fresh document has no last status to keep: the data directory shows only if the reloaded page's call was answered.
-    await page.getByTestId('status-data-dir').waitFor();
-    expect(await page.getByTestId('status-error').count()).toBe(0);
-    expect(page.url()).toBe(`${daemon.origin}/`);
-    expect(problems.slice(before)).toEqual([]);
+    await page.getByTestId('sign-in-view').waitFor();
+    expect(await page.getByTestId('activity-view').count()).toBe(0);
+    expect(page.url()).toBe(view);
+
+    // The first printed URL was spent long ago: the page says so and stays signed out.
+    await page.getByTestId('sign-in-url').fill(daemon.operatorUrl);
+    await page.getByTestId('sign-in-submit').click();
+    await page.locator('[data-testid="sign-in-error"][data-code="SIGN_IN_USED"]').waitFor();
+    expect(await page.getByTestId('sign-in-url').inputValue()).toBe('');
+
+    await page.getByTestId('sign-in-url').fill(nextPrintedUrl());
+    await page.getByTestId('sign-in-submit').click();
+    await page.getByTestId('activity-view').waitFor();
+    expect(page.url()).toBe(view);
+    expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });
+    expect(problems).toEqual([]);
+    await context.close();
   });
 
   it('the next printed URL with a #view signs in and opens that view (the fragment never reaches the server)', async () => {
-    const line = daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): '));
-    if (line === undefined) throw new Error(`no next sign-in URL was printed:\n${daemon.process.stdout}`);
-    const next = line.slice('Operator UI (next sign-in): '.length);
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`${next}#/activity/events`);
+    await page.goto(`${nextPrintedUrl()}#/activity/events`);
     await page.waitForURL(`${daemon.origin}/#/activity/events`);
     await page.getByTestId('activity-view').waitFor();
-    expect(await sessionSecretOf(page)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });
     await context.close();
   });
+});
+
+/** The newest sign-in URL the daemon printed on its terminal (it prints the next one each time one is used). */
+function nextPrintedUrl(): string {
+  const line = daemon.process.stdoutLines.findLast((l) => l.startsWith('Operator UI (next sign-in): '));
+  if (line === undefined) throw new Error(`no next sign-in URL was printed:\n${daemon.process.stdout}`);
+  return line.slice('Operator UI (next sign-in): '.length);
+}
+
+/** Every file under `dir` holding `secret` as UTF-8, UTF-16 (how Chromium keeps DOM storage) or Latin-1 bytes. */
+function filesHolding(dir: string, secret: string): string[] {
+  const needles = [Buffer.from(secret, 'utf8'), Buffer.from(secret, 'utf16le')];
+  const found: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(file);
+    } catch {
+      continue; // removed while the browser runs (a lock, a journal)
+    }
+    if (needles.some((needle) => bytes.includes(needle))) found.push(path.relative(dir, file));
+  }
+  return found;
+}
+
+describe("when a same-user agent reads the operator's browser profile on disk", () => {
+  it('finds the secret Chromium stored for another page there, but never the operator session', async () => {
+    // A profile like the operator's own browser keeps: DOM storage and the cache go to disk.
+    const profile = mkdtempSync(path.join(scratch, 'profile-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: chromiumPath,
+      args: chromiumArgs,
+      headless: true,
+    });
+    try {
+      const page = await context.newPage();
+      const answer = await page.goto(nextPrintedUrl());
+      const session = /<meta name="postern-session" content="([A-Za-z0-9_-]{43})"/.exec(
+        (await answer?.text()) ?? '',
+      )?.[1];
+      expect(session).toBeDefined();
+      await page.getByTestId('status-data-dir').waitFor();
+      // The control: a value this test puts in the origin's sessionStorage. Once it is on disk, Chromium has written
+      // the origin's storage out, so a session kept there would be on disk too.
+      const control = `control-${Date.now()}-not-a-secret`;
+      await page.evaluate((value) => sessionStorage.setItem('postern.e2e-control', value), control);
+      const writtenBy = Date.now() + 30_000;
+      while (filesHolding(profile, control).length === 0) {
+        if (Date.now() > writtenBy)
+          throw new Error("Chromium did not write the origin's sessionStorage to disk in 30 s");
+        await page.waitForTimeout(250);
+      }
+      expect(filesHolding(profile, session ?? '')).toEqual([]);
+      await context.close();
+      // Everything Chromium writes at exit, too.
+      expect(filesHolding(profile, control).length).toBeGreaterThan(0);
+      expect(filesHolding(profile, session ?? '')).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 90_000);
 });

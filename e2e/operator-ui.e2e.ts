@@ -13,8 +13,9 @@ import {
   assertRendererBuilt,
   launchChromium,
   openOperatorPage,
+  browserStorageOf,
   operatorAuthorization,
-  sessionSecretOf,
+  sessionSecretFor,
 } from './fixtures/browser.js';
 
 /**
@@ -104,23 +105,23 @@ describe('the operator UI on the headless daemon', () => {
     expect(await page.getByTestId('status-upstream-files-state').textContent()).toBe('idle');
     expect(await page.getByTestId('status-error').count()).toBe(0);
 
-    // The session lives in this origin's sessionStorage, never in a cookie (a cookie would go to every port).
+    // The session lives in the page's memory only: no cookie (a cookie would go to every port), and nothing in the
+    // browser storage Chromium writes into the profile on disk.
+    expect(sessionSecretFor(daemon.operatorUrl)).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await context.cookies()).toEqual([]);
-    expect(await sessionSecretOf(page)).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });
     // Any CSP violation or script error would show up here.
     expect(pageProblems).toEqual([]);
     await page.screenshot({ path: path.join(screenshots, 'operator-status.png'), fullPage: true });
     await context.close();
   });
 
-  it('gives a fresh browser context without the session only the public page, which shows UNAUTHENTICATED; the API answers 401', async () => {
+  it('gives a fresh browser context without the session only the public page, which asks to sign in; the API answers 401', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     const pageResponse = await page.goto(`${daemon.origin}/`);
     expect(pageResponse?.status()).toBe(200);
-    await page.getByTestId('status-error').waitFor();
-    expect(await page.getByTestId('status-error-code').textContent()).toBe('UNAUTHENTICATED');
+    await page.getByTestId('sign-in-view').waitFor();
     expect(await page.getByTestId('status-data-dir').count()).toBe(0);
     const apiResponse = await page.goto(`${daemon.origin}/api/status`);
     expect(apiResponse?.status()).toBe(401);

@@ -184,13 +184,16 @@ const brokerFolders = new Set(mayImportTable.map((row) => row.folder).filter((fo
 const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
 /**
  * Contract files with no runtime imports (type imports vanish), which the renderer may load at runtime: the method
- * list, and how a decision's actor is worded (so every surface says "person:alice (cli, passphrase on tty)" alike).
+ * list, how a decision's actor is worded (so every surface says "person:alice (cli, passphrase on tty)" alike), and
+ * the names the host's sign-in answer and the page agree on.
  */
 const rendererRuntimeContract = new Set([
   'broker/contract/operator-methods.ts',
   'broker/contract/operator-methods.js',
   'broker/contract/operator-actor.ts',
   'broker/contract/operator-actor.js',
+  'broker/contract/operator-sign-in.ts',
+  'broker/contract/operator-sign-in.js',
 ]);
 
 /** The table folder a repo-relative file path belongs to (the longest row that contains it), or undefined. */
@@ -225,7 +228,7 @@ export function violation(from, to, typeOnly) {
     return `${source} may import ${allowed} (may-import table)`;
   }
   if (source === 'renderer' && !typeOnly && !rendererRuntimeContract.has(to)) {
-    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts and operator-actor.ts';
+    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts and operator-sign-in.ts';
   }
   if (source === 'app' && target === 'broker/host' && !publicEntries.has(to)) {
     return "app/ may import only the broker's public entry (broker/host/index.ts) and broker/contract";

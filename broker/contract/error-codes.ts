@@ -357,7 +357,7 @@ export const errorCodeRegistry = {
   SIGN_IN_USED: {
     from: host,
     meaning:
-      'The printed sign-in URL was already exchanged for a session; it works once. Restart the daemon for a new one.',
+      'The printed sign-in URL was already exchanged for a session; it works once. The daemon printed the next one on its terminal.',
   },
   MALFORMED_PATH: { from: host, meaning: 'The request target is not a path this host can parse.' },
   HOST_NOT_ALLOWED: {
@@ -433,6 +433,11 @@ export const errorCodeRegistry = {
     meaning: 'The request did not reach the broker (daemon stopped, network error).',
   },
   BAD_REPLY: { from: operatorUi, meaning: 'The broker answered, but not with a Reply this UI understands.' },
+  SIGN_IN_URL_INVALID: {
+    from: operatorUi,
+    meaning:
+      "What was pasted to sign a tab in is neither a sign-in URL of this broker's operator host nor the token in one.",
+  },
   BROKER_NOT_RUNNING: {
     from: sdk,
     meaning: 'No Postern broker is listening on the socket; start one with `postern daemon --data-dir DIR`.',

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import os from 'node:os';
@@ -9,7 +9,7 @@ import { guardConnections } from './connection-guard.js';
 import { sessionPath, startOperatorHttpHost, type OperatorHttpHost, type OperatorHttpLimits } from './http-host.js';
 import { sessionsMax } from './access-token.js';
 import { createOperatorHandlers } from './operator-handlers.js';
-import { operatorSessionKey, sameOriginPath, signInScriptPath } from './sign-in-page.js';
+import { sameOriginPath, signInDocument } from './sign-in-page.js';
 
 /**
  * The operator host's sign-in and bounds, attacked: a replayed or stolen sign-in URL, a request
@@ -68,6 +68,13 @@ const postSession = (
 ): Promise<Answer> => send(port, sessionPath, { method: 'POST', headers, body: JSON.stringify({ token }) });
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-host-auth-'));
+/** A built operator UI: the page the printed URL is answered with, the sign-in element added. */
+const rendererDir = path.join(scratch, 'renderer');
+const uiPage =
+  '<!doctype html>\n<html lang="en">\n  <head>\n    <title>Postern</title>\n' +
+  '    <script type="module" src="./assets/index.js"></script>\n  </head>\n  <body><div id="root"></div></body>\n</html>\n';
+mkdirSync(rendererDir, { recursive: true });
+writeFileSync(path.join(rendererDir, 'index.html'), uiPage);
 const runtimes: BrokerRuntime[] = [];
 const hosts: OperatorHttpHost[] = [];
 afterAll(async () => {
@@ -79,6 +86,7 @@ afterAll(async () => {
 async function freshHost(
   limits: Partial<OperatorHttpLimits> = {},
   onSignIn?: (next: string) => void,
+  ui: 'built' | 'not built' = 'built',
 ): Promise<OperatorHttpHost> {
   if (runtimes.length === 0)
     runtimes.push(
@@ -92,7 +100,7 @@ async function freshHost(
   const handlers = createOperatorHandlers((runtimes[0] as BrokerRuntime).broker);
   const host = await startOperatorHttpHost({
     handlers,
-    rendererDir: path.join(scratch, 'no-renderer'),
+    rendererDir: ui === 'built' ? rendererDir : path.join(scratch, 'no-renderer'),
     port: 0,
     limits,
     ...(onSignIn === undefined ? {} : { onSignIn }),
@@ -102,7 +110,7 @@ async function freshHost(
 }
 
 describe('when the printed URL is opened', () => {
-  it('answers once with a page holding a fresh session secret (no cookie, no redirect, not cached); the secret opens the API', async () => {
+  it("answers once with the UI's page holding a fresh session secret (no cookie, no redirect, not cached); the secret opens the API", async () => {
     const host = await freshHost();
     const page = await send(host.port, `/?token=${host.token}`);
     expect(page.status).toBe(200);
@@ -111,8 +119,11 @@ describe('when the printed URL is opened', () => {
     expect(page.headers.location).toBeUndefined();
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.headers['referrer-policy']).toBe('no-referrer');
-    expect(page.body).toContain(`<script src="${signInScriptPath}"></script>`);
+    // The UI's own page, the secret first in its head, so the UI's script finds it when it starts.
     const session = sessionIn(page.body);
+    expect(page.body).toBe(signInDocument(uiPage, session ?? '', '/'));
+    expect(page.body.indexOf('name="postern-session"')).toBeLessThan(page.body.indexOf('<title>'));
+    expect(page.body.indexOf('name="postern-session"')).toBeGreaterThan(page.body.indexOf('<head>'));
     expect(session).toBeDefined();
     expect(session).not.toBe(host.token);
     expect(nextIn(page.body)).toBe('/');
@@ -229,9 +240,9 @@ describe('when the printed URL is opened', () => {
 
 describe('where sign-in sends the browser next', () => {
   it.each([
-    ['/index.html?view=status&token=T', '/index.html?view=status'],
+    ['/?view=status&token=T', '/?view=status'],
     ['/?token=T', '/'],
-    ['/a/b/../c?token=T', '/a/c'],
+    ['/a/../?token=T', '/'],
   ])('%s → %s, a path on this origin, and no Location header at all', async (target, next) => {
     const host = await freshHost();
     const page = await send(host.port, target.replace('token=T', `token=${host.token}`));
@@ -239,6 +250,18 @@ describe('where sign-in sends the browser next', () => {
     expect(page.headers.location).toBeUndefined();
     expect(nextIn(page.body)).toBe(next);
   });
+
+  it.each(['/index.html?token=T', '/a/b?token=T'])(
+    'answers %s, off the UI page\'s path (its assets are relative to "/"), with 404 and leaves the token unspent',
+    async (target) => {
+      const host = await freshHost();
+      const answer = await send(host.port, target.replace('token=T', `token=${host.token}`));
+      expect(answer.status).toBe(404);
+      expect(answer.body).toContain('NOT_FOUND');
+      expect(answer.body).not.toContain('postern-session');
+      expect(sessionIn((await send(host.port, `/?token=${host.token}`)).body)).toBeDefined();
+    },
+  );
 
   it.each([
     '/.//evil.example/x?token=T',
@@ -270,13 +293,13 @@ describe('where sign-in sends the browser next', () => {
     else expect(next).toBe('/');
   });
 
-  it('serves the sign-in script publicly, storing under the key the renderer reads', async () => {
-    const host = await freshHost();
-    const script = await send(host.port, signInScriptPath);
-    expect(script.status).toBe(200);
-    expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
-    expect(script.body).toContain(`sessionStorage.setItem(${JSON.stringify(operatorSessionKey)}`);
-    expect(script.body).toContain('location.replace(');
+  it('answers the printed URL with RENDERER_NOT_BUILT while the UI is not built, and leaves the token for a program', async () => {
+    const host = await freshHost({}, undefined, 'not built');
+    const page = await send(host.port, `/?token=${host.token}`);
+    expect(page.status).toBe(503);
+    expect(page.body).toContain('RENDERER_NOT_BUILT');
+    expect(page.body).not.toContain('postern-session');
+    expect((await postSession(host.port, host.token)).status).toBe(200);
   });
 });
 

@@ -12,7 +12,7 @@ import { bearerToken, mintAccessToken, OperatorSecrets } from './access-token.js
 import type { ChangeFeed } from './change-feed.js';
 import { guardConnections, type ConnectionCounts, type ConnectionGuard } from './connection-guard.js';
 import type { OperatorHandlers } from './operator-handlers.js';
-import { sameOriginPath, signInPage, signInScript, signInScriptPath } from './sign-in-page.js';
+import { sameOriginPath, signInDocument } from './sign-in-page.js';
 import { loadStaticAssets, type StaticAsset } from './static-assets.js';
 
 export interface OperatorHttpHostOptions {
@@ -202,7 +202,13 @@ async function handleRequest(ctx: RequestContext): Promise<void> {
   }
   if (url.pathname.startsWith('/api/')) {
     if (!secrets.sessionValid(bearerToken(req.headers.authorization))) {
-      sendError(res, 'UNAUTHENTICATED', 'Not signed in: open the URL that `postern daemon` printed.', url.pathname);
+      sendError(
+        res,
+        'UNAUTHENTICATED',
+        'Not signed in: open the newest sign-in URL `postern daemon` printed on its terminal. A tab keeps its ' +
+          'session in memory only, so a reload or a new tab signs in again.',
+        url.pathname,
+      );
       return;
     }
     ctx.guard.hold(req.socket, res);
@@ -245,15 +251,25 @@ const usedMessage =
   'terminal when it was used; if that was not you, someone else holds your URLs: stop the daemon and start it again.';
 
 /**
- * The printed URL in a browser. It is answered with a page holding the session secret, which
- * the page's script moves into sessionStorage; the token is dead from here on. A GET that is not
- * a browser's navigation (a prefetch) would spend it too; Chromium does not prefetch a URL it
- * has never seen.
+ * The printed URL in a browser: answered with the operator UI's page carrying the fresh session secret
+ * (sign-in-page.ts), which the page takes into memory; the token is dead from here on. Only at "/", where the UI's
+ * page lives (its assets are relative to it), and only once the UI is built: otherwise the token is not spent. A GET
+ * that is not a browser's navigation (a prefetch) would spend it too; Chromium does not prefetch a URL it has never
+ * seen.
  */
 function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): void {
   const { req, res, secrets } = ctx;
   if (req.method !== 'GET') {
     sendError(res, 'METHOD_NOT_ALLOWED', 'Open the sign-in URL with GET, in a browser.', url.pathname);
+    return;
+  }
+  if (url.pathname !== '/') {
+    sendError(res, 'NOT_FOUND', 'Open the sign-in URL as printed: the operator UI lives at "/".', url.pathname);
+    return;
+  }
+  const page = ctx.assets.get('/index.html');
+  if (page === undefined) {
+    sendError(res, 'RENDERER_NOT_BUILT', 'The operator UI is not built: run `npm run build:renderer`.', url.pathname);
     return;
   }
   const exchanged = secrets.exchange(presented);
@@ -264,11 +280,12 @@ function exchangeForBrowser(ctx: RequestContext, url: URL, presented: string): v
   }
   ctx.signedIn();
   url.searchParams.delete('token');
+  const next = sameOriginPath(url.pathname, url.search);
   sendBody(
     res,
     'GET',
-    'text/html; charset=utf-8',
-    Buffer.from(signInPage(exchanged.session, sameOriginPath(url.pathname, url.search))),
+    page.contentType,
+    Buffer.from(signInDocument(page.body.toString('utf8'), exchanged.session, next)),
   );
 }
 
@@ -445,10 +462,6 @@ function serveAsset(ctx: RequestContext, pathname: string): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('Allow', 'GET, HEAD');
     sendError(res, 'METHOD_NOT_ALLOWED', 'Assets are read-only.', pathname);
-    return;
-  }
-  if (pathname === signInScriptPath) {
-    sendBody(res, req.method, 'text/javascript; charset=utf-8', Buffer.from(signInScript));
     return;
   }
   if (assets.size === 0) {

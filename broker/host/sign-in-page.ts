@@ -1,37 +1,24 @@
 /**
- * The page the printed operator URL answers with. It carries the fresh session secret in a meta
- * tag; the script (served from this origin, as the CSP requires) moves it into sessionStorage and
- * replaces the tokened URL in the tab's history with the path (and #view) the operator asked for. The secret
- * never goes into a URL (history, Referer) or a cookie (sent to every port of 127.0.0.1).
+ * The answer to the printed operator URL: the operator UI's own page (dist/renderer/index.html) with the fresh
+ * session secret in a meta element (broker/contract/operator-sign-in.ts). The UI's script takes it into memory,
+ * removes the element and replaces the tokened URL in the tab's history with the path (and #view) the operator asked
+ * for (renderer/src/api/page-session.ts). The secret never goes into a URL (history, Referer), a cookie (sent to every
+ * port of 127.0.0.1) or browser storage (written into the profile on disk); the answer is `no-store`.
  */
+import { operatorSignInMeta } from '../contract/operator-sign-in.js';
 
-/** Where the browser keeps the session secret; renderer/src/api/http-operator-api.ts reads the same key. */
-export const operatorSessionKey = 'postern.operatorSession';
-
-export const signInScriptPath = '/__postern/sign-in.js';
-
-export const signInScript = `'use strict';
-(function () {
-  var meta = document.querySelector('meta[name="postern-session"]');
-  if (meta === null) return;
-  sessionStorage.setItem(${JSON.stringify(operatorSessionKey)}, meta.getAttribute('content'));
-  var next = meta.getAttribute('data-next');
-  meta.remove();
-  // The fragment never reached the server; keep it so a link to a view (#/activity/timeline) opens that view.
-  location.replace(next + location.hash);
-})();
-`;
-
-/** `next` must already be a same-origin path (see sameOriginPath); it is escaped for the attribute. */
-export function signInPage(session: string, next: string): string {
-  return [
-    '<!doctype html>',
-    '<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>Postern: signing in</title>',
-    `<meta name="postern-session" content="${escapeAttribute(session)}" data-next="${escapeAttribute(next)}">`,
-    `<script src="${signInScriptPath}"></script>`,
-    '</head><body><noscript>The Postern operator UI needs JavaScript.</noscript></body></html>',
-    '',
-  ].join('\n');
+/**
+ * The UI's page with the sign-in element first in its head: after `<head>`, or where the parser opens the head
+ * implicitly (after `<html>` or the doctype) in a page that omits it. `next` must already be a same-origin path
+ * (sameOriginPath).
+ */
+export function signInDocument(indexHtml: string, session: string, next: string): string {
+  const opening = [/<head(?:\s[^>]*)?>/i, /<html(?:\s[^>]*)?>/i, /<!doctype[^>]*>/i]
+    .map((tag) => tag.exec(indexHtml))
+    .find((match) => match !== null);
+  const at = opening === undefined || opening === null ? 0 : opening.index + opening[0].length;
+  const element = `<meta name="${operatorSignInMeta}" content="${escapeAttribute(session)}" data-next="${escapeAttribute(next)}">`;
+  return indexHtml.slice(0, at) + element + indexHtml.slice(at);
 }
 
 /**

@@ -1,4 +1,5 @@
-import { useEffect, useState, type KeyboardEvent } from 'react';
+import { useEffect, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
+import type { OperatorSession } from './api/page-session.js';
 import { useAppStore } from './store/app-store.js';
 import { needsDecision } from './store/card-groups.js';
 import { backOf, type HashRoute } from './store/hash-route.js';
@@ -14,6 +15,7 @@ import { RoutesView } from './views/routes-view.js';
 import { VaultLockedHint, VaultView } from './views/vault-view.js';
 import { MetricsView } from './views/metrics-view.js';
 import { SessionsView } from './views/sessions-view.js';
+import { SignInView } from './views/sign-in-view.js';
 import { StatusPanel } from './views/status-panel.js';
 import { useHashRoute } from './views/use-hash-route.js';
 import { usePolling } from './views/use-polling.js';
@@ -52,7 +54,19 @@ type TabId = (typeof tabs)[number]['id'] | 'welcome';
  */
 const initialTab: TabId = 'status';
 
-export function App() {
+/**
+ * The console. On the headless host (`session` given) a tab that holds no session shows the sign-in view instead, and
+ * the console once it is signed in; inside Electron the bridge needs no session.
+ */
+export function App({ session }: { session?: OperatorSession | undefined }) {
+  const signedIn = useSyncExternalStore(
+    (listener) => session?.subscribe(listener) ?? (() => undefined),
+    () => session === undefined || session.secret() !== null,
+  );
+  return signedIn || session === undefined ? <Console /> : <SignInView session={session} />;
+}
+
+function Console() {
   const route = useHashRoute();
   const [tab, setTab] = useRoutedTab(route);
   usePollingShellState();

@@ -9,7 +9,6 @@ import {
   splitServerSentEvents,
   type ChangeNotice,
 } from './change-feed.js';
-import { operatorSessionKey } from './http-operator-api.js';
 
 /** A Response whose body arrives in the given chunks (a real ReadableStream, as fetch gives). */
 function streamed(chunks: string[], status = 200): Response {
@@ -91,7 +90,7 @@ describe('reading GET /api/events', () => {
     let opened = 0;
     await readChangeStream(
       fetchFn,
-      { getItem: (key) => (key === operatorSessionKey ? 'SECRET' : null) },
+      { secret: () => 'SECRET' },
       { onOpen: () => (opened += 1), onNotice: (n) => heard.push(n) },
       new AbortController().signal,
     );

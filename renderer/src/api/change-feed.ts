@@ -1,4 +1,4 @@
-import { operatorSessionKey, type SessionStore } from './http-operator-api.js';
+import { pageSessionOf, type OperatorSession } from './page-session.js';
 
 /**
  * The broker's change notices (broker/host/change-feed.ts): a journal position and the views that
@@ -57,13 +57,13 @@ const streamBufferCharsMax = 16 * 1024;
  */
 export async function readChangeStream(
   fetchFn: typeof fetch,
-  store: SessionStore | undefined,
+  session: Pick<OperatorSession, 'secret'> | undefined,
   handlers: { onOpen(): void; onNotice(notice: ChangeNotice): void },
   signal: AbortSignal,
 ): Promise<void> {
-  const session = store?.getItem(operatorSessionKey) ?? null;
+  const secret = session?.secret() ?? null;
   const headers: Record<string, string> = { Accept: 'text/event-stream' };
-  if (session !== null) headers['Authorization'] = `Bearer ${session}`;
+  if (secret !== null) headers['Authorization'] = `Bearer ${secret}`;
   const response = await fetchFn('/api/events', {
     method: 'GET',
     credentials: 'omit',
@@ -207,11 +207,10 @@ let pageHub: ChangeHub | undefined;
 export function changeHubOf(win: Window): ChangeHub {
   if (pageHub !== undefined) return pageHub;
   const bridge = win.posternChanges;
-  const store = typeof win.sessionStorage === 'undefined' ? undefined : win.sessionStorage;
   const connect: Connect =
     bridge !== undefined
       ? bridgeConnect(bridge)
-      : (handlers, signal) => readChangeStream(win.fetch.bind(win), store, handlers, signal);
+      : (handlers, signal) => readChangeStream(win.fetch.bind(win), pageSessionOf(win), handlers, signal);
   pageHub = createChangeHub(connect, win);
   return pageHub;
 }
