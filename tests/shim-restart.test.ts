@@ -18,7 +18,7 @@ import { RecoveryRig, waitForCount, within } from './support/recovery-rig.js';
  * Issue 15, "agents survive broker restarts": one agent process with ONE MCP SDK Client through
  * `postern mcp` against a real daemon. Its first call commits; its second is held at a proxy (the
  * target applied it) when the daemon is SIGKILLed. The shim answers the lost call with
- * BROKER_RESTARTED, reconnects to the restarted daemon on the same data directory and replays the
+ * BROKER_RESTARTED naming the action (the broker told the shim its id before dispatching it), reconnects to the restarted daemon on the same data directory and replays the
  * client's initialize; the same Client then reads both of its earlier actions (the session is the
  * agent process, not the shim), retries the unknown one with retry_of, and the session shows the
  * reconnection.
@@ -66,16 +66,20 @@ describe('when the broker is killed and restarted under a connected agent', () =
 
     proxy.holdNext = 1;
     const lost = agent.call('http_request', post(2)).reply.then(
-      () => 'answered by the broker',
-      (error: unknown) => String(error),
+      () => ({ message: 'answered by the broker', data: undefined }),
+      (error: unknown) => ({ message: String(error), data: (error as { data?: unknown }).data }),
     );
     await waitForCount(() => proxy.held.length, 1, 'the second call, applied by the target and held');
-    const secondId = await rig.acceptedAction('route:docs POST /releases/2');
+    const recordedId = await rig.acceptedAction('route:docs POST /releases/2');
     await rig.crash();
-    // Answered by the shim, not dropped: the client's request was in flight on the lost connection.
-    expect(await within(lost, 'the answer to the call in flight at the crash')).toMatch(
-      /MCP error -32000: the connection to the Postern broker was lost/,
-    );
+    // Answered by the shim, not dropped: the client's request was in flight on the lost connection. The broker had
+    // named the call's action to the shim before dispatching it, so the answer names it: the agent asks about that
+    // action instead of resending the write.
+    const answer = await within(lost, 'the answer to the call in flight at the crash');
+    expect(answer.message).toMatch(/MCP error -32000: the connection to the Postern broker was lost/);
+    expect(answer.message).toContain(`action ${recordedId} was recorded`);
+    expect(answer.data).toEqual({ code: 'BROKER_RESTARTED', action_id: recordedId });
+    const secondId = (answer.data as { action_id: string }).action_id;
 
     await rig.start();
     // Sent while the shim may still be reconnecting: it waits for the replayed initialize, then goes.
@@ -163,15 +167,32 @@ describe('when the socket goes away under the shim (scripted broker)', () => {
     shim.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const answerNormally = backend.respond;
     backend.respond = holdUntilAborted;
-    shim.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } },
-    });
-    await within(backend.nextCall(), 'the held call');
+    // Two calls in flight: the broker names the action the first recorded (the shim declared that it wants to be
+    // told), the second recorded none yet.
+    for (const id of [2, 5])
+      shim.send({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } },
+      });
+    const named = await within(backend.nextCall(), 'the first held call');
+    await within(backend.nextCall(), 'the second held call');
+    if (named.onRecorded === undefined) throw new Error('the shim did not declare postern.action_recorded');
+    named.onRecorded('act_named_before_the_crash');
+    // What the broker sent before going away has been read by the shim: a list_routes answered after it proves it.
+    backend.respond = answerNormally;
+    shim.send(toolCall(6));
+    await shim.answerTo(6);
     await socket.close();
-    expect(await shim.answerTo(2)).toMatchObject({ error: { code: -32000, data: { code: 'BROKER_RESTARTED' } } });
+    const lost = await shim.answerTo(2);
+    expect(lost).toMatchObject({
+      error: { code: -32000, data: { code: 'BROKER_RESTARTED', action_id: 'act_named_before_the_crash' } },
+    });
+    expect(JSON.stringify(lost)).toContain('action_status {\\"action_id\\":\\"act_named_before_the_crash\\"}');
+    const unnamed = await shim.answerTo(5);
+    expect(unnamed).toMatchObject({ error: { code: -32000, data: { code: 'BROKER_RESTARTED' } } });
+    expect((unnamed['error'] as { data: Record<string, unknown> }).data).not.toHaveProperty('action_id');
 
     // Sent while no broker listens: it waits for the new socket and the replayed initialize.
     backend.respond = answerNormally;
@@ -182,8 +203,9 @@ describe('when the socket goes away under the shim (scripted broker)', () => {
       ['raw-restart', 'ses_1'],
       ['raw-restart', 'ses_1'],
     ]);
-    // The client saw answers to its own ids only: the replayed initialize was answered to the shim.
-    expect(shim.lines.map((l) => l['id'])).toEqual([1, 2, 3]);
+    // The client saw answers to its own ids only: the replayed initialize was answered to the shim, and the
+    // broker's action_recorded notification was the shim's (no line without an id reached the client).
+    expect(shim.lines.map((l) => l['id'])).toEqual([1, 6, 2, 5, 3]);
 
     await socket.close();
     shim.send(toolCall(4));

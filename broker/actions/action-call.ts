@@ -35,6 +35,12 @@ interface Started {
   readonly actionId: () => string | undefined;
 }
 
+/** What the caller's connection is told while it waits: progress notes, and the action's id once it is durable. */
+export interface CallWatch {
+  readonly onProgress?: ((p: CallProgress) => void) | undefined;
+  readonly onRecorded?: ((actionId: string) => void) | undefined;
+}
+
 /**
  * http_request and ssh_exec: starts the executor, then waits for it, the caller's deadline or the caller's stop —
  * whichever first. The caller's wait is never the operation's deadline: when it ends, the action keeps its place.
@@ -46,7 +52,7 @@ export async function actionCall(
   tool: ActionTool,
   args: unknown,
   signal: AbortSignal,
-  onProgress: ((p: CallProgress) => void) | undefined,
+  watch: CallWatch,
 ): Promise<ToolAnswer> {
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
@@ -75,7 +81,8 @@ export async function actionCall(
     () => open.end(sessionId, running),
     () => open.end(sessionId, running),
   );
-  const ended = await raceCaller(deps, started, waitMs, signal, onProgress);
+  if (watch.onRecorded !== undefined) tellRecorded(deps, started, watch.onRecorded);
+  const ended = await raceCaller(deps, started, waitMs, signal, watch.onProgress);
   if (ended.kind === 'done') return ended.answer;
   return answerCallerEnd(deps, started, ended, waitMs);
 }
@@ -142,6 +149,25 @@ function startExecutor(
     return recordedAnswer(deps, actionId, error);
   });
   return { run, admitted, actionId: () => actionId };
+}
+
+/**
+ * Tells `onRecorded` the action's id once its admission is on disk, by a sync other appends asked for
+ * (Journal.onceDurable starts none): a caller that then loses the answer to a broker restart can still name the
+ * action (action_status, fetch_result). The journal releases such watchers before the appends its sync covers, so
+ * for an action dispatched at once this runs before the dispatch's first byte is written.
+ */
+function tellRecorded(deps: AgentBackendDeps, started: Started, onRecorded: (actionId: string) => void): void {
+  started.admitted
+    .then(async () => {
+      const id = started.actionId();
+      const state = id === undefined ? undefined : deps.journal.getAction(id);
+      if (id === undefined || state === undefined) return;
+      await deps.journal.onceDurable(state.first_seq);
+      onRecorded(id);
+    })
+    // A failed journal tells nothing more (the answer says JOURNAL_UNAVAILABLE).
+    .catch(() => undefined);
 }
 
 /** The executor's answer, the caller's deadline or the caller's stop, whichever comes first; progress meanwhile. */

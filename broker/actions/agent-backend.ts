@@ -20,7 +20,7 @@ import {
 import { allowlistActorId } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer, UpstreamToolListing } from '../ports/index.js';
-import { actionCall, waitSource } from './action-call.js';
+import { actionCall, type CallWatch, waitSource } from './action-call.js';
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { decisionEventKinds, decisionFacts, waitForSettled } from './call-waits.js';
@@ -95,9 +95,11 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
       args: unknown,
       signal: AbortSignal,
       onProgress?: (p: CallProgress) => void,
+      onRecorded?: (actionId: string) => void,
     ): Promise<ToolAnswer> {
       try {
-        const answer = await answerCall(deps, open, sessionId, tool, args, signal, afterDurable(deps, onProgress));
+        const watch = { onProgress: afterDurable(deps, onProgress), onRecorded };
+        const answer = await answerCall(deps, open, sessionId, tool, args, signal, watch);
         // Write-ahead for answers: an answer (or a progress note) that names an action leaves only once that
         // action's records are on disk — admission and observations ride to disk with the next sync (event-durability.ts).
         await deps.journal.durable();
@@ -136,14 +138,12 @@ function upstreamMethods(
         for (const stop of stops) stop();
       };
     },
-    async callUpstream(sessionId, name, args, signal, onProgress): Promise<ToolAnswer> {
+    async callUpstream(sessionId, name, args, signal, onProgress, onRecorded): Promise<ToolAnswer> {
       const dot = name.indexOf('.');
       const tool = { server: name.slice(0, dot), tool: name.slice(dot + 1) };
       try {
-        const answer = withDecision(
-          deps,
-          await actionCall(deps, open, sessionId, tool, args, signal, afterDurable(deps, onProgress)),
-        );
+        const watch = { onProgress: afterDurable(deps, onProgress), onRecorded };
+        const answer = withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, watch));
         await deps.journal.durable();
         return answer;
       } catch (error) {
@@ -317,12 +317,12 @@ async function answerCall(
   tool: AgentToolName,
   args: unknown,
   signal: AbortSignal,
-  onProgress: ((p: CallProgress) => void) | undefined,
+  watch: CallWatch,
 ): Promise<ToolAnswer> {
   switch (tool) {
     case 'http_request':
     case 'ssh_exec':
-      return withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, onProgress));
+      return withDecision(deps, await actionCall(deps, open, sessionId, tool, args, signal, watch));
     case 'action_status':
     case 'fetch_result':
     case 'cancel_action':

@@ -312,4 +312,36 @@ describe('when the disk has not yet synced what an answer names (write-ahead for
     expect(seqs.length).toBeGreaterThanOrEqual(3);
     expect(durableSeq).toBeGreaterThanOrEqual(Math.max(...seqs));
   });
+
+  it("the caller's connection is told the action's id only once a sync covered its admission, before the answer", async () => {
+    const gate = new DiskSyncGate();
+    await open(undefined, undefined, gate);
+    const sessionId = await approvedSession(705);
+    gate.hold();
+    const journal = f.h.temp.journal;
+    const told: Array<{ what: string; durableSeq: number; actionId?: string }> = [];
+    const call = backend
+      .call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/documents/7', body: '{}', timeout_ms: 100 },
+        never,
+        undefined,
+        (actionId) => told.push({ what: 'recorded', durableSeq: journal.durableSeq(), actionId }),
+      )
+      .then((answer) => {
+        told.push({ what: 'answered', durableSeq: journal.durableSeq() });
+        return answer;
+      });
+    await gate.nextRequest();
+    for (let turn = 0; turn < 3; turn += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+    // Admitted and committed, the card waiting, the disk not synced: nothing names the action yet.
+    expect(told).toEqual([]);
+    gate.release();
+    const r = actionReply(await call);
+    expect(told.map((t) => t.what)).toEqual(['recorded', 'answered']);
+    expect(told[0]?.actionId).toBe(r.invocation_id);
+    const admission = f.events(r.invocation_id).find((e) => e.kind === 'ACTION_ACCEPTED');
+    expect(told[0]?.durableSeq).toBeGreaterThanOrEqual(admission?.seq ?? Number.POSITIVE_INFINITY);
+  });
 });

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { actionRecordedCapability, actionRecordedNotification } from '../contract/index.js';
 import type { ToolAnswer } from '../ports/index.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import {
@@ -350,5 +351,65 @@ describe('when a request is larger than a frame may be', () => {
     });
     expect(next.isError).toBe(false);
     expect(backend.calls).toHaveLength(1);
+  });
+});
+
+describe("when the client declared postern's action_recorded capability (as postern mcp does)", () => {
+  /** An SDK client declaring the capability (or not), recording every notification it is sent. */
+  async function connectDeclaring(declares: boolean): Promise<Array<{ method: string; params?: unknown }>> {
+    socket = await startAgentSocket({ dataDir: dir.path, backend });
+    client = new Client(
+      { name: 'answers-test', version: '1' },
+      declares ? { capabilities: { experimental: { [actionRecordedCapability]: {} } } } : {},
+    );
+    const heard: Array<{ method: string; params?: unknown }> = [];
+    client.fallbackNotificationHandler = async ({ method, params }) => {
+      heard.push({ method, params });
+    };
+    await client.connect(new SocketClientTransport(socket.path));
+    return heard;
+  }
+
+  it('is told the id of the action its call recorded, before the answer and once, naming its request', async () => {
+    const heard = await connectDeclaring(true);
+    const later = held();
+    backend.respond = (call) => {
+      if (call.onRecorded === undefined) throw new Error('no onRecorded although the client declared the capability');
+      call.onRecorded('act_recorded_1');
+      call.onRecorded('act_recorded_1');
+      return later.respond(call);
+    };
+    const pending = client.callTool({ name: 'http_request', arguments: {} });
+    await backend.nextCall();
+    later.release(envelopeAnswer(scriptedEnvelope('act_recorded_1')));
+    expect((await pending).isError).toBe(false);
+    expect(heard).toEqual([
+      { method: actionRecordedNotification, params: { request_id: expect.anything(), action_id: 'act_recorded_1' } },
+    ]);
+  });
+
+  it('sends it only to a client that declared it, and never after the answer', async () => {
+    const heard = await connectDeclaring(false);
+    backend.respond = (call) => {
+      expect(call.onRecorded).toBeUndefined();
+      return envelopeAnswer(scriptedEnvelope('act_plain'));
+    };
+    await client.callTool({ name: 'http_request', arguments: {} });
+    await client.close();
+    await socket.close();
+
+    const declared = await connectDeclaring(true);
+    let afterAnswer: ((actionId: string) => void) | undefined;
+    backend.respond = (call) => {
+      afterAnswer = call.onRecorded;
+      return envelopeAnswer(scriptedEnvelope('act_late'));
+    };
+    await client.callTool({ name: 'http_request', arguments: {} });
+    afterAnswer?.('act_late');
+    // A call after it: whatever was sent for the first arrives before this answer.
+    backend.respond = () => envelopeAnswer(scriptedEnvelope('act_next'));
+    await client.callTool({ name: 'list_routes', arguments: {} });
+    expect(heard).toEqual([]);
+    expect(declared).toEqual([]);
   });
 });

@@ -15,6 +15,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import {
+  actionRecordedCapability,
+  actionRecordedNotification,
   agentRefusalSchema,
   agentToolReplySchema,
   isCodedError,
@@ -192,19 +194,23 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     const progress = progressSender(request.params._meta?.progressToken, extra.sendNotification, (error) =>
       logger?.debug({ err: error }, 'a progress notification was not sent'),
     );
+    const recorded =
+      server.getClientCapabilities()?.experimental?.[actionRecordedCapability] === undefined
+        ? undefined
+        : recordedSender(extra.requestId, extra.sendNotification, (error) =>
+            logger?.debug({ err: error }, 'an action_recorded notification was not sent'),
+          );
     try {
       const { name } = request.params;
-      const answer = await answerCall(
-        name,
-        request.params.arguments ?? {},
-        extra.signal,
-        extra.requestId,
-        progress?.send,
-      );
+      const answer = await answerCall(name, request.params.arguments ?? {}, extra.signal, extra.requestId, {
+        onProgress: progress?.send,
+        onRecorded: recorded?.send,
+      });
       return toResult(answer, replySchemaOf(name), logger);
     } finally {
       // Nothing about this call is sent after its answer: a late progress would name a request the client forgot.
       progress?.stop();
+      recorded?.stop();
     }
   });
   server.fallbackRequestHandler = async (request) => {
@@ -223,7 +229,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     args: unknown,
     sdkSignal: AbortSignal,
     requestId: RequestId,
-    onProgress?: (p: CallProgress) => void,
+    watch: CallWatchers,
   ): Promise<ToolAnswer> => {
     const run = toolRunner(backend, name, args);
     if (run === undefined) {
@@ -253,7 +259,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     const onSdkAbort = (): void => controller.abort((closed ? 'disconnected' : 'cancelled') satisfies CallerStop);
     sdkSignal.addEventListener('abort', onSdkAbort, { once: true });
     try {
-      const answer = checkedAnswer(await run(sessionId, controller.signal, onProgress));
+      const answer = checkedAnswer(await run(sessionId, controller.signal, watch));
       if (answer.handoff !== undefined) expectHandoff(requestId, { sessionId, handoff: answer.handoff }, sdkSignal);
       return await withTargetNames(answer, () => backend.call(sessionId, 'list_routes', {}, controller.signal));
     } catch (error) {
@@ -276,22 +282,25 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
   });
 }
 
-type ToolRunner = (
-  sessionId: string,
-  signal: AbortSignal,
-  onProgress?: (p: CallProgress) => void,
-) => Promise<ToolAnswer>;
+/** What the backend tells about a call while it runs (each only when the client can be told). */
+interface CallWatchers {
+  readonly onProgress: ((p: CallProgress) => void) | undefined;
+  readonly onRecorded: ((actionId: string) => void) | undefined;
+}
+
+type ToolRunner = (sessionId: string, signal: AbortSignal, watch: CallWatchers) => Promise<ToolAnswer>;
 
 /** Postern's own tool, or an upstream server's (`<server>.<tool>`) when upstreams exist; undefined: no such tool. */
 function toolRunner(backend: AgentBackend, name: string, args: unknown): ToolRunner | undefined {
   if (isAgentToolName(name))
-    return (sessionId, signal, onProgress) => backend.call(sessionId, name, args, signal, onProgress);
+    return (sessionId, signal, watch) =>
+      backend.call(sessionId, name, args, signal, watch.onProgress, watch.onRecorded);
   // An operator method (`approvals.approve`) has the shape of an upstream name: it is refused as such, never routed.
   // Only the exact names: an upstream tool may well be called `lock_file` (configuration refuses operator namespaces).
   if (isOperatorMethod(name)) return undefined;
   const callUpstream = backend.callUpstream?.bind(backend);
   if (callUpstream === undefined || !isUpstreamToolName(name)) return undefined;
-  return (sessionId, signal, onProgress) => callUpstream(sessionId, name, args, signal, onProgress);
+  return (sessionId, signal, watch) => callUpstream(sessionId, name, args, signal, watch.onProgress, watch.onRecorded);
 }
 
 /** The reply schema an answer to `name` is checked against: an upstream tool answers with an action's envelope. */
@@ -426,6 +435,33 @@ function progressSender(
         method: 'notifications/progress',
         params: { progressToken: token, progress: p.progress, message },
       }).catch(onError);
+    },
+    stop: () => {
+      stopped = true;
+    },
+  };
+}
+
+/**
+ * `notifications/postern/action_recorded` for one call of a client that declared the capability (postern mcp): the
+ * id of the action the call admitted, once its admission is durable (AgentBackend.call's onRecorded), until stop().
+ */
+function recordedSender(
+  requestId: RequestId,
+  sendNotification: (notification: ServerNotification) => Promise<void>,
+  onError: (error: unknown) => void,
+): { send: (actionId: string) => void; stop: () => void } {
+  let stopped = false;
+  return {
+    send: (actionId) => {
+      if (stopped) return;
+      stopped = true;
+      const notification = {
+        method: actionRecordedNotification,
+        params: { request_id: requestId, action_id: actionId },
+      };
+      // Not one of MCP's notifications: the SDK sends a method it does not know as it is.
+      sendNotification(notification as unknown as ServerNotification).catch(onError);
     },
     stop: () => {
       stopped = true;

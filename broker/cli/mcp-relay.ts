@@ -1,6 +1,7 @@
 import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { agentLimitsDefault } from '../agent/agent-limits.js';
+import { actionRecordedCapability, actionRecordedNotification } from '../contract/agent-api.js';
 
 /** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
 export interface ReconnectPolicy {
@@ -19,15 +20,24 @@ const pendingBytesMax = 16 * 1024 * 1024;
 /** The replayed initialize's id: a string no MCP client uses, so its answer is never mistaken for the client's. */
 const replayIdPrefix = 'postern-shim-replay-';
 /** JSON-RPC's "server error" range; data.code carries Postern's code (as the broker's own refusals do). */
-const lostAnswer =
-  'the connection to the Postern broker was lost before it answered (broker restarted or stopped); the shim is reconnecting. ' +
-  'An action may have been recorded: check action_status / fetch_result with its action id, or send a read again.';
+const lostPrefix =
+  'the connection to the Postern broker was lost before it answered (broker restarted or stopped); the shim is reconnecting. ';
+/** No action named: the broker names each one once recorded (agent-api.ts actionRecordedNotification), before its dispatch at the latest. */
+const lostAnswer = `${lostPrefix}The broker had named no action for this call (it names each one once recorded, before dispatching it).`;
+/** The lost call's action, named: the agent asks about it instead of resending. */
+function lostAction(actionId: string): string {
+  return (
+    `${lostPrefix}This call's action ${actionId} was recorded before the connection was lost: do not send it again. ` +
+    `Once the broker is back, action_status {"action_id":"${actionId}"} says what is known, fetch_result reads its result once settled.`
+  );
+}
 const shimErrorCode = -32_000;
 
 type JsonRpcId = string | number;
 interface Message {
   readonly id?: unknown;
   readonly method?: unknown;
+  readonly params?: unknown;
   readonly error?: { message?: unknown };
 }
 
@@ -43,9 +53,11 @@ export interface McpRelayOptions {
 /**
  * The shim's two byte streams, one JSON-RPC message per line each way. It reads only what it needs to
  * outlive a broker restart: the client's `initialize` (replayed on a new connection, its answer kept
- * from the client, which already has one), `notifications/initialized`, and which request ids are
- * still unanswered — those are answered here with BROKER_RESTARTED when the connection drops, never
- * dropped silently. Every other byte passes through unchanged.
+ * from the client, which already has one; it declares the `postern.action_recorded` capability in it),
+ * `notifications/initialized`, which request ids are still unanswered — those are answered here with
+ * BROKER_RESTARTED when the connection drops, never dropped silently — and the broker's
+ * `notifications/postern/action_recorded` (kept, not relayed), so that answer names the action the lost
+ * call recorded. Every other byte passes through unchanged.
  */
 export class McpRelay {
   private socket: Socket | undefined;
@@ -53,6 +65,8 @@ export class McpRelay {
   private initRequest: Record<string, unknown> | undefined;
   private initializedLine: string | undefined;
   private readonly inFlight = new Map<string, JsonRpcId>();
+  /** The action each in-flight request admitted, as the broker named it (notifications/postern/action_recorded). */
+  private readonly recorded = new Map<string, string>();
   private pending: string[] = [];
   private pendingBytes = 0;
   private clientTail: Buffer[] = [];
@@ -136,11 +150,17 @@ export class McpRelay {
     this.clientTailBytes = 0;
   }
 
-  private clientLine(line: Buffer): void {
-    const text = line.toString('utf8');
+  private clientLine(clientBytes: Buffer): void {
+    let line = clientBytes;
+    let text = line.toString('utf8');
     const message = parseMessage(text);
     const id = requestId(message);
-    if (message?.method === 'initialize' && id !== undefined) this.initRequest = message as Record<string, unknown>;
+    if (message?.method === 'initialize' && id !== undefined) {
+      // The shim asks to be told each call's action id, for the answer it owes the client if the broker goes away.
+      this.initRequest = declaringActionIds(message);
+      text = JSON.stringify(this.initRequest);
+      line = Buffer.from(text, 'utf8');
+    }
     if (message?.method === 'notifications/initialized') this.initializedLine = text;
     if (this.state === 'live') {
       if (id !== undefined) this.inFlight.set(idKey(id), id);
@@ -182,7 +202,14 @@ export class McpRelay {
       );
       return;
     }
-    if (isResponse) this.inFlight.delete(idKey(message.id as JsonRpcId));
+    if (message?.method === actionRecordedNotification) {
+      this.noteRecorded(message.params);
+      return;
+    }
+    if (isResponse) {
+      this.inFlight.delete(idKey(message.id as JsonRpcId));
+      this.recorded.delete(idKey(message.id as JsonRpcId));
+    }
     this.toClient(line);
   }
 
@@ -270,9 +297,24 @@ export class McpRelay {
     return `${replayIdPrefix}${this.replays}`;
   }
 
+  /** The shim's own notification: kept for the request it names while that request is unanswered, never relayed. */
+  private noteRecorded(params: unknown): void {
+    const { request_id: id, action_id: actionId } = (params ?? {}) as { request_id?: unknown; action_id?: unknown };
+    if ((typeof id !== 'string' && typeof id !== 'number') || typeof actionId !== 'string') return;
+    if (this.inFlight.has(idKey(id))) this.recorded.set(idKey(id), actionId);
+  }
+
   private failInFlight(): void {
-    for (const id of this.inFlight.values()) this.toClient(errorLine(id, 'BROKER_RESTARTED', lostAnswer));
+    for (const [key, id] of this.inFlight) {
+      const actionId = this.recorded.get(key);
+      this.toClient(
+        actionId === undefined
+          ? errorLine(id, 'BROKER_RESTARTED', lostAnswer)
+          : errorLine(id, 'BROKER_RESTARTED', lostAction(actionId), { action_id: actionId }),
+      );
+    }
     this.inFlight.clear();
+    this.recorded.clear();
   }
 
   private failPending(code: string, message: string): void {
@@ -350,8 +392,24 @@ function idKey(id: JsonRpcId): string {
   return JSON.stringify(id);
 }
 
-function errorLine(id: JsonRpcId | null, code: string, message: string): string {
-  return `${JSON.stringify({ jsonrpc: '2.0', id, error: { code: shimErrorCode, message, data: { code } } })}\n`;
+function errorLine(id: JsonRpcId | null, code: string, message: string, more: Record<string, string> = {}): string {
+  return `${JSON.stringify({ jsonrpc: '2.0', id, error: { code: shimErrorCode, message, data: { code, ...more } } })}\n`;
+}
+
+/** The client's initialize with the shim's experimental capability added (the client's own capabilities kept). */
+function declaringActionIds(message: Message): Record<string, unknown> {
+  const params = typeof message.params === 'object' && message.params !== null ? message.params : {};
+  const { capabilities } = params as { capabilities?: unknown };
+  const declared = typeof capabilities === 'object' && capabilities !== null ? capabilities : {};
+  const { experimental } = declared as { experimental?: unknown };
+  const extra = typeof experimental === 'object' && experimental !== null ? experimental : {};
+  return {
+    ...message,
+    params: {
+      ...params,
+      capabilities: { ...declared, experimental: { ...extra, [actionRecordedCapability]: {} } },
+    },
+  };
 }
 
 function startHint(dataDir: string): string {

@@ -34,8 +34,9 @@ export type SignInExchange = { ok: true; session: string } | { ok: false; reason
  * The operator's two secrets for one run of the host. The sign-in token is printed (in the
  * operator URL) and is good for exactly one exchange; it ends up in the browser's history file,
  * which a same-user agent can read, so it must be dead by then. The session secret it is
- * exchanged for never appears in a URL or a cookie: the browser keeps it in its origin's
- * sessionStorage and sends it as `Authorization: Bearer`, so no other port ever receives it.
+ * exchanged for never appears in a URL, a cookie or browser storage: the page keeps it in memory
+ * (renderer/src/api/page-session.ts) and sends it as `Authorization: Bearer`, so no other port
+ * ever receives it and no file holds it.
  */
 export class OperatorSecrets {
   /** Sessions signed in this run, newest last; the oldest is signed out past sessionsMax. */

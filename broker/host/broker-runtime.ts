@@ -250,18 +250,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const agentBackend: AgentBackend = {
       ...backend,
       // An untrusted configuration refuses every route and host before admission (CONFIG_UNTRUSTED).
-      call: (sessionId, tool, args, signal, onProgress) => {
+      call: (sessionId, tool, args, signal, onProgress, onRecorded) => {
         const refused = anchor.agentRefusal(tool) ?? integrity.agentRefusal(tool);
         return refused === undefined
-          ? backend.call(sessionId, tool, args, signal, onProgress)
+          ? backend.call(sessionId, tool, args, signal, onProgress, onRecorded)
           : Promise.resolve(refused);
       },
-      callUpstream: (sessionId, name, args, signal, onProgress) => {
+      callUpstream: (sessionId, name, args, signal, onProgress, onRecorded) => {
         const refused = anchor.agentRefusal('mcp_tool') ?? integrity.agentRefusal('mcp_tool');
         if (refused !== undefined) return Promise.resolve(refused);
         const callUpstream = backend.callUpstream;
         if (callUpstream === undefined) throw new Error('the backend was built with upstreams but cannot call them');
-        return callUpstream(sessionId, name, args, signal, onProgress);
+        return callUpstream(sessionId, name, args, signal, onProgress, onRecorded);
       },
       openSession: async (peer, client) => {
         const opened = await backend.openSession(peer, client);

@@ -494,13 +494,24 @@ export class Journal {
     return this.walSync.whenDurable();
   }
 
+  /**
+   * Resolves once the event at `seq` (already appended) is durable, by a sync other appends asked for: it starts none,
+   * so it can wait long (an action waiting for a person is covered by the next dispatch's sync of any action). Tells
+   * what a crash cannot take back without adding a sync to any path.
+   */
+  onceDurable(seq: number): Promise<void> {
+    if (this.state === 'failed') return Promise.reject(this.unavailable());
+    return this.walSync.whenCovered(seq);
+  }
+
   /** The log position the last sync made durable (every event up to it survives a power cut). */
   durableSeq(): number {
     return this.walSync.durableThrough();
   }
 
   /**
-   * Told after every commit that made events durable (kinds and the last position, never a payload): the operator
+   * Told after every commit that appended events, at COMMIT (before the sync that makes them durable; kinds and the
+   * last position, never a payload): the operator
    * UI's change feed (broker/host/change-feed.ts) pushes from here instead of the UI polling. A listener that
    * throws is ignored: a view's refresh must never undo or delay a commit.
    */

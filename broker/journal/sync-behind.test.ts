@@ -104,6 +104,43 @@ describe('when the disk is slow to sync (sync-behind)', () => {
     gate.release();
   });
 
+  it('onceDurable asks for no sync: it resolves when a sync other appends asked for covers it, before their callers go on', async () => {
+    const gate = new DiskSyncGate();
+    const { journal } = await ready(1, gate);
+    await journal.durable();
+    const syncsBefore = gate.syncs;
+    const admitted = await journal.append(actionPaths.httpNoApproval(idOf(1))[0]!);
+    const order: string[] = [];
+    const watched = journal.onceDurable(admitted.event.seq).then(() => order.push('watcher'));
+    // Turns pass and nothing syncs for the watcher alone.
+    for (let turn = 0; turn < 5; turn += 1) await nextTurn();
+    expect(order).toEqual([]);
+    expect(gate.syncs).toBe(syncsBefore);
+    expect(journal.durableSeq()).toBeLessThan(admitted.event.seq);
+
+    // Another caller asks for a sync; it covers the admission too, and the watcher hears it first (so what the
+    // watcher does comes before what a dispatch released by the same sync does next).
+    const synced = journal.durable().then(() => order.push('asked for the sync'));
+    await Promise.all([watched, synced]);
+    expect(gate.syncs).toBe(syncsBefore + 1);
+    expect(order).toEqual(['watcher', 'asked for the sync']);
+    // Already durable: at once.
+    await expect(journal.onceDurable(admitted.event.seq)).resolves.toBeUndefined();
+  });
+
+  it('onceDurable rejects once the journal has failed', async () => {
+    const gate = new DiskSyncGate();
+    const { journal } = await ready(2, gate);
+    const first = await journal.append(actionPaths.httpNoApproval(idOf(2))[0]!);
+    const failed = journal.onceDurable(first.event.seq);
+    gate.fail();
+    await expect(journal.beginDispatch(idOf(0), 1, { connection: 'fresh' })).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
+    await expect(failed).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await expect(journal.onceDurable(first.event.seq + 1)).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+  });
+
   it('in commit mode (macOS rules) SQLite syncs inside COMMIT: the journal never asks for a sync of its own', async () => {
     const gate = new DiskSyncGate();
     t = await openTempJournal({ syncMode: 'commit', beforeSync: gate.beforeSync });

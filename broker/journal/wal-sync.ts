@@ -2,6 +2,13 @@ import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import { CodedError } from '../contract/index.js';
 import type { SyncMode } from './durability.js';
 
+/** A wait for durability that starts no sync (whenCovered). */
+interface Watcher {
+  readonly seq: number;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
 interface Waiter {
   readonly seq: number;
   /** whenSynced: released only by a sync numbered past this one (syncsBegun when it asked). */
@@ -26,6 +33,7 @@ export class WalSync {
   private committedSeq: number;
   private durableSeq: number;
   private readonly waiters: Waiter[] = [];
+  private watchers: Watcher[] = [];
   private running = false;
   private failure: unknown = undefined;
   private closed = false;
@@ -59,7 +67,9 @@ export class WalSync {
   /** The log now ends at `seq` (COMMIT returned). */
   committed(seq: number): void {
     this.committedSeq = Math.max(this.committedSeq, seq);
-    if (this.mode === 'commit') this.durableSeq = this.committedSeq;
+    if (this.mode !== 'commit') return;
+    this.durableSeq = this.committedSeq;
+    this.releaseWatchers();
   }
 
   /** The position a sync has made durable. */
@@ -76,6 +86,18 @@ export class WalSync {
       this.waiters.push({ seq, resolve, reject });
       this.kick();
     });
+  }
+
+  /**
+   * Resolves once everything up to `seq` is on disk, by a sync some other caller asked for: it starts none, so
+   * watching costs the disk nothing (a dispatch's sync covers its own admission). At a sync's end watchers are
+   * released before the callers that waited for it, so what a watcher does runs before what they do next.
+   */
+  whenCovered(seq: number): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failed());
+    if (seq <= this.durableSeq) return Promise.resolve();
+    if (this.closed) return Promise.reject(new CodedError('JOURNAL_UNAVAILABLE', 'the journal is closed'));
+    return new Promise<void>((resolve, reject) => this.watchers.push({ seq, resolve, reject }));
   }
 
   /**
@@ -121,7 +143,9 @@ export class WalSync {
       }
     }
     this.closed = true;
-    for (const w of this.waiters.splice(0)) w.reject(new CodedError('JOURNAL_UNAVAILABLE', 'the journal is closed'));
+    const closedError = new CodedError('JOURNAL_UNAVAILABLE', 'the journal is closed');
+    for (const w of this.waiters.splice(0)) w.reject(closedError);
+    for (const w of this.watchers.splice(0)) w.reject(closedError);
     if (!this.running) this.closeFd();
   }
 
@@ -131,6 +155,7 @@ export class WalSync {
     this.failure = cause;
     const error = this.failed();
     for (const w of this.waiters.splice(0)) w.reject(error);
+    for (const w of this.watchers.splice(0)) w.reject(error);
   }
 
   private kick(): void {
@@ -162,12 +187,21 @@ export class WalSync {
 
   private release(target: number): void {
     this.durableSeq = Math.max(this.durableSeq, target);
+    this.releaseWatchers();
     const isCovered = (w: Waiter): boolean =>
       w.seq <= this.durableSeq && (w.afterSync === undefined || w.afterSync < this.syncsDone);
     const covered = this.waiters.filter(isCovered);
     if (covered.length === 0) return;
     const rest = this.waiters.filter((w) => !isCovered(w));
     this.waiters.splice(0, this.waiters.length, ...rest);
+    for (const w of covered) w.resolve();
+  }
+
+  private releaseWatchers(): void {
+    if (this.watchers.length === 0) return;
+    const covered = this.watchers.filter((w) => w.seq <= this.durableSeq);
+    if (covered.length === 0) return;
+    this.watchers = this.watchers.filter((w) => w.seq > this.durableSeq);
     for (const w of covered) w.resolve();
   }
 

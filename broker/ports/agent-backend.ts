@@ -60,6 +60,10 @@ export interface AgentBackend {
   /**
    * Runs one tool call. `args` is as received (unvalidated). `signal` fires when the caller stops
    * waiting; its reason is a CallerStop. Never rejects for a refusal: refusals are answers.
+   * `onRecorded`, for a call that admits an action (http_request, ssh_exec), is told the action's id once its
+   * admission is durable — by a sync other appends asked for, none of its own; at the latest as the action's
+   * dispatch sync releases it, before its first byte leaves — so a caller that loses the answer (a broker restart)
+   * can still name the action. It may never be told (a refusal before admission, an answer first).
    */
   call(
     sessionId: string,
@@ -67,6 +71,7 @@ export interface AgentBackend {
     args: unknown,
     signal: AbortSignal,
     onProgress?: (p: CallProgress) => void,
+    onRecorded?: (actionId: string) => void,
   ): Promise<ToolAnswer>;
   /**
    * The answer carrying `handoff` was written completely to the caller's connection (the socket
@@ -85,12 +90,13 @@ export interface AgentBackend {
   upstreamTools?(): Promise<readonly UpstreamToolListing[]>;
   /** Told whenever the upstream tool list may have changed (a server's list_changed, an unlock, a config change). */
   onUpstreamToolsChanged?(listener: () => void): () => void;
-  /** Runs one upstream tool call (`name` is `<server>.<tool>`, `args` as received); refusals are answers, as for call. */
+  /** Runs one upstream tool call (`name` is `<server>.<tool>`, `args` as received); refusals and onRecorded as for call. */
   callUpstream?(
     sessionId: string,
     name: string,
     args: unknown,
     signal: AbortSignal,
     onProgress?: (p: CallProgress) => void,
+    onRecorded?: (actionId: string) => void,
   ): Promise<ToolAnswer>;
 }

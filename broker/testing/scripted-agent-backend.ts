@@ -18,6 +18,8 @@ export interface ScriptedCall {
   readonly aborted: Promise<unknown>;
   /** The socket's progress callback: present when the client's request carried a progressToken. */
   readonly onProgress: ((p: CallProgress) => void) | undefined;
+  /** The socket's action_recorded callback: present when the client declared the capability (postern mcp does). */
+  readonly onRecorded: ((actionId: string) => void) | undefined;
 }
 
 export type ScriptedResponder = (call: ScriptedCall) => ToolAnswer | Promise<ToolAnswer>;
@@ -70,12 +72,13 @@ export class ScriptedAgentBackend implements AgentBackend {
     args: unknown,
     signal: AbortSignal,
     onProgress?: (p: CallProgress) => void,
+    onRecorded?: (actionId: string) => void,
   ): Promise<ToolAnswer> {
     const aborted = new Promise<unknown>((resolve) => {
       if (signal.aborted) resolve(signal.reason);
       else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
     });
-    const call: ScriptedCall = { sessionId, tool, args, signal, aborted, onProgress };
+    const call: ScriptedCall = { sessionId, tool, args, signal, aborted, onProgress, onRecorded };
     this.calls.push(call);
     const waiter = this.callWaiters.shift();
     if (waiter !== undefined) {

@@ -36,7 +36,10 @@ export class DrillAgent {
   ) {
     child.on(
       'message',
-      (message: { result?: { id: number; reply?: ToolReply; error?: string }; ran?: RanCommand & { id: number } }) => {
+      (message: {
+        result?: { id: number; reply?: ToolReply; error?: string; errorData?: unknown };
+        ran?: RanCommand & { id: number };
+      }) => {
         if (message.ran !== undefined) {
           this.commands.get(message.ran.id)?.(message.ran);
           this.commands.delete(message.ran.id);
@@ -46,7 +49,8 @@ export class DrillAgent {
         if (result === undefined) return;
         const entry = this.waiting.get(result.id);
         this.waiting.delete(result.id);
-        if (result.error !== undefined) entry?.reject(new Error(result.error));
+        if (result.error !== undefined)
+          entry?.reject(Object.assign(new Error(result.error), { data: result.errorData }));
         else entry?.resolve(result.reply ?? {});
       },
     );

@@ -56,7 +56,8 @@ process.on('message', (message) => {
       })
       .then(
         (reply) => process.send?.({ result: { id, reply: progress === true ? { ...reply, progress: notes } : reply } }),
-        (error) => process.send?.({ result: { id, error: String(error?.message ?? error) } }),
+        // An MCP error's data (e.g. the shim's BROKER_RESTARTED naming the lost call's action) travels with it.
+        (error) => process.send?.({ result: { id, error: String(error?.message ?? error), errorData: error?.data } }),
       )
       .finally(() => inFlight.delete(id));
   }
