@@ -27,28 +27,36 @@ async function call(
   const secret = session?.secret() ?? null;
   // Without a secret the host answers 401 UNAUTHENTICATED with the way to sign in; the UI shows it.
   if (secret !== null) headers['Authorization'] = `Bearer ${secret}`;
-  let response: Response;
-  try {
-    response = await fetchFn(`/api/${method}`, {
-      method: 'POST',
-      credentials: 'omit',
-      headers,
-      body: JSON.stringify(input ?? {}),
-    });
-  } catch {
-    return clientError('BROKER_UNREACHABLE', 'The broker did not answer. Is the daemon still running?');
-  }
-  let body: unknown;
-  try {
-    body = await response.json();
-  } catch {
-    return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} without a JSON reply.`);
-  }
-  if (!isReply(body))
-    return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} with an unexpected body.`);
+  const answer = await postJson(fetchFn, `/api/${method}`, headers, input ?? {});
+  if ('error' in answer) return answer;
+  const { status, body } = answer;
+  if (!isReply(body)) return clientError('BAD_REPLY', `The broker answered HTTP ${status} with an unexpected body.`);
   // The host no longer knows this secret (another run of the daemon, or signed out as the oldest of its tabs).
   if (!body.ok && body.error.code === 'UNAUTHENTICATED' && secret !== null) session?.refused(secret);
   return body;
+}
+
+/**
+ * POSTs `input` as JSON to this page's own origin (no cookie: `credentials: 'omit'`) and reads the JSON it answers
+ * with, or says why there is none (BROKER_UNREACHABLE, BAD_REPLY).
+ */
+export async function postJson(
+  fetchFn: typeof fetch,
+  path: string,
+  headers: Record<string, string>,
+  input: unknown,
+): Promise<{ status: number; body: unknown } | ReturnType<typeof clientError>> {
+  let response: Response;
+  try {
+    response = await fetchFn(path, { method: 'POST', credentials: 'omit', headers, body: JSON.stringify(input) });
+  } catch {
+    return clientError('BROKER_UNREACHABLE', 'The broker did not answer. Is the daemon still running?');
+  }
+  try {
+    return { status: response.status, body: (await response.json()) as unknown };
+  } catch {
+    return clientError('BAD_REPLY', `The broker answered HTTP ${response.status} without a JSON reply.`);
+  }
 }
 
 function isReply(value: unknown): value is Reply<unknown> {

@@ -1,5 +1,6 @@
 import type { Reply } from '../../../broker/contract/index.js';
 import { legacyOperatorSessionKey, operatorSignInMeta } from '../../../broker/contract/operator-sign-in.js';
+import { postJson } from './http-operator-api.js';
 import { clientError } from './operator-api.js';
 
 /**
@@ -90,25 +91,14 @@ export async function signInWithPasted(
 ): Promise<Reply<null>> {
   const token = tokenIn(pasted.trim(), origin);
   if (typeof token !== 'string') return token;
-  let answer: Response;
-  try {
-    answer = await fetchFn('/auth/session', {
-      method: 'POST',
-      credentials: 'omit',
-      cache: 'no-store',
-      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
-      body: JSON.stringify({ token }),
-    });
-  } catch {
-    return clientError('BROKER_UNREACHABLE', 'The broker did not answer. Is the daemon still running?');
-  }
-  let body: unknown;
-  try {
-    body = await answer.json();
-  } catch {
-    return clientError('BAD_REPLY', `The broker answered HTTP ${answer.status} without a JSON reply.`);
-  }
-  const reply = body as { ok?: unknown; value?: { session?: unknown }; error?: { code?: unknown; message?: unknown } };
+  const headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
+  const answer = await postJson(fetchFn, '/auth/session', headers, { token });
+  if ('error' in answer) return answer;
+  const reply = answer.body as {
+    ok?: unknown;
+    value?: { session?: unknown };
+    error?: { code?: unknown; message?: unknown };
+  };
   if (reply.ok === true && typeof reply.value?.session === 'string') {
     session.signIn(reply.value.session);
     return { ok: true, value: null };
