@@ -181,3 +181,67 @@ describe('the Add SSH host form, by clicks', () => {
     caseTimeoutMs,
   );
 });
+
+describe('the Add route form, by clicks', () => {
+  it(
+    'asks for what the chosen injection needs: an aws_sigv4 scope, an OAuth2 token endpoint, refused next to its field',
+    async () => {
+      if (daemon === undefined) throw new Error('no daemon');
+      const { page, problems, context } = await openOperatorPage(browser, daemon.operatorUrl);
+      await page.getByRole('tab', { name: /^Routes/ }).click();
+      const form = page.getByRole('form', { name: 'Add route' });
+      await form.waitFor();
+      const error = form.getByTestId('route-form-error');
+      // Whichever answer comes, its text is the failure message when it is not the one expected.
+      const answer = form.locator('[data-testid="route-form-result"], [data-testid="route-form-error"]');
+
+      // A plain injection shows neither section.
+      expect(await form.getByLabel('AWS region').count()).toBe(0);
+      expect(await form.getByLabel('Token URL').count()).toBe(0);
+
+      await form.getByLabel('Route name').fill('gateway');
+      await form.getByLabel('Base URL').fill('https://abc.execute-api.eu-west-1.amazonaws.com');
+      await form.getByLabel('Credential name').fill('cloud-key');
+      await form.getByLabel('Injection').selectOption('aws_sigv4');
+      await form.getByLabel('AWS service (signing name)').fill('execute-api');
+      await form.getByRole('button', { name: 'Add route to the file' }).click();
+      await error.waitFor();
+      expect(await error.getAttribute('data-field')).toBe('aws_region');
+      expect(await error.textContent()).toContain('AWS region:');
+      expect(await form.getByLabel('AWS region').getAttribute('aria-invalid')).toBe('true');
+      expect(readFileSync(path.join(dataDir, 'postern.yaml'), 'utf8')).not.toContain('gateway');
+
+      await form.getByLabel('AWS region').fill('eu-west-1');
+      await form.getByRole('button', { name: 'Add route to the file' }).click();
+      await answer.filter({ hasText: 'gateway' }).waitFor();
+      expect(await answer.textContent()).toMatch(/^Added route gateway to .*postern\.yaml: in force now\.$/);
+
+      // OAuth2: a token endpoint over plain http to another host is refused, naming the field; https is written.
+      await form.getByLabel('Route name').fill('crm');
+      await form.getByLabel('Base URL').fill('https://crm.example.com');
+      await form.getByLabel('Credential name').fill('crm-client');
+      await form.getByLabel('Injection').selectOption('oauth2_client_credentials');
+      expect(await form.getByLabel('AWS region').count()).toBe(0);
+      await form.getByLabel('Token URL').fill('http://auth.example.com/token');
+      await form.getByLabel('Scopes (space separated; optional)').fill('contacts.read contacts.write');
+      await form.getByRole('button', { name: 'Add route to the file' }).click();
+      await error.filter({ hasText: 'Token URL:' }).waitFor();
+      expect(await error.getAttribute('data-field')).toBe('token_url');
+      await form.getByLabel('Token URL').fill('https://auth.example.com/token');
+      await form.getByRole('button', { name: 'Add route to the file' }).click();
+      await answer.filter({ hasText: 'crm' }).waitFor();
+      expect(await answer.textContent()).toMatch(/^Added route crm to .*postern\.yaml: in force now\.$/);
+
+      const routes = (await op(dataDir, 'config.show', {})).routes;
+      expect(routes.find((r) => r.name === 'gateway')).toMatchObject({ injection: 'aws_sigv4' });
+      expect(routes.find((r) => r.name === 'crm')).toMatchObject({ injection: 'oauth2_client_credentials' });
+      const text = readFileSync(path.join(dataDir, 'postern.yaml'), 'utf8');
+      expect(text).toContain('service: execute-api');
+      expect(text).toContain('token_url: https://auth.example.com/token');
+      await shoot(page, 'route-form-injections.png');
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    caseTimeoutMs,
+  );
+});

@@ -116,7 +116,8 @@ const approvalMode = z.enum(ApprovalMode);
  * One edit of postern.yaml: add or remove a route or an SSH host entry. The host applies it to the
  * file through the `yaml` library (comments kept), checks the whole result with the configuration
  * schema, and writes it atomically; a trusted broker with its vault unlocked applies it at once (else at
- * the next start). Only the basic fields are offered; lanes, idempotency, lookups and TLS stay in the file.
+ * the next start). Only the basic fields are offered, with what each injection needs (an aws_sigv4 route's scope, an
+ * oauth2_client_credentials route's token endpoint); lanes, idempotency, lookups and TLS stay in the file.
  */
 export const configEditSchema = z.discriminatedUnion('op', [
   z.strictObject({
@@ -131,6 +132,16 @@ export const configEditSchema = z.discriminatedUnion('op', [
         .array(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']))
         .min(1)
         .max(7)
+        .optional(),
+      /** injection aws_sigv4: the scope each request is signed for (the configuration schema checks the names). */
+      aws: z.strictObject({ region: z.string().min(1).max(64), service: z.string().min(1).max(64) }).optional(),
+      /** injection oauth2_client_credentials: where the token is asked, and for what. */
+      oauth2: z
+        .strictObject({
+          token_url: z.string().min(1).max(2048),
+          scopes: z.array(z.string().min(1).max(200)).min(1).max(32).optional(),
+          audience: z.string().min(1).max(2048).optional(),
+        })
         .optional(),
     }),
   }),

@@ -313,7 +313,73 @@ describe('config.edit', () => {
     expect(shown.edited_since_start).toBe(true);
   });
 
+  it('writes what an aws_sigv4 or oauth2_client_credentials route needs, and the file loads with it', async () => {
+    const { handlers } = await lockedBroker();
+    const file = path.join(dir.path, 'postern.yaml');
+    const common = { credential: 'cloud', approval: 'per_call' } as const;
+    value(
+      await handlers['config.edit']({
+        op: 'add_route',
+        route: {
+          ...common,
+          name: 'gateway',
+          base_url: 'https://abc.execute-api.eu-west-1.amazonaws.com',
+          injection: 'aws_sigv4',
+          aws: { region: 'eu-west-1', service: 'execute-api' },
+        },
+      }),
+    );
+    value(
+      await handlers['config.edit']({
+        op: 'add_route',
+        route: {
+          ...common,
+          name: 'crm',
+          base_url: 'https://crm.example.com',
+          injection: 'oauth2_client_credentials',
+          oauth2: { token_url: 'https://auth.example.com/token', scopes: ['contacts.read'], audience: 'crm' },
+        },
+      }),
+    );
+    const next = parseConfig(readFileSync(file, 'utf8'), file);
+    expect(next.routes.get('gateway')).toMatchObject({ aws: { region: 'eu-west-1', service: 'execute-api' } });
+    expect(next.routes.get('crm')).toMatchObject({
+      oauth2: { token_url: 'https://auth.example.com/token', scopes: ['contacts.read'], audience: 'crm' },
+    });
+  });
+
   it.each<[string, unknown, string, string]>([
+    [
+      'an aws_sigv4 route without its scope',
+      {
+        op: 'add_route',
+        route: {
+          name: 'aws',
+          base_url: 'https://x.example',
+          credential: 'c',
+          injection: 'aws_sigv4',
+          approval: 'none',
+        },
+      },
+      'CONFIG_INVALID',
+      'routes[1].aws',
+    ],
+    [
+      'a token endpoint over plain http to another host',
+      {
+        op: 'add_route',
+        route: {
+          name: 'o',
+          base_url: 'https://x.example',
+          credential: 'c',
+          injection: 'oauth2_client_credentials',
+          approval: 'none',
+          oauth2: { token_url: 'http://auth.example.com/token' },
+        },
+      },
+      'CONFIG_INVALID',
+      'routes[1].oauth2.token_url',
+    ],
     [
       'a bad base_url',
       {

@@ -4,6 +4,8 @@ import {
   isIpv6,
   parsePins,
   parseSshAddress,
+  emptyRouteDraft,
+  routeEdit,
   routeFieldsByKey,
   sshBindingNames,
   sshCredentialUse,
@@ -154,6 +156,66 @@ describe('the field a broker refusal names', () => {
     expect(formFieldOf({ field: 'routes[2].base_url' }, routeFieldsByKey)).toBe('base_url');
     expect(formFieldOf({ field: 'route.methods.0' }, routeFieldsByKey)).toBe('methods');
     expect(formFieldOf({}, routeFieldsByKey)).toBeNull();
+  });
+
+  it.each([
+    ['routes[0].aws.region', 'aws_region'],
+    ['routes[0].aws.service', 'aws_service'],
+    ['routes[0].aws', 'aws_region'],
+    ['route.oauth2.token_url', 'token_url'],
+    ['routes[4].oauth2.scopes.2', 'scopes'],
+    ['routes[4].oauth2.audience', 'audience'],
+    ['routes[4].oauth2', 'token_url'],
+  ])('names the injection setting %s refused as the form field %s', (field, expected) => {
+    expect(formFieldOf({ field }, routeFieldsByKey)).toBe(expected);
+  });
+});
+
+describe('the add_route edit the route form sends', () => {
+  const base = { ...emptyRouteDraft, name: ' api ', baseUrl: ' https://api.example.com ', credential: ' key ' };
+
+  it('sends the names trimmed and no section for a plain injection, whatever was typed in a hidden field', () => {
+    expect(routeEdit({ ...base, injection: 'header', awsRegion: 'eu-west-1', tokenUrl: 'https://t' })).toEqual({
+      op: 'add_route',
+      route: {
+        name: 'api',
+        base_url: 'https://api.example.com',
+        credential: 'key',
+        injection: 'header',
+        approval: 'per_call',
+      },
+    });
+  });
+
+  it('sends the signing scope of an aws_sigv4 route, and only that section', () => {
+    const edit = routeEdit({
+      ...base,
+      injection: 'aws_sigv4',
+      awsRegion: ' eu-west-1 ',
+      awsService: 'execute-api',
+      tokenUrl: 'x',
+    });
+    expect(edit.route).toMatchObject({ injection: 'aws_sigv4', aws: { region: 'eu-west-1', service: 'execute-api' } });
+    expect(edit.route).not.toHaveProperty('oauth2');
+  });
+
+  it('sends the token endpoint of an oauth2 route, scopes split on spaces or commas, an audience only when typed', () => {
+    const draft = {
+      ...base,
+      injection: 'oauth2_client_credentials' as const,
+      tokenUrl: ' https://auth.example.com/token ',
+    };
+    expect(
+      routeEdit({ ...draft, scopes: 'read:docs, write:docs  admin', audience: ' https://api ' }).route,
+    ).toMatchObject({
+      oauth2: {
+        token_url: 'https://auth.example.com/token',
+        scopes: ['read:docs', 'write:docs', 'admin'],
+        audience: 'https://api',
+      },
+    });
+    expect(routeEdit(draft).route.oauth2).toEqual({ token_url: 'https://auth.example.com/token' });
+    expect(routeEdit(draft).route).not.toHaveProperty('aws');
   });
 });
 

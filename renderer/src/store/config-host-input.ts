@@ -1,6 +1,6 @@
-import type { ApprovalMode, CredentialSummary } from '../../../broker/contract/index.js';
+import type { ApprovalMode, CredentialSummary, InjectionKind } from '../../../broker/contract/index.js';
 import type { ReplyError } from '../api/operator-api.js';
-import type { ConfigEdit } from './config-reducer.js';
+import { parseMethods, type ConfigEdit } from './config-reducer.js';
 
 /**
  * The Add SSH host form as a person fills it in, checked here the way docs/config.md describes an
@@ -22,7 +22,18 @@ export interface SshHostDraft {
 }
 
 export type SshHostField = 'name' | 'host' | 'port' | 'user' | 'credential' | 'pins' | 'approval';
-export type RouteField = 'name' | 'base_url' | 'credential' | 'injection' | 'approval' | 'methods';
+export type RouteField =
+  | 'name'
+  | 'base_url'
+  | 'credential'
+  | 'injection'
+  | 'approval'
+  | 'methods'
+  | 'aws_region'
+  | 'aws_service'
+  | 'token_url'
+  | 'scopes'
+  | 'audience';
 
 /** A refusal of a form's input, by field: the form shows it next to itself and marks the field. */
 export interface FormProblem<F extends string> {
@@ -170,8 +181,9 @@ export function formFieldOf<F extends string>(
   fields: Readonly<Record<string, F>>,
 ): F | null {
   const path = (error.field ?? '').replace(/^(?:ssh_hosts|routes)(?:\[\d+\])?\.|^(?:host|route)\./, '');
-  const head = /^[a-z_]+/.exec(path)?.[0] ?? '';
-  return fields[head] ?? null;
+  // A nested field (`aws.region`) first, then the section it is in (`aws`).
+  const [, head = '', sub] = /^([a-z0-9_]+)(?:\.([a-z0-9_]+))?/.exec(path) ?? [];
+  return (sub === undefined ? undefined : fields[`${head}.${sub}`]) ?? fields[head] ?? null;
 }
 
 /** The broker's words for the SSH host form's fields. */
@@ -191,6 +203,13 @@ export const routeFieldsByKey: Readonly<Record<string, RouteField>> = {
   injection: 'injection',
   approval: 'approval',
   methods: 'methods',
+  aws: 'aws_region',
+  'aws.region': 'aws_region',
+  'aws.service': 'aws_service',
+  oauth2: 'token_url',
+  'oauth2.token_url': 'token_url',
+  'oauth2.scopes': 'scopes',
+  'oauth2.audience': 'audience',
 };
 
 /**
@@ -265,4 +284,69 @@ export function sshCredentialUse(
     return { state: 'name_only', credential: found.name, name, host, fix };
   }
   return { state: 'unbound', credential: found.name, bindings: found.bindings, fix };
+}
+
+/** The add route form's fields as typed. */
+export interface RouteDraft {
+  name: string;
+  baseUrl: string;
+  credential: string;
+  injection: InjectionKind;
+  approval: ApprovalMode;
+  methods: string;
+  /** injection aws_sigv4: the signature scope. */
+  awsRegion: string;
+  awsService: string;
+  /** injection oauth2_client_credentials: the token endpoint, scopes (space or comma separated), audience. */
+  tokenUrl: string;
+  scopes: string;
+  audience: string;
+}
+
+/** The draft's typed (text) fields. */
+export type DraftText = Exclude<keyof RouteDraft, 'injection' | 'approval'>;
+
+export const emptyRouteDraft: RouteDraft = {
+  name: '',
+  baseUrl: '',
+  credential: '',
+  injection: 'bearer',
+  approval: 'per_call',
+  methods: '',
+  awsRegion: '',
+  awsService: '',
+  tokenUrl: '',
+  scopes: '',
+  audience: '',
+};
+
+/**
+ * The add_route edit: names trimmed, no methods when none were typed (the broker's default: all), and the section
+ * the chosen injection needs (only that one: the broker refuses an aws scope on another injection).
+ */
+export function routeEdit(draft: RouteDraft): Extract<ConfigEdit, { op: 'add_route' }> {
+  const chosen = parseMethods(draft.methods) as Array<'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'>;
+  const scopes = draft.scopes.split(/[\s,]+/).filter((scope) => scope !== '');
+  const audience = draft.audience.trim();
+  const route = {
+    name: draft.name.trim(),
+    base_url: draft.baseUrl.trim(),
+    credential: draft.credential.trim(),
+    injection: draft.injection,
+    approval: draft.approval,
+    ...(chosen.length === 0 ? {} : { methods: chosen }),
+    ...(draft.injection === 'aws_sigv4'
+      ? { aws: { region: draft.awsRegion.trim(), service: draft.awsService.trim() } }
+      : {}),
+    ...(draft.injection === 'oauth2_client_credentials'
+      ? {
+          oauth2: {
+            token_url: draft.tokenUrl.trim(),
+            ...(scopes.length === 0 ? {} : { scopes }),
+            ...(audience === '' ? {} : { audience }),
+          },
+        }
+      : {}),
+  };
+  return { op: 'add_route', route };
 }

@@ -1,7 +1,14 @@
 import { useState, type ChangeEvent, type FormEvent } from 'react';
-import type { ApprovalMode, InjectionKind } from '../../../broker/contract/index.js';
-import { routeFieldsByKey, type FormProblem, type RouteField } from '../store/config-host-input.js';
-import { parseMethods, type ConfigEdit } from '../store/config-reducer.js';
+import type { InjectionKind } from '../../../broker/contract/index.js';
+import {
+  emptyRouteDraft,
+  routeEdit,
+  routeFieldsByKey,
+  type DraftText,
+  type FormProblem,
+  type RouteDraft,
+  type RouteField,
+} from '../store/config-host-input.js';
 import { AddForm, Field } from './add-form.js';
 import {
   ApprovalField,
@@ -12,24 +19,15 @@ import {
   type InvalidProps,
 } from './file-entry-form.js';
 
-/** The form's fields as typed. */
-interface RouteDraft {
-  name: string;
-  baseUrl: string;
-  credential: string;
-  injection: InjectionKind;
-  approval: ApprovalMode;
-  methods: string;
-}
-
-const emptyRouteDraft: RouteDraft = {
-  name: '',
-  baseUrl: '',
-  credential: '',
-  injection: 'bearer',
-  approval: 'per_call',
-  methods: '',
-};
+/** The injections the form offers, each with what it does to a request. */
+const injections: ReadonlyArray<{ kind: InjectionKind; label: string }> = [
+  { kind: 'bearer', label: 'bearer (Authorization: Bearer)' },
+  { kind: 'header', label: 'header (a named header)' },
+  { kind: 'basic', label: 'basic (Authorization: Basic)' },
+  { kind: 'query', label: 'query (a query parameter)' },
+  { kind: 'aws_sigv4', label: 'aws_sigv4 (AWS Signature Version 4)' },
+  { kind: 'oauth2_client_credentials', label: 'oauth2_client_credentials (a token the broker fetches)' },
+];
 
 export function AddRouteForm() {
   const { id, problem, invalid, begin, write, formProps } = useFileEntryForm(routeForm);
@@ -49,26 +47,18 @@ export function AddRouteForm() {
       title="Add route"
       {...formProps}
       onSubmit={submit}
-      intro={<p className="muted">Lanes, idempotency contracts, lookups and TLS pins are edited in the file itself.</p>}
+      intro={
+        <p className="muted">
+          Lanes, idempotency contracts, lookups and TLS pins are edited in the file itself. The credential must be of
+          the kind the injection uses (an aws_sigv4 access key for aws_sigv4, an oauth2_client for
+          oauth2_client_credentials).
+        </p>
+      }
       submit="Add route to the file"
     >
       <RouteFields id={id} draft={draft} setDraft={setDraft} problem={problem} invalid={invalid} />
     </AddForm>
   );
-}
-
-/** The add_route edit: names trimmed, no methods when none were typed (the broker's default: all). */
-function routeEdit(draft: RouteDraft): Extract<ConfigEdit, { op: 'add_route' }> {
-  const chosen = parseMethods(draft.methods) as Array<'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'>;
-  const route = {
-    name: draft.name.trim(),
-    base_url: draft.baseUrl.trim(),
-    credential: draft.credential.trim(),
-    injection: draft.injection,
-    approval: draft.approval,
-    ...(chosen.length === 0 ? {} : { methods: chosen }),
-  };
-  return { op: 'add_route', route };
 }
 
 function RouteFields({
@@ -85,7 +75,7 @@ function RouteFields({
   invalid: InvalidProps<RouteField>;
 }) {
   const kit: FieldKit<RouteField> = { id, problem, invalid, labels: routeFieldLabels };
-  const change = (field: 'name' | 'baseUrl' | 'credential' | 'methods') => (e: ChangeEvent<HTMLInputElement>) =>
+  const change = (field: DraftText) => (e: ChangeEvent<HTMLInputElement>) =>
     setDraft((d) => ({ ...d, [field]: e.target.value }));
   return (
     <>
@@ -114,12 +104,14 @@ function RouteFields({
           onChange={(e) => setDraft((d) => ({ ...d, injection: e.target.value as InjectionKind }))}
           {...invalid('injection')}
         >
-          <option value="bearer">bearer</option>
-          <option value="header">header</option>
-          <option value="basic">basic</option>
-          <option value="query">query</option>
+          {injections.map(({ kind, label }) => (
+            <option key={kind} value={kind}>
+              {label}
+            </option>
+          ))}
         </select>
       </Field>
+      <InjectionSettings kit={kit} draft={draft} change={change} />
       <ApprovalField
         kit={kit}
         field="approval"
@@ -127,6 +119,60 @@ function RouteFields({
         onChange={(approval) => setDraft((d) => ({ ...d, approval }))}
       />
       <TextField kit={kit} field="methods" value={draft.methods} onChange={change('methods')} maxLength={64} />
+    </>
+  );
+}
+
+/** What the chosen injection needs besides the credential: an aws_sigv4 route's scope, an OAuth2 token endpoint. */
+function InjectionSettings({
+  kit,
+  draft,
+  change,
+}: {
+  kit: FieldKit<RouteField>;
+  draft: RouteDraft;
+  change: (field: DraftText) => (e: ChangeEvent<HTMLInputElement>) => void;
+}) {
+  return (
+    <>
+      {draft.injection === 'aws_sigv4' && (
+        <>
+          <TextField
+            kit={kit}
+            field="aws_region"
+            value={draft.awsRegion}
+            onChange={change('awsRegion')}
+            maxLength={64}
+            placeholder="eu-west-1"
+            required
+          />
+          <TextField
+            kit={kit}
+            field="aws_service"
+            value={draft.awsService}
+            onChange={change('awsService')}
+            maxLength={64}
+            placeholder="execute-api"
+            required
+          />
+        </>
+      )}
+      {draft.injection === 'oauth2_client_credentials' && (
+        <>
+          <TextField
+            kit={kit}
+            field="token_url"
+            suffix="url-token"
+            value={draft.tokenUrl}
+            onChange={change('tokenUrl')}
+            maxLength={2048}
+            placeholder="https://auth.example.com/oauth/token"
+            required
+          />
+          <TextField kit={kit} field="scopes" value={draft.scopes} onChange={change('scopes')} maxLength={2048} />
+          <TextField kit={kit} field="audience" value={draft.audience} onChange={change('audience')} maxLength={2048} />
+        </>
+      )}
     </>
   );
 }
@@ -139,6 +185,11 @@ const routeFieldLabels: Record<RouteField, string> = {
   injection: 'Injection',
   approval: 'Approval',
   methods: 'Methods (comma separated; empty: all)',
+  aws_region: 'AWS region',
+  aws_service: 'AWS service (signing name)',
+  token_url: 'Token URL',
+  scopes: 'Scopes (space separated; optional)',
+  audience: 'Audience (optional)',
 };
 
 const routeForm: FileEntryForm<RouteField> = {
