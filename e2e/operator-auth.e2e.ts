@@ -307,3 +307,29 @@ describe("when a same-user agent reads the operator's browser profile on disk", 
     }
   }, 90_000);
 });
+
+describe('when the daemon restarts under a signed-in tab', () => {
+  it("the tab signs out (the new run knows no session of the old) and signs in with the new run's URL, on its view", async () => {
+    const dataDir = path.join(scratch, 'restart-data');
+    let running = await startDaemon(dataDir);
+    try {
+      const { page, context } = await openOperatorPage(browser, running.operatorUrl);
+      await page.goto(`${running.origin}/#/activity/events`);
+      await page.getByTestId('activity-view').waitFor();
+      const { port, origin } = running;
+      expect((await running.process.stop()).code).toBe(0);
+      // The same port, so the tab's origin is the new run's: its next call carries a secret that run never issued.
+      running = await startDaemon(dataDir, { port });
+      await page.getByTestId('sign-in-view').waitFor();
+      expect(page.url()).toBe(`${origin}/#/activity/events`);
+      await page.getByTestId('sign-in-url').fill(running.operatorUrl);
+      await page.getByTestId('sign-in-submit').click();
+      await page.getByTestId('activity-view').waitFor();
+      expect(page.url()).toBe(`${origin}/#/activity/events`);
+      expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });
+      await context.close();
+    } finally {
+      await running.process.stop();
+    }
+  }, 90_000);
+});

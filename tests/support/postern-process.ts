@@ -148,9 +148,10 @@ export interface RunningDaemon {
 /** Starts `postern <command> --data-dir DIR --port 0` and waits for its ready event. */
 export async function startDaemon(
   dataDir: string,
-  options: { command?: 'daemon' | 'start'; env?: Record<string, string | undefined> } = {},
+  options: { command?: 'daemon' | 'start'; env?: Record<string, string | undefined>; port?: number } = {},
 ): Promise<RunningDaemon> {
-  const proc = new PosternProcess([options.command ?? 'daemon', '--data-dir', dataDir, '--port', '0'], options.env);
+  const port = String(options.port ?? 0);
+  const proc = new PosternProcess([options.command ?? 'daemon', '--data-dir', dataDir, '--port', port], options.env);
   try {
     const ready = await proc.waitForEvent('ready');
     const urlLine = proc.stdoutLines.find((line) => line.startsWith('Operator UI: '));
