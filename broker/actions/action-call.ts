@@ -155,7 +155,7 @@ function startExecutor(
  * Tells `onRecorded` the action's id once its admission is on disk, by a sync other appends asked for
  * (Journal.onceDurable starts none): a caller that then loses the answer to a broker restart can still name the
  * action (action_status, fetch_result). The journal releases such watchers before the appends its sync covers, so
- * for an action dispatched at once this runs before the dispatch's first byte is written.
+ * for an action dispatched at once this runs in the turn that writes the dispatch's first byte, ahead of the dispatcher.
  */
 function tellRecorded(deps: AgentBackendDeps, started: Started, onRecorded: (actionId: string) => void): void {
   started.admitted

@@ -23,7 +23,7 @@ const replayIdPrefix = 'postern-shim-replay-';
 const lostPrefix =
   'the connection to the Postern broker was lost before it answered (broker restarted or stopped); the shim is reconnecting. ';
 /** No action named: the broker names each one once recorded (agent-api.ts actionRecordedNotification), before its dispatch at the latest. */
-const lostAnswer = `${lostPrefix}The broker had named no action for this call (it names each one once recorded, before dispatching it).`;
+const lostAnswer = `${lostPrefix}The broker had named no action for this call before the connection was lost.`;
 /** The lost call's action, named: the agent asks about it instead of resending. */
 function lostAction(actionId: string): string {
   return (

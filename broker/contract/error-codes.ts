@@ -447,6 +447,11 @@ export const errorCodeRegistry = {
     meaning: 'The socket accepted the connection but no MCP session could be opened on it.',
   },
   PROTOCOL: { from: sdk, meaning: 'The broker answered with a shape this SDK does not understand.' },
+  CONNECTION_LOST: {
+    from: sdk,
+    meaning:
+      'The connection to the broker closed before it answered; the error names the action the call recorded, if the broker had named one.',
+  },
 } as const satisfies Readonly<Record<string, CodeEntry>>;
 
 export type PosternCode = keyof typeof errorCodeRegistry;

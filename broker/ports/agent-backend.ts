@@ -62,7 +62,7 @@ export interface AgentBackend {
    * waiting; its reason is a CallerStop. Never rejects for a refusal: refusals are answers.
    * `onRecorded`, for a call that admits an action (http_request, ssh_exec), is told the action's id once its
    * admission is durable — by a sync other appends asked for, none of its own; at the latest as the action's
-   * dispatch sync releases it, before its first byte leaves — so a caller that loses the answer (a broker restart)
+   * dispatch sync releases it, in the turn that writes its first byte — so a caller that loses the answer (a broker restart)
    * can still name the action. It may never be told (a refusal before admission, an answer first).
    */
   call(

@@ -196,6 +196,44 @@ describe('when a call fails', () => {
   });
 });
 
+describe('when the broker goes away before it answers', () => {
+  it('throws CONNECTION_LOST naming the action the call recorded, which the broker named once it was durable', async () => {
+    const client = await connect();
+    backend.respond = (call) => {
+      if (call.onRecorded === undefined) throw new Error('the SDK did not declare postern.action_recorded');
+      call.onRecorded('act_sdk_recorded');
+      return holdUntilAborted(call);
+    };
+    const lost = client.httpRequest({ route: 'github', method: 'POST', path: '/x' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await backend.nextCall();
+    // An answer after the notification proves the SDK read it before the socket goes.
+    backend.respond = () => ({ isError: false, structured: scriptedRouteList, text: 'routes' });
+    await client.listRoutes();
+    await socket.close();
+    const error = await lost;
+    expect(error).toBeInstanceOf(PosternConnectionError);
+    expect(error).toMatchObject({ code: 'CONNECTION_LOST', actionId: 'act_sdk_recorded' });
+    expect(String((error as Error).message)).toContain('actionStatus("act_sdk_recorded")');
+  });
+
+  it('says the broker named no action when it had not, and names none', async () => {
+    const client = await connect();
+    backend.respond = holdUntilAborted;
+    const lost = client.sshExec({ host: 'h', command: 'true' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await backend.nextCall();
+    await socket.close();
+    const error = await lost;
+    expect(error).toMatchObject({ code: 'CONNECTION_LOST', actionId: undefined });
+    expect(String((error as Error).message)).toContain('named no action');
+  });
+});
+
 describe('retry', () => {
   const keysSeen = (): unknown[] =>
     backend.calls.map((call) => (call.args as { idempotency_key?: string }).idempotency_key);

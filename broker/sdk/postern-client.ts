@@ -1,7 +1,10 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
+  actionRecordedCapability,
+  actionRecordedNotification,
   agentRouteListSchema,
   agentToolReplySchema,
   callWaitMsDefault,
@@ -59,7 +62,12 @@ export interface PosternClient {
 export async function connectPostern(options: ConnectOptions = {}): Promise<PosternClient> {
   const socketPath = resolveSocketPath(options);
   const transport = new SocketClientTransport(socketPath);
-  const client = new Client({ name: options.clientName ?? 'postern-sdk', version: options.clientVersion ?? '0' });
+  const client = new Client(
+    { name: options.clientName ?? 'postern-sdk', version: options.clientVersion ?? '0' },
+    // The broker then names each call's action once it is durable, so a lost connection still says which one.
+    { capabilities: { experimental: { [actionRecordedCapability]: {} } } },
+  );
+  const recorded = recordedActions(transport, client);
   try {
     await client.connect(transport);
   } catch (error) {
@@ -74,10 +82,12 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
     timeout: number,
   ): Promise<unknown> => {
     for (let attempt = 1; ; attempt += 1) {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
-        timeout,
-        ...(callOptions?.signal ? { signal: callOptions.signal } : {}),
-      });
+      const result = await recorded.track((meta) =>
+        client.callTool({ name: tool, arguments: args, _meta: meta }, undefined, {
+          timeout,
+          ...(callOptions?.signal ? { signal: callOptions.signal } : {}),
+        }),
+      );
       if (result.isError !== true) return result.structuredContent;
       const reply = parseReply(result.structuredContent);
       const step = nextRetry({
@@ -125,6 +135,64 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
     },
     close: () => client.close(),
   };
+}
+
+/** Marks a tool call's request so the client can find the JSON-RPC id it was sent under. */
+const callMarker = 'postern.sdk_call';
+
+/**
+ * The action each in-flight call recorded, as the broker names it (notifications/postern/action_recorded, sent to a
+ * client that declared the capability): `track` runs one call and, when the connection closes before its answer,
+ * throws CONNECTION_LOST naming that action (or saying the broker had named none).
+ */
+function recordedActions(transport: SocketClientTransport, client: Client) {
+  let calls = 0;
+  const idOfCall = new Map<number, string>();
+  const actionOfId = new Map<string, string>();
+  transport.onsend = (message) => {
+    if (!('method' in message) || message.method !== 'tools/call' || !('id' in message)) return;
+    const marker = (message.params?.['_meta'] as Record<string, unknown> | undefined)?.[callMarker];
+    if (typeof marker === 'number') idOfCall.set(marker, JSON.stringify(message.id));
+  };
+  client.fallbackNotificationHandler = async ({ method, params }) => {
+    if (method !== actionRecordedNotification) return;
+    const { request_id: id, action_id: actionId } = (params ?? {}) as { request_id?: unknown; action_id?: unknown };
+    if ((typeof id === 'string' || typeof id === 'number') && typeof actionId === 'string')
+      actionOfId.set(JSON.stringify(id), actionId);
+  };
+  return {
+    async track<T>(send: (meta: Record<string, unknown>) => Promise<T>): Promise<T> {
+      calls += 1;
+      const marker = calls;
+      try {
+        return await send({ [callMarker]: marker });
+      } catch (error) {
+        if (!(error instanceof McpError) || error.code !== ErrorCode.ConnectionClosed) throw error;
+        const requestId = idOfCall.get(marker);
+        const actionId = requestId === undefined ? undefined : actionOfId.get(requestId);
+        throw lostConnection(error, actionId);
+      } finally {
+        const requestId = idOfCall.get(marker);
+        idOfCall.delete(marker);
+        if (requestId !== undefined) actionOfId.delete(requestId);
+      }
+    },
+  };
+}
+
+function lostConnection(error: McpError, actionId: string | undefined): PosternConnectionError {
+  const lost = 'the connection to the Postern broker closed before it answered';
+  if (actionId === undefined)
+    return new PosternConnectionError(
+      'CONNECTION_LOST',
+      `${lost}; the broker had named no action for this call before the connection was lost`,
+      { cause: error },
+    );
+  return new PosternConnectionError(
+    'CONNECTION_LOST',
+    `${lost}; this call's action ${actionId} was recorded: do not send it again — once a broker is back, actionStatus("${actionId}") says what is known`,
+    { cause: error, actionId },
+  );
 }
 
 function resolveSocketPath(options: ConnectOptions): string {

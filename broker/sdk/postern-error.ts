@@ -28,13 +28,19 @@ export class PosternActionError extends Error {
   }
 }
 
-/** The broker could not be reached, refused the connection, or answered something that is not Postern's protocol. */
+/**
+ * The broker could not be reached, refused the connection, answered something that is not Postern's protocol, or
+ * went away before it answered (CONNECTION_LOST): then `actionId` names the action the call recorded, when the
+ * broker had named one — ask action_status about it once a broker is back instead of sending the call again.
+ */
 export class PosternConnectionError extends Error {
   readonly code: string;
+  readonly actionId: string | undefined;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: string, message: string, options?: { cause?: unknown; actionId?: string }) {
     super(message, options);
     this.name = 'PosternConnectionError';
     this.code = code;
+    this.actionId = options?.actionId;
   }
 }

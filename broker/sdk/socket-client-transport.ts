@@ -13,6 +13,8 @@ export class SocketClientTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
+  /** Told each message as it is sent (the client maps its tool calls to the JSON-RPC ids they went out under). */
+  onsend?: (message: JSONRPCMessage) => void;
 
   private socket: Socket | undefined;
   private pending: Buffer[] = [];
@@ -43,6 +45,7 @@ export class SocketClientTransport implements Transport {
     const socket = this.socket;
     if (socket === undefined || socket.destroyed)
       return Promise.reject(new Error('the Postern socket is not connected'));
+    this.onsend?.(message);
     return new Promise((resolve, reject) => {
       socket.write(`${JSON.stringify(message)}\n`, (error) => (error ? reject(error) : resolve()));
     });
