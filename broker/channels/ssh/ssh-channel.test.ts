@@ -314,7 +314,10 @@ describe('after dispatch the report says what came back, and nothing more', () =
       transportBroken: true,
       channelClosed: false,
       outputComplete: false,
+      // ssh2 ends the stream itself when the connection dies: that is no CHANNEL_EOF from the server.
+      eof: false,
     });
+    expect(report.stages).not.toContain('eof');
     expect(report.exitStatus).toBeUndefined();
     expect(report.exitSignal).toBeUndefined();
     expect(report.output.stdout.toString()).toBe('first half of the output\n');
@@ -353,7 +356,13 @@ describe('after dispatch the report says what came back, and nothing more', () =
     const s = await server('exit_then_destroy');
     const gate = new RecordingGate();
     const report = await channel(gate).perform(request(s.port, pinned(s)));
-    expect(report).toMatchObject({ exitStatus: 7, transportBroken: true, channelClosed: false, outputComplete: false });
+    expect(report).toMatchObject({
+      exitStatus: 7,
+      transportBroken: true,
+      channelClosed: false,
+      outputComplete: false,
+      eof: false,
+    });
     expect(payloads(gate, 'EXIT_STATUS')).toEqual([{ attempt: 1, exit_status: 7 }]);
     expect(gate.timeline).toContain('CONNECTION_LOST');
   });

@@ -568,7 +568,8 @@ class SshRun {
         }
       });
       stream.on('end', () => {
-        watch.eof = true;
+        // As for close below: ssh2 ends the stream itself when the connection dies, which is no CHANNEL_EOF.
+        if (!this.closed) watch.eof = true;
       });
       stream.on('close', () => {
         // ssh2 closes the stream itself when the connection dies (cleanup): that is not the
