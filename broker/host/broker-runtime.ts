@@ -250,18 +250,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const agentBackend: AgentBackend = {
       ...backend,
       // An untrusted configuration refuses every route and host before admission (CONFIG_UNTRUSTED).
-      call: (sessionId, tool, args, signal, onProgress, onRecorded) => {
+      // Every argument passes on as given (a wrapper that names them drops any the port adds later).
+      call: (...args: Parameters<AgentBackend['call']>) => {
+        const tool = args[1];
         const refused = anchor.agentRefusal(tool) ?? integrity.agentRefusal(tool);
-        return refused === undefined
-          ? backend.call(sessionId, tool, args, signal, onProgress, onRecorded)
-          : Promise.resolve(refused);
+        return refused === undefined ? backend.call(...args) : Promise.resolve(refused);
       },
-      callUpstream: (sessionId, name, args, signal, onProgress, onRecorded) => {
+      callUpstream: (...args: Parameters<NonNullable<AgentBackend['callUpstream']>>) => {
         const refused = anchor.agentRefusal('mcp_tool') ?? integrity.agentRefusal('mcp_tool');
         if (refused !== undefined) return Promise.resolve(refused);
         const callUpstream = backend.callUpstream;
         if (callUpstream === undefined) throw new Error('the backend was built with upstreams but cannot call them');
-        return callUpstream(sessionId, name, args, signal, onProgress, onRecorded);
+        return callUpstream(...args);
       },
       openSession: async (peer, client) => {
         const opened = await backend.openSession(peer, client);
