@@ -292,6 +292,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: "Another broker holds this data directory's lock (a stopped one too); this one started nothing.",
   },
+  CONTROL_SOCKET_UNVERIFIED: {
+    from: broker,
+    meaning:
+      "The process listening on the control socket is not the broker holding the data directory's lock (another process may have put its own socket there); the CLI sent nothing.",
+  },
   JOURNAL_UNAVAILABLE: {
     from: broker,
     meaning: 'The journal could not make a record durable; the broker stopped dispatching.',

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { brokerApiMethods, CodedError, type Reply } from '../contract/index.js';
 import type { VaultState } from '../ports/index.js';
+import { verifyControlListener } from './control-listener.js';
 
 /**
  * The client half of the control socket (control-socket.ts serves it): the socket's name, the request shapes and one
@@ -48,7 +49,9 @@ export const controlRequestTimeoutMs = 15_000;
 
 /**
  * The client side (used by `postern vault unlock|lock`): one request, one reply. Rejects with the
- * socket error (ENOENT / ECONNREFUSED mean "no daemon is running here").
+ * socket error (ENOENT / ECONNREFUSED mean "no daemon is running here"), or CONTROL_SOCKET_UNVERIFIED
+ * before writing anything when the process listening at the path is not the broker holding the data
+ * directory's lock (control-listener.ts).
  */
 export function sendControlRequest(
   socketPath: string,
@@ -78,7 +81,16 @@ export function sendControlRequest(
       timeoutMs,
     );
     socket.once('error', (error) => finish(() => reject(error)));
-    socket.once('connect', () => socket.write(`${JSON.stringify(request)}\n`));
+    socket.once('connect', () => {
+      // Before the first byte: the listener must be the broker holding the data directory's lock (control-listener.ts).
+      try {
+        verifyControlListener(socket, path.dirname(socketPath));
+      } catch (error) {
+        finish(() => reject(error));
+        return;
+      }
+      socket.write(`${JSON.stringify(request)}\n`);
+    });
     socket.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
       const newline = received.indexOf(0x0a);

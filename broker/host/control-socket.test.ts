@@ -15,15 +15,19 @@ import {
 } from './control-socket.js';
 import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 import type { UnattendedDecisions } from './control-proof.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 
 const passphrase = 'control socket passphrase';
 let dir: TempDir;
 let vault: Vault;
 let control: ControlSocket;
 let clock: FakeClock;
+let lock: DataDirLock;
 
 beforeEach(async () => {
   dir = createTempDir('pcs-');
+  // As a broker does before it listens: the CLI's client sends nothing to a listener that does not hold it.
+  lock = lockDataDir(dir.path);
   clock = new FakeClock();
   vault = await openVault({ dataDir: dir.path, clock, idleLockMs: 0, kdf: 'min' });
   await vault.init(Buffer.from(passphrase));
@@ -52,6 +56,7 @@ async function withRecordingApi(
 afterEach(async () => {
   await control.close();
   await vault.close();
+  lock.release();
   dir.remove();
 });
 
