@@ -202,3 +202,35 @@ describe('scheduleLane', () => {
     expect(() => scheduleLane([ticket(2, 'none'), ticket(1, 'none')])).toThrow(RangeError);
   });
 });
+
+describe('scheduleLane with a running executor', () => {
+  it('a released ticket whose record reads resolved keeps the lane while its executor runs (a retry’s backoff), not after', () => {
+    const head = ticket(1, 'none', ['dispatch', 'commit']);
+    const next = ticket(2, 'none');
+    const running = scheduleLane(
+      [head, next],
+      () => true,
+      (s) => s.action_id === head.action_id,
+    );
+    expect(running.release).toBeNull();
+    expect(running.headTicket).toBe(1);
+    expect(running.open).toEqual([
+      expect.objectContaining({
+        ticket: 1,
+        waiting: 'dispatching',
+        text: '#1 retrying: its last attempt asked for a backoff',
+      }),
+      expect.objectContaining({ ticket: 2, waiting: 'lane', waiting_for_ticket: 1, text: 'waiting for #1' }),
+    ]);
+    const done = scheduleLane([head, next]);
+    expect(done.release).toEqual({ action_id: next.action_id, ticket: 2 });
+    expect(done.headTicket).toBe(2);
+  });
+
+  it('running changes nothing for a ticket the record already keeps open or blocked', () => {
+    const blocked = ticket(1, 'none', ['dispatch', 'unknown']);
+    const next = ticket(2, 'none');
+    const all = (): boolean => true;
+    expect(scheduleLane([blocked, next], all, all)).toEqual(scheduleLane([blocked, next], all));
+  });
+});

@@ -63,10 +63,14 @@ export function holdsAllowDecision(s: ActionState): boolean {
  * skipped). A lane of null (a read that bypasses lanes) is scheduled as a lane of its own.
  * `awaitsSession` says whether an undecided session-mode ticket still waits for its session's
  * approval (default: yes); a session whose grant ran out makes it a per-call `approval` instead.
+ * `running` says whether a released ticket's executor is still at work (the queue knows; default: no): such a
+ * ticket whose record reads resolved — a rejected or not-attempted attempt whose route retries it after a backoff —
+ * keeps its place in front of the lane until its executor is done (DESIGN §4: retries keep the ticket's place).
  */
 export function scheduleLane(
   tickets: readonly ActionState[],
   awaitsSession: (s: ActionState) => boolean = () => true,
+  running: (s: ActionState) => boolean = () => false,
 ): LaneSchedule {
   const open: TicketWait[] = [];
   let head: ActionState | undefined;
@@ -79,12 +83,15 @@ export function scheduleLane(
     if (ticket <= lastTicket)
       throw new RangeError(`scheduleLane: tickets must be in increasing order (${ticket} after ${lastTicket})`);
     lastTicket = ticket;
-    const standing = ticketStanding(s);
+    const recorded = ticketStanding(s);
+    // Released and its executor not done (a retry waiting out its backoff): it keeps its place whatever its record says.
+    const retrying = recorded === 'resolved' && running(s);
+    const standing: TicketStanding = retrying ? 'in_flight' : recorded;
     if (standing === 'resolved') continue;
     const allowed = holdsAllowDecision(s);
     if (head === undefined) {
       head = s;
-      open.push(headWait(s, ticket, standing, allowed, waitsForSession(s, awaitsSession)));
+      open.push(headWait(s, ticket, standing, allowed, waitsForSession(s, awaitsSession), retrying));
       if (standing === 'blocked') blockedBy = ticket;
       if (standing === 'open_before_dispatch' && allowed) release = { action_id: s.action_id, ticket };
     } else {
@@ -105,6 +112,7 @@ function headWait(
   standing: TicketStanding,
   allowed: boolean,
   session: boolean,
+  retrying: boolean,
 ): TicketWait {
   const wait = (waiting: TicketWaiting, text: string): TicketWait => ({
     action_id: s.action_id,
@@ -116,6 +124,7 @@ function headWait(
   });
   if (standing === 'blocked')
     return wait('blocked_head', `#${ticket} outcome unknown: the lane is blocked until it is settled or abandoned`);
+  if (retrying) return wait('dispatching', `#${ticket} retrying: its last attempt asked for a backoff`);
   if (standing === 'in_flight') return wait('dispatching', `#${ticket} dispatched, waiting for its outcome`);
   if (allowed)
     return wait(

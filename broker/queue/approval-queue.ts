@@ -72,6 +72,12 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   /** Registered actions with lane null (reads that bypass lanes): each is its own lane. */
   private readonly bypass = new Set<string>();
   private readonly waiters = new Map<string, Waiter>();
+  /**
+   * Released tickets whose executor has not called settled() yet, by lane (null: bypasses lanes). Such a ticket holds
+   * its lane even once its record reads resolved: the retry engine waits out a backoff between attempts of the same
+   * action, and the next ticket must not go out in between (scheduleLane's `running`).
+   */
+  private readonly executing = new Map<string, string | null>();
   private readonly previews = new Map<string, CardPreview>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
   /** Sessions with at least one open agent connection (see sessionConnected). */
@@ -183,13 +189,15 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     const byLane = [...this.activeLanes].sort();
     for (const lane of byLane) {
       const tickets = this.readLane(lane).open;
-      for (const wait of scheduleLane(tickets, this.awaitsSession).open) this.pushCard(cards, tickets, wait);
+      for (const wait of scheduleLane(tickets, this.awaitsSession, this.running).open)
+        this.pushCard(cards, tickets, wait);
     }
     const reads = [...this.bypass]
       .map((id) => this.journal.getAction(id))
       .filter((s): s is ActionState => s !== undefined);
     for (const state of reads.sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0))) {
-      for (const wait of scheduleLane([state], this.awaitsSession).open) this.pushCard(cards, [state], wait);
+      for (const wait of scheduleLane([state], this.awaitsSession, this.running).open)
+        this.pushCard(cards, [state], wait);
     }
     return cards;
   }
@@ -320,7 +328,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (state === undefined || state.ticket === null || state.dispatch_seq !== null || state.outcome !== null)
       return null;
     const tickets = state.lane === null ? [state] : this.readLane(state.lane).open;
-    const wait = scheduleLane(tickets, this.awaitsSession).open.find((w) => w.action_id === actionId);
+    const wait = scheduleLane(tickets, this.awaitsSession, this.running).open.find((w) => w.action_id === actionId);
     if (wait === undefined) return null;
     const waiting = wait.waiting === 'blocked_head' ? 'lane_blocked' : wait.waiting;
     return {
@@ -555,13 +563,14 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   private wake(tickets: readonly ActionState[]): ReturnType<typeof scheduleLane> {
-    const schedule = scheduleLane(tickets, this.awaitsSession);
+    const schedule = scheduleLane(tickets, this.awaitsSession, this.running);
     for (const s of tickets) {
       this.closeWaiter(s);
       const waiter = this.waiters.get(s.action_id);
       if (waiter === undefined || schedule.release?.action_id !== s.action_id) continue;
       this.waiters.delete(s.action_id);
       this.clearExpiry(s.action_id);
+      this.executing.set(s.action_id, s.lane);
       waiter.resolve({ kind: 'go' });
     }
     return schedule;
@@ -592,8 +601,21 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       if (page.length < pageMax || tail === null) break;
       from = tail + 1;
     }
+    // The journal lists unresolved tickets only: a released one still executing (a retry's backoff) is added back.
+    const listed = new Set(open.map((s) => s.action_id));
+    let added = false;
+    for (const [actionId, executingLane] of this.executing) {
+      if (executingLane !== lane || listed.has(actionId)) continue;
+      const state = this.journal.getAction(actionId);
+      if (state === undefined || state.ticket === null) continue;
+      open.push(state);
+      added = true;
+    }
+    if (added) open.sort((a, b) => (a.ticket ?? 0) - (b.ticket ?? 0));
     return { open, last: open.at(-1)?.ticket ?? null };
   }
+
+  private readonly running = (s: ActionState): boolean => this.executing.has(s.action_id);
 
   private track(state: ActionState): void {
     if (state.lane === null) {
@@ -607,6 +629,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   private forget(actionId: string): void {
     this.waiters.delete(actionId);
+    this.executing.delete(actionId);
     this.previews.delete(actionId);
     this.bypass.delete(actionId);
     this.clearExpiry(actionId);

@@ -1,0 +1,85 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
+import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { ManualTimers } from '../testing/manual-timers.js';
+
+/**
+ * DESIGN §4 "Retries keep the ticket's place", performed with the real executor, queue, journal and channel: #1 (a PUT
+ * on /documents/7) is answered 429 and its route retries automatically after a backoff; #2 (a PATCH of the same
+ * document, the same lane) arrives while #1 waits. #2 must not reach the remote before #1's retry has: otherwise the
+ * remote applies PATCH then PUT, the reverse of ticket order, and the retried PUT overwrites the later write.
+ */
+let h: HttpActionHarness;
+let server: AdversarialHttpServer;
+let puts = 0;
+beforeEach(async () => {
+  h = await openHttpActionHarness();
+  puts = 0;
+  server = await AdversarialHttpServer.start({
+    script: (r) => {
+      if (r.method === 'PUT' && ++puts === 1)
+        return { kind: 'respond', status: 429, headers: { 'retry-after': '1' }, body: '{"slow":"down"}' };
+      return { kind: 'respond', status: 200, body: '{"ok":true}', applyEffect: true };
+    },
+  });
+});
+afterEach(async () => {
+  await server.stop();
+  await h.dispose();
+});
+
+const retrying = ['    retry:', '      attempts_max: 2', '      automatic: true', '      backoff_ms: 0'].join('\n');
+const arrivals = (): string[] => server.requests.map((r) => `${r.method} ${r.path}`);
+
+describe('when the head of a lane waits out a backoff before its automatic retry', () => {
+  it('a later ticket of the lane waits behind it ("waiting for #1") and reaches the remote only after the retry', async () => {
+    const timers = new ManualTimers(h.temp.clock);
+    const config = localRouteConfig(server.port, retrying);
+    const first = h.run(
+      config,
+      { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' },
+      {
+        retryTimers: timers,
+      },
+    );
+    // #1's first attempt is recorded (rejected, backoff) and its engine holds the backoff timer.
+    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+    const [a] = h.temp.journal.listActions({ fromTicket: 1, limit: 10 });
+    expect(a).toMatchObject({ ticket: 1, outcome: 'rejected', retry: 'backoff', recorded: true });
+
+    const second = h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+    await expect.poll(() => h.temp.journal.listActions({ fromTicket: 2, limit: 1 })[0]?.ticket).toBe(2);
+    const b = h.temp.journal.listActions({ fromTicket: 2, limit: 1 })[0];
+    await expect
+      .poll(() => h.queue.position(b?.action_id ?? ''), { timeout: 5_000 })
+      .toMatchObject({ ticket: 2, waiting: 'lane', waiting_for_ticket: 1, text: 'waiting for #1' });
+    // Given every chance to go out, #2 stays put while #1 waits.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(arrivals()).toEqual(['PUT /api/documents/7']);
+
+    expect(timers.advance(1_000)).toBe(1);
+    const [retried, later] = await Promise.all([first, second]);
+    expect(retried.envelope.error).toBeUndefined();
+    expect(later.envelope.error).toBeUndefined();
+    expect(arrivals()).toEqual(['PUT /api/documents/7', 'PUT /api/documents/7', 'PATCH /api/documents/7']);
+    expect(server.effects).toEqual(['PUT /api/documents/7 {"v":"A"}', 'PATCH /api/documents/7 {"v":"B"}']);
+  });
+
+  it('once the retries end the lane moves on at once (the executor’s settled releases the next ticket)', async () => {
+    const config = localRouteConfig(server.port, retrying);
+    const timers = new ManualTimers(h.temp.clock);
+    const first = h.run(
+      config,
+      { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' },
+      {
+        retryTimers: timers,
+      },
+    );
+    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+    timers.advance(1_000);
+    await first;
+    const next = await h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+    expect(next.envelope.error).toBeUndefined();
+    expect(arrivals()).toEqual(['PUT /api/documents/7', 'PUT /api/documents/7', 'PATCH /api/documents/7']);
+  });
+});
