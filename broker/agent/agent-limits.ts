@@ -3,8 +3,13 @@
  * small values); the defaults are what a real broker runs with.
  */
 export interface AgentLimits {
-  /** Open connections per uid; the next one is refused with RATE_LIMITED. */
+  /**
+   * Open connections per uid (every agent runs as the user, so in effect all of them). At the cap a new one evicts
+   * an idle connection (make-room.ts); only when every one has a call in progress is it refused with RATE_LIMITED.
+   */
   readonly connectionsPerUidMax: number;
+  /** How long an evicted connection may take to read its CONNECTION_EVICTED line before it is destroyed. */
+  readonly evictedDrainMs: number;
   /** One JSON-RPC message line, in bytes; a longer one is answered PAYLOAD_LIMIT and skipped up to its newline. */
   readonly frameBytesMax: number;
   /** Bytes of one oversized line the socket will read and drop while looking for its end; beyond this the connection closes. */
@@ -25,6 +30,7 @@ export interface AgentLimits {
 
 export const agentLimitsDefault: AgentLimits = {
   connectionsPerUidMax: 32,
+  evictedDrainMs: 1_000,
   frameBytesMax: 8 * 1024 * 1024,
   oversizedFrameSkipBytesMax: 64 * 1024 * 1024,
   oversizedFramesMax: 8,

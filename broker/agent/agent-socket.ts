@@ -6,6 +6,7 @@ import type { AgentBackend } from '../ports/index.js';
 import { admitPeer } from './admit-peer.js';
 import { resolveAgentLimits, type AgentLimits } from './agent-limits.js';
 import { jsonRpcCode, jsonRpcErrorLine } from './jsonrpc-error.js';
+import { ConnectionPool } from './connection-pool.js';
 import { serveMcpConnection } from './mcp-connection.js';
 import { readPeerIdentity } from './peer-identity.js';
 import { ensurePrivateDir, replaceStaleSocket, servePrivately, socketPathBytesMax } from './private-socket.js';
@@ -35,8 +36,8 @@ export interface AgentSocket {
 /**
  * The agents' door: a Unix socket, mode 0600 in a 0700 directory, speaking MCP one message per
  * line. Every connection is identified by the kernel (SO_PEERCRED + /proc) before a byte of it is
- * read; another uid, an unreadable identity or too many connections get one JSON-RPC error line and
- * are closed. Nothing a client sends may throw out of here: every socket has an error handler and
+ * read; another uid or an unreadable identity gets one JSON-RPC error line and is closed, and at the
+ * connection cap connection-pool.ts evicts an idle connection or refuses the new one the same way. Nothing a client sends may throw out of here: every socket has an error handler and
  * every per-connection failure ends only that connection.
  */
 export async function startAgentSocket(options: AgentSocketOptions): Promise<AgentSocket> {
@@ -58,7 +59,7 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
   const ownUid = options.ownUid ?? process.getuid?.() ?? -1;
   const identify = options.identify ?? readPeerIdentity;
   const connections = new Set<Socket>();
-  const perUid = new Map<number, number>();
+  const pool = new ConnectionPool(limits.connectionsPerUidMax, logger);
   const sessions = new SessionRegistry(limits.inFlightCallsPerSessionMax, (sessionId) => {
     try {
       backend.sessionDisconnected(sessionId);
@@ -88,25 +89,29 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
       refuse(socket, 'PEER_REFUSED', isCodedError(error) ? error.message : 'the peer could not be identified');
       return;
     }
-    const decision = admitPeer({
-      peerUid: peer.uid,
-      ownUid,
-      openForUid: perUid.get(peer.uid) ?? 0,
-      connectionsPerUidMax: limits.connectionsPerUidMax,
-    });
+    const decision = admitPeer({ peerUid: peer.uid, ownUid });
     if (!decision.admit) {
       logger?.info({ pid: peer.pid, uid: peer.uid, code: decision.code }, 'agent connection refused');
       refuse(socket, decision.code, decision.message);
       return;
     }
-    perUid.set(peer.uid, (perUid.get(peer.uid) ?? 0) + 1);
-    socket.once('close', () => {
-      const left = (perUid.get(peer.uid) ?? 1) - 1;
-      if (left > 0) perUid.set(peer.uid, left);
-      else perUid.delete(peer.uid);
-    });
+    const slot = pool.admit(socket, peer);
+    if (typeof slot === 'string') {
+      refuse(socket, 'RATE_LIMITED', slot);
+      return;
+    }
     logger?.info({ pid: peer.pid, exe: peer.exe }, 'agent connected');
-    serveMcpConnection({ socket, peer, backend, limits, sessions, serverVersion: options.version ?? '0.0.0', logger });
+    const handle = serveMcpConnection({
+      socket,
+      peer,
+      backend,
+      limits,
+      sessions,
+      serverVersion: options.version ?? '0.0.0',
+      logger,
+      onActive: slot.onActive,
+    });
+    slot.served(handle);
     socket.resume();
   };
 

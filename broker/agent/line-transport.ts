@@ -164,6 +164,21 @@ export class LineTransport implements Transport {
     this.writeLine(jsonRpcErrorLine(id, jsonRpcCode.invalidRequest, refused, 'PAYLOAD_LIMIT'));
   }
 
+  /**
+   * Stops reading (nothing more the client sends is handled), writes one last line and closes: end() lets the
+   * line drain, and a client that does not read it within drainMs is cut off (destroySoon alone would wait for
+   * it as long as it likes).
+   */
+  endWith(line: string, drainMs: number): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.skipping = undefined;
+    this.closed = true;
+    if (!this.socket.destroyed && this.socket.writable) this.socket.end(line);
+    this.socket.destroySoon();
+    setTimeout(() => this.socket.destroy(), drainMs).unref();
+  }
+
   private refuseAndClose(id: JsonRpcId, message: string): void {
     this.pending = [];
     this.pendingBytes = 0;

@@ -36,8 +36,9 @@ import {
   upstreamListedTool,
 } from './agent-tools.js';
 import { answerText, withTargetNames } from './answer-text.js';
-import { jsonRpcCode, jsonRpcError } from './jsonrpc-error.js';
+import { jsonRpcCode, jsonRpcError, jsonRpcErrorLine } from './jsonrpc-error.js';
 import { LineTransport } from './line-transport.js';
+import { OpenRequests } from './open-requests.js';
 import { isOperatorMethod, isOperatorName } from './operator-names.js';
 import type { SessionRegistry } from './session-registry.js';
 
@@ -55,6 +56,19 @@ export interface McpConnectionOptions {
   readonly sessions: SessionRegistry;
   readonly serverVersion: string;
   readonly logger?: Logger | undefined;
+  /** Told each time the client sends a valid message (the cap's "least recently active"). */
+  readonly onActive?: (() => void) | undefined;
+}
+
+/** What the socket's connection cap may ask of a served connection. */
+export interface McpConnectionHandle {
+  /** A request is unanswered, a call is running, or an answer carrying a result is still being written. */
+  busy(): boolean;
+  /**
+   * Closes the connection with one id-null error line (`data.code` CONNECTION_EVICTED, `message` saying why),
+   * unless it is busy: then nothing happens and false is returned. Nothing the client sends after it is handled.
+   */
+  evict(message: string): boolean;
 }
 
 /**
@@ -65,9 +79,12 @@ export interface McpConnectionOptions {
  * SDK aborts with whatever reason the client wrote in its cancel notification (or none on close).
  */
 // eslint-disable-next-line max-lines-per-function -- six tool handlers on one MCP server per connection, closing over its session
-export function serveMcpConnection(options: McpConnectionOptions): void {
+export function serveMcpConnection(options: McpConnectionOptions): McpConnectionHandle {
   const { socket, peer, backend, limits, sessions, logger } = options;
   const calls = new Set<AbortController>();
+  const requests = new OpenRequests();
+  /** Evicted: no call may start on it any more (its close follows once the notice line drains). */
+  let evicted = false;
   /** Answers carrying a committed result, by request id, until their line is written or the connection goes. */
   const handoffs = new Map<RequestId, Handoff>();
   let session: Promise<string> | undefined;
@@ -113,6 +130,8 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
 
   const transport = new LineTransport(socket, limits, {
     observe: (message) => {
+      requests.received(message);
+      options.onActive?.();
       if ('method' in message && message.method === 'initialize' && 'id' in message) openSession(message);
     },
     closing: () => {
@@ -127,6 +146,8 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
       release();
     },
     sending: (message) => {
+      // An answer is activity too: a call that waited minutes has just been used, not left idle.
+      if (requests.sent(message)) options.onActive?.();
       if (!('id' in message) || message.id === undefined || !('result' in message || 'error' in message))
         return undefined;
       const entry = handoffs.get(message.id);
@@ -245,7 +266,7 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
         ? refusalAnswer(error.code, error.message, 'never')
         : refusalAnswer('INTERNAL', 'the session could not be opened', 'never');
     }
-    if (closed || sdkSignal.aborted)
+    if (closed || evicted || sdkSignal.aborted)
       return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never');
     if (!sessions.tryBeginCall(sessionId)) {
       return refusalAnswer(
@@ -280,6 +301,22 @@ export function serveMcpConnection(options: McpConnectionOptions): void {
     logger?.error({ err: error }, 'agent connection failed to start');
     socket.destroy();
   });
+
+  const busy = (): boolean => requests.size > 0 || calls.size > 0 || handoffs.size > 0;
+  return {
+    busy,
+    evict: (message) => {
+      if (closed || evicted) return true;
+      if (busy()) return false;
+      evicted = true;
+      clearTimeout(handshakeTimer);
+      transport.endWith(
+        jsonRpcErrorLine(null, jsonRpcCode.refused, message, 'CONNECTION_EVICTED'),
+        limits.evictedDrainMs,
+      );
+      return true;
+    },
+  };
 }
 
 /** What the backend tells about a call while it runs (each only when the client can be told). */

@@ -103,20 +103,14 @@ describe('processAlive', () => {
 });
 
 describe('admitPeer', () => {
-  const base = { ownUid: 1000, openForUid: 0, connectionsPerUidMax: 2 };
+  const base = { ownUid: 1000 };
   it.each([
-    ['the same uid under the bound', { ...base, peerUid: 1000 }, { admit: true }],
+    ['the same uid', { ...base, peerUid: 1000 }, { admit: true }],
     ['another uid', { ...base, peerUid: 1001 }, { admit: false, code: 'PEER_REFUSED' }],
     ['root connecting to a user broker', { ...base, peerUid: 0 }, { admit: false, code: 'PEER_REFUSED' }],
     [
       'a broker whose own uid is unknown',
       { ...base, ownUid: -1, peerUid: 1000 },
-      { admit: false, code: 'PEER_REFUSED' },
-    ],
-    ['the same uid at the bound', { ...base, peerUid: 1000, openForUid: 2 }, { admit: false, code: 'RATE_LIMITED' }],
-    [
-      'another uid at the bound (identity first)',
-      { ...base, peerUid: 1001, openForUid: 2 },
       { admit: false, code: 'PEER_REFUSED' },
     ],
   ])('when %s', (_when, input, expected) => {

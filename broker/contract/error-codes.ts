@@ -264,6 +264,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.',
   },
+  CONNECTION_EVICTED: {
+    from: broker,
+    meaning:
+      'An idle agent connection was closed to make room for another at the per-user cap; it had no call in progress, so nothing was lost: reconnect.',
+  },
   OPERATOR_PROOF_REQUIRED: {
     from: broker,
     meaning:
