@@ -67,6 +67,26 @@ describe('deliveredResponse', () => {
     });
   });
 
+  describe('when the remote sends compressed bytes without declaring them (no Content-Encoding)', () => {
+    it('a gzip stream holding no secret is delivered byte for byte, unredacted', () => {
+      const body = gzipSync(Buffer.from(JSON.stringify({ rows: Array.from({ length: 200 }, (_, i) => `row ${i}`) })));
+      const r = deliveredResponse(report(body, { 'content-type': 'application/octet-stream' }), scrubber, limits);
+      expect(r.redacted).toBe(false);
+      expect(r.body.equals(body)).toBe(true);
+    });
+
+    it('a decompression bomb is not inflated past the bound: it is redacted, quickly, not delivered', () => {
+      // 64 MiB of zeros in ~64 KiB: past the 8 MiB budget nothing was checked, so nothing of it is handed over.
+      const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024));
+      const started = performance.now();
+      const whole = { ...report(bomb, { 'content-type': 'application/octet-stream' }), body: bomb, truncated: false };
+      const r = deliveredResponse(whole, scrubber, { ...limits, resultBodyBytesMax: 1024 * 1024 });
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(r.redacted).toBe(true);
+      expect(r.body.toString()).toBe('[REDACTED]');
+    });
+  });
+
   describe('when a reflected secret straddles the result cap (truncate-then-scrub attack)', () => {
     it('the secret is redacted whole, never shown minus its tail, and the digest is of what is delivered', () => {
       for (let shift = 1; shift < canary.length; shift += 1) {

@@ -1,4 +1,5 @@
 import type { SecretMaterial } from '../ports/index.js';
+import { inflateBudget, inflatedViews, inflationsMax } from './compressed-views.js';
 
 /*
  * The scrubber stands between a remote that may reflect what it received (THREAT-MODEL.md: "echo headers and
@@ -21,9 +22,15 @@ import type { SecretMaterial } from '../ports/index.js';
  * base64 inside percent, JSON inside JSON, hex inside base64, base64 with JSON-escaped slashes, ...). Matching is
  * over the whole buffer given, so a match split across the caller's chunks is found once they are joined.
  *
+ *   inflated views compressed streams the remote did not declare (compressed-views.ts): gzip, zlib and zip entries
+ *                  wherever their signature is, raw deflate and brotli where non-text data starts, in every view
+ *                  above (so base64 of gzip, gzip of JSON-escaped text...). Decompression is not counted as a layer
+ *                  (at most `inflationsMax` of them on one path); what cannot be decoded within the bounds, or is a
+ *                  format node:zlib lacks (zstd, xz, bzip2, lz4), is redacted from its start to the end of the view.
+ *
  * What stays out, by design: three or more nested encodings; base64/hex split into groups shorter than the shortest
- * part (`c2Vj cmV0`); compression (the HTTP channel decodes content codings before this runs); encryption or any
- * keyed transform; UTF-16 or other non-UTF-8 text encodings; a secret dealt out in slices over several answers
+ * part (`c2Vj cmV0`); raw deflate or brotli behind a prefix inside binary data (no signature to find it by); a preset
+ * zlib dictionary, an encrypted zip entry, encryption or any keyed transform; UTF-16 or other non-UTF-8 text encodings; a secret dealt out in slices over several answers
  * (Range is refused at validation). Parts shorter than `partBytesMin` are not searched: they would redact at random.
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
@@ -266,7 +273,8 @@ class RunView implements View {
   constructor(
     readonly bytes: Buffer,
     readonly depth: number,
-    private readonly segmentAt: Int32Array,
+    /** Where each run's decoded bytes start: data starts there (signature-less compression is tried there). */
+    readonly segmentAt: Int32Array,
     private readonly segmentStart: Int32Array,
     private readonly segmentEnd: Int32Array,
   ) {}
@@ -681,6 +689,9 @@ function decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Vi
 function collectRanges(input: Buffer, plan: Plan): Array<readonly [number, number]> {
   const found: Array<readonly [number, number]> = [];
   const queue: View[] = [identityView(input)];
+  // One budget for every stream found in this input; how many decompressions lie on each view's path.
+  const budget = inflateBudget();
+  const inflations = new Map<View, number>();
   for (let q = 0; q < queue.length; q++) {
     const view = queue[q]!;
     if (view.bytes.length < plan.needleBytesMin) continue;
@@ -689,15 +700,29 @@ function collectRanges(input: Buffer, plan: Plan): Array<readonly [number, numbe
         found.push([view.inputStart(at), view.inputEnd(at + needle.length - 1)]);
       }
     }
-    if (view.depth < nestingMax) queue.push(...childViews(view, plan));
+    const level = inflations.get(view) ?? 0;
+    const children = view.depth < nestingMax ? childViews(view, plan) : [];
+    if (level > 0) for (const child of children) inflations.set(child, level);
+    queue.push(...children);
+    // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
+    if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
+    const starts = view instanceof RunView ? view.segmentAt : [0];
+    const inflated = inflatedViews(view, starts, budget, plan.needleBytesMin);
+    found.push(...inflated.uncheckable);
+    for (const child of inflated.views) inflations.set(child, level + 1);
+    queue.push(...inflated.views);
   }
   return mergeRanges(found);
 }
+
+/** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */
+const byteEscapeViews = new WeakSet<View>();
 
 function childViews(view: View, plan: Plan): View[] {
   const children: View[] = [];
   for (const kind of escapeKinds) {
     const child = kind === formKind && !plan.spaceInPart ? undefined : decodeEscapes(view, kind);
+    if (child && kind.triggers.includes(0x25)) byteEscapeViews.add(child);
     if (child) children.push(child);
   }
   const runs = findRuns(view, plan);

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 
 /**
  * A hostile remote for the secret-reflection suite (issue 13): it reflects what it receives, in the
@@ -21,7 +21,11 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
  *  - range: honours `Range: bytes=a-b` with a 206 slice of the dump, else 200 with all of it;
  *  - pad-header: the dump, left-padded with `?pad=N` characters, in `x-request-id` (allow-listed);
  *  - redirect: 302, Location `/landing?d=<dump percent-encoded>`;
- *  - query-echo: only the raw query string, left-padded with `?pad=N`, in `x-request-id` and the body.
+ *  - query-echo: only the raw query string, left-padded with `?pad=N`, in `x-request-id` and the body;
+ *  - undeclared-*: the dump compressed WITHOUT Content-Encoding, as application/octet-stream (gzip, zlib,
+ *    raw deflate, br, gzip behind 37 bytes of noise, gzip whose trailer is corrupt: a streaming decoder
+ *    still yields the dump), or as text: base64 of gzip / of raw deflate, hex of zlib, JSON with base64
+ *    of gzip in a field. The agent decompresses what the broker saw as opaque bytes.
  * Only 127.0.0.1.
  */
 export const reflectModes = [
@@ -38,7 +42,24 @@ export const reflectModes = [
   'pad-header',
   'redirect',
   'query-echo',
+  ...undeclaredModes(),
 ] as const;
+
+/** Compressed reflections without Content-Encoding (see the class comment). */
+function undeclaredModes() {
+  return [
+    'undeclared-gzip',
+    'undeclared-zlib',
+    'undeclared-raw-deflate',
+    'undeclared-br',
+    'undeclared-gzip-after-noise',
+    'undeclared-gzip-corrupt-trailer',
+    'undeclared-base64-gzip',
+    'undeclared-base64-raw-deflate',
+    'undeclared-hex-zlib',
+    'undeclared-json-base64-gzip',
+  ] as const;
+}
 export type ReflectMode = (typeof reflectModes)[number];
 
 /** A padding request larger than this is refused (a header block stays within what clients accept). */
@@ -193,11 +214,65 @@ function reflect(mode: ReflectMode, req: IncomingMessage, dump: string): Answer 
         headers: { location: `/landing?d=${encodeURIComponent(dump)}` },
         body: Buffer.from('moved\n'),
       };
+    case 'undeclared-gzip':
+    case 'undeclared-zlib':
+    case 'undeclared-raw-deflate':
+    case 'undeclared-br':
+    case 'undeclared-gzip-after-noise':
+    case 'undeclared-gzip-corrupt-trailer':
+    case 'undeclared-base64-gzip':
+    case 'undeclared-base64-raw-deflate':
+    case 'undeclared-hex-zlib':
+    case 'undeclared-json-base64-gzip':
+      return undeclared(mode, dump);
     case 'query-echo': {
       const raw = (req.url ?? '').split('?').slice(1).join('?');
       const echoed = padOf(query) + raw;
       return text(echoed, { 'x-request-id': echoed });
     }
+  }
+}
+
+/** The dump compressed and sent as if it were opaque data: no Content-Encoding tells the broker to decode it. */
+function undeclared(mode: ReturnType<typeof undeclaredModes>[number], dump: string): Answer {
+  const binary = (body: Buffer): Answer => ({
+    status: 200,
+    headers: { 'content-type': 'application/octet-stream' },
+    body,
+  });
+  const text = (body: string): Answer => ({
+    status: 200,
+    headers: { 'content-type': 'text/plain' },
+    body: Buffer.from(body),
+  });
+  switch (mode) {
+    case 'undeclared-gzip':
+      return binary(gzipSync(dump));
+    case 'undeclared-zlib':
+      return binary(deflateSync(dump));
+    case 'undeclared-raw-deflate':
+      return binary(deflateRawSync(dump));
+    case 'undeclared-br':
+      return binary(brotliCompressSync(dump));
+    case 'undeclared-gzip-after-noise':
+      return binary(Buffer.concat([randomBytes(37), gzipSync(dump), randomBytes(11)]));
+    case 'undeclared-gzip-corrupt-trailer': {
+      const gz = gzipSync(dump);
+      // The CRC-32 and length are wrong: a whole-buffer gunzip throws, a streaming one has the dump first.
+      return binary(Buffer.concat([gz.subarray(0, gz.length - 8), Buffer.from('corrupt!')]));
+    }
+    case 'undeclared-base64-gzip':
+      return text(gzipSync(dump).toString('base64'));
+    case 'undeclared-base64-raw-deflate':
+      return text(deflateRawSync(dump).toString('base64'));
+    case 'undeclared-hex-zlib':
+      return text(deflateSync(dump).toString('hex'));
+    case 'undeclared-json-base64-gzip':
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify({ kind: 'archive', data: gzipSync(dump).toString('base64') })),
+      };
   }
 }
 

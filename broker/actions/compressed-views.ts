@@ -1,0 +1,262 @@
+import { isUtf8 } from 'node:buffer';
+import {
+  brotliDecompressSync,
+  constants,
+  gunzipSync,
+  inflateRawSync,
+  inflateSync,
+  type BrotliOptions,
+  type ZlibOptions,
+} from 'node:zlib';
+
+/*
+ * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
+ * of the request as application/octet-stream, or base64 of that as text, and the agent decompresses it. The channel
+ * decodes only declared codings (decode-content.ts); this module lets the scrubber look inside compressed streams
+ * wherever they are, by their bytes, in every view it searches (the body, escape-decoded and base64/hex-decoded
+ * views), so a secret inside is redacted like any other form of it.
+ *
+ *   with a signature, found at any offset: gzip (1f 8b 08), zlib (a valid two-byte header: CM 8, CINFO <= 7, FCHECK,
+ *                   no preset dictionary), zip entries stored with deflate (the local header says where the raw data
+ *                   starts).
+ *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
+ *                   own) when those bytes do not look like text, at most `headlessTriesMax` places per input: they
+ *                   cost two decoder calls each and cannot be told from noise, so past the bound (hundreds of runs
+ *                   of ids) they are not tried — the one best-effort part, said so in docs/http-channel.md.
+ *   cannot check:   zstd, xz, bzip2 and lz4 frames (node:zlib has no decoder here), a stream that decodes to more than
+ *                   its share of the budget or the ratio bound, and anything left once the budget is spent: redacted
+ *                   from its first byte to the end of the view — what the broker cannot read it does not hand over.
+ *
+ * A stream corrupt past some point still gives a streaming decoder (the agent's) everything before the corruption,
+ * and a truncated one everything so far: when a whole decode fails, the longest prefix that decodes is found and
+ * searched. Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
+ * decoder calls, and decodes of data without a signature.
+ */
+
+/** Decoded bytes at most, over every stream found in one input (the decompression-bomb bound). */
+export const inflatedBytesMax = 8 * 1024 * 1024;
+/** Decoded bytes per encoded byte at most (deflate's own maximum is ~1032): a brotli bomb stops here. */
+export const inflateRatioMax = 1032;
+/** A small stream may always decode this much, whatever the ratio. */
+const inflateFloorBytes = 64 * 1024;
+/**
+ * Decoder calls at most per input (~30 µs each): a body full of signature-like pairs cannot spin the CPU. A megabyte of
+ * random binary holds ~400 zlib-like headers at ~5 calls each; past the bound what is left is redacted.
+ */
+export const inflateCallsMax = 16_384;
+/** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
+export const headlessTriesMax = 256;
+/** Compressed inside compressed, at most this deep, on one path of views. */
+export const inflationsMax = 2;
+/** Bytes looked at to decide whether data starts like text (then no signature-less decode is tried there). */
+const textProbeBytes = 32;
+/** First prefix tried when a whole decode fails (noise mostly fails before it); each next one is 8x longer. */
+const probeBytesFirst = 8;
+
+/** The part of a scrubber view this module needs: decoded bytes, each mapped back to input bytes. */
+export interface ScanView {
+  readonly bytes: Buffer;
+  readonly depth: number;
+  inputStart(i: number): number;
+  inputEnd(i: number): number;
+}
+
+export interface InflateBudget {
+  bytesLeft: number;
+  callsLeft: number;
+  headlessLeft: number;
+}
+
+export function inflateBudget(): InflateBudget {
+  return { bytesLeft: inflatedBytesMax, callsLeft: inflateCallsMax, headlessLeft: headlessTriesMax };
+}
+
+/** Decoded bytes of one stream: every byte maps to the whole stream's span in the input (redacted whole). */
+class InflatedView implements ScanView {
+  constructor(
+    readonly bytes: Buffer,
+    /** Decompression is not an encoding layer: the escapes and runs inside still get their two layers. */
+    readonly depth: number,
+    private readonly start: number,
+    private readonly end: number,
+  ) {}
+
+  inputStart(): number {
+    return this.start;
+  }
+
+  inputEnd(): number {
+    return this.end;
+  }
+}
+
+export interface Inflation {
+  readonly views: ScanView[];
+  /** Input ranges that hold compressed data the broker could not check: to be redacted. */
+  readonly uncheckable: Array<readonly [number, number]>;
+}
+
+type Format = 'gzip' | 'zlib' | 'raw' | 'br';
+
+/**
+ * The decoded views of every compressed stream in `view`, and what could not be checked. `starts` are where data
+ * starts in the view (0, or each run of a base64/hex view): signature-less formats are tried there only.
+ */
+export function inflatedViews(
+  view: ScanView,
+  starts: ArrayLike<number>,
+  budget: InflateBudget,
+  outputBytesMin: number,
+): Inflation {
+  const out: Inflation = { views: [], uncheckable: [] };
+  const src = view.bytes;
+  const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
+  const tryAt = (format: Format, at: number, end = src.length): void => {
+    const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
+    const decoded =
+      budget.callsLeft <= 0 ? 'too_large' : longestDecodable(format, src.subarray(at, end), maxOutput, budget);
+    if (decoded === 'too_large') {
+      out.uncheckable.push(untilEnd(at));
+      return;
+    }
+    if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
+    budget.bytesLeft -= decoded.bytes.length;
+    const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
+    out.views.push(new InflatedView(decoded.bytes, view.depth, span[0], span[1]));
+  };
+  for (const at of signatureStarts(src, gzipMagic)) if ((src[at + 3]! & 0xe0) === 0) tryAt('gzip', at);
+  for (const at of zlibStarts(src)) tryAt('zlib', at);
+  for (const at of signatureStarts(src, zipMagic)) {
+    const data = zipDeflateData(src, at);
+    if (data !== undefined) tryAt('raw', data);
+  }
+  for (const magic of undecodableMagics)
+    for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
+  for (let i = 0; i < starts.length; i++) {
+    const at = starts[i]!;
+    if (at >= src.length || looksLikeText(src, at)) continue;
+    // Past the bound, signature-less data is left untried (see the module comment and docs/http-channel.md).
+    if (budget.headlessLeft <= 0) break;
+    budget.headlessLeft -= 1;
+    // A run is decoded on its own, as the agent would decode it.
+    const end = i + 1 < starts.length ? starts[i + 1]! : src.length;
+    if (((src[at]! >> 1) & 3) !== 3) tryAt('raw', at, end);
+    tryAt('br', at, end);
+  }
+  return out;
+}
+
+const gzipMagic = Buffer.from([0x1f, 0x8b, 0x08]);
+const zipMagic = Buffer.from('PK\x03\x04', 'latin1');
+/** Formats node:zlib cannot decode here: zstd, xz, bzip2 (stream + first block), lz4 frame. */
+const undecodableMagics = [
+  Buffer.from([0x28, 0xb5, 0x2f, 0xfd]),
+  Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]),
+  Buffer.from([0x31, 0x41, 0x59, 0x26, 0x53, 0x59]),
+  Buffer.from([0x04, 0x22, 0x4d, 0x18]),
+];
+
+function signatureStarts(src: Buffer, magic: Buffer): number[] {
+  const found: number[] = [];
+  for (let at = src.indexOf(magic); at >= 0; at = src.indexOf(magic, at + 1)) found.push(at);
+  return found;
+}
+
+/** RFC 1950 headers: CM 8, CINFO <= 7, (CMF*256 + FLG) % 31 == 0, no FDICT; and a first block that is not BTYPE 3. */
+function zlibStarts(src: Buffer): number[] {
+  const found: number[] = [];
+  for (let at = 0; at + 2 < src.length; at++) {
+    const cmf = src[at]!;
+    if ((cmf & 0x8f) !== 0x08) continue;
+    const flg = src[at + 1]!;
+    if ((cmf * 256 + flg) % 31 !== 0 || (flg & 0x20) !== 0) continue;
+    const btype = (src[at + 2]! >> 1) & 3;
+    // A stored first block says its length twice (LEN, then its one's complement): noise almost never does.
+    if (btype === 0 && at + 6 < src.length && (src.readUInt16LE(at + 3) ^ src.readUInt16LE(at + 5)) !== 0xffff)
+      continue;
+    if (btype !== 3) found.push(at);
+  }
+  return found;
+}
+
+/** Where a zip local entry's deflate data starts (method 8, not encrypted), or undefined. */
+function zipDeflateData(src: Buffer, at: number): number | undefined {
+  if (at + 30 > src.length) return undefined;
+  const flags = src.readUInt16LE(at + 6);
+  const method = src.readUInt16LE(at + 8);
+  if (method !== 8 || (flags & 1) !== 0) return undefined;
+  const data = at + 30 + src.readUInt16LE(at + 26) + src.readUInt16LE(at + 28);
+  return data < src.length ? data : undefined;
+}
+
+/** Printable ASCII, tab and line breaks, or valid UTF-8 above ASCII, in the first bytes from `at`. */
+function looksLikeText(src: Buffer, at: number): boolean {
+  const probe = src.subarray(at, at + textProbeBytes);
+  for (const b of probe) if ((b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f) return false;
+  // A multi-byte character cut at the probe's end is still text: up to three bytes of it may be missing.
+  for (let cut = 0; cut <= 3 && cut < probe.length; cut++)
+    if (isUtf8(probe.subarray(0, probe.length - cut))) return true;
+  return false;
+}
+
+interface Decoded {
+  readonly bytes: Buffer;
+  /** Encoded bytes the stream took. */
+  readonly consumed: number;
+}
+
+/**
+ * What a streaming decoder gets out of `input`: all of it when it decodes (a truncated stream too: sync flush),
+ * else the output of the longest prefix that decodes (exponential probe, then bisection). 'too_large' when the output
+ * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked.
+ */
+function longestDecodable(
+  format: Format,
+  input: Buffer,
+  maxOutput: number,
+  budget: InflateBudget,
+): Decoded | 'too_large' | undefined {
+  const attempt = (length: number): Decoded | 'too_large' | undefined => {
+    if (budget.callsLeft <= 0) return 'too_large';
+    budget.callsLeft -= 1;
+    return decodeOnce(format, input.subarray(0, length), maxOutput);
+  };
+  const whole = attempt(input.length);
+  if (whole !== undefined) return whole;
+  let good = 0;
+  let bad = input.length;
+  for (let probe = probeBytesFirst; probe < bad; probe *= 8) {
+    const got = attempt(probe);
+    if (got === 'too_large') return got;
+    if (got === undefined) bad = probe;
+    else good = probe;
+  }
+  while (bad - good > 1) {
+    const mid = (good + bad) >> 1;
+    const got = attempt(mid);
+    if (got === 'too_large') return got;
+    if (got === undefined) bad = mid;
+    else good = mid;
+  }
+  // Two bytes decode to too little to hold a part (at least four bytes of distinct characters).
+  return good <= 2 ? undefined : attempt(good);
+}
+
+function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Decoded | 'too_large' | undefined {
+  // `info: true` (not in the option types) returns the engine too: its bytesWritten is the input the stream took.
+  const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, info: true } as ZlibOptions;
+  const brotliOptions = { finishFlush: constants.BROTLI_OPERATION_FLUSH, maxOutputLength, info: true } as BrotliOptions;
+  try {
+    const result = (format === 'br'
+      ? brotliDecompressSync(input, brotliOptions)
+      : format === 'gzip'
+        ? gunzipSync(input, zlibOptions)
+        : format === 'zlib'
+          ? inflateSync(input, zlibOptions)
+          : inflateRawSync(input, zlibOptions)) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    return { bytes: result.buffer, consumed: Math.min(input.length, result.engine.bytesWritten) };
+  } catch (error) {
+    const tooLarge = error instanceof RangeError || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+    return tooLarge ? 'too_large' : undefined;
+  }
+}

@@ -1,0 +1,105 @@
+import { brotliDecompressSync, constants, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../config/index.js';
+import { canary, canaryLeaks, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { abandonBlockedHeads } from '../testing/queue-waits.js';
+import { ReflectingRemote, reflectModes, type ReflectMode } from '../testing/reflecting-remote.js';
+
+/**
+ * The attack: a hostile remote answers the echo of the request (bearer canary in it) compressed, but says nothing
+ * about it (no Content-Encoding), as octet-stream or as base64/hex text. The channel decodes only declared codings,
+ * so before the fix the scrubber compared compressed bytes and the agent decompressed the token out of the answer.
+ */
+let h: HttpActionHarness;
+let remote: ReflectingRemote;
+
+beforeAll(async () => {
+  h = await openHttpActionHarness();
+  remote = await ReflectingRemote.start();
+});
+afterEach(async () => {
+  await abandonBlockedHeads(h.queue);
+});
+afterAll(async () => {
+  await remote.close();
+  await h.dispose();
+});
+
+/** The reflecting remote at its root (the harness's localRouteConfig adds a base path the remote does not route). */
+function config() {
+  const yaml = [
+    'version: 1',
+    'routes:',
+    '  - name: docs',
+    `    base_url: ${remote.origin}`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    '    approval: none',
+  ];
+  return parseConfig(`${yaml.join('\n')}\n`);
+}
+
+const syncFlush = { finishFlush: constants.Z_SYNC_FLUSH };
+const decoders: ReadonlyArray<(b: Buffer) => Buffer> = [
+  (b) => gunzipSync(b, syncFlush),
+  (b) => inflateSync(b, syncFlush),
+  (b) => inflateRawSync(b, syncFlush),
+  (b) => brotliDecompressSync(b, { finishFlush: constants.BROTLI_OPERATION_FLUSH }),
+];
+
+/**
+ * Everything an agent could make of `body`, computed here, not by the broker: the bytes, their base64/hex decodings and
+ * the base64 in a JSON field, each decompressed by every decoder as a streaming decoder would (a truncated or corrupt
+ * tail still yields what came before) at every offset up to 64 (noise before the stream is skipped).
+ */
+function agentViews(body: Buffer): string[] {
+  const text = body.toString('latin1');
+  const blobs = [body];
+  const b64 = [text, ...[...text.matchAll(/[A-Za-z0-9+/=]{16,}/g)].map((m) => m[0])];
+  for (const t of b64) blobs.push(Buffer.from(t, 'base64'));
+  if (/^[0-9a-f]+$/i.test(text)) blobs.push(Buffer.from(text, 'hex'));
+  const views = blobs.map((b) => b.toString('latin1'));
+  for (const blob of blobs)
+    for (let offset = 0; offset < Math.min(64, blob.length); offset++)
+      for (const decode of decoders) {
+        try {
+          views.push(decode(blob.subarray(offset)).toString('latin1'));
+        } catch {
+          // Not this coding here (a corrupt tail is read past by the sync flush on a shorter prefix below).
+        }
+        try {
+          views.push(decode(blob.subarray(offset, blob.length - 8)).toString('latin1'));
+        } catch {
+          // Not this coding here.
+        }
+      }
+  return views;
+}
+
+const undeclared = reflectModes.filter((m): m is Extract<ReflectMode, `undeclared-${string}`> =>
+  m.startsWith('undeclared-'),
+);
+
+describe('when a remote compresses its echo of the credential and does not declare it (no Content-Encoding)', () => {
+  it.each(undeclared)('%s: the agent cannot decompress the token out of the answer', async (mode) => {
+    const { envelope, response } = await h.run(config(), { route: 'docs', method: 'GET', path: `/reflect/${mode}` });
+    const got = remote.received.at(-1);
+    // The attack happened: the remote saw the token and what it sent really gives it to an agent that decompresses.
+    expect(got?.headers.authorization).toBe(`Bearer ${canary}`);
+    expect(got?.sent.headers['content-encoding']).toBeUndefined();
+    expect(agentViews(got?.sent.body ?? Buffer.alloc(0)).some((v) => v.includes(canary))).toBe(true);
+    // The defence: the answer is delivered, redacted like any reflection, and nothing in it decompresses to the token.
+    expect(envelope.error).toBeUndefined();
+    expect(response?.status).toBe(200);
+    expect(response?.redacted).toBe(true);
+    expect(response?.body_withheld).toBeUndefined();
+    expect(response?.body.toString()).toContain('[REDACTED]');
+    expect(agentViews(response?.body ?? Buffer.alloc(0)).filter((v) => v.includes(canary))).toEqual([]);
+  });
+
+  it('leaves the token in no journal file, log line or answer', async () => {
+    await h.temp.journal.close();
+    h.results.close();
+    expect(canaryLeaks(h)).toEqual([]);
+  });
+});
