@@ -116,6 +116,32 @@ describe('when a route signs with AWS Signature V4', () => {
     expect(JSON.stringify(envelope)).not.toContain(signature);
   });
 
+  it('a remote that echoes earlier requests hands back no earlier signature either (each still replays while valid)', async () => {
+    // Stateful: every answer lists the Authorization of every request received so far, plain and as base64.
+    const history: string[] = [];
+    const e = await endpoint(keys, (r) => {
+      history.push(String(r.headers.authorization));
+      return JSON.stringify({ history, history_b64: Buffer.from(JSON.stringify(history)).toString('base64') });
+    });
+    const config = awsConfig(e.port, 's3');
+    await h.run(config, { route: 'docs', method: 'GET', path: '/b/first' });
+    const { envelope, response } = await h.run(config, { route: 'docs', method: 'GET', path: '/b/second' });
+    expect(envelope.error).toBeUndefined();
+    const signatures = e.received.map((r) => /Signature=([0-9a-f]{64})$/.exec(String(r.headers.authorization))?.[1]);
+    // The attack happened: two requests, two signatures, and the second answer carried both.
+    expect(signatures).toHaveLength(2);
+    expect(new Set(signatures).size).toBe(2);
+    expect(response?.redacted).toBe(true);
+    const body = response?.body.toString() ?? '';
+    const b64 = /"history_b64":"([^"]*)"/.exec(body)?.[1];
+    const answered = [body, b64 === undefined ? '' : Buffer.from(b64, 'base64').toString('latin1')];
+    for (const signature of signatures) {
+      if (signature === undefined) throw new Error('the endpoint saw a request without a signature');
+      expect(answered.filter((text) => text.includes(signature))).toEqual([]);
+    }
+    expect(answered.filter((text) => /Signature=[0-9a-f]/.test(text))).toEqual([]);
+  });
+
   it('an S3 route sends x-amz-content-sha256 of the body sent, and a long-term key sends no token', async () => {
     const e = await endpoint({ accessKeyId: keys.accessKeyId, secretAccessKey: keys.secretAccessKey });
     const body = 'object bytes \u00e9';

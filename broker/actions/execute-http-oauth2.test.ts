@@ -7,6 +7,7 @@ import { isCodedError, type ActionState } from '../contract/index.js';
 import { parseConfig } from '../config/index.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { abandonBlockedHeads } from '../testing/queue-waits.js';
+import { HistoryEchoRemote } from '../testing/history-echo-remote.js';
 
 /** The client secret and every token issued carry a canary of their own: neither may appear anywhere it is searched. */
 const clientCanary = 'CLIENTCANARY-4b1e77d0-secret';
@@ -290,6 +291,33 @@ describe('when a route injects an OAuth2 client-credentials token', () => {
       `Bearer ${tokens.issued[0]}`,
       `Bearer ${tokens.issued[1]}`,
     ]);
+  });
+
+  it('a remote that echoes earlier requests hands back neither the token it refused (dropped) nor the new one', async () => {
+    const [api, tokens] = await Promise.all([HistoryEchoRemote.start(), tokenServer()]);
+    try {
+      const config = oauthConfig(api.port, `http://127.0.0.1:${tokens.port}/oauth/token`);
+      await h.run(config, get());
+      api.status = 401;
+      await h.run(config, get());
+      api.status = 200;
+      const { envelope, response } = await h.run(config, get());
+      // The attack happened: T1 was dropped after the 401, T2 fetched, and the answer carries both.
+      expect(tokens.issued).toHaveLength(2);
+      const [t1, t2] = tokens.issued as [string, string];
+      expect(api.seen).toEqual([`Bearer ${t1}`, `Bearer ${t1}`, `Bearer ${t2}`]);
+      expect(envelope.error).toBeUndefined();
+      expect(response?.redacted).toBe(true);
+      const body = response?.body.toString() ?? '';
+      const answered = [body, Buffer.from(body, 'base64').toString('latin1')];
+      const b64 = /"history_b64":"([^"]*)"/.exec(body)?.[1];
+      if (b64 !== undefined) answered.push(Buffer.from(b64, 'base64').toString('latin1'));
+      for (const token of [t1, t2])
+        for (const form of [token, Buffer.from(token).toString('base64'), tokenCanary])
+          expect(answered.filter((text) => text.includes(form))).toEqual([]);
+    } finally {
+      await api.close();
+    }
   });
 
   it('never sends the client to a token endpoint its credential is not bound to', async () => {

@@ -28,6 +28,7 @@ import {
   type AccessToken,
 } from './oauth-token.js';
 import { signAwsV4, sigV4OwnedHeaders } from './aws-sigv4-signer.js';
+import { recentSecretsOf } from './recent-secrets.js';
 
 export type { Bound, HttpActionDeps, HttpActionResponse, HttpActionResult } from './http-action-deps.js';
 // The retry path (retry-http.ts) answers a closed ticket from here too.
@@ -182,9 +183,12 @@ async function dispatch(deps: HttpActionDeps, b: Bound, run: AttemptRun, s: Secr
   });
   const wire = wireRequest(b, run, s, deps.clock.nowMs());
   // Built after signing: a remote that echoes the request back must not hand the agent a signed request it could
-  // replay to the service itself (no approval, no journal) while the signature is valid.
-  const parts = [...secretParts(s.secret), ...accessTokenParts(s.token), ...signatureParts(s.secret, wire.headers)];
-  const scrubber = secretScrubber(parts);
+  // replay to the service itself (no approval, no journal) while the signature is valid. A stateful remote can echo an
+  // earlier request instead (the token dropped after a 401, an older signature): the recent ones are searched too.
+  const derived = [...accessTokenParts(s.token), ...signatureParts(s.secret, wire.headers)];
+  const recent = recentSecretsOf(deps.vault);
+  const scrubber = secretScrubber([...secretParts(s.secret), ...derived, ...recent.parts(s.info.id)]);
+  recent.remember(s.info.id, derived);
   const report = await deps.channel.perform({ ...wire, scrubLookaheadBytes: scrubber.lookaheadBytes });
   // Nothing crossed the boundary: no DISPATCH_STARTED carries the held authorization, so it is committed now rather
   // than after the journal's later-flush timer.
