@@ -17,7 +17,7 @@ import { executeHttpAction } from './execute-http-action.js';
 import { executeMcpAction } from './execute-mcp-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
 import { openActionsPerSessionMax, type OpenActions } from './open-actions.js';
-import { stateEnvelope } from './state-envelope.js';
+import { stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
 import { handoffOf, storedAnswerParts } from './stored-result.js';
 
 /** An upstream MCP tool, from its agent-visible name `<server>.<tool>`. */
@@ -259,19 +259,9 @@ async function callerTimedOut(
       note: `(stopped waiting after ${waitMs} ms, ${waiting}; action ${id} keeps its place: ${hint})`,
     });
   }
-  const envelope = stateEnvelope(after, 'timed_out');
   const message = `the caller's wait (${waitMs} ms) passed after dispatch; the remote operation continues under its own deadline and its outcome is unknown until recorded: ${hint}`;
-  const timedOut = {
-    ...envelope,
-    effect: envelope.effect ?? 'unknown_effect',
-    error: {
-      code: 'CALLER_DEADLINE_EXCEEDED' as const,
-      phase: 'remote_execution' as const,
-      outcome: 'unknown' as const,
-      retry: 'fetch_result' as const,
-      message,
-    },
-  };
+  const timedOut =
+    stoppedAfterDispatch(after, 'timed_out', 'CALLER_DEADLINE_EXCEEDED', message) ?? stateEnvelope(after, 'timed_out');
   return {
     ...actionAnswer({
       envelope: timedOut,
@@ -308,14 +298,34 @@ async function callerEnded(
 ): Promise<ToolAnswer> {
   if (ended.kind === 'timeout') return callerTimedOut(deps, id, state, waitMs);
   const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
+  const disposition = ended.stop === 'disconnected' ? 'disconnected' : 'canceled';
+  const stopped = stoppedAfterDispatch(after, disposition, 'CALLER_CANCELLED', cancelledAfterDispatch(id));
+  if (stopped !== undefined)
+    return {
+      ...actionAnswer({
+        envelope: stopped,
+        state: after,
+        note: cancelledNote,
+      }),
+      isError: true,
+    };
   return actionAnswer({
-    envelope: stateEnvelope(after, ended.stop === 'disconnected' ? 'disconnected' : 'canceled'),
+    envelope: stateEnvelope(after, disposition),
     state: after,
     note:
       after.dispatch_seq === null
         ? '(cancelled before dispatch: nothing was sent)'
         : '(the caller stopped waiting after dispatch; the effect is as recorded)',
   });
+}
+
+/** The text block's line for it (a client may read only the text). */
+export const cancelledNote =
+  '(cancelled after dispatch: the remote operation was not stopped; its outcome is unknown until recorded — action_status with wait_ms, or fetch_result; never resend)';
+
+/** What CALLER_CANCELLED says after dispatch: the operation was not stopped, and how to learn its outcome. */
+export function cancelledAfterDispatch(id: string): string {
+  return `the caller cancelled after dispatch; the remote operation was not stopped and its outcome is unknown until recorded: call action_status {"action_id":"${id}","wait_ms":…} to wait on, or fetch_result once it settled`;
 }
 
 /** A refused retry_of: the request was wrong (after_correction) or no retry is open to it (never). */

@@ -437,6 +437,69 @@ describe('when an agent process is gone', () => {
   });
 });
 
+describe('when the caller cancels after dispatch (DESIGN §3: the cause is the caller, the outcome unknown)', () => {
+  it('cancel_action answers CALLER_CANCELLED, outcome unknown, retry fetch_result — the operation goes on and is not stopped', async () => {
+    const remote = await openWithRemote({ kind: 'apply_then_hang' });
+    const sessionId = await approvedSession(811);
+    const first = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/x', body: '{"a":1}', timeout_ms: 300 },
+        never,
+      ),
+    );
+    expect(first.error).toMatchObject({ code: 'CALLER_DEADLINE_EXCEEDED', outcome: 'unknown' });
+    const answer = await backend.call(sessionId, 'cancel_action', { action_id: first.invocation_id }, never);
+    expect(answer.isError).toBe(true);
+    expect(actionReply(answer)).toMatchObject({
+      invocation_id: first.invocation_id,
+      caller_disposition: 'canceled',
+      effect: 'unknown_effect',
+      error: { code: 'CALLER_CANCELLED', phase: 'remote_execution', outcome: 'unknown', retry: 'fetch_result' },
+    });
+    expect(answer.text).toContain('CALLER_CANCELLED');
+    expect(answer.text).toContain('the remote operation was not stopped');
+    expect(answer.text).toContain('fetch_result');
+    // Only a caller event was recorded: nothing classified the action, and the remote got the one request.
+    const state = f.h.temp.journal.getAction(first.invocation_id);
+    expect(state).toMatchObject({ recorded: false, result_id: null });
+    const kinds = f.events(first.invocation_id).map((e) => e.kind);
+    expect(kinds).toContain('CALLER_CANCELLED');
+    expect(kinds).not.toContain('OUTCOME_RECORDED');
+    expect(kinds).not.toContain('RESULT_COMMITTED');
+    expect(remote.requests).toHaveLength(1);
+  });
+
+  it('a call whose own signal aborts after dispatch is answered the same way', async () => {
+    await openWithRemote({ kind: 'apply_then_hang' });
+    const sessionId = await approvedSession(812);
+    const stop = new AbortController();
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/y', body: '{"b":2}' },
+      stop.signal,
+    );
+    await vi.waitFor(
+      () => {
+        const dispatched = f.h.temp.journal
+          .listActions({ fromTicket: 1, limit: 10 })
+          .find((s) => s.dispatch_seq !== null);
+        if (dispatched === undefined) throw new Error('not dispatched yet');
+      },
+      { timeout: 10_000 },
+    );
+    stop.abort();
+    const answer = await call;
+    expect(answer.isError).toBe(true);
+    expect(actionReply(answer)).toMatchObject({
+      caller_disposition: 'canceled',
+      error: { code: 'CALLER_CANCELLED', outcome: 'unknown', retry: 'fetch_result' },
+    });
+  });
+});
+
 describe('when the executor throws after the action was admitted', () => {
   it.each([
     ['a job id that is an empty string', { 'content-type': 'application/json' }, '{"id":""}'],

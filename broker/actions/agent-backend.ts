@@ -20,7 +20,7 @@ import {
 import { allowlistActorId } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
 import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer, UpstreamToolListing } from '../ports/index.js';
-import { actionCall, type CallWatch, waitSource } from './action-call.js';
+import { actionCall, cancelledAfterDispatch, cancelledNote, type CallWatch, waitSource } from './action-call.js';
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { decisionEventKinds, decisionFacts, waitForSettled } from './call-waits.js';
@@ -28,7 +28,7 @@ import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
-import { stateClassification, stateEnvelope } from './state-envelope.js';
+import { stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
 import { issueField, issueMessage } from './http-action-request.js';
 import {
   committedView,
@@ -420,6 +420,14 @@ async function readCall(
   }
   if (tool === 'cancel_action') {
     const after = (await deps.queue.callerStopped(state.action_id, 'cancelled')) ?? state;
+    const stopped = stoppedAfterDispatch(
+      after,
+      'canceled',
+      'CALLER_CANCELLED',
+      cancelledAfterDispatch(after.action_id),
+    );
+    if (stopped !== undefined)
+      return { ...actionAnswer({ envelope: stopped, state: after, note: cancelledNote }), isError: true };
     return actionAnswer({ envelope: stateEnvelope(after), state: after, queue: deps.queue.position(after.action_id) });
   }
   if (tool === 'action_status') {

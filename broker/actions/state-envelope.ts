@@ -71,3 +71,24 @@ export function stateClassification(state: ActionState): Classification | undefi
     ...(state.retry_after_ms === null ? {} : { retry_after_ms: state.retry_after_ms }),
   };
 }
+
+/**
+ * The caller stopped after dispatch (its wait passed, or it cancelled) and no outcome is recorded yet (DESIGN §3): the
+ * cause is the caller event, the outcome unknown until a recorded remote result exists, and the safe retry is reading
+ * that result — never a resend. Undefined when the action was not dispatched or its outcome is recorded: then the
+ * record answers as it is.
+ */
+export function stoppedAfterDispatch(
+  state: ActionState,
+  disposition: CallerDisposition,
+  code: 'CALLER_DEADLINE_EXCEEDED' | 'CALLER_CANCELLED',
+  message: string,
+): Envelope | undefined {
+  if (state.dispatch_seq === null || (state.outcome !== null && state.recorded)) return undefined;
+  const envelope = stateEnvelope(state, disposition);
+  return {
+    ...envelope,
+    effect: envelope.effect ?? 'unknown_effect',
+    error: { code, phase: 'remote_execution', outcome: 'unknown', retry: 'fetch_result', message },
+  };
+}
