@@ -134,12 +134,13 @@ export function inflatedViews(
     for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
   for (let i = 0; i < starts.length; i++) {
     const at = starts[i]!;
-    if (at >= src.length || looksLikeText(src, at)) continue;
+    const end = i + 1 < starts.length ? starts[i + 1]! : src.length;
+    // A stream that holds a part takes at least the part's own bytes and a block header: shorter data is not tried.
+    if (end - at <= outputBytesMin || looksLikeText(src, at)) continue;
     // Past the bound, signature-less data is left untried (see the module comment and docs/http-channel.md).
     if (budget.headlessLeft <= 0) break;
     budget.headlessLeft -= 1;
     // A run is decoded on its own, as the agent would decode it.
-    const end = i + 1 < starts.length ? starts[i + 1]! : src.length;
     if (((src[at]! >> 1) & 3) !== 3) tryAt('raw', at, end);
     tryAt('br', at, end);
   }
@@ -221,6 +222,12 @@ function longestDecodable(
     budget.callsLeft -= 1;
     return decodeOnce(format, input.subarray(0, length), maxOutput);
   };
+  // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
+  // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
+  if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
+    const head = attempt(probeBytesFirst);
+    if (head === undefined || head === 'too_large') return head;
+  }
   const whole = attempt(input.length);
   if (whole !== undefined) return whole;
   let good = 0;
@@ -246,6 +253,10 @@ function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Dec
   // `info: true` (not in the option types) returns the engine too: its bytesWritten is the input the stream took.
   const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, info: true } as ZlibOptions;
   const brotliOptions = { finishFlush: constants.BROTLI_OPERATION_FLUSH, maxOutputLength, info: true } as BrotliOptions;
+  // Most tries fail (noise, a corrupt tail): node:zlib throws an Error each time, and capturing its stack trace is
+  // most of a failed try's cost. Nothing reads it: the failure is the answer.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
     const result = (format === 'br'
       ? brotliDecompressSync(input, brotliOptions)
@@ -258,5 +269,7 @@ function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Dec
   } catch (error) {
     const tooLarge = error instanceof RangeError || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
     return tooLarge ? 'too_large' : undefined;
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
   }
 }
