@@ -45,7 +45,10 @@ let remote: UpstreamHttpMcp;
 let daemon: RunningDaemon | undefined;
 let agent: UpstreamMcpAgent | undefined;
 
-/** `files`: none by default; `echo` needs a card and runs in lane `files-echo`. `remote`: the bearer-guarded server. */
+/**
+ * `files`: none by default, its tools in lane `mcp:files`; `echo` needs a card and runs in lane `files-echo`, `count`
+ * reads (no lane). `remote`: the bearer-guarded server.
+ */
 function configYaml(remoteUrl: string): string {
   const { command, args } = stdioServerCommand(['--stderr-env', 'API_TOKEN', '--marker-file', markerFile]);
   return [
@@ -64,6 +67,8 @@ function configYaml(remoteUrl: string): string {
     '    timeout_ms: 20000',
     '    tools:',
     "      - { match: 'echo', approval: per_call, lane: 'files-echo' }",
+    // count only reads: no lane. Every other tool of the server shares its lane mcp:files (an unknown tool is a write).
+    "      - { match: 'count', lane: null }",
     '  - name: remote',
     '    transport: streamable_http',
     `    url: ${remoteUrl}`,
@@ -273,6 +278,29 @@ describe('when the stdio child dies after reading the request', () => {
     const restarted = (await callOperator(dataDir, 'status', {})).upstreams?.find((u) => u.server === 'files');
     expect(restarted).toMatchObject({ state: 'ready', pid: pidOf(again) });
     expect(restarted?.restarts).toBeGreaterThanOrEqual(1);
+    // count reads (lane null) and went through; a write of the server shares mcp:files, which the unknown call heads:
+    // it waits for a person, and runs once one attests the unknown outcome.
+    const markersBefore = markers().length;
+    const blocked = call('files.no_such_tool', {});
+    await waitFor(
+      () => callOperator(dataDir, 'approvals.list', {}),
+      (r) => r.cards.some((c) => c.ticket === reply.ticket && c.state === 'blocked_head' && c.lane === 'mcp:files'),
+      'the unknown call shown as the blocked head of mcp:files',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(markers().slice(markersBefore)).toEqual([]);
+    await decide('actions.attest', {
+      action_id: reply.invocation_id,
+      outcome: 'rejected',
+      effect: 'no_effect',
+      basis: 'the test server exits before it acts on die_after_read',
+    });
+    expect(enveloped(await blocked).evidence.dispatch_started).toBe(true);
+    expect(
+      markers()
+        .slice(markersBefore)
+        .map((m) => m.tool),
+    ).toEqual(['no_such_tool']);
   });
 });
 

@@ -369,7 +369,13 @@ const mcpToolRule = z.strictObject({
   approval: approvalMode
     .optional()
     .describe("Approval of the tools it matches; absent: the server's. Looser only with rules_may_loosen: true."),
-  lane: z.string().min(1).max(200).optional().describe("Lane of the tools it matches; absent: the server's lane."),
+  lane: z
+    .string()
+    .min(1)
+    .max(200)
+    .nullable()
+    .optional()
+    .describe("Lane of the tools it matches; absent: the server's lane; null: no lane (tools that only read)."),
 });
 
 /** OAuth scope tokens (RFC 6749 §3.3): printable ASCII without space, quote or backslash. */
@@ -455,7 +461,9 @@ export const mcpServerSchema = z.strictObject({
     .max(200)
     .nullable()
     .optional()
-    .describe("Lane of the server's tools that no rule gives one; absent or null: no lane."),
+    .describe(
+      "Lane of the server's tools that no rule gives one; absent: mcp:<name> (an unknown tool is a write); null: no lane.",
+    ),
   timeout_ms: operationTimeoutMs,
   warm_ms: z
     .number()

@@ -247,8 +247,18 @@ describe('mcpToolPolicy', () => {
     expect(mcpToolPolicy(files, tool)).toEqual(expected);
   });
 
-  it('gives no lane when neither the rule nor the server names one', () => {
-    expect(mcpToolPolicy(server(...stdio()), 'anything')).toEqual({ approval: 'per_call', lane: null });
+  it('puts a tool neither a rule nor the server places in the server’s own lane: an unknown tool is a write', () => {
+    const plain = server(...stdio());
+    expect(mcpToolPolicy(plain, 'anything')).toEqual({ approval: 'per_call', lane: `mcp:${plain.name}` });
+  });
+
+  it('lane: null on the server or a rule says the tools only read: no lane', () => {
+    const reads = server(...stdio(['    lane: null', '    tools:', "      - { match: 'write_*', lane: writes }"]));
+    expect(mcpToolPolicy(reads, 'read_file').lane).toBeNull();
+    expect(mcpToolPolicy(reads, 'write_file').lane).toBe('writes');
+    const rule = server(...stdio(['    tools:', "      - { match: 'list_*', lane: null }"]));
+    expect(mcpToolPolicy(rule, 'list_dir')).toMatchObject({ lane: null, rule: 'tools[0]: list_* → per_call' });
+    expect(mcpToolPolicy(rule, 'write_file').lane).toBe(`mcp:${rule.name}`);
   });
 
   it.each<[string, string, boolean]>([

@@ -111,11 +111,20 @@ export function mcpToolPolicy(
     const text = `tools[${index}]: ${rule.match} → ${approval}`;
     return {
       approval,
-      lane: rule.lane ?? server.lane ?? null,
+      lane: rule.lane === undefined ? serverLane(server) : rule.lane,
       rule: text.length > ruleTextCharsMax ? `${text.slice(0, ruleTextCharsMax - 1)}…` : text,
     };
   }
-  return { approval: server.approval, lane: server.lane ?? null };
+  return { approval: server.approval, lane: serverLane(server) };
+}
+
+/**
+ * The lane of a server's tools no rule places: the configured one, or `mcp:<name>` — an upstream tool says nothing
+ * about what it changes, so an unknown tool is a write and shares its server's lane (DESIGN §4), as an HTTP route's
+ * unmatched requests share `route:<name>`. `lane: null` says the tools only read: no lane.
+ */
+export function serverLane(server: Pick<McpServerSettings, 'name' | 'lane'>): string | null {
+  return server.lane === undefined ? `mcp:${server.name}` : server.lane;
 }
 
 /** `*` matches any run of characters (including none), `?` exactly one; everything else is literal. Whole name. */
