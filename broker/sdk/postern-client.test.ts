@@ -282,6 +282,52 @@ describe('retry', () => {
     expect(retryOf.slice(1).every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
   });
 
+  it('retries an unknown outcome after a backoff as the same action (retry_of), never as a new one', async () => {
+    const unknownIdempotent: EnvelopeError = { ...unknownSameKey, retry: 'backoff' };
+    let answers = 0;
+    backend.respond = (call) => {
+      answers += 1;
+      return answers < 2
+        ? failing(unknownIdempotent, 'act_put_1')()
+        : envelopeAnswer(scriptedEnvelope(`act_ok_${call.tool}`));
+    };
+    const client = await connect({ attemptsMax: 3, backoff: true, delayMs: 1 });
+    await client.httpRequest({ route: 'github', method: 'PUT', path: '/x' });
+    const retryOf = backend.calls.map((call) => (call.args as { retry_of?: string }).retry_of);
+    expect(retryOf).toEqual([undefined, 'act_put_1']);
+  });
+
+  it('when the broker refuses that retry (no retry policy on the route), the action’s own unknown answer is thrown', async () => {
+    const unknownIdempotent: EnvelopeError = { ...unknownSameKey, retry: 'backoff' };
+    let answers = 0;
+    backend.respond = () => {
+      answers += 1;
+      if (answers < 2) return failing(unknownIdempotent, 'act_put_2')();
+      return {
+        isError: true,
+        structured: {
+          invocation_id: null,
+          error: {
+            code: 'UNSUPPORTED_ACTION',
+            phase: 'validation',
+            outcome: 'not_attempted',
+            retry: 'never',
+            message: 'route github declares no retry policy',
+            field: 'retry_of',
+          },
+        },
+        text: 'refused',
+      };
+    };
+    const client = await connect({ attemptsMax: 3, backoff: true, delayMs: 1 });
+    const error = (await client
+      .httpRequest({ route: 'github', method: 'PUT', path: '/x' })
+      .catch((e: unknown) => e)) as PosternActionError;
+    expect(error).toBeInstanceOf(PosternActionError);
+    expect(error).toMatchObject({ code: 'REMOTE_OUTCOME_UNKNOWN', invocationId: 'act_put_2' });
+    expect(backend.calls).toHaveLength(2);
+  });
+
   it('does not retry same_idempotency_key for a call that carried no key', async () => {
     backend.respond = failing(unknownSameKey);
     const client = await connect({ attemptsMax: 3, sameIdempotencyKey: true, delayMs: 1 });

@@ -81,6 +81,8 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
     callOptions: CallOptions | undefined,
     timeout: number,
   ): Promise<unknown> => {
+    /** The answer of the action a retry_of goes on: what is thrown if the broker refuses that retry. */
+    let retried: ReturnType<typeof parseReply> | undefined;
     for (let attempt = 1; ; attempt += 1) {
       const result = await recorded.track((meta) =>
         client.callTool({ name: tool, arguments: args, _meta: meta }, undefined, {
@@ -90,6 +92,9 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
       );
       if (result.isError !== true) return result.structuredContent;
       const reply = parseReply(result.structuredContent);
+      // A retry of an action the broker refused to run again (a route without a retry policy): the action's own
+      // answer stands, not the refusal of a retry the caller never asked for by name.
+      if (retried !== undefined && reply.invocation_id === null) throw new PosternActionError(retried);
       const step = nextRetry({
         options: options.retry,
         attempt,
@@ -100,9 +105,14 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
       });
       if (!step.retry) throw new PosternActionError(reply);
       await sleep(step.delayMs, undefined, callOptions?.signal ? { signal: callOptions.signal } : undefined);
-      // A same-key retry is an attempt of the SAME action (it keeps its ticket and lease), never a new one.
-      if (tool === 'http_request' && reply.error?.retry === 'same_idempotency_key' && reply.invocation_id !== null)
+      // A same-key retry, and any retry of a dispatched action whose outcome is unknown (an idempotent repeat after a
+      // backoff), is an attempt of the SAME action (its ticket, lane place and lease), never a new one: a new action
+      // would also queue behind its own blocked original (DESIGN §2, §4).
+      const sameAction = reply.error?.retry === 'same_idempotency_key' || reply.error?.outcome === 'unknown';
+      if (tool === 'http_request' && sameAction && reply.invocation_id !== null) {
+        retried ??= reply;
         args = { ...args, retry_of: reply.invocation_id };
+      }
     }
   };
   const action = async (
