@@ -27,7 +27,7 @@ import { retryWhileAllowed } from './retry-engine.js';
 import { acceptedEvent, appendState, recordAccepted } from './record-refusal.js';
 import { authorizeAndSendOnce, operationTimeoutMs, validate } from './http-steps.js';
 import { closedEnvelope, log, refuse } from './http-record.js';
-import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
+import type { Bound, BoundCredential, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
 import { admissionPolicy, type AdmissionPolicy, type HttpActionOptions } from './admission-policy.js';
 import { retryHttpAction, retrySubject } from './retry-http.js';
 
@@ -150,7 +150,7 @@ async function admit(
     return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, gate, 'no such route') };
   }
   const policy = admissionPolicy(route, request, options);
-  const admission = admissionOf(route, request, fingerprint, policy);
+  const admission = { ...admissionOf(route, request, fingerprint, policy), ...credentialOf(deps, route) };
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
   const preflight = validate(deps, route, policy.methods, request, input.idempotency_key);
@@ -192,6 +192,7 @@ async function admit(
     path: preflight.path,
     binding,
     timeoutMs: operationTimeoutMs(route),
+    credential: admission.credential,
   };
   return { kind: 'admitted', bound, kept, retriesAllowed: policy.retriesAllowed };
 }
@@ -230,6 +231,15 @@ function retryOfField(input: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/**
+ * The route's credential as the vault describes it now (id and version tag, no secret: readable while locked), bound
+ * at admission and compared right before the write (http-steps.ts authorize).
+ */
+function credentialOf(deps: HttpActionDeps, route: Route): { credential?: BoundCredential } {
+  const info = deps.vault.describe(route.credential);
+  return info === undefined ? {} : { credential: { id: info.id, version_tag: info.version_tag } };
+}
+
 interface Admission {
   target: string;
   fingerprint: string;
@@ -241,6 +251,8 @@ interface Admission {
   approvalRule?: string;
   /** The route's base URL at admission (ACTION_ACCEPTED origin). */
   origin?: string;
+  /** The credential bound at admission (ACTION_ACCEPTED credential). */
+  credential?: BoundCredential;
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -258,6 +270,7 @@ function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): New
     ...(a.retryBudget === undefined ? {} : { retry_budget: a.retryBudget }),
     ...(a.approvalRule === undefined ? {} : { approval_rule: a.approvalRule }),
     ...(a.origin === undefined ? {} : { origin: a.origin }),
+    ...(a.credential === undefined ? {} : { credential: a.credential }),
   });
 }
 

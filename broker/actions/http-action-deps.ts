@@ -68,4 +68,12 @@ export interface Bound {
   binding: IdempotencyKeyBinding | undefined;
   /** The operation deadline the channel enforces (the route's timeout_ms). */
   timeoutMs: number;
+  /** The credential (id + version) bound at admission (ACTION_ACCEPTED.credential); absent: none was known. */
+  credential?: BoundCredential | undefined;
+}
+
+/** A credential as an action binds it: which one, which version. */
+export interface BoundCredential {
+  readonly id: string;
+  readonly version_tag: string;
 }

@@ -25,6 +25,7 @@ import {
   operationTimeoutMs,
   validate,
   type Bound,
+  type BoundCredential,
   type HttpActionDeps,
   type HttpActionResult,
 } from './http-steps.js';
@@ -109,6 +110,7 @@ export async function retryHttpAction(
     path: preflight.path,
     binding,
     timeoutMs: operationTimeoutMs(route),
+    credential: boundCredential(deps.journal, actionId),
   };
   const subject = retrySubject(deps, bound);
   const answer = subject.fromRecord(state);
@@ -127,6 +129,12 @@ export async function retryHttpAction(
 function retryVisible(deps: HttpActionDeps, state: ActionState): boolean {
   if (deps.sessionId === undefined || state.session_id === null || state.session_id === deps.sessionId) return true;
   return deps.journal.getSession(state.session_id)?.status === 'ended';
+}
+
+/** The credential the original bound at admission (ACTION_ACCEPTED.credential): a retry sends under it or not at all. */
+export function boundCredential(journal: Journal, actionId: string): BoundCredential | undefined {
+  for (const e of journal.subjectEvents(actionId)) if (e.kind === 'ACTION_ACCEPTED') return e.payload.credential;
+  return undefined;
 }
 
 /**

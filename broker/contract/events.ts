@@ -256,6 +256,13 @@ export const eventPayloadSchemas = {
      */
     origin: z.string().max(2048).optional(),
     /**
+     * HTTP: the credential the route named when the action was admitted, by its stable id and the version tag that
+     * changes at every rotation (never the name, never the secret). DESIGN §3: the invocation binds the credential
+     * version; a rotated or replaced credential at dispatch is FINGERPRINT_MISMATCH, never a send under another
+     * secret. Absent: none was known at admission (older events too): nothing to compare.
+     */
+    credential: z.strictObject({ id: z.string().min(1).max(200), version_tag: z.string().min(1).max(200) }).optional(),
+    /**
      * Retries allowed after the first attempt, bound from the route's retry policy at admission
      * (a configuration snapshot: a later config change does not widen it). Absent: 0.
      */
