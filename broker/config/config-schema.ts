@@ -361,6 +361,9 @@ export const mcpWarmMsDefault = 300_000;
 export const mcpEnvEntriesMax = 64;
 export const mcpTransports = ['stdio', 'streamable_http'] as const;
 
+/** An upstream MCP lane: a name, absent (the default), or null (no lane: tools that only read). */
+const mcpLane = z.string().min(1).max(200).nullable().optional();
+
 const mcpToolRule = z.strictObject({
   match: z
     .string()
@@ -369,13 +372,9 @@ const mcpToolRule = z.strictObject({
   approval: approvalMode
     .optional()
     .describe("Approval of the tools it matches; absent: the server's. Looser only with rules_may_loosen: true."),
-  lane: z
-    .string()
-    .min(1)
-    .max(200)
-    .nullable()
-    .optional()
-    .describe("Lane of the tools it matches; absent: the server's lane; null: no lane (tools that only read)."),
+  lane: mcpLane.describe(
+    "Lane of the tools it matches; absent: the server's lane; null: no lane (tools that only read).",
+  ),
 });
 
 /** OAuth scope tokens (RFC 6749 §3.3): printable ASCII without space, quote or backslash. */
@@ -455,15 +454,9 @@ export const mcpServerSchema = z.strictObject({
     .boolean()
     .optional()
     .describe("true: a tools[] rule may ask less than the server's approval; default false: equal or stricter."),
-  lane: z
-    .string()
-    .min(1)
-    .max(200)
-    .nullable()
-    .optional()
-    .describe(
-      "Lane of the server's tools that no rule gives one; absent: mcp:<name> (an unknown tool is a write); null: no lane.",
-    ),
+  lane: mcpLane.describe(
+    "Lane of the server's tools that no rule gives one; absent: mcp:<name> (an unknown tool is a write); null: no lane.",
+  ),
   timeout_ms: operationTimeoutMs,
   warm_ms: z
     .number()
