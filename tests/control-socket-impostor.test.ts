@@ -71,6 +71,13 @@ describe('when an agent listens in place of the running broker’s control socke
       expect(list.code).not.toBe(0);
       expect(list.stderr).toContain('postern: CONTROL_SOCKET_UNVERIFIED --data-dir:');
       expect(list.stderr).toContain(`pid ${process.pid} listens on it, but the lock is held by pid`);
+      // `postern status` does not call the impostor the broker (it connects and writes nothing).
+      const status = await runPostern(['status', '--json', '--data-dir', dataDir]);
+      expect(JSON.parse(status.stdout)).toMatchObject({
+        broker_running: false,
+        control_socket_unverified: expect.stringContaining(`pid ${process.pid} listens on it`) as unknown,
+      });
+      expect((await runPostern(['status', '--data-dir', dataDir])).stdout).toContain('Broker: unverified:');
       // Nothing at all reached the agent's socket: no request line, so no passphrase and no proof.
       expect(impostor.received().length).toBe(0);
       expect(impostor.received().toString('utf8')).not.toContain(passphrase);

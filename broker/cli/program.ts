@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
+import { verifyControlListener } from '../host/control-listener.js';
 import type { CliIo } from './cli-io.js';
 import {
   prepareDataDir,
@@ -187,14 +188,18 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
   }
   const { readDataDirStatus } = await import('../host/data-dir-status.js');
   const status = await readDataDirStatus(dataDir);
-  const running = await brokerAnswers(dataDir);
+  const answer = await brokerAnswers(dataDir);
+  const running = answer === true;
+  const impostor = typeof answer === 'string' ? answer : undefined;
   if (json) {
-    io.out(JSON.stringify({ ...status, exists: true, broker_running: running }));
+    const unverified = impostor === undefined ? {} : { control_socket_unverified: impostor };
+    io.out(JSON.stringify({ ...status, exists: true, broker_running: running, ...unverified }));
     return exitCode.ok;
   }
   const { journal, actions } = status;
   io.out(`Data directory: ${status.data_dir}`);
-  io.out(running ? 'Broker: running for this data directory' : 'Broker: not running for this data directory');
+  if (impostor !== undefined) io.out(`Broker: unverified: ${impostor}`);
+  else io.out(running ? 'Broker: running for this data directory' : 'Broker: not running for this data directory');
   io.out(
     `Journal: ${journal.state} (${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version})`,
   );
@@ -203,16 +208,22 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
 }
 
 /**
- * Whether a broker serves this data directory: its control socket accepts a connection. The kernel
- * lock (broker.lock) cannot be tested from Node without taking it, and taking it even briefly could
- * make a starting daemon fail; a connection is harmless, and a socket file left by a crash refuses.
+ * Whether a broker serves this data directory: its control socket accepts a connection from the process that holds
+ * the data directory's lock (control-listener.ts: nothing is written). A connection is harmless, and a socket file
+ * left by a crash refuses. Another process listening there: the refusal's words (the CLI would send it nothing).
  */
-function brokerAnswers(dataDir: string): Promise<boolean> {
+function brokerAnswers(dataDir: string): Promise<boolean | string> {
   return new Promise((resolve) => {
     const socket = connect(controlSocketPath(dataDir));
     socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
+      try {
+        verifyControlListener(socket, dataDir);
+        resolve(true);
+      } catch (error) {
+        resolve(error instanceof Error ? error.message : String(error));
+      } finally {
+        socket.destroy();
+      }
     });
     socket.once('error', () => resolve(false));
   });
