@@ -1,11 +1,22 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentSocketPath } from '../broker/agent/index.js';
 import type { ApprovalCard, BrokerApi, BrokerApiMethod, SessionSummary } from '../broker/contract/index.js';
 import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
@@ -262,4 +273,113 @@ describe('when an agent tries to change the allowlist', () => {
       decideAsPerson(dataDir, passphrase, 'allowlist.remove', { entry_id: entry?.entry_id ?? '' }),
     ).rejects.toMatchObject({ code: 'NOT_FOUND' });
   }, 60_000);
+});
+
+/**
+ * The exec attack, performed: a process the allowlist approved (here Debian's python3, allowlisted by path and hash)
+ * execs another program (node) in place — same pid, same start time, same connection — and that program asks for a
+ * session-mode call. The session's approval was for the allowlisted program: the call must get a card, never run on
+ * that approval. (python3 is the stand-in because node 20 cannot exec in place; it is on every machine that builds the
+ * native addon.)
+ */
+const pythonExe = ['/usr/bin/python3', '/usr/bin/python3.11'].map(realPathOrUndefined).find((p) => p !== undefined);
+if (pythonExe === undefined)
+  console.warn('tests/process-allowlist.test.ts: the exec attack is skipped: no /usr/bin/python3');
+
+function realPathOrUndefined(file: string): string | undefined {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+const execAgentPython = String.raw`
+import json, os, socket, sys
+sock_path, node, script = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sock_path)
+def send(m):
+    s.sendall((json.dumps(m) + "\n").encode())
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26",
+      "capabilities": {}, "clientInfo": {"name": "exec-agent", "version": "1"}}})
+buf = b""
+while b"\n" not in buf:
+    buf += s.recv(65536)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+print("ready", flush=True)
+sys.stdin.readline()
+os.set_inheritable(s.fileno(), True)
+os.execv(node, [node, script, str(s.fileno())])
+`;
+
+const execAgentNode = `
+import net from 'node:net';
+const socket = new net.Socket({ fd: Number(process.argv[2]), readable: true, writable: true });
+socket.setEncoding('utf8');
+let buffered = '';
+socket.on('data', (text) => {
+  buffered += text;
+  for (let nl = buffered.indexOf('\\n'); nl >= 0; nl = buffered.indexOf('\\n')) {
+    const message = JSON.parse(buffered.slice(0, nl));
+    buffered = buffered.slice(nl + 1);
+    if (message.id === 2) {
+      process.stdout.write(JSON.stringify(message.result ?? message.error) + '\\n');
+      process.exit(0);
+    }
+  }
+});
+socket.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'http_request',
+  arguments: { route: 'docs', method: 'GET', path: '/after-exec', timeout_ms: 1500 } } }) + '\\n');
+`;
+
+describe.skipIf(pythonExe === undefined)('when an allowlisted process execs another program on its connection', () => {
+  it('the exec’d program’s session-mode call gets a card: the approval was for the program that was approved', async () => {
+    const python = pythonExe ?? '';
+    const shown = await read('allowlist.preview', { path: python });
+    const added = await decideAsPerson(dataDir, passphrase, 'allowlist.add', {
+      path: python,
+      expected_sha256: shown.sha256,
+    });
+    const scripts = path.join(scratch, 'exec-agent');
+    mkdirSync(scripts, { recursive: true });
+    writeFileSync(path.join(scripts, 'agent.py'), execAgentPython);
+    writeFileSync(path.join(scripts, 'after-exec.mjs'), execAgentNode);
+    const child = spawn(
+      python,
+      [
+        path.join(scripts, 'agent.py'),
+        agentSocketPath(dataDir),
+        process.execPath,
+        path.join(scripts, 'after-exec.mjs'),
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const nextLine = async (): Promise<string> => {
+      const timeout = new Promise<never>((_resolve, reject) =>
+        setTimeout(() => reject(new Error('no line from the exec agent')), answerWaitMs).unref(),
+      );
+      const next = await Promise.race([lines.next(), timeout]);
+      if (next.done === true) throw new Error('the exec agent closed its output');
+      return next.value;
+    };
+    try {
+      expect(await nextLine()).toBe('ready');
+      const session = await sessionOf(child.pid, true);
+      expect(session).toMatchObject({ approved_by: `policy:allowlist:${added.entry.entry_id}`, exe: python });
+      child.stdin.write('go\n');
+      const card = await cardFor(session.session_id, 'docs');
+      expect(card.state).toBe('pending');
+      const answer = JSON.parse(await nextLine()) as {
+        structuredContent?: { caller_disposition?: string; response?: unknown };
+      };
+      expect(answer.structuredContent).toMatchObject({ caller_disposition: 'timed_out' });
+      expect(answer.structuredContent?.response).toBeUndefined();
+      await decideAsPerson(dataDir, passphrase, 'approvals.reject', { ticket: card.ticket, reason: 'exec test' });
+    } finally {
+      child.kill('SIGKILL');
+      await decideAsPerson(dataDir, passphrase, 'allowlist.remove', { entry_id: added.entry.entry_id });
+    }
+  }, 90_000);
 });

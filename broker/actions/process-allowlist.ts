@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, readlinkSync, statSync } from 'node:fs';
 import { open, readlink, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import {
@@ -87,6 +87,8 @@ export class ProcessAllowlist {
   private eventCount = 0;
   /** session id → the executable its process ran when the session opened (only when some entry's path matched). */
   private readonly sessions = new Map<string, ExecutableIdentity>();
+  /** pid + start time → the image (device, inode) hashed for it (Linux), bounded like `sessions`. */
+  private readonly images = new Map<string, RunningImage>();
   private decisions: Promise<unknown> = Promise.resolve();
   private readonly procRoot: string;
   private readonly darwin: DarwinTools | undefined;
@@ -161,7 +163,10 @@ export class ProcessAllowlist {
     const identity = this.sessions.get(state.session_id);
     if (identity === undefined) return undefined;
     const entry = scopedMatch(this.entries.values(), identity, actionScopeOf(state.target));
-    return entry === undefined ? undefined : { kind: 'policy', id: allowlistActorId(entry.entry_id) };
+    if (entry === undefined) return undefined;
+    const session = this.options.journal.getSession(state.session_id);
+    if (session === undefined || !this.processUnchanged(session)) return undefined;
+    return { kind: 'policy', id: allowlistActorId(entry.entry_id) };
   };
 
   /** What `add` would record, hashed the same way now: the card shows it, and the add must find the same bytes. */
@@ -299,11 +304,39 @@ export class ProcessAllowlist {
     const alive = (): boolean => this.options.processAlive(pid, startTime);
     const link = `${this.procRoot}/${pid}/exe`;
     if (!alive()) throw unverifiable('session_id', "the session's process is gone");
-    const sha256 = await hashFile(link);
+    const { sha256, image } = await hashImage(link);
     if ((await readlink(link)) !== exe || !alive())
       throw unverifiable('session_id', "the session's process is gone or runs another program now");
+    this.images.delete(imageKey(process));
+    this.images.set(imageKey(process), image);
+    const oldest = this.images.keys().next();
+    if (this.images.size > sessionsRememberedMax && oldest.done !== true) this.images.delete(oldest.value);
     return { path: exe, sha256 };
   }
+
+  /**
+   * Whether an approved session still speaks for its process at a gate (Linux; elsewhere there is nothing to read, and
+   * it answers true): the process (pid + start time) lives and runs the executable its session recorded — and, where
+   * the allowlist hashed it, the very image it hashed. A process that exec'd another program on its connection, or a
+   * connection kept by another process after the session's process exited, is no longer what was approved: the queue
+   * then shows the call's card instead of applying the session's approval (or a scoped entry's).
+   */
+  readonly processUnchanged = (session: Pick<SessionState, 'pid' | 'start_time' | 'exe'>): boolean => {
+    if ((this.options.platform ?? process.platform) !== 'linux') return true;
+    if (!this.options.processAlive(session.pid, session.start_time)) return false;
+    if (session.exe === null) return true;
+    const link = `${this.procRoot}/${session.pid}/exe`;
+    try {
+      // An executable replaced on disk since (an upgrade) reads "… (deleted)": the same running image, not an exec.
+      if (readlinkSync(link).replace(/ \(deleted\)$/, '') !== session.exe) return false;
+      const image = this.images.get(imageKey(session));
+      if (image === undefined) return true;
+      const now = statSync(link, { bigint: true });
+      return now.dev === image.dev && now.ino === image.ino;
+    } catch {
+      return false;
+    }
+  };
 
   /**
    * macOS has no /proc and Node cannot call proc_pidpath, so the path is lsof's first `txt` file: the kernel's name
@@ -357,9 +390,14 @@ export class ProcessAllowlist {
 
 /** sha256 of a regular file's bytes (streamed, bounded), as `sha256:<hex>`. */
 export async function hashFile(file: string): Promise<string> {
+  return (await hashImage(file)).sha256;
+}
+
+/** hashFile, with the device and inode of the very file whose bytes were hashed (one descriptor for both). */
+async function hashImage(file: string): Promise<{ sha256: string; image: RunningImage }> {
   const handle = await open(file, 'r');
   try {
-    const stat = await handle.stat();
+    const stat = await handle.stat({ bigint: true });
     if (!stat.isFile()) throw unverifiable('path', 'not a regular file');
     if (stat.size > executableBytesMax) throw unverifiable('path', 'the file is larger than an executable may be');
     const hash = createHash('sha256');
@@ -369,7 +407,7 @@ export async function hashFile(file: string): Promise<string> {
       if (bytes > executableBytesMax) throw unverifiable('path', 'the file grew past the bound while it was read');
       hash.update(chunk);
     }
-    return `sha256:${hash.digest('hex')}`;
+    return { sha256: `sha256:${hash.digest('hex')}`, image: { dev: stat.dev, ino: stat.ino } };
   } finally {
     await handle.close();
   }
@@ -447,4 +485,14 @@ function runTool(file: string, args: readonly string[], field: string): Promise<
       reject(unverifiable(field, `${file.slice(file.lastIndexOf('/') + 1)} could not be run`));
     });
   });
+}
+
+/** The running image of a process: the device and inode /proc/<pid>/exe leads to. */
+interface RunningImage {
+  readonly dev: bigint;
+  readonly ino: bigint;
+}
+
+function imageKey(process: Pick<SessionState, 'pid' | 'start_time'>): string {
+  return `${process.pid}:${process.start_time}`;
 }

@@ -197,7 +197,14 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // earlier run's entries open only then). Registered after attachVault, so the audit keys are unwrapped first.
     const allowlist = new ProcessAllowlist({ journal, processAlive, logger });
     closers.push(vault.onUnlock(() => allowlist.reload()));
-    const queue = ApprovalQueue.open({ journal, clock, config, logger, allowlistApproval: allowlist.approvalFor });
+    const queue = ApprovalQueue.open({
+      journal,
+      clock,
+      config,
+      logger,
+      allowlistApproval: allowlist.approvalFor,
+      sessionProcessUnchanged: allowlist.processUnchanged,
+    });
     closers.push(() => queue.close());
     // Reconciliation runs the route's lookup as its own action (reconcile-action.ts): a person asks
     // through the operator API; the retry engine asks once a key's window passed (no actor).

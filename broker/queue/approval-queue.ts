@@ -41,6 +41,11 @@ export interface ApprovalQueueOptions {
    * route or host): the policy actor that approves it instead of the session card. Absent: no allowlist.
    */
   readonly allowlistApproval?: (state: ActionState) => Actor | undefined;
+  /**
+   * Whether an approved session's process is still the one approved (the process allowlist's processUnchanged: alive,
+   * running the executable its session recorded). false: the call gets a card instead. Absent: not checked.
+   */
+  readonly sessionProcessUnchanged?: (session: SessionState) => boolean;
 }
 
 /** One bounded page when the queue reads the journal (the journal caps pages at 1000 too). */
@@ -65,6 +70,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly timers: QueueTimers;
   private readonly logger: Logger | undefined;
   private readonly allowlistApproval: ((state: ActionState) => Actor | undefined) | undefined;
+  private readonly sessionProcessUnchanged: ((session: SessionState) => boolean) | undefined;
   /** lane → lowest ticket that may still be unresolved. */
   private readonly floors = new Map<string, number>();
   /** Lanes that may hold unresolved tickets. */
@@ -93,6 +99,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.timers = options.timers ?? systemQueueTimers;
     this.logger = options.logger;
     this.allowlistApproval = options.allowlistApproval;
+    this.sessionProcessUnchanged = options.sessionProcessUnchanged;
   }
 
   /**
@@ -412,7 +419,12 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       return;
     }
     if (state.approval === 'none') return;
-    if (state.approval === 'session' && session?.status === 'approved' && this.grantValid(session)) {
+    if (
+      state.approval === 'session' &&
+      session?.status === 'approved' &&
+      this.grantValid(session) &&
+      this.sameProcess(session, state)
+    ) {
       await this.tryAppend({
         kind: 'APPROVED',
         action_id: state.action_id,
@@ -441,6 +453,20 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     const session = this.journal.getSession(s.session_id);
     return session === undefined || session.status === 'pending';
   };
+
+  /**
+   * A session's approval is for the process that was approved: one that exec'd another program on its connection (or
+   * a connection another process kept after it exited) gets a card for each call instead (ApprovalQueueOptions
+   * sessionProcessUnchanged).
+   */
+  private sameProcess(session: SessionState, state: ActionState): boolean {
+    if (this.sessionProcessUnchanged?.(session) !== false) return true;
+    this.logger?.warn(
+      { action_id: state.action_id, session_id: session.session_id },
+      "the session's process no longer runs the program that was approved: the call gets a card",
+    );
+    return false;
+  }
 
   /** Observe mode approves by policy every time; otherwise the grant lasts session_grant_ttl_seconds. */
   private grantValid(session: SessionState): boolean {
