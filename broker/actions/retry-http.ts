@@ -112,6 +112,8 @@ export async function retryHttpAction(
     timeoutMs: operationTimeoutMs(route),
     credential: boundCredential(deps.journal, actionId),
   };
+  // Its place back at the head of its lane: it waits for a later ticket in flight, and holds back the ones after it.
+  await deps.queue.retryTurn(actionId);
   const subject = retrySubject(deps, bound);
   const answer = subject.fromRecord(state);
   // Who asked is the calling session (after a restart, not the one that first sent it).

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
@@ -81,5 +83,60 @@ describe('when the head of a lane waits out a backoff before its automatic retry
     const next = await h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
     expect(next.envelope.error).toBeUndefined();
     expect(arrivals()).toEqual(['PUT /api/documents/7', 'PUT /api/documents/7', 'PATCH /api/documents/7']);
+  });
+});
+
+describe('when an agent retries an earlier ticket (retry_of) while a later one of its lane is in flight', () => {
+  it('the retry waits for it and reaches the remote after it, never beside it; tickets after it wait for the retry', async () => {
+    // A remote that answers the first PUT 429 and holds every PATCH until the test lets it go.
+    const arrivals: string[] = [];
+    let releasePatch: () => void = () => undefined;
+    const patchHeld = new Promise<void>((resolve) => (releasePatch = resolve));
+    let putCount = 0;
+    const held = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        arrivals.push(`${req.method ?? ''} ${req.url ?? ''}`);
+        const answer = (status: number): void =>
+          void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+        if (req.method === 'PUT' && ++putCount === 1) answer(429);
+        else if (req.method === 'PATCH') void patchHeld.then(() => answer(200));
+        else answer(200);
+      });
+    });
+    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (held.address() as AddressInfo).port;
+      const config = localRouteConfig(
+        port,
+        ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n'),
+      );
+      const put = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
+      const first = await h.run(config, put);
+      expect(first.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+      const patch = h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+      await expect.poll(() => arrivals.length, { timeout: 10_000 }).toBe(2);
+      const retried = h.run(config, { ...put, retry_of: first.envelope.invocation_id });
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      // The PATCH is in flight: the retry has not gone out beside it.
+      expect(arrivals).toEqual(['PUT /api/documents/7', 'PATCH /api/documents/7']);
+      // A third ticket of the lane arrives meanwhile: it goes after the retry, which holds the earlier place.
+      const third = h.run(config, { route: 'docs', method: 'POST', path: '/documents/7/publish', body: '{}' });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      releasePatch();
+      expect((await patch).envelope.error).toBeUndefined();
+      expect((await retried).envelope.error).toBeUndefined();
+      expect((await third).envelope.error).toBeUndefined();
+      expect(arrivals).toEqual([
+        'PUT /api/documents/7',
+        'PATCH /api/documents/7',
+        'PUT /api/documents/7',
+        'POST /api/documents/7/publish',
+      ]);
+    } finally {
+      releasePatch();
+      held.closeAllConnections();
+      await new Promise<void>((resolve) => held.close(() => resolve()));
+    }
   });
 });

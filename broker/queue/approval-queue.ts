@@ -11,7 +11,13 @@ import {
   type QueuePosition,
   type SessionState,
 } from '../contract/index.js';
-import { attestClassification, scheduleLane, type AttestedOutcome, type TicketWait } from '../core/index.js';
+import {
+  attestClassification,
+  scheduleLane,
+  ticketStanding,
+  type AttestedOutcome,
+  type TicketWait,
+} from '../core/index.js';
 import type { Appended, Journal } from '../journal/index.js';
 import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
 import { buildCard } from './build-card.js';
@@ -26,6 +32,8 @@ export type Turn = { readonly kind: 'go' } | { readonly kind: 'closed'; readonly
 /** What an executor needs of the queue: wait for its turn, then say when its outcome is recorded. */
 export interface DispatchQueue {
   awaitTurn(actionId: string, preview: CardPreview): Promise<Turn>;
+  /** A retry of an action its record already settled: its place back at the head of its lane (see ApprovalQueue). */
+  retryTurn(actionId: string): Promise<void>;
   settled(actionId: string): void;
 }
 
@@ -138,6 +146,32 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     }
     this.pumpFor(state);
     return turn;
+  }
+
+  /**
+   * A retry of an action whose record already settled (an agent's retry_of, a person's retry): the action takes its
+   * place back at the head of its lane — no later ticket is released from now on — and goes once no other ticket of
+   * the lane is in flight or blocked, so it never runs beside a later write of the lane (DESIGN §4: retries keep the
+   * ticket's place). The executor calls settled() when the retry is done, as for any run.
+   */
+  async retryTurn(actionId: string): Promise<void> {
+    const lane = this.journal.getAction(actionId)?.lane ?? null;
+    this.executing.set(actionId, lane);
+    if (lane === null) return;
+    const busy = (): boolean =>
+      this.readLane(lane).open.some((s) => {
+        if (s.action_id === actionId) return false;
+        const standing = ticketStanding(s);
+        return standing === 'in_flight' || standing === 'blocked' || this.executing.has(s.action_id);
+      });
+    if (!busy()) return;
+    await new Promise<void>((resolve) => {
+      const stop = this.onChange(() => {
+        if (busy()) return;
+        stop();
+        resolve();
+      });
+    });
   }
 
   /** The executor recorded this action's outcome (or gave up): the lane may move on. */
