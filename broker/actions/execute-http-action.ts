@@ -27,7 +27,8 @@ import { retryWhileAllowed } from './retry-engine.js';
 import { acceptedEvent, appendState, recordAccepted } from './record-refusal.js';
 import { authorizeAndSendOnce, operationTimeoutMs, validate } from './http-steps.js';
 import { closedEnvelope, log, refuse } from './http-record.js';
-import type { Bound, BoundCredential, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
+import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
+import { credentialBinding, type BoundCredential } from './credential-binding.js';
 import { admissionPolicy, type AdmissionPolicy, type HttpActionOptions } from './admission-policy.js';
 import { retryHttpAction, retrySubject } from './retry-http.js';
 
@@ -150,7 +151,10 @@ async function admit(
     return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, gate, 'no such route') };
   }
   const policy = admissionPolicy(route, request, options);
-  const admission = { ...admissionOf(route, request, fingerprint, policy), ...credentialOf(deps, route) };
+  const admission = {
+    ...admissionOf(route, request, fingerprint, policy),
+    ...credentialBinding(deps.vault, route.credential),
+  };
   // Validation is pure and touches no secret, so it runs before admission is written: a passing
   // request's ACTION_ACCEPTED and PREFLIGHT_VALIDATED then share one commit (one fsync).
   const preflight = validate(deps, route, policy.methods, request, input.idempotency_key);
@@ -229,15 +233,6 @@ function retryOfField(input: unknown): string | undefined {
   if (typeof input !== 'object' || input === null || !('retry_of' in input)) return undefined;
   const value = (input as { retry_of?: unknown }).retry_of;
   return typeof value === 'string' ? value : undefined;
-}
-
-/**
- * The route's credential as the vault describes it now (id and version tag, no secret: readable while locked), bound
- * at admission and compared right before the write (http-steps.ts authorize).
- */
-function credentialOf(deps: HttpActionDeps, route: Route): { credential?: BoundCredential } {
-  const info = deps.vault.describe(route.credential);
-  return info === undefined ? {} : { credential: { id: info.id, version_tag: info.version_tag } };
 }
 
 interface Admission {

@@ -383,6 +383,34 @@ describe('when a person cancels right after approving, before CREDENTIAL_AUTHORI
   });
 });
 
+describe('when the host’s key is rotated while the card waits (DESIGN §3: the invocation binds the credential version)', () => {
+  it('the approved command is FINGERPRINT_MISMATCH, not_attempted, and never runs', async (ctx) => {
+    const s = need(ctx);
+    const perCall = sshHostsConfig([{ ...host(s), extra: '    approval: per_call' }]);
+    const before = h.vault.describe('lab-key');
+    const run = h.run(perCall, { host: 'lab', command: 'echo rotated' });
+    const [card] = await waitForCardCount(h.queue, 1);
+    const actionId = card?.action_id ?? '';
+    expect(h.events(actionId)[0]).toMatchObject({
+      kind: 'ACTION_ACCEPTED',
+      payload: { credential: { id: before?.id, version_tag: before?.version_tag } },
+    });
+    // The same key material under a new version: what was approved named the old version.
+    await h.vault.rotate('lab-key', Buffer.from(s.userKey.privateKey));
+    await h.queue.approve(card?.ticket ?? 0, { kind: 'person', id: 'tester' });
+    const { envelope } = await run;
+    expect(envelope.error).toMatchObject({
+      code: 'FINGERPRINT_MISMATCH',
+      outcome: 'not_attempted',
+      message: expect.stringContaining('rotated since this action was admitted') as unknown,
+    });
+    expect(kinds(h.events(actionId))).not.toContain('DISPATCH_STARTED');
+    // The next command binds the new version and runs.
+    const next = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: 'echo again' });
+    expect(next.envelope.error).toBeUndefined();
+  });
+});
+
 describe('when the host key policy is accept_new', () => {
   it('stores the first key after auth, trusts it next time, and refuses a changed key ever after', async (ctx) => {
     const s = need(ctx);

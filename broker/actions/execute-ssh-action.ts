@@ -17,6 +17,7 @@ import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-requ
 import { sshCommandPolicy } from './ssh-command-policy.js';
 import { runRecorded } from './record-broker-error.js';
 import { startAuthorization } from './authorize-credential.js';
+import { credentialBinding, credentialChanged, type BoundCredential } from './credential-binding.js';
 import {
   type ExecutorDeps,
   acceptedEvent,
@@ -130,6 +131,7 @@ async function admit(
     fingerprint,
     lane: policy.lane,
     approval: policy.approval,
+    ...credentialBinding(deps.vault, host.credential),
   };
   const limits = deps.channel.limits;
   const problem = validate(deps, host, request.command, limits);
@@ -143,7 +145,11 @@ async function admit(
   ]);
   deps.onAdmitted?.(actionId);
   const timeoutMs = host.timeout_ms ?? operationTimeoutMsDefault;
-  return { kind: 'admitted', bound: { actionId, host, command: request.command, fingerprint, timeoutMs, cancel } };
+  const credential = admission.credential;
+  return {
+    kind: 'admitted',
+    bound: { actionId, host, command: request.command, fingerprint, timeoutMs, cancel, credential },
+  };
 }
 
 /** Waits for the command's turn in the queue (card, decision, lane order): the closure's answer if it was closed. */
@@ -157,6 +163,8 @@ interface Admission {
   fingerprint: string;
   lane: string | null;
   approval: ApprovalMode;
+  /** The host's credential (id + version) as bound at admission. */
+  credential?: BoundCredential;
 }
 
 async function accept(deps: SshActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -171,6 +179,7 @@ function sshAccepted(deps: SshActionDeps, actionId: string, a: Admission): NewEv
     request_fingerprint: a.fingerprint,
     approval: a.approval,
     idempotent: false,
+    ...(a.credential === undefined ? {} : { credential: a.credential }),
   });
 }
 
@@ -209,6 +218,7 @@ interface Bound {
   fingerprint: string;
   timeoutMs: number;
   cancel: AbortSignal | undefined;
+  credential: BoundCredential | undefined;
 }
 
 async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshActionResult> {
@@ -237,6 +247,10 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       if (sshRequestFingerprint({ host: b.host.name, command: b.command }) !== b.fingerprint) {
         return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, 'the request changed');
       }
+      // The key is the one bound at admission: a rotation or a replacement since is not what was approved.
+      const changed = credentialChanged(b.credential, info);
+      if (changed !== undefined)
+        return refuse(deps, b.actionId, b.fingerprint, { kind: 'fingerprint_mismatch' }, changed);
       // A person may have cancelled between the queue's release and here: nothing is even set up.
       const closed = closedBeforeDispatch(deps.journal, b.actionId);
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };

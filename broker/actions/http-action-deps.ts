@@ -3,6 +3,7 @@
  * Its own module so the attempt steps (http-steps.ts) and the record → answer steps (http-record.ts) both import it and
  * neither imports the other back.
  */
+import type { BoundCredential } from './credential-binding.js';
 import type { Logger } from 'pino';
 import type { HttpChannel } from '../channels/http/index.js';
 import type { PosternConfig, Route } from '../config/index.js';
@@ -70,10 +71,4 @@ export interface Bound {
   timeoutMs: number;
   /** The credential (id + version) bound at admission (ACTION_ACCEPTED.credential); absent: none was known. */
   credential?: BoundCredential | undefined;
-}
-
-/** A credential as an action binds it: which one, which version. */
-export interface BoundCredential {
-  readonly id: string;
-  readonly version_tag: string;
 }

@@ -29,14 +29,9 @@ import {
 } from './oauth-token.js';
 import { signAwsV4, sigV4OwnedHeaders } from './aws-sigv4-signer.js';
 import { recentSecretsOf } from './recent-secrets.js';
+import { credentialChanged } from './credential-binding.js';
 
-export type {
-  Bound,
-  BoundCredential,
-  HttpActionDeps,
-  HttpActionResponse,
-  HttpActionResult,
-} from './http-action-deps.js';
+export type { Bound, HttpActionDeps, HttpActionResponse, HttpActionResult } from './http-action-deps.js';
 // The retry path (retry-http.ts) answers a closed ticket from here too.
 export { closedEnvelope } from './http-record.js';
 
@@ -161,24 +156,13 @@ function authorize(
   if (requestFingerprint(b.request) !== b.fingerprint)
     return { kind: 'refuse', gate: { kind: 'fingerprint_mismatch' }, message: 'the request changed' };
   // And the credential is the one bound at admission (DESIGN §3): a rotation or a replacement since is not approved.
-  const changed = credentialChanged(b, info);
+  const changed = credentialChanged(b.credential, info);
   if (changed !== undefined && retry) throw new CodedError('FINGERPRINT_MISMATCH', changed, { field: 'credential' });
   if (changed !== undefined) return { kind: 'refuse', gate: { kind: 'fingerprint_mismatch' }, message: changed };
   // A person may have cancelled between the queue's release and here: nothing is even set up.
   // (A retry's record is already closed by its first run's outcome; its lease is its licence.)
   const closed = retry ? undefined : closedBeforeDispatch(deps.journal, b.actionId);
   return closed === undefined ? undefined : { kind: 'closed', state: closed };
-}
-
-/** Why the credential at hand is not the one the action bound, or undefined when it is (or none was bound). */
-function credentialChanged(b: Bound, info: CredentialInfo): string | undefined {
-  const bound = b.credential;
-  if (bound === undefined) return undefined;
-  if (info.id !== bound.id)
-    return `the route's credential was replaced since this action was admitted (bound ${bound.id}, now ${info.id}); a request under the new one is a new action`;
-  if (info.version_tag !== bound.version_tag)
-    return `the route's credential was rotated since this action was admitted (bound version ${bound.version_tag}, now ${info.version_tag}); a request under the new version is a new action`;
-  return undefined;
 }
 
 interface Secret {

@@ -18,6 +18,7 @@ import { dropWhenSettled, readKeptRequest } from './kept-request.js';
 import { stateClassification } from './state-envelope.js';
 import { normalizeHttpRequest, requestFingerprint, type InternalHttpRequest } from './http-action-request.js';
 import { runRecorded } from './record-broker-error.js';
+import type { BoundCredential } from './credential-binding.js';
 import { retryWhileAllowed, type AttemptRun, type RetrySubject } from './retry-engine.js';
 import {
   authorizeAndSendOnce,
@@ -25,7 +26,6 @@ import {
   operationTimeoutMs,
   validate,
   type Bound,
-  type BoundCredential,
   type HttpActionDeps,
   type HttpActionResult,
 } from './http-steps.js';
