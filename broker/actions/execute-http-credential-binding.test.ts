@@ -44,6 +44,23 @@ describe('when the route’s credential changes between admission and dispatch',
     return { run, ticket: card?.ticket ?? 0, id: card?.action_id ?? '' };
   }
 
+  /** A person approves the waiting card: the action is refused before the write, and the remote saw nothing. */
+  async function approvedAndRefusedUnsent(
+    pending: { run: Promise<HttpActionResult>; ticket: number; id: string },
+    s: AdversarialHttpServer,
+    why: string,
+  ): Promise<void> {
+    await h.queue.approve(pending.ticket, { kind: 'person', id: 'tester' });
+    const { envelope } = await pending.run;
+    expect(envelope.error).toMatchObject({
+      code: 'FINGERPRINT_MISMATCH',
+      outcome: 'not_attempted',
+      message: expect.stringContaining(why) as unknown,
+    });
+    expect(s.log).toHaveLength(0);
+    expect(kinds(h.events(pending.id))).not.toContain('DISPATCH_STARTED');
+  }
+
   it('a rotation while the card waits: the approved action is FINGERPRINT_MISMATCH, not_attempted, and nothing is sent', async () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
     const before = h.vault.describe('docs-token');
@@ -55,15 +72,7 @@ describe('when the route’s credential changes between admission and dispatch',
     });
     const rotated = await h.vault.rotate('docs-token', Buffer.from(`${canary}-rotated`));
     expect(rotated.version_tag).not.toBe(before?.version_tag);
-    await h.queue.approve(pending.ticket, { kind: 'person', id: 'tester' });
-    const { envelope } = await pending.run;
-    expect(envelope.error).toMatchObject({
-      code: 'FINGERPRINT_MISMATCH',
-      outcome: 'not_attempted',
-      message: expect.stringContaining('rotated since this action was admitted') as unknown,
-    });
-    expect(s.log).toHaveLength(0);
-    expect(kinds(h.events(pending.id))).not.toContain('DISPATCH_STARTED');
+    await approvedAndRefusedUnsent(pending, s, 'rotated since this action was admitted');
     // The next request binds the new version and goes out with it.
     const next = await h.run(localRouteConfig(s.port), post);
     expect(next.envelope.error).toBeUndefined();
@@ -82,13 +91,6 @@ describe('when the route’s credential changes between admission and dispatch',
       secret: Buffer.from(`${canary}-other-account`),
       bindings: ['docs', '127.0.0.1'],
     });
-    await h.queue.approve(pending.ticket, { kind: 'person', id: 'tester' });
-    const { envelope } = await pending.run;
-    expect(envelope.error).toMatchObject({
-      code: 'FINGERPRINT_MISMATCH',
-      outcome: 'not_attempted',
-      message: expect.stringContaining('replaced since this action was admitted') as unknown,
-    });
-    expect(s.log).toHaveLength(0);
+    await approvedAndRefusedUnsent(pending, s, 'replaced since this action was admitted');
   });
 });
