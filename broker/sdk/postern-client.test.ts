@@ -232,6 +232,18 @@ describe('when the broker goes away before it answers', () => {
     expect(error).toMatchObject({ code: 'CONNECTION_LOST', actionId: undefined });
     expect(String((error as Error).message)).toContain('named no action');
   });
+
+  it('a call made after the connection closed (an eviction, a broker gone) is CONNECTION_LOST, sent nowhere', async () => {
+    const client = await connect();
+    await socket.close();
+    const error = await client.listRoutes().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(PosternConnectionError);
+    expect(error).toMatchObject({ code: 'CONNECTION_LOST' });
+    expect(String((error as Error).message)).toContain('is closed');
+  });
 });
 
 describe('retry', () => {

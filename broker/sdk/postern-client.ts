@@ -177,6 +177,10 @@ function recordedActions(transport: SocketClientTransport, client: Client) {
       try {
         return await send({ [callMarker]: marker });
       } catch (error) {
+        // A call on a connection that closed earlier (the broker evicted it, or went away): a coded error, not the
+        // MCP client's bare "Not connected".
+        if (!(error instanceof McpError) && (transport.closed || brokenPipe(error)))
+          throw closedConnection(error, transport.refusal);
         if (!(error instanceof McpError) || error.code !== ErrorCode.ConnectionClosed) throw error;
         const requestId = idOfCall.get(marker);
         const actionId = requestId === undefined ? undefined : actionOfId.get(requestId);
@@ -202,6 +206,24 @@ function lostConnection(error: McpError, actionId: string | undefined): PosternC
     'CONNECTION_LOST',
     `${lost}; this call's action ${actionId} was recorded: do not send it again — once a broker is back, actionStatus("${actionId}") says what is known`,
     { cause: error, actionId },
+  );
+}
+
+/** The socket's write failed because its other end is gone (before the close event reached the transport). */
+function brokenPipe(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'EPIPE' || code === 'ECONNRESET' || code === 'ERR_STREAM_DESTROYED';
+}
+
+function closedConnection(
+  error: unknown,
+  refusal: { code: string; message: string } | undefined,
+): PosternConnectionError {
+  const why = refusal === undefined ? '' : ` (${refusal.code}: ${refusal.message})`;
+  return new PosternConnectionError(
+    'CONNECTION_LOST',
+    `the connection to the Postern broker is closed${why}; nothing was sent: connect again (connectPostern) and send it then`,
+    { cause: error },
   );
 }
 

@@ -51,6 +51,11 @@ export class SocketClientTransport implements Transport {
     });
   }
 
+  /** Whether the connection has closed (the broker's side, ours, or an error). */
+  get closed(): boolean {
+    return this.closeReported;
+  }
+
   async close(): Promise<void> {
     this.socket?.destroy();
     this.reportClose();
