@@ -164,9 +164,18 @@ describe('when given a reset write', () => {
     });
     await checkpointer.whenReady();
     // A commit that lands in the instant between a copy and the reset write still restarts it itself (at most one
-    // in a run like this); without the option every full copy is followed by one (the next test: several).
-    expect(await commitsRestartingTheWal(checkpointer)).toBeLessThanOrEqual(1);
-    const resets = reports.filter((r) => r.reset).length;
+    // in a run like this); without the option every full copy is followed by one (the next test: several). A reset
+    // needs a copy of every frame with no commit meanwhile: on a loaded machine the worker can finish fewer such
+    // copies in one run, so runs go on (at most four) until three resets happened.
+    let runs = 0;
+    let restartedByCommits = 0;
+    const resetsSoFar = (): number => reports.filter((r) => r.reset).length;
+    while (runs < 4 && (runs === 0 || resetsSoFar() < 3)) {
+      restartedByCommits += await commitsRestartingTheWal(checkpointer);
+      runs += 1;
+    }
+    expect(restartedByCommits).toBeLessThanOrEqual(runs);
+    const resets = resetsSoFar();
     expect(resets).toBeGreaterThanOrEqual(3);
     expect(checkpointer.resets).toBe(resets);
     expect(writer.prepare('SELECT count(*) AS n FROM resets').get()).toEqual({ n: resets });
