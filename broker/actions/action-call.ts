@@ -299,7 +299,11 @@ async function callerEnded(
   if (ended.kind === 'timeout') return callerTimedOut(deps, id, state, waitMs);
   const after = (await deps.queue.callerStopped(id, ended.stop)) ?? state;
   const disposition = ended.stop === 'disconnected' ? 'disconnected' : 'canceled';
-  const stopped = stoppedAfterDispatch(after, disposition, 'CALLER_CANCELLED', cancelledAfterDispatch(id));
+  // A disconnected caller's record says CALLER_DISCONNECTED (and nobody reads the answer): the state as recorded.
+  const stopped =
+    ended.stop === 'cancelled'
+      ? stoppedAfterDispatch(after, disposition, 'CALLER_CANCELLED', cancelledAfterDispatch(id))
+      : undefined;
   if (stopped !== undefined)
     return {
       ...actionAnswer({
