@@ -9,7 +9,7 @@ import {
   type CodedError,
   type Envelope,
 } from '../contract/index.js';
-import type { CallerStop, CallProgress, IdSource, ToolAnswer } from '../ports/index.js';
+import { brokerStopping, type CallerStop, type CallProgress, type IdSource, type ToolAnswer } from '../ports/index.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
 import { progressHeartbeatMsDefault, watchProgress } from './call-waits.js';
@@ -26,7 +26,16 @@ export interface UpstreamTool {
   readonly tool: string;
 }
 type ActionTool = 'http_request' | 'ssh_exec' | UpstreamTool;
-type Ended = { kind: 'done'; answer: ToolAnswer } | { kind: 'timeout' } | { kind: 'stopped'; stop: CallerStop };
+/**
+ * How long an admitted action's id waits for a sync other appends ask for before it asks for one (tellRecorded): an
+ * action dispatched at once is covered by its own dispatch's sync well within it; one that waits costs one sync.
+ */
+export const recordedSyncAfterMs = 20;
+type Ended =
+  | { kind: 'done'; answer: ToolAnswer }
+  | { kind: 'timeout' }
+  | { kind: 'stopped'; stop: CallerStop }
+  | { kind: 'broker_stopping' };
 
 /** The executor once started: its answer, when it admitted the action, and the action's id once it has one. */
 interface Started {
@@ -84,6 +93,7 @@ export async function actionCall(
   if (watch.onRecorded !== undefined) tellRecorded(deps, started, watch.onRecorded);
   const ended = await raceCaller(deps, started, waitMs, signal, watch.onProgress);
   if (ended.kind === 'done') return ended.answer;
+  if (ended.kind === 'broker_stopping') return brokerStoppingAnswer(deps, started);
   return answerCallerEnd(deps, started, ended, waitMs);
 }
 
@@ -152,10 +162,12 @@ function startExecutor(
 }
 
 /**
- * Tells `onRecorded` the action's id once its admission is on disk, by a sync other appends asked for
- * (Journal.onceDurable starts none): a caller that then loses the answer to a broker restart can still name the
- * action (action_status, fetch_result). The journal releases such watchers before the appends its sync covers, so
- * for an action dispatched at once this runs in the turn that writes the dispatch's first byte, ahead of the dispatcher.
+ * Tells `onRecorded` the action's id once its admission is on disk, so a caller that then loses the answer to a broker
+ * restart can still name the action (action_status, fetch_result). Usually by a sync other appends asked for
+ * (Journal.onceDurable starts none): the journal releases such watchers before the appends its sync covers, so for an
+ * action dispatched at once this runs in the turn that writes the dispatch's first byte, ahead of the dispatcher. An
+ * action that waits instead (for a person, for its lane) may see no other sync for as long as it waits: after
+ * `recordedSyncAfterMs` it asks for one itself, so a restart during a card's wait still finds the caller told.
  */
 function tellRecorded(deps: AgentBackendDeps, started: Started, onRecorded: (actionId: string) => void): void {
   started.admitted
@@ -163,7 +175,11 @@ function tellRecorded(deps: AgentBackendDeps, started: Started, onRecorded: (act
       const id = started.actionId();
       const state = id === undefined ? undefined : deps.journal.getAction(id);
       if (id === undefined || state === undefined) return;
-      await deps.journal.onceDurable(state.first_seq);
+      const covered = deps.journal.onceDurable(state.first_seq);
+      // A failed sync fails the journal, and `covered` with it: the timer's own promise has nothing more to say.
+      const timer = setTimeout(() => deps.journal.durable().catch(() => undefined), recordedSyncAfterMs);
+      timer.unref();
+      await covered.finally(() => clearTimeout(timer));
       onRecorded(id);
     })
     // A failed journal tells nothing more (the answer says JOURNAL_UNAVAILABLE).
@@ -191,7 +207,11 @@ async function raceCaller(
     }),
     new Promise<Ended>((resolve) => {
       onAbort = () =>
-        resolve({ kind: 'stopped', stop: signal.reason === 'disconnected' ? 'disconnected' : 'cancelled' });
+        resolve(
+          signal.reason === brokerStopping
+            ? { kind: 'broker_stopping' }
+            : { kind: 'stopped', stop: signal.reason === 'disconnected' ? 'disconnected' : 'cancelled' },
+        );
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     }),
@@ -202,11 +222,36 @@ async function raceCaller(
   });
 }
 
+/**
+ * The broker closed the caller's connection because it is stopping. Not the caller's doing, and no person's: nothing
+ * is recorded (no CALLER_DISCONNECTED, no CANCELLED in the agent's name). The action stays as recorded and the next
+ * start's recovery closes it as after a crash (BROKER_RESTARTED: not_attempted before dispatch, unknown after). The
+ * connection is gone, so this answer is for the record of the call only.
+ */
+function brokerStoppingAnswer(deps: AgentBackendDeps, started: Started): ToolAnswer {
+  const id = started.actionId();
+  const state = id === undefined ? undefined : deps.journal.getAction(id);
+  if (id === undefined || state === undefined)
+    return refusal(
+      'BROKER_RESTARTED',
+      'the broker stopped before this call was admitted; nothing was recorded',
+      'backoff',
+    );
+  return {
+    ...actionAnswer({
+      envelope: stateEnvelope(state),
+      state,
+      note: `(the broker is stopping; action ${id} stays as recorded and the next start closes it as its record proves)`,
+    }),
+    isError: true,
+  };
+}
+
 /** The caller stopped waiting first: its event is recorded on the admitted action, which stands. */
 async function answerCallerEnd(
   deps: AgentBackendDeps,
   started: Started,
-  ended: Exclude<Ended, { kind: 'done' }>,
+  ended: Exclude<Ended, { kind: 'done' } | { kind: 'broker_stopping' }>,
   waitMs: number,
 ): Promise<ToolAnswer> {
   // Admission is one commit away at most; if the executor finished meanwhile, its answer stands.
@@ -293,7 +338,7 @@ async function callerEnded(
   deps: AgentBackendDeps,
   id: string,
   state: ActionState,
-  ended: Exclude<Ended, { kind: 'done' }>,
+  ended: Exclude<Ended, { kind: 'done' } | { kind: 'broker_stopping' }>,
   waitMs: number,
 ): Promise<ToolAnswer> {
   if (ended.kind === 'timeout') return callerTimedOut(deps, id, state, waitMs);

@@ -38,7 +38,8 @@ export interface AgentSocket {
  * line. Every connection is identified by the kernel (SO_PEERCRED + /proc) before a byte of it is
  * read; another uid or an unreadable identity gets one JSON-RPC error line and is closed, and at the
  * connection cap connection-pool.ts evicts an idle connection or refuses the new one the same way. Nothing a client sends may throw out of here: every socket has an error handler and
- * every per-connection failure ends only that connection.
+ * every per-connection failure ends only that connection. Closing it is the broker stopping: the calls that cuts
+ * are aborted as `brokerStopping`, and nothing is recorded on their actions (recovery closes them at the next start).
  */
 export async function startAgentSocket(options: AgentSocketOptions): Promise<AgentSocket> {
   const limits = resolveAgentLimits(options.limits);
@@ -59,6 +60,7 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
   const ownUid = options.ownUid ?? process.getuid?.() ?? -1;
   const identify = options.identify ?? readPeerIdentity;
   const connections = new Set<Socket>();
+  let stopping = false;
   const pool = new ConnectionPool(limits.connectionsPerUidMax, logger);
   const sessions = new SessionRegistry(limits.inFlightCallsPerSessionMax, (sessionId) => {
     try {
@@ -110,13 +112,18 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
       serverVersion: options.version ?? '0.0.0',
       logger,
       onActive: slot.onActive,
+      brokerStopping: () => stopping,
     });
     slot.served(handle);
     socket.resume();
   };
 
   const served = await servePrivately(server, socketPath, connections);
-  return { path: socketPath, close: served.close };
+  const close = (): Promise<void> => {
+    stopping = true;
+    return served.close();
+  };
+  return { path: socketPath, close };
 }
 
 /** One JSON-RPC error line (id null: nothing was read yet), then the connection ends. */

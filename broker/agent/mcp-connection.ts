@@ -25,7 +25,14 @@ import {
   type AgentToolReply,
   type CredentialRequestReply,
 } from '../contract/index.js';
-import type { AgentBackend, CallerStop, CallProgress, ResultHandoff, ToolAnswer } from '../ports/index.js';
+import {
+  brokerStopping,
+  type AgentBackend,
+  type CallStop,
+  type CallProgress,
+  type ResultHandoff,
+  type ToolAnswer,
+} from '../ports/index.js';
 import type { AgentLimits } from './agent-limits.js';
 import { refusalAnswer } from './agent-refusal.js';
 import {
@@ -58,6 +65,8 @@ export interface McpConnectionOptions {
   readonly logger?: Logger | undefined;
   /** Told each time the client sends a valid message (the cap's "least recently active"). */
   readonly onActive?: (() => void) | undefined;
+  /** True once the broker is stopping: the connection's close is then the broker's, not the caller's. */
+  readonly brokerStopping?: (() => boolean) | undefined;
 }
 
 /** What the socket's connection cap may ask of a served connection. */
@@ -75,7 +84,8 @@ export interface McpConnectionHandle {
  * One MCP server for one accepted, identified connection. The session is opened when the client
  * sends `initialize` (kernel identity + the client's self-chosen label) and shared by every call on
  * the connection; each call gets its own AbortController whose reason we set ourselves —
- * 'cancelled' for MCP notifications/cancelled, 'disconnected' when the socket goes — because the
+ * 'cancelled' for MCP notifications/cancelled, 'disconnected' when the socket goes (brokerStopping when the broker
+ * closed it, stopping) — because the
  * SDK aborts with whatever reason the client wrote in its cancel notification (or none on close).
  */
 // eslint-disable-next-line max-lines-per-function -- six tool handlers on one MCP server per connection, closing over its session
@@ -90,6 +100,8 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
   let session: Promise<string> | undefined;
   let attachedSessionId: string | undefined;
   let closed = false;
+  /** Why a running call's caller is gone with the connection: the broker closing it is not the caller's doing. */
+  const connectionGone = (): CallStop => (options.brokerStopping?.() === true ? brokerStopping : 'disconnected');
 
   const handshakeTimer = setTimeout(() => socket.destroy(), limits.handshakeMs);
   handshakeTimer.unref();
@@ -138,7 +150,7 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
       closed = true;
       stopWatchingUpstreams?.();
       clearTimeout(handshakeTimer);
-      for (const controller of calls) controller.abort('disconnected' satisfies CallerStop);
+      for (const controller of calls) controller.abort(connectionGone());
       calls.clear();
       // Answers the server had not written yet never will be: the caller is gone.
       for (const entry of handoffs.values()) reportHandoff(entry, false);
@@ -277,7 +289,7 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
     }
     const controller = new AbortController();
     calls.add(controller);
-    const onSdkAbort = (): void => controller.abort((closed ? 'disconnected' : 'cancelled') satisfies CallerStop);
+    const onSdkAbort = (): void => controller.abort(closed ? connectionGone() : ('cancelled' satisfies CallStop));
     sdkSignal.addEventListener('abort', onSdkAbort, { once: true });
     try {
       const answer = checkedAnswer(await run(sessionId, controller.signal, watch));

@@ -8,6 +8,12 @@ import type {
 
 /** Why a waiting call's signal fired: MCP notifications/cancelled, or the connection went away. */
 export type CallerStop = 'cancelled' | 'disconnected';
+/**
+ * A call's signal reason when the broker itself is stopping (the agent socket closes every connection): not the
+ * caller's doing, so nothing is recorded on its action — the next start's recovery closes it as it would after a crash.
+ */
+export const brokerStopping = 'broker_stopping';
+export type CallStop = CallerStop | typeof brokerStopping;
 
 /**
  * A state change of a waiting call, for MCP progress notifications (sent only when the client asked with a
@@ -59,7 +65,7 @@ export interface AgentBackend {
   sessionDisconnected(sessionId: string): void;
   /**
    * Runs one tool call. `args` is as received (unvalidated). `signal` fires when the caller stops
-   * waiting; its reason is a CallerStop. Never rejects for a refusal: refusals are answers.
+   * waiting; its reason is a CallStop (a CallerStop, or brokerStopping when the broker closes the connection). Never rejects for a refusal: refusals are answers.
    * `onRecorded`, for a call that admits an action (http_request, ssh_exec), is told the action's id once its
    * admission is durable — by a sync other appends asked for, none of its own; at the latest as the action's
    * dispatch sync releases it, in the turn that writes its first byte — so a caller that loses the answer (a broker restart)

@@ -16,10 +16,12 @@ export type {
   AgentBackend,
   CallerStop,
   CallProgress,
+  CallStop,
   ResultHandoff,
   ToolAnswer,
   UpstreamToolListing,
 } from './agent-backend.js';
+export { brokerStopping } from './agent-backend.js';
 export type {
   DecisionResult,
   OperatorActor,
