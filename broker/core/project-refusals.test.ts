@@ -132,6 +132,27 @@ interface Case {
 }
 
 const undecided = [accepted(), validated];
+/** What recovery records for a card a previous run left waiting (recovery.ts: an OUTCOME_RECORDED, no attempt). */
+const restartClosed: NewEvent = {
+  kind: 'OUTCOME_RECORDED',
+  action_id: id,
+  payload: {},
+  classification: {
+    phase: 'credential_injection',
+    outcome: 'not_attempted',
+    retry: 'backoff',
+    code: 'BROKER_RESTARTED',
+    effect: 'no_effect',
+    outcome_basis: 'broker_restart_before_dispatch',
+    source: 'local_gate',
+  },
+};
+const lockedOut: NewEvent = {
+  kind: 'OUTCOME_RECORDED',
+  action_id: id,
+  payload: {},
+  classification: { ...gateOf('operator_cancelled'), code: 'VAULT_LOCKED', outcome_basis: 'vault_locked' },
+};
 const direct = [accepted('none'), validated];
 const inFlight = [...direct, authorized, dispatch(1)];
 const settled = [...inFlight, recorded(1, committed)];
@@ -173,6 +194,27 @@ const cases: readonly Case[] = [
     event: authorized,
     kind: 'closed',
     why: 'CREDENTIAL_AUTHORIZED after the ticket was cancelled',
+  },
+  {
+    when: 'a person rejects a card a restart already closed',
+    history: [...undecided, card, restartClosed],
+    event: rejected,
+    kind: 'closed',
+    why: 'REJECTED after the ticket was closed (BROKER_RESTARTED)',
+  },
+  {
+    when: 'a person cancels a card a restart already closed',
+    history: [...undecided, card, restartClosed],
+    event: cancelled,
+    kind: 'closed',
+    why: 'CANCELLED after the ticket was closed (BROKER_RESTARTED)',
+  },
+  {
+    when: 'an approved ticket closed by a credential gate is cancelled',
+    history: [...direct, approved, lockedOut],
+    event: cancelled,
+    kind: 'closed',
+    why: 'CANCELLED after the ticket was closed (VAULT_LOCKED)',
   },
   {
     when: 'a card is shown after a cancellation',

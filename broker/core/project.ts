@@ -533,6 +533,9 @@ function requireOpenBeforeDispatch(event: JournalEvent, state: ActionState): voi
   if (state.dispatch_seq !== null) refused('already_dispatched', event, `${event.kind} after DISPATCH_STARTED`);
   if (closedByGate(state)) refused('closed', event, `${event.kind} after the ticket was ${state.decision}`);
   if (state.phase === 'validation') refused('closed', event, `${event.kind} after preflight failed`);
+  // Closed before dispatch by a gate or a restart (BROKER_RESTARTED, VAULT_LOCKED…): exactly one terminal record.
+  if (state.outcome !== null)
+    refused('closed', event, `${event.kind} after the ticket was closed (${state.code ?? 'recorded'})`);
 }
 
 /** A person's or the clock's decision closed the ticket before any dispatch. */
