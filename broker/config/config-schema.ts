@@ -320,9 +320,17 @@ const sshFingerprint = z
   .describe('SHA-256 of the host key blob, base64 without padding (ssh-keygen -lf).');
 
 const sshCommandRule = z.strictObject({
-  command: z.string().min(1).max(1024).describe('A glob over the whole command: * matches any run of characters.'),
+  command: z
+    .string()
+    .min(1)
+    .max(1024)
+    .describe(
+      'A glob over the whole command: * matches a run of letters, digits and _ - . / : , @ + = (never whitespace or shell syntax).',
+    ),
   lane: z.string().min(1).max(200).optional(),
-  approval: approvalMode.optional(),
+  approval: approvalMode
+    .optional()
+    .describe("Approval of the commands it matches; looser than the host's only with rules_may_loosen: true."),
 });
 
 export const sshHostSchema = z.strictObject({
@@ -343,9 +351,17 @@ export const sshHostSchema = z.strictObject({
   host_key: z
     .union([z.strictObject({ pinned: z.array(sshFingerprint).min(1).max(8) }), z.literal('accept_new')])
     .describe('Pinned fingerprint(s), or accept_new: trust on first use, stored after user authentication succeeds.'),
-  approval: approvalMode.default('per_call'),
+  approval: approvalMode
+    .default('per_call')
+    .describe("Approval of a command no rule matches (and each rule's floor unless rules_may_loosen)."),
   lane: z.string().min(1).max(200).optional().describe('Lane of every command on this host (default host:<name>).'),
   commands: z.array(sshCommandRule).max(256).default([]).describe('Per-command lane/approval; first match wins.'),
+  rules_may_loosen: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: a commands[] rule may ask less than the host's approval (none for status reads on a per_call host); default false: equal or stricter.",
+    ),
   output_bytes_max: z
     .number()
     .int()
@@ -608,16 +624,7 @@ export const configSchema = z
     mcp_servers: z.array(mcpServerSchema).max(64).default([]),
   })
   .superRefine((config, ctx) => {
-    const hostNames = new Set<string>();
-    for (const [i, host] of config.ssh_hosts.entries()) {
-      if (hostNames.has(host.name))
-        ctx.addIssue({
-          code: 'custom',
-          path: ['ssh_hosts', i, 'name'],
-          message: `ssh host name "${host.name}" is used twice`,
-        });
-      hostNames.add(host.name);
-    }
+    checkSshHosts(ctx, config.ssh_hosts);
     const names = new Set<string>();
     for (const [i, route] of config.routes.entries()) {
       const at = (...path: (string | number)[]): (string | number)[] => ['routes', i, ...path];
@@ -735,6 +742,42 @@ function checkRouteRule(
       code: 'custom',
       path: [...at, 'approval'],
       message: `${rule.approval} is looser than the route's approval ${route.approval}; set rules_may_loosen: true on the route to allow it`,
+    });
+  }
+}
+
+/** Host names are unique; each host's command rules keep to its approval floor. */
+function checkSshHosts(ctx: Issues, hosts: SshHostSettings[]): void {
+  const hostNames = new Set<string>();
+  for (const [i, host] of hosts.entries()) {
+    if (hostNames.has(host.name))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ssh_hosts', i, 'name'],
+        message: `ssh host name "${host.name}" is used twice`,
+      });
+    hostNames.add(host.name);
+    for (const [j, rule] of host.commands.entries())
+      checkSshCommandRule(ctx, host, ['ssh_hosts', i, 'commands', j], rule);
+  }
+}
+
+/**
+ * As for route rules: unless the host says rules_may_loosen, a command rule may not ask less than the host, so a
+ * broad pattern cannot silently turn a per_call host into an unattended one.
+ */
+function checkSshCommandRule(
+  ctx: Issues,
+  host: SshHostSettings,
+  at: (string | number)[],
+  rule: z.output<typeof sshCommandRule>,
+): void {
+  if (rule.approval === undefined || host.rules_may_loosen === true) return;
+  if (approvalRank[rule.approval] < approvalRank[host.approval]) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [...at, 'approval'],
+      message: `${rule.approval} is looser than the host's approval ${host.approval}; set rules_may_loosen: true on the host to allow it`,
     });
   }
 }

@@ -109,7 +109,10 @@ export const approvalCardSchema = z.object({
   query: z.array(z.tuple([z.string(), z.string()])),
   /** HTTP: the headers the agent set, name and bounded value; never the injected credential header. Empty for SSH. */
   headers: z.array(z.tuple([z.string(), z.string()])),
-  /** SSH: the command as the agent sent it (bounded). */
+  /**
+   * SSH: the whole command as the agent sent it (up to the 32 KiB the channel admits; a cut would say how much
+   * it hides). MCP: the tool name (bounded).
+   */
   command: z.string().nullable(),
   /** The first bytes of the body as the agent sent it, before any injection (bounded, UTF-8 or a note). */
   body_preview: z.string().nullable(),

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { defaultSshLimits } from '../channels/ssh/ssh-limits.js';
 import {
   bodyPreview,
   bodyPreviewBytesMax,
+  boundedCommand,
   boundedPairs,
+  cardCommandCharsMax,
   cardPairCharsMax,
   cardPairsMax,
   httpCardPreview,
@@ -73,5 +76,27 @@ describe('query and headers on a card', () => {
     expect(shown.at(-1)).toEqual(['…', '6 more not shown']);
     expect(shown[0]?.[1]).toBe(`${'v'.repeat(cardPairCharsMax)}…`);
     expect(boundedPairs(many.slice(0, cardPairsMax))).toHaveLength(cardPairsMax);
+  });
+});
+
+describe('the command on an SSH card', () => {
+  const host = { name: 'web', credential: 'deploy-key' };
+
+  it('is the whole command: a tail pushed past 4096 characters by spaces is on the card', () => {
+    const command = `uptime${' '.repeat(4100)}; rm -rf /srv/data`;
+    expect(sshCardPreview(host, command).command).toBe(command);
+  });
+
+  it('is whole up to the largest command the SSH channel admits (every byte a character)', () => {
+    expect(cardCommandCharsMax).toBeGreaterThanOrEqual(defaultSshLimits.commandBytesMax);
+    const largest = `${'a'.repeat(defaultSshLimits.commandBytesMax - 8)}; reboot`;
+    expect(sshCardPreview(host, largest).command).toBe(largest);
+  });
+
+  it('if ever cut, says how many characters are hidden and how long the command is', () => {
+    const command = `uptime${' '.repeat(100)}; rm -rf /srv/data`;
+    expect(boundedCommand(command, 50)).toBe(`${command.slice(0, 50)}… [74 more characters not shown; 124 in all]`);
+    expect(boundedCommand('😀😀', 3)).toBe('😀… [2 more characters not shown; 4 in all]');
+    expect(boundedCommand(command, command.length)).toBe(command);
   });
 });

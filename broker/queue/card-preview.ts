@@ -1,7 +1,13 @@
 /** The first bytes of a body a card shows (before any injection: the agent's bytes only). */
 export const bodyPreviewBytesMax = 2048;
-/** A command or path is shown up to this many characters. */
+/** A path or a tool name is shown up to this many characters. */
 export const cardTextCharsMax = 4096;
+/**
+ * An SSH command is shown whole up to this many characters: the channel admits at most
+ * SshLimits.commandBytesMax (32 KiB) of UTF-8, never more characters than that, so a command that reaches
+ * a card is never cut. A person must never approve a tail they could not see.
+ */
+export const cardCommandCharsMax = 32 * 1024;
 /** Query parameters and agent-set headers shown per card; more are summarized in one last pair. */
 export const cardPairsMax = 32;
 /** A query or header name or value is shown up to this many characters. */
@@ -63,7 +69,7 @@ export function sshCardPreview(host: { name: string; credential: string }, comma
     path: null,
     query: [],
     headers: [],
-    command: bounded(command),
+    command: boundedCommand(command),
     body_preview: null,
     body_bytes: 0,
     credential: host.credential,
@@ -112,6 +118,17 @@ export function bodyPreview(body: Uint8Array): string | null {
     }
   }
   return `${body.length} bytes of binary`;
+}
+
+/**
+ * The whole command up to cardCommandCharsMax. Beyond it (a bug upstream: admission refuses such a command)
+ * the cut says how much is hidden and how long the command is, so a card never passes a cut for the whole.
+ */
+export function boundedCommand(command: string, charsMax = cardCommandCharsMax): string {
+  if (command.length <= charsMax) return command;
+  // Never split a surrogate pair: the shown part stays valid text.
+  const end = /[\uD800-\uDBFF]/.test(command.charAt(charsMax - 1)) ? charsMax - 1 : charsMax;
+  return `${command.slice(0, end)}… [${command.length - end} more characters not shown; ${command.length} in all]`;
 }
 
 function bounded(text: string, charsMax = cardTextCharsMax): string {

@@ -4,6 +4,7 @@ import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
 import { actionHref } from '../store/hash-route.js';
+import { commandSize, visibleCommand } from '../store/visible-command.js';
 import type { CallResult } from '../store/operator-call.js';
 import { BlockedHeadWaysOut } from './blocked-head-ways-out.js';
 import { ReasonForm } from './reason-form.js';
@@ -243,7 +244,11 @@ function CardFacts({ card }: { card: ApprovalCard }) {
         <>
           <dt>{card.channel === 'mcp' ? 'Tool' : 'Command'}</dt>
           <dd>
-            <code data-testid={`card-${card.ticket}-request`}>{card.command ?? '(not shown)'}</code>
+            {card.command === null ? (
+              <code data-testid={`card-${card.ticket}-request`}>(not shown)</code>
+            ) : (
+              <CommandText command={card.command} ticket={card.ticket} />
+            )}
           </dd>
         </>
       )}
@@ -286,6 +291,31 @@ function CardFacts({ card }: { card: ApprovalCard }) {
         </span>
       </dd>
     </dl>
+  );
+}
+
+/**
+ * The whole command, whitespace kept (pre-wrap, scrollable) and every invisible character shown as a marked
+ * escape, with its size: a person approves exactly what runs, never a tail they could not see.
+ */
+function CommandText({ command, ticket }: { command: string; ticket: number }) {
+  return (
+    <>
+      <pre className="command-text" data-testid={`card-${ticket}-request`}>
+        {visibleCommand(command).map((piece, i) =>
+          piece.kind === 'text' ? (
+            piece.text
+          ) : (
+            <span key={i} className="invisible-char" title={piece.title}>
+              {piece.text}
+            </span>
+          ),
+        )}
+      </pre>
+      <span className="muted" data-testid={`card-${ticket}-request-size`}>
+        {commandSize(command)}, shown whole; marked escapes stand for characters that would not show
+      </span>
+    </>
   );
 }
 

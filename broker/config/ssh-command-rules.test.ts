@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { diffConfigs } from './config-diff.js';
+import { parseConfig } from './load-config.js';
+import { configRefusal as refusal } from '../testing/config-refusal.js';
+
+/** One SSH host entry, per_call unless the case says otherwise, with the case's lines added. */
+const host = (extra: string[]): string =>
+  [
+    'version: 1',
+    'ssh_hosts:',
+    '  - name: web',
+    '    host: web.example',
+    '    user: deploy',
+    '    credential: deploy-key',
+    '    host_key: accept_new',
+    ...extra,
+    '',
+  ].join('\n');
+
+const statusReads = ["      - { command: 'systemctl status *', lane: reads, approval: none }"];
+
+describe('when an SSH host declares commands[] rules', () => {
+  it('loads a rule looser than the host only with rules_may_loosen: true', () => {
+    const web = parseConfig(
+      host(['    approval: per_call', '    rules_may_loosen: true', '    commands:', ...statusReads]),
+    ).sshHosts.get('web');
+    expect(web?.rules_may_loosen).toBe(true);
+    expect(web?.commands).toEqual([{ command: 'systemctl status *', lane: 'reads', approval: 'none' }]);
+  });
+
+  it('allows a rule equal to or stricter than its host, or one that sets only a lane, without rules_may_loosen', () => {
+    const web = parseConfig(
+      host([
+        '    approval: session',
+        '    commands:',
+        "      - { command: 'deploy *', approval: per_call }",
+        "      - { command: 'uptime', approval: session }",
+        "      - { command: 'df -h', lane: reads }",
+      ]),
+    ).sshHosts.get('web');
+    expect(web?.commands.map((r) => r.approval)).toEqual(['per_call', 'session', undefined]);
+  });
+
+  it('leaves a host without the switch as before (no rules_may_loosen field)', () => {
+    expect(parseConfig(host([])).sshHosts.get('web')).not.toHaveProperty('rules_may_loosen');
+  });
+});
+
+describe('when a command rule asks less than its host the configuration is refused naming the rule field', () => {
+  it.each<[string, string[], string, string]>([
+    [
+      'a none rule on a per_call host without rules_may_loosen',
+      ['    approval: per_call', '    commands:', ...statusReads],
+      'ssh_hosts[0].commands[0].approval',
+      "none is looser than the host's approval per_call; set rules_may_loosen: true on the host to allow it",
+    ],
+    [
+      'a none rule on a host whose approval is the default per_call',
+      ['    commands:', ...statusReads],
+      'ssh_hosts[0].commands[0].approval',
+      'rules_may_loosen',
+    ],
+    [
+      'a session rule on a per_call host (the third rule)',
+      [
+        '    approval: per_call',
+        '    commands:',
+        "      - { command: 'deploy *', approval: per_call }",
+        "      - { command: 'df -h', lane: reads }",
+        "      - { command: 'uptime', approval: session }",
+      ],
+      'ssh_hosts[0].commands[2].approval',
+      "session is looser than the host's approval per_call",
+    ],
+    [
+      'a none rule on a session host, rules_may_loosen: false',
+      ['    approval: session', '    rules_may_loosen: false', '    commands:', ...statusReads],
+      'ssh_hosts[0].commands[0].approval',
+      'looser',
+    ],
+  ])('%s', (_when, extra, field, words) => {
+    const r = refusal(host(extra));
+    expect(r.code).toBe('CONFIG_INVALID');
+    expect(r.field).toBe(field);
+    expect(r.message).toContain(`${field}:`);
+    expect(r.message).toContain(words);
+  });
+});
+
+describe('the pending-change card shows the loosening switch of a host', () => {
+  it('as its own field', () => {
+    const before = parseConfig(host(['    approval: per_call']));
+    const after = parseConfig(host(['    approval: per_call', '    rules_may_loosen: true']));
+    expect(diffConfigs(before, after).ssh_hosts).toEqual([
+      { name: 'web', change: 'changed', fields: [{ field: 'rules_may_loosen', before: null, after: 'true' }] },
+    ]);
+  });
+});
