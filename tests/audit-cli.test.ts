@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,10 +6,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Journal } from '../broker/journal/index.js';
 import { actionPaths } from '../broker/testing/action-paths.js';
 import { FakeClock } from '../broker/testing/fake-clock.js';
+import { swapKeyAndRewrite } from '../broker/testing/key-swap-attack.js';
 import { openVault } from '../broker/vault/index.js';
 import { PosternProcess } from './support/postern-process.js';
 
-/** `postern audit …` as a real subprocess over a journal written by the real journal and vault. */
+/**
+ * `postern audit …` as a real subprocess over a journal written by the real journal and vault. The cases that run
+ * five or more subprocesses get 90 s: each is a second or more on a loaded machine.
+ */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-audit-cli-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const passphrase = 'correct horse battery staple';
@@ -70,6 +74,18 @@ describe('postern audit, end to end', () => {
     const anchored = await run(['audit', 'verify', '--data-dir', dataDir, '--checkpoint', file]);
     expect(anchored.code).toBe(0);
     expect(anchored.stdout).toContain('OK: 8 events');
+    expect(anchored.stdout).toContain("checkpoint key: the --checkpoint file's");
+    const withVault = await run([
+      'audit',
+      'verify',
+      '--data-dir',
+      dataDir,
+      '--check-key',
+      '--passphrase-file',
+      passphraseFile,
+    ]);
+    expect(withVault.code).toBe(0);
+    expect(withVault.stdout).toContain("checkpoint key: the vault's audit signing key");
 
     const lines = await run([
       'audit',
@@ -98,7 +114,57 @@ describe('postern audit, end to end', () => {
     const truncated = await run(['audit', 'verify', '--data-dir', dataDir, '--checkpoint', file]);
     expect(truncated.code).toBe(1);
     expect(truncated.stdout).toContain('FAILED TRUNCATED at seq 7');
-  });
+  }, 90_000);
+
+  it('when a same-user process rewrote history under its own key, export refuses and writes no file', async () => {
+    const dataDir = await dataDirWithEvents(12, 0);
+    const journalPath = path.join(dataDir, 'journal.sqlite');
+    const exportArgs = (file: string) => [
+      'audit',
+      'checkpoint',
+      '--export',
+      file,
+      '--data-dir',
+      dataDir,
+      '--passphrase-file',
+      passphraseFile,
+    ];
+    const genuine = path.join(scratch, 'genuine-checkpoint.json');
+    expect((await run(exportArgs(genuine))).code).toBe(0);
+    const genuineBytes = readFileSync(genuine);
+
+    // The first action's events deleted, the rest renumbered and re-hashed, its own key and checkpoint in their place.
+    const swap = await swapKeyAndRewrite(journalPath, 'act_audit_cli_0001');
+    const attackerKey = Buffer.from(swap.attackerKey).toString('base64');
+
+    const claimed = await run(['audit', 'verify', '--data-dir', dataDir]);
+    expect(claimed.code).toBe(0); // consistent under the key the journal claims, and it says whose key that is
+    expect(claimed.stdout).toContain(`OK: ${swap.events} events`);
+    expect(claimed.stdout).toContain("checkpoint key: the journal's own (audit_keys)");
+
+    const forged = path.join(scratch, 'forged-checkpoint.json');
+    const refused = await run(exportArgs(forged));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('postern: AUDIT_KEY_MISMATCH');
+    expect(existsSync(forged)).toBe(false);
+    expect(readFileSync(genuine).equals(genuineBytes)).toBe(true);
+    expect(genuineBytes.toString('utf8')).not.toContain(attackerKey);
+
+    const checked = await run([
+      'audit',
+      'verify',
+      '--data-dir',
+      dataDir,
+      '--check-key',
+      '--passphrase-file',
+      passphraseFile,
+    ]);
+    expect(checked.code).toBe(1);
+    expect(checked.stdout).toContain('FAILED KEY_MISMATCH');
+    const anchored = await run(['audit', 'verify', '--data-dir', dataDir, '--checkpoint', genuine]);
+    expect(anchored.code).toBe(1);
+    expect(anchored.stdout).toContain('FAILED KEY_MISMATCH');
+  }, 90_000);
 
   it('fails with a code, not a crash, on random bytes named journal.sqlite', async () => {
     const dataDir = path.join(scratch, 'garbage');

@@ -83,10 +83,20 @@ function failure(report: VerifyReport): { code: string; seq: number | null } {
   return { code: report.code, seq: report.seq };
 }
 
+/** An export of the newest checkpoint under the journal's key (these journals are honest; the CLI takes the vault's). */
 function anchorOf(path: string): TrustedCheckpoint {
-  const latest = latestCheckpoint(path);
-  if (latest === undefined) throw new Error('no checkpoint to anchor on');
-  return parseCheckpointFile(Buffer.from(formatCheckpointFile(latest, 0)));
+  const { checkpoint } = latestCheckpoint(path);
+  if (checkpoint === undefined) throw new Error('no checkpoint to anchor on');
+  return parseCheckpointFile(Buffer.from(formatCheckpointFile({ ...checkpoint, signPublic: journalKey(path) }, 0)));
+}
+
+function journalKey(path: string): Uint8Array {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.prepare(`SELECT sign_public FROM audit_keys WHERE id = 1`).get() as { sign_public: Buffer }).sign_public;
+  } finally {
+    db.close();
+  }
 }
 
 /** Recomputes every leaf and the stored tree head, as someone with the algorithm but no key can. */

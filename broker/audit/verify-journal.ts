@@ -60,6 +60,11 @@ export interface VerifyOptions {
   readonly dbPath: string;
   /** From `--checkpoint FILE`: its key is the trust anchor; its size must still be in the log. */
   readonly anchor?: TrustedCheckpoint;
+  /**
+   * The checkpoint key established outside the journal: the vault's audit signing key, unwrapped with the passphrase
+   * (a checkpoint export, `--check-key`). The journal's key, and the anchor's when given, must equal it.
+   */
+  readonly trustedKey?: Uint8Array;
   readonly onProgress?: (rows: number, total: number) => void;
   /** Worker threads for the rows and signatures (default: one per core); 0 keeps every step on this thread. */
   readonly threads?: number;
@@ -69,6 +74,13 @@ export interface VerifyOptions {
   /** Tests and the bench: whether the rows were proved good on worker threads or checked by the serial steps. */
   readonly onMode?: (mode: 'workers' | 'serial') => void;
 }
+
+/**
+ * Where the key the signatures were checked under came from. `journal`: the journal's own plaintext `audit_keys` row,
+ * which anyone who can write the file can replace along with every checkpoint; only `checkpoint_file` or `vault`
+ * ties the signatures to a key the journal's writer cannot choose.
+ */
+export type KeySource = 'journal' | 'checkpoint_file' | 'vault';
 
 export type VerifyReport =
   | {
@@ -80,6 +92,7 @@ export type VerifyReport =
       /** Events after the last signed checkpoint: covered by the tree, not yet by a signature. */
       readonly unsigned_tail: number;
       readonly anchor_size: number | null;
+      readonly key_source: KeySource;
     }
   | { readonly ok: false; readonly code: VerifyCode; readonly seq: number | null; readonly message: string };
 
@@ -97,7 +110,7 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
   try {
     db = openReadOnly(options.dbPath);
     requireAuditSchema(db);
-    const signPublic = readCheckpointKey(db, options.anchor);
+    const signPublic = readCheckpointKey(db, options.anchor, options.trustedKey);
     const checkpoints = readCheckpoints(db);
     const sizes = interestingSizes(checkpoints, options.anchor);
     const parallel = await recomputeInWorkers(db, options, sizes, checkpoints, signPublic);
@@ -117,6 +130,8 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
       last_checkpoint_size: last,
       unsigned_tail: tree.frontier.size - last,
       anchor_size: options.anchor?.size ?? null,
+      key_source:
+        options.trustedKey !== undefined ? 'vault' : options.anchor !== undefined ? 'checkpoint_file' : 'journal',
     };
   } catch (error) {
     if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
@@ -154,16 +169,38 @@ function requireAuditSchema(db: Database.Database): void {
   }
 }
 
-/** The anchor's key when given (and the journal must agree); otherwise the journal's own. */
-function readCheckpointKey(db: Database.Database, anchor: TrustedCheckpoint | undefined): Uint8Array | undefined {
+/**
+ * The trusted key (the vault's) or the anchor's when given, and the journal and the anchor must agree with it;
+ * otherwise the journal's own, which is only the journal's claim.
+ */
+function readCheckpointKey(
+  db: Database.Database,
+  anchor: TrustedCheckpoint | undefined,
+  trustedKey: Uint8Array | undefined,
+): Uint8Array | undefined {
   const row = db.prepare(`SELECT sign_public FROM audit_keys WHERE id = 1`).get() as
     { sign_public: unknown } | undefined;
   const stored =
     row === undefined
       ? undefined
       : blob(row.sign_public, publicKeyBytes, publicKeyBytes, 'ROW_MALFORMED', null, 'audit_keys.sign_public');
+  if (trustedKey !== undefined) {
+    if (!sameKey(stored, trustedKey))
+      throw new VerifyFailure(
+        'KEY_MISMATCH',
+        null,
+        "the journal's checkpoint key is not the public half of the vault's audit signing key (audit_keys was rewritten)",
+      );
+    if (anchor !== undefined && !sameKey(anchor.signPublic, trustedKey))
+      throw new VerifyFailure(
+        'KEY_MISMATCH',
+        null,
+        "the trusted checkpoint file's key is not the vault's audit signing key",
+      );
+    return trustedKey;
+  }
   if (anchor === undefined) return stored;
-  if (stored === undefined || !Buffer.from(stored).equals(Buffer.from(anchor.signPublic))) {
+  if (!sameKey(stored, anchor.signPublic)) {
     throw new VerifyFailure(
       'KEY_MISMATCH',
       null,
@@ -171,6 +208,10 @@ function readCheckpointKey(db: Database.Database, anchor: TrustedCheckpoint | un
     );
   }
   return anchor.signPublic;
+}
+
+function sameKey(a: Uint8Array | undefined, b: Uint8Array): boolean {
+  return a !== undefined && Buffer.from(a).equals(Buffer.from(b));
 }
 
 function readCheckpoints(db: Database.Database): Checkpoint[] {

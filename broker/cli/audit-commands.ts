@@ -1,7 +1,7 @@
 import { existsSync, openSync, readSync, closeSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import type { VerifyReport } from '../audit/verify-journal.js';
+import type { KeySource, VerifyReport } from '../audit/verify-journal.js';
 import type { TrustedCheckpoint } from '../audit/checkpoint-file.js';
 import type { VerifyFailure } from '../audit/verify-codes.js';
 import { CodedError } from '../contract/index.js';
@@ -15,15 +15,15 @@ const journalFileName = 'journal.sqlite';
 
 /** What the audit commands use of the broker, loaded when one runs, not when `postern` starts (the CLI bundle splits here). */
 async function auditModules() {
-  const [verify, file, latest, codes, journal, vault] = await Promise.all([
+  const [verify, file, exportable, codes, journal, vault] = await Promise.all([
     import('../audit/verify-journal.js'),
     import('../audit/checkpoint-file.js'),
-    import('../audit/latest-checkpoint.js'),
+    import('./exportable-checkpoint.js'),
     import('../audit/verify-codes.js'),
     import('../journal/index.js'),
     import('../vault/index.js'),
   ]);
-  return { ...verify, ...file, ...latest, ...codes, ...journal, ...vault };
+  return { ...verify, ...file, ...exportable, ...codes, ...journal, ...vault };
 }
 
 /** Progress on stderr at most this often while verifying a long journal. */
@@ -32,6 +32,8 @@ const seqMax = Number.MAX_SAFE_INTEGER;
 
 interface VerifyOptions extends CommonOptions {
   checkpoint?: string;
+  checkKey?: boolean;
+  passphraseFile?: string;
   json?: boolean;
 }
 interface CheckpointOptions extends CommonOptions {
@@ -45,24 +47,34 @@ interface ExportOptions extends CommonOptions {
 }
 
 /**
- * `postern audit verify | checkpoint --export | export`. verify needs no key and never writes;
- * checkpoint needs the passphrase only when it must sign a fresh checkpoint; export always does.
+ * `postern audit verify | checkpoint --export | export`. verify needs no key and never writes (with --check-key it
+ * asks for the passphrase to check the journal's key against the vault's); checkpoint and export always need the
+ * passphrase: the exported checkpoint's key must come from the vault, not from the journal's plaintext key table.
  */
 export function registerAuditCommands(program: Command, context: CommandContext): void {
   const { env, io } = context;
   const audit = program.command('audit').description('Check and read the encrypted, Merkle-hashed journal.');
 
-  withDataDir(
-    audit.command('verify').description('Verify the journal offline, over ciphertext, without the vault key.'),
+  withPassphraseFile(
+    withDataDir(
+      audit.command('verify').description('Verify the journal offline, over ciphertext, without the vault key.'),
+    ),
   )
     .option(
       '--checkpoint <file>',
       'a checkpoint exported earlier: its key is the trust anchor, and the log must still extend it',
     )
+    .option(
+      '--check-key',
+      "also check the journal's checkpoint key against the vault's audit signing key (asks for the vault passphrase)",
+    )
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: VerifyOptions) => {
-      const dbPath = join(resolveFromOptions(options, env), journalFileName);
-      const report = await runVerify(dbPath, options.checkpoint, io.err);
+      const dataDir = resolveFromOptions(options, env);
+      const dbPath = join(dataDir, journalFileName);
+      const trustedKey =
+        options.checkKey === true ? await vaultKeyOf(dataDir, options.passphraseFile, context) : undefined;
+      const report = await runVerify(dbPath, options.checkpoint, io.err, trustedKey);
       if (options.json === true) io.out(JSON.stringify(report));
       else io.out(describeReport(report));
       context.setResult(report.ok ? 0 : 1);
@@ -77,22 +89,15 @@ export function registerAuditCommands(program: Command, context: CommandContext)
   )
     .requiredOption('--export <file>', 'where to write the checkpoint (JSON)')
     .action(async (options: CheckpointOptions) => {
-      const dbPath = existingJournal(resolveFromOptions(options, env));
+      const dataDir = resolveFromOptions(options, env);
+      const dbPath = existingJournal(dataDir);
       const m = await auditModules();
-      let latest = m.latestCheckpoint(dbPath);
-      if (latest === undefined || latest.size < latest.treeSize) {
-        // Events after the last signature: only the vault's signing key can cover them.
-        await withUnlockedVault(resolveFromOptions(options, env), options.passphraseFile, context, (vault) =>
-          m.signCheckpointNow(dbPath, vault, systemClock),
-        );
-        latest = m.latestCheckpoint(dbPath);
-      }
-      if (latest === undefined)
-        throw new CodedError('INVALID_ARGUMENT', 'the journal is empty: there is nothing to checkpoint yet', {
-          field: '--data-dir',
-        });
-      writeFileSync(options.export, m.formatCheckpointFile(latest, systemClock.nowMs()), { mode: 0o644 });
-      io.out(`Checkpoint of ${latest.size} events written to ${options.export}`);
+      // Always the vault: its signing key is the file's key, and the journal must verify under it (exportable-checkpoint.ts).
+      const checkpoint = await withUnlockedVault(dataDir, options.passphraseFile, context, (vault) =>
+        m.exportableCheckpoint(dbPath, vault, systemClock, progressOn(io.err)),
+      );
+      writeFileSync(options.export, m.formatCheckpointFile(checkpoint, systemClock.nowMs()), { mode: 0o644 });
+      io.out(`Checkpoint of ${checkpoint.size} events written to ${options.export}`);
     });
 
   withPassphraseFile(
@@ -120,6 +125,7 @@ async function runVerify(
   dbPath: string,
   checkpointFile: string | undefined,
   err: (line: string) => void,
+  trustedKey: Uint8Array | undefined,
 ): Promise<VerifyReport> {
   const { checkpointFileBytesMax, parseCheckpointFile, verifyJournal, VerifyFailure } = await auditModules();
   let anchor: TrustedCheckpoint | undefined;
@@ -131,24 +137,53 @@ async function runVerify(
     throw error;
   }
   if (!existsSync(dbPath)) return { ok: false, code: 'DB_UNREADABLE', seq: null, message: `${dbPath} does not exist` };
-  let lastReportMs = Date.now();
   return verifyJournal({
     dbPath,
     ...(anchor === undefined ? {} : { anchor }),
-    onProgress: (rows, total) => {
-      const now = Date.now();
-      if (now - lastReportMs < verifyProgressIntervalMs) return;
-      lastReportMs = now;
-      err(`verify: ${rows}/${total} rows (${Math.floor((rows / Math.max(total, 1)) * 100)}%)`);
-    },
+    ...(trustedKey === undefined ? {} : { trustedKey }),
+    onProgress: progressOn(err),
   });
 }
+
+/** Verify progress on stderr, at most once per verifyProgressIntervalMs. */
+function progressOn(err: (line: string) => void): (rows: number, total: number) => void {
+  let lastReportMs = Date.now();
+  return (rows, total) => {
+    const now = Date.now();
+    if (now - lastReportMs < verifyProgressIntervalMs) return;
+    lastReportMs = now;
+    err(`verify: ${rows}/${total} rows (${Math.floor((rows / Math.max(total, 1)) * 100)}%)`);
+  };
+}
+
+/** What the signatures were checked under, said every time: without a trusted key it is the journal's own claim. */
+const keySourceText: { readonly [S in KeySource]: string } = {
+  journal:
+    "checkpoint key: the journal's own (audit_keys), which whoever can write the file can replace with every " +
+    'checkpoint; check it with --checkpoint FILE (from `postern audit checkpoint --export`) or --check-key',
+  checkpoint_file: "checkpoint key: the --checkpoint file's",
+  vault: "checkpoint key: the vault's audit signing key",
+};
 
 function describeReport(report: VerifyReport): string {
   if (!report.ok)
     return `FAILED ${report.code}${report.seq === null ? '' : ` at seq ${report.seq}`}: ${report.message}`;
   const anchor = report.anchor_size === null ? '' : `; extends the trusted checkpoint at ${report.anchor_size}`;
-  return `OK: ${report.events} events, root ${report.root}, ${report.checkpoints} signed checkpoints (last at ${report.last_checkpoint_size}; ${report.unsigned_tail} events after it)${anchor}`;
+  return `OK: ${report.events} events, root ${report.root}, ${report.checkpoints} signed checkpoints (last at ${report.last_checkpoint_size}; ${report.unsigned_tail} events after it)${anchor}; ${keySourceText[report.key_source]}`;
+}
+
+/** The vault's checkpoint key, for `verify --check-key` (the passphrase opens the vault; nothing is written). */
+async function vaultKeyOf(
+  dataDir: string,
+  passphraseFile: string | undefined,
+  context: CommandContext,
+): Promise<Uint8Array> {
+  const dbPath = existingJournal(dataDir);
+  const { vaultCheckpointKey } = await auditModules();
+  const key = await withUnlockedVault(dataDir, passphraseFile, context, (vault) => vaultCheckpointKey(dbPath, vault));
+  if (key === undefined)
+    throw new CodedError('AUDIT_KEY_UNAVAILABLE', 'no audit key exists yet: the broker creates it at the first unlock');
+  return key;
 }
 
 /** Reads at most `max` bytes (+1 to notice more) so a huge or endless file cannot exhaust memory. */

@@ -352,6 +352,16 @@ export const errorCodeRegistry = {
     meaning:
       'The key that encrypted these journal events is not available now (vault locked, or the run ended before any audit key existed).',
   },
+  AUDIT_KEY_MISMATCH: {
+    from: broker,
+    meaning:
+      "The journal's checkpoint public key (audit_keys, plaintext) is not the public half of the audit signing key the vault holds: the key table was rewritten; the checkpoint export wrote nothing.",
+  },
+  AUDIT_VERIFY_FAILED: {
+    from: broker,
+    meaning:
+      "The journal fails verification under the vault's checkpoint key (the message names the verify code and first bad position); the checkpoint export wrote nothing.",
+  },
   INTERNAL: {
     from: ['broker', 'operator_host'],
     meaning:
@@ -403,7 +413,8 @@ export const errorCodeRegistry = {
   },
   KEY_MISMATCH: {
     from: verify,
-    meaning: "The journal's checkpoint public key differs from the key in the trusted checkpoint file.",
+    meaning:
+      "The journal's checkpoint public key differs from the trusted key: the --checkpoint file's, or with --check-key the vault's audit signing key.",
   },
   ROW_MALFORMED: {
     from: verify,

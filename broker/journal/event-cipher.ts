@@ -79,6 +79,18 @@ export function signDetached(message: Uint8Array, signSecret: Uint8Array): Uint8
   return sodium.crypto_sign_detached(message, signSecret);
 }
 
+/**
+ * The Ed25519 public key of a signing secret, derived from its seed (not copied from the secret's
+ * second half), so it is the key the secret actually signs for.
+ */
+export function signPublicOf(signSecret: Uint8Array): Uint8Array {
+  const seed = sodium.crypto_sign_ed25519_sk_to_seed(signSecret);
+  const pair = sodium.crypto_sign_seed_keypair(seed);
+  wipe(seed);
+  wipe(pair.privateKey);
+  return pair.publicKey;
+}
+
 /** Best effort: a JavaScript engine may have copied the bytes; this only shortens their life. */
 export function wipe(bytes: Uint8Array | undefined): void {
   bytes?.fill(0);

@@ -51,4 +51,5 @@ export {
   type SignedHead,
 } from './audit-writer.js';
 export { signCheckpointNow } from './sign-checkpoint.js';
+export { vaultCheckpointKey } from './vault-checkpoint-key.js';
 export { readDecryptedEvents } from './read-decrypted-events.js';
