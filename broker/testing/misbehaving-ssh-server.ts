@@ -18,6 +18,8 @@ export type SshBehavior =
   | 'silent_after_exec'
   /** Receives the exec request and never replies to it (no success, no failure). */
   | 'no_exec_reply'
+  /** Receives the exec request (as if it ran the command), then closes the channel without any reply to it. */
+  | 'close_without_exec_reply'
   /** Refuses the session channel (CHANNEL_OPEN_FAILURE). */
   | 'refuse_session'
   /** Refuses the exec request (CHANNEL_FAILURE). */
@@ -117,7 +119,8 @@ export class MisbehavingSshServer {
         this.note({ event: 'session_opened' });
         session.on('exec', (acceptExec, rejectExec, info) => {
           this.note({ event: 'exec_received', command: info.command, dispatchRowsVisible: this.dispatchRows() });
-          this.onExec(acceptExec, rejectExec);
+          if (this.behavior === 'close_without_exec_reply') this.closeUnanswered(client, session);
+          else this.onExec(acceptExec, rejectExec);
         });
       });
     });
@@ -182,6 +185,18 @@ export class MisbehavingSshServer {
       default:
         return;
     }
+  }
+
+  /**
+   * CHANNEL_CLOSE for a session whose exec request got no reply. ssh2's Server has no public call for it (a Session
+   * only closes through the channel acceptExec returns, which sends CHANNEL_SUCCESS first), so this uses ssh2 1.17's
+   * own `_protocol.channelClose` with the session's recipient id; test code only.
+   */
+  private closeUnanswered(client: ssh2.Connection, session: ssh2.Session): void {
+    const protocol = (client as unknown as { _protocol: { channelClose(recipient: number): void } })._protocol;
+    const info = (session as unknown as { _chanInfo: { outgoing: { id: number } } })._chanInfo;
+    protocol.channelClose(info.outgoing.id);
+    this.note({ event: 'channel_closed' });
   }
 
   /** Destroys the raw socket once what was written has gone out (setImmediate after the write). */

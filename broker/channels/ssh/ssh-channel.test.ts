@@ -352,6 +352,25 @@ describe('after dispatch the report says what came back, and nothing more', () =
     expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'REQUEST_SENT']);
   });
 
+  it('the channel closes with the exec request unanswered: channel closed, no exec reply, never a refusal', async () => {
+    const s = await server('close_without_exec_reply');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    // The server got the command (it may have run it) and then closed the channel.
+    expect(events(s)).toEqual(['session_opened', 'exec_received', 'channel_closed']);
+    expect(s.log[1]?.command).toBe('deploy --now');
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      requestComplete: true,
+      channelClosed: true,
+      transportBroken: false,
+      outputComplete: false,
+    });
+    expect(report.execReply).toBeUndefined();
+    expect(report.exitStatus).toBeUndefined();
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'REQUEST_SENT', 'CHANNEL_CLOSED']);
+  });
+
   it('exit-status 7 then a destroyed socket: the status stands, the output is marked incomplete', async () => {
     const s = await server('exit_then_destroy');
     const gate = new RecordingGate();
