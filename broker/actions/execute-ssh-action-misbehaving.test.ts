@@ -366,3 +366,36 @@ describe('when the server refuses', () => {
     expect(s.log.find((e) => e.event === 'exec_received')?.command).toBe('true');
   });
 });
+
+/** A real wrong key is SSH_AUTH_FAILED: execute-ssh-action.test.ts, against OpenSSH. */
+describe('when the connection fails during user auth, with no key refused', () => {
+  it.for([
+    ['ends the connection (FIN) during user auth', 'fin_during_auth', 'socket_ended'],
+    ['never answers user auth, past its deadline', 'stall_auth', 'auth_unanswered'],
+  ] as const)(
+    'the server %s: SSH_TRANSPORT_FAILED at user_auth, not_attempted, never SSH_AUTH_FAILED',
+    async ([, behavior, seen]) => {
+      const s = await server(behavior);
+      h.channel = h.newChannel({ authTimeoutMs: 300 });
+      const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'deploy' });
+      expect(s.log.map((e) => e.event)).toEqual([seen]);
+      expect(envelope.error).toMatchObject({
+        code: 'SSH_TRANSPORT_FAILED',
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+      });
+      expect(envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'connection_setup_failed_before_dispatch' });
+      expect(envelope.evidence).toMatchObject({ dispatch_started: false, dispatch_evidence: 'never_started' });
+      expect(envelope.evidence.attempts).toEqual([
+        { n: 1, stage: 'user_auth', outcome: 'not_attempted', code: 'SSH_TRANSPORT_FAILED' },
+      ]);
+      expect(kinds(h.events(envelope.invocation_id))).toEqual([
+        'ACTION_ACCEPTED',
+        'PREFLIGHT_VALIDATED',
+        'CREDENTIAL_AUTHORIZED',
+        'SETUP_ATTEMPT_FAILED',
+        'OUTCOME_RECORDED',
+      ]);
+    },
+  );
+});

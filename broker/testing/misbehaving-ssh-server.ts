@@ -26,6 +26,10 @@ export type SshBehavior =
   | 'refuse_exec'
   /** Rejects every authentication attempt (user auth fails; no session). */
   | 'reject_auth'
+  /** Ends the TCP connection (FIN) at the first authentication request, answering nothing: no key was refused. */
+  | 'fin_during_auth'
+  /** Never answers any authentication request (neither success nor failure) and keeps the connection open. */
+  | 'stall_auth'
   /** Accepts exec, writes stdout, then reports exit-signal KILL (no exit-status) and closes the channel. */
   | 'exit_signal_kill'
   /** Accepts exec, writes stdout then stderr, exit-status 3, closes the channel. */
@@ -43,6 +47,8 @@ export interface SshServerLogEntry {
     | 'exit_signal_sent'
     | 'exit_status_sent'
     | 'channel_closed'
+    | 'socket_ended'
+    | 'auth_unanswered'
     | 'socket_destroyed';
   readonly command?: string;
   readonly bytes?: number;
@@ -105,9 +111,14 @@ export class MisbehavingSshServer {
 
   private onClient(client: ssh2.Connection): void {
     client.on('error', () => undefined);
-    client.on('authentication', (ctx) =>
-      ctx.method === 'publickey' && this.behavior !== 'reject_auth' ? ctx.accept() : ctx.reject(['publickey']),
-    );
+    client.on('authentication', (ctx) => {
+      if (this.behavior === 'fin_during_auth') {
+        for (const socket of this.sockets) socket.end();
+        this.note({ event: 'socket_ended' });
+      } else if (this.behavior === 'stall_auth') this.note({ event: 'auth_unanswered' });
+      else if (ctx.method === 'publickey' && this.behavior !== 'reject_auth') ctx.accept();
+      else ctx.reject(['publickey']);
+    });
     client.on('ready', () => {
       client.on('session', (accept, reject) => {
         if (this.behavior === 'refuse_session') {

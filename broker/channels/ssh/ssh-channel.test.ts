@@ -174,6 +174,25 @@ describe('when setup fails before the session channel exists', () => {
     expect(events(s)).toEqual([]);
   });
 
+  it.for([
+    ['ends the connection (FIN) at the first auth request', 'fin_during_auth', 'socket_ended', 'connection_closed'],
+    ['never answers auth, past authTimeoutMs', 'stall_auth', 'auth_unanswered', 'auth_timeout'],
+  ] as const)(
+    'a server that %s: a transport failure at user_auth, never a refused key',
+    async ([, behavior, seen, detail]) => {
+      const s = await server(behavior);
+      const gate = new RecordingGate();
+      const report = await channel(gate, { authTimeoutMs: 300 }).perform(request(s.port, pinned(s)));
+      expectNotDispatched(report, gate);
+      expect(events(s)).toEqual([seen]);
+      expect(report.setup).toEqual({ failure: 'ssh_transport', stage: 'user_auth', attempts: 1, attemptsMax: 1 });
+      expect(report.attempts).toEqual([
+        { n: 1, stage: 'user_auth', dispatched: false, failure: 'ssh_transport', detail },
+      ]);
+      expect(report.hostKey).toEqual({ fingerprint: s.hostKeyFingerprint, trust: 'pinned' });
+    },
+  );
+
   it('a refused session channel is a setup failure at session_channel: the exec request never leaves', async () => {
     const s = await server('refuse_session');
     const gate = new RecordingGate();

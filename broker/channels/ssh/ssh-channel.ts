@@ -315,8 +315,9 @@ class SshRun {
         this.closed = true;
         if (this.hostKeyRejected)
           fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
-        else
-          fail(verified ? 'ssh_auth' : 'ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
+        // A close is never the server refusing the key (that is the 'client-authentication' error above): during
+        // user auth it is the transport failing at that stage.
+        else fail('ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
       });
       client.connect({
         sock: this.socket,
@@ -331,7 +332,11 @@ class SshRun {
             verified = true;
             this.stages.push('host_key_verified', 'user_auth');
             clearTimeout(stageTimer);
-            stageTimer = setTimeout(() => fail('ssh_auth', 'user_auth', 'auth_timeout'), this.limits.authTimeoutMs);
+            // A server that stalls auth refused nothing: a transport failure at user_auth, like a close.
+            stageTimer = setTimeout(
+              () => fail('ssh_transport', 'user_auth', 'auth_timeout'),
+              this.limits.authTimeoutMs,
+            );
           }
           return ok;
         },
@@ -729,9 +734,8 @@ async function bounded<T>(work: Promise<T>, timeoutMs: number, stop: AbortSignal
         ? 'connect_timeout'
         : stage === 'session_channel'
           ? 'ssh_channel'
-          : stage === 'user_auth'
-            ? 'ssh_auth'
-            : 'ssh_transport';
+          : // A deadline is never an authentication refusal, user_auth included.
+            'ssh_transport';
   const guard = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new SshSetupFailed(timeoutFailure, stage, 'timeout')), timeoutMs);
     onAbort = () => reject(new SshSetupFailed('cancelled', stage, 'stopped'));
