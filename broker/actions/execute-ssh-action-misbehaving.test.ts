@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { JournalEvent } from '../contract/index.js';
 import type { DispatchGate } from '../ports/index.js';
 import { MisbehavingSshServer, type SshBehavior } from '../testing/misbehaving-ssh-server.js';
-import { abandonBlockedHeads } from '../testing/queue-waits.js';
+import { abandonBlockedHeads, waitForCards } from '../testing/queue-waits.js';
 import { openSshActionHarness, sshHostsConfig, type SshActionHarness } from '../testing/ssh-action-harness.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { generateKey } from '../testing/test-sshd.js';
@@ -108,6 +108,53 @@ describe('when the server misbehaves after dispatch', () => {
       bytes: 'partial\n'.length,
     });
     expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown', result_id: null });
+  });
+
+  it('exec received, then the channel closes with no reply to it: REMOTE_RESULT_INCOMPLETE / unknown, never rejected, and the lane stays blocked', async () => {
+    const s = await server('close_without_exec_reply');
+    const { envelope, output } = await h.run(configFor(s), { host: 'lab', command: 'deploy --now' });
+    // The server got the command (it may have run it), then closed the channel without CHANNEL_SUCCESS/FAILURE.
+    expect(s.log.map((e) => e.event)).toEqual(['session_opened', 'exec_received', 'channel_closed']);
+    expect(s.log[1]?.command).toBe('deploy --now');
+    expectDispatchDurableBeforeExec(s);
+    expect(envelope.error).toMatchObject({
+      code: 'REMOTE_RESULT_INCOMPLETE',
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      retry: 'reconcile',
+    });
+    expect(envelope).toMatchObject({
+      effect: 'unknown_effect',
+      outcome_basis: 'no_exit_status_or_remote_process_identity',
+    });
+    expect(envelope.evidence).toMatchObject({
+      dispatch_started: true,
+      request_complete: true,
+      response_headers_received: false,
+      response_complete: false,
+    });
+    expect(output).toBeUndefined();
+    expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'CHANNEL_CLOSED', 'OUTCOME_RECORDED']);
+    expect(h.temp.journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown', result_id: null });
+
+    // Unknown, so its ticket blocks lane host:lab: a later write waits and does not reach the server ...
+    const later = h.run(configFor(s), { host: 'lab', command: 'deploy --again' });
+    const cards = await waitForCards(
+      h.queue,
+      (c) => c.some((card) => card.state === 'approved_waiting'),
+      'the later write approved and waiting',
+    );
+    const head = cards.find((c) => c.action_id === envelope.invocation_id);
+    expect(head).toMatchObject({ state: 'blocked_head', target: 'host:lab' });
+    expect(cards.find((c) => c.state === 'approved_waiting')).toMatchObject({ waiting_for_ticket: head?.ticket });
+    expect(s.log.filter((e) => e.event === 'exec_received')).toHaveLength(1);
+    // ... until a person resolves the unknown head; only then is it sent.
+    await h.queue.abandon(head?.ticket ?? 0, { kind: 'person', id: 'test' }, 'checked the remote by hand');
+    await later;
+    expect(s.log.filter((e) => e.event === 'exec_received').map((e) => e.command)).toEqual([
+      'deploy --now',
+      'deploy --again',
+    ]);
   });
 
   it('exit-status 7, then the socket is destroyed: committed / failed, output marked incomplete', async () => {
@@ -318,4 +365,37 @@ describe('when the server refuses', () => {
     expect(output?.stdout.toString()).toBe('hello\n');
     expect(s.log.find((e) => e.event === 'exec_received')?.command).toBe('true');
   });
+});
+
+/** A real wrong key is SSH_AUTH_FAILED: execute-ssh-action.test.ts, against OpenSSH. */
+describe('when the connection fails during user auth, with no key refused', () => {
+  it.for([
+    ['ends the connection (FIN) during user auth', 'fin_during_auth', 'socket_ended'],
+    ['never answers user auth, past its deadline', 'stall_auth', 'auth_unanswered'],
+  ] as const)(
+    'the server %s: SSH_TRANSPORT_FAILED at user_auth, not_attempted, never SSH_AUTH_FAILED',
+    async ([, behavior, seen]) => {
+      const s = await server(behavior);
+      h.channel = h.newChannel({ authTimeoutMs: 300 });
+      const { envelope } = await h.run(configFor(s), { host: 'lab', command: 'deploy' });
+      expect(s.log.map((e) => e.event)).toEqual([seen]);
+      expect(envelope.error).toMatchObject({
+        code: 'SSH_TRANSPORT_FAILED',
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+      });
+      expect(envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'connection_setup_failed_before_dispatch' });
+      expect(envelope.evidence).toMatchObject({ dispatch_started: false, dispatch_evidence: 'never_started' });
+      expect(envelope.evidence.attempts).toEqual([
+        { n: 1, stage: 'user_auth', outcome: 'not_attempted', code: 'SSH_TRANSPORT_FAILED' },
+      ]);
+      expect(kinds(h.events(envelope.invocation_id))).toEqual([
+        'ACTION_ACCEPTED',
+        'PREFLIGHT_VALIDATED',
+        'CREDENTIAL_AUTHORIZED',
+        'SETUP_ATTEMPT_FAILED',
+        'OUTCOME_RECORDED',
+      ]);
+    },
+  );
 });

@@ -153,7 +153,8 @@ export const errorCodeRegistry = {
   PROXY_FAILED: { from: broker, meaning: 'The proxy tunnel could not be opened; nothing was sent.' },
   SSH_TRANSPORT_FAILED: {
     from: broker,
-    meaning: 'SSH key exchange or transport negotiation failed; nothing was sent.',
+    meaning:
+      'The SSH transport failed during setup (key exchange, or the connection closed or stalled, user auth included); nothing was sent.',
   },
   SSH_HOST_KEY_REJECTED: {
     from: broker,

@@ -18,12 +18,18 @@ export type SshBehavior =
   | 'silent_after_exec'
   /** Receives the exec request and never replies to it (no success, no failure). */
   | 'no_exec_reply'
+  /** Receives the exec request (as if it ran the command), then closes the channel without any reply to it. */
+  | 'close_without_exec_reply'
   /** Refuses the session channel (CHANNEL_OPEN_FAILURE). */
   | 'refuse_session'
   /** Refuses the exec request (CHANNEL_FAILURE). */
   | 'refuse_exec'
   /** Rejects every authentication attempt (user auth fails; no session). */
   | 'reject_auth'
+  /** Ends the TCP connection (FIN) at the first authentication request, answering nothing: no key was refused. */
+  | 'fin_during_auth'
+  /** Never answers any authentication request (neither success nor failure) and keeps the connection open. */
+  | 'stall_auth'
   /** Accepts exec, writes stdout, then reports exit-signal KILL (no exit-status) and closes the channel. */
   | 'exit_signal_kill'
   /** Accepts exec, writes stdout then stderr, exit-status 3, closes the channel. */
@@ -41,6 +47,8 @@ export interface SshServerLogEntry {
     | 'exit_signal_sent'
     | 'exit_status_sent'
     | 'channel_closed'
+    | 'socket_ended'
+    | 'auth_unanswered'
     | 'socket_destroyed';
   readonly command?: string;
   readonly bytes?: number;
@@ -103,9 +111,14 @@ export class MisbehavingSshServer {
 
   private onClient(client: ssh2.Connection): void {
     client.on('error', () => undefined);
-    client.on('authentication', (ctx) =>
-      ctx.method === 'publickey' && this.behavior !== 'reject_auth' ? ctx.accept() : ctx.reject(['publickey']),
-    );
+    client.on('authentication', (ctx) => {
+      if (this.behavior === 'fin_during_auth') {
+        for (const socket of this.sockets) socket.end();
+        this.note({ event: 'socket_ended' });
+      } else if (this.behavior === 'stall_auth') this.note({ event: 'auth_unanswered' });
+      else if (ctx.method === 'publickey' && this.behavior !== 'reject_auth') ctx.accept();
+      else ctx.reject(['publickey']);
+    });
     client.on('ready', () => {
       client.on('session', (accept, reject) => {
         if (this.behavior === 'refuse_session') {
@@ -117,7 +130,8 @@ export class MisbehavingSshServer {
         this.note({ event: 'session_opened' });
         session.on('exec', (acceptExec, rejectExec, info) => {
           this.note({ event: 'exec_received', command: info.command, dispatchRowsVisible: this.dispatchRows() });
-          this.onExec(acceptExec, rejectExec);
+          if (this.behavior === 'close_without_exec_reply') this.closeUnanswered(client, session);
+          else this.onExec(acceptExec, rejectExec);
         });
       });
     });
@@ -182,6 +196,18 @@ export class MisbehavingSshServer {
       default:
         return;
     }
+  }
+
+  /**
+   * CHANNEL_CLOSE for a session whose exec request got no reply. ssh2's Server has no public call for it (a Session
+   * only closes through the channel acceptExec returns, which sends CHANNEL_SUCCESS first), so this uses ssh2 1.17's
+   * own `_protocol.channelClose` with the session's recipient id; test code only.
+   */
+  private closeUnanswered(client: ssh2.Connection, session: ssh2.Session): void {
+    const protocol = (client as unknown as { _protocol: { channelClose(recipient: number): void } })._protocol;
+    const info = (session as unknown as { _chanInfo: { outgoing: { id: number } } })._chanInfo;
+    protocol.channelClose(info.outgoing.id);
+    this.note({ event: 'channel_closed' });
   }
 
   /** Destroys the raw socket once what was written has gone out (setImmediate after the write). */

@@ -11,32 +11,52 @@ import type { Client } from 'ssh2';
  * reports "session channel open" and hands back `send()`, which performs the original write once.
  * reqExec has already queued its reply callback when it calls `_protocol.exec`, so deferring the
  * write keeps ssh2's reply bookkeeping intact (CHANNEL_SUCCESS/FAILURE still resolve exec's cb).
- * If ssh2 changes shape, `installDeferredExec` throws (no `_protocol.exec` function) and the channel
- * fails closed before dispatch; tests run this against real OpenSSH and a misbehaving server.
+ *
+ * ssh2 fails exec's callback with the same Error('Unable to exec') for a real SSH_MSG_CHANNEL_FAILURE and for a
+ * CHANNEL_CLOSE (or a dropped connection) that arrives before any reply (utils.js onCHANNEL_CLOSE runs the pending
+ * channel callbacks with `true`). Only the first is the server's refusal; after the others the command may have run.
+ * So `_protocol._handlers.CHANNEL_FAILURE` is wrapped too: while ssh2's own handler runs for a CHANNEL_FAILURE that
+ * arrived after `send()`, `answeringChannelFailure()` is true. That handler calls exec's callback synchronously, and
+ * only for the channel the message names, so an exec-callback error seen while it is true is that refusal.
+ *
+ * If ssh2 changes shape (no `_protocol.exec` or no `_protocol._handlers.CHANNEL_FAILURE` function),
+ * `installDeferredExec` throws and the channel fails closed before dispatch. Should ssh2 ever defer exec's callback
+ * out of that handler, a refusal would read as unknown, never the other way round. Tests run this against real
+ * OpenSSH and a misbehaving server.
  */
 export interface DeferredExec {
   /** Resolves when the session channel is open and the exec request is waiting to be written. */
   readonly channelOpen: Promise<{ send: () => void }>;
+  /** True only while ssh2 handles an SSH_MSG_CHANNEL_FAILURE received after `send()` (see above). */
+  readonly answeringChannelFailure: () => boolean;
 }
+
+type MessageHandler = (protocol: unknown, recipient: number) => void;
 
 interface ProtocolLike {
   exec(channelId: number, command: string, wantReply: boolean): void;
+  _handlers?: { CHANNEL_FAILURE?: MessageHandler };
 }
 
 export function installDeferredExec(client: Client): DeferredExec {
   const protocol = (client as unknown as { _protocol?: ProtocolLike })._protocol;
   if (protocol === undefined || typeof protocol.exec !== 'function')
     throw new Error('ssh2 internals changed: no _protocol.exec');
+  const handlers = protocol._handlers;
+  const onChannelFailure = handlers?.CHANNEL_FAILURE;
+  if (handlers === undefined || typeof onChannelFailure !== 'function')
+    throw new Error('ssh2 internals changed: no _protocol._handlers.CHANNEL_FAILURE');
   const original = protocol.exec.bind(protocol);
   let resolveOpen: (value: { send: () => void }) => void = () => undefined;
   const channelOpen = new Promise<{ send: () => void }>((resolve) => {
     resolveOpen = resolve;
   });
   let used = false;
+  let sent = false;
+  let answering = false;
   protocol.exec = (channelId, command, wantReply) => {
     if (used) throw new Error('deferred exec: one exec per connection');
     used = true;
-    let sent = false;
     resolveOpen({
       send: () => {
         if (sent) return;
@@ -45,5 +65,14 @@ export function installDeferredExec(client: Client): DeferredExec {
       },
     });
   };
-  return { channelOpen };
+  handlers.CHANNEL_FAILURE = (self, recipient) => {
+    // Before send() no exec request is out, so no CHANNEL_FAILURE can answer it.
+    answering = sent;
+    try {
+      onChannelFailure(self, recipient);
+    } finally {
+      answering = false;
+    }
+  };
+  return { channelOpen, answeringChannelFailure: () => answering };
 }

@@ -174,6 +174,25 @@ describe('when setup fails before the session channel exists', () => {
     expect(events(s)).toEqual([]);
   });
 
+  it.for([
+    ['ends the connection (FIN) at the first auth request', 'fin_during_auth', 'socket_ended', 'connection_closed'],
+    ['never answers auth, past authTimeoutMs', 'stall_auth', 'auth_unanswered', 'auth_timeout'],
+  ] as const)(
+    'a server that %s: a transport failure at user_auth, never a refused key',
+    async ([, behavior, seen, detail]) => {
+      const s = await server(behavior);
+      const gate = new RecordingGate();
+      const report = await channel(gate, { authTimeoutMs: 300 }).perform(request(s.port, pinned(s)));
+      expectNotDispatched(report, gate);
+      expect(events(s)).toEqual([seen]);
+      expect(report.setup).toEqual({ failure: 'ssh_transport', stage: 'user_auth', attempts: 1, attemptsMax: 1 });
+      expect(report.attempts).toEqual([
+        { n: 1, stage: 'user_auth', dispatched: false, failure: 'ssh_transport', detail },
+      ]);
+      expect(report.hostKey).toEqual({ fingerprint: s.hostKeyFingerprint, trust: 'pinned' });
+    },
+  );
+
   it('a refused session channel is a setup failure at session_channel: the exec request never leaves', async () => {
     const s = await server('refuse_session');
     const gate = new RecordingGate();
@@ -350,6 +369,25 @@ describe('after dispatch the report says what came back, and nothing more', () =
     expect(report.setup).toBeUndefined();
     expect(report.exitStatus).toBeUndefined();
     expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'REQUEST_SENT']);
+  });
+
+  it('the channel closes with the exec request unanswered: channel closed, no exec reply, never a refusal', async () => {
+    const s = await server('close_without_exec_reply');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    // The server got the command (it may have run it) and then closed the channel.
+    expect(events(s)).toEqual(['session_opened', 'exec_received', 'channel_closed']);
+    expect(s.log[1]?.command).toBe('deploy --now');
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      requestComplete: true,
+      channelClosed: true,
+      transportBroken: false,
+      outputComplete: false,
+    });
+    expect(report.execReply).toBeUndefined();
+    expect(report.exitStatus).toBeUndefined();
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'REQUEST_SENT', 'CHANNEL_CLOSED']);
   });
 
   it('exit-status 7 then a destroyed socket: the status stands, the output is marked incomplete', async () => {

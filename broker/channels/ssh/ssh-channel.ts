@@ -5,7 +5,7 @@ import ssh2 from 'ssh2';
 import type { NewEvent } from '../../contract/index.js';
 import type { SetupFailure } from '../../core/index.js';
 import { PendingAppends, type Clock, type DispatchGate, type HeldObservations } from '../../ports/index.js';
-import { installDeferredExec } from './install-deferred-exec.js';
+import { installDeferredExec, type DeferredExec } from './install-deferred-exec.js';
 import { hostKeyFingerprint } from './host-key-fingerprint.js';
 import { KnownHostsStore } from './known-hosts-store.js';
 import { defaultSshLimits, type SshLimits } from './ssh-limits.js';
@@ -315,8 +315,9 @@ class SshRun {
         this.closed = true;
         if (this.hostKeyRejected)
           fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
-        else
-          fail(verified ? 'ssh_auth' : 'ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
+        // A close is never the server refusing the key (that is the 'client-authentication' error above): during
+        // user auth it is the transport failing at that stage.
+        else fail('ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
       });
       client.connect({
         sock: this.socket,
@@ -331,7 +332,11 @@ class SshRun {
             verified = true;
             this.stages.push('host_key_verified', 'user_auth');
             clearTimeout(stageTimer);
-            stageTimer = setTimeout(() => fail('ssh_auth', 'user_auth', 'auth_timeout'), this.limits.authTimeoutMs);
+            // A server that stalls auth refused nothing: a transport failure at user_auth, like a close.
+            stageTimer = setTimeout(
+              () => fail('ssh_transport', 'user_auth', 'auth_timeout'),
+              this.limits.authTimeoutMs,
+            );
           }
           return ok;
         },
@@ -386,7 +391,7 @@ class SshRun {
   private async openSession(stop: AbortSignal): Promise<{ send: () => void; execDone: Promise<ExecAnswer> }> {
     this.stages.push('session_channel');
     const client = this.client as ssh2.Client;
-    let deferred;
+    let deferred: DeferredExec;
     try {
       deferred = installDeferredExec(client);
     } catch {
@@ -411,10 +416,12 @@ class SshRun {
           resolve({ kind: 'accepted', watch: this.watchStream(stream) });
           return;
         }
-        // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After: with the connection up,
-        // the only way ssh2 fails exec's callback is CHANNEL_FAILURE — the server refused exec.
+        // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After, ssh2 gives the same error for the server's
+        // CHANNEL_FAILURE (a refusal: nothing ran), for a CHANNEL_CLOSE before any reply and for a lost connection
+        // (the command may have run): only a CHANNEL_FAILURE seen by the seam, in this very call, is a refusal.
         if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'open_refused'));
-        else if (!this.closed) resolve({ kind: 'refused' });
+        else if (deferred.answeringChannelFailure()) resolve({ kind: 'refused' });
+        else if (!this.closed) resolve({ kind: 'channel_closed' });
         else resolve({ kind: 'closed' });
       });
     });
@@ -508,6 +515,7 @@ class SshRun {
     replyTimeout.cancel();
     if (first === 'caller') return { ...nothing, callerEvent: this.callerReason() };
     if (first === 'reply_timeout' || first.kind === 'closed') return { ...nothing, transportBroken: true };
+    if (first.kind === 'channel_closed') return { ...nothing, channelClosed: true };
     if (first.kind === 'refused') return { ...nothing, execReply: 'failure' };
     const watch = first.watch;
     let callerEvent: ExecSeen['callerEvent'];
@@ -632,7 +640,12 @@ class SshRun {
   }
 }
 
-type ExecAnswer = { kind: 'accepted'; watch: StreamWatch } | { kind: 'refused' } | { kind: 'closed' };
+/**
+ * refused: the server's CHANNEL_FAILURE. channel_closed: the server closed the channel (CHANNEL_CLOSE) before
+ * answering the exec request. closed: the connection ended first.
+ */
+type ExecAnswer =
+  { kind: 'accepted'; watch: StreamWatch } | { kind: 'refused' } | { kind: 'channel_closed' } | { kind: 'closed' };
 
 /** What the exchange saw after the exec request; `output` is empty unless the server accepted the exec. */
 interface ExecSeen {
@@ -721,9 +734,8 @@ async function bounded<T>(work: Promise<T>, timeoutMs: number, stop: AbortSignal
         ? 'connect_timeout'
         : stage === 'session_channel'
           ? 'ssh_channel'
-          : stage === 'user_auth'
-            ? 'ssh_auth'
-            : 'ssh_transport';
+          : // A deadline is never an authentication refusal, user_auth included.
+            'ssh_transport';
   const guard = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new SshSetupFailed(timeoutFailure, stage, 'timeout')), timeoutMs);
     onAbort = () => reject(new SshSetupFailed('cancelled', stage, 'stopped'));
