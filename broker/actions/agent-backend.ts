@@ -486,8 +486,13 @@ function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
  */
 async function markDelivered(deps: AgentBackendDeps, sessionId: string, handoff: ResultHandoff): Promise<void> {
   const state = ownAction(deps.journal, sessionId, handoff.action_id);
-  if (state === undefined || state.result_id !== handoff.result_id || state.stage === 'result_delivered') return;
-  await deps.journal.appendLater({ kind: 'RESULT_DELIVERED', action_id: state.action_id, payload: {} });
+  // Only the current attempt's committed result: an earlier attempt's handed over while a retry runs is not it.
+  if (state === undefined || state.result_id !== handoff.result_id || state.stage !== 'result_committed') return;
+  await deps.journal.appendLater({
+    kind: 'RESULT_DELIVERED',
+    action_id: state.action_id,
+    payload: { result_id: handoff.result_id },
+  });
 }
 
 /**

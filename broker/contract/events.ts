@@ -331,7 +331,8 @@ export const eventPayloadSchemas = {
     /** A declared batch: the outcome of every member the request named (article 000: a parent result plus one per member). */
     batch: batchOutcomeSchema.optional(),
   }),
-  RESULT_DELIVERED: z.strictObject({}),
+  // The result handed over (absent in events written before it was named: those fold as before).
+  RESULT_DELIVERED: z.strictObject({ result_id: z.string().min(1).max(128).optional() }),
   OPERATION_SUBMITTED: z.strictObject({
     attempt,
     result_id: z.string().max(128),

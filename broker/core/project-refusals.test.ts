@@ -131,6 +131,36 @@ interface Case {
   readonly why: string;
 }
 
+const committedResult = (attempt: number, resultId: string, classification: Classification): NewEvent => ({
+  kind: 'RESULT_COMMITTED',
+  action_id: id,
+  payload: { attempt, result_id: resultId, result_digest: fp },
+  classification,
+});
+const delivered = (resultId: string): NewEvent => ({
+  kind: 'RESULT_DELIVERED',
+  action_id: id,
+  payload: { result_id: resultId },
+});
+const throttled: Classification = {
+  ...committed,
+  outcome: 'rejected',
+  retry: 'backoff',
+  code: 'REMOTE_THROTTLED',
+  effect: 'rejected',
+  outcome_basis: 'throttled',
+};
+/** A 429 committed as attempt 1's result, then the retry engine's attempt 2 dispatched under its lease. */
+const throttledThenRetried: NewEvent[] = [
+  accepted('none'),
+  validated,
+  authorized,
+  dispatch(1),
+  committedResult(1, 'res_first', throttled),
+  lease(1),
+  authorized,
+  dispatch(2, 1),
+];
 const undecided = [accepted(), validated];
 /** What recovery records for a card a previous run left waiting (recovery.ts: an OUTCOME_RECORDED, no attempt). */
 const restartClosed: NewEvent = {
@@ -327,6 +357,20 @@ const cases: readonly Case[] = [
     why: 'OPERATOR_ATTESTED while retry generation 1 holds a live lease',
   },
   {
+    when: "an earlier attempt's result is acknowledged while a retry is in flight",
+    history: throttledThenRetried,
+    event: delivered('res_first'),
+    kind: 'wrong_stage',
+    why: "RESULT_DELIVERED of res_first, not the action's current committed result",
+  },
+  {
+    when: "an earlier attempt's result is acknowledged after the retry committed its own",
+    history: [...throttledThenRetried, committedResult(2, 'res_second', committed)],
+    event: delivered('res_first'),
+    kind: 'wrong_stage',
+    why: "RESULT_DELIVERED of res_first, not the action's current committed result",
+  },
+  {
     when: 'a retry dispatches without a lease',
     history: unknownHead,
     event: dispatch(2),
@@ -367,6 +411,14 @@ describe('the projection refuses a lost race as a value', () => {
         message: `seq ${seq} ${c.event.kind} on ${id}: ${c.why}`,
       },
     });
+  });
+
+  it("when the current result is acknowledged, it is delivered — the retry's, once it committed its own", () => {
+    const history = [...throttledThenRetried, committedResult(2, 'res_second', committed), delivered('res_second')];
+    expect(project(stamp(history)).get(id)).toMatchObject({ result_id: 'res_second', stage: 'result_delivered' });
+    // Before the retry the first result was the current one: its acknowledgement then stands.
+    const first = [...throttledThenRetried.slice(0, 5), delivered('res_first')];
+    expect(project(stamp(first)).get(id)).toMatchObject({ result_id: 'res_first', stage: 'result_delivered' });
   });
 
   it('when the same event is applied outside the journal (a replay), it throws the refusal with the same code and message', () => {

@@ -311,6 +311,11 @@ function foldResultCommitted(event: EventOf<'RESULT_COMMITTED'>, state: ActionSt
 
 function foldResultDelivered(event: EventOf<'RESULT_DELIVERED'>, state: ActionState, next: ActionState): void {
   if (state.result_id === null) impossible(event, 'RESULT_DELIVERED needs a committed result');
+  // A handoff acknowledged late names its result: an earlier attempt's (a retry dispatched since, or committed its
+  // own) is not the action's result, and must not make the next one read as delivered.
+  const named = event.payload.result_id;
+  if (named !== undefined && (named !== state.result_id || stageIndex(state.stage) < stageIndex('result_committed')))
+    refused('wrong_stage', event, `RESULT_DELIVERED of ${named}, not the action's current committed result`);
   next.caller_disposition = state.caller_disposition ?? 'completed';
   advanceStage(next, 'result_delivered');
 }
