@@ -23,3 +23,11 @@ export const classificationSchema = z.object({
   retry_after_ms: z.number().int().nonnegative().optional(),
 });
 export type Classification = z.infer<typeof classificationSchema>;
+
+/**
+ * The one basis under which an action without DISPATCH_STARTED reads `unknown` rather than `not_attempted`: recovery
+ * at a start that found the journal disagreeing with its signed integrity anchor (quarantined: rolled back, forged,
+ * history missing). Such a journal may lack a DISPATCH_STARTED the broker did write, so "provably never sent" would
+ * claim more than is known (DESIGN §2). The projection admits `unknown` before dispatch under this basis only.
+ */
+export const restartJournalQuarantinedBasis = 'broker_restart_journal_quarantined';

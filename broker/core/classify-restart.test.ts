@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionState, JournalEvent, NewEvent } from '../contract/index.js';
 import { classifyRestart } from './classify-restart.js';
-import { project } from './project.js';
+import { ticketStanding } from './lane-schedule.js';
+import { applyEvent, project } from './project.js';
 
 const fp = `sha256:${'c'.repeat(64)}`;
 const id = 'act_restart000001';
@@ -81,5 +82,69 @@ describe('classifyRestart', () => {
       },
     };
     expect(classifyRestart(stateAfter([accepted, validated, authorized, dispatched(1), recorded]))).toBeUndefined();
+  });
+});
+
+describe('classifyRestart in a journal the start found quarantined (its integrity anchor disagrees)', () => {
+  it.each([
+    ['only accepted', [accepted], 'validation'],
+    ['validated and authorized', [accepted, validated, authorized], 'credential_injection'],
+    ['a setup attempt failed', [accepted, validated, authorized, setupFailed], 'connection_setup'],
+  ] as const)(
+    'when the broker stopped with the action %s, it is unknown — the log may have lost its DISPATCH_STARTED',
+    (_w, events, phase) => {
+      expect(classifyRestart(stateAfter([...events]), undefined, 'quarantined')).toEqual({
+        phase,
+        outcome: 'unknown',
+        retry: 'reconcile',
+        code: 'BROKER_RESTARTED',
+        effect: 'unknown_effect',
+        outcome_basis: 'broker_restart_journal_quarantined',
+        source: 'local_gate',
+      });
+    },
+  );
+
+  it('retries as an unknown after dispatch would: backoff when idempotent, the same key inside its window', () => {
+    const state = stateAfter([accepted, validated, authorized], true);
+    expect(classifyRestart(state, undefined, 'quarantined')).toMatchObject({ outcome: 'unknown', retry: 'backoff' });
+    const keyed = { ...stateAfter([accepted, validated, authorized]), key_expires_at_ms: 50 };
+    expect(classifyRestart(keyed, 49, 'quarantined')?.retry).toBe('same_idempotency_key');
+    expect(classifyRestart(keyed, 50, 'quarantined')?.retry).toBe('reconcile');
+  });
+
+  it('a dispatched action reads as in any restart, and a recorded one is left alone', () => {
+    const events = [accepted, validated, authorized, dispatched(1)];
+    expect(classifyRestart(stateAfter(events), undefined, 'quarantined')).toEqual(classifyRestart(stateAfter(events)));
+    const closed = applyEvent(stateAfter([accepted, validated, authorized]), {
+      kind: 'OUTCOME_RECORDED',
+      action_id: id,
+      payload: {},
+      classification: classifyRestart(stateAfter([accepted, validated, authorized]), undefined, 'quarantined'),
+      session_id: null,
+      ticket: 1,
+      lane: null,
+      seq: 4,
+      at_ms: 4,
+    } as JournalEvent);
+    expect(classifyRestart(closed, undefined, 'quarantined')).toBeUndefined();
+  });
+
+  it('the projection takes it: unknown with no dispatch recorded, and it does not block its lane', () => {
+    const before = stateAfter([accepted, validated, authorized]);
+    const after = applyEvent(before, {
+      kind: 'OUTCOME_RECORDED',
+      action_id: id,
+      payload: {},
+      classification: classifyRestart(before, undefined, 'quarantined'),
+      session_id: null,
+      ticket: 1,
+      lane: null,
+      seq: 4,
+      at_ms: 4,
+    } as JournalEvent);
+    expect(after).toMatchObject({ outcome: 'unknown', recorded: true, dispatch_seq: null });
+    expect(after.dispatch_evidence).toBe('never_started');
+    expect(ticketStanding(after)).toBe('resolved');
   });
 });

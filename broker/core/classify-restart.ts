@@ -1,4 +1,10 @@
-import type { ActionState, Classification } from '../contract/index.js';
+import { restartJournalQuarantinedBasis, type ActionState, type Classification } from '../contract/index.js';
+
+/**
+ * What the start found of the journal before recovery: `trusted` (its integrity anchor agrees, or there is none yet),
+ * or `quarantined` (the anchor says the journal disagrees with what the broker signed: it may lack later events).
+ */
+export type RecoveredJournal = 'trusted' | 'quarantined';
 
 /**
  * What the broker can truthfully say, after a restart, about an action a previous run left open.
@@ -9,10 +15,18 @@ import type { ActionState, Classification } from '../contract/index.js';
  *   retry while the bound idempotency key is within its earliest safe expiry at `nowMs` (as
  *   classifyOutcome says for the same evidence); otherwise reconcile. Without `nowMs` the key's
  *   window is not assumed open.
- * - Never dispatched and not closed: the durable record proves nothing crossed the boundary, so it
- *   is not_attempted, its phase named by the last proven boundary (not by where the crash hit).
+ * - Never dispatched and not closed, in a trusted journal: the durable record proves nothing crossed
+ *   the boundary, so it is not_attempted, its phase named by the last proven boundary (not by where
+ *   the crash hit).
+ * - Never dispatched and not closed, in a quarantined journal: the record may have lost a later
+ *   DISPATCH_STARTED (an earlier copy restored), so nothing is proven either way: unknown, retried as
+ *   an unknown after dispatch would be, under its own basis (restartJournalQuarantinedBasis).
  */
-export function classifyRestart(state: ActionState, nowMs?: number): Classification | undefined {
+export function classifyRestart(
+  state: ActionState,
+  nowMs?: number,
+  journal: RecoveredJournal = 'trusted',
+): Classification | undefined {
   if (state.dispatch_seq !== null) {
     if (state.recorded) return undefined;
     return {
@@ -26,6 +40,17 @@ export function classifyRestart(state: ActionState, nowMs?: number): Classificat
     };
   }
   if (state.outcome !== null) return undefined;
+  if (journal === 'quarantined') {
+    return {
+      phase: phaseBeforeDispatch(state),
+      outcome: 'unknown',
+      retry: restartRetry(state, nowMs),
+      code: 'BROKER_RESTARTED',
+      effect: 'unknown_effect',
+      outcome_basis: restartJournalQuarantinedBasis,
+      source: 'local_gate',
+    };
+  }
   return {
     phase: phaseBeforeDispatch(state),
     outcome: 'not_attempted',

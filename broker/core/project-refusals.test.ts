@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CodedError,
   members,
+  restartJournalQuarantinedBasis,
   transitionRefusalOf,
   TransitionRefusalKind,
   TransitionRefused,
@@ -118,6 +119,21 @@ const lookup: NewEvent = {
   action_id: id,
   payload: { correlation: 'idempotency_token', lookup_action_id: 'act_lookup_000001', attempts_seen: 1 },
   classification: { ...committed, outcome_basis: 'remote_operation_lookup', source: 'remote_query' },
+};
+/** What recovery records for an open action when the start found the journal quarantined (classify-restart.ts). */
+const quarantinedRecovery: NewEvent = {
+  kind: 'OUTCOME_RECORDED',
+  action_id: id,
+  payload: {},
+  classification: {
+    phase: 'credential_injection',
+    outcome: 'unknown',
+    retry: 'reconcile',
+    code: 'BROKER_RESTARTED',
+    effect: 'unknown_effect',
+    outcome_basis: restartJournalQuarantinedBasis,
+    source: 'local_gate',
+  },
 };
 const unknownHead: NewEvent[] = [accepted('none'), validated, authorized, dispatch(1), recorded(1)];
 
@@ -322,7 +338,14 @@ const cases: readonly Case[] = [
     history: settled,
     event: lease(1),
     kind: 'not_retriable',
-    why: 'a retry lease needs a recorded unknown or backoff outcome (outcome committed, recorded true)',
+    why: 'a retry lease needs a recorded unknown after dispatch or a backoff outcome (outcome committed, recorded true, dispatched true)',
+  },
+  {
+    when: "a retry lease meets an unknown never dispatched (a quarantined journal's recovery)",
+    history: [...direct, authorized, quarantinedRecovery],
+    event: lease(1),
+    kind: 'not_retriable',
+    why: 'a retry lease needs a recorded unknown after dispatch or a backoff outcome (outcome unknown, recorded true, dispatched false)',
   },
   {
     when: "a retry lease meets another worker's live lease",
@@ -487,6 +510,24 @@ describe('an event no race explains is a bug: it throws IMPOSSIBLE_TRANSITION, n
       history: direct,
       event: dispatch(1),
       why: /before CREDENTIAL_AUTHORIZED/,
+    },
+    {
+      when: 'an unknown before DISPATCH_STARTED names any basis but a quarantined recovery',
+      history: [...direct, authorized],
+      event: { ...quarantinedRecovery, classification: { ...unknown, outcome_basis: 'broker_restart_after_dispatch' } },
+      why: /unknown without DISPATCH_STARTED/,
+    },
+    {
+      when: "a quarantined recovery's unknown lands on an action already closed",
+      history: [...direct, authorized, quarantinedRecovery],
+      event: quarantinedRecovery,
+      why: /unknown without DISPATCH_STARTED/,
+    },
+    {
+      when: "a quarantined recovery's unknown is followed by not_attempted",
+      history: [...direct, authorized, quarantinedRecovery],
+      event: { ...quarantinedRecovery, classification: gate },
+      why: /not_attempted after unknown/,
     },
   ];
   it.each(bugs)('when $when', ({ history, event, why }) => {

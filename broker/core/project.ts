@@ -5,6 +5,7 @@ import {
   transitionRefusalOf,
   TransitionRefused,
   kindsRequiringClassification,
+  restartJournalQuarantinedBasis,
   type ActionStage,
   type ActionState,
   type AttemptState,
@@ -378,16 +379,18 @@ function foldRetryLeased(event: EventOf<'RETRY_LEASED'>, state: ActionState, nex
   // when no other lease is still live. Two workers racing for it: the journal folds one first,
   // and the other's generation is no longer next.
   const generation = state.retry_generation;
+  // An unknown never dispatched (a quarantined journal's recovery) is not retried here: its record may lack the
+  // attempt a retry would follow, and a setup failure could not be recorded without reading not_attempted.
   const retriable =
     state.recorded &&
     !state.abandoned &&
-    (state.outcome === 'unknown' ||
+    ((state.outcome === 'unknown' && state.dispatch_seq !== null) ||
       ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
   if (!retriable)
     refused(
       'not_retriable',
       event,
-      `a retry lease needs a recorded unknown or backoff outcome (outcome ${state.outcome}, recorded ${state.recorded})`,
+      `a retry lease needs a recorded unknown after dispatch or a backoff outcome (outcome ${state.outcome}, recorded ${state.recorded}, dispatched ${state.dispatch_seq !== null})`,
     );
   const lease = state.lease;
   if (
@@ -475,9 +478,11 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   if (next.dispatch_seq !== null && c.outcome === 'not_attempted') {
     refused('already_dispatched', event, 'not_attempted after DISPATCH_STARTED');
   }
-  if (next.dispatch_seq === null && c.outcome !== 'not_attempted') {
+  if (next.dispatch_seq === null && c.outcome !== 'not_attempted' && !quarantinedRecovery(event, before, c)) {
     impossible(event, `${c.outcome} without DISPATCH_STARTED`);
   }
+  // Never back from unknown: before dispatch only a quarantined journal's recovery records one (quarantinedRecovery).
+  if (before.outcome === 'unknown' && c.outcome === 'not_attempted') impossible(event, 'not_attempted after unknown');
   const settled = before.outcome === 'committed' || before.outcome === 'rejected';
   if (settled && before.recorded) {
     const deliveryNote = c.phase === 'result_delivery' && c.outcome === before.outcome && c.effect === before.effect;
@@ -494,6 +499,19 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   next.recorded = true;
   // A classification after a lease's attempt ends that lease (its worker is done).
   if (next.lease?.open === true) next.lease = { ...next.lease, open: false };
+}
+
+/**
+ * Recovery in a quarantined journal (classify-restart.ts): an open action's record may have lost a later
+ * DISPATCH_STARTED, so it closes unknown, not not_attempted. Only that record, only on an action nothing closed yet.
+ */
+function quarantinedRecovery(event: JournalEvent, before: ActionState, c: Classification): boolean {
+  return (
+    event.kind === 'OUTCOME_RECORDED' &&
+    before.outcome === null &&
+    c.outcome === 'unknown' &&
+    c.outcome_basis === restartJournalQuarantinedBasis
+  );
 }
 
 function newAttempt(n: number, state: AttemptState['state'], setupStage: string | null): AttemptState {

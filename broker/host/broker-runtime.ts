@@ -13,7 +13,7 @@ import {
   type BrokerStatus,
 } from '../contract/index.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
-import { Journal, journalFileName, RequestStore, ResultStore } from '../journal/index.js';
+import { Journal, journalFileName, RequestStore, ResultStore, type JournalOpenOptions } from '../journal/index.js';
 import {
   createRandomIdSource,
   systemClock,
@@ -41,7 +41,7 @@ import { ApprovalQueue } from '../queue/index.js';
 import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { createChangeFeed, topicsOfKinds, type ChangeFeed } from './change-feed.js';
-import { openIntegrityAnchor } from './integrity-anchor.js';
+import { integrityAnchorGate, type IntegrityAnchorGate } from './integrity-anchor.js';
 import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -108,8 +108,9 @@ export interface BrokerRuntime {
  * THE seam where the broker's parts are composed for a data directory. Both composition roots
  * (`postern daemon` / `postern start` in broker/cli, and app/main) call only this. The data
  * directory's kernel lock comes first and is released last; opening the journal runs its
- * migrations and recovery before anything else can append; the agent socket opens only after the
- * queue has rebuilt its lanes from the journal, and the control socket last.
+ * migrations, the integrity anchor's check, then recovery, before anything else can append; the
+ * agent socket opens only after the queue has rebuilt its lanes from the journal, and the control
+ * socket last.
  */
 // eslint-disable-next-line max-lines-per-function -- the composition order and its unwinding on failure read as one sequence, by design
 export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promise<BrokerRuntime> {
@@ -119,6 +120,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   let config: PosternConfig;
   let integrity: ConfigIntegrity;
   let journal: Journal;
+  let anchorGate: IntegrityAnchorGate;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? brokerLogger();
   try {
@@ -132,7 +134,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       ...(options.configFile === undefined ? {} : { file: options.configFile }),
     });
     config = integrity.config;
-    journal = await openJournal(options.dataDir, clock);
+    // The integrity anchor is judged inside the open, after migrations and before recovery (read-only, no vault): a
+    // journal that disagrees with its signed anchor (rolled back, forged, tail missing) is recovered without claiming
+    // not_attempted for what it left open, since it may lack a DISPATCH_STARTED it once held (integrity-anchor.ts).
+    anchorGate = integrityAnchorGate({ dataDir: options.dataDir, clock, logger });
+    journal = await openJournal(options.dataDir, clock, anchorGate.judgeBeforeRecovery);
   } catch (error) {
     lock.release();
     throw error;
@@ -143,9 +149,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     for (const close of closers.splice(0).reverse()) await close();
   };
   try {
-    // Before the vault can unlock (its checkpoint writes the next anchor) and before agents are served: a journal that
-    // disagrees with its signed anchor (rolled back, forged, tail missing) starts quarantined (integrity-anchor.ts).
-    const anchor = openIntegrityAnchor({ dataDir: options.dataDir, journal, clock, logger });
+    // Before the vault can unlock (its checkpoint writes the next anchor) and before agents are served: the verdict the
+    // open found serves here; a journal the anchor disputes starts quarantined (integrity-anchor.ts).
+    const anchor = anchorGate.open(journal);
     const idleLockMs =
       options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
     const vault = await openVault({
@@ -388,9 +394,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
  * file is JOURNAL_UNAVAILABLE naming the cause's code, never a stack trace. Coded errors
  * (MIGRATION_FAILED, JOURNAL_NOT_DURABLE…) pass unchanged.
  */
-async function openJournal(dataDir: string, clock: Clock): Promise<Journal> {
+async function openJournal(
+  dataDir: string,
+  clock: Clock,
+  judgeBeforeRecovery: JournalOpenOptions['judgeBeforeRecovery'],
+): Promise<Journal> {
   try {
-    return await Journal.open({ dataDir, clock });
+    return await Journal.open({ dataDir, clock, judgeBeforeRecovery });
   } catch (error) {
     if (isCodedError(error)) throw error;
     const code = (error as { code?: unknown } | null)?.code;

@@ -9,6 +9,7 @@ import { configSubjectId, type AnchorFailureCode } from '../contract/index.js';
 import { appendLeaf, emptyFrontier, encodeFrontier } from '../core/index.js';
 import { Journal, journalFileName } from '../journal/index.js';
 import type { OperatorActor } from '../ports/index.js';
+import { actionPaths } from '../testing/action-paths.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
 import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 import { FakeClock } from '../testing/fake-clock.js';
@@ -20,7 +21,7 @@ import {
   anchorMessage,
   judgeAnchor,
   keyIdOf,
-  openIntegrityAnchor,
+  integrityAnchorGate,
   stateDigestOf,
   type AnchorBody,
   type IntegrityAnchor,
@@ -54,18 +55,28 @@ interface Run {
   anchor: IntegrityAnchor;
 }
 
-/** The runtime's order: the journal opens, the anchor is checked, then the vault attaches (its unlock signs). */
+/**
+ * The runtime's order: the journal opens (the anchor judged after migrations, before recovery), the anchor serves that
+ * verdict, then the vault attaches (its unlock signs).
+ */
 async function start(
   dir: string,
   withVault: MemoryVault | null = vault,
   more: { gate?: DiskSyncGate; logger?: Logger } = {},
 ): Promise<Run> {
+  const anchorGate = integrityAnchorGate({
+    dataDir: dir,
+    clock,
+    env,
+    ...(more.logger === undefined ? {} : { logger: more.logger }),
+  });
   const journal = await Journal.open({
     dataDir: dir,
     clock,
+    judgeBeforeRecovery: anchorGate.judgeBeforeRecovery,
     ...(more.gate === undefined ? {} : { beforeSync: more.gate.beforeSync }),
   });
-  const anchor = openIntegrityAnchor({ dataDir: dir, journal, clock, env, ...more });
+  const anchor = anchorGate.open(journal);
   if (withVault !== null) journal.attachVault(withVault);
   return { journal, anchor };
 }
@@ -138,6 +149,50 @@ async function expectQuarantined(dir: string, code: AnchorFailureCode): Promise<
   expect(run.anchor.quarantined()).toBe(true);
   return run;
 }
+
+describe("when the anchor is judged: inside the journal's open, before recovery", () => {
+  it('serving a journal the gate never judged (opened without its hook, or another one) is refused', async () => {
+    const dir = dataDir();
+    const gate = integrityAnchorGate({ dataDir: dir, clock, env });
+    const never = await Journal.open({ dataDir: dir, clock });
+    expect(() => gate.open(never)).toThrow(expect.objectContaining({ code: 'INTERNAL' }));
+    await never.close();
+    const judged = await Journal.open({ dataDir: dir, clock, judgeBeforeRecovery: gate.judgeBeforeRecovery });
+    await judged.close();
+    // The gate judged a journal, but not this one (opened after, without the hook): its recovery ran unjudged.
+    const other = await Journal.open({ dataDir: dir, clock });
+    expect(() => gate.open(other)).toThrow(expect.objectContaining({ code: 'INTERNAL' }));
+    await other.close();
+    const again = await Journal.open({ dataDir: dir, clock, judgeBeforeRecovery: gate.judgeBeforeRecovery });
+    expect(gate.open(again).report()).toMatchObject({ state: 'first_use' });
+    await again.close();
+  });
+
+  it('an action left open in a quarantined journal (here ANCHOR_MISSING) is recovered unknown, not not_attempted', async () => {
+    const dir = dataDir();
+    await firstRun(dir);
+    const second = await start(dir);
+    const id = 'act_quarantine_0001';
+    const script = actionPaths.httpApproved(id);
+    for (const event of script.slice(
+      0,
+      script.findIndex((e) => e.kind === 'DISPATCH_STARTED'),
+    ))
+      await second.journal.append(event);
+    await second.journal.close();
+    rmSync(anchorFileOf(dir, env));
+
+    const run = await expectQuarantined(dir, 'ANCHOR_MISSING');
+    expect(run.journal.stats().recovered_at_open).toBe(1);
+    expect(run.journal.getAction(id)).toMatchObject({
+      dispatch_seq: null,
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      outcome_basis: 'broker_restart_journal_quarantined',
+    });
+    await run.journal.close();
+  });
+});
 
 describe('when the journal and its anchor agree', () => {
   it('writes anchor 1 at the first checkpoint, records it in the journal, and the next start is ok', async () => {

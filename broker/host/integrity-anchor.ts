@@ -12,6 +12,7 @@ import {
   type AnchorFailureCode,
   type IntegrityAnchorReport,
 } from '../contract/index.js';
+import type { RecoveredJournal } from '../core/index.js';
 import type { AnchorFacts, AnchorRecord, Journal, SignedHead } from '../journal/index.js';
 import type { Clock, OperatorActor, ToolAnswer } from '../ports/index.js';
 
@@ -168,8 +169,9 @@ export type JournalAnchorView = AnchorFacts;
 
 /**
  * The start's decision, a table of contents of named checks (no I/O): the anchor as read, against the journal as
- * opened. A missing anchor is first use only while the journal never recorded writing one (a journal from before
- * anchors, or never unlocked): once it has, a missing anchor is a deletion or a moved data directory, and quarantines.
+ * found before recovery. A missing anchor is first use only while the journal never recorded writing one (a journal
+ * from before anchors, or never unlocked): once it has, a missing anchor is a deletion or a moved data directory, and
+ * quarantines.
  */
 export function judgeAnchor(read: ReadAnchor, dataDirId: string, journal: JournalAnchorView): AnchorVerdict {
   const recorded = journal.recorded;
@@ -221,12 +223,49 @@ function quarantine(code: AnchorFailureCode, detail: string): AnchorVerdict {
   return { state: 'quarantined', code, detail };
 }
 
-export interface IntegrityAnchorOptions {
+export interface IntegrityAnchorGateOptions {
   readonly dataDir: string;
-  readonly journal: Journal;
   readonly clock: Clock;
   readonly logger?: Logger;
   readonly env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * The anchor's two steps at start. `judgeBeforeRecovery` is Journal.open's hook (JournalOpenOptions): it reads the
+ * anchor file and judges the journal as found, after migrations and before recovery, reading only (no vault, no
+ * write), so that a journal the anchor disputes is recovered without claiming not_attempted (classify-restart.ts).
+ * `open` then serves that verdict for the journal it judged; it throws when the hook never judged this journal, so the
+ * check cannot be left out, nor made after recovery has written.
+ */
+export interface IntegrityAnchorGate {
+  judgeBeforeRecovery(journal: Journal): RecoveredJournal;
+  open(journal: Journal): IntegrityAnchor;
+}
+
+/** What the hook found: the anchor file as read, and the verdict over the journal before recovery. */
+interface AnchorCheck {
+  readonly journal: Journal;
+  readonly found: AnchorFile | undefined;
+  readonly verdict: AnchorVerdict;
+  readonly checkedAtMs: number;
+}
+
+export function integrityAnchorGate(options: IntegrityAnchorGateOptions): IntegrityAnchorGate {
+  let check: AnchorCheck | undefined;
+  return {
+    judgeBeforeRecovery: (journal) => {
+      const read = readAnchorFile(anchorFileOf(options.dataDir, options.env));
+      const found = read.kind === 'read' ? read.anchor : undefined;
+      const verdict = judgeAnchor(read, dataDirIdOf(options.dataDir), journal.anchorFacts(found?.head_seq ?? 0));
+      check = { journal, found, verdict, checkedAtMs: options.clock.nowMs() };
+      return verdict.state === 'quarantined' ? 'quarantined' : 'trusted';
+    },
+    open: (journal) => {
+      if (check?.journal !== journal)
+        throw new CodedError('INTERNAL', 'the integrity anchor was not checked before this journal recovered');
+      return openIntegrityAnchor(options, check);
+    },
+  };
 }
 
 /** The broker's integrity anchor after the start's check: its state, the agents' refusal, and a person's re-adoption. */
@@ -263,23 +302,22 @@ interface AnchorRun {
 }
 
 /**
- * Checks the anchor against the journal now (the caller runs it after the journal opened and before anything serves
+ * Serves the start's verdict (made before recovery, integrityAnchorGate; the caller opens it before anything serves
  * agents or unlocks the vault), then writes a new anchor at every checkpoint — unless quarantined: an anchor written
  * then would silently adopt the history it disagreed with.
  */
-export function openIntegrityAnchor(options: IntegrityAnchorOptions): IntegrityAnchor {
-  const { journal, clock, logger } = options;
+function openIntegrityAnchor(options: IntegrityAnchorGateOptions, check: AnchorCheck): IntegrityAnchor {
+  const { clock, logger } = options;
+  const { journal, found } = check;
   const file = anchorFileOf(options.dataDir, options.env);
   const dataDirId = dataDirIdOf(options.dataDir);
-  const read = readAnchorFile(file);
-  const found = read.kind === 'read' ? read.anchor : undefined;
   const run: AnchorRun = {
     file,
     journal,
     clock,
     found,
-    checkedAtMs: clock.nowMs(),
-    verdict: judgeAnchor(read, dataDirId, journal.anchorFacts(found?.head_seq ?? 0)),
+    checkedAtMs: check.checkedAtMs,
+    verdict: check.verdict,
     readopted: null,
     readopting: false,
     writer: new AnchorWriter(file, journal, logger),

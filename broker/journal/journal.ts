@@ -21,6 +21,7 @@ import {
   type BoundIdempotencyKey,
   type CredentialRequestState,
   type OutcomeCountRow,
+  type RecoveredJournal,
 } from '../core/index.js';
 import type { Clock } from '../ports/clock.js';
 import {
@@ -120,6 +121,12 @@ export interface JournalOpenOptions {
   readonly syncMode?: SyncMode;
   /** Test seam (broker/testing/disk-sync-gate.ts): runs before each fdatasync of the log; a rejection fails it. */
   readonly beforeSync?: () => Promise<void>;
+  /**
+   * Judges the journal as found, after migrations and before recovery, reading only (`anchorFacts`; no vault): the
+   * integrity anchor's check (broker/host/integrity-anchor.ts). `quarantined`: recovery claims no not_attempted, since
+   * the log may lack a DISPATCH_STARTED it once held (classify-restart.ts). A throw fails the open. Default: trusted.
+   */
+  readonly judgeBeforeRecovery?: (journal: Journal) => RecoveredJournal;
 }
 
 export type JournalState = 'open' | 'failed' | 'closed';
@@ -358,7 +365,7 @@ export class Journal {
       if (from > 0 && from < migration009SealedResults.version && version >= migration009SealedResults.version)
         truncateWal(db);
       journal = new Journal(db, options.clock, version, options);
-      journal.recover();
+      journal.recover(options.judgeBeforeRecovery?.(journal) ?? 'trusted');
       if (options.vault !== undefined) journal.attachVault(options.vault);
       return journal;
     } catch (error) {
@@ -1212,13 +1219,14 @@ export class Journal {
 
   /**
    * Runs once at open, before any append: classifies every action a previous run left in flight
-   * (recovery.ts says how) through the normal commit path, so applyEvent still guards each record.
+   * (recovery.ts says how) through the normal commit path, so applyEvent still guards each record. `found` is what
+   * the start judged of the journal before this (JournalOpenOptions.judgeBeforeRecovery).
    */
-  private recover(): void {
+  private recover(found: RecoveredJournal): void {
     const events: NewEvent[] = [];
     for (const id of this.store.unrecordedActionIds()) {
       const state = this.store.loadState(id);
-      const event = state === undefined ? undefined : recoveryEvent(state, this.clock.nowMs());
+      const event = state === undefined ? undefined : recoveryEvent(state, this.clock.nowMs(), found);
       if (event !== undefined) events.push(validateNewEvent(event));
     }
     for (let i = 0; i < events.length; i += this.batchEventsMax) {

@@ -120,3 +120,33 @@ describe('when every prefix of every scripted path is interrupted', () => {
     expect(recovered).toBeGreaterThan(30);
   });
 });
+
+describe('when every prefix of every scripted path is interrupted in a journal the start found quarantined', () => {
+  it('recovery never says not_attempted, and the projection accepts every record', () => {
+    let undispatched = 0;
+    for (const name of actionPathNames) {
+      const path = actionPaths[name](id);
+      for (let n = 1; n <= path.length; n += 1) {
+        const state = stateAfter(path.slice(0, n));
+        const event = recoveryEvent(state, 5_000, 'quarantined');
+        if (event === undefined) {
+          expect(recoveryEvent(state, 5_000)).toBeUndefined();
+          continue;
+        }
+        if (state.dispatch_seq === null) undispatched += 1;
+        else expect(event).toEqual(recoveryEvent(state, 5_000));
+        const after = applyEvent(state, {
+          ...event,
+          seq: n + 1,
+          at_ms: 9_999,
+          session_id: null,
+          ticket: 1,
+          lane: null,
+        } as JournalEvent);
+        expect(after).toMatchObject({ recorded: true, outcome: 'unknown', effect: 'unknown_effect' });
+        expect(recoveryEvent(after, 5_000, 'quarantined')).toBeUndefined();
+      }
+    }
+    expect(undispatched).toBeGreaterThan(10);
+  });
+});

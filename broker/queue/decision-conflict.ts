@@ -12,6 +12,9 @@ export function conflictMessage(
   if (verb === 'attest' || verb === 'reconcile') {
     const what = verb === 'attest' ? 'attest' : 'reconcile';
     const done = verb === 'attest' ? 'attested' : 'reconciled';
+    // Unknown with no DISPATCH_STARTED: recovered in a quarantined journal (classify-restart.ts).
+    if (state.dispatch_seq === null && state.outcome === 'unknown')
+      return `${t} is unknown because the journal was quarantined when it recovered; it records no dispatched attempt to ${what}`;
     if (state.dispatch_seq === null)
       return `${t} was never dispatched; there is no remote outcome to ${what} (it is ${state.outcome ?? 'still open'})`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
@@ -19,6 +22,8 @@ export function conflictMessage(
   }
   if (verb === 'abandon') {
     if (state.abandoned) return `${t} already abandoned`;
+    if (state.dispatch_seq === null && state.outcome === 'unknown')
+      return `${t} is unknown because the journal was quarantined when it recovered; it blocks no lane, so there is nothing to abandon`;
     if (state.dispatch_seq === null)
       return `${t} was never dispatched; only a blocked head (outcome unknown) can be abandoned`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
