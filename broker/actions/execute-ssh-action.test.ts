@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
@@ -460,6 +460,60 @@ describe('when the host key policy is accept_new', () => {
     expect(readFileSync(knownHosts, 'utf8')).toContain(oldFingerprint);
     expect(readFileSync(knownHosts, 'utf8')).not.toContain(s.hostKey.fingerprint);
   });
+});
+
+describe('when the agent changes known_hosts.json and holds the host’s port with its own server (accept_new)', () => {
+  type Tamper = (text: string, entry: string, legit: string, impostor: string) => string;
+  const tampers: Array<[string, Tamper]> = [
+    ['replaces the stored key with its own', (text, _entry, legit, impostor) => text.replace(legit, impostor)],
+    [
+      'deletes the entry (first use again, for its server)',
+      (text, entry) => {
+        const file = JSON.parse(text) as { hosts: Record<string, unknown> };
+        delete file.hosts[entry];
+        return JSON.stringify(file);
+      },
+    ],
+    [
+      'writes a forged file naming its key',
+      (_text, entry, _legit, impostor) => JSON.stringify({ [entry]: { fingerprint: impostor, stored_at_ms: 1 } }),
+    ],
+  ];
+
+  it.for(tampers.map(([name, tamper], i) => [name, tamper, i] as const))(
+    '%s: SSH_KNOWN_HOSTS_UNTRUSTED before dispatch, and the command never runs on the impostor',
+    async ([, tamper, i], ctx) => {
+      const s = need(ctx);
+      const knownHosts = join(h.temp.dir.path, 'known_hosts.json');
+      rmSync(knownHosts, { force: true });
+      const name = `tampered-${i}`;
+      const config = sshHostsConfig([host(s, { name, hostKey: 'accept_new' })]);
+      const legit = s.hostKey.fingerprint;
+      // The marker the command leaves where it runs (so its absence below means something).
+      const ranOnHost = join(s.dir.path, `host-ran-${i}`);
+      expect((await h.run(config, { host: name, command: `touch ${ranOnHost}` })).envelope.error).toBeUndefined();
+      expect(existsSync(ranOnHost)).toBe(true);
+      // The agent's own sshd on the same port, and the file edited to let it in.
+      await s.restartWithNewHostKey();
+      const entry = `${name} ${s.user}@127.0.0.1:${s.port}`;
+      writeFileSync(knownHosts, tamper(readFileSync(knownHosts, 'utf8'), entry, legit, s.hostKey.fingerprint));
+      const tampered = readFileSync(knownHosts);
+      const ran = join(s.dir.path, `impostor-ran-${i}`);
+      const { envelope } = await h.run(config, { host: name, command: `touch ${ran}` });
+      expect(envelope.error).toMatchObject({
+        code: 'SSH_KNOWN_HOSTS_UNTRUSTED',
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+      });
+      expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
+      expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toMatchObject({
+        stage: 'host_key_verified',
+      });
+      expect(existsSync(ran)).toBe(false);
+      expect(readFileSync(knownHosts)).toEqual(tampered);
+      rmSync(knownHosts, { force: true });
+    },
+  );
 });
 
 describe('when searching for the private key everywhere the broker writes', () => {
