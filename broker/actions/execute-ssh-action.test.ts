@@ -13,6 +13,9 @@ import {
 import { sshExitObservations } from '../testing/action-paths.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { freePort, TestSshd } from '../testing/test-sshd.js';
+import { answerText } from '../agent/answer-text.js';
+import { actionAnswer } from './agent-answers.js';
+import { storedAnswerParts } from './stored-result.js';
 
 /** In the user key's comment (which is inside the private key file): must never come out. */
 const canaryComment = 'CANARY-ssh-9d1e4b7a-key-comment';
@@ -514,6 +517,84 @@ describe('when the agent changes known_hosts.json and holds the host’s port wi
       rmSync(knownHosts, { force: true });
     },
   );
+});
+
+describe('when the agent receives the output (the answer, and fetch_result from the stored result)', () => {
+  /** The output as the agent gets it now, and as fetch_result reads it back from the result store. */
+  function delivered(run: Awaited<ReturnType<SshActionHarness['run']>>) {
+    const state = h.temp.journal.getAction(run.envelope.invocation_id);
+    const now = actionAnswer({
+      envelope: run.envelope,
+      state,
+      ...(run.output === undefined ? {} : { output: run.output }),
+    });
+    const stored = h.results.read(run.envelope.evidence.result_id ?? '');
+    if (stored === undefined) throw new Error('no stored result');
+    const fetched = actionAnswer({ envelope: run.envelope, state, ...storedAnswerParts('ssh', stored) });
+    return [now, fetched].map((answer) => {
+      const structured = answer.structured as { output?: Record<string, unknown> };
+      return { output: structured.output, text: answerText(answer.text, answer.structured) };
+    });
+  }
+
+  it('bytes that are not UTF-8 come back exactly, as base64 that says so, never as U+FFFD', async (ctx) => {
+    const s = need(ctx);
+    const run = await h.run(sshHostsConfig([host(s)]), {
+      host: 'lab',
+      command: "printf '\\377\\000\\001'; printf '\\376' >&2",
+    });
+    expect(run.envelope.error).toBeUndefined();
+    for (const { output, text } of delivered(run)) {
+      expect(output).toMatchObject({
+        stdout_encoding: 'base64',
+        stderr_encoding: 'base64',
+        stdout_bytes: 3,
+        stderr_bytes: 1,
+        truncated: false,
+        output_complete: true,
+        redacted: false,
+      });
+      expect([...Buffer.from(String(output?.['stdout']), 'base64')]).toEqual([0xff, 0x00, 0x01]);
+      expect([...Buffer.from(String(output?.['stderr']), 'base64')]).toEqual([0xfe]);
+      expect(text).toContain('stdout 3 bytes (base64) · stderr 1 bytes (base64) · output complete');
+    }
+  });
+
+  it('valid UTF-8 stays text, as before', async (ctx) => {
+    const s = need(ctx);
+    const run = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: "printf 'h\\303\\251llo\\n'" });
+    for (const { output, text } of delivered(run)) {
+      expect(output).toMatchObject({
+        stdout: 'héllo\n',
+        stdout_encoding: 'utf8',
+        stderr: '',
+        stderr_encoding: 'utf8',
+        redacted: false,
+      });
+      expect(text).toContain('stdout 7 bytes (utf8) · stderr 0 bytes (utf8) · output complete');
+      expect(text).not.toContain('secrets redacted');
+    }
+  });
+
+  it('output the scrubber changed says redacted, and the key line is not in it', async (ctx) => {
+    const s = need(ctx);
+    // The host holds a copy of the user key and prints one of its body lines (with a byte that is not UTF-8).
+    const line = s.userKey.privateKey
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('-----'))[2];
+    expect(line?.length).toBeGreaterThan(16);
+    const held = join(s.dir.path, 'held-key-line');
+    writeFileSync(held, `${line ?? ''}\n`);
+    const run = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: `cat ${held}; printf '\\377'` });
+    for (const { output, text } of delivered(run)) {
+      expect(output).toMatchObject({ redacted: true, stdout_encoding: 'base64' });
+      expect(Buffer.from(String(output?.['stdout']), 'base64').toString('latin1')).toContain('[REDACTED]');
+      expect(JSON.stringify(output)).not.toContain(line);
+      expect(Buffer.from(String(output?.['stdout']), 'base64').toString('latin1')).not.toContain(line);
+      expect(text).toContain('secrets redacted');
+    }
+  });
 });
 
 describe('when searching for the private key everywhere the broker writes', () => {
