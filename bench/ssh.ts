@@ -49,7 +49,7 @@ async function main(): Promise<void> {
       bindings: ['lab'],
     });
     const results = ResultStore.open(temp.path, temp.journal.rowCipher());
-    const channel = new SshChannel({ gate: temp.journal, clock: systemClock, knownHostsDir: temp.dir.path });
+    const channel = new SshChannel({ gate: temp.journal, clock: systemClock, knownHostsDir: temp.dir.path, vault });
     const config = sshHostsConfig([
       { port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] },
     ]);

@@ -6,6 +6,7 @@ import {
   type AgentToolReply,
   type AgentHttpResponse,
   type AgentMcpResult,
+  type AgentSshOutput,
   type Envelope,
   type ErrorCode,
   type QueuePosition,
@@ -53,6 +54,7 @@ export interface ActionAnswerParts {
         stderr_bytes: number;
         truncated: boolean;
         output_complete: boolean;
+        redacted: boolean;
       };
   /** An upstream MCP tool's reply, scrubbed and capped (execute-mcp-action.ts). */
   readonly mcpResult?: AgentMcpResult;
@@ -120,25 +122,22 @@ function httpResponse(r: NonNullable<ActionAnswerParts['response']>): AgentHttpR
   };
 }
 
-function sshOutput(o: NonNullable<ActionAnswerParts['output']>): {
-  exit_status?: number;
-  exit_signal?: string;
-  stdout: string;
-  stderr: string;
-  stdout_bytes: number;
-  stderr_bytes: number;
-  truncated: boolean;
-  output_complete: boolean;
-} {
+/** Each stream as UTF-8 text when it is valid UTF-8, else base64, as httpResponse does: the agent gets the exact bytes. */
+function sshOutput(o: NonNullable<ActionAnswerParts['output']>): AgentSshOutput {
+  const stdout = utf8OrUndefined(o.stdout);
+  const stderr = utf8OrUndefined(o.stderr);
   return {
     ...(o.exit_status === undefined ? {} : { exit_status: o.exit_status }),
     ...(o.exit_signal === undefined ? {} : { exit_signal: o.exit_signal }),
-    stdout: o.stdout.toString('utf8'),
-    stderr: o.stderr.toString('utf8'),
+    stdout: stdout ?? o.stdout.toString('base64'),
+    stdout_encoding: stdout === undefined ? 'base64' : 'utf8',
+    stderr: stderr ?? o.stderr.toString('base64'),
+    stderr_encoding: stderr === undefined ? 'base64' : 'utf8',
     stdout_bytes: o.stdout_bytes,
     stderr_bytes: o.stderr_bytes,
     truncated: o.truncated,
     output_complete: o.output_complete,
+    redacted: o.redacted,
   };
 }
 

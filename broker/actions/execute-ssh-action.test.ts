@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
@@ -13,6 +13,9 @@ import {
 import { sshExitObservations } from '../testing/action-paths.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { freePort, TestSshd } from '../testing/test-sshd.js';
+import { answerText } from '../agent/answer-text.js';
+import { actionAnswer } from './agent-answers.js';
+import { storedAnswerParts } from './stored-result.js';
 
 /** In the user key's comment (which is inside the private key file): must never come out. */
 const canaryComment = 'CANARY-ssh-9d1e4b7a-key-comment';
@@ -459,6 +462,138 @@ describe('when the host key policy is accept_new', () => {
     ).toMatchObject({ stage: 'host_key_verified' });
     expect(readFileSync(knownHosts, 'utf8')).toContain(oldFingerprint);
     expect(readFileSync(knownHosts, 'utf8')).not.toContain(s.hostKey.fingerprint);
+  });
+});
+
+describe('when the agent changes known_hosts.json and holds the host’s port with its own server (accept_new)', () => {
+  type Tamper = (text: string, entry: string, legit: string, impostor: string) => string;
+  const tampers: Array<[string, Tamper]> = [
+    ['replaces the stored key with its own', (text, _entry, legit, impostor) => text.replace(legit, impostor)],
+    [
+      'deletes the entry (first use again, for its server)',
+      (text, entry) => {
+        const file = JSON.parse(text) as { hosts: Record<string, unknown> };
+        delete file.hosts[entry];
+        return JSON.stringify(file);
+      },
+    ],
+    [
+      'writes a forged file naming its key',
+      (_text, entry, _legit, impostor) => JSON.stringify({ [entry]: { fingerprint: impostor, stored_at_ms: 1 } }),
+    ],
+  ];
+
+  it.for(tampers.map(([name, tamper], i) => [name, tamper, i] as const))(
+    '%s: SSH_KNOWN_HOSTS_UNTRUSTED before dispatch, and the command never runs on the impostor',
+    async ([, tamper, i], ctx) => {
+      const s = need(ctx);
+      const knownHosts = join(h.temp.dir.path, 'known_hosts.json');
+      rmSync(knownHosts, { force: true });
+      const name = `tampered-${i}`;
+      const config = sshHostsConfig([host(s, { name, hostKey: 'accept_new' })]);
+      const legit = s.hostKey.fingerprint;
+      // The marker the command leaves where it runs (so its absence below means something).
+      const ranOnHost = join(s.dir.path, `host-ran-${i}`);
+      expect((await h.run(config, { host: name, command: `touch ${ranOnHost}` })).envelope.error).toBeUndefined();
+      expect(existsSync(ranOnHost)).toBe(true);
+      // The agent's own sshd on the same port, and the file edited to let it in.
+      await s.restartWithNewHostKey();
+      const entry = `${name} ${s.user}@127.0.0.1:${s.port}`;
+      writeFileSync(knownHosts, tamper(readFileSync(knownHosts, 'utf8'), entry, legit, s.hostKey.fingerprint));
+      const tampered = readFileSync(knownHosts);
+      const ran = join(s.dir.path, `impostor-ran-${i}`);
+      const { envelope } = await h.run(config, { host: name, command: `touch ${ran}` });
+      expect(envelope.error).toMatchObject({
+        code: 'SSH_KNOWN_HOSTS_UNTRUSTED',
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+      });
+      expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
+      expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toMatchObject({
+        stage: 'host_key_verified',
+      });
+      expect(existsSync(ran)).toBe(false);
+      expect(readFileSync(knownHosts)).toEqual(tampered);
+      rmSync(knownHosts, { force: true });
+    },
+  );
+});
+
+describe('when the agent receives the output (the answer, and fetch_result from the stored result)', () => {
+  /** The output as the agent gets it now, and as fetch_result reads it back from the result store. */
+  function delivered(run: Awaited<ReturnType<SshActionHarness['run']>>) {
+    const state = h.temp.journal.getAction(run.envelope.invocation_id);
+    const now = actionAnswer({
+      envelope: run.envelope,
+      state,
+      ...(run.output === undefined ? {} : { output: run.output }),
+    });
+    const stored = h.results.read(run.envelope.evidence.result_id ?? '');
+    if (stored === undefined) throw new Error('no stored result');
+    const fetched = actionAnswer({ envelope: run.envelope, state, ...storedAnswerParts('ssh', stored) });
+    return [now, fetched].map((answer) => {
+      const structured = answer.structured as { output?: Record<string, unknown> };
+      return { output: structured.output, text: answerText(answer.text, answer.structured) };
+    });
+  }
+
+  it('bytes that are not UTF-8 come back exactly, as base64 that says so, never as U+FFFD', async (ctx) => {
+    const s = need(ctx);
+    const run = await h.run(sshHostsConfig([host(s)]), {
+      host: 'lab',
+      command: "printf '\\377\\000\\001'; printf '\\376' >&2",
+    });
+    expect(run.envelope.error).toBeUndefined();
+    for (const { output, text } of delivered(run)) {
+      expect(output).toMatchObject({
+        stdout_encoding: 'base64',
+        stderr_encoding: 'base64',
+        stdout_bytes: 3,
+        stderr_bytes: 1,
+        truncated: false,
+        output_complete: true,
+        redacted: false,
+      });
+      expect([...Buffer.from(String(output?.['stdout']), 'base64')]).toEqual([0xff, 0x00, 0x01]);
+      expect([...Buffer.from(String(output?.['stderr']), 'base64')]).toEqual([0xfe]);
+      expect(text).toContain('stdout 3 bytes (base64) · stderr 1 bytes (base64) · output complete');
+    }
+  });
+
+  it('valid UTF-8 stays text, as before', async (ctx) => {
+    const s = need(ctx);
+    const run = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: "printf 'h\\303\\251llo\\n'" });
+    for (const { output, text } of delivered(run)) {
+      expect(output).toMatchObject({
+        stdout: 'héllo\n',
+        stdout_encoding: 'utf8',
+        stderr: '',
+        stderr_encoding: 'utf8',
+        redacted: false,
+      });
+      expect(text).toContain('stdout 7 bytes (utf8) · stderr 0 bytes (utf8) · output complete');
+      expect(text).not.toContain('secrets redacted');
+    }
+  });
+
+  it('output the scrubber changed says redacted, and the key line is not in it', async (ctx) => {
+    const s = need(ctx);
+    // The host holds a copy of the user key and prints one of its body lines (with a byte that is not UTF-8).
+    const line = s.userKey.privateKey
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('-----'))[2];
+    expect(line?.length).toBeGreaterThan(16);
+    const held = join(s.dir.path, 'held-key-line');
+    writeFileSync(held, `${line ?? ''}\n`);
+    const run = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: `cat ${held}; printf '\\377'` });
+    for (const { output, text } of delivered(run)) {
+      expect(output).toMatchObject({ redacted: true, stdout_encoding: 'base64' });
+      expect(Buffer.from(String(output?.['stdout']), 'base64').toString('latin1')).toContain('[REDACTED]');
+      expect(JSON.stringify(output)).not.toContain(line);
+      expect(Buffer.from(String(output?.['stdout']), 'base64').toString('latin1')).not.toContain(line);
+      expect(text).toContain('secrets redacted');
+    }
   });
 });
 

@@ -53,6 +53,8 @@ export interface SshActionOutput {
   /** False when the stream broke after the exit report: some output may be missing. */
   readonly output_complete: boolean;
   readonly digest: string;
+  /** The scrubber replaced something in stdout or stderr. */
+  readonly redacted: boolean;
 }
 
 export interface SshActionResult {
@@ -315,7 +317,7 @@ async function record(
   scrubber: SecretScrubber,
 ): Promise<SshActionResult> {
   // Everything below — recording, result rows, digest, envelope — sees only the scrubbed output.
-  const report = scrubAndRecord(deps, b, observed, scrubber);
+  const { report, redacted } = scrubAndRecord(deps, b, observed, scrubber);
   const evidence = sshReportEvidence(report);
   const classification = classifyOutcome(evidence);
   // Caller events are recorded as caller events: they never decide the remote effect.
@@ -335,6 +337,7 @@ async function record(
       truncated: o.truncated,
       output_complete: report.outputComplete,
       digest: o.digest,
+      redacted,
     };
     settled = {
       result: {
@@ -350,6 +353,7 @@ async function record(
           stderr_stored_bytes: o.stderr.length,
           truncated: o.truncated,
           output_complete: report.outputComplete,
+          redacted,
           stages: report.stages,
           ...(report.hostKey === undefined ? {} : { host_key: report.hostKey }),
         },
@@ -412,17 +416,17 @@ function scrubbedOutput(
   return { output: { ...o, stdout: stdout.bytes, stderr: stderr.bytes, digest }, redacted };
 }
 
-/** The report with its output scrubbed, after sealing the session recording built from that output. */
+/** The report with its output scrubbed (and whether anything was), after sealing the recording built from it. */
 function scrubAndRecord(
   deps: SshActionDeps,
   b: Bound,
   observed: SshChannelReport,
   scrubber: SecretScrubber,
-): SshChannelReport {
+): { report: SshChannelReport; redacted: boolean } {
   const scrubbed = scrubbedOutput(observed.output, scrubber);
   const report: SshChannelReport = { ...observed, output: scrubbed.output };
   finishRecording(deps, b, report, scrubbed.redacted);
-  return report;
+  return { report, redacted: scrubbed.redacted.stdout || scrubbed.redacted.stderr };
 }
 
 /** The open recording row, written before the exec request; false when the store refused it (logged, no detail). */

@@ -27,7 +27,12 @@ beforeAll(async () => {
     'lab-key': { privateKey: sshd.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] },
   });
   // The wall clock, not the harness's manual one: the recording's timing is what is under test.
-  h.channel = new SshChannel({ gate: h.temp.journal, clock: systemClock, knownHostsDir: h.temp.dir.path });
+  h.channel = new SshChannel({
+    gate: h.temp.journal,
+    clock: systemClock,
+    knownHostsDir: h.temp.dir.path,
+    vault: h.vault,
+  });
 }, 30_000);
 afterAll(async () => {
   await sshd?.dispose();

@@ -50,6 +50,7 @@ export function storedAnswerParts(
       stderr_bytes: num(s['stderr_bytes']) ?? stored.body.length - stdoutStored,
       truncated: stored.truncated,
       output_complete: s['output_complete'] !== false,
+      redacted: s['redacted'] === true,
     },
   };
 }

@@ -107,7 +107,11 @@ function outputLine(o: NonNullable<EnvelopeReply['output']>): string {
     : o.output_complete
       ? 'output complete'
       : 'output INCOMPLETE';
-  return `output: ${end} · stdout ${o.stdout_bytes} bytes · stderr ${o.stderr_bytes} bytes · ${complete}`;
+  const redacted = o.redacted ? ' · secrets redacted' : '';
+  return (
+    `output: ${end} · stdout ${o.stdout_bytes} bytes (${o.stdout_encoding}) · ` +
+    `stderr ${o.stderr_bytes} bytes (${o.stderr_encoding}) · ${complete}${redacted}`
+  );
 }
 
 function routeLines(list: AgentRouteList): string[] {

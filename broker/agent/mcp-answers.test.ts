@@ -145,17 +145,22 @@ describe('when answers come back to a validating client', () => {
         ...scriptedEnvelope('act_s'),
         output: {
           exit_status: 3,
-          stdout: 'out\n',
+          stdout: '/wAB',
+          stdout_encoding: 'base64',
           stderr: 'err\n',
-          stdout_bytes: 4,
+          stderr_encoding: 'utf8',
+          stdout_bytes: 3,
           stderr_bytes: 4,
           truncated: false,
           output_complete: true,
+          redacted: true,
         },
       });
     const ssh = (await client.callTool({ name: 'ssh_exec', arguments: {} })) as CallToolResult;
     const sshText = readText(ssh);
-    expect(sshText.summary).toContain('output: exit 3 · stdout 4 bytes · stderr 4 bytes · output complete');
+    expect(sshText.summary).toContain(
+      'output: exit 3 · stdout 3 bytes (base64) · stderr 4 bytes (utf8) · output complete · secrets redacted',
+    );
     expect(sshText.json).toEqual(ssh.structuredContent);
   });
 

@@ -244,16 +244,23 @@ export const agentHttpResponseSchema = z.object({
 
 export type AgentHttpResponse = z.infer<typeof agentHttpResponseSchema>;
 
+/** An SSH command's output as the agent receives it (scrubbed of the key's parts, capped, flagged). */
 export const agentSshOutputSchema = z.object({
   exit_status: z.number().int().optional(),
   exit_signal: z.string().optional(),
+  /** UTF-8 text when the kept bytes are valid UTF-8, else base64 (stdout_encoding says which): never lossy. */
   stdout: z.string(),
+  stdout_encoding: z.enum(['utf8', 'base64']),
   stderr: z.string(),
+  stderr_encoding: z.enum(['utf8', 'base64']),
   stdout_bytes: z.number().int().nonnegative(),
   stderr_bytes: z.number().int().nonnegative(),
   truncated: z.boolean(),
   output_complete: z.boolean(),
+  /** The scrubber replaced something in stdout or stderr (the kept bytes are not all the remote's). */
+  redacted: z.boolean(),
 });
+export type AgentSshOutput = z.infer<typeof agentSshOutputSchema>;
 
 /**
  * An upstream MCP tool's reply as the agent receives it: the upstream's content blocks and structured content,

@@ -160,6 +160,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: "The SSH server's host key did not match the pinned or stored key; nothing was sent.",
   },
+  SSH_KNOWN_HOSTS_UNTRUSTED: {
+    from: broker,
+    meaning:
+      'known_hosts.json (the host keys accept_new remembered) failed its integrity check or could not be checked (vault locked); no key in it is trusted and nothing was sent. A person checks the hosts and removes the file.',
+  },
   SSH_AUTH_FAILED: { from: broker, meaning: 'The SSH server rejected the user key; nothing was sent.' },
   SSH_CHANNEL_FAILED: { from: broker, meaning: 'The SSH session channel could not be opened; nothing was sent.' },
   MCP_SPAWN_FAILED: {

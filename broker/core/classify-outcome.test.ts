@@ -213,6 +213,20 @@ const rows: Row[] = [
     { phase: 'connection_setup', outcome: 'not_attempted', code: 'SSH_HOST_KEY_REJECTED', retry: 'after_correction' },
   ],
   [
+    'accept_new host-key memory fails its integrity check',
+    {
+      ...base,
+      channel: 'ssh',
+      setup: { failure: 'ssh_known_hosts', stage: 'host_key_verified', attempts: 1, attemptsMax: 1 },
+    },
+    {
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      code: 'SSH_KNOWN_HOSTS_UNTRUSTED',
+      retry: 'after_correction',
+    },
+  ],
+  [
     'the SSH user key is rejected',
     { ...base, channel: 'ssh', setup: { failure: 'ssh_auth', stage: 'user_auth', attempts: 1, attemptsMax: 3 } },
     { phase: 'connection_setup', code: 'SSH_AUTH_FAILED', retry: 'after_correction' },

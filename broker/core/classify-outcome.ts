@@ -403,6 +403,7 @@ const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
   proxy_tunnel: 'PROXY_FAILED',
   ssh_transport: 'SSH_TRANSPORT_FAILED',
   ssh_host_key: 'SSH_HOST_KEY_REJECTED',
+  ssh_known_hosts: 'SSH_KNOWN_HOSTS_UNTRUSTED',
   ssh_auth: 'SSH_AUTH_FAILED',
   ssh_channel: 'SSH_CHANNEL_FAILED',
   mcp_spawn: 'MCP_SPAWN_FAILED',

@@ -34,6 +34,8 @@ export type SetupFailure =
   | 'proxy_tunnel'
   | 'ssh_transport'
   | 'ssh_host_key'
+  /** accept_new's known_hosts.json failed its MAC, is damaged, or could not be checked (the vault locked). */
+  | 'ssh_known_hosts'
   | 'ssh_auth'
   | 'ssh_channel'
   /** A stdio upstream MCP server's process could not be started (or is backing off after a crash). */

@@ -195,7 +195,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     );
     const httpChannel = new HttpChannel({ gate: journal });
     closers.push(() => httpChannel.close());
-    const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir });
+    const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir, vault });
     const oauth = createUpstreamOAuth({ dataDir: options.dataDir, vault: dispatchVault, clock, logger });
     const upstreams = startUpstreams({ journal, config, vault, dispatchVault, clock, logger, oauth });
     closers.push(() => upstreams.stopAll('broker_stopping'));

@@ -77,6 +77,11 @@ export class MisbehavingSshServer {
   private constructor(
     private readonly behavior: SshBehavior,
     journalPath: string | undefined,
+    /**
+     * Called at each public-key auth request; the request is answered once what it returns settles: a test can hold a
+     * client between key exchange and user auth (not logged: the log is what reached the session).
+     */
+    private readonly onAuth: () => Promise<void>,
   ) {
     // ssh2 does not read PKCS#8 ed25519 keys: the host key comes from ssh-keygen (OpenSSH format).
     const dir = createTempDir('postern-misbehaving-ssh-');
@@ -100,8 +105,12 @@ export class MisbehavingSshServer {
     });
   }
 
-  static async start(behavior: SshBehavior, options: { journalPath?: string } = {}): Promise<MisbehavingSshServer> {
-    const server = new MisbehavingSshServer(behavior, options.journalPath);
+  static async start(
+    behavior: SshBehavior,
+    options: { journalPath?: string; onAuth?: () => Promise<void> } = {},
+  ): Promise<MisbehavingSshServer> {
+    const onAuth = options.onAuth ?? (() => Promise.resolve());
+    const server = new MisbehavingSshServer(behavior, options.journalPath, onAuth);
     await new Promise<void>((resolve) => server.net.listen(0, '127.0.0.1', resolve));
     const address = server.net.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
@@ -116,8 +125,8 @@ export class MisbehavingSshServer {
         for (const socket of this.sockets) socket.end();
         this.note({ event: 'socket_ended' });
       } else if (this.behavior === 'stall_auth') this.note({ event: 'auth_unanswered' });
-      else if (ctx.method === 'publickey' && this.behavior !== 'reject_auth') ctx.accept();
-      else ctx.reject(['publickey']);
+      else if (ctx.method !== 'publickey' || this.behavior === 'reject_auth') ctx.reject(['publickey']);
+      else void this.onAuth().then(() => ctx.accept());
     });
     client.on('ready', () => {
       client.on('session', (accept, reject) => {

@@ -185,11 +185,14 @@ function defaultAnswer(call: ScriptedCall): ToolAnswer {
       output: {
         exit_status: 0,
         stdout: 'ok\n',
+        stdout_encoding: 'utf8',
         stderr: '',
+        stderr_encoding: 'utf8',
         stdout_bytes: 3,
         stderr_bytes: 0,
         truncated: false,
         output_complete: true,
+        redacted: false,
       },
     });
   }

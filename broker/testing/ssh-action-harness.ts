@@ -50,7 +50,7 @@ export async function openSshActionHarness(
   const ids = createRandomIdSource(temp.clock);
   const returned: unknown[] = [];
   const newChannel = (limits: Partial<SshLimits> = {}, gate: DispatchGate = temp.journal): SshChannel =>
-    new SshChannel({ gate, clock: temp.clock, knownHostsDir: temp.dir.path, limits });
+    new SshChannel({ gate, clock: temp.clock, knownHostsDir: temp.dir.path, vault, limits });
   const harness: SshActionHarness = {
     temp,
     vault,

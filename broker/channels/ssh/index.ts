@@ -12,4 +12,10 @@ export {
 } from './ssh-channel.js';
 export { defaultSshLimits, type SshLimits } from './ssh-limits.js';
 export { hostKeyFingerprint } from './host-key-fingerprint.js';
-export { KnownHostsStore, knownHostsFileName } from './known-hosts-store.js';
+export {
+  KnownHostsStore,
+  KnownHostsUntrusted,
+  knownHostsFileName,
+  type KnownHostsRefusal,
+  type KnownHostsVault,
+} from './known-hosts-store.js';

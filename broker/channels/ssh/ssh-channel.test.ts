@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
-import { connect } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
 import { sshExitObservations } from '../../testing/action-paths.js';
 import { FakeClock } from '../../testing/fake-clock.js';
+import { createMemoryVault, type MemoryVault } from '../../testing/memory-vault.js';
 import { MisbehavingSshServer, type SshBehavior } from '../../testing/misbehaving-ssh-server.js';
 import { createTempDir, type TempDir } from '../../testing/temp-dir.js';
 import { freePort, generateKey } from '../../testing/test-sshd.js';
@@ -62,11 +64,13 @@ class HoldingGate extends RecordingGate {
 let keyDir: TempDir;
 let privateKey: Buffer;
 let dataDir: TempDir;
+let vault: MemoryVault;
 const servers: MisbehavingSshServer[] = [];
 
-beforeAll(() => {
+beforeAll(async () => {
   keyDir = createTempDir('postern-ssh-channel-keys-');
   privateKey = generateKey(keyDir.path, 'agent', 'ssh-channel-test-key').privateKey;
+  vault = await createMemoryVault();
 });
 afterEach(async () => {
   dataDir.remove();
@@ -74,15 +78,18 @@ afterEach(async () => {
 });
 afterAll(() => keyDir.remove());
 
-async function server(behavior: SshBehavior): Promise<MisbehavingSshServer> {
-  const s = await MisbehavingSshServer.start(behavior);
+async function server(
+  behavior: SshBehavior,
+  options: Parameters<typeof MisbehavingSshServer.start>[1] = {},
+): Promise<MisbehavingSshServer> {
+  const s = await MisbehavingSshServer.start(behavior, options);
   servers.push(s);
   return s;
 }
 
 function channel(gate: DispatchGate, limits: Partial<SshLimits> = {}): SshChannel {
   dataDir = createTempDir('postern-ssh-channel-data-');
-  return new SshChannel({ gate, clock: new FakeClock(), knownHostsDir: dataDir.path, limits });
+  return new SshChannel({ gate, clock: new FakeClock(), knownHostsDir: dataDir.path, vault, limits });
 }
 
 function request(port: number, hostKey: HostKeyPolicy, extra: Partial<SshWireRequest> = {}): SshWireRequest {
@@ -487,5 +494,133 @@ describe('when the host entry says accept_new', () => {
     const report = await ssh.perform(request(s.port, 'accept_new'));
     expect(report.setup).toMatchObject({ failure: 'ssh_auth', stage: 'user_auth' });
     expect(ssh.knownHosts.lookup('lab', `agent@127.0.0.1:${s.port}`)).toBeUndefined();
+  });
+});
+
+/** A TCP front on one port that sends its n-th connection to `ports[n]`: two servers behind one endpoint. */
+async function alternatingProxy(ports: readonly number[]): Promise<{ port: number; close: () => Promise<void> }> {
+  let n = 0;
+  const open = new Set<ReturnType<typeof connect>>();
+  const front: Server = createServer((client) => {
+    const upstream = connect({ host: '127.0.0.1', port: ports[n++ % ports.length] ?? 0 });
+    open.add(client).add(upstream);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+  const address = front.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return {
+    port: address.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of open) socket.destroy();
+        front.close(() => resolve());
+      }),
+  };
+}
+
+/** A fingerprint no test server holds: the host's real key as the file remembered it. */
+const rememberedKey = 'SHA256:RememberedRememberedRememberedRemembered12';
+
+describe('when known_hosts.json was changed outside Postern while the agent holds the host port', () => {
+  const tampers: Array<[string, (file: string, impostor: string, endpoint: string) => string]> = [
+    ['the stored key replaced by the impostor’s', (file, impostor) => file.replace(rememberedKey, impostor)],
+    [
+      'the entry deleted (first use again)',
+      (file, _impostor, endpoint) => {
+        const f = JSON.parse(file) as { hosts: Record<string, unknown> };
+        delete f.hosts[`lab ${endpoint}`];
+        return JSON.stringify(f);
+      },
+    ],
+    [
+      'a forged file naming the impostor’s key',
+      (_file, impostor, endpoint) => JSON.stringify({ [`lab ${endpoint}`]: { fingerprint: impostor, endpoint } }),
+    ],
+  ];
+
+  it.each(tampers)(
+    '%s: refused at host_key_verified (ssh_known_hosts), the impostor never sees auth, a session or the command',
+    async (_name, tamper) => {
+      let authRequests = 0;
+      const impostor = await server('exit_0', {
+        onAuth: () => {
+          authRequests += 1;
+          return Promise.resolve();
+        },
+      });
+      const gate = new RecordingGate();
+      const ssh = channel(gate);
+      const endpoint = `agent@127.0.0.1:${impostor.port}`;
+      ssh.knownHosts.storeNew('lab', endpoint, rememberedKey, 1);
+      writeFileSync(
+        ssh.knownHosts.path,
+        tamper(readFileSync(ssh.knownHosts.path, 'utf8'), impostor.hostKeyFingerprint, endpoint),
+      );
+      const tampered = readFileSync(ssh.knownHosts.path);
+      const report = await ssh.perform(request(impostor.port, 'accept_new'));
+      expect(report.setup).toMatchObject({ failure: 'ssh_known_hosts', stage: 'host_key_verified' });
+      expect(report.attempts[0]?.detail).toMatch(/^known_hosts_(mac_failed|unsealed)$/);
+      expectNotDispatched(report, gate);
+      await serverRoundTrip(impostor.port);
+      expect(authRequests).toBe(0);
+      expect(events(impostor)).toEqual([]);
+      expect(readFileSync(ssh.knownHosts.path)).toEqual(tampered);
+    },
+  );
+
+  it('with the vault locked there is no first use either: refused before auth', async () => {
+    const s = await server('exit_0');
+    const gate = new RecordingGate();
+    const ssh = channel(gate);
+    vault.lock();
+    try {
+      const report = await ssh.perform(request(s.port, 'accept_new'));
+      expect(report.setup).toMatchObject({ failure: 'ssh_known_hosts', stage: 'host_key_verified' });
+      expect(report.attempts[0]?.detail).toBe('known_hosts_vault_locked');
+      expectNotDispatched(report, gate);
+    } finally {
+      vault.unlock();
+    }
+    expect(events(s)).toEqual([]);
+    expect(ssh.knownHosts.lookup('lab', `agent@127.0.0.1:${s.port}`)).toBeUndefined();
+  });
+});
+
+describe('when two first uses of one host race, each server showing a different key', () => {
+  it('the one that stores second is refused (SSH_HOST_KEY_REJECTED) and the file keeps the first key', async () => {
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let authArrived = (): void => undefined;
+    const arrived = new Promise<void>((resolve) => (authArrived = resolve));
+    // `slow` looked its key up (absent) during key exchange, and waits at auth while `fast` completes first use.
+    const slow = await server('exit_0', {
+      onAuth: () => {
+        authArrived();
+        return held;
+      },
+    });
+    const fast = await server('exit_0');
+    const front = await alternatingProxy([slow.port, fast.port]);
+    try {
+      const gate = new RecordingGate();
+      const ssh = channel(gate);
+      const first = ssh.perform(request(front.port, 'accept_new'));
+      await arrived;
+      const second = await ssh.perform({ ...request(front.port, 'accept_new'), actionId: 'act_ssh_channel_second' });
+      expect(second.hostKey).toEqual({ fingerprint: fast.hostKeyFingerprint, trust: 'accepted_new' });
+      expect(second.exitStatus).toBe(0);
+      release();
+      const late = await first;
+      expect(late.setup).toMatchObject({ failure: 'ssh_host_key', stage: 'host_key_verified' });
+      expect(gate.dispatches.map((d) => d.peer_identity)).toEqual([fast.hostKeyFingerprint]);
+      expect(events(slow)).toEqual([]);
+      expect(ssh.knownHosts.lookup('lab', `agent@127.0.0.1:${front.port}`)).toBe(fast.hostKeyFingerprint);
+    } finally {
+      release();
+      await front.close();
+    }
   });
 });

@@ -7,7 +7,12 @@ import type { SetupFailure } from '../../core/index.js';
 import { PendingAppends, type Clock, type DispatchGate, type HeldObservations } from '../../ports/index.js';
 import { installDeferredExec, type DeferredExec } from './install-deferred-exec.js';
 import { hostKeyFingerprint } from './host-key-fingerprint.js';
-import { KnownHostsStore } from './known-hosts-store.js';
+import {
+  KnownHostsStore,
+  KnownHostsUntrusted,
+  type KnownHostsRefusal,
+  type KnownHostsVault,
+} from './known-hosts-store.js';
 import { defaultSshLimits, type SshLimits } from './ssh-limits.js';
 
 export type SshSetupStage =
@@ -119,6 +124,8 @@ export interface SshChannelOptions {
   readonly clock: Clock;
   /** Directory of known_hosts.json (the data dir). */
   readonly knownHostsDir: string;
+  /** Keeps known_hosts.json's MAC key: the file is checked (and written) only while it is unlocked. */
+  readonly vault: KnownHostsVault;
   readonly limits?: Partial<SshLimits>;
 }
 
@@ -149,7 +156,7 @@ export class SshChannel {
 
   constructor(private readonly options: SshChannelOptions) {
     this.limits = { ...defaultSshLimits, ...options.limits };
-    this.knownHosts = new KnownHostsStore(options.knownHostsDir);
+    this.knownHosts = new KnownHostsStore(options.knownHostsDir, options.vault);
   }
 
   async perform(request: SshWireRequest): Promise<SshChannelReport> {
@@ -172,6 +179,8 @@ class SshRun {
   private hostKey: SshChannelReport['hostKey'];
   private stagedKey: string | undefined;
   private hostKeyRejected = false;
+  /** accept_new: known_hosts.json could not be trusted, so no key was (why, as a fixed word). */
+  private knownHostsRefused: KnownHostsRefusal | undefined;
   private readonly operationDeadline = new AbortController();
 
   constructor(
@@ -304,8 +313,8 @@ class SshRun {
       });
       client.on('error', (error: Error & { level?: string }) => {
         // ssh2 errors can quote key material: only our own codes and fixed words are kept.
-        if (this.hostKeyRejected)
-          fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
+        const refused = this.hostKeyRefusal();
+        if (refused !== undefined) fail(refused.failure, 'host_key_verified', refused.detail);
         else if (!verified)
           fail('ssh_transport', 'ssh_transport', error.level === 'client-socket' ? 'socket_error' : 'handshake_failed');
         else if (error.level === 'client-authentication') fail('ssh_auth', 'user_auth', 'all_methods_failed');
@@ -313,8 +322,8 @@ class SshRun {
       });
       client.on('close', () => {
         this.closed = true;
-        if (this.hostKeyRejected)
-          fail('ssh_host_key', 'host_key_verified', `host key ${this.hostKey?.fingerprint ?? ''} not trusted`);
+        const refused = this.hostKeyRefusal();
+        if (refused !== undefined) fail(refused.failure, 'host_key_verified', refused.detail);
         // A close is never the server refusing the key (that is the 'client-authentication' error above): during
         // user auth it is the transport failing at that stage.
         else fail('ssh_transport', verified ? 'user_auth' : 'ssh_transport', 'connection_closed');
@@ -347,15 +356,38 @@ class SshRun {
     } finally {
       clearTimeout(stageTimer);
     }
-    if (this.stagedKey !== undefined) {
-      // accept_new: stored only now, after the server proved it holds the key AND let us in.
-      try {
-        this.knownHosts.store(this.request.host.name, this.endpoint(), this.stagedKey, this.clock.nowMs());
-      } catch {
-        throw new SshSetupFailed('ssh_host_key', 'host_key_verified', 'known_hosts_not_writable');
-      }
-      this.hostKey = { fingerprint: this.stagedKey, trust: 'accepted_new' };
+    // accept_new: stored only now, after the server proved it holds the key AND let us in.
+    if (this.stagedKey !== undefined) this.hostKey = this.storeStaged(this.stagedKey);
+  }
+
+  /**
+   * Stores the first-use key unless an entry for this host appeared since the lookup (another action's first use
+   * raced this one): the same key is then known, a different one is refused like any changed key, and the file keeps
+   * the entry it had. A file that cannot be trusted now is refused as at lookup; nothing is written over it.
+   */
+  private storeStaged(staged: string): NonNullable<SshChannelReport['hostKey']> {
+    let answer;
+    try {
+      answer = this.knownHosts.storeNew(this.request.host.name, this.endpoint(), staged, this.clock.nowMs());
+    } catch (error) {
+      if (error instanceof KnownHostsUntrusted)
+        throw new SshSetupFailed('ssh_known_hosts', 'host_key_verified', `known_hosts_${error.reason}`);
+      throw new SshSetupFailed('ssh_host_key', 'host_key_verified', 'known_hosts_not_writable');
     }
+    if (answer.kind === 'stored') return { fingerprint: staged, trust: 'accepted_new' };
+    this.hostKey = { fingerprint: staged, trust: 'known' };
+    if (answer.fingerprint !== staged)
+      throw new SshSetupFailed('ssh_host_key', 'host_key_verified', `host key ${staged} not trusted`);
+    return { fingerprint: staged, trust: 'known' };
+  }
+
+  /** The verifier's refusal, if it refused: known_hosts.json not trusted, or a key that matches no pin or entry. */
+  private hostKeyRefusal(): { failure: SetupFailure; detail: string } | undefined {
+    if (this.knownHostsRefused !== undefined)
+      return { failure: 'ssh_known_hosts', detail: `known_hosts_${this.knownHostsRefused}` };
+    if (this.hostKeyRejected)
+      return { failure: 'ssh_host_key', detail: `host key ${this.hostKey?.fingerprint ?? ''} not trusted` };
+    return undefined;
   }
 
   private verifyHostKey(key: Buffer): boolean {
@@ -369,9 +401,10 @@ class SshRun {
     let known: string | undefined;
     try {
       known = this.knownHosts.lookup(this.request.host.name, this.endpoint());
-    } catch {
+    } catch (error) {
+      // Never first use: a file that cannot be trusted (or checked) trusts no key at all.
       this.hostKey = { fingerprint, trust: 'known' };
-      this.hostKeyRejected = true;
+      this.knownHostsRefused = error instanceof KnownHostsUntrusted ? error.reason : 'unreadable';
       return false;
     }
     this.hostKey = { fingerprint, trust: known === undefined ? 'accepted_new' : 'known' };
