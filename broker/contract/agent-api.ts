@@ -194,7 +194,8 @@ export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
     'Ask Postern to run a command on a configured SSH host entry with a vault key. A person may need to approve. Answers with the outcome envelope.',
   action_status:
     'What is known about an earlier action (its envelope and queue position); with wait_ms it first waits (bounded) for the action to settle.',
-  fetch_result: 'Read the stored result of an earlier action again. A read: it never sends anything.',
+  fetch_result:
+    'Read the stored result of an earlier action again. A read: it never sends anything. Before an outcome is recorded it answers RESULT_NOT_READY (retry fetch_result): wait with action_status wait_ms first.',
   cancel_action:
     'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
   list_routes:
