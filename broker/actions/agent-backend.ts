@@ -29,7 +29,7 @@ import { actionAnswer, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
 import { resultNotReady, stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
-import { issueField, issueMessage } from './http-action-request.js';
+import { agentParse, issueField, issueMessage } from './http-action-request.js';
 import {
   committedView,
   expiredEnvelope,
@@ -403,7 +403,7 @@ async function readCall(
   args: unknown,
   signal: AbortSignal,
 ): Promise<ToolAnswer> {
-  const parsed = agentToolInputSchemas[tool].safeParse(args);
+  const parsed = agentToolInputSchemas[tool].safeParse(args, agentParse);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
