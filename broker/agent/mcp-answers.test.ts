@@ -78,6 +78,21 @@ describe('when a client lists the tools', () => {
     }
     expect(JSON.stringify(tools.find((t) => t.name === 'list_routes')?.outputSchema)).toContain('"ssh_hosts"');
   });
+
+  it("every caller's wait (timeout_ms) says to stay under the client's request timeout and wait on with action_status", async () => {
+    await connect();
+    const { tools } = await client.listTools();
+    for (const name of ['http_request', 'ssh_exec', 'request_credential']) {
+      const properties = tools.find((t) => t.name === name)?.inputSchema.properties as
+        Record<string, { description?: string; maximum?: number }> | undefined;
+      const wait = properties?.['timeout_ms'];
+      expect(wait?.maximum, name).toBe(600_000);
+      expect(wait?.description, name).toMatch(/below your MCP client's own request timeout \(60000 ms by default/);
+      expect(wait?.description, name).toContain('a client that gives up first cancels the call');
+      expect(wait?.description, name).toContain('CALLER_CANCELLED');
+      expect(wait?.description, name).toContain('action_status with wait_ms');
+    }
+  });
 });
 
 describe('when answers come back to a validating client', () => {

@@ -47,7 +47,7 @@ const waitMs = z
   .positive()
   .max(callWaitMsMax)
   .describe(
-    "How long this call waits for the outcome (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). After it the action keeps its place; poll with action_status.",
+    "How long this call waits for the outcome, in ms (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). Keep it below your MCP client's own request timeout (60000 ms by default in the MCP SDK): a client that gives up first cancels the call, and before dispatch that cancels the action (CALLER_CANCELLED). After the wait the call answers and the action keeps its place; to wait longer, call action_status with wait_ms (each below the client's timeout) until it settles.",
   );
 const actionId = z.string().min(1).max(80).describe('The invocation id (action_id) an earlier call returned.');
 
