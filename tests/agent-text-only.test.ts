@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerJsonMarker } from '../broker/agent/answer-text.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
@@ -16,6 +17,9 @@ import { posternBin, repoRoot } from './support/postern-process.js';
 const canary = 'CANARY-text-only-4f2a';
 let running: BearerRouteDaemon;
 let client: Client;
+/** Requests to /held/… wait here until a test ends them; `heldArrived` hears of each one as it arrives. */
+const held: ServerResponse[] = [];
+let heldArrived: () => void = () => undefined;
 
 beforeAll(async () => {
   running = await startBearerRouteDaemon({
@@ -23,6 +27,11 @@ beforeAll(async () => {
     canary,
     respond: (req, res) => {
       res.setHeader('content-type', 'application/json');
+      if (req.url?.startsWith('/held/') === true) {
+        held.push(res);
+        heldArrived();
+        return;
+      }
       res.end(JSON.stringify({ path: req.url, note: 'line one\nline two', echoed: req.headers.authorization ?? null }));
     },
   });
@@ -39,6 +48,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  for (const res of held.splice(0)) res.end('{}');
   await client?.close().catch(() => undefined);
   await running?.stop();
 });
@@ -93,6 +103,37 @@ describe('when an agent reads only the text block', () => {
     expect(text).toMatch(/error: INVALID_ARGUMENT \(field: method\)/);
     const status = await callText('action_status', { action_id: 'act_not_mine' });
     expect(status.text).toMatch(/error: NOT_FOUND \(field: action_id\)/);
+  });
+
+  it('a fetch_result before the outcome is recorded says RESULT_NOT_READY, outcome unknown, retry fetch_result and how to wait', async () => {
+    const arrived = new Promise<void>((resolve) => (heldArrived = resolve));
+    const timedOut = await callText('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/held/1',
+      body: '{"n":1}',
+      timeout_ms: 1_000,
+    });
+    await arrived;
+    const id = timedOut.reply['invocation_id'] as string;
+    const early = await callText('fetch_result', { action_id: id });
+    // Answered before any assertion, so a failing one never leaves the lane blocked for the next test.
+    for (const res of held.splice(0)) res.end('{"done":true}');
+    expect(timedOut.text).toMatch(/error: CALLER_DEADLINE_EXCEEDED: [^\n]* · retry: fetch_result · /);
+    // The readable lines alone (above the JSON) carry the code, retry, phase, outcome and the way to wait.
+    const readable = early.text.slice(0, early.text.indexOf(answerJsonMarker));
+    expect(early.first).toMatch(/^ticket #\d+ unknown: RESULT_NOT_READY/);
+    expect(readable).toMatch(
+      /error: RESULT_NOT_READY: [^\n]*action_status \{"action_id":"act_\w+","wait_ms":…\}[^\n]* · retry: fetch_result · phase: remote_execution · outcome: unknown/,
+    );
+    expect(early.reply).toMatchObject({
+      effect: 'unknown_effect',
+      error: { code: 'RESULT_NOT_READY', phase: 'remote_execution', outcome: 'unknown', retry: 'fetch_result' },
+    });
+    const settled = await callText('action_status', { action_id: id, wait_ms: 20_000 });
+    expect(settled.reply).toMatchObject({ effect: 'succeeded' });
+    const fetched = await callText('fetch_result', { action_id: id });
+    expect(fetched.first).toMatch(/committed: HTTP 200/);
   });
 
   it('a 9 MiB body is answered PAYLOAD_LIMIT and the same client keeps working', async () => {

@@ -3,6 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
+import { answerJsonMarker } from '../broker/agent/answer-text.js';
 import { createRandomIdSource } from '../broker/ports/index.js';
 import { createAgentBackend, type RunningAgentBackend } from '../broker/actions/agent-backend.js';
 import { openQueueFixture, person, type QueueFixture } from '../broker/testing/queue-fixture.js';
@@ -124,6 +125,37 @@ describe('when a per-call card waits longer than the client request timeout', ()
     );
     expect(fetched.response).toMatchObject({ status: 200 });
     expect(f.server.markers()).toEqual(['mcp']);
+  });
+
+  it('fetch_result while the card waits is RESULT_NOT_READY: not_attempted so far, retry fetch_result, in the text too', async () => {
+    const first = structured(
+      await client.callTool(
+        {
+          name: 'http_request',
+          arguments: { route: 'docs', method: 'POST', path: '/documents/9', body: '{"marker":"early"}' },
+        },
+        undefined,
+        { timeout: clientTimeoutMs },
+      ),
+    );
+    expect(first).toMatchObject({ caller_disposition: 'timed_out', queue: { waiting: 'approval' } });
+    const early = await client.callTool(
+      { name: 'fetch_result', arguments: { action_id: first.invocation_id } },
+      undefined,
+      { timeout: clientTimeoutMs },
+    );
+    expect(early.isError).toBe(true);
+    expect(early.structuredContent).toMatchObject({
+      effect: null,
+      error: { code: 'RESULT_NOT_READY', outcome: 'not_attempted', retry: 'fetch_result' },
+      queue: { waiting: 'approval' },
+    });
+    const [block] = early.content as Array<{ type: string; text?: string }>;
+    const readable = (block?.text ?? '').split(answerJsonMarker)[0] ?? '';
+    expect(readable).toMatch(
+      /error: RESULT_NOT_READY: [^\n]*action_status[^\n]*wait_ms[^\n]* · retry: fetch_result · phase: credential_injection · outcome: not_attempted/,
+    );
+    expect(f.server.markers()).toEqual([]);
   });
 
   it('a read refused as NOT_FOUND names no outcome', async () => {

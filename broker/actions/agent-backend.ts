@@ -28,8 +28,8 @@ import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
-import { stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
-import { issueField, issueMessage } from './http-action-request.js';
+import { resultNotReady, stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
+import { agentParse, issueField, issueMessage } from './http-action-request.js';
 import {
   committedView,
   expiredEnvelope,
@@ -403,7 +403,7 @@ async function readCall(
   args: unknown,
   signal: AbortSignal,
 ): Promise<ToolAnswer> {
-  const parsed = agentToolInputSchemas[tool].safeParse(args);
+  const parsed = agentToolInputSchemas[tool].safeParse(args, agentParse);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
@@ -445,10 +445,16 @@ async function readCall(
  * fetch_result: a read of the result store; it can never cause a remote call, and it journals
  * nothing itself — RESULT_DELIVERED follows when the socket reports the answer written
  * (resultDelivered). A result past its retention is RESULT_EXPIRED, checked before its bytes are
- * read; the action is never run again to recreate it.
+ * read; the action is never run again to recreate it. An action with no outcome recorded yet is
+ * RESULT_NOT_READY (coded like any failure: a caller never has to read the text to know to wait).
  */
 function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
   const head = state.result_id === null ? undefined : deps.results.head(state.result_id);
+  const notReady = head === undefined ? resultNotReady(state) : undefined;
+  if (notReady !== undefined) {
+    const queue = deps.queue.position(state.action_id);
+    return { ...actionAnswer({ envelope: notReady, state, queue }), isError: true };
+  }
   if (head === undefined) {
     return {
       ...actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) }),

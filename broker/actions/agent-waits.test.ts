@@ -115,7 +115,7 @@ async function heldRemote(): Promise<HeldRemote> {
 }
 
 describe('when the caller waits less than the remote takes', () => {
-  it('after dispatch: an error answer (CALLER_DEADLINE_EXCEEDED, unknown, fetch_result); the action completes and fetch_result returns it', async () => {
+  it('after dispatch: an error answer (CALLER_DEADLINE_EXCEEDED, unknown, fetch_result); fetching before it settles is RESULT_NOT_READY (unknown); once complete fetch_result returns it', async () => {
     const remote = await heldRemote();
     await open(undefined, localRouteConfig(remote.port));
     const sessionId = await approvedSession(701);
@@ -143,6 +143,17 @@ describe('when the caller waits less than the remote takes', () => {
       code: null,
       caller_disposition: 'timed_out',
     });
+    // fetch_result before the outcome is recorded: a coded refusal saying what is known (unknown), never more.
+    const early = await backend.call(sessionId, 'fetch_result', { action_id: r.invocation_id }, never);
+    expect(early.isError).toBe(true);
+    const notReady = actionReply(early);
+    expect(notReady).toMatchObject({
+      effect: 'unknown_effect',
+      error: { code: 'RESULT_NOT_READY', phase: 'remote_execution', outcome: 'unknown', retry: 'fetch_result' },
+      evidence: { dispatch_started: true },
+    });
+    expect(notReady.error?.message).toContain(`action_status {"action_id":"${r.invocation_id}","wait_ms":`);
+    expect(notReady.response).toBeUndefined();
     remote.release();
     const polled = actionReply(
       await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 20_000 }, never),
@@ -180,7 +191,7 @@ describe('when the caller waits less than the remote takes', () => {
 });
 
 describe('when the default wait is configured (agents.wait_ms_default)', () => {
-  it('a call naming no timeout_ms answers timed_out at that wait, with its place, and polls to the committed result after approval', async () => {
+  it('a call naming no timeout_ms answers timed_out at that wait, with its place (fetch_result: RESULT_NOT_READY, not_attempted), and polls to the committed result after approval', async () => {
     await open('  wait_ms_default: 150');
     const sessionId = await approvedSession(703);
     const answer = await backend.call(
@@ -198,6 +209,22 @@ describe('when the default wait is configured (agents.wait_ms_default)', () => {
       await backend.call(sessionId, 'action_status', { action_id: r.invocation_id, wait_ms: 50 }, never),
     );
     expect(early.queue).toMatchObject({ waiting: 'approval' });
+    // fetch_result while it waits for a person: coded, not_attempted so far (nothing was sent), with its place.
+    const unsent = await backend.call(sessionId, 'fetch_result', { action_id: r.invocation_id }, never);
+    expect(unsent.isError).toBe(true);
+    const notReady = actionReply(unsent);
+    expect(notReady).toMatchObject({
+      effect: null,
+      error: {
+        code: 'RESULT_NOT_READY',
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
+        retry: 'fetch_result',
+      },
+      evidence: { dispatch_started: false },
+      queue: { waiting: 'approval' },
+    });
+    expect(notReady.error?.message).toContain('wait_ms');
     const [card] = await waitForCardCount(f.queue, 1);
     await f.queue.approve(card?.ticket ?? 0, person);
     const polled = actionReply(

@@ -2,7 +2,7 @@ import { callWaitMsDefault, credentialRequestInputSchema, type CredentialRequest
 import type { ToolAnswer } from '../ports/index.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { refusal } from './agent-answers.js';
-import { issueField, issueMessage } from './http-action-request.js';
+import { agentParse, issueField, issueMessage } from './http-action-request.js';
 
 /**
  * request_credential: records a new request (or takes up an earlier one of this session by `request_id`) and waits
@@ -21,7 +21,7 @@ export async function credentialRequestCall(
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
   if (session.status === 'revoked' || session.status === 'ended')
     return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
-  const parsed = credentialRequestInputSchema.safeParse(args);
+  const parsed = credentialRequestInputSchema.safeParse(args, agentParse);
   if (!parsed.success) {
     // The message names the field and the rule, never the value (it may be anything the agent wrote).
     const issue = parsed.error.issues[0];

@@ -11,6 +11,7 @@ import { httpCardPreview } from '../queue/card-preview.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, keepRequest } from './kept-request.js';
 import {
+  agentParse,
   httpActionRequestSchema,
   internalRequestOf,
   issueField,
@@ -45,7 +46,7 @@ export type { HttpActionOptions } from './admission-policy.js';
  */
 export async function executeHttpAction(deps: HttpActionDeps, input: unknown): Promise<HttpActionResult> {
   const retryOf = retryOfField(input);
-  const parsed = httpActionRequestSchema.safeParse(input);
+  const parsed = httpActionRequestSchema.safeParse(input, agentParse);
   if (retryOf !== undefined) {
     return runRecorded(deps, retryOf, () => {
       if (parsed.success) return retryHttpAction(deps, retryOf, internalRequestOf(parsed.data));

@@ -11,7 +11,7 @@ import {
 } from '../contract/index.js';
 import { classifyOutcome, sshReportEvidence, type LocalGate } from '../core/index.js';
 import type { CredentialInfo } from '../ports/index.js';
-import { issueField, issueMessage, unparsedFingerprint } from './http-action-request.js';
+import { agentParse, issueField, issueMessage, unparsedFingerprint } from './http-action-request.js';
 import { operationTimeoutMsDefault } from '../config/config-schema.js';
 import { sshActionRequestSchema, sshRequestFingerprint } from './ssh-action-request.js';
 import { sshCommandPolicy } from './ssh-command-policy.js';
@@ -109,7 +109,7 @@ async function admit(
   input: unknown,
   cancel: AbortSignal | undefined,
 ): Promise<Admitted> {
-  const parsed = sshActionRequestSchema.safeParse(input);
+  const parsed = sshActionRequestSchema.safeParse(input, agentParse);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const fingerprint = unparsedFingerprint(input);

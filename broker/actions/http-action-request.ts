@@ -41,6 +41,18 @@ export function issueField(issue: z.core.$ZodIssue | undefined): string {
   return [...issue.path.map(String), ...keys.slice(0, 1)].join('.');
 }
 
+/**
+ * The error map every agent-facing parse passes (`safeParse(input, agentParse)`): a required field that is absent
+ * says so, instead of zod's "expected string, received undefined" — an answer's text never shows the word
+ * undefined for a part that is not there. A schema's own message still wins (zod's precedence).
+ */
+export const agentParse: z.core.ParseContext<z.core.$ZodIssue> = {
+  error: (issue) =>
+    issue.code === 'invalid_type' && issue.input === undefined
+      ? `a required field is missing (expected ${issue.expected})`
+      : undefined,
+};
+
 /** The message for an issue: an undocumented field says the tool schema is the whole of what may be sent. */
 export function issueMessage(issue: z.core.$ZodIssue | undefined): string {
   if (issue === undefined) return 'malformed arguments';

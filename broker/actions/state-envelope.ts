@@ -6,6 +6,7 @@ import {
   type CallerDisposition,
   type Classification,
   type Envelope,
+  type Phase,
 } from '../contract/index.js';
 
 /**
@@ -91,4 +92,46 @@ export function stoppedAfterDispatch(
     effect: envelope.effect ?? 'unknown_effect',
     error: { code, phase: 'remote_execution', outcome: 'unknown', retry: 'fetch_result', message },
   };
+}
+
+/**
+ * fetch_result on an action nothing has classified yet — still waiting (its turn, a person, a session approval) or
+ * dispatched with no recorded outcome: RESULT_NOT_READY, retry fetch_result, carrying only what is known so far —
+ * not_attempted before DISPATCH_STARTED, unknown after it, never more — and how to wait (action_status wait_ms).
+ * Undefined once a classification is recorded: then the record answers.
+ */
+export function resultNotReady(state: ActionState): Envelope | undefined {
+  if (stateClassification(state) !== undefined) return undefined;
+  const envelope = stateEnvelope(state);
+  const wait = `wait with action_status {"action_id":"${state.action_id}","wait_ms":…} (below your client's request timeout), then call fetch_result again`;
+  if (state.dispatch_seq !== null) {
+    return {
+      ...envelope,
+      effect: envelope.effect ?? 'unknown_effect',
+      error: {
+        code: 'RESULT_NOT_READY',
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        retry: 'fetch_result',
+        message: `no result yet: the action was dispatched and no outcome is recorded; its effect is unknown until one is: ${wait}; never send it again`,
+      },
+    };
+  }
+  return {
+    ...envelope,
+    error: {
+      code: 'RESULT_NOT_READY',
+      phase: phaseBeforeDispatch(state),
+      outcome: 'not_attempted',
+      retry: 'fetch_result',
+      message: `no result yet: the action has not been dispatched, nothing was sent so far: ${wait}`,
+    },
+  };
+}
+
+/** Where an undispatched, unclassified action stands: admitted, waiting for its turn or a person, or in setup. */
+function phaseBeforeDispatch(state: ActionState): Phase {
+  if (state.stage === 'accepted') return 'validation';
+  if (state.stage === 'credential_authorized' || state.attempts.length > 0) return 'connection_setup';
+  return 'credential_injection';
 }

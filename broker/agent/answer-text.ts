@@ -72,10 +72,17 @@ function actionLine(r: EnvelopeReply): string {
     .join(' · ');
 }
 
+/** A part the error does not carry is left out, never printed as "undefined" (a refused read names no outcome). */
 function errorLine(e: EnvelopeError | AgentRefusal['error']): string {
   const field = e.field === undefined ? '' : ` (field: ${e.field})`;
   const after = 'retry_after_ms' in e && e.retry_after_ms !== undefined ? ` after ${e.retry_after_ms} ms` : '';
-  return `error: ${e.code}${field}: ${e.message} · retry: ${e.retry}${after} · phase: ${e.phase} · outcome: ${e.outcome}`;
+  const parts = [
+    `error: ${e.code}${field}: ${e.message}`,
+    `retry: ${e.retry}${after}`,
+    `phase: ${e.phase}`,
+    e.outcome === undefined ? undefined : `outcome: ${e.outcome}`,
+  ];
+  return parts.filter((part) => part !== undefined).join(' · ');
 }
 
 function responseLine(r: NonNullable<EnvelopeReply['response']>): string {

@@ -1,8 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { actionRecordedCapability, actionRecordedNotification } from '../contract/index.js';
-import type { ToolAnswer } from '../ports/index.js';
+import { createAgentBackend, type RunningAgentBackend } from '../actions/agent-backend.js';
+import { actionRecordedCapability, actionRecordedNotification, callWaitMsMax } from '../contract/index.js';
+import { createRandomIdSource, type ToolAnswer } from '../ports/index.js';
+import { openQueueFixture, type QueueFixture } from '../testing/queue-fixture.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import {
   envelopeAnswer,
@@ -75,6 +77,21 @@ describe('when a client lists the tools', () => {
       expect(JSON.stringify(tool.outputSchema), tool.name).toContain('"invocation_id":{"type":"null"}');
     }
     expect(JSON.stringify(tools.find((t) => t.name === 'list_routes')?.outputSchema)).toContain('"ssh_hosts"');
+  });
+
+  it("every caller's wait (timeout_ms) says to stay under the client's request timeout and wait on with action_status", async () => {
+    await connect();
+    const { tools } = await client.listTools();
+    for (const name of ['http_request', 'ssh_exec', 'request_credential']) {
+      const properties = tools.find((t) => t.name === name)?.inputSchema.properties as
+        Record<string, { description?: string; maximum?: number }> | undefined;
+      const wait = properties?.['timeout_ms'];
+      expect(wait?.maximum, name).toBe(600_000);
+      expect(wait?.description, name).toMatch(/below your MCP client's own request timeout \(60000 ms by default/);
+      expect(wait?.description, name).toContain('a client that gives up first cancels the call');
+      expect(wait?.description, name).toContain('CALLER_CANCELLED');
+      expect(wait?.description, name).toContain('action_status with wait_ms');
+    }
   });
 });
 
@@ -416,5 +433,73 @@ describe("when the client declared postern's action_recorded capability (as post
     await client.callTool({ name: 'list_routes', arguments: {} });
     expect(heard).toEqual([]);
     expect(declared).toEqual([]);
+  });
+});
+
+describe('when the real backend refuses reads and calls (no part of an answer is ever "undefined")', () => {
+  let f: QueueFixture | undefined;
+  let real: RunningAgentBackend | undefined;
+  afterEach(async () => {
+    real?.close();
+    await f?.dispose();
+    f = undefined;
+    real = undefined;
+  });
+
+  it('every text block names only the parts its error carries: a refused read has no outcome part', async () => {
+    f = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
+    real = await createAgentBackend({
+      journal: f.h.temp.journal,
+      results: f.h.results,
+      queue: f.queue,
+      config: f.config,
+      clock: f.h.temp.clock,
+      ids: createRandomIdSource(f.h.temp.clock),
+      vault: f.h.vault,
+      httpChannel: f.h.channel,
+      processAlive: () => true,
+      sweepMs: 3_600_000,
+      bootId: 'boot-answers',
+    });
+    socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
+    client = new Client({ name: 'answers-test', version: '1' });
+    await client.connect(new SocketClientTransport(socket.path));
+    await client.listTools();
+    const nobody = 'act_0000000000000000000000nope';
+    const reads: Array<[string, Record<string, unknown>, string]> = [
+      ['action_status', { action_id: nobody }, 'NOT_FOUND'],
+      ['fetch_result', { action_id: nobody }, 'NOT_FOUND'],
+      ['cancel_action', { action_id: nobody }, 'NOT_FOUND'],
+      ['action_status', { action_id: nobody, wait_ms: callWaitMsMax + 1 }, 'INVALID_ARGUMENT'],
+      ['fetch_result', {}, 'INVALID_ARGUMENT'],
+    ];
+    /** The text block, once it is known to hold no "undefined" anywhere (headline, readable lines, JSON). */
+    const wholeText = (result: CallToolResult, what: string): ReturnType<typeof readText> => {
+      for (const block of result.content)
+        if (block.type === 'text') expect(block.text, what).not.toContain('undefined');
+      return readText(result);
+    };
+    for (const [name, args, code] of reads) {
+      const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+      const what = `${name} ${JSON.stringify(args)}`;
+      const text = wholeText(result, what);
+      expect(result.isError, what).toBe(true);
+      expect(result.structuredContent, what).toMatchObject({ invocation_id: null, error: { code } });
+      expect(text.summary, what).toMatch(
+        new RegExp(`^error: ${code}( \\(field: [\\w.]+\\))?: .+ · retry: \\w+ · phase: validation$`, 'm'),
+      );
+      expect(text.summary, what).not.toContain('outcome');
+      expect(text.json, what).toEqual(result.structuredContent);
+    }
+    // Refusals that do carry an outcome (an action call refused, an unknown tool) still say it.
+    const calls: Array<[string, Record<string, unknown>, string]> = [
+      ['http_request', { route: 'nope', method: 'GET', path: '/' }, 'INVALID_TARGET'],
+      ['http_request', { route: 'docs', path: '/' }, 'INVALID_ARGUMENT'],
+      ['delete_everything', {}, 'UNKNOWN_TOOL'],
+    ];
+    for (const [name, args, code] of calls) {
+      const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+      expect(wholeText(result, name).summary, name).toMatch(new RegExp(`error: ${code}.* · outcome: not_attempted`));
+    }
   });
 });

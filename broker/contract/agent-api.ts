@@ -47,7 +47,7 @@ const waitMs = z
   .positive()
   .max(callWaitMsMax)
   .describe(
-    "How long this call waits for the outcome (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). After it the action keeps its place; poll with action_status.",
+    "How long this call waits for the outcome, in ms (the caller's wait only: it never cuts the remote operation, whose deadline the route or host sets). Keep it below your MCP client's own request timeout (60000 ms by default in the MCP SDK): a client that gives up first cancels the call, and before dispatch that cancels the action (CALLER_CANCELLED). After the wait the call answers and the action keeps its place; to wait longer, call action_status with wait_ms (each below the client's timeout) until it settles.",
   );
 const actionId = z.string().min(1).max(80).describe('The invocation id (action_id) an earlier call returned.');
 
@@ -194,7 +194,8 @@ export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
     'Ask Postern to run a command on a configured SSH host entry with a vault key. A person may need to approve. Answers with the outcome envelope.',
   action_status:
     'What is known about an earlier action (its envelope and queue position); with wait_ms it first waits (bounded) for the action to settle.',
-  fetch_result: 'Read the stored result of an earlier action again. A read: it never sends anything.',
+  fetch_result:
+    'Read the stored result of an earlier action again. A read: it never sends anything. Before an outcome is recorded it answers RESULT_NOT_READY (retry fetch_result): wait with action_status wait_ms first.',
   cancel_action:
     'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
   list_routes:

@@ -226,6 +226,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The result is recorded but could not be handed to the caller; fetch it.',
   },
+  RESULT_NOT_READY: {
+    from: broker,
+    meaning:
+      'fetch_result found no recorded outcome yet: the action still waits (not_attempted so far) or is in flight (unknown until recorded); wait with action_status wait_ms, then fetch again. The read sent nothing.',
+  },
   RESULT_EXPIRED: {
     from: broker,
     meaning: 'The stored result passed its retention; it is never re-executed to recreate it.',

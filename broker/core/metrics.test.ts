@@ -58,6 +58,7 @@ describe('foldMetrics', () => {
         minute: null,
         n: 1,
       },
+      // A session revoked (or ended) and a person's cancel: cancelled.
       {
         phase: 'credential_injection',
         outcome: 'not_attempted',
@@ -65,13 +66,23 @@ describe('foldMetrics', () => {
         decision: 'cancelled',
         dispatched: 0,
         minute: null,
-        n: 4,
+        n: 3,
       },
       {
         phase: 'credential_injection',
         outcome: 'not_attempted',
+        code: 'APPROVAL_DENIED',
+        decision: 'cancelled',
+        dispatched: 0,
+        minute: null,
+        n: 1,
+      },
+      // The caller's own stop: the queue writes CANCELLED for it too (decision cancelled), with the caller's code.
+      {
+        phase: 'credential_injection',
+        outcome: 'not_attempted',
         code: 'CALLER_CANCELLED',
-        decision: 'approved',
+        decision: 'cancelled',
         dispatched: 0,
         minute: null,
         n: 5,
@@ -120,6 +131,16 @@ describe('foldMetrics', () => {
           n: 1,
         }),
       ).toBeNull();
+      // A cancelled ticket is undispatched by itself: the caller's own cancel is withdrawn without the column too.
+      expect(
+        closedBeforeDispatch({
+          phase: 'credential_injection',
+          outcome: 'not_attempted',
+          code: 'CALLER_CANCELLED',
+          decision: 'cancelled',
+          n: 1,
+        }),
+      ).toBe('withdrawn');
       expect(
         closedBeforeDispatch({
           phase: 'remote_execution',

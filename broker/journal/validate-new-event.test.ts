@@ -69,3 +69,41 @@ describe('when an event carries fields the contract does not name', () => {
     expect(parsed).toEqual(good);
   });
 });
+
+describe('when a CANCELLED names who cancelled twice (actor and code) and the two disagree', () => {
+  const cancelled = (actor: string, code: string, basis: string): unknown => ({
+    kind: 'CANCELLED',
+    action_id: 'act_valid_0001',
+    payload: { actor: { kind: actor, id: 'x' }, reason: 'r' },
+    classification: {
+      phase: 'credential_injection',
+      outcome: 'not_attempted',
+      retry: 'never',
+      code,
+      effect: 'no_effect',
+      outcome_basis: basis,
+      source: 'local_gate',
+    },
+  });
+
+  it('accepts the pairs the queue writes: the agent with its caller code, a person or the broker without one', () => {
+    expect(() =>
+      validateNewEvent(cancelled('agent', 'CALLER_CANCELLED', 'cancellation_observed_before_dispatch')),
+    ).not.toThrow();
+    expect(() =>
+      validateNewEvent(cancelled('person', 'APPROVAL_DENIED', 'cancelled_by_operator_before_dispatch')),
+    ).not.toThrow();
+    expect(() =>
+      validateNewEvent(cancelled('broker', 'SESSION_REVOKED', 'session_revoked_before_dispatch')),
+    ).not.toThrow();
+  });
+
+  it.each([
+    ['a person with a caller code', cancelled('person', 'CALLER_CANCELLED', 'cancellation_observed_before_dispatch')],
+    ['the agent with a person’s code', cancelled('agent', 'APPROVAL_DENIED', 'cancelled_by_operator_before_dispatch')],
+  ])('refuses %s: metrics would count it on the wrong side (cancelled / withdrawn)', (_name, input) => {
+    expect(() => validateNewEvent(input)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'classification.code' }),
+    );
+  });
+});

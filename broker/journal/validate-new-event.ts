@@ -8,6 +8,7 @@ import {
   newEventSchema,
   type NewEvent,
 } from '../contract/index.js';
+import { callerStopCodes } from '../core/index.js';
 
 /**
  * Checks an event against the contract schemas before it can be queued and returns the parsed
@@ -30,7 +31,26 @@ export function validateNewEvent(input: unknown): NewEvent {
   }
   const payload = eventPayloadSchemas[kind].safeParse(envelope.data.payload);
   if (!payload.success) throw invalid(payload.error, ['payload']);
-  return { ...envelope.data, payload: payload.data } as NewEvent;
+  const event = { ...envelope.data, payload: payload.data } as NewEvent;
+  requireCancellerCode(event);
+  return event;
+}
+
+/**
+ * A CANCELLED says who closed the ticket twice: its actor, and its classification's code, the only one the
+ * counters keep (`postern metrics` tells a caller's withdrawal from a person's cancel by it; core/metrics.ts).
+ * The two must agree: the agent's own stop carries a caller code, anyone else's never does.
+ */
+function requireCancellerCode(event: NewEvent): void {
+  if (event.kind !== 'CANCELLED') return;
+  const byAgent = event.payload.actor.kind === 'agent';
+  const code = event.classification?.code ?? null;
+  if (byAgent === (code !== null && callerStopCodes.has(code))) return;
+  throw new CodedError(
+    'INVALID_ARGUMENT',
+    `invalid event: classification.code: a CANCELLED by ${byAgent ? 'the agent needs its caller code' : 'anyone but the agent never carries a caller code'}`,
+    { field: 'classification.code' },
+  );
 }
 
 function subjectPrefixOf(kind: NewEvent['kind']): 'ses_' | 'cfg_' | 'crq_' | 'act_' {

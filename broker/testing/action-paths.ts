@@ -284,11 +284,12 @@ export const actionPaths = {
       kind: 'CANCELLED',
       action_id: id,
       payload: { actor: person, reason: 'superseded' },
+      // As the queue's cancel() words a person's cancel (gateClassification('operator_cancelled')).
       classification: notAttempted(
         'credential_injection',
-        'CALLER_CANCELLED',
+        'APPROVAL_DENIED',
         'never',
-        'cancellation_observed_before_dispatch',
+        'cancelled_by_operator_before_dispatch',
       ),
     },
   ],
