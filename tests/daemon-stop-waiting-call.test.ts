@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrokerApi } from '../broker/contract/index.js';
-import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { Journal } from '../broker/journal/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
 import { DrillAgent } from './support/drill-agent.js';
+import { op } from './support/drill.js';
 
 /**
  * An operator stops the daemon (SIGTERM) while an agent's write waits on a per-call card. The daemon closing the
@@ -38,16 +37,6 @@ afterAll(async () => {
   await running?.stop();
 });
 
-async function cards(): Promise<BrokerApi['approvals.list']['output']['cards']> {
-  const reply = await sendControlRequest(controlSocketPath(running.dataDir), {
-    op: 'api',
-    method: 'approvals.list',
-    input: {},
-  });
-  if (!reply.ok) throw new Error(reply.error.code);
-  return (reply.value as BrokerApi['approvals.list']['output']).cards;
-}
-
 describe('when the daemon is stopped while an agent waits on a card', () => {
   it('records nothing in the agent’s name; the next open closes the action as BROKER_RESTARTED, not_attempted', async () => {
     const call = agent.call('http_request', { route: 'docs', method: 'POST', path: '/stop', body: '{}' });
@@ -57,7 +46,10 @@ describe('when the daemon is stopped while an agent waits on a card', () => {
     );
     let actionId = '';
     await expect
-      .poll(async () => (actionId = (await cards())[0]?.action_id ?? ''), { timeout: 20_000, interval: 50 })
+      .poll(async () => (actionId = (await op(running.dataDir, 'approvals.list', {})).cards[0]?.action_id ?? ''), {
+        timeout: 20_000,
+        interval: 50,
+      })
       .not.toBe('');
     // The card's wait starts no other sync: the action's id reaches the shim by the sync it asks for itself (20 ms).
     await new Promise((resolve) => setTimeout(resolve, 500));
