@@ -176,8 +176,9 @@ function tellRecorded(deps: AgentBackendDeps, started: Started, onRecorded: (act
       const state = id === undefined ? undefined : deps.journal.getAction(id);
       if (id === undefined || state === undefined) return;
       const covered = deps.journal.onceDurable(state.first_seq);
-      // A failed sync fails the journal, and `covered` with it: the timer's own promise has nothing more to say.
-      const timer = setTimeout(() => deps.journal.durable().catch(() => undefined), recordedSyncAfterMs);
+      // A sync of what is committed (the admission is), flushing nothing held: a failed one fails the journal, and
+      // `covered` with it, so the timer's own promise has nothing more to say.
+      const timer = setTimeout(() => deps.journal.synced().catch(() => undefined), recordedSyncAfterMs);
       timer.unref();
       await covered.finally(() => clearTimeout(timer));
       onRecorded(id);
