@@ -437,6 +437,39 @@ describe('when an agent process is gone', () => {
   });
 });
 
+describe('when fetch_result asks while a retry of a throttled attempt is in flight', () => {
+  it("answers RESULT_NOT_READY, outcome unknown — never the earlier attempt's 429 as the action's result", async () => {
+    let requests = 0;
+    const remote = await AdversarialHttpServer.start({
+      script: () =>
+        ++requests === 1 ? { kind: 'respond', status: 429, body: '{"slow":"down"}' } : { kind: 'apply_then_hang' },
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n');
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(812);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    const first = actionReply(await backend.call(sessionId, 'http_request', put, never));
+    expect(first.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    const id = first.invocation_id;
+    expect(f.h.temp.journal.getAction(id)?.result_id).not.toBeNull();
+    const retried = actionReply(
+      await backend.call(sessionId, 'http_request', { ...put, retry_of: id, timeout_ms: 300 }, never),
+    );
+    expect(retried.error).toMatchObject({ code: 'CALLER_DEADLINE_EXCEEDED', outcome: 'unknown' });
+    expect(requests).toBe(2);
+    const fetched = await backend.call(sessionId, 'fetch_result', { action_id: id }, never);
+    expect(fetched.isError).toBe(true);
+    expect(fetched.handoff).toBeUndefined();
+    expect(actionReply(fetched)).toMatchObject({
+      invocation_id: id,
+      error: { code: 'RESULT_NOT_READY', outcome: 'unknown', retry: 'fetch_result' },
+    });
+    expect(reply(fetched)).not.toHaveProperty('response');
+    expect(fetched.text).not.toContain('429');
+  });
+});
+
 describe('when the caller cancels after dispatch (DESIGN §3: the cause is the caller, the outcome unknown)', () => {
   it('cancel_action answers CALLER_CANCELLED, outcome unknown, retry fetch_result — the operation goes on and is not stopped', async () => {
     const remote = await openWithRemote({ kind: 'apply_then_hang' });

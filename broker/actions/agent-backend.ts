@@ -448,16 +448,19 @@ async function readCall(
  * read; the action is never run again to recreate it. An action with no outcome recorded yet is
  * RESULT_NOT_READY (coded like any failure: a caller never has to read the text to know to wait).
  */
+/** The committed result is the latest attempt's: no retry was dispatched after it (RESULT_DELIVERED keeps it so). */
+function resultIsCurrent(state: ActionState): boolean {
+  return state.stage === 'result_committed' || state.stage === 'result_delivered';
+}
+
 function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
   const head = state.result_id === null ? undefined : deps.results.head(state.result_id);
-  const notReady = head === undefined ? resultNotReady(state) : undefined;
-  if (notReady !== undefined) {
+  // A stored result is the action's only while no later attempt was dispatched after it (a retry of a 429 runs): an
+  // earlier attempt's answer handed over then would read as the outcome of an action whose outcome is not known.
+  if (head === undefined || !resultIsCurrent(state)) {
     const queue = deps.queue.position(state.action_id);
-    return { ...actionAnswer({ envelope: notReady, state, queue }), isError: true };
-  }
-  if (head === undefined) {
     return {
-      ...actionAnswer({ envelope: stateEnvelope(state), state, queue: deps.queue.position(state.action_id) }),
+      ...actionAnswer({ envelope: resultNotReady(state) ?? stateEnvelope(state), state, queue }),
       isError: true,
     };
   }
