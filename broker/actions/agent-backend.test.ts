@@ -158,7 +158,12 @@ describe('when observe mode is configured', () => {
   it('a new session is approved by policy (observe) and journaled, with no card', async () => {
     await open('  session_approval: observe');
     alive.add(503);
+    // No reader may ever see it pending (a session card would flash): started and approved land in one commit.
+    const commits: string[][] = [];
+    const stop = f.h.temp.journal.onCommit((commit) => commits.push([...commit.kinds]));
     const { session_id } = await backend.openSession(peer(503), {});
+    stop();
+    expect(commits).toEqual([['SESSION_STARTED', 'SESSION_APPROVED']]);
     expect(f.h.temp.journal.getSession(session_id)).toMatchObject({
       status: 'approved',
       approved_by: 'policy:observe',

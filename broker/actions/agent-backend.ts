@@ -15,6 +15,7 @@ import {
   type AgentRouteList,
   type AgentToolName,
   type ErrorCode,
+  type NewEvent,
   type SessionState,
 } from '../contract/index.js';
 import { allowlistActorId } from '../core/index.js';
@@ -243,7 +244,8 @@ async function openSession(
   const sessionId = sessionIdFor(bootId, peer);
   // Hashed before the session is recorded, so an allowlisted process never shows a pending card meanwhile.
   const allowed = deps.config.agents.session_approval === 'observe' ? undefined : await deps.allowlist?.identify(peer);
-  const started = await deps.journal.tryAppendSession({
+  const approver = sessionApprover(deps, allowed?.entry);
+  const startedEvent: NewEvent = {
     kind: 'SESSION_STARTED',
     action_id: sessionId,
     payload: {
@@ -257,17 +259,14 @@ async function openSession(
       client_name: clip(client.name ?? null, 200),
       client_version: clip(client.version ?? null, 100),
     },
-  });
+  };
+  // Approved at once (observe policy, an allowlist entry): both in one commit, so no reader ever sees it pending.
+  const approved = await deps.journal.tryAppendSessionBatch(
+    approver === undefined
+      ? [startedEvent]
+      : [startedEvent, { kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor: approver } }],
+  );
   if (allowed !== undefined) deps.allowlist?.remember(sessionId, allowed.identity);
-  const approver = started.ok ? sessionApprover(deps, allowed?.entry) : undefined;
-  const approved =
-    started.ok && approver !== undefined
-      ? await deps.journal.tryAppendSession({
-          kind: 'SESSION_APPROVED',
-          action_id: sessionId,
-          payload: { actor: approver },
-        })
-      : started;
   if (!approved.ok) {
     // session_exists, session_not_pending: the same process under the same boot maps to the same id, and an earlier record decides.
     const recorded = deps.journal.getSession(sessionId);

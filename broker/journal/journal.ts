@@ -451,6 +451,13 @@ export class Journal {
     return { ok: true, appended };
   }
 
+  /** Several SESSION_* events of one session in one unit, all or none (a session started and approved at once). */
+  async tryAppendSessionBatch(events: readonly NewEvent[]): Promise<AppendResult<AppendedSession[]>> {
+    const result = await this.enqueue(events, 'session');
+    if (!result.ok) return result;
+    return { ok: true, appended: result.appended.filter((a): a is AppendedSession => 'session' in a) };
+  }
+
   /**
    * Appends one configuration event (CONFIG_APPLIED, subject `cfg_…`): the same hash chain and commit path as actions,
    * folded into no state (the action and session projections skip it).
