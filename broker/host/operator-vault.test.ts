@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { brokerApiSchemas, operatorCredentialKinds, operatorSecretCharsMax, type Reply } from '../contract/index.js';
@@ -274,6 +276,24 @@ describe('audit.verify and audit.last', () => {
     expect(unlocked).toMatchObject({ ok: false, code: 'KEY_MISMATCH', seq: null });
     expect(value(await handlers['audit.last']({}))).toEqual({ last: unlocked });
     expect(lines.join('\n')).not.toContain(passphrase);
+  });
+
+  it('with the wrapped signing secret replaced too, the unlocked verify fails VAULT_CORRUPT: only the vault can wrap one', async () => {
+    const genuine = await lockedBroker();
+    value(await genuine.handlers['vault.unlock']({ passphrase }));
+    for (const event of actionPaths.httpApproved('act_keyswap_000003')) await genuine.runtime.journal.append(event);
+    await genuine.runtime.close();
+    runtime = undefined;
+    const journalPath = path.join(dir.path, 'journal.sqlite');
+    await swapKeyAndRewrite(journalPath, 'act_none_00000000');
+    const db = new Database(journalPath);
+    db.prepare(`UPDATE audit_keys SET sign_secret_wrapped = ?`).run(randomBytes(24 + 64 + 16));
+    db.close();
+
+    const { handlers } = await startBroker();
+    expect(value(await handlers['audit.verify']({}))).toMatchObject({ ok: true, key_source: 'journal' });
+    await handlers['vault.unlock']({ passphrase });
+    expect(value(await handlers['audit.verify']({}))).toMatchObject({ ok: false, code: 'VAULT_CORRUPT', seq: null });
   });
 
   it('two clicks while one verification runs share it', async () => {
