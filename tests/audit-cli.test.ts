@@ -1,4 +1,15 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -41,6 +52,30 @@ async function dataDirWithEvents(unlocked: number, locked: number): Promise<stri
   await journal.close();
   await vault.close();
   return dataDir;
+}
+
+/**
+ * Each file in `dir` but SQLite's WAL index and log (`-shm`, `-wal`: a reader of a WAL database may create them; they
+ * hold no content of their own until something is written), with its bytes' hash, size, mode and times.
+ */
+function databaseFiles(dir: string) {
+  return readdirSync(dir)
+    .filter((name) => !name.endsWith('-shm') && !name.endsWith('-wal'))
+    .sort()
+    .map((name) => {
+      const stat = statSync(path.join(dir, name));
+      const sha256 = createHash('sha256')
+        .update(readFileSync(path.join(dir, name)))
+        .digest('hex');
+      return { name, sha256, size: stat.size, mode: stat.mode, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs };
+    });
+}
+
+/** The bytes in every `-wal` file in `dir`: 0 when nothing was written. */
+function walBytes(dir: string): number {
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('-wal'))
+    .reduce((sum, name) => sum + statSync(path.join(dir, name)).size, 0);
 }
 
 describe('postern audit, end to end', () => {
@@ -165,6 +200,32 @@ describe('postern audit, end to end', () => {
     expect(anchored.code).toBe(1);
     expect(anchored.stdout).toContain('FAILED KEY_MISMATCH');
   }, 90_000);
+
+  it('verify --check-key writes nothing under the data directory: right passphrase, wrong one, or no vault at all', async () => {
+    const dataDir = await dataDirWithEvents(5, 3);
+    const wrongFile = path.join(scratch, 'wrong-passphrase');
+    writeFileSync(wrongFile, 'not the passphrase\n', { mode: 0o600 });
+    const checkKey = (dir: string, file: string) =>
+      run(['audit', 'verify', '--data-dir', dir, '--check-key', '--passphrase-file', file]);
+    const before = databaseFiles(dataDir);
+
+    expect((await checkKey(dataDir, passphraseFile)).code).toBe(0);
+    const wrong = await checkKey(dataDir, wrongFile);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID');
+    // No byte, mode or time of either database changed; a wrong passphrase is recorded nowhere.
+    expect(databaseFiles(dataDir)).toEqual(before);
+    expect(walBytes(dataDir)).toBe(0);
+
+    // A journal without a vault beside it (a copy kept for an investigation): refused, and no vault is made.
+    const bare = path.join(scratch, `bare-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(bare, { mode: 0o700 });
+    copyFileSync(path.join(dataDir, 'journal.sqlite'), path.join(bare, 'journal.sqlite'));
+    const none = await checkKey(bare, passphraseFile);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain('postern: VAULT_NOT_INITIALIZED');
+    expect(databaseFiles(bare).map((f) => f.name)).toEqual(['journal.sqlite']);
+  }, 60_000);
 
   it('fails with a code, not a crash, on random bytes named journal.sqlite', async () => {
     const dataDir = path.join(scratch, 'garbage');

@@ -66,7 +66,7 @@ export function registerAuditCommands(program: Command, context: CommandContext)
     )
     .option(
       '--check-key',
-      "also check the journal's checkpoint key against the vault's audit signing key (asks for the vault passphrase)",
+      "also check the journal's checkpoint key against the vault's audit signing key (asks for the vault passphrase; the vault is opened read-only and nothing is written, a wrong passphrase included)",
     )
     .option('--json', 'print one JSON object instead of text')
     .action(async (options: VerifyOptions) => {
@@ -172,7 +172,11 @@ function describeReport(report: VerifyReport): string {
   return `OK: ${report.events} events, root ${report.root}, ${report.checkpoints} signed checkpoints (last at ${report.last_checkpoint_size}; ${report.unsigned_tail} events after it)${anchor}; ${keySourceText[report.key_source]}`;
 }
 
-/** The vault's checkpoint key, for `verify --check-key` (the passphrase opens the vault; nothing is written). */
+/**
+ * The vault's checkpoint key, for `verify --check-key`. The passphrase opens a vault opened read-only (no vault file
+ * is created, none migrated or chmodded), and the journal is read read-only: nothing in the data directory is
+ * written, a wrong passphrase included (no attempt is recorded anywhere: it costs one Argon2id derivation, docs/audit.md).
+ */
 async function vaultKeyOf(
   dataDir: string,
   passphraseFile: string | undefined,
@@ -180,7 +184,9 @@ async function vaultKeyOf(
 ): Promise<Uint8Array> {
   const dbPath = existingJournal(dataDir);
   const { vaultCheckpointKey } = await auditModules();
-  const key = await withUnlockedVault(dataDir, passphraseFile, context, (vault) => vaultCheckpointKey(dbPath, vault));
+  const key = await withUnlockedVault(dataDir, passphraseFile, context, (vault) => vaultCheckpointKey(dbPath, vault), {
+    readOnly: true,
+  });
   if (key === undefined)
     throw new CodedError('AUDIT_KEY_UNAVAILABLE', 'no audit key exists yet: the broker creates it at the first unlock');
   return key;
@@ -230,15 +236,20 @@ async function withUnlockedVault<T>(
   passphraseFile: string | undefined,
   context: CommandContext,
   use: (vault: Vault) => Promise<T>,
+  options: { readOnly?: boolean } = {},
 ): Promise<T> {
   const passphrase = await readPassphrase({ file: passphraseFile, env: context.env }, 'Vault passphrase');
-  const { openVault } = await import('../vault/index.js');
-  const vault = await openVault({ dataDir, clock: systemClock });
   try {
-    await vault.unlock(passphrase);
-    return await use(vault);
+    const { openVault } = await import('../vault/index.js');
+    // Inside the try: a vault that cannot be opened (none there, read-only and older) still zeroes the passphrase.
+    const vault = await openVault({ dataDir, clock: systemClock, ...options });
+    try {
+      await vault.unlock(passphrase);
+      return await use(vault);
+    } finally {
+      await vault.close();
+    }
   } finally {
     passphrase.fill(0);
-    await vault.close();
   }
 }

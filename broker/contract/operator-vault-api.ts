@@ -54,6 +54,12 @@ export type CredentialSummary = z.infer<typeof credentialSummarySchema>;
  * One run of the offline verifier (`postern audit verify`, broker/audit/verify-journal.ts) over the
  * live journal file, and when it ran. `ok: false` names the first bad append position (`seq`, null
  * when the damage is not a row: a missing table, a bad key) and the verifier's code.
+ *
+ * `key_source` says what the checkpoint signatures were checked under. `vault`: the vault was unlocked and the
+ * journal's key had to be the public half of the vault's audit signing key (as `audit verify --check-key`).
+ * `journal`: the vault was locked (or not created), so they were checked only under the key the journal itself
+ * names, which whoever can write the file can replace along with every checkpoint: the chain is intact, the signing
+ * key was not checked.
  */
 export const auditVerifyResultSchema = z.discriminatedUnion('ok', [
   z.object({
@@ -64,6 +70,7 @@ export const auditVerifyResultSchema = z.discriminatedUnion('ok', [
     checkpoints: z.number().int().nonnegative(),
     last_checkpoint_size: z.number().int().nonnegative(),
     unsigned_tail: z.number().int().nonnegative(),
+    key_source: z.enum(['vault', 'journal']),
   }),
   z.object({
     ok: z.literal(false),

@@ -1,13 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { brokerApiSchemas, operatorCredentialKinds, operatorSecretCharsMax, type Reply } from '../contract/index.js';
 import { parseConfig } from '../config/index.js';
 import { credentialKinds, systemClock } from '../ports/index.js';
+import { verifyJournal } from '../audit/verify-journal.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
+import { swapKeyAndRewrite } from '../testing/key-swap-attack.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault } from '../vault/index.js';
 import { createBrokerRuntime, secretLogRedaction, type BrokerRuntime } from './broker-runtime.js';
@@ -52,6 +56,11 @@ async function lockedBroker(): Promise<{ handlers: OperatorHandlers; lines: stri
       '',
     ].join('\n'),
   );
+  return startBroker();
+}
+
+/** A real runtime over `dir` as it is (its vault, journal and routes file), with a captured debug logger. */
+async function startBroker(): Promise<{ handlers: OperatorHandlers; lines: string[]; runtime: BrokerRuntime }> {
   const { logger, lines } = createCapturedLogger();
   runtime = await createBrokerRuntime({ dataDir: dir.path, ...options, logger });
   // These calls come from a person's surface (the desktop window); the control socket's proof is control-socket.test.ts's.
@@ -226,12 +235,65 @@ describe('audit.verify and audit.last', () => {
     for (const event of actionPaths.httpApproved('act_verifyapi00001')) await rt.journal.append(event);
     const events = rt.status().journal.events;
     const result = value(await handlers['audit.verify']({}));
-    expect(result).toMatchObject({ ok: true, events, checkpoints: expect.any(Number) as number });
+    // Locked: checked under the journal's own key only, and the result says so.
+    expect(result).toMatchObject({
+      ok: true,
+      events,
+      checkpoints: expect.any(Number) as number,
+      key_source: 'journal',
+    });
     expect(result.checked_at_ms).toBeGreaterThan(0);
     expect(value(await handlers['audit.last']({}))).toEqual({ last: result });
     // Read-only: the broker keeps appending afterwards.
     await rt.journal.append(actionPaths.httpApproved('act_verifyapi00002')[0] as never);
     expect(value(await handlers['audit.verify']({}))).toMatchObject({ ok: true, events: events + 1 });
+  });
+
+  it('a journal rewritten and re-signed under a same-user key fails once the vault is unlocked (KEY_MISMATCH); locked, it is "key not checked", never vault-verified', async () => {
+    const genuine = await lockedBroker();
+    value(await genuine.handlers['vault.unlock']({ passphrase }));
+    for (const id of ['act_keyswap_000001', 'act_keyswap_000002'])
+      for (const event of actionPaths.httpApproved(id)) await genuine.runtime.journal.append(event);
+    expect(value(await genuine.handlers['audit.verify']({}))).toMatchObject({ ok: true, key_source: 'vault' });
+    await genuine.runtime.close();
+    runtime = undefined;
+
+    // The attack (THREAT-MODEL): the first action's events gone, the rest re-hashed, the agent's key and checkpoint
+    // in audit_keys and checkpoints. The wrapped signing secret is the vault's still: the agent cannot open it.
+    const swap = await swapKeyAndRewrite(path.join(dir.path, 'journal.sqlite'), 'act_keyswap_000001');
+    expect(await verifyJournal({ dbPath: path.join(dir.path, 'journal.sqlite') })).toMatchObject({
+      ok: true,
+      key_source: 'journal',
+    });
+
+    const { handlers, lines } = await startBroker();
+    const locked = value(await handlers['audit.verify']({}));
+    expect(locked).toMatchObject({ ok: true, key_source: 'journal' });
+    if (locked.ok) expect(locked.events).toBeGreaterThanOrEqual(swap.events);
+
+    value(await handlers['vault.unlock']({ passphrase }));
+    const unlocked = value(await handlers['audit.verify']({}));
+    expect(unlocked).toMatchObject({ ok: false, code: 'KEY_MISMATCH', seq: null });
+    expect(value(await handlers['audit.last']({}))).toEqual({ last: unlocked });
+    expect(lines.join('\n')).not.toContain(passphrase);
+  });
+
+  it('with the wrapped signing secret replaced too, the unlocked verify fails VAULT_CORRUPT: only the vault can wrap one', async () => {
+    const genuine = await lockedBroker();
+    value(await genuine.handlers['vault.unlock']({ passphrase }));
+    for (const event of actionPaths.httpApproved('act_keyswap_000003')) await genuine.runtime.journal.append(event);
+    await genuine.runtime.close();
+    runtime = undefined;
+    const journalPath = path.join(dir.path, 'journal.sqlite');
+    await swapKeyAndRewrite(journalPath, 'act_none_00000000');
+    const db = new Database(journalPath);
+    db.prepare(`UPDATE audit_keys SET sign_secret_wrapped = ?`).run(randomBytes(24 + 64 + 16));
+    db.close();
+
+    const { handlers } = await startBroker();
+    expect(value(await handlers['audit.verify']({}))).toMatchObject({ ok: true, key_source: 'journal' });
+    await handlers['vault.unlock']({ passphrase });
+    expect(value(await handlers['audit.verify']({}))).toMatchObject({ ok: false, code: 'VAULT_CORRUPT', seq: null });
   });
 
   it('two clicks while one verification runs share it', async () => {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { verifyJournal } from '../audit/verify-journal.js';
+import { verifyJournal, type VerifyReport } from '../audit/verify-journal.js';
 import {
   CodedError,
   configSubjectId,
@@ -12,7 +12,7 @@ import {
   type SshHostSummary,
 } from '../contract/index.js';
 import { configFileName, type PosternConfig } from '../config/index.js';
-import { journalFileName, type Journal } from '../journal/index.js';
+import { journalFileName, vaultCheckpointKey, type Journal } from '../journal/index.js';
 import type { Clock, CredentialInfo } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { thisBrokerHookups } from './agent-hookup.js';
@@ -93,12 +93,22 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
   /**
    * One verification at a time: a click while one runs gets that run's result. The rows and signatures are checked on
    * worker threads and the rest yields often (verify-journal.ts), so the loop keeps answering; audit.last shows progress.
+   * With the vault unlocked the journal's checkpoint key must be the vault's (`key_source: 'vault'`); locked, the
+   * result says the key was only the journal's own claim (`key_source: 'journal'`).
    */
   const verify = (): Promise<AuditVerifyResult> => {
     running ??= (async () => {
       try {
         progress = { checked: 0, total: 0 };
-        const report = await verifyJournal({ dbPath, onProgress: (checked, total) => (progress = { checked, total }) });
+        const trusted = await vaultKeyForVerify(dbPath, vault);
+        const report: VerifyReport | Refusal =
+          'code' in trusted
+            ? { ok: false, ...trusted, seq: null }
+            : await verifyJournal({
+                dbPath,
+                ...(trusted.key === undefined ? {} : { trustedKey: trusted.key }),
+                onProgress: (checked, total) => (progress = { checked, total }),
+              });
         const checkedAtMs = clock.nowMs();
         last = report.ok
           ? {
@@ -109,11 +119,17 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
               checkpoints: report.checkpoints,
               last_checkpoint_size: report.last_checkpoint_size,
               unsigned_tail: report.unsigned_tail,
+              key_source: report.key_source === 'vault' ? 'vault' : 'journal',
             }
           : { ok: false, checked_at_ms: checkedAtMs, code: report.code, seq: report.seq, message: report.message };
         // Closed-set values and positions only; the report carries no event content.
         logger.info(
-          { ok: report.ok, code: report.ok ? undefined : report.code, seq: report.ok ? undefined : report.seq },
+          {
+            ok: report.ok,
+            code: report.ok ? undefined : report.code,
+            seq: report.ok ? undefined : report.seq,
+            key_source: report.ok ? report.key_source : undefined,
+          },
           'audit verify (operator)',
         );
         return last;
@@ -223,6 +239,41 @@ export async function addCredential(
     return info;
   } finally {
     secret.fill(0);
+  }
+}
+
+/** A verify that could not start: the vault's key could not be derived (a CodedError's code and message). */
+interface Refusal {
+  readonly ok: false;
+  readonly code: string;
+  readonly seq: null;
+  readonly message: string;
+}
+
+/**
+ * The key "Verify now" checks the journal's signatures under. Unlocked: the vault's checkpoint key, unwrapped from the
+ * journal's wrapped audit signing secret (vault-checkpoint-key.ts), as `audit verify --check-key` does; a journal
+ * key that is not it is then KEY_MISMATCH. A wrapped secret the vault cannot open (VAULT_CORRUPT) or an absent key
+ * row (AUDIT_KEY_UNAVAILABLE: the broker made one at the first unlock) is a failed verify under those codes, as the
+ * CLI refuses. Locked or never created (or locked meanwhile): no key, and the result says so.
+ */
+async function vaultKeyForVerify(
+  dbPath: string,
+  vault: Vault,
+): Promise<{ key: Uint8Array | undefined } | Omit<Refusal, 'ok' | 'seq'>> {
+  if (vault.state() !== 'unlocked') return { key: undefined };
+  try {
+    const key = await vaultCheckpointKey(dbPath, vault);
+    if (key !== undefined) return { key };
+    return {
+      code: 'AUDIT_KEY_UNAVAILABLE',
+      message:
+        "the vault is unlocked but the journal holds no audit key (audit_keys has no row): its checkpoints cannot be checked against the vault's key",
+    };
+  } catch (error) {
+    if (isCodedError(error) && error.code === 'VAULT_LOCKED') return { key: undefined };
+    if (isCodedError(error)) return { code: error.code, message: error.message };
+    return { code: 'DB_UNREADABLE', message: `cannot read the journal: ${(error as Error).message}` };
   }
 }
 

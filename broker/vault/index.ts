@@ -31,15 +31,22 @@ export interface OpenVaultOptions {
    */
   keyProtector?: VaultKeyProtector;
   keyProtection?: VaultKeyProtection;
+  /**
+   * Open the file read-only (VaultStore.openReadOnly): nothing created, migrated or written, and no key protector.
+   * For commands that only unlock to unwrap, such as `postern audit verify --check-key`.
+   */
+  readOnly?: boolean;
 }
 
 /**
- * Opens (creating if needed) `vault.sqlite` in the data directory. The vault starts locked, or
+ * Opens (creating if needed, unless `readOnly`) `vault.sqlite` in the data directory. The vault starts locked, or
  * uninitialized when no key was ever set; nothing is decrypted until `unlock`.
  */
 export async function openVault(options: OpenVaultOptions): Promise<Vault> {
   await sodiumReady();
-  const store = VaultStore.open(options.dataDir);
+  if (options.readOnly === true && options.keyProtector !== undefined)
+    throw new Error('a read-only vault cannot take a key protector: protecting the key at unlock writes the file');
+  const store = options.readOnly === true ? VaultStore.openReadOnly(options.dataDir) : VaultStore.open(options.dataDir);
   return new Vault({
     store,
     clock: options.clock,

@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { CodedError, type ErrorCode } from '../contract/index.js';
@@ -89,6 +89,35 @@ export class VaultStore {
       }
       db.pragma('secure_delete = ON');
       migrate(db);
+      return new VaultStore(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /**
+   * The vault file as it is, for a command that promises not to write (`postern audit verify --check-key`): a read-only,
+   * query-only connection, so SQLite refuses any write. Nothing is created (no file: VAULT_NOT_INITIALIZED), chmodded
+   * or migrated (an older schema is refused; the next start of Postern upgrades it). Unlocking through it reads the
+   * wrapped key only; a key protector's re-store would be refused, so callers pass none.
+   */
+  static openReadOnly(dataDir: string): VaultStore {
+    const file = join(dataDir, vaultFileName);
+    if (!existsSync(file))
+      throw new CodedError('VAULT_NOT_INITIALIZED', `there is no vault in ${dataDir}; run \`postern vault init\``);
+    const db = openDatabase(file, { readonly: true, fileMustExist: true, timeout: vaultBusyTimeoutMs });
+    try {
+      db.pragma('query_only = 1');
+      const known = vaultMigrations.length;
+      const version = Number(db.pragma('user_version', { simple: true }));
+      if (version > known) throw corrupt(`the vault file is schema v${version}, newer than this Postern (v${known})`);
+      if (version < known)
+        throw new CodedError(
+          'INVALID_ARGUMENT',
+          `the vault file is schema v${version}, older than this Postern (v${known}); a read-only command does not upgrade it (the next start of Postern does)`,
+          { field: '--data-dir' },
+        );
       return new VaultStore(db);
     } catch (error) {
       db.close();

@@ -469,6 +469,51 @@ describe('wrap and unwrap', () => {
   });
 });
 
+describe('opened read-only (postern audit verify --check-key)', () => {
+  const readOnly = () => openVault({ dataDir: dir.path, clock, idleLockMs: 0, readOnly: true });
+
+  it('unlocks and unwraps, writes nothing (SQLite refuses a write), and creates no vault where there is none', async () => {
+    expect(await codeOf(readOnly())).toMatchObject({ code: 'VAULT_NOT_INITIALIZED' });
+    expect(existsSync(path.join(dir.path, vaultFileName))).toBe(false);
+    const writer = await open();
+    await writer.init(passphrase());
+    const sealed = writer.wrap('audit_sign', text('signing key bytes'));
+    await writer.close();
+    const file = path.join(dir.path, vaultFileName);
+    const before = { bytes: readFileSync(file), stat: statSync(file) };
+
+    const vault = await readOnly();
+    opened.push(vault);
+    expect(await codeOf(vault.unlock(text('not the passphrase')))).toMatchObject({ code: 'VAULT_PASSPHRASE_INVALID' });
+    await vault.unlock(passphrase());
+    expect(new TextDecoder().decode(vault.unwrap('audit_sign', sealed))).toBe('signing key bytes');
+    await expect(
+      vault.add({ name: 'docs', kind: 'bearer', secret: text('s3cr3t'), bindings: ['docs.example.com'] }),
+    ).rejects.toThrow(/readonly/i);
+    await vault.close();
+    const after = statSync(file);
+    expect(readFileSync(file).equals(before.bytes)).toBe(true);
+    expect([after.mtimeMs, after.ctimeMs, after.mode]).toEqual([
+      before.stat.mtimeMs,
+      before.stat.ctimeMs,
+      before.stat.mode,
+    ]);
+  });
+
+  it('refuses a vault file older than this Postern with a coded error, and does not upgrade it', async () => {
+    const writer = await open();
+    await writer.init(passphrase());
+    await writer.close();
+    const db = new Database(path.join(dir.path, vaultFileName));
+    db.pragma('user_version = 1');
+    db.close();
+    expect(await codeOf(readOnly())).toMatchObject({ code: 'INVALID_ARGUMENT', field: '--data-dir' });
+    const check = new Database(path.join(dir.path, vaultFileName), { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(1);
+    check.close();
+  });
+});
+
 describe('two processes (connections) on one file', () => {
   it('a credential added through one vault is listed and usable through the other at once', async () => {
     const daemon = await open();

@@ -10,6 +10,7 @@ const ok = (at: number): Extract<AuditVerifyResult, { ok: true }> => ({
   checkpoints: 3,
   last_checkpoint_size: 12,
   unsigned_tail: 0,
+  key_source: 'vault',
 });
 const bad = (at: number): Extract<AuditVerifyResult, { ok: false }> => ({
   ok: false,
@@ -103,6 +104,15 @@ describe('the integrity line', () => {
       },
     ],
     [
+      'ok while the vault was locked (the signing key not checked)',
+      { ...ok(1), key_source: 'journal' },
+      {
+        tone: 'unverified',
+        headline: /^Chain intact — signing key not checked$/,
+        detail: /^12 events checked, 3 signed checkpoints \(all signed\), under the key the journal itself names$/,
+      },
+    ],
+    [
       'a bad row',
       bad(1),
       { tone: 'failed', headline: /FAILED \(ROW_MODIFIED\)/, detail: /^first bad position: seq 5 — row 5/ },
@@ -119,9 +129,10 @@ describe('the integrity line', () => {
     expect(line.detail).toMatch(expected.detail);
   });
 
-  it('says the next step that fits: verify while unverified, keep and verify offline when it failed, none when verified', () => {
+  it('says the next step that fits: verify while unverified, keep and verify offline when it failed, unlock when the key was not checked, none when verified', () => {
     expect(integrityLine(null).next).toMatch(/^Verify now/);
     expect(integrityLine(bad(1)).next).toMatch(/postern audit verify/);
     expect(integrityLine(ok(1)).next).toBeNull();
+    expect(integrityLine({ ...ok(1), key_source: 'journal' }).next).toMatch(/^Unlock the vault/);
   });
 });

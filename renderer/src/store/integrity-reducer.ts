@@ -61,7 +61,11 @@ export function progressText(progress: VerifyProgress): string {
   return `${percent}% (${progress.checked} of ${progress.total} events)`;
 }
 
-/** What the banner says, without the time (the view renders that as a <time>), and the next step that fits. */
+/**
+ * What the banner says, without the time (the view renders that as a <time>), and the next step that fits. "Journal
+ * verified" only when the broker checked the signatures under the vault's key; a verify run while the vault was locked
+ * says the chain is intact but the signing key was not checked (a same-user rewrite re-signs under its own key).
+ */
 export type IntegrityLine = {
   tone: 'ok' | 'failed' | 'unverified';
   headline: string;
@@ -80,11 +84,14 @@ export function integrityLine(last: AuditVerifyResult | null): IntegrityLine {
   }
   if (last.ok) {
     const tail = last.unsigned_tail === 0 ? 'all signed' : `${last.unsigned_tail} after the last signed checkpoint`;
+    const counts = `${last.events} ${last.events === 1 ? 'event' : 'events'} checked, ${last.checkpoints} signed ${last.checkpoints === 1 ? 'checkpoint' : 'checkpoints'} (${tail})`;
+    if (last.key_source === 'vault') return { tone: 'ok', headline: 'Journal verified', detail: counts, next: null };
+    // Locked: the signatures were checked under the key the journal names, which a rewrite of the file replaces too.
     return {
-      tone: 'ok',
-      headline: 'Journal verified',
-      detail: `${last.events} ${last.events === 1 ? 'event' : 'events'} checked, ${last.checkpoints} signed ${last.checkpoints === 1 ? 'checkpoint' : 'checkpoints'} (${tail})`,
-      next: null,
+      tone: 'unverified',
+      headline: 'Chain intact — signing key not checked',
+      detail: `${counts}, under the key the journal itself names`,
+      next: "Unlock the vault, then Verify now checks the signatures against the vault's key.",
     };
   }
   const where = last.seq === null ? 'outside the event rows' : `first bad position: seq ${last.seq}`;

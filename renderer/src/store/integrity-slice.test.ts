@@ -17,6 +17,7 @@ const verified: AuditVerifyResult = {
   checkpoints: 1,
   last_checkpoint_size: 10,
   unsigned_tail: 0,
+  key_source: 'vault',
 };
 
 describe('when a verify started from this window runs for a while', () => {

@@ -155,6 +155,7 @@ describe('the vault and credentials slices', () => {
         checkpoints: 0,
         last_checkpoint_size: 0,
         unsigned_tail: 0,
+        key_source: 'vault',
       },
     });
     await first;

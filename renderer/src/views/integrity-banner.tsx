@@ -6,9 +6,10 @@ import { usePolling } from './use-polling.js';
 export const integrityRefreshMs = 5_000;
 
 /**
- * The journal's integrity as the last `audit verify` found it (broker/audit, over ciphertext, no
- * key): green with its counts and time, red with the first bad append position, or "not verified
- * yet". "Verify now" runs it again over the live journal file, read-only.
+ * The journal's integrity as the last `audit verify` found it (broker/audit, over ciphertext): green with its counts
+ * and time when the signatures were checked under the vault's key, amber "signing key not checked" when the vault was
+ * locked, red with the first bad append position, or "not verified yet". "Verify now" runs it again over the live
+ * journal file, read-only.
  */
 export function IntegrityBanner() {
   const view = useAppStore((state) => state.integrityView);
