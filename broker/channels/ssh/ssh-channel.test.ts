@@ -306,6 +306,29 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(gate.timeline.at(-1)).toBe('commitHeld');
   });
 
+  it('a cancel while DISPATCH_STARTED is being made durable: the exec request is never written, the report says so', async () => {
+    const s = await server('exit_0');
+    const cancel = new AbortController();
+    const gate = new RecordingGate(async () => {
+      cancel.abort();
+      await serverRoundTrip(s.port);
+    });
+    const report = await channel(gate).perform(request(s.port, pinned(s), { cancel: cancel.signal }));
+    await serverRoundTrip(s.port);
+    expect(events(s)).toEqual(['session_opened']);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: false,
+      requestComplete: false,
+      caller: 'cancelled',
+      channelClosed: false,
+      transportBroken: false,
+    });
+    expect(report.stages).not.toContain('exec_requested');
+    expect(report.execAtMs).toBeUndefined();
+  });
+
   it('a DISPATCH_STARTED that cannot be made durable sends nothing: the open channel is dropped unused', async () => {
     const s = await server('exit_0');
     const gate = new RecordingGate(() => Promise.resolve(), true);

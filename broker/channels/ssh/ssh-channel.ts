@@ -244,6 +244,12 @@ class SshRun {
       return this.notDispatched({ journalFailed });
     }
     this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
+    // The operation deadline or the caller's cancel may have fired while DISPATCH_STARTED was being made durable: the
+    // exec request is then never written. The row is durable, so the outcome stays unknown (never not_attempted), but
+    // the report says truthfully that nothing was handed to the transport.
+    const stoppedDuringBoundary = this.callerStopped();
+    if (stoppedDuringBoundary !== undefined)
+      return this.dispatchedReport({ ...nothingSeen(), callerEvent: stoppedDuringBoundary }, false);
     this.execAtMs = this.clock.nowMs();
     send();
     this.stages.push('exec_requested');
@@ -473,7 +479,14 @@ class SshRun {
 
   /** After the exec request: reply, output, exit, EOF, close — each wait bounded. */
   private async exchange(execDone: Promise<ExecAnswer>): Promise<SshChannelReport> {
-    const seen = await this.observeExec(execDone);
+    return this.dispatchedReport(await this.observeExec(execDone), true);
+  }
+
+  /**
+   * The report once DISPATCH_STARTED is durable: `sent` says whether the exec request was written. Its observations
+   * are committed (or handed over held) here.
+   */
+  private async dispatchedReport(seen: ExecSeen, sent: boolean): Promise<SshChannelReport> {
     const { execReply, exitStatus, exitSignal, eof, channelClosed, transportBroken, callerEvent } = seen;
     if (exitStatus !== undefined) this.stages.push('exit_status');
     if (exitSignal !== undefined) this.stages.push('exit_signal');
@@ -505,8 +518,8 @@ class SshRun {
       attempts: this.attempts,
       stages: this.stages,
       dispatchStarted: true,
-      handedToTransport: true,
-      requestComplete: true,
+      handedToTransport: sent,
+      requestComplete: sent,
       ...(execReply === undefined ? {} : { execReply }),
       ...(exitStatus === undefined ? {} : { exitStatus }),
       ...(exitSignal === undefined ? {} : { exitSignal }),
@@ -537,12 +550,7 @@ class SshRun {
       if (caller.aborted) resolve('caller');
       caller.addEventListener('abort', () => resolve('caller'), { once: true });
     });
-    const nothing: ExecSeen = {
-      eof: false,
-      channelClosed: false,
-      transportBroken: false,
-      output: new OutputCollector(0),
-    };
+    const nothing = nothingSeen();
     const replyTimeout = delay(this.limits.execReplyTimeoutMs, 'reply_timeout' as const);
     const first = await Promise.race([execDone, callerStop, replyTimeout.promise]);
     replyTimeout.cancel();
@@ -628,6 +636,12 @@ class SshRun {
     return watch;
   }
 
+  /** The caller cancelled or the operation deadline fired (cancel first), else undefined. */
+  private callerStopped(): 'deadline' | 'cancelled' | undefined {
+    if (this.request.cancel?.aborted === true) return 'cancelled';
+    return this.operationDeadline.signal.aborted ? 'deadline' : undefined;
+  }
+
   private callerReason(): 'deadline' | 'cancelled' {
     return this.request.cancel?.aborted === true ? 'cancelled' : 'deadline';
   }
@@ -690,6 +704,11 @@ interface ExecSeen {
   transportBroken: boolean;
   callerEvent?: 'deadline' | 'cancelled';
   output: OutputCollector;
+}
+
+/** Nothing seen back (yet): no reply, no output, no close. */
+function nothingSeen(): ExecSeen {
+  return { eof: false, channelClosed: false, transportBroken: false, output: new OutputCollector(0) };
 }
 
 interface StreamWatch {
