@@ -273,7 +273,7 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
     expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
   });
 
-  it('a host that refuses TCP: CONNECT_REFUSED at tcp_connect', async (ctx) => {
+  it('a host that refuses TCP: CONNECT_REFUSED at tcp_connect, retry backoff (the port may open again)', async (ctx) => {
     need(ctx);
     const { envelope } = await h.run(
       sshHostsConfig([{ port: await freePort(), user: 'x', credential: 'lab-key', hostKey: 'accept_new' }]),
@@ -283,6 +283,7 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
       code: 'CONNECT_REFUSED',
       phase: 'connection_setup',
       outcome: 'not_attempted',
+      retry: 'backoff',
     });
     expect(envelope.evidence.attempts).toEqual([
       { n: 1, stage: 'tcp_connect', outcome: 'not_attempted', code: 'CONNECT_REFUSED' },

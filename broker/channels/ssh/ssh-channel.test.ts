@@ -10,6 +10,7 @@ import { createMemoryVault, type MemoryVault } from '../../testing/memory-vault.
 import { MisbehavingSshServer, type SshBehavior } from '../../testing/misbehaving-ssh-server.js';
 import { createTempDir, type TempDir } from '../../testing/temp-dir.js';
 import { freePort, generateKey } from '../../testing/test-sshd.js';
+import { tcpSetupFailure } from './ssh-channel.js';
 import { SshChannel, type HostKeyPolicy, type SshChannelReport, type SshLimits, type SshWireRequest } from './index.js';
 
 type Connection = Parameters<DispatchGate['beginDispatch']>[2];
@@ -156,6 +157,16 @@ describe('when setup fails before the session channel exists', () => {
     ]);
   });
 
+  it.each([
+    ['ECONNREFUSED', 'connect_refused'],
+    ['ECONNRESET', 'connect_refused'],
+    ['ETIMEDOUT', 'connect_timeout'],
+    ['ENETUNREACH', 'network_unreachable'],
+    ['EHOSTUNREACH', 'network_unreachable'],
+  ] as const)('a TCP connect failing with %s is %s, as the HTTP channel maps it', (code, failure) => {
+    expect(tcpSetupFailure(code)).toBe(failure);
+  });
+
   it('a host key that is not the pinned one stops at host_key_verified, before auth and any session', async () => {
     const s = await server('exit_0');
     const gate = new RecordingGate();
@@ -205,7 +216,7 @@ describe('when setup fails before the session channel exists', () => {
     const gate = new RecordingGate();
     const report = await channel(gate).perform(request(s.port, pinned(s)));
     expectNotDispatched(report, gate);
-    expect(report.setup).toMatchObject({ failure: 'ssh_channel', stage: 'session_channel' });
+    expect(report.setup).toMatchObject({ failure: 'ssh_channel_refused', stage: 'session_channel' });
     expect(events(s)).toEqual(['session_refused']);
   });
 });

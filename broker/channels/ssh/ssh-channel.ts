@@ -285,13 +285,7 @@ class SshRun {
       socket.once('connect', () => resolve(socket));
       socket.once('error', (error) => {
         const code = errnoCode(error);
-        const failure: SetupFailure =
-          code === 'ECONNREFUSED'
-            ? 'connect_refused'
-            : code === 'ENETUNREACH' || code === 'EHOSTUNREACH'
-              ? 'network_unreachable'
-              : 'connect_timeout';
-        reject(new SshSetupFailed(failure, 'tcp_connect', code));
+        reject(new SshSetupFailed(tcpSetupFailure(code), 'tcp_connect', code));
       });
     });
     return bounded(connected, this.limits.connectTimeoutMs, stop, 'tcp_connect');
@@ -434,7 +428,7 @@ class SshRun {
     try {
       deferred = installDeferredExec(client);
     } catch {
-      throw new SshSetupFailed('ssh_channel', 'session_channel', 'ssh2_seam_unavailable');
+      throw new SshSetupFailed('ssh_channel_refused', 'session_channel', 'ssh2_seam_unavailable');
     }
     let openFailed: (error: SshSetupFailed) => void = () => undefined;
     const failedOpen = new Promise<never>((_resolve, reject) => {
@@ -458,7 +452,7 @@ class SshRun {
         // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After, ssh2 gives the same error for the server's
         // CHANNEL_FAILURE (a refusal: nothing ran), for a CHANNEL_CLOSE before any reply and for a lost connection
         // (the command may have run): only a CHANNEL_FAILURE seen by the seam, in this very call, is a refusal.
-        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'open_refused'));
+        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel_refused', 'session_channel', 'open_refused'));
         else if (deferred.answeringChannelFailure()) resolve({ kind: 'refused' });
         else if (!this.closed) resolve({ kind: 'channel_closed' });
         else resolve({ kind: 'closed' });
@@ -808,6 +802,13 @@ function delay<T>(ms: number, value: T): { promise: Promise<T>; cancel: () => vo
     timer = setTimeout(() => resolve(value), ms);
   });
   return { promise, cancel: () => clearTimeout(timer) };
+}
+
+/** A failed TCP connect by its errno code, as the HTTP channel maps it (a reset is refused, not a timeout). */
+export function tcpSetupFailure(code: string): SetupFailure {
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return 'connect_refused';
+  if (code === 'ETIMEDOUT') return 'connect_timeout';
+  return 'network_unreachable';
 }
 
 function errnoCode(error: unknown): string {
