@@ -254,6 +254,9 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
     e.operationDeadline !== true &&
     (ssh?.channelClosed === true || e.transportBroken === true)
   ) {
+    // DISPATCH_STARTED is durable, so never not_attempted; the basis says the exec request was never written.
+    if (!e.handedToTransport)
+      return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'channel_ended_after_dispatch_started_exec_not_sent');
     return unknown(e, 'REMOTE_RESULT_INCOMPLETE', 'no_exit_status_or_remote_process_identity');
   }
   return noResultAfterDispatch(e);

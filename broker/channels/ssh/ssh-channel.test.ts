@@ -4,6 +4,7 @@ import { connect, createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
+import { classifyOutcome, sshReportEvidence } from '../../core/index.js';
 import { sshExitObservations } from '../../testing/action-paths.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { createMemoryVault, type MemoryVault } from '../../testing/memory-vault.js';
@@ -350,6 +351,40 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
     expect(events(s)).toEqual(['session_opened']);
   });
+});
+
+describe('when the session channel ends while DISPATCH_STARTED is being made durable', () => {
+  it.for([
+    ['closes the channel (CHANNEL_CLOSE)', 'channel_close', 'channel_closed'],
+    ['sends a CHANNEL_FAILURE no request asked for', 'channel_failure', 'channel_failure_sent'],
+  ] as const)(
+    'the server %s: the exec request is never written, and the outcome is unknown (the row is durable)',
+    async ([, how, seen]) => {
+      const s = await server('end_session_when_told');
+      const gate = new RecordingGate(() => s.endSession(how));
+      const report = await channel(gate).perform(request(s.port, pinned(s)));
+      await serverRoundTrip(s.port);
+      expect(events(s)).toEqual(['session_opened', seen]);
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CHANNEL_CLOSED']);
+      expect(report).toMatchObject({
+        dispatchStarted: true,
+        handedToTransport: false,
+        requestComplete: false,
+        channelClosed: true,
+        transportBroken: false,
+        outputComplete: false,
+      });
+      expect(report.execReply).toBeUndefined();
+      expect(report.stages).not.toContain('exec_requested');
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        retry: 'reconcile',
+        outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
+      });
+    },
+  );
 });
 
 describe('after dispatch the report says what came back, and nothing more', () => {

@@ -182,6 +182,9 @@ class SshRun {
   /** accept_new: known_hosts.json could not be trusted, so no key was (why, as a fixed word). */
   private knownHostsRefused: KnownHostsRefusal | undefined;
   private readonly operationDeadline = new AbortController();
+  /** The session channel or the connection ended while the exec request was still held back. */
+  private endedBeforeExec: 'channel_closed' | 'connection_closed' | undefined;
+  private execSent = false;
 
   constructor(
     private readonly request: SshWireRequest,
@@ -230,6 +233,12 @@ class SshRun {
       return this.setupFailed(error);
     }
     if (stop.aborted) return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
+    // The server closed the channel (or sent a CHANNEL_FAILURE no request of ours asked for), or the connection ended,
+    // before anything was durable: a session channel that did not stay open is a setup failure, nothing was sent.
+    if (this.endedBeforeExec !== undefined)
+      return this.setupFailed(
+        new SshSetupFailed('ssh_channel', 'session_channel', `${this.endedBeforeExec}_before_exec`),
+      );
     try {
       // THE BOUNDARY: the exec request is written only after DISPATCH_STARTED is durable.
       await this.gate.beginDispatch(this.request.actionId, 1, {
@@ -247,10 +256,21 @@ class SshRun {
     // The operation deadline or the caller's cancel may have fired while DISPATCH_STARTED was being made durable: the
     // exec request is then never written. The row is durable, so the outcome stays unknown (never not_attempted), but
     // the report says truthfully that nothing was handed to the transport.
+    // Likewise when the channel or the connection ended meanwhile: an exec request on a closed channel is never
+    // written, the end is recorded as seen, and the outcome stays unknown.
     const stoppedDuringBoundary = this.callerStopped();
-    if (stoppedDuringBoundary !== undefined)
-      return this.dispatchedReport({ ...nothingSeen(), callerEvent: stoppedDuringBoundary }, false);
+    const ended = this.endedBeforeExec;
+    if (stoppedDuringBoundary !== undefined || ended !== undefined) {
+      const seen: ExecSeen = {
+        ...nothingSeen(),
+        channelClosed: ended === 'channel_closed',
+        transportBroken: ended === 'connection_closed',
+        ...(stoppedDuringBoundary === undefined ? {} : { callerEvent: stoppedDuringBoundary }),
+      };
+      return this.dispatchedReport(seen, false);
+    }
     this.execAtMs = this.clock.nowMs();
+    this.execSent = true;
     send();
     this.stages.push('exec_requested');
     this.record({
@@ -436,7 +456,13 @@ class SshRun {
     });
     failedOpen.catch(() => undefined);
     let channelIsOpen = false;
-    const execDone = new Promise<ExecAnswer>((resolve) => {
+    const execDone = new Promise<ExecAnswer>((settle) => {
+      const resolve = (answer: ExecAnswer): void => {
+        // Anything but a reply to the exec request (none can come before it is sent) ends the channel unused.
+        if (!this.execSent && this.endedBeforeExec === undefined)
+          this.endedBeforeExec = answer.kind === 'closed' ? 'connection_closed' : 'channel_closed';
+        settle(answer);
+      };
       client.on('close', () => {
         this.closed = true;
         if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
