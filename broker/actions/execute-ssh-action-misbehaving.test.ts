@@ -383,6 +383,7 @@ describe('when the connection fails during user auth, with no key refused', () =
         code: 'SSH_TRANSPORT_FAILED',
         phase: 'connection_setup',
         outcome: 'not_attempted',
+        retry: 'backoff',
       });
       expect(envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'connection_setup_failed_before_dispatch' });
       expect(envelope.evidence).toMatchObject({ dispatch_started: false, dispatch_evidence: 'never_started' });

@@ -11,6 +11,7 @@ import {
   type SshHostYaml,
 } from '../testing/ssh-action-harness.js';
 import { sshExitObservations } from '../testing/action-paths.js';
+import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { freePort, TestSshd } from '../testing/test-sshd.js';
 import { answerText } from '../agent/answer-text.js';
@@ -272,7 +273,7 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
     expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
   });
 
-  it('a host that refuses TCP: CONNECT_REFUSED at tcp_connect', async (ctx) => {
+  it('a host that refuses TCP: CONNECT_REFUSED at tcp_connect, retry backoff (the port may open again)', async (ctx) => {
     need(ctx);
     const { envelope } = await h.run(
       sshHostsConfig([{ port: await freePort(), user: 'x', credential: 'lab-key', hostKey: 'accept_new' }]),
@@ -282,6 +283,7 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
       code: 'CONNECT_REFUSED',
       phase: 'connection_setup',
       outcome: 'not_attempted',
+      retry: 'backoff',
     });
     expect(envelope.evidence.attempts).toEqual([
       { n: 1, stage: 'tcp_connect', outcome: 'not_attempted', code: 'CONNECT_REFUSED' },
@@ -595,6 +597,76 @@ describe('when the agent receives the output (the answer, and fetch_result from 
       expect(text).toContain('secrets redacted');
     }
   });
+});
+
+describe('when the deadline or a cancel fires while DISPATCH_STARTED is being made durable', () => {
+  const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it.for([
+    [
+      'the host entry’s timeout_ms passes',
+      'deadline',
+      'OPERATION_TIMEOUT',
+      'operation_deadline_after_dispatch_started',
+    ],
+    ['the caller cancels', 'cancel', 'CALLER_CANCELLED', 'cancellation_after_dispatch_started'],
+  ] as const)(
+    '%s: the exec request is never sent, and the record says unknown with nothing handed to the transport',
+    async ([, stop, code, basis], ctx) => {
+      const s = need(ctx);
+      const disk = new DiskSyncGate();
+      const held = await openSshActionHarness(
+        { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
+        { beforeSync: disk.beforeSync },
+      );
+      const journal = held.temp.journal;
+      // The real journal, its disk held from the moment DISPATCH_STARTED is asked for: beginDispatch stays pending.
+      const gate: DispatchGate = {
+        append: (event) => journal.append(event),
+        appendLater: (event) => journal.appendLater(event),
+        commitHeld: () => journal.commitHeld(),
+        beginDispatch: (actionId, attempt, connection) => {
+          disk.hold();
+          return journal.beginDispatch(actionId, attempt, connection);
+        },
+      };
+      held.channel = held.newChannel({}, gate);
+      const ran = join(s.dir.path, `ran-during-boundary-${stop}`);
+      const cancel = new AbortController();
+      try {
+        const config = sshHostsConfig([host(s, { extra: '    approval: none\n    timeout_ms: 2000' })]);
+        const run = held.run(config, { host: 'lab', command: `touch ${ran}` }, cancel.signal);
+        while (disk.waiting() === 0) await pause(5);
+        // The deadline started with the channel, before DISPATCH_STARTED was asked for: 2.1 s later it has fired.
+        if (stop === 'cancel') cancel.abort();
+        else await pause(2_100);
+        disk.release();
+        const { envelope } = await run;
+        expect(envelope.error).toMatchObject({
+          code,
+          phase: 'remote_execution',
+          outcome: 'unknown',
+          retry: 'reconcile',
+        });
+        expect(envelope).toMatchObject({ effect: 'unknown_effect', outcome_basis: basis });
+        expect(envelope.evidence).toMatchObject({
+          dispatch_started: true,
+          request_complete: false,
+          dispatch_evidence: 'started_locally',
+        });
+        const recorded = kinds(held.events(envelope.invocation_id));
+        expect(recorded).toContain('DISPATCH_STARTED');
+        expect(recorded).not.toContain('REQUEST_SENT');
+        expect(journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown' });
+        // Time for sshd to run a command it had been sent.
+        await pause(300);
+        expect(existsSync(ran)).toBe(false);
+      } finally {
+        disk.release();
+        await held.dispose();
+      }
+    },
+  );
 });
 
 describe('when searching for the private key everywhere the broker writes', () => {

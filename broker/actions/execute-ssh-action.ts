@@ -261,30 +261,47 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
         const message = 'the session recording could not be started, so the command was not run';
         return refuse(deps, b.actionId, b.fingerprint, { kind: 'recording_unavailable' }, message);
       }
-      // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
-      const authorized = startAuthorization(deps.journal, b.actionId, {
-        credential_id: info.id,
-        version_tag: info.version_tag,
-        injection_mode: 'ssh_publickey',
-        request_fingerprint: b.fingerprint,
-      });
-      const report = await deps.channel.perform({
-        actionId: b.actionId,
-        host: { name: b.host.name, host: b.host.host, port: b.host.port, user: b.host.user, hostKey: b.host.host_key },
-        privateKey: secret.privateKey,
-        command: b.command,
-        timeoutMs: b.timeoutMs,
-        outputBytesMax: b.host.output_bytes_max,
-        beforeDispatch: locked.signal,
-        ...(b.cancel === undefined ? {} : { cancel: b.cancel }),
-        // record() appends the settlement at once (settle.ts): the observations ride in its commit.
-        observationsRideWithSettlement: true,
-      });
-      // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
-      const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
-      if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
       const scrubber = secretScrubber(secretParts(secret));
-      return settle(deps.journal, b.actionId, report, sshAnswers(b, report), () => record(deps, b, report, scrubber));
+      const recording: RecordingSeal = { attempted: false };
+      let observed: SshChannelReport | undefined;
+      try {
+        // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
+        const authorized = startAuthorization(deps.journal, b.actionId, {
+          credential_id: info.id,
+          version_tag: info.version_tag,
+          injection_mode: 'ssh_publickey',
+          request_fingerprint: b.fingerprint,
+        });
+        const report = await deps.channel.perform({
+          actionId: b.actionId,
+          host: {
+            name: b.host.name,
+            host: b.host.host,
+            port: b.host.port,
+            user: b.host.user,
+            hostKey: b.host.host_key,
+          },
+          privateKey: secret.privateKey,
+          command: b.command,
+          timeoutMs: b.timeoutMs,
+          outputBytesMax: b.host.output_bytes_max,
+          beforeDispatch: locked.signal,
+          ...(b.cancel === undefined ? {} : { cancel: b.cancel }),
+          // record() appends the settlement at once (settle.ts): the observations ride in its commit.
+          observationsRideWithSettlement: true,
+        });
+        observed = report;
+        // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
+        const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
+        if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
+        return await settle(deps.journal, b.actionId, report, sshAnswers(b, report), () =>
+          record(deps, b, report, scrubber, recording),
+        );
+      } finally {
+        // A closure that won, a failed journal or a throw ends the action without its record: the recording is sealed
+        // all the same (what the command printed, or the mark that no exec request was sent), never left open.
+        if (!recording.attempted) sealRecording(deps, b, observed, scrubber, recording);
+      }
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'host');
@@ -315,9 +332,10 @@ async function record(
   b: Bound,
   observed: SshChannelReport,
   scrubber: SecretScrubber,
+  recording: RecordingSeal,
 ): Promise<SshActionResult> {
   // Everything below — recording, result rows, digest, envelope — sees only the scrubbed output.
-  const { report, redacted } = scrubAndRecord(deps, b, observed, scrubber);
+  const { report, redacted } = scrubAndRecord(deps, b, observed, scrubber, recording);
   const evidence = sshReportEvidence(report);
   const classification = classifyOutcome(evidence);
   // Caller events are recorded as caller events: they never decide the remote effect.
@@ -422,11 +440,48 @@ function scrubAndRecord(
   b: Bound,
   observed: SshChannelReport,
   scrubber: SecretScrubber,
+  recording: RecordingSeal,
 ): { report: SshChannelReport; redacted: boolean } {
   const scrubbed = scrubbedOutput(observed.output, scrubber);
   const report: SshChannelReport = { ...observed, output: scrubbed.output };
+  recording.attempted = true;
   finishRecording(deps, b, report, scrubbed.redacted);
   return { report, redacted: scrubbed.redacted.stdout || scrubbed.redacted.stderr };
+}
+
+/** Whether this action's recording was sealed (or its sealing failed and was logged): once only. */
+interface RecordingSeal {
+  attempted: boolean;
+}
+
+/**
+ * Seals the recording of an action that ended without its record: from the scrubbed output the channel reported, or,
+ * when the channel never reported (it threw), with no output. Either way a recording never stays open for a command
+ * that was never sent; buildCast marks one whose exec request was not sent.
+ */
+function sealRecording(
+  deps: SshActionDeps,
+  b: Bound,
+  observed: SshChannelReport | undefined,
+  scrubber: SecretScrubber,
+  recording: RecordingSeal,
+): void {
+  recording.attempted = true;
+  if (observed !== undefined) {
+    const scrubbed = scrubbedOutput(observed.output, scrubber);
+    finishRecording(deps, b, { ...observed, output: scrubbed.output }, scrubbed.redacted);
+    return;
+  }
+  const none: SshChannelReport['output'] = {
+    stdout: Buffer.alloc(0),
+    stderr: Buffer.alloc(0),
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    truncated: false,
+    digest: '',
+    marks: [],
+  };
+  finishRecording(deps, b, { output: none, execAtMs: undefined }, { stdout: false, stderr: false });
 }
 
 /** The open recording row, written before the exec request; false when the store refused it (logged, no detail). */
@@ -447,7 +502,7 @@ function startRecording(deps: SshActionDeps, actionId: string): boolean {
 function finishRecording(
   deps: SshActionDeps,
   b: Bound,
-  report: SshChannelReport,
+  report: Pick<SshChannelReport, 'output' | 'execAtMs'>,
   redacted: RecordingInput['redacted'],
 ): void {
   const o = report.output;

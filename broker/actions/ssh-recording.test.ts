@@ -11,6 +11,8 @@ import {
   type SshHostYaml,
 } from '../testing/ssh-action-harness.js';
 import { TestSshd } from '../testing/test-sshd.js';
+import { DiskSyncGate } from '../testing/disk-sync-gate.js';
+import type { DispatchGate } from '../ports/index.js';
 import { buildCast } from './ssh-recording.js';
 
 const unavailable = TestSshd.unavailableReason();
@@ -152,6 +154,40 @@ describe('when the recording store refuses the open row before exec', () => {
     const again = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: `touch '${marker}'` });
     expect(again.envelope.effect).toBe('succeeded');
     expect(existsSync(marker)).toBe(true);
+  });
+});
+
+describe('when the journal fails at the dispatch boundary, so the exec request is never sent', () => {
+  it('the recording is sealed with the mark that nothing was sent, never left open (RECORDING_INCOMPLETE)', async (ctx) => {
+    const s = need(ctx);
+    const disk = new DiskSyncGate();
+    const failing = await openSshActionHarness(
+      { 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } },
+      { beforeSync: disk.beforeSync },
+    );
+    const journal = failing.temp.journal;
+    // The real journal; its disk fails the sync that would make DISPATCH_STARTED durable.
+    const gate: DispatchGate = {
+      append: (event) => journal.append(event),
+      appendLater: (event) => journal.appendLater(event),
+      commitHeld: () => journal.commitHeld(),
+      beginDispatch: (actionId, attempt, connection) => {
+        disk.fail();
+        return journal.beginDispatch(actionId, attempt, connection);
+      },
+    };
+    failing.channel = failing.newChannel({}, gate);
+    const marker = join(failing.temp.dir.path, 'ran-without-boundary');
+    try {
+      const { envelope } = await failing.run(sshHostsConfig([host(s)]), { host: 'lab', command: `touch '${marker}'` });
+      expect(envelope.error).toMatchObject({ code: 'JOURNAL_UNAVAILABLE', outcome: 'unknown' });
+      expect(existsSync(marker)).toBe(false);
+      const recording = failing.results.recordings.read(envelope.invocation_id);
+      const { events } = parseCast(recording.cast);
+      expect(events).toEqual([[0, 'm', 'postern: the exec request was never sent']]);
+    } finally {
+      await failing.dispose();
+    }
   });
 });
 

@@ -69,6 +69,7 @@ function castEvents(input: RecordingInput): CastEvent[] {
     const rest = streams[s].decoder.write(streams[s].bytes.subarray(offsets[s])) + streams[s].decoder.end();
     if (rest.length > 0) events.push([lastSeconds, streams[s].code, rest]);
   }
+  if (input.execAtMs === undefined) events.push([0, 'm', 'postern: the exec request was never sent']);
   if (input.truncated) {
     const kept = input.stdout.length + input.stderr.length;
     const label = `postern: output truncated: ${input.receivedBytes} bytes received, the first ${kept} kept (output_bytes_max)`;

@@ -26,13 +26,14 @@ export function classifyOutcome(e: OutcomeEvidence): Classification {
 function beforeDispatch(e: OutcomeEvidence): Classification {
   if (e.gate !== undefined) return gateClassification(e.gate);
   if (e.setup !== undefined) {
-    const { failure, attempts, attemptsMax, retryAfterMs } = e.setup;
+    const { failure, attempts, attemptsMax, retryAfterMs, noInternalRetry } = e.setup;
     const transient = transientSetupFailures.has(failure);
     const waitable = transient && retryAfterMs !== undefined;
+    const againLater = attempts < attemptsMax || noInternalRetry === true;
     return {
       phase: 'connection_setup',
       outcome: 'not_attempted',
-      retry: (transient && attempts < attemptsMax) || waitable ? 'backoff' : 'after_correction',
+      retry: (transient && againLater) || waitable ? 'backoff' : 'after_correction',
       code: setupCodes[failure],
       effect: 'no_effect',
       outcome_basis: 'connection_setup_failed_before_dispatch',
@@ -253,6 +254,9 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
     e.operationDeadline !== true &&
     (ssh?.channelClosed === true || e.transportBroken === true)
   ) {
+    // DISPATCH_STARTED is durable, so never not_attempted; the basis says the exec request was never written.
+    if (!e.handedToTransport)
+      return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'channel_ended_after_dispatch_started_exec_not_sent');
     return unknown(e, 'REMOTE_RESULT_INCOMPLETE', 'no_exit_status_or_remote_process_identity');
   }
   return noResultAfterDispatch(e);
@@ -406,6 +410,7 @@ const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
   ssh_known_hosts: 'SSH_KNOWN_HOSTS_UNTRUSTED',
   ssh_auth: 'SSH_AUTH_FAILED',
   ssh_channel: 'SSH_CHANNEL_FAILED',
+  ssh_channel_refused: 'SSH_CHANNEL_FAILED',
   mcp_spawn: 'MCP_SPAWN_FAILED',
   mcp_initialize: 'MCP_INITIALIZE_FAILED',
   mcp_authorization: 'MCP_AUTHORIZATION_REQUIRED',

@@ -38,6 +38,8 @@ export type SetupFailure =
   | 'ssh_known_hosts'
   | 'ssh_auth'
   | 'ssh_channel'
+  /** The server refused the session channel (CHANNEL_OPEN_FAILURE), or the broker cannot hold the exec back. */
+  | 'ssh_channel_refused'
   /** A stdio upstream MCP server's process could not be started (or is backing off after a crash). */
   | 'mcp_spawn'
   /** An upstream MCP server did not complete the MCP initialize handshake. */
@@ -59,7 +61,18 @@ export interface OutcomeEvidence {
    * A fresh connection failed during setup; `attempts` counts setup attempts made so far. `retryAfterMs`: the setup
    * was refused for a known while (an MCP child's crash backoff), so waiting that long is the way, not a correction.
    */
-  setup?: { failure: SetupFailure; stage: string; attempts: number; attemptsMax: number; retryAfterMs?: number };
+  setup?: {
+    failure: SetupFailure;
+    stage: string;
+    attempts: number;
+    attemptsMax: number;
+    retryAfterMs?: number;
+    /**
+     * The channel never retries setup itself (SSH: one connection per action), so attemptsMax is no budget that was
+     * spent: a transient failure is the caller's to retry after a backoff, like one with attempts left.
+     */
+    noInternalRetry?: boolean;
+  };
   /** DISPATCH_STARTED is durable for the latest attempt. */
   dispatchStarted: boolean;
   /** Whether the latest attempt used a fresh or a reused (pooled) connection. */

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { OutcomeEvidence } from './outcome-evidence.js';
+import type { ErrorCode, RetryDisposition } from '../contract/index.js';
+import { classifyOutcome } from './classify-outcome.js';
+import type { OutcomeEvidence, SetupFailure } from './outcome-evidence.js';
 import {
   httpReportEvidence,
   mcpReportEvidence,
@@ -194,7 +196,11 @@ const sshSentEvidence: OutcomeEvidence = {
 const sshSetup = { failure: 'ssh_host_key', stage: 'host_key', attempts: 1, attemptsMax: 1 } as const;
 
 const sshRows: Array<[when: string, report: SshReportFacts, expected: OutcomeEvidence]> = [
-  ['setup failed (host key)', { ...sshNothingSent, setup: sshSetup }, { ...sshBase, setup: sshSetup }],
+  [
+    'setup failed (host key): the channel never retries setup itself',
+    { ...sshNothingSent, setup: sshSetup },
+    { ...sshBase, setup: { ...sshSetup, noInternalRetry: true } },
+  ],
   [
     'the vault locked before dispatch',
     { ...sshNothingSent, stoppedBeforeDispatch: 'signal' },
@@ -250,6 +256,35 @@ const sshRows: Array<[when: string, report: SshReportFacts, expected: OutcomeEvi
 describe('sshReportEvidence: one row per report shape', () => {
   it.each(sshRows)('%s', (_when, report, expected) => {
     expect(sshReportEvidence(report)).toStrictEqual(expected);
+  });
+});
+
+/** Every setup failure the SSH channel reports, at its stage: what the agent is told to do about it. */
+const sshSetupRetries: Array<[failure: SetupFailure, stage: string, code: ErrorCode, retry: RetryDisposition]> = [
+  ['dns_temporary', 'dns', 'DNS_FAILED', 'backoff'],
+  ['dns_not_found', 'dns', 'DNS_FAILED', 'after_correction'],
+  ['connect_refused', 'tcp_connect', 'CONNECT_REFUSED', 'backoff'],
+  ['connect_timeout', 'tcp_connect', 'CONNECT_TIMEOUT', 'backoff'],
+  ['network_unreachable', 'tcp_connect', 'NETWORK_UNREACHABLE', 'backoff'],
+  ['ssh_transport', 'ssh_transport', 'SSH_TRANSPORT_FAILED', 'backoff'],
+  ['ssh_transport', 'user_auth', 'SSH_TRANSPORT_FAILED', 'backoff'],
+  ['ssh_channel', 'session_channel', 'SSH_CHANNEL_FAILED', 'backoff'],
+  ['ssh_channel_refused', 'session_channel', 'SSH_CHANNEL_FAILED', 'after_correction'],
+  ['ssh_host_key', 'host_key_verified', 'SSH_HOST_KEY_REJECTED', 'after_correction'],
+  ['ssh_known_hosts', 'host_key_verified', 'SSH_KNOWN_HOSTS_UNTRUSTED', 'after_correction'],
+  ['ssh_auth', 'user_auth', 'SSH_AUTH_FAILED', 'after_correction'],
+];
+
+describe('an SSH setup failure (one attempt, never retried by the channel): a transient one says backoff', () => {
+  it.each(sshSetupRetries)('%s at %s: %s, retry %s', (failure, stage, code, retry) => {
+    const setup = { failure, stage, attempts: 1, attemptsMax: 1 };
+    expect(classifyOutcome(sshReportEvidence({ ...sshNothingSent, setup }))).toMatchObject({
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      effect: 'no_effect',
+      code,
+      retry,
+    });
   });
 });
 

@@ -102,7 +102,9 @@ export interface SshReportFacts {
 
 /**
  * What the SSH channel observed, as the evidence classifyOutcome reads. A command is never assumed idempotent (no
- * declared command contract yet) and every attempt is on a fresh connection (no pooling).
+ * declared command contract yet) and every attempt is on a fresh connection (no pooling) that the channel never
+ * retries itself: a transient setup failure (refused, reset or timed-out TCP, a failed handshake) is the caller's to
+ * retry after a backoff, as the HTTP channel's is while it has attempts left.
  */
 export function sshReportEvidence(report: SshReportFacts): OutcomeEvidence {
   const stopped = report.stoppedBeforeDispatch;
@@ -117,7 +119,7 @@ export function sshReportEvidence(report: SshReportFacts): OutcomeEvidence {
     requestComplete: report.requestComplete,
     transportBroken: report.transportBroken,
     idempotent: false,
-    ...(report.setup === undefined ? {} : { setup: report.setup }),
+    ...(report.setup === undefined ? {} : { setup: { ...report.setup, noInternalRetry: true } }),
     ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
     ...(caller === undefined ? {} : { caller }),
     ...(operationDeadline ? { operationDeadline } : {}),

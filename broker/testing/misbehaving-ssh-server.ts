@@ -33,7 +33,12 @@ export type SshBehavior =
   /** Accepts exec, writes stdout, then reports exit-signal KILL (no exit-status) and closes the channel. */
   | 'exit_signal_kill'
   /** Accepts exec, writes stdout then stderr, exit-status 3, closes the channel. */
-  | 'stdout_stderr_exit_3';
+  | 'stdout_stderr_exit_3'
+  /**
+   * Opens the session and waits for the test to end it with endSession() before any exec request; an exec request
+   * that arrives anyway is logged and answered as exit_0.
+   */
+  | 'end_session_when_told';
 
 export interface SshServerLogEntry {
   readonly event:
@@ -47,6 +52,7 @@ export interface SshServerLogEntry {
     | 'exit_signal_sent'
     | 'exit_status_sent'
     | 'channel_closed'
+    | 'channel_failure_sent'
     | 'socket_ended'
     | 'auth_unanswered'
     | 'socket_destroyed';
@@ -72,6 +78,8 @@ export class MisbehavingSshServer {
   private readonly db: Database.Database | undefined;
   /** DISPATCH_STARTED rows already in the journal when the server started (earlier tests' actions). */
   private readonly dispatchRowsAtStart: number;
+  /** The last session opened, with its connection (for endSession). */
+  private opened: { client: ssh2.Connection; session: ssh2.Session } | undefined;
   port = 0;
 
   private constructor(
@@ -136,6 +144,7 @@ export class MisbehavingSshServer {
           return;
         }
         const session = accept();
+        this.opened = { client, session };
         this.note({ event: 'session_opened' });
         session.on('exec', (acceptExec, rejectExec, info) => {
           this.note({ event: 'exec_received', command: info.command, dispatchRowsVisible: this.dispatchRows() });
@@ -165,6 +174,7 @@ export class MisbehavingSshServer {
     };
     switch (this.behavior) {
       case 'exit_0':
+      case 'end_session_when_told':
         write('hello\n');
         channel.exit(0);
         this.note({ event: 'exit_status_sent', exitStatus: 0 });
@@ -217,6 +227,43 @@ export class MisbehavingSshServer {
     const info = (session as unknown as { _chanInfo: { outgoing: { id: number } } })._chanInfo;
     protocol.channelClose(info.outgoing.id);
     this.note({ event: 'channel_closed' });
+  }
+
+  /**
+   * Ends the open session before any exec request: CHANNEL_CLOSE, or a CHANNEL_FAILURE that no request asked for
+   * (the channel stays open, so an exec request sent anyway still arrives and is logged). Resolves once the client
+   * answered a keepalive sent right after it, so the client has read the end. ssh2's Server has no public call for
+   * either, so this uses ssh2 1.17's `_protocol` (as closeUnanswered does); test code only.
+   */
+  endSession(how: 'channel_close' | 'channel_failure'): Promise<void> {
+    const opened = this.opened;
+    if (opened === undefined) throw new Error('no session is open');
+    const protocol = (
+      opened.client as unknown as {
+        _protocol: {
+          channelClose(recipient: number): void;
+          channelFailure(recipient: number): void;
+          ping(): void;
+          _handlers: Record<string, unknown>;
+        };
+      }
+    )._protocol;
+    const recipient = (opened.session as unknown as { _chanInfo: { outgoing: { id: number } } })._chanInfo.outgoing.id;
+    const answered = new Promise<void>((resolve) => {
+      protocol._handlers.REQUEST_FAILURE = () => {
+        delete protocol._handlers.REQUEST_FAILURE;
+        resolve();
+      };
+    });
+    if (how === 'channel_close') {
+      protocol.channelClose(recipient);
+      this.note({ event: 'channel_closed' });
+    } else {
+      protocol.channelFailure(recipient);
+      this.note({ event: 'channel_failure_sent' });
+    }
+    protocol.ping();
+    return answered;
   }
 
   /** Destroys the raw socket once what was written has gone out (setImmediate after the write). */

@@ -36,7 +36,7 @@ export interface SshActionHarness {
  */
 export async function openSshActionHarness(
   keys: Readonly<Record<string, { privateKey: Buffer; bindings: string[] }>>,
-  journal: Pick<JournalOpenOptions, 'laterFlushMs'> = {},
+  journal: Pick<JournalOpenOptions, 'laterFlushMs' | 'beforeSync'> = {},
 ): Promise<SshActionHarness> {
   const temp = await openTempJournal(journal);
   const vaultDir = join(temp.dir.path, 'vault');

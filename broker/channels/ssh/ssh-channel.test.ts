@@ -4,12 +4,14 @@ import { connect, createServer, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
+import { classifyOutcome, sshReportEvidence } from '../../core/index.js';
 import { sshExitObservations } from '../../testing/action-paths.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { createMemoryVault, type MemoryVault } from '../../testing/memory-vault.js';
 import { MisbehavingSshServer, type SshBehavior } from '../../testing/misbehaving-ssh-server.js';
 import { createTempDir, type TempDir } from '../../testing/temp-dir.js';
 import { freePort, generateKey } from '../../testing/test-sshd.js';
+import { tcpSetupFailure } from './ssh-channel.js';
 import { SshChannel, type HostKeyPolicy, type SshChannelReport, type SshLimits, type SshWireRequest } from './index.js';
 
 type Connection = Parameters<DispatchGate['beginDispatch']>[2];
@@ -156,6 +158,16 @@ describe('when setup fails before the session channel exists', () => {
     ]);
   });
 
+  it.each([
+    ['ECONNREFUSED', 'connect_refused'],
+    ['ECONNRESET', 'connect_refused'],
+    ['ETIMEDOUT', 'connect_timeout'],
+    ['ENETUNREACH', 'network_unreachable'],
+    ['EHOSTUNREACH', 'network_unreachable'],
+  ] as const)('a TCP connect failing with %s is %s, as the HTTP channel maps it', (code, failure) => {
+    expect(tcpSetupFailure(code)).toBe(failure);
+  });
+
   it('a host key that is not the pinned one stops at host_key_verified, before auth and any session', async () => {
     const s = await server('exit_0');
     const gate = new RecordingGate();
@@ -205,7 +217,7 @@ describe('when setup fails before the session channel exists', () => {
     const gate = new RecordingGate();
     const report = await channel(gate).perform(request(s.port, pinned(s)));
     expectNotDispatched(report, gate);
-    expect(report.setup).toMatchObject({ failure: 'ssh_channel', stage: 'session_channel' });
+    expect(report.setup).toMatchObject({ failure: 'ssh_channel_refused', stage: 'session_channel' });
     expect(events(s)).toEqual(['session_refused']);
   });
 });
@@ -306,6 +318,29 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(gate.timeline.at(-1)).toBe('commitHeld');
   });
 
+  it('a cancel while DISPATCH_STARTED is being made durable: the exec request is never written, the report says so', async () => {
+    const s = await server('exit_0');
+    const cancel = new AbortController();
+    const gate = new RecordingGate(async () => {
+      cancel.abort();
+      await serverRoundTrip(s.port);
+    });
+    const report = await channel(gate).perform(request(s.port, pinned(s), { cancel: cancel.signal }));
+    await serverRoundTrip(s.port);
+    expect(events(s)).toEqual(['session_opened']);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: false,
+      requestComplete: false,
+      caller: 'cancelled',
+      channelClosed: false,
+      transportBroken: false,
+    });
+    expect(report.stages).not.toContain('exec_requested');
+    expect(report.execAtMs).toBeUndefined();
+  });
+
   it('a DISPATCH_STARTED that cannot be made durable sends nothing: the open channel is dropped unused', async () => {
     const s = await server('exit_0');
     const gate = new RecordingGate(() => Promise.resolve(), true);
@@ -316,6 +351,40 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
     expect(events(s)).toEqual(['session_opened']);
   });
+});
+
+describe('when the session channel ends while DISPATCH_STARTED is being made durable', () => {
+  it.for([
+    ['closes the channel (CHANNEL_CLOSE)', 'channel_close', 'channel_closed'],
+    ['sends a CHANNEL_FAILURE no request asked for', 'channel_failure', 'channel_failure_sent'],
+  ] as const)(
+    'the server %s: the exec request is never written, and the outcome is unknown (the row is durable)',
+    async ([, how, seen]) => {
+      const s = await server('end_session_when_told');
+      const gate = new RecordingGate(() => s.endSession(how));
+      const report = await channel(gate).perform(request(s.port, pinned(s)));
+      await serverRoundTrip(s.port);
+      expect(events(s)).toEqual(['session_opened', seen]);
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CHANNEL_CLOSED']);
+      expect(report).toMatchObject({
+        dispatchStarted: true,
+        handedToTransport: false,
+        requestComplete: false,
+        channelClosed: true,
+        transportBroken: false,
+        outputComplete: false,
+      });
+      expect(report.execReply).toBeUndefined();
+      expect(report.stages).not.toContain('exec_requested');
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        retry: 'reconcile',
+        outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
+      });
+    },
+  );
 });
 
 describe('after dispatch the report says what came back, and nothing more', () => {

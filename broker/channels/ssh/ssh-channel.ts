@@ -182,6 +182,9 @@ class SshRun {
   /** accept_new: known_hosts.json could not be trusted, so no key was (why, as a fixed word). */
   private knownHostsRefused: KnownHostsRefusal | undefined;
   private readonly operationDeadline = new AbortController();
+  /** The session channel or the connection ended while the exec request was still held back. */
+  private endedBeforeExec: 'channel_closed' | 'connection_closed' | undefined;
+  private execSent = false;
 
   constructor(
     private readonly request: SshWireRequest,
@@ -230,6 +233,12 @@ class SshRun {
       return this.setupFailed(error);
     }
     if (stop.aborted) return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
+    // The server closed the channel (or sent a CHANNEL_FAILURE no request of ours asked for), or the connection ended,
+    // before anything was durable: a session channel that did not stay open is a setup failure, nothing was sent.
+    if (this.endedBeforeExec !== undefined)
+      return this.setupFailed(
+        new SshSetupFailed('ssh_channel', 'session_channel', `${this.endedBeforeExec}_before_exec`),
+      );
     try {
       // THE BOUNDARY: the exec request is written only after DISPATCH_STARTED is durable.
       await this.gate.beginDispatch(this.request.actionId, 1, {
@@ -244,7 +253,24 @@ class SshRun {
       return this.notDispatched({ journalFailed });
     }
     this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
+    // The operation deadline or the caller's cancel may have fired while DISPATCH_STARTED was being made durable: the
+    // exec request is then never written. The row is durable, so the outcome stays unknown (never not_attempted), but
+    // the report says truthfully that nothing was handed to the transport.
+    // Likewise when the channel or the connection ended meanwhile: an exec request on a closed channel is never
+    // written, the end is recorded as seen, and the outcome stays unknown.
+    const stoppedDuringBoundary = this.callerStopped();
+    const ended = this.endedBeforeExec;
+    if (stoppedDuringBoundary !== undefined || ended !== undefined) {
+      const seen: ExecSeen = {
+        ...nothingSeen(),
+        channelClosed: ended === 'channel_closed',
+        transportBroken: ended === 'connection_closed',
+        ...(stoppedDuringBoundary === undefined ? {} : { callerEvent: stoppedDuringBoundary }),
+      };
+      return this.dispatchedReport(seen, false);
+    }
     this.execAtMs = this.clock.nowMs();
+    this.execSent = true;
     send();
     this.stages.push('exec_requested');
     this.record({
@@ -279,13 +305,7 @@ class SshRun {
       socket.once('connect', () => resolve(socket));
       socket.once('error', (error) => {
         const code = errnoCode(error);
-        const failure: SetupFailure =
-          code === 'ECONNREFUSED'
-            ? 'connect_refused'
-            : code === 'ENETUNREACH' || code === 'EHOSTUNREACH'
-              ? 'network_unreachable'
-              : 'connect_timeout';
-        reject(new SshSetupFailed(failure, 'tcp_connect', code));
+        reject(new SshSetupFailed(tcpSetupFailure(code), 'tcp_connect', code));
       });
     });
     return bounded(connected, this.limits.connectTimeoutMs, stop, 'tcp_connect');
@@ -428,7 +448,7 @@ class SshRun {
     try {
       deferred = installDeferredExec(client);
     } catch {
-      throw new SshSetupFailed('ssh_channel', 'session_channel', 'ssh2_seam_unavailable');
+      throw new SshSetupFailed('ssh_channel_refused', 'session_channel', 'ssh2_seam_unavailable');
     }
     let openFailed: (error: SshSetupFailed) => void = () => undefined;
     const failedOpen = new Promise<never>((_resolve, reject) => {
@@ -436,7 +456,13 @@ class SshRun {
     });
     failedOpen.catch(() => undefined);
     let channelIsOpen = false;
-    const execDone = new Promise<ExecAnswer>((resolve) => {
+    const execDone = new Promise<ExecAnswer>((settle) => {
+      const resolve = (answer: ExecAnswer): void => {
+        // Anything but a reply to the exec request (none can come before it is sent) ends the channel unused.
+        if (!this.execSent && this.endedBeforeExec === undefined)
+          this.endedBeforeExec = answer.kind === 'closed' ? 'connection_closed' : 'channel_closed';
+        settle(answer);
+      };
       client.on('close', () => {
         this.closed = true;
         if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
@@ -452,7 +478,7 @@ class SshRun {
         // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After, ssh2 gives the same error for the server's
         // CHANNEL_FAILURE (a refusal: nothing ran), for a CHANNEL_CLOSE before any reply and for a lost connection
         // (the command may have run): only a CHANNEL_FAILURE seen by the seam, in this very call, is a refusal.
-        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'open_refused'));
+        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel_refused', 'session_channel', 'open_refused'));
         else if (deferred.answeringChannelFailure()) resolve({ kind: 'refused' });
         else if (!this.closed) resolve({ kind: 'channel_closed' });
         else resolve({ kind: 'closed' });
@@ -473,7 +499,14 @@ class SshRun {
 
   /** After the exec request: reply, output, exit, EOF, close — each wait bounded. */
   private async exchange(execDone: Promise<ExecAnswer>): Promise<SshChannelReport> {
-    const seen = await this.observeExec(execDone);
+    return this.dispatchedReport(await this.observeExec(execDone), true);
+  }
+
+  /**
+   * The report once DISPATCH_STARTED is durable: `sent` says whether the exec request was written. Its observations
+   * are committed (or handed over held) here.
+   */
+  private async dispatchedReport(seen: ExecSeen, sent: boolean): Promise<SshChannelReport> {
     const { execReply, exitStatus, exitSignal, eof, channelClosed, transportBroken, callerEvent } = seen;
     if (exitStatus !== undefined) this.stages.push('exit_status');
     if (exitSignal !== undefined) this.stages.push('exit_signal');
@@ -505,8 +538,8 @@ class SshRun {
       attempts: this.attempts,
       stages: this.stages,
       dispatchStarted: true,
-      handedToTransport: true,
-      requestComplete: true,
+      handedToTransport: sent,
+      requestComplete: sent,
       ...(execReply === undefined ? {} : { execReply }),
       ...(exitStatus === undefined ? {} : { exitStatus }),
       ...(exitSignal === undefined ? {} : { exitSignal }),
@@ -537,12 +570,7 @@ class SshRun {
       if (caller.aborted) resolve('caller');
       caller.addEventListener('abort', () => resolve('caller'), { once: true });
     });
-    const nothing: ExecSeen = {
-      eof: false,
-      channelClosed: false,
-      transportBroken: false,
-      output: new OutputCollector(0),
-    };
+    const nothing = nothingSeen();
     const replyTimeout = delay(this.limits.execReplyTimeoutMs, 'reply_timeout' as const);
     const first = await Promise.race([execDone, callerStop, replyTimeout.promise]);
     replyTimeout.cancel();
@@ -628,6 +656,12 @@ class SshRun {
     return watch;
   }
 
+  /** The caller cancelled or the operation deadline fired (cancel first), else undefined. */
+  private callerStopped(): 'deadline' | 'cancelled' | undefined {
+    if (this.request.cancel?.aborted === true) return 'cancelled';
+    return this.operationDeadline.signal.aborted ? 'deadline' : undefined;
+  }
+
   private callerReason(): 'deadline' | 'cancelled' {
     return this.request.cancel?.aborted === true ? 'cancelled' : 'deadline';
   }
@@ -690,6 +724,11 @@ interface ExecSeen {
   transportBroken: boolean;
   callerEvent?: 'deadline' | 'cancelled';
   output: OutputCollector;
+}
+
+/** Nothing seen back (yet): no reply, no output, no close. */
+function nothingSeen(): ExecSeen {
+  return { eof: false, channelClosed: false, transportBroken: false, output: new OutputCollector(0) };
 }
 
 interface StreamWatch {
@@ -789,6 +828,13 @@ function delay<T>(ms: number, value: T): { promise: Promise<T>; cancel: () => vo
     timer = setTimeout(() => resolve(value), ms);
   });
   return { promise, cancel: () => clearTimeout(timer) };
+}
+
+/** A failed TCP connect by its errno code, as the HTTP channel maps it (a reset is refused, not a timeout). */
+export function tcpSetupFailure(code: string): SetupFailure {
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return 'connect_refused';
+  if (code === 'ETIMEDOUT') return 'connect_timeout';
+  return 'network_unreachable';
 }
 
 function errnoCode(error: unknown): string {
