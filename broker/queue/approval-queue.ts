@@ -288,10 +288,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   /**
-   * A person settles a dispatched action whose recorded outcome is unknown, with a written basis
-   * (OPERATOR_ATTESTED, source operator_attested; never not_attempted). Its lane then moves on: a
-   * settled head no longer blocks. Anything else (in flight, already settled, never dispatched) is
-   * DECISION_CONFLICT naming the state.
+   * A person settles an action whose recorded outcome is unknown, with a written basis
+   * (OPERATOR_ATTESTED, source operator_attested; never not_attempted): a dispatched one, or one a
+   * quarantined journal's recovery recorded unknown before dispatch. Its lane then moves on: a
+   * settled head no longer blocks. Anything else (in flight, already settled, closed before
+   * dispatch) is DECISION_CONFLICT naming the state.
    */
   async attest(
     actionId: string,
@@ -304,7 +305,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (state === undefined || !actionId.startsWith('act_'))
       throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
     const classification = attestClassification(outcome, effect);
-    if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
+    // A recorded unknown: dispatched, or recorded unknown before dispatch by a quarantined journal's recovery.
+    if (!state.recorded || state.outcome !== 'unknown') {
       throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'attest'), { field: 'action_id' });
     }
     const appended = await this.decide(state, 'attest', {
