@@ -235,6 +235,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The stored result passed its retention; it is never re-executed to recreate it.',
   },
+  RESULT_NOT_STORED: {
+    from: broker,
+    meaning:
+      "fetch_result found the action's outcome recorded but no stored result to hand over (a person's attestation or a reconciliation lookup settled it, so no response was recorded; or the stored one cannot be read); the envelope says what is known. The read sent nothing; the action is never re-executed.",
+  },
   // SSH session recordings (docs/ssh-channel.md)
   RECORDING_UNAVAILABLE: {
     from: broker,
