@@ -362,7 +362,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       action_id: sessionId,
       payload: { actor, reason: reason.slice(0, 2000) },
     });
-    await this.cancelSessionTickets(sessionId, actor, 'session revoked');
+    await this.cancelSessionTickets(sessionId, actor, 'session revoked', 'session_revoked');
     return appended;
   }
 
@@ -417,7 +417,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     // session_ended: its end is already recorded (the sweeper and the socket both saw the process go).
     if (!ended.ok) return;
     this.connected.delete(sessionId);
-    await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended');
+    await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended', 'session_ended');
   }
 
   /**
@@ -450,7 +450,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         kind: 'CANCELLED',
         action_id: state.action_id,
         payload: { actor: brokerActor('session'), reason: `session ${session.status}` },
-        classification: gateClassification('session_revoked'),
+        classification: gateClassification(session.status === 'ended' ? 'session_ended' : 'session_revoked'),
       });
       return;
     }
@@ -569,13 +569,19 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     }
   }
 
-  private async cancelSessionTickets(sessionId: string, actor: Actor, reason: string): Promise<void> {
+  /** `gate`: a person revoked the session (SESSION_REVOKED), or its process is gone (SESSION_ENDED: withdrawn). */
+  private async cancelSessionTickets(
+    sessionId: string,
+    actor: Actor,
+    reason: string,
+    gate: 'session_revoked' | 'session_ended',
+  ): Promise<void> {
     for (const s of this.openSessionTickets(sessionId)) {
       await this.tryAppend({
         kind: 'CANCELLED',
         action_id: s.action_id,
         payload: { actor, reason },
-        classification: gateClassification('session_revoked'),
+        classification: gateClassification(gate),
       });
       this.clearExpiry(s.action_id);
       this.pumpFor(s);
