@@ -434,7 +434,8 @@ describe('when an agent process is gone', () => {
     expect(await backend.sweep()).toBe(1);
     expect(f.h.temp.journal.getSession(sessionId)).toMatchObject({ status: 'ended', end_reason: 'process_exited' });
     const r = reply(await call);
-    expect(r.error).toMatchObject({ code: 'SESSION_REVOKED', outcome: 'not_attempted' });
+    // Nobody revoked it: the process is gone (SESSION_ENDED, counted as withdrawn in metrics).
+    expect(r.error).toMatchObject({ code: 'SESSION_ENDED', outcome: 'not_attempted' });
     expect(f.events(r.invocation_id as string).find((e) => e.kind === 'CANCELLED')?.payload).toMatchObject({
       reason: 'session ended',
     });

@@ -35,6 +35,7 @@ import {
   committedView,
   expiredEnvelope,
   handoffOf,
+  noStoredResultEnvelope,
   resultExpired,
   resultKeptUntilMs,
   storedAnswerParts,
@@ -458,10 +459,8 @@ function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
   // earlier attempt's answer handed over then would read as the outcome of an action whose outcome is not known.
   if (head === undefined || !resultIsCurrent(state)) {
     const queue = deps.queue.position(state.action_id);
-    return {
-      ...actionAnswer({ envelope: resultNotReady(state) ?? stateEnvelope(state), state, queue }),
-      isError: true,
-    };
+    const envelope = resultNotReady(state) ?? noStoredResultEnvelope(stateEnvelope(state), state);
+    return { ...actionAnswer({ envelope, state, queue }), isError: true };
   }
   const retention = deps.config.results.retention_seconds;
   if (resultExpired(head, retention, deps.clock.nowMs())) {
@@ -476,7 +475,10 @@ function fetchResult(deps: AgentBackendDeps, state: ActionState): ToolAnswer {
     };
   }
   const stored = deps.results.read(head.result_id);
-  if (stored === undefined) return { ...actionAnswer({ envelope: stateEnvelope(state), state }), isError: true };
+  if (stored === undefined) {
+    const envelope = noStoredResultEnvelope(stateEnvelope(state), state, true);
+    return { ...actionAnswer({ envelope, state }), isError: true };
+  }
   const view = committedView(state, () => deps.journal.subjectEvents(state.action_id));
   const handoff = handoffOf(state);
   return {

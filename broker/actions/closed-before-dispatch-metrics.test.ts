@@ -133,3 +133,40 @@ describe('when tickets are closed before dispatch by the caller and by people', 
     expect(m).toMatchObject({ open: 0, total: 6 });
   });
 });
+
+describe('when the session sweeper ends a session whose process is gone, with a ticket still waiting', () => {
+  it('the ticket counts as withdrawn (the caller went away), not as cancelled by a person or a revocation', async () => {
+    f = await openQueueFixture();
+    const gone = new Set<number>();
+    backend = await createAgentBackend({
+      journal: f.h.temp.journal,
+      results: f.h.results,
+      queue: f.queue,
+      config: f.config,
+      clock: f.h.temp.clock,
+      ids: createRandomIdSource(f.h.temp.clock),
+      vault: f.h.vault,
+      httpChannel: f.h.channel,
+      processAlive: (pid) => !gone.has(pid),
+      sweepMs: 3_600_000,
+      bootId: 'boot-metrics',
+    });
+    const sessionId = await approvedSession(803);
+    const waiting = await carded(sessionId, 7);
+
+    gone.add(803);
+    expect(await backend.sweep()).toBe(1);
+    await waiting.answer;
+
+    expect(f.h.temp.journal.getSession(sessionId)).toMatchObject({ status: 'ended' });
+    expect(f.events(waiting.actionId).find((e) => e.kind === 'CANCELLED')).toMatchObject({
+      payload: { actor: { kind: 'broker', id: 'session-sweeper' }, reason: 'session ended' },
+      classification: { outcome: 'not_attempted', code: 'SESSION_ENDED' },
+    });
+    expect(f.server.arrivals).toHaveLength(0);
+    const m = foldMetrics(f.h.temp.journal.outcomeCounts());
+    expect(m.decisions).toEqual([{ decision: 'withdrawn', count: 1 }]);
+    expect(m.by_code).toEqual([]);
+    expect(m).toMatchObject({ open: 0, total: 1 });
+  });
+});

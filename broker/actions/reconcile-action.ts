@@ -77,7 +77,9 @@ export async function reconcileAction(
   const state = deps.journal.getAction(actionId);
   if (state === undefined || !actionId.startsWith('act_'))
     throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
-  if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
+  // A recorded unknown, dispatched or not (a quarantined journal's recovery records one before dispatch): the remote
+  // is asked now, with the ids the record bound at admission, whatever the lost part of the journal said.
+  if (!state.recorded || state.outcome !== 'unknown') {
     throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'reconcile'), { field: 'action_id' });
   }
   if (leaseLive(state, deps.clock.nowMs())) {

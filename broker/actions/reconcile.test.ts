@@ -3,11 +3,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PosternConfig } from '../config/index.js';
+import type { NewEvent } from '../contract/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { person } from '../testing/queue-fixture.js';
 import { codedRefusal, waitForCards } from '../testing/queue-waits.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
+import { recoveryEvent } from '../journal/index.js';
+import { sha256Of } from '../testing/action-paths.js';
 import { executeHttpAction, type HttpActionResult } from './execute-http-action.js';
 import { reconcileAction, type ReconcileDeps } from './reconcile-action.js';
 
@@ -271,5 +274,79 @@ describe('when a person reconciles an unknown head by the route lookup', () => {
       message: expect.stringContaining('never dispatched'),
     });
     expect(target.arrivals.filter((x) => x.startsWith('GET'))).toEqual([]);
+  });
+});
+
+describe("when a person reconciles an action a quarantined journal's recovery left unknown before dispatch", () => {
+  /**
+   * What the journal holds after such a start: a keyed POST admitted (its key bound with PREFLIGHT_VALIDATED, before
+   * any byte could be sent), no DISPATCH_STARTED — the restored copy may have lost it — and recovery's own record.
+   */
+  async function quarantinedUnknown(key: string): Promise<string> {
+    const id = 'act_quarantined_0001';
+    const journal = h.temp.journal;
+    const admitted: NewEvent[] = [
+      {
+        kind: 'ACTION_ACCEPTED',
+        action_id: id,
+        session_id: 'ses_test',
+        lane: 'route:docs',
+        payload: {
+          channel: 'http',
+          target: 'route:docs POST /documents/7',
+          request_fingerprint: sha256Of(0xf1),
+          approval: 'none',
+          idempotent: false,
+        },
+      },
+      {
+        kind: 'PREFLIGHT_VALIDATED',
+        action_id: id,
+        payload: {
+          idempotency: {
+            route: 'docs',
+            scope: 'docs.account',
+            key,
+            fingerprint: sha256Of(0xf2),
+            expires_at_ms: h.temp.clock.nowMs() + 86_400_000,
+          },
+        },
+      },
+    ];
+    for (const event of admitted) await journal.append(event);
+    const state = journal.getAction(id);
+    const recovered = state === undefined ? undefined : recoveryEvent(state, h.temp.clock.nowMs(), 'quarantined');
+    if (recovered === undefined) throw new Error('recovery recorded nothing');
+    await journal.append(recovered);
+    expect(journal.getAction(id)).toMatchObject({
+      dispatch_seq: null,
+      outcome: 'unknown',
+      outcome_basis: 'broker_restart_journal_quarantined',
+    });
+    return id;
+  }
+
+  it('a 200 lookup by the key bound at admission settles it committed, and nothing is resent', async () => {
+    const s = await setUp([...contract, ...lookupGet]);
+    const id = await quarantinedUnknown('K-quarantined');
+    const result = await reconcileAction(s.deps, id, person);
+    expect(result).toMatchObject({ correlation: 'idempotency_token', outcome: 'committed', effect: 'succeeded' });
+    expect(target.arrivals).toEqual(['GET /api/operations/K-quarantined']);
+    expect(h.temp.journal.getAction(id)).toMatchObject({
+      dispatch_seq: null,
+      outcome: 'committed',
+      source: 'remote_query',
+      outcome_basis: 'remote_query_found',
+    });
+    expect(h.events(id).at(-1)).toMatchObject({ kind: 'RECONCILIATION_RESULT', payload: { actor: person } });
+  });
+
+  it('a 404 under the key within its retention settles it rejected with no effect', async () => {
+    const s = await setUp([...contract, ...lookupGet]);
+    const id = await quarantinedUnknown('K-absent');
+    target.lookupStatus = 404;
+    expect(await reconcileAction(s.deps, id, person)).toMatchObject({ outcome: 'rejected', effect: 'no_effect' });
+    expect(h.temp.journal.getAction(id)).toMatchObject({ outcome: 'rejected', code: 'REMOTE_REJECTED' });
+    expect(target.effects).toEqual([]);
   });
 });

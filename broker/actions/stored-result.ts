@@ -112,6 +112,37 @@ export function expiredEnvelope(envelope: Envelope, state: ActionState): Envelop
   };
 }
 
+/**
+ * fetch_result on an action whose outcome is recorded but that has no stored result to hand over, when its record
+ * carries no error of its own (a committed outcome settled by a person's attestation or a reconciliation lookup): a
+ * failure like any other, so it carries a code — RESULT_NOT_STORED, phase result_delivery, the recorded outcome,
+ * retry never — and a message saying what is known. A record with its own error (rejected, not_attempted, unknown)
+ * answers that error unchanged. `unreadable`: a stored result exists but its bytes could not be read.
+ */
+export function noStoredResultEnvelope(envelope: Envelope, state: ActionState, unreadable = false): Envelope {
+  if (envelope.error !== undefined) return envelope;
+  const outcome = state.outcome ?? 'unknown';
+  const settledBy =
+    state.source === 'operator_attested'
+      ? "a person's attestation"
+      : state.source === 'remote_query'
+        ? 'a reconciliation lookup'
+        : `evidence from ${state.source ?? 'an unknown source'}`;
+  const why = unreadable
+    ? 'its stored result could not be read'
+    : `it was settled by ${settledBy}, so no response was recorded to hand over`;
+  return {
+    ...envelope,
+    error: {
+      code: 'RESULT_NOT_STORED',
+      phase: 'result_delivery',
+      outcome,
+      retry: 'never',
+      message: `no stored result: the action is ${outcome} (effect ${state.effect ?? 'unknown'}, basis ${state.outcome_basis ?? 'none'}); ${why}. This read sent nothing, and the action is never run again to produce one`,
+    },
+  };
+}
+
 /** The handoff an answer carries when it hands over the action's committed result. */
 export function handoffOf(state: ActionState | undefined): ResultHandoff | undefined {
   return state === undefined || state.result_id === null

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createAgentBackend, type RunningAgentBackend } from '../actions/agent-backend.js';
 import { actionRecordedCapability, actionRecordedNotification, callWaitMsMax } from '../contract/index.js';
 import { createRandomIdSource, type ToolAnswer } from '../ports/index.js';
-import { openQueueFixture, type QueueFixture } from '../testing/queue-fixture.js';
+import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import {
   envelopeAnswer,
@@ -444,6 +444,65 @@ describe('when the real backend refuses reads and calls (no part of an answer is
     await f?.dispose();
     f = undefined;
     real = undefined;
+  });
+
+  it('fetch_result of an action a person settled by attestation is coded RESULT_NOT_STORED and says what is known', async () => {
+    // The remote applies the write and drops the connection: unknown, no stored result; then a person attests it.
+    f = await openQueueFixture({
+      agentsYaml: '  session_approval: observe',
+      server: { behave: () => 'apply_then_drop' },
+    });
+    real = await createAgentBackend({
+      journal: f.h.temp.journal,
+      results: f.h.results,
+      queue: f.queue,
+      config: f.config,
+      clock: f.h.temp.clock,
+      ids: createRandomIdSource(f.h.temp.clock),
+      vault: f.h.vault,
+      httpChannel: f.h.channel,
+      processAlive: () => true,
+      sweepMs: 3_600_000,
+      bootId: 'boot-answers',
+    });
+    socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
+    client = new Client({ name: 'answers-test', version: '1' });
+    await client.connect(new SocketClientTransport(socket.path));
+    await client.listTools();
+    const sent = (await client.callTool({
+      name: 'http_request',
+      arguments: {
+        route: 'plain',
+        method: 'POST',
+        path: '/documents/9',
+        body: JSON.stringify({ marker: 'A' }),
+        headers: { 'content-type': 'application/json' },
+      },
+    })) as CallToolResult;
+    expect(sent.structuredContent).toMatchObject({ error: { outcome: 'unknown' } });
+    const actionId = (sent.structuredContent as { invocation_id: string }).invocation_id;
+    await f.queue.attest(actionId, person, 'committed', 'succeeded', 'the document shows version 2');
+
+    const fetched = (await client.callTool({
+      name: 'fetch_result',
+      arguments: { action_id: actionId },
+    })) as CallToolResult;
+    expect(fetched.isError).toBe(true);
+    expect(fetched.structuredContent).toMatchObject({
+      invocation_id: actionId,
+      effect: 'succeeded',
+      outcome_basis: 'operator_attested',
+      error: { code: 'RESULT_NOT_STORED', phase: 'result_delivery', outcome: 'committed', retry: 'never' },
+      evidence: { dispatch_started: true, source: 'operator_attested' },
+    });
+    const text = readText(fetched);
+    expect(text.first).toMatch(/^ticket #\d+ committed: RESULT_NOT_STORED$/);
+    expect(text.summary).toMatch(
+      /error: RESULT_NOT_STORED: no stored result: the action is committed \(effect succeeded/,
+    );
+    expect(text.summary).toContain("a person's attestation");
+    expect(text.json).toEqual(fetched.structuredContent);
+    expect(f.server.markers()).toEqual(['A']);
   });
 
   it('every text block names only the parts its error carries: a refused read has no outcome part', async () => {

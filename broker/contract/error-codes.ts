@@ -134,7 +134,13 @@ export const errorCodeRegistry = {
   APPROVAL_EXPIRED: { from: broker, meaning: 'The approval window closed before a decision; nothing was sent.' },
   SESSION_REVOKED: {
     from: broker,
-    meaning: 'The agent session was revoked or ended before dispatch; nothing was sent.',
+    meaning:
+      'A person revoked the agent session before dispatch (or a new call came from a process whose session had ended); nothing was sent.',
+  },
+  SESSION_ENDED: {
+    from: broker,
+    meaning:
+      "The agent's process was gone before dispatch (the session sweeper ended its session) and the broker closed its waiting ticket; nothing was sent. The caller went away: counted as withdrawn, not as a person's cancel.",
   },
   CALLER_CANCELLED: {
     from: broker,
@@ -234,6 +240,11 @@ export const errorCodeRegistry = {
   RESULT_EXPIRED: {
     from: broker,
     meaning: 'The stored result passed its retention; it is never re-executed to recreate it.',
+  },
+  RESULT_NOT_STORED: {
+    from: broker,
+    meaning:
+      "fetch_result found the action's outcome recorded but no stored result to hand over (a person's attestation or a reconciliation lookup settled it, so no response was recorded; or the stored one cannot be read); the envelope says what is known. The read sent nothing; the action is never re-executed.",
   },
   // SSH session recordings (docs/ssh-channel.md)
   RECORDING_UNAVAILABLE: {

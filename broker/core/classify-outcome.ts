@@ -109,6 +109,8 @@ function gateClassification(gate: LocalGate): Classification {
       return local('credential_injection', 'APPROVAL_EXPIRED', 'never', 'approval_expired_before_dispatch');
     case 'session_revoked':
       return local('credential_injection', 'SESSION_REVOKED', 'never', 'session_revoked_before_dispatch');
+    case 'session_ended':
+      return local('credential_injection', 'SESSION_ENDED', 'never', 'session_ended_before_dispatch');
     case 'operator_cancelled':
       return local('credential_injection', 'APPROVAL_DENIED', 'never', 'cancelled_by_operator_before_dispatch');
     case 'recording_unavailable':

@@ -141,6 +141,11 @@ describe('foldMetrics', () => {
           n: 1,
         }),
       ).toBe('withdrawn');
+      // The broker's close for a caller whose process is gone (the session sweeper) is the caller's withdrawal too;
+      // a revocation stays a person's cancel.
+      const sessionClosed = { phase: 'credential_injection', outcome: 'not_attempted', decision: 'cancelled', n: 1 };
+      expect(closedBeforeDispatch({ ...sessionClosed, code: 'SESSION_ENDED', dispatched: 0 })).toBe('withdrawn');
+      expect(closedBeforeDispatch({ ...sessionClosed, code: 'SESSION_REVOKED', dispatched: 0 })).toBe('cancelled');
       expect(
         closedBeforeDispatch({
           phase: 'remote_execution',

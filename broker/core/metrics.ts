@@ -21,7 +21,7 @@ export interface OutcomeCountRow {
 /**
  * How an action was closed before dispatch by a decision rather than by a failure of a phase: a
  * person's rejection or cancel (a session revocation cancels too), an approval window that ran out,
- * or the caller withdrawing (cancel, disconnect, deadline) before anything was sent.
+ * or the caller withdrawing (cancel, disconnect, deadline, its process gone) before anything was sent.
  */
 export const ClosedBeforeDispatch = {
   rejected: 'rejected',
@@ -61,24 +61,32 @@ export interface ActionMetrics {
  * The codes of the caller's own stop (cancel_action, a client's notifications/cancelled, a disconnect, its wait).
  * Before dispatch the queue closes the ticket for it with a CANCELLED whose actor is the agent and whose
  * classification carries one of these (approval-queue callerStopped); a CANCELLED by anyone else never does
- * (a person's: APPROVAL_DENIED, a session revoked or ended: SESSION_REVOKED) — validateNewEvent refuses the mix.
+ * (a person's: APPROVAL_DENIED, a session revoked: SESSION_REVOKED) — validateNewEvent refuses the mix.
  */
 export const callerStopCodes: ReadonlySet<string> = new Set(['CALLER_CANCELLED', 'CALLER_DEADLINE_EXCEEDED']);
+/**
+ * The code of a CANCELLED the broker wrote because the session's process is gone (the session sweeper): nobody
+ * cancelled, the caller went away — withdrawn. Tickets closed so before this code existed carry SESSION_REVOKED and
+ * stay counted as cancelled: the counters keep no actor or reason that could tell them apart.
+ */
+export const callerGoneCodes: ReadonlySet<string> = new Set(['SESSION_ENDED']);
 const terminalDecisions: ReadonlySet<string> = new Set<Decision>(['rejected', 'expired', 'cancelled']);
 
 /**
  * Which decision closed an undispatched action, or null when a phase failed (or it ran). The ticket's
  * decision wins over the code — a rejection's APPROVAL_DENIED is the person's word, not a gate failing
- * in credential_injection — except that a CANCELLED the caller wrote for its own stop is the caller's
- * withdrawal, not a person's cancel: the counters keep no actor, and its caller code is what says who
- * cancelled (callerStopCodes). Read from the stored counter keys, so existing counts need no rewrite.
+ * in credential_injection — except that a CANCELLED the caller wrote for its own stop, or the broker wrote
+ * because the caller's process is gone, is the caller's withdrawal, not a person's cancel: the counters keep
+ * no actor, and its code is what says who cancelled (callerStopCodes, callerGoneCodes). Read from the stored
+ * counter keys, so existing counts need no rewrite.
  */
 export function closedBeforeDispatch(row: OutcomeCountRow): ClosedBeforeDispatch | null {
   if (row.outcome !== 'not_attempted' || row.dispatched === 1) return null;
   const decision = row.decision ?? null;
   const callerStop = row.code !== null && callerStopCodes.has(row.code);
+  const callerGone = row.code !== null && callerGoneCodes.has(row.code);
   // A CANCELLED is refused after DISPATCH_STARTED (project.ts): a cancelled row is undispatched by itself.
-  if (decision === 'cancelled' && callerStop) return 'withdrawn';
+  if (decision === 'cancelled' && (callerStop || callerGone)) return 'withdrawn';
   if (decision !== null && terminalDecisions.has(decision)) return decision as ClosedBeforeDispatch;
   if (row.dispatched === 0 && callerStop) return 'withdrawn';
   return null;

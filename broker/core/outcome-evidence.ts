@@ -10,6 +10,8 @@ export type LocalGate =
   | { kind: 'approval_denied' }
   | { kind: 'approval_expired' }
   | { kind: 'session_revoked' }
+  /** The session's process is gone (the session sweeper ended it): the caller went away, nobody cancelled. */
+  | { kind: 'session_ended' }
   /** A person cancelled the ticket before dispatch (a withdrawn approval: not a caller event). */
   | { kind: 'operator_cancelled' }
   /** The SSH session recording could not be started before exec: the command never runs unrecorded. */

@@ -203,7 +203,7 @@ const direct = [accepted('none'), validated];
 const inFlight = [...direct, authorized, dispatch(1)];
 const settled = [...inFlight, recorded(1, committed)];
 const retried = [...unknownHead, lease(1), dispatch(2, 1), recorded(2)];
-const settledWhy = 'only a dispatched action whose recorded outcome is unknown can be abandoned';
+const settledWhy = 'only an action whose recorded outcome is unknown can be abandoned';
 
 const cases: readonly Case[] = [
   {
@@ -288,7 +288,7 @@ const cases: readonly Case[] = [
     history: direct,
     event: attest,
     kind: 'not_dispatched',
-    why: 'OPERATOR_ATTESTED settles only a dispatched action',
+    why: 'OPERATOR_ATTESTED settles only a dispatched action or a recorded unknown',
   },
   {
     when: 'an attempt in flight is attested',
@@ -422,6 +422,31 @@ function refusalOf(c: Case): ReturnType<typeof foldEvent> {
   if (event === undefined) throw new Error('no event');
   return foldEvent(state, c.atMs === undefined ? event : { ...event, at_ms: c.atMs });
 }
+
+describe('when recovery in a quarantined journal recorded an unknown before dispatch, it is left like any unknown', () => {
+  const recovered = [...direct, authorized, quarantinedRecovery];
+  const after = (event: NewEvent) => project(stamp([...recovered, event])).get(id);
+
+  it.each([
+    ['a person attests it', attest, 'operator_attested'],
+    ['a lookup settles it', { ...lookup, payload: { ...lookup.payload, attempts_seen: 0 } }, 'remote_query'],
+  ] as const)('%s: settled, still with no DISPATCH_STARTED', (_when, event, source) => {
+    expect(after(event)).toMatchObject({ dispatch_seq: null, outcome: 'committed', source, recorded: true });
+  });
+
+  it('a person abandons it: still unknown, abandoned, never retried', () => {
+    expect(after(abandoned)).toMatchObject({ dispatch_seq: null, outcome: 'unknown', abandoned: true });
+    const state = project(stamp([...recovered, abandoned])).get(id);
+    const [retry] = stamp([lease(1)], recovered.length + 2);
+    expect(foldEvent(state, retry as JournalEvent)).toMatchObject({ ok: false, refusal: { kind: 'not_retriable' } });
+  });
+
+  it('once settled it is settled: a second attestation loses as settled', () => {
+    const state = project(stamp([...recovered, attest])).get(id);
+    const [again] = stamp([attest], recovered.length + 2);
+    expect(foldEvent(state, again as JournalEvent)).toMatchObject({ ok: false, refusal: { kind: 'settled' } });
+  });
+});
 
 describe('the projection refuses a lost race as a value', () => {
   it.each(cases)('when $when: $kind', (c) => {

@@ -347,9 +347,17 @@ function foldExit(event: EventOf<'EXIT_STATUS' | 'EXIT_SIGNAL'>, state: ActionSt
   next.dispatch_evidence = strongest(state.dispatch_evidence, 'remote_receipt');
 }
 
-/** A lookup's answer or a person's attestation: it settles a dispatched action only once no attempt can still answer. */
+/**
+ * A lookup's answer or a person's attestation: it settles a dispatched action only once no attempt can still answer,
+ * or an unknown that recovery in a quarantined journal recorded before any DISPATCH_STARTED (unknownBeforeDispatch).
+ */
 function foldLateSettlement(event: EventOf<'RECONCILIATION_RESULT' | 'OPERATOR_ATTESTED'>, state: ActionState): void {
-  if (state.dispatch_seq === null) refused('not_dispatched', event, `${event.kind} settles only a dispatched action`);
+  if (state.dispatch_seq === null && !unknownBeforeDispatch(state)) {
+    // Such an unknown, settled already: the same answer as a dispatched action's second settlement.
+    if (state.recorded && (state.outcome === 'committed' || state.outcome === 'rejected'))
+      refused('settled', event, `${state.outcome} → ${event.classification?.outcome}: the action was already settled`);
+    refused('not_dispatched', event, `${event.kind} settles only a dispatched action or a recorded unknown`);
+  }
   // Never over an attempt in flight, nor under another worker's live retry lease: that attempt's
   // own answer decides, and a lookup that ran before it says nothing about it.
   if (!state.recorded)
@@ -433,13 +441,10 @@ function foldRetryLeased(event: EventOf<'RETRY_LEASED'>, state: ActionState, nex
 }
 
 function foldAbandoned(event: EventOf<'ABANDONED'>, state: ActionState, next: ActionState): void {
-  // Only a blocked head: dispatched, its attempt classified, and still unknown.
-  if (state.dispatch_seq === null || state.outcome !== 'unknown' || !state.recorded) {
-    refused(
-      abandonRefusal(state),
-      event,
-      'only a dispatched action whose recorded outcome is unknown can be abandoned',
-    );
+  // Only a recorded unknown: a blocked head (dispatched, its attempt classified), or one recovery recorded unknown
+  // before dispatch in a quarantined journal (unknownBeforeDispatch).
+  if (state.outcome !== 'unknown' || !state.recorded) {
+    refused(abandonRefusal(state), event, 'only an action whose recorded outcome is unknown can be abandoned');
   }
   if (state.abandoned) refused('abandoned', event, 'the action was already abandoned');
   next.abandoned = true;
@@ -478,7 +483,12 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   if (next.dispatch_seq !== null && c.outcome === 'not_attempted') {
     refused('already_dispatched', event, 'not_attempted after DISPATCH_STARTED');
   }
-  if (next.dispatch_seq === null && c.outcome !== 'not_attempted' && !quarantinedRecovery(event, before, c)) {
+  if (
+    next.dispatch_seq === null &&
+    c.outcome !== 'not_attempted' &&
+    !quarantinedRecovery(event, before, c) &&
+    !lateSettlementBeforeDispatch(event, before)
+  ) {
     impossible(event, `${c.outcome} without DISPATCH_STARTED`);
   }
   // Never back from unknown: before dispatch only a quarantined journal's recovery records one (quarantinedRecovery).
@@ -511,6 +521,21 @@ function quarantinedRecovery(event: JournalEvent, before: ActionState, c: Classi
     before.outcome === null &&
     c.outcome === 'unknown' &&
     c.outcome_basis === restartJournalQuarantinedBasis
+  );
+}
+
+/**
+ * An unknown with no DISPATCH_STARTED: only recovery in a quarantined journal records one (quarantinedRecovery). It is
+ * left like any unknown, by a lookup, a person's attestation or abandonment — never by a retry (foldRetryLeased).
+ */
+function unknownBeforeDispatch(state: ActionState): boolean {
+  return state.dispatch_seq === null && state.outcome === 'unknown' && state.recorded;
+}
+
+/** A lookup's answer or a person's attestation on an unknown recorded before dispatch (foldLateSettlement admits it). */
+function lateSettlementBeforeDispatch(event: JournalEvent, before: ActionState): boolean {
+  return (
+    (event.kind === 'RECONCILIATION_RESULT' || event.kind === 'OPERATOR_ATTESTED') && unknownBeforeDispatch(before)
   );
 }
 

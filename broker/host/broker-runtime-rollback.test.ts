@@ -106,12 +106,82 @@ describe('when the journal is restored to a copy taken before an action it holds
       outcome: 'unknown',
       outcome_basis: 'broker_restart_journal_quarantined',
     });
-    // Nothing the journal holds can be looked up for it: a reconciliation says why instead of "never dispatched".
+    // A reconciliation is asked like for any unknown: this route is not configured here, so there is no lookup to ask.
     await expect(fourth.broker['actions.reconcile']({ action_id: id }, person)).rejects.toMatchObject({
-      code: 'DECISION_CONFLICT',
-      message: expect.stringContaining('quarantined when it recovered'),
+      code: 'UNSUPPORTED_ACTION',
+      field: 'lookup',
     });
     await fourth.close();
+  });
+});
+
+describe("when a person settles actions a quarantined journal's recovery left unknown before dispatch", () => {
+  const attested = 'act_rollback_00002';
+  const abandoned = 'act_rollback_00003';
+
+  it('attest and abandon work as for any unknown, journaled with the person, and survive the next start', async () => {
+    const dataDir = await initializedDir();
+    const first = await unlocked(dataDir);
+    for (const a of [attested, abandoned])
+      for (const event of actionPaths.httpApproved(a).slice(0, beforeDispatch)) await first.journal.append(event);
+    const copy = await backupJournal(dataDir);
+    for (const a of [attested, abandoned])
+      for (const event of actionPaths.httpApproved(a).slice(beforeDispatch)) await first.journal.append(event);
+    await first.close();
+
+    restoreJournal(dataDir, copy);
+    const second = await createBrokerRuntime({ dataDir, ...options });
+    expect(await second.broker['integrity.anchor']({}, person)).toMatchObject({ state: 'quarantined' });
+    for (const a of [attested, abandoned])
+      expect(second.journal.getAction(a)).toMatchObject({
+        dispatch_seq: null,
+        outcome: 'unknown',
+        outcome_basis: 'broker_restart_journal_quarantined',
+      });
+
+    // Neither sends anything, so neither waits for re-adoption (only retry and reconcile may send).
+    const ticketOf = (a: string): number => second.journal.getAction(a)?.ticket ?? 0;
+    const attest = await second.broker['actions.attest'](
+      { action_id: attested, outcome: 'committed', effect: 'succeeded', basis: 'the document shows the change' },
+      person,
+    );
+    expect(attest).toMatchObject({ action_id: attested, decision: 'attested committed' });
+    const abandon = await second.broker['approvals.abandon'](
+      { ticket: ticketOf(abandoned), reason: 'cannot tell whether it was sent; giving up' },
+      person,
+    );
+    expect(abandon).toMatchObject({ action_id: abandoned, decision: 'abandoned' });
+
+    expect(second.journal.getAction(attested)).toMatchObject({
+      dispatch_seq: null,
+      outcome: 'committed',
+      effect: 'succeeded',
+      outcome_basis: 'operator_attested',
+      source: 'operator_attested',
+      retry: 'never',
+    });
+    expect(second.journal.getAction(abandoned)).toMatchObject({ outcome: 'unknown', abandoned: true });
+    // Settled once: a second attestation or abandonment is a conflict naming the state.
+    await expect(
+      second.broker['actions.attest'](
+        { action_id: attested, outcome: 'rejected', effect: 'no_effect', basis: 'changed my mind' },
+        person,
+      ),
+    ).rejects.toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('already settled') });
+    await expect(
+      second.broker['approvals.abandon']({ ticket: ticketOf(abandoned), reason: 'again' }, person),
+    ).rejects.toMatchObject({ code: 'DECISION_CONFLICT', message: expect.stringContaining('already abandoned') });
+    await second.close();
+
+    // The decisions are in the journal, not in memory: the next start folds them the same, each event naming the person.
+    const third = await unlocked(dataDir);
+    expect(third.journal.getAction(attested)).toMatchObject({ outcome: 'committed', source: 'operator_attested' });
+    expect(third.journal.getAction(abandoned)).toMatchObject({ outcome: 'unknown', abandoned: true });
+    const shown = await third.broker['actions.show']({ action_id: attested }, person);
+    expect(shown.events.at(-1)).toMatchObject({ kind: 'OPERATOR_ATTESTED', summary: expect.stringContaining('ann') });
+    const gaveUp = await third.broker['actions.show']({ action_id: abandoned }, person);
+    expect(gaveUp.events.at(-1)).toMatchObject({ kind: 'ABANDONED', summary: expect.stringContaining('ann') });
+    await third.close();
   });
 });
 

@@ -96,11 +96,14 @@ describe('when a CANCELLED names who cancelled twice (actor and code) and the tw
     expect(() =>
       validateNewEvent(cancelled('broker', 'SESSION_REVOKED', 'session_revoked_before_dispatch')),
     ).not.toThrow();
+    expect(() => validateNewEvent(cancelled('broker', 'SESSION_ENDED', 'session_ended_before_dispatch'))).not.toThrow();
   });
 
   it.each([
     ['a person with a caller code', cancelled('person', 'CALLER_CANCELLED', 'cancellation_observed_before_dispatch')],
     ['the agent with a person’s code', cancelled('agent', 'APPROVAL_DENIED', 'cancelled_by_operator_before_dispatch')],
+    ['a person with the process-gone code', cancelled('person', 'SESSION_ENDED', 'session_ended_before_dispatch')],
+    ['the agent with the process-gone code', cancelled('agent', 'SESSION_ENDED', 'session_ended_before_dispatch')],
   ])('refuses %s: metrics would count it on the wrong side (cancelled / withdrawn)', (_name, input) => {
     expect(() => validateNewEvent(input)).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'classification.code' }),

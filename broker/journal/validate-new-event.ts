@@ -8,7 +8,7 @@ import {
   newEventSchema,
   type NewEvent,
 } from '../contract/index.js';
-import { callerStopCodes } from '../core/index.js';
+import { callerGoneCodes, callerStopCodes } from '../core/index.js';
 
 /**
  * Checks an event against the contract schemas before it can be queued and returns the parsed
@@ -39,12 +39,19 @@ export function validateNewEvent(input: unknown): NewEvent {
 /**
  * A CANCELLED says who closed the ticket twice: its actor, and its classification's code, the only one the
  * counters keep (`postern metrics` tells a caller's withdrawal from a person's cancel by it; core/metrics.ts).
- * The two must agree: the agent's own stop carries a caller code, anyone else's never does.
+ * The two must agree: the agent's own stop carries a caller code, anyone else's never does; and a code that says the
+ * caller's process is gone (SESSION_ENDED) is the broker's alone, never a person's or the agent's.
  */
 function requireCancellerCode(event: NewEvent): void {
   if (event.kind !== 'CANCELLED') return;
   const byAgent = event.payload.actor.kind === 'agent';
   const code = event.classification?.code ?? null;
+  if (code !== null && callerGoneCodes.has(code) && event.payload.actor.kind !== 'broker')
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `invalid event: classification.code: ${code} is the broker's when the caller's process is gone, never a ${event.payload.actor.kind}'s`,
+      { field: 'classification.code' },
+    );
   if (byAgent === (code !== null && callerStopCodes.has(code))) return;
   throw new CodedError(
     'INVALID_ARGUMENT',

@@ -80,8 +80,7 @@ export interface ReconcileResult {
  * Reconciliation a person asks for (implemented in broker/queue): runs the route's configured
  * lookup as its own recorded action and appends what it learned to the unknown action
  * (RECONCILIATION_RESULT, source remote_query). Refusals: NOT_FOUND, DECISION_CONFLICT (not a
- * dispatched, recorded-unknown action), UNSUPPORTED_ACTION field `lookup` (no lookup or no
- * correlation).
+ * recorded-unknown action), UNSUPPORTED_ACTION field `lookup` (no lookup or no correlation).
  */
 export interface OperatorReconciler {
   reconcile(actionId: string, actor: OperatorActor): Promise<ReconcileResult>;

@@ -288,10 +288,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   }
 
   /**
-   * A person settles a dispatched action whose recorded outcome is unknown, with a written basis
-   * (OPERATOR_ATTESTED, source operator_attested; never not_attempted). Its lane then moves on: a
-   * settled head no longer blocks. Anything else (in flight, already settled, never dispatched) is
-   * DECISION_CONFLICT naming the state.
+   * A person settles an action whose recorded outcome is unknown, with a written basis
+   * (OPERATOR_ATTESTED, source operator_attested; never not_attempted): a dispatched one, or one a
+   * quarantined journal's recovery recorded unknown before dispatch. Its lane then moves on: a
+   * settled head no longer blocks. Anything else (in flight, already settled, closed before
+   * dispatch) is DECISION_CONFLICT naming the state.
    */
   async attest(
     actionId: string,
@@ -304,7 +305,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (state === undefined || !actionId.startsWith('act_'))
       throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
     const classification = attestClassification(outcome, effect);
-    if (state.dispatch_seq === null || !state.recorded || state.outcome !== 'unknown') {
+    // A recorded unknown: dispatched, or recorded unknown before dispatch by a quarantined journal's recovery.
+    if (!state.recorded || state.outcome !== 'unknown') {
       throw new CodedError('DECISION_CONFLICT', conflictMessage(state, 'attest'), { field: 'action_id' });
     }
     const appended = await this.decide(state, 'attest', {
@@ -360,7 +362,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       action_id: sessionId,
       payload: { actor, reason: reason.slice(0, 2000) },
     });
-    await this.cancelSessionTickets(sessionId, actor, 'session revoked');
+    await this.cancelSessionTickets(sessionId, actor, 'session revoked', 'session_revoked');
     return appended;
   }
 
@@ -415,7 +417,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     // session_ended: its end is already recorded (the sweeper and the socket both saw the process go).
     if (!ended.ok) return;
     this.connected.delete(sessionId);
-    await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended');
+    await this.cancelSessionTickets(sessionId, brokerActor('session-sweeper'), 'session ended', 'session_ended');
   }
 
   /**
@@ -448,7 +450,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         kind: 'CANCELLED',
         action_id: state.action_id,
         payload: { actor: brokerActor('session'), reason: `session ${session.status}` },
-        classification: gateClassification('session_revoked'),
+        classification: gateClassification(session.status === 'ended' ? 'session_ended' : 'session_revoked'),
       });
       return;
     }
@@ -567,13 +569,19 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     }
   }
 
-  private async cancelSessionTickets(sessionId: string, actor: Actor, reason: string): Promise<void> {
+  /** `gate`: a person revoked the session (SESSION_REVOKED), or its process is gone (SESSION_ENDED: withdrawn). */
+  private async cancelSessionTickets(
+    sessionId: string,
+    actor: Actor,
+    reason: string,
+    gate: 'session_revoked' | 'session_ended',
+  ): Promise<void> {
     for (const s of this.openSessionTickets(sessionId)) {
       await this.tryAppend({
         kind: 'CANCELLED',
         action_id: s.action_id,
         payload: { actor, reason },
-        classification: gateClassification('session_revoked'),
+        classification: gateClassification(gate),
       });
       this.clearExpiry(s.action_id);
       this.pumpFor(s);

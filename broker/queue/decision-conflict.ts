@@ -9,25 +9,22 @@ export function conflictMessage(
   verb: 'approve' | 'reject' | 'cancel' | 'abandon' | 'attest' | 'reconcile',
 ): string {
   const t = `ticket #${state.ticket ?? '?'}`;
+  // Closed or open before dispatch; an undispatched unknown (a quarantined journal's recovery) or its settlement is not.
+  const neverDispatched = state.dispatch_seq === null && (state.outcome === null || state.outcome === 'not_attempted');
   if (verb === 'attest' || verb === 'reconcile') {
     const what = verb === 'attest' ? 'attest' : 'reconcile';
     const done = verb === 'attest' ? 'attested' : 'reconciled';
-    // Unknown with no DISPATCH_STARTED: recovered in a quarantined journal (classify-restart.ts).
-    if (state.dispatch_seq === null && state.outcome === 'unknown')
-      return `${t} is unknown because the journal was quarantined when it recovered; it records no dispatched attempt to ${what}`;
-    if (state.dispatch_seq === null)
+    if (neverDispatched)
       return `${t} was never dispatched; there is no remote outcome to ${what} (it is ${state.outcome ?? 'still open'})`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
     return `${t} already settled (${state.outcome ?? 'recorded'}, source ${state.source ?? 'unknown'}); only an unknown outcome can be ${done}`;
   }
   if (verb === 'abandon') {
     if (state.abandoned) return `${t} already abandoned`;
-    if (state.dispatch_seq === null && state.outcome === 'unknown')
-      return `${t} is unknown because the journal was quarantined when it recovered; it blocks no lane, so there is nothing to abandon`;
-    if (state.dispatch_seq === null)
-      return `${t} was never dispatched; only a blocked head (outcome unknown) can be abandoned`;
+    if (neverDispatched)
+      return `${t} was never dispatched; only a recorded unknown outcome can be abandoned (it is ${state.outcome ?? 'still open'})`;
     if (!state.recorded) return `${t} has no recorded outcome yet; it is still in flight`;
-    return `${t} already settled (${state.outcome ?? 'recorded'}); only an unknown head can be abandoned`;
+    return `${t} already settled (${state.outcome ?? 'recorded'}); only an unknown outcome can be abandoned`;
   }
   if (state.dispatch_seq !== null) return `${t} already dispatched`;
   if (state.decision === 'rejected' || state.decision === 'expired' || state.decision === 'cancelled')
