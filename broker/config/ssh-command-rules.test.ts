@@ -41,6 +41,25 @@ describe('when an SSH host declares commands[] rules', () => {
     expect(web?.commands.map((r) => r.approval)).toEqual(['per_call', 'session', undefined]);
   });
 
+  it('loads rules_may_loosen on a rule (its * keeps the older meaning); it does not let the rule ask less', () => {
+    const web = parseConfig(
+      host([
+        '    approval: session',
+        '    commands:',
+        "      - { command: 'legacy-report *', approval: per_call, rules_may_loosen: true }",
+      ]),
+    ).sshHosts.get('web');
+    expect(web?.commands).toEqual([{ command: 'legacy-report *', approval: 'per_call', rules_may_loosen: true }]);
+    const r = refusal(
+      host([
+        '    approval: per_call',
+        '    commands:',
+        "      - { command: 'x *', approval: none, rules_may_loosen: true }",
+      ]),
+    );
+    expect(r).toMatchObject({ code: 'CONFIG_INVALID', field: 'ssh_hosts[0].commands[0].approval' });
+  });
+
   it('leaves a host without the switch as before (no rules_may_loosen field)', () => {
     expect(parseConfig(host([])).sshHosts.get('web')).not.toHaveProperty('rules_may_loosen');
   });
