@@ -167,3 +167,41 @@ describe('when the command of a ticket to approve is longer than the dialog show
     expect(words.confirmId).toBe(1);
   });
 });
+
+describe('when a person accepts a configuration change', () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const change = {
+    file: '/home/u/.config/postern/postern.yaml',
+    digest,
+    routes: [],
+    ssh_hosts: [
+      {
+        name: 'web',
+        change: 'changed' as const,
+        fields: [{ field: 'commands[12]', before: null, after: '{"command":"*","approval":"none"}' }],
+      },
+    ],
+    mcp_servers: [],
+    settings: [],
+    invalid: null,
+  };
+
+  it("names the file and every entry and field that differs, from main's own read, and where the values are whole", () => {
+    const words = describeDecision('config.accept', { digest }, undefined, change);
+    expect(words.message).toBe('Accept the configuration change?');
+    expect(words.detail).toContain('/home/u/.config/postern/postern.yaml (sha256:abababababababab…)');
+    expect(words.detail).toContain('SSH host web changed: commands[12]');
+    expect(words.detail).toContain('`postern config pending`');
+    expect(words.confirmId).toBe(1);
+  });
+
+  it('a list longer than the dialog is cut saying so; a digest other than the file’s is called out', () => {
+    const many = Array.from({ length: 80 }, (_, i) => ({ field: `commands[${i}]`, before: null, after: '{}' }));
+    const words = describeDecision('config.accept', { digest: `sha256:${'cd'.repeat(32)}` }, undefined, {
+      ...change,
+      ssh_hosts: [{ name: 'web', change: 'added' as const, fields: many }],
+    });
+    expect(words.detail).toMatch(/… \[cut: [\d,]+ more characters of this list not shown\]/);
+    expect(words.detail).toContain('The file changed since the card was drawn');
+  });
+});

@@ -1,4 +1,4 @@
-import type { ApprovalCard, BrokerApiMethod } from '../../broker/contract/index.js';
+import type { ApprovalCard, BrokerApiMethod, ConfigPending } from '../../broker/contract/index.js';
 import { commandSize, visibleCommand } from '../../broker/contract/visible-command.js';
 
 /** What main's confirmation dialog says: worded from main's own data, never from text the renderer sent. */
@@ -53,6 +53,7 @@ export function describeDecision(
   method: BrokerApiMethod,
   input: unknown,
   card: ApprovalCard | undefined,
+  configChange?: ConfigPending['change'],
 ): DecisionDialog {
   const verb = verbs[method] ?? method;
   const fields = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
@@ -80,6 +81,7 @@ export function describeDecision(
   const lines: string[] = [];
   if (card !== undefined) lines.push(cutActionLine(card), ...cardLines(card));
   if (typeof fields['reason'] === 'string') lines.push(cutLine(`Reason: ${marked(fields['reason'])}`));
+  if (method === 'config.accept') lines.push(...configChangeLines(configChange, fields['digest']));
   return {
     message: `${verb}${subject}${named}?`,
     detail: lines.join('\n'),
@@ -152,4 +154,30 @@ function marked(text: string): string {
     .filter((piece) => !(piece.kind === 'text' && piece.text === '\n'))
     .map((piece) => piece.text)
     .join('');
+}
+
+/**
+ * What accepting names, from main's own read of `config.pending`: the file and which entries and fields differ (not
+ * their values, which the card and `postern config pending` show whole). Past the dialog's room the list says it is
+ * cut and where the whole is.
+ */
+function configChangeLines(change: ConfigPending['change'] | undefined, digest: unknown): string[] {
+  if (change === null || change === undefined) return ['Postern could not read the pending change from main.'];
+  const lines = [`${marked(change.file)} (${change.digest.slice(0, 'sha256:'.length + 16)}…)`];
+  if (change.digest !== digest)
+    lines.push('The file changed since the card was drawn: accepting will be refused; read the card again.');
+  const entries: string[] = [];
+  for (const [section, list] of [
+    ['route', change.routes],
+    ['SSH host', change.ssh_hosts],
+    ['MCP server', change.mcp_servers],
+    ['settings', change.settings],
+  ] as const)
+    for (const entry of list)
+      entries.push(`${section} ${marked(entry.name)} ${entry.change}: ${entry.fields.map((f) => f.field).join(', ')}`);
+  const listed = entries.join('\n');
+  const where = 'Each value is on the card in the Postern window and, whole, in `postern config pending`.';
+  if (listed.length <= detailCharsMax) return [...lines, listed === '' ? 'No entry differs.' : listed, where];
+  const rest = (listed.length - detailCharsMax).toLocaleString('en-US');
+  return [...lines, `${listed.slice(0, detailCharsMax)}… [cut: ${rest} more characters of this list not shown]`, where];
 }

@@ -384,7 +384,12 @@ async function confirmInMain(handlers: OperatorHandlers, method: BrokerApiMethod
     const listed = await handlers['approvals.list']({});
     card = listed.ok ? listed.value.cards.find((c) => c.ticket === ticket) : undefined;
   }
-  const words = describeDecision(method, input, card);
+  let configChange;
+  if (method === 'config.accept') {
+    const pending = await handlers['config.pending']({});
+    configChange = pending.ok ? pending.value.change : undefined;
+  }
+  const words = describeDecision(method, input, card, configChange);
   const options = {
     type: 'question' as const,
     buttons: [...words.buttons],
