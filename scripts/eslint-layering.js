@@ -184,8 +184,9 @@ const brokerFolders = new Set(mayImportTable.map((row) => row.folder).filter((fo
 const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
 /**
  * Contract files with no runtime imports (type imports vanish), which the renderer may load at runtime: the method
- * list, how a decision's actor is worded (so every surface says "person:alice (cli, passphrase on tty)" alike), and
- * the names the host's sign-in answer and the page agree on.
+ * list, how a decision's actor is worded (so every surface says "person:alice (cli, passphrase on tty)" alike),
+ * the names the host's sign-in answer and the page agree on, and how a command is marked visible (so the card and
+ * main's native decision dialog mark it alike).
  */
 const rendererRuntimeContract = new Set([
   'broker/contract/operator-methods.ts',
@@ -194,6 +195,8 @@ const rendererRuntimeContract = new Set([
   'broker/contract/operator-actor.js',
   'broker/contract/operator-sign-in.ts',
   'broker/contract/operator-sign-in.js',
+  'broker/contract/visible-command.ts',
+  'broker/contract/visible-command.js',
 ]);
 
 /** The table folder a repo-relative file path belongs to (the longest row that contains it), or undefined. */
@@ -228,7 +231,7 @@ export function violation(from, to, typeOnly) {
     return `${source} may import ${allowed} (may-import table)`;
   }
   if (source === 'renderer' && !typeOnly && !rendererRuntimeContract.has(to)) {
-    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts and operator-sign-in.ts';
+    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts, operator-sign-in.ts and visible-command.ts';
   }
   if (source === 'app' && target === 'broker/host' && !publicEntries.has(to)) {
     return "app/ may import only the broker's public entry (broker/host/index.ts) and broker/contract";

@@ -68,6 +68,140 @@ describe('describeDecision', () => {
       { ...card, path: '/a\nb' },
     );
     expect(words.detail.includes('\u202e') || words.detail.includes('\u0007')).toBe(false);
-    expect(words.detail).toContain('/a?b');
+    expect(words.detail).toContain('/a\\nb');
+    expect(words.detail).toContain('ok\\u{202e}evil\\x07');
+    expect(words.detail.split('\n')).toHaveLength(4);
+  });
+});
+
+const sshCard: ApprovalCard = {
+  ...card,
+  lane: 'host:web',
+  channel: 'ssh',
+  target: 'host:web',
+  method: null,
+  path: null,
+  command: 'uptime',
+  credential: 'web-key',
+};
+const hidden = `uptime${' '.repeat(4000)}; rm -rf /`;
+
+describe('when the command of a ticket to approve is longer than the dialog shows', () => {
+  it('a command that fits is shown whole, marked, with Approve', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      { ...sshCard, command: 'systemctl status nginx' },
+    );
+    expect(words.detail).toContain('host:web: systemctl status nginx');
+    expect(words.buttons).toEqual(['Cancel', 'Approve']);
+    expect(words.confirmId).toBe(1);
+    const spaced = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      { ...sshCard, command: `uptime${' '.repeat(500)}; rm -rf /\nreboot` },
+    );
+    expect(spaced.detail).toContain('host:web: uptime[500 spaces]; rm -rf /\\nreboot');
+    expect(spaced.confirmId).toBe(1);
+    // 4000 spaces that once pushed the tail past the cut: marked, the tail is in the dialog.
+    const pushed = describeDecision('approvals.approve', { ticket: 12 }, { ...sshCard, command: hidden });
+    expect(pushed.detail.split('\n')[0]).toBe('host:web: uptime[4000 spaces]; rm -rf /');
+    expect(pushed.confirmId).toBe(1);
+  });
+
+  it.each([
+    ['4000 characters and a tail', `uptime${'#'.repeat(4000)}; rm -rf /`],
+    ['a long first line', `echo ${'a'.repeat(700)}`],
+    ['many short lines', Array.from({ length: 200 }, (_, i) => `true ${i}`).join('\n')],
+    ['escapes that grow when marked', `uptime${'\u0007'.repeat(150)}; reboot`],
+  ])('%s: no Approve button, the dialog says it is too long and where to read it whole', (_label, command) => {
+    const words = describeDecision('approvals.approve', { ticket: 12 }, { ...sshCard, command });
+    expect(words.buttons).toEqual(['Cancel']);
+    expect(words.confirmId).toBeNull();
+    expect(words.message).toBe('Ticket #12 cannot be approved in this dialog');
+    expect(words.detail).toContain(`the command is ${command.length.toLocaleString('en-US')} characters`);
+    expect(words.detail).toContain('too long to show whole in this dialog');
+    expect(words.detail).toContain("ticket #12's card in the Postern window");
+    expect(words.detail).toContain('postern approvals approve 12');
+    expect(words.detail).toContain('Credential: web-key');
+    // No part of the command is offered as if it were the whole.
+    expect(words.detail).not.toContain('uptime');
+    expect(words.detail).not.toContain('echo a');
+    expect(words.detail).not.toContain('true 1');
+  });
+
+  it('a long HTTP path is treated the same: no Approve on a cut path', () => {
+    const words = describeDecision('approvals.approve', { ticket: 12 }, { ...card, path: `/a/${'x'.repeat(800)}` });
+    expect(words.confirmId).toBeNull();
+    expect(words.detail).toContain('the path of POST is 803 characters');
+  });
+
+  it('a ticket main cannot read is not approved blind', () => {
+    const words = describeDecision('approvals.approve', { ticket: 12 }, undefined);
+    expect(words.confirmId).toBeNull();
+    expect(words.detail).toContain('could not read ticket #12');
+  });
+
+  it.each(['approvals.reject', 'approvals.cancel', 'approvals.abandon'] as const)(
+    '%s stays available on a cut command that says it is cut and where the whole is',
+    (method) => {
+      const words = describeDecision(
+        method,
+        { ticket: 12, reason: 'no' },
+        { ...sshCard, command: `x${'a'.repeat(1000)}` },
+      );
+      expect(words.confirmId).toBe(1);
+      expect(words.buttons[1]).toBe(words.confirmLabel);
+      expect(words.detail).toMatch(/… \[cut: [\d,]+ more characters not shown here; the whole of it is on the card/);
+    },
+  );
+
+  it('an agent name longer than a line is cut saying so, and never pushes the command out', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      { ...sshCard, session: { ...card.session!, client_name: 'n'.repeat(900) } },
+    );
+    expect(words.detail.split('\n')[0]).toBe('host:web: uptime');
+    expect(words.detail).toContain('… [cut]');
+    expect(words.confirmId).toBe(1);
+  });
+});
+
+describe('when a person accepts a configuration change', () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const change = {
+    file: '/home/u/.config/postern/postern.yaml',
+    digest,
+    routes: [],
+    ssh_hosts: [
+      {
+        name: 'web',
+        change: 'changed' as const,
+        fields: [{ field: 'commands[12]', before: null, after: '{"command":"*","approval":"none"}' }],
+      },
+    ],
+    mcp_servers: [],
+    settings: [],
+    invalid: null,
+  };
+
+  it("names the file and every entry and field that differs, from main's own read, and where the values are whole", () => {
+    const words = describeDecision('config.accept', { digest }, undefined, change);
+    expect(words.message).toBe('Accept the configuration change?');
+    expect(words.detail).toContain('/home/u/.config/postern/postern.yaml (sha256:abababababababab…)');
+    expect(words.detail).toContain('SSH host web changed: commands[12]');
+    expect(words.detail).toContain('`postern config pending`');
+    expect(words.confirmId).toBe(1);
+  });
+
+  it('a list longer than the dialog is cut saying so; a digest other than the file’s is called out', () => {
+    const many = Array.from({ length: 80 }, (_, i) => ({ field: `commands[${i}]`, before: null, after: '{}' }));
+    const words = describeDecision('config.accept', { digest: `sha256:${'cd'.repeat(32)}` }, undefined, {
+      ...change,
+      ssh_hosts: [{ name: 'web', change: 'added' as const, fields: many }],
+    });
+    expect(words.detail).toMatch(/… \[cut: [\d,]+ more characters of this list not shown\]/);
+    expect(words.detail).toContain('The file changed since the card was drawn');
   });
 });

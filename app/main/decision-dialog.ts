@@ -1,10 +1,15 @@
-import type { ApprovalCard, BrokerApiMethod } from '../../broker/contract/index.js';
+import type { ApprovalCard, BrokerApiMethod, ConfigPending } from '../../broker/contract/index.js';
+import { commandSize, visibleCommand } from '../../broker/contract/visible-command.js';
 
 /** What main's confirmation dialog says: worded from main's own data, never from text the renderer sent. */
 export interface DecisionDialog {
   readonly message: string;
   readonly detail: string;
   readonly confirmLabel: string;
+  /** The dialog's buttons, Cancel (the default) first; the confirm button only when the dialog shows what it confirms. */
+  readonly buttons: readonly string[];
+  /** The index in `buttons` that confirms, or null: then nothing the person presses decides. */
+  readonly confirmId: number | null;
 }
 
 const verbs: Partial<Record<BrokerApiMethod, string>> = {
@@ -30,24 +35,38 @@ const verbs: Partial<Record<BrokerApiMethod, string>> = {
   'allowlist.remove': 'Remove the process allowlist entry',
 };
 
+/** The card's "what it does" line (target and command, or method and path) is shown whole up to this, or not offered. */
 const detailCharsMax = 600;
+/** Any other line (credential, agent, reason) is cut here, saying so. */
+const otherLineCharsMax = 200;
 
 /**
- * The words of the dialog for one decision. A ticket's decision names what the card says the action does
- * (target, method and path or command, credential) from main's own read of the queue: a compromised renderer
- * can ask for "approve #12" but cannot make the dialog describe #12 as something else. Secrets in the input
- * (a credential's value) are never shown.
+ * The words and buttons of the dialog for one decision. A ticket's decision names what the card says the action does
+ * (target, method and path or command, credential) from main's own read of the queue: a compromised renderer can ask
+ * for "approve #12" but cannot make the dialog describe #12 as something else. Agent-chosen text is marked as the card
+ * marks it (`\n`, `\x1b`, `\u{202e}`, `[4000 spaces]`). Approving needs the whole of what the action does on this
+ * dialog: when it does not fit (or main cannot read the ticket), the dialog says so, sends the person to the card and
+ * offers no Approve; a refusal (reject, cancel, abandon) stays available on a cut line that says it is cut. Secrets in
+ * the input (a credential's value) are never shown. Pure.
  */
 export function describeDecision(
   method: BrokerApiMethod,
   input: unknown,
   card: ApprovalCard | undefined,
+  configChange?: ConfigPending['change'],
 ): DecisionDialog {
   const verb = verbs[method] ?? method;
   const fields = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const confirmLabel = verb.split(' ')[0] ?? 'Confirm';
+  const ticket = typeof fields['ticket'] === 'number' ? fields['ticket'] : undefined;
+  if (method === 'approvals.approve' && ticket !== undefined) {
+    if (card === undefined) return unshowable(ticket, [`Postern could not read ticket #${ticket} from the queue.`]);
+    if (actionLine(card).length > detailCharsMax)
+      return unshowable(ticket, [tooLong(card, ticket), ...cardLines(card)]);
+  }
   const subject =
-    typeof fields['ticket'] === 'number'
-      ? ` ticket #${fields['ticket']}`
+    ticket !== undefined
+      ? ` ticket #${ticket}`
       : typeof fields['action_id'] === 'string'
         ? ` ${fields['action_id']}`
         : typeof fields['request_id'] === 'string'
@@ -60,32 +79,105 @@ export function describeDecision(
         ? ` ${fields['session_id']}`
         : '';
   const lines: string[] = [];
-  if (card !== undefined) {
-    lines.push(
-      `${card.target}: ${card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : (card.command ?? '')}`.trim(),
-    );
-    lines.push(`Credential: ${card.credential}`);
-    if (card.session !== null)
-      lines.push(`Agent: ${card.session.client_name ?? card.session.exe ?? 'unknown'} (pid ${card.session.pid})`);
-    if (card.retry_of !== null) lines.push(`A retry of ${card.retry_of}`);
-  }
-  if (typeof fields['reason'] === 'string') lines.push(`Reason: ${fields['reason']}`);
-  // Agent-chosen text (a path, a command, a client name) may carry line breaks or bidi controls to fake a line.
-  const detail = lines.map(neutralised).join('\n');
+  if (card !== undefined) lines.push(cutActionLine(card), ...cardLines(card));
+  if (typeof fields['reason'] === 'string') lines.push(cutLine(`Reason: ${marked(fields['reason'])}`));
+  if (method === 'config.accept') lines.push(...configChangeLines(configChange, fields['digest']));
   return {
     message: `${verb}${subject}${named}?`,
-    detail: detail.length <= detailCharsMax ? detail : `${detail.slice(0, detailCharsMax)}…`,
-    confirmLabel: verb.split(' ')[0] ?? 'Confirm',
+    detail: lines.join('\n'),
+    confirmLabel,
+    buttons: ['Cancel', confirmLabel],
+    confirmId: 1,
   };
 }
 
-/** Control characters (a line break that fakes a line) and bidi overrides (text that reads backwards) become '?'. */
-function neutralised(line: string): string {
-  let out = '';
-  for (const ch of line) {
-    const cp = ch.codePointAt(0) ?? 0;
-    const hidden = cp < 0x20 || cp === 0x7f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-    out += hidden ? '?' : ch;
-  }
-  return out;
+/** An approval this dialog cannot show whole: it says why and where to read it, and offers only Cancel. */
+function unshowable(ticket: number, lines: string[]): DecisionDialog {
+  return {
+    message: `Ticket #${ticket} cannot be approved in this dialog`,
+    detail: lines.join('\n'),
+    confirmLabel: 'Approve',
+    buttons: ['Cancel'],
+    confirmId: null,
+  };
+}
+
+/** "host:web: the command is 4,118 characters on 2 lines, too long to show whole here …", and where to read it. */
+function tooLong(card: ApprovalCard, ticket: number): string {
+  const what =
+    card.channel === 'http'
+      ? `the path of ${marked(card.method ?? '')} is ${commandSize(card.path ?? '')}`
+      : `the ${card.channel === 'mcp' ? 'call' : 'command'} is ${commandSize(card.command ?? '')}`;
+  return [
+    `${cutLine(marked(card.target))}: ${what}: too long to show whole in this dialog, so it cannot be approved here`,
+    '(a dialog that showed only part of it could hide what runs).',
+    `Read it whole on ticket #${ticket}'s card in the Postern window, and reject it there if it is not what you expect;`,
+    `or read it with \`postern approvals list\` and approve it from a terminal: \`postern approvals approve ${ticket}\`.`,
+  ].join('\n');
+}
+
+/** What the action does, marked: `route:docs: POST /documents/7`, `host:web: uptime[4000 spaces]; rm -rf /`. */
+function actionLine(card: ApprovalCard): string {
+  const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : (card.command ?? '');
+  return marked(`${card.target}: ${what}`.trim());
+}
+
+/** The action line whole, or (for a refusal) its head and plainly how much is not shown and where it is. */
+function cutActionLine(card: ApprovalCard): string {
+  const line = actionLine(card);
+  if (line.length <= detailCharsMax) return line;
+  const rest = (line.length - detailCharsMax).toLocaleString('en-US');
+  return `${line.slice(0, detailCharsMax)}… [cut: ${rest} more characters not shown here; the whole of it is on the card in the Postern window]`;
+}
+
+function cardLines(card: ApprovalCard): string[] {
+  const lines = [cutLine(`Credential: ${marked(card.credential)}`)];
+  if (card.session !== null)
+    lines.push(
+      cutLine(`Agent: ${marked(card.session.client_name ?? card.session.exe ?? 'unknown')} (pid ${card.session.pid})`),
+    );
+  if (card.retry_of !== null) lines.push(cutLine(`A retry of ${marked(card.retry_of)}`));
+  return lines;
+}
+
+function cutLine(line: string): string {
+  return line.length <= otherLineCharsMax ? line : `${line.slice(0, otherLineCharsMax)}… [cut]`;
+}
+
+/**
+ * Agent-chosen text as the card marks it: a line break, a terminal escape or a bidi override (which would fake a
+ * line or read backwards) and a long run of spaces (which would push a tail out of sight) become visible escapes.
+ * The card keeps a real line break after `\n`; the dialog does not, so agent text never starts a line of its own.
+ */
+function marked(text: string): string {
+  return visibleCommand(text)
+    .filter((piece) => !(piece.kind === 'text' && piece.text === '\n'))
+    .map((piece) => piece.text)
+    .join('');
+}
+
+/**
+ * What accepting names, from main's own read of `config.pending`: the file and which entries and fields differ (not
+ * their values, which the card and `postern config pending` show whole). Past the dialog's room the list says it is
+ * cut and where the whole is.
+ */
+function configChangeLines(change: ConfigPending['change'] | undefined, digest: unknown): string[] {
+  if (change === null || change === undefined) return ['Postern could not read the pending change from main.'];
+  const lines = [`${marked(change.file)} (${change.digest.slice(0, 'sha256:'.length + 16)}…)`];
+  if (change.digest !== digest)
+    lines.push('The file changed since the card was drawn: accepting will be refused; read the card again.');
+  const entries: string[] = [];
+  for (const [section, list] of [
+    ['route', change.routes],
+    ['SSH host', change.ssh_hosts],
+    ['MCP server', change.mcp_servers],
+    ['settings', change.settings],
+  ] as const)
+    for (const entry of list)
+      entries.push(`${section} ${marked(entry.name)} ${entry.change}: ${entry.fields.map((f) => f.field).join(', ')}`);
+  const listed = entries.join('\n');
+  const where = 'Each value is on the card in the Postern window and, whole, in `postern config pending`.';
+  if (listed.length <= detailCharsMax) return [...lines, listed === '' ? 'No entry differs.' : listed, where];
+  const rest = (listed.length - detailCharsMax).toLocaleString('en-US');
+  return [...lines, `${listed.slice(0, detailCharsMax)}… [cut: ${rest} more characters of this list not shown]`, where];
 }

@@ -374,7 +374,8 @@ function handleQuit(runtime: BrokerRuntime, handlers: OperatorHandlers, gate: Ip
 
 /**
  * The person's confirmation of a decision, in a native dialog main owns and words from its own read of the
- * queue: the renderer can ask for a decision but cannot answer this (docs/desktop.md). Cancel is the default.
+ * queue: the renderer can ask for a decision but cannot answer this (docs/desktop.md). Cancel is the default, and an
+ * approval whose command the dialog cannot show whole gets Cancel only.
  */
 async function confirmInMain(handlers: OperatorHandlers, method: BrokerApiMethod, input: unknown): Promise<boolean> {
   const ticket = typeof input === 'object' && input !== null ? (input as { ticket?: unknown }).ticket : undefined;
@@ -383,10 +384,15 @@ async function confirmInMain(handlers: OperatorHandlers, method: BrokerApiMethod
     const listed = await handlers['approvals.list']({});
     card = listed.ok ? listed.value.cards.find((c) => c.ticket === ticket) : undefined;
   }
-  const words = describeDecision(method, input, card);
+  let configChange;
+  if (method === 'config.accept') {
+    const pending = await handlers['config.pending']({});
+    configChange = pending.ok ? pending.value.change : undefined;
+  }
+  const words = describeDecision(method, input, card, configChange);
   const options = {
     type: 'question' as const,
-    buttons: ['Cancel', words.confirmLabel],
+    buttons: [...words.buttons],
     defaultId: 0,
     cancelId: 0,
     noLink: true,
@@ -398,5 +404,6 @@ async function confirmInMain(handlers: OperatorHandlers, method: BrokerApiMethod
     win === undefined || win.isDestroyed()
       ? await dialog.showMessageBox(options)
       : await dialog.showMessageBox(win, options);
-  return response === 1;
+  // No confirm button when the dialog cannot show what it would confirm (a command too long for it): never a yes.
+  return words.confirmId !== null && response === words.confirmId;
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent } from '../contract/index.js';
@@ -364,6 +364,47 @@ describe('when the request is refused before any secret is touched', () => {
       'PREFLIGHT_VALIDATED',
       'OUTCOME_RECORDED',
     ]);
+  });
+});
+
+describe('when a commands[] rule runs reads unattended and the agent fills its * with an option or a .. segment', () => {
+  /** A per_call host whose rules let two reads run with no person: `cat <dir>/*` and `wc -c *`. */
+  function rulesConfig(s: TestSshd, dir: string) {
+    return sshHostsConfig([
+      {
+        ...host(s),
+        extra: [
+          '    approval: per_call',
+          '    rules_may_loosen: true',
+          '    commands:',
+          `      - { command: 'cat ${dir}/*', lane: reads, approval: none }`,
+          "      - { command: 'wc -c *', lane: reads, approval: none }",
+        ].join('\n'),
+      },
+    ]);
+  }
+
+  it('an ordinary argument runs at once in the rule’s lane; the attacks wait for a person and never run', async (ctx) => {
+    const s = need(ctx);
+    const dir = join(h.temp.dir.path, 'logs');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'app.log'), 'log line\n');
+    writeFileSync(join(h.temp.dir.path, 'secret.txt'), 'not for the rule\n');
+    const config = rulesConfig(s, dir);
+    const honest = await h.run(config, { host: 'lab', command: `cat ${dir}/app.log` });
+    expect(honest.envelope.error).toBeUndefined();
+    expect(honest.output?.stdout.toString()).toBe('log line\n');
+    expect(h.temp.journal.getAction(honest.envelope.invocation_id)).toMatchObject({ lane: 'reads' });
+
+    for (const command of [`cat ${dir}/../secret.txt`, `wc -c --files0-from=${dir}/app.log`]) {
+      const run = h.run(config, { host: 'lab', command });
+      const [card] = await waitForCardCount(h.queue, 1);
+      expect(card).toMatchObject({ state: 'pending', command, approval: 'per_call', lane: 'host:lab' });
+      await h.queue.cancel(card?.ticket ?? 0, { kind: 'person', id: 'tester' }, 'not what the rule allows');
+      const { envelope } = await run;
+      expect(envelope.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
+      expect(kinds(h.events(envelope.invocation_id))).not.toContain('DISPATCH_STARTED');
+    }
   });
 });
 

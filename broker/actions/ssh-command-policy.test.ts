@@ -105,9 +105,29 @@ describe('when the agent widens a wildcard with shell syntax', () => {
     );
   });
 
-  it('any honest filling of a rule’s wildcards still matches it', () => {
+  it('any filling of a loose rule’s wildcards with wildcard characters matches it (the meaning before options and .. were kept out)', () => {
     const literal = fc.string({ unit: fc.constantFrom(...'abc019 -=/'), maxLength: 6 });
     const word = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-./:,@+='), maxLength: 12 });
+    const filled = fc.array(fc.tuple(literal, word), { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(literal, filled, (head, parts) => {
+        const pattern = head + parts.map(([lit]) => `*${lit}`).join('');
+        const command = head + parts.map(([lit, w]) => `${w}${lit}`).join('');
+        expect(globMatches(pattern, command, 'loose')).toBe(true);
+      }),
+    );
+  });
+
+  it('any honest filling of a rule’s wildcards (no leading -, no .. segment) still matches it', () => {
+    const literal = fc.string({ unit: fc.constantFrom(...'abc019 -=/'), maxLength: 6 });
+    // A word that begins with no - and whose dots never make `..`: `nginx.service`, `2024/06/app.log`, `a-b`.
+    const word = fc
+      .tuple(
+        fc.constantFrom(...'abcXYZ019_:,@+=/'),
+        fc.string({ unit: fc.constantFrom(...'abcXYZ019_-/:,@+=', 'x.', '.x'), maxLength: 11 }),
+      )
+      .map(([first, rest]) => first + rest)
+      .filter((w) => !w.includes('..') && !w.startsWith('.') && !w.endsWith('.'));
     const filled = fc.array(fc.tuple(literal, word), { minLength: 1, maxLength: 4 });
     fc.assert(
       fc.property(literal, filled, (head, parts) => {
@@ -158,5 +178,180 @@ describe('when the ssh_hosts section is invalid', () => {
     ],
   ])('%s → CONFIG_INVALID naming the field', (_label, yaml, field) => {
     expect(refusal(yaml)).toMatchObject({ code: 'CONFIG_INVALID', field });
+  });
+});
+
+/** Rules that name a program's arguments, a host that asks per_call for anything else. */
+const argsConfig = parseConfig(`version: 1
+ssh_hosts:
+  - name: files
+    host: files.example
+    user: ops
+    credential: k
+    host_key: accept_new
+    approval: per_call
+    rules_may_loosen: true
+    commands:
+      - { command: 'tar -czf /backup/app.tgz *', lane: backup, approval: none }
+      - { command: 'find /var/log -name *', lane: reads, approval: none }
+      - { command: 'cat /var/log/app/*', lane: reads, approval: none }
+      - { command: 'systemctl status *', lane: reads, approval: none }
+      - { command: 'journalctl --since=* -u *', lane: reads, approval: none }
+      - { command: 'ls -* /srv/*', lane: reads, approval: none }
+      - { command: 'sha256sum --tag /srv/* host:*', lane: reads, approval: none }
+      - { command: 'legacy-report *', lane: legacy, approval: session, rules_may_loosen: true }
+`);
+const files = argsConfig.sshHosts.get('files');
+const perCallOnHost = { lane: 'host:files', approval: 'per_call' };
+
+function filesPolicy(command: string): { lane: string; approval: string } {
+  if (files === undefined) throw new Error('the test config has no host files');
+  return sshCommandPolicy(files, command);
+}
+
+describe('when the agent fills a wildcard with an option or a .. path segment', () => {
+  it.each([
+    'tar -czf /backup/app.tgz --checkpoint-action=exec=sh',
+    'tar -czf /backup/app.tgz --checkpoint=1',
+    'tar -czf /backup/app.tgz -T/etc/shadow',
+    'find /var/log -name -delete',
+    'find /var/log -name -fprint/root/.ssh/authorized_keys',
+    'systemctl status --host=other',
+    'systemctl status -H',
+    'journalctl --since=today -u --file=/etc/shadow',
+    'cat /var/log/app/../../../etc/shadow',
+    'cat /var/log/app/..',
+    'cat /var/log/app/x/..',
+    'cat /var/log/app/x/../y',
+    'cat /var/log/app/2024/../../../../etc/shadow',
+    'cat /var/log/app/../app/../../../root/.ssh/id_ed25519',
+    'ls -la /srv/..',
+    'ls -la /srv/../etc',
+    'sha256sum --tag /srv/a host:..',
+    'sha256sum --tag /srv/a host:../etc/shadow',
+  ])('%j matches no rule: the host’s approval per_call and lane apply (a person sees it)', (command) => {
+    expect(filesPolicy(command)).toEqual(perCallOnHost);
+  });
+
+  it.each([
+    ['tar -czf /backup/app.tgz src', 'backup'],
+    ['tar -czf /backup/app.tgz /srv/app-1.2/current', 'backup'],
+    ['find /var/log -name app.log', 'reads'],
+    ['find /var/log -name x-y', 'reads'],
+    ['cat /var/log/app/current.log', 'reads'],
+    ['cat /var/log/app/2024/06/01.log', 'reads'],
+    ['cat /var/log/app/.hidden', 'reads'],
+    ['cat /var/log/app/x..y', 'reads'],
+    ['cat /var/log/app/...', 'reads'],
+    ['cat /var/log/app/a.b/c..d/e', 'reads'],
+    ['systemctl status nginx-web', 'reads'],
+    ['systemctl status user@1000.service', 'reads'],
+    ['journalctl --since=-1h -u nginx', 'reads'],
+    ['journalctl --since=2024-06-01 -u nginx.service', 'reads'],
+    ['ls -la /srv/app', 'reads'],
+    ['ls --all /srv/app', 'reads'],
+    ['sha256sum --tag /srv/a.tgz host:x..y', 'reads'],
+  ])('the ordinary %j still matches its rule (lane %s, approval none)', (command, lane) => {
+    expect(filesPolicy(command)).toEqual({ lane, approval: 'none' });
+  });
+
+  it('a word the rule itself begins with - or that holds the rule’s own .. is the author’s choice', () => {
+    expect(globMatches('ls ../*', 'ls ../app.log')).toBe(true);
+    expect(globMatches('x *-v', 'x -v')).toBe(true);
+    expect(globMatches('x *-v', 'x --v')).toBe(false);
+    expect(globMatches('x ..*', 'x ../etc')).toBe(false);
+    expect(globMatches('x **', 'x -v')).toBe(false);
+    expect(globMatches("grep '*' f", "grep '-r' f")).toBe(false);
+  });
+
+  it('a rule with rules_may_loosen: true keeps the older *: options and .. match, shell syntax still never does', () => {
+    for (const command of [
+      'legacy-report --all',
+      'legacy-report -o/tmp/out',
+      'legacy-report ../../etc/passwd',
+      'legacy-report /srv/reports/../x',
+    ])
+      expect(filesPolicy(command)).toEqual({ lane: 'legacy', approval: 'session' });
+    for (const command of ['legacy-report --all; reboot', 'legacy-report $(id)', 'legacy-report a b'])
+      expect(filesPolicy(command)).toEqual(perCallOnHost);
+  });
+
+  it('the host’s rules_may_loosen (approval looseness) does not loosen its rules’ wildcards', () => {
+    expect(files?.rules_may_loosen).toBe(true);
+    expect(filesPolicy('systemctl status --host=other')).toEqual(perCallOnHost);
+  });
+
+  it('a filling that begins a word with - never matches a strict * there, and always matched a loose one', () => {
+    const rest = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-./:,@+='), maxLength: 20 });
+    const before = fc.constantFrom('', 'cmd ', 'cmd -x ', "cmd '", 'a=b ');
+    fc.assert(
+      fc.property(before, rest, (head, tail) => {
+        expect(globMatches(`${head}*`, `${head}-${tail}`)).toBe(false);
+        expect(globMatches(`${head}**`, `${head}-${tail}`)).toBe(false);
+        expect(globMatches(`${head}*`, `${head}-${tail}`, 'loose')).toBe(true);
+      }),
+    );
+  });
+
+  it('a filling that holds a .. path segment never matches a strict *, and always matched a loose one', () => {
+    const name = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-.:,@+='), minLength: 1, maxLength: 8 });
+    const path = fc.array(fc.oneof(name, fc.constant('..')), { minLength: 1, maxLength: 6 });
+    const prefix = fc.constantFrom('cat /var/log/app/', 'cat ', 'tar -czf /b.tgz /srv/', 'x /a/b/', 'x a=');
+    fc.assert(
+      fc.property(prefix, path, fc.boolean(), (head, segments, leadingSlash) => {
+        fc.pre(segments.includes('..'));
+        const filling = (leadingSlash ? '/' : '') + segments.join('/');
+        fc.pre(!filling.startsWith('-'));
+        expect(globMatches(`${head}*`, `${head}${filling}`)).toBe(false);
+        expect(globMatches(`${head}*`, `${head}${filling}`, 'loose')).toBe(true);
+      }),
+    );
+  });
+});
+
+/**
+ * The same * as a backtracking regular expression (lookarounds say what the matcher's passes compute): slow on
+ * some inputs, so only the oracle for small ones here.
+ */
+function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose'): boolean {
+  const c = '[A-Za-z0-9_\\-./:,@+=]';
+  const s = '[A-Za-z0-9_\\-.+]';
+  const dotDot = [
+    `(?<!${s})\\.\\.(?!${s})`,
+    `(?<=(?<!${s})\\.)\\.(?!${s})`,
+    `\\/\\.\\.(?!${s})`,
+    `(?<=(?<!${s})\\.\\.)\\/`,
+  ];
+  const strictChar = `(?:(?!${dotDot.join('|')})${c})`;
+  const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?!-)${strictChar}+)?)`;
+  const source = pattern
+    .split('*')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join(run);
+  return new RegExp(`^${source}$`).test(text);
+}
+
+describe('the matcher', () => {
+  it('agrees with the regular expression that states * for any pattern and command over the characters that matter', () => {
+    const unit = fc.constantFrom(..."a-./= ;'", '..', '-', '/');
+    const pattern = fc.string({ unit: fc.oneof(unit, fc.constant('*')), maxLength: 10 });
+    const text = fc.string({ unit, maxLength: 16 });
+    fc.assert(
+      fc.property(pattern, text, fc.constantFrom('strict' as const, 'loose' as const), (p, t, star) => {
+        expect(globMatches(p, t, star)).toBe(regexGlobMatches(p, t, star));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('takes time bounded by the pattern times the command, whatever the agent sends (no backtracking)', () => {
+    const command = `cat /srv/${'/logs/'.repeat(5000)}x`;
+    const startedMs = performance.now();
+    for (const star of ['strict', 'loose'] as const) {
+      expect(globMatches('cat /srv/*/logs/*/*.log', command, star)).toBe(false);
+      expect(globMatches('*a*a*a*a*b', 'a'.repeat(32 * 1024), star)).toBe(false);
+    }
+    // The backtracking expression took seconds on the first alone, hours on 32 KiB; these take milliseconds.
+    expect(performance.now() - startedMs).toBeLessThan(3_000);
   });
 });

@@ -3,27 +3,83 @@ import type { ApprovalMode } from '../contract/index.js';
 
 /** Lane and approval for one command on a host: the first matching `commands[]` rule, else the host's. */
 export function sshCommandPolicy(host: SshHostSettings, command: string): { lane: string; approval: ApprovalMode } {
-  const rule = host.commands.find((r) => globMatches(r.command, command));
+  const rule = host.commands.find((r) =>
+    globMatches(r.command, command, r.rules_may_loosen === true ? 'loose' : 'strict'),
+  );
   return { lane: rule?.lane ?? host.lane ?? `host:${host.name}`, approval: rule?.approval ?? host.approval };
 }
 
 /**
- * What a rule's `*` may stand for: a run (possibly empty) of ASCII letters, digits and `_ - . / : , @ + =`,
- * characters that mean themselves to sh, bash, zsh, fish and csh. The command is run by the remote user's shell,
- * so a wildcard that matched shell syntax would let the agent widen a rule into any command: never whitespace (a
- * new argument, or a new command after a newline), never `; & | < > ( ) $` or a backquote (another command, a
- * substitution, a redirection), never `\ ' "` (an escape or quote that changes how the pattern's own text
- * reads), never `# ~ * ? [ ] { } ! ^ %` (a comment that drops the pattern's tail, an expansion), never a control
- * or non-ASCII character. A command that needs any of them matches no wildcard, so it falls back to the host's
- * own approval and lane (docs/ssh-channel.md, "Command rules").
+ * The characters a rule's `*` may stand for: ASCII letters, digits and `_ - . / : , @ + =`, characters that mean
+ * themselves to sh, bash, zsh, fish and csh. The command is run by the remote user's shell, so a wildcard that
+ * matched shell syntax would let the agent widen a rule into any command: never whitespace (a new argument, or a
+ * new command after a newline), never `; & | < > ( ) $` or a backquote (another command, a substitution, a
+ * redirection), never `\ ' "` (an escape or quote that changes how the pattern's own text reads), never
+ * `# ~ * ? [ ] { } ! ^ %` (a comment that drops the pattern's tail, an expansion), never a control or non-ASCII
+ * character. A command that needs any of them matches no wildcard, so it falls back to the host's own approval
+ * and lane (docs/ssh-channel.md, "Command rules").
  */
-const wildcardRun = '[A-Za-z0-9_\\-./:,@+=]*';
+const wildcardChar = /^[A-Za-z0-9_\-./:,@+=]$/;
+/**
+ * A character that continues a name, so `..` next to it is not a path segment (`x..y`, `...`). `/` and every
+ * other character end a segment, `=` `:` `,` `@` too: `if=../etc/shadow`, `host:../x` and `a,../b` hold one.
+ */
+const segmentChar = /^[A-Za-z0-9_\-.+]$/;
 
-/** `*` is a wildcardRun; everything else is literal. Whole string. */
-export function globMatches(pattern: string, text: string): boolean {
-  const source = pattern
-    .split('*')
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join(wildcardRun);
-  return new RegExp(`^${source}$`).test(text);
+/**
+ * `*` is a run of wildcard characters, strict (the default) or loose (a rule with rules_may_loosen: true);
+ * everything else is literal, and the pattern covers the whole text. Pure.
+ *
+ * The strict run neither begins a word with `-` (an option the rule did not write: `tar -czf /backup/app.tgz
+ * --checkpoint-action=exec=sh`, `find /var/log -name -delete`) nor takes a character of a `..` path segment or the
+ * `/` right next to one (`cat /var/log/app/../../../etc/shadow`). A run begins a word when the character before it
+ * is not a wildcard character (the text's start, a space, a quote); after the rule's own `-`, `=` or a letter it
+ * does not (`--level=*`, `-*` are the author's choice), and an empty run adds nothing (`*-v` matching `-v`: the
+ * dash is the rule's). The loose run is any run of wildcard characters, options and `..` included.
+ *
+ * One pass per `*` over the set of positions the pattern so far can end at, never backtracking: time is bounded by
+ * the pattern's length times the command's (1 KiB by 32 KiB), whatever an agent puts in the command.
+ */
+export function globMatches(pattern: string, text: string, star: 'strict' | 'loose' = 'strict'): boolean {
+  const [head = '', ...rest] = pattern.split('*');
+  const n = text.length;
+  const takes = runCharacters(text, star);
+  let ends = new Uint8Array(n + 1);
+  if (text.startsWith(head)) ends[head.length] = 1;
+  for (const literal of rest) {
+    // After the run: every position a run (possibly empty) from a reached position can end at.
+    const afterRun = new Uint8Array(n + 1);
+    let extending = false;
+    for (let q = 0; q <= n; q++) {
+      if (q > 0) {
+        const p = q - 1;
+        const starts = ends[p] === 1 && (star === 'loose' || text[p] !== '-' || wildcardChar.test(text[p - 1] ?? ''));
+        extending = takes[p] === 1 && (extending || starts);
+      }
+      afterRun[q] = ends[q] === 1 || extending ? 1 : 0;
+    }
+    const afterLiteral = new Uint8Array(n + 1);
+    for (let q = 0; q + literal.length <= n; q++)
+      if (afterRun[q] === 1 && text.startsWith(literal, q)) afterLiteral[q + literal.length] = 1;
+    ends = afterLiteral;
+    if (!ends.includes(1)) return false;
+  }
+  return ends[n] === 1;
+}
+
+/** Per position of the text: 1 when a run may take that character. */
+function runCharacters(text: string, star: 'strict' | 'loose'): Uint8Array {
+  const takes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++)
+    takes[i] = wildcardChar.test(text[i] ?? '') && (star === 'loose' || !inDotDotSegment(text, i)) ? 1 : 0;
+  return takes;
+}
+
+/** Whether text[i] is a dot of a `..` path segment, or the `/` right before or after one. */
+function inDotDotSegment(text: string, i: number): boolean {
+  const at = (k: number): string => text[k] ?? '';
+  const bound = (k: number): boolean => !segmentChar.test(at(k));
+  const dotDotAt = (k: number): boolean => at(k) === '.' && at(k + 1) === '.' && bound(k - 1) && bound(k + 2);
+  if (at(i) === '.') return dotDotAt(i) || dotDotAt(i - 1);
+  return at(i) === '/' && (dotDotAt(i + 1) || dotDotAt(i - 2));
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { diffConfigs } from './config-diff.js';
+import { configFieldChangeSchema } from '../contract/index.js';
+import { changeValueCharsMax, diffConfigs } from './config-diff.js';
 import { parseConfig } from './load-config.js';
 
 const route = (extra: string[] = [], baseUrl = 'https://api.example.com/v1'): string[] => [
@@ -84,13 +85,20 @@ describe('diffConfigs', () => {
     expect(diffConfigs(config(...before), config(...after))).toMatchObject(expected as object);
   });
 
-  it('cuts a long value on the card but still sees a difference past the cut', () => {
-    const long = (tail: string) => [
+  it('cuts a value longer than the card shows, saying so and where the whole is, and still sees a difference past the cut', () => {
+    const lanes = (n: number, tail: string) => [
       'routes:',
-      ...route(['    lanes:', `      - { methods: ['*'], path: '/${'a'.repeat(500)}${tail}', lane: l }`]),
+      ...route([
+        '    lanes:',
+        ...Array.from({ length: n }, (_, i) => `      - { methods: ['*'], path: '/${i}/${'a'.repeat(200)}', lane: l }`),
+        `      - { methods: ['*'], path: '/last${tail}', lane: l }`,
+      ]),
     ];
-    const [change] = diffConfigs(config(...long('x')), config(...long('y'))).routes;
+    const [change] = diffConfigs(config(...lanes(40, 'x')), config(...lanes(40, 'y'))).routes;
+    const after = change?.fields[0]?.after ?? '';
     expect(change?.fields[0]?.field).toBe('lanes');
-    expect(change?.fields[0]?.after?.length).toBe(400);
+    expect(after.length).toBeLessThanOrEqual(changeValueCharsMax);
+    expect(after).toMatch(/… \[cut: [\d,]+ of [\d,]+ characters not shown; the whole value is in the file\]$/);
+    expect(() => configFieldChangeSchema.parse(change?.fields[0])).not.toThrow();
   });
 });

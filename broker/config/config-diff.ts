@@ -1,3 +1,4 @@
+import { configChangeValueCharsMax } from '../contract/index.js';
 import type { PosternConfig } from './load-config.js';
 
 /** One field that differs, as bounded text (a configuration holds names and addresses, never a secret). */
@@ -21,8 +22,11 @@ export interface ConfigChanges {
   readonly settings: EntryChange[];
 }
 
-/** A field's value on the card is cut here; the card is a summary, the file is the whole truth. */
-export const changeValueCharsMax = 400;
+/**
+ * A field's value on the card is whole up to this (any rule whose text needs no escapes fits); a longer one is cut
+ * with a marker that says so and where the whole value is: the card must never pass a cut rule off as the whole.
+ */
+export const changeValueCharsMax = configChangeValueCharsMax;
 /** Fields loading derives from base_url and tls.ca_file: the card shows what the file says instead. */
 const derivedRouteFields = new Set(['origin', 'protocol', 'hostname', 'port', 'base_path', 'ca_pem']);
 /** The fields a person checks first lead the list, in this order; the rest follow by name. */
@@ -42,15 +46,16 @@ const leadingFields = [
   'host_key',
   'methods',
   'rules',
+  'commands',
   'rules_may_loosen',
   'lanes',
   'tools',
 ];
 /**
- * List fields shown one element per field (`rules[2]`, an MCP server's `tools[0]`), so a changed rule is its own
- * line on the card, not the whole list.
+ * List fields shown one element per field (`rules[2]`, an SSH host's `commands[3]`, an MCP server's `tools[0]`), so a
+ * changed rule is its own line on the card, whole, not a slice of the whole list.
  */
-const elementFields = new Set(['rules', 'tools']);
+const elementFields = new Set(['rules', 'commands', 'tools']);
 /** Map fields shown one key per field (`env.API_TOKEN`): a person sees which variable a change adds or re-points. */
 const keyedFields = new Set(['env']);
 
@@ -134,6 +139,11 @@ function text(value: unknown): string | null {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** The value whole, or its head and a marker: "… [cut: 1,234 of 5,330 characters not shown; the whole value is in the file]". */
 function cut(value: string | null): string | null {
-  return value !== null && value.length > changeValueCharsMax ? `${value.slice(0, changeValueCharsMax - 1)}…` : value;
+  if (value === null || value.length <= changeValueCharsMax) return value;
+  const marker = (shown: number) =>
+    `… [cut: ${(value.length - shown).toLocaleString('en-US')} of ${value.length.toLocaleString('en-US')} characters not shown; the whole value is in the file]`;
+  const shown = changeValueCharsMax - marker(0).length; // marker(0) has the most digits any marker can have
+  return `${value.slice(0, shown)}${marker(shown)}`;
 }

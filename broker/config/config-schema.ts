@@ -325,12 +325,20 @@ const sshCommandRule = z.strictObject({
     .min(1)
     .max(1024)
     .describe(
-      'A glob over the whole command: * matches a run of letters, digits and _ - . / : , @ + = (never whitespace or shell syntax).',
+      'A glob over the whole command: * matches a run of letters, digits and _ - . / : , @ + = (never whitespace or shell syntax), never a word that begins with - (an option) nor a .. path segment unless this rule says rules_may_loosen: true.',
     ),
   lane: z.string().min(1).max(200).optional(),
   approval: approvalMode
     .optional()
-    .describe("Approval of the commands it matches; looser than the host's only with rules_may_loosen: true."),
+    .describe(
+      "Approval of the commands it matches; looser than the host's only with rules_may_loosen: true on the host.",
+    ),
+  rules_may_loosen: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: this rule's * may also match a word that begins with - (an option) and a .. path segment, as before; default false. Approval looseness is the host's rules_may_loosen.",
+    ),
 });
 
 export const sshHostSchema = z.strictObject({

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { configEntryChangeSchema } from '../contract/index.js';
 import { diffConfigs } from './config-diff.js';
 import { parseConfig } from './load-config.js';
 import { configRefusal as refusal } from '../testing/config-refusal.js';
@@ -39,6 +40,25 @@ describe('when an SSH host declares commands[] rules', () => {
       ]),
     ).sshHosts.get('web');
     expect(web?.commands.map((r) => r.approval)).toEqual(['per_call', 'session', undefined]);
+  });
+
+  it('loads rules_may_loosen on a rule (its * keeps the older meaning); it does not let the rule ask less', () => {
+    const web = parseConfig(
+      host([
+        '    approval: session',
+        '    commands:',
+        "      - { command: 'legacy-report *', approval: per_call, rules_may_loosen: true }",
+      ]),
+    ).sshHosts.get('web');
+    expect(web?.commands).toEqual([{ command: 'legacy-report *', approval: 'per_call', rules_may_loosen: true }]);
+    const r = refusal(
+      host([
+        '    approval: per_call',
+        '    commands:',
+        "      - { command: 'x *', approval: none, rules_may_loosen: true }",
+      ]),
+    );
+    expect(r).toMatchObject({ code: 'CONFIG_INVALID', field: 'ssh_hosts[0].commands[0].approval' });
   });
 
   it('leaves a host without the switch as before (no rules_may_loosen field)', () => {
@@ -94,5 +114,47 @@ describe('the pending-change card shows the loosening switch of a host', () => {
     expect(diffConfigs(before, after).ssh_hosts).toEqual([
       { name: 'web', change: 'changed', fields: [{ field: 'rules_may_loosen', before: null, after: 'true' }] },
     ]);
+  });
+});
+
+describe('the pending-change card shows every command rule of a host whole', () => {
+  const rules = (lines: string[]) =>
+    host(['    approval: per_call', '    rules_may_loosen: true', '    commands:', ...lines]);
+  const reads = Array.from(
+    { length: 12 },
+    (_, i) => `      - { command: 'cat /var/log/app-${i}/current-${'x'.repeat(20)}.log', lane: reads, approval: none }`,
+  );
+
+  it('a rule added behind a dozen others is its own line, whole (it once hid past a 400-character cut)', () => {
+    const added = "      - { command: '*', lane: reads, approval: none, rules_may_loosen: true }";
+    const [change] = diffConfigs(parseConfig(rules(reads)), parseConfig(rules([...reads, added]))).ssh_hosts;
+    expect(change?.fields).toEqual([
+      {
+        field: 'commands[12]',
+        before: null,
+        after: JSON.stringify({ command: '*', lane: 'reads', approval: 'none', rules_may_loosen: true }),
+      },
+    ]);
+  });
+
+  it('a host added with its rules lists each rule whole, the longest a rule may be included', () => {
+    const longest = `deploy ${'a'.repeat(1010)} *`;
+    const lane = 'l'.repeat(200);
+    const lines = [...reads, `      - { command: '${longest}', lane: ${lane}, approval: per_call }`];
+    const [change] = diffConfigs(parseConfig('version: 1\n'), parseConfig(rules(lines))).ssh_hosts;
+    const shown = change?.fields.filter((f) => f.field.startsWith('commands[')) ?? [];
+    expect(shown).toHaveLength(13);
+    expect(shown.map((f) => (f.after === null ? null : (JSON.parse(f.after) as { command: string }).command))).toEqual([
+      ...Array.from({ length: 12 }, (_, i) => `cat /var/log/app-${i}/current-${'x'.repeat(20)}.log`),
+      longest,
+    ]);
+    for (const f of change?.fields ?? []) expect(f.after ?? '').not.toContain('[cut:');
+  });
+
+  it('a host with 256 rules fits the card’s bounds', () => {
+    const many = Array.from({ length: 256 }, (_, i) => `      - { command: 'status ${i} *', approval: per_call }`);
+    const [change] = diffConfigs(parseConfig('version: 1\n'), parseConfig(rules(many))).ssh_hosts;
+    expect(change?.fields.filter((f) => f.field.startsWith('commands['))).toHaveLength(256);
+    expect(() => configEntryChangeSchema.parse(change)).not.toThrow();
   });
 });

@@ -173,17 +173,26 @@ export const configEditSchema = z.discriminatedUnion('op', [
 ]);
 export type ConfigEdit = z.infer<typeof configEditSchema>;
 
+/**
+ * A field's value on the pending-change card is whole up to this: room for any SSH command rule, route rule or tool
+ * rule whose text needs no JSON escapes. Past it the value ends in a marker that says it is cut and where the whole
+ * is (broker/config/config-diff.ts), never in a bare "…".
+ */
+export const configChangeValueCharsMax = 4096;
+/** Fields of one entry on the card: a list field is one field per element (256 command rules, tools) plus the rest. */
+export const configChangeFieldsMax = 1024;
+
 /** One field of a route, SSH host or settings section that differs, as text (bounded; never a secret: config holds none). */
 export const configFieldChangeSchema = z.object({
   field: z.string().max(64),
-  before: z.string().max(400).nullable(),
-  after: z.string().max(400).nullable(),
+  before: z.string().max(configChangeValueCharsMax).nullable(),
+  after: z.string().max(configChangeValueCharsMax).nullable(),
 });
 /** A route, an SSH host entry or a settings section (`agents`, `results`, `operator`) that differs. */
 export const configEntryChangeSchema = z.object({
   name: z.string().max(64),
   change: z.enum(['added', 'removed', 'changed']),
-  fields: z.array(configFieldChangeSchema).max(64),
+  fields: z.array(configFieldChangeSchema).max(configChangeFieldsMax),
 });
 export type ConfigEntryChange = z.infer<typeof configEntryChangeSchema>;
 
