@@ -178,3 +178,36 @@ describe.concurrent('vault commands on a data directory that does not exist', ()
     expect(() => statSync(dir)).toThrow();
   });
 });
+
+describe.concurrent('commands that only ask a broker, on a data directory that does not exist', () => {
+  it.each<[string, string[]]>([
+    ['approvals list', ['approvals', 'list']],
+    ['approvals approve', ['approvals', 'approve', '1']],
+    ['actions list', ['actions', 'list']],
+    ['actions show', ['actions', 'show', 'act_nope']],
+    ['sessions', ['sessions']],
+    ['activity', ['activity']],
+    ['metrics', ['metrics']],
+    ['integrity', ['integrity']],
+    ['mcp-servers authorize', ['mcp-servers', 'authorize', 'docs']],
+  ])('%s says no data directory (so no broker) is there, and creates nothing', async (_what, args) => {
+    const dir = path.join(freshDir(), 'nested');
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `postern: NOT_FOUND --data-dir: no data directory at ${dir}, so no broker is running for it (start one with: postern daemon --data-dir ${dir})`,
+    );
+    expect(() => statSync(path.dirname(dir))).toThrow();
+  });
+
+  it.each<[string, string[]]>([
+    ['vault lock', ['vault', 'lock']],
+    ['vault unlock', ['vault', 'unlock', '--passphrase-file', '/dev/null']],
+  ])('%s says so naming --data-dir and creates nothing', async (_what, args) => {
+    const dir = path.join(freshDir(), 'nested');
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --data-dir: no data directory at ${dir}`);
+    expect(() => statSync(path.dirname(dir))).toThrow();
+  });
+});

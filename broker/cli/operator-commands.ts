@@ -18,7 +18,7 @@ import {
 } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
-import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
 interface JsonOptions extends CommonOptions {
   json?: boolean;
@@ -72,7 +72,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     method: M,
     input: BrokerApi[M]['input'],
   ): Promise<BrokerApi[M]['output']> =>
-    callOperator(prepareDataDir(options, env), method, input, { proveOnTerminal: true });
+    callOperator(brokerDataDir(options, env), method, input, { proveOnTerminal: true });
 
   const approvals = program
     .command('approvals')
