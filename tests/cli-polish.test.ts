@@ -31,6 +31,8 @@ async function helpOf(args: readonly string[]): Promise<string> {
 }
 
 const stackTrace = /\n\s+at .+:\d+:\d+/;
+/** A daemon and several CLI runs, one after another, on a shared 2-core machine. */
+const daemonTestMs = 90_000;
 
 describe.concurrent('stdout closed early (postern … | head -1)', () => {
   it.each<[string, string[]]>([
@@ -148,21 +150,37 @@ describe.concurrent('postern status says whether a broker is running', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false });
   });
 
-  it('says running while a daemon serves the directory, and not running after it stops', async () => {
-    const dir = freshDir();
-    const daemon = await startDaemon(dir);
-    try {
-      const text = await run(['status', '--data-dir', dir]);
-      expect(text.stdout).toContain('Broker: running for this data directory');
-      const json = await run(['status', '--json', '--data-dir', dir]);
-      expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: true });
-    } finally {
-      expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
-    }
-    expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({
-      broker_running: false,
-    });
-  });
+  it(
+    'says running while a daemon serves the directory, and not running after it stops',
+    async () => {
+      const dir = freshDir();
+      const daemon = await startDaemon(dir);
+      try {
+        const text = await run(['status', '--data-dir', dir]);
+        expect(text.stdout).toContain('Broker: running for this data directory');
+        // The broker's own word for its journal, not this process's unopened handle.
+        expect(text.stdout).toMatch(/^Journal: open in the running broker \(\d+ events, last seq \d+, schema v\d+\)$/m);
+        expect(text.stdout).not.toContain('closed');
+        const json = await run(['status', '--json', '--data-dir', dir]);
+        expect(JSON.parse(json.stdout)).toMatchObject({
+          broker_running: true,
+          journal: { state: 'open' },
+          journal_read_from: 'broker',
+        });
+      } finally {
+        expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
+      }
+      expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({
+        broker_running: false,
+        journal: { state: 'closed' },
+        journal_read_from: 'file',
+      });
+      expect((await run(['status', '--data-dir', dir])).stdout).toMatch(
+        /^Journal: closed \(no broker has it open; read from the file: \d+ events, last seq \d+, schema v\d+\)$/m,
+      );
+    },
+    daemonTestMs,
+  );
 });
 
 describe.concurrent('vault commands on a data directory that does not exist', () => {

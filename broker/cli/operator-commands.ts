@@ -471,14 +471,15 @@ export function formatMs(ms: number): string {
  * decision goes first without proof (accepted only under `operator.unattended_decisions`, and then
  * journaled as this process); refused with OPERATOR_PROOF_REQUIRED and `proveOnTerminal`, it is
  * sent again with the vault passphrase typed on the controlling terminal (the person's proof).
+ * `timeoutMs` bounds the wait for each reply (default: the control client's).
  */
 export async function callOperator<M extends BrokerApiMethod>(
   dataDir: string,
   method: M,
   input: BrokerApi[M]['input'],
-  options: { proveOnTerminal?: boolean } = {},
+  options: { proveOnTerminal?: boolean; timeoutMs?: number } = {},
 ): Promise<BrokerApi[M]['output']> {
-  const first = await sendOperator(dataDir, { op: 'api', method, input });
+  const first = await sendOperator(dataDir, { op: 'api', method, input }, options.timeoutMs);
   if (first.ok || first.error.code !== 'OPERATOR_PROOF_REQUIRED' || options.proveOnTerminal !== true)
     return valueOfReply(first) as BrokerApi[M]['output'];
   const refusal = first.error;
@@ -498,9 +499,13 @@ export async function callOperator<M extends BrokerApiMethod>(
   }
 }
 
-async function sendOperator(dataDir: string, request: Extract<ControlRequest, { op: 'api' }>): Promise<Reply<unknown>> {
+async function sendOperator(
+  dataDir: string,
+  request: Extract<ControlRequest, { op: 'api' }>,
+  timeoutMs?: number,
+): Promise<Reply<unknown>> {
   try {
-    return await sendControlRequest(controlSocketPath(dataDir), request);
+    return await sendControlRequest(controlSocketPath(dataDir), request, timeoutMs);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ECONNREFUSED') {
