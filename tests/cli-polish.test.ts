@@ -3,12 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { brokerApiSchemas } from '../broker/contract/index.js';
+import { activityPageMax, brokerApiSchemas } from '../broker/contract/index.js';
 import { PosternProcess, posternBin, repoRoot, startDaemon } from './support/postern-process.js';
 
 /** The operator's everyday edges of `postern`, each run as a real subprocess. */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-cli-polish-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const actionListMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;
 let dirs = 0;
 const freshDir = (): string => path.join(scratch, `data-${(dirs += 1)}`);
 const existingDir = (): string => {
@@ -227,5 +228,32 @@ describe.concurrent('commands that only ask a broker, on a data directory that d
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --data-dir: no data directory at ${dir}`);
     expect(() => statSync(path.dirname(dir))).toThrow();
+  });
+});
+
+describe.concurrent('page sizes: help and validation agree', () => {
+  it.each<[string, string[], number]>([
+    ['activity', ['activity'], activityPageMax],
+    ['actions list', ['actions', 'list'], actionListMax],
+  ])('%s --help gives the default and the bound that is enforced', async (_what, command, max) => {
+    expect(await helpOf(command)).toContain(`--limit <n> rows (default 100, at most ${max})`);
+  });
+
+  it.each<[string, string, string[], number]>([
+    ['activity', '0', ['activity'], activityPageMax],
+    ['activity', '-1', ['activity'], activityPageMax],
+    ['activity', 'abc', ['activity'], activityPageMax],
+    ['activity', '1e9', ['activity'], activityPageMax],
+    ['activity', String(activityPageMax + 1), ['activity'], activityPageMax],
+    ['actions list', '1e9', ['actions', 'list'], actionListMax],
+    ['actions list', String(actionListMax + 1), ['actions', 'list'], actionListMax],
+  ])('%s refuses --limit %s naming --limit, before asking any broker', async (_what, raw, command, max) => {
+    const dir = freshDir();
+    const result = await run([...command, '--limit', raw, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      `postern: INVALID_ARGUMENT --limit: must be an integer from 1 to ${max} (got ${JSON.stringify(raw)})`,
+    );
+    expect(() => statSync(dir)).toThrow();
   });
 });

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import {
+  activityPageDefault,
+  activityPageMax,
   actorLabel,
   brokerApiSchemas,
   CodedError,
@@ -356,9 +358,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--from <seq>', 'start at this journal position')
     .option(
       '--newest',
-      'the last page of the journal (the newest --limit events, default 100), newest last; filters apply within it',
+      `the last page of the journal (the newest --limit events, default ${activityPageDefault}), newest last; filters apply within it`,
     )
-    .option('--limit <n>', 'rows (at most 500)')
+    .option('--limit <n>', `rows (default ${activityPageDefault}, at most ${activityPageMax})`)
     .option('--session <id>', 'only this session')
     .option('--lane <lane>', 'only this lane')
     .option('--action <id>', 'only this action')
@@ -378,10 +380,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         throw new CodedError('INVALID_ARGUMENT', '--newest and --from choose the page two ways: give one', {
           field: '--newest',
         });
-      const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
+      const limit = options.limit === undefined ? undefined : pageLimit(options.limit, activityPageMax);
       const from =
         options.newest === true
-          ? await newestFrom(options, limit ?? 100)
+          ? await newestFrom(options, limit ?? activityPageDefault)
           : options.from === undefined
             ? undefined
             : positive(options.from, '--from');
@@ -418,9 +420,7 @@ function actionListInput(options: ActionListOptions): BrokerApi['actions.list'][
       field: '--outcome',
     });
   }
-  const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
-  if (limit !== undefined && limit > actionListLimitMax)
-    throw new CodedError('INVALID_ARGUMENT', `must be at most ${actionListLimitMax}`, { field: '--limit' });
+  const limit = options.limit === undefined ? undefined : pageLimit(options.limit, actionListLimitMax);
   return {
     ...(limit === undefined ? {} : { limit }),
     ...(options.before === undefined ? {} : { before_seq: positive(options.before, '--before') }),
@@ -432,6 +432,16 @@ function actionListInput(options: ActionListOptions): BrokerApi['actions.list'][
     ...(options.open === true ? { open: true } : {}),
     ...(options.text === undefined ? {} : { text: options.text }),
   };
+}
+
+/** A page size: one message for every bad value (0, -1, abc, 1e9, over the page bound), naming --limit. */
+function pageLimit(raw: string, max: number): number {
+  const n = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > max)
+    throw new CodedError('INVALID_ARGUMENT', `must be an integer from 1 to ${max} (got ${JSON.stringify(raw)})`, {
+      field: '--limit',
+    });
+  return n;
 }
 
 /** One action on one line: when, ticket, agent, target, request, lane, who decided, outcome, how long. */
