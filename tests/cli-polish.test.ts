@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { activityPageMax, brokerApiSchemas } from '../broker/contract/index.js';
+import { activityPageMax, brokerApiSchemas, ErrorCode } from '../broker/contract/index.js';
 import { PosternProcess, posternBin, repoRoot, startDaemon } from './support/postern-process.js';
 
 /** The operator's everyday edges of `postern`, each run as a real subprocess. */
@@ -255,5 +255,31 @@ describe.concurrent('page sizes: help and validation agree', () => {
       `postern: INVALID_ARGUMENT --limit: must be an integer from 1 to ${max} (got ${JSON.stringify(raw)})`,
     );
     expect(() => statSync(dir)).toThrow();
+  });
+});
+
+describe.concurrent('--code takes only an error code', () => {
+  it.each<[string, string[]]>([
+    ['actions list', ['actions', 'list']],
+    ['activity', ['activity']],
+  ])('%s refuses an unknown code naming --code and where the codes are listed', async (_what, command) => {
+    const result = await run([...command, '--code', 'X', '--data-dir', freshDir()]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('postern: INVALID_ARGUMENT --code: not an error code (got "X");');
+    expect(result.stderr).toContain('docs/error-codes.md');
+    expect(result.stderr).toContain('broker/contract/error-codes.ts');
+    expect(result.stderr).not.toMatch(stackTrace);
+  });
+
+  it('suggests the code a lower-case spelling means', async () => {
+    const result = await run(['actions', 'list', '--code', 'approval_denied', '--data-dir', freshDir()]);
+    expect(result.stderr).toContain('did you mean APPROVAL_DENIED?');
+  });
+
+  it('lets a code of the closed set through to the broker', async () => {
+    const dir = freshDir();
+    const result = await run(['actions', 'list', '--code', ErrorCode.APPROVAL_DENIED, '--data-dir', dir]);
+    expect(result.stderr).not.toContain('--code');
+    expect(result.stderr).toContain(`--data-dir: no data directory at ${dir}`);
   });
 });

@@ -181,7 +181,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--lane <lane>', 'only this lane')
     .option('--target <name>', 'only this route or SSH host (name, or route:name / host:name)')
     .option('--outcome <outcome>', 'only this outcome (not_attempted, rejected, committed, unknown)')
-    .option('--code <code>', 'only this error code')
+    .option('--code <code>', `only this error code (${codesWhere})`)
     .option('--open', 'only actions not yet settled or closed')
     .option(
       '--text <text>',
@@ -368,14 +368,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       '--outcome <outcome>',
       'only events whose own classification says this outcome (not_attempted, rejected, committed, unknown)',
     )
-    .option('--code <code>', 'only events whose own classification carries this code')
+    .option('--code <code>', `only events whose own classification carries this error code (${codesWhere})`)
     .option('--text <text>', 'only rows containing this text (case-insensitive)')
     .action(async (options: ActivityOptions) => {
-      if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
-        throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
-          field: '--outcome',
-        });
-      }
+      const filters = activityFilters(options);
       if (options.newest === true && options.from !== undefined)
         throw new CodedError('INVALID_ARGUMENT', '--newest and --from choose the page two ways: give one', {
           field: '--newest',
@@ -390,12 +386,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       const page = await call(options, 'activity.list', {
         ...(from === undefined ? {} : { from_seq: from }),
         ...(limit === undefined ? {} : { limit }),
-        ...(options.session === undefined ? {} : { session_id: options.session }),
-        ...(options.lane === undefined ? {} : { lane: options.lane }),
-        ...(options.action === undefined ? {} : { action_id: options.action }),
-        ...(options.outcome === undefined || !isMember(Outcome, options.outcome) ? {} : { outcome: options.outcome }),
-        ...(options.code === undefined ? {} : { code: options.code }),
-        ...(options.text === undefined ? {} : { text: options.text }),
+        ...filters,
       });
       if (options.json === true) return io.out(JSON.stringify(page));
       for (const e of page.events) {
@@ -412,14 +403,47 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   };
 }
 
+type ActivityFilters = Omit<BrokerApi['activity.list']['input'], 'from_seq' | 'limit'>;
+
+function activityFilters(options: ActivityOptions): ActivityFilters {
+  const outcome = outcomeFilter(options.outcome);
+  const code = codeFilter(options.code);
+  return {
+    ...(options.session === undefined ? {} : { session_id: options.session }),
+    ...(options.lane === undefined ? {} : { lane: options.lane }),
+    ...(options.action === undefined ? {} : { action_id: options.action }),
+    ...(outcome === undefined ? {} : { outcome }),
+    ...(code === undefined ? {} : { code }),
+    ...(options.text === undefined ? {} : { text: options.text }),
+  };
+}
+
+function outcomeFilter(raw: string | undefined): Outcome | undefined {
+  if (raw === undefined) return undefined;
+  if (isMember(Outcome, raw)) return raw;
+  throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
+    field: '--outcome',
+  });
+}
+
+const codesWhere = 'the codes are listed in docs/error-codes.md, the closed set in broker/contract/error-codes.ts';
+
+/** Codes are a closed set: a typo would otherwise match nothing and look like "no such failures". */
+function codeFilter(raw: string | undefined): ErrorCode | undefined {
+  if (raw === undefined) return undefined;
+  if (isMember(ErrorCode, raw)) return raw;
+  const upper = raw.toUpperCase();
+  const hint = isMember(ErrorCode, upper) ? `; did you mean ${upper}?` : '';
+  throw new CodedError('INVALID_ARGUMENT', `not an error code (got ${JSON.stringify(raw)}); ${codesWhere}${hint}`, {
+    field: '--code',
+  });
+}
+
 const actionListLimitMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;
 
 function actionListInput(options: ActionListOptions): BrokerApi['actions.list']['input'] {
-  if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
-    throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
-      field: '--outcome',
-    });
-  }
+  const outcome = outcomeFilter(options.outcome);
+  const code = codeFilter(options.code);
   const limit = options.limit === undefined ? undefined : pageLimit(options.limit, actionListLimitMax);
   return {
     ...(limit === undefined ? {} : { limit }),
@@ -427,8 +451,8 @@ function actionListInput(options: ActionListOptions): BrokerApi['actions.list'][
     ...(options.session === undefined ? {} : { session_id: options.session }),
     ...(options.lane === undefined ? {} : { lane: options.lane }),
     ...(options.target === undefined ? {} : { target: options.target }),
-    ...(options.outcome === undefined || !isMember(Outcome, options.outcome) ? {} : { outcome: options.outcome }),
-    ...(options.code === undefined ? {} : { code: options.code }),
+    ...(outcome === undefined ? {} : { outcome }),
+    ...(code === undefined ? {} : { code }),
     ...(options.open === true ? { open: true } : {}),
     ...(options.text === undefined ? {} : { text: options.text }),
   };
