@@ -283,3 +283,35 @@ describe.concurrent('--code takes only an error code', () => {
     expect(result.stderr).toContain(`--data-dir: no data directory at ${dir}`);
   });
 });
+
+describe('ids the journal does not hold, against a running daemon', () => {
+  it(
+    'activity and actions list refuse an unknown --session or --action as actions show refuses an unknown id',
+    async () => {
+      const dir = freshDir();
+      const daemon = await startDaemon(dir);
+      try {
+        for (const [args, field, what] of [
+          [['activity', '--session', 'nope'], '--session', 'session nope'],
+          [['activity', '--session', 'nope', '--lane', 'docs', '--newest'], '--session', 'session nope'],
+          [['activity', '--action', 'nope', '--json'], '--action', 'action nope'],
+          [['actions', 'list', '--session', 'nope'], '--session', 'session nope'],
+        ] as const) {
+          const result = await run([...args, '--data-dir', dir]);
+          expect(result.code).toBe(1);
+          expect(result.stdout).toBe('');
+          expect(result.stderr).toContain(`postern: NOT_FOUND ${field}: no ${what} in this journal`);
+        }
+        const shown = await run(['actions', 'show', 'act_nope', '--data-dir', dir]);
+        expect(shown.code).toBe(1);
+        expect(shown.stderr).toContain('postern: NOT_FOUND action_id: no action act_nope');
+        // An empty page with no id filter is an answer, said as actions list says one.
+        const empty = await run(['activity', '--lane', 'nowhere', '--data-dir', dir]);
+        expect(empty).toMatchObject({ code: 0, stdout: 'No events match.' });
+      } finally {
+        expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
+      }
+    },
+    daemonTestMs,
+  );
+});

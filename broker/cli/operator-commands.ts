@@ -177,7 +177,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--json', 'print one JSON object (the page and next_before)')
     .option('--limit <n>', `rows (default 100, at most ${actionListLimitMax})`)
     .option('--before <seq>', 'only actions accepted before this journal position (the previous page\'s "more" line)')
-    .option('--session <id>', 'only this agent session')
+    .option('--session <id>', 'only this agent session (an id the journal does not hold is refused)')
     .option('--lane <lane>', 'only this lane')
     .option('--target <name>', 'only this route or SSH host (name, or route:name / host:name)')
     .option('--outcome <outcome>', 'only this outcome (not_attempted, rejected, committed, unknown)')
@@ -189,6 +189,8 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     )
     .action(async (options: ActionListOptions) => {
       const page = await call(options, 'actions.list', actionListInput(options));
+      if (page.actions.length === 0 && options.session !== undefined)
+        await requireKnownIds(options, { session_id: options.session }, false);
       if (options.json === true) return io.out(JSON.stringify(page));
       if (page.actions.length === 0) io.out('No actions match.');
       for (const row of page.actions) io.out(actionLine(row));
@@ -361,9 +363,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       `the last page of the journal (the newest --limit events, default ${activityPageDefault}), newest last; filters apply within it`,
     )
     .option('--limit <n>', `rows (default ${activityPageDefault}, at most ${activityPageMax})`)
-    .option('--session <id>', 'only this session')
+    .option('--session <id>', 'only this session (an id the journal does not hold is refused)')
     .option('--lane <lane>', 'only this lane')
-    .option('--action <id>', 'only this action')
+    .option('--action <id>', 'only this action (an id the journal does not hold is refused)')
     .option(
       '--outcome <outcome>',
       'only events whose own classification says this outcome (not_attempted, rejected, committed, unknown)',
@@ -388,7 +390,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         ...(limit === undefined ? {} : { limit }),
         ...filters,
       });
+      if (page.events.length === 0)
+        await requireKnownIds(options, filters, from === undefined && page.next_seq === null);
       if (options.json === true) return io.out(JSON.stringify(page));
+      if (page.events.length === 0) io.out('No events match.');
       for (const e of page.events) {
         io.out(
           `#${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind} ${e.action_id}${e.ticket === null ? '' : ` #${e.ticket}`}${e.lane === null ? '' : ` [${e.lane}]`}${e.summary === '' ? '' : `  ${e.summary}`}`,
@@ -401,9 +406,42 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     const { journal } = await call(options, 'status', {});
     return Math.max(1, journal.last_seq - limit + 1);
   };
+  /**
+   * An empty page for an id the journal never held is a mistyped id, said as `actions show` says one
+   * (NOT_FOUND). Asked only when nothing matched; `scanned` says the page already read the whole
+   * journal with that id as its only filter, so its emptiness is the answer.
+   */
+  const requireKnownIds = async (options: CommonOptions, filters: ActivityFilters, scanned: boolean) => {
+    const only = Object.keys(filters).length === 1;
+    for (const [field, key, what] of idFilters) {
+      const id = filters[key];
+      if (id === undefined) continue;
+      const known = scanned && only ? false : await journalHolds(options, { [key]: id });
+      if (!known) throw new CodedError('NOT_FOUND', `no ${what} ${id} in this journal`, { field });
+    }
+  };
+  // Whether any event carries the id, scanning on by next_seq: each step is one bounded page of the daemon's scan.
+  const journalHolds = async (options: CommonOptions, filter: ActivityFilters): Promise<boolean> => {
+    for (let from: number | null = 1; from !== null;) {
+      const page: BrokerApi['activity.list']['output'] = await call(options, 'activity.list', {
+        ...filter,
+        from_seq: from,
+        limit: 1,
+      });
+      if (page.events.length > 0) return true;
+      from = page.next_seq;
+    }
+    return false;
+  };
 }
 
 type ActivityFilters = Omit<BrokerApi['activity.list']['input'], 'from_seq' | 'limit'>;
+
+/** The id filters whose unknown value is refused: the option, the API field, the word for it. */
+const idFilters = [
+  ['--session', 'session_id', 'session'],
+  ['--action', 'action_id', 'action'],
+] as const;
 
 function activityFilters(options: ActivityOptions): ActivityFilters {
   const outcome = outcomeFilter(options.outcome);
