@@ -120,5 +120,25 @@ describe('postern actions list against a running daemon', () => {
     expect(newest.events[0]?.seq).toBeGreaterThan(1);
     const both = await cli(['activity', '--newest', '--from', '1', ...dir]);
     expect(both.stderr).toMatch(/INVALID_ARGUMENT.*--newest/);
+
+    // A session or action the journal holds, on a page with nothing to show: an empty answer, not "no session".
+    const sessionId = page.actions[0]?.session_id ?? '';
+    const ofSession = JSON.parse((await cli(['activity', '--session', sessionId, '--json', ...dir])).stdout) as {
+      events: Array<{ session_id: string | null }>;
+    };
+    expect(ofSession.events.length).toBeGreaterThan(0);
+    expect(ofSession.events.every((e) => e.session_id === sessionId)).toBe(true);
+    for (const args of [
+      ['activity', '--session', sessionId, '--lane', 'no-such-lane'],
+      ['activity', '--session', sessionId, '--from', String(lastSeq + 1000)],
+      ['activity', '--action', a.action_id, '--text', 'no-such-text'],
+    ]) {
+      expect(await cli([...args, ...dir])).toMatchObject({ code: 0, stdout: 'No events match.', stderr: '' });
+    }
+    expect(await cli(['actions', 'list', '--session', sessionId, '--lane', 'no-such-lane', ...dir])).toMatchObject({
+      code: 0,
+      stdout: 'No actions match.',
+      stderr: '',
+    });
   }, 90_000);
 });

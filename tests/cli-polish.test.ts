@@ -3,12 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { brokerApiSchemas } from '../broker/contract/index.js';
+import { activityPageMax, brokerApiSchemas, ErrorCode } from '../broker/contract/index.js';
 import { PosternProcess, posternBin, repoRoot, startDaemon } from './support/postern-process.js';
 
 /** The operator's everyday edges of `postern`, each run as a real subprocess. */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-cli-polish-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const actionListMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;
 let dirs = 0;
 const freshDir = (): string => path.join(scratch, `data-${(dirs += 1)}`);
 const existingDir = (): string => {
@@ -31,6 +32,8 @@ async function helpOf(args: readonly string[]): Promise<string> {
 }
 
 const stackTrace = /\n\s+at .+:\d+:\d+/;
+/** A daemon and several CLI runs, one after another, on a shared 2-core machine. */
+const daemonTestMs = 90_000;
 
 describe.concurrent('stdout closed early (postern … | head -1)', () => {
   it.each<[string, string[]]>([
@@ -148,21 +151,37 @@ describe.concurrent('postern status says whether a broker is running', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false });
   });
 
-  it('says running while a daemon serves the directory, and not running after it stops', async () => {
-    const dir = freshDir();
-    const daemon = await startDaemon(dir);
-    try {
-      const text = await run(['status', '--data-dir', dir]);
-      expect(text.stdout).toContain('Broker: running for this data directory');
-      const json = await run(['status', '--json', '--data-dir', dir]);
-      expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: true });
-    } finally {
-      expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
-    }
-    expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({
-      broker_running: false,
-    });
-  });
+  it(
+    'says running while a daemon serves the directory, and not running after it stops',
+    async () => {
+      const dir = freshDir();
+      const daemon = await startDaemon(dir);
+      try {
+        const text = await run(['status', '--data-dir', dir]);
+        expect(text.stdout).toContain('Broker: running for this data directory');
+        // The broker's own word for its journal, not this process's unopened handle.
+        expect(text.stdout).toMatch(/^Journal: open in the running broker \(\d+ events, last seq \d+, schema v\d+\)$/m);
+        expect(text.stdout).not.toContain('closed');
+        const json = await run(['status', '--json', '--data-dir', dir]);
+        expect(JSON.parse(json.stdout)).toMatchObject({
+          broker_running: true,
+          journal: { state: 'open' },
+          journal_read_from: 'broker',
+        });
+      } finally {
+        expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
+      }
+      expect(JSON.parse((await run(['status', '--json', '--data-dir', dir])).stdout)).toMatchObject({
+        broker_running: false,
+        journal: { state: 'closed' },
+        journal_read_from: 'file',
+      });
+      expect((await run(['status', '--data-dir', dir])).stdout).toMatch(
+        /^Journal: closed \(no broker has it open; read from the file: \d+ events, last seq \d+, schema v\d+\)$/m,
+      );
+    },
+    daemonTestMs,
+  );
 });
 
 describe.concurrent('vault commands on a data directory that does not exist', () => {
@@ -177,4 +196,122 @@ describe.concurrent('vault commands on a data directory that does not exist', ()
     expect(result.stdout).toBe('');
     expect(() => statSync(dir)).toThrow();
   });
+});
+
+describe.concurrent('commands that only ask a broker, on a data directory that does not exist', () => {
+  it.each<[string, string[]]>([
+    ['approvals list', ['approvals', 'list']],
+    ['approvals approve', ['approvals', 'approve', '1']],
+    ['actions list', ['actions', 'list']],
+    ['actions show', ['actions', 'show', 'act_nope']],
+    ['sessions', ['sessions']],
+    ['activity', ['activity']],
+    ['metrics', ['metrics']],
+    ['integrity', ['integrity']],
+    ['mcp-servers authorize', ['mcp-servers', 'authorize', 'docs']],
+  ])('%s says no data directory (so no broker) is there, and creates nothing', async (_what, args) => {
+    const dir = path.join(freshDir(), 'nested');
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `postern: NOT_FOUND --data-dir: no data directory at ${dir}, so no broker is running for it (start one with: postern daemon --data-dir ${dir})`,
+    );
+    expect(() => statSync(path.dirname(dir))).toThrow();
+  });
+
+  it.each<[string, string[]]>([
+    ['vault lock', ['vault', 'lock']],
+    ['vault unlock', ['vault', 'unlock', '--passphrase-file', '/dev/null']],
+  ])('%s says so naming --data-dir and creates nothing', async (_what, args) => {
+    const dir = path.join(freshDir(), 'nested');
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --data-dir: no data directory at ${dir}`);
+    expect(() => statSync(path.dirname(dir))).toThrow();
+  });
+});
+
+describe.concurrent('page sizes: help and validation agree', () => {
+  it.each<[string, string[], number]>([
+    ['activity', ['activity'], activityPageMax],
+    ['actions list', ['actions', 'list'], actionListMax],
+  ])('%s --help gives the default and the bound that is enforced', async (_what, command, max) => {
+    expect(await helpOf(command)).toContain(`--limit <n> rows (default 100, at most ${max})`);
+  });
+
+  it.each<[string, string, string[], number]>([
+    ['activity', '0', ['activity'], activityPageMax],
+    ['activity', '-1', ['activity'], activityPageMax],
+    ['activity', 'abc', ['activity'], activityPageMax],
+    ['activity', '1e9', ['activity'], activityPageMax],
+    ['activity', String(activityPageMax + 1), ['activity'], activityPageMax],
+    ['actions list', '1e9', ['actions', 'list'], actionListMax],
+    ['actions list', String(actionListMax + 1), ['actions', 'list'], actionListMax],
+  ])('%s refuses --limit %s naming --limit, before asking any broker', async (_what, raw, command, max) => {
+    const dir = freshDir();
+    const result = await run([...command, '--limit', raw, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      `postern: INVALID_ARGUMENT --limit: must be an integer from 1 to ${max} (got ${JSON.stringify(raw)})`,
+    );
+    expect(() => statSync(dir)).toThrow();
+  });
+});
+
+describe.concurrent('--code takes only an error code', () => {
+  it.each<[string, string[]]>([
+    ['actions list', ['actions', 'list']],
+    ['activity', ['activity']],
+  ])('%s refuses an unknown code naming --code and where the codes are listed', async (_what, command) => {
+    const result = await run([...command, '--code', 'X', '--data-dir', freshDir()]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('postern: INVALID_ARGUMENT --code: not an error code (got "X");');
+    expect(result.stderr).toContain('docs/error-codes.md');
+    expect(result.stderr).toContain('broker/contract/error-codes.ts');
+    expect(result.stderr).not.toMatch(stackTrace);
+  });
+
+  it('suggests the code a lower-case spelling means', async () => {
+    const result = await run(['actions', 'list', '--code', 'approval_denied', '--data-dir', freshDir()]);
+    expect(result.stderr).toContain('did you mean APPROVAL_DENIED?');
+  });
+
+  it('lets a code of the closed set through to the broker', async () => {
+    const dir = freshDir();
+    const result = await run(['actions', 'list', '--code', ErrorCode.APPROVAL_DENIED, '--data-dir', dir]);
+    expect(result.stderr).not.toContain('--code');
+    expect(result.stderr).toContain(`--data-dir: no data directory at ${dir}`);
+  });
+});
+
+describe('ids the journal does not hold, against a running daemon', () => {
+  it(
+    'activity and actions list refuse an unknown --session or --action as actions show refuses an unknown id',
+    async () => {
+      const dir = freshDir();
+      const daemon = await startDaemon(dir);
+      try {
+        for (const [args, field, what] of [
+          [['activity', '--session', 'nope'], '--session', 'session nope'],
+          [['activity', '--session', 'nope', '--lane', 'docs', '--newest'], '--session', 'session nope'],
+          [['activity', '--action', 'nope', '--json'], '--action', 'action nope'],
+          [['actions', 'list', '--session', 'nope'], '--session', 'session nope'],
+        ] as const) {
+          const result = await run([...args, '--data-dir', dir]);
+          expect(result.code).toBe(1);
+          expect(result.stdout).toBe('');
+          expect(result.stderr).toContain(`postern: NOT_FOUND ${field}: no ${what} in this journal`);
+        }
+        const shown = await run(['actions', 'show', 'act_nope', '--data-dir', dir]);
+        expect(shown.code).toBe(1);
+        expect(shown.stderr).toContain('postern: NOT_FOUND action_id: no action act_nope');
+        // An empty page with no id filter is an answer, said as actions list says one.
+        const empty = await run(['activity', '--lane', 'nowhere', '--data-dir', dir]);
+        expect(empty).toMatchObject({ code: 0, stdout: 'No events match.' });
+      } finally {
+        expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
+      }
+    },
+    daemonTestMs,
+  );
 });

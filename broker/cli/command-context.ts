@@ -57,13 +57,7 @@ export function prepareDataDir(options: CommonOptions, env: Env): string {
  */
 export function existingDataDir(options: CommonOptions, env: Env): string {
   const dataDir = resolveFromOptions(options, env);
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(dataDir).isDirectory();
-  } catch {
-    // Missing or unreadable: both mean nothing of Postern's is there for this command.
-  }
-  if (!isDirectory) {
+  if (!isDirectory(dataDir)) {
     throw new CodedError(
       'INVALID_ARGUMENT',
       `no data directory at ${dataDir} (create one with: postern vault init --data-dir ${dataDir})`,
@@ -73,4 +67,31 @@ export function existingDataDir(options: CommonOptions, env: Env): string {
     );
   }
   return prepareDataDir(options, env);
+}
+
+/**
+ * The data directory of a command that only asks the running broker (approvals, actions, sessions,
+ * activity, metrics, integrity…): a missing one has no broker to ask, and making it would leave an
+ * empty directory behind a typo. Said as the missing broker is said, naming --data-dir.
+ */
+export function brokerDataDir(options: CommonOptions, env: Env): string {
+  const dataDir = resolveFromOptions(options, env);
+  if (!isDirectory(dataDir)) {
+    throw new CodedError(
+      'NOT_FOUND',
+      `no data directory at ${dataDir}, so no broker is running for it (start one with: postern daemon --data-dir ${dataDir})`,
+      { field: '--data-dir' },
+    );
+  }
+  // Exists: vetted as the broker's own would be (private to this user), never created or changed.
+  return prepareDataDir(options, env);
+}
+
+function isDirectory(dataDir: string): boolean {
+  try {
+    return statSync(dataDir).isDirectory();
+  } catch {
+    // Missing or unreadable: both mean nothing of Postern's is there for this command.
+    return false;
+  }
 }

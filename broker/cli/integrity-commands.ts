@@ -5,7 +5,7 @@ import {
   type AnchorFailureCode,
   type IntegrityAnchorReport,
 } from '../contract/index.js';
-import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { callOperator, printable } from './operator-commands.js';
 
 interface JsonOptions extends CommonOptions {
@@ -25,7 +25,7 @@ export function registerIntegrityCommands(program: Command, context: CommandCont
   withDataDir(integrity.command('status', { isDefault: true }).description('What the start found, and why.'))
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
-      const report = await callOperator(prepareDataDir(options, env), 'integrity.anchor', {});
+      const report = await callOperator(brokerDataDir(options, env), 'integrity.anchor', {});
       if (options.json === true) return out(JSON.stringify(report));
       for (const line of reportLines(report)) out(line);
       context.setResult(report.state === 'quarantined' ? 1 : 0);
@@ -37,7 +37,7 @@ export function registerIntegrityCommands(program: Command, context: CommandCont
       .description('Adopt the journal as it is now: sign a new anchor over it and serve agents again (a decision).'),
   ).action(async (code: string, options: CommonOptions) => {
     const report = await callOperator(
-      prepareDataDir(options, env),
+      brokerDataDir(options, env),
       'integrity.readopt',
       { code: failureCode(code) },
       { proveOnTerminal: true },

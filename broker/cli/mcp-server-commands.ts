@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { callOperator, printable } from './operator-commands.js';
 
 /**
@@ -16,7 +16,7 @@ export function registerMcpServerCommands(program: Command, context: CommandCont
       .description('Authorize Postern at the server’s OAuth authorization server: prints the URL to open.'),
   ).action(async (name: string, options: CommonOptions) => {
     const started = await callOperator(
-      prepareDataDir(options, context.env),
+      brokerDataDir(options, context.env),
       'mcp_servers.authorize',
       { server: name },
       {

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import {
+  activityPageDefault,
+  activityPageMax,
   actorLabel,
   brokerApiSchemas,
   CodedError,
@@ -18,7 +20,7 @@ import {
 } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
-import { prepareDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 
 interface JsonOptions extends CommonOptions {
   json?: boolean;
@@ -72,7 +74,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     method: M,
     input: BrokerApi[M]['input'],
   ): Promise<BrokerApi[M]['output']> =>
-    callOperator(prepareDataDir(options, env), method, input, { proveOnTerminal: true });
+    callOperator(brokerDataDir(options, env), method, input, { proveOnTerminal: true });
 
   const approvals = program
     .command('approvals')
@@ -175,11 +177,11 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--json', 'print one JSON object (the page and next_before)')
     .option('--limit <n>', `rows (default 100, at most ${actionListLimitMax})`)
     .option('--before <seq>', 'only actions accepted before this journal position (the previous page\'s "more" line)')
-    .option('--session <id>', 'only this agent session')
+    .option('--session <id>', 'only this agent session (an id the journal does not hold is refused)')
     .option('--lane <lane>', 'only this lane')
     .option('--target <name>', 'only this route or SSH host (name, or route:name / host:name)')
     .option('--outcome <outcome>', 'only this outcome (not_attempted, rejected, committed, unknown)')
-    .option('--code <code>', 'only this error code')
+    .option('--code <code>', `only this error code (${codesWhere})`)
     .option('--open', 'only actions not yet settled or closed')
     .option(
       '--text <text>',
@@ -187,6 +189,8 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     )
     .action(async (options: ActionListOptions) => {
       const page = await call(options, 'actions.list', actionListInput(options));
+      if (page.actions.length === 0 && options.session !== undefined)
+        await requireKnownIds(options, { session_id: options.session }, false);
       if (options.json === true) return io.out(JSON.stringify(page));
       if (page.actions.length === 0) io.out('No actions match.');
       for (const row of page.actions) io.out(actionLine(row));
@@ -356,46 +360,40 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--from <seq>', 'start at this journal position')
     .option(
       '--newest',
-      'the last page of the journal (the newest --limit events, default 100), newest last; filters apply within it',
+      `the last page of the journal (the newest --limit events, default ${activityPageDefault}), newest last; filters apply within it`,
     )
-    .option('--limit <n>', 'rows (at most 500)')
-    .option('--session <id>', 'only this session')
+    .option('--limit <n>', `rows (default ${activityPageDefault}, at most ${activityPageMax})`)
+    .option('--session <id>', 'only this session (an id the journal does not hold is refused)')
     .option('--lane <lane>', 'only this lane')
-    .option('--action <id>', 'only this action')
+    .option('--action <id>', 'only this action (an id the journal does not hold is refused)')
     .option(
       '--outcome <outcome>',
       'only events whose own classification says this outcome (not_attempted, rejected, committed, unknown)',
     )
-    .option('--code <code>', 'only events whose own classification carries this code')
+    .option('--code <code>', `only events whose own classification carries this error code (${codesWhere})`)
     .option('--text <text>', 'only rows containing this text (case-insensitive)')
     .action(async (options: ActivityOptions) => {
-      if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
-        throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
-          field: '--outcome',
-        });
-      }
+      const filters = activityFilters(options);
       if (options.newest === true && options.from !== undefined)
         throw new CodedError('INVALID_ARGUMENT', '--newest and --from choose the page two ways: give one', {
           field: '--newest',
         });
-      const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
+      const limit = options.limit === undefined ? undefined : pageLimit(options.limit, activityPageMax);
       const from =
         options.newest === true
-          ? await newestFrom(options, limit ?? 100)
+          ? await newestFrom(options, limit ?? activityPageDefault)
           : options.from === undefined
             ? undefined
             : positive(options.from, '--from');
       const page = await call(options, 'activity.list', {
         ...(from === undefined ? {} : { from_seq: from }),
         ...(limit === undefined ? {} : { limit }),
-        ...(options.session === undefined ? {} : { session_id: options.session }),
-        ...(options.lane === undefined ? {} : { lane: options.lane }),
-        ...(options.action === undefined ? {} : { action_id: options.action }),
-        ...(options.outcome === undefined || !isMember(Outcome, options.outcome) ? {} : { outcome: options.outcome }),
-        ...(options.code === undefined ? {} : { code: options.code }),
-        ...(options.text === undefined ? {} : { text: options.text }),
+        ...filters,
       });
+      if (page.events.length === 0)
+        await requireKnownIds(options, filters, from === undefined && page.next_seq === null);
       if (options.json === true) return io.out(JSON.stringify(page));
+      if (page.events.length === 0) io.out('No events match.');
       for (const e of page.events) {
         io.out(
           `#${e.seq} ${new Date(e.at_ms).toISOString()} ${e.kind} ${e.action_id}${e.ticket === null ? '' : ` #${e.ticket}`}${e.lane === null ? '' : ` [${e.lane}]`}${e.summary === '' ? '' : `  ${e.summary}`}`,
@@ -408,30 +406,104 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     const { journal } = await call(options, 'status', {});
     return Math.max(1, journal.last_seq - limit + 1);
   };
+  /**
+   * An empty page for an id the journal never held is a mistyped id, said as `actions show` says one
+   * (NOT_FOUND). Asked only when nothing matched; `scanned` says the page already read the whole
+   * journal with that id as its only filter, so its emptiness is the answer.
+   */
+  const requireKnownIds = async (options: CommonOptions, filters: ActivityFilters, scanned: boolean) => {
+    const only = Object.keys(filters).length === 1;
+    for (const [field, key, what] of idFilters) {
+      const id = filters[key];
+      if (id === undefined) continue;
+      const known = scanned && only ? false : await journalHolds(options, { [key]: id });
+      if (!known) throw new CodedError('NOT_FOUND', `no ${what} ${id} in this journal`, { field });
+    }
+  };
+  // Whether any event carries the id, scanning on by next_seq: each step is one bounded page of the daemon's scan.
+  const journalHolds = async (options: CommonOptions, filter: ActivityFilters): Promise<boolean> => {
+    for (let from: number | null = 1; from !== null;) {
+      const page: BrokerApi['activity.list']['output'] = await call(options, 'activity.list', {
+        ...filter,
+        from_seq: from,
+        limit: 1,
+      });
+      if (page.events.length > 0) return true;
+      from = page.next_seq;
+    }
+    return false;
+  };
+}
+
+type ActivityFilters = Omit<BrokerApi['activity.list']['input'], 'from_seq' | 'limit'>;
+
+/** The id filters whose unknown value is refused: the option, the API field, the word for it. */
+const idFilters = [
+  ['--session', 'session_id', 'session'],
+  ['--action', 'action_id', 'action'],
+] as const;
+
+function activityFilters(options: ActivityOptions): ActivityFilters {
+  const outcome = outcomeFilter(options.outcome);
+  const code = codeFilter(options.code);
+  return {
+    ...(options.session === undefined ? {} : { session_id: options.session }),
+    ...(options.lane === undefined ? {} : { lane: options.lane }),
+    ...(options.action === undefined ? {} : { action_id: options.action }),
+    ...(outcome === undefined ? {} : { outcome }),
+    ...(code === undefined ? {} : { code }),
+    ...(options.text === undefined ? {} : { text: options.text }),
+  };
+}
+
+function outcomeFilter(raw: string | undefined): Outcome | undefined {
+  if (raw === undefined) return undefined;
+  if (isMember(Outcome, raw)) return raw;
+  throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
+    field: '--outcome',
+  });
+}
+
+const codesWhere = 'the codes are listed in docs/error-codes.md, the closed set in broker/contract/error-codes.ts';
+
+/** Codes are a closed set: a typo would otherwise match nothing and look like "no such failures". */
+function codeFilter(raw: string | undefined): ErrorCode | undefined {
+  if (raw === undefined) return undefined;
+  if (isMember(ErrorCode, raw)) return raw;
+  const upper = raw.toUpperCase();
+  const hint = isMember(ErrorCode, upper) ? `; did you mean ${upper}?` : '';
+  throw new CodedError('INVALID_ARGUMENT', `not an error code (got ${JSON.stringify(raw)}); ${codesWhere}${hint}`, {
+    field: '--code',
+  });
 }
 
 const actionListLimitMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;
 
 function actionListInput(options: ActionListOptions): BrokerApi['actions.list']['input'] {
-  if (options.outcome !== undefined && !isMember(Outcome, options.outcome)) {
-    throw new CodedError('INVALID_ARGUMENT', `must be one of ${Object.keys(Outcome).join(', ')}`, {
-      field: '--outcome',
-    });
-  }
-  const limit = options.limit === undefined ? undefined : positive(options.limit, '--limit');
-  if (limit !== undefined && limit > actionListLimitMax)
-    throw new CodedError('INVALID_ARGUMENT', `must be at most ${actionListLimitMax}`, { field: '--limit' });
+  const outcome = outcomeFilter(options.outcome);
+  const code = codeFilter(options.code);
+  const limit = options.limit === undefined ? undefined : pageLimit(options.limit, actionListLimitMax);
   return {
     ...(limit === undefined ? {} : { limit }),
     ...(options.before === undefined ? {} : { before_seq: positive(options.before, '--before') }),
     ...(options.session === undefined ? {} : { session_id: options.session }),
     ...(options.lane === undefined ? {} : { lane: options.lane }),
     ...(options.target === undefined ? {} : { target: options.target }),
-    ...(options.outcome === undefined || !isMember(Outcome, options.outcome) ? {} : { outcome: options.outcome }),
-    ...(options.code === undefined ? {} : { code: options.code }),
+    ...(outcome === undefined ? {} : { outcome }),
+    ...(code === undefined ? {} : { code }),
     ...(options.open === true ? { open: true } : {}),
     ...(options.text === undefined ? {} : { text: options.text }),
   };
+}
+
+/** A page size: one message for every bad value (0, -1, abc, 1e9, over the page bound), naming --limit. */
+function pageLimit(raw: string, max: number): number {
+  const n = /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > max)
+    throw new CodedError('INVALID_ARGUMENT', `must be an integer from 1 to ${max} (got ${JSON.stringify(raw)})`, {
+      field: '--limit',
+    });
+  return n;
 }
 
 /** One action on one line: when, ticket, agent, target, request, lane, who decided, outcome, how long. */
@@ -471,14 +543,15 @@ export function formatMs(ms: number): string {
  * decision goes first without proof (accepted only under `operator.unattended_decisions`, and then
  * journaled as this process); refused with OPERATOR_PROOF_REQUIRED and `proveOnTerminal`, it is
  * sent again with the vault passphrase typed on the controlling terminal (the person's proof).
+ * `timeoutMs` bounds the wait for each reply (default: the control client's).
  */
 export async function callOperator<M extends BrokerApiMethod>(
   dataDir: string,
   method: M,
   input: BrokerApi[M]['input'],
-  options: { proveOnTerminal?: boolean } = {},
+  options: { proveOnTerminal?: boolean; timeoutMs?: number } = {},
 ): Promise<BrokerApi[M]['output']> {
-  const first = await sendOperator(dataDir, { op: 'api', method, input });
+  const first = await sendOperator(dataDir, { op: 'api', method, input }, options.timeoutMs);
   if (first.ok || first.error.code !== 'OPERATOR_PROOF_REQUIRED' || options.proveOnTerminal !== true)
     return valueOfReply(first) as BrokerApi[M]['output'];
   const refusal = first.error;
@@ -498,9 +571,13 @@ export async function callOperator<M extends BrokerApiMethod>(
   }
 }
 
-async function sendOperator(dataDir: string, request: Extract<ControlRequest, { op: 'api' }>): Promise<Reply<unknown>> {
+async function sendOperator(
+  dataDir: string,
+  request: Extract<ControlRequest, { op: 'api' }>,
+  timeoutMs?: number,
+): Promise<Reply<unknown>> {
   try {
-    return await sendControlRequest(controlSocketPath(dataDir), request);
+    return await sendControlRequest(controlSocketPath(dataDir), request, timeoutMs);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ECONNREFUSED') {

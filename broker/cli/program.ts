@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { CodedError, isCodedError } from '../contract/index.js';
+import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
 import { verifyControlListener } from '../host/control-listener.js';
 import type { CliIo } from './cli-io.js';
@@ -23,7 +23,7 @@ import { registerVaultCommands } from './vault-commands.js';
 import { registerAuditCommands } from './audit-commands.js';
 import { registerMcpCommand } from './mcp-command.js';
 import { registerAgentConfigCommand } from './agent-config.js';
-import { registerOperatorCommands } from './operator-commands.js';
+import { callOperator, registerOperatorCommands } from './operator-commands.js';
 import { registerMcpServerCommands } from './mcp-server-commands.js';
 import { registerConfigCommands } from './config-commands.js';
 import { registerIntegrityCommands } from './integrity-commands.js';
@@ -186,25 +186,73 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
     else io.out(`Data directory: ${dataDir} (does not exist: nothing has run here yet)`);
     return exitCode.ok;
   }
-  const { readDataDirStatus } = await import('../host/data-dir-status.js');
-  const status = await readDataDirStatus(dataDir);
   const answer = await brokerAnswers(dataDir);
   const running = answer === true;
   const impostor = typeof answer === 'string' ? answer : undefined;
+  const report = await journalReport(dataDir, answer);
   if (json) {
     const unverified = impostor === undefined ? {} : { control_socket_unverified: impostor };
-    io.out(JSON.stringify({ ...status, exists: true, broker_running: running, ...unverified }));
+    const { journal, actions, read_from } = report;
+    const out = { data_dir: dataDir, journal, actions, journal_read_from: read_from };
+    io.out(JSON.stringify({ ...out, exists: true, broker_running: running, ...unverified }));
     return exitCode.ok;
   }
-  const { journal, actions } = status;
-  io.out(`Data directory: ${status.data_dir}`);
+  const { journal, actions } = report;
+  io.out(`Data directory: ${dataDir}`);
   if (impostor !== undefined) io.out(`Broker: unverified: ${impostor}`);
   else io.out(running ? 'Broker: running for this data directory' : 'Broker: not running for this data directory');
-  io.out(
-    `Journal: ${journal.state} (${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version})`,
-  );
+  const counts = `${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version}`;
+  io.out(`Journal: ${journalWords(report, impostor !== undefined)}${counts})`);
   io.out(`Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown`);
   return exitCode.ok;
+}
+
+/** The journal's state, or "unknown" when read from the file while some process may hold it open. */
+interface JournalReport extends Pick<BrokerStatus, 'actions'> {
+  journal: Omit<BrokerStatus['journal'], 'state'> & { state: BrokerStatus['journal']['state'] | 'unknown' };
+  read_from: 'broker' | 'file';
+  /** A verified broker runs but did not answer its status: why. */
+  broker_silent?: string;
+}
+
+/** A live broker answers its status in milliseconds; `postern status` must stay quick beside a stopped one. */
+const statusAnswerMs = 5_000;
+
+/**
+ * The journal as the process holding it sees it: a verified running broker is asked for its own
+ * status (a read over the control socket), so "open" or "failed" is its word. Otherwise the file is
+ * read read-only (read-snapshot.ts), and its state is "closed" only when nothing listens for the
+ * data directory; when a broker or an unverified listener is there, the file cannot say: "unknown".
+ */
+async function journalReport(dataDir: string, answer: boolean | string): Promise<JournalReport> {
+  let brokerSilent: string | undefined;
+  if (answer === true) {
+    try {
+      const { journal, actions } = await callOperator(dataDir, 'status', {}, { timeoutMs: statusAnswerMs });
+      return { journal, actions, read_from: 'broker' };
+    } catch (error) {
+      // A stopped (SIGSTOP) or wedged broker still holds the lock: say so, and read the file instead.
+      brokerSilent = isCodedError(error) ? `${error.code}: ${error.message}` : String(error);
+    }
+  }
+  const { readDataDirStatus } = await import('../host/data-dir-status.js');
+  const { journal, actions } = await readDataDirStatus(dataDir);
+  const state = answer === false ? journal.state : 'unknown';
+  return {
+    journal: { ...journal, state },
+    actions,
+    read_from: 'file',
+    ...(brokerSilent === undefined ? {} : { broker_silent: brokerSilent }),
+  };
+}
+
+/** "open in the running broker (", "closed (no broker has it open; …" — the counts follow. */
+function journalWords(report: JournalReport, unverified: boolean): string {
+  if (report.read_from === 'broker') return `${report.journal.state} in the running broker (`;
+  if (unverified) return 'unknown: read from the file, the listener was not asked (';
+  if (report.broker_silent !== undefined)
+    return `held by the running broker, which did not answer (${report.broker_silent}); read from the file (`;
+  return 'closed (no broker has it open; read from the file: ';
 }
 
 /**

@@ -75,7 +75,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         .description("Unlock the running daemon's vault (or check the passphrase when none runs)."),
     ),
   ).action(async (options: PassphraseOptions) => {
-    const dataDir = prepareDataDir(options, env);
+    const dataDir = existingDataDir(options, env);
     const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
     try {
       const reply = await askDaemon(dataDir, { op: 'unlock', passphrase: passphrase.toString('utf8') });
@@ -93,7 +93,7 @@ export function registerVaultCommands(program: Command, context: CommandContext)
 
   withDataDir(vault.command('lock').description("Lock the running daemon's vault now (drops its keys).")).action(
     async (options: CommonOptions) => {
-      const dataDir = prepareDataDir(options, env);
+      const dataDir = existingDataDir(options, env);
       let reply = await askDaemon(dataDir, { op: 'lock' });
       if (reply === undefined) {
         io.out(

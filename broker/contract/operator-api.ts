@@ -16,6 +16,13 @@ import { integrityApiSchemas } from './operator-integrity-api.js';
 export const vaultLockReasons = ['operator', 'idle', 'shutdown', 'other'] as const;
 export type VaultLockReason = (typeof vaultLockReasons)[number];
 
+/**
+ * The most rows one `activity.list` page answers (default 100); a larger limit is answered with this
+ * many and `next_seq`. The CLI refuses more, so `--newest --limit N` never shows N events it cannot.
+ */
+export const activityPageMax = 500;
+export const activityPageDefault = 100;
+
 /** The broker's health as the operator API reports it. */
 export const brokerStatusSchema = z.object({
   version: z.string(),
@@ -308,6 +315,7 @@ export const brokerApiSchemas = {
   'activity.list': {
     input: z.strictObject({
       from_seq: z.number().int().positive().optional(),
+      /** Up to 1000 is accepted; a page holds at most activityPageMax rows and pages on by next_seq. */
       limit: z.number().int().positive().max(1000).optional(),
       session_id: z.string().max(80).optional(),
       lane: z.string().max(200).optional(),

@@ -6,7 +6,8 @@ export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions
 
 /**
  * Reads the data directory's journal read-only: a running daemon may hold it, and only the writer
- * migrates or recovers. `closed` means "not open in this process", which is true here.
+ * migrates or recovers. `closed` means "not open in this process"; `postern status` asks a running
+ * broker for its own state instead, and says `unknown` when one runs but does not answer (program.ts).
  */
 export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus> {
   const snapshot = readJournalSnapshot(dataDir);

@@ -1,4 +1,6 @@
 import {
+  activityPageDefault,
+  activityPageMax,
   actorLabel,
   CodedError,
   type ActivityEvent,
@@ -11,8 +13,7 @@ import type { Journal, SealedEventHeader } from '../journal/index.js';
 import type { OperatorQueue } from '../ports/index.js';
 import { listActions, waitedFor } from './action-list.js';
 
-/** Activity pages are bounded; the view pages on by `next_seq` (keyset paging on the journal position). */
-export const activityPageMax = 500;
+// Activity pages are bounded (activityPageMax); the view pages on by `next_seq` (keyset paging on the journal position).
 const scanRowsMax = 20_000;
 /** Rows read per step of a filtered scan (the journal's own page bound). */
 const scanPageRows = 512;
@@ -51,7 +52,7 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
       }),
     }),
     'activity.list': (input: OperatorInput<'activity.list'>): BrokerApi['activity.list']['output'] => {
-      const limit = Math.min(input.limit ?? 100, activityPageMax);
+      const limit = Math.min(input.limit ?? activityPageDefault, activityPageMax);
       const events: ActivityEvent[] = [];
       let next = input.from_seq ?? 1;
       let scanned = 0;
