@@ -4,9 +4,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
 import { answerJsonMarker } from '../broker/agent/answer-text.js';
-import { createRandomIdSource } from '../broker/ports/index.js';
-import { createAgentBackend, type RunningAgentBackend } from '../broker/actions/agent-backend.js';
-import { openQueueFixture, person, type QueueFixture } from '../broker/testing/queue-fixture.js';
+import type { RunningAgentBackend } from '../broker/actions/agent-backend.js';
+import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../broker/testing/queue-fixture.js';
 import { waitForCardCount } from '../broker/testing/queue-waits.js';
 import { posternBin, repoRoot } from './support/postern-process.js';
 
@@ -24,19 +23,7 @@ const sentCallIds: Array<string | number> = [];
 
 async function connect(agentsYaml: string): Promise<void> {
   f = await openQueueFixture({ agentsYaml });
-  backend = await createAgentBackend({
-    journal: f.h.temp.journal,
-    results: f.h.results,
-    queue: f.queue,
-    config: f.config,
-    clock: f.h.temp.clock,
-    ids: createRandomIdSource(f.h.temp.clock),
-    vault: f.h.vault,
-    httpChannel: f.h.channel,
-    processAlive: () => true,
-    sweepMs: 3_600_000,
-    bootId: 'boot-mcp-waits',
-  });
+  backend = await fixtureAgentBackend(f, 'boot-mcp-waits');
   socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend });
   client = new Client({ name: 'waits-client', version: '1' });
   const transport = new StdioClientTransport({

@@ -8,14 +8,14 @@ import {
   type AgentToolReply,
 } from '../contract/index.js';
 import { SessionRegistry } from '../agent/session-registry.js';
-import { createRandomIdSource, type CredentialVault, type ToolAnswer } from '../ports/index.js';
+import { type CredentialVault, type ToolAnswer } from '../ports/index.js';
 import type { PosternConfig } from '../config/index.js';
 import type { ResultStore } from '../journal/index.js';
 import { AdversarialHttpServer, type Behavior } from '../testing/adversarial-http-server.js';
 import { canary, localRouteConfig } from '../testing/http-action-harness.js';
-import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
-import { createAgentBackend, sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
+import { sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
 import { openActionsPerSessionMax } from './open-actions.js';
 
 let f: QueueFixture;
@@ -43,18 +43,11 @@ async function open(
   } = {},
 ): Promise<void> {
   f = await openQueueFixture(agentsYaml === undefined ? {} : { agentsYaml });
-  backend = await createAgentBackend({
-    journal: f.h.temp.journal,
+  backend = await fixtureAgentBackend(f, 'boot-test', {
     results: over.results === undefined ? f.h.results : over.results(f.h.results),
-    queue: f.queue,
     config: over.config ?? f.config,
-    clock: f.h.temp.clock,
-    ids: createRandomIdSource(f.h.temp.clock),
     vault: over.vault === undefined ? f.h.vault : over.vault(f.h.vault),
-    httpChannel: f.h.channel,
     processAlive: (pid) => alive.has(pid),
-    sweepMs: 3_600_000,
-    bootId: 'boot-test',
     ...(over.openActionsMax === undefined ? {} : { openActionsPerSessionMax: over.openActionsMax }),
   });
 }

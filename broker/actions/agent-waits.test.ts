@@ -2,13 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentToolReplySchema, type AgentPeer, type AgentToolReply } from '../contract/index.js';
-import { createRandomIdSource, type CallProgress, type ToolAnswer } from '../ports/index.js';
+import { type CallProgress, type ToolAnswer } from '../ports/index.js';
 import type { PosternConfig } from '../config/index.js';
 import { localRouteConfig } from '../testing/http-action-harness.js';
-import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { DiskSyncGate } from '../testing/disk-sync-gate.js';
-import { createAgentBackend, type RunningAgentBackend } from './agent-backend.js';
+import type { RunningAgentBackend } from './agent-backend.js';
 
 let f: QueueFixture;
 let backend: RunningAgentBackend;
@@ -38,18 +38,9 @@ async function open(agentsYaml?: string, config?: PosternConfig, gate?: DiskSync
     ...(agentsYaml === undefined ? {} : { agentsYaml }),
     ...(gate === undefined ? {} : { beforeSync: gate.beforeSync }),
   });
-  backend = await createAgentBackend({
-    journal: f.h.temp.journal,
-    results: f.h.results,
-    queue: f.queue,
+  backend = await fixtureAgentBackend(f, 'boot-waits', {
     config: config ?? f.config,
-    clock: f.h.temp.clock,
-    ids: createRandomIdSource(f.h.temp.clock),
-    vault: f.h.vault,
-    httpChannel: f.h.channel,
     processAlive: (pid) => alive.has(pid),
-    sweepMs: 3_600_000,
-    bootId: 'boot-waits',
   });
 }
 

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { foldMetrics } from '../core/index.js';
 import type { AgentPeer } from '../contract/index.js';
-import { createRandomIdSource, type ToolAnswer } from '../ports/index.js';
-import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import { type ToolAnswer } from '../ports/index.js';
+import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
-import { createAgentBackend, type RunningAgentBackend } from './agent-backend.js';
+import type { RunningAgentBackend } from './agent-backend.js';
 
 /**
  * `postern metrics` (foldMetrics over the journal's stored counters) after real closures before dispatch, each
@@ -57,19 +57,7 @@ async function carded(
 describe('when tickets are closed before dispatch by the caller and by people', () => {
   it('the caller’s cancel, disconnect and client give-up count as withdrawn; a person’s cancel and a revocation as cancelled', async () => {
     f = await openQueueFixture();
-    backend = await createAgentBackend({
-      journal: f.h.temp.journal,
-      results: f.h.results,
-      queue: f.queue,
-      config: f.config,
-      clock: f.h.temp.clock,
-      ids: createRandomIdSource(f.h.temp.clock),
-      vault: f.h.vault,
-      httpChannel: f.h.channel,
-      processAlive: () => true,
-      sweepMs: 3_600_000,
-      bootId: 'boot-metrics',
-    });
+    backend = await fixtureAgentBackend(f, 'boot-metrics');
     const sessionId = await approvedSession(801);
     const closed: Record<string, string> = {};
 
@@ -138,18 +126,8 @@ describe('when the session sweeper ends a session whose process is gone, with a 
   it('the ticket counts as withdrawn (the caller went away), not as cancelled by a person or a revocation', async () => {
     f = await openQueueFixture();
     const gone = new Set<number>();
-    backend = await createAgentBackend({
-      journal: f.h.temp.journal,
-      results: f.h.results,
-      queue: f.queue,
-      config: f.config,
-      clock: f.h.temp.clock,
-      ids: createRandomIdSource(f.h.temp.clock),
-      vault: f.h.vault,
-      httpChannel: f.h.channel,
+    backend = await fixtureAgentBackend(f, 'boot-metrics', {
       processAlive: (pid) => !gone.has(pid),
-      sweepMs: 3_600_000,
-      bootId: 'boot-metrics',
     });
     const sessionId = await approvedSession(803);
     const waiting = await carded(sessionId, 7);

@@ -8,12 +8,12 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import type { Journal, ResultInput, ResultStore, UnitRows } from '../journal/index.js';
-import { createRandomIdSource, type AgentBackend, type ToolAnswer } from '../ports/index.js';
+import { type AgentBackend, type ToolAnswer } from '../ports/index.js';
 import { connectPostern, PosternActionError, type PosternClient } from '../sdk/index.js';
 import { connectRawLines, initializeFrame, type RawLineClient } from '../testing/malformed-mcp.js';
-import { openQueueFixture, type QueueFixture } from '../testing/queue-fixture.js';
+import { fixtureAgentBackend, openQueueFixture, type QueueFixture } from '../testing/queue-fixture.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
-import { createAgentBackend, type RunningAgentBackend } from './agent-backend.js';
+import type { RunningAgentBackend } from './agent-backend.js';
 
 /**
  * Result delivery in article 000's write order, against the real stack: the agent socket (kernel
@@ -53,18 +53,11 @@ async function start(seams: Seams = {}): Promise<void> {
     seams.retentionSeconds === undefined
       ? f.config
       : { ...f.config, results: { retention_seconds: seams.retentionSeconds } };
-  backend = await createAgentBackend({
+  backend = await fixtureAgentBackend(f, 'boot-test', {
     journal: withAfterAppend(f.h.temp.journal, 'RESULT_COMMITTED', seams.afterResultCommitted),
     results: withAfterSeal(f.h.results, seams.afterResultSealed),
-    queue: f.queue,
     config,
-    clock: f.h.temp.clock,
-    ids: createRandomIdSource(f.h.temp.clock),
-    vault: f.h.vault,
-    httpChannel: f.h.channel,
     processAlive: (pid) => pid === process.pid,
-    sweepMs: 3_600_000,
-    bootId: 'boot-test',
   });
   closers.push(() => backend.close());
   dir = createTempDir('postern-delivery-');

@@ -1,10 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createAgentBackend, type RunningAgentBackend } from '../actions/agent-backend.js';
+import type { RunningAgentBackend } from '../actions/agent-backend.js';
 import { actionRecordedCapability, actionRecordedNotification, callWaitMsMax } from '../contract/index.js';
-import { createRandomIdSource, type ToolAnswer } from '../ports/index.js';
-import { openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import { type ToolAnswer } from '../ports/index.js';
+import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import {
   envelopeAnswer,
@@ -452,19 +452,7 @@ describe('when the real backend refuses reads and calls (no part of an answer is
       agentsYaml: '  session_approval: observe',
       server: { behave: () => 'apply_then_drop' },
     });
-    real = await createAgentBackend({
-      journal: f.h.temp.journal,
-      results: f.h.results,
-      queue: f.queue,
-      config: f.config,
-      clock: f.h.temp.clock,
-      ids: createRandomIdSource(f.h.temp.clock),
-      vault: f.h.vault,
-      httpChannel: f.h.channel,
-      processAlive: () => true,
-      sweepMs: 3_600_000,
-      bootId: 'boot-answers',
-    });
+    real = await fixtureAgentBackend(f, 'boot-answers');
     socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
     client = new Client({ name: 'answers-test', version: '1' });
     await client.connect(new SocketClientTransport(socket.path));
@@ -507,19 +495,7 @@ describe('when the real backend refuses reads and calls (no part of an answer is
 
   it('every text block names only the parts its error carries: a refused read has no outcome part', async () => {
     f = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
-    real = await createAgentBackend({
-      journal: f.h.temp.journal,
-      results: f.h.results,
-      queue: f.queue,
-      config: f.config,
-      clock: f.h.temp.clock,
-      ids: createRandomIdSource(f.h.temp.clock),
-      vault: f.h.vault,
-      httpChannel: f.h.channel,
-      processAlive: () => true,
-      sweepMs: 3_600_000,
-      bootId: 'boot-answers',
-    });
+    real = await fixtureAgentBackend(f, 'boot-answers');
     socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
     client = new Client({ name: 'answers-test', version: '1' });
     await client.connect(new SocketClientTransport(socket.path));

@@ -2,13 +2,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgentSocket } from '../agent/index.js';
 import type { JournalEvent } from '../contract/index.js';
 import { RequestStore, ResultStore } from '../journal/index.js';
-import { createRandomIdSource } from '../ports/index.js';
-import { createAgentBackend } from '../actions/index.js';
 import { connectPostern, PosternActionError } from '../sdk/index.js';
 import { createCapturedLogger } from '../testing/captured-logger.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { ManualTimers } from '../testing/manual-timers.js';
-import { openQueueFixture, type QueueFixture } from '../testing/queue-fixture.js';
+import { fixtureAgentBackend, openQueueFixture, type QueueFixture } from '../testing/queue-fixture.js';
 import { createTempDir } from '../testing/temp-dir.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { resultPurgeBatch, resultPurgeBatchesPerSweepMax, startResultPurge, type ResultPurge } from './result-purge.js';
@@ -195,18 +193,9 @@ describe('when an agent fetches a result the sweep purged', () => {
   ): Promise<{ fetch: (id: string) => Promise<unknown>; post: (marker: string) => Promise<string> }> {
     f = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
     closers.push(() => f.dispose());
-    const backend = await createAgentBackend({
-      journal: f.h.temp.journal,
-      results: f.h.results,
-      queue: f.queue,
+    const backend = await fixtureAgentBackend(f, 'boot-test', {
       config: { ...f.config, results: { retention_seconds: configRetentionSeconds } },
-      clock: f.h.temp.clock,
-      ids: createRandomIdSource(f.h.temp.clock),
-      vault: f.h.vault,
-      httpChannel: f.h.channel,
       processAlive: (pid) => pid === process.pid,
-      sweepMs: 3_600_000,
-      bootId: 'boot-test',
     });
     closers.push(() => backend.close());
     const dir = createTempDir('postern-purge-');

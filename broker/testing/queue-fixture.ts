@@ -2,6 +2,7 @@ import { parseConfig, type PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
 import { createRandomIdSource, type OperatorActor } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
+import { createAgentBackend, type AgentBackendDeps, type RunningAgentBackend } from '../actions/agent-backend.js';
 import { executeHttpAction, type HttpActionResult } from '../actions/execute-http-action.js';
 import { ArrivalLogServer, type ArrivalLogServerOptions } from './arrival-log-server.js';
 import { createCapturedLogger } from './captured-logger.js';
@@ -144,4 +145,30 @@ export async function openQueueFixture(
       await h.dispose();
     },
   };
+}
+
+/**
+ * The real agent backend over this fixture's journal, results, queue, config, vault and HTTP channel, with random ids on
+ * the fixture's clock, every process alive and a sweeper that never runs in a test; `over` replaces any of its deps (a
+ * wrapped journal, another config, which processes are alive).
+ */
+export function fixtureAgentBackend(
+  f: QueueFixture,
+  bootId: string,
+  over: Partial<AgentBackendDeps> = {},
+): Promise<RunningAgentBackend> {
+  return createAgentBackend({
+    journal: f.h.temp.journal,
+    results: f.h.results,
+    queue: f.queue,
+    config: f.config,
+    clock: f.h.temp.clock,
+    ids: createRandomIdSource(f.h.temp.clock),
+    vault: f.h.vault,
+    httpChannel: f.h.channel,
+    processAlive: () => true,
+    sweepMs: 3_600_000,
+    bootId,
+    ...over,
+  });
 }
