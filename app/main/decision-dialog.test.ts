@@ -114,6 +114,7 @@ describe('when the command of a ticket to approve is longer than the dialog show
     ['a long first line', `echo ${'a'.repeat(700)}`],
     ['many short lines', Array.from({ length: 200 }, (_, i) => `true ${i}`).join('\n')],
     ['escapes that grow when marked', `uptime${'\u0007'.repeat(150)}; reboot`],
+    ['blank-drawn fillers that grow when marked', `uptime${'\u3164'.repeat(500)}; rm -rf ~`],
   ])('%s: no Approve button, the dialog says it is too long and where to read it whole', (_label, command) => {
     const words = describeDecision('approvals.approve', { ticket: 12 }, { ...sshCard, command });
     expect(words.buttons).toEqual(['Cancel']);

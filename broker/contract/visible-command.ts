@@ -1,7 +1,7 @@
 /**
  * A command as a card shows it: every character the agent sent, with the ones a person could not see made
  * visible. A newline, a carriage return, a tab, a terminal escape, a bidi override, a zero-width or non-ASCII
- * space would otherwise hide a second command, draw over the first or read backwards; each becomes a marked
+ * space, a blank-drawn filler would otherwise hide a second command, draw over the first or read backwards; each becomes a marked
  * escape (`\n`, `\x1b`, `\u{202e}`). A newline is also kept as a line break, so a second command starts its
  * own line. A long run of spaces (a tail pushed out of sight) becomes one marked count. Pure.
  */
@@ -13,10 +13,11 @@ export type CommandPiece =
 export const spaceRunShownMax = 16;
 
 /**
- * Control (C0, DEL, C1), format (bidi, zero-width), a lone surrogate, line/paragraph separators and every space
- * but U+0020.
+ * Control (C0, DEL, C1), format (bidi, zero-width), a lone surrogate, line/paragraph separators, every space but
+ * U+0020, the default-ignorable code points a font draws as nothing (the Hangul fillers U+3164 / U+FFA0, variation
+ * selectors, U+034F), the braille blank U+2800, private-use and unassigned code points (no font promises a glyph).
  */
-const invisible = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Zs}]/u;
+const invisible = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Zs}\p{Default_Ignorable_Code_Point}\p{Co}\p{Cn}\u2800]/u;
 const named: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 export function visibleCommand(command: string): CommandPiece[] {

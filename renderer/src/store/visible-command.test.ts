@@ -20,6 +20,12 @@ describe('visibleCommand: what the card shows of a command', () => {
     ['a\u200bb\u2028c\ufeff', 'a⟦\\u{200b}⟧b⟦\\u{2028}⟧c⟦\\u{feff}⟧'],
     ['x\ud800y', 'x⟦\\u{d800}⟧y'],
     ['echo ü 😀', 'echo ü 😀'],
+    // Letters and symbols a font draws blank: a filler run hides a tail as spaces would.
+    ['uptime\u3164\u3164; rm', 'uptime⟦\\u{3164}⟧⟦\\u{3164}⟧; rm'],
+    ['a\uffa0b\u115fc\u1160d', 'a⟦\\u{ffa0}⟧b⟦\\u{115f}⟧c⟦\\u{1160}⟧d'],
+    ['a\u2800b', 'a⟦\\u{2800}⟧b'],
+    ['a\ufe0fb\u034fc', 'a⟦\\u{fe0f}⟧b⟦\\u{34f}⟧c'],
+    ['a\ue000b\u0378c', 'a⟦\\u{e000}⟧b⟦\\u{378}⟧c'],
   ])('%j → %j', (command, expected) => {
     expect(shown(visibleCommand(command))).toBe(expected);
   });
