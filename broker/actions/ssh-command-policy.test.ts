@@ -229,6 +229,10 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     'ls -la /srv/../etc',
     'sha256sum --tag /srv/a host:..',
     'sha256sum --tag /srv/a host:../etc/shadow',
+    // A .. that ends a name after an option letter: make -C.. and git -C.. run in the parent directory.
+    'ls -C.. /srv/app',
+    'ls -C../etc /srv/app',
+    'ls -la /srv/x..',
   ])('%j matches no rule: the host’s approval per_call and lane apply (a person sees it)', (command) => {
     expect(filesPolicy(command)).toEqual(perCallOnHost);
   });
@@ -317,10 +321,10 @@ function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose
   const c = '[A-Za-z0-9_\\-./:,@+=]';
   const s = '[A-Za-z0-9_\\-.+]';
   const dotDot = [
-    `(?<!${s})\\.\\.(?!${s})`,
-    `(?<=(?<!${s})\\.)\\.(?!${s})`,
+    `(?<!\\.)\\.\\.(?!${s})`,
+    `(?<=(?<!\\.)\\.)\\.(?!${s})`,
     `\\/\\.\\.(?!${s})`,
-    `(?<=(?<!${s})\\.\\.)\\/`,
+    `(?<=(?<!\\.)\\.\\.)\\/`,
   ];
   const strictChar = `(?:(?!${dotDot.join('|')})${c})`;
   const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?!-)${strictChar}+)?)`;

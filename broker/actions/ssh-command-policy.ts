@@ -21,8 +21,10 @@ export function sshCommandPolicy(host: SshHostSettings, command: string): { lane
  */
 const wildcardChar = /^[A-Za-z0-9_\-./:,@+=]$/;
 /**
- * A character that continues a name, so `..` next to it is not a path segment (`x..y`, `...`). `/` and every
- * other character end a segment, `=` `:` `,` `@` too: `if=../etc/shadow`, `host:../x` and `a,../b` hold one.
+ * A character that continues a name, so `..` followed by it is not a path segment (`x..y`, `..x`). `/` and every
+ * other character end a segment, `=` `:` `,` `@` too: `if=../etc/shadow`, `host:../x` and `a,../b` hold one. Before
+ * the dots only a third dot matters (`...` is a name): a `..` that ends a name after a letter is the parent
+ * directory once a program splits an option from its value (`-C..` is `-C ..` to make and git).
  */
 const segmentChar = /^[A-Za-z0-9_\-.+]$/;
 
@@ -75,11 +77,11 @@ function runCharacters(text: string, star: 'strict' | 'loose'): Uint8Array {
   return takes;
 }
 
-/** Whether text[i] is a dot of a `..` path segment, or the `/` right before or after one. */
+/** Whether text[i] is a dot of a `..` that ends a name (a path segment), or the `/` right before or after one. */
 function inDotDotSegment(text: string, i: number): boolean {
   const at = (k: number): string => text[k] ?? '';
   const bound = (k: number): boolean => !segmentChar.test(at(k));
-  const dotDotAt = (k: number): boolean => at(k) === '.' && at(k + 1) === '.' && bound(k - 1) && bound(k + 2);
+  const dotDotAt = (k: number): boolean => at(k - 1) !== '.' && at(k) === '.' && at(k + 1) === '.' && bound(k + 2);
   if (at(i) === '.') return dotDotAt(i) || dotDotAt(i - 1);
   return at(i) === '/' && (dotDotAt(i + 1) || dotDotAt(i - 2));
 }
