@@ -481,7 +481,8 @@ function sealRecording(
     digest: '',
     marks: [],
   };
-  finishRecording(deps, b, { output: none, execAtMs: undefined }, { stdout: false, stderr: false });
+  // No report: the channel threw, perhaps after the exec request was written, so the mark must not say it never was.
+  finishRecording(deps, b, { output: none, execAtMs: undefined }, { stdout: false, stderr: false }, true);
 }
 
 /** The open recording row, written before the exec request; false when the store refused it (logged, no detail). */
@@ -504,12 +505,14 @@ function finishRecording(
   b: Bound,
   report: Pick<SshChannelReport, 'output' | 'execAtMs'>,
   redacted: RecordingInput['redacted'],
+  unreported = false,
 ): void {
   const o = report.output;
   const cast = buildCast({
     actionId: b.actionId,
     hostName: b.host.name,
     execAtMs: report.execAtMs,
+    unreported,
     stdout: o.stdout,
     stderr: o.stderr,
     marks: o.marks,

@@ -191,6 +191,43 @@ describe('when the journal fails at the dispatch boundary, so the exec request i
   });
 });
 
+/** A fault seam: the real channel runs the command, then perform throws instead of returning its report. */
+class ThrowsAfterPerform extends SshChannel {
+  override async perform(...args: Parameters<SshChannel['perform']>): ReturnType<SshChannel['perform']> {
+    await super.perform(...args);
+    throw new Error('the channel failed after the command ran');
+  }
+}
+
+describe('when the channel throws after the exec request was sent, so it gives no report', () => {
+  it('the recording is sealed with the mark that whether it was sent is not known, never that it was never sent', async (ctx) => {
+    const s = need(ctx);
+    const throwing = await openSshActionHarness({
+      'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] },
+    });
+    throwing.channel = new ThrowsAfterPerform({
+      gate: throwing.temp.journal,
+      clock: throwing.temp.clock,
+      knownHostsDir: throwing.temp.dir.path,
+      vault: throwing.vault,
+    });
+    const marker = join(throwing.temp.dir.path, 'ran-then-threw');
+    try {
+      const run = throwing.run(sshHostsConfig([host(s)]), { host: 'lab', command: `touch '${marker}'` });
+      await expect(run).rejects.toThrow('the channel failed after the command ran');
+      expect(existsSync(marker)).toBe(true);
+      const actionId = [...throwing.temp.journal.events()].find((e) => e.kind === 'DISPATCH_STARTED')?.action_id ?? '';
+      expect(actionId).not.toBe('');
+      const { events } = parseCast(throwing.results.recordings.read(actionId).cast);
+      expect(events).toEqual([
+        [0, 'm', 'postern: the channel gave no report; whether the exec request was sent is not known'],
+      ]);
+    } finally {
+      await throwing.dispose();
+    }
+  });
+});
+
 describe('when the journal files are searched for the recorded output', () => {
   it('the output canary is in the opened recording but in no byte of journal.sqlite or its -wal', async (ctx) => {
     const s = need(ctx);

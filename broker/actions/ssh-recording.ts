@@ -11,6 +11,8 @@ export interface RecordingInput {
   readonly hostName: string;
   /** Wall time the exec request was written (the header's timestamp); undefined: the command never ran. */
   readonly execAtMs: number | undefined;
+  /** The channel ended with no report (it threw): whether the exec request was written is not known here. */
+  readonly unreported?: boolean;
   readonly stdout: Buffer;
   readonly stderr: Buffer;
   readonly marks: readonly OutputMark[];
@@ -69,7 +71,9 @@ function castEvents(input: RecordingInput): CastEvent[] {
     const rest = streams[s].decoder.write(streams[s].bytes.subarray(offsets[s])) + streams[s].decoder.end();
     if (rest.length > 0) events.push([lastSeconds, streams[s].code, rest]);
   }
-  if (input.execAtMs === undefined) events.push([0, 'm', 'postern: the exec request was never sent']);
+  if (input.unreported === true)
+    events.push([0, 'm', 'postern: the channel gave no report; whether the exec request was sent is not known']);
+  else if (input.execAtMs === undefined) events.push([0, 'm', 'postern: the exec request was never sent']);
   if (input.truncated) {
     const kept = input.stdout.length + input.stderr.length;
     const label = `postern: output truncated: ${input.receivedBytes} bytes received, the first ${kept} kept (output_bytes_max)`;
