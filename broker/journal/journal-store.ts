@@ -129,7 +129,7 @@ export class JournalStore implements AuditStore {
     unrecordedIds: () => Statement<[], { action_id: string }>;
     upsertAction: () => Statement<unknown[]>;
     loadSession: () => Statement<[string], { state: string }>;
-    listSessions: () => Statement<[number], { state: string }>;
+    listSessions: () => Statement<[{ statuses: string | null; limit: number }], { state: string }>;
     findSession: () => Statement<[number, string], { state: string }>;
     upsertSession: () => Statement<[Record<string, unknown>]>;
     unresolvedLaneStates: () => Statement<[], { state: string }>;
@@ -203,7 +203,15 @@ export class JournalStore implements AuditStore {
         FROM actions WHERE action_id = ?`,
       ),
       loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
-      listSessions: lazy(db, `SELECT state FROM sessions ORDER BY first_seq LIMIT ?`),
+      // The newest `limit` of the asked statuses, listed oldest first.
+      listSessions: lazy(
+        db,
+        `SELECT state FROM (
+           SELECT state, first_seq FROM sessions
+           WHERE @statuses IS NULL OR status IN (SELECT value FROM json_each(@statuses))
+           ORDER BY first_seq DESC LIMIT @limit
+         ) ORDER BY first_seq`,
+      ),
       findSession: lazy(
         db,
         `SELECT state FROM sessions WHERE pid = ? AND start_time = ? ORDER BY first_seq DESC LIMIT 1`,
@@ -352,10 +360,11 @@ export class JournalStore implements AuditStore {
     return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
-  listSessions(limit: number): SessionState[] {
+  /** The newest `limit` sessions (of `statuses` when given), oldest first. */
+  listSessions(limit: number, statuses?: readonly string[]): SessionState[] {
     return this.sql
       .listSessions()
-      .all(limit)
+      .all({ statuses: statuses === undefined ? null : JSON.stringify(statuses), limit })
       .map((row) => upgradeSessionState(row.state));
   }
 

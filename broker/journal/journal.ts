@@ -539,11 +539,13 @@ export class Journal {
     return this.sessionCache.get(sessionId) ?? this.store.loadSession(sessionId);
   }
 
-  /** Sessions in order of their first event, newest last; `status` filters. */
+  /**
+   * The newest sessions (at most `limit`, 1,000 by default) in order of their first event, newest last; `status`
+   * filters before the limit, so the sweeper's open sessions are never crowded out by older ended ones.
+   */
   listSessions(options: { status?: SessionState['status'][]; limit?: number } = {}): SessionState[] {
     this.requireReadable();
-    const all = this.store.listSessions(Math.min(options.limit ?? listActionsMax, listActionsMax));
-    return options.status === undefined ? all : all.filter((s) => options.status?.includes(s.status) === true);
+    return this.store.listSessions(Math.min(options.limit ?? listActionsMax, listActionsMax), options.status);
   }
 
   /** The session of a live process, if one was recorded (pid + kernel start time). */

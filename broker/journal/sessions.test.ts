@@ -64,6 +64,24 @@ describe('agent sessions in the journal', () => {
     expect(ended.session).toMatchObject({ status: 'revoked', end_reason: 'process_exited' });
   });
 
+  it('lists the newest sessions, oldest first, and filters by status before the limit (older ended ones never crowd out open ones)', async () => {
+    const t = await temp();
+    const ids = ['ses_list_1', 'ses_list_2', 'ses_list_3', 'ses_list_4', 'ses_list_5'];
+    for (const [i, id] of ids.entries()) {
+      await t.journal.appendSession(started(id, 5000 + i));
+      if (i < 4)
+        await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: id, payload: { reason: 'process_exited' } });
+      else await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: id, payload: { actor: person } });
+    }
+    const listed = (options: Parameters<Journal['listSessions']>[0]): string[] =>
+      t.journal.listSessions(options).map((s) => s.session_id);
+    expect(listed({ limit: 3 })).toEqual(['ses_list_3', 'ses_list_4', 'ses_list_5']);
+    expect(listed({})).toEqual(ids);
+    // What the session sweeper asks for: the one open session, though four older ended ones fill the limit.
+    expect(listed({ status: ['pending', 'approved', 'revoked'], limit: 3 })).toEqual(['ses_list_5']);
+    expect(listed({ status: ['ended'], limit: 2 })).toEqual(['ses_list_3', 'ses_list_4']);
+  });
+
   it('getSession answers what the sessions table holds after every event, refused ones too (the cache is never stale)', async () => {
     const t = await temp();
     const reader = t.reader();
