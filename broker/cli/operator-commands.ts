@@ -420,7 +420,8 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (!known) throw new CodedError('NOT_FOUND', `no ${what} ${id} in this journal`, { field });
     }
   };
-  // Whether any event carries the id, scanning on by next_seq: each step is one bounded page of the daemon's scan.
+  // Whether any event carries the id: the daemon reads that id's rows by its index, so the first page answers (the loop
+  // follows next_seq only should a page ever stop at the scan bound).
   const journalHolds = async (options: CommonOptions, filter: ActivityFilters): Promise<boolean> => {
     for (let from: number | null = 1; from !== null;) {
       const page: BrokerApi['activity.list']['output'] = await call(options, 'activity.list', {

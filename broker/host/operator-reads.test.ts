@@ -126,6 +126,21 @@ describe('activity.list: filters by outcome, code and text keep the original seq
     expect([...first.events.map((e) => e.seq), ...rest]).toEqual(allRows().map((e) => e.seq));
   });
 
+  it('when filtering by action, reads that action’s rows by its index: found in one call past the scan bound', async () => {
+    // More than the 20,000 rows one call may scan stand before the action's first event.
+    const filler: Parameters<typeof temp.journal.appendBatch>[0][number][] = [];
+    for (let i = 0; i < 2_600; i++)
+      filler.push(...actionPaths.httpNoApproval(`act_fill_${String(i).padStart(6, '0')}`));
+    for (let i = 0; i < filler.length; i += 256) await temp.journal.appendBatch(filler.slice(i, i + 256));
+    await temp.journal.appendBatch(actionPaths.httpNoApproval('act_far_0000001'));
+    const got = list({ action_id: 'act_far_0000001' });
+    expect(got.events.length).toBeGreaterThan(0);
+    expect(got.events.every((e) => e.action_id === 'act_far_0000001')).toBe(true);
+    expect(got.events[0]?.seq).toBeGreaterThan(20_000);
+    expect(got.next_seq).toBeNull();
+    expect(list({ action_id: 'act_never_000001' })).toEqual({ events: [], next_seq: null });
+  });
+
   it('when unfiltered, pages of any size join into the whole log in seq order, the last one saying the end', () => {
     const all = allRows().map((e) => e.seq);
     const joined: number[] = [];

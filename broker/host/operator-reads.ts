@@ -61,9 +61,14 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
         (f) => f !== undefined,
       );
       const readRows = filtered ? scanPageRows : limit;
+      // An action or session filter reads only that id's rows, through its index; the other filters test each row.
+      const only = {
+        ...(input.action_id === undefined ? {} : { action_id: input.action_id }),
+        ...(input.session_id === undefined ? {} : { session_id: input.session_id }),
+      };
       // Scan forward page by page until the filtered page is full, the log ends, or the scan bound.
       for (;;) {
-        const page = journal.eventsPage(next, readRows);
+        const page = journal.eventsPage(next, readRows, only);
         for (const row of page) {
           scanned += 1;
           next = row.seq + 1;

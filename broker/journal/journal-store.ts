@@ -34,6 +34,12 @@ export function newCounterTally(): CounterTally {
 }
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
+/** Plaintext header columns a page of events can be narrowed to (an action's rows win over a session's). */
+export interface EventHeaderFilter {
+  readonly action_id?: string;
+  readonly session_id?: string;
+}
+
 export interface EventRow {
   seq: number;
   at_ms: number;
@@ -124,6 +130,8 @@ export class JournalStore implements AuditStore {
     lastCheckpointSize: () => Statement<[], { size: number | null }>;
     insertCheckpoint: () => Statement<[CheckpointRow]>;
     readEvents: () => Statement<[number, number], EventRow>;
+    readSessionEvents: () => Statement<[string, number, number], EventRow>;
+    readActionEvents: () => Statement<[string, number, number], EventRow>;
     loadState: () => Statement<[string], { state: string }>;
     listStates: () => Statement<[number, number], { state: string }>;
     unrecordedIds: () => Statement<[], { action_id: string }>;
@@ -184,6 +192,9 @@ export class JournalStore implements AuditStore {
         VALUES (@size, @root, @at_ms, @reason, @signature)`,
       ),
       readEvents: lazy(db, `SELECT * FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`),
+      // Through events_by_session (session_id, seq) and events_by_action (action_id, seq): the rows of one id only.
+      readSessionEvents: lazy(db, `SELECT * FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`),
+      readActionEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? AND seq >= ? ORDER BY seq LIMIT ?`),
       loadState: lazy(db, `SELECT state FROM actions WHERE action_id = ?`),
       listStates: lazy(db, `SELECT state FROM actions WHERE ticket >= ? ORDER BY ticket LIMIT ?`),
       // Unrecorded covers both recovery cases: dispatched without a classification, and open
@@ -297,7 +308,10 @@ export class JournalStore implements AuditStore {
   }
 
   /** Raw rows: the journal opens them (decryption needs this run's or the vault's keys). */
-  readEvents(fromSeq: number, limit: number): EventRow[] {
+  /** From `fromSeq` on, in append order; `only` keeps one action's or one session's rows (read by its index). */
+  readEvents(fromSeq: number, limit: number, only: EventHeaderFilter = {}): EventRow[] {
+    if (only.action_id !== undefined) return this.sql.readActionEvents().all(only.action_id, fromSeq, limit);
+    if (only.session_id !== undefined) return this.sql.readSessionEvents().all(only.session_id, fromSeq, limit);
     return this.sql.readEvents().all(fromSeq, limit);
   }
 

@@ -39,7 +39,7 @@ import {
   type DurabilityReadBack,
   type SyncMode,
 } from './durability.js';
-import { JournalStore, type ActionCounts } from './journal-store.js';
+import { JournalStore, type ActionCounts, type EventHeaderFilter } from './journal-store.js';
 import {
   ActionListQuery,
   type ActionListDbRow,
@@ -673,11 +673,12 @@ export class Journal {
   /**
    * One bounded page of the log for views: each row opened if this run (or the unlocked vault) has
    * its key, else only its plaintext header with `sealed: true` (the Activity view still shows the
-   * position, kind, action, session, ticket and lane of a row it cannot read).
+   * position, kind, action, session, ticket and lane of a row it cannot read). `only` narrows the page to one action's
+   * or one session's rows, read through their index: the rows of other ids are never read nor opened.
    */
-  eventsPage(fromSeq: number, limit: number): Array<JournalEvent | SealedEventHeader> {
+  eventsPage(fromSeq: number, limit: number, only: EventHeaderFilter = {}): Array<JournalEvent | SealedEventHeader> {
     this.requireCurrent();
-    return this.store.readEvents(fromSeq, Math.min(Math.max(1, limit), eventsPageMax)).map((row) => {
+    return this.store.readEvents(fromSeq, Math.min(Math.max(1, limit), eventsPageMax), only).map((row) => {
       try {
         return this.audit.openRow(row);
       } catch (error) {
