@@ -45,6 +45,28 @@ describe('describeDecision', () => {
     expect(words.confirmLabel).toBe('Approve');
   });
 
+  it('names an HTTP request’s query, agent-set headers and body as the card does, marked', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      {
+        ...card,
+        query: [['draft', 'false']],
+        headers: [['x-audience', 'everyone\u202e']],
+        body_preview: '{"visibility":"public"}',
+        body_bytes: 23,
+      },
+    );
+    const lines = words.detail.split('\n');
+    expect(lines.slice(0, 4)).toEqual([
+      'route:docs: POST /documents/7/publish',
+      'Query: draft=false',
+      'Headers: x-audience: everyone\\u{202e}',
+      'Body (23 bytes): {"visibility":"public"}',
+    ]);
+    expect(words.confirmId).toBe(1);
+  });
+
   it('never shows a credential value from the input', () => {
     const words = describeDecision(
       'credentials.add',

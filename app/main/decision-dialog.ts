@@ -131,12 +131,29 @@ function cutActionLine(card: ApprovalCard): string {
 }
 
 function cardLines(card: ApprovalCard): string[] {
-  const lines = [cutLine(`Credential: ${marked(card.credential)}`)];
+  // An HTTP request is more than its method and path: the query, the headers the agent set and the body are what the
+  // card shows too, so the dialog a compromised renderer cannot redraw names them as well.
+  const lines = card.channel === 'http' ? httpRequestLines(card) : [];
+  lines.push(cutLine(`Credential: ${marked(card.credential)}`));
   if (card.session !== null)
     lines.push(
       cutLine(`Agent: ${marked(card.session.client_name ?? card.session.exe ?? 'unknown')} (pid ${card.session.pid})`),
     );
   if (card.retry_of !== null) lines.push(cutLine(`A retry of ${marked(card.retry_of)}`));
+  return lines;
+}
+
+/** Query, headers and body preview of an HTTP card, each one line, marked and cut as any other line. */
+function httpRequestLines(card: ApprovalCard): string[] {
+  const lines: string[] = [];
+  if (card.query.length > 0)
+    lines.push(cutLine(`Query: ${card.query.map(([name, value]) => `${marked(name)}=${marked(value)}`).join('&')}`));
+  if (card.headers.length > 0)
+    lines.push(
+      cutLine(`Headers: ${card.headers.map(([name, value]) => `${marked(name)}: ${marked(value)}`).join('; ')}`),
+    );
+  if (card.body_preview !== null)
+    lines.push(cutLine(`Body (${card.body_bytes.toLocaleString('en-US')} bytes): ${marked(card.body_preview)}`));
   return lines;
 }
 
