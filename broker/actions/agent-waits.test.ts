@@ -1,11 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentToolReplySchema, type AgentPeer, type AgentToolReply } from '../contract/index.js';
+import { agentToolReplySchema, type AgentToolReply } from '../contract/index.js';
 import { type CallProgress, type ToolAnswer } from '../ports/index.js';
 import type { PosternConfig } from '../config/index.js';
 import { localRouteConfig } from '../testing/http-action-harness.js';
-import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import {
+  agentPeer,
+  fixtureAgentBackend,
+  openQueueFixture,
+  person,
+  type QueueFixture,
+} from '../testing/queue-fixture.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 import type { RunningAgentBackend } from './agent-backend.js';
@@ -15,16 +21,6 @@ let backend: RunningAgentBackend;
 const alive = new Set<number>();
 const held: HeldRemote[] = [];
 const never = new AbortController().signal;
-const peer = (pid: number): AgentPeer => ({
-  pid,
-  uid: 1000,
-  gid: 1000,
-  start_time: String(pid * 11),
-  ppid: 1,
-  exe: '/usr/bin/agent',
-  cwd: '/work',
-  parent_exe: null,
-});
 
 afterEach(async () => {
   backend.close();
@@ -46,7 +42,7 @@ async function open(agentsYaml?: string, config?: PosternConfig, gate?: DiskSync
 
 async function approvedSession(pid: number): Promise<string> {
   alive.add(pid);
-  const { session_id } = await backend.openSession(peer(pid), { name: 'waits-agent' });
+  const { session_id } = await backend.openSession(agentPeer(pid), { name: 'waits-agent' });
   await f.queue.approveSession(session_id, person);
   return session_id;
 }

@@ -1,8 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { foldMetrics } from '../core/index.js';
-import type { AgentPeer } from '../contract/index.js';
 import { type ToolAnswer } from '../ports/index.js';
-import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
+import {
+  agentPeer,
+  fixtureAgentBackend,
+  openQueueFixture,
+  person,
+  type QueueFixture,
+} from '../testing/queue-fixture.js';
 import { waitForCardCount } from '../testing/queue-waits.js';
 import type { RunningAgentBackend } from './agent-backend.js';
 
@@ -15,16 +20,6 @@ import type { RunningAgentBackend } from './agent-backend.js';
 let f: QueueFixture;
 let backend: RunningAgentBackend;
 const never = new AbortController().signal;
-const peer = (pid: number): AgentPeer => ({
-  pid,
-  uid: 1000,
-  gid: 1000,
-  start_time: String(pid * 11),
-  ppid: 1,
-  exe: '/usr/bin/agent',
-  cwd: '/work',
-  parent_exe: null,
-});
 
 afterEach(async () => {
   backend.close();
@@ -32,7 +27,7 @@ afterEach(async () => {
 });
 
 async function approvedSession(pid: number): Promise<string> {
-  const { session_id } = await backend.openSession(peer(pid), { name: 'metrics-agent' });
+  const { session_id } = await backend.openSession(agentPeer(pid), { name: 'metrics-agent' });
   await f.queue.approveSession(session_id, person);
   return session_id;
 }

@@ -1,5 +1,5 @@
 import { parseConfig, type PosternConfig } from '../config/index.js';
-import type { JournalEvent } from '../contract/index.js';
+import type { AgentPeer, JournalEvent } from '../contract/index.js';
 import { createRandomIdSource, type OperatorActor } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { createAgentBackend, type AgentBackendDeps, type RunningAgentBackend } from '../actions/agent-backend.js';
@@ -171,4 +171,18 @@ export function fixtureAgentBackend(
     bootId,
     ...over,
   });
+}
+
+/** An agent process as the agent socket would have read it from its peer credentials: pid `pid`, no parent exe. */
+export function agentPeer(pid: number): AgentPeer {
+  return {
+    pid,
+    uid: 1000,
+    gid: 1000,
+    start_time: String(pid * 11),
+    ppid: 1,
+    exe: '/usr/bin/agent',
+    cwd: '/work',
+    parent_exe: null,
+  };
 }
