@@ -677,7 +677,7 @@ describe('when the deadline or a cancel fires while DISPATCH_STARTED is being ma
       try {
         const config = sshHostsConfig([host(s, { extra: '    approval: none\n    timeout_ms: 2000' })]);
         const run = held.run(config, { host: 'lab', command: `touch ${ran}` }, cancel.signal);
-        while (disk.waiting() === 0) await pause(5);
+        while (disk.waiting() === 0) await disk.nextRequest();
         // The deadline started with the channel, before DISPATCH_STARTED was asked for: 2.1 s later it has fired.
         if (stop === 'cancel') cancel.abort();
         else await pause(2_100);
