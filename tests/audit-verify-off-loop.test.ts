@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
+import { backgroundNiceness } from '../broker/audit/verify-pool.js';
 import { writeBulkAuditJournal } from '../broker/testing/bulk-audit-journal.js';
+import { threadNiceness } from '../broker/testing/thread-niceness.js';
 import { waitFor } from './support/drill.js';
 import { startDaemon } from './support/postern-process.js';
 
@@ -31,12 +33,24 @@ describe('when the daemon verifies a long journal', () => {
         (last) => last.progress !== undefined || settled.length > 0,
         'audit.last to show a running verify',
       );
+      // Its worker threads run at a lower CPU priority than the daemon's event loop, which keeps its own.
+      const pid = daemon.process.child.pid ?? 0;
+      const loopNice = threadNiceness(pid).get(pid);
+      const wanted = Math.min(19, (loopNice ?? 0) + backgroundNiceness);
+      const threads = await waitFor(
+        () => Promise.resolve(threadNiceness(pid)),
+        (seen) => settled.length > 0 || [...seen.values()].includes(wanted),
+        'a verify worker thread at a lower priority',
+      );
       const status = await callOperator(dataDir, 'status', {});
       settled.push('status');
       const result = await verify;
 
       expect(settled).toEqual(['status', 'audit.verify']);
       expect(status).toBeTypeOf('object');
+      expect(loopNice).toBeLessThan(19);
+      expect([...threads.values()]).toContain(wanted);
+      expect(threads.get(pid)).toBe(loopNice);
       expect(running.progress).toBeDefined();
       expect(running.progress?.checked).toBeLessThanOrEqual(running.progress?.total ?? 0);
       expect(result).toMatchObject({ ok: true, checkpoints: journalEvents / 1_000 });

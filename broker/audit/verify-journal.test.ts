@@ -1,4 +1,5 @@
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
@@ -9,8 +10,10 @@ import { sha256 } from '../journal/event-cipher.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { threadNiceness } from '../testing/thread-niceness.js';
 import { formatCheckpointFile, parseCheckpointFile, type TrustedCheckpoint } from './checkpoint-file.js';
 import { latestCheckpoint } from './latest-checkpoint.js';
+import { backgroundNiceness } from './verify-pool.js';
 import { verifyJournal as verifySerial, type VerifyOptions, type VerifyReport } from './verify-journal.js';
 
 /**
@@ -392,5 +395,35 @@ describe('when the broker is still appending', () => {
     await appended;
     expect(report).toMatchObject({ ok: true, events: 6 });
     expect(await verifySerial({ dbPath: t.path })).toMatchObject({ ok: true, events: 7 });
+  });
+});
+
+describe('when the daemon verifies in the background', () => {
+  it('its worker threads run at a lower CPU priority than the caller, which keeps its own', async (ctx) => {
+    if (!existsSync('/proc/thread-self')) ctx.skip('no /proc/thread-self: thread priorities are Linux-only here');
+    const base = getPriority();
+    if (base >= 19) ctx.skip(`this process already runs at nice ${base}: no lower priority to take`);
+    const t = await writtenJournal(8);
+    const seen = async (background: boolean): Promise<number[]> => {
+      const during: number[] = [];
+      const report = await verifySerial({
+        dbPath: t.path,
+        threads: 2,
+        parallelRowsMin: 1,
+        chunkRowsLog2: 1,
+        ...(background ? { background } : {}),
+        // Heard while a worker that just checked rows is alive (it ends only after the last job).
+        onProgress: () => {
+          for (const [tid, nice] of threadNiceness()) if (tid !== process.pid) during.push(nice);
+        },
+      });
+      expect(report).toMatchObject({ ok: true, events: 8 });
+      return during;
+    };
+    const wanted = Math.min(19, base + backgroundNiceness);
+    // The caller's run first: a background run's threads may outlive its answer by a moment.
+    expect(await seen(false)).not.toContain(wanted);
+    expect(await seen(true)).toContain(wanted);
+    expect(getPriority()).toBe(base);
   });
 });

@@ -68,6 +68,11 @@ export interface VerifyOptions {
   readonly onProgress?: (rows: number, total: number) => void;
   /** Worker threads for the rows and signatures (default: one per core); 0 keeps every step on this thread. */
   readonly threads?: number;
+  /**
+   * The daemon's verify: its worker threads run at a lower CPU priority than the thread that called (verify-pool.ts),
+   * so the event loop answering operators and agents comes first on a machine whose every core is verifying.
+   */
+  readonly background?: boolean;
   /** Tests: the row count from which workers are used, and the rows per worker job (log2). */
   readonly parallelRowsMin?: number;
   readonly chunkRowsLog2?: number;
@@ -313,6 +318,7 @@ async function recomputeInWorkers(
       bounds,
       progressEveryRows: verifyProgressEveryRows,
       ...(options.threads === undefined ? {} : { threads: options.threads }),
+      ...(options.background === true ? { background: true } : {}),
       onRows: (rows) => {
         checked += rows;
         options.onProgress?.(checked, n);

@@ -6,6 +6,12 @@ import { verifyWorkerSource } from './verify-worker-source.js';
 
 /** Worker threads one verify starts: one per core, and a few at most (the disk is shared too). */
 export const verifyWorkersMax = 4;
+/**
+ * How much less CPU priority a background verify's threads take than the thread that started them (nice steps, to at
+ * most 19). At +10 the kernel's scheduler weighs them about a tenth of the event loop, which then waits a scheduler
+ * tick at most for a core (bench/audit.ts: `status` during a verify).
+ */
+export const backgroundNiceness = 10;
 /** SQLite page cache per verify connection (KiB): a verify reads each page once, in order. */
 export const verifyCacheKiB = 1_024;
 /**
@@ -51,7 +57,14 @@ export type VerifyJobResult =
 export function runVerifyJobs(
   dbPath: string,
   jobs: readonly VerifyJob[],
-  options: { bounds: VerifyWorkerBounds; threads?: number; progressEveryRows: number; onRows?: (rows: number) => void },
+  options: {
+    bounds: VerifyWorkerBounds;
+    threads?: number;
+    progressEveryRows: number;
+    onRows?: (rows: number) => void;
+    /** Each thread lowers its own CPU priority by `backgroundNiceness` (Linux; elsewhere it keeps the caller's). */
+    background?: boolean;
+  },
 ): Promise<VerifyJobResult[]> {
   const require = createRequire(import.meta.url);
   const workerData = {
@@ -62,6 +75,7 @@ export function runVerifyJobs(
     sqlitePath: require.resolve('better-sqlite3'),
     sodiumPath: require.resolve('libsodium-wrappers-sumo'),
     nativeBinding: sqliteNativeBinding(),
+    niceness: options.background === true ? backgroundNiceness : 0,
   };
   const threads = Math.max(1, Math.min(options.threads ?? availableParallelism(), verifyWorkersMax, jobs.length));
   const results: VerifyJobResult[] = new Array<VerifyJobResult>(jobs.length);

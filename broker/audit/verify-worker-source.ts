@@ -31,6 +31,19 @@ let db;
 let rowsStatement;
 let sodium;
 
+// A background verify: this thread takes a lower priority than the one that started it. Linux's setpriority names a
+// thread by its id (/proc/thread-self); where there is no such file the thread keeps the caller's priority.
+if (workerData.niceness > 0) {
+  try {
+    const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+    const os = require('node:os');
+    if (Number.isSafeInteger(tid) && tid > 0 && tid !== process.pid)
+      os.setPriority(tid, Math.min(19, os.getPriority(tid) + workerData.niceness));
+  } catch {
+    // Not Linux, or no /proc: the verify runs at the caller's priority.
+  }
+}
+
 function open() {
   if (db !== undefined) return;
   const options = { readonly: true, fileMustExist: true };

@@ -92,7 +92,8 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
 
   /**
    * One verification at a time: a click while one runs gets that run's result. The rows and signatures are checked on
-   * worker threads and the rest yields often (verify-journal.ts), so the loop keeps answering; audit.last shows progress.
+   * worker threads at a lower CPU priority and the rest yields often (verify-journal.ts), so the loop keeps answering;
+   * audit.last shows progress.
    * With the vault unlocked the journal's checkpoint key must be the vault's (`key_source: 'vault'`); locked, the
    * result says the key was only the journal's own claim (`key_source: 'journal'`).
    */
@@ -108,6 +109,7 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
                 dbPath,
                 ...(trusted.key === undefined ? {} : { trustedKey: trusted.key }),
                 onProgress: (checked, total) => (progress = { checked, total }),
+                background: true,
               });
         const checkedAtMs = clock.nowMs();
         last = report.ok
