@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
-import { backgroundNiceness } from '../broker/audit/verify-pool.js';
 import { writeBulkAuditJournal } from '../broker/testing/bulk-audit-journal.js';
 import { threadNiceness } from '../broker/testing/thread-niceness.js';
 import { waitFor } from './support/drill.js';
@@ -35,11 +34,11 @@ describe('when the daemon verifies a long journal', () => {
       );
       // Its worker threads run at a lower CPU priority than the daemon's event loop, which keeps its own.
       const pid = daemon.process.child.pid ?? 0;
-      const loopNice = threadNiceness(pid).get(pid);
-      const wanted = Math.min(19, (loopNice ?? 0) + backgroundNiceness);
+      const loopNice = threadNiceness(pid).get(pid) ?? 19;
+      const lower = (seen: Map<number, number>): boolean => [...seen.values()].some((nice) => nice > loopNice);
       const threads = await waitFor(
         () => Promise.resolve(threadNiceness(pid)),
-        (seen) => settled.length > 0 || [...seen.values()].includes(wanted),
+        (seen) => settled.length > 0 || lower(seen),
         'a verify worker thread at a lower priority',
       );
       const status = await callOperator(dataDir, 'status', {});
@@ -49,7 +48,7 @@ describe('when the daemon verifies a long journal', () => {
       expect(settled).toEqual(['status', 'audit.verify']);
       expect(status).toBeTypeOf('object');
       expect(loopNice).toBeLessThan(19);
-      expect([...threads.values()]).toContain(wanted);
+      expect(lower(threads)).toBe(true);
       expect(threads.get(pid)).toBe(loopNice);
       expect(running.progress).toBeDefined();
       expect(running.progress?.checked).toBeLessThanOrEqual(running.progress?.total ?? 0);
