@@ -90,8 +90,9 @@ export const approvalCardSchema = z.object({
   /** The route rule that set `approval` (`rules[1]: POST /documents/** → per_call`); null: the route's own. */
   approval_rule: z.string().nullable().optional(),
   /** pending: needs a decision; approved_waiting: approved, behind an unresolved older ticket;
-   *  awaiting_session: the agent process is not approved yet; blocked_head: dispatched, outcome
-   *  unknown, blocking its lane; dispatching: on its way or in flight. */
+   *  awaiting_session: the agent process is not approved yet; blocked_head: outcome unknown (dispatched,
+   *  or recorded unknown before dispatch by a quarantined journal's recovery), blocking its lane;
+   *  dispatching: on its way or in flight. */
   state: z.enum(['pending', 'awaiting_session', 'approved_waiting', 'blocked_head', 'dispatching']),
   /** The ticket this one waits behind, or for a blocked head null. */
   waiting_for_ticket: z.number().int().positive().nullable(),

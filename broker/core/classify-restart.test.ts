@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionState, JournalEvent, NewEvent } from '../contract/index.js';
+import { attestClassification } from './attest-outcome.js';
 import { classifyRestart } from './classify-restart.js';
 import { ticketStanding } from './lane-schedule.js';
 import { applyEvent, project } from './project.js';
@@ -130,21 +131,35 @@ describe('classifyRestart in a journal the start found quarantined (its integrit
     expect(classifyRestart(closed, undefined, 'quarantined')).toBeUndefined();
   });
 
-  it('the projection takes it: unknown with no dispatch recorded, and it does not block its lane', () => {
+  it('the projection takes it: unknown with no dispatch recorded, and it blocks its lane until a person ends it', () => {
     const before = stateAfter([accepted, validated, authorized]);
+    const at = (seq: number) => ({ session_id: null, ticket: 1, lane: null, seq, at_ms: seq });
     const after = applyEvent(before, {
       kind: 'OUTCOME_RECORDED',
       action_id: id,
       payload: {},
       classification: classifyRestart(before, undefined, 'quarantined'),
-      session_id: null,
-      ticket: 1,
-      lane: null,
-      seq: 4,
-      at_ms: 4,
+      ...at(4),
     } as JournalEvent);
     expect(after).toMatchObject({ outcome: 'unknown', recorded: true, dispatch_seq: null });
     expect(after.dispatch_evidence).toBe('never_started');
-    expect(ticketStanding(after)).toBe('resolved');
+    // DESIGN §4: the next ticket is never released as if the unknown one had failed.
+    expect(ticketStanding(after)).toBe('blocked');
+    const person = { kind: 'person', id: 'ann', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
+    const abandoned = applyEvent(after, {
+      kind: 'ABANDONED',
+      action_id: id,
+      payload: { actor: person, reason: 'cannot tell' },
+      ...at(5),
+    } as JournalEvent);
+    expect(ticketStanding(abandoned)).toBe('resolved');
+    const attested = applyEvent(after, {
+      kind: 'OPERATOR_ATTESTED',
+      action_id: id,
+      payload: { actor: person, basis: 'saw it' },
+      classification: attestClassification('committed', 'succeeded'),
+      ...at(5),
+    } as JournalEvent);
+    expect(ticketStanding(attested)).toBe('resolved');
   });
 });

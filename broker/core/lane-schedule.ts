@@ -7,7 +7,8 @@ import type { ActionState } from '../contract/index.js';
  * - `lane`: allowed, but an older ticket of the lane is unresolved ("approved, waiting for #42");
  * - `lane_blocked`: an older ticket's recorded outcome is unknown and nobody resolved it;
  * - `dispatching`: the head, allowed, on its way or in flight (outcome not recorded yet);
- * - `blocked_head`: the head itself, dispatched with a recorded unknown outcome.
+ * - `blocked_head`: the head itself, with a recorded unknown outcome (dispatched, or recorded unknown before dispatch
+ *   by a quarantined journal's recovery).
  */
 export type TicketWaiting = 'session_approval' | 'approval' | 'lane' | 'lane_blocked' | 'dispatching' | 'blocked_head';
 
@@ -38,10 +39,16 @@ export type TicketStanding = 'resolved' | 'open_before_dispatch' | 'in_flight' |
 /**
  * Resolved: closed before dispatch (rejected, expired, cancelled, refused — a recorded
  * not_attempted), settled (committed / rejected recorded), or an unknown head a person abandoned.
- * A dispatched action without a recorded outcome is in flight; a recorded unknown blocks.
+ * A dispatched action without a recorded outcome is in flight; a recorded unknown blocks — also one
+ * with no DISPATCH_STARTED (recovery in a quarantined journal records it: the journal may lack the
+ * dispatch), since the next ticket is never released as if an unknown one had failed.
  */
 export function ticketStanding(s: ActionState): TicketStanding {
-  if (s.dispatch_seq === null) return s.outcome === null ? 'open_before_dispatch' : 'resolved';
+  if (s.dispatch_seq === null) {
+    if (s.outcome === null) return 'open_before_dispatch';
+    if (s.outcome !== 'unknown' || !s.recorded) return 'resolved';
+    return s.abandoned ? 'resolved' : 'blocked';
+  }
   if (!s.recorded) return 'in_flight';
   if (s.outcome === 'committed' || s.outcome === 'rejected') return 'resolved';
   return s.abandoned ? 'resolved' : 'blocked';

@@ -90,3 +90,55 @@ describe('when the broker restarts', () => {
     queue.close();
   });
 });
+
+describe('when the broker restarts on a journal its integrity anchor quarantined', () => {
+  it('an action recovery recorded unknown before any card or dispatch shows as a blocked head and holds its lane', async () => {
+    temp = await openTempJournal();
+    // Admitted on a per-call route, its card not shown yet: recovery in a quarantined journal records it unknown.
+    const a = 'act_quarantA0001';
+    await temp.journal.appendBatch(admit(a, 'per_call'));
+    await temp.journal.close();
+
+    const journal = await Journal.open({
+      path: temp.path,
+      clock: temp.clock,
+      vault: temp.vault,
+      judgeBeforeRecovery: () => 'quarantined',
+    });
+    temp = {
+      ...temp,
+      journal,
+      dispose: async () => {
+        await journal.close();
+        temp.dir.remove();
+      },
+    };
+    expect(journal.getAction(a)).toMatchObject({
+      dispatch_seq: null,
+      stage: 'validated',
+      outcome: 'unknown',
+      outcome_basis: 'broker_restart_journal_quarantined',
+    });
+
+    const queue = ApprovalQueue.open({ journal, clock: temp.clock, config });
+    const ticketA = journal.getAction(a)?.ticket ?? 0;
+    // No decision was recorded for it, yet its card is shown: a person must see it to end it.
+    expect(queue.cards().map((c) => [c.ticket, c.state, c.waiting_for_ticket])).toEqual([
+      [ticketA, 'blocked_head', null],
+    ]);
+
+    const b = 'act_quarantB0001';
+    await journal.appendBatch(admit(b, 'none'));
+    let turn: Turn | undefined;
+    const waiting = queue.awaitTurn(b, preview).then((t) => {
+      turn = t;
+      return t;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(turn).toBeUndefined();
+    expect(queue.position(b)).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: ticketA });
+    await queue.abandon(ticketA, person, 'cannot tell whether it was sent');
+    expect(await waiting).toEqual({ kind: 'go' });
+    queue.close();
+  });
+});

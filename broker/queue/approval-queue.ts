@@ -112,8 +112,9 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   /**
    * Rebuilds lane state from the journal. Recovery already closed pre-dispatch tickets of an
-   * earlier run (not_attempted, BROKER_RESTARTED) and marked dispatched ones unknown: those unknown
-   * heads are unresolved, so their lanes stay blocked after a restart.
+   * earlier run (not_attempted, BROKER_RESTARTED) and marked dispatched ones unknown (in a
+   * quarantined journal the pre-dispatch ones too): those unknown heads are unresolved, so their
+   * lanes stay blocked after a restart.
    */
   static open(options: ApprovalQueueOptions): ApprovalQueue {
     const queue = new ApprovalQueue(options);
@@ -712,8 +713,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     const state = tickets.find((s) => s.action_id === wait.action_id);
     if (state === undefined) return;
     const expiry = this.expiries.get(state.action_id);
-    // A ticket that needs a decision is shown only once its CARD_SHOWN is durable.
-    if (!wait.allowed && state.dispatch_seq === null && expiry === undefined && state.stage !== 'card_shown') return;
+    // A ticket that needs a decision is shown only once its CARD_SHOWN is durable. A blocked head is always shown, with
+    // its ways out: also one recorded unknown before any decision (a quarantined journal's recovery).
+    const undecided = !wait.allowed && state.dispatch_seq === null && wait.waiting !== 'blocked_head';
+    if (undecided && expiry === undefined && state.stage !== 'card_shown') return;
     const session = state.session_id === null ? undefined : this.journal.getSession(state.session_id);
     cards.push(
       buildCard({

@@ -13,6 +13,7 @@ import { migration011StatusCounters } from './011-status-counters.js';
 import { migration012IntegrityAnchor } from './012-integrity-anchor.js';
 import { migration013SshRecordings } from './013-ssh-recordings.js';
 import { migration014DropUnreadProjections } from './014-drop-unread-projections.js';
+import { migration015QuarantinedUnknownBlocks } from './015-quarantined-unknown-blocks.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -30,4 +31,5 @@ export const journalMigrations: readonly Migration[] = [
   migration012IntegrityAnchor,
   migration013SshRecordings,
   migration014DropUnreadProjections,
+  migration015QuarantinedUnknownBlocks,
 ];

@@ -1,0 +1,128 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalCard } from '../broker/contract/index.js';
+import { anchorFileOf } from '../broker/host/integrity-anchor.js';
+import { closeDrill, laneCards, op, openDrill, waitFor, type Drill } from './support/drill.js';
+import { DrillAgent, type ToolReply } from './support/drill-agent.js';
+import { decideAsPerson } from './support/person-decision.js';
+import { startDaemon } from './support/postern-process.js';
+
+/**
+ * DESIGN §4 for an unknown a quarantined journal's recovery records before any DISPATCH_STARTED: it blocks its lane
+ * like any unknown head. A real daemon stops while A waits on its card; its integrity anchor is then edited, so the
+ * next start is quarantined and recovery records A unknown (broker_restart_journal_quarantined), not not_attempted.
+ * After a person re-adopts the journal, B — the next ticket of A's lane, approved — waits "blocked by #A"; nothing of
+ * B reaches the remote until a person abandons A over the operator API, and then B is sent.
+ */
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'pqlane-'));
+const lane = 'doc-quarantined';
+/** openDrill's vault passphrase: a person's proof for the decisions that need one. */
+const passphrase = 'drill passphrase (test only)';
+let drill: Drill | undefined;
+let p3: DrillAgent | undefined;
+
+beforeAll(async () => {
+  drill = await openDrill(scratch, 'lane', 120);
+}, 90_000);
+afterAll(async () => {
+  await p3?.stop();
+  await closeDrill(drill);
+  rmSync(scratch, { recursive: true, force: true });
+}, 30_000);
+
+function post(agent: DrillAgent, marker: string): Promise<{ reply?: ToolReply; error?: string }> {
+  return agent
+    .call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/quarantined',
+      body: JSON.stringify({ marker }),
+      timeout_ms: 60_000,
+    })
+    .reply.then(
+      (reply) => ({ reply }),
+      (error: unknown) => ({ error: String(error) }),
+    );
+}
+
+const theDrill = (): Drill => {
+  if (drill === undefined) throw new Error('the drill did not start');
+  return drill;
+};
+
+describe("when a quarantined journal's recovery leaves the head of a lane unknown before dispatch", () => {
+  it('the next ticket of the lane waits for it, and is sent only after a person abandons it', async () => {
+    const d = theDrill();
+    // A waits on its card when the daemon stops: the stop leaves it open, for the next start's recovery.
+    void post(d.p1, 'A');
+    const [pendingA] = await waitFor(
+      () => laneCards(d.dataDir, lane),
+      (c) => c.length === 1 && c[0]?.state === 'pending',
+      'A pending',
+    );
+    const a = pendingA as ApprovalCard;
+    await d.daemon.process.stop('SIGTERM');
+    await Promise.allSettled([d.p1.stop(), d.p2.stop()]);
+    const anchorFile = anchorFileOf(d.dataDir);
+    const anchor = JSON.parse(readFileSync(anchorFile, 'utf8')) as { counter: number };
+    writeFileSync(anchorFile, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
+
+    d.daemon = await startDaemon(d.dataDir, { env: { POSTERN_PASSPHRASE_FILE: path.join(scratch, 'lane.pass') } });
+    expect(await op(d.dataDir, 'integrity.anchor', {})).toMatchObject({ state: 'quarantined', code: 'ANCHOR_FORGED' });
+    expect((await op(d.dataDir, 'actions.show', { action_id: a.action_id })).state).toMatchObject({
+      dispatch_seq: null,
+      outcome: 'unknown',
+      outcome_basis: 'broker_restart_journal_quarantined',
+      abandoned: false,
+    });
+    // It heads its lane as a blocked head, with its card.
+    expect(await laneCards(d.dataDir, lane)).toMatchObject([{ ticket: a.ticket, state: 'blocked_head' }]);
+
+    // Agents' calls are refused while quarantined: a person re-adopts the journal as it is.
+    await decideAsPerson(d.dataDir, passphrase, 'integrity.readopt', { code: 'ANCHOR_FORGED' });
+    p3 = await DrillAgent.start(d.dataDir, 'lane-p3');
+    const sessions = await waitFor(
+      () => op(d.dataDir, 'sessions.list', {}),
+      (r) => r.sessions.some((s) => s.status === 'pending' && s.connected),
+      'the new agent session, pending',
+    );
+    for (const s of sessions.sessions.filter((x) => x.status === 'pending' && x.connected))
+      await op(d.dataDir, 'sessions.approve', { session_id: s.session_id });
+    const answerB = post(p3, 'B');
+    const cards = await waitFor(
+      () => laneCards(d.dataDir, lane),
+      (c) => c.length === 2 && c[1]?.state === 'pending',
+      'B pending behind A',
+    );
+    const b = cards[1] as ApprovalCard;
+    await op(d.dataDir, 'approvals.approve', { ticket: b.ticket });
+
+    // Approved, B is not released as if A had failed: it waits for A, and nothing of it was sent.
+    const waiting = (await laneCards(d.dataDir, lane)).find((c) => c.ticket === b.ticket);
+    expect(waiting).toMatchObject({
+      state: 'approved_waiting',
+      waiting_for_ticket: a.ticket,
+      text: `approved, blocked by #${a.ticket} (outcome unknown)`,
+    });
+    const shownB = await op(d.dataDir, 'actions.show', { action_id: b.action_id });
+    expect(shownB.queue).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: a.ticket });
+    expect(shownB.events.map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
+    expect(d.log.markers()).toEqual([]);
+
+    // A person abandons A over the operator API: the lane moves on, and B is sent.
+    const abandoned = await decideAsPerson(d.dataDir, passphrase, 'approvals.abandon', {
+      ticket: a.ticket,
+      reason: 'cannot tell whether it was sent',
+    });
+    expect(abandoned).toMatchObject({ action_id: a.action_id, decision: 'abandoned' });
+    const sent = await answerB;
+    expect(sent.reply?.isError ?? false).toBe(false);
+    expect(d.log.markers()).toEqual(['B']);
+    expect((await op(d.dataDir, 'actions.show', { action_id: a.action_id })).state).toMatchObject({
+      outcome: 'unknown',
+      abandoned: true,
+    });
+  }, 90_000);
+});
