@@ -254,6 +254,7 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
   if (
     e.caller === undefined &&
     e.operationDeadline !== true &&
+    e.vaultLocked !== true &&
     (ssh?.channelClosed === true || e.transportBroken === true)
   ) {
     // DISPATCH_STARTED is durable, so never not_attempted; the basis says the exec request was never written.
@@ -347,6 +348,11 @@ function noResultAfterDispatch(e: OutcomeEvidence): Classification {
   }
   if (e.caller === 'disconnected') {
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'caller_disconnected_after_dispatch');
+  }
+  if (e.vaultLocked === true && !e.handedToTransport) {
+    // A person locked the vault while DISPATCH_STARTED was being made durable: nothing was handed over, but the row is
+    // durable, so unknown (never not_attempted). VAULT_LOCKED would tell the caller to just retry after an unlock.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'vault_locked_after_dispatch_started');
   }
   if (e.operationDeadline === true) {
     return unknown(

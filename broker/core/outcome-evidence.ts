@@ -123,6 +123,11 @@ export interface OutcomeEvidence {
    * operation, never a caller event. A caller event observed first takes precedence.
    */
   operationDeadline?: boolean;
+  /**
+   * The vault locked while DISPATCH_STARTED was being made durable, so the request was never handed to the transport
+   * (a locked vault starts no credential-backed action); the row is durable, so the outcome stays unknown.
+   */
+  vaultLocked?: boolean;
   /** The operation is known to be idempotent (method semantics or a declared route/command contract). */
   idempotent: boolean;
   /** A declared idempotency contract covers this attempt and its retention window has not passed. */

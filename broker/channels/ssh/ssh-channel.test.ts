@@ -387,6 +387,36 @@ describe('when the session channel ends while DISPATCH_STARTED is being made dur
   );
 });
 
+describe('when the vault locks while DISPATCH_STARTED is being made durable', () => {
+  it('the exec request is never written: the report says the vault locked and nothing was handed over', async () => {
+    const s = await server('exit_0');
+    const locked = new AbortController();
+    const gate = new RecordingGate(async () => {
+      locked.abort();
+      await serverRoundTrip(s.port);
+    });
+    const report = await channel(gate).perform(request(s.port, pinned(s), { beforeDispatch: locked.signal }));
+    await serverRoundTrip(s.port);
+    expect(events(s)).toEqual(['session_opened']);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: false,
+      requestComplete: false,
+      vaultLocked: true,
+      channelClosed: false,
+      transportBroken: false,
+    });
+    expect(report.stages).not.toContain('exec_requested');
+    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+      outcome: 'unknown',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      retry: 'reconcile',
+      outcome_basis: 'vault_locked_after_dispatch_started',
+    });
+  });
+});
+
 describe('after dispatch the report says what came back, and nothing more', () => {
   const payloads = (gate: RecordingGate, kind: string): unknown[] =>
     gate.appended.filter((e) => e.kind === kind).map((e) => e.payload);

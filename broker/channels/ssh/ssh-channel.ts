@@ -39,7 +39,10 @@ export interface SshWireRequest {
   readonly timeoutMs: number;
   /** stdout + stderr bytes kept; counting continues beyond it. */
   readonly outputBytesMax: number;
-  /** Stops the action only while it is before dispatch (the vault locked). */
+  /**
+   * The vault locked: stops the action before dispatch, and, once it fired while DISPATCH_STARTED was being made
+   * durable, the exec request is never written (vaultLocked in the report).
+   */
   readonly beforeDispatch: AbortSignal;
   /** The caller cancelled. */
   readonly cancel?: AbortSignal;
@@ -107,6 +110,8 @@ export interface SshChannelReport {
   readonly caller?: 'cancelled';
   /** The operation deadline (request.timeoutMs) fired after dispatch. */
   readonly operationDeadline?: boolean;
+  /** The vault locked while DISPATCH_STARTED was being made durable: the exec request was never written. */
+  readonly vaultLocked?: boolean;
   readonly output: SshOutput;
   /** EOF and close both seen after the exit report: every output byte arrived. */
   readonly outputComplete: boolean;
@@ -253,19 +258,22 @@ class SshRun {
       return this.notDispatched({ journalFailed });
     }
     this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
-    // The operation deadline or the caller's cancel may have fired while DISPATCH_STARTED was being made durable: the
-    // exec request is then never written. The row is durable, so the outcome stays unknown (never not_attempted), but
-    // the report says truthfully that nothing was handed to the transport.
+    // The operation deadline, the caller's cancel or the vault's lock may have fired while DISPATCH_STARTED was being
+    // made durable: the exec request is then never written (a locked vault starts no credential-backed action). The
+    // row is durable, so the outcome stays unknown (never not_attempted), but the report says truthfully that nothing
+    // was handed to the transport.
     // Likewise when the channel or the connection ended meanwhile: an exec request on a closed channel is never
     // written, the end is recorded as seen, and the outcome stays unknown.
     const stoppedDuringBoundary = this.callerStopped();
+    const vaultLocked = this.request.beforeDispatch.aborted;
     const ended = this.endedBeforeExec;
-    if (stoppedDuringBoundary !== undefined || ended !== undefined) {
+    if (stoppedDuringBoundary !== undefined || vaultLocked || ended !== undefined) {
       const seen: ExecSeen = {
         ...nothingSeen(),
         channelClosed: ended === 'channel_closed',
         transportBroken: ended === 'connection_closed',
         ...(stoppedDuringBoundary === undefined ? {} : { callerEvent: stoppedDuringBoundary }),
+        ...(vaultLocked ? { vaultLocked } : {}),
       };
       return this.dispatchedReport(seen, false);
     }
@@ -507,7 +515,7 @@ class SshRun {
    * are committed (or handed over held) here.
    */
   private async dispatchedReport(seen: ExecSeen, sent: boolean): Promise<SshChannelReport> {
-    const { execReply, exitStatus, exitSignal, eof, channelClosed, transportBroken, callerEvent } = seen;
+    const { execReply, exitStatus, exitSignal, eof, channelClosed, transportBroken, callerEvent, vaultLocked } = seen;
     if (exitStatus !== undefined) this.stages.push('exit_status');
     if (exitSignal !== undefined) this.stages.push('exit_signal');
     if (eof) this.stages.push('eof');
@@ -551,6 +559,7 @@ class SshRun {
         : callerEvent === 'deadline'
           ? { operationDeadline: true }
           : {}),
+      ...(vaultLocked === true ? { vaultLocked } : {}),
       output: kept,
       outputComplete: channelClosed && eof && !transportBroken,
       ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
@@ -723,6 +732,7 @@ interface ExecSeen {
   channelClosed: boolean;
   transportBroken: boolean;
   callerEvent?: 'deadline' | 'cancelled';
+  vaultLocked?: boolean;
   output: OutputCollector;
 }
 
