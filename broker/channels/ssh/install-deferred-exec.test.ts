@@ -46,4 +46,13 @@ describe('when a CHANNEL_FAILURE arrives', () => {
     expect(seenInHandler).toEqual([false, true]);
     expect(deferred.answeringChannelFailure()).toBe(false);
   });
+
+  it('sees the open at once, inside ssh2’s handler, before any promise reaction', () => {
+    const protocol = { exec: (): void => undefined, _handlers: { CHANNEL_FAILURE: (): void => undefined } };
+    const deferred = installDeferredExec(fakeClient(protocol));
+    expect(deferred.isOpen()).toBe(false);
+    protocol.exec();
+    // A message in the same read as the confirmation sees the channel open.
+    expect(deferred.isOpen()).toBe(true);
+  });
 });

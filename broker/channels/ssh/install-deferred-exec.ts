@@ -19,6 +19,10 @@ import type { Client } from 'ssh2';
  * arrived after `send()`, `answeringChannelFailure()` is true. That handler calls exec's callback synchronously, and
  * only for the channel the message names, so an exec-callback error seen while it is true is that refusal.
  *
+ * `isOpen()` turns true synchronously, inside ssh2's CHANNEL_OPEN_CONFIRMATION handler: a reply or a CHANNEL_CLOSE that
+ * the server packed into the same TCP read as the confirmation runs the exec callback before any promise reaction,
+ * and it must still be read as coming after the open, never as the open refused.
+ *
  * If ssh2 changes shape (no `_protocol.exec` or no `_protocol._handlers.CHANNEL_FAILURE` function),
  * `installDeferredExec` throws and the channel fails closed before dispatch. Should ssh2 ever defer exec's callback
  * out of that handler, a refusal would read as unknown, never the other way round. Tests run this against real
@@ -29,6 +33,8 @@ export interface DeferredExec {
   readonly channelOpen: Promise<{ send: () => void }>;
   /** True only while ssh2 handles an SSH_MSG_CHANNEL_FAILURE received after `send()` (see above). */
   readonly answeringChannelFailure: () => boolean;
+  /** The session channel was confirmed open (set synchronously, in ssh2's handler). */
+  readonly isOpen: () => boolean;
 }
 
 type MessageHandler = (protocol: unknown, recipient: number) => void;
@@ -74,5 +80,5 @@ export function installDeferredExec(client: Client): DeferredExec {
       answering = false;
     }
   };
-  return { channelOpen, answeringChannelFailure: () => answering };
+  return { channelOpen, answeringChannelFailure: () => answering, isOpen: () => used };
 }

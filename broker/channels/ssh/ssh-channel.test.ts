@@ -387,6 +387,35 @@ describe('when the session channel ends while DISPATCH_STARTED is being made dur
   );
 });
 
+describe('when the server packs something behind the session channel’s confirmation, in the same TCP read (before beginDispatch is asked)', () => {
+  it('a CHANNEL_CLOSE: the channel opened and ended, a setup failure at session_channel, nothing dispatched or sent', async () => {
+    const s = await server('close_at_open');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    await serverRoundTrip(s.port);
+    expectNotDispatched(report, gate);
+    // Not open_refused: the server did confirm the channel.
+    expect(report.setup).toEqual({ failure: 'ssh_channel', stage: 'session_channel', attempts: 1, attemptsMax: 1 });
+    expect(report.attempts).toEqual([
+      {
+        n: 1,
+        stage: 'session_channel',
+        dispatched: false,
+        failure: 'ssh_channel',
+        detail: 'channel_closed_before_exec',
+      },
+    ]);
+    expect(gate.timeline).toEqual(['SETUP_ATTEMPT_FAILED']);
+    expect(events(s)).toEqual(['session_opened', 'channel_closed']);
+    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      code: 'SSH_CHANNEL_FAILED',
+      retry: 'backoff',
+    });
+  });
+});
+
 describe('when the vault locks while DISPATCH_STARTED is being made durable', () => {
   it('the exec request is never written: the report says the vault locked and nothing was handed over', async () => {
     const s = await server('exit_0');

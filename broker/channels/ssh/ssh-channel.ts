@@ -463,7 +463,9 @@ class SshRun {
       openFailed = reject;
     });
     failedOpen.catch(() => undefined);
-    let channelIsOpen = false;
+    // Whether the server confirmed the channel: read from the seam, set inside ssh2's handler, so an end packed into
+    // the same read as the confirmation is still seen as coming after the open, never as the open refused.
+    const channelIsOpen = deferred.isOpen;
     const execDone = new Promise<ExecAnswer>((settle) => {
       const resolve = (answer: ExecAnswer): void => {
         // Anything but a reply to the exec request (none can come before it is sent) ends the channel unused.
@@ -473,7 +475,7 @@ class SshRun {
       };
       client.on('close', () => {
         this.closed = true;
-        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
+        if (!channelIsOpen()) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
         resolve({ kind: 'closed' });
       });
       client.exec(this.request.command, (error, stream) => {
@@ -486,18 +488,14 @@ class SshRun {
         // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After, ssh2 gives the same error for the server's
         // CHANNEL_FAILURE (a refusal: nothing ran), for a CHANNEL_CLOSE before any reply and for a lost connection
         // (the command may have run): only a CHANNEL_FAILURE seen by the seam, in this very call, is a refusal.
-        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel_refused', 'session_channel', 'open_refused'));
+        if (!channelIsOpen()) openFailed(new SshSetupFailed('ssh_channel_refused', 'session_channel', 'open_refused'));
         else if (deferred.answeringChannelFailure()) resolve({ kind: 'refused' });
         else if (!this.closed) resolve({ kind: 'channel_closed' });
         else resolve({ kind: 'closed' });
       });
     });
-    const opened = deferred.channelOpen.then((value) => {
-      channelIsOpen = true;
-      return value;
-    });
     const { send } = await bounded(
-      Promise.race([opened, failedOpen]),
+      Promise.race([deferred.channelOpen, failedOpen]),
       this.limits.channelOpenTimeoutMs,
       stop,
       'session_channel',
