@@ -42,6 +42,8 @@ export type SetupFailure =
   | 'ssh_channel'
   /** The server refused the session channel (CHANNEL_OPEN_FAILURE), or the broker cannot hold the exec back. */
   | 'ssh_channel_refused'
+  /** The server answered (CHANNEL_SUCCESS / CHANNEL_FAILURE) an exec request that was never written: a protocol breach. */
+  | 'ssh_channel_protocol'
   /** A stdio upstream MCP server's process could not be started (or is backing off after a crash). */
   | 'mcp_spawn'
   /** An upstream MCP server did not complete the MCP initialize handshake. */
@@ -103,6 +105,8 @@ export interface OutcomeEvidence {
     exitStatus?: number;
     exitSignal?: string;
     channelClosed: boolean;
+    /** The server answered an exec request that was never written (it is then never written). */
+    unsolicitedReply?: 'success' | 'failure';
   };
   mcp?: {
     /**

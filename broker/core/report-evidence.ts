@@ -101,6 +101,7 @@ export interface SshReportFacts {
   readonly caller?: 'cancelled';
   readonly operationDeadline?: boolean;
   readonly vaultLocked?: boolean;
+  readonly unsolicitedReply?: 'success' | 'failure';
 }
 
 /**
@@ -131,6 +132,7 @@ export function sshReportEvidence(report: SshReportFacts): OutcomeEvidence {
       ? {
           ssh: {
             channelClosed: report.channelClosed,
+            ...(report.unsolicitedReply === undefined ? {} : { unsolicitedReply: report.unsolicitedReply }),
             ...(report.execReply === undefined ? {} : { execReply: report.execReply }),
             ...(report.exitStatus === undefined ? {} : { exitStatus: report.exitStatus }),
             ...(report.exitSignal === undefined ? {} : { exitSignal: report.exitSignal }),

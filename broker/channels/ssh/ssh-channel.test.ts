@@ -354,34 +354,65 @@ describe('when the dispatch gate sits between the open channel and the exec requ
 });
 
 describe('when the session channel ends while DISPATCH_STARTED is being made durable', () => {
+  it('the server closes the channel (CHANNEL_CLOSE): the exec request is never written, and the outcome is unknown (the row is durable)', async () => {
+    const s = await server('end_session_when_told');
+    const gate = new RecordingGate(() => s.endSession('channel_close'));
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    await serverRoundTrip(s.port);
+    expect(events(s)).toEqual(['session_opened', 'channel_closed']);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CHANNEL_CLOSED']);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: false,
+      requestComplete: false,
+      channelClosed: true,
+      transportBroken: false,
+      outputComplete: false,
+    });
+    expect(report.execReply).toBeUndefined();
+    expect(report.stages).not.toContain('exec_requested');
+    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      retry: 'reconcile',
+      outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
+    });
+  });
+});
+
+describe('when the server answers an exec request that was never written (a rogue CHANNEL_SUCCESS / CHANNEL_FAILURE)', () => {
   it.for([
-    ['closes the channel (CHANNEL_CLOSE)', 'channel_close', 'channel_closed'],
-    ['sends a CHANNEL_FAILURE no request asked for', 'channel_failure', 'channel_failure_sent'],
+    ['CHANNEL_SUCCESS', 'channel_success', 'success'],
+    ['CHANNEL_FAILURE', 'channel_failure', 'failure'],
   ] as const)(
-    'the server %s: the exec request is never written, and the outcome is unknown (the row is durable)',
-    async ([, how, seen]) => {
+    'a %s while DISPATCH_STARTED is being made durable: never read as an exec reply nor as a channel end; the exec request is never written',
+    async ([, how, reply]) => {
       const s = await server('end_session_when_told');
       const gate = new RecordingGate(() => s.endSession(how));
       const report = await channel(gate).perform(request(s.port, pinned(s)));
       await serverRoundTrip(s.port);
-      expect(events(s)).toEqual(['session_opened', seen]);
-      expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CHANNEL_CLOSED']);
+      expect(events(s)).toEqual(['session_opened', `${how}_sent`]);
+      // No REMOTE_RESPONSE_STARTED (nothing was accepted) and no CHANNEL_CLOSED (nothing closed).
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
       expect(report).toMatchObject({
         dispatchStarted: true,
         handedToTransport: false,
         requestComplete: false,
-        channelClosed: true,
+        channelClosed: false,
         transportBroken: false,
-        outputComplete: false,
+        unsolicitedReply: reply,
       });
       expect(report.execReply).toBeUndefined();
       expect(report.stages).not.toContain('exec_requested');
+      expect(report.stages).not.toContain('exec_accepted');
+      expect(report.stages).not.toContain('channel_close');
       expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
         phase: 'remote_execution',
         outcome: 'unknown',
         code: 'REMOTE_OUTCOME_UNKNOWN',
         retry: 'reconcile',
-        outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
+        outcome_basis: 'unsolicited_reply_after_dispatch_started_exec_not_sent',
       });
     },
   );
@@ -414,6 +445,37 @@ describe('when the server packs something behind the session channel’s confirm
       retry: 'backoff',
     });
   });
+
+  it.for([
+    ['CHANNEL_SUCCESS', 'success_at_open', 'channel_success'],
+    ['CHANNEL_FAILURE', 'failure_at_open', 'channel_failure'],
+  ] as const)(
+    'a %s no request asked for: the server broke the protocol, a setup failure (not a channel end), nothing sent',
+    async ([, behavior, how]) => {
+      const s = await server(behavior);
+      const gate = new RecordingGate();
+      const report = await channel(gate).perform(request(s.port, pinned(s)));
+      await serverRoundTrip(s.port);
+      expectNotDispatched(report, gate);
+      expect(report.setup).toEqual({
+        failure: 'ssh_channel_protocol',
+        stage: 'session_channel',
+        attempts: 1,
+        attemptsMax: 1,
+      });
+      expect(report.attempts[0]?.detail).toBe(`unsolicited_${how}_before_exec`);
+      // Nothing of an exec reply is recorded, and certainly not before DISPATCH_STARTED.
+      expect(gate.timeline).toEqual(['SETUP_ATTEMPT_FAILED']);
+      expect(report.stages).not.toContain('exec_accepted');
+      expect(events(s)).toEqual(['session_opened', `${how}_sent`]);
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+        code: 'SSH_CHANNEL_FAILED',
+        retry: 'after_correction',
+      });
+    },
+  );
 });
 
 describe('when the vault locks while DISPATCH_STARTED is being made durable', () => {
