@@ -315,6 +315,12 @@ export class MisbehavingSshServer {
     return { protocol, recipient };
   }
 
+  /** Destroys every raw socket now (the client sees its connection end, no SSH message first). */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+    this.note({ event: 'socket_destroyed' });
+  }
+
   /** Destroys the raw socket once what was written has gone out (setImmediate after the write). */
   private destroyAfterFlush(): void {
     setImmediate(() => {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
@@ -378,6 +379,54 @@ describe('when the session channel ends while DISPATCH_STARTED is being made dur
       retry: 'reconcile',
       outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
     });
+  });
+});
+
+describe('when the connection ends while DISPATCH_STARTED is being made durable', () => {
+  /** Client TCP sockets as Node creates them (diagnostics_channel), so a test can wait for the channel's to close. */
+  function clientSockets(): { sockets: Socket[]; stop: () => void } {
+    const sockets: Socket[] = [];
+    const onSocket = (message: unknown): void => {
+      sockets.push((message as { socket: Socket }).socket);
+    };
+    diagnosticsChannel.subscribe('net.client.socket', onSocket);
+    return { sockets, stop: () => diagnosticsChannel.unsubscribe('net.client.socket', onSocket) };
+  }
+
+  it('the exec request is never written: CONNECTION_LOST, no REQUEST_SENT, the outcome is unknown', async () => {
+    const s = await server('end_session_when_told');
+    const created = clientSockets();
+    try {
+      const gate = new RecordingGate(async () => {
+        // The channel's own socket is the first one created since subscribing.
+        const socket = created.sockets[0];
+        if (socket === undefined) throw new Error('no client socket seen');
+        const closed = new Promise((resolve) => socket.once('close', resolve));
+        s.dropConnections();
+        // ssh2 emits its client's close from inside the socket's close, before this listener: the channel saw it.
+        await closed;
+      });
+      const report = await channel(gate).perform(request(s.port, pinned(s)));
+      expect(events(s)).toEqual(['session_opened', 'socket_destroyed']);
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CONNECTION_LOST']);
+      expect(report).toMatchObject({
+        dispatchStarted: true,
+        handedToTransport: false,
+        requestComplete: false,
+        channelClosed: false,
+        transportBroken: true,
+      });
+      expect(report.stages).not.toContain('exec_requested');
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        retry: 'reconcile',
+        outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
+      });
+    } finally {
+      created.stop();
+    }
   });
 });
 
