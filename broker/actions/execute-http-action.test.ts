@@ -17,6 +17,7 @@ import {
   type HttpActionHarness,
 } from '../testing/http-action-harness.js';
 import { abandonBlockedHeads, waitForCardCount } from '../testing/queue-waits.js';
+import { DiskSyncGate } from '../testing/disk-sync-gate.js';
 
 let h: HttpActionHarness;
 const servers: AdversarialHttpServer[] = [];
@@ -595,6 +596,57 @@ describe('when the journal is slow to make DISPATCH_STARTED durable', () => {
     expect(firstBytes).toHaveLength(2);
     expect(s.requests.map((r) => r.onConnection)).toEqual([0, 1]);
     expectDispatchDurableBeforeBytes(s);
+  });
+});
+
+describe('when a person locks the vault while DISPATCH_STARTED is being made durable', () => {
+  it('the request is never handed to the connection: unknown (the row is durable), nothing reached the server', async () => {
+    const disk = new DiskSyncGate();
+    const held = await openHttpActionHarness({ beforeSync: disk.beforeSync });
+    const journal = held.temp.journal;
+    // The real journal, its disk held from the moment DISPATCH_STARTED is asked for: beginDispatch stays pending.
+    held.channel = held.newChannel({
+      gate: {
+        append: (event) => journal.append(event),
+        appendLater: (event) => journal.appendLater(event),
+        commitHeld: () => journal.commitHeld(),
+        beginDispatch: (actionId, attempt, connection) => {
+          disk.hold();
+          return journal.beginDispatch(actionId, attempt, connection);
+        },
+      },
+    });
+    try {
+      const s = await serverFor(held, { kind: 'respond', status: 200, applyEffect: true });
+      const run = held.run(localRouteConfig(s.port), post);
+      while (disk.waiting() === 0) await disk.nextRequest();
+      held.vault.lock('operator');
+      disk.release();
+      const { envelope } = await run;
+      expect(envelope.error).toMatchObject({
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        retry: 'reconcile',
+      });
+      expect(envelope).toMatchObject({
+        effect: 'unknown_effect',
+        outcome_basis: 'vault_locked_after_dispatch_started',
+      });
+      expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: false });
+      const recorded = kinds(held.events(envelope.invocation_id));
+      expect(recorded).toContain('DISPATCH_STARTED');
+      expect(recorded).not.toContain('REQUEST_SENT');
+      expect(journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown' });
+      // A byte sent would have reached the server by a round trip on another connection.
+      await loopbackRoundTrip(s.port);
+      expect(s.log.filter((e) => e.event === 'first_byte')).toEqual([]);
+      expect(s.effects).toHaveLength(0);
+    } finally {
+      disk.release();
+      await abandonBlockedHeads(held.queue);
+      await held.dispose();
+    }
   });
 });
 

@@ -640,7 +640,7 @@ describe('when the agent receives the output (the answer, and fetch_result from 
   });
 });
 
-describe('when the deadline or a cancel fires while DISPATCH_STARTED is being made durable', () => {
+describe('when the deadline, a cancel or a vault lock fires while DISPATCH_STARTED is being made durable', () => {
   const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
   it.for([
@@ -651,6 +651,8 @@ describe('when the deadline or a cancel fires while DISPATCH_STARTED is being ma
       'operation_deadline_after_dispatch_started',
     ],
     ['the caller cancels', 'cancel', 'CALLER_CANCELLED', 'cancellation_after_dispatch_started'],
+    // A person locking the vault starts no credential-backed action after it (as on the HTTP path).
+    ['a person locks the vault', 'lock', 'REMOTE_OUTCOME_UNKNOWN', 'vault_locked_after_dispatch_started'],
   ] as const)(
     '%s: the exec request is never sent, and the record says unknown with nothing handed to the transport',
     async ([, stop, code, basis], ctx) => {
@@ -680,6 +682,7 @@ describe('when the deadline or a cancel fires while DISPATCH_STARTED is being ma
         while (disk.waiting() === 0) await disk.nextRequest();
         // The deadline started with the channel, before DISPATCH_STARTED was asked for: 2.1 s later it has fired.
         if (stop === 'cancel') cancel.abort();
+        else if (stop === 'lock') held.vault.lock('operator');
         else await pause(2_100);
         disk.release();
         const { envelope } = await run;

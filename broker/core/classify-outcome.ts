@@ -251,11 +251,13 @@ function sshAfterDispatch(e: OutcomeEvidence): Classification {
       source: 'remote_response',
     };
   }
-  if (
-    e.caller === undefined &&
-    e.operationDeadline !== true &&
-    (ssh?.channelClosed === true || e.transportBroken === true)
-  ) {
+  const noBrokerStop = e.caller === undefined && e.operationDeadline !== true && e.vaultLocked !== true;
+  if (noBrokerStop && !e.handedToTransport && ssh?.unsolicitedReply !== undefined) {
+    // The server answered a request never written: it broke the protocol, so the exec request never was. The channel
+    // did not end; DISPATCH_STARTED is durable, so never not_attempted.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'unsolicited_reply_after_dispatch_started_exec_not_sent');
+  }
+  if (noBrokerStop && (ssh?.channelClosed === true || e.transportBroken === true)) {
     // DISPATCH_STARTED is durable, so never not_attempted; the basis says the exec request was never written.
     if (!e.handedToTransport)
       return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'channel_ended_after_dispatch_started_exec_not_sent');
@@ -348,6 +350,11 @@ function noResultAfterDispatch(e: OutcomeEvidence): Classification {
   if (e.caller === 'disconnected') {
     return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'caller_disconnected_after_dispatch');
   }
+  if (e.vaultLocked === true && !e.handedToTransport) {
+    // A person locked the vault while DISPATCH_STARTED was being made durable: nothing was handed over, but the row is
+    // durable, so unknown (never not_attempted). VAULT_LOCKED would tell the caller to just retry after an unlock.
+    return unknown(e, 'REMOTE_OUTCOME_UNKNOWN', 'vault_locked_after_dispatch_started');
+  }
   if (e.operationDeadline === true) {
     return unknown(
       e,
@@ -413,6 +420,7 @@ const setupCodes: Readonly<Record<SetupFailure, ErrorCode>> = {
   ssh_auth: 'SSH_AUTH_FAILED',
   ssh_channel: 'SSH_CHANNEL_FAILED',
   ssh_channel_refused: 'SSH_CHANNEL_FAILED',
+  ssh_channel_protocol: 'SSH_CHANNEL_FAILED',
   mcp_spawn: 'MCP_SPAWN_FAILED',
   mcp_initialize: 'MCP_INITIALIZE_FAILED',
   mcp_authorization: 'MCP_AUTHORIZATION_REQUIRED',

@@ -42,6 +42,8 @@ export type SetupFailure =
   | 'ssh_channel'
   /** The server refused the session channel (CHANNEL_OPEN_FAILURE), or the broker cannot hold the exec back. */
   | 'ssh_channel_refused'
+  /** The server answered (CHANNEL_SUCCESS / CHANNEL_FAILURE) an exec request that was never written: a protocol breach. */
+  | 'ssh_channel_protocol'
   /** A stdio upstream MCP server's process could not be started (or is backing off after a crash). */
   | 'mcp_spawn'
   /** An upstream MCP server did not complete the MCP initialize handshake. */
@@ -103,6 +105,8 @@ export interface OutcomeEvidence {
     exitStatus?: number;
     exitSignal?: string;
     channelClosed: boolean;
+    /** The server answered an exec request that was never written (it is then never written). */
+    unsolicitedReply?: 'success' | 'failure';
   };
   mcp?: {
     /**
@@ -123,6 +127,11 @@ export interface OutcomeEvidence {
    * operation, never a caller event. A caller event observed first takes precedence.
    */
   operationDeadline?: boolean;
+  /**
+   * The vault locked while DISPATCH_STARTED was being made durable, so the request was never handed to the transport
+   * (a locked vault starts no credential-backed action); the row is durable, so the outcome stays unknown.
+   */
+  vaultLocked?: boolean;
   /** The operation is known to be idempotent (method semantics or a declared route/command contract). */
   idempotent: boolean;
   /** A declared idempotency contract covers this attempt and its retention window has not passed. */

@@ -270,6 +270,7 @@ const sshSetupRetries: Array<[failure: SetupFailure, stage: string, code: ErrorC
   ['ssh_transport', 'user_auth', 'SSH_TRANSPORT_FAILED', 'backoff'],
   ['ssh_channel', 'session_channel', 'SSH_CHANNEL_FAILED', 'backoff'],
   ['ssh_channel_refused', 'session_channel', 'SSH_CHANNEL_FAILED', 'after_correction'],
+  ['ssh_channel_protocol', 'session_channel', 'SSH_CHANNEL_FAILED', 'after_correction'],
   ['ssh_host_key', 'host_key_verified', 'SSH_HOST_KEY_REJECTED', 'after_correction'],
   ['ssh_known_hosts', 'host_key_verified', 'SSH_KNOWN_HOSTS_UNTRUSTED', 'after_correction'],
   ['ssh_auth', 'user_auth', 'SSH_AUTH_FAILED', 'after_correction'],

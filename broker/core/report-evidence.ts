@@ -15,6 +15,7 @@ export interface HttpReportFacts {
   readonly requestComplete: boolean;
   readonly transportBroken: boolean;
   readonly operationDeadline: boolean;
+  readonly vaultLocked?: boolean;
   readonly informationalSeen?: boolean;
   readonly response?: {
     readonly status: number;
@@ -62,6 +63,7 @@ export function httpReportEvidence(report: HttpReportFacts, context: HttpReportC
       : {}),
     // The route's operation deadline: a broker-side limit (OPERATION_TIMEOUT), never a caller event.
     ...(stopped === 'deadline' || report.operationDeadline ? { operationDeadline: true } : {}),
+    ...(report.vaultLocked === true ? { vaultLocked: true } : {}),
     ...(expiryMs === undefined ? {} : { idempotencyContract: { withinRetention: context.nowMs < expiryMs } }),
     ...httpResponseEvidence(report, context),
   };
@@ -98,6 +100,8 @@ export interface SshReportFacts {
   readonly transportBroken: boolean;
   readonly caller?: 'cancelled';
   readonly operationDeadline?: boolean;
+  readonly vaultLocked?: boolean;
+  readonly unsolicitedReply?: 'success' | 'failure';
 }
 
 /**
@@ -123,10 +127,12 @@ export function sshReportEvidence(report: SshReportFacts): OutcomeEvidence {
     ...(stopped === 'signal' ? { gate: { kind: 'vault_locked' } as const } : {}),
     ...(caller === undefined ? {} : { caller }),
     ...(operationDeadline ? { operationDeadline } : {}),
+    ...(report.vaultLocked === true ? { vaultLocked: true } : {}),
     ...(report.dispatchStarted
       ? {
           ssh: {
             channelClosed: report.channelClosed,
+            ...(report.unsolicitedReply === undefined ? {} : { unsolicitedReply: report.unsolicitedReply }),
             ...(report.execReply === undefined ? {} : { execReply: report.execReply }),
             ...(report.exitStatus === undefined ? {} : { exitStatus: report.exitStatus }),
             ...(report.exitSignal === undefined ? {} : { exitSignal: report.exitSignal }),

@@ -5,6 +5,15 @@ import { hostKeyFingerprint } from '../channels/ssh/index.js';
 import { createTempDir } from './temp-dir.js';
 import { generateKey } from './test-sshd.js';
 
+/** The part of ssh2 1.17's server-side `_protocol` the scripted session messages use. */
+interface SessionProtocol {
+  channelClose(recipient: number): void;
+  channelFailure(recipient: number): void;
+  channelSuccess(recipient: number): void;
+  ping(): void;
+  _handlers: Record<string, unknown>;
+}
+
 /** What the server does with the one session it gets. */
 export type SshBehavior =
   | 'exit_0'
@@ -38,7 +47,26 @@ export type SshBehavior =
    * Opens the session and waits for the test to end it with endSession() before any exec request; an exec request
    * that arrives anyway is logged and answered as exit_0.
    */
-  | 'end_session_when_told';
+  | 'end_session_when_told'
+  /**
+   * Sends a CHANNEL_CLOSE right behind the session's CHANNEL_OPEN_CONFIRMATION, in the same TCP write (the socket is
+   * corked around both), so the client reads the open and the end in one read; an exec request that arrives anyway is
+   * logged and answered as exit_0 (if the channel still takes it).
+   */
+  | 'close_at_open'
+  /** As close_at_open, with a CHANNEL_FAILURE that no request asked for (the channel stays open). */
+  | 'failure_at_open'
+  /** As close_at_open, with a CHANNEL_SUCCESS that no request asked for (the channel stays open). */
+  | 'success_at_open';
+
+/** What endSession() and the *_at_open behaviors send on the open session, as ssh2 1.17's _protocol writes it. */
+export type SessionMessage = 'channel_close' | 'channel_failure' | 'channel_success';
+
+const atOpen: Partial<Record<SshBehavior, SessionMessage>> = {
+  close_at_open: 'channel_close',
+  failure_at_open: 'channel_failure',
+  success_at_open: 'channel_success',
+};
 
 export interface SshServerLogEntry {
   readonly event:
@@ -53,6 +81,7 @@ export interface SshServerLogEntry {
     | 'exit_status_sent'
     | 'channel_closed'
     | 'channel_failure_sent'
+    | 'channel_success_sent'
     | 'socket_ended'
     | 'auth_unanswered'
     | 'socket_destroyed';
@@ -143,9 +172,18 @@ export class MisbehavingSshServer {
           reject();
           return;
         }
+        const message = atOpen[this.behavior];
+        // Corked, the confirmation and the message go out in one write: the client parses both in one read.
+        if (message !== undefined) for (const socket of this.sockets) socket.cork();
         const session = accept();
         this.opened = { client, session };
         this.note({ event: 'session_opened' });
+        if (message !== undefined) {
+          this.sendOnSession(message);
+          process.nextTick(() => {
+            for (const socket of this.sockets) socket.uncork();
+          });
+        }
         session.on('exec', (acceptExec, rejectExec, info) => {
           this.note({ event: 'exec_received', command: info.command, dispatchRowsVisible: this.dispatchRows() });
           if (this.behavior === 'close_without_exec_reply') this.closeUnanswered(client, session);
@@ -175,6 +213,9 @@ export class MisbehavingSshServer {
     switch (this.behavior) {
       case 'exit_0':
       case 'end_session_when_told':
+      case 'close_at_open':
+      case 'failure_at_open':
+      case 'success_at_open':
         write('hello\n');
         channel.exit(0);
         this.note({ event: 'exit_status_sent', exitStatus: 0 });
@@ -230,40 +271,54 @@ export class MisbehavingSshServer {
   }
 
   /**
-   * Ends the open session before any exec request: CHANNEL_CLOSE, or a CHANNEL_FAILURE that no request asked for
-   * (the channel stays open, so an exec request sent anyway still arrives and is logged). Resolves once the client
-   * answered a keepalive sent right after it, so the client has read the end. ssh2's Server has no public call for
-   * either, so this uses ssh2 1.17's `_protocol` (as closeUnanswered does); test code only.
+   * Ends or upsets the open session before any exec request: CHANNEL_CLOSE, or a CHANNEL_FAILURE / CHANNEL_SUCCESS
+   * that no request asked for (the channel stays open, so an exec request sent anyway still arrives and is logged).
+   * Resolves once the client answered a keepalive sent right after it, so the client has read the message.
    */
-  endSession(how: 'channel_close' | 'channel_failure'): Promise<void> {
-    const opened = this.opened;
-    if (opened === undefined) throw new Error('no session is open');
-    const protocol = (
-      opened.client as unknown as {
-        _protocol: {
-          channelClose(recipient: number): void;
-          channelFailure(recipient: number): void;
-          ping(): void;
-          _handlers: Record<string, unknown>;
-        };
-      }
-    )._protocol;
-    const recipient = (opened.session as unknown as { _chanInfo: { outgoing: { id: number } } })._chanInfo.outgoing.id;
+  endSession(how: SessionMessage): Promise<void> {
+    const protocol = this.sessionProtocol().protocol;
     const answered = new Promise<void>((resolve) => {
       protocol._handlers.REQUEST_FAILURE = () => {
         delete protocol._handlers.REQUEST_FAILURE;
         resolve();
       };
     });
-    if (how === 'channel_close') {
-      protocol.channelClose(recipient);
-      this.note({ event: 'channel_closed' });
-    } else {
-      protocol.channelFailure(recipient);
-      this.note({ event: 'channel_failure_sent' });
-    }
+    this.sendOnSession(how);
     protocol.ping();
     return answered;
+  }
+
+  /**
+   * Writes `message` for the open session. ssh2's Server has no public call for any of them (a Session only closes
+   * through the channel acceptExec returns, which sends CHANNEL_SUCCESS first), so this uses ssh2 1.17's own
+   * `_protocol` with the session's recipient id (as closeUnanswered does); test code only.
+   */
+  private sendOnSession(message: SessionMessage): void {
+    const { protocol, recipient } = this.sessionProtocol();
+    if (message === 'channel_close') {
+      protocol.channelClose(recipient);
+      this.note({ event: 'channel_closed' });
+    } else if (message === 'channel_failure') {
+      protocol.channelFailure(recipient);
+      this.note({ event: 'channel_failure_sent' });
+    } else {
+      protocol.channelSuccess(recipient);
+      this.note({ event: 'channel_success_sent' });
+    }
+  }
+
+  private sessionProtocol(): { protocol: SessionProtocol; recipient: number } {
+    const opened = this.opened;
+    if (opened === undefined) throw new Error('no session is open');
+    const protocol = (opened.client as unknown as { _protocol: SessionProtocol })._protocol;
+    const recipient = (opened.session as unknown as { _chanInfo: { outgoing: { id: number } } })._chanInfo.outgoing.id;
+    return { protocol, recipient };
+  }
+
+  /** Destroys every raw socket now (the client sees its connection end, no SSH message first). */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+    this.note({ event: 'socket_destroyed' });
   }
 
   /** Destroys the raw socket once what was written has gone out (setImmediate after the write). */

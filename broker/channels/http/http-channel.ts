@@ -101,6 +101,8 @@ export interface HttpChannelReport {
   readonly transportBroken: boolean;
   /** The operation deadline (request.timeoutMs) fired after dispatch. */
   readonly operationDeadline: boolean;
+  /** The vault locked while DISPATCH_STARTED was being made durable: the request was never handed to the connection. */
+  readonly vaultLocked?: boolean;
   /** An informational (1xx) response arrived: remote receipt, never a result. */
   readonly informationalSeen?: boolean;
   readonly response?: HttpResponseReport;
@@ -281,21 +283,32 @@ export class HttpChannel {
         return { attempts, ...notDispatched, journalFailed };
       }
       attempts.push({ n, stage: 'dispatch_started', dispatched: true, connection: kind, connection_id: connection.id });
-      const exchange = await this.exchange(request, connection, n, deadline, journal);
-      const reusable = exchange.response?.framingComplete === true && !exchange.transportBroken && connection.alive();
-      if (reusable) this.pool.release(request.target.poolKey, connection);
-      else connection.close();
-      return {
+      const identity: Pick<
+        HttpChannelReport,
+        'attempts' | 'dispatchStarted' | 'dispatchSeq' | 'connection' | 'connectionId' | 'peerFingerprint'
+      > = {
         attempts,
         dispatchStarted: true,
         dispatchSeq,
         connection: kind,
         connectionId: connection.id,
-        ...exchange,
         ...(connection.opened.peerFingerprint === undefined
           ? {}
           : { peerFingerprint: connection.opened.peerFingerprint }),
       };
+      if (request.beforeDispatch.aborted) {
+        // The vault locked while DISPATCH_STARTED was being made durable: a locked vault starts no credential-backed
+        // action, so the request is never handed over. The row is durable, so the outcome stays unknown; the report
+        // says truthfully that nothing reached the transport. The connection never saw the request.
+        if (reused) this.pool.release(request.target.poolKey, connection);
+        else connection.close();
+        return { ...identity, ...notDispatched, dispatchStarted: true, vaultLocked: true };
+      }
+      const exchange = await this.exchange(request, connection, n, deadline, journal);
+      const reusable = exchange.response?.framingComplete === true && !exchange.transportBroken && connection.alive();
+      if (reusable) this.pool.release(request.target.poolKey, connection);
+      else connection.close();
+      return { ...identity, ...exchange };
     }
   }
 

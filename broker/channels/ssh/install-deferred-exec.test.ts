@@ -46,4 +46,27 @@ describe('when a CHANNEL_FAILURE arrives', () => {
     expect(seenInHandler).toEqual([false, true]);
     expect(deferred.answeringChannelFailure()).toBe(false);
   });
+
+  it('is unsolicited only inside ssh2’s own handler, and only before send(); the open is seen at once', async () => {
+    const seenInHandler: boolean[] = [];
+    const protocol = {
+      exec: (): void => undefined,
+      _handlers: {
+        CHANNEL_FAILURE: (_p: unknown, _recipient: number): void => {
+          seenInHandler.push(deferred.unsolicitedChannelFailure());
+        },
+      },
+    };
+    const deferred = installDeferredExec(fakeClient(protocol));
+    expect(deferred.isOpen()).toBe(false);
+    protocol.exec();
+    // Synchronously, before any promise reaction: a message in the same read as the confirmation sees it open.
+    expect(deferred.isOpen()).toBe(true);
+    const { send } = await deferred.channelOpen;
+    protocol._handlers.CHANNEL_FAILURE(protocol, 0);
+    send();
+    protocol._handlers.CHANNEL_FAILURE(protocol, 0);
+    expect(seenInHandler).toEqual([true, false]);
+    expect(deferred.unsolicitedChannelFailure()).toBe(false);
+  });
 });

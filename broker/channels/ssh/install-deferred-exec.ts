@@ -17,7 +17,13 @@ import type { Client } from 'ssh2';
  * channel callbacks with `true`). Only the first is the server's refusal; after the others the command may have run.
  * So `_protocol._handlers.CHANNEL_FAILURE` is wrapped too: while ssh2's own handler runs for a CHANNEL_FAILURE that
  * arrived after `send()`, `answeringChannelFailure()` is true. That handler calls exec's callback synchronously, and
- * only for the channel the message names, so an exec-callback error seen while it is true is that refusal.
+ * only for the channel the message names, so an exec-callback error seen while it is true is that refusal. A
+ * CHANNEL_FAILURE that arrives before `send()` answers nothing of ours: `unsolicitedChannelFailure()` is true while
+ * ssh2's handler runs for one (a rogue server; ssh2 still hands it the exec callback it has queued).
+ *
+ * `isOpen()` turns true synchronously, inside ssh2's CHANNEL_OPEN_CONFIRMATION handler: a reply or a CHANNEL_CLOSE that
+ * the server packed into the same TCP read as the confirmation runs the exec callback before any promise reaction,
+ * and it must still be read as coming after the open, never as the open refused.
  *
  * If ssh2 changes shape (no `_protocol.exec` or no `_protocol._handlers.CHANNEL_FAILURE` function),
  * `installDeferredExec` throws and the channel fails closed before dispatch. Should ssh2 ever defer exec's callback
@@ -29,6 +35,10 @@ export interface DeferredExec {
   readonly channelOpen: Promise<{ send: () => void }>;
   /** True only while ssh2 handles an SSH_MSG_CHANNEL_FAILURE received after `send()` (see above). */
   readonly answeringChannelFailure: () => boolean;
+  /** True only while ssh2 handles an SSH_MSG_CHANNEL_FAILURE received before `send()`: no request of ours asked it. */
+  readonly unsolicitedChannelFailure: () => boolean;
+  /** The session channel was confirmed open (set synchronously, in ssh2's handler). */
+  readonly isOpen: () => boolean;
 }
 
 type MessageHandler = (protocol: unknown, recipient: number) => void;
@@ -54,6 +64,7 @@ export function installDeferredExec(client: Client): DeferredExec {
   let used = false;
   let sent = false;
   let answering = false;
+  let unsolicited = false;
   protocol.exec = (channelId, command, wantReply) => {
     if (used) throw new Error('deferred exec: one exec per connection');
     used = true;
@@ -68,11 +79,18 @@ export function installDeferredExec(client: Client): DeferredExec {
   handlers.CHANNEL_FAILURE = (self, recipient) => {
     // Before send() no exec request is out, so no CHANNEL_FAILURE can answer it.
     answering = sent;
+    unsolicited = !sent;
     try {
       onChannelFailure(self, recipient);
     } finally {
       answering = false;
+      unsolicited = false;
     }
   };
-  return { channelOpen, answeringChannelFailure: () => answering };
+  return {
+    channelOpen,
+    answeringChannelFailure: () => answering,
+    unsolicitedChannelFailure: () => unsolicited,
+    isOpen: () => used,
+  };
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JournalEvent, NewEvent } from '../../contract/index.js';
 import type { DispatchGate } from '../../ports/index.js';
@@ -354,27 +355,67 @@ describe('when the dispatch gate sits between the open channel and the exec requ
 });
 
 describe('when the session channel ends while DISPATCH_STARTED is being made durable', () => {
-  it.for([
-    ['closes the channel (CHANNEL_CLOSE)', 'channel_close', 'channel_closed'],
-    ['sends a CHANNEL_FAILURE no request asked for', 'channel_failure', 'channel_failure_sent'],
-  ] as const)(
-    'the server %s: the exec request is never written, and the outcome is unknown (the row is durable)',
-    async ([, how, seen]) => {
-      const s = await server('end_session_when_told');
-      const gate = new RecordingGate(() => s.endSession(how));
+  it('the server closes the channel (CHANNEL_CLOSE): the exec request is never written, and the outcome is unknown (the row is durable)', async () => {
+    const s = await server('end_session_when_told');
+    const gate = new RecordingGate(() => s.endSession('channel_close'));
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    await serverRoundTrip(s.port);
+    expect(events(s)).toEqual(['session_opened', 'channel_closed']);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CHANNEL_CLOSED']);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: false,
+      requestComplete: false,
+      channelClosed: true,
+      transportBroken: false,
+      outputComplete: false,
+    });
+    expect(report.execReply).toBeUndefined();
+    expect(report.stages).not.toContain('exec_requested');
+    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+      phase: 'remote_execution',
+      outcome: 'unknown',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      retry: 'reconcile',
+      outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
+    });
+  });
+});
+
+describe('when the connection ends while DISPATCH_STARTED is being made durable', () => {
+  /** Client TCP sockets as Node creates them (diagnostics_channel), so a test can wait for the channel's to close. */
+  function clientSockets(): { sockets: Socket[]; stop: () => void } {
+    const sockets: Socket[] = [];
+    const onSocket = (message: unknown): void => {
+      sockets.push((message as { socket: Socket }).socket);
+    };
+    diagnosticsChannel.subscribe('net.client.socket', onSocket);
+    return { sockets, stop: () => diagnosticsChannel.unsubscribe('net.client.socket', onSocket) };
+  }
+
+  it('the exec request is never written: CONNECTION_LOST, no REQUEST_SENT, the outcome is unknown', async () => {
+    const s = await server('end_session_when_told');
+    const created = clientSockets();
+    try {
+      const gate = new RecordingGate(async () => {
+        // The channel's own socket is the first one created since subscribing.
+        const socket = created.sockets[0];
+        if (socket === undefined) throw new Error('no client socket seen');
+        const closed = new Promise((resolve) => socket.once('close', resolve));
+        s.dropConnections();
+        // ssh2 emits its client's close from inside the socket's close, before this listener: the channel saw it.
+        await closed;
+      });
       const report = await channel(gate).perform(request(s.port, pinned(s)));
-      await serverRoundTrip(s.port);
-      expect(events(s)).toEqual(['session_opened', seen]);
-      expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CHANNEL_CLOSED']);
+      expect(events(s)).toEqual(['session_opened', 'socket_destroyed']);
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED', 'CONNECTION_LOST']);
       expect(report).toMatchObject({
         dispatchStarted: true,
         handedToTransport: false,
         requestComplete: false,
-        channelClosed: true,
-        transportBroken: false,
-        outputComplete: false,
+        channelClosed: false,
+        transportBroken: true,
       });
-      expect(report.execReply).toBeUndefined();
       expect(report.stages).not.toContain('exec_requested');
       expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
         phase: 'remote_execution',
@@ -383,8 +424,137 @@ describe('when the session channel ends while DISPATCH_STARTED is being made dur
         retry: 'reconcile',
         outcome_basis: 'channel_ended_after_dispatch_started_exec_not_sent',
       });
+    } finally {
+      created.stop();
+    }
+  });
+});
+
+describe('when the server answers an exec request that was never written (a rogue CHANNEL_SUCCESS / CHANNEL_FAILURE)', () => {
+  it.for([
+    ['CHANNEL_SUCCESS', 'channel_success', 'success'],
+    ['CHANNEL_FAILURE', 'channel_failure', 'failure'],
+  ] as const)(
+    'a %s while DISPATCH_STARTED is being made durable: never read as an exec reply nor as a channel end; the exec request is never written',
+    async ([, how, reply]) => {
+      const s = await server('end_session_when_told');
+      const gate = new RecordingGate(() => s.endSession(how));
+      const report = await channel(gate).perform(request(s.port, pinned(s)));
+      await serverRoundTrip(s.port);
+      expect(events(s)).toEqual(['session_opened', `${how}_sent`]);
+      // No REMOTE_RESPONSE_STARTED (nothing was accepted) and no CHANNEL_CLOSED (nothing closed).
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+      expect(report).toMatchObject({
+        dispatchStarted: true,
+        handedToTransport: false,
+        requestComplete: false,
+        channelClosed: false,
+        transportBroken: false,
+        unsolicitedReply: reply,
+      });
+      expect(report.execReply).toBeUndefined();
+      expect(report.stages).not.toContain('exec_requested');
+      expect(report.stages).not.toContain('exec_accepted');
+      expect(report.stages).not.toContain('channel_close');
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        code: 'REMOTE_OUTCOME_UNKNOWN',
+        retry: 'reconcile',
+        outcome_basis: 'unsolicited_reply_after_dispatch_started_exec_not_sent',
+      });
     },
   );
+});
+
+describe('when the server packs something behind the session channel’s confirmation, in the same TCP read (before beginDispatch is asked)', () => {
+  it('a CHANNEL_CLOSE: the channel opened and ended, a setup failure at session_channel, nothing dispatched or sent', async () => {
+    const s = await server('close_at_open');
+    const gate = new RecordingGate();
+    const report = await channel(gate).perform(request(s.port, pinned(s)));
+    await serverRoundTrip(s.port);
+    expectNotDispatched(report, gate);
+    // Not open_refused: the server did confirm the channel.
+    expect(report.setup).toEqual({ failure: 'ssh_channel', stage: 'session_channel', attempts: 1, attemptsMax: 1 });
+    expect(report.attempts).toEqual([
+      {
+        n: 1,
+        stage: 'session_channel',
+        dispatched: false,
+        failure: 'ssh_channel',
+        detail: 'channel_closed_before_exec',
+      },
+    ]);
+    expect(gate.timeline).toEqual(['SETUP_ATTEMPT_FAILED']);
+    expect(events(s)).toEqual(['session_opened', 'channel_closed']);
+    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      code: 'SSH_CHANNEL_FAILED',
+      retry: 'backoff',
+    });
+  });
+
+  it.for([
+    ['CHANNEL_SUCCESS', 'success_at_open', 'channel_success'],
+    ['CHANNEL_FAILURE', 'failure_at_open', 'channel_failure'],
+  ] as const)(
+    'a %s no request asked for: the server broke the protocol, a setup failure (not a channel end), nothing sent',
+    async ([, behavior, how]) => {
+      const s = await server(behavior);
+      const gate = new RecordingGate();
+      const report = await channel(gate).perform(request(s.port, pinned(s)));
+      await serverRoundTrip(s.port);
+      expectNotDispatched(report, gate);
+      expect(report.setup).toEqual({
+        failure: 'ssh_channel_protocol',
+        stage: 'session_channel',
+        attempts: 1,
+        attemptsMax: 1,
+      });
+      expect(report.attempts[0]?.detail).toBe(`unsolicited_${how}_before_exec`);
+      // Nothing of an exec reply is recorded, and certainly not before DISPATCH_STARTED.
+      expect(gate.timeline).toEqual(['SETUP_ATTEMPT_FAILED']);
+      expect(report.stages).not.toContain('exec_accepted');
+      expect(events(s)).toEqual(['session_opened', `${how}_sent`]);
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+        phase: 'connection_setup',
+        outcome: 'not_attempted',
+        code: 'SSH_CHANNEL_FAILED',
+        retry: 'after_correction',
+      });
+    },
+  );
+});
+
+describe('when the vault locks while DISPATCH_STARTED is being made durable', () => {
+  it('the exec request is never written: the report says the vault locked and nothing was handed over', async () => {
+    const s = await server('exit_0');
+    const locked = new AbortController();
+    const gate = new RecordingGate(async () => {
+      locked.abort();
+      await serverRoundTrip(s.port);
+    });
+    const report = await channel(gate).perform(request(s.port, pinned(s), { beforeDispatch: locked.signal }));
+    await serverRoundTrip(s.port);
+    expect(events(s)).toEqual(['session_opened']);
+    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+    expect(report).toMatchObject({
+      dispatchStarted: true,
+      handedToTransport: false,
+      requestComplete: false,
+      vaultLocked: true,
+      channelClosed: false,
+      transportBroken: false,
+    });
+    expect(report.stages).not.toContain('exec_requested');
+    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
+      outcome: 'unknown',
+      code: 'REMOTE_OUTCOME_UNKNOWN',
+      retry: 'reconcile',
+      outcome_basis: 'vault_locked_after_dispatch_started',
+    });
+  });
 });
 
 describe('after dispatch the report says what came back, and nothing more', () => {

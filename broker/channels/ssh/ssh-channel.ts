@@ -39,7 +39,10 @@ export interface SshWireRequest {
   readonly timeoutMs: number;
   /** stdout + stderr bytes kept; counting continues beyond it. */
   readonly outputBytesMax: number;
-  /** Stops the action only while it is before dispatch (the vault locked). */
+  /**
+   * The vault locked: stops the action before dispatch, and, once it fired while DISPATCH_STARTED was being made
+   * durable, the exec request is never written (vaultLocked in the report).
+   */
   readonly beforeDispatch: AbortSignal;
   /** The caller cancelled. */
   readonly cancel?: AbortSignal;
@@ -107,6 +110,13 @@ export interface SshChannelReport {
   readonly caller?: 'cancelled';
   /** The operation deadline (request.timeoutMs) fired after dispatch. */
   readonly operationDeadline?: boolean;
+  /** The vault locked while DISPATCH_STARTED was being made durable: the exec request was never written. */
+  readonly vaultLocked?: boolean;
+  /**
+   * While DISPATCH_STARTED was being made durable the server answered (CHANNEL_SUCCESS / CHANNEL_FAILURE) an exec
+   * request that was never written: it broke the protocol, so the request never was. The channel did not end.
+   */
+  readonly unsolicitedReply?: 'success' | 'failure';
   readonly output: SshOutput;
   /** EOF and close both seen after the exit report: every output byte arrived. */
   readonly outputComplete: boolean;
@@ -184,6 +194,8 @@ class SshRun {
   private readonly operationDeadline = new AbortController();
   /** The session channel or the connection ended while the exec request was still held back. */
   private endedBeforeExec: 'channel_closed' | 'connection_closed' | undefined;
+  /** The server answered an exec request still held back (a reply no request of ours asked for). */
+  private unsolicitedReply: 'success' | 'failure' | undefined;
   private execSent = false;
 
   constructor(
@@ -233,8 +245,18 @@ class SshRun {
       return this.setupFailed(error);
     }
     if (stop.aborted) return this.notDispatched({ stoppedBeforeDispatch: this.stoppedReason() });
-    // The server closed the channel (or sent a CHANNEL_FAILURE no request of ours asked for), or the connection ended,
-    // before anything was durable: a session channel that did not stay open is a setup failure, nothing was sent.
+    // The server answered an exec request not yet written: it breaks the protocol, so the channel is not used (its
+    // reply bookkeeping no longer matches what was sent). Nothing was durable: a setup failure, nothing was sent.
+    if (this.unsolicitedReply !== undefined)
+      return this.setupFailed(
+        new SshSetupFailed(
+          'ssh_channel_protocol',
+          'session_channel',
+          `unsolicited_channel_${this.unsolicitedReply}_before_exec`,
+        ),
+      );
+    // The server closed the channel, or the connection ended, before anything was durable: a session channel that
+    // did not stay open is a setup failure, nothing was sent.
     if (this.endedBeforeExec !== undefined)
       return this.setupFailed(
         new SshSetupFailed('ssh_channel', 'session_channel', `${this.endedBeforeExec}_before_exec`),
@@ -253,19 +275,25 @@ class SshRun {
       return this.notDispatched({ journalFailed });
     }
     this.attempts.push({ n: 1, stage: 'dispatch_started', dispatched: true, connection_id: this.connectionId });
-    // The operation deadline or the caller's cancel may have fired while DISPATCH_STARTED was being made durable: the
-    // exec request is then never written. The row is durable, so the outcome stays unknown (never not_attempted), but
-    // the report says truthfully that nothing was handed to the transport.
-    // Likewise when the channel or the connection ended meanwhile: an exec request on a closed channel is never
-    // written, the end is recorded as seen, and the outcome stays unknown.
+    // The operation deadline, the caller's cancel or the vault's lock may have fired while DISPATCH_STARTED was being
+    // made durable: the exec request is then never written (a locked vault starts no credential-backed action). The
+    // row is durable, so the outcome stays unknown (never not_attempted), but the report says truthfully that nothing
+    // was handed to the transport.
+    // Likewise when the channel or the connection ended meanwhile (an exec request on a closed channel is never
+    // written, the end is recorded as seen), or the server answered the request before it was written (it is never
+    // written then: nothing ended, so nothing of an end is recorded). The outcome stays unknown.
     const stoppedDuringBoundary = this.callerStopped();
+    const vaultLocked = this.request.beforeDispatch.aborted;
     const ended = this.endedBeforeExec;
-    if (stoppedDuringBoundary !== undefined || ended !== undefined) {
+    const unsolicited = this.unsolicitedReply;
+    if (stoppedDuringBoundary !== undefined || vaultLocked || ended !== undefined || unsolicited !== undefined) {
       const seen: ExecSeen = {
         ...nothingSeen(),
         channelClosed: ended === 'channel_closed',
         transportBroken: ended === 'connection_closed',
         ...(stoppedDuringBoundary === undefined ? {} : { callerEvent: stoppedDuringBoundary }),
+        ...(vaultLocked ? { vaultLocked } : {}),
+        ...(unsolicited === undefined ? {} : { unsolicitedReply: unsolicited }),
       };
       return this.dispatchedReport(seen, false);
     }
@@ -455,20 +483,30 @@ class SshRun {
       openFailed = reject;
     });
     failedOpen.catch(() => undefined);
-    let channelIsOpen = false;
+    // Whether the server confirmed the channel: read from the seam, set inside ssh2's handler, so an end or a reply
+    // packed into the same read as the confirmation is still seen as coming after the open.
+    const channelIsOpen = deferred.isOpen;
     const execDone = new Promise<ExecAnswer>((settle) => {
       const resolve = (answer: ExecAnswer): void => {
-        // Anything but a reply to the exec request (none can come before it is sent) ends the channel unused.
-        if (!this.execSent && this.endedBeforeExec === undefined)
+        // Before the exec request is written nothing can answer it: a reply then is the server's protocol violation,
+        // anything else ends the channel unused.
+        if (!this.execSent && answer.kind === 'unsolicited') this.unsolicitedReply ??= answer.reply;
+        else if (!this.execSent && this.endedBeforeExec === undefined)
           this.endedBeforeExec = answer.kind === 'closed' ? 'connection_closed' : 'channel_closed';
         settle(answer);
       };
       client.on('close', () => {
         this.closed = true;
-        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
+        if (!channelIsOpen()) openFailed(new SshSetupFailed('ssh_channel', 'session_channel', 'connection_closed'));
         resolve({ kind: 'closed' });
       });
       client.exec(this.request.command, (error, stream) => {
+        // A CHANNEL_SUCCESS (exec's callback without error) or a CHANNEL_FAILURE before the exec request was written
+        // answers nothing we sent; the stream is not watched and nothing of an exec reply is recorded.
+        if (!this.execSent && channelIsOpen() && (error === undefined || deferred.unsolicitedChannelFailure())) {
+          resolve({ kind: 'unsolicited', reply: error === undefined ? 'success' : 'failure' });
+          return;
+        }
         if (error === undefined) {
           // Listeners go on in this same tick: ssh2 may deliver data, exit-status and close in the
           // same TCP read as CHANNEL_SUCCESS, and an 'exit' emitted with no listener is lost.
@@ -478,18 +516,14 @@ class SshRun {
         // Before the channel opened: CHANNEL_OPEN_FAILURE (setup). After, ssh2 gives the same error for the server's
         // CHANNEL_FAILURE (a refusal: nothing ran), for a CHANNEL_CLOSE before any reply and for a lost connection
         // (the command may have run): only a CHANNEL_FAILURE seen by the seam, in this very call, is a refusal.
-        if (!channelIsOpen) openFailed(new SshSetupFailed('ssh_channel_refused', 'session_channel', 'open_refused'));
+        if (!channelIsOpen()) openFailed(new SshSetupFailed('ssh_channel_refused', 'session_channel', 'open_refused'));
         else if (deferred.answeringChannelFailure()) resolve({ kind: 'refused' });
         else if (!this.closed) resolve({ kind: 'channel_closed' });
         else resolve({ kind: 'closed' });
       });
     });
-    const opened = deferred.channelOpen.then((value) => {
-      channelIsOpen = true;
-      return value;
-    });
     const { send } = await bounded(
-      Promise.race([opened, failedOpen]),
+      Promise.race([deferred.channelOpen, failedOpen]),
       this.limits.channelOpenTimeoutMs,
       stop,
       'session_channel',
@@ -508,6 +542,7 @@ class SshRun {
    */
   private async dispatchedReport(seen: ExecSeen, sent: boolean): Promise<SshChannelReport> {
     const { execReply, exitStatus, exitSignal, eof, channelClosed, transportBroken, callerEvent } = seen;
+    const { vaultLocked, unsolicitedReply } = seen;
     if (exitStatus !== undefined) this.stages.push('exit_status');
     if (exitSignal !== undefined) this.stages.push('exit_signal');
     if (eof) this.stages.push('eof');
@@ -551,6 +586,8 @@ class SshRun {
         : callerEvent === 'deadline'
           ? { operationDeadline: true }
           : {}),
+      ...(vaultLocked === true ? { vaultLocked } : {}),
+      ...(unsolicitedReply === undefined ? {} : { unsolicitedReply }),
       output: kept,
       outputComplete: channelClosed && eof && !transportBroken,
       ...(this.hostKey === undefined ? {} : { hostKey: this.hostKey }),
@@ -576,6 +613,8 @@ class SshRun {
     replyTimeout.cancel();
     if (first === 'caller') return { ...nothing, callerEvent: this.callerReason() };
     if (first === 'reply_timeout' || first.kind === 'closed') return { ...nothing, transportBroken: true };
+    // Unreachable: a reply before the exec request keeps it from ever being written.
+    if (first.kind === 'unsolicited') return { ...nothing, unsolicitedReply: first.reply };
     if (first.kind === 'channel_closed') return { ...nothing, channelClosed: true };
     if (first.kind === 'refused') return { ...nothing, execReply: 'failure' };
     const watch = first.watch;
@@ -709,10 +748,15 @@ class SshRun {
 
 /**
  * refused: the server's CHANNEL_FAILURE. channel_closed: the server closed the channel (CHANNEL_CLOSE) before
- * answering the exec request. closed: the connection ended first.
+ * answering the exec request. closed: the connection ended first. unsolicited: a reply that came before the exec
+ * request was written (never after: the exec is then not written).
  */
 type ExecAnswer =
-  { kind: 'accepted'; watch: StreamWatch } | { kind: 'refused' } | { kind: 'channel_closed' } | { kind: 'closed' };
+  | { kind: 'accepted'; watch: StreamWatch }
+  | { kind: 'refused' }
+  | { kind: 'channel_closed' }
+  | { kind: 'closed' }
+  | { kind: 'unsolicited'; reply: 'success' | 'failure' };
 
 /** What the exchange saw after the exec request; `output` is empty unless the server accepted the exec. */
 interface ExecSeen {
@@ -723,6 +767,8 @@ interface ExecSeen {
   channelClosed: boolean;
   transportBroken: boolean;
   callerEvent?: 'deadline' | 'cancelled';
+  vaultLocked?: boolean;
+  unsolicitedReply?: 'success' | 'failure';
   output: OutputCollector;
 }
 
