@@ -445,6 +445,26 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
     expect(listing(dir)).toEqual(before);
   });
 
+  it("a file and WAL it cannot copy privately (no temporary directory) are still verified, under SQLite's locking", async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 9);
+    const dir = tempDir().path;
+    copyFileSync(t.path, join(dir, 'journal.sqlite'));
+    copyFileSync(`${t.path}-wal`, join(dir, 'journal.sqlite-wal'));
+    const tmp = process.env['TMPDIR'];
+    process.env['TMPDIR'] = join(dir, 'no-such-dir');
+    try {
+      expect(await verifySerial({ dbPath: join(dir, 'journal.sqlite'), threads: 0 })).toMatchObject({
+        ok: true,
+        events: 9,
+      });
+    } finally {
+      if (tmp === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = tmp;
+    }
+  });
+
   it('a closed journal written while verify reads it lock-free is read again, so the report is of the file as it is', async () => {
     const t = await writtenJournal(9);
     let wrote = false;

@@ -111,8 +111,9 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
     let snapshot: VerifySnapshot | undefined;
     try {
       snapshot = privateSnapshot(options.dbPath);
-    } catch (error) {
-      return unreadable(error);
+    } catch {
+      // No private copy (a full or unwritable temporary directory): read the journal itself, under SQLite's locking.
+      break;
     }
     if (snapshot === undefined) break;
     try {
