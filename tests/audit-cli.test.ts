@@ -227,6 +227,20 @@ describe('postern audit, end to end', () => {
     expect(databaseFiles(bare).map((f) => f.name)).toEqual(['journal.sqlite']);
   }, 60_000);
 
+  it('plain verify of a copied journal leaves its directory as it was: no -wal or -shm appears beside it', async () => {
+    const dataDir = await dataDirWithEvents(5, 3);
+    const copy = path.join(scratch, `copy-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(copy, { mode: 0o700 });
+    copyFileSync(path.join(dataDir, 'journal.sqlite'), path.join(copy, 'journal.sqlite'));
+    const before = databaseFiles(copy);
+
+    const verified = await run(['audit', 'verify', '--data-dir', copy]);
+    expect(verified.code).toBe(0);
+    expect(verified.stdout).toContain('OK: 8 events');
+    expect(readdirSync(copy)).toEqual(['journal.sqlite']);
+    expect(databaseFiles(copy)).toEqual(before);
+  }, 60_000);
+
   it('fails with a code, not a crash, on random bytes named journal.sqlite', async () => {
     const dataDir = path.join(scratch, 'garbage');
     mkdirSync(dataDir, { mode: 0o700 });

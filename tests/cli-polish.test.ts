@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -97,6 +97,50 @@ describe.concurrent('--data-dir anywhere on the command line', () => {
     const result = await run(args(dir));
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`postern: INVALID_ARGUMENT --data-dir: no data directory at ${dir}`);
+  });
+});
+
+describe.concurrent('help says what the command does, as docs/operator.md and docs/audit.md do', () => {
+  const operatorDoc = readFileSync(path.join(repoRoot, 'docs/operator.md'), 'utf8');
+
+  it('sessions list: the newest 1,000, oldest first, as the doc says (not "every session")', async () => {
+    const help = await helpOf(['sessions', 'list']);
+    expect(help).toContain('The newest 1,000 sessions, oldest first');
+    expect(operatorDoc).toContain('The newest 1,000 sessions, oldest first.');
+    for (const command of ['approve', 'revoke'])
+      expect(await helpOf(['sessions', command])).toContain('Arguments: session_id the session (ses_…)');
+  });
+
+  it('audit checkpoint says it verifies and signs, and marks --export required', async () => {
+    const help = await helpOf(['audit', 'checkpoint']);
+    expect(help).toContain(
+      "Verify the journal under the vault's audit key, sign the events after its newest checkpoint",
+    );
+    expect(help).toContain('--export <file> (required)');
+  });
+
+  it('audit verify reads --passphrase-file only with --check-key', async () => {
+    expect(await helpOf(['audit', 'verify'])).toContain(
+      '--passphrase-file <file> with --check-key: read the vault passphrase from this file',
+    );
+  });
+
+  it('actions attest and reconcile take an unknown outcome recorded by a quarantined recovery too, as the doc says', async () => {
+    for (const command of ['attest', 'reconcile'])
+      expect(await helpOf(['actions', command])).toContain(
+        "an action whose recorded outcome is unknown (dispatched, or recorded unknown by a quarantined journal's recovery)",
+      );
+    expect(await helpOf(['actions', 'reconcile'])).toContain("through the route's lookup or its bounded read-back");
+  });
+
+  it('start says which options the desktop app refuses; the doc names them too', async () => {
+    const help = await helpOf(['start']);
+    for (const option of ['--port <port>', '--passphrase-file <file>', '--config <file>'])
+      expect(help).toMatch(new RegExp(`${option} [^-]*\\(headless only: refused when the desktop app opens\\)`));
+    expect(await helpOf(['daemon'])).not.toContain('headless only');
+    expect(operatorDoc).toContain(
+      '`postern start [--data-dir DIR] [--port N] [--passphrase-file FILE] [--config FILE]`',
+    );
   });
 });
 

@@ -11,7 +11,7 @@ import {
 } from '../contract/index.js';
 import { brokerStopping, type CallerStop, type CallProgress, type IdSource, type ToolAnswer } from '../ports/index.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
-import { actionAnswer, refusal, type ActionAnswerParts } from './agent-answers.js';
+import { actionAnswer, closedSessionRefusal, refusal, type ActionAnswerParts } from './agent-answers.js';
 import { progressHeartbeatMsDefault, watchProgress } from './call-waits.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { executeMcpAction } from './execute-mcp-action.js';
@@ -65,8 +65,8 @@ export async function actionCall(
 ): Promise<ToolAnswer> {
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
-  if (session.status === 'revoked' || session.status === 'ended')
-    return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
+  const closed = closedSessionRefusal(session, 'nothing was accepted');
+  if (closed !== undefined) return refusal(closed.code, closed.message, 'never');
   const { waitMs, rest, problem } = splitWait(tool, args, deps.config.agents.wait_ms_default ?? callWaitMsDefault);
   if (problem !== undefined) return problem;
   if (tool === 'ssh_exec' && deps.sshChannel === undefined)

@@ -10,6 +10,7 @@ import {
   type Envelope,
   type ErrorCode,
   type QueuePosition,
+  type SessionState,
 } from '../contract/index.js';
 import type { ToolAnswer } from '../ports/index.js';
 import type { HttpActionResponse } from './execute-http-action.js';
@@ -25,6 +26,27 @@ export interface StoredHttpResponse {
   redacted: boolean;
   body_withheld?: AgentHttpResponse['body_withheld'];
   content_decoded?: readonly string[];
+}
+
+/**
+ * Why a closed session refuses what its process asks: a person revoked it (SESSION_REVOKED), or the session sweeper
+ * ended it because its agent process was gone (SESSION_ENDED: nobody revoked it, the caller went away). A revoked
+ * session whose process then went stays revoked. `what` says what was refused; undefined while the session is open.
+ */
+export function closedSessionRefusal(
+  session: SessionState,
+  what: string,
+): { readonly code: 'SESSION_REVOKED' | 'SESSION_ENDED'; readonly message: string } | undefined {
+  if (session.status === 'revoked')
+    return { code: 'SESSION_REVOKED', message: `a person revoked this session; ${what}` };
+  if (session.status !== 'ended') return undefined;
+  const when = session.end_reason === 'broker_found_gone' ? 'when it started' : 'while it ran';
+  return {
+    code: 'SESSION_ENDED',
+    message:
+      `this session ended: the broker found its agent process gone ${when} (nobody revoked it); ${what}. ` +
+      'Start the agent again and reconnect: a new agent process gets a new session',
+  };
 }
 
 /** A refusal that belongs to no action (bad read-tool arguments, a revoked session, a bad wait). */

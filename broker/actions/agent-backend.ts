@@ -26,7 +26,7 @@ import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { decisionEventKinds, decisionFacts, waitForSettled } from './call-waits.js';
 import { credentialRequestCall } from './credential-request-call.js';
-import { actionAnswer, refusal } from './agent-answers.js';
+import { actionAnswer, closedSessionRefusal, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
 import { resultNotReady, stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
@@ -226,11 +226,8 @@ async function openSession(
 ): Promise<{ session_id: string }> {
   const existing = deps.journal.findSessionByProcess(peer.pid, peer.start_time);
   if (existing !== undefined) {
-    if (existing.status === 'revoked' || existing.status === 'ended')
-      throw new CodedError(
-        'SESSION_REVOKED',
-        `this process's session was ${existing.status}; a new process gets a new session`,
-      );
+    const closed = closedSessionRefusal(existing, "this process's calls are refused");
+    if (closed !== undefined) throw new CodedError(closed.code, closed.message);
     // The session record shows each reconnection (a shim after a broker restart, or another connection).
     await deps.journal.appendSession({
       kind: 'SESSION_RECONNECTED',
@@ -272,8 +269,8 @@ async function openSession(
     // session_exists, session_not_pending: the same process under the same boot maps to the same id, and an earlier record decides.
     const recorded = deps.journal.getSession(sessionId);
     if (recorded === undefined) throw new TransitionRefused(approved.refusal);
-    if (recorded.status === 'revoked' || recorded.status === 'ended')
-      throw new CodedError('SESSION_REVOKED', `this process's session was ${recorded.status}`);
+    const closed = closedSessionRefusal(recorded, "this process's calls are refused");
+    if (closed !== undefined) throw new CodedError(closed.code, closed.message);
   }
   deps.queue.sessionConnected(sessionId);
   deps.logger?.info({ session_id: sessionId, pid: peer.pid }, 'agent session opened');

@@ -1,7 +1,7 @@
 import { callWaitMsDefault, credentialRequestInputSchema, type CredentialRequestReply } from '../contract/index.js';
 import type { ToolAnswer } from '../ports/index.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
-import { refusal } from './agent-answers.js';
+import { closedSessionRefusal, refusal } from './agent-answers.js';
 import { agentParse, issueField, issueMessage } from './http-action-request.js';
 
 /**
@@ -19,8 +19,8 @@ export async function credentialRequestCall(
   if (requests === undefined) return refusal('UNSUPPORTED_ACTION', 'this broker takes no credential requests', 'never');
   const session = deps.journal.getSession(sessionId);
   if (session === undefined) return refusal('NOT_FOUND', 'no such session', 'never');
-  if (session.status === 'revoked' || session.status === 'ended')
-    return refusal('SESSION_REVOKED', `this session was ${session.status}; nothing was accepted`, 'never');
+  const closed = closedSessionRefusal(session, 'nothing was accepted');
+  if (closed !== undefined) return refusal(closed.code, closed.message, 'never');
   const parsed = credentialRequestInputSchema.safeParse(args, agentParse);
   if (!parsed.success) {
     // The message names the field and the rule, never the value (it may be anything the agent wrote).

@@ -538,3 +538,86 @@ describe('when the real backend refuses reads and calls (no part of an answer is
     }
   });
 });
+
+describe("when an agent calls in a session that is closed: the sweeper's end and a person's revocation differ", () => {
+  let f: QueueFixture | undefined;
+  let real: RunningAgentBackend | undefined;
+  let alive = true;
+  const clients: Client[] = [];
+  afterEach(async () => {
+    for (const c of clients.splice(0)) await c.close().catch(() => undefined);
+    real?.close();
+    await f?.dispose();
+    f = undefined;
+    real = undefined;
+    alive = true;
+  });
+
+  /** The real backend and queue; the process table is the test's (`alive`), the peer this process as the kernel says. */
+  async function connected(): Promise<{ fixture: QueueFixture; backend: RunningAgentBackend; sessionId: string }> {
+    const fixture = await openQueueFixture({ agentsYaml: '  session_approval: observe' });
+    f = fixture;
+    const backend = await fixtureAgentBackend(fixture, 'boot-closed', { processAlive: () => alive });
+    real = backend;
+    socket = await startAgentSocket({ dataDir: fixture.h.temp.dir.path, backend });
+    await newClient();
+    const [session] = fixture.h.temp.journal.listSessions({ status: ['approved'] });
+    if (session === undefined) throw new Error('no session was opened');
+    return { fixture, backend, sessionId: session.session_id };
+  }
+
+  async function newClient(): Promise<Client> {
+    const c = new Client({ name: 'closed-session-test', version: '1' });
+    clients.push(c);
+    await c.connect(new SocketClientTransport(socket.path));
+    await c.listTools();
+    return c;
+  }
+
+  async function write(c: Client): Promise<{ code: unknown; message: string }> {
+    const result = (await c.callTool({
+      name: 'http_request',
+      arguments: { route: 'docs', method: 'POST', path: '/documents/1', body: '{"marker":"x"}' },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    const error = (result.structuredContent as { error: { code: unknown; message: string } }).error;
+    expect(readText(result).summary).toContain(`error: ${String(error.code)}`);
+    return { code: error.code, message: error.message };
+  }
+
+  it('ended by the sweeper (its process gone): SESSION_ENDED, saying it ended and to start a new session', async () => {
+    const { fixture, backend, sessionId } = await connected();
+    alive = false;
+    expect(await backend.sweep()).toBe(1);
+    expect(fixture.h.temp.journal.getSession(sessionId)).toMatchObject({ status: 'ended' });
+
+    const [first] = clients;
+    if (first === undefined) throw new Error('no client');
+    const call = await write(first);
+    expect(call.code).toBe('SESSION_ENDED');
+    expect(call.message).toMatch(/^this session ended: the broker found its agent process gone while it ran/);
+    expect(call.message).toContain('nobody revoked it');
+    expect(call.message).toContain('a new agent process gets a new session');
+    // A new connection from the same process finds the ended session: every call is refused the same way.
+    expect((await write(await newClient())).code).toBe('SESSION_ENDED');
+    expect(fixture.server.arrivals).toHaveLength(0);
+  });
+
+  it('revoked by a person: SESSION_REVOKED, and it stays so after the sweeper finds the process gone', async () => {
+    const { fixture, backend, sessionId } = await connected();
+    await fixture.queue.revokeSession(sessionId, person, 'unknown agent');
+    const [first] = clients;
+    if (first === undefined) throw new Error('no client');
+    const call = await write(first);
+    expect(call).toMatchObject({
+      code: 'SESSION_REVOKED',
+      message: 'a person revoked this session; nothing was accepted',
+    });
+    expect((await write(await newClient())).code).toBe('SESSION_REVOKED');
+
+    alive = false;
+    expect(await backend.sweep()).toBe(1);
+    expect((await write(first)).code).toBe('SESSION_REVOKED');
+    expect(fixture.server.arrivals).toHaveLength(0);
+  });
+});

@@ -1,6 +1,6 @@
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -425,5 +425,97 @@ describe('when the daemon verifies in the background', () => {
     expect(await seen(false)).not.toContain(wanted);
     expect(await seen(true)).toContain(wanted);
     expect(getPriority()).toBe(base);
+  });
+});
+
+/** The directory's names and sizes, as `ls -l` would show what verify left there. */
+function listing(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .map((name) => `${name} ${statSync(join(dir, name)).size}`);
+}
+
+/** Events in the database file alone (no WAL): the rows a checkpoint has folded into it. */
+async function eventsInMainFile(t: TempJournal): Promise<number> {
+  const copy = join(tempDir().path, 'journal.sqlite');
+  copyFileSync(t.path, copy);
+  const report = await verifySerial({ dbPath: copy, threads: 0 });
+  return report.ok ? report.events : -1;
+}
+
+describe('when verify reads a journal, it leaves the directory as it found it', () => {
+  it('a copied closed journal: no -wal or -shm appears beside it', async () => {
+    const t = await writtenJournal(9);
+    const dir = tempDir().path;
+    copyFileSync(t.path, join(dir, 'journal.sqlite'));
+    const before = listing(dir);
+    expect(before).toHaveLength(1);
+    expect(await verifyJournal({ dbPath: join(dir, 'journal.sqlite') })).toMatchObject({ ok: true, events: 9 });
+    expect(listing(dir)).toEqual(before);
+  });
+
+  it("a running journal's latest events, only in its WAL, are counted; nothing new appears", async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 7);
+    // The test means something only while the newest rows are in the WAL, not yet folded into the file.
+    expect(await eventsInMainFile(t)).toBeLessThan(9);
+    const before = listing(dirname(t.path));
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true, events: 9 });
+    expect(listing(dirname(t.path))).toEqual(before);
+  });
+
+  it("a copy of a running journal's file and WAL (no -shm): the WAL's events are counted; no -shm appears", async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 8);
+    expect(await eventsInMainFile(t)).toBeLessThan(9);
+    const dir = tempDir().path;
+    copyFileSync(t.path, join(dir, 'journal.sqlite'));
+    copyFileSync(`${t.path}-wal`, join(dir, 'journal.sqlite-wal'));
+    const before = listing(dir);
+    expect(await verifyJournal({ dbPath: join(dir, 'journal.sqlite') })).toMatchObject({ ok: true, events: 9 });
+    expect(listing(dir)).toEqual(before);
+  });
+
+  it("a file and WAL it cannot copy privately (no temporary directory) are still verified, under SQLite's locking", async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 9);
+    const dir = tempDir().path;
+    copyFileSync(t.path, join(dir, 'journal.sqlite'));
+    copyFileSync(`${t.path}-wal`, join(dir, 'journal.sqlite-wal'));
+    const tmp = process.env['TMPDIR'];
+    process.env['TMPDIR'] = join(dir, 'no-such-dir');
+    try {
+      expect(await verifySerial({ dbPath: join(dir, 'journal.sqlite'), threads: 0 })).toMatchObject({
+        ok: true,
+        events: 9,
+      });
+    } finally {
+      if (tmp === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = tmp;
+    }
+  });
+
+  it('a closed journal written while verify reads it lock-free is read again, so the report is of the file as it is', async () => {
+    const t = await writtenJournal(9);
+    let wrote = false;
+    const report = await verifySerial({
+      dbPath: t.path,
+      threads: 0,
+      // From inside the read: a writer opens the journal (creating its WAL), removes the last row as an attacker
+      // would, and closes, which folds the WAL into the file and removes it.
+      onProgress: () => {
+        if (wrote) return;
+        wrote = true;
+        const db = new Database(t.path);
+        db.exec(`DROP TRIGGER events_no_delete; DELETE FROM events WHERE seq = 9;`);
+        db.close();
+      },
+    });
+    expect(wrote).toBe(true);
+    expect(failure(report)).toEqual({ code: 'TRUNCATED', seq: 9 });
+    expect(listing(dirname(t.path))).toEqual([`journal.sqlite ${statSync(t.path).size}`]);
   });
 });

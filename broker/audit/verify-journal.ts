@@ -17,6 +17,7 @@ import {
 import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
 import { VerifyFailure, type VerifyCode } from './verify-codes.js';
 import { openDatabase } from '../ports/open-database.js';
+import { privateReadsMax, privateSnapshot, type VerifySnapshot } from './verify-snapshot.js';
 import {
   runVerifyJobs,
   verifyCacheKiB,
@@ -112,14 +113,46 @@ const domain = Buffer.from(checkpointDomain, 'utf8');
  */
 export async function verifyJournal(options: VerifyOptions): Promise<VerifyReport> {
   await sodium.ready;
-  let db: Database.Database | undefined;
+  for (let read = 0; read < privateReadsMax; read += 1) {
+    let snapshot: VerifySnapshot | undefined;
+    try {
+      snapshot = privateSnapshot(options.dbPath);
+    } catch {
+      // No private copy (a full or unwritable temporary directory): read the journal itself, under SQLite's locking.
+      break;
+    }
+    if (snapshot === undefined) break;
+    try {
+      let db: Database.Database;
+      try {
+        db = openReadOnly(snapshot.file);
+      } catch {
+        // URI filenames off in this process (SQLITE_USE_URI=0), or the copy unreadable: read it under SQLite's locking.
+        break;
+      }
+      const report = await verifyOpened(db, snapshot.file, options);
+      if (snapshot.settled()) return report;
+    } finally {
+      snapshot.dispose();
+    }
+  }
+  let db: Database.Database;
   try {
     db = openReadOnly(options.dbPath);
+  } catch (error) {
+    return unreadable(error);
+  }
+  return verifyOpened(db, options.dbPath, options);
+}
+
+/** The steps over one read transaction of `db`, opened on `file` (which the worker threads open too); closes `db`. */
+async function verifyOpened(db: Database.Database, file: string, options: VerifyOptions): Promise<VerifyReport> {
+  try {
     requireAuditSchema(db);
     const signPublic = readCheckpointKey(db, options.anchor, options.trustedKey);
     const checkpoints = readCheckpoints(db);
     const sizes = interestingSizes(checkpoints, options.anchor);
-    const parallel = await recomputeInWorkers(db, options, sizes, checkpoints, signPublic);
+    const parallel = await recomputeInWorkers(db, file, options, sizes, checkpoints, signPublic);
     options.onMode?.(parallel === undefined ? 'serial' : 'workers');
     const tree = parallel?.tree ?? (await recomputeTree(db, sizes, options.onProgress));
     await checkSignatures(checkpoints, signPublic, parallel);
@@ -141,21 +174,25 @@ export async function verifyJournal(options: VerifyOptions): Promise<VerifyRepor
     };
   } catch (error) {
     if (error instanceof VerifyFailure) return { ok: false, code: error.code, seq: error.seq, message: error.message };
-    // Anything else came from reading garbage (SQLITE_NOTADB, SQLITE_CORRUPT, a missing table).
-    return {
-      ok: false,
-      code: 'DB_UNREADABLE',
-      seq: null,
-      message: `cannot read the journal: ${(error as Error).message}`,
-    };
+    return unreadable(error);
   } finally {
-    db?.close();
+    db.close();
   }
 }
 
+/** Anything but a VerifyFailure came from reading garbage (SQLITE_NOTADB, SQLITE_CORRUPT, a missing table). */
+function unreadable(error: unknown): VerifyReport {
+  return {
+    ok: false,
+    code: 'DB_UNREADABLE',
+    seq: null,
+    message: `cannot read the journal: ${(error as Error).message}`,
+  };
+}
+
 /** Read-only and query-only: a running broker may hold the file; nothing here may write it. */
-function openReadOnly(path: string): Database.Database {
-  const db = openDatabase(path, { readonly: true, fileMustExist: true });
+function openReadOnly(file: string): Database.Database {
+  const db = openDatabase(file, { readonly: true, fileMustExist: true });
   db.pragma('query_only = 1');
   db.pragma(`cache_size = -${verifyCacheKiB}`);
   db.defaultSafeIntegers(true);
@@ -297,6 +334,7 @@ interface InWorkers {
  */
 async function recomputeInWorkers(
   db: Database.Database,
+  file: string,
   options: VerifyOptions,
   sizes: ReadonlySet<number>,
   checkpoints: readonly Checkpoint[],
@@ -315,7 +353,7 @@ async function recomputeInWorkers(
   let checked = 0;
   let results: VerifyJobResult[];
   try {
-    results = await runVerifyJobs(options.dbPath, [{ kind: 'count', n }, ...signatureJobs, ...rowJobs], {
+    results = await runVerifyJobs(file, [{ kind: 'count', n }, ...signatureJobs, ...rowJobs], {
       bounds,
       progressEveryRows: verifyProgressEveryRows,
       ...(options.threads === undefined ? {} : { threads: options.threads }),

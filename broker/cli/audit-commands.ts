@@ -59,6 +59,7 @@ export function registerAuditCommands(program: Command, context: CommandContext)
     withDataDir(
       audit.command('verify').description('Verify the journal offline, over ciphertext, without the vault key.'),
     ),
+    'with --check-key: ',
   )
     .option(
       '--checkpoint <file>',
@@ -84,10 +85,12 @@ export function registerAuditCommands(program: Command, context: CommandContext)
     withDataDir(
       audit
         .command('checkpoint')
-        .description('Write the checkpoint public key and the latest signed checkpoint to a file to keep elsewhere.'),
+        .description(
+          "Verify the journal under the vault's audit key, sign the events after its newest checkpoint, and write that checkpoint and its key to a file to keep elsewhere (needs the vault passphrase).",
+        ),
     ),
   )
-    .requiredOption('--export <file>', 'where to write the checkpoint (JSON)')
+    .requiredOption('--export <file>', '(required) where to write the checkpoint (JSON)')
     .action(async (options: CheckpointOptions) => {
       const dataDir = resolveFromOptions(options, env);
       const dbPath = existingJournal(dataDir);
@@ -224,10 +227,10 @@ function parseSeq(raw: string, field: string): number {
   return seq;
 }
 
-function withPassphraseFile(command: Command): Command {
+function withPassphraseFile(command: Command, when = ''): Command {
   return command.option(
     '--passphrase-file <file>',
-    'read the vault passphrase from this file; else POSTERN_PASSPHRASE_FILE; else ask on the terminal',
+    `${when}read the vault passphrase from this file; else POSTERN_PASSPHRASE_FILE; else ask on the terminal`,
   );
 }
 

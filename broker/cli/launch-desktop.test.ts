@@ -1,9 +1,9 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CliIo } from './cli-io.js';
-import { launchDesktop } from './launch-desktop.js';
+import { launchDesktop, type DesktopLaunch } from './launch-desktop.js';
 
 /**
  * The Electron binary cannot run here, so a stand-in executable records what it was started with
@@ -45,6 +45,23 @@ describe('launchDesktop', () => {
       dataDir: '/data/postern',
       runAsNode: null,
     });
+  });
+
+  it("refuses start's headless-only options, naming them, and never starts Electron (the window would drop them)", () => {
+    const { binary, record } = fakeElectron(0);
+    const launch = (given: DesktopLaunch['given']) => () =>
+      launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/d', io, given });
+    expect(launch(['--config'])).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        field: '--config',
+        message: expect.stringContaining('the desktop app does not take --config (only the headless broker does)'),
+      }),
+    );
+    expect(launch(['--port', '--passphrase-file'])).toThrow(
+      expect.objectContaining({ field: '--port', message: expect.stringContaining('--port, --passphrase-file') }),
+    );
+    expect(existsSync(record)).toBe(false);
   });
 
   it('reports a binary that cannot be started and exits 1', async () => {

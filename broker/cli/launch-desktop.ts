@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { CodedError } from '../contract/index.js';
 import type { CliIo } from './cli-io.js';
 
 export interface DesktopLaunch {
@@ -6,7 +7,16 @@ export interface DesktopLaunch {
   packageRoot: string;
   dataDir: string;
   io: CliIo;
+  /** Which of `start`'s headless-only options (headlessOnlyOptions) the command line gave. */
+  given?: readonly HeadlessOnlyOption[];
 }
+
+/**
+ * `start`'s options that only the headless broker reads: the desktop app takes its data directory and nothing else
+ * (its operator UI is its window, its vault is unlocked there, its configuration is the data directory's).
+ */
+export const headlessOnlyOptions = ['--port', '--passphrase-file', '--config'] as const;
+export type HeadlessOnlyOption = (typeof headlessOnlyOptions)[number];
 
 /**
  * Runs the Electron shell (package.json "main" → dist/app/main.mjs) and mirrors its exit code.
@@ -14,6 +24,15 @@ export interface DesktopLaunch {
  * both processes agree on it. Signals to this process are passed on so Ctrl-C closes the window.
  */
 export function launchDesktop(launch: DesktopLaunch): Promise<number> {
+  const [first, ...more] = launch.given ?? [];
+  // Refused, not dropped: a --config the window silently ignored would run another configuration than the one named.
+  if (first !== undefined)
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `the desktop app does not take ${[first, ...more].join(', ')} (only the headless broker does): ` +
+        `run \`postern daemon\` with ${more.length === 0 ? 'it' : 'them'}, or \`postern start\` without`,
+      { field: first },
+    );
   const env: NodeJS.ProcessEnv = { ...process.env, POSTERN_DATA_DIR: launch.dataDir };
   // Set by some tools; it would make the binary behave as plain Node and ignore the app.
   delete env['ELECTRON_RUN_AS_NODE'];

@@ -227,12 +227,18 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   withDataDir(
     actions
       .command('attest')
-      .argument('<action_id>', 'a dispatched action whose outcome is unknown')
+      .argument(
+        '<action_id>',
+        "an action whose recorded outcome is unknown (dispatched, or recorded unknown by a quarantined journal's recovery)",
+      )
       .description(
         'Settle an unknown outcome with your written basis (recorded as operator_attested; its lane moves on).',
       ),
   )
-    .requiredOption('--outcome <outcome>', '(required) committed or rejected (never not_attempted: it was dispatched)')
+    .requiredOption(
+      '--outcome <outcome>',
+      '(required) committed or rejected (never not_attempted: an unknown outcome may have taken effect)',
+    )
     .requiredOption(
       '--effect <effect>',
       '(required) committed: succeeded, failed or partial_effect; rejected: rejected or no_effect',
@@ -263,9 +269,12 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   withDataDir(
     actions
       .command('reconcile')
-      .argument('<action_id>', 'a dispatched action whose outcome is unknown')
+      .argument(
+        '<action_id>',
+        "an action whose recorded outcome is unknown (dispatched, or recorded unknown by a quarantined journal's recovery)",
+      )
       .description(
-        "Ask the remote through the route's configured lookup (recorded as its own action); the answer is recorded as source remote_query.",
+        "Ask the remote what happened, through the route's lookup or its bounded read-back (recorded as its own action); a conclusive answer settles it as source remote_query.",
       ),
   )
     .option('--json', 'print one JSON object')
@@ -320,7 +329,11 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     });
 
   const sessions = program.command('sessions').description('Agent sessions: one per agent process.');
-  withDataDir(sessions.command('list', { isDefault: true }).description('Every session with status and call counts.'))
+  withDataDir(
+    sessions
+      .command('list', { isDefault: true })
+      .description('The newest 1,000 sessions, oldest first, with status and call counts.'),
+  )
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
       const { sessions: list } = await call(options, 'sessions.list', {});
@@ -335,7 +348,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   withDataDir(
     sessions
       .command('approve')
-      .argument('<session_id>')
+      .argument('<session_id>', 'the session (ses_…), as `postern sessions` lists it')
       .description('Approve an agent process once; its session-approval calls may proceed.'),
   ).action(async (sessionId: string, options: CommonOptions) => {
     const s = await call(options, 'sessions.approve', { session_id: sessionId });
@@ -344,7 +357,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   withDataDir(
     sessions
       .command('revoke')
-      .argument('<session_id>')
+      .argument('<session_id>', 'the session (ses_…), as `postern sessions` lists it')
       .description('Revoke a session: new calls are refused, undispatched tickets cancelled.'),
   )
     .requiredOption('--reason <text>', reasonHelp(true))

@@ -16,7 +16,7 @@ import {
   type Env,
 } from './command-context.js';
 import { probeDesktop } from './desktop-probe.js';
-import { launchDesktop } from './launch-desktop.js';
+import { headlessOnlyOptions, launchDesktop, type HeadlessOnlyOption } from './launch-desktop.js';
 import { packageRoot, packageVersion } from '../host/package-root.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { registerVaultCommands } from './vault-commands.js';
@@ -84,6 +84,7 @@ function registerServeCommands(program: Command, context: CommandContext): void 
     program
       .command('start')
       .description('Open the desktop app if Electron and a display are available; otherwise run headless.'),
+    true,
   ).action(async (options: ServeOptions) => {
     const port = parsePort(options.port);
     const dataDir = prepareDataDir(options, env);
@@ -96,7 +97,8 @@ function registerServeCommands(program: Command, context: CommandContext): void 
       readText: readTextOrUndefined,
     });
     if (probe.usable) {
-      setResult(await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io }));
+      const given = headlessOnlyOptions.filter((flag) => headlessOnlyValue(options, flag) !== undefined);
+      setResult(await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io, given }));
       return;
     }
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
@@ -151,14 +153,27 @@ function acceptDataDirAnywhere(program: Command): void {
   });
 }
 
-function withServeOptions(command: Command): Command {
+/** The option values the desktop app would not read (launch-desktop.ts refuses them). */
+function headlessOnlyValue(options: ServeOptions, flag: HeadlessOnlyOption): string | undefined {
+  return flag === '--port' ? options.port : flag === '--passphrase-file' ? options.passphraseFile : options.config;
+}
+
+function withServeOptions(command: Command, desktop = false): Command {
+  // `start` opens the desktop app when it can, which takes none of these: it refuses them then.
+  const headless = desktop ? ' (headless only: refused when the desktop app opens)' : '';
   return withDataDir(command)
-    .option('--port <port>', 'operator UI port on 127.0.0.1 (default: operator.port in the config, else 0: a free one)')
+    .option(
+      '--port <port>',
+      `operator UI port on 127.0.0.1 (default: operator.port in the config, else 0: a free one)${headless}`,
+    )
     .option(
       '--passphrase-file <file>',
-      'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)',
+      `unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)${headless}`,
     )
-    .option('--config <file>', 'routes and SSH hosts (default: <data dir>/postern.yaml)');
+    .option(
+      '--config <file>',
+      `the configuration: routes, SSH hosts and every other setting (default: <data dir>/postern.yaml)${headless}`,
+    );
 }
 
 /** --config as an absolute path (the daemon may not share the CLI's working directory forever). */

@@ -135,12 +135,12 @@ export const errorCodeRegistry = {
   SESSION_REVOKED: {
     from: broker,
     meaning:
-      'A person revoked the agent session before dispatch (or a new call came from a process whose session had ended); nothing was sent.',
+      "A person revoked the agent session: its waiting tickets were cancelled before dispatch and its process's new calls are refused; nothing was sent.",
   },
   SESSION_ENDED: {
     from: broker,
     meaning:
-      "The agent's process was gone before dispatch (the session sweeper ended its session) and the broker closed its waiting ticket; nothing was sent. The caller went away: counted as withdrawn, not as a person's cancel.",
+      "The agent's process was gone (the session sweeper ended its session): its waiting tickets were closed before dispatch and any later call or reconnection from that process is refused; nothing was sent. Nobody revoked it: counted as withdrawn, not as a person's cancel. A new agent process gets a new session.",
   },
   CALLER_CANCELLED: {
     from: broker,

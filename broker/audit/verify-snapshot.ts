@@ -1,0 +1,89 @@
+import {
+  closeSync,
+  copyFileSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/**
+ * Which file the verifier opens so that it writes nothing beside the journal (docs/audit.md, "verify writes
+ * nothing"). SQLite's reader of a WAL database creates the `-shm` index and an empty `-wal` where there are none, and
+ * a read-only connection cannot remove them again. So:
+ * - both `-wal` and `-shm` there (a broker has the journal open, or stopped without closing it): the journal itself,
+ *   under SQLite's locking, which gives one snapshot of the database and the WAL's committed frames. Nothing is
+ *   created: both exist.
+ * - no `-wal` (a closed journal, a copy of one): every committed row is in the database file. It is opened
+ *   `immutable`, which takes no lock and opens no `-wal` or `-shm`.
+ * - a `-wal` without its `-shm` (a copy of a running journal's two files): its frames are committed rows, and SQLite
+ *   reads a WAL only through a `-shm`. The two files are copied into a private temporary directory and the copy is read.
+ * Without locks nothing stops a broker from starting and writing while the file is read, so a private read
+ * (`settled`) counts only if the files are as they were before it; otherwise the verifier reads again.
+ */
+export interface VerifySnapshot {
+  /** What the verifier and its worker threads open: a path or an SQLite URI filename. */
+  readonly file: string;
+  /** Whether a lock-free read may have seen the journal change under it: true when it cannot have. */
+  readonly settled: () => boolean;
+  readonly dispose: () => void;
+}
+
+/** Private reads tried before reading under SQLite's locking (which may then create the sidecars). */
+export const privateReadsMax = 3;
+
+/** undefined: the journal is open in a broker (both sidecars there), read it under SQLite's locking. */
+export function privateSnapshot(path: string): VerifySnapshot | undefined {
+  const before = fingerprint(path);
+  if (before.wal !== undefined && before.shm) return undefined;
+  const unchanged = (): boolean => fingerprint(path).text === before.text;
+  if (before.wal === undefined) {
+    // SQLite reads the parameters only from a URI (open-database.ts enables them); `?` and `#` in the path are escaped.
+    return { file: `${pathToFileURL(path).href}?immutable=1`, settled: unchanged, dispose: () => undefined };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'postern-verify-'));
+  try {
+    const copy = join(dir, 'journal.sqlite');
+    // A reflink where the file system has them: a copy without copying the bytes.
+    copyFileSync(path, copy, constants.COPYFILE_FICLONE);
+    copyFileSync(`${path}-wal`, `${copy}-wal`, constants.COPYFILE_FICLONE);
+    const copied = unchanged();
+    return { file: copy, settled: () => copied, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** The journal's header and the identity, size and times of it and its sidecars: any write changes one of them. */
+function fingerprint(path: string): { readonly wal: string | undefined; readonly shm: boolean; readonly text: string } {
+  const wal = fileState(`${path}-wal`);
+  const shm = existsSync(`${path}-shm`);
+  return { wal, shm, text: JSON.stringify([fileState(path), header(path), wal ?? null, shm]) };
+}
+
+function fileState(path: string): string | undefined {
+  const s = statSync(path, { bigint: true, throwIfNoEntry: false });
+  return s === undefined ? undefined : `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+}
+
+/** SQLite's 100-byte header: page count and change counter, for writes within one tick of a coarse file clock. */
+function header(path: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const bytes = Buffer.alloc(100);
+    const read = readSync(fd, bytes, 0, bytes.length, 0);
+    return bytes.subarray(0, read).toString('hex');
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
