@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -463,6 +463,19 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
     const before = listing(dirname(t.path));
     expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true, events: 9 });
     expect(listing(dirname(t.path))).toEqual(before);
+  });
+
+  it("a running journal named through a symbolic link: its WAL's events are counted, beside the link's target", async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 10);
+    expect(await eventsInMainFile(t)).toBeLessThan(9);
+    const link = join(tempDir().path, 'journal.sqlite');
+    symlinkSync(t.path, link);
+    const before = listing(dirname(t.path));
+    expect(await verifyJournal({ dbPath: link })).toMatchObject({ ok: true, events: 9 });
+    expect(listing(dirname(t.path))).toEqual(before);
+    expect(readdirSync(dirname(link))).toEqual(['journal.sqlite']);
   });
 
   it("a copy of a running journal's file and WAL (no -shm): the WAL's events are counted; no -shm appears", async () => {

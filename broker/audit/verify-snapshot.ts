@@ -6,6 +6,7 @@ import {
   mkdtempSync,
   openSync,
   readSync,
+  realpathSync,
   rmSync,
   statSync,
 } from 'node:fs';
@@ -39,7 +40,10 @@ export interface VerifySnapshot {
 export const privateReadsMax = 3;
 
 /** undefined: the journal is open in a broker (both sidecars there), read it under SQLite's locking. */
-export function privateSnapshot(path: string): VerifySnapshot | undefined {
+export function privateSnapshot(named: string): VerifySnapshot | undefined {
+  // SQLite keeps the sidecars beside the file a link resolves to: looked for beside the link, a running journal's
+  // WAL would go unseen and the file be read immutable without it.
+  const path = realpathSync(named);
   const before = fingerprint(path);
   if (before.wal !== undefined && before.shm) return undefined;
   const unchanged = (): boolean => fingerprint(path).text === before.text;
