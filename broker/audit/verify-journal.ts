@@ -17,7 +17,7 @@ import {
 import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
 import { VerifyFailure, type VerifyCode } from './verify-codes.js';
 import { openDatabase } from '../ports/open-database.js';
-import { privateReadsMax, privateSnapshot, type VerifySnapshot } from './verify-snapshot.js';
+import { readPrivately } from './verify-snapshot.js';
 import {
   runVerifyJobs,
   verifyCacheKiB,
@@ -113,36 +113,16 @@ const domain = Buffer.from(checkpointDomain, 'utf8');
  */
 export async function verifyJournal(options: VerifyOptions): Promise<VerifyReport> {
   await sodium.ready;
-  for (let read = 0; read < privateReadsMax; read += 1) {
-    let snapshot: VerifySnapshot | undefined;
+  return readPrivately(options.dbPath, async (file, isPrivate) => {
+    let db: Database.Database;
     try {
-      snapshot = privateSnapshot(options.dbPath);
-    } catch {
-      // No private copy (a full or unwritable temporary directory): read the journal itself, under SQLite's locking.
-      break;
+      db = openReadOnly(file);
+    } catch (error) {
+      if (isPrivate) throw error;
+      return unreadable(error);
     }
-    if (snapshot === undefined) break;
-    try {
-      let db: Database.Database;
-      try {
-        db = openReadOnly(snapshot.file);
-      } catch {
-        // URI filenames off in this process (SQLITE_USE_URI=0), or the copy unreadable: read it under SQLite's locking.
-        break;
-      }
-      const report = await verifyOpened(db, snapshot.file, options);
-      if (snapshot.settled()) return report;
-    } finally {
-      snapshot.dispose();
-    }
-  }
-  let db: Database.Database;
-  try {
-    db = openReadOnly(options.dbPath);
-  } catch (error) {
-    return unreadable(error);
-  }
-  return verifyOpened(db, options.dbPath, options);
+    return verifyOpened(db, file, options);
+  });
 }
 
 /** The steps over one read transaction of `db`, opened on `file` (which the worker threads open too); closes `db`. */

@@ -65,6 +65,37 @@ export function privateSnapshot(named: string): VerifySnapshot | undefined {
   }
 }
 
+/**
+ * `read` over a private snapshot of the journal (nothing created beside it; `isPrivate` true, and a throw there only
+ * sends the read to the next way), else — a broker has the journal open, no private read could be made, or the journal
+ * changed under each of them — over the journal itself under SQLite's locking (`isPrivate` false).
+ */
+export async function readPrivately<T>(
+  path: string,
+  read: (file: string, isPrivate: boolean) => Promise<T>,
+): Promise<T> {
+  for (let n = 0; n < privateReadsMax; n += 1) {
+    let snapshot: VerifySnapshot | undefined;
+    try {
+      snapshot = privateSnapshot(path);
+    } catch {
+      // No private copy (a full or unwritable temporary directory).
+      break;
+    }
+    if (snapshot === undefined) break;
+    try {
+      const value = await read(snapshot.file, true);
+      if (snapshot.settled()) return value;
+    } catch {
+      // URI filenames off in this process (SQLITE_USE_URI=0), the copy unreadable: the locking read answers.
+      break;
+    } finally {
+      snapshot.dispose();
+    }
+  }
+  return read(path, false);
+}
+
 /** The journal's header and the identity, size and times of it and its sidecars: any write changes one of them. */
 function fingerprint(path: string): { readonly wal: string | undefined; readonly shm: boolean; readonly text: string } {
   const wal = fileState(`${path}-wal`);

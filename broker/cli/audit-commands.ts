@@ -15,15 +15,16 @@ const journalFileName = 'journal.sqlite';
 
 /** What the audit commands use of the broker, loaded when one runs, not when `postern` starts (the CLI bundle splits here). */
 async function auditModules() {
-  const [verify, file, exportable, codes, journal, vault] = await Promise.all([
+  const [verify, snapshot, file, exportable, codes, journal, vault] = await Promise.all([
     import('../audit/verify-journal.js'),
+    import('../audit/verify-snapshot.js'),
     import('../audit/checkpoint-file.js'),
     import('./exportable-checkpoint.js'),
     import('../audit/verify-codes.js'),
     import('../journal/index.js'),
     import('../vault/index.js'),
   ]);
-  return { ...verify, ...file, ...exportable, ...codes, ...journal, ...vault };
+  return { ...verify, ...snapshot, ...file, ...exportable, ...codes, ...journal, ...vault };
 }
 
 /** Progress on stderr at most this often while verifying a long journal. */
@@ -186,10 +187,15 @@ async function vaultKeyOf(
   context: CommandContext,
 ): Promise<Uint8Array> {
   const dbPath = existingJournal(dataDir);
-  const { vaultCheckpointKey } = await auditModules();
-  const key = await withUnlockedVault(dataDir, passphraseFile, context, (vault) => vaultCheckpointKey(dbPath, vault), {
-    readOnly: true,
-  });
+  const { vaultCheckpointKey, readPrivately } = await auditModules();
+  // The journal's wrapped key read as the verify reads it: nothing appears beside a closed journal.
+  const key = await withUnlockedVault(
+    dataDir,
+    passphraseFile,
+    context,
+    (vault) => readPrivately(dbPath, (file) => vaultCheckpointKey(file, vault)),
+    { readOnly: true },
+  );
   if (key === undefined)
     throw new CodedError('AUDIT_KEY_UNAVAILABLE', 'no audit key exists yet: the broker creates it at the first unlock');
   return key;
