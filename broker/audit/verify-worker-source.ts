@@ -35,9 +35,11 @@ let sodium;
 // thread by its id (/proc/thread-self); where there is no such file the thread keeps the caller's priority.
 if (workerData.niceness > 0) {
   try {
-    const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+    // "<tgid>/task/<tid>", numbered in the namespace of the mounted /proc: only when its process id is ours (the same
+    // PID namespace) does the id name this thread for setpriority.
+    const [tgid, task, tid] = require('node:fs').readlinkSync('/proc/thread-self').split('/').map(Number);
     const os = require('node:os');
-    if (Number.isSafeInteger(tid) && tid > 0 && tid !== process.pid)
+    if (tgid === process.pid && Number.isNaN(task) && Number.isSafeInteger(tid) && tid > 0 && tid !== process.pid)
       os.setPriority(tid, Math.min(19, os.getPriority(tid) + workerData.niceness));
   } catch {
     // Not Linux, or no /proc: the verify runs at the caller's priority.
