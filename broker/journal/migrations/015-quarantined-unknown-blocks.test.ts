@@ -24,6 +24,7 @@ const abandoned = 'act_q015_abandoned';
 const attested = 'act_q015_attested';
 const blocking = 'act_q015_blocking';
 const settledElsewhere = 'act_q015_committed';
+const abandonedThenAttested = 'act_q015_abandoned_attested';
 
 /** Admitted and approved, then recovery in a quarantined journal records it unknown before any DISPATCH_STARTED. */
 async function quarantinedUnknown(id: string): Promise<void> {
@@ -59,6 +60,17 @@ describe('when a version 14 journal holds unknowns a quarantined recovery record
       classification: attestClassification('committed', 'succeeded'),
     };
     await t.journal.append(attest);
+    // Abandoned, then a person learned it committed: the lane stopped waiting at the abandonment.
+    await quarantinedUnknown(abandonedThenAttested);
+    t.clock.advance(1_000);
+    const abandonedFirstAt = t.clock.nowMs();
+    await t.journal.append({
+      kind: 'ABANDONED',
+      action_id: abandonedThenAttested,
+      payload: { actor: person, reason: 'gave up' },
+    });
+    t.clock.advance(1_000);
+    await t.journal.append({ ...attest, action_id: abandonedThenAttested });
     await quarantinedUnknown(blocking);
     await t.journal.appendBatch(actionPaths.httpNoApproval(settledElsewhere));
     expect(t.journal.laneHeads().heads.get('lane-a')).toBe(t.journal.getAction(blocking)?.ticket);
@@ -68,6 +80,8 @@ describe('when a version 14 journal holds unknowns a quarantined recovery record
       committed: t.journal.getActionTimeline(settledElsewhere)?.resolved_at_ms,
     };
     expect(fold).toEqual({ abandoned: abandonedAt, attested: attestedAt, committed: expect.any(Number) });
+    expect(t.journal.getActionTimeline(abandonedThenAttested)?.resolved_at_ms).toBe(abandonedFirstAt);
+    expect(t.journal.getAction(abandonedThenAttested)?.outcome).toBe('committed');
     expect(t.journal.getActionTimeline(blocking)?.resolved_at_ms).toBeNull();
     await t.journal.close();
 
@@ -84,6 +98,7 @@ describe('when a version 14 journal holds unknowns a quarantined recovery record
     expect(resolvedOf(old, blocking)).toBeNull();
     expect(resolvedOf(old, abandoned)).toBe(abandonedAt);
     expect(resolvedOf(old, attested)).toBe(attestedAt);
+    expect(resolvedOf(old, abandonedThenAttested)).toBe(abandonedFirstAt);
     expect(resolvedOf(old, settledElsewhere)).toBe(fold.committed);
     expect(old.prepare('SELECT * FROM events ORDER BY seq').all()).toEqual(events);
     old.close();

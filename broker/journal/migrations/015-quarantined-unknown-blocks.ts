@@ -14,7 +14,8 @@ const lateSettlingKinds = `'RECONCILIATION_RESULT', 'OPERATOR_ATTESTED'`;
  * plaintext headers (kind, at_ms) and the plaintext state (no key is at hand while migrating). Only an action with no
  * DISPATCH_STARTED whose recorded outcome is unknown, or was settled by a lookup or an attestation (before dispatch
  * nothing else admits those), changes: still unknown and not abandoned → null (it blocks); abandoned → the latest
- * ABANDONED; settled → the latest settlement. Every other row is already what the fold says.
+ * ABANDONED; settled → its first ABANDONED if a person abandoned it before learning the outcome (the fold keeps the
+ * moment the lane stopped waiting), else the latest settlement. Every other row is already what the fold says.
  */
 export const migration015QuarantinedUnknownBlocks: Migration = {
   version: 15,
@@ -27,6 +28,7 @@ export const migration015QuarantinedUnknownBlocks: Migration = {
             resolved_at_ms)
           WHEN outcome = 'unknown' THEN NULL
           ELSE coalesce(
+            (SELECT at_ms FROM events e WHERE e.action_id = actions.action_id AND e.kind = 'ABANDONED' ORDER BY seq LIMIT 1),
             (SELECT at_ms FROM events e WHERE e.action_id = actions.action_id AND e.kind IN (${lateSettlingKinds}) ORDER BY seq DESC LIMIT 1),
             resolved_at_ms)
         END
