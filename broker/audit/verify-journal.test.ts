@@ -1,4 +1,14 @@
-import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { getPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -489,6 +499,34 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
     const before = listing(dir);
     expect(await verifyJournal({ dbPath: join(dir, 'journal.sqlite') })).toMatchObject({ ok: true, events: 9 });
     expect(listing(dir)).toEqual(before);
+  });
+
+  it("a private copy a killed verify left behind is removed by the next verify that copies; a live process's is kept", async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 11);
+    const dir = tempDir().path;
+    copyFileSync(t.path, join(dir, 'journal.sqlite'));
+    copyFileSync(`${t.path}-wal`, join(dir, 'journal.sqlite-wal'));
+    const tmp = join(dir, 'tmp');
+    mkdirSync(tmp);
+    // A process that has ended (its verify was killed before its finally) and one still running (the test runner's parent).
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const stale = join(tmp, `postern-verify-${gone}-abc123`);
+    const live = join(tmp, `postern-verify-${process.ppid}-def456`);
+    for (const d of [stale, live]) {
+      mkdirSync(d);
+      writeFileSync(join(d, 'journal.sqlite'), 'a copy');
+    }
+    const saved = process.env['TMPDIR'];
+    process.env['TMPDIR'] = tmp;
+    try {
+      expect(await verifyJournal({ dbPath: join(dir, 'journal.sqlite') })).toMatchObject({ ok: true, events: 9 });
+    } finally {
+      if (saved === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = saved;
+    }
+    expect(readdirSync(tmp)).toEqual([`postern-verify-${process.ppid}-def456`]);
   });
 
   it("a file and WAL it cannot copy privately (no temporary directory) are still verified, under SQLite's locking", async () => {

@@ -6,6 +6,7 @@ import {
   mkdtempSync,
   openSync,
   readSync,
+  readdirSync,
   realpathSync,
   rmSync,
   statSync,
@@ -51,7 +52,8 @@ export function privateSnapshot(named: string): VerifySnapshot | undefined {
     // SQLite reads the parameters only from a URI (open-database.ts enables them); `?` and `#` in the path are escaped.
     return { file: `${pathToFileURL(path).href}?immutable=1`, settled: unchanged, dispose: () => undefined };
   }
-  const dir = mkdtempSync(join(tmpdir(), 'postern-verify-'));
+  removeAbandonedCopies();
+  const dir = mkdtempSync(join(tmpdir(), `${copyPrefix}${process.pid}-`));
   try {
     const copy = join(dir, 'journal.sqlite');
     // A reflink where the file system has them: a copy without copying the bytes.
@@ -94,6 +96,41 @@ export async function readPrivately<T>(
     }
   }
   return read(path, false);
+}
+
+/** A private copy's directory: `postern-verify-<pid>-XXXXXX`, so a later verify knows whose it was. */
+const copyPrefix = 'postern-verify-';
+
+/**
+ * Copies left by verifies that did not get to remove theirs (killed, interrupted: a signal ends the CLI without its
+ * `finally`). Only a directory whose process is gone is removed; one of a live process, or of another user (kill
+ * answers EPERM), is left alone. A link named like one is removed as a link, never followed.
+ */
+function removeAbandonedCopies(): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = /^postern-verify-(\d+)-/.exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid || processExists(Number(pid))) continue;
+    try {
+      rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    } catch {
+      // Not ours to remove (another user's, under a sticky /tmp): left as it is.
+    }
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
 }
 
 /** The journal's header and the identity, size and times of it and its sidecars: any write changes one of them. */
