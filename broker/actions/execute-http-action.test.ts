@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { JournalEvent } from '../contract/index.js';
 import type { HttpChannel } from '../channels/http/index.js';
 import type { DispatchGate } from '../ports/index.js';
@@ -632,6 +633,55 @@ describe('when a person locks the vault while DISPATCH_STARTED is being made dur
       expect(envelope).toMatchObject({
         effect: 'unknown_effect',
         outcome_basis: 'vault_locked_after_dispatch_started',
+      });
+      expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: false });
+      const recorded = kinds(held.events(envelope.invocation_id));
+      expect(recorded).toContain('DISPATCH_STARTED');
+      expect(recorded).not.toContain('REQUEST_SENT');
+      expect(journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown' });
+      // A byte sent would have reached the server by a round trip on another connection.
+      await loopbackRoundTrip(s.port);
+      expect(s.log.filter((e) => e.event === 'first_byte')).toEqual([]);
+      expect(s.effects).toHaveLength(0);
+    } finally {
+      disk.release();
+      await abandonBlockedHeads(held.queue);
+      await held.dispose();
+    }
+  });
+});
+
+describe("when the route's operation deadline passes while DISPATCH_STARTED is being made durable", () => {
+  it('the request is never handed to the connection: unknown with request_complete false, nothing reached the server', async () => {
+    const disk = new DiskSyncGate();
+    const held = await openHttpActionHarness({ beforeSync: disk.beforeSync });
+    const journal = held.temp.journal;
+    // The real journal, its disk held from the moment DISPATCH_STARTED is asked for: beginDispatch stays pending.
+    held.channel = held.newChannel({
+      gate: {
+        append: (event) => journal.append(event),
+        appendLater: (event) => journal.appendLater(event),
+        commitHeld: () => journal.commitHeld(),
+        beginDispatch: (actionId, attempt, connection) => {
+          disk.hold();
+          return journal.beginDispatch(actionId, attempt, connection);
+        },
+      },
+    });
+    try {
+      const s = await serverFor(held, { kind: 'respond', status: 200, applyEffect: true });
+      const timeoutMs = 300;
+      const run = held.run(localRouteConfig(s.port, `    timeout_ms: ${timeoutMs}`), post);
+      while (disk.waiting() === 0) await disk.nextRequest();
+      // The channel armed its deadline before asking for DISPATCH_STARTED, so it has fired once this longer wait ends.
+      await sleep(timeoutMs + 100);
+      disk.release();
+      const { envelope } = await run;
+      expect(envelope.error).toMatchObject({
+        code: 'OPERATION_TIMEOUT',
+        phase: 'remote_execution',
+        outcome: 'unknown',
+        retry: 'reconcile',
       });
       expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: false });
       const recorded = kinds(held.events(envelope.invocation_id));
