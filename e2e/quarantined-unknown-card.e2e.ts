@@ -14,7 +14,7 @@ import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixture
  * DESIGN §4 by clicks, for an unknown a quarantined journal's recovery recorded before dispatch: the real daemon stops
  * while A waits on its card, its integrity anchor is edited, and the next start is quarantined, so recovery records A
  * unknown (broker_restart_journal_quarantined). The Approvals view shows A as the blocked head of its lane with its ways
- * out; after Re-adopt, B of the same lane, approved by a click, reads "blocked by #A" and is not sent; a person's
+ * out, and no Retry (the journal refuses a retry lease on it) but the reason; after Re-adopt, B of the same lane, approved by a click, reads "blocked by #A" and is not sent; a person's
  * attestation on A's card releases the lane and B is sent. Waits are on the page or the broker's state, never sleeps.
  */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pe2e-qcard-'));
@@ -88,6 +88,15 @@ describe("the Approvals view: an unknown a quarantined journal's recovery left b
     const waysOut = cardA.getByRole('group', { name: `Ways out for blocked ticket #${a.ticket}` });
     for (const name of ['Attest…', 'Reconcile', 'Abandon…'])
       expect(await waysOut.getByRole('button', { name }).isEnabled()).toBe(true);
+    // No retry is offered: the journal refuses a retry lease on an unknown with no dispatch recorded. The card says why,
+    // and its Body line says what is known: the preview went with the restart, and whether the call was sent is not.
+    expect(await cardA.getByRole('button', { name: /^Retry/ }).count()).toBe(0);
+    await showing(
+      page.getByTestId(`card-${a.ticket}-no-retry`),
+      `No retry: no dispatch of #${a.ticket} is recorded, yet it may have been sent`,
+    );
+    await showing(page.getByTestId(`card-${a.ticket}-body-gone`), 'Whether the call was sent is unknown');
+    expect(await cardA.getByText('previews live in memory until the call is sent').count()).toBe(0);
     await page.screenshot({ path: path.join(screenshots, 'approvals-quarantined-unknown.png'), fullPage: true });
 
     // Re-adopt, so agents are served again; a new agent process sends B to the same lane.

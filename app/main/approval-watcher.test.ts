@@ -40,6 +40,8 @@ function card(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCa
     accepted_at_ms: 0,
     expires_at_ms: null,
     retry_of: null,
+    dispatch_recorded: false,
+    retry_possible: false,
     ...overrides,
   };
 }

@@ -33,6 +33,8 @@ const card: ApprovalCard = {
   accepted_at_ms: 0,
   expires_at_ms: null,
   retry_of: null,
+  dispatch_recorded: false,
+  retry_possible: false,
 };
 
 describe('describeDecision', () => {

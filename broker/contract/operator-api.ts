@@ -138,6 +138,15 @@ export const approvalCardSchema = z.object({
    * admission: a card with retries > 0 is a retry of an indeterminate action and says so.
    */
   retries: z.object({ generation: z.number().int().nonnegative(), budget: z.number().int().nonnegative() }).optional(),
+  /** A DISPATCH_STARTED is recorded for this action: the call was (or may have been) handed to the remote. */
+  dispatch_recorded: z.boolean(),
+  /**
+   * The journal would take a retry lease on this record (broker/core retriableRecord, the rule RETRY_LEASED is folded
+   * by): a recorded unknown after dispatch or a backoff outcome, not abandoned. False for an unknown a quarantined
+   * journal's recovery recorded before any dispatch: the desktop offers no retry then. True is no promise: the route's
+   * contract, the key's window, the budget and a live lease are checked when a person asks.
+   */
+  retry_possible: z.boolean(),
 });
 export type ApprovalCard = z.infer<typeof approvalCardSchema>;
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Classification, JournalEvent, NewEvent } from '../contract/index.js';
-import { applyEvent, project } from './project.js';
+import type { ActionState, Classification, JournalEvent, NewEvent } from '../contract/index.js';
+import { restartJournalQuarantinedBasis } from '../contract/index.js';
+import { applyEvent, project, retriableRecord } from './project.js';
 
 /**
  * The retry lease rules of the projection (DESIGN §3: one active attempt per invocation), each a
@@ -113,6 +114,48 @@ const refusedWith = (events: NewEvent[], code: string, atMs?: (seq: number) => n
 };
 
 describe('the retry lease in the projection', () => {
+  it('retriableRecord is the rule RETRY_LEASED is folded by: never an unknown a quarantined recovery recorded before dispatch', () => {
+    // Recovery in a quarantined journal records an open, undispatched action unknown: its record may lack the attempt.
+    const quarantined: NewEvent = {
+      kind: 'OUTCOME_RECORDED',
+      action_id: id,
+      payload: {},
+      classification: {
+        ...unknown,
+        phase: 'credential_injection',
+        retry: 'same_idempotency_key',
+        code: 'BROKER_RESTARTED',
+        outcome_basis: restartJournalQuarantinedBasis,
+        source: 'local_gate',
+      },
+    };
+    const undispatched = [
+      ...base(unknown).filter((e) => e.kind !== 'DISPATCH_STARTED' && e.kind !== 'OUTCOME_RECORDED'),
+    ];
+    const before = fold([...undispatched, quarantined]);
+    expect(before).toMatchObject({ outcome: 'unknown', recorded: true, dispatch_seq: null });
+    expect(retriableRecord(before as ActionState)).toBe(false);
+    refusedWith([...undispatched, quarantined, lease(1)], 'IMPOSSIBLE_TRANSITION');
+    // The records a retry may leave: an unknown after dispatch, a backoff outcome; and the lease is taken on them.
+    for (const first of [unknown, throttled]) {
+      const state = fold(base(first, true)) as ActionState;
+      expect(retriableRecord(state)).toBe(true);
+      const decision = first === unknown ? 'RETRY_SAME_KEY' : 'RETRY_WHEN_ALLOWED';
+      expect(fold([...base(first, true), lease(1, decision)])?.retry_generation).toBe(1);
+    }
+    // Never a settled one, nor an abandoned unknown.
+    expect(retriableRecord(fold(base(committed)) as ActionState)).toBe(false);
+    const abandoned = fold([
+      ...base(unknown),
+      { kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'gave up' } },
+    ]) as ActionState;
+    expect(retriableRecord(abandoned)).toBe(false);
+    refusedWith(
+      [...base(unknown), { kind: 'ABANDONED', action_id: id, payload: { actor: person, reason: 'gave up' } }, lease(1)],
+      'IMPOSSIBLE_TRANSITION',
+    );
+  });
+
   it('an abandoned action is never dispatched again, even under a lease taken before the abandon', () => {
     refusedWith(
       [

@@ -387,14 +387,7 @@ function foldRetryLeased(event: EventOf<'RETRY_LEASED'>, state: ActionState, nex
   // when no other lease is still live. Two workers racing for it: the journal folds one first,
   // and the other's generation is no longer next.
   const generation = state.retry_generation;
-  // An unknown never dispatched (a quarantined journal's recovery) is not retried here: its record may lack the
-  // attempt a retry would follow, and a setup failure could not be recorded without reading not_attempted.
-  const retriable =
-    state.recorded &&
-    !state.abandoned &&
-    ((state.outcome === 'unknown' && state.dispatch_seq !== null) ||
-      ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'));
-  if (!retriable)
+  if (!retriableRecord(state))
     refused(
       'not_retriable',
       event,
@@ -635,6 +628,23 @@ function requireLease(event: JournalEvent, state: ActionState, generation: numbe
       'LEASE_LOST',
     );
   }
+}
+
+/**
+ * Whether the record is one a retry may leave, the first rule of a retry lease (foldRetryLeased refuses RETRY_LEASED
+ * with not_retriable otherwise): a recorded unknown after dispatch, or a backoff outcome, never abandoned. An unknown
+ * never dispatched (a quarantined journal's recovery) is not retried: its record may lack the attempt a retry would
+ * follow, and a setup failure could not be recorded without reading not_attempted. The lease's other rules (the key's
+ * window for a same-key retry, no live lease, the next generation) are about the moment of asking, not the record.
+ * The approval card reads it (retry_possible), so the desktop offers no retry the journal would refuse.
+ */
+export function retriableRecord(state: ActionState): boolean {
+  return (
+    state.recorded &&
+    !state.abandoned &&
+    ((state.outcome === 'unknown' && state.dispatch_seq !== null) ||
+      ((state.outcome === 'not_attempted' || state.outcome === 'rejected') && state.retry === 'backoff'))
+  );
 }
 
 /** Whether a retry lease is held now: open (its attempt not yet recorded) and not expired. */

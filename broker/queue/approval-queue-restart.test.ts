@@ -70,6 +70,8 @@ describe('when the broker restarts', () => {
     expect(queue.cards().map((c) => [c.ticket, c.state, c.target, c.credential])).toEqual([
       [ticketA, 'blocked_head', 'route:docs', '(unknown)'],
     ]);
+    // Dispatched, then unknown: the journal would take a retry lease on it, so the card may offer one.
+    expect(queue.cards()[0]).toMatchObject({ dispatch_recorded: true, retry_possible: true });
 
     const b = 'act_restartB0001';
     await journal.appendBatch(admit(b, 'none'));
@@ -126,6 +128,8 @@ describe('when the broker restarts on a journal its integrity anchor quarantined
     expect(queue.cards().map((c) => [c.ticket, c.state, c.waiting_for_ticket])).toEqual([
       [ticketA, 'blocked_head', null],
     ]);
+    // No dispatch recorded, yet it may have been sent: the journal refuses it a retry lease, so the card offers none.
+    expect(queue.cards()[0]).toMatchObject({ dispatch_recorded: false, retry_possible: false });
 
     const b = 'act_quarantB0001';
     await journal.appendBatch(admit(b, 'none'));

@@ -1,5 +1,5 @@
 import { approvalCardSchema, type ActionState, type ApprovalCard, type SessionState } from '../contract/index.js';
-import type { TicketWait } from '../core/index.js';
+import { retriableRecord, type TicketWait } from '../core/index.js';
 import { previewFromTarget, type CardPreview } from './card-preview.js';
 
 export interface CardFacts {
@@ -52,6 +52,8 @@ export function buildCard(f: CardFacts): ApprovalCard {
     expires_at_ms: f.expiresAtMs,
     retry_of: preview.retry_of,
     retries: { generation: state.retry_generation, budget: state.retry_budget },
+    dispatch_recorded: state.dispatch_seq !== null,
+    retry_possible: retriableRecord(state),
   };
   return approvalCardSchema.parse(card);
 }

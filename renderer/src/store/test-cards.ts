@@ -33,6 +33,8 @@ export function cardOf(ticket: number, overrides: Partial<ApprovalCard> = {}): A
     accepted_at_ms: 1_700_000_000_000,
     expires_at_ms: 1_700_000_300_000,
     retry_of: null,
+    dispatch_recorded: false,
+    retry_possible: false,
     ...overrides,
   };
 }

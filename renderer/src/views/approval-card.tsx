@@ -266,8 +266,8 @@ function CardFacts({ card }: { card: ApprovalCard }) {
         ) : previewKept(card) ? (
           <span className="muted">none</span>
         ) : (
-          <span className="muted">
-            preview no longer kept (previews live in memory until the call is sent; the journal keeps its target)
+          <span className="muted" data-testid={`card-${card.ticket}-body-gone`}>
+            {previewGone(card)}
           </span>
         )}
       </dd>
@@ -338,6 +338,13 @@ function Pairs({ pairs }: { pairs: ReadonlyArray<readonly [string, string]> }) {
  */
 function previewKept(card: ApprovalCard): boolean {
   return card.state !== 'blocked_head' && card.state !== 'dispatching';
+}
+
+/** Why a card no longer shows its body, saying only what is known about whether the call was sent. */
+function previewGone(card: ApprovalCard): string {
+  if (card.state === 'blocked_head' && !card.dispatch_recorded)
+    return 'preview lost: previews live only in the running broker’s memory, and it restarted before any dispatch of this call was recorded. Whether the call was sent is unknown; the journal keeps its target';
+  return 'preview no longer kept (previews live in memory until the call is sent; the journal keeps its target)';
 }
 
 function processName(exe: string | null): string | null {

@@ -13,6 +13,16 @@ const effectsFor: Record<'committed' | 'rejected', Effect[]> = {
 export const retryExplained =
   'Resend the very request this action sent, with the same idempotency key, as its next attempt under a lease. Only for a route with an idempotency contract and a retry policy, inside the key’s window; your click is the decision.';
 
+/**
+ * Why no retry is offered: the card's retry_possible is the journal's own rule for a retry lease (retriableRecord), so
+ * the button is shown only when the journal could take one.
+ */
+export function noRetryWhy(card: ApprovalCard): string {
+  if (!card.dispatch_recorded)
+    return `No retry: no dispatch of #${card.ticket} is recorded, yet it may have been sent (the journal was quarantined and may lack that record), so a retry could send it twice. Reconcile, attest or abandon it.`;
+  return `No retry: the journal takes no retry lease on this record of #${card.ticket}.`;
+}
+
 type OpenForm = 'abandon' | 'attest' | null;
 
 /**
@@ -33,15 +43,17 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
       </p>
       {open === null && (
         <div className="form-actions">
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() => void retrySameKey(t, card.action_id)}
-            title={retryExplained}
-            aria-describedby={`retry-why-${t}`}
-          >
-            Retry with the same key
-          </button>
+          {card.retry_possible && (
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() => void retrySameKey(t, card.action_id)}
+              title={retryExplained}
+              aria-describedby={`retry-why-${t}`}
+            >
+              Retry with the same key
+            </button>
+          )}
           <button
             type="button"
             disabled={busy}
@@ -67,9 +79,15 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
           >
             Abandon…
           </button>
-          <span id={`retry-why-${t}`} className="visually-hidden">
-            {retryExplained}
-          </span>
+          {card.retry_possible ? (
+            <span id={`retry-why-${t}`} className="visually-hidden">
+              {retryExplained}
+            </span>
+          ) : (
+            <p className="muted" data-testid={`card-${t}-no-retry`}>
+              {noRetryWhy(card)}
+            </p>
+          )}
         </div>
       )}
       {open === 'abandon' && (
