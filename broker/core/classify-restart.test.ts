@@ -3,7 +3,7 @@ import type { ActionState, JournalEvent, NewEvent } from '../contract/index.js';
 import { attestClassification } from './attest-outcome.js';
 import { classifyRestart } from './classify-restart.js';
 import { ticketStanding } from './lane-schedule.js';
-import { applyEvent, project } from './project.js';
+import { applyEvent, project, retriableRecord } from './project.js';
 
 const fp = `sha256:${'c'.repeat(64)}`;
 const id = 'act_restart000001';
@@ -106,12 +106,25 @@ describe('classifyRestart in a journal the start found quarantined (its integrit
     },
   );
 
-  it('retries as an unknown after dispatch would: backoff when idempotent, the same key inside its window', () => {
+  it('advises reconcile even where a dispatched unknown could be repeated: the journal leases it no retry', () => {
     const state = stateAfter([accepted, validated, authorized], true);
-    expect(classifyRestart(state, undefined, 'quarantined')).toMatchObject({ outcome: 'unknown', retry: 'backoff' });
+    expect(classifyRestart(state, undefined, 'quarantined')).toMatchObject({ outcome: 'unknown', retry: 'reconcile' });
     const keyed = { ...stateAfter([accepted, validated, authorized]), key_expires_at_ms: 50 };
-    expect(classifyRestart(keyed, 49, 'quarantined')?.retry).toBe('same_idempotency_key');
-    expect(classifyRestart(keyed, 50, 'quarantined')?.retry).toBe('reconcile');
+    expect(classifyRestart(keyed, 49, 'quarantined')?.retry).toBe('reconcile');
+    // The record it writes is one the retry lease refuses: the advice and the journal agree.
+    const recorded = applyEvent(state, {
+      kind: 'OUTCOME_RECORDED',
+      action_id: id,
+      payload: {},
+      classification: classifyRestart(state, undefined, 'quarantined'),
+      session_id: null,
+      ticket: 1,
+      lane: null,
+      seq: 4,
+      at_ms: 4,
+    } as JournalEvent);
+    expect(recorded.outcome).toBe('unknown');
+    expect(retriableRecord(recorded)).toBe(false);
   });
 
   it('a dispatched action reads as in any restart, and a recorded one is left alone', () => {

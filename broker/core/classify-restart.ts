@@ -19,8 +19,9 @@ export type RecoveredJournal = 'trusted' | 'quarantined';
  *   the boundary, so it is not_attempted, its phase named by the last proven boundary (not by where
  *   the crash hit).
  * - Never dispatched and not closed, in a quarantined journal: the record may have lost a later
- *   DISPATCH_STARTED (an earlier copy restored), so nothing is proven either way: unknown, retried as
- *   an unknown after dispatch would be, under its own basis (restartJournalQuarantinedBasis).
+ *   DISPATCH_STARTED (an earlier copy restored), so nothing is proven either way: unknown, under its
+ *   own basis (restartJournalQuarantinedBasis), retry `reconcile` — the journal leases no retry for it
+ *   (a retry would follow an attempt the record may lack), so advice to repeat it would be refused.
  */
 export function classifyRestart(
   state: ActionState,
@@ -44,7 +45,8 @@ export function classifyRestart(
     return {
       phase: phaseBeforeDispatch(state),
       outcome: 'unknown',
-      retry: restartRetry(state, nowMs),
+      // Not a retry: the journal leases none for it (project.ts retriableRecord), so only a lookup or a person.
+      retry: 'reconcile',
       code: 'BROKER_RESTARTED',
       effect: 'unknown_effect',
       outcome_basis: restartJournalQuarantinedBasis,
