@@ -208,18 +208,20 @@ describe('postern audit, end to end', () => {
     const checkKey = (dir: string, file: string) =>
       run(['audit', 'verify', '--data-dir', dir, '--check-key', '--passphrase-file', file]);
     const before = databaseFiles(dataDir);
-    const journalFiles = () => readdirSync(dataDir).filter((name) => name.startsWith('journal.sqlite'));
-    const journalBefore = journalFiles();
+    // The full listing: nothing appears beside the journal or the vault (no -wal, no -shm), nothing goes.
+    const listing = () => readdirSync(dataDir).sort();
+    const listed = listing();
+    expect(listed).toEqual(expect.arrayContaining(['journal.sqlite', 'vault.sqlite']));
 
     expect((await checkKey(dataDir, passphraseFile)).code).toBe(0);
+    expect(listing()).toEqual(listed);
     const wrong = await checkKey(dataDir, wrongFile);
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID');
+    expect(listing()).toEqual(listed);
     // No byte, mode or time of either database changed; a wrong passphrase is recorded nowhere.
     expect(databaseFiles(dataDir)).toEqual(before);
     expect(walBytes(dataDir)).toBe(0);
-    // Nor did a -wal or -shm appear beside the journal (the vault's own read-only open may leave its own: docs/audit.md).
-    expect(journalFiles()).toEqual(journalBefore);
 
     // A journal without a vault beside it (a copy kept for an investigation): refused, and no vault is made.
     const bare = path.join(scratch, `bare-${Math.random().toString(36).slice(2)}`);

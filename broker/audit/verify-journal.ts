@@ -17,7 +17,7 @@ import {
 import type { Checkpoint, TrustedCheckpoint } from './checkpoint-file.js';
 import { VerifyFailure, type VerifyCode } from './verify-codes.js';
 import { openDatabase } from '../ports/open-database.js';
-import { readPrivately } from './verify-snapshot.js';
+import { readPrivately } from '../ports/private-snapshot.js';
 import {
   runVerifyJobs,
   verifyCacheKiB,

@@ -17,7 +17,7 @@ const journalFileName = 'journal.sqlite';
 async function auditModules() {
   const [verify, snapshot, file, exportable, codes, journal, vault] = await Promise.all([
     import('../audit/verify-journal.js'),
-    import('../audit/verify-snapshot.js'),
+    import('../ports/private-snapshot.js'),
     import('../audit/checkpoint-file.js'),
     import('./exportable-checkpoint.js'),
     import('../audit/verify-codes.js'),

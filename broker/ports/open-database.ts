@@ -10,8 +10,8 @@ import Database from 'better-sqlite3';
  */
 export const sqliteBindingEnv = 'POSTERN_SQLITE_NATIVE_BINDING';
 
-// URI filenames (`file:…?immutable=1`), which the offline verifier opens a closed journal with so that SQLite creates
-// no `-wal` or `-shm` beside it (broker/audit/verify-snapshot.ts). better-sqlite3 compiles them off and reads this
+// URI filenames (`file:…?immutable=1`), which the offline verifier opens a closed journal (and vault) with so that SQLite creates
+// no `-wal` or `-shm` beside it (broker/ports/private-snapshot.ts). better-sqlite3 compiles them off and reads this
 // once, when its addon loads at the process's first connection: this module is imported before any is made. Every
 // other connection names a plain absolute path, which a URI-enabled SQLite reads as before.
 process.env['SQLITE_USE_URI'] ??= '1';

@@ -5,6 +5,7 @@ import { CodedError, type ErrorCode } from '../contract/index.js';
 import { credentialKinds, type CredentialInfo, type CredentialKind } from '../ports/index.js';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { vaultMigrations } from './migrations/index.js';
+import { ReadOnlyConnection } from './read-only-connection.js';
 import { nonceBytes, type KdfParams, type Sealed } from './vault-crypto.js';
 
 /** The vault's own file: never the journal, so the journal can be shared for audit without it. */
@@ -57,6 +58,21 @@ interface CredentialRecord {
   sealed: Buffer;
 }
 
+/** What the store reads and writes through: the file itself, or (read-only) a ReadOnlyConnection. */
+interface Connection {
+  readonly db: Database.Database;
+  readonly sql: (sql: string) => Database.Statement;
+  /** Moves when the connection is made again (a read-only one whose file moved under it). */
+  readonly generation: number;
+  /** `query`'s answer; a read-only connection repeats it over a fresh snapshot if the file moved under it. */
+  read<T>(query: () => T): T;
+  close(): void;
+}
+
+function directConnection(db: Database.Database): Connection {
+  return { db, sql: statementCache(db), generation: 0, read: (query) => query(), close: () => db.close() };
+}
+
 /**
  * The SQL of the vault: one wrapped data key and one sealed secret per credential, with the
  * non-secret metadata beside it in plaintext. A daemon sees credentials the CLI added a moment ago:
@@ -64,14 +80,11 @@ interface CredentialRecord {
  * while `PRAGMA data_version` says no other connection committed and this one wrote nothing.
  */
 export class VaultStore {
-  private readonly sql: (sql: string) => Database.Statement;
-  /** find's rows by name, as stored (sealed); valid for `rowsVersion` only. */
+  /** find's rows by name, as stored (sealed); valid for `rowsVersion` (connection generation and data_version) only. */
   private readonly rows = new Map<string, CredentialRow>();
-  private rowsVersion: number | undefined = undefined;
+  private rowsVersion: string | undefined = undefined;
 
-  private constructor(private readonly db: Database.Database) {
-    this.sql = statementCache(db);
-  }
+  private constructor(private readonly connection: Connection) {}
 
   static open(dataDir: string): VaultStore {
     const file = join(dataDir, vaultFileName);
@@ -89,7 +102,7 @@ export class VaultStore {
       }
       db.pragma('secure_delete = ON');
       migrate(db);
-      return new VaultStore(db);
+      return new VaultStore(directConnection(db));
     } catch (error) {
       db.close();
       throw error;
@@ -97,38 +110,28 @@ export class VaultStore {
   }
 
   /**
-   * The vault file as it is, for a command that promises not to write (`postern audit verify --check-key`): a read-only,
-   * query-only connection, so SQLite refuses any write. Nothing is created (no file: VAULT_NOT_INITIALIZED), chmodded
-   * or migrated (an older schema is refused; the next start of Postern upgrades it). Unlocking through it reads the
-   * wrapped key only; a key protector's re-store would be refused, so callers pass none.
+   * The vault file as it is, for a command that promises not to write (`postern audit verify --check-key`): read-only,
+   * query-only connections, so SQLite refuses any write, made through a private snapshot (ReadOnlyConnection) so that
+   * no `vault.sqlite-wal` or `-shm` appears beside a vault that had none, and every read answered from a file that held
+   * still under it. Nothing is created (no file: VAULT_NOT_INITIALIZED), chmodded or migrated (an older schema is
+   * refused; the next start of Postern upgrades it). Unlocking through it reads the wrapped key only; a key
+   * protector's re-store would be refused, so callers pass none. close() removes a private copy.
    */
   static openReadOnly(dataDir: string): VaultStore {
     const file = join(dataDir, vaultFileName);
     if (!existsSync(file))
       throw new CodedError('VAULT_NOT_INITIALIZED', `there is no vault in ${dataDir}; run \`postern vault init\``);
-    const db = openDatabase(file, { readonly: true, fileMustExist: true, timeout: vaultBusyTimeoutMs });
-    try {
-      db.pragma('query_only = 1');
-      const known = vaultMigrations.length;
-      const version = Number(db.pragma('user_version', { simple: true }));
-      if (version > known) throw corrupt(`the vault file is schema v${version}, newer than this Postern (v${known})`);
-      if (version < known)
-        throw new CodedError(
-          'INVALID_ARGUMENT',
-          `the vault file is schema v${version}, older than this Postern (v${known}); a read-only command does not upgrade it (the next start of Postern does)`,
-          { field: '--data-dir' },
-        );
-      return new VaultStore(db);
-    } catch (error) {
-      db.close();
-      throw error;
-    }
+    const options = { readonly: true, fileMustExist: true, timeout: vaultBusyTimeoutMs };
+    return new VaultStore(new ReadOnlyConnection(file, options, requireCurrentSchema));
   }
 
   readWrappedKey(): WrappedKeyRow | undefined {
-    const row = this.sql(
-      'SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by FROM vault_key WHERE id = 1',
-    ).get() as KeyRecord | undefined;
+    const row = this.connection.read(
+      () =>
+        this.sql(
+          'SELECT kdf_alg, salt, opslimit, memlimit, nonce, wrapped_key, protected_by FROM vault_key WHERE id = 1',
+        ).get() as KeyRecord | undefined,
+    );
     if (row === undefined) return undefined;
     if (row.kdf_alg !== 'argon2id13') throw corrupt('the vault key uses an unknown key derivation');
     const kdf: KdfParams = {
@@ -176,20 +179,31 @@ export class VaultStore {
   }
 
   list(): CredentialInfo[] {
-    const rows = this.sql(
-      `SELECT * FROM credentials ORDER BY name LIMIT ${credentialsMax}`,
-    ).all() as CredentialRecord[];
+    const rows = this.connection.read(
+      () => this.sql(`SELECT * FROM credentials ORDER BY name LIMIT ${credentialsMax}`).all() as CredentialRecord[],
+    );
     return rows.map(toInfo);
   }
 
   count(): number {
-    return (this.sql('SELECT count(*) AS n FROM credentials').get() as { n: number }).n;
+    return this.connection.read(() => (this.sql('SELECT count(*) AS n FROM credentials').get() as { n: number }).n);
   }
 
   /** The stored row, a fresh copy each call (callers may wipe or change what they are given). */
   find(name: string): CredentialRow | undefined {
+    const found = this.connection.read(() => this.findStored(name));
+    if (found === undefined) return undefined;
+    const { info, sealed } = found;
+    return {
+      info: { ...info, bindings: [...info.bindings] },
+      sealed: { nonce: new Uint8Array(sealed.nonce), ciphertext: new Uint8Array(sealed.ciphertext) },
+    };
+  }
+
+  private findStored(name: string): CredentialRow | undefined {
     // Another connection's commit (the CLI's add, rotate, remove) moves data_version; this one's writes clear the rows.
-    const version = this.sql('PRAGMA data_version').pluck().get() as number;
+    // A read-only connection made again (its file moved) is another connection: its generation moves instead.
+    const version = `${this.connection.generation}:${this.sql('PRAGMA data_version').pluck().get() as number}`;
     if (version !== this.rowsVersion) {
       this.rows.clear();
       this.rowsVersion = version;
@@ -205,16 +219,12 @@ export class VaultStore {
       if (this.rows.size >= credentialsMax) this.rows.clear();
       this.rows.set(name, found);
     }
-    const { info, sealed } = found;
-    return {
-      info: { ...info, bindings: [...info.bindings] },
-      sealed: { nonce: new Uint8Array(sealed.nonce), ciphertext: new Uint8Array(sealed.ciphertext) },
-    };
+    return found;
   }
 
   insert(row: CredentialRow, nowMs: number): void {
     this.rows.clear();
-    const insert = this.db.transaction(() => {
+    const insert = this.connection.db.transaction(() => {
       if (this.count() >= credentialsMax) {
         throw new CodedError('PAYLOAD_LIMIT', `a vault holds at most ${credentialsMax} credentials`, { field: 'name' });
       }
@@ -274,19 +284,37 @@ export class VaultStore {
   }
 
   close(): void {
-    if (!this.db.open) return;
-    // Fold the WAL back into the file so old sealed rows do not linger in vault.sqlite-wal.
-    this.checkpoint();
-    this.db.close();
+    if (!this.connection.db.open) return;
+    // Fold the WAL back into the file so old sealed rows do not linger in vault.sqlite-wal (a read-only one cannot).
+    if (!this.connection.db.readonly) this.checkpoint();
+    this.connection.close();
+  }
+
+  private sql(text: string): Database.Statement {
+    return this.connection.sql(text);
   }
 
   private checkpoint(): void {
     try {
-      this.db.pragma('wal_checkpoint(TRUNCATE)');
+      this.connection.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       // Another connection may hold a read lock; its own close (or the next open) checkpoints.
     }
   }
+}
+
+/** A read-only connection reads only the schema this Postern writes: it cannot upgrade an older one. */
+function requireCurrentSchema(db: Database.Database): void {
+  db.pragma('query_only = 1');
+  const known = vaultMigrations.length;
+  const version = Number(db.pragma('user_version', { simple: true }));
+  if (version > known) throw corrupt(`the vault file is schema v${version}, newer than this Postern (v${known})`);
+  if (version < known)
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `the vault file is schema v${version}, older than this Postern (v${known}); a read-only command does not upgrade it (the next start of Postern does)`,
+      { field: '--data-dir' },
+    );
 }
 
 /** One step per transaction, guarded by user_version; a file from a newer Postern is refused, not guessed at. */

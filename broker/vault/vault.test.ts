@@ -1,12 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isCodedError, type ErrorCode } from '../contract/index.js';
 import type { SecretMaterial } from '../ports/index.js';
 import { systemClock } from '../ports/index.js';
+import { privateReadsMax } from '../ports/private-snapshot.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, vaultFileName, type Vault } from './index.js';
@@ -511,6 +513,94 @@ describe('opened read-only (postern audit verify --check-key)', () => {
     const check = new Database(path.join(dir.path, vaultFileName), { readonly: true });
     expect(check.pragma('user_version', { simple: true })).toBe(1);
     check.close();
+  });
+});
+
+describe('opened read-only, beside a file it must leave as it is', () => {
+  const listing = (at: string) => readdirSync(at).sort();
+  const names = (vault: Vault) => vault.list().map((c) => c.name);
+  const ownCopies = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`postern-verify-${process.pid}-`));
+  const readOnlyAt = async (dataDir: string) => {
+    const vault = await openVault({ dataDir, clock, idleLockMs: 0, readOnly: true });
+    opened.push(vault);
+    return vault;
+  };
+  const add = (vault: Vault, name: string) =>
+    vault.add({ name, kind: 'bearer', secret: text(`${name}-token`), bindings: [] });
+
+  it('leaves no -wal or -shm beside a closed vault, and reads a copy whose newest rows are only in its -wal', async () => {
+    const writer = await open();
+    await writer.init(passphrase());
+    await add(writer, 'closed');
+    await writer.close();
+    const before = listing(dir.path);
+    expect(before).toEqual([vaultFileName]);
+    const vault = await readOnlyAt(dir.path);
+    await vault.unlock(passphrase());
+    expect(names(vault)).toEqual(['closed']);
+    await vault.close();
+    expect(listing(dir.path)).toEqual(before);
+
+    // A running vault's two files copied (no -shm): the row only in the WAL is read, through a private copy removed at close.
+    const running = await open();
+    await running.unlock(passphrase());
+    await add(running, 'only-in-wal');
+    const copy = createTempDir('postern-vault-copy-');
+    try {
+      for (const name of [vaultFileName, `${vaultFileName}-wal`])
+        copyFileSync(path.join(dir.path, name), path.join(copy.path, name));
+      const copied = await readOnlyAt(copy.path);
+      await copied.unlock(passphrase());
+      expect(names(copied)).toEqual(['closed', 'only-in-wal']);
+      expect(ownCopies()).toHaveLength(1);
+      await copied.close();
+      expect(listing(copy.path)).toEqual([vaultFileName, `${vaultFileName}-wal`]);
+      expect(ownCopies()).toEqual([]);
+    } finally {
+      copy.remove();
+    }
+  });
+
+  it('a write while it is open: the next read answers the file as it is now, not the snapshot it opened over', async () => {
+    const writer = await open();
+    await writer.init(passphrase());
+    await add(writer, 'first');
+    await writer.close();
+    const vault = await readOnlyAt(dir.path);
+    expect(names(vault)).toEqual(['first']);
+    expect(vault.describe('first')?.name).toBe('first');
+
+    const other = await open();
+    await other.unlock(passphrase());
+    await add(other, 'second');
+    await other.remove('first');
+    await other.close();
+    expect(names(vault)).toEqual(['second']);
+    expect(vault.describe('first')).toBeUndefined();
+    await vault.unlock(passphrase());
+    await vault.close();
+    expect(listing(dir.path)).toEqual([vaultFileName]);
+  });
+
+  it('a file that keeps moving is read under SQLite locking after a bounded number of snapshots, still as it is', async () => {
+    const writer = await open();
+    await writer.init(passphrase());
+    await writer.close();
+    const vault = await readOnlyAt(dir.path);
+    const expected: string[] = [];
+    for (let n = 0; n <= privateReadsMax + 1; n += 1) {
+      const other = await open();
+      await other.unlock(passphrase());
+      await add(other, `c${n}`);
+      await other.close();
+      expected.push(`c${n}`);
+      expect(names(vault)).toEqual(expected);
+    }
+    // While a broker holds it (both sidecars there), the locking read sees its newest rows.
+    const live = await open();
+    await live.unlock(passphrase());
+    await add(live, 'live');
+    expect(names(vault)).toEqual([...expected, 'live']);
   });
 });
 

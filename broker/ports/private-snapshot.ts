@@ -12,27 +12,27 @@ import {
   statSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
- * Which file the verifier opens so that it writes nothing beside the journal (docs/audit.md, "verify writes
- * nothing"). SQLite's reader of a WAL database creates the `-shm` index and an empty `-wal` where there are none, and
- * a read-only connection cannot remove them again. So:
- * - both `-wal` and `-shm` there (a broker has the journal open, or stopped without closing it): the journal itself,
+ * Which file a reader that promises to write nothing opens (`postern audit verify`, the journal and, with `--check-key`,
+ * the vault: docs/audit.md, "verify writes nothing"). SQLite's reader of a WAL database creates the `-shm` index and an
+ * empty `-wal` where there are none, and a read-only connection cannot remove them again. So:
+ * - both `-wal` and `-shm` there (a broker has the database open, or stopped without closing it): the file itself,
  *   under SQLite's locking, which gives one snapshot of the database and the WAL's committed frames. Nothing is
  *   created: both exist.
- * - no `-wal` (a closed journal, a copy of one): every committed row is in the database file. It is opened
+ * - no `-wal` (a closed database, a copy of one): every committed row is in the database file. It is opened
  *   `immutable`, which takes no lock and opens no `-wal` or `-shm`.
- * - a `-wal` without its `-shm` (a copy of a running journal's two files): its frames are committed rows, and SQLite
+ * - a `-wal` without its `-shm` (a copy of a running database's two files): its frames are committed rows, and SQLite
  *   reads a WAL only through a `-shm`. The two files are copied into a private temporary directory and the copy is read.
  * Without locks nothing stops a broker from starting and writing while the file is read, so a private read
- * (`settled`) counts only if the files are as they were before it; otherwise the verifier reads again.
+ * (`settled`) counts only if the files are as they were before it; otherwise the reader reads again.
  */
-export interface VerifySnapshot {
-  /** What the verifier and its worker threads open: a path or an SQLite URI filename. */
+export interface PrivateSnapshot {
+  /** What the reader (and its worker threads) open: a path or an SQLite URI filename. */
   readonly file: string;
-  /** Whether a lock-free read may have seen the journal change under it: true when it cannot have. */
+  /** Whether a lock-free read may have seen the file change under it: true when it cannot have. */
   readonly settled: () => boolean;
   readonly dispose: () => void;
 }
@@ -40,8 +40,8 @@ export interface VerifySnapshot {
 /** Private reads tried before reading under SQLite's locking (which may then create the sidecars). */
 export const privateReadsMax = 3;
 
-/** undefined: the journal is open in a broker (both sidecars there), read it under SQLite's locking. */
-export function privateSnapshot(named: string): VerifySnapshot | undefined {
+/** undefined: the database is open in a broker (both sidecars there), read it under SQLite's locking. */
+export function privateSnapshot(named: string): PrivateSnapshot | undefined {
   // SQLite keeps the sidecars beside the file a link resolves to: looked for beside the link, a running journal's
   // WAL would go unseen and the file be read immutable without it.
   const path = realpathSync(named);
@@ -55,7 +55,7 @@ export function privateSnapshot(named: string): VerifySnapshot | undefined {
   removeAbandonedCopies();
   const dir = mkdtempSync(join(tmpdir(), `${copyPrefix}${process.pid}-`));
   try {
-    const copy = join(dir, 'journal.sqlite');
+    const copy = join(dir, basename(path));
     // A reflink where the file system has them: a copy without copying the bytes.
     copyFileSync(path, copy, constants.COPYFILE_FICLONE);
     copyFileSync(`${path}-wal`, `${copy}-wal`, constants.COPYFILE_FICLONE);
@@ -68,16 +68,16 @@ export function privateSnapshot(named: string): VerifySnapshot | undefined {
 }
 
 /**
- * `read` over a private snapshot of the journal (nothing created beside it; `isPrivate` true, and a throw there only
- * sends the read to the next way), else — a broker has the journal open, no private read could be made, or the journal
- * changed under each of them — over the journal itself under SQLite's locking (`isPrivate` false).
+ * `read` over a private snapshot of the database (nothing created beside it; `isPrivate` true, and a throw there only
+ * sends the read to the next way), else — a broker has the database open, no private read could be made, or the file
+ * changed under each of them — over the file itself under SQLite's locking (`isPrivate` false).
  */
 export async function readPrivately<T>(
   path: string,
   read: (file: string, isPrivate: boolean) => Promise<T>,
 ): Promise<T> {
   for (let n = 0; n < privateReadsMax; n += 1) {
-    let snapshot: VerifySnapshot | undefined;
+    let snapshot: PrivateSnapshot | undefined;
     try {
       snapshot = privateSnapshot(path);
     } catch {
@@ -98,7 +98,7 @@ export async function readPrivately<T>(
   return read(path, false);
 }
 
-/** A private copy's directory: `postern-verify-<pid>-XXXXXX`, so a later verify knows whose it was. */
+/** A private copy's directory: `postern-verify-<pid>-XXXXXX`, so a later reader knows whose it was. */
 const copyPrefix = 'postern-verify-';
 
 /**
@@ -133,7 +133,7 @@ function processExists(pid: number): boolean {
   }
 }
 
-/** The journal's header and the identity, size and times of it and its sidecars: any write changes one of them. */
+/** The database's header and the identity, size and times of it and its sidecars: any write changes one of them. */
 function fingerprint(path: string): { readonly wal: string | undefined; readonly shm: boolean; readonly text: string } {
   const wal = fileState(`${path}-wal`);
   const shm = existsSync(`${path}-shm`);
