@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import {
+  chownSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -518,6 +519,20 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
       mkdirSync(d);
       writeFileSync(join(d, 'journal.sqlite'), 'a copy');
     }
+    // Named like an ended verify's copy, but a link (to files of this user's) and, as root, another user's directory:
+    // neither is removed, nor is anything a link leads to.
+    const mine = join(dir, 'mine');
+    mkdirSync(mine);
+    writeFileSync(join(mine, 'keep'), 'this user');
+    const link = `postern-verify-${gone}-link00`;
+    symlinkSync(mine, join(tmp, link));
+    const theirs = `postern-verify-${gone}-other0`;
+    const kept = [link, `postern-verify-${process.ppid}-def456`];
+    if (process.getuid?.() === 0) {
+      mkdirSync(join(tmp, theirs));
+      chownSync(join(tmp, theirs), 65534, 65534);
+      kept.push(theirs);
+    } else console.log('skipped the other-user directory case: only root can make a directory another user owns');
     const saved = process.env['TMPDIR'];
     process.env['TMPDIR'] = tmp;
     try {
@@ -526,7 +541,8 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
       if (saved === undefined) delete process.env['TMPDIR'];
       else process.env['TMPDIR'] = saved;
     }
-    expect(readdirSync(tmp)).toEqual([`postern-verify-${process.ppid}-def456`]);
+    expect(readdirSync(tmp).sort()).toEqual(kept.sort());
+    expect(readdirSync(mine)).toEqual(['keep']);
   });
 
   it("a file and WAL it cannot copy privately (no temporary directory) are still verified, under SQLite's locking", async () => {
@@ -547,6 +563,32 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
       if (tmp === undefined) delete process.env['TMPDIR'];
       else process.env['TMPDIR'] = tmp;
     }
+  });
+
+  it('a copied file and WAL written while verify reads its private copy is read again, so the report is of the file as it is', async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 12);
+    const dir = tempDir().path;
+    const path = join(dir, 'journal.sqlite');
+    copyFileSync(t.path, path);
+    copyFileSync(`${t.path}-wal`, `${path}-wal`);
+    let wrote = false;
+    const report = await verifySerial({
+      dbPath: path,
+      threads: 0,
+      // From inside the read of the private copy: a writer opens the original (its WAL and a -shm), removes the last
+      // row, and closes (the WAL folded into the file and removed).
+      onProgress: () => {
+        if (wrote) return;
+        wrote = true;
+        const db = new Database(path);
+        db.exec(`DROP TRIGGER events_no_delete; DELETE FROM events WHERE seq = 9;`);
+        db.close();
+      },
+    });
+    expect(wrote).toBe(true);
+    expect(failure(report)).toEqual({ code: 'TRUNCATED', seq: 9 });
   });
 
   it('a closed journal written while verify reads it lock-free is read again, so the report is of the file as it is', async () => {

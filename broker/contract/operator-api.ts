@@ -141,10 +141,12 @@ export const approvalCardSchema = z.object({
   /** A DISPATCH_STARTED is recorded for this action: the call was (or may have been) handed to the remote. */
   dispatch_recorded: z.boolean(),
   /**
-   * The journal would take a retry lease on this record (broker/core retriableRecord, the rule RETRY_LEASED is folded
-   * by): a recorded unknown after dispatch or a backoff outcome, not abandoned. False for an unknown a quarantined
-   * journal's recovery recorded before any dispatch: the desktop offers no retry then. True is no promise: the route's
-   * contract, the key's window, the budget and a live lease are checked when a person asks.
+   * A person's retry could be taken: the journal would lease one on this record (broker/core retriableRecord, the rule
+   * RETRY_LEASED is folded by: a recorded unknown after dispatch or a backoff outcome, not abandoned) and there is a
+   * request to resend (an HTTP action under a bound idempotency key: the request kept at admission). False for an
+   * unknown a quarantined journal's recovery recorded before any dispatch, an SSH command, or an HTTP call without a
+   * key: the desktop offers no retry then. True is no promise: the key's window, the budget and a live lease are
+   * checked when a person asks.
    */
   retry_possible: z.boolean(),
 });

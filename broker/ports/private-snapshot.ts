@@ -3,6 +3,7 @@ import {
   copyFileSync,
   constants,
   existsSync,
+  lstatSync,
   mkdtempSync,
   openSync,
   readSync,
@@ -45,6 +46,20 @@ export function privateSnapshot(named: string): PrivateSnapshot | undefined {
   // SQLite keeps the sidecars beside the file a link resolves to: looked for beside the link, a running journal's
   // WAL would go unseen and the file be read immutable without it.
   const path = realpathSync(named);
+  for (let n = 1; ; n += 1) {
+    try {
+      return snapshotOf(path);
+    } catch (error) {
+      // A copy that failed because the files moved (a broker checkpointed and removed the -wal meanwhile): take a
+      // fresh look, which may now read the file immutable. Any other failure is the caller's to route.
+      if (!(error instanceof FilesMoved) || n >= privateReadsMax) throw error;
+    }
+  }
+}
+
+class FilesMoved extends Error {}
+
+function snapshotOf(path: string): PrivateSnapshot | undefined {
   const before = fingerprint(path);
   if (before.wal !== undefined && before.shm) return undefined;
   const unchanged = (): boolean => fingerprint(path).text === before.text;
@@ -60,10 +75,15 @@ export function privateSnapshot(named: string): PrivateSnapshot | undefined {
     copyFileSync(path, copy, constants.COPYFILE_FICLONE);
     copyFileSync(`${path}-wal`, `${copy}-wal`, constants.COPYFILE_FICLONE);
     const copied = unchanged();
-    return { file: copy, settled: () => copied, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+    // The copy is one consistent state; a read of it counts while the original is still as it was when copied.
+    return {
+      file: copy,
+      settled: () => copied && unchanged(),
+      dispose: () => rmSync(dir, { recursive: true, force: true }),
+    };
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
-    throw error;
+    throw unchanged() ? error : new FilesMoved('the database changed while it was copied');
   }
 }
 
@@ -103,8 +123,8 @@ const copyPrefix = 'postern-verify-';
 
 /**
  * Copies left by verifies that did not get to remove theirs (killed, interrupted: a signal ends the CLI without its
- * `finally`). Only a directory whose process is gone is removed; one of a live process, or of another user (kill
- * answers EPERM), is left alone. A link named like one is removed as a link, never followed.
+ * `finally`). Only a directory this user owns whose process is gone is removed; one of a live process, another
+ * user's, or anything not a directory (a link named like one) is left alone.
  */
 function removeAbandonedCopies(): void {
   let names: string[];
@@ -113,11 +133,17 @@ function removeAbandonedCopies(): void {
   } catch {
     return;
   }
+  const uid = process.getuid?.();
   for (const name of names) {
     const pid = /^postern-verify-(\d+)-/.exec(name)?.[1];
     if (pid === undefined || Number(pid) === process.pid || processExists(Number(pid))) continue;
+    const entry = join(tmpdir(), name);
     try {
-      rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      // Only a directory this user owns: another user could name one so, and swap what is inside it for a link to
+      // this user's files while it is removed; under a sticky /tmp only its owner can rename or replace ours.
+      const found = lstatSync(entry);
+      if (!found.isDirectory() || (uid !== undefined && found.uid !== uid)) continue;
+      rmSync(entry, { recursive: true, force: true });
     } catch {
       // Not ours to remove (another user's, under a sticky /tmp): left as it is.
     }

@@ -53,7 +53,9 @@ export function buildCard(f: CardFacts): ApprovalCard {
     retry_of: preview.retry_of,
     retries: { generation: state.retry_generation, budget: state.retry_budget },
     dispatch_recorded: state.dispatch_seq !== null,
-    retry_possible: retriableRecord(state),
+    // A person's retry resends the request kept at admission, which only an HTTP action under a bound key has
+    // (broker/actions kept-request.ts); the key's window, the budget and a live lease are checked on the click.
+    retry_possible: retriableRecord(state) && state.channel === 'http' && state.key_expires_at_ms !== null,
   };
   return approvalCardSchema.parse(card);
 }

@@ -14,13 +14,13 @@ export const retryExplained =
   'Resend the very request this action sent, with the same idempotency key, as its next attempt under a lease. Only for a route with an idempotency contract and a retry policy, inside the key’s window; your click is the decision.';
 
 /**
- * Why no retry is offered: the card's retry_possible is the journal's own rule for a retry lease (retriableRecord), so
- * the button is shown only when the journal could take one.
+ * Why no retry is offered: the card's retry_possible is the journal's own rule for a retry lease (retriableRecord) and
+ * a kept request to resend (an HTTP call under a bound key), so the button is shown only when a click could be taken.
  */
 export function noRetryWhy(card: ApprovalCard): string {
   if (!card.dispatch_recorded)
-    return `No retry: no dispatch of #${card.ticket} is recorded, yet it may have been sent (the journal was quarantined and may lack that record), so a retry could send it twice. Reconcile, attest or abandon it.`;
-  return `No retry: the journal takes no retry lease on this record of #${card.ticket}.`;
+    return `No retry: no dispatch of #${card.ticket} is recorded, yet it may have been sent (the journal was quarantined and may lack that record), so a retry could send it twice. Attest or abandon it (Reconcile once the journal is re-adopted).`;
+  return `No retry: a person can resend only an HTTP request kept under its idempotency key, and #${card.ticket} has none. Reconcile, attest or abandon it.`;
 }
 
 type OpenForm = 'abandon' | 'attest' | null;
