@@ -600,104 +600,74 @@ describe('when the journal is slow to make DISPATCH_STARTED durable', () => {
   });
 });
 
-describe('when a person locks the vault while DISPATCH_STARTED is being made durable', () => {
-  it('the request is never handed to the connection: unknown (the row is durable), nothing reached the server', async () => {
-    const disk = new DiskSyncGate();
-    const held = await openHttpActionHarness({ beforeSync: disk.beforeSync });
-    const journal = held.temp.journal;
-    // The real journal, its disk held from the moment DISPATCH_STARTED is asked for: beginDispatch stays pending.
-    held.channel = held.newChannel({
-      gate: {
-        append: (event) => journal.append(event),
-        appendLater: (event) => journal.appendLater(event),
-        commitHeld: () => journal.commitHeld(),
-        beginDispatch: (actionId, attempt, connection) => {
-          disk.hold();
-          return journal.beginDispatch(actionId, attempt, connection);
-        },
-      },
-    });
-    try {
-      const s = await serverFor(held, { kind: 'respond', status: 200, applyEffect: true });
-      const run = held.run(localRouteConfig(s.port), post);
-      while (disk.waiting() === 0) await disk.nextRequest();
-      held.vault.lock('operator');
-      disk.release();
-      const { envelope } = await run;
-      expect(envelope.error).toMatchObject({
-        code: 'REMOTE_OUTCOME_UNKNOWN',
-        phase: 'remote_execution',
-        outcome: 'unknown',
-        retry: 'reconcile',
-      });
-      expect(envelope).toMatchObject({
-        effect: 'unknown_effect',
-        outcome_basis: 'vault_locked_after_dispatch_started',
-      });
-      expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: false });
-      const recorded = kinds(held.events(envelope.invocation_id));
-      expect(recorded).toContain('DISPATCH_STARTED');
-      expect(recorded).not.toContain('REQUEST_SENT');
-      expect(journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown' });
-      // A byte sent would have reached the server by a round trip on another connection.
-      await loopbackRoundTrip(s.port);
-      expect(s.log.filter((e) => e.event === 'first_byte')).toEqual([]);
-      expect(s.effects).toHaveLength(0);
-    } finally {
-      disk.release();
-      await abandonBlockedHeads(held.queue);
-      await held.dispose();
-    }
-  });
-});
-
-describe("when the route's operation deadline passes while DISPATCH_STARTED is being made durable", () => {
-  it('the request is never handed to the connection: unknown with request_complete false, nothing reached the server', async () => {
-    const disk = new DiskSyncGate();
-    const held = await openHttpActionHarness({ beforeSync: disk.beforeSync });
-    const journal = held.temp.journal;
-    // The real journal, its disk held from the moment DISPATCH_STARTED is asked for: beginDispatch stays pending.
-    held.channel = held.newChannel({
-      gate: {
-        append: (event) => journal.append(event),
-        appendLater: (event) => journal.appendLater(event),
-        commitHeld: () => journal.commitHeld(),
-        beginDispatch: (actionId, attempt, connection) => {
-          disk.hold();
-          return journal.beginDispatch(actionId, attempt, connection);
-        },
-      },
-    });
-    try {
-      const s = await serverFor(held, { kind: 'respond', status: 200, applyEffect: true });
-      const timeoutMs = 300;
-      const run = held.run(localRouteConfig(s.port, `    timeout_ms: ${timeoutMs}`), post);
-      while (disk.waiting() === 0) await disk.nextRequest();
+describe('when something stops the request while DISPATCH_STARTED is being made durable', () => {
+  const timeoutMs = 300;
+  const cases = [
+    {
+      what: 'a person locks the vault',
+      extraConfig: undefined,
+      // The lock lands while beginDispatch is pending.
+      stop: (held: HttpActionHarness) => Promise.resolve(held.vault.lock('operator')),
+      error: { code: 'REMOTE_OUTCOME_UNKNOWN' },
+      envelope: { effect: 'unknown_effect', outcome_basis: 'vault_locked_after_dispatch_started' },
+    },
+    {
+      what: "the route's operation deadline passes",
+      extraConfig: `    timeout_ms: ${timeoutMs}`,
       // The channel armed its deadline before asking for DISPATCH_STARTED, so it has fired once this longer wait ends.
-      await sleep(timeoutMs + 100);
-      disk.release();
-      const { envelope } = await run;
-      expect(envelope.error).toMatchObject({
-        code: 'OPERATION_TIMEOUT',
-        phase: 'remote_execution',
-        outcome: 'unknown',
-        retry: 'reconcile',
+      stop: () => sleep(timeoutMs + 100),
+      error: { code: 'OPERATION_TIMEOUT' },
+      envelope: {},
+    },
+  ];
+  it.each(cases.map((c) => [c.what, c] as const))(
+    '%s: the request is never handed to the connection, unknown (the row is durable), nothing reached the server',
+    async (_what, { extraConfig, stop, error, envelope: expected }) => {
+      const disk = new DiskSyncGate();
+      const held = await openHttpActionHarness({ beforeSync: disk.beforeSync });
+      const journal = held.temp.journal;
+      // The real journal, its disk held from the moment DISPATCH_STARTED is asked for: beginDispatch stays pending.
+      held.channel = held.newChannel({
+        gate: {
+          append: (event) => journal.append(event),
+          appendLater: (event) => journal.appendLater(event),
+          commitHeld: () => journal.commitHeld(),
+          beginDispatch: (actionId, attempt, connection) => {
+            disk.hold();
+            return journal.beginDispatch(actionId, attempt, connection);
+          },
+        },
       });
-      expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: false });
-      const recorded = kinds(held.events(envelope.invocation_id));
-      expect(recorded).toContain('DISPATCH_STARTED');
-      expect(recorded).not.toContain('REQUEST_SENT');
-      expect(journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown' });
-      // A byte sent would have reached the server by a round trip on another connection.
-      await loopbackRoundTrip(s.port);
-      expect(s.log.filter((e) => e.event === 'first_byte')).toEqual([]);
-      expect(s.effects).toHaveLength(0);
-    } finally {
-      disk.release();
-      await abandonBlockedHeads(held.queue);
-      await held.dispose();
-    }
-  });
+      try {
+        const s = await serverFor(held, { kind: 'respond', status: 200, applyEffect: true });
+        const run = held.run(localRouteConfig(s.port, extraConfig), post);
+        while (disk.waiting() === 0) await disk.nextRequest();
+        await stop(held);
+        disk.release();
+        const { envelope } = await run;
+        expect(envelope.error).toMatchObject({
+          ...error,
+          phase: 'remote_execution',
+          outcome: 'unknown',
+          retry: 'reconcile',
+        });
+        expect(envelope).toMatchObject(expected);
+        expect(envelope.evidence).toMatchObject({ dispatch_started: true, request_complete: false });
+        const recorded = kinds(held.events(envelope.invocation_id));
+        expect(recorded).toContain('DISPATCH_STARTED');
+        expect(recorded).not.toContain('REQUEST_SENT');
+        expect(journal.getAction(envelope.invocation_id)).toMatchObject({ outcome: 'unknown' });
+        // A byte sent would have reached the server by a round trip on another connection.
+        await loopbackRoundTrip(s.port);
+        expect(s.log.filter((e) => e.event === 'first_byte')).toEqual([]);
+        expect(s.effects).toHaveLength(0);
+      } finally {
+        disk.release();
+        await abandonBlockedHeads(held.queue);
+        await held.dispose();
+      }
+    },
+  );
 });
 
 describe('when connections are pooled', () => {

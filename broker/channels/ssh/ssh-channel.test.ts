@@ -319,28 +319,35 @@ describe('when the dispatch gate sits between the open channel and the exec requ
     expect(gate.timeline.at(-1)).toBe('commitHeld');
   });
 
-  it('a cancel while DISPATCH_STARTED is being made durable: the exec request is never written, the report says so', async () => {
-    const s = await server('exit_0');
-    const cancel = new AbortController();
-    const gate = new RecordingGate(async () => {
-      cancel.abort();
+  it.each([
+    ['a cancel', 'cancel', { caller: 'cancelled' }, 'cancellation_after_dispatch_started'],
+    ['a vault lock', 'beforeDispatch', { vaultLocked: true }, 'vault_locked_after_dispatch_started'],
+  ] as const)(
+    '%s while DISPATCH_STARTED is being made durable: the exec request is never written, the report says so',
+    async (_what, signal, says, basis) => {
+      const s = await server('exit_0');
+      const stop = new AbortController();
+      const gate = new RecordingGate(async () => {
+        stop.abort();
+        await serverRoundTrip(s.port);
+      });
+      const report = await channel(gate).perform(request(s.port, pinned(s), { [signal]: stop.signal }));
       await serverRoundTrip(s.port);
-    });
-    const report = await channel(gate).perform(request(s.port, pinned(s), { cancel: cancel.signal }));
-    await serverRoundTrip(s.port);
-    expect(events(s)).toEqual(['session_opened']);
-    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
-    expect(report).toMatchObject({
-      dispatchStarted: true,
-      handedToTransport: false,
-      requestComplete: false,
-      caller: 'cancelled',
-      channelClosed: false,
-      transportBroken: false,
-    });
-    expect(report.stages).not.toContain('exec_requested');
-    expect(report.execAtMs).toBeUndefined();
-  });
+      expect(events(s)).toEqual(['session_opened']);
+      expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
+      expect(report).toMatchObject({
+        dispatchStarted: true,
+        handedToTransport: false,
+        requestComplete: false,
+        ...says,
+        channelClosed: false,
+        transportBroken: false,
+      });
+      expect(report.stages).not.toContain('exec_requested');
+      expect(report.execAtMs).toBeUndefined();
+      expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({ outcome: 'unknown', outcome_basis: basis });
+    },
+  );
 
   it('a DISPATCH_STARTED that cannot be made durable sends nothing: the open channel is dropped unused', async () => {
     const s = await server('exit_0');
@@ -525,36 +532,6 @@ describe('when the server packs something behind the session channel’s confirm
       });
     },
   );
-});
-
-describe('when the vault locks while DISPATCH_STARTED is being made durable', () => {
-  it('the exec request is never written: the report says the vault locked and nothing was handed over', async () => {
-    const s = await server('exit_0');
-    const locked = new AbortController();
-    const gate = new RecordingGate(async () => {
-      locked.abort();
-      await serverRoundTrip(s.port);
-    });
-    const report = await channel(gate).perform(request(s.port, pinned(s), { beforeDispatch: locked.signal }));
-    await serverRoundTrip(s.port);
-    expect(events(s)).toEqual(['session_opened']);
-    expect(gate.timeline).toEqual(['DISPATCH_STARTED']);
-    expect(report).toMatchObject({
-      dispatchStarted: true,
-      handedToTransport: false,
-      requestComplete: false,
-      vaultLocked: true,
-      channelClosed: false,
-      transportBroken: false,
-    });
-    expect(report.stages).not.toContain('exec_requested');
-    expect(classifyOutcome(sshReportEvidence(report))).toMatchObject({
-      outcome: 'unknown',
-      code: 'REMOTE_OUTCOME_UNKNOWN',
-      retry: 'reconcile',
-      outcome_basis: 'vault_locked_after_dispatch_started',
-    });
-  });
 });
 
 describe('after dispatch the report says what came back, and nothing more', () => {
