@@ -5,8 +5,8 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import { anchorFileOf } from '../broker/host/integrity-anchor.js';
-import { closeDrill, laneCards, op, openDrill, waitFor, type Drill } from '../tests/support/drill.js';
-import { DrillAgent, type ToolReply } from '../tests/support/drill-agent.js';
+import { closeDrill, laneCards, op, openDrill, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
+import { DrillAgent } from '../tests/support/drill-agent.js';
 import { repoRoot, startDaemon } from '../tests/support/postern-process.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
 
@@ -37,20 +37,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
-function post(agent: DrillAgent, marker: string): Promise<{ reply?: ToolReply; error?: string }> {
-  return agent
-    .call('http_request', {
-      route: 'docs',
-      method: 'POST',
-      path: '/docs/qcard',
-      body: JSON.stringify({ marker }),
-      timeout_ms: 60_000,
-    })
-    .reply.then(
-      (reply) => ({ reply }),
-      (error: unknown) => ({ error: String(error) }),
-    );
-}
+const post = (agent: DrillAgent, marker: string) => postMarker(agent, 'qcard', marker);
 
 const cardOf = (page: Page, ticket: number): Locator =>
   page.getByRole('article', { name: `Ticket #${ticket}`, exact: true });

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import { anchorFileOf } from '../broker/host/integrity-anchor.js';
-import { closeDrill, laneCards, op, openDrill, waitFor, type Drill } from './support/drill.js';
-import { DrillAgent, type ToolReply } from './support/drill-agent.js';
+import { closeDrill, laneCards, op, openDrill, postMarker, waitFor, type Drill } from './support/drill.js';
+import { DrillAgent } from './support/drill-agent.js';
 import { decideAsPerson } from './support/person-decision.js';
 import { startDaemon } from './support/postern-process.js';
 
@@ -32,20 +32,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
-function post(agent: DrillAgent, marker: string): Promise<{ reply?: ToolReply; error?: string }> {
-  return agent
-    .call('http_request', {
-      route: 'docs',
-      method: 'POST',
-      path: '/docs/quarantined',
-      body: JSON.stringify({ marker }),
-      timeout_ms: 60_000,
-    })
-    .reply.then(
-      (reply) => ({ reply }),
-      (error: unknown) => ({ error: String(error) }),
-    );
-}
+const post = (agent: DrillAgent, marker: string) => postMarker(agent, 'quarantined', marker);
 
 const theDrill = (): Drill => {
   if (drill === undefined) throw new Error('the drill did not start');

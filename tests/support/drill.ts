@@ -5,7 +5,7 @@ import { callOperator } from '../../broker/cli/operator-commands.js';
 import { systemClock } from '../../broker/ports/index.js';
 import { ArrivalLogServer } from '../../broker/testing/arrival-log-server.js';
 import { openVault } from '../../broker/vault/index.js';
-import { DrillAgent } from './drill-agent.js';
+import { DrillAgent, type ToolReply } from './drill-agent.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
@@ -81,6 +81,29 @@ export async function openDrill(scratch: string, name: string, ttlSeconds: numbe
   for (const s of sessions.sessions.filter((x) => x.status === 'pending'))
     await op(dataDir, 'sessions.approve', { session_id: s.session_id });
   return { dataDir, daemon, log, drops, p1, p2 };
+}
+
+/**
+ * An agent's POST of `{ marker }` to /docs/`doc` on the drill's route, waiting up to a minute (longer than any card
+ * in these drills); settles with the reply or the error's text, never rejects.
+ */
+export function postMarker(
+  agent: DrillAgent,
+  doc: string,
+  marker: string,
+): Promise<{ reply?: ToolReply; error?: string }> {
+  return agent
+    .call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: `/docs/${doc}`,
+      body: JSON.stringify({ marker }),
+      timeout_ms: 60_000,
+    })
+    .reply.then(
+      (reply) => ({ reply }),
+      (error: unknown) => ({ error: String(error) }),
+    );
 }
 
 export async function closeDrill(drill: Drill | undefined): Promise<void> {
