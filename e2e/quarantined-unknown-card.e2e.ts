@@ -1,13 +1,21 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
-import { anchorFileOf } from '../broker/host/integrity-anchor.js';
-import { closeDrill, laneCards, op, openDrill, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
+import {
+  closeDrill,
+  laneCards,
+  op,
+  openDrill,
+  postMarker,
+  quarantineWithPendingCard,
+  waitFor,
+  type Drill,
+} from '../tests/support/drill.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
-import { repoRoot, startDaemon } from '../tests/support/postern-process.js';
+import { repoRoot } from '../tests/support/postern-process.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
 
 /**
@@ -47,19 +55,7 @@ describe("the Approvals view: an unknown a quarantined journal's recovery left b
   it('is the blocked head of its lane with its ways out; B waits for it until a person attests it', async () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const d = drill;
-    void post(d.p1, 'A');
-    const [pendingA] = await waitFor(
-      () => laneCards(d.dataDir, lane),
-      (c) => c.length === 1 && c[0]?.state === 'pending',
-      'A pending',
-    );
-    const a = pendingA as ApprovalCard;
-    await d.daemon.process.stop('SIGTERM');
-    await Promise.allSettled([d.p1.stop(), d.p2.stop()]);
-    const anchorFile = anchorFileOf(d.dataDir);
-    const anchor = JSON.parse(readFileSync(anchorFile, 'utf8')) as { counter: number };
-    writeFileSync(anchorFile, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
-    d.daemon = await startDaemon(d.dataDir, { env: { POSTERN_PASSPHRASE_FILE: path.join(scratch, 'qcard.pass') } });
+    const a = await quarantineWithPendingCard(d, lane, 'qcard', path.join(scratch, 'qcard.pass'));
 
     const { page, problems, context } = await openOperatorPage(browser, d.daemon.operatorUrl);
     await page.getByTestId('quarantine-banner').waitFor();

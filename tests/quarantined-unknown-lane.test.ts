@@ -1,13 +1,20 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
-import { anchorFileOf } from '../broker/host/integrity-anchor.js';
-import { closeDrill, laneCards, op, openDrill, postMarker, waitFor, type Drill } from './support/drill.js';
+import {
+  closeDrill,
+  laneCards,
+  op,
+  openDrill,
+  postMarker,
+  quarantineWithPendingCard,
+  waitFor,
+  type Drill,
+} from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { decideAsPerson } from './support/person-decision.js';
-import { startDaemon } from './support/postern-process.js';
 
 /**
  * DESIGN §4 for an unknown a quarantined journal's recovery records before any DISPATCH_STARTED: it blocks its lane
@@ -42,21 +49,8 @@ const theDrill = (): Drill => {
 describe("when a quarantined journal's recovery leaves the head of a lane unknown before dispatch", () => {
   it('the next ticket of the lane waits for it, and is sent only after a person abandons it', async () => {
     const d = theDrill();
-    // A waits on its card when the daemon stops: the stop leaves it open, for the next start's recovery.
-    void post(d.p1, 'A');
-    const [pendingA] = await waitFor(
-      () => laneCards(d.dataDir, lane),
-      (c) => c.length === 1 && c[0]?.state === 'pending',
-      'A pending',
-    );
-    const a = pendingA as ApprovalCard;
-    await d.daemon.process.stop('SIGTERM');
-    await Promise.allSettled([d.p1.stop(), d.p2.stop()]);
-    const anchorFile = anchorFileOf(d.dataDir);
-    const anchor = JSON.parse(readFileSync(anchorFile, 'utf8')) as { counter: number };
-    writeFileSync(anchorFile, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
-
-    d.daemon = await startDaemon(d.dataDir, { env: { POSTERN_PASSPHRASE_FILE: path.join(scratch, 'lane.pass') } });
+    // A waits on its card when the daemon stops; the next start, quarantined, leaves it unknown before dispatch.
+    const a = await quarantineWithPendingCard(d, lane, 'quarantined', path.join(scratch, 'lane.pass'));
     expect(await op(d.dataDir, 'integrity.anchor', {})).toMatchObject({ state: 'quarantined', code: 'ANCHOR_FORGED' });
     expect((await op(d.dataDir, 'actions.show', { action_id: a.action_id })).state).toMatchObject({
       dispatch_seq: null,

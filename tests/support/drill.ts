@@ -1,7 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ApprovalCard, BrokerApi, BrokerApiMethod } from '../../broker/contract/index.js';
 import { callOperator } from '../../broker/cli/operator-commands.js';
+import { anchorFileOf } from '../../broker/host/integrity-anchor.js';
 import { systemClock } from '../../broker/ports/index.js';
 import { ArrivalLogServer } from '../../broker/testing/arrival-log-server.js';
 import { openVault } from '../../broker/vault/index.js';
@@ -104,6 +105,33 @@ export function postMarker(
       (reply) => ({ reply }),
       (error: unknown) => ({ error: String(error) }),
     );
+}
+
+/**
+ * The quarantine drill's start: the agent posts `marker` to /docs/`doc`, which waits on its card in `lane`; the daemon
+ * stops with it open; the integrity anchor is moved ahead of the journal (as if the journal were an older copy); the
+ * daemon starts again, quarantined, and its recovery records that action unknown before dispatch. Returns its card
+ * from before the stop. The agents are stopped (a quarantined broker refuses their calls).
+ */
+export async function quarantineWithPendingCard(
+  drill: Drill,
+  lane: string,
+  doc: string,
+  passphraseFile: string,
+): Promise<ApprovalCard> {
+  void postMarker(drill.p1, doc, 'A');
+  const [pending] = await waitFor(
+    () => laneCards(drill.dataDir, lane),
+    (c) => c.length === 1 && c[0]?.state === 'pending',
+    'A pending',
+  );
+  await drill.daemon.process.stop('SIGTERM');
+  await Promise.allSettled([drill.p1.stop(), drill.p2.stop()]);
+  const anchorFile = anchorFileOf(drill.dataDir);
+  const anchor = JSON.parse(readFileSync(anchorFile, 'utf8')) as { counter: number };
+  writeFileSync(anchorFile, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
+  drill.daemon = await startDaemon(drill.dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  return pending as ApprovalCard;
 }
 
 export async function closeDrill(drill: Drill | undefined): Promise<void> {
