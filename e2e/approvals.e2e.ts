@@ -163,8 +163,8 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
 
       await approveByClick(page, A);
       const [a, b] = await Promise.all([A.answer, B.answer]);
-      expect(a.reply?.isError ?? false).toBe(false);
-      expect(b.reply?.isError ?? false).toBe(false);
+      expect(a.reply?.isError ?? false, JSON.stringify(a)).toBe(false);
+      expect(b.reply?.isError ?? false, JSON.stringify(b)).toBe(false);
       expect(arrivals(d, A, B)).toEqual([A.marker, B.marker]);
       // Neither card just vanished: each says why it left.
       await showing(closedReason(page, A), 'committed');
@@ -193,7 +193,7 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
       await approveByClick(page, B);
       const [a, b] = await Promise.all([A.answer, B.answer]);
       expect(a.reply?.structuredContent?.error).toMatchObject({ code: 'APPROVAL_DENIED', outcome: 'not_attempted' });
-      expect(b.reply?.isError ?? false).toBe(false);
+      expect(b.reply?.isError ?? false, JSON.stringify(b)).toBe(false);
       expect(arrivals(d, A, B)).toEqual([B.marker]);
       expect(await journalKinds(d, A)).toContain('REJECTED');
       await expectCleanPage(ui);
@@ -216,7 +216,7 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
       await showing(closedReason(page, B), 'cancelled by the agent');
       await approveByClick(page, A);
       const a = await A.answer;
-      expect(a.reply?.isError ?? false).toBe(false);
+      expect(a.reply?.isError ?? false, JSON.stringify(a)).toBe(false);
       expect((await B.answer).reply?.isError ?? true).toBe(true);
       expect(arrivals(d, A, B)).toEqual([A.marker]);
       const kindsB = await journalKinds(d, B);
@@ -261,7 +261,7 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
         'abandoned by a person: checked by hand; release the lane (the outcome stays unknown)',
       );
       const b = await B.answer;
-      expect(b.reply?.isError ?? false).toBe(false);
+      expect(b.reply?.isError ?? false, JSON.stringify(b)).toBe(false);
       expect(arrivals(d, A, B)).toEqual([A.marker, B.marker]);
       expect(await journalKinds(d, A)).toContain('ABANDONED');
       await showing(closedReason(page, B), 'committed');
@@ -380,7 +380,7 @@ describe('the Approvals view with a short approval window: A expires while B is 
       await showing(closedReason(page, A), 'expired');
       const [a, b] = await Promise.all([A.answer, B.answer]);
       expect(a.reply?.structuredContent?.error).toMatchObject({ code: 'APPROVAL_EXPIRED', outcome: 'not_attempted' });
-      expect(b.reply?.isError ?? false).toBe(false);
+      expect(b.reply?.isError ?? false, JSON.stringify(b)).toBe(false);
       expect(arrivals(d, A, B)).toEqual([B.marker]);
       expect(await journalKinds(d, A)).not.toContain('APPROVED');
       await expectCleanPage(ui);
