@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connect } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { JournalEvent } from '../contract/index.js';
 import type { DispatchGate } from '../ports/index.js';
 import { MisbehavingSshServer, type SshBehavior } from '../testing/misbehaving-ssh-server.js';
@@ -400,3 +401,145 @@ describe('when the connection fails during user auth, with no key refused', () =
     },
   );
 });
+
+/**
+ * The advice each setup failure answers, against real sockets on 127.0.0.1. Nothing crossed the boundary, and the
+ * channel never retries setup itself: a transient failure says backoff (the same call may succeed later, as the
+ * HTTP channel says while it has attempts left), one that waiting cannot fix says after_correction. OpenSSH's own
+ * refusals (a wrong key, a host key not trusted, a name that does not exist): execute-ssh-action.test.ts.
+ */
+describe('when setup fails before the session channel, the retry advice says whether waiting can help', () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
+  /** A TCP server that does what `onSocket` says with each connection (the test closes it). */
+  async function rawServer(onSocket: (socket: Socket) => void): Promise<number> {
+    const sockets = new Set<Socket>();
+    const raw: Server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      onSocket(socket);
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+      raw.close();
+    });
+    const address = raw.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    return address.port;
+  }
+
+  /**
+   * A port whose listener never completes another TCP handshake: its process (started here) is stopped and its accept
+   * queue full, so the kernel drops every further SYN and a connect waits until the channel's own deadline.
+   */
+  async function unansweredPort(): Promise<number> {
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [
+        '-e',
+        "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, backlog: 1 }, () => console.log(s.address().port));",
+      ],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    const held: Socket[] = [];
+    cleanups.push(() => {
+      for (const socket of held) socket.destroy();
+      child.kill('SIGKILL');
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout?.once('data', (data: Buffer) => resolve(Number(data.toString().trim())));
+      child.once('exit', () => reject(new Error('the listener exited')));
+    });
+    child.kill('SIGSTOP');
+    // Fill the accept queue: connects complete until it is full, then one waits (never answered).
+    for (let i = 0; i < 64; i++) {
+      const socket = connect({ host: '127.0.0.1', port });
+      held.push(socket);
+      const answered = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 300);
+        socket.once('connect', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+        socket.once('error', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      if (!answered) return port;
+    }
+    throw new Error('the stopped listener kept accepting connections');
+  }
+
+  it.for([
+    [
+      'a TCP connect nobody answers, past connectTimeoutMs',
+      'CONNECT_TIMEOUT',
+      'tcp_connect',
+      'backoff',
+      'timeout',
+      async () => configAt(await unansweredPort()),
+    ],
+    [
+      'a server that accepts TCP and never sends its SSH identification, past handshakeTimeoutMs',
+      'SSH_TRANSPORT_FAILED',
+      'ssh_transport',
+      'backoff',
+      'handshake_timeout',
+      async () => configAt(await rawServer(() => undefined)),
+    ],
+    [
+      'a server that answers with no SSH identification and closes the connection',
+      'SSH_TRANSPORT_FAILED',
+      'ssh_transport',
+      'backoff',
+      'handshake_failed',
+      async () => configAt(await rawServer((socket) => socket.end('HTTP/1.1 400 Bad Request\r\n\r\n'))),
+    ],
+    [
+      'a server that rejects every key',
+      'SSH_AUTH_FAILED',
+      'user_auth',
+      'after_correction',
+      'all_methods_failed',
+      async () => configFor(await server('reject_auth')),
+    ],
+    [
+      'a host key that is not the pinned one',
+      'SSH_HOST_KEY_REJECTED',
+      'host_key_verified',
+      'after_correction',
+      undefined,
+      async () => {
+        const s = await server('exit_0');
+        return sshHostsConfig([
+          { port: s.port, user: 'agent', credential: 'lab-key', hostKey: [`SHA256:${'A'.repeat(43)}`] },
+        ]);
+      },
+    ],
+  ] as const)('%s: %s at %s, not_attempted, retry %s', async ([, code, stage, retry, detail, config]) => {
+    h.channel = h.newChannel({ connectTimeoutMs: 300, handshakeTimeoutMs: 300 });
+    const { envelope } = await h.run(await config(), { host: 'lab', command: 'deploy' });
+    expect(envelope.error).toMatchObject({ code, phase: 'connection_setup', outcome: 'not_attempted', retry });
+    expect(envelope).toMatchObject({ effect: 'no_effect', outcome_basis: 'connection_setup_failed_before_dispatch' });
+    expect(envelope.evidence).toMatchObject({ dispatch_started: false, dispatch_evidence: 'never_started' });
+    expect(envelope.evidence.attempts).toEqual([{ n: 1, stage, outcome: 'not_attempted', code }]);
+    const events = h.events(envelope.invocation_id);
+    expect(kinds(events)).toEqual([
+      'ACTION_ACCEPTED',
+      'PREFLIGHT_VALIDATED',
+      'CREDENTIAL_AUTHORIZED',
+      'SETUP_ATTEMPT_FAILED',
+      'OUTCOME_RECORDED',
+    ]);
+    if (detail !== undefined) expect(events[3]?.payload).toEqual({ attempt: 1, stage, detail });
+  });
+});
+
+function configAt(port: number) {
+  return sshHostsConfig([{ port, user: 'agent', credential: 'lab-key', hostKey: 'accept_new' }]);
+}

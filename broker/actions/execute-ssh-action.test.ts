@@ -256,7 +256,7 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
     expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
   });
 
-  it('a user key the server rejects: SSH_AUTH_FAILED at user_auth', async (ctx) => {
+  it('a user key the server rejects: SSH_AUTH_FAILED at user_auth, retry after_correction (waiting fixes no key)', async (ctx) => {
     const s = need(ctx);
     const { envelope } = await h.run(sshHostsConfig([host(s, { credential: 'stranger-key' })]), {
       host: 'lab',
@@ -266,6 +266,7 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
       code: 'SSH_AUTH_FAILED',
       phase: 'connection_setup',
       outcome: 'not_attempted',
+      retry: 'after_correction',
     });
     expect(envelope.evidence.attempts).toEqual([
       { n: 1, stage: 'user_auth', outcome: 'not_attempted', code: 'SSH_AUTH_FAILED' },
@@ -290,13 +291,19 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
     ]);
   });
 
-  it('a host name that does not resolve: DNS_FAILED at dns', async (ctx) => {
+  it('a host name that does not exist: DNS_FAILED at dns, retry after_correction (the name is wrong)', async (ctx) => {
     const s = need(ctx);
     const { envelope } = await h.run(sshHostsConfig([host(s, { host: 'no-such-host.invalid' })]), {
       host: 'lab',
       command: 'echo never',
     });
-    expect(envelope.error).toMatchObject({ code: 'DNS_FAILED', phase: 'connection_setup', outcome: 'not_attempted' });
+    // .invalid never resolves (RFC 6761): ENOTFOUND, not a temporary failure.
+    expect(envelope.error).toMatchObject({
+      code: 'DNS_FAILED',
+      phase: 'connection_setup',
+      outcome: 'not_attempted',
+      retry: 'after_correction',
+    });
     expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'dns', outcome: 'not_attempted', code: 'DNS_FAILED' }]);
   });
 });
@@ -498,6 +505,7 @@ describe('when the host key policy is accept_new', () => {
       code: 'SSH_HOST_KEY_REJECTED',
       phase: 'connection_setup',
       outcome: 'not_attempted',
+      retry: 'after_correction',
     });
     expect(changed.envelope.evidence.peer_identity).toBe(s.hostKey.fingerprint);
     expect(
@@ -550,6 +558,7 @@ describe('when the agent changes known_hosts.json and holds the host’s port wi
         code: 'SSH_KNOWN_HOSTS_UNTRUSTED',
         phase: 'connection_setup',
         outcome: 'not_attempted',
+        retry: 'after_correction',
       });
       expect(kinds(h.events(envelope.invocation_id))).toEqual(setupFailed);
       expect(h.events(envelope.invocation_id).find((e) => e.kind === 'SETUP_ATTEMPT_FAILED')?.payload).toMatchObject({

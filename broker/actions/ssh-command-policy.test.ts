@@ -118,12 +118,12 @@ describe('when the agent widens a wildcard with shell syntax', () => {
     );
   });
 
-  it('any honest filling of a rule’s wildcards (no leading -, no .. segment) still matches it', () => {
+  it('any honest filling of a rule’s wildcards (no leading - or +, no .. segment) still matches it', () => {
     const literal = fc.string({ unit: fc.constantFrom(...'abc019 -=/'), maxLength: 6 });
-    // A word that begins with no - and whose dots never make `..`: `nginx.service`, `2024/06/app.log`, `a-b`.
+    // A word that begins with no - or + and whose dots never make `..`: `nginx.service`, `2024/06/app.log`, `a-b`.
     const word = fc
       .tuple(
-        fc.constantFrom(...'abcXYZ019_:,@+=/'),
+        fc.constantFrom(...'abcXYZ019_:,@=/'),
         fc.string({ unit: fc.constantFrom(...'abcXYZ019_-/:,@+=', 'x.', '.x'), maxLength: 11 }),
       )
       .map(([first, rest]) => first + rest)
@@ -199,6 +199,9 @@ ssh_hosts:
       - { command: 'journalctl --since=* -u *', lane: reads, approval: none }
       - { command: 'ls -* /srv/*', lane: reads, approval: none }
       - { command: 'sha256sum --tag /srv/* host:*', lane: reads, approval: none }
+      - { command: 'less *', lane: reads, approval: none }
+      - { command: 'vim -R *', lane: reads, approval: none }
+      - { command: 'tail -n +*', lane: reads, approval: none }
       - { command: 'legacy-report *', lane: legacy, approval: session, rules_may_loosen: true }
 `);
 const files = argsConfig.sshHosts.get('files');
@@ -233,6 +236,16 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     'ls -C.. /srv/app',
     'ls -C../etc /srv/app',
     'ls -la /srv/x..',
+    // A word that begins with +: an option to less (+F, +/pattern: a command at start), vim (+terminal opens a shell),
+    // tail, sort, date, set.
+    'less +F',
+    'less +Gq',
+    'vim -R +terminal',
+    'vim -R +w/tmp/x',
+    'systemctl status +x',
+    'find /var/log -name +x',
+    'journalctl --since=today -u +x',
+    'tar -czf /backup/app.tgz +1',
   ])('%j matches no rule: the host’s approval per_call and lane apply (a person sees it)', (command) => {
     expect(filesPolicy(command)).toEqual(perCallOnHost);
   });
@@ -255,14 +268,26 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     ['ls -la /srv/app', 'reads'],
     ['ls --all /srv/app', 'reads'],
     ['sha256sum --tag /srv/a.tgz host:x..y', 'reads'],
+    ['less /var/log/app+1.log', 'reads'],
+    ['vim -R notes+todo.txt', 'reads'],
+    ['tail -n +5', 'reads'],
+    ['journalctl --since=+1h -u nginx', 'reads'],
+    ['systemctl status a+b', 'reads'],
   ])('the ordinary %j still matches its rule (lane %s, approval none)', (command, lane) => {
     expect(filesPolicy(command)).toEqual({ lane, approval: 'none' });
   });
 
-  it('a word the rule itself begins with - or that holds the rule’s own .. is the author’s choice', () => {
+  it('a word the rule itself begins with - or + or that holds the rule’s own .. is the author’s choice', () => {
     expect(globMatches('ls ../*', 'ls ../app.log')).toBe(true);
     expect(globMatches('x *-v', 'x -v')).toBe(true);
     expect(globMatches('x *-v', 'x --v')).toBe(false);
+    expect(globMatches('x *+v', 'x +v')).toBe(true);
+    expect(globMatches('x *+v', 'x ++v')).toBe(false);
+    expect(globMatches('x **', 'x +v')).toBe(false);
+    expect(globMatches('date +*', 'date +5')).toBe(true);
+    expect(globMatches('date +*', 'date ++5')).toBe(true);
+    expect(globMatches('date *', 'date +5')).toBe(false);
+    expect(globMatches('x -o=*', 'x -o=+5')).toBe(true);
     expect(globMatches('x ..*', 'x ../etc')).toBe(false);
     expect(globMatches('x **', 'x -v')).toBe(false);
     expect(globMatches("grep '*' f", "grep '-r' f")).toBe(false);
@@ -271,6 +296,7 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
   it('a rule with rules_may_loosen: true keeps the older *: options and .. match, shell syntax still never does', () => {
     for (const command of [
       'legacy-report --all',
+      'legacy-report +F',
       'legacy-report -o/tmp/out',
       'legacy-report ../../etc/passwd',
       'legacy-report /srv/reports/../x',
@@ -285,14 +311,15 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     expect(filesPolicy('systemctl status --host=other')).toEqual(perCallOnHost);
   });
 
-  it('a filling that begins a word with - never matches a strict * there, and always matched a loose one', () => {
+  it('a filling that begins a word with - or + never matches a strict * there, and always matched a loose one', () => {
+    const sign = fc.constantFrom('-', '+');
     const rest = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-./:,@+='), maxLength: 20 });
-    const before = fc.constantFrom('', 'cmd ', 'cmd -x ', "cmd '", 'a=b ');
+    const before = fc.constantFrom('', 'cmd ', 'cmd -x ', 'cmd +x ', "cmd '", 'a=b ');
     fc.assert(
-      fc.property(before, rest, (head, tail) => {
-        expect(globMatches(`${head}*`, `${head}-${tail}`)).toBe(false);
-        expect(globMatches(`${head}**`, `${head}-${tail}`)).toBe(false);
-        expect(globMatches(`${head}*`, `${head}-${tail}`, 'loose')).toBe(true);
+      fc.property(before, sign, rest, (head, option, tail) => {
+        expect(globMatches(`${head}*`, `${head}${option}${tail}`)).toBe(false);
+        expect(globMatches(`${head}**`, `${head}${option}${tail}`)).toBe(false);
+        expect(globMatches(`${head}*`, `${head}${option}${tail}`, 'loose')).toBe(true);
       }),
     );
   });
@@ -327,7 +354,7 @@ function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose
     `(?<=(?<!\\.)\\.\\.)\\/`,
   ];
   const strictChar = `(?:(?!${dotDot.join('|')})${c})`;
-  const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?!-)${strictChar}+)?)`;
+  const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?![-+])${strictChar}+)?)`;
   const source = pattern
     .split('*')
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
@@ -337,7 +364,7 @@ function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose
 
 describe('the matcher', () => {
   it('agrees with the regular expression that states * for any pattern and command over the characters that matter', () => {
-    const unit = fc.constantFrom(..."a-./= ;'", '..', '-', '/');
+    const unit = fc.constantFrom(..."a-+./= ;'", '..', '-', '+', '/');
     const pattern = fc.string({ unit: fc.oneof(unit, fc.constant('*')), maxLength: 10 });
     const text = fc.string({ unit, maxLength: 16 });
     fc.assert(

@@ -32,12 +32,13 @@ const segmentChar = /^[A-Za-z0-9_\-.+]$/;
  * `*` is a run of wildcard characters, strict (the default) or loose (a rule with rules_may_loosen: true);
  * everything else is literal, and the pattern covers the whole text. Pure.
  *
- * The strict run neither begins a word with `-` (an option the rule did not write: `tar -czf /backup/app.tgz
- * --checkpoint-action=exec=sh`, `find /var/log -name -delete`) nor takes a character of a `..` path segment or the
- * `/` right next to one (`cat /var/log/app/../../../etc/shadow`). A run begins a word when the character before it
- * is not a wildcard character (the text's start, a space, a quote); after the rule's own `-`, `=` or a letter it
- * does not (`--level=*`, `-*` are the author's choice), and an empty run adds nothing (`*-v` matching `-v`: the
- * dash is the rule's). The loose run is any run of wildcard characters, options and `..` included.
+ * The strict run neither begins a word with `-` or `+` (an option the rule did not write: `tar -czf /backup/app.tgz
+ * --checkpoint-action=exec=sh`, `find /var/log -name -delete`, `vim +terminal`, `less +F`) nor takes a character of
+ * a `..` path segment or the `/` right next to one (`cat /var/log/app/../../../etc/shadow`). A run begins a word when
+ * the character before it is not a wildcard character (the text's start, a space, a quote); after the rule's own
+ * `-`, `+`, `=` or a letter it does not (`--level=*`, `-*`, `tail -n +*` are the author's choice), and an empty run
+ * adds nothing (`*-v` matching `-v`: the dash is the rule's). The loose run is any run of wildcard characters,
+ * options and `..` included.
  *
  * One pass per `*` over the set of positions the pattern so far can end at, never backtracking: time is bounded by
  * the pattern's length times the command's (1 KiB by 32 KiB), whatever an agent puts in the command.
@@ -55,7 +56,8 @@ export function globMatches(pattern: string, text: string, star: 'strict' | 'loo
     for (let q = 0; q <= n; q++) {
       if (q > 0) {
         const p = q - 1;
-        const starts = ends[p] === 1 && (star === 'loose' || text[p] !== '-' || wildcardChar.test(text[p - 1] ?? ''));
+        const starts =
+          ends[p] === 1 && (star === 'loose' || !optionSign(text[p]) || wildcardChar.test(text[p - 1] ?? ''));
         extending = takes[p] === 1 && (extending || starts);
       }
       afterRun[q] = ends[q] === 1 || extending ? 1 : 0;
@@ -67,6 +69,14 @@ export function globMatches(pattern: string, text: string, star: 'strict' | 'loo
     if (!ends.includes(1)) return false;
   }
   return ends[n] === 1;
+}
+
+/**
+ * Whether a character, first in a word, makes the word an option: `-` for nearly every program, `+` for many
+ * (`less +F`, `vim +terminal`, `tail +5`, `sort +1`, `date +%s`, `set +o`).
+ */
+function optionSign(c: string | undefined): boolean {
+  return c === '-' || c === '+';
 }
 
 /** Per position of the text: 1 when a run may take that character. */
