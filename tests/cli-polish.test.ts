@@ -371,6 +371,21 @@ describe.concurrent('--code takes only an error code', () => {
   });
 });
 
+describe.concurrent('a blank --session or --action', () => {
+  it.each<[string, string[], string, string]>([
+    ['activity --session=', ['activity', '--session='], '--session', 'postern sessions'],
+    ['activity --action ""', ['activity', '--action', ''], '--action', 'postern actions list'],
+    ['actions list --session " "', ['actions', 'list', '--session', ' '], '--session', 'postern sessions'],
+  ])('%s is refused naming the option, before any broker is asked', async (_what, args, field, lister) => {
+    const dir = freshDir();
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT ${field}: must be an id as \`${lister}\` shows one`);
+    expect(() => statSync(dir)).toThrow();
+  });
+});
+
 describe('ids the journal does not hold, against a running daemon', () => {
   it(
     'activity and actions list refuse an unknown --session or --action as actions show refuses an unknown id',
