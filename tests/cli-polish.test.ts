@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { activityPageMax, brokerApiSchemas, ErrorCode } from '../broker/contract/index.js';
+import { lockDataDir } from '../broker/host/data-dir-lock.js';
 import { PosternProcess, posternBin, repoRoot, startDaemon } from './support/postern-process.js';
 
 /** The operator's everyday edges of `postern`, each run as a real subprocess. */
@@ -195,6 +196,48 @@ describe.concurrent('postern status says whether a broker is running', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false });
   });
 
+  it('says the directory does not exist, and creates nothing', async () => {
+    const dir = path.join(freshDir(), 'nested');
+    const text = await run(['status', '--data-dir', dir]);
+    expect(text).toMatchObject({
+      code: 0,
+      stdout: `Data directory: ${dir} (does not exist: nothing has run here yet)`,
+    });
+    const json = await run(['status', '--json', '--data-dir', dir]);
+    expect(JSON.parse(json.stdout)).toEqual({ data_dir: dir, exists: false });
+    expect(() => statSync(path.dirname(dir))).toThrow();
+  });
+
+  // A broker holds the data directory's lock from before its journal opens (recovery, then the vault's unlock) until
+  // after it has drained in-flight calls at stop, while its control socket is not yet (or no longer) listening. The
+  // lock is taken here as a broker takes it (the same kernel flock); status must not call that "no broker".
+  it('says who holds the lock, and not "closed", while the lock is held and no control socket answers', async () => {
+    const dir = existingDir();
+    const lock = lockDataDir(dir);
+    try {
+      const text = await run(['status', '--data-dir', dir]);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain(
+        `Broker: not answering for this data directory: pid ${process.pid} holds its lock but its control socket does not answer`,
+      );
+      expect(text.stdout).toMatch(
+        new RegExp(`^Journal: unknown: pid ${process.pid} holds the data directory's lock and may have it open; `, 'm'),
+      );
+      expect(text.stdout).not.toContain('closed');
+      expect(text.stdout).not.toContain('not running');
+      const json = await run(['status', '--json', '--data-dir', dir]);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        broker_running: false,
+        lock_held_by_pid: process.pid,
+        journal: { state: 'unknown' },
+        journal_read_from: 'file',
+      });
+    } finally {
+      lock.release();
+    }
+    expect((await run(['status', '--data-dir', dir])).stdout).toContain('Broker: not running for this data directory');
+  });
+
   it(
     'says running while a daemon serves the directory, and not running after it stops',
     async () => {
@@ -325,6 +368,21 @@ describe.concurrent('--code takes only an error code', () => {
     const result = await run(['actions', 'list', '--code', ErrorCode.APPROVAL_DENIED, '--data-dir', dir]);
     expect(result.stderr).not.toContain('--code');
     expect(result.stderr).toContain(`--data-dir: no data directory at ${dir}`);
+  });
+});
+
+describe.concurrent('a blank --session or --action', () => {
+  it.each<[string, string[], string, string]>([
+    ['activity --session=', ['activity', '--session='], '--session', 'postern sessions'],
+    ['activity --action ""', ['activity', '--action', ''], '--action', 'postern actions list'],
+    ['actions list --session " "', ['actions', 'list', '--session', ' '], '--session', 'postern sessions'],
+  ])('%s is refused naming the option, before any broker is asked', async (_what, args, field, lister) => {
+    const dir = freshDir();
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT ${field}: must be an id as \`${lister}\` shows one`);
+    expect(() => statSync(dir)).toThrow();
   });
 });
 

@@ -461,13 +461,20 @@ function activityFilters(options: ActivityOptions): ActivityFilters {
   const outcome = outcomeFilter(options.outcome);
   const code = codeFilter(options.code);
   return {
-    ...(options.session === undefined ? {} : { session_id: options.session }),
+    ...(options.session === undefined ? {} : { session_id: idFilter(options.session, '--session') }),
     ...(options.lane === undefined ? {} : { lane: options.lane }),
-    ...(options.action === undefined ? {} : { action_id: options.action }),
+    ...(options.action === undefined ? {} : { action_id: idFilter(options.action, '--action') }),
     ...(outcome === undefined ? {} : { outcome }),
     ...(code === undefined ? {} : { code }),
     ...(options.text === undefined ? {} : { text: options.text }),
   };
+}
+
+/** A blank id (`--session=`, `--session ""`) is a command line gone wrong, said before any broker is asked. */
+function idFilter(raw: string, field: '--session' | '--action'): string {
+  if (raw.trim() !== '') return raw;
+  const lister = field === '--session' ? 'postern sessions' : 'postern actions list';
+  throw new CodedError('INVALID_ARGUMENT', `must be an id as \`${lister}\` shows one, not blank`, { field });
 }
 
 function outcomeFilter(raw: string | undefined): Outcome | undefined {
@@ -500,7 +507,7 @@ function actionListInput(options: ActionListOptions): BrokerApi['actions.list'][
   return {
     ...(limit === undefined ? {} : { limit }),
     ...(options.before === undefined ? {} : { before_seq: positive(options.before, '--before') }),
-    ...(options.session === undefined ? {} : { session_id: options.session }),
+    ...(options.session === undefined ? {} : { session_id: idFilter(options.session, '--session') }),
     ...(options.lane === undefined ? {} : { lane: options.lane }),
     ...(options.target === undefined ? {} : { target: options.target }),
     ...(outcome === undefined ? {} : { outcome }),

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
-import { verifyControlListener } from '../host/control-listener.js';
+import { deviceNumbers, parseFlockHolders, verifyControlListener } from '../host/control-listener.js';
 import type { CliIo } from './cli-io.js';
 import {
   prepareDataDir,
@@ -204,18 +204,21 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
   const answer = await brokerAnswers(dataDir);
   const running = answer === true;
   const impostor = typeof answer === 'string' ? answer : undefined;
-  const report = await journalReport(dataDir, answer);
+  // No answer on the socket is not "no broker": one starting (journal recovery, vault unlock) or stopping (draining
+  // in-flight calls) holds the lock with its control socket closed, and `postern daemon` would be refused.
+  const holder = answer === false ? lockHolderPid(dataDir) : undefined;
+  const report = await journalReport(dataDir, answer, holder);
   if (json) {
     const unverified = impostor === undefined ? {} : { control_socket_unverified: impostor };
+    const held = holder === undefined ? {} : { lock_held_by_pid: holder };
     const { journal, actions, read_from } = report;
     const out = { data_dir: dataDir, journal, actions, journal_read_from: read_from };
-    io.out(JSON.stringify({ ...out, exists: true, broker_running: running, ...unverified }));
+    io.out(JSON.stringify({ ...out, exists: true, broker_running: running, ...unverified, ...held }));
     return exitCode.ok;
   }
   const { journal, actions } = report;
   io.out(`Data directory: ${dataDir}`);
-  if (impostor !== undefined) io.out(`Broker: unverified: ${impostor}`);
-  else io.out(running ? 'Broker: running for this data directory' : 'Broker: not running for this data directory');
+  io.out(`Broker: ${brokerWords(running, impostor, holder)}`);
   const counts = `${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version}`;
   io.out(`Journal: ${journalWords(report, impostor !== undefined)}${counts})`);
   io.out(`Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown`);
@@ -228,6 +231,8 @@ interface JournalReport extends Pick<BrokerStatus, 'actions'> {
   read_from: 'broker' | 'file';
   /** A verified broker runs but did not answer its status: why. */
   broker_silent?: string;
+  /** No broker answers, but this process holds the data directory's lock (so may have the journal open). */
+  lock_holder?: number;
 }
 
 /** A live broker answers its status in milliseconds; `postern status` must stay quick beside a stopped one. */
@@ -237,9 +242,10 @@ const statusAnswerMs = 5_000;
  * The journal as the process holding it sees it: a verified running broker is asked for its own
  * status (a read over the control socket), so "open" or "failed" is its word. Otherwise the file is
  * read read-only (read-snapshot.ts), and its state is "closed" only when nothing listens for the
- * data directory; when a broker or an unverified listener is there, the file cannot say: "unknown".
+ * data directory and no process holds its lock; when a broker, an unverified listener or a lock holder
+ * (`holder`: a broker starting or stopping) is there, the file cannot say: "unknown".
  */
-async function journalReport(dataDir: string, answer: boolean | string): Promise<JournalReport> {
+async function journalReport(dataDir: string, answer: boolean | string, holder?: number): Promise<JournalReport> {
   let brokerSilent: string | undefined;
   if (answer === true) {
     try {
@@ -252,12 +258,13 @@ async function journalReport(dataDir: string, answer: boolean | string): Promise
   }
   const { readDataDirStatus } = await import('../host/data-dir-status.js');
   const { journal, actions } = await readDataDirStatus(dataDir);
-  const state = answer === false ? journal.state : 'unknown';
+  const state = answer === false && holder === undefined ? journal.state : 'unknown';
   return {
     journal: { ...journal, state },
     actions,
     read_from: 'file',
     ...(brokerSilent === undefined ? {} : { broker_silent: brokerSilent }),
+    ...(holder === undefined ? {} : { lock_holder: holder }),
   };
 }
 
@@ -267,7 +274,35 @@ function journalWords(report: JournalReport, unverified: boolean): string {
   if (unverified) return 'unknown: read from the file, the listener was not asked (';
   if (report.broker_silent !== undefined)
     return `held by the running broker, which did not answer (${report.broker_silent}); read from the file (`;
+  if (report.lock_holder !== undefined)
+    return `unknown: pid ${report.lock_holder} holds the data directory's lock and may have it open; read from the file (`;
   return 'closed (no broker has it open; read from the file: ';
+}
+
+/** "running", "not running", or why neither can be said. */
+function brokerWords(running: boolean, impostor: string | undefined, holder: number | undefined): string {
+  if (impostor !== undefined) return `unverified: ${impostor}`;
+  if (running) return 'running for this data directory';
+  if (holder !== undefined)
+    return `not answering for this data directory: pid ${holder} holds its lock but its control socket does not answer (a broker starting or stopping, or another process)`;
+  return 'not running for this data directory';
+}
+
+/**
+ * The process the kernel's lock table shows holding the data directory's exclusive flock (data-dir-lock.ts), read
+ * only: status never takes the lock, so it cannot make a starting broker fail. Linux only (/proc/locks); elsewhere, or
+ * with the table unreadable, undefined, and status says what the control socket says.
+ */
+function lockHolderPid(dataDir: string): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    const dir = statSync(dataDir, { bigint: true });
+    const { major, minor } = deviceNumbers(dir.dev);
+    const holders = parseFlockHolders(readFileSync('/proc/locks', 'utf8'));
+    return holders.find((h) => h.inode === dir.ino && h.major === major && h.minor === minor)?.pid;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
