@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
-import { deviceNumbers, parseFlockHolders, verifyControlListener } from '../host/control-listener.js';
+import { lockHolderIn, verifyControlListener } from '../host/control-listener.js';
 import type { CliIo } from './cli-io.js';
 import {
   prepareDataDir,
@@ -296,10 +296,7 @@ function brokerWords(running: boolean, impostor: string | undefined, holder: num
 function lockHolderPid(dataDir: string): number | undefined {
   if (process.platform !== 'linux') return undefined;
   try {
-    const dir = statSync(dataDir, { bigint: true });
-    const { major, minor } = deviceNumbers(dir.dev);
-    const holders = parseFlockHolders(readFileSync('/proc/locks', 'utf8'));
-    return holders.find((h) => h.inode === dir.ino && h.major === major && h.minor === minor)?.pid;
+    return lockHolderIn(readFileSync('/proc/locks', 'utf8'), statSync(dataDir, { bigint: true }))?.pid;
   } catch {
     return undefined;
   }

@@ -88,11 +88,16 @@ export function verifyControlListener(socket: Socket, dataDir: string, check: Co
   } catch (error) {
     throw unverified(dataDir, `the lock table could not be read (${messageOf(error)})`, error);
   }
-  const { major, minor } = deviceNumbers(dir.dev);
-  const holder = parseFlockHolders(table).find((h) => h.inode === dir.ino && h.major === major && h.minor === minor);
+  const holder = lockHolderIn(table, dir);
   if (holder === undefined) throw unverified(dataDir, 'no process holds the data directory’s lock');
   if (holder.pid !== listener.pid)
     throw unverified(dataDir, `pid ${listener.pid} listens on it, but the lock is held by pid ${holder.pid}`);
+}
+
+/** The entry of the kernel's lock table (/proc/locks text) for the data directory `dir` (its device and inode). */
+export function lockHolderIn(table: string, dir: { dev: bigint; ino: bigint }): FlockHolder | undefined {
+  const { major, minor } = deviceNumbers(dir.dev);
+  return parseFlockHolders(table).find((h) => h.inode === dir.ino && h.major === major && h.minor === minor);
 }
 
 function holderNamedInLockFile(dataDir: string): number | undefined {
