@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -188,12 +188,16 @@ describe.concurrent('required texts: help and validation agree', () => {
 });
 
 describe.concurrent('postern status says whether a broker is running', () => {
-  it('says not running for a directory with no broker', async () => {
+  it('says not running for a directory with no broker, and that no journal file is there yet', async () => {
     const dir = existingDir();
+    const before = readdirSync(dir);
     const text = await run(['status', '--data-dir', dir]);
     expect(text.stdout).toContain('Broker: not running for this data directory');
+    // Not "closed … read from the file": there is no file to have read.
+    expect(text.stdout).toMatch(/^Journal: none yet \(no broker has opened this directory: no journal file; 0 events/m);
     const json = await run(['status', '--data-dir', dir, '--json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false });
+    expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false, journal_file: false });
+    expect(readdirSync(dir)).toEqual(before);
   });
 
   it('says the directory does not exist, and creates nothing', async () => {
@@ -262,6 +266,7 @@ describe.concurrent('postern status says whether a broker is running', () => {
         broker_running: false,
         journal: { state: 'closed' },
         journal_read_from: 'file',
+        journal_file: true,
       });
       expect((await run(['status', '--data-dir', dir])).stdout).toMatch(
         /^Journal: closed \(no broker has it open; read from the file: \d+ events, last seq \d+, schema v\d+\)$/m,

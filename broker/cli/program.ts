@@ -211,8 +211,9 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
   if (json) {
     const unverified = impostor === undefined ? {} : { control_socket_unverified: impostor };
     const held = holder === undefined ? {} : { lock_held_by_pid: holder };
-    const { journal, actions, read_from } = report;
-    const out = { data_dir: dataDir, journal, actions, journal_read_from: read_from };
+    const { journal, actions, read_from, journal_file } = report;
+    const file = journal_file === undefined ? {} : { journal_file };
+    const out = { data_dir: dataDir, journal, actions, journal_read_from: read_from, ...file };
     io.out(JSON.stringify({ ...out, exists: true, broker_running: running, ...unverified, ...held }));
     return exitCode.ok;
   }
@@ -229,6 +230,8 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
 interface JournalReport extends Pick<BrokerStatus, 'actions'> {
   journal: Omit<BrokerStatus['journal'], 'state'> & { state: BrokerStatus['journal']['state'] | 'unknown' };
   read_from: 'broker' | 'file';
+  /** Read from the file: whether there is one (a directory no broker ever opened has none). */
+  journal_file?: boolean;
   /** A verified broker runs but did not answer its status: why. */
   broker_silent?: string;
   /** No broker answers, but this process holds the data directory's lock (so may have the journal open). */
@@ -257,12 +260,13 @@ async function journalReport(dataDir: string, answer: boolean | string, holder?:
     }
   }
   const { readDataDirStatus } = await import('../host/data-dir-status.js');
-  const { journal, actions } = await readDataDirStatus(dataDir);
+  const { journal, actions, journal_file } = await readDataDirStatus(dataDir);
   const state = answer === false && holder === undefined ? journal.state : 'unknown';
   return {
     journal: { ...journal, state },
     actions,
     read_from: 'file',
+    journal_file,
     ...(brokerSilent === undefined ? {} : { broker_silent: brokerSilent }),
     ...(holder === undefined ? {} : { lock_holder: holder }),
   };
@@ -276,6 +280,7 @@ function journalWords(report: JournalReport, unverified: boolean): string {
     return `held by the running broker, which did not answer (${report.broker_silent}); read from the file (`;
   if (report.lock_holder !== undefined)
     return `unknown: pid ${report.lock_holder} holds the data directory's lock and may have it open; read from the file (`;
+  if (report.journal_file === false) return 'none yet (no broker has opened this directory: no journal file; ';
   return 'closed (no broker has it open; read from the file: ';
 }
 

@@ -2,7 +2,10 @@ import type { BrokerStatus } from '../contract/index.js';
 import { readJournalSnapshot } from '../journal/read-snapshot.js';
 
 /** What `postern status` reports about a data directory without running a broker in it. */
-export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'>;
+export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'> & {
+  /** False when the directory holds no journal file yet (no broker ever opened it): the counts are then zeros. */
+  readonly journal_file: boolean;
+};
 
 /**
  * Reads the data directory's journal read-only: a running daemon may hold it, and only the writer
@@ -21,5 +24,6 @@ export async function readDataDirStatus(dataDir: string): Promise<DataDirStatus>
       recovered_at_open: 0,
     },
     actions: { ...snapshot.actions },
+    journal_file: snapshot.exists,
   });
 }
