@@ -78,6 +78,30 @@ describe.concurrent('postern with no command', () => {
   });
 });
 
+describe.concurrent('a word a command group does not know', () => {
+  // The groups with a default subcommand (commander hands it the stray word) and one without, alike.
+  it.each<[string, string[], string]>([
+    [
+      'integrity',
+      ['integrity', 'anchor'],
+      "unknown command 'anchor' for 'postern integrity' (its commands: status, readopt)",
+    ],
+    [
+      'sessions',
+      ['sessions', 'frobnicate'],
+      "unknown command 'frobnicate' for 'postern sessions' (its commands: list, approve, revoke)",
+    ],
+    ['approvals', ['approvals', 'frobnicate'], "unknown command 'frobnicate'"],
+  ])('postern %s <unknown> names the word as an unknown command, asking no broker', async (_group, args, message) => {
+    const dir = freshDir();
+    const result = await run([...args, '--data-dir', dir]);
+    expect(result).toMatchObject({ code: 2, stdout: '' });
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT command: ${message}`);
+    expect(result.stderr).not.toContain('too many arguments');
+    expect(() => statSync(dir)).toThrow();
+  });
+});
+
 describe.concurrent('--data-dir anywhere on the command line', () => {
   it.each<[string, (dir: string) => string[]]>([
     ['before the command', (dir) => ['--data-dir', dir, 'status', '--json']],

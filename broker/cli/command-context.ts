@@ -33,6 +33,27 @@ export function withDataDir(command: Command): Command {
   );
 }
 
+/**
+ * A group's default subcommand (`postern integrity` is `integrity status`): commander hands it every word the group
+ * does not know, and would refuse `postern integrity anchor` as "too many arguments for 'status'". It says the word
+ * is not one of the group's commands instead.
+ */
+export function defaultSubcommand(group: Command, name: string): Command {
+  return group
+    .command(name, { isDefault: true })
+    .allowExcessArguments()
+    .hook('preAction', (_hooked, command) => {
+      const [stray] = command.args;
+      if (stray === undefined) return;
+      const known = group.commands.map((c) => c.name()).filter((c) => c !== 'help');
+      throw new CodedError(
+        'INVALID_ARGUMENT',
+        `unknown command '${stray}' for 'postern ${group.name()}' (its commands: ${known.join(', ')})`,
+        { field: 'command' },
+      );
+    });
+}
+
 /** --data-dir, else POSTERN_DATA_DIR, else the per-user application data folder. */
 export function resolveFromOptions(options: CommonOptions, env: Env): string {
   return resolveDataDir({

@@ -5,7 +5,13 @@ import {
   type AnchorFailureCode,
   type IntegrityAnchorReport,
 } from '../contract/index.js';
-import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import {
+  brokerDataDir,
+  defaultSubcommand,
+  withDataDir,
+  type CommandContext,
+  type CommonOptions,
+} from './command-context.js';
 import { callOperator, printable } from './operator-commands.js';
 
 interface JsonOptions extends CommonOptions {
@@ -22,7 +28,7 @@ export function registerIntegrityCommands(program: Command, context: CommandCont
   const integrity = program
     .command('integrity')
     .description("The journal's signed integrity anchor: whether the start found the journal rolled back or forged.");
-  withDataDir(integrity.command('status', { isDefault: true }).description('What the start found, and why.'))
+  withDataDir(defaultSubcommand(integrity, 'status').description('What the start found, and why.'))
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
       const report = await callOperator(brokerDataDir(options, env), 'integrity.anchor', {});

@@ -20,7 +20,13 @@ import {
 } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
-import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import {
+  brokerDataDir,
+  defaultSubcommand,
+  withDataDir,
+  type CommandContext,
+  type CommonOptions,
+} from './command-context.js';
 
 interface JsonOptions extends CommonOptions {
   json?: boolean;
@@ -330,9 +336,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
 
   const sessions = program.command('sessions').description('Agent sessions: one per agent process.');
   withDataDir(
-    sessions
-      .command('list', { isDefault: true })
-      .description('The newest 1,000 sessions, oldest first, with status and call counts.'),
+    defaultSubcommand(sessions, 'list').description(
+      'The newest 1,000 sessions, oldest first, with status and call counts.',
+    ),
   )
     .option('--json', 'print one JSON object')
     .action(async (options: JsonOptions) => {
