@@ -42,6 +42,7 @@ function card(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCa
     retry_of: null,
     dispatch_recorded: false,
     retry_possible: false,
+    retry_until_ms: null,
     ...overrides,
   };
 }

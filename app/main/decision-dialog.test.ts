@@ -35,6 +35,7 @@ const card: ApprovalCard = {
   retry_of: null,
   dispatch_recorded: false,
   retry_possible: false,
+  retry_until_ms: null,
 };
 
 describe('describeDecision', () => {

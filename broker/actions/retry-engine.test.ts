@@ -511,6 +511,52 @@ describe('when a person retries an unknown action with the same key (the kept re
     }
   });
 
+  it("the blocked head's card carries the key's window end (retry_until_ms): a retry one ms before it is taken, one at it is NOT_FOUND", async () => {
+    await start('honours', 1);
+    const requests = RequestStore.open(h.temp.path);
+    try {
+      const config = localRouteConfig(target.port, routeYaml({ attempts_max: 3, automatic: false }));
+      const deps = {
+        ids: createRandomIdSource(h.temp.clock),
+        clock: h.temp.clock,
+        journal: h.temp.journal,
+        results: h.results,
+        vault: h.vault,
+        config,
+        channel: h.channel,
+        queue: h.queue,
+        requests,
+      };
+      /** An unknown action under `key` and its card: the card's retry_until_ms, checked against the recorded key window. */
+      const unknownWithCard = async (key: string, body: string): Promise<{ id: string; until: number }> => {
+        const run = await h.run(config, { ...post, idempotency_key: key, body }, { requests });
+        const id = run.envelope.invocation_id;
+        expect(run.envelope.error).toMatchObject({ outcome: 'unknown' });
+        const window = ofKind(h.events(id), 'PREFLIGHT_VALIDATED')[0]?.payload.idempotency?.expires_at_ms;
+        expect(window).toBeGreaterThan(h.temp.clock.nowMs());
+        const card = h.queue.cards().find((c) => c.action_id === id);
+        expect(card).toMatchObject({ state: 'blocked_head', retry_possible: true, retry_until_ms: window });
+        return { id, until: card?.retry_until_ms ?? 0 };
+      };
+
+      const a = await unknownWithCard('key-w-1', '{"release":"w-1"}');
+      h.temp.clock.advance(a.until - 1 - h.temp.clock.nowMs());
+      const retried = await retryKeptRequest(deps, a.id, { kind: 'person', id: 'ann' });
+      expect(retried.envelope).toMatchObject({ invocation_id: a.id, effect: 'succeeded' });
+
+      target.loseResponses = 1;
+      const b = await unknownWithCard('key-w-2', '{"release":"w-2"}');
+      h.temp.clock.advance(b.until - h.temp.clock.nowMs());
+      await expect(retryKeptRequest(deps, b.id, { kind: 'person', id: 'ann' })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      expect(ofKind(h.events(b.id), 'RETRY_LEASED')).toHaveLength(0);
+      expect(target.requests.map((r) => r.key)).toEqual(['key-w-1', 'key-w-1', 'key-w-2']);
+    } finally {
+      requests.close();
+    }
+  });
+
   it('nothing is kept on a route without a retry policy, or once the key window passed: NOT_FOUND, nothing sent', async () => {
     // The first action commits (an unknown one would block the lane the second one needs).
     await start('honours', 0);

@@ -113,24 +113,27 @@ export function expiredEnvelope(envelope: Envelope, state: ActionState): Envelop
 }
 
 /**
- * fetch_result on an action whose outcome is recorded but that has no stored result to hand over, when its record
- * carries no error of its own (a committed outcome settled by a person's attestation or a reconciliation lookup): a
- * failure like any other, so it carries a code — RESULT_NOT_STORED, phase result_delivery, the recorded outcome,
- * retry never — and a message saying what is known. A record with its own error (rejected, not_attempted, unknown)
- * answers that error unchanged. `unreadable`: a stored result exists but its bytes could not be read.
+ * fetch_result on an action whose outcome is recorded but that has no stored result to hand over: a failure like any
+ * other, so it carries a code. An outcome a person attested or a reconciliation lookup answered (committed or
+ * rejected: neither records a response) is RESULT_NOT_STORED, phase result_delivery, the recorded outcome, retry never,
+ * with a message saying who settled it and that what was attested is in the action's record — even when the record
+ * carries a code of its own (an attested rejection's REMOTE_REJECTED, whose meaning speaks of a refusal the remote
+ * returned: none was). Any other record with its own error (rejected by the remote, not_attempted, unknown) answers
+ * that error unchanged. `unreadable`: a stored result exists but its bytes could not be read.
  */
 export function noStoredResultEnvelope(envelope: Envelope, state: ActionState, unreadable = false): Envelope {
-  if (envelope.error !== undefined) return envelope;
+  const settledLate =
+    (state.source === 'operator_attested' || state.source === 'remote_query') &&
+    (state.outcome === 'committed' || state.outcome === 'rejected');
+  if (envelope.error !== undefined && !(settledLate && !unreadable)) return envelope;
   const outcome = state.outcome ?? 'unknown';
-  const settledBy =
-    state.source === 'operator_attested'
-      ? "a person's attestation"
-      : state.source === 'remote_query'
-        ? 'a reconciliation lookup'
-        : `evidence from ${state.source ?? 'an unknown source'}`;
   const why = unreadable
     ? 'its stored result could not be read'
-    : `it was settled by ${settledBy}, so no response was recorded to hand over`;
+    : state.source === 'operator_attested'
+      ? "it was settled by a person's attestation, not by an answer from the remote, so no response was recorded to hand over (what the person attested is in the action's record)"
+      : state.source === 'remote_query'
+        ? 'it was settled by a reconciliation lookup, so no response was recorded to hand over'
+        : `it was settled by evidence from ${state.source ?? 'an unknown source'}, so no response was recorded to hand over`;
   return {
     ...envelope,
     error: {

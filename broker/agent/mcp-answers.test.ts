@@ -489,8 +489,56 @@ describe('when the real backend refuses reads and calls (no part of an answer is
       /error: RESULT_NOT_STORED: no stored result: the action is committed \(effect succeeded/,
     );
     expect(text.summary).toContain("a person's attestation");
+    expect(text.summary).toContain("what the person attested is in the action's record");
     expect(text.json).toEqual(fetched.structuredContent);
     expect(f.server.markers()).toEqual(['A']);
+  });
+
+  it('fetch_result of an action a person attested rejected is RESULT_NOT_STORED too, not the remote refusal it never was', async () => {
+    // The same unknown, attested rejected: the record's REMOTE_REJECTED means "the remote returned a refusal"; it did not.
+    f = await openQueueFixture({
+      agentsYaml: '  session_approval: observe',
+      server: { behave: () => 'apply_then_drop' },
+    });
+    real = await fixtureAgentBackend(f, 'boot-answers');
+    socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
+    client = new Client({ name: 'answers-test', version: '1' });
+    await client.connect(new SocketClientTransport(socket.path));
+    await client.listTools();
+    const sent = (await client.callTool({
+      name: 'http_request',
+      arguments: { route: 'plain', method: 'POST', path: '/documents/9', body: JSON.stringify({ marker: 'B' }) },
+    })) as CallToolResult;
+    expect(sent.structuredContent).toMatchObject({ error: { outcome: 'unknown' } });
+    const actionId = (sent.structuredContent as { invocation_id: string }).invocation_id;
+    await f.queue.attest(actionId, person, 'rejected', 'no_effect', 'the document still shows version 1');
+
+    const status = (await client.callTool({
+      name: 'action_status',
+      arguments: { action_id: actionId },
+    })) as CallToolResult;
+    expect(status.structuredContent).toMatchObject({ error: { code: 'REMOTE_REJECTED', outcome: 'rejected' } });
+    const fetched = (await client.callTool({
+      name: 'fetch_result',
+      arguments: { action_id: actionId },
+    })) as CallToolResult;
+    expect(fetched.isError).toBe(true);
+    expect(fetched.structuredContent).toMatchObject({
+      invocation_id: actionId,
+      effect: 'no_effect',
+      outcome_basis: 'operator_attested',
+      error: { code: 'RESULT_NOT_STORED', phase: 'result_delivery', outcome: 'rejected', retry: 'never' },
+      evidence: { dispatch_started: true, source: 'operator_attested' },
+    });
+    const text = readText(fetched);
+    expect(text.first).toMatch(/^ticket #\d+ rejected: RESULT_NOT_STORED$/);
+    expect(text.summary).toMatch(
+      /error: RESULT_NOT_STORED: no stored result: the action is rejected \(effect no_effect, basis operator_attested\); it was settled by a person's attestation, not by an answer from the remote/,
+    );
+    expect(text.summary).toContain("what the person attested is in the action's record");
+    expect(text.summary).not.toContain('authoritative refusal');
+    expect(text.json).toEqual(fetched.structuredContent);
+    expect(f.server.markers()).toEqual(['B']);
   });
 
   it('every text block names only the parts its error carries: a refused read has no outcome part', async () => {

@@ -149,6 +149,13 @@ export const approvalCardSchema = z.object({
    * checked when a person asks.
    */
   retry_possible: z.boolean(),
+  /**
+   * When retry_possible: the end of the idempotency key's window (the key's earliest safe expiry recorded at
+   * admission, exclusive — the journal leases a same-key retry only before it, so a click at or after it is refused
+   * with NOT_FOUND and nothing is sent). Null when no retry is offered. The desktop shows it and, once its own clock
+   * passes it, offers no Retry; the journal's check at click time stays the authority.
+   */
+  retry_until_ms: z.number().int().nullable(),
 });
 export type ApprovalCard = z.infer<typeof approvalCardSchema>;
 

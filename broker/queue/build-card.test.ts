@@ -81,6 +81,8 @@ describe('a blocked head card offers a retry only where a person could resend so
     expect(card(dispatchedUnknown(channel, keyed))).toMatchObject({
       dispatch_recorded: true,
       retry_possible: possible,
+      // The key's window end (its recorded expiry) where a retry is offered; null where none is.
+      retry_until_ms: possible ? 10_000 : null,
     });
   });
 });

@@ -16,6 +16,9 @@ export interface CardFacts {
 export function buildCard(f: CardFacts): ApprovalCard {
   const { state, wait } = f;
   const preview = f.preview ?? previewFromTarget(state.target, f.credentialOf);
+  // A person's retry resends the request kept at admission, which only an HTTP action under a bound key has
+  // (broker/actions kept-request.ts); the key's window, the budget and a live lease are checked on the click.
+  const retryPossible = retriableRecord(state) && state.channel === 'http' && state.key_expires_at_ms !== null;
   const card: ApprovalCard = {
     ticket: wait.ticket,
     action_id: state.action_id,
@@ -53,9 +56,9 @@ export function buildCard(f: CardFacts): ApprovalCard {
     retry_of: preview.retry_of,
     retries: { generation: state.retry_generation, budget: state.retry_budget },
     dispatch_recorded: state.dispatch_seq !== null,
-    // A person's retry resends the request kept at admission, which only an HTTP action under a bound key has
-    // (broker/actions kept-request.ts); the key's window, the budget and a live lease are checked on the click.
-    retry_possible: retriableRecord(state) && state.channel === 'http' && state.key_expires_at_ms !== null,
+    retry_possible: retryPossible,
+    // The key's window end: the journal folds a same-key RETRY_LEASED only before it (project.ts foldRetryLeased).
+    retry_until_ms: retryPossible ? state.key_expires_at_ms : null,
   };
   return approvalCardSchema.parse(card);
 }

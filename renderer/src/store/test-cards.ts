@@ -35,6 +35,7 @@ export function cardOf(ticket: number, overrides: Partial<ApprovalCard> = {}): A
     retry_of: null,
     dispatch_recorded: false,
     retry_possible: false,
+    retry_until_ms: null,
     ...overrides,
   };
 }

@@ -1,7 +1,9 @@
 import { useId, useState, type FormEvent } from 'react';
 import type { ApprovalCard, Effect } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
+import { retryOffer } from '../store/retry-window.js';
 import { ReasonForm } from './reason-form.js';
+import { useNow } from './use-now.js';
 
 /** What a person may attest after a dispatch (never not_attempted: it was sent). */
 const effectsFor: Record<'committed' | 'rejected', Effect[]> = {
@@ -12,16 +14,6 @@ const effectsFor: Record<'committed' | 'rejected', Effect[]> = {
 /** What the retry button does, and when the broker refuses it (it answers NOT_FOUND then, shown on the card). */
 export const retryExplained =
   'Resend the very request this action sent, with the same idempotency key, as its next attempt under a lease. Only for a route with an idempotency contract and a retry policy, inside the key’s window; your click is the decision.';
-
-/**
- * Why no retry is offered: the card's retry_possible is the journal's own rule for a retry lease (retriableRecord) and
- * a kept request to resend (an HTTP call under a bound key), so the button is shown only when a click could be taken.
- */
-export function noRetryWhy(card: ApprovalCard): string {
-  if (!card.dispatch_recorded)
-    return `No retry: no dispatch of #${card.ticket} is recorded, yet it may have been sent (the journal was quarantined and may lack that record), so a retry could send it twice. Attest or abandon it (Reconcile once the journal is re-adopted).`;
-  return `No retry: a person can resend only an HTTP request kept under its idempotency key, and #${card.ticket} has none. Reconcile, attest or abandon it.`;
-}
 
 type OpenForm = 'abandon' | 'attest' | null;
 
@@ -36,6 +28,8 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
   const retrySameKey = useAppStore((state) => state.retrySameKey);
   const abandon = useAppStore((state) => state.abandon);
   const [open, setOpen] = useState<OpenForm>(null);
+  // The key's window is judged by this clock for what to show; the broker checks it again on the click.
+  const offer = retryOffer(card, useNow());
   return (
     <div className="ways-out" role="group" aria-label={`Ways out for blocked ticket #${t}`}>
       <p className="ways-out-intro">
@@ -43,13 +37,13 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
       </p>
       {open === null && (
         <div className="form-actions">
-          {card.retry_possible && (
+          {offer.offered && (
             <button
               type="button"
               disabled={busy}
               onClick={() => void retrySameKey(t, card.action_id)}
               title={retryExplained}
-              aria-describedby={`retry-why-${t}`}
+              aria-describedby={`retry-until-${t} retry-why-${t}`}
             >
               Retry with the same key
             </button>
@@ -79,13 +73,18 @@ export function BlockedHeadWaysOut({ card, busy }: { card: ApprovalCard; busy: b
           >
             Abandon…
           </button>
-          {card.retry_possible ? (
-            <span id={`retry-why-${t}`} className="visually-hidden">
-              {retryExplained}
-            </span>
+          {offer.offered ? (
+            <>
+              <p className="muted" id={`retry-until-${t}`} data-testid={`card-${t}-retry-until`}>
+                {offer.text}
+              </p>
+              <span id={`retry-why-${t}`} className="visually-hidden">
+                {retryExplained}
+              </span>
+            </>
           ) : (
             <p className="muted" data-testid={`card-${t}-no-retry`}>
-              {noRetryWhy(card)}
+              {offer.why}
             </p>
           )}
         </div>
