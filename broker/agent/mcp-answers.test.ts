@@ -495,7 +495,7 @@ describe('when the real backend refuses reads and calls (no part of an answer is
   });
 
   it('fetch_result of an action a person attested rejected is RESULT_NOT_STORED too, not the remote refusal it never was', async () => {
-    // The same unknown, attested rejected: the record's REMOTE_REJECTED means "the remote returned a refusal"; it did not.
+    // The same unknown, attested rejected: no remote answered, so no code may say "the remote returned a refusal".
     f = await openQueueFixture({
       agentsYaml: '  session_approval: observe',
       server: { behave: () => 'apply_then_drop' },
@@ -517,7 +517,9 @@ describe('when the real backend refuses reads and calls (no part of an answer is
       name: 'action_status',
       arguments: { action_id: actionId },
     })) as CallToolResult;
-    expect(status.structuredContent).toMatchObject({ error: { code: 'REMOTE_REJECTED', outcome: 'rejected' } });
+    // Its status says who said so: ATTESTED_REJECTED, not REMOTE_REJECTED (a refusal the remote returned).
+    expect(status.structuredContent).toMatchObject({ error: { code: 'ATTESTED_REJECTED', outcome: 'rejected' } });
+    expect(readText(status).summary).not.toContain('authoritative refusal');
     const fetched = (await client.callTool({
       name: 'fetch_result',
       arguments: { action_id: actionId },

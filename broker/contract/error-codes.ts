@@ -205,6 +205,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The remote returned a complete, authoritative refusal that claims no success.',
   },
+  ATTESTED_REJECTED: {
+    from: broker,
+    meaning:
+      "A person attested that the remote refused an action whose outcome was unknown: no answer from the remote says so (the person's basis is in the action's record).",
+  },
   REMOTE_AUTH_REJECTED: {
     from: broker,
     meaning: 'The remote rejected the injected credential (HTTP 401); never retried with it.',

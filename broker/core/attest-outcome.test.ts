@@ -14,7 +14,7 @@ describe('attestClassification', () => {
     });
     expect(attestClassification('rejected', 'no_effect')).toMatchObject({
       outcome: 'rejected',
-      code: 'REMOTE_REJECTED',
+      code: 'ATTESTED_REJECTED',
       source: 'operator_attested',
     });
   });

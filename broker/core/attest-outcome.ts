@@ -26,7 +26,8 @@ export function attestClassification(outcome: AttestedOutcome, effect: Effect): 
     phase: 'remote_execution',
     outcome,
     retry: 'never',
-    code: outcome === 'rejected' ? 'REMOTE_REJECTED' : null,
+    // Not REMOTE_REJECTED, whose meaning is a refusal the remote returned: here only a person says so.
+    code: outcome === 'rejected' ? 'ATTESTED_REJECTED' : null,
     effect,
     outcome_basis: 'operator_attested',
     source: 'operator_attested',
