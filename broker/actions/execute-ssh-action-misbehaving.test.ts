@@ -48,6 +48,14 @@ const dispatched = [
   'REQUEST_SENT',
 ];
 
+/** The events of the action's sealed recording (asciicast v2), header left off. */
+function recordingEvents(actionId: string): unknown[] {
+  const lines = h.results.recordings.read(actionId).cast.toString('utf8').trimEnd().split('\n');
+  return lines.slice(1).map((l) => JSON.parse(l) as unknown);
+}
+
+const outputCut = 'postern: the session ended before its output did; output after this may be missing';
+
 /** The server received the exec request only after DISPATCH_STARTED was visible to its own connection. */
 function expectDispatchDurableBeforeExec(s: MisbehavingSshServer): void {
   const exec = s.log.find((e) => e.event === 'exec_received');
@@ -186,6 +194,11 @@ describe('when the server misbehaves after dispatch', () => {
     ]);
     const stored = h.results.read(envelope.evidence.result_id ?? '');
     expect(stored?.summary).toMatchObject({ exit_status: 7, output_complete: false });
+    // The recording says so too: what arrived, then the mark that the rest may be missing.
+    expect(recordingEvents(envelope.invocation_id)).toEqual([
+      [expect.any(Number), 'o', 'done\n'],
+      [expect.any(Number), 'm', outputCut],
+    ]);
   });
 
   it('half the output, then the socket is destroyed: REMOTE_RESULT_INCOMPLETE / unknown with the bytes counted', async () => {
@@ -215,6 +228,11 @@ describe('when the server misbehaves after dispatch', () => {
       stream: 'stdout',
       bytes: written,
     });
+    // The half that arrived is kept, never passed off as the whole: the recording ends with the mark that it was cut.
+    expect(recordingEvents(envelope.invocation_id)).toEqual([
+      [expect.any(Number), 'o', 'first half of the output\n'],
+      [expect.any(Number), 'm', outputCut],
+    ]);
   });
 
   it('the exec request is never answered: the exec-reply deadline ends it as unknown, the broker does not hang', async () => {
@@ -356,6 +374,8 @@ describe('when the server refuses', () => {
     expect(envelope).toMatchObject({ effect: 'rejected', outcome_basis: 'exec_refused_by_server' });
     expect(kinds(h.events(envelope.invocation_id))).toEqual([...dispatched, 'RESULT_COMMITTED']);
     expect(h.results.read(envelope.evidence.result_id ?? '')?.summary).toMatchObject({ exec_reply: 'failure' });
+    // A refused exec request ran nothing: no output, and none of it can be missing.
+    expect(recordingEvents(envelope.invocation_id)).toEqual([]);
   });
 
   it('nothing is wrong: exit 0 with output is committed / succeeded', async () => {
@@ -365,6 +385,7 @@ describe('when the server refuses', () => {
     expect(envelope).toMatchObject({ effect: 'succeeded', outcome_basis: 'exit_status_and_channel_close' });
     expect(output?.stdout.toString()).toBe('hello\n');
     expect(s.log.find((e) => e.event === 'exec_received')?.command).toBe('true');
+    expect(recordingEvents(envelope.invocation_id)).toEqual([[expect.any(Number), 'o', 'hello\n']]);
   });
 });
 

@@ -503,7 +503,8 @@ function startRecording(deps: SshActionDeps, actionId: string): boolean {
 function finishRecording(
   deps: SshActionDeps,
   b: Bound,
-  report: Pick<SshChannelReport, 'output' | 'execAtMs'>,
+  report: Pick<SshChannelReport, 'output' | 'execAtMs'> &
+    Partial<Pick<SshChannelReport, 'outputComplete' | 'execReply'>>,
   redacted: RecordingInput['redacted'],
   unreported = false,
 ): void {
@@ -513,6 +514,8 @@ function finishRecording(
     hostName: b.host.name,
     execAtMs: report.execAtMs,
     unreported,
+    // A refused exec request ran nothing, so no output can be missing; otherwise a session that did not end cleanly.
+    outputIncomplete: report.outputComplete === false && report.execReply !== 'failure',
     stdout: o.stdout,
     stderr: o.stderr,
     marks: o.marks,

@@ -13,6 +13,7 @@ export {
 } from './execute-http-action.js';
 export { retryKeptRequest } from './retry-http.js';
 export { executeSshAction, type SshActionDeps, type SshActionResult } from './execute-ssh-action.js';
+export { closeUnsentRecordings, unsentCast } from './unsent-recordings.js';
 export { executeMcpAction, type McpActionDeps, type McpActionResult } from './execute-mcp-action.js';
 export { mcpSecrets, withServerSecrets } from './mcp-server-secrets.js';
 export { stateEnvelope } from './state-envelope.js';

@@ -19,6 +19,11 @@ export interface RecordingInput {
   /** A stream whose bytes the scrubber changed: its marks no longer line up with its bytes. */
   readonly redacted: { readonly stdout: boolean; readonly stderr: boolean };
   readonly truncated: boolean;
+  /**
+   * The exec request was sent and the session did not end cleanly (no EOF and channel close, or the connection broke,
+   * the deadline or a cancel ended it): output after the last piece may never have arrived.
+   */
+  readonly outputIncomplete?: boolean;
   /** Bytes received on both streams, beyond the cap too (for the truncation mark's words). */
   readonly receivedBytes: number;
 }
@@ -79,6 +84,12 @@ function castEvents(input: RecordingInput): CastEvent[] {
     const label = `postern: output truncated: ${input.receivedBytes} bytes received, the first ${kept} kept (output_bytes_max)`;
     events.push([lastSeconds, 'm', label]);
   }
+  if (input.outputIncomplete === true && input.execAtMs !== undefined)
+    events.push([
+      lastSeconds,
+      'm',
+      'postern: the session ended before its output did; output after this may be missing',
+    ]);
   return events;
 }
 

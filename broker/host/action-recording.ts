@@ -1,17 +1,29 @@
 import type { BrokerApi, OperatorInput } from '../contract/index.js';
-import { CodedError } from '../contract/index.js';
-import type { ResultStore } from '../journal/index.js';
+import { CodedError, isCodedError } from '../contract/index.js';
+import type { Journal, ResultStore } from '../journal/index.js';
+import { unsentCast } from '../actions/index.js';
 
 /**
  * `actions.recording`: an SSH action's sealed session recording, opened (an earlier run's needs the unlocked vault,
  * like its result). The cast holds only the scrubbed output the agent itself received, so reading it is a read.
+ * A recording left open for a command the journal proves was never sent (the broker stopped or its store failed
+ * before the seal; the next start seals it) reads as the sealed one would — the never-sent mark — never as
+ * RECORDING_INCOMPLETE, which would claim output was lost.
  */
 export function readActionRecording(
   results: Pick<ResultStore, 'recordings'>,
+  journal: Pick<Journal, 'getAction'>,
   input: OperatorInput<'actions.recording'>,
 ): BrokerApi['actions.recording']['output'] {
   if (!input.action_id.startsWith('act_'))
     throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
-  const recording = results.recordings.read(input.action_id);
-  return { cast: recording.cast.toString('utf8'), truncated: recording.truncated, bytes: recording.cast.length };
+  try {
+    const recording = results.recordings.read(input.action_id);
+    return { cast: recording.cast.toString('utf8'), truncated: recording.truncated, bytes: recording.cast.length };
+  } catch (error) {
+    if (!isCodedError(error) || error.code !== 'RECORDING_INCOMPLETE') throw error;
+    const cast = unsentCast(journal.getAction(input.action_id));
+    if (cast === undefined) throw error;
+    return { cast: cast.toString('utf8'), truncated: false, bytes: cast.length };
+  }
 }

@@ -3,6 +3,7 @@ import { createConnection } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { brokerStatusSchema } from '../contract/index.js';
+import { journalFileName, ResultStore } from '../journal/index.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { createBrokerRuntime, readDataDirStatus } from './broker-runtime.js';
@@ -72,6 +73,39 @@ describe('the broker runtime', () => {
       outcome_basis: 'broker_restart_after_dispatch',
     });
     await second.close();
+  });
+
+  it("when reopened after a stop between an SSH recording's open row and DISPATCH_STARTED, the start seals it as never sent", async () => {
+    dir = createTempDir();
+    const first = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    const script = actionPaths.sshExit23('act_runtime0000003');
+    const cut = script.findIndex((e) => e.kind === 'DISPATCH_STARTED');
+    for (const event of script.slice(0, cut)) await first.journal.append(event);
+    // The executor's open row, written before CREDENTIAL_AUTHORIZED; the broker stopped before it was sealed.
+    const writer = ResultStore.open(path.join(dir.path, journalFileName), first.journal.rowCipher());
+    writer.recordings.start('act_runtime0000003', Date.now());
+    writer.close();
+    await first.close();
+
+    const second = await createBrokerRuntime({ dataDir: dir.path, ...options });
+    expect(second.journal.getAction('act_runtime0000003')).toMatchObject({
+      outcome: 'not_attempted',
+      dispatch_seq: null,
+    });
+    const reader = ResultStore.open(path.join(dir.path, journalFileName), second.journal.rowCipher());
+    try {
+      const lines = reader.recordings.read('act_runtime0000003').cast.toString('utf8').trimEnd().split('\n');
+      expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+        timestamp: 0,
+        title: 'postern act_runtime0000003 on build-1',
+      });
+      expect(lines.slice(1).map((l) => JSON.parse(l) as unknown)).toEqual([
+        [0, 'm', 'postern: the exec request was never sent'],
+      ]);
+    } finally {
+      reader.close();
+      await second.close();
+    }
   });
 
   it('postern status reads a data directory read-only, without migrating or recovering it', async () => {

@@ -26,6 +26,7 @@ import {
 } from '../ports/index.js';
 import { foldMetrics } from '../core/index.js';
 import {
+  closeUnsentRecordings,
   createAgentBackend,
   createAutomaticReconcile,
   createReconciler,
@@ -187,6 +188,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Results are sealed at rest with the journal's run key (migration 009).
     const results = ResultStore.open(path.join(options.dataDir, journalFileName), journal.rowCipher());
     closers.push(() => results.close());
+    // Before any action runs: recordings an earlier run left open for commands it never sent are sealed as such.
+    sealUnsentRecordings(results, journal, clock, logger);
     // Sealed copies of requests a person may retry with the same key (execute-http-action.ts).
     const requests = RequestStore.open(path.join(options.dataDir, journalFileName));
     closers.push(() => requests.close());
@@ -345,7 +348,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       ...createOperatorReads(journal, queue),
       'integrity.anchor': () => anchor.report(),
       'integrity.readopt': (input, actor) => anchor.readopt(input.code, actor),
-      'actions.recording': (input) => readActionRecording(results, input),
+      'actions.recording': (input) => readActionRecording(results, journal, input),
       ...createOperatorVault({ dataDir: options.dataDir, vault, config, integrity, journal, clock, logger }),
       ...createCredentialRequestOperator({ requests: credentialRequests, vault, logger }),
       ...createMcpOAuthOperator({ config, oauth, upstreams, logger }),
@@ -432,6 +435,15 @@ function retrySummary(journal: Journal, actionId: string, journalSeq: number): B
     retry: state.retry,
     journal_seq: Math.max(journalSeq, state.last_seq),
   };
+}
+
+/** closeUnsentRecordings at start; a failure is logged (code only) and never stops the start. */
+function sealUnsentRecordings(results: ResultStore, journal: Journal, clock: Clock, logger: Logger): void {
+  try {
+    closeUnsentRecordings({ recordings: results.recordings, journal, clock, logger });
+  } catch (error) {
+    logger.error({ code: isCodedError(error) ? error.code : 'INTERNAL' }, 'open ssh recordings could not be sealed');
+  }
 }
 
 /** Runs `close` at most once; later calls wait for the first. */

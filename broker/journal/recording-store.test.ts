@@ -60,6 +60,15 @@ describe('the recording store (migration 013, on the result store)', () => {
     db.close();
   });
 
+  it('open recordings are listed in action id order after a cursor, bounded; finished and purged ones are not', () => {
+    for (const n of [4, 1, 3, 2, 5]) store.recordings.start(`act_00000${n}`, n);
+    store.recordings.finish('rec_000002', Buffer.from('cast'), false, 9);
+    store.recordings.purgeExpired(3, 0, 1);
+    expect(store.recordings.openActionIds('', 500)).toEqual(['act_000003', 'act_000004', 'act_000005']);
+    expect(store.recordings.openActionIds('act_000003', 1)).toEqual(['act_000004']);
+    expect(() => store.recordings.openActionIds('', 501)).toThrow(RangeError);
+  });
+
   it('a chunk moved from another recording, or a missing one, is never handed over', () => {
     store.recordings.start('act_000004', 1);
     store.recordings.finish('rec_000004', Buffer.from('four'), false, 2);

@@ -100,6 +100,21 @@ export class RecordingStore {
   }
 
   /**
+   * Action ids of recordings still open (not purged), after `afterActionId` in id order, at most `limit`: what a
+   * start looks at for recordings an earlier run left open (a stop or a crash between the two writes).
+   */
+  openActionIds(afterActionId: string, limit: number): string[] {
+    if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
+      throw new RangeError(`openActionIds lists 1..${recordingPurgeBatchMax} recordings per call, not ${limit}`);
+    return this.sql(
+      `SELECT action_id FROM recordings WHERE complete = 0 AND purged_at_ms IS NULL AND action_id > ?
+       ORDER BY action_id LIMIT ?`,
+    )
+      .pluck()
+      .all(afterActionId, limit) as string[];
+  }
+
+  /**
    * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
    * RECORDING_INCOMPLETE when it was started and never finished, RESULT_EXPIRED once purged. Chunks are trusted only
    * as the unbroken sequence the row names; a changed or moved chunk fails authentication (INTERNAL).

@@ -1,0 +1,132 @@
+import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
+import type { JournalEvent } from '../contract/index.js';
+import { Journal, ResultStore } from '../journal/index.js';
+import { readActionRecording } from '../host/action-recording.js';
+import { MisbehavingSshServer, type SshBehavior } from '../testing/misbehaving-ssh-server.js';
+import { openSshActionHarness, sshHostsConfig, type SshActionHarness } from '../testing/ssh-action-harness.js';
+import { createTempDir, type TempDir } from '../testing/temp-dir.js';
+import { generateKey } from '../testing/test-sshd.js';
+import { closeUnsentRecordings } from './unsent-recordings.js';
+
+/*
+ * The broker stopping (or its result store failing) while an SSH action is in flight: the recording's open row was
+ * written, and its seal fails because the store is gone — the runtime closes the result store before the vault, whose
+ * lock is what stops a command still being set up. The next start reads the same file.
+ */
+
+let keyDir: TempDir;
+let privateKey: Buffer;
+const cleanups: Array<() => Promise<void> | void> = [];
+
+beforeAll(() => {
+  keyDir = createTempDir('postern-ssh-keys-');
+  privateKey = generateKey(keyDir.path, 'agent', 'recording-stop-test-key').privateKey;
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(() => keyDir.remove());
+
+async function harnessWith(behavior: SshBehavior): Promise<{ h: SshActionHarness; s: MisbehavingSshServer }> {
+  const h = await openSshActionHarness({ 'lab-key': { privateKey, bindings: ['lab'] } });
+  cleanups.push(() => h.dispose());
+  const s = await MisbehavingSshServer.start(behavior, { journalPath: h.temp.path });
+  cleanups.push(() => s.stop());
+  return { h, s };
+}
+
+function configFor(s: MisbehavingSshServer) {
+  return sshHostsConfig([{ port: s.port, user: 'agent', credential: 'lab-key', hostKey: [s.hostKeyFingerprint] }]);
+}
+
+/** Waits (bounded) until the journal holds an event of `kind`: the action got that far. */
+async function reached(h: SshActionHarness, kind: JournalEvent['kind']): Promise<string> {
+  for (let i = 0; i < 500; i += 1) {
+    const event = [...h.temp.journal.events()].find((e) => e.kind === kind);
+    if (event !== undefined) return event.action_id ?? '';
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no ${kind} within 5 s`);
+}
+
+/** The next start on the same file: the journal reopened (recovery runs) and a result store on it. */
+async function restart(h: SshActionHarness): Promise<{ journal: Journal; results: ResultStore }> {
+  await h.temp.journal.close();
+  const journal = await Journal.open({ path: h.temp.path, clock: h.temp.clock, vault: h.temp.vault });
+  const results = ResultStore.open(h.temp.path, journal.rowCipher());
+  cleanups.push(async () => {
+    results.close();
+    await journal.close();
+  });
+  return { journal, results };
+}
+
+const neverSent = [0, 'm', 'postern: the exec request was never sent'];
+
+function castEvents(cast: string): unknown[] {
+  return cast
+    .trimEnd()
+    .split('\n')
+    .slice(1)
+    .map((l) => JSON.parse(l) as unknown);
+}
+
+describe('when the broker stops while an SSH command is still being set up, so it is never sent', () => {
+  it('its recording reads as never sent, never RECORDING_INCOMPLETE, and the next start seals it so', async () => {
+    const { h, s } = await harnessWith('stall_auth');
+    const run = h.run(configFor(s), { host: 'lab', command: 'deploy --now' });
+    const actionId = await reached(h, 'CREDENTIAL_AUTHORIZED');
+    // The runtime's close order: the result store, then the vault (its lock stops the setup before dispatch).
+    h.results.close();
+    await h.vault.close();
+    const { envelope } = await run;
+    expect(envelope.invocation_id).toBe(actionId);
+    expect(envelope.error).toMatchObject({ code: 'VAULT_LOCKED', outcome: 'not_attempted' });
+    expect(h.events(actionId).map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
+    expect(s.log.map((e) => e.event)).not.toContain('exec_received');
+    expect(h.logLines.some((l) => l.includes('ssh recording could not be finished'))).toBe(true);
+
+    const next = await restart(h);
+    // The row is still open: the store alone would answer RECORDING_INCOMPLETE, as if output had been lost.
+    expect(() => next.results.recordings.read(actionId)).toThrow(
+      expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
+    );
+    // The operator read answers from the journal's proof that nothing was sent: the never-sent mark.
+    const read = readActionRecording(next.results, next.journal, { action_id: actionId });
+    expect(castEvents(read.cast)).toEqual([neverSent]);
+    expect(read).toMatchObject({ truncated: false, bytes: Buffer.byteLength(read.cast) });
+
+    // The start seals it as the executor would have, once: the row is finalized, not left open until forever.
+    const deps = { recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock };
+    expect(closeUnsentRecordings(deps)).toBe(1);
+    expect(closeUnsentRecordings(deps)).toBe(0);
+    const sealed = next.results.recordings.read(actionId);
+    expect(sealed.cast.toString('utf8')).toBe(read.cast);
+    expect(JSON.parse(read.cast.split('\n')[0] ?? '')).toMatchObject({
+      timestamp: 0,
+      title: `postern ${actionId} on lab`,
+    });
+  });
+});
+
+describe('when the broker stops after the command was sent, while its output is awaited', () => {
+  it('its recording stays RECORDING_INCOMPLETE (output may be lost), at the read and after the start', async () => {
+    const { h, s } = await harnessWith('silent_after_exec');
+    const cancel = new AbortController();
+    const run = h.run(configFor(s), { host: 'lab', command: 'deploy --now' }, cancel.signal);
+    const actionId = await reached(h, 'REMOTE_RESPONSE_STARTED');
+    h.results.close();
+    cancel.abort();
+    const { envelope } = await run;
+    expect(envelope.error).toMatchObject({ outcome: 'unknown' });
+    expect(s.log.map((e) => e.event)).toContain('exec_received');
+
+    const next = await restart(h);
+    expect(
+      closeUnsentRecordings({ recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock }),
+    ).toBe(0);
+    expect(() => readActionRecording(next.results, next.journal, { action_id: actionId })).toThrow(
+      expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
+    );
+  });
+});
