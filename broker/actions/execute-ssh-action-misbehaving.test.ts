@@ -467,9 +467,13 @@ describe('when setup fails before the session channel, the retry advice says whe
       { stdio: ['ignore', 'pipe', 'ignore'] },
     );
     const held: Socket[] = [];
+    // A stopped process outlives a worker that ends before afterEach runs: the worker's exit kills it too.
+    const killChild = (): void => void child.kill('SIGKILL');
+    process.once('exit', killChild);
     cleanups.push(() => {
       for (const socket of held) socket.destroy();
       child.kill('SIGKILL');
+      process.off('exit', killChild);
     });
     const port = await new Promise<number>((resolve, reject) => {
       child.stdout?.once('data', (data: Buffer) => resolve(Number(data.toString().trim())));
@@ -481,7 +485,9 @@ describe('when setup fails before the session channel, the retry advice says whe
       const socket = connect({ host: '127.0.0.1', port });
       held.push(socket);
       const answered = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(false), 300);
+        // After the timer, one more turn of the loop: a connect that completed while this process was not scheduled
+        // is heard (poll phase) before the check phase's setImmediate says it went unanswered.
+        const timer = setTimeout(() => setImmediate(() => resolve(false)), 300);
         socket.once('connect', () => {
           clearTimeout(timer);
           resolve(true);

@@ -291,19 +291,15 @@ describe('when setup fails, each stage is told apart and nothing was attempted',
     ]);
   });
 
-  it('a host name that does not exist: DNS_FAILED at dns, retry after_correction (the name is wrong)', async (ctx) => {
+  it('a host name that does not resolve: DNS_FAILED at dns', async (ctx) => {
     const s = need(ctx);
     const { envelope } = await h.run(sshHostsConfig([host(s, { host: 'no-such-host.invalid' })]), {
       host: 'lab',
       command: 'echo never',
     });
-    // .invalid never resolves (RFC 6761): ENOTFOUND, not a temporary failure.
-    expect(envelope.error).toMatchObject({
-      code: 'DNS_FAILED',
-      phase: 'connection_setup',
-      outcome: 'not_attempted',
-      retry: 'after_correction',
-    });
+    // The advice depends on the machine's resolver (ENOTFOUND where one answers .invalid, a temporary EAI_AGAIN where
+    // none is reachable), so it is asserted per kind in broker/core/report-evidence.test.ts, not here.
+    expect(envelope.error).toMatchObject({ code: 'DNS_FAILED', phase: 'connection_setup', outcome: 'not_attempted' });
     expect(envelope.evidence.attempts).toEqual([{ n: 1, stage: 'dns', outcome: 'not_attempted', code: 'DNS_FAILED' }]);
   });
 });
