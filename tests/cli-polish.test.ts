@@ -220,8 +220,29 @@ describe.concurrent('postern status says whether a broker is running', () => {
     // Not "closed … read from the file": there is no file to have read.
     expect(text.stdout).toMatch(/^Journal: none yet \(no broker has opened this directory: no journal file; 0 events/m);
     const json = await run(['status', '--data-dir', dir, '--json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ broker_running: false, journal_file: false });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      broker_running: false,
+      journal_file: false,
+      journal: { state: 'none' },
+    });
     expect(readdirSync(dir)).toEqual(before);
+  });
+
+  it('says the journal is missing, not "none yet", where a broker left its lock file but no journal is there', async () => {
+    const dir = existingDir();
+    // What a broker leaves (it never removes broker.lock); the journal moved or deleted by someone since.
+    lockDataDir(dir).release();
+    const text = await run(['status', '--data-dir', dir]);
+    expect(text.stdout).toMatch(
+      /^Journal: missing: no journal file, yet broker\.lock shows a broker used this directory \(moved or deleted\?\); 0 events/m,
+    );
+    expect(text.stdout).not.toContain('none yet');
+    const json = await run(['status', '--data-dir', dir, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      journal_file: false,
+      used_by: 'broker.lock',
+      journal: { state: 'missing' },
+    });
   });
 
   it('says the directory does not exist, and creates nothing', async () => {

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
 import { lockHolderIn, verifyControlListener } from '../host/control-listener.js';
+import { brokerLockFileName } from '../host/data-dir-lock.js';
 import type { CliIo } from './cli-io.js';
 import {
   prepareDataDir,
@@ -211,8 +212,11 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
   if (json) {
     const unverified = impostor === undefined ? {} : { control_socket_unverified: impostor };
     const held = holder === undefined ? {} : { lock_held_by_pid: holder };
-    const { journal, actions, read_from, journal_file } = report;
-    const file = journal_file === undefined ? {} : { journal_file };
+    const { journal, actions, read_from, journal_file, used_by } = report;
+    const file = {
+      ...(journal_file === undefined ? {} : { journal_file }),
+      ...(used_by === undefined ? {} : { used_by }),
+    };
     const out = { data_dir: dataDir, journal, actions, journal_read_from: read_from, ...file };
     io.out(JSON.stringify({ ...out, exists: true, broker_running: running, ...unverified, ...held }));
     return exitCode.ok;
@@ -228,10 +232,15 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
 
 /** The journal's state, or "unknown" when read from the file while some process may hold it open. */
 interface JournalReport extends Pick<BrokerStatus, 'actions'> {
-  journal: Omit<BrokerStatus['journal'], 'state'> & { state: BrokerStatus['journal']['state'] | 'unknown' };
+  /** `none`/`missing`: read from the file, there is none (never opened here, or gone: `used_by`). */
+  journal: Omit<BrokerStatus['journal'], 'state'> & {
+    state: BrokerStatus['journal']['state'] | 'unknown' | 'none' | 'missing';
+  };
   read_from: 'broker' | 'file';
   /** Read from the file: whether there is one (a directory no broker ever opened has none). */
   journal_file?: boolean;
+  /** No journal file, but this file of a broker's is here (broker.lock, the vault): the journal went missing. */
+  used_by?: string;
   /** A verified broker runs but did not answer its status: why. */
   broker_silent?: string;
   /** No broker answers, but this process holds the data directory's lock (so may have the journal open). */
@@ -261,12 +270,19 @@ async function journalReport(dataDir: string, answer: boolean | string, holder?:
   }
   const { readDataDirStatus } = await import('../host/data-dir-status.js');
   const { journal, actions, journal_file } = await readDataDirStatus(dataDir);
-  const state = answer === false && holder === undefined ? journal.state : 'unknown';
+  const { vaultFileName } = await import('../vault/vault-store.js');
+  // No file: never opened here ("none"), or once used — the lock file or the vault says so — and the journal is gone.
+  const usedBy = journal_file
+    ? undefined
+    : [brokerLockFileName, vaultFileName].find((f) => existsSync(path.join(dataDir, f)));
+  const fileState = journal_file ? journal.state : usedBy === undefined ? 'none' : 'missing';
+  const state = answer === false && holder === undefined ? fileState : 'unknown';
   return {
     journal: { ...journal, state },
     actions,
     read_from: 'file',
     journal_file,
+    ...(usedBy === undefined ? {} : { used_by: usedBy }),
     ...(brokerSilent === undefined ? {} : { broker_silent: brokerSilent }),
     ...(holder === undefined ? {} : { lock_holder: holder }),
   };
@@ -280,6 +296,8 @@ function journalWords(report: JournalReport, unverified: boolean): string {
     return `held by the running broker, which did not answer (${report.broker_silent}); read from the file (`;
   if (report.lock_holder !== undefined)
     return `unknown: pid ${report.lock_holder} holds the data directory's lock and may have it open; read from the file (`;
+  if (report.journal_file === false && report.used_by !== undefined)
+    return `missing: no journal file, yet ${report.used_by} shows a broker used this directory (moved or deleted?); `;
   if (report.journal_file === false) return 'none yet (no broker has opened this directory: no journal file; ';
   return 'closed (no broker has it open; read from the file: ';
 }
