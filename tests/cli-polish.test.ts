@@ -100,6 +100,16 @@ describe.concurrent('a word a command group does not know', () => {
     expect(result.stderr).not.toContain('too many arguments');
     expect(() => statSync(dir)).toThrow();
   });
+
+  it.each<[string, string[]]>([
+    ['integrity status', ['integrity', 'status', 'foo']],
+    ['sessions list', ['sessions', 'list', 'foo']],
+  ])('postern %s <extra>, the default named, is an extra argument, not an unknown command', async (_what, args) => {
+    const result = await run([...args, '--data-dir', freshDir()]);
+    expect(result).toMatchObject({ code: 2, stdout: '' });
+    expect(result.stderr).toContain(`postern: INVALID_ARGUMENT arguments: too many arguments for '${args[1]}'`);
+    expect(result.stderr).not.toContain('unknown command');
+  });
 });
 
 describe.concurrent('--data-dir anywhere on the command line', () => {

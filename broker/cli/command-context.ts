@@ -45,6 +45,11 @@ export function defaultSubcommand(group: Command, name: string): Command {
     .hook('preAction', (_hooked, command) => {
       const [stray] = command.args;
       if (stray === undefined) return;
+      // Named on the command line (`postern sessions list extra`): an extra argument, as for any other command.
+      if (group.args[0] === name)
+        throw new CodedError('INVALID_ARGUMENT', `too many arguments for '${name}': it takes none (got '${stray}')`, {
+          field: 'arguments',
+        });
       const known = group.commands.map((c) => c.name()).filter((c) => c !== 'help');
       throw new CodedError(
         'INVALID_ARGUMENT',
