@@ -1,9 +1,12 @@
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
+import { agentSocketPath } from '../broker/agent/socket-path.js';
 import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { holdUntilAborted, ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
@@ -133,18 +136,61 @@ describe('when an MCP client launches postern mcp', () => {
 });
 
 describe('when no broker listens', () => {
-  it('says so in one stderr line naming the data directory and how to start the broker, and exits 1', async () => {
+  /** The one coded line every command that only asks a broker prints (program.ts reportError), for the shim's case. */
+  const notRunning = (dataDir: string, socketPath: string, why: string): string =>
+    `postern: NOT_FOUND --data-dir: no broker is running for ${dataDir} (nothing listens on ${socketPath}: ${why}; ` +
+    `start one with: postern daemon --data-dir ${dataDir})`;
+
+  it('says so in one coded stderr line naming the data directory and how to start the broker, and exits 1', async () => {
     const empty = createTempDir('postern-shim-empty-');
     try {
       const shim = spawnShim(empty.path);
       expect(await shim.exited).toBe(1);
       expect(shim.stdout()).toBe('');
-      const lines = shim.stderr().trim().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain(empty.path);
-      expect(lines[0]).toContain(`postern daemon --data-dir ${empty.path}`);
+      expect(shim.stderr()).toBe(`${notRunning(empty.path, agentSocketPath(empty.path), 'ENOENT')}\n`);
     } finally {
       empty.remove();
+    }
+  });
+
+  it('a real MCP client launching it on a data directory that does not exist gets a clean close, the coded line on stderr, and nothing is created', async () => {
+    const parent = createTempDir('postern-shim-nodir-');
+    const missing = path.join(parent.path, 'nested', 'data');
+    try {
+      const transport = shimTransport(missing);
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => {
+        transport.onclose = () => resolve(null);
+      });
+      const client = new Client({ name: 'shim-nodir', version: '1' });
+      const errors: unknown[] = [];
+      client.onerror = (error) => errors.push(error);
+      // stdout is the protocol channel: the client reads nothing there (no half answer, no human line), only the close.
+      await expect(client.connect(transport)).rejects.toThrow(/Connection closed/);
+      await exited;
+      expect(errors).toEqual([]);
+      expect(stderr).toBe(
+        `postern: NOT_FOUND --data-dir: no data directory at ${missing}, so no broker is running for it ` +
+          `(start one with: postern daemon --data-dir ${missing})\n`,
+      );
+      expect(() => statSync(path.dirname(missing))).toThrow();
+    } finally {
+      parent.remove();
+    }
+  });
+
+  it('exits 1 with the coded line, and creates nothing, for a data directory that does not exist', async () => {
+    const parent = createTempDir('postern-shim-nodir-');
+    const missing = path.join(parent.path, 'nested');
+    try {
+      const shim = spawnShim(missing);
+      expect(await shim.exited).toBe(1);
+      expect(shim.stdout()).toBe('');
+      expect(shim.stderr()).toContain(`postern: NOT_FOUND --data-dir: no data directory at ${missing}`);
+      expect(() => statSync(missing)).toThrow();
+    } finally {
+      parent.remove();
     }
   });
 });

@@ -2,6 +2,7 @@ import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { agentLimitsDefault } from '../agent/agent-limits.js';
 import { actionRecordedCapability, actionRecordedNotification } from '../contract/agent-api.js';
+import { CodedError } from '../contract/index.js';
 
 /** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
 export interface ReconnectPolicy {
@@ -81,18 +82,18 @@ export class McpRelay {
 
   constructor(private readonly options: McpRelayOptions) {}
 
-  /** Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when no broker can be reached. */
+  /**
+   * Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when the broker cannot be reached
+   * again within the reconnect window. Throws NOT_FOUND (field --data-dir) when no broker listens at start: nothing
+   * was written to stdout, and the CLI prints its one coded line on stderr.
+   */
   async run(): Promise<number> {
     const { options } = this;
     let socket: Socket;
     try {
       socket = await connect(options.socketPath);
     } catch (error) {
-      const where = `${options.socketPath}: ${errorCode(error)}`;
-      options.err(
-        `postern mcp: no Postern broker is listening for data directory ${options.dataDir} (${where}). ${startHint(options.dataDir)}`,
-      );
-      return 1;
+      throw notListening(options.dataDir, options.socketPath, errorCode(error));
     }
     const done = new Promise<number>((resolve) => (this.resolveDone = resolve));
     this.attach(socket);
@@ -410,6 +411,19 @@ function declaringActionIds(message: Message): Record<string, unknown> {
       capabilities: { ...declared, experimental: { ...extra, [actionRecordedCapability]: {} } },
     },
   };
+}
+
+function notListening(dataDir: string, socketPath: string, why: string): CodedError {
+  if (why === 'ENOENT' || why === 'ECONNREFUSED') {
+    return new CodedError(
+      'NOT_FOUND',
+      `no broker is running for ${dataDir} (nothing listens on ${socketPath}: ${why}; start one with: postern daemon --data-dir ${dataDir})`,
+      { field: '--data-dir' },
+    );
+  }
+  return new CodedError('INTERNAL', `could not connect to the broker's agent socket ${socketPath}: ${why}`, {
+    field: '--data-dir',
+  });
 }
 
 function startHint(dataDir: string): string {
