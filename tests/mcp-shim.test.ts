@@ -1,11 +1,14 @@
 import { spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
+import { jsonRpcCode, jsonRpcErrorLine } from '../broker/agent/jsonrpc-error.js';
 import { agentSocketPath } from '../broker/agent/socket-path.js';
 import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { holdUntilAborted, ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
@@ -191,6 +194,82 @@ describe('when no broker listens', () => {
       expect(() => statSync(missing)).toThrow();
     } finally {
       parent.remove();
+    }
+  });
+});
+
+/**
+ * A broker that evicted the connection just before reading the client's request (the broker's pool decides on a
+ * newcomer's arrival, and a request already sent but not yet read does not make the connection busy): scripted here,
+ * since a real broker's order of the two is a race. It answers initialize, then answers the first other request with
+ * the eviction line (the exact line mcp-connection.ts writes) and closes; a later connection is served normally.
+ */
+function evictingBroker(socketPath: string): Promise<Server> {
+  let connections = 0;
+  const server = createServer((conn) => {
+    connections += 1;
+    const evicts = connections === 1;
+    const lines = createInterface({ input: conn });
+    const send = (message: unknown): boolean => conn.write(`${JSON.stringify(message)}\n`);
+    lines.on('line', (line) => {
+      const message = JSON.parse(line) as { id?: string | number; method?: string };
+      if (message.id === undefined) return;
+      if (message.method === 'initialize') {
+        send({
+          jsonrpc: '2.0',
+          id: message.id,
+          result: {
+            protocolVersion: '2025-06-18',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'postern', version: '0' },
+          },
+        });
+      } else if (evicts) {
+        conn.end(
+          jsonRpcErrorLine(
+            null,
+            jsonRpcCode.refused,
+            'closed to make room for another agent connection',
+            'CONNECTION_EVICTED',
+          ),
+        );
+      } else {
+        send({ jsonrpc: '2.0', id: message.id, result: { tools: [] } });
+      }
+    });
+    conn.on('error', () => undefined);
+  });
+  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  return new Promise((resolve) => server.listen(socketPath, () => resolve(server)));
+}
+
+describe('when the broker evicts the connection with a request of the client unanswered', () => {
+  it('answers that request with a JSON-RPC error coded CONNECTION_EVICTED saying it was not handled, and goes on', async () => {
+    const scripted = createTempDir('postern-shim-evicting-');
+    const server = await evictingBroker(agentSocketPath(scripted.path));
+    const client = new Client({ name: 'shim-evicted-in-flight', version: '1' });
+    const errors: unknown[] = [];
+    client.onerror = (error) => errors.push(error);
+    try {
+      await client.connect(shimTransport(scripted.path));
+      const refused = await client.listTools().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(McpError);
+      expect(refused).toMatchObject({ code: -32_000, data: { code: 'CONNECTION_EVICTED' } });
+      expect((refused as McpError).message).toContain(
+        'closed the connection before handling this request (CONNECTION_EVICTED: closed to make room',
+      );
+      expect((refused as McpError).message).toContain('it recorded no action for it');
+      expect((refused as McpError).message).not.toContain('restarted');
+      // Sent again, it is answered on the shim's new connection.
+      expect(await client.listTools()).toEqual({ tools: [] });
+      expect(errors).toEqual([]);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => server.close(resolve));
+      scripted.remove();
     }
   });
 });
