@@ -1,9 +1,15 @@
 import { spawn } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
+import { jsonRpcCode, jsonRpcErrorLine } from '../broker/agent/jsonrpc-error.js';
+import { agentSocketPath } from '../broker/agent/socket-path.js';
 import { initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { holdUntilAborted, ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
@@ -133,18 +139,137 @@ describe('when an MCP client launches postern mcp', () => {
 });
 
 describe('when no broker listens', () => {
-  it('says so in one stderr line naming the data directory and how to start the broker, and exits 1', async () => {
+  /** The one coded line every command that only asks a broker prints (program.ts reportError), for the shim's case. */
+  const notRunning = (dataDir: string, socketPath: string, why: string): string =>
+    `postern: NOT_FOUND --data-dir: no broker is running for ${dataDir} (nothing listens on ${socketPath}: ${why}; ` +
+    `start one with: postern daemon --data-dir ${dataDir})`;
+
+  it('says so in one coded stderr line naming the data directory and how to start the broker, and exits 1', async () => {
     const empty = createTempDir('postern-shim-empty-');
     try {
       const shim = spawnShim(empty.path);
       expect(await shim.exited).toBe(1);
       expect(shim.stdout()).toBe('');
-      const lines = shim.stderr().trim().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain(empty.path);
-      expect(lines[0]).toContain(`postern daemon --data-dir ${empty.path}`);
+      expect(shim.stderr()).toBe(`${notRunning(empty.path, agentSocketPath(empty.path), 'ENOENT')}\n`);
     } finally {
       empty.remove();
+    }
+  });
+
+  it('a real MCP client launching it on a data directory that does not exist gets a clean close, the coded line on stderr, and nothing is created', async () => {
+    const parent = createTempDir('postern-shim-nodir-');
+    const missing = path.join(parent.path, 'nested', 'data');
+    try {
+      const transport = shimTransport(missing);
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => {
+        transport.onclose = () => resolve(null);
+      });
+      const client = new Client({ name: 'shim-nodir', version: '1' });
+      const errors: unknown[] = [];
+      client.onerror = (error) => errors.push(error);
+      // stdout is the protocol channel: the client reads nothing there (no half answer, no human line), only the close.
+      await expect(client.connect(transport)).rejects.toThrow(/Connection closed/);
+      await exited;
+      expect(errors).toEqual([]);
+      expect(stderr).toBe(
+        `postern: NOT_FOUND --data-dir: no data directory at ${missing}, so no broker is running for it ` +
+          `(start one with: postern daemon --data-dir ${missing})\n`,
+      );
+      expect(() => statSync(path.dirname(missing))).toThrow();
+    } finally {
+      parent.remove();
+    }
+  });
+
+  it('exits 1 with the coded line, and creates nothing, for a data directory that does not exist', async () => {
+    const parent = createTempDir('postern-shim-nodir-');
+    const missing = path.join(parent.path, 'nested');
+    try {
+      const shim = spawnShim(missing);
+      expect(await shim.exited).toBe(1);
+      expect(shim.stdout()).toBe('');
+      expect(shim.stderr()).toContain(`postern: NOT_FOUND --data-dir: no data directory at ${missing}`);
+      expect(() => statSync(missing)).toThrow();
+    } finally {
+      parent.remove();
+    }
+  });
+});
+
+/**
+ * A broker that evicted the connection just before reading the client's request (the broker's pool decides on a
+ * newcomer's arrival, and a request already sent but not yet read does not make the connection busy): scripted here,
+ * since a real broker's order of the two is a race. It answers initialize, then answers the first other request with
+ * the eviction line (the exact line mcp-connection.ts writes) and closes; a later connection is served normally.
+ */
+function evictingBroker(socketPath: string): Promise<Server> {
+  let connections = 0;
+  const server = createServer((conn) => {
+    connections += 1;
+    const evicts = connections === 1;
+    const lines = createInterface({ input: conn });
+    const send = (message: unknown): boolean => conn.write(`${JSON.stringify(message)}\n`);
+    lines.on('line', (line) => {
+      const message = JSON.parse(line) as { id?: string | number; method?: string };
+      if (message.id === undefined) return;
+      if (message.method === 'initialize') {
+        send({
+          jsonrpc: '2.0',
+          id: message.id,
+          result: {
+            protocolVersion: '2025-06-18',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'postern', version: '0' },
+          },
+        });
+      } else if (evicts) {
+        conn.end(
+          jsonRpcErrorLine(
+            null,
+            jsonRpcCode.refused,
+            'closed to make room for another agent connection',
+            'CONNECTION_EVICTED',
+          ),
+        );
+      } else {
+        send({ jsonrpc: '2.0', id: message.id, result: { tools: [] } });
+      }
+    });
+    conn.on('error', () => undefined);
+  });
+  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  return new Promise((resolve) => server.listen(socketPath, () => resolve(server)));
+}
+
+describe('when the broker evicts the connection with a request of the client unanswered', () => {
+  it('answers that request with a JSON-RPC error coded CONNECTION_EVICTED saying it was not handled, and goes on', async () => {
+    const scripted = createTempDir('postern-shim-evicting-');
+    const server = await evictingBroker(agentSocketPath(scripted.path));
+    const client = new Client({ name: 'shim-evicted-in-flight', version: '1' });
+    const errors: unknown[] = [];
+    client.onerror = (error) => errors.push(error);
+    try {
+      await client.connect(shimTransport(scripted.path));
+      const refused = await client.listTools().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(McpError);
+      expect(refused).toMatchObject({ code: -32_000, data: { code: 'CONNECTION_EVICTED' } });
+      expect((refused as McpError).message).toContain(
+        'closed the connection before handling this request (CONNECTION_EVICTED: closed to make room',
+      );
+      expect((refused as McpError).message).toContain('it recorded no action for it');
+      expect((refused as McpError).message).not.toContain('restarted');
+      // Sent again, it is answered on the shim's new connection.
+      expect(await client.listTools()).toEqual({ tools: [] });
+      expect(errors).toEqual([]);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => server.close(resolve));
+      scripted.remove();
     }
   });
 });

@@ -2,7 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { agentSocketPath } from '../agent/socket-path.js';
 import { CodedError } from '../contract/index.js';
-import { resolveFromOptions, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
+import { brokerDataDir, withDataDir, type CommandContext, type CommonOptions } from './command-context.js';
 import { McpRelay, reconnectPolicyDefault, type ReconnectPolicy } from './mcp-relay.js';
 
 interface McpOptions extends CommonOptions {
@@ -32,8 +32,9 @@ export function registerMcpCommand(program: Command, context: CommandContext): v
       String(giveUpSecondsDefault),
     )
     .action(async (options: McpOptions) => {
-      const dataDir = resolveFromOptions(options, context.env);
       const reconnect = { ...reconnectPolicyDefault, giveUpMs: parseReconnectFor(options.reconnectFor) * 1000 };
+      // A missing data directory has no broker: said as every command that only asks a broker says it, and not created.
+      const dataDir = brokerDataDir(options, context.env);
       const socketPath = agentSocketPath(dataDir);
       const code = await runMcpShim({
         dataDir,
@@ -56,7 +57,10 @@ export interface McpShimOptions {
   readonly reconnect?: ReconnectPolicy;
 }
 
-/** Resolves 0 when the client ends, 1 when no broker listens (at start, or within the reconnect window). */
+/**
+ * Resolves 0 when the client ends, 1 when the broker does not come back within the reconnect window; throws NOT_FOUND
+ * (--data-dir) when no broker listens at start, which the CLI prints as its one coded stderr line (exit 1).
+ */
 export function runMcpShim(options: McpShimOptions): Promise<number> {
   return new McpRelay({ ...options, reconnect: options.reconnect ?? reconnectPolicyDefault }).run();
 }

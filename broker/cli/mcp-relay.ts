@@ -2,6 +2,7 @@ import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { agentLimitsDefault } from '../agent/agent-limits.js';
 import { actionRecordedCapability, actionRecordedNotification } from '../contract/agent-api.js';
+import { CodedError } from '../contract/index.js';
 
 /** How the shim waits for a broker that went away: 100 ms doubling to 5 s, for at most 10 minutes. */
 export interface ReconnectPolicy {
@@ -38,7 +39,13 @@ interface Message {
   readonly id?: unknown;
   readonly method?: unknown;
   readonly params?: unknown;
-  readonly error?: { message?: unknown };
+  readonly error?: { code?: unknown; message?: unknown; data?: { code?: unknown } };
+}
+
+/** The broker's refusal of the connection itself (agent-socket.ts, mcp-connection.ts evict): said once, then it closes. */
+interface Refusal {
+  readonly code: string;
+  readonly message: string;
 }
 
 export interface McpRelayOptions {
@@ -55,9 +62,11 @@ export interface McpRelayOptions {
  * outlive a broker restart: the client's `initialize` (replayed on a new connection, its answer kept
  * from the client, which already has one; it declares the `postern.action_recorded` capability in it),
  * `notifications/initialized`, which request ids are still unanswered — those are answered here with
- * BROKER_RESTARTED when the connection drops, never dropped silently — and the broker's
+ * BROKER_RESTARTED when the connection drops, never dropped silently — the broker's
  * `notifications/postern/action_recorded` (kept, not relayed), so that answer names the action the lost
- * call recorded. Every other byte passes through unchanged.
+ * call recorded, and the broker's refusal of the connection itself (an id-null line with a Postern code, such
+ * as CONNECTION_EVICTED: said on stderr, not relayed, its code answering the unanswered requests). Every other
+ * byte passes through unchanged.
  */
 export class McpRelay {
   private socket: Socket | undefined;
@@ -77,22 +86,24 @@ export class McpRelay {
   private clientEnded = false;
   private replays = 0;
   private awaitingDrain = false;
+  /** Why the broker is closing the current connection, when it said so (CONNECTION_EVICTED, RATE_LIMITED…). */
+  private refusal: Refusal | undefined;
   private resolveDone: (code: number) => void = () => undefined;
 
   constructor(private readonly options: McpRelayOptions) {}
 
-  /** Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when no broker can be reached. */
+  /**
+   * Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when the broker cannot be reached
+   * again within the reconnect window. Throws NOT_FOUND (field --data-dir) when no broker listens at start: nothing
+   * was written to stdout, and the CLI prints its one coded line on stderr.
+   */
   async run(): Promise<number> {
     const { options } = this;
     let socket: Socket;
     try {
       socket = await connect(options.socketPath);
     } catch (error) {
-      const where = `${options.socketPath}: ${errorCode(error)}`;
-      options.err(
-        `postern mcp: no Postern broker is listening for data directory ${options.dataDir} (${where}). ${startHint(options.dataDir)}`,
-      );
-      return 1;
+      throw notListening(options.dataDir, options.socketPath, errorCode(error));
     }
     const done = new Promise<number>((resolve) => (this.resolveDone = resolve));
     this.attach(socket);
@@ -195,13 +206,18 @@ export class McpRelay {
       this.replayAnswered(message);
       return;
     }
-    // A refusal of the connection itself (id null) while replaying is the shim's business, not the client's.
-    if (this.state === 'replaying' && message?.id === null) {
-      this.options.err(
-        `postern mcp: the broker refused the reconnection: ${String(message.error?.message ?? 'no reason given')}`,
-      );
+    // A refusal of the connection itself (id null, no request named) is the shim's business, not the client's: an MCP
+    // client cannot take an error without an id (its SDK reports a parse error), and the shim reconnects by itself.
+    // The requests it leaves unanswered are answered with its code when the connection closes (failInFlight).
+    const refusal = connectionRefusal(message);
+    if (refusal !== undefined) {
+      this.refusal = refusal;
+      const what = this.state === 'replaying' ? 'refused the reconnection' : 'is closing this connection';
+      this.options.err(`postern mcp: the broker ${what}: ${refusal.code}: ${refusal.message}`);
       return;
     }
+    // Any other id-null line while replaying answers nothing the client sent.
+    if (this.state === 'replaying' && message?.id === null) return;
     if (message?.method === actionRecordedNotification) {
       this.noteRecorded(message.params);
       return;
@@ -243,6 +259,7 @@ export class McpRelay {
     // A line half-written to the old connection cannot be finished on the next one.
     if (this.oversized === 'stream') this.oversized = 'drop';
     this.failInFlight();
+    this.refusal = undefined;
     if (this.clientEnded || this.options.reconnect.giveUpMs === 0) {
       this.finish(0);
       return;
@@ -305,12 +322,15 @@ export class McpRelay {
   }
 
   private failInFlight(): void {
+    const { refusal } = this;
     for (const [key, id] of this.inFlight) {
       const actionId = this.recorded.get(key);
       this.toClient(
-        actionId === undefined
-          ? errorLine(id, 'BROKER_RESTARTED', lostAnswer)
-          : errorLine(id, 'BROKER_RESTARTED', lostAction(actionId), { action_id: actionId }),
+        actionId !== undefined
+          ? errorLine(id, 'BROKER_RESTARTED', lostAction(actionId), { action_id: actionId })
+          : refusal !== undefined
+            ? errorLine(id, refusal.code, refusedAnswer(refusal))
+            : errorLine(id, 'BROKER_RESTARTED', lostAnswer),
       );
     }
     this.inFlight.clear();
@@ -410,6 +430,39 @@ function declaringActionIds(message: Message): Record<string, unknown> {
       capabilities: { ...declared, experimental: { ...extra, [actionRecordedCapability]: {} } },
     },
   };
+}
+
+/**
+ * The broker's id-null `-32000` line with a Postern code: its refusal of the connection (peer, cap) or its eviction
+ * notice, the last line before it closes. The socket's other id-null lines (a parse error for the client's garbage,
+ * -32700 without a code) answer what the client sent and pass through.
+ */
+function connectionRefusal(message: Message | undefined): Refusal | undefined {
+  if (message === undefined || message.id !== null || message.method !== undefined) return undefined;
+  const { error } = message;
+  if (error?.code !== shimErrorCode || typeof error.data?.code !== 'string') return undefined;
+  return { code: error.data.code, message: String(error.message ?? 'no reason given') };
+}
+
+/** A request left unanswered on a connection the broker refused or evicted: it handles nothing after saying so. */
+function refusedAnswer(refusal: Refusal): string {
+  return (
+    `the Postern broker closed the connection before handling this request (${refusal.code}: ${refusal.message}); ` +
+    'it recorded no action for it: send it again.'
+  );
+}
+
+function notListening(dataDir: string, socketPath: string, why: string): CodedError {
+  if (why === 'ENOENT' || why === 'ECONNREFUSED') {
+    return new CodedError(
+      'NOT_FOUND',
+      `no broker is running for ${dataDir} (nothing listens on ${socketPath}: ${why}; start one with: postern daemon --data-dir ${dataDir})`,
+      { field: '--data-dir' },
+    );
+  }
+  return new CodedError('INTERNAL', `could not connect to the broker's agent socket ${socketPath}: ${why}`, {
+    field: '--data-dir',
+  });
 }
 
 function startHint(dataDir: string): string {
