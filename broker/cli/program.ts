@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
-import { lockHolderIn, verifyControlListener } from '../host/control-listener.js';
+import { dataDirLockHolder, verifyControlListener } from '../host/control-listener.js';
 import { brokerLockFileName } from '../host/data-dir-lock.js';
 import type { CliIo } from './cli-io.js';
 import {
@@ -319,7 +319,7 @@ function brokerWords(running: boolean, impostor: string | undefined, holder: num
 function lockHolderPid(dataDir: string): number | undefined {
   if (process.platform !== 'linux') return undefined;
   try {
-    return lockHolderIn(readFileSync('/proc/locks', 'utf8'), statSync(dataDir, { bigint: true }))?.pid;
+    return dataDirLockHolder(dataDir)?.pid;
   } catch {
     return undefined;
   }

@@ -80,23 +80,26 @@ export function verifyControlListener(socket: Socket, dataDir: string, check: Co
       throw unverified(dataDir, `pid ${listener.pid} listens on it, and ${brokerLockFileName} names another holder`);
     return;
   }
-  let dir: { dev: bigint; ino: bigint };
-  let table: string;
+  let holder: FlockHolder | undefined;
   try {
-    dir = statSync(dataDir, { bigint: true });
-    table = readFileSync(check.procLocksPath ?? '/proc/locks', 'utf8');
+    holder = dataDirLockHolder(dataDir, check.procLocksPath);
   } catch (error) {
     throw unverified(dataDir, `the lock table could not be read (${messageOf(error)})`, error);
   }
-  const holder = lockHolderIn(table, dir);
   if (holder === undefined) throw unverified(dataDir, 'no process holds the data directory’s lock');
   if (holder.pid !== listener.pid)
     throw unverified(dataDir, `pid ${listener.pid} listens on it, but the lock is held by pid ${holder.pid}`);
 }
 
-/** The entry of the kernel's lock table (/proc/locks text) for the data directory `dir` (its device and inode). */
-export function lockHolderIn(table: string, dir: { dev: bigint; ino: bigint }): FlockHolder | undefined {
+/**
+ * The process the kernel's lock table (Linux /proc/locks) shows holding the data directory's exclusive flock
+ * (data-dir-lock.ts), or undefined when none does. Reads only: it never takes the lock. Throws when the directory or
+ * the table cannot be read.
+ */
+export function dataDirLockHolder(dataDir: string, procLocksPath = '/proc/locks'): FlockHolder | undefined {
+  const dir = statSync(dataDir, { bigint: true });
   const { major, minor } = deviceNumbers(dir.dev);
+  const table = readFileSync(procLocksPath, 'utf8');
   return parseFlockHolders(table).find((h) => h.inode === dir.ino && h.major === major && h.minor === minor);
 }
 
