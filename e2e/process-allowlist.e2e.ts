@@ -55,9 +55,10 @@ interface Agent {
 }
 
 /** Forks race-agent.mjs under `execPath` (its `postern mcp` shim runs under it too); resolves once connected. */
-async function startAgent(execPath: string, name: string): Promise<Agent> {
+async function startAgent(execPath: string, name: string, env: Record<string, string> = {}): Promise<Agent> {
   const child = fork(path.join(repoRoot, 'tests', 'support', 'race-agent.mjs'), [posternBin, dataDir, name], {
     cwd: repoRoot,
+    env: { ...process.env, ...env },
     execPath,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -286,6 +287,23 @@ describe('the Sessions card: "Always allow this executable"', () => {
     await stopAgent(agent);
 
     expect(await page.content()).not.toContain(routeCanary);
+    expect(operator.problems).toEqual([]);
+  }, 90_000);
+
+  it('the same copy started with LD_PRELOAD waits on its card, which says why the entry did not apply', async () => {
+    const { page } = operator;
+    const preload = path.join(scratch, 'palw-e2e-preload-value.so');
+    const agent = await startAgent(nodeCopy, 'allowlist-preloaded', { LD_PRELOAD: preload });
+    const session = await sessionOf(agent);
+    const id = session.session_id;
+    expect(session).toMatchObject({ status: 'pending', exe: nodeCopy, allowlist_withheld: 'LD_PRELOAD set' });
+    await page.getByRole('tab', { name: /^Sessions/ }).click();
+    await showing(page.getByTestId(`session-${id}-status`), 'pending');
+    await showing(page.getByTestId(`session-${id}-allowlist-withheld`), 'allowlist not applied: LD_PRELOAD set');
+    // The variable's name, never its value.
+    expect(await page.content()).not.toContain('palw-e2e-preload-value');
+    await shoot(page, 'allowlist-session-preloaded.png');
+    await stopAgent(agent);
     expect(operator.problems).toEqual([]);
   }, 90_000);
 });

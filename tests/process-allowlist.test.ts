@@ -1,4 +1,4 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -46,17 +46,34 @@ const agents: Agent[] = [];
 
 interface Agent {
   readonly child: ChildProcess;
+  /** The agent's own pid (under a tracer, `child` is the tracer). */
+  readonly pid: number | undefined;
   exchange(message: Record<string, unknown>): Promise<unknown>;
 }
 
-/** Forks tests/support/allowlist-agent.mjs under `execPath`; resolves once it connected to the agent socket. */
-async function startAgent(execPath: string, name: string): Promise<Agent> {
+interface AgentStart {
+  /** Added to the test's environment. */
+  readonly env?: Record<string, string>;
+  /** A command the agent runs under (`strace …`): it execs `execPath script …` as its child. */
+  readonly under?: readonly string[];
+}
+
+/**
+ * Forks tests/support/allowlist-agent.mjs under `execPath` (or spawns it under `start.under`, the IPC channel passed
+ * through); resolves once it connected to the agent socket.
+ */
+async function startAgent(execPath: string, name: string, start: AgentStart = {}): Promise<Agent> {
   const script = path.join(repoRoot, 'tests', 'support', 'allowlist-agent.mjs');
-  const child = fork(script, [dataDir, name], {
+  const options = {
     cwd: repoRoot,
-    execPath,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+    env: { ...process.env, ...start.env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as ('ignore' | 'inherit' | 'ipc')[],
+  };
+  const [tracer, ...tracerArgs] = start.under ?? [];
+  const child =
+    tracer === undefined
+      ? fork(script, [dataDir, name], { ...options, execPath })
+      : spawn(tracer, [...tracerArgs, execPath, script, dataDir, name], options);
   let next = 0;
   const waiting = new Map<number, (value: unknown) => void>();
   child.on('message', (message: { result?: { id: number; value: unknown } }) => {
@@ -64,17 +81,18 @@ async function startAgent(execPath: string, name: string): Promise<Agent> {
     waiting.get(message.result.id)?.(message.result.value);
     waiting.delete(message.result.id);
   });
-  await new Promise<void>((resolve, reject) => {
+  const pid = await new Promise<number | undefined>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} not ready`)), answerWaitMs);
-    child.once('message', (m: { ready?: boolean; fatal?: string }) => {
+    child.once('message', (m: { ready?: boolean; pid?: number; fatal?: string }) => {
       clearTimeout(timer);
-      if (m.ready === true) resolve();
+      if (m.ready === true) resolve(m.pid);
       else reject(new Error(`${name}: ${m.fatal ?? 'failed'}`));
     });
     child.once('exit', (code) => reject(new Error(`${name} exited (${code})`)));
   });
   const agent: Agent = {
     child,
+    pid,
     exchange: (message) =>
       new Promise((resolve, reject) => {
         const id = (next += 1);
@@ -179,6 +197,31 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
+/** A shared library this node process already maps (libm, libc…): preloading it again changes nothing. */
+function harmlessLibrary(): string {
+  const maps = readFileSync('/proc/self/maps', 'utf8');
+  const library = /\s(\/\S*\/lib(?:m|c|dl|pthread)\.so\.\d+)$/m.exec(maps)?.[1];
+  return library ?? '/nonexistent/palw-harmless.so';
+}
+
+/** The TracerPid line of a process's status (undefined: gone). */
+function tracerOf(pid: number | undefined): string | undefined {
+  try {
+    return /^TracerPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why the ptrace cases cannot run here (no strace, or the kernel refuses it ptrace), or undefined. */
+const straceMissing = ((): string | undefined => {
+  const run = spawnSync('strace', ['-q', '-f', '-o', '/dev/null', 'true'], { stdio: 'ignore' });
+  if (run.error !== undefined) return `strace cannot be run (${run.error.message})`;
+  return run.status === 0 ? undefined : `strace exited ${run.status}: ptrace is not allowed here`;
+})();
+if (straceMissing !== undefined)
+  console.warn(`tests/process-allowlist.test.ts: the ptrace attacks are skipped: ${straceMissing}`);
+
 describe('when an agent executable is on the allowlist', () => {
   let entryId: string;
 
@@ -220,6 +263,71 @@ describe('when an agent executable is on the allowlist', () => {
     await decideAsPerson(dataDir, passphrase, 'approvals.reject', { ticket: card.ticket, reason: 'test' });
     await stopAgent(agent);
   }, 90_000);
+
+  describe('when the allowlisted executable is started to run code it was not built with, or under a tracer', () => {
+    /** Each attack: the session waits for a person, says why the entry did not apply, and a session call waits. */
+    async function expectCard(agent: Agent, why: string): Promise<void> {
+      try {
+        const session = await sessionOf(agent.pid);
+        expect(session).toMatchObject({ status: 'pending', exe: nodeCopy, allowlist_withheld: why });
+        const started = (await read('activity.list', { session_id: session.session_id })).events.find(
+          (e) => e.kind === 'SESSION_STARTED',
+        );
+        expect(started?.summary).toContain(`allowlist not applied: ${why}`);
+        const waiting = httpCall(agent, 'docs', 1_000);
+        expect((await cardFor(session.session_id, 'docs')).state).toBe('awaiting_session');
+        expect(await waiting).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+        expect((await read('sessions.list')).sessions.find((s) => s.pid === agent.pid)?.status).toBe('pending');
+      } finally {
+        // The copy must run nowhere for the test that rewrites it.
+        await stopAgent(agent);
+      }
+    }
+
+    it('LD_PRELOAD (a harmless library this node already maps): the session gets its card', async () => {
+      const agent = await startAgent(nodeCopy, 'preloaded-agent', { env: { LD_PRELOAD: harmlessLibrary() } });
+      await expectCard(agent, 'LD_PRELOAD set');
+    }, 90_000);
+
+    it('NODE_OPTIONS=--require=<file>: the session gets its card, naming the option and not the file', async () => {
+      const required = path.join(scratch, 'required.cjs');
+      writeFileSync(required, '// loaded by NODE_OPTIONS: an attacker would patch the agent from here\n');
+      const agent = await startAgent(nodeCopy, 'required-agent', { env: { NODE_OPTIONS: `--require=${required}` } });
+      await expectCard(agent, 'NODE_OPTIONS sets --require');
+    }, 90_000);
+
+    it.skipIf(straceMissing !== undefined)(
+      'under strace (ptrace): the session gets its card',
+      async () => {
+        const agent = await startAgent(nodeCopy, 'traced-agent', { under: ['strace', '-q', '-f', '-o', '/dev/null'] });
+        expect(agent.pid).not.toBe(agent.child.pid);
+        await expectCard(agent, 'the process is being traced (ptrace)');
+      },
+      90_000,
+    );
+
+    it.skipIf(straceMissing !== undefined)(
+      'a tracer attached after the allowlist approved the session: its next session call gets a card',
+      async () => {
+        const agent = await startAgent(nodeCopy, 'attached-agent');
+        const session = await sessionOf(agent.pid, true);
+        expect(session).toMatchObject({ approved_by: `policy:allowlist:${entryId}`, allowlist_withheld: null });
+        const strace = spawn('strace', ['-q', '-f', '-o', '/dev/null', '-p', String(agent.pid)], { stdio: 'ignore' });
+        try {
+          await expect.poll(() => tracerOf(agent.pid), { timeout: answerWaitMs, interval: 50 }).not.toBe('0');
+          const call = httpCall(agent, 'docs', 1_000);
+          const card = await cardFor(session.session_id, 'docs');
+          expect(card.state).toBe('pending');
+          expect(await call).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+          await decideAsPerson(dataDir, passphrase, 'approvals.reject', { ticket: card.ticket, reason: 'traced' });
+        } finally {
+          strace.kill('SIGINT');
+          await stopAgent(agent);
+        }
+      },
+      90_000,
+    );
+  });
 
   it('the original node (another path) is not matched: its session waits for a person', async () => {
     const agent = await startAgent(process.execPath, 'unlisted-agent');

@@ -243,6 +243,8 @@ async function openSession(
   // Hashed before the session is recorded, so an allowlisted process never shows a pending card meanwhile.
   const allowed = deps.config.agents.session_approval === 'observe' ? undefined : await deps.allowlist?.identify(peer);
   const approver = sessionApprover(deps, allowed?.entry);
+  // An entry matched but the process was started with an injection variable or is traced: the card says why.
+  const withheld = allowed?.withheld === undefined ? {} : { allowlist_withheld: allowed.withheld };
   const startedEvent: NewEvent = {
     kind: 'SESSION_STARTED',
     action_id: sessionId,
@@ -256,6 +258,7 @@ async function openSession(
       parent_exe: clip(peer.parent_exe, 4096),
       client_name: clip(client.name ?? null, 200),
       client_version: clip(client.version ?? null, 100),
+      ...withheld,
     },
   };
   // Approved at once (observe policy, an allowlist entry): both in one commit, so no reader ever sees it pending.
@@ -264,7 +267,7 @@ async function openSession(
       ? [startedEvent]
       : [startedEvent, { kind: 'SESSION_APPROVED', action_id: sessionId, payload: { actor: approver } }],
   );
-  if (allowed !== undefined) deps.allowlist?.remember(sessionId, allowed.identity);
+  if (allowed?.identity !== undefined) deps.allowlist?.remember(sessionId, allowed.identity);
   if (!approved.ok) {
     // session_exists, session_not_pending: the same process under the same boot maps to the same id, and an earlier record decides.
     const recorded = deps.journal.getSession(sessionId);
@@ -287,7 +290,7 @@ function sessionApprover(deps: AgentBackendDeps, entry: AllowlistEntry | undefin
 async function approveByAllowlist(deps: AgentBackendDeps, session: SessionState): Promise<void> {
   if (deps.config.agents.session_approval === 'observe') return;
   const allowed = await deps.allowlist?.identify(session);
-  if (allowed === undefined) return;
+  if (allowed?.identity === undefined) return;
   deps.allowlist?.remember(session.session_id, allowed.identity);
   // A lost race (a person approved or revoked it meanwhile) leaves their decision standing.
   if (allowed.entry !== undefined)

@@ -57,6 +57,19 @@ function script(over: Partial<FakeDarwinScript> = {}): void {
   });
 }
 
+const cleanEnviron = 'HOME=/home/a\0PATH=/usr/bin\0';
+const untraced = 'Name:\tagent\nTracerPid:\t0\n';
+
+/** This test's pid as a Linux /proc the test writes: `exe` links to `agent`, and environ / status when given. */
+function linuxProc(files: { environ?: string; status?: string }): string {
+  const procRoot = join(t.dir.path, 'proc');
+  const dir = join(procRoot, String(pid));
+  mkdirSync(dir, { recursive: true });
+  symlinkSync(agent, join(dir, 'exe'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return procRoot;
+}
+
 async function addSigned(allowlist: ProcessAllowlist): Promise<string> {
   script();
   const added = await allowlist.add({ path: agent, expected_sha256: agentSha }, person);
@@ -206,9 +219,7 @@ describe('when an agent process opens a session on macOS', () => {
 describe('when the entry carries an identity but the broker runs on Linux', () => {
   it('it never matches (no identity is read there); an entry for the same path and bytes without one does', async () => {
     const signedId = await addSigned(darwinAllowlist());
-    const procRoot = join(t.dir.path, 'proc');
-    mkdirSync(join(procRoot, String(pid)), { recursive: true });
-    symlinkSync(agent, join(procRoot, String(pid), 'exe'));
+    const procRoot = linuxProc({ environ: cleanEnviron, status: untraced });
     const linux = new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot });
     const running = { pid, start_time: 'unavailable', exe: agent };
     expect(await linux.identify(running)).toEqual({ identity: { path: agent, sha256: agentSha } });
@@ -267,5 +278,53 @@ describe('when the agent rewrites its executable between the person’s look and
     expect(t.journal.subjectEvents(allowlistSubjectId, 10)).toEqual([]);
     // Looking again shows the new bytes; only an add naming them would record them.
     expect((await allowlist.preview({ path: agent })).sha256).not.toBe(shown.sha256);
+  });
+});
+
+/**
+ * The injection check's branches on Linux, with /proc written by the test (the attack itself, with real processes
+ * under LD_PRELOAD, NODE_OPTIONS and strace, is performed in tests/process-allowlist.test.ts).
+ */
+describe('when an allowlisted executable runs in a process started with an injection variable or traced', () => {
+  const running = { pid, start_time: 'unavailable', exe: '' };
+
+  async function linuxWith(files: { environ?: string; status?: string }): Promise<ProcessAllowlist> {
+    const procRoot = linuxProc(files);
+    const linux = new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot });
+    await linux.add({ path: agent, expected_sha256: agentSha }, person);
+    return linux;
+  }
+
+  it('a clean environment and no tracer: the entry applies', async () => {
+    const linux = await linuxWith({ environ: cleanEnviron, status: untraced });
+    expect((await linux.identify({ ...running, exe: agent }))?.entry?.path).toBe(agent);
+  });
+
+  it('LD_PRELOAD: no entry and no identity to remember, only why (the name, never the value)', async () => {
+    const linux = await linuxWith({ environ: `${cleanEnviron}LD_PRELOAD=/tmp/palw-evil.so\0`, status: untraced });
+    expect(await linux.identify({ ...running, exe: agent })).toEqual({ withheld: 'LD_PRELOAD set' });
+  });
+
+  it('a tracer: withheld', async () => {
+    const linux = await linuxWith({ environ: cleanEnviron, status: 'TracerPid:\t4242\n' });
+    expect(await linux.identify({ ...running, exe: agent })).toEqual({
+      withheld: 'the process is being traced (ptrace)',
+    });
+  });
+
+  it('an environment that cannot be read fails closed', async () => {
+    const linux = await linuxWith({ status: untraced });
+    expect(await linux.identify({ ...running, exe: agent })).toEqual({
+      withheld: 'its environment or status could not be read',
+    });
+  });
+
+  it('at a gate, a tracer attached since turns the allowlist’s approval into cards; a person’s approval stands', async () => {
+    const linux = await linuxWith({ environ: cleanEnviron, status: untraced });
+    const byEntry = { ...running, exe: agent, approved_by: 'policy:allowlist:alw_0000000000000001' };
+    expect(linux.processUnchanged(byEntry)).toBe(true);
+    writeFileSync(join(t.dir.path, 'proc', String(pid), 'status'), 'TracerPid:\t4242\n');
+    expect(linux.processUnchanged(byEntry)).toBe(false);
+    expect(linux.processUnchanged({ ...byEntry, approved_by: 'person:ann (cli)' })).toBe(true);
   });
 });

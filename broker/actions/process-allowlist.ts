@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, readlinkSync, statSync } from 'node:fs';
+import { createReadStream, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { open, readlink, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import {
@@ -20,9 +20,11 @@ import {
 import {
   actionScopeOf,
   allowlistActorId,
+  allowlistWithheld,
   darwinToolOutputBytesMax,
   foldAllowlist,
   isUnscoped,
+  matchesExecutable,
   parseCodesignDetails,
   parseLsofExecutable,
   parsePsStart,
@@ -73,6 +75,13 @@ export interface ProcessAllowlistOptions {
 type AddInput = OperatorInput<'allowlist.add'>;
 /** A process as the kernel named it: a session's record, or a peer about to become one. */
 type ProcessRef = Pick<SessionState, 'pid' | 'start_time' | 'exe'>;
+/**
+ * What `identify` found: the hashed executable (and the unscoped entry approving its session), or — an entry matched
+ * but the process was started with an injection variable or is traced — only why the allowlist does not apply.
+ */
+export type Identified =
+  | { readonly identity: ExecutableIdentity; readonly entry?: AllowlistEntry; readonly withheld?: undefined }
+  | { readonly withheld: string; readonly identity?: undefined; readonly entry?: undefined };
 
 /**
  * The process allowlist (docs/queue.md): executables, by absolute path + sha256, whose processes skip the session
@@ -126,9 +135,11 @@ export class ProcessAllowlist {
   /**
    * Before a new session is recorded: hashes the process's executable when an entry names its path (no hashing
    * otherwise) and answers its identity with the unscoped entry that approves the session, if one matches. The caller
-   * records the session, then `remember`s the identity for scoped entries.
+   * records the session, then `remember`s the identity for scoped entries. When an entry matches but the process was
+   * started with a loader or runtime injection variable, or is being traced (Linux: `withheldFrom`), the answer is
+   * only why the allowlist does not apply: no identity to remember, no entry, and the session gets its card.
    */
-  async identify(process: ProcessRef): Promise<{ identity: ExecutableIdentity; entry?: AllowlistEntry } | undefined> {
+  async identify(process: ProcessRef): Promise<Identified | undefined> {
     if (this.state !== 'ready' || this.entries.size === 0) return undefined;
     if (this.darwin === undefined && process.exe === null) return undefined;
     const named = (path: string): boolean => [...this.entries.values()].some((e) => e.path === path);
@@ -137,6 +148,12 @@ export class ProcessAllowlist {
       return undefined;
     });
     if (identity === undefined) return undefined;
+    if (![...this.entries.values()].some((e) => matchesExecutable(e, identity))) return { identity };
+    const withheld = this.withheldFrom(process);
+    if (withheld !== undefined) {
+      this.options.logger?.warn({ pid: process.pid, why: withheld }, 'process allowlist not applied');
+      return { withheld };
+    }
     const entry = unscopedMatch(this.entries.values(), identity);
     return entry === undefined ? { identity } : { identity, entry };
   }
@@ -165,7 +182,7 @@ export class ProcessAllowlist {
     const entry = scopedMatch(this.entries.values(), identity, actionScopeOf(state.target));
     if (entry === undefined) return undefined;
     const session = this.options.journal.getSession(state.session_id);
-    if (session === undefined || !this.processUnchanged(session)) return undefined;
+    if (session === undefined || !this.processUnchanged(session) || this.withheldNow(session)) return undefined;
     return { kind: 'policy', id: allowlistActorId(entry.entry_id) };
   };
 
@@ -319,11 +336,16 @@ export class ProcessAllowlist {
    * it answers true): the process (pid + start time) lives and runs the executable its session recorded — and, where
    * the allowlist hashed it, the very image it hashed. A process that exec'd another program on its connection, or a
    * connection kept by another process after the session's process exited, is no longer what was approved: the queue
-   * then shows the call's card instead of applying the session's approval (or a scoped entry's).
+   * then shows the call's card instead of applying the session's approval (or a scoped entry's). A session the
+   * allowlist approved is also no longer what was approved once `withheldFrom` has a reason (a tracer attached since).
    */
-  readonly processUnchanged = (session: Pick<SessionState, 'pid' | 'start_time' | 'exe'>): boolean => {
+  readonly processUnchanged = (session: Pick<SessionState, 'pid' | 'start_time' | 'exe' | 'approved_by'>): boolean => {
     if ((this.options.platform ?? process.platform) !== 'linux') return true;
     if (!this.options.processAlive(session.pid, session.start_time)) return false;
+    // The allowlist's approval holds only while nothing rewrites the process: a tracer attached since it was
+    // identified gets cards (a person's approval was a person's look at the card, and stands).
+    if (session.approved_by?.startsWith(`policy:${allowlistActorId('')}`) === true && this.withheldNow(session))
+      return false;
     if (session.exe === null) return true;
     const link = `${this.procRoot}/${session.pid}/exe`;
     try {
@@ -337,6 +359,33 @@ export class ProcessAllowlist {
       return false;
     }
   };
+
+  /**
+   * Linux: why the allowlist must not apply to this process now (allowlistWithheld over its /proc/<pid>/environ and
+   * /proc/<pid>/status), read while the pid is still the session's process; either file unreadable, or the process
+   * gone meanwhile, is a reason too (fail closed). Elsewhere (no /proc) nothing is read: undefined.
+   */
+  private withheldFrom(process: Pick<SessionState, 'pid' | 'start_time'>): string | undefined {
+    if (this.darwin !== undefined) return undefined;
+    let environ: string;
+    let status: string;
+    try {
+      environ = readFileSync(`${this.procRoot}/${process.pid}/environ`, 'latin1');
+      status = readFileSync(`${this.procRoot}/${process.pid}/status`, 'latin1');
+    } catch {
+      return 'its environment or status could not be read';
+    }
+    if (!this.options.processAlive(process.pid, process.start_time)) return 'the process is gone';
+    return allowlistWithheld(environ, status);
+  }
+
+  /** withheldFrom at a gate, logged once per call it turns into a card. */
+  private withheldNow(session: Pick<SessionState, 'pid' | 'start_time'>): boolean {
+    const withheld = this.withheldFrom(session);
+    if (withheld !== undefined)
+      this.options.logger?.warn({ pid: session.pid, why: withheld }, 'process allowlist not applied at the gate');
+    return withheld !== undefined;
+  }
 
   /**
    * macOS has no /proc and Node cannot call proc_pidpath, so the path is lsof's first `txt` file: the kernel's name

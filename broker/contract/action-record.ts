@@ -170,6 +170,8 @@ export const sessionStateSchema = z.object({
   parent_exe: z.string().nullable(),
   client_name: z.string().nullable(),
   client_version: z.string().nullable(),
+  /** Why the process allowlist did not apply to it though an entry matched its executable (SESSION_STARTED); null: it did or none matched. */
+  allowlist_withheld: z.string().nullable(),
   /** Who approved it: a person's id, or `observe` policy. */
   approved_by: z.string().nullable(),
   revoked_by: z.string().nullable(),
@@ -189,5 +191,7 @@ export type SessionState = z.infer<typeof sessionStateSchema>;
 export const storedSessionStateSchema = sessionStateSchema.extend({
   /** Absent before SESSION_RECONNECTED, and in later rows until the first reconnection. */
   reconnects: z.number().int().nonnegative().optional(),
+  /** Absent before the allowlist could be withheld from a process. */
+  allowlist_withheld: z.string().nullable().optional(),
 });
 export type StoredSessionState = z.infer<typeof storedSessionStateSchema>;

@@ -398,6 +398,11 @@ export const eventPayloadSchemas = {
     /** MCP clientInfo: a label the client chose, never identity. */
     client_name: z.string().max(200).nullable(),
     client_version: z.string().max(100).nullable(),
+    /**
+     * Why the process allowlist did not apply although an entry matched the executable (`LD_PRELOAD set`, `the
+     * process is being traced (ptrace)`): a variable's or option's name, never a value. Absent: nothing withheld it.
+     */
+    allowlist_withheld: z.string().min(1).max(200).optional(),
   }),
   SESSION_APPROVED: z.strictObject({ actor: Actor }),
   SESSION_REVOKED: z.strictObject({ actor: Actor, reason: z.string().min(1).max(2000) }),

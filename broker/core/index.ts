@@ -30,3 +30,4 @@ export * from './action-timeline.js';
 export * from './lane-waits.js';
 export * from './action-counters.js';
 export * from './process-allowlist.js';
+export * from './process-injection.js';

@@ -46,6 +46,7 @@ export function applySessionEvent(state: SessionState | undefined, event: Journa
       parent_exe: p.parent_exe,
       client_name: p.client_name,
       client_version: p.client_version,
+      allowlist_withheld: p.allowlist_withheld ?? null,
       approved_by: null,
       revoked_by: null,
       revoke_reason: null,

@@ -60,6 +60,7 @@ function session(id: string, pid: number, status: SessionState['status'] = 'appr
     parent_exe: null,
     client_name: null,
     client_version: null,
+    allowlist_withheld: null,
     approved_by: null,
     revoked_by: null,
     revoke_reason: null,

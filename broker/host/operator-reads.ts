@@ -149,8 +149,11 @@ function summarize(event: JournalEvent): string {
       return event.payload.status === undefined ? `attempt ${event.payload.attempt}` : `HTTP ${event.payload.status}`;
     case 'EXIT_STATUS':
       return `exit status ${event.payload.exit_status}`;
-    case 'SESSION_STARTED':
-      return `pid ${event.payload.pid} ${event.payload.exe ?? '(exe unknown)'}${event.payload.client_name === null ? '' : ` (${event.payload.client_name})`}`;
+    case 'SESSION_STARTED': {
+      const { pid, exe, client_name: client, allowlist_withheld: withheld } = event.payload;
+      const started = `pid ${pid} ${exe ?? '(exe unknown)'}${client === null ? '' : ` (${client})`}`;
+      return withheld === undefined ? started : `${started}; allowlist not applied: ${withheld}`;
+    }
     case 'SESSION_ENDED':
       return event.payload.reason;
     case 'CONFIG_APPLIED': {

@@ -142,6 +142,15 @@ describe('when a stored session row predates reconnects', () => {
   });
 });
 
+describe('when a stored session row predates allowlist_withheld', () => {
+  it('comes back with allowlist_withheld null (nothing withheld the allowlist from it)', () => {
+    const current = { ...currentSession(), allowlist_withheld: 'LD_PRELOAD set' };
+    const { allowlist_withheld: _dropped, ...old } = current;
+    expect(upgradeSessionState(JSON.stringify(old))).toStrictEqual({ ...current, allowlist_withheld: null });
+    expect(upgradeSessionState(JSON.stringify(current))).toStrictEqual(current);
+  });
+});
+
 describe('when a stored row is malformed', () => {
   const current = currentAction();
   it.each([

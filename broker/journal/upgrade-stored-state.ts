@@ -12,7 +12,7 @@ import {
  * the broker that wrote it knew it; rows are never rewritten by a migration (the events are the record, the state is a
  * cache of their fold), so a row can predate any field added since. Each default below is what the code read an absent
  * field as before it was required (#17): no retries, never abandoned, no lease, the route's own approval, no bound key,
- * no reconnections. Anything else that does not parse is damage or a bug, and stops the read with a coded error rather
+ * no reconnections, nothing withheld from the allowlist. Anything else that does not parse is damage or a bug, and stops the read with a coded error rather
  * than a guess.
  */
 export function upgradeActionState(json: string): ActionState {
@@ -32,7 +32,7 @@ export function upgradeActionState(json: string): ActionState {
 /** A `sessions.state` row in the current shape (see upgradeActionState). */
 export function upgradeSessionState(json: string): SessionState {
   const stored = parseStored(storedSessionStateSchema, json, 'sessions.state');
-  return { ...stored, reconnects: stored.reconnects ?? 0 };
+  return { ...stored, reconnects: stored.reconnects ?? 0, allowlist_withheld: stored.allowlist_withheld ?? null };
 }
 
 /** The message names the field and zod's complaint, never the stored value. */

@@ -21,6 +21,7 @@ const session = (id: string, status: SessionSummary['status'], startedAtMs: numb
   parent_exe: null,
   client_name: null,
   client_version: null,
+  allowlist_withheld: null,
   approved_by: null,
   revoked_by: null,
   revoke_reason: null,

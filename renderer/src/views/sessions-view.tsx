@@ -136,6 +136,14 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
           {session.revoke_reason !== null && <> · revoked: {session.revoke_reason}</>}
           {session.end_reason !== null && <> · ended: {session.end_reason}</>}
         </dd>
+        {session.allowlist_withheld !== null && (
+          <>
+            <dt>Allowlist</dt>
+            <dd data-testid={`session-${id}-allowlist-withheld`}>
+              allowlist not applied: {session.allowlist_withheld}
+            </dd>
+          </>
+        )}
         <dt>Calls</dt>
         <dd>
           <span data-testid={`session-${id}-calls`}>{session.calls}</span> calls

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { allowlistInjectionVariables, allowlistWithheld } from './process-injection.js';
+
+const untraced = 'Name:\tagent\nState:\tS (sleeping)\nTracerPid:\t0\nUid:\t1000\t1000\t1000\t1000\n';
+const environ = (...entries: string[]): string => `${['HOME=/home/a', 'PATH=/usr/bin', ...entries].join('\0')}\0`;
+/** A value that must never reach a reason. */
+const secretish = '/tmp/palw-secret-path-7f3a.so';
+
+describe('when the allowlist reads a process started with a loader or runtime injection variable', () => {
+  it.each([
+    ['LD_PRELOAD', `LD_PRELOAD=${secretish}`, 'LD_PRELOAD set'],
+    ['LD_LIBRARY_PATH', `LD_LIBRARY_PATH=${secretish}`, 'LD_LIBRARY_PATH set'],
+    ['LD_AUDIT', `LD_AUDIT=${secretish}`, 'LD_AUDIT set'],
+    ['an empty LD_PRELOAD (set is set)', 'LD_PRELOAD=', 'LD_PRELOAD set'],
+    ['PYTHONSTARTUP', `PYTHONSTARTUP=${secretish}`, 'PYTHONSTARTUP set'],
+    ['PYTHONPATH', `PYTHONPATH=${secretish}`, 'PYTHONPATH set'],
+    ['PERL5OPT', `PERL5OPT=-M${secretish}`, 'PERL5OPT set'],
+    ['RUBYOPT', `RUBYOPT=-r${secretish}`, 'RUBYOPT set'],
+    ['NODE_OPTIONS --require=', `NODE_OPTIONS=--require=${secretish}`, 'NODE_OPTIONS sets --require'],
+    [
+      'NODE_OPTIONS --require FILE',
+      `NODE_OPTIONS=--max-old-space-size=64 --require ${secretish}`,
+      'NODE_OPTIONS sets --require',
+    ],
+    ['NODE_OPTIONS -r', `NODE_OPTIONS=-r ${secretish}`, 'NODE_OPTIONS sets -r'],
+    ['NODE_OPTIONS --import', `NODE_OPTIONS=--import=${secretish}`, 'NODE_OPTIONS sets --import'],
+    ['NODE_OPTIONS --loader', `NODE_OPTIONS=--loader ${secretish}`, 'NODE_OPTIONS sets --loader'],
+    [
+      'NODE_OPTIONS --experimental_loader',
+      `NODE_OPTIONS=--experimental_loader=${secretish}`,
+      'NODE_OPTIONS sets --experimental-loader',
+    ],
+    ['NODE_OPTIONS quoted', `NODE_OPTIONS="--require" "${secretish}"`, 'NODE_OPTIONS sets --require'],
+    ['NODE_OPTIONS --inspect-port', 'NODE_OPTIONS=--inspect-port=0', 'NODE_OPTIONS sets --inspect'],
+    ['NODE_OPTIONS --inspect-brk', 'NODE_OPTIONS=--inspect-brk', 'NODE_OPTIONS sets --inspect'],
+  ])('%s withholds it, naming the variable and never its value', (_case, entry, reason) => {
+    const why = allowlistWithheld(environ(entry), untraced);
+    expect(why).toBe(reason);
+    expect(why).not.toContain('palw-secret');
+  });
+
+  it('harmless NODE_OPTIONS, look-alike names and a variable named only inside a value do not', () => {
+    const entries = [
+      'NODE_OPTIONS=--max-old-space-size=4096 --enable-source-maps',
+      'MY_LD_PRELOAD=/x.so',
+      'LD_PRELOADX=/x.so',
+      'NOTE=LD_PRELOAD=/x.so',
+      'PYTHONUNBUFFERED=1',
+      'LD_BIND_NOW=1',
+    ];
+    expect(allowlistWithheld(environ(...entries), untraced)).toBeUndefined();
+    expect(allowlistWithheld(environ(), untraced)).toBeUndefined();
+  });
+
+  it('keeps one named list with a reason for each variable', () => {
+    for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'NODE_OPTIONS', 'PYTHONSTARTUP', 'PYTHONPATH']) {
+      expect(allowlistInjectionVariables[name]?.why).toMatch(/\w/);
+    }
+    // Names of the object's prototype are not in the list.
+    expect(allowlistWithheld(environ('toString=x', 'constructor=y', '__proto__=z'), untraced)).toBeUndefined();
+  });
+});
+
+describe('when the allowlist reads a traced process', () => {
+  it('a tracer (TracerPid not 0) withholds it; a status without TracerPid fails closed', () => {
+    expect(allowlistWithheld(environ(), untraced.replace('TracerPid:\t0', 'TracerPid:\t4242'))).toBe(
+      'the process is being traced (ptrace)',
+    );
+    expect(allowlistWithheld(environ(), 'Name:\tagent\n')).toBe('its tracing state could not be read');
+    expect(allowlistWithheld(environ(), '')).toBe('its tracing state could not be read');
+  });
+});
