@@ -508,7 +508,8 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
  * The code a classification leaves in the record. A person's attested rejection is ATTESTED_REJECTED; attestations
  * written before that code (101f91b) carry REMOTE_REJECTED, which means a refusal the remote returned — none did. Their
  * events are sealed and never rewritten, so the fold reads them as what they are: any re-fold of an old journal agrees
- * with new attestations. The test reads the classification's source and code only, the two fields a stored row keeps.
+ * with new attestations, and with the rows journal migration 016 recoded (the same test on the same two fields, source
+ * and code, which a stored row keeps).
  */
 function recordedCode(c: Classification): ActionState['code'] {
   return c.source === 'operator_attested' && c.code === 'REMOTE_REJECTED' ? 'ATTESTED_REJECTED' : c.code;
