@@ -117,9 +117,10 @@ export function expiredEnvelope(envelope: Envelope, state: ActionState): Envelop
  * other, so it carries a code. An outcome a person attested or a reconciliation lookup answered (committed or
  * rejected: neither records a response) is RESULT_NOT_STORED, phase result_delivery, the recorded outcome, retry never,
  * with a message saying who settled it and that what was attested is in the action's record — even when the record
- * carries a code of its own: an attested rejection's ATTESTED_REJECTED (REMOTE_REJECTED in journals written before
- * that code, a refusal the remote never returned), or a lookup's authoritative "no record" REMOTE_REJECTED (the remote
- * answered the lookup, not the action: still no response to hand over). Any other record with its own error
+ * carries a code of its own: an attested rejection's ATTESTED_REJECTED (an attestation written before that code as
+ * REMOTE_REJECTED folds as it too, and migration 016 recoded its stored record), or a lookup's authoritative "no
+ * record" REMOTE_REJECTED (the remote answered the lookup, not the action: still no response to hand over). Any other
+ * record with its own error
  * (rejected by the remote, not_attempted, unknown) answers that error unchanged. `unreadable`: a stored result exists
  * but its bytes could not be read.
  */

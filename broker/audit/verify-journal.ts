@@ -35,8 +35,9 @@ export const auditSchemaVersion = 4;
 // written (broker/host/integrity-anchor.ts): a current-state row, not part of the log. 13 adds the sealed SSH
 // recordings (broker/journal/recording-store.ts), beside the result store: not part of the log either. 14 drops the
 // attempts and tickets tables, projections nothing read: current state only. 15 re-derives actions.resolved_at_ms for
-// unknowns a quarantined journal's recovery recorded before dispatch (they block their lane): current state only.
-export const auditSchemaVersionMax = 15;
+// unknowns a quarantined journal's recovery recorded before dispatch (they block their lane): current state only. 16
+// recodes attested rejections stored as REMOTE_REJECTED to ATTESTED_REJECTED (actions rows, counters): current state.
+export const auditSchemaVersionMax = 16;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

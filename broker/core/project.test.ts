@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { actionStateSchema, type Classification, type JournalEvent, type NewEvent } from '../contract/index.js';
+import {
+  actionStateSchema,
+  type ActionState,
+  type Classification,
+  type JournalEvent,
+  type NewEvent,
+} from '../contract/index.js';
 import { applyEvent, project } from './project.js';
+import { attestClassification } from './attest-outcome.js';
 import { classifyOutcome } from './classify-outcome.js';
+import { classifyRestart } from './classify-restart.js';
 
 const fp = `sha256:${'f'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'operator' };
@@ -572,5 +580,83 @@ describe('ABANDONED: a person releases the lane behind an unknown head', () => {
     expect(() => applyEvent(project(events).get('act_000000001'), { ...session, action_id: 'act_000000001' })).toThrow(
       /session event/,
     );
+  });
+});
+
+describe('when a journal written before ATTESTED_REJECTED holds a rejection a person attested', () => {
+  // What attestClassification returned before 101f91b: the same classification, coded as a refusal the remote returned.
+  const oldAttestedRejection: Classification = {
+    ...attestClassification('rejected', 'no_effect'),
+    code: 'REMOTE_REJECTED',
+  };
+  const attest = (classification: Classification): NewEvent => ({
+    kind: 'OPERATOR_ATTESTED',
+    action_id: 'act_000000001',
+    payload: { actor: person, basis: 'the remote team says it never ran' },
+    classification,
+  });
+
+  /** An unknown a person settles: dispatched and recorded unknown, or recorded unknown by a quarantined recovery. */
+  function unknownThen(settle: NewEvent, dispatched: boolean): ActionState | undefined {
+    const { events, add } = journal();
+    toAuthorized(add);
+    if (dispatched) {
+      add({ kind: 'DISPATCH_STARTED', action_id: 'act_000000001', payload: { attempt: 1, connection: 'fresh' } });
+      add({ kind: 'OUTCOME_RECORDED', action_id: 'act_000000001', payload: { attempt: 1 }, classification: c({}) });
+    } else {
+      const before = project(events).get('act_000000001');
+      const recovered = before === undefined ? undefined : classifyRestart(before, undefined, 'quarantined');
+      if (recovered === undefined) throw new Error('fixture: recovery classified nothing');
+      add({ kind: 'OUTCOME_RECORDED', action_id: 'act_000000001', payload: {}, classification: recovered });
+    }
+    add(settle);
+    return project(events).get('act_000000001');
+  }
+
+  it.each([
+    ['dispatched', true],
+    ['recorded unknown before dispatch by a quarantined recovery', false],
+  ])('its REMOTE_REJECTED folds as ATTESTED_REJECTED, the state a new attestation folds to (%s)', (_, dispatched) => {
+    const old = unknownThen(attest(oldAttestedRejection), dispatched);
+    expect(old).toMatchObject({ outcome: 'rejected', code: 'ATTESTED_REJECTED', source: 'operator_attested' });
+    expect(old).toEqual(unknownThen(attest(attestClassification('rejected', 'no_effect')), dispatched));
+  });
+
+  it("a remote's refusal and a lookup's authoritative no-record keep REMOTE_REJECTED", () => {
+    const lookup = unknownThen(
+      {
+        kind: 'RECONCILIATION_RESULT',
+        action_id: 'act_000000001',
+        payload: { correlation: 'idempotency_token', lookup_action_id: 'act_000000002' },
+        classification: c({
+          outcome: 'rejected',
+          retry: 'never',
+          code: 'REMOTE_REJECTED',
+          effect: 'no_effect',
+          outcome_basis: 'remote_query_no_record',
+          source: 'remote_query',
+        }),
+      },
+      true,
+    );
+    expect(lookup).toMatchObject({ code: 'REMOTE_REJECTED', source: 'remote_query' });
+
+    const { events, add } = journal();
+    toAuthorized(add);
+    add({ kind: 'DISPATCH_STARTED', action_id: 'act_000000001', payload: { attempt: 1, connection: 'fresh' } });
+    add({
+      kind: 'RESULT_COMMITTED',
+      action_id: 'act_000000001',
+      payload: { attempt: 1, result_id: 'res_1', result_digest: fp },
+      classification: c({
+        outcome: 'rejected',
+        retry: 'after_correction',
+        code: 'REMOTE_REJECTED',
+        effect: 'rejected',
+        outcome_basis: 'complete_refusal',
+        source: 'remote_response',
+      }),
+    });
+    expect(project(events).get('act_000000001')).toMatchObject({ code: 'REMOTE_REJECTED', source: 'remote_response' });
   });
 });

@@ -494,7 +494,7 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   next.outcome = c.outcome;
   next.phase = c.phase;
   next.retry = c.retry;
-  next.code = c.code;
+  next.code = recordedCode(c);
   next.effect = c.effect;
   next.outcome_basis = c.outcome_basis;
   next.source = c.source;
@@ -502,6 +502,17 @@ function applyClassification(event: JournalEvent, before: ActionState, next: Act
   next.recorded = true;
   // A classification after a lease's attempt ends that lease (its worker is done).
   if (next.lease?.open === true) next.lease = { ...next.lease, open: false };
+}
+
+/**
+ * The code a classification leaves in the record. A person's attested rejection is ATTESTED_REJECTED; attestations
+ * written before that code (101f91b) carry REMOTE_REJECTED, which means a refusal the remote returned — none did. Their
+ * events are sealed and never rewritten, so the fold reads them as what they are: any re-fold of an old journal agrees
+ * with new attestations, and with the rows journal migration 016 recoded (the same test on the same two fields, source
+ * and code, which a stored row keeps).
+ */
+function recordedCode(c: Classification): ActionState['code'] {
+  return c.source === 'operator_attested' && c.code === 'REMOTE_REJECTED' ? 'ATTESTED_REJECTED' : c.code;
 }
 
 /**

@@ -14,6 +14,7 @@ import { migration012IntegrityAnchor } from './012-integrity-anchor.js';
 import { migration013SshRecordings } from './013-ssh-recordings.js';
 import { migration014DropUnreadProjections } from './014-drop-unread-projections.js';
 import { migration015QuarantinedUnknownBlocks } from './015-quarantined-unknown-blocks.js';
+import { migration016AttestedRejectedCode } from './016-attested-rejected-code.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -32,4 +33,5 @@ export const journalMigrations: readonly Migration[] = [
   migration013SshRecordings,
   migration014DropUnreadProjections,
   migration015QuarantinedUnknownBlocks,
+  migration016AttestedRejectedCode,
 ];
