@@ -14,7 +14,7 @@ import { rowOf } from './action-list-row.test-support.js';
 type Page = Reply<BrokerApi['actions.list']['output']>;
 const page = (seqs: number[], nextBefore: number | null): Page => ({
   ok: true,
-  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore },
+  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore, searched_before_seq: null },
 });
 const seqsOf = (view: ActionListView): number[] => view.rows.map((r) => r.first_seq);
 const range = (from: number, to: number): number[] => Array.from({ length: from - to + 1 }, (_, i) => from - i);
@@ -72,7 +72,11 @@ describe('the actions list', () => {
       const settled: ActionListRow = { ...rowOf(12), outcome: null, settled_at_ms: null };
       const head: Page = {
         ok: true,
-        value: { actions: [settled, rowOf(11), { ...rowOf(10), code: 'REMOTE_ERROR_STATUS' }], next_before: 10 },
+        value: {
+          actions: [settled, rowOf(11), { ...rowOf(10), code: 'REMOTE_ERROR_STATUS' }],
+          next_before: 10,
+          searched_before_seq: null,
+        },
       };
       view = actionListReducer(view, { type: 'head_received', generation: 0, reply: head });
       expect(seqsOf(view)).toEqual([12, 11, 10, 9, 8, 7]);
