@@ -116,7 +116,11 @@ async function main(): Promise<void> {
       ['filter code APPROVAL_DENIED, deep', { code: 'APPROVAL_DENIED', before_seq: middle }],
       ['filter open (nothing in flight)', { open: true }],
       ['text "billing" (scans rows)', { text: 'billing' }],
-      ['text with no match (whole table)', { text: 'no-such-text' }],
+      ['text with no match (one page: the scan bound)', { text: 'no-such-text' }],
+      [
+        'session + lane + outcome, rare (scan bound)',
+        { session_id: 'ses_bench_3', lane: 'lane-4', outcome: 'unknown' },
+      ],
       ['500 rows', { limit: 500 }],
     ];
     console.log(`\n${'page'.padEnd(44)} ${'rows'.padStart(5)} ${'median ms'.padStart(10)}  (of ${runs} runs)`);

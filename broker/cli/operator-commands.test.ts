@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LaneRelease } from '../contract/index.js';
-import { printable, releaseLine } from './operator-commands.js';
+import type { ActionListRow, LaneRelease } from '../contract/index.js';
+import { actionPageLines, printable, releaseLine } from './operator-commands.js';
 
 describe('printable: agent-chosen text on an operator terminal', () => {
   it('turns escape sequences, carriage returns and bidi overrides into visible escapes', () => {
@@ -56,5 +56,56 @@ describe('releaseLine: which mechanism released a blocked lane, in one line', ()
     ],
   ])('%o', (release, line) => {
     expect(releaseLine(release)).toBe(line);
+  });
+});
+
+describe('actionPageLines: a page of `actions list` and where to go on', () => {
+  const row: ActionListRow = {
+    action_id: 'act_one',
+    ticket: 3,
+    accepted_at_ms: Date.UTC(2026, 0, 2, 3, 4, 5),
+    session_id: null,
+    agent: null,
+    channel: 'http',
+    target: 'docs',
+    method: 'GET',
+    request: '/x',
+    lane: null,
+    stage: 'accepted',
+    decision: null,
+    decided_by: null,
+    outcome: null,
+    code: null,
+    effect: null,
+    decided_at_ms: null,
+    dispatched_at_ms: null,
+    settled_at_ms: null,
+    duration_ms: null,
+    first_seq: 900,
+    last_seq: 900,
+  };
+
+  it('when a search stopped at its bound with nothing found: says how far back it looked and how to go on', () => {
+    expect(actionPageLines({ actions: [], next_before: 812, searched_before_seq: 812 })).toEqual([
+      'No actions match among the newest searched.',
+      '(searched back to seq 812; more: --before 812)',
+    ]);
+  });
+
+  it('when a search stopped at its bound after some rows: the rows, then the same line', () => {
+    const lines = actionPageLines({ actions: [row], next_before: 812, searched_before_seq: 812 });
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toContain('#3');
+    expect(lines[1]).toBe('(searched back to seq 812; more: --before 812)');
+  });
+
+  it('when the page is complete or the last: as before', () => {
+    expect(actionPageLines({ actions: [], next_before: null, searched_before_seq: null })).toEqual([
+      'No actions match.',
+    ]);
+    expect(actionPageLines({ actions: [row], next_before: 900, searched_before_seq: null })[1]).toBe(
+      '(more: --before 900)',
+    );
+    expect(actionPageLines({ actions: [row], next_before: null, searched_before_seq: null })).toHaveLength(1);
   });
 });

@@ -180,7 +180,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         'One line per action, newest first: time, ticket, agent, target, request, lane, who decided, outcome, duration.',
       ),
   )
-    .option('--json', 'print one JSON object (the page and next_before)')
+    .option('--json', 'print one JSON object (the page, next_before and searched_before_seq)')
     .option('--limit <n>', `rows (default 100, at most ${actionListLimitMax})`)
     .option('--before <seq>', 'only actions accepted before this journal position (the previous page\'s "more" line)')
     .option('--session <id>', 'only this agent session (an id the journal does not hold is refused)')
@@ -198,9 +198,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (page.actions.length === 0 && options.session !== undefined)
         await requireKnownIds(options, { session_id: options.session }, false);
       if (options.json === true) return io.out(JSON.stringify(page));
-      if (page.actions.length === 0) io.out('No actions match.');
-      for (const row of page.actions) io.out(actionLine(row));
-      if (page.next_before !== null) io.out(`(more: --before ${page.next_before})`);
+      for (const line of actionPageLines(page)) io.out(line);
     });
 
   withDataDir(
@@ -502,6 +500,21 @@ function codeFilter(raw: string | undefined): ErrorCode | undefined {
   throw new CodedError('INVALID_ARGUMENT', `not an error code (got ${JSON.stringify(raw)}); ${codesWhere}${hint}`, {
     field: '--code',
   });
+}
+
+/**
+ * A page of `actions list` as lines: one per row, then where to go on. A search stops at its bound of rows
+ * examined per page and says how far back it looked, so an empty page is not taken for "nothing older matches".
+ */
+export function actionPageLines(page: BrokerApi['actions.list']['output']): string[] {
+  const lines = page.actions.map(actionLine);
+  if (page.searched_before_seq !== null)
+    return [
+      ...(lines.length === 0 ? ['No actions match among the newest searched.'] : lines),
+      `(searched back to seq ${page.searched_before_seq}; more: --before ${page.searched_before_seq})`,
+    ];
+  if (lines.length === 0) return ['No actions match.'];
+  return page.next_before === null ? lines : [...lines, `(more: --before ${page.next_before})`];
 }
 
 const actionListLimitMax = brokerApiSchemas['actions.list'].input.shape.limit.unwrap().maxValue ?? 0;

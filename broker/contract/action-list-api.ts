@@ -58,7 +58,17 @@ export const actionListSchemas = {
     /** Case-insensitive substring of target, method, request, lane, action id, ticket, code, decided_by. */
     text: z.string().trim().min(1).max(200).optional(),
   }),
-  output: z.object({ actions: z.array(actionListRowSchema), next_before: z.number().int().nullable() }),
+  output: z.object({
+    actions: z.array(actionListRowSchema),
+    /** The next older page's `before_seq`; null when no older action matches. */
+    next_before: z.number().int().nullable(),
+    /**
+     * Set when a search (text, or more than one filter) stopped at its bound of rows examined per page
+     * before filling the page: every action down to this journal position was searched, none older.
+     * The page may hold fewer rows than asked, or none; `next_before` is this, to search on.
+     */
+    searched_before_seq: z.number().int().positive().nullable(),
+  }),
 };
 
 /**

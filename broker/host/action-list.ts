@@ -19,30 +19,37 @@ const decidedByCharsMax = 400;
 
 /**
  * `actions.list`: one row per action, newest first by first_seq, keyset paged by `before_seq`, read
- * from the journal's projection (migration 010) in one indexed query; the agent's name and pid come
+ * from the journal's projection (migration 010) in one indexed query; a search (text, or more than one
+ * filter) examines a bounded number of rows per page and says where it stopped (`searched_before_seq`,
+ * then also `next_before`), so the caller continues from there; the agent's name and pid come
  * from its session row. Durations are between wall times the events recorded, never this reader's clock.
  */
 export function listActions(
   journal: Journal,
   input: OperatorInput<'actions.list'>,
+  options: { scanRowsMax?: number } = {},
 ): BrokerApi['actions.list']['output'] {
   const limit = input.limit ?? actionListLimitDefault;
-  const rows = journal.actionListPage({
-    limit,
-    ...(input.before_seq === undefined ? {} : { beforeSeq: input.before_seq }),
-    ...(input.session_id === undefined ? {} : { sessionId: input.session_id }),
-    ...(input.lane === undefined ? {} : { lane: input.lane }),
-    ...(input.target === undefined ? {} : { targetName: input.target.replace(/^(route|host|mcp):/, '') }),
-    ...(input.outcome === undefined ? {} : { outcome: input.outcome }),
-    ...(input.code === undefined ? {} : { code: input.code }),
-    ...(input.open === true ? { open: true } : {}),
-    ...(input.text === undefined ? {} : { text: input.text.toLowerCase() }),
-  });
+  const { rows, searchedBeforeSeq } = journal.actionListPage(
+    {
+      limit,
+      ...(input.before_seq === undefined ? {} : { beforeSeq: input.before_seq }),
+      ...(input.session_id === undefined ? {} : { sessionId: input.session_id }),
+      ...(input.lane === undefined ? {} : { lane: input.lane }),
+      ...(input.target === undefined ? {} : { targetName: input.target.replace(/^(route|host|mcp):/, '') }),
+      ...(input.outcome === undefined ? {} : { outcome: input.outcome }),
+      ...(input.code === undefined ? {} : { code: input.code }),
+      ...(input.open === true ? { open: true } : {}),
+      ...(input.text === undefined ? {} : { text: input.text.toLowerCase() }),
+    },
+    options.scanRowsMax,
+  );
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
   return {
     actions: page.map((row) => listRow(row, journal)),
-    next_before: more ? (page.at(-1)?.first_seq ?? null) : null,
+    next_before: searchedBeforeSeq ?? (more ? (page.at(-1)?.first_seq ?? null) : null),
+    searched_before_seq: searchedBeforeSeq,
   };
 }
 

@@ -29,7 +29,7 @@ export { journalMigrations } from './migrations/index.js';
 export { recoveryEvent } from './recovery.js';
 export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
 export type { ActionCounts } from './journal-store.js';
-export type { ActionListDbRow, ActionListFilter, LaneTicketRow } from './action-list-query.js';
+export type { ActionListDbRow, ActionListFilter, ActionListPage, LaneTicketRow } from './action-list-query.js';
 export {
   ResultStore,
   resultChunkBytes,

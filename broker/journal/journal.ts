@@ -42,7 +42,8 @@ import {
 import { JournalStore, type ActionCounts, type EventHeaderFilter } from './journal-store.js';
 import {
   ActionListQuery,
-  type ActionListDbRow,
+  actionListScanRowsMax,
+  type ActionListPage,
   type ActionListFilter,
   type LaneTicketRow,
 } from './action-list-query.js';
@@ -596,10 +597,16 @@ export class Journal {
     return this.store.listSessionActions(sessionId, Math.min(options.limit ?? listActionsMax, listActionsMax));
   }
 
-  /** One page of the action list, newest first (`limit + 1` rows: the extra one says another page follows). */
-  actionListPage(filter: ActionListFilter): ActionListDbRow[] {
+  /**
+   * One page of the action list, newest first (`limit + 1` rows: the extra one says another page follows), examining
+   * at most `scanRowsMax` rows (at most actionListScanRowsMax; smaller in tests) when it tests each row.
+   */
+  actionListPage(filter: ActionListFilter, scanRowsMax = actionListScanRowsMax): ActionListPage {
     this.requireCurrent();
-    return this.listQuery.page({ ...filter, limit: Math.min(Math.max(1, filter.limit), listActionsMax) });
+    return this.listQuery.page(
+      { ...filter, limit: Math.min(Math.max(1, filter.limit), listActionsMax) },
+      Math.min(Math.max(1, scanRowsMax), actionListScanRowsMax),
+    );
   }
 
   /** A lane's tickets below `ticket`, newest first, bounded: what a ticket may have waited behind. */

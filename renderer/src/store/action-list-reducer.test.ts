@@ -12,18 +12,18 @@ import {
 import { rowOf } from './action-list-row.test-support.js';
 
 type Page = Reply<BrokerApi['actions.list']['output']>;
-const page = (seqs: number[], nextBefore: number | null): Page => ({
+const page = (seqs: number[], nextBefore: number | null, searchedBefore: number | null = null): Page => ({
   ok: true,
-  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore },
+  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore, searched_before_seq: searchedBefore },
 });
 const seqsOf = (view: ActionListView): number[] => view.rows.map((r) => r.first_seq);
 const range = (from: number, to: number): number[] => Array.from({ length: from - to + 1 }, (_, i) => from - i);
 
-function loaded(seqs: number[], nextBefore: number | null): ActionListView {
+function loaded(seqs: number[], nextBefore: number | null, searchedBefore: number | null = null): ActionListView {
   return actionListReducer(initialActionListView, {
     type: 'head_received',
     generation: 0,
-    reply: page(seqs, nextBefore),
+    reply: page(seqs, nextBefore, searchedBefore),
   });
 }
 
@@ -72,7 +72,11 @@ describe('the actions list', () => {
       const settled: ActionListRow = { ...rowOf(12), outcome: null, settled_at_ms: null };
       const head: Page = {
         ok: true,
-        value: { actions: [settled, rowOf(11), { ...rowOf(10), code: 'REMOTE_ERROR_STATUS' }], next_before: 10 },
+        value: {
+          actions: [settled, rowOf(11), { ...rowOf(10), code: 'REMOTE_ERROR_STATUS' }],
+          next_before: 10,
+          searched_before_seq: null,
+        },
       };
       view = actionListReducer(view, { type: 'head_received', generation: 0, reply: head });
       expect(seqsOf(view)).toEqual([12, 11, 10, 9, 8, 7]);
@@ -106,6 +110,48 @@ describe('the actions list', () => {
         actionListReducer(loaded([3, 2], 2), { type: 'head_received', generation: 0, reply: page([], null) }).rows,
       ).toEqual([]);
       expect(loaded([3, 2, 1], null)).toMatchObject({ more: false, nextBefore: null, loaded: true });
+    });
+  });
+
+  describe("when a search stops at the broker's bound of rows examined per page", () => {
+    it('shows what it found, waits for the person to search older, then goes on from where it stopped', () => {
+      const view = loaded([], 9_000, 9_000);
+      expect(view).toMatchObject({ rows: [], more: true, nextBefore: 9_000, searchedBefore: 9_000, loaded: true });
+      // Scrolling does not read on: each older page may find nothing; the person asks.
+      expect(needsOlderPage(view, 0)).toBe(false);
+      expect(actionListInput({ ...emptyActionListFilter, text: 'needle' }, view.nextBefore)).toMatchObject({
+        before_seq: 9_000,
+        text: 'needle',
+      });
+      const found = actionListReducer(actionListReducer(view, { type: 'page_requested' }), {
+        type: 'page_received',
+        generation: 0,
+        reply: page([120], null),
+      });
+      expect(found).toMatchObject({ more: false, nextBefore: null, searchedBefore: null, paging: false });
+      expect(seqsOf(found)).toEqual([120]);
+    });
+
+    it('a head read again that stopped at the bound keeps the rows the person searched for below it', () => {
+      let view = loaded([], 9_000, 9_000);
+      view = actionListReducer(view, { type: 'page_received', generation: 0, reply: page([120], 100, 100) });
+      expect(view).toMatchObject({ searchedBefore: 100, nextBefore: 100 });
+      view = actionListReducer(view, { type: 'head_received', generation: 0, reply: page([], 9_050, 9_050) });
+      expect(seqsOf(view)).toEqual([120]);
+      expect(view).toMatchObject({ searchedBefore: 100, nextBefore: 100, more: true });
+      // A head that finds everything replaces the list.
+      view = actionListReducer(view, { type: 'head_received', generation: 0, reply: page([9_100, 120], null) });
+      expect(view).toMatchObject({ searchedBefore: null, more: false });
+    });
+
+    it('a bounded head before the person searched deeper is the whole list, marked as stopped', () => {
+      const view = actionListReducer(loaded([10, 9], 9), {
+        type: 'head_received',
+        generation: 0,
+        reply: page([12], 5, 5),
+      });
+      expect(seqsOf(view)).toEqual([12]);
+      expect(view).toMatchObject({ nextBefore: 5, searchedBefore: 5, more: true });
     });
   });
 

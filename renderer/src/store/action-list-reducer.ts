@@ -47,6 +47,12 @@ export interface ActionListView {
   nextBefore: number | null;
   /** Whether an older page may exist: true until a page said there is none. */
   more: boolean;
+  /**
+   * Set when the last page read was a search that stopped at the broker's bound of rows examined per
+   * page (`searched_before_seq`): every action down to this journal position was searched. Older pages
+   * are then read when the person asks ("Search older"), not as they scroll, since each may find nothing.
+   */
+  searchedBefore: number | null;
   /** An older page is in flight. */
   paging: boolean;
   /** The first page has answered for this filter. */
@@ -60,6 +66,7 @@ export const initialActionListView: ActionListView = {
   rows: [],
   nextBefore: null,
   more: true,
+  searchedBefore: null,
   paging: false,
   loaded: false,
   error: null,
@@ -81,7 +88,7 @@ export function actionListReducer(view: ActionListView, event: ActionListEvent):
     case 'page_received': {
       if (event.generation !== view.generation) return view;
       if (!event.reply.ok) return { ...view, paging: false, error: event.reply.error };
-      const { actions, next_before } = event.reply.value;
+      const { actions, next_before, searched_before_seq } = event.reply.value;
       const rows = appendOlder(view.rows, actions);
       const full = rows.length >= actionListRowsMax;
       return {
@@ -89,6 +96,7 @@ export function actionListReducer(view: ActionListView, event: ActionListEvent):
         rows,
         nextBefore: full ? null : next_before,
         more: !full && next_before !== null,
+        searchedBefore: full ? null : searched_before_seq,
         paging: false,
         loaded: true,
         error: null,
@@ -98,7 +106,12 @@ export function actionListReducer(view: ActionListView, event: ActionListEvent):
       if (event.generation !== view.generation) return view;
       if (!event.reply.ok) return { ...view, error: event.reply.error };
       return {
-        ...mergeHead(view, event.reply.value.actions, event.reply.value.next_before),
+        ...mergeHead(
+          view,
+          event.reply.value.actions,
+          event.reply.value.next_before,
+          event.reply.value.searched_before_seq,
+        ),
         loaded: true,
         error: null,
       };
@@ -128,17 +141,31 @@ export function mergeHead(
   view: ActionListView,
   head: readonly ActionListRow[],
   headNextBefore: number | null,
+  headSearchedBefore: number | null = null,
 ): ActionListView {
   const fresh = sortNewestFirst(head);
+  if (headSearchedBefore !== null) return mergeSearchedHead(view, fresh, headSearchedBefore);
   const headOldest = fresh.at(-1)?.first_seq;
   // The head covers everything that exists for this filter.
   if (headNextBefore === null || headOldest === undefined)
-    return { ...view, rows: fresh, nextBefore: null, more: false };
+    return { ...view, rows: fresh, nextBefore: null, more: false, searchedBefore: null };
   const newestShown = view.rows[0]?.first_seq;
   if (newestShown === undefined || newestShown < headOldest)
-    return { ...view, rows: fresh, nextBefore: headNextBefore, more: true };
+    return { ...view, rows: fresh, nextBefore: headNextBefore, more: true, searchedBefore: null };
   const below = view.rows.filter((r) => r.first_seq < headOldest);
-  if (below.length === 0) return { ...view, rows: fresh, nextBefore: headNextBefore, more: true };
+  if (below.length === 0) return { ...view, rows: fresh, nextBefore: headNextBefore, more: true, searchedBefore: null };
+  return { ...view, rows: [...fresh, ...below].slice(0, actionListRowsMax) };
+}
+
+/**
+ * A head that stopped at the search bound covers the actions down to `searchedBefore`. When the person
+ * has already searched deeper, the rows found below it stay, and so does where the search goes on; else
+ * the list is the head's. (A gap would need more new actions between two head reads than the bound.)
+ */
+function mergeSearchedHead(view: ActionListView, fresh: ActionListRow[], searchedBefore: number): ActionListView {
+  const deeper = !view.more || (view.nextBefore !== null && view.nextBefore < searchedBefore);
+  if (!deeper) return { ...view, rows: fresh, nextBefore: searchedBefore, more: true, searchedBefore };
+  const below = view.rows.filter((r) => r.first_seq < searchedBefore);
   return { ...view, rows: [...fresh, ...below].slice(0, actionListRowsMax) };
 }
 
@@ -176,6 +203,7 @@ export function needsOlderPage(view: ActionListView, lastVisibleIndex: number): 
   return (
     view.loaded &&
     view.more &&
+    view.searchedBefore === null &&
     !view.paging &&
     view.error === null &&
     lastVisibleIndex >= view.rows.length - actionListPrefetchRows

@@ -21,7 +21,7 @@ function scriptedApi() {
 }
 const page = (seqs: number[], nextBefore: number | null): ListReply => ({
   ok: true,
-  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore },
+  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore, searched_before_seq: null },
 });
 
 describe('the action list slice', () => {

@@ -205,7 +205,7 @@ describe('the passphrase strength hint', () => {
 describe('the first-run reducer', () => {
   const list = (actions: BrokerApi['actions.list']['output']['actions']) => ({
     ok: true as const,
-    value: { actions, next_before: null },
+    value: { actions, next_before: null, searched_before_seq: null },
   });
 
   it('records a creation and its refusal, without any passphrase in the state', () => {

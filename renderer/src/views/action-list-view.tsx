@@ -6,6 +6,7 @@ import {
   emptyActionListFilter,
   needsOlderPage,
   type ActionListFilter,
+  type ActionListView as ActionListViewState,
 } from '../store/action-list-reducer.js';
 import { spanText } from '../store/action-wait.js';
 import { useAppStore } from '../store/app-store.js';
@@ -37,7 +38,8 @@ export function ActionListView() {
   usePolling(refreshHead, actionListHeadRefreshMs, activityTopics);
 
   const scroller = useRef<HTMLDivElement>(null);
-  const count = view.rows.length + (view.more && view.loaded ? 1 : 0);
+  const stopped = view.searchedBefore !== null;
+  const count = view.rows.length + (view.more && view.loaded && !stopped ? 1 : 0);
   const virtualizer = useVirtualizer({
     count,
     getScrollElement: () => scroller.current,
@@ -54,7 +56,7 @@ export function ActionListView() {
     <div className="action-list" data-testid="action-list">
       <p className="muted intro">
         <span data-testid="action-list-count" data-loaded={view.rows.length} data-more={view.more}>
-          {countText(view.rows.length, view.loaded, view.more, actionFilterActive(view.filter))}
+          {countText(view.rows.length, view.loaded, view.more && !stopped, actionFilterActive(view.filter))}
         </span>{' '}
         · One row per action, newest first. Open a row for its detail and chronology.
       </p>
@@ -101,16 +103,40 @@ export function ActionListView() {
           })}
         </div>
       </div>
-      {view.loaded && view.rows.length === 0 && (
-        <p className="muted" data-testid="action-list-empty">
-          No action matches.
-        </p>
-      )}
+      {view.loaded && <ListFoot view={view} onSearchOlder={loadOlder} />}
     </div>
   );
 }
 
 const listOrigin = activityOrigin('actions');
+
+/**
+ * Below the list: that nothing matches, or — when a search stopped at the broker's bound of rows examined
+ * per page — how far back it looked and the person's way on (older pages of a search are read on request,
+ * not as they scroll, since each may find nothing).
+ */
+function ListFoot({ view, onSearchOlder }: { view: ActionListViewState; onSearchOlder: () => Promise<void> }) {
+  if (view.searchedBefore === null)
+    return view.rows.length === 0 ? (
+      <p className="muted" data-testid="action-list-empty">
+        No action matches.
+      </p>
+    ) : null;
+  return (
+    <p className="muted action-searched" data-testid="action-list-searched" data-searched-before={view.searchedBefore}>
+      {view.rows.length === 0 ? 'No match yet: searched' : 'Searched'} the newest actions back to journal position{' '}
+      {view.searchedBefore.toLocaleString('en-US')} —{' '}
+      <button
+        type="button"
+        onClick={() => void onSearchOlder()}
+        disabled={view.paging}
+        data-testid="action-list-search-older"
+      >
+        {view.paging ? 'Searching…' : 'Search older'}
+      </button>
+    </p>
+  );
+}
 
 function countText(loaded: number, ready: boolean, more: boolean, filtered: boolean): string {
   if (!ready) return 'loading…';
