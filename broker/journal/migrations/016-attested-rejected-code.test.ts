@@ -213,13 +213,13 @@ describe('when a version 15 journal holds rejections a person attested under REM
       expect(
         journal
           .actionListPage({ limit: 10, code: 'ATTESTED_REJECTED' })
-          .map((r) => r.action_id)
+          .rows.map((r) => r.action_id)
           .sort(),
       ).toEqual([...attested].sort());
       expect(
         journal
           .actionListPage({ limit: 10, code: 'REMOTE_REJECTED' })
-          .map((r) => r.action_id)
+          .rows.map((r) => r.action_id)
           .sort(),
       ).toEqual([ids.lookup, ids.remote]);
       expect(foldMetrics(journal.outcomeCounts())).toEqual(fresh.metrics);
