@@ -48,9 +48,9 @@ export const actionListSchemas = {
     /** Keyset paging: rows whose first_seq is below this (the previous page's `next_before`). */
     before_seq: z.number().int().positive().optional(),
     limit: z.number().int().positive().max(500).optional(),
-    session_id: z.string().max(80).optional(),
-    lane: z.string().max(200).optional(),
-    target: z.string().max(200).optional(),
+    session_id: z.string().trim().min(1).max(80).optional(),
+    lane: z.string().trim().min(1).max(200).optional(),
+    target: z.string().trim().min(1).max(200).optional(),
     outcome: z.enum(Outcome).optional(),
     code: z.string().max(80).optional(),
     /** Only actions not yet settled or closed. */

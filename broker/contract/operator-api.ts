@@ -336,9 +336,9 @@ export const brokerApiSchemas = {
       from_seq: z.number().int().positive().optional(),
       /** Up to 1000 is accepted; a page holds at most activityPageMax rows and pages on by next_seq. */
       limit: z.number().int().positive().max(1000).optional(),
-      session_id: z.string().max(80).optional(),
-      lane: z.string().max(200).optional(),
-      action_id: z.string().max(80).optional(),
+      session_id: z.string().trim().min(1).max(80).optional(),
+      lane: z.string().trim().min(1).max(200).optional(),
+      action_id: z.string().trim().min(1).max(80).optional(),
       /** Events whose own classification says this outcome (rows without one never match). */
       outcome: z.enum(Outcome).optional(),
       /** Events whose own classification carries this code. */

@@ -164,6 +164,21 @@ describe('actions.list over a real journal', () => {
     expect(parsed.success).toBe(false);
     expect(parsed.error?.issues[0]?.path).toEqual(['limit']);
     expect(brokerApiSchemas['actions.list'].input.safeParse({ outcome: 'failed' }).success).toBe(false);
+    // A blank id or name is a caller gone wrong (the desktop, the HTTP host, the CLI alike), never "no session ''".
+    for (const [method, field] of [
+      ['actions.list', 'session_id'],
+      ['actions.list', 'lane'],
+      ['actions.list', 'target'],
+      ['activity.list', 'session_id'],
+      ['activity.list', 'lane'],
+      ['activity.list', 'action_id'],
+    ] as const) {
+      for (const blank of ['', '   ']) {
+        const refused = brokerApiSchemas[method].input.safeParse({ [field]: blank });
+        expect(refused.success, `${method} ${field} ${JSON.stringify(blank)}`).toBe(false);
+        expect(refused.error?.issues[0]?.path).toEqual([field]);
+      }
+    }
   });
 
   it('uses an index for the first page, a deep page and each filter (no full scan, no temp sort)', async () => {
