@@ -233,7 +233,7 @@ describe.concurrent('postern status says whether a broker is running', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({
       broker_running: false,
       journal_file: false,
-      journal: { state: 'none' },
+      journal: { state: 'closed' },
     });
     expect(readdirSync(dir)).toEqual(before);
   });
@@ -251,7 +251,7 @@ describe.concurrent('postern status says whether a broker is running', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({
       journal_file: false,
       used_by: 'broker.lock',
-      journal: { state: 'missing' },
+      journal: { state: 'closed' },
     });
   });
 

@@ -232,10 +232,7 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
 
 /** The journal's state, or "unknown" when read from the file while some process may hold it open. */
 interface JournalReport extends Pick<BrokerStatus, 'actions'> {
-  /** `none`/`missing`: read from the file, there is none (never opened here, or gone: `used_by`). */
-  journal: Omit<BrokerStatus['journal'], 'state'> & {
-    state: BrokerStatus['journal']['state'] | 'unknown' | 'none' | 'missing';
-  };
+  journal: Omit<BrokerStatus['journal'], 'state'> & { state: BrokerStatus['journal']['state'] | 'unknown' };
   read_from: 'broker' | 'file';
   /** Read from the file: whether there is one (a directory no broker ever opened has none). */
   journal_file?: boolean;
@@ -275,8 +272,8 @@ async function journalReport(dataDir: string, answer: boolean | string, holder?:
   const usedBy = journal_file
     ? undefined
     : [brokerLockFileName, vaultFileName].find((f) => existsSync(path.join(dataDir, f)));
-  const fileState = journal_file ? journal.state : usedBy === undefined ? 'none' : 'missing';
-  const state = answer === false && holder === undefined ? fileState : 'unknown';
+  // `--json`'s journal section keeps the broker's status schema (closed): journal_file and used_by say the rest.
+  const state = answer === false && holder === undefined ? journal.state : 'unknown';
   return {
     journal: { ...journal, state },
     actions,
