@@ -307,6 +307,43 @@ describe('when an agent executable is on the allowlist', () => {
     );
 
     it.skipIf(straceMissing !== undefined)(
+      'withheld once, it stays withheld: a second connection after the tracer detached is not approved by the entry',
+      async () => {
+        // -I 1: a strace that started its command blocks SIGINT unless told not to; then SIGINT makes it detach.
+        const under = ['strace', '-I', '1', '-q', '-f', '-o', '/dev/null'];
+        const agent = await startAgent(nodeCopy, 'detached-agent', { under });
+        try {
+          const session = await sessionOf(agent.pid);
+          expect(session).toMatchObject({
+            status: 'pending',
+            allowlist_withheld: 'the process is being traced (ptrace)',
+          });
+          // The tracer leaves (whatever it injected stays); the process now reads clean, and connects again.
+          agent.child.kill('SIGINT');
+          await expect.poll(() => tracerOf(agent.pid), { timeout: answerWaitMs, interval: 50 }).toBe('0');
+          // A session-mode call on the new connection: it waits for a person, as before the tracer left.
+          const call = agent.exchange({
+            reconnect: { name: 'http_request', args: { route: 'docs', method: 'GET', path: '/x', timeout_ms: 1_000 } },
+          });
+          const card = await cardFor(session.session_id, 'docs');
+          expect(card.state).toBe('awaiting_session');
+          expect(await call).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+          expect((await read('activity.list', { session_id: session.session_id })).events.map((e) => e.kind)).toContain(
+            'SESSION_RECONNECTED',
+          );
+          expect((await read('sessions.list')).sessions.find((s) => s.pid === agent.pid)).toMatchObject({
+            status: 'pending',
+            approved_by: null,
+          });
+        } finally {
+          if (agent.pid !== undefined) killQuietly(agent.pid);
+          await stopAgent(agent);
+        }
+      },
+      90_000,
+    );
+
+    it.skipIf(straceMissing !== undefined)(
       'a tracer attached after the allowlist approved the session: its next session call gets a card',
       async () => {
         const agent = await startAgent(nodeCopy, 'attached-agent');
@@ -491,3 +528,12 @@ describe.skipIf(pythonExe === undefined)('when an allowlisted process execs anot
     }
   }, 90_000);
 });
+
+/** SIGKILL a pid that may be gone already (a tracee left behind by its tracer's exit). */
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
+}

@@ -289,6 +289,9 @@ function sessionApprover(deps: AgentBackendDeps, entry: AllowlistEntry | undefin
 /** A pending session reconnecting after a restart: the allowlist has not seen its process in this run yet. */
 async function approveByAllowlist(deps: AgentBackendDeps, session: SessionState): Promise<void> {
   if (deps.config.agents.session_approval === 'observe') return;
+  // Withheld when it opened (a tracer, an injection variable): whatever ran then may still run, however clean the
+  // process reads now (a tracer detached, an environment block rewritten). Only a person approves it.
+  if (session.allowlist_withheld !== null) return;
   const allowed = await deps.allowlist?.identify(session);
   if (allowed?.identity === undefined) return;
   deps.allowlist?.remember(session.session_id, allowed.identity);

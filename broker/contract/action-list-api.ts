@@ -43,14 +43,25 @@ export const actionListRowSchema = z.object({
 });
 export type ActionListRow = z.infer<typeof actionListRowSchema>;
 
+/**
+ * A filter's free-text name (a lane, a target): not blank, and compared as given — a configured name may hold
+ * surrounding spaces, so it is never trimmed.
+ */
+export function notBlank(max: number) {
+  return z
+    .string()
+    .max(max)
+    .refine((s) => s.trim() !== '', 'must not be blank');
+}
+
 export const actionListSchemas = {
   input: z.strictObject({
     /** Keyset paging: rows whose first_seq is below this (the previous page's `next_before`). */
     before_seq: z.number().int().positive().optional(),
     limit: z.number().int().positive().max(500).optional(),
     session_id: z.string().trim().min(1).max(80).optional(),
-    lane: z.string().trim().min(1).max(200).optional(),
-    target: z.string().trim().min(1).max(200).optional(),
+    lane: notBlank(200).optional(),
+    target: notBlank(200).optional(),
     outcome: z.enum(Outcome).optional(),
     code: z.string().max(80).optional(),
     /** Only actions not yet settled or closed. */

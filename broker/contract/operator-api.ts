@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actionListSchemas, actionWaitSchema } from './action-list-api.js';
+import { actionListSchemas, actionWaitSchema, notBlank } from './action-list-api.js';
 import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
 import { ApprovalMode } from './route-modes.js';
@@ -337,7 +337,7 @@ export const brokerApiSchemas = {
       /** Up to 1000 is accepted; a page holds at most activityPageMax rows and pages on by next_seq. */
       limit: z.number().int().positive().max(1000).optional(),
       session_id: z.string().trim().min(1).max(80).optional(),
-      lane: z.string().trim().min(1).max(200).optional(),
+      lane: notBlank(200).optional(),
       action_id: z.string().trim().min(1).max(80).optional(),
       /** Events whose own classification says this outcome (rows without one never match). */
       outcome: z.enum(Outcome).optional(),

@@ -33,6 +33,31 @@ describe('when the allowlist reads a process started with a loader or runtime in
     ['NODE_OPTIONS quoted', `NODE_OPTIONS="--require" "${secretish}"`, 'NODE_OPTIONS sets --require'],
     ['NODE_OPTIONS --inspect-port', 'NODE_OPTIONS=--inspect-port=0', 'NODE_OPTIONS sets --inspect'],
     ['NODE_OPTIONS --inspect-brk', 'NODE_OPTIONS=--inspect-brk', 'NODE_OPTIONS sets --inspect'],
+    // Node's parser reads a backslash inside quotes as an escape: `--re\quire` is --require to node.
+    [
+      'NODE_OPTIONS with an escaped option name',
+      `NODE_OPTIONS="--re\\quire=${secretish}"`,
+      'NODE_OPTIONS sets an option not known to be harmless',
+    ],
+    [
+      'NODE_OPTIONS --openssl-config (loads a provider library)',
+      `NODE_OPTIONS=--openssl-config=${secretish}`,
+      'NODE_OPTIONS sets an option not known to be harmless',
+    ],
+    [
+      'NODE_OPTIONS with an option of a later node',
+      `NODE_OPTIONS=--max-old-space-size=64 --env-file=${secretish}`,
+      'NODE_OPTIONS sets an option not known to be harmless',
+    ],
+    ['ELECTRON_RUN_AS_NODE', 'ELECTRON_RUN_AS_NODE=1', 'ELECTRON_RUN_AS_NODE set'],
+    ['NODE_PATH', `NODE_PATH=${secretish}`, 'NODE_PATH set'],
+    ['OPENSSL_CONF', `OPENSSL_CONF=${secretish}`, 'OPENSSL_CONF set'],
+    ['OPENSSL_MODULES', `OPENSSL_MODULES=${secretish}`, 'OPENSSL_MODULES set'],
+    ['GCONV_PATH', `GCONV_PATH=${secretish}`, 'GCONV_PATH set'],
+    ['PYTHONHOME', `PYTHONHOME=${secretish}`, 'PYTHONHOME set'],
+    ['PYTHONUSERBASE', `PYTHONUSERBASE=${secretish}`, 'PYTHONUSERBASE set'],
+    ['PERL5LIB', `PERL5LIB=${secretish}`, 'PERL5LIB set'],
+    ['RUBYLIB', `RUBYLIB=${secretish}`, 'RUBYLIB set'],
   ])('%s withholds it, naming the variable and never its value', (_case, entry, reason) => {
     const why = allowlistWithheld(environ(entry), untraced);
     expect(why).toBe(reason);
@@ -41,7 +66,7 @@ describe('when the allowlist reads a process started with a loader or runtime in
 
   it('harmless NODE_OPTIONS, look-alike names and a variable named only inside a value do not', () => {
     const entries = [
-      'NODE_OPTIONS=--max-old-space-size=4096 --enable-source-maps',
+      'NODE_OPTIONS=--max-old-space-size=4096 --enable-source-maps --title my-agent --no_warnings',
       'MY_LD_PRELOAD=/x.so',
       'LD_PRELOADX=/x.so',
       'NOTE=LD_PRELOAD=/x.so',

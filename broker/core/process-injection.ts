@@ -11,15 +11,48 @@ export const allowlistInjectionVariables: Readonly<Record<string, InjectionVaria
   LD_PRELOAD: { why: "the dynamic loader maps these libraries into the process before the executable's own code" },
   LD_LIBRARY_PATH: { why: 'the loader looks here first for the libraries the executable needs: a planted libc runs' },
   LD_AUDIT: { why: "the loader runs these audit libraries' code inside the process" },
+  GCONV_PATH: { why: "glibc's iconv loads its conversion modules (shared objects) from here" },
   NODE_OPTIONS: {
-    why: 'node (and Electron) loads modules or opens a debugger the executable never asked for',
+    why: 'node (and Electron) loads modules, an OpenSSL config naming a provider library, or opens a debugger',
     flags: ['-r', '--require', '--import', '--loader', '--experimental-loader', '--inspect'],
   },
+  NODE_PATH: { why: "node resolves bare module names here too: a planted module shadows the agent's" },
+  ELECTRON_RUN_AS_NODE: { why: "an Electron app runs as plain node: its first argument is any script, not the app's" },
+  OPENSSL_CONF: {
+    why: 'OpenSSL (in node, python, curl…) reads this config, which can load a provider or engine library',
+  },
+  OPENSSL_MODULES: { why: 'OpenSSL loads its provider libraries from here' },
+  OPENSSL_ENGINES: { why: 'OpenSSL loads its engine libraries from here' },
   PYTHONSTARTUP: { why: 'python runs this file first in interactive mode' },
   PYTHONPATH: { why: "python imports modules from here before its own: a planted module shadows the agent's" },
+  PYTHONHOME: { why: 'python takes its whole standard library from here' },
+  PYTHONUSERBASE: { why: "python's user site-packages: a .pth file there runs import lines at start" },
   PERL5OPT: { why: 'perl takes these as command-line switches (-M loads a module)' },
+  PERL5LIB: { why: "perl loads modules from here first: a planted module shadows the agent's" },
+  PERLLIB: { why: "perl loads modules from here first (when PERL5LIB is unset): a planted module shadows the agent's" },
   RUBYOPT: { why: 'ruby takes these as command-line options (-r requires a library)' },
+  RUBYLIB: { why: "ruby loads libraries from here first: a planted library shadows the agent's" },
 };
+
+/**
+ * NODE_OPTIONS settings that change nothing about which code runs: any other option, or a value node's own parser
+ * would read differently from a plain split (a backslash escape inside quotes), withholds the allowlist too, since
+ * node keeps adding options that load code (`--openssl-config`, `--env-file`, `--experimental-*`).
+ */
+const harmlessNodeOptions: readonly string[] = [
+  '--max-old-space-size',
+  '--max-semi-space-size',
+  '--enable-source-maps',
+  '--no-warnings',
+  '--trace-warnings',
+  '--no-deprecation',
+  '--trace-deprecation',
+  '--unhandled-rejections',
+  '--dns-result-order',
+  '--use-openssl-ca',
+  '--use-bundled-ca',
+  '--title',
+];
 
 export interface InjectionVariable {
   /** What the variable makes the process do: why a process started with it is not the executable that was hashed. */
@@ -44,8 +77,11 @@ export function allowlistWithheld(environ: string, status: string): string | und
     const variable = Object.hasOwn(allowlistInjectionVariables, name) ? allowlistInjectionVariables[name] : undefined;
     if (variable === undefined) continue;
     if (variable.flags === undefined) return `${name} set`;
-    const flag = optionIn(entry.slice(equals + 1), variable.flags);
+    const value = entry.slice(equals + 1);
+    const flag = optionIn(value, variable.flags);
     if (flag !== undefined) return `${name} sets ${flag}`;
+    // The option's own name is the process's text: the reason says only that one is not known to be harmless.
+    if (!onlyHarmless(value)) return `${name} sets an option not known to be harmless`;
   }
   return undefined;
 }
@@ -63,4 +99,24 @@ function optionIn(value: string, flags: readonly string[]): string | undefined {
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/** Every option of a NODE_OPTIONS value is one of harmlessNodeOptions (with its value), and nothing is escaped. */
+function onlyHarmless(value: string): boolean {
+  if (value.includes('\\')) return false;
+  let expectsValue = false;
+  for (const raw of value.split(/\s+/)) {
+    const token = raw.replace(/["']/g, '');
+    if (token === '') continue;
+    if (!token.startsWith('-')) {
+      // A bare word is the value of the option before it (`--title agent`), never an option of its own.
+      if (!expectsValue) return false;
+      expectsValue = false;
+      continue;
+    }
+    const [name = '', given] = token.split('=');
+    if (!harmlessNodeOptions.includes(name.replace(/_/g, '-'))) return false;
+    expectsValue = given === undefined;
+  }
+  return true;
 }

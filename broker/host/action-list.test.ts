@@ -179,6 +179,12 @@ describe('actions.list over a real journal', () => {
         expect(refused.error?.issues[0]?.path).toEqual([field]);
       }
     }
+    // A lane or target is matched as configured: surrounding spaces are kept, not trimmed away.
+    expect(brokerApiSchemas['actions.list'].input.parse({ lane: 'deploy ', target: ' web' })).toMatchObject({
+      lane: 'deploy ',
+      target: ' web',
+    });
+    expect(brokerApiSchemas['activity.list'].input.parse({ lane: ' deploy' })).toMatchObject({ lane: ' deploy' });
   });
 
   it('uses an index for the first page, a deep page and each filter (no full scan, no temp sort)', async () => {

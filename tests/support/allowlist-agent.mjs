@@ -2,7 +2,7 @@
 // copy, a modified copy, the original): an MCP SDK client straight on the agent socket, so its session is this
 // process and its executable is what the broker hashes. Driven over Node IPC: {tool: {id, name, args}} →
 // {result: {id, value}} (the tool result as the client got it), {control: {id, method, input, proof}} → the control
-// socket's reply to this process (an agent's process tree), {exit: true}.
+// socket's reply to this process (an agent's process tree), {reconnect: {id, name, args}} → a tool call on a second connection, {exit: true}.
 import { register } from 'tsx/esm/api';
 
 register();
@@ -37,6 +37,18 @@ process.on('message', (message) => {
   if (message.tool !== undefined) {
     const { id, name: tool, args } = message.tool;
     answer(id, client.callTool({ name: tool, arguments: args }, undefined, { timeout: 60_000 }));
+  }
+  // A second connection of the same process (what a shim's reconnect or another client in it opens), and one tool
+  // call on it: the call waits for the session that connection opened, so its answer comes after that session's gate.
+  if (message.reconnect !== undefined) {
+    const { id, name: tool, args } = message.reconnect;
+    const second = new Client({ name: `${name ?? 'allowlist-agent'}-again`, version: '1' });
+    answer(
+      id,
+      second
+        .connect(new SocketClientTransport(agentSocketPath(dataDir)))
+        .then(() => second.callTool({ name: tool, arguments: args }, undefined, { timeout: 60_000 })),
+    );
   }
   if (message.control !== undefined) {
     const { id, method, input, proof } = message.control;
