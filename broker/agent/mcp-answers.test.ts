@@ -446,14 +446,18 @@ describe('when the real backend refuses reads and calls (no part of an answer is
     real = undefined;
   });
 
-  it('fetch_result of an action a person settled by attestation is coded RESULT_NOT_STORED and says what is known', async () => {
-    // The remote applies the write and drops the connection: unknown, no stored result; then a person attests it.
-    f = await openQueueFixture({
+  /**
+   * A POST whose remote applies the write and drops the connection, through a real MCP client on the agent socket: its
+   * outcome unknown after dispatch, no stored result. Sets this block's fixture and backend, and the file's socket and client.
+   */
+  async function unknownAfterDispatch(marker: string): Promise<{ fixture: QueueFixture; actionId: string }> {
+    const fixture = await openQueueFixture({
       agentsYaml: '  session_approval: observe',
       server: { behave: () => 'apply_then_drop' },
     });
-    real = await fixtureAgentBackend(f, 'boot-answers');
-    socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
+    f = fixture;
+    real = await fixtureAgentBackend(fixture, 'boot-answers');
+    socket = await startAgentSocket({ dataDir: fixture.h.temp.dir.path, backend: real });
     client = new Client({ name: 'answers-test', version: '1' });
     await client.connect(new SocketClientTransport(socket.path));
     await client.listTools();
@@ -463,13 +467,18 @@ describe('when the real backend refuses reads and calls (no part of an answer is
         route: 'plain',
         method: 'POST',
         path: '/documents/9',
-        body: JSON.stringify({ marker: 'A' }),
+        body: JSON.stringify({ marker }),
         headers: { 'content-type': 'application/json' },
       },
     })) as CallToolResult;
     expect(sent.structuredContent).toMatchObject({ error: { outcome: 'unknown' } });
-    const actionId = (sent.structuredContent as { invocation_id: string }).invocation_id;
-    await f.queue.attest(actionId, person, 'committed', 'succeeded', 'the document shows version 2');
+    return { fixture, actionId: (sent.structuredContent as { invocation_id: string }).invocation_id };
+  }
+
+  it('fetch_result of an action a person settled by attestation is coded RESULT_NOT_STORED and says what is known', async () => {
+    // The remote applies the write and drops the connection: unknown, no stored result; then a person attests it.
+    const { fixture, actionId } = await unknownAfterDispatch('A');
+    await fixture.queue.attest(actionId, person, 'committed', 'succeeded', 'the document shows version 2');
 
     const fetched = (await client.callTool({
       name: 'fetch_result',
@@ -491,27 +500,13 @@ describe('when the real backend refuses reads and calls (no part of an answer is
     expect(text.summary).toContain("a person's attestation");
     expect(text.summary).toContain("what the person attested is in the action's record");
     expect(text.json).toEqual(fetched.structuredContent);
-    expect(f.server.markers()).toEqual(['A']);
+    expect(fixture.server.markers()).toEqual(['A']);
   });
 
   it('fetch_result of an action a person attested rejected is RESULT_NOT_STORED too, not the remote refusal it never was', async () => {
     // The same unknown, attested rejected: no remote answered, so no code may say "the remote returned a refusal".
-    f = await openQueueFixture({
-      agentsYaml: '  session_approval: observe',
-      server: { behave: () => 'apply_then_drop' },
-    });
-    real = await fixtureAgentBackend(f, 'boot-answers');
-    socket = await startAgentSocket({ dataDir: f.h.temp.dir.path, backend: real });
-    client = new Client({ name: 'answers-test', version: '1' });
-    await client.connect(new SocketClientTransport(socket.path));
-    await client.listTools();
-    const sent = (await client.callTool({
-      name: 'http_request',
-      arguments: { route: 'plain', method: 'POST', path: '/documents/9', body: JSON.stringify({ marker: 'B' }) },
-    })) as CallToolResult;
-    expect(sent.structuredContent).toMatchObject({ error: { outcome: 'unknown' } });
-    const actionId = (sent.structuredContent as { invocation_id: string }).invocation_id;
-    await f.queue.attest(actionId, person, 'rejected', 'no_effect', 'the document still shows version 1');
+    const { fixture, actionId } = await unknownAfterDispatch('B');
+    await fixture.queue.attest(actionId, person, 'rejected', 'no_effect', 'the document still shows version 1');
 
     const status = (await client.callTool({
       name: 'action_status',
@@ -540,7 +535,7 @@ describe('when the real backend refuses reads and calls (no part of an answer is
     expect(text.summary).toContain("what the person attested is in the action's record");
     expect(text.summary).not.toContain('authoritative refusal');
     expect(text.json).toEqual(fetched.structuredContent);
-    expect(f.server.markers()).toEqual(['B']);
+    expect(fixture.server.markers()).toEqual(['B']);
   });
 
   it('every text block names only the parts its error carries: a refused read has no outcome part', async () => {
