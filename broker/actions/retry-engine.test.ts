@@ -56,6 +56,20 @@ const ofKind = <K extends JournalEvent['kind']>(
 ): Array<Extract<JournalEvent, { kind: K }>> =>
   events.filter((e): e is Extract<JournalEvent, { kind: K }> => e.kind === kind);
 
+/** What the retry engine and the automatic reconcile are built from: this harness's parts under `config`. */
+function engineDeps(config: ReturnType<typeof localRouteConfig>) {
+  return {
+    ids: createRandomIdSource(h.temp.clock),
+    clock: h.temp.clock,
+    journal: h.temp.journal,
+    results: h.results,
+    vault: h.vault,
+    config,
+    channel: h.channel,
+    queue: h.queue,
+  };
+}
+
 async function start(behaviour: IdempotencyBehaviour, loseResponses: number): Promise<void> {
   target = await IdempotencyTarget.start(behaviour, { loseResponses });
 }
@@ -442,16 +456,7 @@ describe("when the key's window has passed", () => {
     expect(first.envelope.error).toMatchObject({ outcome: 'unknown', retry: 'same_idempotency_key' });
 
     h.temp.clock.advance((retentionSeconds + 1) * 1000);
-    const reconcile = createAutomaticReconcile({
-      ids: createRandomIdSource(h.temp.clock),
-      clock: h.temp.clock,
-      journal: h.temp.journal,
-      results: h.results,
-      vault: h.vault,
-      config,
-      channel: h.channel,
-      queue: h.queue,
-    });
+    const reconcile = createAutomaticReconcile(engineDeps(config));
     const answer = await h.run(config, { ...post, retry_of: id }, { reconcile });
 
     expect(target.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
@@ -479,17 +484,7 @@ describe('when a person retries an unknown action with the same key (the kept re
       expect(kept?.route).toBe('docs');
       expect(Buffer.from(kept?.sealed ?? []).includes(Buffer.from('release'))).toBe(false);
 
-      const deps = {
-        ids: createRandomIdSource(h.temp.clock),
-        clock: h.temp.clock,
-        journal: h.temp.journal,
-        results: h.results,
-        vault: h.vault,
-        config,
-        channel: h.channel,
-        queue: h.queue,
-        requests,
-      };
+      const deps = { ...engineDeps(config), requests };
       const retried = await retryKeptRequest(deps, id, { kind: 'person', id: 'ann' });
       expect(retried.envelope).toMatchObject({ invocation_id: id, effect: 'succeeded' });
       expect(target.requests.map((r) => [r.key, r.body])).toEqual([
@@ -516,17 +511,7 @@ describe('when a person retries an unknown action with the same key (the kept re
     const requests = RequestStore.open(h.temp.path);
     try {
       const config = localRouteConfig(target.port, routeYaml({ attempts_max: 3, automatic: false }));
-      const deps = {
-        ids: createRandomIdSource(h.temp.clock),
-        clock: h.temp.clock,
-        journal: h.temp.journal,
-        results: h.results,
-        vault: h.vault,
-        config,
-        channel: h.channel,
-        queue: h.queue,
-        requests,
-      };
+      const deps = { ...engineDeps(config), requests };
       /** An unknown action under `key` and its card: the card's retry_until_ms, checked against the recorded key window. */
       const unknownWithCard = async (key: string, body: string): Promise<{ id: string; until: number }> => {
         const run = await h.run(config, { ...post, idempotency_key: key, body }, { requests });
@@ -567,17 +552,7 @@ describe('when a person retries an unknown action with the same key (the kept re
         routeYaml({ attempts_max: 1, automatic: false }).split('\n    retry:')[0],
       );
       const plain = await h.run(noPolicy, post, { requests });
-      const deps = {
-        ids: createRandomIdSource(h.temp.clock),
-        clock: h.temp.clock,
-        journal: h.temp.journal,
-        results: h.results,
-        vault: h.vault,
-        config: noPolicy,
-        channel: h.channel,
-        queue: h.queue,
-        requests,
-      };
+      const deps = { ...engineDeps(noPolicy), requests };
       await expect(
         retryKeptRequest(deps, plain.envelope.invocation_id, { kind: 'person', id: 'ann' }),
       ).rejects.toMatchObject({ code: 'NOT_FOUND' });
