@@ -11,6 +11,11 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+// First, before anything slow: with a SIGUSR1 listener installed, node's own handler (which opens the
+// inspector on 127.0.0.1:9229 for whoever connects, i.e. runs their code in this process) never runs.
+// broker/host/inspector-guard.ts says why and adds the listener that counts refusals.
+process.on('SIGUSR1', () => {});
+
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bundleDir = path.join(root, 'dist', 'cli');
 

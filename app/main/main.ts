@@ -1,3 +1,4 @@
+import './refuse-inspector-signal.js';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

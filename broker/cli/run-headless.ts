@@ -11,6 +11,7 @@ import {
 } from '../host/index.js';
 import { systemClock, type CredentialInfo } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
+import { refuseInspectorSignal, refuseOpenInspector, watchForOpenInspector } from '../host/inspector-guard.js';
 import { packageRoot } from '../host/package-root.js';
 import type { StopSignal } from './stop-signal.js';
 
@@ -34,8 +35,15 @@ export interface HeadlessOptions {
  */
 export async function runHeadless(options: HeadlessOptions): Promise<number> {
   const { io, dataDir } = options;
-  // First, before the vault can be unlocked: no decrypted credential ever sits in a readable process.
+  // First, before the vault can be unlocked: no decrypted credential ever sits in a readable process, nor in
+  // one whose inspector is open (broker/host/inspector-guard.ts).
   const hardening = hardenProcess();
+  try {
+    refuseOpenInspector('unlock the vault or serve agents');
+  } catch (error) {
+    options.vaultPassphrase?.fill(0);
+    throw error;
+  }
   const runtime = await createBrokerRuntime({
     dataDir,
     mode: 'headless',
@@ -72,13 +80,43 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   io.out(`Operator UI: ${host.operatorUrl}`);
   io.event({ event: 'ready', mode: 'headless', origin: host.origin, port: host.port, data_dir: dataDir });
 
-  const signal = await options.stopSignal;
-  io.err(`Received ${signal}; stopping.`);
+  const stopLogging = refuseInspectorSignal(signalRefusalLog(io));
+  let stopWatching = (): void => undefined;
+  const inspectorOpened = new Promise<'DEBUGGER_OPEN'>((resolve) => {
+    stopWatching = watchForOpenInspector('keep running', (refusal) => {
+      io.err(`postern: ${refusal.code} ${refusal.message}`);
+      resolve('DEBUGGER_OPEN');
+    });
+  });
+  const signal = await Promise.race([options.stopSignal, inspectorOpened]);
+  stopWatching();
+  stopLogging();
+  if (signal !== 'DEBUGGER_OPEN') io.err(`Received ${signal}; stopping.`);
   io.event({ event: 'stopping', signal });
   await host.close();
   await runtime.close();
   io.event({ event: 'stopped' });
-  return 0;
+  return signal === 'DEBUGGER_OPEN' ? 2 : 0;
+}
+
+/** Refuses after this long are counted and told with the next line, so a flood of signals cannot flood the log. */
+const signalRefusalQuietMs = 60_000;
+
+/**
+ * A line for the operator when another process sent SIGUSR1 (an attempt to open the inspector): at most one a
+ * minute, each saying how many were refused in all. Node does not say who sent it.
+ */
+function signalRefusalLog(io: CliIo): (refused: number) => void {
+  let lastLineMs = Number.NEGATIVE_INFINITY;
+  return (refused) => {
+    const now = systemClock.nowMs();
+    if (now - lastLineMs < signalRefusalQuietMs) return;
+    lastLineMs = now;
+    io.err(
+      `warning: refused SIGUSR1 (a request to open node's inspector, which would let the sender run code in the ` +
+        `broker) from another process of this user; the inspector stays closed (${refused} refused since start).`,
+    );
+  };
 }
 
 /** One line: what was loaded, and which entries name a credential the vault does not hold (docs/operator.md). */

@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import tty from 'node:tty';
 import { CodedError } from '../contract/index.js';
 import { hardenProcess } from '../host/harden-process.js';
+import { refuseOpenInspector } from '../host/inspector-guard.js';
 import { passphraseBytesMax, secretBytesMax } from '../vault/credential-input.js';
 import type { Env } from './command-context.js';
 
@@ -36,8 +37,9 @@ export async function readPassphrase(
   prompt: string,
   options: { confirm?: boolean } = {},
 ): Promise<Buffer> {
-  // This CLI process is about to hold a passphrase: no other process of the user may read its memory either.
+  // This CLI process is about to hold a passphrase: no other process of the user may read its memory or run code in it.
   hardenProcess();
+  refuseOpenInspector('read a passphrase');
   const fromFile = passphraseFromFile(source);
   if (fromFile !== undefined) return fromFile;
   const first = await promptHidden(`${prompt}: `, passphraseBytesMax, '--passphrase-file');
@@ -59,6 +61,7 @@ export async function readPassphrase(
  */
 export async function readSecretFromStdin(options: { keepNewline: boolean }): Promise<Buffer> {
   hardenProcess();
+  refuseOpenInspector('read a secret');
   if (process.stdin.isTTY) {
     if (options.keepNewline) {
       throw new CodedError('INVALID_ARGUMENT', 'pipe the key file in: --from-stdin < ~/.ssh/id_ed25519', {
@@ -123,6 +126,7 @@ function readSmallFile(file: string, bytesMax: number, field: string): Buffer {
  */
 export async function readProofFromTerminal(prompt: string, noTerminal: () => CodedError): Promise<Buffer> {
   hardenProcess();
+  refuseOpenInspector('read a passphrase');
   return promptHidden(prompt, passphraseBytesMax, 'proof', noTerminal);
 }
 

@@ -320,6 +320,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The broker restarted while the action was in flight; the record says how far it got.',
   },
+  DEBUGGER_OPEN: {
+    from: broker,
+    meaning:
+      "Node's inspector was open in this Postern process (started with --inspect, or opened by a signal before Postern refused it); the process closed it and refused to start, take a secret or keep running.",
+  },
   BROKER_ALREADY_RUNNING: {
     from: broker,
     meaning: "Another broker holds this data directory's lock (a stopped one too); this one started nothing.",

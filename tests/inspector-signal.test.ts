@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WebSocket } from 'undici';
+import { afterAll, describe, expect, it } from 'vitest';
+import { lineWaitMs, runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
+
+/**
+ * THREAT-MODEL: the agent runs as the same user, so it may signal the broker. `kill -USR1 <pid>` makes a node
+ * process open its inspector, and whoever connects runs code inside it (the vault, the approvals). The attack is
+ * performed for real: against a plain node process (the control: the same attack must run code there, so this test
+ * can fail) and against the real `postern daemon` (it must find no door). The inspector's port is 0 (any free
+ * one) so parallel tests never fight over 9229.
+ */
+const linux = process.platform === 'linux';
+if (!linux)
+  console.log(
+    `inspector-signal.test.ts: the listening-socket check reads /proc (Linux only; this is ${process.platform})`,
+  );
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'postern-inspector-'));
+let dirs = 0;
+const freshDir = (): string => path.join(scratch, `data-${(dirs += 1)}`);
+const children: ChildProcess[] = [];
+const daemons: RunningDaemon[] = [];
+const anyPortOnSignal = { NODE_OPTIONS: '--inspect-port=127.0.0.1:0' };
+
+afterAll(async () => {
+  for (const daemon of daemons) await daemon.process.stop('SIGKILL');
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe.runIf(linux)('SIGUSR1 from another process of the same user', () => {
+  it('opens a door in a plain node process: the attack runs code there (the control)', async () => {
+    // It says "ready" once running: node sets up its SIGUSR1 handler before any script runs.
+    const child = spawn(process.execPath, ['-e', 'console.log("ready"); setInterval(() => {}, 1000)'], {
+      env: { ...process.env, ...anyPortOnSignal },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    const stderr = collect(child, 'stderr');
+    const stdout = collect(child, 'stdout');
+    await waitUntil(() => stdout().includes('ready'), 'the control to start');
+    const pid = child.pid as number;
+    process.kill(pid, 'SIGUSR1');
+    const url = await waitUntil(() => /Debugger listening on (ws:\/\/\S+)/.exec(stderr())?.[1], 'the inspector');
+    expect(listeningPorts(pid)).toContain(Number(new URL(url).port));
+    expect(await evaluateThrough(url, 'process.pid')).toBe(pid);
+  });
+
+  it('finds no door in the broker: the inspector stays closed, the refusal is logged, the broker serves on', async () => {
+    const daemon = await startDaemon(freshDir(), { env: anyPortOnSignal });
+    daemons.push(daemon);
+    const pid = daemon.process.child.pid as number;
+    expect(listeningPorts(pid)).toEqual([daemon.port]);
+
+    process.kill(pid, 'SIGUSR1');
+    const outcome = await waitUntil(() => {
+      const text = daemon.process.stderr;
+      if (/Debugger listening on (ws:\/\/\S+)/.test(text)) return 'opened';
+      return text.includes('warning: refused SIGUSR1') ? 'refused' : undefined;
+    }, 'the broker to answer the signal');
+    expect(outcome).toBe('refused');
+    expect(daemon.process.stderr).toContain('the inspector stays closed (1 refused since start)');
+    expect(listeningPorts(pid)).toEqual([daemon.port]);
+    // Serving on: the operator API still answers (refusing an unsigned request, as it should).
+    expect((await fetch(`${daemon.origin}/api/status`)).status).toBe(401);
+    expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
+  });
+
+  it('refuses to run with its inspector open from the start (--inspect), creating nothing', async () => {
+    const dataDir = freshDir();
+    const run = await runPostern(['daemon', '--data-dir', dataDir, '--port', '0'], {
+      env: { NODE_OPTIONS: '--inspect=127.0.0.1:0' },
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /^postern: DEBUGGER_OPEN node's inspector was open in this process .* refuses to run\./m,
+    );
+    expect(existsSync(dataDir)).toBe(false);
+    expect(run.stdout).not.toContain('Operator UI');
+  });
+});
+
+/** Waits (polling, bounded) for `read` to give a value; fails the test with `what` after lineWaitMs. */
+async function waitUntil<T>(read: () => T | undefined | false, what: string): Promise<T> {
+  const deadline = Date.now() + lineWaitMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`no ${what} within ${lineWaitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function collect(child: ChildProcess, stream: 'stdout' | 'stderr'): () => string {
+  let text = '';
+  child[stream]?.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+  return () => text;
+}
+
+/** The TCP ports `pid` listens on: its socket inodes matched against the LISTEN rows of its network namespace. */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target = '';
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed meanwhile
+    }
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode !== undefined) inodes.add(inode);
+  }
+  const ports: number[] = [];
+  for (const table of ['tcp', 'tcp6']) {
+    for (const row of readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+      const columns = row.trim().split(/\s+/);
+      const [, local, , state, , , , , , inode] = columns;
+      if (state === '0A' && inode !== undefined && inodes.has(inode) && local !== undefined)
+        ports.push(Number.parseInt(local.split(':').at(-1) ?? '', 16));
+    }
+  }
+  return ports.sort((a, b) => a - b);
+}
+
+/** What an attacker does with an open inspector: connect and evaluate an expression in the process. */
+async function evaluateThrough(url: string, expression: string): Promise<unknown> {
+  const socket = new WebSocket(url);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.addEventListener('open', () => resolve());
+      socket.addEventListener('error', () => reject(new Error(`could not connect to ${url}`)));
+    });
+    const answer = new Promise<unknown>((resolve) => {
+      socket.addEventListener('message', (event) => {
+        const message = JSON.parse(String(event.data)) as { id?: number; result?: { result?: { value?: unknown } } };
+        if (message.id === 1) resolve(message.result?.result?.value);
+      });
+    });
+    socket.send(JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression, returnByValue: true } }));
+    return await answer;
+  } finally {
+    socket.close();
+  }
+}
