@@ -20,7 +20,7 @@ function fakeElectron(exitCode: number): { binary: string; record: string } {
   const binary = path.join(scratch, `electron-${exitCode}`);
   writeFileSync(
     binary,
-    `#!${process.execPath}\nrequire('node:fs').writeFileSync(${JSON.stringify(record)}, JSON.stringify({ argv: process.argv.slice(2), dataDir: process.env.POSTERN_DATA_DIR, runAsNode: process.env.ELECTRON_RUN_AS_NODE ?? null }));\nprocess.exit(${exitCode});\n`,
+    `#!${process.execPath}\nrequire('node:fs').writeFileSync(${JSON.stringify(record)}, JSON.stringify({ argv: process.argv.slice(2), dataDir: process.env.POSTERN_DATA_DIR, runAsNode: process.env.ELECTRON_RUN_AS_NODE ?? null, passphraseFile: process.env.POSTERN_PASSPHRASE_FILE ?? null }));\nprocess.exit(${exitCode});\n`,
   );
   chmodSync(binary, 0o755);
   return { binary, record };
@@ -33,24 +33,43 @@ describe('launchDesktop', () => {
 
   it('runs Electron on the package root with the data directory in POSTERN_DATA_DIR, and mirrors its exit code', async () => {
     const { binary, record } = fakeElectron(3);
-    process.env['ELECTRON_RUN_AS_NODE'] = '1';
-    try {
-      const code = await launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/data/postern', io });
-      expect(code).toBe(3);
-    } finally {
-      delete process.env['ELECTRON_RUN_AS_NODE'];
-    }
+    const env = { ...process.env, ELECTRON_RUN_AS_NODE: '1' };
+    const code = await launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/data/postern', io, env });
+    expect(code).toBe(3);
     expect(JSON.parse(readFileSync(record, 'utf8'))).toEqual({
       argv: ['/repo'],
       dataDir: '/data/postern',
       runAsNode: null,
+      passphraseFile: null,
     });
+  });
+
+  it('says that POSTERN_PASSPHRASE_FILE is not read by the window, and does not hand it to Electron', async () => {
+    const { binary, record } = fakeElectron(4);
+    const env = { ...process.env, POSTERN_PASSPHRASE_FILE: '/home/me/.postern-pass' };
+    errors.length = 0;
+    expect(await launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/d', io, env })).toBe(4);
+    expect(errors).toEqual([
+      'warning: POSTERN_PASSPHRASE_FILE is set, but the desktop app does not read it (only `postern daemon` and a ' +
+        'headless `postern start` do): the vault starts locked; unlock it in the window.',
+    ]);
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toMatchObject({ passphraseFile: null });
+    // Unset or empty: nothing to say.
+    errors.length = 0;
+    await launchDesktop({
+      electronPath: binary,
+      packageRoot: '/repo',
+      dataDir: '/d',
+      io,
+      env: { POSTERN_PASSPHRASE_FILE: '' },
+    });
+    expect(errors).toEqual([]);
   });
 
   it("refuses start's headless-only options, naming them, and never starts Electron (the window would drop them)", () => {
     const { binary, record } = fakeElectron(0);
     const launch = (given: DesktopLaunch['given']) => () =>
-      launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/d', io, given });
+      launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/d', io, env: {}, given });
     expect(launch(['--config'])).toThrow(
       expect.objectContaining({
         code: 'INVALID_ARGUMENT',
@@ -70,6 +89,7 @@ describe('launchDesktop', () => {
       packageRoot: '/repo',
       dataDir: '/d',
       io,
+      env: {},
     });
     expect(code).toBe(1);
     expect(errors.at(-1)).toMatch(/could not start Electron at .*missing/);

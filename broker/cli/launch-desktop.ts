@@ -1,12 +1,15 @@
 import { spawn } from 'node:child_process';
 import { CodedError } from '../contract/index.js';
 import type { CliIo } from './cli-io.js';
+import type { Env } from './command-context.js';
 
 export interface DesktopLaunch {
   electronPath: string;
   packageRoot: string;
   dataDir: string;
   io: CliIo;
+  /** The CLI's environment: Electron starts with it (and POSTERN_DATA_DIR). */
+  env: Env;
   /** Which of `start`'s headless-only options (headlessOnlyOptions) the command line gave. */
   given?: readonly HeadlessOnlyOption[];
 }
@@ -33,7 +36,15 @@ export function launchDesktop(launch: DesktopLaunch): Promise<number> {
         `run \`postern daemon\` with ${more.length === 0 ? 'it' : 'them'}, or \`postern start\` without`,
       { field: first },
     );
-  const env: NodeJS.ProcessEnv = { ...process.env, POSTERN_DATA_DIR: launch.dataDir };
+  // Said, not refused: the variable may be set for the CLI's own `vault unlock`, and the window asks for the
+  // passphrase itself. Dropped from Electron's environment so no part of the app can read the file later.
+  if ((launch.env['POSTERN_PASSPHRASE_FILE'] ?? '') !== '')
+    launch.io.err(
+      'warning: POSTERN_PASSPHRASE_FILE is set, but the desktop app does not read it (only `postern daemon` and a ' +
+        'headless `postern start` do): the vault starts locked; unlock it in the window.',
+    );
+  const env: NodeJS.ProcessEnv = { ...launch.env, POSTERN_DATA_DIR: launch.dataDir };
+  delete env['POSTERN_PASSPHRASE_FILE'];
   // Set by some tools; it would make the binary behave as plain Node and ignore the app.
   delete env['ELECTRON_RUN_AS_NODE'];
   const child = spawn(launch.electronPath, [launch.packageRoot], { stdio: 'inherit', env });

@@ -99,7 +99,7 @@ function registerServeCommands(program: Command, context: CommandContext): void 
     });
     if (probe.usable) {
       const given = headlessOnlyOptions.filter((flag) => headlessOnlyValue(options, flag) !== undefined);
-      setResult(await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io, given }));
+      setResult(await launchDesktop({ electronPath: probe.electronPath, packageRoot, dataDir, io, env, given }));
       return;
     }
     io.out(`Electron not used: ${probe.reason}. Running headless.`);
