@@ -72,6 +72,23 @@ describe('the recording store (migration 013, on the result store)', () => {
       expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
   });
 
+  it('a recording purged while open (its command outlived the retention) is not sealed when it finishes', () => {
+    store.recordings.start('act_000009', 100);
+    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    expect(() => store.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).toThrow(
+      coded('RESULT_EXPIRED'),
+    );
+    // Nothing is kept that no later purge would find (purges look only at rows not yet purged).
+    const db = new Database(temp.path, { readonly: true });
+    expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
+    expect(db.prepare(`SELECT complete FROM recordings WHERE recording_id = 'rec_000009'`).get()).toEqual({
+      complete: 0,
+    });
+    db.close();
+    expect(() => store.recordings.read('act_000009')).toThrow(coded('RESULT_EXPIRED'));
+    expect(store.purgeExpired(10_000, 60, 10)).toBe(0);
+  });
+
   it('a row marked complete without its finish time is damaged (INTERNAL), not an unfinished recording', () => {
     store.recordings.start('act_000008', 1);
     store.recordings.finish('rec_000008', Buffer.from('cast'), false, 2);

@@ -75,7 +75,11 @@ export class RecordingStore {
     return recordingId;
   }
 
-  /** Seals the cast and marks the recording complete; once only (a second finish throws INTERNAL). */
+  /**
+   * Seals the cast and marks the recording complete; once only (a second finish throws INTERNAL). A recording purged
+   * while still open (its command outlived the retention) keeps nothing: RESULT_EXPIRED, and no chunk is written that
+   * no later purge would find.
+   */
   finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): void {
     const chunks = Math.ceil(cast.length / recordingChunkBytes);
     // Sealed before the transaction: the write lock is held for the writes only.
@@ -89,11 +93,17 @@ export class RecordingStore {
     const insertChunk = this.sql(`INSERT INTO recording_chunks (recording_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
     const mark = this.sql(
       `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?
-       WHERE recording_id = ? AND complete = 0`,
+       WHERE recording_id = ? AND complete = 0 AND purged_at_ms IS NULL`,
     );
+    const purged = this.sql(`SELECT 1 FROM recordings WHERE recording_id = ? AND purged_at_ms IS NOT NULL`).pluck();
     this.db
       .transaction(() => {
         const changed = mark.run(truncated ? 1 : 0, cast.length, chunks, run, finishedAtMs, recordingId).changes;
+        if (changed !== 1 && purged.get(recordingId) !== undefined)
+          throw new CodedError(
+            'RESULT_EXPIRED',
+            `recording ${recordingId} passed its retention before it was finished`,
+          );
         if (changed !== 1) throw new CodedError('INTERNAL', `recording ${recordingId} is not open`);
         sealed.forEach((chunk, n) => insertChunk.run(recordingId, n, chunk.ciphertext, chunk.nonce));
       })
