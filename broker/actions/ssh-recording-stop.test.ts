@@ -72,7 +72,12 @@ function castEvents(cast: string): unknown[] {
 }
 
 describe('when the broker stops while an SSH command is still being set up, so it is never sent', () => {
-  it('its recording reads as never sent, never RECORDING_INCOMPLETE, and the next start seals it so', async () => {
+  /** The broker stopped before the exec request, and started again on the same file: the recording's row is open. */
+  async function stoppedBeforeSend(): Promise<{
+    h: SshActionHarness;
+    actionId: string;
+    next: { journal: Journal; results: ResultStore };
+  }> {
     const { h, s } = await harnessWith('stall_auth');
     const run = h.run(configFor(s), { host: 'lab', command: 'deploy --now' });
     const actionId = await reached(h, 'CREDENTIAL_AUTHORIZED');
@@ -85,8 +90,11 @@ describe('when the broker stops while an SSH command is still being set up, so i
     expect(h.events(actionId).map((e) => e.kind)).not.toContain('DISPATCH_STARTED');
     expect(s.log.map((e) => e.event)).not.toContain('exec_received');
     expect(h.logLines.some((l) => l.includes('ssh recording could not be finished'))).toBe(true);
+    return { h, actionId, next: await restart(h) };
+  }
 
-    const next = await restart(h);
+  it('its recording reads as never sent, never RECORDING_INCOMPLETE, and the next start seals it so', async () => {
+    const { h, actionId, next } = await stoppedBeforeSend();
     // The row is still open: the store alone would answer RECORDING_INCOMPLETE, as if output had been lost.
     expect(() => next.results.recordings.read(actionId)).toThrow(
       expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
@@ -106,6 +114,18 @@ describe('when the broker stops while an SSH command is still being set up, so i
       timestamp: 0,
       title: `postern ${actionId} on lab`,
     });
+  });
+
+  it('once past retention it answers RESULT_EXPIRED, as the sealed one would, and the start leaves it', async () => {
+    const { h, actionId, next } = await stoppedBeforeSend();
+    const retentionMs = 60_000;
+    expect(next.results.purgeExpired(h.temp.clock.nowMs() + retentionMs, retentionMs, 10)).toBe(1);
+    // Purged is purged: not the never-sent cast (the purge took the recording, open or sealed), not incomplete.
+    expect(() => readActionRecording(next.results, next.journal, { action_id: actionId })).toThrow(
+      expect.objectContaining({ code: 'RESULT_EXPIRED' }),
+    );
+    const deps = { recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock };
+    expect(closeUnsentRecordings(deps)).toBe(0);
   });
 });
 

@@ -60,6 +60,44 @@ describe('the recording store (migration 013, on the result store)', () => {
     db.close();
   });
 
+  it('a purged recording answers RESULT_EXPIRED whether it was open or complete, never RECORDING_INCOMPLETE', () => {
+    // Left open (a command sent, then the broker crashed before the seal), and another finished; both past retention.
+    store.recordings.start('act_000006', 100);
+    store.recordings.start('act_000007', 100);
+    store.recordings.finish('rec_000007', Buffer.from('cast'), false, 101);
+    expect(() => store.recordings.read('act_000006')).toThrow(coded('RECORDING_INCOMPLETE'));
+    expect(store.purgeExpired(160, 60, 10)).toBe(2);
+    // Open or not, the purge took what there was: saying output was lost would claim what is no longer known.
+    for (const id of ['act_000006', 'act_000007'])
+      expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
+  });
+
+  it('a recording purged while open (its command outlived the retention) is not sealed when it finishes', () => {
+    store.recordings.start('act_000009', 100);
+    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    expect(() => store.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).toThrow(
+      coded('RESULT_EXPIRED'),
+    );
+    // Nothing is kept that no later purge would find (purges look only at rows not yet purged).
+    const db = new Database(temp.path, { readonly: true });
+    expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
+    expect(db.prepare(`SELECT complete FROM recordings WHERE recording_id = 'rec_000009'`).get()).toEqual({
+      complete: 0,
+    });
+    db.close();
+    expect(() => store.recordings.read('act_000009')).toThrow(coded('RESULT_EXPIRED'));
+    expect(store.purgeExpired(10_000, 60, 10)).toBe(0);
+  });
+
+  it('a row marked complete without its finish time is damaged (INTERNAL), not an unfinished recording', () => {
+    store.recordings.start('act_000008', 1);
+    store.recordings.finish('rec_000008', Buffer.from('cast'), false, 2);
+    const db = new Database(temp.path);
+    db.exec(`UPDATE recordings SET finished_at_ms = NULL WHERE recording_id = 'rec_000008'`);
+    db.close();
+    expect(() => store.recordings.read('act_000008')).toThrow(coded('INTERNAL'));
+  });
+
   it('open recordings are listed in action id order after a cursor, bounded; finished and purged ones are not', () => {
     for (const n of [4, 1, 3, 2, 5]) store.recordings.start(`act_00000${n}`, n);
     store.recordings.finish('rec_000002', Buffer.from('cast'), false, 9);

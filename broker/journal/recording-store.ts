@@ -48,7 +48,8 @@ interface RecordingRow {
  * SSH session recordings (migration 013), on the result store's connection to the journal file. `start` writes an
  * open row before the exec request (the executor refuses to exec when it throws); `finish` seals the cast in
  * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. A
- * recording whose row stays open (a crash between the two) reads as RECORDING_INCOMPLETE, never as partial bytes.
+ * recording whose row stays open (a crash between the two) reads as RECORDING_INCOMPLETE until purged, never as partial
+ * bytes.
  */
 export class RecordingStore {
   private readonly sql: (sql: string) => Database.Statement;
@@ -74,7 +75,11 @@ export class RecordingStore {
     return recordingId;
   }
 
-  /** Seals the cast and marks the recording complete; once only (a second finish throws INTERNAL). */
+  /**
+   * Seals the cast and marks the recording complete; once only (a second finish throws INTERNAL). A recording purged
+   * while still open (its command outlived the retention) keeps nothing: RESULT_EXPIRED, and no chunk is written that
+   * no later purge would find.
+   */
   finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): void {
     const chunks = Math.ceil(cast.length / recordingChunkBytes);
     // Sealed before the transaction: the write lock is held for the writes only.
@@ -88,11 +93,17 @@ export class RecordingStore {
     const insertChunk = this.sql(`INSERT INTO recording_chunks (recording_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
     const mark = this.sql(
       `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?
-       WHERE recording_id = ? AND complete = 0`,
+       WHERE recording_id = ? AND complete = 0 AND purged_at_ms IS NULL`,
     );
+    const purged = this.sql(`SELECT 1 FROM recordings WHERE recording_id = ? AND purged_at_ms IS NOT NULL`).pluck();
     this.db
       .transaction(() => {
         const changed = mark.run(truncated ? 1 : 0, cast.length, chunks, run, finishedAtMs, recordingId).changes;
+        if (changed !== 1 && purged.get(recordingId) !== undefined)
+          throw new CodedError(
+            'RESULT_EXPIRED',
+            `recording ${recordingId} passed its retention before it was finished`,
+          );
         if (changed !== 1) throw new CodedError('INTERNAL', `recording ${recordingId} is not open`);
         sealed.forEach((chunk, n) => insertChunk.run(recordingId, n, chunk.ciphertext, chunk.nonce));
       })
@@ -116,20 +127,25 @@ export class RecordingStore {
 
   /**
    * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
-   * RECORDING_INCOMPLETE when it was started and never finished, RESULT_EXPIRED once purged. Chunks are trusted only
-   * as the unbroken sequence the row names; a changed or moved chunk fails authentication (INTERNAL).
+   * RESULT_EXPIRED once purged (open or finished: the purge took what there was), else RECORDING_INCOMPLETE when it
+   * was started and never finished. Chunks are trusted only as the unbroken sequence the row names; a complete row
+   * without them or its finish time, or a changed or moved chunk (it fails authentication), is INTERNAL.
    */
   read(actionId: string): StoredRecording {
     const row = this.sql(`SELECT * FROM recordings WHERE action_id = ?`).get(actionId) as RecordingRow | undefined;
     if (row === undefined) throw new CodedError('NOT_FOUND', `no recording for ${actionId}`, { field: 'action_id' });
-    if (row.complete !== 1 || row.finished_at_ms === null)
-      throw new CodedError('RECORDING_INCOMPLETE', `the recording of ${actionId} was started but never completed`, {
-        field: 'action_id',
-      });
+    // Purged first: a purge deletes whatever the row held, open or complete, whole or not, so nothing else is known.
     if (row.purged_at_ms !== null)
       throw new CodedError('RESULT_EXPIRED', `the recording of ${actionId} passed its retention and was purged`, {
         field: 'action_id',
       });
+    if (row.complete !== 1)
+      throw new CodedError('RECORDING_INCOMPLETE', `the recording of ${actionId} was started but never completed`, {
+        field: 'action_id',
+      });
+    // finish sets both in one statement: a complete row without its finish time is damaged, not unfinished.
+    if (row.finished_at_ms === null)
+      throw new CodedError('INTERNAL', `recording ${row.recording_id} is marked complete but has no finish time`);
     const parts = this.sql(`SELECT n, bytes, nonce FROM recording_chunks WHERE recording_id = ? ORDER BY n`).all(
       row.recording_id,
     ) as { n: number; bytes: Buffer; nonce: Buffer }[];

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Classification, NewEvent } from '../contract/index.js';
+import { attestClassification } from '../core/index.js';
+import { actionPaths } from '../testing/action-paths.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { validateNewEvent } from './validate-new-event.js';
 
 const good = { kind: 'PREFLIGHT_VALIDATED', action_id: 'act_valid_0001', payload: {} };
@@ -108,5 +112,97 @@ describe('when a CANCELLED names who cancelled twice (actor and code) and the tw
     expect(() => validateNewEvent(input)).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'classification.code' }),
     );
+  });
+});
+
+describe('when a new event would record a rejection a person attested as REMOTE_REJECTED (a refusal the remote returned)', () => {
+  const id = 'act_valid_0001';
+  const person = { kind: 'person', id: 'ann', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
+  /** What attestClassification returned before 101f91b, and what a journal written then still holds. */
+  const oldAttestedRejection: Classification = {
+    ...attestClassification('rejected', 'no_effect'),
+    code: 'REMOTE_REJECTED',
+  };
+  const attest = (classification: Classification): NewEvent => ({
+    kind: 'OPERATOR_ATTESTED',
+    action_id: id,
+    payload: { actor: person, basis: 'the remote team says it never ran' },
+    classification,
+  });
+  const remoteRefusal: Classification = {
+    phase: 'remote_execution',
+    outcome: 'rejected',
+    retry: 'after_correction',
+    code: 'REMOTE_REJECTED',
+    effect: 'rejected',
+    outcome_basis: 'complete_refusal',
+    source: 'remote_response',
+  };
+
+  it.each([
+    ['an attestation coded as before 101f91b', attest(oldAttestedRejection)],
+    ['an attestation coded REMOTE_REJECTED under another source', attest(remoteRefusal)],
+    [
+      'any classification of source operator_attested coded REMOTE_REJECTED',
+      { kind: 'OUTCOME_RECORDED', action_id: id, payload: { attempt: 1 }, classification: oldAttestedRejection },
+    ],
+  ])('refuses %s with INVALID_ARGUMENT naming classification.code', (_name, input) => {
+    expect(() => validateNewEvent(input)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        field: 'classification.code',
+        message: expect.stringContaining('ATTESTED_REJECTED'),
+      }),
+    );
+  });
+
+  it("accepts ATTESTED_REJECTED, and the remote's own REMOTE_REJECTED on its response or a lookup", () => {
+    expect(validateNewEvent(attest(attestClassification('rejected', 'no_effect'))).classification?.code).toBe(
+      'ATTESTED_REJECTED',
+    );
+    const committed: NewEvent = {
+      kind: 'RESULT_COMMITTED',
+      action_id: id,
+      payload: { attempt: 1, result_id: 'res_1', result_digest: `sha256:${'a'.repeat(64)}` },
+      classification: remoteRefusal,
+    };
+    expect(() => validateNewEvent(committed)).not.toThrow();
+    const lookup: NewEvent = {
+      kind: 'RECONCILIATION_RESULT',
+      action_id: id,
+      payload: { correlation: 'idempotency_token', lookup_action_id: 'act_lookup_0001' },
+      classification: {
+        ...remoteRefusal,
+        retry: 'never',
+        effect: 'no_effect',
+        outcome_basis: 'remote_query_no_record',
+        source: 'remote_query',
+      },
+    };
+    expect(() => validateNewEvent(lookup)).not.toThrow();
+  });
+
+  describe('appended to a journal', () => {
+    let t: TempJournal;
+    beforeEach(async () => {
+      t = await openTempJournal();
+    });
+    afterEach(async () => {
+      await t.dispose();
+    });
+
+    it('is refused before it is queued: nothing is written and the action stays unknown, open to a true attestation', async () => {
+      // Dispatched, the connection lost, recorded unknown: what a person settles.
+      await t.journal.appendBatch(actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT'));
+      const before = t.journal.stats().events;
+      await expect(t.journal.append(attest(oldAttestedRejection))).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        field: 'classification.code',
+      });
+      expect(t.journal.stats().events).toBe(before);
+      expect(t.journal.getAction(id)).toMatchObject({ outcome: 'unknown' });
+      await t.journal.append(attest(attestClassification('rejected', 'no_effect')));
+      expect(t.journal.getAction(id)).toMatchObject({ outcome: 'rejected', code: 'ATTESTED_REJECTED' });
+    });
   });
 });

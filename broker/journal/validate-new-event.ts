@@ -33,7 +33,25 @@ export function validateNewEvent(input: unknown): NewEvent {
   if (!payload.success) throw invalid(payload.error, ['payload']);
   const event = { ...envelope.data, payload: payload.data } as NewEvent;
   requireCancellerCode(event);
+  refuseAttestedAsRemote(event);
   return event;
+}
+
+/**
+ * A person's attested rejection is ATTESTED_REJECTED (101f91b). REMOTE_REJECTED means the remote returned a complete,
+ * authoritative refusal, which an attestation never is: no new event may record it as one, neither an
+ * OPERATOR_ATTESTED nor any classification whose source is operator_attested (what the fold and migration 016 recode).
+ * Old events that carry it are already sealed in their journals and are never validated again: they verify and fold.
+ */
+function refuseAttestedAsRemote(event: NewEvent): void {
+  const c = event.classification;
+  if (c?.code !== 'REMOTE_REJECTED') return;
+  if (event.kind !== 'OPERATOR_ATTESTED' && c.source !== 'operator_attested') return;
+  throw new CodedError(
+    'INVALID_ARGUMENT',
+    'invalid event: classification.code: an attested rejection is ATTESTED_REJECTED, never REMOTE_REJECTED (a refusal the remote returned)',
+    { field: 'classification.code' },
+  );
 }
 
 /**

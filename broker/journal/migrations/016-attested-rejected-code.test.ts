@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Classification, NewEvent } from '../../contract/index.js';
 import { stateEnvelope } from '../../actions/index.js';
+import { verifyJournal } from '../../audit/verify-journal.js';
 import { attestClassification, foldMetrics, type OutcomeCountRow } from '../../core/index.js';
 import { actionPaths } from '../../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
@@ -14,8 +15,33 @@ import { buildStatusCounters } from './011-status-counters.js';
 import { migration016AttestedRejectedCode } from './016-attested-rejected-code.js';
 import { journalMigrations } from './index.js';
 
+/*
+ * The version 15 file is written by this journal as a broker before 101f91b wrote it. That broker's validation accepted
+ * an attestation coded REMOTE_REJECTED; validateNewEvent now refuses it (no new event may carry it). While
+ * `olderBroker.writing` is set, such an event is validated as its ATTESTED_REJECTED twin and stored with its old code,
+ * which is all the older validation did differently; every other event, and all reading, goes through the real one.
+ */
+const olderBroker = vi.hoisted(() => ({ writing: false }));
+vi.mock('../validate-new-event.js', async (importOriginal) => {
+  const real = await importOriginal<{ validateNewEvent: (input: unknown) => NewEvent }>();
+  return {
+    ...real,
+    validateNewEvent(input: unknown): NewEvent {
+      const c = (input as NewEvent).classification;
+      if (!olderBroker.writing || c?.code !== 'REMOTE_REJECTED' || c.source !== 'operator_attested')
+        return real.validateNewEvent(input);
+      const valid = real.validateNewEvent({
+        ...(input as NewEvent),
+        classification: { ...c, code: 'ATTESTED_REJECTED' },
+      });
+      return { ...valid, classification: { ...c, ...valid.classification, code: 'REMOTE_REJECTED' } };
+    },
+  };
+});
+
 let t: TempJournal;
 beforeEach(async () => {
+  olderBroker.writing = false;
   t = await openTempJournal();
 });
 afterEach(async () => {
@@ -128,6 +154,7 @@ function recount(db: Database.Database): unknown {
 
 describe('when a version 15 journal holds rejections a person attested under REMOTE_REJECTED', () => {
   it('recodes their rows, state and counters to ATTESTED_REJECTED, and leaves the remote and lookup refusals alone', async () => {
+    olderBroker.writing = true;
     await t.journal.appendBatch([...lostUnknown(ids.attestedLongAgo), attest(ids.attestedLongAgo)]);
     t.clock.advance(2 * hourMs);
     await t.journal.appendBatch([...lostUnknown(ids.attested), attest(ids.attested)]);
@@ -153,6 +180,12 @@ describe('when a version 15 journal holds rejections a person attested under REM
         classification: lookupNoRecord,
       },
     ]);
+    olderBroker.writing = false;
+    // The old attestations are in the log as written: sealed with the code an older broker gave them.
+    for (const id of attested)
+      expect([...t.journal.events()].find((e) => e.action_id === id && e.kind === 'OPERATOR_ATTESTED')).toMatchObject({
+        classification: { code: 'REMOTE_REJECTED', source: 'operator_attested' },
+      });
     // What this broker folds (the fold reads an old attestation's code as ATTESTED_REJECTED): the migration's target.
     for (const id of attested) expect(t.journal.getAction(id)?.code).toBe('ATTESTED_REJECTED');
     const fresh = { metrics: foldMetrics(t.journal.outcomeCounts()), counts: t.journal.actionCounts() };
@@ -200,7 +233,10 @@ describe('when a version 15 journal holds rejections a person attested under REM
         { code: 'REMOTE_REJECTED', count: 2 },
       ]),
     );
+    const eventCount = events.length;
     old.close();
+    // The sealed old attestations still verify: the chain, the tree head and every signed checkpoint.
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true, events: eventCount });
 
     // The journal opens on it: what action_status, `actions list --code` and `metrics` read says who refused.
     const journal = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
