@@ -29,6 +29,17 @@ describe.concurrent('postern with bad arguments', () => {
     ['an unknown command', ['frobnicate'], 'INVALID_ARGUMENT command:'],
     ['no command', [], 'INVALID_ARGUMENT command: a command is required'],
     ['an extra argument', ['status', 'extra'], 'INVALID_ARGUMENT arguments:'],
+    [
+      'a zero search bound (tests only)',
+      ['daemon', '--test-action-list-scan-rows', '0'],
+      'INVALID_ARGUMENT --test-action-list-scan-rows: must be an integer from 1 to 10000',
+    ],
+    [
+      'a search bound above the default (it may only lower it)',
+      ['daemon', '--test-action-list-scan-rows', '10001'],
+      'INVALID_ARGUMENT --test-action-list-scan-rows:',
+    ],
+    ['the search bound on start (daemon only)', ['start', '--test-action-list-scan-rows', '5'], 'INVALID_ARGUMENT'],
   ])('exits 2 with a coded error naming the option for %s', async (_when, args, expected) => {
     const result = await run(args);
     expect(result.code).toBe(2);

@@ -86,26 +86,28 @@ describe('actionPageLines: a page of `actions list` and where to go on', () => {
   };
 
   it('when a search stopped at its bound with nothing found: says how far back it looked and how to go on', () => {
-    expect(actionPageLines({ actions: [], next_before: 812, searched_before_seq: 812 })).toEqual([
+    expect(actionPageLines({ actions: [], next_before: 812, searched_before_seq: 812, as_of_seq: 9_000 })).toEqual([
       'No actions match among the newest searched.',
       '(searched back to seq 812; more: --before 812)',
     ]);
   });
 
   it('when a search stopped at its bound after some rows: the rows, then the same line', () => {
-    const lines = actionPageLines({ actions: [row], next_before: 812, searched_before_seq: 812 });
+    const lines = actionPageLines({ actions: [row], next_before: 812, searched_before_seq: 812, as_of_seq: 9_000 });
     expect(lines).toHaveLength(2);
     expect(lines[0]).toContain('#3');
     expect(lines[1]).toBe('(searched back to seq 812; more: --before 812)');
   });
 
   it('when the page is complete or the last: as before', () => {
-    expect(actionPageLines({ actions: [], next_before: null, searched_before_seq: null })).toEqual([
+    expect(actionPageLines({ actions: [], next_before: null, searched_before_seq: null, as_of_seq: 9_000 })).toEqual([
       'No actions match.',
     ]);
-    expect(actionPageLines({ actions: [row], next_before: 900, searched_before_seq: null })[1]).toBe(
+    expect(actionPageLines({ actions: [row], next_before: 900, searched_before_seq: null, as_of_seq: 9_000 })[1]).toBe(
       '(more: --before 900)',
     );
-    expect(actionPageLines({ actions: [row], next_before: null, searched_before_seq: null })).toHaveLength(1);
+    expect(
+      actionPageLines({ actions: [row], next_before: null, searched_before_seq: null, as_of_seq: 9_000 }),
+    ).toHaveLength(1);
   });
 });

@@ -180,7 +180,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         'One line per action, newest first: time, ticket, agent, target, request, lane, who decided, outcome, duration.',
       ),
   )
-    .option('--json', 'print one JSON object (the page, next_before and searched_before_seq)')
+    .option('--json', 'print one JSON object (the page, next_before, searched_before_seq and as_of_seq)')
     .option('--limit <n>', `rows (default 100, at most ${actionListLimitMax})`)
     .option('--before <seq>', 'only actions accepted before this journal position (the previous page\'s "more" line)')
     .option('--session <id>', 'only this agent session (an id the journal does not hold is refused)')

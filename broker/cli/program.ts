@@ -2,11 +2,12 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import path from 'node:path';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
 import { dataDirLockHolder, verifyControlListener } from '../host/control-listener.js';
 import { brokerLockFileName } from '../host/data-dir-lock.js';
+import { actionListScanRowsMax } from '../journal/action-list-query.js';
 import type { CliIo } from './cli-io.js';
 import {
   prepareDataDir,
@@ -37,6 +38,8 @@ interface ServeOptions extends CommonOptions {
   port?: string;
   passphraseFile?: string;
   config?: string;
+  /** `daemon` only, hidden: tests lower the action list's search bound with it (testActionListScanRowsOption). */
+  testActionListScanRows?: string;
 }
 interface StatusOptions extends CommonOptions {
   json?: boolean;
@@ -108,11 +111,14 @@ function registerServeCommands(program: Command, context: CommandContext): void 
 
   withServeOptions(
     program.command('daemon').description('Run the broker headless with the operator web UI on 127.0.0.1.'),
-  ).action(async (options: ServeOptions) => {
-    const port = parsePort(options.port);
-    const dataDir = prepareDataDir(options, env);
-    setResult(await serveHeadless(options, dataDir, port, context));
-  });
+  )
+    .addOption(testActionListScanRowsOption())
+    .action(async (options: ServeOptions) => {
+      const port = parsePort(options.port);
+      const scanRows = testActionListScanRows(options.testActionListScanRows);
+      const dataDir = prepareDataDir(options, env);
+      setResult(await serveHeadless(options, dataDir, port, context, scanRows));
+    });
 
   withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
     .option('--json', 'print one JSON object instead of text')
@@ -127,6 +133,7 @@ async function serveHeadless(
   dataDir: string,
   port: number | undefined,
   { env, io, version }: CommandContext,
+  actionListScanRowsMax?: number,
 ): Promise<number> {
   const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
   // The broker itself loads only for the commands that run it (the CLI bundle splits at each dynamic import).
@@ -139,7 +146,30 @@ async function serveHeadless(
     stopSignal: waitForStopSignal(io),
     vaultPassphrase,
     ...configFile(options),
+    actionListScanRowsMax,
   });
+}
+
+/**
+ * Tests only, hence hidden from --help: the rows one `actions.list` search page examines, lowered from
+ * actionListScanRowsMax so an end-to-end test reaches "Search older" on a small journal. It can only lower
+ * the bound (less work per page, never more), so it changes no protection.
+ */
+function testActionListScanRowsOption(): Option {
+  return new Option('--test-action-list-scan-rows <rows>', 'tests only').hideHelp();
+}
+
+function testActionListScanRows(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const rows = /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(rows) || rows < 1 || rows > actionListScanRowsMax) {
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `must be an integer from 1 to ${actionListScanRowsMax} (got ${JSON.stringify(raw)})`,
+      { field: '--test-action-list-scan-rows' },
+    );
+  }
+  return rows;
 }
 
 /**

@@ -26,6 +26,8 @@ export interface HeadlessOptions {
   vaultPassphrase?: Buffer;
   /** `--config FILE` (else <dataDir>/postern.yaml). */
   configFile?: string;
+  /** `--test-action-list-scan-rows` (tests only): the action list's lowered search bound. */
+  actionListScanRowsMax?: number;
 }
 
 /**
@@ -51,6 +53,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
     startedAtMs: systemClock.nowMs(),
     ...(options.vaultPassphrase === undefined ? {} : { vaultPassphrase: options.vaultPassphrase }),
     ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
+    actionListScanRowsMax: options.actionListScanRowsMax,
   }).finally(() => options.vaultPassphrase?.fill(0));
   const port = operatorPort(options.port, runtime.config);
   let host: OperatorHttpHost;

@@ -79,6 +79,12 @@ export const actionListSchemas = {
      * The page may hold fewer rows than asked, or none; `next_before` is this, to search on.
      */
     searched_before_seq: z.number().int().positive().nullable(),
+    /**
+     * The journal's newest position when the page was read: a page without `before_seq` examined every action up to
+     * it. A reader that keeps rows from earlier reads tells by it whether a new first page meets them (no stretch
+     * between them left unsearched).
+     */
+    as_of_seq: z.number().int().nonnegative(),
   }),
 };
 

@@ -70,8 +70,12 @@ describe('actions.list over a real journal', () => {
     const start = temp.clock.nowMs();
     await appendSlowly(temp, varied('httpApproved', 0));
     await appendSlowly(temp, varied('httpNoApproval', 1));
-    const { actions, next_before } = list({});
+    const { actions, next_before, as_of_seq } = list({});
     expect(next_before).toBeNull();
+    // As of the journal's newest position (the newest action's last event), whatever page was asked for.
+    expect(as_of_seq).toBe(temp.journal.stats().last_seq);
+    expect(as_of_seq).toBe(actions[0]?.last_seq);
+    expect(list({ before_seq: 2, text: 'docs' }).as_of_seq).toBe(as_of_seq);
     expect(actions.map((a) => a.action_id)).toEqual(['act_httpNoApproval_001', 'act_httpApproved_000']);
     expect(actions[1]).toEqual({
       action_id: 'act_httpApproved_000',

@@ -30,6 +30,8 @@ export function listActions(
   options: { scanRowsMax?: number } = {},
 ): BrokerApi['actions.list']['output'] {
   const limit = input.limit ?? actionListLimitDefault;
+  // Read in the same turn as the page (nothing commits between them): every action up to it was there to examine.
+  const asOfSeq = journal.stats().last_seq;
   const { rows, searchedBeforeSeq } = journal.actionListPage(
     {
       limit,
@@ -50,6 +52,7 @@ export function listActions(
     actions: page.map((row) => listRow(row, journal)),
     next_before: searchedBeforeSeq ?? (more ? (page.at(-1)?.first_seq ?? null) : null),
     searched_before_seq: searchedBeforeSeq,
+    as_of_seq: asOfSeq,
   };
 }
 

@@ -75,6 +75,11 @@ export interface BrokerRuntimeOptions {
   configFile?: string;
   /** Structured log sink (default: pino on stderr at POSTERN_LOG_LEVEL, else warn). */
   logger?: Logger;
+  /**
+   * Tests only: a lower bound on the rows one `actions.list` search page examines (default and ceiling
+   * actionListScanRowsMax), so an end-to-end test reaches "Search older" without seeding 10,000 actions.
+   */
+  actionListScanRowsMax?: number;
 }
 
 /** The running broker as its hosts (CLI daemon, Electron main) see it. */
@@ -345,7 +350,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       metrics: () => foldMetrics(journal.outcomeCounts()),
       'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),
       'sessions.revoke': (input, actor) => queue.revokeSession(input.session_id, actor, input.reason),
-      ...createOperatorReads(journal, queue),
+      ...createOperatorReads(journal, queue, { actionListScanRowsMax: options.actionListScanRowsMax }),
       'integrity.anchor': () => anchor.report(),
       'integrity.readopt': (input, actor) => anchor.readopt(input.code, actor),
       'actions.recording': (input) => readActionRecording(results, journal, input),

@@ -21,9 +21,13 @@ const scanPageRows = 512;
 /**
  * The read-only operator methods, projected from the journal: an action's state and its events,
  * the Sessions list, and Activity pages. Positions are the journal's append positions (seq), so a
- * filtered page keeps the original numbers.
+ * filtered page keeps the original numbers. `actionListScanRowsMax` lowers the action list's search bound (tests only).
  */
-export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue, 'position' | 'isConnected'>) {
+export function createOperatorReads(
+  journal: Journal,
+  queue: Pick<OperatorQueue, 'position' | 'isConnected'>,
+  options: { actionListScanRowsMax?: number } = {},
+) {
   return {
     'actions.show': (input: OperatorInput<'actions.show'>): BrokerApi['actions.show']['output'] => {
       const state = input.action_id.startsWith('act_') ? journal.getAction(input.action_id) : undefined;
@@ -39,7 +43,7 @@ export function createOperatorReads(journal: Journal, queue: Pick<OperatorQueue,
       };
     },
     'actions.list': (input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] =>
-      listActions(journal, input),
+      listActions(journal, input, { scanRowsMax: options.actionListScanRowsMax }),
     'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
       sessions: journal.listSessions().map((session) => {
         const actions = journal.listSessionActions(session.session_id);

@@ -148,10 +148,19 @@ export interface RunningDaemon {
 /** Starts `postern <command> --data-dir DIR --port 0` and waits for its ready event. */
 export async function startDaemon(
   dataDir: string,
-  options: { command?: 'daemon' | 'start'; env?: Record<string, string | undefined>; port?: number } = {},
+  options: {
+    command?: 'daemon' | 'start';
+    env?: Record<string, string | undefined>;
+    port?: number;
+    /** More options for the command (a test knob such as `--test-action-list-scan-rows N`). */
+    args?: readonly string[];
+  } = {},
 ): Promise<RunningDaemon> {
   const port = String(options.port ?? 0);
-  const proc = new PosternProcess([options.command ?? 'daemon', '--data-dir', dataDir, '--port', port], options.env);
+  const proc = new PosternProcess(
+    [options.command ?? 'daemon', '--data-dir', dataDir, '--port', port, ...(options.args ?? [])],
+    options.env,
+  );
   try {
     const ready = await proc.waitForEvent('ready');
     const urlLine = proc.stdoutLines.find((line) => line.startsWith('Operator UI: '));

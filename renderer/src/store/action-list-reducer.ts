@@ -53,6 +53,12 @@ export interface ActionListView {
    * are then read when the person asks ("Search older"), not as they scroll, since each may find nothing.
    */
   searchedBefore: number | null;
+  /**
+   * The journal's newest position when the newest page was last read (`as_of_seq`): the rows hold every match from
+   * there down to where the list has read. A newest page read again that stopped at the search bound above it would
+   * leave the stretch between unsearched, so the list then restarts from that page rather than keep the rows below.
+   */
+  asOfSeq: number | null;
   /** An older page is in flight. */
   paging: boolean;
   /** The first page has answered for this filter. */
@@ -67,6 +73,7 @@ export const initialActionListView: ActionListView = {
   nextBefore: null,
   more: true,
   searchedBefore: null,
+  asOfSeq: null,
   paging: false,
   loaded: false,
   error: null,
@@ -75,7 +82,8 @@ export const initialActionListView: ActionListView = {
 export type ActionListEvent =
   | { type: 'filter_changed'; filter: ActionListFilter }
   | { type: 'page_requested' }
-  | { type: 'page_received'; generation: number; reply: ListReply }
+  /** `beforeSeq`: the `before_seq` the page was read with (the view's `nextBefore` when it was asked for). */
+  | { type: 'page_received'; generation: number; beforeSeq: number; reply: ListReply }
   | { type: 'head_received'; generation: number; reply: ListReply };
 
 /** Pure: the next view from the current one and one event. */
@@ -87,6 +95,8 @@ export function actionListReducer(view: ActionListView, event: ActionListEvent):
       return { ...view, paging: true };
     case 'page_received': {
       if (event.generation !== view.generation) return view;
+      // The list restarted from a newest page while this one was out: it would join below a stretch nobody searched.
+      if (event.beforeSeq !== view.nextBefore) return { ...view, paging: false };
       if (!event.reply.ok) return { ...view, paging: false, error: event.reply.error };
       const { actions, next_before, searched_before_seq } = event.reply.value;
       const rows = appendOlder(view.rows, actions);
@@ -105,13 +115,10 @@ export function actionListReducer(view: ActionListView, event: ActionListEvent):
     case 'head_received': {
       if (event.generation !== view.generation) return view;
       if (!event.reply.ok) return { ...view, error: event.reply.error };
+      const { actions, next_before, searched_before_seq, as_of_seq } = event.reply.value;
       return {
-        ...mergeHead(
-          view,
-          event.reply.value.actions,
-          event.reply.value.next_before,
-          event.reply.value.searched_before_seq,
-        ),
+        ...mergeHead(view, actions, next_before, searched_before_seq),
+        asOfSeq: as_of_seq,
         loaded: true,
         error: null,
       };
@@ -158,13 +165,16 @@ export function mergeHead(
 }
 
 /**
- * A head that stopped at the search bound covers the actions down to `searchedBefore`. When the person
- * has already searched deeper, the rows found below it stay, and so does where the search goes on; else
- * the list is the head's. (A gap would need more new actions between two head reads than the bound.)
+ * A head that stopped at the search bound covers the actions down to `searchedBefore`. When the person has already
+ * searched deeper and the head meets what the list had searched (`searchedBefore` at most one above the previous
+ * head's `asOfSeq`), the rows found below it stay, and so does where the search goes on. Else the list is the head's,
+ * stopped at its bound with "Search older" from there: when more new actions than the bound came between two head
+ * reads, keeping the older rows would show them under a stretch nobody searched.
  */
 function mergeSearchedHead(view: ActionListView, fresh: ActionListRow[], searchedBefore: number): ActionListView {
   const deeper = !view.more || (view.nextBefore !== null && view.nextBefore < searchedBefore);
-  if (!deeper) return { ...view, rows: fresh, nextBefore: searchedBefore, more: true, searchedBefore };
+  const meets = view.asOfSeq !== null && searchedBefore <= view.asOfSeq + 1;
+  if (!deeper || !meets) return { ...view, rows: fresh, nextBefore: searchedBefore, more: true, searchedBefore };
   const below = view.rows.filter((r) => r.first_seq < searchedBefore);
   return { ...view, rows: [...fresh, ...below].slice(0, actionListRowsMax) };
 }

@@ -21,7 +21,12 @@ function scriptedApi() {
 }
 const page = (seqs: number[], nextBefore: number | null): ListReply => ({
   ok: true,
-  value: { actions: seqs.map((s) => rowOf(s)), next_before: nextBefore, searched_before_seq: null },
+  value: {
+    actions: seqs.map((s) => rowOf(s)),
+    next_before: nextBefore,
+    searched_before_seq: null,
+    as_of_seq: Math.max(0, ...seqs),
+  },
 });
 
 describe('the action list slice', () => {

@@ -38,10 +38,10 @@ export function createActionListSlice(api: OperatorApi): StateCreator<ActionList
       loadOlderActions: async () => {
         const view = get().actionListView;
         if (!view.loaded || !view.more || view.paging || view.nextBefore === null) return;
-        const { generation } = view;
+        const { generation, nextBefore: beforeSeq } = view;
         dispatch({ type: 'page_requested' });
-        const reply = await api['actions.list'](actionListInput(view.filter, view.nextBefore)).catch(bridgeFailed);
-        dispatch({ type: 'page_received', generation, reply });
+        const reply = await api['actions.list'](actionListInput(view.filter, beforeSeq)).catch(bridgeFailed);
+        dispatch({ type: 'page_received', generation, beforeSeq, reply });
       },
       setActionListFilter: (filter) => {
         dispatch({ type: 'filter_changed', filter });

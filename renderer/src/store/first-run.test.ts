@@ -205,7 +205,12 @@ describe('the passphrase strength hint', () => {
 describe('the first-run reducer', () => {
   const list = (actions: BrokerApi['actions.list']['output']['actions']) => ({
     ok: true as const,
-    value: { actions, next_before: null, searched_before_seq: null },
+    value: {
+      actions,
+      next_before: null,
+      searched_before_seq: null,
+      as_of_seq: Math.max(0, ...actions.map((a) => a.last_seq)),
+    },
   });
 
   it('records a creation and its refusal, without any passphrase in the state', () => {
