@@ -42,6 +42,13 @@ interface Message {
   readonly error?: { code?: unknown; message?: unknown; data?: { code?: unknown } };
 }
 
+/**
+ * The refusals that are about this process itself (docs/error-codes.md): the broker refuses it the same way however often
+ * it comes back, so the shim stops at once instead of reconnecting. RATE_LIMITED and CONNECTION_EVICTED are about the
+ * connection pool at that moment and pass: the shim reconnects after them.
+ */
+const finalRefusalCodes: ReadonlySet<string> = new Set(['PEER_REFUSED']);
+
 /** The broker's refusal of the connection itself (agent-socket.ts, mcp-connection.ts evict): said once, then it closes. */
 interface Refusal {
   readonly code: string;
@@ -65,8 +72,8 @@ export interface McpRelayOptions {
  * BROKER_RESTARTED when the connection drops, never dropped silently — the broker's
  * `notifications/postern/action_recorded` (kept, not relayed), so that answer names the action the lost
  * call recorded, and the broker's refusal of the connection itself (an id-null line with a Postern code, such
- * as CONNECTION_EVICTED: said on stderr, not relayed, its code answering the unanswered requests). Every other
- * byte passes through unchanged.
+ * as CONNECTION_EVICTED: said on stderr, not relayed, its code answering the unanswered requests; after PEER_REFUSED,
+ * a refusal of the process itself, the shim stops instead of reconnecting). Every other byte passes through unchanged.
  */
 export class McpRelay {
   private socket: Socket | undefined;
@@ -94,8 +101,9 @@ export class McpRelay {
 
   /**
    * Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when the broker cannot be reached
-   * again within the reconnect window. Throws NOT_FOUND (field --data-dir) when no broker listens at start: nothing
-   * was written to stdout, and the CLI prints its one coded line on stderr.
+   * again within the reconnect window or refuses this process itself (PEER_REFUSED). Throws NOT_FOUND (field
+   * --data-dir) when no broker listens at start: nothing was written to stdout, and the CLI prints its one coded line
+   * on stderr.
    */
   async run(): Promise<number> {
     const { options } = this;
@@ -212,6 +220,8 @@ export class McpRelay {
     const refusal = connectionRefusal(message);
     if (refusal !== undefined) {
       this.refusal = refusal;
+      // A final refusal is said once, as the shim's coded exit line, when the connection closes (stopRefused).
+      if (finalRefusalCodes.has(refusal.code)) return;
       const what = this.state === 'replaying' ? 'refused the reconnection' : 'is closing this connection';
       this.options.err(`postern mcp: the broker ${what}: ${refusal.code}: ${refusal.message}`);
       return;
@@ -258,8 +268,13 @@ export class McpRelay {
     this.options.stdin.resume();
     // A line half-written to the old connection cannot be finished on the next one.
     if (this.oversized === 'stream') this.oversized = 'drop';
+    const { refusal } = this;
     this.failInFlight();
     this.refusal = undefined;
+    if (refusal !== undefined && finalRefusalCodes.has(refusal.code)) {
+      this.stopRefused(refusal);
+      return;
+    }
     if (this.clientEnded || this.options.reconnect.giveUpMs === 0) {
       this.finish(0);
       return;
@@ -296,6 +311,17 @@ export class McpRelay {
       `postern mcp: gave up reconnecting to the broker for ${dataDir} after ${seconds} s (${lastError}). ${startHint(dataDir)}`,
     );
     this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
+    this.finish(1);
+  }
+
+  /** The broker refused this process itself: reconnecting would be refused the same way, so the shim stops. */
+  private stopRefused(refusal: Refusal): void {
+    const { dataDir } = this.options;
+    this.options.err(
+      `postern: ${refusal.code}: the broker for ${dataDir} refused this process's connection (${refusal.message}); ` +
+        'it refuses it the same way every time, so postern mcp is not reconnecting',
+    );
+    this.failPending(refusal.code, refusedAnswer(refusal));
     this.finish(1);
   }
 
@@ -444,12 +470,17 @@ function connectionRefusal(message: Message | undefined): Refusal | undefined {
   return { code: error.data.code, message: String(error.message ?? 'no reason given') };
 }
 
-/** A request left unanswered on a connection the broker refused or evicted: it handles nothing after saying so. */
+/**
+ * A request left unanswered on a connection the broker refused or evicted (or waiting for one it refused): it handles
+ * nothing after saying so. After a final refusal the shim has stopped, and sending it again would be refused alike.
+ */
 function refusedAnswer(refusal: Refusal): string {
-  return (
+  const closed =
     `the Postern broker closed the connection before handling this request (${refusal.code}: ${refusal.message}); ` +
-    'it recorded no action for it: send it again.'
-  );
+    'it recorded no action for it';
+  return finalRefusalCodes.has(refusal.code)
+    ? `${closed}. It refuses this process itself, so postern mcp stopped: sent again, it would be refused the same way.`
+    : `${closed}: send it again.`;
 }
 
 function notListening(dataDir: string, socketPath: string, why: string): CodedError {
