@@ -306,10 +306,10 @@ export class McpRelay {
     }
     if (this.state !== 'down') return;
     const seconds = Math.round(policy.giveUpMs / 1000);
-    const { dataDir } = this.options;
-    this.options.err(
-      `postern mcp: gave up reconnecting to the broker for ${dataDir} after ${seconds} s (${lastError}). ${startHint(dataDir)}`,
-    );
+    // Coded as the same failure at start is (run): no broker listens (NOT_FOUND --data-dir), or the socket is unusable.
+    const why = notListening(this.options.dataDir, this.options.socketPath, lastError);
+    const field = why.field === undefined ? '' : ` ${why.field}`;
+    this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
     this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
     this.finish(1);
   }
@@ -494,10 +494,6 @@ function notListening(dataDir: string, socketPath: string, why: string): CodedEr
   return new CodedError('INTERNAL', `could not connect to the broker's agent socket ${socketPath}: ${why}`, {
     field: '--data-dir',
   });
-}
-
-function startHint(dataDir: string): string {
-  return `Start one with: postern daemon --data-dir ${dataDir}`;
 }
 
 function errorCode(error: unknown): string {
