@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
 import { jsonRpcCode, jsonRpcErrorLine } from '../broker/agent/jsonrpc-error.js';
 import { agentSocketPath } from '../broker/agent/socket-path.js';
-import { initializeFrame } from '../broker/testing/malformed-mcp.js';
+import { connectRawLines, initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { holdUntilAborted, ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
 import { posternBin, repoRoot } from './support/postern-process.js';
@@ -224,6 +224,40 @@ describe('when the broker refuses this process itself (PEER_REFUSED)', () => {
       expect(lines[0]).toBe(codedLine(dir.path));
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('when the broker keeps refusing the shim with RATE_LIMITED (every connection busy)', () => {
+  it('the refused reconnections do not restart --reconnect-for: the shim gives up with the coded line, exit 1', async () => {
+    // A real agent socket whose per-user cap is one connection, held by a call that waits: every newcomer is refused.
+    await socket?.close();
+    socket = await startAgentSocket({ dataDir: dir.path, backend, limits: { connectionsPerUidMax: 1 } });
+    backend.respond = holdUntilAborted;
+    const holder = await connectRawLines(socket.path);
+    try {
+      holder.send(initializeFrame(0, 'holder'));
+      await holder.nextMessage();
+      holder.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+      const call = { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } };
+      holder.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call }));
+      await backend.nextCall();
+
+      const reconnectForSeconds = 2;
+      const shim = spawnShim(dir.path, ['--reconnect-for', String(reconnectForSeconds)]);
+      const exited = await Promise.race([shim.exited, failAfter(20_000, 'the shim giving up')]).finally(() =>
+        shim.child.kill('SIGKILL'),
+      );
+      expect(exited).toBe(1);
+      const lines = shim.stderr().trimEnd().split('\n');
+      expect(lines.filter((line) => line.includes('reconnecting for up to'))).toHaveLength(1);
+      expect(lines.at(-1)).toBe(
+        `postern: RATE_LIMITED: gave up reconnecting after ${reconnectForSeconds} s: the broker refused the ` +
+          'reconnection: at most 1 agent connections per user, and every one has a call in progress; retry later',
+      );
+      expect(shim.stdout()).toBe('');
+    } finally {
+      holder.destroy();
     }
   });
 });

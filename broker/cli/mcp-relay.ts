@@ -55,6 +55,25 @@ interface Refusal {
   readonly message: string;
 }
 
+/** Why the last reconnection failed, for the coded line the shim gives up with. */
+interface Failure {
+  readonly code: string;
+  readonly field?: string | undefined;
+  readonly message: string;
+}
+
+/**
+ * One absence of the broker, from the connection it lost until the broker answers on a new one. A reconnection it
+ * refuses (RATE_LIMITED, CONNECTION_EVICTED) or closes unanswered is part of the same absence: the window and the
+ * backoff go on, so --reconnect-for bounds the whole of it.
+ */
+interface Absence {
+  readonly untilMs: number;
+  /** The wait before the next try. */
+  delayMs: number;
+  failure: Failure | undefined;
+}
+
 export interface McpRelayOptions {
   readonly dataDir: string;
   readonly socketPath: string;
@@ -95,6 +114,8 @@ export class McpRelay {
   private awaitingDrain = false;
   /** Why the broker is closing the current connection, when it said so (CONNECTION_EVICTED, RATE_LIMITED…). */
   private refusal: Refusal | undefined;
+  /** Set while the broker is away: from the lost connection until it answers on a new one. */
+  private absence: Absence | undefined;
   private resolveDone: (code: number) => void = () => undefined;
 
   constructor(private readonly options: McpRelayOptions) {}
@@ -226,6 +247,8 @@ export class McpRelay {
       this.options.err(`postern mcp: the broker ${what}: ${refusal.code}: ${refusal.message}`);
       return;
     }
+    // The broker answered on this connection: it is back, and a later loss is a new absence with a new window.
+    this.absence = undefined;
     // Any other id-null line while replaying answers nothing the client sent.
     if (this.state === 'replaying' && message?.id === null) return;
     if (message?.method === actionRecordedNotification) {
@@ -279,35 +302,48 @@ export class McpRelay {
       this.finish(0);
       return;
     }
-    const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
-    this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
-    void this.reconnect();
+    const policy = this.options.reconnect;
+    if (this.absence === undefined) {
+      this.absence = { untilMs: Date.now() + policy.giveUpMs, delayMs: policy.delayMsMin, failure: undefined };
+      const seconds = Math.round(policy.giveUpMs / 1000);
+      this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
+    } else if (refusal !== undefined) {
+      // A refused reconnection: the same absence goes on, and may be over.
+      const failure = { code: refusal.code, message: `the broker refused the reconnection: ${refusal.message}` };
+      this.absence.failure = failure;
+      if (Date.now() + this.absence.delayMs > this.absence.untilMs) {
+        this.giveUp(this.absence);
+        return;
+      }
+    }
+    void this.reconnect(this.absence);
   }
 
-  private async reconnect(): Promise<void> {
-    const policy = this.options.reconnect;
-    const giveUpAt = Date.now() + policy.giveUpMs;
-    let delayMs = policy.delayMsMin;
-    let lastError = 'cannot connect';
+  private async reconnect(absence: Absence): Promise<void> {
+    const { socketPath, dataDir } = this.options;
     while (this.state === 'down') {
+      const delayMs = absence.delayMs;
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       if (this.state !== 'down') return;
+      absence.delayMs = Math.min(delayMs * 2, this.options.reconnect.delayMsMax);
       try {
-        const socket = await connect(this.options.socketPath);
+        const socket = await connect(socketPath);
         this.attach(socket);
         if (this.awaitingDrain) socket.pause();
         this.replay();
         return;
       } catch (error) {
-        lastError = errorCode(error);
+        // Coded as the same failure at start is (run): no broker listens (NOT_FOUND --data-dir), or another.
+        absence.failure = notListening(dataDir, socketPath, errorCode(error));
       }
-      if (Date.now() + delayMs > giveUpAt) break;
-      delayMs = Math.min(delayMs * 2, policy.delayMsMax);
+      if (Date.now() + delayMs > absence.untilMs) break;
     }
-    if (this.state !== 'down') return;
-    const seconds = Math.round(policy.giveUpMs / 1000);
-    // Coded as the same failure at start is (run): no broker listens (NOT_FOUND --data-dir), or the socket is unusable.
-    const why = notListening(this.options.dataDir, this.options.socketPath, lastError);
+    if (this.state === 'down') this.giveUp(absence);
+  }
+
+  private giveUp(absence: Absence): void {
+    const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
+    const why = absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
     const field = why.field === undefined ? '' : ` ${why.field}`;
     this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
     this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
