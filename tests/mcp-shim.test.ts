@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startAgentSocket, type AgentSocket } from '../broker/agent/index.js';
 import { jsonRpcCode, jsonRpcErrorLine } from '../broker/agent/jsonrpc-error.js';
 import { agentSocketPath } from '../broker/agent/socket-path.js';
-import { initializeFrame } from '../broker/testing/malformed-mcp.js';
+import { connectRawLines, initializeFrame } from '../broker/testing/malformed-mcp.js';
 import { holdUntilAborted, ScriptedAgentBackend } from '../broker/testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../broker/testing/temp-dir.js';
 import { posternBin, repoRoot } from './support/postern-process.js';
@@ -34,10 +34,10 @@ afterEach(async () => {
   dir.remove();
 });
 
-function shimTransport(dataDir: string): StdioClientTransport {
+function shimTransport(dataDir: string, extra: readonly string[] = []): StdioClientTransport {
   return new StdioClientTransport({
     command: process.execPath,
-    args: [posternBin, 'mcp', '--data-dir', dataDir],
+    args: [posternBin, 'mcp', '--data-dir', dataDir, ...extra],
     cwd: repoRoot,
     stderr: 'pipe',
   });
@@ -135,6 +135,130 @@ describe('when an MCP client launches postern mcp', () => {
     socket = undefined;
     expect(await shim.exited).toBe(0);
     for (const line of shim.stdout().trim().split('\n')) expect(JSON.parse(line)).toMatchObject({ jsonrpc: '2.0' });
+  });
+});
+
+/** Until `done` holds, polling (no sleep stands in for an event the test can see). */
+async function waitUntil(what: string, done: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Rejects after `ms`, saying what did not happen (to race with what should). */
+function failAfter(ms: number, what: string): Promise<never> {
+  return new Promise((_resolve, reject) =>
+    setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms).unref(),
+  );
+}
+
+/**
+ * A real agent socket that refuses every peer with PEER_REFUSED, as a broker does for another uid (admit-peer.ts):
+ * told its own uid is another one, it sees this test's shim as a stranger.
+ */
+function refusingSocket(dataDir: string): Promise<AgentSocket> {
+  return startAgentSocket({ dataDir, backend, ownUid: (process.getuid?.() ?? 0) + 1 });
+}
+
+describe('when the broker refuses this process itself (PEER_REFUSED)', () => {
+  /** Far longer than any of these cases may take: the shim must stop at once, not when this runs out. */
+  const reconnectForSeconds = 600;
+  /** "At once", with room for a loaded 2-core machine: a shim that reconnects is still at it after this. */
+  const promptlyMs = 15_000;
+  const codedLine = (dataDir: string): string =>
+    `postern: PEER_REFUSED: the broker for ${dataDir} refused this process's connection (this broker serves only ` +
+    'processes of the user it runs as); it refuses it the same way every time, so postern mcp is not reconnecting';
+
+  it('from its first connection: the shim exits 1 at once with the one coded line on stderr, nothing on stdout', async () => {
+    await socket?.close();
+    socket = await refusingSocket(dir.path);
+    const startedAt = Date.now();
+    const shim = spawnShim(dir.path, ['--reconnect-for', String(reconnectForSeconds)]);
+    let timer: NodeJS.Timeout | undefined;
+    const running = new Promise((resolve) => (timer = setTimeout(resolve, promptlyMs, 'still running')));
+    const code = await Promise.race([shim.exited, running]);
+    clearTimeout(timer);
+    if (code === 'still running') shim.child.kill('SIGKILL');
+    expect(code).toBe(1);
+    expect(Date.now() - startedAt).toBeLessThan(promptlyMs);
+    expect(shim.stdout()).toBe('');
+    const lines = shim.stderr().trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toBe(codedLine(dir.path));
+  });
+
+  it('after a restart, under a real MCP client: what waited is answered PEER_REFUSED and the shim stops at once', async () => {
+    const transport = shimTransport(dir.path, ['--reconnect-for', String(reconnectForSeconds)]);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    let closedAt: number | undefined;
+    const client = new Client({ name: 'shim-refused', version: '1' });
+    client.onclose = () => (closedAt = Date.now());
+    await client.connect(transport);
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      await socket?.close();
+      await waitUntil('the shim reconnecting', () => stderr.includes('reconnecting for up to'));
+      // Sent while no broker listens: it waits in the shim for the next connection, which the new broker refuses.
+      const waited = client.listTools().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const restartedAt = Date.now();
+      socket = await refusingSocket(dir.path);
+      const refused = await Promise.race([waited, failAfter(promptlyMs, 'the request waiting for the broker')]);
+      expect(refused).toBeInstanceOf(McpError);
+      expect(refused).toMatchObject({ code: -32_000, data: { code: 'PEER_REFUSED' } });
+      expect((refused as McpError).message).toContain(
+        'closed the connection before handling this request (PEER_REFUSED: this broker serves only processes',
+      );
+      expect((refused as McpError).message).toContain('postern mcp stopped: sent again, it would be refused');
+      await waitUntil('the shim exiting', () => closedAt !== undefined, promptlyMs);
+      expect((closedAt ?? Infinity) - restartedAt).toBeLessThan(promptlyMs);
+      // Said once, coded; the notice of the refusal is that line, not a "reconnecting" one after it.
+      const after = stderr.slice(stderr.indexOf('reconnecting for up to'));
+      const lines = after.trimEnd().split('\n').slice(1);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toBe(codedLine(dir.path));
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('when the broker keeps refusing the shim with RATE_LIMITED (every connection busy)', () => {
+  it('the refused reconnections do not restart --reconnect-for: the shim gives up with the coded line, exit 1', async () => {
+    // A real agent socket whose per-user cap is one connection, held by a call that waits: every newcomer is refused.
+    await socket?.close();
+    socket = await startAgentSocket({ dataDir: dir.path, backend, limits: { connectionsPerUidMax: 1 } });
+    backend.respond = holdUntilAborted;
+    const holder = await connectRawLines(socket.path);
+    try {
+      holder.send(initializeFrame(0, 'holder'));
+      await holder.nextMessage();
+      holder.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+      const call = { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } };
+      holder.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call }));
+      await backend.nextCall();
+
+      const reconnectForSeconds = 2;
+      const shim = spawnShim(dir.path, ['--reconnect-for', String(reconnectForSeconds)]);
+      const exited = await Promise.race([shim.exited, failAfter(20_000, 'the shim giving up')]).finally(() =>
+        shim.child.kill('SIGKILL'),
+      );
+      expect(exited).toBe(1);
+      const lines = shim.stderr().trimEnd().split('\n');
+      expect(lines.filter((line) => line.includes('reconnecting for up to'))).toHaveLength(1);
+      expect(lines.at(-1)).toBe(
+        `postern: RATE_LIMITED: gave up reconnecting after ${reconnectForSeconds} s: the broker refused the ` +
+          'reconnection: at most 1 agent connections per user, and every one has a call in progress; retry later',
+      );
+      expect(shim.stdout()).toBe('');
+    } finally {
+      holder.destroy();
+    }
   });
 });
 

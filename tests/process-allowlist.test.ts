@@ -23,7 +23,7 @@ import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { decideAsPerson } from './support/person-decision.js';
-import { repoRoot, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { repoRoot, runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
 import { stopForkedChild } from './support/forked-agent.js';
 
 /**
@@ -197,6 +197,11 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
+/** `text` matched literally inside a RegExp. */
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 /** A shared library this node process already maps (libm, libc…): preloading it again changes nothing. */
 function harmlessLibrary(): string {
   const maps = readFileSync('/proc/self/maps', 'utf8');
@@ -274,6 +279,11 @@ describe('when an agent executable is on the allowlist', () => {
           (e) => e.kind === 'SESSION_STARTED',
         );
         expect(started?.summary).toContain(`allowlist not applied: ${why}`);
+        // The operator's table says it too, in the Sessions card's words (the real CLI against this daemon).
+        const table = await runPostern(['sessions', '--data-dir', dataDir]);
+        expect(table.code).toBe(0);
+        const row = table.stdout.split('\n').find((line) => line.startsWith(`${session.session_id}  `));
+        expect(row).toMatch(new RegExp(`^${session.session_id}  pending .* allowlist not applied: ${escaped(why)}$`));
         const waiting = httpCall(agent, 'docs', 1_000);
         expect((await cardFor(session.session_id, 'docs')).state).toBe('awaiting_session');
         expect(await waiting).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });

@@ -58,7 +58,8 @@ export interface McpShimOptions {
 }
 
 /**
- * Resolves 0 when the client ends, 1 when the broker does not come back within the reconnect window; throws NOT_FOUND
+ * Resolves 0 when the client ends, 1 when the broker does not come back within the reconnect window or refuses this
+ * process itself (PEER_REFUSED: not retried); throws NOT_FOUND
  * (--data-dir) when no broker listens at start, which the CLI prints as its one coded stderr line (exit 1).
  */
 export function runMcpShim(options: McpShimOptions): Promise<number> {

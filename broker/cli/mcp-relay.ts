@@ -42,10 +42,36 @@ interface Message {
   readonly error?: { code?: unknown; message?: unknown; data?: { code?: unknown } };
 }
 
+/**
+ * The refusals that are about this process itself (docs/error-codes.md): the broker refuses it the same way however often
+ * it comes back, so the shim stops at once instead of reconnecting. RATE_LIMITED and CONNECTION_EVICTED are about the
+ * connection pool at that moment and pass: the shim reconnects after them.
+ */
+const finalRefusalCodes: ReadonlySet<string> = new Set(['PEER_REFUSED']);
+
 /** The broker's refusal of the connection itself (agent-socket.ts, mcp-connection.ts evict): said once, then it closes. */
 interface Refusal {
   readonly code: string;
   readonly message: string;
+}
+
+/** Why the last reconnection failed, for the coded line the shim gives up with. */
+interface Failure {
+  readonly code: string;
+  readonly field?: string | undefined;
+  readonly message: string;
+}
+
+/**
+ * One absence of the broker, from the connection it lost until the broker answers on a new one. A reconnection it
+ * refuses (RATE_LIMITED, CONNECTION_EVICTED) or closes unanswered is part of the same absence: the window and the
+ * backoff go on, so --reconnect-for bounds the whole of it.
+ */
+interface Absence {
+  readonly untilMs: number;
+  /** The wait before the next try. */
+  delayMs: number;
+  failure: Failure | undefined;
 }
 
 export interface McpRelayOptions {
@@ -65,8 +91,8 @@ export interface McpRelayOptions {
  * BROKER_RESTARTED when the connection drops, never dropped silently — the broker's
  * `notifications/postern/action_recorded` (kept, not relayed), so that answer names the action the lost
  * call recorded, and the broker's refusal of the connection itself (an id-null line with a Postern code, such
- * as CONNECTION_EVICTED: said on stderr, not relayed, its code answering the unanswered requests). Every other
- * byte passes through unchanged.
+ * as CONNECTION_EVICTED: said on stderr, not relayed, its code answering the unanswered requests; after PEER_REFUSED,
+ * a refusal of the process itself, the shim stops instead of reconnecting). Every other byte passes through unchanged.
  */
 export class McpRelay {
   private socket: Socket | undefined;
@@ -88,14 +114,17 @@ export class McpRelay {
   private awaitingDrain = false;
   /** Why the broker is closing the current connection, when it said so (CONNECTION_EVICTED, RATE_LIMITED…). */
   private refusal: Refusal | undefined;
+  /** Set while the broker is away: from the lost connection until it answers on a new one. */
+  private absence: Absence | undefined;
   private resolveDone: (code: number) => void = () => undefined;
 
   constructor(private readonly options: McpRelayOptions) {}
 
   /**
    * Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when the broker cannot be reached
-   * again within the reconnect window. Throws NOT_FOUND (field --data-dir) when no broker listens at start: nothing
-   * was written to stdout, and the CLI prints its one coded line on stderr.
+   * again within the reconnect window or refuses this process itself (PEER_REFUSED). Throws NOT_FOUND (field
+   * --data-dir) when no broker listens at start: nothing was written to stdout, and the CLI prints its one coded line
+   * on stderr.
    */
   async run(): Promise<number> {
     const { options } = this;
@@ -212,10 +241,14 @@ export class McpRelay {
     const refusal = connectionRefusal(message);
     if (refusal !== undefined) {
       this.refusal = refusal;
+      // A final refusal is said once, as the shim's coded exit line, when the connection closes (stopRefused).
+      if (finalRefusalCodes.has(refusal.code)) return;
       const what = this.state === 'replaying' ? 'refused the reconnection' : 'is closing this connection';
       this.options.err(`postern mcp: the broker ${what}: ${refusal.code}: ${refusal.message}`);
       return;
     }
+    // The broker answered on this connection: it is back, and a later loss is a new absence with a new window.
+    this.absence = undefined;
     // Any other id-null line while replaying answers nothing the client sent.
     if (this.state === 'replaying' && message?.id === null) return;
     if (message?.method === actionRecordedNotification) {
@@ -258,44 +291,73 @@ export class McpRelay {
     this.options.stdin.resume();
     // A line half-written to the old connection cannot be finished on the next one.
     if (this.oversized === 'stream') this.oversized = 'drop';
+    const { refusal } = this;
     this.failInFlight();
     this.refusal = undefined;
+    if (refusal !== undefined && finalRefusalCodes.has(refusal.code)) {
+      this.stopRefused(refusal);
+      return;
+    }
     if (this.clientEnded || this.options.reconnect.giveUpMs === 0) {
       this.finish(0);
       return;
     }
-    const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
-    this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
-    void this.reconnect();
+    const policy = this.options.reconnect;
+    if (this.absence === undefined) {
+      this.absence = { untilMs: Date.now() + policy.giveUpMs, delayMs: policy.delayMsMin, failure: undefined };
+      const seconds = Math.round(policy.giveUpMs / 1000);
+      this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
+    } else if (refusal !== undefined) {
+      // A refused reconnection: the same absence goes on, and may be over.
+      const failure = { code: refusal.code, message: `the broker refused the reconnection: ${refusal.message}` };
+      this.absence.failure = failure;
+      if (Date.now() + this.absence.delayMs > this.absence.untilMs) {
+        this.giveUp(this.absence);
+        return;
+      }
+    }
+    void this.reconnect(this.absence);
   }
 
-  private async reconnect(): Promise<void> {
-    const policy = this.options.reconnect;
-    const giveUpAt = Date.now() + policy.giveUpMs;
-    let delayMs = policy.delayMsMin;
-    let lastError = 'cannot connect';
+  private async reconnect(absence: Absence): Promise<void> {
+    const { socketPath, dataDir } = this.options;
     while (this.state === 'down') {
+      const delayMs = absence.delayMs;
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       if (this.state !== 'down') return;
+      absence.delayMs = Math.min(delayMs * 2, this.options.reconnect.delayMsMax);
       try {
-        const socket = await connect(this.options.socketPath);
+        const socket = await connect(socketPath);
         this.attach(socket);
         if (this.awaitingDrain) socket.pause();
         this.replay();
         return;
       } catch (error) {
-        lastError = errorCode(error);
+        // Coded as the same failure at start is (run): no broker listens (NOT_FOUND --data-dir), or another.
+        absence.failure = notListening(dataDir, socketPath, errorCode(error));
       }
-      if (Date.now() + delayMs > giveUpAt) break;
-      delayMs = Math.min(delayMs * 2, policy.delayMsMax);
+      if (Date.now() + delayMs > absence.untilMs) break;
     }
-    if (this.state !== 'down') return;
-    const seconds = Math.round(policy.giveUpMs / 1000);
+    if (this.state === 'down') this.giveUp(absence);
+  }
+
+  private giveUp(absence: Absence): void {
+    const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
+    const why = absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
+    const field = why.field === undefined ? '' : ` ${why.field}`;
+    this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
+    this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
+    this.finish(1);
+  }
+
+  /** The broker refused this process itself: reconnecting would be refused the same way, so the shim stops. */
+  private stopRefused(refusal: Refusal): void {
     const { dataDir } = this.options;
     this.options.err(
-      `postern mcp: gave up reconnecting to the broker for ${dataDir} after ${seconds} s (${lastError}). ${startHint(dataDir)}`,
+      `postern: ${refusal.code}: the broker for ${dataDir} refused this process's connection (${refusal.message}); ` +
+        'it refuses it the same way every time, so postern mcp is not reconnecting',
     );
-    this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
+    this.failPending(refusal.code, refusedAnswer(refusal));
     this.finish(1);
   }
 
@@ -444,12 +506,17 @@ function connectionRefusal(message: Message | undefined): Refusal | undefined {
   return { code: error.data.code, message: String(error.message ?? 'no reason given') };
 }
 
-/** A request left unanswered on a connection the broker refused or evicted: it handles nothing after saying so. */
+/**
+ * A request left unanswered on a connection the broker refused or evicted (or waiting for one it refused): it handles
+ * nothing after saying so. After a final refusal the shim has stopped, and sending it again would be refused alike.
+ */
 function refusedAnswer(refusal: Refusal): string {
-  return (
+  const closed =
     `the Postern broker closed the connection before handling this request (${refusal.code}: ${refusal.message}); ` +
-    'it recorded no action for it: send it again.'
-  );
+    'it recorded no action for it';
+  return finalRefusalCodes.has(refusal.code)
+    ? `${closed}. It refuses this process itself, so postern mcp stopped: sent again, it would be refused the same way.`
+    : `${closed}: send it again.`;
 }
 
 function notListening(dataDir: string, socketPath: string, why: string): CodedError {
@@ -463,10 +530,6 @@ function notListening(dataDir: string, socketPath: string, why: string): CodedEr
   return new CodedError('INTERNAL', `could not connect to the broker's agent socket ${socketPath}: ${why}`, {
     field: '--data-dir',
   });
-}
-
-function startHint(dataDir: string): string {
-  return `Start one with: postern daemon --data-dir ${dataDir}`;
 }
 
 function errorCode(error: unknown): string {

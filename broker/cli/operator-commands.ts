@@ -344,8 +344,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       if (options.json === true) return io.out(JSON.stringify({ sessions: list }));
       if (list.length === 0) return io.out('No agent sessions yet.');
       for (const s of list) {
+        // Why an allowlist entry matched this executable but did not approve it: the Sessions card's words.
+        const withheld = s.allowlist_withheld === null ? '' : `  allowlist not applied: ${s.allowlist_withheld}`;
         io.out(
-          `${s.session_id}  ${s.status}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}`,
+          `${s.session_id}  ${s.status}${s.connected ? ' (connected)' : ''}  pid ${s.pid}  ${s.exe ?? '(exe unknown)'}  calls ${s.calls}, pending ${s.pending}  since ${new Date(s.started_at_ms).toISOString()}${withheld}`,
         );
       }
     });
