@@ -15,9 +15,11 @@ import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { WebSocket, type MessageEvent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSocketPath } from '../broker/agent/index.js';
 import type { ApprovalCard, BrokerApi, BrokerApiMethod, SessionSummary } from '../broker/contract/index.js';
+import { tcpListenerWithheld } from '../broker/core/index.js';
 import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
@@ -48,6 +50,10 @@ interface Agent {
   readonly child: ChildProcess;
   /** The agent's own pid (under a tracer, `child` is the tracer). */
   readonly pid: number | undefined;
+  /** What the agent printed on stderr so far (with `start.stderr`), e.g. node's "Debugger listening on ws://…". */
+  readonly stderr: () => string;
+  /** With `start.connectOnRequest`: connects it to the agent socket; resolves once connected. */
+  connect(): Promise<void>;
   exchange(message: Record<string, unknown>): Promise<unknown>;
 }
 
@@ -56,24 +62,39 @@ interface AgentStart {
   readonly env?: Record<string, string>;
   /** A command the agent runs under (`strace …`): it execs `execPath script …` as its child. */
   readonly under?: readonly string[];
+  /** Node options on its command line (not NODE_OPTIONS), after the test runner's own. */
+  readonly execArgv?: readonly string[];
+  /** Keep its stderr for the test (still copied to this process's stderr). */
+  readonly stderr?: boolean;
+  /** Resolve once it started, before it connects: `connect()` connects it. */
+  readonly connectOnRequest?: boolean;
 }
 
 /**
  * Forks tests/support/allowlist-agent.mjs under `execPath` (or spawns it under `start.under`, the IPC channel passed
- * through); resolves once it connected to the agent socket.
+ * through); resolves once it connected to the agent socket (with `start.connectOnRequest`: once it started).
  */
 async function startAgent(execPath: string, name: string, start: AgentStart = {}): Promise<Agent> {
   const script = path.join(repoRoot, 'tests', 'support', 'allowlist-agent.mjs');
   const options = {
     cwd: repoRoot,
     env: { ...process.env, ...start.env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as ('ignore' | 'inherit' | 'ipc')[],
+    stdio: ['ignore', 'inherit', start.stderr === true ? 'pipe' : 'inherit', 'ipc'] as (
+      'ignore' | 'inherit' | 'pipe' | 'ipc'
+    )[],
   };
+  const args = [script, dataDir, name, ...(start.connectOnRequest === true ? ['on-request'] : [])];
+  const execArgv = [...process.execArgv, ...(start.execArgv ?? [])];
   const [tracer, ...tracerArgs] = start.under ?? [];
   const child =
     tracer === undefined
-      ? fork(script, [dataDir, name], { ...options, execPath })
-      : spawn(tracer, [...tracerArgs, execPath, script, dataDir, name], options);
+      ? fork(script, args.slice(1), { ...options, execPath, execArgv })
+      : spawn(tracer, [...tracerArgs, execPath, ...args], options);
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    stderr += text;
+    process.stderr.write(text);
+  });
   let next = 0;
   const waiting = new Map<number, (value: unknown) => void>();
   child.on('message', (message: { result?: { id: number; value: unknown } }) => {
@@ -81,18 +102,26 @@ async function startAgent(execPath: string, name: string, start: AgentStart = {}
     waiting.get(message.result.id)?.(message.result.value);
     waiting.delete(message.result.id);
   });
-  const pid = await new Promise<number | undefined>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} not ready`)), answerWaitMs);
-    child.once('message', (m: { ready?: boolean; pid?: number; fatal?: string }) => {
-      clearTimeout(timer);
-      if (m.ready === true) resolve(m.pid);
-      else reject(new Error(`${name}: ${m.fatal ?? 'failed'}`));
+  const said = (what: 'ready' | 'waiting'): Promise<number | undefined> =>
+    new Promise<number | undefined>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} not ${what}`)), answerWaitMs);
+      child.once('message', (m: { ready?: boolean; waiting?: boolean; pid?: number; fatal?: string }) => {
+        clearTimeout(timer);
+        if (m[what] === true) resolve(m.pid);
+        else reject(new Error(`${name}: ${m.fatal ?? 'failed'}`));
+      });
+      child.once('exit', (code) => reject(new Error(`${name} exited (${code})`)));
     });
-    child.once('exit', (code) => reject(new Error(`${name} exited (${code})`)));
-  });
+  const pid = await said(start.connectOnRequest === true ? 'waiting' : 'ready');
   const agent: Agent = {
     child,
     pid,
+    stderr: () => stderr,
+    connect: async () => {
+      const ready = said('ready');
+      child.send({ connect: true });
+      await ready;
+    },
     exchange: (message) =>
       new Promise((resolve, reject) => {
         const id = (next += 1);
@@ -130,9 +159,10 @@ async function sessionOf(pid: number | undefined, approved = false): Promise<Ses
   return found as SessionSummary;
 }
 
-async function cardFor(sessionId: string, route: string): Promise<ApprovalCard> {
+async function cardFor(sessionId: string, route: string, except?: number): Promise<ApprovalCard> {
   let found: ApprovalCard | undefined;
-  const matches = (c: ApprovalCard): boolean => c.session?.session_id === sessionId && c.target.includes(route);
+  const matches = (c: ApprovalCard): boolean =>
+    c.session?.session_id === sessionId && c.target.includes(route) && c.ticket !== except;
   await expect
     .poll(async () => (found = (await read('approvals.list')).cards.find(matches)) !== undefined, {
       timeout: answerWaitMs,
@@ -216,6 +246,61 @@ function tracerOf(pid: number | undefined): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A debugger's connection to a node process's inspector (the Chrome DevTools protocol over a WebSocket). */
+interface Inspector {
+  /** The port the inspector listens on. */
+  readonly port: number;
+  /** Runs `expression` inside the inspected process (with the console's `require`) and answers its value. */
+  evaluate(expression: string): Promise<unknown>;
+  close(): void;
+}
+
+/**
+ * The attack, as a hostile same-user agent performs it: `kill -USR1` makes the node process open its inspector (on the
+ * port its command line named, here 0: any free one, so parallel runs do not collide on 9229), and a WebSocket client
+ * — anyone on the machine — connects to it and runs code inside the process.
+ */
+async function openInspector(agent: Agent): Promise<Inspector> {
+  process.kill(agent.pid ?? 0, 'SIGUSR1');
+  let url: string | undefined;
+  await expect
+    .poll(() => (url = /Debugger listening on (ws:\/\/127\.0\.0\.1:\d+\/[\w-]+)/.exec(agent.stderr())?.[1]), {
+      timeout: answerWaitMs,
+      interval: 50,
+    })
+    .toBeDefined();
+  const ws = new WebSocket(url ?? '');
+  await new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = reject;
+  });
+  let next = 0;
+  const waiting = new Map<number, (reply: { result?: { result?: { value?: unknown } } }) => void>();
+  ws.onmessage = (event: MessageEvent<string>) => {
+    const reply = JSON.parse(event.data) as { id?: number; result?: { result?: { value?: unknown } } };
+    if (reply.id !== undefined) waiting.get(reply.id)?.(reply);
+  };
+  return {
+    port: Number(new URL(url ?? '').port),
+    evaluate: (expression) =>
+      new Promise((resolve) => {
+        const id = (next += 1);
+        waiting.set(id, (reply) => resolve(reply.result?.result?.value));
+        const params = { expression, includeCommandLineAPI: true, returnByValue: true };
+        ws.send(JSON.stringify({ id, method: 'Runtime.evaluate', params }));
+      }),
+    close: () => ws.close(),
+  };
+}
+
+/** Whether something accepts connections on 127.0.0.1:`port` (the inspector answers its /json/list). */
+async function listening(port: number): Promise<boolean> {
+  return fetch(`http://127.0.0.1:${port}/json/list`).then(
+    (response) => response.ok,
+    () => false,
+  );
 }
 
 /** Why the ptrace cases cannot run here (no strace, or the kernel refuses it ptrace), or undefined. */
@@ -374,6 +459,56 @@ describe('when an agent executable is on the allowlist', () => {
       },
       90_000,
     );
+    it('node’s inspector opened by SIGUSR1 before it connects (code run through it): the session gets its card', async () => {
+      const agent = await startAgent(nodeCopy, 'inspected-early-agent', {
+        execArgv: ['--inspect-port=0'],
+        stderr: true,
+        connectOnRequest: true,
+      });
+      const inspector = await openInspector(agent);
+      try {
+        expect(await inspector.evaluate('process.pid')).toBe(agent.pid);
+        await agent.connect();
+      } finally {
+        inspector.close();
+      }
+      await expectCard(agent, tcpListenerWithheld);
+    }, 90_000);
+
+    it('node’s inspector opened by SIGUSR1 after the allowlist approved the session: its next session calls get cards, also after the inspector closed again', async () => {
+      const agent = await startAgent(nodeCopy, 'inspected-agent', { execArgv: ['--inspect-port=0'], stderr: true });
+      let inspector: Inspector | undefined;
+      try {
+        const session = await sessionOf(agent.pid, true);
+        expect(session).toMatchObject({ approved_by: `policy:allowlist:${entryId}`, allowlist_withheld: null });
+        // Before the signal the entry approves its calls (so what follows is the inspector's doing).
+        expect(await httpCall(agent, 'docs')).toMatchObject({ structuredContent: { response: { status: 200 } } });
+
+        inspector = await openInspector(agent);
+        expect(await listening(inspector.port)).toBe(true);
+        // Code of the attacker's choosing runs inside the allowlisted process: here it names the process it runs in.
+        expect(await inspector.evaluate('process.pid')).toBe(agent.pid);
+        const call = httpCall(agent, 'docs', 1_000);
+        const card = await cardFor(session.session_id, 'docs');
+        expect(card.state).toBe('pending');
+        expect(await call).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+        await decideAsPerson(dataDir, passphrase, 'approvals.reject', { ticket: card.ticket, reason: 'inspected' });
+
+        // The attacker closes the inspector from inside (what it evaluated stays): the process reads clean again.
+        const closing = "((inspector) => (setTimeout(() => inspector.close(), 100), 'closing'))(require('inspector'))";
+        expect(await inspector.evaluate(closing)).toBe('closing');
+        inspector.close();
+        await expect.poll(() => listening(inspector?.port ?? 0), { timeout: answerWaitMs, interval: 50 }).toBe(false);
+        const again = httpCall(agent, 'docs', 1_000);
+        const second = await cardFor(session.session_id, 'docs', card.ticket);
+        expect(second.state).toBe('pending');
+        expect(await again).toMatchObject({ structuredContent: { caller_disposition: 'timed_out' } });
+        await decideAsPerson(dataDir, passphrase, 'approvals.reject', { ticket: second.ticket, reason: 'inspected' });
+      } finally {
+        inspector?.close();
+        await stopAgent(agent);
+      }
+    }, 90_000);
   });
 
   it('the original node (another path) is not matched: its session waits for a person', async () => {

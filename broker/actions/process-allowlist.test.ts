@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { processAlive } from '../agent/index.js';
 import { allowlistSubjectId } from '../contract/index.js';
+import { tcpListenerWithheld } from '../core/index.js';
 import {
   codesignDetails,
   createFakeDarwinTools,
@@ -60,13 +61,37 @@ function script(over: Partial<FakeDarwinScript> = {}): void {
 const cleanEnviron = 'HOME=/home/a\0PATH=/usr/bin\0';
 const untraced = 'Name:\tagent\nTracerPid:\t0\n';
 
-/** This test's pid as a Linux /proc the test writes: `exe` links to `agent`, and environ / status when given. */
-function linuxProc(files: { environ?: string; status?: string }): string {
+/** The descriptors of a process with no socket open: the listener check reads no table. */
+const noSockets = { '0': '/dev/null', '1': 'pipe:[4242]' };
+const tcpHeader = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
+/** A /proc/<pid>/net/tcp row: `state` 0A is LISTEN, 01 ESTABLISHED. */
+const tcpRow = (state: string, inode: number): string =>
+  `   0: 0100007F:240D 00000000:0000 ${state} 00000000:00000000 00:00000000 00000000  1000        0 ${inode} 1 0 100 0 0 10 0\n`;
+
+interface LinuxProcFiles {
+  readonly environ?: string;
+  readonly status?: string;
+  /** fd number → link target (default: noSockets); null: no fd directory. */
+  readonly fd?: Readonly<Record<string, string>> | null;
+  /** net/tcp, net/tcp6 (absent: not written). */
+  readonly tcp?: string;
+  readonly tcp6?: string;
+}
+
+/** This test's pid as a Linux /proc the test writes: `exe` links to `agent`, and the other files when given. */
+function linuxProc(files: LinuxProcFiles): string {
   const procRoot = join(t.dir.path, 'proc');
   const dir = join(procRoot, String(pid));
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(join(dir, 'net'), { recursive: true });
   symlinkSync(agent, join(dir, 'exe'));
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  const { fd = noSockets, tcp, tcp6, ...text } = files;
+  for (const [name, body] of Object.entries(text)) writeFileSync(join(dir, name), body);
+  for (const [name, body] of Object.entries({ tcp, tcp6 }))
+    if (body !== undefined) writeFileSync(join(dir, 'net', name), body);
+  if (fd !== null) {
+    mkdirSync(join(dir, 'fd'));
+    for (const [n, target] of Object.entries(fd)) symlinkSync(target, join(dir, 'fd', n));
+  }
   return procRoot;
 }
 
@@ -288,7 +313,7 @@ describe('when the agent rewrites its executable between the person’s look and
 describe('when an allowlisted executable runs in a process started with an injection variable or traced', () => {
   const running = { pid, start_time: 'unavailable', exe: '' };
 
-  async function linuxWith(files: { environ?: string; status?: string }): Promise<ProcessAllowlist> {
+  async function linuxWith(files: LinuxProcFiles): Promise<ProcessAllowlist> {
     const procRoot = linuxProc(files);
     const linux = new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot });
     await linux.add({ path: agent, expected_sha256: agentSha }, person);
@@ -324,6 +349,85 @@ describe('when an allowlisted executable runs in a process started with an injec
     const byEntry = { ...running, exe: agent, approved_by: 'policy:allowlist:alw_0000000000000001' };
     expect(linux.processUnchanged(byEntry)).toBe(true);
     writeFileSync(join(t.dir.path, 'proc', String(pid), 'status'), 'TracerPid:\t4242\n');
+    expect(linux.processUnchanged(byEntry)).toBe(false);
+    expect(linux.processUnchanged({ ...byEntry, approved_by: 'person:ann (cli)' })).toBe(true);
+  });
+});
+
+/**
+ * The listener check's branches (node's inspector opened by `kill -USR1` is a TCP listener of the process), with /proc
+ * written by the test; the attack itself, with a real node process, its inspector and code evaluated through it, is
+ * performed in tests/process-allowlist.test.ts.
+ */
+describe('when an allowlisted executable runs in a process that listens on a TCP port', () => {
+  /** This test's process, running `agent` (named once beforeEach wrote it). */
+  const running = (): { pid: number; start_time: string; exe: string } => ({
+    pid,
+    start_time: 'unavailable',
+    exe: agent,
+  });
+  const listening = { environ: cleanEnviron, status: untraced, fd: { ...noSockets, '23': 'socket:[777]' } };
+
+  async function linuxWith(files: LinuxProcFiles): Promise<ProcessAllowlist> {
+    const linux = new ProcessAllowlist({
+      journal: t.journal,
+      processAlive,
+      platform: 'linux',
+      procRoot: linuxProc(files),
+    });
+    await linux.add({ path: agent, expected_sha256: agentSha }, person);
+    return linux;
+  }
+
+  it('its socket is a LISTEN row of tcp, or of tcp6: withheld, naming the listener and no port', async () => {
+    for (const tables of [
+      { tcp: tcpHeader + tcpRow('0A', 777), tcp6: tcpHeader },
+      { tcp: tcpHeader + tcpRow('01', 515), tcp6: tcpHeader + tcpRow('0A', 777) },
+    ]) {
+      rmSync(join(t.dir.path, 'proc'), { recursive: true, force: true });
+      const linux = await linuxWith({ ...listening, ...tables });
+      expect(await linux.identify(running())).toEqual({ withheld: tcpListenerWithheld });
+    }
+  });
+
+  it('its sockets are not listening, or the listener is another process’s: the entry applies', async () => {
+    const tcp = tcpHeader + tcpRow('01', 777) + tcpRow('0A', 515);
+    const linux = await linuxWith({ ...listening, tcp, tcp6: tcpHeader });
+    expect((await linux.identify(running()))?.entry?.path).toBe(agent);
+  });
+
+  it('no socket open: no table is read (none written here), the entry applies', async () => {
+    const linux = await linuxWith({ environ: cleanEnviron, status: untraced });
+    expect((await linux.identify(running()))?.entry?.path).toBe(agent);
+  });
+
+  it('a kernel without IPv6 (no tcp6) reads tcp alone', async () => {
+    const linux = await linuxWith({ ...listening, tcp: tcpHeader + tcpRow('01', 777) });
+    expect((await linux.identify(running()))?.entry?.path).toBe(agent);
+  });
+
+  it('no fd directory, no tcp table, or a table that does not parse: fails closed', async () => {
+    const unreadable = { withheld: 'its open sockets could not be read' };
+    for (const files of [
+      { ...listening, fd: null },
+      { ...listening, tcp6: tcpHeader },
+      { ...listening, tcp: 'not a table\n', tcp6: tcpHeader },
+      { ...listening, tcp: tcpHeader + '   0: 0100007F:240D 00000000:0000 0A\n', tcp6: tcpHeader },
+    ]) {
+      rmSync(join(t.dir.path, 'proc'), { recursive: true, force: true });
+      expect(await (await linuxWith(files)).identify(running())).toEqual(unreadable);
+    }
+  });
+
+  it('at a gate, an inspector opened since turns the allowlist’s approval into cards, for the life of the process', async () => {
+    const linux = await linuxWith({ ...listening, tcp: tcpHeader + tcpRow('01', 777), tcp6: tcpHeader });
+    const byEntry = { ...running(), approved_by: 'policy:allowlist:alw_0000000000000001' };
+    expect(linux.processUnchanged(byEntry)).toBe(true);
+    const tcp = join(t.dir.path, 'proc', String(pid), 'net', 'tcp');
+    writeFileSync(tcp, tcpHeader + tcpRow('0A', 777));
+    expect(linux.processUnchanged(byEntry)).toBe(false);
+    // The inspector closed again (whatever was evaluated through it still runs): still cards.
+    writeFileSync(tcp, tcpHeader + tcpRow('01', 777));
     expect(linux.processUnchanged(byEntry)).toBe(false);
     expect(linux.processUnchanged({ ...byEntry, approved_by: 'person:ann (cli)' })).toBe(true);
   });

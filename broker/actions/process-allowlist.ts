@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { open, readlink, stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import {
@@ -24,12 +24,15 @@ import {
   darwinToolOutputBytesMax,
   foldAllowlist,
   isUnscoped,
+  listeningTcpInodes,
   matchesExecutable,
   parseCodesignDetails,
   parseLsofExecutable,
   parsePsStart,
   sameSigning,
   scopedMatch,
+  socketInode,
+  tcpListenerWithheld,
   unscopedMatch,
   type ExecutableIdentity,
   type Parsed,
@@ -45,6 +48,11 @@ const allowlistAddsUntil = 448;
 export const executableBytesMax = 1024 * 2 ** 20;
 /** Sessions whose hashed executable the allowlist keeps for scoped entries; the oldest go first. */
 const sessionsRememberedMax = 4_096;
+/**
+ * Open descriptors read for the listener check (one readlink each, ~2 µs): a process holding more is withheld (fails
+ * closed) rather than making every gate of its session slow.
+ */
+export const openFilesCheckedMax = 16_384;
 /** How long one run of codesign / ps / lsof may take (codesign --verify reads the whole file). */
 const darwinToolTimeoutMs = 30_000;
 
@@ -98,6 +106,12 @@ export class ProcessAllowlist {
   private readonly sessions = new Map<string, ExecutableIdentity>();
   /** pid + start time → the image (device, inode) hashed for it (Linux), bounded like `sessions`. */
   private readonly images = new Map<string, RunningImage>();
+  /**
+   * pid + start time → why a gate withheld the allowlist from that process: it stays withheld for the process's life
+   * (an inspector closed or a tracer detached after injecting code leaves the code running). Only dead processes are
+   * pruned (past sessionsRememberedMax), so no number of other processes can make one forgotten.
+   */
+  private readonly withheldAtGate = new Map<string, string>();
   private decisions: Promise<unknown> = Promise.resolve();
   private readonly procRoot: string;
   private readonly darwin: DarwinTools | undefined;
@@ -136,7 +150,8 @@ export class ProcessAllowlist {
    * Before a new session is recorded: hashes the process's executable when an entry names its path (no hashing
    * otherwise) and answers its identity with the unscoped entry that approves the session, if one matches. The caller
    * records the session, then `remember`s the identity for scoped entries. When an entry matches but the process was
-   * started with a loader or runtime injection variable, or is being traced (Linux: `withheldFrom`), the answer is
+   * started with a loader or runtime injection variable, is being traced or listens on a TCP port (an inspector; Linux:
+   * `withheldFrom`), the answer is
    * only why the allowlist does not apply: no identity to remember, no entry, and the session gets its card.
    */
   async identify(process: ProcessRef): Promise<Identified | undefined> {
@@ -337,13 +352,14 @@ export class ProcessAllowlist {
    * the allowlist hashed it, the very image it hashed. A process that exec'd another program on its connection, or a
    * connection kept by another process after the session's process exited, is no longer what was approved: the queue
    * then shows the call's card instead of applying the session's approval (or a scoped entry's). A session the
-   * allowlist approved is also no longer what was approved once `withheldFrom` has a reason (a tracer attached since).
+   * allowlist approved is also no longer what was approved once `withheldFrom` has a reason (a tracer attached since,
+   * an inspector opened by a signal), and stays so for the process's life (`withheldNow`).
    */
   readonly processUnchanged = (session: Pick<SessionState, 'pid' | 'start_time' | 'exe' | 'approved_by'>): boolean => {
     if ((this.options.platform ?? process.platform) !== 'linux') return true;
     if (!this.options.processAlive(session.pid, session.start_time)) return false;
-    // The allowlist's approval holds only while nothing rewrites the process: a tracer attached since it was
-    // identified gets cards (a person's approval was a person's look at the card, and stands).
+    // The allowlist's approval holds only while nothing rewrites the process: a tracer attached, or an inspector
+    // opened, since it was identified gets cards (a person's approval was a person's look at the card, and stands).
     if (session.approved_by?.startsWith(`policy:${allowlistActorId('')}`) === true && this.withheldNow(session))
       return false;
     if (session.exe === null) return true;
@@ -362,8 +378,8 @@ export class ProcessAllowlist {
 
   /**
    * Linux: why the allowlist must not apply to this process now (allowlistWithheld over its /proc/<pid>/environ and
-   * /proc/<pid>/status), read while the pid is still the session's process; either file unreadable, or the process
-   * gone meanwhile, is a reason too (fail closed). Elsewhere (no /proc) nothing is read: undefined.
+   * /proc/<pid>/status, then `tcpListener`), read while the pid is still the session's process; a file unreadable, or
+   * the process gone meanwhile, is a reason too (fail closed). Elsewhere (no /proc) nothing is read: undefined.
    */
   private withheldFrom(process: Pick<SessionState, 'pid' | 'start_time'>): string | undefined {
     if (this.darwin !== undefined) return undefined;
@@ -375,16 +391,71 @@ export class ProcessAllowlist {
     } catch {
       return 'its environment or status could not be read';
     }
+    const listener = this.tcpListener(process.pid);
     if (!this.options.processAlive(process.pid, process.start_time)) return 'the process is gone';
-    return allowlistWithheld(environ, status);
+    return allowlistWithheld(environ, status) ?? listener;
   }
 
-  /** withheldFrom at a gate, logged once per call it turns into a card. */
+  /**
+   * Linux: whether the process owns a listening TCP socket — node's inspector, opened by `kill -USR1`, is one
+   * (tcpListenerWithheld). The socket inodes of /proc/<pid>/fd are matched against the LISTEN rows of
+   * /proc/<pid>/net/tcp and tcp6, which are the tables of the process's own network namespace. A process with no
+   * socket open costs only the descriptor links; a descriptor closed while they are read is skipped; anything else
+   * unreadable (or tcp6 unparsable: it is absent only on a kernel without IPv6) withholds it.
+   */
+  private tcpListener(pid: number): string | undefined {
+    const unreadable = 'its open sockets could not be read';
+    const fdDir = `${this.procRoot}/${pid}/fd`;
+    const sockets = new Set<string>();
+    try {
+      const descriptors = readdirSync(fdDir);
+      if (descriptors.length > openFilesCheckedMax) return 'it has more open files than the broker checks';
+      for (const fd of descriptors) {
+        const inode = socketInode(readlinkIfOpen(`${fdDir}/${fd}`));
+        if (inode !== undefined) sockets.add(inode);
+      }
+    } catch {
+      return unreadable;
+    }
+    if (sockets.size === 0) return undefined;
+    for (const table of ['tcp', 'tcp6']) {
+      let text: string;
+      try {
+        text = readFileSync(`${this.procRoot}/${pid}/net/${table}`, 'latin1');
+      } catch (error) {
+        if (table === 'tcp6' && (error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        return unreadable;
+      }
+      const listening = listeningTcpInodes(text);
+      if (listening === undefined) return unreadable;
+      for (const inode of sockets) if (listening.has(inode)) return tcpListenerWithheld;
+    }
+    return undefined;
+  }
+
+  /**
+   * withheldFrom at a gate, logged once per call it turns into a card, and remembered for the process's life: once a
+   * gate saw a reason, the allowlist does not apply to that process again, however clean it reads later.
+   */
   private withheldNow(session: Pick<SessionState, 'pid' | 'start_time'>): boolean {
-    const withheld = this.withheldFrom(session);
-    if (withheld !== undefined)
-      this.options.logger?.warn({ pid: session.pid, why: withheld }, 'process allowlist not applied at the gate');
-    return withheld !== undefined;
+    const key = imageKey(session);
+    const withheld = this.withheldAtGate.get(key) ?? this.withheldFrom(session);
+    if (withheld === undefined) return false;
+    this.options.logger?.warn({ pid: session.pid, why: withheld }, 'process allowlist not applied at the gate');
+    if (!this.withheldAtGate.has(key)) {
+      this.withheldAtGate.set(key, withheld);
+      if (this.withheldAtGate.size > sessionsRememberedMax) this.forgetDeadWithheld();
+    }
+    return true;
+  }
+
+  /** Drops the gate's withheld processes that have exited (pid + start time no longer alive). */
+  private forgetDeadWithheld(): void {
+    for (const key of [...this.withheldAtGate.keys()]) {
+      const colon = key.indexOf(':');
+      if (!this.options.processAlive(Number(key.slice(0, colon)), key.slice(colon + 1)))
+        this.withheldAtGate.delete(key);
+    }
   }
 
   /**
@@ -540,6 +611,16 @@ function runTool(file: string, args: readonly string[], field: string): Promise<
 interface RunningImage {
   readonly dev: bigint;
   readonly ino: bigint;
+}
+
+/** A /proc/<pid>/fd link's target; '' for a descriptor closed since the directory was read. */
+function readlinkIfOpen(link: string): string {
+  try {
+    return readlinkSync(link);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw error;
+  }
 }
 
 function imageKey(process: Pick<SessionState, 'pid' | 'start_time'>): string {

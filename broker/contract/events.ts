@@ -87,7 +87,7 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
     'A worker took the one retry lease on this invocation: the next retry generation, its holder and expiry (a stale generation is fenced before dispatch).',
   ABANDONED: 'A person released the lane behind this unknown head, with a reason; the outcome stays unknown.',
   SESSION_STARTED:
-    'A new agent process connected: its kernel-reported identity (pid, uid, start time, executable, cwd), and `allowlist_withheld` when an allowlist entry matched its executable but did not apply (an injection variable\'s name, or a tracer; docs/queue.md, "Process allowlist").',
+    'A new agent process connected: its kernel-reported identity (pid, uid, start time, executable, cwd), and `allowlist_withheld` when an allowlist entry matched its executable but did not apply (an injection variable\'s name, a tracer, or a TCP listener such as node\'s inspector; docs/queue.md, "Process allowlist").',
   SESSION_APPROVED:
     'A person (or observe-mode policy) approved the agent process once; session-approval calls may proceed.',
   SESSION_REVOKED: 'A person revoked the session: its new calls are refused and its undispatched tickets cancelled.',
@@ -400,7 +400,8 @@ export const eventPayloadSchemas = {
     client_version: z.string().max(100).nullable(),
     /**
      * Why the process allowlist did not apply although an entry matched the executable (`LD_PRELOAD set`, `the
-     * process is being traced (ptrace)`): a variable's or option's name, never a value. Absent: nothing withheld it.
+     * process is being traced (ptrace)`, `the process listens on a TCP port …`): a variable's or option's name, never
+     * a value (no port either). Absent: nothing withheld it.
      */
     allowlist_withheld: z.string().min(1).max(200).optional(),
   }),

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { allowlistInjectionVariables, allowlistWithheld } from './process-injection.js';
+import {
+  allowlistInjectionVariables,
+  allowlistWithheld,
+  listeningTcpInodes,
+  socketInode,
+} from './process-injection.js';
 
 const untraced = 'Name:\tagent\nState:\tS (sleeping)\nTracerPid:\t0\nUid:\t1000\t1000\t1000\t1000\n';
 const environ = (...entries: string[]): string => `${['HOME=/home/a', 'PATH=/usr/bin', ...entries].join('\0')}\0`;
@@ -93,5 +98,44 @@ describe('when the allowlist reads a traced process', () => {
     );
     expect(allowlistWithheld(environ(), 'Name:\tagent\n')).toBe('its tracing state could not be read');
     expect(allowlistWithheld(environ(), '')).toBe('its tracing state could not be read');
+  });
+});
+
+describe('when the allowlist reads which sockets a process listens on', () => {
+  // Rows as this machine's kernel prints them: node's inspector (LISTEN, 127.0.0.1:9229), a connection, and a v6
+  // listener on [::]:8080.
+  const header = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
+  const tcp = [
+    header,
+    '   0: 0100007F:240D 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2355932 1 00000000e588d685 100 0 0 10 0',
+    '   1: 0100007F:A6EF 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000  1000        0 2358892 1 0000000000000000 20 4 30 10 -1',
+    '',
+  ].join('\n');
+  const tcp6 = [
+    header,
+    '   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 31337 1 0000000000000000 100 0 0 10 0',
+    '',
+  ].join('\n');
+
+  it('the LISTEN rows of tcp and tcp6 give their inodes; other states do not', () => {
+    expect(listeningTcpInodes(tcp)).toEqual(new Set(['2355932']));
+    expect(listeningTcpInodes(tcp6)).toEqual(new Set(['31337']));
+    expect(listeningTcpInodes(`${header}\n`)).toEqual(new Set());
+  });
+
+  it('a text that is not such a table, or a short row, is undefined (the caller fails closed)', () => {
+    for (const text of [
+      '',
+      'garbage\n',
+      `${header}\n   0: 0100007F:240D 00000000:0000 0A\n`,
+      tcp.replace(' 0A ', ' listen '),
+    ])
+      expect(listeningTcpInodes(text)).toBeUndefined();
+  });
+
+  it('only a socket link names an inode', () => {
+    expect(socketInode('socket:[2355932]')).toBe('2355932');
+    for (const link of ['pipe:[2355909]', 'anon_inode:[eventfd]', '/tmp/socket:[1]', 'socket:[]'])
+      expect(socketInode(link)).toBeUndefined();
   });
 });

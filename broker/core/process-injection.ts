@@ -120,3 +120,40 @@ function onlyHarmless(value: string): boolean {
   }
   return true;
 }
+
+/**
+ * Why the allowlist must not apply to a process that listens on a TCP port: node opens its inspector on a signal
+ * (`kill -USR1`, Node 20 cannot turn it off) on 127.0.0.1:9229 or whichever port it was told, and whoever connects runs
+ * code inside the process; debuggers of other runtimes (debugpy, a JVM's JDWP) listen the same way. The broker cannot
+ * tell an inspector from the program's own server, so any TCP listener withholds it (a card too many is the safe side).
+ */
+export const tcpListenerWithheld = 'the process listens on a TCP port (an inspector or debugger may be open)';
+
+/** The inode a /proc/<pid>/fd link names when the descriptor is a socket (`socket:[12345]`), else undefined. */
+export function socketInode(link: string): string | undefined {
+  return /^socket:\[(\d+)\]$/.exec(link)?.[1];
+}
+
+/** TCP_LISTEN in the `st` column of /proc/<pid>/net/tcp and tcp6 (include/net/tcp_states.h: 10). */
+const tcpListenState = '0A';
+
+/**
+ * The inodes of the LISTEN sockets in a /proc/<pid>/net/tcp or /proc/<pid>/net/tcp6 table (a header line, then one row
+ * per socket: `sl local rem st tx:rx tr:when retrnsmt uid timeout inode …`), or undefined when the text is not such a
+ * table (the caller fails closed).
+ */
+export function listeningTcpInodes(table: string): ReadonlySet<string> | undefined {
+  const [header = '', ...rows] = table.split('\n');
+  const columns = header.trim().split(/\s+/);
+  if (columns[0] !== 'sl' || !columns.includes('inode')) return undefined;
+  const inodes = new Set<string>();
+  for (const row of rows) {
+    if (row.trim() === '') continue;
+    const fields = row.trim().split(/\s+/);
+    const [state, inode] = [fields[3], fields[9]];
+    if (state === undefined || inode === undefined || !/^[0-9A-F]{2}$/.test(state) || !/^\d+$/.test(inode))
+      return undefined;
+    if (state === tcpListenState) inodes.add(inode);
+  }
+  return inodes;
+}

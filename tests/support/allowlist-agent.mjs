@@ -3,6 +3,7 @@
 // process and its executable is what the broker hashes. Driven over Node IPC: {tool: {id, name, args}} →
 // {result: {id, value}} (the tool result as the client got it), {control: {id, method, input, proof}} → the control
 // socket's reply to this process (an agent's process tree), {reconnect: {id, name, args}} → a tool call on a second connection, {exit: true}.
+// A third argument `on-request`: it says {waiting: true, pid} first and connects only when sent {connect: true}.
 import { register } from 'tsx/esm/api';
 
 register();
@@ -10,7 +11,13 @@ const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { SocketClientTransport } = await import('../../broker/sdk/index.ts');
 const { agentSocketPath } = await import('../../broker/agent/index.ts');
 const { controlSocketPath, sendControlRequest } = await import('../../broker/host/index.ts');
-const [dataDir, name] = process.argv.slice(2);
+const [dataDir, name, when] = process.argv.slice(2);
+
+if (when === 'on-request') {
+  const asked = new Promise((resolve) => process.on('message', (m) => m.connect === true && resolve()));
+  process.send?.({ waiting: true, pid: process.pid });
+  await asked;
+}
 
 const client = new Client({ name: name ?? 'allowlist-agent', version: '1' });
 try {
