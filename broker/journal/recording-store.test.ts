@@ -6,7 +6,7 @@ import { migrate, schemaVersion } from './migrate.js';
 import { journalMigrations } from './migrations/index.js';
 import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
 import { recordingChunkBytes } from './recording-store.js';
-import { type ResultStore } from './result-store.js';
+import { ResultStore } from './result-store.js';
 
 const coded = (code: string) => expect.objectContaining({ code });
 
@@ -15,6 +15,13 @@ describe('the recording store (migration 013, on the result store)', () => {
   let store: ResultStore;
   beforeEach(async () => ({ temp, store } = await openTempResultStore()));
   afterEach(() => temp.dispose());
+
+  /** An open row as an earlier run left it: started by another store on the same file (returned, to finish late). */
+  function startedByEarlierRun(actionId: string, startedAtMs: number): ResultStore {
+    const earlier = ResultStore.open(temp.path, temp.journal.rowCipher());
+    earlier.recordings.start(actionId, startedAtMs);
+    return earlier;
+  }
 
   it('when a multi-chunk cast is finished, it reads back whole under rec_<action>, and its bytes are sealed', () => {
     const canary = 'CANARY-cast-c0ffee';
@@ -51,9 +58,9 @@ describe('the recording store (migration 013, on the result store)', () => {
     store.recordings.start('act_000003', 100);
     expect(() => store.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
     store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
-    // The result store's purge sweeps recordings by the same retention.
-    expect(store.purgeExpired(150, 60, 10)).toBe(0);
-    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    // The result store's purge sweeps recordings by the same retention, counted from the finish (as its result's).
+    expect(store.purgeExpired(160, 60, 10)).toBe(0);
+    expect(store.purgeExpired(161, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000003')).toThrow(coded('RESULT_EXPIRED'));
     const db = new Database(temp.path, { readonly: true });
     expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
@@ -62,22 +69,47 @@ describe('the recording store (migration 013, on the result store)', () => {
 
   it('a purged recording answers RESULT_EXPIRED whether it was open or complete, never RECORDING_INCOMPLETE', () => {
     // Left open (a command sent, then the broker crashed before the seal), and another finished; both past retention.
-    store.recordings.start('act_000006', 100);
+    startedByEarlierRun('act_000006', 100).close();
     store.recordings.start('act_000007', 100);
     store.recordings.finish('rec_000007', Buffer.from('cast'), false, 101);
     expect(() => store.recordings.read('act_000006')).toThrow(coded('RECORDING_INCOMPLETE'));
-    expect(store.purgeExpired(160, 60, 10)).toBe(2);
+    expect(store.purgeExpired(161, 60, 10)).toBe(2);
     // Open or not, the purge took what there was: saying output was lost would claim what is no longer known.
     for (const id of ['act_000006', 'act_000007'])
       expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
   });
 
-  it('a recording purged while open (its command outlived the retention) is not sealed when it finishes', () => {
-    store.recordings.start('act_000009', 100);
+  it('a running command keeps its recording past the retention; it goes a retention after it finished', () => {
+    store.recordings.start('act_000010', 100);
+    // Its command has run for 10 s against a 60 ms retention: nothing to purge, it is still being recorded.
+    expect(store.purgeExpired(10_100, 60, 10)).toBe(0);
+    store.recordings.finish('rec_000010', Buffer.from('long cast'), false, 10_100);
+    expect(store.recordings.read('act_000010').cast.toString()).toBe('long cast');
+    expect(store.purgeExpired(10_159, 60, 10)).toBe(0);
+    expect(store.purgeExpired(10_160, 60, 10)).toBe(1);
+    expect(() => store.recordings.read('act_000010')).toThrow(coded('RESULT_EXPIRED'));
+  });
+
+  it('a running command does not hold back the purge of the leftovers behind it, and the batch stays bounded', () => {
+    store.recordings.start('act_000011', 1);
+    const earlier = startedByEarlierRun('act_000012', 2);
+    earlier.recordings.start('act_000013', 3);
+    earlier.close();
+    expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
+    expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
+    expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(0);
+    for (const id of ['act_000012', 'act_000013'])
+      expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
+    expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_INCOMPLETE'));
+  });
+
+  it("an earlier run's open recording purged before that run's late finish is not sealed then", () => {
+    const earlier = startedByEarlierRun('act_000009', 100);
     expect(store.purgeExpired(160, 60, 10)).toBe(1);
-    expect(() => store.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).toThrow(
+    expect(() => earlier.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).toThrow(
       coded('RESULT_EXPIRED'),
     );
+    earlier.close();
     // Nothing is kept that no later purge would find (purges look only at rows not yet purged).
     const db = new Database(temp.path, { readonly: true });
     expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
@@ -99,7 +131,8 @@ describe('the recording store (migration 013, on the result store)', () => {
   });
 
   it('open recordings are listed in action id order after a cursor, bounded; finished and purged ones are not', () => {
-    for (const n of [4, 1, 3, 2, 5]) store.recordings.start(`act_00000${n}`, n);
+    startedByEarlierRun('act_000001', 1).close();
+    for (const n of [4, 3, 2, 5]) store.recordings.start(`act_00000${n}`, n);
     store.recordings.finish('rec_000002', Buffer.from('cast'), false, 9);
     store.recordings.purgeExpired(3, 0, 1);
     expect(store.recordings.openActionIds('', 500)).toEqual(['act_000003', 'act_000004', 'act_000005']);

@@ -53,6 +53,11 @@ interface RecordingRow {
  */
 export class RecordingStore {
   private readonly sql: (sql: string) => Database.Statement;
+  /**
+   * Recordings this store started and has not finished: their commands are running, so the purge leaves them (a
+   * command may outlive a short retention). An open row not in it is an earlier run's leftover, never to be finished.
+   */
+  private readonly running = new Set<string>();
 
   constructor(
     private readonly db: Database.Database,
@@ -72,6 +77,7 @@ export class RecordingStore {
       actionId,
       startedAtMs,
     );
+    this.running.add(recordingId);
     return recordingId;
   }
 
@@ -81,6 +87,8 @@ export class RecordingStore {
    * no later purge would find.
    */
   finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): void {
+    // Its command is over whatever happens below: a row a failed seal leaves open is a leftover the purge may take.
+    this.running.delete(recordingId);
     const chunks = Math.ceil(cast.length / recordingChunkBytes);
     // Sealed before the transaction: the write lock is held for the writes only.
     const sealed = Array.from({ length: chunks }, (_, n) =>
@@ -173,20 +181,35 @@ export class RecordingStore {
   }
 
   /**
-   * Deletes the sealed bytes of recordings started at least `retentionMs` before `nowMs` (the results' retention),
-   * at most `limit`, each marked purged in the same transaction. Returns how many.
+   * Deletes the sealed bytes of recordings past the results' retention, at most `limit`, each marked purged in the same
+   * transaction; returns how many. A finished recording goes `retentionMs` after it was finished (with its result,
+   * stored at the same moment); one left open by an earlier run (never to be finished) `retentionMs` after it started;
+   * one whose command is still running (`running`) never, however long the command takes.
    */
   purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
     if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${recordingPurgeBatchMax} recordings per call, not ${limit}`);
-    const due = this.sql(
-      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND started_at_ms <= ? ORDER BY started_at_ms LIMIT ?`,
+    const finished = this.sql(
+      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
+       ORDER BY finished_at_ms LIMIT ?`,
+    ).pluck();
+    // Open rows are few (leftovers, and the commands running now, which are skipped: at most `running.size` more).
+    const open = this.sql(
+      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND complete = 0 AND started_at_ms <= ?
+       ORDER BY started_at_ms LIMIT ?`,
     ).pluck();
     const deleteChunks = this.sql(`DELETE FROM recording_chunks WHERE recording_id = ?`);
     const mark = this.sql(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
     return this.db
       .transaction(() => {
-        const ids = due.all(nowMs - retentionMs, limit) as string[];
+        const cutoffMs = nowMs - retentionMs;
+        const ids = finished.all(cutoffMs, limit) as string[];
+        if (ids.length < limit) {
+          const leftovers = (open.all(cutoffMs, limit - ids.length + this.running.size) as string[]).filter(
+            (id) => !this.running.has(id),
+          );
+          ids.push(...leftovers.slice(0, limit - ids.length));
+        }
         for (const id of ids) {
           deleteChunks.run(id);
           mark.run(nowMs, id);
