@@ -1,13 +1,15 @@
 /**
- * `status` and `metrics` latency (issue #18): the full scans of the actions table they ran before
- * schema 11 against the counters they read since, at 10k / 100k / 1M actions.
+ * `status`, `metrics` and `sessions.list` latency (issue #18): the full scans of the actions table `status` and
+ * `metrics` ran before schema 11, and the per-session action reads `sessions.list` ran before schema 17, against the
+ * counters they read since, at 10k / 100k / 1M actions.
  *
  *   node --import tsx bench/status-metrics.ts [parent dir for the temp data dirs] [sizes, e.g. 10000,100000]
  *
  * Not part of the test run. Each size builds a journal: one real action per path of broker/testing/action-paths.ts
  * through the Journal (so the rows, their state JSON and every index are what the broker writes), then copies of those
- * rows under new ids and tickets up to the size, spread over event time so the rate's hour holds some of them, then
- * the counters built by migration 011's own statement. The machine may be loaded; the table is medians.
+ * rows under new ids and tickets up to the size, spread over event time so the rate's hour holds some of them and over
+ * 100 agent sessions (started through the Journal), then the counters built by migrations 011's and 017's own
+ * statements. The machine may be loaded; the table is medians.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -18,8 +20,10 @@ import { foldMetrics } from '../broker/core/index.js';
 import { Journal } from '../broker/journal/journal.js';
 import { JournalStore } from '../broker/journal/journal-store.js';
 import { buildStatusCounters } from '../broker/journal/migrations/011-status-counters.js';
+import { buildSessionCounters } from '../broker/journal/migrations/017-session-counters.js';
 import { scanActionCounts, scanOutcomeCounts } from '../broker/journal/read-snapshot.js';
 import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
+import { scanSessionCounts } from '../broker/testing/session-counts.js';
 import { createMemoryVault } from '../broker/testing/memory-vault.js';
 import { FakeClock } from '../broker/testing/fake-clock.js';
 
@@ -29,10 +33,46 @@ const sizes = (process.argv[3] ?? '10000,100000,1000000').split(',').map(Number)
 const runs = 7;
 /** The copies' updated_at_ms step: 1M actions span ~16 h of event time, so the rate's hour holds ~60k. */
 const stepMs = 60;
+/** Agent sessions the copies are spread over: at 100k actions and up each has more than the 1,000 rows read before. */
+const sessionsCount = 100;
+const sessionIdOf = (k: number): string => `ses_bench_${String(k).padStart(3, '0')}`;
+
+/** sessions.list before schema 17: each listed session's first 1,000 actions read and parsed, then counted. */
+function sessionsListBefore(store: JournalStore): { session_id: string; calls: number; pending: number }[] {
+  return store.listSessions(1_000).map((session) => {
+    const actions = store.listSessionActions(session.session_id, 1_000);
+    const pending = actions.filter((a) => a.outcome === null && a.dispatch_seq === null).length;
+    return { session_id: session.session_id, calls: actions.length, pending };
+  });
+}
+
+function sessionsListAfter(store: JournalStore): { session_id: string; calls: number; pending: number }[] {
+  return store
+    .listCountedSessions(1_000)
+    .map(({ session, calls, pending }) => ({ session_id: session.session_id, calls, pending }));
+}
 
 async function buildJournal(dir: string, size: number): Promise<string> {
   const clock = new FakeClock();
   const journal = await Journal.open({ dataDir: dir, clock, vault: await createMemoryVault() });
+  for (let k = 0; k < sessionsCount; k += 1) {
+    const pid = 40_000 + k;
+    await journal.appendSession({
+      kind: 'SESSION_STARTED',
+      action_id: sessionIdOf(k),
+      payload: {
+        pid,
+        uid: 1000,
+        start_time: `${pid}00`,
+        ppid: 1,
+        exe: '/usr/bin/node',
+        cwd: '/home/bench',
+        parent_exe: null,
+        client_name: 'bench',
+        client_version: '1',
+      },
+    });
+  }
   for (const [i, name] of actionPathNames.entries()) {
     const script = actionPaths[name](`act_template_${i}`);
     await journal.appendBatch(script.slice(0, i % 4 === 0 ? 3 : undefined));
@@ -51,7 +91,7 @@ async function buildJournal(dir: string, size: number): Promise<string> {
       WITH RECURSIVE i(n) AS (SELECT ${templates + 1} UNION ALL SELECT n + 1 FROM i WHERE n < ?),
         t AS (SELECT row_number() OVER (ORDER BY first_seq) - 1 AS k, * FROM actions)
       INSERT INTO actions
-      SELECT 'act_bench_' || i.n, t.session_id, i.n, t.lane, t.channel, t.target, t.request_fingerprint, t.approval,
+      SELECT 'act_bench_' || i.n, printf('ses_bench_%03d', i.n % ${sessionsCount}), i.n, t.lane, t.channel, t.target, t.request_fingerprint, t.approval,
         t.idempotent, t.stage, t.decision, t.dispatch_evidence, CASE WHEN t.dispatch_seq IS NULL THEN NULL ELSE i.n END,
         t.outcome, t.phase, t.retry, t.code, t.effect, t.outcome_basis, t.source, t.retry_after_ms,
         t.caller_disposition, t.recorded, t.result_id, t.result_digest, i.n, i.n, ? + i.n * ${stepMs},
@@ -59,7 +99,9 @@ async function buildJournal(dir: string, size: number): Promise<string> {
         t.dispatched_at_ms, t.settled_at_ms, t.resolved_at_ms
       FROM i JOIN t ON t.k = i.n % ${templates}`,
     ).run(size, base, base);
+    // The copies' state JSON keeps its template's session_id; sessions.list reads only the column and the counters.
     buildStatusCounters(db);
+    buildSessionCounters(db);
     db.exec('COMMIT');
     db.pragma('wal_checkpoint(TRUNCATE)');
   } finally {
@@ -103,6 +145,14 @@ async function measure(size: number): Promise<void> {
         throw new Error('status: the counters and the scan disagree');
       if (JSON.stringify(foldMetrics(store.outcomeCounts())) !== JSON.stringify(foldMetrics(scanOutcomeCounts(db))))
         throw new Error('metrics: the counters and the scan disagree');
+      // sessions.list's figures are exact now: equal to a count over the whole table (before, they stopped at 1,000).
+      const exact = new Map(scanSessionCounts(db).map((r) => [r.session_id, r]));
+      const listed = sessionsListAfter(store);
+      if (
+        listed.length !== sessionsCount ||
+        listed.some((s) => JSON.stringify(s) !== JSON.stringify(exact.get(s.session_id)))
+      )
+        throw new Error('sessions.list: the counters and the scan disagree');
       const row = [
         pad(total, 9),
         pad((statSync(path).size / 2 ** 20).toFixed(0), 8),
@@ -111,6 +161,8 @@ async function measure(size: number): Promise<void> {
         pad(timeMs(() => store.actionCounts()).toFixed(3), 12),
         pad(timeMs(() => foldMetrics(scanOutcomeCounts(db))).toFixed(3), 13),
         pad(timeMs(() => foldMetrics(store.outcomeCounts())).toFixed(3), 13),
+        pad(timeMs(() => sessionsListBefore(store)).toFixed(3), 14),
+        pad(timeMs(() => sessionsListAfter(store)).toFixed(3), 14),
       ];
       console.log(row.join(' '));
     } finally {
@@ -127,10 +179,12 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}`,
   );
-  console.log(`median of ${runs} runs after one warm-up, ms; "before" = the scan query, "after" = the counters`);
+  console.log(
+    `median of ${runs} runs after one warm-up, ms; "before" = the scan query (sessions: each session's first 1,000 actions), "after" = the counters; ${sessionsCount} sessions`,
+  );
   console.log('');
   console.log(
-    `${pad('actions', 9)} ${pad('file MB', 8)} ${pad('build s', 7)} ${pad('status bef.', 12)} ${pad('status aft.', 12)} ${pad('metrics bef.', 13)} ${pad('metrics aft.', 13)}`,
+    `${pad('actions', 9)} ${pad('file MB', 8)} ${pad('build s', 7)} ${pad('status bef.', 12)} ${pad('status aft.', 12)} ${pad('metrics bef.', 13)} ${pad('metrics aft.', 13)} ${pad('sessions bef.', 14)} ${pad('sessions aft.', 14)}`,
   );
   for (const size of sizes) await measure(size);
 }

@@ -29,5 +29,6 @@ export * from './lane-release.js';
 export * from './action-timeline.js';
 export * from './lane-waits.js';
 export * from './action-counters.js';
+export * from './session-counters.js';
 export * from './process-allowlist.js';
 export * from './process-injection.js';

@@ -44,16 +44,14 @@ export function createOperatorReads(
     },
     'actions.list': (input: OperatorInput<'actions.list'>): BrokerApi['actions.list']['output'] =>
       listActions(journal, input, { scanRowsMax: options.actionListScanRowsMax }),
+    // Each session's figures come from its counter row (migration 017), never from its actions: O(sessions) per call.
     'sessions.list': (): BrokerApi['sessions.list']['output'] => ({
-      sessions: journal.listSessions().map((session) => {
-        const actions = journal.listSessionActions(session.session_id);
-        return {
-          ...session,
-          calls: actions.length,
-          pending: actions.filter((a) => a.outcome === null && a.dispatch_seq === null).length,
-          connected: queue.isConnected(session.session_id),
-        };
-      }),
+      sessions: journal.listCountedSessions().map(({ session, calls, pending }) => ({
+        ...session,
+        calls,
+        pending,
+        connected: queue.isConnected(session.session_id),
+      })),
     }),
     'activity.list': (input: OperatorInput<'activity.list'>): BrokerApi['activity.list']['output'] => {
       const limit = Math.min(input.limit ?? activityPageDefault, activityPageMax);

@@ -28,7 +28,7 @@ export type { Migration } from './migration.js';
 export { journalMigrations } from './migrations/index.js';
 export { recoveryEvent } from './recovery.js';
 export { readJournalSnapshot, type JournalSnapshot } from './read-snapshot.js';
-export type { ActionCounts } from './journal-store.js';
+export type { ActionCounts, CountedSession } from './journal-store.js';
 export type { ActionListDbRow, ActionListFilter, ActionListPage, LaneTicketRow } from './action-list-query.js';
 export {
   ResultStore,

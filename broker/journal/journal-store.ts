@@ -8,6 +8,8 @@ import {
   rateKeyId,
   outcomeRowsOf,
   rateBuckets,
+  sessionCountDelta,
+  sessionCounted,
   splitActionTarget,
   type ActionTimeline,
   type BoundIdempotencyKey,
@@ -17,20 +19,32 @@ import {
   type CredentialRequestEventHeader,
   type MinuteRow,
   type OutcomeCountRow,
+  type SessionCounted,
 } from '../core/index.js';
 import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.js';
 
 /**
  * A transaction's counter changes, summed by row: action_counters by counterKeyId, the rate's outcome_minutes by minute
- * and rate key. JournalStore.writeState sums, writeCounts writes (newCounterTally makes an empty one).
+ * and rate key, session_counters by session id. JournalStore.writeState sums, writeCounts writes (newCounterTally makes
+ * an empty one).
  */
 export interface CounterTally {
   readonly counts: Map<string, { readonly key: CounterKey; n: number }>;
   readonly minutes: Map<string, { readonly minute: number; readonly key: CounterKey; n: number }>;
+  readonly sessions: Map<string, { calls: number; pending: number }>;
 }
 
 export function newCounterTally(): CounterTally {
-  return { counts: new Map(), minutes: new Map() };
+  return { counts: new Map(), minutes: new Map(), sessions: new Map() };
+}
+
+/** A session with the figures sessions.list shows beside it (session_counters, schema 17). */
+export interface CountedSession {
+  readonly session: SessionState;
+  /** Every action of the session. */
+  readonly calls: number;
+  /** Those neither classified nor dispatched: not sent yet. */
+  readonly pending: number;
 }
 
 /** An events row as stored since schema 4: plaintext header columns, sealed body, leaf hash. */
@@ -117,6 +131,8 @@ export class JournalStore implements AuditStore {
     bumpMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>;
     dropMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>;
     pruneMinutes: () => Statement<[number]>;
+    bumpSession: () => Statement<[{ session_id: string; calls: number; pending: number }]>;
+    listCountedSessions: () => Statement<[number], { state: string; calls: number; pending: number }>;
     loadCounted: () => Statement<[string], CountedRowColumns>;
     insertEvent: () => Statement<[EventRow]>;
     readTree: () => Statement<[], { size: number; frontier: Uint8Array }>;
@@ -382,6 +398,14 @@ export class JournalStore implements AuditStore {
       .map((row) => upgradeSessionState(row.state));
   }
 
+  /** The newest `limit` sessions, oldest first, each with its figures: one counter row per session, no action read. */
+  listCountedSessions(limit: number): CountedSession[] {
+    return this.sql
+      .listCountedSessions()
+      .all(limit)
+      .map((row) => ({ session: upgradeSessionState(row.state), calls: row.calls, pending: row.pending }));
+  }
+
   findSessionByProcess(pid: number, startTime: string): SessionState | undefined {
     const row = this.sql.findSession().get(pid, startTime);
     return row === undefined ? undefined : upgradeSessionState(row.state);
@@ -464,6 +488,8 @@ export class JournalStore implements AuditStore {
    */
   writeCounts(tally: CounterTally): void {
     for (const { key, n } of tally.counts.values()) if (n !== 0) this.sql.bumpCounter().run({ ...key, n });
+    for (const [session_id, { calls, pending }] of tally.sessions)
+      if (calls !== 0 || pending !== 0) this.sql.bumpSession().run({ session_id, calls, pending });
     let newest: number | undefined;
     for (const { minute, key, n } of tally.minutes.values()) {
       if (n === 0) continue;
@@ -483,14 +509,28 @@ export class JournalStore implements AuditStore {
     }
   }
 
-  private loadCounted(actionId: string): CountedAction | undefined {
+  private loadCounted(actionId: string): { action: CountedAction; session: SessionCounted } | undefined {
     const row = this.sql.loadCounted().get(actionId);
-    return row === undefined ? undefined : countedAction({ ...row, recorded: row.recorded === 1 });
+    return row === undefined
+      ? undefined
+      : { action: countedAction({ ...row, recorded: row.recorded === 1 }), session: sessionCounted(row) };
   }
 
-  /** Sums counterDelta into the transaction's tally. */
-  private countChange(before: CountedAction | undefined, after: CountedAction, tally: CounterTally): void {
-    const delta = counterDelta(before, after);
+  /** Sums counterDelta and sessionCountDelta into the transaction's tally. */
+  private countChange(
+    before: { action: CountedAction; session: SessionCounted } | undefined,
+    after: ActionState,
+    tally: CounterTally,
+  ): void {
+    for (const { session_id, calls, pending } of sessionCountDelta(before?.session, sessionCounted(after))) {
+      const summed = tally.sessions.get(session_id);
+      if (summed === undefined) tally.sessions.set(session_id, { calls, pending });
+      else {
+        summed.calls += calls;
+        summed.pending += pending;
+      }
+    }
+    const delta = counterDelta(before?.action, countedAction(after));
     for (const { key, n } of delta.counts) {
       const id = counterKeyId(key);
       const summed = tally.counts.get(id);
@@ -535,8 +575,10 @@ export class JournalStore implements AuditStore {
     tally: CounterTally,
   ): void {
     this.countChange(
-      stored === undefined ? this.loadCounted(state.action_id) : countedAction(stored),
-      countedAction(state),
+      stored === undefined
+        ? this.loadCounted(state.action_id)
+        : { action: countedAction(stored), session: sessionCounted(stored) },
+      state,
       tally,
     );
     const json = JSON.stringify(state);
@@ -580,6 +622,7 @@ export class JournalStore implements AuditStore {
 
 /** The columns writeState's counters read when the caller had no stored state. */
 interface CountedRowColumns {
+  session_id: string | null;
   phase: string | null;
   outcome: string | null;
   code: string | null;
@@ -631,9 +674,26 @@ function counterStatements(db: Database) {
       WHERE (minute, phase, outcome, code, decision, dispatched) = (${minuteKeyValues}) AND n > 0`,
     ),
     pruneMinutes: lazy<Statement<[number]>>(db, `DELETE FROM outcome_minutes WHERE minute <= ?`),
+    // Migration 017's session counters: one row per session id an action names, moved like action_counters.
+    bumpSession: lazy<Statement<[{ session_id: string; calls: number; pending: number }]>>(
+      db,
+      `
+      INSERT INTO session_counters (session_id, calls, pending) VALUES (@session_id, @calls, @pending)
+      ON CONFLICT (session_id) DO UPDATE SET calls = calls + excluded.calls, pending = pending + excluded.pending`,
+    ),
+    // listSessions' newest `limit`, each with its counter row (none yet: a session with no action).
+    listCountedSessions: lazy<Statement<[number], { state: string; calls: number; pending: number }>>(
+      db,
+      `
+      SELECT s.state, coalesce(c.calls, 0) AS calls, coalesce(c.pending, 0) AS pending
+      FROM (SELECT session_id, state, first_seq FROM sessions ORDER BY first_seq DESC LIMIT ?) AS s
+      LEFT JOIN session_counters AS c ON c.session_id = s.session_id
+      ORDER BY s.first_seq`,
+    ),
     loadCounted: lazy<Statement<[string], CountedRowColumns>>(
       db,
-      `SELECT phase, outcome, code, decision, dispatch_seq, recorded, updated_at_ms FROM actions WHERE action_id = ?`,
+      `SELECT session_id, phase, outcome, code, decision, dispatch_seq, recorded, updated_at_ms FROM actions
+      WHERE action_id = ?`,
     ),
   };
 }

@@ -47,6 +47,7 @@ describe('when the database is empty', () => {
       'recordings',
       'result_chunks',
       'results',
+      'session_counters',
       'sessions',
     ]);
   });

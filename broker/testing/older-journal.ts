@@ -7,3 +7,8 @@ import type { Database } from 'better-sqlite3';
 export function restoreTablesDroppedBy014(db: Database): void {
   db.exec(`CREATE TABLE IF NOT EXISTS attempts (action_id TEXT); CREATE TABLE IF NOT EXISTS tickets (ticket INTEGER)`);
 }
+
+/** For the same tests: takes away migration 017's session_counters, which no file before 017 had (017 builds it). */
+export function dropTablesAddedBy017(db: Database): void {
+  db.exec(`DROP TABLE IF EXISTS session_counters`);
+}

@@ -4,6 +4,7 @@ export interface StateTables {
   actions: unknown[];
   sessions: unknown[];
   idempotency_keys: unknown[];
+  session_counters: unknown[];
 }
 
 /**
@@ -17,6 +18,7 @@ export function readStateTables(dbPath: string): StateTables {
       actions: db.prepare('SELECT * FROM actions ORDER BY action_id').all(),
       sessions: db.prepare('SELECT * FROM sessions ORDER BY session_id').all(),
       idempotency_keys: db.prepare('SELECT * FROM idempotency_keys ORDER BY route, scope, key').all(),
+      session_counters: db.prepare('SELECT * FROM session_counters ORDER BY session_id').all(),
     };
   } finally {
     db.close();

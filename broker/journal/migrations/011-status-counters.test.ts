@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutcomeCountRow } from '../../core/index.js';
 import { actionPathNames, actionPaths } from '../../testing/action-paths.js';
-import { restoreTablesDroppedBy014 } from '../../testing/older-journal.js';
+import { dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { JournalStore } from '../journal-store.js';
@@ -35,6 +35,7 @@ function downgradeTo10(path: string): void {
     db.exec(`DROP TABLE IF EXISTS integrity_anchor; DROP TABLE IF EXISTS recording_chunks`);
     db.exec(`DROP TABLE IF EXISTS recordings`);
     restoreTablesDroppedBy014(db);
+    dropTablesAddedBy017(db);
   } finally {
     db.close();
   }

@@ -35,6 +35,7 @@ describe('when a version 13 journal is migrated to 14', () => {
       CREATE TABLE tickets (ticket INTEGER PRIMARY KEY, action_id TEXT NOT NULL UNIQUE, lane TEXT);
       INSERT INTO attempts VALUES ('act_before_014', 1, 'completed');
       INSERT INTO tickets VALUES (1, 'act_before_014', 'lane-a');
+      DROP TABLE session_counters;
       PRAGMA user_version = 13;
     `);
     const before = {

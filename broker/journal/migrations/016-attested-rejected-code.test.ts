@@ -196,6 +196,7 @@ describe('when a version 15 journal holds rejections a person attested under REM
     old.exec(`
       UPDATE actions SET code = 'REMOTE_REJECTED', state = json_set(state, '$.code', 'REMOTE_REJECTED')
       WHERE code = 'ATTESTED_REJECTED';
+      DROP TABLE session_counters;
       PRAGMA user_version = 15;
     `);
     buildStatusCounters(old);

@@ -15,6 +15,7 @@ import { migration013SshRecordings } from './013-ssh-recordings.js';
 import { migration014DropUnreadProjections } from './014-drop-unread-projections.js';
 import { migration015QuarantinedUnknownBlocks } from './015-quarantined-unknown-blocks.js';
 import { migration016AttestedRejectedCode } from './016-attested-rejected-code.js';
+import { migration017SessionCounters } from './017-session-counters.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -34,4 +35,5 @@ export const journalMigrations: readonly Migration[] = [
   migration014DropUnreadProjections,
   migration015QuarantinedUnknownBlocks,
   migration016AttestedRejectedCode,
+  migration017SessionCounters,
 ];
