@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { foldMetrics } from '../broker/core/index.js';
 import { Journal } from '../broker/journal/journal.js';
+import { sessionStartedEvent } from '../broker/testing/session-events.js';
 import { JournalStore } from '../broker/journal/journal-store.js';
 import { buildStatusCounters } from '../broker/journal/migrations/011-status-counters.js';
 import { buildSessionCounters } from '../broker/journal/migrations/017-session-counters.js';
@@ -57,21 +58,7 @@ async function buildJournal(dir: string, size: number): Promise<string> {
   const journal = await Journal.open({ dataDir: dir, clock, vault: await createMemoryVault() });
   for (let k = 0; k < sessionsCount; k += 1) {
     const pid = 40_000 + k;
-    await journal.appendSession({
-      kind: 'SESSION_STARTED',
-      action_id: sessionIdOf(k),
-      payload: {
-        pid,
-        uid: 1000,
-        start_time: `${pid}00`,
-        ppid: 1,
-        exe: '/usr/bin/node',
-        cwd: '/home/bench',
-        parent_exe: null,
-        client_name: 'bench',
-        client_version: '1',
-      },
-    });
+    await journal.appendSession(sessionStartedEvent(sessionIdOf(k), pid, { cwd: '/home/bench', client_name: 'bench' }));
   }
   for (const [i, name] of actionPathNames.entries()) {
     const script = actionPaths[name](`act_template_${i}`);

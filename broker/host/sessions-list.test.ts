@@ -6,38 +6,12 @@ import { actionPaths } from '../testing/action-paths.js';
 import { scanSessionCounts } from '../testing/session-counts.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { createOperatorReads } from './operator-reads.js';
+import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 
 const opened: TempJournal[] = [];
 afterEach(async () => {
   for (const t of opened.splice(0)) await t.dispose();
 });
-
-function started(id: string, pid: number): NewEvent {
-  return {
-    kind: 'SESSION_STARTED',
-    action_id: id,
-    payload: {
-      pid,
-      uid: 1000,
-      start_time: `${pid}00`,
-      ppid: 1,
-      exe: '/usr/bin/node',
-      cwd: '/home/ann',
-      parent_exe: null,
-      client_name: 'claude',
-      client_version: '1',
-    },
-  };
-}
-
-/** One action's events as the broker appends them, in `session` (null: an action no agent session asked for). */
-function inSession(events: readonly NewEvent[], session: string | null): NewEvent[] {
-  return events.map((e) => {
-    if (e.kind !== 'ACTION_ACCEPTED') return e;
-    const { session_id: _dropped, ...rest } = e;
-    return session === null ? rest : { ...rest, session_id: session };
-  });
-}
 
 /**
  * The i-th action of a mix: accepted only, part way before dispatch (both not sent yet), committed, rejected by a
@@ -91,7 +65,7 @@ const bigActions = 1_250;
 async function journalWithSessions(): Promise<TempJournal> {
   const t = await openTempJournal();
   opened.push(t);
-  for (const [i, id] of [big, small, idle].entries()) await t.journal.appendSession(started(id, 7000 + i));
+  for (const [i, id] of [big, small, idle].entries()) await t.journal.appendSession(sessionStartedEvent(id, 7000 + i));
   const actions = [
     ...Array.from({ length: bigActions }, (_, i) => inSession(mixed(`act_big_${String(i).padStart(6, '0')}`, i), big)),
     ...Array.from({ length: 7 }, (_, i) => inSession(mixed(`act_small_${i}`, i), small)),

@@ -5,6 +5,7 @@ import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
+import { sessionStartedEvent } from '../testing/session-events.js';
 
 const opened: TempJournal[] = [];
 afterEach(async () => {
@@ -17,28 +18,11 @@ async function temp(): Promise<TempJournal> {
 }
 
 const person = { kind: 'person' as const, id: 'ann' };
-function started(id: string, pid: number): NewEvent {
-  return {
-    kind: 'SESSION_STARTED',
-    action_id: id,
-    payload: {
-      pid,
-      uid: 1000,
-      start_time: `${pid}00`,
-      ppid: 1,
-      exe: '/usr/bin/node',
-      cwd: '/home/ann',
-      parent_exe: null,
-      client_name: 'claude',
-      client_version: '1',
-    },
-  };
-}
 
 describe('agent sessions in the journal', () => {
   it('folds SESSION_* events into the sessions table in the same commit path, found by process', async () => {
     const t = await temp();
-    await t.journal.appendSession(started('ses_alpha_1', 4242));
+    await t.journal.appendSession(sessionStartedEvent('ses_alpha_1', 4242));
     const approved = await t.journal.appendSession({
       kind: 'SESSION_APPROVED',
       action_id: 'ses_alpha_1',
@@ -68,7 +52,7 @@ describe('agent sessions in the journal', () => {
     const t = await temp();
     const ids = ['ses_list_1', 'ses_list_2', 'ses_list_3', 'ses_list_4', 'ses_list_5'];
     for (const [i, id] of ids.entries()) {
-      await t.journal.appendSession(started(id, 5000 + i));
+      await t.journal.appendSession(sessionStartedEvent(id, 5000 + i));
       if (i < 4)
         await t.journal.appendSession({ kind: 'SESSION_ENDED', action_id: id, payload: { reason: 'process_exited' } });
       else await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: id, payload: { actor: person } });
@@ -91,7 +75,7 @@ describe('agent sessions in the journal', () => {
       return row === undefined ? undefined : JSON.parse(row.state);
     };
     const steps: NewEvent[] = [
-      started('ses_cache_1', 31),
+      sessionStartedEvent('ses_cache_1', 31),
       { kind: 'SESSION_APPROVED', action_id: 'ses_cache_1', payload: { actor: person } },
       { kind: 'SESSION_APPROVED', action_id: 'ses_cache_1', payload: { actor: person } },
       { kind: 'SESSION_REVOKED', action_id: 'ses_cache_1', payload: { actor: person, reason: 'done' } },
@@ -108,7 +92,7 @@ describe('agent sessions in the journal', () => {
 
   it('refuses what the session projection forbids and writes nothing for it', async () => {
     const t = await temp();
-    await t.journal.appendSession(started('ses_beta_01', 7));
+    await t.journal.appendSession(sessionStartedEvent('ses_beta_01', 7));
     await t.journal.appendSession({ kind: 'SESSION_APPROVED', action_id: 'ses_beta_01', payload: { actor: person } });
     const before = t.journal.stats().events;
     await expect(
@@ -122,11 +106,11 @@ describe('agent sessions in the journal', () => {
 
   it('keeps action and session subjects apart: wrong prefixes and wrong entry points are INVALID_ARGUMENT', async () => {
     const t = await temp();
-    await expect(t.journal.append(started('ses_gamma_1', 9))).rejects.toMatchObject({
+    await expect(t.journal.append(sessionStartedEvent('ses_gamma_1', 9))).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
       field: 'kind',
     });
-    await expect(t.journal.appendSession(started('act_gamma_1', 9))).rejects.toMatchObject({
+    await expect(t.journal.appendSession(sessionStartedEvent('act_gamma_1', 9))).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
       field: 'action_id',
     });
@@ -147,7 +131,7 @@ describe('agent sessions in the journal', () => {
 
   it('the sessions table equals a replay of the log and the pure fold of it', async () => {
     const live = await temp();
-    await live.journal.appendSession(started('ses_one_001', 11));
+    await live.journal.appendSession(sessionStartedEvent('ses_one_001', 11));
     await live.journal.append({
       kind: 'ACTION_ACCEPTED',
       action_id: 'act_from_session_1',
@@ -160,7 +144,7 @@ describe('agent sessions in the journal', () => {
         idempotent: false,
       },
     });
-    await live.journal.appendSession(started('ses_two_002', 12));
+    await live.journal.appendSession(sessionStartedEvent('ses_two_002', 12));
     await live.journal.appendSession({
       kind: 'SESSION_APPROVED',
       action_id: 'ses_one_001',
@@ -181,7 +165,7 @@ describe('agent sessions in the journal', () => {
 
   it('reopens with its sessions (schema 5) and a view page shows sealed rows of an earlier run while locked', async () => {
     const t = await temp();
-    await t.journal.appendSession(started('ses_keep_01', 21));
+    await t.journal.appendSession(sessionStartedEvent('ses_keep_01', 21));
     await t.journal.close();
     t.vault.lock();
     const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { NewEvent } from '../../contract/index.js';
 import { actionPaths } from '../../testing/action-paths.js';
 import { readSessionCounters, scanSessionCounts } from '../../testing/session-counts.js';
+import { inSession, sessionStartedEvent } from '../../testing/session-events.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { migrate, schemaVersion } from '../migrate.js';
@@ -13,32 +13,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-function started(id: string, pid: number): NewEvent {
-  return {
-    kind: 'SESSION_STARTED',
-    action_id: id,
-    payload: {
-      pid,
-      uid: 1000,
-      start_time: `${pid}00`,
-      ppid: 1,
-      exe: '/usr/bin/node',
-      cwd: '/home/ann',
-      parent_exe: null,
-      client_name: 'claude',
-      client_version: '1',
-    },
-  };
-}
-
-function inSession(events: readonly NewEvent[], session: string | null): NewEvent[] {
-  return events.map((e) => {
-    if (e.kind !== 'ACTION_ACCEPTED') return e;
-    const { session_id: _dropped, ...rest } = e;
-    return session === null ? rest : { ...rest, session_id: session };
-  });
-}
 
 const sessions = ['ses_m017_a', 'ses_m017_b', 'ses_m017_c'] as const;
 
@@ -56,7 +30,7 @@ describe('when a version 16 journal whose sessions have actions in every state i
   it('counts every session’s calls and pending once from the actions table, and later commits keep them exact', async () => {
     const t: TempJournal = await openTempJournal();
     cleanups.push(() => t.dispose());
-    for (const [i, id] of sessions.entries()) await t.journal.appendSession(started(id, 9100 + i));
+    for (const [i, id] of sessions.entries()) await t.journal.appendSession(sessionStartedEvent(id, 9100 + i));
     // Session a: 40 actions, session b: 9, session c: none; and two no session asked for. Each cut at a point of its
     // path: open before dispatch (pending), dispatched, classified before or after dispatch.
     const paths = [actionPaths.httpNoApproval, actionPaths.rejectedByPerson, actionPaths.http500] as const;
