@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --inspect-port=192.0.2.1:9229
 // The `postern` command (also the MCP shim: MCP clients launch `postern mcp` and give up on a slow
 // start). It runs dist/cli/main.mjs, the esbuild bundle of broker/cli/main.ts that `npm run build`,
 // `npm start` and `npm test` write (scripts/build-cli.mjs), when that bundle is fresh: its stamp
@@ -11,10 +11,12 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-// First, before anything slow: with a SIGUSR1 listener installed, node's own handler (which opens the
-// inspector on 127.0.0.1:9229 for whoever connects, i.e. runs their code in this process) never runs.
-// broker/host/inspector-guard.ts says why and adds the listener that counts refusals.
-process.on('SIGUSR1', () => {});
+// The shebang's option parks node's inspector on an address nothing local can reach (broker/core/inspector-port.ts), so
+// `kill -USR1` opens no door even before this line. Then, before anything slow, a SIGUSR1 listener: node's own handler
+// never runs again. broker/host/inspector-guard.ts takes over from it, with the count of refusals so far.
+const earlyRefusals = { refused: 0, listener: () => (earlyRefusals.refused += 1) };
+globalThis[Symbol.for('postern.earlyInspectorSignals')] = earlyRefusals;
+process.on('SIGUSR1', earlyRefusals.listener);
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bundleDir = path.join(root, 'dist', 'cli');

@@ -103,7 +103,7 @@ describe('the first run on an empty data directory', () => {
     expect(await strip.count()).toBe(0);
 
     // 4. The hookup line for this broker, exactly what `postern agent-config claude-code --data-dir` prints.
-    const expected = `claude mcp add postern -- ${process.execPath} ${posternBin} mcp --data-dir ${dataDir}`;
+    const expected = `claude mcp add postern -- ${process.execPath} --inspect-port=192.0.2.1:9229 ${posternBin} mcp --data-dir ${dataDir}`;
     const line = page.getByTestId('first-run-hookup-text');
     await line.waitFor();
     expect(await line.textContent()).toBe(expected);

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lineWaitMs, runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { inspectorPortParked } from '../broker/core/index.js';
+import { lineWaitMs, posternArgs, posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
 
 /**
  * THREAT-MODEL: the agent runs as the same user, so it may signal the broker. `kill -USR1 <pid>` makes a node
@@ -70,11 +71,54 @@ describe.runIf(linux)('SIGUSR1 from another process of the same user', () => {
     expect(await daemon.process.stop()).toEqual({ code: 0, signal: null });
   });
 
+  it('opens no door while it starts either: node is started with the inspector parked (the window before our listener)', async () => {
+    // The control: started as `node bin/postern.mjs` (no parking), SIGUSR1 sent over and over from just after node set
+    // up its own handler until the broker is ready: some signal lands before Postern's first line, and node opens its
+    // inspector — the window an attacker's code could use to blind every later check. (Postern then refuses to run
+    // with it open, DEBUGGER_OPEN: too late against a fast attacker.)
+    const control = await signalWhileStarting([posternBin, 'daemon', '--data-dir', freshDir(), '--port', '0'], {
+      NODE_OPTIONS: '--inspect-port=127.0.0.1:0',
+    });
+    expect(control.stderr).toMatch(/Debugger listening on ws:\/\//);
+    // Started as the shebang and the hookup lines start it: the same signals open nothing reachable.
+    const parked = await signalWhileStarting(posternArgs(['daemon', '--data-dir', freshDir(), '--port', '0']), {});
+    expect(parked.signalsSent).toBeGreaterThan(5);
+    expect(parked.stderr).not.toMatch(/Debugger listening/);
+    expect(parked.stderr).not.toMatch(/DEBUGGER_OPEN/);
+    expect(parked.listening).toEqual([parked.uiPort]);
+    // The signals before Postern's listener failed to open anything reachable; those after it were refused and told
+    // once the broker was ready (the start's count included).
+    expect(parked.stderr).toMatch(/warning: refused SIGUSR1 .*\((\d+) refused since start\)/);
+  });
+
+  it('is parked by its own first line, and says so when started without it', async () => {
+    expect(readFileSync(posternBin, 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${inspectorPortParked}`);
+    const daemon = await startDaemon(freshDir());
+    daemons.push(daemon);
+    expect(daemon.process.stderr).not.toContain('started without');
+    await daemon.process.stop();
+    const bare = spawn(process.execPath, [posternBin, 'daemon', '--data-dir', freshDir(), '--port', '0'], {
+      env: { ...process.env, POSTERN_TEST_EVENTS: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(bare);
+    const stderr = collect(bare, 'stderr');
+    const stdout = collect(bare, 'stdout');
+    await waitUntil(() => stdout().includes('"event":"ready"'), 'the bare daemon to be ready');
+    expect(stderr()).toContain(`warning: node was started without ${inspectorPortParked}`);
+    bare.kill('SIGTERM');
+  });
+
   it('refuses to run with its inspector open from the start (--inspect), creating nothing', async () => {
     const dataDir = freshDir();
-    const run = await runPostern(['daemon', '--data-dir', dataDir, '--port', '0'], {
-      env: { NODE_OPTIONS: '--inspect=127.0.0.1:0' },
+    // As a developer would ask for it: after the parked port (a later --inspect wins), or through NODE_OPTIONS.
+    const asked = [inspectorPortParked, '--inspect=127.0.0.1:0', posternBin, 'daemon', '--data-dir', dataDir];
+    const run = await runNode(asked, {});
+    const viaEnv = await runNode([posternBin, 'status', '--data-dir', dataDir], {
+      NODE_OPTIONS: '--inspect=127.0.0.1:0',
     });
+    expect(viaEnv.code).toBe(2);
+    expect(viaEnv.stderr).toContain('postern: DEBUGGER_OPEN');
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(
       /^postern: DEBUGGER_OPEN node's inspector was open in this process .* refuses to run\./m,
@@ -145,4 +189,69 @@ async function evaluateThrough(url: string, expression: string): Promise<unknown
   } finally {
     socket.close();
   }
+}
+
+interface SignalledStart {
+  stderr: string;
+  signalsSent: number;
+  /** The TCP ports it listened on once ready (empty if it never got there). */
+  listening: number[];
+  uiPort: number | undefined;
+}
+
+/**
+ * Starts node with `args` and sends SIGUSR1 every 5 ms from the moment node has its own handler (a "ready" probe would
+ * need our code to run, so: 30 ms after spawn, retried later if an earlier signal found no handler yet and ended the
+ * process) until it is ready or exits; then stops it. Bounded in tries and time.
+ */
+async function signalWhileStarting(args: string[], env: Record<string, string>): Promise<SignalledStart> {
+  for (const startAfterMs of [30, 60, 120]) {
+    const child = spawn(process.execPath, args, {
+      env: { ...process.env, POSTERN_TEST_EVENTS: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    const stderr = collect(child, 'stderr');
+    const stdout = collect(child, 'stdout');
+    let signalsSent = 0;
+    await new Promise((resolve) => setTimeout(resolve, startAfterMs));
+    const timer = setInterval(() => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGUSR1');
+      signalsSent += 1;
+    }, 5);
+    const end = await waitUntil(() => {
+      if (child.signalCode === 'SIGUSR1') return 'killed early';
+      if (child.exitCode !== null) return 'exited';
+      return stdout().includes('"event":"ready"') ? 'ready' : undefined;
+    }, 'the broker to be ready or gone');
+    clearInterval(timer);
+    if (end === 'killed early') continue; // node had no handler yet: try again a little later
+    const ready = /\{"event":"ready".*\}/.exec(stdout())?.[0];
+    const uiPort = ready === undefined ? undefined : (JSON.parse(ready) as { port: number }).port;
+    const listening = end === 'ready' && child.pid !== undefined ? listeningPorts(child.pid) : [];
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    return { stderr: stderr(), signalsSent, listening, uiPort };
+  }
+  throw new Error('every try ended before node had set up its SIGUSR1 handler');
+}
+
+/** `node …args` to its exit (bounded), with `env` over this process's. */
+function runNode(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      args,
+      { env: { ...process.env, ...env }, timeout: lineWaitMs },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }),
+    );
+  });
 }

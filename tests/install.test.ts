@@ -134,8 +134,9 @@ describe('when postern is installed globally', () => {
       expect(stderr).toContain('# claude-code:');
       const words = stdout.trim().split(' ');
       expect(words.slice(0, 5)).toEqual(['claude', 'mcp', 'add', 'postern', '--']);
-      const [node, bin, ...args] = words.slice(5);
+      const [node, parked, bin, ...args] = words.slice(5);
       expect(node).toBe(process.execPath);
+      expect(parked).toBe('--inspect-port=192.0.2.1:9229');
       expect(path.isAbsolute(bin ?? '')).toBe(true);
       expect(existsSync(bin ?? '')).toBe(true);
       // The installed package's own bin (for the link, the checkout it points at).
@@ -146,7 +147,12 @@ describe('when postern is installed globally', () => {
 
       const client = new Client({ name: 'install-test', version: '1' });
       await client.connect(
-        new StdioClientTransport({ command: node ?? '', args: [bin ?? '', ...args], cwd: outside, stderr: 'pipe' }),
+        new StdioClientTransport({
+          command: node ?? '',
+          args: [parked ?? '', bin ?? '', ...args],
+          cwd: outside,
+          stderr: 'pipe',
+        }),
       );
       try {
         const { tools } = await client.listTools();
@@ -169,8 +175,9 @@ describe('when postern is installed globally', () => {
           args: string[];
         };
         expect(server.command).toBe(process.execPath);
-        expect(existsSync(server.args[0] ?? '')).toBe(true);
-        expect(server.args.slice(1)).toEqual(['mcp', '--data-dir', dataDir.path]);
+        expect(server.args[0]).toBe('--inspect-port=192.0.2.1:9229');
+        expect(existsSync(server.args[1] ?? '')).toBe(true);
+        expect(server.args.slice(2)).toEqual(['mcp', '--data-dir', dataDir.path]);
       },
       60_000,
     );

@@ -78,7 +78,7 @@ it('the Quick start is at most ten lines, and each works in order', async () => 
       const result = await shell(line);
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toContain(
-        `claude mcp add postern -- ${process.execPath} ${posternBin} mcp --data-dir ${dataDir}`,
+        `claude mcp add postern -- ${process.execPath} --inspect-port=192.0.2.1:9229 ${posternBin} mcp --data-dir ${dataDir}`,
       );
     } else {
       const result = await shell(line);

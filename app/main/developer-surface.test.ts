@@ -4,6 +4,7 @@ import {
   developerRoles,
   developerSurface,
   launchSwitchProblem,
+  signalledInspectorProblem,
   menuRoles,
   weakeningSwitches,
 } from './developer-surface.js';
@@ -56,5 +57,25 @@ describe('the menu on macOS', () => {
 
   it('elsewhere has none', () => {
     expect(menuRoles(developerSurface({ isPackaged: true, platform: 'linux' }).menu)).not.toContain('appMenu');
+  });
+});
+
+describe('an inspector no switch asked for', () => {
+  const url = 'ws://127.0.0.1:9229/5d4e';
+  const switches =
+    (...names: string[]) =>
+    (name: string) =>
+      names.includes(name);
+
+  it('is refused: a signal opened it before main held SIGUSR1', () => {
+    expect(signalledInspectorProblem({ inspectorUrl: url, hasSwitch: switches() })).toMatch(/opened by a signal/);
+    // Parking the port is not asking for an inspector (every launch passes it).
+    expect(signalledInspectorProblem({ inspectorUrl: url, hasSwitch: switches('inspect-port') })).toMatch(/signal/);
+  });
+
+  it('is let through when --inspect or --inspect-brk asked for it (Playwright), and nothing is said when closed', () => {
+    expect(signalledInspectorProblem({ inspectorUrl: url, hasSwitch: switches('inspect') })).toBeUndefined();
+    expect(signalledInspectorProblem({ inspectorUrl: url, hasSwitch: switches('inspect-brk') })).toBeUndefined();
+    expect(signalledInspectorProblem({ inspectorUrl: undefined, hasSwitch: switches() })).toBeUndefined();
   });
 });

@@ -112,3 +112,18 @@ export function launchSwitchProblem(options: {
   const names = present.map((name) => `--${name}`).join(', ');
   return `Postern does not start with ${names}: a debugging door or a weakened sandbox would let another program drive the window where a person decides`;
 }
+
+/**
+ * Why the app must not go on with node's inspector open (undefined when it may): open though no `--inspect` or
+ * `--inspect-brk` switch asked for it, a `kill -USR1` from another process of the user opened it before main's first
+ * import held the signal (broker/host/inspector-guard.ts). Whoever connected may already run code here, so closing it is
+ * not enough. A developer build started with `--inspect=0` (Playwright) may.
+ */
+export function signalledInspectorProblem(options: {
+  inspectorUrl: string | undefined;
+  hasSwitch: (name: string) => boolean;
+}): string | undefined {
+  if (options.inspectorUrl === undefined) return undefined;
+  if (options.hasSwitch('inspect') || options.hasSwitch('inspect-brk')) return undefined;
+  return "node's inspector was opened by a signal from another process before Postern could refuse it; Postern does not run with it open (start it again)";
+}

@@ -1,5 +1,6 @@
 import './refuse-inspector-signal.js';
 import { existsSync, readFileSync } from 'node:fs';
+import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,7 +36,12 @@ import { apiChannel, changeChannel } from '../shared/api-channel.js';
 import { appPageUrl, appScheme, appSchemePrivileges, handleAppRequest } from './app-protocol.js';
 import { approvalPollMs, createApprovalWatcher, type CardNotice } from './approval-watcher.js';
 import { createChangeForwarder, type ForwardTarget } from './change-forwarder.js';
-import { developerSurface, launchSwitchProblem, type MenuEntry } from './developer-surface.js';
+import {
+  developerSurface,
+  launchSwitchProblem,
+  signalledInspectorProblem,
+  type MenuEntry,
+} from './developer-surface.js';
 import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
 import { createQuitGate, runShutdown } from './shutdown-sequence.js';
@@ -78,10 +84,9 @@ app.enableSandbox();
 // Before ready, or Chromium will not treat app:// as a standard, secure origin.
 protocol.registerSchemesAsPrivileged([appSchemePrivileges]);
 
-const switchProblem = launchSwitchProblem({
-  isPackaged: app.isPackaged,
-  hasSwitch: (name) => app.commandLine.hasSwitch(name),
-});
+const switchProblem =
+  launchSwitchProblem({ isPackaged: app.isPackaged, hasSwitch: (name) => app.commandLine.hasSwitch(name) }) ??
+  signalledInspectorProblem({ inspectorUrl: inspector.url(), hasSwitch: (name) => app.commandLine.hasSwitch(name) });
 if (switchProblem !== undefined) {
   // Before the lock, the broker and any window: nothing exists for a debugger to drive.
   process.stderr.write(`postern: ${switchProblem}\n`);

@@ -68,6 +68,10 @@ describe('the agent behind a postern mcp shim', () => {
 
   it.each([
     [['/usr/bin/node', '/x/bin/postern.mjs', 'mcp'], true],
+    // As its shebang and the hookup lines start it: node's own option first.
+    [['/usr/bin/node', '--inspect-port=192.0.2.1:9229', '/x/bin/postern.mjs', 'mcp'], true],
+    [['node', '--inspect-port=192.0.2.1:9229', '/x/bin/postern.mjs', 'daemon'], false],
+    [['node', '--inspect-port=192.0.2.1:9229'], false],
     [['node', '/usr/local/bin/postern', 'mcp', '--data-dir', '/d'], true],
     [['node', '/x/bin/postern.mjs', 'daemon'], false],
     [['node', '/x/not-postern', 'mcp'], false],

@@ -64,9 +64,15 @@ export function agentBehindShim(pid: number, uid: number, procRoot = '/proc'): n
   return undefined;
 }
 
-/** `node …/postern[.mjs] mcp …`, however it was installed (checkout, npm link, -g, npx cache). */
+/**
+ * `node [node's options] …/postern[.mjs] mcp …`, however it was installed (checkout, npm link, -g, npx cache). node's
+ * own options come before the script: every launch passes the parked inspector port (broker/core/inspector-port.ts).
+ */
 export function isShimArgv(argv: readonly string[]): boolean {
-  return argv.slice(2).includes('mcp') && argv.slice(0, 2).some((arg) => /(^|\/)postern(\.mjs)?$/.test(arg));
+  const scriptAt = argv.findIndex((arg, index) => index > 0 && !arg.startsWith('-'));
+  if (scriptAt < 0) return false;
+  const head = [argv[0] ?? '', argv[scriptAt] ?? ''];
+  return argv.slice(scriptAt + 1).includes('mcp') && head.some((arg) => /(^|\/)postern(\.mjs)?$/.test(arg));
 }
 
 /** npx / `npm exec` (as themselves or as node running their CLI script), and the `sh -c` that runs the shim. */

@@ -37,7 +37,7 @@ describe('launchDesktop', () => {
     const code = await launchDesktop({ electronPath: binary, packageRoot: '/repo', dataDir: '/data/postern', io, env });
     expect(code).toBe(3);
     expect(JSON.parse(readFileSync(record, 'utf8'))).toEqual({
-      argv: ['/repo'],
+      argv: ['--inspect-port=192.0.2.1:9229', '/repo'],
       dataDir: '/data/postern',
       runAsNode: null,
       passphraseFile: null,

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { CodedError } from '../contract/index.js';
+import { inspectorPortParked } from '../core/index.js';
 import type { CliIo } from './cli-io.js';
 import type { Env } from './command-context.js';
 
@@ -47,7 +48,9 @@ export function launchDesktop(launch: DesktopLaunch): Promise<number> {
   delete env['POSTERN_PASSPHRASE_FILE'];
   // Set by some tools; it would make the binary behave as plain Node and ignore the app.
   delete env['ELECTRON_RUN_AS_NODE'];
-  const child = spawn(launch.electronPath, [launch.packageRoot], { stdio: 'inherit', env });
+  // Parked like every Postern process (broker/core/inspector-port.ts): a developer build's main honours SIGUSR1 until
+  // its first import holds the signal. A packaged build refuses the switch; its nodeCliInspect fuse ignores SIGUSR1.
+  const child = spawn(launch.electronPath, [inspectorPortParked, launch.packageRoot], { stdio: 'inherit', env });
   const forward = (signal: NodeJS.Signals): void => {
     child.kill(signal);
   };

@@ -11,7 +11,14 @@ import {
 } from '../host/index.js';
 import { systemClock, type CredentialInfo } from '../ports/index.js';
 import type { CliIo } from './cli-io.js';
-import { refuseInspectorSignal, refuseOpenInspector, watchForOpenInspector } from '../host/inspector-guard.js';
+import { inspectorPortParked } from '../core/index.js';
+import {
+  inspectorSignalsRefused,
+  refuseInspectorSignal,
+  refuseOpenInspector,
+  startedParked,
+  watchForOpenInspector,
+} from '../host/inspector-guard.js';
 import { packageRoot } from '../host/package-root.js';
 import type { StopSignal } from './stop-signal.js';
 
@@ -83,7 +90,16 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   io.out(`Operator UI: ${host.operatorUrl}`);
   io.event({ event: 'ready', mode: 'headless', origin: host.origin, port: host.port, data_dir: dataDir });
 
-  const stopLogging = refuseInspectorSignal(signalRefusalLog(io));
+  if (!startedParked())
+    io.err(
+      `warning: node was started without ${inspectorPortParked}, so until Postern's first line ran a SIGUSR1 from ` +
+        `another process could have opened node's inspector; start it as \`postern …\` (bin/postern.mjs's first line ` +
+        `passes it) or \`node ${inspectorPortParked} bin/postern.mjs …\`.`,
+    );
+  const logRefusal = signalRefusalLog(io);
+  // Signals refused while starting (bin/postern.mjs's listener counted them) are told now, with the later ones.
+  if (inspectorSignalsRefused() > 0) logRefusal(inspectorSignalsRefused());
+  const stopLogging = refuseInspectorSignal(logRefusal);
   let stopWatching = (): void => undefined;
   const inspectorOpened = new Promise<'DEBUGGER_OPEN'>((resolve) => {
     stopWatching = watchForOpenInspector('keep running', (refusal) => {

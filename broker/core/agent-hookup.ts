@@ -1,4 +1,5 @@
 import type { AgentHookup } from '../contract/index.js';
+import { inspectorPortParked } from './inspector-port.js';
 
 /**
  * The MCP clients whose hookup Postern knows, and where each reads it. `postern agent-config` prints
@@ -33,7 +34,9 @@ export interface HookupPaths {
  * would ask the public registry for a package of that name). Pure: the caller passes the paths.
  */
 export function agentHookup(client: AgentClient, paths: HookupPaths): Hookup {
-  const args = [paths.bin, 'mcp', ...(paths.dataDir === undefined ? [] : ['--data-dir', paths.dataDir])];
+  // Node's own option first: the shim is started parked like every Postern process (inspector-port.ts).
+  const dataDir = paths.dataDir === undefined ? [] : ['--data-dir', paths.dataDir];
+  const args = [inspectorPortParked, paths.bin, 'mcp', ...dataDir];
   const where = agentClients[client];
   switch (client) {
     case 'claude-code':

@@ -32,3 +32,4 @@ export * from './action-counters.js';
 export * from './session-counters.js';
 export * from './process-allowlist.js';
 export * from './process-injection.js';
+export * from './inspector-port.js';

@@ -231,7 +231,7 @@ describe('agent.hookup', () => {
       });
     }
     expect(hookup.clients[0]?.text).toBe(
-      `claude mcp add postern -- ${process.execPath} ${bin} mcp --data-dir ${dir.path}`,
+      `claude mcp add postern -- ${process.execPath} --inspect-port=192.0.2.1:9229 ${bin} mcp --data-dir ${dir.path}`,
     );
     // A read: the control socket answers it without any proof.
     const [reply] = await sameUserProcess(controlSocketPath(dir.path), [

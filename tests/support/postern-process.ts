@@ -1,9 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { inspectorPortParked } from '../../broker/core/index.js';
 
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 export const posternBin = path.join(repoRoot, 'bin', 'postern.mjs');
+/** node's arguments for `postern …`, as its shebang and the MCP hookup lines start it (inspector parked). */
+export const posternArgs = (args: readonly string[]): string[] => [inspectorPortParked, posternBin, ...args];
 
 /** Bound on waiting for a line: a real daemon is ready in well under a second. */
 export const lineWaitMs = 20_000;
@@ -25,7 +28,7 @@ export class PosternProcess {
   private readonly listeners = new Set<() => void>();
 
   constructor(args: readonly string[], env: Readonly<Record<string, string | undefined>> = {}) {
-    this.child = spawn(process.execPath, [posternBin, ...args], {
+    this.child = spawn(process.execPath, posternArgs(args), {
       cwd: repoRoot,
       env: { ...process.env, POSTERN_TEST_EVENTS: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -192,7 +195,7 @@ export function runPostern(
   options: { stdin?: string; env?: Record<string, string> } = {},
 ): Promise<CommandRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [posternBin, ...args], {
+    const child = spawn(process.execPath, posternArgs(args), {
       cwd: repoRoot,
       env: { ...process.env, ...options.env },
       detached: true,
