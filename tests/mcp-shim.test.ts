@@ -262,6 +262,58 @@ describe('when the broker keeps refusing the shim with RATE_LIMITED (every conne
   });
 });
 
+describe('when another agent takes the connections while the shim is away and keeps them busy (RATE_LIMITED)', () => {
+  it('a real MCP client request that waited is answered RATE_LIMITED, saying nothing was recorded, when the shim gives up', async () => {
+    // A real agent socket whose per-user cap is one connection: the shim's idle one, until another connection evicts it.
+    await socket?.close();
+    socket = await startAgentSocket({ dataDir: dir.path, backend, limits: { connectionsPerUidMax: 1 } });
+    const reconnectForSeconds = 2;
+    const transport = shimTransport(dir.path, ['--reconnect-for', String(reconnectForSeconds)]);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'shim-crowded-out', version: '1' });
+    await client.connect(transport);
+    let holder: Awaited<ReturnType<typeof connectRawLines>> | undefined;
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      backend.respond = holdUntilAborted;
+      holder = await connectRawLines(socket.path);
+      // The holder evicts the shim's idle connection and is busy at once (a call that waits): each of the shim's
+      // reconnections is refused for as long as it holds it, the 100 ms before the first one included.
+      const call = { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } };
+      holder.send(
+        `${initializeFrame(0, 'holder')}\n${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call })}`,
+      );
+      await backend.nextCall();
+      await waitUntil('the shim reconnecting', () => stderr.includes('reconnecting for up to'));
+      // Sent while the shim is away: it waits in the shim, and every reconnection that could carry it is refused.
+      const waited = await Promise.race([
+        client.listTools().then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+        failAfter(20_000, 'the answer to the request that waited'),
+      ]);
+      expect(waited).toBeInstanceOf(McpError);
+      expect(waited).toMatchObject({ code: -32_000, data: { code: 'RATE_LIMITED' } });
+      const message = (waited as McpError).message;
+      expect(message).toContain(
+        "refused postern mcp's reconnection (RATE_LIMITED: at most 1 agent connections per user, and every one has " +
+          `a call in progress; retry later) until its ${reconnectForSeconds} s reconnect window ran out`,
+      );
+      expect(message).toContain('never reached the broker, so nothing was recorded for it');
+      expect(message).not.toContain('did not come back');
+      expect(stderr.trimEnd().split('\n').at(-1)).toBe(
+        `postern: RATE_LIMITED: gave up reconnecting after ${reconnectForSeconds} s: the broker refused the ` +
+          'reconnection: at most 1 agent connections per user, and every one has a call in progress; retry later',
+      );
+    } finally {
+      holder?.destroy();
+      await client.close();
+    }
+  });
+});
+
 describe('when no broker listens', () => {
   /** The one coded line every command that only asks a broker prints (program.ts reportError), for the shim's case. */
   const notRunning = (dataDir: string, socketPath: string, why: string): string =>

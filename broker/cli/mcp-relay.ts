@@ -60,6 +60,8 @@ interface Failure {
   readonly code: string;
   readonly field?: string | undefined;
   readonly message: string;
+  /** The broker was there and refused the reconnection (RATE_LIMITED…): its code answers what waited. */
+  readonly refusal?: Refusal | undefined;
 }
 
 /**
@@ -306,7 +308,11 @@ export class McpRelay {
       this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
     } else if (refusal !== undefined) {
       // A refused reconnection: the same absence goes on, and may be over.
-      const failure = { code: refusal.code, message: `the broker refused the reconnection: ${refusal.message}` };
+      const failure = {
+        code: refusal.code,
+        message: `the broker refused the reconnection: ${refusal.message}`,
+        refusal,
+      };
       this.absence.failure = failure;
       if (Date.now() + this.absence.delayMs > this.absence.untilMs) {
         this.giveUp(this.absence);
@@ -340,13 +346,19 @@ export class McpRelay {
 
   private giveUp(absence: Absence): void {
     const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
-    const why = absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
+    const why: Failure =
+      absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
     const field = why.field === undefined ? '' : ` ${why.field}`;
     this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
-    this.failPending(
-      'BROKER_RESTARTED',
-      `the Postern broker went away and did not come back within ${seconds} s; ${neverSent}`,
-    );
+    // The broker was there at the last try and refused it: what waited is answered with its word, not "did not come back".
+    const answer =
+      why.refusal === undefined
+        ? {
+            code: 'BROKER_RESTARTED',
+            message: `the Postern broker went away and did not come back within ${seconds} s`,
+          }
+        : { code: why.refusal.code, message: refusedUntilGaveUp(why.refusal, seconds) };
+    this.failPending(answer.code, `${answer.message}; ${neverSent}`);
     this.finish(1);
   }
 
@@ -539,6 +551,14 @@ function refusedAnswer(refusal: Refusal): string {
 
 /** What waited in the shim while the broker was away was never written to any connection (failPending). */
 const neverSent = 'this request waited in postern mcp and never reached the broker, so nothing was recorded for it';
+
+/** The answer to what waited when the broker was there at the last reconnection and refused it (giveUp). */
+function refusedUntilGaveUp(refusal: Refusal, seconds: number): string {
+  return (
+    `the Postern broker refused postern mcp's reconnection (${refusal.code}: ${refusal.message}) until its ` +
+    `${seconds} s reconnect window ran out, so postern mcp gave up and stopped`
+  );
+}
 
 /**
  * The broker's error answer to the replayed initialize, with its Postern code. Every refusal the broker writes carries
