@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -262,6 +262,58 @@ describe('when the broker keeps refusing the shim with RATE_LIMITED (every conne
   });
 });
 
+describe('when another agent takes the connections while the shim is away and keeps them busy (RATE_LIMITED)', () => {
+  it('a real MCP client request that waited is answered RATE_LIMITED, saying nothing was recorded, when the shim gives up', async () => {
+    // A real agent socket whose per-user cap is one connection: the shim's idle one, until another connection evicts it.
+    await socket?.close();
+    socket = await startAgentSocket({ dataDir: dir.path, backend, limits: { connectionsPerUidMax: 1 } });
+    const reconnectForSeconds = 2;
+    const transport = shimTransport(dir.path, ['--reconnect-for', String(reconnectForSeconds)]);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'shim-crowded-out', version: '1' });
+    await client.connect(transport);
+    let holder: Awaited<ReturnType<typeof connectRawLines>> | undefined;
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      backend.respond = holdUntilAborted;
+      holder = await connectRawLines(socket.path);
+      // The holder evicts the shim's idle connection and is busy at once (a call that waits): each of the shim's
+      // reconnections is refused for as long as it holds it, the 100 ms before the first one included.
+      const call = { name: 'ssh_exec', arguments: { host: 'h', command: 'true' } };
+      holder.send(
+        `${initializeFrame(0, 'holder')}\n${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call })}`,
+      );
+      await backend.nextCall();
+      await waitUntil('the shim reconnecting', () => stderr.includes('reconnecting for up to'));
+      // Sent while the shim is away: it waits in the shim, and every reconnection that could carry it is refused.
+      const waited = await Promise.race([
+        client.listTools().then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+        failAfter(20_000, 'the answer to the request that waited'),
+      ]);
+      expect(waited).toBeInstanceOf(McpError);
+      expect(waited).toMatchObject({ code: -32_000, data: { code: 'RATE_LIMITED' } });
+      const message = (waited as McpError).message;
+      expect(message).toContain(
+        "refused postern mcp's reconnection (RATE_LIMITED: at most 1 agent connections per user, and every one has " +
+          `a call in progress; retry later) until its ${reconnectForSeconds} s reconnect window ran out`,
+      );
+      expect(message).toContain('never reached the broker, so nothing was recorded for it');
+      expect(message).not.toContain('did not come back');
+      expect(stderr.trimEnd().split('\n').at(-1)).toBe(
+        `postern: RATE_LIMITED: gave up reconnecting after ${reconnectForSeconds} s: the broker refused the ` +
+          'reconnection: at most 1 agent connections per user, and every one has a call in progress; retry later',
+      );
+    } finally {
+      holder?.destroy();
+      await client.close();
+    }
+  });
+});
+
 describe('when no broker listens', () => {
   /** The one coded line every command that only asks a broker prints (program.ts reportError), for the shim's case. */
   const notRunning = (dataDir: string, socketPath: string, why: string): string =>
@@ -393,6 +445,108 @@ describe('when the broker evicts the connection with a request of the client una
     } finally {
       await client.close();
       await new Promise((resolve) => server.close(resolve));
+      scripted.remove();
+    }
+  });
+});
+
+/**
+ * A broker that serves the shim's first connection, drops it when told, and then answers the replayed initialize of
+ * a later connection with `refusal` (scripted: today's broker answers every initialize and refuses the session's
+ * calls instead). Until `arm()`, and on one connection after it, it closes a new connection at the replayed
+ * initialize unanswered: the shim keeps reconnecting, and a request the client sent before `arm()` has been read into
+ * the shim by the connection it is refused on (each reconnection waits its backoff after the close of the one before).
+ */
+function sessionRefusingBroker(socketPath: string, refusal: Record<string, unknown>) {
+  let first: Socket | undefined;
+  let armed = false;
+  let unansweredAfterArming = 1;
+  const server = createServer((conn) => {
+    const isFirst = first === undefined;
+    if (isFirst) first = conn;
+    const lines = createInterface({ input: conn });
+    const send = (message: unknown): boolean => conn.write(`${JSON.stringify(message)}\n`);
+    lines.on('line', (line) => {
+      const message = JSON.parse(line) as { id?: string | number; method?: string };
+      if (message.id === undefined) return;
+      if (isFirst && message.method === 'initialize') {
+        send({
+          jsonrpc: '2.0',
+          id: message.id,
+          result: {
+            protocolVersion: '2025-06-18',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'postern', version: '0' },
+          },
+        });
+      } else if (isFirst) {
+        send({ jsonrpc: '2.0', id: message.id, result: { tools: [] } });
+      } else if (message.method === 'initialize') {
+        if (!armed || unansweredAfterArming-- > 0) conn.destroy();
+        else send({ jsonrpc: '2.0', id: message.id, error: refusal });
+      }
+    });
+    conn.on('error', () => undefined);
+  });
+  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  return new Promise<{ server: Server; dropFirst: () => void; arm: () => void }>((resolve) =>
+    server.listen(socketPath, () => resolve({ server, dropFirst: () => first?.destroy(), arm: () => (armed = true) })),
+  );
+}
+
+describe('when the broker comes back but refuses the replayed initialize (the session)', () => {
+  const cases = [
+    {
+      when: "with the broker's code",
+      refusal: { code: -32_000, message: 'a person revoked this session', data: { code: 'SESSION_REVOKED' } },
+      code: 'SESSION_REVOKED',
+      said: 'a person revoked this session',
+    },
+    {
+      when: 'without a Postern code',
+      refusal: { code: -32_602, message: 'Invalid params' },
+      code: 'INTERNAL',
+      said: 'Invalid params (JSON-RPC error -32602, without a Postern code)',
+    },
+  ];
+  it.each(cases)('$when: the request that waited is answered with that code, and the coded line says so', async (c) => {
+    const scripted = createTempDir('postern-shim-session-refused-');
+    const broker = await sessionRefusingBroker(agentSocketPath(scripted.path), c.refusal);
+    const transport = shimTransport(scripted.path, ['--reconnect-for', '600']);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    let closed = false;
+    const client = new Client({ name: 'shim-session-refused', version: '1' });
+    client.onclose = () => (closed = true);
+    try {
+      await client.connect(transport);
+      expect(await client.listTools()).toEqual({ tools: [] });
+      broker.dropFirst();
+      await waitUntil('the shim reconnecting', () => stderr.includes('reconnecting for up to'));
+      const waited = client.listTools().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      broker.arm();
+      const refused = await Promise.race([waited, failAfter(20_000, 'the answer to the request that waited')]);
+      expect(refused).toBeInstanceOf(McpError);
+      expect(refused).toMatchObject({ code: -32_000, data: { code: c.code } });
+      const message = (refused as McpError).message;
+      expect(message).toContain(
+        `came back but refused this agent's session (${c.code}: ${c.said}), so postern mcp stopped`,
+      );
+      expect(message).toContain('never reached the broker, so nothing was recorded for it');
+      expect(message).not.toContain('BROKER_RESTARTED');
+      await waitUntil('the shim exiting', () => closed);
+      // Said once, coded as every CLI failure line is.
+      const after = stderr.slice(stderr.indexOf('reconnecting for up to'));
+      expect(after.trimEnd().split('\n').slice(1)).toEqual([
+        `postern: ${c.code}: the broker for ${scripted.path} refused this agent's session after reconnecting ` +
+          `(${c.said}); postern mcp is not reconnecting`,
+      ]);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => broker.server.close(resolve));
       scripted.remove();
     }
   });

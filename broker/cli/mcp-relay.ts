@@ -60,6 +60,8 @@ interface Failure {
   readonly code: string;
   readonly field?: string | undefined;
   readonly message: string;
+  /** The broker was there and refused the reconnection (RATE_LIMITED…): its code answers what waited. */
+  readonly refusal?: Refusal | undefined;
 }
 
 /**
@@ -122,9 +124,9 @@ export class McpRelay {
 
   /**
    * Resolves 0 when the client ends (or the broker goes away with giveUpMs 0), 1 when the broker cannot be reached
-   * again within the reconnect window or refuses this process itself (PEER_REFUSED). Throws NOT_FOUND (field
-   * --data-dir) when no broker listens at start: nothing was written to stdout, and the CLI prints its one coded line
-   * on stderr.
+   * again within the reconnect window, refuses this process itself (PEER_REFUSED) or refuses the replayed initialize
+   * (this agent's session). Throws NOT_FOUND (field --data-dir) when no broker listens at start: nothing was written
+   * to stdout, and the CLI prints its one coded line on stderr.
    */
   async run(): Promise<number> {
     const { options } = this;
@@ -264,10 +266,7 @@ export class McpRelay {
 
   private replayAnswered(message: Message): void {
     if (message.error !== undefined) {
-      const why = String(message.error.message ?? 'no reason given');
-      this.options.err(`postern mcp: the broker refused this agent's session after reconnecting: ${why}`);
-      this.failPending('BROKER_RESTARTED', `the Postern broker restarted and refused this agent's session: ${why}`);
-      this.finish(1);
+      this.stopSessionRefused(sessionRefusal(message.error));
       return;
     }
     this.options.err('postern mcp: reconnected to the broker; the session continues');
@@ -309,7 +308,11 @@ export class McpRelay {
       this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
     } else if (refusal !== undefined) {
       // A refused reconnection: the same absence goes on, and may be over.
-      const failure = { code: refusal.code, message: `the broker refused the reconnection: ${refusal.message}` };
+      const failure = {
+        code: refusal.code,
+        message: `the broker refused the reconnection: ${refusal.message}`,
+        refusal,
+      };
       this.absence.failure = failure;
       if (Date.now() + this.absence.delayMs > this.absence.untilMs) {
         this.giveUp(this.absence);
@@ -343,10 +346,37 @@ export class McpRelay {
 
   private giveUp(absence: Absence): void {
     const seconds = Math.round(this.options.reconnect.giveUpMs / 1000);
-    const why = absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
+    const why: Failure =
+      absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
     const field = why.field === undefined ? '' : ` ${why.field}`;
     this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
-    this.failPending('BROKER_RESTARTED', `the Postern broker went away and did not come back within ${seconds} s`);
+    // The broker was there at the last try and refused it: what waited is answered with its word, not "did not come back".
+    const answer =
+      why.refusal === undefined
+        ? {
+            code: 'BROKER_RESTARTED',
+            message: `the Postern broker went away and did not come back within ${seconds} s`,
+          }
+        : { code: why.refusal.code, message: refusedUntilGaveUp(why.refusal, seconds) };
+    this.failPending(answer.code, `${answer.message}; ${neverSent}`);
+    this.finish(1);
+  }
+
+  /**
+   * The broker came back but answered the replayed initialize with an error: this agent's session is refused, and
+   * reconnecting would replay the same initialize, so the shim stops. What waited for it was never sent.
+   */
+  private stopSessionRefused(refusal: Refusal): void {
+    const { dataDir } = this.options;
+    this.options.err(
+      `postern: ${refusal.code}: the broker for ${dataDir} refused this agent's session after reconnecting ` +
+        `(${refusal.message}); postern mcp is not reconnecting`,
+    );
+    this.failPending(
+      refusal.code,
+      `the Postern broker came back but refused this agent's session (${refusal.code}: ${refusal.message}), ` +
+        `so postern mcp stopped; ${neverSent}`,
+    );
     this.finish(1);
   }
 
@@ -517,6 +547,27 @@ function refusedAnswer(refusal: Refusal): string {
   return finalRefusalCodes.has(refusal.code)
     ? `${closed}. It refuses this process itself, so postern mcp stopped: sent again, it would be refused the same way.`
     : `${closed}: send it again.`;
+}
+
+/** What waited in the shim while the broker was away was never written to any connection (failPending). */
+const neverSent = 'this request waited in postern mcp and never reached the broker, so nothing was recorded for it';
+
+/** The answer to what waited when the broker was there at the last reconnection and refused it (giveUp). */
+function refusedUntilGaveUp(refusal: Refusal, seconds: number): string {
+  return (
+    `the Postern broker refused postern mcp's reconnection (${refusal.code}: ${refusal.message}) until its ` +
+    `${seconds} s reconnect window ran out, so postern mcp gave up and stopped`
+  );
+}
+
+/**
+ * The broker's error answer to the replayed initialize, with its Postern code. Every refusal the broker writes carries
+ * one (jsonrpc-error.ts); an error without one is no refusal it means to make, so it is said as INTERNAL.
+ */
+function sessionRefusal(error: NonNullable<Message['error']>): Refusal {
+  const message = String(error.message ?? 'no reason given');
+  if (typeof error.data?.code === 'string') return { code: error.data.code, message };
+  return { code: 'INTERNAL', message: `${message} (JSON-RPC error ${String(error.code)}, without a Postern code)` };
 }
 
 function notListening(dataDir: string, socketPath: string, why: string): CodedError {
