@@ -46,19 +46,25 @@ function theDrill(): Drill {
   return drill;
 }
 
-/** Signs in, then reopens the Approvals tab with every poll slowed, once its change stream is open. */
-async function openSlowPolledApprovals(d: Drill): Promise<OperatorPage> {
+/** Signs in, then reopens a tab (Approvals unless told) with every poll slowed, once its change stream is open. */
+async function openSlowPolled(d: Drill, tab: 'approvals' | 'sessions' = 'approvals'): Promise<OperatorPage> {
   const opened = await openOperatorPage(browser, d.daemon.operatorUrl);
   const { page } = opened;
   const origin = new URL(d.daemon.operatorUrl).origin;
   const streamOpen = page.waitForResponse((r) => r.url() === `${origin}/api/events` && r.status() === 200);
   await handSessionToNextLoad(page, d.daemon.operatorUrl);
-  await page.goto(`${origin}/?pollFloorMs=${pollFloorMs}#/approvals`);
+  await page.goto(`${origin}/?pollFloorMs=${pollFloorMs}#/${tab}`);
   await streamOpen;
-  await page.getByTestId('approvals-view').waitFor();
+  await page.getByTestId(`${tab}-view`).waitFor();
   // A reload would lose this: the checks below see the same document.
   await page.evaluate(() => ((window as unknown as { liveMarker: string }).liveMarker = 'same document'));
   return opened;
+}
+
+/** In the page: whether the Sessions cards' calls add up to `calls` (a function, since the page's CSP has no eval). */
+function callsShown(calls: number): boolean {
+  const shown = Array.from(document.querySelectorAll('[data-testid^="session-"][data-testid$="-calls"]'));
+  return shown.reduce((sum, e) => sum + Number(e.textContent), 0) === calls;
 }
 
 async function sameDocument(page: Page): Promise<boolean> {
@@ -68,7 +74,7 @@ async function sameDocument(page: Page): Promise<boolean> {
 describe('a live UI: state pushed over GET /api/events, not polled', () => {
   it("an agent's call makes its card appear without a reload, well inside the slowed poll", async () => {
     const d = theDrill();
-    const { page, problems } = await openSlowPolledApprovals(d);
+    const { page, problems } = await openSlowPolled(d);
     const lane = 'doc-live-card';
     const sentAt = Date.now();
     const call = d.p1.call('http_request', {
@@ -103,9 +109,47 @@ describe('a live UI: state pushed over GET /api/events, not polled', () => {
     await page.context().close();
   }, 60_000);
 
+  it("a session's calls and not-sent-yet count follow its actions live, though no session event is journaled", async () => {
+    const d = theDrill();
+    const { page, problems } = await openSlowPolled(d, 'sessions');
+    const shownCalls = (calls: number) => page.waitForFunction(callsShown, calls, { timeout: pushDeadlineMs });
+    const figures = await op(d.dataDir, 'sessions.list', {});
+    const callsBefore = figures.sessions.reduce((sum, s) => sum + s.calls, 0);
+    await shownCalls(callsBefore);
+    const sessions = page.getByTestId('sessions-view');
+    expect(await sessions.getByText('not sent yet').count()).toBe(0);
+    const lane = 'doc-live-session';
+    const call = d.p1.call('http_request', {
+      route: 'docs',
+      method: 'POST',
+      path: '/docs/live-session',
+      body: JSON.stringify({ marker: 'live-session' }),
+      timeout_ms: 120_000,
+    });
+    const answered = call.reply.then(
+      () => 'answered',
+      () => 'failed',
+    );
+    // The card waits for a person: one more call, not sent yet. Only ACTION_ACCEPTED was journaled ('activity').
+    await shownCalls(callsBefore + 1);
+    await sessions.getByText('1 not sent yet').waitFor({ timeout: pushDeadlineMs });
+    const [card] = await waitFor(
+      async () => (await op(d.dataDir, 'approvals.list', {})).cards.filter((c) => c.lane === lane),
+      (cards) => cards.length === 1,
+      'the card in the broker',
+    );
+    if (card === undefined) throw new Error('no card');
+    await op(d.dataDir, 'approvals.reject', { ticket: card.ticket, reason: 'live push e2e (sessions)' });
+    expect(await answered).toBe('answered');
+    await sessions.getByText('not sent yet').waitFor({ state: 'detached', timeout: pushDeadlineMs });
+    expect(await sameDocument(page)).toBe(true);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
   it('the vault lock hint appears on a lock and goes on an unlock, live', async () => {
     const d = theDrill();
-    const { page, problems } = await openSlowPolledApprovals(d);
+    const { page, problems } = await openSlowPolled(d);
     const hint = page.getByTestId('vault-locked-hint');
     expect(await hint.count()).toBe(0);
     await op(d.dataDir, 'vault.lock', {});

@@ -30,7 +30,12 @@ export const queueRefreshMs = 500;
 /** How often the shell re-reads the vault's state while the change stream is down. */
 export const vaultRefreshMs = 2_000;
 const queueTopics = ['approvals'] as const;
-const sessionTopics = ['sessions'] as const;
+/**
+ * A session's status changes with SESSION_* events ('sessions'), but its calls and how many are not sent yet move with
+ * its actions' events, which publish 'activity' (every commit does): the card re-reads on both (coalesced, one read
+ * in flight at most, as every refresh here).
+ */
+const sessionTopics = ['sessions', 'activity'] as const;
 const credentialRequestTopics = ['credential_requests'] as const;
 const vaultTopics = ['vault'] as const;
 

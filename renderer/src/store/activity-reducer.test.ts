@@ -3,6 +3,7 @@ import type { ActivityEvent, BrokerApi, BrokerStatus, Reply } from '../../../bro
 import {
   activityBlockRows,
   activityBlocksKeptMax,
+  activityMatchesMax,
   activityReducer,
   activityRowAt,
   activityRowCount,
@@ -179,6 +180,113 @@ describe('the activity reducer, filtered (matches keep their original positions)
     );
     expect(activityRowCount(view)).toBe(300);
     expect(activityRowAt(view, 41)).toMatchObject({ kind: 'event', event: { seq: 42 } });
+  });
+});
+
+describe('the activity reducer, filtered, when the log grows after the scan reached its end', () => {
+  const lane = { ...emptyActivityFilter, lane: 'doc-7' };
+  const page = (view: ActivityView, events: ActivityEvent[], next: number | null): ActivityView =>
+    activityReducer(activityReducer(view, { type: 'page_requested' }), {
+      type: 'page_received',
+      generation: view.generation,
+      reply: listed(events, next),
+    });
+
+  it('reads on from where it searched: a match appended since joins the end instead of never being shown', () => {
+    const ended = page(fold(head(500), { type: 'filter_changed', filter: lane }), [eventAt(17), eventAt(300)], null);
+    expect(ended.next).toBeNull();
+    expect(activityRowCount(ended)).toBe(2);
+    // A quiet head changes nothing: no read, no "more" row.
+    expect(activityReducer(ended, head(500))).toMatchObject({ next: null, scannedThrough: 500 });
+    const grown = activityReducer(ended, head(520));
+    // The list says there is more (a "reading more" row) and reads it as the person reaches the end.
+    expect(grown.next).toBe(501);
+    expect(activityRowCount(grown)).toBe(3);
+    expect(activityRowAt(grown, 2)).toEqual({ kind: 'more' });
+    expect(needsNextPage(grown, 1)).toBe(true);
+    const read = page(grown, [eventAt(510)], null);
+    expect(read.matches.map((e) => e.seq)).toEqual([17, 300, 510]);
+    expect(read).toMatchObject({ next: null, scannedThrough: 520 });
+  });
+
+  it('searches again only what the last page may not have seen, and never shows a match twice', () => {
+    // Asked when status said 500; the page ran on to 505, which matched, before status said so.
+    const ended = page(fold(head(500), { type: 'filter_changed', filter: lane }), [eventAt(17), eventAt(505)], null);
+    expect(ended.scannedThrough).toBe(505);
+    const grown = activityReducer(ended, head(530));
+    expect(grown.next).toBe(506);
+    const read = page(grown, [eventAt(505), eventAt(529)], null);
+    expect(read.matches.map((e) => e.seq)).toEqual([17, 505, 529]);
+  });
+
+  it('before status answered, reads on from the last match (nothing after it is taken as searched)', () => {
+    const ended = page(fold({ type: 'filter_changed', filter: lane }), [eventAt(40)], null);
+    expect(ended.scannedThrough).toBe(40);
+    expect(activityReducer(ended, head(60)).next).toBe(41);
+  });
+
+  it('a head while a page is in flight leaves the page to say where the scan goes on', () => {
+    const asked = activityReducer(fold(head(500), { type: 'filter_changed', filter: lane }), {
+      type: 'page_requested',
+    });
+    const moved = activityReducer(asked, head(900));
+    expect(moved.next).toBe(1);
+    const answered = activityReducer(moved, {
+      type: 'page_received',
+      generation: asked.generation,
+      reply: listed([eventAt(5)], 201),
+    });
+    expect(answered.next).toBe(201);
+    expect(answered.scannedThrough).toBeNull();
+  });
+
+  it('at the matches bound it stops for good, however the log grows', () => {
+    const full = page(
+      fold(head(activityMatchesMax), { type: 'filter_changed', filter: lane }),
+      range(1, activityMatchesMax),
+      null,
+    );
+    expect(full.next).toBeNull();
+    expect(activityReducer(full, head(activityMatchesMax * 2)).next).toBeNull();
+  });
+
+  it('a page of a replaced filter is dropped, and the new filter searches from position 1', () => {
+    const ended = page(fold(head(500), { type: 'filter_changed', filter: lane }), [eventAt(300)], null);
+    const asked = activityReducer(activityReducer(ended, head(600)), { type: 'page_requested' });
+    const replaced = activityReducer(asked, { type: 'filter_changed', filter: { ...lane, lane: 'doc-8' } });
+    const late = activityReducer(replaced, {
+      type: 'page_received',
+      generation: asked.generation,
+      reply: listed([eventAt(550)], null),
+    });
+    expect(late).toMatchObject({ matches: [], next: 1, scannedThrough: null });
+  });
+});
+
+describe('the activity reducer, unfiltered, when the log grows between reads', () => {
+  it('a block read at the end before a head, answered after it, is read again at the next head (never left short)', () => {
+    // Block 1 was read when the log ended at 148; status said 150 before that answer came.
+    const late = fold(head(140), { type: 'block_requested', block: 1 }, head(150), {
+      type: 'block_received',
+      block: 1,
+      reply: listed(range(101, 148), null),
+    });
+    // Positions 149 and 150 say loading (not missing, not shifted), and the next head has the block read again.
+    expect(activityRowAt(late, 148)).toEqual({ kind: 'loading', seq: 149 });
+    expect(activityRowAt(late, 147)).toMatchObject({ kind: 'event', event: { seq: 148 } });
+    const next = activityReducer(late, head(150));
+    expect(next.blocks[1]).toBeUndefined();
+    expect(blocksToLoad(next, 140, 149)).toEqual([1]);
+  });
+
+  it('new events make the list longer at once, and each new position is loading until its block is read', () => {
+    const read = fold(head(100), { type: 'block_received', block: 0, reply: listed(range(1, 100), 101) });
+    expect(read.blocks[0]?.complete).toBe(true);
+    const grown = activityReducer(read, head(450));
+    expect(activityRowCount(grown)).toBe(450);
+    expect(activityRowAt(grown, 99)).toMatchObject({ kind: 'event', event: { seq: 100 } });
+    expect(activityRowAt(grown, 449)).toEqual({ kind: 'loading', seq: 450 });
+    expect(blocksToLoad(grown, 90, 449)).toEqual([1, 2, 3, 4]);
   });
 });
 

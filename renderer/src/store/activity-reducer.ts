@@ -51,8 +51,16 @@ export interface ActivityView {
   loading: Record<number, true>;
   /** Filtered: matches so far, in seq order. */
   matches: ActivityEvent[];
-  /** Filtered: where the next page starts; null once the scan reached the log's end. */
+  /** Filtered: where the next page starts; null once the scan reached the log's end (or the matches' bound). */
   next: number | null;
+  /**
+   * Filtered, once the scan reached the log's end: every position up to this one was searched (the log's length as
+   * `status` said before the last page was asked for, or the last match if later). When the log grows past it, the
+   * scan reads on from the next position, so events appended since are searched too rather than never shown.
+   */
+  scannedThrough: number | null;
+  /** Filtered: the log's length as known when the page in flight was asked for (a floor of what it will search). */
+  scanAsOf: number | null;
   scanning: boolean;
   error: ReplyError | null;
 }
@@ -66,6 +74,8 @@ export const initialActivityView: ActivityView = {
   loading: {},
   matches: [],
   next: 1,
+  scannedThrough: null,
+  scanAsOf: null,
   scanning: false,
   error: null,
 };
@@ -94,6 +104,7 @@ export function activityReducer(view: ActivityView, event: ActivityViewEvent): A
       const kept = entries.filter(current);
       return {
         ...view,
+        ...readOnPastEnd(view, lastSeq),
         lastSeq,
         blocks: kept.length === entries.length ? view.blocks : Object.fromEntries(kept),
         error: null,
@@ -127,21 +138,37 @@ export function activityReducer(view: ActivityView, event: ActivityViewEvent): A
         generation: view.generation + 1,
         matches: [],
         next: 1,
+        scannedThrough: null,
+        scanAsOf: null,
         scanning: false,
         error: null,
       };
     case 'page_requested':
-      return { ...view, scanning: true };
+      return { ...view, scanning: true, scanAsOf: view.lastSeq };
     case 'page_received': {
       if (event.generation !== view.generation) return view;
       if (!event.reply.ok) return { ...view, scanning: false, error: event.reply.error };
       const after = view.matches.at(-1)?.seq ?? 0;
       const fresh = event.reply.value.events.filter((e) => e.seq > after);
       const matches = [...view.matches, ...fresh].slice(0, activityMatchesMax);
-      const next = matches.length >= activityMatchesMax ? null : event.reply.value.next_seq;
-      return { ...view, matches, next, scanning: false, error: null };
+      const full = matches.length >= activityMatchesMax;
+      const next = full ? null : event.reply.value.next_seq;
+      // At the log's end the page searched at least what status had said before it was asked for.
+      const scannedThrough =
+        full || next !== null ? null : Math.max(view.scanAsOf ?? 0, matches.at(-1)?.seq ?? 0, after);
+      return { ...view, matches, next, scannedThrough, scanning: false, error: null };
     }
   }
+}
+
+/**
+ * Filtered, at the log's end: when the log has grown past what the scan searched, the scan reads on from there (the
+ * list says "so far" and reads the rest as the person scrolls to it), so new matches join the end in seq order.
+ */
+function readOnPastEnd(view: ActivityView, lastSeq: number): Partial<ActivityView> {
+  const through = view.scannedThrough;
+  if (!filterActive(view.filter) || view.next !== null || through === null || lastSeq <= through) return {};
+  return { next: through + 1, scannedThrough: null };
 }
 
 function keepNear(blocks: Record<number, ActivityBlock>, around: number): Record<number, ActivityBlock> {

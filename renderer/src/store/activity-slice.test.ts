@@ -8,15 +8,20 @@ import { createAppStore } from './app-store.js';
 type ListInput = BrokerApi['activity.list']['input'];
 type ListReply = Reply<BrokerApi['activity.list']['output']>;
 
-/** An API whose activity.list calls wait for the test to answer them; other methods answer empty. */
+/**
+ * An API whose activity.list calls wait for the test to answer them; status answers the journal's last position the
+ * test sets; other methods answer empty.
+ */
 function scriptedApi() {
   const lists: Array<{ input: ListInput; answer: (reply: ListReply) => void }> = [];
+  const journal = { last_seq: 0 };
   const rest = Object.fromEntries(brokerApiMethods.map((m) => [m, () => Promise.resolve({ ok: true, value: {} })]));
   const api = {
     ...rest,
+    status: () => Promise.resolve({ ok: true, value: { journal: { ...journal } } }),
     'activity.list': (input: ListInput) => new Promise<ListReply>((resolve) => lists.push({ input, answer: resolve })),
-  } as OperatorApi;
-  return { api, lists };
+  } as unknown as OperatorApi;
+  return { api, lists, journal };
 }
 const row = (seq: number) => ({
   seq,
@@ -61,5 +66,25 @@ describe('the activity slice', () => {
     await second;
     expect(store.getState().activityView.matches).toEqual([]);
     expect(store.getState().activityView.next).toBe(1);
+  });
+
+  it('when a filtered scan reached the end and the log grew, the next page reads on from where it searched', async () => {
+    const { api, lists, journal } = scriptedApi();
+    const store = createAppStore(api);
+    journal.last_seq = 500;
+    await store.getState().refreshActivityHead();
+    store.getState().setActivityFilter({ ...emptyActivityFilter, lane: 'doc-7' });
+    const firstPage = store.getState().loadActivityPage();
+    lists[0]?.answer({ ok: true, value: { events: [row(40)], next_seq: null } });
+    await firstPage;
+    await store.getState().loadActivityPage();
+    expect(lists).toHaveLength(1);
+    journal.last_seq = 530;
+    await store.getState().refreshActivityHead();
+    const more = store.getState().loadActivityPage();
+    expect(lists[1]?.input).toEqual({ from_seq: 501, limit: 200, lane: 'doc-7' });
+    lists[1]?.answer({ ok: true, value: { events: [row(512)], next_seq: null } });
+    await more;
+    expect(store.getState().activityView.matches.map((m) => m.seq)).toEqual([40, 512]);
   });
 });
