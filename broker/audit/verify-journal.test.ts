@@ -14,7 +14,7 @@ import { getPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { NewEvent } from '../contract/index.js';
 import { appendLeaf, auditHeaderText, emptyFrontier, encodeFrontier, encodeLeaf, leafHash } from '../core/index.js';
 import { sha256 } from '../journal/event-cipher.js';
@@ -563,6 +563,53 @@ describe('when verify reads a journal, it leaves the directory as it found it', 
       if (tmp === undefined) delete process.env['TMPDIR'];
       else process.env['TMPDIR'] = tmp;
     }
+  });
+
+  it('a copied file and WAL whose WAL a broker folds in and removes just before it is copied: looked at again, read immutable, nothing created', async () => {
+    const t = await openTempJournal({ checkpointEveryEvents: 4 });
+    cleanup.push(() => t.dispose());
+    await appendEvents(t, 9, 13);
+    expect(await eventsInMainFile(t)).toBeLessThan(9);
+    const dir = tempDir().path;
+    const path = join(dir, 'journal.sqlite');
+    copyFileSync(t.path, path);
+    copyFileSync(`${t.path}-wal`, `${path}-wal`);
+    // The moment: between its look at the files (a -wal, no -shm: a private copy is due) and the copy of the -wal,
+    // a private read first sweeps the copies ended verifies left, asking whether each one's process lives. A copy of
+    // an ended process is put there, and when it is asked about, a broker opens the journal and closes it: SQLite
+    // folds the WAL into the file and removes the -wal and the -shm its open made.
+    const tmp = tempDir().path;
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    mkdirSync(join(tmp, `postern-verify-${gone}-moved0`));
+    let folded = false;
+    let seen: string[] = [];
+    const kill = process.kill.bind(process);
+    const spy = vi.spyOn(process, 'kill').mockImplementation((pid, signal) => {
+      if (pid === gone && !folded) {
+        folded = true;
+        const db = new Database(path);
+        db.prepare('SELECT count(*) FROM events').get();
+        db.close();
+        seen = readdirSync(dir).sort();
+      }
+      return kill(pid, signal);
+    });
+    const saved = process.env['TMPDIR'];
+    process.env['TMPDIR'] = tmp;
+    try {
+      expect(await verifySerial({ dbPath: path, threads: 0 })).toMatchObject({ ok: true, events: 9 });
+    } finally {
+      spy.mockRestore();
+      if (saved === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = saved;
+    }
+    expect(folded).toBe(true);
+    // Asserted out here: inside the sweep's question a throw would read as "that process lives".
+    expect(seen).toEqual(['journal.sqlite']);
+    // The failed copy was taken for files that moved, not for a reason to read under SQLite's locking: that read would
+    // have made a -wal and a -shm beside the journal, which verify promises never to do.
+    expect(listing(dir)).toEqual([`journal.sqlite ${statSync(path).size}`]);
+    expect(readdirSync(tmp)).toEqual([]);
   });
 
   it('a copied file and WAL written while verify reads its private copy is read again, so the report is of the file as it is', async () => {

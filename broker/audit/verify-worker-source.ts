@@ -32,14 +32,22 @@ let rowsStatement;
 let sodium;
 
 // A background verify: this thread takes a lower priority than the one that started it. Linux's setpriority names a
-// thread by its id (/proc/thread-self); where there is no such file the thread keeps the caller's priority.
+// thread by its id (/proc/thread-self/status); where there is no such file the thread keeps the caller's priority.
 if (workerData.niceness > 0) {
   try {
-    // "<tgid>/task/<tid>", numbered in the namespace of the mounted /proc: only when its process id is ours (the same
-    // PID namespace) does the id name this thread for setpriority.
-    const [tgid, task, tid] = require('node:fs').readlinkSync('/proc/thread-self').split('/').map(Number);
+    // NStgid and NSpid list the ids from the namespace of the mounted /proc down to this process's own PID namespace,
+    // the one setpriority and process.pid speak: the last of each. (The link /proc/thread-self and the Tgid/Pid lines
+    // are numbered in the mounted /proc's namespace, another one under unshare -p without its own /proc, where the
+    // number could be another process's here.) The process id must be ours, the thread's must not: a thread only.
+    const status = require('node:fs').readFileSync('/proc/thread-self/status', 'latin1');
+    const own = (name) => {
+      const line = status.split('\n').find((l) => l.startsWith(name + ':'));
+      return line === undefined ? NaN : Number(line.slice(name.length + 1).trim().split(/\s+/).pop());
+    };
+    const tgid = own('NStgid');
+    const tid = own('NSpid');
     const os = require('node:os');
-    if (tgid === process.pid && Number.isNaN(task) && Number.isSafeInteger(tid) && tid > 0 && tid !== process.pid)
+    if (tgid === process.pid && Number.isSafeInteger(tid) && tid > 0 && tid !== process.pid)
       os.setPriority(tid, Math.min(19, os.getPriority(tid) + workerData.niceness));
   } catch {
     // Not Linux, or no /proc: the verify runs at the caller's priority.
