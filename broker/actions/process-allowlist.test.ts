@@ -547,6 +547,9 @@ describe('when the listener check can ask the addon (sock_diag) instead of readi
     async () => {
       const real = loadNativeAddon();
       if (real instanceof Error) throw real;
+      expect(typeof real.listeningTcpInodes, 'postern-peercred has listeningTcpInodes (npm rebuild it)').toBe(
+        'function',
+      );
       const server = createServer();
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       try {

@@ -43,6 +43,8 @@ describe.skipIf(!linux)('listeningTcpInodes with the real addon', () => {
   it('names this process’s listening sockets (IPv4 and IPv6), and neither end of a connection', async () => {
     const addon = loadNativeAddon();
     if (addon instanceof Error) throw addon;
+    // An addon built before this function (rebuild it: npm rebuild postern-peercred) fails here, by name.
+    expect(typeof addon.listeningTcpInodes, 'postern-peercred has listeningTcpInodes').toBe('function');
     const listeningTcpInodes = addon.listeningTcpInodes as () => number[];
     const v4 = await listen('127.0.0.1');
     const v6 = await listen('::1');
