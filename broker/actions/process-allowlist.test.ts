@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { processAlive } from '../agent/index.js';
@@ -14,7 +15,8 @@ import {
   type FakeDarwinTools,
 } from '../testing/fake-codesign.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
-import { ProcessAllowlist } from './process-allowlist.js';
+import { loadNativeAddon } from '../host/native-addon.js';
+import { ProcessAllowlist, type ListenerAddon } from './process-allowlist.js';
 
 /**
  * The allowlist's darwin code path, run on Linux against SCRIPTED codesign / ps / lsof (broker/testing/fake-codesign.ts):
@@ -76,6 +78,8 @@ interface LinuxProcFiles {
   /** net/tcp, net/tcp6 (absent: not written). */
   readonly tcp?: string;
   readonly tcp6?: string;
+  /** ns/net link targets of the process and of the broker (`self`), e.g. `net:[4026531840]` (absent: not written). */
+  readonly netns?: { readonly process: string; readonly broker: string };
 }
 
 /** This test's pid as a Linux /proc the test writes: `exe` links to `agent`, and the other files when given. */
@@ -84,7 +88,13 @@ function linuxProc(files: LinuxProcFiles): string {
   const dir = join(procRoot, String(pid));
   mkdirSync(join(dir, 'net'), { recursive: true });
   symlinkSync(agent, join(dir, 'exe'));
-  const { fd = noSockets, tcp, tcp6, ...text } = files;
+  const { fd = noSockets, tcp, tcp6, netns, ...text } = files;
+  if (netns !== undefined) {
+    mkdirSync(join(dir, 'ns'));
+    mkdirSync(join(procRoot, 'self', 'ns'), { recursive: true });
+    symlinkSync(netns.process, join(dir, 'ns', 'net'));
+    symlinkSync(netns.broker, join(procRoot, 'self', 'ns', 'net'));
+  }
   for (const [name, body] of Object.entries(text)) writeFileSync(join(dir, name), body);
   for (const [name, body] of Object.entries({ tcp, tcp6 }))
     if (body !== undefined) writeFileSync(join(dir, 'net', name), body);
@@ -431,4 +441,128 @@ describe('when an allowlisted executable runs in a process that listens on a TCP
     expect(linux.processUnchanged(byEntry)).toBe(false);
     expect(linux.processUnchanged({ ...byEntry, approved_by: 'person:ann (cli)' })).toBe(true);
   });
+});
+
+/**
+ * The listener check by the addon's sock_diag query (native/peercred listeningTcpInodes: the listening sockets of the
+ * broker's network namespace), with a stand-in addon and /proc written by the test: used when the process's ns/net is
+ * the broker's, the /proc tables otherwise or when the addon is missing, older, failing or answering nonsense.
+ */
+describe('when the listener check can ask the addon (sock_diag) instead of reading the tcp tables', () => {
+  const running = (): { pid: number; start_time: string; exe: string } => ({
+    pid,
+    start_time: 'unavailable',
+    exe: agent,
+  });
+  const sameNs = { process: 'net:[4026531840]', broker: 'net:[4026531840]' };
+  const otherNs = { process: 'net:[4026532999]', broker: 'net:[4026531840]' };
+  const listening = { environ: cleanEnviron, status: untraced, fd: { ...noSockets, '23': 'socket:[777]' } };
+  const applies = (identified: unknown): boolean =>
+    (identified as { entry?: { path?: string } } | undefined)?.entry?.path === agent;
+
+  /** An addon stand-in answering `inodes` (thrown when an Error, called when a function), counting its calls. */
+  function standIn(inodes: unknown): ListenerAddon & { calls: number } {
+    const addon = {
+      calls: 0,
+      listeningTcpInodes: (): unknown => {
+        addon.calls += 1;
+        if (inodes instanceof Error) throw inodes;
+        return typeof inodes === 'function' ? (inodes as () => unknown)() : inodes;
+      },
+    };
+    return addon;
+  }
+
+  async function linuxWith(files: LinuxProcFiles, addon: ListenerAddon | Error): Promise<ProcessAllowlist> {
+    rmSync(join(t.dir.path, 'proc'), { recursive: true, force: true });
+    const procRoot = linuxProc(files);
+    const linux = new ProcessAllowlist({ journal: t.journal, processAlive, platform: 'linux', procRoot, addon });
+    await linux.add({ path: agent, expected_sha256: agentSha }, person);
+    return linux;
+  }
+
+  it('the same namespace as the broker: the addon’s answer decides, and no table is read (none written here)', async () => {
+    const listener = standIn([515, 777]);
+    expect(await (await linuxWith({ ...listening, netns: sameNs }, listener)).identify(running())).toEqual({
+      withheld: tcpListenerWithheld,
+    });
+    expect(listener.calls).toBe(1);
+    const another = standIn([515]);
+    expect(applies(await (await linuxWith({ ...listening, netns: sameNs }, another)).identify(running()))).toBe(true);
+    expect(another.calls).toBe(1);
+  });
+
+  it('at a gate too: a listener the addon reports since turns the approval into cards', async () => {
+    const inodes = [515];
+    const addon = { listeningTcpInodes: (): number[] => inodes };
+    const linux = await linuxWith({ ...listening, netns: sameNs }, addon);
+    const byEntry = { ...running(), approved_by: 'policy:allowlist:alw_0000000000000001' };
+    expect(linux.processUnchanged(byEntry)).toBe(true);
+    inodes.push(777);
+    expect(linux.processUnchanged(byEntry)).toBe(false);
+  });
+
+  it('another network namespace (or an unreadable ns link): the addon is not asked, its own tables are read', async () => {
+    const listenerInItsNs = { tcp: tcpHeader + tcpRow('0A', 777), tcp6: tcpHeader };
+    for (const netns of [otherNs, undefined]) {
+      // The broker's namespace has no such listener; the process's own table has it (an inspector in its namespace).
+      const addon = standIn([515]);
+      const files = { ...listening, ...listenerInItsNs, ...(netns === undefined ? {} : { netns }) };
+      expect(await (await linuxWith(files, addon)).identify(running())).toEqual({ withheld: tcpListenerWithheld });
+      expect(addon.calls).toBe(0);
+    }
+    // …and its tables unreadable there fail closed, whatever the addon would say.
+    const addon = standIn([]);
+    expect(await (await linuxWith({ ...listening, netns: otherNs }, addon)).identify(running())).toEqual({
+      withheld: 'its open sockets could not be read',
+    });
+  });
+
+  it('the addon missing, older (no listeningTcpInodes), failing or answering nonsense: the tables, as before', async () => {
+    const failing = Object.assign(new Error('from the addon'), { code: 'PEERCRED_SYSCALL_FAILED' });
+    for (const addon of [
+      Object.assign(new Error('not built'), { code: 'MODULE_NOT_FOUND' }),
+      {},
+      standIn(failing),
+      standIn('777'),
+      standIn([-1]),
+      standIn(['777']),
+    ]) {
+      const tables = { tcp: tcpHeader + tcpRow('0A', 777), tcp6: tcpHeader };
+      const withTables = await linuxWith({ ...listening, ...tables, netns: sameNs }, addon);
+      expect(await withTables.identify(running())).toEqual({ withheld: tcpListenerWithheld });
+      const quiet = { tcp: tcpHeader + tcpRow('01', 777), tcp6: tcpHeader };
+      expect(
+        applies(await (await linuxWith({ ...listening, ...quiet, netns: sameNs }, addon)).identify(running())),
+      ).toBe(true);
+      // Without tables it fails closed, as it always did.
+      expect(await (await linuxWith({ ...listening, netns: sameNs }, addon)).identify(running())).toEqual({
+        withheld: 'its open sockets could not be read',
+      });
+    }
+  });
+
+  it.skipIf(process.platform !== 'linux')(
+    'the real addon: a socket of this process listening on 127.0.0.1 is found through it',
+    async () => {
+      const real = loadNativeAddon();
+      if (real instanceof Error) throw real;
+      expect(typeof real.listeningTcpInodes, 'postern-peercred has listeningTcpInodes (npm rebuild it)').toBe(
+        'function',
+      );
+      const server = createServer();
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
+        const link = readlinkSync(`/proc/self/fd/${fd}`);
+        const ownNs = readlinkSync('/proc/self/ns/net');
+        const addon = standIn(real.listeningTcpInodes);
+        const files = { ...listening, fd: { ...noSockets, '23': link }, netns: { process: ownNs, broker: ownNs } };
+        expect(await (await linuxWith(files, addon)).identify(running())).toEqual({ withheld: tcpListenerWithheld });
+        expect(addon.calls).toBe(1);
+      } finally {
+        server.close();
+      }
+    },
+  );
 });

@@ -78,6 +78,18 @@ export interface ProcessAllowlistOptions {
   readonly platform?: NodeJS.Platform;
   /** darwin: the tools that name, date and sign-check an executable (default: systemDarwinTools). */
   readonly darwinTools?: DarwinTools;
+  /**
+   * The project's addon (native/peercred, as broker/host's loadNativeAddon answers it): its `listeningTcpInodes` answers
+   * the listener check by one sock_diag query when the process shares the broker's network namespace. Absent, an Error
+   * (it did not load) or without that function (an older build): the /proc tables are read, as they are for a process
+   * in another namespace. Tests pass stand-ins.
+   */
+  readonly addon?: ListenerAddon | Error;
+}
+
+/** The part of the addon the listener check uses, as loose as a missing or older build may be. */
+export interface ListenerAddon {
+  readonly listeningTcpInodes?: unknown;
 }
 
 type AddInput = OperatorInput<'allowlist.add'>;
@@ -113,6 +125,8 @@ export class ProcessAllowlist {
    */
   private readonly withheldAtGate = new Map<string, string>();
   private decisions: Promise<unknown> = Promise.resolve();
+  /** Why sock_diag was not used (the addon missing, older or failing), once logged. */
+  private sockDiagUnusableLogged = false;
   private readonly procRoot: string;
   private readonly darwin: DarwinTools | undefined;
 
@@ -398,10 +412,12 @@ export class ProcessAllowlist {
 
   /**
    * Linux: whether the process owns a listening TCP socket — node's inspector, opened by `kill -USR1`, is one
-   * (tcpListenerWithheld). The socket inodes of /proc/<pid>/fd are matched against the LISTEN rows of
-   * /proc/<pid>/net/tcp and tcp6, which are the tables of the process's own network namespace. A process with no
-   * socket open costs only the descriptor links; a descriptor closed while they are read is skipped; anything else
-   * unreadable (or tcp6 unparsable: it is absent only on a kernel without IPv6) withholds it.
+   * (tcpListenerWithheld). The socket inodes of /proc/<pid>/fd are matched against the listening sockets of the
+   * process's network namespace: by the addon's sock_diag query (`sockDiagListeners`, only the kernel's listening hash
+   * is walked) when that namespace is the broker's own, else the LISTEN rows of /proc/<pid>/net/tcp and tcp6 (every
+   * connection of the namespace is walked). A process with no socket open costs only the descriptor links; a
+   * descriptor closed while they are read is skipped; anything else unreadable (or tcp6 unparsable: it is absent only
+   * on a kernel without IPv6) withholds it.
    */
   private tcpListener(pid: number): string | undefined {
     const unreadable = 'its open sockets could not be read';
@@ -418,6 +434,11 @@ export class ProcessAllowlist {
       return unreadable;
     }
     if (sockets.size === 0) return undefined;
+    const listeners = this.sockDiagListeners(pid);
+    if (listeners !== undefined) {
+      for (const inode of sockets) if (listeners.has(inode)) return tcpListenerWithheld;
+      return undefined;
+    }
     for (const table of ['tcp', 'tcp6']) {
       let text: string;
       try {
@@ -431,6 +452,48 @@ export class ProcessAllowlist {
       for (const inode of sockets) if (listening.has(inode)) return tcpListenerWithheld;
     }
     return undefined;
+  }
+
+  /**
+   * The inodes of the listening TCP sockets of the broker's network namespace by the addon (sock_diag), when the
+   * process is in that namespace (its /proc/<pid>/ns/net names the same one as the broker's /proc/self/ns/net);
+   * undefined — the caller reads the process's /proc tables — when it is in another one, either link is unreadable, or
+   * the addon is missing, older, fails or answers something else than inode numbers.
+   */
+  private sockDiagListeners(pid: number): ReadonlySet<string> | undefined {
+    const addon = this.options.addon;
+    const query = addon instanceof Error ? undefined : addon?.listeningTcpInodes;
+    if (typeof query !== 'function') {
+      if (addon !== undefined) this.sockDiagUnusable(addon instanceof Error ? 'did not load' : 'is an older build');
+      return undefined;
+    }
+    try {
+      if (readlinkSync(`${this.procRoot}/${pid}/ns/net`) !== readlinkSync(`${this.procRoot}/self/ns/net`))
+        return undefined;
+    } catch {
+      return undefined;
+    }
+    let inodes: unknown;
+    try {
+      inodes = (query as () => unknown)();
+    } catch (error) {
+      this.sockDiagUnusable(`failed (${codeOf(error)})`);
+      return undefined;
+    }
+    if (!Array.isArray(inodes) || !inodes.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) {
+      this.sockDiagUnusable('gave an unusable answer');
+      return undefined;
+    }
+    return new Set(inodes.map(String));
+  }
+
+  private sockDiagUnusable(why: string): void {
+    if (this.sockDiagUnusableLogged) return;
+    this.sockDiagUnusableLogged = true;
+    this.options.logger?.info(
+      { why },
+      `the addon's listeningTcpInodes ${why}: the listener check reads /proc/<pid>/net/tcp and tcp6`,
+    );
   }
 
   /**
@@ -621,6 +684,12 @@ function readlinkIfOpen(link: string): string {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
     throw error;
   }
+}
+
+/** An error's code (bounded), never its message. */
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code.slice(0, 64) : 'no code';
 }
 
 function imageKey(process: Pick<SessionState, 'pid' | 'start_time'>): string {

@@ -46,6 +46,7 @@ import { integrityAnchorGate, type IntegrityAnchorGate } from './integrity-ancho
 import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
+import { loadNativeAddon } from './native-addon.js';
 import type { OperatorBroker } from './operator-broker.js';
 import { createAllowlistOperator } from './operator-allowlist.js';
 import { createCredentialRequestOperator } from './operator-credential-requests.js';
@@ -209,7 +210,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     closers.push(() => upstreams.stopAll('broker_stopping'));
     // Executables whose processes skip the session card: folded from the journal now, and again at each unlock (an
     // earlier run's entries open only then). Registered after attachVault, so the audit keys are unwrapped first.
-    const allowlist = new ProcessAllowlist({ journal, processAlive, logger });
+    const allowlist = new ProcessAllowlist({ journal, processAlive, logger, addon: loadNativeAddon() });
     closers.push(vault.onUnlock(() => allowlist.reload()));
     const queue = ApprovalQueue.open({
       journal,

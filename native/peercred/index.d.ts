@@ -37,3 +37,11 @@ export function hardenProcess(): ProcessHardening;
  * PEERCRED_SYSCALL_FAILED (with `errno`) or PEERCRED_UNSUPPORTED (other platforms).
  */
 export function lockFile(fd: number): boolean;
+
+/**
+ * The socket inodes of every TCP socket in LISTEN state (IPv4 and IPv6) of the CALLER's network namespace, from one
+ * NETLINK_SOCK_DIAG dump per family (inet_diag_req_v2, idiag_states = 1 << TCP_LISTEN: the kernel walks only its
+ * listening hash). Linux only. Throws an Error whose `code` is PEERCRED_SYSCALL_FAILED (with `errno`; EPROTO for an
+ * answer that does not parse), PEERCRED_UNSUPPORTED (other platforms) or PEERCRED_INTERNAL.
+ */
+export function listeningTcpInodes(): number[];

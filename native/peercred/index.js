@@ -9,3 +9,4 @@ const addon = require(path.join(__dirname, 'build', 'Release', 'peercred.node'))
 exports.peerCredentials = addon.peerCredentials;
 exports.hardenProcess = addon.hardenProcess;
 exports.lockFile = addon.lockFile;
+exports.listeningTcpInodes = addon.listeningTcpInodes;

@@ -12,12 +12,19 @@
 // (the kernel releases it then, whatever killed the process); false: another open file holds it.
 // A SIGSTOPped holder still holds it: a stopped broker is not a dead one.
 //
+// listeningTcpInodes() -> number[]: the socket inodes of every TCP socket in LISTEN state, IPv4 and
+// IPv6, of the CALLER's network namespace, from one NETLINK_SOCK_DIAG dump per family
+// (inet_diag_req_v2 with idiag_states = 1 << TCP_LISTEN: the kernel walks only its listening hash,
+// where reading /proc/net/tcp walks every established connection too). The broker matches them
+// against a process's /proc/<pid>/fd socket links (node's inspector, opened by SIGUSR1, is one).
+//
 // Plain C against node_api.h (no node-addon-api, no NAN): N-API is ABI-stable, so the same build
 // loads in Node and in Electron without a per-runtime rebuild.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
@@ -28,7 +35,13 @@
 #include <node_api.h>
 
 #if defined(__linux__)
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
 #endif
 
 #if defined(__APPLE__)
@@ -201,6 +214,124 @@ static napi_value lock_file(napi_env env, napi_callback_info info) {
 #endif
 }
 
+#if defined(__linux__)
+// TCP_LISTEN in include/net/tcp_states.h (not exported to user space under that name).
+#define POSTERN_TCP_LISTEN 10
+// One recv: the kernel sizes a dump's messages to the reader's buffer (up to 32 KiB each).
+#define DIAG_BUFFER_BYTES 65536
+
+// Growable list of inodes, filled by both families' dumps.
+struct inode_list {
+  uint32_t* items;
+  size_t length;
+  size_t capacity;
+};
+
+static int inode_list_push(struct inode_list* list, uint32_t inode) {
+  if (list->length == list->capacity) {
+    size_t capacity = list->capacity == 0 ? 64 : list->capacity * 2;
+    uint32_t* items = realloc(list->items, capacity * sizeof *items);
+    if (items == NULL) return 0;
+    list->items = items;
+    list->capacity = capacity;
+  }
+  list->items[list->length++] = inode;
+  return 1;
+}
+
+// One SOCK_DIAG_BY_FAMILY dump of the LISTEN TCP sockets of `family` on the netlink socket `fd`,
+// appended to `list`. 0 on success; otherwise a positive errno (EPROTO: an answer that does not
+// parse, ENOMEM: no memory).
+static int dump_listeners(int fd, unsigned char family, uint32_t sequence, unsigned char* buffer,
+                          struct inode_list* list) {
+  struct {
+    struct nlmsghdr header;
+    struct inet_diag_req_v2 request;
+  } message;
+  memset(&message, 0, sizeof message);
+  message.header.nlmsg_len = sizeof message;
+  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  message.header.nlmsg_seq = sequence;
+  message.request.sdiag_family = family;
+  message.request.sdiag_protocol = IPPROTO_TCP;
+  message.request.idiag_states = 1u << POSTERN_TCP_LISTEN;
+  struct sockaddr_nl kernel;
+  memset(&kernel, 0, sizeof kernel);
+  kernel.nl_family = AF_NETLINK;
+  ssize_t sent;
+  do {
+    sent = sendto(fd, &message, sizeof message, 0, (struct sockaddr*)&kernel, sizeof kernel);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0) return errno;
+  if ((size_t)sent != sizeof message) return EPROTO;
+  for (;;) {
+    struct iovec part = {buffer, DIAG_BUFFER_BYTES};
+    struct sockaddr_nl from;
+    struct msghdr received;
+    memset(&received, 0, sizeof received);
+    received.msg_name = &from;
+    received.msg_namelen = sizeof from;
+    received.msg_iov = &part;
+    received.msg_iovlen = 1;
+    ssize_t length;
+    do {
+      length = recvmsg(fd, &received, 0);
+    } while (length < 0 && errno == EINTR);
+    if (length < 0) return errno;
+    // Only the kernel (port 0) answers; a truncated datagram would lose sockets.
+    if (length == 0 || (received.msg_flags & MSG_TRUNC) != 0 || from.nl_pid != 0) return EPROTO;
+    int remaining = (int)length;
+    for (struct nlmsghdr* header = (struct nlmsghdr*)buffer; NLMSG_OK(header, remaining);
+         header = NLMSG_NEXT(header, remaining)) {
+      if (header->nlmsg_seq != sequence) return EPROTO;
+      if (header->nlmsg_type == NLMSG_DONE) return 0;
+      if (header->nlmsg_type == NLMSG_ERROR) {
+        if (header->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr))) return EPROTO;
+        const struct nlmsgerr* error = NLMSG_DATA(header);
+        return error->error < 0 ? -error->error : EPROTO;
+      }
+      if (header->nlmsg_type != SOCK_DIAG_BY_FAMILY || header->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return EPROTO;
+      const struct inet_diag_msg* socket_entry = NLMSG_DATA(header);
+      if (socket_entry->idiag_state != POSTERN_TCP_LISTEN) continue;
+      if (!inode_list_push(list, socket_entry->idiag_inode)) return ENOMEM;
+    }
+    if (remaining != 0) return EPROTO;
+  }
+}
+#endif
+
+static napi_value listening_tcp_inodes(napi_env env, napi_callback_info info) {
+  (void)info;
+#if defined(__linux__)
+  int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) return throw_errno(env, "socket(NETLINK_SOCK_DIAG)", errno);
+  unsigned char* buffer = malloc(DIAG_BUFFER_BYTES);
+  struct inode_list list = {NULL, 0, 0};
+  int failure = buffer == NULL ? ENOMEM : dump_listeners(fd, AF_INET, 1, buffer, &list);
+  if (failure == 0) failure = dump_listeners(fd, AF_INET6, 2, buffer, &list);
+  close(fd);
+  free(buffer);
+  if (failure != 0) {
+    free(list.items);
+    return throw_errno(env, "sock_diag dump of listening TCP sockets", failure);
+  }
+  napi_value result;
+  napi_status status = napi_create_array_with_length(env, list.length, &result);
+  for (size_t i = 0; status == napi_ok && i < list.length; i++) {
+    napi_value inode;
+    status = napi_create_uint32(env, list.items[i], &inode);
+    if (status == napi_ok) status = napi_set_element(env, result, (uint32_t)i, inode);
+  }
+  free(list.items);
+  if (status != napi_ok) return throw_coded(env, "PEERCRED_INTERNAL", "could not build the result array");
+  return result;
+#else
+  return throw_coded(env, "PEERCRED_UNSUPPORTED", "sock_diag is Linux-only");
+#endif
+}
+
 static int export_function(napi_env env, napi_value exports, const char* name, napi_callback callback) {
   napi_value fn;
   if (napi_create_function(env, name, NAPI_AUTO_LENGTH, callback, NULL, &fn) != napi_ok) return 0;
@@ -211,6 +342,7 @@ static napi_value init(napi_env env, napi_value exports) {
   if (!export_function(env, exports, "peerCredentials", peer_credentials)) return NULL;
   if (!export_function(env, exports, "hardenProcess", harden_process)) return NULL;
   if (!export_function(env, exports, "lockFile", lock_file)) return NULL;
+  if (!export_function(env, exports, "listeningTcpInodes", listening_tcp_inodes)) return NULL;
   return exports;
 }
 
