@@ -5,7 +5,7 @@ import { openTempResultStore, type TempJournal } from '../testing/temp-journal.j
 import { migrate, schemaVersion } from './migrate.js';
 import { journalMigrations } from './migrations/index.js';
 import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
-import { recordingChunkBytes } from './recording-store.js';
+import { purgeFinishedSql, purgeOpenSql, recordingChunkBytes } from './recording-store.js';
 import { ResultStore } from './result-store.js';
 
 const coded = (code: string) => expect.objectContaining({ code });
@@ -101,6 +101,23 @@ describe('the recording store (migration 013, on the result store)', () => {
     for (const id of ['act_000012', 'act_000013'])
       expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
     expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_INCOMPLETE'));
+  });
+
+  it("the purge's reads search recordings_by_finish (the open rows its NULL range), never scan every recording", () => {
+    const db = new Database(temp.path, { readonly: true });
+    try {
+      const plan = (sql: string): string =>
+        db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(1_000, 500)
+          .map((r) => (r as { detail: string }).detail)
+          .join('\n');
+      expect(plan(purgeOpenSql)).toContain('SEARCH recordings USING INDEX recordings_by_finish (finished_at_ms=?)');
+      expect(plan(purgeFinishedSql)).toContain('SEARCH recordings USING INDEX recordings_by_finish (finished_at_ms<?)');
+      for (const sql of [purgeOpenSql, purgeFinishedSql]) expect(plan(sql)).not.toMatch(/\bSCAN\b/);
+    } finally {
+      db.close();
+    }
   });
 
   it("an earlier run's open recording purged before that run's late finish is not sealed then", () => {

@@ -21,6 +21,19 @@ export function recordingIdOf(actionId: string): string {
   return `rec_${actionId.startsWith('act_') ? actionId.slice(4) : actionId}`;
 }
 
+/** The purge's finished recordings past the cutoff, oldest finish first: a range of recordings_by_finish. */
+export const purgeFinishedSql = `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
+  ORDER BY finished_at_ms LIMIT ?`;
+
+/**
+ * The purge's open recordings started before the cutoff, oldest first. `finished_at_ms IS NULL` (finish sets it with
+ * complete = 1, in one statement) keeps the read to recordings_by_finish's NULL range: the few open rows are searched,
+ * never a scan of every unpurged recording (and the sort is of those few alone).
+ */
+export const purgeOpenSql = `SELECT recording_id FROM recordings
+  WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND started_at_ms <= ?
+  ORDER BY started_at_ms LIMIT ?`;
+
 export interface StoredRecording {
   readonly recording_id: string;
   readonly action_id: string;
@@ -189,15 +202,9 @@ export class RecordingStore {
   purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
     if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${recordingPurgeBatchMax} recordings per call, not ${limit}`);
-    const finished = this.sql(
-      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
-       ORDER BY finished_at_ms LIMIT ?`,
-    ).pluck();
+    const finished = this.sql(purgeFinishedSql).pluck();
     // Open rows are few (leftovers, and the commands running now, which are skipped: at most `running.size` more).
-    const open = this.sql(
-      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND complete = 0 AND started_at_ms <= ?
-       ORDER BY started_at_ms LIMIT ?`,
-    ).pluck();
+    const open = this.sql(purgeOpenSql).pluck();
     const deleteChunks = this.sql(`DELETE FROM recording_chunks WHERE recording_id = ?`);
     const mark = this.sql(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
     return this.db
