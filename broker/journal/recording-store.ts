@@ -148,18 +148,24 @@ export class RecordingStore {
 
   /**
    * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
-   * RESULT_EXPIRED once purged (open or finished: the purge took what there was), else RECORDING_INCOMPLETE when it
-   * was started and never finished. Chunks are trusted only as the unbroken sequence the row names; a complete row
+   * RESULT_EXPIRED once purged (a finished one's chunks were deleted; an open one never had any, and its retention
+   * has passed), else RECORDING_INCOMPLETE when it was started and never finished. Chunks are trusted only as the unbroken sequence the row names; a complete row
    * without them or its finish time, or a changed or moved chunk (it fails authentication), is INTERNAL.
    */
   read(actionId: string): StoredRecording {
     const row = this.sql(`SELECT * FROM recordings WHERE action_id = ?`).get(actionId) as RecordingRow | undefined;
     if (row === undefined) throw new CodedError('NOT_FOUND', `no recording for ${actionId}`, { field: 'action_id' });
-    // Purged first: a purge deletes whatever the row held, open or complete, whole or not, so nothing else is known.
+    // Purged first: past its retention a recording is expired whatever it was. A finished one's chunks were deleted;
+    // an open one never had any (finish writes them in the transaction that completes the row), and the purge is what
+    // ends the wait for a finish that never came, so nothing is left to read or to wait for either way.
     if (row.purged_at_ms !== null)
-      throw new CodedError('RESULT_EXPIRED', `the recording of ${actionId} passed its retention and was purged`, {
-        field: 'action_id',
-      });
+      throw new CodedError(
+        'RESULT_EXPIRED',
+        row.complete === 1
+          ? `the recording of ${actionId} passed its retention and was purged`
+          : `the recording of ${actionId} never completed, and its retention has passed`,
+        { field: 'action_id' },
+      );
     if (row.complete !== 1)
       throw new CodedError('RECORDING_INCOMPLETE', `the recording of ${actionId} was started but never completed`, {
         field: 'action_id',
