@@ -53,10 +53,20 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.finish('rec_000002', Buffer.from('cast'), false, 4)).toThrow(coded('INTERNAL'));
   });
 
-  it('reads answer NOT_FOUND with none, RECORDING_INCOMPLETE while open, RESULT_EXPIRED once purged', () => {
+  it('reads answer NOT_FOUND with none, RECORDING_IN_PROGRESS while its command runs, RESULT_EXPIRED once purged', () => {
     expect(() => store.recordings.read('act_000003')).toThrow(coded('NOT_FOUND'));
     store.recordings.start('act_000003', 100);
-    expect(() => store.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
+    // Open, and its command is running here: nothing is lost yet, so not RECORDING_INCOMPLETE.
+    expect(() => store.recordings.read('act_000003')).toThrow(
+      expect.objectContaining({
+        code: 'RECORDING_IN_PROGRESS',
+        message: 'the command of act_000003 is still in progress: its recording is sealed when it ends',
+      }),
+    );
+    // Another store on the same file (an earlier run's, or the next one's) did not start it: there it is a leftover.
+    const other = ResultStore.open(temp.path, temp.journal.rowCipher());
+    expect(() => other.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
+    other.close();
     store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
     // The result store's purge sweeps recordings by the same retention, counted from the finish (as its result's).
     expect(store.purgeExpired(160, 60, 10)).toBe(0);
@@ -111,7 +121,7 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(0);
     for (const id of ['act_000012', 'act_000013'])
       expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
-    expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_INCOMPLETE'));
+    expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_IN_PROGRESS'));
   });
 
   it("the purge's reads search recordings_by_finish (the open rows its NULL range), never scan every recording", () => {

@@ -60,15 +60,16 @@ interface RecordingRow {
 /**
  * SSH session recordings (migration 013), on the result store's connection to the journal file. `start` writes an
  * open row before the exec request (the executor refuses to exec when it throws); `finish` seals the cast in
- * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. A
- * recording whose row stays open (a crash between the two) reads as RECORDING_INCOMPLETE until purged, never as partial
- * bytes.
+ * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. While
+ * its command runs the open row reads as RECORDING_IN_PROGRESS; one that stays open after (a crash or a failed seal
+ * between the two) reads as RECORDING_INCOMPLETE until purged, never as partial bytes.
  */
 export class RecordingStore {
   private readonly sql: (sql: string) => Database.Statement;
   /**
    * Recordings this store started and has not finished: their commands are running, so the purge leaves them (a
-   * command may outlive a short retention). An open row not in it is an earlier run's leftover, never to be finished.
+   * command may outlive a short retention), and a read says it is in progress. An open row not in it is an earlier
+   * run's leftover or one whose seal failed: never to be finished.
    */
   private readonly running = new Set<string>();
 
@@ -149,8 +150,10 @@ export class RecordingStore {
   /**
    * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
    * RESULT_EXPIRED once purged (a finished one's chunks were deleted; an open one never had any, and its retention
-   * has passed), else RECORDING_INCOMPLETE when it was started and never finished. Chunks are trusted only as the unbroken sequence the row names; a complete row
-   * without them or its finish time, or a changed or moved chunk (it fails authentication), is INTERNAL.
+   * has passed), RECORDING_IN_PROGRESS while this store's command is still running (`running`), else
+   * RECORDING_INCOMPLETE when it was started and never finished. Chunks are trusted only as the unbroken sequence the
+   * row names; a complete row without them or its finish time, or a changed or moved chunk (it fails authentication),
+   * is INTERNAL.
    */
   read(actionId: string): StoredRecording {
     const row = this.sql(`SELECT * FROM recordings WHERE action_id = ?`).get(actionId) as RecordingRow | undefined;
@@ -164,6 +167,13 @@ export class RecordingStore {
         row.complete === 1
           ? `the recording of ${actionId} passed its retention and was purged`
           : `the recording of ${actionId} never completed, and its retention has passed`,
+        { field: 'action_id' },
+      );
+    // Open and its command still running here: nothing is lost yet, the seal comes when the command ends.
+    if (row.complete !== 1 && this.running.has(row.recording_id))
+      throw new CodedError(
+        'RECORDING_IN_PROGRESS',
+        `the command of ${actionId} is still in progress: its recording is sealed when it ends`,
         { field: 'action_id' },
       );
     if (row.complete !== 1)
