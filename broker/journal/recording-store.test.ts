@@ -124,6 +124,16 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_IN_PROGRESS'));
   });
 
+  it('a recording forgotten (its cast could not be built) is a leftover: RECORDING_INCOMPLETE, purged by its start', () => {
+    store.recordings.start('act_000014', 100);
+    store.recordings.forget('rec_000014');
+    store.recordings.forget('rec_000014');
+    expect(() => store.recordings.read('act_000014')).toThrow(coded('RECORDING_INCOMPLETE'));
+    expect(store.purgeExpired(159, 60, 10)).toBe(0);
+    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    expect(() => store.recordings.read('act_000014')).toThrow(coded('RESULT_EXPIRED'));
+  });
+
   it("the purge's reads search recordings_by_finish (the open rows its NULL range), never scan every recording", () => {
     const db = new Database(temp.path, { readonly: true });
     try {

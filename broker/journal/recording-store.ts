@@ -69,7 +69,7 @@ export class RecordingStore {
   /**
    * Recordings this store started and has not finished: their commands are running, so the purge leaves them (a
    * command may outlive a short retention), and a read says it is in progress. An open row not in it is an earlier
-   * run's leftover or one whose seal failed: never to be finished.
+   * run's leftover or one whose seal failed or was given up (`forget`): never to be finished.
    */
   private readonly running = new Set<string>();
 
@@ -93,6 +93,14 @@ export class RecordingStore {
     );
     this.running.add(recordingId);
     return recordingId;
+  }
+
+  /**
+   * The command is over but its recording will not be sealed (its cast could not be built): the row stays open, a
+   * leftover that reads as RECORDING_INCOMPLETE and that the purge takes a retention after it started. Idempotent.
+   */
+  forget(recordingId: string): void {
+    this.running.delete(recordingId);
   }
 
   /**
