@@ -497,8 +497,9 @@ function startRecording(deps: SshActionDeps, actionId: string): boolean {
 }
 
 /**
- * Seals the recording built from the delivered output. After exec a store failure cannot undo the command: it is
- * logged and the recording stays open (RECORDING_INCOMPLETE when read), and the action's result is still recorded.
+ * Seals the recording built from the delivered output. After exec a failure to build or store it cannot undo the
+ * command: it is logged and the recording stays open (RECORDING_INCOMPLETE when read, purged a retention after it
+ * started), and the action's result is still recorded. Either way the store forgets it as running.
  */
 function finishRecording(
   deps: SshActionDeps,
@@ -509,23 +510,26 @@ function finishRecording(
   unreported = false,
 ): void {
   const o = report.output;
-  const cast = buildCast({
-    actionId: b.actionId,
-    hostName: b.host.name,
-    execAtMs: report.execAtMs,
-    unreported,
-    // A refused exec request ran nothing, so no output can be missing; otherwise a session that did not end cleanly.
-    outputIncomplete: report.outputComplete === false && report.execReply !== 'failure',
-    stdout: o.stdout,
-    stderr: o.stderr,
-    marks: o.marks,
-    redacted,
-    truncated: o.truncated,
-    receivedBytes: o.stdoutBytes + o.stderrBytes,
-  });
+  const recordingId = recordingIdOf(b.actionId);
   try {
-    deps.results.recordings.finish(recordingIdOf(b.actionId), cast, o.truncated, deps.clock.nowMs());
+    const cast = buildCast({
+      actionId: b.actionId,
+      hostName: b.host.name,
+      execAtMs: report.execAtMs,
+      unreported,
+      // A refused exec request ran nothing, so no output can be missing; otherwise a session that did not end cleanly.
+      outputIncomplete: report.outputComplete === false && report.execReply !== 'failure',
+      stdout: o.stdout,
+      stderr: o.stderr,
+      marks: o.marks,
+      redacted,
+      truncated: o.truncated,
+      receivedBytes: o.stdoutBytes + o.stderrBytes,
+    });
+    deps.results.recordings.finish(recordingId, cast, o.truncated, deps.clock.nowMs());
   } catch (error) {
+    // finish forgets it before anything can fail; a cast that could not be built never reached it.
+    deps.results.recordings.forget(recordingId);
     deps.logger?.error({ action_id: b.actionId, code: errorCodeOf(error) }, 'ssh recording could not be finished');
   }
 }

@@ -80,8 +80,8 @@ export const actionListSchemas = {
      */
     searched_before_seq: z.number().int().positive().nullable(),
     /**
-     * The journal's newest position when the page was read: a page without `before_seq` examined every action up to
-     * it. A reader that keeps rows from earlier reads tells by it whether a new first page meets them (no stretch
+     * The journal's newest position when the page was read (after that read committed what appends had queued, so it
+     * is at or above every row's `last_seq`): a page without `before_seq` examined every action up to it. A reader that keeps rows from earlier reads tells by it whether a new first page meets them (no stretch
      * between them left unsearched).
      */
     as_of_seq: z.number().int().nonnegative(),

@@ -260,6 +260,11 @@ export const errorCodeRegistry = {
     from: broker,
     meaning: 'The SSH session recording was started but never completed (a crash or a store failure after exec).',
   },
+  RECORDING_IN_PROGRESS: {
+    from: broker,
+    meaning:
+      'The SSH session recording is still open because its action is in flight (its command being set up or running); it is sealed when the command ends: read it again once the action settles.',
+  },
   // queue and retry engine
   LANE_BLOCKED: { from: broker, meaning: 'An older action in the same lane has an unknown outcome; this one waits.' },
   DECISION_CONFLICT: {

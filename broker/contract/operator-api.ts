@@ -289,7 +289,10 @@ export const brokerApiSchemas = {
     }),
   },
   'actions.recording': {
-    /** An SSH action's session recording (docs/ssh-channel.md): NOT_FOUND, RECORDING_INCOMPLETE or RESULT_EXPIRED. */
+    /**
+     * An SSH action's session recording (docs/ssh-channel.md): NOT_FOUND, RECORDING_IN_PROGRESS (its command is still
+     * in flight), RECORDING_INCOMPLETE or RESULT_EXPIRED.
+     */
     input: z.strictObject({ action_id: z.string().min(1).max(80) }),
     output: z.object({
       /** The asciicast v2 text: a header line, then `[seconds, "o" | "e" | "m", data]` lines. */

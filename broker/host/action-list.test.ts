@@ -105,6 +105,21 @@ describe('actions.list over a real journal', () => {
     expect(actions[0]?.agent).toEqual({ name: null, pid: null });
   });
 
+  it('when an acceptance is still queued as the list is read: the page commits it first, and as_of_seq is at or above every row', async () => {
+    await temp.journal.appendBatch(varied('httpNoApproval', 0));
+    const before = temp.journal.stats().last_seq;
+    // Queued, not awaited: the list's read commits it in this same turn, so the page holds it.
+    const [accepted] = varied('httpApproved', 1);
+    if (accepted === undefined) throw new Error('a script starts with ACTION_ACCEPTED');
+    const queued = temp.journal.appendBatch([accepted]);
+    const { actions, as_of_seq } = list({});
+    await queued;
+    expect(actions.map((a) => a.action_id)).toEqual(['act_httpApproved_001', 'act_httpNoApproval_000']);
+    expect(actions[0]?.first_seq).toBe(before + 1);
+    for (const row of actions) expect(as_of_seq).toBeGreaterThanOrEqual(row.last_seq);
+    expect(as_of_seq).toBe(temp.journal.stats().last_seq);
+  });
+
   it('when every path has run in two sessions, lanes and targets: each filter and keyset page agrees with the projection, with no duplicate or gap', async () => {
     for (const name of actionPathNames) for (const n of [0, 1, 2, 3]) await temp.journal.appendBatch(varied(name, n));
     const model = temp.journal.listActions().sort((a, b) => b.first_seq - a.first_seq);

@@ -30,8 +30,6 @@ export function listActions(
   options: { scanRowsMax?: number } = {},
 ): BrokerApi['actions.list']['output'] {
   const limit = input.limit ?? actionListLimitDefault;
-  // Read in the same turn as the page (nothing commits between them): every action up to it was there to examine.
-  const asOfSeq = journal.stats().last_seq;
   const { rows, searchedBeforeSeq } = journal.actionListPage(
     {
       limit,
@@ -46,6 +44,10 @@ export function listActions(
     },
     options.scanRowsMax,
   );
+  // Read after the page, whose read commits what appends have queued first (requireCurrent), and in the same
+  // synchronous turn as its query (nothing commits between them): every row is at or below it, and every action up to
+  // it was there to examine.
+  const asOfSeq = journal.stats().last_seq;
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
   return {

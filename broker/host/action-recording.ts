@@ -6,9 +6,11 @@ import { unsentCast } from '../actions/index.js';
 /**
  * `actions.recording`: an SSH action's sealed session recording, opened (an earlier run's needs the unlocked vault,
  * like its result). The cast holds only the scrubbed output the agent itself received, so reading it is a read.
- * A recording left open for a command the journal proves was never sent (the broker stopped or its store failed
- * before the seal; the next start seals it) reads as the sealed one would — the never-sent mark — never as
- * RECORDING_INCOMPLETE, which would claim output was lost.
+ * A recording whose command is still in flight in this run (being set up or running: its store started it and has
+ * not finished it) answers RECORDING_IN_PROGRESS — nothing is lost yet, it is sealed when the command ends. A recording
+ * left open for a command the journal proves was never sent (the broker stopped or its store failed before the seal;
+ * the next start seals it) reads as the sealed one would — the never-sent mark — never as RECORDING_INCOMPLETE, which
+ * would claim output was lost.
  */
 export function readActionRecording(
   results: Pick<ResultStore, 'recordings'>,

@@ -5,7 +5,7 @@ import { openTempResultStore, type TempJournal } from '../testing/temp-journal.j
 import { migrate, schemaVersion } from './migrate.js';
 import { journalMigrations } from './migrations/index.js';
 import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
-import { recordingChunkBytes } from './recording-store.js';
+import { purgeFinishedSql, purgeOpenSql, recordingChunkBytes } from './recording-store.js';
 import { ResultStore } from './result-store.js';
 
 const coded = (code: string) => expect.objectContaining({ code });
@@ -53,10 +53,20 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.finish('rec_000002', Buffer.from('cast'), false, 4)).toThrow(coded('INTERNAL'));
   });
 
-  it('reads answer NOT_FOUND with none, RECORDING_INCOMPLETE while open, RESULT_EXPIRED once purged', () => {
+  it('reads answer NOT_FOUND with none, RECORDING_IN_PROGRESS while its command runs, RESULT_EXPIRED once purged', () => {
     expect(() => store.recordings.read('act_000003')).toThrow(coded('NOT_FOUND'));
     store.recordings.start('act_000003', 100);
-    expect(() => store.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
+    // Open, and its command is running here: nothing is lost yet, so not RECORDING_INCOMPLETE.
+    expect(() => store.recordings.read('act_000003')).toThrow(
+      expect.objectContaining({
+        code: 'RECORDING_IN_PROGRESS',
+        message: 'the command of act_000003 is still in progress: its recording is sealed when it ends',
+      }),
+    );
+    // Another store on the same file (an earlier run's, or the next one's) did not start it: there it is a leftover.
+    const other = ResultStore.open(temp.path, temp.journal.rowCipher());
+    expect(() => other.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
+    other.close();
     store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
     // The result store's purge sweeps recordings by the same retention, counted from the finish (as its result's).
     expect(store.purgeExpired(160, 60, 10)).toBe(0);
@@ -74,9 +84,20 @@ describe('the recording store (migration 013, on the result store)', () => {
     store.recordings.finish('rec_000007', Buffer.from('cast'), false, 101);
     expect(() => store.recordings.read('act_000006')).toThrow(coded('RECORDING_INCOMPLETE'));
     expect(store.purgeExpired(161, 60, 10)).toBe(2);
-    // Open or not, the purge took what there was: saying output was lost would claim what is no longer known.
-    for (const id of ['act_000006', 'act_000007'])
-      expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
+    // Expired either way, never "output lost". The sealed one's chunks were deleted; the open one never had any
+    // (finish writes them with the mark that completes the row), so its answer says it never completed.
+    expect(() => store.recordings.read('act_000007')).toThrow(
+      expect.objectContaining({
+        code: 'RESULT_EXPIRED',
+        message: 'the recording of act_000007 passed its retention and was purged',
+      }),
+    );
+    expect(() => store.recordings.read('act_000006')).toThrow(
+      expect.objectContaining({
+        code: 'RESULT_EXPIRED',
+        message: 'the recording of act_000006 never completed, and its retention has passed',
+      }),
+    );
   });
 
   it('a running command keeps its recording past the retention; it goes a retention after it finished', () => {
@@ -100,7 +121,34 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(0);
     for (const id of ['act_000012', 'act_000013'])
       expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
-    expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_INCOMPLETE'));
+    expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_IN_PROGRESS'));
+  });
+
+  it('a recording forgotten (its cast could not be built) is a leftover: RECORDING_INCOMPLETE, purged by its start', () => {
+    store.recordings.start('act_000014', 100);
+    store.recordings.forget('rec_000014');
+    store.recordings.forget('rec_000014');
+    expect(() => store.recordings.read('act_000014')).toThrow(coded('RECORDING_INCOMPLETE'));
+    expect(store.purgeExpired(159, 60, 10)).toBe(0);
+    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    expect(() => store.recordings.read('act_000014')).toThrow(coded('RESULT_EXPIRED'));
+  });
+
+  it("the purge's reads search recordings_by_finish (the open rows its NULL range), never scan every recording", () => {
+    const db = new Database(temp.path, { readonly: true });
+    try {
+      const plan = (sql: string): string =>
+        db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(1_000, 500)
+          .map((r) => (r as { detail: string }).detail)
+          .join('\n');
+      expect(plan(purgeOpenSql)).toContain('SEARCH recordings USING INDEX recordings_by_finish (finished_at_ms=?)');
+      expect(plan(purgeFinishedSql)).toContain('SEARCH recordings USING INDEX recordings_by_finish (finished_at_ms<?)');
+      for (const sql of [purgeOpenSql, purgeFinishedSql]) expect(plan(sql)).not.toMatch(/\bSCAN\b/);
+    } finally {
+      db.close();
+    }
   });
 
   it("an earlier run's open recording purged before that run's late finish is not sealed then", () => {

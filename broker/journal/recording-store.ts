@@ -21,6 +21,19 @@ export function recordingIdOf(actionId: string): string {
   return `rec_${actionId.startsWith('act_') ? actionId.slice(4) : actionId}`;
 }
 
+/** The purge's finished recordings past the cutoff, oldest finish first: a range of recordings_by_finish. */
+export const purgeFinishedSql = `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
+  ORDER BY finished_at_ms LIMIT ?`;
+
+/**
+ * The purge's open recordings started before the cutoff, oldest first. `finished_at_ms IS NULL` (finish sets it with
+ * complete = 1, in one statement) keeps the read to recordings_by_finish's NULL range: the few open rows are searched,
+ * never a scan of every unpurged recording (and the sort is of those few alone).
+ */
+export const purgeOpenSql = `SELECT recording_id FROM recordings
+  WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND started_at_ms <= ?
+  ORDER BY started_at_ms LIMIT ?`;
+
 export interface StoredRecording {
   readonly recording_id: string;
   readonly action_id: string;
@@ -47,15 +60,16 @@ interface RecordingRow {
 /**
  * SSH session recordings (migration 013), on the result store's connection to the journal file. `start` writes an
  * open row before the exec request (the executor refuses to exec when it throws); `finish` seals the cast in
- * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. A
- * recording whose row stays open (a crash between the two) reads as RECORDING_INCOMPLETE until purged, never as partial
- * bytes.
+ * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. While
+ * its command runs the open row reads as RECORDING_IN_PROGRESS; one that stays open after (a crash or a failed seal
+ * between the two) reads as RECORDING_INCOMPLETE until purged, never as partial bytes.
  */
 export class RecordingStore {
   private readonly sql: (sql: string) => Database.Statement;
   /**
    * Recordings this store started and has not finished: their commands are running, so the purge leaves them (a
-   * command may outlive a short retention). An open row not in it is an earlier run's leftover, never to be finished.
+   * command may outlive a short retention), and a read says it is in progress. An open row not in it is an earlier
+   * run's leftover or one whose seal failed or was given up (`forget`): never to be finished.
    */
   private readonly running = new Set<string>();
 
@@ -79,6 +93,14 @@ export class RecordingStore {
     );
     this.running.add(recordingId);
     return recordingId;
+  }
+
+  /**
+   * The command is over but its recording will not be sealed (its cast could not be built): the row stays open, a
+   * leftover that reads as RECORDING_INCOMPLETE and that the purge takes a retention after it started. Idempotent.
+   */
+  forget(recordingId: string): void {
+    this.running.delete(recordingId);
   }
 
   /**
@@ -135,18 +157,33 @@ export class RecordingStore {
 
   /**
    * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
-   * RESULT_EXPIRED once purged (open or finished: the purge took what there was), else RECORDING_INCOMPLETE when it
-   * was started and never finished. Chunks are trusted only as the unbroken sequence the row names; a complete row
-   * without them or its finish time, or a changed or moved chunk (it fails authentication), is INTERNAL.
+   * RESULT_EXPIRED once purged (a finished one's chunks were deleted; an open one never had any, and its retention
+   * has passed), RECORDING_IN_PROGRESS while this store's command is still running (`running`), else
+   * RECORDING_INCOMPLETE when it was started and never finished. Chunks are trusted only as the unbroken sequence the
+   * row names; a complete row without them or its finish time, or a changed or moved chunk (it fails authentication),
+   * is INTERNAL.
    */
   read(actionId: string): StoredRecording {
     const row = this.sql(`SELECT * FROM recordings WHERE action_id = ?`).get(actionId) as RecordingRow | undefined;
     if (row === undefined) throw new CodedError('NOT_FOUND', `no recording for ${actionId}`, { field: 'action_id' });
-    // Purged first: a purge deletes whatever the row held, open or complete, whole or not, so nothing else is known.
+    // Purged first: past its retention a recording is expired whatever it was. A finished one's chunks were deleted;
+    // an open one never had any (finish writes them in the transaction that completes the row), and the purge is what
+    // ends the wait for a finish that never came, so nothing is left to read or to wait for either way.
     if (row.purged_at_ms !== null)
-      throw new CodedError('RESULT_EXPIRED', `the recording of ${actionId} passed its retention and was purged`, {
-        field: 'action_id',
-      });
+      throw new CodedError(
+        'RESULT_EXPIRED',
+        row.complete === 1
+          ? `the recording of ${actionId} passed its retention and was purged`
+          : `the recording of ${actionId} never completed, and its retention has passed`,
+        { field: 'action_id' },
+      );
+    // Open and its command still running here: nothing is lost yet, the seal comes when the command ends.
+    if (row.complete !== 1 && this.running.has(row.recording_id))
+      throw new CodedError(
+        'RECORDING_IN_PROGRESS',
+        `the command of ${actionId} is still in progress: its recording is sealed when it ends`,
+        { field: 'action_id' },
+      );
     if (row.complete !== 1)
       throw new CodedError('RECORDING_INCOMPLETE', `the recording of ${actionId} was started but never completed`, {
         field: 'action_id',
@@ -189,15 +226,9 @@ export class RecordingStore {
   purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
     if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${recordingPurgeBatchMax} recordings per call, not ${limit}`);
-    const finished = this.sql(
-      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
-       ORDER BY finished_at_ms LIMIT ?`,
-    ).pluck();
+    const finished = this.sql(purgeFinishedSql).pluck();
     // Open rows are few (leftovers, and the commands running now, which are skipped: at most `running.size` more).
-    const open = this.sql(
-      `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND complete = 0 AND started_at_ms <= ?
-       ORDER BY started_at_ms LIMIT ?`,
-    ).pluck();
+    const open = this.sql(purgeOpenSql).pluck();
     const deleteChunks = this.sql(`DELETE FROM recording_chunks WHERE recording_id = ?`);
     const mark = this.sql(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
     return this.db

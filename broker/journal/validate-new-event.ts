@@ -42,6 +42,9 @@ export function validateNewEvent(input: unknown): NewEvent {
  * authoritative refusal, which an attestation never is: no new event may record it as one, neither an
  * OPERATOR_ATTESTED nor any classification whose source is operator_attested (what the fold and migration 016 recode).
  * Old events that carry it are already sealed in their journals and are never validated again: they verify and fold.
+ * Replaying such a journal (one a broker before 101f91b wrote with an attested REMOTE_REJECTED) through
+ * broker/testing/replay-journal.ts is therefore refused at that event, since a replay appends each event anew through
+ * this validation; that tool is test-only, so no journal of a user's is affected.
  */
 function refuseAttestedAsRemote(event: NewEvent): void {
   const c = event.classification;
