@@ -53,6 +53,15 @@ describe('the one error-code registry', () => {
     const shared = Object.entries(errorCodeRegistry)
       .filter(([, entry]) => entry.from.length > 1)
       .map(([code]) => code);
-    expect(shared.sort()).toEqual(['INTERNAL', 'INVALID_ARGUMENT', 'NOT_FOUND', 'PAYLOAD_LIMIT', 'UNAUTHENTICATED']);
+    // CONNECTION_FAILED: the SDK cannot open an MCP session on an accepted connection; `postern mcp` gives up when its
+    // reconnections are accepted and never answered within --reconnect-for (mcp-relay.ts). The same meaning.
+    expect(shared.sort()).toEqual([
+      'CONNECTION_FAILED',
+      'INTERNAL',
+      'INVALID_ARGUMENT',
+      'NOT_FOUND',
+      'PAYLOAD_LIMIT',
+      'UNAUTHENTICATED',
+    ]);
   });
 });

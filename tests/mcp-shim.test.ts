@@ -551,3 +551,100 @@ describe('when the broker comes back but refuses the replayed initialize (the se
     }
   });
 });
+
+/**
+ * A broker that accepts every connection and never answers on it: it reads the connection's first line (the client's
+ * initialize on the shim's first connection, the replayed one on each reconnection) and then, by `mode`, closes it
+ * saying nothing, says a line that answers nothing (an id-null parse error without a Postern code) and closes, or
+ * holds it open unanswered. Scripted: a real broker answers every initialize.
+ */
+function unansweringBroker(socketPath: string, mode: 'closes' | 'says-nothing-useful' | 'holds') {
+  const connections: Socket[] = [];
+  const server = createServer((conn) => {
+    connections.push(conn);
+    conn.on('error', () => undefined);
+    const lines = createInterface({ input: conn });
+    lines.once('line', () => {
+      // The first connection always closes: that is the loss the shim's absence starts from.
+      if (mode === 'holds' && connections.length > 1) return;
+      if (mode === 'says-nothing-useful')
+        conn.end(`${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32_700, message: 'Parse error' } })}\n`);
+      else conn.destroy();
+    });
+  });
+  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  return new Promise<{ server: Server; connections: Socket[] }>((resolve) =>
+    server.listen(socketPath, () => resolve({ server, connections })),
+  );
+}
+
+describe('when the broker accepts the reconnections and never answers them', () => {
+  const reconnectForSeconds = 1;
+  /** Far past the window on a loaded 2-core machine; a shim that never gives up is still reconnecting after it. */
+  const boundMs = 15_000;
+  const cases = [
+    {
+      mode: 'closes' as const,
+      said: 'the broker accepted the reconnection and closed it without answering',
+    },
+    {
+      mode: 'says-nothing-useful' as const,
+      said: 'the broker accepted the reconnection and closed it without answering',
+    },
+    {
+      mode: 'holds' as const,
+      said: 'the broker accepted the reconnection and had not answered it when the window ran out',
+    },
+  ];
+  it.each(cases)(
+    '$mode: --reconnect-for bounds the whole absence; the shim gives up with the coded line, exit 1',
+    async (c) => {
+      const scripted = createTempDir('postern-shim-unanswered-');
+      const broker = await unansweringBroker(agentSocketPath(scripted.path), c.mode);
+      const child = spawn(
+        process.execPath,
+        [posternBin, 'mcp', '--data-dir', scripted.path, '--reconnect-for', String(reconnectForSeconds)],
+        { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+      const answers = new Map<unknown, Record<string, unknown>>();
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        const message = JSON.parse(line) as Record<string, unknown>;
+        answers.set(message['id'], message);
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        child.stdin.write(`${initializeFrame(1, 'shim-unanswered')}\n`);
+        // The first connection closes on the initialize: the shim answers it itself and starts reconnecting.
+        await waitUntil('the shim answering the lost initialize', () => answers.has(1));
+        expect(answers.get(1)).toMatchObject({ error: { data: { code: 'BROKER_RESTARTED' } } });
+        const lostAt = Date.now();
+        // Sent while the broker is away: it waits in the shim, and no reconnection ever carries it.
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+        const code = await Promise.race([exited, failAfter(boundMs, 'the shim giving up')]);
+        expect(code).toBe(1);
+        // Within the window, not a multiple of it: the window is not restarted by accepted reconnections.
+        expect(Date.now() - lostAt).toBeLessThan(reconnectForSeconds * 1000 + boundMs / 3);
+        // The case was the one meant: reconnections were accepted (and not answered).
+        expect(broker.connections.length).toBeGreaterThan(1);
+        const lines = stderr.trimEnd().split('\n');
+        expect(lines.filter((line) => line.includes('reconnecting for up to'))).toHaveLength(1);
+        expect(lines.filter((line) => line.includes('gave up'))).toHaveLength(1);
+        expect(lines.at(-1)).toBe(
+          `postern: CONNECTION_FAILED: gave up reconnecting after ${reconnectForSeconds} s: ${c.said}`,
+        );
+        const waited = answers.get(2);
+        expect(waited).toMatchObject({ error: { code: -32_000, data: { code: 'BROKER_RESTARTED' } } });
+        const message = (waited?.['error'] as { message: string }).message;
+        expect(message).toContain(`went away and did not come back within ${reconnectForSeconds} s`);
+        expect(message).toContain('never reached the broker, so nothing was recorded for it');
+      } finally {
+        child.kill('SIGKILL');
+        for (const conn of broker.connections) conn.destroy();
+        await new Promise((resolve) => broker.server.close(resolve));
+        scripted.remove();
+      }
+    },
+  );
+});

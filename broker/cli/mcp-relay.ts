@@ -65,16 +65,30 @@ interface Failure {
 }
 
 /**
- * One absence of the broker, from the connection it lost until the broker answers on a new one. A reconnection it
- * refuses (RATE_LIMITED, CONNECTION_EVICTED) or closes unanswered is part of the same absence: the window and the
- * backoff go on, so --reconnect-for bounds the whole of it.
+ * One absence of the broker, from the connection it lost until the broker answers on a new one (the replayed
+ * initialize answered; without one to replay, any answer). A reconnection it refuses (RATE_LIMITED,
+ * CONNECTION_EVICTED), accepts and closes unanswered, or accepts and leaves unanswered is part of the same absence:
+ * the window and the backoff go on, so --reconnect-for bounds the whole of it.
  */
 interface Absence {
   readonly untilMs: number;
   /** The wait before the next try. */
   delayMs: number;
   failure: Failure | undefined;
+  /** Gives up at untilMs on a reconnection the broker accepted and has not answered (windowOver). */
+  readonly timer: NodeJS.Timeout;
 }
+
+/** The broker accepted a reconnection and closed it before answering (no refusal said): the absence goes on. */
+const closedUnanswered: Failure = {
+  code: 'CONNECTION_FAILED',
+  message: 'the broker accepted the reconnection and closed it without answering',
+};
+/** The broker accepted a reconnection and had not answered it when the window ran out. */
+const leftUnanswered: Failure = {
+  code: 'CONNECTION_FAILED',
+  message: 'the broker accepted the reconnection and had not answered it when the window ran out',
+};
 
 export interface McpRelayOptions {
   readonly dataDir: string;
@@ -249,8 +263,9 @@ export class McpRelay {
       this.options.err(`postern mcp: the broker ${what}: ${refusal.code}: ${refusal.message}`);
       return;
     }
-    // The broker answered on this connection: it is back, and a later loss is a new absence with a new window.
-    this.absence = undefined;
+    // The broker answered on this connection: it is back, and a later loss is a new absence with a new window. While
+    // replaying, only the replayed initialize's answer says so (replayAnswered): any other line answers nothing.
+    if (this.state === 'live') this.endAbsence();
     // Any other id-null line while replaying answers nothing the client sent.
     if (this.state === 'replaying' && message?.id === null) return;
     if (message?.method === actionRecordedNotification) {
@@ -269,6 +284,7 @@ export class McpRelay {
       this.stopSessionRefused(sessionRefusal(message.error));
       return;
     }
+    this.endAbsence();
     this.options.err('postern mcp: reconnected to the broker; the session continues');
     this.goLive();
   }
@@ -303,23 +319,40 @@ export class McpRelay {
     }
     const policy = this.options.reconnect;
     if (this.absence === undefined) {
-      this.absence = { untilMs: Date.now() + policy.giveUpMs, delayMs: policy.delayMsMin, failure: undefined };
+      const untilMs = Date.now() + policy.giveUpMs;
+      const timer = setTimeout(() => this.windowOver(absence), policy.giveUpMs).unref();
+      const absence: Absence = { untilMs, delayMs: policy.delayMsMin, failure: undefined, timer };
+      this.absence = absence;
       const seconds = Math.round(policy.giveUpMs / 1000);
       this.options.err(`postern mcp: the broker closed the connection; reconnecting for up to ${seconds} s`);
-    } else if (refusal !== undefined) {
-      // A refused reconnection: the same absence goes on, and may be over.
-      const failure = {
-        code: refusal.code,
-        message: `the broker refused the reconnection: ${refusal.message}`,
-        refusal,
-      };
-      this.absence.failure = failure;
+    } else {
+      // A reconnection refused, or accepted and closed unanswered: the same absence goes on, and may be over.
+      this.absence.failure =
+        refusal === undefined
+          ? closedUnanswered
+          : { code: refusal.code, message: `the broker refused the reconnection: ${refusal.message}`, refusal };
       if (Date.now() + this.absence.delayMs > this.absence.untilMs) {
         this.giveUp(this.absence);
         return;
       }
     }
     void this.reconnect(this.absence);
+  }
+
+  /**
+   * The window ran out with the broker still away. Tries that fail are bounded by reconnect and brokerLost; this bounds
+   * a reconnection the broker accepted and leaves unanswered (the replayed initialize awaiting its answer).
+   */
+  private windowOver(absence: Absence): void {
+    if (this.absence !== absence || this.state !== 'replaying') return;
+    absence.failure = leftUnanswered;
+    this.giveUp(absence);
+  }
+
+  private endAbsence(): void {
+    if (this.absence === undefined) return;
+    clearTimeout(this.absence.timer);
+    this.absence = undefined;
   }
 
   private async reconnect(absence: Absence): Promise<void> {
@@ -331,6 +364,10 @@ export class McpRelay {
       absence.delayMs = Math.min(delayMs * 2, this.options.reconnect.delayMsMax);
       try {
         const socket = await connect(socketPath);
+        if (this.state !== 'down') {
+          socket.destroy();
+          return;
+        }
         this.attach(socket);
         if (this.awaitingDrain) socket.pause();
         this.replay();
@@ -350,6 +387,7 @@ export class McpRelay {
       absence.failure ?? notListening(this.options.dataDir, this.options.socketPath, 'cannot connect');
     const field = why.field === undefined ? '' : ` ${why.field}`;
     this.options.err(`postern: ${why.code}${field}: gave up reconnecting after ${seconds} s: ${why.message}`);
+    this.endAbsence();
     // The broker was there at the last try and refused it: what waited is answered with its word, not "did not come back".
     const answer =
       why.refusal === undefined
@@ -464,6 +502,7 @@ export class McpRelay {
   private finish(code: number): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.endAbsence();
     const { stdin, stdout } = this.options;
     // stdin would keep the process alive; the shim has nothing more to read.
     stdin.pause();

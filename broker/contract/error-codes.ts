@@ -501,8 +501,9 @@ export const errorCodeRegistry = {
     meaning: 'No Postern broker is listening on the socket; start one with `postern daemon --data-dir DIR`.',
   },
   CONNECTION_FAILED: {
-    from: sdk,
-    meaning: 'The socket accepted the connection but no MCP session could be opened on it.',
+    from: ['broker', 'sdk'],
+    meaning:
+      'The socket accepted the connection but no MCP session could be opened on it (`postern mcp`: its reconnections were accepted but never answered within --reconnect-for).',
   },
   PROTOCOL: { from: sdk, meaning: 'The broker answered with a shape this SDK does not understand.' },
   CONNECTION_LOST: {
