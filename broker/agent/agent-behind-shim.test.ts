@@ -72,6 +72,8 @@ describe('the agent behind a postern mcp shim', () => {
     [['/usr/bin/node', '--inspect-port=192.0.2.1:9229', '/x/bin/postern.mjs', 'mcp'], true],
     [['node', '--inspect-port=192.0.2.1:9229', '/x/bin/postern.mjs', 'daemon'], false],
     [['node', '--inspect-port=192.0.2.1:9229'], false],
+    [['node', '--inspect-port', '192.0.2.1:9229', '/x/bin/postern.mjs', 'mcp'], true],
+    [['node', '-r', 'dotenv/config', '/x/bin/postern.mjs', 'mcp'], true],
     [['node', '/usr/local/bin/postern', 'mcp', '--data-dir', '/d'], true],
     [['node', '/x/bin/postern.mjs', 'daemon'], false],
     [['node', '/x/not-postern', 'mcp'], false],

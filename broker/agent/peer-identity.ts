@@ -64,12 +64,34 @@ export function agentBehindShim(pid: number, uid: number, procRoot = '/proc'): n
   return undefined;
 }
 
+const nodeOptionsWithValue = new Set([
+  '-r',
+  '--require',
+  '--import',
+  '--loader',
+  '--experimental-loader',
+  '-C',
+  '--conditions',
+  '--inspect-port',
+  '--title',
+  '--env-file',
+]);
+
 /**
  * `node [node's options] …/postern[.mjs] mcp …`, however it was installed (checkout, npm link, -g, npx cache). node's
  * own options come before the script: every launch passes the parked inspector port (broker/core/inspector-port.ts).
  */
 export function isShimArgv(argv: readonly string[]): boolean {
-  const scriptAt = argv.findIndex((arg, index) => index > 0 && !arg.startsWith('-'));
+  let scriptAt = -1;
+  for (let index = 1; index < argv.length; index += 1) {
+    const arg = argv[index] ?? '';
+    if (!arg.startsWith('-')) {
+      scriptAt = index;
+      break;
+    }
+    // node's options that take their value as the next word (`-r dotenv/config`, `--import tsx`).
+    if (nodeOptionsWithValue.has(arg)) index += 1;
+  }
   if (scriptAt < 0) return false;
   const head = [argv[0] ?? '', argv[scriptAt] ?? ''];
   return argv.slice(scriptAt + 1).includes('mcp') && head.some((arg) => /(^|\/)postern(\.mjs)?$/.test(arg));

@@ -4,6 +4,7 @@ import {
   inspectorSignalsRefused,
   refuseInspectorSignal,
   refuseOpenInspector,
+  startedParked,
   watchForOpenInspector,
 } from './inspector-guard.js';
 
@@ -62,3 +63,13 @@ async function waitFor(holds: () => boolean): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+describe('startedParked', () => {
+  it('is true only when the last inspector option node took is the parked port', () => {
+    expect(startedParked(['--inspect-port=192.0.2.1:9229'])).toBe(true);
+    expect(startedParked(['--enable-source-maps', '--inspect-port=192.0.2.1:9229', '--no-warnings'])).toBe(true);
+    expect(startedParked([])).toBe(false);
+    expect(startedParked(['--inspect-port=192.0.2.1:9229', '--inspect-port=127.0.0.1:9229'])).toBe(false);
+    expect(startedParked(['--inspect-port=192.0.2.1:9229', '--inspect=127.0.0.1:0'])).toBe(false);
+  });
+});

@@ -63,8 +63,10 @@ export function inspectorSignalsRefused(): number {
  * Whether node was started with `inspectorPortParked` (so a SIGUSR1 before the first listener opened nothing
  * reachable). A process started otherwise (`node bin/postern.mjs` by hand) had that window open for its first moments.
  */
-export function startedParked(): boolean {
-  return process.execArgv.includes(inspectorPortParked);
+export function startedParked(execArgv: readonly string[] = process.execArgv): boolean {
+  // node takes the last of its inspector options: a later --inspect-port (or --inspect=HOST:PORT) un-parks it.
+  const inspectorOptions = execArgv.filter((arg) => /^--inspect(-port|-brk|-wait)?(=|$)/.test(arg));
+  return inspectorOptions.at(-1) === inspectorPortParked;
 }
 
 /**

@@ -1,4 +1,7 @@
-import { readlinkSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { loadNativeAddon } from './native-addon.js';
@@ -70,6 +73,40 @@ describe.skipIf(!linux)('listeningTcpInodes with the real addon', () => {
       accepted.destroy();
       v4.close();
       v6?.close();
+    }
+  });
+});
+
+describe.skipIf(!linux)('listeningTcpInodes when the kernel cannot dump TCP sockets', () => {
+  it('throws (the caller falls back to /proc), never answers "no listeners" while one listens', (ctx) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'postern-nodiag-'));
+    try {
+      const preload = path.join(dir, 'sock-diag-unhandled.so');
+      const source = path.join(import.meta.dirname, '..', 'testing', 'sock-diag-unhandled.c');
+      try {
+        execFileSync('cc', ['-shared', '-fPIC', '-o', preload, source, '-ldl'], { stdio: 'pipe' });
+      } catch (error) {
+        console.log(`native-addon.test.ts: no C compiler to build the stand-in kernel (${String(error)}); skipped`);
+        ctx.skip();
+      }
+      // A child with its own listener asks the real addon, its request rewritten as a kernel without tcp_diag sees it.
+      const probe = `
+        const addon = require(${JSON.stringify(path.join(import.meta.dirname, '..', '..', 'native', 'peercred'))});
+        require('node:net').createServer().listen(0, '127.0.0.1', function () {
+          let answer;
+          try { answer = { inodes: addon.listeningTcpInodes() }; } catch (e) { answer = { code: e.code, errno: e.errno }; }
+          process.stdout.write(JSON.stringify(answer));
+          this.close();
+        });`;
+      const child = spawnSync(process.execPath, ['-e', probe], {
+        env: { ...process.env, LD_PRELOAD: preload },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(child.status, child.stderr).toBe(0);
+      expect(JSON.parse(child.stdout)).toEqual({ code: 'PEERCRED_SYSCALL_FAILED', errno: 2 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

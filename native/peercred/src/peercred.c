@@ -285,7 +285,17 @@ static int dump_listeners(int fd, unsigned char family, uint32_t sequence, unsig
     for (struct nlmsghdr* header = (struct nlmsghdr*)buffer; NLMSG_OK(header, remaining);
          header = NLMSG_NEXT(header, remaining)) {
       if (header->nlmsg_seq != sequence) return EPROTO;
-      if (header->nlmsg_type == NLMSG_DONE) return 0;
+      // A dump the kernel could not finish consistently (sockets changed under it): not the whole list.
+      if ((header->nlmsg_flags & NLM_F_DUMP_INTR) != 0) return EAGAIN;
+      if (header->nlmsg_type == NLMSG_DONE) {
+        // A failed dump ends in DONE too, its error in the payload (no tcp_diag handler: -ENOENT): never "no listeners".
+        if (header->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) {
+          int done;
+          memcpy(&done, NLMSG_DATA(header), sizeof done);
+          if (done < 0) return -done;
+        }
+        return 0;
+      }
       if (header->nlmsg_type == NLMSG_ERROR) {
         if (header->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr))) return EPROTO;
         const struct nlmsgerr* error = NLMSG_DATA(header);
