@@ -5,7 +5,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, operatorAuthorization } from './fixtures/browser.js';
+import { assertRendererBuilt, launchChromium, openOperatorPage, operatorCall } from './fixtures/browser.js';
 import { seedActivityJournal } from './fixtures/seed-activity.js';
 
 /**
@@ -43,19 +43,9 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
-/** One operator call as the page makes it (POST /api/<method>, the session secret as bearer). */
-async function api<M extends BrokerApiMethod>(
-  method: M,
-  input: BrokerApi[M]['input'],
-): Promise<BrokerApi[M]['output']> {
-  const answer = await fetch(`${daemon.origin}/api/${method}`, {
-    method: 'POST',
-    headers: { ...(await operatorAuthorization(daemon.operatorUrl)), 'Content-Type': 'application/json' },
-    body: JSON.stringify(input),
-  });
-  const reply = (await answer.json()) as { ok: boolean; value: BrokerApi[M]['output'] };
-  if (!reply.ok) throw new Error(`${method} failed: ${JSON.stringify(reply)}`);
-  return reply.value;
+/** One operator call as the page makes it. */
+function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+  return operatorCall(daemon.operatorUrl, method, input);
 }
 
 describe('a search in the Actions list that stops at its bound', () => {

@@ -9,7 +9,7 @@ import {
   assertRendererBuilt,
   launchChromium,
   openOperatorPage,
-  operatorAuthorization,
+  operatorCall,
   type OperatorPage,
 } from './fixtures/browser.js';
 import { seedActivityJournal, type SeededAction, type SeededJournal } from './fixtures/seed-activity.js';
@@ -48,19 +48,9 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
-/** One operator call as the page makes it (POST /api/<method>, the session secret as bearer). */
-async function api<M extends BrokerApiMethod>(
-  method: M,
-  input: BrokerApi[M]['input'],
-): Promise<BrokerApi[M]['output']> {
-  const answer = await fetch(`${daemon.origin}/api/${method}`, {
-    method: 'POST',
-    headers: { ...(await operatorAuthorization(daemon.operatorUrl)), 'Content-Type': 'application/json' },
-    body: JSON.stringify(input),
-  });
-  const reply = (await answer.json()) as { ok: boolean; value: BrokerApi[M]['output'] };
-  if (!reply.ok) throw new Error(`${method} failed: ${JSON.stringify(reply)}`);
-  return reply.value;
+/** One operator call as the page makes it. */
+function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {
+  return operatorCall(daemon.operatorUrl, method, input);
 }
 
 /** Every seq activity.list matches for `filter`, paging on by next_seq as the view does (bounded). */
