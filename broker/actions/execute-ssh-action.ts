@@ -498,8 +498,8 @@ function startRecording(deps: SshActionDeps, actionId: string): boolean {
 
 /**
  * Seals the recording built from the delivered output. After exec a failure to build or store it cannot undo the
- * command: it is logged and the recording stays open (RECORDING_INCOMPLETE when read, purged a retention after it
- * started), and the action's result is still recorded. Either way the store forgets it as running.
+ * command: it is logged and the recording stays open (RECORDING_INCOMPLETE when read, purged a retention after the
+ * command ended), and the action's result is still recorded. Either way the store forgets it as running.
  */
 function finishRecording(
   deps: SshActionDeps,
@@ -529,7 +529,7 @@ function finishRecording(
     deps.results.recordings.finish(recordingId, cast, o.truncated, deps.clock.nowMs());
   } catch (error) {
     // finish forgets it before anything can fail; a cast that could not be built never reached it.
-    deps.results.recordings.forget(recordingId);
+    deps.results.recordings.forget(recordingId, deps.clock.nowMs());
     deps.logger?.error({ action_id: b.actionId, code: errorCodeOf(error) }, 'ssh recording could not be finished');
   }
 }

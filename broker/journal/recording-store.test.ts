@@ -5,6 +5,7 @@ import { openTempResultStore, type TempJournal } from '../testing/temp-journal.j
 import { migrate, schemaVersion } from './migrate.js';
 import { journalMigrations } from './migrations/index.js';
 import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
+import { migration018RecordingAlive } from './migrations/018-recording-alive.js';
 import { purgeFinishedSql, purgeOpenSql, recordingChunkBytes } from './recording-store.js';
 import { ResultStore } from './result-store.js';
 
@@ -111,6 +112,23 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.read('act_000010')).toThrow(coded('RESULT_EXPIRED'));
   });
 
+  it("an earlier run's recording left open by a crash mid-command is kept a retention after it was last seen running", () => {
+    // The earlier broker starts a command at 100; its sweeps at 5,000 and 10,000 find it still running.
+    const earlier = startedByEarlierRun('act_000015', 100);
+    expect(earlier.purgeExpired(5_000, 60, 10)).toBe(0);
+    expect(earlier.purgeExpired(10_000, 60, 10)).toBe(0);
+    // A sweep at an earlier clock (a clock stepped back) never moves the mark back.
+    expect(earlier.purgeExpired(7_000, 60, 10)).toBe(0);
+    // Then it dies mid-command: no finish, no forget. The next run reads a leftover (its command was sent).
+    earlier.close();
+    expect(() => store.recordings.read('act_000015')).toThrow(coded('RECORDING_INCOMPLETE'));
+    // Purged a retention after 10,000, the last moment it was known running, not a retention after it started.
+    expect(store.purgeExpired(10_059, 60, 10)).toBe(0);
+    expect(() => store.recordings.read('act_000015')).toThrow(coded('RECORDING_INCOMPLETE'));
+    expect(store.purgeExpired(10_060, 60, 10)).toBe(1);
+    expect(() => store.recordings.read('act_000015')).toThrow(coded('RESULT_EXPIRED'));
+  });
+
   it('a running command does not hold back the purge of the leftovers behind it, and the batch stays bounded', () => {
     store.recordings.start('act_000011', 1);
     const earlier = startedByEarlierRun('act_000012', 2);
@@ -124,13 +142,15 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_IN_PROGRESS'));
   });
 
-  it('a recording forgotten (its cast could not be built) is a leftover: RECORDING_INCOMPLETE, purged by its start', () => {
+  it('a recording forgotten (its cast could not be built) is a leftover: RECORDING_INCOMPLETE, purged by its end', () => {
     store.recordings.start('act_000014', 100);
-    store.recordings.forget('rec_000014');
-    store.recordings.forget('rec_000014');
+    store.recordings.forget('rec_000014', 5_000);
+    // A second forget is a no-op, and does not move the mark.
+    store.recordings.forget('rec_000014', 9_000);
     expect(() => store.recordings.read('act_000014')).toThrow(coded('RECORDING_INCOMPLETE'));
-    expect(store.purgeExpired(159, 60, 10)).toBe(0);
-    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    // Its command ran until 5,000: the retention counts from then, not from its start.
+    expect(store.purgeExpired(5_059, 60, 10)).toBe(0);
+    expect(store.purgeExpired(5_060, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000014')).toThrow(coded('RESULT_EXPIRED'));
   });
 
@@ -219,6 +239,26 @@ describe('when a version 12 database is migrated to 13', () => {
       expect(() =>
         db.prepare(`INSERT INTO recordings (recording_id, action_id, started_at_ms) VALUES ('r', 'a', 'now')`).run(),
       ).toThrow(/cannot store TEXT value in INTEGER column/);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('when a version 17 database is migrated to 18', () => {
+  it('marks each recording alive at its finish, or an open one at its start (what the purge counted from before)', () => {
+    const db = new Database(':memory:');
+    try {
+      const upTo17 = journalMigrations.filter((m) => m.version <= 17);
+      migrate(db, upTo17);
+      db.exec(`INSERT INTO recordings (recording_id, action_id, started_at_ms) VALUES ('rec_1', 'act_1', 100);
+        INSERT INTO recordings (recording_id, action_id, started_at_ms, complete, finished_at_ms)
+          VALUES ('rec_2', 'act_2', 100, 1, 300)`);
+      expect(migrate(db, [...upTo17, migration018RecordingAlive])).toBe(18);
+      expect(db.prepare(`SELECT recording_id, alive_at_ms FROM recordings ORDER BY recording_id`).all()).toEqual([
+        { recording_id: 'rec_1', alive_at_ms: 100 },
+        { recording_id: 'rec_2', alive_at_ms: 300 },
+      ]);
     } finally {
       db.close();
     }

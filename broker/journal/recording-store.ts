@@ -26,13 +26,14 @@ export const purgeFinishedSql = `SELECT recording_id FROM recordings WHERE purge
   ORDER BY finished_at_ms LIMIT ?`;
 
 /**
- * The purge's open recordings started before the cutoff, oldest first. `finished_at_ms IS NULL` (finish sets it with
+ * The purge's open recordings last known alive before the cutoff (`alive_at_ms`, migration 018: their start, or a
+ * later moment their broker recorded them running), oldest first. `finished_at_ms IS NULL` (finish sets it with
  * complete = 1, in one statement) keeps the read to recordings_by_finish's NULL range: the few open rows are searched,
  * never a scan of every unpurged recording (and the sort is of those few alone).
  */
 export const purgeOpenSql = `SELECT recording_id FROM recordings
-  WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND started_at_ms <= ?
-  ORDER BY started_at_ms LIMIT ?`;
+  WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND alive_at_ms <= ?
+  ORDER BY alive_at_ms LIMIT ?`;
 
 export interface StoredRecording {
   readonly recording_id: string;
@@ -55,6 +56,7 @@ interface RecordingRow {
   run: number | null;
   finished_at_ms: number | null;
   purged_at_ms: number | null;
+  alive_at_ms: number;
 }
 
 /**
@@ -80,15 +82,23 @@ export class RecordingStore {
     const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'recordings'`).get();
     if (table === undefined)
       throw new CodedError('MIGRATION_FAILED', 'the journal has no recordings table (schema older than 13)');
+    // Without it an earlier run's open recording could only be purged by its start, hours early for a long command.
+    const alive = db.prepare(`SELECT name FROM pragma_table_info('recordings') WHERE name = 'alive_at_ms'`).get();
+    if (alive === undefined)
+      throw new CodedError(
+        'MIGRATION_FAILED',
+        'the journal has no recordings.alive_at_ms column (schema older than 18)',
+      );
     this.sql = statementCache(db);
   }
 
   /** The open marker, durable before the exec request; throws (any error) when it cannot be written. */
   start(actionId: string, startedAtMs: number): string {
     const recordingId = recordingIdOf(actionId);
-    this.sql(`INSERT INTO recordings (recording_id, action_id, started_at_ms) VALUES (?, ?, ?)`).run(
+    this.sql(`INSERT INTO recordings (recording_id, action_id, started_at_ms, alive_at_ms) VALUES (?, ?, ?, ?)`).run(
       recordingId,
       actionId,
+      startedAtMs,
       startedAtMs,
     );
     this.running.add(recordingId);
@@ -96,11 +106,17 @@ export class RecordingStore {
   }
 
   /**
-   * The command is over but its recording will not be sealed (its cast could not be built): the row stays open, a
-   * leftover that reads as RECORDING_INCOMPLETE and that the purge takes a retention after it started. Idempotent.
+   * The command is over (at `endedAtMs`) but its recording will not be sealed (its cast could not be built): the row
+   * stays open, a leftover that reads as RECORDING_INCOMPLETE and that the purge takes a retention after the command
+   * ended (recorded here when the store can still write; else its last sweep's mark). Idempotent.
    */
-  forget(recordingId: string): void {
-    this.running.delete(recordingId);
+  forget(recordingId: string, endedAtMs: number): void {
+    if (!this.running.delete(recordingId)) return;
+    try {
+      this.markAlive(recordingId, endedAtMs);
+    } catch {
+      // A store that cannot write now leaves the row's last mark (its start, or the last sweep that saw it running).
+    }
   }
 
   /**
@@ -122,13 +138,21 @@ export class RecordingStore {
     const run = sealed[0]?.run ?? null;
     const insertChunk = this.sql(`INSERT INTO recording_chunks (recording_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
     const mark = this.sql(
-      `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?
-       WHERE recording_id = ? AND complete = 0 AND purged_at_ms IS NULL`,
+      `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?,
+         alive_at_ms = ? WHERE recording_id = ? AND complete = 0 AND purged_at_ms IS NULL`,
     );
     const purged = this.sql(`SELECT 1 FROM recordings WHERE recording_id = ? AND purged_at_ms IS NOT NULL`).pluck();
     this.db
       .transaction(() => {
-        const changed = mark.run(truncated ? 1 : 0, cast.length, chunks, run, finishedAtMs, recordingId).changes;
+        const changed = mark.run(
+          truncated ? 1 : 0,
+          cast.length,
+          chunks,
+          run,
+          finishedAtMs,
+          finishedAtMs,
+          recordingId,
+        ).changes;
         if (changed !== 1 && purged.get(recordingId) !== undefined)
           throw new CodedError(
             'RESULT_EXPIRED',
@@ -220,8 +244,10 @@ export class RecordingStore {
   /**
    * Deletes the sealed bytes of recordings past the results' retention, at most `limit`, each marked purged in the same
    * transaction; returns how many. A finished recording goes `retentionMs` after it was finished (with its result,
-   * stored at the same moment); one left open by an earlier run (never to be finished) `retentionMs` after it started;
-   * one whose command is still running (`running`) never, however long the command takes.
+   * stored at the same moment); one left open (never to be finished) `retentionMs` after it was last known alive
+   * (`alive_at_ms`); one whose command is still running (`running`) never, however long the command takes. Each call
+   * first marks this store's running recordings alive at `nowMs`, so one its broker dies with (a crash mid-command) is
+   * kept a retention after the last sweep that saw its command running, not after its start.
    */
   purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
     if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
@@ -233,6 +259,7 @@ export class RecordingStore {
     const mark = this.sql(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
     return this.db
       .transaction(() => {
+        for (const id of this.running) this.markAlive(id, nowMs);
         const cutoffMs = nowMs - retentionMs;
         const ids = finished.all(cutoffMs, limit) as string[];
         if (ids.length < limit) {
@@ -248,5 +275,13 @@ export class RecordingStore {
         return ids.length;
       })
       .immediate();
+  }
+
+  /** Records that the open recording's command was still running (or just ended) at `atMs`; never moves it back. */
+  private markAlive(recordingId: string, atMs: number): void {
+    this.sql(
+      `UPDATE recordings SET alive_at_ms = @atMs WHERE recording_id = @recordingId AND complete = 0
+         AND purged_at_ms IS NULL AND alive_at_ms < @atMs`,
+    ).run({ atMs, recordingId });
   }
 }
