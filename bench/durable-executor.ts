@@ -69,7 +69,7 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
     secret: Buffer.from('bench-secret'),
     bindings: ['fast', 'slow'],
   });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const route = (name: Target): string[] => [
     `  - name: ${name}`,
     `    base_url: ${origins[name]}/api`,

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     secret: Buffer.from('bench-secret-token'),
     bindings: ['bench'],
   });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const config = parseConfig(
     [
       'version: 1',

@@ -122,7 +122,7 @@ export async function replayCeiling(
   runMs: number,
 ): Promise<{ summary: Summary; eventsPerAction: number; mix: string }> {
   const temp = await openTempJournal();
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const ids = createRandomIdSource(systemClock);
   const latenciesMs: number[] = [];
   const started = performance.now();

@@ -48,7 +48,7 @@ async function main(): Promise<void> {
       secret: Buffer.from(sshd.userKey.privateKey),
       bindings: ['lab'],
     });
-    const results = ResultStore.open(temp.path, temp.journal.rowCipher());
+    const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
     const channel = new SshChannel({ gate: temp.journal, clock: systemClock, knownHostsDir: temp.dir.path, vault });
     const config = sshHostsConfig([
       { port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] },

@@ -53,7 +53,7 @@ async function reached(h: SshActionHarness, kind: JournalEvent['kind']): Promise
 async function restart(h: SshActionHarness): Promise<{ journal: Journal; results: ResultStore }> {
   await h.temp.journal.close();
   const journal = await Journal.open({ path: h.temp.path, clock: h.temp.clock, vault: h.temp.vault });
-  const results = ResultStore.open(h.temp.path, journal.rowCipher());
+  const results = ResultStore.open(h.temp.path, journal.rowCipher(), { role: 'broker' });
   cleanups.push(async () => {
     results.close();
     await journal.close();

@@ -265,6 +265,11 @@ export const errorCodeRegistry = {
     meaning:
       'The SSH session recording is still open because its action is in flight (its command being set up or running); it is sealed when the command ends: read it again once the action settles.',
   },
+  RECORDING_STATE_UNKNOWN: {
+    from: broker,
+    meaning:
+      'The SSH session recording is open, and this reader of the journal file is not the broker holding its data directory: it cannot tell a command still running (RECORDING_IN_PROGRESS) from one whose broker died (RECORDING_INCOMPLETE). Ask the running broker (`postern actions recording`).',
+  },
   // queue and retry engine
   LANE_BLOCKED: { from: broker, meaning: 'An older action in the same lane has an unknown outcome; this one waits.' },
   DECISION_CONFLICT: {

@@ -82,7 +82,9 @@ describe('the broker runtime', () => {
     const cut = script.findIndex((e) => e.kind === 'DISPATCH_STARTED');
     for (const event of script.slice(0, cut)) await first.journal.append(event);
     // The executor's open row, written before CREDENTIAL_AUTHORIZED; the broker stopped before it was sealed.
-    const writer = ResultStore.open(path.join(dir.path, journalFileName), first.journal.rowCipher());
+    const writer = ResultStore.open(path.join(dir.path, journalFileName), first.journal.rowCipher(), {
+      role: 'broker',
+    });
     writer.recordings.start('act_runtime0000003', Date.now());
     writer.close();
     await first.close();

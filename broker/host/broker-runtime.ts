@@ -192,7 +192,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
 
     // Results are sealed at rest with the journal's run key (migration 009).
-    const results = ResultStore.open(path.join(options.dataDir, journalFileName), journal.rowCipher());
+    const results = ResultStore.open(path.join(options.dataDir, journalFileName), journal.rowCipher(), {
+      role: 'broker',
+    });
     closers.push(() => results.close());
     // Before any action runs: recordings an earlier run left open for commands it never sent are sealed as such.
     sealUnsentRecordings(results, journal, clock, logger);

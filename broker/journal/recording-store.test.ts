@@ -19,7 +19,7 @@ describe('the recording store (migration 013, on the result store)', () => {
 
   /** An open row as an earlier run left it: started by another store on the same file (returned, to finish late). */
   function startedByEarlierRun(actionId: string, startedAtMs: number): ResultStore {
-    const earlier = ResultStore.open(temp.path, temp.journal.rowCipher());
+    const earlier = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
     earlier.recordings.start(actionId, startedAtMs);
     return earlier;
   }
@@ -64,10 +64,10 @@ describe('the recording store (migration 013, on the result store)', () => {
         message: 'the command of act_000003 is still in progress: its recording is sealed when it ends',
       }),
     );
-    // Another store on the same file (an earlier run's, or the next one's) did not start it: there it is a leftover.
-    const other = ResultStore.open(temp.path, temp.journal.rowCipher());
-    expect(() => other.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
-    other.close();
+    // The next run's broker store did not start it: there it is a leftover (this store stands for a dead run).
+    const next = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
+    expect(() => next.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
+    next.close();
     store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
     // The result store's purge sweeps recordings by the same retention, counted from the finish (as its result's).
     expect(store.purgeExpired(160, 60, 10)).toBe(0);
@@ -76,6 +76,32 @@ describe('the recording store (migration 013, on the result store)', () => {
     const db = new Database(temp.path, { readonly: true });
     expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
     db.close();
+  });
+
+  it('a reader beside the running broker says an open recording is of unknown state, and never purges it', () => {
+    // The broker (`store`, holding the data directory) runs a command; a tool opens the same file as a reader.
+    store.recordings.start('act_000016', 100);
+    const reader = ResultStore.open(temp.path, temp.journal.rowCipher());
+    try {
+      // It cannot tell this running command from one whose broker died: neither "in progress" nor "incomplete".
+      expect(() => reader.recordings.read('act_000016')).toThrow(
+        expect.objectContaining({
+          code: 'RECORDING_STATE_UNKNOWN',
+          message:
+            'the recording of act_000016 is open, and this reader cannot tell whether its command is still running: ask the running broker',
+        }),
+      );
+      expect(() => store.recordings.read('act_000016')).toThrow(coded('RECORDING_IN_PROGRESS'));
+      // Its purge, long past the retention, leaves the running command's recording (finished ones it does purge).
+      store.recordings.start('act_000017', 100);
+      store.recordings.finish('rec_000017', Buffer.from('done'), false, 200);
+      expect(reader.purgeExpired(10_000, 60, 10)).toBe(1);
+      expect(() => reader.recordings.start('act_000018', 100)).toThrow(coded('INTERNAL'));
+      store.recordings.finish('rec_000016', Buffer.from('whole cast'), false, 10_001);
+      expect(reader.recordings.read('act_000016').cast.toString()).toBe('whole cast');
+    } finally {
+      reader.close();
+    }
   });
 
   it('a purged recording answers RESULT_EXPIRED whether it was open or complete, never RECORDING_INCOMPLETE', () => {

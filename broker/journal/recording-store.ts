@@ -35,6 +35,16 @@ export const purgeOpenSql = `SELECT recording_id FROM recordings
   WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND alive_at_ms <= ?
   ORDER BY alive_at_ms LIMIT ?`;
 
+/**
+ * Whose store it is. 'broker': the one store of the process holding the data directory's lock (the runtime's). No
+ * other broker runs on the file while it does, so every open row it did not start and is not running (`running`) is an
+ * earlier run's or a given-up one: RECORDING_INCOMPLETE is a fact, and the purge may take it. 'reader': any other store
+ * on the file (a tool beside a running daemon). Its `running` is empty and says nothing of the broker's, so an open
+ * row may be a command that broker is running now: it answers RECORDING_STATE_UNKNOWN, purges finished recordings only,
+ * and starts none.
+ */
+export type RecordingStoreRole = 'broker' | 'reader';
+
 export interface StoredRecording {
   readonly recording_id: string;
   readonly action_id: string;
@@ -78,6 +88,7 @@ export class RecordingStore {
   constructor(
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
+    private readonly role: RecordingStoreRole,
   ) {
     const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'recordings'`).get();
     if (table === undefined)
@@ -94,6 +105,7 @@ export class RecordingStore {
 
   /** The open marker, durable before the exec request; throws (any error) when it cannot be written. */
   start(actionId: string, startedAtMs: number): string {
+    if (this.role !== 'broker') throw new CodedError('INTERNAL', 'only the broker holding the data directory records');
     const recordingId = recordingIdOf(actionId);
     this.sql(`INSERT INTO recordings (recording_id, action_id, started_at_ms, alive_at_ms) VALUES (?, ?, ?, ?)`).run(
       recordingId,
@@ -183,7 +195,7 @@ export class RecordingStore {
    * The action's recording: NOT_FOUND when it has none (not an SSH action, or refused before its exec was prepared),
    * RESULT_EXPIRED once purged (a finished one's chunks were deleted; an open one never had any, and its retention
    * has passed), RECORDING_IN_PROGRESS while this store's command is still running (`running`), else
-   * RECORDING_INCOMPLETE when it was started and never finished. Chunks are trusted only as the unbroken sequence the
+   * RECORDING_INCOMPLETE when it was started and never finished — or, in a 'reader' store, RECORDING_STATE_UNKNOWN. Chunks are trusted only as the unbroken sequence the
    * row names; a complete row without them or its finish time, or a changed or moved chunk (it fails authentication),
    * is INTERNAL.
    */
@@ -206,6 +218,13 @@ export class RecordingStore {
       throw new CodedError(
         'RECORDING_IN_PROGRESS',
         `the command of ${actionId} is still in progress: its recording is sealed when it ends`,
+        { field: 'action_id' },
+      );
+    // A reader cannot know whether the broker that opened it is still running its command: neither answer is honest.
+    if (row.complete !== 1 && this.role !== 'broker')
+      throw new CodedError(
+        'RECORDING_STATE_UNKNOWN',
+        `the recording of ${actionId} is open, and this reader cannot tell whether its command is still running: ask the running broker`,
         { field: 'action_id' },
       );
     if (row.complete !== 1)
@@ -247,7 +266,8 @@ export class RecordingStore {
    * stored at the same moment); one left open (never to be finished) `retentionMs` after it was last known alive
    * (`alive_at_ms`); one whose command is still running (`running`) never, however long the command takes. Each call
    * first marks this store's running recordings alive at `nowMs`, so one its broker dies with (a crash mid-command) is
-   * kept a retention after the last sweep that saw its command running, not after its start.
+   * kept a retention after the last sweep that saw its command running, not after its start. A 'reader' store purges
+   * finished recordings only.
    */
   purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
     if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
@@ -262,7 +282,8 @@ export class RecordingStore {
         for (const id of this.running) this.markAlive(id, nowMs);
         const cutoffMs = nowMs - retentionMs;
         const ids = finished.all(cutoffMs, limit) as string[];
-        if (ids.length < limit) {
+        // A reader cannot tell an earlier run's leftover from a command the broker runs now: it leaves open rows be.
+        if (ids.length < limit && this.role === 'broker') {
           const leftovers = (open.all(cutoffMs, limit - ids.length + this.running.size) as string[]).filter(
             (id) => !this.running.has(id),
           );

@@ -4,7 +4,7 @@ import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
 import type { UnitRows } from './journal.js';
 import { requireDurableConnection } from './durability.js';
-import { RecordingStore } from './recording-store.js';
+import { RecordingStore, type RecordingStoreRole } from './recording-store.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
 export const resultChunkBytes = 64 * 1024;
@@ -94,13 +94,24 @@ export class ResultStore {
   private constructor(
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
+    role: RecordingStoreRole,
   ) {
     this.sql = statementCache(db);
-    this.recordings = new RecordingStore(db, cipher);
+    this.recordings = new RecordingStore(db, cipher, role);
   }
 
-  /** Opens the journal's database file (already migrated by Journal.open), sealing with the journal's key. */
-  static open(path: string, cipher: RowCipher, platform: NodeJS.Platform = process.platform): ResultStore {
+  /**
+   * Opens the journal's database file (already migrated by Journal.open), sealing with the journal's key. `role` is
+   * 'broker' only for the store of the process holding the data directory's lock (data-dir-lock.ts; the runtime's,
+   * and the harnesses standing in for it): its recordings' verdicts rest on that (RecordingStore). Any other opener
+   * is a 'reader' (the default).
+   */
+  static open(
+    path: string,
+    cipher: RowCipher,
+    options: { readonly role?: RecordingStoreRole; readonly platform?: NodeJS.Platform } = {},
+  ): ResultStore {
+    const platform = options.platform ?? process.platform;
     const db = openDatabase(path, { fileMustExist: true });
     try {
       requireDurableConnection(db, platform);
@@ -124,7 +135,7 @@ export class ResultStore {
         .get();
       if (sealedColumn === undefined)
         throw new CodedError('MIGRATION_FAILED', 'the journal has no sealed results (schema older than 9)');
-      return new ResultStore(db, cipher);
+      return new ResultStore(db, cipher, options.role ?? 'reader');
     } catch (error) {
       db.close();
       throw error;

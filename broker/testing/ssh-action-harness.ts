@@ -45,7 +45,7 @@ export async function openSshActionHarness(
   await vault.init(passphrase);
   for (const [name, key] of Object.entries(keys))
     await vault.add({ name, kind: 'ssh_key', secret: Buffer.from(key.privateKey), bindings: key.bindings });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher());
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const { logger, lines: logLines } = createCapturedLogger();
   const ids = createRandomIdSource(temp.clock);
   const returned: unknown[] = [];

@@ -57,7 +57,7 @@ export async function openTempJournal(
 /** A temp journal with a ResultStore on its file, sealing with the journal's key; dispose closes both. */
 export async function openTempResultStore(): Promise<{ temp: TempJournal; store: ResultStore }> {
   const temp = await openTempJournal();
-  const store = ResultStore.open(temp.path, temp.journal.rowCipher());
+  const store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   return {
     store,
     temp: {
