@@ -38,7 +38,8 @@ export const auditSchemaVersion = 4;
 // unknowns a quarantined journal's recovery recorded before dispatch (they block their lane): current state only. 16
 // recodes attested rejections stored as REMOTE_REJECTED to ATTESTED_REJECTED (actions rows, counters): current state.
 // 17 adds session_counters, sessions.list's per-session figures: current state only.
-export const auditSchemaVersionMax = 17;
+// 18 adds sessions_by_first_seq, an index of the current-state sessions table only.
+export const auditSchemaVersionMax = 18;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

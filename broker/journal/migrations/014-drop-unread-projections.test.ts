@@ -36,6 +36,7 @@ describe('when a version 13 journal is migrated to 14', () => {
       INSERT INTO attempts VALUES ('act_before_014', 1, 'completed');
       INSERT INTO tickets VALUES (1, 'act_before_014', 'lane-a');
       DROP TABLE session_counters;
+      DROP INDEX sessions_by_first_seq;
       PRAGMA user_version = 13;
     `);
     const before = {

@@ -197,6 +197,7 @@ describe('when a version 15 journal holds rejections a person attested under REM
       UPDATE actions SET code = 'REMOTE_REJECTED', state = json_set(state, '$.code', 'REMOTE_REJECTED')
       WHERE code = 'ATTESTED_REJECTED';
       DROP TABLE session_counters;
+      DROP INDEX sessions_by_first_seq;
       PRAGMA user_version = 15;
     `);
     buildStatusCounters(old);

@@ -16,6 +16,7 @@ import { migration014DropUnreadProjections } from './014-drop-unread-projections
 import { migration015QuarantinedUnknownBlocks } from './015-quarantined-unknown-blocks.js';
 import { migration016AttestedRejectedCode } from './016-attested-rejected-code.js';
 import { migration017SessionCounters } from './017-session-counters.js';
+import { migration018SessionsByFirstSeq } from './018-sessions-by-first-seq.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -36,4 +37,5 @@ export const journalMigrations: readonly Migration[] = [
   migration015QuarantinedUnknownBlocks,
   migration016AttestedRejectedCode,
   migration017SessionCounters,
+  migration018SessionsByFirstSeq,
 ];
