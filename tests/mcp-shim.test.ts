@@ -138,6 +138,48 @@ describe('when an MCP client launches postern mcp', () => {
   });
 });
 
+describe('when the client sends more than the shim keeps while the broker is away', () => {
+  it('answers each request beyond 256 RATE_LIMITED at once, saying it was never sent, and sends the 256 kept once the broker is back', async () => {
+    const client = new Client({ name: 'shim-overflow', version: '1' });
+    const transport = shimTransport(dir.path);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    await client.connect(transport);
+    try {
+      await client.ping();
+      await socket?.close();
+      socket = undefined;
+      await waitUntil('the shim saw the broker go', () => stderr.includes('reconnecting for up to'));
+      // Pings: small answers (tools/list would have the SDK client compile every tool's schema for each answer).
+      const sent = 300;
+      const refused: unknown[] = [];
+      const calls = Array.from({ length: sent }, () =>
+        client.ping().then(
+          () => 'answered',
+          (error: unknown) => {
+            refused.push(error);
+            return 'refused';
+          },
+        ),
+      );
+      // The refusals come while the broker is still away: they are the shim's own, not a later broker's.
+      await waitUntil('the requests beyond the bound were answered', () => refused.length === sent - 256);
+      for (const error of refused) expect(error).toMatchObject({ code: -32_000, data: { code: 'RATE_LIMITED' } });
+      expect(refused[0]).toBeInstanceOf(McpError);
+      const message = (refused[0] as McpError).message;
+      expect(message).toContain('256 requests or 16 MiB already wait in postern mcp, so this one was not kept');
+      expect(message).toContain('it never reached the broker and nothing was recorded for it');
+      expect(message).not.toContain('restart');
+      socket = await startAgentSocket({ dataDir: dir.path, backend });
+      const answers = await Promise.all(calls);
+      expect(answers.filter((answer) => answer === 'answered')).toHaveLength(256);
+      expect(refused).toHaveLength(sent - 256);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 /** Until `done` holds, polling (no sleep stands in for an event the test can see). */
 async function waitUntil(what: string, done: () => boolean, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
