@@ -416,6 +416,19 @@ describe('when no broker listens', () => {
   });
 });
 
+/** A scripted broker's answer to the client's initialize request `id`: a server named postern offering tools. */
+function initializeAnswer(id: string | number) {
+  return {
+    jsonrpc: '2.0',
+    id,
+    result: {
+      protocolVersion: '2025-06-18',
+      capabilities: { tools: {} },
+      serverInfo: { name: 'postern', version: '0' },
+    },
+  };
+}
+
 /**
  * A broker that evicted the connection just before reading the client's request (the broker's pool decides on a
  * newcomer's arrival, and a request already sent but not yet read does not make the connection busy): scripted here,
@@ -433,15 +446,7 @@ function evictingBroker(socketPath: string): Promise<Server> {
       const message = JSON.parse(line) as { id?: string | number; method?: string };
       if (message.id === undefined) return;
       if (message.method === 'initialize') {
-        send({
-          jsonrpc: '2.0',
-          id: message.id,
-          result: {
-            protocolVersion: '2025-06-18',
-            capabilities: { tools: {} },
-            serverInfo: { name: 'postern', version: '0' },
-          },
-        });
+        send(initializeAnswer(message.id));
       } else if (evicts) {
         conn.end(
           jsonRpcErrorLine(
@@ -512,15 +517,7 @@ function sessionRefusingBroker(socketPath: string, refusal: Record<string, unkno
       const message = JSON.parse(line) as { id?: string | number; method?: string };
       if (message.id === undefined) return;
       if (isFirst && message.method === 'initialize') {
-        send({
-          jsonrpc: '2.0',
-          id: message.id,
-          result: {
-            protocolVersion: '2025-06-18',
-            capabilities: { tools: {} },
-            serverInfo: { name: 'postern', version: '0' },
-          },
-        });
+        send(initializeAnswer(message.id));
       } else if (isFirst) {
         send({ jsonrpc: '2.0', id: message.id, result: { tools: [] } });
       } else if (message.method === 'initialize') {
