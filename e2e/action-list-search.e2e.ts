@@ -1,12 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
-import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage, operatorCall } from './fixtures/browser.js';
-import { seedActivityJournal } from './fixtures/seed-activity.js';
+import { repoRoot, type RunningDaemon } from '../tests/support/postern-process.js';
+import { openOperatorPage, operatorCall } from './fixtures/browser.js';
+import { tearDownSpec } from './fixtures/data-dir.js';
+import { seededDaemon } from './fixtures/seeded-daemon.js';
 
 /**
  * The Actions list's bounded search, by clicks, on the real headless daemon: a search examines at most
@@ -26,22 +27,15 @@ let daemon: RunningDaemon;
 let browser: Browser;
 
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(dataDir, { mode: 0o700 });
-  mkdirSync(screenshots, { recursive: true });
-  const [seeded, launched] = await Promise.all([seedActivityJournal(dataDir, seededEvents), launchChromium()]);
-  browser = launched;
-  daemon = await startDaemon(dataDir, {
-    env: { POSTERN_PASSPHRASE_FILE: seeded.passphraseFile },
+  ({ browser, daemon } = await seededDaemon({
+    dataDir,
+    screenshots,
+    events: seededEvents,
     args: ['--test-action-list-scan-rows', String(scanRows)],
-  });
+  }));
 }, 90_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await daemon?.process.stop('SIGTERM');
-  rmSync(scratch, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => tearDownSpec(daemon, browser, scratch), 30_000);
 
 /** One operator call as the page makes it. */
 function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {

@@ -1,19 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
-import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import {
-  assertRendererBuilt,
-  handSessionToNextLoad,
-  launchChromium,
-  openOperatorPage,
-  operatorCall,
-  type OperatorPage,
-} from './fixtures/browser.js';
-import { seedActivityJournal } from './fixtures/seed-activity.js';
+import { repoRoot, type RunningDaemon } from '../tests/support/postern-process.js';
+import { handSessionToNextLoad, openOperatorPage, operatorCall, type OperatorPage } from './fixtures/browser.js';
+import { tearDownSpec } from './fixtures/data-dir.js';
+import { seededDaemon } from './fixtures/seeded-daemon.js';
 import { appendTimelineActions, PinnableClock, type TimelineAction } from './fixtures/seed-timeline.js';
 
 /**
@@ -37,27 +31,20 @@ let daemon: RunningDaemon;
 let browser: Browser;
 
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(dataDir, { mode: 0o700 });
-  mkdirSync(screenshots, { recursive: true });
   const clock = new PinnableClock();
   // The scripted actions happened over the two minutes before the seed ends: bars of real length.
   const afterSeed = async (journal: Parameters<typeof appendTimelineActions>[0]) => {
     timeline = await appendTimelineActions(journal, clock, Date.now() - 120_000);
   };
-  const [seeded, launched] = await Promise.all([
-    seedActivityJournal(dataDir, seededEvents, { clock, afterSeed }),
-    launchChromium(),
-  ]);
-  browser = launched;
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: seeded.passphraseFile } });
+  ({ browser, daemon } = await seededDaemon({
+    dataDir,
+    screenshots,
+    events: seededEvents,
+    seed: { clock, afterSeed },
+  }));
 }, 90_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await daemon?.process.stop('SIGTERM');
-  rmSync(scratch, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => tearDownSpec(daemon, browser, scratch), 30_000);
 
 /** One operator call as the page makes it. */
 function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {

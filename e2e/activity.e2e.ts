@@ -1,18 +1,14 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerApi, BrokerApiMethod } from '../broker/contract/index.js';
-import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
-import {
-  assertRendererBuilt,
-  launchChromium,
-  openOperatorPage,
-  operatorCall,
-  type OperatorPage,
-} from './fixtures/browser.js';
-import { seedActivityJournal, type SeededAction, type SeededJournal } from './fixtures/seed-activity.js';
+import { repoRoot, type RunningDaemon } from '../tests/support/postern-process.js';
+import { openOperatorPage, operatorCall, type OperatorPage } from './fixtures/browser.js';
+import { tearDownSpec } from './fixtures/data-dir.js';
+import { seededDaemon } from './fixtures/seeded-daemon.js';
+import type { SeededAction, SeededJournal } from './fixtures/seed-activity.js';
 
 /**
  * Activity, action detail and metrics on the real headless daemon over a journal of 100,000 events
@@ -35,18 +31,10 @@ let daemon: RunningDaemon;
 let browser: Browser;
 
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(dataDir, { mode: 0o700 });
-  mkdirSync(screenshots, { recursive: true });
-  [seeded, browser] = await Promise.all([seedActivityJournal(dataDir, seededEvents), launchChromium()]);
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: seeded.passphraseFile } });
+  ({ seeded, browser, daemon } = await seededDaemon({ dataDir, screenshots, events: seededEvents }));
 }, 90_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await daemon?.process.stop('SIGTERM');
-  rmSync(scratch, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => tearDownSpec(daemon, browser, scratch), 30_000);
 
 /** One operator call as the page makes it. */
 function api<M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> {

@@ -138,6 +138,48 @@ describe('when an MCP client launches postern mcp', () => {
   });
 });
 
+describe('when the client sends more than the shim keeps while the broker is away', () => {
+  it('answers each request beyond 256 RATE_LIMITED at once, saying it was never sent, and sends the 256 kept once the broker is back', async () => {
+    const client = new Client({ name: 'shim-overflow', version: '1' });
+    const transport = shimTransport(dir.path);
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    await client.connect(transport);
+    try {
+      await client.ping();
+      await socket?.close();
+      socket = undefined;
+      await waitUntil('the shim saw the broker go', () => stderr.includes('reconnecting for up to'));
+      // Pings: small answers (tools/list would have the SDK client compile every tool's schema for each answer).
+      const sent = 300;
+      const refused: unknown[] = [];
+      const calls = Array.from({ length: sent }, () =>
+        client.ping().then(
+          () => 'answered',
+          (error: unknown) => {
+            refused.push(error);
+            return 'refused';
+          },
+        ),
+      );
+      // The refusals come while the broker is still away: they are the shim's own, not a later broker's.
+      await waitUntil('the requests beyond the bound were answered', () => refused.length === sent - 256);
+      for (const error of refused) expect(error).toMatchObject({ code: -32_000, data: { code: 'RATE_LIMITED' } });
+      expect(refused[0]).toBeInstanceOf(McpError);
+      const message = (refused[0] as McpError).message;
+      expect(message).toContain('256 requests or 16 MiB already wait in postern mcp, so this one was not kept');
+      expect(message).toContain('it never reached the broker and nothing was recorded for it');
+      expect(message).not.toContain('restart');
+      socket = await startAgentSocket({ dataDir: dir.path, backend });
+      const answers = await Promise.all(calls);
+      expect(answers.filter((answer) => answer === 'answered')).toHaveLength(256);
+      expect(refused).toHaveLength(sent - 256);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 /** Until `done` holds, polling (no sleep stands in for an event the test can see). */
 async function waitUntil(what: string, done: () => boolean, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -374,6 +416,19 @@ describe('when no broker listens', () => {
   });
 });
 
+/** A scripted broker's answer to the client's initialize request `id`: a server named postern offering tools. */
+function initializeAnswer(id: string | number) {
+  return {
+    jsonrpc: '2.0',
+    id,
+    result: {
+      protocolVersion: '2025-06-18',
+      capabilities: { tools: {} },
+      serverInfo: { name: 'postern', version: '0' },
+    },
+  };
+}
+
 /**
  * A broker that evicted the connection just before reading the client's request (the broker's pool decides on a
  * newcomer's arrival, and a request already sent but not yet read does not make the connection busy): scripted here,
@@ -391,15 +446,7 @@ function evictingBroker(socketPath: string): Promise<Server> {
       const message = JSON.parse(line) as { id?: string | number; method?: string };
       if (message.id === undefined) return;
       if (message.method === 'initialize') {
-        send({
-          jsonrpc: '2.0',
-          id: message.id,
-          result: {
-            protocolVersion: '2025-06-18',
-            capabilities: { tools: {} },
-            serverInfo: { name: 'postern', version: '0' },
-          },
-        });
+        send(initializeAnswer(message.id));
       } else if (evicts) {
         conn.end(
           jsonRpcErrorLine(
@@ -470,15 +517,7 @@ function sessionRefusingBroker(socketPath: string, refusal: Record<string, unkno
       const message = JSON.parse(line) as { id?: string | number; method?: string };
       if (message.id === undefined) return;
       if (isFirst && message.method === 'initialize') {
-        send({
-          jsonrpc: '2.0',
-          id: message.id,
-          result: {
-            protocolVersion: '2025-06-18',
-            capabilities: { tools: {} },
-            serverInfo: { name: 'postern', version: '0' },
-          },
-        });
+        send(initializeAnswer(message.id));
       } else if (isFirst) {
         send({ jsonrpc: '2.0', id: message.id, result: { tools: [] } });
       } else if (message.method === 'initialize') {

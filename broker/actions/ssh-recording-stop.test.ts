@@ -1,11 +1,12 @@
-import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
-import type { JournalEvent } from '../contract/index.js';
+import { afterEach, afterAll, describe, expect, it } from 'vitest';
 import { Journal, ResultStore } from '../journal/index.js';
 import { readActionRecording } from '../host/action-recording.js';
-import { MisbehavingSshServer, type SshBehavior } from '../testing/misbehaving-ssh-server.js';
-import { openSshActionHarness, sshHostsConfig, type SshActionHarness } from '../testing/ssh-action-harness.js';
-import { createTempDir, type TempDir } from '../testing/temp-dir.js';
-import { generateKey } from '../testing/test-sshd.js';
+import {
+  journalReached,
+  misbehavingHarnesses,
+  misbehavingHostConfig,
+  type SshActionHarness,
+} from '../testing/ssh-action-harness.js';
 import { closeUnsentRecordings } from './unsent-recordings.js';
 
 /*
@@ -14,47 +15,16 @@ import { closeUnsentRecordings } from './unsent-recordings.js';
  * lock is what stops a command still being set up. The next start reads the same file.
  */
 
-let keyDir: TempDir;
-let privateKey: Buffer;
-const cleanups: Array<() => Promise<void> | void> = [];
-
-beforeAll(() => {
-  keyDir = createTempDir('postern-ssh-keys-');
-  privateKey = generateKey(keyDir.path, 'agent', 'recording-stop-test-key').privateKey;
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(() => keyDir.remove());
-
-async function harnessWith(behavior: SshBehavior): Promise<{ h: SshActionHarness; s: MisbehavingSshServer }> {
-  const h = await openSshActionHarness({ 'lab-key': { privateKey, bindings: ['lab'] } });
-  cleanups.push(() => h.dispose());
-  const s = await MisbehavingSshServer.start(behavior, { journalPath: h.temp.path });
-  cleanups.push(() => s.stop());
-  return { h, s };
-}
-
-function configFor(s: MisbehavingSshServer) {
-  return sshHostsConfig([{ port: s.port, user: 'agent', credential: 'lab-key', hostKey: [s.hostKeyFingerprint] }]);
-}
-
-/** Waits (bounded) until the journal holds an event of `kind`: the action got that far. */
-async function reached(h: SshActionHarness, kind: JournalEvent['kind']): Promise<string> {
-  for (let i = 0; i < 500; i += 1) {
-    const event = [...h.temp.journal.events()].find((e) => e.kind === kind);
-    if (event !== undefined) return event.action_id ?? '';
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`no ${kind} within 5 s`);
-}
+const remotes = misbehavingHarnesses('recording-stop-test-key');
+afterEach(() => remotes.closeOpened());
+afterAll(() => remotes.remove());
 
 /** The next start on the same file: the journal reopened (recovery runs) and a result store on it. */
 async function restart(h: SshActionHarness): Promise<{ journal: Journal; results: ResultStore }> {
   await h.temp.journal.close();
   const journal = await Journal.open({ path: h.temp.path, clock: h.temp.clock, vault: h.temp.vault });
   const results = ResultStore.open(h.temp.path, journal.rowCipher(), { role: 'broker' });
-  cleanups.push(async () => {
+  remotes.defer(async () => {
     results.close();
     await journal.close();
   });
@@ -78,9 +48,9 @@ describe('when the broker stops while an SSH command is still being set up, so i
     actionId: string;
     next: { journal: Journal; results: ResultStore };
   }> {
-    const { h, s } = await harnessWith('stall_auth');
-    const run = h.run(configFor(s), { host: 'lab', command: 'deploy --now' });
-    const actionId = await reached(h, 'CREDENTIAL_AUTHORIZED');
+    const { h, s } = await remotes.open('stall_auth');
+    const run = h.run(misbehavingHostConfig(s), { host: 'lab', command: 'deploy --now' });
+    const actionId = await journalReached(h, 'CREDENTIAL_AUTHORIZED');
     // The runtime's close order: the result store, then the vault (its lock stops the setup before dispatch).
     h.results.close();
     await h.vault.close();
@@ -131,10 +101,10 @@ describe('when the broker stops while an SSH command is still being set up, so i
 
 describe('when the broker stops after the command was sent, while its output is awaited', () => {
   it('its recording stays RECORDING_INCOMPLETE (output may be lost), at the read and after the start', async () => {
-    const { h, s } = await harnessWith('silent_after_exec');
+    const { h, s } = await remotes.open('silent_after_exec');
     const cancel = new AbortController();
-    const run = h.run(configFor(s), { host: 'lab', command: 'deploy --now' }, cancel.signal);
-    const actionId = await reached(h, 'REMOTE_RESPONSE_STARTED');
+    const run = h.run(misbehavingHostConfig(s), { host: 'lab', command: 'deploy --now' }, cancel.signal);
+    const actionId = await journalReached(h, 'REMOTE_RESPONSE_STARTED');
     h.results.close();
     cancel.abort();
     const { envelope } = await run;

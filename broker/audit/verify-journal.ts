@@ -37,9 +37,11 @@ export const auditSchemaVersion = 4;
 // attempts and tickets tables, projections nothing read: current state only. 15 re-derives actions.resolved_at_ms for
 // unknowns a quarantined journal's recovery recorded before dispatch (they block their lane): current state only. 16
 // recodes attested rejections stored as REMOTE_REJECTED to ATTESTED_REJECTED (actions rows, counters): current state.
-// 17 adds session_counters, sessions.list's per-session figures: current state only. 18 adds recordings.alive_at_ms,
-// an open recording's last known moment alive (the purge's clock for it): beside the log, like 13.
-export const auditSchemaVersionMax = 18;
+// 17 adds session_counters, sessions.list's per-session figures: current state only.
+// 18 adds sessions_by_first_seq, an index of the current-state sessions table only.
+// 19 adds recordings.alive_at_ms, an open recording's last known moment alive (the purge's clock for it): beside the
+// log, like 13.
+export const auditSchemaVersionMax = 19;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -224,8 +224,9 @@ export class McpRelay {
       return;
     }
     if (this.pending.length >= pendingLinesMax || this.pendingBytes + line.length > pendingBytesMax) {
-      const full = 'the Postern broker is restarting and too much is waiting; send it again shortly';
-      if (id !== undefined) this.toClient(errorLine(id, 'BROKER_RESTARTED', full));
+      // Not BROKER_RESTARTED: that code says the broker held the action when it went away. This request never left the shim.
+      const full = `the Postern broker is away and ${pendingLinesMax} requests or ${pendingBytesMax / 2 ** 20} MiB already wait in postern mcp, so this one was not kept: it never reached the broker and nothing was recorded for it; send it again once earlier requests are answered`;
+      if (id !== undefined) this.toClient(errorLine(id, 'RATE_LIMITED', full));
       return;
     }
     this.pending.push(text);

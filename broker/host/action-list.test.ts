@@ -5,7 +5,7 @@ import { brokerApiSchemas, type NewEvent, type OperatorInput } from '../contract
 import { isActionOpen } from '../core/index.js';
 import { Journal, journalMigrations } from '../journal/index.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
-import { dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../testing/older-journal.js';
+import { dropIndexAddedBy018, dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { listActions } from './action-list.js';
 import { createOperatorReads } from './operator-reads.js';
@@ -310,6 +310,7 @@ describe('when a data dir written before migration 010 is opened', () => {
     db.exec('DROP TABLE IF EXISTS integrity_anchor; DROP TABLE recording_chunks; DROP TABLE recordings');
     restoreTablesDroppedBy014(db);
     dropTablesAddedBy017(db);
+    dropIndexAddedBy018(db);
     db.pragma('user_version = 9');
     db.close();
 

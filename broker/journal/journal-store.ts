@@ -230,15 +230,7 @@ export class JournalStore implements AuditStore {
         FROM actions WHERE action_id = ?`,
       ),
       loadSession: lazy(db, `SELECT state FROM sessions WHERE session_id = ?`),
-      // The newest `limit` of the asked statuses, listed oldest first.
-      listSessions: lazy(
-        db,
-        `SELECT state FROM (
-           SELECT state, first_seq FROM sessions
-           WHERE @statuses IS NULL OR status IN (SELECT value FROM json_each(@statuses))
-           ORDER BY first_seq DESC LIMIT @limit
-         ) ORDER BY first_seq`,
-      ),
+      listSessions: lazy(db, listSessionsSql),
       findSession: lazy(
         db,
         `SELECT state FROM sessions WHERE pid = ? AND start_time = ? ORDER BY first_seq DESC LIMIT 1`,
@@ -390,11 +382,12 @@ export class JournalStore implements AuditStore {
     return row === undefined ? undefined : upgradeSessionState(row.state);
   }
 
-  /** The newest `limit` sessions (of `statuses` when given), oldest first. */
+  /** The newest `limit` sessions (of `statuses` when given), oldest first (read newest first, then reversed). */
   listSessions(limit: number, statuses?: readonly string[]): SessionState[] {
     return this.sql
       .listSessions()
       .all({ statuses: statuses === undefined ? null : JSON.stringify(statuses), limit })
+      .reverse()
       .map((row) => upgradeSessionState(row.state));
   }
 
@@ -403,6 +396,7 @@ export class JournalStore implements AuditStore {
     return this.sql
       .listCountedSessions()
       .all(limit)
+      .reverse()
       .map((row) => ({ session: upgradeSessionState(row.state), calls: row.calls, pending: row.pending }));
   }
 
@@ -681,14 +675,9 @@ function counterStatements(db: Database) {
       INSERT INTO session_counters (session_id, calls, pending) VALUES (@session_id, @calls, @pending)
       ON CONFLICT (session_id) DO UPDATE SET calls = calls + excluded.calls, pending = pending + excluded.pending`,
     ),
-    // listSessions' newest `limit`, each with its counter row (none yet: a session with no action).
     listCountedSessions: lazy<Statement<[number], { state: string; calls: number; pending: number }>>(
       db,
-      `
-      SELECT s.state, coalesce(c.calls, 0) AS calls, coalesce(c.pending, 0) AS pending
-      FROM (SELECT session_id, state, first_seq FROM sessions ORDER BY first_seq DESC LIMIT ?) AS s
-      LEFT JOIN session_counters AS c ON c.session_id = s.session_id
-      ORDER BY s.first_seq`,
+      listCountedSessionsSql,
     ),
     loadCounted: lazy<Statement<[string], CountedRowColumns>>(
       db,
@@ -756,6 +745,26 @@ const actionColumns: ReadonlyArray<readonly [string, (s: ActionState, t: ActionT
   ['resolved_at_ms', (_, t) => t.resolved_at_ms],
 ];
 const actionColumnNames = actionColumns.map(([name]) => name);
+/**
+ * The newest `@limit` sessions of the asked statuses (all when null), newest first: a walk of sessions_by_first_seq
+ * (migration 018) from its end that stops at the limit, with no sort; listSessions reverses them to oldest first. A
+ * status filter skips the rows it does not keep on the way (the sweeper's open sessions: the ended ones between them).
+ */
+export const listSessionsSql = `
+  SELECT state FROM sessions
+  WHERE @statuses IS NULL OR status IN (SELECT value FROM json_each(@statuses))
+  ORDER BY first_seq DESC LIMIT @limit`;
+
+/**
+ * sessions.list's read: listSessionsSql's newest `?` (no filter), each with its counter row (migration 017; none yet:
+ * a session with no action, 0 and 0). One row per session, read through sessions_by_first_seq and stopped at the
+ * limit; the counter row by its key. Newest first; listCountedSessions reverses them.
+ */
+export const listCountedSessionsSql = `
+  SELECT s.state, coalesce(c.calls, 0) AS calls, coalesce(c.pending, 0) AS pending
+  FROM sessions AS s LEFT JOIN session_counters AS c ON c.session_id = s.session_id
+  ORDER BY s.first_seq DESC LIMIT ?`;
+
 const upsertActionSql = `
   INSERT INTO actions (action_id, ${actionColumnNames.join(', ')}, state)
   VALUES (${['action_id', ...actionColumnNames, 'state'].map(() => '?').join(', ')})

@@ -5,7 +5,7 @@ import { openTempResultStore, type TempJournal } from '../testing/temp-journal.j
 import { migrate, schemaVersion } from './migrate.js';
 import { journalMigrations } from './migrations/index.js';
 import { migration013SshRecordings } from './migrations/013-ssh-recordings.js';
-import { migration018RecordingAlive } from './migrations/018-recording-alive.js';
+import { migration019RecordingAlive } from './migrations/019-recording-alive.js';
 import { purgeFinishedSql, purgeOpenSql, recordingChunkBytes } from './recording-store.js';
 import { ResultStore } from './result-store.js';
 
@@ -271,16 +271,16 @@ describe('when a version 12 database is migrated to 13', () => {
   });
 });
 
-describe('when a version 17 database is migrated to 18', () => {
+describe('when a version 18 database is migrated to 19', () => {
   it('marks each recording alive at its finish, or an open one at its start (what the purge counted from before)', () => {
     const db = new Database(':memory:');
     try {
-      const upTo17 = journalMigrations.filter((m) => m.version <= 17);
-      migrate(db, upTo17);
+      const upTo18 = journalMigrations.filter((m) => m.version <= 18);
+      migrate(db, upTo18);
       db.exec(`INSERT INTO recordings (recording_id, action_id, started_at_ms) VALUES ('rec_1', 'act_1', 100);
         INSERT INTO recordings (recording_id, action_id, started_at_ms, complete, finished_at_ms)
           VALUES ('rec_2', 'act_2', 100, 1, 300)`);
-      expect(migrate(db, [...upTo17, migration018RecordingAlive])).toBe(18);
+      expect(migrate(db, [...upTo18, migration019RecordingAlive])).toBe(19);
       expect(db.prepare(`SELECT recording_id, alive_at_ms FROM recordings ORDER BY recording_id`).all()).toEqual([
         { recording_id: 'rec_1', alive_at_ms: 100 },
         { recording_id: 'rec_2', alive_at_ms: 300 },

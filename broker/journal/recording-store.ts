@@ -26,7 +26,7 @@ export const purgeFinishedSql = `SELECT recording_id FROM recordings WHERE purge
   ORDER BY finished_at_ms LIMIT ?`;
 
 /**
- * The purge's open recordings last known alive before the cutoff (`alive_at_ms`, migration 018: their start, or a
+ * The purge's open recordings last known alive before the cutoff (`alive_at_ms`, migration 019: their start, or a
  * later moment their broker recorded them running), oldest first. `finished_at_ms IS NULL` (finish sets it with
  * complete = 1, in one statement) keeps the read to recordings_by_finish's NULL range: the few open rows are searched,
  * never a scan of every unpurged recording (and the sort is of those few alone).

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Classification, NewEvent } from '../contract/index.js';
+import type { NewEvent } from '../contract/index.js';
 import { attestClassification } from '../core/index.js';
 import { actionPaths } from '../testing/action-paths.js';
+import { attestedRejection, oldAttestedRejection, remoteRefusal } from '../testing/attested-rejection.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { validateNewEvent } from './validate-new-event.js';
 
@@ -117,31 +118,9 @@ describe('when a CANCELLED names who cancelled twice (actor and code) and the tw
 
 describe('when a new event would record a rejection a person attested as REMOTE_REJECTED (a refusal the remote returned)', () => {
   const id = 'act_valid_0001';
-  const person = { kind: 'person', id: 'ann', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
-  /** What attestClassification returned before 101f91b, and what a journal written then still holds. */
-  const oldAttestedRejection: Classification = {
-    ...attestClassification('rejected', 'no_effect'),
-    code: 'REMOTE_REJECTED',
-  };
-  const attest = (classification: Classification): NewEvent => ({
-    kind: 'OPERATOR_ATTESTED',
-    action_id: id,
-    payload: { actor: person, basis: 'the remote team says it never ran' },
-    classification,
-  });
-  const remoteRefusal: Classification = {
-    phase: 'remote_execution',
-    outcome: 'rejected',
-    retry: 'after_correction',
-    code: 'REMOTE_REJECTED',
-    effect: 'rejected',
-    outcome_basis: 'complete_refusal',
-    source: 'remote_response',
-  };
-
   it.each([
-    ['an attestation coded as before 101f91b', attest(oldAttestedRejection)],
-    ['an attestation coded REMOTE_REJECTED under another source', attest(remoteRefusal)],
+    ['an attestation coded as before 101f91b', attestedRejection(id, oldAttestedRejection)],
+    ['an attestation coded REMOTE_REJECTED under another source', attestedRejection(id, remoteRefusal)],
     [
       'any classification of source operator_attested coded REMOTE_REJECTED',
       { kind: 'OUTCOME_RECORDED', action_id: id, payload: { attempt: 1 }, classification: oldAttestedRejection },
@@ -157,9 +136,9 @@ describe('when a new event would record a rejection a person attested as REMOTE_
   });
 
   it("accepts ATTESTED_REJECTED, and the remote's own REMOTE_REJECTED on its response or a lookup", () => {
-    expect(validateNewEvent(attest(attestClassification('rejected', 'no_effect'))).classification?.code).toBe(
-      'ATTESTED_REJECTED',
-    );
+    expect(
+      validateNewEvent(attestedRejection(id, attestClassification('rejected', 'no_effect'))).classification?.code,
+    ).toBe('ATTESTED_REJECTED');
     const committed: NewEvent = {
       kind: 'RESULT_COMMITTED',
       action_id: id,
@@ -195,13 +174,13 @@ describe('when a new event would record a rejection a person attested as REMOTE_
       // Dispatched, the connection lost, recorded unknown: what a person settles.
       await t.journal.appendBatch(actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT'));
       const before = t.journal.stats().events;
-      await expect(t.journal.append(attest(oldAttestedRejection))).rejects.toMatchObject({
+      await expect(t.journal.append(attestedRejection(id, oldAttestedRejection))).rejects.toMatchObject({
         code: 'INVALID_ARGUMENT',
         field: 'classification.code',
       });
       expect(t.journal.stats().events).toBe(before);
       expect(t.journal.getAction(id)).toMatchObject({ outcome: 'unknown' });
-      await t.journal.append(attest(attestClassification('rejected', 'no_effect')));
+      await t.journal.append(attestedRejection(id, attestClassification('rejected', 'no_effect')));
       expect(t.journal.getAction(id)).toMatchObject({ outcome: 'rejected', code: 'ATTESTED_REJECTED' });
     });
   });

@@ -12,3 +12,13 @@ export function restoreTablesDroppedBy014(db: Database): void {
 export function dropTablesAddedBy017(db: Database): void {
   db.exec(`DROP TABLE IF EXISTS session_counters`);
 }
+
+/** For the same tests: takes away migration 018's index, which no file before 018 had (018 creates it). */
+export function dropIndexAddedBy018(db: Database): void {
+  db.exec(`DROP INDEX IF EXISTS sessions_by_first_seq`);
+}
+
+/** For the same tests: takes away migration 019's `recordings.alive_at_ms`, which no file before 019 had. */
+export function dropColumnAddedBy019(db: Database): void {
+  db.exec(`ALTER TABLE recordings DROP COLUMN alive_at_ms`);
+}

@@ -9,7 +9,10 @@ import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeSshAction, type SshActionResult } from '../actions/execute-ssh-action.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
+import { MisbehavingSshServer, type SshBehavior } from './misbehaving-ssh-server.js';
+import { createTempDir, type TempDir } from './temp-dir.js';
 import { openTempJournal, type TempJournal } from './temp-journal.js';
+import { generateKey } from './test-sshd.js';
 
 const passphrase = Buffer.from('correct horse battery staple');
 
@@ -124,6 +127,74 @@ export function sshHostsConfig(hosts: readonly SshHostYaml[]): PosternConfig {
     );
   }
   return parseConfig(`${lines.join('\n')}\n`);
+}
+
+/** A harness and the scripted remote it talks to. */
+export interface MisbehavingPair {
+  readonly h: SshActionHarness;
+  readonly s: MisbehavingSshServer;
+}
+
+export interface MisbehavingHarnesses {
+  /** A harness holding the key as `lab-key` (bound to `lab`), and a server behaving as told, writing beside it. */
+  open(behavior: SshBehavior): Promise<MisbehavingPair>;
+  /** Something else of the case's own to close with what `open` opened. */
+  defer(cleanup: () => Promise<void> | void): void;
+  /** Closes what the case opened, latest first: the file's afterEach. */
+  closeOpened(): Promise<void>;
+  /** Removes the key's directory: the file's afterAll. */
+  remove(): void;
+}
+
+/**
+ * For a test file whose cases each run SSH actions against one misbehaving server: one agent key for the whole file,
+ * made (with `keyComment`) on the first `open`, and every harness and server a case opens closed after it. The file
+ * calls `closeOpened` after each case and `remove` after all of them.
+ */
+export function misbehavingHarnesses(keyComment: string): MisbehavingHarnesses {
+  let keyDir: TempDir | undefined;
+  let privateKey: Buffer | undefined;
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const key = (): Buffer => {
+    if (privateKey === undefined) {
+      keyDir = createTempDir('postern-ssh-keys-');
+      privateKey = generateKey(keyDir.path, 'agent', keyComment).privateKey;
+    }
+    return privateKey;
+  };
+  return {
+    async open(behavior) {
+      const h = await openSshActionHarness({ 'lab-key': { privateKey: key(), bindings: ['lab'] } });
+      cleanups.push(() => h.dispose());
+      const s = await MisbehavingSshServer.start(behavior, { journalPath: h.temp.path });
+      cleanups.push(() => s.stop());
+      return { h, s };
+    },
+    defer(cleanup) {
+      cleanups.push(cleanup);
+    },
+    async closeOpened() {
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    },
+    remove() {
+      keyDir?.remove();
+    },
+  };
+}
+
+/** The config of host `lab` on the misbehaving server `s` (user agent, credential lab-key, its host key pinned). */
+export function misbehavingHostConfig(s: MisbehavingSshServer): PosternConfig {
+  return sshHostsConfig([{ port: s.port, user: 'agent', credential: 'lab-key', hostKey: [s.hostKeyFingerprint] }]);
+}
+
+/** Waits (bounded, 5 s) until the journal holds an event of `kind`, the action got that far; its action id. */
+export async function journalReached(h: SshActionHarness, kind: JournalEvent['kind']): Promise<string> {
+  for (let i = 0; i < 500; i += 1) {
+    const event = [...h.temp.journal.events()].find((e) => e.kind === kind);
+    if (event !== undefined) return event.action_id ?? '';
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no ${kind} within 5 s`);
 }
 
 /**

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutcomeCountRow } from '../../core/index.js';
 import { actionPathNames, actionPaths } from '../../testing/action-paths.js';
-import { dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../../testing/older-journal.js';
+import { dropIndexAddedBy018, dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { JournalStore } from '../journal-store.js';
@@ -36,6 +36,7 @@ function downgradeTo10(path: string): void {
     db.exec(`DROP TABLE IF EXISTS recordings`);
     restoreTablesDroppedBy014(db);
     dropTablesAddedBy017(db);
+    dropIndexAddedBy018(db);
   } finally {
     db.close();
   }

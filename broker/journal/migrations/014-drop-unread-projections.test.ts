@@ -36,6 +36,8 @@ describe('when a version 13 journal is migrated to 14', () => {
       INSERT INTO attempts VALUES ('act_before_014', 1, 'completed');
       INSERT INTO tickets VALUES (1, 'act_before_014', 'lane-a');
       DROP TABLE session_counters;
+      DROP INDEX sessions_by_first_seq;
+      ALTER TABLE recordings DROP COLUMN alive_at_ms;
       PRAGMA user_version = 13;
     `);
     const before = {

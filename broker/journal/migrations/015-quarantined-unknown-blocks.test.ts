@@ -90,6 +90,8 @@ describe('when a version 14 journal holds unknowns a quarantined recovery record
     old.exec(`
       UPDATE actions SET resolved_at_ms = settled_at_ms WHERE dispatch_seq IS NULL AND outcome IS NOT NULL;
       DROP TABLE session_counters;
+      DROP INDEX sessions_by_first_seq;
+      ALTER TABLE recordings DROP COLUMN alive_at_ms;
       PRAGMA user_version = 14;
     `);
     expect(resolvedOf(old, blocking)).not.toBeNull();

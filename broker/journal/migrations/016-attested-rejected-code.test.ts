@@ -3,8 +3,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Classification, NewEvent } from '../../contract/index.js';
 import { stateEnvelope } from '../../actions/index.js';
 import { verifyJournal } from '../../audit/verify-journal.js';
-import { attestClassification, foldMetrics, type OutcomeCountRow } from '../../core/index.js';
+import { foldMetrics, type OutcomeCountRow } from '../../core/index.js';
 import { actionPaths } from '../../testing/action-paths.js';
+import { attestedRejection, remoteRefusal } from '../../testing/attested-rejection.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { JournalStore } from '../journal-store.js';
@@ -50,21 +51,6 @@ afterEach(async () => {
 
 const upTo15 = journalMigrations.filter((m) => m.version < migration016AttestedRejectedCode.version);
 const hourMs = 3_600_000;
-const person = { kind: 'person', id: 'ann', surface: 'cli', auth: 'vault_passphrase_tty' } as const;
-/** What attestClassification returned before 101f91b for a rejection: the remote's code. */
-const oldAttestedRejection: Classification = {
-  ...attestClassification('rejected', 'no_effect'),
-  code: 'REMOTE_REJECTED',
-};
-const remoteRefusal: Classification = {
-  phase: 'remote_execution',
-  outcome: 'rejected',
-  retry: 'after_correction',
-  code: 'REMOTE_REJECTED',
-  effect: 'rejected',
-  outcome_basis: 'complete_refusal',
-  source: 'remote_response',
-};
 const lookupNoRecord: Classification = {
   phase: 'remote_execution',
   outcome: 'rejected',
@@ -86,13 +72,6 @@ const ids = {
 } as const;
 const attested = [ids.attestedLongAgo, ids.attested, ids.attestedBeforeDispatch];
 
-const attest = (id: string): NewEvent => ({
-  kind: 'OPERATOR_ATTESTED',
-  action_id: id,
-  payload: { actor: person, basis: 'the remote team says it never ran' },
-  classification: oldAttestedRejection,
-});
-
 /** Dispatched, the connection lost, recorded unknown (the reconciled path, cut before its lookup). */
 const lostUnknown = (id: string): NewEvent[] =>
   actionPaths.lostThenReconciled(id).filter((e) => e.kind !== 'RECONCILIATION_RESULT');
@@ -109,7 +88,7 @@ async function attestedAfterRecovery(id: string): Promise<void> {
   const recovered = state === undefined ? undefined : recoveryEvent(state, t.clock.nowMs(), 'quarantined');
   if (recovered === undefined) throw new Error('recovery recorded nothing');
   await t.journal.append(recovered);
-  await t.journal.append(attest(id));
+  await t.journal.append(attestedRejection(id));
 }
 
 interface StoredCode {
@@ -155,9 +134,9 @@ function recount(db: Database.Database): unknown {
 describe('when a version 15 journal holds rejections a person attested under REMOTE_REJECTED', () => {
   it('recodes their rows, state and counters to ATTESTED_REJECTED, and leaves the remote and lookup refusals alone', async () => {
     olderBroker.writing = true;
-    await t.journal.appendBatch([...lostUnknown(ids.attestedLongAgo), attest(ids.attestedLongAgo)]);
+    await t.journal.appendBatch([...lostUnknown(ids.attestedLongAgo), attestedRejection(ids.attestedLongAgo)]);
     t.clock.advance(2 * hourMs);
-    await t.journal.appendBatch([...lostUnknown(ids.attested), attest(ids.attested)]);
+    await t.journal.appendBatch([...lostUnknown(ids.attested), attestedRejection(ids.attested)]);
     await attestedAfterRecovery(ids.attestedBeforeDispatch);
     // A complete refusal from the remote, and a lookup's authoritative no-record: both the remote's word.
     await t.journal.appendBatch(
@@ -197,6 +176,8 @@ describe('when a version 15 journal holds rejections a person attested under REM
       UPDATE actions SET code = 'REMOTE_REJECTED', state = json_set(state, '$.code', 'REMOTE_REJECTED')
       WHERE code = 'ATTESTED_REJECTED';
       DROP TABLE session_counters;
+      DROP INDEX sessions_by_first_seq;
+      ALTER TABLE recordings DROP COLUMN alive_at_ms;
       PRAGMA user_version = 15;
     `);
     buildStatusCounters(old);

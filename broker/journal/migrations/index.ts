@@ -16,7 +16,8 @@ import { migration014DropUnreadProjections } from './014-drop-unread-projections
 import { migration015QuarantinedUnknownBlocks } from './015-quarantined-unknown-blocks.js';
 import { migration016AttestedRejectedCode } from './016-attested-rejected-code.js';
 import { migration017SessionCounters } from './017-session-counters.js';
-import { migration018RecordingAlive } from './018-recording-alive.js';
+import { migration018SessionsByFirstSeq } from './018-sessions-by-first-seq.js';
+import { migration019RecordingAlive } from './019-recording-alive.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -37,5 +38,6 @@ export const journalMigrations: readonly Migration[] = [
   migration015QuarantinedUnknownBlocks,
   migration016AttestedRejectedCode,
   migration017SessionCounters,
-  migration018RecordingAlive,
+  migration018SessionsByFirstSeq,
+  migration019RecordingAlive,
 ];

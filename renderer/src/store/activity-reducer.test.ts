@@ -264,19 +264,43 @@ describe('the activity reducer, filtered, when the log grows after the scan reac
 });
 
 describe('the activity reducer, unfiltered, when the log grows between reads', () => {
-  it('a block read at the end before a head, answered after it, is read again at the next head (never left short)', () => {
+  it('a block read at the end before a head, answered after it, is read again at once (never left short)', () => {
     // Block 1 was read when the log ended at 148; status said 150 before that answer came.
     const late = fold(head(140), { type: 'block_requested', block: 1 }, head(150), {
       type: 'block_received',
       block: 1,
       reply: listed(range(101, 148), null),
     });
-    // Positions 149 and 150 say loading (not missing, not shifted), and the next head has the block read again.
+    // Positions 149 and 150 say loading (not missing, not shifted), the rows it has show, and it is read again now.
     expect(activityRowAt(late, 148)).toEqual({ kind: 'loading', seq: 149 });
     expect(activityRowAt(late, 147)).toMatchObject({ kind: 'event', event: { seq: 148 } });
+    expect(late.blocks[1]?.behind).toBe(true);
+    expect(blocksToLoad(late, 140, 149)).toEqual([1]);
+    expect(blocksToLoad(activityReducer(late, { type: 'block_requested', block: 1 }), 140, 149)).toEqual([]);
     const next = activityReducer(late, head(150));
     expect(next.blocks[1]).toBeUndefined();
     expect(blocksToLoad(next, 140, 149)).toEqual([1]);
+  });
+
+  it('a block short of the head it was asked after is not behind: it waits for the next head, never read in a loop', () => {
+    const short = fold(
+      head(150),
+      { type: 'block_requested', block: 1 },
+      {
+        type: 'block_received',
+        block: 1,
+        reply: listed(range(101, 148), null),
+      },
+    );
+    expect(short.blocks[1]?.behind).toBe(false);
+    expect(blocksToLoad(short, 140, 149)).toEqual([]);
+    // An answer at the log's end that the newer head does not outrun is not behind either.
+    const caughtUp = fold(head(140), { type: 'block_requested', block: 1 }, head(150), {
+      type: 'block_received',
+      block: 1,
+      reply: listed(range(101, 150), null),
+    });
+    expect(caughtUp.blocks[1]?.behind).toBe(false);
   });
 
   it('new events make the list longer at once, and each new position is loading until its block is read', () => {

@@ -36,6 +36,12 @@ export interface ActivityBlock {
   rows: ActivityEvent[];
   /** False when the block was read at the log's end: positions after it did not exist yet. */
   complete: boolean;
+  /**
+   * True when the answer came late: a status that arrived while it was in flight says the log holds positions of
+   * this block the answer lacks (it was read before they were appended). Its rows show, and it is asked again at
+   * once rather than at the next status.
+   */
+  behind: boolean;
 }
 
 export interface ActivityView {
@@ -47,8 +53,8 @@ export interface ActivityView {
   /** The highest position a block returned (the list shows at least that many rows, even before status answers). */
   seenSeq: number;
   blocks: Record<number, ActivityBlock>;
-  /** Blocks with a request in flight. */
-  loading: Record<number, true>;
+  /** Blocks with a request in flight, each with the log's length `status` had said when it was asked (0 before). */
+  loading: Record<number, number>;
   /** Filtered: matches so far, in seq order. */
   matches: ActivityEvent[];
   /** Filtered: where the next page starts; null once the scan reached the log's end (or the matches' bound). */
@@ -111,8 +117,9 @@ export function activityReducer(view: ActivityView, event: ActivityViewEvent): A
       };
     }
     case 'block_requested':
-      return { ...view, loading: { ...view.loading, [event.block]: true } };
+      return { ...view, loading: { ...view.loading, [event.block]: view.lastSeq ?? 0 } };
     case 'block_received': {
+      const askedAt = view.loading[event.block];
       const loading = { ...view.loading };
       delete loading[event.block];
       if (!event.reply.ok) return { ...view, loading, error: event.reply.error };
@@ -123,11 +130,20 @@ export function activityReducer(view: ActivityView, event: ActivityViewEvent): A
         rows.at(-1)?.seq === last || (event.reply.value.next_seq !== null && event.reply.value.next_seq > last);
       // The log is at least as long as the rows it returned: the first block need not wait for status.
       const seenSeq = Math.max(view.seenSeq, rows.at(-1)?.seq ?? 0);
+      // Short of what a status newer than the request says: read before those positions were appended, so read it
+      // again now. Only a status that moved on since the request counts, so a log that really ends short of what
+      // status says is read again at each status, never in a loop.
+      const lastSeq = view.lastSeq ?? 0;
+      const behind =
+        !complete &&
+        askedAt !== undefined &&
+        lastSeq > askedAt &&
+        (rows.at(-1)?.seq ?? first - 1) < Math.min(lastSeq, last);
       return {
         ...view,
         seenSeq,
         loading,
-        blocks: keepNear({ ...view.blocks, [event.block]: { rows, complete } }, event.block),
+        blocks: keepNear({ ...view.blocks, [event.block]: { rows, complete, behind } }, event.block),
         error: null,
       };
     }
@@ -235,7 +251,7 @@ export function activityRowAt(view: ActivityView, index: number): ActivityRow {
 }
 
 /**
- * Unfiltered: the blocks the rows firstIndex..lastIndex need that are neither loaded nor in flight.
+ * Unfiltered: the blocks the rows firstIndex..lastIndex need that are neither loaded (or loaded behind) nor in flight.
  * Before the log's length is known, the asked range is taken as is (the first paint reads block 0
  * alongside `status` instead of after it).
  */
@@ -244,7 +260,7 @@ export function blocksToLoad(view: ActivityView, firstIndex: number, lastIndex: 
   const wanted: number[] = [];
   const lastBlock = blockOf(view.lastSeq === null ? lastIndex : Math.min(lastIndex, view.lastSeq - 1));
   for (let b = blockOf(Math.max(0, firstIndex)); b <= lastBlock; b += 1) {
-    if (view.blocks[b] === undefined && view.loading[b] === undefined) wanted.push(b);
+    if ((view.blocks[b]?.behind ?? true) && view.loading[b] === undefined) wanted.push(b);
   }
   return wanted;
 }

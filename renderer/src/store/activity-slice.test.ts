@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BrokerApi, Reply } from '../../../broker/contract/index.js';
 import { brokerApiMethods } from '../../../broker/contract/operator-methods.js';
 import type { OperatorApi } from '../api/operator-api.js';
-import { emptyActivityFilter } from './activity-reducer.js';
+import { activityRowAt, emptyActivityFilter } from './activity-reducer.js';
 import { createAppStore } from './app-store.js';
 
 type ListInput = BrokerApi['activity.list']['input'];
@@ -86,5 +86,74 @@ describe('the activity slice', () => {
     lists[1]?.answer({ ok: true, value: { events: [row(512)], next_seq: null } });
     await more;
     expect(store.getState().activityView.matches.map((m) => m.seq)).toEqual([40, 512]);
+  });
+
+  describe('when a block answer comes late', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => row(from + i));
+    // Lets the answered promises run on, without moving the (fake) clock: no poll, no retry timer fires.
+    const settle = async () => {
+      for (let i = 0; i < 20; i += 1) await Promise.resolve();
+    };
+
+    it('after a newer status, its rows show at once and the block is asked again at once, not at the next status', async () => {
+      vi.useFakeTimers();
+      const { api, lists, journal } = scriptedApi();
+      const store = createAppStore(api);
+      journal.last_seq = 140;
+      await store.getState().refreshActivityHead();
+      const rows = store.getState().loadActivityRows(100, 149);
+      expect(lists.map((l) => l.input)).toEqual([{ from_seq: 101, limit: 100 }]);
+      // While block 1 is in flight, status says the log reached 150; the answer was read when it ended at 148.
+      journal.last_seq = 150;
+      await store.getState().refreshActivityHead();
+      lists[0]?.answer({ ok: true, value: { events: range(101, 148), next_seq: null } });
+      await settle();
+      const late = store.getState().activityView;
+      expect(activityRowAt(late, 147)).toMatchObject({ kind: 'event', event: { seq: 148 } });
+      expect(activityRowAt(late, 149)).toEqual({ kind: 'loading', seq: 150 });
+      expect(lists.map((l) => l.input)).toEqual([
+        { from_seq: 101, limit: 100 },
+        { from_seq: 101, limit: 100 },
+      ]);
+      lists[1]?.answer({ ok: true, value: { events: range(101, 150), next_seq: null } });
+      await rows;
+      const view = store.getState().activityView;
+      expect(activityRowAt(view, 148)).toMatchObject({ kind: 'event', event: { seq: 149 } });
+      expect(activityRowAt(view, 149)).toMatchObject({ kind: 'event', event: { seq: 150 } });
+      expect(view.loading).toEqual({});
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('a block short of a status it was asked after is not asked again in a loop (the next status decides)', async () => {
+      vi.useFakeTimers();
+      const { api, lists, journal } = scriptedApi();
+      const store = createAppStore(api);
+      journal.last_seq = 150;
+      await store.getState().refreshActivityHead();
+      void store.getState().loadActivityRows(100, 149);
+      lists[0]?.answer({ ok: true, value: { events: range(101, 148), next_seq: null } });
+      await settle();
+      expect(lists).toHaveLength(1);
+      expect(store.getState().activityView.loading).toEqual({});
+      expect(activityRowAt(store.getState().activityView, 149)).toEqual({ kind: 'loading', seq: 150 });
+    });
+
+    it('a failed late answer is not asked again at once (the error waits for the next status)', async () => {
+      const { api, lists, journal } = scriptedApi();
+      const store = createAppStore(api);
+      journal.last_seq = 140;
+      await store.getState().refreshActivityHead();
+      void store.getState().loadActivityRows(100, 149);
+      journal.last_seq = 150;
+      await store.getState().refreshActivityHead();
+      lists[0]?.answer({ ok: false, error: { code: 'BROKER_UNREACHABLE', message: 'x' } });
+      await settle();
+      expect(lists).toHaveLength(1);
+      expect(store.getState().activityView.loading).toEqual({});
+      expect(store.getState().activityView.error?.code).toBe('BROKER_UNREACHABLE');
+    });
   });
 });

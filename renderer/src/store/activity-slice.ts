@@ -39,17 +39,19 @@ export function createActivitySlice(api: OperatorApi): StateCreator<ActivitySlic
       activityView: initialActivityView,
       refreshActivityHead: head.run,
       loadActivityRows: async (firstIndex, lastIndex) => {
-        const wanted = blocksToLoad(get().activityView, firstIndex, lastIndex);
-        await Promise.all(
-          wanted.map(async (block) => {
-            dispatch({ type: 'block_requested', block });
-            const reply = await api['activity.list']({
-              from_seq: blockFirstSeq(block),
-              limit: activityBlockRows,
-            }).catch(bridgeFailed);
-            dispatch({ type: 'block_received', block, reply });
-          }),
-        );
+        const loadBlock = async (block: number): Promise<void> => {
+          dispatch({ type: 'block_requested', block });
+          const reply = await api['activity.list']({
+            from_seq: blockFirstSeq(block),
+            limit: activityBlockRows,
+          }).catch(bridgeFailed);
+          dispatch({ type: 'block_received', block, reply });
+          // A late answer, short of what a status since its request says, is asked again at once (not at the next
+          // status). A failed read is not: it waits for the next status, as the view does.
+          const { blocks, loading } = get().activityView;
+          if (blocks[block]?.behind === true && loading[block] === undefined) await loadBlock(block);
+        };
+        await Promise.all(blocksToLoad(get().activityView, firstIndex, lastIndex).map(loadBlock));
       },
       setActivityFilter: (filter) => dispatch({ type: 'filter_changed', filter }),
       loadActivityPage: async () => {

@@ -8,8 +8,8 @@ import type { Migration } from '../migration.js';
  * still running, or the moment its command ended unsealed (`forget`). The purge takes a leftover a retention after it.
  * Rows stored before this step were purged by their start: that is what they keep.
  */
-export const migration018RecordingAlive: Migration = {
-  version: 18,
+export const migration019RecordingAlive: Migration = {
+  version: 19,
   name: 'recording-alive',
   up(db) {
     db.exec(`
