@@ -55,12 +55,15 @@ describe('the one error-code registry', () => {
       .map(([code]) => code);
     // CONNECTION_FAILED: the SDK cannot open an MCP session on an accepted connection; `postern mcp` gives up when its
     // reconnections are accepted and never answered within --reconnect-for (mcp-relay.ts). The same meaning.
+    // SHUTTING_DOWN: the desktop's IPC gate once quitting, and the agent socket to a new call while the broker drains
+    // before stopping (shutdown-sequence.ts): nothing new is accepted, on either surface.
     expect(shared.sort()).toEqual([
       'CONNECTION_FAILED',
       'INTERNAL',
       'INVALID_ARGUMENT',
       'NOT_FOUND',
       'PAYLOAD_LIMIT',
+      'SHUTTING_DOWN',
       'UNAUTHENTICATED',
     ]);
   });

@@ -3,7 +3,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
   app,
@@ -25,10 +24,12 @@ import { brokerApiMethods, type BrokerApiMethod } from '../../broker/contract/in
 import {
   createBrokerRuntime,
   createOperatorHandlers,
+  describeCutShutdown,
   describeHardening,
   ensureDataDir,
   hardenProcess,
   resolveDataDir,
+  shutDownRuntime,
   type BrokerRuntime,
   type OperatorHandlers,
 } from '../../broker/host/index.js';
@@ -44,7 +45,7 @@ import {
 } from './developer-surface.js';
 import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
-import { createQuitGate, runShutdown } from './shutdown-sequence.js';
+import { createQuitGate } from './shutdown-sequence.js';
 import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
 import {
   chooseVaultKeyProtector,
@@ -149,7 +150,7 @@ async function main(): Promise<void> {
     stopForwarding();
     watching.stop();
   };
-  handleQuit(runtime, handlers, gate, stopWatching);
+  handleQuit(runtime, gate, stopWatching);
 
   tray = createTray();
   app.on('second-instance', showWindow);
@@ -330,39 +331,28 @@ function trayIcon(): Electron.NativeImage {
 }
 
 /**
- * Quit = stop intake (IPC answers SHUTTING_DOWN, the watcher stops) → wait, bounded, for the
- * queue's dispatching cards to settle → close the runtime, which closes the agent and control
- * sockets first and the journal last. Electron's will-quit is held until then.
+ * Quit = the broker host's stop, shared with the headless daemon (shutDownRuntime): stop intake (IPC answers
+ * SHUTTING_DOWN, the watcher stops, then the runtime's sockets and releases) → wait, bounded, for the released
+ * actions to settle → close the runtime, journal last, cutting what is still in flight. Electron's will-quit is held
+ * until then.
  */
-function handleQuit(runtime: BrokerRuntime, handlers: OperatorHandlers, gate: IpcGate, stopWatching: () => void): void {
+function handleQuit(runtime: BrokerRuntime, gate: IpcGate, stopWatching: () => void): void {
   const quitGate = createQuitGate();
   app.on('will-quit', (event) => {
     const decision = quitGate.onWillQuit();
     if (decision === 'let-quit') return;
     event.preventDefault();
     if (decision === 'hold') return;
-    void runShutdown({
-      stopIntake: async () => {
+    void shutDownRuntime(runtime, {
+      stopHostIntake: () => {
+        // IPC answers SHUTTING_DOWN, the watcher stops; the runtime's own intake stops next (shutdown-sequence.ts).
         gate.close();
         stopWatching();
-        // Agents and the CLI can no longer submit; what was admitted drains below.
-        await runtime.stopIntake();
       },
-      inFlight: async () => {
-        // A read through the handlers: it records nothing and needs no caller.
-        const listed = await handlers['approvals.list']({});
-        if (!listed.ok) throw new Error(listed.error.message);
-        return listed.value.cards.filter((card) => card.state === 'dispatching').length;
-      },
-      closeRuntime: () => runtime.close(),
-      nowMs: () => Date.now(),
-      sleep: (ms) => sleep(ms),
     })
       .then((report) => {
-        if (!report.drained)
-          process.stderr.write(
-            `postern: quit after ${report.waitedMs} ms with ${report.leftInFlight} action(s) still in flight; the journal records them at the next start\n`,
-          );
+        const cut = describeCutShutdown(report);
+        if (cut !== undefined) process.stderr.write(`postern: ${cut}\n`);
       })
       .catch((error: unknown) =>
         process.stderr.write(

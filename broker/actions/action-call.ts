@@ -17,6 +17,7 @@ import { executeHttpAction } from './execute-http-action.js';
 import { executeMcpAction } from './execute-mcp-action.js';
 import { executeSshAction } from './execute-ssh-action.js';
 import { openActionsPerSessionMax, type OpenActions } from './open-actions.js';
+import { closedByShutdown } from './record-broker-error.js';
 import { stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
 import { handoffOf, storedAnswerParts } from './stored-result.js';
 
@@ -155,7 +156,9 @@ function startExecutor(
   const run = executed.catch((error: unknown) => {
     // A retry_of the executor refused before it named the action: a coded refusal, nothing recorded.
     if (actionId === undefined && isCodedError(error)) return retryRefusal(error);
-    deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
+    if (closedByShutdown(deps.journal))
+      deps.logger?.info({ action_id: actionId }, 'the broker stopped while this action ran; the next start records it');
+    else deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
     return recordedAnswer(deps, actionId, error);
   });
   return { run, admitted, actionId: () => actionId };

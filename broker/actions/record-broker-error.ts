@@ -38,7 +38,12 @@ export async function recordBrokerError(
       );
       return result.appended.state;
     } catch (error) {
-      logger?.error({ err: error, action_id: actionId }, 'recording a broker error failed');
+      if (closedByShutdown(journal))
+        logger?.info(
+          { action_id: actionId },
+          'the broker stopped before this action settled; the next start records it',
+        );
+      else logger?.error({ err: error, action_id: actionId }, 'recording a broker error failed');
       return undefined;
     }
   }
@@ -63,5 +68,17 @@ export async function runRecorded<T>(
     throw error;
   } finally {
     deps.queue.settled(actionId);
+  }
+}
+
+/**
+ * The journal was closed on purpose (the broker stopped, BrokerRuntime.close) rather than failed: whatever an executor
+ * still running then could not record is the shutdown's cut, which the next start's recovery records — not an error.
+ */
+export function closedByShutdown(journal: Pick<Journal, 'stats'>): boolean {
+  try {
+    return journal.stats().state === 'closed';
+  } catch {
+    return false;
   }
 }

@@ -30,6 +30,11 @@ export interface AgentSocketOptions {
 
 export interface AgentSocket {
   readonly path: string;
+  /**
+   * The broker is stopping, draining: no new connection is accepted and every new call on an open one is answered
+   * SHUTTING_DOWN; calls already running keep their connection, so their callers get their answers. Idempotent.
+   */
+  stopAccepting(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,14 +66,9 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
   const identify = options.identify ?? readPeerIdentity;
   const connections = new Set<Socket>();
   let stopping = false;
+  let draining = false;
   const pool = new ConnectionPool(limits.connectionsPerUidMax, logger);
-  const sessions = new SessionRegistry(limits.inFlightCallsPerSessionMax, (sessionId) => {
-    try {
-      backend.sessionDisconnected(sessionId);
-    } catch (error) {
-      logger?.error({ err: error, session_id: sessionId }, 'sessionDisconnected threw');
-    }
-  });
+  const sessions = sessionRegistry(limits, backend, logger);
 
   const server = createServer({ allowHalfOpen: false, pauseOnConnect: true }, (socket) => {
     socket.on('error', (error) => logger?.debug({ err: error }, 'agent socket error'));
@@ -113,17 +113,37 @@ export async function startAgentSocket(options: AgentSocketOptions): Promise<Age
       logger,
       onActive: slot.onActive,
       brokerStopping: () => stopping,
+      draining: () => draining,
     });
     slot.served(handle);
     socket.resume();
   };
 
   const served = await servePrivately(server, socketPath, connections);
+  const stopAccepting = (): Promise<void> => {
+    draining = true;
+    return served.stopListening();
+  };
   const close = (): Promise<void> => {
-    stopping = true;
+    stopping = draining = true;
     return served.close();
   };
-  return { path: socketPath, close };
+  return { path: socketPath, stopAccepting, close };
+}
+
+/** Sessions by connection; the backend hears when a session's last connection went (a throw there is logged). */
+function sessionRegistry(
+  limits: AgentLimits,
+  backend: AgentSocketOptions['backend'],
+  logger: AgentSocketOptions['logger'],
+): SessionRegistry {
+  return new SessionRegistry(limits.inFlightCallsPerSessionMax, (sessionId) => {
+    try {
+      backend.sessionDisconnected(sessionId);
+    } catch (error) {
+      logger?.error({ err: error, session_id: sessionId }, 'sessionDisconnected threw');
+    }
+  });
 }
 
 /** One JSON-RPC error line (id null: nothing was read yet), then the connection ends. */

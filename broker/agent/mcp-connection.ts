@@ -67,6 +67,8 @@ export interface McpConnectionOptions {
   readonly onActive?: (() => void) | undefined;
   /** True once the broker is stopping: the connection's close is then the broker's, not the caller's. */
   readonly brokerStopping?: (() => boolean) | undefined;
+  /** True once the broker drains before stopping: new calls are answered SHUTTING_DOWN, running ones go on. */
+  readonly draining?: (() => boolean) | undefined;
 }
 
 /** What the socket's connection cap may ask of a served connection. */
@@ -280,6 +282,12 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
     }
     if (closed || evicted || sdkSignal.aborted)
       return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never');
+    if (options.draining?.() === true)
+      return refusalAnswer(
+        'SHUTTING_DOWN',
+        'the broker is stopping; nothing new is accepted and nothing was recorded (call again once it runs)',
+        'backoff',
+      );
     if (!sessions.tryBeginCall(sessionId)) {
       return refusalAnswer(
         'RATE_LIMITED',

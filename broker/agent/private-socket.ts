@@ -88,12 +88,20 @@ export async function servePrivately(
   server: Server,
   socketPath: string,
   connections: ReadonlySet<Socket>,
-): Promise<{ close(): Promise<void> }> {
+): Promise<{ stopListening(): Promise<void>; close(): Promise<void> }> {
   await listenPrivately(server, socketPath);
+  // server.close's callback waits for every connection to end: the listener itself stops at once.
+  let closed: Promise<void> | undefined;
+  const stopListening = (): Promise<void> => {
+    closed ??= new Promise<void>((resolve) => server.close(() => resolve()));
+    return Promise.resolve();
+  };
   return {
+    stopListening,
     close: async () => {
+      await stopListening();
       for (const socket of connections) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closed;
       unlinkIfSocket(socketPath);
     },
   };

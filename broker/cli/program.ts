@@ -7,6 +7,7 @@ import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.j
 import { controlSocketPath } from '../host/control-client.js';
 import { dataDirLockHolder, verifyControlListener } from '../host/control-listener.js';
 import { brokerLockFileName } from '../host/data-dir-lock.js';
+import { drainBoundMs } from '../host/shutdown-sequence.js';
 import { actionListScanRowsMax } from '../journal/action-list-query.js';
 import type { CliIo } from './cli-io.js';
 import {
@@ -40,6 +41,8 @@ interface ServeOptions extends CommonOptions {
   config?: string;
   /** `daemon` only, hidden: tests lower the action list's search bound with it (testActionListScanRowsOption). */
   testActionListScanRows?: string;
+  /** `daemon` only, hidden: tests lower the stop's drain bound with it (testDrainMs). */
+  testDrainMs?: string;
 }
 interface StatusOptions extends CommonOptions {
   json?: boolean;
@@ -113,11 +116,13 @@ function registerServeCommands(program: Command, context: CommandContext): void 
     program.command('daemon').description('Run the broker headless with the operator web UI on 127.0.0.1.'),
   )
     .addOption(testActionListScanRowsOption())
+    .addOption(new Option('--test-drain-ms <ms>', 'tests only').hideHelp())
     .action(async (options: ServeOptions) => {
       const port = parsePort(options.port);
       const scanRows = testActionListScanRows(options.testActionListScanRows);
+      const drainMs = testDrainMs(options.testDrainMs);
       const dataDir = prepareDataDir(options, env);
-      setResult(await serveHeadless(options, dataDir, port, context, scanRows));
+      setResult(await serveHeadless(options, dataDir, port, context, scanRows, drainMs));
     });
 
   withDataDir(program.command('status').description("Print the data directory's journal and action counts."))
@@ -134,6 +139,7 @@ async function serveHeadless(
   port: number | undefined,
   { env, io, version }: CommandContext,
   actionListScanRowsMax?: number,
+  drainMs?: number,
 ): Promise<number> {
   const vaultPassphrase = passphraseFromFile({ file: options.passphraseFile, env });
   // The broker itself loads only for the commands that run it (the CLI bundle splits at each dynamic import).
@@ -147,7 +153,28 @@ async function serveHeadless(
     vaultPassphrase,
     ...configFile(options),
     actionListScanRowsMax,
+    ...(drainMs === undefined ? {} : { drainBoundMs: drainMs }),
   });
+}
+
+/**
+ * Tests only, hence hidden from --help: the stop's drain bound (ms), lowered from drainBoundMs so an end-to-end test
+ * reaches the cut without waiting 10 s. It can only lower the bound (a shorter wait for dispatched actions, whose cut
+ * the next start records as unknown), so it changes no protection.
+ */
+function testDrainMs(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const ms = /^\d{1,6}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(ms) || ms > drainBoundMs) {
+    throw new CodedError(
+      'INVALID_ARGUMENT',
+      `must be an integer from 0 to ${drainBoundMs} (got ${JSON.stringify(raw)})`,
+      {
+        field: '--test-drain-ms',
+      },
+    );
+  }
+  return ms;
 }
 
 /**

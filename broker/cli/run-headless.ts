@@ -4,8 +4,12 @@ import { CodedError } from '../contract/index.js';
 import {
   createBrokerRuntime,
   createOperatorHandlers,
+  describeCutShutdown,
   describeHardening,
+  drainBoundMs,
+  drainPollMs,
   hardenProcess,
+  shutDownRuntime,
   startOperatorHttpHost,
   type OperatorHttpHost,
 } from '../host/index.js';
@@ -35,12 +39,16 @@ export interface HeadlessOptions {
   configFile?: string;
   /** `--test-action-list-scan-rows` (tests only): the action list's lowered search bound. */
   actionListScanRowsMax?: number;
+  /** `--test-drain-ms` (tests only): the stop's drain bound, lowered from drainBoundMs. */
+  drainBoundMs?: number;
 }
 
 /**
  * The headless broker: the runtime for the data directory and the operator host in front of it,
- * until SIGINT/SIGTERM. Shutdown order: stop intake (close the listener, finish in-flight requests,
- * bounded), then close the runtime, then exit 0.
+ * until SIGINT/SIGTERM. Shutdown is the desktop's sequence (shutDownRuntime): stop intake (the operator host, the
+ * control socket, new agent connections and calls, further releases), drain the dispatched actions (bounded,
+ * drainBoundMs), close the runtime (what is still in flight then is cut), then exit 0. A second signal exits 130 at once
+ * (stop-signal.ts).
  */
 export async function runHeadless(options: HeadlessOptions): Promise<number> {
   const { io, dataDir } = options;
@@ -112,9 +120,13 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   stopLogging();
   if (signal !== 'DEBUGGER_OPEN') io.err(`Received ${signal}; stopping.`);
   io.event({ event: 'stopping', signal });
-  await host.close();
-  await runtime.close();
-  io.event({ event: 'stopped' });
+  const report = await shutDownRuntime(runtime, {
+    stopHostIntake: () => host.close(),
+    bounds: { drainBoundMs: options.drainBoundMs ?? drainBoundMs, drainPollMs },
+  });
+  const cut = describeCutShutdown(report);
+  if (cut !== undefined) io.err(`warning: ${cut}`);
+  io.event({ event: 'stopped', drained: report.drained, left_in_flight: report.leftInFlight });
   return signal === 'DEBUGGER_OPEN' ? 2 : 0;
 }
 

@@ -438,7 +438,10 @@ export const errorCodeRegistry = {
   },
   RENDERER_NOT_BUILT: { from: host, meaning: 'The operator UI bundle is missing; run `npm run build:renderer`.' },
   // desktop shell: refused by main before the broker (docs/desktop.md)
-  SHUTTING_DOWN: { from: desktop, meaning: 'Postern is shutting down; nothing new is accepted.' },
+  SHUTTING_DOWN: {
+    from: ['broker', 'desktop'],
+    meaning: 'Postern is shutting down; nothing new is accepted (calls already running finish within the drain).',
+  },
   NOT_CONFIRMED: {
     from: desktop,
     meaning: 'The decision was not confirmed in the Postern dialog; nothing was decided.',

@@ -103,11 +103,19 @@ export interface BrokerRuntime {
   /** Notices (position and topics, no data) after every journal commit and vault lock/unlock: operator surfaces push, not poll. */
   readonly changes: Pick<ChangeFeed, 'subscribe'>;
   /**
-   * Stops intake only: the control socket and the agent socket stop accepting and close their
-   * connections; actions already admitted run on (a host drains them before `close`). Idempotent.
+   * Stops intake only: the control socket closes; the agent socket stops accepting connections and answers every new
+   * call on the ones open SHUTTING_DOWN, while the calls already running keep their connection for their answer; the
+   * queue releases no further ticket (one waiting for a person, or for its turn, stays undispatched). Actions already
+   * released run on (a host drains them before `close`, shutdown-sequence.ts). Idempotent.
    */
   stopIntake(): Promise<void>;
-  /** Stops intake (agent socket, control socket), then closes the queue, vault and journal. */
+  /** Actions released to their executors (on their way or dispatched) whose executor has not settled yet. */
+  inFlight(): number;
+  /**
+   * Stops intake (agent socket, control socket), then closes the queue, vault and journal; last, what is still in
+   * flight on the HTTP and SSH channels is cut (its record stays as the closed journal has it; the next start's
+   * recovery closes it: unknown after dispatch), so the process waits for no remote.
+   */
   close(): Promise<void>;
 }
 
@@ -151,7 +159,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     throw error;
   }
   // Run in reverse: the lock is released after everything else has closed.
-  const closers: Array<() => Promise<void> | void> = [() => lock.release(), () => journal.close()];
+  // After the journal closed (nothing more can be dispatched or recorded), what is still in flight is cut: set below.
+  let cutInFlight = (): void => undefined;
+  const closers: Array<() => Promise<void> | void> = [() => lock.release(), () => cutInFlight(), () => journal.close()];
   const closeAll = async (): Promise<void> => {
     for (const close of closers.splice(0).reverse()) await close();
   };
@@ -207,6 +217,10 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const httpChannel = new HttpChannel({ gate: journal });
     closers.push(() => httpChannel.close());
     const sshChannel = new SshChannel({ gate: journal, clock, knownHostsDir: options.dataDir, vault });
+    cutInFlight = () => {
+      httpChannel.cutInFlight();
+      sshChannel.cutInFlight();
+    };
     const oauth = createUpstreamOAuth({ dataDir: options.dataDir, vault: dispatchVault, clock, logger });
     const upstreams = startUpstreams({ journal, config, vault, dispatchVault, clock, logger, oauth });
     closers.push(() => upstreams.stopAll('broker_stopping'));
@@ -379,11 +393,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const closeControl = once(() => control.close());
     closers.push(closeControl);
     const stopIntake = async (): Promise<void> => {
+      queue.holdReleases();
       await closeControl();
-      await closeAgentSocket();
+      await agentSocket.stopAccepting();
     };
     return {
       stopIntake,
+      inFlight: () => queue.releasedCount(),
       broker,
       status,
       journal,

@@ -35,3 +35,13 @@ export {
   type ControlRequest,
   type ControlSocket,
 } from './control-socket.js';
+export {
+  describeCutShutdown,
+  drainBoundMs,
+  drainPollMs,
+  runShutdown,
+  shutDownRuntime,
+  type ShutdownBounds,
+  type ShutdownReport,
+  type ShutdownSteps,
+} from './shutdown-sequence.js';

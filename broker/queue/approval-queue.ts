@@ -92,6 +92,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * action, and the next ticket must not go out in between (scheduleLane's `running`).
    */
   private readonly executing = new Map<string, string | null>();
+  /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
+  private holding = false;
   private readonly previews = new Map<string, CardPreview>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
   /** Sessions with at least one open agent connection (see sessionConnected). */
@@ -430,6 +432,20 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * The broker is stopping (BrokerRuntime.stopIntake): no ticket is released from now on, whatever it waits for (a
+   * person, its turn); its executor keeps waiting and the next start's recovery closes it (not_attempted). Those
+   * already released run on. Not undone: the queue closes next.
+   */
+  holdReleases(): void {
+    this.holding = true;
+  }
+
+  /** Tickets released to their executors that have not settled yet (what a stopping broker drains). */
+  releasedCount(): number {
+    return this.executing.size;
+  }
+
   /** Stops every expiry timer (shutdown). Waiting executors keep waiting; recovery closes them. */
   close(): void {
     for (const { timer } of this.expiries.values()) timer.cancel();
@@ -636,7 +652,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     for (const s of tickets) {
       this.closeWaiter(s);
       const waiter = this.waiters.get(s.action_id);
-      if (waiter === undefined || schedule.release?.action_id !== s.action_id) continue;
+      if (waiter === undefined || schedule.release?.action_id !== s.action_id || this.holding) continue;
       this.waiters.delete(s.action_id);
       this.clearExpiry(s.action_id);
       this.executing.set(s.action_id, s.lane);

@@ -28,6 +28,8 @@ export async function startBearerRouteDaemon(options: {
   /** The route's approval mode (default none) and extra `agents:` lines (e.g. `  progress_heartbeat_ms: 300`). */
   approval?: 'none' | 'per_call';
   agents?: readonly string[];
+  /** More `postern daemon` options (a test knob such as `--test-drain-ms N`). */
+  args?: readonly string[];
 }): Promise<BearerRouteDaemon> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), options.prefix));
   const dataDir = path.join(scratch, 'data');
@@ -64,7 +66,10 @@ export async function startBearerRouteDaemon(options: {
     ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
-  const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  const daemon = await startDaemon(dataDir, {
+    env: { POSTERN_PASSPHRASE_FILE: passphraseFile },
+    ...(options.args === undefined ? {} : { args: options.args }),
+  });
   return {
     scratch,
     dataDir,

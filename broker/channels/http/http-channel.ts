@@ -133,6 +133,8 @@ export interface HttpChannelOptions {
 export class HttpChannel {
   readonly limits: HttpLimits;
   private readonly pool: HttpConnectionPool;
+  /** Connections carrying a dispatched request now (between the boundary and the exchange's end). */
+  private readonly exchanging = new Set<HttpConnection>();
 
   constructor(private readonly options: HttpChannelOptions) {
     this.limits = { ...defaultHttpLimits, ...options.limits };
@@ -169,6 +171,16 @@ export class HttpChannel {
   /** Closes idle connections (shutdown, tests). */
   close(): void {
     this.pool.closeAll();
+  }
+
+  /**
+   * The broker stopped with requests still in flight (its journal is closed, so nothing more is recorded): their
+   * connections are destroyed, so no process waits on a remote whose answer could no longer be recorded. The next
+   * start's recovery closes those actions (unknown after dispatch).
+   */
+  cutInFlight(): void {
+    for (const connection of this.exchanging) connection.close();
+    this.exchanging.clear();
   }
 
   idleConnections(poolKey: string): number {
@@ -304,7 +316,13 @@ export class HttpChannel {
         else connection.close();
         return { ...identity, ...notDispatched, dispatchStarted: true, vaultLocked: true };
       }
-      const exchange = await this.exchange(request, connection, n, deadline, journal);
+      this.exchanging.add(connection);
+      let exchange: Awaited<ReturnType<HttpChannel['exchange']>>;
+      try {
+        exchange = await this.exchange(request, connection, n, deadline, journal);
+      } finally {
+        this.exchanging.delete(connection);
+      }
       const reusable = exchange.response?.framingComplete === true && !exchange.transportBroken && connection.alive();
       if (reusable) this.pool.release(request.target.poolKey, connection);
       else connection.close();

@@ -169,9 +169,26 @@ export class SshChannel {
     this.knownHosts = new KnownHostsStore(options.knownHostsDir, options.vault);
   }
 
+  /** The runs connected now, for cutInFlight. */
+  private readonly running = new Set<SshRun>();
+
   async perform(request: SshWireRequest): Promise<SshChannelReport> {
     const run = new SshRun(request, this.options.gate, this.limits, this.knownHosts, this.options.clock);
-    return run.perform();
+    this.running.add(run);
+    try {
+      return await run.perform();
+    } finally {
+      this.running.delete(run);
+    }
+  }
+
+  /**
+   * The broker stopped with commands still running (its journal is closed, so nothing more is recorded): their
+   * connections are destroyed, so no process waits on a remote. The next start's recovery closes those actions.
+   */
+  cutInFlight(): void {
+    for (const run of this.running) run.cut();
+    this.running.clear();
   }
 }
 
@@ -218,6 +235,12 @@ class SshRun {
       this.client?.destroy();
       this.socket?.destroy();
     }
+  }
+
+  /** Destroys the connection now (the broker stopped): every wait below ends as a closed connection. */
+  cut(): void {
+    this.client?.destroy();
+    this.socket?.destroy();
   }
 
   private stopSignal(): AbortSignal {
