@@ -7,6 +7,7 @@ import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
 import { runOnTerminal } from './support/operator-terminal.js';
 import { runPostern, startDaemon } from './support/postern-process.js';
+import { unlockAsPerson } from './support/person-decision.js';
 
 /**
  * `postern config pending|accept` through real subprocesses: the CLI way for a person to accept
@@ -101,8 +102,10 @@ describe('postern config with no broker running', () => {
 
 describe('postern config with a broker running', () => {
   it('the accepted file is in force; a later edit shows as a change that a person accepts, in force at once', async () => {
-    const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    // Unlocked as a person does it: a passphrase file's passphrase would prove no person for the accept below.
+    const daemon = await startDaemon(dataDir);
     try {
+      await unlockAsPerson(dataDir, passphrase);
       expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null });
       writeFileSync(path.join(dataDir, 'postern.yaml'), yaml(4002));
       const pending = await pendingJson();

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
-import type { ApprovalCard } from '../broker/contract/index.js';
+import type { ApprovalCard, Reply } from '../broker/contract/index.js';
 import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
@@ -13,6 +13,7 @@ import { DrillAgent } from './support/drill-agent.js';
 import { runOnTerminal } from './support/operator-terminal.js';
 import { posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
+import { unlockAsPerson } from './support/person-decision.js';
 
 /**
  * "Only a person decides" (issue 14), performed as the attacker would against a real daemon: a
@@ -20,7 +21,9 @@ import { acceptConfigAsPerson } from './support/accepted-config.js';
  * longer anyone's descendant — runs `postern approvals approve N` and `postern vault lock`; a flood
  * of wrong unlocks runs beside `approvals list`. Then the person: the same approval on a
  * pseudo-terminal with the vault passphrase typed, and with a wrong one. And the CI opt-out: the
- * same detached approval is accepted and journaled as the process, never a person.
+ * same detached approval is accepted and journaled as the process, never a person. And a daemon
+ * started with a passphrase file: a setsid process reads that file and presents the passphrase as
+ * proof on control.sock; refused, nothing recorded, the card pending; the operator UI decides.
  */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'poproof-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -38,7 +41,14 @@ interface Rig {
   stop(): Promise<void>;
 }
 
-async function openRig(name: string, options: { unattended: boolean; kdf: KdfStrength }): Promise<Rig> {
+/**
+ * A daemon on its own data directory, unlocked either as a person does it (started locked, then `postern vault unlock`'s
+ * request on control.sock) or from a passphrase file at start (the headless path: the agent can read the file too).
+ */
+async function openRig(
+  name: string,
+  options: { unattended: boolean; kdf: KdfStrength; unlock: 'control_socket' | 'passphrase_file' },
+): Promise<Rig> {
   const dataDir = path.join(scratch, name);
   mkdirSync(dataDir, { mode: 0o700 });
   const vault = await openVault({ dataDir, clock: systemClock, kdf: options.kdf, idleLockMs: 0 });
@@ -71,7 +81,11 @@ async function openRig(name: string, options: { unattended: boolean; kdf: KdfStr
     ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
-  const daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  const fromFile = options.unlock === 'passphrase_file';
+  const daemon = await startDaemon(dataDir, {
+    env: { POSTERN_PASSPHRASE_FILE: fromFile ? passphraseFile : undefined },
+  });
+  if (!fromFile) await unlockAsPerson(dataDir, passphrase);
   const agent = await DrillAgent.start(dataDir, `${name}-agent`);
   return {
     dataDir,
@@ -139,7 +153,7 @@ async function approvedBy(dataDir: string, actionId: string): Promise<string[]> 
 describe('when a same-user process without a terminal tries to decide (no opt-out)', () => {
   let rig: Rig | undefined;
   beforeAll(async () => {
-    rig = await openRig('guarded', { unattended: false, kdf: 'interactive' });
+    rig = await openRig('guarded', { unattended: false, kdf: 'interactive', unlock: 'control_socket' });
   }, 90_000);
   afterAll(() => rig?.stop(), 30_000);
 
@@ -312,7 +326,7 @@ async function waitForGate(dataDir: string): Promise<void> {
 describe('when postern.yaml opts out for unattended use', () => {
   let rig: Rig | undefined;
   beforeAll(async () => {
-    rig = await openRig('unattended', { unattended: true, kdf: 'min' });
+    rig = await openRig('unattended', { unattended: true, kdf: 'min', unlock: 'passphrase_file' });
   }, 90_000);
   afterAll(() => rig?.stop(), 30_000);
 
@@ -328,5 +342,79 @@ describe('when postern.yaml opts out for unattended use', () => {
     const [summary] = await approvedBy(rig.dataDir, card.action_id);
     expect(summary).toMatch(/^by process:\S*node\S* pid \d+ \(cli, unattended\)$/);
     expect(summary).not.toContain('person');
+  }, 90_000);
+});
+
+describe('when the daemon was started with a passphrase file (headless, no opt-out)', () => {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    rig = await openRig('from-file', { unattended: false, kdf: 'min', unlock: 'passphrase_file' });
+  }, 90_000);
+  afterAll(() => rig?.stop(), 30_000);
+
+  /** A setsid process (no terminal) reads the passphrase file and presents it as proof on control.sock. */
+  const presentFromFile = async (r: Rig, ticket: number, name: string): Promise<Reply<unknown>> => {
+    const script = path.join(scratch, `${name}.cjs`);
+    writeFileSync(
+      script,
+      `const fs = require('node:fs'); const net = require('node:net');
+       const [file, socket, ticket] = process.argv.slice(2);
+       const passphrase = fs.readFileSync(file, 'utf8').replace(/\\n$/, '');
+       const s = net.createConnection(socket); let t = '';
+       s.on('connect', () => s.write(JSON.stringify({ op: 'api', method: 'approvals.approve', input: { ticket: Number(ticket) }, proof: { passphrase } }) + '\\n'));
+       s.on('data', (c) => { t += c; if (t.includes('\\n')) { process.stdout.write(t); s.destroy(); } });`,
+    );
+    const args = [script, path.join(scratch, 'from-file.pass'), controlSocketPath(r.dataDir), String(ticket)];
+    const node = `'${process.execPath}' ${args.map((a) => `'${a}'`).join(' ')}`;
+    const run = await detached(
+      (_postern, out) => `setsid sh -c "${node} > '${out}' 2>&1; echo exit=\\$? >> '${out}'" </dev/null`,
+      name,
+    );
+    expect(run.code, run.output).toBe(0);
+    return JSON.parse(run.output.split('\n')[0] ?? '') as Reply<unknown>;
+  };
+
+  it('refuses the passphrase read from that file as proof (OPERATOR_PROOF_REQUIRED): the card stays pending, no APPROVED, nothing sent; an unlock over the socket does not change it; the operator UI decides', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'from-file');
+    const reply = await presentFromFile(rig, card.ticket, 'from-file-attack');
+    expect(reply).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' } });
+    const message = reply.ok ? '' : reply.error.message;
+    expect(message).toContain('read from a file');
+    expect(message).not.toContain(passphrase);
+    const pending = async (): Promise<string | undefined> =>
+      (await callOperator(rig?.dataDir ?? '', 'approvals.list', {})).cards.find((c) => c.ticket === card.ticket)?.state;
+    expect(await pending()).toBe('pending');
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+    expect(rig.log.markers()).not.toContain('from-file');
+
+    // Unlocking the already unlocked broker over the socket (as `postern vault unlock` would) lifts nothing.
+    expect(await sendControlRequest(controlSocketPath(rig.dataDir), { op: 'unlock', passphrase })).toMatchObject({
+      ok: true,
+    });
+    expect(await presentFromFile(rig, card.ticket, 'from-file-after-unlock')).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED' },
+    });
+    expect(await pending()).toBe('pending');
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+
+    // What the refusal points to: the operator UI the daemon printed decides, recorded as the web session.
+    const signIn = await fetch(`${rig.daemon.origin}/auth/session`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: rig.daemon.token }),
+    });
+    const { value } = (await signIn.json()) as { value: { session: string } };
+    const approved = await fetch(`${rig.daemon.origin}/api/approvals.approve`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${value.session}` },
+      body: JSON.stringify({ ticket: card.ticket }),
+    });
+    expect(approved.status, await approved.clone().text()).toBe(200);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([
+      `by person:${os.userInfo().username} (web, operator session)`,
+    ]);
+    expect(await rig.log.waitForArrivals(1)).toEqual(['from-file']);
   }, 90_000);
 });

@@ -24,7 +24,7 @@ import { controlSocketPath, sendControlRequest } from '../broker/host/index.js';
 import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
-import { decideAsPerson } from './support/person-decision.js';
+import { decideAsPerson, unlockAsPerson } from './support/person-decision.js';
 import { repoRoot, runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
 import { stopForkedChild } from './support/forked-agent.js';
 
@@ -214,7 +214,9 @@ beforeAll(async () => {
   ];
   writeFileSync(path.join(dataDir, 'postern.yaml'), yaml.join('\n'));
   await acceptConfigAsPerson(dataDir, passphraseFile);
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  daemon = await startDaemon(dataDir);
+  // Unlocked as a person does (not from a file, whose passphrase would prove no person for the decisions below).
+  await unlockAsPerson(dataDir, passphrase);
   nodeCopy = path.join(scratch, 'bin', 'agent-node');
   mkdirSync(path.dirname(nodeCopy));
   copyFileSync(process.execPath, nodeCopy);

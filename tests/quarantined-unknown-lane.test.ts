@@ -50,7 +50,7 @@ describe("when a quarantined journal's recovery leaves the head of a lane unknow
   it('the next ticket of the lane waits for it, and is sent only after a person abandons it', async () => {
     const d = theDrill();
     // A waits on its card when the daemon stops; the next start, quarantined, leaves it unknown before dispatch.
-    const a = await quarantineWithPendingCard(d, lane, 'quarantined', path.join(scratch, 'lane.pass'));
+    const a = await quarantineWithPendingCard(d, lane, 'quarantined', passphrase);
     expect(await op(d.dataDir, 'integrity.anchor', {})).toMatchObject({ state: 'quarantined', code: 'ANCHOR_FORGED' });
     expect((await op(d.dataDir, 'actions.show', { action_id: a.action_id })).state).toMatchObject({
       dispatch_seq: null,

@@ -13,7 +13,7 @@ import {
 import { openVault } from '../broker/vault/index.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { waitFor } from './support/drill.js';
-import { decideAsPerson } from './support/person-decision.js';
+import { decideAsPerson, unlockAsPerson } from './support/person-decision.js';
 import { startDaemon, type RunningDaemon } from './support/postern-process.js';
 import { canarySecret, findNeedles, findNeedlesInBytes, needlesFor } from './support/secret-forms.js';
 import { UpstreamMcpAgent } from './support/upstream-mcp-agent.js';
@@ -91,7 +91,9 @@ beforeAll(async () => {
   writeFileSync(path.join(dataDir, 'postern.yaml'), configYaml(remote.url));
   await acceptConfigAsPerson(dataDir, passphraseFile);
   // At info the broker logs each line its children write to stderr: the scrubbing of those lines is under test.
-  daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile, POSTERN_LOG_LEVEL: 'info' } });
+  daemon = await startDaemon(dataDir, { env: { POSTERN_LOG_LEVEL: 'info' } });
+  // Unlocked as a person does (not from a file, whose passphrase would prove no person for the decisions below).
+  await unlockAsPerson(dataDir, passphrase);
   agent = await UpstreamMcpAgent.start(dataDir, 'upstream-mcp-agent');
 }, 60_000);
 
@@ -195,8 +197,8 @@ describe('when a stdio server is given a credential in its environment', () => {
     const mode = enveloped(await call('files.env', { name: 'MODE' }));
     expect(mode.mcp_result?.structured_content).toEqual({ name: 'MODE', value: 'read-write' });
     // The broker's own environment never reaches the child.
-    const own = enveloped(await call('files.env', { name: 'POSTERN_PASSPHRASE_FILE' }));
-    expect(own.mcp_result?.structured_content).toEqual({ name: 'POSTERN_PASSPHRASE_FILE', value: null });
+    const own = enveloped(await call('files.env', { name: 'POSTERN_LOG_LEVEL' }));
+    expect(own.mcp_result?.structured_content).toEqual({ name: 'POSTERN_LOG_LEVEL', value: null });
   });
 });
 

@@ -226,7 +226,8 @@ function withServeOptions(command: Command, desktop = false): Command {
     )
     .option(
       '--passphrase-file <file>',
-      `unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked)${headless}`,
+      'unlock the vault at start with the passphrase in this file (else POSTERN_PASSPHRASE_FILE; else it starts locked); ' +
+        `any process of this user can read it, so the CLI then cannot prove a person: decide in the operator UI${headless}`,
     )
     .option(
       '--config <file>',

@@ -309,7 +309,7 @@ export const errorCodeRegistry = {
   OPERATOR_PROOF_REQUIRED: {
     from: broker,
     meaning:
-      "A decision reached the control socket without a person's proof: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI.",
+      "A decision reached the control socket without a person's proof: run it in a terminal (it asks for the vault passphrase), or decide in the desktop window or the operator UI. A broker unlocked at start from a passphrase file takes no passphrase as proof (any process of the user can read that file): decide in its operator UI.",
   },
   PASSPHRASE_BACKOFF: {
     from: broker,

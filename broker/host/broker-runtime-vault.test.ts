@@ -25,19 +25,36 @@ describe('the broker runtime and its vault', () => {
     const dataDir = await initializedDir();
     const runtime = await createBrokerRuntime({ dataDir, ...options, vaultPassphrase: Buffer.from(passphrase) });
     expect(runtime.status().vault).toEqual({ state: 'unlocked', auto_lock_minutes: 15, last_lock: null });
-    // Locking is a decision: refused without a person's proof, done with the passphrase as proof.
+    // Locking is a decision: refused without a person's proof; and a start passphrase came from a file any process of
+    // the user can read, so presenting it proves no person either.
     expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock' })).toMatchObject({
       ok: false,
       error: { code: 'OPERATOR_PROOF_REQUIRED' },
     });
-    expect(runtime.vault.state()).toBe('unlocked');
-    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock', proof: { passphrase } })).toEqual({
-      ok: true,
-      value: { state: 'locked' },
+    expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock', proof: { passphrase } })).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' },
     });
-    expect(runtime.vault.state()).toBe('locked');
+    expect(runtime.vault.state()).toBe('unlocked');
     await runtime.close();
     expect(existsSync(controlSocketPath(dataDir))).toBe(false);
+  });
+
+  it('started locked and unlocked over control.sock, it takes the passphrase as the proof of a lock', async () => {
+    const dataDir = await initializedDir();
+    const runtime = await createBrokerRuntime({ dataDir, ...options });
+    try {
+      expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'unlock', passphrase })).toMatchObject({
+        ok: true,
+      });
+      expect(await sendControlRequest(controlSocketPath(dataDir), { op: 'lock', proof: { passphrase } })).toEqual({
+        ok: true,
+        value: { state: 'locked' },
+      });
+      expect(runtime.vault.state()).toBe('locked');
+    } finally {
+      await runtime.close();
+    }
   });
 
   it('when the start passphrase is wrong, it fails with VAULT_PASSPHRASE_INVALID and leaves nothing open (a new runtime starts)', async () => {

@@ -64,7 +64,11 @@ export interface BrokerRuntimeOptions {
   version: string;
   startedAtMs: number;
   clock?: Clock;
-  /** Unlock the vault at start (`--passphrase-file`); a wrong passphrase fails the start. The caller zeroes it. */
+  /**
+   * Unlock the vault at start (`--passphrase-file`); a wrong passphrase fails the start. The caller zeroes it. A broker
+   * cannot ask a terminal, so this passphrase came from a file any process of the user can read: given it, the control
+   * socket takes no passphrase as a person's proof for the whole run (control-proof.ts).
+   */
   vaultPassphrase?: Uint8Array;
   /** Vault idle lock overriding postern.yaml `vault.auto_lock_minutes` (default 15 min, 0 = never); Argon2id cost ('min' in tests only). */
   vaultIdleLockMs?: number;
@@ -381,6 +385,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       vault,
       handlers: createOperatorHandlers(broker),
       refuseApiPeer: guard.refuse,
+      passphraseFromFile: options.vaultPassphrase !== undefined,
       // The CI opt-out: decisions without a person's proof, recorded as the calling process — honoured only from a
       // configuration whose seal a person's unlock verified, never from one not yet checked.
       unattendedDecisions: () => {

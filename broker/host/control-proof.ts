@@ -20,7 +20,9 @@ import type { OperatorCaller } from './operator-handlers.js';
  * the CLI reads only from its controlling terminal and which the daemon checks with the vault's own
  * Argon2id, on a worker thread, behind a per-uid backoff. `vault.unlock` is its own proof. Reads
  * need none. With `operator.unattended_decisions` a decision without proof is accepted and the
- * caller is the process the kernel names, never a person.
+ * caller is the process the kernel names, never a person. A broker unlocked at start with a passphrase
+ * read from a file (`--passphrase-file`, POSTERN_PASSPHRASE_FILE) takes no passphrase as a person's
+ * proof: every process of the user can read that file, the agent's included.
  */
 export interface ControlProof {
   /** Runs `execute` for a read at once; for a decision, once the caller proved a person (or the opt-out names the process). */
@@ -45,8 +47,14 @@ export function createControlProof(options: {
   vault: Vault;
   clock: Clock;
   unattendedDecisions: () => UnattendedDecisions;
+  /**
+   * The vault was unlocked at start with a passphrase read from a file (the headless start path): presenting it proves
+   * no person, for this broker's whole run (a later unlock, of a locked or an unlocked vault, does not change it).
+   */
+  passphraseFromFile?: boolean;
   attempts?: PassphraseAttempts;
 }): ControlProof {
+  const passphraseFromFile = options.passphraseFromFile === true;
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
   /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
@@ -90,6 +98,8 @@ export function createControlProof(options: {
         });
         return answered ?? errorReply(new CodedError('INTERNAL', 'the unlock gave no answer'));
       }
+      // Refused before it is checked: the answer says nothing about the passphrase either way.
+      if (proof !== undefined && passphraseFromFile) return errorReply(passphraseFromFileRefusal(method));
       if (proof !== undefined) {
         const passphrase = Buffer.from(proof, 'utf8');
         const refused = await gated(peer.uid, async () => {
@@ -112,7 +122,7 @@ export function createControlProof(options: {
         // Proven: the decision runs outside the gate (a retry may wait on a remote).
         return refused ?? execute(personOnCli);
       }
-      return decideUnproven(method, peer.pid, options.unattendedDecisions(), execute);
+      return decideUnproven(method, peer.pid, options.unattendedDecisions(), passphraseFromFile, execute);
     },
   };
 }
@@ -122,6 +132,7 @@ function decideUnproven(
   method: BrokerApiMethod,
   pid: number,
   unattended: UnattendedDecisions,
+  passphraseFromFile: boolean,
   execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>,
 ): Promise<Reply<unknown>> | Reply<unknown> {
   if (unattended === 'on')
@@ -130,6 +141,7 @@ function decideUnproven(
       auth: 'unattended_opt_out',
       process: { exe: exeOf(pid), pid },
     });
+  if (passphraseFromFile) return errorReply(passphraseFromFileRefusal(method));
   if (unattended === 'unverified') {
     return errorReply(
       new CodedError(
@@ -147,6 +159,19 @@ function decideUnproven(
         'For unattended use (CI) set `operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
       { field: 'proof' },
     ),
+  );
+}
+
+/** THREAT-MODEL 3: a passphrase every process of the user can read is no person's proof; say so, and what does prove one. */
+function passphraseFromFileRefusal(method: BrokerApiMethod): CodedError {
+  return new CodedError(
+    'OPERATOR_PROOF_REQUIRED',
+    `${method} is a decision and needs a person, but this broker's vault passphrase was read from a file at start ` +
+      '(--passphrase-file or POSTERN_PASSPHRASE_FILE), which any process of this user can read, an agent too: presenting it ' +
+      'proves no person, so nothing was decided. Decide in the operator UI this daemon printed, or start the daemon ' +
+      'without a passphrase file and unlock it from a terminal with `postern vault unlock`. For unattended use (CI) set ' +
+      '`operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
+    { field: 'proof' },
   );
 }
 

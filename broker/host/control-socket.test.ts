@@ -38,6 +38,7 @@ beforeEach(async () => {
 /** Restarts the socket with an operator API that records the caller of every call it admits. */
 async function withRecordingApi(
   unattendedDecisions: boolean | (() => UnattendedDecisions),
+  passphraseFromFile = false,
 ): Promise<Array<[string, OperatorCaller | undefined]>> {
   await control.close();
   const calls: Array<[string, OperatorCaller | undefined]> = [];
@@ -50,7 +51,14 @@ async function withRecordingApi(
       ),
     ]),
   ) as unknown as OperatorHandlers;
-  control = await startControlSocket({ dataDir: dir.path, vault, clock, handlers, unattendedDecisions });
+  control = await startControlSocket({
+    dataDir: dir.path,
+    vault,
+    clock,
+    handlers,
+    unattendedDecisions,
+    passphraseFromFile,
+  });
   return calls;
 }
 afterEach(async () => {
@@ -257,6 +265,46 @@ describe('the control socket', () => {
       ['approvals.list', undefined],
       ['approvals.approve', { surface: 'cli', auth: 'vault_passphrase_tty' }],
     ]);
+  });
+
+  it('takes no passphrase as proof of a person when the broker was unlocked from a passphrase file, not even after an unlock over the socket', async () => {
+    const calls = await withRecordingApi(false, true);
+    const approve = {
+      op: 'api',
+      method: 'approvals.approve',
+      input: { ticket: 1 },
+      proof: { passphrase },
+    } as const;
+    const refused = await sendControlRequest(control.path, approve);
+    expect(refused).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', field: 'proof' } });
+    const message = refused.ok ? '' : refused.error.message;
+    for (const says of ['read from a file', 'any process of this user', 'operator UI', 'postern vault unlock'])
+      expect(message).toContain(says);
+    expect(message).toContain('unattended_decisions');
+    expect(message).not.toContain(passphrase);
+    // Without a proof the same: a person is told a passphrase cannot help here.
+    expect(
+      await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } }),
+    ).toMatchObject({ ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', message } });
+    // An unlock (its own proof, as before) does not make the passphrase a person's: it is still in the file.
+    expect(await sendControlRequest(control.path, { op: 'unlock', passphrase })).toMatchObject({ ok: true });
+    expect(await sendControlRequest(control.path, approve)).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED', message },
+    });
+    expect(await sendControlRequest(control.path, { op: 'lock', proof: { passphrase } })).toMatchObject({
+      ok: false,
+      error: { code: 'OPERATOR_PROOF_REQUIRED' },
+    });
+    expect(calls).toEqual([['vault.unlock', { surface: 'cli', auth: 'vault_passphrase_tty' }]]);
+  });
+
+  it('under the unattended opt-out, a broker unlocked from a passphrase file still admits a decision as the calling process', async () => {
+    const calls = await withRecordingApi(true, true);
+    expect(
+      await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } }),
+    ).toMatchObject({ ok: true });
+    expect(calls).toEqual([['approvals.approve', expect.objectContaining({ auth: 'unattended_opt_out' })]]);
   });
 
   it('under the unattended opt-out, admits a decision without proof as the calling process (the kernel names it), never a person', async () => {

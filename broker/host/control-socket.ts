@@ -62,6 +62,8 @@ export interface ControlSocketOptions {
    * boolean is fixed; a function is asked per decision (the runtime's answer depends on the configuration's seal).
    */
   unattendedDecisions?: boolean | (() => UnattendedDecisions);
+  /** The vault was unlocked at start from a passphrase file: its passphrase proves no person here (control-proof.ts). */
+  passphraseFromFile?: boolean;
   /** The backoff's clock (tests); default the system clock. */
   clock?: Clock;
 }
@@ -82,6 +84,7 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     vault: options.vault,
     clock: options.clock ?? systemClock,
     unattendedDecisions: unattendedOf(options.unattendedDecisions),
+    passphraseFromFile: options.passphraseFromFile === true,
   });
   const connections = new Set<Socket>();
   const activity = new WeakMap<Socket, ConnectionActivity>();

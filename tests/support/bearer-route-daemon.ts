@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../../broker/ports/index.js';
 import { openVault } from '../../broker/vault/index.js';
+import { unlockAsPerson } from './person-decision.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
@@ -19,7 +20,9 @@ export interface BearerRouteDaemon {
 
 /**
  * The set-up several agent-facing tests share: a vault holding `canary` as the bearer credential `docs-token`
- * (bound to the route and 127.0.0.1), a target answering with `respond`, session approval by observe policy.
+ * (bound to the route and 127.0.0.1), a target answering with `respond`, session approval by observe policy. The daemon
+ * starts locked and is unlocked as a person does it (over control.sock, not from a passphrase file), so the passphrase
+ * proves a person for `decideAsPerson`.
  */
 export async function startBearerRouteDaemon(options: {
   prefix: string;
@@ -66,10 +69,8 @@ export async function startBearerRouteDaemon(options: {
     ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
-  const daemon = await startDaemon(dataDir, {
-    env: { POSTERN_PASSPHRASE_FILE: passphraseFile },
-    ...(options.args === undefined ? {} : { args: options.args }),
-  });
+  const daemon = await startDaemon(dataDir, options.args === undefined ? {} : { args: options.args });
+  await unlockAsPerson(dataDir, passphrase);
   return {
     scratch,
     dataDir,

@@ -7,6 +7,7 @@ import { systemClock } from '../../broker/ports/index.js';
 import { ArrivalLogServer } from '../../broker/testing/arrival-log-server.js';
 import { openVault } from '../../broker/vault/index.js';
 import { DrillAgent, type ToolReply } from './drill-agent.js';
+import { unlockAsPerson } from './person-decision.js';
 import { startDaemon, type RunningDaemon } from './postern-process.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
@@ -110,14 +111,15 @@ export function postMarker(
 /**
  * The quarantine drill's start: the agent posts `marker` to /docs/`doc`, which waits on its card in `lane`; the daemon
  * stops with it open; the integrity anchor is moved ahead of the journal (as if the journal were an older copy); the
- * daemon starts again, quarantined, and its recovery records that action unknown before dispatch. Returns its card
- * from before the stop. The agents are stopped (a quarantined broker refuses their calls).
+ * daemon starts again, quarantined, and its recovery records that action unknown before dispatch; it starts locked and
+ * is unlocked as a person does it (over control.sock), so `passphrase` proves a person for the decisions that follow.
+ * Returns its card from before the stop. The agents are stopped (a quarantined broker refuses their calls).
  */
 export async function quarantineWithPendingCard(
   drill: Drill,
   lane: string,
   doc: string,
-  passphraseFile: string,
+  passphrase: string,
 ): Promise<ApprovalCard> {
   void postMarker(drill.p1, doc, 'A');
   const [pending] = await waitFor(
@@ -130,7 +132,8 @@ export async function quarantineWithPendingCard(
   const anchorFile = anchorFileOf(drill.dataDir);
   const anchor = JSON.parse(readFileSync(anchorFile, 'utf8')) as { counter: number };
   writeFileSync(anchorFile, JSON.stringify({ ...anchor, counter: anchor.counter + 5 }));
-  drill.daemon = await startDaemon(drill.dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+  drill.daemon = await startDaemon(drill.dataDir);
+  await unlockAsPerson(drill.dataDir, passphrase);
   return pending as ApprovalCard;
 }
 
