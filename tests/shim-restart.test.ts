@@ -87,14 +87,36 @@ describe('when the broker is killed and restarted under a connected agent', () =
       await within(agent.call('fetch_result', { action_id: firstId }).reply, 'fetch_result after the restart'),
     );
     expect(fetched).toMatchObject({ invocation_id: firstId, effect: 'succeeded', response: { status: 201 } });
-    const status = structured(
-      await within(agent.call('action_status', { action_id: secondId }).reply, 'action_status after the restart'),
+    const statusReply = await within(
+      agent.call('action_status', { action_id: secondId }).reply,
+      'action_status after the restart',
     );
+    const status = structured(statusReply);
     expect(status).toMatchObject({
       invocation_id: secondId,
       effect: 'unknown_effect',
       error: { code: 'BROKER_RESTARTED', retry: 'same_idempotency_key' },
     });
+    // The call was cut off unanswered (the shim answered it BROKER_RESTARTED): no caller disposition is recorded, and
+    // the answer says exactly that, never "completed".
+    expect(status['caller_disposition']).toBeNull();
+    expect(statusReply.content?.[0]?.text).toContain('caller: not recorded');
+    const shown = await op(rig.dataDir, 'actions.show', { action_id: secondId });
+    expect(shown).toMatchObject({ state: { caller_disposition: null } });
+    // The first call's answer was handed over (RESULT_DELIVERED): that, and only that, makes it "completed". A cancel
+    // of it now changes nothing, and says so.
+    const firstStatus = structured(await within(agent.call('action_status', { action_id: firstId }).reply, 'status'));
+    expect(firstStatus).toMatchObject({ caller_disposition: 'completed', effect: 'succeeded' });
+    const cancel = await within(
+      agent.call('cancel_action', { action_id: firstId }).reply,
+      'cancel of a settled action',
+    );
+    expect(cancel.isError).toBe(true);
+    expect(structured(cancel)).toMatchObject({ invocation_id: null, error: { code: 'ACTION_CLOSED' } });
+    expect(cancel.content?.[0]?.text).toContain('cancel_action had no effect');
+    expect(structured(await within(agent.call('action_status', { action_id: firstId }).reply, 'status'))).toEqual(
+      firstStatus,
+    );
 
     const retried = structured(
       await within(

@@ -415,7 +415,8 @@ function recordedAnswer(deps: AgentBackendDeps, actionId: string | undefined, er
   if (state === undefined) throw error;
   const stored = state.result_id === null ? undefined : deps.results.read(state.result_id);
   const answer = actionAnswer({
-    envelope: stateEnvelope(state),
+    // This answer is the call's own (it completes it), unless the record already says how the caller's wait ended.
+    envelope: stateEnvelope(state, state.caller_disposition ?? 'completed'),
     state,
     queue: deps.queue.position(state.action_id),
     ...(stored === undefined ? {} : storedAnswerParts(state.channel, stored)),

@@ -713,3 +713,98 @@ describe('when one session keeps many actions open', () => {
     expect(openActionsPerSessionMax).toBe(256);
   });
 });
+
+describe('when cancel_action names an action that is already closed', () => {
+  /** The recorded unknown the INTERNAL-after-dispatch case above leaves (the result store fails its commit). */
+  const failingCommit = (real: ResultStore): ResultStore =>
+    new Proxy(real, {
+      get(target, key) {
+        if (key === 'rowsOf')
+          return () => {
+            throw new CodedError('INTERNAL', 'the result store failed');
+          };
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+
+  it('abandoned by a person: nothing is recorded, the answer says the cancel had no effect and why, and the record keeps its history', async () => {
+    await openWithRemote({ kind: 'respond', status: 201, body: 'made', applyEffect: true }, failingCommit);
+    const sessionId = await approvedSession(901);
+    const id = actionReply(
+      await backend.call(
+        sessionId,
+        'http_request',
+        { route: 'docs', method: 'POST', path: '/documents/3', body: '{"a":1}' },
+        never,
+      ),
+    ).invocation_id;
+    const [card] = await waitForCards(f.queue, (cards) => cards.some((c) => c.state === 'blocked_head'), 'blocked');
+    await f.queue.abandon(card?.ticket ?? 0, person, 'checked the remote by hand');
+    const history = f.events(id).map((e) => e.kind);
+    expect(history.at(-1)).toBe('ABANDONED');
+
+    const answer = await backend.call(sessionId, 'cancel_action', { action_id: id }, never);
+    expect(answer.isError).toBe(true);
+    const refused = reply(answer);
+    expect(refused).toMatchObject({
+      invocation_id: null,
+      error: { code: 'ACTION_CLOSED', retry: 'never', field: 'action_id' },
+    });
+    expect(refused.error).not.toHaveProperty('outcome');
+    expect(refused.error?.message).toContain(`cancel_action had no effect: action ${id} is already closed`);
+    expect(refused.error?.message).toContain('a person abandoned it (outcome unknown, INTERNAL)');
+    expect(answer.text).toContain('ACTION_CLOSED');
+    // Nothing was appended, and what the agent reads afterwards is the record as it was: no caller disposition.
+    expect(f.events(id).map((e) => e.kind)).toEqual(history);
+    const status = await backend.call(sessionId, 'action_status', { action_id: id }, never);
+    expect(actionReply(status)).toMatchObject({
+      caller_disposition: null,
+      effect: 'unknown_effect',
+      error: { code: 'INTERNAL', outcome: 'unknown' },
+    });
+    // The journal itself refuses a caller event after ABANDONED, whoever writes it.
+    await expect(
+      f.h.temp.journal.append({ kind: 'CALLER_CANCELLED', action_id: id, payload: { stage: 'remote_execution' } }),
+    ).rejects.toMatchObject({ code: 'IMPOSSIBLE_TRANSITION', refusal: { kind: 'abandoned' } });
+    expect(f.events(id).map((e) => e.kind)).toEqual(history);
+  });
+
+  it.each([
+    ['committed', 'it is settled: committed (effect succeeded)'],
+    ['rejected by a person', 'its ticket was rejected before dispatch (not_attempted, APPROVAL_DENIED)'],
+    ['refused at validation', 'it closed before dispatch (not_attempted, INVALID_ARGUMENT)'],
+  ] as const)('%s: the same answer, nothing recorded, the disposition kept', async (closedHow, why) => {
+    await open();
+    const sessionId = await approvedSession(902);
+    let id: string;
+    if (closedHow === 'committed') {
+      const post = { route: 'plain', method: 'POST', path: '/documents/4', body: '{"m":1}' };
+      id = actionReply(await backend.call(sessionId, 'http_request', post, never)).invocation_id;
+    } else if (closedHow === 'rejected by a person') {
+      const post = { route: 'docs', method: 'POST', path: '/documents/5', body: '{"m":2}' };
+      const call = backend.call(sessionId, 'http_request', post, never);
+      const [card] = await waitForCardCount(f.queue, 1);
+      await f.queue.reject(card?.ticket ?? 0, person, 'not today');
+      id = actionReply(await call).invocation_id;
+    } else {
+      id = actionReply(
+        await backend.call(sessionId, 'http_request', { route: 'plain', method: 'POST' }, never),
+      ).invocation_id;
+    }
+    const history = f.events(id).map((e) => e.kind);
+    const before = actionReply(await backend.call(sessionId, 'action_status', { action_id: id }, never));
+
+    const answer = await backend.call(sessionId, 'cancel_action', { action_id: id }, never);
+    expect(reply(answer)).toMatchObject({ invocation_id: null, error: { code: 'ACTION_CLOSED', field: 'action_id' } });
+    expect(reply(answer).error?.message).toContain(
+      `cancel_action had no effect: action ${id} is already closed: ${why}`,
+    );
+    expect(reply(answer).error?.message).toContain('Nothing was recorded');
+    expect(f.events(id).map((e) => e.kind)).toEqual(history);
+    const after = actionReply(await backend.call(sessionId, 'action_status', { action_id: id }, never));
+    expect(after).toEqual(before);
+    // The executor answered the call itself, but no handoff was reported here, so none is recorded: never "completed".
+    expect(after.caller_disposition).toBeNull();
+  });
+});

@@ -25,6 +25,7 @@ import { actionCall, cancelledAfterDispatch, cancelledNote, type CallWatch, wait
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
 import { decisionEventKinds, decisionFacts, waitForSettled } from './call-waits.js';
+import { closedForCancel } from './closed-action.js';
 import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, closedSessionRefusal, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
@@ -422,6 +423,17 @@ async function readCall(
     state = deps.journal.getAction(state.action_id) ?? state;
   }
   if (tool === 'cancel_action') {
+    // A closed action is not changed: no caller event, no CANCELLED; the answer says the cancel did nothing, and why.
+    const closed = closedForCancel(state);
+    if (closed !== undefined)
+      return readRefusal(
+        refusal(
+          'ACTION_CLOSED',
+          `cancel_action had no effect: action ${state.action_id} is already closed: ${closed}. Nothing was recorded; action_status answers its record`,
+          'never',
+          'action_id',
+        ),
+      );
     const after = (await deps.queue.callerStopped(state.action_id, 'cancelled')) ?? state;
     const stopped = stoppedAfterDispatch(
       after,

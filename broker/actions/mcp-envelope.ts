@@ -46,7 +46,9 @@ export function buildMcpEnvelope(f: McpEnvelopeFacts): Envelope {
   const cancelled = r?.caller === 'cancelled' || r?.stoppedBeforeDispatch === 'cancelled';
   const envelope: Envelope = {
     invocation_id: f.state.action_id,
-    // The operation deadline is the broker's limit on the remote, not the caller's: it never says timed_out.
+    // The operation deadline is the broker's limit on the remote, not the caller's: it never says timed_out. This is
+    // the envelope of the call's own answer (the executor's), so unless the record says how the caller's wait ended,
+    // the answer completes it; action_status and fetch_result answer the record instead (state-envelope.ts).
     caller_disposition: cancelled ? 'canceled' : (f.state.caller_disposition ?? 'completed'),
     effect: c.effect,
     outcome_basis: c.outcome_basis,

@@ -13,14 +13,17 @@ import {
  * The public envelope of an action as its journaled state says it is now: for action_status, a
  * caller that stopped waiting, and closures the queue recorded (rejected, expired, cancelled).
  * Built only from recorded facts; an action nothing has classified yet carries no error and a null
- * effect (it is still waiting or in flight).
+ * effect (it is still waiting or in flight). `caller_disposition` is the one `disposition` names (this answer is
+ * the caller's own, and says how its call ended), else the recorded one — null when none is recorded (a call cut
+ * off unanswered by a crash or a stop, or one still waiting): `completed` comes only from RESULT_DELIVERED or from
+ * an answer that completes its own call, never as a default.
  */
 export function stateEnvelope(state: ActionState, disposition?: CallerDisposition): Envelope {
   const c = stateClassification(state);
   const last = state.attempts.at(-1);
   const envelope: Envelope = {
     invocation_id: state.action_id,
-    caller_disposition: disposition ?? state.caller_disposition ?? 'completed',
+    caller_disposition: disposition ?? state.caller_disposition,
     effect: state.effect,
     outcome_basis: state.outcome_basis,
     ...(c === undefined || c.code === null ? {} : envelopeError(c, errorCodeMeanings[c.code])),

@@ -65,7 +65,7 @@ function actionLine(r: EnvelopeReply): string {
   return [
     `action: ${r.invocation_id}`,
     ...where,
-    `caller: ${r.caller_disposition}`,
+    `caller: ${r.caller_disposition ?? 'not recorded'}`,
     `effect: ${r.effect ?? 'none recorded'}`,
   ]
     .filter((part) => part !== undefined)

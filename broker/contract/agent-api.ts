@@ -197,7 +197,7 @@ export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
   fetch_result:
     'Read the stored result of an earlier action again. A read: it never sends anything. Before an outcome is recorded it answers RESULT_NOT_READY (retry fetch_result): wait with action_status wait_ms first.',
   cancel_action:
-    'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded.',
+    'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded. An action already closed is not changed (ACTION_CLOSED).',
   list_routes:
     'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials).',
   request_credential:

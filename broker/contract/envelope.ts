@@ -67,7 +67,12 @@ export const envelopeErrorSchema = z.object({
  */
 export const envelopeSchema = z.object({
   invocation_id: z.string(),
-  caller_disposition: z.enum(CallerDisposition),
+  /**
+   * What happened to the caller that made the call, as recorded (DESIGN §3), or as this answer to that call itself
+   * is (it completes it). null: nothing is recorded — the call was cut off unanswered (the broker was killed or
+   * stopped while it waited) or is still waiting. Never guessed.
+   */
+  caller_disposition: z.enum(CallerDisposition).nullable(),
   effect: z.enum(Effect).nullable(),
   outcome_basis: z.string().nullable(),
   error: envelopeErrorSchema.optional(),

@@ -277,6 +277,11 @@ export const errorCodeRegistry = {
     meaning:
       'The ticket (or credential request) already holds a terminal decision or was dispatched; the late decision changed nothing.',
   },
+  ACTION_CLOSED: {
+    from: broker,
+    meaning:
+      'The action is already closed (settled, closed before dispatch, abandoned, or its outcome recorded with no attempt in flight): the cancel had no effect and recorded nothing.',
+  },
   NOT_FOUND: {
     from: ['broker', 'operator_host'],
     meaning:

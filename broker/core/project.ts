@@ -38,6 +38,28 @@ export function foldEvent(state: ActionState | undefined, event: JournalEvent): 
 }
 
 /**
+ * Rules for new events only, checked before the fold when an event is appended (broker/journal plan-unit), never on
+ * replay: journals written before a rule existed may hold what it now refuses, and their histories must still fold.
+ * - A caller event (CALLER_CANCELLED, CALLER_DEADLINE_EXCEEDED, CALLER_DISCONNECTED) after ABANDONED: a person closed
+ *   the action for good, and its call had ended before (only a recorded unknown is abandoned), so no caller of it is
+ *   left to cancel, time out or go away; recording one would rewrite how that call ended.
+ */
+export function refuseNewEvent(state: ActionState | undefined, event: JournalEvent): TransitionRefusal | undefined {
+  if (state === undefined || !state.abandoned || !callerEventKinds.has(event.kind)) return undefined;
+  return {
+    kind: 'abandoned',
+    code: 'IMPOSSIBLE_TRANSITION',
+    message: `seq ${event.seq} ${event.kind} on ${event.action_id}: a caller event after a person abandoned it`,
+  };
+}
+
+const callerEventKinds: ReadonlySet<EventKind> = new Set([
+  'CALLER_CANCELLED',
+  'CALLER_DEADLINE_EXCEEDED',
+  'CALLER_DISCONNECTED',
+]);
+
+/**
  * The projection: current action state as a pure fold of its events in append order. Anything that
  * would contradict the recorded history (not_attempted after DISPATCH_STARTED, committed → unknown,
  * two terminal decisions) throws: a refusal (refused(), a lost race) as TransitionRefused, a bug as

@@ -4,6 +4,7 @@ import {
   foldEvent,
   foldSessionEvent,
   idempotencyKeyId,
+  refuseNewEvent,
   type BoundIdempotencyKey,
   type CredentialRequestState,
 } from '../core/index.js';
@@ -113,6 +114,8 @@ export function planUnit(newEvents: readonly NewEvent[], ctx: PlanContext): Plan
     const before = states.get(input.action_id) ?? ctx.stateOf(input.action_id);
     const stamped = stamp(input, before, ctx.nextSeq + i, ctx.atMs, lastTicket);
     if (input.kind === 'ACTION_ACCEPTED' && stamped.ticket !== null) lastTicket = stamped.ticket;
+    const late = refuseNewEvent(before, stamped);
+    if (late !== undefined) return { ok: false, refusal: late };
     const folded = foldEvent(before, stamped);
     if (!folded.ok) return folded;
     bindKey(stamped, idempotencyKeys, ctx);
