@@ -533,7 +533,9 @@ describe('when the broker stops accepting (the drain before it closes)', () => {
       code: expect.stringMatching(/^(ECONNREFUSED|ENOENT)$/),
     });
     // A new call on the open connection is answered at once, coded, and never reaches the backend.
-    const refused = await client.callTool({ name: 'http_request', arguments: { route: 'r' } });
+    const refused = await client.callTool({ name: 'http_request', arguments: { route: 'r' } }, undefined, {
+      timeout: 5_000,
+    });
     expect(refused.isError).toBe(true);
     expect(refused.structuredContent).toMatchObject({
       error: {
