@@ -154,8 +154,9 @@ function startExecutor(
   // Once admitted, a thrown error is answered from the record: never a bare refusal, which would
   // tell the agent "not_attempted, fix and resend" about an action that may have been sent.
   const run = executed.catch((error: unknown) => {
-    // A retry_of the executor refused before it named the action: a coded refusal, nothing recorded.
-    if (actionId === undefined && isCodedError(error)) return retryRefusal(error);
+    // A retry_of the executor refused before it named the action, or one the stopping broker did not start (the queue
+    // holds releases: SHUTTING_DOWN, thrown before any lease): a coded refusal, nothing recorded.
+    if (isCodedError(error) && (actionId === undefined || error.code === 'SHUTTING_DOWN')) return retryRefusal(error);
     if (closedByShutdown(deps.journal))
       deps.logger?.info({ action_id: actionId }, 'the broker stopped while this action ran; the next start records it');
     else deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
@@ -381,7 +382,10 @@ export function cancelledAfterDispatch(id: string): string {
   return `the caller cancelled after dispatch; the remote operation was not stopped and its outcome is unknown until recorded: call action_status {"action_id":"${id}","wait_ms":…} to wait on, or fetch_result once it settled`;
 }
 
-/** A refused retry_of: the request was wrong (after_correction) or no retry is open to it (never). */
+/**
+ * A refused retry_of: the request was wrong (after_correction), the broker is stopping (backoff: ask again once it runs)
+ * or no retry is open to it (never).
+ */
 function retryRefusal(error: CodedError): ToolAnswer {
   const correctable: readonly string[] = [
     'INVALID_ARGUMENT',
@@ -391,12 +395,12 @@ function retryRefusal(error: CodedError): ToolAnswer {
     'FORBIDDEN_HEADER',
     'PAYLOAD_LIMIT',
   ];
-  return refusal(
-    error.code,
-    error.message,
-    correctable.includes(error.code) ? 'after_correction' : 'never',
-    error.field,
-  );
+  const retry = correctable.includes(error.code)
+    ? 'after_correction'
+    : error.code === 'SHUTTING_DOWN'
+      ? 'backoff'
+      : 'never';
+  return refusal(error.code, error.message, retry, error.field);
 }
 
 /**

@@ -469,6 +469,33 @@ describe('when fetch_result asks while a retry of a throttled attempt is in flig
   });
 });
 
+describe('when an agent asks for a retry_of while the broker stops (the queue holds releases)', () => {
+  it('answers a SHUTTING_DOWN refusal (backoff, nothing recorded), never the earlier record, and sends nothing', async () => {
+    const remote = await AdversarialHttpServer.start({
+      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n');
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(813);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    const first = actionReply(await backend.call(sessionId, 'http_request', put, never));
+    expect(first.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    const id = first.invocation_id;
+    const recorded = f.events(id).length;
+    f.queue.holdReleases();
+    const answer = await backend.call(sessionId, 'http_request', { ...put, retry_of: id }, never);
+    expect(answer.isError).toBe(true);
+    expect(reply(answer)).toMatchObject({
+      invocation_id: null,
+      error: { code: 'SHUTTING_DOWN', outcome: 'not_attempted', retry: 'backoff', field: 'retry_of' },
+    });
+    expect(answer.text).toContain('the broker is stopping');
+    expect(remote.requests).toHaveLength(1);
+    expect(f.events(id)).toHaveLength(recorded);
+  });
+});
+
 describe('when the caller cancels after dispatch (DESIGN §3: the cause is the caller, the outcome unknown)', () => {
   it('cancel_action answers CALLER_CANCELLED, outcome unknown, retry fetch_result — the operation goes on and is not stopped', async () => {
     const remote = await openWithRemote({ kind: 'apply_then_hang' });

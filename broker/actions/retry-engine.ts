@@ -52,7 +52,10 @@ export interface RetrySubject<R> {
   leaseHeld(state: ActionState): R;
   /** The route's lookup, if any: asked once the key's window has passed (never a resend then). */
   reconcile?: () => Promise<void>;
-  /** Whether a send could run now (the vault unlocked): no lease is taken for a retry that cannot. */
+  /**
+   * Whether a send could run now (the vault unlocked, the broker not stopping): no lease is taken for a retry that
+   * cannot. Asked again after a backoff, just before the lease.
+   */
   ready(): boolean;
 }
 
@@ -112,6 +115,8 @@ export async function retryWhileAllowed<R>(
         now?.attempts.length !== state.attempts.length
       )
         continue;
+      // The vault may have locked, or the broker begun to stop, while waiting.
+      if (!subject.ready()) return result;
     }
     const refused = await takeLease(deps, subject.actionId, plan.generation, plan.decision, policy, requester);
     if (refused !== undefined)

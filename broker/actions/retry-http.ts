@@ -177,7 +177,8 @@ export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpA
     ...(b.binding === undefined ? {} : { keyExpiresAtMs: b.binding.expires_at_ms }),
     send: (run) => authorizeAndSend(deps, b, run),
     fromRecord: (state) => recordedAnswer(state, b.fingerprint),
-    ready: () => deps.vault.state() === 'unlocked',
+    // A locked vault, or a broker that is stopping (the queue holds releases): no further attempt starts.
+    ready: () => deps.vault.state() === 'unlocked' && deps.queue.releasesHeld?.() !== true,
     leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };

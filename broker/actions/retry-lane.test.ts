@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { ManualTimers } from '../testing/manual-timers.js';
+import { codedRefusal } from '../testing/queue-waits.js';
 
 /**
  * DESIGN §4 "Retries keep the ticket's place", performed with the real executor, queue, journal and channel: #1 (a PUT
@@ -133,6 +134,87 @@ describe('when an agent retries an earlier ticket (retry_of) while a later one o
         'PUT /api/documents/7',
         'POST /api/documents/7/publish',
       ]);
+    } finally {
+      releasePatch();
+      held.closeAllConnections();
+      await new Promise<void>((resolve) => held.close(() => resolve()));
+    }
+  });
+});
+
+describe('when the broker stops (holdReleases) while a retry could still start', () => {
+  const put = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
+  const kindsOf = (actionId: string): string[] =>
+    [...h.temp.journal.events()].filter((e) => e.action_id === actionId).map((e) => e.kind);
+
+  it('an automatic retry whose backoff ends during the drain is not sent: the action answers its record and leaves the drain', async () => {
+    const timers = new ManualTimers(h.temp.clock);
+    const first = h.run(localRouteConfig(server.port, retrying), put, { retryTimers: timers });
+    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+    expect(h.queue.releasedCount()).toBe(1);
+    h.queue.holdReleases();
+    expect(timers.advance(1_000)).toBe(1);
+    const answered = await first;
+    expect(answered.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    expect(arrivals()).toEqual(['PUT /api/documents/7']);
+    expect(kindsOf(answered.envelope.invocation_id)).not.toContain('RETRY_LEASED');
+    expect(h.queue.releasedCount()).toBe(0);
+  });
+
+  it('an agent’s retry_of asked for during the drain is refused SHUTTING_DOWN: nothing sent, nothing recorded', async () => {
+    const config = localRouteConfig(
+      server.port,
+      ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n'),
+    );
+    const first = await h.run(config, put);
+    expect(first.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    const id = first.envelope.invocation_id;
+    const before = kindsOf(id);
+    h.queue.holdReleases();
+    const refused = await codedRefusal(h.run(config, { ...put, retry_of: id }));
+    expect(refused).toMatchObject({ code: 'SHUTTING_DOWN', field: 'retry_of' });
+    expect(refused.message).toContain('the broker is stopping');
+    expect(arrivals()).toEqual(['PUT /api/documents/7']);
+    expect(kindsOf(id)).toEqual(before);
+    expect(h.queue.releasedCount()).toBe(0);
+  });
+
+  it('a retry_of still waiting for its lane when the hold comes is refused SHUTTING_DOWN; the ticket in flight drains', async () => {
+    const arrived: string[] = [];
+    let releasePatch: () => void = () => undefined;
+    const patchHeld = new Promise<void>((resolve) => (releasePatch = resolve));
+    let putCount = 0;
+    const held = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        arrived.push(`${req.method ?? ''} ${req.url ?? ''}`);
+        const answer = (status: number): void =>
+          void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+        if (req.method === 'PUT' && ++putCount === 1) answer(429);
+        else if (req.method === 'PATCH') void patchHeld.then(() => answer(200));
+        else answer(200);
+      });
+    });
+    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    try {
+      const config = localRouteConfig(
+        (held.address() as AddressInfo).port,
+        ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n'),
+      );
+      const first = await h.run(config, put);
+      const patch = h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+      await expect.poll(() => arrived.length, { timeout: 10_000 }).toBe(2);
+      const retried = codedRefusal(h.run(config, { ...put, retry_of: first.envelope.invocation_id }));
+      // The retry waits behind the PATCH in flight (its place back at the lane's head): both count as released.
+      await expect.poll(() => h.queue.releasedCount(), { timeout: 5_000 }).toBe(2);
+      h.queue.holdReleases();
+      expect(await retried).toMatchObject({ code: 'SHUTTING_DOWN', field: 'retry_of' });
+      expect(h.queue.releasedCount()).toBe(1);
+      releasePatch();
+      expect((await patch).envelope.error).toBeUndefined();
+      expect(h.queue.releasedCount()).toBe(0);
+      expect(arrived).toEqual(['PUT /api/documents/7', 'PATCH /api/documents/7']);
+      expect(kindsOf(first.envelope.invocation_id)).not.toContain('RETRY_LEASED');
     } finally {
       releasePatch();
       held.closeAllConnections();

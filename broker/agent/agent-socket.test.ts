@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CodedError } from '../contract/index.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import { connectRawLines, initializeFrame, type RawLineClient } from '../testing/malformed-mcp.js';
-import { holdUntilAborted, ScriptedAgentBackend } from '../testing/scripted-agent-backend.js';
+import type { ToolAnswer } from '../ports/index.js';
+import { holdUntilAborted, ScriptedAgentBackend, scriptedRouteList } from '../testing/scripted-agent-backend.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import type { AgentLimits } from './agent-limits.js';
 import { agentSocketPath, startAgentSocket, type AgentSocket, type AgentSocketOptions } from './agent-socket.js';
@@ -511,6 +512,53 @@ describe('when an agent lists and calls tools', () => {
       .toBe(false);
     second.abort();
     await pending[1];
+  });
+});
+
+describe('when the broker stops accepting (the drain before it closes)', () => {
+  it('refuses new connections and answers a new call SHUTTING_DOWN, while a call already running gets its own answer', async () => {
+    const socket = await start();
+    let answerFirst: (answer: ToolAnswer) => void = () => undefined;
+    backend.respond = () =>
+      new Promise<ToolAnswer>((resolve) => {
+        answerFirst = resolve;
+      });
+    const client = await mcpClient(socket.path);
+    const first = client.callTool({ name: 'list_routes', arguments: {} });
+    const running = await backend.nextCall();
+
+    await socket.stopAccepting();
+    // No new connection is accepted: the listener is gone.
+    await expect(mcpClient(socket.path, 'late-agent')).rejects.toMatchObject({
+      code: expect.stringMatching(/^(ECONNREFUSED|ENOENT)$/),
+    });
+    // A new call on the open connection is answered at once, coded, and never reaches the backend.
+    const refused = await client.callTool({ name: 'http_request', arguments: { route: 'r' } }, undefined, {
+      timeout: 5_000,
+    });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({
+      error: {
+        code: 'SHUTTING_DOWN',
+        outcome: 'not_attempted',
+        retry: 'backoff',
+        message: 'the broker is stopping; nothing new is accepted and nothing was recorded (call again once it runs)',
+      },
+    });
+    const [text] = refused.content as Array<{ type: string; text: string }>;
+    expect(text?.text.split('\n')[0]).toBe(
+      'SHUTTING_DOWN: the broker is stopping; nothing new is accepted and nothing was recorded (call again once it runs)',
+    );
+    expect(backend.calls).toHaveLength(1);
+
+    // The call that was running keeps its connection and gets its own answer.
+    expect(running.signal.aborted).toBe(false);
+    answerFirst({ isError: false, structured: scriptedRouteList, text: 'the running call' });
+    const answered = await first;
+    expect(answered.isError).toBeFalsy();
+    expect(answered.structuredContent).toEqual(scriptedRouteList);
+    expect(backend.disconnected).toEqual([]);
+    await socket.stopAccepting(); // idempotent
   });
 });
 

@@ -109,8 +109,8 @@ export interface BrokerRuntime {
   /**
    * Stops intake only: the control socket closes; the agent socket stops accepting connections and answers every new
    * call on the ones open SHUTTING_DOWN, while the calls already running keep their connection for their answer; the
-   * queue releases no further ticket (one waiting for a person, or for its turn, stays undispatched). Actions already
-   * released run on (a host drains them before `close`, shutdown-sequence.ts). Idempotent.
+   * queue releases no further ticket (one waiting for a person, or for its turn, stays undispatched) and starts no
+   * retry. Actions already released run on (a host drains them before `close`, shutdown-sequence.ts). Idempotent.
    */
   stopIntake(): Promise<void>;
   /** Actions released to their executors (on their way or dispatched) whose executor has not settled yet. */

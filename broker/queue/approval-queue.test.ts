@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { approvalCardSchema, type ApprovalCard, type JournalEvent } from '../contract/index.js';
 import { canary, canaryLeaks } from '../testing/http-action-harness.js';
 import { approvalTtlSeconds, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
@@ -368,6 +368,56 @@ describe('what never leaves the vault', () => {
     expect(f.logLines.join('\n')).not.toContain(canary);
     expect(canaryLeaks(f.h)).toEqual([]);
     expect(f.server.arrivals[0]?.headerNames).toContain('authorization');
+  });
+});
+
+/** Whether `run` settled by the time the queued callbacks ran (an executor still waiting for its turn has not). */
+async function hasSettled(run: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  run.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  return settled;
+}
+
+describe('when the broker stops (holdReleases: the drain before the journal closes)', () => {
+  it('a card a person approves after the hold is not released: nothing is sent and nothing counts as in flight', async () => {
+    f = await openQueueFixture();
+    const run = f.submit('A');
+    const card = await cardOf('A', 'pending');
+    f.queue.holdReleases();
+    await f.queue.approve(card.ticket, person);
+    expect(f.queue.releasedCount()).toBe(0);
+    expect(f.h.temp.journal.getAction(card.action_id)).toMatchObject({ decision: 'approved', dispatch_seq: null });
+    await expect(f.server.waitForArrivals(1, 200)).rejects.toThrow(/expected 1 arrivals/);
+    expect(await hasSettled(run)).toBe(false);
+  });
+
+  it('one already released runs on and is counted until it settles; the ticket whose lane turn then comes stays unreleased', async () => {
+    f = await openQueueFixture({ server: { behave: ({ marker }) => (marker === 'A' ? 'hold' : 'respond') } });
+    const a = f.submit('A', { route: 'plain' });
+    await f.server.waitForArrivals(1);
+    const b = f.submit('B', { route: 'plain' });
+    // B is admitted and waits for its turn behind A (the same lane, document-7).
+    await vi.waitFor(() => expect(f.h.temp.journal.listActions({ fromTicket: 1, limit: 10 })).toHaveLength(2));
+    expect(f.queue.releasedCount()).toBe(1);
+    f.queue.holdReleases();
+    expect(f.queue.releasedCount()).toBe(1);
+    expect(f.server.releaseHeld()).toBe(1);
+    const ra = await a;
+    expect(ra.envelope.error).toBeUndefined();
+    expect(ra.response?.status).toBe(200);
+    // A settled (and its lane moved on to B) without B being released to its executor.
+    expect(f.queue.releasedCount()).toBe(0);
+    const bState = f.h.temp.journal
+      .listActions({ fromTicket: 1, limit: 10 })
+      .find((s) => s.action_id !== ra.envelope.invocation_id);
+    expect(bState).toMatchObject({ dispatch_seq: null, outcome: null });
+    await expect(f.server.waitForArrivals(2, 200)).rejects.toThrow(/expected 2 arrivals/);
+    expect(f.server.markers()).toEqual(['A']);
+    expect(await hasSettled(b)).toBe(false);
   });
 });
 

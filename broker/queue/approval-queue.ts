@@ -35,6 +35,8 @@ export interface DispatchQueue {
   /** A retry of an action its record already settled: its place back at the head of its lane (see ApprovalQueue). */
   retryTurn(actionId: string): Promise<void>;
   settled(actionId: string): void;
+  /** The broker is stopping (holdReleases): nothing further may start, an automatic retry round neither. */
+  releasesHeld?(): boolean;
 }
 
 export interface ApprovalQueueOptions {
@@ -54,6 +56,15 @@ export interface ApprovalQueueOptions {
    * running the executable its session recorded). false: the call gets a card instead. Absent: not checked.
    */
   readonly sessionProcessUnchanged?: (session: SessionState) => boolean;
+}
+
+/** A retry refused because the broker is stopping: nothing was recorded on the action, it may be asked for again. */
+function shuttingDown(actionId: string): CodedError {
+  return new CodedError(
+    'SHUTTING_DOWN',
+    `the broker is stopping; the retry of ${actionId} was not started and nothing was recorded (ask again once it runs)`,
+    { field: 'retry_of' },
+  );
 }
 
 /** One bounded page when the queue reads the journal (the journal caps pages at 1000 too). */
@@ -155,9 +166,12 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * A retry of an action whose record already settled (an agent's retry_of, a person's retry): the action takes its
    * place back at the head of its lane — no later ticket is released from now on — and goes once no other ticket of
    * the lane is in flight or blocked, so it never runs beside a later write of the lane (DESIGN §4: retries keep the
-   * ticket's place). The executor calls settled() when the retry is done, as for any run.
+   * ticket's place). The executor calls settled() when the retry is done, as for any run. While the broker stops
+   * (holdReleases) no retry goes, like no ticket: one asked for then, or still waiting for its turn when the hold
+   * comes, is refused SHUTTING_DOWN before anything is recorded on the action.
    */
   async retryTurn(actionId: string): Promise<void> {
+    if (this.holding) throw shuttingDown(actionId);
     const lane = this.journal.getAction(actionId)?.lane ?? null;
     this.executing.set(actionId, lane);
     if (lane === null) return;
@@ -168,8 +182,14 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         return standing === 'in_flight' || standing === 'blocked' || this.executing.has(s.action_id);
       });
     if (!busy()) return;
-    await new Promise<void>((resolve) => {
+    await new Promise<void>((resolve, reject) => {
       const stop = this.onChange(() => {
+        if (this.holding) {
+          stop();
+          this.executing.delete(actionId);
+          reject(shuttingDown(actionId));
+          return;
+        }
         if (busy()) return;
         stop();
         resolve();
@@ -435,10 +455,17 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   /**
    * The broker is stopping (BrokerRuntime.stopIntake): no ticket is released from now on, whatever it waits for (a
    * person, its turn); its executor keeps waiting and the next start's recovery closes it (not_attempted). Those
-   * already released run on. Not undone: the queue closes next.
+   * already released run on, but start no further attempt: no retry goes (retryTurn refuses SHUTTING_DOWN, the retry
+   * engine takes no lease once releasesHeld()). Not undone: the queue closes next.
    */
   holdReleases(): void {
     this.holding = true;
+    // A retry waiting for its turn (retryTurn) hears the hold and is refused.
+    this.notify();
+  }
+
+  releasesHeld(): boolean {
+    return this.holding;
   }
 
   /** Tickets released to their executors that have not settled yet (what a stopping broker drains). */

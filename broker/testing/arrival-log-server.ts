@@ -13,11 +13,12 @@ import type { AddressInfo } from 'node:net';
  * else the body text, else `METHOD path`. Behaviour per request, from `behave(request)` (default
  * `respond`): `respond` answers 200 with `{"received": marker}`; `apply_then_drop` records the
  * arrival (the effect happened) and then destroys the connection without a response — the
- * "unknown outcome" case.
+ * "unknown outcome" case; `hold` records the arrival and answers only once `releaseHeld()` is called (a request
+ * in flight for as long as the test needs).
  *
  * Wait on `waitForArrivals(n)` (an event, not a sleep).
  */
-export type ArrivalBehavior = 'respond' | 'apply_then_drop';
+export type ArrivalBehavior = 'respond' | 'apply_then_drop' | 'hold';
 
 export interface Arrival {
   readonly marker: string;
@@ -41,6 +42,8 @@ const waitMsMaxDefault = 5_000;
 
 export class ArrivalLogServer extends EventEmitter {
   readonly arrivals: Arrival[] = [];
+  /** Answers of `hold` arrivals, sent by releaseHeld. */
+  private readonly held: Array<() => void> = [];
 
   private constructor(
     private readonly server: Server,
@@ -85,6 +88,13 @@ export class ArrivalLogServer extends EventEmitter {
     });
   }
 
+  /** Answers every request held so far (behaviour `hold`); returns how many. */
+  releaseHeld(): number {
+    const answers = this.held.splice(0);
+    for (const answer of answers) answer();
+    return answers.length;
+  }
+
   async stop(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -117,8 +127,12 @@ export class ArrivalLogServer extends EventEmitter {
         return;
       }
       const body = JSON.stringify({ received: marker });
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      response.end(body);
+      const answer = (): void => {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        response.end(body);
+      };
+      if (behavior === 'hold') this.held.push(answer);
+      else answer();
     });
   }
 }
