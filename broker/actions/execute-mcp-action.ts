@@ -249,11 +249,8 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
 
 /**
  * CREDENTIAL_AUTHORIZED for an MCP call: the credentials the server is given (ids and version tags, comma-joined;
- * `none` for a server that needs none — the journal's order still requires the step) and how they are handed over.
- */
-/**
- * What CREDENTIAL_AUTHORIZED records for a call: the vault credentials opened for it and how they reach the server
- * (`mcp_env`, `mcp_header`), or for an `oauth:` server its OAuth grant, `mcp_oauth:<server>` sent as the bearer
+ * `none` for a server that needs none — the journal's order still requires the step) and how they are handed over
+ * (`mcp_env`, `mcp_header`); for an `oauth:` server its OAuth grant, `mcp_oauth:<server>`, sent as the bearer
  * (`mcp_oauth`; a grant has no version tag: a person's authorization replaces it). Never a token.
  */
 export function mcpCredentialAuthorization(
