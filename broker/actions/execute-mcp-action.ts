@@ -206,7 +206,11 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
       const closed = closedBeforeDispatch(deps.journal, b.actionId);
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
       // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
-      const authorized = startAuthorization(deps.journal, b.actionId, authorizationOf(b, opened));
+      const authorized = startAuthorization(
+        deps.journal,
+        b.actionId,
+        mcpCredentialAuthorization(b.server, b.fingerprint, opened),
+      );
       // The secrets the serving session was started with: a reply may echo those, whatever was opened here.
       const sessionSecrets: string[] = [];
       const report = await deps.upstreams.call(mcpServerSpec(b.server), {
@@ -245,15 +249,28 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
 
 /**
  * CREDENTIAL_AUTHORIZED for an MCP call: the credentials the server is given (ids and version tags, comma-joined;
- * `none` for a server that needs none — the journal's order still requires the step) and how they are handed over.
+ * `none` for a server that needs none — the journal's order still requires the step) and how they are handed over
+ * (`mcp_env`, `mcp_header`); for an `oauth:` server its OAuth grant, `mcp_oauth:<server>`, sent as the bearer
+ * (`mcp_oauth`; a grant has no version tag: a person's authorization replaces it). Never a token.
  */
-function authorizationOf(b: Bound, opened: readonly OpenedCredential[]): Parameters<typeof startAuthorization>[2] {
+export function mcpCredentialAuthorization(
+  server: McpServerSettings,
+  fingerprint: string,
+  opened: readonly OpenedCredential[],
+): Parameters<typeof startAuthorization>[2] {
+  if (server.oauth !== undefined)
+    return {
+      credential_id: `mcp_oauth:${server.name}`,
+      version_tag: 'none',
+      injection_mode: 'mcp_oauth',
+      request_fingerprint: fingerprint,
+    };
   const joined = (values: string[]): string => (values.length === 0 ? 'none' : values.join(',').slice(0, 200));
   return {
     credential_id: joined(opened.map((o) => o.info.id)),
     version_tag: joined(opened.map((o) => o.info.version_tag)),
-    injection_mode: opened.length === 0 ? 'none' : b.server.transport === 'stdio' ? 'mcp_env' : 'mcp_header',
-    request_fingerprint: b.fingerprint,
+    injection_mode: opened.length === 0 ? 'none' : server.transport === 'stdio' ? 'mcp_env' : 'mcp_header',
+    request_fingerprint: fingerprint,
   };
 }
 

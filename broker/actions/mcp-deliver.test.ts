@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/index.js';
 import { mcpCardPreview, previewFromTarget } from '../queue/card-preview.js';
-import { deliver, mcpRequestFingerprint, mcpResultBytesMax } from './execute-mcp-action.js';
+import { deliver, mcpCredentialAuthorization, mcpRequestFingerprint, mcpResultBytesMax } from './execute-mcp-action.js';
 import { mcpSecrets } from './mcp-server-secrets.js';
 
 const canary = 'CANARY-mcp-deliver-7d1e0b';
@@ -113,5 +113,66 @@ describe("a server's secrets", () => {
     ]);
     expect(s.headers).toEqual({ authorization: `Bearer ${canary}` });
     expect(s.env).toEqual({});
+  });
+});
+
+describe('what CREDENTIAL_AUTHORIZED records for a call', () => {
+  const config = parseConfig(
+    [
+      'version: 1',
+      'mcp_servers:',
+      '  - name: files',
+      '    transport: stdio',
+      '    command: /usr/bin/node',
+      '    env: { API_TOKEN: "{credential:files-token}" }',
+      '  - name: remote',
+      '    transport: streamable_http',
+      '    url: https://mcp.example.com/mcp',
+      '    credential: remote-token',
+      '  - name: wiki',
+      '    transport: streamable_http',
+      '    url: https://wiki.example.com/mcp',
+      '    oauth: {}',
+      '  - name: plain',
+      '    transport: stdio',
+      '    command: /usr/bin/node',
+      '',
+    ].join('\n'),
+  );
+  const fingerprint = `sha256:${'0a'.repeat(32)}`;
+  const opened = (name: string) => [
+    {
+      name,
+      info: { id: `cred_${name}`, name, kind: 'bearer' as const, version_tag: 'v7', bindings: [] },
+      secret: { kind: 'bearer' as const, token: canary },
+    },
+  ];
+  const record = (server: string, credentials: ReturnType<typeof opened> | [] = []) => {
+    const settings = config.mcpServers.get(server);
+    if (settings === undefined) throw new Error(`${server} not parsed`);
+    return mcpCredentialAuthorization(settings, fingerprint, credentials);
+  };
+
+  it.each([
+    ['a stdio env credential', 'files', opened('files-token'), 'cred_files-token', 'v7', 'mcp_env'],
+    ['a streamable_http header credential', 'remote', opened('remote-token'), 'cred_remote-token', 'v7', 'mcp_header'],
+    [
+      'an OAuth grant, sent as the bearer although no vault credential was opened',
+      'wiki',
+      [],
+      'mcp_oauth:wiki',
+      'none',
+      'mcp_oauth',
+    ],
+    ['nothing', 'plain', [], 'none', 'none', 'none'],
+  ] as const)('%s', (_what, server, credentials, id, tag, mode) => {
+    const payload = record(server, [...credentials]);
+    expect(payload).toEqual({
+      credential_id: id,
+      version_tag: tag,
+      injection_mode: mode,
+      request_fingerprint: fingerprint,
+    });
+    expect(JSON.stringify(payload)).not.toContain(canary);
   });
 });

@@ -4,8 +4,9 @@ import { callOperator, printable } from './operator-commands.js';
 
 /**
  * `postern mcp-servers authorize NAME`: a person starts the OAuth authorization of an upstream MCP server
- * (docs/upstream-mcp.md). A decision: the daemon asks for the vault passphrase typed on this terminal. The URL
- * is printed for the person to open in their browser; the broker's loopback listener receives the redirect.
+ * (docs/upstream-mcp.md). A decision: the daemon asks for the vault passphrase typed on this terminal. The printed
+ * URL is the broker's one-time loopback start link, not the authorization server's: opening it binds the
+ * authorization to that browser and redirects there; the same loopback listener receives the redirect back.
  */
 export function registerMcpServerCommands(program: Command, context: CommandContext): void {
   const servers = program.command('mcp-servers').description('Upstream MCP servers behind Postern.');
@@ -25,6 +26,8 @@ export function registerMcpServerCommands(program: Command, context: CommandCont
     );
     context.io.out(`Open this URL in your browser to authorize ${printable(started.server)}:`);
     context.io.out(printable(started.authorization_url));
+    context.io.out('It works once, in one browser: do not share or paste it elsewhere. If your browser says it was');
+    context.io.out('already used, someone else opened it; nothing is stored then: run this command again.');
     context.io.out(`Postern waits for the redirect until ${new Date(started.expires_at_ms).toISOString()}.`);
   });
 }

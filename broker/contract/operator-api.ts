@@ -360,6 +360,7 @@ export const brokerApiSchemas = {
     input: z.strictObject({ server: z.string().min(1).max(32) }),
     output: z.object({
       server: z.string(),
+      /** The broker's loopback start link (`http://127.0.0.1:PORT/start?n=…`): one-time, for the person's browser only. */
       authorization_url: z.string(),
       /** The one-time loopback listener closes then; authorize again after it. */
       expires_at_ms: z.number().int(),

@@ -10,12 +10,13 @@ import { startOAuthServers, type OAuthServers } from '../testing/upstream-mcp/oa
 import { mcpOAuthFileName } from './mcp-oauth-store.js';
 import { createUpstreamOAuth } from './operator-mcp-oauth.js';
 import { mcpAuthorized } from '../testing/action-paths.js';
+import { createTestBrowser } from '../testing/test-browser.js';
 
 /**
  * OAuth 2.1 + PKCE for a streamable_http upstream, end to end on loopback: a real authorization server and resource
  * server (broker/testing/upstream-mcp/oauth-servers.ts), the broker's real McpOAuth with its sealed file store and
- * guarded fetch, the real channel, a real journal as the dispatch gate. The "person's browser" is a plain HTTP
- * client following the authorization URL. The AS puts `canary` in every token it issues.
+ * guarded fetch, the real channel, a real journal as the dispatch gate. The "person's browser" is an HTTP client
+ * with a cookie jar following the start link (broker/testing/test-browser.ts). The AS puts `canary` in every token.
  */
 const canary = 'pst-oauth-canary-5d1e07b3';
 const fingerprint = `sha256:${'0a'.repeat(32)}`;
@@ -47,6 +48,7 @@ beforeAll(async () => {
   spec = { name: 'wiki', transport: 'streamable_http', url: servers.mcpUrl, oauth: {}, warmMs: 60_000 };
 });
 afterAll(async () => {
+  oauth.close();
   await upstreams.stopAll('broker_stopping');
   await servers.close();
   await temp.dispose();
@@ -85,13 +87,12 @@ function kinds(actionId: string): string[] {
     .filter((k) => !['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'CREDENTIAL_AUTHORIZED'].includes(k));
 }
 
-/** The person's browser: follow the authorization URL to the AS, then its redirect to the loopback callback. */
-async function consent(authorizationUrl: string): Promise<Response> {
-  const atAs = await fetch(authorizationUrl, { redirect: 'manual' });
-  expect(atAs.status).toBe(302);
-  const callback = atAs.headers.get('location') ?? '';
-  expect(callback).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
-  return fetch(callback, { redirect: 'manual' });
+/** The person's browser: the start link, its redirect to the AS, the AS's redirect to the loopback callback. */
+async function consent(startUrl: string): Promise<{ status: number; visited: string[] }> {
+  const answer = await createTestBrowser('person').open(startUrl);
+  expect(answer.visited).toHaveLength(3);
+  expect(answer.visited[2]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
+  return answer;
 }
 
 function grantFile(): Buffer {
@@ -122,19 +123,21 @@ describe('when the server needs OAuth and no person has authorized it', () => {
 describe('when a person authorizes', () => {
   it('a forged callback (wrong state) is refused and changes nothing; the real one completes', async () => {
     const started = await oauth.authorize(spec);
-    const redirectUri = new URL(started.authorizationUrl).searchParams.get('redirect_uri') ?? '';
-    expect(new URL(started.authorizationUrl).searchParams.get('code_challenge_method')).toBe('S256');
+    const redirectUri = new URL(started.startUrl).origin + '/callback';
     const forged = await fetch(`${redirectUri}?code=stolen&state=${'A'.repeat(43)}`);
     expect(forged.status).toBe(400);
     expect(oauth.authState(spec)).toBe('required');
     expect(servers.tokenRefusals()).toBe(0);
-    const answer = await consent(started.authorizationUrl);
+    const answer = await consent(started.startUrl);
+    expect(new URL(answer.visited[1] ?? '').searchParams.get('code_challenge_method')).toBe('S256');
     expect(answer.status).toBe(200);
     await expect(started.done).resolves.toBe('authorized');
     expect(upstreams.status()[0]?.auth).toBe('ok');
     expect(servers.registrations()).toBe(1);
-    // The listener accepted one callback and closed.
-    await expect(fetch(redirectUri)).rejects.toThrow();
+    expect(servers.codesRedeemed()).toBe(1);
+    // One callback is redeemed: a second one (even the same one replayed) is refused.
+    expect((await fetch(answer.visited[2] ?? '')).status).toBe(400);
+    expect(servers.codesRedeemed()).toBe(1);
   });
 
   it('a call succeeds with the token, injected by the broker', async () => {

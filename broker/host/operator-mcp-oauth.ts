@@ -43,7 +43,8 @@ export function createUpstreamOAuth(o: {
 
 /**
  * `mcp_servers.authorize`: a person starts the authorization of one server; the answer is the URL for their
- * browser (no secret: PKCE keeps the verifier in the broker) and when the one-time loopback listener gives up.
+ * browser — the broker's loopback start link, a one-time secret that binds the authorization to the browser that
+ * opens it first (oauth-callback.ts) — and when the loopback listener gives up.
  */
 export function createMcpOAuthOperator(o: {
   config: PosternConfig;
@@ -66,7 +67,7 @@ export function createMcpOAuthOperator(o: {
       );
       return {
         server: server.name,
-        authorization_url: started.authorizationUrl,
+        authorization_url: started.startUrl,
         expires_at_ms: started.expiresAtMs,
       };
     },

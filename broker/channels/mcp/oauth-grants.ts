@@ -22,7 +22,7 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CodedError } from '../../contract/index.js';
 import type { Clock } from '../../ports/index.js';
 import type { McpServerSpec } from './mcp-types.js';
-import { listenForCallback, type CallbackAnswer, type LoopbackCallback } from './oauth-callback.js';
+import { listenForCallback, type CallbackOutcome, type LoopbackCallback } from './oauth-callback.js';
 import { StartFailed } from './upstream-session.js';
 
 /**
@@ -79,11 +79,15 @@ export interface McpOAuthOptions {
 }
 
 export interface McpAuthorization {
-  /** Where the person's browser goes; carries no secret (PKCE keeps the verifier here). */
-  readonly authorizationUrl: string;
+  /**
+   * What the person opens: the broker's own loopback `/start?n=<nonce>`, not the authorization server's URL. It is
+   * a one-time secret: its first opening binds the authorization to that browser (a session cookie) and redirects
+   * to the authorization server; a second opening abandons the authorization (oauth-callback.ts says why).
+   */
+  readonly startUrl: string;
   readonly expiresAtMs: number;
-  /** Settles when the callback came and the code was exchanged, the time ran out, or another one replaced it. */
-  readonly done: Promise<'authorized' | 'failed' | 'expired' | 'closed'>;
+  /** Settles when the person's callback was redeemed or refused, the link was reused, the time ran out, or closed. */
+  readonly done: Promise<CallbackOutcome>;
 }
 
 /** Errors with which an authorization server says the refresh token or the client is no good any more. */
@@ -98,6 +102,7 @@ const refusedGrant = [InvalidGrantError, InvalidClientError, UnauthorizedClientE
 export class McpOAuth {
   private readonly limits: McpOAuthLimits;
   private readonly refreshing = new Map<string, Promise<McpOAuthGrant>>();
+  /** Each server's latest authorization listener; it stays bound for its whole window, so it stays here too. */
   private readonly pending = new Map<string, LoopbackCallback>();
   /**
    * Every token handed to each server, kept until it expires, for scrubbing what it answers (never persisted, never
@@ -216,8 +221,8 @@ export class McpOAuth {
 
   /**
    * A person's step (operator method `mcp_servers.authorize`): discovery, registration when needed, PKCE, and a
-   * loopback listener for the one callback; the returned URL is for the person's browser. A second call for the
-   * same server replaces the first (its listener closes). The vault must be unlocked: the grant is sealed in it.
+   * loopback listener bound to the person's browser; the returned start URL is for that browser. A second call for
+   * the same server replaces the first (its listener closes). The vault must be unlocked: the grant is sealed in it.
    */
   async authorize(spec: McpServerSpec): Promise<McpAuthorization> {
     if (spec.oauth === undefined || spec.url === undefined)
@@ -226,32 +231,30 @@ export class McpOAuth {
       });
     const stored = this.options.store.load(spec.name);
     const state = randomBytes(32).toString('base64url');
-    let verifier = '';
-    let context: FlowContext | undefined;
+    const flow: Flow = { verifier: '', tainted: false, saved: false };
     const callback = await listenForCallback({
       state,
       timeoutMs: this.limits.callbackTimeoutMs,
-      complete: (answer) => this.complete(spec, answer, verifier, context),
+      complete: (code) => this.complete(spec, code, flow),
+      reusedAfterCallback: () => this.untrust(spec, flow),
     });
     this.pending.get(spec.name)?.close();
     this.pending.set(spec.name, callback);
-    void callback.done.then(() => {
-      if (this.pending.get(spec.name) === callback) this.pending.delete(spec.name);
-    });
     try {
-      context = await this.flowContext(spec, stored, callback.redirectUri);
-      const scope = spec.oauth.scopes?.join(' ') ?? context.scopesSupported;
-      const started = await startAuthorization(context.issuer, {
-        ...(context.metadata === undefined ? {} : { metadata: context.metadata }),
-        clientInformation: context.client,
+      flow.context = await this.flowContext(spec, stored, callback.redirectUri);
+      const scope = spec.oauth.scopes?.join(' ') ?? flow.context.scopesSupported;
+      const started = await startAuthorization(flow.context.issuer, {
+        ...(flow.context.metadata === undefined ? {} : { metadata: flow.context.metadata }),
+        clientInformation: flow.context.client,
         redirectUrl: callback.redirectUri,
         state,
         ...(scope === undefined || scope === '' ? {} : { scope }),
-        resource: context.resource,
+        resource: flow.context.resource,
       });
-      verifier = started.codeVerifier;
+      flow.verifier = started.codeVerifier;
+      callback.arm(started.authorizationUrl.toString());
       return {
-        authorizationUrl: started.authorizationUrl.toString(),
+        startUrl: callback.startUrl,
         expiresAtMs: this.options.clock.nowMs() + this.limits.callbackTimeoutMs,
         done: callback.done,
       };
@@ -265,7 +268,26 @@ export class McpOAuth {
     }
   }
 
-  /** Closes every listener still waiting (broker stop). */
+  /**
+   * The start link was opened again after a callback was accepted: the browser that completed the authorization
+   * may have been an agent's, logged in as someone else. Nothing this authorization obtained is kept.
+   */
+  private untrust(spec: McpServerSpec, flow: Flow): void {
+    flow.tainted = true;
+    this.options.logger?.warn({ mcp_server: spec.name }, 'mcp oauth start link opened twice: grant not kept');
+    if (!flow.saved) return;
+    flow.saved = false;
+    // Still this flow's grant (or a refresh of it): another authorization of the server would have closed this
+    // listener, and a closed listener reports nothing.
+    try {
+      const current = this.options.store.load(spec.name);
+      if (current !== undefined) this.forgetTokens(spec.name, current);
+    } catch {
+      this.options.logger?.error({ mcp_server: spec.name }, 'mcp oauth grant could not be dropped (vault locked?)');
+    }
+  }
+
+  /** Closes every listener still bound (broker stop). */
   close(): void {
     for (const callback of this.pending.values()) callback.close();
     this.pending.clear();
@@ -327,25 +349,19 @@ export class McpOAuth {
     };
   }
 
-  private async complete(
-    spec: McpServerSpec,
-    answer: CallbackAnswer,
-    verifier: string,
-    context: FlowContext | undefined,
-  ): Promise<boolean> {
-    if ('error' in answer || context === undefined || verifier === '') {
-      this.options.logger?.warn({ mcp_server: spec.name }, 'mcp oauth authorization was not granted');
-      return false;
-    }
+  private async complete(spec: McpServerSpec, code: string, flow: Flow): Promise<boolean> {
+    const context = flow.context;
+    if (context === undefined || flow.verifier === '' || flow.tainted) return false;
     const tokens = await exchangeAuthorization(context.issuer, {
       ...(context.metadata === undefined ? {} : { metadata: context.metadata }),
       clientInformation: context.client,
-      authorizationCode: answer.code,
-      codeVerifier: verifier,
+      authorizationCode: code,
+      codeVerifier: flow.verifier,
       redirectUri: context.redirectUri,
       resource: context.resource,
       fetchFn: this.fetch(),
     });
+    if (flow.tainted) return false;
     this.options.store.save(spec.name, {
       version: 1,
       url: spec.url ?? '',
@@ -357,6 +373,7 @@ export class McpOAuth {
       tokens,
       ...this.expiry(tokens),
     });
+    flow.saved = true;
     this.options.logger?.info({ mcp_server: spec.name }, 'mcp oauth authorized');
     return true;
   }
@@ -370,6 +387,16 @@ export class McpOAuth {
       return this.options.fetch(input, { ...init, signal });
     };
   }
+}
+
+/** One authorization in progress: what the callback's redemption needs, and whether it may still be trusted. */
+interface Flow {
+  context?: FlowContext;
+  verifier: string;
+  /** The start link was opened twice after the callback: nothing of this flow is stored or kept. */
+  tainted: boolean;
+  /** This flow stored a grant (dropped again when the flow turns out tainted). */
+  saved: boolean;
 }
 
 /** What discovery and registration settled for one authorization. */

@@ -12,7 +12,9 @@ import { registerUpstreamTools } from './upstream-tools.js';
  * 127.0.0.1 (tests of broker/channels/mcp/oauth-grants.ts). The AS serves RFC 8414 metadata, RFC 7591 /register,
  * /authorize that approves at once (302 to the redirect URI with code and state — the "person" consented), and
  * /token that checks the PKCE verifier (S256) and the resource, issuing access tokens and refresh tokens that carry
- * `canary`, so a test can look for them in every byte the broker wrote. The resource server answers 401 with
+ * `canary`, so a test can look for them in every byte the broker wrote. A browser's `x-account` header on /authorize
+ * stands for the account logged in at the authorization server (default `person`); `accountOf` says whose account
+ * a token is for (an attacker's code redeemed by the broker shows up there). The resource server answers 401 with
  * `WWW-Authenticate: Bearer resource_metadata=…` to anything without a live access token.
  */
 export interface OAuthServersOptions {
@@ -38,6 +40,10 @@ export interface OAuthServers {
   /** Every request the resource server received (any path), and the tools/call ones that passed the token check. */
   resourceRequests(): number;
   toolCalls(): Array<{ tool: string; authorization: string }>;
+  /** The account (the `x-account` of the browser that consented) an access or refresh token was issued for. */
+  accountOf(token: string): string | undefined;
+  /** Authorization codes exchanged for tokens. */
+  codesRedeemed(): number;
   /** Requests the resource server answered 401. */
   unauthorized(): number;
   close(): Promise<void>;
@@ -49,13 +55,23 @@ interface AsState {
   issuer: string;
   resource: string;
   readonly clients: Map<string, string[]>;
-  readonly codes: Map<string, { clientId: string; redirectUri: string; challenge: string; resource: string | null }>;
+  readonly codes: Map<string, AsCode>;
   readonly access: Set<string>;
   readonly refresh: Set<string>;
+  readonly accounts: Map<string, string>;
+  redeemed: number;
   issued: number;
   refreshes: number;
   refusals: number;
   refuseRefresh: boolean;
+}
+
+interface AsCode {
+  readonly clientId: string;
+  readonly redirectUri: string;
+  readonly challenge: string;
+  readonly resource: string | null;
+  readonly account: string;
 }
 
 interface ResourceState {
@@ -75,6 +91,8 @@ export async function startOAuthServers(options: OAuthServersOptions): Promise<O
     codes: new Map(),
     access: new Set(),
     refresh: new Set(),
+    accounts: new Map(),
+    redeemed: 0,
     issued: 0,
     refreshes: 0,
     refusals: 0,
@@ -98,6 +116,8 @@ export async function startOAuthServers(options: OAuthServersOptions): Promise<O
     resourceRequests: () => rs.requests,
     toolCalls: () => [...rs.calls],
     unauthorized: () => rs.unauthorized,
+    accountOf: (token) => as.accounts.get(token),
+    codesRedeemed: () => as.redeemed,
     close: async () => {
       await Promise.all([...rs.sessions.values()].map((t) => t.close()));
       await Promise.all([asServer, rsServer].map(stop));
@@ -135,7 +155,7 @@ async function handleAs(as: AsState, request: IncomingMessage, response: ServerR
     as.clients.set(clientId, body.redirect_uris ?? []);
     return send(response, 201, { ...body, client_id: clientId, client_id_issued_at: Math.floor(Date.now() / 1000) });
   }
-  if (url.pathname === '/authorize') return authorize(as, url, response);
+  if (url.pathname === '/authorize') return authorize(as, url, accountOf(request), response);
   if (url.pathname === '/token' && request.method === 'POST')
     return token(as, new URLSearchParams(await readBody(request)), response);
   return send(response, 404, { error: 'not_found' });
@@ -155,14 +175,15 @@ function asMetadata(as: AsState): Record<string, unknown> {
 }
 
 /** The person "consents" at once: a 302 back to the registered redirect URI with a one-time code and the state. */
-function authorize(as: AsState, url: URL, response: ServerResponse): void {
+function authorize(as: AsState, url: URL, account: string, response: ServerResponse): void {
   const q = url.searchParams;
   const clientId = q.get('client_id') ?? '';
   const redirectUri = q.get('redirect_uri') ?? '';
   if (!(as.clients.get(clientId) ?? []).includes(redirectUri) || q.get('code_challenge_method') !== 'S256')
     return send(response, 400, { error: 'invalid_request' });
   const code = randomBytes(16).toString('hex');
-  as.codes.set(code, { clientId, redirectUri, challenge: q.get('code_challenge') ?? '', resource: q.get('resource') });
+  const challenge = q.get('code_challenge') ?? '';
+  as.codes.set(code, { clientId, redirectUri, challenge, resource: q.get('resource'), account });
   const to = new URL(redirectUri);
   to.searchParams.set('code', code);
   to.searchParams.set('state', q.get('state') ?? '');
@@ -182,23 +203,26 @@ function token(as: AsState, form: URLSearchParams, response: ServerResponse): vo
     if (code === undefined || code.challenge !== challenge || code.redirectUri !== form.get('redirect_uri'))
       return refuse('invalid_grant');
     if (code.resource !== as.resource || form.get('resource') !== as.resource) return refuse('invalid_target');
-    return send(response, 200, issue(as));
+    as.redeemed += 1;
+    return send(response, 200, issue(as, code.account));
   }
   if (form.get('grant_type') === 'refresh_token') {
     const presented = form.get('refresh_token') ?? '';
     if (as.refuseRefresh || !as.refresh.delete(presented)) return refuse('invalid_grant');
     as.refreshes += 1;
-    return send(response, 200, issue(as));
+    return send(response, 200, issue(as, as.accounts.get(presented) ?? ''));
   }
   return refuse('unsupported_grant_type');
 }
 
-function issue(as: AsState): Record<string, unknown> {
+function issue(as: AsState, account: string): Record<string, unknown> {
   as.issued += 1;
   const access = `at-${as.canary}-${as.issued}-${randomBytes(4).toString('hex')}`;
   const refresh = `rt-${as.canary}-${as.issued}-${randomBytes(4).toString('hex')}`;
   as.access.add(access);
   as.refresh.add(refresh);
+  as.accounts.set(access, account);
+  as.accounts.set(refresh, account);
   return { access_token: access, token_type: 'Bearer', expires_in: as.accessTtlS, refresh_token: refresh };
 }
 
@@ -248,6 +272,11 @@ async function handleResource(
   registerUpstreamTools(mcp, { processTools: false });
   await mcp.connect(transport);
   await transport.handleRequest(request, response, body);
+}
+
+function accountOf(request: IncomingMessage): string {
+  const account = request.headers['x-account'];
+  return typeof account === 'string' && account !== '' ? account : 'person';
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {
