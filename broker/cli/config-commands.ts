@@ -82,14 +82,14 @@ async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
 /** No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified). */
 async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
   // With no broker running, the broker's own pieces do the work; they load only for this path.
-  const [{ openVault }, { loadConfigIntegrity }] = await Promise.all([
+  const [{ openVault }, { loadConfigIntegrity, dataDirHistoryFromFiles }] = await Promise.all([
     import('../vault/index.js'),
     import('../host/config-integrity.js'),
   ]);
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
-    integrity.attach(vault);
+    integrity.attach(vault, dataDirHistoryFromFiles(dataDir));
     return integrity.pending();
   } finally {
     await vault.close();
