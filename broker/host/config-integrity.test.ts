@@ -79,26 +79,42 @@ describe('when postern.yaml is changed outside Postern', () => {
     const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     vaults.push(vault);
     second.attach(vault, newDir);
+    // Unverified (locked): the copy is only what the file claims, so the card is the whole file, not a diff.
     const card = second.pending();
     expect(card.change?.routes).toEqual([
-      {
+      expect.objectContaining({
         name: 'docs',
-        change: 'changed',
-        fields: [
-          { field: 'base_url', before: 'http://127.0.0.1:1111', after: 'http://127.0.0.1:2222' },
-          { field: 'approval', before: 'per_call', after: 'none' },
-        ],
-      },
+        change: 'added',
+        fields: expect.arrayContaining([
+          { field: 'base_url', before: null, after: 'http://127.0.0.1:2222' },
+          { field: 'approval', before: null, after: 'none' },
+        ]),
+      }),
     ]);
     const digest = card.change?.digest ?? '';
     expect(digest).toBe(digestOf(readFileSync(configFile(), 'utf8')));
-    // Unverified (locked): what accepting would do is not known yet.
+    // What accepting would do is not known yet.
     expect(card.accept_applies).toBe('next_start');
     expect(() => second.accept(digest, person)).toThrow(expect.objectContaining({ code: 'VAULT_LOCKED' }));
 
     await vault.unlock(passphrase);
     expect(second.trust()).toBe('verified');
-    expect(second.pending().accept_applies).toBe('now');
+    // Verified: the card is the difference from what a person accepted.
+    expect(second.pending()).toMatchObject({
+      accept_applies: 'now',
+      change: {
+        routes: [
+          {
+            name: 'docs',
+            change: 'changed',
+            fields: [
+              { field: 'base_url', before: 'http://127.0.0.1:1111', after: 'http://127.0.0.1:2222' },
+              { field: 'approval', before: 'per_call', after: 'none' },
+            ],
+          },
+        ],
+      },
+    });
     expect(() => second.accept(digestOf('something else'), person)).toThrow(
       expect.objectContaining({ code: 'DECISION_CONFLICT', field: 'digest' }),
     );

@@ -325,8 +325,12 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       if (now.problem !== undefined) return { ...base, change };
       try {
         const after = now.text === undefined ? emptyConfig() : parseConfig(now.text, start.file);
-        // Untrusted: the old copy proves nothing, so the card shows the whole file as new.
-        const before = trust === 'untrusted' && !acceptedThisRun ? emptyConfig() : latest.config;
+        // A diff only against what this run knows a person decided: a copy whose seal an unlock verified, or an
+        // acceptance or edit made in this run (first use: the file in force). Without the key (the vault locked since
+        // start, or no broker) the copy is only what the file claims — an agent can write one whose text is the new
+        // file minus one harmless line — so the card shows the whole file as new.
+        const baselineKnown = trust === 'verified' || trust === 'first_use' || acceptedThisRun;
+        const before = baselineKnown ? latest.config : emptyConfig();
         return { ...base, change: { ...change, ...diffConfigs(before, after) } };
       } catch (error) {
         if (!isCodedError(error)) throw error;
@@ -452,9 +456,20 @@ export function acceptConfigFile(options: {
       field: '',
     });
   const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };
+  const acceptedFile = path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName);
+  // The card was computed without the key; the key is here now. A copy that fails its seal may have shaped that card
+  // (an agent's copy of the new file minus one line, under a person's name): nothing is sealed over it from here.
+  const stored = readAcceptedRecord(acceptedFile);
+  if (stored.kind === 'bad' || (stored.kind === 'record' && !macHolds(options.vault, stored.record)))
+    throw new CodedError(
+      'CONFIG_UNTRUSTED',
+      'the last accepted copy of postern.yaml failed its seal check (changed outside Postern): nothing was accepted. ' +
+        'Start the broker and unlock the vault, review the whole file with `postern config pending`, then accept it',
+      { field: 'digest' },
+    );
   const text = fileToAccept(readOptions, options.digest);
   const record = sealRecord(options.vault, text, options.clock.nowMs(), actorLabel(options.actor), 'accepted');
-  writeAtomically(path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName), JSON.stringify(record));
+  writeAtomically(acceptedFile, JSON.stringify(record));
   return { digest: options.digest, file: readOptions.file ?? path.join(options.dataDir, configFileName) };
 }
 
