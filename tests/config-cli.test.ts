@@ -64,7 +64,10 @@ describe('postern config with no broker running', () => {
     expect(text.stdout).toContain('base_url: - → http://127.0.0.1:4001');
     const json = await pendingJson();
     expect(json).toMatchObject({ broker_running: false, trust: 'untrusted', accept_applies: 'now' });
-    expect(text.stdout).toContain(`Accept it with: postern config accept ${json.change?.digest}`);
+    // No broker: whatever `accept_applies` says of a running one, an acceptance here is read at the next start.
+    expect(text.stdout).toContain(
+      `Accept it with: postern config accept ${json.change?.digest}  (it applies at the next start)`,
+    );
   });
 
   it('accept is refused without a terminal (an agent) and for a malformed digest; nothing is written', async () => {

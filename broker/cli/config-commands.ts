@@ -82,14 +82,14 @@ async function ifBrokerRuns<T>(call: () => Promise<T>): Promise<T | undefined> {
 /** No broker: the card from the files (the accepted copy's seal is checked only by an unlock, so trust reads unverified). */
 async function pendingFromFiles(dataDir: string): Promise<ConfigPending> {
   // With no broker running, the broker's own pieces do the work; they load only for this path.
-  const [{ openVault }, { loadConfigIntegrity }] = await Promise.all([
+  const [{ openVault }, { loadConfigIntegrity, dataDirHistoryFromFiles }] = await Promise.all([
     import('../vault/index.js'),
     import('../host/config-integrity.js'),
   ]);
   const vault = await openVault({ dataDir, clock: systemClock, idleLockMs: 0 });
   try {
     const integrity = loadConfigIntegrity({ dataDir, clock: systemClock });
-    integrity.attach(vault);
+    integrity.attach(vault, dataDirHistoryFromFiles(dataDir));
     return integrity.pending();
   } finally {
     await vault.close();
@@ -130,9 +130,14 @@ function pendingLines(p: ConfigPending, running: boolean): string[] {
     `Configuration trust: ${p.trust}${running ? '' : ' (no broker running: the seal is checked when a broker unlocks the vault)'}`,
   ];
   if (p.untrusted_reason !== null) lines.push(`  ${p.untrusted_reason}`);
+  const unverified = p.trust === 'unverified';
+  if (unverified)
+    lines.push(
+      'The last accepted copy is UNVERIFIED: its seal needs the vault key, and anyone who can write the data directory can write one. What it says is a claim, and the card below shows the WHOLE file, not a difference.',
+    );
   if (p.accepted !== null)
     lines.push(
-      `Last accepted ${new Date(p.accepted.at_ms).toISOString()} by ${p.accepted.by} (${p.accepted.how}), ${p.accepted.digest}`,
+      `${unverified ? 'Claimed by the unverified copy: last accepted' : 'Last accepted'} ${new Date(p.accepted.at_ms).toISOString()} by ${p.accepted.by} (${p.accepted.how}), ${p.accepted.digest}`,
     );
   if (p.restart_needed) lines.push('An accepted change applies when the broker is restarted.');
   const change = p.change;
@@ -140,7 +145,11 @@ function pendingLines(p: ConfigPending, running: boolean): string[] {
     lines.push('postern.yaml is the accepted configuration: nothing to accept.');
     return lines;
   }
-  lines.push(`${change.file} differs from the accepted configuration (digest ${change.digest}):`);
+  lines.push(
+    unverified || (p.trust === 'untrusted' && p.accepted === null)
+      ? `${change.file}, the whole file, as nothing verified was accepted before it (digest ${change.digest}):`
+      : `${change.file} differs from the accepted configuration (digest ${change.digest}):`,
+  );
   if (change.invalid !== null) {
     lines.push(
       `  ${change.invalid.code}${change.invalid.field === null || change.invalid.field === '' ? '' : ` ${change.invalid.field}`}: ${change.invalid.message} (fix the file first)`,
@@ -157,7 +166,8 @@ function pendingLines(p: ConfigPending, running: boolean): string[] {
   }
   if (change.routes.length + change.ssh_hosts.length + change.mcp_servers.length + change.settings.length === 0)
     lines.push('  no route, host or setting differs (only formatting or comments)');
-  const when = p.accept_applies === 'now' ? 'it is in force at once' : 'it applies at the next start';
+  // With no broker running an acceptance is sealed in the files and read at the next start, whatever the card says.
+  const when = running && p.accept_applies === 'now' ? 'it is in force at once' : 'it applies at the next start';
   lines.push(`Accept it with: postern config accept ${change.digest}  (${when})`);
   return lines;
 }

@@ -95,7 +95,7 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   SESSION_RECONNECTED:
     'The same agent process (pid + start time) opened its recorded session again: a shim reconnecting after a broker restart or a lost connection, or another connection of that process.',
   CONFIG_APPLIED:
-    'A configuration a person accepted (or edited) took effect without a restart: its digest, who, how, and the settings waiting for one.',
+    "A configuration a person accepted (or edited) took effect without a restart, or a new data directory's file was trusted on first use at its first unlock: its digest, who, how, and the settings waiting for one.",
   CREDENTIAL_REQUESTED:
     'An agent asked for a credential it lacks (request_credential): its purpose, what it is for and the hints it gave; never a value.',
   CREDENTIAL_PROVISIONED:
@@ -418,8 +418,11 @@ export const eventPayloadSchemas = {
     digest: sha256,
     /** Who accepted it (actorLabel: a person and their surface, or the unattended process). */
     by: z.string().min(1).max(300),
-    /** `accepted` on a card (config.accept), `edited` through config.edit. */
-    how: z.enum(['accepted', 'edited']),
+    /**
+     * `accepted` on a card (config.accept), `edited` through config.edit, `first_use`: the file a new data directory
+     * started with, sealed at its first unlock without a person's acceptance (`by` says so).
+     */
+    how: z.enum(['accepted', 'edited', 'first_use']),
     /** Changed settings that are read only at start: they keep their old value until the next start. */
     restart_needed_for: z.array(z.enum(startBoundConfigSettings)).max(startBoundConfigSettings.length),
   }),

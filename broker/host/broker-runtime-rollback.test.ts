@@ -81,7 +81,8 @@ describe('when the journal is restored to a copy taken before an action it holds
       state: 'quarantined',
       code: 'ANCHOR_ROLLBACK',
     });
-    expect(second.status().journal).toMatchObject({ recovered_at_open: 1, events: beforeDispatch + 1 });
+    // The copy's events (the first-use configuration's CONFIG_APPLIED, the script before dispatch) and the recovery's.
+    expect(second.status().journal).toMatchObject({ recovered_at_open: 1, events: 1 + beforeDispatch + 1 });
     const recovered = second.journal.getAction(id);
     expect(recovered?.outcome).not.toBe('not_attempted');
     expect(recovered).toMatchObject({

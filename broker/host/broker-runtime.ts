@@ -6,11 +6,13 @@ import { McpUpstreams, type McpOAuth } from '../channels/mcp/index.js';
 import { SshChannel } from '../channels/ssh/index.js';
 import {
   CodedError,
+  configSubjectId,
   credentialRequestTtlSecondsDefault,
   isCodedError,
   secretInputFields,
   type BrokerApi,
   type BrokerStatus,
+  type IntegrityAnchorReport,
 } from '../contract/index.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
 import { Journal, journalFileName, RequestStore, ResultStore, type JournalOpenOptions } from '../journal/index.js';
@@ -173,6 +175,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Before the vault can unlock (its checkpoint writes the next anchor) and before agents are served: the verdict the
     // open found serves here; a journal the anchor disputes starts quarantined (integrity-anchor.ts).
     const anchor = anchorGate.open(journal);
+    // Before this run appends anything: whether the data directory has run before (config-integrity.ts first use).
+    const earlierRun = earlierRunOf(anchor.report());
     const idleLockMs =
       options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
     const vault = await openVault({
@@ -197,8 +201,22 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Registered before anything else can lock it, so even a lock during start is announced.
     const locks = announceVaultLocks(vault, clock, logger);
     closers.push(warnMissingCredentials(config, vault, logger));
-    // The accepted configuration's MAC is checked (or, on first use, sealed) at every unlock.
-    integrity.attach(vault);
+    // The accepted configuration's MAC is checked (or, on first use, sealed) at every unlock. First use only in a data
+    // directory with no history: the journal as the start found it and its anchor's verdict (an agent can delete the
+    // accepted copy and the vault's rows, not forge an empty, unanchored journal for a directory that ran before).
+    integrity.attach(vault, {
+      earlierRun,
+      recordFirstUse: (applied) => {
+        journal
+          .appendConfig({ kind: 'CONFIG_APPLIED', action_id: configSubjectId(applied.digest), payload: applied })
+          .catch((error: unknown) =>
+            logger.error(
+              { code: isCodedError(error) ? error.code : 'INTERNAL' },
+              'the configuration trusted on first use could not be journaled',
+            ),
+          );
+      },
+    });
     // Executors see the vault as locked while the accepted configuration is untrusted.
     const dispatchVault = integrity.guardVault(vault);
     // Before unlock: the journal signs checkpoints while unlocked and one last one at each lock.
@@ -419,6 +437,15 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     await closeAll();
     throw error;
   }
+}
+
+/** Why the data directory has run before, from the journal and anchor the start found (null: a new directory). */
+function earlierRunOf(report: IntegrityAnchorReport): string | null {
+  if (report.state === 'quarantined') return `its journal is quarantined (${report.code ?? 'anchor'})`;
+  if (report.journal.events > 0) return `its journal holds ${report.journal.events} events`;
+  if (report.state === 'ok') return 'its journal has a signed integrity anchor';
+  if (report.journal.key_id !== null) return 'its journal holds an audit key from an earlier unlock';
+  return null;
 }
 
 /**

@@ -50,6 +50,8 @@ async function unlockedVault(dataDir: string): Promise<Vault> {
 const configFile = (): string => path.join(dir.path, 'postern.yaml');
 const acceptedFile = (): string => path.join(dir.path, acceptedConfigDirName, acceptedConfigFileName);
 const load = () => loadConfigIntegrity({ dataDir: dir.path, clock: systemClock });
+/** These tests' data directories have no journal: the broker's own history is driven in tests/config-integrity.test.ts. */
+const newDir = { earlierRun: null };
 
 /** First start: the file is trusted on first use and sealed at the first unlock. */
 async function acceptedOnFirstUse(): Promise<void> {
@@ -58,7 +60,7 @@ async function acceptedOnFirstUse(): Promise<void> {
   const first = load();
   expect(first.trust()).toBe('first_use');
   expect(existsSync(acceptedFile())).toBe(false);
-  first.attach(await unlockedVault(dir.path));
+  first.attach(await unlockedVault(dir.path), newDir);
   expect(first.trust()).toBe('verified');
   expect(statSync(acceptedFile()).mode & 0o777).toBe(0o600);
   for (const v of vaults.splice(0)) await v.close();
@@ -76,27 +78,43 @@ describe('when postern.yaml is changed outside Postern', () => {
     // Locked: nothing can be accepted (the copy is sealed with the vault's key).
     const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     vaults.push(vault);
-    second.attach(vault);
+    second.attach(vault, newDir);
+    // Unverified (locked): the copy is only what the file claims, so the card is the whole file, not a diff.
     const card = second.pending();
     expect(card.change?.routes).toEqual([
-      {
+      expect.objectContaining({
         name: 'docs',
-        change: 'changed',
-        fields: [
-          { field: 'base_url', before: 'http://127.0.0.1:1111', after: 'http://127.0.0.1:2222' },
-          { field: 'approval', before: 'per_call', after: 'none' },
-        ],
-      },
+        change: 'added',
+        fields: expect.arrayContaining([
+          { field: 'base_url', before: null, after: 'http://127.0.0.1:2222' },
+          { field: 'approval', before: null, after: 'none' },
+        ]),
+      }),
     ]);
     const digest = card.change?.digest ?? '';
     expect(digest).toBe(digestOf(readFileSync(configFile(), 'utf8')));
-    // Unverified (locked): what accepting would do is not known yet.
+    // What accepting would do is not known yet.
     expect(card.accept_applies).toBe('next_start');
     expect(() => second.accept(digest, person)).toThrow(expect.objectContaining({ code: 'VAULT_LOCKED' }));
 
     await vault.unlock(passphrase);
     expect(second.trust()).toBe('verified');
-    expect(second.pending().accept_applies).toBe('now');
+    // Verified: the card is the difference from what a person accepted.
+    expect(second.pending()).toMatchObject({
+      accept_applies: 'now',
+      change: {
+        routes: [
+          {
+            name: 'docs',
+            change: 'changed',
+            fields: [
+              { field: 'base_url', before: 'http://127.0.0.1:1111', after: 'http://127.0.0.1:2222' },
+              { field: 'approval', before: 'per_call', after: 'none' },
+            ],
+          },
+        ],
+      },
+    });
     expect(() => second.accept(digestOf('something else'), person)).toThrow(
       expect.objectContaining({ code: 'DECISION_CONFLICT', field: 'digest' }),
     );
@@ -126,7 +144,7 @@ describe('when postern.yaml is changed outside Postern', () => {
     await acceptedOnFirstUse();
     writeFileSync(configFile(), yaml('http://127.0.0.1:2222', 'none'));
     const running = load();
-    running.attach(await unlockedVault(dir.path));
+    running.attach(await unlockedVault(dir.path), newDir);
     const edit = { op: 'remove_route' as const, name: 'docs' };
     const before = readFileSync(configFile());
     expect(() => editConfigFile(configFile(), edit, { checkBase: (t) => running.assertNothingPending(t) })).toThrow(
@@ -161,7 +179,7 @@ describe('when the accepted copy itself is tampered with', () => {
     const changed = tamper(record);
     writeFileSync(acceptedFile(), typeof changed === 'string' ? changed : JSON.stringify(changed));
     const running = load();
-    running.attach(await unlockedVault(dir.path));
+    running.attach(await unlockedVault(dir.path), newDir);
     expect(running.trust()).toBe('untrusted');
     expect(running.agentRefusal('http_request')).toMatchObject({
       isError: true,
@@ -190,7 +208,7 @@ describe('when the accepted copy itself is tampered with', () => {
     for (const v of vaults.splice(0)) await v.close();
 
     const next = load();
-    next.attach(await unlockedVault(dir.path));
+    next.attach(await unlockedVault(dir.path), newDir);
     expect(next.trust()).toBe('verified');
     expect(next.config.routes.get('docs')?.base_url).toBe('http://127.0.0.1:1111');
   });
@@ -202,7 +220,7 @@ describe('when the accepted copy itself is tampered with', () => {
     await acceptedOnFirstUse();
     writeFileSync(acceptedFile(), copy);
     const running = load();
-    running.attach(await unlockedVault(dir.path));
+    running.attach(await unlockedVault(dir.path), newDir);
     expect(running.trust()).toBe('untrusted');
   });
 });
@@ -211,7 +229,7 @@ describe('when there is no file', () => {
   it('no routes are accepted on first use, and a file written later waits for a person', async () => {
     dir = createTempDir('pci-');
     const first = load();
-    first.attach(await unlockedVault(dir.path));
+    first.attach(await unlockedVault(dir.path), newDir);
     expect(first.pending()).toMatchObject({
       trust: 'verified',
       change: null,
@@ -229,7 +247,7 @@ describe('when a person accepts or edits while the configuration is verified', (
   it('a change to a setting read only at start applies the rest at once and names that setting as waiting for a restart', async () => {
     await acceptedOnFirstUse();
     const running = load();
-    running.attach(await unlockedVault(dir.path));
+    running.attach(await unlockedVault(dir.path), newDir);
     const startedRetention = running.config.results.retention_seconds;
     writeFileSync(configFile(), `results:\n  retention_seconds: 120\n${yaml('http://127.0.0.1:2222', 'none')}`);
     const digest = running.pending().change?.digest ?? '';
@@ -248,7 +266,7 @@ describe('when a person accepts or edits while the configuration is verified', (
     const running = load();
     const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     vaults.push(vault);
-    running.attach(vault);
+    running.attach(vault, newDir);
     const edited = editConfigFile(
       configFile(),
       { op: 'remove_route', name: 'docs' },
@@ -273,7 +291,7 @@ describe('when a person accepts or edits while the configuration is verified', (
       bindings: ['127.0.0.1'],
     });
     const running = load();
-    running.attach(vault);
+    running.attach(vault, newDir);
     expect(running.trust()).toBe('untrusted');
     const digest = running.pending().change?.digest ?? '';
     expect(running.accept(digest, person)).toEqual({

@@ -22,6 +22,8 @@ import {
   type PosternConfig,
 } from '../config/index.js';
 import type { Clock, CredentialVault, OperatorActor, ToolAnswer } from '../ports/index.js';
+import { readJournalSnapshot } from '../journal/index.js';
+import { anchorFileOf, readAnchorFile } from './integrity-anchor.js';
 import { createLiveConfig, type LiveConfig } from './live-config.js';
 import { writeAtomically } from './write-atomically.js';
 
@@ -68,6 +70,19 @@ interface Latest {
   readonly meta: { at_ms: number; by: string; how: AcceptedHow } | null;
 }
 
+/**
+ * What the data directory's own history says, from facts an agent cannot erase or forge without the passphrase: the
+ * journal (hash-chained, signed) and its integrity anchor outside the data directory, which quarantines a journal
+ * deleted, emptied or rolled back once it was anchored. A missing accepted copy is first use only in a directory with
+ * no such history; anywhere else it was deleted, and the whole file waits for a person.
+ */
+export interface DataDirHistory {
+  /** Why this data directory has run before (shown on the card), or null for a new one. */
+  readonly earlierRun: string | null;
+  /** Journals a first-use seal (CONFIG_APPLIED, how first_use, with its digest); absent where no journal is open. */
+  readonly recordFirstUse?: (applied: ConfigApplied) => void;
+}
+
 export interface ConfigIntegrityOptions {
   readonly dataDir: string;
   /** `--config FILE`; defaults to <dataDir>/postern.yaml. */
@@ -82,9 +97,10 @@ export interface ConfigIntegrityOptions {
  * kept in <dataDir>/config/accepted.json with a MAC under a key the vault wraps, and shows the
  * difference as a card a person accepts (in force at once while the configuration is verified, else
  * at the next start). Without an accepted copy the
- * file is trusted on first use and sealed at the first unlock — only while the vault holds no
- * credentials; with credentials, the whole file is a card and nothing is sent until a person accepts
- * it (then it applies at once). An accepted copy that fails its MAC
+ * file is trusted on first use and sealed at the first unlock (journaled) — only in a data directory with
+ * no history (DataDirHistory), while the vault holds no credentials and the file does not turn on the
+ * unattended opt-out; otherwise the whole file is a card and nothing is sent until a person accepts it
+ * (then it applies at once). An accepted copy that fails its MAC
  * refuses every route and host (CONFIG_UNTRUSTED) until a person accepts a configuration again.
  */
 export interface ConfigIntegrity {
@@ -94,8 +110,11 @@ export interface ConfigIntegrity {
    */
   readonly config: LiveConfig;
   trust(): ConfigTrust;
-  /** Verifies (or, on first use, seals) at every unlock of `vault`, and now if it is already unlocked. */
-  attach(vault: CredentialVault): void;
+  /**
+   * Verifies (or, on first use, seals) at every unlock of `vault`, and now if it is already unlocked. `history` decides
+   * whether a missing accepted copy may be first use at all.
+   */
+  attach(vault: CredentialVault, history: DataDirHistory): void;
   /** The card: the file as it is now against the last accepted configuration. */
   pending(): ConfigPending;
   /**
@@ -142,6 +161,16 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
    */
   let awaitingFirstAcceptance = false;
   let vault: CredentialVault | undefined;
+  let recordFirstUse: DataDirHistory['recordFirstUse'];
+
+  /** No configuration a person accepted, and first use does not hold: the loaded file is a card for a person. */
+  const awaitFirstAcceptance = (reason: string): void => {
+    trust = 'untrusted';
+    awaitingFirstAcceptance = true;
+    untrustedReason = reason;
+    unsealed = undefined;
+    logger?.warn({ reason }, 'no accepted configuration: every route is refused until a person accepts postern.yaml');
+  };
 
   if (stored.kind === 'none') {
     trust = 'first_use';
@@ -198,22 +227,31 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     };
   };
 
-  /** First use is for a vault with nothing in it to steal; with credentials, the file waits for a person. */
-  const refuseFirstUseWithCredentials = (v: CredentialVault): void => {
-    if (trust !== 'first_use' || v.list().length === 0) return;
-    trust = 'untrusted';
-    awaitingFirstAcceptance = true;
-    untrustedReason =
-      'there is no accepted copy of postern.yaml while the vault holds credentials: a person accepts the file before anything is sent';
-    unsealed = undefined;
-    logger?.warn(
-      'no accepted configuration while the vault holds credentials: every route is refused until a person accepts postern.yaml',
-    );
+  /**
+   * First use is for a new data directory with nothing in its vault to steal. A directory that has run before (its
+   * journal or anchor says so) lost its accepted copy; a vault with credentials has something to steal; a file that
+   * turns on the unattended opt-out would let a process decide as a person. In each case the file waits for a person.
+   */
+  const refuseFirstUse = (v: CredentialVault, earlierRun: string | null): void => {
+    if (trust !== 'first_use') return;
+    if (earlierRun !== null)
+      awaitFirstAcceptance(
+        `there is no accepted copy of postern.yaml, yet this data directory has run before (${earlierRun}): a person accepts the whole file before anything is sent`,
+      );
+    else if (v.list().length > 0)
+      awaitFirstAcceptance(
+        'there is no accepted copy of postern.yaml while the vault holds credentials: a person accepts the file before anything is sent',
+      );
+    // The opt-out lets a process decide as if it were a person: never sealed because a file was merely found.
+    else if (fileConfig.operator?.unattended_decisions === true)
+      awaitFirstAcceptance(
+        'postern.yaml turns on operator.unattended_decisions and no person has accepted a configuration yet: a person accepts the file before anything is sent',
+      );
   };
 
   const onUnlocked = (): void => {
     if (vault === undefined) return;
-    refuseFirstUseWithCredentials(vault);
+    refuseFirstUse(vault, null);
     if (trust === 'unverified' && stored.kind === 'record') {
       if (macHolds(vault, stored.record)) {
         trust = 'verified';
@@ -234,6 +272,9 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       seal(text, by, how);
       unsealed = undefined;
       logger?.info({ how }, 'configuration accepted and sealed');
+      // The journal says which configuration was trusted on first use, and that no person accepted it.
+      if (how === 'first_use')
+        recordFirstUse?.({ digest: digestOf(text), by: by.slice(0, 300), how, restart_needed_for: [] });
     } catch (error) {
       // A full disk loses only the record: the next start asks again (first use, or a card).
       logger?.error(
@@ -249,9 +290,10 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
   return {
     config: live,
     trust: () => trust,
-    attach(v) {
+    attach(v, history) {
       vault = v;
-      refuseFirstUseWithCredentials(v);
+      recordFirstUse = history.recordFirstUse;
+      refuseFirstUse(v, history.earlierRun);
       v.onUnlock(onUnlocked);
       if (v.state() === 'unlocked') onUnlocked();
     },
@@ -283,8 +325,12 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       if (now.problem !== undefined) return { ...base, change };
       try {
         const after = now.text === undefined ? emptyConfig() : parseConfig(now.text, start.file);
-        // Untrusted: the old copy proves nothing, so the card shows the whole file as new.
-        const before = trust === 'untrusted' && !acceptedThisRun ? emptyConfig() : latest.config;
+        // A diff only against what this run knows a person decided: a copy whose seal an unlock verified, or an
+        // acceptance or edit made in this run (first use: the file in force). Without the key (the vault locked since
+        // start, or no broker) the copy is only what the file claims — an agent can write one whose text is the new
+        // file minus one harmless line — so the card shows the whole file as new.
+        const baselineKnown = trust === 'verified' || trust === 'first_use' || acceptedThisRun;
+        const before = baselineKnown ? latest.config : emptyConfig();
         return { ...base, change: { ...change, ...diffConfigs(before, after) } };
       } catch (error) {
         if (!isCodedError(error)) throw error;
@@ -380,6 +426,19 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
 }
 
 /**
+ * The data directory's history as the files show it with no broker running (`postern config pending|accept`): the
+ * journal's events (read-only, no recovery) and the integrity anchor's file. The broker reads the same facts from the
+ * journal it opened and the anchor's verdict (broker-runtime.ts).
+ */
+export function dataDirHistoryFromFiles(dataDir: string, env: NodeJS.ProcessEnv = process.env): DataDirHistory {
+  const events = readJournalSnapshot(dataDir).events;
+  if (events > 0) return { earlierRun: `its journal holds ${events} events` };
+  if (readAnchorFile(anchorFileOf(dataDir, env)).kind !== 'absent')
+    return { earlierRun: 'an integrity anchor was written for its journal' };
+  return { earlierRun: null };
+}
+
+/**
  * A person accepts postern.yaml with no broker running (`postern config accept` when none runs): the file as it is now,
  * named by the digest they saw, sealed with the vault they unlocked. A running broker must not be bypassed: the CLI
  * goes through it when one runs.
@@ -397,9 +456,20 @@ export function acceptConfigFile(options: {
       field: '',
     });
   const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };
+  const acceptedFile = path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName);
+  // The card was computed without the key; the key is here now. A copy that fails its seal may have shaped that card
+  // (an agent's copy of the new file minus one line, under a person's name): nothing is sealed over it from here.
+  const stored = readAcceptedRecord(acceptedFile);
+  if (stored.kind === 'bad' || (stored.kind === 'record' && !macHolds(options.vault, stored.record)))
+    throw new CodedError(
+      'CONFIG_UNTRUSTED',
+      'the last accepted copy of postern.yaml failed its seal check (changed outside Postern): nothing was accepted. ' +
+        'Start the broker and unlock the vault, review the whole file with `postern config pending`, then accept it',
+      { field: 'digest' },
+    );
   const text = fileToAccept(readOptions, options.digest);
   const record = sealRecord(options.vault, text, options.clock.nowMs(), actorLabel(options.actor), 'accepted');
-  writeAtomically(path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName), JSON.stringify(record));
+  writeAtomically(acceptedFile, JSON.stringify(record));
   return { digest: options.digest, file: readOptions.file ?? path.join(options.dataDir, configFileName) };
 }
 

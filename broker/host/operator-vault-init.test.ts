@@ -81,6 +81,12 @@ function sameUserProcess(socketPath: string, requests: readonly unknown[]): Prom
   });
 }
 
+/** The CONFIG_APPLIED rows of Activity (their summaries), once every append queued so far committed. */
+async function configEvents(handlers: OperatorHandlers): Promise<string[]> {
+  const rows = value(await handlers['activity.list']({ text: 'CONFIG_APPLIED' })).events;
+  return rows.filter((row) => row.kind === 'CONFIG_APPLIED').map((row) => row.summary);
+}
+
 /** Every file under the data directory, as bytes. */
 function filesUnder(root: string): Array<{ file: string; bytes: Buffer }> {
   return readdirSync(root).flatMap((name) => {
@@ -106,6 +112,8 @@ describe('vault.init through the operator handlers', () => {
     const pending = value(await handlers['config.pending']({}, web));
     expect(pending).toMatchObject({ trust: 'verified', accepted: { how: 'first_use' }, change: null });
     expect(readdirSync(path.join(dir.path, acceptedConfigDirName))).toContain(acceptedConfigFileName);
+    // The journal says which file was trusted on first use, and that no person accepted it.
+    expect(await configEvents(handlers)).toEqual([`first_use by trust on first use: ${pending.accepted?.digest}`]);
     // The passphrase opens it: a lock and an unlock with it work; a second init is refused and changes nothing.
     expect(value(await handlers['vault.lock']({}, web))).toEqual({ state: 'locked' });
     expect(value(await handlers['vault.unlock']({ passphrase: personPassphrase }, web))).toEqual({ state: 'unlocked' });
@@ -121,6 +129,38 @@ describe('vault.init through the operator handlers', () => {
     expect(lines.join('')).not.toContain(agentPassphrase);
     for (const { file, bytes } of filesUnder(dir.path))
       expect(bytes.includes(Buffer.from(personPassphrase)), `${file} holds the passphrase`).toBe(false);
+  });
+
+  it('when the fresh file turns on the unattended opt-out, the first unlock seals nothing: a person accepts it first (THREAT-MODEL 3)', async () => {
+    const yaml = 'version: 1\noperator: { unattended_decisions: true }\n';
+    const { handlers } = await freshBroker(yaml);
+    const web = { surface: 'web', auth: 'operator_session' } as const;
+    expect(value(await handlers['vault.init']({ passphrase: personPassphrase }, web))).toEqual({ state: 'unlocked' });
+    const pending = value(await handlers['config.pending']({}, web));
+    expect(pending).toMatchObject({
+      trust: 'untrusted',
+      accepted: null,
+      accept_applies: 'now',
+      untrusted_reason: expect.stringMatching(/unattended_decisions/),
+      change: {
+        settings: [
+          expect.objectContaining({
+            name: 'operator',
+            fields: [{ field: 'unattended_decisions', before: null, after: 'true' }],
+          }),
+        ],
+      },
+    });
+    expect(readdirSync(dir.path)).not.toContain(acceptedConfigDirName);
+    expect(await configEvents(handlers)).toEqual([]);
+    // A person's acceptance of exactly this file is in force at once, and journaled as theirs.
+    const digest = pending.change?.digest ?? '';
+    expect(value(await handlers['config.accept']({ digest }, web))).toMatchObject({ digest, applies: 'now' });
+    expect(value(await handlers['config.pending']({}, web))).toMatchObject({
+      trust: 'verified',
+      accepted: { how: 'accepted' },
+    });
+    expect(await configEvents(handlers)).toEqual([expect.stringMatching(/^accepted by person:/)]);
   });
 
   it('refuses a passphrase as `postern vault init` does (under 8 bytes, over the bound, empty), naming the field and never quoting it', async () => {

@@ -25,7 +25,10 @@ export function PendingConfigCard() {
       )}
       {pending.accepted !== null && (
         <p className="muted" data-testid="config-accepted">
-          Configuration last accepted {acceptedWords[pending.accepted.how]} by {pending.accepted.by},{' '}
+          {pending.trust === 'unverified'
+            ? 'Not verified until the vault is unlocked (anyone who can write the data directory can write it): the accepted copy claims it was last accepted'
+            : 'Configuration last accepted'}{' '}
+          {acceptedWords[pending.accepted.how]} by {pending.accepted.by},{' '}
           {new Date(pending.accepted.at_ms).toLocaleString()}.
         </p>
       )}
@@ -36,7 +39,11 @@ export function PendingConfigCard() {
         </div>
       )}
       {pending.change !== null && (
-        <PendingChange change={pending.change} appliesNow={pending.accept_applies === 'now'} />
+        <PendingChange
+          change={pending.change}
+          appliesNow={pending.accept_applies === 'now'}
+          whole={pending.trust === 'unverified' || (pending.trust === 'untrusted' && pending.accepted === null)}
+        />
       )}
     </>
   );
@@ -56,7 +63,16 @@ function UntrustedConfigAlert({ pending }: { pending: PendingConfig }) {
 }
 
 /** The card for postern.yaml against the accepted copy: what differs, and the decision to accept it. */
-function PendingChange({ change, appliesNow }: { change: ConfigChange; appliesNow: boolean }) {
+function PendingChange({
+  change,
+  appliesNow,
+  whole,
+}: {
+  change: ConfigChange;
+  appliesNow: boolean;
+  /** The card is the whole file: no verified accepted copy to compare with (config-integrity.ts pending). */
+  whole: boolean;
+}) {
   const accepting = useAppStore((state) => state.configView.accepting);
   const accept = useAppStore((state) => state.acceptConfigChange);
   return (
@@ -65,17 +81,18 @@ function PendingChange({ change, appliesNow }: { change: ConfigChange; appliesNo
         <>
           <h3>postern.yaml has not been accepted yet</h3>
           <p className="muted" data-testid="config-first-acceptance">
-            No configuration was ever accepted while the vault holds credentials (a first start, or the accepted copy
-            was deleted). Read every route and host below: nothing is sent until you accept {change.file}, and then it
-            is in force at once.
+            No accepted configuration, and first use does not hold (credentials in the vault, a data directory whose
+            accepted copy was deleted, or a file that turns on the unattended opt-out). Read every route and host below:
+            nothing is sent until you accept {change.file}, and then it is in force at once.
           </p>
         </>
       ) : (
         <>
           <h3>postern.yaml changed outside Postern</h3>
-          <p className="muted">
-            {change.file} differs from the configuration a person last accepted. The broker keeps using the accepted
-            one; the change applies at the next start only if you accept it.
+          <p className="muted" data-testid={whole ? 'config-whole-file' : undefined}>
+            {whole
+              ? `${change.file}, shown whole: the last accepted copy is not verified, so nothing below is a difference from it. Read every route, host and setting; it applies at the next start only if you accept it.`
+              : `${change.file} differs from the configuration a person last accepted. The broker keeps using the accepted one; the change applies at the next start only if you accept it.`}
           </p>
         </>
       )}
@@ -107,7 +124,7 @@ function PendingChange({ change, appliesNow }: { change: ConfigChange; appliesNo
   );
 }
 
-/** Deleting the accepted copy makes the next unlock a first use again: saying so lets a person notice one they did not expect. */
+/** How the copy says it was accepted; first use is only a new data directory's, so one here that is not expected is worth a look. */
 const acceptedWords = {
   first_use: 'on first use (trusted as found)',
   accepted: 'on a change card',
