@@ -18,6 +18,7 @@ import {
   type Reply,
   secretInputFields,
 } from '../contract/index.js';
+import { queryString } from '../core/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
 import {
@@ -689,8 +690,7 @@ export function cardLine(card: ApprovalCard): string {
 
 /** "?a=1&b=x%20y": the pairs percent-encoded as the request sends them, cut at `charsMax` with what is hidden said. */
 export function queryText(query: ReadonlyArray<readonly [string, string]>, charsMax: number): string {
-  if (query.length === 0) return '';
-  const text = `?${query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`;
+  const text = queryString(query);
   return text.length <= charsMax ? text : `${text.slice(0, charsMax)}… (${text.length - charsMax} more characters)`;
 }
 
