@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionListRow, ApprovalCard, LaneRelease } from '../contract/index.js';
-import { actionPageLines, cardLine, cardLineBodyCharsMax, printable, releaseLine } from './operator-commands.js';
+import {
+  actionLine,
+  actionPageLines,
+  cardLine,
+  cardLineBodyCharsMax,
+  printable,
+  releaseLine,
+} from './operator-commands.js';
 
 describe('printable: agent-chosen text on an operator terminal', () => {
   it('turns escape sequences, carriage returns and bidi overrides into visible escapes', () => {
@@ -179,5 +186,37 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
   it('when the lane text opens with the ticket: says the ticket once', () => {
     const line = printed({ ...card, text: '#22 dispatched, waiting for its outcome', state: 'dispatching' });
     expect(line.startsWith('#22 [route:echo] dispatched, waiting for its outcome  route:echo POST')).toBe(true);
+  });
+});
+
+describe('actionLine: who decided', () => {
+  it('when policy allowed the call at admission: says so, not "undecided"', () => {
+    const row = {
+      action_id: 'act_policy',
+      ticket: 4,
+      accepted_at_ms: 0,
+      session_id: null,
+      agent: null,
+      channel: 'http',
+      target: 'echo',
+      method: 'GET',
+      request: '/slow?delay=30000',
+      lane: null,
+      stage: 'result_committed',
+      decision: null,
+      decided_by: 'policy (approval: none)',
+      outcome: 'committed',
+      code: null,
+      effect: 'succeeded',
+      decided_at_ms: null,
+      dispatched_at_ms: 1,
+      settled_at_ms: 2,
+      duration_ms: 2,
+      first_seq: 1,
+      last_seq: 9,
+    } satisfies ActionListRow;
+    expect(actionLine(row)).toContain(
+      'echo  GET /slow?delay=30000  [no lane]  allowed by policy (approval: none)  committed',
+    );
   });
 });

@@ -558,7 +558,8 @@ export function actionLine(a: ActionListRow): string {
       ? a.decision === null
         ? 'undecided'
         : a.decision
-      : `${a.decision ?? 'decided'} by ${a.decided_by}`;
+      : // No decision event with a decider: policy allowed it at admission (approval: none).
+        `${a.decision ?? 'allowed'} by ${a.decided_by}`;
   const outcome =
     a.outcome === null
       ? a.stage
