@@ -284,6 +284,8 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
+      // Refused before the passphrase prompt when it cannot work (no lookup, not unknown…): no secret asked for nothing.
+      await call(options, 'actions.precheck', { action_id: actionId, operation: 'reconcile' });
       const r = await call(options, 'actions.reconcile', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(r));
       const verdict = r.outcome === 'unknown' ? 'inconclusive, still unknown' : `${r.outcome} (${r.effect})`;
@@ -302,6 +304,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
+      await call(options, 'actions.precheck', { action_id: actionId, operation: 'retry' });
       const r = await call(options, 'actions.retry', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(r));
       const how =
