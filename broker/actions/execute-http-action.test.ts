@@ -19,8 +19,6 @@ import {
 } from '../testing/http-action-harness.js';
 import { abandonBlockedHeads, waitForCardCount } from '../testing/queue-waits.js';
 import { DiskSyncGate } from '../testing/disk-sync-gate.js';
-import { listActions } from '../host/action-list.js';
-import { ApprovalQueue } from '../queue/approval-queue.js';
 
 let h: HttpActionHarness;
 const servers: AdversarialHttpServer[] = [];
@@ -961,42 +959,6 @@ describe('when the canary credential goes through other injection modes', () => 
     expect(envelope.evidence.response_status).toBe(307);
     expect(response?.redacted).toBe(true);
     expect(response?.body.toString()).toBe('echo [REDACTED]');
-  });
-});
-
-describe('when the broker restarts with an unknown call that had a query', () => {
-  it("the card rebuilt from the journal and the action list still show the agent's query, never the credential's", async () => {
-    const s = await server({ kind: 'apply_then_close' });
-    const config = localRouteConfig(s.port, '', { credential: 'docs-query', injection: 'query' });
-    const run = await h.run(config, {
-      route: 'docs',
-      method: 'GET',
-      path: '/slow',
-      query: { delay: '30000', q: 'a b&c' },
-    });
-    expect(run.envelope.error).toMatchObject({ outcome: 'unknown' });
-    const id = run.envelope.invocation_id;
-    expect(h.queue.cards().find((c) => c.action_id === id)?.query).toEqual([
-      ['delay', '30000'],
-      ['q', 'a b&c'],
-    ]);
-
-    // A new run's queue knows the ticket from the journal only: the in-memory preview is gone.
-    const restarted = ApprovalQueue.open({ journal: h.temp.journal, clock: h.temp.clock, config });
-    try {
-      const card = restarted.cards().find((c) => c.action_id === id);
-      expect(card).toMatchObject({ state: 'blocked_head', method: 'GET', path: '/slow' });
-      expect(card?.query).toEqual([
-        ['delay', '30000'],
-        ['q', 'a b&c'],
-      ]);
-      const row = listActions(h.temp.journal, {}).actions.find((a) => a.action_id === id);
-      expect(row).toMatchObject({ method: 'GET', request: '/slow?delay=30000&q=a%20b%26c' });
-      expect(JSON.stringify([card, row])).not.toContain('api_key');
-      expect(JSON.stringify([card, row])).not.toContain(canary);
-    } finally {
-      restarted.close();
-    }
   });
 });
 

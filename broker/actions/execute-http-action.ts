@@ -6,7 +6,7 @@ import {
   type IdempotencyKeyBinding,
   type NewEvent,
 } from '../contract/index.js';
-import { classifyOutcome, queryString } from '../core/index.js';
+import { classifyOutcome } from '../core/index.js';
 import { httpCardPreview } from '../queue/card-preview.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, keepRequest } from './kept-request.js';
@@ -210,8 +210,7 @@ function admissionOf(
   policy: AdmissionPolicy,
 ): Admission {
   return {
-    // The agent's query too (percent-encoded as sent): a card rebuilt from the journal after a restart shows it.
-    target: `route:${route.name} ${request.method} ${truncate(`${request.path}${queryString(request.query)}`, 1900)}`,
+    target: `route:${route.name} ${request.method} ${truncate(request.path, 1900)}`,
     fingerprint,
     lane: policy.lane,
     approval: policy.approval,

@@ -18,7 +18,6 @@ import {
   type Reply,
   secretInputFields,
 } from '../contract/index.js';
-import { queryString } from '../core/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
 import {
@@ -694,7 +693,8 @@ export function cardLine(card: ApprovalCard): string {
 
 /** "?a=1&b=x%20y": the pairs percent-encoded as the request sends them, cut at `charsMax` with what is hidden said. */
 export function queryText(query: ReadonlyArray<readonly [string, string]>, charsMax: number): string {
-  const text = queryString(query);
+  if (query.length === 0) return '';
+  const text = `?${query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`;
   return text.length <= charsMax ? text : `${text.slice(0, charsMax)}… (${text.length - charsMax} more characters)`;
 }
 

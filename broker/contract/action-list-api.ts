@@ -21,10 +21,7 @@ export const actionListRowSchema = z.object({
   target: z.string().max(200),
   /** HTTP: the method; null for SSH. */
   method: z.string().max(16).nullable(),
-  /**
-   * HTTP: the path and the agent's query, percent-encoded as sent (`/slow?delay=30000`; actions accepted before the
-   * query was journaled show the path alone); SSH: `exec <command digest>`. Bounded to 400 characters with "…".
-   */
+  /** HTTP: the path (no query); SSH: the command line. Bounded to 400 characters with "…". */
   request: z.string().max(401),
   lane: z.string().max(200).nullable(),
   stage: z.enum(ActionStage),

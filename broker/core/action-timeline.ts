@@ -70,44 +70,6 @@ export function deciderOf(event: { readonly kind: string; readonly payload: unkn
   return actor === undefined ? null : actorLabel(actor);
 }
 
-/**
- * "?a=1&b=x%20y": query pairs percent-encoded as the HTTP channel sends them ("" for none). ACTION_ACCEPTED's target
- * carries the agent's query so (never the credential's parameter, added at dispatch), which keeps it on one line
- * and lets a card rebuilt from the journal after a restart show it again (`queryPairsOf`).
- */
-export function queryString(pairs: ReadonlyArray<readonly [string, string]>): string {
-  if (pairs.length === 0) return '';
-  return `?${pairs.map(([n, v]) => `${encodeURIComponent(n)}=${encodeURIComponent(v)}`).join('&')}`;
-}
-
-/**
- * The path and the query pairs of a journaled "<path>?<query>" (`queryString`). A path never holds a raw "?"
- * (validation refuses one), so the first one starts the query. A target cut at its bound may end in a broken
- * escape: that pair is kept as written rather than guessed at.
- */
-export function splitPathQuery(pathAndQuery: string): { path: string; query: Array<[string, string]> } {
-  const mark = pathAndQuery.indexOf('?');
-  if (mark < 0) return { path: pathAndQuery, query: [] };
-  const query = pathAndQuery
-    .slice(mark + 1)
-    .split('&')
-    .filter((pair) => pair !== '')
-    .map((pair): [string, string] => {
-      const eq = pair.indexOf('=');
-      const [name, value] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
-      return [decodeOrAsIs(name), decodeOrAsIs(value)];
-    });
-  return { path: pathAndQuery.slice(0, mark), query };
-}
-
-function decodeOrAsIs(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
 /** Bound for the request text in a list row: longer text is cut and marked with "…". */
 export const actionRequestCharsMax = 400;
 
@@ -115,12 +77,12 @@ export interface ActionTargetParts {
   /** The route, host or MCP server name (the `route:` / `host:` / `mcp:` prefix dropped). */
   readonly name: string;
   readonly method: string | null;
-  /** HTTP: the path and its query (`queryString`); SSH: `exec <command digest>` (the command itself is never journaled). */
+  /** HTTP: the path; SSH: `exec <command digest>` (the command itself is never journaled). */
   readonly request: string;
 }
 
 /**
- * Splits the sanitized target ACTION_ACCEPTED recorded ("route:<name> <METHOD> <path>[?<query>]" or
+ * Splits the sanitized target ACTION_ACCEPTED recorded ("route:<name> <METHOD> <path>" or
  * "host:<name> exec <digest>") into what a list row shows. The SSH command is held in memory for
  * its card only, so the journal can name it by digest and nothing more.
  */

@@ -1,5 +1,3 @@
-import { splitPathQuery } from '../core/index.js';
-
 /** The first bytes of a body a card shows (before any injection: the agent's bytes only). */
 export const bodyPreviewBytesMax = 2048;
 /** A path or a tool name is shown up to this many characters. */
@@ -153,19 +151,18 @@ export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): A
 
 /**
  * A preview for a ticket the queue only knows from the journal (after a restart): the sanitized
- * target "route:<name> <METHOD> <path>[?<query>]" (the query as the agent sent it, percent-encoded), "host:<name> exec <digest>" or "mcp:<server> call <tool> <digest>" as
+ * target "route:<name> <METHOD> <path>", "host:<name> exec <digest>" or "mcp:<server> call <tool> <digest>" as
  * ACTION_ACCEPTED recorded it (an MCP call's tool name is in its target; its arguments are not).
  */
 export function previewFromTarget(target: string, credentialOf: (targetName: string) => string): CardPreview {
   const [name = target, verb = null, ...rest] = target.split(' ');
   const isHttp = name.startsWith('route:');
   const isMcp = name.startsWith('mcp:') && verb === 'call';
-  const request = isHttp && rest.length > 0 ? splitPathQuery(rest.join(' ')) : null;
   return {
     target: name,
     method: isHttp ? verb : null,
-    path: request === null ? null : request.path,
-    query: request === null ? [] : boundedPairs(request.query),
+    path: isHttp && rest.length > 0 ? rest.join(' ') : null,
+    query: [],
     headers: [],
     command: isMcp ? (rest[0] ?? null) : null,
     body_preview: null,
