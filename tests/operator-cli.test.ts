@@ -58,6 +58,8 @@ describe('the operator CLI against a running daemon', () => {
     expect(listed.stdout).not.toContain('CANARY');
     const text = await cli(['approvals', 'list', ...dir]);
     expect(text.stdout).toContain(`#${a.ticket} [doc-cli] waiting for approval`);
+    // The body a person decides on, escaped on one line: its size and a bounded preview.
+    expect(text.stdout).toContain('POST /docs/cli  body 22 bytes "{\\"marker\\":\\"cli-first\\"}"');
 
     const approvedB = await cli(['approvals', 'approve', `#${b.ticket}`, ...dir]);
     expect(approvedB.code).toBe(0);

@@ -162,6 +162,14 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       expect(result, result.stderr).toMatchObject({ code: 0, stderr: '' });
       expect(result.stdout).toMatch(/^Added /);
     }
+    // A taken name: nothing is overwritten, and the refusal says how to replace the secret.
+    const again = await run(
+      withPassphrase('add', 'api', '--kind', 'bearer', '--bind', 'x.example', '--from-stdin'),
+      's',
+    );
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('CREDENTIAL_EXISTS');
+    expect(again.stderr).toContain('postern vault rotate api --from-stdin');
   });
 
   it('add without --from-stdin, or with a bad template, is a coded usage error naming the flag', async () => {

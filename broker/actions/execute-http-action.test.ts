@@ -751,13 +751,22 @@ describe('when connection setup fails (provably not_attempted)', () => {
 });
 
 describe('when preflight refuses (before any secret or host is touched)', () => {
-  it.each<[string, Record<string, unknown>, { code: string; field: string }]>([
+  it.each<[string, Record<string, unknown>, { code: string; field: string; message?: unknown }]>([
     ['an unknown route', { route: 'nope' }, { code: 'INVALID_TARGET', field: 'route' }],
     ['a path escaping the base', { path: '/../admin' }, { code: 'INVALID_TARGET', field: 'path' }],
     ['an encoded dot segment', { path: '/%2e%2e/admin' }, { code: 'INVALID_TARGET', field: 'path' }],
     ['an absolute URL', { path: 'http://169.254.169.254/latest' }, { code: 'INVALID_TARGET', field: 'path' }],
     ['a //host path', { path: '//evil.example/x' }, { code: 'INVALID_TARGET', field: 'path' }],
     ['a backslash', { path: '/a\\..\\b' }, { code: 'INVALID_TARGET', field: 'path' }],
+    [
+      'a query written into path',
+      { path: '/slow?delay=30000' },
+      {
+        code: 'INVALID_TARGET',
+        field: 'path',
+        message: expect.stringContaining('"?": a query goes in the query field'),
+      },
+    ],
     ['an unsupported method', { method: 'TRACE' }, { code: 'UNSUPPORTED_ACTION', field: 'method' }],
     [
       'an agent-set Authorization (with the canary)',

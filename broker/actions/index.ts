@@ -18,7 +18,13 @@ export { executeMcpAction, type McpActionDeps, type McpActionResult } from './ex
 export { mcpSecrets, withServerSecrets } from './mcp-server-secrets.js';
 export { stateEnvelope } from './state-envelope.js';
 export { openActionsPerSessionMax } from './open-actions.js';
-export { createAutomaticReconcile, createReconciler, reconcileAction, type ReconcileDeps } from './reconcile-action.js';
+export {
+  createAutomaticReconcile,
+  createReconciler,
+  planReconcile,
+  reconcileAction,
+  type ReconcileDeps,
+} from './reconcile-action.js';
 export {
   CredentialRequests,
   credentialRequestsPendingMax,
@@ -26,3 +32,4 @@ export {
   type CredentialRequestsOptions,
   type ProvisionedCredential,
 } from './credential-requests.js';
+export { requireKeptRequest } from './kept-request.js';

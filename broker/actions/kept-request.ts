@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Route } from '../config/index.js';
 import { CodedError, isCodedError } from '../contract/index.js';
-import type { Journal, RequestStore } from '../journal/index.js';
+import type { Journal, KeptRequest, RequestStore } from '../journal/index.js';
 import type { Clock, CredentialVault } from '../ports/index.js';
 import type { InternalHttpRequest } from './http-action-request.js';
 
@@ -66,14 +66,7 @@ export function keepRequest(
  * route, the key's window passed, or already settled).
  */
 export function readKeptRequest(deps: KeptRequestDeps, actionId: string): InternalHttpRequest {
-  const kept = deps.requests?.read(actionId, deps.clock.nowMs());
-  if (kept === undefined) {
-    throw new CodedError(
-      'NOT_FOUND',
-      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person`,
-      { field: 'action_id' },
-    );
-  }
+  const kept = requireKeptRequest(deps, actionId);
   const plain = deps.vault.unwrap(keptRequestPurpose(actionId), kept.sealed);
   try {
     // Written by keepRequest from an InternalHttpRequest, sealed and bound to this action: read back as one.
@@ -85,6 +78,22 @@ export function readKeptRequest(deps: KeptRequestDeps, actionId: string): Intern
   } finally {
     plain.fill(0);
   }
+}
+
+/**
+ * The kept request, still sealed, or the refusal a person's retry gets without one (NOT_FOUND). Opens nothing: the
+ * operator's `actions.precheck` asks it before the CLI asks a person for the passphrase.
+ */
+export function requireKeptRequest(deps: Pick<KeptRequestDeps, 'requests' | 'clock'>, actionId: string): KeptRequest {
+  const kept = deps.requests?.read(actionId, deps.clock.nowMs());
+  if (kept === undefined) {
+    throw new CodedError(
+      'NOT_FOUND',
+      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person`,
+      { field: 'action_id' },
+    );
+  }
+  return kept;
 }
 
 /** A settled action (or one that never left) needs no kept request any more. */

@@ -14,6 +14,7 @@ import {
   planReadBack,
   reconcileClassification,
   type CorrelationFacts,
+  type LookupCorrelation,
   type ReadBackSpec,
   type ReconcileCorrelation,
 } from '../core/index.js';
@@ -74,6 +75,53 @@ export async function reconcileAction(
   actionId: string,
   actor: OperatorActor | undefined,
 ): Promise<ReconcileResult> {
+  const p = planReconcile(deps, actionId);
+  if (p.kind === 'lookup') {
+    const lookupResult = await executeHttpLookup(
+      deps,
+      { route: p.route.name, method: p.method, path: p.path },
+      actionId,
+    );
+    // The key's retention is read now, after the lookup answered: an answer inside it is within it.
+    const withinRetention = p.facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < p.facts.keyExpiresAtMs;
+    const classification = reconcileClassification(lookupResult.response?.status, p.correlation, withinRetention);
+    return record(deps, actionId, actor, lookupResult, {
+      correlation: p.correlation,
+      classification,
+      attemptsSeen: p.attemptsSeen,
+    });
+  }
+  return readBackAndRecord(deps, actionId, actor, p.route, p.readBack, p.values, p.readPlan, p.attemptsSeen);
+}
+
+type ReadBackPlan = Extract<ReturnType<typeof planReadBack>, { ok: true }>;
+
+/** What a reconciliation would ask, decided before anything is sent (`planReconcile`). */
+export type ReconcilePlan =
+  | {
+      readonly kind: 'lookup';
+      readonly route: Route;
+      readonly method: string;
+      readonly path: string;
+      readonly correlation: LookupCorrelation;
+      readonly facts: CorrelationFacts & { keyExpiresAtMs?: number };
+      readonly attemptsSeen: number;
+    }
+  | {
+      readonly kind: 'read_back';
+      readonly route: Route;
+      readonly readBack: ReadBackSpec;
+      readonly values: Readonly<Record<string, string>>;
+      readonly readPlan: ReadBackPlan;
+      readonly attemptsSeen: number;
+    };
+
+/**
+ * Every refusal a reconciliation can give before it sends anything (no secret touched, nothing recorded): the action,
+ * its recorded unknown, a live retry lease, the route, its lookup or read-back and the ids to fill it with. The
+ * operator's `actions.precheck` runs it alone, so the CLI can refuse before it asks a person for the passphrase.
+ */
+export function planReconcile(deps: ReconcileDeps, actionId: string): ReconcilePlan {
   const state = deps.journal.getAction(actionId);
   if (state === undefined || !actionId.startsWith('act_'))
     throw new CodedError('NOT_FOUND', `no action ${actionId}`, { field: 'action_id' });
@@ -105,11 +153,7 @@ export async function reconcileAction(
   const plan = lookup === undefined ? undefined : planLookup(lookup.path, facts);
   if (lookup !== undefined && plan?.ok === true) {
     const path = sendablePath(actionId, plan.path);
-    const lookupResult = await executeHttpLookup(deps, { route: route.name, method: lookup.method, path }, actionId);
-    // The key's retention is read now, after the lookup answered: an answer inside it is within it.
-    const withinRetention = facts.keyExpiresAtMs !== undefined && deps.clock.nowMs() < facts.keyExpiresAtMs;
-    const classification = reconcileClassification(lookupResult.response?.status, plan.correlation, withinRetention);
-    return record(deps, actionId, actor, lookupResult, { correlation: plan.correlation, classification, attemptsSeen });
+    return { kind: 'lookup', route, method: lookup.method, path, correlation: plan.correlation, facts, attemptsSeen };
   }
   if (readBack === undefined)
     throw new CodedError(
@@ -123,7 +167,8 @@ export async function reconcileAction(
     const whys = [...(plan?.ok === false ? [plan.why] : []), readPlan.why];
     throw new CodedError('UNSUPPORTED_ACTION', `cannot reconcile ${actionId}: ${whys.join('; ')}`, { field: 'lookup' });
   }
-  return readBackAndRecord(deps, actionId, actor, route, readBack, values, readPlan, attemptsSeen);
+  sendablePath(actionId, readPlan.path);
+  return { kind: 'read_back', route, readBack, values, readPlan, attemptsSeen };
 }
 
 /**

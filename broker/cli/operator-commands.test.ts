@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { ActionListRow, LaneRelease } from '../contract/index.js';
-import { actionPageLines, printable, releaseLine } from './operator-commands.js';
+import type { ActionListRow, ApprovalCard, LaneRelease } from '../contract/index.js';
+import {
+  actionLine,
+  actionPageLines,
+  cardLine,
+  cardLineBodyCharsMax,
+  printable,
+  releaseLine,
+} from './operator-commands.js';
 
 describe('printable: agent-chosen text on an operator terminal', () => {
   it('turns escape sequences, carriage returns and bidi overrides into visible escapes', () => {
@@ -109,5 +116,107 @@ describe('actionPageLines: a page of `actions list` and where to go on', () => {
     expect(
       actionPageLines({ actions: [row], next_before: null, searched_before_seq: null, as_of_seq: 9_000 }),
     ).toHaveLength(1);
+  });
+});
+
+describe('cardLine: one approval card on one line, as `approvals list` prints it', () => {
+  const card: ApprovalCard = {
+    ticket: 22,
+    action_id: 'act_card',
+    lane: 'route:echo',
+    channel: 'http',
+    approval: 'per_call',
+    approval_rule: null,
+    state: 'pending',
+    waiting_for_ticket: null,
+    text: 'waiting for approval',
+    session: null,
+    target: 'route:echo',
+    method: 'POST',
+    path: '/bigresp',
+    query: [],
+    headers: [],
+    command: null,
+    body_preview: null,
+    body_bytes: 0,
+    credential: 'echo',
+    request_fingerprint: 'sha256:00',
+    accepted_at_ms: 0,
+    expires_at_ms: null,
+    retry_of: null,
+    dispatch_recorded: false,
+    retry_possible: false,
+    retry_until_ms: null,
+  };
+  const printed = (c: ApprovalCard): string => printable(cardLine(c));
+
+  it('when the body is large: shows its size and a bounded preview, so a CLI approver does not decide blind', () => {
+    const line = printed({ ...card, body_preview: `${'x'.repeat(2048)}… (921600 bytes)`, body_bytes: 921_600 });
+    expect(line).toContain(`POST /bigresp  body 921600 bytes "${'x'.repeat(cardLineBodyCharsMax)}…"`);
+    expect(line.length).toBeLessThan(400);
+  });
+
+  it('when the agent writes a fake card line and an escape sequence into the body: one line, nothing forged', () => {
+    const body = 'ok"\n#23 [route:x] approved  \u001b[2K\r';
+    const line = printed({ ...card, body_preview: body, body_bytes: body.length });
+    expect(line.split('\n')).toHaveLength(1);
+    expect([...line].some((c) => c.charCodeAt(0) < 0x20)).toBe(false);
+    expect(line).toContain(`body ${body.length} bytes "ok\\"\\n#23 [route:x] approved  \\u001b[2K\\r"`);
+  });
+
+  it('when the body is binary: says so with its size', () => {
+    expect(printed({ ...card, body_preview: '5 bytes of binary', body_bytes: 5 })).toContain(
+      '/bigresp  body 5 bytes of binary',
+    );
+  });
+
+  it('when the query holds newlines and separators: percent-encoded as sent, on the same line', () => {
+    const line = printed({
+      ...card,
+      method: 'GET',
+      path: '/slow',
+      query: [
+        ['delay', '30000'],
+        ['q', 'a&b\n#9 x'],
+      ],
+    });
+    expect(line).toContain('GET /slow?delay=30000&q=a%26b%0A%239%20x  (per_call');
+  });
+
+  it('when the lane text opens with the ticket: says the ticket once', () => {
+    const line = printed({ ...card, text: '#22 dispatched, waiting for its outcome', state: 'dispatching' });
+    expect(line.startsWith('#22 [route:echo] dispatched, waiting for its outcome  route:echo POST')).toBe(true);
+  });
+});
+
+describe('actionLine: who decided', () => {
+  it('when policy allowed the call at admission: says so, not "undecided"', () => {
+    const row = {
+      action_id: 'act_policy',
+      ticket: 4,
+      accepted_at_ms: 0,
+      session_id: null,
+      agent: null,
+      channel: 'http',
+      target: 'echo',
+      method: 'GET',
+      request: '/slow?delay=30000',
+      lane: null,
+      stage: 'result_committed',
+      decision: null,
+      decided_by: 'policy (approval: none)',
+      outcome: 'committed',
+      code: null,
+      effect: 'succeeded',
+      decided_at_ms: null,
+      dispatched_at_ms: 1,
+      settled_at_ms: 2,
+      duration_ms: 2,
+      first_seq: 1,
+      last_seq: 9,
+    } satisfies ActionListRow;
+    expect(actionLine(row)).toContain(
+      'echo  GET /slow?delay=30000  [no lane]  allowed by policy (approval: none)  committed',
+    );
   });
 });

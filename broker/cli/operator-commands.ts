@@ -283,6 +283,8 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
+      // Refused before the passphrase prompt when it cannot work (no lookup, not unknown…): no secret asked for nothing.
+      await call(options, 'actions.precheck', { action_id: actionId, operation: 'reconcile' });
       const r = await call(options, 'actions.reconcile', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(r));
       const verdict = r.outcome === 'unknown' ? 'inconclusive, still unknown' : `${r.outcome} (${r.effect})`;
@@ -301,6 +303,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
+      await call(options, 'actions.precheck', { action_id: actionId, operation: 'retry' });
       const r = await call(options, 'actions.retry', { action_id: actionId });
       if (options.json === true) return io.out(JSON.stringify(r));
       const how =
@@ -557,7 +560,8 @@ export function actionLine(a: ActionListRow): string {
       ? a.decision === null
         ? 'undecided'
         : a.decision
-      : `${a.decision ?? 'decided'} by ${a.decided_by}`;
+      : // No decision event with a decider: policy allowed it at admission (approval: none).
+        `${a.decision ?? 'allowed'} by ${a.decided_by}`;
   const outcome =
     a.outcome === null
       ? a.stage
@@ -662,18 +666,45 @@ export function releaseLine(r: LaneRelease): string {
   return `lane released by: ${r.kind}${source}${by} at seq ${r.seq}${lease}${reason}; ${outcome}`;
 }
 
-function cardLine(card: ApprovalCard): string {
-  const query = card.query.length === 0 ? '' : `?${card.query.map(([k, v]) => `${k}=${v}`).join('&')}`;
+/** A card's body preview on its line is cut to this many characters (`--json` has the whole bounded preview). */
+export const cardLineBodyCharsMax = 200;
+/** A card's query on its line is cut to this many characters. */
+export const cardLineQueryCharsMax = 1_000;
+
+/**
+ * One card on one line. Everything an agent chose is made single-line and unforgeable before it is printed: the query
+ * percent-encoded as it is sent, the body preview as a JSON string (quotes, newlines and escape sequences escaped, so
+ * a body cannot end the preview early or paint a line of its own); `printable` then escapes what remains.
+ */
+export function cardLine(card: ApprovalCard): string {
   const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}]`;
   const what =
     card.channel === 'http'
-      ? `${card.method ?? ''} ${card.path ?? ''}${query}${headers}`
+      ? `${card.method ?? ''} ${card.path ?? ''}${queryText(card.query, cardLineQueryCharsMax)}${headers}${bodyText(card)}`
       : card.channel === 'mcp'
-        ? `tool ${card.command ?? ''}`
+        ? `tool ${card.command ?? ''}${bodyText(card)}`
         : `$ ${card.command ?? ''}`;
   const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
   const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
-  return `#${card.ticket} [${card.lane ?? 'no lane'}] ${card.text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
+  // The lane's words may open with the ticket ("#18 dispatched, …"); the line already starts with it.
+  const text = card.text.startsWith(`#${card.ticket} `) ? card.text.slice(`#${card.ticket} `.length) : card.text;
+  return `#${card.ticket} [${card.lane ?? 'no lane'}] ${text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
+}
+
+/** "?a=1&b=x%20y": the pairs percent-encoded as the request sends them, cut at `charsMax` with what is hidden said. */
+export function queryText(query: ReadonlyArray<readonly [string, string]>, charsMax: number): string {
+  if (query.length === 0) return '';
+  const text = `?${query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`;
+  return text.length <= charsMax ? text : `${text.slice(0, charsMax)}… (${text.length - charsMax} more characters)`;
+}
+
+function bodyText(card: ApprovalCard): string {
+  if (card.body_bytes === 0 || card.body_preview === null) return '';
+  if (card.body_preview === `${card.body_bytes} bytes of binary`) return `  body ${card.body_preview}`;
+  const preview = [...card.body_preview];
+  const shown =
+    preview.length <= cardLineBodyCharsMax ? card.body_preview : `${preview.slice(0, cardLineBodyCharsMax).join('')}…`;
+  return `  body ${card.body_bytes} bytes ${JSON.stringify(shown)}`;
 }
 
 // Help and the local check read the bounds from the schemas the daemon parses with, so they cannot drift.

@@ -163,16 +163,18 @@ export function registerVaultCommands(program: Command, context: CommandContext)
       const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
       held.push(passphrase);
       const info = await withUnlockedVault(dataDir, passphrase, (v) =>
-        v.add({
-          name,
-          kind,
-          secret,
-          bindings: options.bind,
-          ...(options.header === undefined ? {} : { header: options.header }),
-          ...(options.template === undefined ? {} : { template: options.template }),
-          ...(options.param === undefined ? {} : { param: options.param }),
-          ...(keyPassphrase === undefined ? {} : { sshKeyPassphrase: keyPassphrase }),
-        }),
+        addOrSayRotate(name, () =>
+          v.add({
+            name,
+            kind,
+            secret,
+            bindings: options.bind,
+            ...(options.header === undefined ? {} : { header: options.header }),
+            ...(options.template === undefined ? {} : { template: options.template }),
+            ...(options.param === undefined ? {} : { param: options.param }),
+            ...(keyPassphrase === undefined ? {} : { sshKeyPassphrase: keyPassphrase }),
+          }),
+        ),
       );
       io.out(`Added ${describeLine(info)}`);
     } finally {
@@ -377,4 +379,21 @@ function valueOf(reply: ControlReply): void {
   throw withCliField(
     new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field }),
   );
+}
+
+/**
+ * A name already taken is said with the command that replaces its secret: `vault add` never overwrites, and a person
+ * who meant to change the secret should not have to look up how. The name passed the vault's name check to get here.
+ */
+async function addOrSayRotate(name: string, add: () => Promise<CredentialInfo>): Promise<CredentialInfo> {
+  try {
+    return await add();
+  } catch (error) {
+    if (!isCodedError(error) || error.code !== 'CREDENTIAL_EXISTS') throw error;
+    throw new CodedError(
+      'CREDENTIAL_EXISTS',
+      `a credential named ${name} already exists; to replace its secret: postern vault rotate ${name} --from-stdin (or postern vault remove ${name} first)`,
+      { field: 'name' },
+    );
+  }
 }

@@ -26,7 +26,11 @@ export const actionListRowSchema = z.object({
   lane: z.string().max(200).nullable(),
   stage: z.enum(ActionStage),
   decision: z.enum(Decision).nullable(),
-  /** Who decided, worded as everywhere (`person:alice (web, operator session)`, `policy:…`); null before a decision. */
+  /**
+   * Who decided, worded as everywhere (`person:alice (web, operator session)`, `policy:…`); for a call admitted under
+   * `approval: none`, `policy (approval: none)` or `policy (approval: none; <approval_rule>)` (no decision event:
+   * `decision` stays null). Null before a decision.
+   */
   decided_by: z.string().max(400).nullable(),
   outcome: z.enum(Outcome).nullable(),
   code: z.string().max(80).nullable(),

@@ -288,6 +288,15 @@ export const brokerApiSchemas = {
       journal_seq: z.number().int(),
     }),
   },
+  'actions.precheck': {
+    /**
+     * Would `actions.reconcile` / `actions.retry` of this action get as far as asking the remote? Answers with the
+     * refusal the decision would give before sending anything (NOT_FOUND, DECISION_CONFLICT, UNSUPPORTED_ACTION, …),
+     * else `{ok: true}`. A read: nothing is sent, recorded or unsealed, so a surface asks it before a person's proof.
+     */
+    input: z.strictObject({ action_id: z.string().min(1).max(80), operation: z.enum(['reconcile', 'retry']) }),
+    output: z.object({ action_id: z.string(), operation: z.enum(['reconcile', 'retry']), ok: z.literal(true) }),
+  },
   'actions.recording': {
     /**
      * An SSH action's session recording (docs/ssh-channel.md): NOT_FOUND, RECORDING_IN_PROGRESS (its command is still

@@ -14,6 +14,7 @@ export const brokerApiMethods = [
   'actions.attest',
   'actions.reconcile',
   'actions.retry',
+  'actions.precheck',
   'actions.recording',
   'sessions.list',
   'sessions.approve',
@@ -86,6 +87,8 @@ export const operatorMethodClass = {
   // Runs the route's lookup with the credential and records what it learned on the person's word.
   'actions.reconcile': 'decision',
   'actions.retry': 'decision',
+  // Whether a reconcile or retry of this action could go as far as the remote: its refusals only, nothing sent.
+  'actions.precheck': 'read',
   // An SSH action's session recording (asciicast v2), opened: output as the agent received it, scrubbed.
   'actions.recording': 'read',
   'sessions.list': 'read',

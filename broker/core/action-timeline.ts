@@ -55,6 +55,14 @@ export function advanceActionTimeline(before: ActionTimeline, event: JournalEven
   return next;
 }
 
+/**
+ * Who allowed an action admitted under `approval: none`: the route's policy (or the rule ACTION_ACCEPTED names as
+ * `approval_rule`) decided at admission, and no decision event follows — so a list never calls it undecided.
+ */
+export function admissionPolicyDecider(approvalRule: string | null): string {
+  return approvalRule === null ? 'policy (approval: none)' : `policy (approval: none; ${approvalRule})`;
+}
+
 /** actorLabel of the decision event's actor; EXPIRED has none. */
 export function deciderOf(event: { readonly kind: string; readonly payload: unknown }): string | null {
   if (event.kind === 'EXPIRED') return expiredDecider;

@@ -98,3 +98,19 @@ describe('isShortestFormUtf8', () => {
     expect(disagreements).toEqual([]);
   });
 });
+
+describe('normalizeRequestPath when a character must be percent-encoded', () => {
+  it.each([
+    ['/slow?delay=30000', 'the path has "?": a query goes in the query field (e.g. {"delay": "30000"}), not in path'],
+    ['/page#top', 'the path has "#": a fragment is never sent; a literal "#" in a path segment is %23'],
+    ['/a b', 'the path has U+0020, which must be percent-encoded as %20'],
+    ['/a"b', 'the path has """ (U+0022), which must be percent-encoded as %22'],
+    ['/caf\u00e9', 'the path has U+00E9, which must be percent-encoded as %C3%A9'],
+    ['/a\u001b[2Kb', 'the path has U+001B, which must be percent-encoded as %1B'],
+    ['/x\u{1F600}', 'the path has U+1F600, which must be percent-encoded as %F0%9F%98%80'],
+  ])('when the path is %j: names the character and what to do', (path, why) => {
+    const check = normalizeRequestPath(path);
+    expect(check.ok).toBe(false);
+    if (!check.ok) expect(check.why.startsWith(why)).toBe(true);
+  });
+});

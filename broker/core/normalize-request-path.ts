@@ -40,13 +40,29 @@ export function normalizeRequestPath(path: string): PathCheck {
         continue;
       }
       if (ch === '\\') return { ok: false, why: 'the path has a backslash' };
-      if (!pchar.test(ch)) return { ok: false, why: 'the path has a character that must be percent-encoded' };
+      if (!pchar.test(ch)) return { ok: false, why: unencodedWhy(segment.codePointAt(c) ?? 0) };
     }
     if (!isShortestFormUtf8(segmentBytes(segment))) {
       return { ok: false, why: 'the path has percent-encoded bytes that are not valid shortest-form UTF-8' };
     }
   }
   return { ok: true, path };
+}
+
+/**
+ * Names the character and its encoding, so the caller can fix the call without guessing: "?" starts a query, which
+ * goes in the `query` field (the broker encodes it); "#" starts a fragment, which is never sent. Only visible ASCII is
+ * shown as itself: anything else (a control character, a look-alike letter) as U+XXXX, never raw in a message.
+ */
+function unencodedWhy(codePoint: number): string {
+  if (codePoint === 0x3f)
+    return 'the path has "?": a query goes in the query field (e.g. {"delay": "30000"}), not in path; a literal "?" in a path segment is %3F';
+  if (codePoint === 0x23) return 'the path has "#": a fragment is never sent; a literal "#" in a path segment is %23';
+  const name = `U+${codePoint.toString(16).toUpperCase().padStart(4, '0')}`;
+  const shown = codePoint > 0x20 && codePoint < 0x7f ? `"${String.fromCodePoint(codePoint)}" (${name})` : name;
+  const isSurrogate = codePoint >= 0xd800 && codePoint <= 0xdfff;
+  const encoded = isSurrogate ? '' : ` as ${encodeURIComponent(String.fromCodePoint(codePoint))}`;
+  return `the path has ${shown}, which must be percent-encoded${encoded}`;
 }
 
 /** The bytes a server gets by percent-decoding `segment` (already checked: ASCII and well-formed %XX only). */

@@ -120,6 +120,19 @@ describe('actions.list over a real journal', () => {
     expect(as_of_seq).toBe(temp.journal.stats().last_seq);
   });
 
+  it('when policy allowed a call at admission (approval: none): who decided says policy and the rule, never undecided', async () => {
+    await temp.journal.appendBatch(varied('httpNoApproval', 0));
+    const [accepted, ...rest] = varied('httpNoApproval', 1);
+    if (accepted?.kind !== 'ACTION_ACCEPTED') throw new Error('a script starts with ACTION_ACCEPTED');
+    const rule = 'rules[1]: GET /v1/** → none';
+    await temp.journal.appendBatch([{ ...accepted, payload: { ...accepted.payload, approval_rule: rule } }, ...rest]);
+    const { actions } = list({});
+    expect(actions.map((a) => [a.action_id, a.decision, a.decided_by])).toEqual([
+      ['act_httpNoApproval_001', null, `policy (approval: none; ${rule})`],
+      ['act_httpNoApproval_000', null, 'policy (approval: none)'],
+    ]);
+  });
+
   it('when every path has run in two sessions, lanes and targets: each filter and keyset page agrees with the projection, with no duplicate or gap', async () => {
     for (const name of actionPathNames) for (const n of [0, 1, 2, 3]) await temp.journal.appendBatch(varied(name, n));
     const model = temp.journal.listActions().sort((a, b) => b.first_seq - a.first_seq);
@@ -322,8 +335,9 @@ describe('when a data dir written before migration 010 is opened', () => {
       expect(migrated).toEqual(live);
       temp.vault.lock();
       const locked = listActions(reopened, {}).actions;
-      // The earlier run's decision events are sealed now: a person's name is never guessed, an expiry needs no body.
-      expect(locked.map((a) => a.decided_by)).toEqual([null, 'nobody (expired)', null]);
+      // The earlier run's decision events are sealed now: a person's name is never guessed, an expiry needs no body,
+      // and a call policy allowed at admission (approval: none) is said from the plaintext state.
+      expect(locked.map((a) => a.decided_by)).toEqual(['policy (approval: none)', 'nobody (expired)', null]);
     } finally {
       await reopened.close();
     }

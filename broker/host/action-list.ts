@@ -7,7 +7,7 @@ import type {
   JournalEvent,
   OperatorInput,
 } from '../contract/index.js';
-import { deciderOf, laneWaits, splitActionTarget, type LaneWaitTicket } from '../core/index.js';
+import { admissionPolicyDecider, deciderOf, laneWaits, splitActionTarget, type LaneWaitTicket } from '../core/index.js';
 import type { ActionListDbRow, Journal } from '../journal/index.js';
 
 /** A page of the action list is this many rows unless asked otherwise; the contract caps a request at 500. */
@@ -93,12 +93,14 @@ function agentName(row: ActionListDbRow): string | null {
 }
 
 /**
- * Stored since migration 010; a decision from before it is worded from its event when this run (or
+ * An action admitted under `approval: none` was allowed by policy at admission (no decision event):
+ * said so from its journaled approval and rule. Stored since migration 010; a decision from before it is worded from its event when this run (or
  * the unlocked vault) can open it, else left null: a sealed body is never guessed at.
  */
 function decidedBy(row: ActionListDbRow, journal: Journal): string | null {
   if (row.decided_by !== null) return cut(row.decided_by, decidedByCharsMax);
-  if (row.decided_seq === null) return null;
+  if (row.decided_seq === null)
+    return row.approval === 'none' ? cut(admissionPolicyDecider(row.approval_rule), decidedByCharsMax) : null;
   const [event] = journal.eventsPage(row.decided_seq, 1);
   if (event === undefined || 'sealed' in event || event.seq !== row.decided_seq) return null;
   const label = deciderOf(event);

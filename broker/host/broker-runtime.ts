@@ -34,6 +34,8 @@ import {
   createReconciler,
   CredentialRequests,
   mcpSecrets,
+  planReconcile,
+  requireKeptRequest,
   retryKeptRequest,
   withServerSecrets,
 } from '../actions/index.js';
@@ -385,6 +387,13 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
           actor,
         );
         return retrySummary(journal, input.action_id, result.envelope.evidence.journal_seq);
+      },
+      // The refusals either would give before sending anything, asked before a person types the passphrase for nothing.
+      'actions.precheck': (input) => {
+        anchor.refuseWhileQuarantined();
+        if (input.operation === 'reconcile') planReconcile(reconcileDeps, input.action_id);
+        else requireKeptRequest({ requests, clock }, input.action_id);
+        return { action_id: input.action_id, operation: input.operation, ok: true as const };
       },
       metrics: () => foldMetrics(journal.outcomeCounts()),
       'sessions.approve': (input, actor) => queue.approveSession(input.session_id, actor),

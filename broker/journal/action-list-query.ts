@@ -42,6 +42,9 @@ export interface ActionListDbRow {
   agent_pid: number | null;
   agent_name: string | null;
   agent_exe: string | null;
+  /** ACTION_ACCEPTED's approval mode and the rule that set it (the state the projection holds). */
+  approval: string | null;
+  approval_rule: string | null;
 }
 
 /** The earlier tickets of a lane a wait computation reads: newest first, bounded. */
@@ -55,7 +58,8 @@ const listColumns = `
   a.action_id, a.ticket, a.accepted_at_ms, a.session_id, a.channel, a.target, a.target_name, a.lane, a.stage,
   a.decision, a.decided_by, a.decided_seq, a.outcome, a.code, a.effect, a.decided_at_ms, a.dispatched_at_ms,
   a.settled_at_ms, a.first_seq, a.last_seq, s.pid AS agent_pid,
-  json_extract(s.state, '$.client_name') AS agent_name, json_extract(s.state, '$.exe') AS agent_exe`;
+  json_extract(s.state, '$.client_name') AS agent_name, json_extract(s.state, '$.exe') AS agent_exe,
+  json_extract(a.state, '$.approval') AS approval, json_extract(a.state, '$.approval_rule') AS approval_rule`;
 
 /** Each text-searchable column; a null column never matches. */
 const textColumns = ['a.target', 'a.action_id', 'a.lane', `'#' || a.ticket`, 'a.code', 'a.decided_by'];
