@@ -496,6 +496,37 @@ describe('when an agent asks for a retry_of while the broker stops (the queue ho
   });
 });
 
+describe('when cancel_action names an action whose automatic retry waits out its backoff', () => {
+  it('is not closed: the cancel is recorded and no further attempt reaches the remote', async () => {
+    const remote = await AdversarialHttpServer.start({
+      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 1000'].join('\n');
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(814);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    let id = '';
+    const call = backend.call(sessionId, 'http_request', put, never, undefined, (actionId) => {
+      id = actionId;
+    });
+    // The first attempt is answered 429 and recorded; the executor now waits out the backoff before the next round.
+    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    expect(f.queue.isExecuting(id)).toBe(true);
+
+    const answer = await backend.call(sessionId, 'cancel_action', { action_id: id }, never);
+    expect(reply(answer).error?.code).not.toBe('ACTION_CLOSED');
+    expect(actionReply(answer)).toMatchObject({ invocation_id: id, caller_disposition: 'canceled' });
+    expect(f.events(id).map((e) => e.kind)).toContain('CALLER_CANCELLED');
+
+    // The backoff passes: no further round starts; the call answers the recorded 429.
+    expect(actionReply(await call).error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    expect(remote.requests).toHaveLength(1);
+    expect(f.events(id).map((e) => e.kind)).not.toContain('RETRY_LEASED');
+    expect(f.queue.isExecuting(id)).toBe(false);
+  });
+});
+
 describe('when the caller cancels after dispatch (DESIGN §3: the cause is the caller, the outcome unknown)', () => {
   it('cancel_action answers CALLER_CANCELLED, outcome unknown, retry fetch_result — the operation goes on and is not stopped', async () => {
     const remote = await openWithRemote({ kind: 'apply_then_hang' });

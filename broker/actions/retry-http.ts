@@ -177,8 +177,12 @@ export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpA
     ...(b.binding === undefined ? {} : { keyExpiresAtMs: b.binding.expires_at_ms }),
     send: (run) => authorizeAndSend(deps, b, run),
     fromRecord: (state) => recordedAnswer(state, b.fingerprint),
-    // A locked vault, or a broker that is stopping (the queue holds releases): no further attempt starts.
-    ready: () => deps.vault.state() === 'unlocked' && deps.queue.releasesHeld?.() !== true,
+    // A locked vault, a broker that is stopping (the queue holds releases), or a caller that cancelled the action
+    // (cancel_action, notifications/cancelled): no further attempt starts.
+    ready: () =>
+      deps.vault.state() === 'unlocked' &&
+      deps.queue.releasesHeld?.() !== true &&
+      deps.queue.callerCancelled?.(b.actionId) !== true,
     leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };

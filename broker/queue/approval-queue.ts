@@ -37,6 +37,11 @@ export interface DispatchQueue {
   settled(actionId: string): void;
   /** The broker is stopping (holdReleases): nothing further may start, an automatic retry round neither. */
   releasesHeld?(): boolean;
+  /**
+   * The caller cancelled this action (a recorded CALLER_CANCELLED) while its executor was still running: no further
+   * automatic retry round starts for it (the retry engine's ready()).
+   */
+  callerCancelled?(actionId: string): boolean;
 }
 
 export interface ApprovalQueueOptions {
@@ -103,6 +108,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * action, and the next ticket must not go out in between (scheduleLane's `running`).
    */
   private readonly executing = new Map<string, string | null>();
+  /** Executing actions whose caller cancelled them meanwhile (callerStopped): no further automatic retry round. */
+  private readonly cancelledRuns = new Set<string>();
   /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
   private holding = false;
   private readonly previews = new Map<string, CardPreview>();
@@ -241,9 +248,23 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))
       ).state;
     }
+    // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel stops further rounds.
+    if (stop === 'cancelled' && this.executing.has(actionId)) this.cancelledRuns.add(actionId);
     this.clearExpiry(actionId);
     this.pumpFor(after);
     return after;
+  }
+
+  /**
+   * Whether this action's executor is still running: released (or a retry's turn taken) and not settled yet. Its record
+   * may already read settled (an automatic retry waits out its backoff between attempts), yet it is not closed.
+   */
+  isExecuting(actionId: string): boolean {
+    return this.executing.has(actionId);
+  }
+
+  callerCancelled(actionId: string): boolean {
+    return this.cancelledRuns.has(actionId);
   }
 
   // ── the operator side (OperatorQueue) ─────────────────────────────────────────────────────
@@ -742,6 +763,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private forget(actionId: string): void {
     this.waiters.delete(actionId);
     this.executing.delete(actionId);
+    this.cancelledRuns.delete(actionId);
     this.previews.delete(actionId);
     this.bypass.delete(actionId);
     this.clearExpiry(actionId);
