@@ -15,6 +15,7 @@ import { AdversarialHttpServer, type Behavior } from '../testing/adversarial-htt
 import { canary, localRouteConfig } from '../testing/http-action-harness.js';
 import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
+import { describeCutShutdown, shutDownRuntime } from '../host/shutdown-sequence.js';
 import { sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
 import { openActionsPerSessionMax } from './open-actions.js';
 
@@ -524,6 +525,43 @@ describe('when cancel_action names an action whose automatic retry waits out its
     expect(remote.requests).toHaveLength(1);
     expect(f.events(id).map((e) => e.kind)).not.toContain('RETRY_LEASED');
     expect(f.queue.isExecuting(id)).toBe(false);
+  });
+});
+
+describe('when the broker stops while an automatic retry waits out a long backoff (Retry-After)', () => {
+  it('the hold ends the wait: the drain finishes at once, drained, with no cut line, and nothing more is sent', async () => {
+    const remote = await AdversarialHttpServer.start({
+      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}', headers: { 'retry-after': '50' } }),
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 30000'].join(
+      '\n',
+    );
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(815);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    let id = '';
+    const call = backend.call(sessionId, 'http_request', put, never, undefined, (actionId) => {
+      id = actionId;
+    });
+    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    expect(f.queue.releasedCount()).toBe(1);
+
+    const startedMs = Date.now();
+    const report = await shutDownRuntime(
+      {
+        stopIntake: () => Promise.resolve(f.queue.holdReleases()),
+        inFlight: () => f.queue.releasedCount(),
+        close: () => Promise.resolve(),
+      },
+      { stopHostIntake: () => undefined, bounds: { drainBoundMs: 10_000, drainPollMs: 20 } },
+    );
+    expect(report).toMatchObject({ drained: true, leftInFlight: 0 });
+    expect(Date.now() - startedMs).toBeLessThan(3000);
+    expect(describeCutShutdown(report)).toBeUndefined();
+    expect(actionReply(await call).error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    expect(remote.requests).toHaveLength(1);
+    expect(f.events(id).map((e) => e.kind)).not.toContain('RETRY_LEASED');
   });
 });
 

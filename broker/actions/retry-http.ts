@@ -169,6 +169,7 @@ function preflightBinding(journal: Journal, actionId: string): IdempotencyKeyBin
 /** The action as the retry engine drives it: resend this bound request, answer from the record otherwise. */
 export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionResult> {
   const reconcile = deps.reconcile;
+  const onHold = deps.queue.onHold?.bind(deps.queue);
   return {
     actionId: b.actionId,
     policy: b.route.retry,
@@ -184,6 +185,8 @@ export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpA
       deps.queue.releasesHeld?.() !== true &&
       deps.queue.callerCancelled?.(b.actionId) !== true,
     leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
+    // The broker stopping ends a backoff wait at once: the drain does not wait out a timer that could only end unsent.
+    ...(onHold === undefined ? {} : { onStopping: onHold }),
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };
 }

@@ -42,6 +42,11 @@ export interface DispatchQueue {
    * automatic retry round starts for it (the retry engine's ready()).
    */
   callerCancelled?(actionId: string): boolean;
+  /**
+   * Calls `listener` once the broker stops (holdReleases; at once if it already has): a retry's backoff wait ends
+   * there, and no further round starts. Returns the unsubscribe.
+   */
+  onHold?(listener: () => void): () => void;
 }
 
 export interface ApprovalQueueOptions {
@@ -112,6 +117,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly cancelledRuns = new Set<string>();
   /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
   private holding = false;
+  /** Told once by holdReleases: retries waiting out a backoff (onHold). */
+  private readonly holdListeners = new Set<() => void>();
   private readonly previews = new Map<string, CardPreview>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
   /** Sessions with at least one open agent connection (see sessionConnected). */
@@ -477,16 +484,30 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * The broker is stopping (BrokerRuntime.stopIntake): no ticket is released from now on, whatever it waits for (a
    * person, its turn); its executor keeps waiting and the next start's recovery closes it (not_attempted). Those
    * already released run on, but start no further attempt: no retry goes (retryTurn refuses SHUTTING_DOWN, the retry
-   * engine takes no lease once releasesHeld()). Not undone: the queue closes next.
+   * engine takes no lease once releasesHeld()), and one waiting out a backoff stops waiting (onHold), so the drain
+   * never waits for a timer that could only end in no send. Not undone: the queue closes next.
    */
   holdReleases(): void {
     this.holding = true;
+    // A retry waiting out its backoff (the retry engine's wait) stops waiting and answers from its record.
+    const listeners = [...this.holdListeners];
+    this.holdListeners.clear();
+    for (const listener of listeners) listener();
     // A retry waiting for its turn (retryTurn) hears the hold and is refused.
     this.notify();
   }
 
   releasesHeld(): boolean {
     return this.holding;
+  }
+
+  onHold(listener: () => void): () => void {
+    if (this.holding) {
+      listener();
+      return () => undefined;
+    }
+    this.holdListeners.add(listener);
+    return () => this.holdListeners.delete(listener);
   }
 
   /** Tickets released to their executors that have not settled yet (what a stopping broker drains). */
