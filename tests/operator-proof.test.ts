@@ -417,4 +417,25 @@ describe('when the daemon was started with a passphrase file (headless, no opt-o
     ]);
     expect(await rig.log.waitForArrivals(1)).toEqual(['from-file']);
   }, 90_000);
+  it('the CLI on a terminal does not ask the person for a passphrase it would refuse: it prints the refusal and fails (approve, vault lock)', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'from-file-cli');
+    const approve = await runOnTerminal(
+      ['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir],
+      passphrase,
+    );
+    expect(approve.prompted, approve.screen).toBe(false);
+    expect(approve.code).not.toBe(0);
+    expect(approve.screen).toContain('OPERATOR_PROOF_REQUIRED');
+    expect(approve.screen).toContain('read from a file');
+    expect(approve.screen).not.toContain(passphrase);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+
+    const lock = await runOnTerminal(['vault', 'lock', '--data-dir', rig.dataDir], passphrase);
+    expect(lock.prompted, lock.screen).toBe(false);
+    expect(lock.code).not.toBe(0);
+    expect(lock.screen).toContain('OPERATOR_PROOF_REQUIRED');
+    expect(lock.screen).toContain('read from a file');
+    expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
+  }, 90_000);
 });

@@ -102,7 +102,8 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         return;
       }
       // Locking is a decision (an agent must not stop every dispatch at will): prove it on the terminal.
-      if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED') {
+      // Unless no passphrase can prove a person to this broker (`proof_refusal`): then the refusal is the answer.
+      if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED' && reply.error.proof_refusal === undefined) {
         const refusal = reply.error.message;
         const passphrase = await readProofFromTerminal(
           "Lock the running broker's vault. Vault passphrase: ",

@@ -1,7 +1,7 @@
 import { createConnection } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { brokerApiMethods, CodedError, type Reply } from '../contract/index.js';
+import { brokerApiMethods, CodedError, type Reply, type ReplyError } from '../contract/index.js';
 import type { VaultState } from '../ports/index.js';
 import { verifyControlListener } from './control-listener.js';
 
@@ -32,9 +32,7 @@ export interface ControlValue {
   state: VaultState;
   credentials?: number;
 }
-export type ControlReply =
-  | { ok: true; value: ControlValue }
-  | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
+export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: ReplyError };
 /** What an `api` request answers: the operator method's own Reply. */
 export type ControlApiReply = Reply<unknown>;
 

@@ -99,7 +99,7 @@ export function createControlProof(options: {
         return answered ?? errorReply(new CodedError('INTERNAL', 'the unlock gave no answer'));
       }
       // Refused before it is checked: the answer says nothing about the passphrase either way.
-      if (proof !== undefined && passphraseFromFile) return errorReply(passphraseFromFileRefusal(method));
+      if (proof !== undefined && passphraseFromFile) return passphraseFromFileRefusal(method);
       if (proof !== undefined) {
         const passphrase = Buffer.from(proof, 'utf8');
         const refused = await gated(peer.uid, async () => {
@@ -141,7 +141,7 @@ function decideUnproven(
       auth: 'unattended_opt_out',
       process: { exe: exeOf(pid), pid },
     });
-  if (passphraseFromFile) return errorReply(passphraseFromFileRefusal(method));
+  if (passphraseFromFile) return passphraseFromFileRefusal(method);
   if (unattended === 'unverified') {
     return errorReply(
       new CodedError(
@@ -162,9 +162,12 @@ function decideUnproven(
   );
 }
 
-/** THREAT-MODEL 3: a passphrase every process of the user can read is no person's proof; say so, and what does prove one. */
-function passphraseFromFileRefusal(method: BrokerApiMethod): CodedError {
-  return new CodedError(
+/**
+ * THREAT-MODEL 3: a passphrase every process of the user can read is no person's proof; say so, and what does prove one.
+ * `proof_refusal` tells a client (the CLI) not to ask the person for a passphrase that would be refused again.
+ */
+function passphraseFromFileRefusal(method: BrokerApiMethod): Reply<never> {
+  const refusal = new CodedError(
     'OPERATOR_PROOF_REQUIRED',
     `${method} is a decision and needs a person, but this broker's vault passphrase was read from a file at start ` +
       '(--passphrase-file or POSTERN_PASSPHRASE_FILE), which any process of this user can read, an agent too: presenting it ' +
@@ -173,6 +176,8 @@ function passphraseFromFileRefusal(method: BrokerApiMethod): CodedError {
       '`operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
     { field: 'proof' },
   );
+  const reply = errorReply(refusal);
+  return reply.ok ? reply : { ok: false, error: { ...reply.error, proof_refusal: 'passphrase_from_file' } };
 }
 
 function refusedHere(method: BrokerApiMethod): CodedError {
