@@ -33,6 +33,12 @@ export interface ControlProof {
     proof: string | undefined,
     execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>,
   ): Promise<Reply<unknown>>;
+  /**
+   * A client unlocked this broker with a passphrase it read from a file (`vault unlock --passphrase-file`,
+   * POSTERN_PASSPHRASE_FILE): from now on, for the rest of the run, no passphrase is a person's proof here. Never undone:
+   * a client that says so untruly only makes the broker stricter.
+   */
+  passphraseReadFromFile(): void;
 }
 
 const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tty' };
@@ -49,12 +55,13 @@ export function createControlProof(options: {
   unattendedDecisions: () => UnattendedDecisions;
   /**
    * The vault was unlocked at start with a passphrase read from a file (the headless start path): presenting it proves
-   * no person, for this broker's whole run (a later unlock, of a locked or an unlocked vault, does not change it).
+   * no person, for this broker's whole run (a later unlock, of a locked or an unlocked vault, does not change it). A
+   * later unlock whose client read its passphrase from a file latches the same (passphraseReadFromFile).
    */
   passphraseFromFile?: boolean;
   attempts?: PassphraseAttempts;
 }): ControlProof {
-  const passphraseFromFile = options.passphraseFromFile === true;
+  let passphraseFromFile = options.passphraseFromFile === true;
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
   /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
@@ -79,6 +86,9 @@ export function createControlProof(options: {
   };
 
   return {
+    passphraseReadFromFile() {
+      passphraseFromFile = true;
+    },
     async decide(socket, method, input, proof, execute) {
       // Before any proof or opt-out is looked at: no passphrase exists yet to prove anything with.
       if (controlSocketRefusedMethods.has(method)) return errorReply(refusedHere(method));
