@@ -43,7 +43,7 @@ export async function retryKeptRequest(
   actor: OperatorActor,
 ): Promise<HttpActionResult> {
   const input = readKeptRequest(deps, actionId);
-  return runRecorded(deps, actionId, () => retryHttpAction(deps, actionId, input, actor));
+  return retryHttpAction(deps, actionId, input, actor);
 }
 
 /**
@@ -53,7 +53,8 @@ export async function retryKeptRequest(
  * where the route declares a retry policy (the standing decision) and planRetry says a resend is
  * safe (an idempotent repeat, the same key within its window, or a throttled idempotent request).
  * A request that does not match is refused with a coded error and nothing is recorded on the
- * original.
+ * original; such a refusal, or one of its turn (SHUTTING_DOWN), touches neither the record nor the queue's count of
+ * the action's runs (runRecorded wraps only what follows the turn).
  */
 export async function retryHttpAction(
   deps: HttpActionDeps,
@@ -113,14 +114,19 @@ export async function retryHttpAction(
     credential: boundCredential(deps.journal, actionId),
   };
   // Its place back at the head of its lane: it waits for a later ticket in flight, and holds back the ones after it.
+  // Refused (the broker stopping), nothing of it ran: no broker error to record, no run to settle.
   await deps.queue.retryTurn(actionId);
-  const subject = retrySubject(deps, bound);
-  const answer = subject.fromRecord(state);
-  // Who asked is the calling session (after a restart, not the one that first sent it).
-  const requestedBy = person ?? { kind: 'agent' as const, id: deps.sessionId ?? state.session_id ?? 'agent' };
-  const result = await retryWhileAllowed(deps, subject, answer, requestedBy);
-  // A request is kept only under a contract (a binding) and a retry policy, which this route has.
-  return binding === undefined ? result : dropWhenSettled(deps, actionId, result);
+  // From its turn on this run is the executor's like any other: a broker bug is recorded, and its run settles (and
+  // only its own: another run of the action, a retry under lease, still counts until it settles itself).
+  return runRecorded(deps, actionId, async () => {
+    const subject = retrySubject(deps, bound);
+    const answer = subject.fromRecord(state);
+    // Who asked is the calling session (after a restart, not the one that first sent it).
+    const requestedBy = person ?? { kind: 'agent' as const, id: deps.sessionId ?? state.session_id ?? 'agent' };
+    const result = await retryWhileAllowed(deps, subject, answer, requestedBy);
+    // A request is kept only under a contract (a binding) and a retry policy, which this route has.
+    return binding === undefined ? result : dropWhenSettled(deps, actionId, result);
+  });
 }
 
 /**

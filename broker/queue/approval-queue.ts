@@ -113,6 +113,12 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * action, and the next ticket must not go out in between (scheduleLane's `running`).
    */
   private readonly executing = new Map<string, string | null>();
+  /**
+   * How many runs of each executing action have not settled yet: its released run, and each retry that took its turn
+   * (retryTurn) — two can overlap (a retry_of while an automatic retry waits out its backoff). The action leaves
+   * `executing` when its last run settles; a run that never took a turn (a retry refused first) never counts.
+   */
+  private readonly runs = new Map<string, number>();
   /** Executing actions whose caller cancelled them meanwhile (callerStopped): no further automatic retry round. */
   private readonly cancelledRuns = new Set<string>();
   /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
@@ -187,7 +193,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   async retryTurn(actionId: string): Promise<void> {
     if (this.holding) throw shuttingDown(actionId);
     const lane = this.journal.getAction(actionId)?.lane ?? null;
-    this.executing.set(actionId, lane);
+    this.startRun(actionId, lane);
     if (lane === null) return;
     const busy = (): boolean =>
       this.readLane(lane).open.some((s) => {
@@ -200,7 +206,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       const stop = this.onChange(() => {
         if (this.holding) {
           stop();
-          this.executing.delete(actionId);
+          // Only this retry's run ends (refused: it settles nothing); another run of the action still counts.
+          this.endRun(actionId);
           reject(shuttingDown(actionId));
           return;
         }
@@ -211,10 +218,13 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     });
   }
 
-  /** The executor recorded this action's outcome (or gave up): the lane may move on. */
+  /**
+   * The executor recorded this action's outcome (or gave up): the lane may move on — once no other run of it (a
+   * concurrent retry) is still executing. Called only by a run that was released or took its retry turn.
+   */
   settled(actionId: string): void {
     const state = this.journal.getAction(actionId);
-    this.forget(actionId);
+    if (this.endRun(actionId)) this.forget(actionId);
     if (state !== undefined) this.pumpFor(state);
   }
 
@@ -724,7 +734,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       if (waiter === undefined || schedule.release?.action_id !== s.action_id || this.holding) continue;
       this.waiters.delete(s.action_id);
       this.clearExpiry(s.action_id);
-      this.executing.set(s.action_id, s.lane);
+      this.startRun(s.action_id, s.lane);
       waiter.resolve({ kind: 'go' });
     }
     return schedule;
@@ -781,9 +791,27 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.activeLanes.add(state.lane);
   }
 
+  private startRun(actionId: string, lane: string | null): void {
+    this.executing.set(actionId, lane);
+    this.runs.set(actionId, (this.runs.get(actionId) ?? 0) + 1);
+  }
+
+  /** One run of the action ended; true when it was the last (the action no longer executes). */
+  private endRun(actionId: string): boolean {
+    const left = (this.runs.get(actionId) ?? 0) - 1;
+    if (left > 0) {
+      this.runs.set(actionId, left);
+      return false;
+    }
+    this.runs.delete(actionId);
+    this.executing.delete(actionId);
+    return true;
+  }
+
   private forget(actionId: string): void {
     this.waiters.delete(actionId);
     this.executing.delete(actionId);
+    this.runs.delete(actionId);
     this.cancelledRuns.delete(actionId);
     this.previews.delete(actionId);
     this.bypass.delete(actionId);
