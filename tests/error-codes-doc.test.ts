@@ -55,6 +55,8 @@ describe('the one error-code registry', () => {
       .map(([code]) => code);
     // CONNECTION_FAILED: the SDK cannot open an MCP session on an accepted connection; `postern mcp` gives up when its
     // reconnections are accepted and never answered within --reconnect-for (mcp-relay.ts). The same meaning.
+    // RATE_LIMITED is not shared: `postern mcp` (its queue while the broker is away, mcp-relay.ts) is the CLI, which the
+    // `broker` source covers, as for CONNECTION_FAILED's `postern mcp` half — one surface, one meaning.
     // SHUTTING_DOWN: the desktop's IPC gate once quitting, and the agent socket to a new call while the broker drains
     // before stopping (shutdown-sequence.ts): nothing new is accepted, on either surface.
     expect(shared.sort()).toEqual([

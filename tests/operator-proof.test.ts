@@ -11,7 +11,7 @@ import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { openVault, type KdfStrength } from '../broker/vault/index.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { runOnTerminal } from './support/operator-terminal.js';
-import { posternBin, startDaemon, type RunningDaemon } from './support/postern-process.js';
+import { posternBin, runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { unlockAsPerson } from './support/person-decision.js';
 
@@ -43,11 +43,12 @@ interface Rig {
 
 /**
  * A daemon on its own data directory, unlocked either as a person does it (started locked, then `postern vault unlock`'s
- * request on control.sock) or from a passphrase file at start (the headless path: the agent can read the file too).
+ * request on control.sock), from a passphrase file at start (the headless path: the agent can read the file too), or
+ * started locked and unlocked by `postern vault unlock --passphrase-file` (the same file, read by the CLI).
  */
 async function openRig(
   name: string,
-  options: { unattended: boolean; kdf: KdfStrength; unlock: 'control_socket' | 'passphrase_file' },
+  options: { unattended: boolean; kdf: KdfStrength; unlock: 'control_socket' | 'passphrase_file' | 'cli_file' },
 ): Promise<Rig> {
   const dataDir = path.join(scratch, name);
   mkdirSync(dataDir, { mode: 0o700 });
@@ -85,7 +86,12 @@ async function openRig(
   const daemon = await startDaemon(dataDir, {
     env: { POSTERN_PASSPHRASE_FILE: fromFile ? passphraseFile : undefined },
   });
-  if (!fromFile) await unlockAsPerson(dataDir, passphrase);
+  if (options.unlock === 'control_socket') await unlockAsPerson(dataDir, passphrase);
+  if (options.unlock === 'cli_file') {
+    // Started locked, then unlocked by `postern vault unlock` reading the passphrase from the file.
+    const run = await runPostern(['vault', 'unlock', '--data-dir', dataDir, '--passphrase-file', passphraseFile]);
+    if (run.code !== 0) throw new Error(`vault unlock --passphrase-file failed: ${run.stdout}${run.stderr}`);
+  }
   const agent = await DrillAgent.start(dataDir, `${name}-agent`);
   return {
     dataDir,
@@ -416,5 +422,56 @@ describe('when the daemon was started with a passphrase file (headless, no opt-o
       `by person:${os.userInfo().username} (web, operator session)`,
     ]);
     expect(await rig.log.waitForArrivals(1)).toEqual(['from-file']);
+  }, 90_000);
+  it('the CLI on a terminal does not ask the person for a passphrase it would refuse: it prints the refusal and fails (approve, vault lock)', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    const card = await pendingCard(rig, 'from-file-cli');
+    const approve = await runOnTerminal(
+      ['approvals', 'approve', String(card.ticket), '--data-dir', rig.dataDir],
+      passphrase,
+    );
+    expect(approve.prompted, approve.screen).toBe(false);
+    expect(approve.code).not.toBe(0);
+    expect(approve.screen).toContain('OPERATOR_PROOF_REQUIRED');
+    expect(approve.screen).toContain('read from a file');
+    expect(approve.screen).not.toContain(passphrase);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+
+    const lock = await runOnTerminal(['vault', 'lock', '--data-dir', rig.dataDir], passphrase);
+    expect(lock.prompted, lock.screen).toBe(false);
+    expect(lock.code).not.toBe(0);
+    expect(lock.screen).toContain('OPERATOR_PROOF_REQUIRED');
+    expect(lock.screen).toContain('read from a file');
+    expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
+  }, 90_000);
+});
+
+describe('when a daemon started locked is unlocked by `postern vault unlock --passphrase-file`', () => {
+  let rig: Rig | undefined;
+  beforeAll(async () => {
+    rig = await openRig('cli-file', { unattended: false, kdf: 'min', unlock: 'cli_file' });
+  }, 90_000);
+  afterAll(() => rig?.stop(), 30_000);
+
+  it('the broker latches: the passphrase proves no person for the rest of its run, a later unlock without a file included', async () => {
+    if (rig === undefined) throw new Error('the rig did not start');
+    expect((await callOperator(rig.dataDir, 'vault.status', {})).state).toBe('unlocked');
+    const card = await pendingCard(rig, 'cli-file');
+    const approve = (): Promise<Reply<unknown>> =>
+      sendControlRequest(controlSocketPath(rig?.dataDir ?? ''), {
+        op: 'api',
+        method: 'approvals.approve',
+        input: { ticket: card.ticket },
+        proof: { passphrase },
+      });
+    const refusal = { ok: false, error: { code: 'OPERATOR_PROOF_REQUIRED', proof_refusal: 'passphrase_from_file' } };
+    expect(await approve()).toMatchObject(refusal);
+    // An unlock that does not say it came from a file (as from a terminal) lifts nothing: the file is still readable.
+    expect(await sendControlRequest(controlSocketPath(rig.dataDir), { op: 'unlock', passphrase })).toMatchObject({
+      ok: true,
+    });
+    expect(await approve()).toMatchObject(refusal);
+    expect(await approvedBy(rig.dataDir, card.action_id)).toEqual([]);
+    expect(rig.log.markers()).not.toContain('cli-file');
   }, 90_000);
 });

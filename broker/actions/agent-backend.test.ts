@@ -15,6 +15,7 @@ import { AdversarialHttpServer, type Behavior } from '../testing/adversarial-htt
 import { canary, localRouteConfig } from '../testing/http-action-harness.js';
 import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
+import { describeCutShutdown, shutDownRuntime } from '../host/shutdown-sequence.js';
 import { sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
 import { openActionsPerSessionMax } from './open-actions.js';
 
@@ -493,6 +494,74 @@ describe('when an agent asks for a retry_of while the broker stops (the queue ho
     expect(answer.text).toContain('the broker is stopping');
     expect(remote.requests).toHaveLength(1);
     expect(f.events(id)).toHaveLength(recorded);
+  });
+});
+
+describe('when cancel_action names an action whose automatic retry waits out its backoff', () => {
+  it('is not closed: the cancel is recorded and no further attempt reaches the remote', async () => {
+    const remote = await AdversarialHttpServer.start({
+      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 1000'].join('\n');
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(814);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    let id = '';
+    const call = backend.call(sessionId, 'http_request', put, never, undefined, (actionId) => {
+      id = actionId;
+    });
+    // The first attempt is answered 429 and recorded; the executor now waits out the backoff before the next round.
+    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    expect(f.queue.isExecuting(id)).toBe(true);
+
+    const answer = await backend.call(sessionId, 'cancel_action', { action_id: id }, never);
+    expect(reply(answer).error?.code).not.toBe('ACTION_CLOSED');
+    expect(actionReply(answer)).toMatchObject({ invocation_id: id, caller_disposition: 'canceled' });
+    expect(f.events(id).map((e) => e.kind)).toContain('CALLER_CANCELLED');
+
+    // The backoff passes: no further round starts; the call answers the recorded 429.
+    expect(actionReply(await call).error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    expect(remote.requests).toHaveLength(1);
+    expect(f.events(id).map((e) => e.kind)).not.toContain('RETRY_LEASED');
+    expect(f.queue.isExecuting(id)).toBe(false);
+  });
+});
+
+describe('when the broker stops while an automatic retry waits out a long backoff (Retry-After)', () => {
+  it('the hold ends the wait: the drain finishes at once, drained, with no cut line, and nothing more is sent', async () => {
+    const remote = await AdversarialHttpServer.start({
+      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}', headers: { 'retry-after': '50' } }),
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 30000'].join(
+      '\n',
+    );
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(815);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    let id = '';
+    const call = backend.call(sessionId, 'http_request', put, never, undefined, (actionId) => {
+      id = actionId;
+    });
+    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    expect(f.queue.releasedCount()).toBe(1);
+
+    const startedMs = Date.now();
+    const report = await shutDownRuntime(
+      {
+        stopIntake: () => Promise.resolve(f.queue.holdReleases()),
+        inFlight: () => f.queue.releasedCount(),
+        close: () => Promise.resolve(),
+      },
+      { stopHostIntake: () => undefined, bounds: { drainBoundMs: 10_000, drainPollMs: 20 } },
+    );
+    expect(report).toMatchObject({ drained: true, leftInFlight: 0 });
+    expect(Date.now() - startedMs).toBeLessThan(3000);
+    expect(describeCutShutdown(report)).toBeUndefined();
+    expect(actionReply(await call).error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    expect(remote.requests).toHaveLength(1);
+    expect(f.events(id).map((e) => e.kind)).not.toContain('RETRY_LEASED');
   });
 });
 

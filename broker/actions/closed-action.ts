@@ -6,7 +6,8 @@ import { settledForCaller } from './call-waits.js';
  * is recorded and no retry lease is open (settledForCaller) — settled, closed before dispatch (a decision, a
  * validation refusal, a cancel), abandoned by a person, or an unknown whose attempt is over. Then no attempt is
  * waiting or in flight to stop, and a caller event would only rewrite how its call ended (the caller that asks is
- * not the one whose call it was: that call was answered, or cut off). One sentence, from the record alone.
+ * not the one whose call it was: that call was answered, or cut off). One sentence, from the record alone. The
+ * caller asks the queue first: an action whose executor still runs (an automatic retry in its backoff) is not closed.
  */
 export function closedForCancel(state: ActionState): string | undefined {
   if (!settledForCaller(state)) return undefined;

@@ -48,12 +48,11 @@ export async function executeHttpAction(deps: HttpActionDeps, input: unknown): P
   const retryOf = retryOfField(input);
   const parsed = httpActionRequestSchema.safeParse(input, agentParse);
   if (retryOf !== undefined) {
-    return runRecorded(deps, retryOf, () => {
-      if (parsed.success) return retryHttpAction(deps, retryOf, internalRequestOf(parsed.data));
-      const issue = parsed.error.issues[0];
-      throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issueMessage(issue)}`, {
-        field: issueField(issue),
-      });
+    // retryHttpAction records and settles only from the retry's turn on: a refusal before it changes nothing.
+    if (parsed.success) return retryHttpAction(deps, retryOf, internalRequestOf(parsed.data));
+    const issue = parsed.error.issues[0];
+    throw new CodedError('INVALID_ARGUMENT', `the retried request is malformed: ${issueMessage(issue)}`, {
+      field: issueField(issue),
     });
   }
   const actionId = deps.ids.newActionId();

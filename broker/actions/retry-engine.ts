@@ -57,6 +57,11 @@ export interface RetrySubject<R> {
    * cannot. Asked again after a backoff, just before the lease.
    */
   ready(): boolean;
+  /**
+   * Calls `wake` once no further round can start (the broker stopping: the queue's onHold): a backoff wait ends there,
+   * and ready() then answers. Returns the unsubscribe. Absent: the wait runs its full delay.
+   */
+  onStopping?(wake: () => void): () => void;
 }
 
 const automation: Actor = { kind: 'broker', id: 'retry-engine' };
@@ -104,7 +109,7 @@ export async function retryWhileAllowed<R>(
     }
     if (!subject.ready()) return result;
     if (plan.delayMs > 0) {
-      await wait(deps, plan.delayMs);
+      await wait(deps, plan.delayMs, subject);
       // The record (and the key's window) may have moved while waiting: plan again from it.
       const now = deps.journal.getAction(subject.actionId);
       const again = now === undefined ? undefined : planRetry(now, { ...context, nowMs: deps.clock.nowMs() });
@@ -195,10 +200,24 @@ async function exhausted<R>(
   return subject.fromRecord(appended.state);
 }
 
-function wait(deps: RetryEngineDeps, delayMs: number): Promise<void> {
+/** The backoff: its full delay, or less once the subject says no round can start any more (onStopping). */
+function wait(
+  deps: RetryEngineDeps,
+  delayMs: number,
+  subject: Pick<RetrySubject<unknown>, 'onStopping'>,
+): Promise<void> {
   if (delayMs <= 0) return Promise.resolve();
   const timers = deps.retryTimers ?? systemQueueTimers;
   return new Promise((resolve) => {
-    timers.set(resolve, delayMs);
+    let unsubscribe = (): void => undefined;
+    const timer = timers.set(() => {
+      unsubscribe();
+      resolve();
+    }, delayMs);
+    unsubscribe =
+      subject.onStopping?.(() => {
+        timer.cancel();
+        resolve();
+      }) ?? unsubscribe;
   });
 }

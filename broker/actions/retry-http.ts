@@ -43,7 +43,7 @@ export async function retryKeptRequest(
   actor: OperatorActor,
 ): Promise<HttpActionResult> {
   const input = readKeptRequest(deps, actionId);
-  return runRecorded(deps, actionId, () => retryHttpAction(deps, actionId, input, actor));
+  return retryHttpAction(deps, actionId, input, actor);
 }
 
 /**
@@ -53,7 +53,8 @@ export async function retryKeptRequest(
  * where the route declares a retry policy (the standing decision) and planRetry says a resend is
  * safe (an idempotent repeat, the same key within its window, or a throttled idempotent request).
  * A request that does not match is refused with a coded error and nothing is recorded on the
- * original.
+ * original; such a refusal, or one of its turn (SHUTTING_DOWN), touches neither the record nor the queue's count of
+ * the action's runs (runRecorded wraps only what follows the turn).
  */
 export async function retryHttpAction(
   deps: HttpActionDeps,
@@ -113,14 +114,19 @@ export async function retryHttpAction(
     credential: boundCredential(deps.journal, actionId),
   };
   // Its place back at the head of its lane: it waits for a later ticket in flight, and holds back the ones after it.
+  // Refused (the broker stopping), nothing of it ran: no broker error to record, no run to settle.
   await deps.queue.retryTurn(actionId);
-  const subject = retrySubject(deps, bound);
-  const answer = subject.fromRecord(state);
-  // Who asked is the calling session (after a restart, not the one that first sent it).
-  const requestedBy = person ?? { kind: 'agent' as const, id: deps.sessionId ?? state.session_id ?? 'agent' };
-  const result = await retryWhileAllowed(deps, subject, answer, requestedBy);
-  // A request is kept only under a contract (a binding) and a retry policy, which this route has.
-  return binding === undefined ? result : dropWhenSettled(deps, actionId, result);
+  // From its turn on this run is the executor's like any other: a broker bug is recorded, and its run settles (and
+  // only its own: another run of the action, a retry under lease, still counts until it settles itself).
+  return runRecorded(deps, actionId, async () => {
+    const subject = retrySubject(deps, bound);
+    const answer = subject.fromRecord(state);
+    // Who asked is the calling session (after a restart, not the one that first sent it).
+    const requestedBy = person ?? { kind: 'agent' as const, id: deps.sessionId ?? state.session_id ?? 'agent' };
+    const result = await retryWhileAllowed(deps, subject, answer, requestedBy);
+    // A request is kept only under a contract (a binding) and a retry policy, which this route has.
+    return binding === undefined ? result : dropWhenSettled(deps, actionId, result);
+  });
 }
 
 /**
@@ -169,6 +175,7 @@ function preflightBinding(journal: Journal, actionId: string): IdempotencyKeyBin
 /** The action as the retry engine drives it: resend this bound request, answer from the record otherwise. */
 export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionResult> {
   const reconcile = deps.reconcile;
+  const onHold = deps.queue.onHold?.bind(deps.queue);
   return {
     actionId: b.actionId,
     policy: b.route.retry,
@@ -177,9 +184,15 @@ export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpA
     ...(b.binding === undefined ? {} : { keyExpiresAtMs: b.binding.expires_at_ms }),
     send: (run) => authorizeAndSend(deps, b, run),
     fromRecord: (state) => recordedAnswer(state, b.fingerprint),
-    // A locked vault, or a broker that is stopping (the queue holds releases): no further attempt starts.
-    ready: () => deps.vault.state() === 'unlocked' && deps.queue.releasesHeld?.() !== true,
+    // A locked vault, a broker that is stopping (the queue holds releases), or a caller that cancelled the action
+    // (cancel_action, notifications/cancelled): no further attempt starts.
+    ready: () =>
+      deps.vault.state() === 'unlocked' &&
+      deps.queue.releasesHeld?.() !== true &&
+      deps.queue.callerCancelled?.(b.actionId) !== true,
     leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
+    // The broker stopping ends a backoff wait at once: the drain does not wait out a timer that could only end unsent.
+    ...(onHold === undefined ? {} : { onStopping: onHold }),
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };
 }

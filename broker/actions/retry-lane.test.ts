@@ -147,13 +147,15 @@ describe('when the broker stops (holdReleases) while a retry could still start',
   const kindsOf = (actionId: string): string[] =>
     [...h.temp.journal.events()].filter((e) => e.action_id === actionId).map((e) => e.kind);
 
-  it('an automatic retry whose backoff ends during the drain is not sent: the action answers its record and leaves the drain', async () => {
+  it('an automatic retry waiting out its backoff when the drain begins stops waiting and is not sent: the action answers its record and leaves the drain', async () => {
     const timers = new ManualTimers(h.temp.clock);
     const first = h.run(localRouteConfig(server.port, retrying), put, { retryTimers: timers });
     await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
     expect(h.queue.releasedCount()).toBe(1);
+    // The hold ends the wait (no time passes): the backoff's timer is cancelled, never fired.
     h.queue.holdReleases();
-    expect(timers.advance(1_000)).toBe(1);
+    expect(timers.size).toBe(0);
+    expect(timers.advance(1_000)).toBe(0);
     const answered = await first;
     expect(answered.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
     expect(arrivals()).toEqual(['PUT /api/documents/7']);
@@ -177,6 +179,50 @@ describe('when the broker stops (holdReleases) while a retry could still start',
     expect(arrivals()).toEqual(['PUT /api/documents/7']);
     expect(kindsOf(id)).toEqual(before);
     expect(h.queue.releasedCount()).toBe(0);
+  });
+
+  it('a retry_of refused SHUTTING_DOWN leaves the count of another retry of the same action in flight: the drain waits for it', async () => {
+    const arrived: string[] = [];
+    let releaseRetry: () => void = () => undefined;
+    const retryHeld = new Promise<void>((resolve) => (releaseRetry = resolve));
+    let putCount = 0;
+    const held = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        arrived.push(`${req.method ?? ''} ${req.url ?? ''}`);
+        const answer = (status: number): void =>
+          void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+        if (++putCount === 1) answer(429);
+        else void retryHeld.then(() => answer(200));
+      });
+    });
+    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    try {
+      const config = localRouteConfig(
+        (held.address() as AddressInfo).port,
+        ['    retry:', '      attempts_max: 3', '      automatic: false', '      backoff_ms: 0'].join('\n'),
+      );
+      const first = await h.run(config, put);
+      const id = first.envelope.invocation_id;
+      // The agent's retry is on the wire under its lease; the stop begins; a second retry_of of the same action comes.
+      const retry = h.run(config, { ...put, retry_of: id });
+      await expect.poll(() => arrived.length, { timeout: 10_000 }).toBe(2);
+      expect(h.queue.releasedCount()).toBe(1);
+      h.queue.holdReleases();
+      const refused = await codedRefusal(h.run(config, { ...put, retry_of: id }));
+      expect(refused).toMatchObject({ code: 'SHUTTING_DOWN', field: 'retry_of' });
+      // The refused one never ran: the retry in flight still counts, so the drain waits for it rather than cut it.
+      expect(h.queue.releasedCount()).toBe(1);
+      expect(h.queue.isExecuting(id)).toBe(true);
+      releaseRetry();
+      expect((await retry).envelope.error).toBeUndefined();
+      expect(h.queue.releasedCount()).toBe(0);
+      expect(arrived).toEqual(['PUT /api/documents/7', 'PUT /api/documents/7']);
+    } finally {
+      releaseRetry();
+      held.closeAllConnections();
+      await new Promise<void>((resolve) => held.close(() => resolve()));
+    }
   });
 
   it('a retry_of still waiting for its lane when the hold comes is refused SHUTTING_DOWN; the ticket in flight drains', async () => {

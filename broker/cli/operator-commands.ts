@@ -588,7 +588,8 @@ export function formatMs(ms: number): string {
  * One operator call over the daemon's control socket; a coded error comes back as a throw. A
  * decision goes first without proof (accepted only under `operator.unattended_decisions`, and then
  * journaled as this process); refused with OPERATOR_PROOF_REQUIRED and `proveOnTerminal`, it is
- * sent again with the vault passphrase typed on the controlling terminal (the person's proof).
+ * sent again with the vault passphrase typed on the controlling terminal (the person's proof) — unless the refusal
+ * says no passphrase can prove a person here (`proof_refusal`: a broker unlocked from a passphrase file).
  * `timeoutMs` bounds the wait for each reply (default: the control client's).
  */
 export async function callOperator<M extends BrokerApiMethod>(
@@ -598,7 +599,13 @@ export async function callOperator<M extends BrokerApiMethod>(
   options: { proveOnTerminal?: boolean; timeoutMs?: number } = {},
 ): Promise<BrokerApi[M]['output']> {
   const first = await sendOperator(dataDir, { op: 'api', method, input }, options.timeoutMs);
-  if (first.ok || first.error.code !== 'OPERATOR_PROOF_REQUIRED' || options.proveOnTerminal !== true)
+  // A refusal no passphrase lifts (the broker's passphrase was read from a file): said as it is, nobody is asked.
+  if (
+    first.ok ||
+    first.error.code !== 'OPERATOR_PROOF_REQUIRED' ||
+    first.error.proof_refusal !== undefined ||
+    options.proveOnTerminal !== true
+  )
     return valueOfReply(first) as BrokerApi[M]['output'];
   const refusal = first.error;
   const passphrase = await readProofFromTerminal(

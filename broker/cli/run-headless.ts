@@ -24,7 +24,7 @@ import {
   watchForOpenInspector,
 } from '../host/inspector-guard.js';
 import { packageRoot } from '../host/package-root.js';
-import type { StopSignal } from './stop-signal.js';
+import { stopDrainBoundMs, type StopSignal } from './stop-signal.js';
 
 export interface HeadlessOptions {
   dataDir: string;
@@ -122,7 +122,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   io.event({ event: 'stopping', signal });
   const report = await shutDownRuntime(runtime, {
     stopHostIntake: () => host.close(),
-    bounds: { drainBoundMs: options.drainBoundMs ?? drainBoundMs, drainPollMs },
+    bounds: { drainBoundMs: stopDrainBoundMs(signal, options.drainBoundMs ?? drainBoundMs), drainPollMs },
   });
   const cut = describeCutShutdown(report);
   if (cut !== undefined) io.err(`warning: ${cut}`);

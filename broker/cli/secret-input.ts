@@ -21,9 +21,14 @@ export interface PassphraseSource {
   env: Env;
 }
 
+/** The path of the passphrase file named by the flag or POSTERN_PASSPHRASE_FILE, or undefined when neither is set. */
+export function passphraseFileNamed(source: PassphraseSource): string | undefined {
+  return source.file ?? nonEmpty(source.env['POSTERN_PASSPHRASE_FILE']);
+}
+
 /** The passphrase file named by the flag or POSTERN_PASSPHRASE_FILE, or undefined when neither is set. */
 export function passphraseFromFile(source: PassphraseSource, field = '--passphrase-file'): Buffer | undefined {
-  const file = source.file ?? nonEmpty(source.env['POSTERN_PASSPHRASE_FILE']);
+  const file = passphraseFileNamed(source);
   if (file === undefined) return undefined;
   return readSmallFile(file, passphraseFileBytesMax, field);
 }

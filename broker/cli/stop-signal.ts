@@ -22,3 +22,12 @@ export function waitForStopSignal(io: CliIo): Promise<StopSignal> {
     }
   });
 }
+
+/**
+ * How long the stop drains: the bound for SIGINT/SIGTERM; none once an inspector was found open — whoever connected to
+ * it could run code in this process, so the broker closes at once (vault locked, journal closed) rather than keep its
+ * vault unlocked for a drain; what is in flight is cut and the next start records it.
+ */
+export function stopDrainBoundMs(signal: StopSignal | 'DEBUGGER_OPEN', boundMs: number): number {
+  return signal === 'DEBUGGER_OPEN' ? 0 : boundMs;
+}

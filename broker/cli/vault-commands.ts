@@ -15,7 +15,13 @@ import {
   type CommandContext,
   type CommonOptions,
 } from './command-context.js';
-import { passphraseFromFile, readPassphrase, readProofFromTerminal, readSecretFromStdin } from './secret-input.js';
+import {
+  passphraseFileNamed,
+  passphraseFromFile,
+  readPassphrase,
+  readProofFromTerminal,
+  readSecretFromStdin,
+} from './secret-input.js';
 
 interface PassphraseOptions extends CommonOptions {
   passphraseFile?: string;
@@ -76,9 +82,16 @@ export function registerVaultCommands(program: Command, context: CommandContext)
     ),
   ).action(async (options: PassphraseOptions) => {
     const dataDir = existingDataDir(options, env);
-    const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'Vault passphrase');
+    const source = { file: options.passphraseFile, env };
+    const passphrase = await readPassphrase(source, 'Vault passphrase');
+    // Read from a file: the broker is told, and from then on takes no passphrase as a person's proof (docs/vault.md).
+    const fromFile = passphraseFileNamed(source) !== undefined;
     try {
-      const reply = await askDaemon(dataDir, { op: 'unlock', passphrase: passphrase.toString('utf8') });
+      const reply = await askDaemon(dataDir, {
+        op: 'unlock',
+        passphrase: passphrase.toString('utf8'),
+        ...(fromFile ? { source: 'file' as const } : {}),
+      });
       if (reply !== undefined) {
         valueOf(reply);
         io.out('Vault unlocked in the running broker.');
@@ -102,7 +115,8 @@ export function registerVaultCommands(program: Command, context: CommandContext)
         return;
       }
       // Locking is a decision (an agent must not stop every dispatch at will): prove it on the terminal.
-      if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED') {
+      // Unless no passphrase can prove a person to this broker (`proof_refusal`): then the refusal is the answer.
+      if (!reply.ok && reply.error.code === 'OPERATOR_PROOF_REQUIRED' && reply.error.proof_refusal === undefined) {
         const refusal = reply.error.message;
         const passphrase = await readProofFromTerminal(
           "Lock the running broker's vault. Vault passphrase: ",

@@ -304,7 +304,8 @@ export const errorCodeRegistry = {
   },
   RATE_LIMITED: {
     from: broker,
-    meaning: 'Too many connections or calls in flight for this user or session; nothing was accepted, retry later.',
+    meaning:
+      'Too many connections or calls in flight for this user or session, or requests queued in `postern mcp` while the broker is away; nothing was accepted, retry later.',
   },
   CONNECTION_EVICTED: {
     from: broker,

@@ -76,9 +76,23 @@ export type BrokerStatus = z.infer<typeof brokerStatusSchema>;
  * Replies cross every process boundary in one shape (Signal's channels habit): a value, or a coded
  * error the other side can branch on.
  */
-export type Reply<T> =
-  | { ok: true; value: T }
-  | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
+export type Reply<T> = { ok: true; value: T } | { ok: false; error: ReplyError };
+
+/**
+ * Why an OPERATOR_PROOF_REQUIRED refusal holds, for a client that must not read its message to decide (a CLI prompting
+ * for a passphrase): `passphrase_from_file` — this broker's vault passphrase was read from a file, so no passphrase is a
+ * person's proof here (control-proof.ts); asking the person for it would only be refused again.
+ */
+export type ProofRefusal = 'passphrase_from_file';
+
+export interface ReplyError {
+  code: string;
+  message: string;
+  field?: string;
+  retry_after_ms?: number;
+  /** On OPERATOR_PROOF_REQUIRED only: a refusal no passphrase can lift (see ProofRefusal). */
+  proof_refusal?: ProofRefusal;
+}
 
 /** What a person sees on one approval card (DESIGN §4). Built before injection; never a secret. */
 export const approvalCardSchema = z.object({

@@ -1,7 +1,7 @@
 import { createConnection } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { brokerApiMethods, CodedError, type Reply } from '../contract/index.js';
+import { brokerApiMethods, CodedError, type Reply, type ReplyError } from '../contract/index.js';
 import type { VaultState } from '../ports/index.js';
 import { verifyControlListener } from './control-listener.js';
 
@@ -13,7 +13,13 @@ export const controlSocketFileName = 'control.sock';
 
 const proofSchema = z.strictObject({ passphrase: z.string().min(1).max(1_024) });
 export const requestSchema = z.discriminatedUnion('op', [
-  z.strictObject({ op: z.literal('unlock'), passphrase: z.string().min(1).max(1_024) }),
+  // `source: 'file'`: the client read the passphrase from a file (--passphrase-file, POSTERN_PASSPHRASE_FILE); the
+  // broker then takes no passphrase as a person's proof for the rest of its run (control-proof.ts).
+  z.strictObject({
+    op: z.literal('unlock'),
+    passphrase: z.string().min(1).max(1_024),
+    source: z.literal('file').optional(),
+  }),
   // Locking is a decision too (an agent must not stop every dispatch at will): it carries a proof.
   z.strictObject({ op: z.literal('lock'), proof: proofSchema.optional() }),
   z.strictObject({ op: z.literal('vault_status') }),
@@ -32,9 +38,7 @@ export interface ControlValue {
   state: VaultState;
   credentials?: number;
 }
-export type ControlReply =
-  | { ok: true; value: ControlValue }
-  | { ok: false; error: { code: string; message: string; field?: string; retry_after_ms?: number } };
+export type ControlReply = { ok: true; value: ControlValue } | { ok: false; error: ReplyError };
 /** What an `api` request answers: the operator method's own Reply. */
 export type ControlApiReply = Reply<unknown>;
 

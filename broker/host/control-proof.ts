@@ -33,6 +33,12 @@ export interface ControlProof {
     proof: string | undefined,
     execute: (caller?: OperatorCaller) => Promise<Reply<unknown>>,
   ): Promise<Reply<unknown>>;
+  /**
+   * A client unlocked this broker with a passphrase it read from a file (`vault unlock --passphrase-file`,
+   * POSTERN_PASSPHRASE_FILE): from now on, for the rest of the run, no passphrase is a person's proof here. Never undone:
+   * a client that says so untruly only makes the broker stricter.
+   */
+  passphraseReadFromFile(): void;
 }
 
 const personOnCli: OperatorCaller = { surface: 'cli', auth: 'vault_passphrase_tty' };
@@ -49,12 +55,13 @@ export function createControlProof(options: {
   unattendedDecisions: () => UnattendedDecisions;
   /**
    * The vault was unlocked at start with a passphrase read from a file (the headless start path): presenting it proves
-   * no person, for this broker's whole run (a later unlock, of a locked or an unlocked vault, does not change it).
+   * no person, for this broker's whole run (a later unlock, of a locked or an unlocked vault, does not change it). A
+   * later unlock whose client read its passphrase from a file latches the same (passphraseReadFromFile).
    */
   passphraseFromFile?: boolean;
   attempts?: PassphraseAttempts;
 }): ControlProof {
-  const passphraseFromFile = options.passphraseFromFile === true;
+  let passphraseFromFile = options.passphraseFromFile === true;
   const attempts = options.attempts ?? createPassphraseAttempts(options.clock);
 
   /** One passphrase check under the backoff: `check` says whether it was right and what to answer. */
@@ -79,6 +86,9 @@ export function createControlProof(options: {
   };
 
   return {
+    passphraseReadFromFile() {
+      passphraseFromFile = true;
+    },
     async decide(socket, method, input, proof, execute) {
       // Before any proof or opt-out is looked at: no passphrase exists yet to prove anything with.
       if (controlSocketRefusedMethods.has(method)) return errorReply(refusedHere(method));
@@ -99,7 +109,7 @@ export function createControlProof(options: {
         return answered ?? errorReply(new CodedError('INTERNAL', 'the unlock gave no answer'));
       }
       // Refused before it is checked: the answer says nothing about the passphrase either way.
-      if (proof !== undefined && passphraseFromFile) return errorReply(passphraseFromFileRefusal(method));
+      if (proof !== undefined && passphraseFromFile) return passphraseFromFileRefusal(method);
       if (proof !== undefined) {
         const passphrase = Buffer.from(proof, 'utf8');
         const refused = await gated(peer.uid, async () => {
@@ -141,7 +151,7 @@ function decideUnproven(
       auth: 'unattended_opt_out',
       process: { exe: exeOf(pid), pid },
     });
-  if (passphraseFromFile) return errorReply(passphraseFromFileRefusal(method));
+  if (passphraseFromFile) return passphraseFromFileRefusal(method);
   if (unattended === 'unverified') {
     return errorReply(
       new CodedError(
@@ -162,9 +172,12 @@ function decideUnproven(
   );
 }
 
-/** THREAT-MODEL 3: a passphrase every process of the user can read is no person's proof; say so, and what does prove one. */
-function passphraseFromFileRefusal(method: BrokerApiMethod): CodedError {
-  return new CodedError(
+/**
+ * THREAT-MODEL 3: a passphrase every process of the user can read is no person's proof; say so, and what does prove one.
+ * `proof_refusal` tells a client (the CLI) not to ask the person for a passphrase that would be refused again.
+ */
+function passphraseFromFileRefusal(method: BrokerApiMethod): Reply<never> {
+  const refusal = new CodedError(
     'OPERATOR_PROOF_REQUIRED',
     `${method} is a decision and needs a person, but this broker's vault passphrase was read from a file at start ` +
       '(--passphrase-file or POSTERN_PASSPHRASE_FILE), which any process of this user can read, an agent too: presenting it ' +
@@ -173,6 +186,8 @@ function passphraseFromFileRefusal(method: BrokerApiMethod): CodedError {
       '`operator: { unattended_decisions: true }` in postern.yaml; such decisions are journaled as the process, not a person.',
     { field: 'proof' },
   );
+  const reply = errorReply(refusal);
+  return reply.ok ? reply : { ok: false, error: { ...reply.error, proof_refusal: 'passphrase_from_file' } };
 }
 
 function refusedHere(method: BrokerApiMethod): CodedError {

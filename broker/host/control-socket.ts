@@ -233,7 +233,12 @@ async function handleLine(
       : call.op === 'unlock'
         ? { method: 'vault.unlock' as const, input: { passphrase: call.passphrase }, passphrase: undefined }
         : { method: 'vault.lock' as const, input: {}, passphrase: call.proof?.passphrase };
-  return proof.decide(socket, method, input, passphrase, (caller) => execute(options, method, input, caller));
+  const reply = await proof.decide(socket, method, input, passphrase, (caller) =>
+    execute(options, method, input, caller),
+  );
+  // An unlock from a passphrase file (the client says so): that passphrase proves no person from now on.
+  if (call.op === 'unlock' && call.source === 'file' && reply.ok) proof.passphraseReadFromFile();
+  return reply;
 }
 
 /** The operator method, or with no operator API (a vault-only control socket) the vault's own two decisions. */

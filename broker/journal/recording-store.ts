@@ -98,7 +98,7 @@ export class RecordingStore {
     if (alive === undefined)
       throw new CodedError(
         'MIGRATION_FAILED',
-        'the journal has no recordings.alive_at_ms column (schema older than 18)',
+        'the journal has no recordings.alive_at_ms column (schema older than 19)',
       );
     this.sql = statementCache(db);
   }

@@ -37,6 +37,16 @@ export interface DispatchQueue {
   settled(actionId: string): void;
   /** The broker is stopping (holdReleases): nothing further may start, an automatic retry round neither. */
   releasesHeld?(): boolean;
+  /**
+   * The caller cancelled this action (a recorded CALLER_CANCELLED) while its executor was still running: no further
+   * automatic retry round starts for it (the retry engine's ready()).
+   */
+  callerCancelled?(actionId: string): boolean;
+  /**
+   * Calls `listener` once the broker stops (holdReleases; at once if it already has): a retry's backoff wait ends
+   * there, and no further round starts. Returns the unsubscribe.
+   */
+  onHold?(listener: () => void): () => void;
 }
 
 export interface ApprovalQueueOptions {
@@ -103,8 +113,18 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * action, and the next ticket must not go out in between (scheduleLane's `running`).
    */
   private readonly executing = new Map<string, string | null>();
+  /**
+   * How many runs of each executing action have not settled yet: its released run, and each retry that took its turn
+   * (retryTurn) — two can overlap (a retry_of while an automatic retry waits out its backoff). The action leaves
+   * `executing` when its last run settles; a run that never took a turn (a retry refused first) never counts.
+   */
+  private readonly runs = new Map<string, number>();
+  /** Executing actions whose caller cancelled them meanwhile (callerStopped): no further automatic retry round. */
+  private readonly cancelledRuns = new Set<string>();
   /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
   private holding = false;
+  /** Told once by holdReleases: retries waiting out a backoff (onHold). */
+  private readonly holdListeners = new Set<() => void>();
   private readonly previews = new Map<string, CardPreview>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
   /** Sessions with at least one open agent connection (see sessionConnected). */
@@ -173,7 +193,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   async retryTurn(actionId: string): Promise<void> {
     if (this.holding) throw shuttingDown(actionId);
     const lane = this.journal.getAction(actionId)?.lane ?? null;
-    this.executing.set(actionId, lane);
+    this.startRun(actionId, lane);
     if (lane === null) return;
     const busy = (): boolean =>
       this.readLane(lane).open.some((s) => {
@@ -186,7 +206,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       const stop = this.onChange(() => {
         if (this.holding) {
           stop();
-          this.executing.delete(actionId);
+          // Only this retry's run ends (refused: it settles nothing); another run of the action still counts.
+          this.endRun(actionId);
           reject(shuttingDown(actionId));
           return;
         }
@@ -197,10 +218,13 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     });
   }
 
-  /** The executor recorded this action's outcome (or gave up): the lane may move on. */
+  /**
+   * The executor recorded this action's outcome (or gave up): the lane may move on — once no other run of it (a
+   * concurrent retry) is still executing. Called only by a run that was released or took its retry turn.
+   */
   settled(actionId: string): void {
     const state = this.journal.getAction(actionId);
-    this.forget(actionId);
+    if (this.endRun(actionId)) this.forget(actionId);
     if (state !== undefined) this.pumpFor(state);
   }
 
@@ -241,9 +265,23 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))
       ).state;
     }
+    // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel stops further rounds.
+    if (stop === 'cancelled' && this.executing.has(actionId)) this.cancelledRuns.add(actionId);
     this.clearExpiry(actionId);
     this.pumpFor(after);
     return after;
+  }
+
+  /**
+   * Whether this action's executor is still running: released (or a retry's turn taken) and not settled yet. Its record
+   * may already read settled (an automatic retry waits out its backoff between attempts), yet it is not closed.
+   */
+  isExecuting(actionId: string): boolean {
+    return this.executing.has(actionId);
+  }
+
+  callerCancelled(actionId: string): boolean {
+    return this.cancelledRuns.has(actionId);
   }
 
   // ── the operator side (OperatorQueue) ─────────────────────────────────────────────────────
@@ -456,16 +494,30 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * The broker is stopping (BrokerRuntime.stopIntake): no ticket is released from now on, whatever it waits for (a
    * person, its turn); its executor keeps waiting and the next start's recovery closes it (not_attempted). Those
    * already released run on, but start no further attempt: no retry goes (retryTurn refuses SHUTTING_DOWN, the retry
-   * engine takes no lease once releasesHeld()). Not undone: the queue closes next.
+   * engine takes no lease once releasesHeld()), and one waiting out a backoff stops waiting (onHold), so the drain
+   * never waits for a timer that could only end in no send. Not undone: the queue closes next.
    */
   holdReleases(): void {
     this.holding = true;
+    // A retry waiting out its backoff (the retry engine's wait) stops waiting and answers from its record.
+    const listeners = [...this.holdListeners];
+    this.holdListeners.clear();
+    for (const listener of listeners) listener();
     // A retry waiting for its turn (retryTurn) hears the hold and is refused.
     this.notify();
   }
 
   releasesHeld(): boolean {
     return this.holding;
+  }
+
+  onHold(listener: () => void): () => void {
+    if (this.holding) {
+      listener();
+      return () => undefined;
+    }
+    this.holdListeners.add(listener);
+    return () => this.holdListeners.delete(listener);
   }
 
   /** Tickets released to their executors that have not settled yet (what a stopping broker drains). */
@@ -682,7 +734,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       if (waiter === undefined || schedule.release?.action_id !== s.action_id || this.holding) continue;
       this.waiters.delete(s.action_id);
       this.clearExpiry(s.action_id);
-      this.executing.set(s.action_id, s.lane);
+      this.startRun(s.action_id, s.lane);
       waiter.resolve({ kind: 'go' });
     }
     return schedule;
@@ -739,9 +791,28 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.activeLanes.add(state.lane);
   }
 
+  private startRun(actionId: string, lane: string | null): void {
+    this.executing.set(actionId, lane);
+    this.runs.set(actionId, (this.runs.get(actionId) ?? 0) + 1);
+  }
+
+  /** One run of the action ended; true when it was the last (the action no longer executes). */
+  private endRun(actionId: string): boolean {
+    const left = (this.runs.get(actionId) ?? 0) - 1;
+    if (left > 0) {
+      this.runs.set(actionId, left);
+      return false;
+    }
+    this.runs.delete(actionId);
+    this.executing.delete(actionId);
+    return true;
+  }
+
   private forget(actionId: string): void {
     this.waiters.delete(actionId);
     this.executing.delete(actionId);
+    this.runs.delete(actionId);
+    this.cancelledRuns.delete(actionId);
     this.previews.delete(actionId);
     this.bypass.delete(actionId);
     this.clearExpiry(actionId);
