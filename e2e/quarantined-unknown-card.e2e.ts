@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import {
   closeDrill,
+  drillPassphrase,
   laneCards,
   op,
   openDrill,
@@ -55,7 +56,7 @@ describe("the Approvals view: an unknown a quarantined journal's recovery left b
   it('is the blocked head of its lane with its ways out; B waits for it until a person attests it', async () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const d = drill;
-    const a = await quarantineWithPendingCard(d, lane, 'qcard', path.join(scratch, 'qcard.pass'));
+    const a = await quarantineWithPendingCard(d, lane, 'qcard', drillPassphrase);
 
     const { page, problems, context } = await openOperatorPage(browser, d.daemon.operatorUrl);
     await page.getByTestId('quarantine-banner').waitFor();

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import {
   closeDrill,
+  drillPassphrase,
   laneCards,
   op,
   openDrill,
@@ -25,8 +26,7 @@ import { decideAsPerson } from './support/person-decision.js';
  */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pqlane-'));
 const lane = 'doc-quarantined';
-/** openDrill's vault passphrase: a person's proof for the decisions that need one. */
-const passphrase = 'drill passphrase (test only)';
+const passphrase = drillPassphrase;
 let drill: Drill | undefined;
 let p3: DrillAgent | undefined;
 

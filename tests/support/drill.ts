@@ -24,6 +24,9 @@ export interface Drill {
   p2: DrillAgent;
 }
 
+/** openDrill's vault passphrase: a person's proof for the decisions that need one (unlockAsPerson, decideAsPerson). */
+export const drillPassphrase = 'drill passphrase (test only)';
+
 /**
  * Sets up article 001's drill in `<scratch>/<name>`: a vault (fast KDF, test only) holding the
  * route's bearer credential, postern.yaml with route `docs` (per-call approval, one lane per
@@ -33,7 +36,7 @@ export interface Drill {
 export async function openDrill(scratch: string, name: string, ttlSeconds: number): Promise<Drill> {
   const dataDir = path.join(scratch, name);
   mkdirSync(dataDir, { mode: 0o700 });
-  const passphrase = 'drill passphrase (test only)';
+  const passphrase = drillPassphrase;
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
   await vault.init(Buffer.from(passphrase));
   await vault.add({
