@@ -7,6 +7,7 @@ import { systemClock } from '../broker/ports/index.js';
 import { openVault } from '../broker/vault/index.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
 import { runOnTerminal } from './support/operator-terminal.js';
+import { unlockAsPerson } from './support/person-decision.js';
 import { runPostern, startDaemon } from './support/postern-process.js';
 
 /**
@@ -126,7 +127,8 @@ describe('a forged accepted copy with a broker running', () => {
       expect(locked.change?.settings).toContainEqual(expect.objectContaining({ name: 'operator' }));
       const digest = locked.change?.digest ?? '';
 
-      await runPostern(['vault', 'unlock', '--passphrase-file', passphraseFile, '--data-dir', dataDir]);
+      // Unlocked as a person does (typed; an unlock read from a file would make the broker refuse passphrase proofs).
+      await unlockAsPerson(dataDir, passphrase);
       const unlocked = await callOperator(dataDir, 'config.pending', {});
       expect(unlocked).toMatchObject({ trust: 'untrusted', accepted: null, change: { digest } });
       expect(unlocked.change?.routes.map((r) => `${r.change} ${r.name}`)).toEqual(['added api', 'added status']);

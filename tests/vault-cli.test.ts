@@ -285,9 +285,12 @@ describe.sequential('postern vault, end to end', { timeout: 120_000 }, () => {
       expect(wrong.stderr).toContain('postern: VAULT_PASSPHRASE_INVALID');
       expect((await statusOf(daemon)).vault).toMatchObject({ state: 'locked' });
 
-      const right = await run(vault('unlock'), '', { POSTERN_PASSPHRASE_FILE: passphraseFile });
-      expect(right).toMatchObject({ code: 0, stderr: '' });
-      expect(right.stdout).toContain('Vault unlocked in the running broker.');
+      // Typed on a terminal: an unlock read from a file would leave this broker refusing passphrase proofs for the rest
+      // of its run (docs/vault.md, "A passphrase file proves no person"), and the lock below is proven on a terminal.
+      const right = await runOnTerminal([...vault('unlock')], readFileSync(passphraseFile, 'utf8').trim());
+      expect(right.prompted).toBe(true);
+      expect(right.code, right.screen).toBe(0);
+      expect(right.screen).toContain('Vault unlocked in the running broker.');
       expect((await statusOf(daemon)).vault).toMatchObject({ state: 'unlocked' });
 
       // The CLI writes vault.sqlite beside the running daemon; the daemon's listing sees it.
