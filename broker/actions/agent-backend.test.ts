@@ -498,12 +498,15 @@ describe('when an agent asks for a retry_of while the broker stops (the queue ho
 });
 
 describe('when cancel_action names an action whose automatic retry waits out its backoff', () => {
-  it('is not closed: the cancel is recorded and no further attempt reaches the remote', async () => {
+  it('is not closed: the cancel is recorded, the call answers at once (not at the backoff’s end) and no further attempt reaches the remote', async () => {
     const remote = await AdversarialHttpServer.start({
       script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
     });
     servers.push(remote);
-    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 1000'].join('\n');
+    // A backoff far longer than the test may wait: the call must answer because of the cancel, not the timer.
+    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 60000'].join(
+      '\n',
+    );
     await open(undefined, { config: localRouteConfig(remote.port, retry) });
     const sessionId = await approvedSession(814);
     const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
@@ -520,8 +523,12 @@ describe('when cancel_action names an action whose automatic retry waits out its
     expect(actionReply(answer)).toMatchObject({ invocation_id: id, caller_disposition: 'canceled' });
     expect(f.events(id).map((e) => e.kind)).toContain('CALLER_CANCELLED');
 
-    // The backoff passes: no further round starts; the call answers the recorded 429.
-    expect(actionReply(await call).error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+    // The recorded cancel ends the backoff wait: the call answers the recorded 429 now, not in a minute, and no
+    // further round starts.
+    const stillWaiting = new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 3000));
+    const answered = await Promise.race([call, stillWaiting]);
+    if (answered === 'still waiting') throw new Error('the call still waits out its backoff after the cancel');
+    expect(actionReply(answered).error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
     expect(remote.requests).toHaveLength(1);
     expect(f.events(id).map((e) => e.kind)).not.toContain('RETRY_LEASED');
     expect(f.queue.isExecuting(id)).toBe(false);

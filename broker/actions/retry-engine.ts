@@ -58,8 +58,9 @@ export interface RetrySubject<R> {
    */
   ready(): boolean;
   /**
-   * Calls `wake` once no further round can start (the broker stopping: the queue's onHold): a backoff wait ends there,
-   * and ready() then answers. Returns the unsubscribe. Absent: the wait runs its full delay.
+   * Calls `wake` once no further round can start (the broker stopping: the queue's onHold; the caller cancelled: its
+   * onCallerCancelled): a backoff wait ends there, and ready() then answers. Returns the unsubscribe. Absent: the wait
+   * runs its full delay.
    */
   onStopping?(wake: () => void): () => void;
 }
@@ -209,15 +210,18 @@ function wait(
   if (delayMs <= 0) return Promise.resolve();
   const timers = deps.retryTimers ?? systemQueueTimers;
   return new Promise((resolve) => {
+    let over = false;
     let unsubscribe = (): void => undefined;
-    const timer = timers.set(() => {
+    // Whichever ends the wait (its timer, the hold, the caller's cancel), no other source keeps a timer or a listener.
+    const end = (): void => {
+      if (over) return;
+      over = true;
+      timer.cancel();
       unsubscribe();
       resolve();
-    }, delayMs);
-    unsubscribe =
-      subject.onStopping?.(() => {
-        timer.cancel();
-        resolve();
-      }) ?? unsubscribe;
+    };
+    const timer = timers.set(end, delayMs);
+    unsubscribe = subject.onStopping?.(end) ?? unsubscribe;
+    if (over) unsubscribe();
   });
 }

@@ -175,7 +175,7 @@ function preflightBinding(journal: Journal, actionId: string): IdempotencyKeyBin
 /** The action as the retry engine drives it: resend this bound request, answer from the record otherwise. */
 export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpActionResult> {
   const reconcile = deps.reconcile;
-  const onHold = deps.queue.onHold?.bind(deps.queue);
+  const queue = deps.queue;
   return {
     actionId: b.actionId,
     policy: b.route.retry,
@@ -191,8 +191,16 @@ export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpA
       deps.queue.releasesHeld?.() !== true &&
       deps.queue.callerCancelled?.(b.actionId) !== true,
     leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
-    // The broker stopping ends a backoff wait at once: the drain does not wait out a timer that could only end unsent.
-    ...(onHold === undefined ? {} : { onStopping: onHold }),
+    // The broker stopping, or the caller's recorded cancel, ends a backoff wait at once: neither the drain nor the
+    // caller waits out a timer that could only end unsent.
+    onStopping: (wake) => {
+      const unhold = queue.onHold?.(wake);
+      const uncancel = queue.onCallerCancelled?.(b.actionId, wake);
+      return () => {
+        unhold?.();
+        uncancel?.();
+      };
+    },
     ...(reconcile === undefined ? {} : { reconcile: () => reconcile(b.actionId) }),
   };
 }

@@ -43,6 +43,11 @@ export interface DispatchQueue {
    */
   callerCancelled?(actionId: string): boolean;
   /**
+   * Calls `listener` once the caller cancels this action while its executor runs (callerCancelled turns true; at once
+   * if it already has): a retry's backoff wait ends there, so the call answers now. Returns the unsubscribe.
+   */
+  onCallerCancelled?(actionId: string, listener: () => void): () => void;
+  /**
    * Calls `listener` once the broker stops (holdReleases; at once if it already has): a retry's backoff wait ends
    * there, and no further round starts. Returns the unsubscribe.
    */
@@ -121,6 +126,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly runs = new Map<string, number>();
   /** Executing actions whose caller cancelled them meanwhile (callerStopped): no further automatic retry round. */
   private readonly cancelledRuns = new Set<string>();
+  /** Told once when the caller cancels an executing action: its retry waiting out a backoff (onCallerCancelled). */
+  private readonly cancelListeners = new Map<string, Set<() => void>>();
   /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
   private holding = false;
   /** Told once by holdReleases: retries waiting out a backoff (onHold). */
@@ -266,7 +273,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       ).state;
     }
     // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel stops further rounds.
-    if (stop === 'cancelled' && this.executing.has(actionId)) this.cancelledRuns.add(actionId);
+    if (stop === 'cancelled' && this.executing.has(actionId)) this.stopRounds(actionId);
     this.clearExpiry(actionId);
     this.pumpFor(after);
     return after;
@@ -282,6 +289,32 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
 
   callerCancelled(actionId: string): boolean {
     return this.cancelledRuns.has(actionId);
+  }
+
+  onCallerCancelled(actionId: string, listener: () => void): () => void {
+    if (this.cancelledRuns.has(actionId)) {
+      listener();
+      return () => undefined;
+    }
+    const listeners = this.cancelListeners.get(actionId) ?? new Set<() => void>();
+    this.cancelListeners.set(actionId, listeners);
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.cancelListeners.get(actionId) === listeners)
+        this.cancelListeners.delete(actionId);
+    };
+  }
+
+  /**
+   * The recorded cancel stops the action's further automatic rounds (callerCancelled), and a round waiting out its
+   * backoff stops waiting: the caller hears the last attempt's recorded answer now, not at the backoff's end.
+   */
+  private stopRounds(actionId: string): void {
+    this.cancelledRuns.add(actionId);
+    const listeners = [...(this.cancelListeners.get(actionId) ?? [])];
+    this.cancelListeners.delete(actionId);
+    for (const listener of listeners) listener();
   }
 
   // ── the operator side (OperatorQueue) ─────────────────────────────────────────────────────
@@ -813,6 +846,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.executing.delete(actionId);
     this.runs.delete(actionId);
     this.cancelledRuns.delete(actionId);
+    this.cancelListeners.delete(actionId);
     this.previews.delete(actionId);
     this.bypass.delete(actionId);
     this.clearExpiry(actionId);
