@@ -535,6 +535,44 @@ describe('when cancel_action names an action whose automatic retry waits out its
   });
 });
 
+describe('when the agent disconnects while its action’s automatic retry waits out its backoff', () => {
+  it('no further round is sent: CALLER_DISCONNECTED is recorded, the executor ends at once and the record answers the last attempt', async () => {
+    const remote = await AdversarialHttpServer.start({
+      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
+    });
+    servers.push(remote);
+    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 60000'].join(
+      '\n',
+    );
+    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const sessionId = await approvedSession(816);
+    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+    const connection = new AbortController();
+    let id = '';
+    const call = backend.call(sessionId, 'http_request', put, connection.signal, undefined, (actionId) => {
+      id = actionId;
+    });
+    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    expect(f.queue.isExecuting(id)).toBe(true);
+
+    // The agent socket aborts every call of a closed connection with reason 'disconnected'.
+    connection.abort('disconnected');
+    expect(actionReply(await call)).toMatchObject({ invocation_id: id, caller_disposition: 'disconnected' });
+    // The executor leaves its backoff at once (not in a minute), sends nothing more and frees its lane.
+    await vi.waitFor(() => expect(f.queue.isExecuting(id)).toBe(false), { timeout: 3000 });
+    expect(remote.requests).toHaveLength(1);
+    const kinds = f.events(id).map((e) => e.kind);
+    expect(kinds).toContain('CALLER_DISCONNECTED');
+    expect(kinds).not.toContain('RETRY_LEASED');
+    // The record answers for the agent that comes back: the last attempt's 429, its disposition kept.
+    const status = actionReply(await backend.call(sessionId, 'action_status', { action_id: id }, never));
+    expect(status).toMatchObject({
+      caller_disposition: 'disconnected',
+      error: { outcome: 'rejected', retry: 'backoff' },
+    });
+  });
+});
+
 describe('when the broker stops while an automatic retry waits out a long backoff (Retry-After)', () => {
   it('the hold ends the wait: the drain finishes at once, drained, with no cut line, and nothing more is sent', async () => {
     const remote = await AdversarialHttpServer.start({

@@ -425,7 +425,7 @@ async function readCall(
   if (tool === 'cancel_action') {
     // A closed action is not changed: no caller event, no CANCELLED; the answer says the cancel did nothing, and why.
     // One whose executor still runs is not closed, whatever its record reads (an automatic retry in its backoff): the
-    // cancel is recorded and stops further rounds (the queue's callerCancelled, the retry engine's ready()). An
+    // cancel is recorded and stops further rounds (the queue's stoppedByCaller, the retry engine's ready()). An
     // abandoned one is closed for good, running or not.
     const running = deps.queue.isExecuting(state.action_id) && !state.abandoned;
     const closed = running ? undefined : closedForCancel(state);

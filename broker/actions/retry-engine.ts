@@ -58,9 +58,9 @@ export interface RetrySubject<R> {
    */
   ready(): boolean;
   /**
-   * Calls `wake` once no further round can start (the broker stopping: the queue's onHold; the caller cancelled: its
-   * onCallerCancelled): a backoff wait ends there, and ready() then answers. Returns the unsubscribe. Absent: the wait
-   * runs its full delay.
+   * Calls `wake` once no further round can start (the broker stopping: the queue's onHold; the caller cancelled or
+   * disconnected: its onStoppedByCaller): a backoff wait ends there, and ready() then answers. Returns the unsubscribe.
+   * Absent: the wait runs its full delay.
    */
   onStopping?(wake: () => void): () => void;
 }
@@ -212,7 +212,7 @@ function wait(
   return new Promise((resolve) => {
     let over = false;
     let unsubscribe = (): void => undefined;
-    // Whichever ends the wait (its timer, the hold, the caller's cancel), no other source keeps a timer or a listener.
+    // Whichever ends the wait (its timer, the hold, the caller's stop), no other source keeps a timer or a listener.
     const end = (): void => {
       if (over) return;
       over = true;

@@ -185,17 +185,17 @@ export function retrySubject(deps: HttpActionDeps, b: Bound): RetrySubject<HttpA
     send: (run) => authorizeAndSend(deps, b, run),
     fromRecord: (state) => recordedAnswer(state, b.fingerprint),
     // A locked vault, a broker that is stopping (the queue holds releases), or a caller that cancelled the action
-    // (cancel_action, notifications/cancelled): no further attempt starts.
+    // (cancel_action, notifications/cancelled) or disconnected while it ran: no further attempt starts.
     ready: () =>
       deps.vault.state() === 'unlocked' &&
       deps.queue.releasesHeld?.() !== true &&
-      deps.queue.callerCancelled?.(b.actionId) !== true,
+      deps.queue.stoppedByCaller?.(b.actionId) !== true,
     leaseHeld: (state) => leaseHeldAnswer(state, b.fingerprint),
-    // The broker stopping, or the caller's recorded cancel, ends a backoff wait at once: neither the drain nor the
-    // caller waits out a timer that could only end unsent.
+    // The broker stopping, or the caller's recorded cancel or disconnect, ends a backoff wait at once: neither the
+    // drain nor the caller waits out a timer that could only end unsent.
     onStopping: (wake) => {
       const unhold = queue.onHold?.(wake);
-      const uncancel = queue.onCallerCancelled?.(b.actionId, wake);
+      const uncancel = queue.onStoppedByCaller?.(b.actionId, wake);
       return () => {
         unhold?.();
         uncancel?.();

@@ -142,28 +142,35 @@ describe('when an agent retries an earlier ticket (retry_of) while a later one o
   });
 });
 
-describe('when the caller cancels while an automatic retry waits out its backoff', () => {
+describe('when the caller cancels or disconnects while an automatic retry waits out its backoff', () => {
   const put = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
 
-  it('the recorded cancel ends the wait at once: the timer is cancelled, never fired, nothing more is sent, and the action answers its record', async () => {
-    const timers = new ManualTimers(h.temp.clock);
-    const first = h.run(localRouteConfig(server.port, retrying), put, { retryTimers: timers });
-    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
-    const id = h.temp.journal.listActions({ fromTicket: 1, limit: 1 })[0]?.action_id ?? '';
-    expect(h.queue.isExecuting(id)).toBe(true);
+  it.each([
+    ['cancelled', 'CALLER_CANCELLED'],
+    ['disconnected', 'CALLER_DISCONNECTED'],
+  ] as const)(
+    '%s: the recorded caller event ends the wait at once: the timer is cancelled, never fired, nothing more is sent, and the action answers its record',
+    async (stop, event) => {
+      const timers = new ManualTimers(h.temp.clock);
+      const first = h.run(localRouteConfig(server.port, retrying), put, { retryTimers: timers });
+      await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+      const id = h.temp.journal.listActions({ fromTicket: 1, limit: 1 })[0]?.action_id ?? '';
+      expect(h.queue.isExecuting(id)).toBe(true);
 
-    // No time passes: the cancel alone ends the backoff (cancel_action and notifications/cancelled both come here).
-    await h.queue.callerStopped(id, 'cancelled');
-    expect(timers.size).toBe(0);
-    const answered = await first;
-    expect(answered.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
-    expect(timers.advance(60_000)).toBe(0);
-    expect(arrivals()).toEqual(['PUT /api/documents/7']);
-    const kinds = [...h.temp.journal.events()].filter((e) => e.action_id === id).map((e) => e.kind);
-    expect(kinds).toContain('CALLER_CANCELLED');
-    expect(kinds).not.toContain('RETRY_LEASED');
-    expect(h.queue.isExecuting(id)).toBe(false);
-  });
+      // No time passes: the caller's stop alone ends the backoff (cancel_action, notifications/cancelled and a closed
+      // connection all come here).
+      await h.queue.callerStopped(id, stop);
+      expect(timers.size).toBe(0);
+      const answered = await first;
+      expect(answered.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+      expect(timers.advance(60_000)).toBe(0);
+      expect(arrivals()).toEqual(['PUT /api/documents/7']);
+      const kinds = [...h.temp.journal.events()].filter((e) => e.action_id === id).map((e) => e.kind);
+      expect(kinds).toContain(event);
+      expect(kinds).not.toContain('RETRY_LEASED');
+      expect(h.queue.isExecuting(id)).toBe(false);
+    },
+  );
 });
 
 describe('when the broker stops (holdReleases) while a retry could still start', () => {

@@ -38,15 +38,16 @@ export interface DispatchQueue {
   /** The broker is stopping (holdReleases): nothing further may start, an automatic retry round neither. */
   releasesHeld?(): boolean;
   /**
-   * The caller cancelled this action (a recorded CALLER_CANCELLED) while its executor was still running: no further
-   * automatic retry round starts for it (the retry engine's ready()).
+   * The caller cancelled this action or went away (a recorded CALLER_CANCELLED / CALLER_DISCONNECTED) while its
+   * executor was still running: no further automatic retry round starts for it (the retry engine's ready()).
    */
-  callerCancelled?(actionId: string): boolean;
+  stoppedByCaller?(actionId: string): boolean;
   /**
-   * Calls `listener` once the caller cancels this action while its executor runs (callerCancelled turns true; at once
-   * if it already has): a retry's backoff wait ends there, so the call answers now. Returns the unsubscribe.
+   * Calls `listener` once the caller cancels this action or disconnects while its executor runs (stoppedByCaller turns
+   * true; at once if it already has): a retry's backoff wait ends there, so the call answers now. Returns the
+   * unsubscribe.
    */
-  onCallerCancelled?(actionId: string, listener: () => void): () => void;
+  onStoppedByCaller?(actionId: string, listener: () => void): () => void;
   /**
    * Calls `listener` once the broker stops (holdReleases; at once if it already has): a retry's backoff wait ends
    * there, and no further round starts. Returns the unsubscribe.
@@ -124,10 +125,13 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * `executing` when its last run settles; a run that never took a turn (a retry refused first) never counts.
    */
   private readonly runs = new Map<string, number>();
-  /** Executing actions whose caller cancelled them meanwhile (callerStopped): no further automatic retry round. */
-  private readonly cancelledRuns = new Set<string>();
-  /** Told once when the caller cancels an executing action: its retry waiting out a backoff (onCallerCancelled). */
-  private readonly cancelListeners = new Map<string, Set<() => void>>();
+  /**
+   * Executing actions whose caller cancelled them or disconnected meanwhile (callerStopped): no further automatic retry
+   * round.
+   */
+  private readonly callerStoppedRuns = new Set<string>();
+  /** Told once when the caller of an executing action stops: its retry waiting out a backoff (onStoppedByCaller). */
+  private readonly callerStopListeners = new Map<string, Set<() => void>>();
   /** Set by holdReleases (the broker is stopping): no waiter hears `go` any more. */
   private holding = false;
   /** Told once by holdReleases: retries waiting out a backoff (onHold). */
@@ -272,8 +276,10 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))
       ).state;
     }
-    // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel stops further rounds.
-    if (stop === 'cancelled' && this.executing.has(actionId)) this.stopRounds(actionId);
+    // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel or disconnect stops
+    // further rounds. An automatic round acts for the caller that sent the action; one that left asked for nothing more,
+    // and a disconnect before a round's dispatch is, like one before the first, a cancel (nothing more is sent).
+    if (this.executing.has(actionId)) this.stopRounds(actionId);
     this.clearExpiry(actionId);
     this.pumpFor(after);
     return after;
@@ -287,33 +293,33 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     return this.executing.has(actionId);
   }
 
-  callerCancelled(actionId: string): boolean {
-    return this.cancelledRuns.has(actionId);
+  stoppedByCaller(actionId: string): boolean {
+    return this.callerStoppedRuns.has(actionId);
   }
 
-  onCallerCancelled(actionId: string, listener: () => void): () => void {
-    if (this.cancelledRuns.has(actionId)) {
+  onStoppedByCaller(actionId: string, listener: () => void): () => void {
+    if (this.callerStoppedRuns.has(actionId)) {
       listener();
       return () => undefined;
     }
-    const listeners = this.cancelListeners.get(actionId) ?? new Set<() => void>();
-    this.cancelListeners.set(actionId, listeners);
+    const listeners = this.callerStopListeners.get(actionId) ?? new Set<() => void>();
+    this.callerStopListeners.set(actionId, listeners);
     listeners.add(listener);
     return () => {
       listeners.delete(listener);
-      if (listeners.size === 0 && this.cancelListeners.get(actionId) === listeners)
-        this.cancelListeners.delete(actionId);
+      if (listeners.size === 0 && this.callerStopListeners.get(actionId) === listeners)
+        this.callerStopListeners.delete(actionId);
     };
   }
 
   /**
-   * The recorded cancel stops the action's further automatic rounds (callerCancelled), and a round waiting out its
-   * backoff stops waiting: the caller hears the last attempt's recorded answer now, not at the backoff's end.
+   * The recorded cancel or disconnect stops the action's further automatic rounds (stoppedByCaller), and a round
+   * waiting out its backoff stops waiting: the executor answers the last attempt's record now, not at the backoff's end.
    */
   private stopRounds(actionId: string): void {
-    this.cancelledRuns.add(actionId);
-    const listeners = [...(this.cancelListeners.get(actionId) ?? [])];
-    this.cancelListeners.delete(actionId);
+    this.callerStoppedRuns.add(actionId);
+    const listeners = [...(this.callerStopListeners.get(actionId) ?? [])];
+    this.callerStopListeners.delete(actionId);
     for (const listener of listeners) listener();
   }
 
@@ -845,8 +851,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     this.waiters.delete(actionId);
     this.executing.delete(actionId);
     this.runs.delete(actionId);
-    this.cancelledRuns.delete(actionId);
-    this.cancelListeners.delete(actionId);
+    this.callerStoppedRuns.delete(actionId);
+    this.callerStopListeners.delete(actionId);
     this.previews.delete(actionId);
     this.bypass.delete(actionId);
     this.clearExpiry(actionId);
