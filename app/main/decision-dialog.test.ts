@@ -70,6 +70,18 @@ describe('describeDecision', () => {
     expect(words.confirmId).toBe(1);
   });
 
+  it('says so when a card rebuilt from the journal cannot show its query (the vault locked), never an empty one', () => {
+    const blocked = { ...card, state: 'blocked_head' as const, dispatch_recorded: true };
+    const words = describeDecision(
+      'approvals.abandon',
+      { ticket: 12, reason: 'checked' },
+      { ...blocked, request_details: 'sealed' },
+    );
+    expect(words.detail).toContain('Query and headers: sealed in the journal while the vault is locked');
+    const shown = describeDecision('approvals.abandon', { ticket: 12, reason: 'checked' }, blocked);
+    expect(shown.detail).not.toContain('Query and headers');
+  });
+
   it('never shows a credential value from the input', () => {
     const words = describeDecision(
       'credentials.add',

@@ -154,6 +154,11 @@ function httpRequestLines(card: ApprovalCard): string[] {
     );
   if (card.body_preview !== null)
     lines.push(cutLine(`Body (${card.body_bytes.toLocaleString('en-US')} bytes): ${marked(card.body_preview)}`));
+  // A card rebuilt from the journal that could not read the request back: no query line must not read as none.
+  if (card.request_details === 'sealed')
+    lines.push('Query and headers: sealed in the journal while the vault is locked (unlock to see them)');
+  if (card.request_details === 'not_recorded')
+    lines.push('Query and headers: not recorded (an older broker admitted this call)');
   return lines;
 }
 

@@ -7,7 +7,7 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import { classifyOutcome } from '../core/index.js';
-import { httpCardPreview } from '../queue/card-preview.js';
+import { httpCardPreview, httpRequestView, type HttpRequestView } from '../queue/card-preview.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, keepRequest } from './kept-request.js';
 import {
@@ -170,7 +170,8 @@ async function admit(
       ...(correlation === undefined ? {} : { correlation_values: correlation }),
     };
     await deps.journal.appendBatch([
-      httpAccepted(deps, actionId, admission),
+      // What its card shows of the request, sealed in the event: a card rebuilt from the journal shows it too.
+      httpAccepted(deps, actionId, { ...admission, requestView: httpRequestView(request) }),
       { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: validated },
     ]);
   } catch (error) {
@@ -248,6 +249,8 @@ interface Admission {
   origin?: string;
   /** The credential bound at admission (ACTION_ACCEPTED credential). */
   credential?: BoundCredential;
+  /** A validated request's card view (ACTION_ACCEPTED request_view). */
+  requestView?: HttpRequestView;
 }
 
 async function accept(deps: HttpActionDeps, actionId: string, a: Admission): Promise<void> {
@@ -266,6 +269,15 @@ function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): New
     ...(a.approvalRule === undefined ? {} : { approval_rule: a.approvalRule }),
     ...(a.origin === undefined ? {} : { origin: a.origin }),
     ...(a.credential === undefined ? {} : { credential: a.credential }),
+    ...(a.requestView === undefined
+      ? {}
+      : {
+          request_view: {
+            query: a.requestView.query.map(([n, v]): [string, string] => [n, v]),
+            headers: a.requestView.headers.map(([n, v]): [string, string] => [n, v]),
+            body_bytes: a.requestView.body_bytes,
+          },
+        }),
   });
 }
 

@@ -687,7 +687,7 @@ export function cardLine(card: ApprovalCard): string {
   const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}]`;
   const what =
     card.channel === 'http'
-      ? `${card.method ?? ''} ${card.path ?? ''}${queryText(card.query, cardLineQueryCharsMax)}${headers}${bodyText(card)}`
+      ? `${card.method ?? ''} ${card.path ?? ''}${queryText(card.query, cardLineQueryCharsMax)}${headers}${bodyText(card)}${requestDetailsText(card)}`
       : card.channel === 'mcp'
         ? `tool ${card.command ?? ''}${bodyText(card)}`
         : `$ ${card.command ?? ''}`;
@@ -696,6 +696,15 @@ export function cardLine(card: ApprovalCard): string {
   // The lane's words may open with the ticket ("#18 dispatched, …"); the line already starts with it.
   const text = card.text.startsWith(`#${card.ticket} `) ? card.text.slice(`#${card.ticket} `.length) : card.text;
   return `#${card.ticket} [${card.lane ?? 'no lane'}] ${text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
+}
+
+/** Why a card rebuilt from the journal shows no query or headers: never an empty list passed off as "none". */
+function requestDetailsText(card: ApprovalCard): string {
+  if (card.request_details === 'sealed')
+    return '  [query, headers and body size sealed in the journal: unlock the vault to show them]';
+  if (card.request_details === 'not_recorded')
+    return '  [query, headers and body size not recorded: an older broker admitted this call]';
+  return '';
 }
 
 /** "?a=1&b=x%20y": the pairs percent-encoded as the request sends them, cut at `charsMax` with what is hidden said. */

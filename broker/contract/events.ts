@@ -195,6 +195,10 @@ export const allowlistSubjectId = 'cfg_a110e115700000a1';
 export const integritySubjectId = 'cfg_a4c40000000000a4';
 export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
 const attempt = z.number().int().positive();
+/** A card's query or header pair as ACTION_ACCEPTED `request_view` keeps it: each side bounded (512 characters and "…"). */
+const cardPairSchema = z.tuple([z.string().max(513), z.string().max(513)]);
+/** Pairs a card shows per list (the last one may say how many more are not shown). */
+const cardViewPairsMax = 32;
 
 /**
  * An agent-chosen idempotency key and what it is bound to. The key is an identifier, not a
@@ -273,6 +277,22 @@ export const eventPayloadSchemas = {
      * person even after the configuration changed. Absent: the route's own approval applied.
      */
     approval_rule: z.string().min(1).max(300).optional(),
+    /**
+     * HTTP, a request validation passed: what its approval card shows of the request beyond the target, as the
+     * agent sent it before any injection and bounded as the card bounds it (broker/queue card-preview.ts). Only in
+     * this sealed payload, never in the plaintext `actions` table (the target stays sanitized): a card rebuilt from
+     * the journal (a blocked head after its executor returned, or after a restart) reads it back while the event
+     * can be opened (this run's, or an earlier run's with the unlocked vault). Never the credential: the agent
+     * cannot set its header or query parameter, and injection comes later. Never the body, only its size.
+     * Optional: older events and refused requests have none.
+     */
+    request_view: z
+      .strictObject({
+        query: z.array(cardPairSchema).max(cardViewPairsMax),
+        headers: z.array(cardPairSchema).max(cardViewPairsMax),
+        body_bytes: z.number().int().nonnegative(),
+      })
+      .optional(),
   }),
   PREFLIGHT_VALIDATED: z.strictObject({
     /**

@@ -21,7 +21,7 @@ import {
 import type { Appended, Journal } from '../journal/index.js';
 import type { Clock, DecisionResult, OperatorActor, OperatorQueue } from '../ports/index.js';
 import { buildCard } from './build-card.js';
-import type { CardPreview } from './card-preview.js';
+import type { CardPreview, HttpRequestView } from './card-preview.js';
 import { brokerActor, callerClassification, gateClassification, sessionPolicyActor } from './decision-events.js';
 import { conflictMessage, sessionConflictMessage } from './decision-conflict.js';
 import { systemQueueTimers, type QueueTimer, type QueueTimers } from './queue-timers.js';
@@ -137,6 +137,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   /** Told once by holdReleases: retries waiting out a backoff (onHold). */
   private readonly holdListeners = new Set<() => void>();
   private readonly previews = new Map<string, CardPreview>();
+  /** Request views read back from sealed ACTION_ACCEPTED events (journaledView), while their card is shown. */
+  private readonly journaledViews = new Map<string, HttpRequestView | 'not_recorded'>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
   /** Sessions with at least one open agent connection (see sessionConnected). */
   private readonly connected = new Set<string>();
@@ -340,6 +342,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
       for (const wait of scheduleLane([state], this.awaitsSession, this.running).open)
         this.pushCard(cards, [state], wait);
     }
+    const shown = new Set(cards.map((c) => c.action_id));
+    for (const id of this.journaledViews.keys()) if (!shown.has(id)) this.journaledViews.delete(id);
     return cards;
   }
 
@@ -872,16 +876,36 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     const undecided = !wait.allowed && state.dispatch_seq === null && wait.waiting !== 'blocked_head';
     if (undecided && expiry === undefined && state.stage !== 'card_shown') return;
     const session = state.session_id === null ? undefined : this.journal.getSession(state.session_id);
+    const preview = this.previews.get(state.action_id);
     cards.push(
       buildCard({
         state,
         wait,
-        preview: this.previews.get(state.action_id),
+        preview,
+        ...(preview === undefined ? { journaled: this.journaledView(state) } : {}),
         session,
         expiresAtMs: wait.allowed ? null : (expiry?.atMs ?? null),
         credentialOf: (target) => this.credentialOf(target),
       }),
     );
+  }
+
+  /**
+   * What the card of an HTTP route's action shows of its request once no preview is in memory (its executor returned,
+   * or a restart): the `request_view` its ACTION_ACCEPTED sealed, read back while the event opens (this run's key, or
+   * an earlier run's with the unlocked vault). `sealed` while it cannot (read again on the next look, so an unlock
+   * shows it); `not_recorded` for an action a broker before request_view admitted. Undefined: not an HTTP route.
+   */
+  private journaledView(state: ActionState): HttpRequestView | 'sealed' | 'not_recorded' | undefined {
+    if (state.channel !== 'http' || !state.target.startsWith('route:')) return undefined;
+    const known = this.journaledViews.get(state.action_id);
+    if (known !== undefined) return known;
+    const [event] = this.journal.eventsPage(state.first_seq, 1, { action_id: state.action_id });
+    if (event === undefined || event.seq !== state.first_seq) return 'not_recorded';
+    if ('sealed' in event) return 'sealed';
+    const view = (event.kind === 'ACTION_ACCEPTED' ? event.payload.request_view : undefined) ?? 'not_recorded';
+    this.journaledViews.set(state.action_id, view);
+    return view;
   }
 
   private credentialOf(target: string): string {

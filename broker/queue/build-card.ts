@@ -1,12 +1,17 @@
 import { approvalCardSchema, type ActionState, type ApprovalCard, type SessionState } from '../contract/index.js';
 import { retriableRecord, type TicketWait } from '../core/index.js';
-import { previewFromTarget, type CardPreview } from './card-preview.js';
+import { previewFromTarget, type CardPreview, type HttpRequestView } from './card-preview.js';
 
 export interface CardFacts {
   readonly state: ActionState;
   readonly wait: TicketWait;
-  /** The in-memory preview; absent after a restart (then the journaled target is shown). */
+  /** The in-memory preview; absent once its executor returned or after a restart (then the journal's is shown). */
   readonly preview: CardPreview | undefined;
+  /**
+   * Without an in-memory preview, for an HTTP route's action: the query, headers and body size ACTION_ACCEPTED sealed
+   * (`request_view`), or why the journal cannot show them. Absent: the target alone (SSH, MCP, the broker's token).
+   */
+  readonly journaled?: HttpRequestView | 'sealed' | 'not_recorded';
   readonly session: SessionState | undefined;
   readonly expiresAtMs: number | null;
   readonly credentialOf: (target: string) => string;
@@ -15,7 +20,10 @@ export interface CardFacts {
 /** One approval card (DESIGN §4): journaled facts, the lane schedule's words, the preview. Never a secret. */
 export function buildCard(f: CardFacts): ApprovalCard {
   const { state, wait } = f;
-  const preview = f.preview ?? previewFromTarget(state.target, f.credentialOf);
+  const journaled = f.preview === undefined ? f.journaled : undefined;
+  const view = typeof journaled === 'object' ? journaled : undefined;
+  // Live or rebuilt, one shape: previewFromTarget with the sealed view builds what httpCardPreview built.
+  const preview = f.preview ?? previewFromTarget(state.target, f.credentialOf, view);
   // A person's retry resends the request kept at admission, which only an HTTP action under a bound key has
   // (broker/actions kept-request.ts); the key's window, the budget and a live lease are checked on the click.
   const retryPossible = retriableRecord(state) && state.channel === 'http' && state.key_expires_at_ms !== null;
@@ -46,6 +54,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
     path: preview.path,
     query: preview.query.map(([n, v]) => [n, v]),
     headers: preview.headers.map(([n, v]) => [n, v]),
+    ...(journaled === 'sealed' || journaled === 'not_recorded' ? { request_details: journaled } : {}),
     command: preview.command,
     body_preview: preview.body_preview,
     body_bytes: preview.body_bytes,

@@ -46,17 +46,48 @@ export interface HttpPreviewRequest {
   readonly body: Uint8Array;
 }
 
+/**
+ * What a card shows of an HTTP request beside its target and body preview, bounded as the card shows it. The
+ * executor journals it in ACTION_ACCEPTED's sealed payload (`request_view`) so a card rebuilt from the journal shows
+ * the same request; the body itself is never journaled, only its size.
+ */
+export interface HttpRequestView {
+  readonly query: ReadonlyArray<readonly [string, string]>;
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly body_bytes: number;
+}
+
+export function httpRequestView(request: HttpPreviewRequest): HttpRequestView {
+  return {
+    query: boundedPairs(request.query),
+    headers: boundedPairs(request.headers),
+    body_bytes: request.body.length,
+  };
+}
+
 export function httpCardPreview(route: { name: string; credential: string }, request: HttpPreviewRequest): CardPreview {
-  const { method, path, body } = request;
+  return {
+    ...httpPreviewOf(route, request.method, bounded(request.path), httpRequestView(request)),
+    body_preview: bodyPreview(request.body),
+  };
+}
+
+/** The one shape of an HTTP card's preview, live (httpCardPreview) or rebuilt from the journal (previewFromTarget). */
+function httpPreviewOf(
+  route: { name: string; credential: string },
+  method: string | null,
+  path: string | null,
+  view: HttpRequestView,
+): CardPreview {
   return {
     target: `route:${route.name}`,
     method,
-    path: bounded(path),
-    query: boundedPairs(request.query),
-    headers: boundedPairs(request.headers),
+    path,
+    query: view.query.map(([n, v]): [string, string] => [n, v]),
+    headers: view.headers.map(([n, v]): [string, string] => [n, v]),
     command: null,
-    body_preview: bodyPreview(body),
-    body_bytes: body.length,
+    body_preview: null,
+    body_bytes: view.body_bytes,
     credential: route.credential,
     retry_of: null,
   };
@@ -150,14 +181,24 @@ export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): A
 }
 
 /**
- * A preview for a ticket the queue only knows from the journal (after a restart): the sanitized
+ * A preview for a ticket the queue only knows from the journal (its executor returned, or a restart): the sanitized
  * target "route:<name> <METHOD> <path>", "host:<name> exec <digest>" or "mcp:<server> call <tool> <digest>" as
- * ACTION_ACCEPTED recorded it (an MCP call's tool name is in its target; its arguments are not).
+ * ACTION_ACCEPTED recorded it (an MCP call's tool name is in its target; its arguments are not), and for HTTP the
+ * query, headers and body size its sealed `request_view` kept (`view`; absent when it could not be read: the card
+ * then says why, broker/queue build-card.ts). The body preview is never journaled.
  */
-export function previewFromTarget(target: string, credentialOf: (targetName: string) => string): CardPreview {
+export function previewFromTarget(
+  target: string,
+  credentialOf: (targetName: string) => string,
+  view?: HttpRequestView,
+): CardPreview {
   const [name = target, verb = null, ...rest] = target.split(' ');
   const isHttp = name.startsWith('route:');
   const isMcp = name.startsWith('mcp:') && verb === 'call';
+  if (isHttp && view !== undefined) {
+    const route = { name: name.slice('route:'.length), credential: credentialOf(name) };
+    return httpPreviewOf(route, verb, rest.length > 0 ? rest.join(' ') : null, view);
+  }
   return {
     target: name,
     method: isHttp ? verb : null,

@@ -239,6 +239,14 @@ function CardFacts({ card }: { card: ApprovalCard }) {
               </dd>
             </>
           )}
+          {card.request_details !== undefined && card.request_details !== 'shown' && (
+            <>
+              <dt>Query, headers</dt>
+              <dd className="muted" data-testid={`card-${card.ticket}-request-details`}>
+                {requestDetailsGone[card.request_details]}
+              </dd>
+            </>
+          )}
         </>
       ) : (
         <>
@@ -263,7 +271,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
               {card.body_bytes} bytes as the agent sent them, before any credential was added
             </span>
           </>
-        ) : previewKept(card) ? (
+        ) : previewKept(card) || bodySizeKnownEmpty(card) ? (
           <span className="muted">none</span>
         ) : (
           <span className="muted" data-testid={`card-${card.ticket}-body-gone`}>
@@ -340,8 +348,29 @@ function previewKept(card: ApprovalCard): boolean {
   return card.state !== 'blocked_head' && card.state !== 'dispatching';
 }
 
+/** Why a card rebuilt from the journal shows no query or headers: an empty list there proves nothing. */
+const requestDetailsGone = {
+  sealed:
+    'not shown: sealed in the journal by an earlier run of the broker, and the vault is locked. Unlock it to see the query, the headers and the body size the agent sent',
+  not_recorded: 'not recorded: a broker that did not journal them admitted this call; the journal keeps its target',
+} as const;
+
+/** A route's HTTP card whose request details were shown (request_details absent) knows its body size, 0 included. */
+function bodySizeKnown(card: ApprovalCard): boolean {
+  return card.channel === 'http' && card.target.startsWith('route:') && card.request_details === undefined;
+}
+
+function bodySizeKnownEmpty(card: ApprovalCard): boolean {
+  return bodySizeKnown(card) && card.body_bytes === 0;
+}
+
 /** Why a card no longer shows its body, saying only what is known about whether the call was sent. */
 function previewGone(card: ApprovalCard): string {
+  const size = bodySizeKnown(card) ? `${card.body_bytes} bytes; ` : '';
+  return `${size}${previewGoneWhy(card)}`;
+}
+
+function previewGoneWhy(card: ApprovalCard): string {
   if (card.state === 'blocked_head' && !card.dispatch_recorded)
     return 'preview lost: previews live only in the running broker’s memory, and it restarted before any dispatch of this call was recorded. Whether the call was sent is unknown; the journal keeps its target';
   return 'preview no longer kept (previews live in memory until the call is sent; the journal keeps its target)';
