@@ -86,6 +86,20 @@ async function openWithRetryingRemote(
   await open(undefined, { config: localRouteConfig(remote.port, retryPolicyYaml(retry)) });
   return remote;
 }
+/** A result store whose commit fails (INTERNAL) after the remote answered: the action is left a recorded unknown. */
+function failingCommit(real: ResultStore): ResultStore {
+  return new Proxy(real, {
+    get(target, key) {
+      if (key === 'rowsOf')
+        return () => {
+          throw new CodedError('INTERNAL', 'the result store failed');
+        };
+      const value = Reflect.get(target, key) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 /** The remote's answer that makes the retry tests retry. */
 const throttled = (): Behavior => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' });
 /** The write the retry tests send (and retry). */
@@ -697,17 +711,6 @@ describe('when the executor throws after the action was admitted', () => {
   );
 
   it('after DISPATCH_STARTED: OUTCOME_RECORDED unknown (INTERNAL, reconcile), the agent hears that envelope, the lane is blocked and a person can abandon it', async () => {
-    const failingCommit = (real: ResultStore): ResultStore =>
-      new Proxy(real, {
-        get(target, key) {
-          if (key === 'rowsOf')
-            return () => {
-              throw new CodedError('INTERNAL', 'the result store failed');
-            };
-          const value = Reflect.get(target, key) as unknown;
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        },
-      });
     const remote = await openWithRemote(
       { kind: 'respond', status: 201, body: 'made', applyEffect: true },
       failingCommit,
@@ -852,19 +855,7 @@ describe('when one session keeps many actions open', () => {
 });
 
 describe('when cancel_action names an action that is already closed', () => {
-  /** The recorded unknown the INTERNAL-after-dispatch case above leaves (the result store fails its commit). */
-  const failingCommit = (real: ResultStore): ResultStore =>
-    new Proxy(real, {
-      get(target, key) {
-        if (key === 'rowsOf')
-          return () => {
-            throw new CodedError('INTERNAL', 'the result store failed');
-          };
-        const value = Reflect.get(target, key) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
-
+  // The recorded unknown the INTERNAL-after-dispatch case above leaves (failingCommit: the result store fails).
   it('abandoned by a person: nothing is recorded, the answer says the cancel had no effect and why, and the record keeps its history', async () => {
     await openWithRemote({ kind: 'respond', status: 201, body: 'made', applyEffect: true }, failingCommit);
     const sessionId = await approvedSession(901);
