@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault, vaultFileName } from '../broker/vault/index.js';
+import { vaultFileName } from '../broker/vault/index.js';
+import { createDataDir, routesYaml, type RouteYaml } from './support/create-data-dir.js';
 import { runPostern } from './support/postern-process.js';
 import { RestartableDaemon } from './support/restartable-daemon.js';
 
@@ -26,21 +26,9 @@ const acceptedFile = path.join(dataDir, 'config', 'accepted.json');
 let home: ArrivalLogServer;
 let evil: ArrivalLogServer;
 
-const routesYaml = (port: number, approval: string, options: { unattended?: boolean } = {}): string =>
-  [
-    'version: 1',
-    ...(options.unattended === true ? ['operator:', '  unattended_decisions: true'] : []),
-    'agents:',
-    '  session_approval: observe',
-    'routes:',
-    '  - name: docs',
-    `    base_url: http://127.0.0.1:${port}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    `    approval: ${approval}`,
-    '    methods: [POST]',
-    '',
-  ].join('\n');
+/** One route `docs` (bearer docs-token, POST) to `port`. */
+const docsYaml = (port: number, approval: RouteYaml['approval'], options: { unattended?: boolean } = {}): string =>
+  routesYaml([{ port, approval }], options);
 
 const rig = new RestartableDaemon({
   dataDir,
@@ -82,15 +70,15 @@ function restoreTheVault(rows: Array<Record<string, unknown>>): void {
 }
 
 beforeAll(async () => {
-  mkdirSync(dataDir, { mode: 0o700 });
   mkdirSync(anchorDir, { mode: 0o700 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs'] });
-  await vault.close();
   home = await ArrivalLogServer.start();
   evil = await ArrivalLogServer.start();
-  writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(home.port, 'per_call'));
+  await createDataDir({
+    dataDir,
+    passphrase,
+    credential: { name: 'docs-token', secret: canary, bindings: ['docs'] },
+    yaml: docsYaml(home.port, 'per_call'),
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -112,7 +100,7 @@ describe('an agent deletes the accepted copy and empties the vault between two s
   it('with its own server on a route that needs no approval: not first use, nothing sealed, and once the rows are back nothing reaches its server', async () => {
     const rows = emptyTheVault();
     rmSync(acceptedFile);
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none'));
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(evil.port, 'none'));
 
     // The person's routine start and unlock.
     await rig.startAndUnlock();
@@ -138,7 +126,7 @@ describe('an agent deletes the accepted copy and empties the vault between two s
     expect(evil.arrivals).toEqual([]);
 
     // The person puts their file back and accepts it on the card: sealed as theirs.
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(home.port, 'per_call'));
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(home.port, 'per_call'));
     const digest = (await callOperator(dataDir, 'config.pending', {})).change?.digest ?? '';
     expect(await rig.decide('config.accept', { digest })).toMatchObject({ digest });
     expect(JSON.parse(readFileSync(acceptedFile, 'utf8'))).toMatchObject({ how: 'accepted' });
@@ -148,7 +136,7 @@ describe('an agent deletes the accepted copy and empties the vault between two s
   it('with the unattended opt-out in its file: the unlock seals nothing, and the opt-out is not honoured once the rows are back, at this start or the next', async () => {
     const rows = emptyTheVault();
     rmSync(acceptedFile);
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none', { unattended: true }));
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(evil.port, 'none', { unattended: true }));
 
     await rig.startAndUnlock();
     const pending = await callOperator(dataDir, 'config.pending', {});

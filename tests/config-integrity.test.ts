@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault } from '../broker/vault/index.js';
+import { createDataDir, routesYaml, type RouteYaml } from './support/create-data-dir.js';
 import { waitFor } from './support/drill.js';
 import { RestartableDaemon } from './support/restartable-daemon.js';
 
@@ -23,21 +22,9 @@ const canary = 'CANARY-config-integrity-token';
 let home: ArrivalLogServer;
 let evil: ArrivalLogServer;
 
-const routesYaml = (port: number, approval: string, options: { unattended?: boolean } = {}): string =>
-  [
-    'version: 1',
-    ...(options.unattended === true ? ['operator:', '  unattended_decisions: true'] : []),
-    'agents:',
-    '  session_approval: observe',
-    'routes:',
-    '  - name: docs',
-    `    base_url: http://127.0.0.1:${port}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    `    approval: ${approval}`,
-    '    methods: [POST]',
-    '',
-  ].join('\n');
+/** One route `docs` (bearer docs-token, POST) to `port`. */
+const docsYaml = (port: number, approval: RouteYaml['approval'], options: { unattended?: boolean } = {}): string =>
+  routesYaml([{ port, approval }], options);
 
 /** The daemon started locked (as after a reboot), an agent connected, a person unlocking (tests/support). */
 const rig = new RestartableDaemon({ dataDir, passphrase, agentName: 'cfg-agent', docsPath: '/docs/cfg' });
@@ -47,15 +34,15 @@ const stop = (): Promise<void> => rig.stop();
 const send = (marker: string): ReturnType<RestartableDaemon['send']> => rig.send(marker);
 
 beforeAll(async () => {
-  mkdirSync(dataDir, { mode: 0o700 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  // Bound by the route's name alone: whatever host a route named docs points at would get it.
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from(canary), bindings: ['docs'] });
-  await vault.close();
   home = await ArrivalLogServer.start();
   evil = await ArrivalLogServer.start();
-  writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(home.port, 'per_call'));
+  await createDataDir({
+    dataDir,
+    passphrase,
+    // Bound by the route's name alone: whatever host a route named docs points at would get it.
+    credential: { name: 'docs-token', secret: canary, bindings: ['docs'] },
+    yaml: docsYaml(home.port, 'per_call'),
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -108,7 +95,7 @@ describe('when the agent edits postern.yaml between two starts', () => {
   }, 90_000);
 
   it('the next start keeps the accepted route (per_call, the old host), shows the change, and the agent server receives nothing', async () => {
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none'));
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(evil.port, 'none'));
     await startAndUnlock();
     const pending = await callOperator(dataDir, 'config.pending', {});
     expect(pending.trust).toBe('verified');
@@ -196,7 +183,7 @@ describe('when the agent edits postern.yaml between two starts', () => {
   it('deleting the accepted copy does not bring first use back: the agent file waits for a person, its opt-out is not honoured, and nothing is sealed', async () => {
     const file = path.join(dataDir, 'config', 'accepted.json');
     rmSync(file);
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(evil.port, 'none', { unattended: true }));
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(evil.port, 'none', { unattended: true }));
     const before = { home: home.arrivals.length, evil: evil.arrivals.length };
     await startAndUnlock();
     const reply = await send('cfg-deleted-copy');

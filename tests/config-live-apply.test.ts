@@ -1,14 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSubjectId, type BrokerApi, type BrokerApiMethod } from '../broker/contract/index.js';
 import { callOperator } from '../broker/cli/operator-commands.js';
 import { digestOf } from '../broker/host/config-integrity.js';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault } from '../broker/vault/index.js';
-import { acceptConfigAsPerson } from './support/accepted-config.js';
+import { createDataDir, routesYaml, type RouteYaml } from './support/create-data-dir.js';
 import { waitFor } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { runPostern, startDaemon, type RunningDaemon } from './support/postern-process.js';
@@ -32,22 +30,10 @@ let daemon: RunningDaemon | undefined;
 let agent: DrillAgent | undefined;
 
 /** One route; each document id is its own lane, so a waiting call never holds up a new one. */
-const routesYaml = (port: number, approval: string): string =>
-  [
-    'version: 1',
-    'agents:',
-    '  session_approval: observe',
-    'routes:',
-    '  - name: docs',
-    `    base_url: http://127.0.0.1:${port}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    `    approval: ${approval}`,
-    '    methods: [POST]',
-    '    lanes:',
-    "      - { methods: ['*'], path: '/docs/{id}', lane: 'doc:{id}' }",
-    '',
-  ].join('\n');
+const docsYaml = (port: number, approval: RouteYaml['approval']): string =>
+  routesYaml([
+    { port, approval, lines: ['    lanes:', "      - { methods: ['*'], path: '/docs/{id}', lane: 'doc:{id}' }"] },
+  ]);
 
 /** A decision with a person's proof over the real control socket (tests/support/person-decision.ts). */
 const decide = <M extends BrokerApiMethod>(method: M, input: BrokerApi[M]['input']): Promise<BrokerApi[M]['output']> =>
@@ -74,22 +60,16 @@ async function activity(): Promise<BrokerApi['activity.list']['output']['events'
 }
 
 beforeAll(async () => {
-  mkdirSync(dataDir, { mode: 0o700 });
-  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  // Bound to the host, so it may go to either server (both listen on 127.0.0.1).
-  await vault.add({
-    name: 'docs-token',
-    kind: 'bearer',
-    secret: Buffer.from('CANARY-config-live-token'),
-    bindings: ['127.0.0.1'],
-  });
-  await vault.close();
   first = await ArrivalLogServer.start();
   second = await ArrivalLogServer.start();
-  writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(first.port, 'per_call'));
-  await acceptConfigAsPerson(dataDir, passphraseFile);
+  await createDataDir({
+    dataDir,
+    passphrase,
+    // Bound to the host, so it may go to either server (both listen on 127.0.0.1).
+    credential: { name: 'docs-token', secret: 'CANARY-config-live-token', bindings: ['127.0.0.1'] },
+    yaml: docsYaml(first.port, 'per_call'),
+    acceptWith: passphraseFile,
+  });
   daemon = await startDaemon(dataDir);
   agent = await DrillAgent.start(dataDir, 'cfg-live-agent');
   await decide('vault.unlock', { passphrase });
@@ -117,7 +97,7 @@ describe('when a person accepts a changed postern.yaml while the broker runs', (
     const pid = daemon?.process.child.pid;
 
     // Re-pointed to the second server, approval dropped; the card shows it and says accepting applies now.
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(second.port, 'none'));
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(second.port, 'none'));
     const pending = await callOperator(dataDir, 'config.pending', {});
     expect(pending).toMatchObject({ trust: 'verified', accept_applies: 'now' });
     const digest = pending.change?.digest ?? '';

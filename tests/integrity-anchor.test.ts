@@ -1,12 +1,11 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
 import { anchorFileOf } from '../broker/host/integrity-anchor.js';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault } from '../broker/vault/index.js';
+import { createDataDir, routesYaml } from './support/create-data-dir.js';
 import { runPostern } from './support/postern-process.js';
 import { RestartableDaemon } from './support/restartable-daemon.js';
 
@@ -37,28 +36,13 @@ function anchorCounter(): number {
 }
 
 beforeAll(async () => {
-  mkdirSync(dataDir, { mode: 0o700 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.add({ name: 'docs-token', kind: 'bearer', secret: Buffer.from('anchor-token'), bindings: ['docs'] });
-  await vault.close();
   home = await ArrivalLogServer.start();
-  writeFileSync(
-    path.join(dataDir, 'postern.yaml'),
-    [
-      'version: 1',
-      'agents:',
-      '  session_approval: observe',
-      'routes:',
-      '  - name: docs',
-      `    base_url: http://127.0.0.1:${home.port}`,
-      '    credential: docs-token',
-      '    injection: bearer',
-      '    approval: none',
-      '    methods: [POST]',
-      '',
-    ].join('\n'),
-  );
+  await createDataDir({
+    dataDir,
+    passphrase,
+    credential: { name: 'docs-token', secret: 'anchor-token', bindings: ['docs'] },
+    yaml: routesYaml([{ port: home.port, approval: 'none' }]),
+  });
 }, 60_000);
 
 afterAll(async () => {

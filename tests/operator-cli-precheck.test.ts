@@ -1,11 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault } from '../broker/vault/index.js';
-import { acceptConfigAsPerson } from './support/accepted-config.js';
+import { createDataDir, routesYaml } from './support/create-data-dir.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { runOnTerminal } from './support/operator-terminal.js';
 import { startDaemon, type RunningDaemon } from './support/postern-process.js';
@@ -26,36 +24,15 @@ describe('when reconcile or retry cannot work for an action', () => {
   let daemon: RunningDaemon | undefined;
   let agent: DrillAgent | undefined;
   beforeAll(async () => {
-    mkdirSync(dataDir, { mode: 0o700 });
-    const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-    await vault.init(Buffer.from(passphrase));
-    await vault.add({
-      name: 'pre-token',
-      kind: 'bearer',
-      secret: Buffer.from('CANARY-pre-token-never-shown'),
-      bindings: ['docs', '127.0.0.1'],
-    });
-    await vault.close();
     const passphraseFile = path.join(scratch, 'pre.pass');
-    writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
     target = await ArrivalLogServer.start({ behave: () => 'apply_then_drop' });
-    writeFileSync(
-      path.join(dataDir, 'postern.yaml'),
-      [
-        'version: 1',
-        'agents:',
-        '  session_approval: observe',
-        'routes:',
-        '  - name: docs',
-        `    base_url: http://127.0.0.1:${target.port}`,
-        '    credential: pre-token',
-        '    injection: bearer',
-        '    approval: none',
-        '    methods: [POST]',
-        '',
-      ].join('\n'),
-    );
-    await acceptConfigAsPerson(dataDir, passphraseFile);
+    await createDataDir({
+      dataDir,
+      passphrase,
+      credential: { name: 'pre-token', secret: 'CANARY-pre-token-never-shown', bindings: ['docs', '127.0.0.1'] },
+      yaml: routesYaml([{ port: target.port, credential: 'pre-token', approval: 'none' }]),
+      acceptWith: passphraseFile,
+    });
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     agent = await DrillAgent.start(dataDir, 'pre-agent');
   }, 90_000);

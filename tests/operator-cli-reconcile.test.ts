@@ -1,14 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault } from '../broker/vault/index.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { op } from './support/drill.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
-import { acceptConfigAsPerson } from './support/accepted-config.js';
+import { createDataDir, routesYaml } from './support/create-data-dir.js';
 
 /**
  * `postern actions reconcile` end to end: a real daemon, a real agent process whose keyed POST
@@ -30,19 +28,8 @@ describe('postern actions reconcile against a running daemon', () => {
   let daemon: RunningDaemon | undefined;
   let agent: DrillAgent | undefined;
   beforeAll(async () => {
-    mkdirSync(dataDir, { mode: 0o700 });
     const passphrase = 'reconcile passphrase (test only)';
-    const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-    await vault.init(Buffer.from(passphrase));
-    await vault.add({
-      name: 'reco-token',
-      kind: 'bearer',
-      secret: Buffer.from('CANARY-reco-token-never-shown'),
-      bindings: ['docs', '127.0.0.1'],
-    });
-    await vault.close();
     const passphraseFile = path.join(scratch, 'reco.pass');
-    writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
     let retryArrivals = 0;
     target = await ArrivalLogServer.start({
       behave: ({ method, marker }) => {
@@ -53,36 +40,33 @@ describe('postern actions reconcile against a running daemon', () => {
         return 'respond';
       },
     });
-    writeFileSync(
-      path.join(dataDir, 'postern.yaml'),
-      [
-        'version: 1',
+    const idempotency =
+      '    idempotency: { header: Idempotency-Key, scope: docs.account, retention_seconds: 86400, fingerprint: [method, path, body] }';
+    await createDataDir({
+      dataDir,
+      passphrase,
+      credential: { name: 'reco-token', secret: 'CANARY-reco-token-never-shown', bindings: ['docs', '127.0.0.1'] },
+      yaml: routesYaml(
+        [
+          {
+            port: target.port,
+            credential: 'reco-token',
+            approval: 'none',
+            lines: [idempotency, "    lookup: { method: GET, path: '/operations/{idempotency_key}' }"],
+          },
+          {
+            name: 'docs-retry',
+            port: target.port,
+            credential: 'reco-token',
+            approval: 'none',
+            lines: [idempotency, '    retry: { attempts_max: 1, automatic: false }'],
+          },
+        ],
         // Reconcile and retry are decisions; this test runs them without a terminal (the CI opt-out).
-        'operator:',
-        '  unattended_decisions: true',
-        'agents:',
-        '  session_approval: observe',
-        'routes:',
-        '  - name: docs',
-        `    base_url: http://127.0.0.1:${target.port}`,
-        '    credential: reco-token',
-        '    injection: bearer',
-        '    approval: none',
-        '    methods: [POST]',
-        '    idempotency: { header: Idempotency-Key, scope: docs.account, retention_seconds: 86400, fingerprint: [method, path, body] }',
-        "    lookup: { method: GET, path: '/operations/{idempotency_key}' }",
-        '  - name: docs-retry',
-        `    base_url: http://127.0.0.1:${target.port}`,
-        '    credential: reco-token',
-        '    injection: bearer',
-        '    approval: none',
-        '    methods: [POST]',
-        '    idempotency: { header: Idempotency-Key, scope: docs.account, retention_seconds: 86400, fingerprint: [method, path, body] }',
-        '    retry: { attempts_max: 1, automatic: false }',
-        '',
-      ].join('\n'),
-    );
-    await acceptConfigAsPerson(dataDir, passphraseFile);
+        { unattended: true },
+      ),
+      acceptWith: passphraseFile,
+    });
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     agent = await DrillAgent.start(dataDir, 'reco-agent');
   }, 90_000);

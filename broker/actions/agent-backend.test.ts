@@ -11,8 +11,12 @@ import { SessionRegistry } from '../agent/session-registry.js';
 import { type CredentialVault, type ToolAnswer } from '../ports/index.js';
 import type { PosternConfig } from '../config/index.js';
 import type { ResultStore } from '../journal/index.js';
-import { AdversarialHttpServer, type Behavior } from '../testing/adversarial-http-server.js';
-import { canary, localRouteConfig } from '../testing/http-action-harness.js';
+import {
+  AdversarialHttpServer,
+  type AdversarialServerOptions,
+  type Behavior,
+} from '../testing/adversarial-http-server.js';
+import { canary, localRouteConfig, retryPolicyYaml, type RetryPolicyYaml } from '../testing/http-action-harness.js';
 import { fixtureAgentBackend, openQueueFixture, person, type QueueFixture } from '../testing/queue-fixture.js';
 import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
 import { describeCutShutdown, shutDownRuntime } from '../host/shutdown-sequence.js';
@@ -72,6 +76,35 @@ async function openWithRemote(
   return remote;
 }
 
+/** The same with a retry policy on the route and a remote that may answer each request differently. */
+async function openWithRetryingRemote(
+  script: NonNullable<AdversarialServerOptions['script']>,
+  retry: RetryPolicyYaml,
+): Promise<AdversarialHttpServer> {
+  const remote = await AdversarialHttpServer.start({ script });
+  servers.push(remote);
+  await open(undefined, { config: localRouteConfig(remote.port, retryPolicyYaml(retry)) });
+  return remote;
+}
+/** A result store whose commit fails (INTERNAL) after the remote answered: the action is left a recorded unknown. */
+function failingCommit(real: ResultStore): ResultStore {
+  return new Proxy(real, {
+    get(target, key) {
+      if (key === 'rowsOf')
+        return () => {
+          throw new CodedError('INTERNAL', 'the result store failed');
+        };
+      const value = Reflect.get(target, key) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** The remote's answer that makes the retry tests retry. */
+const throttled = (): Behavior => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' });
+/** The write the retry tests send (and retry). */
+const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
+
 type ActionReply = Extract<AgentToolReply, { invocation_id: string }>;
 const reply = (answer: ToolAnswer): AgentToolReply => agentToolReplySchema.parse(answer.structured);
 /** An answer that belongs to an action (not a refusal): narrows for ticket, effect, queue. */
@@ -87,6 +120,22 @@ async function approvedSession(pid: number): Promise<string> {
   const { session_id } = await backend.openSession(peer(pid), { name: 'test-agent', version: '1.0' });
   await f.queue.approveSession(session_id, person);
   return session_id;
+}
+
+/**
+ * Sends `put` (its call aborted by `signal`, as the agent socket does on a disconnect) without waiting for its answer; returns once its first attempt is answered 429 and recorded (the
+ * executor now waits out the backoff before the next round), with the action's id and the call still open.
+ */
+async function putWaitingOutBackoff(
+  sessionId: string,
+  signal: AbortSignal = never,
+): Promise<{ id: string; call: Promise<ToolAnswer> }> {
+  let id = '';
+  const call = backend.call(sessionId, 'http_request', put, signal, undefined, (actionId) => {
+    id = actionId;
+  });
+  await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+  return { id, call };
 }
 
 describe('when an agent process connects', () => {
@@ -440,15 +489,12 @@ describe('when an agent process is gone', () => {
 describe('when fetch_result asks while a retry of a throttled attempt is in flight', () => {
   it("answers RESULT_NOT_READY, outcome unknown — never the earlier attempt's 429 as the action's result", async () => {
     let requests = 0;
-    const remote = await AdversarialHttpServer.start({
-      script: () =>
-        ++requests === 1 ? { kind: 'respond', status: 429, body: '{"slow":"down"}' } : { kind: 'apply_then_hang' },
+    await openWithRetryingRemote(() => (++requests === 1 ? throttled() : { kind: 'apply_then_hang' }), {
+      attempts_max: 2,
+      automatic: false,
+      backoff_ms: 0,
     });
-    servers.push(remote);
-    const retry = ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n');
-    await open(undefined, { config: localRouteConfig(remote.port, retry) });
     const sessionId = await approvedSession(812);
-    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
     const first = actionReply(await backend.call(sessionId, 'http_request', put, never));
     expect(first.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
     const id = first.invocation_id;
@@ -472,14 +518,12 @@ describe('when fetch_result asks while a retry of a throttled attempt is in flig
 
 describe('when an agent asks for a retry_of while the broker stops (the queue holds releases)', () => {
   it('answers a SHUTTING_DOWN refusal (backoff, nothing recorded), never the earlier record, and sends nothing', async () => {
-    const remote = await AdversarialHttpServer.start({
-      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
+    const remote = await openWithRetryingRemote(throttled, {
+      attempts_max: 2,
+      automatic: false,
+      backoff_ms: 0,
     });
-    servers.push(remote);
-    const retry = ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n');
-    await open(undefined, { config: localRouteConfig(remote.port, retry) });
     const sessionId = await approvedSession(813);
-    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
     const first = actionReply(await backend.call(sessionId, 'http_request', put, never));
     expect(first.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
     const id = first.invocation_id;
@@ -499,23 +543,10 @@ describe('when an agent asks for a retry_of while the broker stops (the queue ho
 
 describe('when cancel_action names an action whose automatic retry waits out its backoff', () => {
   it('is not closed: the cancel is recorded, the call answers at once (not at the backoff’s end) and no further attempt reaches the remote', async () => {
-    const remote = await AdversarialHttpServer.start({
-      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
-    });
-    servers.push(remote);
     // A backoff far longer than the test may wait: the call must answer because of the cancel, not the timer.
-    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 60000'].join(
-      '\n',
-    );
-    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const remote = await openWithRetryingRemote(throttled, { attempts_max: 3, automatic: true, backoff_ms: 60000 });
     const sessionId = await approvedSession(814);
-    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
-    let id = '';
-    const call = backend.call(sessionId, 'http_request', put, never, undefined, (actionId) => {
-      id = actionId;
-    });
-    // The first attempt is answered 429 and recorded; the executor now waits out the backoff before the next round.
-    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    const { id, call } = await putWaitingOutBackoff(sessionId);
     expect(f.queue.isExecuting(id)).toBe(true);
 
     const answer = await backend.call(sessionId, 'cancel_action', { action_id: id }, never);
@@ -537,22 +568,10 @@ describe('when cancel_action names an action whose automatic retry waits out its
 
 describe('when the agent disconnects while its action’s automatic retry waits out its backoff', () => {
   it('no further round is sent: CALLER_DISCONNECTED is recorded, the executor ends at once and the record answers the last attempt', async () => {
-    const remote = await AdversarialHttpServer.start({
-      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}' }),
-    });
-    servers.push(remote);
-    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 60000'].join(
-      '\n',
-    );
-    await open(undefined, { config: localRouteConfig(remote.port, retry) });
+    const remote = await openWithRetryingRemote(throttled, { attempts_max: 3, automatic: true, backoff_ms: 60000 });
     const sessionId = await approvedSession(816);
-    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
     const connection = new AbortController();
-    let id = '';
-    const call = backend.call(sessionId, 'http_request', put, connection.signal, undefined, (actionId) => {
-      id = actionId;
-    });
-    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    const { id, call } = await putWaitingOutBackoff(sessionId, connection.signal);
     expect(f.queue.isExecuting(id)).toBe(true);
 
     // The agent socket aborts every call of a closed connection with reason 'disconnected'.
@@ -575,21 +594,12 @@ describe('when the agent disconnects while its action’s automatic retry waits 
 
 describe('when the broker stops while an automatic retry waits out a long backoff (Retry-After)', () => {
   it('the hold ends the wait: the drain finishes at once, drained, with no cut line, and nothing more is sent', async () => {
-    const remote = await AdversarialHttpServer.start({
-      script: () => ({ kind: 'respond', status: 429, body: '{"slow":"down"}', headers: { 'retry-after': '50' } }),
+    const remote = await openWithRetryingRemote(() => ({ ...throttled(), headers: { 'retry-after': '50' } }), {
+      attempts_max: 3,
+      automatic: true,
+      backoff_ms: 30000,
     });
-    servers.push(remote);
-    const retry = ['    retry:', '      attempts_max: 3', '      automatic: true', '      backoff_ms: 30000'].join(
-      '\n',
-    );
-    await open(undefined, { config: localRouteConfig(remote.port, retry) });
-    const sessionId = await approvedSession(815);
-    const put = { route: 'docs', method: 'PUT', path: '/documents/9', body: '{"v":1}' };
-    let id = '';
-    const call = backend.call(sessionId, 'http_request', put, never, undefined, (actionId) => {
-      id = actionId;
-    });
-    await vi.waitFor(() => expect(f.h.temp.journal.getAction(id)?.outcome).toBe('rejected'), { timeout: 5000 });
+    const { id, call } = await putWaitingOutBackoff(await approvedSession(815));
     expect(f.queue.releasedCount()).toBe(1);
 
     const startedMs = Date.now();
@@ -701,17 +711,6 @@ describe('when the executor throws after the action was admitted', () => {
   );
 
   it('after DISPATCH_STARTED: OUTCOME_RECORDED unknown (INTERNAL, reconcile), the agent hears that envelope, the lane is blocked and a person can abandon it', async () => {
-    const failingCommit = (real: ResultStore): ResultStore =>
-      new Proxy(real, {
-        get(target, key) {
-          if (key === 'rowsOf')
-            return () => {
-              throw new CodedError('INTERNAL', 'the result store failed');
-            };
-          const value = Reflect.get(target, key) as unknown;
-          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        },
-      });
     const remote = await openWithRemote(
       { kind: 'respond', status: 201, body: 'made', applyEffect: true },
       failingCommit,
@@ -856,19 +855,7 @@ describe('when one session keeps many actions open', () => {
 });
 
 describe('when cancel_action names an action that is already closed', () => {
-  /** The recorded unknown the INTERNAL-after-dispatch case above leaves (the result store fails its commit). */
-  const failingCommit = (real: ResultStore): ResultStore =>
-    new Proxy(real, {
-      get(target, key) {
-        if (key === 'rowsOf')
-          return () => {
-            throw new CodedError('INTERNAL', 'the result store failed');
-          };
-        const value = Reflect.get(target, key) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
-
+  // The recorded unknown the INTERNAL-after-dispatch case above leaves (failingCommit: the result store fails).
   it('abandoned by a person: nothing is recorded, the answer says the cancel had no effect and why, and the record keeps its history', async () => {
     await openWithRemote({ kind: 'respond', status: 201, body: 'made', applyEffect: true }, failingCommit);
     const sessionId = await approvedSession(901);

@@ -8,6 +8,37 @@ import { mcpSecrets } from './mcp-server-secrets.js';
 const canary = 'CANARY-mcp-deliver-7d1e0b';
 const server = { name: 'files' } as Parameters<typeof deliver>[0]['server'];
 
+/** One server of each kind a secret can reach: stdio env, streamable_http header, OAuth grant, and none. */
+const config = parseConfig(
+  [
+    'version: 1',
+    'mcp_servers:',
+    '  - name: files',
+    '    transport: stdio',
+    '    command: /usr/bin/node',
+    '    env: { API_TOKEN: "{credential:files-token}", MODE: "ro" }',
+    '  - name: remote',
+    '    transport: streamable_http',
+    '    url: https://mcp.example.com/mcp',
+    '    credential: remote-token',
+    '  - name: wiki',
+    '    transport: streamable_http',
+    '    url: https://wiki.example.com/mcp',
+    '    oauth: {}',
+    '  - name: plain',
+    '    transport: stdio',
+    '    command: /usr/bin/node',
+    '',
+  ].join('\n'),
+);
+
+/** The credential `name` as the vault opens it for a call: the bearer token is the canary. */
+const opened = (name: string, versionTag: string) => ({
+  name,
+  info: { id: `cred_${name}`, name, kind: 'bearer' as const, version_tag: versionTag, bindings: [] },
+  secret: { kind: 'bearer' as const, token: canary },
+});
+
 describe('what an agent receives of an upstream reply', () => {
   it('has every form of a secret given to the server redacted, in content and structured content alike', () => {
     const reply = {
@@ -71,35 +102,10 @@ describe('the card of an upstream call', () => {
 });
 
 describe("a server's secrets", () => {
-  const config = parseConfig(
-    [
-      'version: 1',
-      'mcp_servers:',
-      '  - name: files',
-      '    transport: stdio',
-      '    command: /usr/bin/node',
-      '    env: { API_TOKEN: "{credential:files-token}", MODE: "ro" }',
-      '  - name: remote',
-      '    transport: streamable_http',
-      '    url: https://mcp.example.com/mcp',
-      '    credential: remote-token',
-      '',
-    ].join('\n'),
-  );
-  const info = (name: string) => ({
-    id: `cred_${name}`,
-    name,
-    kind: 'bearer' as const,
-    version_tag: 'v1',
-    bindings: [],
-  });
-
   it('renders env references to the bare secret and lists every form for scrubbing', () => {
     const files = config.mcpServers.get('files');
     if (files === undefined) throw new Error('files not parsed');
-    const s = mcpSecrets(files, [
-      { name: 'files-token', info: info('files-token'), secret: { kind: 'bearer', token: canary } },
-    ]);
+    const s = mcpSecrets(files, [opened('files-token', 'v1')]);
     expect(s.env).toEqual({ API_TOKEN: canary, MODE: 'ro' });
     expect(s.headers).toEqual({});
     expect(s.secrets.map((b) => b.toString())).toContain(canary);
@@ -108,54 +114,30 @@ describe("a server's secrets", () => {
   it('turns a streamable_http bearer into the authorization header and nothing else', () => {
     const remote = config.mcpServers.get('remote');
     if (remote === undefined) throw new Error('remote not parsed');
-    const s = mcpSecrets(remote, [
-      { name: 'remote-token', info: info('remote-token'), secret: { kind: 'bearer', token: canary } },
-    ]);
+    const s = mcpSecrets(remote, [opened('remote-token', 'v1')]);
     expect(s.headers).toEqual({ authorization: `Bearer ${canary}` });
     expect(s.env).toEqual({});
   });
 });
 
 describe('what CREDENTIAL_AUTHORIZED records for a call', () => {
-  const config = parseConfig(
-    [
-      'version: 1',
-      'mcp_servers:',
-      '  - name: files',
-      '    transport: stdio',
-      '    command: /usr/bin/node',
-      '    env: { API_TOKEN: "{credential:files-token}" }',
-      '  - name: remote',
-      '    transport: streamable_http',
-      '    url: https://mcp.example.com/mcp',
-      '    credential: remote-token',
-      '  - name: wiki',
-      '    transport: streamable_http',
-      '    url: https://wiki.example.com/mcp',
-      '    oauth: {}',
-      '  - name: plain',
-      '    transport: stdio',
-      '    command: /usr/bin/node',
-      '',
-    ].join('\n'),
-  );
   const fingerprint = `sha256:${'0a'.repeat(32)}`;
-  const opened = (name: string) => [
-    {
-      name,
-      info: { id: `cred_${name}`, name, kind: 'bearer' as const, version_tag: 'v7', bindings: [] },
-      secret: { kind: 'bearer' as const, token: canary },
-    },
-  ];
-  const record = (server: string, credentials: ReturnType<typeof opened> | [] = []) => {
+  const record = (server: string, credentials: Array<ReturnType<typeof opened>> = []) => {
     const settings = config.mcpServers.get(server);
     if (settings === undefined) throw new Error(`${server} not parsed`);
     return mcpCredentialAuthorization(settings, fingerprint, credentials);
   };
 
   it.each([
-    ['a stdio env credential', 'files', opened('files-token'), 'cred_files-token', 'v7', 'mcp_env'],
-    ['a streamable_http header credential', 'remote', opened('remote-token'), 'cred_remote-token', 'v7', 'mcp_header'],
+    ['a stdio env credential', 'files', [opened('files-token', 'v7')], 'cred_files-token', 'v7', 'mcp_env'],
+    [
+      'a streamable_http header credential',
+      'remote',
+      [opened('remote-token', 'v7')],
+      'cred_remote-token',
+      'v7',
+      'mcp_header',
+    ],
     [
       'an OAuth grant, sent as the bearer although no vault credential was opened',
       'wiki',

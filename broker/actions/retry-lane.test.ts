@@ -2,7 +2,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
-import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  localRouteConfig,
+  openHttpActionHarness,
+  retryPolicyYaml,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
 import { ManualTimers } from '../testing/manual-timers.js';
 import { codedRefusal } from '../testing/queue-waits.js';
 
@@ -31,26 +36,75 @@ afterEach(async () => {
   await h.dispose();
 });
 
-const retrying = ['    retry:', '      attempts_max: 2', '      automatic: true', '      backoff_ms: 0'].join('\n');
+const retrying = retryPolicyYaml({ attempts_max: 2, automatic: true, backoff_ms: 0 });
 const arrivals = (): string[] => server.requests.map((r) => `${r.method} ${r.path}`);
+/** #1, and the later write of the same document (the same lane). */
+const putA = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
+const patchB = { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' };
+
+/**
+ * Sends #1 under the automatic policy; returns once its first attempt is recorded (rejected, backoff) and its engine
+ * holds the backoff timer, which only the test's `timers` fires.
+ */
+async function putWaitingOutBackoff(): Promise<{ timers: ManualTimers; first: ReturnType<HttpActionHarness['run']> }> {
+  const timers = new ManualTimers(h.temp.clock);
+  const first = h.run(localRouteConfig(server.port, retrying), putA, { retryTimers: timers });
+  await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+  return { timers, first };
+}
+
+/** A retry policy the agent drives (retry_of), never the executor: `automatic: false`, no backoff. */
+const agentRetries = (attemptsMax: number): string =>
+  retryPolicyYaml({ attempts_max: attemptsMax, automatic: false, backoff_ms: 0 });
+
+/** A plain-HTTP remote that answers the first PUT 429 and holds back the answers `holds` picks until `release()`. */
+interface HeldRemote {
+  readonly port: number;
+  /** `METHOD /path` of every request, in the order their bodies were read. */
+  readonly arrivals: string[];
+  release(): void;
+  /** Releases what is held, drops the connections and closes the server. */
+  close(): Promise<void>;
+}
+
+async function startHeldRemote(holds: (method: string) => boolean): Promise<HeldRemote> {
+  const arrivals: string[] = [];
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let putCount = 0;
+  const remote = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const method = req.method ?? '';
+      arrivals.push(`${method} ${req.url ?? ''}`);
+      const answer = (status: number): void =>
+        void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      if (method === 'PUT' && ++putCount === 1) answer(429);
+      else if (holds(method)) void held.then(() => answer(200));
+      else answer(200);
+    });
+  });
+  await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (remote.address() as AddressInfo).port,
+    arrivals,
+    release,
+    close: async () => {
+      release();
+      remote.closeAllConnections();
+      await new Promise<void>((resolve) => remote.close(() => resolve()));
+    },
+  };
+}
 
 describe('when the head of a lane waits out a backoff before its automatic retry', () => {
   it('a later ticket of the lane waits behind it ("waiting for #1") and reaches the remote only after the retry', async () => {
-    const timers = new ManualTimers(h.temp.clock);
+    const { timers, first } = await putWaitingOutBackoff();
     const config = localRouteConfig(server.port, retrying);
-    const first = h.run(
-      config,
-      { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' },
-      {
-        retryTimers: timers,
-      },
-    );
-    // #1's first attempt is recorded (rejected, backoff) and its engine holds the backoff timer.
-    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
     const [a] = h.temp.journal.listActions({ fromTicket: 1, limit: 10 });
     expect(a).toMatchObject({ ticket: 1, outcome: 'rejected', retry: 'backoff', recorded: true });
 
-    const second = h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+    const second = h.run(config, patchB);
     await expect.poll(() => h.temp.journal.listActions({ fromTicket: 2, limit: 1 })[0]?.ticket).toBe(2);
     const b = h.temp.journal.listActions({ fromTicket: 2, limit: 1 })[0];
     await expect
@@ -69,19 +123,11 @@ describe('when the head of a lane waits out a backoff before its automatic retry
   });
 
   it('once the retries end the lane moves on at once (the executor’s settled releases the next ticket)', async () => {
+    const { timers, first } = await putWaitingOutBackoff();
     const config = localRouteConfig(server.port, retrying);
-    const timers = new ManualTimers(h.temp.clock);
-    const first = h.run(
-      config,
-      { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' },
-      {
-        retryTimers: timers,
-      },
-    );
-    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
     timers.advance(1_000);
     await first;
-    const next = await h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+    const next = await h.run(config, patchB);
     expect(next.envelope.error).toBeUndefined();
     expect(arrivals()).toEqual(['PUT /api/documents/7', 'PUT /api/documents/7', 'PATCH /api/documents/7']);
   });
@@ -90,41 +136,22 @@ describe('when the head of a lane waits out a backoff before its automatic retry
 describe('when an agent retries an earlier ticket (retry_of) while a later one of its lane is in flight', () => {
   it('the retry waits for it and reaches the remote after it, never beside it; tickets after it wait for the retry', async () => {
     // A remote that answers the first PUT 429 and holds every PATCH until the test lets it go.
-    const arrivals: string[] = [];
-    let releasePatch: () => void = () => undefined;
-    const patchHeld = new Promise<void>((resolve) => (releasePatch = resolve));
-    let putCount = 0;
-    const held = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        arrivals.push(`${req.method ?? ''} ${req.url ?? ''}`);
-        const answer = (status: number): void =>
-          void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-        if (req.method === 'PUT' && ++putCount === 1) answer(429);
-        else if (req.method === 'PATCH') void patchHeld.then(() => answer(200));
-        else answer(200);
-      });
-    });
-    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    const held = await startHeldRemote((method) => method === 'PATCH');
+    const { arrivals } = held;
     try {
-      const port = (held.address() as AddressInfo).port;
-      const config = localRouteConfig(
-        port,
-        ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n'),
-      );
-      const put = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
-      const first = await h.run(config, put);
+      const config = localRouteConfig(held.port, agentRetries(2));
+      const first = await h.run(config, putA);
       expect(first.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
-      const patch = h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+      const patch = h.run(config, patchB);
       await expect.poll(() => arrivals.length, { timeout: 10_000 }).toBe(2);
-      const retried = h.run(config, { ...put, retry_of: first.envelope.invocation_id });
+      const retried = h.run(config, { ...putA, retry_of: first.envelope.invocation_id });
       await new Promise((resolve) => setTimeout(resolve, 150));
       // The PATCH is in flight: the retry has not gone out beside it.
       expect(arrivals).toEqual(['PUT /api/documents/7', 'PATCH /api/documents/7']);
       // A third ticket of the lane arrives meanwhile: it goes after the retry, which holds the earlier place.
       const third = h.run(config, { route: 'docs', method: 'POST', path: '/documents/7/publish', body: '{}' });
       await new Promise((resolve) => setTimeout(resolve, 50));
-      releasePatch();
+      held.release();
       expect((await patch).envelope.error).toBeUndefined();
       expect((await retried).envelope.error).toBeUndefined();
       expect((await third).envelope.error).toBeUndefined();
@@ -135,25 +162,19 @@ describe('when an agent retries an earlier ticket (retry_of) while a later one o
         'POST /api/documents/7/publish',
       ]);
     } finally {
-      releasePatch();
-      held.closeAllConnections();
-      await new Promise<void>((resolve) => held.close(() => resolve()));
+      await held.close();
     }
   });
 });
 
 describe('when the caller cancels or disconnects while an automatic retry waits out its backoff', () => {
-  const put = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
-
   it.each([
     ['cancelled', 'CALLER_CANCELLED'],
     ['disconnected', 'CALLER_DISCONNECTED'],
   ] as const)(
     '%s: the recorded caller event ends the wait at once: the timer is cancelled, never fired, nothing more is sent, and the action answers its record',
     async (stop, event) => {
-      const timers = new ManualTimers(h.temp.clock);
-      const first = h.run(localRouteConfig(server.port, retrying), put, { retryTimers: timers });
-      await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+      const { timers, first } = await putWaitingOutBackoff();
       const id = h.temp.journal.listActions({ fromTicket: 1, limit: 1 })[0]?.action_id ?? '';
       expect(h.queue.isExecuting(id)).toBe(true);
 
@@ -174,14 +195,11 @@ describe('when the caller cancels or disconnects while an automatic retry waits 
 });
 
 describe('when the broker stops (holdReleases) while a retry could still start', () => {
-  const put = { route: 'docs', method: 'PUT', path: '/documents/7', body: '{"v":"A"}' };
   const kindsOf = (actionId: string): string[] =>
     [...h.temp.journal.events()].filter((e) => e.action_id === actionId).map((e) => e.kind);
 
   it('an automatic retry waiting out its backoff when the drain begins stops waiting and is not sent: the action answers its record and leaves the drain', async () => {
-    const timers = new ManualTimers(h.temp.clock);
-    const first = h.run(localRouteConfig(server.port, retrying), put, { retryTimers: timers });
-    await expect.poll(() => timers.size, { timeout: 10_000 }).toBe(1);
+    const { timers, first } = await putWaitingOutBackoff();
     expect(h.queue.releasedCount()).toBe(1);
     // The hold ends the wait (no time passes): the backoff's timer is cancelled, never fired.
     h.queue.holdReleases();
@@ -195,16 +213,13 @@ describe('when the broker stops (holdReleases) while a retry could still start',
   });
 
   it('an agent’s retry_of asked for during the drain is refused SHUTTING_DOWN: nothing sent, nothing recorded', async () => {
-    const config = localRouteConfig(
-      server.port,
-      ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n'),
-    );
-    const first = await h.run(config, put);
+    const config = localRouteConfig(server.port, agentRetries(2));
+    const first = await h.run(config, putA);
     expect(first.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
     const id = first.envelope.invocation_id;
     const before = kindsOf(id);
     h.queue.holdReleases();
-    const refused = await codedRefusal(h.run(config, { ...put, retry_of: id }));
+    const refused = await codedRefusal(h.run(config, { ...putA, retry_of: id }));
     expect(refused).toMatchObject({ code: 'SHUTTING_DOWN', field: 'retry_of' });
     expect(refused.message).toContain('the broker is stopping');
     expect(arrivals()).toEqual(['PUT /api/documents/7']);
@@ -213,89 +228,53 @@ describe('when the broker stops (holdReleases) while a retry could still start',
   });
 
   it('a retry_of refused SHUTTING_DOWN leaves the count of another retry of the same action in flight: the drain waits for it', async () => {
-    const arrived: string[] = [];
-    let releaseRetry: () => void = () => undefined;
-    const retryHeld = new Promise<void>((resolve) => (releaseRetry = resolve));
-    let putCount = 0;
-    const held = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        arrived.push(`${req.method ?? ''} ${req.url ?? ''}`);
-        const answer = (status: number): void =>
-          void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-        if (++putCount === 1) answer(429);
-        else void retryHeld.then(() => answer(200));
-      });
-    });
-    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    // Every request here is a PUT: the first is answered 429, every later one is held until the test lets it go.
+    const held = await startHeldRemote(() => true);
+    const arrived = held.arrivals;
     try {
-      const config = localRouteConfig(
-        (held.address() as AddressInfo).port,
-        ['    retry:', '      attempts_max: 3', '      automatic: false', '      backoff_ms: 0'].join('\n'),
-      );
-      const first = await h.run(config, put);
+      const config = localRouteConfig(held.port, agentRetries(3));
+      const first = await h.run(config, putA);
       const id = first.envelope.invocation_id;
       // The agent's retry is on the wire under its lease; the stop begins; a second retry_of of the same action comes.
-      const retry = h.run(config, { ...put, retry_of: id });
+      const retry = h.run(config, { ...putA, retry_of: id });
       await expect.poll(() => arrived.length, { timeout: 10_000 }).toBe(2);
       expect(h.queue.releasedCount()).toBe(1);
       h.queue.holdReleases();
-      const refused = await codedRefusal(h.run(config, { ...put, retry_of: id }));
+      const refused = await codedRefusal(h.run(config, { ...putA, retry_of: id }));
       expect(refused).toMatchObject({ code: 'SHUTTING_DOWN', field: 'retry_of' });
       // The refused one never ran: the retry in flight still counts, so the drain waits for it rather than cut it.
       expect(h.queue.releasedCount()).toBe(1);
       expect(h.queue.isExecuting(id)).toBe(true);
-      releaseRetry();
+      held.release();
       expect((await retry).envelope.error).toBeUndefined();
       expect(h.queue.releasedCount()).toBe(0);
       expect(arrived).toEqual(['PUT /api/documents/7', 'PUT /api/documents/7']);
     } finally {
-      releaseRetry();
-      held.closeAllConnections();
-      await new Promise<void>((resolve) => held.close(() => resolve()));
+      await held.close();
     }
   });
 
   it('a retry_of still waiting for its lane when the hold comes is refused SHUTTING_DOWN; the ticket in flight drains', async () => {
-    const arrived: string[] = [];
-    let releasePatch: () => void = () => undefined;
-    const patchHeld = new Promise<void>((resolve) => (releasePatch = resolve));
-    let putCount = 0;
-    const held = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        arrived.push(`${req.method ?? ''} ${req.url ?? ''}`);
-        const answer = (status: number): void =>
-          void res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-        if (req.method === 'PUT' && ++putCount === 1) answer(429);
-        else if (req.method === 'PATCH') void patchHeld.then(() => answer(200));
-        else answer(200);
-      });
-    });
-    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    const held = await startHeldRemote((method) => method === 'PATCH');
+    const arrived = held.arrivals;
     try {
-      const config = localRouteConfig(
-        (held.address() as AddressInfo).port,
-        ['    retry:', '      attempts_max: 2', '      automatic: false', '      backoff_ms: 0'].join('\n'),
-      );
-      const first = await h.run(config, put);
-      const patch = h.run(config, { route: 'docs', method: 'PATCH', path: '/documents/7', body: '{"v":"B"}' });
+      const config = localRouteConfig(held.port, agentRetries(2));
+      const first = await h.run(config, putA);
+      const patch = h.run(config, patchB);
       await expect.poll(() => arrived.length, { timeout: 10_000 }).toBe(2);
-      const retried = codedRefusal(h.run(config, { ...put, retry_of: first.envelope.invocation_id }));
+      const retried = codedRefusal(h.run(config, { ...putA, retry_of: first.envelope.invocation_id }));
       // The retry waits behind the PATCH in flight (its place back at the lane's head): both count as released.
       await expect.poll(() => h.queue.releasedCount(), { timeout: 5_000 }).toBe(2);
       h.queue.holdReleases();
       expect(await retried).toMatchObject({ code: 'SHUTTING_DOWN', field: 'retry_of' });
       expect(h.queue.releasedCount()).toBe(1);
-      releasePatch();
+      held.release();
       expect((await patch).envelope.error).toBeUndefined();
       expect(h.queue.releasedCount()).toBe(0);
       expect(arrived).toEqual(['PUT /api/documents/7', 'PATCH /api/documents/7']);
       expect(kindsOf(first.envelope.invocation_id)).not.toContain('RETRY_LEASED');
     } finally {
-      releasePatch();
-      held.closeAllConnections();
-      await new Promise<void>((resolve) => held.close(() => resolve()));
+      await held.close();
     }
   });
 });

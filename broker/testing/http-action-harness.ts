@@ -169,6 +169,23 @@ export function localRouteConfig(
   return parseConfig(`${yaml}\n`);
 }
 
+/** A route's retry policy as postern.yaml declares it. */
+export interface RetryPolicyYaml {
+  attempts_max: number;
+  automatic: boolean;
+  backoff_ms: number;
+}
+
+/** The `retry:` block of the route `localRouteConfig` writes (pass it as `extra`). */
+export function retryPolicyYaml(policy: RetryPolicyYaml): string {
+  return [
+    '    retry:',
+    `      attempts_max: ${policy.attempts_max}`,
+    `      automatic: ${policy.automatic}`,
+    `      backoff_ms: ${policy.backoff_ms}`,
+  ].join('\n');
+}
+
 /**
  * Where the canary could leak, as bytes: every file under the journal's directory except the vault
  * (journal.sqlite, -wal, -shm, whatever else lands there), every log line, every envelope and

@@ -24,6 +24,8 @@ export interface SshKeyPair {
 export class TestSshd {
   private child: ChildProcess | undefined;
   readonly log: string[] = [];
+  /** Called on every chunk sshd logs (waitForLog's checks). */
+  private readonly logListeners = new Set<() => void>();
   hostKey: SshKeyPair & { privateKeyPath: string };
 
   private constructor(
@@ -101,6 +103,7 @@ export class TestSshd {
       );
       child.stderr?.on('data', (chunk: Buffer) => {
         this.log.push(chunk.toString('utf8'));
+        for (const listener of this.logListeners) listener();
         if (this.log.join('').includes(`Server listening on 127.0.0.1 port ${this.port}`)) {
           clearTimeout(timer);
           resolve();
@@ -110,6 +113,44 @@ export class TestSshd {
         clearTimeout(timer);
         reject(new Error(`sshd exited (${code}): ${this.log.join('')}`));
       });
+    });
+  }
+
+  /** How much sshd has logged so far: pass it as `from` to wait only for what it logs after this point. */
+  logMark(): number {
+    return this.log.join('').length;
+  }
+
+  /**
+   * The first whole line sshd logs after `from` (a `logMark()`) that matches `pattern`, as soon as sshd writes it:
+   * sshd's own report of what it did (LogLevel VERBOSE: "Starting session: command for …" once an exec request's
+   * command is started), so a test waits on the server's event rather than a sleep. Rejects after `timeoutMs`.
+   */
+  waitForLog(pattern: RegExp, options: { from?: number; timeoutMs?: number } = {}): Promise<string> {
+    const timeoutMs = options.timeoutMs ?? sshdStartTimeoutMs;
+    return new Promise<string>((resolve, reject) => {
+      const check = (): void => {
+        // Only whole lines: the last piece may be a line sshd is still writing.
+        const lines = this.log
+          .join('')
+          .slice(options.from ?? 0)
+          .split('\n')
+          .slice(0, -1);
+        const line = lines.map((l) => l.replace(/\r$/, '')).find((l) => pattern.test(l));
+        if (line === undefined) return;
+        done();
+        resolve(line);
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`sshd logged no line matching ${String(pattern)} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        this.logListeners.delete(check);
+      };
+      this.logListeners.add(check);
+      check();
     });
   }
 

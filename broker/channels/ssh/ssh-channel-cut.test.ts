@@ -57,6 +57,7 @@ describe('SshChannel.cutInFlight (the broker stopped with a command running) on 
     const s = TestSshd.required(sshd, ctx);
     const gate = new DispatchedGate();
     const channel = new SshChannel({ gate, clock: new FakeClock(), knownHostsDir: dataDir.path, vault });
+    const mark = s.logMark();
     const run = channel.perform({
       actionId: 'act_ssh_cut_test',
       host: {
@@ -73,8 +74,8 @@ describe('SshChannel.cutInFlight (the broker stopped with a command running) on 
       beforeDispatch: new AbortController().signal,
     });
     await gate.dispatched;
-    // Let the exec request reach sshd and the command start.
-    await sleep(500);
+    // sshd's own word that the exec request reached it and it started the command: only then is the cut mid-command.
+    await s.waitForLog(/^Starting session: command for /, { from: mark });
     const cutAt = Date.now();
     channel.cutInFlight();
     const ended = await Promise.race([run, sleep(cutBoundMs).then(() => 'still running' as const)]);
