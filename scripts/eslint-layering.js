@@ -184,7 +184,8 @@ const brokerFolders = new Set(mayImportTable.map((row) => row.folder).filter((fo
 const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
 /**
  * Contract files with no runtime imports (type imports vanish), which the renderer may load at runtime: the method
- * list, how a decision's actor is worded (so every surface says "person:alice (cli, passphrase on tty)" alike),
+ * list, how a decision's actor and who decided an action are worded (so every surface says "person:alice (cli,
+ * passphrase on tty)" and "allowed by policy (approval: none)" alike),
  * the names the host's sign-in answer and the page agree on, and how a command is marked visible (so the card and
  * main's native decision dialog mark it alike).
  */

@@ -8,6 +8,7 @@ import {
   parseIpcInput,
   senderAllowed,
   type ConfirmDecision,
+  type DesktopCaller,
   type IpcHandlers,
   type IpcSenderFacts,
 } from './ipc-gate.js';
@@ -188,6 +189,44 @@ describe('when the window asks for a decision (a compromised renderer holds ever
     expect(handlers.callers).toEqual([
       { surface: 'desktop', auth: 'desktop_confirmed' },
       { surface: 'desktop', auth: 'desktop_window' },
+    ]);
+  });
+
+  it.each([
+    ['actions.reconcile', 'reconcile', 'UNSUPPORTED_ACTION'],
+    ['actions.retry', 'retry', 'NOT_FOUND'],
+  ] as const)(
+    '%s the broker would refuse is refused before the dialog (actions.precheck), and nothing is decided',
+    async (method, operation, code) => {
+      const handlers = fakeHandlers();
+      const refused: Reply<unknown> = { ok: false, error: { code, message: 'cannot work for act_1' } };
+      const precheck = handlers['actions.precheck'];
+      Object.assign(handlers, {
+        'actions.precheck': (input: unknown, caller: DesktopCaller) => precheck(input, caller).then(() => refused),
+      });
+      const person = answers(true);
+      const reply = await createIpcGate({ pageUrl, handlers, confirm: person }).handle(method, ourFrame, {
+        action_id: 'act_1',
+      });
+      expect(reply).toEqual(refused);
+      expect(person.asked).toEqual([]);
+      expect(handlers.calls).toEqual([['actions.precheck', { action_id: 'act_1', operation }]]);
+      expect(handlers.callers).toEqual([{ surface: 'desktop', auth: 'desktop_window' }]);
+    },
+  );
+
+  it('a reconcile or retry the broker can try is asked in the dialog, then decided as confirmed', async () => {
+    const handlers = fakeHandlers();
+    const person = answers(true);
+    const gate = createIpcGate({ pageUrl, handlers, confirm: person });
+    await gate.handle('actions.reconcile', ourFrame, { action_id: 'act_2' });
+    await gate.handle('actions.retry', ourFrame, { action_id: 'act_2' });
+    expect(person.asked).toEqual(['actions.reconcile', 'actions.retry']);
+    expect(handlers.calls).toEqual([
+      ['actions.precheck', { action_id: 'act_2', operation: 'reconcile' }],
+      ['actions.reconcile', { action_id: 'act_2' }],
+      ['actions.precheck', { action_id: 'act_2', operation: 'retry' }],
+      ['actions.retry', { action_id: 'act_2' }],
     ]);
   });
 

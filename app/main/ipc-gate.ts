@@ -124,15 +124,29 @@ export function createIpcGate(options: { pageUrl: string; handlers: IpcHandlers;
   };
 }
 
+/** The decisions the broker can tell beforehand it would refuse (`actions.precheck`, a read), and as which operation. */
+const prechecked: Partial<Record<BrokerApiMethod, 'reconcile' | 'retry'>> = {
+  'actions.reconcile': 'reconcile',
+  'actions.retry': 'retry',
+};
+
 /**
  * A compromised renderer holds every operator method's channel; what it cannot do is answer a dialog main
- * shows. So a decision from the window runs only after the person confirmed it there.
+ * shows. So a decision from the window runs only after the person confirmed it there. A reconcile or retry the
+ * broker would refuse before sending anything (no lookup, no kept request, not a recorded unknown) is refused
+ * before the dialog, as the CLI refuses before its passphrase prompt: nobody confirms what cannot happen.
  */
 async function confirmThenDecide(
   options: { handlers: IpcHandlers; confirm: ConfirmDecision },
   method: BrokerApiMethod,
   input: unknown,
 ): Promise<Reply<unknown>> {
+  const operation = prechecked[method];
+  if (operation !== undefined) {
+    const { action_id } = input as { action_id: string };
+    const precheck = await options.handlers['actions.precheck']({ action_id, operation }, desktopCaller);
+    if (!precheck.ok) return precheck;
+  }
   let confirmed = false;
   try {
     confirmed = (await options.confirm(method, input)) === true;

@@ -5,6 +5,7 @@ import {
   actorLabel,
   brokerApiSchemas,
   CodedError,
+  decisionText,
   Effect,
   ErrorCode,
   isMember,
@@ -555,13 +556,7 @@ function pageLimit(raw: string, max: number): number {
 export function actionLine(a: ActionListRow): string {
   const agent = a.agent === null ? 'broker' : `${a.agent.name ?? '(unnamed)'} pid ${a.agent.pid ?? '?'}`;
   const request = a.method === null ? a.request : `${a.method} ${a.request}`;
-  const decided =
-    a.decided_by === null
-      ? a.decision === null
-        ? 'undecided'
-        : a.decision
-      : // No decision event with a decider: policy allowed it at admission (approval: none).
-        `${a.decision ?? 'allowed'} by ${a.decided_by}`;
+  const decided = decisionText(a) ?? 'undecided';
   const outcome =
     a.outcome === null
       ? a.stage

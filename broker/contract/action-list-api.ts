@@ -70,7 +70,10 @@ export const actionListSchemas = {
     code: z.string().max(80).optional(),
     /** Only actions not yet settled or closed. */
     open: z.boolean().optional(),
-    /** Case-insensitive substring of target, method, request, lane, action id, ticket, code, decided_by. */
+    /**
+     * Case-insensitive substring of target, method, request, lane, action id, ticket, code, or who decided as the
+     * list words it (decisionText: `approved by …`, `allowed by policy (approval: none…)`).
+     */
     text: z.string().trim().min(1).max(200).optional(),
   }),
   output: z.object({

@@ -52,3 +52,18 @@ export function actorLabel(actor: {
   const base = `${actor.kind}:${actor.id}`;
   return actor.auth === undefined ? base : `${base} (${authWords[actor.auth]})`;
 }
+
+/**
+ * Who decided an action, as every surface words it (`postern actions list`, the desktop's Actions list and timeline):
+ * `approved by person:alice (…)`, `rejected by …`, `allowed by policy (approval: none)` for a call policy allowed at
+ * admission (an action-list row with a decider but no decision event), the bare decision when its decider is not
+ * known, or null while nothing is decided. The action list's `text` search matches these words
+ * (broker/journal/action-list-query.ts words them the same way in SQL).
+ */
+export function decisionText(row: {
+  readonly decision: string | null;
+  readonly decided_by: string | null;
+}): string | null {
+  if (row.decided_by !== null) return `${row.decision ?? 'allowed'} by ${row.decided_by}`;
+  return row.decision;
+}

@@ -133,6 +133,30 @@ describe('actions.list over a real journal', () => {
     ]);
   });
 
+  it('when the text is words the list shows for who decided: a policy-allowed call is found by them, as a person-approved one is', async () => {
+    await temp.journal.appendBatch(varied('httpNoApproval', 0));
+    const [accepted, ...rest] = varied('httpNoApproval', 1);
+    if (accepted?.kind !== 'ACTION_ACCEPTED') throw new Error('a script starts with ACTION_ACCEPTED');
+    await temp.journal.appendBatch([
+      { ...accepted, payload: { ...accepted.payload, approval_rule: 'rules[1]: GET /v1/** → none' } },
+      ...rest,
+    ]);
+    await temp.journal.appendBatch(varied('httpApproved', 0));
+    await temp.journal.appendBatch(varied('rejectedByPerson', 0));
+    const found = (text: string) => list({ text }).actions.map((a) => a.action_id);
+    expect(found('POLICY')).toEqual(['act_httpNoApproval_001', 'act_httpNoApproval_000']);
+    expect(found('allowed by policy (approval: none)')).toEqual(['act_httpNoApproval_000']);
+    expect(found('allowed by policy (approval: none; rules[1]')).toEqual(['act_httpNoApproval_001']);
+    // Into the rule, across its first words, up to its closing paren, in any case: the rule's row alone.
+    expect(found('none; rules[1]: get')).toEqual(['act_httpNoApproval_001']);
+    expect(found('get /v1/** → none)')).toEqual(['act_httpNoApproval_001']);
+    expect(found('(approval: none)')).toEqual(['act_httpNoApproval_000']);
+    expect(found('none; rules[2]')).toEqual([]);
+    expect(found('→ none"')).toEqual([]); // a quote: never in the raw state as typed, so the phrase alone decides
+    expect(found('approved by person:')).toEqual(['act_httpApproved_000']);
+    expect(found('rejected by')).toEqual(['act_rejectedByPerson_000']);
+  });
+
   it('when every path has run in two sessions, lanes and targets: each filter and keyset page agrees with the projection, with no duplicate or gap', async () => {
     for (const name of actionPathNames) for (const n of [0, 1, 2, 3]) await temp.journal.appendBatch(varied(name, n));
     const model = temp.journal.listActions().sort((a, b) => b.first_seq - a.first_seq);

@@ -61,8 +61,60 @@ const listColumns = `
   json_extract(s.state, '$.client_name') AS agent_name, json_extract(s.state, '$.exe') AS agent_exe,
   json_extract(a.state, '$.approval') AS approval, json_extract(a.state, '$.approval_rule') AS approval_rule`;
 
+/**
+ * Who decided, in the words the list shows (decisionText in broker/contract/operator-actor.ts):
+ * `<decision> by <decided_by>`, else the decision alone. A call policy allowed at admission (approval: none) has
+ * neither; its words come from the state (policyWordsCondition).
+ */
+const decisionWords = `CASE WHEN a.decided_by IS NOT NULL THEN coalesce(a.decision, 'allowed') || ' by ' || a.decided_by
+  ELSE a.decision END`;
+
 /** Each text-searchable column; a null column never matches. */
-const textColumns = ['a.target', 'a.action_id', 'a.lane', `'#' || a.ticket`, 'a.code', 'a.decided_by'];
+const textColumns = ['a.target', 'a.action_id', 'a.lane', `'#' || a.ticket`, 'a.code', decisionWords];
+
+/**
+ * The fixed words a call policy allowed at admission shows for who decided (admissionPolicyDecider in broker/core,
+ * after decisionText's `allowed by`): `allowed by policy (approval: none)`, or with its rule
+ * `allowed by policy (approval: none; <approval_rule>)`.
+ */
+const policyWords = 'allowed by policy (approval: none';
+
+/** A row no decision event decided (cheap columns; the state is read after them). */
+const noDecisionEvent = 'a.decided_by IS NULL AND a.decided_seq IS NULL';
+/** Admitted under `approval: none` (the plaintext state ACTION_ACCEPTED left): parses the state. */
+const approvalNone = `json_extract(a.state, '$.approval') = 'none'`;
+/** The words such a row shows, rule included (parses the state again). */
+const policyPhrase = `'${policyWords}' || coalesce('; ' || json_extract(a.state, '$.approval_rule'), '') || ')'`;
+
+/**
+ * How a text search matches those words, cheaply (the state is ~1 KB of JSON): a needle within the words every such
+ * row shows matches each row admitted under `approval: none`; one that reaches into a rule is looked for first in the
+ * stored state's raw text (a LIKE, no parse) — its part past the fixed words is there as typed when the row's rule
+ * holds it — and only then in the whole phrase. A search for words nowhere in a row's state so never parses it.
+ */
+export function policyWordsCondition(needle: string): { sql: string; values: unknown[] } {
+  if (policyWords.includes(needle)) return { sql: `(${noDecisionEvent} AND ${approvalNone})`, values: [] };
+  const phrase = { sql: `${approvalNone} AND instr(lower(${policyPhrase}), ?) > 0`, values: [needle] };
+  const fixed = `${policyWords}; `;
+  // Within `…none)` or `…none; `: only the phrase tells (a rare needle: it ends in the paren or the semicolon).
+  if (fixed.includes(needle) || `${policyWords})`.includes(needle))
+    return { sql: `(${noDecisionEvent} AND ${phrase.sql})`, values: phrase.values };
+  // The longest head of the needle that ends the fixed words: the rest lies in the rule (and its closing paren).
+  let head = 0;
+  for (let k = Math.min(needle.length - 1, fixed.length); k > 0; k -= 1)
+    if (fixed.endsWith(needle.slice(0, k))) {
+      head = k;
+      break;
+    }
+  const inRule = needle.slice(head).replace(/\)$/, '');
+  // Text JSON escapes (a quote, a backslash, a control character) is not in the raw state as typed: the phrase tells.
+  if (inRule === '' || [...inRule].some((c) => c === '"' || c === '\\' || c < ' '))
+    return { sql: `(${noDecisionEvent} AND ${phrase.sql})`, values: phrase.values };
+  return {
+    sql: `(${noDecisionEvent} AND a.state LIKE ? ESCAPE '\\' AND ${phrase.sql})`,
+    values: [`%${inRule.replace(/[\\%_]/g, (c) => `\\${c}`)}%`, ...phrase.values],
+  };
+}
 
 /**
  * Rows one page of a search (text, or more than one filter) examines at most: past it the page
@@ -119,12 +171,14 @@ export function actionListSql(filter: Omit<ActionListFilter, 'limit'>): {
   if (filter.outcome !== undefined)
     equalities.push({ sql: 'a.outcome = ?', values: [filter.outcome], index: 'actions_list_by_outcome' });
   const [driving, ...tested] = equalities;
-  if (filter.text !== undefined)
+  if (filter.text !== undefined) {
+    const policy = policyWordsCondition(filter.text);
     tested.push({
-      sql: `(${textColumns.map((c) => `instr(lower(${c}), ?) > 0`).join(' OR ')})`,
-      values: textColumns.map(() => filter.text),
+      sql: `(${[...textColumns.map((c) => `instr(lower(${c}), ?) > 0`), policy.sql].join(' OR ')})`,
+      values: [...textColumns.map(() => filter.text), ...policy.values],
       index: '',
     });
+  }
   const range: Condition[] = [
     ...(driving === undefined ? [] : [driving]),
     ...(filter.beforeSeq === undefined ? [] : [{ sql: 'a.first_seq < ?', values: [filter.beforeSeq], index: '' }]),

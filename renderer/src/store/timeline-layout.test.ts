@@ -78,6 +78,20 @@ describe('the timeline', () => {
       );
     });
 
+    it('says a call policy allowed at admission was allowed by policy (as `postern actions list` does), not undecided', () => {
+      // approval: none — no decision event, so decision stays null; the row names the policy (and its rule) as decider.
+      const allowed = rowOf(6, {
+        decision: null,
+        decided_by: 'policy (approval: none; rules[0]: GET HEAD /** → none)',
+      });
+      const bar = timelineOf([allowed], 'lane', t0 + s(100)).groups[0]?.bars[0];
+      expect(bar?.title).toMatch(
+        /^#6 allowed by policy \(approval: none; rules\[0\]: GET HEAD \/\*\* → none\) · docs POST/,
+      );
+      const waiting = rowOf(7, { decision: null, decided_by: null, decided_at_ms: null, settled_at_ms: null });
+      expect(timelineOf([waiting], 'lane', t0 + s(100)).groups[0]?.bars[0]?.title).toMatch(/^#7 not decided yet · /);
+    });
+
     it('says an ongoing wait, and shows the lane as blocked while it lasts', () => {
       const open = { ...head, settled_at_ms: null, outcome: null };
       const waiting = { ...next, dispatched_at_ms: null, settled_at_ms: null, outcome: null };

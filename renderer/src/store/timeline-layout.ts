@@ -1,4 +1,5 @@
 import type { ActionListRow, Outcome } from '../../../broker/contract/index.js';
+import { decisionText } from '../../../broker/contract/operator-actor.js';
 import { spanText, waitLine, waitPhrase, type LaneWait } from './action-wait.js';
 
 /**
@@ -89,10 +90,8 @@ export function laneWaitOf(row: ActionListRow, laneRows: readonly ActionListRow[
 /** "#5 approved by person:alice, waited 41 s for #4 · docs GET /x · in flight 2 s · committed (OK)". */
 export function barTitle(row: ActionListRow, segments: readonly TimelineSegment[], wait: LaneWait | null): string {
   const name = row.ticket === null ? row.action_id : `#${row.ticket}`;
-  const decided =
-    row.decision === null
-      ? 'not decided yet'
-      : `${row.decision}${row.decided_by === null ? '' : ` by ${row.decided_by}`}`;
+  // As the Actions list and `postern actions list` say it: a call policy allowed at admission has no decision but a decider.
+  const decided = decisionText(row) ?? 'not decided yet';
   const request = row.method === null ? row.request : `${row.method} ${row.request}`;
   const parts = [`${name} ${decided}${wait === null ? '' : `, ${waitPhrase(wait)}`}`, `${row.target} ${request}`];
   for (const s of segments)

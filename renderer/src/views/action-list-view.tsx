@@ -1,6 +1,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef } from 'react';
 import type { ActionListRow } from '../../../broker/contract/index.js';
+import { decisionText } from '../../../broker/contract/operator-actor.js';
 import {
   actionFilterActive,
   emptyActionListFilter,
@@ -151,6 +152,7 @@ function ActionRowView({ row }: { row: ActionListRow }) {
   const request = row.method === null ? row.request : `${row.method} ${row.request}`;
   const agent = agentText(row);
   const open = row.settled_at_ms === null;
+  const decided = decisionText(row);
   return (
     <a
       href={actionHref(row.action_id, listOrigin)}
@@ -172,10 +174,7 @@ function ActionRowView({ row }: { row: ActionListRow }) {
         <span className="action-meta muted">
           <span title={row.session_id ?? ''}>{agent}</span>
           {row.lane !== null && <span>lane {row.lane}</span>}
-          {row.decided_by !== null && (
-            <span title={row.decided_by}>{`${row.decision ?? 'decided'} by ${row.decided_by}`}</span>
-          )}
-          {row.decided_by === null && row.decision !== null && <span>{row.decision}</span>}
+          {decided !== null && <span title={row.decided_by ?? decided}>{decided}</span>}
         </span>
       </span>
       <span className="action-result">
