@@ -410,6 +410,16 @@ describe('the control socket at its connection cap, and what the client sends ag
       return () => connections;
     }
 
+    it('takes a listener that answers CONTROL_SOCKET_BUSY for a live broker: a second one refuses to start over it', async () => {
+      const busy = `${JSON.stringify({ ok: false, error: { code: 'CONTROL_SOCKET_BUSY', message: 'full' } })}\n`;
+      await standIn((socket) => socket.end(busy).destroy());
+      await expect(startControlSocket({ dataDir: dir.path, vault })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        field: '--data-dir',
+      });
+      expect(statSync(controlSocketPath(dir.path)).isSocket()).toBe(true);
+    });
+
     it('never sends a request again once the broker may have read it: a connection closed after the whole line, without a reply, is an error', async () => {
       const lines: string[] = [];
       const connections = await standIn((socket) => {

@@ -7,7 +7,7 @@ import {
   type ControlApiReply,
   type ControlReply,
 } from './control-client.js';
-import { CodedError, type BrokerApiMethod } from '../contract/index.js';
+import { CodedError, isCodedError, type BrokerApiMethod } from '../contract/index.js';
 import { systemClock, type Clock } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
@@ -139,10 +139,12 @@ export async function refuseIfBrokerRunning(dataDir: string): Promise<void> {
   await removeStaleSocket(controlSocketPath(dataDir));
 }
 
-/** A broker that answers `vault_status` on it is live: the data directory is in use. */
+/** A broker that answers `vault_status` on it is live (one too busy to read it, too): the data directory is in use. */
 async function removeStaleSocket(socketPath: string): Promise<void> {
   const answers = async (path: string): Promise<boolean> =>
-    (await sendControlRequest(path, { op: 'vault_status' }).catch(() => undefined)) !== undefined;
+    (await sendControlRequest(path, { op: 'vault_status' }).catch((error: unknown) =>
+      isCodedError(error) && error.code === 'CONTROL_SOCKET_BUSY' ? 'busy' : undefined,
+    )) !== undefined;
   await replaceStaleSocket(socketPath, answers, 'another Postern broker is already running with this data directory');
 }
 
