@@ -244,13 +244,22 @@ describe('when a same-user process without a terminal tries to decide (no opt-ou
     expect(answers.every((a) => !a.ok)).toBe(true);
     const codes = answers.map((a) => a.error.code);
     // At most one check runs per uid at a time and the gate closes after three: the rest are refused at
-    // once with how long to wait, or (beyond the connection cap, while idle) their connection is dropped.
+    // once with how long to wait, or (beyond the connection cap, while idle) their connection is closed unread:
+    // CONTROL_SOCKET_BUSY when the flooder had written its line, SOCKET_EPIPE when the close came first. The
+    // `approvals list` beside them sends a request the broker closed unread again (control-client.ts): every one of
+    // them above was answered, none failed with a socket error.
     const checked = codes.filter((c) => c === 'VAULT_PASSPHRASE_INVALID').length;
     expect(checked, codes.join(' ')).toBeGreaterThanOrEqual(1);
     expect(checked, codes.join(' ')).toBeLessThanOrEqual(3);
     expect(codes.filter((c) => c === 'PASSPHRASE_BACKOFF').length, codes.join(' ')).toBeGreaterThanOrEqual(10);
     expect(
-      codes.every((c) => c === 'VAULT_PASSPHRASE_INVALID' || c === 'PASSPHRASE_BACKOFF' || c.startsWith('SOCKET_')),
+      codes.every(
+        (c) =>
+          c === 'VAULT_PASSPHRASE_INVALID' ||
+          c === 'PASSPHRASE_BACKOFF' ||
+          c === 'CONTROL_SOCKET_BUSY' ||
+          c.startsWith('SOCKET_'),
+      ),
       codes.join(' '),
     ).toBe(true);
     expect(

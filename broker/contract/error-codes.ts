@@ -312,6 +312,11 @@ export const errorCodeRegistry = {
     meaning:
       'An idle agent connection was closed to make room for another at the per-user cap; it had no call in progress, so nothing was lost: reconnect.',
   },
+  CONTROL_SOCKET_BUSY: {
+    from: broker,
+    meaning:
+      'The control socket closed the connection before reading a request on it: at its connection cap it closes the least recently active idle connection to make room, and refuses a newcomer when every connection has a request in progress. Nothing was read or done; the CLI sends such a request again a few times before it answers this.',
+  },
   OPERATOR_PROOF_REQUIRED: {
     from: broker,
     meaning:

@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { brokerApiMethods } from '../contract/index.js';
 import {
+  controlAttemptsMax,
+  controlConnectionsMax,
   controlLineBytesMax,
   controlSocketPath,
   sendControlRequest,
@@ -335,5 +337,117 @@ describe('the control socket', () => {
       await sendControlRequest(control.path, { op: 'api', method: 'approvals.approve', input: { ticket: 1 } }),
     ).toMatchObject({ ok: true });
     expect(calls).toEqual([['approvals.approve', expect.objectContaining({ auth: 'unattended_opt_out' })]]);
+  });
+});
+
+describe('the control socket at its connection cap, and what the client sends again', () => {
+  /** Restarts the socket with an operator API whose every call waits until `release` is called. */
+  async function withHeldApi(): Promise<{ called: () => number; release: () => void }> {
+    await control.close();
+    let calls = 0;
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const handlers = Object.fromEntries(
+      brokerApiMethods.map((m) => [m, async () => ((calls += 1), await held, { ok: true, value: { cards: [] } })]),
+    ) as unknown as OperatorHandlers;
+    control = await startControlSocket({ dataDir: dir.path, vault, clock, handlers });
+    return { called: () => calls, release };
+  }
+
+  /** Waits (bounded) until `condition` holds, yielding to the event loop between looks. */
+  async function until(condition: () => boolean): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!condition()) {
+      if (Date.now() > deadline) throw new Error('condition not reached');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  it('when every connection has a request in progress, answers a newcomer CONTROL_SOCKET_BUSY unread; the client tries a few times, says so with the code, and gets in once one is answered', async () => {
+    const api = await withHeldApi();
+    const list = { op: 'api', method: 'approvals.list', input: {} } as const;
+    const inProgress = Array.from({ length: controlConnectionsMax }, () => sendControlRequest(control.path, list));
+    await until(() => api.called() === controlConnectionsMax);
+    // A newcomer is told, not just cut off (it sends nothing here: the line is there before it could write).
+    const line = await new Promise<string>((resolve, reject) => {
+      const socket = createConnection(control.path);
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(JSON.parse(line)).toMatchObject({ ok: false, error: { code: 'CONTROL_SOCKET_BUSY' } });
+    // The client's request was never read: sent again a few times, then refused with the code.
+    await expect(sendControlRequest(control.path, list)).rejects.toMatchObject({
+      code: 'CONTROL_SOCKET_BUSY',
+      message: expect.stringContaining(`${controlAttemptsMax} time(s)`),
+    });
+    expect(api.called()).toBe(controlConnectionsMax);
+    api.release();
+    expect(await Promise.all(inProgress)).toHaveLength(controlConnectionsMax);
+    expect(await sendControlRequest(control.path, list)).toEqual({ ok: true, value: { cards: [] } });
+    expect(api.called()).toBe(controlConnectionsMax + 1);
+  });
+
+  describe('against a listener that misbehaves (a scripted stand-in holding the data directory lock)', () => {
+    let fake: Server | undefined;
+    afterEach(async () => {
+      await new Promise((resolve) => (fake === undefined ? resolve(undefined) : fake.close(resolve)));
+      fake = undefined;
+    });
+
+    /** Replaces the control socket with `onConnection`'s listener; counts the connections it gets. */
+    async function standIn(onConnection: (socket: Socket) => void): Promise<() => number> {
+      await control.close();
+      let connections = 0;
+      const server = createServer((socket) => {
+        connections += 1;
+        socket.on('error', () => undefined);
+        onConnection(socket);
+      });
+      fake = server;
+      await new Promise<void>((resolve) => server.listen(controlSocketPath(dir.path), resolve));
+      return () => connections;
+    }
+
+    it('takes a listener that answers CONTROL_SOCKET_BUSY for a live broker: a second one refuses to start over it', async () => {
+      const busy = `${JSON.stringify({ ok: false, error: { code: 'CONTROL_SOCKET_BUSY', message: 'full' } })}\n`;
+      await standIn((socket) => socket.end(busy).destroy());
+      await expect(startControlSocket({ dataDir: dir.path, vault })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        field: '--data-dir',
+      });
+      expect(statSync(controlSocketPath(dir.path)).isSocket()).toBe(true);
+    });
+
+    it('never sends a request again once the broker may have read it: a connection closed after the whole line, without a reply, is an error', async () => {
+      const lines: string[] = [];
+      const connections = await standIn((socket) => {
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+          if (text.includes('\n')) {
+            lines.push(text);
+            socket.destroy();
+          }
+        });
+      });
+      await expect(sendControlRequest(control.path, { op: 'unlock', passphrase: 'a guess' })).rejects.toMatchObject({
+        code: 'INTERNAL',
+        message: expect.stringContaining('without a reply'),
+      });
+      expect(connections()).toBe(1);
+      expect(lines).toHaveLength(1);
+    });
+
+    it('gives up after a bounded number of connections closed before the request was read, with CONTROL_SOCKET_BUSY (never a raw socket error)', async () => {
+      const connections = await standIn((socket) => socket.destroy());
+      const started = performance.now();
+      const error = await sendControlRequest(control.path, { op: 'vault_status' }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'CONTROL_SOCKET_BUSY' });
+      expect((error as Error).message).not.toMatch(/write EPIPE|read ECONNRESET/);
+      expect(connections()).toBe(controlAttemptsMax);
+      expect(performance.now() - started).toBeLessThan(2_000);
+    });
   });
 });

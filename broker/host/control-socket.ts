@@ -7,7 +7,7 @@ import {
   type ControlApiReply,
   type ControlReply,
 } from './control-client.js';
-import { CodedError, type BrokerApiMethod } from '../contract/index.js';
+import { CodedError, isCodedError, type BrokerApiMethod } from '../contract/index.js';
 import { systemClock, type Clock } from '../ports/index.js';
 import type { Vault } from '../vault/index.js';
 import { replaceStaleSocket, servePrivately } from '../agent/private-socket.js';
@@ -16,6 +16,7 @@ import type { OperatorCaller, OperatorHandlers } from './operator-handlers.js';
 
 // The client half lives in control-client.ts (light: the CLI loads it without the broker); importers of this file keep working.
 export {
+  controlAttemptsMax,
   controlRequestTimeoutMs,
   controlSocketFileName,
   controlSocketPath,
@@ -92,19 +93,34 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
   const server = createServer({ allowHalfOpen: false }, (socket) => {
     // At the cap, the least recently active connection with no request in progress makes room: a
     // same-user process holding every connection open (idle, or with half a line) cannot lock the
-    // person's CLI out. Only when every one is being answered is the newcomer refused.
+    // person's CLI out. Only when every one is being answered is the newcomer refused. Either way the
+    // one closed is told so with CONTROL_SOCKET_BUSY before it closes, and nothing it sends is read any
+    // more: a client whose line the broker never read knows it may send it again (control-client.ts).
     if (connections.size >= controlConnectionsMax) {
       const idle = [...connections]
         .filter((c) => activity.get(c)?.busy !== true)
         .sort((a, b) => (activity.get(a)?.last ?? 0) - (activity.get(b)?.last ?? 0))[0];
       if (idle === undefined) {
-        socket.destroy();
+        closeUnread(
+          socket,
+          `the control socket holds ${controlConnectionsMax} connections and every one has a request in progress; nothing was read from this one`,
+        );
         return;
       }
-      idle.destroy();
       connections.delete(idle);
+      const evicted = activity.get(idle);
+      if (evicted !== undefined) evicted.closed = true;
+      closeUnread(
+        idle,
+        `this idle control connection was closed to make room for another (at most ${controlConnectionsMax}); no request of it was in progress, none was read`,
+      );
     }
-    const state: ConnectionActivity = { busy: false, last: (tick += 1), touch: () => (state.last = tick += 1) };
+    const state: ConnectionActivity = {
+      busy: false,
+      closed: false,
+      last: (tick += 1),
+      touch: () => (state.last = tick += 1),
+    };
     activity.set(socket, state);
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
@@ -123,18 +139,32 @@ export async function refuseIfBrokerRunning(dataDir: string): Promise<void> {
   await removeStaleSocket(controlSocketPath(dataDir));
 }
 
-/** A broker that answers `vault_status` on it is live: the data directory is in use. */
+/** A broker that answers `vault_status` on it is live (one too busy to read it, too): the data directory is in use. */
 async function removeStaleSocket(socketPath: string): Promise<void> {
   const answers = async (path: string): Promise<boolean> =>
-    (await sendControlRequest(path, { op: 'vault_status' }).catch(() => undefined)) !== undefined;
+    (await sendControlRequest(path, { op: 'vault_status' }).catch((error: unknown) =>
+      isCodedError(error) && error.code === 'CONTROL_SOCKET_BUSY' ? 'busy' : undefined,
+    )) !== undefined;
   await replaceStaleSocket(socketPath, answers, 'another Postern broker is already running with this data directory');
 }
 
 /** Whether a connection has a request in progress, and when (in arrival order) it last had one. */
 interface ConnectionActivity {
   busy: boolean;
+  /** Closed at the cap (closeUnread): whatever it sends from now on is dropped unread. */
+  closed: boolean;
   last: number;
   touch(): void;
+}
+
+/**
+ * Closes a connection none of whose requests is in progress, telling it so first: one CONTROL_SOCKET_BUSY line, then
+ * the socket is destroyed at once (the line is already in the peer's receive queue; a peer that does not read is not
+ * waited for). The caller makes sure nothing it sent is read after this.
+ */
+function closeUnread(socket: Socket, message: string): void {
+  if (socket.writable) socket.end(`${JSON.stringify(errorReply(new CodedError('CONTROL_SOCKET_BUSY', message)))}\n`);
+  socket.destroy();
 }
 
 /** One request at a time: the next line is read only after the previous reply was written. */
@@ -170,6 +200,10 @@ function serveConnection(
   };
 
   socket.on('data', (chunk: Buffer) => {
+    if (activity.closed) {
+      chunk.fill(0);
+      return;
+    }
     const next = Buffer.concat([buffered, chunk]);
     buffered.fill(0);
     chunk.fill(0);
