@@ -562,8 +562,9 @@ export function actionLine(a: ActionListRow): string {
         : a.decision
       : // No decision event with a decider: policy allowed it at admission (approval: none).
         `${a.decision ?? 'allowed'} by ${a.decided_by}`;
+  // Open (settled_at_ms null) shows its furthest stage: a dispatched action's outcome says unknown until it settles.
   const outcome =
-    a.outcome === null
+    a.outcome === null || a.settled_at_ms === null
       ? a.stage
       : `${a.outcome}${a.effect === null ? '' : `/${a.effect}`}${a.code === null ? '' : ` (${a.code})`}`;
   const took = a.duration_ms === null ? 'open' : formatMs(a.duration_ms);
