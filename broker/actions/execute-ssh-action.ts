@@ -530,6 +530,11 @@ function finishRecording(
   } catch (error) {
     // finish forgets it before anything can fail; a cast that could not be built never reached it.
     deps.results.recordings.forget(recordingId, deps.clock.nowMs());
+    // The broker stopped before the command ended (its store closes before the cut): no failure, and the record says so.
+    if (errorCodeOf(error) === 'SHUTTING_DOWN') {
+      deps.logger?.info({ action_id: b.actionId }, 'ssh recording left open: the broker stopped before it was sealed');
+      return;
+    }
     deps.logger?.error({ action_id: b.actionId, code: errorCodeOf(error) }, 'ssh recording could not be finished');
   }
 }

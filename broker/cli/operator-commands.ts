@@ -557,8 +557,9 @@ export function actionLine(a: ActionListRow): string {
   const agent = a.agent === null ? 'broker' : `${a.agent.name ?? '(unnamed)'} pid ${a.agent.pid ?? '?'}`;
   const request = a.method === null ? a.request : `${a.method} ${a.request}`;
   const decided = decisionText(a) ?? 'undecided';
+  // Open (settled_at_ms null) shows its furthest stage: a dispatched action's outcome says unknown until it settles.
   const outcome =
-    a.outcome === null
+    a.outcome === null || a.settled_at_ms === null
       ? a.stage
       : `${a.outcome}${a.effect === null ? '' : `/${a.effect}`}${a.code === null ? '' : ` (${a.code})`}`;
   const took = a.duration_ms === null ? 'open' : formatMs(a.duration_ms);

@@ -171,14 +171,15 @@ describe('counterDelta', () => {
 });
 
 describe('actionCountsOf', () => {
-  it('sums totals, in-flight keys and unknown outcomes; nothing counted is all zeros', () => {
+  it('sums totals, in-flight keys and settled unknown outcomes (a running one is in flight only); nothing counted is all zeros', () => {
     const rows: CounterRow[] = [
       { ...openKey, n: 4 },
       { ...committedKey, n: 10 },
+      // Dispatched and running: the row says unknown from DISPATCH_STARTED on, yet nothing settled it.
       { ...committedKey, outcome: 'unknown', in_flight: 1, n: 2 },
       { ...committedKey, outcome: 'unknown', n: 1 },
     ];
-    expect(actionCountsOf(rows)).toEqual({ total: 17, in_flight: 6, unknown: 3 });
+    expect(actionCountsOf(rows)).toEqual({ total: 17, in_flight: 6, unknown: 1 });
     expect(actionCountsOf([])).toEqual({ total: 0, in_flight: 0, unknown: 0 });
   });
 });
@@ -202,8 +203,27 @@ describe('outcomeRowsOf', () => {
     expect(rows).toEqual([
       { ...rateKey, minute: newest, n: 2 },
       { ...rateKey, minute: 941, n: 1 },
-      { ...rateKey, minute: null, n: 5 },
+      { ...rateKey, minute: null, n: 4 },
       { phase: null, outcome: null, code: null, decision: 'pending', dispatched: 0, minute: null, n: 3 },
+      { ...rateKey, minute: null, n: 1, in_flight: 1 },
+    ]);
+  });
+
+  it('gives the dispatched ones not settled yet rows of their own (open), the rest row giving them back', () => {
+    const unknownKey: CounterKey = { ...committedKey, outcome: 'unknown' };
+    const { in_flight: _, ...rateKey } = unknownKey;
+    // One settled unknown and one running, both changed in the newest minute: the minute row holds both.
+    const rows = outcomeRowsOf(
+      [
+        { ...unknownKey, n: 1 },
+        { ...unknownKey, in_flight: 1, n: 1 },
+      ],
+      [minute(newest, 2, unknownKey)],
+    );
+    expect(rows).toEqual([
+      { ...rateKey, minute: newest, n: 2 },
+      { ...rateKey, minute: null, n: -1 },
+      { ...rateKey, minute: null, n: 1, in_flight: 1 },
     ]);
   });
 

@@ -99,7 +99,11 @@ export function counterDelta(before: CountedAction | undefined, after: CountedAc
   return { counts, minutes };
 }
 
-/** What `status` shows: every action, those in flight, those whose outcome is unknown. */
+/**
+ * What `status` shows: every action, those in flight (open before dispatch, or dispatched and not settled), and those
+ * recorded with an unknown outcome. A dispatched action's row says unknown from DISPATCH_STARTED on, but while it runs
+ * it is in flight, not an unknown outcome: each action is in at most one of the two.
+ */
 export function actionCountsOf(counters: readonly CounterRow[]): { total: number; in_flight: number; unknown: number } {
   let total = 0;
   let inFlight = 0;
@@ -107,7 +111,7 @@ export function actionCountsOf(counters: readonly CounterRow[]): { total: number
   for (const row of counters) {
     total += row.n;
     if (row.in_flight === 1) inFlight += row.n;
-    if (row.outcome === 'unknown') unknown += row.n;
+    else if (row.outcome === 'unknown') unknown += row.n;
   }
   return { total, in_flight: inFlight, unknown };
 }
@@ -119,12 +123,18 @@ export function actionCountsOf(counters: readonly CounterRow[]): { total: number
  */
 export function outcomeRowsOf(counters: readonly CounterRow[], minutes: readonly MinuteRow[]): OutcomeCountRow[] {
   const totals = new Map<string, { key: CounterKey; n: number }>();
+  // Dispatched and not settled yet (their row already says unknown): open, never counted as an outcome.
+  const inFlight = new Map<string, { key: CounterKey; n: number }>();
   for (const row of counters) {
     if (row.n === 0) continue;
     const id = rateKeyId(row);
     const group = totals.get(id) ?? { key: row, n: 0 };
     group.n += row.n;
     totals.set(id, group);
+    if (row.in_flight !== 1 || row.outcome === null) continue;
+    const running = inFlight.get(id) ?? { key: row, n: 0 };
+    running.n += row.n;
+    inFlight.set(id, running);
   }
   let newest: number | null = null;
   for (const row of minutes) if (row.n > 0) newest = Math.max(newest ?? row.minute, row.minute);
@@ -135,7 +145,13 @@ export function outcomeRowsOf(counters: readonly CounterRow[], minutes: readonly
     if (group !== undefined) group.n -= row.n;
     rows.push(outcomeRow(row, row.minute, row.n));
   }
-  for (const { key, n } of totals.values()) if (n !== 0) rows.push(outcomeRow(key, null, n));
+  // The in-flight ones come out as rows of their own; the rest row of their key gives them back (it may go below zero
+  // when they sit in a minute row: the minute rows do not tell in flight apart, so the rate still counts them there).
+  for (const [id, { key, n }] of totals) {
+    const rest = n - (inFlight.get(id)?.n ?? 0);
+    if (rest !== 0) rows.push(outcomeRow(key, null, rest));
+  }
+  for (const { key, n } of inFlight.values()) rows.push({ ...outcomeRow(key, null, n), in_flight: 1 });
   return rows;
 }
 

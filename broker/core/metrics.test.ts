@@ -27,6 +27,22 @@ describe('foldMetrics', () => {
     expect(Object.keys(m)).not.toContain('failures');
   });
 
+  it('counts a dispatched action not settled yet as open, never under its pair or code', () => {
+    const unknown = { phase: 'remote_execution', outcome: 'unknown', code: 'OPERATION_TIMEOUT', dispatched: 1 };
+    const m = foldMetrics([
+      { ...unknown, minute: 1_000, n: 2 },
+      { ...unknown, minute: null, n: -1 },
+      { ...unknown, code: null, minute: null, n: 1, in_flight: 1 },
+      { ...unknown, minute: null, n: 1, in_flight: 1 },
+    ]);
+    expect(m).toMatchObject({ open: 2, total: 3 });
+    expect(m.by_phase_outcome).toEqual([{ phase: 'remote_execution', outcome: 'unknown', count: 1 }]);
+    expect(m.by_code).toEqual([{ code: 'OPERATION_TIMEOUT', count: 1 }]);
+    // Only in flight: the pair and the code are not listed at all.
+    const running = foldMetrics([{ ...unknown, minute: null, n: 1, in_flight: 1 }]);
+    expect(running).toMatchObject({ open: 1, total: 1, by_phase_outcome: [], by_code: [] });
+  });
+
   it('is empty for an empty journal', () => {
     expect(foldMetrics([])).toEqual({
       by_phase_outcome: [],

@@ -16,6 +16,8 @@ export interface OutcomeCountRow {
   readonly dispatched?: number | null;
   /** The minute (at_ms / 60 000) the action last changed, only within the rate window of the newest classified action; else null. */
   readonly minute?: number | null;
+  /** 1: dispatched and not settled yet (its outcome says unknown until it settles): open, not an outcome. */
+  readonly in_flight?: number;
 }
 
 /**
@@ -51,7 +53,7 @@ export interface ActionMetrics {
   readonly by_code: Array<{ code: string; count: number }>;
   /** Actions closed before dispatch by a decision: never counted as a failure of a phase. */
   readonly decisions: Array<{ decision: ClosedBeforeDispatch; count: number }>;
-  /** Actions with no classification yet (waiting in a lane, or in flight). */
+  /** Actions not settled or closed yet: waiting (in a lane, for a person), or in flight (on their way or running). */
   readonly open: number;
   readonly total: number;
   readonly rate: OutcomeRate;
@@ -106,7 +108,7 @@ export function foldMetrics(rows: readonly OutcomeCountRow[]): ActionMetrics {
   let total = 0;
   for (const row of rows) {
     total += row.n;
-    if (row.outcome === null || row.phase === null) {
+    if (row.in_flight === 1 || row.outcome === null || row.phase === null) {
       open += row.n;
       continue;
     }
@@ -122,12 +124,16 @@ export function foldMetrics(rows: readonly OutcomeCountRow[]): ActionMetrics {
     if (row.code !== null) codes.set(row.code, (codes.get(row.code) ?? 0) + row.n);
   }
   return {
-    by_phase_outcome: [...pairs.values()].sort(
-      (a, b) =>
-        rank(phaseOrder, a.phase) - rank(phaseOrder, b.phase) ||
-        rank(outcomeOrder, a.outcome) - rank(outcomeOrder, b.outcome),
-    ),
+    // A key's rows may sum to none (its only actions are in flight, counted open above).
+    by_phase_outcome: [...pairs.values()]
+      .filter((p) => p.count !== 0)
+      .sort(
+        (a, b) =>
+          rank(phaseOrder, a.phase) - rank(phaseOrder, b.phase) ||
+          rank(outcomeOrder, a.outcome) - rank(outcomeOrder, b.outcome),
+      ),
     by_code: [...codes.entries()]
+      .filter(([, count]) => count !== 0)
       .map(([code, count]) => ({ code, count }))
       .sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1)),
     decisions: decisionOrder

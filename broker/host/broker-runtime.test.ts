@@ -19,12 +19,12 @@ describe('the broker runtime', () => {
     dir = createTempDir();
     const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
     const script = actionPaths.httpApproved('act_runtime0000001');
-    // Stop just after DISPATCH_STARTED: the action is in flight and unknown.
+    // Stop just after DISPATCH_STARTED: the action is in flight (its row says unknown, but nothing settled it yet).
     const cut = script.findIndex((e) => e.kind === 'DISPATCH_STARTED') + 1;
     for (const event of script.slice(0, cut)) await runtime.journal.append(event);
     const status = brokerStatusSchema.parse(runtime.status());
     expect(status.journal).toMatchObject({ state: 'open', events: cut, last_seq: cut, recovered_at_open: 0 });
-    expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 1 });
+    expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 0 });
     expect(status.vault).toMatchObject({ state: 'uninitialized' });
     await runtime.close();
     expect(runtime.status().journal.state).toBe('closed');

@@ -229,7 +229,8 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     const results = ResultStore.open(path.join(options.dataDir, journalFileName), journal.rowCipher(), {
       role: 'broker',
     });
-    closers.push(() => results.close());
+    // Before the cut (closeAll runs in reverse): the recordings of commands still running stay open, alive at the stop.
+    closers.push(() => results.close(clock.nowMs()));
     // Before any action runs: recordings an earlier run left open for commands it never sent are sealed as such.
     sealUnsentRecordings(results, journal, clock, logger);
     // Sealed copies of requests a person may retry with the same key (execute-http-action.ts).

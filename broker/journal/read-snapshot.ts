@@ -72,7 +72,7 @@ export function scanActionCounts(db: Database): ActionCounts {
       `
       SELECT count(*) AS total,
         sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
-        sum(outcome = 'unknown') AS unknown
+        sum(outcome = 'unknown' AND NOT (recorded = 0 AND dispatch_seq IS NOT NULL)) AS unknown
       FROM actions`,
     )
     .get();
@@ -82,16 +82,28 @@ export function scanActionCounts(db: Database): ActionCounts {
 /**
  * The metrics' former GROUP BY over the actions table, for tests and the benchmark only: decision and dispatched tell
  * a closing decision from a failed phase; minute buckets the last hour up to the newest classified action (event time).
+ * Shaped as the counters give it (outcomeRowsOf): per key its minutes, one row for the rest, and the ones dispatched
+ * and not settled (in_flight: 1, open) apart — the rest row gives them back, below zero when they sit in a minute.
  */
 export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
-  return db
-    .prepare<[], OutcomeCountRow>(
+  const rows = db
+    .prepare<[], OutcomeCountRow & { in_flight: number }>(
       `
-      SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
-        CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
-          THEN updated_at_ms / 60000 END AS minute,
-        count(*) AS n
-      FROM actions GROUP BY phase, outcome, code, decision, dispatched, minute`,
+      WITH grouped AS (
+        SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
+          CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
+            THEN updated_at_ms / 60000 END AS minute,
+          recorded = 0 AND dispatch_seq IS NOT NULL AND outcome IS NOT NULL AS running
+        FROM actions)
+      SELECT phase, outcome, code, decision, dispatched, minute, count(*) AS n, 0 AS in_flight
+        FROM grouped WHERE minute IS NOT NULL GROUP BY phase, outcome, code, decision, dispatched, minute
+      UNION ALL
+      SELECT phase, outcome, code, decision, dispatched, NULL, sum(minute IS NULL) - sum(running) AS n, 0
+        FROM grouped GROUP BY phase, outcome, code, decision, dispatched HAVING n <> 0
+      UNION ALL
+      SELECT phase, outcome, code, decision, dispatched, NULL, count(*), 1
+        FROM grouped WHERE running GROUP BY phase, outcome, code, decision, dispatched`,
     )
     .all();
+  return rows.map(({ in_flight, ...row }) => (in_flight === 1 ? { ...row, in_flight } : row));
 }

@@ -84,6 +84,8 @@ export class RecordingStore {
    * run's leftover or one whose seal failed or was given up (`forget`): never to be finished.
    */
   private readonly running = new Set<string>();
+  /** Set by `close` (the broker stopping): nothing is started or sealed after it. */
+  private closed = false;
 
   constructor(
     private readonly db: Database.Database,
@@ -106,6 +108,7 @@ export class RecordingStore {
   /** The open marker, durable before the exec request; throws (any error) when it cannot be written. */
   start(actionId: string, startedAtMs: number): string {
     if (this.role !== 'broker') throw new CodedError('INTERNAL', 'only the broker holding the data directory records');
+    if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no recording is started');
     const recordingId = recordingIdOf(actionId);
     this.sql(`INSERT INTO recordings (recording_id, action_id, started_at_ms, alive_at_ms) VALUES (?, ?, ?, ?)`).run(
       recordingId,
@@ -139,6 +142,13 @@ export class RecordingStore {
   finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): void {
     // Its command is over whatever happens below: a row a failed seal leaves open is a leftover the purge may take.
     this.running.delete(recordingId);
+    // The broker stopped first (it closes this store before it cuts what is still running): the row stays open, marked
+    // alive at the stop by `close`, and the journal decides what it means (RECORDING_INCOMPLETE, or the never-sent mark).
+    if (this.closed)
+      throw new CodedError(
+        'SHUTTING_DOWN',
+        `the broker stopped before recording ${recordingId} was sealed: it stays open`,
+      );
     const chunks = Math.ceil(cast.length / recordingChunkBytes);
     // Sealed before the transaction: the write lock is held for the writes only.
     const sealed = Array.from({ length: chunks }, (_, n) =>
@@ -174,6 +184,27 @@ export class RecordingStore {
         sealed.forEach((chunk, n) => insertChunk.run(recordingId, n, chunk.ciphertext, chunk.nonce));
       })
       .immediate();
+  }
+
+  /**
+   * The broker is stopping (ResultStore.close, before the journal closes and what is still in flight is cut): the
+   * commands still running are recorded as alive at `nowMs` (when given and the store can still write), so their open
+   * rows are kept a retention after the stop, and are no longer this store's. A later `finish` or `start` is refused
+   * SHUTTING_DOWN: a recording the stop left open stays open, RECORDING_INCOMPLETE once read (the journal decides:
+   * a command provably never sent reads as the never-sent mark). Idempotent.
+   */
+  close(nowMs?: number): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      if (nowMs !== undefined && this.running.size > 0 && this.db.open)
+        this.db.transaction(() => {
+          for (const id of this.running) this.markAlive(id, nowMs);
+        })();
+    } catch {
+      // A store that cannot write now leaves each row's last mark (its start, or the last sweep that saw it running).
+    }
+    this.running.clear();
   }
 
   /**

@@ -269,7 +269,12 @@ export class ResultStore {
     return row === undefined ? undefined : this.read(row.result_id);
   }
 
-  close(): void {
+  /**
+   * Closes the connection. `nowMs`: the broker is stopping now, so the recordings of commands still running are
+   * recorded alive at that moment and left open (RecordingStore.close).
+   */
+  close(nowMs?: number): void {
+    this.recordings.close(nowMs);
     if (this.db.open) this.db.close();
   }
 

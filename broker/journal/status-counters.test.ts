@@ -33,7 +33,7 @@ function reader(path: string): Database.Database {
 
 function sorted(rows: readonly OutcomeCountRow[]): OutcomeCountRow[] {
   const id = (r: OutcomeCountRow): string =>
-    JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute]);
+    JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute, r.in_flight ?? 0]);
   return rows.map((r) => ({ ...r })).sort((a, b) => (id(a) < id(b) ? -1 : 1));
 }
 

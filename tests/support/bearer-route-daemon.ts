@@ -33,6 +33,11 @@ export async function startBearerRouteDaemon(options: {
   agents?: readonly string[];
   /** More `postern daemon` options (a test knob such as `--test-drain-ms N`). */
   args?: readonly string[];
+  /** More vault credentials (e.g. an `ssh_key`) and top-level postern.yaml lines after `routes:` (e.g. `ssh_hosts:`). */
+  credentials?: readonly Parameters<Awaited<ReturnType<typeof openVault>>['add']>[0][];
+  yaml?: readonly string[];
+  /** More environment for the daemon (e.g. `POSTERN_LOG_LEVEL`). */
+  env?: Record<string, string>;
 }): Promise<BearerRouteDaemon> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), options.prefix));
   const dataDir = path.join(scratch, 'data');
@@ -46,6 +51,7 @@ export async function startBearerRouteDaemon(options: {
     secret: Buffer.from(options.canary),
     bindings: ['docs', '127.0.0.1'],
   });
+  for (const credential of options.credentials ?? []) await vault.add(credential);
   await vault.close();
   const passphraseFile = path.join(scratch, 'pass');
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
@@ -65,11 +71,15 @@ export async function startBearerRouteDaemon(options: {
       '    credential: docs-token',
       '    injection: bearer',
       `    approval: ${options.approval ?? 'none'}`,
+      ...(options.yaml ?? []),
       '',
     ].join('\n'),
   );
   await acceptConfigAsPerson(dataDir, passphraseFile);
-  const daemon = await startDaemon(dataDir, options.args === undefined ? {} : { args: options.args });
+  const daemon = await startDaemon(dataDir, {
+    ...(options.args === undefined ? {} : { args: options.args }),
+    ...(options.env === undefined ? {} : { env: options.env }),
+  });
   await unlockAsPerson(dataDir, passphrase);
   return {
     scratch,

@@ -108,7 +108,7 @@ const both = (code: string): StoredCode => ({ code, state_code: code });
 
 function sorted(rows: readonly OutcomeCountRow[]): OutcomeCountRow[] {
   const id = (r: OutcomeCountRow): string =>
-    JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute]);
+    JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute, r.in_flight ?? 0]);
   return [...rows].sort((a, b) => (id(a) < id(b) ? -1 : 1));
 }
 

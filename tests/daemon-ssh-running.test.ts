@@ -1,0 +1,177 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionListRow } from '../broker/contract/index.js';
+import { Journal, journalFileName, ResultStore } from '../broker/journal/index.js';
+import { systemClock } from '../broker/ports/index.js';
+import { TestSshd } from '../broker/testing/test-sshd.js';
+import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
+import { DrillAgent, type ToolReply } from './support/drill-agent.js';
+import { runPostern } from './support/postern-process.js';
+
+/**
+ * A real daemon running an agent's `ssh_exec sleep 30` on a real OpenSSH sshd, as a person sees it from the operator
+ * CLI: `status` and `metrics` count the running command as in flight / open, never as an unknown outcome (the unknown
+ * is the one command that settled so); `actions list` shows its furthest stage while it runs; and a SIGTERM whose
+ * drain cuts it logs no error for the recording the stop left open (docs/operator.md "Stopping", step 3): the row stays
+ * open, marked alive at the stop, and reads RECORDING_INCOMPLETE after the restart.
+ */
+const drainMs = 2_000;
+const unavailable = TestSshd.unavailableReason();
+let sshd: TestSshd | undefined;
+let running: BearerRouteDaemon | undefined;
+let agent: DrillAgent | undefined;
+
+beforeAll(async () => {
+  if (unavailable !== undefined) {
+    console.warn(`real-sshd daemon tests skipped: ${unavailable}`);
+    return;
+  }
+  sshd = await TestSshd.start();
+}, 30_000);
+afterAll(async () => {
+  await sshd?.dispose();
+});
+afterEach(async () => {
+  await agent?.stop();
+  await running?.stop();
+  agent = undefined;
+  running = undefined;
+});
+
+/** Two host entries on the one sshd: `box` (deadline 2 min) and `quick` (deadline 1 s: a longer command ends unknown). */
+function sshHostsYaml(s: TestSshd): string[] {
+  const entry = (name: string, timeoutMs: number): string[] => [
+    `  - name: ${name}`,
+    '    host: 127.0.0.1',
+    `    port: ${s.port}`,
+    `    user: ${s.user}`,
+    '    credential: box-key',
+    '    host_key:',
+    '      pinned:',
+    `        - ${s.hostKey.fingerprint}`,
+    '    approval: none',
+    `    timeout_ms: ${timeoutMs}`,
+  ];
+  return ['ssh_hosts:', ...entry('box', 120_000), ...entry('quick', 1_000)];
+}
+
+async function cli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runPostern([...args, '--data-dir', (running as BearerRouteDaemon).dataDir]);
+}
+
+async function listed(): Promise<ActionListRow[]> {
+  const out = await cli(['actions', 'list', '--json']);
+  expect(out.code, out.stderr).toBe(0);
+  return (JSON.parse(out.stdout) as { actions: ActionListRow[] }).actions;
+}
+
+async function until<T>(what: string, read: () => Promise<T | undefined>, withinMs = 20_000): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe('an ssh_exec still running on a real sshd, seen by the operator CLI and cut by SIGTERM', () => {
+  it('counts it in flight (not unknown), shows its stage, and the stop that cuts it logs no error', async (ctx) => {
+    const s = TestSshd.required(sshd, ctx);
+    running = await startBearerRouteDaemon({
+      prefix: 'psshrun-',
+      canary: 'CANARY-psshrun-4d2',
+      respond: (_req, res) => res.end('ok'),
+      args: ['--test-drain-ms', String(drainMs)],
+      // At info, so the line saying the stop left the recording open is seen.
+      env: { POSTERN_LOG_LEVEL: 'info' },
+      credentials: [
+        { name: 'box-key', kind: 'ssh_key', secret: Buffer.from(s.userKey.privateKey), bindings: ['box', 'quick'] },
+      ],
+      yaml: sshHostsYaml(s),
+    });
+    agent = await DrillAgent.start(running.dataDir, 'psshrun-agent');
+
+    // One command that settles unknown: past its entry's 1 s deadline after dispatch.
+    const late = await agent.call('ssh_exec', { host: 'quick', command: 'sleep 5' }).reply;
+    expect(late.structuredContent?.error).toMatchObject({ code: 'OPERATION_TIMEOUT', outcome: 'unknown' });
+
+    // One still running.
+    const call = agent.call('ssh_exec', { host: 'box', command: 'sleep 30' });
+    const lost = call.reply.then(
+      (reply: ToolReply) => reply,
+      (error: unknown) => error,
+    );
+    const row = await until('the running command on the action list', async () =>
+      (await listed()).find((a) => a.target === 'box' && a.stage === 'response_started'),
+    );
+    expect(row).toMatchObject({ outcome: 'unknown', settled_at_ms: null });
+
+    // status: the running command is in flight, and only the settled one is unknown.
+    const status = await cli(['status', '--json']);
+    expect(JSON.parse(status.stdout)).toMatchObject({ actions: { total: 2, in_flight: 1, unknown: 1 } });
+    expect((await cli(['status'])).stdout).toContain('Actions: 2 total, 1 in flight, 1 unknown');
+
+    // metrics: open holds the running command; remote_execution/unknown only the settled one.
+    const metrics = JSON.parse((await cli(['metrics', '--json'])).stdout) as {
+      total: number;
+      open: number;
+      by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>;
+      by_code: Array<{ code: string; count: number }>;
+    };
+    expect(metrics).toMatchObject({ total: 2, open: 1 });
+    expect(metrics.by_phase_outcome).toEqual([{ phase: 'remote_execution', outcome: 'unknown', count: 1 }]);
+    expect(metrics.by_code).toEqual([{ code: 'OPERATION_TIMEOUT', count: 1 }]);
+    expect((await cli(['metrics'])).stdout).toContain('2 actions, 1 open');
+
+    // actions list: the running line names its stage, not the dispatch's provisional unknown.
+    const lines = (await cli(['actions', 'list'])).stdout.split('\n');
+    const runningLine = lines.find((l) => l.includes('  box  '));
+    expect(runningLine).toMatch(/ {2}response_started {2}open$/);
+    expect(runningLine).not.toContain('unknown');
+    expect(lines.find((l) => l.includes('  quick  '))).toContain('unknown/unknown_effect (OPERATION_TIMEOUT)');
+
+    // SIGTERM: the drain runs out, the command is cut, and nothing is logged as an error for it.
+    const daemon = running.daemon.process;
+    const stopAtMs = Date.now();
+    expect(await daemon.stop('SIGTERM', 20_000)).toEqual({ code: 0, signal: null });
+    expect(daemon.stderr).toContain('1 action(s) still in flight: cut');
+    expect(daemon.stderr).not.toMatch(/"level":50/);
+    expect(daemon.stderr).toContain('ssh recording left open: the broker stopped before it was sealed');
+    expect(await lost).toBeDefined();
+
+    // After the restart: recorded unknown (BROKER_RESTARTED), its recording open and kept from the stop on.
+    const journal = await Journal.open({ dataDir: running.dataDir, clock: systemClock });
+    const results = ResultStore.open(path.join(running.dataDir, journalFileName), journal.rowCipher(), {
+      role: 'broker',
+    });
+    try {
+      expect(journal.getAction(row.action_id)).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED' });
+      expect(() => results.recordings.read(row.action_id)).toThrow(
+        expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
+      );
+      const [open] = results.recordings.openActionIds('', 10);
+      expect(open).toBe(row.action_id);
+    } finally {
+      results.close();
+      await journal.close();
+    }
+    // Marked alive at the stop (not only at its start): purged a retention after the stop, not after the exec.
+    const db = new Database(path.join(running.dataDir, journalFileName), { readonly: true });
+    try {
+      const rec = db
+        .prepare('SELECT started_at_ms, alive_at_ms FROM recordings WHERE action_id = ?')
+        .get(row.action_id);
+      expect(rec).toMatchObject({ alive_at_ms: expect.any(Number) as number });
+      const { started_at_ms: startedAtMs, alive_at_ms: aliveAtMs } = rec as {
+        started_at_ms: number;
+        alive_at_ms: number;
+      };
+      expect(aliveAtMs).toBeGreaterThanOrEqual(stopAtMs);
+      expect(aliveAtMs).toBeGreaterThan(startedAtMs);
+    } finally {
+      db.close();
+    }
+  }, 120_000);
+});
