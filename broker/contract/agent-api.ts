@@ -290,7 +290,8 @@ export const agentRefusalSchema = z.object({
     phase: z.literal('validation'),
     /**
      * not_attempted for a refused action call (nothing was admitted). Absent when a read was refused (action_status,
-     * fetch_result, cancel_action, list_routes): a refusal to read says nothing about any action's outcome.
+     * fetch_result, cancel_action, list_routes): a refusal to read says nothing about any action's outcome; absent
+     * too for INTERNAL once the backend had the call (its action may have been admitted).
      */
     outcome: z.literal('not_attempted').optional(),
     retry: z.enum(['after_correction', 'backoff', 'never', 'fetch_result']),
@@ -300,19 +301,39 @@ export const agentRefusalSchema = z.object({
 });
 export type AgentRefusal = z.infer<typeof agentRefusalSchema>;
 
-/** A refusal that belongs to no action: not attempted, stopped at validation (the socket's and the tools' own). */
+/**
+ * The tools that read what exists and admit no action. A refusal of one carries no outcome: it says nothing about
+ * any action, only that this read was refused (docs/agent.md, "Refusals to read").
+ */
+export const agentReadToolNames = [
+  'action_status',
+  'fetch_result',
+  'cancel_action',
+  'list_routes',
+] as const satisfies readonly AgentToolName[];
+
+export function isAgentReadTool(name: string): boolean {
+  return (agentReadToolNames as readonly string[]).includes(name);
+}
+
+/**
+ * A refusal that belongs to no action, stopped at validation (the socket's and the tools' own): `not_attempted` for a
+ * call refused before it admitted anything; `outcome` null where no outcome may be claimed (a refused read, or a
+ * call that reached the backend and may have admitted its action).
+ */
 export function agentRefusal(
   code: ErrorCode,
   message: string,
   retry: AgentRefusal['error']['retry'],
   field?: string,
+  outcome: 'not_attempted' | null = 'not_attempted',
 ): AgentRefusal {
   return {
     invocation_id: null,
     error: {
       code,
       phase: 'validation',
-      outcome: 'not_attempted',
+      ...(outcome === null ? {} : { outcome }),
       retry,
       message,
       ...(field === undefined ? {} : { field }),
