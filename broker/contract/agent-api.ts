@@ -344,9 +344,12 @@ export function agentRefusal(
 /**
  * The decision on an action's ticket as the journal records it: who decided (a person, a policy, the broker's
  * expiry), when, and a person's reason. `expires_at_ms` is the card's expiry while it waits for a person.
+ * `closed`: the card was closed while it waited and nobody decided (the broker restarted under it: its recovery
+ * recorded the action's outcome); `by`, `reason` and `decided_at_ms` are then null, and `closed_code` /
+ * `closed_at_ms` say why and when (the outcome's code and when it was recorded).
  */
 export const agentDecisionSchema = z.object({
-  state: z.enum(['waiting', 'approved', 'rejected', 'expired', 'cancelled']),
+  state: z.enum(['waiting', 'approved', 'rejected', 'expired', 'cancelled', 'closed']),
   by: z
     .object({
       kind: z.enum(['person', 'policy', 'agent', 'broker', 'process']),
@@ -357,6 +360,10 @@ export const agentDecisionSchema = z.object({
   reason: z.string().max(2000).nullable(),
   decided_at_ms: z.number().int().nonnegative().nullable(),
   expires_at_ms: z.number().int().nonnegative().nullable(),
+  /** state closed: the code of the outcome that closed the undecided card (BROKER_RESTARTED…). */
+  closed_code: errorCodeSchema.optional(),
+  /** state closed: when that outcome was recorded. */
+  closed_at_ms: z.number().int().nonnegative().optional(),
 });
 export type AgentDecision = z.infer<typeof agentDecisionSchema>;
 
