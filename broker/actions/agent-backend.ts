@@ -11,6 +11,7 @@ import {
   type ActionState,
   type Actor,
   type AgentPeer,
+  type AgentRefusal,
   type AllowlistEntry,
   type AgentRouteList,
   type AgentToolName,
@@ -20,7 +21,14 @@ import {
 } from '../contract/index.js';
 import { allowlistActorId } from '../core/index.js';
 import type { Journal } from '../journal/index.js';
-import type { AgentBackend, CallProgress, ResultHandoff, ToolAnswer, UpstreamToolListing } from '../ports/index.js';
+import type {
+  AgentBackend,
+  CallProgress,
+  ResultHandoff,
+  ToolAnswer,
+  UpstreamToolListing,
+  VaultState,
+} from '../ports/index.js';
 import { actionCall, cancelledAfterDispatch, cancelledNote, type CallWatch, waitSource } from './action-call.js';
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
@@ -109,7 +117,12 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
         return answer;
       } catch (error) {
         if (!isCodedError(error)) throw error;
-        const answer = refusal(error.code, error.message, readRefusalRetry(tool, error.code), error.field);
+        const answer = refusal(
+          error.code,
+          error.message,
+          readRefusalRetry(tool, error.code, deps.vault.state()),
+          error.field,
+        );
         return tool === 'http_request' || tool === 'ssh_exec' ? answer : readRefusal(answer);
       }
     },
@@ -151,7 +164,12 @@ function upstreamMethods(
         return answer;
       } catch (error) {
         if (!isCodedError(error)) throw error;
-        return refusal(error.code, error.message, readRefusalRetry('http_request', error.code), error.field);
+        return refusal(
+          error.code,
+          error.message,
+          readRefusalRetry('http_request', error.code, deps.vault.state()),
+          error.field,
+        );
       }
     },
   };
@@ -305,13 +323,32 @@ async function approveByAllowlist(deps: AgentBackendDeps, session: SessionState)
 }
 
 /**
- * What the agent may do after a coded refusal of a call. A stored result sealed under an earlier run opens only
- * with the vault unlocked: fetching it again later is the way, not a corrected request.
+ * What the agent may do after a coded refusal of a call. after_correction only where the call itself can be fixed:
+ * a read that needs the unlocked vault has nothing to correct, the same call works once a person unlocks —
+ * VAULT_LOCKED (a result sealed under an earlier run), and AUDIT_KEY_UNAVAILABLE while the vault is locked (an
+ * earlier run's events: the journal says so before it asks whether that run ever had a key). Unlocked (or never
+ * initialised), AUDIT_KEY_UNAVAILABLE is a run that never had a key: nothing will open it. Limits pass with time.
  */
-function readRefusalRetry(tool: AgentToolName, code: ErrorCode): 'never' | 'after_correction' | 'fetch_result' {
-  if (code === 'JOURNAL_UNAVAILABLE') return 'never';
-  if (tool === 'fetch_result' && code === 'VAULT_LOCKED') return 'fetch_result';
-  return 'after_correction';
+function readRefusalRetry(tool: AgentToolName, code: ErrorCode, vault: VaultState): AgentRefusal['error']['retry'] {
+  switch (code) {
+    case 'JOURNAL_UNAVAILABLE':
+    case 'INTERNAL':
+      return 'never';
+    case 'VAULT_LOCKED':
+      return afterUnlock(tool);
+    case 'AUDIT_KEY_UNAVAILABLE':
+      return vault === 'locked' ? afterUnlock(tool) : 'never';
+    case 'RATE_LIMITED':
+    case 'SHUTTING_DOWN':
+      return 'backoff';
+    default:
+      return 'after_correction';
+  }
+}
+
+/** "Call again once the vault is unlocked": fetch_result reads the result again; another read is sent again later. */
+function afterUnlock(tool: AgentToolName): AgentRefusal['error']['retry'] {
+  return tool === 'fetch_result' ? 'fetch_result' : 'backoff';
 }
 
 async function answerCall(

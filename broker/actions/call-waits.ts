@@ -120,7 +120,9 @@ export const decisionEventKinds: ReadonlySet<EventKind> = new Set([
 
 /**
  * The decision on a ticket as recorded: who decided and when, a person's reason, and the card's expiry while it
- * waits. Undefined for an action that needed no decision (approval none) and got none.
+ * waits. Undefined for an action that needed no decision (approval none) and got none. A card still waiting when the
+ * action's outcome was recorded (the broker restarted under it: recovery's BROKER_RESTARTED) was closed without a
+ * decision: `closed`, with that outcome's code and time, never `waiting` with an expiry nobody will act on.
  */
 export function decisionFacts(events: readonly JournalEvent[]): AgentDecision | undefined {
   let decision: AgentDecision | undefined;
@@ -154,6 +156,20 @@ export function decisionFacts(events: readonly JournalEvent[]): AgentDecision | 
           expires_at_ms: decision?.expires_at_ms ?? null,
         };
         break;
+      case 'OUTCOME_RECORDED': {
+        if (decision?.state !== 'waiting') break;
+        const code = e.classification?.code ?? null;
+        decision = {
+          state: 'closed',
+          by: null,
+          reason: null,
+          decided_at_ms: null,
+          expires_at_ms: decision.expires_at_ms,
+          ...(code === null ? {} : { closed_code: code }),
+          closed_at_ms: e.at_ms,
+        };
+        break;
+      }
       case 'EXPIRED':
         decision = {
           state: 'expired',

@@ -494,6 +494,9 @@ describe('when an agent lists and calls tools', () => {
     const third = await client.callTool({ name: 'action_status', arguments: { action_id: 'act_1' } });
     expect(third.isError).toBe(true);
     expect(third.structuredContent).toMatchObject({ error: { code: 'RATE_LIMITED', retry: 'backoff' } });
+    // A refused read says nothing about act_1: no outcome, in structuredContent nor in the text block.
+    expect(third.structuredContent).not.toHaveProperty('error.outcome');
+    expect(JSON.stringify(third.content)).not.toContain('not_attempted');
     // A second connection of the same process shares the session and its bound.
     const other = await mcpClient(socket.path);
     expect((await other.callTool({ name: 'list_routes', arguments: {} })).structuredContent).toMatchObject({
@@ -559,6 +562,39 @@ describe('when the broker stops accepting (the drain before it closes)', () => {
     expect(answered.structuredContent).toEqual(scriptedRouteList);
     expect(backend.disconnected).toEqual([]);
     await socket.stopAccepting(); // idempotent
+  });
+});
+
+describe('when the broker drains and an agent reads an action', () => {
+  it('refuses action_status, fetch_result, cancel_action and list_routes SHUTTING_DOWN with no outcome, in the text block too', async () => {
+    const socket = await start();
+    const client = await mcpClient(socket.path);
+    await socket.stopAccepting();
+    const reads = [
+      { name: 'action_status', arguments: { action_id: 'act_x', wait_ms: 5_000 } },
+      { name: 'fetch_result', arguments: { action_id: 'act_x' } },
+      { name: 'cancel_action', arguments: { action_id: 'act_x' } },
+      { name: 'list_routes', arguments: {} },
+    ];
+    for (const call of reads) {
+      const refused = await client.callTool(call, undefined, { timeout: 5_000 });
+      expect(refused.isError).toBe(true);
+      expect(refused.structuredContent).toMatchObject({
+        invocation_id: null,
+        error: { code: 'SHUTTING_DOWN', phase: 'validation', retry: 'backoff' },
+      });
+      // "not_attempted" about act_x would be a claim about an action this refusal knows nothing of.
+      expect(refused.structuredContent).not.toHaveProperty('error.outcome');
+      const [text] = refused.content as Array<{ type: string; text: string }>;
+      expect(text?.text).not.toContain('not_attempted');
+      expect(text?.text.split('\n')[1]).toBe(
+        'error: SHUTTING_DOWN: the broker is stopping; nothing new is accepted and nothing was recorded (call again once it runs) · retry: backoff · phase: validation',
+      );
+    }
+    // An action call refused before admission is honestly not attempted: nothing was admitted, nothing sent.
+    const action = await client.callTool({ name: 'ssh_exec', arguments: { host: 'h', command: 'true' } });
+    expect(action.structuredContent).toMatchObject({ error: { code: 'SHUTTING_DOWN', outcome: 'not_attempted' } });
+    expect(backend.calls).toHaveLength(0);
   });
 });
 

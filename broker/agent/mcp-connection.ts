@@ -34,7 +34,7 @@ import {
   type ToolAnswer,
 } from '../ports/index.js';
 import type { AgentLimits } from './agent-limits.js';
-import { refusalAnswer } from './agent-refusal.js';
+import { refusalAnswer, refusalOutcome } from './agent-refusal.js';
 import {
   agentToolReplySchemas,
   isAgentToolName,
@@ -266,33 +266,49 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
     requestId: RequestId,
     watch: CallWatchers,
   ): Promise<ToolAnswer> => {
+    // Refused before the backend saw it: an action call admitted nothing (not_attempted); a read claims no outcome.
+    const outcome = refusalOutcome(name);
     const run = toolRunner(backend, name, args);
     if (run === undefined) {
       return isOperatorName(name)
-        ? refusalAnswer('OPERATOR_ONLY', `${name} is an operator capability; agents can never call it`, 'never', 'name')
-        : refusalAnswer('UNKNOWN_TOOL', 'not a Postern tool; list the tools first', 'after_correction', 'name');
+        ? refusalAnswer(
+            'OPERATOR_ONLY',
+            `${name} is an operator capability; agents can never call it`,
+            'never',
+            outcome,
+            'name',
+          )
+        : refusalAnswer(
+            'UNKNOWN_TOOL',
+            'not a Postern tool; list the tools first',
+            'after_correction',
+            outcome,
+            'name',
+          );
     }
     let sessionId: string;
     try {
       sessionId = await (session as Promise<string>);
     } catch (error) {
       return isCodedError(error)
-        ? refusalAnswer(error.code, error.message, 'never')
-        : refusalAnswer('INTERNAL', 'the session could not be opened', 'never');
+        ? refusalAnswer(error.code, error.message, 'never', outcome)
+        : refusalAnswer('INTERNAL', 'the session could not be opened', 'never', outcome);
     }
     if (closed || evicted || sdkSignal.aborted)
-      return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never');
+      return refusalAnswer('CALLER_CANCELLED', 'the caller went away before the call started', 'never', outcome);
     if (options.draining?.() === true)
       return refusalAnswer(
         'SHUTTING_DOWN',
         'the broker is stopping; nothing new is accepted and nothing was recorded (call again once it runs)',
         'backoff',
+        outcome,
       );
     if (!sessions.tryBeginCall(sessionId)) {
       return refusalAnswer(
         'RATE_LIMITED',
         `at most ${limits.inFlightCallsPerSessionMax} calls may wait at once per session`,
         'backoff',
+        outcome,
       );
     }
     const controller = new AbortController();
@@ -305,10 +321,12 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
       return await withTargetNames(answer, () => backend.call(sessionId, 'list_routes', {}, controller.signal));
     } catch (error) {
       logger?.error({ err: error, session_id: sessionId, tool: name }, 'agent backend call threw');
+      // The backend had the call: it may have admitted (even dispatched) its action, so no outcome is claimed.
       return refusalAnswer(
         'INTERNAL',
         'the broker failed to answer this call; its record says how far it got',
         'never',
+        null,
       );
     } finally {
       sdkSignal.removeEventListener('abort', onSdkAbort);
@@ -434,7 +452,7 @@ function checkedAnswer(answer: ToolAnswer): ToolAnswer {
     typeof answer.structured !== 'object' ||
     answer.structured === null
   ) {
-    return refusalAnswer('INTERNAL', 'the broker produced a malformed answer', 'never');
+    return refusalAnswer('INTERNAL', 'the broker produced a malformed answer', 'never', null);
   }
   return answer;
 }
@@ -459,6 +477,7 @@ function toResult(answer: ToolAnswer, schema: z.ZodType, logger: Logger | undefi
       'INTERNAL',
       'the broker produced an answer outside its own schema; its record says how far the action got',
       'never',
+      null,
     );
     return toResult(refusal, agentRefusalSchema, logger);
   }

@@ -290,7 +290,8 @@ export const agentRefusalSchema = z.object({
     phase: z.literal('validation'),
     /**
      * not_attempted for a refused action call (nothing was admitted). Absent when a read was refused (action_status,
-     * fetch_result, cancel_action, list_routes): a refusal to read says nothing about any action's outcome.
+     * fetch_result, cancel_action, list_routes): a refusal to read says nothing about any action's outcome; absent
+     * too for INTERNAL once the backend had the call (its action may have been admitted).
      */
     outcome: z.literal('not_attempted').optional(),
     retry: z.enum(['after_correction', 'backoff', 'never', 'fetch_result']),
@@ -300,19 +301,39 @@ export const agentRefusalSchema = z.object({
 });
 export type AgentRefusal = z.infer<typeof agentRefusalSchema>;
 
-/** A refusal that belongs to no action: not attempted, stopped at validation (the socket's and the tools' own). */
+/**
+ * The tools that read what exists and admit no action. A refusal of one carries no outcome: it says nothing about
+ * any action, only that this read was refused (docs/agent.md, "Refusals to read").
+ */
+export const agentReadToolNames = [
+  'action_status',
+  'fetch_result',
+  'cancel_action',
+  'list_routes',
+] as const satisfies readonly AgentToolName[];
+
+export function isAgentReadTool(name: string): boolean {
+  return (agentReadToolNames as readonly string[]).includes(name);
+}
+
+/**
+ * A refusal that belongs to no action, stopped at validation (the socket's and the tools' own): `not_attempted` for a
+ * call refused before it admitted anything; `outcome` null where no outcome may be claimed (a refused read, or a
+ * call that reached the backend and may have admitted its action).
+ */
 export function agentRefusal(
   code: ErrorCode,
   message: string,
   retry: AgentRefusal['error']['retry'],
   field?: string,
+  outcome: 'not_attempted' | null = 'not_attempted',
 ): AgentRefusal {
   return {
     invocation_id: null,
     error: {
       code,
       phase: 'validation',
-      outcome: 'not_attempted',
+      ...(outcome === null ? {} : { outcome }),
       retry,
       message,
       ...(field === undefined ? {} : { field }),
@@ -323,9 +344,12 @@ export function agentRefusal(
 /**
  * The decision on an action's ticket as the journal records it: who decided (a person, a policy, the broker's
  * expiry), when, and a person's reason. `expires_at_ms` is the card's expiry while it waits for a person.
+ * `closed`: the card was closed while it waited and nobody decided (the broker restarted under it: its recovery
+ * recorded the action's outcome); `by`, `reason` and `decided_at_ms` are then null, and `closed_code` /
+ * `closed_at_ms` say why and when (the outcome's code and when it was recorded).
  */
 export const agentDecisionSchema = z.object({
-  state: z.enum(['waiting', 'approved', 'rejected', 'expired', 'cancelled']),
+  state: z.enum(['waiting', 'approved', 'rejected', 'expired', 'cancelled', 'closed']),
   by: z
     .object({
       kind: z.enum(['person', 'policy', 'agent', 'broker', 'process']),
@@ -336,6 +360,10 @@ export const agentDecisionSchema = z.object({
   reason: z.string().max(2000).nullable(),
   decided_at_ms: z.number().int().nonnegative().nullable(),
   expires_at_ms: z.number().int().nonnegative().nullable(),
+  /** state closed: the code of the outcome that closed the undecided card (BROKER_RESTARTED…). */
+  closed_code: errorCodeSchema.optional(),
+  /** state closed: when that outcome was recorded. */
+  closed_at_ms: z.number().int().nonnegative().optional(),
 });
 export type AgentDecision = z.infer<typeof agentDecisionSchema>;
 
