@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Route } from '../config/index.js';
-import { CodedError, isCodedError } from '../contract/index.js';
+import { CodedError, isCodedError, unknownWaysOut } from '../contract/index.js';
 import type { Journal, KeptRequest, RequestStore } from '../journal/index.js';
 import type { Clock, CredentialVault } from '../ports/index.js';
 import type { InternalHttpRequest } from './http-action-request.js';
@@ -81,15 +81,31 @@ export function readKeptRequest(deps: KeptRequestDeps, actionId: string): Intern
 }
 
 /**
- * The kept request, still sealed, or the refusal a person's retry gets without one (NOT_FOUND). Opens nothing: the
- * operator's `actions.precheck` asks it before the CLI asks a person for the passphrase.
+ * The kept request, still sealed, or the refusal a person's retry gets without one. Opens nothing: the operator's
+ * `actions.precheck` asks it before the CLI asks a person for the passphrase. An SSH command or an MCP tool call is
+ * never resent (no protocol key to retry under: DESIGN §3), so a retry of one is UNSUPPORTED_ACTION; an HTTP action
+ * with nothing kept is NOT_FOUND. Either names what a person can do instead when the action's outcome is unknown
+ * (with `journal`: the record says so).
  */
-export function requireKeptRequest(deps: Pick<KeptRequestDeps, 'requests' | 'clock'>, actionId: string): KeptRequest {
+export function requireKeptRequest(
+  deps: Pick<KeptRequestDeps, 'requests' | 'clock'> & { readonly journal?: Pick<Journal, 'getAction'> },
+  actionId: string,
+): KeptRequest {
+  const state = deps.journal?.getAction(actionId);
+  const waysOut = state?.recorded === true && state.outcome === 'unknown' ? `; ${unknownWaysOut(state)}` : '';
+  if (state !== undefined && state.channel !== 'http') {
+    const what = state.channel === 'ssh' ? 'an SSH command' : 'an MCP tool call';
+    throw new CodedError(
+      'UNSUPPORTED_ACTION',
+      `${actionId} is ${what}: a person's retry resends a kept HTTP request, and ${what} is never resent (no protocol key to retry under)${waysOut}`,
+      { field: 'action_id' },
+    );
+  }
   const kept = deps.requests?.read(actionId, deps.clock.nowMs());
   if (kept === undefined) {
     throw new CodedError(
       'NOT_FOUND',
-      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person`,
+      `no kept request for ${actionId}: only an unknown action on a route with an idempotency contract and a retry policy, inside its key's window, can be retried by a person${waysOut}`,
       { field: 'action_id' },
     );
   }

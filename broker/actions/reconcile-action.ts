@@ -5,6 +5,7 @@ import {
   type ActionState,
   type Classification,
   type JournalEvent,
+  unknownWaysOut,
 } from '../contract/index.js';
 import {
   classifyReadBack,
@@ -145,7 +146,7 @@ export function planReconcile(deps: ReconcileDeps, actionId: string): ReconcileP
   if (lookup === undefined && readBack === undefined) {
     throw new CodedError(
       'UNSUPPORTED_ACTION',
-      `route ${route.name} declares no lookup operation and no bounded read-back; a person can attest the outcome instead`,
+      `route ${route.name} declares no lookup operation and no bounded read-back: ${unknownWaysOut(state)}`,
       { field: 'lookup' },
     );
   }
@@ -284,11 +285,19 @@ function lookupRoute(deps: ReconcileDeps, state: ActionState): Route {
   if (route === undefined)
     throw new CodedError(
       'UNSUPPORTED_ACTION',
-      `${state.action_id} was not sent on a configured HTTP route; there is no lookup to ask`,
+      `${state.action_id} ${notOnRoute(state)}; there is no lookup to ask: ${unknownWaysOut(state)}`,
       { field: 'lookup' },
     );
   assertSameOrigin(deps.journal, state.action_id, route);
   return route;
+}
+
+/** Why no route's lookup applies: an SSH command or an MCP tool call has none, an HTTP route may be gone since. */
+function notOnRoute(state: ActionState): string {
+  if (state.channel === 'ssh')
+    return 'is an SSH command: nothing can ask the host what it did (no lookup exists for SSH)';
+  if (state.channel === 'mcp') return 'is an MCP tool call: no lookup exists for an upstream tool';
+  return 'was not sent on a configured HTTP route';
 }
 
 /**

@@ -41,7 +41,9 @@ export const auditSchemaVersion = 4;
 // 18 adds sessions_by_first_seq, an index of the current-state sessions table only.
 // 19 adds recordings.alive_at_ms, an open recording's last known moment alive (the purge's clock for it): beside the
 // log, like 13.
-export const auditSchemaVersionMax = 19;
+// 20 rebuilds actions_list_open (actions list --open also keeps a recorded unknown its lane waits on): an index of the
+// current-state actions table only.
+export const auditSchemaVersionMax = 20;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -18,6 +18,7 @@ import {
   type LaneRelease,
   type Reply,
   secretInputFields,
+  unknownWaysOut,
 } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
@@ -167,6 +168,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
       io.out(
         `  effect ${s.effect ?? '-'}  basis ${s.outcome_basis ?? '-'}  source ${s.source ?? '-'}${s.abandoned ? '  ABANDONED (lane released by a person)' : ''}`,
       );
+      for (const line of showIdentityLines(s)) io.out(line);
       if (shown.released_by !== null) io.out(`  ${releaseLine(shown.released_by)}`);
       if (shown.queue !== null) io.out(`  queue: ${shown.queue.text}`);
       for (const w of shown.waited_for) io.out(`  ${waitLine(w)}`);
@@ -686,12 +688,53 @@ export function cardLine(card: ApprovalCard): string {
       ? `${card.method ?? ''} ${card.path ?? ''}${queryText(card.query, cardLineQueryCharsMax)}${headers}${bodyText(card)}${requestDetailsText(card)}`
       : card.channel === 'mcp'
         ? `tool ${card.command ?? ''}${bodyText(card)}`
-        : `$ ${card.command ?? ''}`;
+        : sshCommandText(card);
   const agent = card.session === null ? 'no session' : `pid ${card.session.pid} ${card.session.exe ?? ''}`;
   const expires = card.expires_at_ms === null ? '' : `  expires ${new Date(card.expires_at_ms).toISOString()}`;
   // The lane's words may open with the ticket ("#18 dispatched, …"); the line already starts with it.
   const text = card.text.startsWith(`#${card.ticket} `) ? card.text.slice(`#${card.ticket} `.length) : card.text;
-  return `#${card.ticket} [${card.lane ?? 'no lane'}] ${text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}`;
+  return `#${card.ticket} [${card.lane ?? 'no lane'}] ${text}  ${card.target} ${what}  (${card.approval}; credential ${card.credential}; ${agent})${expires}${waysOutText(card)}`;
+}
+
+/**
+ * An SSH card's command. A card rebuilt from the journal (a blocked head after its executor returned, or after a
+ * restart) has none: the journal never holds a command (it may hold anything, like a body: docs/queue.md), only its
+ * digest — the request fingerprint the approval bound. The line says so and names what identifies it, never "$ ".
+ */
+function sshCommandText(card: ApprovalCard): string {
+  if (card.command !== null) return `$ ${card.command}`;
+  return `$ (command not kept: the journal holds only its digest ${card.request_fingerprint}; action ${card.action_id}, accepted ${new Date(card.accepted_at_ms).toISOString()})`;
+}
+
+/** A blocked head's ways out, as command lines: the action id they need is on no other part of the line. */
+function waysOutText(card: ApprovalCard): string {
+  if (card.state !== 'blocked_head') return '';
+  const ways = waysOut({ ...card, abandoned: false });
+  return `  ways out: ${ways}${card.retry_possible ? `, or resend it under its key: postern actions retry ${card.action_id}` : ''}`;
+}
+
+/** What a person can do about an unknown outcome; for HTTP also the route's lookup (SSH and MCP have none). */
+function waysOut(a: { action_id: string; ticket: number | null; abandoned: boolean; channel: string }): string {
+  const lookup =
+    a.channel === 'http'
+      ? `; or ask the remote: postern actions reconcile ${a.action_id} (where its route declares a lookup or read-back)`
+      : '';
+  return `${unknownWaysOut(a)}${lookup}`;
+}
+
+/**
+ * `actions show`'s lines on what the action was, beyond its sanitized target: an SSH command is never journaled (only
+ * its digest, the request fingerprint), so the line says so rather than leave it to be guessed; and an unknown
+ * outcome's ways out, as command lines.
+ */
+function showIdentityLines(s: BrokerApi['actions.show']['output']['state']): string[] {
+  const lines: string[] = [];
+  if (s.channel === 'ssh')
+    lines.push(
+      `  command: not kept (the journal holds only its digest ${s.request_fingerprint}, never the command); accepted ${new Date(s.accepted_at_ms).toISOString()}`,
+    );
+  if (s.recorded && s.outcome === 'unknown') lines.push(`  ways out: ${waysOut(s)}`);
+  return lines;
 }
 
 /** Why a card rebuilt from the journal shows no query or headers: never an empty list passed off as "none". */

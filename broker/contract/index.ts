@@ -18,3 +18,4 @@ export * from './operator-integrity-api.js';
 export * from './agent-api.js';
 export * from './action-list-api.js';
 export * from './transition-refusal.js';
+export * from './unknown-ways-out.js';

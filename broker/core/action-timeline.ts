@@ -39,6 +39,16 @@ export function isActionOpen(state: ActionState): boolean {
   return state.outcome === null || !state.recorded;
 }
 
+/**
+ * What `actions list --open` keeps: an open action, or a ticket whose recorded unknown outcome its lane still waits on
+ * (not attested, reconciled or abandoned) — it needs a person as much as a pending card does. The SQL form is the
+ * journal's openActionsCondition over settled_at_ms and resolved_at_ms, which this timeline sets from the same two
+ * predicates.
+ */
+export function isListedOpen(state: ActionState): boolean {
+  return isActionOpen(state) || (state.ticket !== null && ticketStanding(state) === 'blocked');
+}
+
 /** The timeline after `event`, given the action's state right after it. Pure. */
 export function advanceActionTimeline(before: ActionTimeline, event: JournalEvent, after: ActionState): ActionTimeline {
   let next = before;

@@ -2,8 +2,9 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { brokerApiSchemas, type NewEvent, type OperatorInput } from '../contract/index.js';
-import { isActionOpen } from '../core/index.js';
+import { isListedOpen } from '../core/index.js';
 import { Journal, journalMigrations } from '../journal/index.js';
+import { openActionsCondition } from '../journal/migrations/020-open-includes-blocking-unknown.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
 import { dropIndexAddedBy018, dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
@@ -182,7 +183,7 @@ describe('actions.list over a real journal', () => {
           if (filter.target !== undefined && rowTarget !== filter.target.replace(/^(route|host):/, '')) return false;
           if (filter.outcome !== undefined && s.outcome !== filter.outcome) return false;
           if (filter.code !== undefined && s.code !== filter.code) return false;
-          if (filter.open === true && !isActionOpen(s)) return false;
+          if (filter.open === true && !isListedOpen(s)) return false;
           return true;
         });
         const seen: string[] = [];
@@ -263,7 +264,7 @@ describe('actions.list over a real journal', () => {
         [`WHERE a.target_name = 'x'`, 'actions_list_by_target'],
         [`WHERE a.outcome = 'unknown'`, 'actions_list_by_outcome'],
         [`WHERE a.code IS NOT NULL AND a.code = 'X'`, 'actions_list_by_code'],
-        ['WHERE a.settled_at_ms IS NULL', 'actions_list_open'],
+        [`WHERE (${openActionsCondition})`, 'actions_list_open'],
       ] as const) {
         const detail = plan(where);
         expect(detail, where).toContain(index);

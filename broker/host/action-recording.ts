@@ -1,5 +1,5 @@
-import type { BrokerApi, OperatorInput } from '../contract/index.js';
-import { CodedError, isCodedError } from '../contract/index.js';
+import type { ActionState, BrokerApi, OperatorInput } from '../contract/index.js';
+import { CodedError, isCodedError, unknownWaysOut } from '../contract/index.js';
 import type { Journal, ResultStore } from '../journal/index.js';
 import { unsentCast } from '../actions/index.js';
 
@@ -24,8 +24,30 @@ export function readActionRecording(
     return { cast: recording.cast.toString('utf8'), truncated: recording.truncated, bytes: recording.cast.length };
   } catch (error) {
     if (!isCodedError(error) || error.code !== 'RECORDING_INCOMPLETE') throw error;
-    const cast = unsentCast(journal.getAction(input.action_id));
-    if (cast === undefined) throw error;
+    const state = journal.getAction(input.action_id);
+    const cast = unsentCast(state);
+    if (cast === undefined) throw state === undefined ? error : incompleteFor(state, error);
     return { cast: cast.toString('utf8'), truncated: false, bytes: cast.length };
   }
+}
+
+/**
+ * RECORDING_INCOMPLETE naming what ran, as far as the record can: the host and the command's digest (the journal
+ * never holds the command itself: it may hold anything), the ticket and when it was accepted, and for
+ * an unknown outcome what a person can do about it.
+ */
+function incompleteFor(state: ActionState, cause: CodedError): CodedError {
+  const what =
+    `ticket #${state.ticket ?? '-'} ${state.target} (only the command's digest is journaled, never the command), ` +
+    `accepted ${new Date(state.accepted_at_ms).toISOString()}`;
+  const unknown =
+    state.recorded && state.outcome === 'unknown' ? `; its outcome is unknown: ${unknownWaysOut(state)}` : '';
+  return new CodedError(
+    'RECORDING_INCOMPLETE',
+    `${cause.message}: what the command printed may be lost; it was ${what}${unknown}`,
+    {
+      field: 'action_id',
+      cause,
+    },
+  );
 }

@@ -393,7 +393,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       'actions.precheck': (input) => {
         anchor.refuseWhileQuarantined();
         if (input.operation === 'reconcile') planReconcile(reconcileDeps, input.action_id);
-        else requireKeptRequest({ requests, clock }, input.action_id);
+        else requireKeptRequest({ requests, clock, journal }, input.action_id);
         return { action_id: input.action_id, operation: input.operation, ok: true as const };
       },
       metrics: () => foldMetrics(journal.outcomeCounts()),

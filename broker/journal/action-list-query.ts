@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { openActionsCondition } from './migrations/020-open-includes-blocking-unknown.js';
 
 /** What a page of the action list is narrowed by; every field optional (AND of the ones given). */
 export interface ActionListFilter {
@@ -11,7 +12,10 @@ export interface ActionListFilter {
   readonly targetName?: string;
   readonly outcome?: string;
   readonly code?: string;
-  /** Only actions with no settled time (schema 10's partial index). */
+  /**
+   * Only actions not yet settled or closed, and those whose recorded unknown outcome their lane still waits on (not
+   * attested, reconciled or abandoned): schema 20's partial index.
+   */
   readonly open?: boolean;
   /** Lower-cased needle; matched case-insensitively as a substring. */
   readonly text?: string;
@@ -161,7 +165,8 @@ export function actionListSql(filter: Omit<ActionListFilter, 'limit'>): {
   const equalities: Condition[] = [];
   if (filter.code !== undefined)
     equalities.push({ sql: 'a.code IS NOT NULL AND a.code = ?', values: [filter.code], index: 'actions_list_by_code' });
-  if (filter.open === true) equalities.push({ sql: 'a.settled_at_ms IS NULL', values: [], index: 'actions_list_open' });
+  if (filter.open === true)
+    equalities.push({ sql: `(${openActionsCondition})`, values: [], index: 'actions_list_open' });
   if (filter.lane !== undefined)
     equalities.push({ sql: 'a.lane = ?', values: [filter.lane], index: 'actions_list_by_lane' });
   if (filter.targetName !== undefined)

@@ -18,6 +18,7 @@ import { migration016AttestedRejectedCode } from './016-attested-rejected-code.j
 import { migration017SessionCounters } from './017-session-counters.js';
 import { migration018SessionsByFirstSeq } from './018-sessions-by-first-seq.js';
 import { migration019RecordingAlive } from './019-recording-alive.js';
+import { migration020OpenIncludesBlockingUnknown } from './020-open-includes-blocking-unknown.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -40,4 +41,5 @@ export const journalMigrations: readonly Migration[] = [
   migration017SessionCounters,
   migration018SessionsByFirstSeq,
   migration019RecordingAlive,
+  migration020OpenIncludesBlockingUnknown,
 ];
