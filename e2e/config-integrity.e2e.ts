@@ -36,7 +36,15 @@ const routesYaml = (port: number, approval: string): string =>
 let browser: Browser;
 let daemon: RunningDaemon | undefined;
 beforeAll(async () => {
-  browser = await browserOverLockedDataDir({ repoRoot, screenshots, dataDir, passphrase, passphraseFile });
+  // The file present when the person creates the vault: trusted on first use then.
+  browser = await browserOverLockedDataDir({
+    repoRoot,
+    screenshots,
+    dataDir,
+    passphrase,
+    passphraseFile,
+    configText: routesYaml(9, 'per_call'),
+  });
 }, 30_000);
 afterAll(() => tearDownSpec(daemon, browser, scratch));
 
@@ -46,7 +54,6 @@ async function shoot(page: Page, name: string): Promise<void> {
 
 describe('a change of postern.yaml made outside Postern, by clicks', () => {
   it('shows the pending change with its diff, keeps the accepted route, and Accept records it for the next start', async () => {
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(9, 'per_call'));
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     expect(await op(dataDir, 'config.pending', {})).toMatchObject({
       trust: 'verified',

@@ -4,10 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
-import { openVault } from '../broker/vault/index.js';
 import { op } from '../tests/support/drill.js';
 import { repoRoot, runPostern, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { createVaultAsPerson } from '../tests/support/accepted-config.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
 
 /**
@@ -36,11 +35,9 @@ beforeAll(async () => {
   mkdirSync(dataDir, { mode: 0o700 });
   mkdirSync(screenshots, { recursive: true });
   writeFileSync(passphraseFile, passphrase, { mode: 0o600 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.close();
   writeFileSync(path.join(dataDir, 'postern.yaml'), 'version: 1\nroutes: []\nssh_hosts: []\n');
-  // Started unlocked with an empty vault: that first unlock accepts the file (first use), so edits apply at once.
+  // The file present when the person creates the vault is trusted on first use, so edits apply at once.
+  await createVaultAsPerson(dataDir, passphrase);
   [browser, daemon] = await Promise.all([
     launchChromium(),
     startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } }),

@@ -3,11 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
 import { TestSshd } from '../broker/testing/test-sshd.js';
-import { openVault } from '../broker/vault/index.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
 import { repoRoot, runPostern, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { createVaultAsPerson } from '../tests/support/accepted-config.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
 
 /**
@@ -39,9 +38,6 @@ beforeAll(async () => {
   mkdirSync(screenshots, { recursive: true });
   writeFileSync(passphraseFile, passphrase, { mode: 0o600 });
   sshd = await TestSshd.start();
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.close();
   writeFileSync(
     path.join(dataDir, 'postern.yaml'),
     [
@@ -58,7 +54,8 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  // Unlocked with an empty vault: that first unlock accepts the file (first use); the key is added after it.
+  // The file present when the person creates the vault is trusted on first use; the key is added after it.
+  await createVaultAsPerson(dataDir, passphrase);
   [browser, daemon] = await Promise.all([
     launchChromium(),
     startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } }),

@@ -16,11 +16,10 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyJournal } from '../broker/audit/verify-journal.js';
 import { journalFileName } from '../broker/journal/index.js';
-import { systemClock } from '../broker/ports/index.js';
-import { openVault } from '../broker/vault/index.js';
 import { op, waitFor } from '../tests/support/drill.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
+import { createVaultAsPerson } from '../tests/support/accepted-config.js';
 import { assertRendererBuilt, launchChromium, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
 
 /**
@@ -54,12 +53,9 @@ async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(screenshots, name), fullPage: true });
 }
 
-/** A locked vault (fast KDF, test only) and a routes file with one route and one SSH host. */
+/** A routes file with one route and one SSH host, then a locked vault a person created over it (fast KDF, test only). */
 async function lockedDataDir(): Promise<void> {
   mkdirSync(dataDir, { mode: 0o700 });
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.close();
   writeFileSync(
     path.join(dataDir, 'postern.yaml'),
     [
@@ -77,6 +73,7 @@ async function lockedDataDir(): Promise<void> {
       '',
     ].join('\n'),
   );
+  await createVaultAsPerson(dataDir, passphrase);
 }
 
 /** Every /api/ response body the page received, to search for the canary. */

@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOperator } from '../broker/cli/operator-commands.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
+import { journalFileName } from '../broker/journal/index.js';
 import { vaultFileName } from '../broker/vault/index.js';
 import { createDataDir, routesYaml, type RouteYaml } from './support/create-data-dir.js';
 import { runPostern } from './support/postern-process.js';
@@ -177,5 +178,77 @@ describe('an agent deletes the accepted copy and empties the vault between two s
       trust: 'untrusted',
       untrusted_reason: expect.stringMatching(/has run before \(its journal holds \d+ events\)/),
     });
+  }, 120_000);
+});
+
+/**
+ * The same attack, with everything that said "this directory ran before" deleted too: the journal (and its WAL) and its
+ * integrity anchor outside the data directory. Every file left then looks like a new data directory whose vault holds
+ * nothing: only the person's own act of creating the vault may trust a file on first use, and the person's routine
+ * unlock of a vault that exists is not that act.
+ */
+describe('an agent deletes the journal and its anchor too, so the directory looks new', () => {
+  /** The CONFIG_APPLIED rows of Activity, as summaries ("<how> by <who>: <digest>"). */
+  const configEvents = async (): Promise<string[]> =>
+    (await callOperator(dataDir, 'activity.list', { text: 'CONFIG_APPLIED' })).events
+      .filter((row) => row.kind === 'CONFIG_APPLIED')
+      .map((row) => row.summary);
+
+  it('the directory is established: a person accepted the configuration, the journal holds events and is anchored', async () => {
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(home.port, 'per_call'));
+    await rig.startAndUnlock();
+    const digest = (await callOperator(dataDir, 'config.pending', {})).change?.digest ?? '';
+    expect(await rig.decide('config.accept', { digest })).toMatchObject({ digest, applies: 'now' });
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null });
+    await rig.stop();
+    expect(JSON.parse(readFileSync(acceptedFile, 'utf8'))).toMatchObject({ how: 'accepted' });
+    expect(readdirSync(anchorDir)).not.toEqual([]);
+  }, 90_000);
+
+  it('the person unlocks as every day: the agent route is not in force, a card shows it, nothing is sealed or journaled as first use, at this start or the next', async () => {
+    // The agent: journal and anchor gone, the accepted copy gone, the credential rows out, its own file in place.
+    const rows = emptyTheVault();
+    for (const name of readdirSync(dataDir).filter((n) => n.startsWith(journalFileName)))
+      rmSync(path.join(dataDir, name));
+    for (const name of readdirSync(anchorDir)) rmSync(path.join(anchorDir, name));
+    rmSync(acceptedFile);
+    writeFileSync(path.join(dataDir, 'postern.yaml'), docsYaml(evil.port, 'none'));
+
+    await rig.startAndUnlock();
+    // Every fact the start read says "new": no anchor (first use of one, not a quarantine), a new journal.
+    expect(await callOperator(dataDir, 'integrity.anchor', {})).toMatchObject({ state: 'first_use', code: null });
+    const pending = await callOperator(dataDir, 'config.pending', {});
+    expect(pending).toMatchObject({
+      trust: 'untrusted',
+      accepted: null,
+      untrusted_reason: expect.stringMatching(/only the file present when a person creates the vault/),
+      accept_applies: 'now',
+    });
+    expect(pending.change?.routes).toEqual([
+      expect.objectContaining({
+        name: 'docs',
+        change: 'added',
+        fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]),
+      }),
+    ]);
+    expect(existsSync(acceptedFile)).toBe(false);
+
+    // The rows go back: the agent's route would now send the credential to its server, but nothing is in force.
+    restoreTheVault(rows);
+    const refused = await rig.send('looks-new-agent-call');
+    expect(refused.structuredContent?.error).toMatchObject({ code: 'CONFIG_UNTRUSTED', outcome: 'not_attempted' });
+    expect(await configEvents()).toEqual([]);
+    await rig.stop();
+
+    // Nor at the next start, whose journal now holds this run's events.
+    await rig.startAndUnlock();
+    expect(await callOperator(dataDir, 'config.pending', {})).toMatchObject({ trust: 'untrusted', accepted: null });
+    expect((await rig.send('looks-new-agent-call-2')).structuredContent?.error).toMatchObject({
+      code: 'CONFIG_UNTRUSTED',
+    });
+    expect((await configEvents()).filter((summary) => summary.startsWith('first_use'))).toEqual([]);
+    expect(existsSync(acceptedFile)).toBe(false);
+    expect(evil.arrivals).toEqual([]);
+    await rig.stop();
   }, 120_000);
 });

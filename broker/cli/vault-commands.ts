@@ -7,6 +7,7 @@ import {
   type ControlRequest,
 } from '../host/control-client.js';
 import { credentialKinds, systemClock, type CredentialInfo, type CredentialKind } from '../ports/index.js';
+import type { FirstUseAtCreation } from '../host/config-integrity.js';
 import type { Vault } from '../vault/index.js';
 import {
   existingDataDir,
@@ -64,14 +65,21 @@ export function registerVaultCommands(program: Command, context: CommandContext)
     const passphrase = await readPassphrase({ file: options.passphraseFile, env }, 'New vault passphrase', {
       confirm: true,
     });
+    let firstUse: FirstUseAtCreation;
     try {
-      await withVault(dataDir, (v) => v.init(passphrase));
+      firstUse = await withVault(dataDir, async (v) => {
+        await v.init(passphrase);
+        // A person creating the vault is the one moment a configuration is trusted on first use (docs/config.md).
+        const { sealConfigAtVaultCreation } = await import('../host/config-integrity.js');
+        return sealConfigAtVaultCreation({ dataDir, vault: v, clock: systemClock, env });
+      });
     } finally {
       passphrase.fill(0);
     }
     io.out(
       `Vault created: ${dataDir}/vault.sqlite. It stays locked except inside a running broker (postern vault unlock).`,
     );
+    io.out(firstUseLine(firstUse));
   });
 
   withPassphraseFile(
@@ -329,6 +337,15 @@ function describeLine(info: CredentialInfo): string {
 }
 
 /** Opens vault.sqlite for one command, maps field names to this command line's, and always closes it. */
+/** What `postern vault init` says of the configuration it sealed (or did not) as the first-use one. */
+function firstUseLine(firstUse: FirstUseAtCreation): string {
+  if (!firstUse.sealed)
+    return `${firstUse.file} was not trusted on first use: ${firstUse.reason}. Review it with \`postern config pending\`, then \`postern config accept\`.`;
+  if (!firstUse.present)
+    return `No ${firstUse.file} yet: a file written later is a change to accept (\`postern config pending\`, then \`postern config accept\`).`;
+  return `${firstUse.file} trusted on first use (${firstUse.digest}): the configuration in force until a person accepts a change.`;
+}
+
 async function withVault<T>(dataDir: string, use: (vault: Vault) => Promise<T>): Promise<T> {
   // The vault (libsodium, SQLite) loads when a vault command runs, not when `postern` starts.
   const { openVault } = await import('../vault/index.js');

@@ -9,6 +9,7 @@ import { actionPaths } from '../testing/action-paths.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault } from '../vault/index.js';
 import { createBrokerRuntime, type BrokerRuntime } from './broker-runtime.js';
+import { sealConfigAtVaultCreation } from './config-integrity.js';
 
 let dirs: TempDir[] = [];
 afterEach(() => {
@@ -34,6 +35,8 @@ async function initializedDir(): Promise<string> {
   const dataDir = tempDir('prrb-');
   const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min' });
   await vault.init(Buffer.from(passphrase));
+  // As `postern vault init` does: no postern.yaml yet, so the empty configuration is the first-use one.
+  sealConfigAtVaultCreation({ dataDir, vault, clock: systemClock });
   await vault.close();
   return dataDir;
 }

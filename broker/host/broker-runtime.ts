@@ -177,7 +177,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Before the vault can unlock (its checkpoint writes the next anchor) and before agents are served: the verdict the
     // open found serves here; a journal the anchor disputes starts quarantined (integrity-anchor.ts).
     const anchor = anchorGate.open(journal);
-    // Before this run appends anything: whether the data directory has run before (config-integrity.ts first use).
+    // Before this run appends anything: whether the data directory has run before (config-integrity.ts DataDirHistory).
     const earlierRun = earlierRunOf(anchor.report());
     const idleLockMs =
       options.vaultIdleLockMs ?? (config.vault?.auto_lock_minutes ?? vaultAutoLockMinutesDefault) * 60_000;
@@ -203,9 +203,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // Registered before anything else can lock it, so even a lock during start is announced.
     const locks = announceVaultLocks(vault, clock, logger);
     closers.push(warnMissingCredentials(config, vault, logger));
-    // The accepted configuration's MAC is checked (or, on first use, sealed) at every unlock. First use only in a data
-    // directory with no history: the journal as the start found it and its anchor's verdict (an agent can delete the
-    // accepted copy and the vault's rows, not forge an empty, unanchored journal for a directory that ran before).
+    // The accepted configuration's MAC is checked at every unlock. First use only when a person creates the vault in
+    // this broker (operator vault.init), never for a vault that exists: an agent can delete the accepted copy, the
+    // journal and its anchor and empty the vault's rows, so no file can vouch that a directory is new. The history (the
+    // journal as the start found it, the anchor's verdict) names an earlier run on the card and journals a first-use
+    // copy `postern vault init` sealed, at the first unlock of a new directory's first run.
     integrity.attach(vault, {
       earlierRun,
       recordFirstUse: (applied) => {

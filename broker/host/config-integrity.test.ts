@@ -4,7 +4,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock, type OperatorActor } from '../ports/index.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, type Vault } from '../vault/index.js';
-import { acceptedConfigDirName, acceptedConfigFileName, digestOf, loadConfigIntegrity } from './config-integrity.js';
+import {
+  acceptedConfigDirName,
+  acceptedConfigFileName,
+  digestOf,
+  loadConfigIntegrity,
+  sealConfigAtVaultCreation,
+} from './config-integrity.js';
 import { editConfigFile } from './edit-config-file.js';
 
 /**
@@ -53,14 +59,23 @@ const load = () => loadConfigIntegrity({ dataDir: dir.path, clock: systemClock }
 /** These tests' data directories have no journal: the broker's own history is driven in tests/config-integrity.test.ts. */
 const newDir = { earlierRun: null };
 
-/** First start: the file is trusted on first use and sealed at the first unlock. */
+/** A person creates the vault in the running broker (operator vault.init): the one moment of trust on first use. */
+async function personCreatesVault(integrity: ReturnType<typeof load>): Promise<Vault> {
+  const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+  vaults.push(vault);
+  integrity.attach(vault, newDir);
+  await integrity.createVault(() => vault.init(passphrase));
+  return vault;
+}
+
+/** First start: the file present when the person creates the vault is trusted on first use and sealed then. */
 async function acceptedOnFirstUse(): Promise<void> {
   dir = createTempDir('pci-');
   writeFileSync(configFile(), yaml('http://127.0.0.1:1111', 'per_call'));
   const first = load();
   expect(first.trust()).toBe('first_use');
   expect(existsSync(acceptedFile())).toBe(false);
-  first.attach(await unlockedVault(dir.path), newDir);
+  await personCreatesVault(first);
   expect(first.trust()).toBe('verified');
   expect(statSync(acceptedFile()).mode & 0o777).toBe(0o600);
   for (const v of vaults.splice(0)) await v.close();
@@ -229,7 +244,7 @@ describe('when there is no file', () => {
   it('no routes are accepted on first use, and a file written later waits for a person', async () => {
     dir = createTempDir('pci-');
     const first = load();
-    first.attach(await unlockedVault(dir.path), newDir);
+    await personCreatesVault(first);
     expect(first.pending()).toMatchObject({
       trust: 'verified',
       change: null,
@@ -302,5 +317,81 @@ describe('when a person accepts or edits while the configuration is verified', (
     });
     expect(running.trust()).toBe('verified');
     expect(running.config.routes.get('docs')?.base_url).toBe('http://127.0.0.1:1111');
+  });
+});
+
+describe('trust on first use is the creation of the vault, nothing else (THREAT-MODEL 3)', () => {
+  it('an existing, empty vault with no history and no accepted copy is not first use: the file waits for a person, and the unlock seals nothing', async () => {
+    dir = createTempDir('pci-');
+    // What an agent can make an established directory look like: no journal, no anchor, no accepted copy, no rows.
+    const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    vaults.push(vault);
+    await vault.init(passphrase);
+    vault.lock('operator');
+    writeFileSync(configFile(), yaml('http://127.0.0.1:6666', 'none'));
+    const running = load();
+    running.attach(vault, newDir);
+    expect(running.trust()).toBe('untrusted');
+    await vault.unlock(passphrase);
+    expect(running.pending()).toMatchObject({
+      trust: 'untrusted',
+      accepted: null,
+      untrusted_reason: expect.stringMatching(/only the file present when a person creates the vault/),
+      change: { routes: [expect.objectContaining({ name: 'docs', change: 'added' })] },
+    });
+    expect(running.agentRefusal('http_request')?.structured).toMatchObject({ error: { code: 'CONFIG_UNTRUSTED' } });
+    expect(existsSync(acceptedFile())).toBe(false);
+  });
+
+  it('a vault created outside this broker while it ran (found uninitialized at start) is no creation it saw: unlocking it seals nothing', async () => {
+    dir = createTempDir('pci-');
+    writeFileSync(configFile(), yaml('http://127.0.0.1:6666', 'none'));
+    const running = load();
+    const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    vaults.push(vault);
+    running.attach(vault, newDir);
+    expect(running.trust()).toBe('first_use');
+    // Another process (a `postern vault init` with a passphrase it chose) creates it; this one is then unlocked.
+    const other = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min', idleLockMs: 0 });
+    await other.init(passphrase);
+    await other.close();
+    await vault.unlock(passphrase);
+    expect(running.trust()).toBe('untrusted');
+    expect(existsSync(acceptedFile())).toBe(false);
+  });
+
+  it('postern vault init seals the file present as first use; with the opt-out, a bad file or an earlier run it seals nothing', async () => {
+    dir = createTempDir('pci-');
+    writeFileSync(configFile(), yaml('http://127.0.0.1:1111', 'per_call'));
+    const vault = await unlockedVault(dir.path);
+    const env = { POSTERN_ANCHOR_DIR: path.join(dir.path, 'anchors') };
+    expect(sealConfigAtVaultCreation({ dataDir: dir.path, vault, clock: systemClock, env })).toEqual({
+      sealed: true,
+      digest: digestOf(readFileSync(configFile(), 'utf8')),
+      file: configFile(),
+      present: true,
+    });
+    expect(JSON.parse(readFileSync(acceptedFile(), 'utf8'))).toMatchObject({ how: 'first_use' });
+    // A second call (a copy is there) seals nothing over it.
+    expect(sealConfigAtVaultCreation({ dataDir: dir.path, vault, clock: systemClock, env })).toMatchObject({
+      sealed: false,
+      reason: 'an accepted copy is already there',
+    });
+    const running = load();
+    running.attach(vault, newDir);
+    expect(running.pending()).toMatchObject({ trust: 'verified', accepted: { how: 'first_use' }, change: null });
+
+    rmSync(acceptedFile());
+    writeFileSync(configFile(), `operator:\n  unattended_decisions: true\n${yaml('http://127.0.0.1:1111', 'none')}`);
+    expect(sealConfigAtVaultCreation({ dataDir: dir.path, vault, clock: systemClock, env })).toMatchObject({
+      sealed: false,
+      reason: expect.stringMatching(/unattended_decisions/),
+    });
+    writeFileSync(configFile(), 'routes: [');
+    expect(sealConfigAtVaultCreation({ dataDir: dir.path, vault, clock: systemClock, env })).toMatchObject({
+      sealed: false,
+      reason: expect.stringMatching(/CONFIG_INVALID/),
+    });
+    expect(existsSync(acceptedFile())).toBe(false);
   });
 });

@@ -71,13 +71,14 @@ interface Latest {
 }
 
 /**
- * What the data directory's own history says, from facts an agent cannot erase or forge without the passphrase: the
- * journal (hash-chained, signed) and its integrity anchor outside the data directory, which quarantines a journal
- * deleted, emptied or rolled back once it was anchored. A missing accepted copy is first use only in a directory with
- * no such history; anywhere else it was deleted, and the whole file waits for a person.
+ * What the data directory's own history says: the journal and its integrity anchor outside the data directory. An agent
+ * can delete both (and roll back every file), so history never makes a missing accepted copy first use: only a
+ * person creating the vault does (`createVault`, sealConfigAtVaultCreation). It names why a directory ran before on
+ * the card, refuses first use even at a creation in a directory that ran before, and decides whether a first-use copy
+ * sealed at a `postern vault init` is journaled at this run's first unlock (a new directory's first run).
  */
 export interface DataDirHistory {
-  /** Why this data directory has run before (shown on the card), or null for a new one. */
+  /** Why this data directory has run before (shown on the card), or null when neither journal nor anchor says so. */
   readonly earlierRun: string | null;
   /** Journals a first-use seal (CONFIG_APPLIED, how first_use, with its digest); absent where no journal is open. */
   readonly recordFirstUse?: (applied: ConfigApplied) => void;
@@ -96,11 +97,11 @@ export interface ConfigIntegrityOptions {
  * Postern is never applied by itself: the broker runs on the last configuration a person accepted,
  * kept in <dataDir>/config/accepted.json with a MAC under a key the vault wraps, and shows the
  * difference as a card a person accepts (in force at once while the configuration is verified, else
- * at the next start). Without an accepted copy the
- * file is trusted on first use and sealed at the first unlock (journaled) — only in a data directory with
- * no history (DataDirHistory), while the vault holds no credentials and the file does not turn on the
- * unattended opt-out; otherwise the whole file is a card and nothing is sent until a person accepts it
- * (then it applies at once). An accepted copy that fails its MAC
+ * at the next start). Trust on first use happens only when a person creates the vault: the file present then is
+ * sealed at that moment (journaled), unless it turns on the unattended opt-out or the directory ran before. Every
+ * later start of an existing vault with no accepted copy — whatever the journal, anchor or vault rows look like, since
+ * an agent can roll each back — makes the whole file a card, and nothing is sent until a person accepts it (then it
+ * applies at once). An accepted copy that fails its MAC
  * refuses every route and host (CONFIG_UNTRUSTED) until a person accepts a configuration again.
  */
 export interface ConfigIntegrity {
@@ -111,10 +112,15 @@ export interface ConfigIntegrity {
   readonly config: LiveConfig;
   trust(): ConfigTrust;
   /**
-   * Verifies (or, on first use, seals) at every unlock of `vault`, and now if it is already unlocked. `history` decides
-   * whether a missing accepted copy may be first use at all.
+   * Verifies at every unlock of `vault`, and now if it is already unlocked. With no accepted copy, first use stays
+   * possible only while the vault does not exist yet (it is sealed by `createVault`); else the file waits for a person.
    */
   attach(vault: CredentialVault, history: DataDirHistory): void;
+  /**
+   * A person creates the vault in this broker (operator `vault.init`): `init` creates and unlocks it, and that unlock
+   * seals the configuration loaded at start as first use (journaled), unless it turns on the unattended opt-out.
+   */
+  createVault(init: () => Promise<void>): Promise<void>;
   /** The card: the file as it is now against the last accepted configuration. */
   pending(): ConfigPending;
   /**
@@ -161,7 +167,9 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
    */
   let awaitingFirstAcceptance = false;
   let vault: CredentialVault | undefined;
-  let recordFirstUse: DataDirHistory['recordFirstUse'];
+  let history: DataDirHistory = { earlierRun: null };
+  /** A person is creating the vault in this broker (createVault): the unlock it ends with may seal first use. */
+  let creatingVault = false;
 
   /** No configuration a person accepted, and first use does not hold: the loaded file is a card for a person. */
   const awaitFirstAcceptance = (reason: string): void => {
@@ -179,7 +187,11 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     latest = { text: inForceText, config: fileConfig, meta: null };
     unsealed = { text: inForceText, by: 'trust on first use', how: 'first_use' };
   } else {
-    const parsed = stored.kind === 'record' ? parseAccepted(stored.record.text, start.file) : undefined;
+    // The empty configuration accepted while there is still no file (sealed when the vault was created with none) is
+    // "no file", as a missing file is on its own.
+    const noFileYet = stored.kind === 'record' && stored.record.text === '' && start.text === undefined;
+    const parsed =
+      stored.kind !== 'record' ? undefined : noFileYet ? fileConfig : parseAccepted(stored.record.text, start.file);
     if (stored.kind === 'record' && parsed !== undefined) {
       trust = 'unverified';
       inForce = parsed;
@@ -228,19 +240,20 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
   };
 
   /**
-   * First use is for a new data directory with nothing in its vault to steal. A directory that has run before (its
-   * journal or anchor says so) lost its accepted copy; a vault with credentials has something to steal; a file that
-   * turns on the unattended opt-out would let a process decide as a person. In each case the file waits for a person.
+   * First use is the person's act of creating the vault, nothing else: a file found with no accepted copy next to a
+   * vault that exists was never accepted or its copy was deleted (an agent can also delete the journal and anchor and
+   * empty the vault's rows, so none of those can vouch for it). Even at a creation, a directory that ran before, or a
+   * file that turns on the unattended opt-out (it would let a process decide as a person), waits for a person.
    */
-  const refuseFirstUse = (v: CredentialVault, earlierRun: string | null): void => {
+  const refuseFirstUse = (v: CredentialVault): void => {
     if (trust !== 'first_use') return;
-    if (earlierRun !== null)
+    if (history.earlierRun !== null)
       awaitFirstAcceptance(
-        `there is no accepted copy of postern.yaml, yet this data directory has run before (${earlierRun}): a person accepts the whole file before anything is sent`,
+        `there is no accepted copy of postern.yaml, yet this data directory has run before (${history.earlierRun}): a person accepts the whole file before anything is sent`,
       );
-    else if (v.list().length > 0)
+    else if (!creatingVault && v.state() !== 'uninitialized')
       awaitFirstAcceptance(
-        'there is no accepted copy of postern.yaml while the vault holds credentials: a person accepts the file before anything is sent',
+        'there is no accepted copy of postern.yaml: only the file present when a person creates the vault is trusted on first use, so a person accepts this one before anything is sent',
       );
     // The opt-out lets a process decide as if it were a person: never sealed because a file was merely found.
     else if (fileConfig.operator?.unattended_decisions === true)
@@ -249,12 +262,26 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       );
   };
 
+  /** A first-use copy sealed by `postern vault init` is journaled at the first unlock of the directory's first run. */
+  let firstUseJournaled = false;
+  const journalSealedFirstUse = (record: AcceptedRecord): void => {
+    if (record.how !== 'first_use' || history.earlierRun !== null || firstUseJournaled) return;
+    firstUseJournaled = true;
+    history.recordFirstUse?.({
+      digest: digestOf(record.text),
+      by: record.accepted_by,
+      how: 'first_use',
+      restart_needed_for: [],
+    });
+  };
+
   const onUnlocked = (): void => {
     if (vault === undefined) return;
-    refuseFirstUse(vault, null);
+    refuseFirstUse(vault);
     if (trust === 'unverified' && stored.kind === 'record') {
       if (macHolds(vault, stored.record)) {
         trust = 'verified';
+        journalSealedFirstUse(stored.record);
       } else {
         trust = 'untrusted';
         untrustedReason =
@@ -273,8 +300,10 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       unsealed = undefined;
       logger?.info({ how }, 'configuration accepted and sealed');
       // The journal says which configuration was trusted on first use, and that no person accepted it.
-      if (how === 'first_use')
-        recordFirstUse?.({ digest: digestOf(text), by: by.slice(0, 300), how, restart_needed_for: [] });
+      if (how === 'first_use') {
+        firstUseJournaled = true;
+        history.recordFirstUse?.({ digest: digestOf(text), by: by.slice(0, 300), how, restart_needed_for: [] });
+      }
     } catch (error) {
       // A full disk loses only the record: the next start asks again (first use, or a card).
       logger?.error(
@@ -290,12 +319,20 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
   return {
     config: live,
     trust: () => trust,
-    attach(v, history) {
+    attach(v, h) {
       vault = v;
-      recordFirstUse = history.recordFirstUse;
-      refuseFirstUse(v, history.earlierRun);
+      history = h;
+      refuseFirstUse(v);
       v.onUnlock(onUnlocked);
       if (v.state() === 'unlocked') onUnlocked();
+    },
+    async createVault(init) {
+      creatingVault = true;
+      try {
+        await init();
+      } finally {
+        creatingVault = false;
+      }
     },
     pending() {
       const now = readNow(readOptions);
@@ -436,6 +473,48 @@ export function dataDirHistoryFromFiles(dataDir: string, env: NodeJS.ProcessEnv 
   if (readAnchorFile(anchorFileOf(dataDir, env)).kind !== 'absent')
     return { earlierRun: 'an integrity anchor was written for its journal' };
   return { earlierRun: null };
+}
+
+/** What `postern vault init` did with the configuration present when it created the vault. */
+export type FirstUseAtCreation =
+  | { readonly sealed: true; readonly digest: string; readonly file: string; readonly present: boolean }
+  | { readonly sealed: false; readonly file: string; readonly reason: string };
+
+/**
+ * A person just created the vault at a terminal (`postern vault init`; `vault` is the new vault, unlocked): the one moment
+ * a configuration is trusted on first use with no broker running. The file present now is sealed as `first_use` (no
+ * file: the empty configuration, so any file written later is a card a person accepts). Nothing is sealed — the file
+ * waits for a person — when it does not load, when it turns on the unattended opt-out, when the directory ran before
+ * (its journal or anchor says so), or when an accepted copy is already there (it is another vault's, or planted: the
+ * next unlock refuses it and the card shows the whole file).
+ */
+export function sealConfigAtVaultCreation(options: {
+  readonly dataDir: string;
+  readonly file?: string;
+  readonly vault: CredentialVault;
+  readonly clock: Clock;
+  readonly env?: NodeJS.ProcessEnv;
+}): FirstUseAtCreation {
+  const readOptions = { dataDir: options.dataDir, ...(options.file === undefined ? {} : { file: options.file }) };
+  const fileOf = options.file ?? path.join(options.dataDir, configFileName);
+  const refused = (reason: string): FirstUseAtCreation => ({ sealed: false, file: fileOf, reason });
+  let now: { text: string | undefined; file: string };
+  try {
+    now = readConfigText(readOptions);
+    if (now.text !== undefined && parseConfig(now.text, now.file).operator?.unattended_decisions === true)
+      return refused('it turns on operator.unattended_decisions, which only a person accepting it can turn on');
+  } catch (error) {
+    if (!isCodedError(error)) throw error;
+    return refused(`it does not load (${error.code})`);
+  }
+  const acceptedFile = path.join(options.dataDir, acceptedConfigDirName, acceptedConfigFileName);
+  if (readAcceptedRecord(acceptedFile).kind !== 'none') return refused('an accepted copy is already there');
+  const { earlierRun } = dataDirHistoryFromFiles(options.dataDir, options.env);
+  if (earlierRun !== null) return refused(`this data directory has run before (${earlierRun})`);
+  const text = now.text ?? '';
+  const record = sealRecord(options.vault, text, options.clock.nowMs(), 'trust on first use', 'first_use');
+  writeAtomically(acceptedFile, JSON.stringify(record));
+  return { sealed: true, digest: digestOf(text), file: now.file, present: now.text !== undefined };
 }
 
 /**

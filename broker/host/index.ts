@@ -18,7 +18,7 @@ export {
   type OperatorCaller,
   type OperatorHandlers,
 } from './operator-handlers.js';
-export { acceptConfigFile, loadConfigIntegrity } from './config-integrity.js';
+export { acceptConfigFile, loadConfigIntegrity, sealConfigAtVaultCreation } from './config-integrity.js';
 // The desktop app's safeStorage policy (app/ may import only this entry).
 export { chooseKeyProtector, keyProtectorBackend, type KeyProtectorDecision } from '../vault/index.js';
 export type { VaultKeyProtection, VaultKeyProtector } from '../ports/index.js';

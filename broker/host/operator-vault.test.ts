@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
@@ -14,6 +14,7 @@ import { createCapturedLogger } from '../testing/captured-logger.js';
 import { swapKeyAndRewrite } from '../testing/key-swap-attack.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault } from '../vault/index.js';
+import { sealConfigAtVaultCreation } from './config-integrity.js';
 import { createBrokerRuntime, secretLogRedaction, type BrokerRuntime } from './broker-runtime.js';
 import { sessionPath, startOperatorHttpHost, type OperatorHttpHost } from './http-host.js';
 import { createOperatorHandlers, type OperatorHandlers } from './operator-handlers.js';
@@ -36,9 +37,6 @@ afterEach(async () => {
 /** A locked vault (fast KDF, test only), a routes file, and a real runtime with a captured debug logger over it. */
 async function lockedBroker(): Promise<{ handlers: OperatorHandlers; lines: string[]; runtime: BrokerRuntime }> {
   dir = createTempDir('pov-');
-  const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min' });
-  await vault.init(Buffer.from(passphrase));
-  await vault.close();
   writeFileSync(
     path.join(dir.path, 'postern.yaml'),
     [
@@ -56,6 +54,11 @@ async function lockedBroker(): Promise<{ handlers: OperatorHandlers; lines: stri
       '',
     ].join('\n'),
   );
+  // As a person's `postern vault init` creates it: the file present then is trusted on first use.
+  const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min' });
+  await vault.init(Buffer.from(passphrase));
+  expect(sealConfigAtVaultCreation({ dataDir: dir.path, vault, clock: systemClock })).toMatchObject({ sealed: true });
+  await vault.close();
   return startBroker();
 }
 
@@ -557,9 +560,15 @@ describe('config.edit', () => {
   });
 
   it('when no file existed at start, the first edit creates postern.yaml in the data directory', async () => {
-    await lockedBroker();
-    await runtime?.close();
-    rmSync(path.join(dir.path, 'postern.yaml'));
+    // No file when the person created the vault: the empty configuration is the first-use one.
+    dir = createTempDir('pov-');
+    const vault = await openVault({ dataDir: dir.path, clock: systemClock, kdf: 'min' });
+    await vault.init(Buffer.from(passphrase));
+    expect(sealConfigAtVaultCreation({ dataDir: dir.path, vault, clock: systemClock })).toMatchObject({
+      sealed: true,
+      present: false,
+    });
+    await vault.close();
     runtime = await createBrokerRuntime({ dataDir: dir.path, ...options, logger: createCapturedLogger().logger });
     const handlers = createOperatorHandlers(runtime.broker);
     expect(value(await handlers['config.show']({}))).toMatchObject({ file: null, routes: [] });

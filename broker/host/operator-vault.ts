@@ -145,12 +145,14 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
 
   return {
     'vault.status': () => ({ state: vault.state(), credentials: vault.list().length }),
-    // The control socket never gets here (contract controlSocketRefusedMethods). The new vault is unlocked, and that
-    // first unlock seals the first-use configuration (config-integrity.ts), as an unlock after `postern vault init` would.
+    // The control socket never gets here (contract controlSocketRefusedMethods). The new vault is unlocked, and a
+    // person's creation of it is the one moment the configuration loaded at start is trusted on first use
+    // (config-integrity.ts createVault), as `postern vault init` seals the file present at a terminal.
     'vault.init': async (input) => {
       const passphrase = Buffer.from(input.passphrase, 'utf8');
       try {
-        await vault.init(passphrase);
+        const init = (): Promise<void> => vault.init(passphrase);
+        await (deps.integrity === undefined ? init() : deps.integrity.createVault(init));
       } finally {
         passphrase.fill(0);
       }

@@ -81,9 +81,10 @@ function PendingChange({
         <>
           <h3>postern.yaml has not been accepted yet</h3>
           <p className="muted" data-testid="config-first-acceptance">
-            No accepted configuration, and first use does not hold (credentials in the vault, a data directory whose
-            accepted copy was deleted, or a file that turns on the unattended opt-out). Read every route and host below:
-            nothing is sent until you accept {change.file}, and then it is in force at once.
+            No accepted configuration: only the file present when a person creates the vault is trusted without a card
+            (and never one that turns on the unattended opt-out), so an accepted copy that is missing now was deleted or
+            never made. Read every route and host below: nothing is sent until you accept {change.file}, and then it is
+            in force at once.
           </p>
         </>
       ) : (
@@ -124,7 +125,7 @@ function PendingChange({
   );
 }
 
-/** How the copy says it was accepted; first use is only a new data directory's, so one here that is not expected is worth a look. */
+/** How the copy says it was accepted; first use is only the file present when the vault was created, so one here that is not expected is worth a look. */
 const acceptedWords = {
   first_use: 'on first use (trusted as found)',
   accepted: 'on a change card',
