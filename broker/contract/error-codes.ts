@@ -315,7 +315,7 @@ export const errorCodeRegistry = {
   CONTROL_SOCKET_BUSY: {
     from: broker,
     meaning:
-      'The control socket closed the connection before reading a request on it: at its connection cap it closes the least recently active idle connection to make room, and refuses a newcomer when every connection has a request in progress. Nothing was read or done; the CLI sends such a request again a few times before it answers this.',
+      'The control socket closed the connection before reading a request on it: at its connection cap it closes the least recently active idle connection to make room, and refuses a newcomer when every connection has a request in progress or a reply still being written (a connection whose request it read is never told this). Nothing was read or done; the CLI sends such a request again a few times before it answers this.',
   },
   OPERATOR_PROOF_REQUIRED: {
     from: broker,

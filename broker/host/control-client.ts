@@ -65,7 +65,8 @@ export const controlRetryBackoffMs: readonly number[] = [25, 50, 100];
  *
  * A request the broker provably never read is sent again on a new connection, at most controlAttemptsMax times in
  * all; after that it rejects with CONTROL_SOCKET_BUSY. Provably never read: the broker said so (its first line is
- * CONTROL_SOCKET_BUSY, written only to a connection none of whose requests it read, and nothing is read after it),
+ * CONTROL_SOCKET_BUSY, written only to a connection with no request in progress and no reply still being written,
+ * so as a first line only to one none of whose requests it read, and nothing is read after it),
  * the connect failed with EAGAIN (a full listen backlog), the one write failed with EPIPE, or the connection was reset
  * (ECONNRESET) before any byte came back. The broker acts only on a whole line; the request is one write ending in its
  * newline and nothing is written after it, so EPIPE means that newline never reached the broker's socket, and a reset

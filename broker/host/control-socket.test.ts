@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { once } from 'node:events';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing/fake-clock.js';
@@ -10,6 +11,7 @@ import {
   controlAttemptsMax,
   controlConnectionsMax,
   controlLineBytesMax,
+  controlReplyFlushGraceMs,
   controlSocketPath,
   sendControlRequest,
   startControlSocket,
@@ -387,6 +389,119 @@ describe('the control socket at its connection cap, and what the client sends ag
     expect(await Promise.all(inProgress)).toHaveLength(controlConnectionsMax);
     expect(await sendControlRequest(control.path, list)).toEqual({ ok: true, value: { cards: [] } });
     expect(api.called()).toBe(controlConnectionsMax + 1);
+  });
+
+  describe('with a reply larger than the socket can hold still being written', () => {
+    /** A page far above a Unix socket's send buffer (~200 KiB): its reply is written over many turns of the loop. */
+    const pageChars = 4 * 1024 * 1024;
+
+    /** Restarts the socket: `activity.list` answers a large page at once, every other method waits for `release`. */
+    async function withLargePage(): Promise<{ called: () => number; release: () => void }> {
+      await control.close();
+      let calls = 0;
+      let release = (): void => undefined;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const handlers = Object.fromEntries(
+        brokerApiMethods.map((m) => [
+          m,
+          m === 'activity.list'
+            ? () => ((calls += 1), Promise.resolve({ ok: true, value: { page: 'x'.repeat(pageChars) } }))
+            : async () => ((calls += 1), await held, { ok: true, value: { cards: [] } }),
+        ]),
+      ) as unknown as OperatorHandlers;
+      control = await startControlSocket({ dataDir: dir.path, vault, clock, handlers });
+      return { called: () => calls, release };
+    }
+
+    /** A connection that sends `line` (if any) and reads nothing until `read()`, which collects up to the first newline or the close. */
+    async function reader(line?: string): Promise<{ read: () => Promise<string>; closed: () => boolean }> {
+      const socket = createConnection(control.path);
+      socket.pause();
+      socket.on('error', () => undefined);
+      let closed = false;
+      socket.once('close', () => (closed = true));
+      await once(socket, 'connect');
+      if (line !== undefined) socket.write(line);
+      return {
+        closed: () => closed,
+        read: () =>
+          new Promise((resolve) => {
+            let text = '';
+            const done = (): void => {
+              socket.destroy();
+              resolve(text);
+            };
+            socket.on('data', (chunk: Buffer) => {
+              text += chunk.toString('utf8');
+              if (text.includes('\n')) done();
+            });
+            socket.once('close', done);
+            socket.resume();
+          }),
+      };
+    }
+
+    /** A connection that sends nothing and keeps what it is told until the broker closes it. */
+    function bystander(): Promise<{ said: () => string; closed: () => boolean }> {
+      return new Promise((resolve, reject) => {
+        const socket = createConnection(control.path);
+        let text = '';
+        let closed = false;
+        socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        socket.once('close', () => (closed = true));
+        socket.once('error', reject);
+        socket.once('connect', () => resolve({ said: () => text, closed: () => closed }));
+      });
+    }
+
+    const page = `${JSON.stringify({ op: 'api', method: 'activity.list', input: {} })}\n`;
+
+    it('a flood of new connections evicts the idle ones and never the one whose page is still being written: its reader gets the whole page, never CONTROL_SOCKET_BUSY', async () => {
+      const api = await withLargePage();
+      const slow = await reader(page);
+      await until(() => api.called() === 1);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Twice the cap of newcomers that send nothing: each past the cap closes the least recently active idle one.
+      const flood: Array<{ said: () => string; closed: () => boolean }> = [];
+      for (let i = 0; i < 2 * controlConnectionsMax; i += 1) flood.push(await bystander());
+      const evictions = 2 * controlConnectionsMax + 1 - controlConnectionsMax;
+      await until(() => flood.filter((c) => c.closed()).length >= evictions - 1);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const closed = flood.filter((c) => c.closed());
+      expect(closed).toHaveLength(evictions);
+      for (const c of closed)
+        expect(JSON.parse(c.said())).toMatchObject({ ok: false, error: { code: 'CONTROL_SOCKET_BUSY' } });
+      const text = await slow.read();
+      expect(text).not.toContain('CONTROL_SOCKET_BUSY');
+      expect(JSON.parse(text)).toEqual({ ok: true, value: { page: 'x'.repeat(pageChars) } });
+    });
+
+    it('a reader that does not take its page keeps its place only for the grace: then it is closed without CONTROL_SOCKET_BUSY (its request was read), and a newcomer gets in', async () => {
+      const api = await withLargePage();
+      const slow = await reader(page);
+      await until(() => api.called() === 1);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Every other place has a request in progress.
+      const list = { op: 'api', method: 'approvals.list', input: {} } as const;
+      const inProgress = Array.from({ length: controlConnectionsMax - 1 }, () =>
+        sendControlRequest(control.path, list),
+      );
+      await until(() => api.called() === controlConnectionsMax);
+      // Within the grace the page's connection keeps its place: the newcomer is refused unread.
+      const refused = await bystander();
+      await until(() => refused.closed());
+      expect(JSON.parse(refused.said())).toMatchObject({ ok: false, error: { code: 'CONTROL_SOCKET_BUSY' } });
+      expect(slow.closed()).toBe(false);
+      // Past it, a reader that never reads cannot hold the cap: it makes room, told nothing (its request was read).
+      clock.advance(controlReplyFlushGraceMs);
+      expect(await sendControlRequest(control.path, { op: 'vault_status' })).toMatchObject({ ok: true });
+      const text = await slow.read();
+      expect(text).not.toContain('CONTROL_SOCKET_BUSY');
+      expect(text).not.toContain('\n');
+      expect(text.length).toBeLessThan(pageChars);
+      api.release();
+      expect(await Promise.all(inProgress)).toHaveLength(controlConnectionsMax - 1);
+    });
   });
 
   describe('against a listener that misbehaves (a scripted stand-in holding the data directory lock)', () => {

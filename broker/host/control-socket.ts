@@ -39,6 +39,11 @@ export const controlLineBytesMax = 8 * 1024;
 export const controlConnectionsMax = 16;
 /** A connection that sends nothing for this long is closed. */
 export const controlIdleMs = 30_000;
+/**
+ * How long a connection whose reply is still being written (not yet all handed to the kernel: its reader is slower
+ * than the page, or does not read) keeps its place at the cap; past that it may be closed to admit another.
+ */
+export const controlReplyFlushGraceMs = 2_000;
 /** Unix socket paths are limited to ~108 bytes (sun_path); refuse early with a clear message. */
 export const socketPathBytesMax = 100;
 
@@ -65,7 +70,7 @@ export interface ControlSocketOptions {
   unattendedDecisions?: boolean | (() => UnattendedDecisions);
   /** The vault was unlocked at start from a passphrase file: its passphrase proves no person here (control-proof.ts). */
   passphraseFromFile?: boolean;
-  /** The backoff's clock (tests); default the system clock. */
+  /** The passphrase backoff's and the reply flush grace's clock (tests); default the system clock. */
   clock?: Clock;
 }
 
@@ -81,9 +86,10 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     );
   }
   await removeStaleSocket(socketPath);
+  const clock = options.clock ?? systemClock;
   const proof = createControlProof({
     vault: options.vault,
-    clock: options.clock ?? systemClock,
+    clock,
     unattendedDecisions: unattendedOf(options.unattendedDecisions),
     passphraseFromFile: options.passphraseFromFile === true,
   });
@@ -91,32 +97,46 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
   const activity = new WeakMap<Socket, ConnectionActivity>();
   let tick = 0;
   const server = createServer({ allowHalfOpen: false }, (socket) => {
-    // At the cap, the least recently active connection with no request in progress makes room: a
-    // same-user process holding every connection open (idle, or with half a line) cannot lock the
-    // person's CLI out. Only when every one is being answered is the newcomer refused. Either way the
-    // one closed is told so with CONTROL_SOCKET_BUSY before it closes, and nothing it sends is read any
-    // more: a client whose line the broker never read knows it may send it again (control-client.ts).
+    // At the cap, the least recently active connection with no request in progress and no reply still being written
+    // makes room: a same-user process holding every connection open (idle, or with half a line) cannot lock the
+    // person's CLI out. It is told so with CONTROL_SOCKET_BUSY before it closes, and nothing it sends is read any more:
+    // a client whose line the broker never read knows it may send it again (control-client.ts). A connection whose
+    // reply is still being written (a page larger than the socket's send buffer, its reader not done yet) was read: it
+    // is never told BUSY. It keeps its place for controlReplyFlushGraceMs; past that, with no idle connection left, it
+    // is closed without a line (its reply is cut: the client reports a connection closed without a reply and never
+    // sends the request again), so a process that never reads its replies cannot hold the cap. Only when no
+    // connection can make room is the newcomer refused, with CONTROL_SOCKET_BUSY.
     if (connections.size >= controlConnectionsMax) {
-      const idle = [...connections]
-        .filter((c) => activity.get(c)?.busy !== true)
-        .sort((a, b) => (activity.get(a)?.last ?? 0) - (activity.get(b)?.last ?? 0))[0];
-      if (idle === undefined) {
+      const nowMs = clock.nowMs();
+      const byAge = (a: Socket, b: Socket): number => (activity.get(a)?.last ?? 0) - (activity.get(b)?.last ?? 0);
+      const open = [...connections].filter((c) => activity.get(c)?.busy !== true);
+      const idle = open.filter((c) => activity.get(c)?.writingSinceMs === undefined).sort(byAge)[0];
+      const stalled = open
+        .filter((c) => nowMs - (activity.get(c)?.writingSinceMs ?? nowMs) >= controlReplyFlushGraceMs)
+        .sort(byAge)[0];
+      const evict = idle ?? stalled;
+      if (evict === undefined) {
         closeUnread(
           socket,
-          `the control socket holds ${controlConnectionsMax} connections and every one has a request in progress; nothing was read from this one`,
+          `the control socket holds ${controlConnectionsMax} connections and every one has a request in progress or a reply being written; nothing was read from this one`,
         );
         return;
       }
-      connections.delete(idle);
-      const evicted = activity.get(idle);
+      connections.delete(evict);
+      const evicted = activity.get(evict);
       if (evicted !== undefined) evicted.closed = true;
-      closeUnread(
-        idle,
-        `this idle control connection was closed to make room for another (at most ${controlConnectionsMax}); no request of it was in progress, none was read`,
-      );
+      if (evict === idle) {
+        closeUnread(
+          evict,
+          `this idle control connection was closed to make room for another (at most ${controlConnectionsMax}); every request it sent was answered, nothing it sent since was read`,
+        );
+      } else {
+        evict.destroy();
+      }
     }
     const state: ConnectionActivity = {
       busy: false,
+      writingSinceMs: undefined,
       closed: false,
       last: (tick += 1),
       touch: () => (state.last = tick += 1),
@@ -124,7 +144,7 @@ export async function startControlSocket(options: ControlSocketOptions): Promise
     activity.set(socket, state);
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
-    serveConnection(socket, options, proof, state);
+    serveConnection(socket, options, proof, state, clock);
   });
   const served = await servePrivately(server, socketPath, connections);
   return { path: socketPath, close: served.close };
@@ -148,9 +168,14 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
   await replaceStaleSocket(socketPath, answers, 'another Postern broker is already running with this data directory');
 }
 
-/** Whether a connection has a request in progress, and when (in arrival order) it last had one. */
+/** Whether a connection has a request in progress or a reply being written, and when (in arrival order) it last had one. */
 interface ConnectionActivity {
   busy: boolean;
+  /**
+   * Since when (the clock's ms) a reply of it has been only partly handed to the kernel; undefined once every reply
+   * is. Bytes in the kernel are the peer's already (a Unix socket queues them at the reader): closing loses none.
+   */
+  writingSinceMs: number | undefined;
   /** Closed at the cap (closeUnread): whatever it sends from now on is dropped unread. */
   closed: boolean;
   last: number;
@@ -158,7 +183,7 @@ interface ConnectionActivity {
 }
 
 /**
- * Closes a connection none of whose requests is in progress, telling it so first: one CONTROL_SOCKET_BUSY line, then
+ * Closes a connection none of whose requests is in progress or unanswered, telling it so first: one CONTROL_SOCKET_BUSY line, then
  * the socket is destroyed at once (the line is already in the peer's receive queue; a peer that does not read is not
  * waited for). The caller makes sure nothing it sent is read after this.
  */
@@ -167,12 +192,16 @@ function closeUnread(socket: Socket, message: string): void {
   socket.destroy();
 }
 
-/** One request at a time: the next line is read only after the previous reply was written. */
+/**
+ * One request at a time: the next line is read only after the previous reply was written (handed to the socket;
+ * `writingSinceMs` says until when part of it still waits for the kernel).
+ */
 function serveConnection(
   socket: Socket,
   options: ControlSocketOptions,
   proof: ControlProof,
   activity: ConnectionActivity,
+  clock: Clock,
 ): void {
   socket.setTimeout(controlIdleMs, () => socket.destroy());
   let buffered = Buffer.alloc(0);
@@ -192,7 +221,10 @@ function serveConnection(
         buffered.fill(0);
         buffered = rest;
         if (socket.destroyed) return;
-        socket.write(`${JSON.stringify(reply)}\n`);
+        activity.writingSinceMs ??= clock.nowMs();
+        socket.write(`${JSON.stringify(reply)}\n`, () => {
+          if (socket.writableLength === 0) activity.writingSinceMs = undefined;
+        });
       }
     } finally {
       activity.busy = false;
