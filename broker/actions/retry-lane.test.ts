@@ -194,6 +194,33 @@ describe('when the caller cancels or disconnects while an automatic retry waits 
   );
 });
 
+describe("when the backoff ends while the caller's stop is being journaled", () => {
+  it.each([
+    ['cancelled', 'CALLER_CANCELLED'],
+    ['disconnected', 'CALLER_DISCONNECTED'],
+  ] as const)(
+    "%s: the retry's timer firing before the caller event's commit starts no round: no RETRY_LEASED, no DISPATCH_STARTED after it, nothing more is sent",
+    async (stop, event) => {
+      const { timers, first } = await putWaitingOutBackoff();
+      const id = h.temp.journal.listActions({ fromTicket: 1, limit: 1 })[0]?.action_id ?? '';
+      const before = [...h.temp.journal.events()].filter((e) => e.action_id === id).length;
+      // The caller event is queued for the next group commit (setImmediate): the backoff's timer fires first.
+      const stopping = h.queue.callerStopped(id, stop);
+      expect(timers.advance(60_000)).toBe(1);
+      await stopping;
+      const answered = await first;
+      expect(answered.envelope.error).toMatchObject({ outcome: 'rejected', retry: 'backoff' });
+      expect(arrivals()).toEqual(['PUT /api/documents/7']);
+      const after = [...h.temp.journal.events()]
+        .filter((e) => e.action_id === id)
+        .slice(before)
+        .map((e) => e.kind);
+      expect(after).toEqual([event]);
+      expect(h.queue.isExecuting(id)).toBe(false);
+    },
+  );
+});
+
 describe('when the broker stops (holdReleases) while a retry could still start', () => {
   const kindsOf = (actionId: string): string[] =>
     [...h.temp.journal.events()].filter((e) => e.action_id === actionId).map((e) => e.kind);

@@ -38,8 +38,9 @@ export interface DispatchQueue {
   /** The broker is stopping (holdReleases): nothing further may start, an automatic retry round neither. */
   releasesHeld?(): boolean;
   /**
-   * The caller cancelled this action or went away (a recorded CALLER_CANCELLED / CALLER_DISCONNECTED) while its
-   * executor was still running: no further automatic retry round starts for it (the retry engine's ready()).
+   * The caller cancelled this action or went away (CALLER_CANCELLED / CALLER_DISCONNECTED, true from the moment
+   * callerStopped is called, before that event's commit) while its executor was still running: no further automatic
+   * retry round starts for it (the retry engine's ready()).
    */
   stoppedByCaller?(actionId: string): boolean;
   /**
@@ -252,6 +253,11 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
     if (state === undefined) return undefined;
     const kind = stop === 'disconnected' ? 'CALLER_DISCONNECTED' : 'CALLER_CANCELLED';
     const callerEvent = (stage: string): NewEvent => ({ kind, action_id: actionId, payload: { stage } });
+    // No automatic round starts from here on, before the caller event is even committed: its append yields (the group
+    // commit's setImmediate, a checkpoint or another connection's lock), and a retry's backoff timer firing meanwhile
+    // must find ready() false, or a DISPATCH_STARTED would follow the recorded stop. The caller asked; fewer rounds is
+    // always safe. A round waiting out its backoff is woken once the event is recorded (stopRounds, below).
+    if (this.executing.has(actionId)) this.callerStoppedRuns.add(actionId);
     let after: ActionState;
     if (state.dispatch_seq === null && state.outcome === null) {
       const cancelled: NewEvent = {
@@ -278,8 +284,8 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
         await this.journal.append(callerEvent(state.dispatch_seq === null ? 'before_dispatch' : 'remote_execution'))
       ).state;
     }
-    // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel or disconnect stops
-    // further rounds. An automatic round acts for the caller that sent the action; one that left asked for nothing more,
+    // Its executor still runs (an automatic retry waiting out its backoff): the recorded cancel or disconnect ends its
+    // wait (no further round started meanwhile: see above). An automatic round acts for the caller that sent the action; one that left asked for nothing more,
     // and a disconnect before a round's dispatch is, like one before the first, a cancel (nothing more is sent).
     if (this.executing.has(actionId)) this.stopRounds(actionId);
     this.clearExpiry(actionId);
