@@ -121,7 +121,9 @@ type Attempt = { kind: 'reply'; reply: ControlReply | ControlApiReply } | { kind
 function attemptControlRequest(socketPath: string, line: string, waitMs: number, timeoutMs: number): Promise<Attempt> {
   return new Promise((resolve, reject) => {
     const socket = createConnection(socketPath);
-    let received = Buffer.alloc(0);
+    // The reply's chunks so far, joined once its newline arrives (a page can be MiBs: no copy per chunk).
+    const chunks: Buffer[] = [];
+    let receivedBytes = 0;
     const finish = (settle: () => void): void => {
       clearTimeout(timer);
       socket.destroy();
@@ -134,7 +136,7 @@ function attemptControlRequest(socketPath: string, line: string, waitMs: number,
     let connected = false;
     socket.once('error', (error: NodeJS.ErrnoException) =>
       finish(() =>
-        neverRead(error.code, connected, received.length)
+        neverRead(error.code, connected, receivedBytes)
           ? resolve({ kind: 'unread', why: error.code ?? '' })
           : reject(error),
       ),
@@ -151,10 +153,11 @@ function attemptControlRequest(socketPath: string, line: string, waitMs: number,
       socket.write(line);
     });
     socket.on('data', (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk]);
-      const newline = received.indexOf(0x0a);
-      if (newline >= 0) {
-        const text = received.subarray(0, newline).toString('utf8');
+      const newlineInChunk = chunk.indexOf(0x0a);
+      chunks.push(newlineInChunk >= 0 ? chunk.subarray(0, newlineInChunk) : chunk);
+      receivedBytes += chunk.length;
+      if (newlineInChunk >= 0) {
+        const text = Buffer.concat(chunks).toString('utf8');
         finish(() => {
           let reply: ControlReply | ControlApiReply;
           try {
@@ -169,7 +172,7 @@ function attemptControlRequest(socketPath: string, line: string, waitMs: number,
               : { kind: 'reply', reply },
           );
         });
-      } else if (received.length > replyBytesMax) {
+      } else if (receivedBytes > replyBytesMax) {
         finish(() => reject(new CodedError('INTERNAL', 'the daemon sent an oversized reply')));
       }
     });
