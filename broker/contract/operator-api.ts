@@ -4,7 +4,7 @@ import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
 import { ApprovalMode } from './route-modes.js';
 import type { ClosedSet } from './closed-set.js';
-import { Actor, EventKind } from './events.js';
+import { Actor, cardPairSchema, EventKind } from './events.js';
 import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 import { vaultApiSchemas } from './operator-vault-api.js';
@@ -127,10 +127,13 @@ export const approvalCardSchema = z.object({
   target: z.string(),
   method: z.string().nullable(),
   path: z.string().nullable(),
-  /** HTTP: the query pairs as the agent sent them (bounded; a last pair "…" says how many more). Empty for SSH. */
-  query: z.array(z.tuple([z.string(), z.string()])),
-  /** HTTP: the headers the agent set, name and bounded value; never the injected credential header. Empty for SSH. */
-  headers: z.array(z.tuple([z.string(), z.string()])),
+  /**
+   * HTTP: the query pairs as the agent sent them (bounded; a pair cut says so in its third element, how many characters
+   * of its name and value are hidden; a last pair "…" says how many more pairs). Empty for SSH.
+   */
+  query: z.array(cardPairSchema),
+  /** HTTP: the headers the agent set, name and bounded value (cut as query pairs); never the credential header. */
+  headers: z.array(cardPairSchema),
   /**
    * SSH: the whole command as the agent sent it (up to the 32 KiB the channel admits; a cut would say how much
    * it hides). MCP: the tool name (bounded).
