@@ -323,7 +323,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     program
       .command('metrics')
       .description(
-        'Actions by phase × outcome, by code, and closed before dispatch by a decision (never one "failures" number).',
+        'Actions by phase × outcome, by code, and closed before dispatch by a decision or a restart (never one "failures" number).',
       ),
   )
     .option('--json', 'print one JSON object')
@@ -335,7 +335,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         io.out(`  ${p.phase.padEnd(22)} ${p.outcome.padEnd(14)} ${String(p.count).padStart(8)}`);
       for (const c of m.by_code) io.out(`  ${c.code.padEnd(37)} ${String(c.count).padStart(8)}`);
       // A rejection, an expiry, a cancel or the caller withdrawing is a decision, not a failed phase.
-      if (m.decisions.length > 0) io.out('closed before dispatch by a decision:');
+      if (m.decisions.length > 0) io.out('closed before dispatch by a decision or a restart:');
       for (const d of m.decisions) io.out(`  ${d.decision.padEnd(37)} ${String(d.count).padStart(8)}`);
     });
 

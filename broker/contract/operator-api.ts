@@ -348,9 +348,15 @@ export const brokerApiSchemas = {
     output: z.object({
       by_phase_outcome: z.array(z.object({ phase: z.enum(Phase), outcome: z.enum(Outcome), count: z.number().int() })),
       by_code: z.array(z.object({ code: z.string(), count: z.number().int() })),
-      /** Closed before dispatch by a decision (a person's rejection or cancel, an expiry, the caller withdrawing): not a failure of a phase. */
+      /**
+       * Closed before dispatch by a decision (a person's rejection or cancel, an expiry, the caller withdrawing) or by the
+       * broker restarting under it (`restarted`): nothing was sent, not a failure of a phase.
+       */
       decisions: z.array(
-        z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), count: z.number().int() }),
+        z.object({
+          decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn', 'restarted']),
+          count: z.number().int(),
+        }),
       ),
       open: z.number().int(),
       total: z.number().int(),
@@ -361,7 +367,7 @@ export const brokerApiSchemas = {
         by_outcome: z.array(z.object({ outcome: z.enum(Outcome), counts: z.array(z.number().int()) })),
         by_decision: z.array(
           z.object({
-            decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']),
+            decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn', 'restarted']),
             counts: z.array(z.number().int()),
           }),
         ),
