@@ -43,7 +43,8 @@ describe('when the broker restarts with a card of a request that had a query', (
         route: 'docs',
         method: 'POST',
         path: '/docs/q',
-        query: { all: 'true', note: 'a b&c' },
+        // big: longer than a card shows; the agent's own "…" ends the cut part, which must not pass for the cut.
+        query: { all: 'true', note: 'a b&c', big: `${'Q'.repeat(511)}…${'Q'.repeat(1988)}` },
         headers: { 'X-Note': 'purge' },
         body: JSON.stringify({ marker: 'Q' }),
         timeout_ms: 60_000,
@@ -57,6 +58,7 @@ describe('when the broker restarts with a card of a request that had a query', (
     const query = [
       ['all', 'true'],
       ['note', 'a b&c'],
+      ['big', `${'Q'.repeat(511)}…`, { name_hidden: 0, value_hidden: 1988 }],
     ];
     expect(before).toMatchObject({ method: 'POST', path: '/docs/q', query, headers: [['x-note', 'purge']] });
     const bodyBytes = before?.body_bytes;
@@ -90,7 +92,9 @@ describe('when the broker restarts with a card of a request that had a query', (
     });
     expect(after?.request_details).toBeUndefined();
     const line = await approvalsList(d.dataDir);
-    expect(line).toContain('POST /docs/q?all=true&note=a%20b%26c [x-note: purge]');
+    expect(line).toContain(
+      `POST /docs/q?all=true&note=a%20b%26c&big=${'Q'.repeat(511)}%E2%80%A6…[1,988 more characters not shown] [x-note: purge]`,
+    );
     expect(line).not.toContain('sealed in the journal');
     for (const shown of [JSON.stringify([locked, after]), lockedLine, line])
       expect(shown).not.toContain('CANARY-drill-token-never-shown');

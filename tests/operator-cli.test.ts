@@ -208,7 +208,7 @@ describe('the operator CLI against a running daemon', () => {
     expect(metrics.by_code.map((c) => c.code)).not.toContain('APPROVAL_DENIED');
     const text = (await cli(['metrics', ...dir])).stdout;
     expect(text).toMatch(/remote_execution\s+committed\s+\d+/);
-    expect(text).toMatch(/closed before dispatch by a decision:\n(.*\n)*\s+rejected\s+\d+/);
+    expect(text).toMatch(/closed before dispatch by a decision or a restart:\n(.*\n)*\s+rejected\s+\d+/);
   }, 90_000);
 });
 

@@ -52,11 +52,29 @@ describe('postern daemon at start', () => {
   });
 
   it('says none when postern.yaml is absent', async () => {
-    const daemon = await startDaemon(mkdtempSync(path.join(scratch, 'data-')));
+    const dataDir = mkdtempSync(path.join(scratch, 'data-'));
+    const daemon = await startDaemon(dataDir);
     try {
       expect(daemon.process.stdoutLines).toContain('Routes: none; SSH hosts: none');
+      // Everything stdout says before the ready event, in the order docs/operator.md "What the daemon prints" shows.
+      const memory = 'Process memory: not readable by other processes of this user (non-dumpable, core dumps off).';
+      const hardened = !daemon.process.stderr.includes('warning: the broker could not protect its memory');
+      const lines = daemon.process.stdoutLines.filter((line) => !line.startsWith('{'));
+      expect(lines.map((line) => line.replace(/\?token=.*/, '?token=…'))).toEqual([
+        expect.stringMatching(
+          new RegExp(`^Postern \\S+ is running headless\\. Data directory: ${escaped(dataDir)}$`),
+        ) as string,
+        ...(hardened ? [memory] : []),
+        expect.stringMatching(/^Vault: /) as string,
+        'Routes: none; SSH hosts: none',
+        expect.stringMatching(/^Operator UI: http:\/\/127\.0\.0\.1:\d+\/\?token=…$/) as string,
+      ]);
     } finally {
       await daemon.process.stop();
     }
   });
 });
+
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -32,6 +32,8 @@ afterAll(async () => {
 const query = [
   ['all', 'true'],
   ['q', 'a b&c'],
+  // A value longer than a card shows: cut, and the pair says how much is hidden (never a "…" added to the value).
+  ['big', 'Q'.repeat(512), { name_hidden: 0, value_hidden: 2500 - 512 }],
 ];
 
 describe('when a card is rebuilt from the journal', () => {
@@ -42,7 +44,7 @@ describe('when a card is rebuilt from the journal', () => {
       route: 'docs',
       method: 'DELETE',
       path: '/users',
-      query: { all: 'true', q: 'a b&c' },
+      query: { all: 'true', q: 'a b&c', big: 'Q'.repeat(2500) },
       headers: { 'X-Note': 'purge' },
       body: '{"why":"x"}',
     });

@@ -7,7 +7,7 @@ import {
   type NewEvent,
 } from '../contract/index.js';
 import { classifyOutcome } from '../core/index.js';
-import { httpCardPreview, httpRequestView, type HttpRequestView } from '../queue/card-preview.js';
+import { copyPair, httpCardPreview, httpRequestView, type HttpRequestView } from '../queue/card-preview.js';
 import { buildHttpEnvelope } from './http-envelope.js';
 import { dropWhenSettled, keepRequest } from './kept-request.js';
 import {
@@ -273,8 +273,8 @@ function httpAccepted(deps: HttpActionDeps, actionId: string, a: Admission): New
       ? {}
       : {
           request_view: {
-            query: a.requestView.query.map(([n, v]): [string, string] => [n, v]),
-            headers: a.requestView.headers.map(([n, v]): [string, string] => [n, v]),
+            query: a.requestView.query.map(copyPair),
+            headers: a.requestView.headers.map(copyPair),
             body_bytes: a.requestView.body_bytes,
           },
         }),

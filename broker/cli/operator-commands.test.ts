@@ -5,7 +5,9 @@ import {
   actionPageLines,
   cardLine,
   cardLineBodyCharsMax,
+  cardLineQueryCharsMax,
   printable,
+  queryText,
   releaseLine,
 } from './operator-commands.js';
 
@@ -181,6 +183,37 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
       ],
     });
     expect(line).toContain('GET /slow?delay=30000&q=a%26b%0A%239%20x  (per_call');
+  });
+
+  it('when the card cut a query value: says how many characters are hidden, outside the encoded query', () => {
+    const line = printed({
+      ...card,
+      method: 'GET',
+      path: '/q',
+      query: [
+        ['big', 'Q'.repeat(512), { name_hidden: 0, value_hidden: 1988 }],
+        // The agent's own "…" and a fake note: percent-encoded as sent, so they cannot pass for the broker's cut.
+        ['fake', 'QQ…[9 more characters not shown]'],
+      ],
+      headers: [['x-long', 'h'.repeat(512), { name_hidden: 0, value_hidden: 7 }]],
+    });
+    expect(line).toContain(
+      `GET /q?big=${'Q'.repeat(512)}…[1,988 more characters not shown]&fake=QQ%E2%80%A6%5B9%20more%20characters%20not%20shown%5D [x-long: ${'h'.repeat(512)}…[7 more characters not shown]]  (per_call`,
+    );
+  });
+
+  it('when the query is longer than the line shows: cut whole escapes and says how many more characters', () => {
+    const text = queryText([['q', '…'.repeat(400)]], cardLineQueryCharsMax);
+    // "?q=" and 110 whole escapes of 9 characters ("%E2%80%A6") fit in 1,000; the rest is counted, never split.
+    expect(text).toBe(`?q=${'%E2%80%A6'.repeat(110)}… (${(400 - 110) * 9} more characters)`);
+    const cut = queryText(
+      [
+        ['a', 'x'.repeat(cardLineQueryCharsMax)],
+        ['b', 'y'.repeat(512), { name_hidden: 0, value_hidden: 30 }],
+      ],
+      cardLineQueryCharsMax,
+    );
+    expect(cut).toBe(`?a=${'x'.repeat(cardLineQueryCharsMax - 3)}… (at least ${3 + 3 + 512 + 30} more characters)`);
   });
 
   it('when the lane text opens with the ticket: says the ticket once', () => {

@@ -15,6 +15,7 @@ import {
   type ApprovalCard,
   type BrokerApi,
   type BrokerApiMethod,
+  type CardPair,
   type LaneRelease,
   type Reply,
   secretInputFields,
@@ -322,7 +323,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     program
       .command('metrics')
       .description(
-        'Actions by phase × outcome, by code, and closed before dispatch by a decision (never one "failures" number).',
+        'Actions by phase × outcome, by code, and closed before dispatch by a decision or a restart (never one "failures" number).',
       ),
   )
     .option('--json', 'print one JSON object')
@@ -334,7 +335,7 @@ export function registerOperatorCommands(program: Command, context: CommandConte
         io.out(`  ${p.phase.padEnd(22)} ${p.outcome.padEnd(14)} ${String(p.count).padStart(8)}`);
       for (const c of m.by_code) io.out(`  ${c.code.padEnd(37)} ${String(c.count).padStart(8)}`);
       // A rejection, an expiry, a cancel or the caller withdrawing is a decision, not a failed phase.
-      if (m.decisions.length > 0) io.out('closed before dispatch by a decision:');
+      if (m.decisions.length > 0) io.out('closed before dispatch by a decision or a restart:');
       for (const d of m.decisions) io.out(`  ${d.decision.padEnd(37)} ${String(d.count).padStart(8)}`);
     });
 
@@ -682,7 +683,7 @@ export const cardLineQueryCharsMax = 1_000;
  * a body cannot end the preview early or paint a line of its own); `printable` then escapes what remains.
  */
 export function cardLine(card: ApprovalCard): string {
-  const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(([k, v]) => `${k}: ${v}`).join('; ')}]`;
+  const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(headerText).join('; ')}]`;
   const what =
     card.channel === 'http'
       ? `${card.method ?? ''} ${card.path ?? ''}${queryText(card.query, cardLineQueryCharsMax)}${headers}${bodyText(card)}${requestDetailsText(card)}`
@@ -746,11 +747,54 @@ function requestDetailsText(card: ApprovalCard): string {
   return '';
 }
 
-/** "?a=1&b=x%20y": the pairs percent-encoded as the request sends them, cut at `charsMax` with what is hidden said. */
-export function queryText(query: ReadonlyArray<readonly [string, string]>, charsMax: number): string {
+/**
+ * "?a=1&b=x%20y": the pairs percent-encoded as the request sends them, cut at `charsMax` characters of the query with
+ * what is hidden said. A side the card cut says so right after it, `…[N more characters not shown]`, in characters a
+ * percent-encoded query never holds (an agent's own "…" shows as %E2%80%A6, its "[" as %5B), so no value can fake a cut
+ * and the note is never taken for part of the query sent. The line's cut never splits a character's encoding or a note.
+ */
+export function queryText(query: readonly CardPair[], charsMax: number): string {
   if (query.length === 0) return '';
-  const text = `?${query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`;
-  return text.length <= charsMax ? text : `${text.slice(0, charsMax)}… (${text.length - charsMax} more characters)`;
+  let out = '?';
+  let shown = out.length;
+  let hidden = 0;
+  let atLeast = false;
+  const add = (prefix: string, raw: string, cutHidden: number | undefined): void => {
+    // A character's whole percent-encoding (up to %F0%9F%98%80) is one unit: the cut keeps it whole or leaves it out.
+    for (const unit of [prefix, ...[...raw].map(encodedChar)]) {
+      if (shown + unit.length <= charsMax && hidden === 0) {
+        out += unit;
+        shown += unit.length;
+      } else hidden += unit.length;
+    }
+    if (cutHidden === undefined || cutHidden === 0) return;
+    if (hidden === 0) out += cutNote(cutHidden);
+    else {
+      // Past the line's cut: the card's hidden characters count too, at least one each once encoded.
+      hidden += cutHidden;
+      atLeast = true;
+    }
+  };
+  query.forEach(([k, v, cut], i) => {
+    add(i === 0 ? '' : '&', k, cut?.name_hidden);
+    add('=', v, cut?.value_hidden);
+  });
+  return hidden === 0 ? out : `${out}… (${atLeast ? 'at least ' : ''}${hidden} more characters)`;
+}
+
+/** One character percent-encoded; a lone surrogate (an older journal's cut could leave one) as U+FFFD's encoding. */
+function encodedChar(c: string): string {
+  return encodeURIComponent(/^[\uD800-\uDFFF]$/.test(c) ? '\uFFFD' : c);
+}
+
+/** A card pair's header as `name: value`, a side the card cut followed by its note (as in queryText). */
+function headerText([k, v, cut]: CardPair): string {
+  const note = (n: number | undefined): string => (n !== undefined && n > 0 ? cutNote(n) : '');
+  return `${k}${note(cut?.name_hidden)}: ${v}${note(cut?.value_hidden)}`;
+}
+
+function cutNote(hidden: number): string {
+  return `…[${hidden.toLocaleString('en-US')} more characters not shown]`;
 }
 
 function bodyText(card: ApprovalCard): string {

@@ -211,4 +211,22 @@ describe('event payloads', () => {
         .success,
     ).toBe(false);
   });
+
+  it("when request_view's pairs say how much a cut hid: read strictly, and an older event's pairs stay readable", () => {
+    const payload = (query: unknown[]) => ({
+      channel: 'http',
+      target: 'docs GET /q',
+      request_fingerprint: fingerprint,
+      approval: 'per_call',
+      idempotent: true,
+      request_view: { query, headers: [], body_bytes: 0 },
+    });
+    const parse = (query: unknown[]) => eventPayloadSchemas.ACTION_ACCEPTED.safeParse(payload(query)).success;
+    // Before the cut was a fact of its own, a cut side ended in "…" (512 characters and one more).
+    expect(parse([['big', `${'Q'.repeat(512)}…`]])).toBe(true);
+    expect(parse([['big', 'Q'.repeat(512), { name_hidden: 0, value_hidden: 1988 }]])).toBe(true);
+    expect(parse([['big', 'Q', { name_hidden: 0, value_hidden: 1, note: 'x' }]])).toBe(false);
+    expect(parse([['big', 'Q', { name_hidden: 0, value_hidden: -1 }]])).toBe(false);
+    expect(parse([['big', 'Q', { name_hidden: 0, value_hidden: 1 }, 'x']])).toBe(false);
+  });
 });

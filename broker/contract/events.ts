@@ -195,8 +195,22 @@ export const allowlistSubjectId = 'cfg_a110e115700000a1';
 export const integritySubjectId = 'cfg_a4c40000000000a4';
 export const actionIdSchema = z.string().regex(/^act_[0-9A-Za-z_-]{6,60}$/);
 const attempt = z.number().int().positive();
-/** A card's query or header pair as ACTION_ACCEPTED `request_view` keeps it: each side bounded (512 characters and "…"). */
-const cardPairSchema = z.tuple([z.string().max(513), z.string().max(513)]);
+/**
+ * How many characters a card's bound hid of one query or header pair's name and of its value: a structured fact the
+ * card shows beside the text, never a mark inside it (an agent can end a value with "…" itself).
+ */
+export const cardPairCutSchema = z.strictObject({
+  name_hidden: z.number().int().nonnegative(),
+  value_hidden: z.number().int().nonnegative(),
+});
+/**
+ * A card's query or header pair as a card shows it and ACTION_ACCEPTED `request_view` keeps it: name and value, each
+ * bounded (512 characters), and when either was cut, how much of each is hidden. Older events have no cut and may end a
+ * cut side with "…" (hence 513): they stay readable, shown as they were.
+ */
+export const cardPairSchema = z.tuple([z.string().max(513), z.string().max(513), cardPairCutSchema.optional()]);
+export type CardPair = z.infer<typeof cardPairSchema>;
+export type CardPairCut = z.infer<typeof cardPairCutSchema>;
 /** Pairs a card shows per list (the last one may say how many more are not shown). */
 const cardViewPairsMax = 32;
 

@@ -4,7 +4,7 @@ import { actionStateSchema, sessionStateSchema } from './action-record.js';
 import { queuePositionSchema } from './agent-api.js';
 import { ApprovalMode } from './route-modes.js';
 import type { ClosedSet } from './closed-set.js';
-import { Actor, EventKind } from './events.js';
+import { Actor, cardPairSchema, EventKind } from './events.js';
 import { Effect, EvidenceSource, Outcome, Phase } from './outcome.js';
 import type { BrokerApiMethod } from './operator-methods.js';
 import { vaultApiSchemas } from './operator-vault-api.js';
@@ -127,10 +127,13 @@ export const approvalCardSchema = z.object({
   target: z.string(),
   method: z.string().nullable(),
   path: z.string().nullable(),
-  /** HTTP: the query pairs as the agent sent them (bounded; a last pair "…" says how many more). Empty for SSH. */
-  query: z.array(z.tuple([z.string(), z.string()])),
-  /** HTTP: the headers the agent set, name and bounded value; never the injected credential header. Empty for SSH. */
-  headers: z.array(z.tuple([z.string(), z.string()])),
+  /**
+   * HTTP: the query pairs as the agent sent them (bounded; a pair cut says so in its third element, how many characters
+   * of its name and value are hidden; a last pair "…" says how many more pairs). Empty for SSH.
+   */
+  query: z.array(cardPairSchema),
+  /** HTTP: the headers the agent set, name and bounded value (cut as query pairs); never the credential header. */
+  headers: z.array(cardPairSchema),
   /**
    * SSH: the whole command as the agent sent it (up to the 32 KiB the channel admits; a cut would say how much
    * it hides). MCP: the tool name (bounded).
@@ -345,9 +348,15 @@ export const brokerApiSchemas = {
     output: z.object({
       by_phase_outcome: z.array(z.object({ phase: z.enum(Phase), outcome: z.enum(Outcome), count: z.number().int() })),
       by_code: z.array(z.object({ code: z.string(), count: z.number().int() })),
-      /** Closed before dispatch by a decision (a person's rejection or cancel, an expiry, the caller withdrawing): not a failure of a phase. */
+      /**
+       * Closed before dispatch by a decision (a person's rejection or cancel, an expiry, the caller withdrawing) or by the
+       * broker restarting under it (`restarted`): nothing was sent, not a failure of a phase.
+       */
       decisions: z.array(
-        z.object({ decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']), count: z.number().int() }),
+        z.object({
+          decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn', 'restarted']),
+          count: z.number().int(),
+        }),
       ),
       open: z.number().int(),
       total: z.number().int(),
@@ -358,7 +367,7 @@ export const brokerApiSchemas = {
         by_outcome: z.array(z.object({ outcome: z.enum(Outcome), counts: z.array(z.number().int()) })),
         by_decision: z.array(
           z.object({
-            decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn']),
+            decision: z.enum(['rejected', 'expired', 'cancelled', 'withdrawn', 'restarted']),
             counts: z.array(z.number().int()),
           }),
         ),

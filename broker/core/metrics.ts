@@ -23,13 +23,16 @@ export interface OutcomeCountRow {
 /**
  * How an action was closed before dispatch by a decision rather than by a failure of a phase: a
  * person's rejection or cancel (a session revocation cancels too), an approval window that ran out,
- * or the caller withdrawing (cancel, disconnect, deadline, its process gone) before anything was sent.
+ * or the caller withdrawing (cancel, disconnect, deadline, its process gone) before anything was sent;
+ * or by the broker restarting under it (recovery's BROKER_RESTARTED, not_attempted: a card that waited for
+ * a person, a ticket that waited for its lane — no phase failed, nothing was injected or sent).
  */
 export const ClosedBeforeDispatch = {
   rejected: 'rejected',
   expired: 'expired',
   cancelled: 'cancelled',
   withdrawn: 'withdrawn',
+  restarted: 'restarted',
 } as const;
 export type ClosedBeforeDispatch = keyof typeof ClosedBeforeDispatch;
 
@@ -51,7 +54,7 @@ export interface ActionMetrics {
   readonly by_phase_outcome: Array<{ phase: Phase; outcome: Outcome; count: number }>;
   /** Counts by error code (null code = success, not listed); closed-before-dispatch decisions are in `decisions`, not here. */
   readonly by_code: Array<{ code: string; count: number }>;
-  /** Actions closed before dispatch by a decision: never counted as a failure of a phase. */
+  /** Actions closed before dispatch by a decision or a restart: never counted as a failure of a phase. */
   readonly decisions: Array<{ decision: ClosedBeforeDispatch; count: number }>;
   /** Actions not settled or closed yet: waiting (in a lane, for a person), or in flight (on their way or running). */
   readonly open: number;
@@ -72,6 +75,11 @@ export const callerStopCodes: ReadonlySet<string> = new Set(['CALLER_CANCELLED',
  * stay counted as cancelled: the counters keep no actor or reason that could tell them apart.
  */
 export const callerGoneCodes: ReadonlySet<string> = new Set(['SESSION_ENDED']);
+/**
+ * The code recovery closes an action with when the broker stopped under it (broker/core classify-restart.ts). Its
+ * not_attempted is proven before dispatch (a quarantined journal's is unknown, an alarm, counted under its phase).
+ */
+const restartCode = 'BROKER_RESTARTED';
 const terminalDecisions: ReadonlySet<string> = new Set<Decision>(['rejected', 'expired', 'cancelled']);
 
 /**
@@ -91,6 +99,9 @@ export function closedBeforeDispatch(row: OutcomeCountRow): ClosedBeforeDispatch
   if (decision === 'cancelled' && (callerStop || callerGone)) return 'withdrawn';
   if (decision !== null && terminalDecisions.has(decision)) return decision as ClosedBeforeDispatch;
   if (row.dispatched === 0 && callerStop) return 'withdrawn';
+  // Its phase is where the record stopped (a waiting card's is credential_injection, DESIGN §3), yet nothing there
+  // failed: the broker went away. Read from the stored code, so a journal's existing counts need no rewrite.
+  if (row.code === restartCode) return 'restarted';
   return null;
 }
 
@@ -192,7 +203,7 @@ const phaseOrder: readonly string[] = [
   'result_delivery',
 ];
 const outcomeOrder: readonly string[] = ['not_attempted', 'rejected', 'committed', 'unknown'];
-const decisionOrder: readonly ClosedBeforeDispatch[] = ['rejected', 'expired', 'cancelled', 'withdrawn'];
+const decisionOrder: readonly ClosedBeforeDispatch[] = ['rejected', 'expired', 'cancelled', 'withdrawn', 'restarted'];
 
 function rank(order: readonly string[], value: string): number {
   const i = order.indexOf(value);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
+import { foldMetrics } from '../core/index.js';
 import { Journal } from '../journal/index.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { ApprovalQueue, type Turn } from './approval-queue.js';
@@ -145,5 +146,40 @@ describe('when the broker restarts on a journal its integrity anchor quarantined
     await queue.abandon(ticketA, person, 'cannot tell whether it was sent');
     expect(await waiting).toEqual({ kind: 'go' });
     queue.close();
+  });
+});
+
+describe('when the broker restarts while a card waits for a person and a ticket for its lane', () => {
+  it('metrics count both as closed by the restart, never as a credential_injection failure', async () => {
+    temp = await openTempJournal();
+    // A per-call card shown and waiting for a person; behind it in its lane, an approval-none ticket waiting its turn.
+    const card = 'act_restartC0001';
+    const queued = 'act_restartQ0001';
+    await temp.journal.appendBatch([
+      ...admit(card, 'per_call'),
+      { kind: 'CARD_SHOWN', action_id: card, payload: { expires_at_ms: temp.clock.nowMs() + 60_000 } },
+    ]);
+    await temp.journal.appendBatch(admit(queued, 'none'));
+    await temp.journal.close();
+
+    const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
+    temp = {
+      ...temp,
+      journal,
+      dispose: async () => {
+        await journal.close();
+        temp.dir.remove();
+      },
+    };
+    // The journal says where the record stopped (DESIGN §3: the approval gate is credential_injection's) ...
+    expect(journal.getAction(card)).toMatchObject({ stage: 'card_shown', outcome: 'not_attempted' });
+    expect(journal.getAction(queued)).toMatchObject({ stage: 'validated', outcome: 'not_attempted' });
+    // ... and metrics, read from the stored counters, count what closed them: the restart, no phase failing.
+    const m = foldMetrics(journal.outcomeCounts());
+    expect(m.decisions).toEqual([{ decision: 'restarted', count: 2 }]);
+    expect(m.by_phase_outcome).toEqual([]);
+    expect(m.by_code).toEqual([]);
+    expect(m).toMatchObject({ open: 0, total: 2 });
+    expect(m.rate.by_decision).toEqual([{ decision: 'restarted', counts: expect.any(Array) as number[] }]);
   });
 });

@@ -1,6 +1,6 @@
 import { approvalCardSchema, type ActionState, type ApprovalCard, type SessionState } from '../contract/index.js';
 import { retriableRecord, type TicketWait } from '../core/index.js';
-import { previewFromTarget, type CardPreview, type HttpRequestView } from './card-preview.js';
+import { copyPair, previewFromTarget, type CardPreview, type HttpRequestView } from './card-preview.js';
 
 export interface CardFacts {
   readonly state: ActionState;
@@ -52,8 +52,8 @@ export function buildCard(f: CardFacts): ApprovalCard {
     target: preview.target,
     method: preview.method,
     path: preview.path,
-    query: preview.query.map(([n, v]) => [n, v]),
-    headers: preview.headers.map(([n, v]) => [n, v]),
+    query: preview.query.map(copyPair),
+    headers: preview.headers.map(copyPair),
     ...(journaled === 'sealed' || journaled === 'not_recorded' ? { request_details: journaled } : {}),
     command: preview.command,
     body_preview: preview.body_preview,

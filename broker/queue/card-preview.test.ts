@@ -74,8 +74,27 @@ describe('query and headers on a card', () => {
     const shown = boundedPairs(many);
     expect(shown).toHaveLength(cardPairsMax);
     expect(shown.at(-1)).toEqual(['…', '6 more not shown']);
-    expect(shown[0]?.[1]).toBe(`${'v'.repeat(cardPairCharsMax)}…`);
+    expect(shown[0]).toEqual(['p0', 'v'.repeat(cardPairCharsMax), { name_hidden: 0, value_hidden: 10 }]);
     expect(boundedPairs(many.slice(0, cardPairsMax))).toHaveLength(cardPairsMax);
+  });
+
+  it('when a value is cut: the pair says how many characters are hidden, and nothing is added to the value', () => {
+    const [big, fake, whole] = boundedPairs([
+      ['big', 'Q'.repeat(2500)],
+      // An agent's own "…" at the end of a value that fits: shown as sent, never taken for a cut.
+      ['fake', `${'Q'.repeat(100)}…`],
+      ['n'.repeat(cardPairCharsMax + 3), 'v'],
+    ]);
+    expect(big).toEqual([
+      'big',
+      'Q'.repeat(cardPairCharsMax),
+      { name_hidden: 0, value_hidden: 2500 - cardPairCharsMax },
+    ]);
+    expect(fake).toEqual(['fake', `${'Q'.repeat(100)}…`]);
+    expect(whole).toEqual(['n'.repeat(cardPairCharsMax), 'v', { name_hidden: 3, value_hidden: 0 }]);
+    // A cut never splits a surrogate pair: the shown part stays valid text.
+    const [emoji] = boundedPairs([['e', `${'x'.repeat(cardPairCharsMax - 1)}😀😀`]]);
+    expect(emoji).toEqual(['e', 'x'.repeat(cardPairCharsMax - 1), { name_hidden: 0, value_hidden: 4 }]);
   });
 });
 

@@ -1,3 +1,5 @@
+import type { CardPair } from '../contract/index.js';
+
 /** The first bytes of a body a card shows (before any injection: the agent's bytes only). */
 export const bodyPreviewBytesMax = 2048;
 /** A path or a tool name is shown up to this many characters. */
@@ -23,12 +25,12 @@ export interface CardPreview {
   readonly method: string | null;
   readonly path: string | null;
   /** HTTP: the query as the agent sent it (the credential's query parameter is added later, never here). */
-  readonly query: ReadonlyArray<readonly [string, string]>;
+  readonly query: readonly CardPair[];
   /**
    * HTTP: the headers the agent set (e.g. X-HTTP-Method-Override), names and bounded values. The
    * agent can never set the credential's header (FORBIDDEN_HEADER), so no secret is here.
    */
-  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly headers: readonly CardPair[];
   readonly command: string | null;
   readonly body_preview: string | null;
   readonly body_bytes: number;
@@ -52,8 +54,8 @@ export interface HttpPreviewRequest {
  * the same request; the body itself is never journaled, only its size.
  */
 export interface HttpRequestView {
-  readonly query: ReadonlyArray<readonly [string, string]>;
-  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly query: readonly CardPair[];
+  readonly headers: readonly CardPair[];
   readonly body_bytes: number;
 }
 
@@ -83,8 +85,8 @@ function httpPreviewOf(
     target: `route:${route.name}`,
     method,
     path,
-    query: view.query.map(([n, v]): [string, string] => [n, v]),
-    headers: view.headers.map(([n, v]): [string, string] => [n, v]),
+    query: view.query.map(copyPair),
+    headers: view.headers.map(copyPair),
     command: null,
     body_preview: null,
     body_bytes: view.body_bytes,
@@ -167,17 +169,33 @@ function bounded(text: string, charsMax = cardTextCharsMax): string {
 }
 
 /**
- * At most cardPairsMax pairs, each side at most cardPairCharsMax characters. Hidden pairs are never
+ * At most cardPairsMax pairs, each side at most cardPairCharsMax characters. A cut side is the first characters alone
+ * (never a surrogate pair split), the pair saying how many characters of each side are hidden. Hidden pairs are never
  * dropped silently: the last pair says how many more there are, so a person knows the card is cut.
  */
-export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): Array<[string, string]> {
+export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): CardPair[] {
   const shown = pairs.length <= cardPairsMax ? pairs : pairs.slice(0, cardPairsMax - 1);
-  const out = shown.map(([name, value]): [string, string] => [
-    bounded(name, cardPairCharsMax),
-    bounded(value, cardPairCharsMax),
-  ]);
+  const out = shown.map(([name, value]): CardPair => {
+    const n = cutText(name, cardPairCharsMax);
+    const v = cutText(value, cardPairCharsMax);
+    return n.hidden === 0 && v.hidden === 0
+      ? [n.text, v.text]
+      : [n.text, v.text, { name_hidden: n.hidden, value_hidden: v.hidden }];
+  });
   if (shown.length < pairs.length) out.push(['…', `${pairs.length - shown.length} more not shown`]);
   return out;
+}
+
+/** The first `charsMax` characters (one fewer rather than split a surrogate pair) and how many are not shown. */
+function cutText(text: string, charsMax: number): { text: string; hidden: number } {
+  if (text.length <= charsMax) return { text, hidden: 0 };
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(charsMax - 1)) ? charsMax - 1 : charsMax;
+  return { text: text.slice(0, end), hidden: text.length - end };
+}
+
+/** A mutable copy of a pair, its cut kept (what the contract's schemas and the journal take). */
+export function copyPair([name, value, cut]: CardPair): CardPair {
+  return cut === undefined ? [name, value] : [name, value, { ...cut }];
 }
 
 /**

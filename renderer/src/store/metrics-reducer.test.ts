@@ -64,6 +64,7 @@ describe('the decisions and the rate', () => {
       { decision: 'expired', count: 0 },
       { decision: 'cancelled', count: 0 },
       { decision: 'withdrawn', count: 0 },
+      { decision: 'restarted', count: 0 },
     ]);
   });
 

@@ -74,13 +74,20 @@ export function barPercent(count: number, max: number): number {
 export type Decided = Metrics['decisions'][number]['decision'];
 
 /** The decisions that close an action before dispatch, in the order the view lists them, and their words. */
-export const decisionOrder = ['rejected', 'expired', 'cancelled', 'withdrawn'] as const satisfies readonly Decided[];
+export const decisionOrder = [
+  'rejected',
+  'expired',
+  'cancelled',
+  'withdrawn',
+  'restarted',
+] as const satisfies readonly Decided[];
 export const decisionsListed: Exhaustive<Exclude<Decided, (typeof decisionOrder)[number]>> = true;
 export const decisionMeaning: Readonly<Record<Decided, string>> = {
   rejected: 'a person rejected the card',
   expired: 'the approval window closed with no decision',
   cancelled: 'a person cancelled it, or its session was revoked',
   withdrawn: 'the caller cancelled, disconnected or ran out of time before anything was sent',
+  restarted: 'the broker restarted while it waited (for a person or its lane); recovery closed it, nothing was sent',
 };
 
 /** Every decision with its count (0 where none), so the breakdown's rows do not move as counts arrive. */

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { ApprovalCard } from '../../../broker/contract/index.js';
+import type { ApprovalCard, CardPair } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
@@ -327,16 +327,24 @@ function CommandText({ command, ticket }: { command: string; ticket: number }) {
   );
 }
 
-function Pairs({ pairs }: { pairs: ReadonlyArray<readonly [string, string]> }) {
+/** Query or header pairs; a side the broker cut is followed, outside its text, by how much of it is hidden. */
+function Pairs({ pairs }: { pairs: readonly CardPair[] }) {
   return (
     <ul className="pairs">
-      {pairs.map(([name, value], i) => (
+      {pairs.map(([name, value, cut], i) => (
         <li key={i}>
-          <code>{name}</code>: <code>{value}</code>
+          <code>{name}</code>
+          <CutNote hidden={cut?.name_hidden} />: <code>{value}</code>
+          <CutNote hidden={cut?.value_hidden} />
         </li>
       ))}
     </ul>
   );
+}
+
+function CutNote({ hidden }: { hidden: number | undefined }) {
+  if (hidden === undefined || hidden === 0) return null;
+  return <span className="muted"> [cut: {hidden.toLocaleString('en-US')} more characters not shown]</span>;
 }
 
 /**

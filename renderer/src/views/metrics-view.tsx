@@ -122,13 +122,13 @@ function Codes({ byCode }: { byCode: Metrics['by_code'] }) {
   );
 }
 
-/** Actions closed before dispatch by a decision: their own breakdown, never counted as a failed phase. */
+/** Actions closed before dispatch by a decision or a restart: their own breakdown, never counted as a failed phase. */
 function Decisions({ decisions }: { decisions: Metrics['decisions'] }) {
   const rows = decisionRows(decisions);
   return (
     <>
-      <h3>Closed before dispatch by a decision</h3>
-      <p className="muted">Nothing was sent for these; they are decisions, not failures of a phase.</p>
+      <h3>Closed before dispatch by a decision or a restart</h3>
+      <p className="muted">Nothing was sent for these; they are decisions or restarts, not failures of a phase.</p>
       <table className="codes decisions" data-testid="metrics-decisions">
         <tbody>
           {rows.map((row) => (
