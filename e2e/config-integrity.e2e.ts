@@ -96,7 +96,7 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
       expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' }),
     ]);
     const applied = (await op(dataDir, 'activity.list', {})).events.filter((e) => e.kind === 'CONFIG_APPLIED');
-    // The first run's file, trusted on first use at its first unlock, then the person's acceptance.
+    // The file trusted on first use when the vault was created, then the person's acceptance.
     expect(applied).toEqual([
       expect.objectContaining({ summary: expect.stringMatching(/^first_use by trust on first use: sha256:/) }),
       expect.objectContaining({ summary: expect.stringContaining(pending.accepted?.digest ?? '-') }),

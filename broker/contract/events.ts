@@ -95,7 +95,7 @@ export const eventKindMeanings: Readonly<Record<EventKind, string>> = {
   SESSION_RECONNECTED:
     'The same agent process (pid + start time) opened its recorded session again: a shim reconnecting after a broker restart or a lost connection, or another connection of that process.',
   CONFIG_APPLIED:
-    "A configuration a person accepted (or edited) took effect without a restart, or a new data directory's file was trusted on first use at its first unlock: its digest, who, how, and the settings waiting for one.",
+    'A configuration a person accepted (or edited) took effect without a restart, or the file present when a person created the vault was trusted on first use: its digest, who, how, and the settings waiting for one.',
   CREDENTIAL_REQUESTED:
     'An agent asked for a credential it lacks (request_credential): its purpose, what it is for and the hints it gave; never a value.',
   CREDENTIAL_PROVISIONED:
