@@ -98,7 +98,10 @@ export class ReflectingRemote {
 
   static async start(): Promise<ReflectingRemote> {
     const handlers: { handle?: (req: IncomingMessage, res: ServerResponse) => void } = {};
-    const server = createServer((req, res) => handlers.handle?.(req, res));
+    // It runs in the test's own process: a test that blocks the loop for seconds (checking every decompression an agent
+    // could try) would otherwise let Node's 5 s keep-alive close the idle socket just as the next call reuses it, before
+    // undici's own idle timer could run — an honest unknown, but not what these tests are about.
+    const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => handlers.handle?.(req, res));
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const remote = new ReflectingRemote(server, (server.address() as AddressInfo).port);
