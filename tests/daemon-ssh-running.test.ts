@@ -12,7 +12,8 @@ import { runPostern } from './support/postern-process.js';
 /**
  * A real daemon running an agent's `ssh_exec sleep 30` on a real OpenSSH sshd, as a person sees it from the operator
  * CLI: `status` and `metrics` count the running command as in flight / open, never as an unknown outcome (the unknown
- * is the one command that settled so); `actions list` shows its furthest stage while it runs; and a SIGTERM whose
+ * is the one command that settled so); `actions list` shows its furthest stage while it runs, and `--outcome unknown`
+ * lists only the settled one (`--open` the running one); and a SIGTERM whose
  * drain cuts it logs no error for the recording the stop left open (docs/operator.md "Stopping", step 3): the row stays
  * open, marked alive at the stop, and reads RECORDING_INCOMPLETE after the restart. Between the stop and the restart,
  * `status` reads the file and counts the cut command unknown (nothing runs it), never in flight.
@@ -132,6 +133,13 @@ describe('an ssh_exec still running on a real sshd, seen by the operator CLI and
     expect(runningLine).toMatch(/ {2}response_started {2}open$/);
     expect(runningLine).not.toContain('unknown');
     expect(lines.find((l) => l.includes('  quick  '))).toContain('unknown/unknown_effect (OPERATION_TIMEOUT)');
+    // --outcome unknown agrees with status: the settled one only; the running one is what --open finds.
+    const byOutcome = await cli(['actions', 'list', '--outcome', 'unknown', '--json']);
+    const unknownTargets = (JSON.parse(byOutcome.stdout) as { actions: ActionListRow[] }).actions.map((a) => a.target);
+    expect(unknownTargets).toEqual(['quick']);
+    const openRows = await cli(['actions', 'list', '--open', '--json']);
+    const openIds = (JSON.parse(openRows.stdout) as { actions: ActionListRow[] }).actions.map((a) => a.action_id);
+    expect(openIds).toContain(row.action_id);
 
     // SIGTERM: the drain runs out, the command is cut, and nothing is logged as an error for it.
     const daemon = running.daemon.process;
