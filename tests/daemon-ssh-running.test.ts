@@ -12,9 +12,11 @@ import { runPostern } from './support/postern-process.js';
 /**
  * A real daemon running an agent's `ssh_exec sleep 30` on a real OpenSSH sshd, as a person sees it from the operator
  * CLI: `status` and `metrics` count the running command as in flight / open, never as an unknown outcome (the unknown
- * is the one command that settled so); `actions list` shows its furthest stage while it runs; and a SIGTERM whose
+ * is the one command that settled so); `actions list` shows its furthest stage while it runs, and `--outcome unknown`
+ * lists only the settled one (`--open` the running one); and a SIGTERM whose
  * drain cuts it logs no error for the recording the stop left open (docs/operator.md "Stopping", step 3): the row stays
- * open, marked alive at the stop, and reads RECORDING_INCOMPLETE after the restart.
+ * open, marked alive at the stop, and reads RECORDING_INCOMPLETE after the restart. Between the stop and the restart,
+ * `status` reads the file and counts the cut command unknown (nothing runs it), never in flight.
  */
 const drainMs = 2_000;
 const unavailable = TestSshd.unavailableReason();
@@ -77,7 +79,7 @@ async function until<T>(what: string, read: () => Promise<T | undefined>, within
 }
 
 describe('an ssh_exec still running on a real sshd, seen by the operator CLI and cut by SIGTERM', () => {
-  it('counts it in flight (not unknown), shows its stage, and the stop that cuts it logs no error', async (ctx) => {
+  it('counts it in flight (not unknown), shows its stage, the stop that cuts it logs no error, and with no broker it is unknown', async (ctx) => {
     const s = TestSshd.required(sshd, ctx);
     running = await startBearerRouteDaemon({
       prefix: 'psshrun-',
@@ -131,6 +133,13 @@ describe('an ssh_exec still running on a real sshd, seen by the operator CLI and
     expect(runningLine).toMatch(/ {2}response_started {2}open$/);
     expect(runningLine).not.toContain('unknown');
     expect(lines.find((l) => l.includes('  quick  '))).toContain('unknown/unknown_effect (OPERATION_TIMEOUT)');
+    // --outcome unknown agrees with status: the settled one only; the running one is what --open finds.
+    const byOutcome = await cli(['actions', 'list', '--outcome', 'unknown', '--json']);
+    const unknownTargets = (JSON.parse(byOutcome.stdout) as { actions: ActionListRow[] }).actions.map((a) => a.target);
+    expect(unknownTargets).toEqual(['quick']);
+    const openRows = await cli(['actions', 'list', '--open', '--json']);
+    const openIds = (JSON.parse(openRows.stdout) as { actions: ActionListRow[] }).actions.map((a) => a.action_id);
+    expect(openIds).toContain(row.action_id);
 
     // SIGTERM: the drain runs out, the command is cut, and nothing is logged as an error for it.
     const daemon = running.daemon.process;
@@ -140,6 +149,24 @@ describe('an ssh_exec still running on a real sshd, seen by the operator CLI and
     expect(daemon.stderr).not.toMatch(/"level":50/);
     expect(daemon.stderr).toContain('ssh recording left open: the broker stopped before it was sealed');
     expect(await lost).toBeDefined();
+
+    // Stopped, before any restart: nothing runs the cut command, so status (reading the file) calls it unknown, not in
+    // flight (DESIGN §2; the next start records BROKER_RESTARTED).
+    const offline = JSON.parse((await cli(['status', '--json'])).stdout) as unknown;
+    expect(offline).toMatchObject({
+      broker_running: false,
+      journal_read_from: 'file',
+      actions: { total: 2, in_flight: 0, unknown: 2, dispatched_unrecorded: 1 },
+    });
+    const offlineText = (await cli(['status'])).stdout;
+    expect(offlineText).toContain('Broker: not running for this data directory');
+    expect(offlineText).toContain(
+      'Actions: 2 total, 0 in flight, 2 unknown (1 dispatched, no outcome recorded: no broker is running; its next start records it unknown)',
+    );
+    // metrics has no offline reading: it asks the broker, and says none is running.
+    const offlineMetrics = await cli(['metrics']);
+    expect(offlineMetrics.code).not.toBe(0);
+    expect(offlineMetrics.stderr).toContain('no broker is running');
 
     // After the restart: recorded unknown (BROKER_RESTARTED), its recording open and kept from the stop on.
     const journal = await Journal.open({ dataDir: running.dataDir, clock: systemClock });

@@ -43,7 +43,9 @@ export const auditSchemaVersion = 4;
 // log, like 13.
 // 20 rebuilds actions_list_open (actions list --open also keeps a recorded unknown its lane waits on): an index of the
 // current-state actions table only.
-export const auditSchemaVersionMax = 20;
+// 21 rebuilds actions_list_by_outcome partial on settled rows (actions list --outcome means settled with it): an index
+// of the current-state actions table only.
+export const auditSchemaVersionMax = 21;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

@@ -190,7 +190,10 @@ export function registerOperatorCommands(program: Command, context: CommandConte
     .option('--session <id>', 'only this agent session (an id the journal does not hold is refused)')
     .option('--lane <lane>', 'only this lane')
     .option('--target <name>', 'only this route or SSH host (name, or route:name / host:name)')
-    .option('--outcome <outcome>', 'only this outcome (not_attempted, rejected, committed, unknown)')
+    .option(
+      '--outcome <outcome>',
+      'only actions settled with this outcome (not_attempted, rejected, committed, unknown); a running one is --open',
+    )
     .option('--code <code>', `only this error code (${codesWhere})`)
     .option('--open', 'only actions not yet settled or closed')
     .option(

@@ -284,12 +284,31 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
   io.out(`Broker: ${brokerWords(running, impostor, holder)}`);
   const counts = `${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version}`;
   io.out(`Journal: ${journalWords(report, impostor !== undefined)}${counts})`);
-  io.out(`Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown`);
+  io.out(
+    `Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown${unrecordedWords(report)}`,
+  );
   return exitCode.ok;
 }
 
+/**
+ * Read from the file, the unknown actions that were dispatched with no outcome recorded: with nothing running, cut or
+ * crashed (DESIGN §2: unknown; the next start records BROKER_RESTARTED), never in flight. With a process holding the
+ * journal (a broker silent, starting or stopping, or an unverified listener) the file cannot say whether it still runs
+ * them: said so.
+ */
+function unrecordedWords(report: JournalReport): string {
+  const n = report.actions.dispatched_unrecorded ?? 0;
+  if (report.read_from !== 'file' || n === 0) return '';
+  const closed = report.journal.state === 'closed';
+  return closed
+    ? ` (${n} dispatched, no outcome recorded: no broker is running; its next start records ${n === 1 ? 'it' : 'them'} unknown)`
+    : ` (${n} dispatched, no outcome recorded in the file: the process holding the journal may still be running ${n === 1 ? 'it' : 'them'})`;
+}
+
 /** The journal's state, or "unknown" when read from the file while some process may hold it open. */
-interface JournalReport extends Pick<BrokerStatus, 'actions'> {
+interface JournalReport {
+  /** Read from the file: dispatched_unrecorded, those of `unknown` dispatched with no outcome recorded (read-snapshot.ts). */
+  actions: BrokerStatus['actions'] & { dispatched_unrecorded?: number };
   journal: Omit<BrokerStatus['journal'], 'state'> & { state: BrokerStatus['journal']['state'] | 'unknown' };
   read_from: 'broker' | 'file';
   /** Read from the file: whether there is one (a directory no broker ever opened has none). */

@@ -32,6 +32,7 @@ export const actionListRowSchema = z.object({
    * `decision` stays null). Null before a decision.
    */
   decided_by: z.string().max(400).nullable(),
+  /** Provisional while open: a dispatched action says unknown until it settles (settled_at_ms null meanwhile). */
   outcome: z.enum(Outcome).nullable(),
   code: z.string().max(80).nullable(),
   effect: z.enum(Effect).nullable(),
@@ -66,9 +67,10 @@ export const actionListSchemas = {
     session_id: z.string().trim().min(1).max(80).optional(),
     lane: notBlank(200).optional(),
     target: notBlank(200).optional(),
+    /** Only actions settled with this outcome: a dispatched one still running (its row says unknown) is `open`. */
     outcome: z.enum(Outcome).optional(),
     code: z.string().max(80).optional(),
-    /** Only actions not yet settled or closed. */
+    /** Only actions not yet settled or closed, and recorded unknowns their lane still waits on. */
     open: z.boolean().optional(),
     /**
      * Case-insensitive substring of target, method, request, lane, action id, ticket, code, or who decided as the

@@ -4,6 +4,7 @@ import {
   countedAction,
   counterDelta,
   outcomeRowsOf,
+  restingActionCountsOf,
   type CountedFields,
   type CounterKey,
   type CounterRow,
@@ -181,6 +182,20 @@ describe('actionCountsOf', () => {
     ];
     expect(actionCountsOf(rows)).toEqual({ total: 17, in_flight: 6, unknown: 1 });
     expect(actionCountsOf([])).toEqual({ total: 0, in_flight: 0, unknown: 0 });
+  });
+});
+
+describe('restingActionCountsOf (read from the file, no broker running it)', () => {
+  it('counts a dispatched action with no outcome recorded as unknown (dispatched_unrecorded), never in flight', () => {
+    const rows: CounterRow[] = [
+      { ...openKey, n: 4 },
+      { ...committedKey, n: 10 },
+      // Dispatched, cut or crashed: nothing runs it now, so its outcome is unknown (DESIGN §2).
+      { ...committedKey, outcome: 'unknown', in_flight: 1, n: 2 },
+      { ...committedKey, outcome: 'unknown', n: 1 },
+    ];
+    expect(restingActionCountsOf(rows)).toEqual({ total: 17, in_flight: 4, unknown: 3, dispatched_unrecorded: 2 });
+    expect(restingActionCountsOf([])).toEqual({ total: 0, in_flight: 0, unknown: 0, dispatched_unrecorded: 0 });
   });
 });
 

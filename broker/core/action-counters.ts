@@ -116,6 +116,37 @@ export function actionCountsOf(counters: readonly CounterRow[]): { total: number
   return { total, in_flight: inFlight, unknown };
 }
 
+/** status's counts read from the journal file while no broker runs it (restingActionCountsOf). */
+export interface RestingActionCounts {
+  readonly total: number;
+  /** Open before dispatch (waiting for a person or in a lane): the next start closes them not_attempted. */
+  readonly in_flight: number;
+  /** Recorded unknown, and the `dispatched_unrecorded` ones. */
+  readonly unknown: number;
+  /** Of `unknown`: dispatched with no outcome recorded — cut or crashed; the next start records BROKER_RESTARTED. */
+  readonly dispatched_unrecorded: number;
+}
+
+/**
+ * What `status` shows read from the journal file with no broker running it (DESIGN §2): a dispatched action with no
+ * outcome recorded is not running — nothing is — so it is not in flight: its outcome is unknown (the bytes may have
+ * left), as the next start's recovery will record (BROKER_RESTARTED). Counted unknown, and apart in
+ * `dispatched_unrecorded` so status can say why. The same counters as actionCountsOf: O(1) in journal size.
+ */
+export function restingActionCountsOf(counters: readonly CounterRow[]): RestingActionCounts {
+  let total = 0;
+  let inFlight = 0;
+  let unknown = 0;
+  let unrecorded = 0;
+  for (const row of counters) {
+    total += row.n;
+    if (row.in_flight === 1 && row.dispatched === 1) unrecorded += row.n;
+    else if (row.in_flight === 1) inFlight += row.n;
+    else if (row.outcome === 'unknown') unknown += row.n;
+  }
+  return { total, in_flight: inFlight, unknown: unknown + unrecorded, dispatched_unrecorded: unrecorded };
+}
+
 /**
  * The rows foldMetrics reads, as the scan over the actions table grouped them: per rate key, one row
  * per minute within the hour up to the newest classified minute, and one (minute null) for the rest.

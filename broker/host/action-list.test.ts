@@ -2,9 +2,10 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { brokerApiSchemas, type NewEvent, type OperatorInput } from '../contract/index.js';
-import { isListedOpen } from '../core/index.js';
+import { isActionOpen, isListedOpen } from '../core/index.js';
 import { Journal, journalMigrations } from '../journal/index.js';
 import { openActionsCondition } from '../journal/migrations/020-open-includes-blocking-unknown.js';
+import { settledOutcomeCondition } from '../journal/migrations/021-outcome-filter-settled.js';
 import { actionPathNames, actionPaths } from '../testing/action-paths.js';
 import { dropIndexAddedBy018, dropTablesAddedBy017, restoreTablesDroppedBy014 } from '../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
@@ -158,6 +159,22 @@ describe('actions.list over a real journal', () => {
     expect(found('rejected by')).toEqual(['act_rejectedByPerson_000']);
   });
 
+  it('when one action is still running and one settled unknown: --outcome unknown finds the settled one only, --open the running one', async () => {
+    // Same session and lane (n = 0): the lane filter drives the read and the outcome is tested on its rows.
+    await temp.journal.appendBatch(varied('deadlineInFlight', 0));
+    await temp.journal.appendBatch(varied('callerCancelledAfterDispatch', 0));
+    const ids = (input: OperatorInput<'actions.list'>): string[] => list(input).actions.map((a) => a.action_id);
+    // The running one's row says unknown (provisionally, from its dispatch on), yet nothing settled it.
+    expect(list({}).actions.map((a) => [a.action_id, a.outcome, a.settled_at_ms === null])).toEqual([
+      ['act_callerCancelledAfter_000', 'unknown', false],
+      ['act_deadlineInFlight_000', 'unknown', true],
+    ]);
+    expect(ids({ outcome: 'unknown' })).toEqual(['act_callerCancelledAfter_000']);
+    expect(ids({ outcome: 'unknown', lane: 'lane-a' })).toEqual(['act_callerCancelledAfter_000']);
+    expect(ids({ outcome: 'unknown', text: 'act_' })).toEqual(['act_callerCancelledAfter_000']);
+    expect(ids({ open: true })).toContain('act_deadlineInFlight_000');
+  });
+
   it('when every path has run in two sessions, lanes and targets: each filter and keyset page agrees with the projection, with no duplicate or gap', async () => {
     for (const name of actionPathNames) for (const n of [0, 1, 2, 3]) await temp.journal.appendBatch(varied(name, n));
     const model = temp.journal.listActions().sort((a, b) => b.first_seq - a.first_seq);
@@ -181,7 +198,8 @@ describe('actions.list over a real journal', () => {
           if (filter.session_id !== undefined && s.session_id !== filter.session_id) return false;
           if (filter.lane !== undefined && s.lane !== filter.lane) return false;
           if (filter.target !== undefined && rowTarget !== filter.target.replace(/^(route|host):/, '')) return false;
-          if (filter.outcome !== undefined && s.outcome !== filter.outcome) return false;
+          // Settled with that outcome: a running action's provisional unknown is not one (--open finds it).
+          if (filter.outcome !== undefined && (s.outcome !== filter.outcome || isActionOpen(s))) return false;
           if (filter.code !== undefined && s.code !== filter.code) return false;
           if (filter.open === true && !isListedOpen(s)) return false;
           return true;
@@ -262,7 +280,7 @@ describe('actions.list over a real journal', () => {
         [`WHERE a.session_id = 'x' AND a.first_seq < 500`, 'actions_list_by_session'],
         [`WHERE a.lane = 'x'`, 'actions_list_by_lane'],
         [`WHERE a.target_name = 'x'`, 'actions_list_by_target'],
-        [`WHERE a.outcome = 'unknown'`, 'actions_list_by_outcome'],
+        [`WHERE a.outcome = 'unknown' AND ${settledOutcomeCondition}`, 'actions_list_by_outcome'],
         [`WHERE a.code IS NOT NULL AND a.code = 'X'`, 'actions_list_by_code'],
         [`WHERE (${openActionsCondition})`, 'actions_list_open'],
       ] as const) {

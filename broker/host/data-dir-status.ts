@@ -1,8 +1,11 @@
 import type { BrokerStatus } from '../contract/index.js';
+import type { RestingActionCounts } from '../core/index.js';
 import { readJournalSnapshot } from '../journal/read-snapshot.js';
 
 /** What `postern status` reports about a data directory without running a broker in it. */
-export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal' | 'actions'> & {
+export type DataDirStatus = Pick<BrokerStatus, 'data_dir' | 'journal'> & {
+  /** As the file says them with no broker running it: dispatched with no outcome recorded is unknown, not in flight. */
+  readonly actions: RestingActionCounts;
   /** False when the directory holds no journal file yet (no broker ever opened it): the counts are then zeros. */
   readonly journal_file: boolean;
 };

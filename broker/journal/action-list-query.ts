@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { openActionsCondition } from './migrations/020-open-includes-blocking-unknown.js';
+import { settledOutcomeCondition } from './migrations/021-outcome-filter-settled.js';
 
 /** What a page of the action list is narrowed by; every field optional (AND of the ones given). */
 export interface ActionListFilter {
@@ -10,6 +11,10 @@ export interface ActionListFilter {
   readonly lane?: string;
   /** The route or host name, without its `route:` / `host:` prefix. */
   readonly targetName?: string;
+  /**
+   * Only actions settled with this outcome (schema 21's partial index): a dispatched action still running says unknown
+   * provisionally and is left out (`open` finds it), as `status` counts unknown.
+   */
   readonly outcome?: string;
   readonly code?: string;
   /**
@@ -174,7 +179,11 @@ export function actionListSql(filter: Omit<ActionListFilter, 'limit'>): {
   if (filter.sessionId !== undefined)
     equalities.push({ sql: 'a.session_id = ?', values: [filter.sessionId], index: 'actions_list_by_session' });
   if (filter.outcome !== undefined)
-    equalities.push({ sql: 'a.outcome = ?', values: [filter.outcome], index: 'actions_list_by_outcome' });
+    equalities.push({
+      sql: `a.outcome = ? AND ${settledOutcomeCondition}`,
+      values: [filter.outcome],
+      index: 'actions_list_by_outcome',
+    });
   const [driving, ...tested] = equalities;
   if (filter.text !== undefined) {
     const policy = policyWordsCondition(filter.text);

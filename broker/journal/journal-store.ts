@@ -2,6 +2,8 @@ import type { Database, Statement } from 'better-sqlite3';
 import type { ActionState, EventKind, SessionState } from '../contract/index.js';
 import {
   actionCountsOf,
+  restingActionCountsOf,
+  type RestingActionCounts,
   countedAction,
   counterDelta,
   counterKeyId,
@@ -309,6 +311,11 @@ export class JournalStore implements AuditStore {
   /** From the counters (schema 11), not the actions table: the same numbers at any journal size. */
   actionCounts(): ActionCounts {
     return actionCountsOf(this.sql.readCounters().all());
+  }
+
+  /** The same counters as read with no broker running the journal: dispatched, no outcome recorded, is unknown. */
+  restingActionCounts(): RestingActionCounts {
+    return restingActionCountsOf(this.sql.readCounters().all());
   }
 
   insertEvent(row: EventRow): void {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal.js';
-import type { OutcomeCountRow } from '../core/index.js';
+import type { OutcomeCountRow, RestingActionCounts } from '../core/index.js';
 import { JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';
 import { migration004AuditLog } from './migrations/004-audit-log.js';
@@ -14,8 +14,15 @@ export interface JournalSnapshot {
   readonly events: number;
   readonly last_seq: number;
   readonly schema_version: number;
-  readonly actions: ActionCounts;
+  /**
+   * As the file says them with no broker running it (restingActionCountsOf): a dispatched action with no outcome
+   * recorded counts unknown (and in `dispatched_unrecorded`), never in flight. A broker that holds the file (status
+   * found one silent, starting or stopping) may still be running those: the caller says so.
+   */
+  readonly actions: RestingActionCounts;
 }
+
+const noActions: RestingActionCounts = { total: 0, in_flight: 0, unknown: 0, dispatched_unrecorded: 0 };
 
 /**
  * Reads a data directory's journal without becoming its writer: a read-only connection, no
@@ -29,7 +36,7 @@ export function readJournalSnapshot(dataDir: string): JournalSnapshot {
       events: 0,
       last_seq: 0,
       schema_version: 0,
-      actions: { total: 0, in_flight: 0, unknown: 0 },
+      actions: noActions,
     };
   }
   const db = openDatabase(path, { readonly: true, fileMustExist: true });
@@ -41,7 +48,7 @@ export function readJournalSnapshot(dataDir: string): JournalSnapshot {
         events: 0,
         last_seq: 0,
         schema_version: 0,
-        actions: { total: 0, in_flight: 0, unknown: 0 },
+        actions: noActions,
       };
     }
     const store = new JournalStore(db);
@@ -54,7 +61,8 @@ export function readJournalSnapshot(dataDir: string): JournalSnapshot {
       events: events ?? store.countEvents(),
       last_seq: store.lastSeq(),
       schema_version: version,
-      actions: version >= migration011StatusCounters.version ? store.actionCounts() : scanActionCounts(db),
+      actions:
+        version >= migration011StatusCounters.version ? store.restingActionCounts() : scanRestingActionCounts(db),
     };
   } finally {
     db.close();
@@ -77,6 +85,33 @@ export function scanActionCounts(db: Database): ActionCounts {
     )
     .get();
   return { total: row?.total ?? 0, in_flight: row?.in_flight ?? 0, unknown: row?.unknown ?? 0 };
+}
+
+/**
+ * scanActionCounts as read with no broker running the journal (restingActionCountsOf): for a journal no broker has
+ * migrated to schema 11, and the oracle of the resting counts. A dispatched action with no classification recorded is
+ * unknown (dispatched_unrecorded), not in flight; in_flight is only what is open before dispatch.
+ */
+export function scanRestingActionCounts(db: Database): RestingActionCounts {
+  const row = db
+    .prepare<
+      [],
+      { total: number; in_flight: number | null; unknown: number | null; dispatched_unrecorded: number | null }
+    >(
+      `
+      SELECT count(*) AS total,
+        sum(recorded = 0 AND outcome IS NULL AND dispatch_seq IS NULL) AS in_flight,
+        sum(outcome = 'unknown' OR (recorded = 0 AND dispatch_seq IS NOT NULL)) AS unknown,
+        sum(recorded = 0 AND dispatch_seq IS NOT NULL) AS dispatched_unrecorded
+      FROM actions`,
+    )
+    .get();
+  return {
+    total: row?.total ?? 0,
+    in_flight: row?.in_flight ?? 0,
+    unknown: row?.unknown ?? 0,
+    dispatched_unrecorded: row?.dispatched_unrecorded ?? 0,
+  };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -8,7 +9,7 @@ import { readSessionCounters, scanSessionCounts } from '../testing/session-count
 import { inSession } from '../testing/session-events.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
-import { readJournalSnapshot, scanActionCounts, scanOutcomeCounts } from './read-snapshot.js';
+import { readJournalSnapshot, scanActionCounts, scanOutcomeCounts, scanRestingActionCounts } from './read-snapshot.js';
 
 const minuteMs = 60_000;
 
@@ -44,6 +45,7 @@ function expectCountersEqualScan(journal: Journal, scan: Database.Database): voi
   expect(sorted(rows)).toEqual(sorted(scanned));
   expect(foldMetrics(rows)).toEqual(foldMetrics(scanned));
   expect(journal.actionCounts()).toEqual(scanActionCounts(scan));
+  expect(readJournalSnapshot(dirname(scan.name)).actions).toEqual(scanRestingActionCounts(scan));
   // sessions.list's figures (migration 017), moved by the same writes: the scripts' actions in two sessions or none.
   expect(readSessionCounters(scan)).toEqual(scanSessionCounts(scan));
 }
@@ -147,8 +149,25 @@ describe('when postern status reads a data directory beside the writer', () => {
     const snapshot = readJournalSnapshot(t.dir.path);
     const scan = reader(t.path);
     const events = scan.prepare<[], { n: number }>('SELECT count(*) AS n FROM events').get()?.n;
-    expect(snapshot).toMatchObject({ exists: true, events, last_seq: events, actions: scanActionCounts(scan) });
+    expect(snapshot).toMatchObject({ exists: true, events, last_seq: events, actions: scanRestingActionCounts(scan) });
     expect(snapshot.actions.total).toBe(actionPathNames.length);
     expect(snapshot.actions.in_flight).toBeGreaterThan(0);
+  });
+});
+
+describe('when postern status reads a journal no broker is running', () => {
+  it('counts a dispatched action with no outcome recorded as unknown, never in flight', async () => {
+    const t = await tempJournal();
+    const id = 'act_cut_at_request_sent';
+    // Accepted, validated, authorized, dispatched, sent: then the broker stopped (cut) or crashed.
+    const script = actionPaths.httpNoApproval(id);
+    await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    // One waiting before dispatch: still open (the next start closes it not_attempted), not unknown.
+    await t.journal.appendBatch(actionPaths.httpApproved('act_waiting_for_a_card').slice(0, 3));
+    await t.journal.close();
+    const { actions } = readJournalSnapshot(t.dir.path);
+    expect(actions).toEqual({ total: 2, in_flight: 1, unknown: 1, dispatched_unrecorded: 1 });
+    // A journal no broker migrated to the counters (schema 11) is scanned: the same answer.
+    expect(scanRestingActionCounts(reader(t.path))).toEqual(actions);
   });
 });

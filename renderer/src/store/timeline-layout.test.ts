@@ -107,6 +107,15 @@ describe('the timeline', () => {
         laneBlockedBy([unknown, { ...next, dispatched_at_ms: t0 + s(50), settled_at_ms: t0 + s(51) }], t0 + s(100)),
       ).toBeNull();
     });
+
+    it('says a dispatched head still running is running (its stage), not an unknown outcome, until it settles', () => {
+      // Its row says unknown from DISPATCH_STARTED on, yet nothing settled it.
+      const running = { ...head, outcome: 'unknown' as const, settled_at_ms: null, stage: 'response_started' as const };
+      expect(laneBlockedBy([running], t0 + s(100))).toBe('blocked: #4 is running (response started)');
+      const bar = timelineOf([running], 'lane', t0 + s(100)).groups[0]?.bars[0];
+      expect(bar).toMatchObject({ open: true, outcome: null });
+      expect(bar?.title).toMatch(/ · open$/);
+    });
   });
 
   describe('the picture', () => {

@@ -28,6 +28,7 @@ export interface TimelineSegment {
 export interface TimelineBar {
   actionId: string;
   ticket: number | null;
+  /** The settled outcome; null while open (a running action's provisional unknown is not one). */
   outcome: Outcome | null;
   /** Not settled or closed: the bar runs to now. */
   open: boolean;
@@ -113,7 +114,11 @@ function packTracks(bars: TimelineBar[]): number {
   return Math.max(1, trackEnds.length);
 }
 
-/** Pure: why a lane is blocked now — an unknown outcome nothing passed since, or an approved action waiting in it. */
+/**
+ * Pure: why a lane is blocked now — a dispatched action still running or an unknown outcome nothing passed since, or an
+ * approved action waiting in it. A dispatched action's row says unknown from its dispatch on, but until it settles it
+ * is running (its stage, as the Actions list shows it), not an unknown outcome.
+ */
 export function laneBlockedBy(laneRows: readonly ActionListRow[], nowMs: number): string | null {
   const unknown = laneRows
     .filter((r) => r.outcome === 'unknown')
@@ -126,8 +131,12 @@ export function laneBlockedBy(laneRows: readonly ActionListRow[], nowMs: number)
             r.dispatched_at_ms >= (u.settled_at_ms ?? u.accepted_at_ms),
         ),
     );
-  if (unknown !== undefined)
-    return `blocked: ${unknown.ticket === null ? unknown.action_id : `#${unknown.ticket}`}'s outcome is unknown`;
+  if (unknown !== undefined) {
+    const name = unknown.ticket === null ? unknown.action_id : `#${unknown.ticket}`;
+    return unknown.settled_at_ms === null
+      ? `blocked: ${name} is running (${unknown.stage.replaceAll('_', ' ')})`
+      : `blocked: ${name}'s outcome is unknown`;
+  }
   const waiting = laneRows
     .map((r) => ({ r, wait: laneWaitOf(r, laneRows, nowMs) }))
     .find(({ wait }) => wait?.ongoing === true);
@@ -168,7 +177,8 @@ export function timelineOf(rows: readonly ActionListRow[], by: TimelineGrouping,
       return {
         actionId: row.action_id,
         ticket: row.ticket,
-        outcome: row.outcome,
+        // Running: no outcome yet (its row's unknown is provisional until it settles).
+        outcome: open ? null : row.outcome,
         open,
         startMs: row.accepted_at_ms,
         endMs: end,

@@ -156,7 +156,7 @@ function ActionRowView({ row }: { row: ActionListRow }) {
   return (
     <a
       href={actionHref(row.action_id, listOrigin)}
-      className={`action-row${row.outcome === null ? '' : ` outcome-${row.outcome}`}`}
+      className={`action-row${row.outcome === null || open ? '' : ` outcome-${row.outcome}`}`}
       data-testid="action-row"
       data-action-id={row.action_id}
       data-first-seq={row.first_seq}
