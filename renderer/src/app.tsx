@@ -1,7 +1,7 @@
 import { useEffect, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
 import type { OperatorSession } from './api/page-session.js';
 import { useAppStore } from './store/app-store.js';
-import { needsDecision } from './store/card-groups.js';
+import { approvalsTally, brokerStopped } from './store/approvals-tally.js';
 import { backOf, type HashRoute } from './store/hash-route.js';
 import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reducer.js';
 import { ActionDetailView } from './views/action-detail-view.js';
@@ -130,10 +130,15 @@ function usePollingShellState(): void {
 }
 
 function useTabBadges(): Record<TabId, number> {
+  // The same tally as the Approvals panel's header (its "need you"), so the two never disagree; 0 while the broker is
+  // stopped, since nothing can be decided then.
   const decisions = useAppStore(
     (state) =>
-      state.approvalsView.cards.filter(needsDecision).length +
-      state.credentialRequestsView.requests.filter((r) => r.status === 'pending').length,
+      approvalsTally(
+        state.approvalsView.cards,
+        state.credentialRequestsView.requests.filter((r) => r.status === 'pending').length,
+        brokerStopped(state.approvalsView),
+      ).needYou,
   );
   // A pending session counts only where approving it would change something (a route or host with approval: session).
   const pendingSessions = useAppStore((state) =>

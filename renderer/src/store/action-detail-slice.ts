@@ -7,6 +7,7 @@ import {
   type ActionDetailView,
 } from './action-detail.js';
 import { bridgeFailed } from './operator-call.js';
+import { eventsSealed, readPlainRow } from './sealed-action.js';
 
 export interface ActionDetailSlice {
   actionDetailView: ActionDetailView;
@@ -26,6 +27,9 @@ export function createActionDetailSlice(api: OperatorApi): StateCreator<ActionDe
       dispatch({ type: 'requested' });
       const reply = await api['actions.show']({ action_id: actionId }).catch(bridgeFailed);
       dispatch({ type: 'received', actionId, reply });
+      // Sealed while the vault is locked: what the plaintext projection knows is read once, so the view says it.
+      if (!reply.ok && eventsSealed(reply.error) && get().actionDetailView.plain === null)
+        dispatch({ type: 'plain_read', actionId, row: await readPlainRow(api, actionId) });
     };
     return {
       actionDetailView: initialActionDetailView,

@@ -1,4 +1,5 @@
 import type {
+  ActionListRow,
   ActionWait,
   ActivityEvent,
   BrokerApi,
@@ -18,14 +19,23 @@ export interface ActionDetailView {
   phase: 'idle' | 'loading' | 'ready' | 'error';
   detail: ActionDetail | null;
   error: ReplyError | null;
+  /** The action's plaintext row (actions.list), read when its events are sealed: what is known while locked. */
+  plain: ActionListRow | null;
 }
 
 export type ActionDetailEvent =
   | { type: 'opened'; actionId: string }
   | { type: 'requested' }
-  | { type: 'received'; actionId: string; reply: Reply<ActionDetail> };
+  | { type: 'received'; actionId: string; reply: Reply<ActionDetail> }
+  | { type: 'plain_read'; actionId: string; row: ActionListRow | null };
 
-export const initialActionDetailView: ActionDetailView = { actionId: null, phase: 'idle', detail: null, error: null };
+export const initialActionDetailView: ActionDetailView = {
+  actionId: null,
+  phase: 'idle',
+  detail: null,
+  error: null,
+  plain: null,
+};
 
 /** Pure: the next view from the current one and one event. A reply for another action is dropped. */
 export function actionDetailReducer(view: ActionDetailView, event: ActionDetailEvent): ActionDetailView {
@@ -33,7 +43,7 @@ export function actionDetailReducer(view: ActionDetailView, event: ActionDetailE
     case 'opened':
       return event.actionId === view.actionId
         ? view
-        : { actionId: event.actionId, phase: 'idle', detail: null, error: null };
+        : { actionId: event.actionId, phase: 'idle', detail: null, error: null, plain: null };
     case 'requested':
       return { ...view, phase: 'loading' };
     case 'received':
@@ -41,6 +51,8 @@ export function actionDetailReducer(view: ActionDetailView, event: ActionDetailE
       return event.reply.ok
         ? { ...view, phase: 'ready', detail: event.reply.value, error: null }
         : { ...view, phase: 'error', error: event.reply.error };
+    case 'plain_read':
+      return event.actionId === view.actionId ? { ...view, plain: event.row } : view;
   }
 }
 

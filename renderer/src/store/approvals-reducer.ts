@@ -1,4 +1,4 @@
-import type { ApprovalCard, BrokerApi, Reply } from '../../../broker/contract/index.js';
+import type { ActionListRow, ApprovalCard, BrokerApi, Reply } from '../../../broker/contract/index.js';
 import type { ReplyError } from '../api/operator-api.js';
 import { closureReason, type ClosureReason } from './closure-reason.js';
 import { callFinished, callStarted, emptyCallBook, type CallBook } from './operator-call.js';
@@ -12,6 +12,11 @@ export interface ClosedCard {
   reason: ClosureReason | null;
   /** The last failed attempt to read the reason (it is read again on the next refresh). */
   lookupError: ReplyError | null;
+  /**
+   * The action's plaintext row (actions.list), read when its events are sealed (the vault is locked): what the
+   * projection knows of how it closed while the reason itself cannot be read.
+   */
+  plain: ActionListRow | null;
 }
 
 export interface ApprovalsView {
@@ -33,6 +38,7 @@ export type ApprovalsEvent =
   | { type: 'requested' }
   | { type: 'received'; reply: Reply<BrokerApi['approvals.list']['output']> }
   | { type: 'closure_read'; ticket: number; reply: Reply<BrokerApi['actions.show']['output']> }
+  | { type: 'closure_plain'; ticket: number; row: ActionListRow | null }
   | { type: 'call_started'; ticket: number; call: string }
   | { type: 'call_finished'; ticket: number; call: string; reply: Reply<unknown>; message: string };
 
@@ -72,6 +78,13 @@ export function approvalsReducer(view: ApprovalsView, event: ApprovalsEvent): Ap
             : { ...entry, lookupError: event.reply.error };
         }),
       };
+    case 'closure_plain':
+      return {
+        ...view,
+        closed: view.closed.map((entry) =>
+          entry.card.ticket === event.ticket ? { ...entry, plain: event.row } : entry,
+        ),
+      };
     case 'call_started':
       return { ...view, calls: callStarted(view.calls, event.ticket, event.call) };
     case 'call_finished':
@@ -93,7 +106,10 @@ function moveVanished(
   const kept = closed.filter(
     (entry) => !open.has(entry.card.ticket) && !vanished.some((c) => c.ticket === entry.card.ticket),
   );
-  return [...vanished.map((card) => ({ card, reason: null, lookupError: null })), ...kept].slice(0, closedCardsMax);
+  return [...vanished.map((card) => ({ card, reason: null, lookupError: null, plain: null })), ...kept].slice(
+    0,
+    closedCardsMax,
+  );
 }
 
 /** Closed cards whose reason is not read yet: the slice asks actions.show for each. */

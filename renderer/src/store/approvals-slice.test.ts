@@ -81,6 +81,39 @@ describe('the approvals slice', () => {
     expect(store.getState().approvalsView.closed[0]?.reason).toMatchObject({ headline: 'cancelled by the agent' });
   });
 
+  it("when a closed card's events are sealed (vault locked), it reads what the plaintext row records, once", async () => {
+    const sealed = {
+      code: 'AUDIT_KEY_UNAVAILABLE',
+      message: 'The key that encrypted these journal events is not available now.',
+    };
+    const listed: unknown[] = [];
+    const row = { action_id: cardOf(1).action_id, outcome: 'not_attempted', code: 'BROKER_RESTARTED', stage: 'closed' };
+    const { api, lists } = scriptedApi({
+      'actions.show': () => Promise.resolve({ ok: false, error: sealed }),
+      'actions.list': (input) => {
+        listed.push(input);
+        return Promise.resolve({ ok: true, value: { actions: [{ ...row, action_id: 'act_other' }, row] } } as never);
+      },
+    });
+    const store = createAppStore(api);
+    const first = store.getState().refreshApprovals();
+    lists[0]?.(cards(cardOf(1)));
+    await first;
+    const second = store.getState().refreshApprovals();
+    lists[1]?.(cards());
+    await second;
+    await flush();
+    await flush();
+    const third = store.getState().refreshApprovals();
+    lists[2]?.(cards());
+    await third;
+    await flush();
+    await flush();
+    const [entry] = store.getState().approvalsView.closed;
+    expect(entry).toMatchObject({ reason: null, lookupError: sealed, plain: row });
+    expect(listed).toEqual([{ text: cardOf(1).action_id, limit: 5 }]);
+  });
+
   it('when a decision is accepted, it records the result on the card and lists again', async () => {
     const { api, lists, calls } = scriptedApi({
       'approvals.approve': () =>

@@ -10,6 +10,7 @@ import {
 } from './approvals-reducer.js';
 import { coalescedRefresh } from './coalesced-refresh.js';
 import { bridgeFailed } from './operator-call.js';
+import { eventsSealed, readPlainRow } from './sealed-action.js';
 
 export interface ApprovalsSlice {
   approvalsView: ApprovalsView;
@@ -74,7 +75,10 @@ export function createApprovalsSlice(api: OperatorApi): StateCreator<ApprovalsSl
   };
 }
 
-/** Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. */
+/**
+ * Reads why each newly closed card closed; failures stay unread and are tried on the next refresh. A card whose events
+ * are sealed (the vault is locked) also gets its plaintext row, so it says how it closed while they cannot be read.
+ */
 function closureReader(
   api: OperatorApi,
   view: () => ApprovalsView,
@@ -88,7 +92,12 @@ function closureReader(
       reading.add(ticket);
       void api['actions.show']({ action_id })
         .catch(bridgeFailed)
-        .then((reply) => dispatch({ type: 'closure_read', ticket, reply }))
+        .then(async (reply) => {
+          dispatch({ type: 'closure_read', ticket, reply });
+          // Sealed (vault locked): say what the plaintext projection knows, once, until the events can be read.
+          if (!reply.ok && eventsSealed(reply.error) && entry.plain === null)
+            dispatch({ type: 'closure_plain', ticket, row: await readPlainRow(api, action_id) });
+        })
         .finally(() => reading.delete(ticket));
     }
   };

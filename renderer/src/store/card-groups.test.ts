@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cardStatusLabel, groupCardsByLane, needsDecision } from './card-groups.js';
+import { cardStatusLabel, groupCardsByLane, needsDecision, stoppedCardLabel } from './card-groups.js';
 import { cardOf } from './test-cards.js';
 
 describe('groupCardsByLane', () => {
@@ -111,5 +111,16 @@ describe('needsDecision', () => {
   it('is true only for pending and awaiting-session cards', () => {
     const states = ['pending', 'awaiting_session', 'approved_waiting', 'blocked_head', 'dispatching'] as const;
     expect(states.filter((state) => needsDecision(cardOf(1, { state })))).toEqual(['pending', 'awaiting_session']);
+  });
+});
+
+describe('stoppedCardLabel', () => {
+  it('says what the next start does to each kind of card (docs/queue.md "What a restart does")', () => {
+    for (const state of ['pending', 'awaiting_session', 'approved_waiting'] as const)
+      expect(stoppedCardLabel(cardOf(1, { state }))).toContain(
+        'cannot be decided until it answers again. A restart closes it unsent (not_attempted, BROKER_RESTARTED)',
+      );
+    expect(stoppedCardLabel(cardOf(1, { state: 'dispatching' }))).toContain('a restart records it as unknown');
+    expect(stoppedCardLabel(cardOf(1, { state: 'blocked_head' }))).toContain('The lane stays blocked across a restart');
   });
 });

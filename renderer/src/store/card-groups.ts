@@ -66,3 +66,21 @@ export function cardStatusLabel(card: ApprovalCard, blockedBy: number | null): s
 export function needsDecision(card: ApprovalCard): boolean {
   return card.state === 'pending' || card.state === 'awaiting_session';
 }
+
+/**
+ * The card's state line while the broker is stopped (brokerStopped): nothing on it can be decided, and what the next
+ * start's recovery does to it (docs/queue.md "What a restart does") — undispatched tickets close as not_attempted
+ * (BROKER_RESTARTED), a dispatched one without an outcome becomes unknown, an unknown head stays blocking its lane.
+ */
+export function stoppedCardLabel(card: ApprovalCard): string {
+  switch (card.state) {
+    case 'pending':
+    case 'awaiting_session':
+    case 'approved_waiting':
+      return 'The broker stopped: this card cannot be decided until it answers again. A restart closes it unsent (not_attempted, BROKER_RESTARTED); the agent would have to ask again.';
+    case 'dispatching':
+      return 'The broker stopped while this call was being sent: if no outcome was recorded, a restart records it as unknown.';
+    case 'blocked_head':
+      return 'The broker stopped: its ways out wait until it answers again. The lane stays blocked across a restart until this outcome is settled or abandoned.';
+  }
+}

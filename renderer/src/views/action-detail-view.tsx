@@ -9,6 +9,7 @@ import {
   type EntrySource,
 } from '../store/action-detail.js';
 import { useAppStore } from '../store/app-store.js';
+import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { usePolling } from './use-polling.js';
 import { RecordingPlayer } from './recording-player.js';
 
@@ -56,7 +57,22 @@ export function ActionDetailView({
         </h2>
         <a href={backHref}>← {backLabel}</a>
       </header>
-      {view.error !== null && view.actionId === actionId && (
+      {view.actionId === actionId && eventsSealed(view.error) && (
+        <div className="notice" role="status" data-testid="action-detail-sealed">
+          {view.plain !== null && (
+            <p>
+              Outcome <strong data-testid="action-detail-plain-outcome">{plainOutcome(view.plain)}</strong> · ticket{' '}
+              {view.plain.ticket === null ? '(none)' : `#${view.plain.ticket}`} · {view.plain.channel}{' '}
+              <code>{view.plain.target}</code> {view.plain.method ?? ''} <code>{view.plain.request}</code>
+            </p>
+          )}
+          <p>
+            Its events are sealed while the vault is locked: <a href={unlockHref}>unlock</a> to read its events (the
+            chronology, attempts and evidence). <span className="muted">({view.error?.code})</span>
+          </p>
+        </div>
+      )}
+      {view.error !== null && view.actionId === actionId && !eventsSealed(view.error) && (
         <div className="error" role="alert" data-testid="action-detail-error">
           <strong>{view.error.code}</strong>
           <span>{view.error.message}</span>

@@ -1,7 +1,8 @@
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { ApprovalCard, CardPair } from '../../../broker/contract/index.js';
+import { brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
-import { cardStatusLabel, needsDecision } from '../store/card-groups.js';
+import { cardStatusLabel, needsDecision, stoppedCardLabel } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
 import { actionHref } from '../store/hash-route.js';
 import { commandSize, visibleCommand } from '../store/visible-command.js';
@@ -25,15 +26,25 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
   const reject = useAppStore((state) => state.reject);
   const cancel = useAppStore((state) => state.cancel);
   const approveSession = useAppStore((state) => state.approveSession);
+  // While the broker is stopped nothing on the card can be decided: its buttons are disabled, not only faded.
+  const stopped = useAppStore((state) => brokerStopped(state.approvalsView));
   const [open, setOpen] = useState<OpenForm>(null);
+  const formFocus = useFormFocus(open);
   const titleId = `card-${t}-title`;
+  const disabled = busy !== undefined || stopped;
+  const decided = (accepted: boolean): boolean => {
+    if (accepted) focusAfterDecision(t, formFocus.order);
+    return accepted;
+  };
 
   return (
     <article
-      className={`card state-${card.state}`}
+      className={stopped ? `card state-${card.state} stopped` : `card state-${card.state}`}
       aria-labelledby={titleId}
       data-testid={`card-${t}`}
+      data-decidable={needsDecision(card) && !stopped}
       id={`ticket-${t}`}
+      tabIndex={-1}
     >
       <header className="card-header">
         <h4 id={titleId}>Ticket #{t}</h4>
@@ -57,12 +68,12 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
             retry {card.retries.generation} of {card.retries.budget}
           </span>
         )}
-        {card.expires_at_ms !== null && needsDecision(card) && (
+        {card.expires_at_ms !== null && needsDecision(card) && !stopped && (
           <Countdown expiresAtMs={card.expires_at_ms} ticket={t} />
         )}
       </header>
       <p className="card-status" data-testid={`card-${t}-status`}>
-        <LinkedTickets text={cardStatusLabel(card, blockedBy)} self={t} />
+        <LinkedTickets text={stopped ? stoppedCardLabel(card) : cardStatusLabel(card, blockedBy)} self={t} />
       </p>
       {card.approval_rule !== undefined && card.approval_rule !== null && (
         <p className="muted" data-testid={`card-${t}-rule`}>
@@ -73,16 +84,30 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
       <div className="card-actions" role="group" aria-label={`Decisions for ticket #${t}`}>
         {needsDecision(card) && open === null && (
           <>
-            <button type="button" className="primary" disabled={busy !== undefined} onClick={() => void approve(t)}>
+            <button
+              type="button"
+              className="primary"
+              disabled={disabled}
+              onClick={() => {
+                formFocus.remember();
+                void approve(t).then(decided);
+              }}
+            >
               Approve
             </button>
-            <button type="button" className="danger" disabled={busy !== undefined} onClick={() => setOpen('reject')}>
+            <button
+              type="button"
+              className="danger"
+              disabled={disabled}
+              ref={formFocus.opener('reject')}
+              onClick={() => setOpen('reject')}
+            >
               Reject…
             </button>
             {card.state === 'awaiting_session' && card.session !== null && (
               <button
                 type="button"
-                disabled={busy !== undefined}
+                disabled={disabled}
                 onClick={() => void approveSession(card.session?.session_id ?? '')}
                 title="Approve this agent process once: its session-mode calls are then approved by policy"
               >
@@ -94,7 +119,8 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
         {card.state === 'approved_waiting' && open === null && (
           <button
             type="button"
-            disabled={busy !== undefined}
+            disabled={disabled}
+            ref={formFocus.opener('cancel')}
             onClick={() => setOpen('cancel')}
             title="It will never be sent, even after the ticket it waits for resolves"
           >
@@ -109,8 +135,11 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
         <ReasonForm
           label={`Why reject #${t}?`}
           submitLabel={`Reject #${t}`}
-          busy={busy !== undefined}
-          onSubmit={(reason) => reject(t, reason)}
+          busy={disabled}
+          onSubmit={(reason) => {
+            formFocus.remember();
+            return reject(t, reason).then(decided);
+          }}
           onClose={() => setOpen(null)}
         />
       )}
@@ -119,20 +148,73 @@ export function ApprovalCardView({ card, blockedBy }: { card: ApprovalCard; bloc
           label={`Why cancel #${t}? (optional)`}
           submitLabel={`Cancel #${t}`}
           required={false}
-          busy={busy !== undefined}
+          busy={disabled}
           onSubmit={(reason) => cancel(t, reason === '' ? 'cancelled by the operator' : reason)}
           onClose={() => setOpen(null)}
         />
       )}
-      {card.state === 'blocked_head' && <BlockedHeadWaysOut card={card} busy={busy !== undefined} />}
+      {card.state === 'blocked_head' && <BlockedHeadWaysOut card={card} busy={disabled} />}
       {busy !== undefined && (
         <p className="muted" role="status">
           {busy}…
         </p>
       )}
-      {last !== undefined && <CallResultLine result={last} />}
+      {last !== undefined && !(stopped && !last.ok && last.error.code === 'BROKER_UNREACHABLE') && (
+        // While stopped the card's state line says so; the shell's banner names the error once.
+        <CallResultLine result={last} />
+      )}
     </article>
   );
+}
+
+/**
+ * Keyboard focus around a card's forms and decisions. A form closed without a decision (Escape, Back) hands focus back
+ * to the button that opened it; `remember` notes the decidable cards in page order before a decision, for
+ * focusAfterDecision.
+ */
+function useFormFocus(open: OpenForm) {
+  const openers = useRef<Partial<Record<'reject' | 'cancel', HTMLButtonElement | null>>>({});
+  const wasOpen = useRef<OpenForm>(null);
+  const order = useRef<string[]>([]);
+  useEffect(() => {
+    const closed = wasOpen.current;
+    wasOpen.current = open;
+    // The form unmounted with focus inside it, so focus fell to <body>: give it back to its opener, if still shown.
+    if (open === null && closed !== null && document.activeElement === document.body) openers.current[closed]?.focus();
+  }, [open]);
+  return {
+    opener: (form: 'reject' | 'cancel') => (el: HTMLButtonElement | null) => {
+      openers.current[form] = el;
+    },
+    remember: () => {
+      order.current = decidableCardIds();
+    },
+    get order() {
+      return order.current;
+    },
+  };
+}
+
+function decidableCardIds(): string[] {
+  return [...document.querySelectorAll<HTMLElement>('article[data-decidable="true"]')].map((el) => el.id);
+}
+
+/**
+ * After a decision on card `ticket` the button pressed is gone (the card closed, or shows other buttons), and focus
+ * would fall to <body>: move it to the next card still waiting for a decision (in page order, else any), or to the
+ * Approvals heading when none is left. Never when the person already moved focus elsewhere.
+ */
+function focusAfterDecision(ticket: number, before: readonly string[]): void {
+  // After the refresh has rendered (the decision's promise resolves once the list was re-read).
+  setTimeout(() => {
+    const self = document.getElementById(`ticket-${ticket}`);
+    const active = document.activeElement;
+    if (active !== null && active !== document.body && !(self?.contains(active) ?? false)) return;
+    const now = decidableCardIds();
+    const after = before.slice(before.indexOf(`ticket-${ticket}`) + 1);
+    const next = after.find((id) => now.includes(id)) ?? now.find((id) => id !== `ticket-${ticket}`);
+    (document.getElementById(next ?? 'approvals-heading') ?? null)?.focus();
+  }, 0);
 }
 
 /** What the card's target names, per channel. */

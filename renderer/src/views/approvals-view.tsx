@@ -1,7 +1,9 @@
 import { useMemo } from 'react';
 import type { ClosedCard } from '../store/approvals-reducer.js';
+import { approvalsTally, brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
 import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
+import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { ApprovalCardView, LinkedTickets } from './approval-card.js';
 import { CredentialRequestsSection } from './credential-request-card.js';
 
@@ -9,22 +11,36 @@ import { CredentialRequestsSection } from './credential-request-card.js';
 export function ApprovalsView() {
   const view = useAppStore((state) => state.approvalsView);
   const groups = useMemo(() => groupCardsByLane(view.cards), [view.cards]);
-  const credentialRequestsWaiting = useAppStore((state) =>
-    state.credentialRequestsView.requests.some((r) => r.status === 'pending'),
+  const pendingRequests = useAppStore(
+    (state) => state.credentialRequestsView.requests.filter((r) => r.status === 'pending').length,
   );
+  const credentialRequestsWaiting = pendingRequests > 0;
+  const stopped = brokerStopped(view);
+  const tally = approvalsTally(view.cards, pendingRequests, stopped);
   return (
     <section className="panel" aria-labelledby="approvals-heading" data-testid="approvals-view">
       <header className="panel-header">
-        <h2 id="approvals-heading">Approvals</h2>
+        {/* Focusable by script: where focus goes when a decision leaves no card to decide (approval-card.tsx). */}
+        <h2 id="approvals-heading" tabIndex={-1}>
+          Approvals
+        </h2>
         <span className="muted" data-testid="approvals-count">
-          {view.replies === 0 ? 'loading…' : `${view.cards.length} open ${view.cards.length === 1 ? 'card' : 'cards'}`}
+          {view.replies === 0 ? 'loading…' : tally.text}
         </span>
       </header>
       <p className="muted intro">
         Cards wait in ticket order within their lane. Approving a later card never lets it overtake: it runs after the
         older tickets of its lane resolve.
       </p>
-      {view.error !== null && (
+      {stopped && (
+        // The shell's banner already names the error; here only what it means for the cards, without repeating it.
+        <p className="muted stopped-note" data-testid="approvals-stopped">
+          The broker is not answering: the cards below are as last listed and none can be decided. A restart closes
+          every card still waiting for a decision or approved and waiting (not_attempted, BROKER_RESTARTED); an unknown
+          outcome keeps blocking its lane.
+        </p>
+      )}
+      {view.error !== null && !stopped && (
         <div className="error" role="alert" data-testid="approvals-error">
           <strong>{view.error.code}</strong>
           <span>{view.error.message}</span>
@@ -81,7 +97,7 @@ function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
     <section className="closed" aria-labelledby="closed-heading" data-testid="closed-cards">
       <h3 id="closed-heading">Closed since this page opened</h3>
       <ul>
-        {closed.map(({ card, reason, lookupError }) => (
+        {closed.map(({ card, reason, lookupError, plain }) => (
           <li key={card.ticket} data-testid={`closed-${card.ticket}`}>
             <span className="closed-ticket">#{card.ticket}</span>{' '}
             <span className="muted">{card.lane ?? 'no lane'}</span>{' '}
@@ -90,9 +106,7 @@ function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
             </code>{' '}
             —{' '}
             {reason === null ? (
-              <span className="muted">
-                closed; reading its recorded reason…{lookupError !== null && ` (last try: ${lookupError.code})`}
-              </span>
+              <UnreadReason plain={plain} lookupError={lookupError} ticket={card.ticket} />
             ) : (
               <>
                 <strong data-testid={`closed-${card.ticket}-headline`}>{reason.headline}</strong>
@@ -107,5 +121,27 @@ function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
         ))}
       </ul>
     </section>
+  );
+}
+
+/**
+ * A closed card whose recorded reason is not read (yet): what the plaintext projection knows of how it closed, and
+ * why the reason is missing in words — with the way to unlock when the events are sealed, never a bare code.
+ */
+function UnreadReason({ plain, lookupError, ticket }: Pick<ClosedCard, 'plain' | 'lookupError'> & { ticket: number }) {
+  if (lookupError === null) return <span className="muted">closed; reading its recorded reason…</span>;
+  if (eventsSealed(lookupError))
+    return (
+      <span data-testid={`closed-${ticket}-sealed`}>
+        {plain !== null ? <strong>{plainOutcome(plain)}</strong> : 'closed'}
+        <span className="muted">
+          ; its events are sealed while the vault is locked: <a href={unlockHref}>unlock</a> to read its events
+        </span>
+      </span>
+    );
+  return (
+    <span className="muted">
+      closed; its recorded reason could not be read yet ({lookupError.message} — {lookupError.code}); trying again
+    </span>
   );
 }

@@ -34,7 +34,9 @@ export function CredentialRequestsSection() {
   const view = useAppStore((state) => state.credentialRequestsView);
   const refresh = useAppStore((state) => state.refreshCredentialRequests);
   usePolling(refresh, credentialRequestsRefreshMs, requestTopics);
-  if (view.requests.length === 0 && view.error === null) return null;
+  // The broker not answering is said once, by the shell's banner: no empty section appears just to repeat it.
+  const unreachable = view.error?.code === 'BROKER_UNREACHABLE';
+  if (view.requests.length === 0 && (view.error === null || unreachable)) return null;
   const pending = view.requests.filter((r) => r.status === 'pending');
   const answered = view.requests.filter((r) => r.status !== 'pending');
   return (
@@ -49,7 +51,7 @@ export function CredentialRequestsSection() {
           {pending.length} waiting
         </span>
       </h3>
-      {view.error !== null && (
+      {view.error !== null && !unreachable && (
         <div className="error" role="alert" data-testid="credential-requests-error">
           <strong>{view.error.code}</strong>
           <span>{view.error.message}</span>
