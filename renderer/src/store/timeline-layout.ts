@@ -1,6 +1,7 @@
 import type { ActionListRow, Outcome } from '../../../broker/contract/index.js';
 import { decisionText } from '../../../broker/contract/operator-actor.js';
 import { spanText, waitLine, waitPhrase, type LaneWait } from './action-wait.js';
+import { outcomePill, type OutcomeTone } from './outcome-pill.js';
 
 /**
  * The timeline picture, computed purely from the loaded rows of the Actions list and one "now": one
@@ -29,6 +30,8 @@ export interface TimelineBar {
   actionId: string;
   ticket: number | null;
   outcome: Outcome | null;
+  /** Its colour, by effect as the Actions list's pill (outcome-pill.ts): a committed HTTP 500 is not green. */
+  tone: OutcomeTone;
   /** Not settled or closed: the bar runs to now. */
   open: boolean;
   startMs: number;
@@ -97,7 +100,7 @@ export function barTitle(row: ActionListRow, segments: readonly TimelineSegment[
   for (const s of segments)
     if (s.kind !== 'lane' || wait === null) parts.push(`${segmentLabel[s.kind]} ${spanText(s.endMs - s.startMs)}`);
   parts.push(
-    row.settled_at_ms === null ? 'open' : `${row.outcome ?? 'closed'}${row.code === null ? '' : ` (${row.code})`}`,
+    row.settled_at_ms === null ? 'open' : `${outcomePill(row).text}${row.code === null ? '' : ` (${row.code})`}`,
   );
   return parts.join(' · ');
 }
@@ -169,6 +172,7 @@ export function timelineOf(rows: readonly ActionListRow[], by: TimelineGrouping,
         actionId: row.action_id,
         ticket: row.ticket,
         outcome: row.outcome,
+        tone: outcomePill(row).tone,
         open,
         startMs: row.accepted_at_ms,
         endMs: end,
