@@ -249,6 +249,62 @@ describe('the Timeline mode of Activity', () => {
   );
 });
 
+describe('results coloured by effect, decisions and times worded once', () => {
+  it(
+    'shows a committed HTTP 500 as committed · failed in the error colour, in the list and on the timeline; an expiry as nobody decided; times with their zone',
+    async () => {
+      const { page, problems, context } = await openActivity();
+      await rowOf(page, 'D').waitFor();
+      expect(await page.getByTestId('action-list-time-heading').textContent()).toMatch(/^Time \(\S+\) · ticket$/);
+      const okPill = rowOf(page, 'B').getByTestId('action-row-outcome');
+      expect(await okPill.textContent()).toBe('committed');
+      expect(await okPill.getAttribute('data-tone')).toBe('succeeded');
+      const colourOf = (pill: typeof okPill) => pill.evaluate((el) => getComputedStyle(el).color);
+      const okColour = await colourOf(okPill);
+
+      // The seeded HTTP 500s (REMOTE_ERROR_STATUS): committed, but a failure, and never drawn green.
+      await page.getByTestId('actions-filter-text').fill('REMOTE_ERROR_STATUS');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page
+        .getByTestId('action-list-count')
+        .filter({ hasText: /matching actions/ })
+        .waitFor();
+      const failedPills = rows(page).getByTestId('action-row-outcome');
+      await failedPills.first().waitFor();
+      expect(new Set(await failedPills.allTextContents())).toEqual(new Set(['committed · failed']));
+      expect(await failedPills.first().getAttribute('data-tone')).toBe('failed');
+      expect(await colourOf(failedPills.first())).not.toBe(okColour);
+      await shoot(page, 'actions-http500.png');
+      await page.getByTestId('activity-mode-timeline').click();
+      const bars = page.getByTestId('timeline-bar');
+      await bars.first().waitFor();
+      expect(new Set(await bars.evaluateAll((els) => els.map((el) => el.getAttribute('data-tone'))))).toEqual(
+        new Set(['failed']),
+      );
+      expect(await bars.first().getAttribute('title')).toMatch(/ · committed · failed \(REMOTE_ERROR_STATUS\)$/);
+      expect(await bars.first().evaluate((el) => getComputedStyle(el).borderTopColor)).not.toBe(okColour);
+      await page.getByTestId('activity-mode-actions').click();
+
+      // A card that expired undecided: said once, not "expired by nobody (expired)".
+      await page.getByTestId('actions-filter-text').fill('nobody decided');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page
+        .getByTestId('action-list-count')
+        .filter({ hasText: /matching actions/ })
+        .waitFor();
+      await rows(page).first().waitFor();
+      const expired = await rows(page).first().textContent();
+      expect(expired).toContain('expired: nobody decided');
+      expect(expired).not.toContain('nobody (expired)');
+      await page.getByRole('button', { name: 'Clear' }).click();
+      await rowOf(page, 'D').waitFor();
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    caseTimeoutMs,
+  );
+});
+
 describe("the action detail's back link", () => {
   it(
     'returns to the Activity mode the detail was opened from (actions, timeline by session, events), after a reload too',

@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptedConfigDirName, acceptedConfigFileName } from '../broker/host/config-integrity.js';
 import { op } from '../tests/support/drill.js';
 import { repoRoot, startDaemon, type RunningDaemon } from '../tests/support/postern-process.js';
 import { browserOverLockedDataDir, tearDownSpec } from './fixtures/data-dir.js';
@@ -109,5 +110,52 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     expect((await op(dataDir, 'config.show', {})).routes).toEqual([
       expect.objectContaining({ base_url: 'http://127.0.0.1:19/api', approval: 'none' }),
     ]);
+  }, 90_000);
+
+  it('while no accepted copy exists every view carries a banner that routes are refused, leading to the card that accepts it', async () => {
+    await daemon?.process.stop('SIGTERM');
+    // As an agent would: delete the accepted copy. The directory has run before, so nothing is trusted as found.
+    rmSync(path.join(dataDir, acceptedConfigDirName, acceptedConfigFileName));
+    daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
+    expect(await op(dataDir, 'config.pending', {})).toMatchObject({ trust: 'untrusted', accept_applies: 'now' });
+    const { page, problems } = await openOperatorPage(browser, daemon.operatorUrl);
+
+    // On Status, which shows nothing wrong of its own: the banner names the refusal and why, as sentences.
+    await page.getByTestId('status-data-dir').waitFor();
+    const banner = page.getByTestId('config-banner');
+    await banner.waitFor();
+    expect(await page.getByTestId('config-banner-headline').textContent()).toBe(
+      'Every route and SSH host is refused: postern.yaml is not accepted.',
+    );
+    expect(await page.getByTestId('config-banner-detail').textContent()).toMatch(
+      /^There is no accepted copy of postern\.yaml, yet this data directory has run before .*before anything is sent\.$/,
+    );
+    await shoot(page, 'config-untrusted-banner.png');
+    await page.getByTestId('config-banner-next').click();
+
+    const routes = page.getByTestId('routes-view');
+    await routes.waitFor();
+    expect(await page.getByTestId('routes-heading-words').textContent()).toBe(
+      'as loaded, all refused until postern.yaml is accepted',
+    );
+    // The refusal's reason and the next sentence are two sentences, not one run together.
+    expect(await page.getByTestId('config-untrusted').textContent()).toContain(
+      'before anything is sent. Every route and host is refused',
+    );
+    const card = page.getByTestId('config-pending');
+    await card.getByTestId('config-change-route-docs').waitFor();
+    // The whole file is shown against nothing: a setting the file never names (a default) is no change.
+    expect(await card.getByTestId('config-change-section-operator').count()).toBe(0);
+
+    await card.getByRole('button', { name: 'Accept change' }).click();
+    // The file this run loaded, accepted by a person: in force at once, the banner gone, the heading says so.
+    await banner.waitFor({ state: 'detached' });
+    await page
+      .getByTestId('routes-heading-words')
+      .filter({ hasText: /^as the broker runs them now$/ })
+      .waitFor();
+    expect(await op(dataDir, 'config.pending', {})).toMatchObject({ trust: 'verified', change: null });
+    expect(problems).toEqual([]);
+    await page.context().close();
   }, 90_000);
 });

@@ -138,16 +138,30 @@ describe('the operator UI on the headless daemon', () => {
     await context.close();
   });
 
-  it('shows a clear error, keeping the last status, when the broker stops answering', async () => {
+  it('shows a clear error, keeping the last status only as a snapshot with its time, when the broker stops answering', async () => {
     const { context, page } = await openOperatorPage(browser, daemon.operatorUrl);
     await page.getByTestId('status-data-dir').waitFor();
+    // While it answers: the vault's live state and its next step (no vault yet).
+    expect(await page.getByTestId('status-vault-state').textContent()).toBe('uninitialized');
+    await page.getByTestId('status-vault-lock-banner').waitFor();
 
     expect((await daemon.process.stop()).code).toBe(0);
     await page.getByTestId('status-refresh').click();
     const banner = page.getByTestId('status-error');
     await banner.waitFor();
     expect(await page.getByTestId('status-error-code').textContent()).toBe('BROKER_UNREACHABLE');
-    expect(await banner.textContent()).toContain('Showing the last status received.');
+    // The snapshot says when it was taken, with its zone, and that it is not the broker's state now.
+    expect(await page.getByTestId('status-stale').textContent()).toMatch(
+      /last status received, as of \d\d:\d\d:\d\d \S+: a snapshot, not the broker's state now/,
+    );
+    expect(await page.getByTestId('status-details').getAttribute('data-stale')).toBe('true');
+    // A gone broker has no vault state and no journal state to show; its counts are said as of their time.
+    expect(await page.getByTestId('status-vault-state').getAttribute('data-state')).toBe('not_known');
+    expect(await page.getByTestId('status-vault-state').textContent()).not.toContain('uninitialized');
+    expect(await page.getByTestId('status-journal-state').getAttribute('data-state')).toBe('not_known');
+    expect(await page.getByTestId('status-details').textContent()).toMatch(/unknown \(as of \d\d:\d\d:\d\d \S+\)/);
+    expect(await page.getByTestId('status-vault-lock-banner').count()).toBe(0);
+    expect(await page.getByTestId('status-upstreams').count()).toBe(0);
     expect(await page.getByTestId('status-data-dir').textContent()).toBe(dataDir);
     await page.screenshot({ path: path.join(screenshots, 'operator-status-error.png'), fullPage: true });
     await context.close();

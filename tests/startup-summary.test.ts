@@ -12,7 +12,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const canary = 'CANARY-summary-61d2a7';
 
 describe('postern daemon at start', () => {
-  it('prints one summary line of routes and SSH hosts loaded, naming those whose credential the vault does not hold', async () => {
+  it('prints one summary line of routes and SSH hosts loaded, naming those whose credential the vault does not hold, and that none is in force while postern.yaml is not accepted', async () => {
     const dataDir = mkdtempSync(path.join(scratch, 'data-'));
     const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
     await vault.init(Buffer.from('summary vault passphrase'));
@@ -39,9 +39,12 @@ describe('postern daemon at start', () => {
 
     const daemon = await startDaemon(dataDir);
     try {
-      // The summary is printed before the ready event startDaemon waited for.
+      // The summary is printed before the ready event startDaemon waited for. The vault was made outside the broker
+      // and no person accepted this postern.yaml: nothing listed is in force, and the line says so.
       expect(daemon.process.stdoutLines.filter((line) => line.startsWith('Routes:'))).toEqual([
-        'Routes: docs (bearer, per_call), api (header, none); SSH hosts: build (session); missing credential: api',
+        'Routes: docs (bearer, per_call), api (header, none); SSH hosts: build (session); missing credential: api' +
+          ' — none in force: every route and host is refused until a person accepts postern.yaml' +
+          ' (operator UI, Routes & hosts; or postern config pending, then postern config accept)',
       ]);
       // The daemon's own warning for the same route, on stderr as a structured line (names only).
       expect(daemon.process.stderr).toContain('"route":"api"');

@@ -23,6 +23,7 @@ import {
   startedParked,
   watchForOpenInspector,
 } from '../host/inspector-guard.js';
+import type { ConfigTrust } from '../host/config-integrity.js';
 import { packageRoot } from '../host/package-root.js';
 import { stopDrainBoundMs, type StopSignal } from './stop-signal.js';
 
@@ -89,7 +90,7 @@ export async function runHeadless(options: HeadlessOptions): Promise<number> {
   if (hardening.hardened) io.out(describeHardening(hardening));
   else io.err(describeHardening(hardening));
   io.out(`Vault: ${runtime.vault.state()}${runtime.vault.state() === 'locked' ? ' (postern vault unlock)' : ''}`);
-  io.out(startupSummary(runtime.config, runtime.vault.list()));
+  io.out(startupSummary(runtime.config, runtime.vault.list(), runtime.configTrust()));
   if (!host.rendererBuilt)
     io.err(
       'warning: the operator UI is not built (dist/renderer is missing); run `npm run build:renderer`. The API works.',
@@ -150,15 +151,25 @@ function signalRefusalLog(io: CliIo): (refused: number) => void {
   };
 }
 
-/** One line: what was loaded, and which entries name a credential the vault does not hold (docs/operator.md). */
-export function startupSummary(config: PosternConfig, credentials: readonly CredentialInfo[]): string {
+/**
+ * One line: what was loaded, and which entries name a credential the vault does not hold (docs/operator.md). While the
+ * configuration is untrusted (no person accepted postern.yaml, or its accepted copy failed its check) nothing listed is
+ * in force: the line says every one is refused until a person accepts the file.
+ */
+export function startupSummary(
+  config: PosternConfig,
+  credentials: readonly CredentialInfo[],
+  trust: ConfigTrust = 'verified',
+): string {
   const held = new Set(credentials.map((info) => info.name));
   const entries = [...config.routes.values(), ...config.sshHosts.values()];
   const routes = [...config.routes.values()].map((route) => `${route.name} (${route.injection}, ${route.approval})`);
   const hosts = [...config.sshHosts.values()].map((host) => `${host.name} (${host.approval})`);
   const missing = entries.filter((entry) => !held.has(entry.credential)).map((entry) => entry.name);
-  const line = `Routes: ${routes.length === 0 ? 'none' : routes.join(', ')}; SSH hosts: ${hosts.length === 0 ? 'none' : hosts.join(', ')}`;
-  return missing.length === 0 ? line : `${line}; missing credential: ${missing.join(', ')}`;
+  const loaded = `Routes: ${routes.length === 0 ? 'none' : routes.join(', ')}; SSH hosts: ${hosts.length === 0 ? 'none' : hosts.join(', ')}`;
+  const line = missing.length === 0 ? loaded : `${loaded}; missing credential: ${missing.join(', ')}`;
+  if (trust !== 'untrusted') return line;
+  return `${line} — none in force: every route and host is refused until a person accepts postern.yaml (operator UI, Routes & hosts; or postern config pending, then postern config accept)`;
 }
 
 interface ChosenPort {

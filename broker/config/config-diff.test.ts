@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { configFieldChangeSchema } from '../contract/index.js';
 import { changeValueCharsMax, diffConfigs } from './config-diff.js';
-import { parseConfig } from './load-config.js';
+import { emptyConfig, parseConfig } from './load-config.js';
 
 const route = (extra: string[] = [], baseUrl = 'https://api.example.com/v1'): string[] => [
   '  - name: docs',
@@ -100,5 +100,24 @@ describe('diffConfigs', () => {
     expect(after.length).toBeLessThanOrEqual(changeValueCharsMax);
     expect(after).toMatch(/… \[cut: [\d,]+ of [\d,]+ characters not shown; the whole value is in the file\]$/);
     expect(() => configFieldChangeSchema.parse(change?.fields[0])).not.toThrow();
+  });
+
+  it('against the empty configuration (an untrusted run shows the whole file), a default the file never names is no change', () => {
+    const whole = diffConfigs(emptyConfig(), config('routes:', ...route()));
+    expect(whole.settings).toEqual([]);
+    expect(whole.routes.map((r) => r.change)).toEqual(['added']);
+  });
+
+  it('still shows the operator opt-out a file turns on, against the empty configuration and against a file without it', () => {
+    const optOut = config('operator:', '  unattended_decisions: true');
+    const expected = [
+      {
+        name: 'operator',
+        change: 'changed',
+        fields: [{ field: 'unattended_decisions', before: 'false', after: 'true' }],
+      },
+    ];
+    expect(diffConfigs(emptyConfig(), optOut).settings).toEqual(expected);
+    expect(diffConfigs(config(), optOut).settings).toEqual(expected);
   });
 });

@@ -1,5 +1,13 @@
 import { configChangeValueCharsMax } from '../contract/index.js';
+import { operatorSchema } from './config-schema.js';
 import type { PosternConfig } from './load-config.js';
+
+/**
+ * The `operator` section a configuration without one runs with (no file, the empty configuration an untrusted run
+ * compares against): the schema's own defaults, so a file that leaves the section out, or spells out its defaults,
+ * shows no change of it (`unattended_decisions: false` is no change a person must read).
+ */
+const operatorDefault: Record<string, unknown> = operatorSchema.parse({});
 
 /** One field that differs, as bounded text (a configuration holds names and addresses, never a secret). */
 export interface FieldChange {
@@ -67,7 +75,8 @@ const keyedFields = new Set(['env']);
 export function diffConfigs(before: PosternConfig, after: PosternConfig): ConfigChanges {
   const settings: EntryChange[] = [];
   for (const section of ['operator', 'vault', 'agents', 'results'] as const) {
-    const fields = diffFields(asRecord(before[section]), asRecord(after[section]));
+    const side = (c: PosternConfig) => (section === 'operator' ? (c.operator ?? operatorDefault) : c[section]);
+    const fields = diffFields(asRecord(side(before)), asRecord(side(after)));
     if (fields.length > 0) settings.push({ name: section, change: 'changed', fields });
   }
   return {

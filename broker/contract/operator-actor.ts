@@ -56,14 +56,19 @@ export function actorLabel(actor: {
 /**
  * Who decided an action, as every surface words it (`postern actions list`, the desktop's Actions list and timeline):
  * `approved by person:alice (…)`, `rejected by …`, `allowed by policy (approval: none)` for a call policy allowed at
- * admission (an action-list row with a decider but no decision event), the bare decision when its decider is not
- * known, or null while nothing is decided. The action list's `text` search matches these words
+ * admission (an action-list row with a decider but no decision event), `expired: nobody decided` for a card that
+ * expired undecided, the bare decision when its decider is not known, or null while nothing is decided. The action list's `text` search matches these words
  * (broker/journal/action-list-query.ts words them the same way in SQL).
  */
+/** What a card that expired undecided shows for who decided (the action list's `text` search matches it). */
+export const expiredWords = 'expired: nobody decided';
+
 export function decisionText(row: {
   readonly decision: string | null;
   readonly decided_by: string | null;
 }): string | null {
+  // An expiry is nobody's decision: "expired by nobody (expired)" said it twice and named no one.
+  if (row.decision === 'expired') return expiredWords;
   if (row.decided_by !== null) return `${row.decision ?? 'allowed'} by ${row.decided_by}`;
   return row.decision;
 }

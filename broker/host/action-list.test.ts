@@ -226,7 +226,7 @@ describe('actions.list over a real journal', () => {
       { numRuns: 60 },
     );
     expect(list({ text: 'v1/ITEMS' }).actions.every((a) => a.request === '/v1/items')).toBe(true);
-    expect(list({ text: 'nobody (expired)', limit: 500 }).actions.map((a) => a.decision)).toEqual([
+    expect(list({ text: 'expired: nobody decided', limit: 500 }).actions.map((a) => a.decision)).toEqual([
       'expired',
       'expired',
       'expired',

@@ -47,7 +47,7 @@ import { openVault, type KdfStrength, type Vault } from '../vault/index.js';
 import { createAgentDescendantGuard } from './agent-descendant-guard.js';
 import { createChangeFeed, topicsOfKinds, type ChangeFeed } from './change-feed.js';
 import { integrityAnchorGate, type IntegrityAnchorGate } from './integrity-anchor.js';
-import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
+import { loadConfigIntegrity, type ConfigIntegrity, type ConfigTrust } from './config-integrity.js';
 import { startControlSocket } from './control-socket.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { loadNativeAddon } from './native-addon.js';
@@ -106,6 +106,8 @@ export interface BrokerRuntime {
    * accepts (or edits) while it is verified swaps in at once (live-config.ts), so read it where it is used.
    */
   readonly config: PosternConfig;
+  /** Whether `config` may run (config-integrity.ts): `untrusted` refuses every route and host until a person accepts one. */
+  configTrust(): ConfigTrust;
   /** Where agents connect (MCP over a 0600 Unix socket in a 0700 directory). */
   readonly agentSocketPath: string;
   /** Notices (position and topics, no data) after every journal commit and vault lock/unlock: operator surfaces push, not poll. */
@@ -441,6 +443,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
       gate: journal,
       vault,
       config,
+      configTrust: () => integrity.trust(),
       agentSocketPath: agentSocket.path,
       changes,
       close: closeAll,

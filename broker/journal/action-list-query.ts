@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { expiredWords } from '../contract/index.js';
 import { openActionsCondition } from './migrations/020-open-includes-blocking-unknown.js';
 import { settledOutcomeCondition } from './migrations/021-outcome-filter-settled.js';
 
@@ -75,7 +76,8 @@ const listColumns = `
  * `<decision> by <decided_by>`, else the decision alone. A call policy allowed at admission (approval: none) has
  * neither; its words come from the state (policyWordsCondition).
  */
-const decisionWords = `CASE WHEN a.decided_by IS NOT NULL THEN coalesce(a.decision, 'allowed') || ' by ' || a.decided_by
+const decisionWords = `CASE WHEN a.decision = 'expired' THEN '${expiredWords}'
+  WHEN a.decided_by IS NOT NULL THEN coalesce(a.decision, 'allowed') || ' by ' || a.decided_by
   ELSE a.decision END`;
 
 /** Each text-searchable column; a null column never matches. */

@@ -7,6 +7,7 @@ import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reduce
 import { ActionDetailView } from './views/action-detail-view.js';
 import { ActivityView } from './views/activity-view.js';
 import { ApprovalsView } from './views/approvals-view.js';
+import { ConfigTrustBanner } from './views/config-trust-banner.js';
 import { CredentialsView } from './views/credentials-view.js';
 import { FirstRunStrip, FirstRunView } from './views/first-run-view.js';
 import { IntegrityBanner } from './views/integrity-banner.js';
@@ -85,6 +86,7 @@ function Console() {
       </header>
       <QuarantineBanner />
       <IntegrityBanner />
+      <ConfigTrustBanner />
       <FirstRunStrip hidden={tab === 'welcome'} />
       <main id={`panel-${tab}`} role="tabpanel" aria-labelledby={`tab-${tab}`}>
         {route.kind === 'action' && (

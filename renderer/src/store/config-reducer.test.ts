@@ -2,9 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   appliesWords,
   configReducer,
+  configTrustBanner,
   fileChanges,
   initialConfigView,
   parseMethods,
+  routesHeadingWords,
+  sentence,
+  type PendingConfig,
   type ShownConfig,
 } from './config-reducer.js';
 
@@ -175,5 +179,60 @@ describe('what the file holds after an edit, against what the broker runs', () =
       routes: { added: [], removed: [] },
     });
     expect(appliesWords('now')).toBe('in force now');
+  });
+});
+
+describe('while postern.yaml is not accepted (every route refused)', () => {
+  const reason =
+    'there is no accepted copy of postern.yaml: only the file present when a person creates the vault is trusted on first use, so a person accepts this one before anything is sent';
+  const pending = (over: Partial<PendingConfig>): PendingConfig => ({
+    trust: 'verified',
+    untrusted_reason: null,
+    accepted: null,
+    restart_needed: false,
+    accept_applies: 'now',
+    change: null,
+    ...over,
+  });
+
+  it('the console-wide banner says every route is refused, why (as a sentence), and where to accept it', () => {
+    expect(configTrustBanner(pending({ trust: 'untrusted', untrusted_reason: reason }))).toEqual({
+      headline: 'Every route and SSH host is refused: postern.yaml is not accepted',
+      detail: `T${reason.slice(1)}.`,
+      next: 'Review and accept it in Routes & hosts',
+      href: '#/routes',
+    });
+  });
+
+  it('after an acceptance that waits for a restart, the banner says to restart', () => {
+    expect(
+      configTrustBanner(pending({ trust: 'untrusted', untrusted_reason: reason, restart_needed: true })),
+    ).toMatchObject({
+      headline: 'Every route and SSH host is refused until the broker restarts',
+      next: 'Restart the broker',
+    });
+  });
+
+  it('no banner while routes can run, whatever the trust short of untrusted, nor before anything was read', () => {
+    for (const trust of ['first_use', 'unverified', 'verified'] as const)
+      expect(configTrustBanner(pending({ trust }))).toBeNull();
+    expect(configTrustBanner(null)).toBeNull();
+  });
+
+  it('a reason joined to the next sentence ends with a full stop, once', () => {
+    expect(sentence('a person accepts this one before anything is sent')).toBe(
+      'A person accepts this one before anything is sent.',
+    );
+    expect(sentence('The accepted configuration failed its check.')).toBe(
+      'The accepted configuration failed its check.',
+    );
+  });
+
+  it('the Routes & hosts heading says the lists are the ones in force now, or that all are refused', () => {
+    expect(routesHeadingWords(pending({ trust: 'verified' }))).toBe('as the broker runs them now');
+    expect(routesHeadingWords(null)).toBe('as the broker runs them now');
+    expect(routesHeadingWords(pending({ trust: 'untrusted', untrusted_reason: reason }))).toBe(
+      'as loaded, all refused until postern.yaml is accepted',
+    );
   });
 });

@@ -133,3 +133,50 @@ export function fileChanges(config: ShownConfig | null, edited: ConfigView['edit
 export function appliesWords(applies: string): string {
   return applies === 'now' ? 'in force now' : 'applies at the next start';
 }
+
+/**
+ * The console-wide banner while postern.yaml is not accepted (trust `untrusted`: no accepted copy where one is
+ * needed, or the copy failed its check): every route and SSH host is refused, however healthy the rest looks. Says
+ * why (the broker's reason, as a sentence) and where a person accepts it. Null while routes can run.
+ */
+export interface ConfigTrustBanner {
+  headline: string;
+  detail: string;
+  /** What the person does, and where. */
+  next: string;
+  href: string;
+}
+
+export function configTrustBanner(pending: PendingConfig | null): ConfigTrustBanner | null {
+  if (pending === null || pending.trust !== 'untrusted') return null;
+  if (pending.restart_needed)
+    return {
+      headline: 'Every route and SSH host is refused until the broker restarts',
+      detail: 'A configuration was accepted in this run; the broker uses it from its next start.',
+      next: 'Restart the broker',
+      href: '#/routes',
+    };
+  return {
+    headline: 'Every route and SSH host is refused: postern.yaml is not accepted',
+    detail: sentence(pending.untrusted_reason ?? 'The accepted configuration failed its check.'),
+    next: 'Review and accept it in Routes & hosts',
+    href: '#/routes',
+  };
+}
+
+/** A reason as the broker words it ("the accepted copy failed…"), as a sentence: capital first, full stop last. */
+export function sentence(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return trimmed;
+  const capital = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
+}
+
+/**
+ * The Routes & hosts heading: the lists are the configuration in force (config.show reads it live, whatever was
+ * applied since start), refused as a whole while postern.yaml is not accepted.
+ */
+export function routesHeadingWords(pending: PendingConfig | null): string {
+  if (pending?.trust === 'untrusted') return 'as loaded, all refused until postern.yaml is accepted';
+  return 'as the broker runs them now';
+}

@@ -11,8 +11,10 @@ import { bridgeFailed } from './operator-call.js';
 
 export interface ConfigSlice {
   configView: ConfigView;
-  /** Reads the routes and SSH hosts as loaded at start. */
+  /** Reads the routes and SSH hosts in force, and postern.yaml against the accepted copy. */
   refreshConfig(): Promise<void>;
+  /** Reads only postern.yaml against the accepted copy (its trust): the console-wide banner's read. */
+  refreshConfigPending(): Promise<void>;
   /** Edits postern.yaml (applies at the next start); resolves true when written. */
   editConfig(edit: ConfigEdit): Promise<boolean>;
   /** Accepts the pending change of postern.yaml whose digest the card shows (applies at the next start). */
@@ -33,6 +35,9 @@ export function createConfigSlice(api: OperatorApi): StateCreator<ConfigSlice, [
     return {
       configView: initialConfigView,
       refreshConfig,
+      refreshConfigPending: async () => {
+        dispatch({ type: 'pending_received', reply: await api['config.pending']({}).catch(bridgeFailed) });
+      },
       editConfig: async (edit) => {
         if (get().configView.editing !== null) return false;
         dispatch({ type: 'edit_started', op: edit.op });

@@ -19,7 +19,7 @@ export function createStatusSlice(api: OperatorApi): StateCreator<StatusSlice, [
         if (get().statusView.phase === 'loading') return;
         dispatch({ type: 'requested' });
         const reply = await api.status({}).catch(bridgeFailed);
-        dispatch({ type: 'received', reply });
+        dispatch({ type: 'received', reply, at_ms: Date.now() });
       },
     };
   };

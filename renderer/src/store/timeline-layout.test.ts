@@ -92,6 +92,19 @@ describe('the timeline', () => {
       expect(timelineOf([waiting], 'lane', t0 + s(100)).groups[0]?.bars[0]?.title).toMatch(/^#7 not decided yet · /);
     });
 
+    it('colours a bar by its effect: a committed HTTP 500 is drawn as failed, not as a success', () => {
+      const ok = rowOf(8);
+      const failed = rowOf(9, { effect: 'failed', code: 'REMOTE_ERROR_STATUS', lane: 'other' });
+      const bars = timelineOf([ok, failed], 'lane', t0 + s(100)).groups.flatMap((g) => g.bars);
+      expect(bars.map((b) => [b.ticket, b.tone])).toEqual(
+        expect.arrayContaining([
+          [8, 'succeeded'],
+          [9, 'failed'],
+        ]),
+      );
+      expect(bars.find((b) => b.ticket === 9)?.title).toMatch(/ · committed · failed \(REMOTE_ERROR_STATUS\)$/);
+    });
+
     it('says an ongoing wait, and shows the lane as blocked while it lasts', () => {
       const open = { ...head, settled_at_ms: null, outcome: null };
       const waiting = { ...next, dispatched_at_ms: null, settled_at_ms: null, outcome: null };

@@ -1,6 +1,7 @@
 import type { ActionListRow, Outcome } from '../../../broker/contract/index.js';
 import { decisionText } from '../../../broker/contract/operator-actor.js';
 import { spanText, waitLine, waitPhrase, type LaneWait } from './action-wait.js';
+import { outcomePill, type OutcomeTone } from './outcome-pill.js';
 
 /**
  * The timeline picture, computed purely from the loaded rows of the Actions list and one "now": one
@@ -30,6 +31,8 @@ export interface TimelineBar {
   ticket: number | null;
   /** The settled outcome; null while open (a running action's provisional unknown is not one). */
   outcome: Outcome | null;
+  /** Its colour, by effect as the Actions list's pill (outcome-pill.ts): a committed HTTP 500 is not green. */
+  tone: OutcomeTone;
   /** Not settled or closed: the bar runs to now. */
   open: boolean;
   startMs: number;
@@ -98,7 +101,7 @@ export function barTitle(row: ActionListRow, segments: readonly TimelineSegment[
   for (const s of segments)
     if (s.kind !== 'lane' || wait === null) parts.push(`${segmentLabel[s.kind]} ${spanText(s.endMs - s.startMs)}`);
   parts.push(
-    row.settled_at_ms === null ? 'open' : `${row.outcome ?? 'closed'}${row.code === null ? '' : ` (${row.code})`}`,
+    row.settled_at_ms === null ? 'open' : `${outcomePill(row).text}${row.code === null ? '' : ` (${row.code})`}`,
   );
   return parts.join(' · ');
 }
@@ -179,6 +182,7 @@ export function timelineOf(rows: readonly ActionListRow[], by: TimelineGrouping,
         ticket: row.ticket,
         // Running: no outcome yet (its row's unknown is provisional until it settles).
         outcome: open ? null : row.outcome,
+        tone: outcomePill(row).tone,
         open,
         startMs: row.accepted_at_ms,
         endMs: end,

@@ -10,10 +10,12 @@ import {
   type ActionListView as ActionListViewState,
 } from '../store/action-list-reducer.js';
 import { spanText } from '../store/action-wait.js';
+import { outcomePill } from '../store/outcome-pill.js';
 import { useAppStore } from '../store/app-store.js';
 import { actionHref, activityOrigin } from '../store/hash-route.js';
 import { FilterForm, OutcomeSelect } from './filter-fields.js';
 import { usePolling } from './use-polling.js';
+import { clockOnly, dateTime, zoneName } from '../store/time-words.js';
 
 /** A row's height before it is measured (two lines); rows that wrap are measured and grow. */
 const estimatedRowPx = 58;
@@ -69,7 +71,7 @@ export function ActionListView() {
         </div>
       )}
       <div className="action-list-head" aria-hidden="true">
-        <span>Time (UTC) · ticket</span>
+        <span data-testid="action-list-time-heading">Time ({zoneName(Date.now())}) · ticket</span>
         <span>Target and request · agent · lane · decided by</span>
         <span>Outcome · duration</span>
       </div>
@@ -149,21 +151,22 @@ function countText(loaded: number, ready: boolean, more: boolean, filtered: bool
 
 function ActionRowView({ row }: { row: ActionListRow }) {
   const time = new Date(row.accepted_at_ms).toISOString();
+  const shown = dateTime(row.accepted_at_ms);
   const request = row.method === null ? row.request : `${row.method} ${row.request}`;
   const agent = agentText(row);
-  const open = row.settled_at_ms === null;
+  const pill = outcomePill(row);
   const decided = decisionText(row);
   return (
     <a
       href={actionHref(row.action_id, listOrigin)}
-      className={`action-row${row.outcome === null || open ? '' : ` outcome-${row.outcome}`}`}
+      className={`action-row tone-${pill.tone}`}
       data-testid="action-row"
       data-action-id={row.action_id}
       data-first-seq={row.first_seq}
     >
       <span className="action-when">
-        <time dateTime={time} title={time}>
-          {time.slice(11, 19)}
+        <time dateTime={time} title={shown}>
+          {clockOnly(row.accepted_at_ms)}
         </time>
         <span className="action-ticket">{row.ticket === null ? '' : `#${row.ticket}`}</span>
       </span>
@@ -178,11 +181,9 @@ function ActionRowView({ row }: { row: ActionListRow }) {
         </span>
       </span>
       <span className="action-result">
-        {open ? (
-          <span className="badge attention">open · {row.stage.replaceAll('_', ' ')}</span>
-        ) : (
-          <span className={`badge outcome-${row.outcome ?? 'none'}`}>{row.outcome ?? 'closed'}</span>
-        )}
+        <span className={`badge tone-${pill.tone}`} data-testid="action-row-outcome" data-tone={pill.tone}>
+          {pill.text}
+        </span>
         {row.code !== null && <code className="action-code">{row.code}</code>}
         <span className="muted">{row.duration_ms === null ? '' : spanText(row.duration_ms)}</span>
       </span>

@@ -24,6 +24,7 @@ import { ActionListView } from './action-list-view.js';
 import { TimelineView } from './timeline-view.js';
 import { useHashRoute } from './use-hash-route.js';
 import { usePolling } from './use-polling.js';
+import { clockOnly, dateTime, zoneName } from '../store/time-words.js';
 
 /** Every row has one height, so the list's size is exact and a jump to any position is one step. */
 export const activityRowPx = 30;
@@ -107,7 +108,7 @@ function EventLogView() {
         <div className="activity-row activity-head" role="row" aria-rowindex={1}>
           {columns.map((c) => (
             <span key={c} role="columnheader">
-              {c}
+              {c === 'Time' ? `Time (${zoneName(Date.now())})` : c}
             </span>
           ))}
         </div>
@@ -163,18 +164,7 @@ function useEventLogWindow() {
   return { view, count, scroller, virtualizer, items };
 }
 
-const columns = [
-  'Seq',
-  'Time (UTC)',
-  'Event',
-  'Action',
-  'Ticket',
-  'Lane',
-  'Session',
-  'Outcome',
-  'Code',
-  'Evidence',
-] as const;
+const columns = ['Seq', 'Time', 'Event', 'Action', 'Ticket', 'Lane', 'Session', 'Outcome', 'Code', 'Evidence'] as const;
 
 function countText(lastSeq: number | null, filtered: boolean, matches: number, more: boolean): string {
   if (filtered)
@@ -211,7 +201,9 @@ function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
         {event.seq}
       </span>
       <span role="cell">
-        <time dateTime={time}>{time.slice(11, 23)}</time>
+        <time dateTime={time} title={dateTime(event.at_ms)}>
+          {clockOnly(event.at_ms, { ms: true })}
+        </time>
       </span>
       <span role="cell" className="kind" title={event.kind}>
         {event.kind}

@@ -18,6 +18,7 @@ import { CredentialFields, takeSecret, type ChangeDraft } from './credential-fie
 import { ReasonForm } from './reason-form.js';
 import { useNow } from './use-now.js';
 import { usePolling } from './use-polling.js';
+import { clockTime } from '../store/time-words.js';
 
 /** How often requests are re-read while the change stream is down (a pushed notice re-reads them at once). */
 export const credentialRequestsRefreshMs = 1_000;
@@ -143,7 +144,7 @@ function RequestExpiry({ expiresAtMs, id }: { expiresAtMs: number; id: string })
       className={expiresAtMs - now < countdownUrgentMs ? 'countdown urgent' : 'countdown'}
       role="timer"
       aria-label={`Request ${id} expires`}
-      title={`Expires at ${new Date(expiresAtMs).toLocaleTimeString()}`}
+      title={`Expires at ${clockTime(expiresAtMs)}`}
     >
       {formatCountdown(expiresAtMs, now)}
     </span>

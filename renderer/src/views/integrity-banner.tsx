@@ -1,6 +1,7 @@
 import { useAppStore } from '../store/app-store.js';
 import { integrityLine, progressText } from '../store/integrity-reducer.js';
 import { usePolling } from './use-polling.js';
+import { dateTime } from '../store/time-words.js';
 
 /** How often the banner re-reads the broker's last result (another window may have verified). */
 export const integrityRefreshMs = 5_000;
@@ -37,9 +38,7 @@ export function IntegrityBanner() {
           <span className="muted">
             {' '}
             · checked{' '}
-            <time dateTime={new Date(view.last.checked_at_ms).toISOString()}>
-              {new Date(view.last.checked_at_ms).toLocaleString()}
-            </time>
+            <time dateTime={new Date(view.last.checked_at_ms).toISOString()}>{dateTime(view.last.checked_at_ms)}</time>
           </span>
         )}
         {view.progress !== null && (

@@ -10,6 +10,7 @@ import {
   type Metrics,
 } from '../store/metrics-reducer.js';
 import { usePolling } from './use-polling.js';
+import { clockTime } from '../store/time-words.js';
 
 /** How often the metrics are read again while the view is shown. */
 export const metricsRefreshMs = 2_000;
@@ -162,8 +163,8 @@ function Rate({ rate }: { rate: Metrics['rate'] }) {
         <>
           <p className="muted">
             The hour up to the newest classified action (
-            <time dateTime={new Date(until).toISOString()}>{new Date(until).toLocaleTimeString()}</time>), by the time
-            each action last changed.
+            <time dateTime={new Date(until).toISOString()}>{clockTime(until)}</time>), by the time each action last
+            changed.
           </p>
           <table className="codes rate" data-testid="metrics-rate">
             <tbody>

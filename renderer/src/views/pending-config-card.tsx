@@ -1,6 +1,7 @@
 import type { ConfigEntryChange } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
-import type { PendingConfig } from '../store/config-reducer.js';
+import { sentence, type PendingConfig } from '../store/config-reducer.js';
+import { dateTime } from '../store/time-words.js';
 
 type ConfigChange = NonNullable<PendingConfig['change']>;
 
@@ -28,8 +29,7 @@ export function PendingConfigCard() {
           {pending.trust === 'unverified'
             ? 'Not verified until the vault is unlocked (anyone who can write the data directory can write it): the accepted copy claims it was last accepted'
             : 'Configuration last accepted'}{' '}
-          {acceptedWords[pending.accepted.how]} by {pending.accepted.by},{' '}
-          {new Date(pending.accepted.at_ms).toLocaleString()}.
+          {acceptedWords[pending.accepted.how]} by {pending.accepted.by}, {dateTime(pending.accepted.at_ms)}.
         </p>
       )}
       {view.accepted?.ok === false && (
@@ -56,7 +56,7 @@ function UntrustedConfigAlert({ pending }: { pending: PendingConfig }) {
       <span>
         {pending.restart_needed
           ? 'A configuration was accepted; restart the broker to use it. Until then every route and host is refused.'
-          : `${pending.untrusted_reason ?? 'The accepted configuration failed its check.'} Every route and host is refused until you accept a configuration below.`}
+          : `${sentence(pending.untrusted_reason ?? 'The accepted configuration failed its check.')} Every route and host is refused until you accept a configuration below.`}
       </span>
     </div>
   );

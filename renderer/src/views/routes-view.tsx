@@ -3,6 +3,7 @@ import { useAppStore } from '../store/app-store.js';
 import {
   appliesWords,
   fileChanges,
+  routesHeadingWords,
   type ConfigEdit,
   type FileChanges,
   type ShownConfig,
@@ -28,7 +29,9 @@ export function RoutesView() {
     <section className="panel" aria-labelledby="routes-heading" data-testid="routes-view">
       <header className="panel-header">
         <h2 id="routes-heading">Routes &amp; hosts</h2>
-        <span className="muted">{changes?.applies === 'now' ? 'as the broker runs it now' : 'as loaded at start'}</span>
+        <span className="muted" data-testid="routes-heading-words">
+          {routesHeadingWords(view.pending)}
+        </span>
       </header>
       <p className="muted intro" data-testid="routes-source">
         {config === null

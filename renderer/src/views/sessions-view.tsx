@@ -10,6 +10,8 @@ import {
 import type { ExecutablePreview } from '../store/sessions-slice.js';
 import { CallResultLine } from './approval-card.js';
 import { ReasonForm } from './reason-form.js';
+import { noun } from '../store/plural.js';
+import { dateTime } from '../store/time-words.js';
 
 /**
  * Sessions: one card per agent process. Whether a pending one needs a person depends on the routes
@@ -146,21 +148,17 @@ function SessionCard({ session, use }: { session: SessionSummary; use: SessionAp
         )}
         <dt>Calls</dt>
         <dd>
-          <span data-testid={`session-${id}-calls`}>{session.calls}</span> calls
+          <span data-testid={`session-${id}-calls`}>{session.calls}</span> {noun(session.calls, 'call')}
           {session.pending > 0 && <>, {session.pending} not sent yet</>}
         </dd>
         <dt>Started</dt>
         <dd>
-          <time dateTime={new Date(session.started_at_ms).toISOString()}>
-            {new Date(session.started_at_ms).toLocaleString()}
-          </time>
+          <time dateTime={new Date(session.started_at_ms).toISOString()}>{dateTime(session.started_at_ms)}</time>
           {session.ended_at_ms !== null && (
             <>
               {' '}
               · ended{' '}
-              <time dateTime={new Date(session.ended_at_ms).toISOString()}>
-                {new Date(session.ended_at_ms).toLocaleString()}
-              </time>
+              <time dateTime={new Date(session.ended_at_ms).toISOString()}>{dateTime(session.ended_at_ms)}</time>
             </>
           )}
         </dd>

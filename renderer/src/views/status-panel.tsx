@@ -1,6 +1,8 @@
 import { useEffect } from 'react';
 import type { BrokerStatus } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
+import { staleStatus } from '../store/status-reducer.js';
+import { clockTime, dateTime } from '../store/time-words.js';
 import { vaultNextStep } from '../store/vault-lock-banner.js';
 import { VaultStepBanner } from './vault-view.js';
 
@@ -16,6 +18,7 @@ export function StatusPanel() {
     const timer = window.setInterval(() => void refresh(), statusRefreshMs);
     return () => window.clearInterval(timer);
   }, [refresh]);
+  const stale = staleStatus(view);
 
   return (
     <section className="panel" aria-labelledby="status-heading" aria-busy={view.phase === 'loading'}>
@@ -34,10 +37,16 @@ export function StatusPanel() {
         <div className="error" role="alert" data-testid="status-error">
           <strong data-testid="status-error-code">{view.error.code}</strong>
           <span>{view.error.message}</span>
-          {view.status !== null && <span className="muted">Showing the last status received.</span>}
+          {stale !== null && (
+            <span className="muted" data-testid="status-stale">
+              Below is the last status received
+              {stale.asOfMs === null ? '' : `, as of ${clockTime(stale.asOfMs)}`}: a snapshot, not the broker&apos;s
+              state now (its vault, journal and actions may have changed since, or it may be gone).
+            </span>
+          )}
         </div>
       )}
-      {view.status !== null && (
+      {view.status !== null && stale === null && (
         <VaultStepBanner
           step={vaultNextStep(view.status.vault, view.status.data_dir)}
           testId="status-vault-lock-banner"
@@ -46,16 +55,23 @@ export function StatusPanel() {
       {view.status === null ? (
         view.error === null && <p className="muted">Loading…</p>
       ) : (
-        <StatusDetails status={view.status} stale={view.error !== null} />
+        <StatusDetails status={view.status} asOfMs={stale === null ? undefined : stale.asOfMs} />
       )}
     </section>
   );
 }
 
-function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean }) {
+/**
+ * The status's facts. `asOfMs` given: a kept snapshot (the last refresh failed) — greyed, its counts said "as of" their
+ * time, and the states that only a live broker can vouch for (journal open, vault unlocked, an upstream running) not
+ * shown at all.
+ */
+function StatusDetails({ status, asOfMs }: { status: BrokerStatus; asOfMs: number | null | undefined }) {
   const { journal, actions } = status;
+  const stale = asOfMs !== undefined;
+  const asOf = asOfMs === undefined || asOfMs === null ? '' : ` (as of ${clockTime(asOfMs)})`;
   return (
-    <dl className={stale ? 'facts stale' : 'facts'} data-testid="status-details">
+    <dl className={stale ? 'facts stale' : 'facts'} data-testid="status-details" data-stale={stale}>
       <dt>Mode</dt>
       <dd>
         <span className="badge" data-testid="status-mode">
@@ -66,9 +82,7 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
       <dd data-testid="status-version">{status.version}</dd>
       <dt>Started</dt>
       <dd>
-        <time dateTime={new Date(status.started_at_ms).toISOString()}>
-          {new Date(status.started_at_ms).toLocaleString()}
-        </time>
+        <time dateTime={new Date(status.started_at_ms).toISOString()}>{dateTime(status.started_at_ms)}</time>
       </dd>
       <dt>Data directory</dt>
       <dd>
@@ -76,12 +90,17 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
       </dd>
       <dt>Journal</dt>
       <dd>
-        <span className={`badge journal-${journal.state}`} data-testid="status-journal-state">
-          {journal.state}
-        </span>{' '}
+        {stale ? (
+          <NotKnown testId="status-journal-state" />
+        ) : (
+          <span className={`badge journal-${journal.state}`} data-testid="status-journal-state">
+            {journal.state}
+          </span>
+        )}{' '}
         <span data-testid="status-journal-events">{journal.events}</span> events, last seq{' '}
         <span data-testid="status-journal-last-seq">{journal.last_seq}</span>, schema v{journal.schema_version}
         {journal.recovered_at_open > 0 && <>, {journal.recovered_at_open} recovered at open</>}
+        {asOf}
       </dd>
       <dt>Actions</dt>
       <dd>
@@ -89,15 +108,19 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
         <span className={actions.unknown > 0 ? 'attention' : undefined} data-testid="status-actions-unknown">
           {actions.unknown}
         </span>{' '}
-        unknown
+        unknown{asOf}
       </dd>
       <dt>Vault</dt>
       <dd>
-        <span className={`badge vault-${status.vault.state}`} data-testid="status-vault-state">
-          {status.vault.state}
-        </span>
+        {stale ? (
+          <NotKnown testId="status-vault-state" />
+        ) : (
+          <span className={`badge vault-${status.vault.state}`} data-testid="status-vault-state">
+            {status.vault.state}
+          </span>
+        )}
       </dd>
-      {status.upstreams !== undefined && status.upstreams.length > 0 && (
+      {!stale && status.upstreams !== undefined && status.upstreams.length > 0 && (
         <>
           <dt>Upstream MCP servers</dt>
           <dd>
@@ -106,6 +129,15 @@ function StatusDetails({ status, stale }: { status: BrokerStatus; stale: boolean
         </>
       )}
     </dl>
+  );
+}
+
+/** A live state the broker cannot vouch for now: it does not answer. */
+function NotKnown({ testId }: { testId: string }) {
+  return (
+    <span className="badge" data-testid={testId} data-state="not_known">
+      not known: the broker does not answer
+    </span>
   );
 }
 
@@ -133,9 +165,7 @@ function UpstreamList({ upstreams }: { upstreams: NonNullable<BrokerStatus['upst
           )}
           {u.pid !== undefined && <span className="muted"> pid {u.pid}</span>}
           {u.restarts > 0 && <span> · {u.restarts} restarts</span>}
-          {u.retry_at_ms !== undefined && (
-            <span> · may start again at {new Date(u.retry_at_ms).toLocaleTimeString()}</span>
-          )}
+          {u.retry_at_ms !== undefined && <span> · may start again at {clockTime(u.retry_at_ms)}</span>}
           {u.last_error !== undefined && (
             <span className="attention" title={u.last_error.detail} data-testid={`status-upstream-${u.server}-error`}>
               {' '}

@@ -21,6 +21,7 @@ import { actionListHeadRefreshMs, activityTopics } from './action-list-view.js';
 import { useHashRoute } from './use-hash-route.js';
 import { useNow } from './use-now.js';
 import { usePolling } from './use-polling.js';
+import { clockOnly, dateTime } from '../store/time-words.js';
 
 /** The newest loaded actions drawn; the picture of a whole day of actions would be bars a pixel wide. */
 export const timelineBarsMax = 300;
@@ -96,7 +97,9 @@ function Legend() {
         </li>
       ))}
       <li>
-        <span className="tl-swatch outcome-committed" aria-hidden="true" /> border: outcome
+        border: <span className="tl-swatch tone-succeeded" aria-hidden="true" /> succeeded{' '}
+        <span className="tl-swatch tone-failed" aria-hidden="true" /> failed or refused{' '}
+        <span className="tl-swatch tone-uncertain" aria-hidden="true" /> effect unknown
       </li>
     </ul>
   );
@@ -121,7 +124,7 @@ function TimelinePicture({
         <div className="timeline-ticks">
           {ticks.map((t, i) => (
             <span key={t} style={{ left: at(t) }} className={i === ticks.length - 1 ? 'last' : i === 0 ? 'first' : ''}>
-              {new Date(t).toISOString().slice(11, 19)}
+              {clockOnly(t)}
             </span>
           ))}
         </div>
@@ -157,7 +160,7 @@ function TimelinePicture({
         </div>
       ))}
       <p className="muted timeline-span">
-        {spanText(span)} from {new Date(timeline.startMs).toISOString().replace('T', ' ').slice(0, 19)} UTC
+        {spanText(span)} from {dateTime(timeline.startMs)}
       </p>
     </div>
   );
@@ -182,12 +185,13 @@ function BarView({
   return (
     <a
       href={href}
-      className={`tl-bar outcome-${bar.outcome ?? 'none'}${bar.open ? ' open' : ''}`}
+      className={`tl-bar tone-${bar.tone}${bar.open ? ' open' : ''}`}
       style={{ left, width: `${width.toFixed(3)}%`, top: bar.track * trackPx }}
       title={bar.title}
       aria-label={bar.title}
       data-testid="timeline-bar"
       data-action-id={bar.actionId}
+      data-tone={bar.tone}
       onMouseEnter={show}
       onMouseLeave={hide}
       onFocus={show}
