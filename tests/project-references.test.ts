@@ -80,12 +80,19 @@ function strayDeclarations(root: string): string[] {
   );
 }
 
+/** Nine tsc builds run at once on a 2-core machine: under other load one can take well past the default 30 s. */
+const buildTimeoutMs = 150_000;
+
 describe.concurrent('tsc -b project references', () => {
-  it('builds the stub tree when every import respects the table', async () => {
-    const root = scratchTree('clean', {});
-    const result = await build(root, ['renderer', 'app', 'broker']);
-    expect(result).toEqual({ code: 0, output: '' });
-  });
+  it(
+    'builds the stub tree when every import respects the table',
+    async () => {
+      const root = scratchTree('clean', {});
+      const result = await build(root, ['renderer', 'app', 'broker']);
+      expect(result).toEqual({ code: 0, output: '' });
+    },
+    buildTimeoutMs,
+  );
 
   it.each<[string, string, string, string]>([
     [
@@ -136,14 +143,18 @@ describe.concurrent('tsc -b project references', () => {
       "import { queueOk } from '../queue/approval-queue.js';\nexport const bad = queueOk;\n",
       'broker/tsconfig.io.json',
     ],
-  ])('fails with TS6307 when %s', async (when, file, text, project) => {
-    const root = scratchTree(when.replaceAll(/\W+/g, '-'), { [file]: text });
-    const result = await build(root, [project]);
-    expect(result.code).not.toBe(0);
-    expect(result.output).toContain('TS6307');
-    expect(result.output).toContain(project.endsWith('.json') ? project : `${project}/tsconfig.json`);
-    // noEmitOnError (tsconfig.base.json): without it TS 5.6+ emits despite errors, and the file
-    // pulled across the boundary gets a .d.ts written beside its source.
-    expect(strayDeclarations(root)).toEqual([]);
-  });
+  ])(
+    'fails with TS6307 when %s',
+    async (when, file, text, project) => {
+      const root = scratchTree(when.replaceAll(/\W+/g, '-'), { [file]: text });
+      const result = await build(root, [project]);
+      expect(result.code).not.toBe(0);
+      expect(result.output).toContain('TS6307');
+      expect(result.output).toContain(project.endsWith('.json') ? project : `${project}/tsconfig.json`);
+      // noEmitOnError (tsconfig.base.json): without it TS 5.6+ emits despite errors, and the file
+      // pulled across the boundary gets a .d.ts written beside its source.
+      expect(strayDeclarations(root)).toEqual([]);
+    },
+    buildTimeoutMs,
+  );
 });
