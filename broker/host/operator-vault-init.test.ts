@@ -146,7 +146,7 @@ describe('vault.init through the operator handlers', () => {
         settings: [
           expect.objectContaining({
             name: 'operator',
-            fields: [{ field: 'unattended_decisions', before: null, after: 'true' }],
+            fields: [{ field: 'unattended_decisions', before: 'false', after: 'true' }],
           }),
         ],
       },
