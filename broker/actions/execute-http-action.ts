@@ -110,9 +110,9 @@ async function admitAndRun(
 ): Promise<HttpActionResult> {
   const admitted = await admit(deps, actionId, input, options);
   if (admitted.kind === 'refused') return admitted.result;
-  const { bound, kept, retriesAllowed } = admitted;
+  const { bound, kept, retriesAllowed, requestView } = admitted;
   const run = async (): Promise<HttpActionResult> => {
-    const closed = await waitForTurn(deps, bound);
+    const closed = await waitForTurn(deps, bound, requestView);
     if (closed !== undefined) return closed;
     const first = await authorizeAndSendOnce(deps, bound, { firstAttempt: 1 });
     return retriesAllowed ? retryWhileAllowed(deps, retrySubject(deps, bound), first) : first;
@@ -123,7 +123,7 @@ async function admitAndRun(
 
 type Admitted =
   | { kind: 'refused'; result: HttpActionResult }
-  | { kind: 'admitted'; bound: Bound; kept: boolean; retriesAllowed: boolean };
+  | { kind: 'admitted'; bound: Bound; kept: boolean; retriesAllowed: boolean; requestView: HttpRequestView };
 
 /**
  * Admission: ACTION_ACCEPTED and PREFLIGHT_VALIDATED in one commit, or ACTION_ACCEPTED and the refusal (an unknown
@@ -163,6 +163,9 @@ async function admit(
     return { kind: 'refused', result: await refuse(deps, actionId, fingerprint, preflight.gate, preflight.message) };
   }
   const binding = idempotencyBinding(deps, route, request, input.idempotency_key);
+  // What its card shows of the request, built once: sealed in ACTION_ACCEPTED (a card rebuilt from the journal shows
+  // it) and the live card's own (waitForTurn).
+  const requestView = httpRequestView(request);
   try {
     const correlation = correlationValues(route, request.body);
     const validated = {
@@ -170,8 +173,7 @@ async function admit(
       ...(correlation === undefined ? {} : { correlation_values: correlation }),
     };
     await deps.journal.appendBatch([
-      // What its card shows of the request, sealed in the event: a card rebuilt from the journal shows it too.
-      httpAccepted(deps, actionId, { ...admission, requestView: httpRequestView(request) }),
+      httpAccepted(deps, actionId, { ...admission, requestView }),
       { kind: 'PREFLIGHT_VALIDATED', action_id: actionId, payload: validated },
     ]);
   } catch (error) {
@@ -199,7 +201,7 @@ async function admit(
     timeoutMs: operationTimeoutMs(route),
     credential: admission.credential,
   };
-  return { kind: 'admitted', bound, kept, retriesAllowed: policy.retriesAllowed };
+  return { kind: 'admitted', bound, kept, retriesAllowed: policy.retriesAllowed, requestView };
 }
 
 /** What ACTION_ACCEPTED records of a known route: the request's target, and its lane, approval and budget (policy). */
@@ -223,9 +225,13 @@ function admissionOf(
 }
 
 /** Waits for the action's turn in the queue (card, decision, lane order): the closure's answer if it was closed. */
-async function waitForTurn(deps: HttpActionDeps, b: Bound): Promise<HttpActionResult | undefined> {
-  // The card preview is the agent's own request, taken before any injection.
-  const turn = await deps.queue.awaitTurn(b.actionId, httpCardPreview(b.route, b.request));
+async function waitForTurn(
+  deps: HttpActionDeps,
+  b: Bound,
+  requestView: HttpRequestView,
+): Promise<HttpActionResult | undefined> {
+  // The card preview is the agent's own request, taken before any injection; its pairs are the view sealed at admission.
+  const turn = await deps.queue.awaitTurn(b.actionId, httpCardPreview(b.route, b.request, requestView));
   return turn.kind === 'closed' ? { envelope: closedEnvelope(turn.state, b.fingerprint) } : undefined;
 }
 

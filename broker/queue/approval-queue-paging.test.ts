@@ -3,16 +3,14 @@ import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { ApprovalQueue, type Turn } from './approval-queue.js';
-import { httpCardPreview } from './card-preview.js';
+import { httpCardPreview, httpRequestView } from './card-preview.js';
 import { gateClassification } from './decision-events.js';
 
 const fp = `sha256:${'e'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'reviewer' };
 const config = parseConfig('version: 1\n');
-const preview = httpCardPreview(
-  { name: 'docs', credential: 'docs-token' },
-  { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') },
-);
+const request = { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') };
+const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, request, httpRequestView(request));
 /** More than one page of the queue's bounded lane reads (1000). */
 const closedBehindHead = 1_050;
 

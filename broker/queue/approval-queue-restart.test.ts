@@ -5,15 +5,13 @@ import { foldMetrics } from '../core/index.js';
 import { Journal } from '../journal/index.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { ApprovalQueue, type Turn } from './approval-queue.js';
-import { httpCardPreview } from './card-preview.js';
+import { httpCardPreview, httpRequestView } from './card-preview.js';
 
 const fp = `sha256:${'c'.repeat(64)}`;
 const person = { kind: 'person' as const, id: 'reviewer' };
 const config = parseConfig('version: 1\n');
-const preview = httpCardPreview(
-  { name: 'docs', credential: 'docs-token' },
-  { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') },
-);
+const request = { method: 'POST', path: '/documents/7', query: [], headers: [], body: Buffer.from('{}') };
+const preview = httpCardPreview({ name: 'docs', credential: 'docs-token' }, request, httpRequestView(request));
 
 let temp: TempJournal;
 afterEach(async () => {

@@ -87,6 +87,14 @@ describe('when a per-call card is decided', () => {
     ]);
     // The injected credential is never on a card.
     expect(JSON.stringify(card)).not.toContain(canary);
+    // The live card shows what ACTION_ACCEPTED sealed (one view, built at admission): a card rebuilt from the journal
+    // after a restart shows the same request.
+    const accepted = f.events(card.action_id).find((e) => e.kind === 'ACTION_ACCEPTED');
+    expect(accepted?.kind === 'ACTION_ACCEPTED' ? accepted.payload.request_view : undefined).toEqual({
+      query: card.query,
+      headers: card.headers,
+      body_bytes: card.body_bytes,
+    });
     await f.queue.reject(card.ticket, person, 'not a purge');
     expect((await run).envelope.error?.code).toBe('APPROVAL_DENIED');
   });

@@ -9,6 +9,7 @@ import {
   cardPairCharsMax,
   cardPairsMax,
   httpCardPreview,
+  httpRequestView,
   previewFromTarget,
   sshCardPreview,
 } from './card-preview.js';
@@ -52,16 +53,14 @@ describe('previewFromTarget (a card after a restart)', () => {
 
 describe('query and headers on a card', () => {
   it('an HTTP card carries the query and agent-set headers; an SSH card carries none', () => {
-    const http = httpCardPreview(
-      { name: 'docs', credential: 'docs-token' },
-      {
-        method: 'GET',
-        path: '/documents/7',
-        query: [['action', 'purge']],
-        headers: [['x-http-method-override', 'DELETE']],
-        body: Buffer.alloc(0),
-      },
-    );
+    const request = {
+      method: 'GET',
+      path: '/documents/7',
+      query: [['action', 'purge']] as const,
+      headers: [['x-http-method-override', 'DELETE']] as const,
+      body: Buffer.alloc(0),
+    };
+    const http = httpCardPreview({ name: 'docs', credential: 'docs-token' }, request, httpRequestView(request));
     expect(http).toMatchObject({ query: [['action', 'purge']], headers: [['x-http-method-override', 'DELETE']] });
     expect(sshCardPreview({ name: 'web', credential: 'k' }, 'ls')).toMatchObject({ query: [], headers: [] });
   });

@@ -67,9 +67,17 @@ export function httpRequestView(request: HttpPreviewRequest): HttpRequestView {
   };
 }
 
-export function httpCardPreview(route: { name: string; credential: string }, request: HttpPreviewRequest): CardPreview {
+/**
+ * The live card of an HTTP request: `view` is the request's httpRequestView, built once at admission and sealed in
+ * ACTION_ACCEPTED, so the card a person sees now and the one rebuilt from the journal show the same pairs.
+ */
+export function httpCardPreview(
+  route: { name: string; credential: string },
+  request: Pick<HttpPreviewRequest, 'method' | 'path' | 'body'>,
+  view: HttpRequestView,
+): CardPreview {
   return {
-    ...httpPreviewOf(route, request.method, bounded(request.path), httpRequestView(request)),
+    ...httpPreviewOf(route, request.method, bounded(request.path), view),
     body_preview: bodyPreview(request.body),
   };
 }
