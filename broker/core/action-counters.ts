@@ -105,15 +105,9 @@ export function counterDelta(before: CountedAction | undefined, after: CountedAc
  * it is in flight, not an unknown outcome: each action is in at most one of the two.
  */
 export function actionCountsOf(counters: readonly CounterRow[]): { total: number; in_flight: number; unknown: number } {
-  let total = 0;
-  let inFlight = 0;
-  let unknown = 0;
-  for (const row of counters) {
-    total += row.n;
-    if (row.in_flight === 1) inFlight += row.n;
-    else if (row.outcome === 'unknown') unknown += row.n;
-  }
-  return { total, in_flight: inFlight, unknown };
+  // The resting count with a broker running: a dispatched action with no outcome recorded is running, so in flight.
+  const { total, in_flight, unknown, dispatched_unrecorded: running } = restingActionCountsOf(counters);
+  return { total, in_flight: in_flight + running, unknown: unknown - running };
 }
 
 /** status's counts read from the journal file while no broker runs it (restingActionCountsOf). */
