@@ -5,7 +5,7 @@ import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js
 import { ActionListQuery } from '../action-list-query.js';
 import { migrate, schemaVersion } from '../migrate.js';
 import { journalMigrations } from './index.js';
-import { migration020OpenIncludesBlockingUnknown } from './020-open-includes-blocking-unknown.js';
+import { migration020OpenIncludesBlockingUnknown, openActionsCondition } from './020-open-includes-blocking-unknown.js';
 
 let t: TempJournal;
 beforeEach(async () => {
@@ -35,6 +35,9 @@ describe('migration 020: actions list --open keeps a recorded unknown its lane s
       expect(migrate(db, journalMigrations.slice(0, 20))).toBe(migration020OpenIncludesBlockingUnknown.version);
       expect(schemaVersion(db)).toBe(20);
       expect(rows()).toEqual(before);
+      // Partial on the filter's condition, to the letter (a full index would answer the same query, only larger).
+      const indexSql = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'actions_list_open'`).pluck().get();
+      expect(indexSql).toBe(`CREATE INDEX actions_list_open ON actions (first_seq) WHERE ${openActionsCondition}`);
       const open = new ActionListQuery(db).page({ open: true, limit: 10 });
       expect(open.rows.map((r) => r.action_id).sort()).toEqual(['act_blocking_unknown', 'act_in_flight_0001']);
       const plan = db

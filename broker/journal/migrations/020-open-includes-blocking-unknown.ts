@@ -1,4 +1,5 @@
 import type { Migration } from '../migration.js';
+import { rebuildPartialIndex } from './rebuild-partial-index.js';
 
 /**
  * `actions list --open` is where an operator looks for what needs them, and an action whose recorded outcome is
@@ -15,9 +16,6 @@ export const migration020OpenIncludesBlockingUnknown: Migration = {
   version: 20,
   name: 'open-includes-blocking-unknown',
   up(db) {
-    db.exec(`
-      DROP INDEX actions_list_open;
-      CREATE INDEX actions_list_open ON actions (first_seq) WHERE ${openActionsCondition};
-    `);
+    rebuildPartialIndex(db, 'actions_list_open', 'actions (first_seq)', openActionsCondition);
   },
 };

@@ -40,6 +40,11 @@ describe('migration 021: actions list --outcome means settled with that outcome'
       expect(migrate(db, journalMigrations.slice(0, 21))).toBe(migration021OutcomeFilterSettled.version);
       expect(schemaVersion(db)).toBe(21);
       expect(rows()).toEqual(before);
+      // Partial on the filter's condition, to the letter (a full index would answer the same query, only larger).
+      const indexSql = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'actions_list_by_outcome'`).pluck().get();
+      expect(indexSql).toBe(
+        `CREATE INDEX actions_list_by_outcome ON actions (outcome, first_seq) WHERE ${settledOutcomeCondition}`,
+      );
       const q = new ActionListQuery(db);
       expect(ids(q, { outcome: 'unknown' })).toEqual(['act_recorded_unknown']);
       // A tested filter beside it (the floor query reads the same index range).

@@ -1,4 +1,5 @@
 import type { Migration } from '../migration.js';
+import { rebuildPartialIndex } from './rebuild-partial-index.js';
 
 /**
  * `actions list --outcome O` means the actions settled with outcome O — as `status` counts unknown (the actions
@@ -16,9 +17,6 @@ export const migration021OutcomeFilterSettled: Migration = {
   version: 21,
   name: 'outcome-filter-settled',
   up(db) {
-    db.exec(`
-      DROP INDEX actions_list_by_outcome;
-      CREATE INDEX actions_list_by_outcome ON actions (outcome, first_seq) WHERE ${settledOutcomeCondition};
-    `);
+    rebuildPartialIndex(db, 'actions_list_by_outcome', 'actions (outcome, first_seq)', settledOutcomeCondition);
   },
 };
