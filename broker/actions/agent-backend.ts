@@ -607,8 +607,18 @@ function listRoutes(config: PosternConfig): ToolAnswer {
       approval: r.approval,
       idempotency_contract: r.idempotency !== undefined,
       base_path: r.base_path,
+      rules: (r.rules ?? []).map((rule) => ({ methods: [...rule.methods], path: rule.path, approval: rule.approval })),
     })),
-    ssh_hosts: [...config.sshHosts.values()].map((h) => ({ name: h.name, approval: h.approval })),
+    // A command rule without its own approval has the host's (sshCommandPolicy); its lane is not the agent's concern.
+    ssh_hosts: [...config.sshHosts.values()].map((h) => ({
+      name: h.name,
+      approval: h.approval,
+      commands: h.commands.map((rule) => ({
+        command: rule.command,
+        approval: rule.approval ?? h.approval,
+        wildcard: rule.rules_may_loosen === true ? ('loose' as const) : ('strict' as const),
+      })),
+    })),
   };
   return {
     isError: false,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../config/index.js';
+import { parseConfig, sshCommandStarNotes } from '../config/index.js';
 import { globMatches, sshCommandPolicy } from './ssh-command-policy.js';
 
 const config = parseConfig(`version: 1
@@ -384,5 +384,54 @@ describe('the matcher', () => {
     }
     // The backtracking expression took seconds on the first alone, hours on 32 KiB; these take milliseconds.
     expect(performance.now() - startedMs).toBeLessThan(3_000);
+  });
+});
+
+/**
+ * `postern config pending` tells a person what a rule's `*` matches (sshCommandStarNotes, broker/config/config-diff.ts);
+ * each claim of those notes, performed on the matcher itself.
+ */
+describe('what the pending card says a * matches', () => {
+  it.each<[string, string, 'strict' | 'loose', boolean]>([
+    // one word, possibly empty, crossing /
+    ['echo *', 'echo hello', 'strict', true],
+    ['echo *', 'echo ', 'strict', true],
+    ['echo *', 'echo a,b@c:d+e=f_g-h.i/j', 'strict', true],
+    ['cat /var/log/*', 'cat /var/log/app/2024/today.log', 'strict', true],
+    ['echo *', 'echo a b', 'strict', false],
+    // never a space or shell syntax, strict or loose
+    ['echo *', 'echo a; rm -rf /', 'strict', false],
+    ['echo *', 'echo a; rm -rf /', 'loose', false],
+    ...[...';&|<>()$`\'"\\#~*?[]{}!^%'].flatMap((c): Array<[string, string, 'strict' | 'loose', boolean]> => [
+      ['echo *', `echo a${c}b`, 'strict', false],
+      ['echo *', `echo a${c}b`, 'loose', false],
+    ]),
+    // strict: never an option a word begins with, never a .. segment
+    ['echo *', 'echo -n', 'strict', false],
+    ['echo *', 'echo +x', 'strict', false],
+    ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'strict', false],
+    // loose: both
+    ['tar *', 'tar --checkpoint-action=exec=sh', 'loose', true],
+    ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'loose', true],
+    // the rest is literal, and the whole command must match
+    ['echo *', 'echo', 'strict', false],
+    ['echo *', 'sudo echo a', 'strict', false],
+  ])('%s against %j (%s): %s', (pattern, command, star, matches) => {
+    expect(globMatches(pattern, command, star)).toBe(matches);
+  });
+
+  it('the notes say exactly those things', () => {
+    for (const note of Object.values(sshCommandStarNotes)) {
+      expect(note).toContain('each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =');
+      expect(note).toContain('it crosses / (subdirectories match)');
+      expect(note).toContain('never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %)');
+      expect(note).toContain('echo * never matches "echo a; rm -rf /"');
+      expect(note).toContain('the whole command must match');
+    }
+    expect(sshCommandStarNotes.strict).toContain(
+      'it never takes a .. path segment, and one that begins a word never begins an option (- +)',
+    );
+    expect(sshCommandStarNotes.loose).toContain('tar * matches "tar --checkpoint-action=exec=sh"');
+    expect(sshCommandStarNotes.loose).toContain('cat /var/log/* matches "cat /var/log/../../etc/shadow"');
   });
 });

@@ -121,12 +121,28 @@ function outputLine(o: NonNullable<EnvelopeReply['output']>): string {
   );
 }
 
+/**
+ * `routes:` and `ssh hosts:` with each entry's approval, then one line per route or host that has rules: the rules in
+ * the order they are tried, each with its approval (a command as JSON text, so a `;` or `,` in it reads as its own).
+ */
 function routeLines(list: AgentRouteList): string[] {
   const routes = list.routes.map((r) => `${r.name} (${r.methods.join(', ')}; approval ${r.approval})`);
   const hosts = list.ssh_hosts.map((h) => `${h.name} (approval ${h.approval})`);
   return [
     `routes: ${routes.length === 0 ? 'none' : routes.join('; ')}`,
     `ssh hosts: ${hosts.length === 0 ? 'none' : hosts.join('; ')}`,
+    ...list.routes
+      .filter((r) => r.rules.length > 0)
+      .map(
+        (r) =>
+          `route ${r.name} rules, first match wins, else approval ${r.approval}: ${r.rules.map((rule) => `${rule.methods.join(' ')} ${rule.path} → ${rule.approval}`).join('; ')}`,
+      ),
+    ...list.ssh_hosts
+      .filter((h) => h.commands.length > 0)
+      .map(
+        (h) =>
+          `ssh host ${h.name} commands, first match wins, else approval ${h.approval}: ${h.commands.map((c) => `${JSON.stringify(c.command)} → ${c.approval}${c.wildcard === 'loose' ? ' (loose *)' : ''}`).join('; ')}`,
+      ),
   ];
 }
 

@@ -228,9 +228,16 @@ describe('when answers come back to a validating client', () => {
               isError: false,
               structured: {
                 routes: [
-                  { name: 'github', methods: ['GET'], approval: 'none', idempotency_contract: false, base_path: '/' },
+                  {
+                    name: 'github',
+                    methods: ['GET'],
+                    approval: 'none',
+                    idempotency_contract: false,
+                    base_path: '/',
+                    rules: [],
+                  },
                 ],
-                ssh_hosts: [{ name: 'build-box', approval: 'none' }],
+                ssh_hosts: [{ name: 'build-box', approval: 'none', commands: [] }],
               },
               text: '',
             }

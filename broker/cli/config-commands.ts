@@ -174,5 +174,11 @@ function pendingLines(p: ConfigPending, running: boolean): string[] {
 
 function entryLines(title: string, entry: ConfigEntryChange): string[] {
   const head = `  ${entry.change} ${title} ${entry.name}`;
-  return [head, ...entry.fields.map((f) => `    ${f.field}: ${f.before ?? '-'} → ${f.after ?? '-'}`)];
+  return [
+    head,
+    ...entry.fields.flatMap((f) => [
+      `    ${f.field}: ${f.before ?? '-'} → ${f.after ?? '-'}`,
+      ...(f.note === undefined ? [] : [`      note: ${f.note}`]),
+    ]),
+  ];
 }

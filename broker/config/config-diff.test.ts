@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configFieldChangeSchema } from '../contract/index.js';
-import { changeValueCharsMax, diffConfigs } from './config-diff.js';
+import { changeValueCharsMax, diffConfigs, sshCommandStarNotes } from './config-diff.js';
 import { emptyConfig, parseConfig } from './load-config.js';
 
 const route = (extra: string[] = [], baseUrl = 'https://api.example.com/v1'): string[] => [
@@ -119,5 +119,42 @@ describe('diffConfigs', () => {
     ];
     expect(diffConfigs(emptyConfig(), optOut).settings).toEqual(expected);
     expect(diffConfigs(config(), optOut).settings).toEqual(expected);
+  });
+});
+
+describe('an SSH command rule with a * on the card', () => {
+  const host = (...commands: string[]) => [
+    'ssh_hosts:',
+    '  - name: web',
+    '    host: 10.0.0.5',
+    '    user: deploy',
+    '    credential: k',
+    '    host_key: accept_new',
+    '    approval: none',
+    '    commands:',
+    ...commands,
+  ];
+
+  it('carries a note saying what its * matches, strict or loose; an exact rule, a removed rule and other fields carry none', () => {
+    const before = config(...host("      - { command: 'uptime' }", "      - { command: 'old *' }"));
+    const after = config(
+      ...host(
+        "      - { command: 'uptime -p' }",
+        "      - { command: 'echo *' }",
+        "      - { command: 'tar *', rules_may_loosen: true }",
+      ),
+      '    port: 2222',
+    );
+    const fields = diffConfigs(before, after).ssh_hosts[0]?.fields ?? [];
+    expect(fields.map((f) => [f.field, f.note])).toEqual([
+      ['port', undefined],
+      ['commands[0]', undefined],
+      ['commands[1]', sshCommandStarNotes.strict],
+      ['commands[2]', sshCommandStarNotes.loose],
+    ]);
+    for (const field of fields) expect(() => configFieldChangeSchema.parse(field)).not.toThrow();
+    const removed = diffConfigs(after, before).ssh_hosts[0]?.fields ?? [];
+    expect(removed.find((f) => f.field === 'commands[2]')).toMatchObject({ after: null });
+    expect(removed.find((f) => f.field === 'commands[2]')?.note).toBeUndefined();
   });
 });

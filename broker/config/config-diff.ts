@@ -14,6 +14,8 @@ export interface FieldChange {
   readonly field: string;
   readonly before: string | null;
   readonly after: string | null;
+  /** What the value as it will be means when it is wider than it reads (an SSH command rule's `*`). */
+  readonly note?: string;
 }
 
 export interface EntryChange {
@@ -81,16 +83,38 @@ export function diffConfigs(before: PosternConfig, after: PosternConfig): Config
   }
   return {
     routes: diffEntries(before.routes, after.routes, derivedRouteFields),
-    ssh_hosts: diffEntries(before.sshHosts, after.sshHosts, new Set()),
+    ssh_hosts: diffEntries(before.sshHosts, after.sshHosts, new Set(), sshCommandNote),
     mcp_servers: diffEntries(before.mcpServers, after.mcpServers, new Set()),
     settings,
   };
+}
+
+/**
+ * What a `*` in an SSH command rule matches (broker/actions/ssh-command-policy.ts, globMatches), said where a person
+ * accepts the rule: a shell reader takes `*` for a glob that stops at `/` and a trailing `*` for "anything after",
+ * and neither is so. Strict (the default): one word, possibly empty, of the wildcard characters, `/` included, and no
+ * shell syntax; loose (the rule's rules_may_loosen: true): options and `..` segments too.
+ */
+export const sshCommandStarNotes = {
+  strict:
+    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /" nor "echo a b"; it never takes a .. path segment, and one that begins a word never begins an option (- +); the rest is literal and the whole command must match',
+  loose:
+    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /"; rules_may_loosen: true, so a * DOES take options (- +) and .. path segments: tar * matches "tar --checkpoint-action=exec=sh", cat /var/log/* matches "cat /var/log/../../etc/shadow"; the whole command must match',
+} as const;
+
+/** The note of an SSH host's `commands[i]` whose pattern has a `*`. */
+function sshCommandNote(field: string, value: unknown): string | undefined {
+  if (!/^commands\[\d+\]$/.test(field) || typeof value !== 'object' || value === null) return undefined;
+  const rule = value as { command?: unknown; rules_may_loosen?: unknown };
+  if (typeof rule.command !== 'string' || !rule.command.includes('*')) return undefined;
+  return sshCommandStarNotes[rule.rules_may_loosen === true ? 'loose' : 'strict'];
 }
 
 function diffEntries(
   before: ReadonlyMap<string, object>,
   after: ReadonlyMap<string, object>,
   skip: ReadonlySet<string>,
+  note?: (field: string, value: unknown) => string | undefined,
 ): EntryChange[] {
   const changes: EntryChange[] = [];
   const names = [...new Set([...before.keys(), ...after.keys()])];
@@ -100,6 +124,7 @@ function diffEntries(
     const fields = diffFields(
       a === undefined ? undefined : asRecord(a, skip),
       b === undefined ? undefined : asRecord(b, skip),
+      note,
     );
     if (a === undefined) changes.push({ name, change: 'added', fields });
     else if (b === undefined) changes.push({ name, change: 'removed', fields });
@@ -111,6 +136,7 @@ function diffEntries(
 function diffFields(
   before: Record<string, unknown> | undefined,
   after: Record<string, unknown> | undefined,
+  note?: (field: string, value: unknown) => string | undefined,
 ): FieldChange[] {
   const keys = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])].filter((k) => k !== 'name');
   keys.sort((x, y) => rank(x) - rank(y) || x.localeCompare(y, 'en', { numeric: true }));
@@ -119,7 +145,9 @@ function diffFields(
     const a = text(before?.[field]);
     const b = text(after?.[field]);
     // Compared whole; only what the card shows is cut.
-    if (a !== b) out.push({ field, before: cut(a), after: cut(b) });
+    if (a === b) continue;
+    const said = after === undefined ? undefined : note?.(field, after[field]);
+    out.push({ field, before: cut(a), after: cut(b), ...(said === undefined ? {} : { note: said }) });
   }
   return out;
 }

@@ -36,7 +36,13 @@ export {
   type Route,
   type LoadConfigOptions,
 } from './load-config.js';
-export { diffConfigs, type ConfigChanges, type EntryChange, type FieldChange } from './config-diff.js';
+export {
+  diffConfigs,
+  sshCommandStarNotes,
+  type ConfigChanges,
+  type EntryChange,
+  type FieldChange,
+} from './config-diff.js';
 export {
   mcpToolPolicy,
   mcpCredentialRefs,

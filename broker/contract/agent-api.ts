@@ -398,7 +398,14 @@ export const credentialRequestReplySchema = z.object({
 });
 export type CredentialRequestReply = z.infer<typeof credentialRequestReplySchema>;
 
-/** list_routes' answer. */
+/**
+ * list_routes' answer. Each route's and SSH host's `approval` is that of a call no rule matches; `rules` (a route's
+ * method + path rules) and `commands` (a host's command rules) are the configured rules in the order they are tried
+ * (first match wins), each with the approval a call it matches gets: `none` runs without a card. A command rule's
+ * `wildcard` says what its `*` may match (docs/ssh-channel.md, "Command rules"): `strict`, one word of letters,
+ * digits and `_ - . / : , @ + =` that never begins an option (`-`, `+`) nor takes a `..` path segment; `loose`
+ * (rules_may_loosen: true on the rule), options and `..` too. Never a host, address, user, key or credential.
+ */
 export const agentRouteListSchema = z.object({
   routes: z.array(
     z.object({
@@ -407,9 +414,18 @@ export const agentRouteListSchema = z.object({
       approval: z.enum(ApprovalMode),
       idempotency_contract: z.boolean(),
       base_path: z.string(),
+      rules: z.array(z.object({ methods: z.array(z.string()), path: z.string(), approval: z.enum(ApprovalMode) })),
     }),
   ),
-  ssh_hosts: z.array(z.object({ name: z.string(), approval: z.enum(ApprovalMode) })),
+  ssh_hosts: z.array(
+    z.object({
+      name: z.string(),
+      approval: z.enum(ApprovalMode),
+      commands: z.array(
+        z.object({ command: z.string(), approval: z.enum(ApprovalMode), wildcard: z.enum(['strict', 'loose']) }),
+      ),
+    }),
+  ),
 });
 export type AgentRouteList = z.infer<typeof agentRouteListSchema>;
 

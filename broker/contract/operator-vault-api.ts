@@ -187,6 +187,8 @@ export const configFieldChangeSchema = z.object({
   field: z.string().max(64),
   before: z.string().max(configChangeValueCharsMax).nullable(),
   after: z.string().max(configChangeValueCharsMax).nullable(),
+  /** What the value as it will be matches when that is wider than it reads (an SSH command rule with a `*`). */
+  note: z.string().max(1000).optional(),
 });
 /** A route, an SSH host entry or a settings section (`agents`, `results`, `operator`) that differs. */
 export const configEntryChangeSchema = z.object({

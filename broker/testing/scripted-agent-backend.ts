@@ -129,8 +129,17 @@ export const holdUntilAborted: ScriptedResponder = async (call) => {
 };
 
 export const scriptedRouteList: AgentRouteList = {
-  routes: [{ name: 'github', methods: ['GET', 'POST'], approval: 'none', idempotency_contract: true, base_path: '/' }],
-  ssh_hosts: [{ name: 'build-box', approval: 'per_call' }],
+  routes: [
+    {
+      name: 'github',
+      methods: ['GET', 'POST'],
+      approval: 'none',
+      idempotency_contract: true,
+      base_path: '/',
+      rules: [],
+    },
+  ],
+  ssh_hosts: [{ name: 'build-box', approval: 'per_call', commands: [] }],
 };
 
 /** A valid envelope: committed success unless an error is given. */
