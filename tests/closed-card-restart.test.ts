@@ -11,11 +11,11 @@ import { within } from './support/recovery-rig.js';
 /**
  * What an agent hears about its action after the broker died under its card: a real daemon, a real MCP SDK client
  * through `postern mcp` (the same agent process, so the same session after the restart), a per-call route. The agent
- * asks; the card waits; the daemon is SIGKILLed and started again locked. Before the person unlocks, reading the
- * action needs the vault: the agent is told to wait and read again (never "after_correction": nothing is wrong with
- * its call), and the refusal names no outcome. After the unlock, action_status and fetch_result say the card was
- * closed without a decision by the restart (never `waiting` with an expiry nobody will act on), as approvals list
- * agrees: no open card.
+ * asks; the card waits; the daemon is SIGKILLed and started again locked. Before the person unlocks, the card's
+ * events are sealed: action_status and fetch_result answer the plaintext record — closed by the restart, not_attempted —
+ * with the decision marked `sealed` (its expiry null, to be read after the unlock), never "after_correction" (nothing is
+ * wrong with the call). After the unlock, they say the card was closed without a decision by the restart (never
+ * `waiting` with an expiry nobody will act on), with its expiry, as approvals list agrees: no open card.
  */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pclosed-'));
 const lane = 'doc-k';
@@ -34,7 +34,7 @@ function read(agent: DrillAgent, tool: 'action_status' | 'fetch_result', actionI
 }
 
 describe('when the broker is killed while an agent waits on its card', () => {
-  it('tells the agent to wait for the unlock, then that the card was closed without a decision', async () => {
+  it('tells the agent what the plaintext record says before the unlock, then that the card was closed without a decision', async () => {
     if (drill === undefined) throw new Error('the drill did not start');
     const d = drill;
     const lost = d.p1
@@ -63,22 +63,31 @@ describe('when the broker is killed while an agent waits on its card', () => {
     // Started locked: the earlier run's events open only once a person unlocks.
     d.daemon = await startDaemon(d.dataDir);
 
-    for (const [tool, retry] of [
-      ['action_status', 'backoff'],
-      ['fetch_result', 'fetch_result'],
-    ] as const) {
+    for (const tool of ['action_status', 'fetch_result'] as const) {
       const locked = await read(d.p1, tool, actionId);
+      // The plaintext record answers: closed by the restart, nothing sent; the card's expiry is in its sealed events.
       expect(locked.isError).toBe(true);
       expect(locked.structuredContent).toMatchObject({
-        invocation_id: null,
-        error: { code: 'AUDIT_KEY_UNAVAILABLE', retry },
+        invocation_id: actionId,
+        lane,
+        error: { code: 'BROKER_RESTARTED', outcome: 'not_attempted' },
+        decision: {
+          state: 'closed',
+          by: null,
+          reason: null,
+          decided_at_ms: null,
+          expires_at_ms: null,
+          closed_code: 'BROKER_RESTARTED',
+          closed_at_ms: expect.any(Number) as number,
+          sealed: true,
+        },
       });
-      // A refused read says nothing about the action's outcome, and nothing asks the agent to change its call.
-      expect(locked.structuredContent).not.toHaveProperty('error.outcome');
       const text = locked.content?.[0]?.text ?? '';
-      expect(text).toContain(`retry: ${retry}`);
+      // Nothing asks the agent to change its call, and the answer says what it cannot read yet.
       expect(text).not.toContain('after_correction');
-      expect(text).not.toContain('not_attempted');
+      expect(text).toContain('sealed in the journal: read again once a person unlocks the vault');
+      expect(text).not.toContain('"state": "waiting"');
+      expect(text).not.toContain('CANARY-drill-token-never-shown');
     }
 
     await unlockAsPerson(d.dataDir, drillPassphrase);
@@ -99,6 +108,7 @@ describe('when the broker is killed while an agent waits on its card', () => {
           closed_at_ms: expect.any(Number) as number,
         },
       });
+      expect(reply.structuredContent).not.toHaveProperty('decision.sealed');
       const text = reply.content?.[0]?.text ?? '';
       expect(text).toContain('"state": "closed"');
       expect(text).not.toContain('"state": "waiting"');

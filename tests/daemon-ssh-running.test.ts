@@ -12,7 +12,8 @@ import { runPostern } from './support/postern-process.js';
 /**
  * A real daemon running an agent's `ssh_exec sleep 30` on a real OpenSSH sshd, as a person sees it from the operator
  * CLI: `status` and `metrics` count the running command as in flight / open, never as an unknown outcome (the unknown
- * is the one command that settled so); `actions list` shows its furthest stage while it runs, and `--outcome unknown`
+ * is the one command that settled so); `actions list` shows its furthest stage while it runs (`--json`: outcome null,
+ * not the dispatch's provisional unknown), and `--outcome unknown`
  * lists only the settled one (`--open` the running one); and a SIGTERM whose
  * drain cuts it logs no error for the recording the stop left open (docs/operator.md "Stopping", step 3): the row stays
  * open, marked alive at the stop, and reads RECORDING_INCOMPLETE after the restart. Between the stop and the restart,
@@ -108,7 +109,14 @@ describe('an ssh_exec still running on a real sshd, seen by the operator CLI and
     const row = await until('the running command on the action list', async () =>
       (await listed()).find((a) => a.target === 'box' && a.stage === 'response_started'),
     );
-    expect(row).toMatchObject({ outcome: 'unknown', settled_at_ms: null });
+    // In flight, as status counts it: no outcome (nor effect) until one is recorded, never the dispatch's provisional
+    // unknown; the settled one keeps its recorded unknown.
+    expect(row).toMatchObject({ outcome: null, effect: null, settled_at_ms: null, duration_ms: null });
+    expect((await listed()).find((a) => a.target === 'quick')).toMatchObject({
+      outcome: 'unknown',
+      effect: 'unknown_effect',
+      code: 'OPERATION_TIMEOUT',
+    });
 
     // status: the running command is in flight, and only the settled one is unknown.
     const status = await cli(['status', '--json']);

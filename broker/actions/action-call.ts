@@ -9,9 +9,22 @@ import {
   type CodedError,
   type Envelope,
 } from '../contract/index.js';
-import { brokerStopping, type CallerStop, type CallProgress, type IdSource, type ToolAnswer } from '../ports/index.js';
+import {
+  brokerStopping,
+  type CallerStop,
+  type CallProgress,
+  type IdSource,
+  type ToolAnswer,
+  type VaultState,
+} from '../ports/index.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
-import { actionAnswer, closedSessionRefusal, refusal, type ActionAnswerParts } from './agent-answers.js';
+import {
+  actionAnswer,
+  closedSessionRefusal,
+  passesOnceUnlocked,
+  refusal,
+  type ActionAnswerParts,
+} from './agent-answers.js';
 import { progressHeartbeatMsDefault, watchProgress } from './call-waits.js';
 import { executeHttpAction } from './execute-http-action.js';
 import { executeMcpAction } from './execute-mcp-action.js';
@@ -156,7 +169,8 @@ function startExecutor(
   const run = executed.catch((error: unknown) => {
     // A retry_of the executor refused before it named the action, or one the stopping broker did not start (the queue
     // holds releases: SHUTTING_DOWN, thrown before any lease): a coded refusal, nothing recorded.
-    if (isCodedError(error) && (actionId === undefined || error.code === 'SHUTTING_DOWN')) return retryRefusal(error);
+    if (isCodedError(error) && (actionId === undefined || error.code === 'SHUTTING_DOWN'))
+      return retryRefusal(error, deps.vault.state());
     if (closedByShutdown(deps.journal))
       deps.logger?.info({ action_id: actionId }, 'the broker stopped while this action ran; the next start records it');
     else deps.logger?.error({ err: error, action_id: actionId }, 'action execution failed');
@@ -383,10 +397,11 @@ export function cancelledAfterDispatch(id: string): string {
 }
 
 /**
- * A refused retry_of: the request was wrong (after_correction), the broker is stopping (backoff: ask again once it runs)
- * or no retry is open to it (never).
+ * A refused retry_of: the request was wrong (after_correction), the broker is stopping or the vault is locked (backoff:
+ * ask again once it runs, or once a person unlocks — an earlier run's sealed record, VAULT_LOCKED or
+ * AUDIT_KEY_UNAVAILABLE while locked, is read then), or no retry is open to it (never).
  */
-function retryRefusal(error: CodedError): ToolAnswer {
+function retryRefusal(error: CodedError, vault: VaultState): ToolAnswer {
   const correctable: readonly string[] = [
     'INVALID_ARGUMENT',
     'INVALID_TARGET',
@@ -397,7 +412,7 @@ function retryRefusal(error: CodedError): ToolAnswer {
   ];
   const retry = correctable.includes(error.code)
     ? 'after_correction'
-    : error.code === 'SHUTTING_DOWN'
+    : error.code === 'SHUTTING_DOWN' || passesOnceUnlocked(error.code, vault)
       ? 'backoff'
       : 'never';
   return refusal(error.code, error.message, retry, error.field);

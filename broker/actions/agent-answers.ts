@@ -12,7 +12,7 @@ import {
   type QueuePosition,
   type SessionState,
 } from '../contract/index.js';
-import type { ToolAnswer } from '../ports/index.js';
+import type { ToolAnswer, VaultState } from '../ports/index.js';
 import type { HttpActionResponse } from './execute-http-action.js';
 import type { SshActionOutput } from './execute-ssh-action.js';
 
@@ -169,4 +169,13 @@ function utf8OrUndefined(bytes: Buffer): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A refusal that passes once a person unlocks the vault: VAULT_LOCKED, and AUDIT_KEY_UNAVAILABLE while the vault is
+ * locked (an earlier run's events; the journal says so before it asks whether that run ever had a key). Unlocked (or
+ * never initialised), AUDIT_KEY_UNAVAILABLE is a run that never had a key: nothing will open it.
+ */
+export function passesOnceUnlocked(code: ErrorCode, vault: VaultState): boolean {
+  return code === 'VAULT_LOCKED' || (code === 'AUDIT_KEY_UNAVAILABLE' && vault === 'locked');
 }

@@ -10,12 +10,14 @@ import {
   TransitionRefused,
   type ActionState,
   type Actor,
+  type AgentDecision,
   type AgentPeer,
   type AgentRefusal,
   type AllowlistEntry,
   type AgentRouteList,
   type AgentToolName,
   type ErrorCode,
+  type EventKind,
   type NewEvent,
   type SessionState,
 } from '../contract/index.js';
@@ -32,10 +34,10 @@ import type {
 import { actionCall, cancelledAfterDispatch, cancelledNote, type CallWatch, waitSource } from './action-call.js';
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
-import { decisionEventKinds, decisionFacts, waitForSettled } from './call-waits.js';
+import { decisionEventKinds, decisionFacts, sealedDecisionFacts, waitForSettled } from './call-waits.js';
 import { closedForCancel } from './closed-action.js';
 import { credentialRequestCall } from './credential-request-call.js';
-import { actionAnswer, closedSessionRefusal, refusal } from './agent-answers.js';
+import { actionAnswer, closedSessionRefusal, passesOnceUnlocked, refusal } from './agent-answers.js';
 import { observePolicyActor } from '../queue/decision-events.js';
 import { OpenActions, openActionsPerSessionMax } from './open-actions.js';
 import { resultNotReady, stateClassification, stateEnvelope, stoppedAfterDispatch } from './state-envelope.js';
@@ -335,9 +337,8 @@ function readRefusalRetry(tool: AgentToolName, code: ErrorCode, vault: VaultStat
     case 'INTERNAL':
       return 'never';
     case 'VAULT_LOCKED':
-      return afterUnlock(tool);
     case 'AUDIT_KEY_UNAVAILABLE':
-      return vault === 'locked' ? afterUnlock(tool) : 'never';
+      return passesOnceUnlocked(code, vault) ? afterUnlock(tool) : 'never';
     case 'RATE_LIMITED':
     case 'SHUTTING_DOWN':
       return 'backoff';
@@ -404,7 +405,7 @@ function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
   if (state?.approval === 'none' && state.decision === null) return answer;
   const kinds = deps.journal.subjectKinds(structured.invocation_id);
   if (![...decisionEventKinds].some((kind) => kinds.has(kind))) return answer;
-  const decision = decisionFacts(deps.journal.subjectEvents(structured.invocation_id));
+  const decision = recordedDecision(deps, structured.invocation_id, state, kinds);
   if (decision === undefined) return answer;
   const error = structured.error;
   const said =
@@ -421,11 +422,35 @@ function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
     ...(withReason === undefined ? {} : { error: withReason }),
     decision,
   });
+  const sealedNote =
+    decision.sealed === true
+      ? ` (decision ${decision.state}; who decided, a reason and the card's expiry are sealed in the journal${deps.vault.state() === 'locked' ? ': read again once a person unlocks the vault' : ''})`
+      : '';
   return {
     ...answer,
     structured: reply,
-    text: said ? `${answer.text} (${decision.state}${who}: ${decision.reason ?? ''})` : answer.text,
+    text: said ? `${answer.text} (${decision.state}${who}: ${decision.reason ?? ''})` : `${answer.text}${sealedNote}`,
   };
+}
+
+/**
+ * The decision from the action's events, or — when they are sealed (an earlier run's events before a person unlocks
+ * the vault, or a run that never had a key) — what the plaintext current-state table says of it, marked `sealed`: the
+ * answer stands on what is readable instead of failing as a whole, and never guesses at what is sealed.
+ */
+function recordedDecision(
+  deps: AgentBackendDeps,
+  actionId: string,
+  state: ActionState | undefined,
+  kinds: ReadonlySet<EventKind>,
+): AgentDecision | undefined {
+  try {
+    return decisionFacts(deps.journal.subjectEvents(actionId));
+  } catch (error) {
+    const sealed = isCodedError(error) && (error.code === 'AUDIT_KEY_UNAVAILABLE' || error.code === 'VAULT_LOCKED');
+    if (!sealed || state === undefined) throw error;
+    return sealedDecisionFacts(state, kinds, deps.journal.getActionTimeline(actionId));
+  }
 }
 
 /** A refused read names no outcome: it says nothing about any action, only that this read was refused. */

@@ -1,4 +1,5 @@
 import type { ActionState, AgentDecision, EventKind, JournalEvent, QueuePosition } from '../contract/index.js';
+import type { ActionTimeline } from '../core/index.js';
 import type { CallProgress } from '../ports/index.js';
 
 /** What the waits read: the journal's current state of an action, its queue position, and change notices. */
@@ -193,4 +194,35 @@ function actorOf(actor: {
   surface?: string | undefined;
 }): NonNullable<AgentDecision['by']> {
   return { kind: actor.kind, id: actor.id, ...(actor.surface === undefined ? {} : { surface: actor.surface }) };
+}
+
+/**
+ * The decision as the plaintext current-state table tells it, for an action whose events are sealed under an earlier
+ * run's key while the vault is locked (or under a run that never had a key): its state (the projection's `decision`; an
+ * undecided card — CARD_SHOWN in the plaintext headers — `closed` once an outcome was recorded, else `waiting`), when it
+ * was decided (the timeline's column), and for `closed` the recorded code and time. Who decided (but the expiry's
+ * fixed actor), a person's reason and the card's expiry are in the sealed events only: null, and `sealed` says so.
+ */
+export function sealedDecisionFacts(
+  state: ActionState,
+  kinds: ReadonlySet<EventKind>,
+  timeline: ActionTimeline | undefined,
+): AgentDecision | undefined {
+  const sealed = { by: null, reason: null, expires_at_ms: null, sealed: true as const };
+  if (state.decision !== null)
+    return {
+      ...sealed,
+      state: state.decision,
+      ...(state.decision === 'expired' ? { by: { kind: 'broker' as const, id: 'approval-expiry' } } : {}),
+      decided_at_ms: timeline?.decided_at_ms ?? null,
+    };
+  if (!kinds.has('CARD_SHOWN')) return undefined;
+  if (!state.recorded || state.outcome === null) return { ...sealed, state: 'waiting', decided_at_ms: null };
+  return {
+    ...sealed,
+    state: 'closed',
+    decided_at_ms: null,
+    ...(state.code === null ? {} : { closed_code: state.code }),
+    ...(timeline?.settled_at_ms == null ? {} : { closed_at_ms: timeline.settled_at_ms }),
+  };
 }

@@ -857,15 +857,17 @@ describe('when the credential cannot be used', () => {
     expect(s.log).toHaveLength(0);
   });
 
-  it('a locked vault: credential_injection/not_attempted/VAULT_LOCKED; unlocking makes the next action go through', async () => {
+  it('a locked vault: credential_injection/not_attempted/VAULT_LOCKED, retry backoff; unlocking makes the same call go through', async () => {
     const s = await server({ kind: 'respond', status: 200, applyEffect: true });
     h.vault.lock('test');
     const locked = await h.run(localRouteConfig(s.port), post);
+    // Nothing was sent and nothing in the call is wrong: the same call is safe once a person unlocks (never
+    // after_correction, which would ask the agent to change it).
     expect(locked.envelope.error).toMatchObject({
       code: 'VAULT_LOCKED',
       phase: 'credential_injection',
       outcome: 'not_attempted',
-      retry: 'after_correction',
+      retry: 'backoff',
     });
     expect(kinds(h.events(locked.envelope.invocation_id))).toEqual([
       'ACTION_ACCEPTED',

@@ -563,7 +563,7 @@ export function actionLine(a: ActionListRow): string {
   const agent = a.agent === null ? 'broker' : `${a.agent.name ?? '(unnamed)'} pid ${a.agent.pid ?? '?'}`;
   const request = a.method === null ? a.request : `${a.method} ${a.request}`;
   const decided = decisionText(a) ?? 'undecided';
-  // Open (settled_at_ms null) shows its furthest stage: a dispatched action's outcome says unknown until it settles.
+  // Open (settled_at_ms null) shows its furthest stage: the row has no outcome until one is recorded.
   const outcome =
     a.outcome === null || a.settled_at_ms === null
       ? a.stage

@@ -32,9 +32,14 @@ export const actionListRowSchema = z.object({
    * `decision` stays null). Null before a decision.
    */
   decided_by: z.string().max(400).nullable(),
-  /** Provisional while open: a dispatched action says unknown until it settles (settled_at_ms null meanwhile). */
+  /**
+   * The recorded outcome; null while open (settled_at_ms null): a dispatched action still running is in flight, as
+   * `status` counts it, never an unknown outcome (the journal's projection holds unknown provisionally from its
+   * dispatch on; the row does not pass it on). What the `outcome` filter matches.
+   */
   outcome: z.enum(Outcome).nullable(),
   code: z.string().max(80).nullable(),
+  /** The recorded effect; null while open, as `outcome`. */
   effect: z.enum(Effect).nullable(),
   /** The timeline of the action: each null until it happened. */
   decided_at_ms: z.number().int().nullable(),

@@ -364,6 +364,12 @@ export const agentDecisionSchema = z.object({
   closed_code: errorCodeSchema.optional(),
   /** state closed: when that outcome was recorded. */
   closed_at_ms: z.number().int().nonnegative().optional(),
+  /**
+   * The decision's events are sealed (an earlier run's, read before a person unlocks the vault): `state`,
+   * `decided_at_ms` and a closed card's `closed_code` / `closed_at_ms` come from the plaintext current-state table;
+   * `by`, `reason` and `expires_at_ms` are null because only the sealed events hold them (read again after the unlock).
+   */
+  sealed: z.literal(true).optional(),
 });
 export type AgentDecision = z.infer<typeof agentDecisionSchema>;
 

@@ -54,7 +54,7 @@ const rows: Row[] = [
   [
     'the vault is locked',
     { ...base, gate: { kind: 'vault_locked' } },
-    { phase: 'credential_injection', outcome: 'not_attempted', code: 'VAULT_LOCKED', retry: 'after_correction' },
+    { phase: 'credential_injection', outcome: 'not_attempted', code: 'VAULT_LOCKED', retry: 'backoff' },
   ],
   [
     'the secret is missing',

@@ -95,7 +95,8 @@ function gateClassification(gate: LocalGate): Classification {
         'idempotency_key_reused_with_other_fingerprint',
       );
     case 'vault_locked':
-      return local('credential_injection', 'VAULT_LOCKED', 'after_correction', 'vault_locked_before_dispatch');
+      // Nothing was sent and nothing in the call is wrong: the same call is safe once a person unlocks the vault.
+      return local('credential_injection', 'VAULT_LOCKED', 'backoff', 'vault_locked_before_dispatch');
     case 'credential_missing':
       return local(
         'credential_injection',

@@ -164,11 +164,13 @@ describe('actions.list over a real journal', () => {
     await temp.journal.appendBatch(varied('deadlineInFlight', 0));
     await temp.journal.appendBatch(varied('callerCancelledAfterDispatch', 0));
     const ids = (input: OperatorInput<'actions.list'>): string[] => list(input).actions.map((a) => a.action_id);
-    // The running one's row says unknown (provisionally, from its dispatch on), yet nothing settled it.
-    expect(list({}).actions.map((a) => [a.action_id, a.outcome, a.settled_at_ms === null])).toEqual([
-      ['act_callerCancelledAfter_000', 'unknown', false],
-      ['act_deadlineInFlight_000', 'unknown', true],
+    // The running one is in flight, as status counts it: its row has no outcome (nor effect) until one is recorded —
+    // never the provisional unknown the projection holds from its dispatch on.
+    expect(list({}).actions.map((a) => [a.action_id, a.outcome, a.effect, a.settled_at_ms === null])).toEqual([
+      ['act_callerCancelledAfter_000', 'unknown', 'unknown_effect', false],
+      ['act_deadlineInFlight_000', null, null, true],
     ]);
+    expect(temp.journal.getAction('act_deadlineInFlight_000')).toMatchObject({ outcome: 'unknown', recorded: false });
     expect(ids({ outcome: 'unknown' })).toEqual(['act_callerCancelledAfter_000']);
     expect(ids({ outcome: 'unknown', lane: 'lane-a' })).toEqual(['act_callerCancelledAfter_000']);
     expect(ids({ outcome: 'unknown', text: 'act_' })).toEqual(['act_callerCancelledAfter_000']);
@@ -225,6 +227,16 @@ describe('actions.list over a real journal', () => {
       }),
       { numRuns: 60 },
     );
+    // A row's outcome is what --outcome filters by: null exactly while open (settled_at_ms null), and a row that has one
+    // is found by it.
+    const all = list({ limit: 500 }).actions;
+    expect(all.length).toBe(model.length);
+    expect(all.filter((a) => (a.outcome === null) !== (a.settled_at_ms === null))).toEqual([]);
+    expect(all.filter((a) => a.settled_at_ms === null && a.effect !== null)).toEqual([]);
+    for (const outcome of ['committed', 'unknown', 'not_attempted', 'rejected'] as const) {
+      const found = new Set(list({ outcome, limit: 500 }).actions.map((a) => a.action_id));
+      expect(all.filter((a) => a.outcome === outcome).map((a) => a.action_id)).toEqual([...found]);
+    }
     expect(list({ text: 'v1/ITEMS' }).actions.every((a) => a.request === '/v1/items')).toBe(true);
     expect(list({ text: 'expired: nobody decided', limit: 500 }).actions.map((a) => a.decision)).toEqual([
       'expired',

@@ -60,6 +60,10 @@ export function listActions(
 
 function listRow(row: ActionListDbRow, journal: Journal): ActionListRow {
   const parts = splitActionTarget(row.target);
+  // Open (settled_at_ms null) has no outcome yet: a dispatched action's row holds unknown (and unknown_effect) from its
+  // DISPATCH_STARTED on, provisionally — while it runs it is in flight, as status counts it, not an unknown outcome;
+  // and --outcome finds settled actions only (021), so the row says what the filter means.
+  const open = row.settled_at_ms === null;
   return {
     action_id: row.action_id,
     ticket: row.ticket,
@@ -74,9 +78,9 @@ function listRow(row: ActionListDbRow, journal: Journal): ActionListRow {
     stage: row.stage as ActionListRow['stage'],
     decision: row.decision as ActionListRow['decision'],
     decided_by: decidedBy(row, journal),
-    outcome: row.outcome as ActionListRow['outcome'],
+    outcome: open ? null : (row.outcome as ActionListRow['outcome']),
     code: row.code === null ? null : cut(row.code, 80),
-    effect: row.effect as ActionListRow['effect'],
+    effect: open ? null : (row.effect as ActionListRow['effect']),
     decided_at_ms: row.decided_at_ms,
     dispatched_at_ms: row.dispatched_at_ms,
     settled_at_ms: row.settled_at_ms,

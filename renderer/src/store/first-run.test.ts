@@ -267,10 +267,23 @@ describe('an action as the guide names it', () => {
   it.each<[string, Parameters<typeof describeAction>[0], string]>([
     [
       'an HTTP call waiting for approval',
-      rowOf(3, { decision: null, outcome: null, effect: null, method: 'GET', request: '/v1/items' }),
+      rowOf(3, {
+        decision: null,
+        outcome: null,
+        effect: null,
+        dispatched_at_ms: null,
+        settled_at_ms: null,
+        method: 'GET',
+        request: '/v1/items',
+      }),
       'GET docs/v1/items (ticket #3, waiting for approval)',
     ],
     ['an approved call in flight', rowOf(4, { outcome: null, request: '/x' }), 'POST docs/x (ticket #4, in progress)'],
+    [
+      'a call with no card still running (approval none: no decision; no outcome while open)',
+      rowOf(7, { ticket: null, decision: null, outcome: null, effect: null, settled_at_ms: null, request: '/r' }),
+      'POST docs/r (in progress)',
+    ],
     [
       'an SSH command that failed',
       rowOf(5, {

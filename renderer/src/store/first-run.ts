@@ -148,7 +148,7 @@ export function describeAction(action: ActionListRow): string {
   const where =
     action.outcome !== null
       ? `${action.outcome}${action.code === null ? '' : ` ${action.code}`}`
-      : action.decision === null
+      : action.decision === null && action.dispatched_at_ms === null
         ? 'waiting for approval'
         : 'in progress';
   return `${what} (${ticket}${where})`;

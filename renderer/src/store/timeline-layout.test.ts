@@ -106,10 +106,14 @@ describe('the timeline', () => {
     });
 
     it('says an ongoing wait, and shows the lane as blocked while it lasts', () => {
-      const open = { ...head, settled_at_ms: null, outcome: null };
-      const waiting = { ...next, dispatched_at_ms: null, settled_at_ms: null, outcome: null };
+      // #4 open before its dispatch (approved, its credential being authorized): #5 waits for it.
+      const open = { ...head, dispatched_at_ms: null, settled_at_ms: null, outcome: null, effect: null };
+      const waiting = { ...next, dispatched_at_ms: null, settled_at_ms: null, outcome: null, effect: null };
       expect(laneWaitOf(waiting, [open, waiting], t0 + s(16))).toEqual({ ticket: 4, waited_ms: s(12), ongoing: true });
       expect(laneBlockedBy([open, waiting], t0 + s(16))).toBe('blocked: #5 waiting for #4 for 12 s');
+      // #4 dispatched and still running (no outcome yet): the lane is blocked by it running.
+      const running = { ...open, dispatched_at_ms: head.dispatched_at_ms, stage: 'request_sent' as const };
+      expect(laneBlockedBy([running, waiting], t0 + s(16))).toBe('blocked: #4 is running (request sent)');
       expect(laneBlockedBy([head, next], t0 + s(100))).toBeNull();
     });
 
@@ -122,8 +126,8 @@ describe('the timeline', () => {
     });
 
     it('says a dispatched head still running is running (its stage), not an unknown outcome, until it settles', () => {
-      // Its row says unknown from DISPATCH_STARTED on, yet nothing settled it.
-      const running = { ...head, outcome: 'unknown' as const, settled_at_ms: null, stage: 'response_started' as const };
+      // Dispatched, nothing settled it: the list's row has no outcome (nor effect) yet.
+      const running = { ...head, outcome: null, effect: null, settled_at_ms: null, stage: 'response_started' as const };
       expect(laneBlockedBy([running], t0 + s(100))).toBe('blocked: #4 is running (response started)');
       const bar = timelineOf([running], 'lane', t0 + s(100)).groups[0]?.bars[0];
       expect(bar).toMatchObject({ open: true, outcome: null });

@@ -119,12 +119,12 @@ function packTracks(bars: TimelineBar[]): number {
 
 /**
  * Pure: why a lane is blocked now — a dispatched action still running or an unknown outcome nothing passed since, or an
- * approved action waiting in it. A dispatched action's row says unknown from its dispatch on, but until it settles it
- * is running (its stage, as the Actions list shows it), not an unknown outcome.
+ * approved action waiting in it. A dispatched action that has not settled is running (its stage, as the Actions list
+ * shows it; its row has no outcome yet), not an unknown outcome.
  */
 export function laneBlockedBy(laneRows: readonly ActionListRow[], nowMs: number): string | null {
   const unknown = laneRows
-    .filter((r) => r.outcome === 'unknown')
+    .filter((r) => r.outcome === 'unknown' || (r.dispatched_at_ms !== null && r.settled_at_ms === null))
     .find(
       (u) =>
         !laneRows.some(
