@@ -21,6 +21,7 @@ import { openVault } from '../broker/vault/index.js';
 import { drive, type Summary } from './durable-measure.js';
 import { PhaseClock, type PhaseRow } from './durable-phases.js';
 import { JournalCapture, replayCeiling } from './journal-ceiling.js';
+import { measureHandoff, type Handoff } from './writer-handoff.js';
 
 export type Target = 'fast' | 'slow';
 export type ExecutorRequest =
@@ -28,6 +29,7 @@ export type ExecutorRequest =
   | { op: 'direct'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'broker'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'ceiling'; concurrency: number; runMs: number }
+  | { op: 'handoff'; batchActions: number }
   | { op: 'phases'; target: Target; concurrency: number; runMs: number; opsMax: number }
   | { op: 'exit' };
 export type ExecutorReply =
@@ -38,6 +40,7 @@ export type ExecutorReply =
       eventsPerAction?: number;
       mix?: string;
       phases?: { rows: PhaseRow[]; actions: number; total: PhaseRow };
+      handoff?: Handoff;
     }
   | { ok: false; error: string };
 
@@ -166,6 +169,11 @@ async function handle(rig: Rig | undefined, message: ExecutorRequest): Promise<{
     return {
       reply: { ok: true, pid, summary: ceiling.summary, eventsPerAction: ceiling.eventsPerAction, mix: ceiling.mix },
     };
+  }
+  if (message.op === 'handoff') {
+    const captured = rig.capture.captured();
+    if (captured === undefined) throw new Error('handoff before any broker action was captured');
+    return { reply: { ok: true, pid, handoff: await measureHandoff(captured, message.batchActions) } };
   }
   await rig.close();
   return { reply: { ok: true, pid } };

@@ -39,6 +39,7 @@ import { buildCli, nodeBundleOptions } from '../scripts/build-cli.mjs';
 import type { ExecutorReply, ExecutorRequest } from './durable-executor.js';
 import { startMcpRig } from './durable-daemon.js';
 import { drive, machineLine, ms, percentile, perSecond, rawFsyncMs, verdict, type Summary } from './durable-measure.js';
+import type { Handoff } from './writer-handoff.js';
 import { FsyncTrace, straceUnavailable, tracedArgv, type SyncCount } from './fsync-trace.js';
 
 const remoteDelayMs = 20;
@@ -55,6 +56,8 @@ const bounds = {
   phases: { runMs: 2_000, opsMax: 2_000 },
 };
 const cliStartRuns = 5;
+/** One c64 group commit's worth of actions, handed to a worker as one batch (table 7). */
+const handoffBatchActions = 64;
 
 async function listen(delayMs: number): Promise<{ server: Server; origin: string }> {
   const server = createServer((req, res) => {
@@ -150,6 +153,7 @@ interface Measured {
   directSlow: Summary;
   brokerSlow: Summary;
   phases: { label: string; phases: NonNullable<Extract<ExecutorReply, { ok: true }>['phases']> }[];
+  handoff: Handoff;
 }
 
 /** The untraced runs: tables 1–3. */
@@ -163,6 +167,8 @@ async function measure(targets: Targets): Promise<Measured> {
     const brokerC1 = await executor.run({ op: 'broker', target: 'fast', concurrency: 1, ...bounds.c1 });
     const brokerC64 = await executor.run({ op: 'broker', target: 'fast', concurrency: 64, ...bounds.c64 });
     const ceiling = await executor.run({ op: 'ceiling', concurrency: 64, ...bounds.ceiling });
+    const { handoff } = await executor.run({ op: 'handoff', batchActions: handoffBatchActions });
+    if (handoff === undefined) throw new Error('the executor answered handoff without it');
     const directSlow = await executor.run({ op: 'direct', target: 'slow', concurrency: 16, ...bounds.remote });
     const brokerSlow = await executor.run({ op: 'broker', target: 'slow', concurrency: 16, ...bounds.remote });
     const phases: Measured['phases'] = [];
@@ -195,6 +201,7 @@ async function measure(targets: Targets): Promise<Measured> {
       directSlow: summaryOf(directSlow),
       brokerSlow: summaryOf(brokerSlow),
       phases,
+      handoff,
     };
   } finally {
     await executor.stop();
@@ -372,6 +379,36 @@ function printPhases(m: Measured): void {
   console.log('');
 }
 
+function printHandoff(m: Measured): void {
+  const h = m.handoff;
+  const c = m.ceiling;
+  // The ceiling's loop is busy throughout: its time per action is the journal's own work for one action.
+  const journalMsPerAction = (1_000 * c.eventsPerAction) / c.perSecond;
+  console.log(
+    `### 7. A writer thread's hand-off (issue 18, phase 0 of docs/journal-writer-thread.md): one batch of ${h.actions} ` +
+      `actions (${h.events} events, their states and results, ${(h.bytes / 1024).toFixed(0)} KiB), p50`,
+  );
+  console.log('');
+  console.log(
+    `Against the journal's own work per action at its ceiling (table 2): ${ms(journalMsPerAction)} ms, which a ` +
+      'writer thread would take off the loop; the serializer runs on the loop instead.',
+  );
+  console.log('');
+  console.log('| step | per batch ms | per action ms | share of the journal work moved |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const [name, batchMs, onLoop] of [
+    ['serialize (postMessage, on the loop)', h.serializeMs, true],
+    ['deserialize (on the writer)', h.deserializeMs, false],
+    ['round trip to an idle worker, batch and count ack', h.roundTripMs, false],
+    ['round trip, empty message (the hop alone)', h.emptyRoundTripMs, false],
+  ] as const) {
+    const perAction = batchMs / h.actions;
+    const share = onLoop ? `${((100 * perAction) / journalMsPerAction).toFixed(1)} %` : '—';
+    console.log(`| ${name} | ${ms(batchMs)} | ${perAction.toFixed(4)} | ${share} |`);
+  }
+  console.log('');
+}
+
 /** Table 5 is bench/cli-start.ts itself, run as a child so its own set-up (a built bundle) is unchanged. */
 async function cliStart(): Promise<void> {
   console.log('### 5. CLI and shim cold start (bench/cli-start.ts; goal < 300 ms to first output, bundle)');
@@ -410,6 +447,7 @@ async function main(): Promise<void> {
     printFsyncs(unavailable ?? (await traceFsyncs(targets, scratch)));
     if (!process.argv.includes('--no-cli-start')) await cliStart();
     printPhases(measured);
+    printHandoff(measured);
   } finally {
     for (const { server } of [fast, slow]) {
       server.closeAllConnections();

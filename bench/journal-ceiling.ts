@@ -131,37 +131,14 @@ export async function replayCeiling(
     const dispatcher = async (): Promise<void> => {
       while (performance.now() - started < runMs) {
         replays += 1;
-        const [newId, newLane] = [ids.newActionId(), `${action.lane ?? 'lane'}-${replays}`];
-        // An action id's tail also names its results (res_<tail>_<attempt>).
-        const rename = (s: string): string =>
-          s === action.lane
-            ? newLane
-            : action.actionId === undefined
-              ? s
-              : s.replaceAll(action.actionId.slice(4), newId.slice(4));
-        // The broker does not wait for a held observation where it appends it (appendLater): neither does the replay.
-        const held: Promise<unknown>[] = [];
-        for (const call of action.calls) {
-          const method = (temp.journal as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
-            call.method
-          ];
-          const t0 = performance.now();
-          const done = method?.apply(
-            temp.journal,
-            call.args.map((a) =>
-              isRecord(a) && 'resultRows' in a
-                ? results.rowsOf(copy(a['resultRows'], rename) as ResultInput)
-                : copy(a, rename),
-            ),
-          );
-          if (call.method === 'appendLater') {
-            held.push(Promise.resolve(done));
-            continue;
-          }
-          await done;
-          latenciesMs.push(performance.now() - t0);
-        }
-        await Promise.all(held);
+        await replayAction(
+          temp.journal,
+          results,
+          action,
+          ids.newActionId(),
+          `${action.lane ?? 'lane'}-${replays}`,
+          latenciesMs,
+        );
       }
     };
     const eventsBefore = temp.journal.stats().events;
@@ -175,6 +152,48 @@ export async function replayCeiling(
     results.close();
     await temp.dispose();
   }
+}
+
+/**
+ * Replays `action`'s journal writes once as action `newId` in lane `newLane`, each awaited in order as the broker does
+ * (a held observation, appendLater, is not awaited where it is appended, as in the broker); the time each awaited call
+ * took is pushed to `latenciesMs`.
+ */
+export async function replayAction(
+  journal: Journal,
+  results: ResultStore,
+  action: CapturedAction,
+  newId: string,
+  newLane: string,
+  latenciesMs: number[] = [],
+): Promise<void> {
+  // An action id's tail also names its results (res_<tail>_<attempt>).
+  const rename = (s: string): string =>
+    s === action.lane
+      ? newLane
+      : action.actionId === undefined
+        ? s
+        : s.replaceAll(action.actionId.slice(4), newId.slice(4));
+  const held: Promise<unknown>[] = [];
+  for (const call of action.calls) {
+    const method = (journal as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[call.method];
+    const t0 = performance.now();
+    const done = method?.apply(
+      journal,
+      call.args.map((a) =>
+        isRecord(a) && 'resultRows' in a
+          ? results.rowsOf(copy(a['resultRows'], rename) as ResultInput)
+          : copy(a, rename),
+      ),
+    );
+    if (call.method === 'appendLater') {
+      held.push(Promise.resolve(done));
+      continue;
+    }
+    await done;
+    latenciesMs.push(performance.now() - t0);
+  }
+  await Promise.all(held);
 }
 
 /** `append ACTION_ACCEPTED, beginDispatch, …`: what was replayed, for the table. */
