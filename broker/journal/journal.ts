@@ -67,6 +67,7 @@ import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.j
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
+import { writeResultRows, type ResultRows } from './result-rows.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
@@ -200,11 +201,10 @@ export type AppendResult<T> =
 
 /**
  * Rows another store of the journal's file writes in the transaction of a unit's events (ResultStore.rowsOf: a
- * result and the RESULT_COMMITTED naming it), only if the unit is accepted; sealed before, never under the lock.
+ * result and the RESULT_COMMITTED naming it), only if the unit is accepted; sealed before, never under the lock. Plain
+ * data (result-rows.ts), written by writeResultRows.
  */
-export interface UnitRows {
-  write(db: Database.Database): void;
-}
+export type UnitRows = ResultRows;
 
 interface Unit {
   readonly events: readonly NewEvent[];
@@ -1107,7 +1107,7 @@ export class Journal {
   private writeRows(rows: UnitRows): unknown {
     this.db.exec('SAVEPOINT unit_rows');
     try {
-      rows.write(this.db);
+      writeResultRows(this.db, rows);
     } catch (error) {
       if (!String((error as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw error;
       this.db.exec('ROLLBACK TO unit_rows');

@@ -272,6 +272,15 @@ describe('the result store', () => {
       expect(store.read('res_rows_a')?.body.toString()).toBe('body of act_rows_a');
     });
 
+    it('the rows are plain data: a structured clone of them (what postMessage to a writer thread makes) commits the same result', async () => {
+      const committed = await uptoCommitted('act_rows_clone');
+      const body = Buffer.alloc(resultChunkBytes + 5, 3);
+      const rows = store.rowsOf({ ...resultOf('act_rows_clone', 'res_rows_clone'), body, total_bytes: body.length });
+      await temp.journal.append(committed, structuredClone(rows));
+      expect(storedResultIds()).toEqual(['res_rows_clone']);
+      expect(store.read('res_rows_clone')?.body.equals(body)).toBe(true);
+    });
+
     it('a refused RESULT_COMMITTED writes no result: the rows go only with an accepted event', async () => {
       await temp.journal.append(actionPaths.httpNoApproval('act_rows_b')[0] as NewEvent);
       // Not dispatched: the projection refuses a result for it.

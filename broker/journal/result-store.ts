@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
-import type { UnitRows } from './journal.js';
+import { writeResultRows, type ResultRows } from './result-rows.js';
 import { requireDurableConnection } from './durability.js';
 import { RecordingStore, type RecordingStoreRole } from './recording-store.js';
 
@@ -145,14 +145,14 @@ export class ResultStore {
   /** Commits a result in a transaction of its own (RESULT_COMMITTED's path uses rowsOf instead: one transaction). */
   commit(input: ResultInput): void {
     const rows = this.rowsOf(input);
-    this.db.transaction(() => rows.write(this.db)).immediate();
+    this.db.transaction(() => writeResultRows(this.db, rows)).immediate();
   }
 
   /**
    * A result's rows, sealed now (before any write lock is held), for the journal to write in the transaction of the
    * RESULT_COMMITTED that names it (Journal.append's `rows`): the result and the event naming it commit together.
    */
-  rowsOf(input: ResultInput): UnitRows {
+  rowsOf(input: ResultInput): ResultRows {
     const summary = JSON.stringify(input.summary);
     if (Buffer.byteLength(summary) > resultSummaryBytesMax) {
       throw new CodedError('PAYLOAD_LIMIT', `a result summary is at most ${resultSummaryBytesMax} bytes`, {
@@ -169,24 +169,17 @@ export class ResultStore {
       ),
     );
     return {
-      write: (db) => {
-        const sql = resultStatements(db);
-        sql.insertResult.run(
-          input.result_id,
-          input.action_id,
-          input.attempt,
-          input.total_bytes,
-          body.length,
-          input.truncated ? 1 : 0,
-          input.digest,
-          chunks,
-          input.created_at_ms,
-          sealedSummary.run,
-          sealedSummary.nonce,
-          sealedSummary.ciphertext,
-        );
-        sealedChunks.forEach((chunk, n) => sql.insertChunk.run(input.result_id, n, chunk.ciphertext, chunk.nonce));
-      },
+      kind: 'result',
+      result_id: input.result_id,
+      action_id: input.action_id,
+      attempt: input.attempt,
+      total_bytes: input.total_bytes,
+      stored_bytes: body.length,
+      truncated: input.truncated,
+      digest: input.digest,
+      created_at_ms: input.created_at_ms,
+      summary: sealedSummary,
+      chunks: sealedChunks.map(({ nonce, ciphertext }) => ({ nonce, ciphertext })),
     };
   }
 
@@ -370,28 +363,4 @@ function headOf(row: ResultRow): StoredResultHead {
     created_at_ms: row.created_at_ms,
     purged_at_ms: row.purged_at_ms,
   };
-}
-
-const resultWrites = new WeakMap<
-  Database.Database,
-  { insertResult: Database.Statement; insertChunk: Database.Statement }
->();
-
-/** A result's insert statements, prepared once per connection (the store's own, or the journal's). */
-function resultStatements(db: Database.Database): {
-  insertResult: Database.Statement;
-  insertChunk: Database.Statement;
-} {
-  let statements = resultWrites.get(db);
-  if (statements === undefined) {
-    statements = {
-      insertResult: db.prepare(
-        `INSERT INTO results (result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run, summary_nonce, summary_sealed)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
-      ),
-      insertChunk: db.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`),
-    };
-    resultWrites.set(db, statements);
-  }
-  return statements;
 }
