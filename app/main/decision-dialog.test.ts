@@ -168,6 +168,25 @@ describe('when the command of a ticket to approve is longer than the dialog show
     expect(words.detail).not.toContain('true 1');
   });
 
+  it('an SSH card rebuilt from the journal (no command kept) names its digest, action and acceptance, never a blank', () => {
+    const rebuilt: ApprovalCard = {
+      ...sshCard,
+      command: null,
+      state: 'blocked_head',
+      action_id: 'act_ssh0001',
+      request_fingerprint: `sha256:${'ab'.repeat(32)}`,
+      accepted_at_ms: Date.UTC(2026, 11, 3, 11, 56, 2),
+    };
+    const said = `host:web: (command not kept: the journal holds only its digest sha256:${'ab'.repeat(32)}; action act_ssh0001, accepted 2026-12-03T11:56:02.000Z)`;
+    const abandon = describeDecision('approvals.abandon', { ticket: 12, reason: 'checked by hand' }, rebuilt);
+    expect(abandon.detail.split('\n')[0]).toBe(said);
+    expect(abandon.confirmId).toBe(1);
+    // Nothing on the dialog would say what runs: it is never approved here.
+    const approve = describeDecision('approvals.approve', { ticket: 12 }, { ...rebuilt, state: 'pending' });
+    expect(approve.confirmId).toBeNull();
+    expect(approve.detail.split('\n')[0]).toBe(said);
+  });
+
   it('a long HTTP path is treated the same: no Approve on a cut path', () => {
     const words = describeDecision('approvals.approve', { ticket: 12 }, { ...card, path: `/a/${'x'.repeat(800)}` });
     expect(words.confirmId).toBeNull();

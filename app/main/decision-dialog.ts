@@ -1,4 +1,5 @@
 import type { ApprovalCard, BrokerApiMethod, ConfigPending } from '../../broker/contract/index.js';
+import { commandNotKeptText } from '../../broker/contract/command-not-kept.js';
 import { commandSize, visibleCommand } from '../../broker/contract/visible-command.js';
 
 /** What main's confirmation dialog says: worded from main's own data, never from text the renderer sent. */
@@ -61,6 +62,9 @@ export function describeDecision(
   const ticket = typeof fields['ticket'] === 'number' ? fields['ticket'] : undefined;
   if (method === 'approvals.approve' && ticket !== undefined) {
     if (card === undefined) return unshowable(ticket, [`Postern could not read ticket #${ticket} from the queue.`]);
+    // No command to show (only its digest): nothing here would say what runs, so nothing here approves it.
+    if (card.channel !== 'http' && card.command === null)
+      return unshowable(ticket, [actionLine(card), ...cardLines(card)]);
     if (actionLine(card).length > detailCharsMax)
       return unshowable(ticket, [tooLong(card, ticket), ...cardLines(card)]);
   }
@@ -118,8 +122,17 @@ function tooLong(card: ApprovalCard, ticket: number): string {
 
 /** What the action does, marked: `route:docs: POST /documents/7`, `host:web: uptime[4000 spaces]; rm -rf /`. */
 function actionLine(card: ApprovalCard): string {
+  if (card.channel !== 'http' && card.command === null) return `${marked(card.target)}: (${commandNotKept(card)})`;
   const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : (card.command ?? '');
   return marked(`${card.target}: ${what}`.trim());
+}
+
+/**
+ * An SSH card rebuilt from the journal (a blocked head after its executor returned, or after a restart) has no
+ * command, only its digest: the dialog says so in the words the card and `postern approvals list` use, never a blank.
+ */
+function commandNotKept(card: ApprovalCard): string {
+  return commandNotKeptText({ ...card, accepted: new Date(card.accepted_at_ms).toISOString() });
 }
 
 /** The action line whole, or (for a refusal) its head and plainly how much is not shown and where it is. */

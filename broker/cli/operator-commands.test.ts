@@ -152,6 +152,21 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
   };
   const printed = (c: ApprovalCard): string => printable(cardLine(c));
 
+  it('an SSH card rebuilt from the journal says its command is not kept, with digest, action and acceptance', () => {
+    const line = printed({
+      ...card,
+      channel: 'ssh',
+      lane: 'host:lab',
+      target: 'host:lab',
+      method: null,
+      path: null,
+      state: 'blocked_head',
+    });
+    expect(line).toContain(
+      'host:lab $ (command not kept: the journal holds only its digest sha256:00; action act_card, accepted 1970-01-01T00:00:00.000Z)',
+    );
+  });
+
   it('when the body is large: shows its size and a bounded preview, so a CLI approver does not decide blind', () => {
     const line = printed({ ...card, body_preview: `${'x'.repeat(2048)}… (921600 bytes)`, body_bytes: 921_600 });
     expect(line).toContain(`POST /bigresp  body 921600 bytes "${'x'.repeat(cardLineBodyCharsMax)}…"`);

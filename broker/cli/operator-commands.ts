@@ -20,6 +20,7 @@ import {
   type Reply,
   secretInputFields,
   unknownWaysOut,
+  commandNotKeptText,
 } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
@@ -707,7 +708,7 @@ export function cardLine(card: ApprovalCard): string {
  */
 function sshCommandText(card: ApprovalCard): string {
   if (card.command !== null) return `$ ${card.command}`;
-  return `$ (command not kept: the journal holds only its digest ${card.request_fingerprint}; action ${card.action_id}, accepted ${new Date(card.accepted_at_ms).toISOString()})`;
+  return `$ (${commandNotKeptText({ ...card, accepted: new Date(card.accepted_at_ms).toISOString() })})`;
 }
 
 /** A blocked head's ways out, as command lines: the action id they need is on no other part of the line. */

@@ -1,10 +1,12 @@
 import { useEffect, useRef, useState } from 'react';
 import type { ApprovalCard, CardPair } from '../../../broker/contract/index.js';
+import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
 import { brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision, stoppedCardLabel } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
 import { actionHref } from '../store/hash-route.js';
+import { dateTime } from '../store/time-words.js';
 import { commandSize, visibleCommand } from '../store/visible-command.js';
 import type { CallResult } from '../store/operator-call.js';
 import { BlockedHeadWaysOut } from './blocked-head-ways-out.js';
@@ -335,7 +337,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
           <dt>{card.channel === 'mcp' ? 'Tool' : 'Command'}</dt>
           <dd>
             {card.command === null ? (
-              <code data-testid={`card-${card.ticket}-request`}>(not shown)</code>
+              <CommandNotKept card={card} />
             ) : (
               <CommandText command={card.command} ticket={card.ticket} />
             )}
@@ -381,6 +383,19 @@ function CardFacts({ card }: { card: ApprovalCard }) {
         </span>
       </dd>
     </dl>
+  );
+}
+
+/**
+ * An SSH card rebuilt from the journal (a blocked head after its executor returned, or after a restart) has no
+ * command: the journal holds only its digest. Said in the words `postern approvals list` uses, never a blank.
+ * An MCP card always names its tool; were it ever null, the same words say what is known.
+ */
+function CommandNotKept({ card }: { card: ApprovalCard }) {
+  return (
+    <span className="muted" data-testid={`card-${card.ticket}-request`}>
+      {commandNotKeptText({ ...card, accepted: dateTime(card.accepted_at_ms) })}
+    </span>
   );
 }
 
