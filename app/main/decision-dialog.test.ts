@@ -70,6 +70,39 @@ describe('describeDecision', () => {
     expect(words.confirmId).toBe(1);
   });
 
+  it('says how many query parameters and headers the card did not show, and what a cut side hides, as the card does', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      {
+        ...card,
+        query: [
+          ['big', 'Q'.repeat(20), { name_hidden: 0, value_hidden: 1988 }],
+          ['…', '2 more not shown', { pairs_hidden: 2 }],
+        ],
+        headers: [
+          ['x-a', '1'],
+          ['…', '1 more not shown', { pairs_hidden: 1 }],
+        ],
+      },
+    );
+    const lines = words.detail.split('\n');
+    expect(lines).toContain(`Query: big=${'Q'.repeat(20)} [cut: 1,988 more characters not shown]`);
+    expect(lines).toContain('Headers: x-a: 1');
+    expect(lines).toContain('2 more query parameters and 1 more header not shown');
+  });
+
+  it('an agent\'s own pair named "…" is shown as its pair, never as the broker\'s count', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      { ...card, query: [['…', '6 more not shown']] },
+    );
+    const lines = words.detail.split('\n');
+    expect(lines).toContain('Query: …=6 more not shown');
+    expect(words.detail).not.toMatch(/more query parameters? not shown/);
+  });
+
   it('says so when a card rebuilt from the journal cannot show its query (the vault locked), never an empty one', () => {
     const blocked = { ...card, state: 'blocked_head' as const, dispatch_recorded: true };
     const words = describeDecision(

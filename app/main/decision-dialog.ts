@@ -1,4 +1,11 @@
-import type { ApprovalCard, BrokerApiMethod, ConfigPending } from '../../broker/contract/index.js';
+import {
+  pairCut,
+  pairsHidden,
+  type ApprovalCard,
+  type BrokerApiMethod,
+  type CardPair,
+  type ConfigPending,
+} from '../../broker/contract/index.js';
 import { commandNotKeptText } from '../../broker/contract/command-not-kept.js';
 import { commandSize, visibleCommand } from '../../broker/contract/visible-command.js';
 
@@ -159,12 +166,17 @@ function cardLines(card: ApprovalCard): string[] {
 /** Query, headers and body preview of an HTTP card, each one line, marked and cut as any other line. */
 function httpRequestLines(card: ApprovalCard): string[] {
   const lines: string[] = [];
-  if (card.query.length > 0)
-    lines.push(cutLine(`Query: ${card.query.map(([name, value]) => `${marked(name)}=${marked(value)}`).join('&')}`));
-  if (card.headers.length > 0)
-    lines.push(
-      cutLine(`Headers: ${card.headers.map(([name, value]) => `${marked(name)}: ${marked(value)}`).join('; ')}`),
-    );
+  const query = card.query.filter((pair) => pairsHidden(pair) === null);
+  const headers = card.headers.filter((pair) => pairsHidden(pair) === null);
+  if (query.length > 0) lines.push(cutLine(`Query: ${query.map((pair) => pairText(pair, '=')).join('&')}`));
+  if (headers.length > 0) lines.push(cutLine(`Headers: ${headers.map((pair) => pairText(pair, ': ')).join('; ')}`));
+  // The broker's count of the pairs the card did not show, on a line of its own that no cut can drop and no agent's
+  // pair can write (it is read from the summary pair's third element, never from a pair's text).
+  const more = [
+    hiddenCount(card.query, 'query parameter', 'query parameters'),
+    hiddenCount(card.headers, 'header', 'headers'),
+  ].filter((text) => text !== null);
+  if (more.length > 0) lines.push(`${more.join(' and ')} not shown`);
   if (card.body_preview !== null)
     lines.push(cutLine(`Body (${card.body_bytes.toLocaleString('en-US')} bytes): ${marked(card.body_preview)}`));
   // A card rebuilt from the journal that could not read the request back: no query line must not read as none.
@@ -173,6 +185,22 @@ function httpRequestLines(card: ApprovalCard): string[] {
   if (card.request_details === 'not_recorded')
     lines.push('Query and headers: not recorded (an older broker admitted this call)');
   return lines;
+}
+
+/** One pair, marked, a side the card cut followed by how many characters it hides, as the card says it. */
+function pairText(pair: CardPair, separator: string): string {
+  const cut = pairCut(pair);
+  return `${marked(pair[0])}${cutNote(cut.name_hidden)}${separator}${marked(pair[1])}${cutNote(cut.value_hidden)}`;
+}
+
+function cutNote(hidden: number): string {
+  return hidden === 0 ? '' : ` [cut: ${hidden.toLocaleString('en-US')} more characters not shown]`;
+}
+
+/** "2 more query parameters", from the broker's summary pair; null when the card shows them all. */
+function hiddenCount(pairs: readonly CardPair[], one: string, many: string): string | null {
+  const n = pairs.reduce((sum, pair) => sum + (pairsHidden(pair) ?? 0), 0);
+  return n === 0 ? null : `${n.toLocaleString('en-US')} more ${n === 1 ? one : many}`;
 }
 
 function cutLine(line: string): string {

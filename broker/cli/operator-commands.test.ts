@@ -231,6 +231,25 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
     expect(cut).toBe(`?a=${'x'.repeat(cardLineQueryCharsMax - 3)}… (at least ${3 + 3 + 512 + 30} more characters)`);
   });
 
+  it('says how many pairs the card did not show from the broker\'s count, and prints an agent\'s own "…" pair encoded', () => {
+    const line = printed({
+      ...card,
+      method: 'GET',
+      path: '/q',
+      query: [
+        ['…', '6 more not shown'],
+        ['…', '2 more not shown', { pairs_hidden: 2 }],
+      ],
+      headers: [
+        ['x-a', '1'],
+        ['…', '1 more not shown', { pairs_hidden: 1 }],
+      ],
+    });
+    expect(line).toContain(
+      'GET /q?%E2%80%A6=6%20more%20not%20shown…[2 more query parameters not shown] [x-a: 1]…[1 more header not shown]',
+    );
+  });
+
   it('when the lane text opens with the ticket: says the ticket once', () => {
     const line = printed({ ...card, text: '#22 dispatched, waiting for its outcome', state: 'dispatching' });
     expect(line.startsWith('#22 [route:echo] dispatched, waiting for its outcome  route:echo POST')).toBe(true);

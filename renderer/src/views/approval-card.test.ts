@@ -29,3 +29,33 @@ describe('an approval card', () => {
     expect(text).not.toContain('(not shown)');
   });
 });
+
+describe("an approval card's query and headers", () => {
+  const render = (overrides: Parameters<typeof cardOf>[1]): string =>
+    renderView(createElement(ApprovalCardView, { card: cardOf(8, overrides), blockedBy: null }));
+
+  it("counts the pairs the broker did not show apart from the agent's pairs, from the broker's own count", () => {
+    const html = render({
+      query: [
+        ['a', '1'],
+        ['…', '2 more not shown', { pairs_hidden: 2 }],
+      ],
+      headers: [
+        ['x-a', '1'],
+        ['…', '1 more not shown', { pairs_hidden: 1 }],
+      ],
+    });
+    const text = textOf(html);
+    expect(text).toContain('Query | a: 1 | 2 more query parameters not shown');
+    expect(text).toContain('Headers | x-a: 1 | 1 more header not shown');
+    expect(html).toContain('data-testid="card-8-query-more"');
+    expect(text).not.toContain('2 more not shown');
+  });
+
+  it('an agent\'s query parameter named "…" valued "6 more not shown" is listed as its pair, never as the count', () => {
+    const html = render({ query: [['…', '6 more not shown']] });
+    expect(textOf(html)).toContain('Query | …: 6 more not shown');
+    expect(html).not.toContain('card-8-query-more');
+    expect(textOf(html)).not.toMatch(/more query parameters? not shown/);
+  });
+});

@@ -311,7 +311,11 @@ function CardFacts({ card }: { card: ApprovalCard }) {
             <>
               <dt>Query</dt>
               <dd>
-                <Pairs pairs={card.query} />
+                <Pairs
+                  pairs={card.query}
+                  noun={['query parameter', 'query parameters']}
+                  testId={`card-${card.ticket}-query`}
+                />
               </dd>
             </>
           )}
@@ -319,7 +323,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
             <>
               <dt>Headers</dt>
               <dd>
-                <Pairs pairs={card.headers} />
+                <Pairs pairs={card.headers} noun={['header', 'headers']} testId={`card-${card.ticket}-headers`} />
               </dd>
             </>
           )}
@@ -424,19 +428,48 @@ function CommandText({ command, ticket }: { command: string; ticket: number }) {
   );
 }
 
-/** Query or header pairs; a side the broker cut is followed, outside its text, by how much of it is hidden. */
-function Pairs({ pairs }: { pairs: readonly CardPair[] }) {
+/**
+ * Query or header pairs; a side the broker cut is followed, outside its text, by how much of it is hidden. The pairs
+ * the broker did not show are counted after the list, in the page's own words, from the summary pair's third element
+ * (`{pairs_hidden}`, which only the broker writes): an agent's pair named "…" valued "6 more not shown" is listed as
+ * the agent's pair it is, never taken for the count.
+ */
+function Pairs({ pairs, noun, testId }: { pairs: readonly CardPair[]; noun: [string, string]; testId: string }) {
+  const more = pairs.reduce((sum, pair) => sum + (pairsHiddenOf(pair) ?? 0), 0);
   return (
-    <ul className="pairs">
-      {pairs.map(([name, value, cut], i) => (
-        <li key={i}>
-          <code>{name}</code>
-          <CutNote hidden={cut?.name_hidden} />: <code>{value}</code>
-          <CutNote hidden={cut?.value_hidden} />
-        </li>
-      ))}
-    </ul>
+    <>
+      <ul className="pairs" data-testid={testId}>
+        {pairs.map((pair, i) => {
+          if (pairsHiddenOf(pair) !== null) return null;
+          const [name, value] = pair;
+          const cut = cutOf(pair);
+          return (
+            <li key={i}>
+              <code>{name}</code>
+              <CutNote hidden={cut?.name_hidden} />: <code>{value}</code>
+              <CutNote hidden={cut?.value_hidden} />
+            </li>
+          );
+        })}
+      </ul>
+      {more > 0 && (
+        <p className="muted pairs-more" data-testid={`${testId}-more`}>
+          {more.toLocaleString('en-US')} more {more === 1 ? noun[0] : noun[1]} not shown
+        </p>
+      )}
+    </>
   );
+}
+
+/** The broker's count of pairs not shown (its summary pair's third element), or null for any other pair. */
+function pairsHiddenOf(pair: CardPair): number | null {
+  const extra = pair[2];
+  return extra !== undefined && 'pairs_hidden' in extra ? extra.pairs_hidden : null;
+}
+
+function cutOf(pair: CardPair): { name_hidden: number; value_hidden: number } | undefined {
+  const extra = pair[2];
+  return extra !== undefined && 'name_hidden' in extra ? extra : undefined;
 }
 
 function CutNote({ hidden }: { hidden: number | undefined }) {
