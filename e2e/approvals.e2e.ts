@@ -247,7 +247,7 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
         body: JSON.stringify({ marker: 'fake-count' }),
         timeout_ms: 120_000,
       });
-      const answer = call.reply.then(
+      const answer: Promise<{ reply?: ToolReply; error?: string }> = call.reply.then(
         (reply) => ({ reply }),
         (error: unknown) => ({ error: String(error) }),
       );
