@@ -229,6 +229,52 @@ describe('the Approvals view: the race drill by clicks (two agent processes, one
   );
 
   it(
+    'an agent\'s query parameter named "…" valued "6 more not shown" is listed as its pair; the broker\'s own count of hidden pairs stands apart',
+    async () => {
+      const d = theDrill();
+      const ui = await openApprovals(d);
+      const { page } = ui;
+      // The fake first, then 39 pairs more: 40 in all, of which the card shows 31 and counts 9.
+      const query = {
+        '…': '6 more not shown',
+        ...Object.fromEntries(Array.from({ length: 39 }, (_, i) => [`p${i}`, 'v'])),
+      };
+      const call = d.p1.call('http_request', {
+        route: 'docs',
+        method: 'POST',
+        path: '/docs/fake-count',
+        query,
+        body: JSON.stringify({ marker: 'fake-count' }),
+        timeout_ms: 120_000,
+      });
+      const answer: Promise<{ reply?: ToolReply; error?: string }> = call.reply.then(
+        (reply) => ({ reply }),
+        (error: unknown) => ({ error: String(error) }),
+      );
+      const [card] = await waitFor(
+        () => laneCards(d.dataDir, 'doc-fake-count'),
+        (c) => c.length === 1 && c[0]?.state === 'pending',
+        'the pending card in doc-fake-count',
+      );
+      if (card === undefined) throw new Error('no card');
+      const list = page.getByTestId(`card-${card.ticket}-query`);
+      await list.waitFor();
+      expect(await list.getByRole('listitem').first().innerText()).toBe('…: 6 more not shown');
+      expect(await list.getByRole('listitem').count()).toBe(31);
+      expect(await page.getByTestId(`card-${card.ticket}-query-more`).innerText()).toBe(
+        '9 more query parameters not shown',
+      );
+      expect(await page.getByTestId(`card-${card.ticket}`).innerText()).not.toMatch(/\b6 more query parameters/);
+      d.p1.cancel(call.id);
+      await page.getByTestId(`closed-${card.ticket}`).filter({ hasText: 'cancelled by the agent' }).waitFor();
+      expect((await answer).reply?.isError ?? true).toBe(true);
+      await expectCleanPage(ui);
+      await ui.context.close();
+    },
+    caseTimeoutMs,
+  );
+
+  it(
     'A\'s outcome is unknown: the lane is blocked, B waits "blocked by #A"; abandoning A with a reason lets B run',
     async () => {
       const d = theDrill();

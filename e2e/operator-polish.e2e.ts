@@ -93,6 +93,29 @@ describe('on an empty data directory (no vault yet)', () => {
     },
     caseTimeoutMs,
   );
+
+  it(
+    'in the tab list End moves to the last tab and Home to the first (WAI-ARIA tabs), selected and focused',
+    async () => {
+      if (daemon === undefined) throw new Error('the daemon did not start');
+      const { page, problems, context } = await openOperatorPage(browser, daemon.operatorUrl);
+      const tabs = page.getByRole('tab');
+      const last = tabs.last();
+      const first = tabs.first();
+      await page.getByRole('tab', { name: /^Activity/ }).click();
+      await page.keyboard.press('End');
+      await last.and(page.locator(':focus')).waitFor();
+      expect(await last.getAttribute('aria-selected')).toBe('true');
+      expect(await last.textContent()).toContain('Routes & hosts');
+      await page.keyboard.press('Home');
+      await first.and(page.locator(':focus')).waitFor();
+      expect(await first.getAttribute('aria-selected')).toBe('true');
+      expect(await first.textContent()).toContain('Approvals');
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    caseTimeoutMs,
+  );
 });
 
 describe('with a per-call route and session approval required (the drill)', () => {

@@ -70,6 +70,39 @@ describe('describeDecision', () => {
     expect(words.confirmId).toBe(1);
   });
 
+  it('says how many query parameters and headers the card did not show, and what a cut side hides, as the card does', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      {
+        ...card,
+        query: [
+          ['big', 'Q'.repeat(20), { name_hidden: 0, value_hidden: 1988 }],
+          ['…', '2 more not shown', { pairs_hidden: 2 }],
+        ],
+        headers: [
+          ['x-a', '1'],
+          ['…', '1 more not shown', { pairs_hidden: 1 }],
+        ],
+      },
+    );
+    const lines = words.detail.split('\n');
+    expect(lines).toContain(`Query: big=${'Q'.repeat(20)} [cut: 1,988 more characters not shown]`);
+    expect(lines).toContain('Headers: x-a: 1');
+    expect(lines).toContain('2 more query parameters and 1 more header not shown');
+  });
+
+  it('an agent\'s own pair named "…" is shown as its pair, never as the broker\'s count', () => {
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      { ...card, query: [['…', '6 more not shown']] },
+    );
+    const lines = words.detail.split('\n');
+    expect(lines).toContain('Query: …=6 more not shown');
+    expect(words.detail).not.toMatch(/more query parameters? not shown/);
+  });
+
   it('says so when a card rebuilt from the journal cannot show its query (the vault locked), never an empty one', () => {
     const blocked = { ...card, state: 'blocked_head' as const, dispatch_recorded: true };
     const words = describeDecision(
@@ -166,6 +199,25 @@ describe('when the command of a ticket to approve is longer than the dialog show
     expect(words.detail).not.toContain('uptime');
     expect(words.detail).not.toContain('echo a');
     expect(words.detail).not.toContain('true 1');
+  });
+
+  it('an SSH card rebuilt from the journal (no command kept) names its digest, action and acceptance, never a blank', () => {
+    const rebuilt: ApprovalCard = {
+      ...sshCard,
+      command: null,
+      state: 'blocked_head',
+      action_id: 'act_ssh0001',
+      request_fingerprint: `sha256:${'ab'.repeat(32)}`,
+      accepted_at_ms: Date.UTC(2026, 11, 3, 11, 56, 2),
+    };
+    const said = `host:web: (command not kept: the journal holds only its digest sha256:${'ab'.repeat(32)}; action act_ssh0001, accepted 2026-12-03T11:56:02.000Z)`;
+    const abandon = describeDecision('approvals.abandon', { ticket: 12, reason: 'checked by hand' }, rebuilt);
+    expect(abandon.detail.split('\n')[0]).toBe(said);
+    expect(abandon.confirmId).toBe(1);
+    // Nothing on the dialog would say what runs: it is never approved here.
+    const approve = describeDecision('approvals.approve', { ticket: 12 }, { ...rebuilt, state: 'pending' });
+    expect(approve.confirmId).toBeNull();
+    expect(approve.detail.split('\n')[0]).toBe(said);
   });
 
   it('a long HTTP path is treated the same: no Approve on a cut path', () => {

@@ -1,4 +1,12 @@
-import type { ApprovalCard, BrokerApiMethod, ConfigPending } from '../../broker/contract/index.js';
+import {
+  pairCut,
+  pairsHidden,
+  type ApprovalCard,
+  type BrokerApiMethod,
+  type CardPair,
+  type ConfigPending,
+} from '../../broker/contract/index.js';
+import { commandNotKeptText } from '../../broker/contract/command-not-kept.js';
 import { commandSize, visibleCommand } from '../../broker/contract/visible-command.js';
 
 /** What main's confirmation dialog says: worded from main's own data, never from text the renderer sent. */
@@ -61,6 +69,9 @@ export function describeDecision(
   const ticket = typeof fields['ticket'] === 'number' ? fields['ticket'] : undefined;
   if (method === 'approvals.approve' && ticket !== undefined) {
     if (card === undefined) return unshowable(ticket, [`Postern could not read ticket #${ticket} from the queue.`]);
+    // No command to show (only its digest): nothing here would say what runs, so nothing here approves it.
+    if (card.channel !== 'http' && card.command === null)
+      return unshowable(ticket, [actionLine(card), ...cardLines(card)]);
     if (actionLine(card).length > detailCharsMax)
       return unshowable(ticket, [tooLong(card, ticket), ...cardLines(card)]);
   }
@@ -118,8 +129,17 @@ function tooLong(card: ApprovalCard, ticket: number): string {
 
 /** What the action does, marked: `route:docs: POST /documents/7`, `host:web: uptime[4000 spaces]; rm -rf /`. */
 function actionLine(card: ApprovalCard): string {
+  if (card.channel !== 'http' && card.command === null) return `${marked(card.target)}: (${commandNotKept(card)})`;
   const what = card.channel === 'http' ? `${card.method ?? ''} ${card.path ?? ''}` : (card.command ?? '');
   return marked(`${card.target}: ${what}`.trim());
+}
+
+/**
+ * An SSH card rebuilt from the journal (a blocked head after its executor returned, or after a restart) has no
+ * command, only its digest: the dialog says so in the words the card and `postern approvals list` use, never a blank.
+ */
+function commandNotKept(card: ApprovalCard): string {
+  return commandNotKeptText({ ...card, accepted: new Date(card.accepted_at_ms).toISOString() });
 }
 
 /** The action line whole, or (for a refusal) its head and plainly how much is not shown and where it is. */
@@ -146,12 +166,17 @@ function cardLines(card: ApprovalCard): string[] {
 /** Query, headers and body preview of an HTTP card, each one line, marked and cut as any other line. */
 function httpRequestLines(card: ApprovalCard): string[] {
   const lines: string[] = [];
-  if (card.query.length > 0)
-    lines.push(cutLine(`Query: ${card.query.map(([name, value]) => `${marked(name)}=${marked(value)}`).join('&')}`));
-  if (card.headers.length > 0)
-    lines.push(
-      cutLine(`Headers: ${card.headers.map(([name, value]) => `${marked(name)}: ${marked(value)}`).join('; ')}`),
-    );
+  const query = card.query.filter((pair) => pairsHidden(pair) === null);
+  const headers = card.headers.filter((pair) => pairsHidden(pair) === null);
+  if (query.length > 0) lines.push(cutLine(`Query: ${query.map((pair) => pairText(pair, '=')).join('&')}`));
+  if (headers.length > 0) lines.push(cutLine(`Headers: ${headers.map((pair) => pairText(pair, ': ')).join('; ')}`));
+  // The broker's count of the pairs the card did not show, on a line of its own that no cut can drop and no agent's
+  // pair can write (it is read from the summary pair's third element, never from a pair's text).
+  const more = [
+    hiddenCount(card.query, 'query parameter', 'query parameters'),
+    hiddenCount(card.headers, 'header', 'headers'),
+  ].filter((text) => text !== null);
+  if (more.length > 0) lines.push(`${more.join(' and ')} not shown`);
   if (card.body_preview !== null)
     lines.push(cutLine(`Body (${card.body_bytes.toLocaleString('en-US')} bytes): ${marked(card.body_preview)}`));
   // A card rebuilt from the journal that could not read the request back: no query line must not read as none.
@@ -160,6 +185,22 @@ function httpRequestLines(card: ApprovalCard): string[] {
   if (card.request_details === 'not_recorded')
     lines.push('Query and headers: not recorded (an older broker admitted this call)');
   return lines;
+}
+
+/** One pair, marked, a side the card cut followed by how many characters it hides, as the card says it. */
+function pairText(pair: CardPair, separator: string): string {
+  const cut = pairCut(pair);
+  return `${marked(pair[0])}${cutNote(cut.name_hidden)}${separator}${marked(pair[1])}${cutNote(cut.value_hidden)}`;
+}
+
+function cutNote(hidden: number): string {
+  return hidden === 0 ? '' : ` [cut: ${hidden.toLocaleString('en-US')} more characters not shown]`;
+}
+
+/** "2 more query parameters", from the broker's summary pair; null when the card shows them all. */
+function hiddenCount(pairs: readonly CardPair[], one: string, many: string): string | null {
+  const n = pairs.reduce((sum, pair) => sum + (pairsHidden(pair) ?? 0), 0);
+  return n === 0 ? null : `${n.toLocaleString('en-US')} more ${n === 1 ? one : many}`;
 }
 
 function cutLine(line: string): string {

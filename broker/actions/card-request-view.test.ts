@@ -34,7 +34,11 @@ const query = [
   ['q', 'a b&c'],
   // A value longer than a card shows: cut, and the pair says how much is hidden (never a "…" added to the value).
   ['big', 'Q'.repeat(512), { name_hidden: 0, value_hidden: 2500 - 512 }],
+  // More pairs than a card shows: the last says how many more in a third element only the broker writes.
+  ...Array.from({ length: 28 }, (_, i) => [`p${i}`, 'v']),
+  ['…', '7 more not shown', { pairs_hidden: 7 }],
 ];
+const extra = Object.fromEntries(Array.from({ length: 35 }, (_, i) => [`p${i}`, 'v']));
 
 describe('when a card is rebuilt from the journal', () => {
   it("shows the agent's query, headers and body size; while the vault is locked it says they are sealed", async () => {
@@ -44,7 +48,7 @@ describe('when a card is rebuilt from the journal', () => {
       route: 'docs',
       method: 'DELETE',
       path: '/users',
-      query: { all: 'true', q: 'a b&c', big: 'Q'.repeat(2500) },
+      query: { all: 'true', q: 'a b&c', big: 'Q'.repeat(2500), ...extra },
       headers: { 'X-Note': 'purge' },
       body: '{"why":"x"}',
     });

@@ -152,6 +152,21 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
   };
   const printed = (c: ApprovalCard): string => printable(cardLine(c));
 
+  it('an SSH card rebuilt from the journal says its command is not kept, with digest, action and acceptance', () => {
+    const line = printed({
+      ...card,
+      channel: 'ssh',
+      lane: 'host:lab',
+      target: 'host:lab',
+      method: null,
+      path: null,
+      state: 'blocked_head',
+    });
+    expect(line).toContain(
+      'host:lab $ (command not kept: the journal holds only its digest sha256:00; action act_card, accepted 1970-01-01T00:00:00.000Z)',
+    );
+  });
+
   it('when the body is large: shows its size and a bounded preview, so a CLI approver does not decide blind', () => {
     const line = printed({ ...card, body_preview: `${'x'.repeat(2048)}… (921600 bytes)`, body_bytes: 921_600 });
     expect(line).toContain(`POST /bigresp  body 921600 bytes "${'x'.repeat(cardLineBodyCharsMax)}…"`);
@@ -214,6 +229,25 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
       cardLineQueryCharsMax,
     );
     expect(cut).toBe(`?a=${'x'.repeat(cardLineQueryCharsMax - 3)}… (at least ${3 + 3 + 512 + 30} more characters)`);
+  });
+
+  it('says how many pairs the card did not show from the broker\'s count, and prints an agent\'s own "…" pair encoded', () => {
+    const line = printed({
+      ...card,
+      method: 'GET',
+      path: '/q',
+      query: [
+        ['…', '6 more not shown'],
+        ['…', '2 more not shown', { pairs_hidden: 2 }],
+      ],
+      headers: [
+        ['x-a', '1'],
+        ['…', '1 more not shown', { pairs_hidden: 1 }],
+      ],
+    });
+    expect(line).toContain(
+      'GET /q?%E2%80%A6=6%20more%20not%20shown…[2 more query parameters not shown] [x-a: 1]…[1 more header not shown]',
+    );
   });
 
   it('when the lane text opens with the ticket: says the ticket once', () => {

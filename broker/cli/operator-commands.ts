@@ -20,6 +20,9 @@ import {
   type Reply,
   secretInputFields,
   unknownWaysOut,
+  commandNotKeptText,
+  pairCut,
+  pairsHidden,
 } from '../contract/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
@@ -686,7 +689,11 @@ export const cardLineQueryCharsMax = 1_000;
  * a body cannot end the preview early or paint a line of its own); `printable` then escapes what remains.
  */
 export function cardLine(card: ApprovalCard): string {
-  const headers = card.headers.length === 0 ? '' : ` [${card.headers.map(headerText).join('; ')}]`;
+  const shownHeaders = card.headers.filter((pair) => pairsHidden(pair) === null);
+  const headers =
+    card.headers.length === 0
+      ? ''
+      : ` [${shownHeaders.map(headerText).join('; ')}]${pairsNote(card.headers, 'header', 'headers')}`;
   const what =
     card.channel === 'http'
       ? `${card.method ?? ''} ${card.path ?? ''}${queryText(card.query, cardLineQueryCharsMax)}${headers}${bodyText(card)}${requestDetailsText(card)}`
@@ -707,7 +714,7 @@ export function cardLine(card: ApprovalCard): string {
  */
 function sshCommandText(card: ApprovalCard): string {
   if (card.command !== null) return `$ ${card.command}`;
-  return `$ (command not kept: the journal holds only its digest ${card.request_fingerprint}; action ${card.action_id}, accepted ${new Date(card.accepted_at_ms).toISOString()})`;
+  return `$ (${commandNotKeptText({ ...card, accepted: new Date(card.accepted_at_ms).toISOString() })})`;
 }
 
 /** A blocked head's ways out, as command lines: the action id they need is on no other part of the line. */
@@ -778,11 +785,24 @@ export function queryText(query: readonly CardPair[], charsMax: number): string 
       atLeast = true;
     }
   };
-  query.forEach(([k, v, cut], i) => {
-    add(i === 0 ? '' : '&', k, cut?.name_hidden);
-    add('=', v, cut?.value_hidden);
+  query.forEach((pair, i) => {
+    if (pairsHidden(pair) !== null) return;
+    const [k, v] = pair;
+    const cut = pairCut(pair);
+    add(i === 0 ? '' : '&', k, cut.name_hidden);
+    add('=', v, cut.value_hidden);
   });
-  return hidden === 0 ? out : `${out}… (${atLeast ? 'at least ' : ''}${hidden} more characters)`;
+  const line = hidden === 0 ? out : `${out}… (${atLeast ? 'at least ' : ''}${hidden} more characters)`;
+  return `${line}${pairsNote(query, 'query parameter', 'query parameters')}`;
+}
+
+/**
+ * The broker's count of the pairs a card did not show, `…[6 more query parameters not shown]`, from the summary pair's
+ * third element only (which no agent's pair carries): an agent's own pair named "…" is printed as its pair, encoded.
+ */
+function pairsNote(pairs: readonly CardPair[], one: string, many: string): string {
+  const n = pairs.reduce((sum, pair) => sum + (pairsHidden(pair) ?? 0), 0);
+  return n === 0 ? '' : `…[${n.toLocaleString('en-US')} more ${n === 1 ? one : many} not shown]`;
 }
 
 /** One character percent-encoded; a lone surrogate (an older journal's cut could leave one) as U+FFFD's encoding. */
@@ -791,9 +811,11 @@ function encodedChar(c: string): string {
 }
 
 /** A card pair's header as `name: value`, a side the card cut followed by its note (as in queryText). */
-function headerText([k, v, cut]: CardPair): string {
-  const note = (n: number | undefined): string => (n !== undefined && n > 0 ? cutNote(n) : '');
-  return `${k}${note(cut?.name_hidden)}: ${v}${note(cut?.value_hidden)}`;
+function headerText(pair: CardPair): string {
+  const [k, v] = pair;
+  const cut = pairCut(pair);
+  const note = (n: number): string => (n > 0 ? cutNote(n) : '');
+  return `${k}${note(cut.name_hidden)}: ${v}${note(cut.value_hidden)}`;
 }
 
 function cutNote(hidden: number): string {

@@ -228,5 +228,10 @@ describe('event payloads', () => {
     expect(parse([['big', 'Q', { name_hidden: 0, value_hidden: 1, note: 'x' }]])).toBe(false);
     expect(parse([['big', 'Q', { name_hidden: 0, value_hidden: -1 }]])).toBe(false);
     expect(parse([['big', 'Q', { name_hidden: 0, value_hidden: 1 }, 'x']])).toBe(false);
+    // The broker's summary of pairs not shown: a count of its own, strictly; an older event's bare summary stays readable.
+    expect(parse([['…', '6 more not shown', { pairs_hidden: 6 }]])).toBe(true);
+    expect(parse([['…', '6 more not shown']])).toBe(true);
+    expect(parse([['…', '6 more not shown', { pairs_hidden: 0 }]])).toBe(false);
+    expect(parse([['…', '6 more not shown', { pairs_hidden: 6, name_hidden: 0 }]])).toBe(false);
   });
 });

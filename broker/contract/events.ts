@@ -204,13 +204,37 @@ export const cardPairCutSchema = z.strictObject({
   value_hidden: z.number().int().nonnegative(),
 });
 /**
- * A card's query or header pair as a card shows it and ACTION_ACCEPTED `request_view` keeps it: name and value, each
- * bounded (512 characters), and when either was cut, how much of each is hidden. Older events have no cut and may end a
- * cut side with "…" (hence 513): they stay readable, shown as they were.
+ * The broker's own last pair of a list it cut: how many of the agent's pairs are not shown. Only the broker writes this
+ * third element (an agent's pair can carry a cut at most), so a surface shows the count from it, apart from the
+ * agent's pairs, never from the pair's text: an agent can name a query parameter "…" with the value "6 more not
+ * shown" itself. Its text, `["…", "N more not shown"]`, is for a reader that does not know the element.
  */
-export const cardPairSchema = z.tuple([z.string().max(513), z.string().max(513), cardPairCutSchema.optional()]);
+export const cardPairsHiddenSchema = z.strictObject({ pairs_hidden: z.number().int().positive() });
+/**
+ * A card's query or header pair as a card shows it and ACTION_ACCEPTED `request_view` keeps it: name and value, each
+ * bounded (512 characters), and when either was cut, how much of each is hidden; or the broker's summary of the pairs
+ * it did not show (cardPairsHiddenSchema). Older events have no cut and may end a cut side with "…" (hence 513), and
+ * their summary is a bare `["…", "N more not shown"]`: they stay readable, shown as they were.
+ */
+export const cardPairSchema = z.tuple([
+  z.string().max(513),
+  z.string().max(513),
+  z.union([cardPairCutSchema, cardPairsHiddenSchema]).optional(),
+]);
 export type CardPair = z.infer<typeof cardPairSchema>;
 export type CardPairCut = z.infer<typeof cardPairCutSchema>;
+
+/** How many characters a pair's sides hide (zero each for an uncut pair or the broker's summary). Pure. */
+export function pairCut(pair: CardPair): CardPairCut {
+  const extra = pair[2];
+  return extra !== undefined && 'name_hidden' in extra ? extra : { name_hidden: 0, value_hidden: 0 };
+}
+
+/** The number of pairs the broker's summary pair says are not shown, or null for any other pair. Pure. */
+export function pairsHidden(pair: CardPair): number | null {
+  const extra = pair[2];
+  return extra !== undefined && 'pairs_hidden' in extra ? extra.pairs_hidden : null;
+}
 /** Pairs a card shows per list (the last one may say how many more are not shown). */
 const cardViewPairsMax = 32;
 

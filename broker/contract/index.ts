@@ -19,3 +19,4 @@ export * from './agent-api.js';
 export * from './action-list-api.js';
 export * from './transition-refusal.js';
 export * from './unknown-ways-out.js';
+export * from './command-not-kept.js';

@@ -72,7 +72,10 @@ describe('query and headers on a card', () => {
     ]);
     const shown = boundedPairs(many);
     expect(shown).toHaveLength(cardPairsMax);
-    expect(shown.at(-1)).toEqual(['…', '6 more not shown']);
+    // The count is the third element only the broker writes, not the pair's text (which an agent can send itself).
+    expect(shown.at(-1)).toEqual(['…', '6 more not shown', { pairs_hidden: 6 }]);
+    const faked = boundedPairs([['…', '6 more not shown']]);
+    expect(faked).toEqual([['…', '6 more not shown']]);
     expect(shown[0]).toEqual(['p0', 'v'.repeat(cardPairCharsMax), { name_hidden: 0, value_hidden: 10 }]);
     expect(boundedPairs(many.slice(0, cardPairsMax))).toHaveLength(cardPairsMax);
   });

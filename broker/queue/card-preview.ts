@@ -179,7 +179,8 @@ function bounded(text: string, charsMax = cardTextCharsMax): string {
 /**
  * At most cardPairsMax pairs, each side at most cardPairCharsMax characters. A cut side is the first characters alone
  * (never a surrogate pair split), the pair saying how many characters of each side are hidden. Hidden pairs are never
- * dropped silently: the last pair says how many more there are, so a person knows the card is cut.
+ * dropped silently: the last pair says how many more there are, in its third element `{pairs_hidden}` (events.ts
+ * cardPairsHiddenSchema), so a person knows the card is cut and no agent's pair can say it for the broker.
  */
 export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): CardPair[] {
   const shown = pairs.length <= cardPairsMax ? pairs : pairs.slice(0, cardPairsMax - 1);
@@ -190,7 +191,9 @@ export function boundedPairs(pairs: ReadonlyArray<readonly [string, string]>): C
       ? [n.text, v.text]
       : [n.text, v.text, { name_hidden: n.hidden, value_hidden: v.hidden }];
   });
-  if (shown.length < pairs.length) out.push(['…', `${pairs.length - shown.length} more not shown`]);
+  const hidden = pairs.length - shown.length;
+  // The count is the third element, which only the broker writes: an agent's own "…" pair never passes for it.
+  if (hidden > 0) out.push(['…', `${hidden} more not shown`, { pairs_hidden: hidden }]);
   return out;
 }
 

@@ -4,6 +4,7 @@ import { useAppStore } from './store/app-store.js';
 import { approvalsTally, brokerStopped } from './store/approvals-tally.js';
 import { backOf, type HashRoute } from './store/hash-route.js';
 import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reducer.js';
+import { tabKeyTarget } from './store/tab-keys.js';
 import { ActionDetailView } from './views/action-detail-view.js';
 import { ActivityView } from './views/activity-view.js';
 import { ApprovalsView } from './views/approvals-view.js';
@@ -160,12 +161,16 @@ function useTabBadges(): Record<TabId, number> {
 }
 
 function TabList({ tab, badges, setTab }: { tab: TabId; badges: Record<TabId, number>; setTab(id: TabId): void }) {
+  // Arrows step, Home and End go to the first and the last tab (WAI-ARIA tabs); the page does not scroll for them.
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
-    const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
-    if (step === 0) return;
-    const index = tabs.findIndex((t) => t.id === tab);
-    const next = tabs[(index + step + tabs.length) % tabs.length];
+    const target = tabKeyTarget(
+      event.key,
+      tabs.findIndex((t) => t.id === tab),
+      tabs.length,
+    );
+    const next = target === null ? undefined : tabs[target];
     if (next === undefined) return;
+    event.preventDefault();
     setTab(next.id);
     document.getElementById(`tab-${next.id}`)?.focus();
   };

@@ -1,10 +1,12 @@
 import { useEffect, useRef, useState } from 'react';
 import type { ApprovalCard, CardPair } from '../../../broker/contract/index.js';
+import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
 import { brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision, stoppedCardLabel } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
 import { actionHref } from '../store/hash-route.js';
+import { dateTime } from '../store/time-words.js';
 import { commandSize, visibleCommand } from '../store/visible-command.js';
 import type { CallResult } from '../store/operator-call.js';
 import { BlockedHeadWaysOut } from './blocked-head-ways-out.js';
@@ -309,7 +311,11 @@ function CardFacts({ card }: { card: ApprovalCard }) {
             <>
               <dt>Query</dt>
               <dd>
-                <Pairs pairs={card.query} />
+                <Pairs
+                  pairs={card.query}
+                  noun={['query parameter', 'query parameters']}
+                  testId={`card-${card.ticket}-query`}
+                />
               </dd>
             </>
           )}
@@ -317,7 +323,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
             <>
               <dt>Headers</dt>
               <dd>
-                <Pairs pairs={card.headers} />
+                <Pairs pairs={card.headers} noun={['header', 'headers']} testId={`card-${card.ticket}-headers`} />
               </dd>
             </>
           )}
@@ -335,7 +341,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
           <dt>{card.channel === 'mcp' ? 'Tool' : 'Command'}</dt>
           <dd>
             {card.command === null ? (
-              <code data-testid={`card-${card.ticket}-request`}>(not shown)</code>
+              <CommandNotKept card={card} />
             ) : (
               <CommandText command={card.command} ticket={card.ticket} />
             )}
@@ -385,6 +391,19 @@ function CardFacts({ card }: { card: ApprovalCard }) {
 }
 
 /**
+ * An SSH card rebuilt from the journal (a blocked head after its executor returned, or after a restart) has no
+ * command: the journal holds only its digest. Said in the words `postern approvals list` uses, never a blank.
+ * An MCP card always names its tool; were it ever null, the same words say what is known.
+ */
+function CommandNotKept({ card }: { card: ApprovalCard }) {
+  return (
+    <span className="muted" data-testid={`card-${card.ticket}-request`}>
+      {commandNotKeptText({ ...card, accepted: dateTime(card.accepted_at_ms) })}
+    </span>
+  );
+}
+
+/**
  * The whole command, whitespace kept (pre-wrap, scrollable) and every invisible character shown as a marked
  * escape, with its size: a person approves exactly what runs, never a tail they could not see.
  */
@@ -409,19 +428,48 @@ function CommandText({ command, ticket }: { command: string; ticket: number }) {
   );
 }
 
-/** Query or header pairs; a side the broker cut is followed, outside its text, by how much of it is hidden. */
-function Pairs({ pairs }: { pairs: readonly CardPair[] }) {
+/**
+ * Query or header pairs; a side the broker cut is followed, outside its text, by how much of it is hidden. The pairs
+ * the broker did not show are counted after the list, in the page's own words, from the summary pair's third element
+ * (`{pairs_hidden}`, which only the broker writes): an agent's pair named "…" valued "6 more not shown" is listed as
+ * the agent's pair it is, never taken for the count.
+ */
+function Pairs({ pairs, noun, testId }: { pairs: readonly CardPair[]; noun: [string, string]; testId: string }) {
+  const more = pairs.reduce((sum, pair) => sum + (pairsHiddenOf(pair) ?? 0), 0);
   return (
-    <ul className="pairs">
-      {pairs.map(([name, value, cut], i) => (
-        <li key={i}>
-          <code>{name}</code>
-          <CutNote hidden={cut?.name_hidden} />: <code>{value}</code>
-          <CutNote hidden={cut?.value_hidden} />
-        </li>
-      ))}
-    </ul>
+    <>
+      <ul className="pairs" data-testid={testId}>
+        {pairs.map((pair, i) => {
+          if (pairsHiddenOf(pair) !== null) return null;
+          const [name, value] = pair;
+          const cut = cutOf(pair);
+          return (
+            <li key={i}>
+              <code>{name}</code>
+              <CutNote hidden={cut?.name_hidden} />: <code>{value}</code>
+              <CutNote hidden={cut?.value_hidden} />
+            </li>
+          );
+        })}
+      </ul>
+      {more > 0 && (
+        <p className="muted pairs-more" data-testid={`${testId}-more`}>
+          {more.toLocaleString('en-US')} more {more === 1 ? noun[0] : noun[1]} not shown
+        </p>
+      )}
+    </>
   );
+}
+
+/** The broker's count of pairs not shown (its summary pair's third element), or null for any other pair. */
+function pairsHiddenOf(pair: CardPair): number | null {
+  const extra = pair[2];
+  return extra !== undefined && 'pairs_hidden' in extra ? extra.pairs_hidden : null;
+}
+
+function cutOf(pair: CardPair): { name_hidden: number; value_hidden: number } | undefined {
+  const extra = pair[2];
+  return extra !== undefined && 'name_hidden' in extra ? extra : undefined;
 }
 
 function CutNote({ hidden }: { hidden: number | undefined }) {

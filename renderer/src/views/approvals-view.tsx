@@ -3,6 +3,9 @@ import type { ClosedCard } from '../store/approvals-reducer.js';
 import { approvalsTally, brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
 import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
+import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
+import { tabHref } from '../store/hash-route.js';
+import { dateTime } from '../store/time-words.js';
 import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { ApprovalCardView, LinkedTickets } from './approval-card.js';
 import { CredentialRequestsSection } from './credential-request-card.js';
@@ -92,19 +95,26 @@ function LaneSection({ group }: { group: LaneGroup }) {
 }
 
 /** A card never vanishes without its reason: closed cards stay listed here with what the journal says. */
-function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
+export function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
   return (
     <section className="closed" aria-labelledby="closed-heading" data-testid="closed-cards">
       <h3 id="closed-heading">Closed since this page opened</h3>
+      <p className="muted" data-testid="closed-cards-scope">
+        Cards only. A call refused at validation (an unknown route or host, a forbidden header, a path that escapes its
+        route…) never had a card, since nobody was asked: find it in{' '}
+        <a href={tabHref({ kind: 'tab', tab: 'activity', mode: 'actions' })}>Activity › Actions</a> (Outcome
+        not_attempted) or with <code>postern actions list --outcome not_attempted</code>; Metrics counts it under
+        validation.
+      </p>
       <ul>
         {closed.map(({ card, reason, lookupError, plain }) => (
           <li key={card.ticket} data-testid={`closed-${card.ticket}`}>
             <span className="closed-ticket">#{card.ticket}</span>{' '}
-            <span className="muted">{card.lane ?? 'no lane'}</span>{' '}
-            <code>
-              {card.method ?? ''} {card.path ?? card.command ?? ''}
-            </code>{' '}
-            —{' '}
+            <span className="muted" data-testid={`closed-${card.ticket}-lane`}>
+              {card.lane === null ? 'a read outside lanes' : `lane ${card.lane}`}
+            </span>{' '}
+            · <code data-testid={`closed-${card.ticket}-target`}>{card.target}</code>{' '}
+            <code data-testid={`closed-${card.ticket}-request`}>{closedRequest(card)}</code> —{' '}
             {reason === null ? (
               <UnreadReason plain={plain} lookupError={lookupError} ticket={card.ticket} />
             ) : (
@@ -122,6 +132,13 @@ function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
       </ul>
     </section>
   );
+}
+
+/** The request of a closed card: method and path, the command, or (an SSH card rebuilt from the journal) that it is not kept. */
+function closedRequest(card: ClosedCard['card']): string {
+  if (card.channel === 'http') return `${card.method ?? ''} ${card.path ?? ''}`.trim();
+  if (card.command !== null) return card.channel === 'ssh' ? `$ ${card.command}` : `tool ${card.command}`;
+  return `(${commandNotKeptText({ ...card, accepted: dateTime(card.accepted_at_ms) })})`;
 }
 
 /**

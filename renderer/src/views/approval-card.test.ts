@@ -1,0 +1,61 @@
+import { createElement } from 'react';
+import { describe, expect, it } from 'vitest';
+import { cardOf } from '../store/test-cards.js';
+import { dateTime } from '../store/time-words.js';
+import { ApprovalCardView } from './approval-card.js';
+import { renderView, textOf } from './render-test-support.js';
+
+const cardText = (card: ReturnType<typeof cardOf>): string =>
+  textOf(renderView(createElement(ApprovalCardView, { card, blockedBy: null })));
+
+describe('an approval card', () => {
+  it('an SSH card rebuilt after a restart (no command kept) says so as postern approvals list does, never a blank', () => {
+    const card = cardOf(7, {
+      channel: 'ssh',
+      lane: 'host:lab',
+      target: 'host:lab',
+      method: null,
+      path: null,
+      command: null,
+      body_preview: null,
+      body_bytes: 0,
+      state: 'blocked_head',
+      request_fingerprint: `sha256:${'ab'.repeat(32)}`,
+    });
+    const text = cardText(card);
+    expect(text).toContain(
+      `Command | command not kept: the journal holds only its digest sha256:${'ab'.repeat(32)}; action ${card.action_id}, accepted ${dateTime(card.accepted_at_ms)}`,
+    );
+    expect(text).not.toContain('(not shown)');
+  });
+});
+
+describe("an approval card's query and headers", () => {
+  const render = (overrides: Parameters<typeof cardOf>[1]): string =>
+    renderView(createElement(ApprovalCardView, { card: cardOf(8, overrides), blockedBy: null }));
+
+  it("counts the pairs the broker did not show apart from the agent's pairs, from the broker's own count", () => {
+    const html = render({
+      query: [
+        ['a', '1'],
+        ['…', '2 more not shown', { pairs_hidden: 2 }],
+      ],
+      headers: [
+        ['x-a', '1'],
+        ['…', '1 more not shown', { pairs_hidden: 1 }],
+      ],
+    });
+    const text = textOf(html);
+    expect(text).toContain('Query | a: 1 | 2 more query parameters not shown');
+    expect(text).toContain('Headers | x-a: 1 | 1 more header not shown');
+    expect(html).toContain('data-testid="card-8-query-more"');
+    expect(text).not.toContain('2 more not shown');
+  });
+
+  it('an agent\'s query parameter named "…" valued "6 more not shown" is listed as its pair, never as the count', () => {
+    const html = render({ query: [['…', '6 more not shown']] });
+    expect(textOf(html)).toContain('Query | …: 6 more not shown');
+    expect(html).not.toContain('card-8-query-more');
+    expect(textOf(html)).not.toMatch(/more query parameters? not shown/);
+  });
+});

@@ -1,0 +1,44 @@
+import { createElement } from 'react';
+import { describe, expect, it } from 'vitest';
+import { cardOf } from '../store/test-cards.js';
+import { ClosedCards } from './approvals-view.js';
+import { renderView, textOf } from './render-test-support.js';
+
+/** The closed cards list of the Approvals view, with `closed` as the cards that closed since the page opened. */
+function renderClosed(closed: ReturnType<typeof cardOf>[]): { html: string; text: string } {
+  const entries = closed.map((card) => ({
+    card,
+    reason: { headline: 'committed', detail: '', seq: null },
+    lookupError: null,
+    plain: null,
+  }));
+  const html = renderView(createElement(ClosedCards, { closed: entries }));
+  return { html, text: textOf(html) };
+}
+
+describe('the closed cards list', () => {
+  it('labels the lane and names the target apart, so a lane named like a route is never read as one', () => {
+    const { text } = renderClosed([
+      cardOf(4, { lane: 'doc-7', target: 'route:docs', method: 'POST', path: '/docs/7' }),
+      cardOf(5, { lane: null, target: 'route:docs', method: 'GET', path: '/docs' }),
+      cardOf(6, {
+        lane: 'host:lab',
+        channel: 'ssh',
+        target: 'host:lab',
+        method: null,
+        path: null,
+        command: 'uptime',
+      }),
+    ]);
+    expect(text).toContain('#4 lane doc-7 · route:docs POST /docs/7 — committed');
+    expect(text).toContain('#5 a read outside lanes · route:docs GET /docs — committed');
+    expect(text).toContain('#6 lane host:lab · host:lab $ uptime — committed');
+  });
+
+  it('says validation refusals never had a card, and where they are', () => {
+    const { html, text } = renderClosed([cardOf(4)]);
+    expect(text).toContain('Cards only. A call refused at validation');
+    expect(text).toContain('postern actions list --outcome not_attempted');
+    expect(html).toContain('href="#/activity/actions"');
+  });
+});
