@@ -4,7 +4,7 @@ import { systemClock } from '../../broker/ports/index.js';
 import { openVault } from '../../broker/vault/index.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
-/** One HTTP route of postern.yaml: bearer injection, POST only, to 127.0.0.1. */
+/** One HTTP route of postern.yaml: bearer injection, POST only unless `methods` says otherwise, to 127.0.0.1. */
 export interface RouteYaml {
   /** Default `docs`. */
   name?: string;
@@ -12,6 +12,8 @@ export interface RouteYaml {
   /** The vault credential it injects; default `docs-token`. */
   credential?: string;
   approval: 'none' | 'per_call';
+  /** The methods it allows; default `[POST]`, `all` writes no `methods:` line (every method). */
+  methods?: readonly string[] | 'all';
   /** More lines of the route, indented as its fields (`    lanes: …`, `    idempotency: …`). */
   lines?: readonly string[];
 }
@@ -33,7 +35,7 @@ export function routesYaml(routes: readonly RouteYaml[], options: { unattended?:
       `    credential: ${route.credential ?? 'docs-token'}`,
       '    injection: bearer',
       `    approval: ${route.approval}`,
-      '    methods: [POST]',
+      ...(route.methods === 'all' ? [] : [`    methods: [${(route.methods ?? ['POST']).join(', ')}]`]),
       ...(route.lines ?? []),
     ]),
     '',
