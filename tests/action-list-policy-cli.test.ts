@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { createDataDir, routesYaml } from './support/create-data-dir.js';
-import { op, waitFor } from './support/drill.js';
+import { pendingCard } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
 
@@ -91,18 +91,13 @@ describe('postern actions list --text on who decided, against a running daemon',
       body: JSON.stringify({ marker: 'policy-list-write' }),
       timeout_ms: 60_000,
     });
-    const { cards } = await waitFor(
-      () => op(dataDir, 'approvals.list', {}),
-      (r) => r.cards.some((c) => c.state === 'pending'),
-      'the POST card',
-    );
-    const card = cards.find((c) => c.state === 'pending');
-    expect((await cli(['approvals', 'approve', String(card?.ticket), ...dir])).code).toBe(0);
+    const card = await pendingCard(dataDir, 'the POST card');
+    expect((await cli(['approvals', 'approve', String(card.ticket), ...dir])).code).toBe(0);
     expect((await post.reply).isError ?? false).toBe(false);
     const ids = {
       ruled: ruled.structuredContent?.invocation_id as string,
       plain: plain.structuredContent?.invocation_id as string,
-      approved: card?.action_id ?? '',
+      approved: card.action_id,
     };
 
     const rows = JSON.parse((await cli(['actions', 'list', '--json', ...dir])).stdout) as {
