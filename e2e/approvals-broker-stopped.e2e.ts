@@ -1,12 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
-import { closeDrill, laneCards, openDrill, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
+import { laneCards, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
 import { repoRoot, startDaemon } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
+import { openOperatorPage } from './fixtures/browser.js';
+import { browserOverDrill, tearDownDrillSpec } from './fixtures/drill-spec.js';
 
 /**
  * The Approvals view as a person meets it when the broker stops under a waiting card, by keyboard and clicks: the real
@@ -24,15 +25,10 @@ const lane = `doc-${doc}`;
 let browser: Browser;
 let drill: Drill | undefined;
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(screenshots, { recursive: true });
-  browser = await launchChromium();
-  drill = await openDrill(scratch, 'stopped', 120);
+  ({ browser, drill } = await browserOverDrill({ scratch, screenshots, name: 'stopped', ttlSeconds: 120 }));
 }, 90_000);
 afterAll(async () => {
-  await closeDrill(drill);
-  await browser?.close();
-  rmSync(scratch, { recursive: true, force: true });
+  await tearDownDrillSpec(drill, browser, scratch);
 }, 30_000);
 
 const cardOf = (page: Page, card: ApprovalCard): Locator =>

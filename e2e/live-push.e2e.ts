@@ -1,17 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDrill, op, openDrill, waitFor, type Drill } from '../tests/support/drill.js';
+import { op, waitFor, type Drill } from '../tests/support/drill.js';
 import { repoRoot } from '../tests/support/postern-process.js';
-import {
-  assertRendererBuilt,
-  handSessionToNextLoad,
-  launchChromium,
-  openOperatorPage,
-  type OperatorPage,
-} from './fixtures/browser.js';
+import { handSessionToNextLoad, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+import { browserOverDrill, tearDownDrillSpec } from './fixtures/drill-spec.js';
 
 /**
  * Live push through the real UI: the real daemon (tests/support/drill.ts: a per-call route, two
@@ -30,15 +25,10 @@ const pushDeadlineMs = 5_000;
 let browser: Browser;
 let drill: Drill | undefined;
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(screenshots, { recursive: true });
-  browser = await launchChromium();
-  drill = await openDrill(scratch, 'live', 120);
+  ({ browser, drill } = await browserOverDrill({ scratch, screenshots, name: 'live', ttlSeconds: 120 }));
 }, 90_000);
 afterAll(async () => {
-  await closeDrill(drill);
-  await browser?.close();
-  rmSync(scratch, { recursive: true, force: true });
+  await tearDownDrillSpec(drill, browser, scratch);
 }, 30_000);
 
 function theDrill(): Drill {

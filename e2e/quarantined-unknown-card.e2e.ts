@@ -1,15 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import {
-  closeDrill,
   drillPassphrase,
   laneCards,
   op,
-  openDrill,
   postMarker,
   quarantineWithPendingCard,
   waitFor,
@@ -17,7 +15,8 @@ import {
 } from '../tests/support/drill.js';
 import { DrillAgent } from '../tests/support/drill-agent.js';
 import { repoRoot } from '../tests/support/postern-process.js';
-import { assertRendererBuilt, launchChromium, openOperatorPage } from './fixtures/browser.js';
+import { openOperatorPage } from './fixtures/browser.js';
+import { browserOverDrill, tearDownDrillSpec } from './fixtures/drill-spec.js';
 
 /**
  * DESIGN §4 by clicks, for an unknown a quarantined journal's recovery recorded before dispatch: the real daemon stops
@@ -34,16 +33,11 @@ let browser: Browser;
 let drill: Drill | undefined;
 let p3: DrillAgent | undefined;
 beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(screenshots, { recursive: true });
-  browser = await launchChromium();
-  drill = await openDrill(scratch, 'qcard', 120);
+  ({ browser, drill } = await browserOverDrill({ scratch, screenshots, name: 'qcard', ttlSeconds: 120 }));
 }, 90_000);
 afterAll(async () => {
   await p3?.stop();
-  await closeDrill(drill);
-  await browser?.close();
-  rmSync(scratch, { recursive: true, force: true });
+  await tearDownDrillSpec(drill, browser, scratch);
 }, 30_000);
 
 const post = (agent: DrillAgent, marker: string) => postMarker(agent, 'qcard', marker);

@@ -1,12 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
-import { openVault } from '../broker/vault/index.js';
-import { acceptConfigAsPerson } from './support/accepted-config.js';
-import { op, waitFor } from './support/drill.js';
+import { createDataDir, routesYaml } from './support/create-data-dir.js';
+import { pendingCard } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
 
@@ -34,45 +32,36 @@ describe('postern actions list --text on who decided, against a running daemon',
   let agent: DrillAgent | undefined;
 
   beforeAll(async () => {
-    mkdirSync(dataDir, { mode: 0o700 });
-    const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-    await vault.init(Buffer.from(passphrase));
-    await vault.add({
-      name: 'token',
-      kind: 'bearer',
-      secret: Buffer.from('CANARY-policy-list-token-never-shown'),
-      bindings: ['docs', 'plain', '127.0.0.1'],
-    });
-    await vault.close();
-    const passphraseFile = path.join(scratch, 'data.pass');
-    writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
     log = await ArrivalLogServer.start();
-    writeFileSync(
-      path.join(dataDir, 'postern.yaml'),
-      [
-        'version: 1',
-        'operator:',
-        '  unattended_decisions: true', // this test process approves the write (the CI opt-out)
-        'agents:',
-        '  session_approval: observe',
-        'routes:',
-        '  - name: docs',
-        `    base_url: http://127.0.0.1:${log.port}`,
-        '    credential: token',
-        '    injection: bearer',
-        '    approval: per_call',
-        '    rules_may_loosen: true',
-        '    rules:',
-        '      - { methods: [GET, HEAD], path: /**, approval: none }',
-        '  - name: plain',
-        `    base_url: http://127.0.0.1:${log.port}`,
-        '    credential: token',
-        '    injection: bearer',
-        '    approval: none',
-        '',
-      ].join('\n'),
-    );
-    await acceptConfigAsPerson(dataDir, passphraseFile);
+    const passphraseFile = path.join(scratch, 'data.pass');
+    await createDataDir({
+      dataDir,
+      passphrase,
+      credential: {
+        name: 'token',
+        secret: 'CANARY-policy-list-token-never-shown',
+        bindings: ['docs', 'plain', '127.0.0.1'],
+      },
+      yaml: routesYaml(
+        [
+          {
+            name: 'docs',
+            port: log.port,
+            credential: 'token',
+            approval: 'per_call',
+            methods: 'all',
+            lines: [
+              '    rules_may_loosen: true',
+              '    rules:',
+              '      - { methods: [GET, HEAD], path: /**, approval: none }',
+            ],
+          },
+          { name: 'plain', port: log.port, credential: 'token', approval: 'none', methods: 'all' },
+        ],
+        { unattended: true }, // this test process approves the write (the CI opt-out)
+      ),
+      acceptWith: passphraseFile,
+    });
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     agent = await DrillAgent.start(dataDir, 'policy-list-agent');
   }, 90_000);
@@ -102,18 +91,13 @@ describe('postern actions list --text on who decided, against a running daemon',
       body: JSON.stringify({ marker: 'policy-list-write' }),
       timeout_ms: 60_000,
     });
-    const { cards } = await waitFor(
-      () => op(dataDir, 'approvals.list', {}),
-      (r) => r.cards.some((c) => c.state === 'pending'),
-      'the POST card',
-    );
-    const card = cards.find((c) => c.state === 'pending');
-    expect((await cli(['approvals', 'approve', String(card?.ticket), ...dir])).code).toBe(0);
+    const card = await pendingCard(dataDir, 'the POST card');
+    expect((await cli(['approvals', 'approve', String(card.ticket), ...dir])).code).toBe(0);
     expect((await post.reply).isError ?? false).toBe(false);
     const ids = {
       ruled: ruled.structuredContent?.invocation_id as string,
       plain: plain.structuredContent?.invocation_id as string,
-      approved: card?.action_id ?? '',
+      approved: card.action_id,
     };
 
     const rows = JSON.parse((await cli(['actions', 'list', '--json', ...dir])).stdout) as {

@@ -39,6 +39,15 @@ const rig = new RestartableDaemon({
   env: { POSTERN_ANCHOR_DIR: anchorDir },
 });
 
+/** A config card's routes when the agent's file is the whole change: one route `docs`, added, sending to its server. */
+const agentRouteAdded = (): unknown[] => [
+  expect.objectContaining({
+    name: 'docs',
+    change: 'added',
+    fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]),
+  }),
+];
+
 /** `postern approvals approve` from a process with no terminal: only the opt-out could let it through. */
 const approveWithoutPerson = (): ReturnType<typeof runPostern> =>
   runPostern(['approvals', 'approve', '424242', '--data-dir', dataDir], { env: { POSTERN_ANCHOR_DIR: anchorDir } });
@@ -112,13 +121,7 @@ describe('an agent deletes the accepted copy and empties the vault between two s
       untrusted_reason: expect.stringMatching(/has run before \(its journal holds \d+ events\)/),
     });
     // The whole file is the card, the agent's server in it.
-    expect(pending.change?.routes).toEqual([
-      expect.objectContaining({
-        name: 'docs',
-        change: 'added',
-        fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]),
-      }),
-    ]);
+    expect(pending.change?.routes).toEqual(agentRouteAdded());
     expect(existsSync(acceptedFile)).toBe(false);
 
     restoreTheVault(rows);
@@ -224,13 +227,7 @@ describe('an agent deletes the journal and its anchor too, so the directory look
       untrusted_reason: expect.stringMatching(/only the file present when a person creates the vault/),
       accept_applies: 'now',
     });
-    expect(pending.change?.routes).toEqual([
-      expect.objectContaining({
-        name: 'docs',
-        change: 'added',
-        fields: expect.arrayContaining([{ field: 'base_url', before: null, after: `http://127.0.0.1:${evil.port}` }]),
-      }),
-    ]);
+    expect(pending.change?.routes).toEqual(agentRouteAdded());
     expect(existsSync(acceptedFile)).toBe(false);
 
     // The rows go back: the agent's route would now send the credential to its server, but nothing is in force.

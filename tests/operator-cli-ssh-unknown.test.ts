@@ -1,11 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../broker/ports/index.js';
+import { sshHostsYaml } from '../broker/testing/ssh-action-harness.js';
 import { TestSshd } from '../broker/testing/test-sshd.js';
-import { openVault } from '../broker/vault/index.js';
-import { acceptConfigAsPerson } from './support/accepted-config.js';
+import { createDataDir, observeYaml } from './support/create-data-dir.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { op, waitFor } from './support/drill.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
@@ -37,39 +36,17 @@ const startDaemonHere = (): Promise<RunningDaemon> =>
 beforeAll(async () => {
   if (TestSshd.unavailableReason() !== undefined) return;
   sshd = await TestSshd.start();
-  mkdirSync(dataDir, { mode: 0o700 });
-  const passphrase = 'ssh unknown passphrase (test only)';
-  const vault = await openVault({ dataDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(Buffer.from(passphrase));
-  await vault.add({
-    name: 'lab-key',
-    kind: 'ssh_key',
-    secret: sshd.userKey.privateKey,
-    bindings: ['lab', '127.0.0.1'],
-  });
-  await vault.close();
-  writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
-  writeFileSync(
-    path.join(dataDir, 'postern.yaml'),
-    [
-      'version: 1',
+  await createDataDir({
+    dataDir,
+    passphrase: 'ssh unknown passphrase (test only)',
+    credential: { name: 'lab-key', kind: 'ssh_key', secret: sshd.userKey.privateKey, bindings: ['lab', '127.0.0.1'] },
+    yaml: observeYaml(
+      sshHostsYaml([{ port: sshd.port, user: sshd.user, credential: 'lab-key', hostKey: [sshd.hostKey.fingerprint] }]),
       // Abandon is a decision; this test takes it without a terminal (the CI opt-out).
-      'operator:',
-      '  unattended_decisions: true',
-      'agents:',
-      '  session_approval: observe',
-      'ssh_hosts:',
-      '  - name: lab',
-      '    host: 127.0.0.1',
-      `    port: ${sshd.port}`,
-      `    user: ${sshd.user}`,
-      '    credential: lab-key',
-      `    host_key: { pinned: ['${sshd.hostKey.fingerprint}'] }`,
-      '    approval: none',
-      '',
-    ].join('\n'),
-  );
-  await acceptConfigAsPerson(dataDir, passphraseFile);
+      { unattended: true },
+    ),
+    acceptWith: passphraseFile,
+  });
   daemon = await startDaemonHere();
   agent = await DrillAgent.start(dataDir, 'sshunk-agent');
 }, 90_000);

@@ -7,7 +7,7 @@ import { systemClock } from '../broker/ports/index.js';
 import { ArrivalLogServer } from '../broker/testing/arrival-log-server.js';
 import { openVault } from '../broker/vault/index.js';
 import { acceptConfigAsPerson } from './support/accepted-config.js';
-import { op, waitFor } from './support/drill.js';
+import { op, pendingCard } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { PosternProcess, startDaemon, type RunningDaemon } from './support/postern-process.js';
 
@@ -105,21 +105,16 @@ describe('when one route has a GET rule (none) and a write rule (per_call)', () 
       body: JSON.stringify({ marker: 'write-7' }),
       timeout_ms: 60_000,
     });
-    const { cards } = await waitFor(
-      () => op(dataDir, 'approvals.list', {}),
-      (r) => r.cards.some((c) => c.state === 'pending'),
-      'the POST card',
-    );
-    const card = cards.find((c) => c.state === 'pending');
+    const card = await pendingCard(dataDir, 'the POST card');
     expect(card).toMatchObject({ approval: 'per_call', approval_rule: writeRule, lane: 'doc-7', method: 'POST' });
     // Nothing left for the remote while the card waits: the arrival log still holds only the GET.
     expect(log.arrivals).toHaveLength(1);
-    const accepted = (await op(dataDir, 'actions.show', { action_id: card?.action_id ?? '' })).events.find(
+    const accepted = (await op(dataDir, 'actions.show', { action_id: card.action_id })).events.find(
       (e) => e.kind === 'ACTION_ACCEPTED',
     );
     expect(accepted?.summary).toContain(`(approval per_call by ${writeRule})`);
 
-    await op(dataDir, 'approvals.approve', { ticket: card?.ticket ?? 0 });
+    await op(dataDir, 'approvals.approve', { ticket: card.ticket });
     const reply = await post.reply;
     expect(reply.isError ?? false).toBe(false);
     expect(log.arrivals.map((a) => a.marker)).toEqual(['GET /docs/7', 'write-7']);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
 import { foldMetrics } from '../core/index.js';
-import { Journal } from '../journal/index.js';
+import { Journal, type JournalOpenOptions } from '../journal/index.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { ApprovalQueue, type Turn } from './approval-queue.js';
 import { httpCardPreview, httpRequestView } from './card-preview.js';
@@ -34,6 +34,36 @@ const admit = (id: string, approval: 'none' | 'per_call'): NewEvent[] => [
   { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: {} },
 ];
 
+/**
+ * The broker's restart: the journal closed and opened again on its file (recovery runs), with `options` such as a
+ * quarantining judge; `temp` disposes the reopened one.
+ */
+async function restart(options: Pick<JournalOpenOptions, 'judgeBeforeRecovery'> = {}): Promise<Journal> {
+  await temp.journal.close();
+  const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault, ...options });
+  const { dir } = temp;
+  temp = {
+    ...temp,
+    journal,
+    dispose: async () => {
+      await journal.close();
+      dir.remove();
+    },
+  };
+  return journal;
+}
+
+/** Asks the queue for `id`'s turn and lets it answer what it can at once: `now` is the turn given by then, if any. */
+async function askTurn(queue: ApprovalQueue, id: string): Promise<{ now: Turn | undefined; waiting: Promise<Turn> }> {
+  let now: Turn | undefined;
+  const waiting = queue.awaitTurn(id, preview).then((t) => {
+    now = t;
+    return t;
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  return { now, waiting };
+}
+
 describe('when the broker restarts', () => {
   it('an unknown head left by the previous run still blocks its lane until a person abandons it', async () => {
     temp = await openTempJournal();
@@ -50,17 +80,8 @@ describe('when the broker restarts', () => {
     // A pending per-call ticket of the old run: recovery closes it (not_attempted, BROKER_RESTARTED).
     const old = 'act_restartO0001';
     await temp.journal.appendBatch(admit(old, 'per_call'));
-    await temp.journal.close();
 
-    const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
-    temp = {
-      ...temp,
-      journal,
-      dispose: async () => {
-        await journal.close();
-        temp.dir.remove();
-      },
-    };
+    const journal = await restart();
     expect(journal.getAction(a)).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', recorded: true });
     expect(journal.getAction(old)).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
 
@@ -75,13 +96,8 @@ describe('when the broker restarts', () => {
 
     const b = 'act_restartB0001';
     await journal.appendBatch(admit(b, 'none'));
-    let turn: Turn | undefined;
-    const waiting = queue.awaitTurn(b, preview).then((t) => {
-      turn = t;
-      return t;
-    });
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(turn).toBeUndefined();
+    const { now, waiting } = await askTurn(queue, b);
+    expect(now).toBeUndefined();
     expect(queue.position(b)).toMatchObject({
       waiting: 'lane_blocked',
       waiting_for_ticket: ticketA,
@@ -99,22 +115,8 @@ describe('when the broker restarts on a journal its integrity anchor quarantined
     // Admitted on a per-call route, its card not shown yet: recovery in a quarantined journal records it unknown.
     const a = 'act_quarantA0001';
     await temp.journal.appendBatch(admit(a, 'per_call'));
-    await temp.journal.close();
 
-    const journal = await Journal.open({
-      path: temp.path,
-      clock: temp.clock,
-      vault: temp.vault,
-      judgeBeforeRecovery: () => 'quarantined',
-    });
-    temp = {
-      ...temp,
-      journal,
-      dispose: async () => {
-        await journal.close();
-        temp.dir.remove();
-      },
-    };
+    const journal = await restart({ judgeBeforeRecovery: () => 'quarantined' });
     expect(journal.getAction(a)).toMatchObject({
       dispatch_seq: null,
       stage: 'validated',
@@ -133,13 +135,8 @@ describe('when the broker restarts on a journal its integrity anchor quarantined
 
     const b = 'act_quarantB0001';
     await journal.appendBatch(admit(b, 'none'));
-    let turn: Turn | undefined;
-    const waiting = queue.awaitTurn(b, preview).then((t) => {
-      turn = t;
-      return t;
-    });
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(turn).toBeUndefined();
+    const { now, waiting } = await askTurn(queue, b);
+    expect(now).toBeUndefined();
     expect(queue.position(b)).toMatchObject({ waiting: 'lane_blocked', waiting_for_ticket: ticketA });
     await queue.abandon(ticketA, person, 'cannot tell whether it was sent');
     expect(await waiting).toEqual({ kind: 'go' });
@@ -158,17 +155,8 @@ describe('when the broker restarts while a card waits for a person and a ticket 
       { kind: 'CARD_SHOWN', action_id: card, payload: { expires_at_ms: temp.clock.nowMs() + 60_000 } },
     ]);
     await temp.journal.appendBatch(admit(queued, 'none'));
-    await temp.journal.close();
 
-    const journal = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
-    temp = {
-      ...temp,
-      journal,
-      dispose: async () => {
-        await journal.close();
-        temp.dir.remove();
-      },
-    };
+    const journal = await restart();
     // The journal says where the record stopped (DESIGN §3: the approval gate is credential_injection's) ...
     expect(journal.getAction(card)).toMatchObject({ stage: 'card_shown', outcome: 'not_attempted' });
     expect(journal.getAction(queued)).toMatchObject({ stage: 'validated', outcome: 'not_attempted' });

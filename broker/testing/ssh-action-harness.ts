@@ -112,11 +112,11 @@ export interface SshHostYaml {
   readonly extra?: string;
 }
 
-/** A config with the given SSH host entries (approval none unless `extra` says otherwise). */
-export function sshHostsConfig(hosts: readonly SshHostYaml[]): PosternConfig {
-  const lines = ['version: 1', 'ssh_hosts:'];
-  for (const h of hosts) {
-    lines.push(
+/** postern.yaml's `ssh_hosts:` section with the given entries (approval none unless `extra` says otherwise), as lines. */
+export function sshHostsYaml(hosts: readonly SshHostYaml[]): string[] {
+  return [
+    'ssh_hosts:',
+    ...hosts.flatMap((h) => [
       `  - name: ${h.name ?? 'lab'}`,
       `    host: ${h.host ?? '127.0.0.1'}`,
       `    port: ${h.port}`,
@@ -124,9 +124,13 @@ export function sshHostsConfig(hosts: readonly SshHostYaml[]): PosternConfig {
       `    credential: ${h.credential}`,
       h.hostKey === 'accept_new' ? '    host_key: accept_new' : `    host_key: {pinned: [${h.hostKey.join(', ')}]}`,
       h.extra ?? '    approval: none',
-    );
-  }
-  return parseConfig(`${lines.join('\n')}\n`);
+    ]),
+  ];
+}
+
+/** A config with the given SSH host entries (sshHostsYaml). */
+export function sshHostsConfig(hosts: readonly SshHostYaml[]): PosternConfig {
+  return parseConfig(`${['version: 1', ...sshHostsYaml(hosts)].join('\n')}\n`);
 }
 
 /** A harness and the scripted remote it talks to. */

@@ -4,7 +4,7 @@ import { systemClock } from '../../broker/ports/index.js';
 import { openVault } from '../../broker/vault/index.js';
 import { acceptConfigAsPerson } from './accepted-config.js';
 
-/** One HTTP route of postern.yaml: bearer injection, POST only, to 127.0.0.1. */
+/** One HTTP route of postern.yaml: bearer injection, POST only unless `methods` says otherwise, to 127.0.0.1. */
 export interface RouteYaml {
   /** Default `docs`. */
   name?: string;
@@ -12,44 +12,59 @@ export interface RouteYaml {
   /** The vault credential it injects; default `docs-token`. */
   credential?: string;
   approval: 'none' | 'per_call';
+  /** The methods it allows; default `[POST]`, `all` writes no `methods:` line (every method). */
+  methods?: readonly string[] | 'all';
   /** More lines of the route, indented as its fields (`    lanes: …`, `    idempotency: …`). */
   lines?: readonly string[];
 }
 
 /**
- * postern.yaml with sessions approved by observe policy and the given routes; `unattended` adds the CI opt-out
- * (`operator: unattended_decisions: true`) that lets a process with no terminal make decisions.
+ * postern.yaml with sessions approved by observe policy and the given top-level `sections` (lines, e.g. an
+ * `ssh_hosts:` list); `unattended` adds the CI opt-out (`operator: unattended_decisions: true`) that lets a process
+ * with no terminal make decisions.
  */
-export function routesYaml(routes: readonly RouteYaml[], options: { unattended?: boolean } = {}): string {
+export function observeYaml(sections: readonly string[], options: { unattended?: boolean } = {}): string {
   return [
     'version: 1',
     ...(options.unattended === true ? ['operator:', '  unattended_decisions: true'] : []),
     'agents:',
     '  session_approval: observe',
-    'routes:',
-    ...routes.flatMap((route) => [
-      `  - name: ${route.name ?? 'docs'}`,
-      `    base_url: http://127.0.0.1:${route.port}`,
-      `    credential: ${route.credential ?? 'docs-token'}`,
-      '    injection: bearer',
-      `    approval: ${route.approval}`,
-      '    methods: [POST]',
-      ...(route.lines ?? []),
-    ]),
+    ...sections,
     '',
   ].join('\n');
 }
 
-/** A bearer credential as the vault holds it (the secret is a test canary). */
-export interface BearerCredential {
+/** observeYaml with the given routes (and `options` as there). */
+export function routesYaml(routes: readonly RouteYaml[], options: { unattended?: boolean } = {}): string {
+  return observeYaml(
+    [
+      'routes:',
+      ...routes.flatMap((route) => [
+        `  - name: ${route.name ?? 'docs'}`,
+        `    base_url: http://127.0.0.1:${route.port}`,
+        `    credential: ${route.credential ?? 'docs-token'}`,
+        '    injection: bearer',
+        `    approval: ${route.approval}`,
+        ...(route.methods === 'all' ? [] : [`    methods: [${(route.methods ?? ['POST']).join(', ')}]`]),
+        ...(route.lines ?? []),
+      ]),
+    ],
+    options,
+  );
+}
+
+/** A credential as the vault holds it: a bearer token (a test canary) unless `kind` says `ssh_key` (a private key). */
+export interface VaultCredential {
   name: string;
-  secret: string;
+  /** Default `bearer`. */
+  kind?: 'bearer' | 'ssh_key';
+  secret: string | Buffer;
   bindings: readonly string[];
 }
 
 /**
  * A data directory as `postern init` and a person leave it before a daemon starts: the directory (0700), a vault (fast
- * KDF, test only) sealed with `passphrase` holding one bearer credential, and postern.yaml.
+ * KDF, test only) sealed with `passphrase` holding one credential, and postern.yaml.
  *
  * With `acceptWith` (a passphrase file's path) the passphrase is written there (0600, what
  * POSTERN_PASSPHRASE_FILE reads) and postern.yaml is accepted as a person accepts it once
@@ -59,7 +74,7 @@ export interface BearerCredential {
 export async function createDataDir(options: {
   dataDir: string;
   passphrase: string;
-  credential: BearerCredential;
+  credential: VaultCredential;
   yaml: string;
   acceptWith?: string;
 }): Promise<void> {
@@ -69,7 +84,7 @@ export async function createDataDir(options: {
   await vault.init(Buffer.from(passphrase));
   await vault.add({
     name: credential.name,
-    kind: 'bearer',
+    kind: credential.kind ?? 'bearer',
     secret: Buffer.from(credential.secret),
     bindings: [...credential.bindings],
   });

@@ -168,6 +168,16 @@ export async function waitFor<T>(read: () => Promise<T>, holds: (value: T) => bo
   }
 }
 
+/** The first pending card of the approvals list, waited for (bounded); `what` names it in the timeout's error. */
+export async function pendingCard(dataDir: string, what: string): Promise<ApprovalCard> {
+  const { cards } = await waitFor(
+    () => op(dataDir, 'approvals.list', {}),
+    (r) => r.cards.some((c) => c.state === 'pending'),
+    what,
+  );
+  return cards.find((c) => c.state === 'pending') as ApprovalCard;
+}
+
 /** The open cards of one lane, in ticket order. */
 export async function laneCards(dataDir: string, lane: string): Promise<ApprovalCard[]> {
   return (await op(dataDir, 'approvals.list', {})).cards

@@ -30,6 +30,18 @@ function scriptedApi(overrides: Partial<OperatorApi> = {}) {
 const cards = (...list: ApprovalCard[]): ListReply => ({ ok: true, value: { cards: list } });
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+/** One refresh of the store, its approvals.list (the next one asked of `lists`) answered with `reply`, awaited. */
+async function refreshWith(
+  store: ReturnType<typeof createAppStore>,
+  lists: Array<(reply: ListReply) => void>,
+  reply: ListReply,
+): Promise<void> {
+  const next = lists.length;
+  const refreshed = store.getState().refreshApprovals();
+  lists[next]?.(reply);
+  await refreshed;
+}
+
 describe('the approvals slice', () => {
   it('when a refresh is asked for while one is in flight, it lists once more right after, never twice at once', async () => {
     const { api, lists } = scriptedApi();
@@ -70,12 +82,8 @@ describe('the approvals slice', () => {
       },
     });
     const store = createAppStore(api);
-    const first = store.getState().refreshApprovals();
-    lists[0]?.(cards(cardOf(1)));
-    await first;
-    const second = store.getState().refreshApprovals();
-    lists[1]?.(cards());
-    await second;
+    await refreshWith(store, lists, cards(cardOf(1)));
+    await refreshWith(store, lists, cards());
     await flush();
     expect(asked).toEqual([cardOf(1).action_id]);
     expect(store.getState().approvalsView.closed[0]?.reason).toMatchObject({ headline: 'cancelled by the agent' });
@@ -96,17 +104,11 @@ describe('the approvals slice', () => {
       },
     });
     const store = createAppStore(api);
-    const first = store.getState().refreshApprovals();
-    lists[0]?.(cards(cardOf(1)));
-    await first;
-    const second = store.getState().refreshApprovals();
-    lists[1]?.(cards());
-    await second;
+    await refreshWith(store, lists, cards(cardOf(1)));
+    await refreshWith(store, lists, cards());
     await flush();
     await flush();
-    const third = store.getState().refreshApprovals();
-    lists[2]?.(cards());
-    await third;
+    await refreshWith(store, lists, cards());
     await flush();
     await flush();
     const [entry] = store.getState().approvalsView.closed;
