@@ -23,8 +23,10 @@ import { within } from './support/recovery-rig.js';
  * - `action_status` of an action a person approved in the earlier run answers the plaintext record (ticket, lane,
  *   outcome, its decision's state and time) with the decision marked `sealed` — who decided is in sealed events only —
  *   instead of failing as a whole; after the unlock it names who decided.
- * - `retry_of` that action, refused because its record is sealed, is retry `backoff` (ask again after the unlock), not
- *   `never`.
+ * - `retry_of` an action on a route with a retry policy, refused because its record is sealed, is retry `backoff` (ask
+ *   again after the unlock), not `never`; `retry_of` an action on a route without one (`docs`) is refused
+ *   `UNSUPPORTED_ACTION`, retry `never`, at once — the route's policy is plaintext configuration, and the unlock
+ *   changes nothing about it — as it is after the unlock.
  * - a new call approved while the vault is locked is recorded `not_attempted`, `VAULT_LOCKED`, retry `backoff` (nothing
  *   was sent, nothing in the call is wrong), never `after_correction`; the same call goes through after the unlock.
  * The bearer secret never appears in any answer.
@@ -34,7 +36,18 @@ const canary = 'CANARY-drill-token-never-shown';
 let drill: Drill | undefined;
 
 beforeAll(async () => {
-  drill = await openDrill(scratch, 'locked', 120);
+  // A second route on the same arrival log, with a retry policy: a retry_of there is refused only by the sealed record.
+  drill = await openDrill(scratch, 'locked', 120, [
+    '  - name: retrying',
+    '    base_url: http://127.0.0.1:{port}',
+    '    credential: drill-token',
+    '    injection: bearer',
+    '    approval: none',
+    '    methods: [POST]',
+    '    retry: { attempts_max: 2, automatic: false, backoff_ms: 0 }',
+    '    lanes:',
+    "      - { methods: ['*'], path: '/docs/{doc}', lane: 'retry-{doc}' }",
+  ]);
 }, 90_000);
 afterAll(async () => {
   await closeDrill(drill);
@@ -69,6 +82,12 @@ function status(agent: DrillAgent, actionId: string): Promise<ToolReply> {
   return within(agent.call('action_status', { action_id: actionId }).reply, 'action_status');
 }
 
+/** `retry_of` `actionId`, resending `marker`'s POST to /docs/`doc` on `route`. */
+function retryOf(agent: DrillAgent, route: string, doc: string, marker: string, actionId: string): Promise<ToolReply> {
+  const request = { route, method: 'POST', path: `/docs/${doc}`, body: JSON.stringify({ marker }), retry_of: actionId };
+  return within(agent.call('http_request', request).reply, `retry_of ${actionId} on ${route}`);
+}
+
 function textOf(reply: ToolReply): string {
   return (reply.content ?? []).map((c) => c.text ?? '').join('\n');
 }
@@ -82,6 +101,19 @@ describe('when the broker restarts locked under an agent that acted in its earli
     const actionId = first.structuredContent?.invocation_id ?? '';
     expect(actionId).toMatch(/^act_/);
     const ticket = (first.structuredContent as { ticket?: number }).ticket;
+    // On the route with a retry policy (no card: approval none).
+    const onRetrying = await within(
+      d.p1.call('http_request', {
+        route: 'retrying',
+        method: 'POST',
+        path: '/docs/r',
+        body: JSON.stringify({ marker: 'R' }),
+      }).reply,
+      'the post on the retrying route',
+    );
+    expect(onRetrying.structuredContent).toMatchObject({ effect: 'succeeded' });
+    const retryingId = onRetrying.structuredContent?.invocation_id ?? '';
+    expect(retryingId).toMatch(/^act_/);
 
     await d.daemon.process.stop('SIGKILL');
     // Started locked: the earlier run's events open only once a person unlocks.
@@ -108,21 +140,24 @@ describe('when the broker restarts locked under an agent that acted in its earli
     expect(textOf(locked)).toContain('sealed in the journal: read again once a person unlocks the vault');
     expect(textOf(locked)).not.toContain(canary);
 
-    // retry_of the sealed earlier action: refused before anything is recorded, and temporary — retry backoff.
-    const retry = await within(
-      d.p1.call('http_request', {
-        route: 'docs',
-        method: 'POST',
-        path: '/docs/a',
-        body: JSON.stringify({ marker: 'A' }),
-        retry_of: actionId,
-      }).reply,
-      'retry_of while locked',
-    );
+    // retry_of an action on a route without a retry policy: no unlock changes that (plaintext configuration), so the
+    // permanent answer comes at once — UNSUPPORTED_ACTION, never — not a backoff the unlock would turn into it.
+    const noPolicy = await retryOf(d.p1, 'docs', 'a', 'A', actionId);
+    expect(noPolicy.isError).toBe(true);
+    expect(noPolicy.structuredContent).toMatchObject({
+      invocation_id: null,
+      error: { code: 'UNSUPPORTED_ACTION', retry: 'never', field: 'retry_of' },
+    });
+    expect(textOf(noPolicy)).toContain('retry: never');
+
+    // retry_of the sealed earlier action on the route with a retry policy: refused before anything is recorded, and
+    // temporary — retry backoff.
+    const retry = await retryOf(d.p1, 'retrying', 'r', 'R', retryingId);
     expect(retry.isError).toBe(true);
     expect(retry.structuredContent).toMatchObject({ invocation_id: null, error: { retry: 'backoff' } });
     expect(['AUDIT_KEY_UNAVAILABLE', 'VAULT_LOCKED']).toContain(retry.structuredContent?.error?.code);
     expect(textOf(retry)).toContain('retry: backoff');
+    expect(d.log.arrivals.filter((a) => a.marker === 'R')).toHaveLength(1);
 
     // A new call approved while locked: nothing sent, retry backoff (the same call once a person unlocks).
     const lockedCall = await approvedPost(d, d.p1, 'b', 'B', 'person');
@@ -146,10 +181,17 @@ describe('when the broker restarts locked under an agent that acted in its earli
     expect(unlocked.structuredContent).toMatchObject({ decision: { state: 'approved', by: { kind: 'process' } } });
     expect(unlocked.structuredContent).not.toHaveProperty('decision.sealed');
     expect(textOf(unlocked)).not.toContain('sealed in the journal');
+    // The retry_of on the route without a retry policy: the same answer as while locked.
+    const noPolicyUnlocked = await retryOf(d.p1, 'docs', 'a', 'A', actionId);
+    expect(noPolicyUnlocked.structuredContent).toMatchObject({
+      invocation_id: null,
+      error: { code: 'UNSUPPORTED_ACTION', retry: 'never', field: 'retry_of' },
+    });
     // The same call again goes through.
     const again = await approvedPost(d, d.p1, 'b', 'B', 'person');
     expect(again.isError ?? false).toBe(false);
     expect(again.structuredContent).toMatchObject({ effect: 'succeeded' });
-    for (const reply of [locked, retry, lockedCall, unlocked, again]) expect(textOf(reply)).not.toContain(canary);
+    for (const reply of [locked, noPolicy, retry, lockedCall, unlocked, noPolicyUnlocked, again])
+      expect(textOf(reply)).not.toContain(canary);
   }, 120_000);
 });

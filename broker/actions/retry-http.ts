@@ -69,7 +69,8 @@ export async function retryHttpAction(
   const route = deps.config.routes.get(request.route);
   if (route === undefined || !state.target.startsWith(`route:${route.name} `))
     throw new CodedError('INVALID_TARGET', `${actionId} was not sent on route ${request.route}`, { field: 'route' });
-  assertSameOrigin(deps.journal, actionId, route);
+  // The route's policy is plaintext configuration: a route without one refuses for good before anything reads the
+  // action's events (sealed while the vault is locked: that refusal would say backoff, and the unlock then never).
   if (route.retry === undefined) {
     throw new CodedError(
       'UNSUPPORTED_ACTION',
@@ -77,6 +78,7 @@ export async function retryHttpAction(
       { field: 'retry_of' },
     );
   }
+  assertSameOrigin(deps.journal, actionId, route);
   const binding = preflightBinding(deps.journal, actionId);
   if ((binding?.key ?? undefined) !== input.idempotency_key) {
     throw new CodedError(

@@ -31,9 +31,15 @@ export const drillPassphrase = 'drill passphrase (test only)';
  * Sets up article 001's drill in `<scratch>/<name>`: a vault (fast KDF, test only) holding the
  * route's bearer credential, postern.yaml with route `docs` (per-call approval, one lane per
  * /docs/{doc}), `postern daemon` started unlocked, two agent processes connected through `postern
- * mcp`, and both sessions approved by a person (the operator API).
+ * mcp`, and both sessions approved by a person (the operator API). `extraRouteYaml`: further routes' lines (on the
+ * same arrival log: `{port}` stands for its port), for a case that needs a route shaped otherwise.
  */
-export async function openDrill(scratch: string, name: string, ttlSeconds: number): Promise<Drill> {
+export async function openDrill(
+  scratch: string,
+  name: string,
+  ttlSeconds: number,
+  extraRouteYaml: readonly string[] = [],
+): Promise<Drill> {
   const dataDir = path.join(scratch, name);
   mkdirSync(dataDir, { mode: 0o700 });
   const passphrase = drillPassphrase;
@@ -71,6 +77,7 @@ export async function openDrill(scratch: string, name: string, ttlSeconds: numbe
       '    methods: [POST]',
       '    lanes:',
       "      - { methods: ['*'], path: '/docs/{doc}', lane: 'doc-{doc}' }",
+      ...extraRouteYaml.map((line) => line.replaceAll('{port}', String(log.port))),
       '',
     ].join('\n'),
   );
