@@ -13,7 +13,7 @@ import { runPostern } from './support/postern-process.js';
  * A real daemon running an agent's `ssh_exec sleep 30` on a real OpenSSH sshd, as a person sees it from the operator
  * CLI: `status` and `metrics` count the running command as in flight / open, never as an unknown outcome (the unknown
  * is the one command that settled so); `actions list` shows its furthest stage while it runs (`--json`: outcome null,
- * not the dispatch's provisional unknown), and `--outcome unknown`
+ * not the dispatch's provisional unknown; `actions show` says the same), and `--outcome unknown`
  * lists only the settled one (`--open` the running one); and a SIGTERM whose
  * drain cuts it logs no error for the recording the stop left open (docs/operator.md "Stopping", step 3): the row stays
  * open, marked alive at the stop, and reads RECORDING_INCOMPLETE after the restart. Between the stop and the restart,
@@ -112,6 +112,20 @@ describe('an ssh_exec still running on a real sshd, seen by the operator CLI and
     // In flight, as status counts it: no outcome (nor effect) until one is recorded, never the dispatch's provisional
     // unknown; the settled one keeps its recorded unknown.
     expect(row).toMatchObject({ outcome: null, effect: null, settled_at_ms: null, duration_ms: null });
+    // actions show agrees: no outcome (nor effect) yet, with how far it got.
+    const shown = await cli(['actions', 'show', row.action_id, '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect((JSON.parse(shown.stdout) as { state: unknown }).state).toMatchObject({
+      action_id: row.action_id,
+      outcome: null,
+      effect: null,
+      recorded: false,
+      phase: 'remote_execution',
+      stage: 'response_started',
+    });
+    const shownText = (await cli(['actions', 'show', row.action_id])).stdout;
+    expect(shownText).toContain('outcome -  phase remote_execution');
+    expect(shownText).toContain('effect -  basis dispatch_started_no_result_recorded');
     expect((await listed()).find((a) => a.target === 'quick')).toMatchObject({
       outcome: 'unknown',
       effect: 'unknown_effect',

@@ -92,10 +92,12 @@ async function crashDuringSameKeyRetry(
   await waitForCount(() => proxy.held.length, 1, 'the automatic retry, answered by the target and held');
   const id = await rig.acceptedAction(target);
 
-  // In flight: attempt 1 recorded unknown, the lease of generation 1 live, attempt 2 dispatched.
+  // In flight: attempt 1 recorded unknown, the lease of generation 1 live, attempt 2 dispatched — open again, so
+  // actions.show has no outcome for it until the retry records one (attempt 1's unknown stays in its events).
   const inFlight = await rig.show(id);
   expect(inFlight.state).toMatchObject({
-    outcome: 'unknown',
+    outcome: null,
+    effect: null,
     recorded: false,
     retry_generation: 1,
     retry_budget: 2,

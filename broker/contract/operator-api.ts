@@ -259,6 +259,7 @@ export const brokerApiSchemas = {
   'actions.show': {
     input: z.strictObject({ action_id: z.string().min(1).max(80) }),
     output: z.object({
+      /** The projected state; while open (isActionOpen: a dispatched action still running) outcome and effect are null. */
       state: actionStateSchema,
       queue: queuePositionSchema.nullable(),
       events: z.array(activityEventSchema),

@@ -165,3 +165,59 @@ describe('activity.list: filters by outcome, code and text keep the original seq
     expect(brokerApiSchemas['activity.list'].input.safeParse({ text: '   ' }).success).toBe(false);
   });
 });
+
+/**
+ * actions.show of an action still open (dispatched, nothing recorded since): no outcome yet, as its actions.list row
+ * says — never the provisional unknown / unknown_effect the projection holds from DISPATCH_STARTED on.
+ */
+describe('actions.show: an open action', () => {
+  let temp: TempJournal;
+  let reads: ReturnType<typeof createOperatorReads>;
+  beforeEach(async () => {
+    temp = await openTempJournal();
+    reads = createOperatorReads(temp.journal, { position: () => null, isConnected: () => false });
+  });
+  afterEach(() => temp.dispose());
+
+  const show = (actionId: string) =>
+    brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: actionId }));
+  const listed = (actionId: string) =>
+    brokerApiSchemas['actions.list'].output
+      .parse(reads['actions.list']({}))
+      .actions.find((a) => a.action_id === actionId);
+
+  it('running: outcome and effect null, as its list row, with how far it got; once recorded, the recorded ones', async () => {
+    const path = actionPaths.httpNoApproval('act_running_0001');
+    const cut = path.findIndex((e) => e.kind === 'REMOTE_RESPONSE_STARTED') + 1;
+    expect(cut).toBeGreaterThan(0);
+    await temp.journal.appendBatch(path.slice(0, cut));
+    // The projection's own record still holds the dispatch's provisional unknown: only the shown state leaves it out.
+    expect(temp.journal.getAction('act_running_0001')).toMatchObject({ outcome: 'unknown', recorded: false });
+    const running = show('act_running_0001');
+    expect(running.state).toMatchObject({
+      outcome: null,
+      effect: null,
+      recorded: false,
+      phase: 'remote_execution',
+      stage: 'response_started',
+      outcome_basis: 'dispatch_started_no_result_recorded',
+    });
+    expect(listed('act_running_0001')).toMatchObject({ outcome: running.state.outcome, effect: running.state.effect });
+
+    await temp.journal.appendBatch(path.slice(cut));
+    const settled = show('act_running_0001');
+    expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', recorded: true });
+    expect(listed('act_running_0001')).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+  });
+
+  it('a retry running after a recorded answer is open again: no outcome until the retry records one', async () => {
+    const path = actionPaths.throttledThenRetried('act_retrying_001');
+    const secondDispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED' && e.payload.attempt === 2);
+    await temp.journal.appendBatch(path.slice(0, secondDispatch + 2));
+    const shown = show('act_retrying_001');
+    expect(shown.state).toMatchObject({ outcome: null, effect: null, recorded: false, retry_generation: 1 });
+    // The earlier attempt's recorded answer stays in its events.
+    expect(shown.events.filter((e) => e.kind === 'OUTCOME_RECORDED').map((e) => e.outcome)).toEqual(['rejected']);
+    expect(listed('act_retrying_001')).toMatchObject({ outcome: null, effect: null, settled_at_ms: null });
+  });
+});

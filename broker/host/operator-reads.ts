@@ -3,12 +3,13 @@ import {
   activityPageMax,
   actorLabel,
   CodedError,
+  type ActionState,
   type ActivityEvent,
   type BrokerApi,
   type JournalEvent,
   type OperatorInput,
 } from '../contract/index.js';
-import { laneRelease } from '../core/index.js';
+import { isActionOpen, laneRelease } from '../core/index.js';
 import type { Journal, SealedEventHeader } from '../journal/index.js';
 import type { OperatorQueue } from '../ports/index.js';
 import { listActions, waitedFor } from './action-list.js';
@@ -35,7 +36,7 @@ export function createOperatorReads(
         throw new CodedError('NOT_FOUND', `no action ${input.action_id}`, { field: 'action_id' });
       const events = journal.subjectEvents(input.action_id);
       return {
-        state,
+        state: shownState(state),
         queue: queue.position(input.action_id),
         events: events.map(activityRow),
         released_by: laneRelease(events),
@@ -87,6 +88,17 @@ export function createOperatorReads(
       }
     },
   };
+}
+
+/**
+ * An action's state as `actions.show` shows it: open (isActionOpen — nothing classified it since its latest dispatch or
+ * closure, the rule that leaves its `actions.list` row's settled_at_ms null) has no outcome or effect yet. The
+ * projection holds unknown / unknown_effect from DISPATCH_STARTED on, provisionally: while the action runs it is in
+ * flight, as status counts it and its list row shows it (outcome null), not an unknown outcome. Phase, basis
+ * (dispatch_started_no_result_recorded) and stage still say how far it got.
+ */
+function shownState(state: ActionState): ActionState {
+  return isActionOpen(state) ? { ...state, outcome: null, effect: null } : state;
 }
 
 /**

@@ -121,6 +121,16 @@ function DetailBody({ detail }: { detail: ActionDetail }) {
           <RecordingPlayer actionId={s.action_id} />
         </>
       )}
+      {/* Open after dispatch (actions.show: no outcome yet): the command runs, its recording is sealed when it ends. */}
+      {s.channel === 'ssh' && s.outcome === null && s.dispatch_seq !== null && (
+        <>
+          <h3>Session recording</h3>
+          <p className="muted" data-testid="recording-open">
+            Still running: the recording is sealed when the command ends, and replayed here once its outcome is
+            recorded.
+          </p>
+        </>
+      )}
 
       <h3>Chronology</h3>
       <p className="muted">

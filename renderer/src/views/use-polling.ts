@@ -31,7 +31,9 @@ export function usePolling(refresh: () => Promise<void>, everyMs: number, topics
   const pushed = topics.length > 0;
   const hub = pushed ? changeHubOf(window) : undefined;
   const subscribeLive = useCallback((onChange: () => void) => hub?.onLive(onChange) ?? (() => undefined), [hub]);
-  const live = useSyncExternalStore(subscribeLive, () => hub?.live() ?? false);
+  const liveNow = (): boolean => hub?.live() ?? false;
+  // The same reading for a render outside a browser (react-dom/server: the views' render tests).
+  const live = useSyncExternalStore(subscribeLive, liveNow, liveNow);
   const topicKey = topics.join(',');
   useEffect(() => {
     if (hub === undefined) return undefined;

@@ -1,0 +1,125 @@
+import { createElement } from 'react';
+import { describe, expect, it } from 'vitest';
+import type { ActionState, ActivityEvent, AttemptState, EventKind } from '../../../broker/contract/index.js';
+import type { OperatorApi } from '../api/operator-api.js';
+import type { ActionDetail } from '../store/action-detail.js';
+import { createAppStore } from '../store/app-store.js';
+import { shownAction } from '../store/test-cards.js';
+import { ActionDetailView } from './action-detail-view.js';
+import { refusingApi, renderView, textOf } from './render-test-support.js';
+
+const id = 'act_ssh_running1';
+
+function row(seq: number, kind: EventKind, summary = '', outcome: string | null = null): ActivityEvent {
+  return {
+    seq,
+    at_ms: 1_700_000_000_000 + seq * 1000,
+    kind,
+    action_id: id,
+    session_id: 'ses_1',
+    ticket: null,
+    lane: 'host:box',
+    outcome,
+    code: null,
+    summary,
+  };
+}
+
+const attempt: AttemptState = {
+  n: 1,
+  state: 'dispatched',
+  setup_stage: null,
+  connection: 'fresh',
+  connection_id: 'conn-1',
+  dispatch_seq: 4,
+  request_complete: true,
+  response_started: true,
+  response_complete: false,
+  response_status: null,
+  connection_lost: false,
+  exit_status: null,
+  exit_signal: null,
+  channel_closed: false,
+  output_bytes: { stdout: 0, stderr: 0, body: 0 },
+};
+
+/** An SSH command still running, as actions.show answers it: open, so no outcome or effect yet. */
+function running(over: Partial<ActionState> = {}): ActionDetail {
+  const detail = shownAction(
+    {
+      action_id: id,
+      channel: 'ssh',
+      target: `host:box exec sha256:${'a'.repeat(64)}`,
+      lane: 'host:box',
+      session_id: 'ses_1',
+      approval: 'none',
+      idempotent: false,
+      first_seq: 1,
+      dispatch_seq: 4,
+      stage: 'response_started',
+      dispatch_evidence: 'started_locally',
+      attempts: [attempt],
+      outcome: null,
+      effect: null,
+      phase: 'remote_execution',
+      retry: null,
+      code: null,
+      outcome_basis: 'dispatch_started_no_result_recorded',
+      source: null,
+      recorded: false,
+      abandoned: false,
+      ...over,
+    },
+    [
+      row(1, 'ACTION_ACCEPTED', 'ssh host:box (approval none)'),
+      row(2, 'PREFLIGHT_VALIDATED'),
+      row(3, 'CREDENTIAL_AUTHORIZED'),
+      row(4, 'DISPATCH_STARTED', 'attempt 1 on a fresh connection'),
+      row(5, 'REQUEST_SENT'),
+    ],
+  );
+  return { ...detail, released_by: null, waited_for: [] };
+}
+
+/** The detail view as a person reads it, after the store read `detail` from the broker (actions.show). */
+async function rendered(detail: ActionDetail): Promise<{ html: string; text: string }> {
+  const api: OperatorApi = { ...refusingApi(), 'actions.show': () => Promise.resolve({ ok: true, value: detail }) };
+  const store = createAppStore(api);
+  await store.getState().openActionDetail(id);
+  // A server render reads a zustand store's initial state: this one's is the state after the read.
+  const read = { ...store, getInitialState: store.getState };
+  const html = renderView(
+    createElement(ActionDetailView, { actionId: id, backHref: '#/activity', backLabel: 'Activity' }),
+    read,
+  );
+  return { html, text: textOf(html) };
+}
+
+describe('the action detail of an SSH command still running', () => {
+  it('says it is open — no outcome, no effect, not complete — and that its recording is sealed when it ends', async () => {
+    const { html, text } = await rendered(running());
+    expect(text).toContain('Outcome | open (not classified yet)');
+    expect(text).toContain('Effect | —');
+    expect(text).toContain('Outcome basis | dispatch_started_no_result_recorded');
+    expect(text).toContain('Completion order | not complete');
+    expect(text).toContain('Furthest stage | response_started');
+    expect(text).not.toMatch(/unknown/);
+    // No player while it runs (a read would only say RECORDING_IN_PROGRESS): it says when there will be one.
+    expect(html).toContain('data-testid="recording-open"');
+    expect(text).toContain(
+      'Session recording | Still running: the recording is sealed when the command ends, and replayed here once its outcome is recorded.',
+    );
+    expect(html).not.toContain('data-testid="recording-player"');
+  });
+
+  it('once an outcome is recorded, shows it and the recording in place of the running note', async () => {
+    const { html, text } = await rendered(
+      running({ outcome: 'committed', effect: 'succeeded', recorded: true, stage: 'response_complete' }),
+    );
+    expect(text).toContain('Outcome | committed');
+    expect(text).toContain('Effect | succeeded');
+    expect(html).not.toContain('data-testid="recording-open"');
+    // The player's first render (it reads the recording once mounted).
+    expect(text).toContain('Session recording | loading recording…');
+  });
+});
