@@ -11,10 +11,10 @@ import { openOperatorPage } from './fixtures/browser.js';
 
 /**
  * Issue #14, config integrity, by clicks against the real headless daemon: postern.yaml accepted
- * on first use, then rewritten outside Postern (a route re-pointed, its approval dropped). The
- * Routes & hosts view shows the change as a card with the fields that differ; the broker keeps the
- * accepted route; Accept (a person's decision on the signed-in operator UI) records it for the
- * next start. Waits are on the page or the broker's state, never sleeps.
+ * on first use, then rewritten outside Postern (a route re-pointed, its approval dropped, an SSH host added). The
+ * Routes & hosts view shows the change as a card with the fields that differ (under a command rule with a `*`, the
+ * note saying what it matches); the broker keeps the accepted route; Accept (a person's decision on the signed-in
+ * operator UI) records it for the next start. Waits are on the page or the broker's state, never sleeps.
  */
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'pe2e-config-'));
 const screenshots = path.join(repoRoot, 'test-results', 'e2e');
@@ -22,7 +22,7 @@ const passphrase = 'e2e config passphrase (test only)';
 const dataDir = path.join(scratch, 'data');
 const passphraseFile = path.join(scratch, 'pass');
 
-const routesYaml = (port: number, approval: string): string =>
+const routesYaml = (port: number, approval: string, more: readonly string[] = []): string =>
   [
     'version: 1',
     'routes:',
@@ -31,8 +31,23 @@ const routesYaml = (port: number, approval: string): string =>
     '    credential: docs-token',
     '    injection: bearer',
     `    approval: ${approval}`,
+    ...more,
     '',
   ].join('\n');
+
+/** An SSH host added with a command rule whose `*` the card explains, and one without a `*`. */
+const sshHostYaml = [
+  'ssh_hosts:',
+  '  - name: web',
+  '    host: 10.0.0.5',
+  '    user: deploy',
+  '    credential: web-key',
+  '    host_key: accept_new',
+  '    approval: per_call',
+  '    commands:',
+  "      - { command: 'echo *' }",
+  "      - { command: 'uptime' }",
+];
 
 let browser: Browser;
 let daemon: RunningDaemon | undefined;
@@ -63,8 +78,8 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     });
     await daemon.process.stop('SIGTERM');
 
-    // As an agent would: re-point the route and drop its approval, then wait for a restart.
-    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(19, 'none'));
+    // As an agent would: re-point the route and drop its approval, add an SSH host, then wait for a restart.
+    writeFileSync(path.join(dataDir, 'postern.yaml'), routesYaml(19, 'none', sshHostYaml));
     daemon = await startDaemon(dataDir, { env: { POSTERN_PASSPHRASE_FILE: passphraseFile } });
     const { page, problems } = await openOperatorPage(browser, daemon.operatorUrl);
     await page.getByRole('tab', { name: /^Routes/ }).click();
@@ -77,6 +92,15 @@ describe('a change of postern.yaml made outside Postern, by clicks', () => {
     const approval = page.getByTestId('config-change-route-docs-approval');
     expect(await approval.locator('del').textContent()).toBe('per_call');
     expect(await approval.locator('ins').textContent()).toBe('none');
+    // The command rule with a `*` says under it what the `*` matches (config.pending's note); the exact one says nothing.
+    const starRule = page.getByTestId('config-change-host-web-commands[0]');
+    expect(await starRule.locator('ins').textContent()).toContain('echo *');
+    const fields = (await op(dataDir, 'config.pending', {})).change?.ssh_hosts.find((h) => h.name === 'web')?.fields;
+    const note = fields?.find((f) => f.field === 'commands[0]')?.note ?? '';
+    expect(note).toContain('never takes a space or shell syntax');
+    expect(await page.getByTestId('config-change-host-web-commands[0]-note').textContent()).toBe(note);
+    expect(await page.getByTestId('config-change-host-web-commands[1]').count()).toBe(1);
+    expect(await page.getByTestId('config-change-host-web-commands[1]-note').count()).toBe(0);
     // The running broker keeps what a person accepted.
     await page.getByTestId('route-docs').filter({ hasText: 'http://127.0.0.1:9/api' }).waitFor();
     expect(await page.getByTestId('route-docs').textContent()).toContain('per_call');

@@ -147,6 +147,12 @@ function ChangeList({ title, changes, kind }: { title: string; changes: readonly
                   <code>{f.field}</code>: {f.before === null ? '' : <del>{f.before}</del>}
                   {f.before !== null && f.after !== null && ' → '}
                   {f.after === null ? '' : <ins>{f.after}</ins>}
+                  {/* What the value matches when that is wider than it reads (an SSH command rule with a `*`). */}
+                  {f.note !== undefined && (
+                    <p className="hint" role="note" data-testid={`config-change-${kind}-${entry.name}-${f.field}-note`}>
+                      {f.note}
+                    </p>
+                  )}
                 </li>
               ))}
             </ul>
