@@ -5,7 +5,7 @@ import { useAppStore } from '../store/app-store.js';
 import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
 import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
 import { tabHref } from '../store/hash-route.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { ApprovalCardView, LinkedTickets } from './approval-card.js';
 import { CredentialRequestsSection } from './credential-request-card.js';
