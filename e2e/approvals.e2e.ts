@@ -413,6 +413,10 @@ describe('the Approvals view with a short approval window: A expires while B is 
       const d = drill;
       const ui = await openApprovals(d);
       const { page } = ui;
+      // Before any card has closed the list is there, saying so and where validation refusals are.
+      const closedList = page.getByTestId('closed-cards');
+      await showing(closedList, 'No card has closed since this page opened.');
+      await showing(closedList, 'postern actions list --outcome not_attempted');
       const { A, B } = await sendPair(d, 'expire');
       // The countdown ticks in the page from the card's expires_at_ms.
       await cardOf(page, A)
@@ -424,6 +428,7 @@ describe('the Approvals view with a short approval window: A expires while B is 
       await shoot(page, 'approvals-expiring.png');
 
       await showing(closedReason(page, A), 'expired');
+      expect(await page.getByTestId('closed-cards-empty').count()).toBe(0);
       const [a, b] = await Promise.all([A.answer, B.answer]);
       expect(a.reply?.structuredContent?.error).toMatchObject({ code: 'APPROVAL_EXPIRED', outcome: 'not_attempted' });
       expect(b.reply?.isError ?? false, JSON.stringify(b)).toBe(false);

@@ -93,7 +93,7 @@ describe('when the broker restarts with a card of a request that had a query', (
     expect(after?.request_details).toBeUndefined();
     const line = await approvalsList(d.dataDir);
     expect(line).toContain(
-      `POST /docs/q?all=true&note=a%20b%26c&big=${'Q'.repeat(511)}%E2%80%A6…[1,988 more characters not shown] [x-note: purge]`,
+      `POST /docs/q?all=true&note=a%20b%26c&big=${'Q'.repeat(511)}%E2%80%A6…[1,988 more characters not shown] [x-note: "purge"]`,
     );
     expect(line).not.toContain('sealed in the journal');
     for (const shown of [JSON.stringify([locked, after]), lockedLine, line])

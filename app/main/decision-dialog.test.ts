@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../../broker/contract/index.js';
+import { dateTime } from '../../broker/contract/time-words.js';
 import { describeDecision } from './decision-dialog.js';
 
 const card: ApprovalCard = {
@@ -210,7 +211,10 @@ describe('when the command of a ticket to approve is longer than the dialog show
       request_fingerprint: `sha256:${'ab'.repeat(32)}`,
       accepted_at_ms: Date.UTC(2026, 11, 3, 11, 56, 2),
     };
-    const said = `host:web: (command not kept: the journal holds only its digest sha256:${'ab'.repeat(32)}; action act_ssh0001, accepted 2026-12-03T11:56:02.000Z)`;
+    // The acceptance time as the card writes it (local, 24-hour, the zone named), never the terminal's ISO UTC.
+    const accepted = dateTime(rebuilt.accepted_at_ms);
+    expect(accepted).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:02 \S+$/);
+    const said = `host:web: (command not kept: the journal holds only its digest sha256:${'ab'.repeat(32)}; action act_ssh0001, accepted ${accepted})`;
     const abandon = describeDecision('approvals.abandon', { ticket: 12, reason: 'checked by hand' }, rebuilt);
     expect(abandon.detail.split('\n')[0]).toBe(said);
     expect(abandon.confirmId).toBe(1);

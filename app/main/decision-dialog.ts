@@ -7,6 +7,7 @@ import {
   type ConfigPending,
 } from '../../broker/contract/index.js';
 import { commandNotKeptText } from '../../broker/contract/command-not-kept.js';
+import { dateTime } from '../../broker/contract/time-words.js';
 import { commandSize, visibleCommand } from '../../broker/contract/visible-command.js';
 
 /** What main's confirmation dialog says: worded from main's own data, never from text the renderer sent. */
@@ -136,10 +137,11 @@ function actionLine(card: ApprovalCard): string {
 
 /**
  * An SSH card rebuilt from the journal (a blocked head after its executor returned, or after a restart) has no
- * command, only its digest: the dialog says so in the words the card and `postern approvals list` use, never a blank.
+ * command, only its digest: the dialog says so in the words the card and `postern approvals list` use, never a blank,
+ * and its acceptance time as the card writes it (local, 24-hour, the zone named), not as the terminal's ISO.
  */
 function commandNotKept(card: ApprovalCard): string {
-  return commandNotKeptText({ ...card, accepted: new Date(card.accepted_at_ms).toISOString() });
+  return commandNotKeptText({ ...card, accepted: dateTime(card.accepted_at_ms) });
 }
 
 /** The action line whole, or (for a refusal) its head and plainly how much is not shown and where it is. */

@@ -118,12 +118,12 @@ describe('when the agent widens a wildcard with shell syntax', () => {
     );
   });
 
-  it('any honest filling of a rule’s wildcards (no leading - or +, no .. segment) still matches it', () => {
+  it('any honest filling of a rule’s wildcards (no leading - + or =, no .. segment) still matches it', () => {
     const literal = fc.string({ unit: fc.constantFrom(...'abc019 -=/'), maxLength: 6 });
-    // A word that begins with no - or + and whose dots never make `..`: `nginx.service`, `2024/06/app.log`, `a-b`.
+    // A word that begins with no - + or = and whose dots never make `..`: `nginx.service`, `2024/06/app.log`, `a-b`.
     const word = fc
       .tuple(
-        fc.constantFrom(...'abcXYZ019_:,@=/'),
+        fc.constantFrom(...'abcXYZ019_:,@/'),
         fc.string({ unit: fc.constantFrom(...'abcXYZ019_-/:,@+=', 'x.', '.x'), maxLength: 11 }),
       )
       .map(([first, rest]) => first + rest)
@@ -246,6 +246,10 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     'find /var/log -name +x',
     'journalctl --since=today -u +x',
     'tar -czf /backup/app.tgz +1',
+    // A word that begins with =: zsh reads =ls as the path of ls (/bin/ls), tcsh =1 as a directory of its stack.
+    'systemctl status =ls',
+    'find /var/log -name =sshd',
+    'tar -czf /backup/app.tgz =1',
   ])('%j matches no rule: the host’s approval per_call and lane apply (a person sees it)', (command) => {
     expect(filesPolicy(command)).toEqual(perCallOnHost);
   });
@@ -311,8 +315,8 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     expect(filesPolicy('systemctl status --host=other')).toEqual(perCallOnHost);
   });
 
-  it('a filling that begins a word with - or + never matches a strict * there, and always matched a loose one', () => {
-    const sign = fc.constantFrom('-', '+');
+  it('a filling that begins a word with - + or = never matches a strict * there, and always matched a loose one', () => {
+    const sign = fc.constantFrom('-', '+', '=');
     const rest = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-./:,@+='), maxLength: 20 });
     const before = fc.constantFrom('', 'cmd ', 'cmd -x ', 'cmd +x ', "cmd '", 'a=b ');
     fc.assert(
@@ -354,7 +358,7 @@ function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose
     `(?<=(?<!\\.)\\.\\.)\\/`,
   ];
   const strictChar = `(?:(?!${dotDot.join('|')})${c})`;
-  const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?![-+])${strictChar}+)?)`;
+  const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?![-+=])${strictChar}+)?)`;
   const source = pattern
     .split('*')
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
@@ -409,6 +413,11 @@ describe('what the pending card says a * matches', () => {
     // strict: never an option a word begins with, never a .. segment
     ['echo *', 'echo -n', 'strict', false],
     ['echo *', 'echo +x', 'strict', false],
+    ['echo *', 'echo =ls', 'strict', false],
+    ["echo '*'", "echo '=ls'", 'strict', false],
+    ['x --level=*', 'x --level==ls', 'strict', true],
+    ['echo *', 'echo a=b', 'strict', true],
+    ['echo *', 'echo =ls', 'loose', true],
     ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'strict', false],
     // loose: both
     ['tar *', 'tar --checkpoint-action=exec=sh', 'loose', true],
@@ -429,7 +438,10 @@ describe('what the pending card says a * matches', () => {
       expect(note).toContain('the whole command must match');
     }
     expect(sshCommandStarNotes.strict).toContain(
-      'it never takes a .. path segment, and one that begins a word never begins an option (- +)',
+      'it never takes a .. path segment, and one that begins a word never begins it with - or + (an option) or = (zsh reads =ls as the path of ls)',
+    );
+    expect(sshCommandStarNotes.loose).toContain(
+      'a * DOES take options (- +), a word beginning with = and .. path segments',
     );
     expect(sshCommandStarNotes.loose).toContain('tar * matches "tar --checkpoint-action=exec=sh"');
     expect(sshCommandStarNotes.loose).toContain('cat /var/log/* matches "cat /var/log/../../etc/shadow"');

@@ -11,13 +11,15 @@ export function sshCommandPolicy(host: SshHostSettings, command: string): { lane
 
 /**
  * The characters a rule's `*` may stand for: ASCII letters, digits and `_ - . / : , @ + =`, characters that mean
- * themselves to sh, bash, zsh, fish and csh. The command is run by the remote user's shell, so a wildcard that
- * matched shell syntax would let the agent widen a rule into any command: never whitespace (a new argument, or a
- * new command after a newline), never `; & | < > ( ) $` or a backquote (another command, a substitution, a
- * redirection), never `\ ' "` (an escape or quote that changes how the pattern's own text reads), never
- * `# ~ * ? [ ] { } ! ^ %` (a comment that drops the pattern's tail, an expansion), never a control or non-ASCII
- * character. A command that needs any of them matches no wildcard, so it falls back to the host's own approval
- * and lane (docs/ssh-channel.md, "Command rules").
+ * themselves to sh, bash, zsh, fish and csh, but for `=` first in a word: zsh expands it to a command's path (`=ls` is
+ * `/bin/ls`) and tcsh to a directory of its stack (`=1`), so a strict run never begins a word with it, nor with `-` or
+ * `+`, which the program reads as an option (globMatches). The command is run by the remote user's shell, so a
+ * wildcard that matched shell syntax would let the agent widen a rule into any command: never whitespace (a new
+ * argument, or a new command after a newline), never `; & | < > ( ) $` or a backquote (another command, a
+ * substitution, a redirection), never `\ ' "` (an escape or quote that changes how the pattern's own text reads),
+ * never `# ~ * ? [ ] { } ! ^ %` (a comment that drops the pattern's tail, an expansion), never a control or non-ASCII
+ * character. A command that needs any of them matches no wildcard, so it falls back to the host's own approval and
+ * lane (docs/ssh-channel.md, "Command rules").
  */
 const wildcardChar = /^[A-Za-z0-9_\-./:,@+=]$/;
 /**
@@ -33,7 +35,8 @@ const segmentChar = /^[A-Za-z0-9_\-.+]$/;
  * everything else is literal, and the pattern covers the whole text. Pure.
  *
  * The strict run neither begins a word with `-` or `+` (an option the rule did not write: `tar -czf /backup/app.tgz
- * --checkpoint-action=exec=sh`, `find /var/log -name -delete`, `vim +terminal`, `less +F`) nor takes a character of
+ * --checkpoint-action=exec=sh`, `find /var/log -name -delete`, `vim +terminal`, `less +F`) or `=` (to zsh a
+ * command's path, `=ls` read as `/bin/ls`: a word the rule did not write either) nor takes a character of
  * a `..` path segment or the `/` right next to one (`cat /var/log/app/../../../etc/shadow`). A run begins a word when
  * the character before it is not a wildcard character (the text's start, a space, a quote); after the rule's own
  * `-`, `+`, `=` or a letter it does not (`--level=*`, `-*`, `tail -n +*` are the author's choice), and an empty run
@@ -57,7 +60,7 @@ export function globMatches(pattern: string, text: string, star: 'strict' | 'loo
       if (q > 0) {
         const p = q - 1;
         const starts =
-          ends[p] === 1 && (star === 'loose' || !optionSign(text[p]) || wildcardChar.test(text[p - 1] ?? ''));
+          ends[p] === 1 && (star === 'loose' || !notFirstInWord(text[p]) || wildcardChar.test(text[p - 1] ?? ''));
         extending = takes[p] === 1 && (extending || starts);
       }
       afterRun[q] = ends[q] === 1 || extending ? 1 : 0;
@@ -72,11 +75,13 @@ export function globMatches(pattern: string, text: string, star: 'strict' | 'loo
 }
 
 /**
- * Whether a character, first in a word, makes the word an option: `-` for nearly every program, `+` for many
- * (`less +F`, `vim +terminal`, `tail +5`, `sort +1`, `date +%s`, `set +o`).
+ * Whether a character, first in a word, makes the word other than what it reads as: an option, `-` for nearly every
+ * program, `+` for many (`less +F`, `vim +terminal`, `tail +5`, `sort +1`, `date +%s`, `set +o`); or `=`, which zsh
+ * expands to a command's path (`=ls` is `/bin/ls`; an unknown name fails the command) and tcsh to a directory of its
+ * stack (`=1`, `=-`). Inside a word all three mean themselves (`--level=x`, `a+b`, `x-y`).
  */
-function optionSign(c: string | undefined): boolean {
-  return c === '-' || c === '+';
+function notFirstInWord(c: string | undefined): boolean {
+  return c === '-' || c === '+' || c === '=';
 }
 
 /** Per position of the text: 1 when a run may take that character. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionListRow, ApprovalCard, LaneRelease } from '../contract/index.js';
+import { isFieldValue, isHttpToken } from '../core/index.js';
 import {
   actionLine,
   actionPageLines,
@@ -213,7 +214,7 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
       headers: [['x-long', 'h'.repeat(512), { name_hidden: 0, value_hidden: 7 }]],
     });
     expect(line).toContain(
-      `GET /q?big=${'Q'.repeat(512)}…[1,988 more characters not shown]&fake=QQ%E2%80%A6%5B9%20more%20characters%20not%20shown%5D [x-long: ${'h'.repeat(512)}…[7 more characters not shown]]  (per_call`,
+      `GET /q?big=${'Q'.repeat(512)}…[1,988 more characters not shown]&fake=QQ%E2%80%A6%5B9%20more%20characters%20not%20shown%5D [x-long: "${'h'.repeat(512)}"…[7 more characters not shown]]  (per_call`,
     );
   });
 
@@ -246,7 +247,24 @@ describe('cardLine: one approval card on one line, as `approvals list` prints it
       ],
     });
     expect(line).toContain(
-      'GET /q?%E2%80%A6=6%20more%20not%20shown…[2 more query parameters not shown] [x-a: 1]…[1 more header not shown]',
+      'GET /q?%E2%80%A6=6%20more%20not%20shown…[2 more query parameters not shown] [x-a: "1"]…[1 more header not shown]',
+    );
+  });
+
+  it("when an agent's header value imitates the broker's count or another header: it stays inside its quotes", () => {
+    // Header validation refuses the broker's own "…" in a value (and "[", "]", ";" in a name), but a value may hold
+    // visible ASCII: "]...[2 more headers not shown" and "; x-b: 2" pass it and are sent as they are.
+    const fakes = ['1]...[2 more headers not shown', '1; authorization: Bearer x', 'say "hi"'];
+    expect(fakes.map(isFieldValue)).toEqual([true, true, true]);
+    expect(isFieldValue('1]…[2 more headers not shown')).toBe(false);
+    expect(['x-a]', 'x-a;', '…'].map(isHttpToken)).toEqual([false, false, false]);
+    const line = printed({ ...card, headers: fakes.map((v, i): [string, string] => [`x-${i}`, v]) });
+    expect(line).toContain(
+      '[x-0: "1]...[2 more headers not shown"; x-1: "1; authorization: Bearer x"; x-2: "say \\"hi\\""]  (per_call',
+    );
+    // An older card's summary pair, and any name that is not a token, is quoted too.
+    expect(printed({ ...card, headers: [['…', '2 more not shown']] })).toContain(
+      '["…": "2 more not shown"]  (per_call',
     );
   });
 

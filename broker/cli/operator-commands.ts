@@ -24,6 +24,7 @@ import {
   pairCut,
   pairsHidden,
 } from '../contract/index.js';
+import { isHttpToken } from '../core/index.js';
 import { controlSocketPath, sendControlRequest, type ControlRequest } from '../host/control-client.js';
 import { readProofFromTerminal } from './secret-input.js';
 import {
@@ -685,8 +686,8 @@ export const cardLineQueryCharsMax = 1_000;
 
 /**
  * One card on one line. Everything an agent chose is made single-line and unforgeable before it is printed: the query
- * percent-encoded as it is sent, the body preview as a JSON string (quotes, newlines and escape sequences escaped, so
- * a body cannot end the preview early or paint a line of its own); `printable` then escapes what remains.
+ * percent-encoded as it is sent, each header value and the body preview as a JSON string (quotes, newlines and escape
+ * sequences escaped, so neither can end early or paint a line of its own); `printable` then escapes what remains.
  */
 export function cardLine(card: ApprovalCard): string {
   const shownHeaders = card.headers.filter((pair) => pairsHidden(pair) === null);
@@ -810,12 +811,18 @@ function encodedChar(c: string): string {
   return encodeURIComponent(/^[\uD800-\uDFFF]$/.test(c) ? '\uFFFD' : c);
 }
 
-/** A card pair's header as `name: value`, a side the card cut followed by its note (as in queryText). */
+/**
+ * A card pair's header as `name: "value"`, a side the card cut followed by its note (as in queryText). A value may hold
+ * any visible ASCII, so "]...[2 more headers not shown" or "1; x-b: 2" would pass for the broker's count or another
+ * header: the value is a JSON string (its own quotes escaped), and a name that is not an HTTP token (an older card's
+ * summary pair "…") one too, so only the broker's notes and separators stand outside quotes.
+ */
 function headerText(pair: CardPair): string {
   const [k, v] = pair;
   const cut = pairCut(pair);
   const note = (n: number): string => (n > 0 ? cutNote(n) : '');
-  return `${k}${note(cut.name_hidden)}: ${v}${note(cut.value_hidden)}`;
+  const name = isHttpToken(k) ? k : JSON.stringify(k);
+  return `${name}${note(cut.name_hidden)}: ${JSON.stringify(v)}${note(cut.value_hidden)}`;
 }
 
 function cutNote(hidden: number): string {

@@ -97,9 +97,9 @@ export function diffConfigs(before: PosternConfig, after: PosternConfig): Config
  */
 export const sshCommandStarNotes = {
   strict:
-    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /" nor "echo a b"; it never takes a .. path segment, and one that begins a word never begins an option (- +); the rest is literal and the whole command must match',
+    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /" nor "echo a b"; it never takes a .. path segment, and one that begins a word never begins it with - or + (an option) or = (zsh reads =ls as the path of ls); the rest is literal and the whole command must match',
   loose:
-    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /"; rules_may_loosen: true, so a * DOES take options (- +) and .. path segments: tar * matches "tar --checkpoint-action=exec=sh", cat /var/log/* matches "cat /var/log/../../etc/shadow"; the whole command must match',
+    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /"; rules_may_loosen: true, so a * DOES take options (- +), a word beginning with = and .. path segments: tar * matches "tar --checkpoint-action=exec=sh", cat /var/log/* matches "cat /var/log/../../etc/shadow"; the whole command must match',
 } as const;
 
 /** The note of an SSH host's `commands[i]` whose pattern has a `*`. */

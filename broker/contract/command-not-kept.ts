@@ -3,7 +3,8 @@
  * place of its command: the journal never holds a command (like a body it may hold anything: docs/queue.md), only its
  * digest, the request fingerprint the approval bound. Every surface — `postern approvals list`, the desktop and web
  * card, main's decision dialog — says it in these words, never a blank "$ ". `accepted` is the acceptance time as the
- * surface writes times (ISO in the CLI, local 24-hour with its zone in the UI). Pure wording.
+ * surface writes times (ISO in the CLI; local 24-hour with its zone, time-words.ts dateTime, on the card and in main's
+ * dialog). Pure wording.
  */
 export function commandNotKeptText(card: {
   readonly request_fingerprint: string;

@@ -20,3 +20,4 @@ export * from './action-list-api.js';
 export * from './transition-refusal.js';
 export * from './unknown-ways-out.js';
 export * from './command-not-kept.js';
+export * from './time-words.js';

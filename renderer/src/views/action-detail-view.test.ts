@@ -1,11 +1,12 @@
 import { createElement } from 'react';
 import { describe, expect, it } from 'vitest';
 import type { ActionState, ActivityEvent, AttemptState, EventKind } from '../../../broker/contract/index.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 import type { OperatorApi } from '../api/operator-api.js';
 import type { ActionDetail } from '../store/action-detail.js';
 import { createAppStore } from '../store/app-store.js';
 import { shownAction } from '../store/test-cards.js';
-import { ActionDetailView } from './action-detail-view.js';
+import { ActionDetailView, Chronology } from './action-detail-view.js';
 import { refusingApi, renderView, textOf } from './render-test-support.js';
 
 const id = 'act_ssh_running1';
@@ -121,5 +122,30 @@ describe('the action detail of an SSH command still running', () => {
     expect(html).not.toContain('data-testid="recording-open"');
     // The player's first render (it reads the recording once mounted).
     expect(text).toContain('Session recording | loading recording…');
+  });
+});
+
+const at = Date.UTC(2026, 11, 3, 10, 56, 2, 45);
+const accepted: ActivityEvent = {
+  seq: 10,
+  at_ms: at,
+  kind: 'ACTION_ACCEPTED',
+  action_id: 'act_time_000001',
+  session_id: 'ses_1',
+  ticket: 4,
+  lane: 'doc-7',
+  outcome: null,
+  code: null,
+  summary: 'http route:docs (approval per_call)',
+};
+
+describe("the action detail's chronology", () => {
+  it('writes each wall time as every other console time is written: local, 24-hour, its zone named', () => {
+    const detail = shownAction({ ticket: 4, first_seq: 10 }, [accepted]);
+    const html = renderView(createElement(Chronology, { detail }));
+    expect(html).toContain('<th scope="col">Wall time</th>');
+    expect(html).toContain(`>${dateTime(at, { ms: true })}</time>`);
+    expect(dateTime(at, { ms: true })).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.045 \S+$/);
+    expect(html).not.toContain('(UTC)');
   });
 });

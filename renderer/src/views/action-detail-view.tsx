@@ -11,6 +11,7 @@ import {
 import { useAppStore } from '../store/app-store.js';
 import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { usePolling } from './use-polling.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 import { RecordingPlayer } from './recording-player.js';
 
 /** While open, the detail is read again this often: later evidence (a reconciliation, an attestation) is appended. */
@@ -169,14 +170,15 @@ function OrderFacts({ detail }: { detail: ActionDetail }) {
   );
 }
 
-function Chronology({ detail }: { detail: ActionDetail }) {
+/** Every event of the action in seq order, each wall time as every console time is written (time-words.ts). */
+export function Chronology({ detail }: { detail: ActionDetail }) {
   const chronology = useMemo(() => chronologyOf(detail), [detail]);
   return (
     <table className="chronology" data-testid="action-chronology">
       <thead>
         <tr>
           <th scope="col">Seq</th>
-          <th scope="col">Wall time (UTC)</th>
+          <th scope="col">Wall time</th>
           <th scope="col">Event</th>
           <th scope="col">Evidence</th>
           <th scope="col">Source</th>
@@ -193,9 +195,7 @@ function Chronology({ detail }: { detail: ActionDetail }) {
           >
             <td className="seq">{e.seq}</td>
             <td>
-              <time dateTime={new Date(e.at_ms).toISOString()}>
-                {new Date(e.at_ms).toISOString().replace('T', ' ').slice(0, 23)}
-              </time>
+              <time dateTime={new Date(e.at_ms).toISOString()}>{dateTime(e.at_ms, { ms: true })}</time>
             </td>
             <td className="kind">{e.kind}</td>
             <td>

@@ -15,7 +15,7 @@ import { useAppStore } from '../store/app-store.js';
 import { actionHref, activityOrigin } from '../store/hash-route.js';
 import { FilterForm, OutcomeSelect } from './filter-fields.js';
 import { usePolling } from './use-polling.js';
-import { clockOnly, dateTime, zoneName } from '../store/time-words.js';
+import { clockOnly, dateTime, zoneName } from '../../../broker/contract/time-words.js';
 
 /** A row's height before it is measured (two lines); rows that wrap are measured and grow. */
 const estimatedRowPx = 58;

@@ -24,7 +24,7 @@ import { ActionListView } from './action-list-view.js';
 import { TimelineView } from './timeline-view.js';
 import { useHashRoute } from './use-hash-route.js';
 import { usePolling } from './use-polling.js';
-import { clockOnly, dateTime, zoneName } from '../store/time-words.js';
+import { clockOnly, dateTime, zoneName } from '../../../broker/contract/time-words.js';
 
 /** Every row has one height, so the list's size is exact and a jump to any position is one step. */
 export const activityRowPx = 30;

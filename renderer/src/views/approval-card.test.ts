@@ -1,7 +1,7 @@
 import { createElement } from 'react';
 import { describe, expect, it } from 'vitest';
 import { cardOf } from '../store/test-cards.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 import { ApprovalCardView } from './approval-card.js';
 import { renderView, textOf } from './render-test-support.js';
 

@@ -6,7 +6,7 @@ import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision, stoppedCardLabel } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
 import { actionHref } from '../store/hash-route.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 import { commandSize, visibleCommand } from '../store/visible-command.js';
 import type { CallResult } from '../store/operator-call.js';
 import { BlockedHeadWaysOut } from './blocked-head-ways-out.js';

@@ -41,4 +41,17 @@ describe('the closed cards list', () => {
     expect(text).toContain('postern actions list --outcome not_attempted');
     expect(html).toContain('href="#/activity/actions"');
   });
+
+  it('when no card has closed yet: shows the list saying none has, and where validation refusals are', () => {
+    const { html, text } = renderClosed([]);
+    expect(html).toContain('data-testid="closed-cards"');
+    expect(text).toContain('Closed since this page opened | No card has closed since this page opened. | Cards only.');
+    expect(text).toContain('postern actions list --outcome not_attempted');
+    expect(html).toContain('href="#/activity/actions"');
+    expect(html).not.toContain('<ul>');
+    // Once one has, the list holds it and no longer says none has.
+    const { html: one } = renderClosed([cardOf(4)]);
+    expect(one).toContain('data-testid="closed-4"');
+    expect(one).not.toContain('closed-cards-empty');
+  });
 });

@@ -5,7 +5,7 @@ import { useAppStore } from '../store/app-store.js';
 import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
 import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
 import { tabHref } from '../store/hash-route.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { ApprovalCardView, LinkedTickets } from './approval-card.js';
 import { CredentialRequestsSection } from './credential-request-card.js';
@@ -61,7 +61,8 @@ export function ApprovalsView() {
           <LaneSection key={group.lane ?? '(no lane)'} group={group} />
         ))}
       </div>
-      {view.closed.length > 0 && <ClosedCards closed={view.closed} />}
+      {/* Shown from the start, empty too: where validation refusals are is worth knowing before any card closes. */}
+      <ClosedCards closed={view.closed} />
     </section>
   );
 }
@@ -94,11 +95,19 @@ function LaneSection({ group }: { group: LaneGroup }) {
   );
 }
 
-/** A card never vanishes without its reason: closed cards stay listed here with what the journal says. */
+/**
+ * A card never vanishes without its reason: closed cards stay listed here with what the journal says. The list and its
+ * note on validation refusals show before any card has closed too, saying none has.
+ */
 export function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
   return (
     <section className="closed" aria-labelledby="closed-heading" data-testid="closed-cards">
       <h3 id="closed-heading">Closed since this page opened</h3>
+      {closed.length === 0 && (
+        <p className="muted" data-testid="closed-cards-empty">
+          No card has closed since this page opened.
+        </p>
+      )}
       <p className="muted" data-testid="closed-cards-scope">
         Cards only. A call refused at validation (an unknown route or host, a forbidden header, a path that escapes its
         route…) never had a card, since nobody was asked: find it in{' '}
@@ -106,30 +115,32 @@ export function ClosedCards({ closed }: { closed: readonly ClosedCard[] }) {
         not_attempted) or with <code>postern actions list --outcome not_attempted</code>; Metrics counts it under
         validation.
       </p>
-      <ul>
-        {closed.map(({ card, reason, lookupError, plain }) => (
-          <li key={card.ticket} data-testid={`closed-${card.ticket}`}>
-            <span className="closed-ticket">#{card.ticket}</span>{' '}
-            <span className="muted" data-testid={`closed-${card.ticket}-lane`}>
-              {card.lane === null ? 'a read outside lanes' : `lane ${card.lane}`}
-            </span>{' '}
-            · <code data-testid={`closed-${card.ticket}-target`}>{card.target}</code>{' '}
-            <code data-testid={`closed-${card.ticket}-request`}>{closedRequest(card)}</code> —{' '}
-            {reason === null ? (
-              <UnreadReason plain={plain} lookupError={lookupError} ticket={card.ticket} />
-            ) : (
-              <>
-                <strong data-testid={`closed-${card.ticket}-headline`}>{reason.headline}</strong>
-                {reason.detail !== '' && (
-                  <>
-                    : <LinkedTickets text={reason.detail} />
-                  </>
-                )}
-              </>
-            )}
-          </li>
-        ))}
-      </ul>
+      {closed.length > 0 && (
+        <ul>
+          {closed.map(({ card, reason, lookupError, plain }) => (
+            <li key={card.ticket} data-testid={`closed-${card.ticket}`}>
+              <span className="closed-ticket">#{card.ticket}</span>{' '}
+              <span className="muted" data-testid={`closed-${card.ticket}-lane`}>
+                {card.lane === null ? 'a read outside lanes' : `lane ${card.lane}`}
+              </span>{' '}
+              · <code data-testid={`closed-${card.ticket}-target`}>{card.target}</code>{' '}
+              <code data-testid={`closed-${card.ticket}-request`}>{closedRequest(card)}</code> —{' '}
+              {reason === null ? (
+                <UnreadReason plain={plain} lookupError={lookupError} ticket={card.ticket} />
+              ) : (
+                <>
+                  <strong data-testid={`closed-${card.ticket}-headline`}>{reason.headline}</strong>
+                  {reason.detail !== '' && (
+                    <>
+                      : <LinkedTickets text={reason.detail} />
+                    </>
+                  )}
+                </>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
     </section>
   );
 }

@@ -18,7 +18,7 @@ import { CredentialFields, takeSecret, type ChangeDraft } from './credential-fie
 import { ReasonForm } from './reason-form.js';
 import { useNow } from './use-now.js';
 import { usePolling } from './use-polling.js';
-import { clockTime } from '../store/time-words.js';
+import { clockTime } from '../../../broker/contract/time-words.js';
 
 /** How often requests are re-read while the change stream is down (a pushed notice re-reads them at once). */
 export const credentialRequestsRefreshMs = 1_000;

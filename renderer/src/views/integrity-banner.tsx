@@ -1,7 +1,7 @@
 import { useAppStore } from '../store/app-store.js';
 import { integrityLine, progressText } from '../store/integrity-reducer.js';
 import { usePolling } from './use-polling.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 
 /** How often the banner re-reads the broker's last result (another window may have verified). */
 export const integrityRefreshMs = 5_000;

@@ -10,7 +10,7 @@ import {
   type Metrics,
 } from '../store/metrics-reducer.js';
 import { usePolling } from './use-polling.js';
-import { clockTime } from '../store/time-words.js';
+import { clockTime } from '../../../broker/contract/time-words.js';
 
 /** How often the metrics are read again while the view is shown. */
 export const metricsRefreshMs = 2_000;

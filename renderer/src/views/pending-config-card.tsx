@@ -1,7 +1,7 @@
 import type { ConfigEntryChange } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
 import { sentence, type PendingConfig } from '../store/config-reducer.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 
 type ConfigChange = NonNullable<PendingConfig['change']>;
 

@@ -11,7 +11,7 @@ import type { ExecutablePreview } from '../store/sessions-slice.js';
 import { CallResultLine } from './approval-card.js';
 import { ReasonForm } from './reason-form.js';
 import { noun } from '../store/plural.js';
-import { dateTime } from '../store/time-words.js';
+import { dateTime } from '../../../broker/contract/time-words.js';
 
 /**
  * Sessions: one card per agent process. Whether a pending one needs a person depends on the routes

@@ -2,7 +2,7 @@ import { useEffect } from 'react';
 import type { BrokerStatus } from '../../../broker/contract/index.js';
 import { useAppStore } from '../store/app-store.js';
 import { staleStatus } from '../store/status-reducer.js';
-import { clockTime, dateTime } from '../store/time-words.js';
+import { clockTime, dateTime } from '../../../broker/contract/time-words.js';
 import { vaultNextStep } from '../store/vault-lock-banner.js';
 import { VaultStepBanner } from './vault-view.js';
 

@@ -21,7 +21,7 @@ import { actionListHeadRefreshMs, activityTopics } from './action-list-view.js';
 import { useHashRoute } from './use-hash-route.js';
 import { useNow } from './use-now.js';
 import { usePolling } from './use-polling.js';
-import { clockOnly, dateTime } from '../store/time-words.js';
+import { clockOnly, dateTime } from '../../../broker/contract/time-words.js';
 
 /** The newest loaded actions drawn; the picture of a whole day of actions would be bars a pixel wide. */
 export const timelineBarsMax = 300;

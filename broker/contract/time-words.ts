@@ -1,7 +1,8 @@
 /**
- * One way to show a wall time everywhere in the console: the viewer's local zone, 24-hour, the zone always named
- * ("11:56:02 CET", "2026-12-03 11:56:02 CET"). The journal orders by seq; a time is for a person to read, and a time
- * without its zone is a guess. `zone` is for tests (an IANA name); the page uses the browser's own.
+ * One way to show a wall time everywhere a person reads the console — the page and main's decision dialog: the
+ * viewer's local zone, 24-hour, the zone always named ("11:56:02 CET", "2026-12-03 11:56:02 CET"). The journal orders
+ * by seq; a time is for a person to read, and a time without its zone is a guess. Pure: the time comes in as epoch
+ * milliseconds. `zone` is for tests (an IANA name); the page uses the browser's own zone, main the system's.
  */
 export interface TimeOptions {
   zone?: string | undefined;
