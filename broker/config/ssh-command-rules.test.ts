@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configEntryChangeSchema } from '../contract/index.js';
-import { diffConfigs } from './config-diff.js';
+import { diffConfigs, sshCommandStarNotes } from './config-diff.js';
 import { parseConfig } from './load-config.js';
 import { configRefusal as refusal } from '../testing/config-refusal.js';
 
@@ -133,6 +133,8 @@ describe('the pending-change card shows every command rule of a host whole', () 
         field: 'commands[12]',
         before: null,
         after: JSON.stringify({ command: '*', lane: 'reads', approval: 'none', rules_may_loosen: true }),
+        // What its * really matches, said where the person accepts it (config pending).
+        note: sshCommandStarNotes.loose,
       },
     ]);
   });
