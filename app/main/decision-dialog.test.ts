@@ -65,7 +65,7 @@ describe('describeDecision', () => {
     expect(lines.slice(0, 4)).toEqual([
       'route:docs: POST /documents/7/publish',
       'Query: draft=false',
-      'Headers: x-audience: everyone\\u{202e}',
+      'Headers: x-audience: "everyone\\u{202e}"',
       'Body (23 bytes): {"visibility":"public"}',
     ]);
     expect(words.confirmId).toBe(1);
@@ -89,7 +89,7 @@ describe('describeDecision', () => {
     );
     const lines = words.detail.split('\n');
     expect(lines).toContain(`Query: big=${'Q'.repeat(20)} [cut: 1,988 more characters not shown]`);
-    expect(lines).toContain('Headers: x-a: 1');
+    expect(lines).toContain('Headers: x-a: "1"');
     expect(lines).toContain('2 more query parameters and 1 more header not shown');
   });
 
@@ -100,8 +100,37 @@ describe('describeDecision', () => {
       { ...card, query: [['…', '6 more not shown']] },
     );
     const lines = words.detail.split('\n');
-    expect(lines).toContain('Query: …=6 more not shown');
+    expect(lines).toContain('Query: %E2%80%A6=6%20more%20not%20shown');
     expect(words.detail).not.toMatch(/more query parameters? not shown/);
+  });
+
+  it('an agent’s query or header value cannot fake the dialog’s cut note or another pair', () => {
+    const fake = '1 [cut: 9 more characters not shown]';
+    const words = describeDecision(
+      'approvals.approve',
+      { ticket: 12 },
+      {
+        ...card,
+        query: [
+          ['a', fake],
+          ['b', '1&c=2'],
+        ],
+        headers: [
+          ['x-a', fake],
+          ['x-b', '1; x-c: 2'],
+          ['x-q', 'say "hi"'],
+        ],
+      },
+    );
+    const lines = words.detail.split('\n');
+    expect(lines).toContain('Query: a=1%20%5Bcut%3A%209%20more%20characters%20not%20shown%5D&b=1%26c%3D2');
+    expect(lines).toContain(
+      'Headers: x-a: "1 [cut: 9 more characters not shown]"; x-b: "1; x-c: 2"; x-q: "say \\"hi\\""',
+    );
+    // Outside the agent's quotes and encodings, no cut note and no pair but the three the card holds.
+    const headersLine = lines.find((line) => line.startsWith('Headers: ')) ?? '';
+    const outside = headersLine.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+    expect(outside).toBe('Headers: x-a: ""; x-b: ""; x-q: ""');
   });
 
   it('says so when a card rebuilt from the journal cannot show its query (the vault locked), never an empty one', () => {

@@ -170,8 +170,8 @@ function httpRequestLines(card: ApprovalCard): string[] {
   const lines: string[] = [];
   const query = card.query.filter((pair) => pairsHidden(pair) === null);
   const headers = card.headers.filter((pair) => pairsHidden(pair) === null);
-  if (query.length > 0) lines.push(cutLine(`Query: ${query.map((pair) => pairText(pair, '=')).join('&')}`));
-  if (headers.length > 0) lines.push(cutLine(`Headers: ${headers.map((pair) => pairText(pair, ': ')).join('; ')}`));
+  if (query.length > 0) lines.push(cutLine(`Query: ${query.map(queryPairText).join('&')}`));
+  if (headers.length > 0) lines.push(cutLine(`Headers: ${headers.map(headerPairText).join('; ')}`));
   // The broker's count of the pairs the card did not show, on a line of its own that no cut can drop and no agent's
   // pair can write (it is read from the summary pair's third element, never from a pair's text).
   const more = [
@@ -189,10 +189,36 @@ function httpRequestLines(card: ApprovalCard): string[] {
   return lines;
 }
 
-/** One pair, marked, a side the card cut followed by how many characters it hides, as the card says it. */
-function pairText(pair: CardPair, separator: string): string {
+/**
+ * A query pair as `name=value`, each side percent-encoded as it is sent (as `postern approvals list` prints it), a side
+ * the card cut followed by how many characters it hides. Encoded, an agent's text holds no space, `[`, `&` or `=` of
+ * its own, so `1 [cut: 9 more characters not shown]` or `1&b=2` cannot pass for the broker's note or another pair.
+ */
+function queryPairText(pair: CardPair): string {
   const cut = pairCut(pair);
-  return `${marked(pair[0])}${cutNote(cut.name_hidden)}${separator}${marked(pair[1])}${cutNote(cut.value_hidden)}`;
+  return `${percentEncoded(pair[0])}${cutNote(cut.name_hidden)}=${percentEncoded(pair[1])}${cutNote(cut.value_hidden)}`;
+}
+
+/**
+ * A header pair as `name: "value"` (as `postern approvals list` prints it), a side the card cut followed by its note. A
+ * value may hold any visible ASCII, so `1 [cut: 9 more characters not shown]` or `1; x-b: 2` would pass for the
+ * broker's note or another header: the value is a JSON string (its own quotes escaped), and a name that is not an
+ * HTTP token (an older card's summary pair "…") one too, so only the broker's notes and separators stand outside
+ * quotes. Then marked, as any agent text (a bidi override, a long run of spaces).
+ */
+function headerPairText(pair: CardPair): string {
+  const [k, v] = pair;
+  const cut = pairCut(pair);
+  const name = httpToken.test(k) ? k : JSON.stringify(k);
+  return `${marked(name)}${cutNote(cut.name_hidden)}: ${marked(JSON.stringify(v))}${cutNote(cut.value_hidden)}`;
+}
+
+/** An RFC 9110 token (tchar+), what header validation admits as a name. */
+const httpToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Each character percent-encoded; a lone surrogate (an older journal's cut could leave one) as U+FFFD's encoding. */
+function percentEncoded(text: string): string {
+  return [...text].map((c) => encodeURIComponent(/^[\uD800-\uDFFF]$/.test(c) ? '\uFFFD' : c)).join('');
 }
 
 function cutNote(hidden: number): string {

@@ -118,7 +118,7 @@ describe('when the agent widens a wildcard with shell syntax', () => {
     );
   });
 
-  it('any honest filling of a rule’s wildcards (no leading - + or =, no .. segment) still matches it', () => {
+  it('any honest filling of a rule’s wildcards (no leading - + or =, no .. segment, no assignment) still matches it', () => {
     const literal = fc.string({ unit: fc.constantFrom(...'abc019 -=/'), maxLength: 6 });
     // A word that begins with no - + or = and whose dots never make `..`: `nginx.service`, `2024/06/app.log`, `a-b`.
     const word = fc
@@ -130,7 +130,9 @@ describe('when the agent widens a wildcard with shell syntax', () => {
       .filter((w) => !w.includes('..') && !w.startsWith('.') && !w.endsWith('.'));
     const filled = fc.array(fc.tuple(literal, word), { minLength: 1, maxLength: 4 });
     fc.assert(
-      fc.property(literal, filled, (head, parts) => {
+      fc.property(literal, filled, (after, parts) => {
+        // After the command word `run`, a word holding = is an argument (a=b), never an assignment.
+        const head = `run ${after}`;
         const pattern = head + parts.map(([lit]) => `*${lit}`).join('');
         const command = head + parts.map(([lit, w]) => `${w}${lit}`).join('');
         expect(globMatches(pattern, command)).toBe(true);
@@ -202,6 +204,9 @@ ssh_hosts:
       - { command: 'less *', lane: reads, approval: none }
       - { command: 'vim -R *', lane: reads, approval: none }
       - { command: 'tail -n +*', lane: reads, approval: none }
+      - { command: '* /opt/app/run', lane: app, approval: none }
+      - { command: 'cd /srv/app && * ./deploy', lane: app, approval: none }
+      - { command: 'FOO=1 * /opt/app/report', lane: app, approval: none }
       - { command: 'legacy-report *', lane: legacy, approval: session, rules_may_loosen: true }
 `);
 const files = argsConfig.sshHosts.get('files');
@@ -250,6 +255,11 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     'systemctl status =ls',
     'find /var/log -name =sshd',
     'tar -czf /backup/app.tgz =1',
+    // A word NAME=value before the command word: the shell sets it in the command's environment, it runs nothing.
+    'LD_PRELOAD=/tmp/x.so /opt/app/run',
+    'PATH+=:/tmp/bin /opt/app/run',
+    'cd /srv/app && LD_PRELOAD=/tmp/x.so ./deploy',
+    'FOO=1 LD_PRELOAD=/tmp/x.so /opt/app/report',
   ])('%j matches no rule: the host’s approval per_call and lane apply (a person sees it)', (command) => {
     expect(filesPolicy(command)).toEqual(perCallOnHost);
   });
@@ -277,6 +287,11 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     ['tail -n +5', 'reads'],
     ['journalctl --since=+1h -u nginx', 'reads'],
     ['systemctl status a+b', 'reads'],
+    ['nice /opt/app/run', 'app'],
+    ['cd /srv/app && ./run-1 ./deploy', 'app'],
+    ['FOO=1 nice /opt/app/report', 'app'],
+    ['FOO=1 1x=y /opt/app/report', 'app'],
+    ['find /var/log -name a=b', 'reads'],
   ])('the ordinary %j still matches its rule (lane %s, approval none)', (command, lane) => {
     expect(filesPolicy(command)).toEqual({ lane, approval: 'none' });
   });
@@ -328,6 +343,64 @@ describe('when the agent fills a wildcard with an option or a .. path segment', 
     );
   });
 
+  it('a filling that makes a word an assignment before the command never matches a strict *, and always matched a loose one', () => {
+    // Where the shell still reads assignments: the start, after ; && |, after other assignments or redirections, after
+    // a word that begins a command, after a word it cannot be sure of (quotes, brackets, $).
+    const before = fc.constantFrom(
+      '',
+      'A=1 ',
+      'A=1 B+=2 ',
+      "A='x y' ",
+      'A="x y" ',
+      'A=`echo x y` ',
+      'A=${x:-a b c} ',
+      'A=$[1 + 2] ',
+      "A=$'a\\' b' ",
+      'A[1]=x ',
+      'x; ',
+      'x && ',
+      'x | ',
+      'x\n',
+      '(',
+      '> out ',
+      '2>&1 ',
+      '2>/dev/null ',
+      'time -p ',
+      'if ',
+      '! ',
+      '{ ',
+      "# note: it's\n",
+      '\\\n',
+    );
+    const name = fc
+      .tuple(fc.constantFrom(...'abcXYZ_'), fc.string({ unit: fc.constantFrom(...'abcXYZ019_'), maxLength: 8 }))
+      .map(([first, rest]) => first + rest);
+    const value = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-/:,@+='), maxLength: 12 });
+    const sign = fc.constantFrom('=', '+=');
+    const after = fc.constantFrom(' /opt/app/run', ' run -x', '');
+    fc.assert(
+      fc.property(before, name, sign, value, after, (head, n, eq, v, tail) => {
+        const command = `${head}${n}${eq}${v}${tail}`;
+        expect(globMatches(`${head}*${tail}`, command)).toBe(false);
+        expect(globMatches(`${head}${n}*${tail}`, command)).toBe(false);
+        expect(globMatches(`${head}*${tail}`, command, 'loose')).toBe(true);
+        expect(globMatches(`${head}${n}*${tail}`, command, 'loose')).toBe(true);
+        // After a command word the same word is an argument, and a strict * takes it.
+        const newCommand = ['x; ', 'x && ', 'x | ', 'x\n', '(', "# note: it's\n"].includes(head);
+        expect(globMatches(`run ${head}*${tail}`, `run ${command}`)).toBe(!newCommand);
+      }),
+    );
+  });
+
+  it('an assignment the rule writes itself is its author’s choice', () => {
+    expect(globMatches('FOO=* /opt/app/run', 'FOO=a=b /opt/app/run')).toBe(true);
+    expect(globMatches('*=1 /opt/app/run', 'DEBUG=1 /opt/app/run')).toBe(true);
+    expect(globMatches('* /opt/app/run', '1x=y /opt/app/run')).toBe(true);
+    expect(globMatches('* /opt/app/run', 'a-b=c /opt/app/run')).toBe(true);
+    // Quoted, A=1 is the command's name, not an assignment: the shell runs a program called A=1 (or none).
+    expect(globMatches("'*' /opt/app/run", "'A=1' /opt/app/run")).toBe(true);
+  });
+
   it('a filling that holds a .. path segment never matches a strict *, and always matched a loose one', () => {
     const name = fc.string({ unit: fc.constantFrom(...'abcXYZ019_-.:,@+='), minLength: 1, maxLength: 8 });
     const path = fc.array(fc.oneof(name, fc.constant('..')), { minLength: 1, maxLength: 6 });
@@ -357,7 +430,14 @@ function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose
     `\\/\\.\\.(?!${s})`,
     `(?<=(?<!\\.)\\.\\.)\\/`,
   ];
-  const strictChar = `(?:(?!${dotDot.join('|')})${c})`;
+  // The = of NAME=value where the shell reads assignments (assignmentSigns), over the oracle's characters: from the
+  // start or after an unquoted ;, words that keep the assignments (NAME=value, a word holding a quote), then a name
+  // at a word's start and an optional +.
+  const name = '[A-Za-z_][A-Za-z0-9_]*';
+  const piece = `(?:[^ ;']|'[^']*')`;
+  const keeps = `(?:${name}\\+?=${piece}*|[^ ;']*'[^']*'${piece}*)`;
+  const assignmentSign = `(?<=^(?:(?:[^;']|'[^']*')*;)?(?: *${keeps} +)* *${name}\\+?)=`;
+  const strictChar = `(?:(?!${[...dotDot, assignmentSign].join('|')})${c})`;
   const run = star === 'loose' ? `${c}*` : `(?:(?<=${c})${strictChar}*|(?:(?![-+=])${strictChar}+)?)`;
   const source = pattern
     .split('*')
@@ -368,7 +448,7 @@ function regexGlobMatches(pattern: string, text: string, star: 'strict' | 'loose
 
 describe('the matcher', () => {
   it('agrees with the regular expression that states * for any pattern and command over the characters that matter', () => {
-    const unit = fc.constantFrom(..."a-+./= ;'", '..', '-', '+', '/');
+    const unit = fc.constantFrom(..."ab-+./= ;'", '..', '-', '+', '/', 'a=', 'b+=');
     const pattern = fc.string({ unit: fc.oneof(unit, fc.constant('*')), maxLength: 10 });
     const text = fc.string({ unit, maxLength: 16 });
     fc.assert(
@@ -419,7 +499,9 @@ describe('what the pending card says a * matches', () => {
     ['echo *', 'echo a=b', 'strict', true],
     ['echo *', 'echo =ls', 'loose', true],
     ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'strict', false],
-    // loose: both
+    ['* /opt/app/run', 'LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['* /opt/app/run', 'nice /opt/app/run', 'strict', true],
+    ['* /opt/app/run', 'LD_PRELOAD=/x.so /opt/app/run', 'loose', true],
     ['tar *', 'tar --checkpoint-action=exec=sh', 'loose', true],
     ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'loose', true],
     // the rest is literal, and the whole command must match
@@ -438,10 +520,10 @@ describe('what the pending card says a * matches', () => {
       expect(note).toContain('the whole command must match');
     }
     expect(sshCommandStarNotes.strict).toContain(
-      'it never takes a .. path segment, and one that begins a word never begins it with - or + (an option) or = (zsh reads =ls as the path of ls)',
+      'it never takes a .. path segment, and one that begins a word never begins it with - or + (an option) or = (zsh reads =ls as the path of ls); nor does it supply the = of a NAME=value word before the command word, which the shell sets in the environment of the command (* /opt/app/run never matches "LD_PRELOAD=/x.so /opt/app/run")',
     );
     expect(sshCommandStarNotes.loose).toContain(
-      'a * DOES take options (- +), a word beginning with = and .. path segments',
+      'a * DOES take options (- +), a word beginning with =, the = of a NAME=value word before the command word (* /opt/app/run matches "LD_PRELOAD=/x.so /opt/app/run") and .. path segments',
     );
     expect(sshCommandStarNotes.loose).toContain('tar * matches "tar --checkpoint-action=exec=sh"');
     expect(sshCommandStarNotes.loose).toContain('cat /var/log/* matches "cat /var/log/../../etc/shadow"');

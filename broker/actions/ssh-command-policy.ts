@@ -40,8 +40,10 @@ const segmentChar = /^[A-Za-z0-9_\-.+]$/;
  * a `..` path segment or the `/` right next to one (`cat /var/log/app/../../../etc/shadow`). A run begins a word when
  * the character before it is not a wildcard character (the text's start, a space, a quote); after the rule's own
  * `-`, `+`, `=` or a letter it does not (`--level=*`, `-*`, `tail -n +*` are the author's choice), and an empty run
- * adds nothing (`*-v` matching `-v`: the dash is the rule's). The loose run is any run of wildcard characters,
- * options and `..` included.
+ * adds nothing (`*-v` matching `-v`: the dash is the rule's). Nor does the strict run take the `=` that makes a word
+ * an assignment where the shell reads one, before the command word (`* /opt/app/run` never matches
+ * `LD_PRELOAD=/x.so /opt/app/run`: the agent's word would be the command's environment, not the command;
+ * assignmentSigns). The loose run is any run of wildcard characters, options, `..` and such an `=` included.
  *
  * One pass per `*` over the set of positions the pattern so far can end at, never backtracking: time is bounded by
  * the pattern's length times the command's (1 KiB by 32 KiB), whatever an agent puts in the command.
@@ -87,9 +89,123 @@ function notFirstInWord(c: string | undefined): boolean {
 /** Per position of the text: 1 when a run may take that character. */
 function runCharacters(text: string, star: 'strict' | 'loose'): Uint8Array {
   const takes = new Uint8Array(text.length);
+  const assignments = star === 'strict' ? assignmentSigns(text) : new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++)
-    takes[i] = wildcardChar.test(text[i] ?? '') && (star === 'loose' || !inDotDotSegment(text, i)) ? 1 : 0;
+    takes[i] =
+      wildcardChar.test(text[i] ?? '') && (star === 'loose' || (!inDotDotSegment(text, i) && assignments[i] !== 1))
+        ? 1
+        : 0;
   return takes;
+}
+
+/** Words after which the shell still reads a command's assignments: `if A=1 cmd`, `time A=1 cmd`, `! A=1 cmd`. */
+const commandStartWords: ReadonlySet<string> = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'do',
+  'while',
+  'until',
+  'time',
+  'coproc',
+]);
+/** A character that ends a command, so the next word may be an assignment again: `x; A=1 cmd`, `x && A=1 cmd`. */
+const commandEnd = /^[;&|()\n]$/;
+
+/**
+ * Per position of the text: 1 for an `=` that makes its word an assignment the shell applies to the command: the first
+ * `=` of a word that begins, unquoted, with a name (`[A-Za-z_][A-Za-z0-9_]*`, then optionally a `[subscript]` and a
+ * `+`), read where the shell reads assignments: before the command word, so `LD_PRELOAD=/x.so /opt/app/run` runs
+ * /opt/app/run with a library the agent chose. A strict run never takes that `=` (globMatches), so it never turns a
+ * word into an assignment; one the rule writes itself (`FOO=* cmd`, `*=1 cmd`) is its author's choice, and after the
+ * command word `a=b` is an argument (`echo *` matches `echo a=b`).
+ *
+ * The shell reads assignments at the text's start, after `; & | ( )` or a newline, after a word that begins a command
+ * (`if`, `then`, `do`, `time` and its options, ...) and after words that are assignments or redirections themselves
+ * (`A=1 B=2 cmd`, `>out A=1 cmd`). A conservative reading of sh, never looser than the shell: only a word of wildcard
+ * characters alone, outside any quote, `{ }` or `[ ]`, ends the assignments (a word holding a quote, `$` or a bracket
+ * might hide a blank: `A="x y" B=1 cmd`), and a quote, a backslash, `$'…'` and a comment are skipped as sh skips them.
+ * Pure, one pass.
+ */
+function assignmentSigns(text: string): Uint8Array {
+  const marks = new Uint8Array(text.length);
+  let assigning = true; // the next word may still be an assignment
+  let depth = 0; // open { or [ outside quotes
+  let word = ''; // the current word's characters as written ('' between words)
+  let plain = true; // the word holds wildcard characters only, none quoted
+  let assignment = false; // the word is NAME=value
+  let name: 'start' | 'name' | 'subscript' | 'after' | 'plus' | 'no' = 'start';
+  let redirectNext = false; // the previous word ended with < or >: this one is its target
+  let afterTime = false; // time's options (time -p A=1 cmd) keep the assignments
+  const endWord = (): void => {
+    if (word === '') return;
+    const keeps =
+      !plain ||
+      assignment ||
+      depth > 0 ||
+      redirectNext ||
+      commandStartWords.has(word) ||
+      (afterTime && word.startsWith('-'));
+    if (!keeps) assigning = false;
+    afterTime = word === 'time' || (afterTime && word.startsWith('-'));
+    redirectNext = /[<>][&|]?$/.test(word.slice(-2));
+    word = '';
+    plain = true;
+    assignment = false;
+    name = 'start';
+  };
+  /** The index after the quote that opens at i (its end, or the text's); a backslash escapes in all but '…'. */
+  const quoteEnd = (i: number, close: string, escapes: boolean): number => {
+    let j = i + 1;
+    while (j < text.length && text[j] !== close) j += escapes && text[j] === '\\' ? 2 : 1;
+    return Math.min(j + 1, text.length);
+  };
+  for (let i = 0; i < text.length;) {
+    const c = text[i] ?? '';
+    if (c === ' ' || c === '\t') {
+      endWord();
+      i += 1;
+      continue;
+    }
+    // & or | right after < or > is part of the redirection (2>&1, >|), not a command's end.
+    if (commandEnd.test(c) && !((c === '&' || c === '|') && /[<>]$/.test(word.slice(-1)))) {
+      endWord();
+      assigning = true;
+      redirectNext = false;
+      afterTime = false;
+      i += 1;
+      continue;
+    }
+    if (c === '#' && word === '') {
+      while (i < text.length && text[i] !== '\n') i += 1;
+      continue;
+    }
+    if (c === '\\' && text[i + 1] === '\n') {
+      i += 2; // a line continuation: removed before the word is read
+      continue;
+    }
+    let next = i + 1;
+    if (c === "'" || c === '"' || c === '`' || c === '\\' || (c === '$' && text[i + 1] === "'")) {
+      next = c === '\\' ? i + 2 : c === '$' ? quoteEnd(i + 1, "'", true) : quoteEnd(i, c, c !== "'");
+    } else if (c === '{' || c === '[') depth += 1;
+    else if ((c === '}' || c === ']') && depth > 0) depth -= 1;
+    word += text.slice(i, next);
+    if (!wildcardChar.test(c)) plain = false;
+    if (name === 'subscript') {
+      if (c === ']') name = 'after';
+    } else if (c === '=' && (name === 'name' || name === 'after' || name === 'plus')) {
+      if (assigning) marks[i] = 1;
+      assignment = true;
+      name = 'no';
+    } else if (/^[A-Za-z_]$/.test(c) && name === 'start') name = 'name';
+    else if (/^[A-Za-z0-9_]$/.test(c) && name === 'name') name = 'name';
+    else if (c === '[' && name === 'name') name = 'subscript';
+    else if (c === '+' && (name === 'name' || name === 'after')) name = 'plus';
+    else name = 'no';
+    i = next;
+  }
+  return marks;
 }
 
 /** Whether text[i] is a dot of a `..` that ends a name (a path segment), or the `/` right before or after one. */

@@ -93,13 +93,14 @@ export function diffConfigs(before: PosternConfig, after: PosternConfig): Config
  * What a `*` in an SSH command rule matches (broker/actions/ssh-command-policy.ts, globMatches), said where a person
  * accepts the rule: a shell reader takes `*` for a glob that stops at `/` and a trailing `*` for "anything after",
  * and neither is so. Strict (the default): one word, possibly empty, of the wildcard characters, `/` included, and no
- * shell syntax; loose (the rule's rules_may_loosen: true): options and `..` segments too.
+ * shell syntax, nor the `=` that makes a word before the command an assignment; loose (the rule's rules_may_loosen:
+ * true): options, such an `=` and `..` segments too.
  */
 export const sshCommandStarNotes = {
   strict:
-    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /" nor "echo a b"; it never takes a .. path segment, and one that begins a word never begins it with - or + (an option) or = (zsh reads =ls as the path of ls); the rest is literal and the whole command must match',
+    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /" nor "echo a b"; it never takes a .. path segment, and one that begins a word never begins it with - or + (an option) or = (zsh reads =ls as the path of ls); nor does it supply the = of a NAME=value word before the command word, which the shell sets in the environment of the command (* /opt/app/run never matches "LD_PRELOAD=/x.so /opt/app/run"); the rest is literal and the whole command must match',
   loose:
-    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /"; rules_may_loosen: true, so a * DOES take options (- +), a word beginning with = and .. path segments: tar * matches "tar --checkpoint-action=exec=sh", cat /var/log/* matches "cat /var/log/../../etc/shadow"; the whole command must match',
+    'each * is one word, possibly empty, of letters, digits and _ - . / : , @ + =: it crosses / (subdirectories match) but never takes a space or shell syntax (; & | < > ( ) $ ` quotes \\ # ~ * ? [ ] { } ! ^ %), so echo * never matches "echo a; rm -rf /"; rules_may_loosen: true, so a * DOES take options (- +), a word beginning with =, the = of a NAME=value word before the command word (* /opt/app/run matches "LD_PRELOAD=/x.so /opt/app/run") and .. path segments: tar * matches "tar --checkpoint-action=exec=sh", cat /var/log/* matches "cat /var/log/../../etc/shadow"; the whole command must match',
 } as const;
 
 /** The note of an SSH host's `commands[i]` whose pattern has a `*`. */

@@ -325,7 +325,7 @@ const sshCommandRule = z.strictObject({
     .min(1)
     .max(1024)
     .describe(
-      'A glob over the whole command: * matches a run of letters, digits and _ - . / : , @ + = (never whitespace or shell syntax), never a word that begins with - or + (an option) or = (zsh reads =ls as the path of ls) nor a .. path segment unless this rule says rules_may_loosen: true.',
+      'A glob over the whole command: * matches a run of letters, digits and _ - . / : , @ + = (never whitespace or shell syntax), never a word that begins with - or + (an option) or = (zsh reads =ls as the path of ls), nor the = of a NAME=value word before the command word (an environment variable of the command: * /opt/app/run never matches LD_PRELOAD=/x.so /opt/app/run), nor a .. path segment unless this rule says rules_may_loosen: true.',
     ),
   lane: z.string().min(1).max(200).optional(),
   approval: approvalMode
@@ -337,7 +337,7 @@ const sshCommandRule = z.strictObject({
     .boolean()
     .optional()
     .describe(
-      "true: this rule's * may also match a word that begins with - or + (an option) or = and a .. path segment, as before; default false. Approval looseness is the host's rules_may_loosen.",
+      "true: this rule's * may also match a word that begins with - or + (an option) or =, the = of a NAME=value word before the command word and a .. path segment, as before; default false. Approval looseness is the host's rules_may_loosen.",
     ),
 });
 

@@ -409,9 +409,10 @@ export type CredentialRequestReply = z.infer<typeof credentialRequestReplySchema
  * method + path rules) and `commands` (a host's command rules) are the configured rules in the order they are tried
  * (first match wins), each with the approval a call it matches gets: `none` runs without a card. A command rule's
  * `wildcard` says what its `*` may match (docs/ssh-channel.md, "Command rules"): `strict`, one word of letters,
- * digits and `_ - . / : , @ + =` that never begins a word with `-`, `+` (an option) or `=` (zsh's command path) nor
- * takes a `..` path segment; `loose` (rules_may_loosen: true on the rule), those and `..` too. Never a host, address,
- * user, key or credential.
+ * digits and `_ - . / : , @ + =` that never begins a word with `-`, `+` (an option) or `=` (zsh's command path), never
+ * supplies the `=` of a `NAME=value` word before the command word (an environment variable of the command) nor takes
+ * a `..` path segment; `loose` (rules_may_loosen: true on the rule), those and `..` too. Never a host, address, user,
+ * key or credential.
  */
 export const agentRouteListSchema = z.object({
   routes: z.array(
