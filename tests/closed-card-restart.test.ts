@@ -1,8 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDrill, drillPassphrase, laneCards, openDrill, waitFor, type Drill } from './support/drill.js';
+import { describe, expect, it } from 'vitest';
+import { drillForFile, drillPassphrase, laneCards, waitFor } from './support/drill.js';
 import type { DrillAgent, ToolReply } from './support/drill-agent.js';
 import { unlockAsPerson } from './support/person-decision.js';
 import { startDaemon } from './support/postern-process.js';
@@ -17,17 +14,8 @@ import { within } from './support/recovery-rig.js';
  * wrong with the call). After the unlock, they say the card was closed without a decision by the restart (never
  * `waiting` with an expiry nobody will act on), with its expiry, as approvals list agrees: no open card.
  */
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'pclosed-'));
+const theDrill = drillForFile('pclosed-', 'closed', 120);
 const lane = 'doc-k';
-let drill: Drill | undefined;
-
-beforeAll(async () => {
-  drill = await openDrill(scratch, 'closed', 120);
-}, 90_000);
-afterAll(async () => {
-  await closeDrill(drill);
-  rmSync(scratch, { recursive: true, force: true });
-}, 30_000);
 
 function read(agent: DrillAgent, tool: 'action_status' | 'fetch_result', actionId: string): Promise<ToolReply> {
   return within(agent.call(tool, { action_id: actionId }).reply, `${tool} after the restart`);
@@ -35,8 +23,7 @@ function read(agent: DrillAgent, tool: 'action_status' | 'fetch_result', actionI
 
 describe('when the broker is killed while an agent waits on its card', () => {
   it('tells the agent what the plaintext record says before the unlock, then that the card was closed without a decision', async () => {
-    if (drill === undefined) throw new Error('the drill did not start');
-    const d = drill;
+    const d = theDrill();
     const lost = d.p1
       .call('http_request', {
         route: 'docs',

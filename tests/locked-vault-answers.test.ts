@@ -1,17 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  closeDrill,
-  drillPassphrase,
-  laneCards,
-  op,
-  openDrill,
-  postMarker,
-  waitFor,
-  type Drill,
-} from './support/drill.js';
+import { describe, expect, it } from 'vitest';
+import { drillForFile, drillPassphrase, laneCards, op, postMarker, waitFor, type Drill } from './support/drill.js';
 import type { DrillAgent, ToolReply } from './support/drill-agent.js';
 import { decideAsPerson, unlockAsPerson } from './support/person-decision.js';
 import { startDaemon } from './support/postern-process.js';
@@ -31,28 +19,19 @@ import { within } from './support/recovery-rig.js';
  *   was sent, nothing in the call is wrong), never `after_correction`; the same call goes through after the unlock.
  * The bearer secret never appears in any answer.
  */
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'plocked-'));
 const canary = 'CANARY-drill-token-never-shown';
-let drill: Drill | undefined;
-
-beforeAll(async () => {
-  // A second route on the same arrival log, with a retry policy: a retry_of there is refused only by the sealed record.
-  drill = await openDrill(scratch, 'locked', 120, [
-    '  - name: retrying',
-    '    base_url: http://127.0.0.1:{port}',
-    '    credential: drill-token',
-    '    injection: bearer',
-    '    approval: none',
-    '    methods: [POST]',
-    '    retry: { attempts_max: 2, automatic: false, backoff_ms: 0 }',
-    '    lanes:',
-    "      - { methods: ['*'], path: '/docs/{doc}', lane: 'retry-{doc}' }",
-  ]);
-}, 90_000);
-afterAll(async () => {
-  await closeDrill(drill);
-  rmSync(scratch, { recursive: true, force: true });
-}, 30_000);
+// A second route on the same arrival log, with a retry policy: a retry_of there is refused only by the sealed record.
+const theDrill = drillForFile('plocked-', 'locked', 120, [
+  '  - name: retrying',
+  '    base_url: http://127.0.0.1:{port}',
+  '    credential: drill-token',
+  '    injection: bearer',
+  '    approval: none',
+  '    methods: [POST]',
+  '    retry: { attempts_max: 2, automatic: false, backoff_ms: 0 }',
+  '    lanes:',
+  "      - { methods: ['*'], path: '/docs/{doc}', lane: 'retry-{doc}' }",
+]);
 
 /** Posts `marker` to /docs/`doc`, approves its card as a person, and returns the answer. */
 async function approvedPost(
@@ -94,8 +73,7 @@ function textOf(reply: ToolReply): string {
 
 describe('when the broker restarts locked under an agent that acted in its earlier run', () => {
   it('answers what is readable, says what is sealed, and tells the agent to call again after the unlock', async () => {
-    if (drill === undefined) throw new Error('the drill did not start');
-    const d = drill;
+    const d = theDrill();
     const first = await approvedPost(d, d.p1, 'a', 'A', 'process');
     expect(first.isError ?? false).toBe(false);
     const actionId = first.structuredContent?.invocation_id ?? '';

@@ -1,18 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import {
-  closeDrill,
+  drillForFile,
   drillPassphrase,
   laneCards,
   op,
-  openDrill,
   postMarker,
   quarantineWithPendingCard,
   waitFor,
-  type Drill,
 } from './support/drill.js';
 import { DrillAgent } from './support/drill-agent.js';
 import { decideAsPerson } from './support/person-decision.js';
@@ -24,27 +19,17 @@ import { decideAsPerson } from './support/person-decision.js';
  * After a person re-adopts the journal, B — the next ticket of A's lane, approved — waits "blocked by #A"; nothing of
  * B reaches the remote until a person abandons A over the operator API, and then B is sent.
  */
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'pqlane-'));
+const theDrill = drillForFile('pqlane-', 'lane', 120);
 const lane = 'doc-quarantined';
 const passphrase = drillPassphrase;
-let drill: Drill | undefined;
 let p3: DrillAgent | undefined;
 
-beforeAll(async () => {
-  drill = await openDrill(scratch, 'lane', 120);
-}, 90_000);
+// Registered after the drill's: runs before the drill closes.
 afterAll(async () => {
   await p3?.stop();
-  await closeDrill(drill);
-  rmSync(scratch, { recursive: true, force: true });
 }, 30_000);
 
 const post = (agent: DrillAgent, marker: string) => postMarker(agent, 'quarantined', marker);
-
-const theDrill = (): Drill => {
-  if (drill === undefined) throw new Error('the drill did not start');
-  return drill;
-};
 
 describe("when a quarantined journal's recovery leaves the head of a lane unknown before dispatch", () => {
   it('the next ticket of the lane waits for it, and is sent only after a person abandons it', async () => {

@@ -1,5 +1,7 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { ApprovalCard, BrokerApi, BrokerApiMethod } from '../../broker/contract/index.js';
 import { callOperator } from '../../broker/cli/operator-commands.js';
 import { anchorFileOf } from '../../broker/host/integrity-anchor.js';
@@ -152,6 +154,32 @@ export async function closeDrill(drill: Drill | undefined): Promise<void> {
   await Promise.allSettled([drill.p1.stop(), drill.p2.stop()]);
   await drill.daemon.process.stop('SIGTERM');
   await drill.log.stop();
+}
+
+/**
+ * One drill for the whole test file: opened (openDrill, in a fresh `<tmp>/<scratchPrefix>…` folder) before its tests,
+ * closed and its folder removed after them. Returns the running drill, which throws if it did not start. Call it at
+ * the top level of the file; an `afterAll` the file adds after this call runs before the drill closes.
+ */
+export function drillForFile(
+  scratchPrefix: string,
+  name: string,
+  ttlSeconds: number,
+  extraRouteYaml: readonly string[] = [],
+): () => Drill {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), scratchPrefix));
+  let drill: Drill | undefined;
+  beforeAll(async () => {
+    drill = await openDrill(scratch, name, ttlSeconds, extraRouteYaml);
+  }, 90_000);
+  afterAll(async () => {
+    await closeDrill(drill);
+    rmSync(scratch, { recursive: true, force: true });
+  }, 30_000);
+  return () => {
+    if (drill === undefined) throw new Error('the drill did not start');
+    return drill;
+  };
 }
 
 /** One operator API call over the daemon's control socket, as the CLI makes it. */
