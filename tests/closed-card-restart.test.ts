@@ -21,6 +21,19 @@ function read(agent: DrillAgent, tool: 'action_status' | 'fetch_result', actionI
   return within(agent.call(tool, { action_id: actionId }).reply, `${tool} after the restart`);
 }
 
+/** The decision of a card the restart closed without one; its expiry is in its events (null while they are sealed). */
+function closedByTheRestart(expiresAtMs: number | null | undefined) {
+  return {
+    state: 'closed',
+    by: null,
+    reason: null,
+    decided_at_ms: null,
+    expires_at_ms: expiresAtMs,
+    closed_code: 'BROKER_RESTARTED',
+    closed_at_ms: expect.any(Number) as number,
+  };
+}
+
 describe('when the broker is killed while an agent waits on its card', () => {
   it('tells the agent what the plaintext record says before the unlock, then that the card was closed without a decision', async () => {
     const d = theDrill();
@@ -58,16 +71,7 @@ describe('when the broker is killed while an agent waits on its card', () => {
         invocation_id: actionId,
         lane,
         error: { code: 'BROKER_RESTARTED', outcome: 'not_attempted' },
-        decision: {
-          state: 'closed',
-          by: null,
-          reason: null,
-          decided_at_ms: null,
-          expires_at_ms: null,
-          closed_code: 'BROKER_RESTARTED',
-          closed_at_ms: expect.any(Number) as number,
-          sealed: true,
-        },
+        decision: { ...closedByTheRestart(null), sealed: true },
       });
       const text = locked.content?.[0]?.text ?? '';
       // Nothing asks the agent to change its call, and the answer says what it cannot read yet.
@@ -85,15 +89,7 @@ describe('when the broker is killed while an agent waits on its card', () => {
       expect(reply.structuredContent).toMatchObject({
         invocation_id: actionId,
         error: { code: 'BROKER_RESTARTED', outcome: 'not_attempted' },
-        decision: {
-          state: 'closed',
-          by: null,
-          reason: null,
-          decided_at_ms: null,
-          expires_at_ms: card?.expires_at_ms,
-          closed_code: 'BROKER_RESTARTED',
-          closed_at_ms: expect.any(Number) as number,
-        },
+        decision: closedByTheRestart(card?.expires_at_ms),
       });
       expect(reply.structuredContent).not.toHaveProperty('decision.sealed');
       const text = reply.content?.[0]?.text ?? '';
