@@ -1,11 +1,10 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerJsonMarker } from '../broker/agent/answer-text.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
-import { posternBin, repoRoot } from './support/postern-process.js';
+import { connectSdkClient } from './support/mcp-sdk-client.js';
 
 /**
  * An agent that reads only `content[0].text`, through `postern mcp` against a real daemon (real vault,
@@ -35,16 +34,7 @@ beforeAll(async () => {
       res.end(JSON.stringify({ path: req.url, note: 'line one\nline two', echoed: req.headers.authorization ?? null }));
     },
   });
-  client = new Client({ name: 'text-only-agent', version: '1' });
-  await client.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [posternBin, 'mcp', '--data-dir', running.dataDir],
-      cwd: repoRoot,
-      stderr: 'pipe',
-    }),
-  );
-  await client.listTools();
+  client = await connectSdkClient(running.dataDir, 'text-only-agent');
 }, 60_000);
 
 afterAll(async () => {

@@ -1,11 +1,10 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerJsonMarker } from '../broker/agent/answer-text.js';
 import { TestSshd } from '../broker/testing/test-sshd.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
-import { posternBin, repoRoot } from './support/postern-process.js';
+import { connectSdkClient } from './support/mcp-sdk-client.js';
 
 /**
  * list_routes tells an agent which calls run without a card: a route's method + path rules and an SSH host's command
@@ -55,16 +54,7 @@ beforeAll(async () => {
       "      - { command: 'tar *', rules_may_loosen: true }",
     ],
   });
-  client = new Client({ name: 'list-rules-agent', version: '1' });
-  await client.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [posternBin, 'mcp', '--data-dir', running.dataDir],
-      cwd: repoRoot,
-      stderr: 'pipe',
-    }),
-  );
-  await client.listTools();
+  client = await connectSdkClient(running.dataDir, 'list-rules-agent');
 }, 90_000);
 
 afterAll(async () => {
