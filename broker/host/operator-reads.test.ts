@@ -4,21 +4,45 @@ import { actionPaths } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { createOperatorReads } from './operator-reads.js';
 
-/** actions.show against a real journal file: which mechanism released a blocked lane, from the recorded events. */
-describe('actions.show: released_by', () => {
-  let temp: TempJournal;
-  let reads: ReturnType<typeof createOperatorReads>;
+type Reads = ReturnType<typeof createOperatorReads>;
+
+/**
+ * For each test of the enclosing describe: a fresh real journal file (`seed` appends to it first, when given) and the
+ * operator reads over it, with no agent connected; disposed after the test.
+ */
+function readsOverJournal(seed?: (journal: TempJournal['journal']) => Promise<void>) {
+  let temp: TempJournal | undefined;
+  let reads: Reads | undefined;
   beforeEach(async () => {
     temp = await openTempJournal();
     reads = createOperatorReads(temp.journal, { position: () => null, isConnected: () => false });
+    await seed?.(temp.journal);
   });
-  afterEach(() => temp.dispose());
+  afterEach(() => temp?.dispose());
+  const open = (): { temp: TempJournal; reads: Reads } => {
+    if (temp === undefined || reads === undefined) throw new Error('no journal open: call inside a test');
+    return { temp, reads };
+  };
+  return {
+    get journal(): TempJournal['journal'] {
+      return open().temp.journal;
+    },
+    get reads(): Reads {
+      return open().reads;
+    },
+    /** actions.show of `actionId`, parsed by the contract's output schema. */
+    show: (actionId: string) =>
+      brokerApiSchemas['actions.show'].output.parse(open().reads['actions.show']({ action_id: actionId })),
+  };
+}
 
-  const show = (actionId: string) =>
-    brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: actionId }));
+/** actions.show against a real journal file: which mechanism released a blocked lane, from the recorded events. */
+describe('actions.show: released_by', () => {
+  const rig = readsOverJournal();
+  const { show } = rig;
 
   it('names the reconciliation (source remote_query) and the seq of its RECONCILIATION_RESULT', async () => {
-    const appended = await temp.journal.appendBatch(actionPaths.lostThenReconciled('act_reco_000001'));
+    const appended = await rig.journal.appendBatch(actionPaths.lostThenReconciled('act_reco_000001'));
     const shown = show('act_reco_000001');
     expect(shown.released_by).toEqual({
       kind: 'reconciliation',
@@ -29,7 +53,7 @@ describe('actions.show: released_by', () => {
   });
 
   it('names the person who attested, with the basis they wrote', async () => {
-    await temp.journal.appendBatch(actionPaths.sshClosedNoExitAttested('act_attest_0001'));
+    await rig.journal.appendBatch(actionPaths.sshClosedNoExitAttested('act_attest_0001'));
     expect(show('act_attest_0001').released_by).toMatchObject({
       kind: 'operator_attested',
       actor: { kind: 'person', id: 'operator-1' },
@@ -39,9 +63,9 @@ describe('actions.show: released_by', () => {
   });
 
   it('is null while the head is blocked, and names the abandonment (outcome still unknown) once a person releases it', async () => {
-    await temp.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_blocked_001'));
+    await rig.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_blocked_001'));
     expect(show('act_blocked_001').released_by).toBeNull();
-    const { event } = await temp.journal.append({
+    const { event } = await rig.journal.append({
       kind: 'ABANDONED',
       action_id: 'act_blocked_001',
       payload: { actor: { kind: 'person', id: 'alice' }, reason: 'the remote is gone' },
@@ -58,29 +82,24 @@ describe('actions.show: released_by', () => {
   });
 
   it('is null for an action whose first attempt settled (it never blocked its lane)', async () => {
-    await temp.journal.appendBatch(actionPaths.httpNoApproval('act_plain_00001'));
+    await rig.journal.appendBatch(actionPaths.httpNoApproval('act_plain_00001'));
     expect(show('act_plain_00001').released_by).toBeNull();
   });
 });
 
 /** activity.list against a real journal file: every filter keeps the journal's own positions and pages on by seq. */
 describe('activity.list: filters by outcome, code and text keep the original seq', () => {
-  let temp: TempJournal;
-  let reads: ReturnType<typeof createOperatorReads>;
-  beforeEach(async () => {
-    temp = await openTempJournal();
-    reads = createOperatorReads(temp.journal, { position: () => null, isConnected: () => false });
-    // Four actions, interleaved in the log by whole paths: ok, 500, rejected, preflight failure.
-    await temp.journal.appendBatch(actionPaths.httpNoApproval('act_ok_00000001'));
-    await temp.journal.appendBatch(actionPaths.http500('act_500_0000001'));
-    await temp.journal.appendBatch(actionPaths.rejectedByPerson('act_rej_0000001'));
-    await temp.journal.appendBatch(actionPaths.preflightFailed('act_pre_0000001'));
+  // Four actions, interleaved in the log by whole paths: ok, 500, rejected, preflight failure.
+  const rig = readsOverJournal(async (journal) => {
+    await journal.appendBatch(actionPaths.httpNoApproval('act_ok_00000001'));
+    await journal.appendBatch(actionPaths.http500('act_500_0000001'));
+    await journal.appendBatch(actionPaths.rejectedByPerson('act_rej_0000001'));
+    await journal.appendBatch(actionPaths.preflightFailed('act_pre_0000001'));
   });
-  afterEach(() => temp.dispose());
 
-  const list = (input: Parameters<(typeof reads)['activity.list']>[0]) =>
+  const list = (input: Parameters<Reads['activity.list']>[0]) =>
     brokerApiSchemas['activity.list'].output.parse(
-      reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)),
+      rig.reads['activity.list'](brokerApiSchemas['activity.list'].input.parse(input)),
     );
   const allRows = () => list({ limit: 500 }).events;
 
@@ -128,11 +147,11 @@ describe('activity.list: filters by outcome, code and text keep the original seq
 
   it('when filtering by action, reads that action’s rows by its index: found in one call past the scan bound', async () => {
     // More than the 20,000 rows one call may scan stand before the action's first event.
-    const filler: Parameters<typeof temp.journal.appendBatch>[0][number][] = [];
+    const filler: Parameters<TempJournal['journal']['appendBatch']>[0][number][] = [];
     for (let i = 0; i < 2_600; i++)
       filler.push(...actionPaths.httpNoApproval(`act_fill_${String(i).padStart(6, '0')}`));
-    for (let i = 0; i < filler.length; i += 256) await temp.journal.appendBatch(filler.slice(i, i + 256));
-    await temp.journal.appendBatch(actionPaths.httpNoApproval('act_far_0000001'));
+    for (let i = 0; i < filler.length; i += 256) await rig.journal.appendBatch(filler.slice(i, i + 256));
+    await rig.journal.appendBatch(actionPaths.httpNoApproval('act_far_0000001'));
     const got = list({ action_id: 'act_far_0000001' });
     expect(got.events.length).toBeGreaterThan(0);
     expect(got.events.every((e) => e.action_id === 'act_far_0000001')).toBe(true);
@@ -171,28 +190,20 @@ describe('activity.list: filters by outcome, code and text keep the original seq
  * says — never the provisional unknown / unknown_effect the projection holds from DISPATCH_STARTED on.
  */
 describe('actions.show: an open action', () => {
-  let temp: TempJournal;
-  let reads: ReturnType<typeof createOperatorReads>;
-  beforeEach(async () => {
-    temp = await openTempJournal();
-    reads = createOperatorReads(temp.journal, { position: () => null, isConnected: () => false });
-  });
-  afterEach(() => temp.dispose());
-
-  const show = (actionId: string) =>
-    brokerApiSchemas['actions.show'].output.parse(reads['actions.show']({ action_id: actionId }));
+  const rig = readsOverJournal();
+  const { show } = rig;
   const listed = (actionId: string) =>
     brokerApiSchemas['actions.list'].output
-      .parse(reads['actions.list']({}))
+      .parse(rig.reads['actions.list']({}))
       .actions.find((a) => a.action_id === actionId);
 
   it('running: outcome and effect null, as its list row, with how far it got; once recorded, the recorded ones', async () => {
     const path = actionPaths.httpNoApproval('act_running_0001');
     const cut = path.findIndex((e) => e.kind === 'REMOTE_RESPONSE_STARTED') + 1;
     expect(cut).toBeGreaterThan(0);
-    await temp.journal.appendBatch(path.slice(0, cut));
+    await rig.journal.appendBatch(path.slice(0, cut));
     // The projection's own record still holds the dispatch's provisional unknown: only the shown state leaves it out.
-    expect(temp.journal.getAction('act_running_0001')).toMatchObject({ outcome: 'unknown', recorded: false });
+    expect(rig.journal.getAction('act_running_0001')).toMatchObject({ outcome: 'unknown', recorded: false });
     const running = show('act_running_0001');
     expect(running.state).toMatchObject({
       outcome: null,
@@ -204,7 +215,7 @@ describe('actions.show: an open action', () => {
     });
     expect(listed('act_running_0001')).toMatchObject({ outcome: running.state.outcome, effect: running.state.effect });
 
-    await temp.journal.appendBatch(path.slice(cut));
+    await rig.journal.appendBatch(path.slice(cut));
     const settled = show('act_running_0001');
     expect(settled.state).toMatchObject({ outcome: 'committed', effect: 'succeeded', recorded: true });
     expect(listed('act_running_0001')).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
@@ -213,7 +224,7 @@ describe('actions.show: an open action', () => {
   it('a retry running after a recorded answer is open again: no outcome until the retry records one', async () => {
     const path = actionPaths.throttledThenRetried('act_retrying_001');
     const secondDispatch = path.findIndex((e) => e.kind === 'DISPATCH_STARTED' && e.payload.attempt === 2);
-    await temp.journal.appendBatch(path.slice(0, secondDispatch + 2));
+    await rig.journal.appendBatch(path.slice(0, secondDispatch + 2));
     const shown = show('act_retrying_001');
     expect(shown.state).toMatchObject({ outcome: null, effect: null, recorded: false, retry_generation: 1 });
     // The earlier attempt's recorded answer stays in its events.
