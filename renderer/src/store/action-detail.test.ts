@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { ActivityEvent, EventKind } from '../../../broker/contract/index.js';
 import {
   actionDetailReducer,
   chronologyOf,
@@ -11,23 +10,10 @@ import {
   type ActionDetail,
 } from './action-detail.js';
 import { spanText } from './action-wait.js';
-import { shownAction } from './test-cards.js';
+import { activityRowsOf, shownAction } from './test-cards.js';
 
 const id = 'act_lost_000001';
-function row(seq: number, kind: EventKind, summary = '', outcome: string | null = null): ActivityEvent {
-  return {
-    seq,
-    at_ms: 1_700_000_000_000 + seq * 1000,
-    kind,
-    action_id: id,
-    session_id: 'ses_1',
-    ticket: 4,
-    lane: 'doc-7',
-    outcome,
-    code: null,
-    summary,
-  };
-}
+const row = activityRowsOf(id, { ticket: 4, lane: 'doc-7' });
 
 /** An approved write whose response was lost (unknown) and which a reconciliation later settled, interleaved with other actions' seqs. */
 function lostThenReconciled(): ActionDetail {

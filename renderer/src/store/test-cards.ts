@@ -1,4 +1,4 @@
-import type { ActionState, ActivityEvent, ApprovalCard, BrokerApi } from '../../../broker/contract/index.js';
+import type { ActionState, ActivityEvent, ApprovalCard, BrokerApi, EventKind } from '../../../broker/contract/index.js';
 
 /** A plausible card for renderer tests; override what the case is about. */
 export function cardOf(ticket: number, overrides: Partial<ApprovalCard> = {}): ApprovalCard {
@@ -52,4 +52,26 @@ export function shownAction(state: Partial<ActionState>, events: ActivityEvent[]
     queue: null,
     events,
   } as Shown;
+}
+
+/**
+ * A maker of activity rows for one action's events, in `where`'s lane and ticket: each row at its seq, a second per
+ * seq after a fixed start, session ses_1, no code.
+ */
+export function activityRowsOf(
+  actionId: string,
+  where: { ticket: number | null; lane: string },
+): (seq: number, kind: EventKind, summary?: string, outcome?: string | null) => ActivityEvent {
+  return (seq, kind, summary = '', outcome = null) => ({
+    seq,
+    at_ms: 1_700_000_000_000 + seq * 1000,
+    kind,
+    action_id: actionId,
+    session_id: 'ses_1',
+    ticket: where.ticket,
+    lane: where.lane,
+    outcome,
+    code: null,
+    summary,
+  });
 }

@@ -1,30 +1,17 @@
 import { createElement } from 'react';
 import { describe, expect, it } from 'vitest';
-import type { ActionState, ActivityEvent, AttemptState, EventKind } from '../../../broker/contract/index.js';
+import type { ActionState, ActivityEvent, AttemptState } from '../../../broker/contract/index.js';
 import { dateTime } from '../../../broker/contract/time-words.js';
 import type { OperatorApi } from '../api/operator-api.js';
 import type { ActionDetail } from '../store/action-detail.js';
 import { createAppStore } from '../store/app-store.js';
-import { shownAction } from '../store/test-cards.js';
+import { activityRowsOf, shownAction } from '../store/test-cards.js';
 import { ActionDetailView, Chronology } from './action-detail-view.js';
 import { refusingApi, renderView, textOf } from './render-test-support.js';
 
 const id = 'act_ssh_running1';
 
-function row(seq: number, kind: EventKind, summary = '', outcome: string | null = null): ActivityEvent {
-  return {
-    seq,
-    at_ms: 1_700_000_000_000 + seq * 1000,
-    kind,
-    action_id: id,
-    session_id: 'ses_1',
-    ticket: null,
-    lane: 'host:box',
-    outcome,
-    code: null,
-    summary,
-  };
-}
+const row = activityRowsOf(id, { ticket: null, lane: 'host:box' });
 
 const attempt: AttemptState = {
   n: 1,
