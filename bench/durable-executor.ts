@@ -119,8 +119,14 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
       executeHttpAction(deps, { ...input, headers: { 'content-type': 'application/json' } }),
     );
     rig.phases.op(r.envelope.invocation_id, startMs, performance.now());
-    if (r.envelope.error !== undefined)
-      throw new Error(`broker: ${r.envelope.error.code}: ${r.envelope.error.message}`);
+    const error = r.envelope.error;
+    // Which phase stopped and what the envelope's evidence says (the agent's own answer: no secret in it), so a failed
+    // run says where a failure came from, not only that there was one.
+    if (error !== undefined)
+      throw new Error(
+        `broker: ${error.code} at ${error.phase} (${r.envelope.outcome_basis ?? 'no basis'}): ${error.message}; ` +
+          `evidence ${JSON.stringify(r.envelope.evidence)}`,
+      );
   };
   rig.close = async () => {
     channel.close();
