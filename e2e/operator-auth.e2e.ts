@@ -208,15 +208,16 @@ describe('when the signed-in operator opens a page an agent serves on another po
   it('a reload signs the tab out; the next printed URL, pasted, signs it in again on the view it showed', async () => {
     const { page, problems, context } = await openOperatorPage(browser, daemon.operatorUrl);
     await page.getByTestId('status-data-dir').waitFor();
-    // A fragment navigation: the same document, so still signed in.
-    await page.goto(`${daemon.origin}/#/activity/events`);
-    await page.getByTestId('activity-view').waitFor();
+    // A click on a tab of the page as signed in (at /) names it in the address: a fragment navigation, the same
+    // document, so still signed in.
+    await page.getByRole('tab', { name: /^Approvals/ }).click();
+    await page.getByTestId('approvals-view').waitFor();
     const view = page.url();
-    expect(new URL(view).hash).toMatch(/^#\/activity/);
+    expect(new URL(view).hash).toBe('#/approvals');
 
     await page.reload();
     await page.getByTestId('sign-in-view').waitFor();
-    expect(await page.getByTestId('activity-view').count()).toBe(0);
+    expect(await page.getByTestId('approvals-view').count()).toBe(0);
     expect(page.url()).toBe(view);
 
     // The first printed URL was spent long ago: the page says so and stays signed out.
@@ -227,7 +228,8 @@ describe('when the signed-in operator opens a page an agent serves on another po
 
     await page.getByTestId('sign-in-url').fill(nextPrintedUrl());
     await page.getByTestId('sign-in-submit').click();
-    await page.getByTestId('activity-view').waitFor();
+    await page.getByTestId('approvals-view').waitFor();
+    expect(await page.getByRole('tab', { name: /^Approvals/ }).getAttribute('aria-selected')).toBe('true');
     expect(page.url()).toBe(view);
     expect(await browserStorageOf(page)).toEqual({ session: [], local: [], cookie: '' });
     expect(problems).toEqual([]);

@@ -2,7 +2,7 @@ import { useEffect, useState, useSyncExternalStore, type KeyboardEvent } from 'r
 import type { OperatorSession } from './api/page-session.js';
 import { useAppStore } from './store/app-store.js';
 import { approvalsTally, brokerStopped } from './store/approvals-tally.js';
-import { backOf, type HashRoute } from './store/hash-route.js';
+import { backOf, tabChoiceHref, type HashRoute } from './store/hash-route.js';
 import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reducer.js';
 import { tabKeyTarget } from './store/tab-keys.js';
 import { ActionDetailView } from './views/action-detail-view.js';
@@ -112,8 +112,10 @@ function useRoutedTab(route: HashRoute): [TabId, (id: TabId) => void] {
   }, [route]);
   const setTab = (id: TabId) => {
     setTabState(id);
-    // Once the address names a view, it keeps naming the one shown (links, reload, back).
-    if (route.kind !== 'none') window.location.hash = `#/${id}`;
+    // The address names the tab shown from the first click on, so a reload or a re-sign-in (which mounts the console
+    // again from the address) returns to it, and back steps through the tabs shown.
+    const href = tabChoiceHref(route, id);
+    if (href !== null) window.location.hash = href;
   };
   return [tab, setTab];
 }

@@ -7,6 +7,7 @@ import {
   activityOrigin,
   backOf,
   parseHashRoute,
+  tabChoiceHref,
   tabHref,
   timelineGroupingOf,
   timelineGroupings,
@@ -76,6 +77,27 @@ describe('the hash route', () => {
     ['#/metrics/timeline?by=session', 'lane'],
   ])('groups the timeline of %j by %s', (hash, by) => {
     expect(timelineGroupingOf(parseHashRoute(hash))).toBe(by);
+  });
+
+  describe('the address a tab click leaves', () => {
+    it.each([
+      ['', 'approvals'],
+      ['', 'status'],
+      ['#/status', 'approvals'],
+      ['#/activity/timeline?by=session', 'approvals'],
+      ['#/action/act_1?from=activity/events', 'approvals'],
+      ['#/activity/events', 'activity'],
+      ['#/nonsense/x/y', 'approvals'],
+    ])('from %j names %s, which a reload or a re-sign-in reads back', (before, tab) => {
+      const href = tabChoiceHref(parseHashRoute(before), tab);
+      expect(href).toBe(`#/${tab}`);
+      expect(parseHashRoute(href ?? '')).toEqual({ kind: 'tab', tab });
+    });
+
+    it('writes nothing when the address names that tab already', () => {
+      expect(tabChoiceHref(parseHashRoute('#/approvals'), 'approvals')).toBeNull();
+      expect(tabChoiceHref(parseHashRoute('#metrics'), 'metrics')).toBeNull();
+    });
   });
 
   describe('the back link of an action detail', () => {

@@ -2,7 +2,7 @@ import type { TimelineGrouping } from './timeline-layout.js';
 
 /**
  * The address's hash names what the shell shows, so a view can be linked and reloaded:
- * `#/activity`, `#/metrics` (any tab by its id), `#/activity/timeline` (a tab and one of its modes),
+ * `#/approvals`, `#/activity`, `#/metrics` (any tab by its id; a click on a tab writes it: tabChoiceHref), `#/activity/timeline` (a tab and one of its modes),
  * `#/activity/timeline?by=session` (a mode's option: the timeline's grouping) or
  * `#/action/<action_id>` (one action's detail). A detail opened from a view names it,
  * `#/action/<id>?from=activity/timeline&by=session`, so its back link returns there (reload too).
@@ -49,6 +49,17 @@ const namePattern = /^[a-z][a-z-]{0,30}$/;
 /** The address of a tab route, the inverse of parseHashRoute. */
 export function tabHref(route: TabRoute): string {
   return `#/${tabPath(route)}${route.by === undefined ? '' : `?by=${route.by}`}`;
+}
+
+/**
+ * Pure: the address a tab chosen in the tab list leaves: `#/<tab>`, whatever the address named before (nothing — the
+ * page as signed in, at `/` —, another tab, a mode, an action). A reload and a re-sign-in mount the console again
+ * from the address, so a tab it did not name would be lost: the console would open on its first tab. Null when the
+ * address already names that tab as it is (no second history entry).
+ */
+export function tabChoiceHref(route: HashRoute, tab: string): string | null {
+  if (route.kind === 'tab' && route.tab === tab && route.mode === undefined && route.by === undefined) return null;
+  return tabHref({ kind: 'tab', tab });
 }
 
 function tabPath(route: TabRoute): string {
