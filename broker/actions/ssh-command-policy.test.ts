@@ -501,6 +501,19 @@ describe('what the pending card says a * matches', () => {
     ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'strict', false],
     ['* /opt/app/run', 'LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
     ['* /opt/app/run', 'nice /opt/app/run', 'strict', true],
+    // after zsh's precommand modifiers and repeat N, fish's and/or/not/begin, zsh's >! and a heredoc's <<- target
+    ['nocorrect * /opt/app/run', 'nocorrect LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['noglob * /opt/app/run', 'noglob LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['repeat 3 * /opt/app/run', 'repeat 3 LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['true; and * /opt/app/run', 'true; and LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['not * /opt/app/run', 'not LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['>! /tmp/o * /opt/app/run', '>! /tmp/o LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    ['<<- EOF * /opt/app/run', '<<- EOF LD_PRELOAD=/x.so /opt/app/run', 'strict', false],
+    // a backslash in '…': sh ends the quote at \', fish does not; either reading that makes an assignment counts
+    ["'a\\' b' * /opt/app/run", "'a\\' b' LD_PRELOAD=/x.so /opt/app/run", 'strict', false],
+    ["'a\\' * /opt/app/run", "'a\\' LD_PRELOAD=/x.so /opt/app/run", 'strict', false],
+    // the count of repeat is its argument, the command word after it ends the assignments
+    ['repeat 3 /opt/app/run *', 'repeat 3 /opt/app/run A=1', 'strict', true],
     ['* /opt/app/run', 'LD_PRELOAD=/x.so /opt/app/run', 'loose', true],
     ['tar *', 'tar --checkpoint-action=exec=sh', 'loose', true],
     ['cat /var/log/*', 'cat /var/log/../../etc/shadow', 'loose', true],

@@ -98,7 +98,10 @@ function runCharacters(text: string, star: 'strict' | 'loose'): Uint8Array {
   return takes;
 }
 
-/** Words after which the shell still reads a command's assignments: `if A=1 cmd`, `time A=1 cmd`, `! A=1 cmd`. */
+/**
+ * Words after which a shell still reads a command's assignments: `if A=1 cmd`, `time A=1 cmd`, `! A=1 cmd`; zsh's
+ * precommand modifiers `nocorrect` and `noglob`; fish's `and`, `or`, `not`, `begin` (fish 3.1 reads `A=1 cmd` too).
+ */
 const commandStartWords: ReadonlySet<string> = new Set([
   'if',
   'then',
@@ -109,7 +112,15 @@ const commandStartWords: ReadonlySet<string> = new Set([
   'until',
   'time',
   'coproc',
+  'nocorrect',
+  'noglob',
+  'and',
+  'or',
+  'not',
+  'begin',
 ]);
+/** Words whose next word is their argument, after which the shell still reads assignments: zsh's `repeat 3 A=1 cmd`. */
+const argumentThenCommandWords: ReadonlySet<string> = new Set(['repeat']);
 /** A character that ends a command, so the next word may be an assignment again: `x; A=1 cmd`, `x && A=1 cmd`. */
 const commandEnd = /^[;&|()\n]$/;
 
@@ -123,12 +134,23 @@ const commandEnd = /^[;&|()\n]$/;
  *
  * The shell reads assignments at the text's start, after `; & | ( )` or a newline, after a word that begins a command
  * (`if`, `then`, `do`, `time` and its options, ...) and after words that are assignments or redirections themselves
- * (`A=1 B=2 cmd`, `>out A=1 cmd`). A conservative reading of sh, never looser than the shell: only a word of wildcard
- * characters alone, outside any quote, `{ }` or `[ ]`, ends the assignments (a word holding a quote, `$` or a bracket
- * might hide a blank: `A="x y" B=1 cmd`), and a quote, a backslash, `$'…'` and a comment are skipped as sh skips them.
- * Pure, one pass.
+ * (`A=1 B=2 cmd`, `>out A=1 cmd`). A conservative reading of sh, bash, zsh and fish, never looser than the words,
+ * redirections and quotes it knows (zsh's modifiers, `repeat N`, `>!`, `<<-`; fish's `and`/`or`/`not`/`begin` and its
+ * `\'` inside '…', both readings of which are taken): only a word of wildcard characters alone, outside any quote,
+ * `{ }` or `[ ]`, ends the assignments (a word holding a quote, `$` or a bracket might hide a blank:
+ * `A="x y" B=1 cmd`), and a quote, a backslash, `$'…'` and a comment are skipped as sh skips them. Pure, two passes.
  */
 function assignmentSigns(text: string): Uint8Array {
+  // sh and fish read a backslash inside '…' differently (fish: \' escapes the quote); an `=` either reading makes an
+  // assignment is marked, so neither shell's reading is looser than this.
+  const sh = assignmentSignsAs(text, false);
+  const fish = assignmentSignsAs(text, true);
+  for (let i = 0; i < sh.length; i++) sh[i] = (sh[i] ?? 0) | (fish[i] ?? 0);
+  return sh;
+}
+
+/** assignmentSigns under one reading of a backslash inside single quotes (`singleQuoteEscapes`: fish's). */
+function assignmentSignsAs(text: string, singleQuoteEscapes: boolean): Uint8Array {
   const marks = new Uint8Array(text.length);
   let assigning = true; // the next word may still be an assignment
   let depth = 0; // open { or [ outside quotes
@@ -138,6 +160,7 @@ function assignmentSigns(text: string): Uint8Array {
   let name: 'start' | 'name' | 'subscript' | 'after' | 'plus' | 'no' = 'start';
   let redirectNext = false; // the previous word ended with < or >: this one is its target
   let afterTime = false; // time's options (time -p A=1 cmd) keep the assignments
+  let argumentNext = false; // the previous word was `repeat`: this one is its count
   const endWord = (): void => {
     if (word === '') return;
     const keeps =
@@ -145,21 +168,19 @@ function assignmentSigns(text: string): Uint8Array {
       assignment ||
       depth > 0 ||
       redirectNext ||
+      argumentNext ||
       commandStartWords.has(word) ||
+      argumentThenCommandWords.has(word) ||
       (afterTime && word.startsWith('-'));
     if (!keeps) assigning = false;
     afterTime = word === 'time' || (afterTime && word.startsWith('-'));
-    redirectNext = /[<>][&|]?$/.test(word.slice(-2));
+    argumentNext = argumentThenCommandWords.has(word);
+    // A redirection's operator ends the word (`>out`, `2>&1`, zsh's `>!` and `>>!`, a heredoc's `<<-`): its target next.
+    redirectNext = /(<<-|[<>][&|!]?)$/.test(word.slice(-3));
     word = '';
     plain = true;
     assignment = false;
     name = 'start';
-  };
-  /** The index after the quote that opens at i (its end, or the text's); a backslash escapes in all but '…'. */
-  const quoteEnd = (i: number, close: string, escapes: boolean): number => {
-    let j = i + 1;
-    while (j < text.length && text[j] !== close) j += escapes && text[j] === '\\' ? 2 : 1;
-    return Math.min(j + 1, text.length);
   };
   for (let i = 0; i < text.length;) {
     const c = text[i] ?? '';
@@ -174,6 +195,7 @@ function assignmentSigns(text: string): Uint8Array {
       assigning = true;
       redirectNext = false;
       afterTime = false;
+      argumentNext = false;
       i += 1;
       continue;
     }
@@ -185,10 +207,8 @@ function assignmentSigns(text: string): Uint8Array {
       i += 2; // a line continuation: removed before the word is read
       continue;
     }
-    let next = i + 1;
-    if (c === "'" || c === '"' || c === '`' || c === '\\' || (c === '$' && text[i + 1] === "'")) {
-      next = c === '\\' ? i + 2 : c === '$' ? quoteEnd(i + 1, "'", true) : quoteEnd(i, c, c !== "'");
-    } else if (c === '{' || c === '[') depth += 1;
+    const next = tokenEnd(text, i, singleQuoteEscapes);
+    if (c === '{' || c === '[') depth += 1;
     else if ((c === '}' || c === ']') && depth > 0) depth -= 1;
     word += text.slice(i, next);
     if (!wildcardChar.test(c)) plain = false;
@@ -206,6 +226,22 @@ function assignmentSigns(text: string): Uint8Array {
     i = next;
   }
   return marks;
+}
+
+/** The index after what starts at text[i]: a quoted run (`'…'`, `"…"`, backquotes, `$'…'`), `\x`, or one character. */
+function tokenEnd(text: string, i: number, singleQuoteEscapes: boolean): number {
+  const c = text[i];
+  if (c === '\\') return i + 2;
+  if (c === '$' && text[i + 1] === "'") return quoteEnd(text, i + 1, "'", true);
+  if (c === "'" || c === '"' || c === '`') return quoteEnd(text, i, c, c !== "'" || singleQuoteEscapes);
+  return i + 1;
+}
+
+/** The index after the quote that opens at text[i] (its end, or the text's); `escapes`: a backslash escapes in it. */
+function quoteEnd(text: string, i: number, close: string, escapes: boolean): number {
+  let j = i + 1;
+  while (j < text.length && text[j] !== close) j += escapes && text[j] === '\\' ? 2 : 1;
+  return Math.min(j + 1, text.length);
 }
 
 /** Whether text[i] is a dot of a `..` that ends a name (a path segment), or the `/` right before or after one. */
