@@ -1,0 +1,96 @@
+import path from 'node:path';
+import { mkdirSync } from 'node:fs';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalCard } from '../broker/contract/index.js';
+import { drillForFile, laneCards, op, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
+import { repoRoot } from '../tests/support/postern-process.js';
+import {
+  assertRendererBuilt,
+  handSessionToNextLoad,
+  launchChromium,
+  openOperatorPage,
+  type OperatorPage,
+} from './fixtures/browser.js';
+
+/**
+ * An action's detail in Chromium on the real daemon (tests/support/drill.ts: a per-call route on an arrival-log
+ * remote, two agent processes through `postern mcp`): opened from an Approvals card, its address names Approvals, so
+ * after a reload its back link still returns there. Every wait is on the page or the broker's state; none is a sleep.
+ */
+const theDrill = drillForFile('pe2e-detail-', 'detail', 120);
+const screenshots = path.join(repoRoot, 'test-results', 'e2e');
+const caseTimeoutMs = 60_000;
+
+let browser: Browser;
+beforeAll(async () => {
+  assertRendererBuilt(repoRoot);
+  mkdirSync(screenshots, { recursive: true });
+  browser = await launchChromium();
+}, 30_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
+const detailOf = (page: Page): Locator => page.getByTestId('action-detail');
+const hashOf = (page: Page): string => new URL(page.url()).hash;
+
+/** The agent's POST of `marker` to /docs/`doc` and its card, once pending in its lane. */
+async function cardFor(d: Drill, doc: string, marker: string) {
+  const answer = postMarker(d.p1, doc, marker);
+  const [card] = await waitFor(
+    () => laneCards(d.dataDir, `doc-${doc}`),
+    (c) => c.length === 1 && c[0]?.state === 'pending',
+    `the card of ${marker}`,
+  );
+  return { answer, card: card as ApprovalCard };
+}
+
+/** Signs in, opens the Approvals tab and, from the card, the action's detail. */
+async function openDetailFromCard(d: Drill, card: ApprovalCard): Promise<OperatorPage> {
+  const opened = await openOperatorPage(browser, d.daemon.operatorUrl);
+  const { page } = opened;
+  await page.getByRole('tab', { name: /^Approvals/ }).click();
+  await page.getByTestId(`card-${card.ticket}-detail`).click();
+  await detailOf(page).getByTestId('action-chronology').waitFor();
+  return opened;
+}
+
+describe('an Action detail opened from an Approvals card', () => {
+  it(
+    'names Approvals in its address, so after a reload its back link still returns to Approvals',
+    async () => {
+      const d = theDrill();
+      const { answer, card } = await cardFor(d, 'origin', 'origin:p1');
+      const { page, problems, context } = await openDetailFromCard(d, card);
+      expect(hashOf(page)).toBe(`#/action/${card.action_id}?from=approvals`);
+      const back = detailOf(page).getByRole('link', { name: '← Approvals' });
+      expect(await back.getAttribute('href')).toBe('#/approvals');
+
+      // A new document reads only the address: it still knows where the detail was opened.
+      await handSessionToNextLoad(page, d.daemon.operatorUrl);
+      await page.reload();
+      await detailOf(page).getByTestId('action-chronology').waitFor();
+      expect(await detailOf(page).getByTestId('action-detail-id').textContent()).toBe(card.action_id);
+      expect(await page.getByRole('tab', { name: /^Approvals/ }).getAttribute('aria-selected')).toBe('true');
+      await back.click();
+      await page.getByRole('article', { name: `Ticket #${card.ticket}`, exact: true }).waitFor();
+      expect(hashOf(page)).toBe('#/approvals');
+      expect(await page.getByRole('tab', { name: /^Approvals/ }).getAttribute('aria-selected')).toBe('true');
+
+      // A forged origin is none: the back link returns to the tab shown, and the page shows nothing of it.
+      await page.evaluate((id) => {
+        window.location.hash = `#/action/${id}?from=%3Cb%3Eevil%3C%2Fb%3E`;
+      }, card.action_id);
+      await detailOf(page).getByTestId('action-chronology').waitFor();
+      expect(await detailOf(page).getByRole('link', { name: '← Approvals' }).getAttribute('href')).toBe('#/approvals');
+      expect(await page.content()).not.toContain('evil');
+
+      await op(d.dataDir, 'approvals.approve', { ticket: card.ticket });
+      expect((await answer).reply?.isError ?? false).toBe(false);
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    caseTimeoutMs,
+  );
+});
