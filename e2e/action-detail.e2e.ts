@@ -16,7 +16,9 @@ import {
 /**
  * An action's detail in Chromium on the real daemon (tests/support/drill.ts: a per-call route on an arrival-log
  * remote, two agent processes through `postern mcp`): opened from an Approvals card, its address names Approvals, so
- * after a reload its back link still returns there. Every wait is on the page or the broker's state; none is a sleep.
+ * after a reload its back link still returns there; and an action the remote holds in flight reads as running with no
+ * outcome yet (not the dispatch's provisional unknown), then shows its outcome once the remote answers. Every wait is
+ * on the page or the broker's state; none is a sleep. Screenshots go to test-results/e2e/.
  */
 const theDrill = drillForFile('pe2e-detail-', 'detail', 120);
 const screenshots = path.join(repoRoot, 'test-results', 'e2e');
@@ -88,6 +90,58 @@ describe('an Action detail opened from an Approvals card', () => {
 
       await op(d.dataDir, 'approvals.approve', { ticket: card.ticket });
       expect((await answer).reply?.isError ?? false).toBe(false);
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    caseTimeoutMs,
+  );
+});
+
+describe('a running action in its Action detail', () => {
+  it(
+    'reads as running with no outcome yet (not unknown) while the remote holds it, then shows its outcome once it answers',
+    async () => {
+      const d = theDrill();
+      const marker = 'held:p1';
+      d.holds.add(marker);
+      const { answer, card } = await cardFor(d, 'held', marker);
+      const { page, problems, context } = await openDetailFromCard(d, card);
+      const detail = detailOf(page);
+      expect(await detail.getByTestId('order-dispatch').textContent()).toBe('never dispatched');
+
+      // Approved, it is dispatched; the remote has it and answers nothing until released.
+      const before = d.log.arrivals.length;
+      await op(d.dataDir, 'approvals.approve', { ticket: card.ticket });
+      await d.log.waitForArrivals(before + 1, 15_000);
+      expect(d.log.markers().at(-1)).toBe(marker);
+      const running = await op(d.dataDir, 'actions.show', { action_id: card.action_id });
+      expect(running.state.dispatch_seq).not.toBeNull();
+      expect(running.state.outcome).toBeNull();
+
+      // The detail's refresh shows it dispatched and not complete, with no outcome and no effect: not "unknown".
+      await detail
+        .getByTestId('order-dispatch')
+        .filter({ hasText: /^DISPATCH_STARTED at seq \d+$/ })
+        .waitFor();
+      expect(await detail.getByTestId('order-completion').textContent()).toBe('not complete');
+      expect(await detail.getByTestId('action-outcome').textContent()).toBe('open (not classified yet)');
+      expect(await detail.getByTestId('action-effect').textContent()).toBe('—');
+      expect(await detail.getByTestId('action-classification').textContent()).not.toMatch(/unknown/i);
+      expect(await detail.getByTestId('action-orders').textContent()).not.toMatch(/unknown/i);
+      await page.screenshot({ path: path.join(screenshots, 'action-detail-running.png'), fullPage: true });
+
+      // The remote answers: the call settles, and the detail's next refresh shows the recorded outcome.
+      expect(d.log.releaseHeld()).toBe(1);
+      expect((await answer).reply?.isError ?? false).toBe(false);
+      const settled = await op(d.dataDir, 'actions.show', { action_id: card.action_id });
+      expect(settled.state.outcome).toBe('committed');
+      await detail
+        .getByTestId('action-outcome')
+        .filter({ hasText: /^committed$/ })
+        .waitFor();
+      expect(await detail.getByTestId('order-completion').textContent()).toMatch(/^committed at seq \d+ \(/);
+      expect(await detail.getByTestId('action-effect').textContent()).not.toBe('—');
+      await page.screenshot({ path: path.join(screenshots, 'action-detail-settled.png'), fullPage: true });
       expect(problems).toEqual([]);
       await context.close();
     },
