@@ -140,11 +140,15 @@ describe('the first run on an empty data directory', () => {
     const reply = await call.reply;
     expect(reply.isError ?? false).toBe(false);
 
-    // The guide's action link opens that action's detail.
+    // The guide's action link opens that action's detail, which names the guide as where it was opened (its back link).
     await page.goto(`${daemon.origin}/#/welcome`);
     await actionLink.click();
     await page.getByTestId('action-detail').waitFor();
-    expect(`#/action/${(await page.getByTestId('action-detail-id').textContent()) ?? ''}`).toBe(actionHref);
+    expect(actionHref).toBe(
+      `#/action/${(await page.getByTestId('action-detail-id').textContent()) ?? ''}?from=welcome`,
+    );
+    const back = page.getByTestId('action-detail').getByRole('link', { name: '← First run' });
+    expect(await back.getAttribute('href')).toBe('#/welcome');
     await page.screenshot({ path: path.join(screenshots, 'first-run-action.png'), fullPage: true });
 
     // Reachable afterwards, all done.

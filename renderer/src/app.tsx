@@ -2,7 +2,7 @@ import { useEffect, useState, useSyncExternalStore, type KeyboardEvent } from 'r
 import type { OperatorSession } from './api/page-session.js';
 import { useAppStore } from './store/app-store.js';
 import { approvalsTally, brokerStopped } from './store/approvals-tally.js';
-import { backOf, tabChoiceHref, type HashRoute } from './store/hash-route.js';
+import { backOf, tabChoiceHref, tabIds, type HashRoute, type TabId } from './store/hash-route.js';
 import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reducer.js';
 import { tabKeyTarget } from './store/tab-keys.js';
 import { ActionDetailView } from './views/action-detail-view.js';
@@ -50,9 +50,9 @@ const tabs = [
   { id: 'vault', label: 'Vault' },
   { id: 'credentials', label: 'Credentials' },
   { id: 'routes', label: 'Routes & hosts' },
-] as const;
+] as const satisfies ReadonlyArray<{ id: TabId; label: string }>;
 // The first-run guide has an address (#/welcome) but no tab: it is offered by its strip while the data directory is fresh.
-type TabId = (typeof tabs)[number]['id'] | 'welcome';
+const guideLabel = 'First run';
 
 /**
  * The tab shown first. Status, for now: the existing first-minute e2e (e2e/operator-ui.e2e.ts)
@@ -94,7 +94,7 @@ function Console() {
           <ActionDetailView
             actionId={route.actionId}
             backHref={backOf(route, tab).href}
-            backLabel={tabs.find((t) => t.id === backOf(route, tab).tab)?.label ?? 'Back'}
+            backLabel={labelOf(backOf(route, tab).tab)}
           />
         )}
         {route.kind !== 'action' && <TabView tab={tab} />}
@@ -103,7 +103,10 @@ function Console() {
   );
 }
 
-/** The tab shown, kept in step with the address: #/<tab> selects a tab; #/action/<id> shows one action over its tab. */
+/**
+ * The tab shown, kept in step with the address: #/<tab> selects a tab; #/action/<id> shows one action over its tab,
+ * the one it was opened from when the address names it (`?from=approvals`: a reload keeps Approvals selected).
+ */
 function useRoutedTab(route: HashRoute): [TabId, (id: TabId) => void] {
   const [tab, setTabState] = useState<TabId>(() => routeTab(route) ?? initialTab);
   useEffect(() => {
@@ -230,7 +233,12 @@ function TabView({ tab }: { tab: TabId }) {
 }
 
 function routeTab(route: HashRoute): TabId | null {
-  if (route.kind !== 'tab') return null;
-  if (route.tab === 'welcome') return 'welcome';
-  return tabs.find((t) => t.id === route.tab)?.id ?? null;
+  const named = route.kind === 'tab' ? route.tab : route.kind === 'action' ? route.from?.tab : undefined;
+  return tabIds.find((id) => id === named) ?? null;
+}
+
+/** A tab's label, as a detail's back link names it (`← Approvals`); the guide, which has no tab, by its heading. */
+function labelOf(id: string): string {
+  if (id === 'welcome') return guideLabel;
+  return tabs.find((t) => t.id === id)?.label ?? 'Back';
 }

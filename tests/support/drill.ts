@@ -22,6 +22,8 @@ export interface Drill {
   log: ArrivalLogServer;
   /** Markers whose request applies its effect and then loses its response (the unknown case). */
   drops: Set<string>;
+  /** Markers whose request arrives and is answered only at `log.releaseHeld()` (an action in flight meanwhile). */
+  holds: Set<string>;
   p1: DrillAgent;
   p2: DrillAgent;
 }
@@ -57,8 +59,9 @@ export async function openDrill(
   const passphraseFile = path.join(scratch, `${name}.pass`);
   writeFileSync(passphraseFile, `${passphrase}\n`, { mode: 0o600 });
   const drops = new Set<string>();
+  const holds = new Set<string>();
   const log = await ArrivalLogServer.start({
-    behave: ({ marker }) => (drops.has(marker) ? 'apply_then_drop' : 'respond'),
+    behave: ({ marker }) => (drops.has(marker) ? 'apply_then_drop' : holds.has(marker) ? 'hold' : 'respond'),
   });
   writeFileSync(
     path.join(dataDir, 'postern.yaml'),
@@ -94,7 +97,7 @@ export async function openDrill(
   );
   for (const s of sessions.sessions.filter((x) => x.status === 'pending'))
     await op(dataDir, 'sessions.approve', { session_id: s.session_id });
-  return { dataDir, daemon, log, drops, p1, p2 };
+  return { dataDir, daemon, log, drops, holds, p1, p2 };
 }
 
 /**

@@ -9,6 +9,8 @@ import {
   parseHashRoute,
   tabChoiceHref,
   tabHref,
+  tabIds,
+  tabOrigin,
   timelineGroupingOf,
   timelineGroupings,
   timelineHref,
@@ -111,6 +113,48 @@ describe('the hash route', () => {
       expect(route).toEqual({ kind: 'action', actionId: 'act_e2e-seed_0001', from: origin });
       expect(backOf(route, 'status')).toEqual({ href, tab: 'activity' });
       expect(tabHref(origin)).toBe(href);
+    });
+
+    it.each(tabIds)('returns from a detail opened on %s to it, reloaded or not', (tab) => {
+      const href = actionHref('act_e2e-seed_0001', tabOrigin(tab));
+      expect(href).toBe(`#/action/act_e2e-seed_0001?from=${tab}`);
+      expect(backOf(parseHashRoute(href), 'status')).toEqual({ href: `#/${tab}`, tab });
+    });
+
+    it.each([
+      ['an unknown tab', 'nonsense'],
+      ['a name-shaped word of the runtime', 'constructor'],
+      ['another page', 'https://evil.example/'],
+      ['a script address', 'javascript:alert(1)'],
+      ['markup', '<img src=x onerror=alert(1)>'],
+      ['markup, escaped', '%3Cscript%3E'],
+      ['a mode Activity does not have', 'activity/nonsense'],
+      ['a mode on a tab without modes', 'approvals/timeline'],
+      ['a path too deep', 'approvals/x/y'],
+      ['nothing', ''],
+    ])('reads an origin of %s (%j) as none: back returns to the tab shown', (_, from) => {
+      const route = parseHashRoute(`#/action/act_1?from=${encodeURIComponent(from)}`);
+      expect(route).toEqual({ kind: 'action', actionId: 'act_1' });
+      expect(backOf(route, 'approvals')).toEqual({ href: '#/approvals', tab: 'approvals' });
+      expect(JSON.stringify(backOf(route, 'approvals'))).not.toContain(from || 'from');
+    });
+
+    it('keeps a known origin and drops a grouping it does not have: the default one', () => {
+      expect(parseHashRoute('#/action/act_1?from=activity/timeline&by=evil')).toEqual({
+        kind: 'action',
+        actionId: 'act_1',
+        from: activityOrigin('timeline'),
+      });
+      expect(parseHashRoute('#/action/act_1?from=approvals&by=session')).toEqual({
+        kind: 'action',
+        actionId: 'act_1',
+        from: tabOrigin('approvals'),
+      });
+      expect(parseHashRoute('#/action/act_1?from=activity/events&by=session')).toEqual({
+        kind: 'action',
+        actionId: 'act_1',
+        from: activityOrigin('events'),
+      });
     });
 
     it('without an origin, returns to the tab shown', () => {

@@ -5,8 +5,8 @@ import type { TimelineGrouping } from './timeline-layout.js';
  * `#/approvals`, `#/activity`, `#/metrics` (any tab by its id; a click on a tab writes it: tabChoiceHref), `#/activity/timeline` (a tab and one of its modes),
  * `#/activity/timeline?by=session` (a mode's option: the timeline's grouping) or
  * `#/action/<action_id>` (one action's detail). A detail opened from a view names it,
- * `#/action/<id>?from=activity/timeline&by=session`, so its back link returns there (reload too).
- * The mode and options are present only when the hash names them.
+ * `#/action/<id>?from=activity/timeline&by=session` or `#/action/<id>?from=approvals`, so its back link returns there
+ * (reload too). The mode and options are present only when the hash names them.
  */
 export type TabRoute = { kind: 'tab'; tab: string; mode?: string; by?: string };
 export type HashRoute = { kind: 'none' } | TabRoute | { kind: 'action'; actionId: string; from?: TabRoute };
@@ -24,7 +24,7 @@ export function parseHashRoute(hash: string): HashRoute {
   if (parts[0] === 'action' && parts.length === 2) {
     const actionId = decodeURIComponent(parts[1] ?? '');
     if (!actionIdPattern.test(actionId)) return { kind: 'none' };
-    const from = tabRouteOf(query.get('from') ?? '', query.get('by'));
+    const from = originOf(query.get('from') ?? '', query.get('by'));
     return from === null ? { kind: 'action', actionId } : { kind: 'action', actionId, from };
   }
   return tabRouteOf(path, query.get('by')) ?? { kind: 'none' };
@@ -41,6 +41,44 @@ function tabRouteOf(path: string, by: string | null): TabRoute | null {
     ...(mode === undefined ? {} : { mode }),
     ...(by !== null && namePattern.test(by) ? { by } : {}),
   };
+}
+
+/**
+ * The tabs an address can name: the tab list's (app.tsx labels them) and the first-run guide's `#/welcome`, which has
+ * no tab of its own.
+ */
+export const tabIds = [
+  'approvals',
+  'sessions',
+  'activity',
+  'metrics',
+  'status',
+  'vault',
+  'credentials',
+  'routes',
+  'welcome',
+] as const;
+export type TabId = (typeof tabIds)[number];
+
+function oneOf<T extends string>(values: readonly T[], value: string | undefined): value is T {
+  return values.some((v) => v === value);
+}
+
+/**
+ * Pure: the view a detail was opened from (`from=` and its `by`), as the console can show it, or null. The address
+ * is the person's to edit (and a link's to forge): only a tab the console has, with a mode that tab has (Activity's)
+ * and a grouping that mode has (the timeline's), is an origin; an unknown tab or mode is none (the back link
+ * returns to the tab shown), an unknown grouping is the default one. Nothing of the raw text reaches the page.
+ */
+function originOf(from: string, by: string | null): TabRoute | null {
+  const route = tabRouteOf(from, null);
+  if (route === null || !oneOf(tabIds, route.tab)) return null;
+  if (route.mode === undefined) return { kind: 'tab', tab: route.tab };
+  if (route.tab !== 'activity' || !oneOf(activityModes, route.mode)) return null;
+  return activityOrigin(
+    route.mode,
+    route.mode === 'timeline' && by !== null && oneOf(timelineGroupings, by) ? by : undefined,
+  );
 }
 
 /** A tab's or a mode's id: lower-case words joined by dashes, bounded. */
@@ -64,6 +102,11 @@ export function tabChoiceHref(route: HashRoute, tab: string): string | null {
 
 function tabPath(route: TabRoute): string {
   return route.mode === undefined ? route.tab : `${route.tab}/${route.mode}`;
+}
+
+/** A tab, as the origin of a detail link (an Approvals card's, the first-run guide's). */
+export function tabOrigin(tab: TabId): TabRoute {
+  return { kind: 'tab', tab };
 }
 
 /** One action's detail; `from` is the view it is opened from, where its back link returns. */

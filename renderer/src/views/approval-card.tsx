@@ -5,7 +5,7 @@ import { brokerStopped } from '../store/approvals-tally.js';
 import { useAppStore } from '../store/app-store.js';
 import { cardStatusLabel, needsDecision, stoppedCardLabel } from '../store/card-groups.js';
 import { countdownUrgentMs, formatCountdown } from '../store/countdown.js';
-import { actionHref } from '../store/hash-route.js';
+import { actionHref, tabOrigin } from '../store/hash-route.js';
 import { dateTime } from '../../../broker/contract/time-words.js';
 import { commandSize, visibleCommand } from '../store/visible-command.js';
 import type { CallResult } from '../store/operator-call.js';
@@ -375,7 +375,7 @@ function CardFacts({ card }: { card: ApprovalCard }) {
       <dt>Action</dt>
       <dd>
         <a
-          href={actionHref(card.action_id)}
+          href={actionHref(card.action_id, tabOrigin('approvals'))}
           title="Open this action's detail: orders, chronology, evidence"
           data-testid={`card-${card.ticket}-detail`}
         >

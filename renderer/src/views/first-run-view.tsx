@@ -9,7 +9,7 @@ import {
   type FirstRunStepId,
   type PassphraseStrength,
 } from '../store/first-run.js';
-import { actionHref } from '../store/hash-route.js';
+import { actionHref, tabOrigin } from '../store/hash-route.js';
 import { AddCredentialForm } from './credentials-view.js';
 import { AddRouteForm } from './add-route-form.js';
 import { AddSshHostForm } from './add-ssh-host-form.js';
@@ -435,7 +435,11 @@ function FirstCallBody() {
             Decide on card #{action.ticket}
           </a>
         )}
-        <a className="button" href={actionHref(action.action_id)} data-testid="first-run-action-link">
+        <a
+          className="button"
+          href={actionHref(action.action_id, tabOrigin('welcome'))}
+          data-testid="first-run-action-link"
+        >
           Open the action {action.action_id}
         </a>
       </div>
