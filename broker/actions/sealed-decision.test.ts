@@ -130,6 +130,7 @@ describe('sealedDecisionFacts: the decision as the plaintext current-state table
     const scripts: Array<[string, Step[]]> = [
       ...actionPathNames.map((name): [string, Step[]] => [`act_${name}`, actionPaths[name](`act_${name}`)]),
       ['act_cardClosedByRestart', cardClosedByRestart('act_cardClosedByRestart')],
+      ['act_cardWaiting', cardWaiting('act_cardWaiting')],
       ['act_cardClosedThenAttested', cardClosedInQuarantineThen('act_cardClosedThenAttested', 'attested')],
       ['act_cardClosedThenReconciled', cardClosedInQuarantineThen('act_cardClosedThenReconciled', 'reconciled')],
     ];
@@ -165,7 +166,7 @@ describe('sealedDecisionFacts: the decision as the plaintext current-state table
         sealed: true,
       });
     }
-    expect([...told].sort()).toEqual(['approved', 'cancelled', 'closed', 'expired', 'rejected']);
+    expect([...told].sort()).toEqual(['approved', 'cancelled', 'closed', 'expired', 'rejected', 'waiting']);
   });
 
   it('after a restart with the vault locked: a card closed then settled tells no code as the closing one; one the restart closed tells its code', async () => {
