@@ -34,7 +34,13 @@ import type {
 import { actionCall, cancelledAfterDispatch, cancelledNote, type CallWatch, waitSource } from './action-call.js';
 import { mcpServerSpec } from './execute-mcp-action.js';
 import type { AgentBackendDeps } from './agent-backend-deps.js';
-import { decisionEventKinds, decisionFacts, sealedDecisionFacts, waitForSettled } from './call-waits.js';
+import {
+  decisionEventKinds,
+  decisionFacts,
+  sealedClosingHeadersMax,
+  sealedDecisionFacts,
+  waitForSettled,
+} from './call-waits.js';
 import { closedForCancel } from './closed-action.js';
 import { credentialRequestCall } from './credential-request-call.js';
 import { actionAnswer, closedSessionRefusal, passesOnceUnlocked, refusal } from './agent-answers.js';
@@ -449,7 +455,12 @@ function recordedDecision(
   } catch (error) {
     const sealed = isCodedError(error) && (error.code === 'AUDIT_KEY_UNAVAILABLE' || error.code === 'VAULT_LOCKED');
     if (!sealed || state === undefined) throw error;
-    return sealedDecisionFacts(state, kinds, deps.journal.getActionTimeline(actionId));
+    return sealedDecisionFacts(
+      state,
+      kinds,
+      deps.journal.getActionTimeline(actionId),
+      deps.journal.classifiedHeaders(actionId, sealedClosingHeadersMax),
+    );
   }
 }
 

@@ -197,16 +197,22 @@ function actorOf(actor: {
 }
 
 /**
- * The decision as the plaintext current-state table tells it, for an action whose events are sealed under an earlier
- * run's key while the vault is locked (or under a run that never had a key): its state (the projection's `decision`; an
- * undecided card — CARD_SHOWN in the plaintext headers — `closed` once an outcome was recorded, else `waiting`), when it
- * was decided (the timeline's column), and for `closed` the recorded code and time. Who decided (but the expiry's
- * fixed actor), a person's reason and the card's expiry are in the sealed events only: null, and `sealed` says so.
+ * The decision as the plaintext record tells it, for an action whose events are sealed under an earlier run's key while
+ * the vault is locked (or under a run that never had a key): its state (the projection's `decision`; an undecided card —
+ * CARD_SHOWN in the plaintext headers — `closed` once an outcome was recorded, else `waiting`), when it was decided (the
+ * timeline's column), and for `closed` the time and code of the outcome that closed the card, as decisionFacts reads
+ * them. That outcome is the action's first classified event (`classified`: the plaintext headers of its first
+ * sealedClosingHeadersMax events of a kind that carries a classification; nothing else can classify an undecided card
+ * before it is closed), so its time is that header's. Its code is the projection's only while no later classification
+ * replaced it (a reconciliation, a person's attestation, a retry's outcome): after one, that code is in the sealed events
+ * only and `closed_code` is left out, never the later code in its place. Who decided (but the expiry's fixed actor), a
+ * person's reason and the card's expiry are in the sealed events only: null, and `sealed` says so.
  */
 export function sealedDecisionFacts(
   state: ActionState,
   kinds: ReadonlySet<EventKind>,
   timeline: ActionTimeline | undefined,
+  classified: ReadonlyArray<Pick<JournalEvent, 'at_ms' | 'kind'>>,
 ): AgentDecision | undefined {
   const sealed = { by: null, reason: null, expires_at_ms: null, sealed: true as const };
   if (state.decision !== null)
@@ -218,11 +224,16 @@ export function sealedDecisionFacts(
     };
   if (!kinds.has('CARD_SHOWN')) return undefined;
   if (!state.recorded || state.outcome === null) return { ...sealed, state: 'waiting', decided_at_ms: null };
+  const closing = classified[0]?.kind === 'OUTCOME_RECORDED' ? classified[0] : undefined;
+  const code = closing !== undefined && classified.length === 1 ? state.code : null;
   return {
     ...sealed,
     state: 'closed',
     decided_at_ms: null,
-    ...(state.code === null ? {} : { closed_code: state.code }),
-    ...(timeline?.settled_at_ms == null ? {} : { closed_at_ms: timeline.settled_at_ms }),
+    ...(code === null ? {} : { closed_code: code }),
+    ...(closing === undefined ? {} : { closed_at_ms: closing.at_ms }),
   };
 }
+
+/** How many classified headers sealedDecisionFacts needs: the closing outcome's, and whether any came after it. */
+export const sealedClosingHeadersMax = 2;

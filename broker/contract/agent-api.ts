@@ -365,9 +365,12 @@ export const agentDecisionSchema = z.object({
   /** state closed: when that outcome was recorded. */
   closed_at_ms: z.number().int().nonnegative().optional(),
   /**
-   * The decision's events are sealed (an earlier run's, read before a person unlocks the vault): `state`,
-   * `decided_at_ms` and a closed card's `closed_code` / `closed_at_ms` come from the plaintext current-state table;
-   * `by`, `reason` and `expires_at_ms` are null because only the sealed events hold them (read again after the unlock).
+   * The decision's events are sealed (an earlier run's read before a person unlocks the vault, or a run that never had
+   * a key): `state` and `decided_at_ms` come from the plaintext current-state table, a closed card's `closed_at_ms` from
+   * its closing outcome's plaintext event header and its `closed_code` from the table while no later classification
+   * replaced it (else left out: that code is sealed too); `by`, `reason` and `expires_at_ms` are null because only the
+   * sealed events hold them. While the vault is locked, an earlier run's events open after the unlock (read again then);
+   * a run that never had a key stays sealed: no unlock opens it.
    */
   sealed: z.literal(true).optional(),
 });

@@ -1,5 +1,10 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { ActionState, EventKind, SessionState } from '../contract/index.js';
+import {
+  kindsRequiringClassification,
+  type ActionState,
+  type EventKind,
+  type SessionState,
+} from '../contract/index.js';
 import {
   actionCountsOf,
   restingActionCountsOf,
@@ -73,6 +78,9 @@ export interface EventRow {
 
 /** An event's plaintext header columns, as a credential request's fold reads them. */
 type SubjectHeaderRow = Pick<EventRow, 'seq' | 'at_ms' | 'kind' | 'action_id' | 'session_id'>;
+
+/** The kinds that must carry a classification (contract kindsRequiringClassification), as an SQL list. */
+const classifiedKindsSql = [...kindsRequiringClassification].map((kind) => `'${kind}'`).join(', ');
 
 function headerOf(row: SubjectHeaderRow): CredentialRequestEventHeader {
   // The kind column holds only kinds the contract named when the row was written (validateNewEvent).
@@ -163,6 +171,7 @@ export class JournalStore implements AuditStore {
     readSubjectEvents: () => Statement<[string, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
     readSubjectKinds: () => Statement<[string], { kind: string }>;
+    readClassifiedHeaders: () => Statement<[string, number], SubjectHeaderRow>;
     readCredentialRequestHeaders: () => Statement<[number], SubjectHeaderRow>;
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
@@ -254,6 +263,11 @@ export class JournalStore implements AuditStore {
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       readSubjectKinds: lazy(db, `SELECT DISTINCT kind FROM events WHERE action_id = ?`),
+      readClassifiedHeaders: lazy(
+        db,
+        `SELECT seq, at_ms, kind, action_id, session_id FROM events
+        WHERE action_id = ? AND kind IN (${classifiedKindsSql}) ORDER BY seq LIMIT ?`,
+      ),
       // A credential request has a few events (asked, answered): its whole header list is small.
       readSubjectHeaders: lazy(
         db,
@@ -453,6 +467,11 @@ export class JournalStore implements AuditStore {
         .all(subjectId)
         .map((row) => row.kind as EventKind),
     );
+  }
+
+  /** The plaintext headers of a subject's first `limit` events of a kind that carries a classification, in append order. */
+  readClassifiedHeaders(subjectId: string, limit: number): CredentialRequestEventHeader[] {
+    return this.sql.readClassifiedHeaders().all(subjectId, limit).map(headerOf);
   }
 
   /** One subject's plaintext event headers in append order (a credential request's state folds from these). */

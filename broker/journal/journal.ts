@@ -705,13 +705,22 @@ export class Journal {
     });
   }
 
-  /** Events of one action (or session) in append order, bounded. */
   /** Which kinds of event a subject has, all of them, read from the plaintext headers (no event is opened). */
   subjectKinds(subjectId: string): ReadonlySet<EventKind> {
     this.requireCurrent();
     return this.store.readSubjectKinds(subjectId);
   }
 
+  /**
+   * The plaintext headers (seq, wall time, kind) of a subject's first `limit` events of a kind that carries a
+   * classification (kindsRequiringClassification), in append order: no event is opened.
+   */
+  classifiedHeaders(subjectId: string, limit: number): ReadonlyArray<Pick<JournalEvent, 'seq' | 'at_ms' | 'kind'>> {
+    this.requireCurrent();
+    return this.store.readClassifiedHeaders(subjectId, Math.min(Math.max(1, limit), eventsPageMax));
+  }
+
+  /** Events of one action (or session) in append order, bounded. */
   subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
     this.requireCurrent();
     return this.store
