@@ -20,7 +20,8 @@ import { foldMetrics } from '../broker/core/index.js';
 import { Journal } from '../broker/journal/journal.js';
 import { sessionStartedEvent } from '../broker/testing/session-events.js';
 import { JournalStore } from '../broker/journal/journal-store.js';
-import { buildStatusCounters } from '../broker/journal/migrations/011-status-counters.js';
+import { buildActionCounters } from '../broker/journal/migrations/011-status-counters.js';
+import { buildOutcomeMinutes } from '../broker/journal/migrations/022-rate-counts-settled.js';
 import { buildSessionCounters } from '../broker/journal/migrations/017-session-counters.js';
 import { scanActionCounts, scanOutcomeCounts } from '../broker/journal/read-snapshot.js';
 import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
@@ -87,7 +88,8 @@ async function buildJournal(dir: string, size: number): Promise<string> {
       FROM i JOIN t ON t.k = i.n % ${templates}`,
     ).run(size, base, base);
     // The copies' state JSON keeps its template's session_id; sessions.list reads only the column and the counters.
-    buildStatusCounters(db);
+    buildActionCounters(db);
+    buildOutcomeMinutes(db);
     buildSessionCounters(db);
     db.exec('COMMIT');
     db.pragma('wal_checkpoint(TRUNCATE)');

@@ -11,7 +11,7 @@ import { runPostern } from './support/postern-process.js';
 
 /**
  * A real daemon running an agent's `ssh_exec sleep 30` on a real OpenSSH sshd, as a person sees it from the operator
- * CLI: `status` and `metrics` count the running command as in flight / open, never as an unknown outcome (the unknown
+ * CLI: `status` and `metrics` (its counts and its per-minute rate) count the running command as in flight / open, never as an unknown outcome (the unknown
  * is the one command that settled so); `actions list` shows its furthest stage while it runs (`--json`: outcome null,
  * not the dispatch's provisional unknown; `actions show` says the same), and `--outcome unknown`
  * lists only the settled one (`--open` the running one); and a SIGTERM whose
@@ -143,10 +143,16 @@ describe('an ssh_exec still running on a real sshd, seen by the operator CLI and
       open: number;
       by_phase_outcome: Array<{ phase: string; outcome: string; count: number }>;
       by_code: Array<{ code: string; count: number }>;
+      rate: { by_outcome: Array<{ outcome: string; counts: number[] }> };
     };
     expect(metrics).toMatchObject({ total: 2, open: 1 });
     expect(metrics.by_phase_outcome).toEqual([{ phase: 'remote_execution', outcome: 'unknown', count: 1 }]);
     expect(metrics.by_code).toEqual([{ code: 'OPERATION_TIMEOUT', count: 1 }]);
+    // The rate likewise: its per-minute unknown counts hold the settled one only, never the running command.
+    const rateTotals = Object.fromEntries(
+      metrics.rate.by_outcome.map(({ outcome, counts }) => [outcome, counts.reduce((a, b) => a + b, 0)]),
+    );
+    expect(rateTotals).toEqual({ unknown: 1 });
     expect((await cli(['metrics'])).stdout).toContain('2 actions, 1 open');
 
     // actions list: the running line names its stage, not the dispatch's provisional unknown.

@@ -7,6 +7,8 @@ import {
   agentToolReplySchema,
   CodedError,
   isCodedError,
+  listRoutesEntriesMax,
+  listRoutesRulesMax,
   TransitionRefused,
   type ActionState,
   type Actor,
@@ -375,8 +377,14 @@ async function answerCall(
     case 'fetch_result':
     case 'cancel_action':
       return withDecision(deps, await readCall(deps, sessionId, tool, args, signal));
-    case 'list_routes':
-      return listRoutes(deps.config);
+    case 'list_routes': {
+      const parsed = agentToolInputSchemas.list_routes.safeParse(args, agentParse);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        return readRefusal(refusal('INVALID_ARGUMENT', issueMessage(issue), 'after_correction', issueField(issue)));
+      }
+      return listRoutes(deps.config, parsed.data.offset ?? 0);
+    }
     case 'request_credential':
       return credentialRequestCall(deps, sessionId, args, signal);
   }
@@ -635,8 +643,41 @@ function ownAction(journal: Journal, sessionId: string, actionId: string): Actio
   return state?.session_id === sessionId ? state : undefined;
 }
 
-function listRoutes(config: PosternConfig): ToolAnswer {
+/**
+ * One page of list_routes from `offset`: entries (routes, then SSH host entries, in config order) while the page holds
+ * fewer than listRoutesEntriesMax and their rules stay within listRoutesRulesMax — at least one entry when any is
+ * left, never part of one — and `more` with how many follow and the offset that lists them.
+ */
+function listRoutes(config: PosternConfig, offset: number): ToolAnswer {
+  const all = listedRoutes(config);
+  const entries = [...all.routes, ...all.ssh_hosts];
+  let end = offset;
+  let rules = 0;
+  while (end < entries.length && end - offset < listRoutesEntriesMax) {
+    const entry = entries[end];
+    const n = entry === undefined ? 0 : 'rules' in entry ? entry.rules.length : entry.commands.length;
+    if (end > offset && rules + n > listRoutesRulesMax) break;
+    rules += n;
+    end += 1;
+  }
+  const routesEnd = all.routes.length;
   const structured: AgentRouteList = {
+    ...(offset > 0 ? { offset } : {}),
+    routes: all.routes.slice(Math.min(offset, routesEnd), Math.min(end, routesEnd)),
+    ssh_hosts: all.ssh_hosts.slice(Math.max(offset - routesEnd, 0), Math.max(end - routesEnd, 0)),
+    ...(end < entries.length ? { more: { not_shown: entries.length - end, next_offset: end } } : {}),
+  };
+  const more = structured.more === undefined ? '' : `; ${structured.more.not_shown} more not shown`;
+  return {
+    isError: false,
+    structured,
+    text: `${structured.routes.length} route(s), ${structured.ssh_hosts.length} SSH host entr${structured.ssh_hosts.length === 1 ? 'y' : 'ies'}${more}`,
+  };
+}
+
+/** Every route and SSH host entry as list_routes describes it, in config order. */
+function listedRoutes(config: PosternConfig): Pick<AgentRouteList, 'routes' | 'ssh_hosts'> {
+  return {
     routes: [...config.routes.values()].map((r) => ({
       name: r.name,
       methods: [...r.methods],
@@ -655,11 +696,6 @@ function listRoutes(config: PosternConfig): ToolAnswer {
         wildcard: rule.rules_may_loosen === true ? ('loose' as const) : ('strict' as const),
       })),
     })),
-  };
-  return {
-    isError: false,
-    structured,
-    text: `${structured.routes.length} route(s), ${structured.ssh_hosts.length} SSH host entr${structured.ssh_hosts.length === 1 ? 'y' : 'ies'}`,
   };
 }
 

@@ -124,11 +124,17 @@ function outputLine(o: NonNullable<EnvelopeReply['output']>): string {
 /**
  * `routes:` and `ssh hosts:` with each entry's approval, then one line per route or host that has rules: the rules in
  * the order they are tried, each with its approval (a command as JSON text, so a `;` or `,` in it reads as its own).
+ * A page after the first says where it starts; one with entries after it ends with how many are not shown and the
+ * offset that lists them.
  */
 function routeLines(list: AgentRouteList): string[] {
   const routes = list.routes.map((r) => `${r.name} (${r.methods.join(', ')}; approval ${r.approval})`);
   const hosts = list.ssh_hosts.map((h) => `${h.name} (approval ${h.approval})`);
+  const { more } = list;
   return [
+    ...(list.offset === undefined
+      ? []
+      : [`from entry ${list.offset} (routes first, then SSH host entries; offset 0 is the first page)`]),
     `routes: ${routes.length === 0 ? 'none' : routes.join('; ')}`,
     `ssh hosts: ${hosts.length === 0 ? 'none' : hosts.join('; ')}`,
     ...list.routes
@@ -143,6 +149,11 @@ function routeLines(list: AgentRouteList): string[] {
         (h) =>
           `ssh host ${h.name} commands, first match wins, else approval ${h.approval}: ${h.commands.map((c) => `${JSON.stringify(c.command)} → ${c.approval}${c.wildcard === 'loose' ? ' (loose *)' : ''}`).join('; ')}`,
       ),
+    ...(more === undefined
+      ? []
+      : [
+          `… ${more.not_shown} more routes and SSH host entries not shown: call list_routes with offset ${more.next_offset}`,
+        ]),
   ];
 }
 
@@ -166,15 +177,23 @@ export async function withTargetNames(answer: ToolAnswer, listTargets: () => Pro
   const kind = error.field === 'route' ? 'routes' : error.field === 'host' ? 'ssh_hosts' : undefined;
   if (kind === undefined) return answer;
   let names: string[];
+  let partial: boolean;
   try {
     const listed = (await listTargets()).structured;
     if (!('routes' in listed)) return answer;
     names = listed[kind].map((entry) => entry.name);
+    // list_routes' first page: more entries follow it, so the names are not all (never "none" when some may be).
+    partial = listed.more !== undefined;
   } catch {
     return answer;
   }
   const label = kind === 'routes' ? 'configured routes' : 'configured SSH host entries';
-  let message = `${error.message}; ${label}: ${names.length === 0 ? 'none' : names.join(', ')}`;
+  const listedNames = partial
+    ? `${names.map((name) => `${name}, `).join('')}… (list_routes has them all)`
+    : names.length === 0
+      ? 'none'
+      : names.join(', ');
+  let message = `${error.message}; ${label}: ${listedNames}`;
   if (message.length > errorMessageCharsMax)
     message = `${message.slice(0, errorMessageCharsMax - 30)}… (list_routes has them all)`;
   return { ...answer, structured: { ...structured, error: { ...error, message } } as AgentToolReply };

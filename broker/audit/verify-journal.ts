@@ -45,7 +45,9 @@ export const auditSchemaVersion = 4;
 // current-state actions table only.
 // 21 rebuilds actions_list_by_outcome partial on settled rows (actions list --outcome means settled with it): an index
 // of the current-state actions table only.
-export const auditSchemaVersionMax = 21;
+// 22 rebuilds the rate's outcome_minutes with in_flight (a running action is counted once settled): current state
+// only.
+export const auditSchemaVersionMax = 22;
 /** Hostile-input bounds per cell (the journal writes far less). */
 const ciphertextBytesMax = 1024 * 1024;
 const textCellCharsMax = 4096;

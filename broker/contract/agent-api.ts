@@ -136,6 +136,16 @@ export const credentialRequestInputSchema = z
   });
 export type CredentialRequestInput = z.infer<typeof credentialRequestInputSchema>;
 
+/**
+ * list_routes' page: at most this many entries (routes, then SSH host entries, in config order), and at most
+ * listRoutesRulesMax rules and command rules over them, so no config makes one unbounded answer. An entry is never
+ * split (the config allows at most 256 rules an entry), and a page holds at least one entry when any is left.
+ */
+export const listRoutesEntriesMax = 100;
+export const listRoutesRulesMax = 512;
+/** The config's bounds (1024 routes, 1024 SSH host entries): an offset past them names no entry. */
+const listRoutesOffsetMax = 2048;
+
 export const agentToolInputSchemas = {
   http_request: z.strictObject({
     route: z.string().min(1).max(64).describe('A configured route name (list_routes).'),
@@ -181,7 +191,17 @@ export const agentToolInputSchemas = {
   }),
   fetch_result: z.strictObject({ action_id: actionId }),
   cancel_action: z.strictObject({ action_id: actionId }),
-  list_routes: z.strictObject({}),
+  list_routes: z.strictObject({
+    offset: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(listRoutesOffsetMax)
+      .optional()
+      .describe(
+        "Entries to skip (routes first, then SSH host entries, in config order): the next_offset of the previous answer's `more`. Absent or 0: from the first.",
+      ),
+  }),
   request_credential: credentialRequestInputSchema,
 } as const satisfies { [K in AgentToolName]: z.ZodType };
 export type AgentToolInput<K extends AgentToolName> = z.infer<(typeof agentToolInputSchemas)[K]>;
@@ -199,7 +219,7 @@ export const agentToolDescriptions: Readonly<Record<AgentToolName, string>> = {
   cancel_action:
     'Cancel an earlier action. Before dispatch nothing is sent; after dispatch the effect stays as recorded. An action already closed is not changed (ACTION_CLOSED).',
   list_routes:
-    'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials).',
+    'The routes and SSH host entries this broker offers (names, methods, approval modes; never credentials), a page at a time: when `more` is present, call again with offset = more.next_offset for the rest.',
   request_credential:
     'Ask a person to provision a credential you lack (for a route or host). The person pastes it into the vault; you get the credential name, never the value. Answers provisioned, declined, expired, or pending (call again with request_id).',
 };
@@ -415,9 +435,12 @@ export type CredentialRequestReply = z.infer<typeof credentialRequestReplySchema
  * digits and `_ - . / : , @ + =` that never begins a word with `-`, `+` (an option) or `=` (zsh's command path), never
  * supplies the `=` of a `NAME=value` word before the command word (an environment variable of the command) nor takes
  * a `..` path segment; `loose` (rules_may_loosen: true on the rule), those and `..` too. Never a host, address, user,
- * key or credential.
+ * key or credential. One page (listRoutesEntriesMax, listRoutesRulesMax): `more` says how many entries are not shown
+ * and the offset that lists them.
  */
 export const agentRouteListSchema = z.object({
+  /** This page's first entry (routes first, then SSH host entries, in config order), when the call gave an offset > 0. */
+  offset: z.number().int().positive().optional(),
   routes: z.array(
     z.object({
       name: z.string(),
@@ -437,6 +460,8 @@ export const agentRouteListSchema = z.object({
       ),
     }),
   ),
+  /** Present when entries follow this page: how many, and the offset that lists them (list_routes' page bounds). */
+  more: z.object({ not_shown: z.number().int().positive(), next_offset: z.number().int().positive() }).optional(),
 });
 export type AgentRouteList = z.infer<typeof agentRouteListSchema>;
 

@@ -20,7 +20,11 @@ export interface CounterKey {
 /** What one action contributes: its key, and the minute it last changed once it is classified. */
 export interface CountedAction {
   readonly key: CounterKey;
-  /** updated_at_ms / 60 000 (SQLite's integer division), null while the outcome is null. */
+  /**
+   * updated_at_ms / 60 000 (SQLite's integer division), null while the outcome is null. A dispatched action holds
+   * outcome unknown provisionally until it settles: its minute row carries the key's in_flight (schema 22), which the
+   * rate never counts as an outcome; it moves the rate's hour only.
+   */
   readonly minute: number | null;
 }
 
@@ -41,7 +45,7 @@ export interface CounterDelta {
   readonly minutes: readonly MinuteChange[];
 }
 
-/** A stored counter row (its in_flight is ignored by the rate). */
+/** A stored counter row. */
 export interface CounterRow extends CounterKey {
   readonly n: number;
 }
@@ -80,7 +84,8 @@ export function countedAction(state: CountedFields): CountedAction {
 
 /**
  * The counter writes for one action row going from `before` (undefined: no row yet) to `after`.
- * The rate's minute counts only classified actions; a key already counted the same way is left alone.
+ * The rate's minute counts only classified actions, by their whole key (in_flight too: settling moves an action from
+ * its in-flight minute row to a counted one); a key already counted the same way is left alone.
  */
 export function counterDelta(before: CountedAction | undefined, after: CountedAction): CounterDelta {
   const counts: CounterChange[] = [];
@@ -90,7 +95,7 @@ export function counterDelta(before: CountedAction | undefined, after: CountedAc
     if (before !== undefined) counts.push({ key: before.key, n: -1 });
     counts.push({ key: after.key, n: 1 });
   }
-  const sameMinute = before !== undefined && before.minute === after.minute && sameRateKey(before.key, after.key);
+  const sameMinute = before !== undefined && before.minute === after.minute && sameCounterKey(before.key, after.key);
   if (!sameMinute) {
     if (before?.minute !== undefined && before.minute !== null)
       minutes.push({ minute: before.minute, key: before.key, n: -1 });
@@ -144,7 +149,9 @@ export function restingActionCountsOf(counters: readonly CounterRow[]): RestingA
 /**
  * The rows foldMetrics reads, as the scan over the actions table grouped them: per rate key, one row
  * per minute within the hour up to the newest classified minute, and one (minute null) for the rest.
- * `minutes` may hold older minutes not yet pruned; they count with the rest.
+ * `minutes` may hold older minutes not yet pruned; they count with the rest. A minute row of actions in flight
+ * (dispatched, not settled: their row says unknown provisionally) moves the hour's end, as their dispatch is the
+ * newest change, but is never a rate row: those actions come out open (in_flight: 1), in no minute, until they settle.
  */
 export function outcomeRowsOf(counters: readonly CounterRow[], minutes: readonly MinuteRow[]): OutcomeCountRow[] {
   const totals = new Map<string, { key: CounterKey; n: number }>();
@@ -165,13 +172,12 @@ export function outcomeRowsOf(counters: readonly CounterRow[], minutes: readonly
   for (const row of minutes) if (row.n > 0) newest = Math.max(newest ?? row.minute, row.minute);
   const rows: OutcomeCountRow[] = [];
   for (const row of minutes) {
-    if (newest === null || row.n <= 0 || row.minute <= newest - rateBuckets) continue;
+    if (newest === null || row.n <= 0 || row.minute <= newest - rateBuckets || row.in_flight === 1) continue;
     const group = totals.get(rateKeyId(row));
     if (group !== undefined) group.n -= row.n;
     rows.push(outcomeRow(row, row.minute, row.n));
   }
-  // The in-flight ones come out as rows of their own; the rest row of their key gives them back (it may go below zero
-  // when they sit in a minute row: the minute rows do not tell in flight apart, so the rate still counts them there).
+  // The in-flight ones come out as rows of their own, never in a minute; the rest row of their key gives them back.
   for (const [id, { key, n }] of totals) {
     const rest = n - (inFlight.get(id)?.n ?? 0);
     if (rest !== 0) rows.push(outcomeRow(key, null, rest));
@@ -199,12 +205,13 @@ function sameCounterKey(a: CounterKey, b: CounterKey): boolean {
   return sameRateKey(a, b) && a.in_flight === b.in_flight;
 }
 
-/** One string per action_counters row (the rate key and in_flight), to sum a transaction's changes by row. */
+/** One string per action_counters row (the rate key and in_flight), to sum a transaction's changes by row (an
+ * outcome_minutes row is this and its minute). */
 export function counterKeyId(key: CounterKey): string {
   return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched, key.in_flight]);
 }
 
-/** A rate (outcome_minutes) key: the counter key without in_flight, which the minute rows do not carry. */
+/** A rate key: the counter key without in_flight, which a key's in-flight and settled actions share. */
 export function rateKeyId(key: CounterKey): string {
   return JSON.stringify([key.phase, key.outcome, key.code, key.decision, key.dispatched]);
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { verifyJournal, type VerifyReport } from '../audit/verify-journal.js';
 import {
   CodedError,
+  configPendingSchema,
   configSubjectId,
   isCodedError,
   type AuditVerifyResult,
@@ -206,7 +207,7 @@ export function createOperatorVault(deps: OperatorVaultDeps): Pick<OperatorBroke
       logger.info({ op: input.op }, 'configuration file edited (operator); in force now');
       return { ...edited, applies: 'now' as const, restart_needed_for: applied.restart_needed_for };
     },
-    'config.pending': () => requireIntegrity(deps).pending(),
+    'config.pending': () => pendingAsContracted(requireIntegrity(deps).pending(), logger),
     'config.accept': async (input, actor) => {
       const { applied, ...accepted } = requireIntegrity(deps).accept(input.digest, actor);
       await recordApplied(applied);
@@ -404,4 +405,20 @@ export function showConfig(
     credential_missing: !held.has(host.credential),
   }));
   return { file: config.file ?? null, routes, ssh_hosts: sshHosts };
+}
+
+/**
+ * config.pending's answer as its contract says it, parsed on the way out whatever surface asks (control socket, web,
+ * desktop): a field the schema does not name is stripped at every level, so one a later change dropped from the
+ * contract never reaches a client; an answer that does not fit it (a bug) is not sent, INTERNAL, and logged by the
+ * path and kind of each issue only (never a value: the card carries the file's text).
+ */
+function pendingAsContracted(pending: unknown, logger: Logger): BrokerApi['config.pending']['output'] {
+  const parsed = configPendingSchema.safeParse(pending);
+  if (parsed.success) return parsed.data;
+  logger.error(
+    { issues: parsed.error.issues.slice(0, 5).map((i) => ({ path: i.path.map(String).join('.'), code: i.code })) },
+    'config.pending: the answer does not fit its contract; not sent',
+  );
+  throw new CodedError('INTERNAL', 'The broker failed to answer config.pending; see its log.');
 }

@@ -12,7 +12,6 @@ import {
   countedAction,
   counterDelta,
   counterKeyId,
-  rateKeyId,
   outcomeRowsOf,
   rateBuckets,
   sessionCountDelta,
@@ -32,7 +31,7 @@ import { upgradeActionState, upgradeSessionState } from './upgrade-stored-state.
 
 /**
  * A transaction's counter changes, summed by row: action_counters by counterKeyId, the rate's outcome_minutes by minute
- * and rate key, session_counters by session id. JournalStore.writeState sums, writeCounts writes (newCounterTally makes
+ * and counter key (in_flight included, schema 22), session_counters by session id. JournalStore.writeState sums, writeCounts writes (newCounterTally makes
  * an empty one).
  */
 export interface CounterTally {
@@ -138,8 +137,8 @@ export class JournalStore implements AuditStore {
     readCounters: () => Statement<[], CounterRow>;
     readMinutes: () => Statement<[], MinuteRow>;
     bumpCounter: () => Statement<[CounterKey & { n: number }]>;
-    bumpMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>;
-    dropMinute: () => Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>;
+    bumpMinute: () => Statement<[CounterKey & { minute: number; n: number }]>;
+    dropMinute: () => Statement<[CounterKey & { minute: number; n: number }]>;
     pruneMinutes: () => Statement<[number]>;
     bumpSession: () => Statement<[{ session_id: string; calls: number; pending: number }]>;
     listCountedSessions: () => Statement<[number], { state: string; calls: number; pending: number }>;
@@ -513,8 +512,8 @@ export class JournalStore implements AuditStore {
     let newest: number | undefined;
     for (const { minute, key, n } of tally.minutes.values()) {
       if (n === 0) continue;
-      const { phase, outcome, code, decision, dispatched } = key;
-      const row = { minute, phase, outcome, code, decision, dispatched, n: Math.abs(n) };
+      const { phase, outcome, code, decision, dispatched, in_flight } = key;
+      const row = { minute, phase, outcome, code, decision, dispatched, in_flight, n: Math.abs(n) };
       // A decrement never inserts: the action's old minute may already be pruned.
       if (n < 0) this.sql.dropMinute().run(row);
       else {
@@ -558,7 +557,7 @@ export class JournalStore implements AuditStore {
       else summed.n += n;
     }
     for (const { minute, key, n } of delta.minutes) {
-      const id = `${minute} ${rateKeyId(key)}`;
+      const id = `${minute} ${counterKeyId(key)}`;
       const summed = tally.minutes.get(id);
       if (summed === undefined) tally.minutes.set(id, { minute, key, n });
       else summed.n += n;
@@ -655,7 +654,7 @@ interface CountedRowColumns {
 const counterKeyColumns = `nullif(phase, '') AS phase, nullif(outcome, '') AS outcome, nullif(code, '') AS code,
   nullif(decision, '') AS decision, dispatched`;
 const minuteKeyValues = `@minute, coalesce(@phase, ''), @outcome, coalesce(@code, ''), coalesce(@decision, ''),
-  @dispatched`;
+  @dispatched, @in_flight`;
 
 /**
  * The status counters of migration 011 ('' stands for null in their keys). A counter row at 0 stays (the keys are a
@@ -670,7 +669,7 @@ function counterStatements(db: Database) {
     readMinutes: lazy<Statement<[], MinuteRow>>(
       db,
       `
-      SELECT minute, ${counterKeyColumns}, 0 AS in_flight, n FROM outcome_minutes
+      SELECT minute, ${counterKeyColumns}, in_flight, n FROM outcome_minutes
       WHERE n > 0 AND minute > (SELECT max(minute) FROM outcome_minutes WHERE n > 0) - ${rateBuckets}`,
     ),
     bumpCounter: lazy<Statement<[CounterKey & { n: number }]>>(
@@ -681,17 +680,18 @@ function counterStatements(db: Database) {
         @dispatched, @in_flight, @n)
       ON CONFLICT (phase, outcome, code, decision, dispatched, in_flight) DO UPDATE SET n = n + excluded.n`,
     ),
-    bumpMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>>(
+    bumpMinute: lazy<Statement<[CounterKey & { minute: number; n: number }]>>(
       db,
       `
-      INSERT INTO outcome_minutes (minute, phase, outcome, code, decision, dispatched, n) VALUES (${minuteKeyValues}, @n)
-      ON CONFLICT (minute, phase, outcome, code, decision, dispatched) DO UPDATE SET n = n + excluded.n`,
+      INSERT INTO outcome_minutes (minute, phase, outcome, code, decision, dispatched, in_flight, n)
+      VALUES (${minuteKeyValues}, @n)
+      ON CONFLICT (minute, phase, outcome, code, decision, dispatched, in_flight) DO UPDATE SET n = n + excluded.n`,
     ),
-    dropMinute: lazy<Statement<[Omit<CounterKey, 'in_flight'> & { minute: number; n: number }]>>(
+    dropMinute: lazy<Statement<[CounterKey & { minute: number; n: number }]>>(
       db,
       `
       UPDATE outcome_minutes SET n = max(n - @n, 0)
-      WHERE (minute, phase, outcome, code, decision, dispatched) = (${minuteKeyValues}) AND n > 0`,
+      WHERE (minute, phase, outcome, code, decision, dispatched, in_flight) = (${minuteKeyValues}) AND n > 0`,
     ),
     pruneMinutes: lazy<Statement<[number]>>(db, `DELETE FROM outcome_minutes WHERE minute <= ?`),
     // Migration 017's session counters: one row per session id an action names, moved like action_counters.

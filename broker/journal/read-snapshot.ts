@@ -118,7 +118,8 @@ export function scanRestingActionCounts(db: Database): RestingActionCounts {
  * The metrics' former GROUP BY over the actions table, for tests and the benchmark only: decision and dispatched tell
  * a closing decision from a failed phase; minute buckets the last hour up to the newest classified action (event time).
  * Shaped as the counters give it (outcomeRowsOf): per key its minutes, one row for the rest, and the ones dispatched
- * and not settled (in_flight: 1, open) apart — the rest row gives them back, below zero when they sit in a minute.
+ * and not settled (in_flight: 1, open) apart, in no minute: a running action's row says unknown provisionally, and the
+ * rate counts it only once it settles (schema 22); its dispatch still moves the hour's end.
  */
 export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
   const rows = db
@@ -131,9 +132,9 @@ export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
           recorded = 0 AND dispatch_seq IS NOT NULL AND outcome IS NOT NULL AS running
         FROM actions)
       SELECT phase, outcome, code, decision, dispatched, minute, count(*) AS n, 0 AS in_flight
-        FROM grouped WHERE minute IS NOT NULL GROUP BY phase, outcome, code, decision, dispatched, minute
+        FROM grouped WHERE minute IS NOT NULL AND NOT running GROUP BY phase, outcome, code, decision, dispatched, minute
       UNION ALL
-      SELECT phase, outcome, code, decision, dispatched, NULL, sum(minute IS NULL) - sum(running) AS n, 0
+      SELECT phase, outcome, code, decision, dispatched, NULL, sum(minute IS NULL AND NOT running) AS n, 0
         FROM grouped GROUP BY phase, outcome, code, decision, dispatched HAVING n <> 0
       UNION ALL
       SELECT phase, outcome, code, decision, dispatched, NULL, count(*), 1

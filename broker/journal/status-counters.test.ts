@@ -171,3 +171,63 @@ describe('when postern status reads a journal no broker is running', () => {
     expect(scanRestingActionCounts(reader(t.path))).toEqual(actions);
   });
 });
+
+describe('when a dispatched action is still running (its row says unknown provisionally)', () => {
+  /** Each outcome's per-minute counts of the rate, summed, and where its nonzero minutes are (offset from until_ms). */
+  function rateOf(journal: Journal): Record<string, { total: number; minutes: number[] }> {
+    const { rate } = foldMetrics(journal.outcomeCounts());
+    const out: Record<string, { total: number; minutes: number[] }> = {};
+    for (const { outcome, counts } of rate.by_outcome) {
+      const minutes = counts.flatMap((n, i) => (n === 0 ? [] : [(rate.until_ms ?? 0) / minuteMs - counts.length + i]));
+      out[outcome] = { total: counts.reduce((a, b) => a + b, 0), minutes };
+    }
+    return out;
+  }
+
+  it('the rate leaves it out until it settles, then counts it under its outcome in the minute it settled; a real unknown counts unknown', async () => {
+    const t = await tempJournal();
+    const scan = reader(t.path);
+    const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
+    // One that really ends unknown (the caller cancelled after the request left), in the same minute.
+    await t.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_really_unknown'));
+    const running = 'act_running_for_minutes';
+    const script = actionPaths.httpNoApproval(running);
+    const sentAt = script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1;
+    await t.journal.appendBatch(script.slice(0, sentAt));
+    expect(t.journal.getAction(running)).toMatchObject({ outcome: 'unknown', recorded: false });
+
+    // While it runs: open, and in no minute of the rate — only the real unknown is counted unknown.
+    expect(foldMetrics(t.journal.outcomeCounts())).toMatchObject({ open: 1, total: 2 });
+    expect(rateOf(t.journal)).toEqual({ unknown: { total: 1, minutes: [dispatchMinute] } });
+    expectCountersEqualScan(t.journal, scan);
+
+    // Three minutes later it settles committed: counted there, under committed, and never under unknown.
+    t.clock.advance(3 * minuteMs);
+    await t.journal.appendBatch(script.slice(sentAt));
+    expect(t.journal.getAction(running)).toMatchObject({ outcome: 'committed', recorded: true });
+    expect(foldMetrics(t.journal.outcomeCounts())).toMatchObject({ open: 0, total: 2 });
+    expect(rateOf(t.journal)).toEqual({
+      committed: { total: 1, minutes: [dispatchMinute + 3] },
+      unknown: { total: 1, minutes: [dispatchMinute] },
+    });
+    expectCountersEqualScan(t.journal, scan);
+  });
+
+  it('one a stopped broker left dispatched is counted once, in the minute the next start records it unknown', async () => {
+    const t = await tempJournal();
+    const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
+    const script = actionPaths.httpNoApproval('act_cut_while_running');
+    await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    expect(rateOf(t.journal)).toEqual({});
+    await t.journal.close();
+    t.clock.advance(5 * minuteMs);
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      expect(reopened.getAction('act_cut_while_running')).toMatchObject({ outcome: 'unknown', recorded: true });
+      expect(rateOf(reopened)).toEqual({ unknown: { total: 1, minutes: [dispatchMinute + 5] } });
+      expectCountersEqualScan(reopened, reader(t.path));
+    } finally {
+      await reopened.close();
+    }
+  });
+});

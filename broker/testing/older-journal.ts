@@ -22,3 +22,26 @@ export function dropIndexAddedBy018(db: Database): void {
 export function dropColumnAddedBy019(db: Database): void {
   db.exec(`ALTER TABLE recordings DROP COLUMN alive_at_ms`);
 }
+
+/**
+ * For the same tests: puts back migration 011's `outcome_minutes` as a version 11 to 21 broker kept it, without the
+ * in_flight column migration 022 added: a running action's row counted in its minute with the settled ones of its key.
+ */
+export function restoreOutcomeMinutesBefore022(db: Database): void {
+  db.exec(`
+    CREATE TABLE outcome_minutes_21 (
+      minute INTEGER NOT NULL,
+      phase TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      code TEXT NOT NULL,
+      decision TEXT NOT NULL,
+      dispatched INTEGER NOT NULL,
+      n INTEGER NOT NULL,
+      PRIMARY KEY (minute, phase, outcome, code, decision, dispatched)
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO outcome_minutes_21 (minute, phase, outcome, code, decision, dispatched, n)
+    SELECT minute, phase, outcome, code, decision, dispatched, sum(n) FROM outcome_minutes GROUP BY 1, 2, 3, 4, 5, 6;
+    DROP TABLE outcome_minutes;
+    ALTER TABLE outcome_minutes_21 RENAME TO outcome_minutes;
+  `);
+}

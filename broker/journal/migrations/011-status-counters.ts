@@ -44,18 +44,14 @@ export const migration011StatusCounters: Migration = {
 };
 
 /**
- * Fills the counters from the actions table with the scan queries they replace (one pass each):
- * the upgrade of an existing data directory, and the benchmark's setup.
+ * Fills the counters from the actions table with the scan queries they replace (one pass each): the upgrade of an
+ * existing data directory. The minute rows as this schema keeps them (no in_flight: migration 022 adds it); the
+ * benchmark's setup fills action_counters with buildActionCounters and the minutes with 022's buildOutcomeMinutes.
  */
 export function buildStatusCounters(db: Database): void {
+  buildActionCounters(db);
   db.exec(`
-    DELETE FROM action_counters;
     DELETE FROM outcome_minutes;
-
-    INSERT INTO action_counters (phase, outcome, code, decision, dispatched, in_flight, n)
-    SELECT coalesce(phase, ''), coalesce(outcome, ''), coalesce(code, ''), coalesce(decision, ''),
-      dispatch_seq IS NOT NULL, recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL), count(*)
-    FROM actions GROUP BY 1, 2, 3, 4, 5, 6;
 
     INSERT INTO outcome_minutes (minute, phase, outcome, code, decision, dispatched, n)
     SELECT updated_at_ms / 60000, coalesce(phase, ''), outcome, coalesce(code, ''), coalesce(decision, ''),
@@ -64,5 +60,17 @@ export function buildStatusCounters(db: Database): void {
     WHERE outcome IS NOT NULL
       AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
     GROUP BY 1, 2, 3, 4, 5, 6;
+  `);
+}
+
+/** Fills action_counters from the actions table (one pass); its shape is the same at every schema since 011. */
+export function buildActionCounters(db: Database): void {
+  db.exec(`
+    DELETE FROM action_counters;
+
+    INSERT INTO action_counters (phase, outcome, code, decision, dispatched, in_flight, n)
+    SELECT coalesce(phase, ''), coalesce(outcome, ''), coalesce(code, ''), coalesce(decision, ''),
+      dispatch_seq IS NOT NULL, recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL), count(*)
+    FROM actions GROUP BY 1, 2, 3, 4, 5, 6;
   `);
 }

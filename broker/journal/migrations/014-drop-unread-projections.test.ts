@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { actionPaths } from '../../testing/action-paths.js';
+import { restoreOutcomeMinutesBefore022 } from '../../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { migrate, schemaVersion } from '../migrate.js';
@@ -40,6 +41,7 @@ describe('when a version 13 journal is migrated to 14', () => {
       ALTER TABLE recordings DROP COLUMN alive_at_ms;
       PRAGMA user_version = 13;
     `);
+    restoreOutcomeMinutesBefore022(old);
     const before = {
       events: old.prepare('SELECT * FROM events ORDER BY seq').all(),
       actions: old.prepare('SELECT * FROM actions ORDER BY action_id').all(),

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../contract/index.js';
 import { attestClassification } from '../../core/index.js';
 import { actionPaths } from '../../testing/action-paths.js';
+import { restoreOutcomeMinutesBefore022 } from '../../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
 import { migrate } from '../migrate.js';
@@ -94,6 +95,7 @@ describe('when a version 14 journal holds unknowns a quarantined recovery record
       ALTER TABLE recordings DROP COLUMN alive_at_ms;
       PRAGMA user_version = 14;
     `);
+    restoreOutcomeMinutesBefore022(old);
     expect(resolvedOf(old, blocking)).not.toBeNull();
     expect(resolvedOf(old, abandoned)).not.toBe(abandonedAt);
     const events = old.prepare('SELECT * FROM events ORDER BY seq').all();

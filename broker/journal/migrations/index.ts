@@ -20,6 +20,7 @@ import { migration018SessionsByFirstSeq } from './018-sessions-by-first-seq.js';
 import { migration019RecordingAlive } from './019-recording-alive.js';
 import { migration020OpenIncludesBlockingUnknown } from './020-open-includes-blocking-unknown.js';
 import { migration021OutcomeFilterSettled } from './021-outcome-filter-settled.js';
+import { migration022RateCountsSettled } from './022-rate-counts-settled.js';
 
 /** Every schema step in order; a new step is a new numbered file appended here. */
 export const journalMigrations: readonly Migration[] = [
@@ -44,4 +45,5 @@ export const journalMigrations: readonly Migration[] = [
   migration019RecordingAlive,
   migration020OpenIncludesBlockingUnknown,
   migration021OutcomeFilterSettled,
+  migration022RateCountsSettled,
 ];

@@ -1,0 +1,99 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { foldMetrics, type OutcomeCountRow } from '../../core/index.js';
+import { actionPaths } from '../../testing/action-paths.js';
+import { restoreOutcomeMinutesBefore022 } from '../../testing/older-journal.js';
+import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
+import { Journal } from '../journal.js';
+import { JournalStore } from '../journal-store.js';
+import { migrate, schemaVersion } from '../migrate.js';
+import { scanOutcomeCounts } from '../read-snapshot.js';
+import { journalMigrations } from './index.js';
+import { buildStatusCounters } from './011-status-counters.js';
+import { migration022RateCountsSettled } from './022-rate-counts-settled.js';
+
+const minuteMs = 60_000;
+
+let t: TempJournal;
+beforeEach(async () => {
+  t = await openTempJournal();
+});
+afterEach(async () => {
+  await t.dispose();
+});
+
+function sorted(rows: readonly OutcomeCountRow[]): OutcomeCountRow[] {
+  const id = (r: OutcomeCountRow): string =>
+    JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute, r.in_flight ?? 0]);
+  return [...rows].sort((a, b) => (id(a) < id(b) ? -1 : 1));
+}
+
+/** Each outcome's rate counts summed per minute (absolute minute numbers), zeros left out. */
+function rateOf(rows: Parameters<typeof foldMetrics>[0]): Record<string, Record<number, number>> {
+  const { rate } = foldMetrics(rows);
+  const out: Record<string, Record<number, number>> = {};
+  for (const { outcome, counts } of rate.by_outcome) {
+    const first = (rate.until_ms ?? 0) / minuteMs - counts.length;
+    out[outcome] = Object.fromEntries(counts.flatMap((n, i) => (n === 0 ? [] : [[first + i, n]])));
+  }
+  return out;
+}
+
+describe('migration 022: the rate counts an action once it settles, never while it runs', () => {
+  it('when a version 21 journal counted a running action unknown in its dispatch minute: the step moves it to an in-flight row, and the next start counts it once, when it records it', async () => {
+    const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
+    // A real unknown in the same minute, with the same key as the running one's provisional unknown but its code.
+    await t.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_really_unknown'));
+    const script = actionPaths.httpNoApproval('act_cut_while_running');
+    await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    await t.journal.close();
+
+    const db = new Database(t.path);
+    try {
+      // What a version 21 broker left: minute rows without in_flight, the running action counted in its dispatch
+      // minute under its row's provisional unknown (migration 011's fill counts as that broker did).
+      restoreOutcomeMinutesBefore022(db);
+      buildStatusCounters(db);
+      db.pragma('user_version = 21');
+      const minutesBefore = db.prepare('SELECT * FROM outcome_minutes ORDER BY 1, 2, 3, 4, 5, 6').all();
+      expect(minutesBefore).toMatchObject([
+        { minute: dispatchMinute, outcome: 'unknown', code: '', n: 1 },
+        { minute: dispatchMinute, outcome: 'unknown', code: 'CALLER_CANCELLED', n: 1 },
+      ]);
+      const rows = (): unknown => db.prepare('SELECT * FROM actions ORDER BY action_id').all();
+      const counters = (): unknown => db.prepare('SELECT * FROM action_counters ORDER BY 1, 2, 3, 4, 5, 6').all();
+      const before = { rows: rows(), counters: counters() };
+
+      expect(migrate(db, journalMigrations.slice(0, 22))).toBe(migration022RateCountsSettled.version);
+      expect(schemaVersion(db)).toBe(22);
+      expect({ rows: rows(), counters: counters() }).toEqual(before);
+      // The running one moved to an in-flight row of its minute: not counted, and the rows equal a fresh count.
+      expect(db.prepare('SELECT * FROM outcome_minutes WHERE n > 0 ORDER BY 1, 2, 3, 4, 5, 6, 7').all()).toEqual([
+        { ...(minutesBefore[0] as object), in_flight: 1 },
+        { ...(minutesBefore[1] as object), in_flight: 0 },
+      ]);
+      const store = new JournalStore(db);
+      expect(rateOf(store.outcomeCounts())).toEqual({ unknown: { [dispatchMinute]: 1 } });
+      expect(sorted(store.outcomeCounts())).toEqual(sorted(scanOutcomeCounts(db)));
+      expect(foldMetrics(store.outcomeCounts())).toMatchObject({ open: 1, total: 2 });
+    } finally {
+      db.close();
+    }
+
+    // The next start, five minutes on: recovery records it unknown (BROKER_RESTARTED) and the rate counts it there, once.
+    t.clock.advance(5 * minuteMs);
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      expect(reopened.getAction('act_cut_while_running')).toMatchObject({ outcome: 'unknown', recorded: true });
+      expect(rateOf(reopened.outcomeCounts())).toEqual({ unknown: { [dispatchMinute]: 1, [dispatchMinute + 5]: 1 } });
+      const scan = new Database(t.path, { readonly: true });
+      try {
+        expect(rateOf(scanOutcomeCounts(scan))).toEqual(rateOf(reopened.outcomeCounts()));
+      } finally {
+        scan.close();
+      }
+    } finally {
+      await reopened.close();
+    }
+  });
+});
