@@ -10,6 +10,7 @@ import type {
 import { actorLabel } from '../../../broker/contract/operator-actor.js';
 import type { ReplyError } from '../api/operator-api.js';
 import { waitLine } from './action-wait.js';
+import { shownSummary } from './event-summary.js';
 
 export type ActionDetail = BrokerApi['actions.show']['output'];
 
@@ -105,7 +106,10 @@ export interface ChronologyEntry {
   seq: number;
   at_ms: number;
   kind: EventKind;
-  /** The event's evidence as one line (its summary; its outcome and code when it carries a classification). */
+  /**
+   * The event's evidence as one line (its summary as the console writes it, a time in the viewer's zone; its outcome
+   * and code when it carries a classification).
+   */
   evidence: string;
   outcome: string | null;
   code: string | null;
@@ -122,7 +126,7 @@ export function chronologyOf(detail: ActionDetail): ChronologyEntry[] {
       seq: e.seq,
       at_ms: e.at_ms,
       kind: e.kind,
-      evidence: e.summary,
+      evidence: shownSummary(e),
       outcome: e.outcome,
       code: e.code,
       source: entrySource(e),
