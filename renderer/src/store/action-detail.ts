@@ -1,5 +1,6 @@
 import type {
   ActionListRow,
+  ActionState,
   ActionWait,
   ActivityEvent,
   BrokerApi,
@@ -116,6 +117,14 @@ export interface ChronologyEntry {
   source: EntrySource;
   /** The entry after which the lane this action blocked moved on (actions.show released_by). */
   releasedLane: boolean;
+}
+
+/**
+ * Running: dispatched and no outcome recorded yet (actions.show leaves an open action's outcome null, never the
+ * dispatch's provisional unknown). Not yet dispatched (dispatch_seq null) or settled is not running.
+ */
+export function isRunning(state: Pick<ActionState, 'dispatch_seq' | 'outcome'>): boolean {
+  return state.dispatch_seq !== null && state.outcome === null;
 }
 
 /** Pure: the chronology in append order (never wall time), each entry marked by its source. */

@@ -112,6 +112,41 @@ describe('the action detail of an SSH command still running', () => {
   });
 });
 
+describe("the action detail's status line", () => {
+  const line = 'data-testid="action-detail-running"';
+
+  it('says a running action is dispatched and waits for its outcome, in the words a closed card uses', async () => {
+    const { html, text } = await rendered(running());
+    expect(html).toContain(line);
+    expect(text).toContain('dispatched: sent; waiting for its outcome');
+  });
+
+  it('is not there once an outcome is recorded', async () => {
+    const { html, text } = await rendered(
+      running({ outcome: 'committed', effect: 'succeeded', recorded: true, stage: 'response_complete' }),
+    );
+    expect(html).not.toContain(line);
+    expect(text).not.toContain('waiting for its outcome');
+  });
+
+  it('is not there before dispatch: an approved action not yet sent is not running', async () => {
+    const approved = running({
+      dispatch_seq: null,
+      attempts: [],
+      stage: 'credential_authorized',
+      dispatch_evidence: 'never_started',
+      phase: null,
+      outcome_basis: null,
+    });
+    // Its events end before DISPATCH_STARTED.
+    const { html, text } = await rendered({ ...approved, events: approved.events.filter((e) => e.seq < 4) });
+    expect(text).toContain('Dispatch order | never dispatched');
+    expect(text).toContain('Outcome | open (not classified yet)');
+    expect(html).not.toContain(line);
+    expect(text).not.toContain('waiting for its outcome');
+  });
+});
+
 const at = Date.UTC(2026, 11, 3, 10, 56, 2, 45);
 const accepted: ActivityEvent = {
   seq: 10,
