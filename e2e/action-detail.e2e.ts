@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
+import { dateTime } from '../broker/contract/time-words.js';
 import { drillForFile, laneCards, op, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
 import { repoRoot } from '../tests/support/postern-process.js';
 import {
@@ -17,8 +18,9 @@ import {
  * An action's detail in Chromium on the real daemon (tests/support/drill.ts: a per-call route on an arrival-log
  * remote, two agent processes through `postern mcp`): opened from an Approvals card, its address names Approvals, so
  * after a reload its back link still returns there; and an action the remote holds in flight reads as running with no
- * outcome yet (not the dispatch's provisional unknown), then shows its outcome once the remote answers. Every wait is
- * on the page or the broker's state; none is a sleep. Screenshots go to test-results/e2e/.
+ * outcome yet (not the dispatch's provisional unknown; its status line: dispatched, waiting for its outcome), then
+ * shows its outcome once the remote answers; its card's expiry in the chronology is in the page's zone, never ISO.
+ * Every wait is on the page or the broker's state; none is a sleep. Screenshots go to test-results/e2e/.
  */
 const theDrill = drillForFile('pe2e-detail-', 'detail', 120);
 const screenshots = path.join(repoRoot, 'test-results', 'e2e');
@@ -108,6 +110,15 @@ describe('a running action in its Action detail', () => {
       const { page, problems, context } = await openDetailFromCard(d, card);
       const detail = detailOf(page);
       expect(await detail.getByTestId('order-dispatch').textContent()).toBe('never dispatched');
+      expect(await detail.getByTestId('action-detail-running').count()).toBe(0);
+      // The card's expiry in the chronology is written as every console time (the page's zone, named), never ISO.
+      const cardEntry = detail
+        .getByTestId('chronology-entry')
+        .filter({ has: page.locator('td.kind', { hasText: /^CARD_SHOWN$/ }) });
+      expect(card.expires_at_ms).not.toBeNull();
+      expect(await cardEntry.locator('td').nth(3).textContent()).toBe(
+        `expires at ${dateTime(card.expires_at_ms ?? 0)}`,
+      );
 
       // Approved, it is dispatched; the remote has it and answers nothing until released.
       const before = d.log.arrivals.length;
@@ -124,6 +135,10 @@ describe('a running action in its Action detail', () => {
         .filter({ hasText: /^DISPATCH_STARTED at seq \d+$/ })
         .waitFor();
       expect(await detail.getByTestId('order-completion').textContent()).toBe('not complete');
+      // Said in plain words too, as a closed card says it.
+      expect(await detail.getByTestId('action-detail-running').textContent()).toBe(
+        'dispatched: sent; waiting for its outcome',
+      );
       expect(await detail.getByTestId('action-outcome').textContent()).toBe('open (not classified yet)');
       expect(await detail.getByTestId('action-effect').textContent()).toBe('—');
       expect(await detail.getByTestId('action-classification').textContent()).not.toMatch(/unknown/i);
@@ -140,6 +155,7 @@ describe('a running action in its Action detail', () => {
         .filter({ hasText: /^committed$/ })
         .waitFor();
       expect(await detail.getByTestId('order-completion').textContent()).toMatch(/^committed at seq \d+ \(/);
+      expect(await detail.getByTestId('action-detail-running').count()).toBe(0);
       expect(await detail.getByTestId('action-effect').textContent()).not.toBe('—');
       await page.screenshot({ path: path.join(screenshots, 'action-detail-settled.png'), fullPage: true });
       expect(problems).toEqual([]);

@@ -46,6 +46,7 @@ import {
 import { describeDecision } from './decision-dialog.js';
 import { createIpcGate, type IpcGate, type IpcSenderFacts } from './ipc-gate.js';
 import { createQuitGate } from './shutdown-sequence.js';
+import { startFailureText } from './start-failure.js';
 import { electronSqliteBinding, missingSqliteBuildMessage, sqliteBindingEnv } from './sqlite-binding.js';
 import {
   chooseVaultKeyProtector,
@@ -94,7 +95,7 @@ if (switchProblem !== undefined) {
   app.exit(2);
 } else if (app.requestSingleInstanceLock()) {
   main().catch((error: unknown) => {
-    dialog.showErrorBox('Postern could not start', error instanceof Error ? error.message : String(error));
+    dialog.showErrorBox('Postern could not start', startFailureText(error));
     app.exit(1);
   });
 } else {

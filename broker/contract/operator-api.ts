@@ -202,7 +202,13 @@ export const activityEventSchema = z.object({
   lane: z.string().nullable(),
   outcome: z.string().nullable(),
   code: z.string().nullable(),
+  /** For people: terse, non-secret; a time in it is ISO UTC, as the terminal writes times. */
   summary: z.string(),
+  /**
+   * A CARD_SHOWN's expiry as data (epoch ms), null for every other event: the console writes it in the viewer's
+   * zone (time-words.ts), never the summary's ISO — the daemon's zone need not be the person's.
+   */
+  expires_at_ms: z.number().int().nullable(),
 });
 export type ActivityEvent = z.infer<typeof activityEventSchema>;
 

@@ -33,13 +33,15 @@ export function readActionRecording(
 
 /**
  * RECORDING_INCOMPLETE naming what ran, as far as the record can: the host and the command's digest (the journal
- * never holds the command itself: it may hold anything), the ticket and when it was accepted, and for
- * an unknown outcome what a person can do about it.
+ * never holds the command itself: it may hold anything), the ticket and where it was accepted in the journal, and for
+ * an unknown outcome what a person can do about it. A position, not a wall time: the message reaches the terminal
+ * (ISO UTC) and the console's recording player (local time, zone named) alike, and the daemon cannot write one time
+ * both ways; the Action detail's chronology beside the player gives each seq its time in the viewer's zone.
  */
 function incompleteFor(state: ActionState, cause: CodedError): CodedError {
   const what =
     `ticket #${state.ticket ?? '-'} ${state.target} (only the command's digest is journaled, never the command), ` +
-    `accepted ${new Date(state.accepted_at_ms).toISOString()}`;
+    `accepted at seq ${state.first_seq}`;
   const unknown =
     state.recorded && state.outcome === 'unknown' ? `; its outcome is unknown: ${unknownWaysOut(state)}` : '';
   return new CodedError(

@@ -80,13 +80,7 @@ export function lockDataDir(dataDir: string, addon: LockAddon | Error = loadNati
     const holder = readHolder(fd);
     closeSync(fd);
     closeSync(dirFd);
-    throw new CodedError(
-      'BROKER_ALREADY_RUNNING',
-      `${describeHolder(holder)} holds ${lockPath}; stop it first (a stopped or unresponsive broker still runs)`,
-      {
-        field: '--data-dir',
-      },
-    );
+    throw new BrokerAlreadyRunning(holder, lockPath);
   }
   writeHolder(fd, { pid: process.pid, started_at_ms: Math.round(Date.now() - process.uptime() * 1000) });
   let open = true;
@@ -162,9 +156,32 @@ export function readHolder(fd: number): LockHolder | undefined {
   }
 }
 
-function describeHolder(holder: LockHolder | undefined): string {
-  if (holder === undefined) return 'another Postern broker (its pid is not recorded yet)';
-  return `another Postern broker (pid ${holder.pid}, started ${new Date(holder.started_at_ms).toISOString()})`;
+/**
+ * BROKER_ALREADY_RUNNING naming the holder. Its message writes the holder's start ISO UTC, as the terminal writes times;
+ * `describe` words it with another writer of times: the desktop's start-failure box writes it as every console time
+ * (local, 24-hour, the zone named: app/main/start-failure.ts), one wording either way.
+ */
+export class BrokerAlreadyRunning extends CodedError {
+  constructor(
+    readonly holder: LockHolder | undefined,
+    readonly lockPath: string,
+  ) {
+    super('BROKER_ALREADY_RUNNING', alreadyRunningText(holder, lockPath, isoTime), { field: '--data-dir' });
+  }
+
+  describe(time: (ms: number) => string): string {
+    return alreadyRunningText(this.holder, this.lockPath, time);
+  }
+}
+
+const isoTime = (ms: number): string => new Date(ms).toISOString();
+
+function alreadyRunningText(holder: LockHolder | undefined, lockPath: string, time: (ms: number) => string): string {
+  const who =
+    holder === undefined
+      ? 'another Postern broker (its pid is not recorded yet)'
+      : `another Postern broker (pid ${holder.pid}, started ${time(holder.started_at_ms)})`;
+  return `${who} holds ${lockPath}; stop it first (a stopped or unresponsive broker still runs)`;
 }
 
 function lockFunction(addon: LockAddon | Error): (fd: number) => boolean {

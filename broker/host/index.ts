@@ -45,3 +45,5 @@ export {
   type ShutdownReport,
   type ShutdownSteps,
 } from './shutdown-sequence.js';
+// The desktop's start-failure box words a refusal with the console's times (app/main/start-failure.ts).
+export { BrokerAlreadyRunning, lockDataDir, type DataDirLock } from './data-dir-lock.js';

@@ -232,3 +232,29 @@ describe('actions.show: an open action', () => {
     expect(listed('act_retrying_001')).toMatchObject({ outcome: null, effect: null, settled_at_ms: null });
   });
 });
+
+/**
+ * A time the summary names is data too: the console writes it in the viewer's zone (time-words.ts), which need not be
+ * the daemon's; the summary keeps the terminal's ISO UTC (docs/operator.md: the terminal writes ISO UTC).
+ */
+describe('activity rows: a time the summary names', () => {
+  const rig = readsOverJournal();
+  const expires = Date.UTC(2026, 11, 3, 17, 28, 33, 825);
+
+  it("carries a CARD_SHOWN's expiry as epoch ms beside the summary; every other row carries null", async () => {
+    const path = actionPaths
+      .httpApproved('act_card_time_01')
+      .map((e) => (e.kind === 'CARD_SHOWN' ? { ...e, payload: { expires_at_ms: expires } } : e));
+    await rig.journal.appendBatch(path);
+    const events = rig.show('act_card_time_01').events;
+    const card = events.find((e) => e.kind === 'CARD_SHOWN');
+    expect(card).toMatchObject({ expires_at_ms: expires, summary: 'expires at 2026-12-03T17:28:33.825Z' });
+    const others = events.filter((e) => e.kind !== 'CARD_SHOWN');
+    expect(others.length).toBeGreaterThan(0);
+    expect(others.every((e) => e.expires_at_ms === null)).toBe(true);
+    const page = brokerApiSchemas['activity.list'].output.parse(
+      rig.reads['activity.list']({ action_id: 'act_card_time_01' }),
+    );
+    expect(page.events.find((e) => e.kind === 'CARD_SHOWN')?.expires_at_ms).toBe(expires);
+  });
+});

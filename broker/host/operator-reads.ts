@@ -135,9 +135,22 @@ export function activityRow(event: JournalEvent | SealedEventHeader): ActivityEv
     lane: event.lane,
   };
   if ('sealed' in event)
-    return { ...base, outcome: null, code: null, summary: 'sealed: unlock the vault to read this earlier run' };
+    return {
+      ...base,
+      outcome: null,
+      code: null,
+      summary: 'sealed: unlock the vault to read this earlier run',
+      expires_at_ms: null,
+    };
   const c = event.classification;
-  return { ...base, outcome: c?.outcome ?? null, code: c?.code ?? null, summary: summarize(event) };
+  return {
+    ...base,
+    outcome: c?.outcome ?? null,
+    code: c?.code ?? null,
+    summary: summarize(event),
+    // The summary's time is ISO UTC (the terminal's); the console writes this one in the viewer's zone.
+    expires_at_ms: event.kind === 'CARD_SHOWN' ? event.payload.expires_at_ms : null,
+  };
 }
 
 function summarize(event: JournalEvent): string {

@@ -1,5 +1,6 @@
 import type {
   ActionListRow,
+  ActionState,
   ActionWait,
   ActivityEvent,
   BrokerApi,
@@ -10,6 +11,7 @@ import type {
 import { actorLabel } from '../../../broker/contract/operator-actor.js';
 import type { ReplyError } from '../api/operator-api.js';
 import { waitLine } from './action-wait.js';
+import { shownSummary } from './event-summary.js';
 
 export type ActionDetail = BrokerApi['actions.show']['output'];
 
@@ -105,13 +107,24 @@ export interface ChronologyEntry {
   seq: number;
   at_ms: number;
   kind: EventKind;
-  /** The event's evidence as one line (its summary; its outcome and code when it carries a classification). */
+  /**
+   * The event's evidence as one line (its summary as the console writes it, a time in the viewer's zone; its outcome
+   * and code when it carries a classification).
+   */
   evidence: string;
   outcome: string | null;
   code: string | null;
   source: EntrySource;
   /** The entry after which the lane this action blocked moved on (actions.show released_by). */
   releasedLane: boolean;
+}
+
+/**
+ * Running: dispatched and no outcome recorded yet (actions.show leaves an open action's outcome null, never the
+ * dispatch's provisional unknown). Not yet dispatched (dispatch_seq null) or settled is not running.
+ */
+export function isRunning(state: Pick<ActionState, 'dispatch_seq' | 'outcome'>): boolean {
+  return state.dispatch_seq !== null && state.outcome === null;
 }
 
 /** Pure: the chronology in append order (never wall time), each entry marked by its source. */
@@ -122,7 +135,7 @@ export function chronologyOf(detail: ActionDetail): ChronologyEntry[] {
       seq: e.seq,
       at_ms: e.at_ms,
       kind: e.kind,
-      evidence: e.summary,
+      evidence: shownSummary(e),
       outcome: e.outcome,
       code: e.code,
       source: entrySource(e),

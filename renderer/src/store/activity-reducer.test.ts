@@ -28,6 +28,7 @@ function eventAt(seq: number, overrides: Partial<ActivityEvent> = {}): ActivityE
     outcome: null,
     code: null,
     summary: '',
+    expires_at_ms: null,
     ...overrides,
   };
 }

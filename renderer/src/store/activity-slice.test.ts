@@ -34,6 +34,7 @@ const row = (seq: number) => ({
   outcome: null,
   code: null,
   summary: '',
+  expires_at_ms: null,
 });
 
 describe('the activity slice', () => {

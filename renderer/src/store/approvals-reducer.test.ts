@@ -49,6 +49,7 @@ describe('approvalsReducer', () => {
         outcome: null,
         code: null,
         summary: '',
+        expires_at_ms: null,
       },
     ];
     const view = approvalsReducer(closed, {

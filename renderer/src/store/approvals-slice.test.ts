@@ -72,6 +72,7 @@ describe('the approvals slice', () => {
         outcome: null,
         code: null,
         summary: 'by agent:ses_1: caller cancelled',
+        expires_at_ms: null,
       },
     ]);
     const asked: string[] = [];

@@ -14,6 +14,7 @@ const event = (kind: ActivityEvent['kind'], summary = ''): ActivityEvent => ({
   outcome: null,
   code: null,
   summary,
+  expires_at_ms: null,
 });
 const shown = (events: ActivityEvent[], state: Partial<ActionState> = {}) =>
   shownAction(state, [event('ACTION_ACCEPTED', 'http route:docs (approval per_call)'), event('CARD_SHOWN'), ...events]);

@@ -12,6 +12,12 @@ export interface ClosureReason {
   seq: number | null;
 }
 
+/**
+ * A dispatched action with no outcome recorded yet: the words for it wherever the console says it runs (a closed
+ * card's reason, the Action detail's status line), so both say it one way.
+ */
+export const dispatchedWaiting = { headline: 'dispatched', detail: 'sent; waiting for its outcome' } as const;
+
 /** Events that close or settle a ticket, so that its card leaves the list. */
 const closingKinds = new Set<ActivityEvent['kind']>([
   'REJECTED',
@@ -67,7 +73,7 @@ export function closureReason(shown: ShownAction): ClosureReason | null {
       return { headline: `reconciled: ${state.outcome ?? 'unknown'}`, detail: closing.summary, seq: closing.seq };
     default:
       return state.outcome === null
-        ? { headline: 'dispatched', detail: 'sent; waiting for its outcome', seq: closing.seq }
+        ? { ...dispatchedWaiting, seq: closing.seq }
         : {
             headline: state.outcome,
             detail: [state.code, state.outcome_basis].filter((x) => x !== null).join(': '),

@@ -73,5 +73,6 @@ export function activityRowsOf(
     outcome,
     code: null,
     summary,
+    expires_at_ms: null,
   });
 }

@@ -1,5 +1,5 @@
 import { createElement } from 'react';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ActionState, ActivityEvent, AttemptState } from '../../../broker/contract/index.js';
 import { dateTime } from '../../../broker/contract/time-words.js';
 import type { OperatorApi } from '../api/operator-api.js';
@@ -112,6 +112,41 @@ describe('the action detail of an SSH command still running', () => {
   });
 });
 
+describe("the action detail's status line", () => {
+  const line = 'data-testid="action-detail-running"';
+
+  it('says a running action is dispatched and waits for its outcome, in the words a closed card uses', async () => {
+    const { html, text } = await rendered(running());
+    expect(html).toContain(line);
+    expect(text).toContain('dispatched: sent; waiting for its outcome');
+  });
+
+  it('is not there once an outcome is recorded', async () => {
+    const { html, text } = await rendered(
+      running({ outcome: 'committed', effect: 'succeeded', recorded: true, stage: 'response_complete' }),
+    );
+    expect(html).not.toContain(line);
+    expect(text).not.toContain('waiting for its outcome');
+  });
+
+  it('is not there before dispatch: an approved action not yet sent is not running', async () => {
+    const approved = running({
+      dispatch_seq: null,
+      attempts: [],
+      stage: 'credential_authorized',
+      dispatch_evidence: 'never_started',
+      phase: null,
+      outcome_basis: null,
+    });
+    // Its events end before DISPATCH_STARTED.
+    const { html, text } = await rendered({ ...approved, events: approved.events.filter((e) => e.seq < 4) });
+    expect(text).toContain('Dispatch order | never dispatched');
+    expect(text).toContain('Outcome | open (not classified yet)');
+    expect(html).not.toContain(line);
+    expect(text).not.toContain('waiting for its outcome');
+  });
+});
+
 const at = Date.UTC(2026, 11, 3, 10, 56, 2, 45);
 const accepted: ActivityEvent = {
   seq: 10,
@@ -124,6 +159,7 @@ const accepted: ActivityEvent = {
   outcome: null,
   code: null,
   summary: 'http route:docs (approval per_call)',
+  expires_at_ms: null,
 };
 
 describe("the action detail's chronology", () => {
@@ -134,5 +170,29 @@ describe("the action detail's chronology", () => {
     expect(html).toContain(`>${dateTime(at, { ms: true })}</time>`);
     expect(dateTime(at, { ms: true })).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.045 \S+$/);
     expect(html).not.toContain('(UTC)');
+  });
+});
+
+describe("the action detail's chronology: a time the broker's summary names", () => {
+  const expires = Date.UTC(2026, 11, 3, 17, 28, 33, 825);
+  const card: ActivityEvent = {
+    ...accepted,
+    seq: 11,
+    kind: 'CARD_SHOWN',
+    summary: 'expires at 2026-12-03T17:28:33.825Z',
+    expires_at_ms: expires,
+  };
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("writes a card's expiry in the viewer's zone with the zone named, as its wall time, not the summary's ISO UTC", () => {
+    // The page's zone (the person's), not the daemon's: Node reads TZ again when it is set.
+    vi.stubEnv('TZ', 'Europe/Berlin');
+    const detail = shownAction({ ticket: 4, first_seq: 10 }, [accepted, card]);
+    const html = renderView(createElement(Chronology, { detail }));
+    expect(html).toContain('<td class="kind">CARD_SHOWN</td><td>expires at 2026-12-03 18:28:33 CET</td>');
+    expect(html).toContain('>2026-12-03 11:56:02.045 CET</time>');
+    expect(textOf(html)).not.toContain('17:28:33');
   });
 });

@@ -2,6 +2,7 @@ import { useEffect, useMemo } from 'react';
 import type { ActionState, AttemptState } from '../../../broker/contract/index.js';
 import {
   chronologyOf,
+  isRunning,
   releaseLine,
   threeOrdersOf,
   waitLines,
@@ -9,6 +10,7 @@ import {
   type EntrySource,
 } from '../store/action-detail.js';
 import { useAppStore } from '../store/app-store.js';
+import { dispatchedWaiting } from '../store/closure-reason.js';
 import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
 import { usePolling } from './use-polling.js';
 import { dateTime } from '../../../broker/contract/time-words.js';
@@ -94,6 +96,12 @@ function DetailBody({ detail }: { detail: ActionDetail }) {
         {s.approval}
         {s.idempotent ? ' · idempotent' : ''}
       </p>
+      {/* Running: said in plain words, as a closed card says it (closure-reason.ts), before the facts that imply it. */}
+      {isRunning(s) && (
+        <p className="running-status" data-testid="action-detail-running">
+          <strong>{dispatchedWaiting.headline}</strong>: {dispatchedWaiting.detail}
+        </p>
+      )}
       {detail.queue !== null && <p data-testid="action-detail-queue">{detail.queue.text}</p>}
       <WaitedFor detail={detail} />
 
@@ -123,7 +131,7 @@ function DetailBody({ detail }: { detail: ActionDetail }) {
         </>
       )}
       {/* Open after dispatch (actions.show: no outcome yet): the command runs, its recording is sealed when it ends. */}
-      {s.channel === 'ssh' && s.outcome === null && s.dispatch_seq !== null && (
+      {s.channel === 'ssh' && isRunning(s) && (
         <>
           <h3>Session recording</h3>
           <p className="muted" data-testid="recording-open">

@@ -12,6 +12,7 @@ import {
   type ActivityRow,
 } from '../store/activity-reducer.js';
 import { useAppStore } from '../store/app-store.js';
+import { shownSummary } from '../store/event-summary.js';
 import {
   actionHref,
   activityModeHref,
@@ -189,6 +190,7 @@ function RowView({ row, index }: { row: ActivityRow; index: number }) {
 
 function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
   const time = new Date(event.at_ms).toISOString();
+  const summary = shownSummary(event);
   return (
     <div
       className={`activity-row${event.outcome === null ? '' : ` outcome-${event.outcome}`}`}
@@ -230,8 +232,8 @@ function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
       <span role="cell" className="ellipsis" title={event.code ?? ''}>
         {event.code ?? ''}
       </span>
-      <span role="cell" className="ellipsis" title={event.summary}>
-        {event.summary}
+      <span role="cell" className="ellipsis" title={summary}>
+        {summary}
       </span>
     </div>
   );

@@ -59,3 +59,17 @@ describe("an approval card's query and headers", () => {
     expect(textOf(html)).not.toMatch(/more query parameters? not shown/);
   });
 });
+
+describe("an approval card's countdown", () => {
+  it('names the expiry in its tooltip as every console time: local, 24-hour, the zone named', () => {
+    const expires = Date.UTC(2026, 11, 3, 17, 28, 33);
+    const html = renderView(
+      createElement(ApprovalCardView, {
+        card: cardOf(9, { state: 'pending', expires_at_ms: expires }),
+        blockedBy: null,
+      }),
+    );
+    expect(html).toContain(`title="Expires at ${dateTime(expires)}"`);
+    expect(dateTime(expires)).toMatch(/^2026-12-03 \d\d:\d\d:33 \S+$/);
+  });
+});

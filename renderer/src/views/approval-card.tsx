@@ -237,7 +237,7 @@ function Countdown({ expiresAtMs, ticket }: { expiresAtMs: number; ticket: numbe
       role="timer"
       aria-label={`Ticket #${ticket} expires`}
       data-testid={`card-${ticket}-expiry`}
-      title={`Expires at ${new Date(expiresAtMs).toLocaleTimeString()}`}
+      title={`Expires at ${dateTime(expiresAtMs)}`}
     >
       {formatCountdown(expiresAtMs, now)}
     </span>
