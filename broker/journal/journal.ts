@@ -67,7 +67,13 @@ import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.j
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
-import { writeResultRows, type ResultRows } from './result-rows.js';
+import {
+  newPlannedResults,
+  resultRowsClash,
+  writeResultRows,
+  type PlannedResults,
+  type ResultRows,
+} from './result-rows.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
@@ -1030,6 +1036,7 @@ export class Journal {
     const ticketBefore = this.store.lastTicket();
     let lastTicket = ticketBefore;
     let appendedCount = 0;
+    let plannedResults: PlannedResults | undefined;
     const overlay = new CommitOverlay(this.store, this.stateCache);
     const refuse = (unit: Unit, refusal: UnitRefusal): void => {
       unit.refusal = refusal;
@@ -1059,11 +1066,15 @@ export class Journal {
         continue;
       }
       const plan = planned.plan;
-      // Before sealing: the audit tree in memory moves with each sealed event and cannot be rolled back.
-      const rowsRefusal = unit.rows === undefined ? undefined : this.writeRows(unit.rows);
-      if (rowsRefusal !== undefined) {
-        refuse(unit, { error: rowsRefusal });
-        continue;
+      // A result id (or action attempt) the table or this commit already holds refuses this unit only, as its INSERT
+      // would have: checked while planning, so that writing never meets the constraint (a clash there is fatal).
+      if (unit.rows !== undefined) {
+        const clash = resultRowsClash(this.db, unit.rows, (plannedResults ??= newPlannedResults()));
+        if (clash !== undefined) {
+          refuse(unit, { error: clash });
+          continue;
+        }
+        writeResultRows(this.db, unit.rows);
       }
       for (const { event } of plan.appended) {
         this.sealFault?.(event);
@@ -1098,24 +1109,6 @@ export class Journal {
       }
     }
     this.checkpointer?.committed();
-  }
-
-  /**
-   * A unit's other rows under a savepoint: a constraint they break (a result id written twice) refuses that unit
-   * only, its rows undone; any other failure (disk full, I/O) fails the journal like any write.
-   */
-  private writeRows(rows: UnitRows): unknown {
-    this.db.exec('SAVEPOINT unit_rows');
-    try {
-      writeResultRows(this.db, rows);
-    } catch (error) {
-      if (!String((error as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw error;
-      this.db.exec('ROLLBACK TO unit_rows');
-      this.db.exec('RELEASE unit_rows');
-      return error;
-    }
-    this.db.exec('RELEASE unit_rows');
-    return undefined;
   }
 
   /**
