@@ -173,9 +173,10 @@ export class AuditWriter {
     };
   }
 
-  /** Inside the commit's transaction, after its events: the tree head moves with them. */
-  writeTree(): void {
+  /** Inside the commit's transaction, after its events: the tree head moves with them. Answers the tree's size. */
+  writeTree(): number {
     this.store.writeTree(this.pending.size, encodeFrontier(this.pending));
+    return this.pending.size;
   }
 
   commitSucceeded(): void {
