@@ -35,8 +35,8 @@ export interface WriteAck {
 }
 
 /**
- * Seals events for the audit log and keeps the pending Merkle frontier they extend (AuditWriter): seal moves the
- * frontier, writeTree stores it in the same transaction and answers its size.
+ * Seals events for the audit log and keeps the pending Merkle frontier they extend (the AuditWriter's RunSealer): seal
+ * moves the frontier, writeTree stores it in the same transaction and answers its size.
  */
 export interface EventSealer {
   seal(event: JournalEvent): SealedEvent;

@@ -329,7 +329,7 @@ export class Journal {
       clock,
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
     );
-    this.writer = new JournalWriter(db, this.store, this.audit, options.sealFault);
+    this.writer = new JournalWriter(db, this.store, this.audit.sealer, options.sealFault);
     this.platform = options.platform ?? process.platform;
     this.walSync = new WalSync(
       options.syncMode ?? syncModeFor(options.platform ?? process.platform),
