@@ -26,6 +26,7 @@ import {
   wipe,
 } from './event-cipher.js';
 import type { AuditStore, EventRow } from './journal-store.js';
+import type { EventSealer } from './journal-writer.js';
 
 /** What the journal needs of the vault: wrapping its audit secrets, and knowing when it locks. */
 export type AuditVault = Pick<CredentialVault, 'state' | 'wrap' | 'unwrap' | 'onLock' | 'onUnlock'>;
@@ -80,8 +81,8 @@ export interface RowCipher {
 }
 
 /**
- * The journal's audit side: seals each event under this run's key, hashes it into the Merkle
- * tree, and signs tree heads. Write-blind: sealing needs only the audit public key, so the broker
+ * The journal's audit side: seals each event under this run's key and hashes it into the Merkle
+ * tree (through its RunSealer, which the JournalWriter uses), and signs committed tree heads. Write-blind: sealing needs only the audit public key, so the broker
  * appends while the vault is locked; signing needs the Ed25519 secret, which exists in memory only
  * while the vault is unlocked, so a checkpoint that falls due while locked is signed at the next
  * unlock. Reading this run's events needs only the run key in memory; reading earlier runs needs
@@ -89,7 +90,8 @@ export interface RowCipher {
  */
 export class AuditWriter {
   private committed: MerkleFrontier;
-  private pending: MerkleFrontier;
+  /** Seals this run's events for a commit (the JournalWriter's), with the pending tree they extend. */
+  readonly sealer: RunSealer;
   private readonly run: number;
   private readonly runKey: Uint8Array;
   private runKeySealed: boolean;
@@ -120,7 +122,6 @@ export class AuditWriter {
       );
     }
     this.committed = frontier;
-    this.pending = frontier;
     this.lastCheckpointSize = store.lastCheckpointSize();
     this.boxPublic = store.readKeys()?.box_public;
     this.runKey = newRunKey();
@@ -130,60 +131,17 @@ export class AuditWriter {
       this.boxPublic === undefined ? null : sealRunKey(this.runKey, this.boxPublic),
     );
     this.runKeys.set(this.run, this.runKey);
+    this.sealer = new RunSealer(store, this.run, this.runKey, frontier);
   }
 
-  /** Encrypts one planned event and adds its leaf to the pending tree (inside the commit). */
-  seal(event: JournalEvent): SealedEvent {
-    if (event.seq !== this.pending.size + 1) {
-      throw new Error(`event seq ${event.seq} does not extend an audit tree of ${this.pending.size} leaves`);
-    }
-    const { at_ms, action_id, session_id, ticket, lane, kind } = event;
-    const header = Buffer.from(
-      auditHeaderText({ at_ms, action_id, session_id, ticket, lane, kind, run: this.run }),
-      'utf8',
-    );
-    const body =
-      event.classification === undefined
-        ? { payload: event.payload }
-        : { payload: event.payload, classification: event.classification };
-    const nonce = this.nonces.next();
-    const ciphertext = encryptPayload(
-      this.runKey,
-      nonce,
-      encodeAssociatedData(event.seq, header),
-      Buffer.from(JSON.stringify(body), 'utf8'),
-    );
-    const leaf = leafHash(sha256, encodeLeaf(event.seq, header, nonce, ciphertext));
-    this.pending = appendLeaf(sha256, this.pending, leaf);
-    return {
-      row: {
-        seq: event.seq,
-        at_ms: event.at_ms,
-        action_id: event.action_id,
-        session_id: event.session_id,
-        ticket: event.ticket,
-        lane: event.lane,
-        kind: event.kind,
-        run: this.run,
-        nonce,
-        ciphertext,
-        leaf_hash: leaf,
-      },
-      leaf,
-    };
-  }
-
-  /** Inside the commit's transaction, after its events: the tree head moves with them. */
-  writeTree(): void {
-    this.store.writeTree(this.pending.size, encodeFrontier(this.pending));
-  }
-
+  /** After COMMIT: the tree head the sealer's events moved to is the committed one (what checkpoints sign). */
   commitSucceeded(): void {
-    this.committed = this.pending;
+    this.committed = this.sealer.head();
   }
 
+  /** After a ROLLBACK (or a failed commit): the sealer goes back to the committed head. */
   commitAbandoned(): void {
-    this.pending = this.committed;
+    this.sealer.reset(this.committed);
   }
 
   /** The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now. */
@@ -378,4 +336,82 @@ export function eventHeaderOf(row: EventRow) {
     ticket: row.ticket,
     lane: row.lane,
   };
+}
+
+/**
+ * Seals one run's events for the audit log: each event's body encrypted under the run key (with nonces of its own pool:
+ * 24 random bytes each, so it needs no coordination with the AuditWriter's sealRow under the same key) and its leaf
+ * added to the pending Merkle tree, whose frontier writeTree stores in the commit's transaction. Holds no secret but the
+ * run key and no state but the pending tree: the part of the audit writer a journal writer thread takes
+ * (docs/journal-writer-thread.md). The AuditWriter keeps the committed head, the secrets and the signing.
+ */
+export class RunSealer implements EventSealer {
+  private pending: MerkleFrontier;
+  private readonly nonces = new NoncePool();
+
+  constructor(
+    private readonly store: Pick<AuditStore, 'writeTree'>,
+    private readonly run: number,
+    private readonly runKey: Uint8Array,
+    head: MerkleFrontier,
+  ) {
+    this.pending = head;
+  }
+
+  /** Encrypts one planned event and adds its leaf to the pending tree (inside the commit). */
+  seal(event: JournalEvent): SealedEvent {
+    if (event.seq !== this.pending.size + 1) {
+      throw new Error(`event seq ${event.seq} does not extend an audit tree of ${this.pending.size} leaves`);
+    }
+    const { at_ms, action_id, session_id, ticket, lane, kind } = event;
+    const header = Buffer.from(
+      auditHeaderText({ at_ms, action_id, session_id, ticket, lane, kind, run: this.run }),
+      'utf8',
+    );
+    const body =
+      event.classification === undefined
+        ? { payload: event.payload }
+        : { payload: event.payload, classification: event.classification };
+    const nonce = this.nonces.next();
+    const ciphertext = encryptPayload(
+      this.runKey,
+      nonce,
+      encodeAssociatedData(event.seq, header),
+      Buffer.from(JSON.stringify(body), 'utf8'),
+    );
+    const leaf = leafHash(sha256, encodeLeaf(event.seq, header, nonce, ciphertext));
+    this.pending = appendLeaf(sha256, this.pending, leaf);
+    return {
+      row: {
+        seq: event.seq,
+        at_ms: event.at_ms,
+        action_id: event.action_id,
+        session_id: event.session_id,
+        ticket: event.ticket,
+        lane: event.lane,
+        kind: event.kind,
+        run: this.run,
+        nonce,
+        ciphertext,
+        leaf_hash: leaf,
+      },
+      leaf,
+    };
+  }
+
+  /** Inside the commit's transaction, after its events: the tree head moves with them. Answers the tree's size. */
+  writeTree(): number {
+    this.store.writeTree(this.pending.size, encodeFrontier(this.pending));
+    return this.pending.size;
+  }
+
+  /** The tree as sealed so far (committed or not). */
+  head(): MerkleFrontier {
+    return this.pending;
+  }
+
+  /** Back to `head` (the committed tree), after a commit was rolled back. */
+  reset(head: MerkleFrontier): void {
+    this.pending = head;
+  }
 }

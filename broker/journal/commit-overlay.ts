@@ -8,7 +8,8 @@ import {
   type BoundIdempotencyKey,
   type CredentialRequestState,
 } from '../core/index.js';
-import { newCounterTally, type JournalStore } from './journal-store.js';
+import { storedCountsOf, type ActionRowWrite, type JournalStore } from './journal-store.js';
+import type { WriteBatch } from './journal-writer.js';
 import type { PlanContext, PlannedUnit } from './plan-unit.js';
 import type { CachedAction, StateCache } from './state-cache.js';
 
@@ -75,14 +76,23 @@ export class CommitOverlay {
     for (const [id, request] of plan.credentialRequests) this.credentialRequests.set(id, request);
   }
 
-  /** Current state goes into the same transaction as the events that changed it. */
-  write(): void {
-    const tally = newCounterTally();
-    for (const [id, state] of this.states)
-      this.store.writeState(state, this.stored.get(id), this.timelineOf(id), this.cached.get(id), tally);
-    this.store.writeCounts(tally);
-    for (const session of this.sessions.values()) this.store.writeSession(session);
-    for (const bound of this.keys.values()) this.store.writeIdempotencyKey(bound);
+  /**
+   * The rows this commit writes besides its events (WriteBatch's actions, sessions and idempotency keys), as data: each
+   * action's new state and timeline with the counted form of its stored row and, when the cache had it, the row as this
+   * connection last wrote it (JournalStore.writeState uses it only to skip the columns that did not move).
+   */
+  rowsToWrite(): Pick<WriteBatch, 'actions' | 'sessions' | 'idempotencyKeys'> {
+    const actions: ActionRowWrite[] = [];
+    for (const [id, state] of this.states) {
+      const stored = this.stored.get(id);
+      actions.push({
+        state,
+        timeline: this.timelineOf(id),
+        stored: stored === undefined ? undefined : storedCountsOf(stored),
+        written: this.cached.get(id),
+      });
+    }
+    return { actions, sessions: [...this.sessions.values()], idempotencyKeys: [...this.keys.values()] };
   }
 
   /** The sessions this transaction wrote, for the journal's session cache once COMMIT has returned. */

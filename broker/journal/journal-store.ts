@@ -44,6 +44,36 @@ export function newCounterTally(): CounterTally {
   return { counts: new Map(), minutes: new Map(), sessions: new Map() };
 }
 
+/** What the status counters read of an action's row as stored (countedAction and sessionCounted of it). */
+export interface StoredCounts {
+  readonly action: CountedAction;
+  readonly session: SessionCounted;
+}
+
+/** The counted form of a stored row (StoredCounts). */
+export function storedCountsOf(stored: ActionState): StoredCounts {
+  return { action: countedAction(stored), session: sessionCounted(stored) };
+}
+
+/**
+ * One action's row as a commit writes it (JournalStore.writeState), as plain data: the new state and timeline, and what
+ * the write needs of the rows before it — nothing else of them.
+ */
+export interface ActionRowWrite {
+  readonly state: ActionState;
+  readonly timeline: ActionTimeline;
+  /**
+   * The counted form of the row as the database holds it, for the counters' difference; undefined when the planner did
+   * not load it (or there is none): writeState then reads it from the table, so no action is counted twice.
+   */
+  readonly stored: StoredCounts | undefined;
+  /**
+   * The row as this connection last wrote it (StateCache), only to skip the columns that did not move; undefined: the
+   * whole row is written.
+   */
+  readonly written: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined;
+}
+
 /** A session with the figures sessions.list shows beside it (session_counters, schema 17). */
 export interface CountedSession {
   readonly session: SessionState;
@@ -528,7 +558,7 @@ export class JournalStore implements AuditStore {
     }
   }
 
-  private loadCounted(actionId: string): { action: CountedAction; session: SessionCounted } | undefined {
+  private loadCounted(actionId: string): StoredCounts | undefined {
     const row = this.sql.loadCounted().get(actionId);
     return row === undefined
       ? undefined
@@ -536,11 +566,7 @@ export class JournalStore implements AuditStore {
   }
 
   /** Sums counterDelta and sessionCountDelta into the transaction's tally. */
-  private countChange(
-    before: { action: CountedAction; session: SessionCounted } | undefined,
-    after: ActionState,
-    tally: CounterTally,
-  ): void {
+  private countChange(before: StoredCounts | undefined, after: ActionState, tally: CounterTally): void {
     for (const { session_id, calls, pending } of sessionCountDelta(before?.session, sessionCounted(after))) {
       const summed = tally.sessions.get(session_id);
       if (summed === undefined) tally.sessions.set(session_id, { calls, pending });
@@ -581,25 +607,13 @@ export class JournalStore implements AuditStore {
    * has not written it yet (`written` undefined), else only the columns that moved.
    *
    * The status counters move by the difference between the stored row and this one, in the same transaction: `stored`
-   * must be the row as the database holds it (undefined is checked against the table, so a caller that did not load it
-   * cannot count an action twice). Its counter changes are summed into `tally`, which writeCounts writes once for the
+   * must count the row as the database holds it (undefined is checked against the table, so a caller that did not load
+   * it cannot count an action twice). Its counter changes are summed into `tally`, which writeCounts writes once for the
    * transaction (actions moving between the same keys cost one statement per key, not two per action), the rate's
    * minutes likewise.
    */
-  writeState(
-    state: ActionState,
-    stored: ActionState | undefined,
-    timeline: ActionTimeline,
-    written: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined,
-    tally: CounterTally,
-  ): void {
-    this.countChange(
-      stored === undefined
-        ? this.loadCounted(state.action_id)
-        : { action: countedAction(stored), session: sessionCounted(stored) },
-      state,
-      tally,
-    );
+  writeState({ state, timeline, stored, written }: ActionRowWrite, tally: CounterTally): void {
+    this.countChange(stored ?? this.loadCounted(state.action_id), state, tally);
     const json = JSON.stringify(state);
     if (written === undefined)
       this.sql.upsertAction().run(state.action_id, ...actionColumns.map(([, value]) => value(state, timeline)), json);

@@ -62,12 +62,13 @@ import {
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
+import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
-import { writeResultRows, type ResultRows } from './result-rows.js';
+import { newPlannedResults, resultRowsClash, type PlannedResults, type ResultRows } from './result-rows.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
@@ -238,13 +239,15 @@ export interface AppendOptions {
   readonly withHeld?: boolean;
 }
 
-/** One transaction's units: accepted (written), or refused in unit order (a lost race, or a fault of its own). */
-interface Written {
+/**
+ * One transaction's units as planned: accepted (their writes in `batch`, none when nothing was accepted), or refused in
+ * unit order (a lost race, or a fault of its own).
+ */
+interface Planned {
   readonly accepted: Array<{ unit: Unit; appended: readonly AnyAppended[] }>;
   readonly refused: Array<{ unit: Unit; refusal: UnitRefusal }>;
-  readonly lastSeq: number;
-  readonly appendedCount: number;
   readonly overlay: CommitOverlay;
+  readonly batch: WriteBatch | undefined;
 }
 
 /**
@@ -289,7 +292,8 @@ export class Journal {
   private commits = 0;
   private recoveredAtOpen = 0;
   private readonly audit: AuditWriter;
-  private readonly sealFault: ((event: JournalEvent) => void) | undefined;
+  /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins. */
+  private readonly writer: JournalWriter;
   private readonly unsubscribe: Array<() => void> = [];
   private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
   private readonly walSync: WalSync;
@@ -325,7 +329,7 @@ export class Journal {
       clock,
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
     );
-    this.sealFault = options.sealFault;
+    this.writer = new JournalWriter(db, this.store, this.audit.sealer, options.sealFault);
     this.platform = options.platform ?? process.platform;
     this.walSync = new WalSync(
       options.syncMode ?? syncModeFor(options.platform ?? process.platform),
@@ -1016,29 +1020,40 @@ export class Journal {
     }
   }
 
-  /** Plans and writes every unit in one transaction; settles each unit only after COMMIT (or its sync). */
+  /**
+   * One transaction: every unit planned (under the write lock), then what was accepted written by the JournalWriter as
+   * one WriteBatch; each unit settles only after COMMIT (or its sync).
+   */
   private commitUnits(units: readonly Unit[], begun: boolean): void {
-    let written: Written;
+    let planned: Planned;
+    let ack: WriteAck | undefined;
     try {
       if (!begun) this.db.exec('BEGIN IMMEDIATE');
-      written = this.writeUnits(units);
-      this.db.exec(written.accepted.length > 0 ? 'COMMIT' : 'ROLLBACK');
+      planned = this.planUnits(units);
+      if (planned.batch !== undefined) ack = this.writer.commit(planned.batch);
+      this.db.exec(ack !== undefined ? 'COMMIT' : 'ROLLBACK');
     } catch (cause) {
       this.fail(cause, units);
       return;
     }
-    this.settleUnits(written);
+    this.settleUnits(planned, ack);
   }
 
-  /** Inside the transaction: each unit planned over the ones before it, written with the state it changed. */
-  private writeUnits(units: readonly Unit[]): Written {
-    const accepted: Written['accepted'] = [];
-    const refused: Written['refused'] = [];
+  /**
+   * Inside the transaction, before anything is written: each unit planned over the ones before it (CommitOverlay), a
+   * result's unique keys checked, and the accepted units' writes gathered into one WriteBatch (none when nothing was
+   * accepted).
+   */
+  private planUnits(units: readonly Unit[]): Planned {
+    const accepted: Planned['accepted'] = [];
+    const refused: Planned['refused'] = [];
     // Read under the write lock: the database, not memory, says where the log ends.
     let lastSeq = this.store.lastSeq();
     const ticketBefore = this.store.lastTicket();
     let lastTicket = ticketBefore;
-    let appendedCount = 0;
+    let plannedResults: PlannedResults | undefined;
+    const rows: ResultRows[] = [];
+    const events: JournalEvent[] = [];
     const overlay = new CommitOverlay(this.store, this.stateCache);
     const refuse = (unit: Unit, refusal: UnitRefusal): void => {
       unit.refusal = refusal;
@@ -1050,9 +1065,9 @@ export class Journal {
         refuse(unit, heldRefusal);
         continue;
       }
-      let planned: PlanResult;
+      let result: PlanResult;
       try {
-        planned = planUnit(unit.events, {
+        result = planUnit(unit.events, {
           nextSeq: lastSeq + 1,
           lastTicket,
           atMs: this.clock.nowMs(),
@@ -1063,32 +1078,35 @@ export class Journal {
         refuse(unit, { error });
         continue;
       }
-      if (!planned.ok) {
-        refuse(unit, planned);
+      if (!result.ok) {
+        refuse(unit, result);
         continue;
       }
-      const plan = planned.plan;
-      // Before sealing: the audit tree in memory moves with each sealed event and cannot be rolled back.
-      const rowsRefusal = unit.rows === undefined ? undefined : this.writeRows(unit.rows);
-      if (rowsRefusal !== undefined) {
-        refuse(unit, { error: rowsRefusal });
-        continue;
+      const plan = result.plan;
+      // A result id (or action attempt) the table or this commit already holds refuses this unit only, as its INSERT
+      // would have: checked while planning, so that writing never meets the constraint (a clash there is fatal).
+      if (unit.rows !== undefined) {
+        const clash = resultRowsClash(this.db, unit.rows, (plannedResults ??= newPlannedResults()));
+        if (clash !== undefined) {
+          refuse(unit, { error: clash });
+          continue;
+        }
+        rows.push(unit.rows);
       }
-      for (const { event } of plan.appended) {
-        this.sealFault?.(event);
-        this.store.insertEvent(this.audit.seal(event).row);
-      }
+      for (const { event } of plan.appended) events.push(event);
       overlay.absorb(plan);
       lastSeq += plan.appended.length;
-      appendedCount += plan.appended.length;
       lastTicket = plan.lastTicket;
       accepted.push({ unit, appended: plan.appended });
     }
-    overlay.write();
-    if (lastTicket !== ticketBefore) this.store.setLastTicket(lastTicket);
-    // The tree head moves in the same transaction as the rows it covers.
-    if (accepted.length > 0) this.audit.writeTree();
-    return { accepted, refused, lastSeq, appendedCount, overlay };
+    if (accepted.length === 0) return { accepted, refused, overlay, batch: undefined };
+    const batch: WriteBatch = {
+      rows,
+      events,
+      ...overlay.rowsToWrite(),
+      lastTicket: lastTicket === ticketBefore ? null : lastTicket,
+    };
+    return { accepted, refused, overlay, batch };
   }
 
   /** After a COMMIT: the checkpointer counts it (and starts once the run has committed enough to need one). */
@@ -1110,35 +1128,18 @@ export class Journal {
   }
 
   /**
-   * A unit's other rows under a savepoint: a constraint they break (a result id written twice) refuses that unit
-   * only, its rows undone; any other failure (disk full, I/O) fails the journal like any write.
-   */
-  private writeRows(rows: UnitRows): unknown {
-    this.db.exec('SAVEPOINT unit_rows');
-    try {
-      writeResultRows(this.db, rows);
-    } catch (error) {
-      if (!String((error as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw error;
-      this.db.exec('ROLLBACK TO unit_rows');
-      this.db.exec('RELEASE unit_rows');
-      return error;
-    }
-    this.db.exec('RELEASE unit_rows');
-    return undefined;
-  }
-
-  /**
    * After COMMIT: refusals answer at once, an accepted unit once its commit is durable (or at once, for events that
    * ride to disk with the next sync: event-durability.ts), then the change feed and a due checkpoint.
    */
-  private settleUnits({ accepted, refused, lastSeq, appendedCount, overlay }: Written): void {
-    if (accepted.length > 0) {
+  private settleUnits({ accepted, refused, overlay }: Planned, ack: WriteAck | undefined): void {
+    const lastSeq = ack?.lastSeq ?? this.lastSeq;
+    if (ack !== undefined) {
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionCache.committed(overlay.writtenSessions());
       this.audit.commitSucceeded();
       this.commits += 1;
-      this.eventCount += appendedCount;
+      this.eventCount += ack.appended;
       this.lastSeq = lastSeq;
       this.walSync.committed(lastSeq);
       this.checkpointCommitted();

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import type { SealedRow } from './audit-writer.js';
 
 /**
@@ -42,17 +42,54 @@ export function writeResultRows(db: Database.Database, rows: ResultRows): void {
   rows.chunks.forEach((chunk, n) => sql.insertChunk.run(rows.result_id, n, chunk.ciphertext, chunk.nonce));
 }
 
-const resultWrites = new WeakMap<
-  Database.Database,
-  { insertResult: Database.Statement; insertChunk: Database.Statement }
->();
+/** The results planned into one commit so far (ResultRowsClash): their ids and their (action, attempt) keys. */
+export interface PlannedResults {
+  readonly ids: Set<string>;
+  readonly attempts: Set<string>;
+}
 
-/** A result's insert statements, prepared once per connection (the store's own, or the journal's). */
-function resultStatements(db: Database.Database): {
-  insertResult: Database.Statement;
-  insertChunk: Database.Statement;
-} {
-  let statements = resultWrites.get(db);
+export function newPlannedResults(): PlannedResults {
+  return { ids: new Set(), attempts: new Set() };
+}
+
+/**
+ * Whether `rows` would break one of the results table's unique keys (result_id; action_id with attempt), against the
+ * table and the results `planned` before them in the same commit: the error the INSERT would have thrown (the same
+ * SqliteError, code and message, SQLite checking (action_id, attempt) first), else undefined, and `rows` join
+ * `planned`. Exact only under the write lock: the journal asks while planning a commit, so the writer never meets the
+ * constraint (docs/journal-writer-thread.md, phase 1).
+ */
+export function resultRowsClash(
+  db: Database.Database,
+  rows: ResultRows,
+  planned: PlannedResults,
+): InstanceType<typeof Database.SqliteError> | undefined {
+  const sql = resultStatements(db);
+  const attempt = `${rows.attempt} ${rows.action_id}`;
+  if (planned.attempts.has(attempt) || sql.attemptExists.get(rows.action_id, rows.attempt) !== undefined)
+    return new Database.SqliteError(
+      'UNIQUE constraint failed: results.action_id, results.attempt',
+      'SQLITE_CONSTRAINT_UNIQUE',
+    );
+  if (planned.ids.has(rows.result_id) || sql.idExists.get(rows.result_id) !== undefined)
+    return new Database.SqliteError('UNIQUE constraint failed: results.result_id', 'SQLITE_CONSTRAINT_PRIMARYKEY');
+  planned.ids.add(rows.result_id);
+  planned.attempts.add(attempt);
+  return undefined;
+}
+
+interface ResultStatements {
+  readonly insertResult: Database.Statement;
+  readonly insertChunk: Database.Statement;
+  readonly idExists: Database.Statement<[string]>;
+  readonly attemptExists: Database.Statement<[string, number]>;
+}
+
+const resultStatementsOf = new WeakMap<Database.Database, ResultStatements>();
+
+/** A result's statements, prepared once per connection (the store's own, or the journal's). */
+function resultStatements(db: Database.Database): ResultStatements {
+  let statements = resultStatementsOf.get(db);
   if (statements === undefined) {
     statements = {
       insertResult: db.prepare(
@@ -60,8 +97,10 @@ function resultStatements(db: Database.Database): {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
       ),
       insertChunk: db.prepare(`INSERT INTO result_chunks (result_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`),
+      idExists: db.prepare(`SELECT 1 FROM results WHERE result_id = ?`),
+      attemptExists: db.prepare(`SELECT 1 FROM results WHERE action_id = ? AND attempt = ?`),
     };
-    resultWrites.set(db, statements);
+    resultStatementsOf.set(db, statements);
   }
   return statements;
 }

@@ -1,0 +1,297 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { verifyJournal } from '../audit/verify-journal.js';
+import { isCodedError, type NewEvent } from '../contract/index.js';
+import { actionPathNames, actionPaths, impossibleEvents, sha256Of } from '../testing/action-paths.js';
+import { inSession, sessionStartedEvent } from '../testing/session-events.js';
+import { readStateTables } from '../testing/state-tables.js';
+import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
+import { Journal } from './journal.js';
+import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
+import { ResultStore } from './result-store.js';
+
+/** An action appended up to (not including) its RESULT_COMMITTED, which is returned. */
+async function uptoCommitted(journal: TempJournal['journal'], id: string): Promise<NewEvent> {
+  const path = actionPaths.httpNoApproval(id);
+  const at = path.findIndex((e) => e.kind === 'RESULT_COMMITTED');
+  for (const event of path.slice(0, at)) await journal.append(event);
+  const committed = path[at];
+  if (committed === undefined) throw new Error('the path has no RESULT_COMMITTED');
+  return committed;
+}
+
+const resultOf = (actionId: string, resultId: string, attempt = 1) => ({
+  result_id: resultId,
+  action_id: actionId,
+  attempt,
+  summary: { status: 200 },
+  body: Buffer.from(`body of ${actionId}`),
+  total_bytes: 16,
+  truncated: false,
+  digest: `sha256:${'cd'.repeat(32)}`,
+  created_at_ms: 5,
+});
+
+function storedResults(path: string): unknown[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(`SELECT result_id, action_id, attempt FROM results ORDER BY result_id`).all();
+  } finally {
+    db.close();
+  }
+}
+
+describe('a result that clashes with a unique key of the results table is refused while the commit is planned', () => {
+  let temp: TempJournal;
+  let store: ResultStore;
+  beforeEach(async () => ({ temp, store } = await openTempResultStore()));
+  afterEach(() => temp.dispose());
+
+  it('the same result id twice in one commit: the second unit is refused with the primary key constraint, the first lands', async () => {
+    const first = await uptoCommitted(temp.journal, 'act_clash_a');
+    const second = await uptoCommitted(temp.journal, 'act_clash_b');
+    // Same turn of the event loop: one transaction plans both units.
+    const landed = temp.journal.append(first, store.rowsOf(resultOf('act_clash_a', 'res_clash')));
+    const clash = temp.journal.append(second, store.rowsOf(resultOf('act_clash_b', 'res_clash')));
+    await expect(clash).rejects.toMatchObject({
+      code: 'SQLITE_CONSTRAINT_PRIMARYKEY',
+      message: 'UNIQUE constraint failed: results.result_id',
+    });
+    expect((await landed).state.stage).toBe('result_committed');
+    expect(temp.journal.stats().state).toBe('open');
+    expect(temp.journal.getAction('act_clash_b')?.stage).not.toBe('result_committed');
+    expect(storedResults(temp.path)).toEqual([{ result_id: 'res_clash', action_id: 'act_clash_a', attempt: 1 }]);
+  });
+
+  it("an action's attempt the table already holds under another result id: refused with the unique constraint, the rest of the commit lands", async () => {
+    const first = await uptoCommitted(temp.journal, 'act_clash_c');
+    await temp.journal.append(first, store.rowsOf(resultOf('act_clash_c', 'res_clash_c')));
+    const second = await uptoCommitted(temp.journal, 'act_clash_d');
+    const clash = temp.journal.append(second, store.rowsOf(resultOf('act_clash_c', 'res_clash_d')));
+    const neighbour = temp.journal.append(actionPaths.httpNoApproval('act_clash_e')[0] as NewEvent);
+    await expect(clash).rejects.toMatchObject({
+      code: 'SQLITE_CONSTRAINT_UNIQUE',
+      message: 'UNIQUE constraint failed: results.action_id, results.attempt',
+    });
+    expect((await neighbour).state.action_id).toBe('act_clash_e');
+    expect(temp.journal.stats().state).toBe('open');
+    expect(storedResults(temp.path)).toEqual([{ result_id: 'res_clash_c', action_id: 'act_clash_c', attempt: 1 }]);
+  });
+
+  it('an attempt planned earlier in the same commit, with the same result id too: the unique constraint, as SQLite checks it first', async () => {
+    const first = await uptoCommitted(temp.journal, 'act_clash_f');
+    const second = await uptoCommitted(temp.journal, 'act_clash_g');
+    const landed = temp.journal.append(first, store.rowsOf(resultOf('act_clash_f', 'res_clash_f')));
+    const clash = temp.journal.append(second, store.rowsOf(resultOf('act_clash_f', 'res_clash_f')));
+    await expect(clash).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE' });
+    await landed;
+    // A later attempt of the same action is not a clash.
+    const third = await uptoCommitted(temp.journal, 'act_clash_h');
+    await temp.journal.append(third, store.rowsOf(resultOf('act_clash_f', 'res_clash_f2', 2)));
+    expect(temp.journal.stats().state).toBe('open');
+    expect(storedResults(temp.path)).toEqual([
+      { result_id: 'res_clash_f', action_id: 'act_clash_f', attempt: 1 },
+      { result_id: 'res_clash_f2', action_id: 'act_clash_f', attempt: 2 },
+    ]);
+  });
+});
+
+/** Every table a commit writes, read through another connection in key order (sealed bytes left out: fresh nonces). */
+function writtenTables(path: string): Record<string, unknown> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const all = (sql: string): unknown[] => db.prepare(sql).all();
+    return {
+      ...readStateTables(path),
+      events: all(`SELECT seq, at_ms, action_id, session_id, ticket, lane, kind, run FROM events ORDER BY seq`),
+      action_counters: all(
+        `SELECT * FROM action_counters ORDER BY phase, outcome, code, decision, dispatched, in_flight`,
+      ),
+      outcome_minutes: all(`SELECT * FROM outcome_minutes ORDER BY minute, phase, outcome, code, decision, dispatched`),
+      results: all(
+        `SELECT result_id, action_id, attempt, total_bytes, stored_bytes, truncated, digest, chunks, complete, created_at_ms, run FROM results ORDER BY result_id`,
+      ),
+      result_chunks: all(`SELECT result_id, n, length(bytes) AS bytes FROM result_chunks ORDER BY result_id, n`),
+      last_ticket: all(`SELECT value FROM meta WHERE key = 'last_ticket'`),
+      audit_tree: all(`SELECT size FROM audit_tree`),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The same workload every time: every action path (half of them in a session), cut short for some so that recovery
+ * at the next open classifies them, an idempotency key bound, a result with each RESULT_COMMITTED, impossible events
+ * and a result id clash refused beside accepted units, each wave one group commit; then a restart (recovery commits).
+ * Answers each append's outcome, and the journal's tables and events after the restart.
+ */
+async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<string, unknown>; events: unknown[] }> {
+  const temp = await openTempJournal();
+  let store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
+  try {
+    await temp.journal.appendSession(sessionStartedEvent('ses_writer', 4242));
+    const scripts = actionPathNames.map((name, i) => {
+      const events = inSession(actionPaths[name](`act_w_${name.slice(0, 24)}`), i % 2 === 0 ? 'ses_writer' : null);
+      return i % 5 === 4 ? events.slice(0, Math.ceil(events.length / 2)) : events;
+    });
+    scripts.push([
+      {
+        kind: 'ACTION_ACCEPTED',
+        action_id: 'act_w_keyed',
+        lane: 'route:docs',
+        payload: {
+          channel: 'http',
+          target: 'route:docs POST /documents/7',
+          request_fingerprint: sha256Of(1),
+          approval: 'none',
+          idempotent: false,
+        },
+      },
+      {
+        kind: 'PREFLIGHT_VALIDATED',
+        action_id: 'act_w_keyed',
+        payload: {
+          idempotency: {
+            route: 'docs',
+            scope: 'docs.account',
+            key: 'key-1',
+            fingerprint: sha256Of(0xa),
+            expires_at_ms: temp.clock.nowMs() + 60_000,
+          },
+        },
+      },
+    ]);
+    const outcomes: string[] = [];
+    const longest = Math.max(...scripts.map((script) => script.length));
+    for (let wave = 0; wave < longest; wave += 1) {
+      const appends = scripts
+        .flatMap((script) => script.slice(wave, wave + 1))
+        .map((event) => {
+          if (event.kind !== 'RESULT_COMMITTED') return temp.journal.append(event);
+          const { result_id, attempt } = event.payload;
+          const rows = store.rowsOf({
+            result_id,
+            action_id: event.action_id,
+            attempt,
+            summary: { status: 200 },
+            body: Buffer.alloc(70_000 + wave, wave),
+            total_bytes: 70_000 + wave,
+            truncated: false,
+            digest: sha256Of(wave),
+            created_at_ms: temp.clock.nowMs(),
+          });
+          return temp.journal.append(event, rows);
+        });
+      if (wave % 3 === 1) appends.push(...impossibleEvents('act_w_keyed').map((event) => temp.journal.append(event)));
+      if (wave === 6) {
+        const clash = store.rowsOf({
+          result_id: 'res_w_clash',
+          action_id: 'act_w_keyed',
+          attempt: 1,
+          summary: {},
+          body: Buffer.from('x'),
+          total_bytes: 1,
+          truncated: false,
+          digest: sha256Of(7),
+          created_at_ms: 1,
+        });
+        // The same result id twice in one commit, on events the projection accepts: the second is refused.
+        appends.push(temp.journal.append(carrierOf(wave), clash));
+        appends.push(temp.journal.append(carrierOf(wave + 1), { ...clash }));
+      }
+      for (const settled of await Promise.allSettled(appends)) {
+        if (settled.status === 'fulfilled') outcomes.push(`ok ${settled.value.event.seq}`);
+        else if (isCodedError(settled.reason) || 'code' in settled.reason) outcomes.push(String(settled.reason.code));
+        else throw settled.reason;
+      }
+      temp.clock.advance(20_000);
+    }
+    store.close();
+    await temp.journal.close();
+    const reopened = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
+    expect(reopened.stats().recovered_at_open).toBeGreaterThan(0);
+    store = ResultStore.open(temp.path, reopened.rowCipher(), { role: 'broker' });
+    const bodies = writtenTables(temp.path).results as Array<{ result_id: string }>;
+    for (const { result_id } of bodies) expect(store.read(result_id)?.body.length).toBeGreaterThan(0);
+    const events = [...reopened.events()];
+    store.close();
+    await reopened.close();
+    expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true });
+    return { outcomes, tables: writtenTables(temp.path), events };
+  } finally {
+    store.close();
+    await temp.dispose();
+  }
+}
+
+/** `value` with every Buffer as the Uint8Array a structured clone makes of it (the same bytes), all else as is. */
+function bytesAsUint8Arrays(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return new Uint8Array(value);
+  if (Array.isArray(value)) return value.map(bytesAsUint8Arrays);
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, bytesAsUint8Arrays(field)]));
+}
+
+/** An event any journal accepts, to carry rows: a new action's ACTION_ACCEPTED. */
+function carrierOf(n: number): NewEvent {
+  return actionPaths.httpNoApproval(`act_w_carrier_${n}`)[0] as NewEvent;
+}
+
+describe('the JournalWriter writes a commit from a plain-data batch', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('a structured clone of every batch (what postMessage to a writer thread makes) leaves the same tables and events as the batch itself', async () => {
+    const inline = await runWorkload();
+
+    const batches: Array<{ batch: WriteBatch; cloned: WriteBatch }> = [];
+    const acks: WriteAck[] = [];
+    const commit = JournalWriter.prototype.commit;
+    vi.spyOn(JournalWriter.prototype, 'commit').mockImplementation(function (this: JournalWriter, batch) {
+      const cloned = structuredClone(batch);
+      batches.push({ batch, cloned });
+      const ack = commit.call(this, cloned);
+      acks.push(ack);
+      return ack;
+    });
+    const replayed = await runWorkload();
+
+    expect(replayed.outcomes).toEqual(inline.outcomes);
+    expect(replayed).toEqual(inline);
+    expect(inline.outcomes).toContain('SQLITE_CONSTRAINT_UNIQUE');
+    expect(inline.outcomes).toContain('IMPOSSIBLE_TRANSITION');
+    // The clones equal what was cloned (bytes stay bytes: a Buffer comes back a Uint8Array), and so do the acks.
+    for (const { batch, cloned } of batches) expect(cloned).toStrictEqual(bytesAsUint8Arrays(batch));
+    for (const ack of acks) expect(structuredClone(ack)).toStrictEqual(ack);
+    // Every kind of row a batch carries went through a clone: results, sessions, keys, tickets, both kinds of row write.
+    const cloned = batches.map((b) => b.cloned);
+    expect(cloned.some((b) => b.rows.length > 0)).toBe(true);
+    expect(cloned.some((b) => b.sessions.length > 0)).toBe(true);
+    expect(cloned.some((b) => b.idempotencyKeys.length > 0)).toBe(true);
+    expect(cloned.some((b) => b.lastTicket !== null)).toBe(true);
+    expect(cloned.some((b) => b.actions.some((a) => a.written !== undefined))).toBe(true);
+    expect(cloned.some((b) => b.actions.some((a) => a.written === undefined && a.stored !== undefined))).toBe(true);
+    expect(acks.at(-1)?.treeSize).toBe(inline.events.length);
+  });
+
+  it('a constraint the batch meets when writing fails the commit (nothing was refused while planning it)', async () => {
+    const { temp, store } = await openTempResultStore();
+    try {
+      const first = await uptoCommitted(temp.journal, 'act_w_fatal');
+      const rows = store.rowsOf(resultOf('act_w_fatal', 'res_w_fatal'));
+      // Written behind the planner's back (no journal path does this): the writer meets the primary key.
+      store.commit(resultOf('act_w_other', 'res_w_fatal'));
+      const commit = JournalWriter.prototype.commit;
+      vi.spyOn(JournalWriter.prototype, 'commit').mockImplementation(function (this: JournalWriter, batch) {
+        return commit.call(this, { ...batch, rows: [...batch.rows, rows] });
+      });
+      await expect(temp.journal.append(first)).rejects.toMatchObject({
+        code: 'JOURNAL_UNAVAILABLE',
+        cause: { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' },
+      });
+      expect(temp.journal.stats().state).toBe('failed');
+    } finally {
+      await temp.dispose();
+    }
+  });
+});

@@ -1,0 +1,88 @@
+import type Database from 'better-sqlite3';
+import type { JournalEvent, SessionState } from '../contract/index.js';
+import type { BoundIdempotencyKey } from '../core/index.js';
+import type { SealedEvent } from './audit-writer.js';
+import { newCounterTally, type ActionRowWrite, type JournalStore } from './journal-store.js';
+import { writeResultRows, type ResultRows } from './result-rows.js';
+
+/**
+ * The write half of one commit, planned (Journal: planUnit over the CommitOverlay) and handed to the JournalWriter.
+ * Plain data only — numbers, strings, booleans, null, bytes, arrays and plain objects, no class instance, closure or
+ * Map — so that a structured clone of it (what postMessage makes) writes the same rows: the shape a writer thread takes
+ * (docs/journal-writer-thread.md, phase 2).
+ */
+export interface WriteBatch {
+  /** The accepted units' result rows, in unit order; their unique keys were checked while planning (resultRowsClash). */
+  readonly rows: readonly ResultRows[];
+  /** The planned events, seqs contiguous from the log's end, in append order: sealed and inserted in this order. */
+  readonly events: readonly JournalEvent[];
+  /** Every action row the events moved, as it ends up (one per action). */
+  readonly actions: readonly ActionRowWrite[];
+  readonly sessions: readonly SessionState[];
+  readonly idempotencyKeys: readonly BoundIdempotencyKey[];
+  /** meta.last_ticket after the batch; null when no event took a ticket. */
+  readonly lastTicket: number | null;
+}
+
+/** What the JournalWriter answers for a batch it wrote (plain data too). */
+export interface WriteAck {
+  /** The seq of the batch's last event. */
+  readonly lastSeq: number;
+  /** How many events it appended. */
+  readonly appended: number;
+  /** The audit tree's size once the batch's leaves are in it (the events the log holds). */
+  readonly treeSize: number;
+}
+
+/**
+ * Seals events for the audit log and keeps the pending Merkle frontier they extend (the AuditWriter's RunSealer): seal
+ * moves the frontier, writeTree stores it in the same transaction and answers its size.
+ */
+export interface EventSealer {
+  seal(event: JournalEvent): SealedEvent;
+  writeTree(): number;
+}
+
+/**
+ * Owns a commit's writes on the journal's connection: given a WriteBatch it writes the result rows, seals and inserts
+ * each event, writes the actions rows (and the status counters they move), the sessions, the idempotency keys, the last
+ * ticket and the audit tree's frontier, and answers a WriteAck. It decides nothing: every refusal was made while
+ * planning, so any throw here (a SQLite error, a constraint, a sealing failure) is the journal's failure, and the
+ * caller rolls the transaction back and fails closed.
+ *
+ * Phase 1 of docs/journal-writer-thread.md: it runs inline, inside the transaction the Journal began (BEGIN IMMEDIATE
+ * before planning, since planning reads under the write lock; COMMIT or ROLLBACK after this returns or throws).
+ */
+export class JournalWriter {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly store: JournalStore,
+    private readonly sealer: EventSealer,
+    /**
+     * Test seam (JournalOpenOptions.sealFault): runs before each event is sealed; a throw is a sealing failure. A
+     * function, so it cannot cross to a writer thread: phase 2 needs a data form of it.
+     */
+    private readonly sealFault?: (event: JournalEvent) => void,
+  ) {}
+
+  /** Writes `batch` inside the caller's transaction. Throws on any failure; nothing it wrote may then be committed. */
+  commit(batch: WriteBatch): WriteAck {
+    const last = batch.events.at(-1);
+    if (last === undefined) throw new Error('a write batch holds no event');
+    for (const rows of batch.rows) writeResultRows(this.db, rows);
+    for (const event of batch.events) {
+      this.sealFault?.(event);
+      this.store.insertEvent(this.sealer.seal(event).row);
+    }
+    // The status counters move by each row's difference, summed for the whole batch and written once.
+    const tally = newCounterTally();
+    for (const action of batch.actions) this.store.writeState(action, tally);
+    this.store.writeCounts(tally);
+    for (const session of batch.sessions) this.store.writeSession(session);
+    for (const bound of batch.idempotencyKeys) this.store.writeIdempotencyKey(bound);
+    if (batch.lastTicket !== null) this.store.setLastTicket(batch.lastTicket);
+    // The tree head moves in the same transaction as the rows it covers.
+    const treeSize = this.sealer.writeTree();
+    return { lastSeq: last.seq, appended: batch.events.length, treeSize };
+  }
+}
