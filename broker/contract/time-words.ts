@@ -1,4 +1,8 @@
 /**
+ * Where times are formatted. Texts an agent or the terminal reads (error and refusal messages, `postern …` lines) write
+ * an instant ISO UTC (isoTime); never raw epoch milliseconds, which nobody reads as a time. A structured field keeps the
+ * number as data (`expires_at_ms`) for a machine, and the console formats it itself, as below.
+ *
  * One way to show a wall time everywhere a person reads the console — the page and main's decision dialog: the
  * viewer's local zone, 24-hour, the zone always named ("11:56:02 CET", "2026-12-03 11:56:02 CET"). The journal orders
  * by seq; a time is for a person to read, and a time without its zone is a guess. Pure: the time comes in as epoch
@@ -50,4 +54,19 @@ export function clockOnly(ms: number, options: TimeOptions = {}): string {
 /** The zone's short name at that moment ("CET", "UTC", "GMT-5"), for a column heading. */
 export function zoneName(ms: number, options: TimeOptions = {}): string {
   return parts(ms, options).timeZoneName ?? '';
+}
+
+/** The last millisecond ISO writes with a four-digit year (9999-12-31T23:59:59.999Z). */
+const isoFourDigitYearsEndMs = 253_402_300_799_999;
+
+/**
+ * "2026-12-03T10:56:02.045Z": an instant ISO UTC, as agent-facing and terminal texts write it (what Date's toISOString
+ * writes, without reaching for Date in pure code). A value outside 1970..9999 — the event schemas admit any whole
+ * number, so a hand-made journal may carry one — is named as the number it is rather than throwing while a refusal's
+ * message is built.
+ */
+export function isoTime(ms: number): string {
+  if (!Number.isInteger(ms) || ms < 0 || ms > isoFourDigitYearsEndMs) return `epoch ms ${ms}`;
+  const p = parts(ms, { zone: 'UTC', ms: true });
+  return `${p.year}-${p.month}-${p.day}T${clock(p)}Z`;
 }

@@ -48,7 +48,12 @@ describe('binding an idempotency key', () => {
 
   it('the same key with another fingerprint inside the window is IDEMPOTENCY_MISMATCH on field idempotency_key', () => {
     expect(() => bindIdempotencyKey(bound, claimOf(fpB, 1_099))).toThrow(
-      expect.objectContaining({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' }),
+      expect.objectContaining({
+        code: 'IDEMPOTENCY_MISMATCH',
+        field: 'idempotency_key',
+        message:
+          'idempotency key is bound to another request fingerprint on this route and scope until 1970-01-01T00:00:01.100Z',
+      }),
     );
   });
 

@@ -1,4 +1,4 @@
-import { CodedError, type IdempotencyKeyBinding } from '../contract/index.js';
+import { CodedError, isoTime, type IdempotencyKeyBinding } from '../contract/index.js';
 
 /**
  * One row of the idempotency-key table: which fingerprint a key means on a route and scope, who
@@ -44,7 +44,7 @@ export function bindIdempotencyKey(existing: BoundIdempotencyKey | undefined, cl
     if (existing.fingerprint === binding.fingerprint) return { kind: 'same', row: existing };
     throw new CodedError(
       'IDEMPOTENCY_MISMATCH',
-      `idempotency key is bound to another request fingerprint on this route and scope until ${existing.expires_at_ms}`,
+      `idempotency key is bound to another request fingerprint on this route and scope until ${isoTime(existing.expires_at_ms)}`,
       {
         field: 'idempotency_key',
       },

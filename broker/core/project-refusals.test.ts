@@ -353,7 +353,7 @@ const cases: readonly Case[] = [
     event: lease(2),
     kind: 'lease_held',
     code: 'LEASE_LOST',
-    why: 'generation 1 is held by w1 until 9000',
+    why: 'generation 1 is held by w1 until 1970-01-01T00:00:09.000Z',
   },
   {
     when: 'a retry lease skips a generation',
@@ -370,7 +370,7 @@ const cases: readonly Case[] = [
     atMs: 2_000,
     kind: 'lease_lost',
     code: 'LEASE_LOST',
-    why: 'generation 1 is not the live lease (generation 1, expires 1007)',
+    why: 'generation 1 is not the live lease (generation 1, expires 1970-01-01T00:00:01.007Z)',
   },
   {
     when: 'an attestation meets a live lease',

@@ -2,6 +2,7 @@ import {
   actionStageOrder,
   CodedError,
   dispatchEvidenceRank,
+  isoTime,
   transitionRefusalOf,
   TransitionRefused,
   kindsRequiringClassification,
@@ -426,7 +427,7 @@ function foldRetryLeased(event: EventOf<'RETRY_LEASED'>, state: ActionState, nex
     refused(
       'lease_held',
       event,
-      `generation ${lease.generation} is held by ${lease.holder} until ${lease.expires_at_ms}`,
+      `generation ${lease.generation} is held by ${lease.holder} until ${isoTime(lease.expires_at_ms)}`,
       'LEASE_LOST',
     );
   }
@@ -657,7 +658,7 @@ function requireLease(event: JournalEvent, state: ActionState, generation: numbe
     refused(
       'lease_lost',
       event,
-      `generation ${generation ?? 'none'} is not the live lease (generation ${lease.generation}, ${lease.open ? `expires ${lease.expires_at_ms}` : 'its attempt is recorded'})`,
+      `generation ${generation ?? 'none'} is not the live lease (generation ${lease.generation}, ${lease.open ? `expires ${isoTime(lease.expires_at_ms)}` : 'its attempt is recorded'})`,
       'LEASE_LOST',
     );
   }
