@@ -57,7 +57,7 @@ export function zoneName(ms: number, options: TimeOptions = {}): string {
 }
 
 /** The last millisecond ISO writes with a four-digit year (9999-12-31T23:59:59.999Z). */
-const isoFourDigitYearsEndMs = 253_402_300_799_999;
+export const isoFourDigitYearsEndMs = 253_402_300_799_999;
 
 /**
  * "2026-12-03T10:56:02.045Z": an instant ISO UTC, as agent-facing and terminal texts write it (what Date's toISOString

@@ -169,6 +169,23 @@ describe('when the data directory is free', () => {
     expect(() => take(dataDir)).not.toThrow();
   });
 
+  it('refuses with BROKER_ALREADY_RUNNING, not a RangeError, when an agent wrote a start time no clock can write', () => {
+    const dataDir = freshDir();
+    const lock = take(dataDir);
+    for (const started of [9e15, -1, 253_402_300_800_000]) {
+      writeFileSync(lock.path, JSON.stringify({ pid: 4242, started_at_ms: started }));
+      expect(() => lockDataDir(dataDir)).toThrow(
+        expect.objectContaining({ code: 'BROKER_ALREADY_RUNNING', message: expect.stringContaining('not recorded') }),
+      );
+    }
+    // The last millisecond of year 9999 is still a time: the holder is named.
+    writeFileSync(lock.path, JSON.stringify({ pid: 4242, started_at_ms: 253_402_300_799_999 }));
+    expect(() => lockDataDir(dataDir)).toThrow(
+      expect.objectContaining({ message: expect.stringContaining('pid 4242, started 9999-12-31T23:59:59.999Z') }),
+    );
+    lock.release();
+  });
+
   it('creates a missing data directory 0700 and tightens a wider lock file to 0600', () => {
     const dataDir = path.join(freshDir(), 'new');
     take(dataDir).release();

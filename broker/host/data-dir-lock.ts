@@ -11,7 +11,7 @@ import {
 } from 'node:fs';
 import { loadNativeAddon } from './native-addon.js';
 import path from 'node:path';
-import { CodedError } from '../contract/index.js';
+import { CodedError, isoFourDigitYearsEndMs, isoTime } from '../contract/index.js';
 
 /**
  * One broker per data directory, decided by the kernel. A broker takes an exclusive flock on the data
@@ -149,11 +149,19 @@ export function readHolder(fd: number): LockHolder | undefined {
   try {
     const parsed = JSON.parse(text) as { pid?: unknown; started_at_ms?: unknown };
     const { pid, started_at_ms: started } = parsed;
-    if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || !Number.isSafeInteger(started)) return undefined;
+    if (!Number.isSafeInteger(pid) || (pid as number) <= 0 || !plausibleStart(started)) return undefined;
     return { pid: pid as number, started_at_ms: started as number };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A start time a clock can write (1970..9999): the file is the same user's to write, and a time no formatter takes
+ * would turn BROKER_ALREADY_RUNNING into a RangeError while its message is built.
+ */
+function plausibleStart(started: unknown): started is number {
+  return Number.isSafeInteger(started) && (started as number) >= 0 && (started as number) <= isoFourDigitYearsEndMs;
 }
 
 /**
@@ -173,8 +181,6 @@ export class BrokerAlreadyRunning extends CodedError {
     return alreadyRunningText(this.holder, this.lockPath, time);
   }
 }
-
-const isoTime = (ms: number): string => new Date(ms).toISOString();
 
 function alreadyRunningText(holder: LockHolder | undefined, lockPath: string, time: (ms: number) => string): string {
   const who =
