@@ -179,9 +179,17 @@ function text(value: unknown): string | null {
 
 /** The value whole, or its head and a marker: "… [cut: 1,234 of 5,330 characters not shown; the whole value is in the file]". */
 function cut(value: string | null): string | null {
-  if (value === null || value.length <= changeValueCharsMax) return value;
+  return value === null ? null : cutToChars(value, changeValueCharsMax, '; the whole value is in the file');
+}
+
+/**
+ * `value` whole when it fits in `charsMax`, else its head and a marker that says it is cut, by how much and (`where`)
+ * where the whole is: "… [cut: 1,234 of 5,330 characters not shown<where>]" — never a bare "…". The result fits.
+ */
+export function cutToChars(value: string, charsMax: number, where = ''): string {
+  if (value.length <= charsMax) return value;
   const marker = (shown: number) =>
-    `… [cut: ${(value.length - shown).toLocaleString('en-US')} of ${value.length.toLocaleString('en-US')} characters not shown; the whole value is in the file]`;
-  const shown = changeValueCharsMax - marker(0).length; // marker(0) has the most digits any marker can have
+    `… [cut: ${(value.length - shown).toLocaleString('en-US')} of ${value.length.toLocaleString('en-US')} characters not shown${where}]`;
+  const shown = charsMax - marker(0).length; // marker(0) has the most digits any marker can have
   return `${value.slice(0, shown)}${marker(shown)}`;
 }

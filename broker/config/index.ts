@@ -37,6 +37,7 @@ export {
   type LoadConfigOptions,
 } from './load-config.js';
 export {
+  cutToChars,
   diffConfigs,
   sshCommandStarNotes,
   type ConfigChanges,

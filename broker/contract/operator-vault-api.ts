@@ -198,6 +198,11 @@ export const configEntryChangeSchema = z.object({
 });
 export type ConfigEntryChange = z.infer<typeof configEntryChangeSchema>;
 
+/** Who accepted a configuration, as the accepted copy records it (the sealing code cuts to this; a longer one is not ours). */
+export const configAcceptedByCharsMax = 300;
+/** Why the file as it is now does not load, on the card: a longer message (an agent's long unknown key) is cut to this. */
+export const configInvalidMessageCharsMax = 1000;
+
 /**
  * Whether the configuration in force can be trusted (docs/config.md): `first_use` until the first
  * unlock accepts it (only while the vault holds no credentials), `unverified` while the vault is
@@ -214,7 +219,7 @@ export const configPendingSchema = z.object({
   accepted: z
     .object({
       at_ms: z.number().int(),
-      by: z.string().max(300),
+      by: z.string().max(configAcceptedByCharsMax),
       how: z.enum(['first_use', 'accepted', 'edited']),
       digest: z.string(),
     })
@@ -238,7 +243,13 @@ export const configPendingSchema = z.object({
       mcp_servers: z.array(configEntryChangeSchema),
       settings: z.array(configEntryChangeSchema),
       /** The file as it is now does not load (it cannot be accepted until fixed). */
-      invalid: z.object({ code: z.string(), message: z.string().max(1000), field: z.string().nullable() }).nullable(),
+      invalid: z
+        .object({
+          code: z.string(),
+          message: z.string().max(configInvalidMessageCharsMax),
+          field: z.string().nullable(),
+        })
+        .nullable(),
     })
     .nullable(),
 });

@@ -6,6 +6,8 @@ import {
   actorLabel,
   agentToolReplySchema,
   CodedError,
+  configAcceptedByCharsMax,
+  configInvalidMessageCharsMax,
   isCodedError,
   type AgentToolName,
   type ConfigPending,
@@ -15,6 +17,7 @@ import {
 import {
   configBytesMax,
   configFileName,
+  cutToChars,
   diffConfigs,
   emptyConfig,
   parseConfig,
@@ -225,7 +228,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
     inForceText = latest.text;
     const digest = digestOf(latest.text);
     logger?.info({ digest, how, restart_needed_for }, 'configuration applied without a restart');
-    return { digest, by: by.slice(0, 300), how, restart_needed_for };
+    return { digest, by: by.slice(0, configAcceptedByCharsMax), how, restart_needed_for };
   };
 
   const seal = (text: string, by: string, how: AcceptedHow): void => {
@@ -302,7 +305,12 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
       // The journal says which configuration was trusted on first use, and that no person accepted it.
       if (how === 'first_use') {
         firstUseJournaled = true;
-        history.recordFirstUse?.({ digest: digestOf(text), by: by.slice(0, 300), how, restart_needed_for: [] });
+        history.recordFirstUse?.({
+          digest: digestOf(text),
+          by: by.slice(0, configAcceptedByCharsMax),
+          how,
+          restart_needed_for: [],
+        });
       }
     } catch (error) {
       // A full disk loses only the record: the next start asks again (first use, or a card).
@@ -373,7 +381,7 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         if (!isCodedError(error)) throw error;
         return {
           ...base,
-          change: { ...change, invalid: { code: error.code, message: error.message, field: error.field ?? null } },
+          change: { ...change, invalid: problemOf(error) },
         };
       }
     },
@@ -402,7 +410,12 @@ export function loadConfigIntegrity(options: ConfigIntegrityOptions): ConfigInte
         trust = 'verified';
         untrustedReason = null;
         logger?.info({ digest }, 'configuration accepted (operator); in force now');
-        const applied: ConfigApplied = { digest, by: by.slice(0, 300), how: 'accepted', restart_needed_for: [] };
+        const applied: ConfigApplied = {
+          digest,
+          by: by.slice(0, configAcceptedByCharsMax),
+          how: 'accepted',
+          restart_needed_for: [],
+        };
         return { digest, applies: 'now', restart_needed_for: [], applied };
       }
       if (trust === 'verified') {
@@ -578,7 +591,13 @@ function macInput(r: Omit<AcceptedRecord, 'key' | 'mac'>): string {
 function sealRecord(vault: CredentialVault, text: string, atMs: number, by: string, how: AcceptedHow): AcceptedRecord {
   const key = randomBytes(macKeyBytes);
   try {
-    const body = { version: 1 as const, text, accepted_at_ms: atMs, accepted_by: by.slice(0, 300), how };
+    const body = {
+      version: 1 as const,
+      text,
+      accepted_at_ms: atMs,
+      accepted_by: by.slice(0, configAcceptedByCharsMax),
+      how,
+    };
     const wrapped = vault.wrap(macKeyPurpose, key);
     return {
       ...body,
@@ -636,6 +655,8 @@ function readAcceptedRecord(file: string): StoredRecord {
     typeof r.text === 'string' &&
     Number.isSafeInteger(r.accepted_at_ms) &&
     typeof r.accepted_by === 'string' &&
+    // Cut to this when sealed: a longer one was written by something else (and would not fit the card's contract).
+    r.accepted_by.length <= configAcceptedByCharsMax &&
     (r.how === 'first_use' || r.how === 'accepted' || r.how === 'edited') &&
     typeof r.key === 'string' &&
     typeof r.mac === 'string' &&
@@ -665,8 +686,21 @@ function readNow(options: { dataDir: string; file?: string }): {
     return readConfigText(options);
   } catch (error) {
     if (!isCodedError(error)) throw error;
-    return { text: undefined, problem: { code: error.code, message: error.message, field: error.field ?? null } };
+    return { text: undefined, problem: problemOf(error) };
   }
+}
+
+/**
+ * Why the file does not load, as the card shows it: the message cut to the contract's bound with a marker, since the
+ * file is anyone's to write (an unknown key of a thousand characters is named in full by the schema's message) and an
+ * answer over the bound is not sent at all (config.pending fails closed, and the person would lose the card).
+ */
+function problemOf(error: CodedError): { code: string; message: string; field: string | null } {
+  return {
+    code: error.code,
+    message: cutToChars(error.message, configInvalidMessageCharsMax),
+    field: error.field ?? null,
+  };
 }
 
 function untrustedAnswer(field: string): ToolAnswer {

@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configPendingSchema } from '../contract/index.js';
 import { emptyConfig } from '../config/index.js';
@@ -5,7 +7,12 @@ import { createCapturedLogger } from '../testing/captured-logger.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { openVault, type Vault } from '../vault/index.js';
-import { loadConfigIntegrity, type ConfigIntegrity } from './config-integrity.js';
+import {
+  acceptedConfigDirName,
+  acceptedConfigFileName,
+  loadConfigIntegrity,
+  type ConfigIntegrity,
+} from './config-integrity.js';
 import { sendControlRequest, startControlSocket, type ControlSocket } from './control-socket.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import type { OperatorBroker } from './operator-broker.js';
@@ -82,5 +89,35 @@ describe('config.pending over the control socket', () => {
     expect(JSON.stringify(reply)).not.toContain(canary);
     expect(lines.join('\n')).toContain('config.pending: the answer does not fit its contract');
     expect(lines.join('\n')).not.toContain(canary);
+  });
+
+  // The file and the accepted copy are the agent's to write (THREAT-MODEL: same user): neither may make the answer
+  // overflow its contract, or the person loses the card exactly when it matters.
+  it('a postern.yaml whose error names a thousand-character key shows the error cut with a marker, not INTERNAL', async () => {
+    const { path: socket } = await serve(loadConfigIntegrity({ dataDir: dir.path, clock }));
+    // Written while the broker runs (a file that does not load stops a start instead).
+    writeFileSync(path.join(dir.path, 'postern.yaml'), `version: 1\n${'k'.repeat(1000)}: 1\n`);
+    const reply = await sendControlRequest(socket, { op: 'api', method: 'config.pending', input: {} });
+    expect(reply).toMatchObject({ ok: true, value: { change: { invalid: { code: 'CONFIG_INVALID' } } } });
+    const message = (reply as { value: { change: { invalid: { message: string } } } }).value.change.invalid.message;
+    expect(message.length).toBeLessThanOrEqual(1000);
+    expect(message).toMatch(
+      /^the configuration: Unrecognized key: "k+… \[cut: [\d,]+ of [\d,]+ characters not shown\]$/,
+    );
+  });
+
+  it('an accepted copy naming its acceptor in more characters than Postern seals is not ours: untrusted, and the card answers', async () => {
+    mkdirSync(path.join(dir.path, acceptedConfigDirName), { recursive: true });
+    const forged = { version: 1, text: '', accepted_at_ms: 1, accepted_by: 'a'.repeat(5000), how: 'accepted' };
+    writeFileSync(
+      path.join(dir.path, acceptedConfigDirName, acceptedConfigFileName),
+      JSON.stringify({ ...forged, key: 'AAAA', mac: 'ab'.repeat(32) }),
+    );
+    const { path: socket } = await serve(loadConfigIntegrity({ dataDir: dir.path, clock }));
+    const reply = await sendControlRequest(socket, { op: 'api', method: 'config.pending', input: {} });
+    expect(reply).toMatchObject({
+      ok: true,
+      value: { trust: 'untrusted', untrusted_reason: 'the accepted copy is not in the expected shape', accepted: null },
+    });
   });
 });
