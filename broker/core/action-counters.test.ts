@@ -242,6 +242,26 @@ describe('outcomeRowsOf', () => {
     ]);
   });
 
+  it("gives a running one's minute within the hour as an in-flight row, which may be the newest minute", () => {
+    const unknownKey: CounterKey = { ...committedKey, outcome: 'unknown' };
+    const { in_flight: _, ...committedRate } = committedKey;
+    const { in_flight: __, ...unknownRate } = unknownKey;
+    // Settled ones 30 and 61 minutes before a dispatch still running, and one running since an hour before it.
+    const rows = outcomeRowsOf(
+      [
+        { ...committedKey, n: 2 },
+        { ...unknownKey, in_flight: 1, n: 2 },
+      ],
+      [minute(newest - 30, 1), minute(newest - 61, 1), minute(newest, 1, { ...unknownKey, in_flight: 1 })],
+    );
+    expect(rows).toEqual([
+      { ...committedRate, minute: newest - 30, n: 1 },
+      { ...unknownRate, minute: newest, n: 1, in_flight: 1 },
+      { ...committedRate, minute: null, n: 1 },
+      { ...unknownRate, minute: null, n: 1, in_flight: 1 },
+    ]);
+  });
+
   it('leaves out a key whose every action is in the window, and is empty with no counters', () => {
     const rows = outcomeRowsOf([{ ...committedKey, n: 2 }], [minute(newest, 2)]);
     expect(rows.map((r) => r.minute)).toEqual([newest]);

@@ -116,10 +116,11 @@ export function scanRestingActionCounts(db: Database): RestingActionCounts {
 
 /**
  * The metrics' former GROUP BY over the actions table, for tests and the benchmark only: decision and dispatched tell
- * a closing decision from a failed phase; minute buckets the last hour up to the newest classified action (event time).
+ * a closing decision from a failed phase; minute buckets the hour ending with the newest
+ * minute an action with an outcome, settled or running, last changed in (event time; rateBuckets).
  * Shaped as the counters give it (outcomeRowsOf): per key its minutes, one row for the rest, and the ones dispatched
- * and not settled (in_flight: 1, open) apart, in no minute: a running action's row says unknown provisionally, and the
- * rate counts it only once it settles (schema 22); its dispatch still moves the hour's end.
+ * and not settled (in_flight: 1, open) apart, by minute likewise: a running action's row says unknown provisionally,
+ * and the rate counts it only once it settles (schema 22); its minute still ends the hour (foldRate).
  */
 export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
   const rows = db
@@ -137,8 +138,8 @@ export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
       SELECT phase, outcome, code, decision, dispatched, NULL, sum(minute IS NULL AND NOT running) AS n, 0
         FROM grouped GROUP BY phase, outcome, code, decision, dispatched HAVING n <> 0
       UNION ALL
-      SELECT phase, outcome, code, decision, dispatched, NULL, count(*), 1
-        FROM grouped WHERE running GROUP BY phase, outcome, code, decision, dispatched`,
+      SELECT phase, outcome, code, decision, dispatched, minute, count(*), 1
+        FROM grouped WHERE running GROUP BY phase, outcome, code, decision, dispatched, minute`,
     )
     .all();
   return rows.map(({ in_flight, ...row }) => (in_flight === 1 ? { ...row, in_flight } : row));

@@ -213,6 +213,53 @@ describe('when a dispatched action is still running (its row says unknown provis
     expectCountersEqualScan(t.journal, scan);
   });
 
+  it('when it runs in a later minute than the last settled action, the hour ends at its minute: settled minutes more than an hour before it are out, the rest counted where they settled', async () => {
+    const t = await tempJournal();
+    const scan = reader(t.path);
+    const first = Math.trunc(t.clock.nowMs() / minuteMs);
+    // One settled action a minute for 61 minutes (first .. first + 60), then a dispatch 30 minutes later that runs on.
+    for (let i = 0; i <= 60; i++) {
+      await t.journal.appendBatch(actionPaths.httpNoApproval(`act_settled_${i}`));
+      t.clock.advance(minuteMs);
+    }
+    t.clock.set((first + 90) * minuteMs);
+    const dispatchMinute = first + 90;
+    const running = 'act_running_after_the_rest';
+    const script = actionPaths.httpNoApproval(running);
+    const sentAt = script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1;
+    await t.journal.appendBatch(script.slice(0, sentAt));
+    expect(t.journal.getAction(running)).toMatchObject({ outcome: 'unknown', recorded: false });
+
+    /** A scan of the settled actions in the hour ending with `last` (inclusive): the minutes they settled in. */
+    const settledIn = (last: number): number[] =>
+      scan
+        .prepare<[number, number], { minute: number }>(
+          `SELECT updated_at_ms / 60000 AS minute FROM actions
+           WHERE recorded = 1 AND updated_at_ms / 60000 > ? - 60 AND updated_at_ms / 60000 <= ? ORDER BY 1`,
+        )
+        .all(last, last)
+        .map((r) => r.minute);
+
+    // The hour ends with the running action's minute (docs/operator.md): first + 31 .. first + 90.
+    const { rate, open } = foldMetrics(t.journal.outcomeCounts());
+    expect(open).toBe(1);
+    expect(rate.until_ms).toBe((dispatchMinute + 1) * minuteMs);
+    const shown = settledIn(dispatchMinute);
+    expect(shown).toEqual(Array.from({ length: 30 }, (_, i) => first + 31 + i));
+    expect(rateOf(t.journal)).toEqual({ committed: { total: shown.length, minutes: shown } });
+    expectCountersEqualScan(t.journal, scan);
+
+    // It settles two minutes on: the hour moves with it, and it counts there, once.
+    t.clock.advance(2 * minuteMs);
+    await t.journal.appendBatch(script.slice(sentAt));
+    const after = foldMetrics(t.journal.outcomeCounts()).rate;
+    expect(after.until_ms).toBe((dispatchMinute + 3) * minuteMs);
+    const shownAfter = settledIn(dispatchMinute + 2);
+    expect(shownAfter).toEqual([...Array.from({ length: 28 }, (_, i) => first + 33 + i), dispatchMinute + 2]);
+    expect(rateOf(t.journal)).toEqual({ committed: { total: shownAfter.length, minutes: shownAfter } });
+    expectCountersEqualScan(t.journal, scan);
+  });
+
   it('one a stopped broker left dispatched is counted once, in the minute the next start records it unknown', async () => {
     const t = await tempJournal();
     const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
