@@ -138,7 +138,7 @@ describe('counterDelta', () => {
       },
     ],
     [
-      'only in_flight changed (recorded after recovery): the count moves, the minute stays',
+      'only in_flight changed (recorded after recovery): the count moves, and the minute from its in-flight row to a counted one',
       { ...committed, recorded: false },
       committed,
       {
@@ -146,7 +146,10 @@ describe('counterDelta', () => {
           { key: { ...committedKey, in_flight: 1 }, n: -1 },
           { key: committedKey, n: 1 },
         ],
-        minutes: [],
+        minutes: [
+          { minute: 29_453_760, key: { ...committedKey, in_flight: 1 }, n: -1 },
+          { minute: 29_453_760, key: committedKey, n: 1 },
+        ],
       },
     ],
     [
