@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal.js';
 import type { OutcomeCountRow, RestingActionCounts } from '../core/index.js';
-import { JournalStore, type ActionCounts } from './journal-store.js';
+import { dispatchedUnrecordedSql, inFlightSql, JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';
 import { migration004AuditLog } from './migrations/004-audit-log.js';
 import { migration011StatusCounters } from './migrations/011-status-counters.js';
@@ -79,8 +79,8 @@ export function scanActionCounts(db: Database): ActionCounts {
     .prepare<[], { total: number; in_flight: number | null; unknown: number | null }>(
       `
       SELECT count(*) AS total,
-        sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
-        sum(outcome = 'unknown' AND NOT (recorded = 0 AND dispatch_seq IS NOT NULL)) AS unknown
+        sum(${inFlightSql}) AS in_flight,
+        sum(outcome = 'unknown' AND NOT ${dispatchedUnrecordedSql}) AS unknown
       FROM actions`,
     )
     .get();
@@ -100,9 +100,9 @@ export function scanRestingActionCounts(db: Database): RestingActionCounts {
     >(
       `
       SELECT count(*) AS total,
-        sum(recorded = 0 AND outcome IS NULL AND dispatch_seq IS NULL) AS in_flight,
-        sum(outcome = 'unknown' OR (recorded = 0 AND dispatch_seq IS NOT NULL)) AS unknown,
-        sum(recorded = 0 AND dispatch_seq IS NOT NULL) AS dispatched_unrecorded
+        sum(${inFlightSql} AND NOT ${dispatchedUnrecordedSql}) AS in_flight,
+        sum(outcome = 'unknown' OR ${dispatchedUnrecordedSql}) AS unknown,
+        sum(${dispatchedUnrecordedSql}) AS dispatched_unrecorded
       FROM actions`,
     )
     .get();
@@ -130,7 +130,7 @@ export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
         SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
           CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
             THEN updated_at_ms / 60000 END AS minute,
-          recorded = 0 AND dispatch_seq IS NOT NULL AND outcome IS NOT NULL AS running
+          ${dispatchedUnrecordedSql} AND outcome IS NOT NULL AS running
         FROM actions)
       SELECT phase, outcome, code, decision, dispatched, minute, count(*) AS n, 0 AS in_flight
         FROM grouped WHERE minute IS NOT NULL AND NOT running GROUP BY phase, outcome, code, decision, dispatched, minute
