@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { foldMetrics, type OutcomeCountRow } from '../../core/index.js';
 import { actionPaths } from '../../testing/action-paths.js';
+import { rateOf } from '../../testing/rate-of.js';
 import { restoreOutcomeMinutesBefore022 } from '../../testing/older-journal.js';
 import { openTempJournal, type TempJournal } from '../../testing/temp-journal.js';
 import { Journal } from '../journal.js';
@@ -26,17 +27,6 @@ function sorted(rows: readonly OutcomeCountRow[]): OutcomeCountRow[] {
   const id = (r: OutcomeCountRow): string =>
     JSON.stringify([r.phase, r.outcome, r.code, r.decision, r.dispatched, r.minute, r.in_flight ?? 0]);
   return [...rows].sort((a, b) => (id(a) < id(b) ? -1 : 1));
-}
-
-/** Each outcome's rate counts summed per minute (absolute minute numbers), zeros left out. */
-function rateOf(rows: Parameters<typeof foldMetrics>[0]): Record<string, Record<number, number>> {
-  const { rate } = foldMetrics(rows);
-  const out: Record<string, Record<number, number>> = {};
-  for (const { outcome, counts } of rate.by_outcome) {
-    const first = (rate.until_ms ?? 0) / minuteMs - counts.length;
-    out[outcome] = Object.fromEntries(counts.flatMap((n, i) => (n === 0 ? [] : [[first + i, n]])));
-  }
-  return out;
 }
 
 describe('migration 022: the rate counts an action once it settles, never while it runs', () => {
