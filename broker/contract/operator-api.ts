@@ -367,7 +367,7 @@ export const brokerApiSchemas = {
       ),
       open: z.number().int(),
       total: z.number().int(),
-      /** Per-minute counts for the hour up to the newest classified action (event times): one series per outcome and per decision. */
+      /** Per-minute counts for the hour up to the newest settled or running action (event times): one series per outcome and per decision; a running action ends the hour but is counted once it settles. */
       rate: z.object({
         until_ms: z.number().int().nullable(),
         bucket_ms: z.number().int().positive(),

@@ -138,7 +138,7 @@ describe('counterDelta', () => {
       },
     ],
     [
-      'only in_flight changed (recorded after recovery): the count moves, the minute stays',
+      'only in_flight changed (recorded after recovery): the count moves, and the minute from its in-flight row to a counted one',
       { ...committed, recorded: false },
       committed,
       {
@@ -146,7 +146,10 @@ describe('counterDelta', () => {
           { key: { ...committedKey, in_flight: 1 }, n: -1 },
           { key: committedKey, n: 1 },
         ],
-        minutes: [],
+        minutes: [
+          { minute: 29_453_760, key: { ...committedKey, in_flight: 1 }, n: -1 },
+          { minute: 29_453_760, key: committedKey, n: 1 },
+        ],
       },
     ],
     [
@@ -239,6 +242,26 @@ describe('outcomeRowsOf', () => {
       { ...rateKey, minute: newest, n: 2 },
       { ...rateKey, minute: null, n: -1 },
       { ...rateKey, minute: null, n: 1, in_flight: 1 },
+    ]);
+  });
+
+  it("gives a running one's minute within the hour as an in-flight row, which may be the newest minute", () => {
+    const unknownKey: CounterKey = { ...committedKey, outcome: 'unknown' };
+    const { in_flight: _, ...committedRate } = committedKey;
+    const { in_flight: __, ...unknownRate } = unknownKey;
+    // Settled ones 30 and 61 minutes before a dispatch still running, and one running since an hour before it.
+    const rows = outcomeRowsOf(
+      [
+        { ...committedKey, n: 2 },
+        { ...unknownKey, in_flight: 1, n: 2 },
+      ],
+      [minute(newest - 30, 1), minute(newest - 61, 1), minute(newest, 1, { ...unknownKey, in_flight: 1 })],
+    );
+    expect(rows).toEqual([
+      { ...committedRate, minute: newest - 30, n: 1 },
+      { ...unknownRate, minute: newest, n: 1, in_flight: 1 },
+      { ...committedRate, minute: null, n: 1 },
+      { ...unknownRate, minute: null, n: 1, in_flight: 1 },
     ]);
   });
 

@@ -147,42 +147,38 @@ export function restingActionCountsOf(counters: readonly CounterRow[]): RestingA
 }
 
 /**
- * The rows foldMetrics reads, as the scan over the actions table grouped them: per rate key, one row
- * per minute within the hour up to the newest classified minute, and one (minute null) for the rest.
- * `minutes` may hold older minutes not yet pruned; they count with the rest. A minute row of actions in flight
- * (dispatched, not settled: their row says unknown provisionally) moves the hour's end, as their dispatch is the
- * newest change, but is never a rate row: those actions come out open (in_flight: 1), in no minute, until they settle.
+ * The rows foldMetrics reads, as the scan over the actions table grouped them: per rate key, one row per minute within
+ * the hour up to the newest minute row (the newest change of an action with an outcome, settled or running), and one
+ * (minute null) for the rest. `minutes` may hold older minutes not yet pruned; they count with the rest. The actions
+ * in flight with an outcome (dispatched, not settled: their row says unknown provisionally) come out apart, in_flight: 1
+ * and open: per minute within the hour, and the rest in a row of their own. foldRate ends the hour at the newest minute
+ * of all these rows, a running action's too (its dispatch moves the hour's end), and counts only the settled ones.
  */
 export function outcomeRowsOf(counters: readonly CounterRow[], minutes: readonly MinuteRow[]): OutcomeCountRow[] {
-  const totals = new Map<string, { key: CounterKey; n: number }>();
-  // Dispatched and not settled yet (their row already says unknown): open, never counted as an outcome.
+  // Per rate key: the settled (or open before dispatch, outcome null) ones, and the dispatched ones not settled yet
+  // (their row already says unknown): open, never counted as an outcome.
+  const settled = new Map<string, { key: CounterKey; n: number }>();
   const inFlight = new Map<string, { key: CounterKey; n: number }>();
   for (const row of counters) {
     if (row.n === 0) continue;
+    const groups = row.in_flight === 1 && row.outcome !== null ? inFlight : settled;
     const id = rateKeyId(row);
-    const group = totals.get(id) ?? { key: row, n: 0 };
+    const group = groups.get(id) ?? { key: row, n: 0 };
     group.n += row.n;
-    totals.set(id, group);
-    if (row.in_flight !== 1 || row.outcome === null) continue;
-    const running = inFlight.get(id) ?? { key: row, n: 0 };
-    running.n += row.n;
-    inFlight.set(id, running);
+    groups.set(id, group);
   }
   let newest: number | null = null;
   for (const row of minutes) if (row.n > 0) newest = Math.max(newest ?? row.minute, row.minute);
   const rows: OutcomeCountRow[] = [];
   for (const row of minutes) {
-    if (newest === null || row.n <= 0 || row.minute <= newest - rateBuckets || row.in_flight === 1) continue;
-    const group = totals.get(rateKeyId(row));
+    if (newest === null || row.n <= 0 || row.minute <= newest - rateBuckets) continue;
+    const running = row.in_flight === 1;
+    const group = (running ? inFlight : settled).get(rateKeyId(row));
     if (group !== undefined) group.n -= row.n;
-    rows.push(outcomeRow(row, row.minute, row.n));
+    rows.push(running ? { ...outcomeRow(row, row.minute, row.n), in_flight: 1 } : outcomeRow(row, row.minute, row.n));
   }
-  // The in-flight ones come out as rows of their own, never in a minute; the rest row of their key gives them back.
-  for (const [id, { key, n }] of totals) {
-    const rest = n - (inFlight.get(id)?.n ?? 0);
-    if (rest !== 0) rows.push(outcomeRow(key, null, rest));
-  }
-  for (const { key, n } of inFlight.values()) rows.push({ ...outcomeRow(key, null, n), in_flight: 1 });
+  for (const { key, n } of settled.values()) if (n !== 0) rows.push(outcomeRow(key, null, n));
+  for (const { key, n } of inFlight.values()) if (n !== 0) rows.push({ ...outcomeRow(key, null, n), in_flight: 1 });
   return rows;
 }
 

@@ -248,5 +248,18 @@ describe('foldMetrics', () => {
       expect(m.rate.by_decision).toEqual([{ decision: 'rejected', counts: expect.any(Array) }]);
       expect(m.rate.by_decision[0]?.counts[rateBuckets - 2]).toBe(1);
     });
+
+    it("ends the hour at a running action's minute (in_flight: 1) but counts it in no series: it is open", () => {
+      const newest = 28_000_000;
+      const key = { phase: 'remote_execution', code: null, decision: null, dispatched: 1 } as const;
+      const m = foldMetrics([
+        { ...key, outcome: 'committed', minute: newest - 30, n: 2 },
+        { ...key, outcome: 'unknown', minute: newest, n: 1, in_flight: 1 },
+      ]);
+      expect(m.rate.until_ms).toBe((newest + 1) * 60_000);
+      expect(m.rate.by_outcome).toEqual([{ outcome: 'committed', counts: expect.any(Array) }]);
+      expect(m.rate.by_outcome[0]?.counts[rateBuckets - 31]).toBe(2);
+      expect(m).toMatchObject({ open: 1, total: 3, by_phase_outcome: [{ outcome: 'committed', count: 2 }] });
+    });
   });
 });

@@ -14,7 +14,7 @@ export interface OutcomeCountRow {
   readonly decision?: string | null;
   /** 1 when the action crossed the dispatch boundary, 0 when it never did. */
   readonly dispatched?: number | null;
-  /** The minute (at_ms / 60 000) the action last changed, only within the rate window of the newest classified action; else null. */
+  /** The minute (at_ms / 60 000) the action last changed, only within the rate window (see rateBuckets); else null. */
   readonly minute?: number | null;
   /** 1: dispatched and not settled yet (its outcome says unknown until it settles): open, not an outcome. */
   readonly in_flight?: number;
@@ -36,12 +36,16 @@ export const ClosedBeforeDispatch = {
 } as const;
 export type ClosedBeforeDispatch = keyof typeof ClosedBeforeDispatch;
 
-/** The rate window: one bucket per minute, the hour up to the newest classified action (event time, never a reader's clock). */
+/**
+ * The rate window: one bucket per minute, the hour ending with the newest minute an action with an outcome last changed
+ * in — settled, or running (a dispatched action's row says unknown provisionally: its dispatch, and each change while it
+ * runs, moves the hour's end, though the rate counts it only once it settles). Event time, never a reader's clock.
+ */
 export const rateBucketMs = 60_000;
 export const rateBuckets = 60;
 
 export interface OutcomeRate {
-  /** The end of the window: the end of the minute of the newest classified action; null when none is. */
+  /** The end of the window: the end of that newest minute, a running action's too; null when no action has an outcome. */
   readonly until_ms: number | null;
   readonly bucket_ms: number;
   /** counts[i] covers [until_ms - (buckets - i) × bucket_ms, until_ms - (buckets - i - 1) × bucket_ms). */
@@ -156,7 +160,11 @@ export function foldMetrics(rows: readonly OutcomeCountRow[]): ActionMetrics {
   };
 }
 
-/** Counts per minute for each outcome and each closing decision, over the rows the journal put in the window. */
+/**
+ * Counts per minute for each outcome and each closing decision, over the rows the journal put in the window. The hour
+ * ends with the newest minute of any row, an in-flight one's too (outcomeRowsOf, scanOutcomeCounts: the same end as the
+ * journal's window); in-flight rows are counted in no series.
+ */
 function foldRate(rows: readonly OutcomeCountRow[]): OutcomeRate {
   let newest: number | null = null;
   for (const row of rows) {
@@ -169,6 +177,8 @@ function foldRate(rows: readonly OutcomeCountRow[]): OutcomeRate {
   const first = newest - rateBuckets + 1;
   for (const row of rows) {
     if (row.minute === undefined || row.minute === null || row.outcome === null || row.minute < first) continue;
+    // A running action's minute ends the hour (above) but is no outcome: it is counted once it settles.
+    if (row.in_flight === 1) continue;
     const decided = closedBeforeDispatch(row);
     const series = decided !== null ? seriesOf(byDecision, decided) : seriesOf(byOutcome, row.outcome as Outcome);
     series[row.minute - first] = (series[row.minute - first] ?? 0) + row.n;

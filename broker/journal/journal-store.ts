@@ -109,6 +109,18 @@ export interface EventRow {
 type SubjectHeaderRow = Pick<EventRow, 'seq' | 'at_ms' | 'kind' | 'action_id' | 'session_id'>;
 
 /** The kinds that must carry a classification (contract kindsRequiringClassification), as an SQL list. */
+/**
+ * An actions row dispatched whose outcome is not recorded yet: running (its outcome says unknown provisionally from
+ * DISPATCH_STARTED on), or, with no broker running the journal, cut or crashed. SQL over the actions table's columns.
+ */
+export const dispatchedUnrecordedSql = '(recorded = 0 AND dispatch_seq IS NOT NULL)';
+/**
+ * An actions row in flight, the counters' in_flight (countedAction in broker/core/action-counters.ts, the same test in
+ * TypeScript): open before dispatch (nothing classified it yet), or dispatched and not recorded. What recovery closes.
+ * Migrations keep their own copies: this may change meaning, and a migration's step may not.
+ */
+export const inFlightSql = `(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL))`;
+
 const classifiedKindsSql = [...kindsRequiringClassification].map((kind) => `'${kind}'`).join(', ');
 
 function headerOf(row: SubjectHeaderRow): CredentialRequestEventHeader {
@@ -258,9 +270,7 @@ export class JournalStore implements AuditStore {
       unrecordedIds: lazy(
         db,
         `
-        SELECT action_id FROM actions
-        WHERE recorded = 0 AND (dispatch_seq IS NOT NULL OR outcome IS NULL)
-        ORDER BY first_seq`,
+        SELECT action_id FROM actions WHERE ${inFlightSql} ORDER BY first_seq`,
       ),
       upsertAction: lazy(db, upsertActionSql),
       loadTimeline: lazy(

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../ports/open-database.js';
 import { journalFileName } from './journal.js';
 import type { OutcomeCountRow, RestingActionCounts } from '../core/index.js';
-import { JournalStore, type ActionCounts } from './journal-store.js';
+import { dispatchedUnrecordedSql, inFlightSql, JournalStore, type ActionCounts } from './journal-store.js';
 import { schemaVersion } from './migrate.js';
 import { migration004AuditLog } from './migrations/004-audit-log.js';
 import { migration011StatusCounters } from './migrations/011-status-counters.js';
@@ -79,8 +79,8 @@ export function scanActionCounts(db: Database): ActionCounts {
     .prepare<[], { total: number; in_flight: number | null; unknown: number | null }>(
       `
       SELECT count(*) AS total,
-        sum(recorded = 0 AND (outcome IS NULL OR dispatch_seq IS NOT NULL)) AS in_flight,
-        sum(outcome = 'unknown' AND NOT (recorded = 0 AND dispatch_seq IS NOT NULL)) AS unknown
+        sum(${inFlightSql}) AS in_flight,
+        sum(outcome = 'unknown' AND NOT ${dispatchedUnrecordedSql}) AS unknown
       FROM actions`,
     )
     .get();
@@ -100,9 +100,9 @@ export function scanRestingActionCounts(db: Database): RestingActionCounts {
     >(
       `
       SELECT count(*) AS total,
-        sum(recorded = 0 AND outcome IS NULL AND dispatch_seq IS NULL) AS in_flight,
-        sum(outcome = 'unknown' OR (recorded = 0 AND dispatch_seq IS NOT NULL)) AS unknown,
-        sum(recorded = 0 AND dispatch_seq IS NOT NULL) AS dispatched_unrecorded
+        sum(${inFlightSql} AND NOT ${dispatchedUnrecordedSql}) AS in_flight,
+        sum(outcome = 'unknown' OR ${dispatchedUnrecordedSql}) AS unknown,
+        sum(${dispatchedUnrecordedSql}) AS dispatched_unrecorded
       FROM actions`,
     )
     .get();
@@ -116,10 +116,11 @@ export function scanRestingActionCounts(db: Database): RestingActionCounts {
 
 /**
  * The metrics' former GROUP BY over the actions table, for tests and the benchmark only: decision and dispatched tell
- * a closing decision from a failed phase; minute buckets the last hour up to the newest classified action (event time).
+ * a closing decision from a failed phase; minute buckets the hour ending with the newest
+ * minute an action with an outcome, settled or running, last changed in (event time; rateBuckets).
  * Shaped as the counters give it (outcomeRowsOf): per key its minutes, one row for the rest, and the ones dispatched
- * and not settled (in_flight: 1, open) apart, in no minute: a running action's row says unknown provisionally, and the
- * rate counts it only once it settles (schema 22); its dispatch still moves the hour's end.
+ * and not settled (in_flight: 1, open) apart, by minute likewise: a running action's row says unknown provisionally,
+ * and the rate counts it only once it settles (schema 22); its minute still ends the hour (foldRate).
  */
 export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
   const rows = db
@@ -129,7 +130,7 @@ export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
         SELECT phase, outcome, code, decision, dispatch_seq IS NOT NULL AS dispatched,
           CASE WHEN outcome IS NOT NULL AND updated_at_ms / 60000 > (SELECT max(updated_at_ms) / 60000 FROM actions WHERE outcome IS NOT NULL) - 60
             THEN updated_at_ms / 60000 END AS minute,
-          recorded = 0 AND dispatch_seq IS NOT NULL AND outcome IS NOT NULL AS running
+          ${dispatchedUnrecordedSql} AND outcome IS NOT NULL AS running
         FROM actions)
       SELECT phase, outcome, code, decision, dispatched, minute, count(*) AS n, 0 AS in_flight
         FROM grouped WHERE minute IS NOT NULL AND NOT running GROUP BY phase, outcome, code, decision, dispatched, minute
@@ -137,8 +138,8 @@ export function scanOutcomeCounts(db: Database): OutcomeCountRow[] {
       SELECT phase, outcome, code, decision, dispatched, NULL, sum(minute IS NULL AND NOT running) AS n, 0
         FROM grouped GROUP BY phase, outcome, code, decision, dispatched HAVING n <> 0
       UNION ALL
-      SELECT phase, outcome, code, decision, dispatched, NULL, count(*), 1
-        FROM grouped WHERE running GROUP BY phase, outcome, code, decision, dispatched`,
+      SELECT phase, outcome, code, decision, dispatched, minute, count(*), 1
+        FROM grouped WHERE running GROUP BY phase, outcome, code, decision, dispatched, minute`,
     )
     .all();
   return rows.map(({ in_flight, ...row }) => (in_flight === 1 ? { ...row, in_flight } : row));

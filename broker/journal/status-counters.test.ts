@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isCodedError, type NewEvent } from '../contract/index.js';
 import { foldMetrics, type OutcomeCountRow } from '../core/index.js';
 import { actionPathNames, actionPaths, impossibleEvents, type ActionPathName } from '../testing/action-paths.js';
+import { rateOf } from '../testing/rate-of.js';
 import { readSessionCounters, scanSessionCounts } from '../testing/session-counts.js';
 import { inSession } from '../testing/session-events.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
@@ -173,17 +174,6 @@ describe('when postern status reads a journal no broker is running', () => {
 });
 
 describe('when a dispatched action is still running (its row says unknown provisionally)', () => {
-  /** Each outcome's per-minute counts of the rate, summed, and where its nonzero minutes are (offset from until_ms). */
-  function rateOf(journal: Journal): Record<string, { total: number; minutes: number[] }> {
-    const { rate } = foldMetrics(journal.outcomeCounts());
-    const out: Record<string, { total: number; minutes: number[] }> = {};
-    for (const { outcome, counts } of rate.by_outcome) {
-      const minutes = counts.flatMap((n, i) => (n === 0 ? [] : [(rate.until_ms ?? 0) / minuteMs - counts.length + i]));
-      out[outcome] = { total: counts.reduce((a, b) => a + b, 0), minutes };
-    }
-    return out;
-  }
-
   it('the rate leaves it out until it settles, then counts it under its outcome in the minute it settled; a real unknown counts unknown', async () => {
     const t = await tempJournal();
     const scan = reader(t.path);
@@ -198,7 +188,7 @@ describe('when a dispatched action is still running (its row says unknown provis
 
     // While it runs: open, and in no minute of the rate — only the real unknown is counted unknown.
     expect(foldMetrics(t.journal.outcomeCounts())).toMatchObject({ open: 1, total: 2 });
-    expect(rateOf(t.journal)).toEqual({ unknown: { total: 1, minutes: [dispatchMinute] } });
+    expect(rateOf(t.journal.outcomeCounts())).toEqual({ unknown: { [dispatchMinute]: 1 } });
     expectCountersEqualScan(t.journal, scan);
 
     // Three minutes later it settles committed: counted there, under committed, and never under unknown.
@@ -206,10 +196,61 @@ describe('when a dispatched action is still running (its row says unknown provis
     await t.journal.appendBatch(script.slice(sentAt));
     expect(t.journal.getAction(running)).toMatchObject({ outcome: 'committed', recorded: true });
     expect(foldMetrics(t.journal.outcomeCounts())).toMatchObject({ open: 0, total: 2 });
-    expect(rateOf(t.journal)).toEqual({
-      committed: { total: 1, minutes: [dispatchMinute + 3] },
-      unknown: { total: 1, minutes: [dispatchMinute] },
+    expect(rateOf(t.journal.outcomeCounts())).toEqual({
+      committed: { [dispatchMinute + 3]: 1 },
+      unknown: { [dispatchMinute]: 1 },
     });
+    expectCountersEqualScan(t.journal, scan);
+  });
+
+  it('when it runs in a later minute than the last settled action, the hour ends at its minute: settled minutes more than an hour before it are out, the rest counted where they settled', async () => {
+    const t = await tempJournal();
+    const scan = reader(t.path);
+    const first = Math.trunc(t.clock.nowMs() / minuteMs);
+    // One settled action a minute for 61 minutes (first .. first + 60), then a dispatch 30 minutes later that runs on.
+    for (let i = 0; i <= 60; i++) {
+      await t.journal.appendBatch(actionPaths.httpNoApproval(`act_settled_${i}`));
+      t.clock.advance(minuteMs);
+    }
+    t.clock.set((first + 90) * minuteMs);
+    const dispatchMinute = first + 90;
+    const running = 'act_running_after_the_rest';
+    const script = actionPaths.httpNoApproval(running);
+    const sentAt = script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1;
+    await t.journal.appendBatch(script.slice(0, sentAt));
+    expect(t.journal.getAction(running)).toMatchObject({ outcome: 'unknown', recorded: false });
+
+    /** A scan of the settled actions in the hour ending with `last` (inclusive): how many settled in each minute. */
+    const settledIn = (last: number): Record<number, number> =>
+      Object.fromEntries(
+        scan
+          .prepare<[number, number], { minute: number; n: number }>(
+            `SELECT updated_at_ms / 60000 AS minute, count(*) AS n FROM actions
+             WHERE recorded = 1 AND updated_at_ms / 60000 > ? - 60 AND updated_at_ms / 60000 <= ? GROUP BY 1`,
+          )
+          .all(last, last)
+          .map((r) => [r.minute, r.n]),
+      );
+    const everyMinute = (from: number, to: number): Record<number, number> =>
+      Object.fromEntries(Array.from({ length: to - from + 1 }, (_, i) => [from + i, 1]));
+
+    // The hour ends with the running action's minute (docs/operator.md): first + 31 .. first + 90.
+    const { rate, open } = foldMetrics(t.journal.outcomeCounts());
+    expect(open).toBe(1);
+    expect(rate.until_ms).toBe((dispatchMinute + 1) * minuteMs);
+    const shown = settledIn(dispatchMinute);
+    expect(shown).toEqual(everyMinute(first + 31, first + 60));
+    expect(rateOf(t.journal.outcomeCounts())).toEqual({ committed: shown });
+    expectCountersEqualScan(t.journal, scan);
+
+    // It settles two minutes on: the hour moves with it, and it counts there, once.
+    t.clock.advance(2 * minuteMs);
+    await t.journal.appendBatch(script.slice(sentAt));
+    const after = foldMetrics(t.journal.outcomeCounts()).rate;
+    expect(after.until_ms).toBe((dispatchMinute + 3) * minuteMs);
+    const shownAfter = settledIn(dispatchMinute + 2);
+    expect(shownAfter).toEqual({ ...everyMinute(first + 33, first + 60), [dispatchMinute + 2]: 1 });
+    expect(rateOf(t.journal.outcomeCounts())).toEqual({ committed: shownAfter });
     expectCountersEqualScan(t.journal, scan);
   });
 
@@ -218,13 +259,13 @@ describe('when a dispatched action is still running (its row says unknown provis
     const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
     const script = actionPaths.httpNoApproval('act_cut_while_running');
     await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
-    expect(rateOf(t.journal)).toEqual({});
+    expect(rateOf(t.journal.outcomeCounts())).toEqual({});
     await t.journal.close();
     t.clock.advance(5 * minuteMs);
     const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {
       expect(reopened.getAction('act_cut_while_running')).toMatchObject({ outcome: 'unknown', recorded: true });
-      expect(rateOf(reopened)).toEqual({ unknown: { total: 1, minutes: [dispatchMinute + 5] } });
+      expect(rateOf(reopened.outcomeCounts())).toEqual({ unknown: { [dispatchMinute + 5]: 1 } });
       expectCountersEqualScan(reopened, reader(t.path));
     } finally {
       await reopened.close();

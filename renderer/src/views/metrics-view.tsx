@@ -148,7 +148,7 @@ function Decisions({ decisions }: { decisions: Metrics['decisions'] }) {
 const sparkWidth = 240;
 const sparkHeight = 28;
 
-/** Per-minute counts for the hour up to the newest classified action, one inline SVG sparkline per outcome and decision. */
+/** Per-minute counts for the hour up to the newest settled or running action, one inline SVG sparkline per outcome and decision. */
 function Rate({ rate }: { rate: Metrics['rate'] }) {
   const lines = rateLines(rate);
   const until = rate.until_ms;
@@ -162,7 +162,7 @@ function Rate({ rate }: { rate: Metrics['rate'] }) {
       ) : (
         <>
           <p className="muted">
-            The hour up to the newest classified action (
+            The hour up to the newest settled or running action (
             <time dateTime={new Date(until).toISOString()}>{clockTime(until)}</time>), by the time each action last
             changed.
           </p>
