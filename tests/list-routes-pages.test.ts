@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerJsonMarker } from '../broker/agent/answer-text.js';
 import { listRoutesEntriesMax, listRoutesRulesMax, type AgentRouteList } from '../broker/contract/index.js';
+import { connectPostern } from '../broker/sdk/index.js';
 import { startBearerRouteDaemon, type BearerRouteDaemon } from './support/bearer-route-daemon.js';
 import { connectSdkClient } from './support/mcp-sdk-client.js';
 
@@ -132,5 +133,22 @@ describe('list_routes on a real daemon with 150 routes and two SSH host entries'
     expect(error.code).toBe('INVALID_TARGET');
     expect(error.message).toContain('configured SSH host entries: … (list_routes has them all)');
     expect(error.message).not.toContain('none');
+  });
+
+  it("the SDK's listRoutes() follows the pages to the last and answers the whole list, as one page would", async () => {
+    const sdk = await connectPostern({ dataDir: running.dataDir, clientName: 'list-pages-sdk' });
+    try {
+      const whole = await sdk.listRoutes();
+      expect(namesOf(whole)).toEqual(allNames);
+      expect(whole.offset).toBeUndefined();
+      expect(whole.more).toBeUndefined();
+      expect(rulesOf(whole)).toBe(3 * rulesEach + hosts.length);
+      // The entries are list_routes' own: the pages' entries, each once, in config order.
+      const pages = [await listRoutes({}), await listRoutes({ offset: 12 }), await listRoutes({ offset: 112 })];
+      expect(whole.routes).toEqual(pages.flatMap(({ page }) => page.routes));
+      expect(whole.ssh_hosts).toEqual(pages.flatMap(({ page }) => page.ssh_hosts));
+    } finally {
+      await sdk.close();
+    }
   });
 });

@@ -525,6 +525,11 @@ export const errorCodeRegistry = {
       'The socket accepted the connection but no MCP session could be opened on it (`postern mcp`: its reconnections were accepted but never answered within --reconnect-for).',
   },
   PROTOCOL: { from: sdk, meaning: 'The broker answered with a shape this SDK does not understand.' },
+  ROUTES_CHANGED: {
+    from: sdk,
+    meaning:
+      "listRoutes read list_routes' pages and the config was reloaded between two of them, each time it started over.",
+  },
   CONNECTION_LOST: {
     from: sdk,
     meaning:

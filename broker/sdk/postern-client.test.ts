@@ -246,6 +246,78 @@ describe('when the broker goes away before it answers', () => {
   });
 });
 
+describe('listRoutes over list_routes pages', () => {
+  const route = (name: string): AgentRouteList['routes'][number] => ({
+    name,
+    methods: ['GET'],
+    approval: 'none',
+    idempotency_contract: false,
+    base_path: '/',
+    rules: [],
+  });
+  /** The broker's paging over `names` (two entries a page), the config being `configs()` when each page is asked. */
+  const pagesOf = (configs: () => string[]) => (call: { tool: string; args: unknown }) => {
+    const names = configs();
+    const offset = (call.args as { offset?: number }).offset ?? 0;
+    const end = Math.min(offset + 2, names.length);
+    const structured: AgentRouteList = {
+      ...(offset > 0 ? { offset } : {}),
+      routes: names.slice(offset, end).map(route),
+      ssh_hosts: [],
+      ...(end < names.length ? { more: { not_shown: names.length - end, next_offset: end } } : {}),
+    };
+    return { isError: false as const, structured, text: 'routes' };
+  };
+  const offsetsAsked = (): unknown[] =>
+    backend.calls.filter((c) => c.tool === 'list_routes').map((c) => (c.args as { offset?: number }).offset ?? 0);
+
+  it('follows more.next_offset to the last page and answers one whole list', async () => {
+    const client = await connect();
+    backend.respond = pagesOf(() => ['a', 'b', 'c', 'd', 'e']);
+    const whole = await client.listRoutes();
+    expect(whole).toEqual({ routes: ['a', 'b', 'c', 'd', 'e'].map(route), ssh_hosts: [] });
+    expect(offsetsAsked()).toEqual([0, 2, 4]);
+    // The first page is asked as list_routes always was, with no offset.
+    expect(backend.calls[0]?.args).toEqual({});
+  });
+
+  it('starts over when the config was reloaded between two pages, never mixing two configs', async () => {
+    const client = await connect();
+    let asked = 0;
+    backend.respond = pagesOf(() => {
+      asked += 1;
+      // A route added before the second page is asked: that page would repeat b.
+      return asked === 1 ? ['a', 'b', 'c', 'd'] : ['a', 'a2', 'b', 'c', 'd'];
+    });
+    const whole = await client.listRoutes();
+    expect(whole.routes.map((r) => r.name)).toEqual(['a', 'a2', 'b', 'c', 'd']);
+    expect(offsetsAsked()).toEqual([0, 2, 0, 2, 4]);
+  });
+
+  it('gives up with ROUTES_CHANGED when the config changes every time it starts over', async () => {
+    const client = await connect();
+    let asked = 0;
+    backend.respond = pagesOf(() => {
+      asked += 1;
+      return Array.from({ length: 4 + asked }, (_, i) => `r${i}`);
+    });
+    const error = await client.listRoutes().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PosternConnectionError);
+    expect(error).toMatchObject({ code: 'ROUTES_CHANGED' });
+    expect(offsetsAsked()).toEqual([0, 2, 0, 2, 0, 2]);
+  });
+
+  it('a next_offset that does not follow the page is PROTOCOL, never a loop', async () => {
+    const client = await connect();
+    backend.respond = () => ({
+      isError: false,
+      structured: { routes: [], ssh_hosts: [], more: { not_shown: 3, next_offset: 1 } },
+      text: 'routes',
+    });
+    await expect(client.listRoutes()).rejects.toMatchObject({ name: 'PosternConnectionError', code: 'PROTOCOL' });
+  });
+});
+
 describe('retry', () => {
   const keysSeen = (): unknown[] =>
     backend.calls.map((call) => (call.args as { idempotency_key?: string }).idempotency_key);

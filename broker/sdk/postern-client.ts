@@ -50,6 +50,10 @@ export interface PosternClient {
   actionStatus(actionId: string, options?: CallOptions): Promise<ActionReply>;
   fetchResult(actionId: string, options?: CallOptions): Promise<ActionReply>;
   cancelAction(actionId: string, options?: CallOptions): Promise<ActionReply>;
+  /**
+   * Every route and SSH host entry: list_routes answers a page at a time, and this follows `more.next_offset` to the
+   * last page, so the list is whole (no `offset`, no `more`). A config reload between two pages starts it over.
+   */
   listRoutes(options?: CallOptions): Promise<AgentRouteList>;
   close(): Promise<void>;
 }
@@ -136,15 +140,65 @@ export async function connectPostern(options: ConnectOptions = {}): Promise<Post
     fetchResult: (actionId, callOptions) => action('fetch_result', { action_id: actionId }, callOptions, readTimeoutMs),
     cancelAction: (actionId, callOptions) =>
       action('cancel_action', { action_id: actionId }, callOptions, readTimeoutMs),
-    listRoutes: async (callOptions) => {
-      const structured = await call('list_routes', {}, callOptions, readTimeoutMs);
-      const routes = agentRouteListSchema.safeParse(structured);
-      if (!routes.success)
-        throw new PosternConnectionError('PROTOCOL', 'the broker answered list_routes with an unexpected shape');
-      return routes.data;
-    },
+    listRoutes: (callOptions) =>
+      allRoutes(async (offset) => {
+        const structured = await call('list_routes', offset === 0 ? {} : { offset }, callOptions, readTimeoutMs);
+        const routes = agentRouteListSchema.safeParse(structured);
+        if (!routes.success)
+          throw new PosternConnectionError('PROTOCOL', 'the broker answered list_routes with an unexpected shape');
+        return routes.data;
+      }),
     close: () => client.close(),
   };
+}
+
+/** How many times listRoutes starts over when the config changed between two of its pages. */
+export const listRoutesAttemptsMax = 3;
+
+/**
+ * list_routes' pages from offset 0, following `more.next_offset` to the last, as one list. A page that does not go on
+ * from the one before (its offset, its total of entries, or a name listed twice: the config was reloaded between them)
+ * starts it over, at most listRoutesAttemptsMax times. The pages are bounded by the config's own bounds (1,024 routes
+ * and 1,024 SSH host entries, at least one entry a page), and a `next_offset` that does not move forward is the
+ * broker's error, never a loop.
+ */
+async function allRoutes(page: (offset: number) => Promise<AgentRouteList>): Promise<AgentRouteList> {
+  for (let attempt = 1; attempt <= listRoutesAttemptsMax; attempt += 1) {
+    const routes: AgentRouteList['routes'] = [];
+    const sshHosts: AgentRouteList['ssh_hosts'] = [];
+    const names = { routes: new Set<string>(), hosts: new Set<string>() };
+    let total: number | undefined;
+    let offset = 0;
+    let consistent = true;
+    for (;;) {
+      const list = await page(offset);
+      const shown = list.routes.length + list.ssh_hosts.length;
+      const listTotal = offset + shown + (list.more?.not_shown ?? 0);
+      total ??= listTotal;
+      const repeated =
+        list.routes.some((r) => names.routes.has(r.name)) || list.ssh_hosts.some((h) => names.hosts.has(h.name));
+      if ((list.offset ?? 0) !== offset || listTotal !== total || repeated) {
+        consistent = false;
+        break;
+      }
+      for (const r of list.routes) names.routes.add(r.name);
+      for (const h of list.ssh_hosts) names.hosts.add(h.name);
+      routes.push(...list.routes);
+      sshHosts.push(...list.ssh_hosts);
+      if (list.more === undefined) break;
+      if (shown === 0 || list.more.next_offset !== offset + shown)
+        throw new PosternConnectionError(
+          'PROTOCOL',
+          `the broker answered list_routes from entry ${offset} with ${shown} entries and a next offset of ${list.more.next_offset}`,
+        );
+      offset = list.more.next_offset;
+    }
+    if (consistent) return { routes, ssh_hosts: sshHosts };
+  }
+  throw new PosternConnectionError(
+    'ROUTES_CHANGED',
+    `the broker's routes changed while listRoutes read them page by page, ${listRoutesAttemptsMax} times over: call it again`,
+  );
 }
 
 /** Marks a tool call's request so the client can find the JSON-RPC id it was sent under. */
