@@ -79,6 +79,14 @@ async function listRoutes(args: Record<string, unknown>): Promise<{ page: AgentR
   };
 }
 
+async function refusedTarget(name: string, args: Record<string, unknown>): Promise<{ code: string; message: string }> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  expect(result.isError).toBe(true);
+  const { error } = result.structuredContent as { error: { code: string; message: string } };
+  expect(error.code).toBe('INVALID_TARGET');
+  return error;
+}
+
 const namesOf = (page: AgentRouteList): string[] => [...page.routes, ...page.ssh_hosts].map((e) => e.name);
 const rulesOf = (page: AgentRouteList): number =>
   page.routes.reduce((n, r) => n + r.rules.length, 0) + page.ssh_hosts.reduce((n, h) => n + h.commands.length, 0);
@@ -123,16 +131,21 @@ describe('list_routes on a real daemon with 150 routes and two SSH host entries'
     }
   });
 
-  it('an unknown SSH host entry names those of the first page and says list_routes has them all, never "none"', async () => {
-    const result = (await client.callTool({
-      name: 'ssh_exec',
-      arguments: { host: 'no-such-box', command: 'uptime' },
-    })) as CallToolResult;
-    expect(result.isError).toBe(true);
-    const { error } = result.structuredContent as { error: { code: string; message: string } };
-    expect(error.code).toBe('INVALID_TARGET');
-    expect(error.message).toContain('configured SSH host entries: … (list_routes has them all)');
-    expect(error.message).not.toContain('none');
+  it("an unknown SSH host entry names every configured one, past list_routes' first page", async () => {
+    const error = await refusedTarget('ssh_exec', { host: 'no-such-box', command: 'uptime' });
+    expect(error.message).toMatch(/; configured SSH host entries: box-a, box-b$/);
+  });
+
+  it('an unknown route names the configured ones from the config, as many whole names as the message bound holds', async () => {
+    const error = await refusedTarget('http_request', { route: 'no-such-route', method: 'GET', path: '/' });
+    expect(error.message.length).toBeLessThanOrEqual(1000);
+    const listed = error.message.slice(error.message.indexOf('; configured routes: ') + '; configured routes: '.length);
+    const cut = listed.endsWith(', … (list_routes has them all)');
+    const names = (cut ? listed.slice(0, -', … (list_routes has them all)'.length) : listed).split(', ');
+    // Whole names in config order, from the config: more than list_routes' first page (12 entries) holds.
+    expect(names).toEqual(allNames.slice(0, names.length));
+    expect(names.length).toBeGreaterThan(100);
+    if (!cut) expect(names).toEqual(allNames.slice(0, 150));
   });
 
   it("the SDK's listRoutes() follows the pages to the last and answers the whole list, as one page would", async () => {

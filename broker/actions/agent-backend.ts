@@ -105,6 +105,12 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
       deps.queue.sessionDisconnected(sessionId);
     },
 
+    // Names only, every one: an unknown route or host's refusal names them (withTargetNames), not list_routes' first page.
+    targetNames: () => ({
+      routes: [...deps.config.routes.values()].map((r) => r.name),
+      ssh_hosts: [...deps.config.sshHosts.values()].map((h) => h.name),
+    }),
+
     resultDelivered: (sessionId: string, handoff: ResultHandoff) =>
       inTurn(handoff.action_id, () => markDelivered(deps, sessionId, handoff)),
     resultNotDelivered: (sessionId: string, handoff: ResultHandoff) =>

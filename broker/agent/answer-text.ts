@@ -5,7 +5,7 @@ import type {
   CredentialRequestReply,
   EnvelopeError,
 } from '../contract/index.js';
-import type { ToolAnswer } from '../ports/index.js';
+import type { TargetNames, ToolAnswer } from '../ports/index.js';
 
 /** The line that introduces the JSON; the JSON starts on the next line and runs to the end of the text. */
 export const answerJsonMarker =
@@ -163,38 +163,48 @@ function oneLine(text: string): string {
   return flat.length <= summaryCharsMax ? flat : `${flat.slice(0, summaryCharsMax - 1)}…`;
 }
 
+/** Ends a names list the message bound cut short. */
+const namesCut = '… (list_routes has them all)';
+
 /**
  * An answer refusing an unknown route or SSH host entry, with the configured names added to its error
  * message, so the agent can correct the call without another round trip. Names only: they are what
- * list_routes gives any session (`listTargets` is that call), never a host, base URL or credential.
- * Any other answer, or a list that cannot be had, leaves the answer as it was.
+ * list_routes gives any session (`targetNames` has them all, straight from the config), never a host, base URL or
+ * credential. As many whole names as the message bound (errorMessageCharsMax) holds, then `… (list_routes has them
+ * all)`. Any other answer, or names that cannot be had, leaves the answer as it was.
  */
-export async function withTargetNames(answer: ToolAnswer, listTargets: () => Promise<ToolAnswer>): Promise<ToolAnswer> {
+export function withTargetNames(answer: ToolAnswer, targetNames: () => TargetNames | undefined): ToolAnswer {
   const structured = answer.structured;
   if ('routes' in structured || 'request_id' in structured || structured.error?.code !== 'INVALID_TARGET')
     return answer;
   const { error } = structured;
   const kind = error.field === 'route' ? 'routes' : error.field === 'host' ? 'ssh_hosts' : undefined;
   if (kind === undefined) return answer;
-  let names: string[];
-  let partial: boolean;
+  let names: readonly string[];
   try {
-    const listed = (await listTargets()).structured;
-    if (!('routes' in listed)) return answer;
-    names = listed[kind].map((entry) => entry.name);
-    // list_routes' first page: more entries follow it, so the names are not all (never "none" when some may be).
-    partial = listed.more !== undefined;
+    const all = targetNames();
+    if (all === undefined) return answer;
+    names = all[kind];
   } catch {
     return answer;
   }
   const label = kind === 'routes' ? 'configured routes' : 'configured SSH host entries';
-  const listedNames = partial
-    ? `${names.map((name) => `${name}, `).join('')}… (list_routes has them all)`
-    : names.length === 0
-      ? 'none'
-      : names.join(', ');
-  let message = `${error.message}; ${label}: ${listedNames}`;
+  const head = `${error.message}; ${label}: `;
+  const listed: string[] = [];
+  let length = head.length;
+  for (const [i, name] of names.entries()) {
+    const separator = i === 0 ? 0 : ', '.length;
+    // Room for this name, and for the marker after it unless it is the last.
+    const after = i === names.length - 1 ? 0 : `, ${namesCut}`.length;
+    if (length + separator + name.length + after > errorMessageCharsMax) {
+      listed.push(namesCut);
+      break;
+    }
+    listed.push(name);
+    length += separator + name.length;
+  }
+  let message = `${head}${listed.length === 0 ? 'none' : listed.join(', ')}`;
   if (message.length > errorMessageCharsMax)
-    message = `${message.slice(0, errorMessageCharsMax - 30)}… (list_routes has them all)`;
+    message = `${message.slice(0, errorMessageCharsMax - namesCut.length)}${namesCut}`;
   return { ...answer, structured: { ...structured, error: { ...error, message } } as AgentToolReply };
 }

@@ -222,35 +222,18 @@ describe('when answers come back to a validating client', () => {
     'an unknown %s is refused with the configured names, in structuredContent and text',
     async (field, tool, names) => {
       await connect();
-      backend.respond = (call) =>
-        call.tool === 'list_routes'
-          ? {
-              isError: false,
-              structured: {
-                routes: [
-                  {
-                    name: 'github',
-                    methods: ['GET'],
-                    approval: 'none',
-                    idempotency_contract: false,
-                    base_path: '/',
-                    rules: [],
-                  },
-                ],
-                ssh_hosts: [{ name: 'build-box', approval: 'none', commands: [] }],
-              },
-              text: '',
-            }
-          : envelopeAnswer(
-              scriptedEnvelope('act_u', {
-                code: 'INVALID_TARGET',
-                phase: 'validation',
-                outcome: 'not_attempted',
-                retry: 'after_correction',
-                message: 'no such thing',
-                field,
-              }),
-            );
+      backend.names = { routes: ['github'], ssh_hosts: ['build-box'] };
+      backend.respond = () =>
+        envelopeAnswer(
+          scriptedEnvelope('act_u', {
+            code: 'INVALID_TARGET',
+            phase: 'validation',
+            outcome: 'not_attempted',
+            retry: 'after_correction',
+            message: 'no such thing',
+            field,
+          }),
+        );
       const result = (await client.callTool({ name: tool, arguments: {} })) as CallToolResult;
       expect(result.structuredContent).toMatchObject({
         error: { code: 'INVALID_TARGET', field, message: `no such thing; ${names}` },
@@ -258,6 +241,35 @@ describe('when answers come back to a validating client', () => {
       expect(readText(result).summary).toContain(`error: INVALID_TARGET (field: ${field}): no such thing; ${names}`);
     },
   );
+
+  it('names as many whole configured names as the message bound holds, then says list_routes has them all', async () => {
+    await connect();
+    const routes = Array.from({ length: 1024 }, (_, i) => `route-${String(i).padStart(4, '0')}-${'x'.repeat(53)}`);
+    backend.names = { routes, ssh_hosts: [] };
+    backend.respond = () =>
+      envelopeAnswer(
+        scriptedEnvelope('act_u', {
+          code: 'INVALID_TARGET',
+          phase: 'validation',
+          outcome: 'not_attempted',
+          retry: 'after_correction',
+          message: 'no such route',
+          field: 'route',
+        }),
+      );
+    const result = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
+    const { message } = (result.structuredContent as { error: { message: string } }).error;
+    expect(message.length).toBeLessThanOrEqual(1000);
+    expect(message).toMatch(/^no such route; configured routes: route-0000-x+, .*, … \(list_routes has them all\)$/);
+    const listed = message.slice('no such route; configured routes: '.length, -', … (list_routes has them all)'.length);
+    expect(listed.split(', ')).toEqual(routes.slice(0, listed.split(', ').length));
+    // The bound is filled: one more name would not have fitted.
+    expect(message.length + 2 + routes[0]!.length).toBeGreaterThan(1000);
+
+    backend.names = { routes: [], ssh_hosts: [] };
+    const none = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
+    expect(none.structuredContent).toMatchObject({ error: { message: 'no such route; configured routes: none' } });
+  });
 
   it('an answer outside the reply schema is never sent: the client gets INTERNAL, which validates', async () => {
     await connect();

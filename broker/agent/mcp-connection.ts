@@ -318,7 +318,7 @@ export function serveMcpConnection(options: McpConnectionOptions): McpConnection
     try {
       const answer = checkedAnswer(await run(sessionId, controller.signal, watch));
       if (answer.handoff !== undefined) expectHandoff(requestId, { sessionId, handoff: answer.handoff }, sdkSignal);
-      return await withTargetNames(answer, () => backend.call(sessionId, 'list_routes', {}, controller.signal));
+      return withTargetNames(answer, () => backend.targetNames?.());
     } catch (error) {
       logger?.error({ err: error, session_id: sessionId, tool: name }, 'agent backend call threw');
       // The backend had the call: it may have admitted (even dispatched) its action, so no outcome is claimed.

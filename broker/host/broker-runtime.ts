@@ -330,6 +330,11 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         if (callUpstream === undefined) throw new Error('the backend was built with upstreams but cannot call them');
         return callUpstream(...args);
       },
+      // The names list_routes gives, and only while list_routes itself would answer.
+      targetNames: () =>
+        (anchor.agentRefusal('list_routes') ?? integrity.agentRefusal('list_routes')) === undefined
+          ? backend.targetNames?.()
+          : undefined,
       openSession: async (peer, client) => {
         const opened = await backend.openSession(peer, client);
         guard.remember(opened.session_id, peer.pid, peer.start_time);

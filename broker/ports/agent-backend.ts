@@ -43,6 +43,12 @@ export interface ToolAnswer {
   readonly handoff?: ResultHandoff;
 }
 
+/** Every configured route and SSH host entry name, in config order: list_routes' names over all its pages. */
+export interface TargetNames {
+  readonly routes: readonly string[];
+  readonly ssh_hosts: readonly string[];
+}
+
 /** One upstream MCP tool as agents see it: `<server>.<tool>`, with the input schema its server gave. */
 export interface UpstreamToolListing {
   readonly name: string;
@@ -92,6 +98,11 @@ export interface AgentBackend {
    * connection went): then neither method is called.
    */
   resultNotDelivered?(sessionId: string, handoff: ResultHandoff): Promise<void>;
+  /**
+   * The names list_routes gives any session, all of them and straight from the config (never a host, URL or
+   * credential), for an INVALID_TARGET refusal to name; undefined when list_routes would be refused. Absent: none.
+   */
+  targetNames?(): TargetNames | undefined;
   /** The upstream MCP servers' tools (`<server>.<tool>`); a server is started when first needed. Absent: none. */
   upstreamTools?(): Promise<readonly UpstreamToolListing[]>;
   /** Told whenever the upstream tool list may have changed (a server's list_changed, an unlock, a config change). */

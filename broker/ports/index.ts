@@ -18,6 +18,7 @@ export type {
   CallProgress,
   CallStop,
   ResultHandoff,
+  TargetNames,
   ToolAnswer,
   UpstreamToolListing,
 } from './agent-backend.js';

@@ -6,7 +6,7 @@ import type {
   Envelope,
   EnvelopeError,
 } from '../contract/index.js';
-import type { AgentBackend, CallProgress, ToolAnswer } from '../ports/index.js';
+import type { AgentBackend, CallProgress, TargetNames, ToolAnswer } from '../ports/index.js';
 
 /** One call as the scripted backend received it. */
 export interface ScriptedCall {
@@ -39,6 +39,11 @@ export class ScriptedAgentBackend implements AgentBackend {
   openSessionError: Error | undefined;
   /** How calls are answered; replace it per test. */
   respond: ScriptedResponder = defaultAnswer;
+  /** The names an unknown route or host's refusal names (targetNames); scriptedRouteList's by default. */
+  names: TargetNames | undefined = {
+    routes: scriptedRouteList.routes.map((r) => r.name),
+    ssh_hosts: scriptedRouteList.ssh_hosts.map((h) => h.name),
+  };
 
   private sessionCounter = 0;
   private readonly sessionsByProcess = new Map<string, string>();
@@ -59,6 +64,10 @@ export class ScriptedAgentBackend implements AgentBackend {
     }
     this.sessionsOpened.push({ peer, client, session_id: sessionId });
     return { session_id: sessionId };
+  }
+
+  targetNames(): TargetNames | undefined {
+    return this.names;
   }
 
   sessionDisconnected(sessionId: string): void {
