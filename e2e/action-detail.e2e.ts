@@ -82,13 +82,29 @@ describe('an Action detail opened from an Approvals card', () => {
       expect(hashOf(page)).toBe('#/approvals');
       expect(await page.getByRole('tab', { name: /^Approvals/ }).getAttribute('aria-selected')).toBe('true');
 
-      // A forged origin is none: the back link returns to the tab shown, and the page shows nothing of it.
-      await page.evaluate((id) => {
-        window.location.hash = `#/action/${id}?from=%3Cb%3Eevil%3C%2Fb%3E`;
-      }, card.action_id);
-      await detailOf(page).getByTestId('action-chronology').waitFor();
-      expect(await detailOf(page).getByRole('link', { name: '← Approvals' }).getAttribute('href')).toBe('#/approvals');
+      // A forged origin is none: the back link returns to the tab shown — Status here, not the Approvals the detail
+      // was opened from before — and the page shows nothing of it. Name-shaped words an address could carry as a tab.
+      await page.getByRole('tab', { name: /^Status/ }).click();
+      expect(hashOf(page)).toBe('#/status');
+      for (const forged of ['nonsense', 'constructor', '%3Cb%3Eevil%3C%2Fb%3E']) {
+        await page.evaluate(
+          ([id, from]) => {
+            window.location.hash = `#/action/${id}?from=${from}`;
+          },
+          [card.action_id, forged] as const,
+        );
+        await detailOf(page).getByTestId('action-chronology').waitFor();
+        expect(hashOf(page)).toBe(`#/action/${card.action_id}?from=${forged}`);
+        const forgedBack = detailOf(page).getByRole('link', { name: '← Status' });
+        expect(await forgedBack.getAttribute('href'), forged).toBe('#/status');
+        expect(await page.getByRole('tab', { name: /^Status/ }).getAttribute('aria-selected'), forged).toBe('true');
+        // Back to Status, the detail gone, so the next forged address is read afresh (never this one's stale link).
+        await forgedBack.click();
+        await detailOf(page).getByTestId('action-chronology').waitFor({ state: 'detached' });
+        expect(hashOf(page)).toBe('#/status');
+      }
       expect(await page.content()).not.toContain('evil');
+      expect(await page.content()).not.toContain('nonsense');
 
       await op(d.dataDir, 'approvals.approve', { ticket: card.ticket });
       expect((await answer).reply?.isError ?? false).toBe(false);
