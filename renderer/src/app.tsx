@@ -2,7 +2,8 @@ import { useEffect, useState, useSyncExternalStore, type KeyboardEvent } from 'r
 import type { OperatorSession } from './api/page-session.js';
 import { useAppStore } from './store/app-store.js';
 import { approvalsTally, brokerStopped } from './store/approvals-tally.js';
-import { backOf, tabChoiceHref, tabIds, type HashRoute, type TabId } from './store/hash-route.js';
+import { backOf, tabChoiceHref, type HashRoute } from './store/hash-route.js';
+import { consoleTabs, tabIds, tabLabel, type TabId } from './store/tabs.js';
 import { pendingSessionCount, sessionApprovalUse } from './store/sessions-reducer.js';
 import { tabKeyTarget } from './store/tab-keys.js';
 import { ActionDetailView } from './views/action-detail-view.js';
@@ -40,19 +41,6 @@ const queueTopics = ['approvals'] as const;
 const sessionTopics = ['sessions', 'activity'] as const;
 const credentialRequestTopics = ['credential_requests'] as const;
 const vaultTopics = ['vault'] as const;
-
-const tabs = [
-  { id: 'approvals', label: 'Approvals' },
-  { id: 'sessions', label: 'Sessions' },
-  { id: 'activity', label: 'Activity' },
-  { id: 'metrics', label: 'Metrics' },
-  { id: 'status', label: 'Status' },
-  { id: 'vault', label: 'Vault' },
-  { id: 'credentials', label: 'Credentials' },
-  { id: 'routes', label: 'Routes & hosts' },
-] as const satisfies ReadonlyArray<{ id: TabId; label: string }>;
-// The first-run guide has an address (#/welcome) but no tab: it is offered by its strip while the data directory is fresh.
-const guideLabel = 'First run';
 
 /**
  * The tab shown first. Status, for now: the existing first-minute e2e (e2e/operator-ui.e2e.ts)
@@ -94,7 +82,7 @@ function Console() {
           <ActionDetailView
             actionId={route.actionId}
             backHref={backOf(route, tab).href}
-            backLabel={labelOf(backOf(route, tab).tab)}
+            backLabel={tabLabel(backOf(route, tab).tab)}
           />
         )}
         {route.kind !== 'action' && <TabView tab={tab} />}
@@ -170,10 +158,10 @@ function TabList({ tab, badges, setTab }: { tab: TabId; badges: Record<TabId, nu
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
     const target = tabKeyTarget(
       event.key,
-      tabs.findIndex((t) => t.id === tab),
-      tabs.length,
+      consoleTabs.findIndex((t) => t.id === tab),
+      consoleTabs.length,
     );
-    const next = target === null ? undefined : tabs[target];
+    const next = target === null ? undefined : consoleTabs[target];
     if (next === undefined) return;
     event.preventDefault();
     setTab(next.id);
@@ -181,7 +169,7 @@ function TabList({ tab, badges, setTab }: { tab: TabId; badges: Record<TabId, nu
   };
   return (
     <div className="tabs" role="tablist" aria-label="Views" onKeyDown={onKeyDown}>
-      {tabs.map((t) => (
+      {consoleTabs.map((t) => (
         <button
           key={t.id}
           id={`tab-${t.id}`}
@@ -235,10 +223,4 @@ function TabView({ tab }: { tab: TabId }) {
 function routeTab(route: HashRoute): TabId | null {
   const named = route.kind === 'tab' ? route.tab : route.kind === 'action' ? route.from?.tab : undefined;
   return tabIds.find((id) => id === named) ?? null;
-}
-
-/** A tab's label, as a detail's back link names it (`← Approvals`); the guide, which has no tab, by its heading. */
-function labelOf(id: string): string {
-  if (id === 'welcome') return guideLabel;
-  return tabs.find((t) => t.id === id)?.label ?? 'Back';
 }

@@ -9,12 +9,12 @@ import {
   parseHashRoute,
   tabChoiceHref,
   tabHref,
-  tabIds,
   tabOrigin,
   timelineGroupingOf,
   timelineGroupings,
   timelineHref,
 } from './hash-route.js';
+import { consoleTabs, tabIds, tabLabel } from './tabs.js';
 
 describe('the hash route', () => {
   it.each([
@@ -115,11 +115,35 @@ describe('the hash route', () => {
       expect(tabHref(origin)).toBe(href);
     });
 
-    it.each(tabIds)('returns from a detail opened on %s to it, reloaded or not', (tab) => {
-      const href = actionHref('act_e2e-seed_0001', tabOrigin(tab));
-      expect(href).toBe(`#/action/act_e2e-seed_0001?from=${tab}`);
-      expect(backOf(parseHashRoute(href), 'status')).toEqual({ href: `#/${tab}`, tab });
+    // The console's tabs written out, not read from the list the parser uses: a tab the tab list lost, or one an
+    // address could no longer name, fails here.
+    const consoleTabsSpec = [
+      ['approvals', 'Approvals'],
+      ['sessions', 'Sessions'],
+      ['activity', 'Activity'],
+      ['metrics', 'Metrics'],
+      ['status', 'Status'],
+      ['vault', 'Vault'],
+      ['credentials', 'Credentials'],
+      ['routes', 'Routes & hosts'],
+    ] as const;
+
+    it('knows the tab list, in its order, and the guide as the only address that is not a tab', () => {
+      expect(consoleTabs.map((t) => [t.id, t.label])).toEqual(consoleTabsSpec);
+      expect(tabIds).toEqual([...consoleTabsSpec.map(([id]) => id), 'welcome']);
     });
+
+    it.each([...consoleTabsSpec, ['welcome', 'First run']] as const)(
+      'returns from a detail opened on %s to it, reloaded or not, named %j',
+      (tab, label) => {
+        const href = actionHref('act_e2e-seed_0001', tabOrigin(tab));
+        expect(href).toBe(`#/action/act_e2e-seed_0001?from=${tab}`);
+        // Opened while another tab is shown: the origin wins.
+        const shown = tab === 'status' ? 'approvals' : 'status';
+        expect(backOf(parseHashRoute(href), shown)).toEqual({ href: `#/${tab}`, tab });
+        expect(tabLabel(backOf(parseHashRoute(href), shown).tab)).toBe(label);
+      },
+    );
 
     it.each([
       ['an unknown tab', 'nonsense'],

@@ -1,3 +1,4 @@
+import { tabIds, type TabId } from './tabs.js';
 import type { TimelineGrouping } from './timeline-layout.js';
 
 /**
@@ -42,23 +43,6 @@ function tabRouteOf(path: string, by: string | null): TabRoute | null {
     ...(by !== null && namePattern.test(by) ? { by } : {}),
   };
 }
-
-/**
- * The tabs an address can name: the tab list's (app.tsx labels them) and the first-run guide's `#/welcome`, which has
- * no tab of its own.
- */
-export const tabIds = [
-  'approvals',
-  'sessions',
-  'activity',
-  'metrics',
-  'status',
-  'vault',
-  'credentials',
-  'routes',
-  'welcome',
-] as const;
-export type TabId = (typeof tabIds)[number];
 
 function oneOf<T extends string>(values: readonly T[], value: string | undefined): value is T {
   return values.some((v) => v === value);
