@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActionState, AgentDecision, NewEvent } from '../contract/index.js';
 import { attestClassification } from '../core/index.js';
 import { Journal, recoveryEvent } from '../journal/index.js';
-import { actionPathNames, actionPaths } from '../testing/action-paths.js';
+import { actionPathNames, actionPaths, reconciledByLookup } from '../testing/action-paths.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { decisionEventKinds, decisionFacts, sealedClosingHeadersMax, sealedDecisionFacts } from './call-waits.js';
 
@@ -83,20 +83,7 @@ function cardClosedInQuarantineThen(id: string, settlement: 'attested' | 'reconc
           payload: { actor: { kind: 'person', id: 'operator-1' }, basis: 'checked the target: it refused the change' },
           classification: attestClassification('rejected', 'rejected'),
         }
-      : {
-          kind: 'RECONCILIATION_RESULT',
-          action_id: id,
-          payload: { correlation: 'operation_id', lookup_action_id: 'act_lookup_0002' },
-          classification: {
-            phase: 'remote_execution',
-            outcome: 'committed',
-            retry: 'never',
-            code: null,
-            effect: 'succeeded',
-            outcome_basis: 'remote_operation_lookup',
-            source: 'remote_query',
-          },
-        },
+      : reconciledByLookup(id, 'act_lookup_0002'),
   ];
 }
 

@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../contract/index.js';
 import { project } from '../core/index.js';
-import { actionPathNames, actionPaths, impossibleEvents, type ActionPathName } from '../testing/action-paths.js';
+import {
+  actionPathNames,
+  actionPaths,
+  impossibleEvents,
+  reconciledByLookup,
+  type ActionPathName,
+} from '../testing/action-paths.js';
 import { drivePaths } from '../testing/drive-paths.js';
 import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
@@ -67,20 +73,7 @@ describe('when many actions went through varied paths, a restart and late eviden
     }
     // Late evidence after the restart, and a new action continuing the ticket sequence.
     live.clock.advance(1_000);
-    await reopened.append({
-      kind: 'RECONCILIATION_RESULT',
-      action_id: idOf('inflight', 7),
-      payload: { correlation: 'operation_id', lookup_action_id: 'act_lookup_0002' },
-      classification: {
-        phase: 'remote_execution',
-        outcome: 'committed',
-        retry: 'never',
-        code: null,
-        effect: 'succeeded',
-        outcome_basis: 'remote_operation_lookup',
-        source: 'remote_query',
-      },
-    });
+    await reopened.append(reconciledByLookup(idOf('inflight', 7), 'act_lookup_0002'));
     const after = await reopened.appendBatch(actionPaths.callerCancelledBeforeDispatch(idOf('afterRestart', 1)));
     expect(after[0]?.event.ticket).toBe(scripts.length + 1);
 

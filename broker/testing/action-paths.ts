@@ -139,6 +139,16 @@ export const succeeded: Classification = {
   source: 'remote_response',
 };
 
+/** A lookup (`lookupActionId`) that found the action's operation done at the remote: it settles committed, succeeded. */
+export function reconciledByLookup(id: string, lookupActionId: string): NewEvent {
+  return {
+    kind: 'RECONCILIATION_RESULT',
+    action_id: id,
+    payload: { correlation: 'operation_id', lookup_action_id: lookupActionId },
+    classification: { ...succeeded, outcome_basis: 'remote_operation_lookup', source: 'remote_query' },
+  };
+}
+
 function unknownAfterDispatch(code: Classification['code'], basis: string): Classification {
   return {
     phase: 'remote_execution',
@@ -352,12 +362,7 @@ export const actionPaths = {
     ev.sent(id),
     { kind: 'CONNECTION_LOST', action_id: id, payload: { attempt: 1 } },
     ev.recorded(id, unknownAfterDispatch('REMOTE_OUTCOME_UNKNOWN', 'response_not_observed_after_dispatch'), 1),
-    {
-      kind: 'RECONCILIATION_RESULT',
-      action_id: id,
-      payload: { correlation: 'operation_id', lookup_action_id: 'act_lookup_0001' },
-      classification: { ...succeeded, outcome_basis: 'remote_operation_lookup', source: 'remote_query' },
-    },
+    reconciledByLookup(id, 'act_lookup_0001'),
   ],
   throttledThenRetried: (id: string): NewEvent[] => [
     accepted(id, { idempotent: true, lane: 'lane-b', retryBudget: 2 }),
