@@ -5,18 +5,11 @@ import { project } from '../core/index.js';
 import { sha256Of } from '../testing/action-paths.js';
 import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { tempJournals } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 
-const opened: TempJournal[] = [];
-afterEach(async () => {
-  for (const t of opened.splice(0)) await t.dispose();
-});
-async function tempJournal(): Promise<TempJournal> {
-  const t = await openTempJournal();
-  opened.push(t);
-  return t;
-}
+const { open: tempJournal, disposeOpened } = tempJournals();
+afterEach(disposeOpened);
 
 const fpA = sha256Of(0xa);
 const fpB = sha256Of(0xb);
@@ -252,7 +245,7 @@ describe('when generated waves of keyed admissions race, with time passing betwe
           const target = await tempJournal();
           await replayJournal(live.journal.events(), target.journal, target.clock);
           expect(readStateTables(target.path)).toEqual(readStateTables(live.path));
-          for (const t of opened.splice(0)) await t.dispose();
+          await disposeOpened();
         },
       ),
       { numRuns: 20 },

@@ -1,22 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { transitionRefusalOf, type Classification, type NewEvent } from '../contract/index.js';
 import { sha256Of } from '../testing/action-paths.js';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { tempJournals } from '../testing/temp-journal.js';
 
 /**
  * A refusal the journal answers with names an instant as a person or an agent reads it, ISO UTC, never the raw epoch
  * milliseconds (`until 1767225630000`); the number stays data in the journal (the lease's and the key's
  * `expires_at_ms`). Each refusal is performed on a real journal: the projection or the key table refuses the append.
  */
-const opened: TempJournal[] = [];
-afterEach(async () => {
-  for (const t of opened.splice(0)) await t.dispose();
-});
-async function tempJournal(): Promise<TempJournal> {
-  const t = await openTempJournal();
-  opened.push(t);
-  return t;
-}
+const { open: tempJournal, disposeOpened } = tempJournals();
+afterEach(disposeOpened);
 
 /** An epoch-milliseconds instant as it would be printed raw: 13 digits in this century. */
 const rawEpochMs = /\d{13}/;

@@ -12,19 +12,11 @@ import {
 import { drivePaths } from '../testing/drive-paths.js';
 import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
-import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { tempJournals } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 
-const opened: TempJournal[] = [];
-afterEach(async () => {
-  for (const t of opened.splice(0)) await t.dispose();
-});
-
-async function tempJournal(): Promise<TempJournal> {
-  const t = await openTempJournal();
-  opened.push(t);
-  return t;
-}
+const { open: tempJournal, disposeOpened } = tempJournals();
+afterEach(disposeOpened);
 
 /** Replays `source`'s whole log into an empty journal and returns both sides' state tables. */
 async function replayAndCompare(source: Journal, sourcePath: string): Promise<void> {
@@ -122,7 +114,7 @@ describe('when generated mixes of paths are interrupted by a restart at any wave
           }
           await replayAndCompare(reopened, live.path);
           await reopened.close();
-          for (const t of opened.splice(0)) await t.dispose();
+          await disposeOpened();
         },
       ),
       { numRuns: 25 },

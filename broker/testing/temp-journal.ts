@@ -54,6 +54,29 @@ export async function openTempJournal(
   }
 }
 
+/** The temp journals a test file's cases open, for the file to dispose after each case. */
+export interface TempJournals {
+  /** Opens a temp journal (openTempJournal) that the next `disposeOpened` disposes. */
+  readonly open: () => Promise<TempJournal>;
+  /** Disposes every temp journal opened since the last call: the file's afterEach (or a property run's end). */
+  readonly disposeOpened: () => Promise<void>;
+}
+
+/** For a test file whose cases open one or more temp journals each: the file calls `disposeOpened` after each case. */
+export function tempJournals(): TempJournals {
+  const opened: TempJournal[] = [];
+  return {
+    open: async () => {
+      const t = await openTempJournal();
+      opened.push(t);
+      return t;
+    },
+    disposeOpened: async () => {
+      for (const t of opened.splice(0)) await t.dispose();
+    },
+  };
+}
+
 /** A temp journal with a ResultStore on its file, sealing with the journal's key; dispose closes both. */
 export async function openTempResultStore(): Promise<{ temp: TempJournal; store: ResultStore }> {
   const temp = await openTempJournal();
