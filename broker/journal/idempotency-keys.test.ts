@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { IdempotencyKeyBinding, NewEvent } from '../contract/index.js';
 import { project } from '../core/index.js';
 import { sha256Of } from '../testing/action-paths.js';
+import { keyBinding, keyedAdmission, keyRetentionMs } from '../testing/keyed-admission.js';
 import { replayJournal } from '../testing/replay-journal.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { tempJournals } from '../testing/temp-journal.js';
@@ -13,46 +13,13 @@ afterEach(disposeOpened);
 
 const fpA = sha256Of(0xa);
 const fpB = sha256Of(0xb);
-const retentionMs = 60_000;
-
-function binding(
-  fingerprint: string,
-  nowMs: number,
-  o: { key?: string; route?: string; scope?: string } = {},
-): IdempotencyKeyBinding {
-  return {
-    route: o.route ?? 'docs',
-    scope: o.scope ?? 'docs.account',
-    key: o.key ?? 'key-1',
-    fingerprint,
-    expires_at_ms: nowMs + retentionMs,
-  };
-}
-
-/** Admission as the executor writes it: ACTION_ACCEPTED + PREFLIGHT_VALIDATED binding the key, one unit. */
-function admission(id: string, bind: IdempotencyKeyBinding | undefined): NewEvent[] {
-  return [
-    {
-      kind: 'ACTION_ACCEPTED',
-      action_id: id,
-      lane: 'route:docs',
-      payload: {
-        channel: 'http',
-        target: 'route:docs POST /documents/7',
-        request_fingerprint: sha256Of(1),
-        approval: 'none',
-        idempotent: false,
-      },
-    },
-    { kind: 'PREFLIGHT_VALIDATED', action_id: id, payload: bind === undefined ? {} : { idempotency: bind } },
-  ];
-}
-
 describe('when a key is bound at admission', () => {
   it('the binding row lands in the same commit as its PREFLIGHT_VALIDATED, and the event carries key, fingerprint, scope and expiry', async () => {
     const t = await tempJournal();
-    const [, validated] = await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
-    expect(validated?.event.payload).toEqual({ idempotency: binding(fpA, t.clock.nowMs()) });
+    const [, validated] = await t.journal.appendBatch(
+      keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())),
+    );
+    expect(validated?.event.payload).toEqual({ idempotency: keyBinding(fpA, t.clock.nowMs()) });
     expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toEqual({
       route: 'docs',
       scope: 'docs.account',
@@ -60,30 +27,30 @@ describe('when a key is bound at admission', () => {
       fingerprint: fpA,
       action_id: 'act_first_0001',
       first_seen_ms: validated?.event.at_ms,
-      expires_at_ms: t.clock.nowMs() + retentionMs,
+      expires_at_ms: t.clock.nowMs() + keyRetentionMs,
       bound_seq: validated?.event.seq,
     });
   });
 
   it('the same key with the same fingerprint is admitted (a same-key retry) and the first binding stays', async () => {
     const t = await tempJournal();
-    await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
+    await t.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())));
     t.clock.advance(1_000);
     await expect(
-      t.journal.appendBatch(admission('act_retry_0002', binding(fpA, t.clock.nowMs()))),
+      t.journal.appendBatch(keyedAdmission('act_retry_0002', keyBinding(fpA, t.clock.nowMs()))),
     ).resolves.toHaveLength(2);
     expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
       action_id: 'act_first_0001',
-      expires_at_ms: retentionMs + t.clock.nowMs() - 1_000,
+      expires_at_ms: keyRetentionMs + t.clock.nowMs() - 1_000,
     });
   });
 
   it('the same key with another fingerprint is refused as a unit (IDEMPOTENCY_MISMATCH, field idempotency_key): no event, no row change, the journal stays open', async () => {
     const t = await tempJournal();
-    await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
+    await t.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())));
     const before = t.journal.stats().events;
     await expect(
-      t.journal.appendBatch(admission('act_other_0002', binding(fpB, t.clock.nowMs()))),
+      t.journal.appendBatch(keyedAdmission('act_other_0002', keyBinding(fpB, t.clock.nowMs()))),
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', field: 'idempotency_key' });
     expect(t.journal.stats()).toMatchObject({ events: before, state: 'open' });
     expect(t.journal.getAction('act_other_0002')).toBeUndefined();
@@ -93,22 +60,26 @@ describe('when a key is bound at admission', () => {
     });
     // Another route or another scope is another key space; the action can still be refused on its own.
     await expect(
-      t.journal.appendBatch(admission('act_route_0003', binding(fpB, t.clock.nowMs(), { route: 'other' }))),
+      t.journal.appendBatch(keyedAdmission('act_route_0003', keyBinding(fpB, t.clock.nowMs(), { route: 'other' }))),
     ).resolves.toHaveLength(2);
     await expect(
-      t.journal.appendBatch(admission('act_scope_0004', binding(fpB, t.clock.nowMs(), { scope: 'other.account' }))),
+      t.journal.appendBatch(
+        keyedAdmission('act_scope_0004', keyBinding(fpB, t.clock.nowMs(), { scope: 'other.account' })),
+      ),
     ).resolves.toHaveLength(2);
   });
 
   it('after the retention window the key is free again: another fingerprint binds it anew', async () => {
     const t = await tempJournal();
-    await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
-    t.clock.advance(retentionMs - 1);
+    await t.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())));
+    t.clock.advance(keyRetentionMs - 1);
     await expect(
-      t.journal.appendBatch(admission('act_early_0002', binding(fpB, t.clock.nowMs()))),
+      t.journal.appendBatch(keyedAdmission('act_early_0002', keyBinding(fpB, t.clock.nowMs()))),
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
     t.clock.advance(1);
-    const [, validated] = await t.journal.appendBatch(admission('act_later_0003', binding(fpB, t.clock.nowMs())));
+    const [, validated] = await t.journal.appendBatch(
+      keyedAdmission('act_later_0003', keyBinding(fpB, t.clock.nowMs())),
+    );
     expect(t.journal.getIdempotencyKey('docs', 'docs.account', 'key-1')).toMatchObject({
       fingerprint: fpB,
       action_id: 'act_later_0003',
@@ -118,12 +89,12 @@ describe('when a key is bound at admission', () => {
 
   it('the binding survives a restart: the reopened journal still refuses the other fingerprint', async () => {
     const t = await tempJournal();
-    await t.journal.appendBatch(admission('act_first_0001', binding(fpA, t.clock.nowMs())));
+    await t.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, t.clock.nowMs())));
     await t.journal.close();
     const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
     try {
       await expect(
-        reopened.appendBatch(admission('act_other_0002', binding(fpB, t.clock.nowMs()))),
+        reopened.appendBatch(keyedAdmission('act_other_0002', keyBinding(fpB, t.clock.nowMs()))),
       ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
     } finally {
       await reopened.close();
@@ -136,10 +107,10 @@ describe('when concurrent admissions race for one key with different fingerprint
     const t = await tempJournal();
     // Same turn of the event loop: one transaction, checked against the bindings planned before it.
     const settled = await Promise.allSettled([
-      t.journal.appendBatch(admission('act_racer_0001', binding(fpA, t.clock.nowMs()))),
-      t.journal.appendBatch(admission('act_racer_0002', binding(fpB, t.clock.nowMs()))),
-      t.journal.appendBatch(admission('act_plain_0003', undefined)),
-      t.journal.appendBatch(admission('act_racer_0004', binding(fpA, t.clock.nowMs()))),
+      t.journal.appendBatch(keyedAdmission('act_racer_0001', keyBinding(fpA, t.clock.nowMs()))),
+      t.journal.appendBatch(keyedAdmission('act_racer_0002', keyBinding(fpB, t.clock.nowMs()))),
+      t.journal.appendBatch(keyedAdmission('act_plain_0003', undefined)),
+      t.journal.appendBatch(keyedAdmission('act_racer_0004', keyBinding(fpA, t.clock.nowMs()))),
     ]);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     expect(settled[1]).toMatchObject({ reason: { code: 'IDEMPOTENCY_MISMATCH' } });
@@ -161,7 +132,7 @@ describe('when concurrent admissions race for one key with different fingerprint
     for (const wave of [attempts.slice(0, 13), attempts.slice(13, 27), attempts.slice(27)]) {
       settled.push(
         ...(await Promise.allSettled(
-          wave.map((a) => t.journal.appendBatch(admission(a.id, binding(a.fp, t.clock.nowMs())))),
+          wave.map((a) => t.journal.appendBatch(keyedAdmission(a.id, keyBinding(a.fp, t.clock.nowMs())))),
         )),
       );
     }
@@ -179,15 +150,17 @@ describe('when concurrent admissions race for one key with different fingerprint
 describe('when the log is replayed into an empty journal', () => {
   it('the idempotency_keys table is rebuilt row for row (bindings, same-key retries, refusals, a rebinding after expiry)', async () => {
     const live = await tempJournal();
-    await live.journal.appendBatch(admission('act_first_0001', binding(fpA, live.clock.nowMs())));
-    await live.journal.appendBatch(admission('act_other_0002', binding(fpA, live.clock.nowMs(), { key: 'key-2' })));
+    await live.journal.appendBatch(keyedAdmission('act_first_0001', keyBinding(fpA, live.clock.nowMs())));
+    await live.journal.appendBatch(
+      keyedAdmission('act_other_0002', keyBinding(fpA, live.clock.nowMs(), { key: 'key-2' })),
+    );
     live.clock.advance(10);
-    await live.journal.appendBatch(admission('act_retry_0003', binding(fpA, live.clock.nowMs())));
+    await live.journal.appendBatch(keyedAdmission('act_retry_0003', keyBinding(fpA, live.clock.nowMs())));
     await expect(
-      live.journal.appendBatch(admission('act_clash_0004', binding(fpB, live.clock.nowMs()))),
+      live.journal.appendBatch(keyedAdmission('act_clash_0004', keyBinding(fpB, live.clock.nowMs()))),
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
-    live.clock.advance(retentionMs);
-    await live.journal.appendBatch(admission('act_fresh_0005', binding(fpB, live.clock.nowMs())));
+    live.clock.advance(keyRetentionMs);
+    await live.journal.appendBatch(keyedAdmission('act_fresh_0005', keyBinding(fpB, live.clock.nowMs())));
 
     const target = await tempJournal();
     expect(await replayJournal(live.journal.events(), target.journal, target.clock)).toBe(live.journal.stats().events);
@@ -211,7 +184,7 @@ describe('when generated waves of keyed admissions race, with time passing betwe
         fc.array(
           fc.record({
             claims: fc.array(claim, { minLength: 1, maxLength: 6 }),
-            advanceMs: fc.constantFrom(0, 1, retentionMs / 2, retentionMs),
+            advanceMs: fc.constantFrom(0, 1, keyRetentionMs / 2, keyRetentionMs),
           }),
           { minLength: 1, maxLength: 6 },
         ),
@@ -225,7 +198,9 @@ describe('when generated waves of keyed admissions race, with time passing betwe
             const ids = wave.claims.map(() => `act_gen_${String((n += 1)).padStart(6, '0')}`);
             const settled = await Promise.allSettled(
               wave.claims.map((c, i) =>
-                live.journal.appendBatch(admission(ids[i] ?? '', binding(c.fp, nowMs, { key: c.key, scope: c.scope }))),
+                live.journal.appendBatch(
+                  keyedAdmission(ids[i] ?? '', keyBinding(c.fp, nowMs, { key: c.key, scope: c.scope })),
+                ),
               ),
             );
             for (const [i, c] of wave.claims.entries()) {
@@ -234,7 +209,7 @@ describe('when generated waves of keyed admissions race, with time passing betwe
               const held = bound !== undefined && bound.expiresAtMs > nowMs;
               if (settled[i]?.status === 'fulfilled') {
                 expect(!held || bound?.fp === c.fp).toBe(true);
-                if (!held) model.set(id, { fp: c.fp, expiresAtMs: nowMs + retentionMs });
+                if (!held) model.set(id, { fp: c.fp, expiresAtMs: nowMs + keyRetentionMs });
               } else {
                 expect(settled[i]).toMatchObject({ reason: { code: 'IDEMPOTENCY_MISMATCH' } });
                 expect(held && bound?.fp !== c.fp).toBe(true);

@@ -3,34 +3,14 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { verifyJournal } from '../audit/verify-journal.js';
 import { isCodedError, type NewEvent } from '../contract/index.js';
 import { actionPathNames, actionPaths, impossibleEvents, sha256Of } from '../testing/action-paths.js';
+import { appendUptoCommitted, resultOf } from '../testing/committed-result.js';
+import { keyBinding, keyedAdmission } from '../testing/keyed-admission.js';
 import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
 import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
 import { ResultStore } from './result-store.js';
-
-/** An action appended up to (not including) its RESULT_COMMITTED, which is returned. */
-async function uptoCommitted(journal: TempJournal['journal'], id: string): Promise<NewEvent> {
-  const path = actionPaths.httpNoApproval(id);
-  const at = path.findIndex((e) => e.kind === 'RESULT_COMMITTED');
-  for (const event of path.slice(0, at)) await journal.append(event);
-  const committed = path[at];
-  if (committed === undefined) throw new Error('the path has no RESULT_COMMITTED');
-  return committed;
-}
-
-const resultOf = (actionId: string, resultId: string, attempt = 1) => ({
-  result_id: resultId,
-  action_id: actionId,
-  attempt,
-  summary: { status: 200 },
-  body: Buffer.from(`body of ${actionId}`),
-  total_bytes: 16,
-  truncated: false,
-  digest: `sha256:${'cd'.repeat(32)}`,
-  created_at_ms: 5,
-});
 
 function storedResults(path: string): unknown[] {
   const db = new Database(path, { readonly: true });
@@ -48,8 +28,8 @@ describe('a result that clashes with a unique key of the results table is refuse
   afterEach(() => temp.dispose());
 
   it('the same result id twice in one commit: the second unit is refused with the primary key constraint, the first lands', async () => {
-    const first = await uptoCommitted(temp.journal, 'act_clash_a');
-    const second = await uptoCommitted(temp.journal, 'act_clash_b');
+    const first = await appendUptoCommitted(temp.journal, 'act_clash_a');
+    const second = await appendUptoCommitted(temp.journal, 'act_clash_b');
     // Same turn of the event loop: one transaction plans both units.
     const landed = temp.journal.append(first, store.rowsOf(resultOf('act_clash_a', 'res_clash')));
     const clash = temp.journal.append(second, store.rowsOf(resultOf('act_clash_b', 'res_clash')));
@@ -64,9 +44,9 @@ describe('a result that clashes with a unique key of the results table is refuse
   });
 
   it("an action's attempt the table already holds under another result id: refused with the unique constraint, the rest of the commit lands", async () => {
-    const first = await uptoCommitted(temp.journal, 'act_clash_c');
+    const first = await appendUptoCommitted(temp.journal, 'act_clash_c');
     await temp.journal.append(first, store.rowsOf(resultOf('act_clash_c', 'res_clash_c')));
-    const second = await uptoCommitted(temp.journal, 'act_clash_d');
+    const second = await appendUptoCommitted(temp.journal, 'act_clash_d');
     const clash = temp.journal.append(second, store.rowsOf(resultOf('act_clash_c', 'res_clash_d')));
     const neighbour = temp.journal.append(actionPaths.httpNoApproval('act_clash_e')[0] as NewEvent);
     await expect(clash).rejects.toMatchObject({
@@ -79,14 +59,14 @@ describe('a result that clashes with a unique key of the results table is refuse
   });
 
   it('an attempt planned earlier in the same commit, with the same result id too: the unique constraint, as SQLite checks it first', async () => {
-    const first = await uptoCommitted(temp.journal, 'act_clash_f');
-    const second = await uptoCommitted(temp.journal, 'act_clash_g');
+    const first = await appendUptoCommitted(temp.journal, 'act_clash_f');
+    const second = await appendUptoCommitted(temp.journal, 'act_clash_g');
     const landed = temp.journal.append(first, store.rowsOf(resultOf('act_clash_f', 'res_clash_f')));
     const clash = temp.journal.append(second, store.rowsOf(resultOf('act_clash_f', 'res_clash_f')));
     await expect(clash).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE' });
     await landed;
     // A later attempt of the same action is not a clash.
-    const third = await uptoCommitted(temp.journal, 'act_clash_h');
+    const third = await appendUptoCommitted(temp.journal, 'act_clash_h');
     await temp.journal.append(third, store.rowsOf(resultOf('act_clash_f', 'res_clash_f2', 2)));
     expect(temp.journal.stats().state).toBe('open');
     expect(storedResults(temp.path)).toEqual([
@@ -135,33 +115,7 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
       const events = inSession(actionPaths[name](`act_w_${name.slice(0, 24)}`), i % 2 === 0 ? 'ses_writer' : null);
       return i % 5 === 4 ? events.slice(0, Math.ceil(events.length / 2)) : events;
     });
-    scripts.push([
-      {
-        kind: 'ACTION_ACCEPTED',
-        action_id: 'act_w_keyed',
-        lane: 'route:docs',
-        payload: {
-          channel: 'http',
-          target: 'route:docs POST /documents/7',
-          request_fingerprint: sha256Of(1),
-          approval: 'none',
-          idempotent: false,
-        },
-      },
-      {
-        kind: 'PREFLIGHT_VALIDATED',
-        action_id: 'act_w_keyed',
-        payload: {
-          idempotency: {
-            route: 'docs',
-            scope: 'docs.account',
-            key: 'key-1',
-            fingerprint: sha256Of(0xa),
-            expires_at_ms: temp.clock.nowMs() + 60_000,
-          },
-        },
-      },
-    ]);
+    scripts.push(keyedAdmission('act_w_keyed', keyBinding(sha256Of(0xa), temp.clock.nowMs())));
     const outcomes: string[] = [];
     const longest = Math.max(...scripts.map((script) => script.length));
     for (let wave = 0; wave < longest; wave += 1) {
@@ -277,7 +231,7 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
   it('a constraint the batch meets when writing fails the commit (nothing was refused while planning it)', async () => {
     const { temp, store } = await openTempResultStore();
     try {
-      const first = await uptoCommitted(temp.journal, 'act_w_fatal');
+      const first = await appendUptoCommitted(temp.journal, 'act_w_fatal');
       const rows = store.rowsOf(resultOf('act_w_fatal', 'res_w_fatal'));
       // Written behind the planner's back (no journal path does this): the writer meets the primary key.
       store.commit(resultOf('act_w_other', 'res_w_fatal'));

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isCodedError, type NewEvent } from '../contract/index.js';
 import { actionPaths } from '../testing/action-paths.js';
+import { appendUptoCommitted, resultOf } from '../testing/committed-result.js';
 import { createMemoryVault, type MemoryVault } from '../testing/memory-vault.js';
 import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
 import { Journal } from './journal.js';
@@ -230,28 +231,6 @@ describe('the result store', () => {
   });
 
   describe('a result written with the RESULT_COMMITTED that names it (one transaction)', () => {
-    /** An action appended up to (not including) its RESULT_COMMITTED, which is returned. */
-    async function uptoCommitted(id: string): Promise<NewEvent> {
-      const path = actionPaths.httpNoApproval(id);
-      const at = path.findIndex((e) => e.kind === 'RESULT_COMMITTED');
-      for (const event of path.slice(0, at)) await temp.journal.append(event);
-      const committed = path[at];
-      if (committed === undefined) throw new Error('the path has no RESULT_COMMITTED');
-      return committed;
-    }
-
-    const resultOf = (actionId: string, resultId: string) => ({
-      result_id: resultId,
-      action_id: actionId,
-      attempt: 1,
-      summary: { status: 200 },
-      body: Buffer.from(`body of ${actionId}`),
-      total_bytes: 16,
-      truncated: false,
-      digest: `sha256:${'cd'.repeat(32)}`,
-      created_at_ms: 5,
-    });
-
     const storedResultIds = (): unknown[] => {
       const other = new Database(temp.path, { readonly: true });
       try {
@@ -265,7 +244,7 @@ describe('the result store', () => {
     };
 
     it('both are on disk once the append answers: another connection reads the result and the event', async () => {
-      const committed = await uptoCommitted('act_rows_a');
+      const committed = await appendUptoCommitted(temp.journal, 'act_rows_a');
       const appended = await temp.journal.append(committed, store.rowsOf(resultOf('act_rows_a', 'res_rows_a')));
       expect(appended.state).toMatchObject({ outcome: 'committed', stage: 'result_committed' });
       expect(storedResultIds()).toEqual(['res_rows_a']);
@@ -273,7 +252,7 @@ describe('the result store', () => {
     });
 
     it('the rows are plain data: a structured clone of them (what postMessage to a writer thread makes) commits the same result', async () => {
-      const committed = await uptoCommitted('act_rows_clone');
+      const committed = await appendUptoCommitted(temp.journal, 'act_rows_clone');
       const body = Buffer.alloc(resultChunkBytes + 5, 3);
       const rows = store.rowsOf({ ...resultOf('act_rows_clone', 'res_rows_clone'), body, total_bytes: body.length });
       await temp.journal.append(committed, structuredClone(rows));
@@ -293,9 +272,9 @@ describe('the result store', () => {
     });
 
     it('a result id written twice refuses that event with the constraint, and the rest of the same commit lands', async () => {
-      const first = await uptoCommitted('act_rows_c');
+      const first = await appendUptoCommitted(temp.journal, 'act_rows_c');
       await temp.journal.append(first, store.rowsOf(resultOf('act_rows_c', 'res_rows_same')));
-      const second = await uptoCommitted('act_rows_d');
+      const second = await appendUptoCommitted(temp.journal, 'act_rows_d');
       // Same turn of the event loop: one transaction holds both units.
       const clash = temp.journal.append(second, store.rowsOf(resultOf('act_rows_d', 'res_rows_same')));
       const neighbour = temp.journal.append(actionPaths.httpNoApproval('act_rows_e')[0] as NewEvent);
