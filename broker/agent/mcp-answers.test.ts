@@ -215,6 +215,19 @@ describe('when answers come back to a validating client', () => {
     expect(text.json).toEqual(result.structuredContent);
   });
 
+  /** The backend's refusal of an unknown target (`field`: route or host), before the broker names the configured ones. */
+  const invalidTarget = (message: string, field: string): ToolAnswer =>
+    envelopeAnswer(
+      scriptedEnvelope('act_u', {
+        code: 'INVALID_TARGET',
+        phase: 'validation',
+        outcome: 'not_attempted',
+        retry: 'after_correction',
+        message,
+        field,
+      }),
+    );
+
   it.each([
     ['route', 'http_request', 'configured routes: github'],
     ['host', 'ssh_exec', 'configured SSH host entries: build-box'],
@@ -223,17 +236,7 @@ describe('when answers come back to a validating client', () => {
     async (field, tool, names) => {
       await connect();
       backend.names = { routes: ['github'], ssh_hosts: ['build-box'] };
-      backend.respond = () =>
-        envelopeAnswer(
-          scriptedEnvelope('act_u', {
-            code: 'INVALID_TARGET',
-            phase: 'validation',
-            outcome: 'not_attempted',
-            retry: 'after_correction',
-            message: 'no such thing',
-            field,
-          }),
-        );
+      backend.respond = () => invalidTarget('no such thing', field);
       const result = (await client.callTool({ name: tool, arguments: {} })) as CallToolResult;
       expect(result.structuredContent).toMatchObject({
         error: { code: 'INVALID_TARGET', field, message: `no such thing; ${names}` },
@@ -246,17 +249,7 @@ describe('when answers come back to a validating client', () => {
     await connect();
     const routes = Array.from({ length: 1024 }, (_, i) => `route-${String(i).padStart(4, '0')}-${'x'.repeat(53)}`);
     backend.names = { routes, ssh_hosts: [] };
-    backend.respond = () =>
-      envelopeAnswer(
-        scriptedEnvelope('act_u', {
-          code: 'INVALID_TARGET',
-          phase: 'validation',
-          outcome: 'not_attempted',
-          retry: 'after_correction',
-          message: 'no such route',
-          field: 'route',
-        }),
-      );
+    backend.respond = () => invalidTarget('no such route', 'route');
     const result = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
     const { message } = (result.structuredContent as { error: { message: string } }).error;
     expect(message.length).toBeLessThanOrEqual(1000);
