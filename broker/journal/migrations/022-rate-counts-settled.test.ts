@@ -29,22 +29,35 @@ function sorted(rows: readonly OutcomeCountRow[]): OutcomeCountRow[] {
   return [...rows].sort((a, b) => (id(a) < id(b) ? -1 : 1));
 }
 
+/**
+ * A version 21 journal made from this one's file, closed: minute rows without in_flight, as that broker kept them (a
+ * running action counted in its dispatch minute under its row's provisional unknown: migration 011's fill counts as
+ * that broker did).
+ */
+function asVersion21(db: Database.Database): void {
+  restoreOutcomeMinutesBefore022(db);
+  buildStatusCounters(db);
+  db.pragma('user_version = 21');
+}
+
+/** Appends `act_cut_while_running` up to its REQUEST_SENT: dispatched, its outcome not recorded yet. */
+async function appendCutWhileRunning(): Promise<void> {
+  const script = actionPaths.httpNoApproval('act_cut_while_running');
+  await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+}
+
 describe('migration 022: the rate counts an action once it settles, never while it runs', () => {
   it('when a version 21 journal counted a running action unknown in its dispatch minute: the step moves it to an in-flight row, and the next start counts it once, when it records it', async () => {
     const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
     // A real unknown in the same minute, with the same key as the running one's provisional unknown but its code.
     await t.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_really_unknown'));
-    const script = actionPaths.httpNoApproval('act_cut_while_running');
-    await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    await appendCutWhileRunning();
     await t.journal.close();
 
     const db = new Database(t.path);
     try {
-      // What a version 21 broker left: minute rows without in_flight, the running action counted in its dispatch
-      // minute under its row's provisional unknown (migration 011's fill counts as that broker did).
-      restoreOutcomeMinutesBefore022(db);
-      buildStatusCounters(db);
-      db.pragma('user_version = 21');
+      // What a version 21 broker left: the running action counted unknown in its dispatch minute.
+      asVersion21(db);
       const minutesBefore = db.prepare('SELECT * FROM outcome_minutes ORDER BY 1, 2, 3, 4, 5, 6').all();
       expect(minutesBefore).toMatchObject([
         { minute: dispatchMinute, outcome: 'unknown', code: '', n: 1 },
@@ -76,29 +89,16 @@ describe('migration 022: the rate counts an action once it settles, never while 
     try {
       expect(reopened.getAction('act_cut_while_running')).toMatchObject({ outcome: 'unknown', recorded: true });
       expect(rateOf(reopened.outcomeCounts())).toEqual({ unknown: { [dispatchMinute]: 1, [dispatchMinute + 5]: 1 } });
-      const scan = new Database(t.path, { readonly: true });
-      try {
-        expect(rateOf(scanOutcomeCounts(scan))).toEqual(rateOf(reopened.outcomeCounts()));
-      } finally {
-        scan.close();
-      }
+      expect(rateOf(scanOutcomeCounts(t.reader()))).toEqual(rateOf(reopened.outcomeCounts()));
     } finally {
       await reopened.close();
     }
   });
 
-  /** A version 21 journal made from this one's file, closed: minute rows without in_flight, as that broker kept them. */
-  function asVersion21(db: Database.Database): void {
-    restoreOutcomeMinutesBefore022(db);
-    buildStatusCounters(db);
-    db.pragma('user_version = 21');
-  }
-
   it('when a minute row counted a settled action and a running one of the same key: the step moves the running one only', async () => {
     const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
     await t.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_settled_same_key'));
-    const script = actionPaths.httpNoApproval('act_cut_while_running');
-    await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    await appendCutWhileRunning();
     await t.journal.close();
 
     const db = new Database(t.path);
@@ -128,8 +128,7 @@ describe('migration 022: the rate counts an action once it settles, never while 
 
   it("when the running action's minute row was already pruned (an hour of settled actions after it): the step adds no row, and the next start counts it once", async () => {
     const dispatchMinute = Math.trunc(t.clock.nowMs() / minuteMs);
-    const script = actionPaths.httpNoApproval('act_cut_while_running');
-    await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    await appendCutWhileRunning();
     t.clock.advance(61 * minuteMs);
     await t.journal.appendBatch(actionPaths.httpNoApproval('act_settled_an_hour_on'));
     await t.journal.close();
@@ -157,12 +156,7 @@ describe('migration 022: the rate counts an action once it settles, never while 
         committed: { [dispatchMinute + 61]: 1 },
         unknown: { [dispatchMinute + 66]: 1 },
       });
-      const scan = new Database(t.path, { readonly: true });
-      try {
-        expect(sorted(reopened.outcomeCounts())).toEqual(sorted(scanOutcomeCounts(scan)));
-      } finally {
-        scan.close();
-      }
+      expect(sorted(reopened.outcomeCounts())).toEqual(sorted(scanOutcomeCounts(t.reader())));
     } finally {
       await reopened.close();
     }
