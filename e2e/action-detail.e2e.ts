@@ -1,18 +1,12 @@
 import path from 'node:path';
-import { mkdirSync } from 'node:fs';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Locator, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { ApprovalCard } from '../broker/contract/index.js';
 import { dateTime } from '../broker/contract/time-words.js';
-import { drillForFile, laneCards, op, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
+import { laneCards, op, postMarker, waitFor, type Drill } from '../tests/support/drill.js';
 import { repoRoot } from '../tests/support/postern-process.js';
-import {
-  assertRendererBuilt,
-  handSessionToNextLoad,
-  launchChromium,
-  openOperatorPage,
-  type OperatorPage,
-} from './fixtures/browser.js';
+import { handSessionToNextLoad, openOperatorPage, type OperatorPage } from './fixtures/browser.js';
+import { browserOverDrillForFile } from './fixtures/drill-spec.js';
 
 /**
  * An action's detail in Chromium on the real daemon (tests/support/drill.ts: a per-call route on an arrival-log
@@ -22,19 +16,10 @@ import {
  * shows its outcome once the remote answers; its card's expiry in the chronology is in the page's zone, never ISO.
  * Every wait is on the page or the broker's state; none is a sleep. Screenshots go to test-results/e2e/.
  */
-const theDrill = drillForFile('pe2e-detail-', 'detail', 120);
 const screenshots = path.join(repoRoot, 'test-results', 'e2e');
+const spec = browserOverDrillForFile({ scratchPrefix: 'pe2e-detail-', screenshots, name: 'detail', ttlSeconds: 120 });
+const theDrill = spec.drill;
 const caseTimeoutMs = 60_000;
-
-let browser: Browser;
-beforeAll(async () => {
-  assertRendererBuilt(repoRoot);
-  mkdirSync(screenshots, { recursive: true });
-  browser = await launchChromium();
-}, 30_000);
-afterAll(async () => {
-  await browser?.close();
-});
 
 const detailOf = (page: Page): Locator => page.getByTestId('action-detail');
 const hashOf = (page: Page): string => new URL(page.url()).hash;
@@ -52,7 +37,7 @@ async function cardFor(d: Drill, doc: string, marker: string) {
 
 /** Signs in, opens the Approvals tab and, from the card, the action's detail. */
 async function openDetailFromCard(d: Drill, card: ApprovalCard): Promise<OperatorPage> {
-  const opened = await openOperatorPage(browser, d.daemon.operatorUrl);
+  const opened = await openOperatorPage(spec.browser(), d.daemon.operatorUrl);
   const { page } = opened;
   await page.getByRole('tab', { name: /^Approvals/ }).click();
   await page.getByTestId(`card-${card.ticket}-detail`).click();
