@@ -2,10 +2,13 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { verifyJournal } from '../audit/verify-journal.js';
 import { isCodedError, type NewEvent } from '../contract/index.js';
+import { decodeFrontier, frontierRoot } from '../core/index.js';
 import { actionPathNames, actionPaths, impossibleEvents, sha256Of } from '../testing/action-paths.js';
 import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
+import { AuditWriter } from './audit-writer.js';
+import { sha256 } from './event-cipher.js';
 import { Journal } from './journal.js';
 import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
 import { ResultStore } from './result-store.js';
@@ -290,6 +293,59 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
         cause: { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' },
       });
       expect(temp.journal.stats().state).toBe('failed');
+    } finally {
+      await temp.dispose();
+    }
+  });
+});
+
+describe("the loop's committed tree head moves from the writer's ack, and the sealer starts from plain data", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('checkpoints sign the frontier each ack carried (a structured clone of it), over a sealer built from a clone of its start data', async () => {
+    const acks: WriteAck[] = [];
+    const commit = JournalWriter.prototype.commit;
+    vi.spyOn(JournalWriter.prototype, 'commit').mockImplementation(function (this: JournalWriter, batch) {
+      // What the loop hears is a copy: nothing it keeps may be the writer's own object.
+      const ack = structuredClone(commit.call(this, batch));
+      acks.push(ack);
+      return ack;
+    });
+    const sealerStart = AuditWriter.prototype.sealerStart;
+    vi.spyOn(AuditWriter.prototype, 'sealerStart').mockImplementation(function (this: AuditWriter) {
+      return structuredClone(sealerStart.call(this));
+    });
+    const temp = await openTempJournal({ checkpointEveryEvents: 4 });
+    try {
+      for (const event of actionPaths.httpNoApproval('act_w_head').slice(0, 6)) await temp.journal.append(event);
+      for (const event of actionPaths.httpNoApproval('act_w_head2').slice(0, 4)) await temp.journal.append(event);
+      // This run's events open with the run key the loop kept, though the sealer sealed with its copy.
+      expect([...temp.journal.events()].map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      const db = temp.reader();
+      const checkpoints = db.prepare(`SELECT size, root, reason FROM checkpoints ORDER BY size`).all() as Array<{
+        size: number;
+        root: Uint8Array;
+        reason: string;
+      }>;
+      expect(checkpoints.map(({ size, reason }) => ({ size, reason }))).toEqual([
+        { size: 4, reason: 'interval' },
+        { size: 8, reason: 'interval' },
+      ]);
+      for (const { size, root } of checkpoints) {
+        const ack = acks.find((a) => a.treeSize === size);
+        const frontier = ack === undefined ? undefined : decodeFrontier(ack.treeSize, ack.frontier);
+        expect(frontier?.size).toBe(size);
+        expect(new Uint8Array(root)).toEqual(new Uint8Array(frontierRoot(sha256, frontier!)));
+      }
+      const tree = db.prepare(`SELECT size, frontier FROM audit_tree`).get() as { size: number; frontier: Uint8Array };
+      expect({ size: tree.size, frontier: new Uint8Array(tree.frontier) }).toEqual({
+        size: acks.at(-1)?.treeSize,
+        frontier: acks.at(-1)?.frontier,
+      });
+      expect(acks.at(-1)?.treeSize).toBe(10);
+      // The shutdown checkpoint signs the last ack's head too, and the verifier finds every signature good.
+      await temp.journal.close();
+      expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true, events: 10, checkpoints: 3 });
     } finally {
       await temp.dispose();
     }

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { JournalEvent, SessionState } from '../contract/index.js';
 import type { BoundIdempotencyKey } from '../core/index.js';
-import type { SealedEvent } from './audit-writer.js';
+import { RunSealer, type RunSealerStart, type TreeHead } from './audit-writer.js';
 import { newCounterTally, type ActionRowWrite, type JournalStore } from './journal-store.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 
@@ -30,17 +30,27 @@ export interface WriteAck {
   readonly lastSeq: number;
   /** How many events it appended. */
   readonly appended: number;
-  /** The audit tree's size once the batch's leaves are in it (the events the log holds). */
+  /** The audit tree's size once the batch's leaves are in it (the events the log holds): `frontier.size`. */
   readonly treeSize: number;
+  /**
+   * The audit tree's frontier as written with the batch (audit_tree.frontier: its subtree roots, 32 bytes each, largest
+   * first; `treeSize` leaves): once the batch is committed, the head the loop's AuditWriter signs checkpoints over
+   * (AuditWriter.commitSucceeded).
+   */
+  readonly frontier: Uint8Array;
 }
 
 /**
- * Seals events for the audit log and keeps the pending Merkle frontier they extend (the AuditWriter's RunSealer): seal
- * moves the frontier, writeTree stores it in the same transaction and answers its size.
+ * What a JournalWriter starts from, plain data (a writer thread's workerData in phase 2): the RunSealer's run, run key
+ * and committed tree (AuditWriter.sealerStart), and the sealFault test seam.
  */
-export interface EventSealer {
-  seal(event: JournalEvent): SealedEvent;
-  writeTree(): number;
+export interface WriterStart {
+  readonly sealer: RunSealerStart;
+  /**
+   * Test seam (JournalOpenOptions.sealFault): runs before each event is sealed; a throw is a sealing failure. A
+   * function, so it cannot cross to a writer thread yet.
+   */
+  readonly sealFault?: ((event: JournalEvent) => void) | undefined;
 }
 
 /**
@@ -54,16 +64,18 @@ export interface EventSealer {
  * before planning, since planning reads under the write lock; COMMIT or ROLLBACK after this returns or throws).
  */
 export class JournalWriter {
+  /** Seals this run's events, with the pending tree they extend: built here from the start data. */
+  private readonly sealer: RunSealer;
+  private readonly sealFault: ((event: JournalEvent) => void) | undefined;
+
   constructor(
     private readonly db: Database.Database,
     private readonly store: JournalStore,
-    private readonly sealer: EventSealer,
-    /**
-     * Test seam (JournalOpenOptions.sealFault): runs before each event is sealed; a throw is a sealing failure. A
-     * function, so it cannot cross to a writer thread: phase 2 needs a data form of it.
-     */
-    private readonly sealFault?: (event: JournalEvent) => void,
-  ) {}
+    start: WriterStart,
+  ) {
+    this.sealer = new RunSealer(store, start.sealer);
+    this.sealFault = start.sealFault;
+  }
 
   /** Writes `batch` inside the caller's transaction. Throws on any failure; nothing it wrote may then be committed. */
   commit(batch: WriteBatch): WriteAck {
@@ -82,7 +94,15 @@ export class JournalWriter {
     for (const bound of batch.idempotencyKeys) this.store.writeIdempotencyKey(bound);
     if (batch.lastTicket !== null) this.store.setLastTicket(batch.lastTicket);
     // The tree head moves in the same transaction as the rows it covers.
-    const treeSize = this.sealer.writeTree();
-    return { lastSeq: last.seq, appended: batch.events.length, treeSize };
+    const tree = this.sealer.writeTree();
+    return { lastSeq: last.seq, appended: batch.events.length, treeSize: tree.size, frontier: tree.frontier };
+  }
+
+  /**
+   * After a ROLLBACK or a failed commit: the sealer's pending tree goes back to `committed` (the last head the loop
+   * committed, AuditWriter.committedHead), so a batch sealed and not committed leaves no leaf behind.
+   */
+  abandoned(committed: TreeHead): void {
+    this.sealer.reset(committed);
   }
 }

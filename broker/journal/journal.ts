@@ -329,7 +329,10 @@ export class Journal {
       clock,
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
     );
-    this.writer = new JournalWriter(db, this.store, this.audit.sealer, options.sealFault);
+    this.writer = new JournalWriter(db, this.store, {
+      sealer: this.audit.sealerStart(),
+      sealFault: options.sealFault,
+    });
     this.platform = options.platform ?? process.platform;
     this.walSync = new WalSync(
       options.syncMode ?? syncModeFor(options.platform ?? process.platform),
@@ -1137,14 +1140,14 @@ export class Journal {
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionCache.committed(overlay.writtenSessions());
-      this.audit.commitSucceeded();
+      this.audit.commitSucceeded(ack);
       this.commits += 1;
       this.eventCount += ack.appended;
       this.lastSeq = lastSeq;
       this.walSync.committed(lastSeq);
       this.checkpointCommitted();
     } else {
-      this.audit.commitAbandoned();
+      this.writer.abandoned(this.audit.committedHead());
     }
     for (const { unit, refusal } of refused) {
       if ('error' in refusal) unit.reject(refusal.error);
@@ -1193,7 +1196,7 @@ export class Journal {
       this.state = 'failed';
       this.failure = cause;
       this.walSync.abandon(cause);
-      this.audit.commitAbandoned();
+      this.writer.abandoned(this.audit.committedHead());
       this.audit.recordFailure(
         isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'),
       );
