@@ -46,11 +46,19 @@ export interface WriteAck {
  */
 export interface WriterStart {
   readonly sealer: RunSealerStart;
-  /**
-   * Test seam (JournalOpenOptions.sealFault): runs before each event is sealed; a throw is a sealing failure. A
-   * function, so it cannot cross to a writer thread yet.
-   */
-  readonly sealFault?: ((event: JournalEvent) => void) | undefined;
+  /** Test seam (JournalOpenOptions.sealFault). */
+  readonly sealFault?: SealFault | undefined;
+}
+
+/**
+ * Test seam (JournalOpenOptions.sealFault), as data so that it can cross to a writer thread: sealing an event that
+ * matches every field given (its seq, its kind) throws `new Error(message)`, a sealing failure (the first one fails the
+ * journal, so no later event is sealed).
+ */
+export interface SealFault {
+  readonly atSeq?: number;
+  readonly kind?: JournalEvent['kind'];
+  readonly message: string;
 }
 
 /**
@@ -66,7 +74,7 @@ export interface WriterStart {
 export class JournalWriter {
   /** Seals this run's events, with the pending tree they extend: built here from the start data. */
   private readonly sealer: RunSealer;
-  private readonly sealFault: ((event: JournalEvent) => void) | undefined;
+  private readonly sealFault: SealFault | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -83,7 +91,7 @@ export class JournalWriter {
     if (last === undefined) throw new Error('a write batch holds no event');
     for (const rows of batch.rows) writeResultRows(this.db, rows);
     for (const event of batch.events) {
-      this.sealFault?.(event);
+      if (this.sealFault !== undefined) throwIfFault(this.sealFault, event);
       this.store.insertEvent(this.sealer.seal(event).row);
     }
     // The status counters move by each row's difference, summed for the whole batch and written once.
@@ -105,4 +113,10 @@ export class JournalWriter {
   abandoned(committed: TreeHead): void {
     this.sealer.reset(committed);
   }
+}
+
+function throwIfFault(fault: SealFault, event: JournalEvent): void {
+  if (fault.atSeq !== undefined && fault.atSeq !== event.seq) return;
+  if (fault.kind !== undefined && fault.kind !== event.kind) return;
+  throw new Error(fault.message);
 }

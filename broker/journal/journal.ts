@@ -62,7 +62,7 @@ import {
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
-import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
+import { JournalWriter, type SealFault, type WriteAck, type WriteBatch } from './journal-writer.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
@@ -118,8 +118,11 @@ export interface JournalOpenOptions {
   readonly vault?: AuditVault;
   /** Sign a checkpoint at least every this many events (besides lock and shutdown). */
   readonly checkpointEveryEvents?: number;
-  /** Test seam (broker/testing): runs before each event is sealed; a throw is a sealing failure. */
-  readonly sealFault?: (event: JournalEvent) => void;
+  /**
+   * Test seam: sealing the first event that matches it throws, a sealing failure (journal-writer.ts SealFault). Data,
+   * so that it can cross to a writer thread.
+   */
+  readonly sealFault?: SealFault;
   /** Who makes a commit durable (durability.ts SyncMode); defaults to the platform's. */
   readonly syncMode?: SyncMode;
   /** Test seam (broker/testing/disk-sync-gate.ts): runs before each fdatasync of the log; a rejection fails it. */
