@@ -26,7 +26,7 @@ import {
   wipe,
 } from './event-cipher.js';
 import type { AuditStore, EventRow } from './journal-store.js';
-import type { WriteAck } from './journal-writer.js';
+import type { AuditOp, WriteAck } from './journal-writer.js';
 
 /** What the journal needs of the vault: wrapping its audit secrets, and knowing when it locks. */
 export type AuditVault = Pick<CredentialVault, 'state' | 'wrap' | 'unwrap' | 'onLock' | 'onUnlock'>;
@@ -60,6 +60,12 @@ export interface SealedEvent {
 }
 
 const domain = Buffer.from(checkpointDomain, 'utf8');
+
+/** What the AuditWriter reads of the audit tables, and the one row it writes itself: its run's start, at open. */
+export type AuditReads = Pick<
+  AuditStore,
+  'countEvents' | 'readTree' | 'readKeys' | 'insertRun' | 'readRunSealedKey' | 'lastCheckpointSize'
+>;
 
 /** A row another store of the journal file keeps sealed under a run's key (results at rest). */
 export interface SealedRow {
@@ -104,9 +110,14 @@ export class AuditWriter {
   private checkpointSink: ((head: SignedHead) => void) | undefined;
 
   constructor(
-    private readonly store: AuditStore,
+    private readonly store: AuditReads,
     private readonly clock: Clock,
     private readonly checkpointEveryEvents: number,
+    /**
+     * Writes an audit row outside a commit (the JournalWriter's write, inside the journal's transaction): the rows as
+     * data, signed, sealed or wrapped here first. Only the run's start row is written directly, at open.
+     */
+    private readonly writeRows: (op: AuditOp) => void,
   ) {
     const tree = store.readTree();
     const frontier = tree === undefined ? undefined : decodeFrontier(tree.size, tree.frontier);
@@ -205,7 +216,7 @@ export class AuditWriter {
     const root = frontierRoot(sha256, frontierOf(this.committed));
     const atMs = this.clock.nowMs();
     const signature = signDetached(encodeCheckpointMessage(domain, size, root, atMs), this.signSecret);
-    this.store.insertCheckpoint({ size, root, at_ms: atMs, reason, signature });
+    this.writeRows({ kind: 'checkpoint', checkpoint: { size, root, at_ms: atMs, reason, signature } });
     this.lastCheckpointSize = size;
     const secret = this.signSecret;
     const signPublic = this.checkpointSink === undefined ? undefined : this.store.readKeys()?.sign_public;
@@ -232,12 +243,15 @@ export class AuditWriter {
     const stored = this.store.readKeys();
     if (stored === undefined) {
       const keys = newAuditKeyPairs();
-      this.store.insertKeys({
-        box_public: keys.boxPublic,
-        sign_public: keys.signPublic,
-        box_secret_wrapped: vault.wrap(auditDecryptPurpose, keys.boxSecret),
-        sign_secret_wrapped: vault.wrap(auditSignPurpose, keys.signSecret),
-        created_at_ms: this.clock.nowMs(),
+      this.writeRows({
+        kind: 'auditKeys',
+        keys: {
+          box_public: keys.boxPublic,
+          sign_public: keys.signPublic,
+          box_secret_wrapped: vault.wrap(auditDecryptPurpose, keys.boxSecret),
+          sign_secret_wrapped: vault.wrap(auditSignPurpose, keys.signSecret),
+          created_at_ms: this.clock.nowMs(),
+        },
       });
       this.boxPublic = keys.boxPublic;
       this.boxSecret = keys.boxSecret;
@@ -248,7 +262,7 @@ export class AuditWriter {
       this.signSecret = vault.unwrap(auditSignPurpose, stored.sign_secret_wrapped);
     }
     if (!this.runKeySealed) {
-      this.store.setRunSealedKey(this.run, sealRunKey(this.runKey, this.boxPublic));
+      this.writeRows({ kind: 'runKeySealed', run: this.run, sealedKey: sealRunKey(this.runKey, this.boxPublic) });
       this.runKeySealed = true;
     }
     this.checkpointIfDue('unlock');
@@ -263,14 +277,14 @@ export class AuditWriter {
   /** At close: a shutdown checkpoint and the run's end, both best left in the file. */
   closing(reason: string): void {
     this.checkpointIfDue('shutdown');
-    this.store.endRun(this.run, this.clock.nowMs(), reason);
+    this.writeRows({ kind: 'runEnded', run: this.run, atMs: this.clock.nowMs(), reason });
     this.forgetSecrets();
   }
 
   /** Best effort after a failure: the database may refuse this too (disk full). */
   recordFailure(code: string): void {
     try {
-      this.store.endRun(this.run, this.clock.nowMs(), `failed: ${code}`);
+      this.writeRows({ kind: 'runEnded', run: this.run, atMs: this.clock.nowMs(), reason: `failed: ${code}` });
     } catch {
       // The failure is still surfaced (journal state failed) and recovery runs at the next open.
     }

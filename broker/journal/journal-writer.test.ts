@@ -4,13 +4,14 @@ import { verifyJournal } from '../audit/verify-journal.js';
 import { isCodedError, type NewEvent } from '../contract/index.js';
 import { decodeFrontier, frontierRoot } from '../core/index.js';
 import { actionPathNames, actionPaths, impossibleEvents, sha256Of } from '../testing/action-paths.js';
+import { createMemoryVault } from '../testing/memory-vault.js';
 import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
 import { AuditWriter } from './audit-writer.js';
 import { sha256 } from './event-cipher.js';
 import { Journal } from './journal.js';
-import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
+import { JournalWriter, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
 import { ResultStore } from './result-store.js';
 
 /** An action appended up to (not including) its RESULT_COMMITTED, which is returned. */
@@ -346,6 +347,121 @@ describe("the loop's committed tree head moves from the writer's ack, and the se
       // The shutdown checkpoint signs the last ack's head too, and the verifier finds every signature good.
       await temp.journal.close();
       expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true, events: 10, checkpoints: 3 });
+    } finally {
+      await temp.dispose();
+    }
+  });
+});
+
+/** The audit tables outside the log, read through another connection (keys and signatures are fresh each run). */
+function auditTables(path: string): Record<string, unknown> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const all = (sql: string): unknown[] => db.prepare(sql).all();
+    return {
+      checkpoints: all(
+        `SELECT size, at_ms, reason, length(root) AS root, length(signature) AS signature FROM checkpoints ORDER BY size`,
+      ),
+      audit_keys: all(
+        `SELECT length(box_public) AS box_public, length(sign_public) AS sign_public, length(box_secret_wrapped) > 0 AS box_wrapped, length(sign_secret_wrapped) > 0 AS sign_wrapped, created_at_ms FROM audit_keys`,
+      ),
+      audit_runs: all(
+        `SELECT run, started_at_ms, sealed_key IS NOT NULL AS sealed, ended_at_ms, end_reason FROM audit_runs ORDER BY run`,
+      ),
+      integrity_anchor: all(`SELECT counter, head_seq, key_id, written_at_ms FROM integrity_anchor`),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+describe('the audit writes outside a commit reach the JournalWriter as plain-data operations', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('keys, the run key sealed, checkpoints at interval, unlock, lock and shutdown, an anchor record and the run end: each one WriterOp, written as it crossed', async () => {
+    const ops: WriterOp[] = [];
+    const write = JournalWriter.prototype.write;
+    vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
+      const cloned = structuredClone(op);
+      ops.push(cloned);
+      write.call(this, cloned);
+    });
+    const vault = await createMemoryVault('locked');
+    const temp = await openTempJournal({ vault, checkpointEveryEvents: 4 });
+    const t0 = temp.clock.nowMs();
+    try {
+      const events = actionPaths.httpApproved('act_w_ops_01');
+      for (const event of events.slice(0, 3)) await temp.journal.append(event);
+      temp.clock.advance(1_000);
+      vault.unlock();
+      for (const event of events.slice(3, 8)) await temp.journal.append(event);
+      expect(
+        temp.journal.recordAnchor({ counter: 1, head_seq: 4, key_id: 'key-w', written_at_ms: temp.clock.nowMs() }),
+      ).toBe(true);
+      temp.clock.advance(1_000);
+      vault.lock('idle');
+      for (const event of events.slice(8)) await temp.journal.append(event);
+      vault.unlock();
+      await temp.journal.append(actionPaths.httpApproved('act_w_ops_02')[0] as NewEvent);
+      temp.clock.advance(1_000);
+      await temp.journal.close();
+      expect(ops.map((op) => op.kind)).toEqual([
+        'auditKeys',
+        'runKeySealed',
+        'checkpoint',
+        'checkpoint',
+        'anchorRecorded',
+        'checkpoint',
+        'checkpoint',
+        'checkpoint',
+        'runEnded',
+      ]);
+      const run0 = {
+        run: 0,
+        started_at_ms: 0,
+        sealed: 0,
+        ended_at_ms: null,
+        end_reason: 'plaintext rows written before schema 4',
+      };
+      expect(auditTables(temp.path)).toEqual({
+        checkpoints: [
+          { size: 3, at_ms: t0 + 1_000, reason: 'unlock', root: 32, signature: 64 },
+          { size: 7, at_ms: t0 + 1_000, reason: 'interval', root: 32, signature: 64 },
+          { size: 8, at_ms: t0 + 2_000, reason: 'lock', root: 32, signature: 64 },
+          { size: 11, at_ms: t0 + 2_000, reason: 'unlock', root: 32, signature: 64 },
+          { size: 12, at_ms: t0 + 3_000, reason: 'shutdown', root: 32, signature: 64 },
+        ],
+        audit_keys: [{ box_public: 32, sign_public: 32, box_wrapped: 1, sign_wrapped: 1, created_at_ms: t0 + 1_000 }],
+        audit_runs: [run0, { run: 1, started_at_ms: t0, sealed: 1, ended_at_ms: t0 + 3_000, end_reason: 'closed' }],
+        integrity_anchor: [{ counter: 1, head_seq: 4, key_id: 'key-w', written_at_ms: t0 + 1_000 }],
+      });
+      expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true, events: 12, checkpoints: 5 });
+    } finally {
+      await temp.dispose();
+    }
+  });
+
+  it("the run's failed end after a failure is one too", async () => {
+    const ops: WriterOp[] = [];
+    const write = JournalWriter.prototype.write;
+    vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
+      ops.push(op);
+      write.call(this, structuredClone(op));
+    });
+    const temp = await openTempJournal({ sealFault: { atSeq: 2, message: 'sealing failed (injected)' } });
+    try {
+      const [first, second] = actionPaths.httpNoApproval('act_w_ops_failed');
+      await temp.journal.append(first as NewEvent);
+      await expect(temp.journal.append(second as NewEvent)).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+      expect(ops.at(-1)).toMatchObject({ kind: 'runEnded', reason: 'failed: INTERNAL' });
+      const t0 = temp.clock.nowMs();
+      expect(auditTables(temp.path).audit_runs).toContainEqual({
+        run: 1,
+        started_at_ms: t0,
+        sealed: 1,
+        ended_at_ms: t0,
+        end_reason: 'failed: INTERNAL',
+      });
     } finally {
       await temp.dispose();
     }

@@ -2,7 +2,14 @@ import type Database from 'better-sqlite3';
 import type { JournalEvent, SessionState } from '../contract/index.js';
 import type { BoundIdempotencyKey } from '../core/index.js';
 import { RunSealer, type RunSealerStart, type TreeHead } from './audit-writer.js';
-import { newCounterTally, type ActionRowWrite, type JournalStore } from './journal-store.js';
+import { AnchorStore, type AnchorRecord } from './anchor-store.js';
+import {
+  newCounterTally,
+  type ActionRowWrite,
+  type AuditKeysRow,
+  type CheckpointRow,
+  type JournalStore,
+} from './journal-store.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 
 /**
@@ -23,6 +30,23 @@ export interface WriteBatch {
   /** meta.last_ticket after the batch; null when no event took a ticket. */
   readonly lastTicket: number | null;
 }
+
+/**
+ * An audit write outside a commit, as plain data: the rows only. Whatever they carry was signed, sealed or wrapped on
+ * the loop (the signing secret never leaves it); the writer writes them in the caller's transaction.
+ */
+export type AuditOp =
+  /** A checkpoint signed over the committed tree head (interval, lock, unlock, shutdown, readopt). */
+  | { readonly kind: 'checkpoint'; readonly checkpoint: CheckpointRow }
+  /** The audit key pairs made at the very first unlock: public halves, and the secret halves wrapped by the vault. */
+  | { readonly kind: 'auditKeys'; readonly keys: AuditKeysRow }
+  /** This run's key sealed to the audit public key, once one exists. */
+  | { readonly kind: 'runKeySealed'; readonly run: number; readonly sealedKey: Uint8Array }
+  /** The run's end: 'closed', or 'failed: CODE' after a failure. */
+  | { readonly kind: 'runEnded'; readonly run: number; readonly atMs: number; readonly reason: string };
+
+/** A writer operation besides a commit's batch: an audit row, or the record of an integrity anchor file on disk. */
+export type WriterOp = AuditOp | { readonly kind: 'anchorRecorded'; readonly record: AnchorRecord };
 
 /** What the JournalWriter answers for a batch it wrote (plain data too). */
 export interface WriteAck {
@@ -104,6 +128,31 @@ export class JournalWriter {
     // The tree head moves in the same transaction as the rows it covers.
     const tree = this.sealer.writeTree();
     return { lastSeq: last.seq, appended: batch.events.length, treeSize: tree.size, frontier: tree.frontier };
+  }
+
+  /**
+   * Writes one operation's rows (an audit write outside a commit, an anchor's record) inside the caller's transaction
+   * (Journal.auditWrite), or on its own where the caller has none (the run's failed end). Decides nothing; a throw is
+   * the journal's failure.
+   */
+  write(op: WriterOp): void {
+    switch (op.kind) {
+      case 'checkpoint':
+        this.store.insertCheckpoint(op.checkpoint);
+        return;
+      case 'auditKeys':
+        this.store.insertKeys(op.keys);
+        return;
+      case 'runKeySealed':
+        this.store.setRunSealedKey(op.run, op.sealedKey);
+        return;
+      case 'runEnded':
+        this.store.endRun(op.run, op.atMs, op.reason);
+        return;
+      case 'anchorRecorded':
+        new AnchorStore(this.db).write(op.record);
+        return;
+    }
   }
 
   /**

@@ -331,6 +331,7 @@ export class Journal {
       this.store,
       clock,
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
+      (op) => this.writer.write(op),
     );
     this.writer = new JournalWriter(db, this.store, {
       sealer: this.audit.sealerStart(),
@@ -780,7 +781,7 @@ export class Journal {
   recordAnchor(record: AnchorRecord): boolean {
     let recorded = false;
     this.auditWrite(() => {
-      new AnchorStore(this.db).write(record);
+      this.writer.write({ kind: 'anchorRecorded', record });
       recorded = true;
     });
     return recorded && this.state === 'open';
@@ -1238,7 +1239,10 @@ export class Journal {
     if (vault.state() === 'unlocked') this.auditWrite(() => this.audit.unlocked(vault));
   }
 
-  /** An audit write outside a commit (checkpoint, keys, run end): its failure is fatal too. */
+  /**
+   * An audit write outside a commit (checkpoint, keys, the run's sealed key, run end, an anchor's record), in its own
+   * transaction: the rows go to the JournalWriter as data (WriterOp). Its failure is fatal too.
+   */
   private auditWrite(write: () => void): void {
     if (this.state !== 'open') return;
     try {
