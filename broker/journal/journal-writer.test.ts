@@ -100,6 +100,28 @@ describe('a result that clashes with a unique key of the results table is refuse
   });
 });
 
+/** The audit tables outside the log, read through another connection (keys and signatures are fresh each run). */
+function auditTables(path: string): Record<string, unknown> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const all = (sql: string): unknown[] => db.prepare(sql).all();
+    return {
+      checkpoints: all(
+        `SELECT size, at_ms, reason, length(root) AS root, length(signature) AS signature FROM checkpoints ORDER BY size`,
+      ),
+      audit_keys: all(
+        `SELECT length(box_public) AS box_public, length(sign_public) AS sign_public, length(box_secret_wrapped) > 0 AS box_wrapped, length(sign_secret_wrapped) > 0 AS sign_wrapped, created_at_ms FROM audit_keys`,
+      ),
+      audit_runs: all(
+        `SELECT run, started_at_ms, sealed_key IS NOT NULL AS sealed, ended_at_ms, end_reason FROM audit_runs ORDER BY run`,
+      ),
+      integrity_anchor: all(`SELECT counter, head_seq, key_id, written_at_ms FROM integrity_anchor`),
+    };
+  } finally {
+    db.close();
+  }
+}
+
 /** Every table a commit writes, read through another connection in key order (sealed bytes left out: fresh nonces). */
 function writtenTables(path: string): Record<string, unknown> {
   const db = new Database(path, { readonly: true });
@@ -127,11 +149,14 @@ function writtenTables(path: string): Record<string, unknown> {
 /**
  * The same workload every time: every action path (half of them in a session), cut short for some so that recovery
  * at the next open classifies them, an idempotency key bound, a result with each RESULT_COMMITTED, impossible events
- * and a result id clash refused beside accepted units, each wave one group commit; then a restart (recovery commits).
- * Answers each append's outcome, and the journal's tables and events after the restart.
+ * and a result id clash refused beside accepted units, each wave one group commit; the vault locked and unlocked
+ * between waves, checkpoints every 40 events and an anchor recorded, so that every audit write outside a commit runs
+ * too (keys, the run key sealed, checkpoints at interval, lock, unlock and shutdown, an anchor's record, the run's end);
+ * then a restart (recovery commits). Answers each append's outcome, and the journal's tables (the audit tables too) and
+ * events after the restart.
  */
 async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<string, unknown>; events: unknown[] }> {
-  const temp = await openTempJournal();
+  const temp = await openTempJournal({ checkpointEveryEvents: 40 });
   let store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   try {
     await temp.journal.appendSession(sessionStartedEvent('ses_writer', 4242));
@@ -209,6 +234,12 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
         else if (isCodedError(settled.reason) || 'code' in settled.reason) outcomes.push(String(settled.reason.code));
         else throw settled.reason;
       }
+      if (wave === 3) temp.vault.lock('idle');
+      if (wave === 5) temp.vault.unlock();
+      if (wave === 5) {
+        const record = { counter: wave, head_seq: temp.journal.stats().last_seq, key_id: 'key-w', written_at_ms: 9 };
+        expect(temp.journal.recordAnchor(record)).toBe(true);
+      }
       temp.clock.advance(20_000);
     }
     store.close();
@@ -222,7 +253,7 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
     store.close();
     await reopened.close();
     expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true });
-    return { outcomes, tables: writtenTables(temp.path), events };
+    return { outcomes, tables: { ...writtenTables(temp.path), ...auditTables(temp.path) }, events };
   } finally {
     store.close();
     await temp.dispose();
@@ -254,9 +285,17 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
     vi.spyOn(JournalWriter.prototype, 'commit').mockImplementation(function (this: JournalWriter, batch) {
       const cloned = structuredClone(batch);
       batches.push({ batch, cloned });
-      const ack = commit.call(this, cloned);
+      // The ack crosses back: the loop moves its committed tree head from a copy.
+      const ack = structuredClone(commit.call(this, cloned));
       acks.push(ack);
       return ack;
+    });
+    const ops: Array<{ op: WriterOp; cloned: WriterOp }> = [];
+    const write = JournalWriter.prototype.write;
+    vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
+      const cloned = structuredClone(op);
+      ops.push({ op, cloned });
+      write.call(this, cloned);
     });
     const replayed = await runWorkload();
 
@@ -276,6 +315,16 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
     expect(cloned.some((b) => b.actions.some((a) => a.written !== undefined))).toBe(true);
     expect(cloned.some((b) => b.actions.some((a) => a.written === undefined && a.stored !== undefined))).toBe(true);
     expect(acks.at(-1)?.treeSize).toBe(inline.events.length);
+    // Every writer op crossed as a clone too, each kind of them, and left the same audit tables.
+    for (const { op, cloned } of ops) expect(cloned).toStrictEqual(bytesAsUint8Arrays(op));
+    expect(new Set(ops.map(({ op }) => op.kind))).toEqual(
+      new Set(['auditKeys', 'runKeySealed', 'checkpoint', 'anchorRecorded', 'runEnded']),
+    );
+    const reasons = (inline.tables.checkpoints as Array<{ reason: string }>).map((c) => c.reason);
+    for (const reason of ['interval', 'lock', 'unlock', 'shutdown']) expect(reasons).toContain(reason);
+    expect(inline.tables.audit_keys).toHaveLength(1);
+    expect(inline.tables.integrity_anchor).toHaveLength(1);
+    expect(inline.tables.audit_runs).toMatchObject([{ run: 0 }, { end_reason: 'closed' }, { end_reason: 'closed' }]);
   });
 
   it('a constraint the batch meets when writing fails the commit (nothing was refused while planning it)', async () => {
@@ -352,28 +401,6 @@ describe("the loop's committed tree head moves from the writer's ack, and the se
     }
   });
 });
-
-/** The audit tables outside the log, read through another connection (keys and signatures are fresh each run). */
-function auditTables(path: string): Record<string, unknown> {
-  const db = new Database(path, { readonly: true });
-  try {
-    const all = (sql: string): unknown[] => db.prepare(sql).all();
-    return {
-      checkpoints: all(
-        `SELECT size, at_ms, reason, length(root) AS root, length(signature) AS signature FROM checkpoints ORDER BY size`,
-      ),
-      audit_keys: all(
-        `SELECT length(box_public) AS box_public, length(sign_public) AS sign_public, length(box_secret_wrapped) > 0 AS box_wrapped, length(sign_secret_wrapped) > 0 AS sign_wrapped, created_at_ms FROM audit_keys`,
-      ),
-      audit_runs: all(
-        `SELECT run, started_at_ms, sealed_key IS NOT NULL AS sealed, ended_at_ms, end_reason FROM audit_runs ORDER BY run`,
-      ),
-      integrity_anchor: all(`SELECT counter, head_seq, key_id, written_at_ms FROM integrity_anchor`),
-    };
-  } finally {
-    db.close();
-  }
-}
 
 describe('the audit writes outside a commit reach the JournalWriter as plain-data operations', () => {
   afterEach(() => vi.restoreAllMocks());
