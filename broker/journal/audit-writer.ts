@@ -146,7 +146,7 @@ export class AuditWriter {
 
   /**
    * What the writer's RunSealer is built from (plain data: a writer thread's start data): this run, its key and the
-   * committed tree. The key is this run's own, shared with the sealer, never a copy the loop forgets to wipe.
+   * committed tree. Inline, the sealer holds these very bytes (no copy).
    */
   sealerStart(): RunSealerStart {
     return { run: this.run, runKey: this.runKey, tree: this.committed };
@@ -456,8 +456,11 @@ export class RunSealer {
     return { size: this.pending.size, frontier };
   }
 
-  /** Back to `head` (the committed tree), after a commit was rolled back. */
+  /**
+   * Back to `head` (the committed tree), after a commit was rolled back. The pending tree only ever extends the
+   * committed one, so at the same size it is that tree: nothing to decode (a commit that wrote no batch).
+   */
   reset(head: TreeHead): void {
-    this.pending = frontierOf(head);
+    if (head.size !== this.pending.size) this.pending = frontierOf(head);
   }
 }

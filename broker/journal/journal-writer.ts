@@ -54,7 +54,7 @@ export interface WriteAck {
   readonly lastSeq: number;
   /** How many events it appended. */
   readonly appended: number;
-  /** The audit tree's size once the batch's leaves are in it (the events the log holds): `frontier.size`. */
+  /** The audit tree's size once the batch's leaves are in it (the events the log holds; the leaves `frontier` covers). */
   readonly treeSize: number;
   /**
    * The audit tree's frontier as written with the batch (audit_tree.frontier: its subtree roots, 32 bytes each, largest

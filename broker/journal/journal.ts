@@ -119,8 +119,8 @@ export interface JournalOpenOptions {
   /** Sign a checkpoint at least every this many events (besides lock and shutdown). */
   readonly checkpointEveryEvents?: number;
   /**
-   * Test seam: sealing the first event that matches it throws, a sealing failure (journal-writer.ts SealFault). Data,
-   * so that it can cross to a writer thread.
+   * Test seam: sealing an event that matches it throws, a sealing failure (journal-writer.ts SealFault). Data, so
+   * that it can cross to a writer thread.
    */
   readonly sealFault?: SealFault;
   /** Who makes a commit durable (durability.ts SyncMode); defaults to the platform's. */
