@@ -123,13 +123,8 @@ describe('when the vault is locked (write-blind)', () => {
 
 describe('when sealing an event fails', () => {
   it('fails closed like a failed commit: the batch and everything after reject, dispatch stops, nothing of it is stored', async () => {
-    let sealed = 0;
-    t = await openTempJournal({
-      sealFault: () => {
-        sealed += 1;
-        if (sealed === 3) throw new Error('sealing failed (injected)');
-      },
-    });
+    // The third event sealed (seq 3: the two before it are appended one by one) fails.
+    t = await openTempJournal({ sealFault: { atSeq: 3, message: 'sealing failed (injected)' } });
     const events = eventsOf(5);
     await appendAll(t.journal, events.slice(0, 2));
     await expect(t.journal.append(events[2] as NewEvent)).rejects.toMatchObject({

@@ -26,7 +26,7 @@ import {
   wipe,
 } from './event-cipher.js';
 import type { AuditStore, EventRow } from './journal-store.js';
-import type { EventSealer } from './journal-writer.js';
+import type { AuditOp, WriteAck } from './journal-writer.js';
 
 /** What the journal needs of the vault: wrapping its audit secrets, and knowing when it locks. */
 export type AuditVault = Pick<CredentialVault, 'state' | 'wrap' | 'unwrap' | 'onLock' | 'onUnlock'>;
@@ -61,6 +61,12 @@ export interface SealedEvent {
 
 const domain = Buffer.from(checkpointDomain, 'utf8');
 
+/** What the AuditWriter reads of the audit tables, and the one row it writes itself: its run's start, at open. */
+export type AuditReads = Pick<
+  AuditStore,
+  'countEvents' | 'readTree' | 'readKeys' | 'insertRun' | 'readRunSealedKey' | 'lastCheckpointSize'
+>;
+
 /** A row another store of the journal file keeps sealed under a run's key (results at rest). */
 export interface SealedRow {
   /** audit_runs.run whose key sealed it. */
@@ -82,16 +88,16 @@ export interface RowCipher {
 
 /**
  * The journal's audit side: seals each event under this run's key and hashes it into the Merkle
- * tree (through its RunSealer, which the JournalWriter uses), and signs committed tree heads. Write-blind: sealing needs only the audit public key, so the broker
+ * tree (through the JournalWriter's RunSealer, built from sealerStart), and signs committed tree heads, the head moved
+ * by each commit's WriteAck. Write-blind: sealing needs only the audit public key, so the broker
  * appends while the vault is locked; signing needs the Ed25519 secret, which exists in memory only
  * while the vault is unlocked, so a checkpoint that falls due while locked is signed at the next
  * unlock. Reading this run's events needs only the run key in memory; reading earlier runs needs
  * the X25519 secret, i.e. the unlocked vault.
  */
 export class AuditWriter {
-  private committed: MerkleFrontier;
-  /** Seals this run's events for a commit (the JournalWriter's), with the pending tree they extend. */
-  readonly sealer: RunSealer;
+  /** The committed tree head: what checkpoints sign. Moved by each commit's ack; decoded only to sign. */
+  private committed: TreeHead;
   private readonly run: number;
   private readonly runKey: Uint8Array;
   private runKeySealed: boolean;
@@ -104,13 +110,18 @@ export class AuditWriter {
   private checkpointSink: ((head: SignedHead) => void) | undefined;
 
   constructor(
-    private readonly store: AuditStore,
+    private readonly store: AuditReads,
     private readonly clock: Clock,
     private readonly checkpointEveryEvents: number,
+    /**
+     * Writes an audit row outside a commit (the JournalWriter's write, inside the journal's transaction): the rows as
+     * data, signed, sealed or wrapped here first. Only the run's start row is written directly, at open.
+     */
+    private readonly writeRows: (op: AuditOp) => void,
   ) {
     const tree = store.readTree();
     const frontier = tree === undefined ? undefined : decodeFrontier(tree.size, tree.frontier);
-    if (frontier === undefined)
+    if (tree === undefined || frontier === undefined)
       throw new CodedError(
         'JOURNAL_UNAVAILABLE',
         'the audit tree state is missing or damaged; run `postern audit verify`',
@@ -121,7 +132,7 @@ export class AuditWriter {
         `the audit tree covers ${frontier.size} events but the log holds ${store.countEvents()}; run \`postern audit verify\``,
       );
     }
-    this.committed = frontier;
+    this.committed = { size: tree.size, frontier: tree.frontier };
     this.lastCheckpointSize = store.lastCheckpointSize();
     this.boxPublic = store.readKeys()?.box_public;
     this.runKey = newRunKey();
@@ -131,17 +142,27 @@ export class AuditWriter {
       this.boxPublic === undefined ? null : sealRunKey(this.runKey, this.boxPublic),
     );
     this.runKeys.set(this.run, this.runKey);
-    this.sealer = new RunSealer(store, this.run, this.runKey, frontier);
   }
 
-  /** After COMMIT: the tree head the sealer's events moved to is the committed one (what checkpoints sign). */
-  commitSucceeded(): void {
-    this.committed = this.sealer.head();
+  /**
+   * What the writer's RunSealer is built from (plain data: a writer thread's start data): this run, its key and the
+   * committed tree. Inline, the sealer holds these very bytes (no copy).
+   */
+  sealerStart(): RunSealerStart {
+    return { run: this.run, runKey: this.runKey, tree: this.committed };
   }
 
-  /** After a ROLLBACK (or a failed commit): the sealer goes back to the committed head. */
-  commitAbandoned(): void {
-    this.sealer.reset(this.committed);
+  /** After COMMIT: the tree head the writer answered for the batch (WriteAck.frontier) is the committed one. */
+  commitSucceeded(ack: WriteAck): void {
+    this.committed = { size: ack.treeSize, frontier: ack.frontier };
+  }
+
+  /**
+   * The committed tree head, which the writer's sealer goes back to after a ROLLBACK or a failed commit
+   * (JournalWriter.abandoned).
+   */
+  committedHead(): TreeHead {
+    return this.committed;
   }
 
   /** The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now. */
@@ -192,10 +213,10 @@ export class AuditWriter {
     const size = this.committed.size;
     if (this.signSecret === undefined || size === 0 || size <= this.lastCheckpointSize) return false;
     if (reason === 'interval' && size - this.lastCheckpointSize < this.checkpointEveryEvents) return false;
-    const root = frontierRoot(sha256, this.committed);
+    const root = frontierRoot(sha256, frontierOf(this.committed));
     const atMs = this.clock.nowMs();
     const signature = signDetached(encodeCheckpointMessage(domain, size, root, atMs), this.signSecret);
-    this.store.insertCheckpoint({ size, root, at_ms: atMs, reason, signature });
+    this.writeRows({ kind: 'checkpoint', checkpoint: { size, root, at_ms: atMs, reason, signature } });
     this.lastCheckpointSize = size;
     const secret = this.signSecret;
     const signPublic = this.checkpointSink === undefined ? undefined : this.store.readKeys()?.sign_public;
@@ -222,12 +243,15 @@ export class AuditWriter {
     const stored = this.store.readKeys();
     if (stored === undefined) {
       const keys = newAuditKeyPairs();
-      this.store.insertKeys({
-        box_public: keys.boxPublic,
-        sign_public: keys.signPublic,
-        box_secret_wrapped: vault.wrap(auditDecryptPurpose, keys.boxSecret),
-        sign_secret_wrapped: vault.wrap(auditSignPurpose, keys.signSecret),
-        created_at_ms: this.clock.nowMs(),
+      this.writeRows({
+        kind: 'auditKeys',
+        keys: {
+          box_public: keys.boxPublic,
+          sign_public: keys.signPublic,
+          box_secret_wrapped: vault.wrap(auditDecryptPurpose, keys.boxSecret),
+          sign_secret_wrapped: vault.wrap(auditSignPurpose, keys.signSecret),
+          created_at_ms: this.clock.nowMs(),
+        },
       });
       this.boxPublic = keys.boxPublic;
       this.boxSecret = keys.boxSecret;
@@ -238,7 +262,7 @@ export class AuditWriter {
       this.signSecret = vault.unwrap(auditSignPurpose, stored.sign_secret_wrapped);
     }
     if (!this.runKeySealed) {
-      this.store.setRunSealedKey(this.run, sealRunKey(this.runKey, this.boxPublic));
+      this.writeRows({ kind: 'runKeySealed', run: this.run, sealedKey: sealRunKey(this.runKey, this.boxPublic) });
       this.runKeySealed = true;
     }
     this.checkpointIfDue('unlock');
@@ -253,14 +277,14 @@ export class AuditWriter {
   /** At close: a shutdown checkpoint and the run's end, both best left in the file. */
   closing(reason: string): void {
     this.checkpointIfDue('shutdown');
-    this.store.endRun(this.run, this.clock.nowMs(), reason);
+    this.writeRows({ kind: 'runEnded', run: this.run, atMs: this.clock.nowMs(), reason });
     this.forgetSecrets();
   }
 
   /** Best effort after a failure: the database may refuse this too (disk full). */
   recordFailure(code: string): void {
     try {
-      this.store.endRun(this.run, this.clock.nowMs(), `failed: ${code}`);
+      this.writeRows({ kind: 'runEnded', run: this.run, atMs: this.clock.nowMs(), reason: `failed: ${code}` });
     } catch {
       // The failure is still surfaced (journal state failed) and recovery runs at the next open.
     }
@@ -339,23 +363,49 @@ export function eventHeaderOf(row: EventRow) {
 }
 
 /**
+ * A tree head as plain data, as audit_tree stores it: `size` leaves and the frontier's subtree roots concatenated
+ * (encodeFrontier). What crosses between the loop and the writer: the ack's, the sealer's start, a rollback's.
+ */
+export interface TreeHead {
+  readonly size: number;
+  readonly frontier: Uint8Array;
+}
+
+/** A RunSealer's start, plain data: the run, its key (32 bytes) and the committed tree its first event extends. */
+export interface RunSealerStart {
+  readonly run: number;
+  readonly runKey: Uint8Array;
+  readonly tree: TreeHead;
+}
+
+/** The frontier a TreeHead encodes; INTERNAL when its bytes cannot be one (they come from this process's own writer). */
+function frontierOf(head: TreeHead): MerkleFrontier {
+  const frontier = decodeFrontier(head.size, head.frontier);
+  if (frontier === undefined) throw new CodedError('INTERNAL', `a tree head of ${head.size} leaves is malformed`);
+  return frontier;
+}
+
+/**
  * Seals one run's events for the audit log: each event's body encrypted under the run key (with nonces of its own pool:
  * 24 random bytes each, so it needs no coordination with the AuditWriter's sealRow under the same key) and its leaf
  * added to the pending Merkle tree, whose frontier writeTree stores in the commit's transaction. Holds no secret but the
  * run key and no state but the pending tree: the part of the audit writer a journal writer thread takes
- * (docs/journal-writer-thread.md). The AuditWriter keeps the committed head, the secrets and the signing.
+ * (docs/journal-writer-thread.md), built from plain start data (AuditWriter.sealerStart). The AuditWriter keeps the
+ * committed head (from each WriteAck's frontier), the secrets and the signing.
  */
-export class RunSealer implements EventSealer {
+export class RunSealer {
   private pending: MerkleFrontier;
   private readonly nonces = new NoncePool();
+  private readonly run: number;
+  private readonly runKey: Uint8Array;
 
   constructor(
     private readonly store: Pick<AuditStore, 'writeTree'>,
-    private readonly run: number,
-    private readonly runKey: Uint8Array,
-    head: MerkleFrontier,
+    start: RunSealerStart,
   ) {
-    this.pending = head;
+    this.run = start.run;
+    this.runKey = start.runKey;
+    this.pending = frontierOf(start.tree);
   }
 
   /** Encrypts one planned event and adds its leaf to the pending tree (inside the commit). */
@@ -399,19 +449,18 @@ export class RunSealer implements EventSealer {
     };
   }
 
-  /** Inside the commit's transaction, after its events: the tree head moves with them. Answers the tree's size. */
-  writeTree(): number {
-    this.store.writeTree(this.pending.size, encodeFrontier(this.pending));
-    return this.pending.size;
+  /** Inside the commit's transaction, after its events: the tree head moves with them. Answers the head written. */
+  writeTree(): TreeHead {
+    const frontier = encodeFrontier(this.pending);
+    this.store.writeTree(this.pending.size, frontier);
+    return { size: this.pending.size, frontier };
   }
 
-  /** The tree as sealed so far (committed or not). */
-  head(): MerkleFrontier {
-    return this.pending;
-  }
-
-  /** Back to `head` (the committed tree), after a commit was rolled back. */
-  reset(head: MerkleFrontier): void {
-    this.pending = head;
+  /**
+   * Back to `head` (the committed tree), after a commit was rolled back. The pending tree only ever extends the
+   * committed one, so at the same size it is that tree: nothing to decode (a commit that wrote no batch).
+   */
+  reset(head: TreeHead): void {
+    if (head.size !== this.pending.size) this.pending = frontierOf(head);
   }
 }

@@ -2,14 +2,18 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { verifyJournal } from '../audit/verify-journal.js';
 import { isCodedError, type NewEvent } from '../contract/index.js';
+import { decodeFrontier, frontierRoot } from '../core/index.js';
 import { actionPathNames, actionPaths, impossibleEvents, sha256Of } from '../testing/action-paths.js';
 import { appendUptoCommitted, resultOf } from '../testing/committed-result.js';
 import { keyBinding, keyedAdmission } from '../testing/keyed-admission.js';
+import { createMemoryVault } from '../testing/memory-vault.js';
 import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
+import { AuditWriter } from './audit-writer.js';
+import { sha256 } from './event-cipher.js';
 import { Journal } from './journal.js';
-import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
+import { JournalWriter, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
 import { ResultStore } from './result-store.js';
 
 function storedResults(path: string): unknown[] {
@@ -76,6 +80,28 @@ describe('a result that clashes with a unique key of the results table is refuse
   });
 });
 
+/** The audit tables outside the log, read through another connection (keys and signatures are fresh each run). */
+function auditTables(path: string): Record<string, unknown> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const all = (sql: string): unknown[] => db.prepare(sql).all();
+    return {
+      checkpoints: all(
+        `SELECT size, at_ms, reason, length(root) AS root, length(signature) AS signature FROM checkpoints ORDER BY size`,
+      ),
+      audit_keys: all(
+        `SELECT length(box_public) AS box_public, length(sign_public) AS sign_public, length(box_secret_wrapped) > 0 AS box_wrapped, length(sign_secret_wrapped) > 0 AS sign_wrapped, created_at_ms FROM audit_keys`,
+      ),
+      audit_runs: all(
+        `SELECT run, started_at_ms, sealed_key IS NOT NULL AS sealed, ended_at_ms, end_reason FROM audit_runs ORDER BY run`,
+      ),
+      integrity_anchor: all(`SELECT counter, head_seq, key_id, written_at_ms FROM integrity_anchor`),
+    };
+  } finally {
+    db.close();
+  }
+}
+
 /** Every table a commit writes, read through another connection in key order (sealed bytes left out: fresh nonces). */
 function writtenTables(path: string): Record<string, unknown> {
   const db = new Database(path, { readonly: true });
@@ -103,11 +129,14 @@ function writtenTables(path: string): Record<string, unknown> {
 /**
  * The same workload every time: every action path (half of them in a session), cut short for some so that recovery
  * at the next open classifies them, an idempotency key bound, a result with each RESULT_COMMITTED, impossible events
- * and a result id clash refused beside accepted units, each wave one group commit; then a restart (recovery commits).
- * Answers each append's outcome, and the journal's tables and events after the restart.
+ * and a result id clash refused beside accepted units, each wave one group commit; the vault locked and unlocked
+ * between waves, checkpoints every 40 events and an anchor recorded, so that every audit write outside a commit runs
+ * too (keys, the run key sealed, checkpoints at interval, lock, unlock and shutdown, an anchor's record, the run's end);
+ * then a restart (recovery commits). Answers each append's outcome, and the journal's tables (the audit tables too) and
+ * events after the restart.
  */
 async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<string, unknown>; events: unknown[] }> {
-  const temp = await openTempJournal();
+  const temp = await openTempJournal({ checkpointEveryEvents: 40 });
   let store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   try {
     await temp.journal.appendSession(sessionStartedEvent('ses_writer', 4242));
@@ -159,6 +188,12 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
         else if (isCodedError(settled.reason) || 'code' in settled.reason) outcomes.push(String(settled.reason.code));
         else throw settled.reason;
       }
+      if (wave === 3) temp.vault.lock('idle');
+      if (wave === 5) temp.vault.unlock();
+      if (wave === 5) {
+        const record = { counter: wave, head_seq: temp.journal.stats().last_seq, key_id: 'key-w', written_at_ms: 9 };
+        expect(temp.journal.recordAnchor(record)).toBe(true);
+      }
       temp.clock.advance(20_000);
     }
     store.close();
@@ -172,7 +207,7 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
     store.close();
     await reopened.close();
     expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true });
-    return { outcomes, tables: writtenTables(temp.path), events };
+    return { outcomes, tables: { ...writtenTables(temp.path), ...auditTables(temp.path) }, events };
   } finally {
     store.close();
     await temp.dispose();
@@ -204,9 +239,17 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
     vi.spyOn(JournalWriter.prototype, 'commit').mockImplementation(function (this: JournalWriter, batch) {
       const cloned = structuredClone(batch);
       batches.push({ batch, cloned });
-      const ack = commit.call(this, cloned);
+      // The ack crosses back: the loop moves its committed tree head from a copy.
+      const ack = structuredClone(commit.call(this, cloned));
       acks.push(ack);
       return ack;
+    });
+    const ops: Array<{ op: WriterOp; cloned: WriterOp }> = [];
+    const write = JournalWriter.prototype.write;
+    vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
+      const cloned = structuredClone(op);
+      ops.push({ op, cloned });
+      write.call(this, cloned);
     });
     const replayed = await runWorkload();
 
@@ -226,6 +269,16 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
     expect(cloned.some((b) => b.actions.some((a) => a.written !== undefined))).toBe(true);
     expect(cloned.some((b) => b.actions.some((a) => a.written === undefined && a.stored !== undefined))).toBe(true);
     expect(acks.at(-1)?.treeSize).toBe(inline.events.length);
+    // Every writer op crossed as a clone too, each kind of them, and left the same audit tables.
+    for (const { op, cloned } of ops) expect(cloned).toStrictEqual(bytesAsUint8Arrays(op));
+    expect(new Set(ops.map(({ op }) => op.kind))).toEqual(
+      new Set(['auditKeys', 'runKeySealed', 'checkpoint', 'anchorRecorded', 'runEnded']),
+    );
+    const reasons = (inline.tables.checkpoints as Array<{ reason: string }>).map((c) => c.reason);
+    for (const reason of ['interval', 'lock', 'unlock', 'shutdown']) expect(reasons).toContain(reason);
+    expect(inline.tables.audit_keys).toHaveLength(1);
+    expect(inline.tables.integrity_anchor).toHaveLength(1);
+    expect(inline.tables.audit_runs).toMatchObject([{ run: 0 }, { end_reason: 'closed' }, { end_reason: 'closed' }]);
   });
 
   it('a constraint the batch meets when writing fails the commit (nothing was refused while planning it)', async () => {
@@ -244,6 +297,152 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
         cause: { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' },
       });
       expect(temp.journal.stats().state).toBe('failed');
+    } finally {
+      await temp.dispose();
+    }
+  });
+});
+
+describe("the loop's committed tree head moves from the writer's ack, and the sealer starts from plain data", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('checkpoints sign the frontier each ack carried (a structured clone of it), over a sealer built from a clone of its start data', async () => {
+    const acks: WriteAck[] = [];
+    const commit = JournalWriter.prototype.commit;
+    vi.spyOn(JournalWriter.prototype, 'commit').mockImplementation(function (this: JournalWriter, batch) {
+      // What the loop hears is a copy: nothing it keeps may be the writer's own object.
+      const ack = structuredClone(commit.call(this, batch));
+      acks.push(ack);
+      return ack;
+    });
+    const sealerStart = AuditWriter.prototype.sealerStart;
+    vi.spyOn(AuditWriter.prototype, 'sealerStart').mockImplementation(function (this: AuditWriter) {
+      return structuredClone(sealerStart.call(this));
+    });
+    const temp = await openTempJournal({ checkpointEveryEvents: 4 });
+    try {
+      for (const event of actionPaths.httpNoApproval('act_w_head').slice(0, 6)) await temp.journal.append(event);
+      for (const event of actionPaths.httpNoApproval('act_w_head2').slice(0, 4)) await temp.journal.append(event);
+      // This run's events open with the run key the loop kept, though the sealer sealed with its copy.
+      expect([...temp.journal.events()].map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      const db = temp.reader();
+      const checkpoints = db.prepare(`SELECT size, root, reason FROM checkpoints ORDER BY size`).all() as Array<{
+        size: number;
+        root: Uint8Array;
+        reason: string;
+      }>;
+      expect(checkpoints.map(({ size, reason }) => ({ size, reason }))).toEqual([
+        { size: 4, reason: 'interval' },
+        { size: 8, reason: 'interval' },
+      ]);
+      for (const { size, root } of checkpoints) {
+        const ack = acks.find((a) => a.treeSize === size);
+        const frontier = ack === undefined ? undefined : decodeFrontier(ack.treeSize, ack.frontier);
+        expect(frontier?.size).toBe(size);
+        expect(new Uint8Array(root)).toEqual(new Uint8Array(frontierRoot(sha256, frontier!)));
+      }
+      const tree = db.prepare(`SELECT size, frontier FROM audit_tree`).get() as { size: number; frontier: Uint8Array };
+      expect({ size: tree.size, frontier: new Uint8Array(tree.frontier) }).toEqual({
+        size: acks.at(-1)?.treeSize,
+        frontier: acks.at(-1)?.frontier,
+      });
+      expect(acks.at(-1)?.treeSize).toBe(10);
+      // The shutdown checkpoint signs the last ack's head too, and the verifier finds every signature good.
+      await temp.journal.close();
+      expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true, events: 10, checkpoints: 3 });
+    } finally {
+      await temp.dispose();
+    }
+  });
+});
+
+describe('the audit writes outside a commit reach the JournalWriter as plain-data operations', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('keys, the run key sealed, checkpoints at interval, unlock, lock and shutdown, an anchor record and the run end: each one WriterOp, written as it crossed', async () => {
+    const ops: WriterOp[] = [];
+    const write = JournalWriter.prototype.write;
+    vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
+      const cloned = structuredClone(op);
+      ops.push(cloned);
+      write.call(this, cloned);
+    });
+    const vault = await createMemoryVault('locked');
+    const temp = await openTempJournal({ vault, checkpointEveryEvents: 4 });
+    const t0 = temp.clock.nowMs();
+    try {
+      const events = actionPaths.httpApproved('act_w_ops_01');
+      for (const event of events.slice(0, 3)) await temp.journal.append(event);
+      temp.clock.advance(1_000);
+      vault.unlock();
+      for (const event of events.slice(3, 8)) await temp.journal.append(event);
+      expect(
+        temp.journal.recordAnchor({ counter: 1, head_seq: 4, key_id: 'key-w', written_at_ms: temp.clock.nowMs() }),
+      ).toBe(true);
+      temp.clock.advance(1_000);
+      vault.lock('idle');
+      for (const event of events.slice(8)) await temp.journal.append(event);
+      vault.unlock();
+      await temp.journal.append(actionPaths.httpApproved('act_w_ops_02')[0] as NewEvent);
+      temp.clock.advance(1_000);
+      await temp.journal.close();
+      expect(ops.map((op) => op.kind)).toEqual([
+        'auditKeys',
+        'runKeySealed',
+        'checkpoint',
+        'checkpoint',
+        'anchorRecorded',
+        'checkpoint',
+        'checkpoint',
+        'checkpoint',
+        'runEnded',
+      ]);
+      const run0 = {
+        run: 0,
+        started_at_ms: 0,
+        sealed: 0,
+        ended_at_ms: null,
+        end_reason: 'plaintext rows written before schema 4',
+      };
+      expect(auditTables(temp.path)).toEqual({
+        checkpoints: [
+          { size: 3, at_ms: t0 + 1_000, reason: 'unlock', root: 32, signature: 64 },
+          { size: 7, at_ms: t0 + 1_000, reason: 'interval', root: 32, signature: 64 },
+          { size: 8, at_ms: t0 + 2_000, reason: 'lock', root: 32, signature: 64 },
+          { size: 11, at_ms: t0 + 2_000, reason: 'unlock', root: 32, signature: 64 },
+          { size: 12, at_ms: t0 + 3_000, reason: 'shutdown', root: 32, signature: 64 },
+        ],
+        audit_keys: [{ box_public: 32, sign_public: 32, box_wrapped: 1, sign_wrapped: 1, created_at_ms: t0 + 1_000 }],
+        audit_runs: [run0, { run: 1, started_at_ms: t0, sealed: 1, ended_at_ms: t0 + 3_000, end_reason: 'closed' }],
+        integrity_anchor: [{ counter: 1, head_seq: 4, key_id: 'key-w', written_at_ms: t0 + 1_000 }],
+      });
+      expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true, events: 12, checkpoints: 5 });
+    } finally {
+      await temp.dispose();
+    }
+  });
+
+  it("the run's failed end after a failure is one too", async () => {
+    const ops: WriterOp[] = [];
+    const write = JournalWriter.prototype.write;
+    vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
+      ops.push(op);
+      write.call(this, structuredClone(op));
+    });
+    const temp = await openTempJournal({ sealFault: { atSeq: 2, message: 'sealing failed (injected)' } });
+    try {
+      const [first, second] = actionPaths.httpNoApproval('act_w_ops_failed');
+      await temp.journal.append(first as NewEvent);
+      await expect(temp.journal.append(second as NewEvent)).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+      expect(ops.at(-1)).toMatchObject({ kind: 'runEnded', reason: 'failed: INTERNAL' });
+      const t0 = temp.clock.nowMs();
+      expect(auditTables(temp.path).audit_runs).toContainEqual({
+        run: 1,
+        started_at_ms: t0,
+        sealed: 1,
+        ended_at_ms: t0,
+        end_reason: 'failed: INTERNAL',
+      });
     } finally {
       await temp.dispose();
     }

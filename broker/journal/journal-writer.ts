@@ -1,8 +1,15 @@
 import type Database from 'better-sqlite3';
 import type { JournalEvent, SessionState } from '../contract/index.js';
 import type { BoundIdempotencyKey } from '../core/index.js';
-import type { SealedEvent } from './audit-writer.js';
-import { newCounterTally, type ActionRowWrite, type JournalStore } from './journal-store.js';
+import { RunSealer, type RunSealerStart, type TreeHead } from './audit-writer.js';
+import { AnchorStore, type AnchorRecord } from './anchor-store.js';
+import {
+  newCounterTally,
+  type ActionRowWrite,
+  type AuditKeysRow,
+  type CheckpointRow,
+  type JournalStore,
+} from './journal-store.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 
 /**
@@ -24,23 +31,58 @@ export interface WriteBatch {
   readonly lastTicket: number | null;
 }
 
+/**
+ * An audit write outside a commit, as plain data: the rows only. Whatever they carry was signed, sealed or wrapped on
+ * the loop (the signing secret never leaves it); the writer writes them in the caller's transaction.
+ */
+export type AuditOp =
+  /** A checkpoint signed over the committed tree head (interval, lock, unlock, shutdown, readopt). */
+  | { readonly kind: 'checkpoint'; readonly checkpoint: CheckpointRow }
+  /** The audit key pairs made at the very first unlock: public halves, and the secret halves wrapped by the vault. */
+  | { readonly kind: 'auditKeys'; readonly keys: AuditKeysRow }
+  /** This run's key sealed to the audit public key, once one exists. */
+  | { readonly kind: 'runKeySealed'; readonly run: number; readonly sealedKey: Uint8Array }
+  /** The run's end: 'closed', or 'failed: CODE' after a failure. */
+  | { readonly kind: 'runEnded'; readonly run: number; readonly atMs: number; readonly reason: string };
+
+/** A writer operation besides a commit's batch: an audit row, or the record of an integrity anchor file on disk. */
+export type WriterOp = AuditOp | { readonly kind: 'anchorRecorded'; readonly record: AnchorRecord };
+
 /** What the JournalWriter answers for a batch it wrote (plain data too). */
 export interface WriteAck {
   /** The seq of the batch's last event. */
   readonly lastSeq: number;
   /** How many events it appended. */
   readonly appended: number;
-  /** The audit tree's size once the batch's leaves are in it (the events the log holds). */
+  /** The audit tree's size once the batch's leaves are in it (the events the log holds; the leaves `frontier` covers). */
   readonly treeSize: number;
+  /**
+   * The audit tree's frontier as written with the batch (audit_tree.frontier: its subtree roots, 32 bytes each, largest
+   * first; `treeSize` leaves): once the batch is committed, the head the loop's AuditWriter signs checkpoints over
+   * (AuditWriter.commitSucceeded).
+   */
+  readonly frontier: Uint8Array;
 }
 
 /**
- * Seals events for the audit log and keeps the pending Merkle frontier they extend (the AuditWriter's RunSealer): seal
- * moves the frontier, writeTree stores it in the same transaction and answers its size.
+ * What a JournalWriter starts from, plain data (a writer thread's workerData in phase 2): the RunSealer's run, run key
+ * and committed tree (AuditWriter.sealerStart), and the sealFault test seam.
  */
-export interface EventSealer {
-  seal(event: JournalEvent): SealedEvent;
-  writeTree(): number;
+export interface WriterStart {
+  readonly sealer: RunSealerStart;
+  /** Test seam (JournalOpenOptions.sealFault). */
+  readonly sealFault?: SealFault | undefined;
+}
+
+/**
+ * Test seam (JournalOpenOptions.sealFault), as data so that it can cross to a writer thread: sealing an event that
+ * matches every field given (its seq, its kind) throws `new Error(message)`, a sealing failure (the first one fails the
+ * journal, so no later event is sealed).
+ */
+export interface SealFault {
+  readonly atSeq?: number;
+  readonly kind?: JournalEvent['kind'];
+  readonly message: string;
 }
 
 /**
@@ -54,16 +96,18 @@ export interface EventSealer {
  * before planning, since planning reads under the write lock; COMMIT or ROLLBACK after this returns or throws).
  */
 export class JournalWriter {
+  /** Seals this run's events, with the pending tree they extend: built here from the start data. */
+  private readonly sealer: RunSealer;
+  private readonly sealFault: SealFault | undefined;
+
   constructor(
     private readonly db: Database.Database,
     private readonly store: JournalStore,
-    private readonly sealer: EventSealer,
-    /**
-     * Test seam (JournalOpenOptions.sealFault): runs before each event is sealed; a throw is a sealing failure. A
-     * function, so it cannot cross to a writer thread: phase 2 needs a data form of it.
-     */
-    private readonly sealFault?: (event: JournalEvent) => void,
-  ) {}
+    start: WriterStart,
+  ) {
+    this.sealer = new RunSealer(store, start.sealer);
+    this.sealFault = start.sealFault;
+  }
 
   /** Writes `batch` inside the caller's transaction. Throws on any failure; nothing it wrote may then be committed. */
   commit(batch: WriteBatch): WriteAck {
@@ -71,7 +115,7 @@ export class JournalWriter {
     if (last === undefined) throw new Error('a write batch holds no event');
     for (const rows of batch.rows) writeResultRows(this.db, rows);
     for (const event of batch.events) {
-      this.sealFault?.(event);
+      if (this.sealFault !== undefined) throwIfFault(this.sealFault, event);
       this.store.insertEvent(this.sealer.seal(event).row);
     }
     // The status counters move by each row's difference, summed for the whole batch and written once.
@@ -82,7 +126,46 @@ export class JournalWriter {
     for (const bound of batch.idempotencyKeys) this.store.writeIdempotencyKey(bound);
     if (batch.lastTicket !== null) this.store.setLastTicket(batch.lastTicket);
     // The tree head moves in the same transaction as the rows it covers.
-    const treeSize = this.sealer.writeTree();
-    return { lastSeq: last.seq, appended: batch.events.length, treeSize };
+    const tree = this.sealer.writeTree();
+    return { lastSeq: last.seq, appended: batch.events.length, treeSize: tree.size, frontier: tree.frontier };
   }
+
+  /**
+   * Writes one operation's rows (an audit write outside a commit, an anchor's record) inside the caller's transaction
+   * (Journal.auditWrite), or on its own where the caller has none (the run's failed end). Decides nothing; a throw is
+   * the journal's failure.
+   */
+  write(op: WriterOp): void {
+    switch (op.kind) {
+      case 'checkpoint':
+        this.store.insertCheckpoint(op.checkpoint);
+        return;
+      case 'auditKeys':
+        this.store.insertKeys(op.keys);
+        return;
+      case 'runKeySealed':
+        this.store.setRunSealedKey(op.run, op.sealedKey);
+        return;
+      case 'runEnded':
+        this.store.endRun(op.run, op.atMs, op.reason);
+        return;
+      case 'anchorRecorded':
+        new AnchorStore(this.db).write(op.record);
+        return;
+    }
+  }
+
+  /**
+   * After a ROLLBACK or a failed commit: the sealer's pending tree goes back to `committed` (the last head the loop
+   * committed, AuditWriter.committedHead), so a batch sealed and not committed leaves no leaf behind.
+   */
+  abandoned(committed: TreeHead): void {
+    this.sealer.reset(committed);
+  }
+}
+
+function throwIfFault(fault: SealFault, event: JournalEvent): void {
+  if (fault.atSeq !== undefined && fault.atSeq !== event.seq) return;
+  if (fault.kind !== undefined && fault.kind !== event.kind) return;
+  throw new Error(fault.message);
 }

@@ -62,7 +62,7 @@ import {
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
-import { JournalWriter, type WriteAck, type WriteBatch } from './journal-writer.js';
+import { JournalWriter, type SealFault, type WriteAck, type WriteBatch } from './journal-writer.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
@@ -118,8 +118,11 @@ export interface JournalOpenOptions {
   readonly vault?: AuditVault;
   /** Sign a checkpoint at least every this many events (besides lock and shutdown). */
   readonly checkpointEveryEvents?: number;
-  /** Test seam (broker/testing): runs before each event is sealed; a throw is a sealing failure. */
-  readonly sealFault?: (event: JournalEvent) => void;
+  /**
+   * Test seam: sealing an event that matches it throws, a sealing failure (journal-writer.ts SealFault). Data, so
+   * that it can cross to a writer thread.
+   */
+  readonly sealFault?: SealFault;
   /** Who makes a commit durable (durability.ts SyncMode); defaults to the platform's. */
   readonly syncMode?: SyncMode;
   /** Test seam (broker/testing/disk-sync-gate.ts): runs before each fdatasync of the log; a rejection fails it. */
@@ -328,8 +331,12 @@ export class Journal {
       this.store,
       clock,
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
+      (op) => this.writer.write(op),
     );
-    this.writer = new JournalWriter(db, this.store, this.audit.sealer, options.sealFault);
+    this.writer = new JournalWriter(db, this.store, {
+      sealer: this.audit.sealerStart(),
+      sealFault: options.sealFault,
+    });
     this.platform = options.platform ?? process.platform;
     this.walSync = new WalSync(
       options.syncMode ?? syncModeFor(options.platform ?? process.platform),
@@ -774,7 +781,7 @@ export class Journal {
   recordAnchor(record: AnchorRecord): boolean {
     let recorded = false;
     this.auditWrite(() => {
-      new AnchorStore(this.db).write(record);
+      this.writer.write({ kind: 'anchorRecorded', record });
       recorded = true;
     });
     return recorded && this.state === 'open';
@@ -1137,14 +1144,14 @@ export class Journal {
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionCache.committed(overlay.writtenSessions());
-      this.audit.commitSucceeded();
+      this.audit.commitSucceeded(ack);
       this.commits += 1;
       this.eventCount += ack.appended;
       this.lastSeq = lastSeq;
       this.walSync.committed(lastSeq);
       this.checkpointCommitted();
     } else {
-      this.audit.commitAbandoned();
+      this.writer.abandoned(this.audit.committedHead());
     }
     for (const { unit, refusal } of refused) {
       if ('error' in refusal) unit.reject(refusal.error);
@@ -1193,7 +1200,7 @@ export class Journal {
       this.state = 'failed';
       this.failure = cause;
       this.walSync.abandon(cause);
-      this.audit.commitAbandoned();
+      this.writer.abandoned(this.audit.committedHead());
       this.audit.recordFailure(
         isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'),
       );
@@ -1232,7 +1239,10 @@ export class Journal {
     if (vault.state() === 'unlocked') this.auditWrite(() => this.audit.unlocked(vault));
   }
 
-  /** An audit write outside a commit (checkpoint, keys, run end): its failure is fatal too. */
+  /**
+   * An audit write outside a commit (checkpoint, keys, the run's sealed key, run end, an anchor's record), in its own
+   * transaction: the rows go to the JournalWriter as data (WriterOp). Its failure is fatal too.
+   */
   private auditWrite(write: () => void): void {
     if (this.state !== 'open') return;
     try {
