@@ -1141,10 +1141,11 @@ export class Journal {
   private settleUnits({ accepted, refused, overlay }: Planned, ack: WriteAck | undefined): void {
     const lastSeq = ack?.lastSeq ?? this.lastSeq;
     if (ack !== undefined) {
+      // First: the committed tree head is what the file holds from COMMIT on, whatever the bookkeeping below does.
+      this.audit.commitSucceeded(ack);
       this.stateCache.committed(overlay.written());
       if (this.laneTickets !== undefined) for (const state of overlay.writtenStates()) this.laneTickets.moved(state);
       this.sessionCache.committed(overlay.writtenSessions());
-      this.audit.commitSucceeded(ack);
       this.commits += 1;
       this.eventCount += ack.appended;
       this.lastSeq = lastSeq;
