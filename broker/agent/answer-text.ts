@@ -190,6 +190,8 @@ export function withTargetNames(answer: ToolAnswer, targetNames: () => TargetNam
   }
   const label = kind === 'routes' ? 'configured routes' : 'configured SSH host entries';
   const head = `${error.message}; ${label}: `;
+  // The refusal's own text is never cut to make room for names: without room for one name or the marker, none.
+  if (head.length + namesCut.length > errorMessageCharsMax) return answer;
   const listed: string[] = [];
   let length = head.length;
   for (const [i, name] of names.entries()) {
@@ -203,8 +205,6 @@ export function withTargetNames(answer: ToolAnswer, targetNames: () => TargetNam
     listed.push(name);
     length += separator + name.length;
   }
-  let message = `${head}${listed.length === 0 ? 'none' : listed.join(', ')}`;
-  if (message.length > errorMessageCharsMax)
-    message = `${message.slice(0, errorMessageCharsMax - namesCut.length)}${namesCut}`;
+  const message = `${head}${listed.length === 0 ? 'none' : listed.join(', ')}`;
   return { ...answer, structured: { ...structured, error: { ...error, message } } as AgentToolReply };
 }

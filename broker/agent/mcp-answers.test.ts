@@ -262,6 +262,13 @@ describe('when answers come back to a validating client', () => {
     backend.names = { routes: [], ssh_hosts: [] };
     const none = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
     expect(none.structuredContent).toMatchObject({ error: { message: 'no such route; configured routes: none' } });
+
+    // A refusal whose own text leaves no room for a name or the marker keeps its text whole and names none.
+    const long = `no such route ${'r'.repeat(980)}`;
+    backend.names = { routes, ssh_hosts: [] };
+    backend.respond = () => invalidTarget(long, 'route');
+    const whole = (await client.callTool({ name: 'http_request', arguments: {} })) as CallToolResult;
+    expect(whole.structuredContent).toMatchObject({ error: { message: long } });
   });
 
   it('an answer outside the reply schema is never sent: the client gets INTERNAL, which validates', async () => {
