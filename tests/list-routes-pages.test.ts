@@ -114,6 +114,9 @@ describe('list_routes on a real daemon with 150 routes and two SSH host entries'
     expect(last.text).not.toContain('not shown');
 
     for (const { page } of [first, second, last]) {
+      // One listing: every page names the digest of the whole it was cut from.
+      expect(page.list_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(page.list_digest).toBe(first.page.list_digest);
       expect(namesOf(page).length).toBeLessThanOrEqual(listRoutesEntriesMax);
       expect(rulesOf(page)).toBeLessThanOrEqual(listRoutesRulesMax);
     }
@@ -123,7 +126,12 @@ describe('list_routes on a real daemon with 150 routes and two SSH host entries'
 
   it('answers an empty page past the last entry, and refuses an offset that is not a whole number from 0', async () => {
     const past = await listRoutes({ offset: 500 });
-    expect(past.page).toEqual({ offset: 500, routes: [], ssh_hosts: [] });
+    expect(past.page).toEqual({
+      offset: 500,
+      list_digest: (await listRoutes({})).page.list_digest,
+      routes: [],
+      ssh_hosts: [],
+    });
     for (const offset of [-1, 1.5, 'x', 5000]) {
       const result = (await client.callTool({ name: 'list_routes', arguments: { offset } })) as CallToolResult;
       expect(result.isError).toBe(true);
@@ -158,6 +166,7 @@ describe('list_routes on a real daemon with 150 routes and two SSH host entries'
       expect(rulesOf(whole)).toBe(3 * rulesEach + hosts.length);
       // The entries are list_routes' own: the pages' entries, each once, in config order.
       const pages = [await listRoutes({}), await listRoutes({ offset: 12 }), await listRoutes({ offset: 112 })];
+      expect(whole.list_digest).toBe(pages[0]?.page.list_digest);
       expect(whole.routes).toEqual(pages.flatMap(({ page }) => page.routes));
       expect(whole.ssh_hosts).toEqual(pages.flatMap(({ page }) => page.ssh_hosts));
     } finally {

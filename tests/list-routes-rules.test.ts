@@ -68,6 +68,8 @@ describe('list_routes on a real daemon', () => {
     const result = (await client.callTool({ name: 'list_routes', arguments: {} })) as CallToolResult;
     expect(result.isError).toBe(false);
     expect(result.structuredContent).toEqual({
+      // The digest of this listing (docs/agent.md): of what is shown here, so it says nothing of the host or key either.
+      list_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
       routes: [
         {
           name: 'docs',

@@ -655,7 +655,7 @@ function ownAction(journal: Journal, sessionId: string, actionId: string): Actio
  * left, never part of one — and `more` with how many follow and the offset that lists them.
  */
 function listRoutes(config: PosternConfig, offset: number): ToolAnswer {
-  const all = listedRoutes(config);
+  const { all, digest } = listingOf(config);
   const entries = [...all.routes, ...all.ssh_hosts];
   let end = offset;
   let rules = 0;
@@ -669,6 +669,7 @@ function listRoutes(config: PosternConfig, offset: number): ToolAnswer {
   const routesEnd = all.routes.length;
   const structured: AgentRouteList = {
     ...(offset > 0 ? { offset } : {}),
+    list_digest: digest,
     routes: all.routes.slice(Math.min(offset, routesEnd), Math.min(end, routesEnd)),
     ssh_hosts: all.ssh_hosts.slice(Math.max(offset - routesEnd, 0), Math.max(end - routesEnd, 0)),
     ...(end < entries.length ? { more: { not_shown: entries.length - end, next_offset: end } } : {}),
@@ -679,6 +680,22 @@ function listRoutes(config: PosternConfig, offset: number): ToolAnswer {
     structured,
     text: `${structured.routes.length} route(s), ${structured.ssh_hosts.length} SSH host entr${structured.ssh_hosts.length === 1 ? 'y' : 'ies'}${more}`,
   };
+}
+
+/** A config's whole listing and its digest, made once per config object (a reload swaps in a new one). */
+const listings = new WeakMap<PosternConfig, { all: Pick<AgentRouteList, 'routes' | 'ssh_hosts'>; digest: string }>();
+
+function listingOf(config: PosternConfig): {
+  all: Pick<AgentRouteList, 'routes' | 'ssh_hosts'>;
+  digest: string;
+} {
+  let listing = listings.get(config);
+  if (listing === undefined) {
+    const all = listedRoutes(config);
+    listing = { all, digest: `sha256:${createHash('sha256').update(JSON.stringify(all)).digest('hex')}` };
+    listings.set(config, listing);
+  }
+  return listing;
 }
 
 /** Every route and SSH host entry as list_routes describes it, in config order. */

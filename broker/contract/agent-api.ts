@@ -441,6 +441,15 @@ export type CredentialRequestReply = z.infer<typeof credentialRequestReplySchema
 export const agentRouteListSchema = z.object({
   /** This page's first entry (routes first, then SSH host entries, in config order), when the call gave an offset > 0. */
   offset: z.number().int().positive().optional(),
+  /**
+   * sha256 of the whole listing (every page) this page was cut from: the same on every page of one config, another
+   * once a reload changed what list_routes lists, so pages from two configs are never read as one list. Sent by every
+   * broker since it paged; optional for one that did not.
+   */
+  list_digest: z
+    .string()
+    .regex(/^sha256:[0-9a-f]{64}$/)
+    .optional(),
   routes: z.array(
     z.object({
       name: z.string(),

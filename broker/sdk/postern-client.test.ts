@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { startAgentSocket, agentSocketPath, type AgentSocket } from '../agent/index.js';
@@ -255,6 +256,9 @@ describe('listRoutes over list_routes pages', () => {
     base_path: '/',
     rules: [],
   });
+  /** What the broker's list_digest is to these tests: one value per listing. */
+  const digestOfNames = (names: readonly string[]): string =>
+    `sha256:${createHash('sha256').update(names.join('\n')).digest('hex')}`;
   /** The broker's paging over `names` (two entries a page), the config being `configs()` when each page is asked. */
   const pagesOf = (configs: () => string[]) => (call: { tool: string; args: unknown }) => {
     const names = configs();
@@ -262,6 +266,7 @@ describe('listRoutes over list_routes pages', () => {
     const end = Math.min(offset + 2, names.length);
     const structured: AgentRouteList = {
       ...(offset > 0 ? { offset } : {}),
+      list_digest: digestOfNames(names),
       routes: names.slice(offset, end).map(route),
       ssh_hosts: [],
       ...(end < names.length ? { more: { not_shown: names.length - end, next_offset: end } } : {}),
@@ -275,7 +280,11 @@ describe('listRoutes over list_routes pages', () => {
     const client = await connect();
     backend.respond = pagesOf(() => ['a', 'b', 'c', 'd', 'e']);
     const whole = await client.listRoutes();
-    expect(whole).toEqual({ routes: ['a', 'b', 'c', 'd', 'e'].map(route), ssh_hosts: [] });
+    expect(whole).toEqual({
+      list_digest: digestOfNames(['a', 'b', 'c', 'd', 'e']),
+      routes: ['a', 'b', 'c', 'd', 'e'].map(route),
+      ssh_hosts: [],
+    });
     expect(offsetsAsked()).toEqual([0, 2, 4]);
     // The first page is asked as list_routes always was, with no offset.
     expect(backend.calls[0]?.args).toEqual({});
@@ -292,6 +301,19 @@ describe('listRoutes over list_routes pages', () => {
     const whole = await client.listRoutes();
     expect(whole.routes.map((r) => r.name)).toEqual(['a', 'a2', 'b', 'c', 'd']);
     expect(offsetsAsked()).toEqual([0, 2, 0, 2, 4]);
+  });
+
+  it('starts over on another list_digest when a reload kept the total and no name repeats (one removed, one added)', async () => {
+    const client = await connect();
+    let asked = 0;
+    backend.respond = pagesOf(() => {
+      asked += 1;
+      // b removed and e added before the second page: it reads d, e — no repeat, the same total of 4.
+      return asked === 1 ? ['a', 'b', 'c', 'd'] : ['a', 'c', 'd', 'e'];
+    });
+    const whole = await client.listRoutes();
+    expect(whole.routes.map((r) => r.name)).toEqual(['a', 'c', 'd', 'e']);
+    expect(offsetsAsked()).toEqual([0, 2, 0, 2]);
   });
 
   it('gives up with ROUTES_CHANGED when the config changes every time it starts over', async () => {

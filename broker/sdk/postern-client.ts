@@ -157,8 +157,9 @@ export const listRoutesAttemptsMax = 3;
 
 /**
  * list_routes' pages from offset 0, following `more.next_offset` to the last, as one list. A page that does not go on
- * from the one before (its offset, its total of entries, or a name listed twice: the config was reloaded between them)
- * starts it over, at most listRoutesAttemptsMax times. The pages are bounded by the config's own bounds (1,024 routes
+ * from the one before (another `list_digest`, the digest of the whole listing it was cut from; or, from a broker that
+ * sends none, its offset, its total of entries, or a name listed twice: the config was reloaded between them) starts
+ * it over, at most listRoutesAttemptsMax times. The pages are bounded by the config's own bounds (1,024 routes
  * and 1,024 SSH host entries, at least one entry a page), and a `next_offset` that does not move forward is the
  * broker's error, never a loop.
  */
@@ -168,6 +169,7 @@ async function allRoutes(page: (offset: number) => Promise<AgentRouteList>): Pro
     const sshHosts: AgentRouteList['ssh_hosts'] = [];
     const names = { routes: new Set<string>(), hosts: new Set<string>() };
     let total: number | undefined;
+    let digest: string | undefined;
     let offset = 0;
     let consistent = true;
     for (;;) {
@@ -175,9 +177,10 @@ async function allRoutes(page: (offset: number) => Promise<AgentRouteList>): Pro
       const shown = list.routes.length + list.ssh_hosts.length;
       const listTotal = offset + shown + (list.more?.not_shown ?? 0);
       total ??= listTotal;
+      if (offset === 0) digest = list.list_digest;
       const repeated =
         list.routes.some((r) => names.routes.has(r.name)) || list.ssh_hosts.some((h) => names.hosts.has(h.name));
-      if ((list.offset ?? 0) !== offset || listTotal !== total || repeated) {
+      if ((list.offset ?? 0) !== offset || listTotal !== total || list.list_digest !== digest || repeated) {
         consistent = false;
         break;
       }
@@ -193,7 +196,7 @@ async function allRoutes(page: (offset: number) => Promise<AgentRouteList>): Pro
         );
       offset = list.more.next_offset;
     }
-    if (consistent) return { routes, ssh_hosts: sshHosts };
+    if (consistent) return { ...(digest === undefined ? {} : { list_digest: digest }), routes, ssh_hosts: sshHosts };
   }
   throw new PosternConnectionError(
     'ROUTES_CHANGED',
