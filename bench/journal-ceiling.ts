@@ -121,7 +121,8 @@ export async function replayCeiling(
   concurrency: number,
   runMs: number,
 ): Promise<{ summary: Summary; eventsPerAction: number; mix: string }> {
-  const temp = await openTempJournal();
+  // As the daemon runs it (broker-runtime.ts): the writer thread, small batches on the loop.
+  const temp = await openTempJournal({ writerThread: true });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const ids = createRandomIdSource(systemClock);
   const latenciesMs: number[] = [];

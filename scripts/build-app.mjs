@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { writerWorkerPlugin } from './writer-worker-plugin.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const { values } = parseArgs({ options: { outdir: { type: 'string', default: path.join(root, 'dist', 'app') } } });
@@ -21,6 +22,8 @@ await build({
   format: 'esm',
   target: 'node22',
   packages: 'external',
+  // The journal's writer thread runs a script built from the sources: in the bundle, built now.
+  plugins: [writerWorkerPlugin()],
 });
 await build({
   ...common,

@@ -18,6 +18,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { writerWorkerPlugin } from './writer-worker-plugin.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 export const defaultOutdir = path.join(root, 'dist', 'cli');
@@ -46,6 +47,8 @@ export const nodeBundleOptions = {
   packages: 'external',
   // tsx compiles with Postern's own tsconfig; the bundle must be compiled the same way.
   tsconfig: path.join(root, 'tsconfig.base.json'),
+  // The journal's writer thread runs a script built from the sources: in a bundle, built at bundle time.
+  plugins: [writerWorkerPlugin()],
 };
 
 /**
@@ -57,8 +60,11 @@ export async function buildCli(options = {}) {
   const outdir = path.resolve(options.outdir ?? defaultOutdir);
   // Taken before esbuild reads anything: a file saved while the build runs is newer than the stamp.
   const builtAtMs = Date.now();
+  /** @type {Record<string, { bytes: number }>} */
+  let writerInputs = {};
   const result = await build({
     ...nodeBundleOptions,
+    plugins: [writerWorkerPlugin((inputs) => (writerInputs = inputs))],
     entryPoints: { main: path.join(root, 'broker', 'cli', 'main.ts') },
     outdir,
     // Code behind a dynamic import() goes into its own chunk with its own imports, so `postern mcp` or
@@ -74,7 +80,9 @@ export async function buildCli(options = {}) {
   });
   /** @type {Record<string, number>} */
   const inputs = {};
-  for (const [file, input] of Object.entries(result.metafile.inputs)) inputs[file] = input.bytes;
+  // The writer thread's script is bundled inside the bundle (writer-worker-plugin.mjs): its sources count too.
+  for (const [file, input] of Object.entries({ ...writerInputs, ...result.metafile.inputs }))
+    inputs[file] = input.bytes;
   /** @type {CliStamp} */
   const stamp = { builtAtMs, entry: bundleName, inputs };
 

@@ -23,8 +23,8 @@ const summaryDir = mkdtempSync(path.join(os.tmpdir(), 'postern-test-'));
 const reporters = ['--reporter=default', `--reporter=${path.join(root, 'scripts', 'vitest-summary-reporter.mjs')}`];
 
 /**
- * @typedef {{ name: string; bin?: [string, string]; script?: string; args: string[]; summary?: string; needs?: string }} Step
- *   bin: a package's bin to run; script: one of ours (relative to the root) instead
+ * @typedef {{ name: string; bin?: [string, string]; script?: string; args: string[]; summary?: string; needs?: string; env?: Record<string, string> }} Step
+ *   bin: a package's bin to run; script: one of ours (relative to the root) instead; env: set for this step only
  * @typedef {{ passed: number; failed: number; skipped: { name: string; reason?: string }[]; otherFailures: string[] }} Summary
  */
 
@@ -36,6 +36,15 @@ const steps = [
   { name: 'typecheck', bin: ['typescript', 'tsc'], args: ['-b'] },
   { name: 'cli build', script: 'scripts/build-cli.mjs', args: [] },
   { name: 'unit', bin: ['vitest', 'vitest'], args: ['run', ...reporters], summary: path.join(summaryDir, 'unit.json') },
+  // The journal's tests again with every batch committed on the writer thread (broker/testing/temp-journal.ts
+  // writerThreadPass; the crash driver too), as the daemon commits a busy turn's batch.
+  {
+    name: 'writer thread',
+    bin: ['vitest', 'vitest'],
+    args: ['run', 'broker/journal', ...reporters],
+    env: { POSTERN_TEST_WRITER_THREAD: '1' },
+    summary: path.join(summaryDir, 'writer-thread.json'),
+  },
   {
     name: 'renderer build',
     bin: ['vite', 'vite'],
@@ -67,7 +76,7 @@ function stepFile(/** @type {Step} */ step) {
 /** @returns {Promise<number>} the exit code (or 1 on a timeout or spawn error) */
 function run(/** @type {Step} */ step) {
   return new Promise((resolve) => {
-    const env = { ...process.env };
+    const env = { ...process.env, ...step.env };
     if (step.summary !== undefined) env['POSTERN_VITEST_SUMMARY'] = step.summary;
     const child = spawn(process.execPath, [stepFile(step), ...step.args], { cwd: root, env, stdio: 'inherit' });
     const timer = setTimeout(() => {

@@ -479,7 +479,7 @@ async function openJournal(
   judgeBeforeRecovery: JournalOpenOptions['judgeBeforeRecovery'],
 ): Promise<Journal> {
   try {
-    return await Journal.open({ dataDir, clock, judgeBeforeRecovery });
+    return await Journal.open({ dataDir, clock, judgeBeforeRecovery, writerThread: true });
   } catch (error) {
     if (isCodedError(error)) throw error;
     const code = (error as { code?: unknown } | null)?.code;

@@ -106,6 +106,11 @@ export class AuditWriter {
   private boxPublic: Uint8Array | undefined;
   private boxSecret: Uint8Array | undefined;
   private signSecret: Uint8Array | undefined;
+  /**
+   * The signing key's public half, from the first unlock on (kept here, not read back: with a writer thread the keys
+   * row of the very first unlock is written after the checkpoint that needs it is signed).
+   */
+  private signPublic: Uint8Array | undefined;
   private lastCheckpointSize: number;
   private checkpointSink: ((head: SignedHead) => void) | undefined;
 
@@ -219,7 +224,7 @@ export class AuditWriter {
     this.writeRows({ kind: 'checkpoint', checkpoint: { size, root, at_ms: atMs, reason, signature } });
     this.lastCheckpointSize = size;
     const secret = this.signSecret;
-    const signPublic = this.checkpointSink === undefined ? undefined : this.store.readKeys()?.sign_public;
+    const signPublic = this.signPublic;
     if (signPublic !== undefined)
       this.checkpointSink?.({ size, root, at_ms: atMs, signPublic, sign: (m) => signDetached(m, secret) });
     return true;
@@ -256,8 +261,10 @@ export class AuditWriter {
       this.boxPublic = keys.boxPublic;
       this.boxSecret = keys.boxSecret;
       this.signSecret = keys.signSecret;
+      this.signPublic = keys.signPublic;
     } else {
       this.boxPublic = stored.box_public;
+      this.signPublic = stored.sign_public;
       this.boxSecret = vault.unwrap(auditDecryptPurpose, stored.box_secret_wrapped);
       this.signSecret = vault.unwrap(auditSignPurpose, stored.sign_secret_wrapped);
     }

@@ -34,9 +34,14 @@ export class CommitOverlay {
   /** Touched actions whose stored row came from the cache: exactly what this connection last wrote. */
   private readonly cached = new Map<string, CachedAction>();
 
+  /**
+   * `before`: the overlays of batches planned and posted to the writer thread and not yet acked, oldest first (what
+   * they wrote is not in the cache or the database yet, and this batch is written after them).
+   */
   constructor(
     private readonly store: JournalStore,
-    private readonly cache: StateCache,
+    private readonly cache: Pick<StateCache, 'get'>,
+    private readonly before: readonly CommitOverlay[] = [],
   ) {}
 
   /** The reads planUnit needs, answered from this overlay first. */
@@ -45,7 +50,7 @@ export class CommitOverlay {
       const planned = this.states.get(id);
       if (planned !== undefined) return planned;
       if (!this.stored.has(id)) {
-        const cached = this.cache.get(id);
+        const cached = this.latestOf((overlay) => overlay.writtenOf(id)) ?? this.cache.get(id);
         if (cached !== undefined) {
           this.storedTimelines.set(id, cached.timeline);
           this.cached.set(id, cached);
@@ -54,12 +59,36 @@ export class CommitOverlay {
       }
       return this.stored.get(id);
     },
-    sessionOf: (id) => this.sessions.get(id) ?? this.store.loadSession(id),
-    idempotencyKeyOf: (route, scope, key) =>
-      this.keys.get(idempotencyKeyId(route, scope, key)) ?? this.store.loadIdempotencyKey(route, scope, key),
+    sessionOf: (id) =>
+      this.sessions.get(id) ?? this.latestOf((overlay) => overlay.sessions.get(id)) ?? this.store.loadSession(id),
+    idempotencyKeyOf: (route, scope, key) => {
+      const keyId = idempotencyKeyId(route, scope, key);
+      return (
+        this.keys.get(keyId) ??
+        this.latestOf((overlay) => overlay.keys.get(keyId)) ??
+        this.store.loadIdempotencyKey(route, scope, key)
+      );
+    },
     credentialRequestOf: (id) =>
-      this.credentialRequests.get(id) ?? projectCredentialRequests(this.store.readSubjectHeaders(id)).get(id),
+      this.credentialRequests.get(id) ??
+      this.latestOf((overlay) => overlay.credentialRequests.get(id)) ??
+      projectCredentialRequests(this.store.readSubjectHeaders(id)).get(id),
   };
+
+  /** What the newest of the batches in flight before this one planned for a subject, if any did. */
+  private latestOf<T>(read: (overlay: CommitOverlay) => T | undefined): T | undefined {
+    for (let i = this.before.length - 1; i >= 0; i -= 1) {
+      const found = read(this.before[i] as CommitOverlay);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
+  /** An action's row as this batch writes it (state and timeline), if it moves it: for the batches planned after. */
+  writtenOf(id: string): CachedAction | undefined {
+    const state = this.states.get(id);
+    return state === undefined ? undefined : { state, timeline: this.timelineOf(id) };
+  }
 
   /** A planned unit becomes the overlay the next unit is planned against. */
   absorb(plan: PlannedUnit): void {

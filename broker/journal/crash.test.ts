@@ -33,7 +33,7 @@ afterEach(() => dir.remove());
 function runUntilCut(
   dbPath: string,
   cut: number,
-  mode: 'answered' | 'committed' | 'held' = 'answered',
+  mode: 'answered' | 'committed' | 'held' | 'unheard' = 'answered',
 ): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const args = ['--import', 'tsx', driverPath, dbPath, String(cut), ...(mode === 'answered' ? [] : [mode])];
@@ -150,6 +150,31 @@ describe('when the broker is killed between a commit and the sync that would mak
         expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
       else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
       expect(kind).toBe(transitions[cut - 1]);
+      await journal.close();
+    },
+  );
+});
+
+describe("when the broker is killed after the writer thread's COMMIT, before the loop hears its ack", () => {
+  it.each(transitions.map((kind, i) => [i + 1, kind] as const))(
+    'at transition %i (%s): nobody was answered, the log holds the event, and recovery classifies it',
+    async (cut, kind) => {
+      const dbPath = join(dir.path, 'journal.sqlite');
+      const lines = await runUntilCut(dbPath, cut, 'unheard');
+      expect(lines).toContain(`committed ${cut} ${cut}`);
+      expect(lines).not.toContain(`answered ${cut}`);
+
+      const vault = await createMemoryVault('unlocked', crashVaultKey);
+      const journal = await Journal.open({ path: dbPath, clock: new FakeClock(), vault });
+      const events = [...journal.events()];
+      expect(events.slice(0, cut).map((e) => e.kind)).toEqual(transitions.slice(0, cut));
+      expect(kind).toBe(transitions[cut - 1]);
+      const state = journal.getAction(crashActionId);
+      if (cut < dispatchAt) expect(state).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
+      else if (cut < committedAt)
+        // DISPATCH_STARTED committed, its dispatcher never told: nothing was sent, but the log cannot know that.
+        expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
+      else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
       await journal.close();
     },
   );

@@ -12,7 +12,7 @@ import { readStateTables } from '../testing/state-tables.js';
 import { openTempJournal, openTempResultStore, type TempJournal } from '../testing/temp-journal.js';
 import { AuditWriter } from './audit-writer.js';
 import { sha256 } from './event-cipher.js';
-import { Journal } from './journal.js';
+import { Journal, type JournalOpenOptions } from './journal.js';
 import { JournalWriter, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
 import { ResultStore } from './result-store.js';
 
@@ -135,8 +135,10 @@ function writtenTables(path: string): Record<string, unknown> {
  * then a restart (recovery commits). Answers each append's outcome, and the journal's tables (the audit tables too) and
  * events after the restart.
  */
-async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<string, unknown>; events: unknown[] }> {
-  const temp = await openTempJournal({ checkpointEveryEvents: 40 });
+async function runWorkload(
+  thread: Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin'> = { writerThread: false },
+): Promise<{ outcomes: string[]; tables: Record<string, unknown>; events: unknown[]; recovered: number }> {
+  const temp = await openTempJournal({ checkpointEveryEvents: 40, ...thread });
   let store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   try {
     await temp.journal.appendSession(sessionStartedEvent('ses_writer', 4242));
@@ -198,8 +200,9 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
     }
     store.close();
     await temp.journal.close();
-    const reopened = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault });
-    expect(reopened.stats().recovered_at_open).toBeGreaterThan(0);
+    const reopened = await Journal.open({ path: temp.path, clock: temp.clock, vault: temp.vault, ...thread });
+    const recovered = reopened.stats().recovered_at_open;
+    expect(recovered).toBeGreaterThan(0);
     store = ResultStore.open(temp.path, reopened.rowCipher(), { role: 'broker' });
     const bodies = writtenTables(temp.path).results as Array<{ result_id: string }>;
     for (const { result_id } of bodies) expect(store.read(result_id)?.body.length).toBeGreaterThan(0);
@@ -207,7 +210,7 @@ async function runWorkload(): Promise<{ outcomes: string[]; tables: Record<strin
     store.close();
     await reopened.close();
     expect(await verifyJournal({ dbPath: temp.path })).toMatchObject({ ok: true });
-    return { outcomes, tables: { ...writtenTables(temp.path), ...auditTables(temp.path) }, events };
+    return { outcomes, tables: { ...writtenTables(temp.path), ...auditTables(temp.path) }, events, recovered };
   } finally {
     store.close();
     await temp.dispose();
@@ -282,7 +285,7 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
   });
 
   it('a constraint the batch meets when writing fails the commit (nothing was refused while planning it)', async () => {
-    const { temp, store } = await openTempResultStore();
+    const { temp, store } = await openTempResultStore({ writerThread: false });
     try {
       const first = await appendUptoCommitted(temp.journal, 'act_w_fatal');
       const rows = store.rowsOf(resultOf('act_w_fatal', 'res_w_fatal'));
@@ -303,6 +306,36 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
   });
 });
 
+describe('on a writer thread (JournalOpenOptions.writerThread)', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('every batch on the thread: the same workload leaves the same tables, audit tables, events and outcomes as the inline writer', async () => {
+    const inline = await runWorkload();
+    // On the loop's own JournalWriter, only recovery's commits at open: every other batch and op went to the thread.
+    const onLoop = vi.spyOn(JournalWriter.prototype, 'commit');
+    const opsOnLoop = vi.spyOn(JournalWriter.prototype, 'write');
+    const threaded = await runWorkload({ writerThread: true, threadBatchEventsMin: 1 });
+    expect(onLoop.mock.calls.flatMap(([batch]) => batch.events).map((e) => e.kind)).toEqual(
+      Array.from({ length: threaded.recovered }, () => 'OUTCOME_RECORDED'),
+    );
+    expect(opsOnLoop).not.toHaveBeenCalled();
+    expect(threaded.outcomes).toEqual(inline.outcomes);
+    expect(threaded).toEqual(inline);
+    expect(inline.outcomes).toContain('SQLITE_CONSTRAINT_UNIQUE');
+  });
+
+  it('small batches on the loop and large ones on the thread, taking turns: the same tables and events as inline', async () => {
+    const inline = await runWorkload();
+    const onLoop = vi.spyOn(JournalWriter.prototype, 'commit');
+    const mixed = await runWorkload({ writerThread: true, threadBatchEventsMin: 6 });
+    // Both writers sealed events of this run, each extending the tree where the other left it (the verifier agrees).
+    const loopEvents = onLoop.mock.calls.flatMap(([batch]) => batch.events).length;
+    expect(loopEvents).toBeGreaterThan(mixed.recovered);
+    expect(loopEvents).toBeLessThan(mixed.events.length / 2);
+    expect(mixed).toEqual(inline);
+  });
+});
+
 describe("the loop's committed tree head moves from the writer's ack, and the sealer starts from plain data", () => {
   afterEach(() => vi.restoreAllMocks());
 
@@ -319,7 +352,7 @@ describe("the loop's committed tree head moves from the writer's ack, and the se
     vi.spyOn(AuditWriter.prototype, 'sealerStart').mockImplementation(function (this: AuditWriter) {
       return structuredClone(sealerStart.call(this));
     });
-    const temp = await openTempJournal({ checkpointEveryEvents: 4 });
+    const temp = await openTempJournal({ checkpointEveryEvents: 4, writerThread: false });
     try {
       for (const event of actionPaths.httpNoApproval('act_w_head').slice(0, 6)) await temp.journal.append(event);
       for (const event of actionPaths.httpNoApproval('act_w_head2').slice(0, 4)) await temp.journal.append(event);
@@ -368,7 +401,7 @@ describe('the audit writes outside a commit reach the JournalWriter as plain-dat
       write.call(this, cloned);
     });
     const vault = await createMemoryVault('locked');
-    const temp = await openTempJournal({ vault, checkpointEveryEvents: 4 });
+    const temp = await openTempJournal({ vault, checkpointEveryEvents: 4, writerThread: false });
     const t0 = temp.clock.nowMs();
     try {
       const events = actionPaths.httpApproved('act_w_ops_01');
@@ -429,7 +462,10 @@ describe('the audit writes outside a commit reach the JournalWriter as plain-dat
       ops.push(op);
       write.call(this, structuredClone(op));
     });
-    const temp = await openTempJournal({ sealFault: { atSeq: 2, message: 'sealing failed (injected)' } });
+    const temp = await openTempJournal({
+      sealFault: { atSeq: 2, message: 'sealing failed (injected)' },
+      writerThread: false,
+    });
     try {
       const [first, second] = actionPaths.httpNoApproval('act_w_ops_failed');
       await temp.journal.append(first as NewEvent);

@@ -62,13 +62,20 @@ import {
 import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
-import { JournalWriter, type SealFault, type WriteAck, type WriteBatch } from './journal-writer.js';
+import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
+import { WriterThread } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
 import { WalSync } from './wal-sync.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
-import { newPlannedResults, resultRowsClash, type PlannedResults, type ResultRows } from './result-rows.js';
+import {
+  forgetPlannedResults,
+  newPlannedResults,
+  resultRowsClash,
+  type PlannedResults,
+  type ResultRows,
+} from './result-rows.js';
 
 export const journalFileName = 'journal.sqlite';
 /** Events in one transaction: bounds how long one commit holds the event loop. */
@@ -80,6 +87,17 @@ export const batchEventsMaxDefault = 256;
 const checkpointerStartCommits = 32;
 /** How long an observation queued by appendLater waits for a commit to ride in before it gets one of its own. */
 export const laterFlushMsDefault = 5;
+/**
+ * JournalOpenOptions.threadBatchEventsMin's default: one caller's commit (an action's admission, dispatch or settlement:
+ * 2–5 events) stays on the loop, where the hop to the thread and back would only add to its wait; a turn's worth of
+ * several callers' units goes to the thread.
+ */
+export const threadBatchEventsMinDefault = 12;
+/**
+ * Batches posted to the writer thread and not yet acked: while the thread writes one, the loop plans the next over it
+ * (docs/journal-writer-thread.md, phase 3).
+ */
+export const writerBatchesInFlightMax = 2;
 /** Events waiting for a commit; beyond this appends are refused instead of queueing without end. */
 export const pendingEventsMaxDefault = 16_384;
 /** The database may not grow past this (PRAGMA max_page_count); a full journal fails closed. */
@@ -133,6 +151,23 @@ export interface JournalOpenOptions {
    * the log may lack a DISPATCH_STARTED it once held (classify-restart.ts). A throw fails the open. Default: trusted.
    */
   readonly judgeBeforeRecovery?: (journal: Journal) => RecoveredJournal;
+  /**
+   * Writes on a writer thread (docs/journal-writer-thread.md, phase 2): after recovery, the commits' writes (sealing,
+   * the SQL, COMMIT) and the audit writes run on a worker thread that owns the write connection, while the loop plans,
+   * keeps the caches and syncs. One batch in flight at a time. Default: inline, on the loop (short-lived journals,
+   * most tests).
+   */
+  readonly writerThread?: boolean;
+  /**
+   * With a writer thread: a batch of fewer events than this commits on the loop, as without one (a lone caller's
+   * commit would only wait for the hop); a larger one, what many callers queued in one turn, goes to the thread.
+   */
+  readonly threadBatchEventsMin?: number;
+  /**
+   * Test seam (crash test): with a writer thread, the batch that reaches this seq commits on the thread and its ack is
+   * never sent, so the process can be killed between the writer's COMMIT and the loop hearing of it.
+   */
+  readonly writerAckHeldFromSeq?: number;
 }
 
 export type JournalState = 'open' | 'failed' | 'closed';
@@ -251,6 +286,24 @@ interface Planned {
   readonly refused: Array<{ unit: Unit; refusal: UnitRefusal }>;
   readonly overlay: CommitOverlay;
   readonly batch: WriteBatch | undefined;
+  /** Where the planned events end (seq, ticket), and the results they hold: what a batch planned next continues. */
+  readonly lastSeq: number;
+  readonly lastTicket: number;
+  readonly results: PlannedResults | undefined;
+}
+
+/**
+ * A batch posted to the writer thread and not yet acked: what the batches planned after it are planned over (its
+ * overlay, where its events end, the results it holds), and the refusal-only plans made while it was in flight, which
+ * answer only once it (and so everything they were planned over) has committed.
+ */
+interface InFlightBatch {
+  readonly overlay: CommitOverlay;
+  readonly events: number;
+  readonly lastSeq: number;
+  readonly lastTicket: number;
+  readonly results: PlannedResults;
+  readonly refusalsAfter: Planned[];
 }
 
 /**
@@ -295,8 +348,23 @@ export class Journal {
   private commits = 0;
   private recoveredAtOpen = 0;
   private readonly audit: AuditWriter;
-  /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins. */
+  /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins (and recovery's, always). */
   private readonly writer: JournalWriter;
+  /** JournalOpenOptions.writerThread: the writer thread, from the end of recovery on; the inline writer is then unused. */
+  private thread: WriterThread | undefined = undefined;
+  /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
+  private inFlight: InFlightBatch[] = [];
+  private readonly threadBatchEventsMin: number;
+  /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
+  private threadWroteLast = false;
+  /** The loop committed since the thread last did: the next batch posted names the head it extends. */
+  private loopWroteLast = false;
+  /** With a writer thread, inside auditWrite: its operations, sent as one transaction when it returns. */
+  private opBuffer: WriterOp[] | undefined = undefined;
+  /** Units ever queued, and units settled (FIFO): durable() waits until what was queued before it is settled. */
+  private unitsQueued = 0;
+  private unitsSettled = 0;
+  private settledWaiters: Array<{ through: number; resolve: () => void; reject: (error: unknown) => void }> = [];
   private readonly unsubscribe: Array<() => void> = [];
   private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
   private readonly walSync: WalSync;
@@ -320,6 +388,10 @@ export class Journal {
     this.batchEventsMax = positive(options.batchEventsMax ?? batchEventsMaxDefault, 'batchEventsMax');
     this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
     this.laterFlushMs = positive(options.laterFlushMs ?? laterFlushMsDefault, 'laterFlushMs');
+    this.threadBatchEventsMin = positive(
+      options.threadBatchEventsMin ?? threadBatchEventsMinDefault,
+      'threadBatchEventsMin',
+    );
     this.busyTimeoutMs = positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs');
     this.busyHandler = {
       off: db.prepare('PRAGMA busy_timeout = 0'),
@@ -331,7 +403,7 @@ export class Journal {
       this.store,
       clock,
       positive(options.checkpointEveryEvents ?? checkpointEveryEventsDefault, 'checkpointEveryEvents'),
-      (op) => this.writer.write(op),
+      (op) => this.writeOp(op),
     );
     this.writer = new JournalWriter(db, this.store, {
       sealer: this.audit.sealerStart(),
@@ -378,13 +450,33 @@ export class Journal {
         truncateWal(db);
       journal = new Journal(db, options.clock, version, options);
       journal.recover(options.judgeBeforeRecovery?.(journal) ?? 'trusted');
+      if (options.writerThread === true) journal.startWriterThread(options);
       if (options.vault !== undefined) journal.attachVault(options.vault);
       return journal;
     } catch (error) {
       journal?.walSync.close();
+      void journal?.thread?.close();
       db.close();
       throw error;
     }
+  }
+
+  /**
+   * After recovery, before anything else is appended: the writer thread takes over the commits' writes from the sealer's
+   * committed tree (this run, its key, the head recovery left). The loop's connection only reads from now on.
+   */
+  private startWriterThread(options: JournalOpenOptions): void {
+    if (this.db.memory) throw new Error('a writer thread needs the journal in a file');
+    const platform = options.platform ?? process.platform;
+    this.thread = WriterThread.start({
+      dbPath: this.db.name,
+      platform,
+      syncMode: options.syncMode ?? syncModeFor(platform),
+      busyTimeoutMs: this.busyTimeoutMs,
+      maxPageCount: Number(this.db.pragma('max_page_count', { simple: true })),
+      start: { sealer: this.audit.sealerStart(), sealFault: options.sealFault },
+      ackHeldFromSeq: options.writerAckHeldFromSeq,
+    });
   }
 
   /**
@@ -516,6 +608,7 @@ export class Journal {
     if (this.state === 'failed') return Promise.reject(this.unavailable());
     // What appendLater holds rides in a commit now: durable() vouches for everything appended before it was called.
     // A commit that fails here has failed the journal and abandoned the sync: whenDurable rejects.
+    if (this.thread !== undefined) return this.settledThrough(this.unitsQueued).then(() => this.walSync.whenDurable());
     this.flushQueued();
     return this.walSync.whenDurable();
   }
@@ -781,7 +874,7 @@ export class Journal {
   recordAnchor(record: AnchorRecord): boolean {
     let recorded = false;
     this.auditWrite(() => {
-      this.writer.write({ kind: 'anchorRecorded', record });
+      this.writeOp({ kind: 'anchorRecorded', record });
       recorded = true;
     });
     return recorded && this.state === 'open';
@@ -818,7 +911,8 @@ export class Journal {
       schema_version: this.schemaVersion,
       recovered_at_open: this.recoveredAtOpen,
       commits: this.commits,
-      pending_events: this.pendingEvents,
+      // Posted to the writer thread and not yet committed are pending too.
+      pending_events: this.pendingEvents + this.inFlight.reduce((sum, batch) => sum + batch.events, 0),
       wal_checkpoints: this.checkpointer?.checkpoints ?? 0,
     };
   }
@@ -843,14 +937,13 @@ export class Journal {
 
   /** Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. */
   async close(): Promise<void> {
-    if (this.state === 'open') {
-      while (this.queue.length > 0 && this.state === 'open') this.flushOnce(true);
-    }
+    if (this.state === 'open') this.flushQueued();
     if (this.state === 'open') this.auditWrite(() => this.audit.closing('closed'));
     // The anchors of the last checkpoints (this shutdown's, a lock's) land and are recorded while the connection is open.
     if (this.checkpointSink !== undefined) await this.checkpointSink.settled();
     for (const stop of this.unsubscribe.splice(0)) stop();
-    // Its connection closes first, so the journal's is the last one and SQLite checkpoints and removes the WAL there.
+    // Their connections close first, so the journal's is the last one and SQLite checkpoints and removes the WAL there.
+    await this.thread?.close();
     await this.checkpointer?.close();
     this.walSync.close();
     if (this.state !== 'closed') {
@@ -900,6 +993,7 @@ export class Journal {
         ...(after.length === 0 ? {} : { after }),
       });
       this.pendingEvents += events.length;
+      this.unitsQueued += 1;
       // A flush already scheduled takes it along; else it waits for one, or for the timer.
       if (!later) this.scheduleFlush();
       else if (!this.flushScheduled) this.scheduleLaterFlush();
@@ -933,6 +1027,8 @@ export class Journal {
       return;
     }
     this.flushScheduled = false;
+    // With a writer thread, the ack of a batch in flight flushes what queued meanwhile (postUnits).
+    if (this.inFlight.length >= writerBatchesInFlightMax) return;
     if (!this.flushOnce(this.lockWaitDue())) {
       this.retryForLock();
       return;
@@ -973,7 +1069,20 @@ export class Journal {
   /** Commits everything queued now, on this turn (a read that must see the whole log, durable(), close). */
   private flushQueued(): void {
     if (this.db.inTransaction) return;
-    while (this.queue.length > 0 && this.state === 'open') this.flushOnce(true);
+    if (this.thread !== undefined) {
+      // Waits for the writer on this turn (as a commit on the loop would take it): each batch's ack settles on the way.
+      try {
+        this.thread.drain();
+        while (this.queue.length > 0 && this.state === 'open') {
+          this.flushOnce(true);
+          this.thread.drain();
+        }
+      } catch (cause) {
+        this.fail(cause, []);
+      }
+    } else {
+      while (this.queue.length > 0 && this.state === 'open') this.flushOnce(true);
+    }
     if (this.queue.length === 0) this.clearLaterTimer();
   }
 
@@ -988,8 +1097,21 @@ export class Journal {
    * `waitForLock`, a write lock another connection holds leaves them queued, in order, and answers false.
    */
   private flushOnce(waitForLock: boolean): boolean {
-    if (this.state !== 'open' || this.queue.length === 0) return true;
-    if (!waitForLock) {
+    if (this.state !== 'open' || this.queue.length === 0 || this.inFlight.length >= writerBatchesInFlightMax)
+      return true;
+    let taken = 0;
+    let events = 0;
+    for (const unit of this.queue) {
+      if (taken > 0 && (!this.groupCommit || events + unit.events.length > this.batchEventsMax)) break;
+      taken += 1;
+      events += unit.events.length;
+    }
+    // With batches in flight, the loop may not write (the thread holds the tree's head): this one follows them.
+    const thread =
+      this.thread !== undefined && (this.inFlight.length > 0 || events >= this.threadBatchEventsMin)
+        ? this.thread
+        : undefined;
+    if (!waitForLock && thread === undefined) {
       let begun: boolean;
       try {
         begun = this.beginWithoutWaiting();
@@ -1000,17 +1122,105 @@ export class Journal {
       if (!begun) return false;
     }
     this.lockBusySinceMs = undefined;
-    let taken = 0;
-    let events = 0;
-    for (const unit of this.queue) {
-      if (taken > 0 && (!this.groupCommit || events + unit.events.length > this.batchEventsMax)) break;
-      taken += 1;
-      events += unit.events.length;
-    }
     const units = this.queue.splice(0, taken);
     this.pendingEvents -= events;
+    if (thread !== undefined) {
+      this.postUnits(thread, units, events);
+      return true;
+    }
+    if (this.threadWroteLast) {
+      // The loop's sealer extends the head the thread's last ack gave (the same run, the same key).
+      this.writer.abandoned(this.audit.committedHead());
+      this.threadWroteLast = false;
+    }
+    this.loopWroteLast = true;
     this.commitUnits(units, !waitForLock);
+    this.unitsDone(units.length);
     return true;
+  }
+
+  /**
+   * With a writer thread: every unit planned on the loop, outside any transaction (nothing else writes the journal's
+   * tables), over the batches still in flight (their overlays, where their events end); the batch posted, and its
+   * units settled when its ack is heard, in order.
+   */
+  private postUnits(thread: WriterThread, units: readonly Unit[], events: number): void {
+    let planned: Planned;
+    try {
+      planned = this.planUnits(units);
+    } catch (cause) {
+      this.fail(cause, units);
+      this.unitsDone(units.length);
+      return;
+    }
+    const batch = planned.batch;
+    const tail = this.inFlight.at(-1);
+    if (batch === undefined) {
+      // Refusals only: planned over what is in flight, they answer once that has committed.
+      if (tail !== undefined) tail.refusalsAfter.push(planned);
+      else {
+        this.settleUnits(planned, undefined);
+        this.unitsDone(units.length);
+      }
+      return;
+    }
+    const posted: InFlightBatch = {
+      overlay: planned.overlay,
+      events,
+      lastSeq: planned.lastSeq,
+      lastTicket: planned.lastTicket,
+      results: planned.results ?? tail?.results ?? newPlannedResults(),
+      refusalsAfter: [],
+    };
+    this.inFlight.push(posted);
+    // The thread seals on from its own last batch, unless the loop committed since: then from the head it left.
+    const base = this.loopWroteLast ? this.audit.committedHead() : undefined;
+    this.loopWroteLast = false;
+    thread.commit(batch, base, (error, ack) => {
+      this.inFlight.shift();
+      forgetPlannedResults(posted.results, batch.rows);
+      if (error === undefined) this.threadWroteLast = true;
+      if (error !== undefined) this.fail(error, units);
+      else if (this.state !== 'open') for (const unit of units) unit.reject(this.unavailable());
+      else this.settleUnits(planned, ack);
+      this.unitsDone(units.length);
+      for (const after of posted.refusalsAfter) {
+        if (this.state === 'open') this.settleUnits(after, undefined);
+        else for (const { unit } of after.refused) unit.reject(this.unavailable());
+        this.unitsDone(after.refused.length);
+      }
+      this.flushWhatQueued();
+    });
+  }
+
+  /** After a batch's ack: what queued while it was in flight goes next (or waits for the later timer). */
+  private flushWhatQueued(): void {
+    if (this.queue.length === 0) {
+      this.clearLaterTimer();
+      return;
+    }
+    if (this.state !== 'open') return;
+    // Held observations wait for the later timer, unless durable() waits on them.
+    if (this.queue.every((unit) => unit.later) && this.settledWaiters.length === 0) this.scheduleLaterFlush();
+    else this.scheduleFlush();
+  }
+
+  /** Units left the queue for good (settled, refused, rejected): durable()'s waiters up to them are answered. */
+  private unitsDone(count: number): void {
+    this.unitsSettled += count;
+    if (this.settledWaiters.length === 0) return;
+    const due = this.settledWaiters.filter((waiter) => waiter.through <= this.unitsSettled);
+    this.settledWaiters = this.settledWaiters.filter((waiter) => waiter.through > this.unitsSettled);
+    for (const waiter of due) waiter.resolve();
+  }
+
+  /** Resolves once the first `through` units ever queued have settled; a flush takes the held ones along now. */
+  private settledThrough(through: number): Promise<void> {
+    if (this.unitsSettled >= through) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.settledWaiters.push({ through, resolve, reject });
+      this.scheduleFlush();
+    });
   }
 
   /** BEGIN IMMEDIATE with SQLite's busy handler off: false when another connection holds the write lock. */
@@ -1054,14 +1264,20 @@ export class Journal {
   private planUnits(units: readonly Unit[]): Planned {
     const accepted: Planned['accepted'] = [];
     const refused: Planned['refused'] = [];
-    // Read under the write lock: the database, not memory, says where the log ends.
-    let lastSeq = this.store.lastSeq();
-    const ticketBefore = this.store.lastTicket();
+    // Inline, read under the write lock: the database, not memory, says where the log ends. With batches in flight on
+    // the writer thread, the log ends where the last of them does, and this batch is planned over their overlays.
+    const tail = this.inFlight.at(-1);
+    let lastSeq = tail?.lastSeq ?? this.store.lastSeq();
+    const ticketBefore = tail?.lastTicket ?? this.store.lastTicket();
     let lastTicket = ticketBefore;
-    let plannedResults: PlannedResults | undefined;
+    let plannedResults: PlannedResults | undefined = tail?.results;
     const rows: ResultRows[] = [];
     const events: JournalEvent[] = [];
-    const overlay = new CommitOverlay(this.store, this.stateCache);
+    const overlay = new CommitOverlay(
+      this.store,
+      this.stateCache,
+      this.inFlight.map((batch) => batch.overlay),
+    );
     const refuse = (unit: Unit, refusal: UnitRefusal): void => {
       unit.refusal = refusal;
       refused.push({ unit, refusal });
@@ -1106,14 +1322,15 @@ export class Journal {
       lastTicket = plan.lastTicket;
       accepted.push({ unit, appended: plan.appended });
     }
-    if (accepted.length === 0) return { accepted, refused, overlay, batch: undefined };
+    const end = { lastSeq, lastTicket, results: plannedResults };
+    if (accepted.length === 0) return { accepted, refused, overlay, batch: undefined, ...end };
     const batch: WriteBatch = {
       rows,
       events,
       ...overlay.rowsToWrite(),
       lastTicket: lastTicket === ticketBefore ? null : lastTicket,
     };
-    return { accepted, refused, overlay, batch };
+    return { accepted, refused, overlay, batch, ...end };
   }
 
   /** After a COMMIT: the checkpointer counts it (and starts once the run has committed enough to need one). */
@@ -1209,6 +1426,7 @@ export class Journal {
     const error = this.unavailable();
     for (const unit of batch) unit.reject(error);
     this.rejectQueued(error);
+    for (const waiter of this.settledWaiters.splice(0)) waiter.reject(error);
   }
 
   private rejectQueued(error: unknown): void {
@@ -1216,6 +1434,7 @@ export class Journal {
     const queued = this.queue;
     this.queue = [];
     this.pendingEvents = 0;
+    this.unitsSettled += queued.length;
     for (const unit of queued) unit.reject(error);
   }
 
@@ -1246,6 +1465,10 @@ export class Journal {
    */
   private auditWrite(write: () => void): void {
     if (this.state !== 'open') return;
+    if (this.thread !== undefined) {
+      this.auditWriteOnThread(this.thread, write);
+      return;
+    }
     try {
       this.db.exec('BEGIN IMMEDIATE');
       write();
@@ -1253,6 +1476,37 @@ export class Journal {
     } catch (cause) {
       this.fail(cause, []);
     }
+  }
+
+  /**
+   * auditWrite with a writer thread: the batch in flight is answered first (a checkpoint signs the committed head), then
+   * the operations `write` makes go to the writer as one transaction, and this returns once it committed.
+   */
+  private auditWriteOnThread(thread: WriterThread, write: () => void): void {
+    try {
+      thread.drain();
+      if (this.state !== 'open') return;
+      const ops: WriterOp[] = [];
+      this.opBuffer = ops;
+      try {
+        write();
+      } finally {
+        this.opBuffer = undefined;
+      }
+      if (ops.length > 0) thread.writeSync(ops);
+    } catch (cause) {
+      this.fail(cause, []);
+    }
+  }
+
+  /**
+   * The AuditWriter's rows, and an anchor's record: inline, written in the caller's transaction; with a writer thread,
+   * gathered by auditWrite, or (the run's failed end, written outside any auditWrite) sent on their own.
+   */
+  private writeOp(op: WriterOp): void {
+    if (this.thread === undefined) this.writer.write(op);
+    else if (this.opBuffer !== undefined) this.opBuffer.push(op);
+    else this.thread.writeSync([op]);
   }
 
   private requireReadable(): void {

@@ -78,6 +78,17 @@ export function resultRowsClash(
   return undefined;
 }
 
+/**
+ * A batch's results are committed (the table holds them now): they leave `planned`, which the batches still in flight
+ * on the writer thread share, so that it holds only what is in flight and does not grow with every result.
+ */
+export function forgetPlannedResults(planned: PlannedResults, committed: readonly ResultRows[]): void {
+  for (const rows of committed) {
+    planned.ids.delete(rows.result_id);
+    planned.attempts.delete(`${rows.attempt} ${rows.action_id}`);
+  }
+}
+
 interface ResultStatements {
   readonly insertResult: Database.Statement;
   readonly insertChunk: Database.Statement;

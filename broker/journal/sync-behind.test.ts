@@ -63,7 +63,9 @@ describe('when the disk is slow to sync (sync-behind)', () => {
     // One dispatch per turn: twelve separate commits while the first sync is held.
     for (let n = 0; n < 12; n += 1) {
       dispatches.push(journal.beginDispatch(idOf(n), 1, { connection: 'fresh' }));
-      await nextTurn();
+      // Its commit lands on this turn, or (on a writer thread) once the ack is heard.
+      const deadline = performance.now() + 10_000;
+      while (journal.stats().commits - commitsBefore <= n && performance.now() < deadline) await nextTurn();
     }
     expect(journal.stats().commits - commitsBefore).toBe(12);
     expect(gate.waiting()).toBe(1);

@@ -11,13 +11,21 @@
  *
  * With `held`, transition <cut> (one that does not wait for the disk) is queued with appendLater and no commit follows:
  * the driver prints `held k` and `cut k` — the kill lands between a held observation and the next durable commit.
+ *
+ * With `unheard`, the journal writes on a writer thread, and the batch of transition <cut> commits there and its ack is
+ * never sent (JournalOpenOptions.writerAckHeldFromSeq): the driver reads the file until the event is in it, then prints
+ * `committed k seq` and `cut k` — the kill lands between the writer's COMMIT and the loop hearing of it.
+ *
+ * POSTERN_TEST_WRITER_THREAD=1 (the writer-thread pass of `npm test`) runs every mode with every batch on the thread.
  */
+import Database from 'better-sqlite3';
 import { eventWaitsForDisk } from '../contract/index.js';
 import { Journal } from '../journal/journal.js';
 import { systemClock } from '../ports/system-clock.js';
 import { actionPaths } from './action-paths.js';
 import { crashActionId, crashVaultKey } from './crash-ids.js';
 import { createMemoryVault } from './memory-vault.js';
+import { writerThreadPass } from './temp-journal.js';
 
 /** The parent kills us long before this; the bound only stops an orphan from living forever. */
 const blockMsMax = 120_000;
@@ -27,7 +35,9 @@ async function main(): Promise<void> {
   const cut = Number(cutArg);
   if (dbPath === undefined || !Number.isInteger(cut)) throw new Error('usage: crash-driver.ts <db path> <cut point>');
   let holdSyncs = false;
+  const unheard = mode === 'unheard';
   const journal = await Journal.open({
+    ...(unheard ? { writerThread: true, threadBatchEventsMin: 1, writerAckHeldFromSeq: cut } : writerThreadPass()),
     path: dbPath,
     clock: systemClock,
     vault: await createMemoryVault('unlocked', crashVaultKey),
@@ -45,6 +55,17 @@ async function main(): Promise<void> {
         setTimeout(() => process.exit(3), blockMsMax);
       });
       void journal.append(event).then(() => process.stdout.write(`answered ${k}\n`));
+      return;
+    }
+    if (k === cut && unheard) {
+      void journal.append(event).then(() => process.stdout.write(`answered ${k}\n`));
+      const reader = new Database(dbPath, { readonly: true });
+      const poll = setInterval(() => {
+        if (reader.prepare(`SELECT seq FROM events WHERE seq = ?`).get(k) === undefined) return;
+        clearInterval(poll);
+        process.stdout.write(`committed ${k} ${k}\ncut ${k}\n`);
+      }, 2);
+      setTimeout(() => process.exit(3), blockMsMax);
       return;
     }
     if (k === cut && mode === 'held') {

@@ -33,7 +33,7 @@ export async function openTempJournal(
   const path = join(dir.path, 'journal.sqlite');
   try {
     const vault = options.vault ?? (await createMemoryVault());
-    const journal = await Journal.open({ ...options, path, clock, vault });
+    const journal = await Journal.open({ ...writerThreadPass(), ...options, path, clock, vault });
     let reader: Database.Database | undefined;
     return {
       journal,
@@ -78,8 +78,10 @@ export function tempJournals(): TempJournals {
 }
 
 /** A temp journal with a ResultStore on its file, sealing with the journal's key; dispose closes both. */
-export async function openTempResultStore(): Promise<{ temp: TempJournal; store: ResultStore }> {
-  const temp = await openTempJournal();
+export async function openTempResultStore(
+  options: Parameters<typeof openTempJournal>[0] = {},
+): Promise<{ temp: TempJournal; store: ResultStore }> {
+  const temp = await openTempJournal(options);
   const store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   return {
     store,
@@ -91,4 +93,12 @@ export async function openTempResultStore(): Promise<{ temp: TempJournal; store:
       },
     },
   };
+}
+
+/**
+ * `npm test`'s writer-thread pass (POSTERN_TEST_WRITER_THREAD=1, scripts/test.mjs) runs the journal's tests again with
+ * every batch committed on the writer thread; a test that is about the inline writer says `writerThread: false`.
+ */
+export function writerThreadPass(): Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin'> {
+  return process.env['POSTERN_TEST_WRITER_THREAD'] === '1' ? { writerThread: true, threadBatchEventsMin: 1 } : {};
 }

@@ -1,0 +1,205 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { verifyJournal } from '../audit/verify-journal.js';
+import { isCodedError, type NewEvent } from '../contract/index.js';
+import { actionPathNames, actionPaths, impossibleEvents } from '../testing/action-paths.js';
+import { keyBinding, keyedAdmission } from '../testing/keyed-admission.js';
+import { sha256Of } from '../testing/action-paths.js';
+import { readSessionCounters, scanSessionCounts } from '../testing/session-counts.js';
+import { inSession, sessionStartedEvent } from '../testing/session-events.js';
+import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { writerBatchesInFlightMax, type Journal, type JournalOpenOptions } from './journal.js';
+import { scanActionCounts, scanOutcomeCounts } from './read-snapshot.js';
+import { WriterThread } from './writer-thread.js';
+
+const opened: TempJournal[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const t of opened.splice(0)) await t.dispose();
+});
+
+async function tempJournal(
+  options: Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin'>,
+): Promise<TempJournal> {
+  const t = await openTempJournal(options);
+  opened.push(t);
+  return t;
+}
+
+/** How many batches were posted to the writer thread and not yet answered, at most, over the test. */
+function watchInFlight(): { max: () => number; posted: () => number } {
+  let now = 0;
+  let max = 0;
+  let posted = 0;
+  const commit = WriterThread.prototype.commit;
+  vi.spyOn(WriterThread.prototype, 'commit').mockImplementation(function (this: WriterThread, batch, base, done) {
+    now += 1;
+    posted += 1;
+    max = Math.max(max, now);
+    commit.call(this, batch, base, (error, ack) => {
+      now -= 1;
+      done(error, ack);
+    });
+  });
+  return { max: () => max, posted: () => posted };
+}
+
+/** The observations the channels hold for the next commit (appendLater) rather than commit on their own. */
+const heldKinds = new Set([
+  'CREDENTIAL_AUTHORIZED',
+  'REQUEST_SENT',
+  'REMOTE_RESPONSE_STARTED',
+  'REMOTE_RESPONSE_COMPLETE',
+]);
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Each action's outcomes as one line, sorted: which of two racing dispatchers wins a key is the interleaving's. */
+function outcomeLines(outcomes: Map<string, string[]>): string[] {
+  return [...outcomes.values()].map((list) => list.join(' ')).sort();
+}
+
+/**
+ * 48 dispatchers, each driving its actions one append at a time, as the broker's callers do (the next append asked as
+ * soon as the last answered): every action path, in a session or none, two dispatchers racing for one idempotency key
+ * each round, and an impossible event now and then. Answers, per action, the kinds its appends recorded and how each
+ * append ended; the journal is left open.
+ */
+async function dispatchers(journal: Journal, nowMs: number, rounds: number): Promise<Map<string, string[]>> {
+  await journal.appendSession(sessionStartedEvent('ses_pipeline', 4343));
+  const outcomes = new Map<string, string[]>();
+  const record = (id: string, what: string): void => {
+    const list = outcomes.get(id) ?? [];
+    list.push(what);
+    outcomes.set(id, list);
+  };
+  const run = async (d: number): Promise<void> => {
+    for (let round = 0; round < rounds; round += 1) {
+      const name = actionPathNames[(d + round) % actionPathNames.length] as (typeof actionPathNames)[number];
+      const id = `act_p${String(d).padStart(3, '0')}r${String(round).padStart(3, '0')}`;
+      const events: NewEvent[] =
+        d % 8 < 2
+          ? // Two dispatchers race for the same key each round: one binds it, the other is refused.
+            keyedAdmission(id, keyBinding(sha256Of(d), nowMs, { key: `k-${Math.floor(d / 8)}-${round}` }))
+          : inSession(actionPaths[name](id), d % 3 === 0 ? 'ses_pipeline' : null);
+      // As the channels do: observations held for the next commit (appendLater), a turn let pass so that another
+      // dispatcher's flush posts them, then the next append settles them (withHeld) in a batch planned over that one.
+      const answers: Array<Promise<string>> = [];
+      let held = false;
+      for (const event of events) {
+        const answer = (promise: Promise<{ event: { kind: string } }>): Promise<string> =>
+          promise.then(
+            (appended) => appended.event.kind,
+            (error: unknown) => {
+              if (!isCodedError(error)) throw error;
+              return error.code;
+            },
+          );
+        if (heldKinds.has(event.kind)) {
+          answers.push(answer(journal.appendLater(event)));
+          held = true;
+          await nextTurn();
+          continue;
+        }
+        // The second of two racing for a key asks a turn later: the first's binding is then in the batch in flight.
+        if (d % 8 === 1 && event.kind === 'PREFLIGHT_VALIDATED') await nextTurn();
+        const settled = answer(journal.append(event, undefined, held ? { withHeld: true } : undefined));
+        held = false;
+        answers.push(settled);
+        const kind = await settled;
+        if (kind !== event.kind) break;
+      }
+      for (const kind of await Promise.all(answers)) record(id, kind);
+      if (d % 11 === 5) {
+        for (const event of impossibleEvents(id)) {
+          await journal.append(event).then(
+            () => record(id, 'impossible accepted'),
+            (error: unknown) => record(id, isCodedError(error) ? error.code : String(error)),
+          );
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 48 }, (_, d) => run(d)));
+  return outcomes;
+}
+
+/** The tables' own answers a commit moves, read through another connection. */
+function tablesOf(path: string): Record<string, unknown> {
+  const db = new Database(path, { readonly: true });
+  try {
+    // Sorted without the action ids: which of two racing dispatchers won a key is the interleaving's.
+    const actions = db
+      .prepare(`SELECT stage, outcome, code, session_id FROM actions ORDER BY stage, outcome, code, session_id`)
+      .all();
+    const kinds = db
+      .prepare(
+        `SELECT kinds FROM (SELECT action_id, group_concat(kind, ' ') AS kinds FROM (SELECT * FROM events ORDER BY seq) GROUP BY action_id) ORDER BY kinds`,
+      )
+      .all();
+    const keys = db.prepare(`SELECT count(*) AS n FROM idempotency_keys`).get();
+    return { actions, kinds, keys, counters: { ...scanActionCounts(db) }, sessions: readSessionCounters(db) };
+  } finally {
+    db.close();
+  }
+}
+
+describe('on the writer thread with batches pipelined (the loop plans the next while the thread writes one)', () => {
+  it('48 dispatchers racing, refused and keyed, leave the same actions, events, keys and counters as the inline writer', async () => {
+    const inline = await tempJournal({ writerThread: false });
+    const inlineOutcomes = await dispatchers(inline.journal, inline.clock.nowMs(), 6);
+
+    const inFlight = watchInFlight();
+    const threaded = await tempJournal({ writerThread: true, threadBatchEventsMin: 1 });
+    const threadedOutcomes = await dispatchers(threaded.journal, threaded.clock.nowMs(), 6);
+
+    // Two batches were in flight at once: the second planned over the first before its ack.
+    expect(inFlight.max()).toBe(writerBatchesInFlightMax);
+    expect(inFlight.posted()).toBeGreaterThan(20);
+    // Each action's appends ended the same way, whatever the interleaving of the other dispatchers.
+    expect(outcomeLines(threadedOutcomes)).toEqual(outcomeLines(inlineOutcomes));
+    const ended = new Set([...threadedOutcomes.values()].flat());
+    for (const refusal of ['IDEMPOTENCY_MISMATCH', 'IMPOSSIBLE_TRANSITION']) expect(ended).toContain(refusal);
+
+    for (const t of [inline, threaded]) {
+      const scan = new Database(t.path, { readonly: true });
+      try {
+        // The counters each commit moved equal full scans of what was committed.
+        expect(t.journal.actionCounts()).toEqual(scanActionCounts(scan));
+        expect(t.journal.outcomeCounts().length).toBe(scanOutcomeCounts(scan).length);
+        expect(readSessionCounters(scan)).toEqual(scanSessionCounts(scan));
+      } finally {
+        scan.close();
+      }
+    }
+    expect(tablesOf(threaded.path)).toEqual(tablesOf(inline.path));
+    await threaded.journal.close();
+    expect(await verifyJournal({ dbPath: threaded.path })).toMatchObject({ ok: true });
+  });
+});
+
+describe('on the writer thread, a refusal planned over a batch still in flight', () => {
+  it('answers only once that batch committed: when it fails instead, the refused caller hears JOURNAL_UNAVAILABLE, not a lost race', async () => {
+    // An action at its card; one batch of 100-odd events approves it, its last event failing to seal on the thread.
+    const t = await openTempJournal({
+      writerThread: true,
+      threadBatchEventsMin: 1,
+      sealFault: { atSeq: 120, message: 'sealing failed (injected)' },
+    });
+    opened.push(t);
+    const [accepted, validated, card, approved] = actionPaths.httpApproved('act_pipe_card_1');
+    for (const event of [accepted, validated, card]) await t.journal.append(event as NewEvent);
+    const before = t.journal.stats().last_seq;
+    const filler = Array.from({ length: 120 - before - 1 }, (_, i) =>
+      t.journal.append(actionPaths.httpNoApproval(`act_pipe_fill_${String(i).padStart(4, '0')}`)[0] as NewEvent),
+    );
+    const approval = t.journal.append(approved as NewEvent);
+    // The batch is posted at the next turn; the rejection is planned over it (approved there) and refused.
+    await nextTurn();
+    const rejection = t.journal.append(actionPaths.rejectedByPerson('act_pipe_card_1')[3] as NewEvent);
+    await expect(approval).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await expect(rejection).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    // The batches before the failing one committed; the failing one and everything after it did not.
+    expect((await Promise.allSettled(filler)).at(-1)?.status).toBe('rejected');
+    expect(t.journal.stats().state).toBe('failed');
+  });
+});
