@@ -444,13 +444,25 @@ function withDecision(deps: AgentBackendDeps, answer: ToolAnswer): ToolAnswer {
   });
   const sealedNote =
     decision.sealed === true
-      ? ` (decision ${decision.state}; who decided, a reason and the card's expiry are sealed in the journal${deps.vault.state() === 'locked' ? ': read again once a person unlocks the vault' : ''})`
+      ? ` (decision ${decision.state}; ${sealedDecisionNote(deps, structured.invocation_id)})`
       : '';
   return {
     ...answer,
     structured: reply,
     text: said ? `${answer.text} (${decision.state}${who}: ${decision.reason ?? ''})` : `${answer.text}${sealedNote}`,
   };
+}
+
+/**
+ * What the text line says of a decision read sealed: only what an unlock would change. An earlier run's events open
+ * once a person unlocks; those of a run that never had a key (it ended before the vault was ever unlocked in it) open
+ * never — its key lived only in that run's memory — so the line asks for no unlock then, locked or not.
+ */
+function sealedDecisionNote(deps: AgentBackendDeps, actionId: string): string {
+  const what = "who decided, a reason and the card's expiry are sealed in the journal";
+  if (deps.journal.subjectSealedForGood(actionId))
+    return `${what} for good: the broker run that recorded them never had a key, and no unlock opens them`;
+  return deps.vault.state() === 'locked' ? `${what}: read again once a person unlocks the vault` : what;
 }
 
 /**

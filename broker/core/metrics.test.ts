@@ -30,8 +30,7 @@ describe('foldMetrics', () => {
   it('counts a dispatched action not settled yet as open, never under its pair or code', () => {
     const unknown = { phase: 'remote_execution', outcome: 'unknown', code: 'OPERATION_TIMEOUT', dispatched: 1 };
     const m = foldMetrics([
-      { ...unknown, minute: 1_000, n: 2 },
-      { ...unknown, minute: null, n: -1 },
+      { ...unknown, minute: 1_000, n: 1 },
       { ...unknown, code: null, minute: null, n: 1, in_flight: 1 },
       { ...unknown, minute: null, n: 1, in_flight: 1 },
     ]);

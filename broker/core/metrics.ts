@@ -139,16 +139,14 @@ export function foldMetrics(rows: readonly OutcomeCountRow[]): ActionMetrics {
     if (row.code !== null) codes.set(row.code, (codes.get(row.code) ?? 0) + row.n);
   }
   return {
-    // A key's rows may sum to none (its only actions are in flight, counted open above).
-    by_phase_outcome: [...pairs.values()]
-      .filter((p) => p.count !== 0)
-      .sort(
-        (a, b) =>
-          rank(phaseOrder, a.phase) - rank(phaseOrder, b.phase) ||
-          rank(outcomeOrder, a.outcome) - rank(outcomeOrder, b.outcome),
-      ),
+    // Every row the journal gives counts at least one action (outcomeRowsOf, scanOutcomeCounts), and a row in flight
+    // makes no pair nor code: no pair or code is ever at zero (status-counters.test.ts, "a rate key whose actions").
+    by_phase_outcome: [...pairs.values()].sort(
+      (a, b) =>
+        rank(phaseOrder, a.phase) - rank(phaseOrder, b.phase) ||
+        rank(outcomeOrder, a.outcome) - rank(outcomeOrder, b.outcome),
+    ),
     by_code: [...codes.entries()]
-      .filter(([, count]) => count !== 0)
       .map(([code, count]) => ({ code, count }))
       .sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1)),
     decisions: decisionOrder

@@ -175,6 +175,16 @@ export class AuditWriter {
     return eventOfBody(row, row.run === 0 ? row.ciphertext : this.decrypt(row));
   }
 
+  /**
+   * Whether what `run` sealed can never be opened, whatever the vault does: an earlier run (not this one, not the
+   * plaintext run 0) with no sealed key. A run's key is sealed to the audit key at its start, or at its own first unlock
+   * (`unlocked`); one that ended before either kept its key only in its process's memory, and a later unlock seals only
+   * its own run's key.
+   */
+  keyLost(run: number): boolean {
+    return run !== 0 && !this.runKeys.has(run) && this.store.readRunSealedKey(run) === undefined;
+  }
+
   /** RowCipher.seal: the same AEAD and nonces as events, under this run's key. */
   sealRow(ad: Uint8Array, plaintext: Uint8Array): SealedRow {
     const nonce = this.nonces.next();

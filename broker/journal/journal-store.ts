@@ -212,6 +212,7 @@ export class JournalStore implements AuditStore {
     readSubjectEvents: () => Statement<[string, number], EventRow>;
     readSubjectHeaders: () => Statement<[string], SubjectHeaderRow>;
     readSubjectKinds: () => Statement<[string], { kind: string }>;
+    readSubjectRuns: () => Statement<[string, number], { run: number }>;
     readClassifiedHeaders: () => Statement<[string, number], SubjectHeaderRow>;
     readCredentialRequestHeaders: () => Statement<[number], SubjectHeaderRow>;
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
@@ -302,6 +303,10 @@ export class JournalStore implements AuditStore {
       listSessionActions: lazy(db, `SELECT state FROM actions WHERE session_id = ? ORDER BY ticket LIMIT ?`),
       readSubjectEvents: lazy(db, `SELECT * FROM events WHERE action_id = ? ORDER BY seq LIMIT ?`),
       readSubjectKinds: lazy(db, `SELECT DISTINCT kind FROM events WHERE action_id = ?`),
+      readSubjectRuns: lazy(
+        db,
+        `SELECT DISTINCT run FROM (SELECT run FROM events WHERE action_id = ? ORDER BY seq LIMIT ?)`,
+      ),
       readClassifiedHeaders: lazy(
         db,
         `SELECT seq, at_ms, kind, action_id, session_id FROM events
@@ -506,6 +511,14 @@ export class JournalStore implements AuditStore {
         .all(subjectId)
         .map((row) => row.kind as EventKind),
     );
+  }
+
+  /** The runs that sealed a subject's first `limit` events (readSubjectEvents' rows), from the plaintext run column. */
+  readSubjectRuns(subjectId: string, limit: number): number[] {
+    return this.sql
+      .readSubjectRuns()
+      .all(subjectId, limit)
+      .map((row) => row.run);
   }
 
   /** The plaintext headers of a subject's first `limit` events of a kind that carries a classification, in append order. */

@@ -824,6 +824,15 @@ export class Journal {
     return this.store.readClassifiedHeaders(subjectId, Math.min(Math.max(1, limit), eventsPageMax));
   }
 
+  /**
+   * Whether some of the events `subjectEvents(subjectId, limit)` reads were sealed by a run that never had a key: no
+   * unlock opens them (AuditWriter.keyLost). Read from the plaintext run column; nothing is opened.
+   */
+  subjectSealedForGood(subjectId: string, limit = eventsPageMax): boolean {
+    this.requireCurrent();
+    return this.store.readSubjectRuns(subjectId, Math.min(limit, eventsPageMax)).some((run) => this.audit.keyLost(run));
+  }
+
   /** Events of one action (or session) in append order, bounded. */
   subjectEvents(subjectId: string, limit = eventsPageMax): JournalEvent[] {
     this.requireCurrent();

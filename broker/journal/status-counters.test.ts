@@ -272,3 +272,42 @@ describe('when a dispatched action is still running (its row says unknown provis
     }
   });
 });
+
+describe('when a rate key has actions running and settled, inside the hour and before it', () => {
+  it('every row metrics folds counts at least one action, and no pair or code is listed at zero', async () => {
+    const t = await tempJournal();
+    const scan = reader(t.path);
+    // Per rate key, a row per minute inside the hour and a rest row for the minutes before it: the settled actions'
+    // (committed) and the running ones' (in flight, apart), each kept to what its own minute rows leave.
+    const startRunning = async (id: string): Promise<void> => {
+      const script = actionPaths.httpNoApproval(id);
+      await t.journal.appendBatch(script.slice(0, script.findIndex((e) => e.kind === 'REQUEST_SENT') + 1));
+    };
+    await startRunning('act_running_before_the_hour');
+    await t.journal.appendBatch(actionPaths.httpNoApproval('act_settled_before_the_hour'));
+    t.clock.advance(90 * minuteMs);
+    await startRunning('act_running_in_the_hour');
+    await t.journal.appendBatch(actionPaths.httpNoApproval('act_settled_in_the_hour'));
+    await t.journal.appendBatch(actionPaths.callerCancelledAfterDispatch('act_unknown_in_the_hour'));
+
+    const rows = t.journal.outcomeCounts();
+    for (const row of rows) expect(row.n, JSON.stringify(row)).toBeGreaterThan(0);
+    const rest = rows.filter((r) => r.minute === null).map((r) => ({ outcome: r.outcome, in_flight: r.in_flight }));
+    expect(rest).toEqual(
+      expect.arrayContaining([
+        { outcome: 'committed', in_flight: undefined },
+        { outcome: 'unknown', in_flight: 1 },
+      ]),
+    );
+    expect(foldMetrics(rows)).toMatchObject({
+      open: 2,
+      total: 5,
+      by_phase_outcome: [
+        { phase: 'remote_execution', outcome: 'committed', count: 2 },
+        { phase: 'remote_execution', outcome: 'unknown', count: 1 },
+      ],
+      by_code: [{ code: 'CALLER_CANCELLED', count: 1 }],
+    });
+    expectCountersEqualScan(t.journal, scan);
+  });
+});
