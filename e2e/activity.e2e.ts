@@ -62,8 +62,8 @@ function firstOf(name: keyof SeededJournal['firsts']): SeededAction {
   return action;
 }
 
-async function openActivity(): Promise<OperatorPage> {
-  const opened = await openOperatorPage(browser, daemon.operatorUrl);
+async function openActivity(zone?: string): Promise<OperatorPage> {
+  const opened = await openOperatorPage(browser, daemon.operatorUrl, undefined, zone);
   await opened.page.getByRole('tab', { name: /^Activity/ }).click();
   // The raw event log is the Events mode of the tab (its default is the Actions list).
   await opened.page.getByTestId('activity-mode-events').click();
@@ -172,6 +172,37 @@ describe('the Activity view over 100,000 journal events', () => {
       // Clearing the filter brings back every position.
       await page.getByRole('button', { name: 'Clear' }).click();
       await page.locator(`[data-testid="activity-count"][data-total="${seededEvents}"]`).waitFor();
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    caseTimeoutMs,
+  );
+
+  it(
+    "finds a card by the expiry it shows in the viewer's zone, not by the UTC time it does not show",
+    async () => {
+      // A person in Berlin: every seeded card expires at 1,900,000,000,000 ms, 2030-03-17T17:46:40.000Z.
+      const { page, problems, context } = await openActivity('Europe/Berlin');
+      await rowAt(page, 1).waitFor();
+      // The page is in Berlin (winter or summer time, by today's date), not the machine's zone.
+      expect(await page.getByRole('columnheader', { name: /^Time/ }).textContent()).toMatch(/^Time \(CES?T\)$/);
+
+      // What the row shows, typed as seen: the cards, and each row's evidence reads that text.
+      const shown = '2030-03-17 18:46:40 CET';
+      await applyFilter(page, { text: shown });
+      const firstCard = await api('activity.list', { text: shown, zone: 'Europe/Berlin', limit: 10 });
+      expect(firstCard.events.length).toBe(10);
+      expect(firstCard.events.every((e) => e.kind === 'CARD_SHOWN')).toBe(true);
+      await rowAt(page, firstCard.events[0]?.seq ?? 0).waitFor();
+      expect((await shownSeqs(page)).slice(0, 10)).toEqual(firstCard.events.map((e) => e.seq));
+      const evidence = await page.getByTestId('activity-evidence').allTextContents();
+      expect(evidence.length).toBeGreaterThanOrEqual(10);
+      expect(evidence.every((text) => text === `expires at ${shown}`)).toBe(true);
+
+      // The UTC time the page shows nowhere finds nothing, over the whole journal.
+      await applyFilter(page, { text: '17:46:40' });
+      await scanFinished(page, 0);
+      expect(await rowsInDom(page)).toBe(0);
       expect(problems).toEqual([]);
       await context.close();
     },

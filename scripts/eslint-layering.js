@@ -188,8 +188,9 @@ const publicEntries = new Set(['broker/host/index.ts', 'broker/host/index.js']);
  * passphrase on tty)" and "allowed by policy (approval: none)" alike),
  * the names the host's sign-in answer and the page agree on, and how a command is marked visible (so the card and
  * main's native decision dialog mark it alike), what an SSH card with no command kept says in its place (so the card,
- * the dialog and `postern approvals list` say it alike), and how a wall time is written (so the page and main's dialog
- * write it alike).
+ * the dialog and `postern approvals list` say it alike), how a wall time is written (so the page and main's dialog
+ * write it alike), and an Events row's text as its reader sees it (event-row-text.ts, whose one runtime import is
+ * time-words.ts: so the page writes a row as the broker's Text filter matches it).
  */
 const rendererRuntimeContract = new Set([
   'broker/contract/operator-methods.ts',
@@ -204,6 +205,8 @@ const rendererRuntimeContract = new Set([
   'broker/contract/command-not-kept.js',
   'broker/contract/time-words.ts',
   'broker/contract/time-words.js',
+  'broker/contract/event-row-text.ts',
+  'broker/contract/event-row-text.js',
 ]);
 
 /** The table folder a repo-relative file path belongs to (the longest row that contains it), or undefined. */
@@ -238,7 +241,7 @@ export function violation(from, to, typeOnly) {
     return `${source} may import ${allowed} (may-import table)`;
   }
   if (source === 'renderer' && !typeOnly && !rendererRuntimeContract.has(to)) {
-    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts, operator-sign-in.ts, visible-command.ts, command-not-kept.ts and time-words.ts';
+    return 'renderer/ may import broker/contract only with `import type` (no runtime code crosses into the page), except operator-methods.ts, operator-actor.ts, operator-sign-in.ts, visible-command.ts, command-not-kept.ts, time-words.ts and event-row-text.ts';
   }
   if (source === 'app' && target === 'broker/host' && !publicEntries.has(to)) {
     return "app/ may import only the broker's public entry (broker/host/index.ts) and broker/contract";

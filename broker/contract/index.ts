@@ -21,3 +21,4 @@ export * from './transition-refusal.js';
 export * from './unknown-ways-out.js';
 export * from './command-not-kept.js';
 export * from './time-words.js';
+export * from './event-row-text.js';

@@ -11,6 +11,7 @@ import { vaultApiSchemas } from './operator-vault-api.js';
 import { credentialRequestApiSchemas } from './operator-credential-requests-api.js';
 import { allowlistApiSchemas } from './operator-allowlist-api.js';
 import { integrityApiSchemas } from './operator-integrity-api.js';
+import { isTimeZone } from './time-words.js';
 
 /** Why the vault locked: a person asked, the idle time passed, the broker stopped (anything else: `other`). */
 export const vaultLockReasons = ['operator', 'idle', 'shutdown', 'other'] as const;
@@ -202,7 +203,7 @@ export const activityEventSchema = z.object({
   lane: z.string().nullable(),
   outcome: z.string().nullable(),
   code: z.string().nullable(),
-  /** For people: terse, non-secret; a time in it is ISO UTC, as the terminal writes times. */
+  /** For people: terse, non-secret; a time in it is ISO UTC, as the terminal writes times (the console: shownSummary). */
   summary: z.string(),
   /**
    * A CARD_SHOWN's expiry as data (epoch ms), null for every other event: the console writes it in the viewer's
@@ -393,8 +394,14 @@ export const brokerApiSchemas = {
       outcome: z.enum(Outcome).optional(),
       /** Events whose own classification carries this code. */
       code: z.string().max(80).optional(),
-      /** Case-insensitive substring of the row as shown: kind, action, session, lane, ticket, outcome, code, summary. */
+      /**
+       * Case-insensitive substring of the row as shown (event-row-text.ts): kind, action, session, lane, ticket,
+       * outcome, code, and the summary as the reader sees it — with `zone`, as the console writes it in that zone (a
+       * card's expiry `expires at 2026-12-03 18:28:33 CET`), else as the terminal prints it (ISO UTC).
+       */
       text: z.string().trim().min(1).max(200).optional(),
+      /** The viewer's time zone (an IANA name) that `text` is matched in; the console sends its own. */
+      zone: z.string().min(1).max(64).refine(isTimeZone, 'not a time zone').optional(),
     }),
     output: z.object({ events: z.array(activityEventSchema), next_seq: z.number().int().nullable() }),
   },

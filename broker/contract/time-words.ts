@@ -70,3 +70,13 @@ export function isoTime(ms: number): string {
   const p = parts(ms, { zone: 'UTC', ms: true });
   return `${p.year}-${p.month}-${p.day}T${clock(p)}Z`;
 }
+
+/** Whether `zone` is a time zone this runtime can write times in (an IANA name such as "Europe/Berlin", or "UTC"). */
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-GB', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}

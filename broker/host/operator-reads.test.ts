@@ -258,3 +258,47 @@ describe('activity rows: a time the summary names', () => {
     expect(page.events.find((e) => e.kind === 'CARD_SHOWN')?.expires_at_ms).toBe(expires);
   });
 });
+
+/**
+ * The Text filter matches the row as its reader sees it (event-row-text.ts): the console names its zone and finds a
+ * card by the expiry it shows there; the terminal (no zone) by the ISO UTC it prints. Never by a time the reader's
+ * row does not show.
+ */
+describe('activity.list text: a time matched as the reader sees it', () => {
+  const rig = readsOverJournal();
+  const expires = Date.UTC(2026, 11, 3, 17, 28, 33, 825);
+  const cards = (input: Record<string, unknown>): number[] => {
+    const parsed = brokerApiSchemas['activity.list'].input.parse(input);
+    return brokerApiSchemas['activity.list'].output
+      .parse(rig.reads['activity.list'](parsed))
+      .events.filter((e) => e.kind === 'CARD_SHOWN')
+      .map((e) => e.expires_at_ms ?? 0);
+  };
+
+  it("finds a card by the local expiry the console shows in the viewer's zone, not by the UTC it does not show", async () => {
+    const path = actionPaths
+      .httpApproved('act_card_text_01')
+      .map((e) => (e.kind === 'CARD_SHOWN' ? { ...e, payload: { expires_at_ms: expires } } : e));
+    await rig.journal.appendBatch(path);
+    // The console in Berlin shows "expires at 2026-12-03 18:28:33 CET".
+    expect(cards({ text: '18:28', zone: 'Europe/Berlin' })).toEqual([expires]);
+    expect(cards({ text: 'expires at 2026-12-03 18:28:33 cet', zone: 'Europe/Berlin' })).toEqual([expires]);
+    expect(cards({ text: '17:28', zone: 'Europe/Berlin' })).toEqual([]);
+    expect(cards({ text: 'T17:28:33.825Z', zone: 'Europe/Berlin' })).toEqual([]);
+    // In New York the same card reads 12:28:33 GMT-5.
+    expect(cards({ text: '12:28:33 GMT-5', zone: 'America/New_York' })).toEqual([expires]);
+    // What it matched and still shows: the kind, the action id.
+    expect(cards({ text: 'card_shown', zone: 'Europe/Berlin' })).toEqual([expires]);
+    expect(cards({ text: 'act_card_text_01', zone: 'Europe/Berlin' }).length).toBe(1);
+    // The terminal names no zone and prints ISO UTC: it finds the card by that.
+    expect(cards({ text: 'T17:28:33.825Z' })).toEqual([expires]);
+    expect(cards({ text: '18:28' })).toEqual([]);
+  });
+
+  it('refuses a zone that is no time zone at the schema', () => {
+    const input = brokerApiSchemas['activity.list'].input;
+    expect(input.safeParse({ text: 'x', zone: 'Mars/Olympus' }).success).toBe(false);
+    expect(input.safeParse({ text: 'x', zone: '' }).success).toBe(false);
+    expect(input.safeParse({ text: 'x', zone: 'UTC' }).success).toBe(true);
+  });
+});

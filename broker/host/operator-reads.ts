@@ -8,6 +8,7 @@ import {
   type BrokerApi,
   type JournalEvent,
   type OperatorInput,
+  rowMatchesText,
 } from '../contract/index.js';
 import { isActionOpen, laneRelease } from '../core/index.js';
 import type { Journal, SealedEventHeader } from '../journal/index.js';
@@ -109,18 +110,8 @@ function matchesShownRow(row: ActivityEvent, input: OperatorInput<'activity.list
   if (input.outcome !== undefined && row.outcome !== input.outcome) return false;
   if (input.code !== undefined && row.code !== input.code) return false;
   if (input.text === undefined) return true;
-  const needle = input.text.toLowerCase();
-  const haystack = [
-    row.kind,
-    row.action_id,
-    row.session_id ?? '',
-    row.lane ?? '',
-    row.ticket === null ? '' : `#${row.ticket}`,
-    row.outcome ?? '',
-    row.code ?? '',
-    row.summary,
-  ];
-  return haystack.some((field) => field.toLowerCase().includes(needle));
+  // The console names its zone and matches what it writes; the terminal (no zone) prints the summary ISO UTC.
+  return rowMatchesText(row, input.text, input.zone === undefined ? 'terminal' : { zone: input.zone });
 }
 
 /** One event as a row people can read: closed-set values and ids only, never payload text. */

@@ -9,9 +9,9 @@ import type {
   Reply,
 } from '../../../broker/contract/index.js';
 import { actorLabel } from '../../../broker/contract/operator-actor.js';
+import { shownSummary } from '../../../broker/contract/event-row-text.js';
 import type { ReplyError } from '../api/operator-api.js';
 import { waitLine } from './action-wait.js';
-import { shownSummary } from './event-summary.js';
 
 export type ActionDetail = BrokerApi['actions.show']['output'];
 

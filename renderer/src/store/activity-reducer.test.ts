@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ActivityEvent, BrokerApi, BrokerStatus, Reply } from '../../../broker/contract/index.js';
 import {
   activityBlockRows,
@@ -119,12 +119,28 @@ describe('the activity reducer, filtered (matches keep their original positions)
   const lane = { ...emptyActivityFilter, lane: 'doc-7', outcome: 'unknown' as const };
 
   it('asks only for the fields a person filled in, trimmed', () => {
-    expect(filterInput({ ...emptyActivityFilter, text: '  lost ', code: '' }, 1)).toEqual({
+    expect(filterInput({ ...emptyActivityFilter, text: '  lost ', code: '' }, 1, 200, 'UTC')).toEqual({
       from_seq: 1,
       limit: 200,
       text: 'lost',
+      zone: 'UTC',
     });
     expect(filterInput(lane, 77, 10)).toEqual({ from_seq: 77, limit: 10, lane: 'doc-7', outcome: 'unknown' });
+  });
+
+  it("sends a text with the page's own zone, so the broker matches the rows as this page writes them", () => {
+    // A fixed zone, the viewer's (Node reads TZ again when it is set): the test means the same in any zone it runs in.
+    vi.stubEnv('TZ', 'Europe/Berlin');
+    try {
+      expect(filterInput({ ...emptyActivityFilter, text: '18:28' }, 1)).toEqual({
+        from_seq: 1,
+        limit: 200,
+        text: '18:28',
+        zone: 'Europe/Berlin',
+      });
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it('when a filter is applied, the list shows a "more" row until the first page, then the matches at their seq', () => {

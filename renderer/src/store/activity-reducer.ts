@@ -204,18 +204,31 @@ export function filterActive(filter: ActivityFilter): boolean {
   );
 }
 
-/** The activity.list input for one filtered page (only the fields a person filled in). */
+/** The zone this page writes times in (the browser's own), which the Text filter is matched in. */
+export function viewerZone(): string {
+  return new Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/**
+ * The activity.list input for one filtered page (only the fields a person filled in). A text is sent with the page's
+ * zone, so the broker matches each row as this page writes it (eventRowCells: a card's expiry in this zone), never
+ * the terminal's ISO the page does not show.
+ */
 export function filterInput(
   filter: ActivityFilter,
   fromSeq: number,
   limit = activityPageRows,
+  zone = viewerZone(),
 ): BrokerApi['activity.list']['input'] {
   const input: BrokerApi['activity.list']['input'] = { from_seq: fromSeq, limit };
   if (filter.session.trim() !== '') input.session_id = filter.session.trim();
   if (filter.lane.trim() !== '') input.lane = filter.lane.trim();
   if (filter.outcome !== '') input.outcome = filter.outcome;
   if (filter.code.trim() !== '') input.code = filter.code.trim();
-  if (filter.text.trim() !== '') input.text = filter.text.trim();
+  if (filter.text.trim() !== '') {
+    input.text = filter.text.trim();
+    input.zone = zone;
+  }
   return input;
 }
 

@@ -12,7 +12,6 @@ import {
   type ActivityRow,
 } from '../store/activity-reducer.js';
 import { useAppStore } from '../store/app-store.js';
-import { shownSummary } from '../store/event-summary.js';
 import {
   actionHref,
   activityModeHref,
@@ -26,6 +25,7 @@ import { TimelineView } from './timeline-view.js';
 import { useHashRoute } from './use-hash-route.js';
 import { usePolling } from './use-polling.js';
 import { clockOnly, dateTime, zoneName } from '../../../broker/contract/time-words.js';
+import { eventRowCells } from '../../../broker/contract/event-row-text.js';
 
 /** Every row has one height, so the list's size is exact and a jump to any position is one step. */
 export const activityRowPx = 30;
@@ -190,7 +190,8 @@ function RowView({ row, index }: { row: ActivityRow; index: number }) {
 
 function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
   const time = new Date(event.at_ms).toISOString();
-  const summary = shownSummary(event);
+  // The cells' text is what the Text filter matches (the page sends its zone with it): one function writes both.
+  const cells = eventRowCells(event);
   return (
     <div
       className={`activity-row${event.outcome === null ? '' : ` outcome-${event.outcome}`}`}
@@ -207,33 +208,33 @@ function EventRow({ event, index }: { event: ActivityEvent; index: number }) {
           {clockOnly(event.at_ms, { ms: true })}
         </time>
       </span>
-      <span role="cell" className="kind" title={event.kind}>
-        {event.kind}
+      <span role="cell" className="kind" title={cells.kind}>
+        {cells.kind}
       </span>
       <span role="cell" className="ellipsis">
         {event.action_id.startsWith('act_') ? (
-          <a href={actionHref(event.action_id, activityOrigin('events'))} title={`Open ${event.action_id}`}>
-            {event.action_id}
+          <a href={actionHref(event.action_id, activityOrigin('events'))} title={`Open ${cells.action}`}>
+            {cells.action}
           </a>
         ) : (
-          event.action_id
+          cells.action
         )}
       </span>
-      <span role="cell">{event.ticket === null ? '' : `#${event.ticket}`}</span>
-      <span role="cell" className="ellipsis" title={event.lane ?? ''}>
-        {event.lane ?? ''}
+      <span role="cell">{cells.ticket}</span>
+      <span role="cell" className="ellipsis" title={cells.lane}>
+        {cells.lane}
       </span>
-      <span role="cell" className="ellipsis" title={event.session_id ?? ''}>
-        {event.session_id ?? ''}
+      <span role="cell" className="ellipsis" title={cells.session}>
+        {cells.session}
       </span>
       <span role="cell">
-        {event.outcome === null ? '' : <span className={`badge outcome-${event.outcome}`}>{event.outcome}</span>}
+        {event.outcome === null ? '' : <span className={`badge outcome-${event.outcome}`}>{cells.outcome}</span>}
       </span>
-      <span role="cell" className="ellipsis" title={event.code ?? ''}>
-        {event.code ?? ''}
+      <span role="cell" className="ellipsis" title={cells.code}>
+        {cells.code}
       </span>
-      <span role="cell" className="ellipsis" title={summary}>
-        {summary}
+      <span role="cell" className="ellipsis" title={cells.evidence} data-testid="activity-evidence">
+        {cells.evidence}
       </span>
     </div>
   );
