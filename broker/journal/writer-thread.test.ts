@@ -203,3 +203,24 @@ describe('on the writer thread, a refusal planned over a batch still in flight',
     expect(t.journal.stats().state).toBe('failed');
   });
 });
+
+describe('when the writer thread dies', () => {
+  it('the batch posted to it rejects JOURNAL_UNAVAILABLE, the journal fails closed, and close still ends', async () => {
+    const t = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
+    const [accepted, validated] = actionPaths.httpNoApproval('act_pipe_dies_1');
+    await t.journal.append(accepted as NewEvent);
+    // The thread is private to the journal: reached here only to end it as a crash in it would.
+    const thread = (t.journal as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread;
+    const posted = t.journal.append(validated as NewEvent);
+    const ended = thread.worker.terminate();
+    await expect(posted).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await ended;
+    expect(t.journal.stats().state).toBe('failed');
+    await expect(t.journal.append(validated as NewEvent)).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    // What it committed before it died is in the file.
+    expect(t.reader().prepare(`SELECT kind FROM events WHERE action_id = ?`).all('act_pipe_dies_1')).toEqual([
+      { kind: 'ACTION_ACCEPTED' },
+    ]);
+    await t.dispose();
+  });
+});

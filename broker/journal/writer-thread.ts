@@ -41,7 +41,8 @@ export type BatchDone = (error: Error | undefined, ack: WriteAck | undefined) =>
  * commit (the writer's own busy timeout bounds its wait for the lock).
  */
 const syncWaitMaxMs = 60_000;
-const workerLimits = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 128 };
+// A batch (~200 KiB at c64) and its sealed rows are the young generation's; the thread keeps little else (a daemon's RSS counts).
+const workerLimits = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 64 };
 
 /** A writer error as an Error with the code the writer saw (a SQLite code, the journal's own), if it had one. */
 function errorOfReply(error: WriterError): Error {
@@ -67,7 +68,8 @@ export class WriterThread {
   private constructor(options: WriterThreadOptions) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const shared = new SharedArrayBuffer(4);
+    // [0]: answers posted (the worker bumps it after each); [1]: 1 once the thread is ending.
+    const shared = new SharedArrayBuffer(8);
     this.signal = new Int32Array(shared);
     const workerData: WriterWorkerData = {
       dbPath: options.dbPath,
@@ -134,6 +136,7 @@ export class WriterThread {
 
   /** Writes operations in one transaction of their own, after whatever was posted before; blocks until done. */
   writeSync(ops: readonly WriterOp[]): void {
+    if (this.gone !== undefined) throw this.gone;
     let answer: WriterReply | undefined;
     this.post({ kind: 'ops', id: this.nextId++, ops }, (reply) => (answer = reply));
     this.waitFor(() => answer !== undefined);
@@ -203,6 +206,12 @@ export class WriterThread {
       if (received !== undefined) {
         this.heard(received.message as WriterReply);
         continue;
+      }
+      if (Atomics.load(this.signal, 1) === 1) {
+        // The thread ended (its answers, if any, were read above): nothing still waiting will be answered.
+        this.lost(new Error('the journal writer thread ended'));
+        if (satisfied()) return;
+        throw new CodedError('JOURNAL_UNAVAILABLE', 'the journal writer thread ended');
       }
       const left = deadline - performance.now();
       if (left <= 0) {

@@ -49,6 +49,13 @@ function reply(message: WriterReply): void {
   Atomics.notify(signal, 0);
 }
 
+// A loop waiting for an answer without its event loop cannot hear the worker's 'exit': the thread says so itself.
+process.on('exit', () => {
+  Atomics.store(signal, 1, 1);
+  Atomics.add(signal, 0, 1);
+  Atomics.notify(signal, 0);
+});
+
 /** An error as data: its message, and its code when it has one (a SQLite code; none for a plain Error). */
 function errorOf(error: unknown): WriterError {
   const code = (error as { code?: unknown } | undefined)?.code;
