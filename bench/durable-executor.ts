@@ -62,7 +62,7 @@ interface Rig {
 
 async function openRig(origins: Record<Target, string>): Promise<Rig> {
   // As the daemon runs it (broker-runtime.ts): the writer thread, small batches on the loop.
-  const temp = await openTempJournal({ writerThread: true });
+  const temp = await openTempJournal({ writerThread: 'on-demand' });
   const vaultDir = join(temp.dir.path, 'vault');
   mkdirSync(vaultDir);
   const vault = await openVault({ dataDir: vaultDir, clock: systemClock, kdf: 'min', idleLockMs: 0 });

@@ -122,7 +122,7 @@ export async function replayCeiling(
   runMs: number,
 ): Promise<{ summary: Summary; eventsPerAction: number; mix: string }> {
   // As the daemon runs it (broker-runtime.ts): the writer thread, small batches on the loop.
-  const temp = await openTempJournal({ writerThread: true });
+  const temp = await openTempJournal({ writerThread: 'on-demand' });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const ids = createRandomIdSource(systemClock);
   const latenciesMs: number[] = [];

@@ -14,7 +14,7 @@
 //
 // Usage: node scripts/build-cli.mjs [--outdir DIR] [--quiet]   (DIR must be inside the package,
 // below its root like dist/cli, for node_modules and the package root to be found from it)
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -80,9 +80,11 @@ export async function buildCli(options = {}) {
   });
   /** @type {Record<string, number>} */
   const inputs = {};
-  // The writer thread's script is bundled inside the bundle (writer-worker-plugin.mjs): its sources count too.
-  for (const [file, input] of Object.entries({ ...writerInputs, ...result.metafile.inputs }))
-    inputs[file] = input.bytes;
+  // The writer thread's script is bundled inside the bundle (writer-worker-plugin.mjs): its sources count too. Sizes
+  // are the files' on disk, which bin/postern.mjs compares: a module a plugin replaced (writer-worker-source.ts) is
+  // recorded by esbuild with the size of what replaced it.
+  for (const file of Object.keys({ ...writerInputs, ...result.metafile.inputs }))
+    inputs[file] = statSync(path.join(root, file)).size;
   /** @type {CliStamp} */
   const stamp = { builtAtMs, entry: bundleName, inputs };
 

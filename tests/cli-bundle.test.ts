@@ -58,6 +58,11 @@ describe('the CLI bundle (scripts/build-cli.mjs)', () => {
     expect(inputs).toContain('broker/vault/kdf-worker.ts');
     expect(inputs.filter((file) => !file.startsWith('broker/'))).toEqual([]);
     expect(stamp.inputs['broker/cli/main.ts']).toBe(statSync(path.join(pkg.root, 'broker', 'cli', 'main.ts')).size);
+    // The writer thread's script is built into the bundle: its entry counts, and the module the build replaced with it
+    // is stamped with its own size on disk (else every launch would find the bundle stale and run through tsx).
+    expect(inputs).toContain('broker/journal/writer-worker.ts');
+    for (const file of ['broker/journal/writer-worker.ts', 'broker/journal/writer-worker-source.ts'])
+      expect(stamp.inputs[file]).toBe(statSync(path.join(pkg.root, file)).size);
   });
 
   it('imports only node builtins and declared dependencies: npm packages load from node_modules', () => {

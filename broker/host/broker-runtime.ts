@@ -479,7 +479,10 @@ async function openJournal(
   judgeBeforeRecovery: JournalOpenOptions['judgeBeforeRecovery'],
 ): Promise<Journal> {
   try {
-    return await Journal.open({ dataDir, clock, judgeBeforeRecovery, writerThread: true });
+    // The writer thread starts under load and ends when idle (docs/journal-writer-thread.md). Not inside Electron yet:
+    // its waits use Atomics.wait on the main thread, which no test here can run in Electron's main process.
+    const writerThread = process.versions['electron'] === undefined ? 'on-demand' : false;
+    return await Journal.open({ dataDir, clock, judgeBeforeRecovery, writerThread });
   } catch (error) {
     if (isCodedError(error)) throw error;
     const code = (error as { code?: unknown } | null)?.code;

@@ -41,8 +41,13 @@ export class CommitOverlay {
   constructor(
     private readonly store: JournalStore,
     private readonly cache: Pick<StateCache, 'get'>,
-    private readonly before: readonly CommitOverlay[] = [],
+    private before: readonly CommitOverlay[] = [],
   ) {}
+
+  /** Planning is over: the overlays it was planned over are let go (only this overlay's own maps are read after). */
+  planned(): void {
+    this.before = [];
+  }
 
   /** The reads planUnit needs, answered from this overlay first. */
   readonly reads: Pick<PlanContext, 'stateOf' | 'sessionOf' | 'idempotencyKeyOf' | 'credentialRequestOf'> = {

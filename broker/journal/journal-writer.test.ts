@@ -15,6 +15,7 @@ import { sha256 } from './event-cipher.js';
 import { Journal, type JournalOpenOptions } from './journal.js';
 import { JournalWriter, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
 import { ResultStore } from './result-store.js';
+import { WriterThread } from './writer-thread.js';
 
 function storedResults(path: string): unknown[] {
   const db = new Database(path, { readonly: true });
@@ -136,7 +137,9 @@ function writtenTables(path: string): Record<string, unknown> {
  * events after the restart.
  */
 async function runWorkload(
-  thread: Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin'> = { writerThread: false },
+  thread: Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin' | 'writerThreadIdleMs'> = {
+    writerThread: false,
+  },
 ): Promise<{ outcomes: string[]; tables: Record<string, unknown>; events: unknown[]; recovered: number }> {
   const temp = await openTempJournal({ checkpointEveryEvents: 40, ...thread });
   let store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
@@ -333,6 +336,14 @@ describe('on a writer thread (JournalOpenOptions.writerThread)', () => {
     expect(loopEvents).toBeGreaterThan(mixed.recovered);
     expect(loopEvents).toBeLessThan(mixed.events.length / 2);
     expect(mixed).toEqual(inline);
+  });
+
+  it('on demand, started by load and ended when idle, again and again: the same tables and events as inline', async () => {
+    const inline = await runWorkload();
+    const launched = vi.spyOn(WriterThread, 'launch');
+    const onDemand = await runWorkload({ writerThread: 'on-demand', threadBatchEventsMin: 1, writerThreadIdleMs: 1 });
+    expect(launched).toHaveBeenCalled();
+    expect(onDemand).toEqual(inline);
   });
 });
 

@@ -152,6 +152,9 @@ export class JournalWriter {
       case 'anchorRecorded':
         new AnchorStore(this.db).write(op.record);
         return;
+      default:
+        // Ops cross from the loop as data: a kind this writer does not know is never dropped silently.
+        throw new Error(`unknown writer operation: ${String((op as { kind?: unknown }).kind)}`);
     }
   }
 

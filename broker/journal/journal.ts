@@ -63,7 +63,7 @@ import { recoveryEvent } from './recovery.js';
 import { validateNewEvent } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
 import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
-import { WriterThread } from './writer-thread.js';
+import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
 import { LaneTickets } from './lane-tickets.js';
@@ -98,6 +98,8 @@ export const threadBatchEventsMinDefault = 12;
  * (docs/journal-writer-thread.md, phase 3).
  */
 export const writerBatchesInFlightMax = 2;
+/** JournalOpenOptions.writerThreadIdleMs's default: an 'on-demand' writer thread ends after this long without work. */
+export const writerThreadIdleMsDefault = 30_000;
 /** Events waiting for a commit; beyond this appends are refused instead of queueing without end. */
 export const pendingEventsMaxDefault = 16_384;
 /** The database may not grow past this (PRAGMA max_page_count); a full journal fails closed. */
@@ -153,11 +155,18 @@ export interface JournalOpenOptions {
   readonly judgeBeforeRecovery?: (journal: Journal) => RecoveredJournal;
   /**
    * Writes on a writer thread (docs/journal-writer-thread.md, phase 2): after recovery, the commits' writes (sealing,
-   * the SQL, COMMIT) and the audit writes run on a worker thread that owns the write connection, while the loop plans,
-   * keeps the caches and syncs. One batch in flight at a time. Default: inline, on the loop (short-lived journals,
-   * most tests).
+   * the SQL, COMMIT) of large batches and the audit writes run on a worker thread that owns a write connection, while
+   * the loop plans (up to writerBatchesInFlightMax batches ahead), keeps the caches and syncs; small batches still
+   * commit on the loop (threadBatchEventsMin). true: started at open, for the journal's life; 'on-demand': started by
+   * load and ended when idle (writerThreadIdleMs), as the daemon runs it. Default: inline, on the loop (short-lived
+   * journals, most tests).
    */
-  readonly writerThread?: boolean;
+  readonly writerThread?: boolean | 'on-demand';
+  /**
+   * writerThread 'on-demand': the thread starts with the first batch that would go to it (those before commit inline
+   * while it opens), and ends after this long without a batch for it (its memory back while the broker idles).
+   */
+  readonly writerThreadIdleMs?: number;
   /**
    * With a writer thread: a batch of fewer events than this commits on the loop, as without one (a lone caller's
    * commit would only wait for the hop); a larger one, what many callers queued in one turn, goes to the thread.
@@ -350,11 +359,20 @@ export class Journal {
   private readonly audit: AuditWriter;
   /** A commit's writes (JournalWriter): inline, inside the transaction commitUnits begins (and recovery's, always). */
   private readonly writer: JournalWriter;
-  /** JournalOpenOptions.writerThread: the writer thread, from the end of recovery on; the inline writer is then unused. */
+  /** JournalOpenOptions.writerThread: the writer thread while it runs (large batches and the audit writes go to it). */
   private thread: WriterThread | undefined = undefined;
+  /** How the writer thread runs, if at all; whether one is opening; and the timer that ends an idle 'on-demand' one. */
+  private readonly threadMode: false | 'eager' | 'on-demand';
+  private threadOptions: Omit<WriterThreadOptions, 'start'> | undefined = undefined;
+  private threadSealFault: SealFault | undefined;
+  private threadOpening: Promise<void> | undefined = undefined;
+  private threadIdleTimer: NodeJS.Timeout | undefined = undefined;
+  private readonly threadIdleMs: number;
   /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
   private inFlight: InFlightBatch[] = [];
   private readonly threadBatchEventsMin: number;
+  /** Why the writer thread could not start, if it could not (the journal then stays inline). */
+  private threadStartFailure: unknown = undefined;
   /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
   private threadWroteLast = false;
   /** The loop committed since the thread last did: the next batch posted names the head it extends. */
@@ -388,6 +406,9 @@ export class Journal {
     this.batchEventsMax = positive(options.batchEventsMax ?? batchEventsMaxDefault, 'batchEventsMax');
     this.pendingEventsMax = positive(options.pendingEventsMax ?? pendingEventsMaxDefault, 'pendingEventsMax');
     this.laterFlushMs = positive(options.laterFlushMs ?? laterFlushMsDefault, 'laterFlushMs');
+    this.threadMode =
+      options.writerThread === true ? 'eager' : options.writerThread === 'on-demand' ? 'on-demand' : false;
+    this.threadIdleMs = positive(options.writerThreadIdleMs ?? writerThreadIdleMsDefault, 'writerThreadIdleMs');
     this.threadBatchEventsMin = positive(
       options.threadBatchEventsMin ?? threadBatchEventsMinDefault,
       'threadBatchEventsMin',
@@ -425,7 +446,19 @@ export class Journal {
    */
   static async open(options: JournalOpenOptions): Promise<Journal> {
     await sodiumReady();
-    return Journal.openNow(options);
+    const journal = Journal.openNow(options);
+    if (journal.threadMode === 'eager') {
+      try {
+        await journal.openWriterThread();
+        if (journal.thread === undefined)
+          throw journal.threadStartFailure ?? new Error('the journal writer thread did not start');
+        if (options.vault !== undefined) journal.attachVault(options.vault);
+      } catch (error) {
+        await journal.close();
+        throw error;
+      }
+    }
+    return journal;
   }
 
   private static openNow(options: JournalOpenOptions): Journal {
@@ -450,33 +483,79 @@ export class Journal {
         truncateWal(db);
       journal = new Journal(db, options.clock, version, options);
       journal.recover(options.judgeBeforeRecovery?.(journal) ?? 'trusted');
-      if (options.writerThread === true) journal.startWriterThread(options);
-      if (options.vault !== undefined) journal.attachVault(options.vault);
+      if (journal.threadMode !== false) journal.prepareWriterThread(options);
+      // An eager writer thread opens first (Journal.open), so the unlock's audit writes go to it too.
+      if (options.vault !== undefined && journal.threadMode !== 'eager') journal.attachVault(options.vault);
       return journal;
     } catch (error) {
       journal?.walSync.close();
-      void journal?.thread?.close();
       db.close();
       throw error;
     }
   }
 
-  /**
-   * After recovery, before anything else is appended: the writer thread takes over the commits' writes from the sealer's
-   * committed tree (this run, its key, the head recovery left). The loop's connection only reads from now on.
-   */
-  private startWriterThread(options: JournalOpenOptions): void {
+  /** After recovery: what a writer thread is started with, whenever it starts (its sealer's head is taken then). */
+  private prepareWriterThread(options: JournalOpenOptions): void {
     if (this.db.memory) throw new Error('a writer thread needs the journal in a file');
     const platform = options.platform ?? process.platform;
-    this.thread = WriterThread.start({
+    this.threadOptions = {
       dbPath: this.db.name,
       platform,
       syncMode: options.syncMode ?? syncModeFor(platform),
       busyTimeoutMs: this.busyTimeoutMs,
       maxPageCount: Number(this.db.pragma('max_page_count', { simple: true })),
-      start: { sealer: this.audit.sealerStart(), sealFault: options.sealFault },
       ackHeldFromSeq: options.writerAckHeldFromSeq,
-    });
+    };
+    this.threadSealFault = options.sealFault;
+  }
+
+  /**
+   * Starts the writer thread (once; the loop stays free while it opens). Until it is ready every batch commits inline;
+   * the first batch posted to it names the head it extends. A thread that cannot start leaves the journal inline.
+   */
+  private openWriterThread(): Promise<void> {
+    const options = this.threadOptions;
+    if (options === undefined || this.thread !== undefined || this.state !== 'open') return Promise.resolve();
+    this.threadOpening ??= WriterThread.launch(
+      { ...options, start: { sealer: this.audit.sealerStart(), sealFault: this.threadSealFault } },
+      (cause) => this.fail(cause, []),
+    ).then(
+      (thread) => {
+        this.threadOpening = undefined;
+        if (this.state !== 'open') {
+          void thread.close();
+          return;
+        }
+        this.thread = thread;
+        this.loopWroteLast = true;
+        this.armThreadIdle();
+      },
+      (cause: unknown) => {
+        this.threadOpening = undefined;
+        // An optimisation that could not start: the loop keeps committing, as a journal without one does.
+        this.threadOptions = undefined;
+        this.threadStartFailure = cause;
+      },
+    );
+    return this.threadOpening;
+  }
+
+  /** 'on-demand': the thread ends once it has had no batch for threadIdleMs (and nothing is in flight). */
+  private armThreadIdle(): void {
+    if (this.threadMode !== 'on-demand') return;
+    if (this.threadIdleTimer !== undefined) clearTimeout(this.threadIdleTimer);
+    this.threadIdleTimer = setTimeout(() => {
+      this.threadIdleTimer = undefined;
+      const thread = this.thread;
+      if (thread === undefined || this.state !== 'open') return;
+      if (this.inFlight.length > 0) {
+        this.armThreadIdle();
+        return;
+      }
+      this.thread = undefined;
+      void thread.close();
+    }, this.threadIdleMs);
+    this.threadIdleTimer.unref();
   }
 
   /**
@@ -952,6 +1031,8 @@ export class Journal {
     if (this.checkpointSink !== undefined) await this.checkpointSink.settled();
     for (const stop of this.unsubscribe.splice(0)) stop();
     // Their connections close first, so the journal's is the last one and SQLite checkpoints and removes the WAL there.
+    if (this.threadIdleTimer !== undefined) clearTimeout(this.threadIdleTimer);
+    await this.threadOpening;
     await this.thread?.close();
     await this.checkpointer?.close();
     this.walSync.close();
@@ -1116,10 +1197,10 @@ export class Journal {
       events += unit.events.length;
     }
     // With batches in flight, the loop may not write (the thread holds the tree's head): this one follows them.
-    const thread =
-      this.thread !== undefined && (this.inFlight.length > 0 || events >= this.threadBatchEventsMin)
-        ? this.thread
-        : undefined;
+    const wantsThread = this.inFlight.length > 0 || (this.threadMode !== false && events >= this.threadBatchEventsMin);
+    const thread = wantsThread ? this.thread : undefined;
+    // A large batch while no thread runs: one starts, and this batch commits inline meanwhile.
+    if (wantsThread && thread === undefined) void this.openWriterThread();
     if (!waitForLock && thread === undefined) {
       let begun: boolean;
       try {
@@ -1182,6 +1263,7 @@ export class Journal {
       refusalsAfter: [],
     };
     this.inFlight.push(posted);
+    this.armThreadIdle();
     // The thread seals on from its own last batch, unless the loop committed since: then from the head it left.
     const base = this.loopWroteLast ? this.audit.committedHead() : undefined;
     this.loopWroteLast = false;
@@ -1271,22 +1353,39 @@ export class Journal {
    * accepted).
    */
   private planUnits(units: readonly Unit[]): Planned {
-    const accepted: Planned['accepted'] = [];
-    const refused: Planned['refused'] = [];
     // Inline, read under the write lock: the database, not memory, says where the log ends. With batches in flight on
     // the writer thread, the log ends where the last of them does, and this batch is planned over their overlays.
     const tail = this.inFlight.at(-1);
-    let lastSeq = tail?.lastSeq ?? this.store.lastSeq();
+    const lastSeq = tail?.lastSeq ?? this.store.lastSeq();
     const ticketBefore = tail?.lastTicket ?? this.store.lastTicket();
-    let lastTicket = ticketBefore;
-    let plannedResults: PlannedResults | undefined = tail?.results;
-    const rows: ResultRows[] = [];
-    const events: JournalEvent[] = [];
+    const plannedResults: PlannedResults | undefined = tail?.results;
     const overlay = new CommitOverlay(
       this.store,
       this.stateCache,
       this.inFlight.map((batch) => batch.overlay),
     );
+    try {
+      return this.planOver(units, overlay, lastSeq, ticketBefore, plannedResults);
+    } finally {
+      // Planned: from now on only its own maps are read, so no chain of overlays stays reachable under load.
+      overlay.planned();
+    }
+  }
+
+  private planOver(
+    units: readonly Unit[],
+    overlay: CommitOverlay,
+    lastSeqBefore: number,
+    ticketBefore: number,
+    resultsBefore: PlannedResults | undefined,
+  ): Planned {
+    const accepted: Planned['accepted'] = [];
+    const refused: Planned['refused'] = [];
+    let lastSeq = lastSeqBefore;
+    let lastTicket = ticketBefore;
+    let plannedResults = resultsBefore;
+    const rows: ResultRows[] = [];
+    const events: JournalEvent[] = [];
     const refuse = (unit: Unit, refusal: UnitRefusal): void => {
       unit.refusal = refusal;
       refused.push({ unit, refusal });
@@ -1400,7 +1499,7 @@ export class Journal {
       });
     // After the release: a signature (~45 µs) and its fsync never delay a dispatcher.
     if (accepted.length > 0 && this.audit.intervalCheckpointDue())
-      this.auditWrite(() => this.audit.checkpointIfDue('interval'));
+      this.auditWrite(() => this.audit.checkpointIfDue('interval'), 'after what is in flight');
   }
 
   private tellCommit(commit: JournalCommit): void {
@@ -1427,6 +1526,7 @@ export class Journal {
       this.state = 'failed';
       this.failure = cause;
       this.walSync.abandon(cause);
+      this.thread?.abandon();
       this.writer.abandoned(this.audit.committedHead());
       this.audit.recordFailure(
         isCodedError(cause) ? cause.code : String((cause as { code?: unknown } | undefined)?.code ?? 'INTERNAL'),
@@ -1472,10 +1572,10 @@ export class Journal {
    * An audit write outside a commit (checkpoint, keys, the run's sealed key, run end, an anchor's record), in its own
    * transaction: the rows go to the JournalWriter as data (WriterOp). Its failure is fatal too.
    */
-  private auditWrite(write: () => void): void {
+  private auditWrite(write: () => void, when: 'now' | 'after what is in flight' = 'now'): void {
     if (this.state !== 'open') return;
     if (this.thread !== undefined) {
-      this.auditWriteOnThread(this.thread, write);
+      this.auditWriteOnThread(this.thread, write, when);
       return;
     }
     try {
@@ -1491,18 +1591,24 @@ export class Journal {
    * auditWrite with a writer thread: the batch in flight is answered first (a checkpoint signs the committed head), then
    * the operations `write` makes go to the writer as one transaction, and this returns once it committed.
    */
-  private auditWriteOnThread(thread: WriterThread, write: () => void): void {
+  private auditWriteOnThread(thread: WriterThread, write: () => void, when: 'now' | 'after what is in flight'): void {
     try {
-      thread.drain();
+      // 'now': the batches in flight first (a lock's or unlock's checkpoint signs the head they leave, and returns
+      // written). An interval checkpoint instead signs the head the last ack left, and its row follows the batches in
+      // flight on the thread without the loop waiting for them: a checkpoint may cover fewer leaves than the tree holds.
+      if (when === 'now') thread.drain();
       if (this.state !== 'open') return;
+      const outer = this.opBuffer;
       const ops: WriterOp[] = [];
       this.opBuffer = ops;
       try {
         write();
       } finally {
-        this.opBuffer = undefined;
+        this.opBuffer = outer;
       }
-      if (ops.length > 0) thread.writeSync(ops);
+      if (ops.length === 0) return;
+      if (when === 'now') thread.writeSync(ops);
+      else thread.write(ops, (error) => error !== undefined && this.fail(error, []));
     } catch (cause) {
       this.fail(cause, []);
     }
@@ -1514,8 +1620,10 @@ export class Journal {
    */
   private writeOp(op: WriterOp): void {
     if (this.thread === undefined) this.writer.write(op);
-    else if (this.opBuffer !== undefined) this.opBuffer.push(op);
-    else this.thread.writeSync([op]);
+    // The very first unlock's key pairs are written at once (with what was gathered before them): the checkpoint the
+    // unlock signs next hands its anchor a key ring read back from the file (Journal.anchorState).
+    else if (this.opBuffer !== undefined && op.kind !== 'auditKeys') this.opBuffer.push(op);
+    else this.thread.writeSync([...(this.opBuffer?.splice(0) ?? []), op]);
   }
 
   private requireReadable(): void {

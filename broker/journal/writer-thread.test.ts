@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function tempJournal(
-  options: Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin'>,
+  options: Pick<JournalOpenOptions, 'writerThread' | 'threadBatchEventsMin' | 'writerThreadIdleMs'>,
 ): Promise<TempJournal> {
   const t = await openTempJournal(options);
   opened.push(t);
@@ -222,5 +222,35 @@ describe('when the writer thread dies', () => {
       { kind: 'ACTION_ACCEPTED' },
     ]);
     await t.dispose();
+  });
+});
+
+describe("an 'on-demand' writer thread (the daemon's)", () => {
+  it('starts with the first batch for it (which commits inline meanwhile), ends after writerThreadIdleMs without one, and starts again', async () => {
+    const launched = vi.spyOn(WriterThread, 'launch');
+    const closed = vi.spyOn(WriterThread.prototype, 'close');
+    const posted = watchInFlight();
+    const t = await tempJournal({ writerThread: 'on-demand', threadBatchEventsMin: 1, writerThreadIdleMs: 100 });
+    expect(launched).not.toHaveBeenCalled();
+    const appendUntilPosted = async (prefix: string): Promise<void> => {
+      const before = posted.posted();
+      // Inline until the thread has opened (a few hundred ms, the machine's load permitting), then to the thread.
+      const deadline = performance.now() + 20_000;
+      for (let i = 0; posted.posted() === before && performance.now() < deadline; i += 1)
+        await t.journal.append(actionPaths.httpNoApproval(`${prefix}${String(i).padStart(6, '0')}`)[0] as NewEvent);
+      expect(posted.posted()).toBeGreaterThan(before);
+    };
+    await appendUntilPosted('act_demand_a_');
+    expect(launched).toHaveBeenCalledTimes(1);
+    expect(closed).not.toHaveBeenCalled();
+    // Idle: the thread ends.
+    const deadline = performance.now() + 5_000;
+    while (closed.mock.calls.length === 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(closed).toHaveBeenCalledTimes(1);
+    // Load again: a new thread.
+    await appendUntilPosted('act_demand_b_');
+    expect(launched).toHaveBeenCalledTimes(2);
+    await t.journal.close();
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true });
   });
 });

@@ -64,12 +64,18 @@ export class WriterThread {
   private nextId = 1;
   private readonly waiting = new Map<number, (reply: WriterReply) => void>();
   private gone: Error | undefined;
+  /** close() was asked: the thread's end is not a loss. */
+  private closing = false;
 
-  private constructor(options: WriterThreadOptions) {
+  private constructor(
+    options: WriterThreadOptions,
+    private readonly onLost: (cause: Error) => void,
+  ) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    // [0]: answers posted (the worker bumps it after each); [1]: 1 once the thread is ending.
-    const shared = new SharedArrayBuffer(8);
+    // [0]: answers posted (the worker bumps it after each); [1]: 1 once the thread is ending; [2]: 1 once the journal
+    // failed (abandon): batches roll back.
+    const shared = new SharedArrayBuffer(12);
     this.signal = new Int32Array(shared);
     const workerData: WriterWorkerData = {
       dbPath: options.dbPath,
@@ -97,22 +103,23 @@ export class WriterThread {
     this.worker.on('exit', () => this.lost(new Error('the journal writer thread ended')));
   }
 
-  /** Starts the thread and waits (blocking) until its connection is open; throws what it met opening. */
-  static start(options: WriterThreadOptions): WriterThread {
-    const thread = new WriterThread(options);
-    let opened: WriterReply | undefined;
-    thread.waiting.set(0, (reply) => (opened = reply));
-    try {
-      thread.waitFor(() => opened !== undefined);
-    } catch (error) {
-      void thread.worker.terminate();
-      throw error;
-    }
-    if (opened?.error !== undefined) {
-      void thread.worker.terminate();
-      throw errorOfReply(opened.error);
-    }
-    return thread;
+  /**
+   * Starts the thread; resolves once its connection is open (the loop is free meanwhile), or rejects with what it met
+   * opening. `onLost` is told, on the loop, if the thread later dies or stops answering.
+   */
+  static launch(options: WriterThreadOptions, onLost: (cause: Error) => void): Promise<WriterThread> {
+    const thread = new WriterThread(options, onLost);
+    return new Promise((resolve, reject) => {
+      thread.waiting.set(0, (reply) => {
+        if (reply.error === undefined) {
+          resolve(thread);
+          return;
+        }
+        void thread.worker.terminate();
+        reject(errorOfReply(reply.error));
+      });
+      thread.port.ref();
+    });
   }
 
   /** Whether a batch or an operation awaits its answer. */
@@ -134,6 +141,21 @@ export class WriterThread {
     });
   }
 
+  /** Writes operations in one transaction of their own, after whatever was posted before; `done` hears how it ended. */
+  write(ops: readonly WriterOp[], done: (error: Error | undefined) => void): void {
+    this.post({ kind: 'ops', id: this.nextId++, ops }, (reply) =>
+      done(reply.error === undefined ? undefined : errorOfReply(reply.error)),
+    );
+  }
+
+  /**
+   * The journal failed: no batch posted and not yet committed may commit now (the thread checks before each COMMIT and
+   * rolls back instead); operations, such as the run's failed end, are still written.
+   */
+  abandon(): void {
+    Atomics.store(this.signal, 2, 1);
+  }
+
   /** Writes operations in one transaction of their own, after whatever was posted before; blocks until done. */
   writeSync(ops: readonly WriterOp[]): void {
     if (this.gone !== undefined) throw this.gone;
@@ -145,11 +167,13 @@ export class WriterThread {
 
   /** Blocks until every posted batch and operation is answered, dispatching each answer on this turn. */
   drain(): void {
+    if (this.gone !== undefined) throw this.gone;
     this.waitFor(() => this.waiting.size === 0);
   }
 
   /** Closes the writer's connection (after everything posted), then ends the thread. */
   async close(): Promise<void> {
+    this.closing = true;
     if (this.gone === undefined) {
       let answer: WriterReply | undefined;
       this.post({ kind: 'end', id: this.nextId++ }, (reply) => (answer = reply));

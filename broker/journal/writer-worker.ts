@@ -81,67 +81,64 @@ function open(): Database.Database {
   }
 }
 
-async function main(): Promise<void> {
-  let db: Database.Database;
-  let writer: JournalWriter;
+/** One transaction around `write`: committed if it returns, rolled back if it throws. */
+function inTransaction<T>(db: Database.Database, write: () => T): T {
+  db.exec('BEGIN IMMEDIATE');
   try {
-    await sodiumReady();
-    db = open();
-    writer = new JournalWriter(db, new JournalStore(db), data.start);
+    const result = write();
+    db.exec('COMMIT');
+    return result;
   } catch (error) {
-    reply({ id: 0, error: errorOf(error) });
-    data.port.close();
-    return;
+    if (db.inTransaction) {
+      try {
+        db.exec('ROLLBACK');
+      } catch {
+        // SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR).
+      }
+    }
+    throw error;
   }
+}
+
+/** The thread's answers to the loop's requests, in the order they come. */
+function serve(db: Database.Database, writer: JournalWriter): (request: WriterRequest) => void {
   let committed: TreeHead = data.start.sealer.tree;
   let failed: WriterError | undefined;
-
-  const inTransaction = <T>(write: () => T): T => {
-    db.exec('BEGIN IMMEDIATE');
+  const commit = (request: Extract<WriterRequest, { kind: 'commit' }>): void => {
+    if (failed !== undefined) {
+      reply({ id: request.id, error: { ...failed, message: `an earlier batch failed: ${failed.message}` } });
+      return;
+    }
     try {
-      const result = write();
-      db.exec('COMMIT');
-      return result;
-    } catch (error) {
-      if (db.inTransaction) {
-        try {
-          db.exec('ROLLBACK');
-        } catch {
-          // SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR).
-        }
+      // The loop committed since this thread last did: seal on from the head it committed.
+      if (request.base !== undefined) {
+        writer.abandoned(request.base);
+        committed = request.base;
       }
-      throw error;
+      const ack = inTransaction(db, () => {
+        const written = writer.commit(request.batch);
+        // The loop failed the journal meanwhile (a failed sync, another batch): nothing after that commits.
+        if (Atomics.load(signal, 2) === 1) throw new Error('the journal failed before this batch committed');
+        return written;
+      });
+      committed = { size: ack.treeSize, frontier: ack.frontier };
+      // The crash test's cut point "committed by the writer, the ack not yet heard": the loop never learns of it.
+      if (data.ackHeldFromSeq !== undefined && ack.lastSeq >= data.ackHeldFromSeq) return;
+      reply({ id: request.id, ack });
+    } catch (error) {
+      writer.abandoned(committed);
+      failed = errorOf(error);
+      reply({ id: request.id, error: failed });
     }
   };
-
-  data.port.on('message', (request: WriterRequest) => {
+  return (request) => {
     switch (request.kind) {
-      case 'commit': {
-        if (failed !== undefined) {
-          reply({ id: request.id, error: { ...failed, message: `an earlier batch failed: ${failed.message}` } });
-          return;
-        }
-        try {
-          // The loop committed since this thread last did: seal on from the head it committed.
-          if (request.base !== undefined) {
-            writer.abandoned(request.base);
-            committed = request.base;
-          }
-          const ack = inTransaction(() => writer.commit(request.batch));
-          committed = { size: ack.treeSize, frontier: ack.frontier };
-          // The crash test's cut point "committed by the writer, the ack not yet heard": the loop never learns of it.
-          if (data.ackHeldFromSeq !== undefined && ack.lastSeq >= data.ackHeldFromSeq) return;
-          reply({ id: request.id, ack });
-        } catch (error) {
-          writer.abandoned(committed);
-          failed = errorOf(error);
-          reply({ id: request.id, error: failed });
-        }
+      case 'commit':
+        commit(request);
         return;
-      }
       case 'ops':
         try {
-          inTransaction(() => {
+          inTransaction(db, () => {
             for (const op of request.ops) writer.write(op);
           });
           reply({ id: request.id });
@@ -161,7 +158,22 @@ async function main(): Promise<void> {
       default:
         reply({ id: (request as { id: number }).id, error: { code: 'INTERNAL', message: 'unknown writer request' } });
     }
-  });
+  };
+}
+
+async function main(): Promise<void> {
+  let db: Database.Database;
+  let writer: JournalWriter;
+  try {
+    await sodiumReady();
+    db = open();
+    writer = new JournalWriter(db, new JournalStore(db), data.start);
+  } catch (error) {
+    reply({ id: 0, error: errorOf(error) });
+    data.port.close();
+    return;
+  }
+  data.port.on('message', serve(db, writer));
   reply({ id: 0 });
 }
 

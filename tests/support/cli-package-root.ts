@@ -26,7 +26,7 @@ export interface CliPackageRoot {
 export async function makeCliPackageRoot(options: { bundle: boolean }): Promise<CliPackageRoot> {
   const dir = createTempDir('postern-cli-root-');
   const root = dir.path;
-  for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs']) {
+  for (const file of ['bin/postern.mjs', 'scripts/build-cli.mjs', 'scripts/writer-worker-plugin.mjs']) {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     copyFileSync(path.join(repoRoot, file), path.join(root, file));
   }
