@@ -125,6 +125,33 @@ describe('when the broker is killed between two durable transitions', () => {
   );
 });
 
+/**
+ * The driver killed right after transition `cut` was committed and before its caller was answered (`mode`: the sync
+ * held, or the writer thread's ack never sent): nobody was answered, the log holds everything up to it, and recovery
+ * classifies the action from what is there.
+ */
+async function killedCommittedUnanswered(cut: number, kind: string, mode: 'committed' | 'unheard'): Promise<void> {
+  const dbPath = join(dir.path, 'journal.sqlite');
+  const lines = await runUntilCut(dbPath, cut, mode);
+  expect(lines).toContain(`committed ${cut} ${cut}`);
+  expect(lines).not.toContain(`answered ${cut}`);
+
+  const vault = await createMemoryVault('unlocked', crashVaultKey);
+  const journal = await Journal.open({ path: dbPath, clock: new FakeClock(), vault });
+  const events = [...journal.events()];
+  // A process kill loses nothing the kernel has (a power cut could lose the unsynced tail, never a middle).
+  expect(events.slice(0, cut).map((e) => e.kind)).toEqual(transitions.slice(0, cut));
+  expect(kind).toBe(transitions[cut - 1]);
+  const state = journal.getAction(crashActionId);
+  if (cut < dispatchAt) expect(state).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
+  else if (cut < committedAt)
+    // DISPATCH_STARTED recorded but never answered: the dispatcher sent nothing, yet the log cannot know that —
+    // unknown, never less.
+    expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
+  else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
+  await journal.close();
+}
+
 describe('when the broker is killed between a commit and the sync that would make it durable (sync-behind)', () => {
   // The transitions whose callers wait for the disk: the kill lands after COMMIT, before the fdatasync returns, so the
   // caller (a dispatcher about to send, an executor about to answer) was never told.
@@ -132,51 +159,14 @@ describe('when the broker is killed between a commit and the sync that would mak
 
   it.each(waiting)(
     'at transition %i (%s): nobody was answered, and recovery classifies what the log holds',
-    async (cut, kind) => {
-      const dbPath = join(dir.path, 'journal.sqlite');
-      const lines = await runUntilCut(dbPath, cut, 'committed');
-      expect(lines).toContain(`committed ${cut} ${cut}`);
-      expect(lines).not.toContain(`answered ${cut}`);
-
-      const vault = await createMemoryVault('unlocked', crashVaultKey);
-      const journal = await Journal.open({ path: dbPath, clock: new FakeClock(), vault });
-      const events = [...journal.events()];
-      // A process kill loses nothing the kernel has (a power cut could lose the unsynced tail, never a middle).
-      expect(events.slice(0, cut).map((e) => e.kind)).toEqual(transitions.slice(0, cut));
-      const state = journal.getAction(crashActionId);
-      if (cut < dispatchAt) expect(state).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
-      else if (cut === dispatchAt)
-        // Recorded but never answered: the dispatcher sent nothing, yet the log cannot know that — unknown, never less.
-        expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
-      else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
-      expect(kind).toBe(transitions[cut - 1]);
-      await journal.close();
-    },
+    (cut, kind) => killedCommittedUnanswered(cut, kind, 'committed'),
   );
 });
 
 describe("when the broker is killed after the writer thread's COMMIT, before the loop hears its ack", () => {
   it.each(transitions.map((kind, i) => [i + 1, kind] as const))(
     'at transition %i (%s): nobody was answered, the log holds the event, and recovery classifies it',
-    async (cut, kind) => {
-      const dbPath = join(dir.path, 'journal.sqlite');
-      const lines = await runUntilCut(dbPath, cut, 'unheard');
-      expect(lines).toContain(`committed ${cut} ${cut}`);
-      expect(lines).not.toContain(`answered ${cut}`);
-
-      const vault = await createMemoryVault('unlocked', crashVaultKey);
-      const journal = await Journal.open({ path: dbPath, clock: new FakeClock(), vault });
-      const events = [...journal.events()];
-      expect(events.slice(0, cut).map((e) => e.kind)).toEqual(transitions.slice(0, cut));
-      expect(kind).toBe(transitions[cut - 1]);
-      const state = journal.getAction(crashActionId);
-      if (cut < dispatchAt) expect(state).toMatchObject({ outcome: 'not_attempted', code: 'BROKER_RESTARTED' });
-      else if (cut < committedAt)
-        // DISPATCH_STARTED committed, its dispatcher never told: nothing was sent, but the log cannot know that.
-        expect(state).toMatchObject({ outcome: 'unknown', code: 'BROKER_RESTARTED', retry: 'reconcile' });
-      else expect(state).toMatchObject({ outcome: 'committed', effect: 'succeeded' });
-      await journal.close();
-    },
+    (cut, kind) => killedCommittedUnanswered(cut, kind, 'unheard'),
   );
 });
 
