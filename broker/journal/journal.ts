@@ -367,6 +367,8 @@ export class Journal {
   private threadSealFault: SealFault | undefined;
   private threadOpening: Promise<void> | undefined = undefined;
   private threadIdleTimer: NodeJS.Timeout | undefined = undefined;
+  /** When a batch was last posted to the thread (performance.now()): the idle timer measures from it. */
+  private threadUsedAtMs = 0;
   private readonly threadIdleMs: number;
   /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
   private inFlight: InFlightBatch[] = [];
@@ -528,6 +530,7 @@ export class Journal {
         }
         this.thread = thread;
         this.loopWroteLast = true;
+        this.threadUsedAtMs = performance.now();
         this.armThreadIdle();
       },
       (cause: unknown) => {
@@ -540,21 +543,25 @@ export class Journal {
     return this.threadOpening;
   }
 
-  /** 'on-demand': the thread ends once it has had no batch for threadIdleMs (and nothing is in flight). */
-  private armThreadIdle(): void {
-    if (this.threadMode !== 'on-demand') return;
-    if (this.threadIdleTimer !== undefined) clearTimeout(this.threadIdleTimer);
+  /**
+   * 'on-demand': the thread ends once it has had no batch for threadIdleMs (and nothing is in flight). One timer, armed
+   * when the thread starts; a post only notes its time (no timer work per batch), and the timer, when it fires early,
+   * waits out the rest.
+   */
+  private armThreadIdle(afterMs = this.threadIdleMs): void {
+    if (this.threadMode !== 'on-demand' || this.threadIdleTimer !== undefined) return;
     this.threadIdleTimer = setTimeout(() => {
       this.threadIdleTimer = undefined;
       const thread = this.thread;
       if (thread === undefined || this.state !== 'open') return;
-      if (this.inFlight.length > 0) {
-        this.armThreadIdle();
+      const idleMs = performance.now() - this.threadUsedAtMs;
+      if (this.inFlight.length > 0 || idleMs < this.threadIdleMs) {
+        this.armThreadIdle(Math.max(1, this.threadIdleMs - idleMs));
         return;
       }
       this.thread = undefined;
       void thread.close();
-    }, this.threadIdleMs);
+    }, afterMs);
     this.threadIdleTimer.unref();
   }
 
@@ -1263,7 +1270,7 @@ export class Journal {
       refusalsAfter: [],
     };
     this.inFlight.push(posted);
-    this.armThreadIdle();
+    this.threadUsedAtMs = performance.now();
     // The thread seals on from its own last batch, unless the loop committed since: then from the head it left.
     const base = this.loopWroteLast ? this.audit.committedHead() : undefined;
     this.loopWroteLast = false;

@@ -25,6 +25,8 @@ function buildFromSources(): string {
     format: 'cjs',
     target: 'node20',
     packages: 'external',
+    // As scripts/writer-worker-plugin.mjs builds it for the bundles: Postern's own tsconfig.
+    tsconfig: fileURLToPath(new URL('../../tsconfig.base.json', import.meta.url)),
     write: false,
     logLevel: 'silent',
   });
