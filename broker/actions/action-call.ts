@@ -399,7 +399,8 @@ export function cancelledAfterDispatch(id: string): string {
 /**
  * A refused retry_of: the request was wrong (after_correction), the broker is stopping or the vault is locked (backoff:
  * ask again once it runs, or once a person unlocks — an earlier run's sealed record, VAULT_LOCKED or
- * AUDIT_KEY_UNAVAILABLE while locked, is read then), or no retry is open to it (never).
+ * AUDIT_KEY_UNAVAILABLE while locked, is read then), or no retry is open to it (never) — as for the record of a run
+ * that never had a key, which no unlock opens (passesOnceUnlocked).
  */
 function retryRefusal(error: CodedError, vault: VaultState): ToolAnswer {
   const correctable: readonly string[] = [
@@ -412,7 +413,7 @@ function retryRefusal(error: CodedError, vault: VaultState): ToolAnswer {
   ];
   const retry = correctable.includes(error.code)
     ? 'after_correction'
-    : error.code === 'SHUTTING_DOWN' || passesOnceUnlocked(error.code, vault)
+    : error.code === 'SHUTTING_DOWN' || passesOnceUnlocked(error, vault)
       ? 'backoff'
       : 'never';
   return refusal(error.code, error.message, retry, error.field);

@@ -7,11 +7,13 @@ import {
   type AgentHttpResponse,
   type AgentMcpResult,
   type AgentSshOutput,
+  type CodedError,
   type Envelope,
   type ErrorCode,
   type QueuePosition,
   type SessionState,
 } from '../contract/index.js';
+import { sealedForGood } from '../journal/index.js';
 import type { ToolAnswer, VaultState } from '../ports/index.js';
 import type { HttpActionResponse } from './execute-http-action.js';
 import type { SshActionOutput } from './execute-ssh-action.js';
@@ -173,9 +175,11 @@ function utf8OrUndefined(bytes: Buffer): string | undefined {
 
 /**
  * A refusal that passes once a person unlocks the vault: VAULT_LOCKED, and AUDIT_KEY_UNAVAILABLE while the vault is
- * locked (an earlier run's events; the journal says so before it asks whether that run ever had a key). Unlocked (or
- * never initialised), AUDIT_KEY_UNAVAILABLE is a run that never had a key: nothing will open it.
+ * locked (an earlier run's events) — unless what was read was sealed by a run that never had a key (sealedForGood: the
+ * journal tells so from the plaintext audit_runs row, no secret needed), which nothing will open, locked or not.
+ * Unlocked (or never initialised), AUDIT_KEY_UNAVAILABLE is always such a run.
  */
-export function passesOnceUnlocked(code: ErrorCode, vault: VaultState): boolean {
-  return code === 'VAULT_LOCKED' || (code === 'AUDIT_KEY_UNAVAILABLE' && vault === 'locked');
+export function passesOnceUnlocked(error: CodedError, vault: VaultState): boolean {
+  if (error.code === 'VAULT_LOCKED') return true;
+  return error.code === 'AUDIT_KEY_UNAVAILABLE' && vault === 'locked' && !sealedForGood(error);
 }

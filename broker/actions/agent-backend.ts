@@ -18,7 +18,6 @@ import {
   type AllowlistEntry,
   type AgentRouteList,
   type AgentToolName,
-  type ErrorCode,
   type EventKind,
   type NewEvent,
   type SessionState,
@@ -136,7 +135,7 @@ export async function createAgentBackend(deps: AgentBackendDeps): Promise<Runnin
         const answer = refusal(
           error.code,
           error.message,
-          readRefusalRetry(tool, error.code, deps.vault.state()),
+          readRefusalRetry(tool, error, deps.vault.state()),
           error.field,
         );
         return tool === 'http_request' || tool === 'ssh_exec' ? answer : readRefusal(answer);
@@ -183,7 +182,7 @@ function upstreamMethods(
         return refusal(
           error.code,
           error.message,
-          readRefusalRetry('http_request', error.code, deps.vault.state()),
+          readRefusalRetry('http_request', error, deps.vault.state()),
           error.field,
         );
       }
@@ -342,17 +341,18 @@ async function approveByAllowlist(deps: AgentBackendDeps, session: SessionState)
  * What the agent may do after a coded refusal of a call. after_correction only where the call itself can be fixed:
  * a read that needs the unlocked vault has nothing to correct, the same call works once a person unlocks —
  * VAULT_LOCKED (a result sealed under an earlier run), and AUDIT_KEY_UNAVAILABLE while the vault is locked (an
- * earlier run's events: the journal says so before it asks whether that run ever had a key). Unlocked (or never
- * initialised), AUDIT_KEY_UNAVAILABLE is a run that never had a key: nothing will open it. Limits pass with time.
+ * earlier run's events). What a run that never had a key sealed (AUDIT_KEY_UNAVAILABLE, sealedForGood) nothing will
+ * open, locked or not: never — the journal tells that run from a locked one without the secret key
+ * (passesOnceUnlocked). Limits pass with time.
  */
-function readRefusalRetry(tool: AgentToolName, code: ErrorCode, vault: VaultState): AgentRefusal['error']['retry'] {
-  switch (code) {
+function readRefusalRetry(tool: AgentToolName, error: CodedError, vault: VaultState): AgentRefusal['error']['retry'] {
+  switch (error.code) {
     case 'JOURNAL_UNAVAILABLE':
     case 'INTERNAL':
       return 'never';
     case 'VAULT_LOCKED':
     case 'AUDIT_KEY_UNAVAILABLE':
-      return passesOnceUnlocked(code, vault) ? afterUnlock(tool) : 'never';
+      return passesOnceUnlocked(error, vault) ? afterUnlock(tool) : 'never';
     case 'RATE_LIMITED':
     case 'SHUTTING_DOWN':
       return 'backoff';

@@ -61,6 +61,30 @@ export interface SealedEvent {
 
 const domain = Buffer.from(checkpointDomain, 'utf8');
 
+/**
+ * AUDIT_KEY_UNAVAILABLE for what a run that never had a key sealed (AuditWriter.keyLost): no unlock opens it, locked or
+ * not. The code is the one every sealed read gives (readers that show a sealed row's header catch it by code); the
+ * class tells an answer that it is for good (sealedForGood), where the same code from a locked vault is not.
+ */
+export class RunKeyLostError extends CodedError {
+  constructor(
+    readonly run: number,
+    what: 'events' | 'rows',
+  ) {
+    const sealed = what === 'events' ? 'its events are' : 'what it sealed is';
+    const them = what === 'events' ? 'them' : 'it';
+    super(
+      'AUDIT_KEY_UNAVAILABLE',
+      `run ${run} ended before any audit key existed: ${sealed} sealed in the journal for good, and no unlock opens ${them}`,
+    );
+  }
+}
+
+/** Whether a refusal is about something sealed for good (RunKeyLostError): no unlock, no retry changes it. */
+export function sealedForGood(error: unknown): boolean {
+  return error instanceof RunKeyLostError;
+}
+
 /** What the AuditWriter reads of the audit tables, and the one row it writes itself: its run's start, at open. */
 export type AuditReads = Pick<
   AuditStore,
@@ -82,7 +106,10 @@ export interface SealedRow {
  */
 export interface RowCipher {
   seal(ad: Uint8Array, plaintext: Uint8Array): SealedRow;
-  /** VAULT_LOCKED: an earlier run's key needs the unlocked vault; AUDIT_KEY_UNAVAILABLE: that run never had a sealed key; INTERNAL: tampered. */
+  /**
+   * VAULT_LOCKED: an earlier run's key needs the unlocked vault; AUDIT_KEY_UNAVAILABLE (a RunKeyLostError): that run
+   * never had a sealed key; INTERNAL: tampered.
+   */
   open(row: SealedRow, ad: Uint8Array): Uint8Array;
 }
 
@@ -170,7 +197,10 @@ export class AuditWriter {
     return this.committed;
   }
 
-  /** The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now. */
+  /**
+   * The event as appended, or AUDIT_KEY_UNAVAILABLE when its run's key cannot be had now: a RunKeyLostError when it
+   * never can (that run never had a key), asked before whether the vault is locked.
+   */
   openRow(row: EventRow): JournalEvent {
     return eventOfBody(row, row.run === 0 ? row.ciphertext : this.decrypt(row));
   }
@@ -194,12 +224,7 @@ export class AuditWriter {
   /** RowCipher.open. The codes tell a caller whether unlocking would help (VAULT_LOCKED) or nothing will. */
   openSealedRow(row: SealedRow, ad: Uint8Array): Uint8Array {
     if (!this.runKeys.has(row.run)) {
-      if (this.store.readRunSealedKey(row.run) === undefined) {
-        throw new CodedError(
-          'AUDIT_KEY_UNAVAILABLE',
-          `run ${row.run} ended before any audit key existed: what it sealed can never be opened`,
-        );
-      }
+      if (this.store.readRunSealedKey(row.run) === undefined) throw new RunKeyLostError(row.run, 'rows');
       if (this.boxSecret === undefined) {
         throw new CodedError(
           'VAULT_LOCKED',
@@ -335,17 +360,14 @@ export class AuditWriter {
   private keyOfRun(run: number): Uint8Array {
     const known = this.runKeys.get(run);
     if (known !== undefined) return known;
+    // A run that never had a key first: that needs no secret (the plaintext sealed_key column), and no unlock changes
+    // it — asked after the lock, it would read as "unlock and ask again" to whoever is told.
     const sealed = this.store.readRunSealedKey(run);
+    if (sealed === undefined) throw new RunKeyLostError(run, 'events');
     if (this.boxSecret === undefined || this.boxPublic === undefined) {
       throw new CodedError(
         'AUDIT_KEY_UNAVAILABLE',
         `events of run ${run} (an earlier broker run) need the unlocked vault`,
-      );
-    }
-    if (sealed === undefined) {
-      throw new CodedError(
-        'AUDIT_KEY_UNAVAILABLE',
-        `run ${run} ended before any audit key existed; its events cannot be decrypted`,
       );
     }
     const key = openRunKey(sealed, this.boxPublic, this.boxSecret);

@@ -47,6 +47,7 @@ export {
   auditDecryptPurpose,
   auditSignPurpose,
   checkpointEveryEventsDefault,
+  sealedForGood,
   type AuditVault,
   type SignedHead,
 } from './audit-writer.js';
