@@ -9,7 +9,9 @@ export default defineConfig({
     include: ['broker/**/*.test.ts', 'renderer/**/*.test.ts', 'app/**/*.test.ts', 'tests/**/*.test.ts'],
     pool: 'forks',
     // The daemons tests start write their integrity anchors here, never into the user's ~/.local/state.
-    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors') },
+    // Every event the tests make is checked both ways: by the schemas, and by the shapes production trusts
+    // (broker/journal/validate-new-event.ts, EventChecks); a disagreement fails the test that made the event.
+    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors'), POSTERN_EVENT_CHECKS: 'both' },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

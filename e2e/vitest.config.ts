@@ -10,7 +10,8 @@ export default defineConfig({
     include: ['e2e/**/*.e2e.ts'],
     pool: 'forks',
     // The daemons tests start write their integrity anchors here, never into the user's ~/.local/state.
-    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors') },
+    // The daemons check every event both ways (broker/journal/validate-new-event.ts, EventChecks), as the unit suite does.
+    env: { POSTERN_ANCHOR_DIR: path.join(os.tmpdir(), 'postern-test-anchors'), POSTERN_EVENT_CHECKS: 'both' },
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -60,7 +60,7 @@ import {
   type PlanResult,
 } from './plan-unit.js';
 import { recoveryEvent } from './recovery.js';
-import { validateNewEvent } from './validate-new-event.js';
+import { eventChecksFromEnv, NewEventChecker, validateNewEvent, type EventChecks } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
 import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
 import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
@@ -153,6 +153,11 @@ export interface JournalOpenOptions {
    * the log may lack a DISPATCH_STARTED it once held (classify-restart.ts). A throw fails the open. Default: trusted.
    */
   readonly judgeBeforeRecovery?: (journal: Journal) => RecoveredJournal;
+  /**
+   * How each new event is checked against the contract (validate-new-event.ts, EventChecks). Default:
+   * eventChecksFromEnv() — `shapes`, or what POSTERN_EVENT_CHECKS names (the test suites set `both`).
+   */
+  readonly eventChecks?: EventChecks;
   /**
    * Writes on a writer thread (docs/journal-writer-thread.md, phase 2): after recovery, the commits' writes (sealing,
    * the SQL, COMMIT) of large batches and the audit writes run on a worker thread that owns a write connection, while
@@ -370,6 +375,8 @@ export class Journal {
   /** When a batch was last posted to the thread (performance.now()): the idle timer measures from it. */
   private threadUsedAtMs = 0;
   private readonly threadIdleMs: number;
+  /** Checks each new event against the contract (JournalOpenOptions.eventChecks). */
+  private readonly eventChecker: NewEventChecker;
   /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
   private inFlight: InFlightBatch[] = [];
   private readonly threadBatchEventsMin: number;
@@ -411,6 +418,7 @@ export class Journal {
     this.threadMode =
       options.writerThread === true ? 'eager' : options.writerThread === 'on-demand' ? 'on-demand' : false;
     this.threadIdleMs = positive(options.writerThreadIdleMs ?? writerThreadIdleMsDefault, 'writerThreadIdleMs');
+    this.eventChecker = new NewEventChecker(options.eventChecks ?? eventChecksFromEnv());
     this.threadBatchEventsMin = positive(
       options.threadBatchEventsMin ?? threadBatchEventsMinDefault,
       'threadBatchEventsMin',
@@ -1065,7 +1073,7 @@ export class Journal {
           field: 'events',
         });
       }
-      events = input.map((event) => validateNewEvent(event));
+      events = input.map((event) => this.eventChecker.check(event));
       if (events.some((event) => !event.action_id.startsWith(subjectPrefixes[subject]))) {
         throw new CodedError('INVALID_ARGUMENT', wrongPath[subject], { field: 'kind' });
       }

@@ -26,17 +26,24 @@ import { journalMigrations } from './index.js';
 const olderBroker = vi.hoisted(() => ({ writing: false }));
 vi.mock('../validate-new-event.js', async (importOriginal) => {
   const real = await importOriginal<{ validateNewEvent: (input: unknown) => NewEvent }>();
+  const validateNewEvent = (input: unknown): NewEvent => {
+    const c = (input as NewEvent).classification;
+    if (!olderBroker.writing || c?.code !== 'REMOTE_REJECTED' || c.source !== 'operator_attested')
+      return real.validateNewEvent(input);
+    const valid = real.validateNewEvent({
+      ...(input as NewEvent),
+      classification: { ...c, code: 'ATTESTED_REJECTED' },
+    });
+    return { ...valid, classification: { ...c, ...valid.classification, code: 'REMOTE_REJECTED' } };
+  };
   return {
     ...real,
-    validateNewEvent(input: unknown): NewEvent {
-      const c = (input as NewEvent).classification;
-      if (!olderBroker.writing || c?.code !== 'REMOTE_REJECTED' || c.source !== 'operator_attested')
-        return real.validateNewEvent(input);
-      const valid = real.validateNewEvent({
-        ...(input as NewEvent),
-        classification: { ...c, code: 'ATTESTED_REJECTED' },
-      });
-      return { ...valid, classification: { ...c, ...valid.classification, code: 'REMOTE_REJECTED' } };
+    validateNewEvent,
+    // The journal checks each append through its checker: the older broker's checked every event in full.
+    NewEventChecker: class {
+      check(input: unknown): NewEvent {
+        return validateNewEvent(input);
+      }
     },
   };
 });
