@@ -177,9 +177,31 @@ export interface JournalOpenOptions {
    * never sent, so the process can be killed between the writer's COMMIT and the loop hearing of it.
    */
   readonly writerAckHeldFromSeq?: number;
+  /**
+   * Test seam: the file the writer thread loads better-sqlite3's native module from, instead of the runtime's own
+   * (open-database.ts sqliteNativeBinding). One that does not load makes the thread's start fail, as a broken build's
+   * would: the journal stays inline and stats() says so (writer_thread).
+   */
+  readonly writerThreadNativeBinding?: string;
 }
 
 export type JournalState = 'open' | 'failed' | 'closed';
+
+/**
+ * Where commits are written now: `inline` on the loop (no thread: none asked for, or an 'on-demand' one not running),
+ * `starting` (opening; batches commit inline meanwhile), `running`, or `failed_to_start` (the journal stays inline for
+ * the rest of the run; never retried).
+ */
+export type WriterThreadState = 'inline' | 'starting' | 'running' | 'failed_to_start';
+
+export interface WriterThreadStats {
+  readonly state: WriterThreadState;
+  /**
+   * failed_to_start: what the start met: its code (a Node or SQLite code; INTERNAL without one), its message's first
+   * line with file paths left out, and when.
+   */
+  readonly error?: { readonly code: string; readonly detail: string; readonly at_ms: number };
+}
 
 /** A row the journal cannot open now (an earlier run's key while the vault is locked). */
 export interface SealedEventHeader {
@@ -205,6 +227,8 @@ export interface JournalStats {
   readonly pending_events: number;
   /** WAL checkpoints the checkpointer's thread ran in this run (none run on the event loop). */
   readonly wal_checkpoints: number;
+  /** JournalOpenOptions.writerThread: whether commits go to the writer thread now, or why they cannot. */
+  readonly writer_thread: WriterThreadStats;
 }
 
 export interface DispatchConnection {
@@ -373,8 +397,9 @@ export class Journal {
   /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
   private inFlight: InFlightBatch[] = [];
   private readonly threadBatchEventsMin: number;
-  /** Why the writer thread could not start, if it could not (the journal then stays inline). */
+  /** Why the writer thread could not start, if it could not (the journal then stays inline), and when. */
   private threadStartFailure: unknown = undefined;
+  private threadStartFailedAtMs = 0;
   /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
   private threadWroteLast = false;
   /** The loop committed since the thread last did: the next batch posted names the head it extends. */
@@ -507,6 +532,7 @@ export class Journal {
       busyTimeoutMs: this.busyTimeoutMs,
       maxPageCount: Number(this.db.pragma('max_page_count', { simple: true })),
       ackHeldFromSeq: options.writerAckHeldFromSeq,
+      nativeBinding: options.writerThreadNativeBinding,
     };
     this.threadSealFault = options.sealFault;
   }
@@ -538,6 +564,7 @@ export class Journal {
         // An optimisation that could not start: the loop keeps committing, as a journal without one does.
         this.threadOptions = undefined;
         this.threadStartFailure = cause;
+        this.threadStartFailedAtMs = this.clock.nowMs();
       },
     );
     return this.threadOpening;
@@ -1009,7 +1036,18 @@ export class Journal {
       // Posted to the writer thread and not yet committed are pending too.
       pending_events: this.pendingEvents + this.inFlight.reduce((sum, batch) => sum + batch.events, 0),
       wal_checkpoints: this.checkpointer?.checkpoints ?? 0,
+      writer_thread: this.writerThreadStats(),
     };
+  }
+
+  private writerThreadStats(): WriterThreadStats {
+    if (this.threadStartFailure !== undefined)
+      return {
+        state: 'failed_to_start',
+        error: { ...startFailureOf(this.threadStartFailure), at_ms: this.threadStartFailedAtMs },
+      };
+    if (this.thread !== undefined) return { state: 'running' };
+    return { state: this.threadOpening === undefined ? 'inline' : 'starting' };
   }
 
   /** Actions by current (phase, outcome, code), from the current-state table (the metrics view). */
@@ -1707,6 +1745,20 @@ function isUnitFault(error: unknown): boolean {
 function appendedOrThrow<T>(result: AppendResult<T>): T {
   if (!result.ok) throw new TransitionRefused(result.refusal);
   return result.appended;
+}
+
+/**
+ * A writer thread's start failure as status shows it: a code, and the message's first line without file paths (a
+ * native module's or a bundle's path says where Postern is installed, which status does not tell), bounded.
+ */
+function startFailureOf(cause: unknown): { code: string; detail: string } {
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  const line = (message.split('\n')[0] ?? '').replace(/(^|[\s'"(=:])(?:[A-Za-z]:)?[\\/][^\s'"()]*/g, '$1<path>');
+  return {
+    code: typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'INTERNAL',
+    detail: line.length > 200 ? `${line.slice(0, 199)}…` : line,
+  };
 }
 
 function positive(value: number, name: string): number {
