@@ -225,6 +225,8 @@ export class WriterThread {
 
   /** The worker died or ended: every request still waiting is answered with that. */
   private lost(cause: Error): void {
+    // The worker's 'exit' can overtake what it posted just before ending (its start's error, say): heard first.
+    if (this.gone === undefined) this.hearPosted();
     this.gone ??= cause;
     const waiting = [...this.waiting.entries()];
     this.waiting.clear();
@@ -234,6 +236,16 @@ export class WriterThread {
         id,
         error: { code: 'JOURNAL_UNAVAILABLE', message: `the journal writer thread failed: ${cause.message}` },
       });
+  }
+
+  /** Dispatches every answer already on the port, on this turn. */
+  private hearPosted(): void {
+    for (
+      let received = receiveMessageOnPort(this.port);
+      received !== undefined;
+      received = receiveMessageOnPort(this.port)
+    )
+      this.heard(received.message as WriterReply);
   }
 
   /** Waits without the event loop, dispatching answers as they come, until `satisfied`. */
