@@ -31,7 +31,8 @@ export const brokerStatusSchema = z.object({
   started_at_ms: z.number().int(),
   data_dir: z.string(),
   journal: z.object({
-    state: z.enum(['open', 'failed', 'closed']),
+    /** `closing`: the broker is stopping; new appends are refused, what was accepted still commits. */
+    state: z.enum(['open', 'closing', 'failed', 'closed']),
     events: z.number().int().nonnegative(),
     last_seq: z.number().int().nonnegative(),
     schema_version: z.number().int().nonnegative(),

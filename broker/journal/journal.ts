@@ -185,7 +185,8 @@ export interface JournalOpenOptions {
   readonly writerThreadNativeBinding?: string;
 }
 
-export type JournalState = 'open' | 'failed' | 'closed';
+/** `closing`: close() began; new appends are refused, and what was accepted before still commits and is answered. */
+export type JournalState = 'open' | 'closing' | 'failed' | 'closed';
 
 /**
  * Where commits are written now: `inline` on the loop (no thread: none asked for, or an 'on-demand' one not running),
@@ -375,6 +376,8 @@ export class Journal {
   private laterTimer: NodeJS.Timeout | undefined = undefined;
   private readonly laterFlushMs: number;
   private state: JournalState = 'open';
+  /** close()'s one run: a second call answers when the first has closed. */
+  private closeDone: Promise<void> | undefined = undefined;
   private failure: unknown = undefined;
   private eventCount: number;
   private lastSeq: number;
@@ -999,7 +1002,12 @@ export class Journal {
       this.writeOp({ kind: 'anchorRecorded', record });
       recorded = true;
     });
-    return recorded && this.state === 'open';
+    return recorded && this.writable();
+  }
+
+  /** Open, or closing: audit writes (an anchor's record) still land; appends are refused from `closing` on. */
+  private writable(): boolean {
+    return this.state === 'open' || this.state === 'closing';
   }
 
   /**
@@ -1068,10 +1076,21 @@ export class Journal {
     return readDurability(this.db);
   }
 
-  /** Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. */
-  async close(): Promise<void> {
+  /**
+   * Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. From its first await on
+   * the journal is `closing`: a new append is refused JOURNAL_UNAVAILABLE as after close (nothing can follow the run's
+   * end), while everything accepted before was committed and answered on this turn. Called again, it answers when the
+   * first call has closed.
+   */
+  close(): Promise<void> {
+    this.closeDone ??= this.closeNow();
+    return this.closeDone;
+  }
+
+  private async closeNow(): Promise<void> {
     if (this.state === 'open') this.flushQueued();
     if (this.state === 'open') this.auditWrite(() => this.audit.closing('closed'));
+    if (this.state === 'open') this.state = 'closing';
     // The anchors of the last checkpoints (this shutdown's, a lock's) land and are recorded while the connection is open.
     if (this.checkpointSink !== undefined) await this.checkpointSink.settled();
     for (const stop of this.unsubscribe.splice(0)) stop();
@@ -1317,11 +1336,13 @@ export class Journal {
       forgetPlannedResults(posted.results, batch.rows);
       if (error === undefined) this.threadWroteLast = true;
       if (error !== undefined) this.fail(error, units);
-      else if (this.state !== 'open') for (const unit of units) unit.reject(this.unavailable());
+      // Closing: a batch accepted before close() is answered as committed (close drains the thread first, so none is
+      // normally still in flight then).
+      else if (!this.writable()) for (const unit of units) unit.reject(this.unavailable());
       else this.settleUnits(planned, ack);
       this.unitsDone(units.length);
       for (const after of posted.refusalsAfter) {
-        if (this.state === 'open') this.settleUnits(after, undefined);
+        if (this.writable()) this.settleUnits(after, undefined);
         else for (const { unit } of after.refused) unit.reject(this.unavailable());
         this.unitsDone(after.refused.length);
       }
@@ -1567,7 +1588,7 @@ export class Journal {
     }
     // A failed sync can arrive after close (its descriptor outlives the connection until it returns): nothing to fail.
     if (this.state === 'closed') return;
-    if (this.state === 'open') {
+    if (this.state === 'open' || this.state === 'closing') {
       this.state = 'failed';
       this.failure = cause;
       this.walSync.abandon(cause);
@@ -1618,7 +1639,8 @@ export class Journal {
    * transaction: the rows go to the JournalWriter as data (WriterOp). Its failure is fatal too.
    */
   private auditWrite(write: () => void, when: 'now' | 'after what is in flight' = 'now'): void {
-    if (this.state !== 'open') return;
+    // Closing: the shutdown checkpoint's anchor is still recorded (close awaits it).
+    if (!this.writable()) return;
     if (this.thread !== undefined) {
       this.auditWriteOnThread(this.thread, write, when);
       return;
@@ -1642,7 +1664,7 @@ export class Journal {
       // written). An interval checkpoint instead signs the head the last ack left, and its row follows the batches in
       // flight on the thread without the loop waiting for them: a checkpoint may cover fewer leaves than the tree holds.
       if (when === 'now') thread.drain();
-      if (this.state !== 'open') return;
+      if (!this.writable()) return;
       const outer = this.opBuffer;
       const ops: WriterOp[] = [];
       this.opBuffer = ops;
