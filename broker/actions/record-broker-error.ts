@@ -72,12 +72,13 @@ export async function runRecorded<T>(
 }
 
 /**
- * The journal was closed on purpose (the broker stopped, BrokerRuntime.close) rather than failed: whatever an executor
+ * The journal was closed (or is closing) on purpose (the broker stopped, BrokerRuntime.close) rather than failed: whatever an executor
  * still running then could not record is the shutdown's cut, which the next start's recovery records — not an error.
  */
 export function closedByShutdown(journal: Pick<Journal, 'stats'>): boolean {
   try {
-    return journal.stats().state === 'closed';
+    const state = journal.stats().state;
+    return state === 'closing' || state === 'closed';
   } catch {
     return false;
   }

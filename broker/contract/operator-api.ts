@@ -31,11 +31,24 @@ export const brokerStatusSchema = z.object({
   started_at_ms: z.number().int(),
   data_dir: z.string(),
   journal: z.object({
-    state: z.enum(['open', 'failed', 'closed']),
+    /** `closing`: the broker is stopping; new appends are refused, what was accepted still commits. */
+    state: z.enum(['open', 'closing', 'failed', 'closed']),
     events: z.number().int().nonnegative(),
     last_seq: z.number().int().nonnegative(),
     schema_version: z.number().int().nonnegative(),
     recovered_at_open: z.number().int().nonnegative(),
+    /**
+     * The journal's writer thread (docs/journal-writer-thread.md): `inline` (commits on the event loop: none running),
+     * `starting`, `running`, or `failed_to_start` with what it met (a code, a line without file paths, when); the
+     * journal then commits inline for the rest of the run. Absent from a journal read from its file, and from brokers
+     * that predate it.
+     */
+    writer_thread: z
+      .object({
+        state: z.enum(['inline', 'starting', 'running', 'failed_to_start']),
+        error: z.object({ code: z.string(), detail: z.string(), at_ms: z.number().int() }).optional(),
+      })
+      .optional(),
   }),
   actions: z.object({
     total: z.number().int().nonnegative(),

@@ -24,6 +24,8 @@ describe('the broker runtime', () => {
     for (const event of script.slice(0, cut)) await runtime.journal.append(event);
     const status = brokerStatusSchema.parse(runtime.status());
     expect(status.journal).toMatchObject({ state: 'open', events: cut, last_seq: cut, recovered_at_open: 0 });
+    // The daemon's 'on-demand' writer thread: one caller's commits stay on the loop, so none was started.
+    expect(status.journal.writer_thread).toEqual({ state: 'inline' });
     expect(status.actions).toEqual({ total: 1, in_flight: 1, unknown: 0 });
     expect(status.vault).toMatchObject({ state: 'uninitialized' });
     await runtime.close();

@@ -364,6 +364,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
           last_seq: stats.last_seq,
           schema_version: stats.schema_version,
           recovered_at_open: stats.recovered_at_open,
+          writer_thread: stats.writer_thread,
         },
         actions: { ...counts },
         // state() first: it may lock an idle vault, and that lock belongs in this answer.

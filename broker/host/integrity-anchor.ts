@@ -539,8 +539,9 @@ class AnchorWriter {
       this.inFlight = anchor;
       try {
         await this.journal.synced();
-        // A journal closed meanwhile (after detach) gets no file it could not record.
-        if (this.journal.stats().state !== 'open') return;
+        // A journal closed or failed meanwhile gets no file it could not record; a closing one records its shutdown's.
+        const state = this.journal.stats().state;
+        if (state !== 'open' && state !== 'closing') return;
         await writeAnchorFile(this.file, anchor.text);
         this.journal.recordAnchor(anchor.record);
       } catch (error) {

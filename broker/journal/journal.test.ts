@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActionState, NewEvent } from '../contract/index.js';
 import { project } from '../core/index.js';
+import { verifyJournal } from '../audit/verify-journal.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { createTempDir } from '../testing/temp-dir.js';
@@ -227,6 +228,76 @@ describe('when the journal is closed', () => {
     await expect(t.journal.append(acceptedOf('act_close_0002'))).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
     expect(t.journal.stats().state).toBe('closed');
     expect(rawCount('events')).toBe(1);
+  });
+
+  it('while close() awaits the anchor sink it is closing: a new append is refused as closed, and every unit accepted before commits and is answered', async () => {
+    // The integrity anchor's sink: close awaits its settling (the shutdown checkpoint's anchor file), held open here.
+    let settle = (): void => undefined;
+    const settling = new Promise<void>((resolve) => (settle = resolve));
+    const signedAt: number[] = [];
+    t.journal.onCheckpoint({ signed: (head) => signedAt.push(head.size), settled: () => settling });
+    const path = actionPaths.httpNoApproval('act_closing_0001');
+    const [accepted, validated, authorized, dispatch, sent] = path as [
+      NewEvent,
+      NewEvent,
+      NewEvent,
+      NewEvent,
+      NewEvent,
+    ];
+    for (const event of [accepted, validated, authorized]) await t.journal.append(event);
+    // Accepted and not yet committed when close() is called: a dispatch (waits for the disk), the observation it
+    // carries (held for the next commit), another action's batch, and a lone append.
+    const beforeClose = [
+      t.journal.append(dispatch),
+      t.journal.appendLater(sent),
+      t.journal.appendBatch(actionPaths.httpNoApproval('act_closing_0002').slice(0, 3)),
+      t.journal.append(acceptedOf('act_closing_0003')),
+    ];
+    const closed = t.journal.close();
+    expect(t.journal.stats().state).toBe('closing');
+    await expect(t.journal.append(acceptedOf('act_closing_late1'))).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+      message: 'the journal is closing',
+    });
+    // Turns pass while close waits: still closing, and an append queued now is refused too, never committed.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(t.journal.stats().state).toBe('closing');
+    await expect(t.journal.appendLater(acceptedOf('act_closing_late2'))).rejects.toMatchObject({
+      code: 'JOURNAL_UNAVAILABLE',
+    });
+    // Everything accepted before close() was answered, committed, before the sink settled.
+    const answers = await Promise.all(beforeClose);
+    expect(answers.flat().map((a) => a.event.seq)).toEqual([4, 5, 6, 7, 8, 9]);
+    // The sink still records the shutdown checkpoint's anchor while the journal closes (integrity-anchor.ts).
+    expect(signedAt).toEqual([9]);
+    expect(t.journal.recordAnchor({ counter: 1, head_seq: 9, key_id: 'key-closing', written_at_ms: 1 })).toBe(true);
+    expect(t.journal.close()).toBe(closed);
+    settle();
+    await closed;
+    expect(t.journal.stats().state).toBe('closed');
+
+    const reopened = await Journal.open({ path: t.path, clock: t.clock, vault: t.vault });
+    try {
+      const events = [...reopened.events()];
+      // The refused appends left nothing; the reopen's recovery closes the three open actions after what was kept.
+      expect(events.filter((e) => e.action_id.includes('late'))).toEqual([]);
+      expect(events.slice(9).map((e) => e.kind)).toEqual(Array(3).fill('OUTCOME_RECORDED'));
+      expect(events.slice(0, 9).map((e) => `${e.action_id} ${e.kind}`)).toEqual([
+        'act_closing_0001 ACTION_ACCEPTED',
+        'act_closing_0001 PREFLIGHT_VALIDATED',
+        'act_closing_0001 CREDENTIAL_AUTHORIZED',
+        'act_closing_0001 DISPATCH_STARTED',
+        'act_closing_0001 REQUEST_SENT',
+        'act_closing_0002 ACTION_ACCEPTED',
+        'act_closing_0002 PREFLIGHT_VALIDATED',
+        'act_closing_0002 CREDENTIAL_AUTHORIZED',
+        'act_closing_0003 ACTION_ACCEPTED',
+      ]);
+      expect(reopened.anchorState().recorded).toMatchObject({ counter: 1, head_seq: 9 });
+    } finally {
+      await reopened.close();
+    }
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true });
   });
 });
 

@@ -182,9 +182,32 @@ export interface JournalOpenOptions {
    * never sent, so the process can be killed between the writer's COMMIT and the loop hearing of it.
    */
   readonly writerAckHeldFromSeq?: number;
+  /**
+   * Test seam: the file the writer thread loads better-sqlite3's native module from, instead of the runtime's own
+   * (open-database.ts sqliteNativeBinding). One that does not load makes the thread's start fail, as a broken build's
+   * would: the journal stays inline and stats() says so (writer_thread).
+   */
+  readonly writerThreadNativeBinding?: string;
 }
 
-export type JournalState = 'open' | 'failed' | 'closed';
+/** `closing`: close() began; new appends are refused, and what was accepted before still commits and is answered. */
+export type JournalState = 'open' | 'closing' | 'failed' | 'closed';
+
+/**
+ * Where commits are written now: `inline` on the loop (no thread: none asked for, or an 'on-demand' one not running),
+ * `starting` (opening; batches commit inline meanwhile), `running`, or `failed_to_start` (the journal stays inline for
+ * the rest of the run; never retried).
+ */
+export type WriterThreadState = 'inline' | 'starting' | 'running' | 'failed_to_start';
+
+export interface WriterThreadStats {
+  readonly state: WriterThreadState;
+  /**
+   * failed_to_start: what the start met: its code (a Node or SQLite code; INTERNAL without one), its message's first
+   * line with file paths left out, and when.
+   */
+  readonly error?: { readonly code: string; readonly detail: string; readonly at_ms: number };
+}
 
 /** A row the journal cannot open now (an earlier run's key while the vault is locked). */
 export interface SealedEventHeader {
@@ -210,6 +233,8 @@ export interface JournalStats {
   readonly pending_events: number;
   /** WAL checkpoints the checkpointer's thread ran in this run (none run on the event loop). */
   readonly wal_checkpoints: number;
+  /** JournalOpenOptions.writerThread: whether commits go to the writer thread now, or why they cannot. */
+  readonly writer_thread: WriterThreadStats;
 }
 
 export interface DispatchConnection {
@@ -356,6 +381,8 @@ export class Journal {
   private laterTimer: NodeJS.Timeout | undefined = undefined;
   private readonly laterFlushMs: number;
   private state: JournalState = 'open';
+  /** close()'s one run: a second call answers when the first has closed. */
+  private closeDone: Promise<void> | undefined = undefined;
   private failure: unknown = undefined;
   private eventCount: number;
   private lastSeq: number;
@@ -380,8 +407,9 @@ export class Journal {
   /** With a writer thread: the batches posted whose ack is not yet heard, oldest first (writerBatchesInFlightMax). */
   private inFlight: InFlightBatch[] = [];
   private readonly threadBatchEventsMin: number;
-  /** Why the writer thread could not start, if it could not (the journal then stays inline). */
+  /** Why the writer thread could not start, if it could not (the journal then stays inline), and when. */
   private threadStartFailure: unknown = undefined;
+  private threadStartFailedAtMs = 0;
   /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
   private threadWroteLast = false;
   /** The loop committed since the thread last did: the next batch posted names the head it extends. */
@@ -515,6 +543,7 @@ export class Journal {
       busyTimeoutMs: this.busyTimeoutMs,
       maxPageCount: Number(this.db.pragma('max_page_count', { simple: true })),
       ackHeldFromSeq: options.writerAckHeldFromSeq,
+      nativeBinding: options.writerThreadNativeBinding,
     };
     this.threadSealFault = options.sealFault;
   }
@@ -546,6 +575,7 @@ export class Journal {
         // An optimisation that could not start: the loop keeps committing, as a journal without one does.
         this.threadOptions = undefined;
         this.threadStartFailure = cause;
+        this.threadStartFailedAtMs = this.clock.nowMs();
       },
     );
     return this.threadOpening;
@@ -980,7 +1010,12 @@ export class Journal {
       this.writeOp({ kind: 'anchorRecorded', record });
       recorded = true;
     });
-    return recorded && this.state === 'open';
+    return recorded && this.writable();
+  }
+
+  /** Open, or closing: audit writes (an anchor's record) still land; appends are refused from `closing` on. */
+  private writable(): boolean {
+    return this.state === 'open' || this.state === 'closing';
   }
 
   /**
@@ -1017,7 +1052,18 @@ export class Journal {
       // Posted to the writer thread and not yet committed are pending too.
       pending_events: this.pendingEvents + this.inFlight.reduce((sum, batch) => sum + batch.events, 0),
       wal_checkpoints: this.checkpointer?.checkpoints ?? 0,
+      writer_thread: this.writerThreadStats(),
     };
+  }
+
+  private writerThreadStats(): WriterThreadStats {
+    if (this.threadStartFailure !== undefined)
+      return {
+        state: 'failed_to_start',
+        error: { ...startFailureOf(this.threadStartFailure), at_ms: this.threadStartFailedAtMs },
+      };
+    if (this.thread !== undefined) return { state: 'running' };
+    return { state: this.threadOpening === undefined ? 'inline' : 'starting' };
   }
 
   /** Actions by current (phase, outcome, code), from the current-state table (the metrics view). */
@@ -1038,10 +1084,21 @@ export class Journal {
     return readDurability(this.db);
   }
 
-  /** Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. */
-  async close(): Promise<void> {
+  /**
+   * Commits what is queued (unless failed), signs a shutdown checkpoint if it can, then closes. From its first await on
+   * the journal is `closing`: a new append is refused JOURNAL_UNAVAILABLE as after close (nothing can follow the run's
+   * end), while everything accepted before was committed and answered on this turn. Called again, it answers when the
+   * first call has closed.
+   */
+  close(): Promise<void> {
+    this.closeDone ??= this.closeNow();
+    return this.closeDone;
+  }
+
+  private async closeNow(): Promise<void> {
     if (this.state === 'open') this.flushQueued();
     if (this.state === 'open') this.auditWrite(() => this.audit.closing('closed'));
+    if (this.state === 'open') this.state = 'closing';
     // The anchors of the last checkpoints (this shutdown's, a lock's) land and are recorded while the connection is open.
     if (this.checkpointSink !== undefined) await this.checkpointSink.settled();
     for (const stop of this.unsubscribe.splice(0)) stop();
@@ -1287,11 +1344,13 @@ export class Journal {
       forgetPlannedResults(posted.results, batch.rows);
       if (error === undefined) this.threadWroteLast = true;
       if (error !== undefined) this.fail(error, units);
-      else if (this.state !== 'open') for (const unit of units) unit.reject(this.unavailable());
+      // Closing: a batch accepted before close() is answered as committed (close drains the thread first, so none is
+      // normally still in flight then).
+      else if (!this.writable()) for (const unit of units) unit.reject(this.unavailable());
       else this.settleUnits(planned, ack);
       this.unitsDone(units.length);
       for (const after of posted.refusalsAfter) {
-        if (this.state === 'open') this.settleUnits(after, undefined);
+        if (this.writable()) this.settleUnits(after, undefined);
         else for (const { unit } of after.refused) unit.reject(this.unavailable());
         this.unitsDone(after.refused.length);
       }
@@ -1537,7 +1596,7 @@ export class Journal {
     }
     // A failed sync can arrive after close (its descriptor outlives the connection until it returns): nothing to fail.
     if (this.state === 'closed') return;
-    if (this.state === 'open') {
+    if (this.state === 'open' || this.state === 'closing') {
       this.state = 'failed';
       this.failure = cause;
       this.walSync.abandon(cause);
@@ -1588,7 +1647,8 @@ export class Journal {
    * transaction: the rows go to the JournalWriter as data (WriterOp). Its failure is fatal too.
    */
   private auditWrite(write: () => void, when: 'now' | 'after what is in flight' = 'now'): void {
-    if (this.state !== 'open') return;
+    // Closing: the shutdown checkpoint's anchor is still recorded (close awaits it).
+    if (!this.writable()) return;
     if (this.thread !== undefined) {
       this.auditWriteOnThread(this.thread, write, when);
       return;
@@ -1612,7 +1672,7 @@ export class Journal {
       // written). An interval checkpoint instead signs the head the last ack left, and its row follows the batches in
       // flight on the thread without the loop waiting for them: a checkpoint may cover fewer leaves than the tree holds.
       if (when === 'now') thread.drain();
-      if (this.state !== 'open') return;
+      if (!this.writable()) return;
       const outer = this.opBuffer;
       const ops: WriterOp[] = [];
       this.opBuffer = ops;
@@ -1715,6 +1775,20 @@ function isUnitFault(error: unknown): boolean {
 function appendedOrThrow<T>(result: AppendResult<T>): T {
   if (!result.ok) throw new TransitionRefused(result.refusal);
   return result.appended;
+}
+
+/**
+ * A writer thread's start failure as status shows it: a code, and the message's first line without file paths (a
+ * native module's or a bundle's path says where Postern is installed, which status does not tell), bounded.
+ */
+function startFailureOf(cause: unknown): { code: string; detail: string } {
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  const line = (message.split('\n')[0] ?? '').replace(/(^|[\s'"(=:])(?:[A-Za-z]:)?[\\/][^\s'"()]*/g, '$1<path>');
+  return {
+    code: typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'INTERNAL',
+    detail: line.length > 200 ? `${line.slice(0, 199)}…` : line,
+  };
 }
 
 function positive(value: number, name: string): number {

@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { verifyJournal } from '../audit/verify-journal.js';
@@ -10,6 +12,7 @@ import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { writerBatchesInFlightMax, type Journal, type JournalOpenOptions } from './journal.js';
 import { scanActionCounts, scanOutcomeCounts } from './read-snapshot.js';
+import type { WriterStart } from './journal-writer.js';
 import { WriterThread } from './writer-thread.js';
 
 const opened: TempJournal[] = [];
@@ -252,5 +255,69 @@ describe("an 'on-demand' writer thread (the daemon's)", () => {
     expect(launched).toHaveBeenCalledTimes(2);
     await t.journal.close();
     expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true });
+  });
+
+  it('that cannot start (its SQLite module does not load) leaves the journal committing inline, and stats() says why without a path', async () => {
+    const launched = vi.spyOn(WriterThread, 'launch');
+    const posted = watchInFlight();
+    const t = await openTempJournal({
+      writerThread: 'on-demand',
+      threadBatchEventsMin: 1,
+      // A build whose native module is missing: the worker's `new Database` fails to load it, as a broken install would.
+      writerThreadNativeBinding: join(tmpdir(), `postern-no-binding-${process.pid}`, 'better_sqlite3.node'),
+    });
+    opened.push(t);
+    expect(t.journal.stats().writer_thread).toEqual({ state: 'inline' });
+    // The first batch asks for the thread and commits inline while it opens; the appends go on until the start failed.
+    const deadline = performance.now() + 20_000;
+    let i = 0;
+    for (; t.journal.stats().writer_thread.state !== 'failed_to_start' && performance.now() < deadline; i += 1) {
+      await t.journal.append(actionPaths.httpNoApproval(`act_nostart_${String(i).padStart(6, '0')}`)[0] as NewEvent);
+      if (i === 0) expect(t.journal.stats().writer_thread).toEqual({ state: 'starting' });
+    }
+    const stats = t.journal.stats();
+    expect(stats.writer_thread).toEqual({
+      state: 'failed_to_start',
+      error: { code: 'MODULE_NOT_FOUND', detail: expect.any(String) as unknown, at_ms: t.clock.nowMs() },
+    });
+    // The message's first line, the native module's path (which says where Postern is installed) left out.
+    const detail = stats.writer_thread.error?.detail ?? '';
+    expect(detail).toMatch(/^Cannot find module '<path>'$/);
+    expect(stats.state).toBe('open');
+    // Batches still commit, inline: a large one, which would have gone to the thread, and a lone append.
+    const batch = await t.journal.appendBatch(actionPaths.httpNoApproval('act_nostart_batch').slice(0, 3));
+    const lone = await t.journal.append(actionPaths.httpNoApproval('act_nostart_lone')[0] as NewEvent);
+    expect(lone.event.seq).toBe(i + 4);
+    expect(batch.map((a) => a.event.seq)).toEqual([i + 1, i + 2, i + 3]);
+    expect(t.journal.stats()).toMatchObject({ state: 'open', events: i + 4, commits: i + 2 });
+    expect(t.reader().prepare(`SELECT count(*) AS n FROM events`).get()).toEqual({ n: i + 4 });
+    // Never posted to, and not started again.
+    expect(posted.posted()).toBe(0);
+    expect(launched).toHaveBeenCalledTimes(1);
+    expect(t.journal.stats().writer_thread.state).toBe('failed_to_start');
+    await t.journal.close();
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true });
+  });
+});
+
+describe('WriterThread.launch', () => {
+  it('answers a thread that cannot even be constructed (data a worker cannot take) as a rejection, never a throw into the flush', async () => {
+    const t = await tempJournal({ writerThread: false });
+    const launching = (): Promise<WriterThread> =>
+      WriterThread.launch(
+        {
+          dbPath: t.path,
+          platform: process.platform,
+          syncMode: 'behind',
+          busyTimeoutMs: 1_000,
+          maxPageCount: 1_000,
+          // A function cannot be cloned into the worker's data: `new Worker` throws at once.
+          start: { sealer: () => undefined } as unknown as WriterStart,
+        },
+        () => undefined,
+      );
+    let answer: Promise<WriterThread> | undefined;
+    expect(() => (answer = launching())).not.toThrow();
+    await expect(answer).rejects.toMatchObject({ name: 'DataCloneError' });
   });
 });

@@ -30,6 +30,8 @@ export interface WriterThreadOptions {
   readonly start: WriterStart;
   /** Test seam: JournalOpenOptions.writerAckHeldFromSeq. */
   readonly ackHeldFromSeq?: number | undefined;
+  /** Test seam: JournalOpenOptions.writerThreadNativeBinding (else the runtime's own, sqliteNativeBinding). */
+  readonly nativeBinding?: string | undefined;
 }
 
 /** Answered for a batch: the ack, or the error the writer met (the journal's failure). */
@@ -79,7 +81,7 @@ export class WriterThread {
     this.signal = new Int32Array(shared);
     const workerData: WriterWorkerData = {
       dbPath: options.dbPath,
-      nativeBinding: sqliteNativeBinding(),
+      nativeBinding: options.nativeBinding ?? sqliteNativeBinding(),
       platform: options.platform,
       syncMode: options.syncMode,
       busyTimeoutMs: options.busyTimeoutMs,
@@ -89,12 +91,18 @@ export class WriterThread {
       port: port2,
       signal: shared,
     };
-    this.worker = new Worker(workerScript(), {
-      eval: true,
-      workerData: { ...workerData, requireFrom: fileURLToPath(import.meta.url) },
-      transferList: [port2],
-      resourceLimits: workerLimits,
-    });
+    try {
+      this.worker = new Worker(workerScript(), {
+        eval: true,
+        workerData: { ...workerData, requireFrom: fileURLToPath(import.meta.url) },
+        transferList: [port2],
+        resourceLimits: workerLimits,
+      });
+    } catch (error) {
+      port1.close();
+      port2.close();
+      throw error;
+    }
     // Neither keeps a process alive while nothing is in flight; a batch in flight refs the port (track).
     this.worker.unref();
     this.port.unref();
@@ -108,7 +116,14 @@ export class WriterThread {
    * opening. `onLost` is told, on the loop, if the thread later dies or stops answering.
    */
   static launch(options: WriterThreadOptions, onLost: (cause: Error) => void): Promise<WriterThread> {
-    const thread = new WriterThread(options, onLost);
+    let thread: WriterThread;
+    try {
+      // What fails before the worker runs (its script not built, data it cannot take, a runtime without the SQLite
+      // binding) is a start that failed too, answered the same way: never a throw into the loop's flush.
+      thread = new WriterThread(options, onLost);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     return new Promise((resolve, reject) => {
       thread.waiting.set(0, (reply) => {
         if (reply.error === undefined) {
@@ -210,6 +225,8 @@ export class WriterThread {
 
   /** The worker died or ended: every request still waiting is answered with that. */
   private lost(cause: Error): void {
+    // The worker's 'exit' can overtake what it posted just before ending (its start's error, say): heard first.
+    if (this.gone === undefined) this.hearPosted();
     this.gone ??= cause;
     const waiting = [...this.waiting.entries()];
     this.waiting.clear();
@@ -219,6 +236,16 @@ export class WriterThread {
         id,
         error: { code: 'JOURNAL_UNAVAILABLE', message: `the journal writer thread failed: ${cause.message}` },
       });
+  }
+
+  /** Dispatches every answer already on the port, on this turn. */
+  private hearPosted(): void {
+    for (
+      let received = receiveMessageOnPort(this.port);
+      received !== undefined;
+      received = receiveMessageOnPort(this.port)
+    )
+      this.heard(received.message as WriterReply);
   }
 
   /** Waits without the event loop, dispatching answers as they come, until `satisfied`. */
