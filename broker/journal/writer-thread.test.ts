@@ -228,6 +228,27 @@ describe('when the writer thread dies', () => {
   });
 });
 
+describe('when the writer thread dies while idle', () => {
+  it('the journal fails closed at once, before any append meets it, and close still records the failed run', async () => {
+    const t = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
+    const [accepted, validated] = actionPaths.httpNoApproval('act_idle_dies_1');
+    await t.journal.append(accepted as NewEvent);
+    const thread = (t.journal as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread;
+    await thread.worker.terminate();
+    // Nothing was in flight: only the thread's 'exit' can tell the journal.
+    const deadline = performance.now() + 5_000;
+    while (t.journal.stats().state === 'open' && performance.now() < deadline) await nextTurn();
+    expect(t.journal.stats().state).toBe('failed');
+    await expect(t.journal.append(validated as NewEvent)).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
+    await t.journal.close();
+    expect(t.reader().prepare(`SELECT kind FROM events WHERE action_id = ?`).all('act_idle_dies_1')).toEqual([
+      { kind: 'ACTION_ACCEPTED' },
+    ]);
+    expect(await verifyJournal({ dbPath: t.path })).toMatchObject({ ok: true });
+    await t.dispose();
+  });
+});
+
 describe("an 'on-demand' writer thread (the daemon's)", () => {
   it('starts with the first batch for it (which commits inline meanwhile), ends after writerThreadIdleMs without one, and starts again', async () => {
     const launched = vi.spyOn(WriterThread, 'launch');

@@ -68,6 +68,9 @@ export class WriterThread {
   private gone: Error | undefined;
   /** close() was asked: the thread's end is not a loss. */
   private closing = false;
+  /** Launched (its connection opened): from then on a death is the journal's to hear (onLost), once. */
+  private started = false;
+  private lostTold = false;
 
   private constructor(
     options: WriterThreadOptions,
@@ -127,6 +130,7 @@ export class WriterThread {
     return new Promise((resolve, reject) => {
       thread.waiting.set(0, (reply) => {
         if (reply.error === undefined) {
+          thread.started = true;
           resolve(thread);
           return;
         }
@@ -236,6 +240,13 @@ export class WriterThread {
         id,
         error: { code: 'JOURNAL_UNAVAILABLE', message: `the journal writer thread failed: ${cause.message}` },
       });
+    // A thread that dies, or stops answering, while the journal still counts on it (not one closed on purpose, nor one
+    // whose start failed: that leaves the journal inline): the journal hears it now, idle or not, on a later turn (this
+    // may run inside a synchronous wait).
+    if (this.started && !this.closing && !this.lostTold) {
+      this.lostTold = true;
+      queueMicrotask(() => this.onLost(cause));
+    }
   }
 
   /** Dispatches every answer already on the port, on this turn. */
