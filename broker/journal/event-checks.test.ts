@@ -13,10 +13,30 @@ import {
   validateNewEvent,
 } from './validate-new-event.js';
 
-/** Every event of every scripted action path: the shapes the broker's own code makes. */
-const samples: NewEvent[] = actionPathNames.flatMap((name, i) =>
-  actionPaths[name](`act_sample_${String(i).padStart(4, '0')}`),
-);
+/** An admission as the HTTP executor makes it: a card's view of the request, pairs (tuples) in arrays. */
+function acceptedWithView(id: string): NewEvent {
+  const [accepted] = actionPaths.httpNoApproval(id) as [Extract<NewEvent, { kind: 'ACTION_ACCEPTED' }>];
+  return {
+    ...accepted,
+    payload: {
+      ...accepted.payload,
+      request_view: {
+        query: [
+          ['page', '2'],
+          ['q', 'x'.repeat(512), { name_hidden: 0, value_hidden: 40 }],
+        ],
+        headers: [['content-type', 'application/json']],
+        body_bytes: 23,
+      },
+    },
+  };
+}
+
+/** Every event of every scripted action path, and an admission with a request view: the shapes the broker makes. */
+const samples: NewEvent[] = [
+  ...actionPathNames.flatMap((name, i) => actionPaths[name](`act_sample_${String(i).padStart(4, '0')}`)),
+  acceptedWithView('act_sample_view'),
+];
 
 /** A checker that has seen (and accepted) every sample's shape. */
 function primed(mode: 'shapes' | 'both'): NewEventChecker {
@@ -68,16 +88,27 @@ describe('shapeOf', () => {
     expect(shapeOf({ 'a=s,b': 1 })).not.toBe(shapeOf({ a: 's', b: 1 }));
   });
 
-  it('writes a run of one element shape once, so an array of any length has one shape', () => {
-    expect(shapeOf({ h: [['a', 'b']] })).toBe(
+  it("shapes a short array element by element, so a pair's third element is another shape; a long list's length is not", () => {
+    expect(shapeOf({ h: [['a', 'b']] })).not.toBe(shapeOf({ h: [['a', 'b', 'c']] }));
+    expect(shapeOf({ h: [['a', 'b']] })).not.toBe(
       shapeOf({
         h: [
           ['a', 'b'],
           ['c', 'd'],
-          ['e', 'f'],
         ],
       }),
     );
+    const long = (n: number): unknown => ({ h: Array.from({ length: n }, (_, i) => [`k${i}`, 'v']) });
+    expect(shapeOf(long(9))).toBe(shapeOf(long(30)));
+    expect(shapeOf(long(30))).not.toBe(shapeOf({ h: [...(long(30) as { h: unknown[] }).h, ['k', 'v', 'x']] }));
+  });
+
+  it('gives nothing but plain data a shape it could remember: a toJSON, a non-finite number, an odd prototype', () => {
+    const hidden = {};
+    Object.defineProperty(hidden, 'toJSON', { value: () => ({ token: 'hunter2' }), enumerable: false });
+    const array = Object.setPrototypeOf([1], { __proto__: Array.prototype, toJSON: () => 'x' }) as unknown;
+    for (const odd of [hidden, array, Number.NaN, Number.POSITIVE_INFINITY, new Date(0), Object.create(null)])
+      expect(shapeOf({ a: odd })).toContain('!');
   });
 });
 
@@ -121,6 +152,32 @@ describe('NewEventChecker', () => {
       ),
       { numRuns: 400 },
     );
+  });
+
+  it("refuses a pair's extra element and a hidden toJSON, in a shape it knows without them", () => {
+    const checker = primed('shapes');
+    const view = acceptedWithView('act_view_0002') as Extract<NewEvent, { kind: 'ACTION_ACCEPTED' }>;
+    const requestView = view.payload.request_view as NonNullable<typeof view.payload.request_view>;
+    const extra = {
+      ...view,
+      payload: { ...view.payload, request_view: { ...requestView, headers: [['content-type', 'a', 'hunter2', 'x']] } },
+    };
+    expect(() => checker.check(extra)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    const payload = { ...view.payload };
+    Object.defineProperty(payload, 'toJSON', { value: () => ({ token: 'hunter2' }), enumerable: false });
+    const stored = checker.check({ ...view, payload });
+    // Checked in full: the schemas' copy is stored, and it has no toJSON.
+    expect(JSON.stringify(stored)).not.toContain('hunter2');
+  });
+
+  it("freezes, in both, what it hands back as the caller's own object: a change after appending throws in the tests", () => {
+    const checker = primed('both');
+    const view = acceptedWithView('act_view_0003') as Extract<NewEvent, { kind: 'ACTION_ACCEPTED' }>;
+    const stored = checker.check(view);
+    expect(stored).toBe(view);
+    expect(() => {
+      (view.payload as { target: string }).target = 'changed';
+    }).toThrow(TypeError);
   });
 
   it('refuses a value of the wrong type in a known shape', () => {

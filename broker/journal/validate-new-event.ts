@@ -33,17 +33,21 @@ export function validateNewEvent(input: unknown): NewEvent {
 /**
  * How the journal checks the events it is given (JournalOpenOptions.eventChecks):
  * - `full`: every event through the contract's schemas (validateNewEvent).
- * - `shapes`: an event whose kind and shape (shapeOf: its keys at every depth, the type of each value) the schemas
- *   accepted before, returning it unchanged, skips them; any other shape goes through them, and is remembered once they
- *   accept it unchanged. The checks that no schema states (the subject's prefix, a canceller's code, an attested
- *   rejection) run on every event. What it leaves to the tests: the values inside a known shape (a length, a pattern,
- *   an enum member), which the broker's own code produces and its types constrain.
- * - `both`: `shapes`, and every event through the schemas as well; an event `shapes` would have let through that the
- *   schemas refuse, or change, is the broker's bug and throws (`EventChecksDisagree`). The test suites run this way
- *   (vitest.config.ts sets POSTERN_EVENT_CHECKS), so every event the tests make is checked both ways.
+ * - `shapes`: an event whose kind and shape (shapeOf: its keys at every depth, each value's type, each short array's
+ *   length) the schemas accepted before, returning it unchanged, skips them; any other shape goes through them, and is
+ *   remembered once they accept it unchanged. The checks that no schema states (the subject's prefix, a canceller's
+ *   code, an attested rejection) run on every event. What it leaves to the broker's own code and its tests: the values
+ *   inside a known shape (a string's length or pattern, an enum member, a long array's length). Every value an agent,
+ *   a person or a remote gives is bounded before it is made into an event (by the agent and operator API schemas, or
+ *   where the broker reads it), not by these schemas alone.
+ * - `both`: `shapes`, and every event through the schemas as well; an event of a known shape that the schemas refuse,
+ *   or rewrite, is the broker's bug and throws (`EventChecksDisagree`), and every event handed back as the caller's
+ *   own object is frozen, so a caller that changes it after appending throws. The test suites run this way
+ *   (vitest.config.ts sets POSTERN_EVENT_CHECKS).
  *
  * Either way an unnamed field never reaches the journal: a shape names every key, so a key the schemas never accepted
- * makes a new shape, and a new shape is checked in full.
+ * makes a new shape, and a new shape is checked in full (an unnamed envelope key is dropped, as the schemas do). Only
+ * plain data has a shape: anything else (a class instance, a `toJSON`, a non-finite number) is checked every time.
  */
 export type EventChecks = 'full' | 'shapes' | 'both';
 
@@ -53,8 +57,12 @@ export function eventChecksFromEnv(env: NodeJS.ProcessEnv = process.env): EventC
   return named === 'full' || named === 'both' ? named : 'shapes';
 }
 
-/** How many shapes a checker remembers; past it, new shapes are checked in full every time (a bound, not a cache). */
-export const eventShapesMax = 4096;
+/**
+ * How many shapes a checker remembers per event kind; past it, that kind's new shapes are checked in full every time
+ * (a bound, not a cache: the shapes an agent's input can vary, such as which of its query pairs are long, never crowd
+ * out another kind's).
+ */
+export const eventShapesPerKindMax = 512;
 
 /** Thrown in `both` mode when the shape check would have accepted what the schemas refuse or rewrite. */
 export class EventChecksDisagree extends Error {
@@ -65,36 +73,43 @@ export class EventChecksDisagree extends Error {
 
 /** The journal's check of each new event, in one of the EventChecks modes. */
 export class NewEventChecker {
-  private readonly shapes = new Set<string>();
+  /** The shapes the schemas accepted unchanged, by kind. */
+  private readonly shapes = new Map<string, Set<string>>();
 
   constructor(
     readonly mode: EventChecks,
-    private readonly shapesMax = eventShapesMax,
+    private readonly shapesPerKindMax = eventShapesPerKindMax,
   ) {}
 
   check(input: unknown): NewEvent {
     const kind = (input as { kind?: unknown } | null | undefined)?.kind;
     if (this.mode === 'full' || typeof kind !== 'string') return validateNewEvent(input);
-    // Each kind has its own payload schema: a shape is known per kind.
-    const shape = `${kind}|${shapeOf(input)}`;
-    const known = this.shapes.has(shape);
-    if (known && this.mode === 'shapes') return checkBeyondSchemas(input as NewEvent);
+    const shape = shapeOf(input);
+    const known = this.shapes.get(kind);
+    const isKnown = known?.has(shape) === true;
+    if (isKnown && this.mode === 'shapes') return checkBeyondSchemas(input as NewEvent);
     let event: NewEvent;
     try {
       event = validateNewEvent(input);
     } catch (error) {
       // A known shape the schemas refuse is a disagreement unless the checks beyond them refuse it too.
-      if (known) {
+      if (isKnown) {
         checkBeyondSchemas(input as NewEvent);
         throw new EventChecksDisagree(kind, errorText(error));
       }
       throw error;
     }
-    // Only what the schemas return unchanged (their order of keys aside) may later skip them: a shape they strip or
-    // rewrite is checked every time.
-    const unchanged = isDeepStrictEqual(event, input);
-    if (known && !unchanged) throw new EventChecksDisagree(event.kind, 'the schemas rewrite it');
-    if (!known && unchanged && !shape.includes('!') && this.shapes.size < this.shapesMax) this.shapes.add(shape);
+    if (isKnown) {
+      if (!isDeepStrictEqual(event, input)) throw new EventChecksDisagree(event.kind, 'the schemas rewrite it');
+      // What `shapes` returns for a known shape: the caller's own object (frozen here: changed after, it would be
+      // stored changed and unchecked).
+      return deepFreeze(input) as NewEvent;
+    }
+    const room = (known?.size ?? 0) < this.shapesPerKindMax;
+    if (room && !shape.includes('!') && isDeepStrictEqual(event, input)) {
+      if (known === undefined) this.shapes.set(kind, new Set([shape]));
+      else known.add(shape);
+    }
     return event;
   }
 }
@@ -107,23 +122,34 @@ function checkBeyondSchemas(event: NewEvent): NewEvent {
   return event;
 }
 
+function deepFreeze(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
+  for (const inner of Object.values(value)) deepFreeze(inner);
+  return Object.freeze(value);
+}
+
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Arrays up to this length are shaped element by element (a tuple's length is in its shape); longer ones as a set. */
+const exactArrayMax = 8;
+
 /**
  * The structure of a value, as a string two values share only when they have the same keys in the same order at every
  * depth and the same type at every leaf: objects by their keys (length-prefixed, so no key can forge another's
- * structure), arrays by their elements' shapes with runs of one shape written once, anything that is not plain data
- * (a class instance, an object without Object's prototype, a function, a symbol) as `!`, which no shape the schemas
- * accepted unchanged contains, so it is never remembered.
+ * structure); an array of up to exactArrayMax elements by each element's shape, with its length, and a longer one by
+ * the set of its elements' shapes (so a pair with a third element is another shape, while a long list's length is a
+ * value); anything that is not plain data — a class instance, an object without Object's prototype, a `toJSON`
+ * (JSON.stringify would write what it returns), a non-finite number, a function, a symbol — as `!`, which the checker
+ * never remembers.
  */
 export function shapeOf(value: unknown): string {
   switch (typeof value) {
     case 'string':
       return 's';
     case 'number':
-      return 'd';
+      return Number.isFinite(value) ? 'd' : '!';
     case 'boolean':
       return 'b';
     case 'undefined':
@@ -134,15 +160,16 @@ export function shapeOf(value: unknown): string {
       return '!';
   }
   if (value === null) return 'n';
+  if ('toJSON' in value) return '!';
   if (Array.isArray(value)) {
-    let out = '[';
-    let last = '';
-    for (const item of value as unknown[]) {
-      const shape = shapeOf(item);
-      if (shape !== last) out += `${shape},`;
-      last = shape;
+    if (Object.getPrototypeOf(value) !== Array.prototype) return '!';
+    const items = value as unknown[];
+    if (items.length <= exactArrayMax) {
+      let out = `[${items.length}:`;
+      for (const item of items) out += `${shapeOf(item)},`;
+      return `${out}]`;
     }
-    return `${out}]`;
+    return `[*${[...new Set(items.map(shapeOf))].sort().join(',')}]`;
   }
   if (Object.getPrototypeOf(value) !== Object.prototype) return '!';
   let out = '{';
