@@ -1,17 +1,13 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HttpChannel } from '../channels/http/index.js';
 import { parseConfig } from '../config/index.js';
 import { agentToolReplySchema, type NewEvent } from '../contract/index.js';
-import { Journal, ResultStore } from '../journal/index.js';
+import { ResultStore, type Journal } from '../journal/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { actionPaths } from '../testing/action-paths.js';
-import { FakeClock } from '../testing/fake-clock.js';
-import { createTempDir, type TempDir } from '../testing/temp-dir.js';
-import { openVault, type Vault } from '../vault/index.js';
+import { openLockedVaultRuns, type LockedVaultRuns } from '../testing/locked-vault-runs.js';
 import { createAgentBackend } from './agent-backend.js';
 
 /**
@@ -28,57 +24,36 @@ import { createAgentBackend } from './agent-backend.js';
 const passphrase = Buffer.from('correct horse battery staple');
 const session = 'ses_test';
 
-let dir: TempDir;
-let clock: FakeClock;
-let vault: Vault;
-let path: string;
+let runs: LockedVaultRuns;
 
 beforeEach(async () => {
-  dir = createTempDir('postern-sealed-hint-');
-  clock = new FakeClock();
-  path = join(dir.path, 'journal.sqlite');
-  const vaultDir = join(dir.path, 'vault');
-  mkdirSync(vaultDir, { mode: 0o700 });
-  vault = await openVault({ dataDir: vaultDir, clock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(passphrase);
-  vault.lock('operator');
+  runs = await openLockedVaultRuns('postern-sealed-hint-', passphrase);
 });
 afterEach(async () => {
-  await vault.close();
-  dir.remove();
+  await runs.dispose();
 });
 
 /** A card shown and waiting in session ses_test: nobody decided; the next run's recovery closes it. */
 async function cardWaiting(journal: Journal, id: string): Promise<void> {
   for (const event of actionPaths.expired(id).slice(0, 3) as NewEvent[]) {
-    clock.advance(1_000);
+    runs.clock.advance(1_000);
     await journal.append(event);
   }
   expect(journal.getAction(id)).toMatchObject({ session_id: session, decision: null });
 }
 
-async function run(body: (journal: Journal) => Promise<void>): Promise<void> {
-  clock.advance(1_000);
-  const journal = await Journal.open({ path, clock, vault });
-  try {
-    await body(journal);
-  } finally {
-    await journal.close();
-  }
-}
-
 /** action_status of `id` as the agent of ses_test asks it, through the real backend over `journal`. */
 async function status(journal: Journal, id: string): Promise<{ text: string; structured: unknown }> {
   const config = parseConfig('version: 1\n');
-  const results = ResultStore.open(path, journal.rowCipher(), { role: 'broker' });
+  const results = ResultStore.open(runs.path, journal.rowCipher(), { role: 'broker' });
   const backend = await createAgentBackend({
     journal,
     results,
-    queue: ApprovalQueue.open({ journal, clock, config }),
+    queue: ApprovalQueue.open({ journal, clock: runs.clock, config }),
     config,
-    clock,
-    ids: createRandomIdSource(clock),
-    vault,
+    clock: runs.clock,
+    ids: createRandomIdSource(runs.clock),
+    vault: runs.vault,
     httpChannel: new HttpChannel({ gate: journal }),
     processAlive: () => false,
     sweepMs: 3_600_000,
@@ -99,15 +74,15 @@ const forGood = 'sealed in the journal for good: the broker run that recorded th
 
 describe('a decision read sealed: the text line asks for an unlock only where one opens the events', () => {
   it("a run that never had a key: no unlock is asked for, and none opens it; an earlier keyed run's: read again after the unlock", async () => {
-    await run((journal) => cardWaiting(journal, 'act_neverkeyed'));
-    await run(async (journal) => {
+    await runs.run((journal) => cardWaiting(journal, 'act_neverkeyed'));
+    await runs.run(async (journal) => {
       await cardWaiting(journal, 'act_keyedrun');
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
     });
-    vault.lock('operator');
-    await run(async (journal) => {
+    runs.vault.lock('operator');
+    await runs.run(async (journal) => {
       // As the file holds it: run 1's key was sealed to no one; run 2's at its unlock, run 3's at its start.
-      const db = new Database(path, { readonly: true });
+      const db = new Database(runs.path, { readonly: true });
       try {
         const runs = db.prepare(`SELECT run, sealed_key IS NOT NULL AS keyed FROM audit_runs ORDER BY run`).all();
         expect(runs).toEqual([
@@ -131,7 +106,7 @@ describe('a decision read sealed: the text line asks for an unlock only where on
       expect(keptLocked.text).toContain(`sealed in the journal: ${unlockHint}`);
       expect(keptLocked.text).not.toContain('for good');
 
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
       // The hint held: the keyed run's events open now, and the decision reads whole.
       const keptUnlocked = await status(journal, 'act_keyedrun');
       expect(keptUnlocked.structured).toMatchObject({ decision: closedByRestart });

@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -9,15 +7,13 @@ import { answerJsonMarker } from '../agent/answer-text.js';
 import { HttpChannel } from '../channels/http/index.js';
 import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
-import { Journal, ResultStore } from '../journal/index.js';
+import { ResultStore, type Journal } from '../journal/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import { actionPaths } from '../testing/action-paths.js';
-import { FakeClock } from '../testing/fake-clock.js';
 import { inSession, sessionStartedEvent } from '../testing/session-events.js';
-import { createTempDir, type TempDir } from '../testing/temp-dir.js';
-import { openVault, type Vault } from '../vault/index.js';
+import { openLockedVaultRuns, type LockedVaultRuns } from '../testing/locked-vault-runs.js';
 import { createAgentBackend, sessionIdFor } from './agent-backend.js';
 
 /**
@@ -55,43 +51,22 @@ const config = parseConfig(
 const peer = describePeer({ pid: process.pid, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 });
 const session = sessionIdFor('boot-run-1', peer);
 
-let dir: TempDir;
-let clock: FakeClock;
-let vault: Vault;
-let path: string;
+let runs: LockedVaultRuns;
 
 beforeEach(async () => {
-  dir = createTempDir('postern-sealed-retry-');
-  clock = new FakeClock();
-  path = join(dir.path, 'journal.sqlite');
-  const vaultDir = join(dir.path, 'vault');
-  mkdirSync(vaultDir, { mode: 0o700 });
-  vault = await openVault({ dataDir: vaultDir, clock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(passphrase);
-  vault.lock('operator');
+  runs = await openLockedVaultRuns('postern-sealed-retry-', passphrase);
 });
 afterEach(async () => {
-  await vault.close();
-  dir.remove();
+  await runs.dispose();
 });
-
-async function run(body: (journal: Journal) => Promise<void>): Promise<void> {
-  clock.advance(1_000);
-  const journal = await Journal.open({ path, clock, vault });
-  try {
-    await body(journal);
-  } finally {
-    await journal.close();
-  }
-}
 
 /** An HTTP action of `session` that committed and delivered its result, stored sealed under this run's key. */
 async function committedAction(journal: Journal, id: string): Promise<void> {
   for (const event of inSession(actionPaths.httpNoApproval(id), session) as NewEvent[]) {
-    clock.advance(10);
+    runs.clock.advance(10);
     await journal.append(event);
   }
-  const results = ResultStore.open(path, journal.rowCipher(), { role: 'broker' });
+  const results = ResultStore.open(runs.path, journal.rowCipher(), { role: 'broker' });
   try {
     results.commit({
       result_id: `res_${id}`,
@@ -102,7 +77,7 @@ async function committedAction(journal: Journal, id: string): Promise<void> {
       total_bytes: canary.length,
       truncated: false,
       digest: 'sha256:x',
-      created_at_ms: clock.nowMs(),
+      created_at_ms: runs.clock.nowMs(),
     });
   } finally {
     results.close();
@@ -120,21 +95,21 @@ interface Read {
 
 /** Serves run 3's journal to a real MCP client over the agent socket, and hands `body` its calls. */
 async function asAgent(journal: Journal, body: (call: (name: string, args: object) => Promise<Read>) => Promise<void>) {
-  const results = ResultStore.open(path, journal.rowCipher(), { role: 'broker' });
+  const results = ResultStore.open(runs.path, journal.rowCipher(), { role: 'broker' });
   const backend = await createAgentBackend({
     journal,
     results,
-    queue: ApprovalQueue.open({ journal, clock, config }),
+    queue: ApprovalQueue.open({ journal, clock: runs.clock, config }),
     config,
-    clock,
-    ids: createRandomIdSource(clock),
-    vault,
+    clock: runs.clock,
+    ids: createRandomIdSource(runs.clock),
+    vault: runs.vault,
     httpChannel: new HttpChannel({ gate: journal }),
     processAlive: () => true,
     sweepMs: 3_600_000,
     bootId: 'boot-run-3',
   });
-  const socket = await startAgentSocket({ dataDir: dir.path, backend });
+  const socket = await startAgentSocket({ dataDir: runs.dataDir, backend });
   const client = new Client({ name: 'sealed-retry-test', version: '1' });
   try {
     await client.connect(new SocketClientTransport(socket.path));
@@ -157,19 +132,19 @@ async function asAgent(journal: Journal, body: (call: (name: string, args: objec
 
 const forGood = 'sealed in the journal for good, and no unlock opens';
 
-describe('a read refused while the vault is locked: retry after the unlock only where the unlock opens it', () => {
+describe('a read refused while the runs.vault is locked: retry after the unlock only where the unlock opens it', () => {
   it('a run that never had a key answers never, locked; a keyed earlier run answers retry after the unlock', async () => {
-    await run(async (journal) => {
+    await runs.run(async (journal) => {
       await journal.appendSession(sessionStartedEvent(session, peer.pid, { start_time: peer.start_time }));
       await committedAction(journal, 'act_neverkeyed');
     });
-    await run(async (journal) => {
+    await runs.run(async (journal) => {
       await committedAction(journal, 'act_keyedrun');
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
     });
-    vault.lock('operator');
-    await run(async (journal) => {
-      expect(vault.state()).toBe('locked');
+    runs.vault.lock('operator');
+    await runs.run(async (journal) => {
+      expect(runs.vault.state()).toBe('locked');
       expect(journal.subjectSealedForGood('act_neverkeyed')).toBe(true);
       expect(journal.subjectSealedForGood('act_keyedrun')).toBe(false);
       const retryOf = (id: string) => ({ route: 'docs', method: 'POST', path: '/documents/1', retry_of: id });
@@ -217,8 +192,8 @@ describe('a read refused while the vault is locked: retry after the unlock only 
       });
 
       // The advice held: unlocked, the keyed run's result reads, the other's is refused the same, for good.
-      await vault.unlock(passphrase);
-      const results = ResultStore.open(path, journal.rowCipher(), { role: 'broker' });
+      await runs.vault.unlock(passphrase);
+      const results = ResultStore.open(runs.path, journal.rowCipher(), { role: 'broker' });
       try {
         expect(results.read('res_act_keyedrun')?.body.toString()).toBe(canary);
         expect(() => results.read('res_act_neverkeyed')).toThrow(
