@@ -21,6 +21,14 @@ export interface Summary {
   p99: number;
   /** drive(): the share of the run the driving process's event loop was busy (eventLoopUtilization), 0–1. */
   loopBusy?: number;
+  /**
+   * drive(): per operation, ms: the driving process's event loop busy time (wall time not idle, so it includes time the
+   * host did not run the process) and the whole process's CPU time (process.cpuUsage, user + system, every thread: the
+   * loop, a writer thread, libuv's pool). Less at the mercy of the host's speed between runs than a rate, so a
+   * change's cost or gain shows beside it.
+   */
+  loopMsPerOp?: number;
+  cpuMsPerOp?: number;
 }
 
 export function summarize(latenciesMs: readonly number[], seconds: number): Summary {
@@ -49,6 +57,7 @@ export async function drive(
   const latenciesMs: number[] = [];
   const started = performance.now();
   const loopBefore = performance.eventLoopUtilization();
+  const cpuBefore = process.cpuUsage();
   let issued = 0;
   const worker = async (): Promise<void> => {
     while (issued < bounds.opsMax && performance.now() - started < bounds.runMs) {
@@ -59,8 +68,15 @@ export async function drive(
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-  const loopBusy = performance.eventLoopUtilization(loopBefore).utilization;
-  return { ...summarize(latenciesMs, (performance.now() - started) / 1000), loopBusy };
+  const loop = performance.eventLoopUtilization(loopBefore);
+  const cpu = process.cpuUsage(cpuBefore);
+  const count = Math.max(1, latenciesMs.length);
+  return {
+    ...summarize(latenciesMs, (performance.now() - started) / 1000),
+    loopBusy: loop.utilization,
+    loopMsPerOp: loop.active / count,
+    cpuMsPerOp: (cpu.user + cpu.system) / 1000 / count,
+  };
 }
 
 /** 4 KiB write + fsync in `dir`, the way a commit hits the disk, bounded in count and time. */

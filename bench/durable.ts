@@ -273,6 +273,11 @@ function printLatency(m: Measured, goalMs: number): void {
     );
   }
   console.log('');
+  console.log(
+    `Per action in the executor's process, ms (event loop busy time / CPU time of the whole process, every thread): executor ` +
+      `${cpuPerOp(m.brokerC1)}, direct undici ${cpuPerOp(d)}`,
+  );
+  console.log('');
 }
 
 function printThroughput(m: Measured): void {
@@ -291,6 +296,7 @@ function printThroughput(m: Measured): void {
   );
   console.log(`| broker latency p50 / p95 ms | ${ms(b.p50)} / ${ms(b.p95)} | |`);
   console.log(`| executor's event loop busy | ${loopBusy(b)} | |`);
+  console.log(`| per action, ms: executor's event loop busy / its process's CPU (every thread) | ${cpuPerOp(b)} | |`);
   console.log(`| events per action (journal rows written / actions) | ${b.eventsPerAction.toFixed(2)} | |`);
   console.log(`| broker events/s | ${perSecond(b.perSecond * b.eventsPerAction)} | |`);
   console.log(`| journal ceiling events/s (group commit, 64 dispatchers) | ${perSecond(c.perSecond)} | |`);
@@ -302,6 +308,15 @@ function printThroughput(m: Measured): void {
   console.log('');
 }
 
+/**
+ * Per operation of the process that drove it, ms: its event loop's busy time (wall time not idle: it includes time the
+ * host did not run the process) / the whole process's CPU time.
+ */
+function cpuPerOp(s: Summary): string {
+  if (s.loopMsPerOp === undefined || s.cpuMsPerOp === undefined) return '—';
+  return `${s.loopMsPerOp.toFixed(3)} / ${s.cpuMsPerOp.toFixed(3)}`;
+}
+
 /** The executor process's event loop over one drive (below 100 %: the loop waited for something, not for CPU). */
 function loopBusy(s: Summary): string {
   return s.loopBusy === undefined ? '—' : `${(100 * s.loopBusy).toFixed(0)} %`;
@@ -311,13 +326,15 @@ function printRemote(m: Measured): void {
   const ratio = m.brokerSlow.perSecond / m.directSlow.perSecond;
   console.log(`### 3. Remote answering after ${remoteDelayMs} ms, concurrency 16`);
   console.log('');
-  console.log('| path | n | req/s | p50 ms | p95 ms | event loop busy |');
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+  console.log('| path | n | req/s | p50 ms | p95 ms | event loop busy | per action ms: loop busy / process CPU |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const [name, s] of [
     ['direct undici', m.directSlow],
     ['executor', m.brokerSlow],
   ] as const)
-    console.log(`| ${name} | ${s.count} | ${perSecond(s.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${loopBusy(s)} |`);
+    console.log(
+      `| ${name} | ${s.count} | ${perSecond(s.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${loopBusy(s)} | ${cpuPerOp(s)} |`,
+    );
   console.log('');
   console.log(`broker / direct throughput: ${ratio.toFixed(2)} x (goal >= 0.9 x: ${verdict(ratio >= 0.9)})`);
   console.log('');
