@@ -3,13 +3,14 @@ import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { CodedError, isCodedError, type BrokerStatus } from '../contract/index.js';
+import { CodedError, isCodedError } from '../contract/index.js';
 import { controlSocketPath } from '../host/control-client.js';
 import { dataDirLockHolder, verifyControlListener } from '../host/control-listener.js';
 import { brokerLockFileName } from '../host/data-dir-lock.js';
 import { drainBoundMs } from '../host/shutdown-sequence.js';
 import { actionListScanRowsMax } from '../journal/action-list-query.js';
 import type { CliIo } from './cli-io.js';
+import { statusLines, type JournalReport } from './status-text.js';
 import {
   prepareDataDir,
   resolveFromOptions,
@@ -279,46 +280,8 @@ async function printStatus(dataDir: string, json: boolean, io: CliIo): Promise<n
     io.out(JSON.stringify({ ...out, exists: true, broker_running: running, ...unverified, ...held }));
     return exitCode.ok;
   }
-  const { journal, actions } = report;
-  io.out(`Data directory: ${dataDir}`);
-  io.out(`Broker: ${brokerWords(running, impostor, holder)}`);
-  const counts = `${journal.events} events, last seq ${journal.last_seq}, schema v${journal.schema_version}`;
-  io.out(`Journal: ${journalWords(report, impostor !== undefined)}${counts})`);
-  io.out(
-    `Actions: ${actions.total} total, ${actions.in_flight} in flight, ${actions.unknown} unknown${unrecordedWords(report)}`,
-  );
+  for (const line of statusLines({ dataDir, running, impostor, holder, report })) io.out(line);
   return exitCode.ok;
-}
-
-/**
- * Read from the file, the unknown actions that were dispatched with no outcome recorded: with nothing running, cut or
- * crashed (DESIGN §2: unknown; the next start records BROKER_RESTARTED), never in flight. With a process holding the
- * journal (a broker silent, starting or stopping, or an unverified listener) the file cannot say whether it still runs
- * them: said so.
- */
-function unrecordedWords(report: JournalReport): string {
-  const n = report.actions.dispatched_unrecorded ?? 0;
-  if (report.read_from !== 'file' || n === 0) return '';
-  const closed = report.journal.state === 'closed';
-  return closed
-    ? ` (${n} dispatched, no outcome recorded: no broker is running; its next start records ${n === 1 ? 'it' : 'them'} unknown)`
-    : ` (${n} dispatched, no outcome recorded in the file: the process holding the journal may still be running ${n === 1 ? 'it' : 'them'})`;
-}
-
-/** The journal's state, or "unknown" when read from the file while some process may hold it open. */
-interface JournalReport {
-  /** Read from the file: dispatched_unrecorded, those of `unknown` dispatched with no outcome recorded (read-snapshot.ts). */
-  actions: BrokerStatus['actions'] & { dispatched_unrecorded?: number };
-  journal: Omit<BrokerStatus['journal'], 'state'> & { state: BrokerStatus['journal']['state'] | 'unknown' };
-  read_from: 'broker' | 'file';
-  /** Read from the file: whether there is one (a directory no broker ever opened has none). */
-  journal_file?: boolean;
-  /** No journal file, but this file of a broker's is here (broker.lock, the vault): the journal went missing. */
-  used_by?: string;
-  /** A verified broker runs but did not answer its status: why. */
-  broker_silent?: string;
-  /** No broker answers, but this process holds the data directory's lock (so may have the journal open). */
-  lock_holder?: number;
 }
 
 /** A live broker answers its status in milliseconds; `postern status` must stay quick beside a stopped one. */
@@ -360,29 +323,6 @@ async function journalReport(dataDir: string, answer: boolean | string, holder?:
     ...(brokerSilent === undefined ? {} : { broker_silent: brokerSilent }),
     ...(holder === undefined ? {} : { lock_holder: holder }),
   };
-}
-
-/** "open in the running broker (", "closed (no broker has it open; …" — the counts follow. */
-function journalWords(report: JournalReport, unverified: boolean): string {
-  if (report.read_from === 'broker') return `${report.journal.state} in the running broker (`;
-  if (unverified) return 'unknown: read from the file, the listener was not asked (';
-  if (report.broker_silent !== undefined)
-    return `held by the running broker, which did not answer (${report.broker_silent}); read from the file (`;
-  if (report.lock_holder !== undefined)
-    return `unknown: pid ${report.lock_holder} holds the data directory's lock and may have it open; read from the file (`;
-  if (report.journal_file === false && report.used_by !== undefined)
-    return `missing: no journal file, yet ${report.used_by} shows a broker used this directory (moved or deleted?); `;
-  if (report.journal_file === false) return 'none yet (no broker has opened this directory: no journal file; ';
-  return 'closed (no broker has it open; read from the file: ';
-}
-
-/** "running", "not running", or why neither can be said. */
-function brokerWords(running: boolean, impostor: string | undefined, holder: number | undefined): string {
-  if (impostor !== undefined) return `unverified: ${impostor}`;
-  if (running) return 'running for this data directory';
-  if (holder !== undefined)
-    return `not answering for this data directory: pid ${holder} holds its lock but its control socket does not answer (a broker starting or stopping, or another process)`;
-  return 'not running for this data directory';
 }
 
 /**

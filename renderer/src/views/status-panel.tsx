@@ -101,6 +101,13 @@ function StatusDetails({ status, asOfMs }: { status: BrokerStatus; asOfMs: numbe
         <span data-testid="status-journal-last-seq">{journal.last_seq}</span>, schema v{journal.schema_version}
         {journal.recovered_at_open > 0 && <>, {journal.recovered_at_open} recovered at open</>}
         {asOf}
+        {!stale && journal.state === 'closing' && (
+          <span className="muted" data-testid="status-journal-closing">
+            {' '}
+            · the broker is stopping: new actions are refused, accepted ones still commit
+          </span>
+        )}
+        {!stale && <WriterThreadWarning thread={journal.writer_thread} />}
       </dd>
       <dt>Actions</dt>
       <dd>
@@ -129,6 +136,28 @@ function StatusDetails({ status, asOfMs }: { status: BrokerStatus; asOfMs: numbe
         </>
       )}
     </dl>
+  );
+}
+
+/**
+ * A writer thread that failed to start, as a warning: the journal commits every batch on the broker's event loop for
+ * the rest of the run (slower under load, nothing lost; docs/journal-writer-thread.md). Its other states say nothing.
+ */
+function WriterThreadWarning({ thread }: { thread: BrokerStatus['journal']['writer_thread'] }) {
+  if (thread?.state !== 'failed_to_start') return null;
+  const { error } = thread;
+  return (
+    <div className="status-warning" role="status" data-testid="status-journal-writer-thread">
+      Writer thread failed to start
+      {error !== undefined && (
+        <>
+          {' '}
+          (<code data-testid="status-journal-writer-thread-code">{error.code}</code>: {error.detail}) at{' '}
+          {clockTime(error.at_ms)}
+        </>
+      )}
+      ; commits run on the event loop (slower under load, nothing lost)
+    </div>
   );
 }
 
