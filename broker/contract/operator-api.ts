@@ -106,6 +106,12 @@ export interface ReplyError {
   retry_after_ms?: number;
   /** On OPERATOR_PROOF_REQUIRED only: a refusal no passphrase can lift (see ProofRefusal). */
   proof_refusal?: ProofRefusal;
+  /**
+   * On AUDIT_KEY_UNAVAILABLE only: what was read was sealed by a broker run that ended before any audit key existed, so
+   * no unlock opens it, locked or not. Absent, the same code means an earlier run's events, which open once a person
+   * unlocks the vault.
+   */
+  sealed_for_good?: true;
 }
 
 /** What a person sees on one approval card (DESIGN §4). Built before injection; never a secret. */
