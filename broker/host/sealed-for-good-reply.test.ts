@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cardLine } from '../cli/operator-commands.js';
 import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
 import { Journal } from '../journal/index.js';
@@ -66,8 +67,34 @@ async function run(body: (journal: Journal) => Promise<void>): Promise<void> {
 function show(journal: Journal, id: string) {
   const config = parseConfig('version: 1\n');
   const queue = ApprovalQueue.open({ journal, clock, config });
-  const handlers = createOperatorHandlers(createOperatorReads(journal, queue) as unknown as OperatorBroker);
-  return handlers['actions.show']({ action_id: id });
+  try {
+    const handlers = createOperatorHandlers(createOperatorReads(journal, queue) as unknown as OperatorBroker);
+    return handlers['actions.show']({ action_id: id });
+  } finally {
+    queue.close();
+  }
+}
+
+/** approvals.list as every operator surface calls it: the handlers over the broker's own (the queue's cards). */
+async function cards(journal: Journal) {
+  const config = parseConfig('version: 1\n');
+  const queue = ApprovalQueue.open({ journal, clock, config });
+  try {
+    const broker = { 'approvals.list': () => ({ cards: queue.cards() }) };
+    const reply = await createOperatorHandlers(broker as unknown as OperatorBroker)['approvals.list']({});
+    if (!reply.ok) throw new Error(reply.error.code);
+    return reply.value.cards;
+  } finally {
+    queue.close();
+  }
+}
+
+/** An HTTP route's call whose outcome is unknown after dispatch, in `lane`: a blocked head, its card rebuilt later. */
+async function blockedHead(journal: Journal, id: string, lane: string): Promise<void> {
+  for (const event of actionPaths.callerCancelledAfterDispatch(id)) {
+    clock.advance(1_000);
+    await journal.append(event.kind === 'ACTION_ACCEPTED' ? { ...event, lane } : event);
+  }
 }
 
 describe('actions.show of an action whose events are sealed: the refusal says whether an unlock opens them', () => {
@@ -102,6 +129,35 @@ describe('actions.show of an action whose events are sealed: the refusal says wh
         ok: false,
         error: { code: 'AUDIT_KEY_UNAVAILABLE', sealed_for_good: true },
       });
+    });
+  });
+});
+
+describe('approvals.list of a blocked head rebuilt from the journal: its request details say whether an unlock shows them', () => {
+  it('a run that never had a key: sealed_for_good, and the CLI line asks for no unlock; an earlier keyed run: sealed until unlocked', async () => {
+    await run((journal) => blockedHead(journal, 'act_lostblock', 'lane-a'));
+    await run(async (journal) => {
+      await blockedHead(journal, 'act_keptblock', 'lane-b');
+      await vault.unlock(passphrase);
+    });
+    vault.lock('operator');
+    await run(async (journal) => {
+      const byId = async () => new Map((await cards(journal)).map((c) => [c.action_id, c]));
+      const locked = await byId();
+      expect(locked.get('act_lostblock')).toMatchObject({ state: 'blocked_head', request_details: 'sealed_for_good' });
+      expect(locked.get('act_keptblock')).toMatchObject({ state: 'blocked_head', request_details: 'sealed' });
+      const lostLine = cardLine(locked.get('act_lostblock')!);
+      expect(lostLine).toContain(
+        '[query, headers and body size sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them]',
+      );
+      expect(lostLine).not.toContain('unlock the vault');
+      expect(cardLine(locked.get('act_keptblock')!)).toContain('unlock the vault to show them');
+
+      await vault.unlock(passphrase);
+      const unlocked = await byId();
+      // The keyed run's event opens now (an admission without a request_view: not recorded); the other stays sealed.
+      expect(unlocked.get('act_keptblock')?.request_details).toBe('not_recorded');
+      expect(unlocked.get('act_lostblock')?.request_details).toBe('sealed_for_good');
     });
   });
 });
