@@ -143,6 +143,16 @@ describe('describeDecision', () => {
     expect(words.detail).toContain('Query and headers: sealed in the journal while the vault is locked');
     const shown = describeDecision('approvals.abandon', { ticket: 12, reason: 'checked' }, blocked);
     expect(shown.detail).not.toContain('Query and headers');
+    // Sealed by a broker run that never had a key: no unlock opens it, so the dialog asks for none.
+    const lost = describeDecision(
+      'approvals.abandon',
+      { ticket: 12, reason: 'checked' },
+      { ...blocked, request_details: 'sealed_for_good' },
+    );
+    expect(lost.detail).toContain(
+      'Query and headers: sealed in the journal for good (the broker run that recorded them ended before any audit key existed; no unlock opens them)',
+    );
+    expect(lost.detail).not.toContain('unlock to see');
   });
 
   it('never shows a credential value from the input', () => {

@@ -184,6 +184,10 @@ function httpRequestLines(card: ApprovalCard): string[] {
   // A card rebuilt from the journal that could not read the request back: no query line must not read as none.
   if (card.request_details === 'sealed')
     lines.push('Query and headers: sealed in the journal while the vault is locked (unlock to see them)');
+  if (card.request_details === 'sealed_for_good')
+    lines.push(
+      'Query and headers: sealed in the journal for good (the broker run that recorded them ended before any audit key existed; no unlock opens them)',
+    );
   if (card.request_details === 'not_recorded')
     lines.push('Query and headers: not recorded (an older broker admitted this call)');
   return lines;

@@ -753,6 +753,8 @@ function showIdentityLines(s: BrokerApi['actions.show']['output']['state']): str
 function requestDetailsText(card: ApprovalCard): string {
   if (card.request_details === 'sealed')
     return '  [query, headers and body size sealed in the journal: unlock the vault to show them]';
+  if (card.request_details === 'sealed_for_good')
+    return '  [query, headers and body size sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them]';
   if (card.request_details === 'not_recorded')
     return '  [query, headers and body size not recorded: an older broker admitted this call]';
   return '';

@@ -106,6 +106,12 @@ export interface ReplyError {
   retry_after_ms?: number;
   /** On OPERATOR_PROOF_REQUIRED only: a refusal no passphrase can lift (see ProofRefusal). */
   proof_refusal?: ProofRefusal;
+  /**
+   * On AUDIT_KEY_UNAVAILABLE only: what was read was sealed by a broker run that ended before any audit key existed, so
+   * no unlock opens it, locked or not. Absent, the same code means an earlier run's events, which open once a person
+   * unlocks the vault.
+   */
+  sealed_for_good?: true;
 }
 
 /** What a person sees on one approval card (DESIGN §4). Built before injection; never a secret. */
@@ -157,10 +163,11 @@ export const approvalCardSchema = z.object({
    * HTTP: whether `query`, `headers` and `body_bytes` are the request as the agent sent it. `shown`: they are (held
    * in memory while its executor runs, else read back from ACTION_ACCEPTED's `request_view`, sealed in the journal).
    * `sealed`: the card was rebuilt from the journal and that event is an earlier run's while the vault is locked —
-   * the empty query and headers prove nothing; unlock to see them. `not_recorded`: a broker that did not journal them
-   * admitted it. Absent: `shown` (SSH and MCP cards show what they have).
+   * the empty query and headers prove nothing; unlock to see them. `sealed_for_good`: that event was sealed by a broker
+   * run that ended before any audit key existed, so no unlock opens it, locked or not. `not_recorded`: a broker that did
+   * not journal them admitted it. Absent: `shown` (SSH and MCP cards show what they have).
    */
-  request_details: z.enum(['shown', 'sealed', 'not_recorded']).optional(),
+  request_details: z.enum(['shown', 'sealed', 'sealed_for_good', 'not_recorded']).optional(),
   /** The first bytes of the body as the agent sent it, before any injection (bounded, UTF-8 or a note). */
   body_preview: z.string().nullable(),
   body_bytes: z.number().int().nonnegative(),

@@ -11,6 +11,7 @@ import {
   type OperatorSurface,
   type Reply,
 } from '../contract/index.js';
+import { sealedForGood } from '../journal/index.js';
 import type { OperatorActor } from '../ports/index.js';
 import type { OperatorBroker } from './operator-broker.js';
 
@@ -94,7 +95,10 @@ function invalid(error: z.ZodError): Reply<never> {
   return { ok: false, error: { code: 'INVALID_ARGUMENT', message: `${field}: ${issue?.message ?? 'invalid'}`, field } };
 }
 
-/** Operating errors with a code travel as a coded Reply; anything else is a bug, reported as INTERNAL. */
+/**
+ * Operating errors with a code travel as a coded Reply; anything else is a bug, reported as INTERNAL. What a run that
+ * never had a key sealed says so (`sealed_for_good`), so a surface never asks for an unlock that opens nothing.
+ */
 async function replyFrom<T>(produce: () => T | Promise<T>): Promise<Reply<T>> {
   try {
     return { ok: true, value: await produce() };
@@ -102,6 +106,7 @@ async function replyFrom<T>(produce: () => T | Promise<T>): Promise<Reply<T>> {
     if (isCodedError(error)) {
       const reply: Reply<T> = { ok: false, error: { code: error.code, message: error.message } };
       if (error.field !== undefined) reply.error.field = error.field;
+      if (sealedForGood(error)) reply.error.sealed_for_good = true;
       return reply;
     }
     return { ok: false, error: { code: 'INTERNAL', message: 'The broker failed to answer; see its log.' } };

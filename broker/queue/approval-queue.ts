@@ -139,7 +139,7 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
   private readonly holdListeners = new Set<() => void>();
   private readonly previews = new Map<string, CardPreview>();
   /** Request views read back from sealed ACTION_ACCEPTED events (journaledView), while their card is shown. */
-  private readonly journaledViews = new Map<string, HttpRequestView | 'not_recorded'>();
+  private readonly journaledViews = new Map<string, HttpRequestView | 'sealed_for_good' | 'not_recorded'>();
   private readonly expiries = new Map<string, { readonly atMs: number; readonly timer: QueueTimer }>();
   /** Sessions with at least one open agent connection (see sessionConnected). */
   private readonly connected = new Set<string>();
@@ -900,15 +900,22 @@ export class ApprovalQueue implements OperatorQueue, DispatchQueue {
    * What the card of an HTTP route's action shows of its request once no preview is in memory (its executor returned,
    * or a restart): the `request_view` its ACTION_ACCEPTED sealed, read back while the event opens (this run's key, or
    * an earlier run's with the unlocked vault). `sealed` while it cannot (read again on the next look, so an unlock
-   * shows it); `not_recorded` for an action a broker before request_view admitted. Undefined: not an HTTP route.
+   * shows it), `sealed_for_good` when a run that never had a key sealed it (no unlock ever opens it: kept, not read
+   * again); `not_recorded` for an action a broker before request_view admitted. Undefined: not an HTTP route.
    */
-  private journaledView(state: ActionState): HttpRequestView | 'sealed' | 'not_recorded' | undefined {
+  private journaledView(
+    state: ActionState,
+  ): HttpRequestView | 'sealed' | 'sealed_for_good' | 'not_recorded' | undefined {
     if (state.channel !== 'http' || !state.target.startsWith('route:')) return undefined;
     const known = this.journaledViews.get(state.action_id);
     if (known !== undefined) return known;
     const [event] = this.journal.eventsPage(state.first_seq, 1, { action_id: state.action_id });
     if (event === undefined || event.seq !== state.first_seq) return 'not_recorded';
-    if ('sealed' in event) return 'sealed';
+    if ('sealed' in event) {
+      if (!this.journal.subjectSealedForGood(state.action_id, 1)) return 'sealed';
+      this.journaledViews.set(state.action_id, 'sealed_for_good');
+      return 'sealed_for_good';
+    }
     const view = (event.kind === 'ACTION_ACCEPTED' ? event.payload.request_view : undefined) ?? 'not_recorded';
     this.journaledViews.set(state.action_id, view);
     return view;

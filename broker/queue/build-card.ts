@@ -11,7 +11,7 @@ export interface CardFacts {
    * Without an in-memory preview, for an HTTP route's action: the query, headers and body size ACTION_ACCEPTED sealed
    * (`request_view`), or why the journal cannot show them. Absent: the target alone (SSH, MCP, the broker's token).
    */
-  readonly journaled?: HttpRequestView | 'sealed' | 'not_recorded';
+  readonly journaled?: HttpRequestView | 'sealed' | 'sealed_for_good' | 'not_recorded';
   readonly session: SessionState | undefined;
   readonly expiresAtMs: number | null;
   readonly credentialOf: (target: string) => string;
@@ -54,7 +54,7 @@ export function buildCard(f: CardFacts): ApprovalCard {
     path: preview.path,
     query: preview.query.map(copyPair),
     headers: preview.headers.map(copyPair),
-    ...(journaled === 'sealed' || journaled === 'not_recorded' ? { request_details: journaled } : {}),
+    ...(typeof journaled === 'string' ? { request_details: journaled } : {}),
     command: preview.command,
     body_preview: preview.body_preview,
     body_bytes: preview.body_bytes,

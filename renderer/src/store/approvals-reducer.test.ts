@@ -71,6 +71,15 @@ describe('approvalsReducer', () => {
     expect(closuresToRead(view)).toHaveLength(1);
   });
 
+  it('when its events are sealed: read again while an unlock may open them, never once they are sealed for good', () => {
+    const closed = listed(listed(initialApprovalsView, [cardOf(1)]), []);
+    const locked = { code: 'AUDIT_KEY_UNAVAILABLE', message: 'events of run 2 need the unlocked vault' };
+    const read = (error: typeof locked & { sealed_for_good?: true }) =>
+      approvalsReducer(closed, { type: 'closure_read', ticket: 1, reply: { ok: false, error } });
+    expect(closuresToRead(read(locked))).toHaveLength(1);
+    expect(closuresToRead(read({ ...locked, sealed_for_good: true }))).toEqual([]);
+  });
+
   it('when a closed ticket is listed again, it leaves closed', () => {
     const view = listed(listed(listed(initialApprovalsView, [cardOf(1)]), []), [cardOf(1)]);
     expect(view.closed).toEqual([]);

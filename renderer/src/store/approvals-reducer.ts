@@ -112,7 +112,10 @@ function moveVanished(
   );
 }
 
-/** Closed cards whose reason is not read yet: the slice asks actions.show for each. */
+/**
+ * Closed cards whose reason is not read yet: the slice asks actions.show for each — but not again for one whose events
+ * are sealed for good (`sealed_for_good`): no unlock and no later read opens them.
+ */
 export function closuresToRead(view: ApprovalsView): ClosedCard[] {
-  return view.closed.filter((entry) => entry.reason === null);
+  return view.closed.filter((entry) => entry.reason === null && entry.lookupError?.sealed_for_good !== true);
 }

@@ -5,12 +5,25 @@ import type { OperatorApi, ReplyError } from '../api/operator-api.js';
 export const unlockHref = '#/vault';
 
 /**
- * Whether an actions.show refusal means the action's events are sealed: encrypted under an audit key the locked vault
- * holds (AUDIT_KEY_UNAVAILABLE). Its plaintext row (actions.list, read from the journal's projection) still answers.
+ * Whether an actions.show refusal means the action's events are sealed (AUDIT_KEY_UNAVAILABLE): encrypted under a key
+ * the locked vault holds, or for good (sealedForGood). Its plaintext row (actions.list, read from the journal's
+ * projection) still answers.
  */
 export function eventsSealed(error: ReplyError | null): boolean {
   return error?.code === 'AUDIT_KEY_UNAVAILABLE';
 }
+
+/**
+ * Whether the sealed events are sealed for good (the broker says `sealed_for_good`): a broker run that ended before any
+ * audit key existed recorded them, so no unlock opens them, locked or not. The page then asks for no unlock.
+ */
+export function sealedForGood(error: ReplyError | null): boolean {
+  return eventsSealed(error) && error?.sealed_for_good === true;
+}
+
+/** What a closed card and an action page say of events sealed for good, in the words the agent's answer uses. */
+export const sealedForGoodText =
+  'its events are sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them';
 
 /**
  * The action's row as actions.list has it (the projection's plaintext: stage, outcome, code), readable while the vault

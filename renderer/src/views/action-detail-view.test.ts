@@ -196,3 +196,57 @@ describe("the action detail's chronology: a time the broker's summary names", ()
     expect(textOf(html)).not.toContain('17:28:33');
   });
 });
+
+describe('the action detail of an action whose events are sealed', () => {
+  const locked = {
+    code: 'AUDIT_KEY_UNAVAILABLE',
+    message: 'events of run 2 (an earlier broker run) need the unlocked vault',
+  };
+  const plain = {
+    action_id: id,
+    ticket: 4,
+    channel: 'http',
+    target: 'docs',
+    method: 'POST',
+    request: '/documents/{id}',
+    outcome: 'not_attempted',
+    code: 'BROKER_RESTARTED',
+    stage: 'closed',
+  };
+
+  /** The page as a person reads it once actions.show refused with `error` and actions.list found the plaintext row. */
+  async function sealedPage(
+    error: typeof locked & { sealed_for_good?: true },
+  ): Promise<{ html: string; text: string }> {
+    const api: OperatorApi = {
+      ...refusingApi(),
+      'actions.show': () => Promise.resolve({ ok: false, error }),
+      'actions.list': () => Promise.resolve({ ok: true, value: { actions: [plain] } }),
+    } as unknown as OperatorApi;
+    const store = createAppStore(api);
+    await store.getState().openActionDetail(id);
+    const read = { ...store, getInitialState: store.getState };
+    const html = renderView(
+      createElement(ActionDetailView, { actionId: id, backHref: '#/activity', backLabel: 'Activity' }),
+      read,
+    );
+    return { html, text: textOf(html) };
+  }
+
+  it('while an unlock opens them (an earlier keyed run): the plaintext outcome, and the link to unlock', async () => {
+    const { html, text } = await sealedPage(locked);
+    expect(text).toContain('Outcome not_attempted (BROKER_RESTARTED)');
+    expect(text).toContain('Its events are sealed while the vault is locked: unlock to read its events');
+    expect(html).toContain('href="#/vault"');
+  });
+
+  it('sealed for good (a run that never had a key): says no unlock opens them, and links none', async () => {
+    const { html, text } = await sealedPage({ ...locked, sealed_for_good: true });
+    expect(text).toContain('Outcome not_attempted (BROKER_RESTARTED)');
+    expect(text).toContain(
+      'Its events are sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them (the chronology, attempts and evidence). (AUDIT_KEY_UNAVAILABLE)',
+    );
+    expect(text).not.toContain('unlock to read');
+    expect(html).not.toContain('href="#/vault"');
+  });
+});

@@ -11,7 +11,7 @@ import {
 } from '../store/action-detail.js';
 import { useAppStore } from '../store/app-store.js';
 import { dispatchedWaiting } from '../store/closure-reason.js';
-import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
+import { eventsSealed, plainOutcome, sealedForGood, sealedForGoodText, unlockHref } from '../store/sealed-action.js';
 import { usePolling } from './use-polling.js';
 import { dateTime } from '../../../broker/contract/time-words.js';
 import { RecordingPlayer } from './recording-player.js';
@@ -69,10 +69,17 @@ export function ActionDetailView({
               <code>{view.plain.target}</code> {view.plain.method ?? ''} <code>{view.plain.request}</code>
             </p>
           )}
-          <p>
-            Its events are sealed while the vault is locked: <a href={unlockHref}>unlock</a> to read its events (the
-            chronology, attempts and evidence). <span className="muted">({view.error?.code})</span>
-          </p>
+          {sealedForGood(view.error) ? (
+            <p>
+              {capitalized(sealedForGoodText)} (the chronology, attempts and evidence).{' '}
+              <span className="muted">({view.error?.code})</span>
+            </p>
+          ) : (
+            <p>
+              Its events are sealed while the vault is locked: <a href={unlockHref}>unlock</a> to read its events (the
+              chronology, attempts and evidence). <span className="muted">({view.error?.code})</span>
+            </p>
+          )}
         </div>
       )}
       {view.error !== null && view.actionId === actionId && !eventsSealed(view.error) && (
@@ -85,6 +92,10 @@ export function ActionDetailView({
       {detail !== null && <DetailBody detail={detail} />}
     </section>
   );
+}
+
+function capitalized(text: string): string {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
 }
 
 function DetailBody({ detail }: { detail: ActionDetail }) {

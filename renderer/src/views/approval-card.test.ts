@@ -79,3 +79,22 @@ describe("an approval card's countdown", () => {
     expect(html).toContain(`title="Expires at ${dateTime(expires)}"`);
   });
 });
+
+describe('an approval card rebuilt from the journal whose query and headers are sealed', () => {
+  const details = (request_details: 'sealed' | 'sealed_for_good'): string =>
+    cardText(cardOf(9, { state: 'blocked_head', query: [], headers: [], request_details }));
+
+  it('while an unlock shows them (an earlier keyed run): says to unlock', () => {
+    expect(details('sealed')).toContain(
+      'Query, headers | not shown: sealed in the journal by an earlier run of the broker, and the vault is locked. Unlock it',
+    );
+  });
+
+  it('sealed for good (a run that never had a key): says no unlock opens them', () => {
+    const text = details('sealed_for_good');
+    expect(text).toContain(
+      'Query, headers | not shown: sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them',
+    );
+    expect(text).not.toContain('Unlock it');
+  });
+});

@@ -490,6 +490,8 @@ function previewKept(card: ApprovalCard): boolean {
 const requestDetailsGone = {
   sealed:
     'not shown: sealed in the journal by an earlier run of the broker, and the vault is locked. Unlock it to see the query, the headers and the body size the agent sent',
+  sealed_for_good:
+    'not shown: sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them',
   not_recorded: 'not recorded: a broker that did not journal them admitted this call; the journal keeps its target',
 } as const;
 

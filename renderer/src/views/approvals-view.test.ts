@@ -55,3 +55,33 @@ describe('the closed cards list', () => {
     expect(one).not.toContain('closed-cards-empty');
   });
 });
+
+describe('a closed card whose events are sealed', () => {
+  const locked = {
+    code: 'AUDIT_KEY_UNAVAILABLE',
+    message: 'events of run 2 (an earlier broker run) need the unlocked vault',
+  };
+  const row = { outcome: 'not_attempted', code: 'BROKER_RESTARTED', stage: 'closed' };
+  function renderSealed(lookupError: typeof locked & { sealed_for_good?: true }): { html: string; text: string } {
+    const entry = { card: cardOf(4), reason: null, lookupError, plain: row as never };
+    const html = renderView(createElement(ClosedCards, { closed: [entry] }));
+    return { html, text: textOf(html) };
+  }
+
+  it('while an unlock opens them (an earlier keyed run): says how it closed and links the unlock', () => {
+    const { html, text } = renderSealed(locked);
+    expect(text).toContain(
+      'not_attempted (BROKER_RESTARTED); its events are sealed while the vault is locked: unlock to read its events',
+    );
+    expect(html).toContain('href="#/vault"');
+  });
+
+  it("sealed for good (a run that never had a key): says so, in the agent's words, and offers no unlock", () => {
+    const { html, text } = renderSealed({ ...locked, sealed_for_good: true });
+    expect(text).toContain(
+      'not_attempted (BROKER_RESTARTED); its events are sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them',
+    );
+    expect(text).not.toContain('unlock to read');
+    expect(html).not.toContain('href="#/vault"');
+  });
+});

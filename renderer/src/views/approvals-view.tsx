@@ -6,7 +6,7 @@ import { groupCardsByLane, type LaneGroup } from '../store/card-groups.js';
 import { commandNotKeptText } from '../../../broker/contract/command-not-kept.js';
 import { tabHref } from '../store/hash-route.js';
 import { dateTime } from '../../../broker/contract/time-words.js';
-import { eventsSealed, plainOutcome, unlockHref } from '../store/sealed-action.js';
+import { eventsSealed, plainOutcome, sealedForGood, sealedForGoodText, unlockHref } from '../store/sealed-action.js';
 import { ApprovalCardView, LinkedTickets } from './approval-card.js';
 import { CredentialRequestsSection } from './credential-request-card.js';
 
@@ -154,7 +154,8 @@ function closedRequest(card: ClosedCard['card']): string {
 
 /**
  * A closed card whose recorded reason is not read (yet): what the plaintext projection knows of how it closed, and
- * why the reason is missing in words — with the way to unlock when the events are sealed, never a bare code.
+ * why the reason is missing in words — with the way to unlock when the events are sealed, never a bare code; sealed for
+ * good (a broker run that never had a key recorded them), no unlock is offered, since none opens them.
  */
 function UnreadReason({ plain, lookupError, ticket }: Pick<ClosedCard, 'plain' | 'lookupError'> & { ticket: number }) {
   if (lookupError === null) return <span className="muted">closed; reading its recorded reason…</span>;
@@ -162,9 +163,13 @@ function UnreadReason({ plain, lookupError, ticket }: Pick<ClosedCard, 'plain' |
     return (
       <span data-testid={`closed-${ticket}-sealed`}>
         {plain !== null ? <strong>{plainOutcome(plain)}</strong> : 'closed'}
-        <span className="muted">
-          ; its events are sealed while the vault is locked: <a href={unlockHref}>unlock</a> to read its events
-        </span>
+        {sealedForGood(lookupError) ? (
+          <span className="muted">; {sealedForGoodText}</span>
+        ) : (
+          <span className="muted">
+            ; its events are sealed while the vault is locked: <a href={unlockHref}>unlock</a> to read its events
+          </span>
+        )}
       </span>
     );
   return (
