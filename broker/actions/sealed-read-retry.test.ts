@@ -132,7 +132,7 @@ async function asAgent(journal: Journal, body: (call: (name: string, args: objec
 
 const forGood = 'sealed in the journal for good, and no unlock opens';
 
-describe('a read refused while the runs.vault is locked: retry after the unlock only where the unlock opens it', () => {
+describe('a read refused while the vault is locked: retry after the unlock only where the unlock opens it', () => {
   it('a run that never had a key answers never, locked; a keyed earlier run answers retry after the unlock', async () => {
     await runs.run(async (journal) => {
       await journal.appendSession(sessionStartedEvent(session, peer.pid, { start_time: peer.start_time }));

@@ -1,15 +1,11 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cardLine } from '../cli/operator-commands.js';
 import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
-import { Journal } from '../journal/index.js';
+import type { Journal } from '../journal/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { actionPaths } from '../testing/action-paths.js';
-import { FakeClock } from '../testing/fake-clock.js';
-import { createTempDir, type TempDir } from '../testing/temp-dir.js';
-import { openVault, type Vault } from '../vault/index.js';
+import { openLockedVaultRuns, type LockedVaultRuns } from '../testing/locked-vault-runs.js';
 import type { OperatorBroker } from './operator-broker.js';
 import { createOperatorHandlers } from './operator-handlers.js';
 import { createOperatorReads } from './operator-reads.js';
@@ -25,48 +21,27 @@ import { createOperatorReads } from './operator-reads.js';
  */
 const passphrase = Buffer.from('correct horse battery staple');
 
-let dir: TempDir;
-let clock: FakeClock;
-let vault: Vault;
-let path: string;
+let runs: LockedVaultRuns;
 
 beforeEach(async () => {
-  dir = createTempDir('postern-sealed-reply-');
-  clock = new FakeClock();
-  path = join(dir.path, 'journal.sqlite');
-  const vaultDir = join(dir.path, 'vault');
-  mkdirSync(vaultDir, { mode: 0o700 });
-  vault = await openVault({ dataDir: vaultDir, clock, kdf: 'min', idleLockMs: 0 });
-  await vault.init(passphrase);
-  vault.lock('operator');
+  runs = await openLockedVaultRuns('postern-sealed-reply-', passphrase);
 });
 afterEach(async () => {
-  await vault.close();
-  dir.remove();
+  await runs.dispose();
 });
 
 /** A card shown and waiting: nobody decided; the next run's recovery closes it. */
 async function cardWaiting(journal: Journal, id: string): Promise<void> {
   for (const event of actionPaths.expired(id).slice(0, 3) as NewEvent[]) {
-    clock.advance(1_000);
+    runs.clock.advance(1_000);
     await journal.append(event);
-  }
-}
-
-async function run(body: (journal: Journal) => Promise<void>): Promise<void> {
-  clock.advance(1_000);
-  const journal = await Journal.open({ path, clock, vault });
-  try {
-    await body(journal);
-  } finally {
-    await journal.close();
   }
 }
 
 /** actions.show as every operator surface calls it: the handlers over the broker's own reads of `journal`. */
 function show(journal: Journal, id: string) {
   const config = parseConfig('version: 1\n');
-  const queue = ApprovalQueue.open({ journal, clock, config });
+  const queue = ApprovalQueue.open({ journal, clock: runs.clock, config });
   try {
     const handlers = createOperatorHandlers(createOperatorReads(journal, queue) as unknown as OperatorBroker);
     return handlers['actions.show']({ action_id: id });
@@ -78,7 +53,7 @@ function show(journal: Journal, id: string) {
 /** approvals.list as every operator surface calls it: the handlers over the broker's own (the queue's cards). */
 async function cards(journal: Journal) {
   const config = parseConfig('version: 1\n');
-  const queue = ApprovalQueue.open({ journal, clock, config });
+  const queue = ApprovalQueue.open({ journal, clock: runs.clock, config });
   try {
     const broker = { 'approvals.list': () => ({ cards: queue.cards() }) };
     const reply = await createOperatorHandlers(broker as unknown as OperatorBroker)['approvals.list']({});
@@ -92,21 +67,21 @@ async function cards(journal: Journal) {
 /** An HTTP route's call whose outcome is unknown after dispatch, in `lane`: a blocked head, its card rebuilt later. */
 async function blockedHead(journal: Journal, id: string, lane: string): Promise<void> {
   for (const event of actionPaths.callerCancelledAfterDispatch(id)) {
-    clock.advance(1_000);
+    runs.clock.advance(1_000);
     await journal.append(event.kind === 'ACTION_ACCEPTED' ? { ...event, lane } : event);
   }
 }
 
 describe('actions.show of an action whose events are sealed: the refusal says whether an unlock opens them', () => {
   it('a run that never had a key: sealed_for_good, locked and unlocked; an earlier keyed run: not, and it opens once unlocked', async () => {
-    await run((journal) => cardWaiting(journal, 'act_neverkeyed'));
-    await run(async (journal) => {
+    await runs.run((journal) => cardWaiting(journal, 'act_neverkeyed'));
+    await runs.run(async (journal) => {
       await cardWaiting(journal, 'act_keyedrun');
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
     });
-    vault.lock('operator');
-    await run(async (journal) => {
-      expect(vault.state()).toBe('locked');
+    runs.vault.lock('operator');
+    await runs.run(async (journal) => {
+      expect(runs.vault.state()).toBe('locked');
       const lostLocked = await show(journal, 'act_neverkeyed');
       expect(lostLocked).toEqual({
         ok: false,
@@ -120,7 +95,7 @@ describe('actions.show of an action whose events are sealed: the refusal says wh
       expect(keptLocked).toMatchObject({ ok: false, error: { code: 'AUDIT_KEY_UNAVAILABLE' } });
       expect(keptLocked.ok ? undefined : keptLocked.error).not.toHaveProperty('sealed_for_good');
 
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
       // As the flags said: the keyed run's events open now; the never-keyed run's stay sealed, and say so still.
       const keptUnlocked = await show(journal, 'act_keyedrun');
       expect(keptUnlocked.ok).toBe(true);
@@ -135,13 +110,13 @@ describe('actions.show of an action whose events are sealed: the refusal says wh
 
 describe('approvals.list of a blocked head rebuilt from the journal: its request details say whether an unlock shows them', () => {
   it('a run that never had a key: sealed_for_good, and the CLI line asks for no unlock; an earlier keyed run: sealed until unlocked', async () => {
-    await run((journal) => blockedHead(journal, 'act_lostblock', 'lane-a'));
-    await run(async (journal) => {
+    await runs.run((journal) => blockedHead(journal, 'act_lostblock', 'lane-a'));
+    await runs.run(async (journal) => {
       await blockedHead(journal, 'act_keptblock', 'lane-b');
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
     });
-    vault.lock('operator');
-    await run(async (journal) => {
+    runs.vault.lock('operator');
+    await runs.run(async (journal) => {
       const byId = async () => new Map((await cards(journal)).map((c) => [c.action_id, c]));
       const locked = await byId();
       expect(locked.get('act_lostblock')).toMatchObject({ state: 'blocked_head', request_details: 'sealed_for_good' });
@@ -153,7 +128,7 @@ describe('approvals.list of a blocked head rebuilt from the journal: its request
       expect(lostLine).not.toContain('unlock the vault');
       expect(cardLine(locked.get('act_keptblock')!)).toContain('unlock the vault to show them');
 
-      await vault.unlock(passphrase);
+      await runs.vault.unlock(passphrase);
       const unlocked = await byId();
       // The keyed run's event opens now (an admission without a request_view: not recorded); the other stays sealed.
       expect(unlocked.get('act_keptblock')?.request_details).toBe('not_recorded');
