@@ -2,11 +2,10 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HttpChannel } from '../channels/http/index.js';
 import { parseConfig } from '../config/index.js';
-import { agentToolReplySchema, type NewEvent } from '../contract/index.js';
+import { agentToolReplySchema } from '../contract/index.js';
 import { ResultStore, type Journal } from '../journal/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
-import { actionPaths } from '../testing/action-paths.js';
 import { openLockedVaultRuns, type LockedVaultRuns } from '../testing/locked-vault-runs.js';
 import { createAgentBackend } from './agent-backend.js';
 
@@ -32,15 +31,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await runs.dispose();
 });
-
-/** A card shown and waiting in session ses_test: nobody decided; the next run's recovery closes it. */
-async function cardWaiting(journal: Journal, id: string): Promise<void> {
-  for (const event of actionPaths.expired(id).slice(0, 3) as NewEvent[]) {
-    runs.clock.advance(1_000);
-    await journal.append(event);
-  }
-  expect(journal.getAction(id)).toMatchObject({ session_id: session, decision: null });
-}
 
 /** action_status of `id` as the agent of ses_test asks it, through the real backend over `journal`. */
 async function status(journal: Journal, id: string): Promise<{ text: string; structured: unknown }> {
@@ -74,9 +64,13 @@ const forGood = 'sealed in the journal for good: the broker run that recorded th
 
 describe('a decision read sealed: the text line asks for an unlock only where one opens the events', () => {
   it("a run that never had a key: no unlock is asked for, and none opens it; an earlier keyed run's: read again after the unlock", async () => {
-    await runs.run((journal) => cardWaiting(journal, 'act_neverkeyed'));
     await runs.run(async (journal) => {
-      await cardWaiting(journal, 'act_keyedrun');
+      await runs.cardWaiting(journal, 'act_neverkeyed');
+      expect(journal.getAction('act_neverkeyed')).toMatchObject({ session_id: session, decision: null });
+    });
+    await runs.run(async (journal) => {
+      await runs.cardWaiting(journal, 'act_keyedrun');
+      expect(journal.getAction('act_keyedrun')).toMatchObject({ session_id: session, decision: null });
       await runs.vault.unlock(passphrase);
     });
     runs.vault.lock('operator');

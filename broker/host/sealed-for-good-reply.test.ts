@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cardLine } from '../cli/operator-commands.js';
 import { parseConfig } from '../config/index.js';
-import type { NewEvent } from '../contract/index.js';
 import type { Journal } from '../journal/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { actionPaths } from '../testing/action-paths.js';
@@ -29,14 +28,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await runs.dispose();
 });
-
-/** A card shown and waiting: nobody decided; the next run's recovery closes it. */
-async function cardWaiting(journal: Journal, id: string): Promise<void> {
-  for (const event of actionPaths.expired(id).slice(0, 3) as NewEvent[]) {
-    runs.clock.advance(1_000);
-    await journal.append(event);
-  }
-}
 
 /** actions.show as every operator surface calls it: the handlers over the broker's own reads of `journal`. */
 function show(journal: Journal, id: string) {
@@ -74,9 +65,9 @@ async function blockedHead(journal: Journal, id: string, lane: string): Promise<
 
 describe('actions.show of an action whose events are sealed: the refusal says whether an unlock opens them', () => {
   it('a run that never had a key: sealed_for_good, locked and unlocked; an earlier keyed run: not, and it opens once unlocked', async () => {
-    await runs.run((journal) => cardWaiting(journal, 'act_neverkeyed'));
+    await runs.run((journal) => runs.cardWaiting(journal, 'act_neverkeyed'));
     await runs.run(async (journal) => {
-      await cardWaiting(journal, 'act_keyedrun');
+      await runs.cardWaiting(journal, 'act_keyedrun');
       await runs.vault.unlock(passphrase);
     });
     runs.vault.lock('operator');

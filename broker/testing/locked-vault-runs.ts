@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Journal } from '../journal/index.js';
+import { actionPaths } from './action-paths.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { FakeClock } from './fake-clock.js';
 import { createTempDir } from './temp-dir.js';
@@ -19,6 +20,11 @@ export interface LockedVaultRuns {
   readonly path: string;
   /** One broker run: the journal opened over the vault (a second later than the last), `body`, then closed. */
   run(body: (journal: Journal) => Promise<void>): Promise<void>;
+  /**
+   * An HTTP action whose approval card is shown and waiting (actionPaths.expired cut after CARD_SHOWN, in its session
+   * `ses_test`): nobody decided, so the next run's recovery closes it.
+   */
+  cardWaiting(journal: Journal, id: string): Promise<void>;
   /** Closes the vault and removes the directory. */
   dispose(): Promise<void>;
 }
@@ -50,6 +56,12 @@ export async function openLockedVaultRuns(prefix: string, passphrase: Buffer): P
         await body(journal);
       } finally {
         await journal.close();
+      }
+    },
+    async cardWaiting(journal, id) {
+      for (const event of actionPaths.expired(id).slice(0, 3)) {
+        clock.advance(1_000);
+        await journal.append(event);
       }
     },
     async dispose() {
