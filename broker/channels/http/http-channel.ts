@@ -430,6 +430,8 @@ export class HttpChannel {
             facts.informationalSeen = true;
             return;
           }
+          // How long the pool may keep this connection idle afterwards (the server's idle timeout hint).
+          connection.keepAliveHint(responseHeaders['keep-alive']);
           status = statusCode;
           headers = keptResponseHeaders(responseHeaders);
         },

@@ -15,7 +15,15 @@ export class HttpConnection {
   readonly client: Client;
   /** Requests dispatched on this connection; > 0 means the next one is a reuse. */
   requests = 0;
+  /**
+   * How long this connection may stay idle in the pool before it is closed: keepAliveMs, or less when the last
+   * response's `Keep-Alive: timeout=N` hint says so (N s minus keepAliveHintMarginMs, as undici reads it). At most 0:
+   * the server wants no reuse.
+   */
+  idleLimitMs: number;
   private handedOver = false;
+  private readonly keepAliveMs: number;
+  private readonly hintMarginMs: number;
 
   constructor(
     readonly opened: OpenedSocket,
@@ -23,10 +31,19 @@ export class HttpConnection {
     limits: HttpLimits,
   ) {
     this.id = `conn_${randomBytes(6).toString('hex')}`;
+    this.idleLimitMs = limits.keepAliveMs;
+    this.keepAliveMs = limits.keepAliveMs;
+    this.hintMarginMs = limits.keepAliveHintMarginMs;
+    // The pool owns idle expiry (HttpConnectionPool closes a connection idle past idleLimitMs, and never hands one out
+    // past it). undici's own idle timer runs keepAliveHandoffGraceMs later, hint or not (its threshold is moved by the
+    // same grace), so it can never close a connection the pool handed out while its DISPATCH_STARTED is made durable:
+    // that close would fail the request after the boundary (unknown) although not a byte of it was written.
+    const graceMs = limits.keepAliveHandoffGraceMs;
     this.client = new Client(origin, {
       pipelining: 1,
-      keepAliveTimeout: limits.keepAliveMs,
-      keepAliveMaxTimeout: limits.keepAliveMs,
+      keepAliveTimeout: limits.keepAliveMs + graceMs,
+      keepAliveMaxTimeout: limits.keepAliveMs + graceMs,
+      keepAliveTimeoutThreshold: limits.keepAliveHintMarginMs - graceMs,
       headersTimeout: limits.headersTimeoutMs,
       bodyTimeout: limits.bodyTimeoutMs,
       // undici's own connector answers asynchronously and its connect() relies on that
@@ -43,6 +60,13 @@ export class HttpConnection {
     // An idle pooled socket can error (peer reset) with nobody listening; that is not a crash.
     this.client.on('connectionError', () => undefined);
     opened.socket.on('error', () => undefined);
+  }
+
+  /** The response's `Keep-Alive` header (the server's idle timeout hint) sets how long the pool may keep it idle. */
+  keepAliveHint(value: string | string[] | undefined): void {
+    const hint = typeof value === 'string' ? /timeout=(\d+)/.exec(value) : null;
+    this.idleLimitMs =
+      hint === null ? this.keepAliveMs : Math.min(Number(hint[1]) * 1000 - this.hintMarginMs, this.keepAliveMs);
   }
 
   get socket(): OpenedSocket['socket'] {

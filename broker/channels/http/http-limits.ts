@@ -34,9 +34,19 @@ export interface HttpLimits {
   readonly setupBackoffMsBase: number;
   readonly setupBackoffMsMax: number;
   readonly retryAfterMsMax: number;
-  /** Idle pooled connections kept per route, and how long undici keeps one alive. */
+  /**
+   * Idle pooled connections kept per route, and how long one stays idle before the pool closes it (shorter when the
+   * server's `Keep-Alive: timeout=N` hint says so, as undici reads it: N s minus keepAliveHintMarginMs).
+   */
   readonly idleConnectionsMax: number;
   readonly keepAliveMs: number;
+  readonly keepAliveHintMarginMs: number;
+  /**
+   * How much longer than the pool undici itself keeps an idle socket. The pool owns idle expiry: a connection it hands
+   * out waits for its DISPATCH_STARTED to be durable before the request is written, and undici's own idle timer must
+   * not close it in that wait (that close reads as a reused connection broken after dispatch: unknown).
+   */
+  readonly keepAliveHandoffGraceMs: number;
   /** Addresses from one DNS answer that are checked (all of them must pass). */
   readonly dnsAddressesMax: number;
 }
@@ -62,5 +72,7 @@ export const defaultHttpLimits: HttpLimits = {
   retryAfterMsMax: 3_600_000,
   idleConnectionsMax: 4,
   keepAliveMs: 4_000,
+  keepAliveHintMarginMs: 2_000,
+  keepAliveHandoffGraceMs: 60_000,
   dnsAddressesMax: 16,
 };
