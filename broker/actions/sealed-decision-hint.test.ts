@@ -1,11 +1,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HttpChannel } from '../channels/http/index.js';
 import { parseConfig } from '../config/index.js';
 import { agentToolReplySchema } from '../contract/index.js';
 import { ResultStore, type Journal } from '../journal/index.js';
-import { createRandomIdSource } from '../ports/index.js';
-import { ApprovalQueue } from '../queue/approval-queue.js';
 import { openLockedVaultRuns, type LockedVaultRuns } from '../testing/locked-vault-runs.js';
 import { createAgentBackend } from './agent-backend.js';
 
@@ -36,19 +33,9 @@ afterEach(async () => {
 async function status(journal: Journal, id: string): Promise<{ text: string; structured: unknown }> {
   const config = parseConfig('version: 1\n');
   const results = ResultStore.open(runs.path, journal.rowCipher(), { role: 'broker' });
-  const backend = await createAgentBackend({
-    journal,
-    results,
-    queue: ApprovalQueue.open({ journal, clock: runs.clock, config }),
-    config,
-    clock: runs.clock,
-    ids: createRandomIdSource(runs.clock),
-    vault: runs.vault,
-    httpChannel: new HttpChannel({ gate: journal }),
-    processAlive: () => false,
-    sweepMs: 3_600_000,
-    bootId: 'boot-test',
-  });
+  const backend = await createAgentBackend(
+    runs.agentBackendDeps(journal, results, config, { processAlive: () => false, bootId: 'boot-test' }),
+  );
   try {
     const answer = await backend.call(session, 'action_status', { action_id: id }, new AbortController().signal);
     return { text: answer.text, structured: agentToolReplySchema.parse(answer.structured) };

@@ -4,12 +4,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { describePeer } from '../agent/peer-identity.js';
 import { startAgentSocket } from '../agent/agent-socket.js';
 import { answerJsonMarker } from '../agent/answer-text.js';
-import { HttpChannel } from '../channels/http/index.js';
 import { parseConfig } from '../config/index.js';
 import type { NewEvent } from '../contract/index.js';
 import { ResultStore, type Journal } from '../journal/index.js';
-import { createRandomIdSource } from '../ports/index.js';
-import { ApprovalQueue } from '../queue/approval-queue.js';
 import { SocketClientTransport } from '../sdk/socket-client-transport.js';
 import { actionPaths } from '../testing/action-paths.js';
 import { inSession, sessionStartedEvent } from '../testing/session-events.js';
@@ -96,19 +93,9 @@ interface Read {
 /** Serves run 3's journal to a real MCP client over the agent socket, and hands `body` its calls. */
 async function asAgent(journal: Journal, body: (call: (name: string, args: object) => Promise<Read>) => Promise<void>) {
   const results = ResultStore.open(runs.path, journal.rowCipher(), { role: 'broker' });
-  const backend = await createAgentBackend({
-    journal,
-    results,
-    queue: ApprovalQueue.open({ journal, clock: runs.clock, config }),
-    config,
-    clock: runs.clock,
-    ids: createRandomIdSource(runs.clock),
-    vault: runs.vault,
-    httpChannel: new HttpChannel({ gate: journal }),
-    processAlive: () => true,
-    sweepMs: 3_600_000,
-    bootId: 'boot-run-3',
-  });
+  const backend = await createAgentBackend(
+    runs.agentBackendDeps(journal, results, config, { processAlive: () => true, bootId: 'boot-run-3' }),
+  );
   const socket = await startAgentSocket({ dataDir: runs.dataDir, backend });
   const client = new Client({ name: 'sealed-retry-test', version: '1' });
   try {

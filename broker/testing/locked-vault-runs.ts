@@ -1,6 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Journal } from '../journal/index.js';
+import type { AgentBackendDeps } from '../actions/agent-backend-deps.js';
+import { HttpChannel } from '../channels/http/index.js';
+import type { PosternConfig } from '../config/index.js';
+import { Journal, type ResultStore } from '../journal/index.js';
+import { createRandomIdSource } from '../ports/index.js';
+import { ApprovalQueue } from '../queue/approval-queue.js';
 import { actionPaths } from './action-paths.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { FakeClock } from './fake-clock.js';
@@ -25,6 +30,16 @@ export interface LockedVaultRuns {
    * `ses_test`): nobody decided, so the next run's recovery closes it.
    */
   cardWaiting(journal: Journal, id: string): Promise<void>;
+  /**
+   * What the real agent backend runs on over `journal` in one of these runs (createAgentBackend's deps): this clock and
+   * vault, `config`'s routes, an HTTP channel gated by the journal.
+   */
+  agentBackendDeps(
+    journal: Journal,
+    results: ResultStore,
+    config: PosternConfig,
+    peer: { readonly processAlive: () => boolean; readonly bootId: string },
+  ): AgentBackendDeps;
   /** Closes the vault and removes the directory. */
   dispose(): Promise<void>;
 }
@@ -63,6 +78,21 @@ export async function openLockedVaultRuns(prefix: string, passphrase: Buffer): P
         clock.advance(1_000);
         await journal.append(event);
       }
+    },
+    agentBackendDeps(journal, results, config, peer) {
+      return {
+        journal,
+        results,
+        queue: ApprovalQueue.open({ journal, clock, config }),
+        config,
+        clock,
+        ids: createRandomIdSource(clock),
+        vault,
+        httpChannel: new HttpChannel({ gate: journal }),
+        processAlive: peer.processAlive,
+        sweepMs: 3_600_000,
+        bootId: peer.bootId,
+      };
     },
     async dispose() {
       await vault.close();

@@ -71,7 +71,11 @@ function running(over: Partial<ActionState> = {}): ActionDetail {
 
 /** The detail view as a person reads it, after the store read `detail` from the broker (actions.show). */
 async function rendered(detail: ActionDetail): Promise<{ html: string; text: string }> {
-  const api: OperatorApi = { ...refusingApi(), 'actions.show': () => Promise.resolve({ ok: true, value: detail }) };
+  return renderedOver({ ...refusingApi(), 'actions.show': () => Promise.resolve({ ok: true, value: detail }) });
+}
+
+/** The detail view as a person reads it, after the store opened it over `api`. */
+async function renderedOver(api: OperatorApi): Promise<{ html: string; text: string }> {
   const store = createAppStore(api);
   await store.getState().openActionDetail(id);
   // A server render reads a zustand store's initial state: this one's is the state after the read.
@@ -223,14 +227,7 @@ describe('the action detail of an action whose events are sealed', () => {
       'actions.show': () => Promise.resolve({ ok: false, error }),
       'actions.list': () => Promise.resolve({ ok: true, value: { actions: [plain] } }),
     } as unknown as OperatorApi;
-    const store = createAppStore(api);
-    await store.getState().openActionDetail(id);
-    const read = { ...store, getInitialState: store.getState };
-    const html = renderView(
-      createElement(ActionDetailView, { actionId: id, backHref: '#/activity', backLabel: 'Activity' }),
-      read,
-    );
-    return { html, text: textOf(html) };
+    return renderedOver(api);
   }
 
   it('while an unlock opens them (an earlier keyed run): the plaintext outcome, and the link to unlock', async () => {
