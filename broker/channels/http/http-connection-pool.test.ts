@@ -146,13 +146,18 @@ describe('one sweep timer per pool, not one per released connection', () => {
     const port = (server.address() as AddressInfo).port;
     const socket = connect(port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    while (accepted.length < perConnection.length || accepted.at(-1)?.remotePort !== socket.localPort) await sleep(1);
+    const deadline = performance.now() + 2_000;
+    let seen: Socket | undefined;
+    while ((seen = accepted.find((s) => s.remotePort === socket.localPort)) === undefined) {
+      if (performance.now() > deadline) throw new Error('the server did not accept the connection');
+      await sleep(1);
+    }
     const opened = { socket, address: '127.0.0.1', peerFingerprint: undefined, stages: [] };
     const made = new HttpConnection(opened, `http://127.0.0.1:${port}`, {
       ...defaultHttpLimits,
       keepAliveMs: idleLimitMs,
     });
-    return { connection: made, server: accepted.at(-1) as Socket };
+    return { connection: made, server: seen };
   }
 
   let pool: HttpConnectionPool;

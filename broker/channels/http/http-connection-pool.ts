@@ -13,11 +13,13 @@ interface Idle {
  * DISPATCH_STARTED durable before handing a request to a reused connection.
  *
  * The pool, not undici, ends an idle connection: take() never hands out one at or past its idle limit (it reads the
- * clock at hand-out, so a timer late on a busy loop changes nothing), and one sweep timer per pool, armed while any
- * connection is idle and due at the earliest idle limit, closes the expired ones (not a timer per release: the
- * dispatch path releases a connection per action). undici's own idle timer is set a grace later (http-connection.ts),
- * so nothing on this side closes a connection between take() and the write unless its DISPATCH_STARTED takes longer
- * than that grace (then the break is still reported as unknown, never not_attempted).
+ * clock at hand-out, so a timer late on a busy loop changes nothing), and one sweep timer per pool closes the expired
+ * ones: due at the earliest idle limit (brought forward when a connection with a shorter one comes in), re-armed by
+ * each sweep while connections stay idle. Not a timer per release (the dispatch path releases a connection per
+ * action); nor is it cleared when take() empties the pool: a sweep that finds nothing idle just arms no more.
+ * undici's own idle timer is set a grace later (http-connection.ts), so nothing on this side closes a connection
+ * between take() and the write unless its DISPATCH_STARTED takes longer than that grace (then the break is still
+ * reported as unknown, never not_attempted).
  */
 export class HttpConnectionPool {
   private readonly idle = new Map<string, Idle[]>();
