@@ -163,7 +163,9 @@ export function registerOperatorCommands(program: Command, context: CommandConte
   )
     .option('--json', 'print one JSON object')
     .action(async (actionId: string, options: JsonOptions) => {
-      const shown = await call(options, 'actions.show', { action_id: actionId });
+      const shown = await call(options, 'actions.show', { action_id: actionId }).catch((error: unknown) => {
+        throw error instanceof SealedForGoodRefusal ? sealedForGoodShow(actionId, error) : error;
+      });
       if (options.json === true) return io.out(JSON.stringify(shown));
       const s = shown.state;
       io.out(`${s.action_id}  ticket #${s.ticket ?? '-'}  lane ${s.lane ?? '(none)'}  ${s.target}`);
@@ -654,7 +656,27 @@ function valueOfReply(reply: Reply<unknown>): unknown {
   if (reply.ok) return reply.value;
   // The daemon answers with contract codes; anything else (a newer daemon's code) is shown as INTERNAL.
   const code = isMember(ErrorCode, reply.error.code) ? reply.error.code : 'INTERNAL';
-  throw new CodedError(code, reply.error.message, reply.error.field === undefined ? {} : { field: reply.error.field });
+  const options = reply.error.field === undefined ? {} : { field: reply.error.field };
+  if (reply.error.sealed_for_good === true) throw new SealedForGoodRefusal(code, reply.error.message, options);
+  throw new CodedError(code, reply.error.message, options);
+}
+
+/**
+ * A refused read whose reply says `sealed_for_good`: what it asked for was sealed by a broker run that ended before any
+ * audit key existed, so no unlock opens it, locked or not (the same code from a locked vault opens once unlocked).
+ */
+class SealedForGoodRefusal extends CodedError {}
+
+/**
+ * `actions show` of an action such a run recorded: said plainly, with no unlock suggested (none would open them), and
+ * where what the journal keeps in plaintext of it is still read — its `actions list` row (outcome, code, who decided).
+ */
+function sealedForGoodShow(actionId: string, refusal: SealedForGoodRefusal): CodedError {
+  return new CodedError(
+    refusal.code,
+    `${actionId}: its events are sealed in the journal for good: the broker run that recorded them ended before any audit key existed, and no unlock opens them. What the journal keeps in plaintext of it: postern actions list --text ${actionId}`,
+    refusal.field === undefined ? {} : { field: refusal.field },
+  );
 }
 
 /** What the person is confirming, in one line: the method and its input's values (bounded). */

@@ -1,10 +1,12 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { brokerStatusSchema } from '../contract/index.js';
+import { brokerStatusSchema, type NewEvent } from '../contract/index.js';
 import { journalFileName, ResultStore } from '../journal/index.js';
 import { actionPaths } from '../testing/action-paths.js';
+import { createCapturedLogger } from '../testing/captured-logger.js';
 import { createTempDir, type TempDir } from '../testing/temp-dir.js';
 import { createBrokerRuntime, readDataDirStatus } from './broker-runtime.js';
 import { controlSocketFileName } from './control-socket.js';
@@ -157,5 +159,57 @@ describe('the broker runtime and postern.yaml', () => {
     const runtime = await createBrokerRuntime({ dataDir: dir.path, ...options });
     expect([...runtime.config.routes.keys()]).toEqual(['docs']);
     await runtime.close();
+  });
+
+  it('logs one warning, with the code and the path-free first line status carries, when the journal writer thread fails to start', async () => {
+    dir = createTempDir();
+    const { logger, lines } = createCapturedLogger();
+    // A native module that does not load (the journal's test seam): the thread's start fails, as a broken install's would.
+    const binding = path.join(tmpdir(), `postern-no-binding-${process.pid}`, 'better_sqlite3.node');
+    const runtime = await createBrokerRuntime({
+      dataDir: dir.path,
+      ...options,
+      logger,
+      journalWriterThreadNativeBinding: binding,
+    });
+    const warnings = () =>
+      lines
+        .map((line) => JSON.parse(line) as { level: number; msg: string; code?: string; detail?: string })
+        .filter((line) => line.msg.includes('writer thread'));
+    try {
+      // The daemon's 'on-demand' thread is asked for by a batch of many callers' events (at least
+      // threadBatchEventsMinDefault, 12); batches go on, committing inline, until its start has failed.
+      const deadline = performance.now() + 20_000;
+      for (
+        let i = 0;
+        runtime.status().journal.writer_thread?.state !== 'failed_to_start' && performance.now() < deadline;
+        i += 1
+      ) {
+        const batch = Array.from(
+          { length: 16 },
+          (_, j) => actionPaths.httpNoApproval(`act_nothread_${String(i * 16 + j).padStart(6, '0')}`)[0] as NewEvent,
+        );
+        await runtime.journal.appendBatch(batch);
+      }
+      const writerThread = runtime.status().journal.writer_thread;
+      expect(writerThread?.state).toBe('failed_to_start');
+      expect(warnings()).toEqual([
+        expect.objectContaining({
+          level: 40,
+          code: writerThread?.error?.code,
+          detail: writerThread?.error?.detail,
+          msg: 'the journal writer thread failed to start; commits run on the event loop for the rest of this run',
+        }),
+      ]);
+      expect(warnings()[0]).toMatchObject({ code: 'MODULE_NOT_FOUND', detail: "Cannot find module '<path>'" });
+      // More load: no second start, no second warning; and the module's path (where Postern is installed) nowhere.
+      await runtime.journal.appendBatch(
+        Array.from({ length: 16 }, (_, j) => actionPaths.httpNoApproval(`act_nothread_more_${j}`)[0] as NewEvent),
+      );
+      expect(warnings()).toHaveLength(1);
+      expect(lines.join('')).not.toContain(path.dirname(binding));
+    } finally {
+      await runtime.close();
+    }
   });
 });

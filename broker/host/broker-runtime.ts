@@ -15,7 +15,14 @@ import {
   type IntegrityAnchorReport,
 } from '../contract/index.js';
 import { vaultAutoLockMinutesDefault, type PosternConfig } from '../config/index.js';
-import { Journal, journalFileName, RequestStore, ResultStore, type JournalOpenOptions } from '../journal/index.js';
+import {
+  Journal,
+  journalFileName,
+  RequestStore,
+  ResultStore,
+  type JournalOpenOptions,
+  type WriterThreadStartFailure,
+} from '../journal/index.js';
 import {
   createRandomIdSource,
   systemClock,
@@ -89,6 +96,11 @@ export interface BrokerRuntimeOptions {
    * actionListScanRowsMax), so an end-to-end test reaches "Search older" without seeding 10,000 actions.
    */
   actionListScanRowsMax?: number;
+  /**
+   * Tests only: JournalOpenOptions.writerThreadNativeBinding (a native module that does not load makes the writer
+   * thread's start fail, as a broken install's would).
+   */
+  journalWriterThreadNativeBinding?: string;
 }
 
 /** The running broker as its hosts (CLI daemon, Electron main) see it. */
@@ -163,7 +175,7 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     // journal that disagrees with its signed anchor (rolled back, forged, tail missing) is recovered without claiming
     // not_attempted for what it left open, since it may lack a DISPATCH_STARTED it once held (integrity-anchor.ts).
     anchorGate = integrityAnchorGate({ dataDir: options.dataDir, clock, logger });
-    journal = await openJournal(options.dataDir, clock, anchorGate.judgeBeforeRecovery);
+    journal = await openJournal(options, clock, anchorGate.judgeBeforeRecovery, logger);
   } catch (error) {
     lock.release();
     throw error;
@@ -460,6 +472,18 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
   }
 }
 
+/**
+ * One warning when the journal's writer thread fails to start: its code and path-free first line, as `status` carries
+ * them (`journal.writer_thread`). The journal commits on the loop for the rest of the run and tries no second start.
+ */
+function warnWriterThreadStartFailure(logger: Logger): (failure: WriterThreadStartFailure) => void {
+  return (failure) =>
+    logger.warn(
+      { code: failure.code, detail: failure.detail },
+      'the journal writer thread failed to start; commits run on the event loop for the rest of this run',
+    );
+}
+
 /** Why the data directory has run before, from the journal and anchor the start found (null: a new directory). */
 function earlierRunOf(report: IntegrityAnchorReport): string | null {
   if (report.state === 'quarantined') return `its journal is quarantined (${report.code ?? 'anchor'})`;
@@ -475,15 +499,25 @@ function earlierRunOf(report: IntegrityAnchorReport): string | null {
  * (MIGRATION_FAILED, JOURNAL_NOT_DURABLE…) pass unchanged.
  */
 async function openJournal(
-  dataDir: string,
+  options: Pick<BrokerRuntimeOptions, 'dataDir' | 'journalWriterThreadNativeBinding'>,
   clock: Clock,
   judgeBeforeRecovery: JournalOpenOptions['judgeBeforeRecovery'],
+  logger: Logger,
 ): Promise<Journal> {
   try {
     // The writer thread starts under load and ends when idle (docs/journal-writer-thread.md). Not inside Electron yet:
     // its waits use Atomics.wait on the main thread, which no test here can run in Electron's main process.
     const writerThread = process.versions['electron'] === undefined ? 'on-demand' : false;
-    return await Journal.open({ dataDir, clock, judgeBeforeRecovery, writerThread });
+    return await Journal.open({
+      dataDir: options.dataDir,
+      clock,
+      judgeBeforeRecovery,
+      writerThread,
+      onWriterThreadStartFailure: warnWriterThreadStartFailure(logger),
+      ...(options.journalWriterThreadNativeBinding === undefined
+        ? {}
+        : { writerThreadNativeBinding: options.journalWriterThreadNativeBinding }),
+    });
   } catch (error) {
     if (isCodedError(error)) throw error;
     const code = (error as { code?: unknown } | null)?.code;

@@ -13,6 +13,7 @@ export {
   type JournalStats,
   type SealedEventHeader,
   type UnitRows,
+  type WriterThreadStartFailure,
 } from './journal.js';
 export type { Appended, AppendedConfig, AppendedSession } from './plan-unit.js';
 export {

@@ -188,6 +188,11 @@ export interface JournalOpenOptions {
    * would: the journal stays inline and stats() says so (writer_thread).
    */
   readonly writerThreadNativeBinding?: string;
+  /**
+   * Told once when the writer thread fails to start (the journal has no logger; the daemon logs it): the same code,
+   * path-free first line and time `stats().writer_thread.error` then carries. A throw from it is ignored.
+   */
+  readonly onWriterThreadStartFailure?: (failure: WriterThreadStartFailure) => void;
 }
 
 /** `closing`: close() began; new appends are refused, and what was accepted before still commits and is answered. */
@@ -206,7 +211,14 @@ export interface WriterThreadStats {
    * failed_to_start: what the start met: its code (a Node or SQLite code; INTERNAL without one), its message's first
    * line with file paths left out, and when.
    */
-  readonly error?: { readonly code: string; readonly detail: string; readonly at_ms: number };
+  readonly error?: WriterThreadStartFailure;
+}
+
+/** What a writer thread's failed start met: its code (INTERNAL without one), its message's first line with file paths left out, and when. */
+export interface WriterThreadStartFailure {
+  readonly code: string;
+  readonly detail: string;
+  readonly at_ms: number;
 }
 
 /** A row the journal cannot open now (an earlier run's key while the vault is locked). */
@@ -410,6 +422,7 @@ export class Journal {
   /** Why the writer thread could not start, if it could not (the journal then stays inline), and when. */
   private threadStartFailure: unknown = undefined;
   private threadStartFailedAtMs = 0;
+  private readonly onThreadStartFailure: JournalOpenOptions['onWriterThreadStartFailure'];
   /** The thread committed last: the loop's sealer goes back to the committed head before it seals again. */
   private threadWroteLast = false;
   /** The loop committed since the thread last did: the next batch posted names the head it extends. */
@@ -452,6 +465,7 @@ export class Journal {
       'threadBatchEventsMin',
     );
     this.busyTimeoutMs = positive(options.busyTimeoutMs ?? busyTimeoutMsDefault, 'busyTimeoutMs');
+    this.onThreadStartFailure = options.onWriterThreadStartFailure;
     this.busyHandler = {
       off: db.prepare('PRAGMA busy_timeout = 0'),
       on: db.prepare(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`),
@@ -576,6 +590,11 @@ export class Journal {
         this.threadOptions = undefined;
         this.threadStartFailure = cause;
         this.threadStartFailedAtMs = this.clock.nowMs();
+        try {
+          this.onThreadStartFailure?.(this.threadStartFailureReport());
+        } catch {
+          // A listener's fault is not the journal's: it stays inline as it would unheard.
+        }
       },
     );
     return this.threadOpening;
@@ -1056,12 +1075,13 @@ export class Journal {
     };
   }
 
+  private threadStartFailureReport(): WriterThreadStartFailure {
+    return { ...startFailureOf(this.threadStartFailure), at_ms: this.threadStartFailedAtMs };
+  }
+
   private writerThreadStats(): WriterThreadStats {
     if (this.threadStartFailure !== undefined)
-      return {
-        state: 'failed_to_start',
-        error: { ...startFailureOf(this.threadStartFailure), at_ms: this.threadStartFailedAtMs },
-      };
+      return { state: 'failed_to_start', error: this.threadStartFailureReport() };
     if (this.thread !== undefined) return { state: 'running' };
     return { state: this.threadOpening === undefined ? 'inline' : 'starting' };
   }

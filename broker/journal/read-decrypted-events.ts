@@ -1,15 +1,16 @@
 import { openDatabase } from '../ports/open-database.js';
 import { CodedError, type JournalEvent } from '../contract/index.js';
 import { auditHeaderText, encodeAssociatedData } from '../core/index.js';
-import { auditDecryptPurpose, eventOfBody, type AuditVault } from './audit-writer.js';
+import { auditDecryptPurpose, eventOfBody, RunKeyLostError, type AuditVault } from './audit-writer.js';
 import { decryptPayload, openRunKey, sodiumReady, wipe } from './event-cipher.js';
 import type { EventRow } from './journal-store.js';
 
 /**
  * Decrypted events in append order from `fromSeq` to `toSeq`, for `postern audit export`: a
  * read-only connection (a broker may be running), the X25519 secret unwrapped by the unlocked
- * vault, each run's key opened once. A row that fails authentication stops the export with
- * INTERNAL (verify says where and why).
+ * vault, each run's key opened once. A row of a run that ended before any audit key existed stops it with that
+ * run's RunKeyLostError (AUDIT_KEY_UNAVAILABLE, sealed for good); a row that fails authentication with INTERNAL
+ * (verify says where and why).
  */
 export async function* readDecryptedEvents(
   dbPath: string,
@@ -30,12 +31,8 @@ export async function* readDecryptedEvents(
       const known = runKeys.get(run);
       if (known !== undefined) return known;
       const sealed = (sealedOf.get(run) as { sealed_key: Uint8Array | null } | undefined)?.sealed_key ?? null;
-      if (keys === undefined || boxSecret === undefined || sealed === null) {
-        throw new CodedError(
-          'AUDIT_KEY_UNAVAILABLE',
-          `run ${run} ended before any audit key existed; its events cannot be decrypted`,
-        );
-      }
+      // No audit key at all, or none sealed for this run: it ended before any existed (said as the broker says it).
+      if (keys === undefined || boxSecret === undefined || sealed === null) throw new RunKeyLostError(run, 'events');
       const key = openRunKey(sealed, keys.box_public, boxSecret);
       runKeys.set(run, key);
       return key;

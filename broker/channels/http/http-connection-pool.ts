@@ -1,10 +1,9 @@
 import type { HttpConnection } from './http-connection.js';
 
-/** An idle connection, since when, and the timer that closes it when its idle limit passes. */
+/** An idle connection and the moment (performance.now()) its idle limit passes. */
 interface Idle {
   readonly connection: HttpConnection;
-  readonly sinceMs: number;
-  readonly expiry: NodeJS.Timeout;
+  readonly untilMs: number;
 }
 
 /**
@@ -13,13 +12,20 @@ interface Idle {
  * either idle here or owned by exactly one attempt; that exclusivity is what lets the channel make
  * DISPATCH_STARTED durable before handing a request to a reused connection.
  *
- * The pool, not undici, ends an idle connection: at its idle limit (HttpConnection.idleLimitMs) a timer closes it, and
- * take() never hands out one past it (a timer late on a busy loop changes nothing). undici's own idle timer is set a
- * grace later (http-connection.ts), so nothing on this side closes a connection between take() and the write unless
- * its DISPATCH_STARTED takes longer than that grace (then the break is still reported as unknown, never not_attempted).
+ * The pool, not undici, ends an idle connection: take() never hands out one at or past its idle limit (it reads the
+ * clock at hand-out, so a timer late on a busy loop changes nothing), and one sweep timer per pool closes the expired
+ * ones: due at the earliest idle limit (brought forward when a connection with a shorter one comes in), re-armed by
+ * each sweep while connections stay idle. Not a timer per release (the dispatch path releases a connection per
+ * action); nor is it cleared when take() empties the pool: a sweep that finds nothing idle just arms no more.
+ * undici's own idle timer is set a grace later (http-connection.ts), so nothing on this side closes a connection
+ * between take() and the write unless its DISPATCH_STARTED takes longer than that grace (then the break is still
+ * reported as unknown, never not_attempted).
  */
 export class HttpConnectionPool {
   private readonly idle = new Map<string, Idle[]>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  /** When the armed sweep is due (performance.now()); meaningful while sweepTimer is set. */
+  private sweepAtMs = 0;
 
   constructor(private readonly idleConnectionsMax: number) {}
 
@@ -27,9 +33,8 @@ export class HttpConnectionPool {
   take(key: string): HttpConnection | undefined {
     const list = this.idle.get(key);
     while (list !== undefined && list.length > 0) {
-      const { connection, sinceMs, expiry } = list.pop() as Idle;
-      clearTimeout(expiry);
-      if (connection.alive() && performance.now() - sinceMs < connection.idleLimitMs) return connection;
+      const { connection, untilMs } = list.pop() as Idle;
+      if (connection.alive() && performance.now() < untilMs) return connection;
       connection.close();
     }
     return undefined;
@@ -41,11 +46,11 @@ export class HttpConnectionPool {
       return;
     }
     const list = this.idle.get(key) ?? [];
-    const expiry = setTimeout(() => this.expire(key, connection), connection.idleLimitMs);
-    expiry.unref();
-    list.push({ connection, sinceMs: performance.now(), expiry });
-    while (list.length > this.idleConnectionsMax) this.drop(list.shift());
+    const untilMs = performance.now() + connection.idleLimitMs;
+    list.push({ connection, untilMs });
+    while (list.length > this.idleConnectionsMax) list.shift()?.connection.close();
     this.idle.set(key, list);
+    this.armSweep(untilMs);
   }
 
   idleCount(key: string): number {
@@ -53,20 +58,38 @@ export class HttpConnectionPool {
   }
 
   closeAll(): void {
-    for (const list of this.idle.values()) for (const idle of list) this.drop(idle);
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
+    for (const list of this.idle.values()) for (const { connection } of list) connection.close();
     this.idle.clear();
   }
 
-  private expire(key: string, connection: HttpConnection): void {
-    const list = this.idle.get(key);
-    const at = list?.findIndex((idle) => idle.connection === connection) ?? -1;
-    if (list === undefined || at < 0) return;
-    this.drop(list.splice(at, 1)[0]);
+  /** Makes the sweep due no later than `atMs`; an armed sweep due earlier stays as it is (the common case). */
+  private armSweep(atMs: number): void {
+    if (this.sweepTimer !== undefined && this.sweepAtMs <= atMs) return;
+    clearTimeout(this.sweepTimer);
+    this.sweepAtMs = atMs;
+    // At least 1 ms: Node's timer clock is coarser than performance.now(), so a sweep can run a fraction early and
+    // find the earliest connection not yet expired; it then re-arms for the rest instead of spinning.
+    this.sweepTimer = setTimeout(() => this.sweep(), Math.max(1, Math.ceil(atMs - performance.now())));
+    this.sweepTimer.unref();
   }
 
-  private drop(idle: Idle | undefined): void {
-    if (idle === undefined) return;
-    clearTimeout(idle.expiry);
-    idle.connection.close();
+  /** Closes every connection at or past its idle limit, then re-arms for the earliest one left (if any). */
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    const now = performance.now();
+    let nextMs = Infinity;
+    for (const [key, list] of this.idle) {
+      const kept = list.filter(({ connection, untilMs }) => {
+        if (now < untilMs) return true;
+        connection.close();
+        return false;
+      });
+      for (const { untilMs } of kept) nextMs = Math.min(nextMs, untilMs);
+      if (kept.length > 0) this.idle.set(key, kept);
+      else this.idle.delete(key);
+    }
+    if (nextMs !== Infinity) this.armSweep(nextMs);
   }
 }
