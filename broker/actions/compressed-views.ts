@@ -50,6 +50,9 @@ export const headlessTriesMax = 256;
 export const inflationsMax = 2;
 /** Bytes looked at to decide whether data starts like text (then no signature-less decode is tried there). */
 const textProbeBytes = 32;
+/** Inputs shorter than this are decoded into a first output buffer of smallChunkBytes (chunkSizeFor). */
+const smallInputBytes = 1024;
+const smallChunkBytes = 1024;
 /** First prefix tried when a whole decode fails (noise mostly fails before it); each next one is 8x longer. */
 const probeBytesFirst = 8;
 
@@ -141,10 +144,20 @@ export function inflatedViews(
     if (budget.headlessLeft <= 0) break;
     budget.headlessLeft -= 1;
     // A run is decoded on its own, as the agent would decode it.
-    if (((src[at]! >> 1) & 3) !== 3) tryAt('raw', at, end);
+    if (((src[at]! >> 1) & 3) !== 3 && !storedLengthsDisagree(src, at, end)) tryAt('raw', at, end);
     tryAt('br', at, end);
   }
   return out;
+}
+
+/**
+ * Raw deflate whose first block is stored (BTYPE 0) says its length twice, after the header's byte: LEN, then its
+ * one's complement. zlib refuses a block whose two disagree, so noise that starts like one is not handed to it.
+ */
+function storedLengthsDisagree(src: Buffer, at: number, end: number): boolean {
+  return (
+    ((src[at]! >> 1) & 3) === 0 && at + 5 <= end && (src.readUInt16LE(at + 1) ^ src.readUInt16LE(at + 3)) !== 0xffff
+  );
 }
 
 const gzipMagic = Buffer.from([0x1f, 0x8b, 0x08]);
@@ -209,7 +222,8 @@ interface Decoded {
 /**
  * What a streaming decoder gets out of `input`: all of it when it decodes (a truncated stream too: sync flush),
  * else the output of the longest prefix that decodes (exponential probe, then bisection). 'too_large' when the output
- * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked.
+ * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
+ * twice: the longest good one so far is kept, and it is the answer.
  */
 function longestDecodable(
   format: Format,
@@ -222,37 +236,55 @@ function longestDecodable(
     budget.callsLeft -= 1;
     return decodeOnce(format, input.subarray(0, length), maxOutput);
   };
+  let good = 0;
+  let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
   if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
     const head = attempt(probeBytesFirst);
     if (head === undefined || head === 'too_large') return head;
+    good = probeBytesFirst;
+    goodDecoded = head;
   }
   const whole = attempt(input.length);
   if (whole !== undefined) return whole;
-  let good = 0;
   let bad = input.length;
-  for (let probe = probeBytesFirst; probe < bad; probe *= 8) {
+  for (let probe = good === 0 ? probeBytesFirst : good * 8; probe < bad; probe *= 8) {
     const got = attempt(probe);
     if (got === 'too_large') return got;
     if (got === undefined) bad = probe;
-    else good = probe;
+    else [good, goodDecoded] = [probe, got];
   }
   while (bad - good > 1) {
     const mid = (good + bad) >> 1;
     const got = attempt(mid);
     if (got === 'too_large') return got;
     if (got === undefined) bad = mid;
-    else good = mid;
+    else [good, goodDecoded] = [mid, got];
   }
   // Two bytes decode to too little to hold a part (at least four bytes of distinct characters).
-  return good <= 2 ? undefined : attempt(good);
+  return good <= 2 ? undefined : goodDecoded;
+}
+
+/**
+ * The output buffer a decoder call starts with. node:zlib's default (16 KiB) is allocated by every call, and most
+ * calls here are probes of a few dozen bytes that fail: that allocation and its garbage were a third of a failed
+ * probe's cost. A short input starts with 1 KiB (more is allocated as output grows); a long one keeps the default.
+ */
+function chunkSizeFor(inputBytes: number): number | undefined {
+  return inputBytes < smallInputBytes ? smallChunkBytes : undefined;
 }
 
 function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Decoded | 'too_large' | undefined {
   // `info: true` (not in the option types) returns the engine too: its bytesWritten is the input the stream took.
-  const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, info: true } as ZlibOptions;
-  const brotliOptions = { finishFlush: constants.BROTLI_OPERATION_FLUSH, maxOutputLength, info: true } as BrotliOptions;
+  const chunkSize = chunkSizeFor(input.length);
+  const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, chunkSize, info: true } as ZlibOptions;
+  const brotliOptions = {
+    finishFlush: constants.BROTLI_OPERATION_FLUSH,
+    maxOutputLength,
+    chunkSize,
+    info: true,
+  } as BrotliOptions;
   // Most tries fail (noise, a corrupt tail): node:zlib throws an Error each time, and capturing its stack trace is
   // most of a failed try's cost. Nothing reads it: the failure is the answer.
   const stackTraceLimit = Error.stackTraceLimit;

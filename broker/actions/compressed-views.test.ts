@@ -1,0 +1,195 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import type * as Zlib from 'node:zlib';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+/**
+ * The scrubber's look inside compressed data it was not told about (compressed-views.ts) decodes with node:zlib's
+ * sync calls, most of which fail on noise. These tests watch every decoder call (node:zlib wrapped, not replaced: the
+ * real decoders run) to hold what it costs to scrub an honest answer full of ids, and check by property that a stream
+ * with a corrupt tail is still read up to the corruption.
+ */
+const decoderCalls = vi.hoisted(
+  () => [] as Array<{ region: string; bytes: number; chunkSize: number | undefined; head: string }>,
+);
+
+vi.mock('node:zlib', async (importOriginal) => {
+  const zlib = await importOriginal<typeof Zlib>();
+  // Where the input lies in memory: prefixes of one stream share their buffer and offset, and differ in length.
+  const buffers = new WeakMap<ArrayBufferLike, number>();
+  let nextBufferId = 0;
+  const regionOf = (input: Buffer): string => {
+    let id = buffers.get(input.buffer);
+    if (id === undefined) buffers.set(input.buffer, (id = nextBufferId++));
+    return `${id}:${input.byteOffset}`;
+  };
+  const watched =
+    <O>(format: string, decode: (input: Buffer, options?: O) => Buffer) =>
+    (input: Buffer, options?: O): Buffer => {
+      const chunkSize = (options as { chunkSize?: number } | undefined)?.chunkSize;
+      const region = `${format}:${regionOf(input)}:${input.length}`;
+      decoderCalls.push({ region, bytes: input.length, chunkSize, head: input.subarray(0, 5).toString('hex') });
+      return decode(input, options);
+    };
+  return {
+    ...zlib,
+    inflateRawSync: watched('raw', zlib.inflateRawSync),
+    inflateSync: watched('zlib', zlib.inflateSync),
+    gunzipSync: watched('gzip', zlib.gunzipSync),
+    brotliDecompressSync: watched('br', zlib.brotliDecompressSync),
+  };
+});
+
+const { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inflateRawSync } =
+  await import('node:zlib');
+const { secretParts, secretScrubber } = await import('./secret-scrubber.js');
+
+// Canary values only: none of these is a real credential.
+const shortToken = 'canary-c4n4r';
+
+/** Deterministic bytes (sha256 of a counter): ids that look random and are the same on every run. */
+function idBytes(seed: string, length: number): Buffer {
+  const out: Buffer[] = [];
+  for (let i = 0; out.length * 32 < length; i++) out.push(createHash('sha256').update(`${seed}/${i}`).digest());
+  return Buffer.concat(out).subarray(0, length);
+}
+
+/** An honest JSON answer: a page of items, each with a UUID, a hex etag and a base64 cursor. */
+function pageOfIds(items: number): Buffer {
+  const data = Array.from({ length: items }, (_, i) => {
+    const hex = idBytes(`uuid${i}`, 16).toString('hex');
+    return {
+      id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`,
+      etag: idBytes(`etag${i}`, 16).toString('hex'),
+      cursor: idBytes(`cursor${i}`, 18).toString('base64'),
+      name: `item ${i}`,
+    };
+  });
+  return Buffer.from(JSON.stringify({ data }));
+}
+
+beforeEach(() => {
+  decoderCalls.length = 0;
+});
+
+describe('decoder calls while scrubbing', () => {
+  it('decode no prefix of any stream twice', () => {
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: shortToken }));
+    const out = scrubber.scrub(pageOfIds(10));
+    expect(out.redacted).toBe(false);
+    // The ids' runs at every alignment are tried as raw deflate and brotli: many calls, each on its own prefix.
+    expect(decoderCalls.length).toBeGreaterThan(50);
+    const seen = new Map<string, number>();
+    for (const call of decoderCalls) seen.set(call.region, (seen.get(call.region) ?? 0) + 1);
+    expect([...seen].filter(([, count]) => count > 1)).toEqual([]);
+  });
+
+  it('start a short input with a small output buffer, a long one with the default', () => {
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: shortToken }));
+    scrubber.scrubText(`"${idBytes('etag', 16).toString('hex')}"`);
+    // A gzip member in a 4 KiB body: a signature, decoded whole from where it starts.
+    const body = Buffer.concat([Buffer.from('binary:'), Buffer.from([0x1f, 0x8b, 0x08, 0]), idBytes('noise', 4096)]);
+    scrubber.scrub(body);
+    const short = decoderCalls.filter((call) => call.bytes < 1024);
+    const long = decoderCalls.filter((call) => call.bytes >= 1024);
+    expect(short.length).toBeGreaterThan(0);
+    expect(long.length).toBeGreaterThan(0);
+    expect(short.every((call) => call.chunkSize === 1024)).toBe(true);
+    expect(long.every((call) => call.chunkSize === undefined)).toBe(true);
+  });
+});
+
+describe('raw deflate whose first block is stored', () => {
+  /** A stored block's header byte (BFINAL, BTYPE 0), LEN and NLEN, then bytes. */
+  const storedBlock = (len: number, nlen: number, rest: Uint8Array): Buffer => {
+    const header = Buffer.alloc(5);
+    header[0] = 0x01;
+    header.writeUInt16LE(len, 1);
+    header.writeUInt16LE(nlen, 3);
+    return Buffer.concat([header, rest]);
+  };
+
+  it('is refused by zlib when its two lengths disagree, so the scrubber does not hand it over', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 0xffff }),
+        fc.integer({ min: 0, max: 0xffff }),
+        fc.uint8Array({ minLength: 16, maxLength: 40 }),
+        (len, nlen, rest) => {
+          fc.pre((len ^ nlen) !== 0xffff);
+          const block = storedBlock(len, nlen, rest);
+          expect(() => inflateRawSync(block, { finishFlush: constants.Z_SYNC_FLUSH })).toThrow();
+          scrubberCallsFor(block);
+          // Other views of these bytes start elsewhere and may be tried; none from the block's own header.
+          const header = block.subarray(0, 5).toString('hex');
+          expect(decoderCalls.filter((call) => call.region.startsWith('raw:') && call.head === header)).toEqual([]);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('is still decoded when they agree', () => {
+    const rest = idBytes('stored', 24);
+    scrubberCallsFor(storedBlock(rest.length, rest.length ^ 0xffff, rest));
+    const header = storedBlock(rest.length, rest.length ^ 0xffff, rest)
+      .subarray(0, 5)
+      .toString('hex');
+    expect(decoderCalls.some((call) => call.region.startsWith('raw:') && call.head === header)).toBe(true);
+  });
+});
+
+function scrubberCallsFor(body: Buffer): void {
+  decoderCalls.length = 0;
+  secretScrubber(secretParts({ kind: 'bearer', token: shortToken })).scrub(body);
+}
+
+/** The shortest prefix of `stream` from which a streaming decoder already gives out `part` (undefined: none does). */
+function shortestGiving(format: 'raw' | 'br', stream: Buffer, part: Buffer): number | undefined {
+  for (let length = 1; length <= stream.length; length++) {
+    try {
+      const out =
+        format === 'raw'
+          ? inflateRawSync(stream.subarray(0, length), { finishFlush: constants.Z_SYNC_FLUSH })
+          : brotliDecompressSync(stream.subarray(0, length), { finishFlush: constants.BROTLI_OPERATION_FLUSH });
+      if (out.includes(part)) return length;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+describe('a stream without a signature and with a corrupt tail', () => {
+  it('is read up to the corruption and redacted, as bytes and as base64 at any glue', () => {
+    const tokenChar = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.');
+    fc.assert(
+      fc.property(
+        fc.string({ unit: tokenChar, minLength: 8, maxLength: 48 }),
+        fc.constantFrom('raw' as const, 'br' as const),
+        fc.uint8Array({ minLength: 1, maxLength: 24 }),
+        fc.nat(3),
+        fc.boolean(),
+        (token, format, tail, glue, asBase64) => {
+          const part = Buffer.from(token);
+          const plain = Buffer.from(`Authorization: Bearer ${token}\r\n`);
+          const stream =
+            format === 'raw'
+              ? deflateRawSync(plain)
+              : brotliCompressSync(plain, { params: { [constants.BROTLI_PARAM_QUALITY]: 5 } });
+          const giving = shortestGiving(format, stream, part);
+          fc.pre(giving !== undefined);
+          // Cut right after the part comes out, then noise: an agent's streaming decoder still gives the part.
+          const sent = Buffer.concat([stream.subarray(0, giving), Buffer.from(tail)]);
+          const body = asBase64 ? Buffer.from(`{"blob":"${'Q'.repeat(glue)}${sent.toString('base64')}"}`) : sent;
+          const scrubber = secretScrubber(secretParts({ kind: 'bearer', token }));
+          const out = scrubber.scrub(body);
+          expect(out.redacted).toBe(true);
+          if (asBase64) expect(out.bytes.toString('latin1')).not.toContain(sent.toString('base64').slice(0, 12));
+          else expect(out.bytes.includes(sent.subarray(0, Math.min(8, sent.length)))).toBe(false);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
