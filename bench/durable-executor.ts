@@ -23,7 +23,8 @@ import { PhaseClock, type PhaseRow } from './durable-phases.js';
 import { JournalCapture, replayCeiling } from './journal-ceiling.js';
 import { measureHandoff, type Handoff } from './writer-handoff.js';
 
-export type Target = 'fast' | 'slow';
+/** fast: loopback, answered at once; slow: after 20 ms; ids: after 20 ms with the id headers an API sends (durable.ts). */
+export type Target = 'fast' | 'slow' | 'ids';
 export type ExecutorRequest =
   | { op: 'setup'; origins: Record<Target, string> }
   | { op: 'direct'; target: Target; concurrency: number; runMs: number; opsMax: number }
@@ -71,7 +72,7 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
     name: 'bench-token',
     kind: 'bearer',
     secret: Buffer.from('bench-secret'),
-    bindings: ['fast', 'slow'],
+    bindings: ['fast', 'slow', 'ids'],
   });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const route = (name: Target): string[] => [
@@ -84,7 +85,9 @@ async function openRig(origins: Record<Target, string>): Promise<Rig> {
     '    lanes:',
     "      - { methods: ['*'], path: '/documents/{id}', lane: 'doc-{id}' }",
   ];
-  const config = parseConfig(['version: 1', 'routes:', ...route('fast'), ...route('slow'), ''].join('\n'));
+  const config = parseConfig(
+    ['version: 1', 'routes:', ...route('fast'), ...route('slow'), ...route('ids'), ''].join('\n'),
+  );
   const capture = new JournalCapture(temp.journal, capturedActions);
   // Outermost: the timed phases see the broker's calls, the capture below them keeps its few actions as before.
   const phases = new PhaseClock(capture.journal);

@@ -59,12 +59,27 @@ const cliStartRuns = 5;
 /** One c64 group commit's worth of actions, handed to a worker as one batch (table 7). */
 const handoffBatchActions = 64;
 
-async function listen(delayMs: number): Promise<{ server: Server; origin: string }> {
+/**
+ * The header values a cloud API typically answers with besides content-type and length (a request id, an etag, a
+ * W3C traceparent, an S3-style base64 id), fixed for every answer: each is a run the secret scrubber decodes and tries
+ * as compressed data (bench/scrub.ts times that alone). Table 3's second pair of rows answers with them.
+ */
+const idHeaders: Readonly<Record<string, string>> = {
+  'x-request-id': '3f0c9a7e-52d1-4b8e-9c61-0d7f2a4be915',
+  etag: '"9b2e4f61c07d3a58e1f6b0c2d4a79e83"',
+  traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+  'x-amz-id-2': 'Yk3pQ9wR2tV7xZ1aC4eG6iK8mO0qS2uW4yA6cE8gI0kM2oQ4sU6wY8aC0eG2iK4mO6qS8uW0yA2cE4gI6kM8oQ=',
+};
+
+async function listen(
+  delayMs: number,
+  headers: Readonly<Record<string, string>> = {},
+): Promise<{ server: Server; origin: string }> {
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       const answer = (): void => {
-        res.writeHead(200, { 'content-type': 'application/json' });
+        res.writeHead(200, { 'content-type': 'application/json', ...headers });
         res.end('{"ok":true}');
       };
       if (delayMs === 0) answer();
@@ -142,6 +157,7 @@ function nextReply(child: ChildProcess): Promise<ExecutorReply> {
 interface Targets {
   fast: string;
   slow: string;
+  ids: string;
 }
 
 interface Measured {
@@ -152,6 +168,8 @@ interface Measured {
   ceiling: Summary & { eventsPerAction: number; mix: string };
   directSlow: Summary;
   brokerSlow: Summary;
+  directIds: Summary;
+  brokerIds: Summary;
   phases: { label: string; phases: NonNullable<Extract<ExecutorReply, { ok: true }>['phases']> }[];
   handoff: Handoff;
 }
@@ -171,6 +189,8 @@ async function measure(targets: Targets): Promise<Measured> {
     if (handoff === undefined) throw new Error('the executor answered handoff without it');
     const directSlow = await executor.run({ op: 'direct', target: 'slow', concurrency: 16, ...bounds.remote });
     const brokerSlow = await executor.run({ op: 'broker', target: 'slow', concurrency: 16, ...bounds.remote });
+    const directIds = await executor.run({ op: 'direct', target: 'ids', concurrency: 16, ...bounds.remote });
+    const brokerIds = await executor.run({ op: 'broker', target: 'ids', concurrency: 16, ...bounds.remote });
     const phases: Measured['phases'] = [];
     for (const [label, target, concurrency] of [
       ['c1, loopback', 'fast', 1],
@@ -200,6 +220,8 @@ async function measure(targets: Targets): Promise<Measured> {
       },
       directSlow: summaryOf(directSlow),
       brokerSlow: summaryOf(brokerSlow),
+      directIds: summaryOf(directIds),
+      brokerIds: summaryOf(brokerIds),
       phases,
       handoff,
     };
@@ -331,12 +353,19 @@ function printRemote(m: Measured): void {
   for (const [name, s] of [
     ['direct undici', m.directSlow],
     ['executor', m.brokerSlow],
+    ['direct undici, answers with 4 id headers', m.directIds],
+    ['executor, answers with 4 id headers', m.brokerIds],
   ] as const)
     console.log(
       `| ${name} | ${s.count} | ${perSecond(s.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${loopBusy(s)} | ${cpuPerOp(s)} |`,
     );
   console.log('');
   console.log(`broker / direct throughput: ${ratio.toFixed(2)} x (goal >= 0.9 x: ${verdict(ratio >= 0.9)})`);
+  const idsRatio = m.brokerIds.perSecond / m.directIds.perSecond;
+  console.log(
+    `with 4 id headers in each answer (a request id, an etag, a traceparent, a base64 id; each scrubbed, bench/scrub.ts): ` +
+      `${idsRatio.toFixed(2)} x`,
+  );
   console.log('');
 }
 
@@ -445,6 +474,7 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'postern-bench-durable-'));
   const fast = await listen(0);
   const slow = await listen(remoteDelayMs);
+  const ids = await listen(remoteDelayMs, idHeaders);
   try {
     console.log(`## Durable path bench (issue 18), ${new Date().toISOString()}`);
     console.log('');
@@ -455,7 +485,7 @@ async function main(): Promise<void> {
         `p50 ${ms(fsync.p50)} ms, p95 ${ms(fsync.p95)} ms, p99 ${ms(fsync.p99)} ms`,
     );
     console.log('');
-    const targets = { fast: fast.origin, slow: slow.origin };
+    const targets = { fast: fast.origin, slow: slow.origin, ids: ids.origin };
     const measured = await measure(targets);
     printLatency(measured, 2 * fsync.p50 + 0.5);
     printThroughput(measured);
@@ -466,7 +496,7 @@ async function main(): Promise<void> {
     printPhases(measured);
     printHandoff(measured);
   } finally {
-    for (const { server } of [fast, slow]) {
+    for (const { server } of [fast, slow, ids]) {
       server.closeAllConnections();
       server.close();
     }
