@@ -11,6 +11,7 @@ import {
   NewEventChecker,
   shapeOf,
   validateNewEvent,
+  valueIssuesOnly,
 } from './validate-new-event.js';
 
 /** An admission as the HTTP executor makes it: a card's view of the request, pairs (tuples) in arrays. */
@@ -209,6 +210,107 @@ describe('NewEventChecker', () => {
     );
   });
 
+  it('fails the test, in both, that makes a bad value the first of its shape: production would store it once the shape is known', () => {
+    const validated = { kind: 'PREFLIGHT_VALIDATED', action_id: 'act_valid_0001', ticket: 3, payload: {} };
+    const badValues: unknown[] = [
+      { ...validated, ticket: -1 },
+      { ...validated, ticket: 1.5 },
+      { ...validated, action_id: 'act_x' },
+      { ...validated, lane: 'x'.repeat(201) },
+      { kind: 'PREFLIGHT_FAILED', action_id: 'act_valid_0001', payload: { field: 'f'.repeat(257) } },
+      { kind: 'SESSION_ENDED', action_id: 'ses_valid_0001', payload: { reason: 'vanished' } },
+    ];
+    for (const bad of badValues) {
+      // Production: refused while the shape is new, stored once an event of it was accepted.
+      expect(() => new NewEventChecker('shapes').check(bad)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+      expect(() => new NewEventChecker('both').check(bad)).toThrow(EventChecksDisagree);
+      expect(() => new NewEventChecker('both').check(bad)).toThrow(/of a new shape/);
+      // A test of the schemas' refusal asks for full.
+      expect(() => new NewEventChecker('full').check(bad)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+    }
+    // The message names the field, never the value.
+    const secretish = {
+      kind: 'PREFLIGHT_FAILED',
+      action_id: 'act_valid_0001',
+      payload: { field: 'hunter2'.repeat(40) },
+    };
+    expect(() => new NewEventChecker('both').check(secretish)).toThrow(/payload\.field/);
+    expect(() => new NewEventChecker('both').check(secretish)).not.toThrow(/hunter2/);
+  });
+
+  it('refuses as the schemas do, in both, what no event of its shape could pass: the shape check catches it too', () => {
+    const validated = { kind: 'PREFLIGHT_VALIDATED', action_id: 'act_valid_0001', ticket: 3, payload: {} };
+    const view = acceptedWithView('act_view_0004') as Extract<NewEvent, { kind: 'ACTION_ACCEPTED' }>;
+    const requestView = view.payload.request_view as NonNullable<typeof view.payload.request_view>;
+    const shapeRefusals: unknown[] = [
+      { ...validated, payload: { token: 'hunter2' } },
+      { ...validated, ticket: '3' },
+      { kind: 'PREFLIGHT_FAILED', action_id: 'act_valid_0001', payload: { field: 7 } },
+      { kind: 'SESSION_ENDED', action_id: 'ses_valid_0001', payload: {} },
+      { kind: 'SESSION_ENDED', action_id: 'ses_valid_0001', payload: { reason: 3 } },
+      { ...validated, kind: 'LAUNCHED' },
+      { ...validated, action_id: 7 },
+      { ...view, payload: { ...view.payload, request_view: { ...requestView, headers: [['a', 'b', 'c', 'd']] } } },
+      { ...validated, payload: { correlation_values: { 'not a field name': 'x' } } },
+      // A bad value beside a key the envelope drops: that shape is never remembered, so always checked in full.
+      { ...validated, ticket: -1, secret: 'hunter2' },
+      { ...validated, ticket: -1, toString: 'hunter2' },
+      // A bad value in a shape that is not plain data: checked in full every time.
+      { ...validated, ticket: Number.NaN },
+      // A bad value beside a shape's refusal: no event of this shape passes.
+      { ...validated, ticket: -1, payload: { token: 'hunter2' } },
+    ];
+    for (const refused of shapeRefusals) {
+      let thrown: unknown;
+      try {
+        new NewEventChecker('both').check(refused);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).not.toBeInstanceOf(EventChecksDisagree);
+      expect(thrown).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    // A bad value whose event the checks beyond the schemas refuse anyway: production refuses it in every order.
+    expect(() => new NewEventChecker('both').check({ ...validated, ticket: -1, action_id: 'ses_valid_0001' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', field: 'action_id' }),
+    );
+  });
+
+  it("tells a value's refusal from a shape's by zod 4's issue codes", () => {
+    const requested = (payload: Record<string, unknown>): unknown => ({
+      kind: 'CREDENTIAL_REQUESTED',
+      action_id: 'crq_valid_0001',
+      payload: { purpose: 'deploy', for: { route: 'api' }, session_id: 'ses_valid_0001', ...payload },
+    });
+    expect(valueIssuesOnly(requested({}))).toBe(false); // nothing refused
+    // An option of a union refuses a value alone: another value of the shape passes it.
+    expect(valueIssuesOnly(requested({ for: { route: 'r'.repeat(65) } }))).toBe(true);
+    expect(valueIssuesOnly(requested({ for: { route: 'api', host: 'h' } }))).toBe(false);
+    expect(valueIssuesOnly(requested({ for: { route: 3 } }))).toBe(false);
+    // An enum: another member is a value, a number is a shape.
+    expect(valueIssuesOnly(requested({ kind: 'password' }))).toBe(true);
+    expect(valueIssuesOnly(requested({ kind: 1 }))).toBe(false);
+    // An array's length: a shape's up to exactArrayMax elements, a value's past it.
+    expect(valueIssuesOnly(requested({ scopes: Array.from({ length: 21 }, () => 's') }))).toBe(true);
+    expect(valueIssuesOnly(requested({ scopes: [''] }))).toBe(true);
+    expect(
+      valueIssuesOnly({
+        kind: 'CONFIG_APPLIED',
+        action_id: 'cfg_0123456789abcdef',
+        payload: {
+          digest: `sha256:${'a'.repeat(64)}`,
+          by: 'p',
+          how: 'edited',
+          restart_needed_for: Array.from({ length: 5 }, () => 'operator.port'),
+        },
+      }),
+    ).toBe(false);
+  });
+
   it("still runs the checks no schema states on a known shape: the subject's prefix, a canceller's code, an attested rejection", () => {
     const checker = primed('shapes');
     const validated = samples.find((event) => event.kind === 'PREFLIGHT_VALIDATED') as NewEvent;
@@ -287,5 +389,16 @@ describe('a journal checking by shapes', () => {
     const events = [...temp.journal.subjectEvents('act_shape_0001'), ...temp.journal.subjectEvents('act_shape_0002')];
     expect(events.map((event) => event.kind)).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'ACTION_ACCEPTED']);
     expect(JSON.stringify(events)).not.toContain('hunter2');
+  });
+
+  it("fails, in the suites' both, an append of a bad value as the first of its shape; full refuses it as the schemas do", async () => {
+    const [accepted] = actionPaths.httpNoApproval('act_shape_0003');
+    const bad = { ...(accepted as NewEvent), lane: 'x'.repeat(201) } as NewEvent;
+    temp = await openTempJournal();
+    await expect(temp.journal.append(bad)).rejects.toBeInstanceOf(EventChecksDisagree);
+    await temp.dispose();
+    temp = await openTempJournal({ eventChecks: 'full' });
+    await expect(temp.journal.append(bad)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'lane' });
+    expect(temp.journal.subjectEvents('act_shape_0003')).toEqual([]);
   });
 });

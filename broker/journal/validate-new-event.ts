@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import {
+  classificationSchema,
   CodedError,
   eventPayloadSchemas,
   isConfigEventKind,
@@ -42,8 +43,11 @@ export function validateNewEvent(input: unknown): NewEvent {
  *   where the broker reads it), not by these schemas alone.
  * - `both`: `shapes`, and every event through the schemas as well; an event of a known shape that the schemas refuse,
  *   or rewrite, is the broker's bug and throws (`EventChecksDisagree`), and every event handed back as the caller's
- *   own object is frozen, so a caller that changes it after appending throws. The test suites run this way
- *   (vitest.config.ts sets POSTERN_EVENT_CHECKS).
+ *   own object is frozen, so a caller that changes it after appending throws. So does an event of a new shape that the
+ *   schemas refuse for its values alone (valueIssuesOnly): production refuses it only while its shape is new, and
+ *   stores it once another event has taught the shape, so a test that passes on its refusal depends on its order. A
+ *   test that means to feed the journal a bad value asks for `full`. The test suites run this way (vitest.config.ts
+ *   sets POSTERN_EVENT_CHECKS).
  *
  * Either way an unnamed field never reaches the journal: a shape names every key, so a key the schemas never accepted
  * makes a new shape, and a new shape is checked in full (an unnamed envelope key is dropped, as the schemas do). Only
@@ -64,10 +68,18 @@ export function eventChecksFromEnv(env: NodeJS.ProcessEnv = process.env): EventC
  */
 export const eventShapesPerKindMax = 512;
 
-/** Thrown in `both` mode when the shape check would have accepted what the schemas refuse or rewrite. */
+/**
+ * Thrown in `both` mode when the shape check would have accepted what the schemas refuse or rewrite: an event of a
+ * known shape, or one of a new shape whose values alone the schemas refuse (`known` false), which production stores
+ * once its shape is known. The detail names the field, never its value.
+ */
 export class EventChecksDisagree extends Error {
-  constructor(kind: unknown, detail: string) {
-    super(`event checks disagree on a ${String(kind)} event of a known shape: ${detail}`);
+  constructor(kind: unknown, detail: string, known = true) {
+    super(
+      known
+        ? `event checks disagree on a ${String(kind)} event of a known shape: ${detail}`
+        : `event checks disagree on a ${String(kind)} event of a new shape: ${detail}; only its values are refused, which production stores once an event of this shape is accepted (bound the value where it enters; a test of the schemas' refusal asks for eventChecks 'full')`,
+    );
   }
 }
 
@@ -97,6 +109,11 @@ export class NewEventChecker {
         checkBeyondSchemas(input as NewEvent);
         throw new EventChecksDisagree(kind, errorText(error));
       }
+      // A new shape refused for its values alone is one another event could teach: production would then store it.
+      if (this.mode === 'both' && couldBeRemembered(input, shape) && valueIssuesOnly(input)) {
+        checkBeyondSchemas(input as NewEvent);
+        throw new EventChecksDisagree(kind, errorText(error), false);
+      }
       throw error;
     }
     if (isKnown) {
@@ -120,6 +137,103 @@ function checkBeyondSchemas(event: NewEvent): NewEvent {
   requireCancellerCode(event);
   refuseAttestedAsRemote(event);
   return event;
+}
+
+/**
+ * Whether the checker could ever remember `shape`, were the schemas to accept an event of it: only plain data has one,
+ * and only an event the schemas return unchanged teaches it, which one with a key the envelope or its classification
+ * drops (they are not strict) never is.
+ */
+function couldBeRemembered(input: unknown, shape: string): boolean {
+  if (shape.includes('!')) return false;
+  const event = input as Record<string, unknown>;
+  if (!Object.keys(event).every((key) => Object.hasOwn(newEventSchema.shape, key))) return false;
+  const classification = event['classification'];
+  if (classification === null || typeof classification !== 'object') return true;
+  return Object.keys(classification).every((key) => Object.hasOwn(classificationSchema.shape, key));
+}
+
+/** A zod issue and where its path starts in the event (the payload's schema reports paths inside the payload). */
+interface PlacedIssue {
+  readonly issue: z.core.$ZodIssue;
+  readonly at: readonly PropertyKey[];
+}
+
+/**
+ * Every issue the schemas find in an event: the envelope's, and the payload's whenever the kind names a schema (even
+ * when the envelope failed too, which validateNewEvent never reaches: a payload's unnamed key there still makes the
+ * shape one the schemas never accept).
+ */
+function schemaIssues(input: unknown): PlacedIssue[] {
+  const out: PlacedIssue[] = [];
+  const envelope = newEventSchema.safeParse(input);
+  if (!envelope.success) for (const issue of envelope.error.issues) out.push({ issue, at: [] });
+  const event = input as { kind?: unknown; payload?: unknown } | null | undefined;
+  const kind = event?.kind;
+  if (typeof kind === 'string' && Object.hasOwn(eventPayloadSchemas, kind)) {
+    const payload = eventPayloadSchemas[kind as keyof typeof eventPayloadSchemas].safeParse(event?.payload);
+    if (!payload.success) for (const issue of payload.error.issues) out.push({ issue, at: ['payload'] });
+  }
+  return out;
+}
+
+/**
+ * Whether the schemas refuse an event (`input`) for its values alone: some issue, and every one of them one that an
+ * event of the same shape (shapeOf) could avoid by another value. From zod 4's issue codes, given the value at the
+ * issue's path:
+ * - a value's: `too_big`/`too_small` (a string's length, a number's range; an array's length only past
+ *   exactArrayMax, where the shape keeps no length), `invalid_format` (a pattern, a format), `not_multiple_of`,
+ *   `invalid_type` for `int` given a finite number (1.5 and 1 share a shape), `invalid_value` when an allowed value
+ *   has the given value's shape (another member of an enum, not a number for a string literal), `custom` (a
+ *   refinement; the contract has none), and an `invalid_union` that some option refuses for values alone (or a
+ *   discriminator's value of an option's shape, or several options matching);
+ * - a shape's: `unrecognized_keys` and `invalid_key` (keys are in the shape), `invalid_type` otherwise (a missing
+ *   key, a string for a number, an array for an object), `too_big`/`too_small` on an array of up to exactArrayMax
+ *   elements (a tuple's or a short list's length is in the shape), `invalid_element` (a Map or Set, never plain data),
+ *   and any issue at `kind` (shapes are remembered per kind, and the schemas never accept a kind their enum refuses, so
+ *   no shape is ever remembered under it).
+ */
+export function valueIssuesOnly(input: unknown): boolean {
+  const issues = schemaIssues(input);
+  return issues.length > 0 && issues.every(({ issue, at }) => isValueIssue(issue, at, input));
+}
+
+function isValueIssue(issue: z.core.$ZodIssue, at: readonly PropertyKey[], root: unknown): boolean {
+  const path = [...at, ...issue.path];
+  if (path.length === 1 && path[0] === 'kind') return false;
+  const value = valueAt(root, path);
+  switch (issue.code) {
+    case 'too_big':
+    case 'too_small':
+      return issue.origin !== 'array' || (Array.isArray(value) && value.length > exactArrayMax);
+    case 'invalid_format':
+    case 'not_multiple_of':
+    case 'custom':
+      return true;
+    case 'invalid_type':
+      return issue.expected === 'int' && shapeOf(value) === 'd';
+    case 'invalid_value':
+      return issue.values.some((allowed) => shapeOf(allowed) === shapeOf(value));
+    case 'invalid_union':
+      if (issue.errors.length === 0)
+        return issue.inclusive === false || (issue.options ?? []).some((option) => shapeOf(option) === shapeOf(value));
+      return issue.errors.some(
+        (option) => option.length > 0 && option.every((inner) => isValueIssue(inner, path, root)),
+      );
+    case 'unrecognized_keys':
+    case 'invalid_key':
+    case 'invalid_element':
+      return false;
+  }
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const step of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[step];
+  }
+  return value;
 }
 
 function deepFreeze(value: unknown): unknown {

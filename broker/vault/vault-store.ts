@@ -355,8 +355,28 @@ export function sealedKeyFromBytes(bytes: Uint8Array): Sealed | undefined {
   return { nonce: bytes.slice(0, nonceBytes), ciphertext: bytes.slice(nonceBytes) };
 }
 
+/**
+ * The bounds of a credential row's plaintext id, version tag and name as the vault writes them (a generated id and
+ * tag, a name validateName admitted), and as the journal's events state them (ACTION_ACCEPTED's credential,
+ * CREDENTIAL_AUTHORIZED, CREDENTIAL_PROVISIONED): the file is the user's to edit, and an agent can edit it too
+ * (THREAT-MODEL), so a row read back is bounded here, before it can become an event. Admission reads a row without
+ * opening its sealed secret, which an edit would only fail later.
+ */
+const credentialIdCharsMax = 200;
+const credentialNameCharsMax = 64;
+
+function boundedText(value: unknown, charsMax: number): boolean {
+  return typeof value === 'string' && value.length > 0 && value.length <= charsMax;
+}
+
 function toInfo(row: CredentialRecord): CredentialInfo {
   if (!(credentialKinds as readonly string[]).includes(row.kind)) throw corrupt('a credential row has an unknown kind');
+  if (
+    !boundedText(row.id, credentialIdCharsMax) ||
+    !boundedText(row.version_tag, credentialIdCharsMax) ||
+    !boundedText(row.name, credentialNameCharsMax)
+  )
+    throw corrupt('a credential row has an id, version tag or name out of bounds');
   let bindings: unknown;
   try {
     bindings = JSON.parse(row.bindings);

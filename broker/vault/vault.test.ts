@@ -428,6 +428,16 @@ describe('sealed rows are bound to their id, version and metadata', () => {
     expect((await codeOf(vault.withSecret('two', () => 1))).code).toBe('VAULT_CORRUPT');
   });
 
+  it('when an id or version tag is edited in the file past its bound, the row is refused before it can reach an event', async () => {
+    const vault = await twoCredentials();
+    // describe() opens no sealed secret: it is what admission binds an action's credential from.
+    expect(vault.describe('one')).toMatchObject({ name: 'one' });
+    edit(`UPDATE credentials SET id = 'cred_' || replace(hex(zeroblob(300)), '00', 'x') WHERE name = 'one'`);
+    expect((await codeOf(() => vault.describe('one'))).code).toBe('VAULT_CORRUPT');
+    edit(`UPDATE credentials SET version_tag = replace(hex(zeroblob(201)), '00', 'v') WHERE name = 'two'`);
+    expect((await codeOf(() => vault.describe('two'))).code).toBe('VAULT_CORRUPT');
+  });
+
   it('when a binding is edited in the file (to redirect the secret), it no longer decrypts', async () => {
     const vault = await twoCredentials();
     edit(`UPDATE credentials SET bindings = '["evil.example"]' WHERE name = 'one'`);
