@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ClosedSet } from './closed-set.js';
 import { classificationSchema } from './classification.js';
+import { anchorFailureCodes } from './operator-integrity-api.js';
 import { OperatorAuth, OperatorSurface } from './operator-actor.js';
 import { Channel } from './outcome.js';
 import { ApprovalMode } from './route-modes.js';
@@ -526,13 +527,8 @@ export const eventPayloadSchemas = {
   ALLOWLIST_ENTRY_REMOVED: z.strictObject({ entry_id: allowlistEntryIdSchema, actor: Actor }),
   // The signed integrity anchor (docs/audit.md): what the start found, and the person who adopted the journal anyway.
   INTEGRITY_READOPTED: z.strictObject({
-    code: z.enum([
-      'ANCHOR_ROLLBACK',
-      'ANCHOR_FORGED',
-      'ANCHOR_TAIL_MISSING',
-      'ANCHOR_MISSING',
-      'ANCHOR_STATE_MISMATCH',
-    ]),
+    /** One list with the operator API's: a code added to it is one this event may carry. */
+    code: z.enum(anchorFailureCodes),
     /** The anchor's counter and head as read (null: none readable), and the journal's head at the decision. */
     anchor_counter: z.number().int().nullable(),
     anchor_head_seq: z.number().int().nullable(),
