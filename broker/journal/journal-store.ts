@@ -57,21 +57,40 @@ export function storedCountsOf(stored: ActionState): StoredCounts {
 
 /**
  * One action's row as a commit writes it (JournalStore.writeState), as plain data: the new state and timeline, and what
- * the write needs of the rows before it — nothing else of them.
+ * the write needs of the rows before it — nothing else of them. Inline, the row before comes as the loop's own objects
+ * (`stored`, `written`: no copy); to the writer thread, only the seq that names it (`writtenSeq`), since whatever a
+ * batch holds is copied twice on its way (docs/journal-writer-thread.md, "Send less").
  */
 export interface ActionRowWrite {
   readonly state: ActionState;
   readonly timeline: ActionTimeline;
   /**
    * The counted form of the row as the database holds it, for the counters' difference; undefined when the planner did
-   * not load it (or there is none): writeState then reads it from the table, so no action is counted twice.
+   * not load it (or there is none), or when `writtenSeq` names the row: writeState then reads it from the row it finds
+   * (the table's, or for `writtenSeq` the writer's own memory of it), so no action is counted twice.
    */
-  readonly stored: StoredCounts | undefined;
+  readonly stored?: StoredCounts | undefined;
   /**
-   * The row as this connection last wrote it (StateCache), only to skip the columns that did not move; undefined: the
-   * whole row is written.
+   * The row as this connection last wrote it (StateCache), only to skip the columns that did not move; undefined (and
+   * no `writtenSeq`): the whole row is written.
    */
-  readonly written: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined;
+  readonly written?: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined;
+  /**
+   * Instead of `stored` and `written`, for a writer on another thread: the row is in the table, and this is its
+   * `last_seq` as last written (the loop's StateCache, or a batch in flight before this one). Every write of a row folds
+   * a new event into it, so the seq names one version of the row: the writer compares against its own memory of the
+   * row when that names the same seq (WrittenRow), else reads the row from the table.
+   */
+  readonly writtenSeq?: number | undefined;
+}
+
+/** One value of an actions row's columns (actionColumns, in that order). */
+export type ActionColumnValue = string | number | null;
+
+/** An actions row as some writer wrote it: its state's last_seq, and its column values (actionColumns' order). */
+export interface WrittenRow {
+  readonly lastSeq: number;
+  readonly values: readonly ActionColumnValue[];
 }
 
 /** A session with the figures sessions.list shows beside it (session_counters, schema 17). */
@@ -218,6 +237,7 @@ export class JournalStore implements AuditStore {
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
     loadTimeline: () => Statement<[string], ActionTimeline>;
+    loadColumns: () => Statement<[string], ActionColumnValue[]>;
   };
 
   // eslint-disable-next-line max-lines-per-function -- a flat table of prepared statements, one per query
@@ -274,6 +294,7 @@ export class JournalStore implements AuditStore {
         SELECT action_id FROM actions WHERE ${inFlightSql} ORDER BY first_seq`,
       ),
       upsertAction: lazy(db, upsertActionSql),
+      loadColumns: lazy(db, loadColumnsSql, (statement) => statement.raw(true)),
       loadTimeline: lazy(
         db,
         `
@@ -583,9 +604,7 @@ export class JournalStore implements AuditStore {
 
   private loadCounted(actionId: string): StoredCounts | undefined {
     const row = this.sql.loadCounted().get(actionId);
-    return row === undefined
-      ? undefined
-      : { action: countedAction({ ...row, recorded: row.recorded === 1 }), session: sessionCounted(row) };
+    return row === undefined ? undefined : storedCountsOfColumns(row);
   }
 
   /** Sums counterDelta and sessionCountDelta into the transaction's tally. */
@@ -627,40 +646,58 @@ export class JournalStore implements AuditStore {
 
   /**
    * Writes one action's current state (and its timeline columns) into its actions row: the whole row when this connection
-   * has not written it yet (`written` undefined), else only the columns that moved.
+   * has not written it yet (`written` and `writtenSeq` undefined), else only the columns that moved. Answers the column
+   * values written (for a writer's memory of its rows, WrittenRow).
    *
    * The status counters move by the difference between the stored row and this one, in the same transaction: `stored`
    * must count the row as the database holds it (undefined is checked against the table, so a caller that did not load
    * it cannot count an action twice). Its counter changes are summed into `tally`, which writeCounts writes once for the
    * transaction (actions moving between the same keys cost one statement per key, not two per action), the rate's
    * minutes likewise.
+   *
+   * With `writtenSeq`, the row before is `remembered` when that names the same seq (the writer wrote it, and nothing
+   * wrote the row since: each write moves last_seq), else the table's; both the columns it skips and the counters'
+   * difference come from it.
    */
-  writeState({ state, timeline, stored, written }: ActionRowWrite, tally: CounterTally): void {
-    this.countChange(stored ?? this.loadCounted(state.action_id), state, tally);
+  writeState(write: ActionRowWrite, tally: CounterTally, remembered?: WrittenRow): ActionColumnValue[] {
+    const { state, timeline, written, writtenSeq } = write;
+    const values = actionColumnValues(state, timeline);
     const json = JSON.stringify(state);
-    if (written === undefined)
-      this.sql.upsertAction().run(state.action_id, ...actionColumns.map(([, value]) => value(state, timeline)), json);
-    else this.updateChanged(state, timeline, written, json);
+    if (writtenSeq !== undefined) {
+      const before =
+        remembered !== undefined && remembered.lastSeq === writtenSeq
+          ? remembered.values
+          : this.sql.loadColumns().get(state.action_id);
+      if (before === undefined)
+        throw new Error(`the actions row of ${state.action_id} was not where this connection last wrote it`);
+      this.countChange(storedCountsOfColumns(countedColumnsOf(before)), state, tally);
+      this.updateChanged(state.action_id, values, before, json);
+      return values;
+    }
+    this.countChange(write.stored ?? this.loadCounted(state.action_id), state, tally);
+    if (written === undefined) this.sql.upsertAction().run(state.action_id, ...values, json);
+    else this.updateChanged(state.action_id, values, actionColumnValues(written.state, written.timeline), json);
+    return values;
   }
 
   /**
-   * An UPDATE of the columns that differ from the row as this connection last wrote it (`before`), by one statement
+   * An UPDATE of the columns whose `values` differ from the row as it was (`before`, by column index), by one statement
    * per column set: SQLite maintains an index only when its columns are assigned, and most events move none of the
    * action table's indexed columns — only `state`, `stage` and the positions.
    */
   private updateChanged(
-    state: ActionState,
-    timeline: ActionTimeline,
-    written: { readonly state: ActionState; readonly timeline: ActionTimeline },
+    actionId: string,
+    values: readonly ActionColumnValue[],
+    before: readonly ActionColumnValue[],
     json: string,
   ): void {
     const names: string[] = [];
-    const values: unknown[] = [];
-    for (const [name, value] of actionColumns) {
-      const now = value(state, timeline);
-      if (now === value(written.state, written.timeline)) continue;
-      names.push(name);
-      values.push(now);
+    const changed: ActionColumnValue[] = [];
+    for (let i = 0; i < values.length; i += 1) {
+      const now = values[i] as ActionColumnValue;
+      if (now === before[i]) continue;
+      names.push(actionColumnNames[i] as string);
+      changed.push(now);
     }
     const key = names.join(',');
     let statement = this.updates.get(key);
@@ -670,9 +707,9 @@ export class JournalStore implements AuditStore {
       statement = this.db.prepare(`UPDATE actions SET ${set} WHERE action_id = ?`);
       this.updates.set(key, statement);
     }
-    const info = statement.run(...values, json, state.action_id);
+    const info = statement.run(...changed, json, actionId);
     if (info.changes !== 1)
-      throw new Error(`the actions row of ${state.action_id} was not where this connection last wrote it`);
+      throw new Error(`the actions row of ${actionId} was not where this connection last wrote it`);
   }
 }
 
@@ -754,9 +791,9 @@ function counterStatements(db: Database) {
  * Prepared on first use: a read-only reader (postern status) may open a database an older broker
  * wrote, whose tables lack the columns the write statements name.
  */
-function lazy<S>(db: Database, sql: string): () => S {
+function lazy<S>(db: Database, sql: string, prepared: (statement: Statement) => unknown = (s) => s): () => S {
   let statement: S | undefined;
-  return () => (statement ??= db.prepare(sql) as S);
+  return () => (statement ??= prepared(db.prepare(sql)) as S);
 }
 
 function flag(value: boolean): number {
@@ -770,7 +807,8 @@ const actionUpdateStatementsMax = 256;
  * The actions table's columns besides the key and `state` (the JSON of the whole state), each read from the state and
  * the action list's timeline: the one list the upsert and updateChanged bind from.
  */
-const actionColumns: ReadonlyArray<readonly [string, (s: ActionState, t: ActionTimeline) => string | number | null]> = [
+type ActionColumn = readonly [string, (s: ActionState, t: ActionTimeline) => ActionColumnValue];
+const actionColumns: readonly ActionColumn[] = [
   ['session_id', (s) => s.session_id],
   ['ticket', (s) => s.ticket],
   ['lane', (s) => s.lane],
@@ -808,6 +846,49 @@ const actionColumns: ReadonlyArray<readonly [string, (s: ActionState, t: ActionT
   ['resolved_at_ms', (_, t) => t.resolved_at_ms],
 ];
 const actionColumnNames = actionColumns.map(([name]) => name);
+
+/** An actions row's column values (actionColumns' order) for a state and its timeline. */
+function actionColumnValues(state: ActionState, timeline: ActionTimeline): ActionColumnValue[] {
+  const values: ActionColumnValue[] = new Array<ActionColumnValue>(actionColumns.length);
+  for (let i = 0; i < actionColumns.length; i += 1) values[i] = (actionColumns[i] as ActionColumn)[1](state, timeline);
+  return values;
+}
+
+/** The counted form of a row as stored (countedAction and sessionCounted of its columns). */
+function storedCountsOfColumns(row: CountedRowColumns): StoredCounts {
+  return { action: countedAction({ ...row, recorded: row.recorded === 1 }), session: sessionCounted(row) };
+}
+
+const column = (name: string): number => actionColumnNames.indexOf(name);
+const countedColumnIndexes = {
+  session_id: column('session_id'),
+  phase: column('phase'),
+  outcome: column('outcome'),
+  code: column('code'),
+  decision: column('decision'),
+  dispatch_seq: column('dispatch_seq'),
+  recorded: column('recorded'),
+  updated_at_ms: column('updated_at_ms'),
+};
+
+/** What loadCounted reads of a row, from its column values (actionColumns' order). */
+function countedColumnsOf(values: readonly ActionColumnValue[]): CountedRowColumns {
+  const at = (i: number): ActionColumnValue => values[i] as ActionColumnValue;
+  const c = countedColumnIndexes;
+  return {
+    session_id: at(c.session_id) as string | null,
+    phase: at(c.phase) as string | null,
+    outcome: at(c.outcome) as string | null,
+    code: at(c.code) as string | null,
+    decision: at(c.decision) as string | null,
+    dispatch_seq: at(c.dispatch_seq) as number | null,
+    recorded: at(c.recorded) as number,
+    updated_at_ms: at(c.updated_at_ms) as number,
+  };
+}
+
+/** An actions row's column values, in actionColumns' order (with `.raw()`: an array). */
+const loadColumnsSql = `SELECT ${actionColumnNames.join(', ')} FROM actions WHERE action_id = ?`;
 /**
  * The newest `@limit` sessions of the asked statuses (all when null), newest first: a walk of sessions_by_first_seq
  * (migration 018) from its end that stops at the limit, with no sort; listSessions reverses them to oldest first. A
