@@ -646,46 +646,77 @@ export class JournalStore implements AuditStore {
 
   /**
    * Writes one action's current state (and its timeline columns) into its actions row: the whole row when this connection
-   * has not written it yet (`written` and `writtenSeq` undefined), else only the columns that moved. Answers the column
-   * values written (for a writer's memory of its rows, WrittenRow).
+   * has not written it yet (`written` and `writtenSeq` undefined), else only the columns that moved.
    *
    * The status counters move by the difference between the stored row and this one, in the same transaction: `stored`
    * must count the row as the database holds it (undefined is checked against the table, so a caller that did not load
    * it cannot count an action twice). Its counter changes are summed into `tally`, which writeCounts writes once for the
    * transaction (actions moving between the same keys cost one statement per key, not two per action), the rate's
    * minutes likewise.
-   *
-   * With `writtenSeq`, the row before is `remembered` when that names the same seq (the writer wrote it, and nothing
-   * wrote the row since: each write moves last_seq), else the table's; both the columns it skips and the counters'
-   * difference come from it.
    */
-  writeState(write: ActionRowWrite, tally: CounterTally, remembered?: WrittenRow): ActionColumnValue[] {
-    const { state, timeline, written, writtenSeq } = write;
+  writeState(write: ActionRowWrite, tally: CounterTally): void {
+    const { state, timeline, stored, written } = write;
+    if (write.writtenSeq !== undefined) {
+      this.writeRemembered(write, tally, undefined);
+      return;
+    }
+    this.countChange(stored ?? this.loadCounted(state.action_id), state, tally);
+    const json = JSON.stringify(state);
+    if (written === undefined)
+      this.sql.upsertAction().run(state.action_id, ...actionColumns.map(([, value]) => value(state, timeline)), json);
+    else this.updateChanged(state, timeline, written, json);
+  }
+
+  /**
+   * writeState for a writer that remembers the rows it wrote (the writer thread's JournalWriter), answering the column
+   * values written. A row named by `writtenSeq` is compared against `remembered` when that is the same version of it
+   * (the same seq: each write of a row moves its last_seq), else against the row the table holds; the counters move
+   * from the same row.
+   */
+  writeRemembered(write: ActionRowWrite, tally: CounterTally, remembered: WrittenRow | undefined): ActionColumnValue[] {
+    const { state, timeline, stored, written, writtenSeq } = write;
     const values = actionColumnValues(state, timeline);
     const json = JSON.stringify(state);
-    if (writtenSeq !== undefined) {
-      const before =
-        remembered !== undefined && remembered.lastSeq === writtenSeq
-          ? remembered.values
-          : this.sql.loadColumns().get(state.action_id);
-      if (before === undefined)
-        throw new Error(`the actions row of ${state.action_id} was not where this connection last wrote it`);
-      this.countChange(storedCountsOfColumns(countedColumnsOf(before)), state, tally);
-      this.updateChanged(state.action_id, values, before, json);
+    if (writtenSeq === undefined) {
+      this.countChange(stored ?? this.loadCounted(state.action_id), state, tally);
+      if (written === undefined) this.sql.upsertAction().run(state.action_id, ...values, json);
+      else this.updateColumns(state.action_id, values, actionColumnValues(written.state, written.timeline), json);
       return values;
     }
-    this.countChange(write.stored ?? this.loadCounted(state.action_id), state, tally);
-    if (written === undefined) this.sql.upsertAction().run(state.action_id, ...values, json);
-    else this.updateChanged(state.action_id, values, actionColumnValues(written.state, written.timeline), json);
+    const before =
+      remembered !== undefined && remembered.lastSeq === writtenSeq
+        ? remembered.values
+        : this.sql.loadColumns().get(state.action_id);
+    if (before === undefined) throw notWhereWritten(state.action_id);
+    this.countChange(storedCountsOfColumns(countedColumnsOf(before)), state, tally);
+    this.updateColumns(state.action_id, values, before, json);
     return values;
   }
 
   /**
-   * An UPDATE of the columns whose `values` differ from the row as it was (`before`, by column index), by one statement
+   * An UPDATE of the columns that differ from the row as this connection last wrote it (`before`), by one statement
    * per column set: SQLite maintains an index only when its columns are assigned, and most events move none of the
    * action table's indexed columns — only `state`, `stage` and the positions.
    */
   private updateChanged(
+    state: ActionState,
+    timeline: ActionTimeline,
+    written: { readonly state: ActionState; readonly timeline: ActionTimeline },
+    json: string,
+  ): void {
+    const names: string[] = [];
+    const values: unknown[] = [];
+    for (const [name, value] of actionColumns) {
+      const now = value(state, timeline);
+      if (now === value(written.state, written.timeline)) continue;
+      names.push(name);
+      values.push(now);
+    }
+    this.runUpdate(state.action_id, names, values, json);
+  }
+
+  /** updateChanged over column values (actionColumns' order): those in `values` that differ from `before`. */
+  private updateColumns(
     actionId: string,
     values: readonly ActionColumnValue[],
     before: readonly ActionColumnValue[],
@@ -699,6 +730,10 @@ export class JournalStore implements AuditStore {
       names.push(actionColumnNames[i] as string);
       changed.push(now);
     }
+    this.runUpdate(actionId, names, changed, json);
+  }
+
+  private runUpdate(actionId: string, names: readonly string[], values: readonly unknown[], json: string): void {
     const key = names.join(',');
     let statement = this.updates.get(key);
     if (statement === undefined) {
@@ -707,10 +742,13 @@ export class JournalStore implements AuditStore {
       statement = this.db.prepare(`UPDATE actions SET ${set} WHERE action_id = ?`);
       this.updates.set(key, statement);
     }
-    const info = statement.run(...changed, json, actionId);
-    if (info.changes !== 1)
-      throw new Error(`the actions row of ${actionId} was not where this connection last wrote it`);
+    const info = statement.run(...values, json, actionId);
+    if (info.changes !== 1) throw notWhereWritten(actionId);
   }
+}
+
+function notWhereWritten(actionId: string): Error {
+  return new Error(`the actions row of ${actionId} was not where this connection last wrote it`);
 }
 
 /** The columns writeState's counters read when the caller had no stored state. */

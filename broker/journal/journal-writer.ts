@@ -142,7 +142,7 @@ export class JournalWriter {
       for (const action of batch.actions) {
         const id = action.state.action_id;
         const remembered = action.writtenSeq === undefined ? undefined : rows.peek(id);
-        const values = this.store.writeState(action, tally, remembered);
+        const values = this.store.writeRemembered(action, tally, remembered);
         pending.push([id, { lastSeq: action.state.last_seq, values }]);
       }
       this.pendingRows = pending;
