@@ -430,28 +430,35 @@ function printHandoff(m: Measured): void {
   const c = m.ceiling;
   // The ceiling's loop is busy throughout: its time per action is the journal's own work for one action.
   const journalMsPerAction = (1_000 * c.eventsPerAction) / c.perSecond;
+  const kib = (bytes: number): string => (bytes / 1024).toFixed(0);
   console.log(
-    `### 7. A writer thread's hand-off (issue 18, phase 0 of docs/journal-writer-thread.md): one batch of ${h.actions} ` +
-      `actions (${h.events} events, their states and results, ${(h.bytes / 1024).toFixed(0)} KiB), p50`,
+    `### 7. The writer thread's hand-off (issue 18, docs/journal-writer-thread.md): the ${h.batches} batches the ` +
+      `planner posted for ${h.actions} actions replayed at once (${h.events} events), p50`,
   );
   console.log('');
   console.log(
-    `Against the journal's own work per action at its ceiling (table 2): ${ms(journalMsPerAction)} ms, which a ` +
-      'writer thread would take off the loop; the serializer runs on the loop instead.',
+    `Serialized: ${kib(h.bytes)} KiB in all, ${kib(h.bytes / h.batches)} KiB a batch, ` +
+      `${(h.bytes / h.actions / 1024).toFixed(2)} KiB an action; the action rows ${kib(h.actionRowBytes)} KiB ` +
+      `(${((100 * h.actionRowBytes) / h.bytes).toFixed(0)} %). Against the journal's own work per action at its ` +
+      `ceiling (table 2): ${ms(journalMsPerAction)} ms, which the writer thread takes off the loop; the serializer ` +
+      'runs on the loop instead.',
   );
   console.log('');
-  console.log('| step | per batch ms | per action ms | share of the journal work moved |');
+  console.log('| step | all batches ms | per action ms | share of the journal work moved |');
   console.log('| --- | ---: | ---: | ---: |');
   for (const [name, batchMs, onLoop] of [
     ['serialize (postMessage, on the loop)', h.serializeMs, true],
     ['deserialize (on the writer)', h.deserializeMs, false],
-    ['round trip to an idle worker, batch and count ack', h.roundTripMs, false],
-    ['round trip, empty message (the hop alone)', h.emptyRoundTripMs, false],
   ] as const) {
     const perAction = batchMs / h.actions;
     const share = onLoop ? `${((100 * perAction) / journalMsPerAction).toFixed(1)} %` : '—';
     console.log(`| ${name} | ${ms(batchMs)} | ${perAction.toFixed(4)} | ${share} |`);
   }
+  console.log('');
+  console.log(
+    `Round trip to an idle worker with a count for ack: the largest batch (${h.roundTripEvents} events) ` +
+      `${ms(h.roundTripMs)} ms, an empty message (the hop alone) ${ms(h.emptyRoundTripMs)} ms.`,
+  );
   console.log('');
 }
 

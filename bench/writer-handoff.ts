@@ -1,16 +1,18 @@
 /**
- * Issue 18's writer thread, phase 0 (docs/journal-writer-thread.md): what handing one group commit's planned rows to
- * a worker thread would cost the event loop, measured on the broker's own event mix. The captured action is replayed
- * for `batchActions` fresh ids on a fresh journal; what a writer would receive for them — every event with its payload,
- * the action's state after each of its journal calls, the result it committed — is one batch. Timed: V8's serializer
- * (what postMessage runs on the sending thread), its deserializer (the worker's side), and a postMessage round trip to
- * an idle worker that answers with a count (the hand-off and the ack, nothing written).
+ * Issue 18's writer thread (docs/journal-writer-thread.md): what handing the planned batches to the writer thread
+ * costs, measured on the broker's own event mix. The captured action is replayed for `batchActions` fresh ids at once
+ * (each id's calls awaited in order, as the broker does) on a fresh journal whose every batch goes to the writer thread,
+ * and every `WriteBatch` the journal's planner posts to the thread is kept: exactly what crosses, whatever the planner
+ * puts in it. Timed over all of them: V8's serializer (what postMessage runs on the sending thread), its deserializer
+ * (the worker's side), and a postMessage round trip of the largest batch to an idle worker that answers with a count
+ * (the hand-off and the ack, nothing written). The serialized size is exact, with the action rows' share of it.
  */
 import { performance } from 'node:perf_hooks';
 import { deserialize, serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
-import type { ActionState, JournalEvent } from '../broker/contract/index.js';
 import { ResultStore } from '../broker/journal/index.js';
+import type { WriteBatch } from '../broker/journal/journal-writer.js';
+import { WriterThread } from '../broker/journal/writer-thread.js';
 import { createRandomIdSource, systemClock } from '../broker/ports/index.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { percentile } from './durable-measure.js';
@@ -18,44 +20,49 @@ import { replayAction, type CapturedAction } from './journal-ceiling.js';
 
 export interface Handoff {
   readonly actions: number;
+  /** The batches the planner posted for them, and their events. */
+  readonly batches: number;
   readonly events: number;
+  /** Serialized, all batches. */
   readonly bytes: number;
-  /** Per batch, p50 ms. */
+  /** Of `bytes`: the action rows (WriteBatch.actions) alone. */
+  readonly actionRowBytes: number;
+  /** All batches, p50 ms. */
   readonly serializeMs: number;
   readonly deserializeMs: number;
+  /** The largest batch's round trip, p50 ms, and its events. */
   readonly roundTripMs: number;
+  readonly roundTripEvents: number;
   /** An empty message's round trip to the same worker, p50 ms: the hop alone. */
   readonly emptyRoundTripMs: number;
-}
-
-interface Batch {
-  events: JournalEvent[];
-  states: ActionState[];
-  results: unknown[];
 }
 
 const repeats = 200;
 
 export async function measureHandoff(action: CapturedAction, batchActions: number): Promise<Handoff> {
-  const batch = await plannedBatch(action, batchActions);
-  const serializeMs = timed(() => serialize(batch));
-  const bytes = serialize(batch);
-  const deserializeMs = timed(() => deserialize(bytes));
+  const batches = await plannedBatches(action, batchActions);
+  const serializeMs = timed(() => batches.map((batch) => serialize(batch)));
+  const bytes = batches.map((batch) => serialize(batch));
+  const deserializeMs = timed(() => bytes.map((b) => deserialize(b) as unknown));
+  const largest = batches.reduce((a, b) => (b.events.length > a.events.length ? b : a));
   const worker = new Worker(
     `const { parentPort } = require('node:worker_threads');
      parentPort.on('message', (m) => parentPort.postMessage(m === null ? 0 : m.events.length));`,
     { eval: true },
   );
   try {
-    const roundTripMs = await roundTrips(worker, batch);
+    const roundTripMs = await roundTrips(worker, largest);
     const emptyRoundTripMs = await roundTrips(worker, null);
     return {
       actions: batchActions,
-      events: batch.events.length,
-      bytes: bytes.length,
+      batches: batches.length,
+      events: batches.reduce((n, batch) => n + batch.events.length, 0),
+      bytes: bytes.reduce((n, b) => n + b.length, 0),
+      actionRowBytes: batches.reduce((n, batch) => n + serialize(batch.actions).length, 0),
       serializeMs,
       deserializeMs,
       roundTripMs,
+      roundTripEvents: largest.events.length,
       emptyRoundTripMs,
     };
   } finally {
@@ -63,33 +70,37 @@ export async function measureHandoff(action: CapturedAction, batchActions: numbe
   }
 }
 
-/** The captured action replayed `count` times; the writer's input for all of them as one batch. */
-async function plannedBatch(action: CapturedAction, count: number): Promise<Batch> {
-  const temp = await openTempJournal();
+/**
+ * The captured action replayed for `count` fresh ids at once; every batch the planner posted to the writer thread for
+ * them, as posted (the thread's `commit` is wrapped for the run: it still writes each one).
+ */
+async function plannedBatches(action: CapturedAction, count: number): Promise<WriteBatch[]> {
+  const temp = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
   const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
   const ids = createRandomIdSource(systemClock);
-  const batch: Batch = { events: [], states: [], results: [] };
+  const batches: WriteBatch[] = [];
+  const commit = WriterThread.prototype.commit;
+  WriterThread.prototype.commit = function (this: WriterThread, batch, base, done) {
+    batches.push(batch);
+    commit.call(this, batch, base, done);
+  };
   try {
-    for (let i = 0; i < count; i += 1) {
-      const id = ids.newActionId();
-      await replayAction(temp.journal, results, action, id, `handoff-${i}`);
-      batch.events.push(...temp.journal.subjectEvents(id));
-      const state = temp.journal.getAction(id);
-      if (state === undefined) throw new Error(`the replayed action ${id} has no state`);
-      // The writer gets the state each commit leaves (one per journal call of the action), not only the last.
-      for (let c = 0; c < action.calls.length; c += 1) batch.states.push(state);
-      batch.results.push(...action.calls.flatMap((c) => c.args.filter((a) => isResultRows(a))));
-    }
-    if (batch.results.length === 0) throw new Error('the captured action committed no result: not the broker mix');
-    return batch;
+    await temp.journal.durable();
+    batches.length = 0;
+    await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        replayAction(temp.journal, results, action, ids.newActionId(), `handoff-${i}`),
+      ),
+    );
+    if (batches.length === 0) throw new Error('the replay posted no batch to the writer thread');
+    if (!batches.some((batch) => batch.rows.length > 0))
+      throw new Error('the captured action committed no result: not the broker mix');
+    return batches;
   } finally {
+    WriterThread.prototype.commit = commit;
     results.close();
     await temp.dispose();
   }
-}
-
-function isResultRows(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && 'resultRows' in value;
 }
 
 function timed(work: () => unknown): number {
@@ -102,7 +113,7 @@ function timed(work: () => unknown): number {
   return percentile(samples, 50);
 }
 
-async function roundTrips(worker: Worker, message: Batch | null): Promise<number> {
+async function roundTrips(worker: Worker, message: WriteBatch | null): Promise<number> {
   const samples: number[] = [];
   for (let i = 0; i < repeats; i += 1) {
     const t0 = performance.now();

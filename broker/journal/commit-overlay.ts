@@ -114,17 +114,25 @@ export class CommitOverlay {
    * The rows this commit writes besides its events (WriteBatch's actions, sessions and idempotency keys), as data: each
    * action's new state and timeline with the counted form of its stored row and, when the cache had it, the row as this
    * connection last wrote it (JournalStore.writeState uses it only to skip the columns that did not move).
+   *
+   * `forThread`: the batch goes to the writer thread, and every key of it is copied twice on the way. A row the cache
+   * had (or a batch in flight) then carries only its `last_seq` as written (ActionRowWrite.writtenSeq), never the row
+   * or its counted form: the writer finds the row in its own memory of what it wrote, or reads it.
    */
-  rowsToWrite(): Pick<WriteBatch, 'actions' | 'sessions' | 'idempotencyKeys'> {
+  rowsToWrite(forThread = false): Pick<WriteBatch, 'actions' | 'sessions' | 'idempotencyKeys'> {
     const actions: ActionRowWrite[] = [];
     for (const [id, state] of this.states) {
+      const timeline = this.timelineOf(id);
+      const written = this.cached.get(id);
+      if (forThread && written !== undefined) {
+        actions.push({ state, timeline, writtenSeq: written.state.last_seq });
+        continue;
+      }
       const stored = this.stored.get(id);
-      actions.push({
-        state,
-        timeline: this.timelineOf(id),
-        stored: stored === undefined ? undefined : storedCountsOf(stored),
-        written: this.cached.get(id),
-      });
+      const counted = stored === undefined ? undefined : storedCountsOf(stored);
+      // To the thread, no key that is undefined: each would cross.
+      if (forThread) actions.push(counted === undefined ? { state, timeline } : { state, timeline, stored: counted });
+      else actions.push({ state, timeline, stored: counted, written });
     }
     return { actions, sessions: [...this.sessions.values()], idempotencyKeys: [...this.keys.values()] };
   }

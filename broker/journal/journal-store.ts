@@ -57,21 +57,40 @@ export function storedCountsOf(stored: ActionState): StoredCounts {
 
 /**
  * One action's row as a commit writes it (JournalStore.writeState), as plain data: the new state and timeline, and what
- * the write needs of the rows before it — nothing else of them.
+ * the write needs of the rows before it — nothing else of them. Inline, the row before comes as the loop's own objects
+ * (`stored`, `written`: no copy); to the writer thread, only the seq that names it (`writtenSeq`), since whatever a
+ * batch holds is copied twice on its way (docs/journal-writer-thread.md, "Send less").
  */
 export interface ActionRowWrite {
   readonly state: ActionState;
   readonly timeline: ActionTimeline;
   /**
    * The counted form of the row as the database holds it, for the counters' difference; undefined when the planner did
-   * not load it (or there is none): writeState then reads it from the table, so no action is counted twice.
+   * not load it (or there is none), or when `writtenSeq` names the row: writeState then reads it from the row it finds
+   * (the table's, or for `writtenSeq` the writer's own memory of it), so no action is counted twice.
    */
-  readonly stored: StoredCounts | undefined;
+  readonly stored?: StoredCounts | undefined;
   /**
-   * The row as this connection last wrote it (StateCache), only to skip the columns that did not move; undefined: the
-   * whole row is written.
+   * The row as this connection last wrote it (StateCache), only to skip the columns that did not move; undefined (and
+   * no `writtenSeq`): the whole row is written.
    */
-  readonly written: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined;
+  readonly written?: { readonly state: ActionState; readonly timeline: ActionTimeline } | undefined;
+  /**
+   * Instead of `stored` and `written`, for a writer on another thread: the row is in the table, and this is its
+   * `last_seq` as last written (the loop's StateCache, or a batch in flight before this one). Every write of a row folds
+   * a new event into it, so the seq names one version of the row: the writer compares against its own memory of the
+   * row when that names the same seq (WrittenRow), else reads the row from the table.
+   */
+  readonly writtenSeq?: number | undefined;
+}
+
+/** One value of an actions row's columns (actionColumns, in that order). */
+export type ActionColumnValue = string | number | null;
+
+/** An actions row as some writer wrote it: its state's last_seq, and its column values (actionColumns' order). */
+export interface WrittenRow {
+  readonly lastSeq: number;
+  readonly values: readonly ActionColumnValue[];
 }
 
 /** A session with the figures sessions.list shows beside it (session_counters, schema 17). */
@@ -218,6 +237,7 @@ export class JournalStore implements AuditStore {
     loadIdempotencyKey: () => Statement<[string, string, string], BoundIdempotencyKey>;
     upsertIdempotencyKey: () => Statement<[BoundIdempotencyKey]>;
     loadTimeline: () => Statement<[string], ActionTimeline>;
+    loadColumns: () => Statement<[string], ActionColumnValue[]>;
   };
 
   // eslint-disable-next-line max-lines-per-function -- a flat table of prepared statements, one per query
@@ -274,6 +294,7 @@ export class JournalStore implements AuditStore {
         SELECT action_id FROM actions WHERE ${inFlightSql} ORDER BY first_seq`,
       ),
       upsertAction: lazy(db, upsertActionSql),
+      loadColumns: lazy(db, loadColumnsSql, (statement) => statement.raw(true)),
       loadTimeline: lazy(
         db,
         `
@@ -583,9 +604,7 @@ export class JournalStore implements AuditStore {
 
   private loadCounted(actionId: string): StoredCounts | undefined {
     const row = this.sql.loadCounted().get(actionId);
-    return row === undefined
-      ? undefined
-      : { action: countedAction({ ...row, recorded: row.recorded === 1 }), session: sessionCounted(row) };
+    return row === undefined ? undefined : storedCountsOfColumns(row);
   }
 
   /** Sums counterDelta and sessionCountDelta into the transaction's tally. */
@@ -627,7 +646,7 @@ export class JournalStore implements AuditStore {
 
   /**
    * Writes one action's current state (and its timeline columns) into its actions row: the whole row when this connection
-   * has not written it yet (`written` undefined), else only the columns that moved.
+   * has not written it yet (`written` and `writtenSeq` undefined), else only the columns that moved.
    *
    * The status counters move by the difference between the stored row and this one, in the same transaction: `stored`
    * must count the row as the database holds it (undefined is checked against the table, so a caller that did not load
@@ -635,12 +654,43 @@ export class JournalStore implements AuditStore {
    * transaction (actions moving between the same keys cost one statement per key, not two per action), the rate's
    * minutes likewise.
    */
-  writeState({ state, timeline, stored, written }: ActionRowWrite, tally: CounterTally): void {
+  writeState(write: ActionRowWrite, tally: CounterTally): void {
+    const { state, timeline, stored, written } = write;
+    if (write.writtenSeq !== undefined) {
+      this.writeRemembered(write, tally, undefined);
+      return;
+    }
     this.countChange(stored ?? this.loadCounted(state.action_id), state, tally);
     const json = JSON.stringify(state);
     if (written === undefined)
       this.sql.upsertAction().run(state.action_id, ...actionColumns.map(([, value]) => value(state, timeline)), json);
     else this.updateChanged(state, timeline, written, json);
+  }
+
+  /**
+   * writeState for a writer that remembers the rows it wrote (the writer thread's JournalWriter), answering the column
+   * values written. A row named by `writtenSeq` is compared against `remembered` when that is the same version of it
+   * (the same seq: each write of a row moves its last_seq), else against the row the table holds; the counters move
+   * from the same row.
+   */
+  writeRemembered(write: ActionRowWrite, tally: CounterTally, remembered: WrittenRow | undefined): ActionColumnValue[] {
+    const { state, timeline, stored, written, writtenSeq } = write;
+    const values = actionColumnValues(state, timeline);
+    const json = JSON.stringify(state);
+    if (writtenSeq === undefined) {
+      this.countChange(stored ?? this.loadCounted(state.action_id), state, tally);
+      if (written === undefined) this.sql.upsertAction().run(state.action_id, ...values, json);
+      else this.updateColumns(state.action_id, values, actionColumnValues(written.state, written.timeline), json);
+      return values;
+    }
+    const before =
+      remembered !== undefined && remembered.lastSeq === writtenSeq
+        ? remembered.values
+        : this.sql.loadColumns().get(state.action_id);
+    if (before === undefined) throw notWhereWritten(state.action_id);
+    this.countChange(storedCountsOfColumns(countedColumnsOf(before)), state, tally);
+    this.updateColumns(state.action_id, values, before, json);
+    return values;
   }
 
   /**
@@ -662,6 +712,28 @@ export class JournalStore implements AuditStore {
       names.push(name);
       values.push(now);
     }
+    this.runUpdate(state.action_id, names, values, json);
+  }
+
+  /** updateChanged over column values (actionColumns' order): those in `values` that differ from `before`. */
+  private updateColumns(
+    actionId: string,
+    values: readonly ActionColumnValue[],
+    before: readonly ActionColumnValue[],
+    json: string,
+  ): void {
+    const names: string[] = [];
+    const changed: ActionColumnValue[] = [];
+    for (let i = 0; i < values.length; i += 1) {
+      const now = values[i] as ActionColumnValue;
+      if (now === before[i]) continue;
+      names.push(actionColumnNames[i] as string);
+      changed.push(now);
+    }
+    this.runUpdate(actionId, names, changed, json);
+  }
+
+  private runUpdate(actionId: string, names: readonly string[], values: readonly unknown[], json: string): void {
     const key = names.join(',');
     let statement = this.updates.get(key);
     if (statement === undefined) {
@@ -670,10 +742,13 @@ export class JournalStore implements AuditStore {
       statement = this.db.prepare(`UPDATE actions SET ${set} WHERE action_id = ?`);
       this.updates.set(key, statement);
     }
-    const info = statement.run(...values, json, state.action_id);
-    if (info.changes !== 1)
-      throw new Error(`the actions row of ${state.action_id} was not where this connection last wrote it`);
+    const info = statement.run(...values, json, actionId);
+    if (info.changes !== 1) throw notWhereWritten(actionId);
   }
+}
+
+function notWhereWritten(actionId: string): Error {
+  return new Error(`the actions row of ${actionId} was not where this connection last wrote it`);
 }
 
 /** The columns writeState's counters read when the caller had no stored state. */
@@ -754,9 +829,9 @@ function counterStatements(db: Database) {
  * Prepared on first use: a read-only reader (postern status) may open a database an older broker
  * wrote, whose tables lack the columns the write statements name.
  */
-function lazy<S>(db: Database, sql: string): () => S {
+function lazy<S>(db: Database, sql: string, prepared: (statement: Statement) => unknown = (s) => s): () => S {
   let statement: S | undefined;
-  return () => (statement ??= db.prepare(sql) as S);
+  return () => (statement ??= prepared(db.prepare(sql)) as S);
 }
 
 function flag(value: boolean): number {
@@ -770,7 +845,8 @@ const actionUpdateStatementsMax = 256;
  * The actions table's columns besides the key and `state` (the JSON of the whole state), each read from the state and
  * the action list's timeline: the one list the upsert and updateChanged bind from.
  */
-const actionColumns: ReadonlyArray<readonly [string, (s: ActionState, t: ActionTimeline) => string | number | null]> = [
+type ActionColumn = readonly [string, (s: ActionState, t: ActionTimeline) => ActionColumnValue];
+const actionColumns: readonly ActionColumn[] = [
   ['session_id', (s) => s.session_id],
   ['ticket', (s) => s.ticket],
   ['lane', (s) => s.lane],
@@ -808,6 +884,49 @@ const actionColumns: ReadonlyArray<readonly [string, (s: ActionState, t: ActionT
   ['resolved_at_ms', (_, t) => t.resolved_at_ms],
 ];
 const actionColumnNames = actionColumns.map(([name]) => name);
+
+/** An actions row's column values (actionColumns' order) for a state and its timeline. */
+function actionColumnValues(state: ActionState, timeline: ActionTimeline): ActionColumnValue[] {
+  const values: ActionColumnValue[] = new Array<ActionColumnValue>(actionColumns.length);
+  for (let i = 0; i < actionColumns.length; i += 1) values[i] = (actionColumns[i] as ActionColumn)[1](state, timeline);
+  return values;
+}
+
+/** The counted form of a row as stored (countedAction and sessionCounted of its columns). */
+function storedCountsOfColumns(row: CountedRowColumns): StoredCounts {
+  return { action: countedAction({ ...row, recorded: row.recorded === 1 }), session: sessionCounted(row) };
+}
+
+const column = (name: string): number => actionColumnNames.indexOf(name);
+const countedColumnIndexes = {
+  session_id: column('session_id'),
+  phase: column('phase'),
+  outcome: column('outcome'),
+  code: column('code'),
+  decision: column('decision'),
+  dispatch_seq: column('dispatch_seq'),
+  recorded: column('recorded'),
+  updated_at_ms: column('updated_at_ms'),
+};
+
+/** What loadCounted reads of a row, from its column values (actionColumns' order). */
+function countedColumnsOf(values: readonly ActionColumnValue[]): CountedRowColumns {
+  const at = (i: number): ActionColumnValue => values[i] as ActionColumnValue;
+  const c = countedColumnIndexes;
+  return {
+    session_id: at(c.session_id) as string | null,
+    phase: at(c.phase) as string | null,
+    outcome: at(c.outcome) as string | null,
+    code: at(c.code) as string | null,
+    decision: at(c.decision) as string | null,
+    dispatch_seq: at(c.dispatch_seq) as number | null,
+    recorded: at(c.recorded) as number,
+    updated_at_ms: at(c.updated_at_ms) as number,
+  };
+}
+
+/** An actions row's column values, in actionColumns' order (with `.raw()`: an array). */
+const loadColumnsSql = `SELECT ${actionColumnNames.join(', ')} FROM actions WHERE action_id = ?`;
 /**
  * The newest `@limit` sessions of the asked statuses (all when null), newest first: a walk of sessions_by_first_seq
  * (migration 018) from its end that stops at the limit, with no sort; listSessions reverses them to oldest first. A

@@ -9,8 +9,10 @@ import {
   type AuditKeysRow,
   type CheckpointRow,
   type JournalStore,
+  type WrittenRow,
 } from './journal-store.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
+import { RecentCache } from './state-cache.js';
 
 /**
  * The write half of one commit, planned (Journal: planUnit over the CommitOverlay) and handed to the JournalWriter.
@@ -23,7 +25,10 @@ export interface WriteBatch {
   readonly rows: readonly ResultRows[];
   /** The planned events, seqs contiguous from the log's end, in append order: sealed and inserted in this order. */
   readonly events: readonly JournalEvent[];
-  /** Every action row the events moved, as it ends up (one per action). */
+  /**
+   * Every action row the events moved, as it ends up (one per action). Planned for the writer thread, a row the loop
+   * knows carries only the seq naming it as last written (ActionRowWrite.writtenSeq).
+   */
   readonly actions: readonly ActionRowWrite[];
   readonly sessions: readonly SessionState[];
   readonly idempotencyKeys: readonly BoundIdempotencyKey[];
@@ -99,14 +104,24 @@ export class JournalWriter {
   /** Seals this run's events, with the pending tree they extend: built here from the start data. */
   private readonly sealer: RunSealer;
   private readonly sealFault: SealFault | undefined;
+  /**
+   * With `rememberRows` (the writer thread): the actions rows this writer committed, by action id, so that a row the
+   * loop names by its seq (ActionRowWrite.writtenSeq) need not cross or be read back. Bounded, least recent first out;
+   * a row it does not hold (or holds at another seq: the loop wrote it since) is read from the table.
+   */
+  private readonly rows: RecentCache<WrittenRow> | undefined;
+  /** The rows of the batch written and not yet committed (committed() keeps them, abandoned() drops them). */
+  private pendingRows: [string, WrittenRow][] | undefined;
 
   constructor(
     private readonly db: Database.Database,
     private readonly store: JournalStore,
     start: WriterStart,
+    options: { readonly rememberRows?: number } = {},
   ) {
     this.sealer = new RunSealer(store, start.sealer);
     this.sealFault = start.sealFault;
+    this.rows = options.rememberRows === undefined ? undefined : new RecentCache(options.rememberRows);
   }
 
   /** Writes `batch` inside the caller's transaction. Throws on any failure; nothing it wrote may then be committed. */
@@ -120,7 +135,18 @@ export class JournalWriter {
     }
     // The status counters move by each row's difference, summed for the whole batch and written once.
     const tally = newCounterTally();
-    for (const action of batch.actions) this.store.writeState(action, tally);
+    const rows = this.rows;
+    if (rows === undefined) for (const action of batch.actions) this.store.writeState(action, tally);
+    else {
+      const pending: [string, WrittenRow][] = [];
+      for (const action of batch.actions) {
+        const id = action.state.action_id;
+        const remembered = action.writtenSeq === undefined ? undefined : rows.peek(id);
+        const values = this.store.writeRemembered(action, tally, remembered);
+        pending.push([id, { lastSeq: action.state.last_seq, values }]);
+      }
+      this.pendingRows = pending;
+    }
     this.store.writeCounts(tally);
     for (const session of batch.sessions) this.store.writeSession(session);
     for (const bound of batch.idempotencyKeys) this.store.writeIdempotencyKey(bound);
@@ -158,11 +184,19 @@ export class JournalWriter {
     }
   }
 
+  /** After the COMMIT of the last batch written: its rows are what the table holds now (for a writer that remembers). */
+  committed(): void {
+    if (this.pendingRows !== undefined) this.rows?.committed(this.pendingRows);
+    this.pendingRows = undefined;
+  }
+
   /**
    * After a ROLLBACK or a failed commit: the sealer's pending tree goes back to `committed` (the last head the loop
-   * committed, AuditWriter.committedHead), so a batch sealed and not committed leaves no leaf behind.
+   * committed, AuditWriter.committedHead), so a batch sealed and not committed leaves no leaf behind, nor a row in the
+   * writer's memory.
    */
   abandoned(committed: TreeHead): void {
+    this.pendingRows = undefined;
     this.sealer.reset(committed);
   }
 }

@@ -1329,7 +1329,7 @@ export class Journal {
   private postUnits(thread: WriterThread, units: readonly Unit[], events: number): void {
     let planned: Planned;
     try {
-      planned = this.planUnits(units);
+      planned = this.planUnits(units, true);
     } catch (cause) {
       this.fail(cause, units);
       this.unitsDone(units.length);
@@ -1431,7 +1431,7 @@ export class Journal {
     let ack: WriteAck | undefined;
     try {
       if (!begun) this.db.exec('BEGIN IMMEDIATE');
-      planned = this.planUnits(units);
+      planned = this.planUnits(units, false);
       if (planned.batch !== undefined) ack = this.writer.commit(planned.batch);
       this.db.exec(ack !== undefined ? 'COMMIT' : 'ROLLBACK');
     } catch (cause) {
@@ -1444,9 +1444,9 @@ export class Journal {
   /**
    * Inside the transaction, before anything is written: each unit planned over the ones before it (CommitOverlay), a
    * result's unique keys checked, and the accepted units' writes gathered into one WriteBatch (none when nothing was
-   * accepted).
+   * accepted). `forThread`: the batch goes to the writer thread (CommitOverlay.rowsToWrite sends it less).
    */
-  private planUnits(units: readonly Unit[]): Planned {
+  private planUnits(units: readonly Unit[], forThread: boolean): Planned {
     // Inline, read under the write lock: the database, not memory, says where the log ends. With batches in flight on
     // the writer thread, the log ends where the last of them does, and this batch is planned over their overlays.
     const tail = this.inFlight.at(-1);
@@ -1459,7 +1459,7 @@ export class Journal {
       this.inFlight.map((batch) => batch.overlay),
     );
     try {
-      return this.planOver(units, overlay, lastSeq, ticketBefore, plannedResults);
+      return this.planOver(units, overlay, lastSeq, ticketBefore, plannedResults, forThread);
     } finally {
       // Planned: from now on only its own maps are read, so no chain of overlays stays reachable under load.
       overlay.planned();
@@ -1472,6 +1472,7 @@ export class Journal {
     lastSeqBefore: number,
     ticketBefore: number,
     resultsBefore: PlannedResults | undefined,
+    forThread: boolean,
   ): Planned {
     const accepted: Planned['accepted'] = [];
     const refused: Planned['refused'] = [];
@@ -1529,7 +1530,7 @@ export class Journal {
     const batch: WriteBatch = {
       rows,
       events,
-      ...overlay.rowsToWrite(),
+      ...overlay.rowsToWrite(forThread),
       lastTicket: lastTicket === ticketBefore ? null : lastTicket,
     };
     return { accepted, refused, overlay, batch, ...end };

@@ -12,7 +12,8 @@ import { inSession, sessionStartedEvent } from '../testing/session-events.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
 import { writerBatchesInFlightMax, type Journal, type JournalOpenOptions } from './journal.js';
 import { scanActionCounts, scanOutcomeCounts } from './read-snapshot.js';
-import type { WriterStart } from './journal-writer.js';
+import type { ActionRowWrite } from './journal-store.js';
+import { JournalWriter, type WriteBatch, type WriterStart } from './journal-writer.js';
 import { WriterThread } from './writer-thread.js';
 
 const opened: TempJournal[] = [];
@@ -177,6 +178,86 @@ describe('on the writer thread with batches pipelined (the loop plans the next w
     expect(tablesOf(threaded.path)).toEqual(tablesOf(inline.path));
     await threaded.journal.close();
     expect(await verifyJournal({ dbPath: threaded.path })).toMatchObject({ ok: true });
+  });
+});
+
+/**
+ * One action's row written by the thread, then by the loop (two lone appends, inline), then by the thread again, with
+ * columns going back to what the thread last wrote (throttledThenRetried: recorded as throttled, leased, dispatched
+ * again: code, outcome, retry and recorded as before the throttle); filler of other actions makes the thread's batches.
+ * Answers the row as the retry's dispatch left it.
+ */
+async function writersTakeTurnsOnOneRow(t: TempJournal): Promise<unknown> {
+  const path = actionPaths.throttledThenRetried('act_turns_row');
+  const filler = (n: number): Promise<unknown>[] =>
+    actionPaths
+      .httpNoApproval(`act_turns_fill_${n}`)
+      .slice(0, 4)
+      .map((event) => t.journal.append(event));
+  await Promise.all([...path.slice(0, 7).map((event) => t.journal.append(event)), ...filler(1)]);
+  for (const event of path.slice(7, 9)) {
+    t.clock.advance(1_000);
+    await t.journal.append(event);
+  }
+  t.clock.advance(1_000);
+  await Promise.all([t.journal.append(path[9] as NewEvent), ...filler(2)]);
+  const dispatchedAgain = t.reader().prepare(`SELECT * FROM actions WHERE action_id = 'act_turns_row'`).get();
+  await Promise.all([...path.slice(10).map((event) => t.journal.append(event)), ...filler(3)]);
+  return dispatchedAgain;
+}
+
+/** The actions rows and every counter a commit moves, read through another connection. */
+function rowsAndCounters(path: string): Record<string, unknown> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const all = (sql: string): unknown[] => db.prepare(sql).all();
+    return {
+      actions: all(`SELECT * FROM actions ORDER BY action_id`),
+      action_counters: all(
+        `SELECT * FROM action_counters ORDER BY phase, outcome, code, decision, dispatched, in_flight`,
+      ),
+      outcome_minutes: all(`SELECT * FROM outcome_minutes ORDER BY minute, phase, outcome, code, decision, dispatched`),
+      scanned: { ...scanActionCounts(db) },
+    };
+  } finally {
+    db.close();
+  }
+}
+
+describe('on the writer thread, an action row the batch names by seq alone (ActionRowWrite.writtenSeq)', () => {
+  it("the loop wrote it since the thread did: every column that moved since the loop's write is written, and the counters move from it", async () => {
+    const inline = await tempJournal({ writerThread: false });
+    const inlineRow = await writersTakeTurnsOnOneRow(inline);
+
+    const toThread: WriteBatch[] = [];
+    const commit = WriterThread.prototype.commit;
+    vi.spyOn(WriterThread.prototype, 'commit').mockImplementation(function (this: WriterThread, batch, base, done) {
+      toThread.push(batch);
+      commit.call(this, batch, base, done);
+    });
+    const onLoop = vi.spyOn(JournalWriter.prototype, 'commit');
+    const threaded = await tempJournal({ writerThread: true, threadBatchEventsMin: 4 });
+    const threadedRow = await writersTakeTurnsOnOneRow(threaded);
+
+    // The thread wrote the row, the loop twice, then the thread again, naming the row by the seq of the loop's write.
+    const rowsOf = (batches: readonly WriteBatch[]): ActionRowWrite[] =>
+      batches.flatMap((batch) => batch.actions.filter((row) => row.state.action_id === 'act_turns_row'));
+    const [first, again] = rowsOf(toThread);
+    expect(rowsOf(toThread)).toHaveLength(3);
+    expect(rowsOf(onLoop.mock.calls.map(([batch]) => batch))).toHaveLength(2);
+    expect(Object.keys(first ?? {}).sort()).toEqual(['state', 'timeline']);
+    expect(Object.keys(again ?? {}).sort()).toEqual(['state', 'timeline', 'writtenSeq']);
+    const leased = rowsOf(onLoop.mock.calls.map(([batch]) => batch)).at(-1)?.state.last_seq;
+    expect(again?.writtenSeq).toBe(leased);
+    expect(again?.writtenSeq).not.toBe(first?.state.last_seq);
+    // Back to what the thread last wrote, not to what the loop left.
+    expect(again?.state).toMatchObject({ code: null, recorded: false, retry: null, outcome: 'unknown' });
+
+    expect(threadedRow).toEqual(inlineRow);
+    expect(threadedRow).toMatchObject({ code: null, recorded: 0, retry: null, outcome: 'unknown' });
+    const written = rowsAndCounters(threaded.path);
+    expect(written).toEqual(rowsAndCounters(inline.path));
+    expect(threaded.journal.actionCounts()).toEqual(written.scanned);
   });
 });
 

@@ -41,6 +41,12 @@ export type WriterRequest =
   | { readonly kind: 'end'; readonly id: number };
 
 const data = untypedWorkerData as WriterWorkerData;
+
+/**
+ * The actions rows the thread remembers having written (JournalWriter rememberRows): a batch names a row it holds by
+ * seq alone. Enough for every action open at c64 with batches in flight many times over; a miss reads the row.
+ */
+const writerRowsRemembered = 2_048;
 const signal = new Int32Array(data.signal);
 
 function reply(message: WriterReply): void {
@@ -121,6 +127,7 @@ function serve(db: Database.Database, writer: JournalWriter): (request: WriterRe
         if (Atomics.load(signal, 2) === 1) throw new Error('the journal failed before this batch committed');
         return written;
       });
+      writer.committed();
       committed = { size: ack.treeSize, frontier: ack.frontier };
       // The crash test's cut point "committed by the writer, the ack not yet heard": the loop never learns of it.
       if (data.ackHeldFromSeq !== undefined && ack.lastSeq >= data.ackHeldFromSeq) return;
@@ -167,7 +174,7 @@ async function main(): Promise<void> {
   try {
     await sodiumReady();
     db = open();
-    writer = new JournalWriter(db, new JournalStore(db), data.start);
+    writer = new JournalWriter(db, new JournalStore(db), data.start, { rememberRows: writerRowsRemembered });
   } catch (error) {
     reply({ id: 0, error: errorOf(error) });
     data.port.close();
