@@ -10,7 +10,15 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
  * with a corrupt tail is still read up to the corruption.
  */
 const decoderCalls = vi.hoisted(
-  () => [] as Array<{ region: string; bytes: number; chunkSize: number | undefined; head: string }>,
+  () =>
+    [] as Array<{
+      region: string;
+      bytes: number;
+      chunkSize: number | undefined;
+      head: string;
+      maxOutputLength: number | undefined;
+      tooLarge: boolean;
+    }>,
 );
 
 vi.mock('node:zlib', async (importOriginal) => {
@@ -26,10 +34,18 @@ vi.mock('node:zlib', async (importOriginal) => {
   const watched =
     <O>(format: string, decode: (input: Buffer, options?: O) => Buffer) =>
     (input: Buffer, options?: O): Buffer => {
-      const chunkSize = (options as { chunkSize?: number } | undefined)?.chunkSize;
+      const { chunkSize, maxOutputLength } = (options ?? {}) as { chunkSize?: number; maxOutputLength?: number };
       const region = `${format}:${regionOf(input)}:${input.length}`;
-      decoderCalls.push({ region, bytes: input.length, chunkSize, head: input.subarray(0, 5).toString('hex') });
-      return decode(input, options);
+      const call = { region, bytes: input.length, chunkSize, maxOutputLength, tooLarge: false };
+      decoderCalls.push({ ...call, head: input.subarray(0, 5).toString('hex') });
+      try {
+        return decode(input, options);
+      } catch (error) {
+        // Output past maxOutputLength: the decoder did that much work before it gave up.
+        (decoderCalls.at(-1) as { tooLarge: boolean }).tooLarge =
+          error instanceof RangeError || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+        throw error;
+      }
     };
   return {
     ...zlib,
@@ -43,6 +59,7 @@ vi.mock('node:zlib', async (importOriginal) => {
 const { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inflateRawSync } =
   await import('node:zlib');
 const { secretParts, secretScrubber } = await import('./secret-scrubber.js');
+const { inflatedBytesMax } = await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
 const shortToken = 'canary-c4n4r';
@@ -101,9 +118,10 @@ describe('decoder calls while scrubbing', () => {
 
 describe('raw deflate whose first block is stored', () => {
   /** A stored block's header byte (BFINAL, BTYPE 0), LEN and NLEN, then bytes. */
-  const storedBlock = (len: number, nlen: number, rest: Uint8Array): Buffer => {
+  const storedBlock = (len: number, nlen: number, rest: Uint8Array, first = 0x01): Buffer => {
     const header = Buffer.alloc(5);
-    header[0] = 0x01;
+    // BFINAL in bit 0, BTYPE 0 in bits 1-2; the byte's other bits are padding to the boundary LEN starts at.
+    header[0] = first & ~0x06;
     header.writeUInt16LE(len, 1);
     header.writeUInt16LE(nlen, 3);
     return Buffer.concat([header, rest]);
@@ -115,9 +133,10 @@ describe('raw deflate whose first block is stored', () => {
         fc.integer({ min: 0, max: 0xffff }),
         fc.integer({ min: 0, max: 0xffff }),
         fc.uint8Array({ minLength: 16, maxLength: 40 }),
-        (len, nlen, rest) => {
+        fc.integer({ min: 0, max: 255 }),
+        (len, nlen, rest, first) => {
           fc.pre((len ^ nlen) !== 0xffff);
-          const block = storedBlock(len, nlen, rest);
+          const block = storedBlock(len, nlen, rest, first);
           expect(() => inflateRawSync(block, { finishFlush: constants.Z_SYNC_FLUSH })).toThrow();
           scrubberCallsFor(block);
           // Other views of these bytes start elsewhere and may be tried; none from the block's own header.
@@ -143,6 +162,26 @@ function scrubberCallsFor(body: Buffer): void {
   decoderCalls.length = 0;
   secretScrubber(secretParts({ kind: 'bearer', token: shortToken })).scrub(body);
 }
+
+describe('streams that decode past their bound', () => {
+  it('spend the one budget of decoded bytes: a body of many bombs is not decoded to the bound each', () => {
+    // Each field: brotli of 1 MiB of one byte (a few dozen bytes; past the 784 KB bound of 760 encoded bytes) padded to
+    // 760, base64 in a JSON field.
+    const fields = Array.from({ length: 40 }, (_, i) => {
+      const bomb = brotliCompressSync(Buffer.alloc(1024 * 1024, i + 1), {
+        params: { [constants.BROTLI_PARAM_QUALITY]: 4 },
+      });
+      return `"f${i}":"${Buffer.concat([bomb, idBytes(`pad${i}`, 760 - bomb.length)]).toString('base64')}"`;
+    });
+    scrubberCallsFor(Buffer.from(`{${fields.join(',')}}`));
+    const refused = decoderCalls.filter((call) => call.tooLarge);
+    expect(refused.length).toBeGreaterThan(0);
+    // Each refused call decoded up to its maxOutputLength. Together at most the budget and the one call that crossed it.
+    const decodedBytes = refused.reduce((sum, call) => sum + (call.maxOutputLength ?? 0), 0);
+    const largest = Math.max(...refused.map((call) => call.maxOutputLength ?? 0));
+    expect(decodedBytes).toBeLessThanOrEqual(inflatedBytesMax + largest);
+  });
+});
 
 /** The shortest prefix of `stream` from which a streaming decoder already gives out `part` (undefined: none does). */
 function shortestGiving(format: 'raw' | 'br', stream: Buffer, part: Buffer): number | undefined {

@@ -117,8 +117,13 @@ export function inflatedViews(
   const tryAt = (format: Format, at: number, end = src.length): void => {
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     const decoded =
-      budget.callsLeft <= 0 ? 'too_large' : longestDecodable(format, src.subarray(at, end), maxOutput, budget);
+      budget.callsLeft <= 0 || budget.bytesLeft <= 0
+        ? 'too_large'
+        : longestDecodable(format, src.subarray(at, end), maxOutput, budget);
     if (decoded === 'too_large') {
+      // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
+      // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
+      budget.bytesLeft -= maxOutput;
       out.uncheckable.push(untilEnd(at));
       return;
     }
