@@ -94,7 +94,7 @@ const answers: Answer[] = [
 // base64/hex run is still decoded and tried.
 const tokens = [
   { name: '12-char token', token: 'canary-c4n4r' },
-  { name: '40-char token', token: 'canary-0b5e9f2d7a614c389e0f51d2b7c8a4e6' },
+  { name: '40-char token', token: 'canary-0b5e9f2d7a614c389e0f51d2b7c8a4e6f' },
 ];
 
 function measure(answer: Answer, scrubber: Scrubber): { ms: number; calls: number } {
