@@ -8,6 +8,7 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
+import { runSteps, type Steps } from './sliced-work.js';
 
 /*
  * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
@@ -111,15 +112,25 @@ export function inflatedViews(
   budget: InflateBudget,
   outputBytesMin: number,
 ): Inflation {
+  return runSteps(inflatedViewSteps(view, starts, budget, outputBytesMin));
+}
+
+/** inflatedViews as steps (sliced-work.ts): it yields after every decoder call, so a caller may run it in slices. */
+export function* inflatedViewSteps(
+  view: ScanView,
+  starts: ArrayLike<number>,
+  budget: InflateBudget,
+  outputBytesMin: number,
+): Steps<Inflation> {
   const out: Inflation = { views: [], uncheckable: [] };
   const src = view.bytes;
   const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
-  const tryAt = (format: Format, at: number, end = src.length): void => {
+  const tryAt = function* (format: Format, at: number, end = src.length): Steps<void> {
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     const decoded =
       budget.callsLeft <= 0 || budget.bytesLeft <= 0
         ? 'too_large'
-        : longestDecodable(format, src.subarray(at, end), maxOutput, budget);
+        : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
     if (decoded === 'too_large') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
@@ -132,11 +143,12 @@ export function inflatedViews(
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     out.views.push(new InflatedView(decoded.bytes, view.depth, span[0], span[1]));
   };
-  for (const at of signatureStarts(src, gzipMagic)) if ((src[at + 3]! & 0xe0) === 0) tryAt('gzip', at);
-  for (const at of zlibStarts(src)) tryAt('zlib', at);
+  for (const at of signatureStarts(src, gzipMagic)) if ((src[at + 3]! & 0xe0) === 0) yield* tryAt('gzip', at);
+  yield;
+  for (const at of zlibStarts(src)) yield* tryAt('zlib', at);
   for (const at of signatureStarts(src, zipMagic)) {
     const data = zipDeflateData(src, at);
-    if (data !== undefined) tryAt('raw', data);
+    if (data !== undefined) yield* tryAt('raw', data);
   }
   for (const magic of undecodableMagics)
     for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
@@ -149,8 +161,8 @@ export function inflatedViews(
     if (budget.headlessLeft <= 0) break;
     budget.headlessLeft -= 1;
     // A run is decoded on its own, as the agent would decode it.
-    if (((src[at]! >> 1) & 3) !== 3 && !storedLengthsDisagree(src, at, end)) tryAt('raw', at, end);
-    tryAt('br', at, end);
+    if (((src[at]! >> 1) & 3) !== 3 && !storedLengthsDisagree(src, at, end)) yield* tryAt('raw', at, end);
+    yield* tryAt('br', at, end);
   }
   return out;
 }
@@ -230,39 +242,42 @@ interface Decoded {
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
  * twice: the longest good one so far is kept, and it is the answer.
  */
-function longestDecodable(
+function* longestDecodable(
   format: Format,
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
-): Decoded | 'too_large' | undefined {
-  const attempt = (length: number): Decoded | 'too_large' | undefined => {
+): Steps<Decoded | 'too_large' | undefined> {
+  // One decoder call per step: a call on a long input is the largest unit of work the scrubber has.
+  const attempt = function* (length: number): Steps<Decoded | 'too_large' | undefined> {
     if (budget.callsLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    return decodeOnce(format, input.subarray(0, length), maxOutput);
+    const decoded = decodeOnce(format, input.subarray(0, length), maxOutput);
+    yield;
+    return decoded;
   };
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
   if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
-    const head = attempt(probeBytesFirst);
+    const head = yield* attempt(probeBytesFirst);
     if (head === undefined || head === 'too_large') return head;
     good = probeBytesFirst;
     goodDecoded = head;
   }
-  const whole = attempt(input.length);
+  const whole = yield* attempt(input.length);
   if (whole !== undefined) return whole;
   let bad = input.length;
   for (let probe = good === 0 ? probeBytesFirst : good * 8; probe < bad; probe *= 8) {
-    const got = attempt(probe);
+    const got = yield* attempt(probe);
     if (got === 'too_large') return got;
     if (got === undefined) bad = probe;
     else [good, goodDecoded] = [probe, got];
   }
   while (bad - good > 1) {
     const mid = (good + bad) >> 1;
-    const got = attempt(mid);
+    const got = yield* attempt(mid);
     if (got === 'too_large') return got;
     if (got === undefined) bad = mid;
     else [good, goodDecoded] = [mid, got];

@@ -33,8 +33,8 @@ describe('deliveredResponse', () => {
       ['gzip', gzipSync(dump)],
       ['deflate', deflateSync(dump)],
       ['br', brotliCompressSync(dump)],
-    ])('%s is decoded and the plain bytes are scrubbed', (coding, body) => {
-      const r = deliveredResponse(
+    ])('%s is decoded and the plain bytes are scrubbed', async (coding, body) => {
+      const r = await deliveredResponse(
         report(body, {
           'content-encoding': coding,
           'content-length': String(body.length),
@@ -53,34 +53,38 @@ describe('deliveredResponse', () => {
       expect(r.headers['content-type']).toBe('application/json');
     });
 
-    it('an encoding the broker cannot decode is withheld, never passed through', () => {
-      const r = deliveredResponse(report(gzipSync(dump), { 'content-encoding': 'zstd' }), scrubber, limits);
+    it('an encoding the broker cannot decode is withheld, never passed through', async () => {
+      const r = await deliveredResponse(report(gzipSync(dump), { 'content-encoding': 'zstd' }), scrubber, limits);
       expect(r).toMatchObject({ body_withheld: 'unsupported_content_encoding', total_bytes: 0, truncated: false });
       expect(r.body.length).toBe(0);
       expect(r.digest).toBe(sha256(Buffer.alloc(0)));
     });
 
-    it('a compressed body the channel kept only in part is withheld', () => {
+    it('a compressed body the channel kept only in part is withheld', async () => {
       const big = gzipSync(Buffer.from(`${canary}${'x'.repeat(10)}`.repeat(1)));
-      const r = deliveredResponse(report(big, { 'content-encoding': 'gzip' }, big.length + 5000), scrubber, limits);
+      const r = await deliveredResponse(
+        report(big, { 'content-encoding': 'gzip' }, big.length + 5000),
+        scrubber,
+        limits,
+      );
       expect(r.body_withheld).toBe('compressed_body_truncated');
     });
   });
 
   describe('when the remote sends compressed bytes without declaring them (no Content-Encoding)', () => {
-    it('a gzip stream holding no secret is delivered byte for byte, unredacted', () => {
+    it('a gzip stream holding no secret is delivered byte for byte, unredacted', async () => {
       const body = gzipSync(Buffer.from(JSON.stringify({ rows: Array.from({ length: 200 }, (_, i) => `row ${i}`) })));
-      const r = deliveredResponse(report(body, { 'content-type': 'application/octet-stream' }), scrubber, limits);
+      const r = await deliveredResponse(report(body, { 'content-type': 'application/octet-stream' }), scrubber, limits);
       expect(r.redacted).toBe(false);
       expect(r.body.equals(body)).toBe(true);
     });
 
-    it('a decompression bomb is not inflated past the bound: it is redacted, quickly, not delivered', () => {
+    it('a decompression bomb is not inflated past the bound: it is redacted, quickly, not delivered', async () => {
       // 64 MiB of zeros in ~64 KiB: past the 8 MiB budget nothing was checked, so nothing of it is handed over.
       const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024));
       const started = performance.now();
       const whole = { ...report(bomb, { 'content-type': 'application/octet-stream' }), body: bomb, truncated: false };
-      const r = deliveredResponse(whole, scrubber, { ...limits, resultBodyBytesMax: 1024 * 1024 });
+      const r = await deliveredResponse(whole, scrubber, { ...limits, resultBodyBytesMax: 1024 * 1024 });
       expect(performance.now() - started).toBeLessThan(5_000);
       expect(r.redacted).toBe(true);
       expect(r.body.toString()).toBe('[REDACTED]');
@@ -88,10 +92,10 @@ describe('deliveredResponse', () => {
   });
 
   describe('when a reflected secret straddles the result cap (truncate-then-scrub attack)', () => {
-    it('the secret is redacted whole, never shown minus its tail, and the digest is of what is delivered', () => {
+    it('the secret is redacted whole, never shown minus its tail, and the digest is of what is delivered', async () => {
       for (let shift = 1; shift < canary.length; shift += 1) {
         const body = Buffer.from(`${'p'.repeat(limits.resultBodyBytesMax - shift)}${canary}${'q'.repeat(200)}`);
-        const r = deliveredResponse(report(body), scrubber, limits);
+        const r = await deliveredResponse(report(body), scrubber, limits);
         const text = r.body.toString();
         expect(text).not.toContain(canary.slice(0, canary.length - 1));
         expect(text).not.toContain(canary.slice(0, 8));
@@ -100,9 +104,9 @@ describe('deliveredResponse', () => {
       }
     });
 
-    it('the digest never covers the unscrubbed bytes (no guessing oracle for a redacted tail)', () => {
+    it('the digest never covers the unscrubbed bytes (no guessing oracle for a redacted tail)', async () => {
       const body = Buffer.from(`{"echo":"${canary}"}`);
-      const r = deliveredResponse(report(body), scrubber, limits);
+      const r = await deliveredResponse(report(body), scrubber, limits);
       expect(r.digest).not.toBe(sha256(body));
       expect(r.digest).toBe(sha256(r.body));
       expect(r.total_bytes).toBe(r.body.length);
@@ -110,9 +114,9 @@ describe('deliveredResponse', () => {
   });
 
   describe('when a padded header reflects the secret past the header cap', () => {
-    it('the header is scrubbed whole first and cut after', () => {
+    it('the header is scrubbed whole first and cut after', async () => {
       for (const pad of [headerValueCharsMax - 1, headerValueCharsMax - 5, headerValueCharsMax - canary.length + 1]) {
-        const r = deliveredResponse(
+        const r = await deliveredResponse(
           report(Buffer.from('ok'), { 'x-request-id': `${'a'.repeat(pad)}${canary}` }),
           scrubber,
           limits,
@@ -126,18 +130,18 @@ describe('deliveredResponse', () => {
   });
 
   describe('when nothing secret comes back', () => {
-    it("the body, headers and counts are the remote's own, and the digest equals the wire digest of the same bytes", () => {
+    it("the body, headers and counts are the remote's own, and the digest equals the wire digest of the same bytes", async () => {
       const body = Buffer.from('{"id":42}');
-      const r = deliveredResponse(report(body, { etag: '"v1"' }), scrubber, limits);
+      const r = await deliveredResponse(report(body, { etag: '"v1"' }), scrubber, limits);
       expect(r.body.equals(body)).toBe(true);
       expect(r.headers).toEqual({ etag: '"v1"' });
       expect(r).toMatchObject({ truncated: false, total_bytes: body.length, redacted: false, digest: sha256(body) });
       expect(r.body_withheld).toBeUndefined();
     });
 
-    it('a body over the cap is cut at the cap and counted in full', () => {
+    it('a body over the cap is cut at the cap and counted in full', async () => {
       const body = Buffer.alloc(limits.resultBodyBytesMax + 3000, 'z');
-      const r = deliveredResponse(report(body), scrubber, limits);
+      const r = await deliveredResponse(report(body), scrubber, limits);
       expect(r.body.length).toBe(limits.resultBodyBytesMax);
       expect(r).toMatchObject({ truncated: true, total_bytes: body.length });
     });
@@ -145,9 +149,9 @@ describe('deliveredResponse', () => {
 });
 
 describe('diagnosticBody', () => {
-  it('scrubs the first bytes of an incomplete response before cutting them', () => {
+  it('scrubs the first bytes of an incomplete response before cutting them', async () => {
     const body = Buffer.from(`${'d'.repeat(90)}${canary}`);
-    const out = diagnosticBody({ ...report(body), framingComplete: false }, scrubber, 100);
+    const out = await diagnosticBody({ ...report(body), framingComplete: false }, scrubber, 100);
     expect(out.toString()).not.toContain(canary.slice(0, 8));
   });
 });

@@ -37,12 +37,14 @@ export type DeliveryLimits = Pick<HttpLimits, 'resultBodyBytesMax' | 'decodedBod
 /**
  * Decode → scrub → cap, in that order (issue: truncate-then-scrub showed a secret minus its last character).
  * The channel keeps `scrubLookaheadBytes` past the cap so a secret that starts before the cut is seen whole.
+ * The body is scrubbed in slices (scrubAsync) that give the event loop a turn every few milliseconds: a megabyte of
+ * hostile binary costs the scrubber hundreds of milliseconds, and no other caller waits that long (THREAT-MODEL 4).
  */
-export function deliveredResponse(
+export async function deliveredResponse(
   response: HttpResponseReport,
   scrubber: SecretScrubber,
   limits: DeliveryLimits,
-): HttpActionResponse {
+): Promise<HttpActionResponse> {
   const keptAll = response.body.length >= response.totalBytes;
   const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, {
     decodedBytesMax: limits.decodedBodyBytesMax,
@@ -70,10 +72,10 @@ export function deliveredResponse(
     };
   }
   const examined = decoded.bytes;
-  const cut = scrubber.scrub(examined, limits.resultBodyBytesMax);
+  const cut = await scrubber.scrubAsync(examined, limits.resultBodyBytesMax);
   const unexamined = decoded.kind === 'identity' ? response.totalBytes - examined.length : 0;
   const truncated = examined.length > limits.resultBodyBytesMax || unexamined > 0;
-  const totalBytes = (truncated ? scrubbedLength(scrubber, examined) : cut.bytes.length) + unexamined;
+  const totalBytes = (truncated ? await scrubbedLength(scrubber, examined) : cut.bytes.length) + unexamined;
   return {
     status: response.status,
     headers,
@@ -87,23 +89,24 @@ export function deliveredResponse(
 }
 
 /** The first bytes of an incomplete response, as a marked diagnostic: scrubbed before the cut, like a result. */
-export function diagnosticBody(
+export async function diagnosticBody(
   response: HttpResponseReport,
   scrubber: SecretScrubber,
   diagnosticBytesMax: number,
-): Buffer {
+): Promise<Buffer> {
   const keptAll = response.body.length >= response.totalBytes;
   const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, {
     decodedBytesMax: diagnosticBytesMax * 16,
   });
   if (decoded.kind === 'withheld') return Buffer.alloc(0);
-  return scrubber.scrub(decoded.bytes, diagnosticBytesMax).bytes;
+  return (await scrubber.scrubAsync(decoded.bytes, diagnosticBytesMax)).bytes;
 }
 
 /** The length `bytes` has once every redaction range is replaced by the marker (only needed past the cap). */
-function scrubbedLength(scrubber: SecretScrubber, bytes: Buffer): number {
+async function scrubbedLength(scrubber: SecretScrubber, bytes: Buffer): Promise<number> {
   let length = bytes.length;
-  for (const [start, end] of scrubber.ranges(bytes)) length += Buffer.byteLength(redactionMarker) - (end - start);
+  for (const [start, end] of await scrubber.rangesAsync(bytes))
+    length += Buffer.byteLength(redactionMarker) - (end - start);
   return length;
 }
 

@@ -238,7 +238,11 @@ async function authorizeAndRun(deps: McpActionDeps, b: Bound): Promise<McpAction
         ...sessionSecrets,
         ...deps.upstreams.oauthSecrets(b.server.name),
       ];
-      return settle(deps.journal, b.actionId, report, mcpAnswers(b, report), () => record(deps, b, report, parts));
+      // The reply is scrubbed in slices that give the event loop turns (scrubAsync): here, before settle, never
+      // between settle's check of the held observations and the settlement's append (settle.ts).
+      const delivered =
+        report.result !== undefined && 'content' in report.result ? await deliver(b, report.result, parts) : undefined;
+      return settle(deps.journal, b.actionId, report, mcpAnswers(b, report), () => record(deps, b, report, delivered));
     });
   } catch (error) {
     const refusal = vaultRefusal(error, 'name');
@@ -285,13 +289,11 @@ async function record(
   deps: McpActionDeps,
   b: Bound,
   report: McpChannelReport,
-  parts: readonly string[],
+  delivered: Delivered | undefined,
 ): Promise<McpActionResult> {
   const classification = classifyOutcome(mcpReportEvidence(report));
   if (report.caller === 'cancelled' || report.stoppedBeforeDispatch === 'cancelled')
     await recordCallerCancelled(deps.journal, b.actionId, report.dispatchStarted);
-  const delivered =
-    report.result !== undefined && 'content' in report.result ? deliver(b, report.result, parts) : undefined;
   const decided =
     delivered !== undefined &&
     report.dispatchStarted &&
@@ -340,13 +342,13 @@ interface Delivered {
  * The upstream's reply as the agent receives it: scrubbed of every form of every secret given to that server (a
  * server may echo its environment), then capped by whole content blocks; digest and size are of the delivered JSON.
  */
-export function deliver(
+export async function deliver(
   b: Pick<Bound, 'server' | 'tool'>,
   reply: { content: unknown[]; structuredContent?: unknown; isError: boolean },
   parts: readonly string[],
-): Delivered {
+): Promise<Delivered> {
   const scrubber = secretScrubber(parts);
-  const scrubbedJson = scrubber.scrub(Buffer.from(JSON.stringify(reply), 'utf8')).bytes.toString('utf8');
+  const scrubbedJson = (await scrubber.scrubAsync(Buffer.from(JSON.stringify(reply), 'utf8'))).bytes.toString('utf8');
   let scrubbed: { content: unknown[]; structuredContent?: unknown; isError: boolean };
   try {
     scrubbed = JSON.parse(scrubbedJson) as typeof scrubbed;

@@ -31,7 +31,7 @@ import {
 } from './record-refusal.js';
 import { buildSshEnvelope } from './ssh-envelope.js';
 import { sshCardPreview } from '../queue/card-preview.js';
-import { secretParts, secretScrubber, type SecretScrubber } from './secret-scrubber.js';
+import { secretParts, secretScrubber, type ScrubResult, type SecretScrubber } from './secret-scrubber.js';
 import { authorizationRefusal, closedBeforeDispatch } from './journal-failure.js';
 import { settle, type SettleAnswers } from './settle.js';
 import { recordingIdOf } from '../journal/index.js';
@@ -274,13 +274,7 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
         });
         const report = await deps.channel.perform({
           actionId: b.actionId,
-          host: {
-            name: b.host.name,
-            host: b.host.host,
-            port: b.host.port,
-            user: b.host.user,
-            hostKey: b.host.host_key,
-          },
+          host: channelHost(b.host),
           privateKey: secret.privateKey,
           command: b.command,
           timeoutMs: b.timeoutMs,
@@ -291,11 +285,13 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
           observationsRideWithSettlement: true,
         });
         observed = report;
+        // Scrubbed in slices (scrubAsync) here, never between settle's check and the settlement's append (settle.ts).
+        const clean = (recording.scrubbed = await scrubbedOutput(report.output, scrubber));
         // A refused authorization (a closure that landed first) made DISPATCH_STARTED impossible too.
         const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
         if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
         return await settle(deps.journal, b.actionId, report, sshAnswers(b, report), () =>
-          record(deps, b, report, scrubber, recording),
+          record(deps, b, report, clean, recording),
         );
       } finally {
         // A closure that won, a failed journal or a throw ends the action without its record: the recording is sealed
@@ -310,6 +306,11 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
   } finally {
     unsubscribe();
   }
+}
+
+/** The host as the channel connects to it. */
+function channelHost(host: SshHostSettings): Parameters<SshActionDeps['channel']['perform']>[0]['host'] {
+  return { name: host.name, host: host.host, port: host.port, user: host.user, hostKey: host.host_key };
 }
 
 function boundTo(info: CredentialInfo, host: SshHostSettings): boolean {
@@ -331,11 +332,11 @@ async function record(
   deps: SshActionDeps,
   b: Bound,
   observed: SshChannelReport,
-  scrubber: SecretScrubber,
+  scrubbed: ScrubbedOutput,
   recording: RecordingSeal,
 ): Promise<SshActionResult> {
   // Everything below — recording, result rows, digest, envelope — sees only the scrubbed output.
-  const { report, redacted } = scrubAndRecord(deps, b, observed, scrubber, recording);
+  const { report, redacted } = recordScrubbed(deps, b, observed, scrubbed, recording);
   const evidence = sshReportEvidence(report);
   const classification = classifyOutcome(evidence);
   // Caller events are recorded as caller events: they never decide the remote effect.
@@ -417,17 +418,28 @@ function log(deps: SshActionDeps, actionId: string, host: string | undefined, c:
   logRecorded(deps.logger, { action_id: actionId, host }, c, 'ssh action recorded');
 }
 
+interface ScrubbedOutput {
+  readonly output: SshChannelReport['output'];
+  readonly redacted: RecordingInput['redacted'];
+}
+
 /**
  * The output as the caller receives it: stdout and stderr scrubbed of every secret part (the remote never saw the
  * private key, but a host may print key material it holds), and, when anything was redacted, the digest taken over
  * the delivered bytes — a digest of the unscrubbed output would be a guessing oracle for what was redacted.
  */
-function scrubbedOutput(
-  o: SshChannelReport['output'],
-  scrubber: SecretScrubber,
-): { output: SshChannelReport['output']; redacted: RecordingInput['redacted'] } {
-  const stdout = scrubber.scrub(o.stdout);
-  const stderr = scrubber.scrub(o.stderr);
+async function scrubbedOutput(o: SshChannelReport['output'], scrubber: SecretScrubber): Promise<ScrubbedOutput> {
+  // In slices (scrubAsync): a host printing a megabyte of binary does not stall every other caller. The caller runs
+  // this before settle, never between settle's check of the held observations and the settlement's append (settle.ts).
+  return outputOf(o, await scrubber.scrubAsync(o.stdout), await scrubber.scrubAsync(o.stderr));
+}
+
+/** scrubbedOutput at once, for the one path that has no scrubbed output: the scrub itself threw. */
+function scrubbedOutputSync(o: SshChannelReport['output'], scrubber: SecretScrubber): ScrubbedOutput {
+  return outputOf(o, scrubber.scrub(o.stdout), scrubber.scrub(o.stderr));
+}
+
+function outputOf(o: SshChannelReport['output'], stdout: ScrubResult, stderr: ScrubResult): ScrubbedOutput {
   const redacted = { stdout: stdout.redacted, stderr: stderr.redacted };
   if (!stdout.redacted && !stderr.redacted) return { output: o, redacted };
   const digest = `sha256:${createHash('sha256').update(stdout.bytes).update(stderr.bytes).digest('hex')}`;
@@ -435,14 +447,13 @@ function scrubbedOutput(
 }
 
 /** The report with its output scrubbed (and whether anything was), after sealing the recording built from it. */
-function scrubAndRecord(
+function recordScrubbed(
   deps: SshActionDeps,
   b: Bound,
   observed: SshChannelReport,
-  scrubber: SecretScrubber,
+  scrubbed: ScrubbedOutput,
   recording: RecordingSeal,
 ): { report: SshChannelReport; redacted: boolean } {
-  const scrubbed = scrubbedOutput(observed.output, scrubber);
   const report: SshChannelReport = { ...observed, output: scrubbed.output };
   recording.attempted = true;
   finishRecording(deps, b, report, scrubbed.redacted);
@@ -452,6 +463,8 @@ function scrubAndRecord(
 /** Whether this action's recording was sealed (or its sealing failed and was logged): once only. */
 interface RecordingSeal {
   attempted: boolean;
+  /** The output once scrubbed (before settle), so a recording sealed without the record need not scrub it again. */
+  scrubbed?: ScrubbedOutput;
 }
 
 /**
@@ -468,7 +481,7 @@ function sealRecording(
 ): void {
   recording.attempted = true;
   if (observed !== undefined) {
-    const scrubbed = scrubbedOutput(observed.output, scrubber);
+    const scrubbed = recording.scrubbed ?? scrubbedOutputSync(observed.output, scrubber);
     finishRecording(deps, b, { ...observed, output: scrubbed.output }, scrubbed.redacted);
     return;
   }

@@ -33,12 +33,29 @@ export interface Recorded {
   readonly batch?: BatchVerdict['batch'];
 }
 
-/** Record: what the channel observed, classified (broker/core) and made durable. */
+/**
+ * The result a complete response would be delivered as (decoded, scrubbed, capped), or undefined when the response is
+ * incomplete (it can only be a diagnostic). Computed BEFORE settle (settle.ts): the scrub gives the event loop turns
+ * (delivered-response.ts), and nothing may wait between settle's check of the held observations and the settlement's
+ * append; so record() appends without waiting, and the record is committed only after its scrub completed.
+ */
+export async function deliverable(
+  deps: HttpActionDeps,
+  report: HttpChannelReport,
+  scrubber: SecretScrubber,
+): Promise<HttpActionResponse | undefined> {
+  const response = report.response;
+  if (response === undefined || !response.framingComplete) return undefined;
+  return deliveredResponse(response, scrubber, deps.channel.limits);
+}
+
+/** Record: what the channel observed, classified (broker/core) and made durable; `delivered` is deliverable()'s. */
 export async function record(
   deps: HttpActionDeps,
   b: Bound,
   report: HttpChannelReport,
   scrubber: SecretScrubber,
+  delivered: HttpActionResponse | undefined,
 ): Promise<Recorded> {
   const nowMs = deps.clock.nowMs();
   // The expiry the journal holds for this key (PREFLIGHT_VALIDATED), not a recomputed one.
@@ -55,9 +72,11 @@ export async function record(
   });
   const classification = classifyOutcome(evidence);
   const lastAttempt = report.attempts.at(-1)?.n;
+  // deliverable() delivered exactly the complete responses.
   const settled =
     response !== undefined &&
     response.framingComplete &&
+    delivered !== undefined &&
     (classification.outcome === 'committed' || classification.outcome === 'rejected');
   if (!settled || lastAttempt === undefined) {
     const state = await appendState(
@@ -75,7 +94,7 @@ export async function record(
     return { state, classification, settled };
   }
   const committed = await commitResult(deps, b, scrubber, {
-    response,
+    result: delivered,
     attempt: lastAttempt,
     classification,
     summary: (result) => resultSummary(result, crossOrigin, report.peerFingerprint),
@@ -94,7 +113,7 @@ async function commitResult(
   b: Bound,
   scrubber: SecretScrubber,
   settled: {
-    response: NonNullable<HttpChannelReport['response']>;
+    result: HttpActionResponse;
     attempt: number;
     classification: Classification;
     summary: (result: HttpActionResponse) => Record<string, unknown>;
@@ -105,7 +124,7 @@ async function commitResult(
   const expiryMs = b.binding?.expires_at_ms;
   let classification = settled.classification;
   let batch: BatchVerdict['batch'] | undefined;
-  const result = deliveredResponse(settled.response, scrubber, deps.channel.limits);
+  const result = settled.result;
   const resultId = `res_${b.actionId.slice(4)}_${attempt}`;
   const stored = {
     result_id: resultId,
@@ -159,13 +178,13 @@ async function commitResult(
 }
 
 /** Answer: the envelope of what was recorded, the delivered result, or an incomplete response's marked diagnostic. */
-export function answer(
+export async function answer(
   deps: HttpActionDeps,
   b: Bound,
   report: HttpChannelReport,
   scrubber: SecretScrubber,
   r: Recorded,
-): HttpActionResult {
+): Promise<HttpActionResult> {
   const { state, classification, result, resultId, batch } = r;
   const response = report.response;
   const facts: EnvelopeFacts = {
@@ -199,7 +218,8 @@ export function answer(
       ? {
           kind: 'incomplete_response_partial_body' as const,
           status: response.status,
-          body: diagnosticBody(response, scrubber, deps.channel.limits.diagnosticBytesMax),
+          // After the record is committed (nothing of this is kept): scrubbed in slices like a result.
+          body: await diagnosticBody(response, scrubber, deps.channel.limits.diagnosticBytesMax),
         }
       : undefined;
   return {

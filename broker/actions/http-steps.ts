@@ -19,7 +19,7 @@ import type { AttemptRun } from './retry-engine.js';
 import { vaultRefusal } from './record-refusal.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 import type { Bound, HttpActionDeps, HttpActionResult } from './http-action-deps.js';
-import { answer, closedEnvelope, httpAnswers, record, refuse } from './http-record.js';
+import { answer, closedEnvelope, deliverable, httpAnswers, record, refuse } from './http-record.js';
 import {
   accessTokenFor,
   accessTokenParts,
@@ -212,8 +212,11 @@ async function dispatch(deps: HttpActionDeps, b: Bound, run: AttemptRun, s: Secr
   // nothing was sent, and the answer is the recorded closure.
   const refusedAs = await authorizationRefusal(deps.journal, b.actionId, authorized);
   if (refusedAs !== undefined) return { envelope: closedEnvelope(refusedAs, b.fingerprint) };
+  // The scrub yields the event loop (delivered-response.ts): it runs here, before settle, never between settle's check
+  // and the settlement's append.
+  const delivered = await deliverable(deps, report, scrubber);
   return settle(deps.journal, b.actionId, report, httpAnswers(b, report), async () =>
-    answer(deps, b, report, scrubber, await record(deps, b, report, scrubber)),
+    answer(deps, b, report, scrubber, await record(deps, b, report, scrubber, delivered)),
   );
 }
 

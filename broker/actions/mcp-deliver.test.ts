@@ -40,7 +40,7 @@ const opened = (name: string, versionTag: string) => ({
 });
 
 describe('what an agent receives of an upstream reply', () => {
-  it('has every form of a secret given to the server redacted, in content and structured content alike', () => {
+  it('has every form of a secret given to the server redacted, in content and structured content alike', async () => {
     const reply = {
       content: [
         { type: 'text', text: `token=${canary}` },
@@ -49,7 +49,7 @@ describe('what an agent receives of an upstream reply', () => {
       structuredContent: { echoed: canary, nested: { header: `Bearer ${canary}` } },
       isError: false,
     };
-    const out = deliver({ server, tool: 'env' }, reply, [canary, `Bearer ${canary}`]);
+    const out = await deliver({ server, tool: 'env' }, reply, [canary, `Bearer ${canary}`]);
     expect(out.body.toString('utf8')).not.toContain(canary);
     expect(out.body.toString('utf8')).not.toContain(Buffer.from(canary).toString('base64'));
     expect(JSON.stringify(out.result)).not.toContain(canary);
@@ -57,18 +57,18 @@ describe('what an agent receives of an upstream reply', () => {
     expect(out.result.truncated).toBe(false);
   });
 
-  it('keeps a reply with no secret in it byte for byte, with the digest and size of what is delivered', () => {
+  it('keeps a reply with no secret in it byte for byte, with the digest and size of what is delivered', async () => {
     const reply = { content: [{ type: 'text', text: 'hello' }], structuredContent: { n: 1 }, isError: true };
-    const out = deliver({ server, tool: 'echo' }, reply, [canary]);
+    const out = await deliver({ server, tool: 'echo' }, reply, [canary]);
     expect(out.result).toMatchObject({ server: 'files', tool: 'echo', is_error: true, structured_content: { n: 1 } });
     expect(out.result.content).toEqual(reply.content);
     expect(out.result.bytes).toBe(out.body.length);
     expect(out.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
-  it('cuts whole content blocks past the bound and says so', () => {
+  it('cuts whole content blocks past the bound and says so', async () => {
     const block = { type: 'text', text: 'x'.repeat(300 * 1024) };
-    const out = deliver({ server, tool: 'flood' }, { content: [block, block, block, block], isError: false }, []);
+    const out = await deliver({ server, tool: 'flood' }, { content: [block, block, block, block], isError: false }, []);
     expect(out.result.truncated).toBe(true);
     expect(out.result.content).toHaveLength(3);
     expect(out.body.length).toBeLessThanOrEqual(mcpResultBytesMax + 1024);

@@ -350,8 +350,10 @@ async function recordToken(
     };
   }
   // The token is read from the decoded body first (scrubbed of the client only), so the kept result can hide it too.
+  // The scrubs give the event loop turns (delivered-response.ts). A token fetch holds no observations for its
+  // settlement (no observationsRideWithSettlement), so waiting here before the append is safe (settle.ts).
   const fetched = tokenAnswer(
-    deliveredResponse(response, secretScrubber(clientParts), deps.channel.limits),
+    await deliveredResponse(response, secretScrubber(clientParts), deps.channel.limits),
     classification,
     nowMs,
   );
@@ -363,7 +365,7 @@ async function recordToken(
     deps,
     actionId,
     attempt,
-    deliveredResponse(response, scrubber, deps.channel.limits),
+    await deliveredResponse(response, scrubber, deps.channel.limits),
     classification,
     nowMs,
   );

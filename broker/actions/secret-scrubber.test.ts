@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { redactionMarker, scrubBytes, scrubText, secretForms, secretParts, secretScrubber } from './secret-scrubber.js';
@@ -298,5 +300,92 @@ describe('on a 1 MiB body', () => {
     expect(leak(out.bytes.subarray(-200), token)).toBeUndefined();
     // Typically ~30-60 ms; the bound catches a quadratic regression on a loaded CI box, not a slow one.
     expect(elapsedMs).toBeLessThan(1500);
+  });
+});
+
+describe('scrubAsync and rangesAsync (the same scrub in slices that give the event loop turns)', () => {
+  /** What the remote wraps a reflected form in: nothing, or compression it does not declare (compressed-views.ts). */
+  const wrappers: ReadonlyArray<readonly [string, (b: Buffer) => Buffer]> = [
+    ['as is', (b) => b],
+    ['gzip', (b) => gzipSync(b)],
+    ['zlib', (b) => deflateSync(b)],
+    ['raw deflate', (b) => deflateRawSync(b)],
+    ['brotli', (b) => brotliCompressSync(b)],
+    ['base64 of gzip', (b) => Buffer.from(gzipSync(b).toString('base64'))],
+    ['gzip after noise, tail cut', (b) => Buffer.concat([Buffer.from([7, 0, 200]), gzipSync(b).subarray(0, -6)])],
+    ['zstd magic (uncheckable)', (b) => Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), b])],
+  ];
+  const same = async (parts: readonly string[], input: Buffer, limit: number | undefined): Promise<void> => {
+    const scrubber = secretScrubber(parts);
+    const sync = scrubber.scrub(input, limit);
+    const sliced = await scrubber.scrubAsync(input, limit);
+    expect(sliced.bytes.equals(sync.bytes)).toBe(true);
+    expect({ redacted: sliced.redacted, consumed: sliced.consumedBytes }).toEqual({
+      redacted: sync.redacted,
+      consumed: sync.consumedBytes,
+    });
+    expect(await scrubber.rangesAsync(input)).toEqual(scrubber.ranges(input));
+  };
+
+  it('give exactly what scrub and ranges give, for every form of a part, wrapped or not, at any cut', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        partArb,
+        aroundArb,
+        aroundArb,
+        fc.constantFrom(...forms),
+        fc.constantFrom(...wrappers),
+        fc.nat(3),
+        fc.option(fc.nat(600), { nil: undefined }),
+        async (part, prefix, suffix, [, encode], [, wrap], glue, limit) => {
+          const text = prefix + part + suffix;
+          const reflected = encode(Buffer.from(text), text, glue);
+          const input = wrap(Buffer.isBuffer(reflected) ? reflected : Buffer.from(reflected));
+          await same([part, `Bearer ${part}`], input, limit);
+        },
+      ),
+      runs,
+    );
+  });
+
+  it('give exactly what scrub gives on random bytes (noise the decoders are tried on)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ maxLength: 2000 }),
+        partArb,
+        fc.option(fc.nat(2000), { nil: undefined }),
+        (bytes, part, limit) => same([part], Buffer.from(bytes), limit),
+      ),
+      runs,
+    );
+  });
+
+  it('give the same result when large scrubs run at once and their slices interleave', async () => {
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token }));
+    const echo = Buffer.from(`Authorization: Bearer ${token}\r\n`);
+    const inputs = [0, 1, 2, 3].map((k) => {
+      // Random binary with zlib look-alikes (decoder calls) and the token raw, in base64 and gzipped, at k's offsets.
+      const noise = randomBytes(192 * 1024);
+      for (let i = k; i + 1 < noise.length; i += 97) [noise[i], noise[i + 1]] = [0x78, 0x9c];
+      return Buffer.concat([
+        noise.subarray(0, 5000 * k),
+        echo,
+        Buffer.from(echo.toString('base64')),
+        gzipSync(echo),
+        noise,
+      ]);
+    });
+    let turns = 0;
+    const ticker = setInterval(() => (turns += 1), 1);
+    const sliced = await Promise.all(inputs.map((input) => scrubber.scrubAsync(input, 150 * 1024)));
+    clearInterval(ticker);
+    // The loop had turns while they ran (they did run in slices), and each result is the one-go result.
+    expect(turns).toBeGreaterThan(0);
+    inputs.forEach((input, k) => {
+      const sync = scrubber.scrub(input, 150 * 1024);
+      expect(sliced[k]!.bytes.equals(sync.bytes)).toBe(true);
+      expect([sliced[k]!.redacted, sliced[k]!.consumedBytes]).toEqual([sync.redacted, sync.consumedBytes]);
+      expect(leak(sliced[k]!.bytes, token)).toBeUndefined();
+    });
   });
 });

@@ -1,5 +1,6 @@
 import type { SecretMaterial } from '../ports/index.js';
-import { inflateBudget, inflatedViews, inflationsMax } from './compressed-views.js';
+import { inflateBudget, inflatedViewSteps, inflationsMax } from './compressed-views.js';
+import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
 
 /*
  * The scrubber stands between a remote that may reflect what it received (THREAT-MODEL.md: "echo headers and
@@ -35,7 +36,9 @@ import { inflateBudget, inflatedViews, inflationsMax } from './compressed-views.
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
  * least one escape; in an escape view only runs that hold a decoded escape are decoded (the rest are the parent's).
- * A 1 MiB body takes ~10-60 ms on one core.
+ * A 1 MiB body takes ~10-60 ms on one core; random binary more (~0.1-0.4 s: decoder tries). The search is written as
+ * steps (sliced-work.ts): scrub() runs them at once, scrubAsync() in slices that give the event loop a turn every few
+ * milliseconds (THREAT-MODEL 4: one agent's large answer must not stall the daemon), with exactly the same result.
  */
 
 export const redactionMarker = '[REDACTED]';
@@ -116,12 +119,19 @@ export interface SecretScrubber {
   readonly lookaheadBytes: number;
   /** Redaction ranges [start, end) in input coordinates, sorted and merged. */
   ranges(input: Buffer): Array<readonly [number, number]>;
+  /** ranges() in slices that give the event loop a turn every few milliseconds (sliced-work.ts): the same ranges. */
+  rangesAsync(input: Buffer): Promise<Array<readonly [number, number]>>;
   /**
    * Scrub `input` and cut it at `limitBytes` input bytes (default: no cut). Every range that STARTS before the cut is replaced
    * whole by the marker even if it extends past the cut (then output stops after the marker). The caller passes
    * input that extends at least lookaheadBytes past the cut when it has that many bytes.
    */
   scrub(input: Buffer, limitBytes?: number): ScrubResult;
+  /**
+   * scrub() in slices: the same work in the same order, giving the event loop a turn every few milliseconds, so a
+   * large input does not stall every other caller (THREAT-MODEL 4). Exactly the same result as scrub().
+   */
+  scrubAsync(input: Buffer, limitBytes?: number): Promise<ScrubResult>;
   /** Same for text (UTF-8 round trip); charsMax cuts the result after scrubbing (never before). */
   scrubText(text: string, charsMax?: number): { text: string; redacted: boolean };
 }
@@ -147,24 +157,29 @@ export function secretScrubber(parts: readonly string[]): SecretScrubber {
     hexSymbolsMin: needleBytesMin * 2,
     spaceInPart: needles.some((b) => b.includes(0x20)),
   };
-  const ranges = (input: Buffer): Array<readonly [number, number]> =>
-    needles.length === 0 ? [] : collectRanges(input, plan);
-  const scrub = (input: Buffer, limitBytes?: number): ScrubResult => {
+  // Written once as steps (sliced-work.ts); the sync API runs them at once, the async one in slices.
+  const rangeSteps = function* (input: Buffer): Steps<Array<readonly [number, number]>> {
+    return needles.length === 0 ? [] : yield* collectRanges(input, plan);
+  };
+  const scrubSteps = function* (input: Buffer, limitBytes?: number): Steps<ScrubResult> {
     const limit = Math.max(0, Math.min(limitBytes ?? input.length, input.length));
-    const first = replaceRanges(input, ranges(input), limit);
+    const first = replaceRanges(input, yield* rangeSteps(input), limit);
     if (!first.redacted) return first;
     let bytes = first.bytes;
     for (let round = 0; round < rescrubRoundsMax; round++) {
-      const again = ranges(bytes);
+      const again = yield* rangeSteps(bytes);
       if (again.length === 0) return { bytes, redacted: true, consumedBytes: first.consumedBytes };
       bytes = replaceRanges(bytes, again, bytes.length).bytes;
     }
     return { bytes: Buffer.from(markerBytes), redacted: true, consumedBytes: first.consumedBytes };
   };
+  const scrub = (input: Buffer, limitBytes?: number): ScrubResult => runSteps(scrubSteps(input, limitBytes));
   return {
     lookaheadBytes: plan.needleBytesMax * layerExpansionMax * layerExpansionMax,
-    ranges,
+    ranges: (input) => runSteps(rangeSteps(input)),
+    rangesAsync: (input) => runStepsSliced(rangeSteps(input)),
     scrub,
+    scrubAsync: (input, limitBytes) => runStepsSliced(scrubSteps(input, limitBytes)),
     scrubText(text, charsMax) {
       const out = scrub(Buffer.from(text));
       const whole = out.redacted ? out.bytes.toString('utf8') : text;
@@ -570,6 +585,9 @@ const hexAlphabet: Alphabet = {
   group: (symbols, offset) => symbols.slice(offset, symbols.length - ((symbols.length - offset) % 2)),
 };
 
+/** Bytes findRuns looks at between two steps (sliced-work.ts). */
+const runScanStepBytes = 64 * 1024;
+
 /** Runs of each alphabet as flat [start, end, symbolCount] triples. */
 interface Runs {
   readonly base64: number[];
@@ -582,8 +600,10 @@ interface Runs {
  * escape view only runs that hold a decoded escape are new (any other run is the parent's, decoded there already), so
  * only the stretches around escapes are looked at.
  */
-function findRuns(view: View, plan: Plan): Runs {
+function* findRuns(view: View, plan: Plan): Steps<Runs> {
   const src = view.bytes;
+  // A step per this many bytes looked at: a megabyte is ~10-20 ms of this loop.
+  let stepEnd = runScanStepBytes;
   const runs: Runs = { base64: [], hex: [] };
   const stretchEnd = (from: number): number => {
     let j = from;
@@ -596,6 +616,10 @@ function findRuns(view: View, plan: Plan): Runs {
     for (let p = 0; p < at.length; p++) {
       if (plain[p]) continue;
       for (let i = Math.max(at[p]!, covered); i < (at[p + 1] ?? src.length); i++) {
+        if (i >= stepEnd) {
+          yield;
+          stepEnd = i + runScanStepBytes;
+        }
         if (base64Value[src[i]!] === none) continue;
         let start = i;
         while (start > covered && base64Value[src[start - 1]!] !== none) start--;
@@ -606,6 +630,10 @@ function findRuns(view: View, plan: Plan): Runs {
     return runs;
   }
   for (let i = 0; i < src.length; i++) {
+    if (i >= stepEnd) {
+      yield;
+      stepEnd = i + runScanStepBytes;
+    }
     if (base64Value[src[i]!] === none) continue;
     const end = stretchEnd(i);
     stretchRuns(src, i, end, plan, runs);
@@ -686,7 +714,8 @@ function decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Vi
 
 // ---- The search ----
 
-function collectRanges(input: Buffer, plan: Plan): Array<readonly [number, number]> {
+/** The search, as steps: it yields after each view's own search, each child view decoded and each decoder call. */
+function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number, number]>> {
   const found: Array<readonly [number, number]> = [];
   const queue: View[] = [identityView(input)];
   // One budget for every stream found in this input; how many decompressions lie on each view's path.
@@ -700,14 +729,15 @@ function collectRanges(input: Buffer, plan: Plan): Array<readonly [number, numbe
         found.push([view.inputStart(at), view.inputEnd(at + needle.length - 1)]);
       }
     }
+    yield;
     const level = inflations.get(view) ?? 0;
-    const children = view.depth < nestingMax ? childViews(view, plan) : [];
+    const children = view.depth < nestingMax ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
     queue.push(...children);
     // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
     const starts = view instanceof RunView ? view.segmentAt : [0];
-    const inflated = inflatedViews(view, starts, budget, plan.needleBytesMin);
+    const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
     found.push(...inflated.uncheckable);
     for (const child of inflated.views) inflations.set(child, level + 1);
     queue.push(...inflated.views);
@@ -718,15 +748,18 @@ function collectRanges(input: Buffer, plan: Plan): Array<readonly [number, numbe
 /** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */
 const byteEscapeViews = new WeakSet<View>();
 
-function childViews(view: View, plan: Plan): View[] {
+function* childViews(view: View, plan: Plan): Steps<View[]> {
   const children: View[] = [];
   for (const kind of escapeKinds) {
     const child = kind === formKind && !plan.spaceInPart ? undefined : decodeEscapes(view, kind);
     if (child && kind.triggers.includes(0x25)) byteEscapeViews.add(child);
     if (child) children.push(child);
+    yield;
   }
-  const runs = findRuns(view, plan);
+  const runs = yield* findRuns(view, plan);
+  yield;
   if (runs.base64.length > 0) children.push(...decodeRuns(view, runs.base64, base64Alphabet));
+  yield;
   if (runs.hex.length > 0) children.push(...decodeRuns(view, runs.hex, hexAlphabet));
   return children;
 }

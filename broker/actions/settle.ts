@@ -33,7 +33,7 @@ export async function settle<R>(
   // Exact only because nothing between this line and the settlement's append waits: recordAndAnswer runs synchronously
   // up to that append (http-record.ts; the SSH and MCP records await a caller event first only when the caller
   // cancelled, and their channels then commit the observations themselves), so no commit can settle a held
-  // observation in between.
+  // observation in between. The scrub, which yields the event loop (scrubAsync), is done by the callers before this.
   const journalFailed = report.journalFailed ?? report.observations?.failure();
   if (journalFailed !== undefined) return failedAnswer(journal, actionId, journalFailed, answers);
   try {

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultHttpLimits } from '../channels/http/index.js';
+import { parseConfig } from '../config/index.js';
+import { canary, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { secretParts, secretScrubber } from './secret-scrubber.js';
+
+/**
+ * THREAT-MODEL 4: one agent must not wedge the others. The attack: an allowed route whose remote answers a megabyte of
+ * binary (no Content-Encoding). The scrubber examines all of it, plus the lookahead past the cap, on the broker's
+ * event loop; run at once (the sync scrub), that is hundreds of milliseconds in which the daemon answers nobody. The
+ * defence: the body is scrubbed in slices that give the event loop a turn every few milliseconds.
+ *
+ * The body is random binary with a zlib header look-alike (78 9c) every 64 bytes: each one costs the scrubber decoder
+ * calls, until its per-input call budget (inflateCallsMax) is spent — the most a body of this size can cost, which is
+ * what an attacker sends. Past the cap the scrubber runs twice (the cut, then the delivered length of all it examined).
+ *
+ * Why the numbers hold on a loaded 2-core CI box: the body's sync scrub is measured here, in this process, first, and
+ * must take more than 200 ms (on this VM it takes ~500 ms-1 s; the decoder-call budget makes it a property of the
+ * bound, not of the machine's speed — a faster machine does the same calls faster, and the assertion below says so).
+ * The largest gap between 1 ms ticks while the action runs must stay under 100 ms: a slice is ~5 ms plus the longest
+ * unit of work (~10-20 ms: one decoder call, 64 KiB of run scanning) plus a GC pause; load stretches every unit by
+ * about the same factor, the sync scrub by more (it is many units), so the gap stays far below the sync duration.
+ * With the sync scrub (the fix reverted) the largest gap is the whole scrub: more than 200 ms.
+ */
+let h: HttpActionHarness;
+let server: Server;
+let body: Buffer;
+
+beforeAll(async () => {
+  h = await openHttpActionHarness();
+  body = randomBytes(defaultHttpLimits.resultBodyBytesMax + 64 * 1024);
+  for (let i = 0; i + 1 < body.length; i += 64) {
+    body[i] = 0x78;
+    body[i + 1] = 0x9c;
+  }
+  server = createServer((req, res) => {
+    const answer = req.url === '/small' ? body.subarray(0, 4096) : body;
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(answer.length) });
+    res.end(answer);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await h.dispose();
+});
+
+function config() {
+  const { port } = server.address() as AddressInfo;
+  const yaml = [
+    'version: 1',
+    'routes:',
+    '  - name: docs',
+    `    base_url: http://127.0.0.1:${port}`,
+    '    credential: docs-token',
+    '    injection: bearer',
+    '    approval: none',
+  ];
+  return parseConfig(`${yaml.join('\n')}\n`);
+}
+
+/** Runs `work` while a 1 ms ticker watches the event loop: the largest gap between two ticks, and how long it took. */
+async function watched<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs: number; tookMs: number }> {
+  let last = performance.now();
+  let maxGapMs = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+  }, 1);
+  const started = (last = performance.now());
+  try {
+    const value = await work();
+    // The last stretch of work, up to now, counts too.
+    maxGapMs = Math.max(maxGapMs, performance.now() - last);
+    return { value, maxGapMs, tookMs: performance.now() - started };
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+describe('when a remote answers a megabyte of hostile binary (THREAT-MODEL 4: the agent cannot wedge others)', () => {
+  it('the scrub gives the event loop turns: no gap between ticks comes near the scrub’s own duration', async () => {
+    // What the scrub costs when it runs at once: the cut, then the length of everything examined (delivered-response.ts).
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: canary }));
+    const examined = body.subarray(0, defaultHttpLimits.resultBodyBytesMax + scrubber.lookaheadBytes);
+    const sync = await watched(async () => {
+      scrubber.scrub(examined, defaultHttpLimits.resultBodyBytesMax);
+      scrubber.ranges(examined);
+      return Promise.resolve();
+    });
+    expect(sync.tookMs).toBeGreaterThan(200);
+
+    // A first action compiles what every action runs (route, vault, journal and result statements, the async scrub):
+    // the attack is a stream of actions, and it is the steady state that must not wedge the loop.
+    await h.run(config(), { route: 'docs', method: 'GET', path: '/small' });
+    const { value, maxGapMs, tookMs } = await watched(() =>
+      h.run(config(), { route: 'docs', method: 'GET', path: '/blob' }),
+    );
+    const { envelope, response } = value;
+    expect(envelope.error).toBeUndefined();
+    expect(response?.status).toBe(200);
+    expect(response?.truncated).toBe(true);
+    // The action did the whole scrub (it took at least as long as half the sync one, the rest spread in slices)...
+    expect(tookMs).toBeGreaterThan(sync.tookMs / 2);
+    // ...and no one waited for it: every gap between ticks was a slice, far below the scrub's own duration.
+    expect(maxGapMs).toBeLessThan(100);
+    expect(maxGapMs).toBeLessThan(sync.tookMs / 2);
+  });
+});
