@@ -51,6 +51,8 @@ export const headlessTriesMax = 256;
 export const inflationsMax = 2;
 /** Bytes looked at to decide whether data starts like text (then no signature-less decode is tried there). */
 const textProbeBytes = 32;
+/** A decoder call on a prefix this long or longer is a step of its own (longestDecodable yields after it). */
+const longCallBytes = 1024;
 /** Inputs shorter than this are decoded into a first output buffer of smallChunkBytes (chunkSizeFor). */
 const smallInputBytes = 1024;
 const smallChunkBytes = 1024;
@@ -115,7 +117,10 @@ export function inflatedViews(
   return runSteps(inflatedViewSteps(view, starts, budget, outputBytesMin));
 }
 
-/** inflatedViews as steps (sliced-work.ts): it yields after every decoder call, so a caller may run it in slices. */
+/**
+ * inflatedViews as steps (sliced-work.ts): it yields after each place tried and after each decoder call on a long
+ * prefix, so a caller may run it in slices.
+ */
 export function* inflatedViewSteps(
   view: ScanView,
   starts: ArrayLike<number>,
@@ -143,12 +148,18 @@ export function* inflatedViewSteps(
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     out.views.push(new InflatedView(decoded.bytes, view.depth, span[0], span[1]));
   };
-  for (const at of signatureStarts(src, gzipMagic)) if ((src[at + 3]! & 0xe0) === 0) yield* tryAt('gzip', at);
-  yield;
-  for (const at of zlibStarts(src)) yield* tryAt('zlib', at);
+  for (const at of signatureStarts(src, gzipMagic)) {
+    if ((src[at + 3]! & 0xe0) === 0) yield* tryAt('gzip', at);
+    yield;
+  }
+  for (const at of zlibStarts(src)) {
+    yield* tryAt('zlib', at);
+    yield;
+  }
   for (const at of signatureStarts(src, zipMagic)) {
     const data = zipDeflateData(src, at);
     if (data !== undefined) yield* tryAt('raw', data);
+    yield;
   }
   for (const magic of undecodableMagics)
     for (const at of signatureStarts(src, magic)) out.uncheckable.push(untilEnd(at));
@@ -163,6 +174,7 @@ export function* inflatedViewSteps(
     // A run is decoded on its own, as the agent would decode it.
     if (((src[at]! >> 1) & 3) !== 3 && !storedLengthsDisagree(src, at, end)) yield* tryAt('raw', at, end);
     yield* tryAt('br', at, end);
+    yield;
   }
   return out;
 }
@@ -248,36 +260,38 @@ function* longestDecodable(
   maxOutput: number,
   budget: InflateBudget,
 ): Steps<Decoded | 'too_large' | undefined> {
-  // One decoder call per step: a call on a long input is the largest unit of work the scrubber has.
-  const attempt = function* (length: number): Steps<Decoded | 'too_large' | undefined> {
+  // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
+  // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
+  const attempt = (length: number): Decoded | 'too_large' | undefined => {
     if (budget.callsLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    const decoded = decodeOnce(format, input.subarray(0, length), maxOutput);
-    yield;
-    return decoded;
+    return decodeOnce(format, input.subarray(0, length), maxOutput);
   };
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
   if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
-    const head = yield* attempt(probeBytesFirst);
+    const head = attempt(probeBytesFirst);
     if (head === undefined || head === 'too_large') return head;
     good = probeBytesFirst;
     goodDecoded = head;
   }
-  const whole = yield* attempt(input.length);
+  const whole = attempt(input.length);
+  if (input.length >= longCallBytes) yield;
   if (whole !== undefined) return whole;
   let bad = input.length;
   for (let probe = good === 0 ? probeBytesFirst : good * 8; probe < bad; probe *= 8) {
-    const got = yield* attempt(probe);
+    const got = attempt(probe);
+    if (probe >= longCallBytes) yield;
     if (got === 'too_large') return got;
     if (got === undefined) bad = probe;
     else [good, goodDecoded] = [probe, got];
   }
   while (bad - good > 1) {
     const mid = (good + bad) >> 1;
-    const got = yield* attempt(mid);
+    const got = attempt(mid);
+    if (mid >= longCallBytes) yield;
     if (got === 'too_large') return got;
     if (got === undefined) bad = mid;
     else [good, goodDecoded] = [mid, got];
