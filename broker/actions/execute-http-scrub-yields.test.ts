@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultHttpLimits } from '../channels/http/index.js';
 import { parseConfig } from '../config/index.js';
 import { canary, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
+import { watchEventLoop } from '../testing/event-loop-gaps.js';
 
 /**
  * THREAT-MODEL 4: one agent must not wedge the others. The attack: an allowed route whose remote answers a megabyte of
@@ -66,32 +66,12 @@ function config() {
   return parseConfig(`${yaml.join('\n')}\n`);
 }
 
-/** Runs `work` while a 1 ms ticker watches the event loop: the largest gap between two ticks, and how long it took. */
-async function watched<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs: number; tookMs: number }> {
-  let last = performance.now();
-  let maxGapMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - last);
-    last = now;
-  }, 1);
-  const started = (last = performance.now());
-  try {
-    const value = await work();
-    // The last stretch of work, up to now, counts too.
-    maxGapMs = Math.max(maxGapMs, performance.now() - last);
-    return { value, maxGapMs, tookMs: performance.now() - started };
-  } finally {
-    clearInterval(ticker);
-  }
-}
-
 describe('when a remote answers a megabyte of hostile binary (THREAT-MODEL 4: the agent cannot wedge others)', () => {
   it('the scrub gives the event loop turns: no gap between ticks comes near the scrub’s own duration', async () => {
     // What the scrub costs when it runs at once: the cut, then the length of everything examined (delivered-response.ts).
     const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: canary }));
     const examined = body.subarray(0, defaultHttpLimits.resultBodyBytesMax + scrubber.lookaheadBytes);
-    const sync = await watched(async () => {
+    const sync = await watchEventLoop(async () => {
       scrubber.scrub(examined, defaultHttpLimits.resultBodyBytesMax);
       scrubber.ranges(examined);
       return Promise.resolve();
@@ -101,7 +81,7 @@ describe('when a remote answers a megabyte of hostile binary (THREAT-MODEL 4: th
     // A first action compiles what every action runs (route, vault, journal and result statements, the async scrub):
     // the attack is a stream of actions, and it is the steady state that must not wedge the loop.
     await h.run(config(), { route: 'docs', method: 'GET', path: '/small' });
-    const { value, maxGapMs, tookMs } = await watched(() =>
+    const { value, maxGapMs, tookMs } = await watchEventLoop(() =>
       h.run(config(), { route: 'docs', method: 'GET', path: '/blob' }),
     );
     const { envelope, response } = value;

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSshActionHarness, sshHostsConfig, type SshActionHarness } from '../testing/ssh-action-harness.js';
 import { TestSshd } from '../testing/test-sshd.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
+import { watchEventLoop } from '../testing/event-loop-gaps.js';
 
 /**
  * THREAT-MODEL 4 on the SSH path: a command that prints a megabyte of hostile binary (random bytes with a zlib header
@@ -41,29 +41,11 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-async function watched<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs: number; tookMs: number }> {
-  let last = performance.now();
-  let maxGapMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - last);
-    last = now;
-  }, 1);
-  const started = (last = performance.now());
-  try {
-    const value = await work();
-    maxGapMs = Math.max(maxGapMs, performance.now() - last);
-    return { value, maxGapMs, tookMs: performance.now() - started };
-  } finally {
-    clearInterval(ticker);
-  }
-}
-
 describe('when a command prints a megabyte of hostile binary (THREAT-MODEL 4: the agent cannot wedge others)', () => {
   it('its output is scrubbed in slices: no gap between ticks comes near the scrub’s own duration', async (ctx) => {
     const s = TestSshd.required(sshd, ctx);
     const scrubber = secretScrubber(secretParts({ kind: 'ssh_key', privateKey: s.userKey.privateKey }));
-    const sync = await watched(() => Promise.resolve(scrubber.scrub(blob)));
+    const sync = await watchEventLoop(() => Promise.resolve(scrubber.scrub(blob)));
     expect(sync.tookMs).toBeGreaterThan(200);
 
     const config = sshHostsConfig([
@@ -71,7 +53,7 @@ describe('when a command prints a megabyte of hostile binary (THREAT-MODEL 4: th
     ]);
     // A first action compiles what every action runs; the attack is a stream of them (see the HTTP test).
     await h.run(config, { host: 'lab', command: 'echo warm' });
-    const { value, maxGapMs } = await watched(() =>
+    const { value, maxGapMs } = await watchEventLoop(() =>
       h.run(config, { host: 'lab', command: `cat ${join(dir, 'blob.bin')}` }),
     );
     expect(value.envelope.error).toBeUndefined();
