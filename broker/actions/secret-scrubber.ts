@@ -587,6 +587,8 @@ const hexAlphabet: Alphabet = {
 
 /** Bytes findRuns looks at between two steps (sliced-work.ts). */
 const runScanStepBytes = 64 * 1024;
+/** Bytes of runs read into symbols between two steps of decodeRuns. */
+const runDecodeStepBytes = 256 * 1024;
 
 /** Runs of each alphabet as flat [start, end, symbolCount] triples. */
 interface Runs {
@@ -667,22 +669,32 @@ function pushRun(src: Buffer, from: number, to: number, alphabet: Alphabet, minS
   if (count >= minSymbols) into.push(start, end, count);
 }
 
-/** Decodes every run at each symbol offset of the alphabet: one view per offset, the runs laid end to end. */
-function decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): View[] {
+/**
+ * Decodes every run at each symbol offset of the alphabet: one view per offset, the runs laid end to end. A step per
+ * offset, and one per `runDecodeStepBytes` of runs read: a megabyte of base64 text is ~20-30 ms of decoding, which one
+ * step would hold the loop for (THREAT-MODEL 4).
+ */
+function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Steps<View[]> {
   const count = runs.length / 3;
-  const whole = view.bytes.toString('latin1');
   const symbols: string[] = [];
   const inputStart = new Int32Array(count);
   const inputEnd = new Int32Array(count);
+  let stepBytes = 0;
   for (let i = 0; i < count; i++) {
     const [start, end, symbolCount] = [runs[3 * i]!, runs[3 * i + 1]!, runs[3 * i + 2]!];
-    const raw = whole.slice(start, end);
+    const raw = view.bytes.toString('latin1', start, end);
     symbols.push(symbolCount === end - start ? raw : raw.replace(/[=\r\n]/g, ''));
     inputStart[i] = view.inputStart(start);
     inputEnd[i] = view.inputEnd(end - 1);
+    stepBytes += end - start;
+    if (stepBytes >= runDecodeStepBytes) {
+      yield;
+      stepBytes = 0;
+    }
   }
   const views: View[] = [];
   for (let offset = 0; offset < alphabet.offsets; offset++) {
+    yield;
     const texts: string[] = [];
     const segmentAt: number[] = [];
     const segmentStart: number[] = [];
@@ -758,9 +770,9 @@ function* childViews(view: View, plan: Plan): Steps<View[]> {
   }
   const runs = yield* findRuns(view, plan);
   yield;
-  if (runs.base64.length > 0) children.push(...decodeRuns(view, runs.base64, base64Alphabet));
+  if (runs.base64.length > 0) children.push(...(yield* decodeRuns(view, runs.base64, base64Alphabet)));
   yield;
-  if (runs.hex.length > 0) children.push(...decodeRuns(view, runs.hex, hexAlphabet));
+  if (runs.hex.length > 0) children.push(...(yield* decodeRuns(view, runs.hex, hexAlphabet)));
   return children;
 }
 
