@@ -22,6 +22,7 @@ import { waitForCardCount, waitForCards } from '../testing/queue-waits.js';
 import { describeCutShutdown, shutDownRuntime } from '../host/shutdown-sequence.js';
 import { sessionIdFor, type RunningAgentBackend } from './agent-backend.js';
 import { openActionsPerSessionMax } from './open-actions.js';
+import { secretParts, secretScrubber } from './secret-scrubber.js';
 
 let f: QueueFixture;
 let backend: RunningAgentBackend;
@@ -680,6 +681,61 @@ describe('when the caller cancels after dispatch (DESIGN §3: the cause is the c
       caller_disposition: 'canceled',
       error: { code: 'CALLER_CANCELLED', outcome: 'unknown', retry: 'fetch_result' },
     });
+  });
+});
+
+describe('when the caller cancels while the complete answer is being scrubbed (the settlement not yet appended)', () => {
+  it('the cancel is recorded before the settlement, the result still commits whole, and fetch_result gives it', async () => {
+    // ~600 KB of base64 over binary with a zlib look-alike every 64 bytes: the scrub runs for hundreds of ms in slices
+    // (scrubAsync) between the response's last byte and the settlement's append, the window this test cancels in.
+    const binary = Buffer.alloc(450 * 1024);
+    for (let i = 0; i < binary.length; i++) binary[i] = (i * 2654435761) >>> 24;
+    for (let i = 0; i + 1 < binary.length; i += 64) [binary[i], binary[i + 1]] = [0x78, 0x9c];
+    const body = binary.toString('base64');
+    const remote = await openWithRemote({ kind: 'respond', status: 200, body, applyEffect: true });
+    const sessionId = await approvedSession(813);
+    const stop = new AbortController();
+    const call = backend.call(
+      sessionId,
+      'http_request',
+      { route: 'docs', method: 'POST', path: '/scrubbed', body: '{"c":3}' },
+      stop.signal,
+    );
+    await remote.waitFor((e) => e.event === 'responded' && e.complete);
+    const [action] = f.h.temp.journal.listActions({ fromTicket: 1, limit: 10 });
+    const id = action?.action_id ?? expect.unreachable('the action is listed');
+    // The remote's answer is complete and the action not settled yet: the scrub is what it waits for.
+    expect(f.h.temp.journal.getAction(id)?.result_id).toBeNull();
+    const abortedAt = performance.now();
+    stop.abort();
+    const answer = await call;
+    expect(actionReply(answer)).toMatchObject({
+      invocation_id: id,
+      caller_disposition: 'canceled',
+      error: { code: 'CALLER_CANCELLED', outcome: 'unknown', retry: 'fetch_result' },
+    });
+
+    const polled = actionReply(
+      await backend.call(sessionId, 'action_status', { action_id: id, wait_ms: 20_000 }, never),
+    );
+    const settledAfterMs = performance.now() - abortedAt;
+    expect(polled).toMatchObject({ effect: 'succeeded', caller_disposition: 'canceled' });
+    // The settlement waited for the scrub after the cancel: at least a third of what the body's scrub takes at once.
+    const syncStarted = performance.now();
+    secretScrubber(secretParts({ kind: 'bearer', token: canary })).scrub(Buffer.from(body));
+    const syncMs = performance.now() - syncStarted;
+    expect(syncMs).toBeGreaterThan(100);
+    expect(settledAfterMs).toBeGreaterThan(syncMs / 3);
+    // The cancel landed in the window: recorded before the held observations and the settlement, which commit together.
+    const kinds = f.events(id).map((e) => e.kind);
+    expect(kinds.indexOf('CALLER_CANCELLED')).toBeGreaterThan(kinds.indexOf('DISPATCH_STARTED'));
+    expect(kinds.indexOf('CALLER_CANCELLED')).toBeLessThan(kinds.indexOf('REMOTE_RESPONSE_COMPLETE'));
+    expect(kinds.indexOf('REMOTE_RESPONSE_COMPLETE')).toBeLessThan(kinds.indexOf('RESULT_COMMITTED'));
+    expect(kinds).not.toContain('OUTCOME_RECORDED');
+    const fetched = reply(await backend.call(sessionId, 'fetch_result', { action_id: id }, never));
+    expect(fetched).toMatchObject({ response: { status: 200 }, caller_disposition: 'canceled' });
+    expect(JSON.stringify(fetched)).not.toContain(canary);
+    expect(remote.requests).toHaveLength(1);
   });
 });
 
