@@ -449,11 +449,17 @@ function printHandoff(m: Measured): void {
   for (const [name, batchMs, onLoop] of [
     ['serialize (postMessage, on the loop)', h.serializeMs, true],
     ['deserialize (on the writer)', h.deserializeMs, false],
+    ['structuredClone (what postMessage copies, both sides)', h.cloneMs, false],
   ] as const) {
     const perAction = batchMs / h.actions;
     const share = onLoop ? `${((100 * perAction) / journalMsPerAction).toFixed(1)} %` : '—';
     console.log(`| ${name} | ${ms(batchMs)} | ${perAction.toFixed(4)} | ${share} |`);
   }
+  console.log('');
+  console.log(
+    `Typed arrays that are views into a larger buffer (postMessage copies the whole buffer, once per batch): ` +
+      `${h.sharedViews}, their buffers ${kib(h.sharedViewExtraBytes)} KiB.`,
+  );
   console.log('');
   console.log(
     `Round trip to an idle worker with a count for ack: the largest batch (${h.roundTripEvents} events) ` +

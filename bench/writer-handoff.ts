@@ -6,6 +6,10 @@
  * puts in it. Timed over all of them: V8's serializer (what postMessage runs on the sending thread), its deserializer
  * (the worker's side), and a postMessage round trip of the largest batch to an idle worker that answers with a count
  * (the hand-off and the ack, nothing written). The serialized size is exact, with the action rows' share of it.
+ * node:v8's serializer writes only a typed array's own bytes, but postMessage's structured clone copies the whole
+ * ArrayBuffer behind it: `structuredClone` (a copy made as postMessage makes it, both sides) is timed too, and the
+ * bytes that typed arrays sharing a larger buffer drag along are counted, each such buffer once per batch as the
+ * clone copies it (0 since sealed rows own their nonce; before, each batch with results carried the nonce pool's 6 KiB).
  */
 import { performance } from 'node:perf_hooks';
 import { deserialize, serialize } from 'node:v8';
@@ -30,6 +34,11 @@ export interface Handoff {
   /** All batches, p50 ms. */
   readonly serializeMs: number;
   readonly deserializeMs: number;
+  /** All batches through structuredClone (postMessage's serializer and deserializer), p50 ms. */
+  readonly cloneMs: number;
+  /** Typed arrays that are views into a larger ArrayBuffer, and those buffers' bytes (each once per batch, as cloned). */
+  readonly sharedViews: number;
+  readonly sharedViewExtraBytes: number;
   /** The largest batch's round trip, p50 ms, and its events. */
   readonly roundTripMs: number;
   readonly roundTripEvents: number;
@@ -44,6 +53,8 @@ export async function measureHandoff(action: CapturedAction, batchActions: numbe
   const serializeMs = timed(() => batches.map((batch) => serialize(batch)));
   const bytes = batches.map((batch) => serialize(batch));
   const deserializeMs = timed(() => bytes.map((b) => deserialize(b) as unknown));
+  const cloneMs = timed(() => batches.map((batch) => structuredClone(batch)));
+  const shared = batches.map((batch) => sharedViews(batch));
   const largest = batches.reduce((a, b) => (b.events.length > a.events.length ? b : a));
   const worker = new Worker(
     `const { parentPort } = require('node:worker_threads');
@@ -61,6 +72,12 @@ export async function measureHandoff(action: CapturedAction, batchActions: numbe
       actionRowBytes: batches.reduce((n, batch) => n + serialize(batch.actions).length, 0),
       serializeMs,
       deserializeMs,
+      cloneMs,
+      sharedViews: shared.reduce((n, views) => n + views.length, 0),
+      sharedViewExtraBytes: shared.reduce(
+        (n, views) => n + [...new Set(views.map((view) => view.buffer))].reduce((m, b) => m + b.byteLength, 0),
+        0,
+      ),
       roundTripMs,
       roundTripEvents: largest.events.length,
       emptyRoundTripMs,
@@ -101,6 +118,17 @@ async function plannedBatches(action: CapturedAction, count: number): Promise<Wr
     results.close();
     await temp.dispose();
   }
+}
+
+/** Every typed array in `value` that is a view into a larger ArrayBuffer (postMessage copies all of that buffer). */
+function sharedViews(value: unknown, found: ArrayBufferView[] = []): ArrayBufferView[] {
+  if (value === null || typeof value !== 'object') return found;
+  if (ArrayBuffer.isView(value)) {
+    if (value.byteLength !== value.buffer.byteLength) found.push(value);
+    return found;
+  }
+  for (const item of Object.values(value as Record<string, unknown>)) sharedViews(item, found);
+  return found;
 }
 
 function timed(work: () => unknown): number {

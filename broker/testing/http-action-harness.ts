@@ -40,7 +40,7 @@ export interface HttpActionHarness {
 }
 
 export async function openHttpActionHarness(
-  journal: Pick<JournalOpenOptions, 'beforeSync' | 'laterFlushMs'> = {},
+  journal: Pick<JournalOpenOptions, 'beforeSync' | 'laterFlushMs' | 'writerThread' | 'threadBatchEventsMin'> = {},
 ): Promise<HttpActionHarness> {
   const temp = await openTempJournal(journal);
   const vault = await openCanaryVault(temp);
