@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpUpstreams } from '../channels/mcp/index.js';
 import { parseConfig, type PosternConfig } from '../config/index.js';
-import { createRandomIdSource } from '../ports/index.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 import { canary, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { stdioServerCommand } from '../testing/upstream-mcp/index.js';
@@ -57,16 +56,7 @@ beforeAll(async () => {
       return withServerSecrets(h.vault, server, (opened) => mcpSecrets(server, opened));
     },
   });
-  deps = {
-    ids: createRandomIdSource(h.temp.clock),
-    clock: h.temp.clock,
-    journal: h.temp.journal,
-    results: h.results,
-    vault: h.vault,
-    config,
-    queue: h.queue,
-    upstreams,
-  };
+  deps = { ...h.executorDeps(config), upstreams };
   const binary = randomBytes(360 * 1024);
   for (let i = 0; i + 1 < binary.length; i += 64) {
     binary[i] = 0x78;

@@ -4,7 +4,6 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PosternConfig } from '../config/index.js';
 import type { JournalEvent } from '../contract/index.js';
-import { createRandomIdSource } from '../ports/index.js';
 import {
   canary,
   localRouteConfig,
@@ -149,16 +148,7 @@ async function setUp(extra: readonly string[]): Promise<Setup> {
   h.queue.close();
   const queue = ApprovalQueue.open({ journal: h.temp.journal, clock: h.temp.clock, config });
   h.queue = queue;
-  const deps: ReconcileDeps = {
-    ids: createRandomIdSource(h.temp.clock),
-    clock: h.temp.clock,
-    journal: h.temp.journal,
-    results: h.results,
-    vault: h.vault,
-    config,
-    channel: h.channel,
-    queue,
-  };
+  const deps: ReconcileDeps = { ...h.executorDeps(config, queue), channel: h.channel };
   return {
     deps,
     async pay(body, { key, n } = {}) {

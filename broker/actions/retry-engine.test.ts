@@ -3,7 +3,6 @@ import type { JournalEvent } from '../contract/index.js';
 import { AdversarialHttpServer } from '../testing/adversarial-http-server.js';
 import { IdempotencyTarget, type IdempotencyBehaviour } from '../testing/idempotency-target.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
-import { createRandomIdSource } from '../ports/index.js';
 import { RequestStore } from '../journal/index.js';
 import { retryKeptRequest } from './retry-http.js';
 import { createAutomaticReconcile } from './reconcile-action.js';
@@ -58,16 +57,7 @@ const ofKind = <K extends JournalEvent['kind']>(
 
 /** What the retry engine and the automatic reconcile are built from: this harness's parts under `config`. */
 function engineDeps(config: ReturnType<typeof localRouteConfig>) {
-  return {
-    ids: createRandomIdSource(h.temp.clock),
-    clock: h.temp.clock,
-    journal: h.temp.journal,
-    results: h.results,
-    vault: h.vault,
-    config,
-    channel: h.channel,
-    queue: h.queue,
-  };
+  return { ...h.executorDeps(config), channel: h.channel };
 }
 
 async function start(behaviour: IdempotencyBehaviour, loseResponses: number): Promise<void> {

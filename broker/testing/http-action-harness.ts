@@ -8,6 +8,7 @@ import type { CredentialVault, DispatchGate } from '../ports/index.js';
 import { createRandomIdSource } from '../ports/index.js';
 import { ApprovalQueue } from '../queue/approval-queue.js';
 import { executeHttpAction, type HttpActionDeps, type HttpActionResult } from '../actions/execute-http-action.js';
+import type { ExecutorDeps } from '../actions/record-refusal.js';
 import { openVault, type Vault } from '../vault/index.js';
 import { createCapturedLogger } from './captured-logger.js';
 import { openTempJournal, type TempJournal } from './temp-journal.js';
@@ -36,6 +37,11 @@ export interface HttpActionHarness {
   run(config: PosternConfig, request: unknown, extra?: Partial<HttpActionDeps>): Promise<HttpActionResult>;
   events(actionId: string): JournalEvent[];
   newChannel(options?: { limits?: Partial<HttpLimits>; lookup?: LookupAll; gate?: DispatchGate }): HttpChannel;
+  /**
+   * What every executor is built from, this harness's parts under `config`: the real vault (not the counting one `run`
+   * uses) and `queue` (the harness's own unless given); a channel is the caller's to add.
+   */
+  executorDeps(config: PosternConfig, queue?: ApprovalQueue): ExecutorDeps & { readonly queue: ApprovalQueue };
   dispose(): Promise<void>;
 }
 
@@ -95,6 +101,15 @@ export async function openHttpActionHarness(
       return [...temp.journal.events()].filter((e) => e.action_id === actionId);
     },
     newChannel,
+    executorDeps: (config, queue) => ({
+      ids,
+      clock: temp.clock,
+      journal: temp.journal,
+      results,
+      vault,
+      config,
+      queue: queue ?? harness.queue,
+    }),
     async dispose() {
       harness.queue.close();
       harness.channel.close();
