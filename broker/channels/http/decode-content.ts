@@ -47,7 +47,7 @@ const codingsMax = 2;
  * decoded here (gzip, deflate, br), bounded by `decodedBytesMax`. `complete` is false when the channel kept
  * only part of the body: a truncated compressed stream is withheld rather than decoded in part.
  *
- * This one decodes on the calling thread, at once: 8 MiB of output from a 44-byte `br, br` body holds it ~40-90 ms.
+ * This one decodes on the calling thread, at once: a `br, br` body under 50 bytes holds it ~40-100 ms (8 MiB, twice).
  * The broker's event loop uses `decodeContentAsync` (THREAT-MODEL 4); this is the reference it is tested against.
  */
 export function decodeContent(
