@@ -1,5 +1,5 @@
 import {
-  decodeContent,
+  decodeContentAsync,
   type BodyWithheldReason,
   type HttpLimits,
   type HttpResponseReport,
@@ -39,6 +39,8 @@ export type DeliveryLimits = Pick<HttpLimits, 'resultBodyBytesMax' | 'decodedBod
  * The channel keeps `scrubLookaheadBytes` past the cap so a secret that starts before the cut is seen whole.
  * The body is scrubbed in slices (scrubAsync) that give the event loop a turn every few milliseconds: a megabyte of
  * hostile binary costs the scrubber hundreds of milliseconds, and no other caller waits that long (THREAT-MODEL 4).
+ * It is decoded off the loop for the same reason (decodeContentAsync): 8 MiB decoded from a tiny `br, br` body is
+ * tens of milliseconds of inflating.
  */
 export async function deliveredResponse(
   response: HttpResponseReport,
@@ -46,7 +48,7 @@ export async function deliveredResponse(
   limits: DeliveryLimits,
 ): Promise<HttpActionResponse> {
   const keptAll = response.body.length >= response.totalBytes;
-  const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, {
+  const decoded = await decodeContentAsync(response.body, response.headers['content-encoding'], keptAll, {
     decodedBytesMax: limits.decodedBodyBytesMax,
   });
   const headers: Record<string, string> = {};
@@ -95,7 +97,7 @@ export async function diagnosticBody(
   diagnosticBytesMax: number,
 ): Promise<Buffer> {
   const keptAll = response.body.length >= response.totalBytes;
-  const decoded = decodeContent(response.body, response.headers['content-encoding'], keptAll, {
+  const decoded = await decodeContentAsync(response.body, response.headers['content-encoding'], keptAll, {
     decodedBytesMax: diagnosticBytesMax * 16,
   });
   if (decoded.kind === 'withheld') return Buffer.alloc(0);

@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeContent } from './decode-content.js';
+import { decodeContent, decodeContentAsync, type DecodedContent } from './decode-content.js';
 
 const limits = { decodedBytesMax: 1024 * 1024 };
 const plain = Buffer.from('{"authorization":"Bearer canary-0123456789"}');
@@ -62,6 +63,110 @@ describe('decodeContent', () => {
         kind: 'withheld',
         reason: 'decoded_body_too_large',
       });
+    },
+  );
+});
+
+/** A coding as a remote may declare it, and how a remote (honest or not) may have applied it. */
+const encoders: Readonly<Record<string, (bytes: Buffer) => Buffer>> = {
+  gzip: (b) => gzipSync(b),
+  'x-gzip': (b) => gzipSync(b, { level: 1 }),
+  deflate: (b) => deflateSync(b),
+  'deflate-raw': (b) => deflateRawSync(b),
+  br: (b) => brotliCompressSync(b),
+  identity: (b) => b,
+  zstd: (b) => b,
+};
+
+/** What a remote can do to a well-formed body on the way: nothing, cut it, flip a byte, add bytes, or send noise. */
+const damageArb = fc.oneof(
+  fc.constant({ kind: 'none' as const }),
+  fc.record({ kind: fc.constant('cut' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), mask: fc.integer({ min: 1, max: 255 }) }),
+  fc.record({ kind: fc.constant('append' as const), tail: fc.uint8Array({ maxLength: 16 }) }),
+  fc.record({ kind: fc.constant('noise' as const), bytes: fc.uint8Array({ maxLength: 64 }) }),
+);
+type Damage = typeof damageArb extends fc.Arbitrary<infer T> ? T : never;
+
+function damaged(body: Buffer, damage: Damage): Buffer {
+  switch (damage.kind) {
+    case 'none':
+      return body;
+    case 'cut':
+      return body.subarray(0, damage.at % (body.length + 1));
+    case 'flip': {
+      if (body.length === 0) return body;
+      const copy = Buffer.from(body);
+      const at = damage.at % copy.length;
+      copy.writeUInt8(copy.readUInt8(at) ^ damage.mask, at);
+      return copy;
+    }
+    case 'append':
+      return Buffer.concat([body, damage.tail]);
+    case 'noise':
+      return Buffer.from(damage.bytes);
+  }
+}
+
+/**
+ * Plain bytes that compress well (runs) or not at all (random), so small bounds are crossed and met exactly; some runs
+ * are longer than the decoder's 16 KiB output chunk, so a bound or an error can fall in a later chunk.
+ */
+const plainArb = fc.oneof(
+  fc.uint8Array({ maxLength: 600 }).map((b) => Buffer.from(b)),
+  fc
+    .tuple(fc.uint8Array({ minLength: 1, maxLength: 8 }), fc.oneof(fc.nat(4000), fc.nat(100_000)))
+    .map(([unit, length]) => Buffer.alloc(length, Buffer.from(unit))),
+);
+
+function same(sync: DecodedContent, async: DecodedContent): void {
+  expect({ ...async, bytes: undefined }).toEqual({ ...sync, bytes: undefined });
+  if (sync.kind !== 'withheld' && async.kind !== 'withheld') expect(async.bytes.equals(sync.bytes)).toBe(true);
+}
+
+describe('decodeContentAsync (the broker decodes off the event loop: THREAT-MODEL 4)', () => {
+  it('when any body arrives under any declared codings, it answers exactly what decodeContent answers', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        plainArb,
+        fc.array(fc.constantFrom(...Object.keys(encoders)), { maxLength: 3 }),
+        damageArb,
+        fc.boolean(),
+        fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.integer({ min: -2, max: 2 })),
+        async (plain, applied, damage, complete, bound) => {
+          // Applied in order, as Content-Encoding lists them; `deflate-raw` is declared as `deflate`.
+          const body = damaged(
+            applied.reduce<Buffer>((bytes, coding) => encoders[coding]!(bytes), plain),
+            damage,
+          );
+          const declared = applied.map((c) => (c === 'deflate-raw' ? 'deflate' : c)).join(', ');
+          // A bound near the plain length (-2..2 around it) as often as an arbitrary one: exactly at the limit counts.
+          const decodedBytesMax = bound > 2 ? bound : Math.max(1, plain.length + bound);
+          const limits = { decodedBytesMax };
+          same(
+            decodeContent(body, declared, complete, limits),
+            await decodeContentAsync(body, declared, complete, limits),
+          );
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it.each(['gzip', 'deflate', 'br', 'gzip, br', 'br, deflate'])(
+    'when a %s bomb decodes past the bound, it is withheld as too large, as the sync decode says',
+    async (declared) => {
+      const bomb = Buffer.alloc(16 * 1024 * 1024);
+      const body = declared
+        .split(', ')
+        .reduce<Buffer>(
+          (bytes, coding) =>
+            coding === 'gzip' ? gzipSync(bytes) : coding === 'deflate' ? deflateSync(bytes) : brotliCompressSync(bytes),
+          bomb,
+        );
+      const sync = decodeContent(body, declared, true, limits);
+      expect(sync).toMatchObject({ kind: 'withheld', reason: 'decoded_body_too_large' });
+      same(sync, await decodeContentAsync(body, declared, true, limits));
     },
   );
 });

@@ -10,4 +10,10 @@ export { defaultHttpLimits, type HttpLimits } from './http-limits.js';
 export { type ConnectionTarget, type LookupAll, type SetupStage } from './open-pinned-socket.js';
 export { classifyAddress, allowedClassesFor, addressRefusal, type AddressClass } from './network-guard.js';
 export { keptResponseHeaders, keptResponseHeaderNames } from './response-headers.js';
-export { decodeContent, bodyWithheldReasons, type BodyWithheldReason, type DecodedContent } from './decode-content.js';
+export {
+  decodeContent,
+  decodeContentAsync,
+  bodyWithheldReasons,
+  type BodyWithheldReason,
+  type DecodedContent,
+} from './decode-content.js';
