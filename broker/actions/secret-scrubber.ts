@@ -1,5 +1,5 @@
 import type { SecretMaterial } from '../ports/index.js';
-import { inflateBudget, inflatedViewSteps, inflationsMax } from './compressed-views.js';
+import { inflateBudget, inflatedViewSteps, inflatesFurther, inflationsMax } from './compressed-views.js';
 import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
 
 /*
@@ -739,7 +739,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const starts = view instanceof RunView ? view.segmentAt : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
     found.push(...inflated.uncheckable);
-    for (const child of inflated.views) inflations.set(child, level + 1);
+    for (const child of inflated.views) inflations.set(child, inflatesFurther(child) ? level + 1 : inflationsMax);
     queue.push(...inflated.views);
   }
   return mergeRanges(found);
