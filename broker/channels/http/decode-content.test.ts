@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeContent, decodeContentAsync, type DecodedContent } from './decode-content.js';
+import {
+  concurrentDecodesMax,
+  decodeContent,
+  decodeContentAsync,
+  decodesRunning,
+  type DecodedContent,
+} from './decode-content.js';
 
 const limits = { decodedBytesMax: 1024 * 1024 };
 const plain = Buffer.from('{"authorization":"Bearer canary-0123456789"}');
@@ -169,4 +175,21 @@ describe('decodeContentAsync (the broker decodes off the event loop: THREAT-MODE
       same(sync, await decodeContentAsync(body, declared, true, limits));
     },
   );
+});
+
+describe('decodeContentAsync under many answers at once', () => {
+  it(`runs at most ${concurrentDecodesMax} decodes at a time, each with the sync result`, async () => {
+    const body = gzipSync(Buffer.alloc(4 * 1024 * 1024, 0x61));
+    const tight = { decodedBytesMax: 8 * 1024 * 1024 };
+    let most = 0;
+    const watch = setInterval(() => (most = Math.max(most, decodesRunning())), 1);
+    const decodes = Array.from({ length: 6 }, () => decodeContentAsync(body, 'gzip', true, tight));
+    const results = await Promise.all(decodes).finally(() => clearInterval(watch));
+    expect(most).toBe(concurrentDecodesMax);
+    expect(decodesRunning()).toBe(0);
+    const sync = decodeContent(body, 'gzip', true, tight);
+    if (sync.kind !== 'decoded') throw new Error('the sync decode withheld the body');
+    // Buffer.equals, not toEqual: a deep compare of 4 MiB element by element takes seconds.
+    for (const decoded of results) expect(decoded.kind === 'decoded' && decoded.bytes.equals(sync.bytes)).toBe(true);
+  });
 });
