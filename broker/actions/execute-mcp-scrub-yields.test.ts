@@ -19,10 +19,10 @@ import { secretParts, secretScrubber } from './secret-scrubber.js';
  *
  * Real parts: a real stdio MCP server child (broker/testing/upstream-mcp), the broker's McpUpstreams with the
  * production secrets path (withServerSecrets over the real vault), a real journal and result store. The bounds are
- * those of execute-http-scrub-yields.test.ts and hold on a loaded 2-core box for the same reason: the reply's sync
- * scrub is measured here first and must exceed 200 ms, and the largest gap between 1 ms ticks while the call runs
- * must stay under 100 ms and under half of it. With `deliver` scrubbing at once (scrub instead of scrubAsync) the
- * largest gap is the whole scrub and the test fails.
+ * relative, as in execute-http-decode-yields.test.ts, and hold on a loaded 2-core box for that reason: the reply's sync
+ * scrub is measured here and must exceed 200 ms, and the median of three calls' largest gaps between 1 ms ticks must
+ * stay under half of it (measured: 45-135 ms against 450-910; an absolute 100 ms bound failed 1 run in 6 at load 5).
+ * With `deliver` scrubbing at once (scrub instead of scrubAsync) the largest gap is the whole scrub: the test fails.
  */
 let h: HttpActionHarness;
 let upstreams: McpUpstreams;
@@ -110,7 +110,6 @@ describe('when an upstream MCP reply is ~1 MB of hostile base64 (THREAT-MODEL 4:
     // The calls did the whole scrub (the median took at least half the sync one, the rest spread in slices)...
     expect(tookMs).toBeGreaterThan(sync.tookMs / 2);
     // ...and no one waited for it: the gaps between ticks were slices, far below the scrub's own duration.
-    expect(maxGapMs).toBeLessThan(100);
     expect(maxGapMs).toBeLessThan(sync.tookMs / 2);
   }, 60_000);
 });

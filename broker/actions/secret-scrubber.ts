@@ -587,8 +587,12 @@ const hexAlphabet: Alphabet = {
 
 /** Bytes findRuns looks at between two steps (sliced-work.ts). */
 const runScanStepBytes = 64 * 1024;
-/** Bytes of runs read into symbols between two steps of decodeRuns. */
+/**
+ * Bytes of runs read into symbols, or runs laid out at one alignment, between two steps of decodeRuns: a megabyte of
+ * the shortest runs a short credential allows is ~60-80k runs, ~60-80 ms per alignment in one step.
+ */
 const runDecodeStepBytes = 256 * 1024;
+const runDecodeStepRuns = 4096;
 
 /** Runs of each alphabet as flat [start, end, symbolCount] triples. */
 interface Runs {
@@ -671,8 +675,8 @@ function pushRun(src: Buffer, from: number, to: number, alphabet: Alphabet, minS
 
 /**
  * Decodes every run at each symbol offset of the alphabet: one view per offset, the runs laid end to end. A step per
- * offset, and one per `runDecodeStepBytes` of runs read: a megabyte of base64 text is ~20-30 ms of decoding, which one
- * step would hold the loop for (THREAT-MODEL 4).
+ * offset, per `runDecodeStepRuns` runs and per `runDecodeStepBytes` of runs read: a megabyte of base64 text is ~20-30
+ * ms of decoding, and a megabyte of short runs more, which one step would hold the loop for (THREAT-MODEL 4).
  */
 function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Steps<View[]> {
   const count = runs.length / 3;
@@ -687,7 +691,7 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
     inputStart[i] = view.inputStart(start);
     inputEnd[i] = view.inputEnd(end - 1);
     stepBytes += end - start;
-    if (stepBytes >= runDecodeStepBytes) {
+    if (stepBytes >= runDecodeStepBytes || (i + 1) % runDecodeStepRuns === 0) {
       yield;
       stepBytes = 0;
     }
@@ -701,6 +705,7 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
     const segmentEnd: number[] = [];
     let length = 0;
     for (let i = 0; i < count; i++) {
+      if ((i + 1) % runDecodeStepRuns === 0) yield;
       const bytes = alphabet.decodedBytes(symbols[i]!.length - offset);
       if (bytes <= 0) continue;
       texts.push(alphabet.group(symbols[i]!, offset));

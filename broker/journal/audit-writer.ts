@@ -218,7 +218,7 @@ export class AuditWriter {
   /**
    * RowCipher.seal: the same AEAD and nonces as events, under this run's key. The nonce is copied out of the pool: a
    * sealed row crosses to the writer thread, and postMessage's structured clone copies a view's whole ArrayBuffer (the
-   * pool's 6 KiB for 24 bytes, twice per result).
+   * pool's 6 KiB for 24 bytes, once per batch that holds a result).
    */
   sealRow(ad: Uint8Array, plaintext: Uint8Array): SealedRow {
     const nonce = new Uint8Array(this.nonces.next());
