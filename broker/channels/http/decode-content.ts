@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import type { Transform } from 'node:stream';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
   brotliDecompressSync,
   constants,
@@ -14,6 +13,7 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
+import { nextSlice } from '../../ports/loop-slices.js';
 
 /**
  * Why a response body is not delivered: the broker could not see its plain bytes, so it cannot scrub them.
@@ -269,7 +269,7 @@ async function decodeOffLoop(engine: Transform, input: Buffer, maxOutputLength: 
   for (const chunk of chunks) {
     offset += chunk.copy(joined, offset);
     if (performance.now() - sliceStart >= joinSliceMs) {
-      await nextTurn();
+      await nextSlice();
       sliceStart = performance.now();
     }
   }
