@@ -1,11 +1,8 @@
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { brotliCompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeContent, defaultHttpLimits } from '../channels/http/index.js';
-import { parseConfig } from '../config/index.js';
-import { openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { startLoopbackServer, type LoopbackServer } from '../testing/loopback-server.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 
 /**
@@ -28,7 +25,7 @@ import { watchEventLoop } from '../testing/event-loop-gaps.js';
  * stay under half of it, which a sync decode, present in every round, cannot.
  */
 let h: HttpActionHarness;
-let server: Server;
+let remote: LoopbackServer;
 let body: Buffer;
 const coding = 'br, br';
 const rounds = 5;
@@ -39,8 +36,8 @@ beforeAll(async () => {
   const bomb = brotliCompressSync(Buffer.alloc(bound + 1));
   body = brotliCompressSync(Buffer.concat([bomb, Buffer.alloc(bound - bomb.length)]));
   const small = brotliCompressSync(brotliCompressSync(Buffer.from('{"ok":true}')));
-  server = createServer((req, res) => {
-    const answer = req.url === '/small' ? small : body;
+  remote = await startLoopbackServer((req, res) => {
+    const answer = req.url === '/api/small' ? small : body;
     res.writeHead(200, {
       'content-type': 'application/json',
       'content-encoding': coding,
@@ -48,28 +45,13 @@ beforeAll(async () => {
     });
     res.end(answer);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await remote.close();
   await h.dispose();
 });
 
-function config() {
-  const { port } = server.address() as AddressInfo;
-  const yaml = [
-    'version: 1',
-    'routes:',
-    '  - name: docs',
-    `    base_url: http://127.0.0.1:${port}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    '    approval: none',
-  ];
-  return parseConfig(`${yaml.join('\n')}\n`);
-}
+const config = () => localRouteConfig(remote.port);
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

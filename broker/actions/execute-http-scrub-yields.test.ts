@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultHttpLimits } from '../channels/http/index.js';
-import { parseConfig } from '../config/index.js';
-import { canary, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import {
+  canary,
+  localRouteConfig,
+  openHttpActionHarness,
+  type HttpActionHarness,
+} from '../testing/http-action-harness.js';
+import { startLoopbackServer, type LoopbackServer } from '../testing/loopback-server.js';
 import { secretParts, secretScrubber } from './secret-scrubber.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 
@@ -28,7 +30,7 @@ import { watchEventLoop } from '../testing/event-loop-gaps.js';
  * With the sync scrub (the fix reverted) the largest gap is the whole scrub: more than 200 ms.
  */
 let h: HttpActionHarness;
-let server: Server;
+let remote: LoopbackServer;
 let body: Buffer;
 
 beforeAll(async () => {
@@ -38,33 +40,18 @@ beforeAll(async () => {
     body[i] = 0x78;
     body[i + 1] = 0x9c;
   }
-  server = createServer((req, res) => {
-    const answer = req.url === '/small' ? body.subarray(0, 4096) : body;
+  remote = await startLoopbackServer((req, res) => {
+    const answer = req.url === '/api/small' ? body.subarray(0, 4096) : body;
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(answer.length) });
     res.end(answer);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await remote.close();
   await h.dispose();
 });
 
-function config() {
-  const { port } = server.address() as AddressInfo;
-  const yaml = [
-    'version: 1',
-    'routes:',
-    '  - name: docs',
-    `    base_url: http://127.0.0.1:${port}`,
-    '    credential: docs-token',
-    '    injection: bearer',
-    '    approval: none',
-  ];
-  return parseConfig(`${yaml.join('\n')}\n`);
-}
+const config = () => localRouteConfig(remote.port);
 
 describe('when a remote answers a megabyte of hostile binary (THREAT-MODEL 4: the agent cannot wedge others)', () => {
   it('the scrub gives the event loop turns: no gap between ticks comes near the scrub’s own duration', async () => {

@@ -1,9 +1,7 @@
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WriterThread } from '../journal/writer-thread.js';
 import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
+import { startLoopbackServer, type LoopbackServer } from '../testing/loopback-server.js';
 
 /**
  * What the loop posts to the journal's writer thread is copied by postMessage's structured clone, which copies the
@@ -13,23 +11,20 @@ import { localRouteConfig, openHttpActionHarness, type HttpActionHarness } from 
  * journal whose every batch goes to its writer thread, HTTP actions with results against a loopback remote.
  */
 let h: HttpActionHarness;
-let server: Server;
+let remote: LoopbackServer;
 
 beforeAll(async () => {
   h = await openHttpActionHarness({ writerThread: true, threadBatchEventsMin: 1 });
-  server = createServer((req, res) => {
+  remote = await startLoopbackServer((req, res) => {
     req.resume();
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: true, path: req.url }));
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await remote.close();
   await h.dispose();
 });
 
@@ -52,8 +47,7 @@ describe('the batches the loop posts to the writer thread', () => {
       posted.push(batch);
       commit.call(this, batch, base, done);
     });
-    const { port } = server.address() as AddressInfo;
-    const config = localRouteConfig(port);
+    const config = localRouteConfig(remote.port);
     const runs = await Promise.all(
       Array.from({ length: 8 }, (_, i) => h.run(config, { route: 'docs', method: 'POST', path: `/n${i}`, body: '{}' })),
     );
