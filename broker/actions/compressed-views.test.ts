@@ -59,6 +59,9 @@ vi.mock('node:zlib', async (importOriginal) => {
 const { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inflateRawSync } =
   await import('node:zlib');
 const { secretParts, secretScrubber } = await import('./secret-scrubber.js');
+const { lenientInflate } = await import('../testing/lenient-inflate.js');
+/** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
+const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
 const { inflatedBytesMax } = await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
@@ -127,7 +130,7 @@ describe('raw deflate whose first block is stored', () => {
     return Buffer.concat([header, rest]);
   };
 
-  it('is refused by zlib when its two lengths disagree, so the scrubber does not hand it over', () => {
+  it('is refused by zlib when its two lengths disagree; alone (final, or to the end) it is not handed over', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 0, max: 0xffff }),
@@ -136,6 +139,8 @@ describe('raw deflate whose first block is stored', () => {
         fc.integer({ min: 0, max: 255 }),
         (len, nlen, rest, first) => {
           fc.pre((len ^ nlen) !== 0xffff);
+          // A lenient decoder reads nothing of it but its own bytes: no block follows.
+          fc.pre((first & 1) === 1 || len >= rest.length);
           const block = storedBlock(len, nlen, rest, first);
           expect(() => inflateRawSync(block, { finishFlush: constants.Z_SYNC_FLUSH })).toThrow();
           scrubberCallsFor(block);
@@ -232,3 +237,104 @@ describe('a stream without a signature and with a corrupt tail', () => {
     );
   });
 });
+
+describe('a secret split across stored blocks whose NLEN is wrong (a decoder that ignores NLEN reads them)', () => {
+  const { crc32, deflateRawSync: deflateRaw } = zlibReal;
+  /** A stored block (LEN, then `nlen` where zlib wants LEN's complement) holding `data`. */
+  const stored = (data: Buffer, nlen: number, final: boolean): Buffer => {
+    const header = Buffer.alloc(5);
+    header[0] = final ? 1 : 0;
+    header.writeUInt16LE(data.length, 1);
+    header.writeUInt16LE(nlen, 3);
+    return Buffer.concat([header, data]);
+  };
+  const adler32 = (data: Buffer): number => {
+    let [a, b] = [1, 0];
+    for (const byte of data) [a, b] = [(a + byte) % 65521, (b + a + byte) % 65521];
+    return ((b << 16) | a) >>> 0;
+  };
+  const wrap = (format: 'raw' | 'zlib' | 'gzip', deflate: Buffer, plain: Buffer): Buffer => {
+    if (format === 'raw') return deflate;
+    const trailer = Buffer.alloc(format === 'zlib' ? 4 : 8);
+    if (format === 'zlib') trailer.writeUInt32BE(adler32(plain));
+    else {
+      trailer.writeUInt32LE(crc32(plain));
+      trailer.writeUInt32LE(plain.length, 4);
+    }
+    const header = format === 'zlib' ? Buffer.from([0x78, 0x01]) : Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    return Buffer.concat([header, deflate, trailer]);
+  };
+  const tokenChar = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.');
+
+  it('is redacted, as bytes, base64 or hex, in raw deflate, zlib or gzip, at any split and any wrong NLEN', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: tokenChar, minLength: 8, maxLength: 40 }),
+        fc.uniqueArray(fc.double({ min: 0.01, max: 0.99, noNaN: true }), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 4, maxLength: 4 }),
+        fc.constantFrom('raw' as const, 'zlib' as const, 'gzip' as const),
+        fc.boolean(),
+        fc.constantFrom('bytes' as const, 'base64' as const, 'hex' as const),
+        fc.nat(3),
+        (token, cuts, nlens, format, huffmanFirst, encoding, glue) => {
+          const plain = Buffer.from(`Authorization: Bearer ${token}\r\n`);
+          const tokenAt = plain.indexOf(token);
+          // Cut points inside the token: every piece holds less than the whole token.
+          const points = [...new Set(cuts.map((c) => tokenAt + 1 + Math.floor(c * (token.length - 1))))].sort(
+            (a, b) => a - b,
+          );
+          // Optionally a Huffman block first (zlib's, ending in a sync flush), so the stored blocks are not first.
+          const lead = huffmanFirst ? 'Authorization: '.length : 0;
+          const head = huffmanFirst
+            ? deflateRaw(plain.subarray(0, lead), { finishFlush: constants.Z_FULL_FLUSH })
+            : Buffer.alloc(0);
+          const bounds = [lead, ...points, plain.length];
+          const blocks = bounds.slice(0, -1).map((from, i) => {
+            const data = plain.subarray(from, bounds[i + 1]);
+            const wrong = nlens[i]! === (data.length ^ 0xffff) ? nlens[i]! ^ 1 : nlens[i]!;
+            return stored(data, wrong, i === bounds.length - 2);
+          });
+          const stream = wrap(format, Buffer.concat([head, ...blocks]), plain);
+          // The attack is real: a lenient decoder gives the token, zlib does not.
+          expect(lenientInflate(format, stream).includes(token)).toBe(true);
+          expect(zlibGives(format, stream).includes(token)).toBe(false);
+          const sent =
+            encoding === 'bytes' ? stream : Buffer.from(`{"blob":"${'Q'.repeat(glue)}${stream.toString(encoding)}"}`);
+          const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(sent);
+          expect(out.redacted).toBe(true);
+          if (encoding === 'bytes') expect(lenientInflate(format, out.bytes).includes(token)).toBe(false);
+          else expect(out.bytes.toString('latin1')).not.toContain(stream.toString(encoding).slice(0, 16));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('is redacted behind a prefix when the stream has a signature (gzip, zlib)', () => {
+    const token = 'canary-5p1it-5t0r3d';
+    const plain = Buffer.from(`Bearer ${token}`);
+    const blocks = Buffer.concat([stored(plain.subarray(0, 12), 0, false), stored(plain.subarray(12), 0x1234, true)]);
+    for (const format of ['zlib', 'gzip'] as const) {
+      const stream = wrap(format, blocks, plain);
+      expect(lenientInflate(format, stream).includes(token)).toBe(true);
+      const body = Buffer.concat([Buffer.from('binary answer:\x00\x01'), stream, Buffer.from('\x00trailing')]);
+      const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+      expect(out.redacted).toBe(true);
+      expect(lenientInflate(format, out.bytes.subarray(out.bytes.indexOf('\x01') + 1)).includes(token)).toBe(false);
+    }
+  });
+});
+
+/** What zlib (node:zlib, as the scrubber calls it) gives out of `stream`: all of it, or its longest good prefix. */
+function zlibGives(format: 'raw' | 'zlib' | 'gzip', stream: Buffer): Buffer {
+  const decode = { raw: zlibReal.inflateRawSync, zlib: zlibReal.inflateSync, gzip: zlibReal.gunzipSync }[format];
+  let best = Buffer.alloc(0);
+  for (let length = 1; length <= stream.length; length++) {
+    try {
+      best = decode(stream.subarray(0, length), { finishFlush: constants.Z_SYNC_FLUSH });
+    } catch {
+      break;
+    }
+  }
+  return best;
+}
