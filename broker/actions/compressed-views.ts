@@ -9,7 +9,7 @@ import {
   type ZlibOptions,
 } from 'node:zlib';
 import { runSteps, type Steps } from './sliced-work.js';
-import { mendStoredLengths } from './stored-block-lengths.js';
+import { mendStoredLengthSteps } from './stored-block-lengths.js';
 
 /*
  * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
@@ -50,10 +50,12 @@ const inflateFloorBytes = 64 * 1024;
  */
 export const inflateCallsMax = 16_384;
 /**
- * Bytes of block headers and Huffman-coded data walked at most per input to mend stored blocks (stored data is skipped
- * free): a walk is linear, ~10 ms per MiB. Past it a stream that needs mending is redacted unread.
+ * Walk units at most per input to mend stored blocks (stored-block-lengths.ts: a symbol decoded, a block header, a
+ * lookup-table entry built, 16 bytes copied; stored data is skipped free). Measured at ~8-25 ns a unit on one core
+ * (worst: Huffman-only data, one symbol a byte or less), so the bound is ~0.1-0.3 s per scrub. Past it a stream that
+ * needs mending is redacted unread, and charged to the decoded-bytes budget as a stream too large is.
  */
-export const storedWalkBytesMax = 4 * 1024 * 1024;
+export const storedWalkUnitsMax = 12 * 1024 * 1024;
 /** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
 export const headlessTriesMax = 256;
 /** Compressed inside compressed, at most this deep, on one path of views. */
@@ -82,7 +84,7 @@ export interface InflateBudget {
   bytesLeft: number;
   callsLeft: number;
   headlessLeft: number;
-  walkBytesLeft: number;
+  walkUnitsLeft: number;
 }
 
 export function inflateBudget(): InflateBudget {
@@ -90,7 +92,7 @@ export function inflateBudget(): InflateBudget {
     bytesLeft: inflatedBytesMax,
     callsLeft: inflateCallsMax,
     headlessLeft: headlessTriesMax,
-    walkBytesLeft: storedWalkBytesMax,
+    walkUnitsLeft: storedWalkUnitsMax,
   };
 }
 
@@ -114,16 +116,17 @@ class InflatedView implements ScanView {
 }
 
 /**
- * Views decoded from a stream whose stored blocks were mended. Compressed data inside them is not looked for again:
- * their stored blocks' data is bytes of the view they were found in, searched there already, and noise mends often
- * (a quarter of random zlib-like headers start a stored block), so nesting their decodes multiplied the cost of
- * scrubbing random binary.
+ * Views decoded from a mended stream that only stored blocks produced (the walk decoded no Huffman output): each of
+ * their bytes is a byte of the view they were found in, searched there already, compressed data in it included.
+ * Compressed data inside them is not looked for again: noise mends often (a quarter of random zlib-like headers start
+ * a stored block), and nesting those decodes multiplied the cost of scrubbing random binary. A mended view that holds
+ * Huffman output is looked into like any other (the level counts one more).
  */
-const mendedViews = new WeakSet<ScanView>();
+const storedOnlyViews = new WeakSet<ScanView>();
 
 /** Whether compressed data inside `view` (an inflated view) is looked for. */
 export function inflatesFurther(view: ScanView): boolean {
-  return !mendedViews.has(view);
+  return !storedOnlyViews.has(view);
 }
 
 export interface Inflation {
@@ -163,7 +166,7 @@ export function* inflatedViewSteps(
   const tryAt = function* (format: Format, at: number, end = src.length): Steps<void> {
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
-    if (budget.walkBytesLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, at + firstBlockAt(format), end)) {
+    if (budget.walkUnitsLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, at + firstBlockAt(format), end)) {
       out.uncheckable.push(untilEnd(at));
       return;
     }
@@ -171,13 +174,11 @@ export function* inflatedViewSteps(
       budget.callsLeft <= 0 || budget.bytesLeft <= 0
         ? 'too_large'
         : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
-    if (decoded === 'unchecked') {
-      out.uncheckable.push(untilEnd(at));
-      return;
-    }
-    if (decoded === 'too_large') {
+    if (decoded === 'too_large' || decoded === 'unchecked') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
+      // One left unchecked past the walk budget was decoded by zlib up to its stored block (its output, up to the
+      // bound, thrown away with the error): charged the same, so many such streams cannot each decode a bomb again.
       budget.bytesLeft -= maxOutput;
       out.uncheckable.push(untilEnd(at));
       return;
@@ -186,7 +187,7 @@ export function* inflatedViewSteps(
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     const inflated = new InflatedView(decoded.bytes, view.depth, span[0], span[1]);
-    if (decoded.mended === true) mendedViews.add(inflated);
+    if (decoded.storedOnly === true) storedOnlyViews.add(inflated);
     out.views.push(inflated);
   };
   for (const at of signatureStarts(src, gzipMagic)) {
@@ -301,8 +302,8 @@ interface Decoded {
   readonly bytes: Buffer;
   /** Encoded bytes the stream took. */
   readonly consumed: number;
-  /** Decoded from a copy whose stored blocks were mended. */
-  readonly mended?: boolean;
+  /** Decoded from a copy whose stored blocks were mended, and only stored blocks produced it. */
+  readonly storedOnly?: boolean;
 }
 
 /**
@@ -320,6 +321,7 @@ function* longestDecodable(
   budget: InflateBudget,
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
+  let storedOnly = false;
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
   const attempt = (length: number): Attempt => {
@@ -328,20 +330,22 @@ function* longestDecodable(
     return decodeOnce(format, src.subarray(0, length), maxOutput);
   };
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
-  const mended = (got: Attempt): boolean | 'unchecked' => {
+  const mended = function* (got: Attempt): Steps<boolean | 'unchecked'> {
     if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
-    const copy = mendStoredLengths(format, input, budget);
+    const copy = yield* mendStoredLengthSteps(format, input, budget);
     if (copy === 'unchecked' || copy === undefined) return copy ?? false;
-    src = copy;
+    src = copy.copy;
+    storedOnly = copy.huffmanBytes === 0;
     return true;
   };
+  const answer = (decoded: Decoded): Decoded => (src === input ? decoded : { ...decoded, storedOnly });
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
   if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
     let head = attempt(probeBytesFirst);
-    const mend = mended(head);
+    const mend = yield* mended(head);
     if (mend === 'unchecked') return mend;
     if (mend) head = attempt(probeBytesFirst);
     if (!isDecoded(head)) return head === 'too_large' ? head : undefined;
@@ -350,13 +354,13 @@ function* longestDecodable(
   }
   let whole = attempt(src.length);
   if (src.length >= longCallBytes) yield;
-  const mend = mended(whole);
+  const mend = yield* mended(whole);
   if (mend === 'unchecked') return mend;
   if (mend) {
     whole = attempt(src.length);
     if (src.length >= longCallBytes) yield;
   }
-  if (isDecoded(whole)) return src === input ? whole : { ...whole, mended: true };
+  if (isDecoded(whole)) return answer(whole);
   if (whole === 'too_large') return whole;
   let bad = src.length;
   for (let probe = good === 0 ? probeBytesFirst : good * 8; probe < bad; probe *= 8) {
@@ -376,7 +380,7 @@ function* longestDecodable(
   }
   // Two bytes decode to too little to hold a part (at least four bytes of distinct characters).
   if (good <= 2 || goodDecoded === undefined) return undefined;
-  return src === input ? goodDecoded : { ...goodDecoded, mended: true };
+  return answer(goodDecoded);
 }
 
 /** One decoder call: the output, or why there is none ('stored_lengths': zlib refused a stored block's NLEN). */

@@ -36,7 +36,7 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
  * least one escape; in an escape view only runs that hold a decoded escape are decoded (the rest are the parent's).
- * A 1 MiB body takes ~10-60 ms on one core; random binary more (~0.5-0.7 s: decoder tries, mends). The search is written as
+ * A 1 MiB body takes ~10-60 ms on one core; random binary more (~0.4-0.5 s: decoder tries, mends). The search is written as
  * steps (sliced-work.ts): scrub() runs them at once, scrubAsync() in slices that give the event loop a turn every few
  * milliseconds (THREAT-MODEL 4: one agent's large answer must not stall the daemon), with exactly the same result.
  */

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { lenientInflate } from '../testing/lenient-inflate.js';
-import { mendStoredLengths } from './stored-block-lengths.js';
+import { mendStoredLengthSteps, mendStoredLengths } from './stored-block-lengths.js';
 
 /** A stored block (not final) holding `data` whose NLEN is `nlen`. */
 function stored(data: Uint8Array, nlen: number): Buffer {
@@ -41,7 +41,7 @@ describe('mendStoredLengths', () => {
         ]);
         const sent = stream.subarray(0, Math.round(cut * stream.length));
         const lenient = lenientInflate('raw', sent);
-        const budget = { walkBytesLeft: 1 << 20 };
+        const budget = { walkUnitsLeft: 1 << 20 };
         const mended = mendStoredLengths('raw', sent, budget);
         expect(mended).not.toBe('unchecked');
         const zlibReads = (bytes: Buffer): Buffer | undefined => {
@@ -60,13 +60,32 @@ describe('mendStoredLengths', () => {
   });
 
   it('stops at its budget: a long chain of stored blocks is unchecked, not walked to the end', () => {
-    const chain = Buffer.concat(Array.from({ length: 10_000 }, () => stored(Buffer.from('abcdefgh'), 0)));
-    const budget = { walkBytesLeft: 1000 };
+    const blocks = 300_000;
+    const chain = Buffer.concat(Array.from({ length: blocks }, () => stored(Buffer.from('ab'), 0)));
+    const budget = { walkUnitsLeft: 1000 };
     expect(mendStoredLengths('raw', chain, budget)).toBe('unchecked');
-    // About 5 header bytes each: it stopped after ~200 blocks, not 10 000.
-    expect(budget.walkBytesLeft).toBeGreaterThan(-100);
-    const enough = { walkBytesLeft: 1 << 20 };
+    // Two units a block, charged every 65 536 units: it stopped after the first charge past the budget, not at the end.
+    expect(budget.walkUnitsLeft).toBeGreaterThan(-70_000);
+    const enough = { walkUnitsLeft: 1 << 20 };
     expect(mendStoredLengths('raw', chain, enough)).toBeInstanceOf(Buffer);
-    expect((1 << 20) - enough.walkBytesLeft).toBeLessThan(10_000 * 5 + chain.length / 16 + 1);
+    expect((1 << 20) - enough.walkUnitsLeft).toBeLessThanOrEqual(2 * blocks + chain.length / 16 + 2);
+  });
+
+  it('yields every ~65 000 units: a long walk is many short steps', () => {
+    // 400 000 empty fixed blocks (10 bits each, 34 units): ~13.6 M units.
+    const blocks = 400_000;
+    const stream = Buffer.alloc(1 + (blocks * 10) / 8 + 5);
+    stream.set([0x00, 0x00, 0x00, 0x34, 0x12]);
+    for (let block = 0, bit = 5 * 8; block < blocks; block++, bit += 10) {
+      stream[bit >> 3]! |= (2 << (bit & 7)) & 0xff;
+      stream[(bit >> 3) + 1]! |= (2 << (bit & 7)) >> 8;
+    }
+    const budget = { walkUnitsLeft: 1e9 };
+    const steps = mendStoredLengthSteps('raw', stream, budget);
+    let yields = 0;
+    while (steps.next().done !== true) yields += 1;
+    const units = 1e9 - budget.walkUnitsLeft;
+    expect(units).toBeGreaterThan(blocks * 34);
+    expect(yields).toBeGreaterThanOrEqual(Math.floor(units / 65_536) - 1);
   });
 });
