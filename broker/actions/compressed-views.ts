@@ -330,10 +330,10 @@ function* longestDecodable(
     return decodeOnce(format, src.subarray(0, length), maxOutput);
   };
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
-  const mended = function* (got: Attempt): Steps<boolean | 'unchecked'> {
+  const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
     if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
     const copy = yield* mendStoredLengthSteps(format, input, budget);
-    if (copy === 'unchecked' || copy === undefined) return copy ?? false;
+    if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
     storedOnly = copy.huffmanBytes === 0;
     return true;
@@ -347,6 +347,8 @@ function* longestDecodable(
     let head = attempt(probeBytesFirst);
     const mend = yield* mended(head);
     if (mend === 'unchecked') return mend;
+    // Nothing but one stored block's bytes, searched where they lie: no prefix holds more (noise opens many such).
+    if (mend === 'in_place') return undefined;
     if (mend) head = attempt(probeBytesFirst);
     if (!isDecoded(head)) return head === 'too_large' ? head : undefined;
     good = probeBytesFirst;
@@ -356,6 +358,7 @@ function* longestDecodable(
   if (src.length >= longCallBytes) yield;
   const mend = yield* mended(whole);
   if (mend === 'unchecked') return mend;
+  if (mend === 'in_place') return undefined;
   if (mend) {
     whole = attempt(src.length);
     if (src.length >= longCallBytes) yield;

@@ -35,14 +35,15 @@ const unitsPerStep = 1 << 16;
 
 /**
  * A copy of `input` with every stored block's NLEN mended, cut where a lenient decoder stops; undefined when no stored
- * block disagrees (zlib already reads what a lenient decoder does) or a lenient decoder reads nothing but one stored
- * block's data (bytes the input holds as they are); 'unchecked' when the budget ran out first.
+ * block disagrees (zlib already reads what a lenient decoder does); 'in_place' when a lenient decoder reads nothing
+ * but one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too);
+ * 'unchecked' when the budget ran out first.
  */
 export function* mendStoredLengthSteps(
   format: DeflateFormat,
   input: Buffer,
   budget: WalkBudget,
-): Steps<Mended | 'unchecked' | undefined> {
+): Steps<Mended | 'in_place' | 'unchecked' | undefined> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
   const walk = new Walk(input, budget);
   let at = format === 'raw' ? 0 : format === 'zlib' ? 2 : gzipDataStart(input, 0);
@@ -61,7 +62,8 @@ export function* mendStoredLengthSteps(
   }
   if (!walk.charge()) return 'unchecked';
   // One stored block and nothing else: what a lenient decoder gives is bytes the input holds as they are.
-  if (walk.mendCount === 0 || (walk.huffmanBytes === 0 && walk.storedPieces <= 1)) return undefined;
+  if (walk.mendCount === 0) return undefined;
+  if (walk.huffmanBytes === 0 && walk.storedPieces <= 1) return 'in_place';
   // The copy is cut where the walk stopped, and charged too: 16 copied bytes cost a unit.
   budget.walkUnitsLeft -= cut / 16;
   if (budget.walkUnitsLeft < 0) return 'unchecked';
@@ -80,7 +82,7 @@ export function mendStoredLengths(
   budget: WalkBudget,
 ): Buffer | 'unchecked' | undefined {
   const mended = runSteps(mendStoredLengthSteps(format, input, budget));
-  return typeof mended === 'object' ? mended.copy : mended;
+  return typeof mended === 'object' ? mended.copy : mended === 'in_place' ? undefined : mended;
 }
 
 /** Where the deflate data of a gzip member starting at `at` begins (RFC 1952 header), or undefined. */
