@@ -51,8 +51,8 @@ const inflateFloorBytes = 64 * 1024;
 export const inflateCallsMax = 16_384;
 /**
  * Walk units at most per input to mend stored blocks (stored-block-lengths.ts: a symbol decoded, a block header, a
- * lookup-table entry built, 16 bytes copied; stored data is skipped free). Measured at ~8-25 ns a unit on one core
- * (worst: Huffman-only data, one symbol a byte or less), so the bound is ~0.1-0.3 s per scrub. Past it a stream that
+ * lookup-table entry built, 16 bytes copied; stored data is skipped free). Measured at ~3-15 ns a unit on one core
+ * (worst: stored-block chains and tiny Huffman blocks), so the bound is ~0.05-0.2 s per scrub. Past it a stream that
  * needs mending is redacted unread, and charged to the decoded-bytes budget as a stream too large is.
  */
 export const storedWalkUnitsMax = 12 * 1024 * 1024;
