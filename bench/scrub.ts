@@ -7,7 +7,7 @@
  *
  *   node --import tsx bench/scrub.ts
  *
- * Not part of the test run; about 20 s. The answers are deterministic (ids are sha256 of a counter); each row is the
+ * Not part of the test run; about 30 s. The answers are deterministic (ids are sha256 of a counter); each row is the
  * median of repeated scrubs of one answer, with the node:zlib decoder calls one scrub makes (counted by wrapping
  * node:zlib's sync decoders before the scrubber loads; the calls still run).
  */
@@ -83,12 +83,23 @@ const bodyAnswer = (name: string, body: Buffer): Answer => ({
   scrub: (scrubber) => scrubber.scrub(body),
 });
 
+/**
+ * A hostile megabyte for the stored-block mending (compressed-views.ts): 16-byte units, each a zlib header whose first
+ * block is stored with a wrong NLEN, laid so that from every header a chain of such blocks runs to the end.
+ */
+function storedChains(bytes: number): Buffer {
+  const unit = Buffer.from([0x78, 0x01, 0x00, 9, 0, 0x58, 0x00, 5, 0, 0x41, 0x41, 0x61, 0x62, 0x63, 0x64, 0x65]);
+  return Buffer.concat(Array.from({ length: bytes / unit.length }, () => unit));
+}
+
 const answers: Answer[] = [
   headersAnswer('the durable bench target: 5 plain header values', plainHeaders),
   bodyAnswer('the durable bench target: body {"ok":true}', Buffer.from('{"ok":true}')),
   headersAnswer('4 id header values (request id, etag, traceparent, x-amz-id-2)', idHeaders),
   bodyAnswer('JSON page of 10 items (UUID, hex etag, base64 cursor)', pageOfIds(10)),
   bodyAnswer('JSON page of 50 items', pageOfIds(50)),
+  bodyAnswer('hostile: 1 MiB of random binary', idBytes('random', 1024 * 1024)),
+  bodyAnswer('hostile: 1 MiB of zlib headers, each a chain of stored blocks with a wrong NLEN', storedChains(1 << 20)),
 ];
 // Canary values only. A bearer token's parts are the token and `Bearer <token>`; the shortest sets how short a
 // base64/hex run is still decoded and tried.

@@ -59,6 +59,10 @@ vi.mock('node:zlib', async (importOriginal) => {
 const { brotliCompressSync, brotliDecompressSync, constants, deflateRawSync, inflateRawSync } =
   await import('node:zlib');
 const { secretParts, secretScrubber } = await import('./secret-scrubber.js');
+const { watchEventLoop } = await import('../testing/event-loop-gaps.js');
+const { lenientInflate } = await import('../testing/lenient-inflate.js');
+/** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
+const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
 const { inflatedBytesMax } = await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
@@ -127,7 +131,7 @@ describe('raw deflate whose first block is stored', () => {
     return Buffer.concat([header, rest]);
   };
 
-  it('is refused by zlib when its two lengths disagree, so the scrubber does not hand it over', () => {
+  it('is refused by zlib when its two lengths disagree; alone (final, or to the end) it is not handed over', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 0, max: 0xffff }),
@@ -136,6 +140,8 @@ describe('raw deflate whose first block is stored', () => {
         fc.integer({ min: 0, max: 255 }),
         (len, nlen, rest, first) => {
           fc.pre((len ^ nlen) !== 0xffff);
+          // A lenient decoder reads nothing of it but its own bytes: no block follows.
+          fc.pre((first & 1) === 1 || len >= rest.length);
           const block = storedBlock(len, nlen, rest, first);
           expect(() => inflateRawSync(block, { finishFlush: constants.Z_SYNC_FLUSH })).toThrow();
           scrubberCallsFor(block);
@@ -232,3 +238,238 @@ describe('a stream without a signature and with a corrupt tail', () => {
     );
   });
 });
+
+describe('a secret split across stored blocks whose NLEN is wrong (a decoder that ignores NLEN reads them)', () => {
+  const { crc32, deflateRawSync: deflateRaw } = zlibReal;
+  /** A stored block (LEN, then `nlen` where zlib wants LEN's complement) holding `data`. */
+  const stored = (data: Buffer, nlen: number, final: boolean): Buffer => {
+    const header = Buffer.alloc(5);
+    header[0] = final ? 1 : 0;
+    header.writeUInt16LE(data.length, 1);
+    header.writeUInt16LE(nlen, 3);
+    return Buffer.concat([header, data]);
+  };
+  const adler32 = (data: Buffer): number => {
+    let [a, b] = [1, 0];
+    for (const byte of data) [a, b] = [(a + byte) % 65521, (b + a + byte) % 65521];
+    return ((b << 16) | a) >>> 0;
+  };
+  const wrap = (format: 'raw' | 'zlib' | 'gzip', deflate: Buffer, plain: Buffer): Buffer => {
+    if (format === 'raw') return deflate;
+    const trailer = Buffer.alloc(format === 'zlib' ? 4 : 8);
+    if (format === 'zlib') trailer.writeUInt32BE(adler32(plain));
+    else {
+      trailer.writeUInt32LE(crc32(plain));
+      trailer.writeUInt32LE(plain.length, 4);
+    }
+    const header = format === 'zlib' ? Buffer.from([0x78, 0x01]) : Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    return Buffer.concat([header, deflate, trailer]);
+  };
+  const tokenChar = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.');
+
+  it('is redacted, as bytes, base64 or hex, in raw deflate, zlib or gzip, at any split and any wrong NLEN', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: tokenChar, minLength: 8, maxLength: 40 }),
+        fc.uniqueArray(fc.double({ min: 0.01, max: 0.99, noNaN: true }), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 4, maxLength: 4 }),
+        fc.constantFrom('raw' as const, 'zlib' as const, 'gzip' as const),
+        fc.boolean(),
+        fc.constantFrom('bytes' as const, 'base64' as const, 'hex' as const),
+        fc.nat(3),
+        (token, cuts, nlens, format, huffmanFirst, encoding, glue) => {
+          const plain = Buffer.from(`Authorization: Bearer ${token}\r\n`);
+          const tokenAt = plain.indexOf(token);
+          // Cut points inside the token: every piece holds less than the whole token.
+          const points = [...new Set(cuts.map((c) => tokenAt + 1 + Math.floor(c * (token.length - 1))))].sort(
+            (a, b) => a - b,
+          );
+          // Optionally a Huffman block first (zlib's, ending in a sync flush), so the stored blocks are not first.
+          const lead = huffmanFirst ? 'Authorization: '.length : 0;
+          const head = huffmanFirst
+            ? deflateRaw(plain.subarray(0, lead), { finishFlush: constants.Z_FULL_FLUSH })
+            : Buffer.alloc(0);
+          const bounds = [lead, ...points, plain.length];
+          const blocks = bounds.slice(0, -1).map((from, i) => {
+            const data = plain.subarray(from, bounds[i + 1]);
+            const wrong = nlens[i]! === (data.length ^ 0xffff) ? nlens[i]! ^ 1 : nlens[i]!;
+            return stored(data, wrong, i === bounds.length - 2);
+          });
+          const stream = wrap(format, Buffer.concat([head, ...blocks]), plain);
+          // The attack is real: a lenient decoder gives the token, zlib does not.
+          expect(lenientInflate(format, stream).includes(token)).toBe(true);
+          expect(zlibGives(format, stream).includes(token)).toBe(false);
+          const sent =
+            encoding === 'bytes' ? stream : Buffer.from(`{"blob":"${'Q'.repeat(glue)}${stream.toString(encoding)}"}`);
+          const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(sent);
+          expect(out.redacted).toBe(true);
+          if (encoding === 'bytes') expect(lenientInflate(format, out.bytes).includes(token)).toBe(false);
+          else expect(out.bytes.toString('latin1')).not.toContain(stream.toString(encoding).slice(0, 16));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('is redacted behind a prefix when the stream has a signature (gzip, zlib)', () => {
+    const token = 'canary-5p1it-5t0r3d';
+    const plain = Buffer.from(`Bearer ${token}`);
+    const blocks = Buffer.concat([stored(plain.subarray(0, 12), 0, false), stored(plain.subarray(12), 0x1234, true)]);
+    for (const format of ['zlib', 'gzip'] as const) {
+      const stream = wrap(format, blocks, plain);
+      expect(lenientInflate(format, stream).includes(token)).toBe(true);
+      const body = Buffer.concat([Buffer.from('binary answer:\x00\x01'), stream, Buffer.from('\x00trailing')]);
+      const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+      expect(out.redacted).toBe(true);
+      expect(lenientInflate(format, out.bytes.subarray(out.bytes.indexOf('\x01') + 1)).includes(token)).toBe(false);
+    }
+  });
+  it('is redacted when compressed again inside a mended stream (gzip, zlib or base64 of gzip in a Huffman block)', () => {
+    const { deflateSync, gzipSync } = zlibReal;
+    const token = 'canary-n3st3d-m3nd';
+    const plain = Buffer.concat([Buffer.alloc(40, 0x41), Buffer.from(`Bearer ${token}`)]);
+    // One empty stored block whose NLEN is wrong, in front: the outer stream needs mending, and holds no secret itself.
+    const emptyStored = stored(Buffer.alloc(0), 0x1234, false);
+    /** What an agent gets: the outer stream decoded leniently, then compressed data inside it (or base64 of it). */
+    const agentGets = (format: 'raw' | 'zlib' | 'gzip', bytes: Buffer): boolean => {
+      const outer = lenientInflate(format, bytes);
+      const carried = [outer, Buffer.from(outer.toString('latin1').replace(/[^A-Za-z0-9+/=]/g, ''), 'base64')];
+      return carried.some((data) =>
+        (['gzip', 'zlib'] as const).some((inner) => {
+          for (let at = 0; at < data.length; at++) {
+            if (lenientInflate(inner, data.subarray(at)).includes(token)) return true;
+          }
+          return false;
+        }),
+      );
+    };
+    const inners = {
+      gzip: gzipSync(plain),
+      zlib: deflateSync(plain),
+      base64: Buffer.from(gzipSync(plain).toString('base64')),
+    };
+    for (const format of ['raw', 'zlib', 'gzip'] as const) {
+      for (const [name, inner] of Object.entries(inners)) {
+        const deflate = Buffer.concat([emptyStored, deflateRaw(inner)]);
+        const stream = wrap(format, deflate, lenientInflate('raw', deflate));
+        expect(agentGets(format, stream), `${format} of ${name}: the attack is real`).toBe(true);
+        const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(stream);
+        expect(agentGets(format, Buffer.from(out.bytes)), `${format} of ${name}`).toBe(false);
+      }
+    }
+  });
+});
+
+describe('a stream that needs mending costs about what an honest one of its size does (THREAT-MODEL 4)', () => {
+  const { deflateSync } = zlibReal;
+  const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: shortToken }));
+  /** CPU milliseconds of `work`, the least of three runs (the box is shared). */
+  const cpuMs = (work: () => unknown): number => {
+    let least = Number.POSITIVE_INFINITY;
+    for (let run = 0; run < 3; run++) {
+      const before = process.cpuUsage();
+      work();
+      const spent = process.cpuUsage(before);
+      least = Math.min(least, (spent.user + spent.system) / 1000);
+    }
+    return least;
+  };
+  /** A stored block holding `data`, `nlen` its NLEN (LEN's complement when not given). */
+  const storedBlock = (data: Buffer, nlen = data.length ^ 0xffff, final = false): Buffer => {
+    const header = Buffer.alloc(5);
+    header[0] = final ? 1 : 0;
+    header.writeUInt16LE(data.length, 1);
+    header.writeUInt16LE(nlen, 3);
+    return Buffer.concat([header, data]);
+  };
+  const finalEmpty = storedBlock(Buffer.alloc(0), 0xffff, true);
+
+  /** ~1 MB of Huffman-only zlib that decodes to 7 MiB: an honest stream, decoded and searched whole. */
+  const plain = Buffer.alloc(7 << 20, 0x41);
+  for (let i = 0; i < plain.length; i += 97) plain[i] = 0x42;
+  const honest = deflateSync(plain, { strategy: constants.Z_HUFFMAN_ONLY });
+
+  it('millions of empty Huffman blocks behind a stored block with a wrong NLEN: the walk stops at its budget', () => {
+    // zlib stops at once (the stored block); the walk reads on through 2.4 M fixed blocks of 10 bits (a header and an
+    // end-of-block code), producing nothing: ~80 M units without its budget, ~12 M with it.
+    const blocks = 2_400_000;
+    const hostile = Buffer.alloc(2 + 5 + (blocks * 10) / 8 + 5);
+    hostile.set([0x78, 0x01, 0x00, 0x00, 0x00, 0x34, 0x12]);
+    for (let block = 0, bit = 7 * 8; block < blocks; block++, bit += 10) {
+      hostile[bit >> 3]! |= (2 << (bit & 7)) & 0xff;
+      hostile[(bit >> 3) + 1]! |= (2 << (bit & 7)) >> 8;
+    }
+    // Three times its size, and a third of what scrubbing the honest stream costs.
+    expect(hostile.length).toBeGreaterThan(3 * honest.length);
+    expect(cpuMs(() => scrubber.scrub(hostile))).toBeLessThan(cpuMs(() => scrubber.scrub(honest)) / 3);
+    expect(scrubber.scrub(hostile).redacted).toBe(true);
+  });
+
+  it('a stream of ~7 M Huffman symbols that ends in a stored block with a wrong NLEN: about an honest one, in slices', async () => {
+    const huffmanOnly = { strategy: constants.Z_HUFFMAN_ONLY, finishFlush: constants.Z_SYNC_FLUSH };
+    const hostile = Buffer.concat([
+      Buffer.from([0x78, 0x01]),
+      zlibReal.deflateRawSync(plain, huffmanOnly),
+      storedBlock(Buffer.from('abc'), 0x1234),
+      finalEmpty,
+    ]);
+    expect(Math.abs(honest.length - hostile.length)).toBeLessThan(hostile.length / 100);
+    expect(cpuMs(() => scrubber.scrub(hostile))).toBeLessThan(2 * cpuMs(() => scrubber.scrub(honest)));
+    const started = performance.now();
+    scrubber.scrub(hostile);
+    const syncMs = performance.now() - started;
+    const { maxGapMs } = await watchEventLoop(() => scrubber.scrubAsync(hostile));
+    expect(maxGapMs).toBeLessThan(syncMs / 2);
+  });
+
+  it('past the walk budget, streams that reach a stored block with a wrong NLEN do not each decode a bomb again', () => {
+    // Forty zlib starts, each walking one chain of ~190 000 empty stored blocks with a wrong NLEN: the walk budget
+    // is spent. Then 2000 zlib starts, each chained by stored blocks to one 7.5 MiB bomb that ends in a stored block.
+    /** A zlib header, then a stored block (well formed) whose data is the next `skip` bytes. */
+    const link = (skip: number): Buffer => {
+      const header = Buffer.from([0x78, 0x01, 0, 0, 0, 0, 0]);
+      header.writeUInt16LE(skip, 3);
+      header.writeUInt16LE(skip ^ 0xffff, 5);
+      return header;
+    };
+    const walkers = 40;
+    const chainBlocks = 190_000;
+    const chain = Buffer.alloc(chainBlocks * 5);
+    for (let at = 0; at < chain.length; at += 5) chain.writeUInt16LE(0x1234, at + 3);
+    const bombs = 2000;
+    const bomb = zlibReal.deflateRawSync(Buffer.alloc(7.5 * 1024 * 1024), {
+      level: 9,
+      finishFlush: constants.Z_SYNC_FLUSH,
+    });
+    const body = (lastNlen: number): Buffer =>
+      Buffer.concat([
+        ...Array.from({ length: walkers }, (_, k) => link(7 * (walkers - 1 - k))),
+        chain,
+        Buffer.from([0x06]),
+        ...Array.from({ length: bombs }, (_, k) => link(k === bombs - 1 ? 0 : 2)),
+        bomb,
+        storedBlock(Buffer.from('abc'), lastNlen),
+        finalEmpty,
+      ]);
+    // The reference is the same body whose last stored block is well formed: the walks, then one bomb decoded.
+    const reference = cpuMs(() => scrubber.scrub(body(3 ^ 0xffff)));
+    const hostile = body(0x1234);
+    const spent = cpuMs(() => scrubber.scrub(hostile));
+    expect(spent).toBeLessThan(2 * reference);
+    expect(scrubber.scrub(hostile).redacted).toBe(true);
+  });
+});
+
+/** What zlib (node:zlib, as the scrubber calls it) gives out of `stream`: all of it, or its longest good prefix. */
+function zlibGives(format: 'raw' | 'zlib' | 'gzip', stream: Buffer): Buffer {
+  const decode = { raw: zlibReal.inflateRawSync, zlib: zlibReal.inflateSync, gzip: zlibReal.gunzipSync }[format];
+  let best = Buffer.alloc(0);
+  for (let length = 1; length <= stream.length; length++) {
+    try {
+      best = decode(stream.subarray(0, length), { finishFlush: constants.Z_SYNC_FLUSH });
+    } catch {
+      break;
+    }
+  }
+  return best;
+}

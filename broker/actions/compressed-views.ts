@@ -9,6 +9,7 @@ import {
   type ZlibOptions,
 } from 'node:zlib';
 import { runSteps, type Steps } from './sliced-work.js';
+import { mendStoredLengthSteps } from './stored-block-lengths.js';
 
 /*
  * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
@@ -30,8 +31,11 @@ import { runSteps, type Steps } from './sliced-work.js';
  *
  * A stream corrupt past some point still gives a streaming decoder (the agent's) everything before the corruption,
  * and a truncated one everything so far: when a whole decode fails, the longest prefix that decodes is found and
- * searched. Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
- * decoder calls, and decodes of data without a signature.
+ * searched. A decoder more lenient than zlib reads on where zlib stops at a stored block whose NLEN is not LEN's
+ * complement (fflate ignores NLEN): when zlib stops there, the stream's stored blocks are mended in a copy
+ * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole.
+ * Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
+ * decoder calls, decodes of data without a signature, and bytes walked to mend stored blocks.
  */
 
 /** Decoded bytes at most, over every stream found in one input (the decompression-bomb bound). */
@@ -45,6 +49,13 @@ const inflateFloorBytes = 64 * 1024;
  * random binary holds ~400 zlib-like headers at ~5 calls each; past the bound what is left is redacted.
  */
 export const inflateCallsMax = 16_384;
+/**
+ * Walk units at most per input to mend stored blocks (stored-block-lengths.ts: a symbol decoded, a block header, a
+ * lookup-table entry built, 16 bytes copied; stored data is skipped free). Measured at ~3-15 ns a unit on one core
+ * (worst: stored-block chains and tiny Huffman blocks), so the bound is ~0.05-0.2 s per scrub. Past it a stream that
+ * needs mending is redacted unread, and charged to the decoded-bytes budget as a stream too large is.
+ */
+export const storedWalkUnitsMax = 12 * 1024 * 1024;
 /** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
 export const headlessTriesMax = 256;
 /** Compressed inside compressed, at most this deep, on one path of views. */
@@ -56,6 +67,8 @@ const longCallBytes = 1024;
 /** Inputs shorter than this are decoded into a first output buffer of smallChunkBytes (chunkSizeFor). */
 const smallInputBytes = 1024;
 const smallChunkBytes = 1024;
+/** zlib's message for a stored block whose NLEN is not LEN's complement (inflate.c). */
+const storedLengthsMessage = 'invalid stored block lengths';
 /** First prefix tried when a whole decode fails (noise mostly fails before it); each next one is 8x longer. */
 const probeBytesFirst = 8;
 
@@ -71,10 +84,16 @@ export interface InflateBudget {
   bytesLeft: number;
   callsLeft: number;
   headlessLeft: number;
+  walkUnitsLeft: number;
 }
 
 export function inflateBudget(): InflateBudget {
-  return { bytesLeft: inflatedBytesMax, callsLeft: inflateCallsMax, headlessLeft: headlessTriesMax };
+  return {
+    bytesLeft: inflatedBytesMax,
+    callsLeft: inflateCallsMax,
+    headlessLeft: headlessTriesMax,
+    walkUnitsLeft: storedWalkUnitsMax,
+  };
 }
 
 /** Decoded bytes of one stream: every byte maps to the whole stream's span in the input (redacted whole). */
@@ -94,6 +113,20 @@ class InflatedView implements ScanView {
   inputEnd(): number {
     return this.end;
   }
+}
+
+/**
+ * Views decoded from a mended stream that only stored blocks produced (the walk decoded no Huffman output): each of
+ * their bytes is a byte of the view they were found in, searched there already, compressed data in it included.
+ * Compressed data inside them is not looked for again: noise mends often (a quarter of random zlib-like headers start
+ * a stored block), and nesting those decodes multiplied the cost of scrubbing random binary. A mended view that holds
+ * Huffman output is looked into like any other (the level counts one more).
+ */
+const storedOnlyViews = new WeakSet<ScanView>();
+
+/** Whether compressed data inside `view` (an inflated view) is looked for. */
+export function inflatesFurther(view: ScanView): boolean {
+  return !storedOnlyViews.has(view);
 }
 
 export interface Inflation {
@@ -132,13 +165,20 @@ export function* inflatedViewSteps(
   const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
   const tryAt = function* (format: Format, at: number, end = src.length): Steps<void> {
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
+    // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
+    if (budget.walkUnitsLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, at + firstBlockAt(format), end)) {
+      out.uncheckable.push(untilEnd(at));
+      return;
+    }
     const decoded =
       budget.callsLeft <= 0 || budget.bytesLeft <= 0
         ? 'too_large'
         : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
-    if (decoded === 'too_large') {
+    if (decoded === 'too_large' || decoded === 'unchecked') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
+      // One left unchecked past the walk budget was decoded by zlib up to its stored block (its output, up to the
+      // bound, thrown away with the error): charged the same, so many such streams cannot each decode a bomb again.
       budget.bytesLeft -= maxOutput;
       out.uncheckable.push(untilEnd(at));
       return;
@@ -146,7 +186,9 @@ export function* inflatedViewSteps(
     if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
-    out.views.push(new InflatedView(decoded.bytes, view.depth, span[0], span[1]));
+    const inflated = new InflatedView(decoded.bytes, view.depth, span[0], span[1]);
+    if (decoded.storedOnly === true) storedOnlyViews.add(inflated);
+    out.views.push(inflated);
   };
   for (const at of signatureStarts(src, gzipMagic)) {
     if ((src[at + 3]! & 0xe0) === 0) yield* tryAt('gzip', at);
@@ -172,7 +214,7 @@ export function* inflatedViewSteps(
     if (budget.headlessLeft <= 0) break;
     budget.headlessLeft -= 1;
     // A run is decoded on its own, as the agent would decode it.
-    if (((src[at]! >> 1) & 3) !== 3 && !storedLengthsDisagree(src, at, end)) yield* tryAt('raw', at, end);
+    if (((src[at]! >> 1) & 3) !== 3 && !loneStoredBlock(src, at, end)) yield* tryAt('raw', at, end);
     yield* tryAt('br', at, end);
     yield;
   }
@@ -180,13 +222,27 @@ export function* inflatedViewSteps(
 }
 
 /**
- * Raw deflate whose first block is stored (BTYPE 0) says its length twice, after the header's byte: LEN, then its
- * one's complement. zlib refuses a block whose two disagree, so noise that starts like one is not handed to it.
+ * A first block that is stored (BTYPE 0) says its length twice, after the header's byte: LEN, then its one's
+ * complement. zlib refuses a block whose two disagree; a lenient decoder reads LEN bytes of it, and nothing more when
+ * the block is final or its data runs to the end: bytes the view already holds as they are. Noise starts like that
+ * (a quarter of random bytes have BTYPE 0), so such a start is not tried. One followed by another block is: a secret
+ * split across the two is whole only in what a lenient decoder gives out.
  */
+function loneStoredBlock(src: Buffer, at: number, end: number): boolean {
+  if (!storedLengthsDisagree(src, at, end)) return false;
+  return (src[at]! & 1) === 1 || at + 5 + src.readUInt16LE(at + 1) >= end;
+}
+
+/** A stored block starts at byte `at` (bit 0) and its LEN and NLEN disagree. */
 function storedLengthsDisagree(src: Buffer, at: number, end: number): boolean {
   return (
-    ((src[at]! >> 1) & 3) === 0 && at + 5 <= end && (src.readUInt16LE(at + 1) ^ src.readUInt16LE(at + 3)) !== 0xffff
+    at + 5 <= end && ((src[at]! >> 1) & 3) === 0 && (src.readUInt16LE(at + 1) ^ src.readUInt16LE(at + 3)) !== 0xffff
   );
+}
+
+/** Where the first block of a stream of this format starts (gzip: past its fixed header, without the optional fields). */
+function firstBlockAt(format: Format): number {
+  return format === 'raw' ? 0 : format === 'zlib' ? 2 : 10;
 }
 
 const gzipMagic = Buffer.from([0x1f, 0x8b, 0x08]);
@@ -205,7 +261,10 @@ function signatureStarts(src: Buffer, magic: Buffer): number[] {
   return found;
 }
 
-/** RFC 1950 headers: CM 8, CINFO <= 7, (CMF*256 + FLG) % 31 == 0, no FDICT; and a first block that is not BTYPE 3. */
+/**
+ * RFC 1950 headers: CM 8, CINFO <= 7, (CMF*256 + FLG) % 31 == 0, no FDICT; and a first block that is not BTYPE 3 nor
+ * a lone stored block with disagreeing lengths.
+ */
 function zlibStarts(src: Buffer): number[] {
   const found: number[] = [];
   for (let at = 0; at + 2 < src.length; at++) {
@@ -213,11 +272,8 @@ function zlibStarts(src: Buffer): number[] {
     if ((cmf & 0x8f) !== 0x08) continue;
     const flg = src[at + 1]!;
     if ((cmf * 256 + flg) % 31 !== 0 || (flg & 0x20) !== 0) continue;
-    const btype = (src[at + 2]! >> 1) & 3;
     // A stored first block says its length twice (LEN, then its one's complement): noise almost never does.
-    if (btype === 0 && at + 6 < src.length && (src.readUInt16LE(at + 3) ^ src.readUInt16LE(at + 5)) !== 0xffff)
-      continue;
-    if (btype !== 3) found.push(at);
+    if (((src[at + 2]! >> 1) & 3) !== 3 && !loneStoredBlock(src, at + 2, src.length)) found.push(at);
   }
   return found;
 }
@@ -246,46 +302,75 @@ interface Decoded {
   readonly bytes: Buffer;
   /** Encoded bytes the stream took. */
   readonly consumed: number;
+  /** Decoded from a copy whose stored blocks were mended, and only stored blocks produced it. */
+  readonly storedOnly?: boolean;
 }
 
 /**
  * What a streaming decoder gets out of `input`: all of it when it decodes (a truncated stream too: sync flush),
  * else the output of the longest prefix that decodes (exponential probe, then bisection). 'too_large' when the output
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
- * twice: the longest good one so far is kept, and it is the answer.
+ * twice: the longest good one so far is kept, and it is the answer. When zlib stops at a stored block whose lengths
+ * disagree, the answer is what a decoder that ignores NLEN gets: the stream with its stored blocks mended (once), or
+ * 'unchecked' when the walk that mends them is past its budget.
  */
 function* longestDecodable(
   format: Format,
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
-): Steps<Decoded | 'too_large' | undefined> {
+): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
+  let src = input;
+  let storedOnly = false;
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
-  const attempt = (length: number): Decoded | 'too_large' | undefined => {
+  const attempt = (length: number): Attempt => {
     if (budget.callsLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    return decodeOnce(format, input.subarray(0, length), maxOutput);
+    return decodeOnce(format, src.subarray(0, length), maxOutput);
   };
+  /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
+  const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
+    if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
+    const copy = yield* mendStoredLengthSteps(format, input, budget);
+    if (typeof copy !== 'object') return copy ?? false;
+    src = copy.copy;
+    storedOnly = copy.huffmanBytes === 0;
+    return true;
+  };
+  const answer = (decoded: Decoded): Decoded => (src === input ? decoded : { ...decoded, storedOnly });
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
   if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
-    const head = attempt(probeBytesFirst);
-    if (head === undefined || head === 'too_large') return head;
+    let head = attempt(probeBytesFirst);
+    const mend = yield* mended(head);
+    if (mend === 'unchecked') return mend;
+    // Nothing but one stored block's bytes, searched where they lie: no prefix holds more (noise opens many such).
+    if (mend === 'in_place') return undefined;
+    if (mend) head = attempt(probeBytesFirst);
+    if (!isDecoded(head)) return head === 'too_large' ? head : undefined;
     good = probeBytesFirst;
     goodDecoded = head;
   }
-  const whole = attempt(input.length);
-  if (input.length >= longCallBytes) yield;
-  if (whole !== undefined) return whole;
-  let bad = input.length;
+  let whole = attempt(src.length);
+  if (src.length >= longCallBytes) yield;
+  const mend = yield* mended(whole);
+  if (mend === 'unchecked') return mend;
+  if (mend === 'in_place') return undefined;
+  if (mend) {
+    whole = attempt(src.length);
+    if (src.length >= longCallBytes) yield;
+  }
+  if (isDecoded(whole)) return answer(whole);
+  if (whole === 'too_large') return whole;
+  let bad = src.length;
   for (let probe = good === 0 ? probeBytesFirst : good * 8; probe < bad; probe *= 8) {
     const got = attempt(probe);
     if (probe >= longCallBytes) yield;
     if (got === 'too_large') return got;
-    if (got === undefined) bad = probe;
+    if (!isDecoded(got)) bad = probe;
     else [good, goodDecoded] = [probe, got];
   }
   while (bad - good > 1) {
@@ -293,11 +378,19 @@ function* longestDecodable(
     const got = attempt(mid);
     if (mid >= longCallBytes) yield;
     if (got === 'too_large') return got;
-    if (got === undefined) bad = mid;
+    if (!isDecoded(got)) bad = mid;
     else [good, goodDecoded] = [mid, got];
   }
   // Two bytes decode to too little to hold a part (at least four bytes of distinct characters).
-  return good <= 2 ? undefined : goodDecoded;
+  if (good <= 2 || goodDecoded === undefined) return undefined;
+  return answer(goodDecoded);
+}
+
+/** One decoder call: the output, or why there is none ('stored_lengths': zlib refused a stored block's NLEN). */
+type Attempt = Decoded | 'too_large' | 'stored_lengths' | undefined;
+
+function isDecoded(got: Attempt): got is Decoded {
+  return typeof got === 'object';
 }
 
 /**
@@ -309,7 +402,7 @@ function chunkSizeFor(inputBytes: number): number | undefined {
   return inputBytes < smallInputBytes ? smallChunkBytes : undefined;
 }
 
-function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Decoded | 'too_large' | undefined {
+function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Attempt {
   // `info: true` (not in the option types) returns the engine too: its bytesWritten is the input the stream took.
   const chunkSize = chunkSizeFor(input.length);
   const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, chunkSize, info: true } as ZlibOptions;
@@ -333,8 +426,9 @@ function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Dec
           : inflateRawSync(input, zlibOptions)) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     return { bytes: result.buffer, consumed: Math.min(input.length, result.engine.bytesWritten) };
   } catch (error) {
-    const tooLarge = error instanceof RangeError || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
-    return tooLarge ? 'too_large' : undefined;
+    const { code, message } = error as { code?: string; message?: string };
+    if (error instanceof RangeError || code === 'ERR_BUFFER_TOO_LARGE') return 'too_large';
+    return code === 'Z_DATA_ERROR' && message === storedLengthsMessage ? 'stored_lengths' : undefined;
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }

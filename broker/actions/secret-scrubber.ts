@@ -1,5 +1,5 @@
 import type { SecretMaterial } from '../ports/index.js';
-import { inflateBudget, inflatedViewSteps, inflationsMax } from './compressed-views.js';
+import { inflateBudget, inflatedViewSteps, inflatesFurther, inflationsMax } from './compressed-views.js';
 import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
 
 /*
@@ -36,7 +36,7 @@ import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
  *
  * Cost: an escape view copies plain stretches natively and is built only when its trigger byte occurs and decodes at
  * least one escape; in an escape view only runs that hold a decoded escape are decoded (the rest are the parent's).
- * A 1 MiB body takes ~10-60 ms on one core; random binary more (~0.1-0.4 s: decoder tries). The search is written as
+ * A 1 MiB body takes ~10-60 ms on one core; random binary more (~0.4-0.5 s: decoder tries, mends). The search is written as
  * steps (sliced-work.ts): scrub() runs them at once, scrubAsync() in slices that give the event loop a turn every few
  * milliseconds (THREAT-MODEL 4: one agent's large answer must not stall the daemon), with exactly the same result.
  */
@@ -756,7 +756,7 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const starts = view instanceof RunView ? view.segmentAt : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
     found.push(...inflated.uncheckable);
-    for (const child of inflated.views) inflations.set(child, level + 1);
+    for (const child of inflated.views) inflations.set(child, inflatesFurther(child) ? level + 1 : inflationsMax);
     queue.push(...inflated.views);
   }
   return mergeRanges(found);

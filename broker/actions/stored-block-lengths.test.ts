@@ -1,0 +1,91 @@
+import fc from 'fast-check';
+import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { lenientInflate } from '../testing/lenient-inflate.js';
+import { mendStoredLengthSteps, mendStoredLengths } from './stored-block-lengths.js';
+
+/** A stored block (not final) holding `data` whose NLEN is `nlen`. */
+function stored(data: Uint8Array, nlen: number): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt16LE(data.length, 1);
+  header.writeUInt16LE(nlen, 3);
+  return Buffer.concat([header, data]);
+}
+
+const finalEmptyStored = Buffer.from([0x01, 0x00, 0x00, 0xff, 0xff]);
+
+describe('mendStoredLengths', () => {
+  it('gives zlib what a decoder that ignores NLEN reads: stored, fixed and dynamic blocks, cut anywhere', () => {
+    const piece = fc.record({
+      data: fc.oneof(
+        fc.uint8Array({ maxLength: 60 }),
+        fc.string({ maxLength: 200 }).map((t) => Buffer.from(t)),
+      ),
+      kind: fc.constantFrom('stored' as const, 'fixed' as const, 'dynamic' as const),
+      nlen: fc.integer({ min: 0, max: 0xffff }),
+      level: fc.integer({ min: 1, max: 9 }),
+    });
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 6 }), fc.double({ min: 0, max: 1 }), (pieces, cut) => {
+        const stream = Buffer.concat([
+          ...pieces.map(({ data, kind, nlen, level }) =>
+            kind === 'stored'
+              ? stored(data, nlen)
+              : deflateRawSync(data, {
+                  finishFlush: constants.Z_FULL_FLUSH,
+                  level,
+                  strategy: kind === 'fixed' ? constants.Z_FIXED : constants.Z_DEFAULT_STRATEGY,
+                }),
+          ),
+          finalEmptyStored,
+        ]);
+        const sent = stream.subarray(0, Math.round(cut * stream.length));
+        const lenient = lenientInflate('raw', sent);
+        const budget = { walkUnitsLeft: 1 << 20 };
+        const mended = mendStoredLengths('raw', sent, budget);
+        expect(mended).not.toBe('unchecked');
+        const zlibReads = (bytes: Buffer): Buffer | undefined => {
+          try {
+            return inflateRawSync(bytes, { finishFlush: constants.Z_SYNC_FLUSH });
+          } catch {
+            return undefined;
+          }
+        };
+        if (mended !== undefined) expect(zlibReads(mended as Buffer)?.equals(lenient)).toBe(true);
+        // Not mended: zlib already reads it all, or all a lenient decoder reads is one stored block's own bytes.
+        else expect(zlibReads(sent)?.equals(lenient) === true || sent.includes(lenient)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('stops at its budget: a long chain of stored blocks is unchecked, not walked to the end', () => {
+    const blocks = 300_000;
+    const chain = Buffer.concat(Array.from({ length: blocks }, () => stored(Buffer.from('ab'), 0)));
+    const budget = { walkUnitsLeft: 1000 };
+    expect(mendStoredLengths('raw', chain, budget)).toBe('unchecked');
+    // Two units a block, charged every 65 536 units: it stopped after the first charge past the budget, not at the end.
+    expect(budget.walkUnitsLeft).toBeGreaterThan(-70_000);
+    const enough = { walkUnitsLeft: 1 << 20 };
+    expect(mendStoredLengths('raw', chain, enough)).toBeInstanceOf(Buffer);
+    expect((1 << 20) - enough.walkUnitsLeft).toBeLessThanOrEqual(2 * blocks + chain.length / 16 + 2);
+  });
+
+  it('yields every ~65 000 units: a long walk is many short steps', () => {
+    // 400 000 empty fixed blocks (10 bits each, 34 units): ~13.6 M units.
+    const blocks = 400_000;
+    const stream = Buffer.alloc(1 + (blocks * 10) / 8 + 5);
+    stream.set([0x00, 0x00, 0x00, 0x34, 0x12]);
+    for (let block = 0, bit = 5 * 8; block < blocks; block++, bit += 10) {
+      stream[bit >> 3]! |= (2 << (bit & 7)) & 0xff;
+      stream[(bit >> 3) + 1]! |= (2 << (bit & 7)) >> 8;
+    }
+    const budget = { walkUnitsLeft: 1e9 };
+    const steps = mendStoredLengthSteps('raw', stream, budget);
+    let yields = 0;
+    while (steps.next().done !== true) yields += 1;
+    const units = 1e9 - budget.walkUnitsLeft;
+    expect(units).toBeGreaterThan(blocks * 34);
+    expect(yields).toBeGreaterThanOrEqual(Math.floor(units / 65_536) - 1);
+  });
+});

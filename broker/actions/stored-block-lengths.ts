@@ -1,0 +1,385 @@
+import { runSteps, type Steps } from './sliced-work.js';
+
+/*
+ * A stored deflate block (BTYPE 0) says its length twice: LEN, then NLEN, its one's complement. zlib refuses a block
+ * whose two disagree ("invalid stored block lengths") and stops there; a more lenient decoder reads LEN and ignores
+ * NLEN (fflate does). A hostile remote can split a secret across stored blocks with a wrong NLEN: zlib, and so a
+ * scrubber searching what zlib decodes, never sees it whole; the agent's lenient decoder gives it out.
+ *
+ * mendStoredLengthSteps walks a stream's blocks as such a decoder does (RFC 1951: stored blocks skipped by LEN,
+ * Huffman blocks decoded symbol by symbol through lookup tables, without keeping their output) and returns a copy in
+ * which every stored block's NLEN is LEN's complement, cut where the walk stopped: zlib then decodes exactly what the
+ * lenient decoder reads. The walk refuses nothing zlib accepts (it stops only where zlib stops too, or later), so no
+ * block zlib would reach is missed.
+ *
+ * Cost (THREAT-MODEL 4): the walk is linear in the symbols it decodes, charged to the caller's budget in units (a
+ * symbol, a block header, a lookup-table entry built, 16 bytes copied: each ~5-20 ns), and written as steps
+ * (sliced-work.ts) that yield every `unitsPerStep` units; stored data is skipped, free. Past the budget: 'unchecked'.
+ */
+
+export type DeflateFormat = 'raw' | 'zlib' | 'gzip';
+
+export interface WalkBudget {
+  /** Walk units (symbols decoded, block headers, table entries built, 16-byte copies) left in this scrub. */
+  walkUnitsLeft: number;
+}
+
+/** A mended copy, and whether anything in it came out of a Huffman block (not only stored blocks' own bytes). */
+export interface Mended {
+  readonly copy: Buffer;
+  readonly huffmanBytes: number;
+}
+
+/** Units walked between two yields (~0.5-2 ms). */
+const unitsPerStep = 1 << 16;
+
+/**
+ * A copy of `input` with every stored block's NLEN mended, cut where a lenient decoder stops; undefined when no stored
+ * block disagrees (zlib already reads what a lenient decoder does); 'in_place' when a lenient decoder reads nothing
+ * but one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too);
+ * 'unchecked' when the budget ran out first.
+ */
+export function* mendStoredLengthSteps(
+  format: DeflateFormat,
+  input: Buffer,
+  budget: WalkBudget,
+): Steps<Mended | 'in_place' | 'unchecked' | undefined> {
+  if (budget.walkUnitsLeft <= 0) return 'unchecked';
+  const walk = new Walk(input, budget);
+  let at = format === 'raw' ? 0 : format === 'zlib' ? 2 : gzipDataStart(input, 0);
+  let cut = input.length;
+  while (at !== undefined) {
+    const end = yield* walk.blocks(at);
+    if (end === 'unchecked') return end;
+    if (end.stopped) {
+      cut = Math.min(input.length, Math.ceil(end.bit / 8));
+      break;
+    }
+    // The final block ended: zlib and raw streams end here; a gzip member's trailer may be followed by another member.
+    const trailerEnd = Math.ceil(end.bit / 8) + 8;
+    at = format === 'gzip' ? gzipDataStart(input, trailerEnd) : undefined;
+    cut = at === undefined ? Math.min(input.length, Math.ceil(end.bit / 8)) : cut;
+  }
+  if (!walk.charge()) return 'unchecked';
+  // One stored block and nothing else: what a lenient decoder gives is bytes the input holds as they are.
+  if (walk.mendCount === 0) return undefined;
+  if (walk.huffmanBytes === 0 && walk.storedPieces <= 1) return 'in_place';
+  // The copy is cut where the walk stopped, and charged too: 16 copied bytes cost a unit.
+  budget.walkUnitsLeft -= cut / 16;
+  if (budget.walkUnitsLeft < 0) return 'unchecked';
+  const copy = Buffer.from(input.subarray(0, cut));
+  for (let i = 0; i < walk.mendCount; i++) {
+    const lenAt = walk.mends[i]!;
+    if (lenAt + 4 <= cut) copy.writeUInt16LE(input.readUInt16LE(lenAt) ^ 0xffff, lenAt + 2);
+  }
+  return { copy, huffmanBytes: walk.huffmanBytes };
+}
+
+/** mendStoredLengthSteps run at once: the copy, or undefined / 'unchecked' as it says. */
+export function mendStoredLengths(
+  format: DeflateFormat,
+  input: Buffer,
+  budget: WalkBudget,
+): Buffer | 'unchecked' | undefined {
+  const mended = runSteps(mendStoredLengthSteps(format, input, budget));
+  return typeof mended === 'object' ? mended.copy : mended === 'in_place' ? undefined : mended;
+}
+
+/** Where the deflate data of a gzip member starting at `at` begins (RFC 1952 header), or undefined. */
+function gzipDataStart(src: Buffer, at: number): number | undefined {
+  if (at + 10 > src.length || src[at] !== 0x1f || src[at + 1] !== 0x8b || src[at + 2] !== 0x08) return undefined;
+  const flags = src[at + 3]!;
+  if ((flags & 0xe0) !== 0) return undefined;
+  let next = at + 10;
+  if (flags & 0x04) next = next + 2 > src.length ? src.length + 1 : next + 2 + src.readUInt16LE(next);
+  for (const flag of [0x08, 0x10]) {
+    if ((flags & flag) === 0) continue;
+    const zero = next < src.length ? src.indexOf(0, next) : -1;
+    next = zero < 0 ? src.length + 1 : zero + 1;
+  }
+  if (flags & 0x02) next += 2;
+  return next < src.length ? next : undefined;
+}
+
+const lengthBase = Uint16Array.from([
+  3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258,
+]);
+const lengthExtra = Uint8Array.from([
+  0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+]);
+const distanceBase = Uint16Array.from([
+  1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
+  8193, 12289, 16385, 24577,
+]);
+const distanceExtra = Uint8Array.from([
+  0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
+]);
+/** The order code length code lengths are sent in (RFC 1951 3.2.7). */
+const codeLengthOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+
+/**
+ * A canonical Huffman code as a lookup table indexed by the next `bits` input bits (least significant first): each
+ * entry is symbol << 4 | code length, 0 where no code starts (an incomplete code's gaps).
+ */
+interface Code {
+  readonly table: Int32Array;
+  readonly bits: number;
+  /** zlib builds it (inflate_table): not over-subscribed, and complete unless it is one code of one bit. */
+  readonly accepted: boolean;
+}
+
+function canonicalCode(lengths: Uint8Array, codeLengths = false): Code {
+  const count = new Uint16Array(16);
+  for (const length of lengths) count[length]! += 1;
+  count[0] = 0;
+  let left = 1;
+  let longest = 0;
+  for (let length = 1; length < 16; length++) {
+    left = (left << 1) - count[length]!;
+    if (count[length]! > 0) longest = length;
+    if (left < 0) break;
+  }
+  // No code at all is built too (a block without distances); reading from it fails where zlib's does.
+  const accepted = longest === 0 || (left >= 0 && (left === 0 || (!codeLengths && longest === 1)));
+  const table = new Int32Array(1 << longest);
+  // An over-subscribed code has no table; an incomplete one (the fixed distance code: 30 of 32) has gaps.
+  if (left < 0) return { table, bits: longest, accepted };
+  const next = new Uint16Array(16);
+  for (let length = 1, code = 0; length < 16; length++) {
+    code = (code + count[length - 1]!) << 1;
+    next[length] = code;
+  }
+  for (let symbol = 0; symbol < lengths.length; symbol++) {
+    const length = lengths[symbol]!;
+    if (length === 0) continue;
+    const code = next[length]!++;
+    let reversed = 0;
+    for (let i = 0; i < length; i++) reversed |= ((code >> i) & 1) << (length - 1 - i);
+    for (let index = reversed; index < table.length; index += 1 << length) table[index] = (symbol << 4) | length;
+  }
+  return { table, bits: longest, accepted };
+}
+
+const fixedLiteral = canonicalCode(
+  Uint8Array.from({ length: 288 }, (_, s) => (s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8)),
+);
+const fixedDistance = canonicalCode(new Uint8Array(30).fill(5));
+const fixedCodes = { literal: fixedLiteral, distance: fixedDistance };
+
+/** Why a walk stopped: the input ended or held what no decoder reads (stopped), or the final block ended. */
+interface WalkEnd {
+  readonly stopped: boolean;
+  /** Where: the bit the failing structure starts at, or the input's end; or the final block's end. */
+  readonly bit: number;
+}
+
+/** A symbol or field could not be read: the input ended (truncated) or the code is not one (invalid). */
+const truncated = -1;
+const invalid = -2;
+
+/** The next 32 - (bit & 7) >= 25 bits from `bit`, least significant first; past the input's end, zeros. */
+function peek(src: Buffer, bit: number): number {
+  const at = bit >>> 3;
+  if (at + 3 < src.length) {
+    return ((src[at]! | (src[at + 1]! << 8) | (src[at + 2]! << 16) | (src[at + 3]! << 24)) >>> (bit & 7)) >>> 0;
+  }
+  return (((src[at] ?? 0) | ((src[at + 1] ?? 0) << 8) | ((src[at + 2] ?? 0) << 16)) >>> (bit & 7)) >>> 0;
+}
+
+/** One symbol of `code` at `bit`: its table entry (symbol << 4 | length), or `truncated` / `invalid`. */
+function decode(code: Code, src: Buffer, bit: number, endBit: number): number {
+  const entry = code.table[peek(src, bit) & (code.table.length - 1)]!;
+  const length = entry & 15;
+  const available = endBit - bit;
+  // Past the end the bits read as zeros: no code there, or a longer one than is left, is the input ending.
+  if (length === 0) return available >= code.bits ? invalid : truncated;
+  return length > available ? truncated : entry;
+}
+
+class Walk {
+  private bit = 0;
+  private readonly endBit: number;
+  /** Bytes the stream produced so far: how far back a distance may reach. */
+  private produced = 0;
+  /** Units spent since the last charge to the budget. */
+  private units = 0;
+  /** Stored blocks that held data, and bytes Huffman blocks produced, over the whole walk. */
+  storedPieces = 0;
+  huffmanBytes = 0;
+  /** The LEN offsets of the stored blocks whose NLEN disagrees: the first `mendCount` entries. */
+  mends = new Uint32Array(16);
+  mendCount = 0;
+
+  constructor(
+    private readonly src: Buffer,
+    private readonly budget: WalkBudget,
+  ) {
+    this.endBit = src.length * 8;
+  }
+
+  /** Walks the blocks of one deflate stream from byte `at`, noting each disagreeing stored block's LEN offset. */
+  *blocks(at: number): Steps<WalkEnd | 'unchecked'> {
+    this.bit = at * 8;
+    this.produced = 0;
+    for (;;) {
+      if (this.units >= unitsPerStep) {
+        if (!this.charge()) return 'unchecked';
+        yield;
+      }
+      // A block header: a stored block's is the whole cost of the block, and costs about two symbols.
+      this.units += 2;
+      const start = this.bit;
+      const header = this.bits(3);
+      if (header < 0) return { stopped: true, bit: start };
+      const type = header >> 1;
+      if (type === 0) {
+        const src = this.src;
+        const lenAt = (this.bit + 7) >>> 3;
+        if (lenAt + 4 > src.length) return { stopped: true, bit: this.endBit };
+        const length = src[lenAt]! | (src[lenAt + 1]! << 8);
+        if ((length ^ (src[lenAt + 2]! | (src[lenAt + 3]! << 8))) !== 0xffff) this.mend(lenAt);
+        this.produced += length;
+        if (length > 0) this.storedPieces += 1;
+        // Stored data is skipped, not read: it costs nothing however long it is.
+        this.bit = (lenAt + 4 + length) * 8;
+        if (this.bit > this.endBit) return { stopped: true, bit: this.endBit };
+      } else if (type === 3) {
+        return { stopped: true, bit: start };
+      } else {
+        // A Huffman block's setup (its codes, a generator to read it) costs about as much as 32 symbols.
+        this.units += 32;
+        const codes = type === 1 ? fixedCodes : this.dynamicCodes();
+        if (typeof codes === 'number') return { stopped: true, bit: codes === truncated ? this.endBit : start };
+        const end = yield* this.huffmanData(codes.literal, codes.distance);
+        if (end !== undefined) return end;
+      }
+      if ((header & 1) === 1) return this.charge() ? { stopped: false, bit: this.bit } : 'unchecked';
+    }
+  }
+
+  /** Reads one block's symbols up to end-of-block; a WalkEnd (or 'unchecked') when it stops inside. */
+  private *huffmanData(literal: Code, distance: Code): Steps<WalkEnd | 'unchecked' | undefined> {
+    const { src, endBit } = this;
+    let bit = this.bit;
+    let produced = this.produced;
+    let huffmanBytes = 0;
+    let units = 0;
+    const stop = (at: number, code: number): WalkEnd => {
+      this.bit = bit;
+      this.produced = produced;
+      this.huffmanBytes += huffmanBytes;
+      this.units += units;
+      return { stopped: true, bit: code === truncated ? endBit : at };
+    };
+    for (;;) {
+      if (units >= unitsPerStep) {
+        this.units += units;
+        units = 0;
+        if (!this.charge()) return 'unchecked';
+        yield;
+      }
+      units += 1;
+      const at = bit;
+      const entry = decode(literal, src, bit, endBit);
+      if (entry < 0) return stop(at, entry);
+      const symbol = entry >> 4;
+      bit += entry & 15;
+      if (symbol < 256) {
+        produced += 1;
+        huffmanBytes += 1;
+        continue;
+      }
+      if (symbol === 256) break;
+      const l = symbol - 257;
+      if (l >= 29) return stop(at, invalid);
+      const lengthBits = lengthExtra[l]!;
+      if (bit + lengthBits > endBit) return stop(at, truncated);
+      const length = lengthBase[l]! + (peek(src, bit) & ((1 << lengthBits) - 1));
+      bit += lengthBits;
+      const d = decode(distance, src, bit, endBit);
+      if (d < 0) return stop(at, d);
+      const symbolD = d >> 4;
+      if (symbolD >= 30) return stop(at, invalid);
+      bit += d & 15;
+      const distanceBits = distanceExtra[symbolD]!;
+      if (bit + distanceBits > endBit) return stop(at, truncated);
+      const reach = distanceBase[symbolD]! + (peek(src, bit) & ((1 << distanceBits) - 1));
+      bit += distanceBits;
+      // zlib refuses a distance past what the stream produced so far ("invalid distance too far back").
+      if (reach > produced) return stop(at, invalid);
+      produced += length;
+      huffmanBytes += length;
+      // A length and a distance: two symbols.
+      units += 1;
+    }
+    this.bit = bit;
+    this.produced = produced;
+    this.huffmanBytes += huffmanBytes;
+    this.units += units;
+    return undefined;
+  }
+
+  /** A dynamic block's header (RFC 1951 3.2.7): its two codes, or where it cannot be read. */
+  private dynamicCodes(): { literal: Code; distance: Code } | number {
+    const literals = this.bits(5);
+    const distances = this.bits(5);
+    const codeLengthCodes = this.bits(4);
+    if (codeLengthCodes < 0) return truncated;
+    if (literals + 257 > 286 || distances + 1 > 30) return invalid;
+    const codeLengths = new Uint8Array(19);
+    for (let i = 0; i < codeLengthCodes + 4; i++) {
+      const length = this.bits(3);
+      if (length < 0) return truncated;
+      codeLengths[codeLengthOrder[i]!] = length;
+    }
+    const lengthCode = canonicalCode(codeLengths, true);
+    if (!lengthCode.accepted) return invalid;
+    const lengths = new Uint8Array(literals + 257 + distances + 1);
+    for (let i = 0; i < lengths.length;) {
+      const entry = decode(lengthCode, this.src, this.bit, this.endBit);
+      if (entry < 0) return entry;
+      this.bit += entry & 15;
+      const symbol = entry >> 4;
+      if (symbol < 16) {
+        lengths[i++] = symbol;
+        continue;
+      }
+      if (symbol === 16 && i === 0) return invalid;
+      const repeat = symbol === 16 ? this.bits(2) + 3 : symbol === 17 ? this.bits(3) + 3 : this.bits(7) + 11;
+      if (repeat < 3) return truncated;
+      if (i + repeat > lengths.length) return invalid;
+      lengths.fill(symbol === 16 ? lengths[i - 1]! : 0, i, i + repeat);
+      i += repeat;
+    }
+    if (lengths[256] === 0) return invalid;
+    const literal = canonicalCode(lengths.subarray(0, literals + 257));
+    const distance = canonicalCode(lengths.subarray(literals + 257));
+    // Every table entry built is a unit, as are the code lengths read.
+    this.units += lengths.length + literal.table.length + distance.table.length;
+    return literal.accepted && distance.accepted ? { literal, distance } : invalid;
+  }
+
+  private mend(lenAt: number): void {
+    if (this.mendCount === this.mends.length) {
+      const grown = new Uint32Array(this.mends.length * 2);
+      grown.set(this.mends);
+      this.mends = grown;
+    }
+    this.mends[this.mendCount++] = lenAt;
+  }
+
+  /** Charges the units spent since the last charge; false when the budget is spent. */
+  charge(): boolean {
+    this.budget.walkUnitsLeft -= this.units;
+    this.units = 0;
+    return this.budget.walkUnitsLeft >= 0;
+  }
+
+  /** `n` bits (at most 16), least significant first (RFC 1951 3.1.1), or `truncated`. */
+  private bits(n: number): number {
+    if (this.bit + n > this.endBit) return truncated;
+    const value = peek(this.src, this.bit) & ((1 << n) - 1);
+    this.bit += n;
+    return value;
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * A reference decoder as lenient as the agent's may be: it inflates raw deflate, zlib and gzip (RFC 1950-1952) like a
+ * streaming decoder (everything up to where the data ends or stops making sense), reads a stored block's LEN and never
+ * looks at its NLEN (fflate's inflate does the same), and checks no checksum. Tests use it to prove that a stream the
+ * scrubber must redact really gives a secret to an agent; it shares no code with the scrubber.
+ */
+
+export type LenientFormat = 'raw' | 'zlib' | 'gzip';
+
+const lengthBase = [
+  3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258,
+];
+const lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+const distBase = [
+  1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
+  8193, 12289, 16385, 24577,
+];
+const distExtra = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+const clOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+
+class End extends Error {}
+
+/** Codes as a map from `${length}:${code}` to symbol (RFC 1951 3.2.2's construction). */
+function codeMap(lengths: readonly number[]): Map<string, number> {
+  const map = new Map<string, number>();
+  const blCount = new Array<number>(16).fill(0);
+  for (const l of lengths) if (l > 0) blCount[l]! += 1;
+  const next = new Array<number>(16).fill(0);
+  // The first code of each length: after all shorter ones, shifted (zero-length symbols have no code).
+  for (let bits = 1, code = 0; bits < 16; bits++) {
+    next[bits] = code;
+    code = (code + blCount[bits]!) << 1;
+  }
+  lengths.forEach((l, symbol) => {
+    if (l > 0) map.set(`${l}:${next[l]!++}`, symbol);
+  });
+  return map;
+}
+
+const fixedLit = codeMap(Array.from({ length: 288 }, (_, s) => (s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8)));
+const fixedDist = codeMap(new Array<number>(30).fill(5));
+
+/** A dynamic block's two codes (RFC 1951 3.2.7), read with the decoder's own bit and symbol readers. */
+function dynamicCodes(
+  bits: (n: number) => number,
+  symbol: (map: Map<string, number>) => number,
+): [Map<string, number>, Map<string, number>] {
+  const hlit = bits(5) + 257;
+  const hdist = bits(5) + 1;
+  const hclen = bits(4) + 4;
+  const cl = new Array<number>(19).fill(0);
+  for (let i = 0; i < hclen; i++) cl[clOrder[i]!] = bits(3);
+  const clMap = codeMap(cl);
+  const lengths: number[] = [];
+  while (lengths.length < hlit + hdist) {
+    const s = symbol(clMap);
+    if (s < 16) lengths.push(s);
+    else if (s === 16) lengths.push(...new Array<number>(3 + bits(2)).fill(lengths.at(-1) ?? 0));
+    else lengths.push(...new Array<number>(s === 17 ? 3 + bits(3) : 11 + bits(7)).fill(0));
+  }
+  return [codeMap(lengths.slice(0, hlit)), codeMap(lengths.slice(hlit, hlit + hdist))];
+}
+
+/** Inflates `data` as a lenient streaming decoder would; what it produced before the data ended or went wrong. */
+export function lenientInflate(format: LenientFormat, data: Uint8Array): Buffer {
+  const out: number[] = [];
+  let pos = 0;
+  const bit = (): number => {
+    if (pos >= data.length * 8) throw new End();
+    const b = (data[pos >> 3]! >> (pos & 7)) & 1;
+    pos++;
+    return b;
+  };
+  const bits = (n: number): number => {
+    let v = 0;
+    for (let i = 0; i < n; i++) v |= bit() << i;
+    return v;
+  };
+  const symbol = (map: Map<string, number>): number => {
+    let code = 0;
+    for (let l = 1; l < 16; l++) {
+      code = (code << 1) | bit();
+      const s = map.get(`${l}:${code}`);
+      if (s !== undefined) return s;
+    }
+    throw new End();
+  };
+  const deflate = (): void => {
+    const start = out.length;
+    for (let final = 0; final === 0;) {
+      final = bits(1);
+      const type = bits(2);
+      if (type === 0) {
+        pos = Math.ceil(pos / 8) * 8;
+        const len = bits(16);
+        bits(16); // NLEN: not looked at.
+        for (let i = 0; i < len; i++) out.push(bits(8));
+        continue;
+      }
+      if (type === 3) throw new End();
+      let lit = fixedLit;
+      let dist = fixedDist;
+      if (type === 2) [lit, dist] = dynamicCodes(bits, symbol);
+      for (;;) {
+        const s = symbol(lit);
+        if (s < 256) out.push(s);
+        else if (s === 256) break;
+        else {
+          const length = lengthBase[s - 257]! + bits(lengthExtra[s - 257]!);
+          const d = symbol(dist);
+          const distance = distBase[d]! + bits(distExtra[d]!);
+          if (distance > out.length - start) throw new End();
+          for (let i = 0; i < length; i++) out.push(out[out.length - distance]!);
+        }
+      }
+    }
+    pos = Math.ceil(pos / 8) * 8;
+  };
+  try {
+    if (format === 'raw') deflate();
+    else if (format === 'zlib') {
+      pos = 16;
+      deflate();
+    } else {
+      // gzip members, one after another; header fields skipped, trailers not checked.
+      while (pos + 80 <= data.length * 8 && data[pos >> 3] === 0x1f && data[(pos >> 3) + 1] === 0x8b) {
+        let at = (pos >> 3) + 10;
+        const flags = data[(pos >> 3) + 3]!;
+        if (flags & 4) at += 2 + (data[at]! | (data[at + 1]! << 8));
+        if (flags & 8) at = data.indexOf(0, at) + 1;
+        if (flags & 16) at = data.indexOf(0, at) + 1;
+        if (flags & 2) at += 2;
+        pos = at * 8;
+        deflate();
+        pos += 64;
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof End)) throw error;
+  }
+  return Buffer.from(out);
+}
