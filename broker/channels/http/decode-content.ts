@@ -115,7 +115,7 @@ class Slots {
   private free: number;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(count: number) {
+  constructor(private readonly count: number) {
     this.free = count;
   }
 
@@ -134,8 +134,8 @@ class Slots {
   }
 
   /** Decodes running now (a test's window on the bound). */
-  busy(count: number): number {
-    return count - this.free;
+  busy(): number {
+    return this.count - this.free;
   }
 }
 
@@ -143,7 +143,7 @@ const decodeSlots = new Slots(concurrentDecodesMax);
 
 /** How many decodes run now (tests). */
 export function decodesRunning(): number {
-  return decodeSlots.busy(concurrentDecodesMax);
+  return decodeSlots.busy();
 }
 
 /** The codings to undo, or the answer when there is nothing to decode (identity) or nothing that may be decoded. */
