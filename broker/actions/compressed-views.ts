@@ -7,7 +7,7 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
-import { gzipDataAt, gzipTrailerBytes, storedBlocksRead } from './gzip-members.js';
+import { gzipDataAt, gzipTrailerBytes } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
 import { mendStoredLengthSteps } from './stored-block-lengths.js';
 
@@ -259,9 +259,9 @@ function firstBlockAt(format: Format, src: Buffer, at: number): number {
  * The gzip members from `at` on, read as a lenient decoder reads them (gzip-members.ts): each member's deflate data
  * decoded as raw deflate (longestDecodable: a corrupt tail, stored blocks zlib refuses), its trailer skipped
  * unchecked, and the outputs of members that follow one another joined, so a secret split across members is seen
- * whole. A member zlib does not decode because its one stored block's NLEN is wrong is read as such a decoder reads
- * it (storedBlocksRead): alone its bytes lie in the view already, joined they may not. Every member after the first
- * is added to `chained`: its output is in this view, and it is not decoded again on its own.
+ * whole (a member whose only output is one stored block with a wrong NLEN too: alone its bytes lie in the view
+ * already, joined they may not). Every member after the first is added to `chained`: its output is in this view, and
+ * it is not decoded again on its own.
  */
 function* gzipMembers(
   src: Buffer,
@@ -278,16 +278,14 @@ function* gzipMembers(
   for (let member = at; ;) {
     const data = gzipDataAt(src, member, end);
     if (data === undefined) break;
-    const decoded = yield* longestDecodable('raw', src.subarray(data, end), maxOutput - total, budget, false);
-    if (decoded === 'too_large' || decoded === 'unchecked') return decoded;
-    const read = decoded ?? storedBlocksRead(src, data, end, budget);
-    if (read === 'unchecked') return read;
+    const read = yield* longestDecodable('raw', src.subarray(data, end), maxOutput - total, budget, true);
+    if (read === 'too_large' || read === 'unchecked') return read;
     if (read === undefined) break;
     if (member !== at) chained.add(member);
     outputs.push(read.bytes);
     total += read.bytes.length;
     if (total >= maxOutput) return 'too_large';
-    storedOnly &&= decoded === undefined || decoded.storedOnly === true;
+    storedOnly &&= read.storedOnly === true;
     // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it.
     member = data + read.consumed + gzipTrailerBytes;
     readTo = Math.min(end, member);
@@ -363,15 +361,17 @@ interface Decoded {
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
  * twice: the longest good one so far is kept, and it is the answer. When zlib stops at a stored block whose lengths
  * disagree, the answer is what a decoder that ignores NLEN gets: the stream with its stored blocks mended (once), or
- * 'unchecked' when the walk that mends them is past its budget. `headFirst`: data without a signature is decoded first
- * at its head (below); a gzip member's deflate data, behind a signature, is not (that would cost a second call each).
+ * 'unchecked' when the walk that mends them is past its budget. `memberData`: `input` is a gzip member's deflate data
+ * (gzipMembers): not decoded at its head first (behind a signature it is seldom noise, and the probe would be a second
+ * call for each member), and a lone stored block with a wrong NLEN is decoded too (its bytes lie in the view, but
+ * joined to the next member's output they may make a secret that does not).
  */
 function* longestDecodable(
   format: Exclude<Format, 'gzip'>,
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
-  headFirst = format === 'raw' || format === 'br',
+  memberData = false,
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
   let storedOnly = false;
@@ -385,7 +385,7 @@ function* longestDecodable(
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
     if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
-    const copy = yield* mendStoredLengthSteps(format, input, budget);
+    const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
     if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
     storedOnly = copy.huffmanBytes === 0;
@@ -396,7 +396,7 @@ function* longestDecodable(
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
-  if (headFirst && input.length > probeBytesFirst) {
+  if ((format === 'raw' || format === 'br') && !memberData && input.length > probeBytesFirst) {
     let head = attempt(probeBytesFirst);
     const mend = yield* mended(head);
     if (mend === 'unchecked') return mend;

@@ -142,12 +142,15 @@ function attackStream(
     case 'split-members':
       return Buffer.concat([member(plain.subarray(0, split), fields, wrong), member(plain.subarray(split))]);
     case 'stored-member': {
-      // The first member's deflate data: one final stored block whose NLEN is wrong (zlib refuses it).
+      // The first member's deflate data: one final stored block whose NLEN is wrong (zlib refuses it); when `wrong`
+      // is odd, behind an empty fixed Huffman block (its header, end-of-block, then the stored block's header bits).
       const head = plain.subarray(0, split);
-      const block = Buffer.alloc(5);
-      block[0] = 1;
-      block.writeUInt16LE(head.length, 1);
-      block.writeUInt16LE((head.length ^ 0xffff ^ wrong) & 0xffff, 3);
+      const emptyHuffman = wrong % 2 === 1;
+      const block = Buffer.alloc(emptyHuffman ? 6 : 5);
+      if (emptyHuffman) block.set([0x02, 0x04]);
+      else block[0] = 1;
+      block.writeUInt16LE(head.length, block.length - 4);
+      block.writeUInt16LE((head.length ^ 0xffff ^ wrong) & 0xffff, block.length - 2);
       const first = member(head, fields);
       const data = first.length - 8 - deflateRawSync(head).length;
       const stored = Buffer.concat([first.subarray(0, data), block, head, first.subarray(-8)]);
