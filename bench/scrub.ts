@@ -103,6 +103,16 @@ function gzipMembers(bytes: number): Buffer {
   return Buffer.concat(members).subarray(0, bytes);
 }
 
+/**
+ * A hostile megabyte for the lenient gzip reading: a gzip header every 64 bytes, FLG with reserved bits and FHCRC set
+ * (zlib refuses both at once; they are read now), each followed by noise that raw deflate reads for a while.
+ */
+function gzipHeaders(bytes: number): Buffer {
+  const noise = idBytes('gzip-noise', bytes);
+  for (let at = 0; at + 16 <= bytes; at += 64) noise.set([0x1f, 0x8b, 0x08, 0xe2, 0, 0, 0, 0, 0, 3, 0x12, 0x34], at);
+  return noise;
+}
+
 const gzipPage = (zlib as { gzipSync: (data: Buffer) => Buffer }).gzipSync(pageOfIds(50));
 
 const answers: Answer[] = [
@@ -118,6 +128,7 @@ const answers: Answer[] = [
   ),
   bodyAnswer('64 KiB of small gzip members one after another (~80 B each)', gzipMembers(64 * 1024)),
   bodyAnswer('hostile: 1 MiB of random binary', idBytes('random', 1024 * 1024)),
+  bodyAnswer('hostile: 1 MiB with a gzip header (reserved FLG bits, FHCRC) every 64 bytes', gzipHeaders(1 << 20)),
   bodyAnswer('hostile: 1 MiB of zlib headers, each a chain of stored blocks with a wrong NLEN', storedChains(1 << 20)),
 ];
 // Canary values only. A bearer token's parts are the token and `Bearer <token>`; the shortest sets how short a
