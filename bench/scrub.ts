@@ -92,13 +92,43 @@ function storedChains(bytes: number): Buffer {
   return Buffer.concat(Array.from({ length: bytes / unit.length }, () => unit));
 }
 
+/** An answer of many small gzip members one after another (a multi-member file): each an item of the page. */
+function gzipMembers(bytes: number): Buffer {
+  const { gzipSync } = zlib as { gzipSync: (data: Buffer) => Buffer };
+  const members: Buffer[] = [];
+  for (let i = 0, total = 0; total < bytes; i++) {
+    members.push(gzipSync(Buffer.from(`{"id":"${uuid(`member${i}`)}","name":"item ${i}"}\n`)));
+    total += members.at(-1)!.length;
+  }
+  return Buffer.concat(members).subarray(0, bytes);
+}
+
+/**
+ * A hostile megabyte for the lenient gzip reading: a gzip header every 64 bytes, FLG with reserved bits and FHCRC set
+ * (zlib refuses both at once; they are read now), each followed by noise that raw deflate reads for a while.
+ */
+function gzipHeaders(bytes: number): Buffer {
+  const noise = idBytes('gzip-noise', bytes);
+  for (let at = 0; at + 16 <= bytes; at += 64) noise.set([0x1f, 0x8b, 0x08, 0xe2, 0, 0, 0, 0, 0, 3, 0x12, 0x34], at);
+  return noise;
+}
+
+const gzipPage = (zlib as { gzipSync: (data: Buffer) => Buffer }).gzipSync(pageOfIds(50));
+
 const answers: Answer[] = [
   headersAnswer('the durable bench target: 5 plain header values', plainHeaders),
   bodyAnswer('the durable bench target: body {"ok":true}', Buffer.from('{"ok":true}')),
   headersAnswer('4 id header values (request id, etag, traceparent, x-amz-id-2)', idHeaders),
   bodyAnswer('JSON page of 10 items (UUID, hex etag, base64 cursor)', pageOfIds(10)),
   bodyAnswer('JSON page of 50 items', pageOfIds(50)),
+  bodyAnswer('JSON page of 50 items, gzip (undeclared: octet-stream)', gzipPage),
+  bodyAnswer(
+    'JSON page of 50 items, gzip, base64 in a JSON field',
+    Buffer.from(`{"data":"${gzipPage.toString('base64')}"}`),
+  ),
+  bodyAnswer('64 KiB of small gzip members one after another (~80 B each)', gzipMembers(64 * 1024)),
   bodyAnswer('hostile: 1 MiB of random binary', idBytes('random', 1024 * 1024)),
+  bodyAnswer('hostile: 1 MiB with a gzip header (reserved FLG bits, FHCRC) every 64 bytes', gzipHeaders(1 << 20)),
   bodyAnswer('hostile: 1 MiB of zlib headers, each a chain of stored blocks with a wrong NLEN', storedChains(1 << 20)),
 ];
 // Canary values only. A bearer token's parts are the token and `Bearer <token>`; the shortest sets how short a

@@ -2,12 +2,12 @@ import { isUtf8 } from 'node:buffer';
 import {
   brotliDecompressSync,
   constants,
-  gunzipSync,
   inflateRawSync,
   inflateSync,
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
+import { gzipDataAt, gzipTrailerBytes } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
 import { mendStoredLengthSteps } from './stored-block-lengths.js';
 
@@ -20,7 +20,9 @@ import { mendStoredLengthSteps } from './stored-block-lengths.js';
  *
  *   with a signature, found at any offset: gzip (1f 8b 08), zlib (a valid two-byte header: CM 8, CINFO <= 7, FCHECK,
  *                   no preset dictionary), zip entries stored with deflate (the local header says where the raw data
- *                   starts).
+ *                   starts). gzip is read as a lenient decoder reads it (gzip-members.ts): any FLG, header fields
+ *                   skipped unchecked (FHCRC too), each member's data decoded as raw deflate, trailers unchecked, and
+ *                   consecutive members joined into one view.
  *   without one:    raw deflate and brotli, tried where data starts (a view's first byte, each base64/hex run on its
  *                   own) when those bytes do not look like text, at most `headlessTriesMax` places per input: they
  *                   cost two decoder calls each and cannot be told from noise, so past the bound (hundreds of runs
@@ -162,18 +164,26 @@ export function* inflatedViewSteps(
 ): Steps<Inflation> {
   const out: Inflation = { views: [], uncheckable: [] };
   const src = view.bytes;
+  /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
+  const chained = new Set<number>();
   const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
   const tryAt = function* (format: Format, at: number, end = src.length): Steps<void> {
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
-    if (budget.walkUnitsLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, at + firstBlockAt(format), end)) {
+    if (
+      budget.walkUnitsLeft <= 0 &&
+      format !== 'br' &&
+      storedLengthsDisagree(src, firstBlockAt(format, src, at), end)
+    ) {
       out.uncheckable.push(untilEnd(at));
       return;
     }
     const decoded =
       budget.callsLeft <= 0 || budget.bytesLeft <= 0
         ? 'too_large'
-        : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
+        : format === 'gzip'
+          ? yield* gzipMembers(src, at, end, maxOutput, budget, chained)
+          : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
     if (decoded === 'too_large' || decoded === 'unchecked') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
@@ -191,7 +201,7 @@ export function* inflatedViewSteps(
     out.views.push(inflated);
   };
   for (const at of signatureStarts(src, gzipMagic)) {
-    if ((src[at + 3]! & 0xe0) === 0) yield* tryAt('gzip', at);
+    if (!chained.has(at)) yield* tryAt('gzip', at);
     yield;
   }
   for (const at of zlibStarts(src)) {
@@ -240,9 +250,48 @@ function storedLengthsDisagree(src: Buffer, at: number, end: number): boolean {
   );
 }
 
-/** Where the first block of a stream of this format starts (gzip: past its fixed header, without the optional fields). */
-function firstBlockAt(format: Format): number {
-  return format === 'raw' ? 0 : format === 'zlib' ? 2 : 10;
+/** Where the first block of a stream of this format at `at` starts (gzip: past its header, read leniently). */
+function firstBlockAt(format: Format, src: Buffer, at: number): number {
+  return format === 'raw' ? at : format === 'zlib' ? at + 2 : (gzipDataAt(src, at) ?? at + 10);
+}
+
+/**
+ * The gzip members from `at` on, read as a lenient decoder reads them (gzip-members.ts): each member's deflate data
+ * decoded as raw deflate (longestDecodable: a corrupt tail, stored blocks zlib refuses), its trailer skipped
+ * unchecked, and the outputs of members that follow one another joined, so a secret split across members is seen
+ * whole (a member whose only output is one stored block with a wrong NLEN too: alone its bytes lie in the view
+ * already, joined they may not). Every member after the first is added to `chained`: its output is in this view, and
+ * it is not decoded again on its own.
+ */
+function* gzipMembers(
+  src: Buffer,
+  at: number,
+  end: number,
+  maxOutput: number,
+  budget: InflateBudget,
+  chained: Set<number>,
+): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
+  const outputs: Buffer[] = [];
+  let total = 0;
+  let storedOnly = true;
+  let readTo = at;
+  for (let member = at; ;) {
+    const data = gzipDataAt(src, member, end);
+    if (data === undefined) break;
+    const read = yield* longestDecodable('raw', src.subarray(data, end), maxOutput - total, budget, true);
+    if (read === 'too_large' || read === 'unchecked') return read;
+    if (read === undefined) break;
+    if (member !== at) chained.add(member);
+    outputs.push(read.bytes);
+    total += read.bytes.length;
+    if (total >= maxOutput) return 'too_large';
+    storedOnly &&= read.storedOnly === true;
+    // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it.
+    member = data + read.consumed + gzipTrailerBytes;
+    readTo = Math.min(end, member);
+  }
+  if (outputs.length === 0) return undefined;
+  return { bytes: outputs.length === 1 ? outputs[0]! : Buffer.concat(outputs), consumed: readTo - at, storedOnly };
 }
 
 const gzipMagic = Buffer.from([0x1f, 0x8b, 0x08]);
@@ -312,13 +361,17 @@ interface Decoded {
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
  * twice: the longest good one so far is kept, and it is the answer. When zlib stops at a stored block whose lengths
  * disagree, the answer is what a decoder that ignores NLEN gets: the stream with its stored blocks mended (once), or
- * 'unchecked' when the walk that mends them is past its budget.
+ * 'unchecked' when the walk that mends them is past its budget. `memberData`: `input` is a gzip member's deflate data
+ * (gzipMembers): not decoded at its head first (behind a signature it is seldom noise, and the probe would be a second
+ * call for each member), and a lone stored block with a wrong NLEN is decoded too (its bytes lie in the view, but
+ * joined to the next member's output they may make a secret that does not).
  */
 function* longestDecodable(
-  format: Format,
+  format: Exclude<Format, 'gzip'>,
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
+  memberData = false,
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
   let storedOnly = false;
@@ -332,7 +385,7 @@ function* longestDecodable(
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
     if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
-    const copy = yield* mendStoredLengthSteps(format, input, budget);
+    const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
     if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
     storedOnly = copy.huffmanBytes === 0;
@@ -343,7 +396,7 @@ function* longestDecodable(
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
   // no prefix does that could hold a part (a part of a secret cannot come out of fewer encoded bytes than its own length).
-  if ((format === 'raw' || format === 'br') && input.length > probeBytesFirst) {
+  if ((format === 'raw' || format === 'br') && !memberData && input.length > probeBytesFirst) {
     let head = attempt(probeBytesFirst);
     const mend = yield* mended(head);
     if (mend === 'unchecked') return mend;
@@ -402,7 +455,7 @@ function chunkSizeFor(inputBytes: number): number | undefined {
   return inputBytes < smallInputBytes ? smallChunkBytes : undefined;
 }
 
-function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Attempt {
+function decodeOnce(format: Exclude<Format, 'gzip'>, input: Buffer, maxOutputLength: number): Attempt {
   // `info: true` (not in the option types) returns the engine too: its bytesWritten is the input the stream took.
   const chunkSize = chunkSizeFor(input.length);
   const zlibOptions = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength, chunkSize, info: true } as ZlibOptions;
@@ -419,11 +472,9 @@ function decodeOnce(format: Format, input: Buffer, maxOutputLength: number): Att
   try {
     const result = (format === 'br'
       ? brotliDecompressSync(input, brotliOptions)
-      : format === 'gzip'
-        ? gunzipSync(input, zlibOptions)
-        : format === 'zlib'
-          ? inflateSync(input, zlibOptions)
-          : inflateRawSync(input, zlibOptions)) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+      : format === 'zlib'
+        ? inflateSync(input, zlibOptions)
+        : inflateRawSync(input, zlibOptions)) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     return { bytes: result.buffer, consumed: Math.min(input.length, result.engine.bytesWritten) };
   } catch (error) {
     const { code, message } = error as { code?: string; message?: string };

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/index.js';
 import { canary, canaryLeaks, openHttpActionHarness, type HttpActionHarness } from '../testing/http-action-harness.js';
 import { abandonBlockedHeads } from '../testing/queue-waits.js';
+import { lenientInflate } from '../testing/lenient-inflate.js';
 import { ReflectingRemote, reflectModes, type ReflectMode } from '../testing/reflecting-remote.js';
 
 /**
@@ -45,6 +46,8 @@ const decoders: ReadonlyArray<(b: Buffer) => Buffer> = [
   (b) => inflateSync(b, syncFlush),
   (b) => inflateRawSync(b, syncFlush),
   (b) => brotliDecompressSync(b, { finishFlush: constants.BROTLI_OPERATION_FLUSH }),
+  // As lenient as fflate: header CRC and trailers unchecked, reserved FLG bits ignored, members joined.
+  (b) => lenientInflate('gzip', b),
 ];
 
 /**

@@ -36,13 +36,15 @@ const unitsPerStep = 1 << 16;
 /**
  * A copy of `input` with every stored block's NLEN mended, cut where a lenient decoder stops; undefined when no stored
  * block disagrees (zlib already reads what a lenient decoder does); 'in_place' when a lenient decoder reads nothing
- * but one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too);
+ * but one stored block's data (bytes the input holds as they are, and all zlib gave before it stopped too), unless
+ * `inPlace` is false (a gzip member's output joined to the next member's: the copy is returned then too);
  * 'unchecked' when the budget ran out first.
  */
 export function* mendStoredLengthSteps(
   format: DeflateFormat,
   input: Buffer,
   budget: WalkBudget,
+  inPlace = true,
 ): Steps<Mended | 'in_place' | 'unchecked' | undefined> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
   const walk = new Walk(input, budget);
@@ -63,7 +65,7 @@ export function* mendStoredLengthSteps(
   if (!walk.charge()) return 'unchecked';
   // One stored block and nothing else: what a lenient decoder gives is bytes the input holds as they are.
   if (walk.mendCount === 0) return undefined;
-  if (walk.huffmanBytes === 0 && walk.storedPieces <= 1) return 'in_place';
+  if (inPlace && walk.huffmanBytes === 0 && walk.storedPieces <= 1) return 'in_place';
   // The copy is cut where the walk stopped, and charged too: 16 copied bytes cost a unit.
   budget.walkUnitsLeft -= cut / 16;
   if (budget.walkUnitsLeft < 0) return 'unchecked';

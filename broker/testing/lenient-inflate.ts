@@ -1,8 +1,9 @@
 /**
  * A reference decoder as lenient as the agent's may be: it inflates raw deflate, zlib and gzip (RFC 1950-1952) like a
  * streaming decoder (everything up to where the data ends or stops making sense), reads a stored block's LEN and never
- * looks at its NLEN (fflate's inflate does the same), and checks no checksum. Tests use it to prove that a stream the
- * scrubber must redact really gives a secret to an agent; it shares no code with the scrubber.
+ * looks at its NLEN (fflate's inflate does the same), and checks no checksum (gzip's header CRC and trailers
+ * included). Tests use it to prove that a stream the scrubber must redact really gives a secret to an agent; it shares
+ * no code with the scrubber.
  */
 
 export type LenientFormat = 'raw' | 'zlib' | 'gzip';
@@ -59,6 +60,20 @@ function dynamicCodes(
     else lengths.push(...new Array<number>(s === 17 ? 3 + bits(3) : 11 + bits(7)).fill(0));
   }
   return [codeMap(lengths.slice(0, hlit)), codeMap(lengths.slice(hlit, hlit + hdist))];
+}
+
+/** Where a gzip member's deflate data starts, its header skipped as fflate skips it (see lenientInflate). */
+function gzipDataStart(data: Uint8Array, member: number): number {
+  let at = member + 10;
+  const flags = data[member + 3]!;
+  if (flags & 4) at += 2 + (data[at]! | ((data[at + 1] ?? 0) << 8));
+  for (const field of [8, 16]) {
+    if ((flags & field) === 0) continue;
+    const zero = data.indexOf(0, at);
+    if (zero < 0) throw new End();
+    at = zero + 1;
+  }
+  return flags & 2 ? at + 2 : at;
 }
 
 /** Inflates `data` as a lenient streaming decoder would; what it produced before the data ended or went wrong. */
@@ -122,15 +137,11 @@ export function lenientInflate(format: LenientFormat, data: Uint8Array): Buffer 
       pos = 16;
       deflate();
     } else {
-      // gzip members, one after another; header fields skipped, trailers not checked.
+      // gzip members, one after another, their outputs joined (a member after a wrong trailer too). Header fields are
+      // skipped as fflate skips them: any FLG (reserved bits ignored), FEXTRA by its XLEN, FNAME and FCOMMENT to their
+      // zero byte (none: nothing more is read), FHCRC unchecked; trailers (CRC-32, ISIZE) are not checked.
       while (pos + 80 <= data.length * 8 && data[pos >> 3] === 0x1f && data[(pos >> 3) + 1] === 0x8b) {
-        let at = (pos >> 3) + 10;
-        const flags = data[(pos >> 3) + 3]!;
-        if (flags & 4) at += 2 + (data[at]! | (data[at + 1]! << 8));
-        if (flags & 8) at = data.indexOf(0, at) + 1;
-        if (flags & 16) at = data.indexOf(0, at) + 1;
-        if (flags & 2) at += 2;
-        pos = at * 8;
+        pos = gzipDataStart(data, pos >> 3) * 8;
         deflate();
         pos += 64;
       }

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, crc32, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 
 /**
  * A hostile remote for the secret-reflection suite (issue 13): it reflects what it receives, in the
@@ -25,7 +25,9 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
  *  - undeclared-*: the dump compressed WITHOUT Content-Encoding, as application/octet-stream (gzip, zlib,
  *    raw deflate, br, gzip behind 37 bytes of noise, gzip whose trailer is corrupt: a streaming decoder
  *    still yields the dump), or as text: base64 of gzip / of raw deflate, hex of zlib, JSON with base64
- *    of gzip in a field. The agent decompresses what the broker saw as opaque bytes.
+ *    of gzip in a field; gzip that zlib refuses and a lenient decoder (fflate) reads: a wrong header CRC
+ *    (FHCRC), reserved FLG bits set, the dump split inside the authorization value across two members whose first
+ *    has a wrong trailer (as bytes and as base64). The agent decompresses what the broker saw as opaque bytes.
  * Only 127.0.0.1.
  */
 export const reflectModes = [
@@ -58,6 +60,10 @@ function undeclaredModes() {
     'undeclared-base64-raw-deflate',
     'undeclared-hex-zlib',
     'undeclared-json-base64-gzip',
+    'undeclared-gzip-bad-header-crc',
+    'undeclared-gzip-reserved-flags',
+    'undeclared-gzip-split-members',
+    'undeclared-base64-gzip-split-members',
   ] as const;
 }
 export type ReflectMode = (typeof reflectModes)[number];
@@ -227,6 +233,10 @@ function reflect(mode: ReflectMode, req: IncomingMessage, dump: string): Answer 
     case 'undeclared-base64-raw-deflate':
     case 'undeclared-hex-zlib':
     case 'undeclared-json-base64-gzip':
+    case 'undeclared-gzip-bad-header-crc':
+    case 'undeclared-gzip-reserved-flags':
+    case 'undeclared-gzip-split-members':
+    case 'undeclared-base64-gzip-split-members':
       return undeclared(mode, dump);
     case 'query-echo': {
       const raw = (req.url ?? '').split('?').slice(1).join('?');
@@ -276,7 +286,41 @@ function undeclared(mode: ReturnType<typeof undeclaredModes>[number], dump: stri
         headers: { 'content-type': 'application/json' },
         body: Buffer.from(JSON.stringify({ kind: 'archive', data: gzipSync(dump).toString('base64') })),
       };
+    case 'undeclared-gzip-bad-header-crc': {
+      // FHCRC set, and the CRC-16 after the header is not the header's: zlib refuses the member, fflate skips it.
+      const gz = gzipSync(dump);
+      const header = Buffer.from(gz.subarray(0, 10));
+      header[3]! |= 0x02;
+      const crc16 = Buffer.alloc(2);
+      crc16.writeUInt16LE((crc32(header) & 0xffff) ^ 0x5a5a);
+      return binary(Buffer.concat([header, crc16, gz.subarray(10)]));
+    }
+    case 'undeclared-gzip-reserved-flags': {
+      // FLG bits 5-7 are reserved: zlib refuses a member with any set, fflate ignores them.
+      const gz = gzipSync(dump);
+      gz[3]! |= 0xe0;
+      return binary(gz);
+    }
+    case 'undeclared-gzip-split-members':
+      return binary(splitMembers(dump));
+    case 'undeclared-base64-gzip-split-members':
+      return text(splitMembers(dump).toString('base64'));
   }
+}
+
+/**
+ * gzip of the dump as two members, cut in the middle of the authorization value's last word (the credential), the
+ * first member's CRC-32 wrong: zlib stops at that trailer; a lenient decoder reads on and joins the two.
+ */
+function splitMembers(dump: string): Buffer {
+  const key = '"authorization":"';
+  const from = dump.indexOf(key);
+  const valueEnd = from < 0 ? dump.length : dump.indexOf('"', from + key.length);
+  const wordStart = from < 0 ? 0 : Math.max(from + key.length, dump.lastIndexOf(' ', valueEnd) + 1);
+  const cut = (wordStart + valueEnd) >> 1;
+  const first = gzipSync(dump.slice(0, cut));
+  first.writeUInt32LE(~first.readUInt32LE(first.length - 8) >>> 0, first.length - 8);
+  return Buffer.concat([first, gzipSync(dump.slice(cut))]);
 }
 
 function prefixOf(query: URLSearchParams): number {
