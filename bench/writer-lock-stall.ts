@@ -5,14 +5,18 @@
  * SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the loop's largest gap
  * (a 1 ms ticker), with the side writes and without them, under the same load.
  *
- *   node --import tsx bench/writer-lock-stall.ts [seconds per phase, default 5]
+ * The broker's stores write them through the writer thread (Journal.writeBeside); `--own-connections` opens the
+ * stores without the journal, so they write on their own connections as before that change.
+ *
+ *   node --import tsx bench/writer-lock-stall.ts [seconds per phase, default 5] [--own-connections]
  */
 import { performance } from 'node:perf_hooks';
 import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { ResultStore, RequestStore, recordingIdOf, type Journal } from '../broker/journal/index.js';
 
-const seconds = Number(process.argv[2] ?? 5);
+const seconds = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5);
+const ownConnections = process.argv.includes('--own-connections');
 const dispatchers = 128;
 
 interface Phase {
@@ -46,10 +50,12 @@ async function load(journal: Journal, stop: () => boolean): Promise<number> {
   return events;
 }
 
+type Recorder = (what: string, ms: number) => void;
+
 async function phase(
   name: string,
   journal: Journal,
-  sideWrites: ((i: number) => Record<string, number>) | undefined,
+  sideWrites: ((i: number, record: Recorder) => void) | undefined,
 ): Promise<Phase> {
   const until = performance.now() + seconds * 1000;
   const stop = (): boolean => performance.now() >= until;
@@ -61,51 +67,55 @@ async function phase(
     last = now;
   }, 1);
   const writesMs: Record<string, number[]> = {};
+  const record: Recorder = (what, ms) => (writesMs[what] ??= []).push(ms);
   let i = 0;
-  const side =
-    sideWrites === undefined
-      ? undefined
-      : setInterval(() => {
-          for (const [what, ms] of Object.entries(sideWrites((i += 1)))) (writesMs[what] ??= []).push(ms);
-        }, 10);
+  const side = sideWrites === undefined ? undefined : setInterval(() => sideWrites((i += 1), record), 10);
   const events = await load(journal, stop);
   clearInterval(ticker);
   if (side !== undefined) clearInterval(side);
   return { name, events, gapsMs, writesMs };
 }
 
-function timed(write: () => void): number {
+/** Times a write: the loop's share (until the call returns) and until it is written (its promise settles). */
+function timed(what: string, record: Recorder, write: () => Promise<unknown>): void {
   const t0 = performance.now();
-  write();
-  return performance.now() - t0;
+  const written = write();
+  record(`${what}, on the loop`, performance.now() - t0);
+  written.then(
+    () => record(`${what}, until written`, performance.now() - t0),
+    () => record(`${what}, failed`, performance.now() - t0),
+  );
 }
 
 async function main(): Promise<void> {
   const temp = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
-  const requests = RequestStore.open(temp.path);
+  const beside = ownConnections ? undefined : temp.journal;
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), {
+    role: 'broker',
+    ...(beside === undefined ? {} : { journal: beside }),
+  });
+  const requests = RequestStore.open(temp.path, process.platform, beside);
   const cast = Buffer.alloc(4096, 0x61);
   const sealed = new Uint8Array(2048).fill(7);
   try {
     await phase('warm-up', temp.journal, undefined);
     const phases = [
       await phase('load alone', temp.journal, undefined),
-      await phase('load + side writes', temp.journal, (i) => {
+      await phase('load + side writes', temp.journal, (i, record) => {
         const actionId = `act_side${String(i).padStart(8, '0')}`;
         const recordingId = recordingIdOf(actionId);
-        return {
-          'recording start': timed(() => results.recordings.start(actionId, temp.clock.nowMs())),
-          'recording finish': timed(() => results.recordings.finish(recordingId, cast, false, temp.clock.nowMs())),
-          'kept request keep': timed(() =>
-            requests.keep({
-              action_id: actionId,
-              route: 'docs',
-              sealed,
-              kept_at_ms: temp.clock.nowMs(),
-              expires_at_ms: temp.clock.nowMs() + 60_000,
-            }),
-          ),
-        };
+        const nowMs = temp.clock.nowMs();
+        timed('recording start', record, () => results.recordings.start(actionId, nowMs));
+        timed('recording finish', record, () => results.recordings.finish(recordingId, cast, false, nowMs));
+        timed('kept request keep', record, () =>
+          requests.keep({
+            action_id: actionId,
+            route: 'docs',
+            sealed,
+            kept_at_ms: nowMs,
+            expires_at_ms: nowMs + 60_000,
+          }),
+        );
       }),
     ];
     const stats = temp.journal.stats();
@@ -119,7 +129,7 @@ async function main(): Promise<void> {
       );
       for (const [what, ms] of Object.entries(p.writesMs))
         console.log(
-          `  ${what}: n ${ms.length}, p50 ${pct(ms, 50).toFixed(3)} p90 ${pct(ms, 90).toFixed(3)} p99 ${pct(ms, 99).toFixed(3)} max ${Math.max(...ms).toFixed(3)} ms; > 1 ms (slept in the busy handler): ${ms.filter((m) => m > 1).length}`,
+          `  ${what}: n ${ms.length}, p50 ${pct(ms, 50).toFixed(3)} p90 ${pct(ms, 90).toFixed(3)} p99 ${pct(ms, 99).toFixed(3)} max ${Math.max(...ms).toFixed(3)} ms; > 1 ms: ${ms.filter((m) => m > 1).length}`,
         );
     }
   } finally {
