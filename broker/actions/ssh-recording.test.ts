@@ -127,56 +127,34 @@ describe('when the host prints the key material it was given', () => {
 });
 
 describe('when the recording store refuses the open row before exec', () => {
-  it('the command never runs: not_attempted with RECORDING_UNAVAILABLE, or, through the writer thread, the journal fails closed', async (ctx) => {
+  it('the action is not_attempted with RECORDING_UNAVAILABLE and the command never ran', async (ctx) => {
     const s = need(ctx);
-    // Its own harness: through the writer thread the refusal fails the journal (as any failed write there does).
-    const own = await openSshActionHarness({
-      'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] },
-    });
-    const marker = join(own.temp.dir.path, 'ran-unrecorded');
-    const onThread = own.temp.journal.stats().writer_thread.state === 'running';
+    const marker = join(h.temp.dir.path, 'ran-unrecorded');
     // A real store failure: the journal file itself refuses the row (as a full disk or a broken table would).
-    const db = new Database(own.temp.path);
+    const db = new Database(h.temp.path);
     db.exec(`CREATE TRIGGER refuse_recordings BEFORE INSERT ON recordings BEGIN SELECT RAISE(ABORT, 'refused'); END`);
     try {
-      const request = { host: 'lab', command: `touch '${marker}'` };
-      if (onThread) {
-        await expect(own.run(sshHostsConfig([host(s)]), request)).rejects.toMatchObject({
-          code: 'JOURNAL_UNAVAILABLE',
-        });
-        expect(own.temp.journal.stats().state).toBe('failed');
-      } else {
-        const { envelope } = await own.run(sshHostsConfig([host(s)]), request);
-        expect(envelope.error).toMatchObject({
-          code: 'RECORDING_UNAVAILABLE',
-          outcome: 'not_attempted',
-          phase: 'credential_injection',
-        });
-        const kinds = own.events(envelope.invocation_id).map((e) => e.kind);
-        expect(kinds).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'OUTCOME_RECORDED']);
-        expect(() => own.results.recordings.read(envelope.invocation_id)).toThrow(
-          expect.objectContaining({ code: 'NOT_FOUND' }),
-        );
-      }
+      const { envelope } = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: `touch '${marker}'` });
+      expect(envelope.error).toMatchObject({
+        code: 'RECORDING_UNAVAILABLE',
+        outcome: 'not_attempted',
+        phase: 'credential_injection',
+      });
+      const kinds = h.events(envelope.invocation_id).map((e) => e.kind);
+      expect(kinds).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'OUTCOME_RECORDED']);
       expect(existsSync(marker)).toBe(false);
-      expect(db.prepare(`SELECT count(*) AS n FROM recordings`).get()).toEqual({ n: 0 });
+      expect(h.temp.journal.stats().state).toBe('open');
+      expect(() => h.results.recordings.read(envelope.invocation_id)).toThrow(
+        expect.objectContaining({ code: 'NOT_FOUND' }),
+      );
     } finally {
       db.exec('DROP TRIGGER refuse_recordings');
       db.close();
     }
-    // The same command once the store works again (on a journal that is still open): it runs, so the marker above
-    // proved something.
-    const again = onThread
-      ? await openSshActionHarness({ 'lab-key': { privateKey: s.userKey.privateKey, bindings: ['127.0.0.1', 'lab'] } })
-      : own;
-    try {
-      const ran = await again.run(sshHostsConfig([host(s)]), { host: 'lab', command: `touch '${marker}'` });
-      expect(ran.envelope.effect).toBe('succeeded');
-      expect(existsSync(marker)).toBe(true);
-    } finally {
-      if (again !== own) await again.dispose();
-      await own.dispose();
-    }
+    // The same command once the store works again: it runs, so the marker above proved something.
+    const again = await h.run(sshHostsConfig([host(s)]), { host: 'lab', command: `touch '${marker}'` });
+    expect(again.envelope.effect).toBe('succeeded');
+    expect(existsSync(marker)).toBe(true);
   });
 });
 

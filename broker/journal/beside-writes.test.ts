@@ -169,22 +169,24 @@ describe('writes beside the journal (recordings, kept requests) with the writer 
     await released;
   });
 
-  it('a write the thread fails fails the journal closed, like any failed write; later ones go to the stores’ own connections', async () => {
+  it('a write the thread refuses refuses only itself, as on the store’s own connection: the journal stays open', async () => {
     const o = await open(true);
     const other = new Database(o.temp.path);
     other.exec(`ALTER TABLE kept_requests RENAME TO kept_requests_moved`);
-    other.close();
-    await expect(o.requests.keep(kept('act_fail_0001', 1))).rejects.toMatchObject({ code: 'JOURNAL_UNAVAILABLE' });
-    expect(o.temp.journal.stats()).toMatchObject({ state: 'failed' });
-    await expect(o.temp.journal.append(actionPaths.sshExit23('act_fail_0002')[0] as never)).rejects.toMatchObject({
-      code: 'JOURNAL_UNAVAILABLE',
-    });
-    // From then on no batch holds the lock: the stores write on their own connections, as without a thread (so an
-    // action cut short by the failure still has its recording sealed).
     const thread = vi.spyOn(WriterThread.prototype, 'write');
+    await expect(o.requests.keep(kept('act_fail_0001', 1))).rejects.toThrow(/kept_requests/);
+    expect(thread).toHaveBeenCalledTimes(1);
+    // Rolled back on the thread, nothing else touched: the journal takes the next batch, through the thread.
+    expect(o.temp.journal.stats()).toMatchObject({ state: 'open', writer_thread: { state: 'running' } });
+    await o.temp.journal.append(actionPaths.sshExit23('act_fail_0002')[0] as never);
+    expect(o.temp.journal.getAction('act_fail_0002')).toBeDefined();
+    // The table back: the same write through the thread now lands, and so do a recording's.
+    other.exec(`ALTER TABLE kept_requests_moved RENAME TO kept_requests`);
+    other.close();
+    await o.requests.keep(kept('act_fail_0001', 1));
     await o.results.recordings.start('act_fail_0003', 2);
     await o.results.recordings.finish('rec_fail_0003', Buffer.from('cast'), false, 3);
     expect(o.results.recordings.read('act_fail_0003').cast.toString()).toBe('cast');
-    expect(thread).not.toHaveBeenCalled();
+    expect(thread).toHaveBeenCalledTimes(4);
   });
 });

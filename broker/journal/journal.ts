@@ -1039,10 +1039,14 @@ export class Journal implements BesideWriter {
    * Writes beside the journal's own tables (an SSH recording's rows, a kept request: beside-rows.ts) on the writer
    * thread while it runs, so that they never wait for its write lock in SQLite's busy handler on the loop: one
    * transaction, after every batch and operation posted before it, and every batch posted after it follows it (none
-   * commits inline meanwhile). Resolves with each operation's answer once committed. A failure fails the journal closed
-   * like any failed write, and rejects JOURNAL_UNAVAILABLE. Undefined when no writer thread runs (inline, starting, or
-   * ended when idle) or the journal is no longer open (failed, closing: no batch holds the lock any more): the caller
-   * writes on its own connection, as without a thread (a recording is still sealed after a failed DISPATCH_STARTED).
+   * commits inline meanwhile). Resolves with each operation's answer once committed. A failure rolls back only these
+   * operations and rejects with what they met, the journal staying open: these rows are not the journal's, and on the
+   * store's own connection the same refusal refuses only that write (a recording start the file refuses is the
+   * command's RECORDING_UNAVAILABLE either way, whatever the load). A write that fails the file itself (a full disk, an
+   * I/O error) fails the next batch, which fails the journal closed. Undefined when no writer thread runs (inline,
+   * starting, or ended when idle) or the journal is no longer open (failed, closing: no batch holds the lock any more):
+   * the caller writes on its own connection, as without a thread (a recording is still sealed after a failed
+   * DISPATCH_STARTED).
    */
   writeBeside(ops: readonly BesideOp[]): Promise<BesideResult[]> | undefined {
     const thread = this.thread;
@@ -1053,8 +1057,7 @@ export class Journal implements BesideWriter {
       thread.write(ops, (error, results) => {
         this.besideInFlight -= 1;
         if (error !== undefined) {
-          this.fail(error, []);
-          reject(this.unavailable());
+          reject(error);
           return;
         }
         resolve(results.map((result) => result ?? 0));
