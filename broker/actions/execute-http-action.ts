@@ -189,7 +189,7 @@ async function admit(
   const kept =
     binding !== undefined &&
     route.retry !== undefined &&
-    keepRequest(deps, actionId, route, input, binding.expires_at_ms);
+    (await keepRequest(deps, actionId, route, input, binding.expires_at_ms));
   const bound: Bound = {
     actionId,
     route,

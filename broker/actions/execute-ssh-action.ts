@@ -257,12 +257,14 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
       const closed = closedBeforeDispatch(deps.journal, b.actionId);
       if (closed !== undefined) return { envelope: closedEnvelope(closed, b.fingerprint) };
       // Nothing runs unrecorded: a recording that cannot be started stops the command here, not_attempted.
-      if (!startRecording(deps, b.actionId)) {
+      if (!(await startRecording(deps, b.actionId))) {
         const message = 'the session recording could not be started, so the command was not run';
         return refuse(deps, b.actionId, b.fingerprint, { kind: 'recording_unavailable' }, message);
       }
+      const closedMeanwhile = await closedWhileStarting(deps, b);
+      if (closedMeanwhile !== undefined) return closedMeanwhile;
       const scrubber = secretScrubber(secretParts(secret));
-      const recording: RecordingSeal = { attempted: false };
+      const recording: RecordingSeal = { attempted: false, written: Promise.resolve() };
       let observed: SshChannelReport | undefined;
       try {
         // Awaited only after the channel ran: FIFO commits make DISPATCH_STARTED durable only after this row.
@@ -297,6 +299,8 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
         // A closure that won, a failed journal or a throw ends the action without its record: the recording is sealed
         // all the same (what the command printed, or the mark that no exec request was sent), never left open.
         if (!recording.attempted) sealRecording(deps, b, observed, scrubber, recording);
+        // Answered once the recording is written (or its failure logged): a read after the answer finds it sealed.
+        await recording.written;
       }
     });
   } catch (error) {
@@ -306,6 +310,17 @@ async function authorizeAndRun(deps: SshActionDeps, b: Bound): Promise<SshAction
   } finally {
     unsubscribe();
   }
+}
+
+/**
+ * The recording's start may have waited for the journal's writer thread: a closure (a person's cancellation) that landed
+ * meanwhile still wins before anything is set up, and the recording is sealed with the mark that no exec request was sent.
+ */
+async function closedWhileStarting(deps: SshActionDeps, b: Bound): Promise<SshActionResult | undefined> {
+  const closed = closedBeforeDispatch(deps.journal, b.actionId);
+  if (closed === undefined) return undefined;
+  await finishRecording(deps, b, { output: noOutput(), execAtMs: undefined }, { stdout: false, stderr: false });
+  return { envelope: closedEnvelope(closed, b.fingerprint) };
 }
 
 /** The host as the channel connects to it. */
@@ -456,13 +471,17 @@ function recordScrubbed(
 ): { report: SshChannelReport; redacted: boolean } {
   const report: SshChannelReport = { ...observed, output: scrubbed.output };
   recording.attempted = true;
-  finishRecording(deps, b, report, scrubbed.redacted);
+  // Posted, not awaited: nothing may wait between settle's check and the settlement's append (settle.ts). The journal
+  // commits the settlement after this write (Journal.writeBeside), and the answer waits for it (authorizeAndRun).
+  recording.written = finishRecording(deps, b, report, scrubbed.redacted);
   return { report, redacted: scrubbed.redacted.stdout || scrubbed.redacted.stderr };
 }
 
 /** Whether this action's recording was sealed (or its sealing failed and was logged): once only. */
 interface RecordingSeal {
   attempted: boolean;
+  /** The seal's write: settles once written or its failure logged (never rejects). */
+  written: Promise<void>;
   /** The output once scrubbed (before settle), so a recording sealed without the record need not scrub it again. */
   scrubbed?: ScrubbedOutput;
 }
@@ -482,10 +501,17 @@ function sealRecording(
   recording.attempted = true;
   if (observed !== undefined) {
     const scrubbed = recording.scrubbed ?? scrubbedOutputSync(observed.output, scrubber);
-    finishRecording(deps, b, { ...observed, output: scrubbed.output }, scrubbed.redacted);
+    recording.written = finishRecording(deps, b, { ...observed, output: scrubbed.output }, scrubbed.redacted);
     return;
   }
-  const none: SshChannelReport['output'] = {
+  // No report: the channel threw, perhaps after the exec request was written, so the mark must not say it never was.
+  const none = { output: noOutput(), execAtMs: undefined };
+  recording.written = finishRecording(deps, b, none, { stdout: false, stderr: false }, true);
+}
+
+/** No output: a recording of a command that printed nothing, or was never sent. */
+function noOutput(): SshChannelReport['output'] {
+  return {
     stdout: Buffer.alloc(0),
     stderr: Buffer.alloc(0),
     stdoutBytes: 0,
@@ -494,14 +520,12 @@ function sealRecording(
     digest: '',
     marks: [],
   };
-  // No report: the channel threw, perhaps after the exec request was written, so the mark must not say it never was.
-  finishRecording(deps, b, { output: none, execAtMs: undefined }, { stdout: false, stderr: false }, true);
 }
 
 /** The open recording row, written before the exec request; false when the store refused it (logged, no detail). */
-function startRecording(deps: SshActionDeps, actionId: string): boolean {
+async function startRecording(deps: SshActionDeps, actionId: string): Promise<boolean> {
   try {
-    deps.results.recordings.start(actionId, deps.clock.nowMs());
+    await deps.results.recordings.start(actionId, deps.clock.nowMs());
     return true;
   } catch (error) {
     deps.logger?.error({ action_id: actionId, code: errorCodeOf(error) }, 'ssh recording could not be started');
@@ -512,7 +536,8 @@ function startRecording(deps: SshActionDeps, actionId: string): boolean {
 /**
  * Seals the recording built from the delivered output. After exec a failure to build or store it cannot undo the
  * command: it is logged and the recording stays open (RECORDING_INCOMPLETE when read, purged a retention after the
- * command ended), and the action's result is still recorded. Either way the store forgets it as running.
+ * command ended), and the action's result is still recorded. Either way the store forgets it as running. The cast is
+ * built and sealed on this turn; the promise settles once it is written or its failure logged, and never rejects.
  */
 function finishRecording(
   deps: SshActionDeps,
@@ -521,9 +546,19 @@ function finishRecording(
     Partial<Pick<SshChannelReport, 'outputComplete' | 'execReply'>>,
   redacted: RecordingInput['redacted'],
   unreported = false,
-): void {
+): Promise<void> {
   const o = report.output;
   const recordingId = recordingIdOf(b.actionId);
+  const failed = (error: unknown): void => {
+    // finish forgets it before anything can fail; a cast that could not be built never reached it.
+    void deps.results.recordings.forget(recordingId, deps.clock.nowMs());
+    // The broker stopped before the command ended (its store closes before the cut): no failure, and the record says so.
+    if (errorCodeOf(error) === 'SHUTTING_DOWN') {
+      deps.logger?.info({ action_id: b.actionId }, 'ssh recording left open: the broker stopped before it was sealed');
+      return;
+    }
+    deps.logger?.error({ action_id: b.actionId, code: errorCodeOf(error) }, 'ssh recording could not be finished');
+  };
   try {
     const cast = buildCast({
       actionId: b.actionId,
@@ -539,16 +574,10 @@ function finishRecording(
       truncated: o.truncated,
       receivedBytes: o.stdoutBytes + o.stderrBytes,
     });
-    deps.results.recordings.finish(recordingId, cast, o.truncated, deps.clock.nowMs());
+    return deps.results.recordings.finish(recordingId, cast, o.truncated, deps.clock.nowMs()).catch(failed);
   } catch (error) {
-    // finish forgets it before anything can fail; a cast that could not be built never reached it.
-    deps.results.recordings.forget(recordingId, deps.clock.nowMs());
-    // The broker stopped before the command ended (its store closes before the cut): no failure, and the record says so.
-    if (errorCodeOf(error) === 'SHUTTING_DOWN') {
-      deps.logger?.info({ action_id: b.actionId }, 'ssh recording left open: the broker stopped before it was sealed');
-      return;
-    }
-    deps.logger?.error({ action_id: b.actionId, code: errorCodeOf(error) }, 'ssh recording could not be finished');
+    failed(error);
+    return Promise.resolve();
   }
 }
 

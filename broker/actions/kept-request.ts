@@ -29,13 +29,13 @@ function keptRequestPurpose(actionId: string): string {
  * the key's earliest safe expiry, so a person can retry it with the same key after the call ended.
  * Best effort: a locked vault or a full disk loses only that convenience, never the action.
  */
-export function keepRequest(
+export async function keepRequest(
   deps: KeptRequestDeps,
   actionId: string,
   route: Route,
   request: InternalHttpRequest,
   expiresAtMs: number,
-): boolean {
+): Promise<boolean> {
   if (deps.requests === undefined || deps.vault.state() !== 'unlocked') return false;
   try {
     const { body, ...rest } = request;
@@ -44,7 +44,8 @@ export function keepRequest(
     );
     const sealed = deps.vault.wrap(keptRequestPurpose(actionId), plain);
     plain.fill(0);
-    deps.requests.keep({
+    // Written through the journal's writer thread while it runs (RequestStore), never its write lock on the loop.
+    await deps.requests.keep({
       action_id: actionId,
       route: route.name,
       sealed,
@@ -112,9 +113,9 @@ export function requireKeptRequest(
   return kept;
 }
 
-/** A settled action (or one that never left) needs no kept request any more. */
-export function dropWhenSettled<T>(deps: KeptRequestDeps, actionId: string, result: T): T {
+/** A settled action (or one that never left) needs no kept request any more: answered once it is dropped. */
+export async function dropWhenSettled<T>(deps: KeptRequestDeps, actionId: string, result: T): Promise<T> {
   if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown')
-    deps.requests.drop(actionId);
+    await deps.requests.drop(actionId);
   return result;
 }

@@ -464,7 +464,7 @@ describe("when the key's window has passed", () => {
 describe('when a person retries an unknown action with the same key (the kept request)', () => {
   it('the request was kept sealed (no plaintext on disk), the retry resends it under the next lease with the person as requested_by, and settling drops it', async () => {
     await start('honours', 1);
-    const requests = RequestStore.open(h.temp.path);
+    const requests = RequestStore.open(h.temp.path, process.platform, h.temp.journal);
     try {
       const config = localRouteConfig(target.port, routeYaml({ attempts_max: 2, automatic: false }));
       const first = await h.run(config, post, { requests });
@@ -498,7 +498,7 @@ describe('when a person retries an unknown action with the same key (the kept re
 
   it("the blocked head's card carries the key's window end (retry_until_ms): a retry one ms before it is taken, one at it is NOT_FOUND", async () => {
     await start('honours', 1);
-    const requests = RequestStore.open(h.temp.path);
+    const requests = RequestStore.open(h.temp.path, process.platform, h.temp.journal);
     try {
       const config = localRouteConfig(target.port, routeYaml({ attempts_max: 3, automatic: false }));
       const deps = { ...engineDeps(config), requests };
@@ -535,7 +535,7 @@ describe('when a person retries an unknown action with the same key (the kept re
   it('nothing is kept on a route without a retry policy, or once the key window passed: NOT_FOUND, nothing sent', async () => {
     // The first action commits (an unknown one would block the lane the second one needs).
     await start('honours', 0);
-    const requests = RequestStore.open(h.temp.path);
+    const requests = RequestStore.open(h.temp.path, process.platform, h.temp.journal);
     try {
       const noPolicy = localRouteConfig(
         target.port,

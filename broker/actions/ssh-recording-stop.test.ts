@@ -80,8 +80,8 @@ describe('when the broker stops while an SSH command is still being set up, so i
 
     // The start seals it as the executor would have, once: the row is finalized, not left open until forever.
     const deps = { recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock };
-    expect(closeUnsentRecordings(deps)).toBe(1);
-    expect(closeUnsentRecordings(deps)).toBe(0);
+    expect(await closeUnsentRecordings(deps)).toBe(1);
+    expect(await closeUnsentRecordings(deps)).toBe(0);
     const sealed = next.results.recordings.read(actionId);
     expect(sealed.cast.toString('utf8')).toBe(read.cast);
     expect(JSON.parse(read.cast.split('\n')[0] ?? '')).toMatchObject({
@@ -99,7 +99,7 @@ describe('when the broker stops while an SSH command is still being set up, so i
       expect.objectContaining({ code: 'RESULT_EXPIRED' }),
     );
     const deps = { recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock };
-    expect(closeUnsentRecordings(deps)).toBe(0);
+    expect(await closeUnsentRecordings(deps)).toBe(0);
   });
 });
 
@@ -117,7 +117,7 @@ describe('when the broker stops after the command was sent, while its output is 
 
     const next = await restart(h);
     expect(
-      closeUnsentRecordings({ recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock }),
+      await closeUnsentRecordings({ recordings: next.results.recordings, journal: next.journal, clock: h.temp.clock }),
     ).toBe(0);
     expect(() => readActionRecording(next.results, next.journal, { action_id: actionId })).toThrow(
       expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),

@@ -143,6 +143,7 @@ describe('when the recording store refuses the open row before exec', () => {
       const kinds = h.events(envelope.invocation_id).map((e) => e.kind);
       expect(kinds).toEqual(['ACTION_ACCEPTED', 'PREFLIGHT_VALIDATED', 'OUTCOME_RECORDED']);
       expect(existsSync(marker)).toBe(false);
+      expect(h.temp.journal.stats().state).toBe('open');
       expect(() => h.results.recordings.read(envelope.invocation_id)).toThrow(
         expect.objectContaining({ code: 'NOT_FOUND' }),
       );

@@ -35,14 +35,14 @@ export function unsentCast(state: ActionState | undefined): Buffer | undefined {
  * Seals the recordings an earlier run left open for commands it never sent (the broker stopped, crashed, or its store
  * failed between the open row and the seal), as the executor would have: empty, with the never-sent mark. Run at start,
  * before any action can run, so no open row belongs to a live action. A dispatched action's open recording is left
- * open: output may have been lost, and RECORDING_INCOMPLETE says so. Returns how many were sealed.
+ * open: output may have been lost, and RECORDING_INCOMPLETE says so. Resolves with how many were sealed.
  */
-export function closeUnsentRecordings(deps: {
+export async function closeUnsentRecordings(deps: {
   readonly recordings: Pick<RecordingStore, 'openActionIds' | 'finish'>;
   readonly journal: Pick<Journal, 'getAction'>;
   readonly clock: Clock;
   readonly logger?: Logger;
-}): number {
+}): Promise<number> {
   let sealed = 0;
   let after = '';
   for (;;) {
@@ -50,7 +50,8 @@ export function closeUnsentRecordings(deps: {
     for (const actionId of ids) {
       const cast = unsentCast(deps.journal.getAction(actionId));
       if (cast === undefined) continue;
-      deps.recordings.finish(recordingIdOf(actionId), cast, false, deps.clock.nowMs());
+      // In turn, as before: the first that cannot be written ends the pass (the caller logs it).
+      await deps.recordings.finish(recordingIdOf(actionId), cast, false, deps.clock.nowMs());
       sealed += 1;
     }
     if (ids.length < unsentRecordingsBatchMax) break;

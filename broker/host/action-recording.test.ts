@@ -18,7 +18,7 @@ describe('actions.recording: RECORDING_INCOMPLETE', () => {
   it('names where the action was accepted by its seq, never an ISO or other wall time', async () => {
     const appended = await temp.journal.appendBatch(actionPaths.sshExit23('act_lost_rec_001'));
     const earlier = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
-    earlier.recordings.start('act_lost_rec_001', Date.UTC(2026, 11, 3, 17, 28, 33, 825));
+    await earlier.recordings.start('act_lost_rec_001', Date.UTC(2026, 11, 3, 17, 28, 33, 825));
     earlier.close();
     let thrown: unknown;
     try {

@@ -89,7 +89,7 @@ describe('the broker runtime', () => {
     const writer = ResultStore.open(path.join(dir.path, journalFileName), first.journal.rowCipher(), {
       role: 'broker',
     });
-    writer.recordings.start('act_runtime0000003', Date.now());
+    await writer.recordings.start('act_runtime0000003', Date.now());
     writer.close();
     await first.close();
 

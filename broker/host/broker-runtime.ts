@@ -242,15 +242,17 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
     if (options.vaultPassphrase !== undefined) await vault.unlock(options.vaultPassphrase);
 
     // Results are sealed at rest with the journal's run key (migration 009).
+    // Its recordings' writes go through the journal's writer thread while it runs (never its lock on the loop).
     const results = ResultStore.open(path.join(options.dataDir, journalFileName), journal.rowCipher(), {
       role: 'broker',
+      journal,
     });
     // Before the cut (closeAll runs in reverse): the recordings of commands still running stay open, alive at the stop.
     closers.push(() => results.close(clock.nowMs()));
     // Before any action runs: recordings an earlier run left open for commands it never sent are sealed as such.
-    sealUnsentRecordings(results, journal, clock, logger);
+    await sealUnsentRecordings(results, journal, clock, logger);
     // Sealed copies of requests a person may retry with the same key (execute-http-action.ts).
-    const requests = RequestStore.open(path.join(options.dataDir, journalFileName));
+    const requests = RequestStore.open(path.join(options.dataDir, journalFileName), process.platform, journal);
     closers.push(() => requests.close());
     closers.push(
       startResultPurge({ results, requests, clock, retentionMs: config.results.retention_seconds * 1000, logger }).stop,
@@ -552,9 +554,14 @@ function retrySummary(journal: Journal, actionId: string, journalSeq: number): B
 }
 
 /** closeUnsentRecordings at start; a failure is logged (code only) and never stops the start. */
-function sealUnsentRecordings(results: ResultStore, journal: Journal, clock: Clock, logger: Logger): void {
+async function sealUnsentRecordings(
+  results: ResultStore,
+  journal: Journal,
+  clock: Clock,
+  logger: Logger,
+): Promise<void> {
   try {
-    closeUnsentRecordings({ recordings: results.recordings, journal, clock, logger });
+    await closeUnsentRecordings({ recordings: results.recordings, journal, clock, logger });
   } catch (error) {
     logger.error({ code: isCodedError(error) ? error.code : 'INTERNAL' }, 'open ssh recordings could not be sealed');
   }

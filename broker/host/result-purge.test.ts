@@ -72,14 +72,14 @@ describe('the result purge sweep', () => {
       );
       const timers = new ManualTimers(temp.clock);
       const t0 = temp.clock.nowMs();
-      requests.keep({
+      await requests.keep({
         action_id: 'act_kept_old_1',
         route: 'docs',
         sealed: new Uint8Array([1, 2, 3]),
         kept_at_ms: t0 - 10,
         expires_at_ms: t0,
       });
-      requests.keep({
+      await requests.keep({
         action_id: 'act_kept_new_1',
         route: 'docs',
         sealed: new Uint8Array([4, 5, 6]),

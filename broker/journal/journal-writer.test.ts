@@ -255,7 +255,7 @@ describe('the JournalWriter writes a commit from a plain-data batch', () => {
     vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
       const cloned = structuredClone(op);
       ops.push({ op, cloned });
-      write.call(this, cloned);
+      return write.call(this, cloned);
     });
     const replayed = await runWorkload();
 
@@ -409,7 +409,7 @@ describe('the audit writes outside a commit reach the JournalWriter as plain-dat
     vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
       const cloned = structuredClone(op);
       ops.push(cloned);
-      write.call(this, cloned);
+      return write.call(this, cloned);
     });
     const vault = await createMemoryVault('locked');
     const temp = await openTempJournal({ vault, checkpointEveryEvents: 4, writerThread: false });
@@ -471,7 +471,7 @@ describe('the audit writes outside a commit reach the JournalWriter as plain-dat
     const write = JournalWriter.prototype.write;
     vi.spyOn(JournalWriter.prototype, 'write').mockImplementation(function (this: JournalWriter, op) {
       ops.push(op);
-      write.call(this, structuredClone(op));
+      return write.call(this, structuredClone(op));
     });
     const temp = await openTempJournal({
       sealFault: { atSeq: 2, message: 'sealing failed (injected)' },

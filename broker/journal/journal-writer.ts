@@ -3,6 +3,7 @@ import type { JournalEvent, SessionState } from '../contract/index.js';
 import type { BoundIdempotencyKey } from '../core/index.js';
 import { RunSealer, type RunSealerStart, type TreeHead } from './audit-writer.js';
 import { AnchorStore, type AnchorRecord } from './anchor-store.js';
+import { isBesideOp, writeBesideOp, type BesideOp, type BesideResult } from './beside-rows.js';
 import {
   newCounterTally,
   type ActionRowWrite,
@@ -50,8 +51,11 @@ export type AuditOp =
   /** The run's end: 'closed', or 'failed: CODE' after a failure. */
   | { readonly kind: 'runEnded'; readonly run: number; readonly atMs: number; readonly reason: string };
 
-/** A writer operation besides a commit's batch: an audit row, or the record of an integrity anchor file on disk. */
-export type WriterOp = AuditOp | { readonly kind: 'anchorRecorded'; readonly record: AnchorRecord };
+/**
+ * A writer operation besides a commit's batch: an audit row, the record of an integrity anchor file on disk, or a
+ * write beside the journal's tables (an SSH recording's rows, a kept request: beside-rows.ts).
+ */
+export type WriterOp = AuditOp | { readonly kind: 'anchorRecorded'; readonly record: AnchorRecord } | BesideOp;
 
 /** What the JournalWriter answers for a batch it wrote (plain data too). */
 export interface WriteAck {
@@ -159,25 +163,26 @@ export class JournalWriter {
   /**
    * Writes one operation's rows (an audit write outside a commit, an anchor's record) inside the caller's transaction
    * (Journal.auditWrite), or on its own where the caller has none (the run's failed end). Decides nothing; a throw is
-   * the journal's failure.
+   * the journal's failure. A write beside the journal answers what its SQL found (beside-rows.ts); the rest nothing.
    */
-  write(op: WriterOp): void {
+  write(op: WriterOp): BesideResult | undefined {
+    if (isBesideOp(op)) return writeBesideOp(this.db, op);
     switch (op.kind) {
       case 'checkpoint':
         this.store.insertCheckpoint(op.checkpoint);
-        return;
+        return undefined;
       case 'auditKeys':
         this.store.insertKeys(op.keys);
-        return;
+        return undefined;
       case 'runKeySealed':
         this.store.setRunSealedKey(op.run, op.sealedKey);
-        return;
+        return undefined;
       case 'runEnded':
         this.store.endRun(op.run, op.atMs, op.reason);
-        return;
+        return undefined;
       case 'anchorRecorded':
         new AnchorStore(this.db).write(op.record);
-        return;
+        return undefined;
       default:
         // Ops cross from the loop as data: a kind this writer does not know is never dropped silently.
         throw new Error(`unknown writer operation: ${String((op as { kind?: unknown }).kind)}`);

@@ -63,6 +63,7 @@ import { recoveryEvent } from './recovery.js';
 import { eventChecksFromEnv, NewEventChecker, validateNewEvent, type EventChecks } from './validate-new-event.js';
 import { CommitOverlay } from './commit-overlay.js';
 import { JournalWriter, type SealFault, type WriteAck, type WriteBatch, type WriterOp } from './journal-writer.js';
+import type { BesideOp, BesideResult, BesideWriter } from './beside-rows.js';
 import { WriterThread, type WriterThreadOptions } from './writer-thread.js';
 import { AnchorStore, type AnchorFacts, type AnchorRecord, type CheckpointSink } from './anchor-store.js';
 import { RecentCache, sessionCacheEntriesMax, StateCache } from './state-cache.js';
@@ -376,7 +377,7 @@ interface InFlightBatch {
  * targets, fingerprints and digests. The contract's strict payload schemas refuse anything else,
  * and only the parsed event is stored.
  */
-export class Journal {
+export class Journal implements BesideWriter {
   private readonly store: JournalStore;
   private readonly listQuery: ActionListQuery;
   private readonly groupCommit: boolean;
@@ -429,6 +430,8 @@ export class Journal {
   private loopWroteLast = false;
   /** With a writer thread, inside auditWrite: its operations, sent as one transaction when it returns. */
   private opBuffer: WriterOp[] | undefined = undefined;
+  /** Writes beside the journal (writeBeside) posted to the writer thread and not yet answered. */
+  private besideInFlight = 0;
   /** Units ever queued, and units settled (FIFO): durable() waits until what was queued before it is settled. */
   private unitsQueued = 0;
   private unitsSettled = 0;
@@ -612,7 +615,7 @@ export class Journal {
       const thread = this.thread;
       if (thread === undefined || this.state !== 'open') return;
       const idleMs = performance.now() - this.threadUsedAtMs;
-      if (this.inFlight.length > 0 || idleMs < this.threadIdleMs) {
+      if (this.inFlight.length > 0 || this.besideInFlight > 0 || idleMs < this.threadIdleMs) {
         this.armThreadIdle(Math.max(1, this.threadIdleMs - idleMs));
         return;
       }
@@ -1032,6 +1035,36 @@ export class Journal {
     return recorded && this.writable();
   }
 
+  /**
+   * Writes beside the journal's own tables (an SSH recording's rows, a kept request: beside-rows.ts) on the writer
+   * thread while it runs, so that they never wait for its write lock in SQLite's busy handler on the loop: one
+   * transaction, after every batch and operation posted before it, and every batch posted after it follows it (none
+   * commits inline meanwhile). Resolves with each operation's answer once committed. A failure rolls back only these
+   * operations and rejects with what they met, the journal staying open: these rows are not the journal's, and on the
+   * store's own connection the same refusal refuses only that write (a recording start the file refuses is the
+   * command's RECORDING_UNAVAILABLE either way, whatever the load). A write that fails the file itself (a full disk, an
+   * I/O error) fails the next batch, which fails the journal closed. Undefined when no writer thread runs (inline,
+   * starting, or ended when idle) or the journal is no longer open (failed, closing: no batch holds the lock any more):
+   * the caller writes on its own connection, as without a thread (a recording is still sealed after a failed
+   * DISPATCH_STARTED).
+   */
+  writeBeside(ops: readonly BesideOp[]): Promise<BesideResult[]> | undefined {
+    const thread = this.thread;
+    if (thread === undefined || this.state !== 'open') return undefined;
+    this.besideInFlight += 1;
+    this.threadUsedAtMs = performance.now();
+    return new Promise((resolve, reject) => {
+      thread.write(ops, (error, results) => {
+        this.besideInFlight -= 1;
+        if (error !== undefined) {
+          reject(error);
+          return;
+        }
+        resolve(results.map((result) => result ?? 0));
+      });
+    });
+  }
+
   /** Open, or closing: audit writes (an anchor's record) still land; appends are refused from `closing` on. */
   private writable(): boolean {
     return this.state === 'open' || this.state === 'closing';
@@ -1288,8 +1321,12 @@ export class Journal {
       taken += 1;
       events += unit.events.length;
     }
-    // With batches in flight, the loop may not write (the thread holds the tree's head): this one follows them.
-    const wantsThread = this.inFlight.length > 0 || (this.threadMode !== false && events >= this.threadBatchEventsMin);
+    // With batches in flight, the loop may not write (the thread holds the tree's head): this one follows them. With a
+    // write beside the journal in flight it follows that too (a settlement never commits before its recording's seal).
+    const wantsThread =
+      this.inFlight.length > 0 ||
+      this.besideInFlight > 0 ||
+      (this.threadMode !== false && events >= this.threadBatchEventsMin);
     const thread = wantsThread ? this.thread : undefined;
     // A large batch while no thread runs: one starts, and this batch commits inline meanwhile.
     if (wantsThread && thread === undefined) void this.openWriterThread();

@@ -18,17 +18,17 @@ describe('the recording store (migration 013, on the result store)', () => {
   afterEach(() => temp.dispose());
 
   /** An open row as an earlier run left it: started by another store on the same file (returned, to finish late). */
-  function startedByEarlierRun(actionId: string, startedAtMs: number): ResultStore {
+  async function startedByEarlierRun(actionId: string, startedAtMs: number): Promise<ResultStore> {
     const earlier = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
-    earlier.recordings.start(actionId, startedAtMs);
+    await earlier.recordings.start(actionId, startedAtMs);
     return earlier;
   }
 
-  it('when a multi-chunk cast is finished, it reads back whole under rec_<action>, and its bytes are sealed', () => {
+  it('when a multi-chunk cast is finished, it reads back whole under rec_<action>, and its bytes are sealed', async () => {
     const canary = 'CANARY-cast-c0ffee';
     const cast = Buffer.from(`${'x'.repeat(recordingChunkBytes)}${canary}\n`);
-    expect(store.recordings.start('act_000001', 5)).toBe('rec_000001');
-    store.recordings.finish('rec_000001', cast, true, 9);
+    expect(await store.recordings.start('act_000001', 5)).toBe('rec_000001');
+    await store.recordings.finish('rec_000001', cast, true, 9);
     expect(store.recordings.read('act_000001')).toMatchObject({
       recording_id: 'rec_000001',
       truncated: true,
@@ -46,17 +46,19 @@ describe('the recording store (migration 013, on the result store)', () => {
       expect(readFileSync(`${temp.path}${suffix}`).includes(canary), `journal.sqlite${suffix}`).toBe(false);
   });
 
-  it('an action started twice, a finish of what is not open, and a second finish are refused', () => {
-    store.recordings.start('act_000002', 1);
-    expect(() => store.recordings.start('act_000002', 2)).toThrow(/UNIQUE|PRIMARY/);
-    expect(() => store.recordings.finish('rec_nope', Buffer.from('x'), false, 3)).toThrow(coded('INTERNAL'));
-    store.recordings.finish('rec_000002', Buffer.from('cast'), false, 3);
-    expect(() => store.recordings.finish('rec_000002', Buffer.from('cast'), false, 4)).toThrow(coded('INTERNAL'));
+  it('an action started twice, a finish of what is not open, and a second finish are refused', async () => {
+    await store.recordings.start('act_000002', 1);
+    await expect(store.recordings.start('act_000002', 2)).rejects.toThrow(coded('INTERNAL'));
+    await expect(store.recordings.finish('rec_nope', Buffer.from('x'), false, 3)).rejects.toThrow(coded('INTERNAL'));
+    await store.recordings.finish('rec_000002', Buffer.from('cast'), false, 3);
+    await expect(store.recordings.finish('rec_000002', Buffer.from('cast'), false, 4)).rejects.toThrow(
+      coded('INTERNAL'),
+    );
   });
 
-  it('reads answer NOT_FOUND with none, RECORDING_IN_PROGRESS while its command runs, RESULT_EXPIRED once purged', () => {
+  it('reads answer NOT_FOUND with none, RECORDING_IN_PROGRESS while its command runs, RESULT_EXPIRED once purged', async () => {
     expect(() => store.recordings.read('act_000003')).toThrow(coded('NOT_FOUND'));
-    store.recordings.start('act_000003', 100);
+    await store.recordings.start('act_000003', 100);
     // Open, and its command is running here: nothing is lost yet, so not RECORDING_INCOMPLETE.
     expect(() => store.recordings.read('act_000003')).toThrow(
       expect.objectContaining({
@@ -68,7 +70,7 @@ describe('the recording store (migration 013, on the result store)', () => {
     const next = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
     expect(() => next.recordings.read('act_000003')).toThrow(coded('RECORDING_INCOMPLETE'));
     next.close();
-    store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
+    await store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
     // The result store's purge sweeps recordings by the same retention, counted from the finish (as its result's).
     expect(store.purgeExpired(160, 60, 10)).toBe(0);
     expect(store.purgeExpired(161, 60, 10)).toBe(1);
@@ -78,9 +80,9 @@ describe('the recording store (migration 013, on the result store)', () => {
     db.close();
   });
 
-  it('a reader beside the running broker says an open recording is of unknown state, and never purges it', () => {
+  it('a reader beside the running broker says an open recording is of unknown state, and never purges it', async () => {
     // The broker (`store`, holding the data directory) runs a command; a tool opens the same file as a reader.
-    store.recordings.start('act_000016', 100);
+    await store.recordings.start('act_000016', 100);
     const reader = ResultStore.open(temp.path, temp.journal.rowCipher());
     try {
       // It cannot tell this running command from one whose broker died: neither "in progress" nor "incomplete".
@@ -93,22 +95,22 @@ describe('the recording store (migration 013, on the result store)', () => {
       );
       expect(() => store.recordings.read('act_000016')).toThrow(coded('RECORDING_IN_PROGRESS'));
       // Its purge, long past the retention, leaves the running command's recording (finished ones it does purge).
-      store.recordings.start('act_000017', 100);
-      store.recordings.finish('rec_000017', Buffer.from('done'), false, 200);
+      await store.recordings.start('act_000017', 100);
+      await store.recordings.finish('rec_000017', Buffer.from('done'), false, 200);
       expect(reader.purgeExpired(10_000, 60, 10)).toBe(1);
-      expect(() => reader.recordings.start('act_000018', 100)).toThrow(coded('INTERNAL'));
-      store.recordings.finish('rec_000016', Buffer.from('whole cast'), false, 10_001);
+      await expect(reader.recordings.start('act_000018', 100)).rejects.toThrow(coded('INTERNAL'));
+      await store.recordings.finish('rec_000016', Buffer.from('whole cast'), false, 10_001);
       expect(reader.recordings.read('act_000016').cast.toString()).toBe('whole cast');
     } finally {
       reader.close();
     }
   });
 
-  it('a purged recording answers RESULT_EXPIRED whether it was open or complete, never RECORDING_INCOMPLETE', () => {
+  it('a purged recording answers RESULT_EXPIRED whether it was open or complete, never RECORDING_INCOMPLETE', async () => {
     // Left open (a command sent, then the broker crashed before the seal), and another finished; both past retention.
-    startedByEarlierRun('act_000006', 100).close();
-    store.recordings.start('act_000007', 100);
-    store.recordings.finish('rec_000007', Buffer.from('cast'), false, 101);
+    (await startedByEarlierRun('act_000006', 100)).close();
+    await store.recordings.start('act_000007', 100);
+    await store.recordings.finish('rec_000007', Buffer.from('cast'), false, 101);
     expect(() => store.recordings.read('act_000006')).toThrow(coded('RECORDING_INCOMPLETE'));
     expect(store.purgeExpired(161, 60, 10)).toBe(2);
     // Expired either way, never "output lost". The sealed one's chunks were deleted; the open one never had any
@@ -127,20 +129,20 @@ describe('the recording store (migration 013, on the result store)', () => {
     );
   });
 
-  it('a running command keeps its recording past the retention; it goes a retention after it finished', () => {
-    store.recordings.start('act_000010', 100);
+  it('a running command keeps its recording past the retention; it goes a retention after it finished', async () => {
+    await store.recordings.start('act_000010', 100);
     // Its command has run for 10 s against a 60 ms retention: nothing to purge, it is still being recorded.
     expect(store.purgeExpired(10_100, 60, 10)).toBe(0);
-    store.recordings.finish('rec_000010', Buffer.from('long cast'), false, 10_100);
+    await store.recordings.finish('rec_000010', Buffer.from('long cast'), false, 10_100);
     expect(store.recordings.read('act_000010').cast.toString()).toBe('long cast');
     expect(store.purgeExpired(10_159, 60, 10)).toBe(0);
     expect(store.purgeExpired(10_160, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000010')).toThrow(coded('RESULT_EXPIRED'));
   });
 
-  it("an earlier run's recording left open by a crash mid-command is kept a retention after it was last seen running", () => {
+  it("an earlier run's recording left open by a crash mid-command is kept a retention after it was last seen running", async () => {
     // The earlier broker starts a command at 100; its sweeps at 5,000 and 10,000 find it still running.
-    const earlier = startedByEarlierRun('act_000015', 100);
+    const earlier = await startedByEarlierRun('act_000015', 100);
     expect(earlier.purgeExpired(5_000, 60, 10)).toBe(0);
     expect(earlier.purgeExpired(10_000, 60, 10)).toBe(0);
     // A sweep at an earlier clock (a clock stepped back) never moves the mark back.
@@ -155,10 +157,10 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.read('act_000015')).toThrow(coded('RESULT_EXPIRED'));
   });
 
-  it('a running command does not hold back the purge of the leftovers behind it, and the batch stays bounded', () => {
-    store.recordings.start('act_000011', 1);
-    const earlier = startedByEarlierRun('act_000012', 2);
-    earlier.recordings.start('act_000013', 3);
+  it('a running command does not hold back the purge of the leftovers behind it, and the batch stays bounded', async () => {
+    await store.recordings.start('act_000011', 1);
+    const earlier = await startedByEarlierRun('act_000012', 2);
+    await earlier.recordings.start('act_000013', 3);
     earlier.close();
     expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
     expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
@@ -168,11 +170,11 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_IN_PROGRESS'));
   });
 
-  it('a recording forgotten (its cast could not be built) is a leftover: RECORDING_INCOMPLETE, purged by its end', () => {
-    store.recordings.start('act_000014', 100);
-    store.recordings.forget('rec_000014', 5_000);
+  it('a recording forgotten (its cast could not be built) is a leftover: RECORDING_INCOMPLETE, purged by its end', async () => {
+    await store.recordings.start('act_000014', 100);
+    await store.recordings.forget('rec_000014', 5_000);
     // A second forget is a no-op, and does not move the mark.
-    store.recordings.forget('rec_000014', 9_000);
+    await store.recordings.forget('rec_000014', 9_000);
     expect(() => store.recordings.read('act_000014')).toThrow(coded('RECORDING_INCOMPLETE'));
     // Its command ran until 5,000: the retention counts from then, not from its start.
     expect(store.purgeExpired(5_059, 60, 10)).toBe(0);
@@ -197,10 +199,10 @@ describe('the recording store (migration 013, on the result store)', () => {
     }
   });
 
-  it("an earlier run's open recording purged before that run's late finish is not sealed then", () => {
-    const earlier = startedByEarlierRun('act_000009', 100);
+  it("an earlier run's open recording purged before that run's late finish is not sealed then", async () => {
+    const earlier = await startedByEarlierRun('act_000009', 100);
     expect(store.purgeExpired(160, 60, 10)).toBe(1);
-    expect(() => earlier.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).toThrow(
+    await expect(earlier.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).rejects.toThrow(
       coded('RESULT_EXPIRED'),
     );
     earlier.close();
@@ -215,30 +217,30 @@ describe('the recording store (migration 013, on the result store)', () => {
     expect(store.purgeExpired(10_000, 60, 10)).toBe(0);
   });
 
-  it('a row marked complete without its finish time is damaged (INTERNAL), not an unfinished recording', () => {
-    store.recordings.start('act_000008', 1);
-    store.recordings.finish('rec_000008', Buffer.from('cast'), false, 2);
+  it('a row marked complete without its finish time is damaged (INTERNAL), not an unfinished recording', async () => {
+    await store.recordings.start('act_000008', 1);
+    await store.recordings.finish('rec_000008', Buffer.from('cast'), false, 2);
     const db = new Database(temp.path);
     db.exec(`UPDATE recordings SET finished_at_ms = NULL WHERE recording_id = 'rec_000008'`);
     db.close();
     expect(() => store.recordings.read('act_000008')).toThrow(coded('INTERNAL'));
   });
 
-  it('open recordings are listed in action id order after a cursor, bounded; finished and purged ones are not', () => {
-    startedByEarlierRun('act_000001', 1).close();
-    for (const n of [4, 3, 2, 5]) store.recordings.start(`act_00000${n}`, n);
-    store.recordings.finish('rec_000002', Buffer.from('cast'), false, 9);
+  it('open recordings are listed in action id order after a cursor, bounded; finished and purged ones are not', async () => {
+    (await startedByEarlierRun('act_000001', 1)).close();
+    for (const n of [4, 3, 2, 5]) await store.recordings.start(`act_00000${n}`, n);
+    await store.recordings.finish('rec_000002', Buffer.from('cast'), false, 9);
     store.recordings.purgeExpired(3, 0, 1);
     expect(store.recordings.openActionIds('', 500)).toEqual(['act_000003', 'act_000004', 'act_000005']);
     expect(store.recordings.openActionIds('act_000003', 1)).toEqual(['act_000004']);
     expect(() => store.recordings.openActionIds('', 501)).toThrow(RangeError);
   });
 
-  it('a chunk moved from another recording, or a missing one, is never handed over', () => {
-    store.recordings.start('act_000004', 1);
-    store.recordings.finish('rec_000004', Buffer.from('four'), false, 2);
-    store.recordings.start('act_000005', 1);
-    store.recordings.finish('rec_000005', Buffer.from('five'), false, 2);
+  it('a chunk moved from another recording, or a missing one, is never handed over', async () => {
+    await store.recordings.start('act_000004', 1);
+    await store.recordings.finish('rec_000004', Buffer.from('four'), false, 2);
+    await store.recordings.start('act_000005', 1);
+    await store.recordings.finish('rec_000005', Buffer.from('five'), false, 2);
     const db = new Database(temp.path);
     db.exec(
       `UPDATE recording_chunks SET bytes = (SELECT bytes FROM recording_chunks WHERE recording_id = 'rec_000005'),

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { statementCache } from '../ports/open-database.js';
 import { CodedError } from '../contract/index.js';
 import type { RowCipher } from './audit-writer.js';
+import { writeBesideOp, type BesideOp, type BesideResult, type BesideWriter } from './beside-rows.js';
 
 /** Stored cast bytes per chunk row, like a result's: bounds one row. */
 export const recordingChunkBytes = 64 * 1024;
@@ -71,10 +72,14 @@ interface RecordingRow {
 
 /**
  * SSH session recordings (migration 013), on the result store's connection to the journal file. `start` writes an
- * open row before the exec request (the executor refuses to exec when it throws); `finish` seals the cast in
+ * open row before the exec request (the executor refuses to exec when it rejects); `finish` seals the cast in
  * chunks under the run key and marks the row complete in ONE transaction, so a reader sees all of it or none. While
  * its command runs the open row reads as RECORDING_IN_PROGRESS; one that stays open after (a crash or a failed seal
  * between the two) reads as RECORDING_INCOMPLETE until purged, never as partial bytes.
+ *
+ * With `beside` (the broker's journal), `start`, `finish` and `forget` write through the journal's writer thread while
+ * it runs (Journal.writeBeside: never in SQLite's busy handler on the loop, in order with the journal's batches), and
+ * on this connection otherwise; the same rows either way (beside-rows.ts). Reads, the purge and `close` stay here.
  */
 export class RecordingStore {
   private readonly sql: (sql: string) => Database.Statement;
@@ -91,6 +96,7 @@ export class RecordingStore {
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
     private readonly role: RecordingStoreRole,
+    private readonly beside?: BesideWriter,
   ) {
     const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'recordings'`).get();
     if (table === undefined)
@@ -105,85 +111,104 @@ export class RecordingStore {
     this.sql = statementCache(db);
   }
 
-  /** The open marker, durable before the exec request; throws (any error) when it cannot be written. */
-  start(actionId: string, startedAtMs: number): string {
+  /**
+   * The open marker, written before the exec request (durable with the DISPATCH_STARTED that follows it: one WAL);
+   * rejects (any error) when it cannot be written.
+   */
+  async start(actionId: string, startedAtMs: number): Promise<string> {
     if (this.role !== 'broker') throw new CodedError('INTERNAL', 'only the broker holding the data directory records');
     if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no recording is started');
     const recordingId = recordingIdOf(actionId);
-    this.sql(`INSERT INTO recordings (recording_id, action_id, started_at_ms, alive_at_ms) VALUES (?, ?, ?, ?)`).run(
-      recordingId,
-      actionId,
-      startedAtMs,
-      startedAtMs,
-    );
+    if (this.running.has(recordingId)) throw new CodedError('INTERNAL', `recording ${recordingId} was already started`);
+    // Running from now: a stop meanwhile marks it alive, and a purge leaves it.
     this.running.add(recordingId);
-    return recordingId;
+    try {
+      const inserted = await this.write({ kind: 'recordingStarted', recordingId, actionId, startedAtMs });
+      if (inserted !== 1) throw new CodedError('INTERNAL', `recording ${recordingId} was already started`);
+      return recordingId;
+    } catch (error) {
+      this.running.delete(recordingId);
+      throw error;
+    }
   }
 
   /**
    * The command is over (at `endedAtMs`) but its recording will not be sealed (its cast could not be built): the row
    * stays open, a leftover that reads as RECORDING_INCOMPLETE and that the purge takes a retention after the command
-   * ended (recorded here when the store can still write; else its last sweep's mark). Idempotent.
+   * ended (recorded here when the store can still write; else its last sweep's mark). Idempotent. Settles once the
+   * mark is written or given up; never rejects.
    */
-  forget(recordingId: string, endedAtMs: number): void {
-    if (!this.running.delete(recordingId)) return;
-    try {
-      this.markAlive(recordingId, endedAtMs);
-    } catch {
-      // A store that cannot write now leaves the row's last mark (its start, or the last sweep that saw it running).
-    }
+  forget(recordingId: string, endedAtMs: number): Promise<void> {
+    if (!this.running.delete(recordingId)) return Promise.resolve();
+    // A store that cannot write now leaves the row's last mark (its start, or the last sweep that saw it running).
+    return this.write({ kind: 'recordingAlive', recordingId, atMs: endedAtMs }).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /**
-   * Seals the cast and marks the recording complete; once only (a second finish throws INTERNAL). A recording purged
+   * Seals the cast and marks the recording complete; once only (a second finish rejects INTERNAL). A recording purged
    * while still open (its command outlived the retention) keeps nothing: RESULT_EXPIRED, and no chunk is written that
-   * no later purge would find.
+   * no later purge would find. The cast is sealed here, on this call's turn; only ciphertext is written. It reads as
+   * in progress until written, and its command is over whatever the write meets: a row a failed seal leaves open is a
+   * leftover the purge may take.
    */
-  finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): void {
-    // Its command is over whatever happens below: a row a failed seal leaves open is a leftover the purge may take.
-    this.running.delete(recordingId);
+  finish(recordingId: string, cast: Buffer, truncated: boolean, finishedAtMs: number): Promise<void> {
     // The broker stopped first (it closes this store before it cuts what is still running): the row stays open, marked
     // alive at the stop by `close`, and the journal decides what it means (RECORDING_INCOMPLETE, or the never-sent mark).
-    if (this.closed)
-      throw new CodedError(
-        'SHUTTING_DOWN',
-        `the broker stopped before recording ${recordingId} was sealed: it stays open`,
+    if (this.closed) {
+      this.running.delete(recordingId);
+      return Promise.reject(
+        new CodedError('SHUTTING_DOWN', `the broker stopped before recording ${recordingId} was sealed: it stays open`),
       );
-    const chunks = Math.ceil(cast.length / recordingChunkBytes);
-    // Sealed before the transaction: the write lock is held for the writes only.
-    const sealed = Array.from({ length: chunks }, (_, n) =>
-      this.cipher.seal(
-        recordingChunkAd(recordingId, n),
-        cast.subarray(n * recordingChunkBytes, (n + 1) * recordingChunkBytes),
-      ),
-    );
-    const run = sealed[0]?.run ?? null;
-    const insertChunk = this.sql(`INSERT INTO recording_chunks (recording_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
-    const mark = this.sql(
-      `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?,
-         alive_at_ms = ? WHERE recording_id = ? AND complete = 0 AND purged_at_ms IS NULL`,
-    );
-    const purged = this.sql(`SELECT 1 FROM recordings WHERE recording_id = ? AND purged_at_ms IS NOT NULL`).pluck();
-    this.db
-      .transaction(() => {
-        const changed = mark.run(
-          truncated ? 1 : 0,
-          cast.length,
-          chunks,
-          run,
-          finishedAtMs,
-          finishedAtMs,
-          recordingId,
-        ).changes;
-        if (changed !== 1 && purged.get(recordingId) !== undefined)
+    }
+    let written: Promise<BesideResult>;
+    try {
+      const chunks = Math.ceil(cast.length / recordingChunkBytes);
+      // Sealed before the write: the write lock is held for the writes only, and the run key stays on the loop.
+      const sealed = Array.from({ length: chunks }, (_, n) =>
+        this.cipher.seal(
+          recordingChunkAd(recordingId, n),
+          cast.subarray(n * recordingChunkBytes, (n + 1) * recordingChunkBytes),
+        ),
+      );
+      written = this.write({
+        kind: 'recordingFinished',
+        recordingId,
+        truncated,
+        castBytes: cast.length,
+        run: sealed[0]?.run ?? null,
+        chunks: sealed.map(({ ciphertext, nonce }) => ({ ciphertext, nonce })),
+        finishedAtMs,
+      });
+    } catch (error) {
+      written = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    return written
+      .then((finished) => {
+        if (finished === 'purged')
           throw new CodedError(
             'RESULT_EXPIRED',
             `recording ${recordingId} passed its retention before it was finished`,
           );
-        if (changed !== 1) throw new CodedError('INTERNAL', `recording ${recordingId} is not open`);
-        sealed.forEach((chunk, n) => insertChunk.run(recordingId, n, chunk.ciphertext, chunk.nonce));
+        if (finished !== 'finished') throw new CodedError('INTERNAL', `recording ${recordingId} is not open`);
       })
-      .immediate();
+      .finally(() => this.running.delete(recordingId));
+  }
+
+  /**
+   * One write beside the journal: through its writer thread while one runs, else here (`finish`'s rows in one
+   * immediate transaction, as a reader must see all of them or none). Rejects with what the write met.
+   */
+  private write(op: BesideOp): Promise<BesideResult> {
+    const posted = this.beside?.writeBeside([op]);
+    if (posted !== undefined) return posted.then((results) => results[0] ?? 0);
+    try {
+      return Promise.resolve(this.db.transaction(() => writeBesideOp(this.db, op)).immediate());
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   /**

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { CodedError } from '../contract/index.js';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { requireDurableConnection } from './durability.js';
+import { writeBesideOp, type BesideOp, type BesideWriter } from './beside-rows.js';
 
 const busyTimeoutMs = 2_000;
 /** A kept request is the agent's bounded request; this bounds one sealed row all the same. */
@@ -24,11 +25,18 @@ export interface KeptRequest {
 export class RequestStore {
   private readonly sql: (sql: string) => Database.Statement;
 
-  private constructor(private readonly db: Database.Database) {
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly beside: BesideWriter | undefined,
+  ) {
     this.sql = statementCache(db);
   }
 
-  static open(path: string, platform: NodeJS.Platform = process.platform): RequestStore {
+  /**
+   * `journal`: the journal whose writer thread, while it runs, writes `keep` and `drop` (Journal.writeBeside: never in
+   * SQLite's busy handler on the loop, in order with the journal's batches); on this connection otherwise.
+   */
+  static open(path: string, platform: NodeJS.Platform = process.platform, journal?: BesideWriter): RequestStore {
     const db = openDatabase(path, { fileMustExist: true });
     try {
       requireDurableConnection(db, platform);
@@ -38,28 +46,27 @@ export class RequestStore {
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'kept_requests'`).get();
       if (table === undefined)
         throw new CodedError('MIGRATION_FAILED', 'the journal has no kept_requests table (schema older than 8)');
-      return new RequestStore(db);
+      return new RequestStore(db, journal);
     } catch (error) {
       db.close();
       throw error;
     }
   }
 
-  /** Keeps (or replaces) the sealed request of an action until `expiresAtMs`. */
-  keep(row: KeptRequest): void {
+  /** Keeps (or replaces) the sealed request of an action until `expiresAtMs`; resolves once written. */
+  async keep(row: KeptRequest): Promise<void> {
     if (row.sealed.byteLength > keptRequestBytesMax)
       throw new CodedError('PAYLOAD_LIMIT', `a kept request is at most ${keptRequestBytesMax} bytes`, {
         field: 'body',
       });
-    this.sql(
-      `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?)`,
-    ).run(
-      row.action_id,
-      row.route,
-      Buffer.from(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength),
-      row.kept_at_ms,
-      row.expires_at_ms,
-    );
+    await this.write({
+      kind: 'requestKept',
+      actionId: row.action_id,
+      route: row.route,
+      sealed: row.sealed,
+      keptAtMs: row.kept_at_ms,
+      expiresAtMs: row.expires_at_ms,
+    });
   }
 
   /** The kept request, or undefined: never kept, dropped (settled), or past its expiry at `nowMs`. */
@@ -72,10 +79,25 @@ export class RequestStore {
     return { ...row, sealed: new Uint8Array(row.sealed) };
   }
 
-  /** Drops an action's kept request; a read first, so the common case (none kept) writes nothing. */
-  drop(actionId: string): void {
+  /**
+   * Drops an action's kept request; resolves once written. A read first, so the common case (none kept) writes nothing
+   * (with the writer thread, a keep still in flight there is not yet visible here: the delete is posted all the same).
+   */
+  async drop(actionId: string): Promise<void> {
+    const posted = this.beside?.writeBeside([{ kind: 'requestDropped', actionId }]);
+    if (posted !== undefined) {
+      await posted;
+      return;
+    }
     if (this.sql(`SELECT 1 FROM kept_requests WHERE action_id = ?`).get(actionId) === undefined) return;
-    this.sql(`DELETE FROM kept_requests WHERE action_id = ?`).run(actionId);
+    await this.write({ kind: 'requestDropped', actionId });
+  }
+
+  /** One write: through the journal's writer thread while one runs, else on this connection. */
+  private async write(op: BesideOp): Promise<void> {
+    const posted = this.beside?.writeBeside([op]);
+    if (posted !== undefined) await posted;
+    else writeBesideOp(this.db, op);
   }
 
   /** Deletes up to `limit` rows past their expiry; returns how many. */

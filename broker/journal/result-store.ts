@@ -5,6 +5,7 @@ import type { RowCipher } from './audit-writer.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 import { requireDurableConnection } from './durability.js';
 import { RecordingStore, type RecordingStoreRole } from './recording-store.js';
+import type { BesideWriter } from './beside-rows.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
 export const resultChunkBytes = 64 * 1024;
@@ -95,21 +96,27 @@ export class ResultStore {
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
     role: RecordingStoreRole,
+    beside: BesideWriter | undefined,
   ) {
     this.sql = statementCache(db);
-    this.recordings = new RecordingStore(db, cipher, role);
+    this.recordings = new RecordingStore(db, cipher, role, beside);
   }
 
   /**
    * Opens the journal's database file (already migrated by Journal.open), sealing with the journal's key. `role` is
    * 'broker' only for the store of the process holding the data directory's lock (data-dir-lock.ts; the runtime's,
    * and the harnesses standing in for it): its recordings' verdicts rest on that (RecordingStore). Any other opener
-   * is a 'reader' (the default).
+   * is a 'reader' (the default). `journal`: the journal whose writer thread, while it runs, writes the recordings'
+   * rows (RecordingStore; the broker's store), so they never wait for its write lock on the loop.
    */
   static open(
     path: string,
     cipher: RowCipher,
-    options: { readonly role?: RecordingStoreRole; readonly platform?: NodeJS.Platform } = {},
+    options: {
+      readonly role?: RecordingStoreRole;
+      readonly platform?: NodeJS.Platform;
+      readonly journal?: BesideWriter;
+    } = {},
   ): ResultStore {
     const platform = options.platform ?? process.platform;
     const db = openDatabase(path, { fileMustExist: true });
@@ -135,7 +142,7 @@ export class ResultStore {
         .get();
       if (sealedColumn === undefined)
         throw new CodedError('MIGRATION_FAILED', 'the journal has no sealed results (schema older than 9)');
-      return new ResultStore(db, cipher, options.role ?? 'reader');
+      return new ResultStore(db, cipher, options.role ?? 'reader', options.journal);
     } catch (error) {
       db.close();
       throw error;

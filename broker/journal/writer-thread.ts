@@ -3,6 +3,7 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import { CodedError } from '../contract/index.js';
 import { sqliteNativeBinding } from '../ports/open-database.js';
 import type { TreeHead } from './audit-writer.js';
+import type { BesideResult } from './beside-rows.js';
 import type { SyncMode } from './durability.js';
 import type { WriteAck, WriteBatch, WriterOp, WriterStart } from './journal-writer.js';
 import type { WriterRequest, WriterWorkerData } from './writer-worker.js';
@@ -14,10 +15,14 @@ export interface WriterError {
   readonly message: string;
 }
 
-/** What the writer thread answers (plain data): an ack for a batch, nothing for operations, or the error it met. */
+/**
+ * What the writer thread answers (plain data): an ack for a batch; for operations, nothing, or each one's answer when
+ * any had one (a write beside the journal: beside-rows.ts); or the error it met.
+ */
 export interface WriterReply {
   readonly id: number;
   readonly ack?: WriteAck;
+  readonly results?: readonly (BesideResult | undefined)[];
   readonly error?: WriterError;
 }
 
@@ -160,10 +165,18 @@ export class WriterThread {
     });
   }
 
-  /** Writes operations in one transaction of their own, after whatever was posted before; `done` hears how it ended. */
-  write(ops: readonly WriterOp[], done: (error: Error | undefined) => void): void {
+  /**
+   * Writes operations in one transaction of their own, after whatever was posted before; `done` hears how it ended,
+   * with each operation's answer (undefined for those that have none).
+   */
+  write(
+    ops: readonly WriterOp[],
+    done: (error: Error | undefined, results: readonly (BesideResult | undefined)[]) => void,
+  ): void {
     this.post({ kind: 'ops', id: this.nextId++, ops }, (reply) =>
-      done(reply.error === undefined ? undefined : errorOfReply(reply.error)),
+      reply.error === undefined
+        ? done(undefined, reply.results ?? ops.map(() => undefined))
+        : done(errorOfReply(reply.error), []),
     );
   }
 

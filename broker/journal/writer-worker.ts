@@ -145,10 +145,8 @@ function serve(db: Database.Database, writer: JournalWriter): (request: WriterRe
         return;
       case 'ops':
         try {
-          inTransaction(db, () => {
-            for (const op of request.ops) writer.write(op);
-          });
-          reply({ id: request.id });
+          const results = inTransaction(db, () => request.ops.map((op) => writer.write(op)));
+          reply(results.every((result) => result === undefined) ? { id: request.id } : { id: request.id, results });
         } catch (error) {
           reply({ id: request.id, error: errorOf(error) });
         }

@@ -50,7 +50,7 @@ export async function openHttpActionHarness(
 ): Promise<HttpActionHarness> {
   const temp = await openTempJournal(journal);
   const vault = await openCanaryVault(temp);
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker', journal: temp.journal });
   const { logger, lines: logLines } = createCapturedLogger();
   const secretUses = { count: 0 };
   const countingVault = countingVaultOf(vault, secretUses);

@@ -48,7 +48,7 @@ export async function openSshActionHarness(
   await vault.init(passphrase);
   for (const [name, key] of Object.entries(keys))
     await vault.add({ name, kind: 'ssh_key', secret: Buffer.from(key.privateKey), bindings: key.bindings });
-  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker', journal: temp.journal });
   const { logger, lines: logLines } = createCapturedLogger();
   const ids = createRandomIdSource(temp.clock);
   const returned: unknown[] = [];

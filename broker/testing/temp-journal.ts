@@ -82,7 +82,7 @@ export async function openTempResultStore(
   options: Parameters<typeof openTempJournal>[0] = {},
 ): Promise<{ temp: TempJournal; store: ResultStore }> {
   const temp = await openTempJournal(options);
-  const store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker' });
+  const store = ResultStore.open(temp.path, temp.journal.rowCipher(), { role: 'broker', journal: temp.journal });
   return {
     store,
     temp: {

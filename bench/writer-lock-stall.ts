@@ -1,0 +1,142 @@
+/**
+ * Issue 18, "nothing synchronous on the loop" (docs/journal-writer-thread.md, "Writes beside the writer thread"): a
+ * write on a connection of its own (an SSH recording's start or finish, a kept request's keep) while the journal's
+ * writer thread commits large batches back to back. Such a write meets the write lock the thread holds and waits in
+ * SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the loop's largest gap
+ * (a 1 ms ticker), with the side writes and without them, under the same load.
+ *
+ * The broker's stores write them through the writer thread (Journal.writeBeside); `--own-connections` opens the
+ * stores without the journal, so they write on their own connections as before that change.
+ *
+ *   node --import tsx bench/writer-lock-stall.ts [seconds per phase, default 5] [--own-connections]
+ */
+import { performance } from 'node:perf_hooks';
+import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
+import { openTempJournal } from '../broker/testing/temp-journal.js';
+import { ResultStore, RequestStore, recordingIdOf, type Journal } from '../broker/journal/index.js';
+
+const seconds = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5);
+const ownConnections = process.argv.includes('--own-connections');
+const dispatchers = 128;
+
+interface Phase {
+  readonly name: string;
+  readonly events: number;
+  readonly gapsMs: number[];
+  readonly writesMs: Record<string, number[]>;
+}
+
+function pct(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+/** `dispatchers` callers driving every action path one append at a time, until `stop`: batches of ~100 events. */
+async function load(journal: Journal, stop: () => boolean): Promise<number> {
+  let events = 0;
+  let n = 0;
+  const run = async (d: number): Promise<void> => {
+    while (!stop()) {
+      const name = actionPathNames[n % actionPathNames.length] as (typeof actionPathNames)[number];
+      const id = `act_l${String(d).padStart(4, '0')}n${String((n += 1)).padStart(8, '0')}`;
+      for (const event of actionPaths[name](id)) {
+        await journal.append(event).catch(() => undefined);
+        events += 1;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: dispatchers }, (_, d) => run(d)));
+  return events;
+}
+
+type Recorder = (what: string, ms: number) => void;
+
+async function phase(
+  name: string,
+  journal: Journal,
+  sideWrites: ((i: number, record: Recorder) => void) | undefined,
+): Promise<Phase> {
+  const until = performance.now() + seconds * 1000;
+  const stop = (): boolean => performance.now() >= until;
+  const gapsMs: number[] = [];
+  let last = performance.now();
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    gapsMs.push(now - last);
+    last = now;
+  }, 1);
+  const writesMs: Record<string, number[]> = {};
+  const record: Recorder = (what, ms) => (writesMs[what] ??= []).push(ms);
+  let i = 0;
+  const side = sideWrites === undefined ? undefined : setInterval(() => sideWrites((i += 1), record), 10);
+  const events = await load(journal, stop);
+  clearInterval(ticker);
+  if (side !== undefined) clearInterval(side);
+  return { name, events, gapsMs, writesMs };
+}
+
+/** Times a write: the loop's share (until the call returns) and until it is written (its promise settles). */
+function timed(what: string, record: Recorder, write: () => Promise<unknown>): void {
+  const t0 = performance.now();
+  const written = write();
+  record(`${what}, on the loop`, performance.now() - t0);
+  written.then(
+    () => record(`${what}, until written`, performance.now() - t0),
+    () => record(`${what}, failed`, performance.now() - t0),
+  );
+}
+
+async function main(): Promise<void> {
+  const temp = await openTempJournal({ writerThread: true, threadBatchEventsMin: 1 });
+  const beside = ownConnections ? undefined : temp.journal;
+  const results = ResultStore.open(temp.path, temp.journal.rowCipher(), {
+    role: 'broker',
+    ...(beside === undefined ? {} : { journal: beside }),
+  });
+  const requests = RequestStore.open(temp.path, process.platform, beside);
+  const cast = Buffer.alloc(4096, 0x61);
+  const sealed = new Uint8Array(2048).fill(7);
+  try {
+    await phase('warm-up', temp.journal, undefined);
+    const phases = [
+      await phase('load alone', temp.journal, undefined),
+      await phase('load + side writes', temp.journal, (i, record) => {
+        const actionId = `act_side${String(i).padStart(8, '0')}`;
+        const recordingId = recordingIdOf(actionId);
+        const nowMs = temp.clock.nowMs();
+        timed('recording start', record, () => results.recordings.start(actionId, nowMs));
+        timed('recording finish', record, () => results.recordings.finish(recordingId, cast, false, nowMs));
+        timed('kept request keep', record, () =>
+          requests.keep({
+            action_id: actionId,
+            route: 'docs',
+            sealed,
+            kept_at_ms: nowMs,
+            expires_at_ms: nowMs + 60_000,
+          }),
+        );
+      }),
+    ];
+    const stats = temp.journal.stats();
+    console.log(
+      `writer thread: ${JSON.stringify(stats.writer_thread)}; ${seconds} s per phase, ${dispatchers} callers`,
+    );
+    for (const p of phases) {
+      const over = (ms: number): number => p.gapsMs.filter((g) => g > ms).length;
+      console.log(
+        `${p.name}: ${Math.round(p.events / seconds)} events/s; loop gap p50 ${pct(p.gapsMs, 50).toFixed(2)} p99 ${pct(p.gapsMs, 99).toFixed(2)} max ${Math.max(...p.gapsMs).toFixed(2)} ms; gaps > 5 ms: ${over(5)}, > 10 ms: ${over(10)}, > 20 ms: ${over(20)}`,
+      );
+      for (const [what, ms] of Object.entries(p.writesMs))
+        console.log(
+          `  ${what}: n ${ms.length}, p50 ${pct(ms, 50).toFixed(3)} p90 ${pct(ms, 90).toFixed(3)} p99 ${pct(ms, 99).toFixed(3)} max ${Math.max(...ms).toFixed(3)} ms; > 1 ms: ${ms.filter((m) => m > 1).length}`,
+        );
+    }
+  } finally {
+    requests.close();
+    results.close();
+    await temp.dispose();
+  }
+}
+
+void main();

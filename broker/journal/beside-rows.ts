@@ -1,0 +1,137 @@
+import type Database from 'better-sqlite3';
+import { statementCache } from '../ports/open-database.js';
+
+/**
+ * Writes beside the journal's own tables — an SSH recording's rows (migration 013), a kept request (migration 008) —
+ * as plain data, so that one function writes them whether the store's own connection runs it on the loop (no writer
+ * thread) or the journal's writer thread does (Journal.writeBeside; docs/journal-writer-thread.md). Each answers a
+ * value for what the SQL found (a row that was not open, a purge that came first); only a SQLite failure throws, and
+ * on the writer thread that fails the journal closed like any failed write.
+ */
+export type BesideOp =
+  /** An SSH recording's open row, before its exec request. Answers the rows inserted: 0 when it already existed. */
+  | {
+      readonly kind: 'recordingStarted';
+      readonly recordingId: string;
+      readonly actionId: string;
+      readonly startedAtMs: number;
+    }
+  /**
+   * The recording's cast, sealed on the loop under the run key (`run`, `chunks` in order), and its row marked complete.
+   * Answers 'finished', or 'purged' / 'not open' with nothing written.
+   */
+  | {
+      readonly kind: 'recordingFinished';
+      readonly recordingId: string;
+      readonly truncated: boolean;
+      readonly castBytes: number;
+      readonly run: number | null;
+      readonly chunks: readonly { readonly ciphertext: Uint8Array; readonly nonce: Uint8Array }[];
+      readonly finishedAtMs: number;
+    }
+  /** The open recording's command was still running (or just ended) at `atMs`; never moves the mark back. */
+  | { readonly kind: 'recordingAlive'; readonly recordingId: string; readonly atMs: number }
+  /** A kept request's sealed row (kept-request.ts), kept or replaced. */
+  | {
+      readonly kind: 'requestKept';
+      readonly actionId: string;
+      readonly route: string;
+      readonly sealed: Uint8Array;
+      readonly keptAtMs: number;
+      readonly expiresAtMs: number;
+    }
+  /** An action's kept request dropped (settled). Answers the rows deleted. */
+  | { readonly kind: 'requestDropped'; readonly actionId: string };
+
+export type BesideOpKind = BesideOp['kind'];
+export type FinishedAs = 'finished' | 'purged' | 'not open';
+/** What one BesideOp answers (plain data). */
+export type BesideResult = number | FinishedAs;
+
+/** Who writes beside the journal on its writer thread while one runs: the Journal (writeBeside). */
+export interface BesideWriter {
+  /**
+   * Posts the operations to the writer thread as one transaction, after everything posted before, and resolves with
+   * each one's answer once committed; undefined when no writer thread runs (the caller writes on its own connection).
+   */
+  writeBeside(ops: readonly BesideOp[]): Promise<BesideResult[]> | undefined;
+}
+
+const besideKinds: ReadonlySet<string> = new Set<BesideOpKind>([
+  'recordingStarted',
+  'recordingFinished',
+  'recordingAlive',
+  'requestKept',
+  'requestDropped',
+]);
+
+export function isBesideOp(op: { readonly kind: string }): op is BesideOp {
+  return besideKinds.has(op.kind);
+}
+
+/** A sealed byte string as a Buffer over the same bytes (a Uint8Array once it crossed to the thread). */
+function bytes(view: Uint8Array): Buffer {
+  return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+}
+
+/** Each connection's statements, compiled once. */
+const statements = new WeakMap<Database.Database, (sql: string) => Database.Statement>();
+
+/** Writes one operation's rows on `db`, inside the caller's transaction; throws only what SQLite throws. */
+export function writeBesideOp(connection: Database.Database, op: BesideOp): BesideResult {
+  let sql = statements.get(connection);
+  if (sql === undefined) statements.set(connection, (sql = statementCache(connection)));
+  const db = { prepare: sql };
+  switch (op.kind) {
+    case 'recordingStarted':
+      return db
+        .prepare(
+          `INSERT INTO recordings (recording_id, action_id, started_at_ms, alive_at_ms) VALUES (?, ?, ?, ?)
+           ON CONFLICT DO NOTHING`,
+        )
+        .run(op.recordingId, op.actionId, op.startedAtMs, op.startedAtMs).changes;
+    case 'recordingFinished': {
+      const changed = db
+        .prepare(
+          `UPDATE recordings SET complete = 1, truncated = ?, cast_bytes = ?, chunks = ?, run = ?, finished_at_ms = ?,
+             alive_at_ms = ? WHERE recording_id = ? AND complete = 0 AND purged_at_ms IS NULL`,
+        )
+        .run(
+          op.truncated ? 1 : 0,
+          op.castBytes,
+          op.chunks.length,
+          op.run,
+          op.finishedAtMs,
+          op.finishedAtMs,
+          op.recordingId,
+        ).changes;
+      if (changed !== 1) {
+        const purged = db
+          .prepare(`SELECT 1 FROM recordings WHERE recording_id = ? AND purged_at_ms IS NOT NULL`)
+          .get(op.recordingId);
+        return purged === undefined ? 'not open' : 'purged';
+      }
+      const insert = db.prepare(`INSERT INTO recording_chunks (recording_id, n, bytes, nonce) VALUES (?, ?, ?, ?)`);
+      op.chunks.forEach((chunk, n) => insert.run(op.recordingId, n, bytes(chunk.ciphertext), bytes(chunk.nonce)));
+      return 'finished';
+    }
+    case 'recordingAlive':
+      return db
+        .prepare(
+          `UPDATE recordings SET alive_at_ms = @atMs WHERE recording_id = @recordingId AND complete = 0
+             AND purged_at_ms IS NULL AND alive_at_ms < @atMs`,
+        )
+        .run({ atMs: op.atMs, recordingId: op.recordingId }).changes;
+    case 'requestKept':
+      return db
+        .prepare(
+          `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms)
+           VALUES (?, ?, ?, ?, ?)`,
+        )
+        .run(op.actionId, op.route, bytes(op.sealed), op.keptAtMs, op.expiresAtMs).changes;
+    case 'requestDropped':
+      return db.prepare(`DELETE FROM kept_requests WHERE action_id = ?`).run(op.actionId).changes;
+    default:
+      throw new Error(`unknown write beside the journal: ${String((op as { kind?: unknown }).kind)}`);
+  }
+}
