@@ -260,8 +260,8 @@ function firstBlockAt(format: Format, src: Buffer, at: number): number {
  * decoded as raw deflate (longestDecodable: a corrupt tail, stored blocks zlib refuses), its trailer skipped
  * unchecked, and the outputs of members that follow one another joined, so a secret split across members is seen
  * whole (a member whose only output is one stored block with a wrong NLEN too: alone its bytes lie in the view
- * already, joined they may not). Every member after the first is added to `chained`: its output is in this view, and
- * it is not decoded again on its own.
+ * already, joined they may not; so a join is never stored-only, and what it holds is looked into again). Every member
+ * after the first is added to `chained`: its output is in this view, and it is not decoded again on its own.
  */
 function* gzipMembers(
   src: Buffer,
@@ -291,7 +291,10 @@ function* gzipMembers(
     readTo = Math.min(end, member);
   }
   if (outputs.length === 0) return undefined;
-  return { bytes: outputs.length === 1 ? outputs[0]! : Buffer.concat(outputs), consumed: readTo - at, storedOnly };
+  // Stored-only is kept for one member's output (each of its bytes lies in the view as it is), not for the joined
+  // outputs of several: compressed data split across members is whole only in the join, so that is looked into.
+  if (outputs.length === 1) return { bytes: outputs[0]!, consumed: readTo - at, storedOnly };
+  return { bytes: Buffer.concat(outputs), consumed: readTo - at };
 }
 
 const gzipMagic = Buffer.from([0x1f, 0x8b, 0x08]);
