@@ -7,7 +7,7 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
-import { gzipDataAt, gzipTrailerBytes } from './gzip-members.js';
+import { gzipDataAt, gzipTrailerBytes, zerosEnd } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
 import { mendStoredLengthSteps } from './stored-block-lengths.js';
 
@@ -258,10 +258,11 @@ function firstBlockAt(format: Format, src: Buffer, at: number): number {
 /**
  * The gzip members from `at` on, read as a lenient decoder reads them (gzip-members.ts): each member's deflate data
  * decoded as raw deflate (longestDecodable: a corrupt tail, stored blocks zlib refuses), its trailer skipped
- * unchecked, and the outputs of members that follow one another joined, so a secret split across members is seen
- * whole (a member whose only output is one stored block with a wrong NLEN too: alone its bytes lie in the view
- * already, joined they may not; so a join is never stored-only, and what it holds is looked into again). Every member
- * after the first is added to `chained`: its output is in this view, and it is not decoded again on its own.
+ * unchecked, and the outputs of members that follow one another (zero bytes between them skipped) joined, so a secret
+ * split across members is seen whole (a member whose only output is one stored block with a wrong NLEN too: alone its
+ * bytes lie in the view already, joined they may not; so a join is never stored-only, and what it holds is looked
+ * into again). Every member after the first is added to `chained`: its output is in this view, and it is not decoded
+ * again on its own.
  */
 function* gzipMembers(
   src: Buffer,
@@ -286,9 +287,11 @@ function* gzipMembers(
     total += read.bytes.length;
     if (total >= maxOutput) return 'too_large';
     storedOnly &&= read.storedOnly === true;
-    // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it.
+    // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it or after zero
+    // bytes there (Python's gzip.decompress skips them; they are not read as part of the stream).
     member = data + read.consumed + gzipTrailerBytes;
     readTo = Math.min(end, member);
+    member = zerosEnd(src, readTo, end);
   }
   if (outputs.length === 0) return undefined;
   // Stored-only is kept for one member's output (each of its bytes lies in the view as it is), not for the joined

@@ -255,6 +255,27 @@ describe('gzip that a lenient decoder joins across members', () => {
     }
     expect(tried).toBeGreaterThan(10);
   });
+
+  it.each([1, 4, 4095, 4096, 9000])(
+    'members with %i zero bytes between them are joined, as Python gzip.decompress joins them',
+    (zeros) => {
+      const token = 'canary-z3r0-p4dd1ng';
+      const plain = Buffer.from(`{"authorization":"Bearer ${token}"}`);
+      const python = { zeroPaddedMembers: true };
+      for (let cut = plain.indexOf(token) + 1; cut < plain.indexOf(token) + token.length; cut += 3) {
+        const members = [gzipSync(plain.subarray(0, cut)), Buffer.alloc(zeros), gzipSync(plain.subarray(cut))];
+        const body = Buffer.concat([Buffer.from('bin:'), ...members, Buffer.from('\x00\x01end')]);
+        // The attack is real: zlib's members are right, a decoder that stops at the zero bytes gets half the token,
+        // Python's reads through them and gets all of it.
+        expect(agentGetsNested(body, token, 1)).toBe(false);
+        expect(agentGetsNested(body, token, 1, python)).toBe(true);
+        const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+        expect(out.redacted).toBe(true);
+        expect(agentGetsNested(Buffer.from(out.bytes), token, 2, python)).toBe(false);
+        expect(out.bytes.toString('latin1').startsWith('bin:')).toBe(true);
+      }
+    },
+  );
 });
 
 describe('honest gzip', () => {
