@@ -200,8 +200,18 @@ export function* inflatedViewSteps(
     if (decoded.storedOnly === true) storedOnlyViews.add(inflated);
     out.views.push(inflated);
   };
+  /**
+   * Where the deflate data of each gzip start tried begins. Headers whose FNAME (FCOMMENT) fields all run to one zero
+   * byte share one data start: a later one is not tried again. Its decode would be the earlier one's (the same data to
+   * the same end), and its span, from a later header to the same end, lies inside the earlier span: redacted with it.
+   */
+  const gzipDataTried = new Set<number>();
   for (const at of signatureStarts(src, gzipMagic)) {
-    if (!chained.has(at)) yield* tryAt('gzip', at);
+    const data = gzipDataAt(src, at);
+    if (!chained.has(at) && (data === undefined || !gzipDataTried.has(data))) {
+      if (data !== undefined) gzipDataTried.add(data);
+      yield* tryAt('gzip', at);
+    }
     yield;
   }
   for (const at of zlibStarts(src)) {
