@@ -37,7 +37,7 @@ import { mendStoredLengthSteps } from './stored-block-lengths.js';
  * complement (fflate ignores NLEN): when zlib stops there, the stream's stored blocks are mended in a copy
  * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole.
  * Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
- * decoder calls, decodes of data without a signature, and bytes walked to mend stored blocks.
+ * decoder calls, the input they consume, decodes of data without a signature, and bytes walked to mend stored blocks.
  */
 
 /** Decoded bytes at most, over every stream found in one input (the decompression-bomb bound). */
@@ -51,6 +51,13 @@ const inflateFloorBytes = 64 * 1024;
  * random binary holds ~400 zlib-like headers at ~5 calls each; past the bound what is left is redacted.
  */
 export const inflateCallsMax = 16_384;
+/**
+ * Encoded bytes that decoder calls that succeed may consume at most per input. A call's cost follows the input it
+ * reads, not its output: ~900 KB of empty dynamic Huffman blocks costs ~50-70 ms and outputs nothing, and gzip headers
+ * can each point their data at a different place in it (FEXTRA). 64 MiB is ~3-4 s of such blocks; honest inputs
+ * consume a few times their own length (each view, the prefixes a bisection decodes).
+ */
+export const inflateInputBytesMax = 64 * 1024 * 1024;
 /**
  * Walk units at most per input to mend stored blocks (stored-block-lengths.ts: a symbol decoded, a block header, a
  * lookup-table entry built, 16 bytes copied; stored data is skipped free). Measured at ~3-15 ns a unit on one core
@@ -85,6 +92,8 @@ export interface ScanView {
 export interface InflateBudget {
   bytesLeft: number;
   callsLeft: number;
+  /** Encoded bytes consumed by decoder calls that succeeded (inflateInputBytesMax). */
+  inputBytesLeft: number;
   headlessLeft: number;
   walkUnitsLeft: number;
 }
@@ -93,6 +102,7 @@ export function inflateBudget(): InflateBudget {
   return {
     bytesLeft: inflatedBytesMax,
     callsLeft: inflateCallsMax,
+    inputBytesLeft: inflateInputBytesMax,
     headlessLeft: headlessTriesMax,
     walkUnitsLeft: storedWalkUnitsMax,
   };
@@ -179,7 +189,7 @@ export function* inflatedViewSteps(
       return;
     }
     const decoded =
-      budget.callsLeft <= 0 || budget.bytesLeft <= 0
+      budget.callsLeft <= 0 || budget.bytesLeft <= 0 || budget.inputBytesLeft <= 0
         ? 'too_large'
         : format === 'gzip'
           ? yield* gzipMembers(src, at, end, maxOutput, budget, chained)
@@ -394,9 +404,12 @@ function* longestDecodable(
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
   const attempt = (length: number): Attempt => {
-    if (budget.callsLeft <= 0) return 'too_large';
+    if (budget.callsLeft <= 0 || budget.inputBytesLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    return decodeOnce(format, src.subarray(0, length), maxOutput);
+    const got = decodeOnce(format, src.subarray(0, length), maxOutput);
+    // A call that fails does not say how far it read (noise fails within bytes); one that succeeds does.
+    if (isDecoded(got)) budget.inputBytesLeft -= got.consumed;
+    return got;
   };
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {

@@ -309,6 +309,36 @@ describe('gzip headers that share one data start', () => {
   });
 });
 
+describe('gzip headers that each point their data at a different place in one long stream', () => {
+  it('spend the budget of input consumed: the calls stop there and the rest is redacted', () => {
+    // 200 headers, each with FEXTRA whose XLEN points its data at a different block of ~1 MiB of empty stored blocks:
+    // each decode reads on to the end (~1 MiB) and outputs nothing, so neither the decoded-bytes budget nor sharing
+    // a data start bounds it. (Empty dynamic Huffman blocks cost zlib ~50-70 ms a megabyte; stored ones keep this fast.)
+    const headers = 200;
+    const headerBytes = 12;
+    const blocks = Buffer.concat([
+      ...Array.from({ length: (1 << 20) / 5 }, () => Buffer.from([0, 0, 0, 0xff, 0xff])),
+      Buffer.from([1, 0, 0, 0xff, 0xff]),
+    ]);
+    const head = Buffer.alloc(headers * headerBytes);
+    for (let i = 0; i < headers; i++) {
+      head.set([0x1f, 0x8b, 0x08, 0x04, 1, 1, 1, 1, 1, 1], i * headerBytes);
+      head.writeUInt16LE(head.length - (i + 1) * headerBytes + i * 5, i * headerBytes + 10);
+    }
+    const body = Buffer.concat([head, blocks, Buffer.alloc(8)]);
+    // Each header's data really is the blocks from its own place on: a lenient decoder reads them all (no output).
+    expect(lenientInflate('gzip', body.subarray((headers - 1) * headerBytes)).length).toBe(0);
+    const out = secretScrubber(secretParts({ kind: 'bearer', token: 'canary-1nput-budg3t' })).scrub(body);
+    const dataCalls = decoderCalls.filter(
+      (call) => call.region.startsWith('raw:') && Number(call.region.split(':')[3]) > 1 << 19,
+    );
+    // 64 MiB of input consumed at most: ~64 calls of ~1 MiB, not one per header; what is left is redacted unread.
+    expect(dataCalls.length).toBeGreaterThan(32);
+    expect(dataCalls.length).toBeLessThanOrEqual(66);
+    expect(out.redacted).toBe(true);
+  });
+});
+
 describe('honest gzip', () => {
   it('of several members is one view, each member decoded once: no member again on its own', () => {
     const token = 'canary-h0n35t-gz';
