@@ -7,7 +7,7 @@ import {
   type BrotliOptions,
   type ZlibOptions,
 } from 'node:zlib';
-import { gzipDataAt, gzipTrailerBytes } from './gzip-members.js';
+import { gzipDataAt, gzipTrailerBytes, zerosEnd } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
 import { mendStoredLengthSteps } from './stored-block-lengths.js';
 
@@ -37,7 +37,7 @@ import { mendStoredLengthSteps } from './stored-block-lengths.js';
  * complement (fflate ignores NLEN): when zlib stops there, the stream's stored blocks are mended in a copy
  * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole.
  * Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
- * decoder calls, decodes of data without a signature, and bytes walked to mend stored blocks.
+ * decoder calls, the input they consume, decodes of data without a signature, and bytes walked to mend stored blocks.
  */
 
 /** Decoded bytes at most, over every stream found in one input (the decompression-bomb bound). */
@@ -51,6 +51,13 @@ const inflateFloorBytes = 64 * 1024;
  * random binary holds ~400 zlib-like headers at ~5 calls each; past the bound what is left is redacted.
  */
 export const inflateCallsMax = 16_384;
+/**
+ * Encoded bytes that decoder calls that succeed may consume at most per input. A call's cost follows the input it
+ * reads, not its output: ~900 KB of empty dynamic Huffman blocks costs ~50-70 ms and outputs nothing, and gzip headers
+ * can each point their data at a different place in it (FEXTRA). 64 MiB is ~3-4 s of such blocks; honest inputs
+ * consume a few times their own length (each view, the prefixes a bisection decodes).
+ */
+export const inflateInputBytesMax = 64 * 1024 * 1024;
 /**
  * Walk units at most per input to mend stored blocks (stored-block-lengths.ts: a symbol decoded, a block header, a
  * lookup-table entry built, 16 bytes copied; stored data is skipped free). Measured at ~3-15 ns a unit on one core
@@ -85,6 +92,8 @@ export interface ScanView {
 export interface InflateBudget {
   bytesLeft: number;
   callsLeft: number;
+  /** Encoded bytes consumed by decoder calls that succeeded (inflateInputBytesMax). */
+  inputBytesLeft: number;
   headlessLeft: number;
   walkUnitsLeft: number;
 }
@@ -93,6 +102,7 @@ export function inflateBudget(): InflateBudget {
   return {
     bytesLeft: inflatedBytesMax,
     callsLeft: inflateCallsMax,
+    inputBytesLeft: inflateInputBytesMax,
     headlessLeft: headlessTriesMax,
     walkUnitsLeft: storedWalkUnitsMax,
   };
@@ -179,7 +189,7 @@ export function* inflatedViewSteps(
       return;
     }
     const decoded =
-      budget.callsLeft <= 0 || budget.bytesLeft <= 0
+      budget.callsLeft <= 0 || budget.bytesLeft <= 0 || budget.inputBytesLeft <= 0
         ? 'too_large'
         : format === 'gzip'
           ? yield* gzipMembers(src, at, end, maxOutput, budget, chained)
@@ -200,8 +210,18 @@ export function* inflatedViewSteps(
     if (decoded.storedOnly === true) storedOnlyViews.add(inflated);
     out.views.push(inflated);
   };
+  /**
+   * Where the deflate data of each gzip start tried begins. Headers whose FNAME (FCOMMENT) fields all run to one zero
+   * byte share one data start: a later one is not tried again. Its decode would be the earlier one's (the same data to
+   * the same end), and its span, from a later header to the same end, lies inside the earlier span: redacted with it.
+   */
+  const gzipDataTried = new Set<number>();
   for (const at of signatureStarts(src, gzipMagic)) {
-    if (!chained.has(at)) yield* tryAt('gzip', at);
+    const data = gzipDataAt(src, at);
+    if (!chained.has(at) && (data === undefined || !gzipDataTried.has(data))) {
+      if (data !== undefined) gzipDataTried.add(data);
+      yield* tryAt('gzip', at);
+    }
     yield;
   }
   for (const at of zlibStarts(src)) {
@@ -258,10 +278,11 @@ function firstBlockAt(format: Format, src: Buffer, at: number): number {
 /**
  * The gzip members from `at` on, read as a lenient decoder reads them (gzip-members.ts): each member's deflate data
  * decoded as raw deflate (longestDecodable: a corrupt tail, stored blocks zlib refuses), its trailer skipped
- * unchecked, and the outputs of members that follow one another joined, so a secret split across members is seen
- * whole (a member whose only output is one stored block with a wrong NLEN too: alone its bytes lie in the view
- * already, joined they may not). Every member after the first is added to `chained`: its output is in this view, and
- * it is not decoded again on its own.
+ * unchecked, and the outputs of members that follow one another (zero bytes between them skipped) joined, so a secret
+ * split across members is seen whole (a member whose only output is one stored block with a wrong NLEN too: alone its
+ * bytes lie in the view already, joined they may not; so a join is never stored-only, and what it holds is looked
+ * into again). Every member after the first is added to `chained`: its output is in this view, and it is not decoded
+ * again on its own.
  */
 function* gzipMembers(
   src: Buffer,
@@ -286,12 +307,17 @@ function* gzipMembers(
     total += read.bytes.length;
     if (total >= maxOutput) return 'too_large';
     storedOnly &&= read.storedOnly === true;
-    // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it.
+    // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it or after zero
+    // bytes there (Python's gzip.decompress skips them; they are not read as part of the stream).
     member = data + read.consumed + gzipTrailerBytes;
     readTo = Math.min(end, member);
+    member = zerosEnd(src, readTo, end);
   }
   if (outputs.length === 0) return undefined;
-  return { bytes: outputs.length === 1 ? outputs[0]! : Buffer.concat(outputs), consumed: readTo - at, storedOnly };
+  // Stored-only is kept for one member's output (each of its bytes lies in the view as it is), not for the joined
+  // outputs of several: compressed data split across members is whole only in the join, so that is looked into.
+  if (outputs.length === 1) return { bytes: outputs[0]!, consumed: readTo - at, storedOnly };
+  return { bytes: Buffer.concat(outputs), consumed: readTo - at };
 }
 
 const gzipMagic = Buffer.from([0x1f, 0x8b, 0x08]);
@@ -378,9 +404,12 @@ function* longestDecodable(
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
   const attempt = (length: number): Attempt => {
-    if (budget.callsLeft <= 0) return 'too_large';
+    if (budget.callsLeft <= 0 || budget.inputBytesLeft <= 0) return 'too_large';
     budget.callsLeft -= 1;
-    return decodeOnce(format, src.subarray(0, length), maxOutput);
+    const got = decodeOnce(format, src.subarray(0, length), maxOutput);
+    // A call that fails does not say how far it read (noise fails within bytes); one that succeeds does.
+    if (isDecoded(got)) budget.inputBytesLeft -= got.consumed;
+    return got;
   };
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {

@@ -36,6 +36,7 @@ vi.mock('node:zlib', async (importOriginal) => {
 const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
 const { secretParts, secretScrubber } = await import('./secret-scrubber.js');
 const { lenientInflate } = await import('../testing/lenient-inflate.js');
+type LenientOptions = Parameters<typeof lenientInflate>[2];
 const { constants, crc32, deflateRawSync, gunzipSync, gzipSync } = zlibReal;
 
 beforeEach(() => {
@@ -213,6 +214,131 @@ describe('gzip that zlib does not read whole and a lenient decoder does', () => 
   });
 });
 
+/** As agentGets, and gzip inside what gzip gives, `depth` levels deep (bytes only). */
+function agentGetsNested(bytes: Buffer, token: string, depth = 2, options?: LenientOptions): boolean {
+  if (bytes.includes(token)) return true;
+  if (depth === 0) return false;
+  for (let at = bytes.indexOf(0x1f); at >= 0; at = bytes.indexOf(0x1f, at + 1)) {
+    const out = lenientInflate('gzip', bytes.subarray(at), options);
+    if (out.length > 0 && agentGetsNested(out, token, depth - 1, options)) return true;
+  }
+  return false;
+}
+
+/** A gzip member whose deflate data is one final stored block of `data` with a wrong NLEN (zlib refuses it). */
+function storedMember(data: Buffer, nlenXor = 0x5a): Buffer {
+  const block = Buffer.alloc(5);
+  block[0] = 1;
+  block.writeUInt16LE(data.length, 1);
+  block.writeUInt16LE((data.length ^ 0xffff ^ nlenXor) & 0xffff, 3);
+  return Buffer.concat([Buffer.from([0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3]), block, data, Buffer.alloc(8)]);
+}
+
+describe('gzip that a lenient decoder joins across members', () => {
+  it('gzip split across two members that are each one stored block with a wrong NLEN is read inside the join', () => {
+    // Each member's output alone lies in the body as it is; joined, the two halves are gzip of the token, which no
+    // byte of the body holds: the joined view is looked into again (it is not "stored only").
+    const token = 'canary-st0r3d-n3st-t0k';
+    const inner = gzipSync(Buffer.from(`{"authorization":"Bearer ${token}"}`));
+    let tried = 0;
+    for (let cut = 11; cut < inner.length - 4; cut++) {
+      const [head, tail] = [inner.subarray(0, cut), inner.subarray(cut)];
+      const body = Buffer.concat([Buffer.from('bin:'), storedMember(head), storedMember(tail), Buffer.from(':end')]);
+      // The attack is real: neither half gives the token, the lenient join of the two does.
+      if (agentGetsNested(Buffer.concat([storedMember(head), Buffer.from('|')]), token)) continue;
+      if (agentGetsNested(Buffer.concat([Buffer.from('|'), storedMember(tail)]), token)) continue;
+      expect(agentGetsNested(body, token)).toBe(true);
+      tried++;
+      const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+      expect(out.redacted).toBe(true);
+      expect(agentGetsNested(Buffer.from(out.bytes), token)).toBe(false);
+    }
+    expect(tried).toBeGreaterThan(10);
+  });
+
+  it.each([1, 4, 4095, 4096, 9000])(
+    'members with %i zero bytes between them are joined, as Python gzip.decompress joins them',
+    (zeros) => {
+      const token = 'canary-z3r0-p4dd1ng';
+      const plain = Buffer.from(`{"authorization":"Bearer ${token}"}`);
+      const python = { zeroPaddedMembers: true };
+      for (let cut = plain.indexOf(token) + 1; cut < plain.indexOf(token) + token.length; cut += 3) {
+        const members = [gzipSync(plain.subarray(0, cut)), Buffer.alloc(zeros), gzipSync(plain.subarray(cut))];
+        const body = Buffer.concat([Buffer.from('bin:'), ...members, Buffer.from('\x00\x01end')]);
+        // The attack is real: zlib's members are right, a decoder that stops at the zero bytes gets half the token,
+        // Python's reads through them and gets all of it.
+        expect(agentGetsNested(body, token, 1)).toBe(false);
+        expect(agentGetsNested(body, token, 1, python)).toBe(true);
+        const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+        expect(out.redacted).toBe(true);
+        expect(agentGetsNested(Buffer.from(out.bytes), token, 2, python)).toBe(false);
+        expect(out.bytes.toString('latin1').startsWith('bin:')).toBe(true);
+      }
+    },
+  );
+});
+
+describe('gzip headers that share one data start', () => {
+  it('are decoded once: headers whose names run to one zero byte cost one decode, and all are redacted', () => {
+    // k headers with FNAME, each name running on through the headers after it to one shared zero byte: every header's
+    // deflate data starts at the same byte. Decoding it once per header cost k decoder calls over the same data
+    // (~50-65 ms each over ~900 KB of empty dynamic blocks that output nothing).
+    const token = 'canary-sh4r3d-d4t4';
+    const header = Buffer.from([0x1f, 0x8b, 0x08, 0x08, 1, 1, 1, 1, 1, 1]);
+    const headers = 50;
+    const data = deflateRawSync(Buffer.from(`{"authorization":"Bearer ${token}"}`));
+    const body = Buffer.concat([
+      Buffer.from('bin:'),
+      ...Array.from({ length: headers }, () => header),
+      Buffer.from([0]),
+      data,
+      Buffer.alloc(8),
+    ]);
+    // The attack is real from every header: each gives the token.
+    const starts = Array.from({ length: headers }, (_, i) => 4 + i * header.length);
+    for (const at of starts) expect(lenientInflate('gzip', body.subarray(at)).includes(token)).toBe(true);
+    const out = secretScrubber(secretParts({ kind: 'bearer', token })).scrub(body);
+    expect(out.redacted).toBe(true);
+    expect(agentGets(Buffer.from(out.bytes), token)).toBe(false);
+    expect(out.bytes.toString('latin1').startsWith('bin:')).toBe(true);
+    // One decode of the shared data, not one per header.
+    const dataCalls = decoderCalls.filter(
+      (call) => call.region.startsWith('raw:') && call.region.endsWith(`:${data.length + 8}`),
+    );
+    expect(dataCalls.length).toBe(1);
+  });
+});
+
+describe('gzip headers that each point their data at a different place in one long stream', () => {
+  it('spend the budget of input consumed: the calls stop there and the rest is redacted', () => {
+    // 200 headers, each with FEXTRA whose XLEN points its data at a different block of ~1 MiB of empty stored blocks:
+    // each decode reads on to the end (~1 MiB) and outputs nothing, so neither the decoded-bytes budget nor sharing
+    // a data start bounds it. (Empty dynamic Huffman blocks cost zlib ~50-70 ms a megabyte; stored ones keep this fast.)
+    const headers = 200;
+    const headerBytes = 12;
+    const blocks = Buffer.concat([
+      ...Array.from({ length: (1 << 20) / 5 }, () => Buffer.from([0, 0, 0, 0xff, 0xff])),
+      Buffer.from([1, 0, 0, 0xff, 0xff]),
+    ]);
+    const head = Buffer.alloc(headers * headerBytes);
+    for (let i = 0; i < headers; i++) {
+      head.set([0x1f, 0x8b, 0x08, 0x04, 1, 1, 1, 1, 1, 1], i * headerBytes);
+      head.writeUInt16LE(head.length - (i + 1) * headerBytes + i * 5, i * headerBytes + 10);
+    }
+    const body = Buffer.concat([head, blocks, Buffer.alloc(8)]);
+    // Each header's data really is the blocks from its own place on: a lenient decoder reads them all (no output).
+    expect(lenientInflate('gzip', body.subarray((headers - 1) * headerBytes)).length).toBe(0);
+    const out = secretScrubber(secretParts({ kind: 'bearer', token: 'canary-1nput-budg3t' })).scrub(body);
+    const dataCalls = decoderCalls.filter(
+      (call) => call.region.startsWith('raw:') && Number(call.region.split(':')[3]) > 1 << 19,
+    );
+    // 64 MiB of input consumed at most: ~64 calls of ~1 MiB, not one per header; what is left is redacted unread.
+    expect(dataCalls.length).toBeGreaterThan(32);
+    expect(dataCalls.length).toBeLessThanOrEqual(66);
+    expect(out.redacted).toBe(true);
+  });
+});
+
 describe('honest gzip', () => {
   it('of several members is one view, each member decoded once: no member again on its own', () => {
     const token = 'canary-h0n35t-gz';
@@ -229,12 +355,13 @@ describe('honest gzip', () => {
     expect(decoderCalls.filter((call) => call.region.startsWith('gzip:'))).toEqual([]);
   });
 
-  it('of many small members (a multi-member file) is read through once, not redacted for want of budget', () => {
+  it('of many small members (800: a multi-member file) is read through once and delivered whole', () => {
     const lines = Array.from({ length: 800 }, (_, i) => `{"id":${i},"name":"item ${i}","note":"nothing here"}\n`);
     const body = Buffer.concat(lines.map((line) => gzipSync(line)));
     const out = secretScrubber(secretParts({ kind: 'bearer', token: 'canary-m4ny-m3mb3r5' })).scrub(body);
     // Each member is read once, in the first member's view. Read again from its own signature, each would read on
     // through every member after it (gunzip did): quadratic, past the budget, and the answer was redacted unread.
+    // Each member still costs a decoder call or more: past ~3,000 members the call bound is reached (redacted).
     expect(out.redacted).toBe(false);
     expect(Buffer.from(out.bytes).equals(body)).toBe(true);
   });

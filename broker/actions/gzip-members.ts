@@ -4,6 +4,8 @@
  * (fflate) skips the header fields without checking them, reads the deflate data, skips the trailer unchecked and
  * reads on into the next member. compressed-views.ts reads gzip that way: it finds each member's deflate data here,
  * decodes it as raw deflate (no header, no trailer to check) and joins consecutive members' outputs into one view.
+ * Python's gzip.decompress also reads on through zero bytes after a trailer (`unused_data[8:].lstrip(b"\x00")`): a
+ * member that follows only after zero bytes is joined too (zerosEnd).
  */
 
 /** A member's fixed header: ID1 ID2 CM FLG MTIME(4) XFL OS. */
@@ -42,4 +44,23 @@ export function gzipDataAt(src: Buffer, at: number, end = src.length): number | 
   }
   if ((flags & fhcrc) !== 0) next += 2;
   return next < end ? next : undefined;
+}
+
+/** Zero bytes compared at once by zerosEnd (memcmp, not a byte loop: a run of a megabyte costs microseconds). */
+const zeroChunk = Buffer.alloc(4096);
+
+/**
+ * Where the run of zero bytes at `at` ends (`at` itself when there is none), at most `end`: after a member's trailer
+ * Python's gzip.decompress skips zero bytes and reads the next member. Zero bytes are not data; only their number
+ * bounds the walk.
+ */
+export function zerosEnd(src: Buffer, at: number, end = src.length): number {
+  let next = at;
+  while (
+    next + zeroChunk.length <= end &&
+    src.compare(zeroChunk, 0, zeroChunk.length, next, next + zeroChunk.length) === 0
+  )
+    next += zeroChunk.length;
+  while (next < end && src[next] === 0) next++;
+  return next;
 }

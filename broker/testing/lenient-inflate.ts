@@ -3,15 +3,24 @@
  * streaming decoder (everything up to where the data ends or stops making sense), reads a stored block's LEN and never
  * looks at its NLEN (fflate's inflate does the same), and checks no checksum (gzip's header CRC and trailers
  * included). Tests use it to prove that a stream the scrubber must redact really gives a secret to an agent; it shares
- * no code with the scrubber.
+ * no code with the scrubber. Length symbols 286 and 287, which zlib refuses, are read as fflate reads them: copies of
+ * 260 and 261 bytes (no extra bits). With `zeroPaddedMembers`, gzip members are joined across zero bytes between one
+ * member's trailer and the next member, as Python's gzip.decompress joins them.
  */
+
+export interface LenientOptions {
+  /** gzip: skip zero bytes after a member's trailer before looking for the next member (Python's gzip.decompress). */
+  readonly zeroPaddedMembers?: boolean;
+}
 
 export type LenientFormat = 'raw' | 'zlib' | 'gzip';
 
 const lengthBase = [
   3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258,
+  // 286 and 287: zlib refuses them; fflate's table (each base one past the last, 258 set apart) reads 260 and 261.
+  260, 261,
 ];
-const lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+const lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0, 0, 0];
 const distBase = [
   1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
   8193, 12289, 16385, 24577,
@@ -77,7 +86,7 @@ function gzipDataStart(data: Uint8Array, member: number): number {
 }
 
 /** Inflates `data` as a lenient streaming decoder would; what it produced before the data ended or went wrong. */
-export function lenientInflate(format: LenientFormat, data: Uint8Array): Buffer {
+export function lenientInflate(format: LenientFormat, data: Uint8Array, options: LenientOptions = {}): Buffer {
   const out: number[] = [];
   let pos = 0;
   const bit = (): number => {
@@ -144,6 +153,7 @@ export function lenientInflate(format: LenientFormat, data: Uint8Array): Buffer 
         pos = gzipDataStart(data, pos >> 3) * 8;
         deflate();
         pos += 64;
+        if (options.zeroPaddedMembers === true) while (pos < data.length * 8 && data[pos >> 3] === 0) pos += 8;
       }
     }
   } catch (error) {
