@@ -9,7 +9,7 @@ import {
   type ZlibOptions,
 } from 'node:zlib';
 import { runSteps, type Steps } from './sliced-work.js';
-import { mendStoredLengthSteps } from './stored-block-lengths.js';
+import { mendStoredLengthSteps, zlibExtentSteps, type DeflateFormat } from './stored-block-lengths.js';
 
 /*
  * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
@@ -33,7 +33,8 @@ import { mendStoredLengthSteps } from './stored-block-lengths.js';
  * and a truncated one everything so far: when a whole decode fails, the longest prefix that decodes is found and
  * searched. A decoder more lenient than zlib reads on where zlib stops at a stored block whose NLEN is not LEN's
  * complement (fflate ignores NLEN): when zlib stops there, the stream's stored blocks are mended in a copy
- * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole.
+ * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole, and so is
+ * compressed data split across them (see `seamsOfViews`).
  * Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
  * decoder calls, decodes of data without a signature, and bytes walked to mend stored blocks.
  */
@@ -116,17 +117,78 @@ class InflatedView implements ScanView {
 }
 
 /**
- * Views decoded from a mended stream that only stored blocks produced (the walk decoded no Huffman output): each of
- * their bytes is a byte of the view they were found in, searched there already, compressed data in it included.
- * Compressed data inside them is not looked for again: noise mends often (a quarter of random zlib-like headers start
- * a stored block), and nesting those decodes multiplied the cost of scrubbing random binary. A mended view that holds
- * Huffman output is looked into like any other (the level counts one more).
+ * Seams: offsets in a view where it joins bytes that are not next to each other where they came from (sorted, each
+ * strictly inside the view). A view decoded from a mended stream that only stored blocks produced (the walk decoded
+ * no Huffman output) is those blocks' bytes laid end to end, and a seam lies where each block's bytes end: compressed
+ * data that lies whole between two seams lies whole in the view the stream was found in, and was looked for there
+ * already; data that crosses a seam is whole only here, as a lenient decoder gives it to the agent (gzip of a secret
+ * cut across two stored blocks with a wrong NLEN). In a view with seams only compressed data that crosses one is tried:
+ * noise mends often (a quarter of random zlib-like headers start a stored block), and trying every start again
+ * multiplied the cost of scrubbing random binary. Whether a deflate stream crosses is told by a walk of its blocks
+ * (stored-block-lengths.ts: no decoder call, and most starts in noise stop within a few symbols); brotli is decoded and
+ * kept when what it took crosses. A stream in such a view is not mended again: it is read as zlib reads it, up to a
+ * stored block of its own whose NLEN disagrees (in noise nearly every stored block's does, and a stored block skips
+ * up to 64 KiB, over a seam as often as not: mending those multiplied the decoded bytes of random binary past the
+ * budget). The scrubber gives the views it decodes from a view with seams seams of their own (setViewSeams), so base64
+ * of gzip cut across stored blocks is read too; a view whose seams are none holds nothing new. A mended view that
+ * holds Huffman output has no seams: it is looked into like any other.
  */
-const storedOnlyViews = new WeakSet<ScanView>();
+const seamsOfViews = new WeakMap<ScanView, Int32Array>();
 
-/** Whether compressed data inside `view` (an inflated view) is looked for. */
-export function inflatesFurther(view: ScanView): boolean {
-  return !storedOnlyViews.has(view);
+/** The seams of `view`, or undefined when every byte of it is new where it lies (see `seamsOfViews`). */
+export function viewSeams(view: ScanView): Int32Array | undefined {
+  return seamsOfViews.get(view);
+}
+
+/** Says where `view` joins bytes that are not next to each other where they came from (see `seamsOfViews`). */
+export function setViewSeams(view: ScanView, seams: Int32Array): void {
+  seamsOfViews.set(view, seams);
+}
+
+/** The first seam after `at`, or undefined. */
+function seamAfter(seams: Int32Array, at: number): number | undefined {
+  let lo = 0;
+  let hi = seams.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (seams[mid]! <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return seams[lo];
+}
+
+/** Whether a seam lies strictly between `from` and `to`: data that holds bytes on both sides of it. */
+function seamBetween(seams: Int32Array, from: number, to: number): boolean {
+  const seam = seamAfter(seams, from);
+  return seam !== undefined && seam < to;
+}
+
+/**
+ * Whether the deflate stream of `format` whose data starts at `at` (its header or zip entry opened at `opensAt`) reads
+ * bytes on both sides of a seam, as zlib reads it (see `seamsOfViews`). Past the walk budget it is tried like any
+ * other (its decode is bounded by the rest of the budget).
+ */
+function* crossesSeam(
+  seams: Int32Array,
+  src: Buffer,
+  format: DeflateFormat,
+  opensAt: number,
+  at: number,
+  end: number,
+  budget: InflateBudget,
+): Steps<boolean> {
+  const seam = seamAfter(seams, opensAt);
+  if (seam === undefined || seam >= end) return false;
+  if (seam <= at) return true;
+  const extent = yield* zlibExtentSteps(format, src.subarray(at, end), budget);
+  return extent === 'unchecked' || at + extent > seam;
+}
+
+/** Where stored pieces ending at `pieceEnds` join in a view of `length` bytes. */
+function seamsWithin(pieceEnds: Uint32Array, length: number): Int32Array {
+  let count = 0;
+  while (count < pieceEnds.length && pieceEnds[count]! < length) count++;
+  return Int32Array.from(pieceEnds.subarray(0, count));
 }
 
 export interface Inflation {
@@ -162,8 +224,12 @@ export function* inflatedViewSteps(
 ): Steps<Inflation> {
   const out: Inflation = { views: [], uncheckable: [] };
   const src = view.bytes;
+  const seams = seamsOfViews.get(view);
   const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
-  const tryAt = function* (format: Format, at: number, end = src.length): Steps<void> {
+  const tryAt = function* (format: Format, at: number, end = src.length, opensAt = at): Steps<void> {
+    // In a view with seams only a stream that crosses one is new (see `seamsOfViews`); brotli is told after its decode.
+    if (seams !== undefined && format !== 'br' && !(yield* crossesSeam(seams, src, format, opensAt, at, end, budget)))
+      return;
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
     if (budget.walkUnitsLeft <= 0 && format !== 'br' && storedLengthsDisagree(src, at + firstBlockAt(format), end)) {
@@ -173,7 +239,7 @@ export function* inflatedViewSteps(
     const decoded =
       budget.callsLeft <= 0 || budget.bytesLeft <= 0
         ? 'too_large'
-        : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
+        : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget, seams === undefined);
     if (decoded === 'too_large' || decoded === 'unchecked') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
@@ -184,10 +250,12 @@ export function* inflatedViewSteps(
       return;
     }
     if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
+    if (seams !== undefined && format === 'br' && !seamBetween(seams, opensAt, at + decoded.consumed)) return;
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     const inflated = new InflatedView(decoded.bytes, view.depth, span[0], span[1]);
-    if (decoded.storedOnly === true) storedOnlyViews.add(inflated);
+    if (decoded.pieceEnds !== undefined)
+      seamsOfViews.set(inflated, seamsWithin(decoded.pieceEnds, decoded.bytes.length));
     out.views.push(inflated);
   };
   for (const at of signatureStarts(src, gzipMagic)) {
@@ -200,7 +268,7 @@ export function* inflatedViewSteps(
   }
   for (const at of signatureStarts(src, zipMagic)) {
     const data = zipDeflateData(src, at);
-    if (data !== undefined) yield* tryAt('raw', data);
+    if (data !== undefined) yield* tryAt('raw', data, src.length, at);
     yield;
   }
   for (const magic of undecodableMagics)
@@ -210,6 +278,8 @@ export function* inflatedViewSteps(
     const end = i + 1 < starts.length ? starts[i + 1]! : src.length;
     // A stream that holds a part takes at least the part's own bytes and a block header: shorter data is not tried.
     if (end - at <= outputBytesMin || looksLikeText(src, at)) continue;
+    // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
+    if (seams !== undefined && !seamBetween(seams, at, end)) continue;
     // Past the bound, signature-less data is left untried (see the module comment and docs/http-channel.md).
     if (budget.headlessLeft <= 0) break;
     budget.headlessLeft -= 1;
@@ -302,8 +372,11 @@ interface Decoded {
   readonly bytes: Buffer;
   /** Encoded bytes the stream took. */
   readonly consumed: number;
-  /** Decoded from a copy whose stored blocks were mended, and only stored blocks produced it. */
-  readonly storedOnly?: boolean;
+  /**
+   * Decoded from a copy whose stored blocks were mended, and only stored blocks produced it: where each block's bytes
+   * end in it (Mended.pieceEnds).
+   */
+  readonly pieceEnds?: Uint32Array;
 }
 
 /**
@@ -312,16 +385,18 @@ interface Decoded {
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
  * twice: the longest good one so far is kept, and it is the answer. When zlib stops at a stored block whose lengths
  * disagree, the answer is what a decoder that ignores NLEN gets: the stream with its stored blocks mended (once), or
- * 'unchecked' when the walk that mends them is past its budget.
+ * 'unchecked' when the walk that mends them is past its budget; unless `mends` is false (a stream in a view with
+ * seams): then it is what zlib gives before that block.
  */
 function* longestDecodable(
   format: Format,
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
+  mends = true,
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
-  let storedOnly = false;
+  let pieceEnds: Uint32Array | undefined;
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
   const attempt = (length: number): Attempt => {
@@ -331,14 +406,14 @@ function* longestDecodable(
   };
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
-    if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
+    if (got !== 'stored_lengths' || !mends || format === 'br' || src !== input) return false;
     const copy = yield* mendStoredLengthSteps(format, input, budget);
     if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
-    storedOnly = copy.huffmanBytes === 0;
+    if (copy.huffmanBytes === 0) pieceEnds = copy.pieceEnds;
     return true;
   };
-  const answer = (decoded: Decoded): Decoded => (src === input ? decoded : { ...decoded, storedOnly });
+  const answer = (decoded: Decoded): Decoded => (pieceEnds === undefined ? decoded : { ...decoded, pieceEnds });
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream
