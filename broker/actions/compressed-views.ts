@@ -59,6 +59,14 @@ export const inflateCallsMax = 16_384;
 export const storedWalkUnitsMax = 12 * 1024 * 1024;
 /** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
 export const headlessTriesMax = 256;
+/**
+ * Seams (stored blocks joined: `seamsOfViews`) at most in a view that is looked into for compressed data across them.
+ * Noise almost never chains more than a few stored blocks, nor does a secret need more than a few; a chain of
+ * thousands (bench/scrub.ts's hostile row) made every view decoded from it a run view with as many seams, and looking
+ * into those cost several times the scrub. Past the bound the stream is redacted whole (what is not read is not
+ * handed over) and its view is searched as it is.
+ */
+export const seamsMax = 64;
 /** Compressed inside compressed, at most this deep, on one path of views. */
 export const inflationsMax = 2;
 /** Bytes looked at to decide whether data starts like text (then no signature-less decode is tried there). */
@@ -254,8 +262,12 @@ export function* inflatedViewSteps(
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     const inflated = new InflatedView(decoded.bytes, view.depth, span[0], span[1]);
-    if (decoded.pieceEnds !== undefined)
-      seamsOfViews.set(inflated, seamsWithin(decoded.pieceEnds, decoded.bytes.length));
+    if (decoded.pieceEnds !== undefined) {
+      const joins = seamsWithin(decoded.pieceEnds, decoded.bytes.length);
+      // Past `seamsMax` the stream is redacted whole, its view searched but not looked into (see `seamsMax`).
+      if (joins.length > seamsMax) out.uncheckable.push(untilEnd(at));
+      seamsOfViews.set(inflated, joins.length > seamsMax ? new Int32Array(0) : joins);
+    }
     out.views.push(inflated);
   };
   for (const at of signatureStarts(src, gzipMagic)) {

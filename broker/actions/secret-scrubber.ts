@@ -722,8 +722,10 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
       for (const symbolsBefore of crossings?.get(i) ?? []) {
         // The bits of the symbols past the seam start here: a byte made of bits from both sides is new on its own.
         const bit = (symbolsBefore - offset) * alphabet.bitsPerSymbol;
-        for (const at of bit % 8 === 0 ? [bit / 8] : [bit >> 3, (bit >> 3) + 1])
-          if (at > 0 && at < bytes && length + at > (childSeams.at(-1) ?? 0)) childSeams.push(length + at);
+        const at = bit >> 3;
+        if (at > 0 && at < bytes && length + at > (childSeams.at(-1) ?? 0)) childSeams.push(length + at);
+        if (bit % 8 !== 0 && at + 1 > 0 && at + 1 < bytes && length + at + 1 > (childSeams.at(-1) ?? 0))
+          childSeams.push(length + at + 1);
       }
       length += bytes;
     }
@@ -761,7 +763,9 @@ function runCrossings(
     let at = start;
     for (let k = s; k < seams.length && seams[k]! < end; k++) {
       for (; at < seams[k]!; at++) if (alphabet.value[src[at]!]! < alphabet.symbols) symbols++;
-      crossings.set(i, [...(crossings.get(i) ?? []), symbols]);
+      const before = crossings.get(i);
+      if (before === undefined) crossings.set(i, [symbols]);
+      else before.push(symbols);
     }
   }
   return crossings;
