@@ -63,7 +63,7 @@ const { watchEventLoop } = await import('../testing/event-loop-gaps.js');
 const { lenientInflate } = await import('../testing/lenient-inflate.js');
 /** node:zlib itself, not watched: what the tests build and check with is not counted as the scrubber's calls. */
 const zlibReal = await vi.importActual<typeof Zlib>('node:zlib');
-const { inflatedBytesMax } = await import('./compressed-views.js');
+const { inflatedBytesMax, seamsMax } = await import('./compressed-views.js');
 
 // Canary values only: none of these is a real credential.
 const shortToken = 'canary-c4n4r';
@@ -422,6 +422,22 @@ describe('a secret split across stored blocks whose NLEN is wrong (a decoder tha
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('a stream that joins more than seamsMax stored blocks is redacted whole, not looked into', () => {
+    const joined = (blocks: number): Buffer =>
+      wrap(
+        'zlib',
+        Buffer.concat(
+          Array.from({ length: blocks }, (_, i) => stored(Buffer.from('Xabcde'), 0x1234, i === blocks - 1)),
+        ),
+        Buffer.from('Xabcde'.repeat(blocks)),
+      );
+    const scrubber = secretScrubber(secretParts({ kind: 'bearer', token: shortToken }));
+    // seamsMax + 1 blocks join at seamsMax seams: looked into, nothing to redact; one more block is past the bound.
+    expect(scrubber.ranges(joined(seamsMax + 1))).toEqual([]);
+    const past = joined(seamsMax + 2);
+    expect(scrubber.ranges(past)).toEqual([[0, past.length]]);
   });
 
   it('random binary: compressed data across stored blocks is looked for without redacting more or many more calls', () => {
