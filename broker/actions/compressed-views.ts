@@ -9,7 +9,7 @@ import {
 } from 'node:zlib';
 import { gzipDataAt, gzipTrailerBytes, zerosEnd } from './gzip-members.js';
 import { runSteps, type Steps } from './sliced-work.js';
-import { mendStoredLengthSteps } from './stored-block-lengths.js';
+import { mendStoredLengthSteps, zlibExtentSteps, type DeflateFormat } from './stored-block-lengths.js';
 
 /*
  * Compressed data the remote sent WITHOUT saying so (no Content-Encoding): a hostile remote answers gzip of its echo
@@ -35,7 +35,8 @@ import { mendStoredLengthSteps } from './stored-block-lengths.js';
  * and a truncated one everything so far: when a whole decode fails, the longest prefix that decodes is found and
  * searched. A decoder more lenient than zlib reads on where zlib stops at a stored block whose NLEN is not LEN's
  * complement (fflate ignores NLEN): when zlib stops there, the stream's stored blocks are mended in a copy
- * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole.
+ * (stored-block-lengths.ts) and the copy is decoded, so a secret split across such blocks is seen whole, and so is
+ * compressed data split across them (see `seamsOfViews`).
  * Everything is bounded per scrub (THREAT-MODEL 4): decoded bytes, the decoded/encoded ratio per stream,
  * decoder calls, the input they consume, decodes of data without a signature, and bytes walked to mend stored blocks.
  */
@@ -67,6 +68,14 @@ export const inflateInputBytesMax = 64 * 1024 * 1024;
 export const storedWalkUnitsMax = 12 * 1024 * 1024;
 /** Places tried as raw deflate and brotli (no signature) at most per input; past it, the rest are not tried. */
 export const headlessTriesMax = 256;
+/**
+ * Seams (stored blocks joined: `seamsOfViews`) at most in a view that is looked into for compressed data across them.
+ * Noise almost never chains more than a few stored blocks, nor does a secret need more than a few; a chain of
+ * thousands (bench/scrub.ts's hostile row) made every view decoded from it a run view with as many seams, and looking
+ * into those cost several times the scrub. Past the bound the stream is redacted whole (what is not read is not
+ * handed over) and its view is searched as it is.
+ */
+export const seamsMax = 64;
 /** Compressed inside compressed, at most this deep, on one path of views. */
 export const inflationsMax = 2;
 /** Bytes looked at to decide whether data starts like text (then no signature-less decode is tried there). */
@@ -128,17 +137,96 @@ class InflatedView implements ScanView {
 }
 
 /**
- * Views decoded from a mended stream that only stored blocks produced (the walk decoded no Huffman output): each of
- * their bytes is a byte of the view they were found in, searched there already, compressed data in it included.
- * Compressed data inside them is not looked for again: noise mends often (a quarter of random zlib-like headers start
- * a stored block), and nesting those decodes multiplied the cost of scrubbing random binary. A mended view that holds
- * Huffman output is looked into like any other (the level counts one more).
+ * Seams: offsets in a view where it joins bytes that are not next to each other where they came from (sorted, each
+ * strictly inside the view). A view decoded from a mended stream that only stored blocks produced (the walk decoded
+ * no Huffman output) is those blocks' bytes laid end to end, and a seam lies where each block's bytes end: compressed
+ * data that lies whole between two seams lies whole in the view the stream was found in, and was looked for there
+ * already; data that crosses a seam is whole only here, as a lenient decoder gives it to the agent (gzip of a secret
+ * cut across two stored blocks with a wrong NLEN). In a view with seams only compressed data that crosses one is tried:
+ * noise mends often (a quarter of random zlib-like headers start a stored block), and trying every start again
+ * multiplied the cost of scrubbing random binary. Whether a deflate stream crosses is told by a walk of its blocks
+ * (stored-block-lengths.ts: no decoder call, and most starts in noise stop within a few symbols); brotli is decoded and
+ * kept when what it took crosses. A stream in such a view is not mended again: it is read as zlib reads it, up to a
+ * stored block of its own whose NLEN disagrees (in noise nearly every stored block's does, and a stored block skips
+ * up to 64 KiB, over a seam as often as not: mending those multiplied the decoded bytes of random binary past the
+ * budget). The scrubber gives the views it decodes from a view with seams seams of their own (setViewSeams), so base64
+ * of gzip cut across stored blocks is read too; a view whose seams are none holds nothing new. A mended view that
+ * holds Huffman output has no seams: it is looked into like any other.
  */
-const storedOnlyViews = new WeakSet<ScanView>();
+const seamsOfViews = new WeakMap<ScanView, Int32Array>();
 
-/** Whether compressed data inside `view` (an inflated view) is looked for. */
-export function inflatesFurther(view: ScanView): boolean {
-  return !storedOnlyViews.has(view);
+/** The seams of `view`, or undefined when every byte of it is new where it lies (see `seamsOfViews`). */
+export function viewSeams(view: ScanView): Int32Array | undefined {
+  return seamsOfViews.get(view);
+}
+
+/** Says where `view` joins bytes that are not next to each other where they came from (see `seamsOfViews`). */
+export function setViewSeams(view: ScanView, seams: Int32Array): void {
+  seamsOfViews.set(view, seams);
+}
+
+/** The first seam after `at`, or undefined. */
+function seamAfter(seams: Int32Array, at: number): number | undefined {
+  let lo = 0;
+  let hi = seams.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (seams[mid]! <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return seams[lo];
+}
+
+/** Whether a seam lies strictly between `from` and `to`: data that holds bytes on both sides of it. */
+function seamBetween(seams: Int32Array, from: number, to: number): boolean {
+  const seam = seamAfter(seams, from);
+  return seam !== undefined && seam < to;
+}
+
+/**
+ * Whether the deflate stream of `format` whose data starts at `at` (its header or zip entry opened at `opensAt`) reads
+ * bytes on both sides of a seam, as zlib reads it (see `seamsOfViews`). Past the walk budget it is tried like any
+ * other (its decode is bounded by the rest of the budget).
+ */
+function* crossesSeam(
+  seams: Int32Array,
+  src: Buffer,
+  format: DeflateFormat,
+  opensAt: number,
+  at: number,
+  end: number,
+  budget: InflateBudget,
+): Steps<boolean> {
+  const seam = seamAfter(seams, opensAt);
+  if (seam === undefined || seam >= end) return false;
+  if (seam <= at) return true;
+  const extent = yield* zlibExtentSteps(format, src.subarray(at, end), budget);
+  return extent === 'unchecked' || at + extent > seam;
+}
+
+/**
+ * In a view with seams only a stream that crosses one is new (see `seamsOfViews`); brotli is told after its decode.
+ * gzip is always tried there: its members are joined as a lenient decoder joins them (gzipMembers), so a chain whose
+ * first member lies inside one stored piece may still cross a seam further on (and its signature is rare in noise).
+ */
+function* worthTrying(
+  seams: Int32Array | undefined,
+  src: Buffer,
+  format: Format,
+  opensAt: number,
+  at: number,
+  end: number,
+  budget: InflateBudget,
+): Steps<boolean> {
+  if (seams === undefined || format === 'br' || format === 'gzip') return true;
+  return yield* crossesSeam(seams, src, format, opensAt, at, end, budget);
+}
+
+/** Where stored pieces ending at `pieceEnds` join in a view of `length` bytes. */
+function seamsWithin(pieceEnds: Uint32Array, length: number): Int32Array {
+  let count = 0;
+  while (count < pieceEnds.length && pieceEnds[count]! < length) count++;
+  return Int32Array.from(pieceEnds.subarray(0, count));
 }
 
 export interface Inflation {
@@ -176,8 +264,12 @@ export function* inflatedViewSteps(
   const src = view.bytes;
   /** Starts of gzip members read as part of an earlier member's view (gzipMembers): not read again on their own. */
   const chained = new Set<number>();
+  const seams = seamsOfViews.get(view);
+  /** Decoded, in a view with seams, as zlib reads it (see `seamsOfViews`); elsewhere stored blocks are mended. */
+  const mends = seams === undefined;
   const untilEnd = (at: number): readonly [number, number] => [view.inputStart(at), view.inputEnd(src.length - 1)];
-  const tryAt = function* (format: Format, at: number, end = src.length): Steps<void> {
+  const tryAt = function* (format: Format, at: number, end = src.length, opensAt = at): Steps<void> {
+    if (!(yield* worthTrying(seams, src, format, opensAt, at, end, budget))) return;
     const maxOutput = Math.min(budget.bytesLeft, Math.max(inflateFloorBytes, (end - at) * inflateRatioMax));
     // Past the walk budget a stream that starts with a stored block zlib refuses could not be mended: not tried.
     if (
@@ -192,8 +284,8 @@ export function* inflatedViewSteps(
       budget.callsLeft <= 0 || budget.bytesLeft <= 0 || budget.inputBytesLeft <= 0
         ? 'too_large'
         : format === 'gzip'
-          ? yield* gzipMembers(src, at, end, maxOutput, budget, chained)
-          : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget);
+          ? yield* gzipMembers(src, at, end, maxOutput, budget, chained, mends)
+          : yield* longestDecodable(format, src.subarray(at, end), maxOutput, budget, { mends });
     if (decoded === 'too_large' || decoded === 'unchecked') {
       // A stream refused as too large was decoded up to its bound first: that work is charged like output kept, so a
       // body of many bombs spends the budget once (then what is left is redacted unread), not the bound per stream.
@@ -204,10 +296,16 @@ export function* inflatedViewSteps(
       return;
     }
     if (decoded === undefined || decoded.bytes.length < outputBytesMin) return;
+    if (seams !== undefined && format === 'br' && !seamBetween(seams, opensAt, at + decoded.consumed)) return;
     budget.bytesLeft -= decoded.bytes.length;
     const span = [view.inputStart(at), view.inputEnd(at + Math.max(1, decoded.consumed) - 1)] as const;
     const inflated = new InflatedView(decoded.bytes, view.depth, span[0], span[1]);
-    if (decoded.storedOnly === true) storedOnlyViews.add(inflated);
+    if (decoded.pieceEnds !== undefined) {
+      const joins = seamsWithin(decoded.pieceEnds, decoded.bytes.length);
+      // Past `seamsMax` the stream is redacted whole, its view searched but not looked into (see `seamsMax`).
+      if (joins.length > seamsMax) out.uncheckable.push(untilEnd(at));
+      seamsOfViews.set(inflated, joins.length > seamsMax ? new Int32Array(0) : joins);
+    }
     out.views.push(inflated);
   };
   /**
@@ -230,7 +328,7 @@ export function* inflatedViewSteps(
   }
   for (const at of signatureStarts(src, zipMagic)) {
     const data = zipDeflateData(src, at);
-    if (data !== undefined) yield* tryAt('raw', data);
+    if (data !== undefined) yield* tryAt('raw', data, src.length, at);
     yield;
   }
   for (const magic of undecodableMagics)
@@ -240,6 +338,8 @@ export function* inflatedViewSteps(
     const end = i + 1 < starts.length ? starts[i + 1]! : src.length;
     // A stream that holds a part takes at least the part's own bytes and a block header: shorter data is not tried.
     if (end - at <= outputBytesMin || looksLikeText(src, at)) continue;
+    // In a view with seams, a run that crosses none was tried where it lies whole (see `seamsOfViews`).
+    if (seams !== undefined && !seamBetween(seams, at, end)) continue;
     // Past the bound, signature-less data is left untried (see the module comment and docs/http-channel.md).
     if (budget.headlessLeft <= 0) break;
     budget.headlessLeft -= 1;
@@ -291,22 +391,26 @@ function* gzipMembers(
   maxOutput: number,
   budget: InflateBudget,
   chained: Set<number>,
+  mends: boolean,
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   const outputs: Buffer[] = [];
   let total = 0;
-  let storedOnly = true;
+  let pieceEnds: Uint32Array | undefined;
   let readTo = at;
   for (let member = at; ;) {
     const data = gzipDataAt(src, member, end);
     if (data === undefined) break;
-    const read = yield* longestDecodable('raw', src.subarray(data, end), maxOutput - total, budget, true);
+    const read = yield* longestDecodable('raw', src.subarray(data, end), maxOutput - total, budget, {
+      memberData: true,
+      mends,
+    });
     if (read === 'too_large' || read === 'unchecked') return read;
     if (read === undefined) break;
     if (member !== at) chained.add(member);
     outputs.push(read.bytes);
     total += read.bytes.length;
     if (total >= maxOutput) return 'too_large';
-    storedOnly &&= read.storedOnly === true;
+    pieceEnds = read.pieceEnds;
     // The trailer (CRC-32, ISIZE) is skipped unchecked; the next member, if any, starts right after it or after zero
     // bytes there (Python's gzip.decompress skips them; they are not read as part of the stream).
     member = data + read.consumed + gzipTrailerBytes;
@@ -314,9 +418,10 @@ function* gzipMembers(
     member = zerosEnd(src, readTo, end);
   }
   if (outputs.length === 0) return undefined;
-  // Stored-only is kept for one member's output (each of its bytes lies in the view as it is), not for the joined
-  // outputs of several: compressed data split across members is whole only in the join, so that is looked into.
-  if (outputs.length === 1) return { bytes: outputs[0]!, consumed: readTo - at, storedOnly };
+  // Stored pieces (seams) are kept for one member's output (each piece lies in the view as it is), not for the joined
+  // outputs of several: compressed data split across members is whole only in the join, so all of that is looked into.
+  if (outputs.length === 1)
+    return { bytes: outputs[0]!, consumed: readTo - at, ...(pieceEnds === undefined ? {} : { pieceEnds }) };
   return { bytes: Buffer.concat(outputs), consumed: readTo - at };
 }
 
@@ -377,8 +482,11 @@ interface Decoded {
   readonly bytes: Buffer;
   /** Encoded bytes the stream took. */
   readonly consumed: number;
-  /** Decoded from a copy whose stored blocks were mended, and only stored blocks produced it. */
-  readonly storedOnly?: boolean;
+  /**
+   * Decoded from a copy whose stored blocks were mended, and only stored blocks produced it: where each block's bytes
+   * end in it (Mended.pieceEnds).
+   */
+  readonly pieceEnds?: Uint32Array;
 }
 
 /**
@@ -387,7 +495,8 @@ interface Decoded {
  * passes `maxOutput` (or the call budget runs out): then nothing past that point was checked. No prefix is decoded
  * twice: the longest good one so far is kept, and it is the answer. When zlib stops at a stored block whose lengths
  * disagree, the answer is what a decoder that ignores NLEN gets: the stream with its stored blocks mended (once), or
- * 'unchecked' when the walk that mends them is past its budget. `memberData`: `input` is a gzip member's deflate data
+ * 'unchecked' when the walk that mends them is past its budget; unless `mends` is false (a stream in a view with
+ * seams): then it is what zlib gives before that block. `memberData`: `input` is a gzip member's deflate data
  * (gzipMembers): not decoded at its head first (behind a signature it is seldom noise, and the probe would be a second
  * call for each member), and a lone stored block with a wrong NLEN is decoded too (its bytes lie in the view, but
  * joined to the next member's output they may make a secret that does not).
@@ -397,10 +506,10 @@ function* longestDecodable(
   input: Buffer,
   maxOutput: number,
   budget: InflateBudget,
-  memberData = false,
+  { memberData = false, mends = true }: { readonly memberData?: boolean; readonly mends?: boolean } = {},
 ): Steps<Decoded | 'too_large' | 'unchecked' | undefined> {
   let src = input;
-  let storedOnly = false;
+  let pieceEnds: Uint32Array | undefined;
   // A decoder call on a long prefix is one step of its own (it can take a while); the short probes most starts make
   // take microseconds, and yielding after each cost more than they do: inflatedViewSteps yields once per start.
   const attempt = (length: number): Attempt => {
@@ -413,14 +522,14 @@ function* longestDecodable(
   };
   /** After zlib stopped at a stored block: true when `src` is now the mended copy (a prefix that decoded still does). */
   const mended = function* (got: Attempt): Steps<boolean | 'in_place' | 'unchecked'> {
-    if (got !== 'stored_lengths' || format === 'br' || src !== input) return false;
+    if (got !== 'stored_lengths' || !mends || format === 'br' || src !== input) return false;
     const copy = yield* mendStoredLengthSteps(format, input, budget, !memberData);
     if (typeof copy !== 'object') return copy ?? false;
     src = copy.copy;
-    storedOnly = copy.huffmanBytes === 0;
+    if (copy.huffmanBytes === 0) pieceEnds = copy.pieceEnds;
     return true;
   };
-  const answer = (decoded: Decoded): Decoded => (src === input ? decoded : { ...decoded, storedOnly });
+  const answer = (decoded: Decoded): Decoded => (pieceEnds === undefined ? decoded : { ...decoded, pieceEnds });
   let good = 0;
   let goodDecoded: Decoded | undefined;
   // Without a signature most tries are noise: the first bytes are decoded first, and when they do not start a stream

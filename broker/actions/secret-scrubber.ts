@@ -1,5 +1,5 @@
 import type { SecretMaterial } from '../ports/index.js';
-import { inflateBudget, inflatedViewSteps, inflatesFurther, inflationsMax } from './compressed-views.js';
+import { inflateBudget, inflatedViewSteps, inflationsMax, setViewSeams, viewSeams } from './compressed-views.js';
 import { runSteps, runStepsSliced, type Steps } from './sliced-work.js';
 
 /*
@@ -556,6 +556,7 @@ interface Alphabet {
   readonly symbols: number;
   readonly offsets: number;
   readonly encoding: 'base64' | 'hex';
+  readonly bitsPerSymbol: number;
   /** Bytes that `group` decodes to for this many symbols. */
   decodedBytes(symbolCount: number): number;
   /** The text Node decodes for one run from one offset: whole groups, so runs laid end to end decode independently. */
@@ -567,6 +568,7 @@ const base64Alphabet: Alphabet = {
   symbols: 64,
   offsets: 4,
   encoding: 'base64',
+  bitsPerSymbol: 6,
   decodedBytes: (n) => Math.floor(n / 4) * 3 + (n % 4 >= 2 ? 3 : 0),
   group(symbols, offset) {
     const rest = (symbols.length - offset) % 4;
@@ -581,6 +583,7 @@ const hexAlphabet: Alphabet = {
   symbols: 16,
   offsets: 2,
   encoding: 'hex',
+  bitsPerSymbol: 4,
   decodedBytes: (n) => Math.floor(n / 2),
   group: (symbols, offset) => symbols.slice(offset, symbols.length - ((symbols.length - offset) % 2)),
 };
@@ -680,6 +683,9 @@ function pushRun(src: Buffer, from: number, to: number, alphabet: Alphabet, minS
  */
 function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): Steps<View[]> {
   const count = runs.length / 3;
+  const seams = viewSeams(view);
+  // In a view with seams (compressed-views.ts): per run that crosses one, its symbols before each seam inside it.
+  const crossings = seams === undefined ? undefined : runCrossings(view.bytes, runs, alphabet, seams);
   const symbols: string[] = [];
   const inputStart = new Int32Array(count);
   const inputEnd = new Int32Array(count);
@@ -703,6 +709,7 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
     const segmentAt: number[] = [];
     const segmentStart: number[] = [];
     const segmentEnd: number[] = [];
+    const childSeams: number[] = [];
     let length = 0;
     for (let i = 0; i < count; i++) {
       if ((i + 1) % runDecodeStepRuns === 0) yield;
@@ -712,21 +719,56 @@ function* decodeRuns(view: View, runs: readonly number[], alphabet: Alphabet): S
       segmentAt.push(length);
       segmentStart.push(inputStart[i]!);
       segmentEnd.push(inputEnd[i]!);
+      for (const symbolsBefore of crossings?.get(i) ?? []) {
+        // The bits of the symbols past the seam start here: a byte made of bits from both sides is new on its own.
+        const bit = (symbolsBefore - offset) * alphabet.bitsPerSymbol;
+        const at = bit >> 3;
+        if (at > 0 && at < bytes && length + at > (childSeams.at(-1) ?? 0)) childSeams.push(length + at);
+        if (bit % 8 !== 0 && at + 1 > 0 && at + 1 < bytes && length + at + 1 > (childSeams.at(-1) ?? 0))
+          childSeams.push(length + at + 1);
+      }
       length += bytes;
     }
     if (length === 0) continue;
     const bytes = Buffer.from(texts.join(''), alphabet.encoding);
-    views.push(
-      new RunView(
-        bytes,
-        view.depth + 1,
-        Int32Array.from(segmentAt),
-        Int32Array.from(segmentStart),
-        Int32Array.from(segmentEnd),
-      ),
+    const child = new RunView(
+      bytes,
+      view.depth + 1,
+      Int32Array.from(segmentAt),
+      Int32Array.from(segmentStart),
+      Int32Array.from(segmentEnd),
     );
+    if (seams !== undefined) setViewSeams(child, Int32Array.from(childSeams));
+    views.push(child);
   }
   return views;
+}
+
+/**
+ * For each run (flat [start, end, symbolCount] triples) that a seam of its view crosses: how many of its symbols lie
+ * before each seam inside it, in order.
+ */
+function runCrossings(
+  src: Buffer,
+  runs: readonly number[],
+  alphabet: Alphabet,
+  seams: Int32Array,
+): Map<number, number[]> {
+  const crossings = new Map<number, number[]>();
+  let s = 0;
+  for (let i = 0; i < runs.length / 3; i++) {
+    const [start, end] = [runs[3 * i]!, runs[3 * i + 1]!];
+    while (s < seams.length && seams[s]! <= start) s++;
+    let symbols = 0;
+    let at = start;
+    for (let k = s; k < seams.length && seams[k]! < end; k++) {
+      for (; at < seams[k]!; at++) if (alphabet.value[src[at]!]! < alphabet.symbols) symbols++;
+      const before = crossings.get(i);
+      if (before === undefined) crossings.set(i, [symbols]);
+      else before.push(symbols);
+    }
+  }
+  return crossings;
 }
 
 // ---- The search ----
@@ -750,16 +792,47 @@ function* collectRanges(input: Buffer, plan: Plan): Steps<Array<readonly [number
     const level = inflations.get(view) ?? 0;
     const children = view.depth < nestingMax ? yield* childViews(view, plan) : [];
     if (level > 0) for (const child of children) inflations.set(child, level);
+    // A view decoded from one with seams (compressed-views.ts: stored blocks' bytes laid end to end) has its own.
+    const seams = viewSeams(view);
+    if (seams !== undefined)
+      for (const child of children) if (child instanceof EscapeView) setViewSeams(child, escapeSeams(child, seams));
     queue.push(...children);
     // JSON and HTML escapes decode to characters (UTF-8), not bytes: binary hides only behind percent-encoding.
     if (level >= inflationsMax || (view instanceof EscapeView && !byteEscapeViews.has(view))) continue;
+    // A view whose seams are none holds no compressed data that was not looked for where it lies whole.
+    if (seams?.length === 0) continue;
     const starts = view instanceof RunView ? view.segmentAt : [0];
     const inflated = yield* inflatedViewSteps(view, starts, budget, plan.needleBytesMin);
     found.push(...inflated.uncheckable);
-    for (const child of inflated.views) inflations.set(child, inflatesFurther(child) ? level + 1 : inflationsMax);
+    for (const child of inflated.views) inflations.set(child, level + 1);
     queue.push(...inflated.views);
   }
   return mergeRanges(found);
+}
+
+/**
+ * The seams (compressed-views.ts: where bytes that are not next to each other are joined, sorted) of `child`, an
+ * escape view decoded from a view with `seams`: where its parent's are, and on both sides of an escape that straddles
+ * one. None: every byte of `child` lies whole between two seams. (Run views get theirs in decodeRuns.)
+ */
+function escapeSeams(child: EscapeView, seams: Int32Array): Int32Array {
+  const out: number[] = [];
+  const push = (at: number): void => {
+    if (at > 0 && at < child.bytes.length && (out.length === 0 || at > out.at(-1)!)) out.push(at);
+  };
+  const { at, from, to, plain } = child.pieces;
+  let p = 0;
+  for (const seam of seams) {
+    while (p < to.length && to[p]! <= seam) p++;
+    if (p === to.length) break;
+    if (from[p]! >= seam) push(at[p]!);
+    else if (plain[p]) push(at[p]! + seam - from[p]!);
+    else {
+      push(at[p]!);
+      push(at[p + 1] ?? child.bytes.length);
+    }
+  }
+  return Int32Array.from(out);
 }
 
 /** Escape views whose escapes stand for bytes (percent, form): compressed data can hide behind them. */

@@ -28,6 +28,12 @@ export interface WalkBudget {
 export interface Mended {
   readonly copy: Buffer;
   readonly huffmanBytes: number;
+  /**
+   * When only stored blocks produced the output (huffmanBytes 0): where each stored block that held data ends in it,
+   * in order (the last may lie past what the copy holds, when its data is cut). Between two of them the output joins
+   * bytes that are not next to each other in the input.
+   */
+  readonly pieceEnds: Uint32Array;
 }
 
 /** Units walked between two yields (~0.5-2 ms). */
@@ -74,7 +80,34 @@ export function* mendStoredLengthSteps(
     const lenAt = walk.mends[i]!;
     if (lenAt + 4 <= cut) copy.writeUInt16LE(input.readUInt16LE(lenAt) ^ 0xffff, lenAt + 2);
   }
-  return { copy, huffmanBytes: walk.huffmanBytes };
+  return { copy, huffmanBytes: walk.huffmanBytes, pieceEnds: walk.pieceEnds.subarray(0, walk.storedPieces) };
+}
+
+/**
+ * How many bytes of `input` (a stream of `format` from its first byte) zlib reads to produce its output, at most: up
+ * to where the walk stops (the first bit it could not read, rounded up to a byte; a stored block whose NLEN disagrees
+ * stops it, as it stops zlib) or its last block ends (a gzip member's trailer and what follows it only count when
+ * another member follows); 'unchecked' when the budget ran out first. The output depends on these bytes only: a
+ * stream that ends or stops before some byte gives the same output whatever follows. The walk stops nowhere before
+ * zlib does, so zlib reads no further.
+ */
+export function* zlibExtentSteps(
+  format: DeflateFormat,
+  input: Buffer,
+  budget: WalkBudget,
+): Steps<number | 'unchecked'> {
+  if (budget.walkUnitsLeft <= 0) return 'unchecked';
+  const walk = new Walk(input, budget, true);
+  let at = format === 'raw' ? 0 : format === 'zlib' ? 2 : gzipDataStart(input, 0);
+  let extent = 0;
+  while (at !== undefined) {
+    const end = yield* walk.blocks(at);
+    if (end === 'unchecked') return end;
+    extent = Math.min(input.length, Math.ceil(end.bit / 8));
+    if (end.stopped) break;
+    at = format === 'gzip' ? gzipDataStart(input, extent + 8) : undefined;
+  }
+  return walk.charge() ? extent : 'unchecked';
 }
 
 /** mendStoredLengthSteps run at once: the copy, or undefined / 'unchecked' as it says. */
@@ -208,6 +241,9 @@ class Walk {
   /** Stored blocks that held data, and bytes Huffman blocks produced, over the whole walk. */
   storedPieces = 0;
   huffmanBytes = 0;
+  /** Bytes stored blocks produced over the whole walk, and where each of the first `storedPieces` ended in them. */
+  private storedBytes = 0;
+  pieceEnds = new Uint32Array(16);
   /** The LEN offsets of the stored blocks whose NLEN disagrees: the first `mendCount` entries. */
   mends = new Uint32Array(16);
   mendCount = 0;
@@ -215,6 +251,8 @@ class Walk {
   constructor(
     private readonly src: Buffer,
     private readonly budget: WalkBudget,
+    /** Stop at a stored block whose NLEN disagrees, as zlib does (else read on, as a lenient decoder does). */
+    private readonly nlenChecked = false,
   ) {
     this.endBit = src.length * 8;
   }
@@ -239,9 +277,12 @@ class Walk {
         const lenAt = (this.bit + 7) >>> 3;
         if (lenAt + 4 > src.length) return { stopped: true, bit: this.endBit };
         const length = src[lenAt]! | (src[lenAt + 1]! << 8);
-        if ((length ^ (src[lenAt + 2]! | (src[lenAt + 3]! << 8))) !== 0xffff) this.mend(lenAt);
+        if ((length ^ (src[lenAt + 2]! | (src[lenAt + 3]! << 8))) !== 0xffff) {
+          if (this.nlenChecked) return { stopped: true, bit: start };
+          this.mend(lenAt);
+        }
         this.produced += length;
-        if (length > 0) this.storedPieces += 1;
+        if (length > 0) this.piece(length);
         // Stored data is skipped, not read: it costs nothing however long it is.
         this.bit = (lenAt + 4 + length) * 8;
         if (this.bit > this.endBit) return { stopped: true, bit: this.endBit };
@@ -359,6 +400,16 @@ class Walk {
     // Every table entry built is a unit, as are the code lengths read.
     this.units += lengths.length + literal.table.length + distance.table.length;
     return literal.accepted && distance.accepted ? { literal, distance } : invalid;
+  }
+
+  private piece(length: number): void {
+    if (this.storedPieces === this.pieceEnds.length) {
+      const grown = new Uint32Array(this.pieceEnds.length * 2);
+      grown.set(this.pieceEnds);
+      this.pieceEnds = grown;
+    }
+    this.storedBytes += length;
+    this.pieceEnds[this.storedPieces++] = this.storedBytes;
   }
 
   private mend(lenAt: number): void {
