@@ -6,7 +6,8 @@ import { statementCache } from '../ports/open-database.js';
  * as plain data, so that one function writes them whether the store's own connection runs it on the loop (no writer
  * thread) or the journal's writer thread does (Journal.writeBeside; docs/journal-writer-thread.md). Each answers a
  * value for what the SQL found (a row that was not open, a purge that came first); only a SQLite failure throws, and
- * on the writer thread that fails the journal closed like any failed write.
+ * on the writer thread that rolls back these ops alone and rejects their write, the journal staying open (as on the
+ * store's own connection).
  */
 export type BesideOp =
   /** An SSH recording's open row, before its exec request. Answers the rows inserted: 0 when it already existed. */

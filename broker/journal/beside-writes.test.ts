@@ -189,4 +189,33 @@ describe('writes beside the journal (recordings, kept requests) with the writer 
     expect(o.results.recordings.read('act_fail_0003').cast.toString()).toBe('cast');
     expect(thread).toHaveBeenCalledTimes(4);
   });
+
+  it('a recording start that lands after the store closed is refused: no command starts once the broker stops', async () => {
+    const o = await open(true);
+    const started = o.results.recordings.start('act_close_0001', 1);
+    // The stop closes the store while the open row waits for the thread (inline, start wrote it before returning).
+    o.results.close(2);
+    await expect(started).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
+    const db = new Database(o.temp.path, { readonly: true });
+    // The row is there, open and without DISPATCH_STARTED: the next start seals it as never sent.
+    expect(db.prepare(`SELECT complete FROM recordings WHERE action_id = 'act_close_0001'`).get()).toEqual({
+      complete: 0,
+    });
+    db.close();
+  });
+
+  it('ops that cannot cross to the thread reject, and leave nothing waiting or in flight', async () => {
+    const o = await open(true);
+    const write = vi.spyOn(WriterThread.prototype, 'write');
+    const uncloneable = { kind: 'requestDropped', actionId: () => 'act_x' } as never;
+    await expect(o.temp.journal.writeBeside([uncloneable])).rejects.toThrow(/could not be cloned/);
+    const thread = write.mock.contexts[0] as WriterThread;
+    expect(thread.busy).toBe(false);
+    expect((o.temp.journal as unknown as { besideInFlight: number }).besideInFlight).toBe(0);
+    // The journal goes on, and a read that waits for the thread returns at once.
+    await o.temp.journal.append(actionPaths.sshExit23('act_cross_0001')[0] as never);
+    const started = performance.now();
+    expect(o.temp.journal.subjectEvents('act_cross_0001')).toHaveLength(1);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
 });

@@ -1054,14 +1054,20 @@ export class Journal implements BesideWriter {
     this.besideInFlight += 1;
     this.threadUsedAtMs = performance.now();
     return new Promise((resolve, reject) => {
-      thread.write(ops, (error, results) => {
+      try {
+        thread.write(ops, (error, results) => {
+          this.besideInFlight -= 1;
+          if (error !== undefined) {
+            reject(error);
+            return;
+          }
+          resolve(results.map((result) => result ?? 0));
+        });
+      } catch (error) {
+        // Ops that could not cross (never posted): nothing of them is in flight.
         this.besideInFlight -= 1;
-        if (error !== undefined) {
-          reject(error);
-          return;
-        }
-        resolve(results.map((result) => result ?? 0));
-      });
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
     });
   }
 

@@ -125,6 +125,10 @@ export class RecordingStore {
     try {
       const inserted = await this.write({ kind: 'recordingStarted', recordingId, actionId, startedAtMs });
       if (inserted !== 1) throw new CodedError('INTERNAL', `recording ${recordingId} was already started`);
+      // The store closed while the row waited for the writer thread (the broker is stopping): no command may start
+      // now, as none could after a close before (its seal would be refused). The open row has no DISPATCH_STARTED, so
+      // the next start seals it as never sent (closeUnsentRecordings).
+      if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no recording is started');
       return recordingId;
     } catch (error) {
       this.running.delete(recordingId);

@@ -227,9 +227,10 @@ export class WriterThread {
       queueMicrotask(() => answered({ id: request.id, error: { code: 'JOURNAL_UNAVAILABLE', message: gone.message } }));
       return;
     }
+    // Posted first: a request that cannot cross (postMessage throws) is never left waiting for an answer.
+    this.port.postMessage(request);
     this.waiting.set(request.id, answered);
     this.port.ref();
-    this.port.postMessage(request);
   }
 
   private heard(reply: WriterReply): void {
