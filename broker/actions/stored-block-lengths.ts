@@ -17,7 +17,8 @@ import { runSteps, type Steps } from './sliced-work.js';
  * (sliced-work.ts) that yield every `unitsPerStep` units; stored data is skipped, free. Past the budget: 'unchecked'.
  */
 
-export type DeflateFormat = 'raw' | 'zlib' | 'gzip';
+/** gzip is not walked here: its members' deflate data is walked as raw deflate (gzip-members.ts, gzipMembers). */
+export type DeflateFormat = 'raw' | 'zlib';
 
 export interface WalkBudget {
   /** Walk units (symbols decoded, block headers, table entries built, 16-byte copies) left in this scrub. */
@@ -54,20 +55,10 @@ export function* mendStoredLengthSteps(
 ): Steps<Mended | 'in_place' | 'unchecked' | undefined> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
   const walk = new Walk(input, budget);
-  let at = format === 'raw' ? 0 : format === 'zlib' ? 2 : gzipDataStart(input, 0);
-  let cut = input.length;
-  while (at !== undefined) {
-    const end = yield* walk.blocks(at);
-    if (end === 'unchecked') return end;
-    if (end.stopped) {
-      cut = Math.min(input.length, Math.ceil(end.bit / 8));
-      break;
-    }
-    // The final block ended: zlib and raw streams end here; a gzip member's trailer may be followed by another member.
-    const trailerEnd = Math.ceil(end.bit / 8) + 8;
-    at = format === 'gzip' ? gzipDataStart(input, trailerEnd) : undefined;
-    cut = at === undefined ? Math.min(input.length, Math.ceil(end.bit / 8)) : cut;
-  }
+  const end = yield* walk.blocks(format === 'raw' ? 0 : 2);
+  if (end === 'unchecked') return end;
+  // Where the walk stopped, or where the final block ended (the stream ends there).
+  const cut = Math.min(input.length, Math.ceil(end.bit / 8));
   if (!walk.charge()) return 'unchecked';
   // One stored block and nothing else: what a lenient decoder gives is bytes the input holds as they are.
   if (walk.mendCount === 0) return undefined;
@@ -86,8 +77,7 @@ export function* mendStoredLengthSteps(
 /**
  * How many bytes of `input` (a stream of `format` from its first byte) zlib reads to produce its output, at most: up
  * to where the walk stops (the first bit it could not read, rounded up to a byte; a stored block whose NLEN disagrees
- * stops it, as it stops zlib) or its last block ends (a gzip member's trailer and what follows it only count when
- * another member follows); 'unchecked' when the budget ran out first. The output depends on these bytes only: a
+ * stops it, as it stops zlib) or its last block ends; 'unchecked' when the budget ran out first. The output depends on these bytes only: a
  * stream that ends or stops before some byte gives the same output whatever follows. The walk stops nowhere before
  * zlib does, so zlib reads no further.
  */
@@ -98,15 +88,9 @@ export function* zlibExtentSteps(
 ): Steps<number | 'unchecked'> {
   if (budget.walkUnitsLeft <= 0) return 'unchecked';
   const walk = new Walk(input, budget, true);
-  let at = format === 'raw' ? 0 : format === 'zlib' ? 2 : gzipDataStart(input, 0);
-  let extent = 0;
-  while (at !== undefined) {
-    const end = yield* walk.blocks(at);
-    if (end === 'unchecked') return end;
-    extent = Math.min(input.length, Math.ceil(end.bit / 8));
-    if (end.stopped) break;
-    at = format === 'gzip' ? gzipDataStart(input, extent + 8) : undefined;
-  }
+  const end = yield* walk.blocks(format === 'raw' ? 0 : 2);
+  if (end === 'unchecked') return end;
+  const extent = Math.min(input.length, Math.ceil(end.bit / 8));
   return walk.charge() ? extent : 'unchecked';
 }
 
@@ -118,22 +102,6 @@ export function mendStoredLengths(
 ): Buffer | 'unchecked' | undefined {
   const mended = runSteps(mendStoredLengthSteps(format, input, budget));
   return typeof mended === 'object' ? mended.copy : mended === 'in_place' ? undefined : mended;
-}
-
-/** Where the deflate data of a gzip member starting at `at` begins (RFC 1952 header), or undefined. */
-function gzipDataStart(src: Buffer, at: number): number | undefined {
-  if (at + 10 > src.length || src[at] !== 0x1f || src[at + 1] !== 0x8b || src[at + 2] !== 0x08) return undefined;
-  const flags = src[at + 3]!;
-  if ((flags & 0xe0) !== 0) return undefined;
-  let next = at + 10;
-  if (flags & 0x04) next = next + 2 > src.length ? src.length + 1 : next + 2 + src.readUInt16LE(next);
-  for (const flag of [0x08, 0x10]) {
-    if ((flags & flag) === 0) continue;
-    const zero = next < src.length ? src.indexOf(0, next) : -1;
-    next = zero < 0 ? src.length + 1 : zero + 1;
-  }
-  if (flags & 0x02) next += 2;
-  return next < src.length ? next : undefined;
 }
 
 const lengthBase = Uint16Array.from([
