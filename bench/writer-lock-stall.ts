@@ -1,8 +1,8 @@
 /**
  * Issue 18, "nothing synchronous on the loop" (docs/journal-writer-thread.md, "Writes beside the writer thread"): a
- * write on a connection of its own (an SSH recording's start or finish, a kept request's keep) while the journal's
- * writer thread commits large batches back to back. Such a write meets the write lock the thread holds and waits in
- * SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the loop's largest gap
+ * write on a connection of its own (an SSH recording's start or finish, a kept request's keep, a purge batch) while
+ * the journal's writer thread commits large batches back to back. Such a write meets the write lock the thread holds
+ * and waits in SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the loop's largest gap
  * (a 1 ms ticker), with the side writes and without them, under the same load.
  *
  * The broker's stores write them through the writer thread (Journal.writeBeside); `--own-connections` opens the
@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { ResultStore, RequestStore, recordingIdOf, type Journal } from '../broker/journal/index.js';
+import { resultPurgeBatch } from '../broker/host/result-purge.js';
 
 const seconds = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5);
 const ownConnections = process.argv.includes('--own-connections');
@@ -116,6 +117,14 @@ async function main(): Promise<void> {
             expires_at_ms: nowMs + 60_000,
           }),
         );
+        // Every 20 ms, on a turn of its own (5 ms later: not right after the start above waited for the lock), a purge
+        // batch as the hourly sweep runs one: the recordings finished so far (retention 0) and the kept requests
+        // (expired by a later clock), bounded as the sweep bounds them.
+        if (i % 2 === 0)
+          setTimeout(() => {
+            timed('purge batch', record, () => results.purgeExpired(nowMs, 0, resultPurgeBatch));
+            timed('expired requests drop', record, () => requests.dropExpired(nowMs + 120_000, resultPurgeBatch));
+          }, 5);
       }),
     ];
     const stats = temp.journal.stats();
