@@ -2,8 +2,8 @@
  * Issue 18, "nothing synchronous on the loop" (docs/journal-writer-thread.md, "Writes beside the writer thread"): a
  * write on a connection of its own (an SSH recording's start or finish, a kept request's keep, a purge batch) while
  * the journal's writer thread commits large batches back to back. Such a write meets the write lock the thread holds
- * and waits in SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the loop's largest gap
- * (a 1 ms ticker), with the side writes and without them, under the same load.
+ * and waits in SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the
+ * loop's largest gap (a 1 ms ticker), with the side writes and without them, under the same load.
  *
  * The broker's stores write them through the writer thread (Journal.writeBeside); `--own-connections` opens the
  * stores without the journal, so they write on their own connections as before that change.

@@ -3,8 +3,9 @@ import { statementCache } from '../ports/open-database.js';
 
 /**
  * Writes beside the journal's own tables — an SSH recording's rows (migration 013), a kept request (migration 008),
- * the retention purges of results, recordings and kept requests — as plain data, so that one function writes them whether the store's own connection runs it on the loop (no writer
- * thread) or the journal's writer thread does (Journal.writeBeside; docs/journal-writer-thread.md). Each answers a
+ * the retention purges of results, recordings and kept requests — as plain data, so that one function writes them
+ * whether the store's own connection runs it on the loop (no writer thread) or the journal's writer thread does
+ * (Journal.writeBeside; docs/journal-writer-thread.md). Each answers a
  * value for what the SQL found (a row that was not open, a purge that came first); only a SQLite failure throws, and
  * on the writer thread that rolls back these ops alone and rejects their write, the journal staying open (as on the
  * store's own connection).
@@ -61,7 +62,7 @@ export type BesideOp =
       readonly running: readonly string[];
       readonly leftovers: boolean;
     }
-  /** Kept requests past their expiry at `nowMs` dropped, at most `limit` (RequestStore.dropExpired). Answers how many. */
+  /** Kept requests expired at `nowMs` dropped, at most `limit` (RequestStore.dropExpired). Answers how many. */
   | { readonly kind: 'expiredRequestsDropped'; readonly nowMs: number; readonly limit: number };
 
 export type BesideOpKind = BesideOp['kind'];
