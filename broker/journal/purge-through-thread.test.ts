@@ -275,3 +275,62 @@ describe('the retention purges with the writer thread running', () => {
     expect(posted(thread).filter((kind) => kind === 'resultsPurged')).toHaveLength(2);
   });
 });
+
+describe('when a store is closed while the journal (and its writer thread) is still open', () => {
+  /** A stale result, a finished recording and an expired kept request: what every purge here would take. */
+  async function stale(o: Opened): Promise<void> {
+    commitResult(o, 1, 100);
+    await o.results.recordings.start('act_closed_1', 100);
+    await o.results.recordings.finish('rec_closed_1', Buffer.from('cast'), false, 200);
+    await o.requests.keep(kept('act_closed_2', 1_000));
+  }
+
+  it.each([
+    ['through the writer thread', true],
+    ['inline', false],
+  ])(
+    'a purge or a kept-request write on a closed store is refused SHUTTING_DOWN and changes no row (%s)',
+    async (_mode, writerThread) => {
+      const o = await open(writerThread);
+      await stale(o);
+      const rows = purgedRows(o.temp.path);
+      const thread = vi.spyOn(WriterThread.prototype, 'write');
+      o.results.close(1);
+      o.requests.close();
+      const shuttingDown = expect.objectContaining({ code: 'SHUTTING_DOWN' });
+      await expect(o.results.purgeExpired(10_000, 1_000, 10)).rejects.toEqual(shuttingDown);
+      await expect(o.requests.dropExpired(10_000, 10)).rejects.toEqual(shuttingDown);
+      await expect(o.requests.drop('act_closed_2')).rejects.toEqual(shuttingDown);
+      await expect(o.requests.keep(kept('act_closed_3', 9_000))).rejects.toEqual(shuttingDown);
+      expect(posted(thread)).toEqual([]);
+      expect(purgedRows(o.temp.path)).toEqual(rows);
+    },
+  );
+
+  it('a results purge whose recording store alone is closed is refused before it purges any result', async () => {
+    const o = await open(true);
+    await stale(o);
+    const rows = purgedRows(o.temp.path);
+    const thread = vi.spyOn(WriterThread.prototype, 'write');
+    o.results.recordings.close(1);
+    await expect(o.results.purgeExpired(10_000, 1_000, 10)).rejects.toEqual(
+      expect.objectContaining({ code: 'SHUTTING_DOWN' }),
+    );
+    expect(posted(thread)).toEqual([]);
+    expect(purgedRows(o.temp.path)).toEqual(rows);
+  });
+
+  it('a results purge in flight when the store closes answers the results it purged, and leaves the recordings', async () => {
+    const o = await open(true);
+    await stale(o);
+    const thread = vi.spyOn(WriterThread.prototype, 'write');
+    const purged = o.results.purgeExpired(10_000, 1_000, 10);
+    o.results.close(1);
+    await expect(purged).resolves.toBe(1);
+    expect(posted(thread)).toEqual(['resultsPurged']);
+    expect(purgedRows(o.temp.path)).toMatchObject({
+      results: [{ result_id: 'res_act_purge_1_1', purged_at_ms: 10_000 }],
+      recordings: [{ recording_id: 'rec_closed_1', complete: 1, purged_at_ms: null }],
+    });
+  });
+});

@@ -79,7 +79,7 @@ export class RecordingStore {
    * run's leftover or one whose seal failed or was given up (`forget`): never to be finished.
    */
   private readonly running = new Set<string>();
-  /** Set by `close` (the broker stopping): nothing is started or sealed after it. */
+  /** Set by `close` (the broker stopping): nothing is started, sealed or purged after it. */
   private closed = false;
 
   constructor(
@@ -224,6 +224,11 @@ export class RecordingStore {
       // A store that cannot write now leaves each row's last mark (its start, or the last sweep that saw it running).
     }
     this.running.clear();
+  }
+
+  /** Closed (`close`: the broker stopping): every write and purge of this store is refused SHUTTING_DOWN. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /**

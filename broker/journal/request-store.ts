@@ -24,6 +24,11 @@ export interface KeptRequest {
  */
 export class RequestStore {
   private readonly sql: (sql: string) => Database.Statement;
+  /**
+   * Set by `close`: no write is posted after it. The journal's writer thread may still be open and would take it (the
+   * broker closes this store before the journal), so the store refuses on its own.
+   */
+  private closed = false;
 
   private constructor(
     private readonly db: Database.Database,
@@ -84,6 +89,7 @@ export class RequestStore {
    * (with the writer thread, a keep still in flight there is not yet visible here: the delete is posted all the same).
    */
   async drop(actionId: string): Promise<void> {
+    this.refuseClosed();
     const posted = this.beside?.writeBeside([{ kind: 'requestDropped', actionId }]);
     if (posted !== undefined) {
       await posted;
@@ -95,6 +101,7 @@ export class RequestStore {
 
   /** One write (one statement): through the journal's writer thread while one runs, else on this connection. */
   private async write(op: BesideOp): Promise<BesideResult | undefined> {
+    this.refuseClosed();
     const posted = this.beside?.writeBeside([op]);
     return posted !== undefined ? (await posted)[0] : writeBesideOp(this.db, op);
   }
@@ -117,6 +124,11 @@ export class RequestStore {
   }
 
   close(): void {
+    this.closed = true;
     this.db.close();
+  }
+
+  private refuseClosed(): void {
+    if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no kept request is written');
   }
 }

@@ -91,6 +91,8 @@ export class ResultStore {
   private readonly sql: (sql: string) => Database.Statement;
   /** SSH session recordings (migration 013): the same file, connection and key, purged with the results. */
   readonly recordings: RecordingStore;
+  /** Set by `close`: no purge is posted after it (the journal's writer thread may still be open and take it). */
+  private closed = false;
 
   private constructor(
     private readonly db: Database.Database,
@@ -243,7 +245,14 @@ export class ResultStore {
     }
     if (!Number.isInteger(limit) || limit < 1 || limit > resultPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${resultPurgeBatchMax} results per call, not ${limit}`);
+    // Refused before anything is posted: the recordings' purge (the second step) would be refused once this one
+    // committed, and a caller would see a failure for rows that were purged.
+    if (this.closed || this.recordings.isClosed)
+      throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no result is purged');
     const purged = await this.write({ kind: 'resultsPurged', nowMs, cutoffMs: nowMs - retentionMs, limit });
+    // Closed while the results' purge was in flight (the broker stopping): it committed, so it answers what it purged;
+    // the recordings wait for the next run's sweep.
+    if (this.recordings.isClosed) return purged;
     // A recording holds the same output as its result: it goes with the same retention (summed: the caller's
     // "fewer than limit means none left" still holds, as either batch at its limit makes the sum reach it).
     return purged + (await this.recordings.purgeExpired(nowMs, retentionMs, limit));
@@ -270,6 +279,7 @@ export class ResultStore {
    * recorded alive at that moment and left open (RecordingStore.close).
    */
   close(nowMs?: number): void {
+    this.closed = true;
     this.recordings.close(nowMs);
     if (this.db.open) this.db.close();
   }
