@@ -7,7 +7,7 @@ import { createCapturedLogger } from '../testing/captured-logger.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 import { ManualTimers } from '../testing/manual-timers.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
-import type { BesideOpKind } from './beside-rows.js';
+import { writeBesideOp, type BesideOp, type BesideOpKind } from './beside-rows.js';
 import { RequestStore } from './request-store.js';
 import { resultChunkBytes, ResultStore } from './result-store.js';
 import { WriterThread } from './writer-thread.js';
@@ -224,12 +224,28 @@ describe('the retention purges with the writer thread running', () => {
         0,
         32,
       );
-      expect(fileBytes(o.temp.path).includes(sealed)).toBe(true);
-      const thread = vi.spyOn(WriterThread.prototype, 'write');
-      expect(await o.results.purgeExpired(10_000, 1_000, 1)).toBe(1);
-      expect(posted(thread)).toContain('resultsPurged');
+      // A recording's cast of ~200 KB (four sealed chunks, on overflow pages), purged by the second op of the batch.
+      await o.results.recordings.start('act_zero_1', 7);
+      await o.results.recordings.finish('rec_zero_1', Buffer.alloc(200_000, 0x41), false, 8);
+      const sealedCast = (raw.prepare(`SELECT bytes FROM recording_chunks ORDER BY n`).pluck().all() as Buffer[]).map(
+        (chunk) => chunk.subarray(1_000, 1_032),
+      );
+      expect(sealedCast).toHaveLength(4);
       raw.pragma('wal_checkpoint(TRUNCATE)');
-      expect(fileBytes(o.temp.path).includes(sealed)).toBe(false);
+      const before = fileBytes(o.temp.path);
+      expect([sealed, ...sealedCast].map((bytes) => before.includes(bytes))).toEqual([true, true, true, true, true]);
+      const thread = vi.spyOn(WriterThread.prototype, 'write');
+      expect(await o.results.purgeExpired(10_000, 1_000, 1)).toBe(2);
+      expect(posted(thread)).toEqual(['resultsPurged', 'recordingsPurged']);
+      raw.pragma('wal_checkpoint(TRUNCATE)');
+      const after = fileBytes(o.temp.path);
+      expect([sealed, ...sealedCast].map((bytes) => after.includes(bytes))).toEqual([
+        false,
+        false,
+        false,
+        false,
+        false,
+      ]);
     } finally {
       raw.close();
     }
@@ -333,4 +349,44 @@ describe('when a store is closed while the journal (and its writer thread) is st
       recordings: [{ recording_id: 'rec_closed_1', complete: 1, purged_at_ms: null }],
     });
   });
+});
+
+describe("a purge op on a connection without secure_delete (as the writer thread's)", () => {
+  const purges: readonly BesideOp[] = [
+    { kind: 'resultsPurged', nowMs: 10_000, cutoffMs: 9_000, limit: 10 },
+    { kind: 'recordingsPurged', nowMs: 10_000, cutoffMs: 9_000, limit: 10, running: [], leftovers: true },
+  ];
+
+  it.each(purges.map((op) => [op.kind, op] as const))(
+    'turns it on for the op alone (%s): OFF or FAST again after it, whether it succeeded or failed',
+    async (kind, op) => {
+      const o = await open(false);
+      commitResult(o, 1, 100);
+      await o.results.recordings.start('act_secure_1', 100);
+      await o.results.recordings.finish('rec_secure_1', Buffer.from('cast'), false, 200);
+      const db = new Database(o.temp.path);
+      closers.push(() => db.close());
+      const secureDelete = (): unknown => db.pragma('secure_delete', { simple: true });
+      const run = (): unknown => db.transaction(() => writeBesideOp(db, op))();
+      const table = kind === 'resultsPurged' ? 'results' : 'recordings';
+      // Fails after its deletes, on the purge mark.
+      db.exec(`CREATE TRIGGER refuse BEFORE UPDATE OF purged_at_ms ON ${table} BEGIN SELECT RAISE(ABORT, 'no'); END;`);
+      for (const [mode, value] of [
+        ['OFF', 0],
+        ['FAST', 2],
+      ] as const) {
+        db.pragma(`secure_delete = ${mode}`);
+        expect(run).toThrow('no');
+        expect(secureDelete()).toBe(value);
+      }
+      db.exec('DROP TRIGGER refuse');
+      db.pragma('secure_delete = OFF');
+      expect(run()).toBe(1);
+      expect(secureDelete()).toBe(0);
+      // Purged already (nothing left to purge): FAST stays FAST.
+      db.pragma('secure_delete = FAST');
+      expect(run()).toBe(0);
+      expect(secureDelete()).toBe(2);
+    },
+  );
 });
