@@ -213,6 +213,25 @@ describe('the result purge sweep', () => {
     expect(lines.join('')).not.toContain('failed');
   });
 
+  it('after stop() a batch that was in flight and then purged ends the sweep there: no drop, no log, no timer', async () => {
+    const clock = new FakeClock();
+    const timers = new ManualTimers(clock);
+    const { logger, lines } = createCapturedLogger();
+    let purged: (n: number) => void = () => undefined;
+    const stuck = {
+      purgeExpired: (): Promise<number> => new Promise<number>((resolve) => (purged = resolve)),
+    };
+    const requests = { dropped: 0, dropExpired: (): Promise<number> => Promise.resolve((requests.dropped += 1)) };
+    const inFlight = startResultPurge({ results: stuck, requests, clock, retentionMs: 1_000, logger, timers });
+    inFlight.stop();
+    // Fewer than a batch: not stopped, the sweep would end now (drop the expired kept requests, log what it purged).
+    purged(5);
+    await settled();
+    expect(requests.dropped).toBe(0);
+    expect(timers.size).toBe(0);
+    expect(lines).toEqual([]);
+  });
+
   it('refuses a retention or an interval that is not whole milliseconds (programmer errors)', () => {
     const clock = new FakeClock();
     const results = backlogStore(0);
