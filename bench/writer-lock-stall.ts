@@ -77,15 +77,20 @@ async function phase(
   return { name, events, gapsMs, writesMs };
 }
 
-/** Times a write: the loop's share (until the call returns) and until it is written (its promise settles). */
-function timed(what: string, record: Recorder, write: () => Promise<unknown>): void {
+/**
+ * Times a write: the loop's share (until the call returns; with `loopUntilSettled`, until its promise settles) and until
+ * it is written (its promise settles). Settles once timed.
+ */
+function timed(what: string, record: Recorder, write: () => Promise<unknown>, loopUntilSettled = false): Promise<void> {
   const t0 = performance.now();
   const written = write();
-  record(`${what}, on the loop`, performance.now() - t0);
-  written.then(
-    () => record(`${what}, until written`, performance.now() - t0),
-    () => record(`${what}, failed`, performance.now() - t0),
-  );
+  if (!loopUntilSettled) record(`${what}, on the loop`, performance.now() - t0);
+  const settled = (outcome: string) => (): void => {
+    const ms = performance.now() - t0;
+    if (loopUntilSettled) record(`${what}, on the loop (until settled)`, ms);
+    record(`${what}, ${outcome}`, ms);
+  };
+  return written.then(settled('until written'), settled('failed'));
 }
 
 async function main(): Promise<void> {
@@ -106,9 +111,9 @@ async function main(): Promise<void> {
         const actionId = `act_side${String(i).padStart(8, '0')}`;
         const recordingId = recordingIdOf(actionId);
         const nowMs = temp.clock.nowMs();
-        timed('recording start', record, () => results.recordings.start(actionId, nowMs));
-        timed('recording finish', record, () => results.recordings.finish(recordingId, cast, false, nowMs));
-        timed('kept request keep', record, () =>
+        void timed('recording start', record, () => results.recordings.start(actionId, nowMs));
+        void timed('recording finish', record, () => results.recordings.finish(recordingId, cast, false, nowMs));
+        void timed('kept request keep', record, () =>
           requests.keep({
             action_id: actionId,
             route: 'docs',
@@ -118,12 +123,20 @@ async function main(): Promise<void> {
           }),
         );
         // Every 20 ms, on a turn of its own (5 ms later: not right after the start above waited for the lock), a purge
-        // batch as the hourly sweep runs one: the recordings finished so far (retention 0) and the kept requests
-        // (expired by a later clock), bounded as the sweep bounds them.
+        // batch as the hourly sweep runs one: the recordings finished so far (retention 0), then, once it is done (as
+        // the sweep awaits it), the kept requests (expired by a later clock), bounded as the sweep bounds them. On its
+        // own connection all of a purge runs on the loop, the recordings' part after the call returned (it awaits the
+        // results' part first): timed until it settles, nothing else running meanwhile but microtasks.
         if (i % 2 === 0)
           setTimeout(() => {
-            timed('purge batch', record, () => results.purgeExpired(nowMs, 0, resultPurgeBatch));
-            timed('expired requests drop', record, () => requests.dropExpired(nowMs + 120_000, resultPurgeBatch));
+            void timed(
+              'purge batch',
+              record,
+              () => results.purgeExpired(nowMs, 0, resultPurgeBatch),
+              ownConnections,
+            ).then(() =>
+              timed('expired requests drop', record, () => requests.dropExpired(nowMs + 120_000, resultPurgeBatch)),
+            );
           }, 5);
       }),
     ];
