@@ -7,6 +7,7 @@ import { createCapturedLogger } from '../testing/captured-logger.js';
 import { watchEventLoop } from '../testing/event-loop-gaps.js';
 import { ManualTimers } from '../testing/manual-timers.js';
 import { openTempJournal, type TempJournal } from '../testing/temp-journal.js';
+import { dropWhenSettled } from '../actions/kept-request.js';
 import { writeBesideOp, type BesideOp, type BesideOpKind } from './beside-rows.js';
 import { RequestStore } from './request-store.js';
 import { resultChunkBytes, ResultStore } from './result-store.js';
@@ -389,4 +390,27 @@ describe("a purge op on a connection without secure_delete (as the writer thread
       expect(secureDelete()).toBe(2);
     },
   );
+});
+
+describe('when an action settles after the kept-request store closed (the broker stopping)', () => {
+  it('its answer is still its result: the failed drop is logged by code and the row expires with its key window', async () => {
+    const o = await open(true);
+    await o.requests.keep(kept('act_settled_late', 9_000));
+    o.requests.close();
+    const { logger, lines } = createCapturedLogger();
+    const deps = {
+      clock: o.temp.clock,
+      journal: o.temp.journal,
+      logger,
+      requests: o.requests,
+    } as unknown as Parameters<typeof dropWhenSettled>[0];
+    const result = { effect: 'succeeded' };
+    await expect(dropWhenSettled(deps, 'act_settled_late', result)).resolves.toBe(result);
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ action_id: 'act_settled_late', code: 'SHUTTING_DOWN', level: 40 }),
+    ]);
+    const rows = new Database(o.temp.path, { readonly: true });
+    closers.push(() => rows.close());
+    expect(rows.prepare(`SELECT count(*) AS n FROM kept_requests`).get()).toEqual({ n: 1 });
+  });
 });
