@@ -1,9 +1,9 @@
 /**
  * Issue 18, "nothing synchronous on the loop" (docs/journal-writer-thread.md, "Writes beside the writer thread"): a
- * write on a connection of its own (an SSH recording's start or finish, a kept request's keep) while the journal's
- * writer thread commits large batches back to back. Such a write meets the write lock the thread holds and waits in
- * SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the loop's largest gap
- * (a 1 ms ticker), with the side writes and without them, under the same load.
+ * write on a connection of its own (an SSH recording's start or finish, a kept request's keep, a purge batch) while
+ * the journal's writer thread commits large batches back to back. Such a write meets the write lock the thread holds
+ * and waits in SQLite's busy handler, which sleeps on the loop. Timed here: each side write on the loop, and the
+ * loop's largest gap (a 1 ms ticker), with the side writes and without them, under the same load.
  *
  * The broker's stores write them through the writer thread (Journal.writeBeside); `--own-connections` opens the
  * stores without the journal, so they write on their own connections as before that change.
@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { actionPathNames, actionPaths } from '../broker/testing/action-paths.js';
 import { openTempJournal } from '../broker/testing/temp-journal.js';
 import { ResultStore, RequestStore, recordingIdOf, type Journal } from '../broker/journal/index.js';
+import { resultPurgeBatch } from '../broker/host/result-purge.js';
 
 const seconds = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 5);
 const ownConnections = process.argv.includes('--own-connections');
@@ -76,15 +77,20 @@ async function phase(
   return { name, events, gapsMs, writesMs };
 }
 
-/** Times a write: the loop's share (until the call returns) and until it is written (its promise settles). */
-function timed(what: string, record: Recorder, write: () => Promise<unknown>): void {
+/**
+ * Times a write: the loop's share (until the call returns; with `loopUntilSettled`, until its promise settles) and until
+ * it is written (its promise settles). Settles once timed.
+ */
+function timed(what: string, record: Recorder, write: () => Promise<unknown>, loopUntilSettled = false): Promise<void> {
   const t0 = performance.now();
   const written = write();
-  record(`${what}, on the loop`, performance.now() - t0);
-  written.then(
-    () => record(`${what}, until written`, performance.now() - t0),
-    () => record(`${what}, failed`, performance.now() - t0),
-  );
+  if (!loopUntilSettled) record(`${what}, on the loop`, performance.now() - t0);
+  const settled = (outcome: string) => (): void => {
+    const ms = performance.now() - t0;
+    if (loopUntilSettled) record(`${what}, on the loop (until settled)`, ms);
+    record(`${what}, ${outcome}`, ms);
+  };
+  return written.then(settled('until written'), settled('failed'));
 }
 
 async function main(): Promise<void> {
@@ -105,9 +111,9 @@ async function main(): Promise<void> {
         const actionId = `act_side${String(i).padStart(8, '0')}`;
         const recordingId = recordingIdOf(actionId);
         const nowMs = temp.clock.nowMs();
-        timed('recording start', record, () => results.recordings.start(actionId, nowMs));
-        timed('recording finish', record, () => results.recordings.finish(recordingId, cast, false, nowMs));
-        timed('kept request keep', record, () =>
+        void timed('recording start', record, () => results.recordings.start(actionId, nowMs));
+        void timed('recording finish', record, () => results.recordings.finish(recordingId, cast, false, nowMs));
+        void timed('kept request keep', record, () =>
           requests.keep({
             action_id: actionId,
             route: 'docs',
@@ -116,6 +122,22 @@ async function main(): Promise<void> {
             expires_at_ms: nowMs + 60_000,
           }),
         );
+        // Every 20 ms, on a turn of its own (5 ms later: not right after the start above waited for the lock), a purge
+        // batch as the hourly sweep runs one: the recordings finished so far (retention 0), then, once it is done (as
+        // the sweep awaits it), the kept requests (expired by a later clock), bounded as the sweep bounds them. On its
+        // own connection all of a purge runs on the loop, the recordings' part after the call returned (it awaits the
+        // results' part first): timed until it settles, nothing else running meanwhile but microtasks.
+        if (i % 2 === 0)
+          setTimeout(() => {
+            void timed(
+              'purge batch',
+              record,
+              () => results.purgeExpired(nowMs, 0, resultPurgeBatch),
+              ownConnections,
+            ).then(() =>
+              timed('expired requests drop', record, () => requests.dropExpired(nowMs + 120_000, resultPurgeBatch)),
+            );
+          }, 5);
       }),
     ];
     const stats = temp.journal.stats();

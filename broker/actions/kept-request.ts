@@ -113,9 +113,21 @@ export function requireKeptRequest(
   return kept;
 }
 
-/** A settled action (or one that never left) needs no kept request any more: answered once it is dropped. */
+/**
+ * A settled action (or one that never left) needs no kept request any more: answered once it is dropped. A drop that
+ * fails (the store closed as the broker stops, a refused write) never replaces the action's result with an error: the
+ * action is settled and its answer says so; the row stays until its key's window ends (the purge's dropExpired).
+ */
 export async function dropWhenSettled<T>(deps: KeptRequestDeps, actionId: string, result: T): Promise<T> {
-  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown')
-    await deps.requests.drop(actionId);
+  if (deps.requests !== undefined && deps.journal.getAction(actionId)?.outcome !== 'unknown') {
+    try {
+      await deps.requests.drop(actionId);
+    } catch (error) {
+      deps.logger?.warn(
+        { action_id: actionId, code: isCodedError(error) ? error.code : 'INTERNAL' },
+        'kept request not dropped; it expires with its key window',
+      );
+    }
+  }
   return result;
 }

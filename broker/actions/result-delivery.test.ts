@@ -342,7 +342,7 @@ describe('when a stored result passes its retention', () => {
     await vi.waitFor(() => expect(count(actionId, 'RESULT_DELIVERED')).toBe(1));
     f.h.temp.clock.advance(10);
     // Purged by a sweep that ran with a 1 ms retention; the configured one (an hour) has not passed.
-    expect(f.h.results.purgeExpired(f.h.temp.clock.nowMs(), 1, 10)).toBe(1);
+    expect(await f.h.results.purgeExpired(f.h.temp.clock.nowMs(), 1, 10)).toBe(1);
     const expired = await agent.fetchResult(actionId).then(
       () => expect.unreachable('a purged result is an error'),
       (error: unknown) => error,

@@ -558,7 +558,7 @@ describe('when a person retries an unknown action with the same key (the kept re
       await expect(
         retryKeptRequest({ ...deps, config: withPolicy }, second.envelope.invocation_id, { kind: 'person', id: 'ann' }),
       ).rejects.toMatchObject({ code: 'NOT_FOUND' });
-      expect(requests.dropExpired(h.temp.clock.nowMs(), 10)).toBe(1);
+      expect(await requests.dropExpired(h.temp.clock.nowMs(), 10)).toBe(1);
       expect(target.requests).toHaveLength(2);
     } finally {
       requests.close();

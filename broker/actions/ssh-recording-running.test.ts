@@ -39,7 +39,7 @@ describe('when the recording of an SSH command still running is read', () => {
       expect.objectContaining({ code: 'RECORDING_IN_PROGRESS' }),
     );
     // Running for longer than the retention is no reason to purge it.
-    expect(h.results.recordings.purgeExpired(h.temp.clock.nowMs() + 120_000, 60_000, 10)).toBe(0);
+    expect(await h.results.recordings.purgeExpired(h.temp.clock.nowMs() + 120_000, 60_000, 10)).toBe(0);
     cancel.abort();
     const { envelope } = await run;
     expect(envelope.invocation_id).toBe(actionId);
@@ -61,7 +61,7 @@ describe('when the cast of a finished SSH command cannot be built', () => {
       expect.objectContaining({ code: 'RECORDING_INCOMPLETE' }),
     );
     const retentionMs = 60_000;
-    expect(h.results.recordings.purgeExpired(h.temp.clock.nowMs() + retentionMs, retentionMs, 10)).toBe(1);
+    expect(await h.results.recordings.purgeExpired(h.temp.clock.nowMs() + retentionMs, retentionMs, 10)).toBe(1);
     expect(() => readActionRecording(h.results, h.temp.journal, { action_id: actionId })).toThrow(
       expect.objectContaining({ code: 'RESULT_EXPIRED' }),
     );

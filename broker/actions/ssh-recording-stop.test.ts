@@ -93,7 +93,7 @@ describe('when the broker stops while an SSH command is still being set up, so i
   it('once past retention it answers RESULT_EXPIRED, as the sealed one would, and the start leaves it', async () => {
     const { h, actionId, next } = await stoppedBeforeSend();
     const retentionMs = 60_000;
-    expect(next.results.purgeExpired(h.temp.clock.nowMs() + retentionMs, retentionMs, 10)).toBe(1);
+    expect(await next.results.purgeExpired(h.temp.clock.nowMs() + retentionMs, retentionMs, 10)).toBe(1);
     // Purged is purged: not the never-sent cast (the purge took the recording, open or sealed), not incomplete.
     expect(() => readActionRecording(next.results, next.journal, { action_id: actionId })).toThrow(
       expect.objectContaining({ code: 'RESULT_EXPIRED' }),

@@ -24,7 +24,7 @@ function started(purge: ResultPurge): ResultPurge {
 
 /** A result store double that has `due` results past retention and purges them `limit` at a time. */
 function backlogStore(due: number): {
-  purgeExpired: (nowMs: number, retentionMs: number, limit: number) => number;
+  purgeExpired: (nowMs: number, retentionMs: number, limit: number) => Promise<number>;
   calls: Array<{ nowMs: number; limit: number }>;
 } {
   let left = due;
@@ -35,9 +35,21 @@ function backlogStore(due: number): {
       calls.push({ nowMs, limit });
       const purged = Math.min(left, limit);
       left -= purged;
-      return purged;
+      return Promise.resolve(purged);
     },
   };
+}
+
+/** Lets the batches awaited so far settle (each purge is awaited before the next is scheduled). */
+const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Runs every batch due now, and those each schedules, until none is left due: each time once the batch before is done
+ * (a sweep always leaves a timer: the next batch's, or the next sweep's), through the writer thread or not.
+ */
+async function runDue(timers: ManualTimers): Promise<void> {
+  do await vi.waitFor(() => expect(timers.size).toBeGreaterThan(0), { interval: 1 });
+  while (timers.advance(0) > 0);
 }
 
 describe('the result purge sweep', () => {
@@ -87,9 +99,11 @@ describe('the result purge sweep', () => {
         expires_at_ms: t0 + hourMs + 1,
       });
       started(startResultPurge({ results: store, requests, clock: temp.clock, retentionMs, timers }));
-      expect(requests.dropExpired(t0, 10)).toBe(0);
+      await runDue(timers);
+      expect(await requests.dropExpired(t0, 10)).toBe(0);
       expect(requests.read('act_kept_new_1', t0)?.sealed).toEqual(new Uint8Array([4, 5, 6]));
       timers.advance(hourMs + 1);
+      await runDue(timers);
       expect(requests.read('act_kept_new_1', t0)).toBeUndefined();
     });
 
@@ -107,6 +121,7 @@ describe('the result purge sweep', () => {
       const { logger, lines } = createCapturedLogger();
 
       started(startResultPurge({ results: store, clock: temp.clock, retentionMs, logger, timers }));
+      await runDue(timers);
       expect(store.head(stale)?.purged_at_ms).toBe(t0);
       expect(store.head(fresh)?.purged_at_ms).toBeNull();
       expect(lines.join('')).toContain('"purged":1');
@@ -114,8 +129,10 @@ describe('the result purge sweep', () => {
       // One hour later the fresh one is still inside its retention; two hours later it is not.
       expect(timers.advance(hourMs - 1)).toBe(0);
       expect(timers.advance(1)).toBe(1);
+      await runDue(timers);
       expect(store.head(fresh)?.purged_at_ms).toBeNull();
       timers.advance(hourMs);
+      await runDue(timers);
       expect(store.head(fresh)?.purged_at_ms).toBe(t0 + 2 * hourMs);
       expect(() => store.read(fresh)).toThrow(expect.objectContaining({ code: 'RESULT_EXPIRED' }));
       // The journal's events are never purged.
@@ -123,56 +140,96 @@ describe('the result purge sweep', () => {
     });
   });
 
-  it('works through a backlog in bounded batches, a turn of the event loop apart, and leaves the rest for the next sweep', () => {
+  it('works through a backlog in bounded batches, a turn of the event loop apart, and leaves the rest for the next sweep', async () => {
     const clock = new FakeClock();
     const timers = new ManualTimers(clock);
     const store = backlogStore(resultPurgeBatch * (resultPurgeBatchesPerSweepMax + 1) + 7);
     const { logger, lines } = createCapturedLogger();
     started(startResultPurge({ results: store, clock, retentionMs: 1_000, logger, timers }));
     expect(store.calls).toHaveLength(1);
-    // Each further batch is its own timer turn (due now), never a loop inside one.
-    while (timers.advance(0) > 0);
+    // Each further batch is its own timer turn (due now), scheduled once the one before it is done.
+    expect(timers.size).toBe(0);
+    await settled();
+    expect(timers.size).toBe(1);
+    await runDue(timers);
     expect(store.calls).toHaveLength(resultPurgeBatchesPerSweepMax);
     expect(store.calls.every((c) => c.limit === resultPurgeBatch)).toBe(true);
     expect(lines.join('')).toContain('"backlog":true');
     // The next sweep, an hour later, finishes it and then waits again.
     timers.advance(hourMs);
-    while (timers.advance(0) > 0);
+    await runDue(timers);
     expect(store.calls).toHaveLength(resultPurgeBatchesPerSweepMax + 2);
     expect(store.calls.at(-1)?.nowMs).toBe(clock.nowMs());
     expect(timers.size).toBe(1);
   });
 
-  it('when a batch fails it logs, keeps the broker running and tries again at the next sweep', () => {
+  it('when a batch fails it logs its code, keeps the broker running and tries again at the next sweep', async () => {
     const clock = new FakeClock();
     const timers = new ManualTimers(clock);
     let failures = 1;
     let calls = 0;
     const store = {
-      purgeExpired: (): number => {
+      purgeExpired: (): Promise<number> => {
         calls += 1;
-        if (failures-- > 0) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
-        return 0;
+        if (failures-- > 0)
+          return Promise.reject(Object.assign(new Error('database is locked: secret-ish'), { code: 'SQLITE_BUSY' }));
+        return Promise.resolve(0);
       },
     };
     const { logger, lines } = createCapturedLogger();
     started(startResultPurge({ results: store, clock, retentionMs: 1_000, logger, timers }));
+    await runDue(timers);
     expect(lines.join('')).toContain('result purge failed');
-    expect(timers.advance(0)).toBe(0);
+    expect(lines.join('')).toContain('"code":"SQLITE_BUSY"');
+    expect(lines.join('')).not.toContain('secret-ish');
+    expect(timers.size).toBe(1);
     timers.advance(hourMs);
+    await runDue(timers);
     expect(calls).toBe(2);
   });
 
-  it('after stop() no batch or sweep runs again', () => {
+  it('after stop() no batch or sweep runs again, nor after a batch that was in flight at the stop', async () => {
     const clock = new FakeClock();
     const timers = new ManualTimers(clock);
     const store = backlogStore(resultPurgeBatch * 3);
-    const purge = started(startResultPurge({ results: store, clock, retentionMs: 1_000, timers }));
+    const { logger, lines } = createCapturedLogger();
+    const purge = started(startResultPurge({ results: store, clock, retentionMs: 1_000, logger, timers }));
+    await settled();
     expect(timers.size).toBe(1);
     purge.stop();
     expect(timers.size).toBe(0);
     timers.advance(hourMs * 3);
     expect(store.calls).toHaveLength(1);
+    // Stopped while a batch awaits its purge: nothing is scheduled or logged once it settles, even a failure.
+    let fail: (error: Error) => void = () => undefined;
+    const stuck = {
+      purgeExpired: (): Promise<number> => new Promise<number>((_resolve, reject) => (fail = reject)),
+    };
+    const inFlight = startResultPurge({ results: stuck, clock, retentionMs: 1_000, logger, timers });
+    inFlight.stop();
+    fail(Object.assign(new Error('the database connection is not open'), { code: 'INTERNAL' }));
+    await settled();
+    expect(timers.size).toBe(0);
+    expect(lines.join('')).not.toContain('failed');
+  });
+
+  it('after stop() a batch that was in flight and then purged ends the sweep there: no drop, no log, no timer', async () => {
+    const clock = new FakeClock();
+    const timers = new ManualTimers(clock);
+    const { logger, lines } = createCapturedLogger();
+    let purged: (n: number) => void = () => undefined;
+    const stuck = {
+      purgeExpired: (): Promise<number> => new Promise<number>((resolve) => (purged = resolve)),
+    };
+    const requests = { dropped: 0, dropExpired: (): Promise<number> => Promise.resolve((requests.dropped += 1)) };
+    const inFlight = startResultPurge({ results: stuck, requests, clock, retentionMs: 1_000, logger, timers });
+    inFlight.stop();
+    // Fewer than a batch: not stopped, the sweep would end now (drop the expired kept requests, log what it purged).
+    purged(5);
+    await settled();
+    expect(requests.dropped).toBe(0);
+    expect(timers.size).toBe(0);
+    expect(lines).toEqual([]);
   });
 
   it('refuses a retention or an interval that is not whole milliseconds (programmer errors)', () => {
@@ -233,10 +290,12 @@ describe('when an agent fetches a result the sweep purged', () => {
     started(
       startResultPurge({ results: f.h.results, clock: f.h.temp.clock, retentionMs: retentionSeconds * 1000, timers }),
     );
+    await runDue(timers);
     const resultId = f.h.temp.journal.getAction(actionId)?.result_id ?? '';
     expect(f.h.results.head(resultId)?.purged_at_ms).toBeNull();
 
     timers.advance(hourMs);
+    await runDue(timers);
     expect(f.h.results.head(resultId)?.purged_at_ms).toBe(f.h.temp.clock.nowMs());
     const before: JournalEvent[] = f.events(actionId);
     const expired = await agent.fetch(actionId);
@@ -261,6 +320,7 @@ describe('when an agent fetches a result the sweep purged', () => {
     started(
       startResultPurge({ results: f.h.results, clock: f.h.temp.clock, retentionMs: retentionSeconds * 1000, timers }),
     );
+    await runDue(timers);
 
     const refused = await agent.fetch(actionId);
     expect(refused).toBeInstanceOf(PosternActionError);

@@ -10,6 +10,12 @@ export const resultPurgeBatch = 200;
 /** Batches per sweep; a larger backlog is left for the next sweep rather than hold the loop. */
 export const resultPurgeBatchesPerSweepMax = 50;
 
+/** What a failed batch is logged by: its code (a SQLite code, a broker code), never its message. */
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && code !== '' ? code : 'INTERNAL';
+}
+
 export interface ResultPurgeOptions {
   readonly results: Pick<ResultStore, 'purgeExpired'>;
   /** Kept requests past their key's window are dropped in the same sweep (one bounded batch). */
@@ -32,8 +38,9 @@ export interface ResultPurge {
 /**
  * The periodic sweep that deletes stored result bytes after `results.retention_seconds`
  * (ResultStore.purgeExpired): once now, then every `intervalMs`. A sweep runs in bounded batches,
- * each its own transaction, with a turn of the event loop between them so agents and the journal
- * are never held up by a backlog. A failure (a busy or full disk) is logged and the next sweep
+ * each its own transaction (on the journal's writer thread while it runs) and awaited, with a turn of
+ * the event loop between them so agents and the journal are never held up by a backlog. A failure (a
+ * busy or full disk, a table the file refuses) is logged by its code and the next sweep
  * tries again: purging late is harmless, because fetch_result already answers RESULT_EXPIRED from
  * the retention alone. Only result bytes are purged; the journal's events stay.
  */
@@ -51,14 +58,15 @@ export function startResultPurge(options: ResultPurgeOptions): ResultPurge {
   let sweep = { purged: 0, batches: 0 };
 
   const schedule = (delayMs: number): void => {
-    if (!stopped) timer = timers.set(batch, delayMs);
+    if (!stopped) timer = timers.set(() => void batch(), delayMs);
   };
-  const endSweep = (): void => {
+  const endSweep = async (): Promise<void> => {
     try {
-      const dropped = options.requests?.dropExpired(clock.nowMs(), resultPurgeBatch) ?? 0;
+      const dropped = (await options.requests?.dropExpired(clock.nowMs(), resultPurgeBatch)) ?? 0;
       if (dropped > 0) logger?.info({ dropped }, 'dropped kept requests past their key window');
     } catch (error) {
-      logger?.error({ err: error }, 'dropping expired kept requests failed; the next sweep tries again');
+      if (!stopped)
+        logger?.error({ code: codeOf(error) }, 'dropping expired kept requests failed; the next sweep tries again');
     }
     if (sweep.purged > 0) {
       const backlog = sweep.batches >= resultPurgeBatchesPerSweepMax;
@@ -70,25 +78,29 @@ export function startResultPurge(options: ResultPurgeOptions): ResultPurge {
     sweep = { purged: 0, batches: 0 };
     schedule(intervalMs);
   };
-  function batch(): void {
+  // Each batch is awaited (through the journal's writer thread while it runs): the next is scheduled once it is done.
+  async function batch(): Promise<void> {
     timer = undefined;
     if (stopped) return;
     let purged: number;
     try {
-      purged = results.purgeExpired(clock.nowMs(), retentionMs, resultPurgeBatch);
+      purged = await results.purgeExpired(clock.nowMs(), retentionMs, resultPurgeBatch);
     } catch (error) {
-      logger?.error({ err: error }, 'result purge failed; the next sweep tries again');
-      endSweep();
+      // Stopped meanwhile: the stores are closing, and what the batch met says nothing of the file.
+      if (stopped) return;
+      logger?.error({ code: codeOf(error) }, 'result purge failed; the next sweep tries again');
+      await endSweep();
       return;
     }
+    if (stopped) return;
     sweep.purged += purged;
     sweep.batches += 1;
     // A full batch may mean more are due: continue after a turn of the event loop, within the bound.
     if (purged === resultPurgeBatch && sweep.batches < resultPurgeBatchesPerSweepMax) schedule(0);
-    else endSweep();
+    else await endSweep();
   }
 
-  batch();
+  void batch();
   return {
     stop: () => {
       stopped = true;

@@ -2,9 +2,10 @@ import type Database from 'better-sqlite3';
 import { statementCache } from '../ports/open-database.js';
 
 /**
- * Writes beside the journal's own tables — an SSH recording's rows (migration 013), a kept request (migration 008) —
- * as plain data, so that one function writes them whether the store's own connection runs it on the loop (no writer
- * thread) or the journal's writer thread does (Journal.writeBeside; docs/journal-writer-thread.md). Each answers a
+ * Writes beside the journal's own tables — an SSH recording's rows (migration 013), a kept request (migration 008),
+ * the retention purges of results, recordings and kept requests — as plain data, so that one function writes them
+ * whether the store's own connection runs it on the loop (no writer thread) or the journal's writer thread does
+ * (Journal.writeBeside; docs/journal-writer-thread.md). Each answers a
  * value for what the SQL found (a row that was not open, a purge that came first); only a SQLite failure throws, and
  * on the writer thread that rolls back these ops alone and rejects their write, the journal staying open (as on the
  * store's own connection).
@@ -42,7 +43,27 @@ export type BesideOp =
       readonly expiresAtMs: number;
     }
   /** An action's kept request dropped (settled). Answers the rows deleted. */
-  | { readonly kind: 'requestDropped'; readonly actionId: string };
+  | { readonly kind: 'requestDropped'; readonly actionId: string }
+  /**
+   * The retention purge of results (ResultStore.purgeExpired): the bytes of at most `limit` results stored at or
+   * before `cutoffMs`, oldest first, deleted and each marked purged at `nowMs`. Answers how many.
+   */
+  | { readonly kind: 'resultsPurged'; readonly nowMs: number; readonly cutoffMs: number; readonly limit: number }
+  /**
+   * The retention purge of recordings (RecordingStore.purgeExpired): `running` (the store's recordings whose commands
+   * run now) marked alive at `nowMs` and never purged; then at most `limit` finished ones whose finish is at or before
+   * `cutoffMs`, and, with `leftovers` (the broker's store only), open ones last known alive by then. Answers how many.
+   */
+  | {
+      readonly kind: 'recordingsPurged';
+      readonly nowMs: number;
+      readonly cutoffMs: number;
+      readonly limit: number;
+      readonly running: readonly string[];
+      readonly leftovers: boolean;
+    }
+  /** Kept requests expired at `nowMs` dropped, at most `limit` (RequestStore.dropExpired). Answers how many. */
+  | { readonly kind: 'expiredRequestsDropped'; readonly nowMs: number; readonly limit: number };
 
 export type BesideOpKind = BesideOp['kind'];
 export type FinishedAs = 'finished' | 'purged' | 'not open';
@@ -64,10 +85,42 @@ const besideKinds: ReadonlySet<string> = new Set<BesideOpKind>([
   'recordingAlive',
   'requestKept',
   'requestDropped',
+  'resultsPurged',
+  'recordingsPurged',
+  'expiredRequestsDropped',
 ]);
 
 export function isBesideOp(op: { readonly kind: string }): op is BesideOp {
   return besideKinds.has(op.kind);
+}
+
+/** The purge's finished recordings past the cutoff, oldest finish first: a range of recordings_by_finish. */
+export const purgeFinishedSql = `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
+  ORDER BY finished_at_ms LIMIT ?`;
+
+/**
+ * The purge's open recordings last known alive before the cutoff (`alive_at_ms`, migration 019: their start, or a
+ * later moment their broker recorded them running), oldest first. `finished_at_ms IS NULL` (finish sets it with
+ * complete = 1, in one statement) keeps the read to recordings_by_finish's NULL range: the few open rows are searched,
+ * never a scan of every unpurged recording (and the sort is of those few alone).
+ */
+export const purgeOpenSql = `SELECT recording_id FROM recordings
+  WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND alive_at_ms <= ?
+  ORDER BY alive_at_ms LIMIT ?`;
+
+/**
+ * A purge deletes sealed bytes: with secure_delete the pages it frees are zeroed, so the file never hands them to a
+ * later reader. The result store's connection has it on already; the writer thread's turns it on for the purge alone.
+ */
+function zeroingFreedPages<T>(connection: Database.Database, write: () => T): T {
+  const was = connection.pragma('secure_delete', { simple: true }) as number;
+  if (was === 1) return write();
+  connection.pragma('secure_delete = ON');
+  try {
+    return write();
+  } finally {
+    connection.pragma(`secure_delete = ${was === 2 ? 'FAST' : 'OFF'}`);
+  }
 }
 
 /** A sealed byte string as a Buffer over the same bytes (a Uint8Array once it crossed to the thread). */
@@ -132,7 +185,70 @@ export function writeBesideOp(connection: Database.Database, op: BesideOp): Besi
         .run(op.actionId, op.route, bytes(op.sealed), op.keptAtMs, op.expiresAtMs).changes;
     case 'requestDropped':
       return db.prepare(`DELETE FROM kept_requests WHERE action_id = ?`).run(op.actionId).changes;
+    case 'resultsPurged':
+      return zeroingFreedPages(connection, () => purgeResults(db, op));
+    case 'recordingsPurged':
+      return zeroingFreedPages(connection, () => purgeRecordings(connection, db, op));
+    case 'expiredRequestsDropped':
+      return db
+        .prepare(
+          `DELETE FROM kept_requests WHERE action_id IN
+             (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
+        )
+        .run(op.nowMs, op.limit).changes;
     default:
       throw new Error(`unknown write beside the journal: ${String((op as { kind?: unknown }).kind)}`);
   }
+}
+
+/** ResultStore.purgeExpired's rows (the `resultsPurged` op), inside the caller's transaction. */
+function purgeResults(
+  db: { prepare: (sql: string) => Database.Statement },
+  op: Extract<BesideOp, { kind: 'resultsPurged' }>,
+): number {
+  const ids = db
+    .prepare(
+      `SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ?
+       ORDER BY created_at_ms, result_id LIMIT ?`,
+    )
+    .pluck()
+    .all(op.cutoffMs, op.limit) as string[];
+  const deleteChunks = db.prepare(`DELETE FROM result_chunks WHERE result_id = ?`);
+  const mark = db.prepare(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
+  for (const id of ids) {
+    deleteChunks.run(id);
+    mark.run(op.nowMs, id);
+  }
+  return ids.length;
+}
+
+/** RecordingStore.purgeExpired's rows (the `recordingsPurged` op), inside the caller's transaction. */
+function purgeRecordings(
+  connection: Database.Database,
+  db: { prepare: (sql: string) => Database.Statement },
+  op: Extract<BesideOp, { kind: 'recordingsPurged' }>,
+): number {
+  // Running first: one its broker dies with (a crash mid-command) is kept a retention after this sweep saw it running.
+  for (const recordingId of op.running)
+    writeBesideOp(connection, { kind: 'recordingAlive', recordingId, atMs: op.nowMs });
+  const ids = db.prepare(purgeFinishedSql).pluck().all(op.cutoffMs, op.limit) as string[];
+  // A reader cannot tell an earlier run's leftover from a command the broker runs now: it leaves open rows be.
+  if (ids.length < op.limit && op.leftovers) {
+    const running = new Set(op.running);
+    // Open rows are few (leftovers, and the commands running now, which are skipped: at most `running.size` more).
+    const leftovers = (
+      db
+        .prepare(purgeOpenSql)
+        .pluck()
+        .all(op.cutoffMs, op.limit - ids.length + running.size) as string[]
+    ).filter((id) => !running.has(id));
+    ids.push(...leftovers.slice(0, op.limit - ids.length));
+  }
+  const deleteChunks = db.prepare(`DELETE FROM recording_chunks WHERE recording_id = ?`);
+  const mark = db.prepare(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
+  for (const id of ids) {
+    deleteChunks.run(id);
+    mark.run(op.nowMs, id);
+  }
+  return ids.length;
 }

@@ -72,8 +72,8 @@ describe('the recording store (migration 013, on the result store)', () => {
     next.close();
     await store.recordings.finish('rec_000003', Buffer.from('cast'), false, 101);
     // The result store's purge sweeps recordings by the same retention, counted from the finish (as its result's).
-    expect(store.purgeExpired(160, 60, 10)).toBe(0);
-    expect(store.purgeExpired(161, 60, 10)).toBe(1);
+    expect(await store.purgeExpired(160, 60, 10)).toBe(0);
+    expect(await store.purgeExpired(161, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000003')).toThrow(coded('RESULT_EXPIRED'));
     const db = new Database(temp.path, { readonly: true });
     expect(db.prepare(`SELECT count(*) AS n FROM recording_chunks`).get()).toEqual({ n: 0 });
@@ -97,7 +97,7 @@ describe('the recording store (migration 013, on the result store)', () => {
       // Its purge, long past the retention, leaves the running command's recording (finished ones it does purge).
       await store.recordings.start('act_000017', 100);
       await store.recordings.finish('rec_000017', Buffer.from('done'), false, 200);
-      expect(reader.purgeExpired(10_000, 60, 10)).toBe(1);
+      expect(await reader.purgeExpired(10_000, 60, 10)).toBe(1);
       await expect(reader.recordings.start('act_000018', 100)).rejects.toThrow(coded('INTERNAL'));
       await store.recordings.finish('rec_000016', Buffer.from('whole cast'), false, 10_001);
       expect(reader.recordings.read('act_000016').cast.toString()).toBe('whole cast');
@@ -112,7 +112,7 @@ describe('the recording store (migration 013, on the result store)', () => {
     await store.recordings.start('act_000007', 100);
     await store.recordings.finish('rec_000007', Buffer.from('cast'), false, 101);
     expect(() => store.recordings.read('act_000006')).toThrow(coded('RECORDING_INCOMPLETE'));
-    expect(store.purgeExpired(161, 60, 10)).toBe(2);
+    expect(await store.purgeExpired(161, 60, 10)).toBe(2);
     // Expired either way, never "output lost". The sealed one's chunks were deleted; the open one never had any
     // (finish writes them with the mark that completes the row), so its answer says it never completed.
     expect(() => store.recordings.read('act_000007')).toThrow(
@@ -132,28 +132,28 @@ describe('the recording store (migration 013, on the result store)', () => {
   it('a running command keeps its recording past the retention; it goes a retention after it finished', async () => {
     await store.recordings.start('act_000010', 100);
     // Its command has run for 10 s against a 60 ms retention: nothing to purge, it is still being recorded.
-    expect(store.purgeExpired(10_100, 60, 10)).toBe(0);
+    expect(await store.purgeExpired(10_100, 60, 10)).toBe(0);
     await store.recordings.finish('rec_000010', Buffer.from('long cast'), false, 10_100);
     expect(store.recordings.read('act_000010').cast.toString()).toBe('long cast');
-    expect(store.purgeExpired(10_159, 60, 10)).toBe(0);
-    expect(store.purgeExpired(10_160, 60, 10)).toBe(1);
+    expect(await store.purgeExpired(10_159, 60, 10)).toBe(0);
+    expect(await store.purgeExpired(10_160, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000010')).toThrow(coded('RESULT_EXPIRED'));
   });
 
   it("an earlier run's recording left open by a crash mid-command is kept a retention after it was last seen running", async () => {
     // The earlier broker starts a command at 100; its sweeps at 5,000 and 10,000 find it still running.
     const earlier = await startedByEarlierRun('act_000015', 100);
-    expect(earlier.purgeExpired(5_000, 60, 10)).toBe(0);
-    expect(earlier.purgeExpired(10_000, 60, 10)).toBe(0);
+    expect(await earlier.purgeExpired(5_000, 60, 10)).toBe(0);
+    expect(await earlier.purgeExpired(10_000, 60, 10)).toBe(0);
     // A sweep at an earlier clock (a clock stepped back) never moves the mark back.
-    expect(earlier.purgeExpired(7_000, 60, 10)).toBe(0);
+    expect(await earlier.purgeExpired(7_000, 60, 10)).toBe(0);
     // Then it dies mid-command: no finish, no forget. The next run reads a leftover (its command was sent).
     earlier.close();
     expect(() => store.recordings.read('act_000015')).toThrow(coded('RECORDING_INCOMPLETE'));
     // Purged a retention after 10,000, the last moment it was known running, not a retention after it started.
-    expect(store.purgeExpired(10_059, 60, 10)).toBe(0);
+    expect(await store.purgeExpired(10_059, 60, 10)).toBe(0);
     expect(() => store.recordings.read('act_000015')).toThrow(coded('RECORDING_INCOMPLETE'));
-    expect(store.purgeExpired(10_060, 60, 10)).toBe(1);
+    expect(await store.purgeExpired(10_060, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000015')).toThrow(coded('RESULT_EXPIRED'));
   });
 
@@ -162,9 +162,9 @@ describe('the recording store (migration 013, on the result store)', () => {
     const earlier = await startedByEarlierRun('act_000012', 2);
     await earlier.recordings.start('act_000013', 3);
     earlier.close();
-    expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
-    expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
-    expect(store.recordings.purgeExpired(1_000, 60, 1)).toBe(0);
+    expect(await store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
+    expect(await store.recordings.purgeExpired(1_000, 60, 1)).toBe(1);
+    expect(await store.recordings.purgeExpired(1_000, 60, 1)).toBe(0);
     for (const id of ['act_000012', 'act_000013'])
       expect(() => store.recordings.read(id)).toThrow(coded('RESULT_EXPIRED'));
     expect(() => store.recordings.read('act_000011')).toThrow(coded('RECORDING_IN_PROGRESS'));
@@ -177,8 +177,8 @@ describe('the recording store (migration 013, on the result store)', () => {
     await store.recordings.forget('rec_000014', 9_000);
     expect(() => store.recordings.read('act_000014')).toThrow(coded('RECORDING_INCOMPLETE'));
     // Its command ran until 5,000: the retention counts from then, not from its start.
-    expect(store.purgeExpired(5_059, 60, 10)).toBe(0);
-    expect(store.purgeExpired(5_060, 60, 10)).toBe(1);
+    expect(await store.purgeExpired(5_059, 60, 10)).toBe(0);
+    expect(await store.purgeExpired(5_060, 60, 10)).toBe(1);
     expect(() => store.recordings.read('act_000014')).toThrow(coded('RESULT_EXPIRED'));
   });
 
@@ -201,7 +201,7 @@ describe('the recording store (migration 013, on the result store)', () => {
 
   it("an earlier run's open recording purged before that run's late finish is not sealed then", async () => {
     const earlier = await startedByEarlierRun('act_000009', 100);
-    expect(store.purgeExpired(160, 60, 10)).toBe(1);
+    expect(await store.purgeExpired(160, 60, 10)).toBe(1);
     await expect(earlier.recordings.finish('rec_000009', Buffer.from('late cast'), false, 200)).rejects.toThrow(
       coded('RESULT_EXPIRED'),
     );
@@ -214,7 +214,7 @@ describe('the recording store (migration 013, on the result store)', () => {
     });
     db.close();
     expect(() => store.recordings.read('act_000009')).toThrow(coded('RESULT_EXPIRED'));
-    expect(store.purgeExpired(10_000, 60, 10)).toBe(0);
+    expect(await store.purgeExpired(10_000, 60, 10)).toBe(0);
   });
 
   it('a row marked complete without its finish time is damaged (INTERNAL), not an unfinished recording', async () => {
@@ -230,7 +230,7 @@ describe('the recording store (migration 013, on the result store)', () => {
     (await startedByEarlierRun('act_000001', 1)).close();
     for (const n of [4, 3, 2, 5]) await store.recordings.start(`act_00000${n}`, n);
     await store.recordings.finish('rec_000002', Buffer.from('cast'), false, 9);
-    store.recordings.purgeExpired(3, 0, 1);
+    await store.recordings.purgeExpired(3, 0, 1);
     expect(store.recordings.openActionIds('', 500)).toEqual(['act_000003', 'act_000004', 'act_000005']);
     expect(store.recordings.openActionIds('act_000003', 1)).toEqual(['act_000004']);
     expect(() => store.recordings.openActionIds('', 501)).toThrow(RangeError);

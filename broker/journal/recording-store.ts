@@ -22,19 +22,8 @@ export function recordingIdOf(actionId: string): string {
   return `rec_${actionId.startsWith('act_') ? actionId.slice(4) : actionId}`;
 }
 
-/** The purge's finished recordings past the cutoff, oldest finish first: a range of recordings_by_finish. */
-export const purgeFinishedSql = `SELECT recording_id FROM recordings WHERE purged_at_ms IS NULL AND finished_at_ms <= ?
-  ORDER BY finished_at_ms LIMIT ?`;
-
-/**
- * The purge's open recordings last known alive before the cutoff (`alive_at_ms`, migration 019: their start, or a
- * later moment their broker recorded them running), oldest first. `finished_at_ms IS NULL` (finish sets it with
- * complete = 1, in one statement) keeps the read to recordings_by_finish's NULL range: the few open rows are searched,
- * never a scan of every unpurged recording (and the sort is of those few alone).
- */
-export const purgeOpenSql = `SELECT recording_id FROM recordings
-  WHERE purged_at_ms IS NULL AND finished_at_ms IS NULL AND complete = 0 AND alive_at_ms <= ?
-  ORDER BY alive_at_ms LIMIT ?`;
+// The purge's reads (beside-rows.ts, where the purge's SQL is), named here for the query-plan test.
+export { purgeFinishedSql, purgeOpenSql } from './beside-rows.js';
 
 /**
  * Whose store it is. 'broker': the one store of the process holding the data directory's lock (the runtime's). No
@@ -79,7 +68,8 @@ interface RecordingRow {
  *
  * With `beside` (the broker's journal), `start`, `finish` and `forget` write through the journal's writer thread while
  * it runs (Journal.writeBeside: never in SQLite's busy handler on the loop, in order with the journal's batches), and
- * on this connection otherwise; the same rows either way (beside-rows.ts). Reads, the purge and `close` stay here.
+ * on this connection otherwise; the same rows either way (beside-rows.ts), and so does the purge (`purgeExpired`).
+ * Reads and `close` (once, at the stop) stay on this connection.
  */
 export class RecordingStore {
   private readonly sql: (sql: string) => Database.Statement;
@@ -89,7 +79,7 @@ export class RecordingStore {
    * run's leftover or one whose seal failed or was given up (`forget`): never to be finished.
    */
   private readonly running = new Set<string>();
-  /** Set by `close` (the broker stopping): nothing is started or sealed after it. */
+  /** Set by `close` (the broker stopping): nothing is started, sealed or purged after it. */
   private closed = false;
 
   constructor(
@@ -236,6 +226,11 @@ export class RecordingStore {
     this.running.clear();
   }
 
+  /** Closed (`close`: the broker stopping): every write and purge of this store is refused SHUTTING_DOWN. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /**
    * Action ids of recordings still open (not purged), after `afterActionId` in id order, at most `limit`: what a
    * start looks at for recordings an earlier run left open (a stop or a crash between the two writes).
@@ -327,35 +322,26 @@ export class RecordingStore {
    * (`alive_at_ms`); one whose command is still running (`running`) never, however long the command takes. Each call
    * first marks this store's running recordings alive at `nowMs`, so one its broker dies with (a crash mid-command) is
    * kept a retention after the last sweep that saw its command running, not after its start. A 'reader' store purges
-   * finished recordings only.
+   * finished recordings only. One transaction, through the journal's writer thread while it runs (after everything
+   * posted before it: never in SQLite's busy handler on the loop), else on this connection; the same SQL either way
+   * (beside-rows.ts). A failure rejects this purge alone.
    */
-  purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
+  async purgeExpired(nowMs: number, retentionMs: number, limit: number): Promise<number> {
     if (!Number.isInteger(limit) || limit < 1 || limit > recordingPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${recordingPurgeBatchMax} recordings per call, not ${limit}`);
-    const finished = this.sql(purgeFinishedSql).pluck();
-    // Open rows are few (leftovers, and the commands running now, which are skipped: at most `running.size` more).
-    const open = this.sql(purgeOpenSql).pluck();
-    const deleteChunks = this.sql(`DELETE FROM recording_chunks WHERE recording_id = ?`);
-    const mark = this.sql(`UPDATE recordings SET purged_at_ms = ? WHERE recording_id = ?`);
-    return this.db
-      .transaction(() => {
-        for (const id of this.running) this.markAlive(id, nowMs);
-        const cutoffMs = nowMs - retentionMs;
-        const ids = finished.all(cutoffMs, limit) as string[];
-        // A reader cannot tell an earlier run's leftover from a command the broker runs now: it leaves open rows be.
-        if (ids.length < limit && this.role === 'broker') {
-          const leftovers = (open.all(cutoffMs, limit - ids.length + this.running.size) as string[]).filter(
-            (id) => !this.running.has(id),
-          );
-          ids.push(...leftovers.slice(0, limit - ids.length));
-        }
-        for (const id of ids) {
-          deleteChunks.run(id);
-          mark.run(nowMs, id);
-        }
-        return ids.length;
-      })
-      .immediate();
+    // Closed (the broker stopping): its running set is gone, so an open row could no longer be told from a leftover.
+    if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no recording is purged');
+    // The running set as it is now crosses as data; a start posted after this purge follows it, so its row is not there.
+    const purged = await this.write({
+      kind: 'recordingsPurged',
+      nowMs,
+      cutoffMs: nowMs - retentionMs,
+      limit,
+      running: [...this.running],
+      leftovers: this.role === 'broker',
+    });
+    if (typeof purged !== 'number') throw new CodedError('INTERNAL', 'a recording purge answered no count');
+    return purged;
   }
 
   /** Records that the open recording's command was still running (or just ended) at `atMs`; never moves it back. */

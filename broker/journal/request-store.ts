@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { CodedError } from '../contract/index.js';
 import { openDatabase, statementCache } from '../ports/open-database.js';
 import { requireDurableConnection } from './durability.js';
-import { writeBesideOp, type BesideOp, type BesideWriter } from './beside-rows.js';
+import { writeBesideOp, type BesideOp, type BesideResult, type BesideWriter } from './beside-rows.js';
 
 const busyTimeoutMs = 2_000;
 /** A kept request is the agent's bounded request; this bounds one sealed row all the same. */
@@ -24,6 +24,11 @@ export interface KeptRequest {
  */
 export class RequestStore {
   private readonly sql: (sql: string) => Database.Statement;
+  /**
+   * Set by `close`: no write is posted after it. The journal's writer thread may still be open and would take it (the
+   * broker closes this store before the journal), so the store refuses on its own.
+   */
+  private closed = false;
 
   private constructor(
     private readonly db: Database.Database,
@@ -84,6 +89,7 @@ export class RequestStore {
    * (with the writer thread, a keep still in flight there is not yet visible here: the delete is posted all the same).
    */
   async drop(actionId: string): Promise<void> {
+    this.refuseClosed();
     const posted = this.beside?.writeBeside([{ kind: 'requestDropped', actionId }]);
     if (posted !== undefined) {
       await posted;
@@ -93,21 +99,36 @@ export class RequestStore {
     await this.write({ kind: 'requestDropped', actionId });
   }
 
-  /** One write: through the journal's writer thread while one runs, else on this connection. */
-  private async write(op: BesideOp): Promise<void> {
+  /** One write (one statement): through the journal's writer thread while one runs, else on this connection. */
+  private async write(op: BesideOp): Promise<BesideResult | undefined> {
+    this.refuseClosed();
     const posted = this.beside?.writeBeside([op]);
-    if (posted !== undefined) await posted;
-    else writeBesideOp(this.db, op);
+    return posted !== undefined ? (await posted)[0] : writeBesideOp(this.db, op);
   }
 
-  /** Deletes up to `limit` rows past their expiry; returns how many. */
-  dropExpired(nowMs: number, limit: number): number {
-    return this.sql(
-      `DELETE FROM kept_requests WHERE action_id IN (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
-    ).run(nowMs, limit).changes;
+  /**
+   * Deletes up to `limit` rows past their expiry at `nowMs`; resolves with how many. Through the journal's writer
+   * thread while one runs (never in SQLite's busy handler on the loop), else on this connection; a failure rejects
+   * this drop alone.
+   */
+  async dropExpired(nowMs: number, limit: number): Promise<number> {
+    // A negative LIMIT is none in SQLite: every expired row in one transaction.
+    if (!Number.isSafeInteger(nowMs) || !Number.isInteger(limit) || limit < 1)
+      throw new RangeError(
+        `dropExpired needs whole milliseconds and a limit of at least 1 (now ${nowMs}, limit ${limit})`,
+      );
+    const dropped = await this.write({ kind: 'expiredRequestsDropped', nowMs, limit });
+    if (typeof dropped !== 'number')
+      throw new CodedError('INTERNAL', 'dropping expired kept requests answered no count');
+    return dropped;
   }
 
   close(): void {
+    this.closed = true;
     this.db.close();
+  }
+
+  private refuseClosed(): void {
+    if (this.closed) throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no kept request is written');
   }
 }

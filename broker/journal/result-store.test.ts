@@ -170,22 +170,22 @@ describe('the result store', () => {
       return 'no error';
     };
 
-    it('purges exactly the results at or past the boundary fetch_result calls expired, oldest first, and keeps the rest whole', () => {
+    it('purges exactly the results at or past the boundary fetch_result calls expired, oldest first, and keeps the rest whole', async () => {
       const old = commitAt(1, 100);
       const boundary = commitAt(2, 200);
       const young = commitAt(3, 201);
-      expect(store.purgeExpired(1_200, retentionMs, 10)).toBe(2);
+      expect(await store.purgeExpired(1_200, retentionMs, 10)).toBe(2);
       expect(chunkRows(old)).toBe(0);
       expect(chunkRows(boundary)).toBe(0);
       expect(chunkRows(young)).toBe(2);
       expect(store.read(young)?.body.equals(Buffer.alloc(resultChunkBytes + 5, 3))).toBe(true);
       // Nothing left to purge: a second sweep at the same time purges nothing.
-      expect(store.purgeExpired(1_200, retentionMs, 10)).toBe(0);
+      expect(await store.purgeExpired(1_200, retentionMs, 10)).toBe(0);
     });
 
-    it('a purged result still has its facts, and every read of its bytes says RESULT_EXPIRED — never partial bytes, never absent', () => {
+    it('a purged result still has its facts, and every read of its bytes says RESULT_EXPIRED — never partial bytes, never absent', async () => {
       const id = commitAt(1, 100);
-      store.purgeExpired(5_000, retentionMs, 1);
+      await store.purgeExpired(5_000, retentionMs, 1);
       expect(store.head(id)).toMatchObject({
         result_id: id,
         action_id: 'act_000001',
@@ -199,15 +199,15 @@ describe('the result store', () => {
       expect(() => store.read(id)).toThrow(/purged at 1970-01-01T00:00:05.000Z/);
     });
 
-    it('is bounded per call: `limit` results at most, the oldest first; the next call continues', () => {
+    it('is bounded per call: `limit` results at most, the oldest first; the next call continues', async () => {
       const ids = [commitAt(1, 30), commitAt(2, 10), commitAt(3, 20)];
-      expect(store.purgeExpired(10_000, retentionMs, 2)).toBe(2);
+      expect(await store.purgeExpired(10_000, retentionMs, 2)).toBe(2);
       expect(ids.map((id) => store.head(id)?.purged_at_ms ?? null)).toEqual([null, 10_000, 10_000]);
-      expect(store.purgeExpired(10_001, retentionMs, 2)).toBe(1);
+      expect(await store.purgeExpired(10_001, retentionMs, 2)).toBe(1);
       expect(store.head(ids[0] ?? '')?.purged_at_ms).toBe(10_001);
     });
 
-    it('the chunks and the marks change in one transaction: a failure midway leaves every result whole and unmarked', () => {
+    it('the chunks and the marks change in one transaction: a failure midway leaves every result whole and unmarked', async () => {
       const first = commitAt(1, 10);
       const second = commitAt(2, 20);
       const raw = new Database(temp.path);
@@ -216,17 +216,17 @@ describe('the result store', () => {
         `CREATE TRIGGER refuse_mark BEFORE UPDATE OF purged_at_ms ON results WHEN NEW.result_id = '${second}' BEGIN SELECT RAISE(ABORT, 'disk full'); END;`,
       );
       raw.close();
-      expect(() => store.purgeExpired(10_000, retentionMs, 10)).toThrow(/disk full/);
+      await expect(store.purgeExpired(10_000, retentionMs, 10)).rejects.toThrow(/disk full/);
       expect([chunkRows(first), chunkRows(second)]).toEqual([2, 2]);
       expect(store.head(first)?.purged_at_ms).toBeNull();
       expect(store.read(first)?.body.length).toBe(resultChunkBytes + 5);
     });
 
-    it('refuses a limit outside 1..resultPurgeBatchMax and a time that is not whole milliseconds (programmer errors)', () => {
-      expect(() => store.purgeExpired(1, retentionMs, 0)).toThrow(RangeError);
-      expect(() => store.purgeExpired(1, retentionMs, resultPurgeBatchMax + 1)).toThrow(RangeError);
-      expect(() => store.purgeExpired(1.5, retentionMs, 1)).toThrow(RangeError);
-      expect(() => store.purgeExpired(1, -1, 1)).toThrow(RangeError);
+    it('refuses a limit outside 1..resultPurgeBatchMax and a time that is not whole milliseconds (programmer errors)', async () => {
+      await expect(store.purgeExpired(1, retentionMs, 0)).rejects.toThrow(RangeError);
+      await expect(store.purgeExpired(1, retentionMs, resultPurgeBatchMax + 1)).rejects.toThrow(RangeError);
+      await expect(store.purgeExpired(1.5, retentionMs, 1)).rejects.toThrow(RangeError);
+      await expect(store.purgeExpired(1, -1, 1)).rejects.toThrow(RangeError);
     });
   });
 
@@ -365,7 +365,7 @@ describe('when a response is stored, it is sealed at rest', () => {
     expect(canaryFormsIn(journalFileBytes(temp.path))).toContain('raw');
   });
 
-  it('a purge zeroes the sealed bytes it deletes (secure_delete on the store connection)', () => {
+  it('a purge zeroes the sealed bytes it deletes (secure_delete on the store connection)', async () => {
     const raw = new Database(temp.path);
     try {
       store.commit(committed());
@@ -374,7 +374,7 @@ describe('when a response is stored, it is sealed at rest', () => {
         32,
       );
       expect(journalFileBytes(temp.path).includes(sealed)).toBe(true);
-      store.purgeExpired(10_000, 1_000, 1);
+      await store.purgeExpired(10_000, 1_000, 1);
       raw.pragma('wal_checkpoint(TRUNCATE)');
       expect(journalFileBytes(temp.path).includes(sealed)).toBe(false);
     } finally {

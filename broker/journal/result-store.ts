@@ -5,7 +5,7 @@ import type { RowCipher } from './audit-writer.js';
 import { writeResultRows, type ResultRows } from './result-rows.js';
 import { requireDurableConnection } from './durability.js';
 import { RecordingStore, type RecordingStoreRole } from './recording-store.js';
-import type { BesideWriter } from './beside-rows.js';
+import { writeBesideOp, type BesideOp, type BesideWriter } from './beside-rows.js';
 
 /** Stored bytes per chunk row: bounds one row and lets a reader resume from a chunk. */
 export const resultChunkBytes = 64 * 1024;
@@ -91,12 +91,14 @@ export class ResultStore {
   private readonly sql: (sql: string) => Database.Statement;
   /** SSH session recordings (migration 013): the same file, connection and key, purged with the results. */
   readonly recordings: RecordingStore;
+  /** Set by `close`: no purge is posted after it (the journal's writer thread may still be open and take it). */
+  private closed = false;
 
   private constructor(
     private readonly db: Database.Database,
     private readonly cipher: RowCipher,
     role: RecordingStoreRole,
-    beside: BesideWriter | undefined,
+    private readonly beside: BesideWriter | undefined,
   ) {
     this.sql = statementCache(db);
     this.recordings = new RecordingStore(db, cipher, role, beside);
@@ -107,7 +109,7 @@ export class ResultStore {
    * 'broker' only for the store of the process holding the data directory's lock (data-dir-lock.ts; the runtime's,
    * and the harnesses standing in for it): its recordings' verdicts rest on that (RecordingStore). Any other opener
    * is a 'reader' (the default). `journal`: the journal whose writer thread, while it runs, writes the recordings'
-   * rows (RecordingStore; the broker's store), so they never wait for its write lock on the loop.
+   * rows (RecordingStore; the broker's store) and the purges, so they never wait for its write lock on the loop.
    */
   static open(
     path: string,
@@ -233,33 +235,36 @@ export class ResultStore {
    * boundary fetch_result's RESULT_EXPIRED uses), oldest first, at most `limit` of them, and marks
    * each purged — chunks and marks in ONE transaction, so a reader sees a result whole or purged,
    * never half. Returns how many it purged; fewer than `limit` means none is left to purge now.
-   * The journal's events (outcome, digest, RESULT_COMMITTED) are never touched.
+   * The journal's events (outcome, digest, RESULT_COMMITTED) are never touched. Through the journal's writer thread
+   * while it runs (after everything posted before it: never in SQLite's busy handler on the loop), else on this
+   * connection; the same SQL either way (beside-rows.ts). A failure rejects this purge alone.
    */
-  purgeExpired(nowMs: number, retentionMs: number, limit: number): number {
+  async purgeExpired(nowMs: number, retentionMs: number, limit: number): Promise<number> {
     if (!Number.isSafeInteger(nowMs) || !Number.isSafeInteger(retentionMs) || retentionMs < 0) {
       throw new RangeError(`purgeExpired needs whole milliseconds (now ${nowMs}, retention ${retentionMs})`);
     }
     if (!Number.isInteger(limit) || limit < 1 || limit > resultPurgeBatchMax)
       throw new RangeError(`purgeExpired purges 1..${resultPurgeBatchMax} results per call, not ${limit}`);
-    const cutoffMs = nowMs - retentionMs;
-    const due = this.sql(
-      `SELECT result_id FROM results WHERE purged_at_ms IS NULL AND created_at_ms <= ? ORDER BY created_at_ms, result_id LIMIT ?`,
-    ).pluck();
-    const deleteChunks = this.sql(`DELETE FROM result_chunks WHERE result_id = ?`);
-    const mark = this.sql(`UPDATE results SET purged_at_ms = ? WHERE result_id = ? AND purged_at_ms IS NULL`);
-    const purged = this.db
-      .transaction(() => {
-        const ids = due.all(cutoffMs, limit) as string[];
-        for (const id of ids) {
-          deleteChunks.run(id);
-          mark.run(nowMs, id);
-        }
-        return ids.length;
-      })
-      .immediate();
+    // Refused before anything is posted: the recordings' purge (the second step) would be refused once this one
+    // committed, and a caller would see a failure for rows that were purged.
+    if (this.closed || this.recordings.isClosed)
+      throw new CodedError('SHUTTING_DOWN', 'the broker is stopping: no result is purged');
+    const purged = await this.write({ kind: 'resultsPurged', nowMs, cutoffMs: nowMs - retentionMs, limit });
+    // Closed while the results' purge was in flight (the broker stopping): it committed, so it answers what it purged;
+    // the recordings wait for the next run's sweep.
+    if (this.recordings.isClosed) return purged;
     // A recording holds the same output as its result: it goes with the same retention (summed: the caller's
     // "fewer than limit means none left" still holds, as either batch at its limit makes the sum reach it).
-    return purged + this.recordings.purgeExpired(nowMs, retentionMs, limit);
+    return purged + (await this.recordings.purgeExpired(nowMs, retentionMs, limit));
+  }
+
+  /** One write beside the journal, in a transaction of its own: through its writer thread while one runs, else here. */
+  private async write(op: BesideOp): Promise<number> {
+    const posted = this.beside?.writeBeside([op]);
+    const answer =
+      posted !== undefined ? (await posted)[0] : this.db.transaction(() => writeBesideOp(this.db, op)).immediate();
+    if (typeof answer !== 'number') throw new CodedError('INTERNAL', `${op.kind} answered no count`);
+    return answer;
   }
 
   readForAction(actionId: string): StoredResult | undefined {
@@ -274,6 +279,7 @@ export class ResultStore {
    * recorded alive at that moment and left open (RecordingStore.close).
    */
   close(nowMs?: number): void {
+    this.closed = true;
     this.recordings.close(nowMs);
     if (this.db.open) this.db.close();
   }
