@@ -109,8 +109,10 @@ export const purgeOpenSql = `SELECT recording_id FROM recordings
   ORDER BY alive_at_ms LIMIT ?`;
 
 /**
- * A purge deletes sealed bytes: with secure_delete the pages it frees are zeroed, so the file never hands them to a
- * later reader. The result store's connection has it on already; the writer thread's turns it on for the purge alone.
+ * A purge deletes sealed bytes (results, recordings), and so does a kept request's drop, its expiry or its
+ * replacement: with secure_delete the content it deletes and the pages it frees are zeroed, so the file never hands
+ * them to a later reader. The result and request stores' connections have it on already; the writer thread's turns it
+ * on for the op alone.
  */
 function zeroingFreedPages<T>(connection: Database.Database, write: () => T): T {
   const was = connection.pragma('secure_delete', { simple: true }) as number;
@@ -177,25 +179,37 @@ export function writeBesideOp(connection: Database.Database, op: BesideOp): Besi
         )
         .run({ atMs: op.atMs, recordingId: op.recordingId }).changes;
     case 'requestKept':
-      return db
-        .prepare(
-          `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms)
-           VALUES (?, ?, ?, ?, ?)`,
-        )
-        .run(op.actionId, op.route, bytes(op.sealed), op.keptAtMs, op.expiresAtMs).changes;
+      // A row kept again for the same action replaces the old one: its sealed bytes are zeroed as a drop's are.
+      return zeroingFreedPages(
+        connection,
+        () =>
+          db
+            .prepare(
+              `INSERT OR REPLACE INTO kept_requests (action_id, route, sealed, kept_at_ms, expires_at_ms)
+               VALUES (?, ?, ?, ?, ?)`,
+            )
+            .run(op.actionId, op.route, bytes(op.sealed), op.keptAtMs, op.expiresAtMs).changes,
+      );
     case 'requestDropped':
-      return db.prepare(`DELETE FROM kept_requests WHERE action_id = ?`).run(op.actionId).changes;
+      return zeroingFreedPages(
+        connection,
+        () => db.prepare(`DELETE FROM kept_requests WHERE action_id = ?`).run(op.actionId).changes,
+      );
     case 'resultsPurged':
       return zeroingFreedPages(connection, () => purgeResults(db, op));
     case 'recordingsPurged':
       return zeroingFreedPages(connection, () => purgeRecordings(connection, db, op));
     case 'expiredRequestsDropped':
-      return db
-        .prepare(
-          `DELETE FROM kept_requests WHERE action_id IN
-             (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
-        )
-        .run(op.nowMs, op.limit).changes;
+      return zeroingFreedPages(
+        connection,
+        () =>
+          db
+            .prepare(
+              `DELETE FROM kept_requests WHERE action_id IN
+                 (SELECT action_id FROM kept_requests WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
+            )
+            .run(op.nowMs, op.limit).changes,
+      );
     default:
       throw new Error(`unknown write beside the journal: ${String((op as { kind?: unknown }).kind)}`);
   }

@@ -414,3 +414,38 @@ describe('when an action settles after the kept-request store closed (the broker
     expect(rows.prepare(`SELECT count(*) AS n FROM kept_requests`).get()).toEqual({ n: 1 });
   });
 });
+
+describe('a kept request deleted (dropped when settled, expired, or kept again)', () => {
+  /** A distinct 48-byte sealed stand-in per row: found in the file while the row is there. */
+  const sealedOf = (tag: number): Uint8Array => new Uint8Array(48).fill(tag);
+  const keptRow = (actionId: string, tag: number, expiresAtMs: number) => ({
+    ...kept(actionId, expiresAtMs),
+    sealed: sealedOf(tag),
+  });
+
+  it.each([
+    ['through the writer thread', true],
+    ['inline', false],
+  ])('leaves none of its sealed bytes in the file (secure_delete, %s)', async (_mode, writerThread) => {
+    const o = await open(writerThread);
+    const raw = new Database(o.temp.path);
+    closers.push(() => raw.close());
+    await o.requests.keep(keptRow('act_kz_drop', 0xd1, 90_000));
+    await o.requests.keep(keptRow('act_kz_expire', 0xe2, 1_000));
+    await o.requests.keep(keptRow('act_kz_again', 0xa3, 90_000));
+    raw.pragma('wal_checkpoint(TRUNCATE)');
+    const inFile = (tag: number): boolean => fileBytes(o.temp.path).includes(Buffer.from(sealedOf(tag)));
+    expect([0xd1, 0xe2, 0xa3].map(inFile)).toEqual([true, true, true]);
+    // Each delete on its own, checked at once: a later write to the same page must not be what zeroes it.
+    const checkpointed = (): void => void raw.pragma('wal_checkpoint(TRUNCATE)');
+    await o.requests.drop('act_kz_drop');
+    checkpointed();
+    expect([0xd1, 0xe2, 0xa3].map(inFile)).toEqual([false, true, true]);
+    expect(await o.requests.dropExpired(2_000, 10)).toBe(1);
+    checkpointed();
+    expect([0xe2, 0xa3].map(inFile)).toEqual([false, true]);
+    await o.requests.keep(keptRow('act_kz_again', 0xb4, 90_000));
+    checkpointed();
+    expect([0xa3, 0xb4].map(inFile)).toEqual([false, true]);
+  });
+});

@@ -48,6 +48,8 @@ export class RequestStore {
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       // The journal's checkpointer copies the WAL on its own thread: a commit here must not do it on the loop.
       db.pragma('wal_autocheckpoint = 0');
+      // A dropped, expired or replaced kept request's sealed bytes are zeroed in the file (beside-rows.ts).
+      db.pragma('secure_delete = ON');
       const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'kept_requests'`).get();
       if (table === undefined)
         throw new CodedError('MIGRATION_FAILED', 'the journal has no kept_requests table (schema older than 8)');
