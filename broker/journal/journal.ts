@@ -435,6 +435,8 @@ export class Journal implements BesideWriter {
   /** Units ever queued, and units settled (FIFO): durable() waits until what was queued before it is settled. */
   private unitsQueued = 0;
   private unitsSettled = 0;
+  /** Inside readCurrent's read: requireCurrent commits nothing more (what queued after the call is not that read's). */
+  private currentReads = 0;
   private settledWaiters: Array<{ through: number; resolve: () => void; reject: (error: unknown) => void }> = [];
   private readonly unsubscribe: Array<() => void> = [];
   private readonly commitListeners = new Set<(commit: JournalCommit) => void>();
@@ -757,6 +759,59 @@ export class Journal implements BesideWriter {
     if (this.thread !== undefined) return this.settledThrough(this.unitsQueued).then(() => this.walSync.whenDurable());
     this.flushQueued();
     return this.walSync.whenDurable();
+  }
+
+  /**
+   * Runs `read` once everything appended before this call is committed, without holding the loop while the writer
+   * thread commits it: the async form of the reads that commit what is queued first (`requireCurrent`: eventsPage,
+   * subjectEvents, actionCounts, outcomeCounts, the action list...), for callers that can wait (the operator's and the
+   * agents' reads). The contract:
+   *
+   * - It resolves once every unit queued (or in flight) when it was called has settled: appends and appendLater units
+   *   made before the call are seen (durable() waits the same way, for the same units). Without a writer thread they
+   *   commit inline on this turn, as requireCurrent always did.
+   * - `read` runs in a read transaction on the journal's connection (deferred BEGIN, COMMIT after it), so a read of
+   *   several statements sees one snapshot while the thread commits later batches beside it; it runs on one turn, so
+   *   no inline commit can come between its statements either. Inside it requireCurrent commits nothing more: what was
+   *   queued after the call is not this read's to see (it may see some of it: a batch the thread committed meanwhile).
+   * - What the journal keeps in memory (the state and session caches, the lanes' tickets, stats()) moves at each
+   *   batch's ack, so it may be behind the snapshot, never ahead of it. laneHeads mixes the two and stays a synchronous
+   *   read (the approval queue's planning).
+   * - A journal that fails, or starts closing, while the read waits: rejects JOURNAL_UNAVAILABLE and `read` never runs.
+   *   A failed journal is read at once (nothing more will commit), as the synchronous reads do; a closed one refuses.
+   */
+  readCurrent<T>(read: () => T): Promise<T> {
+    if (this.state === 'closed') return Promise.reject(this.unavailable());
+    if (this.thread === undefined || this.state !== 'open') {
+      try {
+        // Inline: what is queued commits on this turn, as requireCurrent does. Failed or closing: nothing more will.
+        if (this.state === 'open') this.flushQueued();
+        return Promise.resolve(this.readInSnapshot(read));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.settledThrough(this.unitsQueued).then(() => {
+      if (this.state !== 'open' && this.state !== 'failed') throw this.unavailable();
+      return this.readInSnapshot(read);
+    });
+  }
+
+  /** `read` in one read transaction (one snapshot of the file), with requireCurrent committing nothing meanwhile. */
+  private readInSnapshot<T>(read: () => T): T {
+    this.requireReadable();
+    // Nested in another read (or, never on this path, a commit): its transaction is the snapshot already.
+    const begun = !this.db.inTransaction;
+    // Deferred: no lock is taken; the snapshot is fixed by the first statement and held until COMMIT.
+    if (begun) this.db.exec('BEGIN');
+    this.currentReads += 1;
+    try {
+      return read();
+    } finally {
+      this.currentReads -= 1;
+      // A read-only transaction: COMMIT only ends it (it cannot fail for a lock, nothing was written).
+      if (begun && this.db.inTransaction) this.db.exec('COMMIT');
+    }
   }
 
   /**
@@ -1172,6 +1227,8 @@ export class Journal implements BesideWriter {
       this.db.close();
       this.state = 'closed';
     }
+    // Whoever still waits for units (durable(), readCurrent) hears the close instead of waiting for ever.
+    for (const waiter of this.settledWaiters.splice(0)) waiter.reject(this.unavailable());
   }
 
   private enqueue(
@@ -1772,6 +1829,8 @@ export class Journal implements BesideWriter {
   /** A read of the log or of the tables as a whole: what appendLater holds is committed first, so it is seen. */
   private requireCurrent(): void {
     this.requireReadable();
+    // Inside readCurrent's read, what it waited for is committed; flushQueued would also return (a transaction is open).
+    if (this.currentReads > 0) return;
     this.flushQueued();
   }
 
