@@ -936,6 +936,15 @@ export class Journal implements BesideWriter {
     return this.store.loadTimeline(actionId);
   }
 
+  /**
+   * The position of the newest event the file holds, as this connection reads it: inside readCurrent's read, its
+   * snapshot's (stats().last_seq moves at each batch's ack, so it can be behind the rows such a read sees).
+   */
+  committedSeq(): number {
+    this.requireCurrent();
+    return this.store.lastSeq();
+  }
+
   /** The wall time the newest event recorded (null for an empty log). */
   lastEventAtMs(): number | null {
     this.requireCurrent();
