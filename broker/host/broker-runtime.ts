@@ -423,9 +423,9 @@ export async function createBrokerRuntime(options: BrokerRuntimeOptions): Promis
         return retrySummary(journal, input.action_id, result.envelope.evidence.journal_seq);
       },
       // The refusals either would give before sending anything, asked before a person types the passphrase for nothing.
-      'actions.precheck': (input) => {
+      'actions.precheck': async (input) => {
         anchor.refuseWhileQuarantined();
-        if (input.operation === 'reconcile') planReconcile(reconcileDeps, input.action_id);
+        if (input.operation === 'reconcile') await planReconcile(reconcileDeps, input.action_id);
         else requireKeptRequest({ requests, clock, journal }, input.action_id);
         return { action_id: input.action_id, operation: input.operation, ok: true as const };
       },

@@ -126,9 +126,7 @@ describe('sessions.list: calls and pending', () => {
     const t = await journalWithSessions();
     const list = reads(t.journal);
     await list();
-    // Without a writer thread readCurrent reads on this turn: the rows are counted before it returns.
-    const { value, reads: seen } = countingRowsRead(() => list());
-    const listed = await value;
+    const { value: listed, reads: seen } = await countingRowsRead(() => list());
     expect(listed).toHaveLength(3);
     expect(seen.filter((r) => /\bactions\b/.test(r.sql))).toEqual([]);
     expect(seen.reduce((n, r) => n + r.rows, 0)).toBe(listed.length);
@@ -136,10 +134,12 @@ describe('sessions.list: calls and pending', () => {
 });
 
 /**
- * Runs `body` with every better-sqlite3 statement's row-returning methods counted: the SQL each ran and the rows it
+ * Runs `body` (until it settles) with every better-sqlite3 statement's row-returning methods counted: the SQL each ran and the rows it
  * handed back. A read that scanned a session's actions shows up here as rows, whatever the clock says.
  */
-function countingRowsRead<T>(body: () => T): { value: T; reads: { sql: string; rows: number }[] } {
+async function countingRowsRead<T>(
+  body: () => Promise<T>,
+): Promise<{ value: T; reads: { sql: string; rows: number }[] }> {
   const reads: { sql: string; rows: number }[] = [];
   const proto = statementPrototype(opened[0]!.reader());
   const saved = { all: proto.all, get: proto.get, iterate: proto.iterate };
@@ -162,7 +162,7 @@ function countingRowsRead<T>(body: () => T): { value: T; reads: { sql: string; r
     }
   };
   try {
-    return { value: body(), reads };
+    return { value: await body(), reads };
   } finally {
     Object.assign(proto, saved);
   }
